@@ -1,0 +1,7 @@
+"""``python -m elb`` runs the same CLI as the ``elb`` console script."""
+
+import sys
+
+from elb.cli import main
+
+sys.exit(main())

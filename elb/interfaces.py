@@ -1,0 +1,117 @@
+"""The narrow interfaces behind which the imperative shell does its I/O.
+
+Implementations: clouds in ``elb.cloud`` (``ec2``, ``local``), the provisioner in
+``elb.provision``. The core never imports an implementation; ``elb.factory`` picks one
+from the config.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Protocol, runtime_checkable
+
+_NO_TAGS: Mapping[str, str] = MappingProxyType({})
+
+# Tag keys every instance elb launches carries (EC2 and local alike).
+TAG_CLUSTER = "elb:cluster"
+TAG_ROLE = "elb:role"  # "master" | "worker"
+TAG_MANAGED_BY = "elb:managed-by"  # always "elb"
+TAG_NAME = "Name"  # node name, e.g. node006
+
+
+class CloudError(Exception):
+    """A cloud call failed. ``retryable`` says whether trying again later may help."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """One worker instance as the cloud reports it."""
+
+    instance_id: str
+    name: str  # node name from the Name tag
+    state: str  # pending | running | stopping | stopped | shutting-down | terminated
+    launched_at: float  # POSIX seconds
+    private_ip: str | None = None
+    instance_type: str | None = None
+    image_id: str | None = None
+    slots: int | None = None
+    tags: Mapping[str, str] = field(default=_NO_TAGS)
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchResult:
+    """Outcome of a launch: the instances that run, and the names that failed with why."""
+
+    launched: tuple[Instance, ...]
+    failed: Mapping[str, str] = field(default=_NO_TAGS)  # node name -> reason
+
+
+@runtime_checkable
+class Cloud(Protocol):
+    """Launch, list and terminate the workers of one cluster.
+
+    Implementations filter everything by the cluster's tags: they never list or
+    terminate an instance that is not a worker of this cluster, and never the master.
+    """
+
+    def launch(self, names: Sequence[str]) -> LaunchResult:
+        """Start one worker per name, wait until each runs with a private address."""
+        ...
+
+    def list_workers(self) -> list[Instance]:
+        """The cluster's worker instances that are not terminated."""
+        ...
+
+    def terminate(self, instance_ids: Sequence[str]) -> None:
+        """Terminate these workers (ids not belonging to the cluster's workers are refused)."""
+        ...
+
+
+class Outcome(enum.StrEnum):
+    OK = "ok"
+    FAILED = "failed"
+    UNREACHABLE = "unreachable"
+    BUSY = "busy"  # removal refused: a job landed on the node while draining
+
+
+@dataclass(frozen=True, slots=True)
+class HostResult:
+    """How provisioning went on one host."""
+
+    host: str
+    outcome: Outcome
+    task: str | None = None  # failing task name
+    message: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.OK
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    """What the provisioner needs to know of a node (no cloud call at provisioning time)."""
+
+    name: str
+    private_ip: str
+    slots: int | None = None
+
+
+@runtime_checkable
+class Provisioner(Protocol):
+    """Configure nodes into the cluster and take them out again (Ansible behind it)."""
+
+    def add_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:
+        """Make ``nodes`` exec hosts; ``existing`` workers only get their hosts lines updated."""
+        ...
+
+    def remove_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:
+        """Drain-check, deregister and unexport ``nodes``; BUSY if a job landed meanwhile."""
+        ...

@@ -1,0 +1,22 @@
+"""Node names: the next number after the highest in use (gaps are not reused)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+
+def node_number(name: str, prefix: str) -> int | None:
+    """The number in ``node006`` for prefix ``node``; None if the name is not one of ours."""
+    m = re.fullmatch(re.escape(prefix) + r"(\d+)", name)
+    return int(m.group(1)) if m else None
+
+
+def next_names(in_use: Iterable[str], count: int, prefix: str = "node", digits: int = 3) -> tuple[str, ...]:
+    """``count`` new names after the highest number in use: node001, node003, node005 -> node006.
+
+    ``in_use`` should hold every name the cluster knows (SGE hosts, journal, cloud), so that
+    a name is never given twice even while a node is still booting or being removed.
+    """
+    highest = max((n for n in (node_number(x, prefix) for x in in_use) if n is not None), default=0)
+    return tuple(f"{prefix}{i:0{digits}d}" for i in range(highest + 1, highest + 1 + count))

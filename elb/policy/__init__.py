@@ -1,0 +1,27 @@
+"""Scaling policies: elb's default and the peers' (for ``elb simulate``).
+
+``make_policy`` builds the policy a config names; every policy satisfies ``Policy``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from elb.config import ClusterConfig, PolicyConfig
+from elb.policy.base import Policy
+from elb.policy.default import ElbPolicy
+
+PolicyFactory = Callable[[PolicyConfig, ClusterConfig], Policy]
+
+POLICIES: dict[str, PolicyFactory] = {"elb": ElbPolicy}
+
+
+def make_policy(config: PolicyConfig, cluster: ClusterConfig) -> Policy:
+    try:
+        factory = POLICIES[config.name]
+    except KeyError:
+        raise ValueError(f"unknown policy {config.name!r}; known: {', '.join(sorted(POLICIES))}") from None
+    return factory(config, cluster)
+
+
+__all__ = ["POLICIES", "Policy", "make_policy"]

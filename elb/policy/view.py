@@ -1,0 +1,116 @@
+"""A policy's view of the cluster: SGE's hosts joined with elb's node records.
+
+Pure functions only; every policy (elb's and the peers') reads the cluster through this.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from elb.model import Host, Job, Node, NodeState, Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Worker:
+    """One worker as a policy sees it."""
+
+    name: str
+    node: Node | None  # None: an exec host elb does not manage (never removed by elb)
+    host: Host | None  # None: not (yet) in SGE
+    jobs: tuple[Job, ...]
+
+    @property
+    def booting(self) -> bool:
+        return self.node is not None and self.node.state.booting
+
+    @property
+    def ready(self) -> bool:
+        if self.node is not None and self.node.state is not NodeState.READY:
+            return False
+        return self.host is not None and self.host.up
+
+    @property
+    def idle(self) -> bool:
+        """Ready, runs no job and holds no reservation."""
+        return self.ready and not self.jobs and not (self.host is not None and self.host.busy)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    now: float
+    workers: tuple[Worker, ...]
+    pending: tuple[Job, ...]  # eligible waiting jobs, oldest submission first
+    slots_per_node: int
+
+    @property
+    def size(self) -> int:
+        """Workers that exist or are coming (booting, ready, draining); the master excluded."""
+        return len(self.workers)
+
+    @property
+    def booting(self) -> tuple[Worker, ...]:
+        return tuple(w for w in self.workers if w.booting)
+
+    @property
+    def pending_slots(self) -> int:
+        return sum(j.total_slots for j in self.pending)
+
+    def oldest_wait(self) -> float:
+        """Seconds the oldest eligible job (by submission time) has waited; 0 with none."""
+        times = [j.submitted for j in self.pending if j.submitted is not None]
+        return max(0.0, self.now - min(times)) if times else 0.0
+
+    def nodes_for(self, jobs: Sequence[Job]) -> int:
+        """Whole nodes these jobs need: wide (PE) jobs take whole nodes, narrow ones pack."""
+        spn = self.slots_per_node
+        wide = 0
+        narrow = 0
+        for j in jobs:
+            if j.slots > spn:
+                wide += math.ceil(j.slots / spn) * j.tasks
+            else:
+                narrow += j.total_slots
+        return wide + math.ceil(narrow / spn)
+
+
+def infer_slots_per_node(hosts: Sequence[Host], nodes: Sequence[Node], configured: int | None) -> int:
+    """Configured value, else the most common worker size seen (SGE, then node records), else 1."""
+    if configured:
+        return configured
+    seen = Counter(h.slots_total for h in hosts if h.slots_total > 0)
+    if seen:
+        return seen.most_common(1)[0][0]
+    known = Counter(n.slots for n in nodes if n.slots)
+    if known:
+        return int(known.most_common(1)[0][0] or 1)
+    return 1
+
+
+def cluster_view(
+    snapshot: Snapshot,
+    nodes: Sequence[Node],
+    master: str,
+    now: float,
+    slots_per_node: int | None = None,
+) -> ClusterView:
+    """Join SGE's hosts with elb's records. The master is never a worker."""
+    by_host: dict[str, list[Job]] = {}
+    for j in snapshot.jobs:
+        h = j.host
+        if h is not None and j.state not in ("qw", "hqw"):
+            by_host.setdefault(h, []).append(j)
+    hosts = {h.name: h for h in snapshot.hosts if h.name != master}
+    alive = {n.name: n for n in nodes if n.state.alive and n.name != master}
+    workers = [
+        Worker(name, alive.get(name), hosts.get(name), tuple(by_host.get(name, ())))
+        for name in sorted(set(hosts) | set(alive))
+    ]
+    pending = sorted(
+        (j for j in snapshot.jobs if j.is_pending),
+        key=lambda j: (j.submitted if j.submitted is not None else now, j.job_id),
+    )
+    spn = infer_slots_per_node(list(hosts.values()), list(alive.values()), slots_per_node)
+    return ClusterView(now, tuple(workers), tuple(pending), spn)
