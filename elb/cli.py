@@ -1,0 +1,39 @@
+"""The ``elb`` command line. ``python -m elb`` runs the same.
+
+Each subcommand lives in its own module with a ``register(subparsers)`` function that adds
+its parser and sets ``func`` (called with the parsed arguments, returns the exit code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from elb import __version__
+
+# Modules that each add subcommands. Keep one line per module.
+COMMAND_MODULES: tuple[str, ...] = ("elb.commands",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="elb", description="Elastic load balancer for Grid Engine (SGE) clusters on EC2."
+    )
+    parser.add_argument("--version", action="version", version=f"elb {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
