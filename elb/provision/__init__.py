@@ -1,0 +1,1 @@
+"""Provisioning behind elb.interfaces.Provisioner: Ansible playbooks through ansible-runner."""

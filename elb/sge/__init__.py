@@ -1,0 +1,1 @@
+"""Reading SGE: the only place that runs SGE commands, and the parsers of their XML."""
