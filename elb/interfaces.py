@@ -10,10 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Protocol, runtime_checkable
-
-_NO_TAGS: Mapping[str, str] = MappingProxyType({})
 
 # Tag keys every instance elb launches carries (EC2 and local alike).
 TAG_CLUSTER = "elb:cluster"
@@ -42,7 +39,7 @@ class Instance:
     instance_type: str | None = None
     image_id: str | None = None
     slots: int | None = None
-    tags: Mapping[str, str] = field(default=_NO_TAGS)
+    tags: Mapping[str, str] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +47,7 @@ class LaunchResult:
     """Outcome of a launch: the instances that run, and the names that failed with why."""
 
     launched: tuple[Instance, ...]
-    failed: Mapping[str, str] = field(default=_NO_TAGS)  # node name -> reason
+    failed: Mapping[str, str] = field(default_factory=dict, hash=False)  # node name -> reason
 
 
 @runtime_checkable

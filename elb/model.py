@@ -8,9 +8,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
-
-_EMPTY: Mapping[str, str] = MappingProxyType({})
 
 # Job state codes that mean "waiting and eligible to start" (plain qw, and re-queued).
 PENDING_STATES = frozenset({"qw", "Rqw"})
@@ -36,7 +33,7 @@ class Job:
     priority: float = 0.0
     pe: str | None = None
     pe_range: str | None = None  # requested range, e.g. "16" or "4-8"
-    hard_requests: Mapping[str, str] = field(default=_EMPTY)
+    hard_requests: Mapping[str, str] = field(default_factory=dict, hash=False)
     queue: str | None = None  # queue instance, e.g. "all.q@node001" (running jobs)
     hard_runtime: float | None = None  # h_rt in seconds when requested
 
@@ -93,7 +90,7 @@ class Host:
     name: str
     queues: tuple[QueueInstance, ...] = ()
     num_proc: int | None = None
-    load: Mapping[str, str] = field(default=_EMPTY)
+    load: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def slots_total(self) -> int:
