@@ -1,0 +1,726 @@
+"""The EC2 cloud: launch, list and terminate the workers of one cluster with boto3.
+
+Safety rules, enforced here whatever the caller passes:
+
+* every instance elb launches is tagged at creation (``TagSpecifications``) with the cluster,
+  role ``worker``, ``elb:managed-by=elb`` and ``Name`` = node name;
+* listing and terminating are filtered by those tags (server side, then checked again on the
+  answer): ids that are not running workers of this cluster are refused, the master never matches;
+* launching is idempotent: an existing live worker of the same name is adopted, and the
+  ``ClientToken`` is derived from cluster, node name and the (type, subnet, market) choice, so a
+  retried ``RunInstances`` never starts a second instance for one node.
+
+Capacity errors move on to the next instance type / subnet and avoid the failed choice for
+``capacity_backoff`` seconds. Throttling is retried by botocore's ``standard`` retry mode;
+permission errors raise :class:`CloudError` naming the missing permission, without retrying.
+
+The pure helpers (candidates, run arguments, error classification) take everything as
+arguments; :class:`Ec2Cloud` is the thin shell around a boto3 client, with clock and sleep
+injected so that tests control time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import boto3
+from botocore.config import Config as BotoConfig
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
+
+from elb.config import Config, Ec2Config
+from elb.interfaces import (
+    TAG_CLUSTER,
+    TAG_MANAGED_BY,
+    TAG_NAME,
+    TAG_ROLE,
+    CloudError,
+    Instance,
+    LaunchResult,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
+    from mypy_boto3_ec2.type_defs import (
+        EbsBlockDeviceTypeDef,
+        FilterTypeDef,
+        InstanceTypeDef,
+        RunInstancesRequestTypeDef,
+        TagSpecificationTypeDef,
+        TagTypeDef,
+    )
+
+log = logging.getLogger(__name__)
+
+MANAGED_BY = "elb"
+ROLE_WORKER = "worker"
+ROLE_MASTER = "master"
+
+Market = Literal["spot", "on-demand"]
+
+# Error codes that mean "no room for this choice now": try the next type / subnet.
+CAPACITY_CODES = frozenset(
+    {
+        "InsufficientInstanceCapacity",
+        "InsufficientCapacity",
+        "InsufficientHostCapacity",
+        "InstanceLimitExceeded",
+        "VcpuLimitExceeded",
+        "Unsupported",  # e.g. instance type not supported in the subnet's AZ
+        "InsufficientFreeAddressesInSubnet",
+        "MaxSpotInstanceCountExceeded",
+        "SpotMaxPriceTooLow",
+    }
+)
+# Authentication and permission errors: never retried, the message names the permission.
+AUTH_CODES = frozenset(
+    {
+        "UnauthorizedOperation",
+        "AccessDenied",
+        "AccessDeniedException",
+        "AuthFailure",
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
+        "SignatureDoesNotMatch",
+        "ExpiredToken",
+        "RequestExpired",
+        "OptInRequired",
+        "Blocked",
+    }
+)
+# Still failing after botocore's own retries; trying again on a later pass may help.
+TRANSIENT_CODES = frozenset(
+    {
+        "RequestLimitExceeded",
+        "Throttling",
+        "ThrottlingException",
+        "InternalError",
+        "InternalFailure",
+        "ServiceUnavailable",
+        "Unavailable",
+    }
+)
+
+LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
+GONE_STATES = frozenset({"shutting-down", "terminated"})
+_INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
+_PERMISSION = re.compile(r"perform:\s*([A-Za-z0-9-]+:[A-Za-z0-9*]+)")
+_RESERVED_TAGS = frozenset({TAG_CLUSTER, TAG_ROLE, TAG_MANAGED_BY, TAG_NAME})
+_MAX_TOKEN_GENERATIONS = 4
+_MAX_SEND_ATTEMPTS = 2  # RunInstances sends with one token (botocore retries inside each)
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """One way to start a worker: instance type, subnet (None: EC2's default) and market."""
+
+    instance_type: str
+    subnet: str | None
+    market: Market = "on-demand"
+
+    def describe(self) -> str:
+        return f"{self.instance_type} in {self.subnet or 'default subnet'} ({self.market})"
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchSpec:
+    """Everything ``RunInstances`` needs besides the node name, resolved from config and workers."""
+
+    image_id: str
+    instance_types: tuple[str, ...]
+    subnets: tuple[str | None, ...]
+    security_groups: tuple[str, ...] = ()
+    key_name: str | None = None
+    iam_instance_profile: str | None = None
+    root_device_name: str | None = None
+    root_volume_size: int | None = None
+    root_volume_type: str | None = None
+    user_data: str | None = None
+    extra_tags: Mapping[str, str] = field(default_factory=dict)
+    spot: bool = False
+    spot_max_price: str | None = None
+    spot_fallback_on_demand: bool = True
+
+
+def choices(spec: LaunchSpec) -> list[Choice]:
+    """The ordered choices: each instance type over each subnet; spot first, then on-demand if allowed."""
+    markets: list[Market] = ["on-demand"]
+    if spec.spot:
+        markets = ["spot", "on-demand"] if spec.spot_fallback_on_demand else ["spot"]
+    return [Choice(t, s, m) for m in markets for t in spec.instance_types for s in spec.subnets]
+
+
+def client_token(cluster: str, name: str, choice: Choice, generation: int = 0) -> str:
+    """A deterministic ``ClientToken`` (<= 64 ASCII characters) for one node and one choice.
+
+    The choice is part of it because EC2 rejects one token with different parameters; the
+    generation lets a node name that was used before (and terminated) launch again.
+    """
+    key = "\0".join(
+        (cluster, name, choice.instance_type, choice.subnet or "", choice.market, str(generation))
+    )
+    return "elb-" + hashlib.sha256(key.encode()).hexdigest()[:56]
+
+
+def worker_tags(cluster: str, name: str, extra: Mapping[str, str]) -> list[TagTypeDef]:
+    tags: list[TagTypeDef] = [{"Key": k, "Value": v} for k, v in sorted(extra.items())]
+    tags += [
+        {"Key": TAG_CLUSTER, "Value": cluster},
+        {"Key": TAG_ROLE, "Value": ROLE_WORKER},
+        {"Key": TAG_MANAGED_BY, "Value": MANAGED_BY},
+        {"Key": TAG_NAME, "Value": name},
+    ]
+    return tags
+
+
+def run_arguments(
+    spec: LaunchSpec, choice: Choice, cluster: str, name: str, token: str
+) -> RunInstancesRequestTypeDef:
+    """The keyword arguments of one ``RunInstances`` call (pure)."""
+    tags = worker_tags(cluster, name, spec.extra_tags)
+    tag_specs: list[TagSpecificationTypeDef] = [
+        {"ResourceType": "instance", "Tags": tags},
+        {"ResourceType": "volume", "Tags": tags},
+    ]
+    args: RunInstancesRequestTypeDef = {
+        "ImageId": spec.image_id,
+        "InstanceType": choice.instance_type,  # type: ignore[typeddict-item]
+        "MinCount": 1,
+        "MaxCount": 1,
+        "ClientToken": token,
+        "TagSpecifications": tag_specs,
+    }
+    if choice.subnet is not None:
+        args["SubnetId"] = choice.subnet
+    if spec.security_groups:
+        args["SecurityGroupIds"] = list(spec.security_groups)
+    if spec.key_name:
+        args["KeyName"] = spec.key_name
+    if spec.iam_instance_profile:
+        prof = spec.iam_instance_profile
+        args["IamInstanceProfile"] = {"Arn": prof} if prof.startswith("arn:") else {"Name": prof}
+    if spec.user_data is not None:
+        args["UserData"] = spec.user_data  # boto3 base64-encodes it
+    if spec.root_volume_size is not None or spec.root_volume_type is not None:
+        if spec.root_device_name is None:
+            raise CloudError(f"cannot size the root volume: AMI {spec.image_id} has no root device name")
+        ebs: EbsBlockDeviceTypeDef = {"DeleteOnTermination": True}
+        if spec.root_volume_size is not None:
+            ebs["VolumeSize"] = spec.root_volume_size
+        if spec.root_volume_type is not None:
+            ebs["VolumeType"] = spec.root_volume_type  # type: ignore[typeddict-item]
+        args["BlockDeviceMappings"] = [{"DeviceName": spec.root_device_name, "Ebs": ebs}]
+    if choice.market == "spot":
+        spot_opts: dict[str, Any] = {
+            "SpotInstanceType": "one-time",
+            "InstanceInterruptionBehavior": "terminate",
+        }
+        if spec.spot_max_price:
+            spot_opts["MaxPrice"] = spec.spot_max_price
+        args["InstanceMarketOptions"] = {"MarketType": "spot", "SpotOptions": spot_opts}  # type: ignore[typeddict-item]
+    return args
+
+
+def error_code(err: ClientError) -> str:
+    return str(err.response.get("Error", {}).get("Code", "Unknown"))
+
+
+def error_message(err: ClientError) -> str:
+    return str(err.response.get("Error", {}).get("Message", ""))
+
+
+def missing_permission(message: str, operation: str) -> str:
+    """The IAM action an access-denied message names, else ``ec2:<operation>``."""
+    m = _PERMISSION.search(message)
+    if m:
+        return m.group(1)
+    return f"ec2:{operation}" if operation else "an EC2 permission"
+
+
+def to_cloud_error(err: Exception, doing: str) -> CloudError:
+    """Turn a botocore exception into a :class:`CloudError` with plain words and ``retryable`` set."""
+    if isinstance(err, ClientError):
+        code, msg = error_code(err), error_message(err)
+        op = str(getattr(err, "operation_name", "") or "")
+        if code in AUTH_CODES:
+            perm = missing_permission(msg, op)
+            return CloudError(
+                f"{doing}: permission denied ({code}): elb's AWS identity needs {perm}; "
+                f"see docs/iam-policy.json. AWS said: {msg.split(' Encoded authorization')[0]}",
+                retryable=False,
+            )
+        if code in TRANSIENT_CODES:
+            return CloudError(f"{doing}: {code} after retries: {msg}", retryable=True)
+        return CloudError(f"{doing}: {code}: {msg}", retryable=False)
+    if isinstance(err, NoCredentialsError):
+        return CloudError(
+            f"{doing}: no AWS credentials found (environment, ~/.aws, or the instance profile)",
+            retryable=False,
+        )
+    if isinstance(err, NoRegionError):
+        return CloudError(
+            f"{doing}: no AWS region: set cloud.ec2.region or AWS_DEFAULT_REGION", retryable=False
+        )
+    return CloudError(f"{doing}: {type(err).__name__}: {err}", retryable=True)
+
+
+def tags_of(inst: InstanceTypeDef) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in inst.get("Tags", []) if "Key" in t and "Value" in t}
+
+
+def _launch_time(inst: InstanceTypeDef) -> float:
+    launched = inst.get("LaunchTime")
+    return launched.timestamp() if launched is not None else 0.0
+
+
+def is_cluster_worker(tags: Mapping[str, str], cluster: str, master: str) -> bool:
+    """The tag test elb applies to everything it lists or terminates."""
+    return (
+        tags.get(TAG_CLUSTER) == cluster
+        and tags.get(TAG_ROLE) == ROLE_WORKER
+        and tags.get(TAG_MANAGED_BY) == MANAGED_BY
+        and bool(tags.get(TAG_NAME))
+        and tags.get(TAG_NAME) != master
+    )
+
+
+# --------------------------------------------------------------------------- the adapter
+
+
+class _Fatal(Exception):
+    """Stop launching: every further attempt would fail the same way."""
+
+    def __init__(self, error: CloudError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _NoCapacity(Exception):
+    """Every choice for one node failed with a capacity error or is backed off."""
+
+
+def make_client(cfg: Ec2Config, *, max_attempts: int = 5) -> EC2Client:
+    """A boto3 EC2 client: the standard credentials chain, standard retry mode, time-outs."""
+    boto_cfg = BotoConfig(
+        retries={"mode": "standard", "max_attempts": max_attempts},
+        connect_timeout=10,
+        read_timeout=60,
+        user_agent_extra="elb",
+    )
+    try:
+        session = boto3.session.Session(region_name=cfg.region)
+        return session.client("ec2", endpoint_url=cfg.endpoint_url, config=boto_cfg)
+    except (BotoCoreError, ClientError) as err:
+        raise to_cloud_error(err, "creating the EC2 client") from None
+
+
+class Ec2Cloud:
+    """:class:`elb.interfaces.Cloud` on EC2 for one cluster."""
+
+    def __init__(
+        self,
+        config: Ec2Config,
+        cluster: str,
+        *,
+        master: str = "master",
+        slots_per_node: int | None = None,
+        client: EC2Client | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        poll_interval: float = 5.0,
+    ) -> None:
+        bad = sorted(k for k in config.extra_tags if k in _RESERVED_TAGS or k.lower().startswith("aws:"))
+        if bad:
+            raise CloudError(f"cloud.ec2.extra_tags may not set {', '.join(bad)}: elb sets those itself")
+        bad_sg = [g for g in config.security_groups if not g.startswith("sg-")]
+        if bad_sg:
+            raise CloudError(f"cloud.ec2.security_groups takes group ids (sg-...), not {', '.join(bad_sg)}")
+        self.config = config
+        self.cluster = cluster
+        self.master = master
+        self.slots_per_node = slots_per_node
+        self.client: EC2Client = client if client is not None else make_client(config)
+        self.clock = clock
+        self.sleep = sleep
+        self.poll_interval = poll_interval
+        self._backoff: dict[Choice, float] = {}  # choice -> avoid until (clock seconds)
+        self._vcpus: dict[str, int] = {}
+        self._root_devices: dict[str, str | None] = {}
+
+    @classmethod
+    def from_config(cls, config: Config, **kwargs: Any) -> Ec2Cloud:
+        return cls(
+            config.cloud.ec2,
+            config.cluster.name,
+            master=config.cluster.master,
+            slots_per_node=config.policy.slots_per_node,
+            **kwargs,
+        )
+
+    # ------------------------------------------------------------------ queries
+
+    def _describe(self, filters: Sequence[FilterTypeDef], doing: str) -> list[InstanceTypeDef]:
+        out: list[InstanceTypeDef] = []
+        try:
+            pages = self.client.get_paginator("describe_instances").paginate(Filters=list(filters))
+            for page in pages:
+                for res in page.get("Reservations", []):
+                    out.extend(res.get("Instances", []))
+        except (BotoCoreError, ClientError) as err:
+            raise to_cloud_error(err, doing) from None
+        return out
+
+    def _worker_filters(self, states: Iterable[str] = LIVE_STATES) -> list[FilterTypeDef]:
+        return [
+            {"Name": f"tag:{TAG_CLUSTER}", "Values": [self.cluster]},
+            {"Name": f"tag:{TAG_ROLE}", "Values": [ROLE_WORKER]},
+            {"Name": f"tag:{TAG_MANAGED_BY}", "Values": [MANAGED_BY]},
+            {"Name": "instance-state-name", "Values": list(states)},
+        ]
+
+    def _to_instance(self, raw: InstanceTypeDef) -> Instance:
+        tags = tags_of(raw)
+        itype = raw.get("InstanceType")
+        slots: int | None = None
+        if itype:
+            try:
+                slots = self.slots_for(itype)
+            except CloudError as err:
+                log.warning("slots of %s unknown: %s", itype, err)
+        launched = raw.get("LaunchTime")
+        return Instance(
+            instance_id=raw.get("InstanceId", ""),
+            name=tags.get(TAG_NAME, ""),
+            state=raw.get("State", {}).get("Name", "unknown"),
+            launched_at=launched.timestamp() if launched is not None else self.clock(),
+            private_ip=raw.get("PrivateIpAddress"),
+            instance_type=itype,
+            image_id=raw.get("ImageId"),
+            slots=slots,
+            tags=tags,
+        )
+
+    def list_workers(self) -> list[Instance]:
+        """The cluster's elb-managed workers that are not terminated (or terminating)."""
+        raws = self._describe(self._worker_filters(), "listing the cluster's workers")
+        out = [
+            self._to_instance(r)
+            for r in raws
+            if is_cluster_worker(tags_of(r), self.cluster, self.master)
+            and r.get("State", {}).get("Name") not in GONE_STATES
+        ]
+        return sorted(out, key=lambda i: (i.name, i.instance_id))
+
+    def slots_for(self, instance_type: str) -> int:
+        """Slots of a node of this type: configured, else its default vCPUs (cached)."""
+        if self.slots_per_node is not None:
+            return self.slots_per_node
+        if instance_type not in self._vcpus:
+            try:
+                resp = self.client.describe_instance_types(InstanceTypes=[instance_type])  # type: ignore[list-item]
+            except (BotoCoreError, ClientError) as err:
+                raise to_cloud_error(err, f"looking up instance type {instance_type}") from None
+            types = resp.get("InstanceTypes", [])
+            vcpus = types[0].get("VCpuInfo", {}).get("DefaultVCpus") if types else None
+            if not vcpus:
+                raise CloudError(f"EC2 does not report the vCPUs of instance type {instance_type}")
+            self._vcpus[instance_type] = int(vcpus)
+        return self._vcpus[instance_type]
+
+    def _reference(self) -> InstanceTypeDef | None:
+        """The newest live worker of the cluster (elb's or the admin's): the model for new ones."""
+        filters: list[FilterTypeDef] = [
+            {"Name": f"tag:{TAG_CLUSTER}", "Values": [self.cluster]},
+            {"Name": f"tag:{TAG_ROLE}", "Values": [ROLE_WORKER]},
+            {"Name": "instance-state-name", "Values": ["pending", "running"]},
+        ]
+        raws = self._describe(filters, "finding the cluster's workers")
+        if not raws:
+            return None
+        return max(raws, key=_launch_time)
+
+    def _master_subnet(self) -> str | None:
+        filters: list[FilterTypeDef] = [
+            {"Name": f"tag:{TAG_CLUSTER}", "Values": [self.cluster]},
+            {"Name": f"tag:{TAG_ROLE}", "Values": [ROLE_MASTER]},
+            {"Name": "instance-state-name", "Values": ["running"]},
+        ]
+        raws = self._describe(filters, "finding the cluster's master")
+        return raws[0].get("SubnetId") if raws else None
+
+    def _root_device(self, image_id: str) -> str | None:
+        if image_id not in self._root_devices:
+            try:
+                imgs = self.client.describe_images(ImageIds=[image_id]).get("Images", [])
+            except (BotoCoreError, ClientError) as err:
+                raise to_cloud_error(err, f"looking up AMI {image_id}") from None
+            if not imgs:
+                raise CloudError(f"AMI {image_id} not found")
+            self._root_devices[image_id] = imgs[0].get("RootDeviceName")
+        return self._root_devices[image_id]
+
+    def launch_spec(self) -> LaunchSpec:
+        """Config first; what config leaves open comes from the newest worker (or the master's subnet)."""
+        cfg = self.config
+        ref = self._reference()
+        ref_profile = (ref or {}).get("IamInstanceProfile", {}).get("Arn") if ref else None
+        image = cfg.ami or (ref.get("ImageId") if ref else None)
+        if not image:
+            raise CloudError("no AMI: the cluster has no worker to copy from; set cloud.ec2.ami")
+        types = tuple(cfg.instance_types) or (
+            (ref["InstanceType"],) if ref and ref.get("InstanceType") else ()
+        )
+        if not types:
+            raise CloudError(
+                "no instance type: the cluster has no worker to copy from; set cloud.ec2.instance_types"
+            )
+        subnets: tuple[str | None, ...] = tuple(cfg.subnets)
+        if not subnets:
+            subnet = ref.get("SubnetId") if ref else self._master_subnet()
+            subnets = (subnet,)
+        groups = tuple(cfg.security_groups)
+        if not groups and ref:
+            groups = tuple(g["GroupId"] for g in ref.get("SecurityGroups", []) if "GroupId" in g)
+        root_device = None
+        if cfg.root_volume_size is not None or cfg.root_volume_type is not None:
+            root_device = self._root_device(image)
+        return LaunchSpec(
+            image_id=image,
+            instance_types=types,
+            subnets=subnets,
+            security_groups=groups,
+            key_name=cfg.key_name or (ref.get("KeyName") if ref else None),
+            iam_instance_profile=cfg.iam_instance_profile or ref_profile,
+            root_device_name=root_device,
+            root_volume_size=cfg.root_volume_size,
+            root_volume_type=cfg.root_volume_type,
+            user_data=cfg.user_data,
+            extra_tags=dict(cfg.extra_tags),
+            spot=cfg.spot,
+            spot_max_price=cfg.spot_max_price,
+            spot_fallback_on_demand=cfg.spot_fallback_on_demand,
+        )
+
+    # ------------------------------------------------------------------ launch
+
+    def backed_off(self, choice: Choice) -> bool:
+        until = self._backoff.get(choice)
+        return until is not None and self.clock() < until
+
+    def _live_by_name(self, name: str) -> InstanceTypeDef | None:
+        filters = self._worker_filters(("pending", "running"))
+        filters.append({"Name": f"tag:{TAG_NAME}", "Values": [name]})
+        raws = [r for r in self._describe(filters, f"looking for {name}") if tags_of(r).get(TAG_NAME) == name]
+        return raws[0] if raws else None
+
+    def _run(self, args: RunInstancesRequestTypeDef) -> InstanceTypeDef:
+        resp = self.client.run_instances(**args)
+        insts = resp.get("Instances", [])
+        if len(insts) != 1:
+            raise CloudError(f"RunInstances returned {len(insts)} instances for one node")
+        return insts[0]
+
+    def _start_one(self, name: str, spec: LaunchSpec) -> InstanceTypeDef:
+        """Start (or adopt) the instance of one node. Raises _NoCapacity or _Fatal."""
+        found = self._live_by_name(name)
+        if found is not None:
+            log.info("%s: adopting %s, already %s", name, found.get("InstanceId"), found["State"]["Name"])
+            return found
+        tried: list[str] = []
+        for choice in choices(spec):
+            if self.backed_off(choice):
+                tried.append(f"{choice.describe()}: backed off")
+                continue
+            for generation in range(_MAX_TOKEN_GENERATIONS):
+                token = client_token(self.cluster, name, choice, generation)
+                try:
+                    inst = self._send(name, run_arguments(spec, choice, self.cluster, name, token))
+                except ClientError as err:
+                    code = error_code(err)
+                    if code not in CAPACITY_CODES:
+                        raise _Fatal(to_cloud_error(err, f"launching {name}")) from None
+                    self._backoff[choice] = self.clock() + self.config.capacity_backoff
+                    log.warning(
+                        "%s: %s: %s; avoiding it for %gs",
+                        name,
+                        choice.describe(),
+                        code,
+                        self.config.capacity_backoff,
+                    )
+                    tried.append(f"{choice.describe()}: {code}")
+                    break
+                if inst.get("State", {}).get("Name") in GONE_STATES:
+                    # The token belonged to an earlier life of this name: use the next generation.
+                    log.info(
+                        "%s: token of terminated %s, retrying with a new one", name, inst.get("InstanceId")
+                    )
+                    continue
+                log.info("%s: launched %s (%s)", name, inst.get("InstanceId"), choice.describe())
+                return inst
+            else:
+                raise _Fatal(
+                    CloudError(f"launching {name}: every client token maps to a terminated instance")
+                )
+        raise _NoCapacity("no capacity: " + "; ".join(tried))
+
+    def _send(self, name: str, args: RunInstancesRequestTypeDef) -> InstanceTypeDef:
+        """RunInstances with one token; a lost answer is looked up by tag before sending again."""
+        last: Exception | None = None
+        for _ in range(_MAX_SEND_ATTEMPTS):
+            try:
+                return self._run(args)
+            except ClientError as err:
+                if error_code(err) not in TRANSIENT_CODES:
+                    raise
+                last = err
+            except BotoCoreError as err:
+                if isinstance(err, NoCredentialsError | NoRegionError):
+                    raise _Fatal(to_cloud_error(err, f"launching {name}")) from None
+                last = err
+            log.warning("%s: RunInstances failed (%s); checking whether it started anyway", name, last)
+            found = self._live_by_name(name)
+            if found is not None:
+                return found
+        assert last is not None
+        raise _Fatal(to_cloud_error(last, f"launching {name}"))
+
+    def launch(self, names: Sequence[str]) -> LaunchResult:
+        """Start one worker per name and wait until each runs with a private address.
+
+        Nodes that find no capacity, or do not run within ``boot_timeout`` (then terminated),
+        are in ``failed``. A permission or configuration error stops launching; if nothing was
+        started it raises :class:`CloudError`, else the rest are reported failed with the reason.
+        """
+        if len(set(names)) != len(names):
+            raise CloudError(f"duplicate node names in {list(names)}")
+        bad = [
+            n for n in names if not n or n == self.master or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.-]*", n)
+        ]
+        if bad:
+            raise CloudError(f"refusing to launch nodes named {bad}")
+        if not names:
+            return LaunchResult(launched=())
+        spec = self.launch_spec()
+        started_at = self.clock()
+        started: dict[str, str] = {}  # name -> instance id
+        failed: dict[str, str] = {}
+        for i, name in enumerate(names):
+            try:
+                inst = self._start_one(name, spec)
+            except _NoCapacity as err:
+                failed[name] = str(err)
+                continue
+            except _Fatal as err:
+                if not started:
+                    raise err.error from None
+                for rest in names[i:]:
+                    failed[rest] = str(err.error)
+                break
+            started[name] = inst["InstanceId"]
+        launched, boot_failed = self._wait_running(started, started_at + self.config.boot_timeout)
+        failed.update(boot_failed)
+        return LaunchResult(launched=tuple(launched), failed=failed)
+
+    def _wait_running(
+        self, started: Mapping[str, str], deadline: float
+    ) -> tuple[list[Instance], dict[str, str]]:
+        """Poll until every instance runs with a private IP; terminate those that don't in time."""
+        waiting = dict(started)
+        ready: list[Instance] = []
+        failed: dict[str, str] = {}
+        to_kill: list[str] = []
+        try:
+            while waiting:
+                for raw in self._poll(list(waiting.values())):
+                    iid = raw.get("InstanceId", "")
+                    name = next((n for n, i in waiting.items() if i == iid), None)
+                    if name is None:
+                        continue
+                    state = raw.get("State", {}).get("Name", "unknown")
+                    if state == "running" and raw.get("PrivateIpAddress"):
+                        ready.append(self._to_instance(raw))
+                        del waiting[name]
+                    elif state not in ("pending", "running"):
+                        reason = raw.get("StateReason", {}).get("Message", "")
+                        failed[name] = f"instance {iid} went {state} while booting {reason}".strip()
+                        to_kill.append(iid)
+                        del waiting[name]
+                if not waiting:
+                    break
+                if self.clock() >= deadline:
+                    for name, iid in waiting.items():
+                        failed[name] = (
+                            f"instance {iid} not running with a private address within "
+                            f"{self.config.boot_timeout:g}s; terminated"
+                        )
+                        to_kill.append(iid)
+                    waiting.clear()
+                    break
+                self.sleep(min(self.poll_interval, max(0.0, deadline - self.clock())))
+        except CloudError:
+            # Cannot watch them any more: do not leave them behind.
+            self._terminate_quietly([*waiting.values(), *to_kill])
+            raise
+        self._terminate_quietly(to_kill)
+        return ready, failed
+
+    def _poll(self, ids: list[str]) -> list[InstanceTypeDef]:
+        try:
+            resp = self.client.describe_instances(InstanceIds=ids)
+        except ClientError as err:
+            if error_code(err) == "InvalidInstanceID.NotFound":  # eventual consistency right after launch
+                return []
+            raise to_cloud_error(err, "waiting for new instances") from None
+        except BotoCoreError as err:
+            raise to_cloud_error(err, "waiting for new instances") from None
+        return [i for r in resp.get("Reservations", []) for i in r.get("Instances", [])]
+
+    def _terminate_quietly(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        try:
+            self.client.terminate_instances(InstanceIds=list(ids))
+            log.warning("terminated %s", ", ".join(ids))
+        except (BotoCoreError, ClientError) as err:
+            log.error("could not terminate %s: %s", ", ".join(ids), to_cloud_error(err, "terminating"))
+
+    # ------------------------------------------------------------------ terminate
+
+    def terminate(self, instance_ids: Sequence[str]) -> None:
+        """Terminate workers of this cluster. Any other id refuses the whole call (nothing terminated)."""
+        ids = list(dict.fromkeys(instance_ids))
+        if not ids:
+            return
+        malformed = [i for i in ids if not _INSTANCE_ID.fullmatch(i)]
+        if malformed:
+            raise CloudError(f"refusing to terminate: not instance ids: {malformed}")
+        filters = self._worker_filters((*LIVE_STATES, "terminated"))
+        filters.append({"Name": "instance-id", "Values": ids})
+        raws = self._describe(filters, "checking the instances to terminate")
+        owned = {
+            r["InstanceId"]: r.get("State", {}).get("Name", "")
+            for r in raws
+            if "InstanceId" in r and is_cluster_worker(tags_of(r), self.cluster, self.master)
+        }
+        refused = [i for i in ids if i not in owned]
+        if refused:
+            raise CloudError(
+                f"refusing to terminate {', '.join(refused)}: "
+                f"not elb-managed workers of cluster {self.cluster}"
+            )
+        live = [i for i in ids if owned[i] != "terminated"]
+        if not live:
+            return
+        try:
+            self.client.terminate_instances(InstanceIds=live)
+        except (BotoCoreError, ClientError) as err:
+            raise to_cloud_error(err, f"terminating {', '.join(live)}") from None
+        log.info("terminating %s", ", ".join(live))
