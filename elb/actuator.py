@@ -1,0 +1,217 @@
+"""Carry out a plan: launch -> provision -> ready, and drain -> deregister -> terminate.
+
+Every step is written to the journal before it starts. A node operation, once begun, is
+finished before elb stops (the caller checks for shutdown only between operations).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from elb.interfaces import Cloud, CloudError, HostResult, NodeSpec, Outcome, Provisioner
+from elb.journal import Journal
+from elb.model import Job, Node, NodeState, Snapshot
+
+log = logging.getLogger("elb.actuator")
+
+
+class SgeClient(Protocol):
+    """What the daemon needs of SGE (implemented by ``elb.sge``)."""
+
+    def read_snapshot(self) -> Snapshot: ...
+
+    def disable_host(self, host: str) -> None: ...
+
+    def enable_host(self, host: str) -> None: ...
+
+    def jobs_on(self, host: str) -> Sequence[Job]: ...
+
+
+@dataclass
+class Outcomes:
+    """What one pass's actions achieved, for logs and stats."""
+
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # removals refused: a job landed while draining
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+def _spec(node: Node) -> NodeSpec | None:
+    if node.private_ip is None:
+        return None
+    return NodeSpec(node.name, node.private_ip, node.slots)
+
+
+def _ready_specs(journal: Journal, exclude: Sequence[str] = ()) -> list[NodeSpec]:
+    out = []
+    for n in journal.nodes():
+        spec = _spec(n)
+        if n.state is NodeState.READY and n.name not in exclude and spec is not None:
+            out.append(spec)
+    return out
+
+
+def _describe(result: HostResult) -> str:
+    if result.outcome is Outcome.FAILED:
+        where = f" at task {result.task!r}" if result.task else ""
+        return f"provisioning failed{where}: {result.message or 'no message'}"
+    if result.outcome is Outcome.UNREACHABLE:
+        return f"unreachable: {result.message or 'no message'}"
+    return result.outcome.value
+
+
+class Actuator:
+    def __init__(
+        self,
+        journal: Journal,
+        sge: SgeClient,
+        cloud: Cloud,
+        provisioner: Provisioner,
+        clock: Callable[[], float],
+    ) -> None:
+        self.journal = journal
+        self.sge = sge
+        self.cloud = cloud
+        self.provisioner = provisioner
+        self.clock = clock
+
+    # -- grow ----------------------------------------------------------------------------
+    def add(self, names: Sequence[str], reason: str, out: Outcomes) -> None:
+        j = self.journal
+        for name in names:
+            j.record(name, NodeState.REQUESTED, self.clock(), detail=reason)
+        for name in names:
+            j.record(name, NodeState.LAUNCHING, self.clock())
+        try:
+            result = self.cloud.launch(list(names))
+        except CloudError as err:
+            # The cloud adapter starts nothing it cannot report; reconcile catches the rest by tags.
+            for name in names:
+                j.record(name, NodeState.FAILED, self.clock(), detail=f"launch failed: {err}")
+                out.failed[name] = f"launch failed: {err}"
+            return
+        finally:
+            j.note_change(self.clock())
+        for name, why in result.failed.items():
+            j.record(name, NodeState.FAILED, self.clock(), detail=f"launch failed: {why}")
+            out.failed[name] = f"launch failed: {why}"
+        launched = []
+        for inst in result.launched:
+            node = j.record(
+                inst.name,
+                NodeState.RUNNING,
+                self.clock(),
+                instance_id=inst.instance_id,
+                private_ip=inst.private_ip,
+                slots=inst.slots,
+                instance_type=inst.instance_type,
+                launched_at=inst.launched_at,
+            )
+            launched.append(node)
+        self.provision(launched, out)
+
+    def provision(self, nodes: Sequence[Node], out: Outcomes) -> None:
+        """Provision running nodes; a node that fails is cleaned out of the cluster and terminated."""
+        specs = [s for s in (_spec(n) for n in nodes) if s is not None]
+        for n in nodes:
+            if _spec(n) is None:
+                self._fail_and_terminate(n, "no private address", out)
+        if not specs:
+            return
+        for s in specs:
+            self.journal.record(s.name, NodeState.PROVISIONING, self.clock())
+        results = self.provisioner.add_nodes(specs, _ready_specs(self.journal, [s.name for s in specs]))
+        for s in specs:
+            res = results.get(
+                s.name, HostResult(s.name, Outcome.FAILED, message="no result from provisioning")
+            )
+            node = self.journal.node(s.name)
+            assert node is not None
+            if res.ok:
+                self.journal.record(s.name, NodeState.READY, self.clock())
+                out.added.append(s.name)
+            else:
+                self._fail_and_terminate(node, _describe(res), out)
+
+    def _fail_and_terminate(self, node: Node, why: str, out: Outcomes) -> None:
+        """Take a node that never became ready back out of SGE, hosts and exports, then terminate it."""
+        log.error("%s: %s; removing it", node.name, why)
+        self.journal.record(node.name, NodeState.DRAINING, self.clock(), detail=f"cleanup: {why}")
+        spec = _spec(node)
+        if spec is not None:
+            res = self.provisioner.remove_nodes([spec], _ready_specs(self.journal, [node.name]))
+            r = res.get(node.name)
+            if r is None or not r.ok:
+                detail = _describe(r) if r else "no result"
+                log.error("%s: cleanup failed (%s); left draining for reconcile", node.name, detail)
+                out.failed[node.name] = f"{why}; cleanup failed: {detail}"
+                return
+        self.journal.record(node.name, NodeState.DEREGISTERED, self.clock(), detail=why)
+        self._terminate(node, why, out)
+
+    def _terminate(self, node: Node, why: str, out: Outcomes, *, failed: bool = True) -> bool:
+        final = NodeState.FAILED if failed else NodeState.TERMINATED
+        self.journal.record(node.name, final, self.clock(), detail=why)
+        if node.instance_id is None:
+            return True
+        try:
+            self.cloud.terminate([node.instance_id])
+        except CloudError as err:
+            # Journal says gone; reconcile terminates tagged instances whose record is gone.
+            log.error("%s: terminate %s failed: %s", node.name, node.instance_id, err)
+            out.failed[node.name] = f"terminate failed: {err}"
+            return False
+        if failed:
+            out.failed[node.name] = why
+        return True
+
+    # -- shrink --------------------------------------------------------------------------
+    def remove(self, name: str, reason: str, out: Outcomes) -> None:
+        """Safe drain: disable, re-read SGE, no job -> deregister -> SGE no longer lists it -> terminate."""
+        node = self.journal.node(name)
+        if node is None or node.state is not NodeState.READY:
+            log.warning("%s: not removed: not a ready node elb manages", name)
+            return
+        self.journal.record(name, NodeState.DRAINING, self.clock(), detail=reason)
+        self.sge.disable_host(name)
+        jobs = self.sge.jobs_on(name)
+        if jobs:
+            self.sge.enable_host(name)
+            ids = ", ".join(str(j.job_id) for j in jobs[:5])
+            self.journal.record(
+                name, NodeState.READY, self.clock(), detail=f"kept: job {ids} landed while draining"
+            )
+            out.kept.append(name)
+            return
+        self.finish_drain(self.journal.node(name) or node, reason, out)
+
+    def finish_drain(self, node: Node, reason: str, out: Outcomes) -> None:
+        """Deregister a disabled, jobless node and terminate it once SGE no longer lists it."""
+        name = node.name
+        spec = _spec(node) or NodeSpec(name, "0.0.0.0")  # noqa: S104 (never connected to: master-side only)
+        res = self.provisioner.remove_nodes([spec], _ready_specs(self.journal, [name])).get(name)
+        if res is not None and res.outcome is Outcome.BUSY:
+            self.sge.enable_host(name)
+            self.journal.record(name, NodeState.READY, self.clock(), detail="kept: busy at deregistration")
+            out.kept.append(name)
+            return
+        if res is None or not res.ok:
+            detail = _describe(res) if res else "no result from provisioning"
+            self.journal.record(
+                name, NodeState.DRAINING, self.clock(), detail=f"deregistration failed: {detail}"
+            )
+            out.failed[name] = f"deregistration failed: {detail}"
+            return
+        self.journal.record(name, NodeState.DEREGISTERED, self.clock(), detail=reason)
+        if self.sge.read_snapshot().host(name) is not None:
+            msg = "SGE still lists the host after deregistration; not terminating"
+            self.journal.record(name, NodeState.DEREGISTERED, self.clock(), detail=msg)
+            out.failed[name] = msg
+            return
+        if self._terminate(node, reason, out, failed=False):
+            out.removed.append(name)
+        self.journal.note_removal(self.clock())

@@ -1,0 +1,216 @@
+"""One pass of the balancer, and the polling loop around it.
+
+A pass: read SGE (and the cloud) -> observe -> decide (pure policy) -> act -> journal and stats.
+If anything cannot be read, the pass changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import FrameType
+
+from apscheduler.schedulers.blocking import BlockingScheduler
+
+from elb.actuator import Actuator, Outcomes, SgeClient
+from elb.config import Config
+from elb.interfaces import Cloud, Provisioner
+from elb.journal import Journal
+from elb.model import NodeState, Plan, Snapshot
+from elb.policy import Policy, make_policy
+from elb.policy.base import minutes
+from elb.policy.view import cluster_view
+from elb.stats import StatsRow, append_row
+
+log = logging.getLogger("elb")
+
+
+@dataclass
+class PassResult:
+    ok: bool
+    now: float
+    plan: Plan | None = None
+    snapshot: Snapshot | None = None
+    error: str | None = None
+    outcomes: Outcomes = field(default_factory=Outcomes)
+
+    def summary(self) -> str:
+        if not self.ok:
+            return f"pass failed, nothing changed: {self.error}"
+        assert self.plan is not None
+        parts = self.plan.describe()
+        o = self.outcomes
+        if o.added:
+            parts.append(f"added {', '.join(o.added)}")
+        if o.removed:
+            parts.append(f"removed {', '.join(o.removed)}")
+        if o.kept:
+            parts.append(f"kept (job landed) {', '.join(o.kept)}")
+        parts.extend(f"{n}: {why}" for n, why in o.failed.items())
+        return "; ".join(parts)
+
+
+def snapshot_summary(snap: Snapshot, master: str) -> list[str]:
+    """A few plain lines describing what SGE shows."""
+    pend = snap.pending
+    held = [j for j in snap.jobs if not j.is_pending and j.queue is None]
+    running = [j for j in snap.jobs if j.queue is not None]
+    workers = [h for h in snap.hosts if h.name != master]
+    oldest = min((j.submitted for j in pend if j.submitted is not None), default=None)
+    wait = f", oldest waited {minutes(snap.now - oldest)}" if oldest is not None else ""
+    slots = sum(j.total_slots for j in pend)
+    lines = [
+        f"jobs: {len(running)} running, {len(pend)} waiting ({slots} slots{wait}), "
+        f"{len(held)} held or in error",
+        f"hosts: {len(workers)} workers, {sum(h.slots_total for h in workers)} slots, "
+        f"{sum(h.slots_used for h in workers)} used",
+    ]
+    for h in workers:
+        states = ",".join(sorted({q.states for q in h.queues if q.states})) or "ok"
+        lines.append(f"  {h.name}: {h.slots_used}/{h.slots_total} slots, state {states}")
+    return lines
+
+
+class Balancer:
+    """Wires the SGE reader, the policy, the cloud, the provisioner and the journal together."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        sge: SgeClient,
+        journal: Journal,
+        cloud: Cloud | None = None,
+        provisioner: Provisioner | None = None,
+        policy: Policy | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.sge = sge
+        self.journal = journal
+        self.cloud = cloud
+        self.provisioner = provisioner
+        self.policy = policy or make_policy(config.policy, config.cluster)
+        self.clock = clock
+        self.failed_in_a_row = 0
+
+    def run_pass(self, *, dry_run: bool = False) -> PassResult:
+        now = self.clock()
+        try:
+            snap = self.sge.read_snapshot()
+        except Exception as err:  # any failure to read: no action this pass
+            return self._failed(now, f"reading SGE: {err}", dry_run)
+        now = snap.now
+        if not dry_run:
+            busy = [h.name for h in snap.hosts if h.busy] + [j.host for j in snap.jobs if j.host]
+            self.journal.mark_busy(sorted(set(busy)), now)
+        nodes = self.journal.nodes(include_gone=True)
+        plan = self.policy.decide(snap, nodes, self.journal.history(), now)
+        result = PassResult(True, now, plan, snap)
+        if dry_run:
+            return result
+        if self.cloud is None or self.provisioner is None:
+            raise RuntimeError("a live pass needs a cloud and a provisioner")
+        act = Actuator(self.journal, self.sge, self.cloud, self.provisioner, self.clock)
+        if plan.add:
+            act.add(plan.add_names, plan.add_reason, result.outcomes)
+        for r in plan.remove:
+            act.remove(r.node, r.reason, result.outcomes)
+        self.failed_in_a_row = 0
+        self._record(result)
+        return result
+
+    def _failed(self, now: float, error: str, dry_run: bool) -> PassResult:
+        result = PassResult(False, now, error=error)
+        self.failed_in_a_row += 1
+        if self.failed_in_a_row >= self.config.failed_passes_alarm:
+            log.error(
+                "ALARM: %d passes in a row failed; elb is changing nothing until SGE can be read again",
+                self.failed_in_a_row,
+            )
+        if not dry_run:
+            self._record(result)
+        return result
+
+    def _record(self, result: PassResult) -> None:
+        summary = result.summary()
+        o = result.outcomes
+        self.journal.record_pass(result.now, result.ok, summary, len(o.added), len(o.removed))
+        row = self._stats_row(result, summary)
+        try:
+            append_row(self.config.stats_path, row)
+        except OSError as err:
+            log.warning("cannot write stats file %s: %s", self.config.stats_path, err)
+
+    def _stats_row(self, result: PassResult, summary: str) -> StatsRow:
+        snap = result.snapshot
+        nodes = self.journal.nodes()
+        count = {s: sum(1 for n in nodes if n.state is s) for s in NodeState}
+        booting = sum(v for s, v in count.items() if s.booting)
+        if snap is None:
+            ready, draining = count[NodeState.READY], count[NodeState.DRAINING]
+            return StatsRow(result.now, False, 0, 0, 0.0, 0, booting, ready, draining, 0, 0, summary)
+        view = cluster_view(
+            snap, nodes, self.config.cluster.master, result.now, self.config.policy.slots_per_node
+        )
+        return StatsRow(
+            time=result.now,
+            ok=True,
+            pending_jobs=len(view.pending),
+            pending_slots=view.pending_slots,
+            oldest_wait=view.oldest_wait(),
+            running_jobs=sum(1 for j in snap.jobs if j.queue is not None),
+            nodes_booting=booting,
+            nodes_ready=count[NodeState.READY],
+            nodes_draining=count[NodeState.DRAINING],
+            added=len(result.outcomes.added),
+            removed=len(result.outcomes.removed),
+            action=summary,
+        )
+
+
+def run_forever(balancer: Balancer, interval: float, stop: threading.Event | None = None) -> None:
+    """Run a pass every ``interval`` seconds (first at once) until SIGINT/SIGTERM.
+
+    One pass at a time; missed runs are coalesced. A signal lets the running pass finish its
+    node operations, then stops; a second signal is passed on to the provisioner's cancel event.
+    """
+    stop = stop or threading.Event()
+    sched = BlockingScheduler()
+
+    def one_pass() -> None:
+        if stop.is_set():
+            return
+        result = balancer.run_pass()
+        level = logging.INFO if result.ok else logging.WARNING
+        log.log(level, "pass: %s", result.summary())
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        if stop.is_set():
+            log.warning("second signal: cancelling running provisioning")
+            cancel = getattr(balancer.provisioner, "cancel", None)
+            if callable(cancel):
+                cancel()
+            return
+        log.info("signal %d: stopping after the current step", signum)
+        stop.set()
+        threading.Thread(target=sched.shutdown, kwargs={"wait": True}, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    sched.add_job(
+        one_pass,
+        "interval",
+        seconds=interval,
+        max_instances=1,
+        coalesce=True,
+        next_run_time=datetime.now().astimezone(),  # first pass at once
+        id="pass",
+    )
+    sched.start()
+    log.info("elb stopped")

@@ -1,0 +1,43 @@
+"""Build the adapters a config names. Imports are lazy so that a dry run loads neither boto3
+nor ansible-runner, and the local provider needs no AWS libraries."""
+
+# ruff: noqa: PLC0415
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from elb.config import Config
+
+if TYPE_CHECKING:
+    from elb.actuator import SgeClient
+    from elb.daemon import Balancer
+    from elb.interfaces import Cloud, Provisioner
+
+
+def make_sge(cfg: Config) -> SgeClient:
+    from elb.sge.commands import SgeCommands
+
+    return SgeCommands(cfg.sge)
+
+
+def make_cloud(cfg: Config) -> Cloud:
+    if cfg.cloud.provider == "local":
+        from elb.cloud.local import LocalCloud
+
+        return LocalCloud(cfg.cloud.local, cfg.cluster.name)
+    from elb.cloud.ec2 import Ec2Cloud
+
+    return Ec2Cloud(cfg.cloud.ec2, cfg.cluster.name)
+
+
+def make_provisioner(cfg: Config) -> Provisioner:
+    from elb.provision import AnsibleProvisioner
+
+    return AnsibleProvisioner(cfg.provision, cfg.cluster, cfg.sge)
+
+
+def start_metrics(cfg: Config, balancer: Balancer) -> None:
+    from elb.metrics import start_metrics_server
+
+    assert cfg.metrics_port is not None
+    start_metrics_server(cfg.metrics_port, balancer)

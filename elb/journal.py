@@ -1,0 +1,236 @@
+"""The lifecycle journal: a small SQLite database of every node elb manages and each step it takes.
+
+A step is recorded *before* it starts, so after a crash elb knows what was in flight.
+This module is the only one that touches the database.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from elb.model import History, Node, NodeState
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS nodes (
+    name TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    launched_at REAL NOT NULL,
+    instance_id TEXT,
+    ready_at REAL,
+    last_busy_at REAL,
+    slots INTEGER,
+    private_ip TEXT,
+    instance_type TEXT,
+    updated_at REAL NOT NULL,
+    reason TEXT
+);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    time REAL NOT NULL,
+    node TEXT NOT NULL,
+    state TEXT NOT NULL,
+    instance_id TEXT,
+    detail TEXT
+);
+CREATE INDEX IF NOT EXISTS events_node ON events(node, id);
+CREATE TABLE IF NOT EXISTS passes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    time REAL NOT NULL,
+    ok INTEGER NOT NULL,
+    added INTEGER NOT NULL DEFAULT 0,
+    removed INTEGER NOT NULL DEFAULT 0,
+    summary TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+_NODE_COLUMNS = (
+    "name, state, launched_at, instance_id, ready_at, last_busy_at, slots, private_ip, instance_type"
+)
+_GONE = (NodeState.TERMINATED.value, NodeState.FAILED.value)
+_KEEP_PASSES = 50_000
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    time: float
+    node: str
+    state: NodeState
+    instance_id: str | None
+    detail: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PassRecord:
+    time: float
+    ok: bool
+    added: int
+    removed: int
+    summary: str
+
+
+class Journal:
+    """Node records and their history. One connection; elb runs one pass at a time."""
+
+    def __init__(self, path: Path | str) -> None:
+        if str(path) != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # -- nodes ---------------------------------------------------------------------------
+    @staticmethod
+    def _node(row: Sequence[object]) -> Node:
+        name, state, launched, iid, ready, busy, slots, ip, itype = row
+        return Node(
+            name=str(name),
+            state=NodeState(str(state)),
+            launched_at=float(launched),  # type: ignore[arg-type]
+            instance_id=iid if iid is None else str(iid),
+            ready_at=None if ready is None else float(ready),  # type: ignore[arg-type]
+            last_busy_at=None if busy is None else float(busy),  # type: ignore[arg-type]
+            slots=None if slots is None else int(slots),  # type: ignore[call-overload]
+            private_ip=ip if ip is None else str(ip),
+            instance_type=itype if itype is None else str(itype),
+        )
+
+    def nodes(self, *, include_gone: bool = False) -> list[Node]:
+        """Node records, oldest first; terminated and failed ones only if asked."""
+        sql = f"SELECT {_NODE_COLUMNS} FROM nodes"  # noqa: S608 (constant column list)
+        args: tuple[str, ...] = ()
+        if not include_gone:
+            sql += " WHERE state NOT IN (?, ?)"
+            args = _GONE
+        rows = self._db.execute(sql + " ORDER BY launched_at, name", args).fetchall()
+        return [self._node(r) for r in rows]
+
+    def node(self, name: str) -> Node | None:
+        sql = f"SELECT {_NODE_COLUMNS} FROM nodes WHERE name = ?"  # noqa: S608 (constant column list)
+        row = self._db.execute(sql, (name,)).fetchone()
+        return None if row is None else self._node(row)
+
+    def record(
+        self,
+        name: str,
+        state: NodeState,
+        now: float,
+        *,
+        detail: str | None = None,
+        instance_id: str | None = None,
+        private_ip: str | None = None,
+        slots: int | None = None,
+        instance_type: str | None = None,
+        launched_at: float | None = None,
+    ) -> Node:
+        """Move a node to ``state`` (creating its record if new) and log the step."""
+        with self._tx() as db:
+            exists = db.execute("SELECT 1 FROM nodes WHERE name = ?", (name,)).fetchone() is not None
+            if not exists:
+                db.execute(
+                    "INSERT INTO nodes (name, state, launched_at, updated_at) VALUES (?, ?, ?, ?)",
+                    (name, state.value, launched_at if launched_at is not None else now, now),
+                )
+            sets = ["state = ?", "updated_at = ?", "reason = ?"]
+            vals: list[object] = [state.value, now, detail]
+            for col, val in (
+                ("instance_id", instance_id),
+                ("private_ip", private_ip),
+                ("slots", slots),
+                ("instance_type", instance_type),
+                ("launched_at", launched_at if exists else None),
+            ):
+                if val is not None:
+                    sets.append(f"{col} = ?")
+                    vals.append(val)
+            if state is NodeState.READY:
+                sets.append("ready_at = COALESCE(ready_at, ?)")
+                vals.append(now)
+            db.execute(f"UPDATE nodes SET {', '.join(sets)} WHERE name = ?", (*vals, name))  # noqa: S608
+            iid = db.execute("SELECT instance_id FROM nodes WHERE name = ?", (name,)).fetchone()[0]
+            db.execute(
+                "INSERT INTO events (time, node, state, instance_id, detail) VALUES (?, ?, ?, ?, ?)",
+                (now, name, state.value, iid, detail),
+            )
+        node = self.node(name)
+        assert node is not None
+        return node
+
+    def mark_busy(self, names: Sequence[str], now: float) -> None:
+        """Remember that these nodes ran a job (or held a reservation) at ``now``."""
+        if names:
+            self._db.executemany(
+                "UPDATE nodes SET last_busy_at = ? WHERE name = ?", [(now, n) for n in names]
+            )
+
+    def events(self, node: str | None = None) -> list[Event]:
+        sql = "SELECT time, node, state, instance_id, detail FROM events"
+        args: tuple[str, ...] = ()
+        if node is not None:
+            sql += " WHERE node = ?"
+            args = (node,)
+        rows = self._db.execute(sql + " ORDER BY id", args).fetchall()
+        return [Event(float(t), str(n), NodeState(str(s)), i, d) for t, n, s, i, d in rows]
+
+    # -- passes and policy memory ---------------------------------------------------------
+    def record_pass(self, now: float, ok: bool, summary: str, added: int = 0, removed: int = 0) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO passes (time, ok, added, removed, summary) VALUES (?, ?, ?, ?, ?)",
+                (now, int(ok), added, removed, summary),
+            )
+            db.execute("DELETE FROM passes WHERE id <= (SELECT MAX(id) FROM passes) - ?", (_KEEP_PASSES,))
+
+    def passes(self, limit: int = 100) -> list[PassRecord]:
+        rows = self._db.execute(
+            "SELECT time, ok, added, removed, summary FROM passes ORDER BY id DESC LIMIT ?", (limit,)
+        ).fetchall()
+        return [PassRecord(float(t), bool(ok), int(a), int(r), str(s)) for t, ok, a, r, s in reversed(rows)]
+
+    def note_change(self, now: float) -> None:
+        """A launch or a removal happened at ``now`` (for stabilization and re-add damping)."""
+        self._set_meta("last_change_at", now)
+
+    def note_removal(self, now: float) -> None:
+        hist = self.history()
+        removals = [t for t in hist.recent_removals if now - t < 24 * 3600] + [now]
+        self._set_meta("last_change_at", now)
+        self._set_meta("recent_removals", removals[-100:])
+
+    def history(self) -> History:
+        last = self._get_meta("last_change_at")
+        removals = self._get_meta("recent_removals")
+        return History(
+            last_change_at=float(last) if isinstance(last, int | float) else None,
+            recent_removals=tuple(float(t) for t in removals) if isinstance(removals, list) else (),
+        )
+
+    def _set_meta(self, key: str, value: object) -> None:
+        self._db.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, json.dumps(value)),
+        )
+
+    def _get_meta(self, key: str) -> object | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])

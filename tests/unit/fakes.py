@@ -1,0 +1,127 @@
+"""In-memory stand-ins for SGE, the cloud and the provisioner, for orchestration unit tests.
+
+Why fakes here: these tests pin the *order* of the actuator's steps and inject exact
+interleavings (a job landing between ``qmod -d`` and the re-check, a provisioning failure on
+one of two nodes, an unreadable qstat) deterministically, which the real parts cannot do on
+demand. The real adapters run the same flows end to end in ``tests/cluster``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from elb.interfaces import CloudError, HostResult, Instance, LaunchResult, NodeSpec, Outcome
+from elb.model import Host, Job, QueueInstance, Snapshot
+
+
+@dataclass
+class FakeSge:
+    now: float
+    jobs: list[Job] = field(default_factory=list)
+    hosts: dict[str, Host] = field(default_factory=dict)
+    disabled: set[str] = field(default_factory=set)
+    calls: list[str] = field(default_factory=list)
+    fail_reads: int = 0  # the next N reads raise
+    on_disable: Callable[[str], None] | None = None  # inject a job landing during drain
+
+    def read_snapshot(self) -> Snapshot:
+        self.calls.append("read")
+        if self.fail_reads:
+            self.fail_reads -= 1
+            raise RuntimeError("qstat: error: unable to contact qmaster")
+        hosts = tuple(
+            Host(h.name, tuple(self._q(q) for q in h.queues), h.num_proc) for h in self.hosts.values()
+        )
+        return Snapshot(self.now, tuple(self.jobs), hosts)
+
+    def _q(self, q: QueueInstance) -> QueueInstance:
+        states = q.states + ("d" if q.host in self.disabled and "d" not in q.states else "")
+        used = sum(j.slots for j in self.jobs if j.queue == q.name)
+        return QueueInstance(q.queue, q.host, q.slots_total, used, q.slots_reserved, states)
+
+    def add_host(self, name: str, slots: int = 8) -> None:
+        self.hosts[name] = Host(name, (QueueInstance("all.q", name, slots, 0),), slots)
+
+    def disable_host(self, host: str) -> None:
+        self.calls.append(f"disable {host}")
+        self.disabled.add(host)
+        if self.on_disable is not None:
+            self.on_disable(host)
+
+    def enable_host(self, host: str) -> None:
+        self.calls.append(f"enable {host}")
+        self.disabled.discard(host)
+
+    def jobs_on(self, host: str) -> Sequence[Job]:
+        self.calls.append(f"jobs_on {host}")
+        return [j for j in self.jobs if j.host == host]
+
+
+@dataclass
+class FakeCloud:
+    now: float
+    instances: dict[str, Instance] = field(default_factory=dict)
+    fail_names: set[str] = field(default_factory=set)
+    raise_on_launch: str | None = None
+    counter: int = 0
+    terminated: list[str] = field(default_factory=list)
+
+    def launch(self, names: Sequence[str]) -> LaunchResult:
+        if self.raise_on_launch:
+            raise CloudError(self.raise_on_launch)
+        out = []
+        failed = {}
+        for n in names:
+            if n in self.fail_names:
+                failed[n] = "boot timeout"
+                continue
+            self.counter += 1
+            inst = Instance(
+                f"i-{self.counter:04d}", n, "running", self.now, f"10.0.0.{self.counter}", slots=8
+            )
+            self.instances[inst.instance_id] = inst
+            out.append(inst)
+        return LaunchResult(tuple(out), failed)
+
+    def list_workers(self) -> list[Instance]:
+        return list(self.instances.values())
+
+    def terminate(self, instance_ids: Sequence[str]) -> None:
+        for i in instance_ids:
+            if i not in self.instances:
+                raise CloudError(f"{i} is not a worker of this cluster")
+            del self.instances[i]
+            self.terminated.append(i)
+
+
+@dataclass
+class FakeProvisioner:
+    sge: FakeSge
+    fail: dict[str, str] = field(default_factory=dict)  # node -> failing task
+    busy_on_remove: set[str] = field(default_factory=set)
+    log: list[str] = field(default_factory=list)
+
+    def add_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:
+        out = {}
+        for n in nodes:
+            self.log.append(f"add {n.name}")
+            if n.name in self.fail:
+                self.sge.add_host(n.name)  # half-registered: the failure came after qconf -ah
+                out[n.name] = HostResult(n.name, Outcome.FAILED, self.fail[n.name], "boom")
+            else:
+                self.sge.add_host(n.name, n.slots or 8)
+                out[n.name] = HostResult(n.name, Outcome.OK)
+        return out
+
+    def remove_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:
+        out = {}
+        for n in nodes:
+            self.log.append(f"remove {n.name}")
+            if n.name in self.busy_on_remove:
+                out[n.name] = HostResult(n.name, Outcome.BUSY)
+                continue
+            self.sge.hosts.pop(n.name, None)
+            self.sge.disabled.discard(n.name)
+            out[n.name] = HostResult(n.name, Outcome.OK)
+        return out

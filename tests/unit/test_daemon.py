@@ -1,0 +1,174 @@
+"""One pass end to end through the actuator, with in-memory stand-ins (see tests/unit/fakes.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from elb.config import Config, parse_config
+from elb.daemon import Balancer
+from elb.interfaces import Instance
+from elb.journal import Journal
+from elb.model import NodeState
+from elb.stats import read_rows
+from tests.unit.factories import T0, pending, running
+from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
+
+
+class Clock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def cfg(tmp_path: Path) -> Config:
+    return parse_config(
+        {
+            "state_dir": str(tmp_path),
+            "policy": {"max_nodes": 4, "add_nodes_per_iteration": 2, "slots_per_node": 8},
+        }
+    )
+
+
+@dataclass
+class Rig:
+    sge: FakeSge
+    cloud: FakeCloud
+    prov: FakeProvisioner
+    journal: Journal
+    bal: Balancer
+
+
+def parts(cfg: Config) -> Rig:
+    sge = FakeSge(T0)
+    cloud = FakeCloud(T0)
+    prov = FakeProvisioner(sge)
+    journal = Journal(cfg.journal_path)
+    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=prov, clock=Clock(T0))
+    return Rig(sge, cloud, prov, journal, bal)
+
+
+def test_grow_launches_provisions_and_journals_each_step(cfg: Config) -> None:
+    r = parts(cfg)
+    r.sge.jobs = [pending(1, 20 * 60, slots=1, tasks=12)]
+    result = r.bal.run_pass()
+    assert result.ok
+    assert result.outcomes.added == ["node001", "node002"]
+    assert {h for h in r.sge.hosts} == {"node001", "node002"}
+    steps = [e.state for e in r.journal.events("node001")]
+    assert steps == [
+        NodeState.REQUESTED,
+        NodeState.LAUNCHING,
+        NodeState.RUNNING,
+        NodeState.PROVISIONING,
+        NodeState.READY,
+    ]
+    assert r.journal.node("node001").instance_id == "i-0001"  # type: ignore[union-attr]
+    assert r.journal.history().last_change_at == T0
+    rows = list(read_rows(cfg.stats_path))
+    assert rows[-1].added == 2
+    assert rows[-1].pending_slots == 12
+
+
+def test_provisioning_failure_on_one_of_two_cleans_it_out(cfg: Config) -> None:
+    r = parts(cfg)
+    r.prov.fail["node002"] = "Register the exec host"
+    r.sge.jobs = [pending(1, 20 * 60, slots=1, tasks=12)]
+    result = r.bal.run_pass()
+    assert result.outcomes.added == ["node001"]
+    assert "node002" in result.outcomes.failed
+    assert "Register the exec host" in result.outcomes.failed["node002"]
+    assert "node002" not in r.sge.hosts  # not left half-registered
+    assert [i.name for i in r.cloud.list_workers()] == ["node001"]  # terminated
+    node = r.journal.node("node002")
+    assert node is not None and node.state is NodeState.FAILED
+
+
+def test_launch_failure_is_journalled_and_nothing_provisioned(cfg: Config) -> None:
+    r = parts(cfg)
+    r.cloud.fail_names = {"node002"}
+    r.sge.jobs = [pending(1, 20 * 60, slots=1, tasks=12)]
+    r.bal.run_pass()
+    assert r.prov.log == ["add node001"]
+    assert r.journal.node("node002").state is NodeState.FAILED  # type: ignore[union-attr]
+
+
+def test_unreadable_sge_changes_nothing_and_alarms(cfg: Config, caplog: pytest.LogCaptureFixture) -> None:
+    r = parts(cfg)
+    r.sge.jobs = [pending(1, 20 * 60)]
+    r.sge.fail_reads = 3
+    for _ in range(3):
+        assert not r.bal.run_pass().ok
+    assert r.prov.log == []
+    assert r.cloud.instances == {}
+    assert "ALARM: 3 passes in a row failed" in caplog.text
+    assert [p.ok for p in r.journal.passes()] == [False, False, False]
+    assert r.bal.run_pass().ok  # recovers when SGE answers again
+
+
+def _one_ready_node(sge: FakeSge, journal: Journal, age: float) -> None:
+    launched = T0 - age
+    journal.record("node001", NodeState.READY, launched, instance_id="i-0001", private_ip="10.0.0.1", slots=8)
+    sge.add_host("node001")
+
+
+def test_idle_node_near_end_of_hour_is_drained_deregistered_and_terminated(cfg: Config) -> None:
+    r = parts(cfg)
+    r.cloud.instances["i-0001"] = Instance("i-0001", "node001", "running", T0 - 50 * 60, "10.0.0.1")
+    _one_ready_node(r.sge, r.journal, 50 * 60)
+    result = r.bal.run_pass()
+    assert result.outcomes.removed == ["node001"]
+    assert r.sge.calls[:3] == ["read", "disable node001", "jobs_on node001"]
+    assert "node001" not in r.sge.hosts
+    assert "i-0001" in r.cloud.terminated
+    steps = [e.state for e in r.journal.events("node001")][-3:]
+    assert steps == [NodeState.DRAINING, NodeState.DEREGISTERED, NodeState.TERMINATED]
+
+
+def test_job_landing_during_drain_keeps_the_node(cfg: Config) -> None:
+    r = parts(cfg)
+    _one_ready_node(r.sge, r.journal, 50 * 60)
+
+    def land(host: str) -> None:  # the scheduler dispatches just before qmod -d took effect
+        r.sge.jobs.append(running(99, host))
+
+    r.sge.on_disable = land
+    result = r.bal.run_pass()
+    assert result.outcomes.kept == ["node001"]
+    assert result.outcomes.removed == []
+    assert "enable node001" in r.sge.calls
+    assert r.prov.log == []  # never deregistered
+    assert r.journal.node("node001").state is NodeState.READY  # type: ignore[union-attr]
+
+
+def test_busy_at_deregistration_keeps_the_node(cfg: Config) -> None:
+    r = parts(cfg)
+    _one_ready_node(r.sge, r.journal, 50 * 60)
+    r.prov.busy_on_remove = {"node001"}
+    result = r.bal.run_pass()
+    assert result.outcomes.kept == ["node001"]
+    assert "node001" in r.sge.hosts
+    assert r.sge.disabled == set()
+
+
+def test_dry_run_touches_nothing(cfg: Config) -> None:
+    r = parts(cfg)
+    r.sge.jobs = [pending(1, 20 * 60, slots=1, tasks=12)]
+    result = r.bal.run_pass(dry_run=True)
+    assert result.plan is not None and result.plan.add == 2
+    assert r.prov.log == [] and r.cloud.instances == {}
+    assert r.journal.nodes(include_gone=True) == []
+    assert not cfg.stats_path.exists()
+
+
+def test_busy_nodes_are_remembered(cfg: Config) -> None:
+    r = parts(cfg)
+    _one_ready_node(r.sge, r.journal, 10 * 60)
+    r.sge.jobs = [running(5, "node001")]
+    r.bal.run_pass()
+    assert r.journal.node("node001").last_busy_at == T0  # type: ignore[union-attr]
