@@ -55,6 +55,25 @@ class PassResult:
         return "; ".join(parts)
 
 
+@dataclass
+class LastPass:
+    """Figures of the last pass, for metrics."""
+
+    pending_jobs: int = 0
+    pending_slots: int = 0
+    oldest_wait: float = 0.0
+    duration: float = 0.0
+    last_good: float = 0.0
+
+
+@dataclass
+class Counters:
+    added: int = 0
+    removed: int = 0
+    failures: int = 0
+    failed_passes: int = 0
+
+
 def snapshot_summary(snap: Snapshot, master: str) -> list[str]:
     """A few plain lines describing what SGE shows."""
     pend = snap.pending
@@ -98,8 +117,17 @@ class Balancer:
         self.policy = policy or make_policy(config.policy, config.cluster)
         self.clock = clock
         self.failed_in_a_row = 0
+        self.last = LastPass()
+        self.counters = Counters()
 
     def run_pass(self, *, dry_run: bool = False) -> PassResult:
+        started = time.monotonic()
+        try:
+            return self._pass(dry_run)
+        finally:
+            self.last.duration = time.monotonic() - started
+
+    def _pass(self, dry_run: bool) -> PassResult:
         now = self.clock()
         try:
             snap = self.sge.read_snapshot()
@@ -128,6 +156,7 @@ class Balancer:
     def _failed(self, now: float, error: str, dry_run: bool) -> PassResult:
         result = PassResult(False, now, error=error)
         self.failed_in_a_row += 1
+        self.counters.failed_passes += 1
         if self.failed_in_a_row >= self.config.failed_passes_alarm:
             log.error(
                 "ALARM: %d passes in a row failed; elb is changing nothing until SGE can be read again",
@@ -142,6 +171,14 @@ class Balancer:
         o = result.outcomes
         self.journal.record_pass(result.now, result.ok, summary, len(o.added), len(o.removed))
         row = self._stats_row(result, summary)
+        self.counters.added += row.added
+        self.counters.removed += row.removed
+        self.counters.failures += len(o.failed)
+        if row.ok:
+            self.last.pending_jobs = row.pending_jobs
+            self.last.pending_slots = row.pending_slots
+            self.last.oldest_wait = row.oldest_wait
+            self.last.last_good = row.time
         try:
             append_row(self.config.stats_path, row)
         except OSError as err:

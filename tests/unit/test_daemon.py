@@ -172,3 +172,27 @@ def test_busy_nodes_are_remembered(cfg: Config) -> None:
     r.sge.jobs = [running(5, "node001")]
     r.bal.run_pass()
     assert r.journal.node("node001").last_busy_at == T0  # type: ignore[union-attr]
+
+
+def test_metrics_endpoint_serves_pass_figures(cfg: Config) -> None:
+    import socket
+    import urllib.request
+
+    from elb.metrics import start_metrics_server
+
+    r = parts(cfg)
+    r.sge.jobs = [pending(1, 20 * 60, slots=1, tasks=12)]
+    r.bal.run_pass()
+    r.sge.fail_reads = 1
+    r.bal.run_pass()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    start_metrics_server(port, r.bal)
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    assert "elb_waiting_slots 12.0" in body
+    assert 'elb_nodes{state="ready"} 2.0' in body
+    assert "elb_nodes_added_total 2.0" in body
+    assert "elb_passes_failed_total 1.0" in body
+    values = dict(line.rsplit(" ", 1) for line in body.splitlines() if line and not line.startswith("#"))
+    assert float(values["elb_last_good_pass_timestamp_seconds"]) == T0

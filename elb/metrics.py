@@ -1,0 +1,67 @@
+"""Prometheus metrics on 127.0.0.1 (off unless ``metrics_port`` is set).
+
+Values are taken from the journal and the last pass when Prometheus scrapes, so the
+daemon's pass does no extra work for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from elb.model import NodeState
+
+if TYPE_CHECKING:
+    from elb.daemon import Balancer
+
+
+class BalancerCollector(Collector):
+    def __init__(self, balancer: Balancer) -> None:
+        self.balancer = balancer
+
+    def collect(self) -> Iterator[Metric]:
+        b = self.balancer
+        s = b.last
+        g = GaugeMetricFamily("elb_waiting_jobs", "Eligible jobs waiting in qw at the last pass")
+        g.add_metric([], s.pending_jobs)
+        yield g
+        g = GaugeMetricFamily("elb_waiting_slots", "Slots the waiting jobs need")
+        g.add_metric([], s.pending_slots)
+        yield g
+        g = GaugeMetricFamily("elb_oldest_wait_seconds", "Wait of the oldest eligible job")
+        g.add_metric([], s.oldest_wait)
+        yield g
+        nodes = b.journal.nodes()
+        g = GaugeMetricFamily("elb_nodes", "Nodes elb manages, by lifecycle state", labels=["state"])
+        for st in NodeState:
+            g.add_metric([st.value], sum(1 for n in nodes if n.state is st))
+        yield g
+        for name, doc, value in (
+            ("elb_nodes_added", "Nodes added and ready", b.counters.added),
+            ("elb_nodes_removed", "Nodes drained, deregistered and terminated", b.counters.removed),
+            ("elb_node_failures", "Node operations that failed", b.counters.failures),
+            (
+                "elb_passes_failed",
+                "Passes that could not read SGE and changed nothing",
+                b.counters.failed_passes,
+            ),
+        ):
+            c = CounterMetricFamily(name, doc)
+            c.add_metric([], value)
+            yield c
+        g = GaugeMetricFamily("elb_pass_duration_seconds", "Duration of the last pass")
+        g.add_metric([], s.duration)
+        yield g
+        g = GaugeMetricFamily("elb_last_good_pass_timestamp_seconds", "Time of the last successful pass")
+        g.add_metric([], s.last_good)
+        yield g
+
+
+def start_metrics_server(port: int, balancer: Balancer) -> None:
+    registry = CollectorRegistry()
+    registry.register(BalancerCollector(balancer))
+    start_http_server(port, addr="127.0.0.1", registry=registry)
