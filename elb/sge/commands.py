@@ -1,0 +1,253 @@
+"""The only module that runs SGE commands (qstat, qhost, qmod, qconf).
+
+Every command is an argument list (never a shell), runs in a process group of its own with
+``SGE_ROOT``/``SGE_CELL`` from the config and ``LC_ALL=C``, and has a timeout: past it the
+whole process group is killed. Any failure raises ``SgeError`` (``SgeTimeoutError`` for a
+timeout, ``SgeParseError`` for output elb cannot read) naming the command, its exit status and
+the tail of its stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from elb.config import SgeConfig
+from elb.model import Job, Snapshot
+from elb.sge.errors import SgeError, SgeParseError, SgeTimeoutError
+from elb.sge.parse import join_snapshot, parse_qhost, parse_qstat
+
+Clock = Callable[[], float]
+T = TypeVar("T")
+
+# qstat: every user's jobs (-u '*' is passed literally, no shell), XML, the full format with one
+# block per queue instance and the jobs on it (-f), and each job's requests (-r).
+QSTAT_ARGS: tuple[str, ...] = ("-u", "*", "-xml", "-r", "-f")
+# qhost: XML with each host's queue instances (-q).
+QHOST_ARGS: tuple[str, ...] = ("-xml", "-q")
+
+# SGE host names as elb accepts them before passing one to a command.
+_HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,252})")
+_QUEUE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+# Environment variables that change what qstat prints (debug dumps instead of XML).
+_DROPPED_ENV = ("MORE_INFO", "SGE_QSTAT_ENV_DEBUG", "SGE_DEBUG_LEVEL", "SGE_ND")
+# What qmod prints for each queue instance it changed (or found already changed).
+_QMOD_OK = re.compile(r"changed state of|is already in the specified state")
+_KILL_GRACE = 5.0  # seconds to collect output after killing a timed-out command
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: bytes
+    stderr: str
+
+
+class Runner(Protocol):
+    def __call__(self, argv: Sequence[str], *, timeout: float, env: Mapping[str, str]) -> CommandResult: ...
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+
+
+def run_command(argv: Sequence[str], *, timeout: float, env: Mapping[str, str]) -> CommandResult:
+    """Run ``argv`` without a shell; kill its whole process group after ``timeout`` seconds."""
+    command = tuple(argv)
+    try:
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            start_new_session=True,  # its own process group, so a timeout kills its children too
+            close_fds=True,
+        )
+    except OSError as exc:
+        raise SgeError(f"cannot run: {exc.strerror or exc}", command=command) from None
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        try:
+            _, err = proc.communicate(timeout=_KILL_GRACE)
+        except subprocess.TimeoutExpired:
+            # Something outside the group still holds the pipes: stop waiting for it.
+            err = b""
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            proc.wait()
+        raise SgeTimeoutError(
+            f"no answer within {timeout:g} s; killed its process group",
+            command=command,
+            stderr=err.decode("utf-8", errors="replace"),
+        ) from None
+    except BaseException:
+        _kill_group(proc)
+        proc.wait()
+        raise
+    return CommandResult(command, proc.returncode, out, err.decode("utf-8", errors="replace"))
+
+
+def check_host(host: str) -> str:
+    """``host`` if it is a plain host name; SgeError otherwise (it would reach a command line)."""
+    if not isinstance(host, str) or _HOST.fullmatch(host) is None or host == "global":
+        raise SgeError(f"refusing host name {host!r}: not a plain host name")
+    return host
+
+
+def check_queue(queue: str) -> str:
+    if not isinstance(queue, str) or _QUEUE.fullmatch(queue) is None:
+        raise SgeError(f"refusing queue name {queue!r}: not a plain cluster queue name")
+    return queue
+
+
+class SgeCommands:
+    """Runs SGE's commands for elb. One instance per config; safe to reuse across passes.
+
+    ``clock`` gives the master's time (elb runs on the master); it is read once per snapshot,
+    after both commands answered. ``runner`` runs a command (tests may pass their own).
+    """
+
+    def __init__(
+        self,
+        config: SgeConfig | None = None,
+        *,
+        clock: Clock = time.time,
+        runner: Runner = run_command,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = config if config is not None else SgeConfig()
+        self._clock = clock
+        self._runner = runner
+        base = dict(os.environ if environ is None else environ)
+        for key in _DROPPED_ENV:
+            base.pop(key, None)
+        base["SGE_ROOT"] = str(self.config.root)
+        base["SGE_CELL"] = self.config.cell
+        base["LC_ALL"] = "C"
+        self._env = base
+
+    # -- plumbing --------------------------------------------------------------------------
+    def _executable(self, name: str) -> str:
+        if self.config.bin_dir is not None:
+            path = Path(self.config.bin_dir) / name
+            if not (path.is_file() and os.access(path, os.X_OK)):
+                raise SgeError(f"{name} not found: {path} is not an executable file (sge.bin_dir)")
+            return str(path)
+        found = shutil.which(name, path=self._env.get("PATH"))
+        if found is None:
+            raise SgeError(f"{name} not found on PATH; set sge.bin_dir to the SGE bin directory")
+        return found
+
+    def run(self, name: str, args: Sequence[str]) -> CommandResult:
+        """Run SGE command ``name`` with ``args``; SgeError unless it exits 0."""
+        argv = (self._executable(name), *args)
+        result = self._runner(argv, timeout=self.config.timeout, env=self._env)
+        if result.returncode != 0:
+            detail = result.stderr or result.stdout.decode("utf-8", errors="replace")
+            raise SgeError("failed", command=argv, returncode=result.returncode, stderr=detail)
+        return result
+
+    @staticmethod
+    def _parsed(parse: Callable[[bytes], T], result: CommandResult) -> T:
+        try:
+            return parse(result.stdout)
+        except SgeParseError as err:
+            raise SgeParseError(
+                err.message, command=result.argv, returncode=result.returncode, stderr=result.stderr
+            ) from None
+
+    # -- what the daemon needs ---------------------------------------------------------------
+    def read_snapshot(self) -> Snapshot:
+        """Jobs (``qstat -u '*' -xml -r -f``) and hosts (``qhost -xml -q``) with the master's clock."""
+        qstat = self.run("qstat", QSTAT_ARGS)
+        qhost = self.run("qhost", QHOST_ARGS)
+        now = self._clock()
+        jobs = self._parsed(parse_qstat, qstat)
+        hosts = self._parsed(parse_qhost, qhost)
+        return join_snapshot(jobs, hosts, now)
+
+    def jobs_on(self, host: str) -> tuple[Job, ...]:
+        """Jobs running or suspended on ``host`` now (for the safe drain).
+
+        Reads ``qstat -u '*' -xml -r -f -s rs -q '*@host'``; SgeError if SGE does not know the host.
+        """
+        check_host(host)
+        result = self.run("qstat", (*QSTAT_ARGS, "-s", "rs", "-q", f"*@{host}"))
+        jobs = self._parsed(parse_qstat, result).jobs
+        return tuple(j for j in jobs if j.host == host)
+
+    def disable_host(self, host: str, queues: Sequence[str] | None = None) -> None:
+        """``qmod -d`` the host's queue instances (all of them unless ``queues`` names some)."""
+        self._qmod("-d", host, queues)
+
+    def enable_host(self, host: str, queues: Sequence[str] | None = None) -> None:
+        """``qmod -e`` the host's queue instances (all of them unless ``queues`` names some)."""
+        self._qmod("-e", host, queues)
+
+    def exec_hosts(self) -> tuple[str, ...]:
+        """The execution hosts SGE knows (``qconf -sel``)."""
+        result = self.run("qconf", ("-sel",))
+        text = result.stdout.decode("utf-8", errors="replace") + "\n" + result.stderr
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if any("no execution host defined" in line.lower() for line in lines):
+            return ()
+        # qconf can exit 0 after printing an error: every line must be a host name.
+        odd = next((line for line in lines if _HOST.fullmatch(line) is None), None)
+        if odd is not None:
+            raise SgeError(
+                f"unexpected answer {odd!r}, expected one host name per line",
+                command=result.argv,
+                returncode=0,
+                stderr=result.stderr,
+            )
+        return tuple(lines)
+
+    def _qmod(self, flag: str, host: str, queues: Sequence[str] | None) -> None:
+        check_host(host)
+        if queues is None:
+            targets = [f"*@{host}"]
+        else:
+            if not queues:
+                raise SgeError("no queue named to change")
+            targets = [f"{check_queue(q)}@{host}" for q in queues]
+        result = self.run("qmod", (flag, ",".join(targets)))
+        text = result.stdout.decode("utf-8", errors="replace") + "\n" + result.stderr
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        # qmod exits 0 after some refusals: every line must report a changed (or unchanged) state.
+        odd = next((line for line in lines if not _QMOD_OK.search(line)), None)
+        if odd is not None or not lines:
+            raise SgeError(
+                f"unexpected answer {odd or '(no output)'!r}; expected 'changed state of'",
+                command=result.argv,
+                returncode=0,
+                stderr=result.stderr,
+            )
+
+
+__all__ = [
+    "QHOST_ARGS",
+    "QSTAT_ARGS",
+    "Clock",
+    "CommandResult",
+    "Runner",
+    "SgeCommands",
+    "check_host",
+    "run_command",
+]
