@@ -1,1 +1,15 @@
 """Provisioning behind elb.interfaces.Provisioner: Ansible playbooks through ansible-runner."""
+
+from elb.provision.ansible import AnsibleProvisioner, ProvisionError, RunReport
+from elb.provision.inventory import InventoryError, build_inventory
+from elb.provision.outcomes import RunEnd, summarize
+
+__all__ = [
+    "AnsibleProvisioner",
+    "InventoryError",
+    "ProvisionError",
+    "RunEnd",
+    "RunReport",
+    "build_inventory",
+    "summarize",
+]

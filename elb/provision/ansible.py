@@ -1,0 +1,324 @@
+"""``AnsibleProvisioner``: elb's Provisioner, running the playbooks through ansible-runner.
+
+One call, one ``ansible-playbook`` run (ansible-runner's ``Runner``, in this process's
+thread), over an inventory elb builds from the nodes it was given. The run has a time limit
+(``ProvisionConfig.timeout``) and stops when the cancel event is set (elb's shutdown); either
+way the playbook's process group is killed and every host without a verdict is FAILED with a
+message that says so. Outcomes come from runner's events and the play recap, never from
+stdout (see ``elb.provision.outcomes``).
+
+Secrets stay out of the artifacts: runner writes the process environment into
+``artifacts/<ident>/command``, so the environment ansible-playbook gets is an allow-list of
+the variables it needs (no AWS_*, no tokens); the SSH key is passed as a file path, never as
+key material; ``suppress_env_files`` keeps runner from writing ``env/`` files; the fact cache
+stays in memory. Artifacts are rotated: the newest ``rotate_artifacts`` runs are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import secrets
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import elb
+from elb.config import ClusterConfig, ProvisionConfig, SgeConfig
+from elb.interfaces import HostResult, NodeSpec, Outcome
+from elb.provision.inventory import Connection, InventoryError, build_inventory, check_extra_vars
+from elb.provision.outcomes import RunEnd, summarize
+
+log = logging.getLogger("elb.provision")
+
+ADD_PLAYBOOK = "add_node.yml"
+REMOVE_PLAYBOOK = "remove_node.yml"
+DEFAULT_ROTATE = 20  # artifact directories kept
+POLL_SECONDS = 0.5  # how often runner checks for cancellation and the time limit
+
+# Environment variables ansible-playbook may inherit. Everything else (AWS_*, tokens, the
+# daemon's own settings) is dropped, because runner writes the environment to the artifacts.
+_ENV_KEEP = frozenset(
+    {
+        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR",
+        "TERM", "PYTHONPATH", "VIRTUAL_ENV", "SSH_AUTH_SOCK", "ORIGINAL_STDOUT_CALLBACK",
+    }
+)  # fmt: skip
+_ENV_KEEP_PREFIXES = ("LC_", "ANSIBLE_", "RUNNER_", "AWX_")
+_ENV_SECRET = re.compile(r"PASS|SECRET|TOKEN|CREDENTIAL|(?<!_FILE)KEY$", re.IGNORECASE)
+
+
+class ProvisionError(Exception):
+    """The provisioner is set up wrongly (config, playbook location). Raised by the constructor."""
+
+
+def default_playbook_dir() -> Path:
+    """The repo's ``playbooks/`` next to the ``elb`` package."""
+    return Path(elb.__file__).resolve().parent.parent / "playbooks"
+
+
+def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The allow-listed part of an environment, without anything that looks like a secret."""
+    out: dict[str, str] = {}
+    for key, value in env.items():
+        if key not in _ENV_KEEP and not key.startswith(_ENV_KEEP_PREFIXES):
+            continue
+        if _ENV_SECRET.search(key) and not key.endswith(("_FILE", "_PATH", "_DIR", "_SOCK")):
+            continue
+        out[key] = value
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    """What one playbook run did."""
+
+    playbook: str
+    ident: str
+    status: str  # runner's: successful | failed | timeout | canceled | error | not started
+    rc: int | None
+    artifact_dir: Path | None
+    seconds: float
+    results: dict[str, HostResult] = field(default_factory=dict)  # every host the run concerned
+    busy: frozenset[str] = frozenset()
+
+    def for_hosts(self, names: Sequence[str]) -> dict[str, HostResult]:
+        return {n: self.results[n] for n in names if n in self.results}
+
+
+class AnsibleProvisioner:
+    """Runs ``add_node.yml`` / ``remove_node.yml`` with ansible-runner; see the module doc.
+
+    ``cancel_event``: elb's shutdown event; when set, a running playbook is stopped and no new
+    one starts. ``cancel()`` sets it. ``master_address``: None when elb runs on the master
+    (the master is then reached with a local connection), else the master's address for SSH.
+    """
+
+    def __init__(
+        self,
+        config: ProvisionConfig,
+        cluster: ClusterConfig | None = None,
+        sge: SgeConfig | None = None,
+        *,
+        master_address: str | None = None,
+        cancel_event: threading.Event | None = None,
+        rotate_artifacts: int = DEFAULT_ROTATE,
+    ) -> None:
+        self.config = config
+        self.cluster = cluster or ClusterConfig()
+        self.sge = sge or SgeConfig()
+        self.cancel_event = cancel_event or threading.Event()
+        if rotate_artifacts < 1:
+            raise ProvisionError("rotate_artifacts must be at least 1")
+        self.rotate_artifacts = rotate_artifacts
+        self.playbook_dir = (config.playbook_dir or default_playbook_dir()).resolve()
+        self.connection = Connection(
+            master=self.cluster.master,
+            master_address=master_address,
+            ssh_user=config.ssh_user,
+            ssh_private_key=config.ssh_private_key,
+        )
+        try:
+            self.extra_vars = check_extra_vars(config.extra_vars)
+            build_inventory(self.connection)  # validates the master and the SSH settings
+            json.dumps(self.extra_vars)
+        except InventoryError as err:
+            raise ProvisionError(f"provision: {err}") from None
+        except (TypeError, ValueError) as err:
+            raise ProvisionError(f"provision.extra_vars: cannot be passed to Ansible: {err}") from None
+        if config.ssh_private_key is not None and not config.ssh_private_key.is_file():
+            log.warning("provision.ssh_private_key %s is not a readable file", config.ssh_private_key)
+
+    # -- the Provisioner protocol ---------------------------------------------------------
+
+    def add_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:
+        """Run add_node.yml: ``nodes`` in ``new_nodes``, ``existing`` in ``workers``.
+
+        Returns a result for each of ``nodes`` (never raises for bad input: every node is then
+        FAILED with the reason, and nothing runs).
+        """
+        if not nodes:
+            return {}
+        report = self.run(ADD_PLAYBOOK, workers=existing, new_nodes=nodes)
+        self._log_others(report, [n.name for n in nodes])
+        return report.for_hosts([n.name for n in nodes])
+
+    def remove_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:
+        """Run remove_node.yml: ``nodes`` in ``old_nodes``, ``existing`` in ``workers``.
+
+        A node that the playbook reports busy (``elb_busy``) is BUSY: it stays in the cluster.
+        """
+        if not nodes:
+            return {}
+        report = self.run(REMOVE_PLAYBOOK, workers=existing, old_nodes=nodes)
+        self._log_others(report, [n.name for n in nodes])
+        return report.for_hosts([n.name for n in nodes])
+
+    def cancel(self) -> None:
+        """Stop the running playbook (if any) and refuse to start new ones."""
+        self.cancel_event.set()
+
+    # -- one run -----------------------------------------------------------------------------
+
+    def run(
+        self,
+        playbook: str,
+        *,
+        workers: Sequence[NodeSpec] = (),
+        new_nodes: Sequence[NodeSpec] = (),
+        old_nodes: Sequence[NodeSpec] = (),
+    ) -> RunReport:
+        """Run one playbook of ``playbook_dir`` over the inventory these groups make.
+
+        The report has a result for every host of ``new_nodes`` and ``old_nodes`` (and for
+        any other host the run's events mention).
+        """
+        targets = [n.name for n in (*new_nodes, *old_nodes)]
+        kind = Path(playbook).stem
+        ident = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{kind}-{secrets.token_hex(3)}"
+        started = time.monotonic()
+
+        def refuse(why: str, status: str = "error") -> RunReport:
+            log.error("%s not run for %s: %s", playbook, ", ".join(targets) or "no host", why)
+            results = {n: HostResult(n, Outcome.FAILED, None, why) for n in targets}
+            return RunReport(playbook, ident, status, None, None, time.monotonic() - started, results)
+
+        path = self.playbook_dir / playbook
+        if not path.is_file():
+            return refuse(f"playbook {path} not found (set provision.playbook_dir)")
+        # A node being added or removed is not also an existing worker.
+        moving = set(targets)
+        workers = [w for w in workers if w.name not in moving]
+        try:
+            inventory = build_inventory(
+                self.connection, workers=workers, new_nodes=new_nodes, old_nodes=old_nodes
+            )
+        except InventoryError as err:
+            return refuse(f"not provisioned: {err}")
+        if self.cancel_event.is_set():
+            return refuse("provisioning was cancelled (elb is shutting down) before it started", "canceled")
+        try:
+            return self._run_runner(path, inventory, targets, ident, started)
+        except Exception as err:  # runner itself broke: report it per host, do not crash the pass
+            log.exception("ansible-runner failed for %s", playbook)
+            return refuse(f"ansible-runner failed: {type(err).__name__}: {err}")
+
+    def _run_runner(
+        self, path: Path, inventory: dict[str, object], targets: list[str], ident: str, started: float
+    ) -> RunReport:
+        from ansible_runner.config.runner import RunnerConfig  # noqa: PLC0415 (heavy import)
+        from ansible_runner.runner import Runner  # noqa: PLC0415
+
+        pdd = self.config.private_data_dir
+        pdd.mkdir(parents=True, exist_ok=True, mode=0o700)
+        project_dir = self.playbook_dir.parent  # its ansible.cfg (if any) applies: runner's cwd
+        envvars = self._envvars()
+        rc_config = RunnerConfig(
+            private_data_dir=str(pdd),
+            project_dir=str(project_dir),
+            playbook=str(path),
+            inventory=None,
+            ident=ident,
+            rotate_artifacts=self.rotate_artifacts,
+            suppress_env_files=True,
+            fact_cache_type="memory",  # facts are not written to the artifacts
+            forks=self.config.forks,
+            extravars=dict(self.extra_vars) or None,
+            envvars=envvars,
+            settings={"pexpect_timeout": POLL_SECONDS, "suppress_ansible_output": True},
+            quiet=True,
+        )
+        artifact_dir = Path(rc_config.artifact_dir)
+        inv_path = artifact_dir / "inventory.json"
+        fd = os.open(inv_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(inventory, f, indent=1)
+        rc_config.inventory = str(inv_path)
+        rc_config.prepare()
+        rc_config.env = scrub_env(rc_config.env)
+
+        timeout = self.config.timeout
+        deadline = started + timeout if timeout > 0 else None
+        ended = {"why": RunEnd.FINISHED}
+        events: list[dict[str, Any]] = []
+        lock = threading.Lock()
+
+        def on_event(event: dict[str, Any]) -> bool:
+            with lock:
+                events.append(event)
+            return True  # runner also writes it to artifacts/<ident>/job_events
+
+        def should_stop() -> bool:
+            if self.cancel_event.is_set():
+                ended["why"] = RunEnd.CANCELLED
+                return True
+            if deadline is not None and time.monotonic() > deadline:
+                ended["why"] = RunEnd.TIMEOUT
+                return True
+            return False
+
+        log.info("%s: running %s for %s", ident, path.name, ", ".join(targets))
+        runner = Runner(rc_config, event_handler=on_event, cancel_callback=should_stop)
+        status, rc = runner.run()
+        seconds = time.monotonic() - started
+        end = ended["why"] if status == "canceled" else RunEnd.FINISHED
+        if status == "timeout":  # runner's own limits (none set by us, but be exact)
+            end = RunEnd.TIMEOUT
+        detail = f"artifacts in {artifact_dir}"
+        with lock:
+            summary = summarize(events, targets, end=end, rc=rc, detail=detail)
+        if end is RunEnd.TIMEOUT:
+            status = "timeout"
+        report = RunReport(
+            playbook=path.name,
+            ident=ident,
+            status=status,
+            rc=rc,
+            artifact_dir=artifact_dir,
+            seconds=seconds,
+            results=summary.results,
+            busy=summary.busy,
+        )
+        counts: dict[str, int] = {}
+        for r in report.for_hosts(targets).values():
+            counts[r.outcome.value] = counts.get(r.outcome.value, 0) + 1
+        log.info(
+            "%s: %s %s in %.1f s (rc %s): %s",
+            ident,
+            path.name,
+            status,
+            seconds,
+            rc,
+            ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "no host",
+        )
+        for r in report.for_hosts(targets).values():
+            if not r.ok:
+                log.warning("%s: %s %s at %s: %s", ident, r.host, r.outcome.value, r.task, r.message)
+        return report
+
+    def _envvars(self) -> dict[str, str]:
+        env = {
+            # ansible-playbook of this very environment (the venv elb runs from).
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)]),
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_RETRY_FILES_ENABLED": "False",
+            "ANSIBLE_HOST_KEY_CHECKING": "False",
+            "ANSIBLE_SSH_RETRIES": "0",
+        }
+        roles = [p for p in (self.playbook_dir / "roles", self.playbook_dir.parent / "roles") if p.is_dir()]
+        if roles:
+            env["ANSIBLE_ROLES_PATH"] = os.pathsep.join(str(p) for p in roles)
+        return env
+
+    def _log_others(self, report: RunReport, targets: Sequence[str]) -> None:
+        """Problems on hosts other than the targets (existing workers, the master) are logged."""
+        for name, r in report.results.items():
+            if name not in targets and not r.ok:
+                log.warning("%s: %s (not a target) %s: %s", report.ident, name, r.outcome.value, r.message)

@@ -1,0 +1,165 @@
+"""The Ansible inventory elb builds from what it knows (pure: no I/O, no cloud call).
+
+Groups, as ``playbooks/`` expect them:
+
+- ``master``: exactly one host, the SGE master (elb runs there, so by default it is reached
+  with ``ansible_connection: local``);
+- ``workers``: workers that are ready and stay;
+- ``new_nodes``: nodes being added (``playbooks/add_node.yml``);
+- ``old_nodes``: nodes being removed (``playbooks/remove_node.yml``).
+
+Host vars: ``ansible_host`` (private address) and, when known, ``elb_slots``. Connection
+settings (user, key file, SSH options) are group vars of ``all``. Names and addresses are
+validated here: Ansible templates inventory values, so nothing that is not a plain host name
+or an IP address may reach it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from elb.interfaces import NodeSpec
+
+# A DNS label or dotted name: what SGE accepts as a host name, and nothing Jinja or a shell
+# could read as syntax.
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
+_USER_NAME = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
+_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+GROUPS = ("master", "workers", "new_nodes", "old_nodes")
+
+# Fail fast on dead hosts, leave no SSH master process around for long, and do not trust a
+# known_hosts file: cloud instances reuse private addresses with new host keys.
+SSH_ARGS = (
+    "-o ControlMaster=auto -o ControlPersist=15s "
+    "-o ConnectTimeout=10 -o ConnectionAttempts=1 "
+    "-o ServerAliveInterval=10 -o ServerAliveCountMax=3 "
+    "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+    "-o BatchMode=yes -o LogLevel=ERROR"
+)
+CONNECT_TIMEOUT = 10  # seconds, Ansible's own connection timeout (``ansible_timeout``)
+
+
+class InventoryError(ValueError):
+    """A node, name or setting that cannot go into an inventory. Nothing was run."""
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """How Ansible reaches the hosts. ``master_address`` None: the master is this machine."""
+
+    master: str = "master"
+    master_address: str | None = None
+    ssh_user: str = "root"
+    ssh_private_key: Path | None = None
+    ssh_args: str = SSH_ARGS
+    connect_timeout: int = CONNECT_TIMEOUT
+
+
+def check_host_name(name: object, what: str = "host name") -> str:
+    if not isinstance(name, str) or len(name) > 253 or not _HOST_NAME.fullmatch(name):
+        raise InventoryError(f"invalid {what} {name!r}: expected letters, digits, '-' and '.' only")
+    return name
+
+
+def check_address(address: object, what: str) -> str:
+    if not isinstance(address, str):
+        raise InventoryError(f"{what}: address {address!r} is not a string")
+    try:
+        return str(ipaddress.ip_address(address))
+    except ValueError:
+        raise InventoryError(f"{what}: {address!r} is not an IP address") from None
+
+
+def check_extra_vars(extra_vars: Mapping[str, object]) -> dict[str, object]:
+    """Extra vars must have plain variable names (Ansible's rule, and runner quotes none)."""
+    for key in extra_vars:
+        if not isinstance(key, str) or not _VAR_NAME.fullmatch(key):
+            raise InventoryError(f"extra_vars: {key!r} is not a valid Ansible variable name")
+    return dict(extra_vars)
+
+
+def _node_vars(node: NodeSpec) -> dict[str, object]:
+    check_host_name(node.name, "node name")
+    hv: dict[str, object] = {"ansible_host": check_address(node.private_ip, f"node {node.name}")}
+    if node.slots is not None:
+        if isinstance(node.slots, bool) or not isinstance(node.slots, int) or node.slots < 1:
+            raise InventoryError(f"node {node.name}: slots must be a positive integer, not {node.slots!r}")
+        hv["elb_slots"] = node.slots
+    return hv
+
+
+def build_inventory(
+    conn: Connection,
+    *,
+    workers: Sequence[NodeSpec] = (),
+    new_nodes: Sequence[NodeSpec] = (),
+    old_nodes: Sequence[NodeSpec] = (),
+) -> dict[str, object]:
+    """The inventory as a YAML/JSON-ready mapping. Raises InventoryError on any bad input.
+
+    A name may appear in one group only, and never be the master's.
+    """
+    master = check_host_name(conn.master, "master host name")
+    if conn.ssh_user and not _USER_NAME.fullmatch(conn.ssh_user):
+        raise InventoryError(f"invalid SSH user {conn.ssh_user!r}")
+    seen: dict[str, str] = {master: "master"}
+    groups: dict[str, dict[str, dict[str, object]]] = {}
+    for group, nodes in (("workers", workers), ("new_nodes", new_nodes), ("old_nodes", old_nodes)):
+        hosts: dict[str, dict[str, object]] = {}
+        for node in nodes:
+            hv = _node_vars(node)
+            if node.name in seen:
+                raise InventoryError(f"node {node.name} given twice (in {seen[node.name]} and {group})")
+            seen[node.name] = group
+            hosts[node.name] = hv
+        groups[group] = hosts
+
+    master_vars: dict[str, object]
+    if conn.master_address is None:
+        # elb runs on the master: no SSH to ourselves, and the modules run with this Python.
+        master_vars = {
+            "ansible_connection": "local",
+            "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+        }
+    else:
+        master_vars = {"ansible_host": check_address(conn.master_address, "master")}
+
+    all_vars: dict[str, object] = {
+        "ansible_user": conn.ssh_user,
+        "ansible_ssh_args": conn.ssh_args,
+        "ansible_timeout": conn.connect_timeout,
+    }
+    if conn.ssh_private_key is not None:
+        # The path only: the key itself is never read by elb nor copied anywhere.
+        all_vars["ansible_ssh_private_key_file"] = str(conn.ssh_private_key)
+
+    children: dict[str, object] = {"master": {"hosts": {master: master_vars}}}
+    for group in ("workers", "new_nodes", "old_nodes"):
+        # An empty group is still declared, so `groups['old_nodes']` is [] rather than undefined.
+        children[group] = {"hosts": groups[group]} if groups[group] else {}
+    return {"all": {"vars": all_vars, "children": children}}
+
+
+def hosts_of(inventory: Mapping[str, object], group: str) -> list[str]:
+    """Host names of one group of an inventory built by ``build_inventory``."""
+    all_ = inventory.get("all")
+    if not isinstance(all_, Mapping):
+        return []
+    children = all_.get("children")
+    if not isinstance(children, Mapping):
+        return []
+    g = children.get(group)
+    if not isinstance(g, Mapping):
+        return []
+    hosts = g.get("hosts")
+    return list(hosts) if isinstance(hosts, Mapping) else []
+
+
+def names(nodes: Iterable[NodeSpec]) -> list[str]:
+    return [n.name for n in nodes]

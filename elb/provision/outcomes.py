@@ -1,0 +1,247 @@
+"""Per-host outcomes from ansible-runner's events and the play recap (pure: no I/O).
+
+Never from stdout: the recap (``playbook_on_stats``) decides whether a host failed, was
+unreachable or ended well; the ``runner_on_failed`` / ``runner_on_unreachable`` events name the
+task and carry the message; ``set_stats`` data ``elb_busy`` (aggregated, so it arrives in the
+recap's ``artifact_data``) marks nodes that ``remove_node.yml`` refused to remove.
+
+A host is OK only if the run produced a recap, the recap counts it as processed with no
+failure and no unreachable, and the run was not cut short. Anything else is FAILED with a
+message that says why (no recap: time-out, cancellation or an aborted run).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from elb.interfaces import HostResult, Outcome
+
+BUSY_KEY = "elb_busy"
+MESSAGE_LIMIT = 600  # characters of a module's message kept in a HostResult
+
+
+class RunEnd(enum.StrEnum):
+    """How the ansible-playbook process ended, as the adapter saw it."""
+
+    FINISHED = "finished"  # exited by itself (successfully or not)
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    NOT_STARTED = "not started"
+
+
+@dataclass(slots=True)
+class _Failure:
+    task: str
+    message: str
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, list):
+        return "; ".join(t for t in (_text(v) for v in value) if t)
+    return str(value).strip()
+
+
+def _clip(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    text = " ".join(text.split())  # one line: it goes into logs and the journal
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def result_message(res: object) -> str:
+    """The most useful words of a module result: msg, then stderr, stdout, a failed loop item."""
+    if not isinstance(res, Mapping):
+        return _text(res)
+    parts: list[str] = []
+    msg = _text(res.get("msg"))
+    if msg:
+        parts.append(msg)
+    for key in ("stderr", "module_stderr", "stdout", "module_stdout"):
+        extra = _text(res.get(key))
+        if extra and extra not in msg:
+            parts.append(extra)
+            break
+    if not parts and isinstance(res.get("results"), list):
+        for item in res["results"]:
+            if isinstance(item, Mapping) and item.get("failed"):
+                label = _text(item.get("_ansible_item_label", item.get("item")))
+                inner = result_message(item)
+                parts.append(f"item {label}: {inner}" if label else inner)
+                break
+    if "rc" in res and not parts:
+        parts.append(f"exit code {res['rc']}")
+    return " - ".join(parts) if parts else "failed without a message"
+
+
+def task_label(event_data: Mapping[str, object]) -> str:
+    """``role : task`` as Ansible shows it, or the task name (the module name if unnamed)."""
+    task = _text(event_data.get("task")) or _text(event_data.get("task_action")) or "(unnamed task)"
+    role = _text(event_data.get("role"))
+    return f"{role} : {task}" if role else task
+
+
+def _counts(stats: Mapping[str, object], key: str) -> Mapping[str, int]:
+    value = stats.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def busy_hosts(artifact_data: object) -> frozenset[str]:
+    """Names in the aggregated ``elb_busy`` set_stats data (a list of names, or one name)."""
+    if not isinstance(artifact_data, Mapping):
+        return frozenset()
+    value = artifact_data.get(BUSY_KEY)
+    if isinstance(value, str):
+        return frozenset({value})
+    if isinstance(value, list | tuple):
+        return frozenset(v for v in value if isinstance(v, str))
+    return frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """Everything the adapter reads from one run's events."""
+
+    results: dict[str, HostResult]  # every host that appeared in the run, and every host asked for
+    busy: frozenset[str]
+    recap: bool  # a playbook_on_stats event arrived
+
+
+def summarize(
+    events: Iterable[Mapping[str, object]],
+    hosts: Sequence[str],
+    *,
+    end: RunEnd = RunEnd.FINISHED,
+    rc: int | None = None,
+    detail: str = "",
+) -> RunSummary:
+    """Outcome of every host in ``hosts`` (and of any other host the events mention).
+
+    ``end`` and ``rc`` say how the process ended; ``detail`` is appended to messages of hosts
+    that get no verdict (for example where the run's artifacts are).
+    """
+    first_failure: dict[str, _Failure] = {}
+    last_failure: dict[str, _Failure] = {}
+    unreachable: dict[str, _Failure] = {}
+    last_task: dict[str, str] = {}
+    seen: list[str] = []
+    stats: Mapping[str, object] | None = None
+    aborted_play: str | None = None
+    errors: list[str] = []  # Ansible's own error lines (syntax errors and the like)
+
+    for event in events:
+        kind = event.get("event")
+        data = event.get("event_data")
+        if not isinstance(data, Mapping):
+            data = {}
+        if kind == "playbook_on_stats":
+            stats = data
+            continue
+        if kind == "verbose":
+            line = _text(event.get("stdout"))
+            if line.startswith(("[ERROR]", "ERROR!")) and len(errors) < 3:
+                errors.append(line)
+            continue
+        if kind == "playbook_on_no_hosts_remaining":
+            aborted_play = _text(data.get("play")) or "(unnamed play)"
+            continue
+        host = data.get("host")
+        if not isinstance(host, str) or not isinstance(kind, str) or not kind.startswith("runner_"):
+            continue
+        if host not in last_task:
+            seen.append(host)
+        label = task_label(data)
+        last_task[host] = label
+        if kind == "runner_on_failed" and not data.get("ignore_errors"):
+            failure = _Failure(label, result_message(data.get("res")))
+            first_failure.setdefault(host, failure)
+            last_failure[host] = failure
+        elif kind == "runner_on_unreachable":
+            unreachable[host] = _Failure(label, result_message(data.get("res")))
+
+    busy = busy_hosts(stats.get("artifact_data")) if stats is not None else frozenset()
+    notes = [detail, *errors]
+    suffix = f" ({'; '.join(n for n in notes if n)})" if any(notes) else ""
+    results: dict[str, HostResult] = {}
+    for host in [*hosts, *(h for h in seen if h not in hosts)]:
+        results[host] = _verdict(
+            host,
+            stats=stats,
+            busy=busy,
+            first=first_failure.get(host),
+            last=last_failure.get(host),
+            unreachable=unreachable.get(host),
+            last_task=last_task.get(host),
+            end=end,
+            rc=rc,
+            aborted_play=aborted_play,
+            suffix=suffix,
+        )
+    return RunSummary(results=results, busy=busy, recap=stats is not None)
+
+
+def _no_verdict(end: RunEnd, rc: int | None, last_task: str | None) -> str:
+    where = f" during or after task '{last_task}'" if last_task else " before any task ran on it"
+    if end is RunEnd.TIMEOUT:
+        return f"provisioning timed out{where}"
+    if end is RunEnd.CANCELLED:
+        return f"provisioning was cancelled (elb is shutting down){where}"
+    if end is RunEnd.NOT_STARTED:
+        return "provisioning did not start"
+    code = f" with exit code {rc}" if rc is not None else ""
+    return f"ansible-playbook ended{code} without a result for this host{where}"
+
+
+def _verdict(  # noqa: PLR0911 (one return per verdict reads best)
+    host: str,
+    *,
+    stats: Mapping[str, object] | None,
+    busy: frozenset[str],
+    first: _Failure | None,
+    last: _Failure | None,
+    unreachable: _Failure | None,
+    last_task: str | None,
+    end: RunEnd,
+    rc: int | None,
+    aborted_play: str | None,
+    suffix: str,
+) -> HostResult:
+    if stats is None or end is not RunEnd.FINISHED:
+        # No recap, or a recap we cannot trust: this host's run did not finish.
+        if first is not None:
+            return HostResult(host, Outcome.FAILED, first.task, _clip(first.message))
+        if unreachable is not None:
+            return HostResult(host, Outcome.UNREACHABLE, unreachable.task, _clip(unreachable.message))
+        return HostResult(host, Outcome.FAILED, last_task, _clip(_no_verdict(end, rc, last_task) + suffix))
+
+    failures = _counts(stats, "failures").get(host, 0)
+    dark = _counts(stats, "dark").get(host, 0)
+    processed = host in _counts(stats, "processed")
+    if failures:
+        f = first or last
+        if f is None:
+            return HostResult(host, Outcome.FAILED, last_task, "a task failed (no failure event recorded)")
+        message = f.message
+        if last is not None and first is not None and last.task != first.task:
+            message = f"{message} (the run stopped at '{last.task}': {last.message})"
+        if host in busy:
+            message += " (also reported busy)"
+        return HostResult(host, Outcome.FAILED, f.task, _clip(message))
+    if dark:
+        u = unreachable or _Failure(last_task or "(unknown task)", "host unreachable")
+        return HostResult(host, Outcome.UNREACHABLE, u.task, _clip(u.message))
+    if not processed:
+        return HostResult(host, Outcome.FAILED, None, "no task of the playbook ran on this host" + suffix)
+    if aborted_play is not None:
+        return HostResult(
+            host,
+            Outcome.FAILED,
+            last_task,
+            f"the run stopped early (every host of play '{aborted_play}' failed) before this host finished",
+        )
+    if host in busy:
+        return HostResult(host, Outcome.BUSY, None, "a job landed on the node while draining; it stays")
+    return HostResult(host, Outcome.OK)
