@@ -10,10 +10,15 @@ from collections.abc import Callable
 from elb.config import ClusterConfig, PolicyConfig
 from elb.policy.base import Policy
 from elb.policy.default import ElbPolicy
+from elb.policy.peers import ParallelclusterPolicy, SlurmPolicy, StarclusterPolicy, StaticPolicy
 
 PolicyFactory = Callable[[PolicyConfig, ClusterConfig], Policy]
 
 POLICIES: dict[str, PolicyFactory] = {"elb": ElbPolicy}
+POLICIES["starcluster"] = StarclusterPolicy.from_config
+POLICIES["parallelcluster"] = ParallelclusterPolicy.from_config
+POLICIES["slurm"] = SlurmPolicy.from_config
+POLICIES["static"] = StaticPolicy.from_config
 
 
 def make_policy(config: PolicyConfig, cluster: ClusterConfig) -> Policy:

@@ -1,0 +1,447 @@
+"""Our peers' scaling policies, as policy objects the live daemon could run.
+
+Each is modelled on how the peer behaves (see ``docs/simulate.md``), with its own parameters as a
+frozen dataclass whose defaults are the peer's. They read the cluster through ``cluster_view``
+like elb's own policy, and are pure: time is an argument.
+
+Besides ``decide`` each offers ``quiet_until(snapshot, nodes, history, now)``: a time before which
+``decide`` returns an empty plan as long as the cluster does not change (same jobs, hosts and node
+records; only the clock moves, and a busy node's ``last_busy_at`` follows the clock). The simulator
+uses it to skip polls that provably cannot act. It is only ever asked after an empty plan.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from elb.config import ClusterConfig, PolicyConfig
+from elb.model import History, Node, Plan, Removal, Snapshot
+from elb.naming import next_names
+from elb.policy.base import minutes
+from elb.policy.view import ClusterView, Worker, cluster_view
+
+INF = math.inf
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What every peer shares with elb's config: cluster bounds, node size and naming."""
+
+    min_nodes: int = 0
+    max_nodes: int = 10
+    slots_per_node: int | None = None
+    master: str = "master"
+    node_prefix: str = "node"
+    node_digits: int = 3
+
+    @classmethod
+    def from_config(cls, cfg: PolicyConfig, cluster: ClusterConfig) -> Limits:
+        return cls(
+            min_nodes=cfg.min_nodes,
+            max_nodes=cfg.max_nodes,
+            slots_per_node=cfg.slots_per_node,
+            master=cluster.master,
+            node_prefix=cluster.node_prefix,
+            node_digits=cluster.node_digits,
+        )
+
+
+def _view(limits: Limits, snapshot: Snapshot, nodes: Sequence[Node], now: float) -> ClusterView:
+    return cluster_view(snapshot, nodes, limits.master, now, limits.slots_per_node)
+
+
+def _names(limits: Limits, snapshot: Snapshot, nodes: Sequence[Node], count: int) -> tuple[str, ...]:
+    in_use = [h.name for h in snapshot.hosts] + [n.name for n in nodes]
+    return next_names(in_use, count, limits.node_prefix, limits.node_digits)
+
+
+def _below_min(limits: Limits, view: ClusterView, snapshot: Snapshot, nodes: Sequence[Node]) -> Plan | None:
+    if view.size >= limits.min_nodes:
+        return None
+    n = limits.min_nodes - view.size
+    return Plan(
+        add=n,
+        add_names=_names(limits, snapshot, nodes, n),
+        add_reason=f"{view.size} nodes < min_nodes {limits.min_nodes}: adding {_plural(n, 'node')}",
+    )
+
+
+def _idle_since(w: Worker) -> float | None:
+    """When a managed, idle worker last ran something (or became ready); None if not idle/managed."""
+    node = w.node
+    if node is None or not w.idle:
+        return None
+    return node.last_busy_at or node.ready_at or node.launched_at
+
+
+def _free_slots(w: Worker) -> int:
+    return w.host.free_slots if (w.ready and w.host is not None) else 0
+
+
+def _keep_min(limits: Limits, view: ClusterView, removals: list[Removal]) -> tuple[Removal, ...]:
+    room = max(0, view.size - limits.min_nodes)
+    return tuple(removals[:room])
+
+
+# --------------------------------------------------------------------------------------------
+# StarCluster
+
+
+@dataclass(frozen=True, slots=True)
+class StarclusterParams:
+    """The original StarCluster SGE balancer's defaults."""
+
+    wait_time: float = 900.0  # the first waiting job must have waited longer than this
+    add_nodes_per_iteration: int = 1
+    stabilization_time: float = 180.0  # no change within this long of the last one
+    billing_period: float = 3600.0
+    kill_after: float = 2700.0  # idle nodes go only when uptime mod period >= this
+    block_while_booting: bool = False  # StarCluster's add_nodes blocked until nodes were up
+
+
+@dataclass(frozen=True, slots=True)
+class StarclusterPolicy:
+    """StarCluster's balancer: add one node per pass when waiting slots exceed free slots and the
+    first waiting job has waited over ``wait_time``; remove idle nodes only when nothing waits and
+    they are ``kill_after`` into their hour; ``stabilization_time`` after any change."""
+
+    limits: Limits = field(default_factory=Limits)
+    params: StarclusterParams = field(default_factory=StarclusterParams)
+    name: str = "starcluster"
+
+    @classmethod
+    def from_config(cls, cfg: PolicyConfig, cluster: ClusterConfig) -> StarclusterPolicy:
+        return cls(Limits.from_config(cfg, cluster))
+
+    def _stabilizing(self, history: History, now: float) -> float | None:
+        last = history.last_change_at
+        if last is not None and now - last < self.params.stabilization_time:
+            return last + self.params.stabilization_time
+        return None
+
+    def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:  # noqa: PLR0911
+        p, lim = self.params, self.limits
+        view = _view(lim, snapshot, nodes, now)
+        low = _below_min(lim, view, snapshot, nodes)
+        if low is not None:
+            return low
+        if self._stabilizing(history, now) is not None:
+            assert history.last_change_at is not None
+            return Plan(reason=f"stabilizing: last change {minutes(now - history.last_change_at)} ago")
+        if view.pending:
+            waiting = view.pending_slots
+            free = sum(_free_slots(w) for w in view.workers)
+            waited = view.oldest_wait()
+            head = f"{_plural(len(view.pending), 'job')} waiting ({waiting} slots, {free} free)"
+            if waiting <= free:
+                return Plan(reason=f"{head}: waiting slots do not exceed free slots")
+            if waited <= p.wait_time:
+                return Plan(reason=f"{head}, oldest {minutes(waited)} <= {minutes(p.wait_time)}")
+            if p.block_while_booting and view.booting:
+                return Plan(reason=f"{head}: still adding {_plural(len(view.booting), 'node')}")
+            if view.size >= lim.max_nodes:
+                return Plan(reason=f"{head}, but at max_nodes ({view.size}/{lim.max_nodes})")
+            n = min(p.add_nodes_per_iteration, lim.max_nodes - view.size)
+            return Plan(
+                add=n,
+                add_names=_names(lim, snapshot, nodes, n),
+                add_reason=f"{head}, oldest {minutes(waited)} > {minutes(p.wait_time)}",
+            )
+        removals = []
+        for w in view.workers:
+            if _idle_since(w) is None or w.node is None:
+                continue
+            into = (now - w.node.launched_at) % p.billing_period
+            if into >= p.kill_after:
+                removals.append(Removal(w.name, f"no job waiting; idle, {minutes(into)} into its hour"))
+        chosen = _keep_min(lim, view, removals)
+        if not chosen:
+            return Plan(reason="no job waiting; no idle node in the last part of its hour")
+        return Plan(remove=chosen)
+
+    def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:  # noqa: PLR0911
+        p, lim = self.params, self.limits
+        view = _view(lim, snapshot, nodes, now)
+        if view.size < lim.min_nodes:
+            return now
+        stab = self._stabilizing(history, now)
+        if stab is not None:
+            return stab
+        if view.pending:
+            free = sum(_free_slots(w) for w in view.workers)
+            if view.pending_slots <= free or (p.block_while_booting and view.booting):
+                return INF
+            if view.size >= lim.max_nodes:
+                return INF
+            # Adds once the oldest job has waited longer than wait_time.
+            return now + max(0.0, p.wait_time - view.oldest_wait())
+        if view.size <= lim.min_nodes:
+            return INF
+        nxt = INF
+        for w in view.workers:
+            if _idle_since(w) is None or w.node is None:
+                continue
+            into = (now - w.node.launched_at) % p.billing_period
+            nxt = min(nxt, now if into >= p.kill_after else now + (p.kill_after - into))
+        return nxt
+
+
+# --------------------------------------------------------------------------------------------
+# AWS ParallelCluster (jobwatcher + nodewatcher)
+
+
+@dataclass(frozen=True, slots=True)
+class ParallelclusterParams:
+    """ParallelCluster's SGE jobwatcher/nodewatcher defaults."""
+
+    idle_time: float = 600.0  # scaledown_idletime: 10 minutes
+
+
+@dataclass(frozen=True, slots=True)
+class ParallelclusterPolicy:
+    """ParallelCluster's jobwatcher: desired = busy nodes (booting ones count as busy) +
+    ceil(pending slots / slots per node), capped at max; nodewatcher: a node idle
+    ``idle_time`` while nothing is pending is terminated.
+
+    Counting booting nodes as busy while their demand is still pending makes it ask for the same
+    demand again every pass until they boot: this is how one of its versions really behaved.
+    """
+
+    limits: Limits = field(default_factory=Limits)
+    params: ParallelclusterParams = field(default_factory=ParallelclusterParams)
+    name: str = "parallelcluster"
+
+    @classmethod
+    def from_config(cls, cfg: PolicyConfig, cluster: ClusterConfig) -> ParallelclusterPolicy:
+        return cls(Limits.from_config(cfg, cluster))
+
+    def _desired(self, view: ClusterView) -> tuple[int, int, int]:
+        busy = sum(1 for w in view.workers if w.booting or w.jobs or (w.host is not None and w.host.busy))
+        need = math.ceil(view.pending_slots / view.slots_per_node)
+        return busy, need, min(self.limits.max_nodes, busy + need)
+
+    def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
+        lim = self.limits
+        view = _view(lim, snapshot, nodes, now)
+        low = _below_min(lim, view, snapshot, nodes)
+        if low is not None:
+            return low
+        busy, need, desired = self._desired(view)
+        if view.pending:
+            if desired > view.size:
+                n = desired - view.size
+                return Plan(
+                    add=n,
+                    add_names=_names(lim, snapshot, nodes, n),
+                    add_reason=(
+                        f"desired {busy} busy + {need} for {view.pending_slots} pending slots "
+                        f"= {desired} > {view.size} nodes"
+                    ),
+                )
+            return Plan(reason=f"desired {desired} <= {view.size} nodes")
+        removals = []
+        for w in view.workers:
+            since = _idle_since(w)
+            if since is not None and now - since >= self.params.idle_time:
+                removals.append(Removal(w.name, f"nothing pending; idle {minutes(now - since)}"))
+        chosen = _keep_min(lim, view, removals)
+        if not chosen:
+            return Plan(reason="nothing pending; no node idle long enough")
+        return Plan(remove=chosen)
+
+    def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:
+        lim = self.limits
+        view = _view(lim, snapshot, nodes, now)
+        if view.size < lim.min_nodes:
+            return now
+        if view.pending:
+            return now if self._desired(view)[2] > view.size else INF
+        if view.size <= lim.min_nodes:
+            return INF
+        nxt = INF
+        for w in view.workers:
+            since = _idle_since(w)
+            if since is not None:
+                nxt = min(nxt, max(now, since + self.params.idle_time))
+        return nxt
+
+
+# --------------------------------------------------------------------------------------------
+# Slurm power saving
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmParams:
+    """Slurm's power-saving defaults."""
+
+    suspend_time: float = 300.0  # SuspendTime: an idle node is powered down after this long
+
+
+@dataclass(frozen=True, slots=True)
+class _Fit:
+    assigned: frozenset[str]  # existing workers that a waiting job would get
+    new_nodes: int  # nodes to power up for the jobs that fit nowhere
+
+
+def _fit(view: ClusterView) -> _Fit:  # noqa: PLR0912
+    """Place the waiting jobs, oldest first, on ready then booting nodes, then on new ones."""
+    spn = view.slots_per_node
+    # Parallel lists, ready nodes first, then booting ones, then new ones (name None).
+    names: list[str | None] = []
+    free: list[int] = []
+    total: list[int] = []
+    for w in view.workers:
+        if w.ready and w.host is not None:
+            names.append(w.name)
+            free.append(w.host.free_slots)
+            total.append(w.host.slots_total)
+    for w in view.workers:
+        if w.booting and w.node is not None:
+            s = w.node.slots or spn
+            names.append(w.name)
+            free.append(s)
+            total.append(s)
+    assigned: set[str] = set()
+    new = 0
+    for job in view.pending:
+        for _ in range(job.tasks):
+            if job.slots > spn:
+                k = math.ceil(job.slots / spn)
+                take = [i for i in range(len(free)) if free[i] == total[i] and total[i] > 0][:k]
+                for i in take:
+                    free[i] = 0
+                    name = names[i]
+                    if name is not None:
+                        assigned.add(name)
+                missing = k - len(take)
+                new += missing
+                names.extend([None] * missing)
+                free.extend([0] * missing)
+                total.extend([spn] * missing)
+                continue
+            for i in range(len(free)):
+                if free[i] >= job.slots:
+                    free[i] -= job.slots
+                    name = names[i]
+                    if name is not None:
+                        assigned.add(name)
+                    break
+            else:
+                new += 1
+                names.append(None)
+                free.append(spn - job.slots)
+                total.append(spn)
+    return _Fit(frozenset(assigned), new)
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmPolicy:
+    """Slurm's power saving: power up nodes for exactly the waiting jobs that fit on no ready or
+    booting node; power down a node idle ``suspend_time``. A ready node that a waiting job has been
+    given (a wide job whose other nodes still boot) belongs to that job's allocation: not idle."""
+
+    limits: Limits = field(default_factory=Limits)
+    params: SlurmParams = field(default_factory=SlurmParams)
+    name: str = "slurm"
+
+    @classmethod
+    def from_config(cls, cfg: PolicyConfig, cluster: ClusterConfig) -> SlurmPolicy:
+        return cls(Limits.from_config(cfg, cluster))
+
+    def _idle_due(self, view: ClusterView, fit: _Fit, now: float) -> tuple[list[Removal], float]:
+        removals: list[Removal] = []
+        nxt = INF
+        for w in view.workers:
+            since = _idle_since(w)
+            if since is None or w.name in fit.assigned:
+                continue
+            due = since + self.params.suspend_time
+            if now >= due:
+                removals.append(Removal(w.name, f"idle {minutes(now - since)} >= SuspendTime"))
+            else:
+                nxt = min(nxt, due)
+        return removals, nxt
+
+    def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
+        lim = self.limits
+        view = _view(lim, snapshot, nodes, now)
+        low = _below_min(lim, view, snapshot, nodes)
+        if low is not None:
+            return low
+        fit = _fit(view) if view.pending else _Fit(frozenset(), 0)
+        add = min(fit.new_nodes, max(0, lim.max_nodes - view.size))
+        removals, _ = self._idle_due(view, fit, now)
+        chosen = _keep_min(lim, view, removals)
+        if not add and not chosen:
+            why = f"{_plural(len(view.pending), 'job')} waiting, all placed" if view.pending else "idle"
+            if fit.new_nodes and not add:
+                why = f"{fit.new_nodes} more nodes wanted but at max_nodes ({view.size}/{lim.max_nodes})"
+            return Plan(reason=f"{why}; no node idle {minutes(self.params.suspend_time)}")
+        names = _names(lim, snapshot, nodes, add) if add else ()
+        return Plan(
+            add=add,
+            add_names=names,
+            add_reason=f"{_plural(add, 'node')} for waiting jobs that fit on no ready or booting node",
+            remove=chosen,
+        )
+
+    def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:
+        lim = self.limits
+        view = _view(lim, snapshot, nodes, now)
+        if view.size < lim.min_nodes:
+            return now
+        fit = _fit(view) if view.pending else _Fit(frozenset(), 0)
+        if fit.new_nodes and view.size < lim.max_nodes:
+            return now
+        if view.size <= lim.min_nodes:
+            return INF
+        removals, nxt = self._idle_due(view, fit, now)
+        return now if removals else nxt
+
+
+# --------------------------------------------------------------------------------------------
+# Static
+
+
+@dataclass(frozen=True, slots=True)
+class StaticParams:
+    nodes: int | None = None  # None: max_nodes
+
+
+@dataclass(frozen=True, slots=True)
+class StaticPolicy:
+    """A fixed cluster of ``nodes`` workers: started at once, lost ones replaced, never shrunk."""
+
+    limits: Limits = field(default_factory=Limits)
+    params: StaticParams = field(default_factory=StaticParams)
+    name: str = "static"
+
+    @classmethod
+    def from_config(cls, cfg: PolicyConfig, cluster: ClusterConfig) -> StaticPolicy:
+        return cls(Limits.from_config(cfg, cluster))
+
+    @property
+    def initial_nodes(self) -> int:
+        return self.params.nodes if self.params.nodes is not None else self.limits.max_nodes
+
+    def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
+        view = _view(self.limits, snapshot, nodes, now)
+        want = self.initial_nodes
+        if view.size < want:
+            n = want - view.size
+            return Plan(
+                add=n,
+                add_names=_names(self.limits, snapshot, nodes, n),
+                add_reason=f"static cluster of {want}: {view.size} nodes, adding {n}",
+            )
+        return Plan(reason=f"static cluster of {want} nodes")
+
+    def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:
+        view = _view(self.limits, snapshot, nodes, now)
+        return now if view.size < self.initial_nodes else INF

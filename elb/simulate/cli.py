@@ -1,0 +1,235 @@
+"""``elb simulate``: replay an SWF job log under scaling policies and compare cost and wait."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from elb.policy.base import Policy
+from elb.simulate.engine import SimSettings
+from elb.simulate.report import Billing, Metrics, plot, table
+from elb.simulate.runner import SimError, build_policy, has_param, prepare, replay, with_param
+from elb.simulate.swf import SwfError, read_swf
+
+ALL_POLICIES = ("elb", "starcluster", "parallelcluster", "slurm", "static")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "simulate",
+        help="replay a job log (SWF) through a simulated elastic cluster and compare policies",
+        description=(
+            "Replay a Standard Workload Format log through a simulated SGE cluster whose nodes boot "
+            "with a delay and are billed like EC2, under each policy, and report cost and waits."
+        ),
+    )
+    p.add_argument("log", type=Path, help="SWF job log, plain or .gz")
+    p.add_argument(
+        "--policies",
+        default="elb,starcluster,parallelcluster,slurm,static",
+        help="comma-separated: " + ",".join(ALL_POLICIES),
+    )
+    p.add_argument(
+        "--billing",
+        choices=("second", "hour"),
+        default="second",
+        help="per second with a 60 s minimum, or every started hour (default second)",
+    )
+    p.add_argument("--price", type=float, default=1.0, help="price per node-hour (default 1.0)")
+    p.add_argument("--slots-per-node", type=int, default=8, help="slots per node (default 8)")
+    p.add_argument("--boot-time", type=float, default=300.0, help="launch to ready, seconds (default 300)")
+    p.add_argument("--boot-jitter", type=float, default=0.0, help="extra random boot delay up to this (s)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the boot jitter")
+    p.add_argument("--poll", type=float, default=60.0, help="balancer poll interval, seconds (default 60)")
+    p.add_argument(
+        "--max-nodes",
+        default=None,
+        help="cluster cap: N nodes, or Kx for K times the log's machine "
+        "(default: the zero-wait peak of the log)",
+    )
+    p.add_argument("--backfill", action="store_true", help="EASY backfill instead of strict FIFO")
+    p.add_argument("--start", type=float, default=0.0, help="skip the log's first DAYS days")
+    p.add_argument("--days", type=float, default=None, help="replay only DAYS days")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a policy parameter, for every listed policy that has it (repeatable)",
+    )
+    p.add_argument(
+        "--sweep",
+        default=None,
+        metavar="KEY=V1,V2,...",
+        help="replay each policy that has parameter KEY once per value (a curve in --plot)",
+    )
+    p.add_argument("--no-fast-forward", action="store_true", help="call the policy at every poll")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--plot", type=Path, default=None, metavar="FILE.png", help="draw cost against p95 wait")
+    p.set_defaults(func=cmd_simulate)
+
+
+def _kv(text: str, what: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip() or not value.strip():
+        raise SimError(f"{what} wants KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def _max_nodes(raw: str | None, max_procs: int | None, spn: int) -> int | None:
+    if raw is None:
+        return None
+    try:
+        if raw.endswith("x"):
+            if max_procs is None:
+                raise SimError("--max-nodes Kx needs the log's MaxProcs header; give a node count")
+            return max(1, round(float(raw[:-1]) * -(-max_procs // spn)))
+        n = int(raw)
+    except ValueError:
+        raise SimError(f"--max-nodes: not a count or Kx: {raw!r}") from None
+    if n < 1:
+        raise SimError("--max-nodes must be at least 1")
+    return n
+
+
+class _Progress:
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    def __call__(self, fraction: float) -> None:
+        width = 30
+        done = int(fraction * width)
+        sys.stderr.write(f"\r{self.label:<24} [{'#' * done}{'.' * (width - done)}] {fraction * 100:5.1f}%")
+        if fraction >= 1.0:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    try:
+        return _simulate(args)
+    except (SimError, SwfError) as err:
+        print(f"elb simulate: {err}", file=sys.stderr)
+        return 2
+
+
+def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
+    names = [n.strip() for n in args.policies.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ALL_POLICIES]
+    if unknown or not names:
+        raise SimError(f"unknown policy {', '.join(unknown) or '(none)'}; known: {', '.join(ALL_POLICIES)}")
+    spn = args.slots_per_node
+    for flag, value in (("--slots-per-node", spn), ("--poll", args.poll), ("--price", args.price)):
+        if value <= 0:
+            raise SimError(f"{flag} must be positive")
+    if (
+        args.boot_time < 0
+        or args.boot_jitter < 0
+        or args.start < 0
+        or (args.days is not None and args.days <= 0)
+    ):
+        raise SimError("--boot-time, --boot-jitter and --start must be >= 0, --days > 0")
+    billing: Billing = args.billing
+    wl = read_swf(args.log, start=args.start * 86400.0, days=args.days)
+    prepared = prepare(wl, spn, _max_nodes(args.max_nodes, wl.max_procs, spn))
+    settings = SimSettings(
+        slots_per_node=spn,
+        max_nodes=prepared.max_nodes,
+        boot_time=args.boot_time,
+        boot_jitter=args.boot_jitter,
+        seed=args.seed,
+        poll_interval=args.poll,
+        backfill=args.backfill,
+        fast_forward=not args.no_fast_forward,
+    )
+    sets = [_kv(s, "--set") for s in args.set]
+    sweep_key, sweep_values = None, [""]
+    if args.sweep:
+        sweep_key, raw = _kv(args.sweep, "--sweep")
+        sweep_values = [v.strip() for v in raw.split(",") if v.strip()]
+    runs: list[tuple[Policy, str]] = []
+    for name in names:
+        base = build_policy(
+            name, billing=billing, slots_per_node=spn, boot_time=args.boot_time, max_nodes=prepared.max_nodes
+        )
+        for key, value in sets:
+            if has_param(base, key):
+                base = with_param(base, key, value)
+        if sweep_key is not None and has_param(base, sweep_key):
+            runs.extend((with_param(base, sweep_key, v), f"{name} {sweep_key}={v}") for v in sweep_values)
+        else:
+            runs.append((base, name))
+    for key, _ in sets + ([(sweep_key, "")] if sweep_key else []):
+        if not any(has_param(p, key) for p, _ in runs):
+            raise SimError(f"no listed policy has a parameter {key!r}")
+    tty = sys.stderr.isatty() and not args.json
+    results: list[Metrics] = []
+    for policy, label in runs:
+        m, _ = replay(
+            prepared,
+            policy,
+            settings,
+            billing=billing,
+            price=args.price,
+            label=label,
+            progress=_Progress(label) if tty else None,
+        )
+        results.append(m)
+    skipped = dict(wl.skipped)
+    if prepared.too_big:
+        skipped[f"bigger than the cluster ({prepared.max_nodes} nodes of {spn} slots)"] = len(
+            prepared.too_big
+        )
+    warnings = [
+        f"{m.label}: the queue never drains (longest backlog {m.longest_backlog / 86400:.1f} days, "
+        f"{m.never_started} jobs never started): the cluster saturates at {prepared.max_nodes} nodes"
+        for m in results
+        if m.saturated
+    ]
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "log": str(args.log),
+                    "jobs": len(prepared.jobs),
+                    "skipped": skipped,
+                    "settings": {
+                        "billing": billing,
+                        "price": args.price,
+                        "slots_per_node": spn,
+                        "boot_time": args.boot_time,
+                        "poll": args.poll,
+                        "max_nodes": prepared.max_nodes,
+                        "backfill": args.backfill,
+                    },
+                    "floor_node_hours": prepared.floors.floor_node_hours,
+                    "zero_wait_node_hours": prepared.floors.zero_wait_node_hours,
+                    "results": [m.as_dict() for m in results],
+                    "warnings": warnings,
+                },
+                indent=2,
+            )
+        )
+    else:
+        print(
+            f"{args.log.name}: {len(prepared.jobs)} jobs, {prepared.max_nodes} nodes max of {spn} slots, "
+            f"boot {args.boot_time:g} s, poll {args.poll:g} s, billing per {billing}"
+            f"{', EASY backfill' if args.backfill else ''}"
+        )
+        if skipped:
+            print("skipped: " + "; ".join(f"{n} {why}" for why, n in skipped.items()))
+        print(table(results, prepared.floors, args.price))
+        for w in warnings:
+            print(f"warning: {w}", file=sys.stderr)
+    for job in prepared.too_big[:5]:
+        print(f"skipped job {job.job_id}: {job.slots} slots > {prepared.max_nodes} x {spn}", file=sys.stderr)
+    if args.plot is not None:
+        plot(
+            results, args.plot, f"{args.log.name}: {spn}-slot nodes, {args.boot_time:g} s boot, per {billing}"
+        )
+        if not args.json:
+            print(f"plot: {args.plot}")
+    return 0

@@ -1,0 +1,520 @@
+"""A simulated SGE cluster on a simulated cloud, driven by a real scaling policy.
+
+Events (job submissions, job ends, nodes becoming ready) move the cluster; every poll interval
+the policy gets the same ``Snapshot``/``Node`` values as live and its ``Plan`` is applied:
+launched nodes accept jobs ``boot_time`` later, removed nodes (idle ones only) stop being billed.
+
+Dispatch is SGE's default: strict FIFO in submission order; optionally EASY backfill. A job of
+more slots than a node has takes ceil(slots / slots per node) whole empty nodes; a narrower job
+goes on the ready node with the fewest free slots that still fit it (best fit, ties by name).
+
+Fast-forward: a policy may offer ``quiet_until(snapshot, nodes, history, now)`` (see
+``elb.policy.peers``). After an empty plan the driver then skips the polls before the earlier of
+that time and the next event: nothing the policy sees changes in between, so the result is the
+same as polling every interval (a test compares both).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from elb.model import History, Host, Job, Node, NodeState, Plan, QueueInstance, Snapshot
+from elb.naming import next_names
+from elb.policy.base import Policy
+from elb.simulate.swf import SimJob
+
+QUEUE = "all.q"
+_EPS = 1e-9
+
+
+@runtime_checkable
+class QuietHint(Protocol):
+    """Optional: until when ``decide`` returns an empty plan for an unchanged cluster."""
+
+    def quiet_until(
+        self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float
+    ) -> float: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SimSettings:
+    slots_per_node: int = 8
+    max_nodes: int = 10
+    boot_time: float = 300.0
+    boot_jitter: float = 0.0  # extra boot delay, uniform in [0, boot_jitter)
+    seed: int = 0
+    poll_interval: float = 60.0
+    backfill: bool = False
+    fast_forward: bool = True  # use the policy's quiet_until when it has one
+    stall_limit: float = 7 * 86400.0  # stop when nothing can change for this long
+    record: bool = False  # keep per-job placements and node lives (for tests)
+
+
+@dataclass(slots=True)
+class _Node:
+    name: str
+    slots: int
+    launched_at: float
+    ready_at: float
+    ready: bool = False
+    free: int = 0
+    jobs: int = 0  # running jobs (parts of jobs) on it
+    last_busy_at: float | None = None
+    busy_since: float | None = None
+    busy_seconds: float = 0.0
+    terminated_at: float | None = None
+    record: Node | None = None  # cached Node value
+    host: Host | None = None  # cached Host value
+
+
+@dataclass(slots=True)
+class _Run:
+    job: SimJob
+    start: float
+    end: float
+    expected_end: float  # what the scheduler believes (requested time), for backfill
+    parts: list[tuple[_Node, int]]
+    value: Job  # the running Job entry qstat would show
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    job_id: int
+    submit: float
+    start: float
+    end: float
+    slots: int
+    nodes: tuple[tuple[str, int], ...]  # (node, slots used on it)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeLife:
+    name: str
+    launched_at: float
+    ready_at: float
+    terminated_at: float
+    busy_seconds: float
+
+
+@dataclass(slots=True)
+class SimOutcome:
+    """Raw results of one replay; ``elb.simulate.report`` turns them into metrics."""
+
+    waits: list[float]
+    runs: list[float]
+    slot_seconds: float  # sum of slots x run time over the jobs that ran
+    nodes: list[NodeLife]
+    first_submit: float
+    last_end: float
+    launches: int = 0
+    terminations: int = 0
+    refused_removals: int = 0
+    polls: int = 0
+    decisions: int = 0  # polls at which decide() was called
+    never_started: int = 0
+    longest_backlog: float = 0.0  # longest stretch with jobs waiting (s)
+    stalled: bool = False
+    placements: list[Placement] = field(default_factory=list)
+
+
+class Simulator:
+    """One replay of ``jobs`` under ``policy``. Call ``run()`` once."""
+
+    def __init__(
+        self,
+        jobs: Sequence[SimJob],
+        policy: Policy,
+        settings: SimSettings,
+        *,
+        initial_nodes: int = 0,
+        progress: Callable[[float], None] | None = None,
+    ) -> None:
+        if not jobs:
+            raise ValueError("no jobs to replay")
+        self.s = settings
+        self.policy = policy
+        self.jobs = sorted(jobs, key=lambda j: (j.submit, j.job_id))
+        self.progress = progress
+        self.rng = random.Random(settings.seed)  # noqa: S311 (seeded boot jitter, not security)
+        self.t0 = self.jobs[0].submit
+        self.nodes: dict[str, _Node] = {}  # alive (booting or ready)
+        self.dead: list[_Node] = []
+        self.pending: list[tuple[SimJob, Job]] = []  # FIFO
+        self.ends: list[tuple[float, int, _Run]] = []
+        self.readies: list[tuple[float, str]] = []
+        self.seq = 0
+        self.history = History()
+        self.next_sub = 0
+        self.running: dict[int, _Run] = {}
+        self.out = SimOutcome([], [], 0.0, [], self.t0, self.t0)
+        self._jobs_cache: tuple[Job, ...] | None = None
+        self._hosts_cache: tuple[Host, ...] | None = None
+        self._nodes_cache: tuple[Node, ...] | None = None
+        self._backlog_since: float | None = None
+        quiet = policy if isinstance(policy, QuietHint) else None
+        self.quiet = quiet if settings.fast_forward else None
+        for name in next_names((), initial_nodes):
+            self._launch(name, self.t0, boot=0.0)
+
+    # -- cluster state -------------------------------------------------------------------------
+    def _launch(self, name: str, now: float, boot: float | None = None) -> None:
+        if name in self.nodes:
+            raise ValueError(f"policy asked to launch {name}, which already exists")
+        if boot is None:
+            boot = self.s.boot_time
+            if self.s.boot_jitter > 0:
+                boot += self.rng.uniform(0.0, self.s.boot_jitter)
+        node = _Node(name, self.s.slots_per_node, now, now + boot)
+        self.nodes[name] = node
+        self.out.launches += 1
+        self._nodes_cache = None
+        if boot <= 0:
+            self._set_ready(node, now)
+        else:
+            heapq.heappush(self.readies, (node.ready_at, name))
+
+    def _set_ready(self, node: _Node, now: float) -> None:
+        node.ready = True
+        node.free = node.slots
+        node.ready_at = now
+        node.last_busy_at = None
+        self._touch(node)
+
+    def _touch(self, node: _Node) -> None:
+        node.record = None
+        node.host = None
+        self._nodes_cache = None
+        self._hosts_cache = None
+
+    def _terminate(self, node: _Node, now: float) -> None:
+        node.terminated_at = now
+        del self.nodes[node.name]
+        self.dead.append(node)
+        self.out.terminations += 1
+        self._nodes_cache = None
+        self._hosts_cache = None
+
+    def _node_record(self, n: _Node) -> Node:
+        if n.record is None:
+            n.record = Node(
+                name=n.name,
+                state=NodeState.READY if n.ready else NodeState.PROVISIONING,
+                launched_at=n.launched_at,
+                instance_id=f"sim-{n.name}",
+                ready_at=n.ready_at if n.ready else None,
+                last_busy_at=n.last_busy_at,
+                slots=n.slots,
+            )
+        return n.record
+
+    def _host(self, n: _Node) -> Host:
+        if n.host is None:
+            q = QueueInstance(QUEUE, n.name, n.slots, n.slots - n.free)
+            n.host = Host(n.name, (q,), num_proc=n.slots)
+        return n.host
+
+    def snapshot(self, now: float) -> tuple[Snapshot, tuple[Node, ...]]:
+        """What qstat/qhost and elb's journal would show now."""
+        if self._jobs_cache is None:
+            self._jobs_cache = tuple(v for _, v in self.pending) + tuple(
+                r.value for r in self.running.values()
+            )
+        if self._hosts_cache is None:
+            self._hosts_cache = tuple(self._host(n) for n in self.nodes.values() if n.ready)
+        if self._nodes_cache is None:
+            self._nodes_cache = tuple(self._node_record(n) for n in self.nodes.values())
+        return Snapshot(now, self._jobs_cache, self._hosts_cache), self._nodes_cache
+
+    # -- dispatch ------------------------------------------------------------------------------
+    def _width(self, job: SimJob) -> int:
+        """Whole nodes a wide job takes; 0 for a job that fits on one node."""
+        spn = self.s.slots_per_node
+        return math.ceil(job.slots / spn) if job.slots > spn else 0
+
+    def _place_now(
+        self, job: SimJob, allowed: dict[str, int] | None = None
+    ) -> list[tuple[_Node, int]] | None:
+        """Where the job would start now (ready nodes), or None. ``allowed``: per-node slot limits."""
+        k = self._width(job)
+        if k:
+            empty = [
+                n
+                for n in self.nodes.values()
+                if n.ready and n.free == n.slots and (allowed is None or allowed.get(n.name, 0) >= n.slots)
+            ]
+            if len(empty) < k:
+                return None
+            empty.sort(key=lambda n: n.name)
+            return [(n, n.slots) for n in empty[:k]]
+        best: _Node | None = None
+        for n in self.nodes.values():
+            if not n.ready or n.free < job.slots:
+                continue
+            if allowed is not None and allowed.get(n.name, 0) < job.slots:
+                continue
+            if best is None or (n.free, n.name) < (best.free, best.name):
+                best = n
+        return None if best is None else [(best, job.slots)]
+
+    def _start(self, idx: int, parts: list[tuple[_Node, int]], now: float) -> None:
+        job, pending_value = self.pending.pop(idx)
+        first = parts[0][0].name
+        value = Job(
+            job_id=job.job_id,
+            name=pending_value.name,
+            owner=pending_value.owner,
+            state="r",
+            slots=job.slots,
+            submitted=job.submit,
+            started=now,
+            pe=pending_value.pe,
+            pe_range=pending_value.pe_range,
+            queue=f"{QUEUE}@{first}",
+            hard_runtime=job.requested,
+        )
+        expected = now + (job.requested if job.requested is not None else job.run)
+        run = _Run(job, now, now + job.run, max(expected, now), parts, value)
+        for node, used in parts:
+            node.free -= used
+            if node.jobs == 0:
+                node.busy_since = now
+            node.jobs += 1
+            node.last_busy_at = now
+            self._touch(node)
+        self.running[job.job_id] = run
+        self.seq += 1
+        heapq.heappush(self.ends, (run.end, self.seq, run))
+        self._jobs_cache = None
+        self.out.waits.append(now - job.submit)
+        self.out.runs.append(job.run)
+        self.out.slot_seconds += job.slots * job.run
+        if self.s.record:
+            self.out.placements.append(
+                Placement(
+                    job.job_id, job.submit, now, run.end, job.slots, tuple((n.name, u) for n, u in parts)
+                )
+            )
+
+    def _finish(self, run: _Run, now: float) -> None:
+        del self.running[run.job.job_id]
+        for node, used in run.parts:
+            node.free += used
+            node.jobs -= 1
+            node.last_busy_at = now
+            if node.jobs == 0 and node.busy_since is not None:
+                node.busy_seconds += now - node.busy_since
+                node.busy_since = None
+            self._touch(node)
+        self._jobs_cache = None
+        self.out.last_end = max(self.out.last_end, now)
+
+    def dispatch(self, now: float) -> None:
+        while self.pending:
+            job = self.pending[0][0]
+            parts = self._place_now(job)
+            if parts is None:
+                break
+            self._start(0, parts, now)
+        if self.s.backfill and len(self.pending) > 1:
+            self._backfill(now)
+
+    def _backfill(self, now: float) -> None:
+        """EASY: a later job may start now if it does not delay the head's reserved start."""
+        head = self.pending[0][0]
+        shadow, spare = self._reservation(head, now)
+        i = 1
+        while i < len(self.pending):
+            job = self.pending[i][0]
+            ends_in_time = now + (job.requested if job.requested is not None else job.run) <= shadow
+            parts = self._place_now(job) if ends_in_time else self._place_now(job, spare)
+            if parts is None:
+                i += 1
+                continue
+            if not ends_in_time:
+                for node, used in parts:
+                    spare[node.name] -= used
+            self._start(i, parts, now)
+
+    def _reservation(self, head: SimJob, now: float) -> tuple[float, dict[str, int]]:
+        """The head's earliest start on ready nodes (by expected ends) and the slots per node that
+        stay spare at that time after the head takes its share."""
+        ready = [n for n in self.nodes.values() if n.ready]
+        free = {n.name: n.free for n in ready}
+        releases = sorted(
+            ((r.expected_end, n.name, used) for r in self.running.values() for n, used in r.parts),
+        )
+        k = self._width(head)
+        slots = {n.name: n.slots for n in ready}
+
+        def fits() -> list[str] | None:
+            if k:
+                empty = sorted(name for name in free if free[name] == slots[name])
+                return empty[:k] if len(empty) >= k else None
+            cands = [name for name in free if free[name] >= head.slots]
+            return [min(cands, key=lambda x: (free[x], x))] if cands else None
+
+        chosen = fits()
+        shadow = now
+        idx = 0
+        while chosen is None and idx < len(releases):
+            t = releases[idx][0]
+            while idx < len(releases) and releases[idx][0] <= t:
+                _, name, used = releases[idx]
+                if name in free:
+                    free[name] += used
+                idx += 1
+            shadow = t
+            chosen = fits()
+        if chosen is None:
+            return math.inf, {n.name: n.free for n in ready}
+        spare = dict(free)
+        for name in chosen:
+            spare[name] -= slots[name] if k else head.slots
+        return shadow, spare
+
+    # -- the loop ------------------------------------------------------------------------------
+    def _submit(self, job: SimJob) -> None:
+        wide = job.slots > self.s.slots_per_node
+        value = Job(
+            job_id=job.job_id,
+            name=f"job{job.job_id}",
+            owner="sgeuser",
+            state="qw",
+            slots=job.slots,
+            submitted=job.submit,
+            pe="mpi" if wide else ("smp" if job.slots > 1 else None),
+            pe_range=str(job.slots) if job.slots > 1 else None,
+            hard_runtime=job.requested,
+        )
+        self.pending.append((job, value))
+        self._jobs_cache = None
+
+    def _next_event(self) -> float:
+        t = math.inf
+        if self.next_sub < len(self.jobs):
+            t = self.jobs[self.next_sub].submit
+        if self.ends:
+            t = min(t, self.ends[0][0])
+        if self.readies:
+            t = min(t, self.readies[0][0])
+        return t
+
+    def _events_at(self, t: float) -> None:
+        while self.ends and self.ends[0][0] <= t:
+            self._finish(heapq.heappop(self.ends)[2], t)
+        while self.readies and self.readies[0][0] <= t:
+            _, name = heapq.heappop(self.readies)
+            node = self.nodes.get(name)
+            if node is not None and not node.ready and node.ready_at <= t:
+                self._set_ready(node, t)
+        while self.next_sub < len(self.jobs) and self.jobs[self.next_sub].submit <= t:
+            self._submit(self.jobs[self.next_sub])
+            self.next_sub += 1
+        self.dispatch(t)
+        self._track_backlog(t)
+
+    def _track_backlog(self, t: float) -> None:
+        if self.pending and self._backlog_since is None:
+            self._backlog_since = t
+        elif not self.pending and self._backlog_since is not None:
+            self.out.longest_backlog = max(self.out.longest_backlog, t - self._backlog_since)
+            self._backlog_since = None
+
+    def _apply(self, plan: Plan, now: float) -> bool:
+        changed = False
+        for removal in plan.remove:
+            node = self.nodes.get(removal.node)
+            if node is None or not node.ready or node.jobs:
+                self.out.refused_removals += 1
+                continue
+            self._terminate(node, now)
+            self.history = History(now, (*self.history.recent_removals[-49:], now))
+            changed = True
+        if plan.add:
+            room = self.s.max_nodes - len(self.nodes)
+            n = min(plan.add, room)
+            names = list(plan.add_names[:n])
+            if len(names) < n:
+                in_use = [*self.nodes, *names]
+                names.extend(next_names(in_use, n - len(names)))
+            for name in names:
+                self._launch(name, now)
+            if names:
+                self.history = History(now, self.history.recent_removals)
+                changed = True
+        return changed
+
+    def _done(self) -> bool:
+        return self.next_sub >= len(self.jobs) and not self.pending and not self.running
+
+    def _grid(self, t: float) -> float:
+        """First poll instant at or after ``t``."""
+        k = math.ceil((t - self.t0) / self.s.poll_interval - _EPS)
+        return self.t0 + max(0, k) * self.s.poll_interval
+
+    def run(self) -> SimOutcome:
+        poll = self.t0
+        total = max(1.0, self.jobs[-1].submit - self.t0)
+        last_report = -1.0
+        quiet_since: float | None = None
+        while True:
+            nxt = self._next_event()
+            if nxt <= poll:
+                self._events_at(nxt)
+                continue
+            if self._done():
+                break
+            now = poll
+            snapshot, records = self.snapshot(now)
+            plan = self.policy.decide(snapshot, records, self.history, now)
+            self.out.decisions += 1
+            changed = self._apply(plan, now)
+            if changed:
+                self.dispatch(now)
+                self._track_backlog(now)
+            step = now + self.s.poll_interval
+            if not changed and self.quiet is not None:
+                snapshot, records = self.snapshot(now)
+                until = self.quiet.quiet_until(snapshot, records, self.history, now)
+                step = max(step, self._grid(min(until, nxt)))
+            # Nothing can ever change: no event to come and the policy does nothing.
+            if not changed and nxt == math.inf:
+                quiet_since = now if quiet_since is None else quiet_since
+                if step == math.inf or now - quiet_since >= self.s.stall_limit:
+                    self.out.stalled = True
+                    break
+            else:
+                quiet_since = None
+            self.out.polls += int((step - now) / self.s.poll_interval + 0.5) if step < math.inf else 1
+            poll = step
+            if self.progress is not None and now - last_report >= total / 200:
+                last_report = now
+                self.progress(min(1.0, (now - self.t0) / total))
+        return self._close()
+
+    def _close(self) -> SimOutcome:
+        end = self.out.last_end
+        if self.out.stalled:
+            end = max(end, self.jobs[-1].submit)
+        closing = len(self.nodes)  # switched off by the end of the replay, not by the policy
+        for node in list(self.nodes.values()):
+            if node.busy_since is not None:
+                node.busy_seconds += end - node.busy_since
+            self._terminate(node, max(end, node.launched_at))
+        self.out.terminations -= closing
+        self.out.never_started = len(self.pending) + (len(self.jobs) - self.next_sub)
+        if self._backlog_since is not None:
+            self.out.longest_backlog = max(self.out.longest_backlog, end - self._backlog_since)
+        for n in self.dead:
+            assert n.terminated_at is not None
+            self.out.nodes.append(
+                NodeLife(n.name, n.launched_at, n.ready_at, n.terminated_at, n.busy_seconds)
+            )
+        if self.progress is not None:
+            self.progress(1.0)
+        return self.out
