@@ -1,0 +1,1 @@
+"""elb test cluster."""
