@@ -1,0 +1,231 @@
+"""The ``local`` cloud: workers are rootful podman containers on the test cluster's bridge.
+
+It implements :class:`elb.interfaces.Cloud` exactly as the EC2 provider does: the elb tags
+are container labels, the instance id is the container id, the private address is the
+container's address on the cluster network, and a launch returns once each node's sshd
+answers. Everything is filtered by the cluster's labels: containers of another cluster,
+the master, or anything elb did not launch are never listed nor terminated.
+
+The node image (``localhost/elb-node:latest``) and the network are made by
+``elb testcluster up``; see docs/testcluster.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import socket
+import subprocess
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from elb.config import LocalConfig
+from elb.interfaces import (
+    TAG_CLUSTER,
+    TAG_MANAGED_BY,
+    TAG_NAME,
+    TAG_ROLE,
+    CloudError,
+    Instance,
+    LaunchResult,
+)
+
+log = logging.getLogger("elb.cloud.local")
+
+DEFAULT_AUTHORIZED_KEY = Path("/var/lib/elb-testcluster/ssh/id_ed25519.pub")
+_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+_STATES = {
+    "created": "pending",
+    "configured": "pending",
+    "initialized": "pending",
+    "running": "running",
+    "paused": "stopped",
+    "stopping": "stopping",
+    "stopped": "stopped",
+    "exited": "stopped",
+    "removing": "shutting-down",
+}
+
+
+class LocalCloud:
+    """Workers as podman containers. ``cluster`` is the value of the ``elb:cluster`` label."""
+
+    def __init__(
+        self,
+        config: LocalConfig,
+        cluster: str,
+        *,
+        authorized_key: Path = DEFAULT_AUTHORIZED_KEY,
+        podman: str = "podman",
+        command_timeout: float = 120.0,
+    ) -> None:
+        if not cluster:
+            raise ValueError("cluster name must not be empty")
+        self.config = config
+        self.cluster = cluster
+        self.authorized_key = authorized_key
+        self.podman = podman
+        self.command_timeout = command_timeout
+
+    # ------------------------------------------------------------------ helpers
+
+    def _podman(self, *args: str, timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        argv = [self.podman, *args]
+        try:
+            proc = subprocess.run(
+                argv,
+                capture_output=True,
+                text=True,
+                timeout=timeout or self.command_timeout,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as err:
+            raise CloudError(f"podman {args[0]} timed out", retryable=True) from err
+        except OSError as err:
+            raise CloudError(f"cannot run {self.podman}: {err}") from err
+        if check and proc.returncode != 0:
+            raise CloudError(f"podman {' '.join(args[:2])}: {proc.stderr.strip() or proc.stdout.strip()}")
+        return proc
+
+    def _labels(self, name: str) -> dict[str, str]:
+        return {TAG_CLUSTER: self.cluster, TAG_ROLE: "worker", TAG_MANAGED_BY: "elb", TAG_NAME: name}
+
+    def _inspect(self, ids: Sequence[str]) -> list[dict[str, Any]]:
+        if not ids:
+            return []
+        proc = self._podman("container", "inspect", *ids, check=False)
+        try:
+            data = json.loads(proc.stdout or "[]")
+        except json.JSONDecodeError as err:
+            raise CloudError(f"podman inspect printed no JSON: {proc.stderr.strip()}") from err
+        return [d for d in data if isinstance(d, dict)]
+
+    def _instance(self, d: dict[str, Any]) -> Instance:
+        cfg = d.get("Config") or {}
+        labels: dict[str, str] = dict(cfg.get("Labels") or {})
+        st = d.get("State") or {}
+        status = str(st.get("Status", "unknown")).lower()
+        nets = (d.get("NetworkSettings") or {}).get("Networks") or {}
+        ip = (nets.get(self.config.network) or {}).get("IPAddress") or None
+        return Instance(
+            instance_id=str(d["Id"]),
+            name=labels.get(TAG_NAME, str(d.get("Name", "")).lstrip("/")),
+            state=_STATES.get(status, "pending"),
+            launched_at=_parse_time(str(d.get("Created", ""))),
+            private_ip=ip,
+            instance_type="podman",
+            image_id=str(d.get("ImageName") or d.get("Image") or ""),
+            tags={k: v for k, v in labels.items() if k in (TAG_CLUSTER, TAG_ROLE, TAG_MANAGED_BY, TAG_NAME)},
+        )
+
+    def _ours(self, d: dict[str, Any]) -> bool:
+        labels = (d.get("Config") or {}).get("Labels") or {}
+        return bool(
+            labels.get(TAG_CLUSTER) == self.cluster
+            and labels.get(TAG_ROLE) == "worker"
+            and labels.get(TAG_MANAGED_BY) == "elb"
+        )
+
+    # ------------------------------------------------------------------ Cloud protocol
+
+    def launch(self, names: Sequence[str]) -> LaunchResult:
+        failed: dict[str, str] = {}
+        started: dict[str, str] = {}  # name -> container id
+        for name in names:
+            if not _NAME_RE.match(name):
+                failed[name] = "not a valid node name"
+                continue
+            if name in started:
+                failed[name] = "name given twice"
+                continue
+            args = [
+                "run", "--detach", "--name", name, "--hostname", name,
+                "--network", self.config.network, "--no-hosts", "--init",
+                "--cap-add", "SYS_ADMIN", "--device", "/dev/fuse",
+                "--volume", f"{self.authorized_key}:/root/.ssh/authorized_keys:ro",
+            ]  # fmt: skip
+            for k, v in self._labels(name).items():
+                args += ["--label", f"{k}={v}"]
+            args.append(self.config.image)
+            proc = self._podman(*args, check=False)
+            if proc.returncode != 0:
+                failed[name] = proc.stderr.strip() or f"podman run exited {proc.returncode}"
+                continue
+            started[name] = proc.stdout.strip().splitlines()[-1]
+        launched: list[Instance] = []
+        deadline = time.monotonic() + self.config.boot_timeout
+        for name, cid in started.items():
+            inst = self._wait_ready(cid, deadline)
+            if isinstance(inst, Instance):
+                launched.append(inst)
+            else:
+                failed[name] = inst
+                self._podman("rm", "--force", "--time", "2", cid, check=False)
+        return LaunchResult(launched=tuple(launched), failed=failed)
+
+    def _wait_ready(self, cid: str, deadline: float) -> Instance | str:
+        """The instance once its sshd answers, or why it did not in time."""
+        why = "did not start"
+        while True:
+            found = self._inspect([cid])
+            if found:
+                inst = self._instance(found[0])
+                if inst.state == "stopped":
+                    return f"container exited: {found[0].get('State', {}).get('Error') or 'see podman logs'}"
+                if inst.state == "running" and inst.private_ip:
+                    if _ssh_banner(inst.private_ip):
+                        return inst
+                    why = f"sshd on {inst.private_ip} does not answer"
+            if time.monotonic() > deadline:
+                return f"not ready after {self.config.boot_timeout:g} s: {why}"
+            time.sleep(0.3)
+
+    def list_workers(self) -> list[Instance]:
+        proc = self._podman(
+            "ps", "--all", "--no-trunc", "--format", "{{.ID}}",
+            "--filter", f"label={TAG_CLUSTER}={self.cluster}",
+            "--filter", f"label={TAG_ROLE}=worker",
+        )  # fmt: skip
+        ids = [line.strip() for line in proc.stdout.splitlines() if line.strip()]
+        return sorted(
+            (self._instance(d) for d in self._inspect(ids) if self._ours(d)),
+            key=lambda i: i.name,
+        )
+
+    def terminate(self, instance_ids: Sequence[str]) -> None:
+        if not instance_ids:
+            return
+        ours = {i.instance_id for i in self.list_workers()}
+        foreign = [i for i in instance_ids if i not in ours]
+        if foreign:
+            raise CloudError(f"refusing to terminate instances that are not workers of cluster {self.cluster}: {foreign}")
+        proc = self._podman("rm", "--force", "--time", "5", *instance_ids, check=False)
+        if proc.returncode != 0:
+            left = {i.instance_id for i in self.list_workers()} & set(instance_ids)
+            if left:
+                raise CloudError(f"podman rm failed for {sorted(left)}: {proc.stderr.strip()}", retryable=True)
+
+
+def _ssh_banner(ip: str, port: int = 22, timeout: float = 2.0) -> bool:
+    try:
+        with socket.create_connection((ip, port), timeout=timeout) as s:
+            s.settimeout(timeout)
+            return s.recv(4).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+def _parse_time(text: str) -> float:
+    """podman's ``Created`` (RFC 3339 with nanoseconds) as POSIX seconds; 0.0 if unreadable."""
+    m = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$", text.strip())
+    if not m:
+        return 0.0
+    base, frac, tz = m.groups()
+    tz = "+00:00" if tz == "Z" else tz
+    when = datetime.fromisoformat(base + tz).timestamp()
+    return when + (float("0." + frac) if frac else 0.0)
