@@ -14,6 +14,7 @@ from typing import Protocol
 from elb.interfaces import Cloud, CloudError, HostResult, NodeSpec, Outcome, Provisioner
 from elb.journal import Journal
 from elb.model import Job, Node, NodeState, Snapshot
+from elb.reconcile import Repair, RepairKind
 
 log = logging.getLogger("elb.actuator")
 
@@ -38,6 +39,7 @@ class Outcomes:
     removed: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # removals refused: a job landed while draining
     failed: dict[str, str] = field(default_factory=dict)
+    repaired: list[str] = field(default_factory=list)  # "node: what was repaired"
 
 
 def _spec(node: Node) -> NodeSpec | None:
@@ -215,3 +217,73 @@ class Actuator:
         if self._terminate(node, reason, out, failed=False):
             out.removed.append(name)
         self.journal.note_removal(self.clock())
+
+    # -- reconcile -----------------------------------------------------------------------
+    def repair(self, r: Repair, out: Outcomes) -> None:
+        """Carry out one repair planned by ``elb.reconcile.plan_repairs``."""
+        log.warning("reconcile %s: %s: %s", r.node, r.kind.value, r.reason)
+        out.repaired.append(f"{r.node}: {r.kind.value} ({r.reason})")
+        j = self.journal
+        inst = r.instance
+        node = j.node(r.node)
+        if r.kind in (RepairKind.PROVISION, RepairKind.ADOPT):
+            assert inst is not None
+            node = j.record(
+                r.node,
+                NodeState.RUNNING,
+                self.clock(),
+                detail=r.reason,
+                instance_id=inst.instance_id,
+                private_ip=inst.private_ip,
+                slots=inst.slots,
+                instance_type=inst.instance_type,
+                launched_at=inst.launched_at,
+            )
+            self.provision([node], out)
+        elif r.kind is RepairKind.ABANDON:
+            assert node is not None
+            self._fail_and_terminate(node, r.reason, out)
+        elif r.kind is RepairKind.FORGET:
+            j.record(r.node, NodeState.FAILED, self.clock(), detail=r.reason)
+        elif r.kind in (RepairKind.VANISHED, RepairKind.DEREGISTER_STALE):
+            self._deregister_only(node, r, out)
+        elif r.kind in (RepairKind.ORPHAN, RepairKind.TERMINATE_GONE):
+            assert inst is not None
+            try:
+                self.cloud.terminate([inst.instance_id])
+            except CloudError as err:
+                out.failed[r.node] = f"terminate {inst.instance_id} failed: {err}"
+        elif r.kind is RepairKind.FINISH_DRAIN:
+            assert node is not None
+            self._finish_interrupted_drain(node, r.reason, out)
+
+    def _deregister_only(self, node: Node | None, r: Repair, out: Outcomes) -> None:
+        """Take a node whose instance is gone out of SGE, hosts and exports (master side only)."""
+        name = r.node
+        ip = node.private_ip if node is not None and node.private_ip else "0.0.0.0"  # noqa: S104
+        res = self.provisioner.remove_nodes([NodeSpec(name, ip)], _ready_specs(self.journal, [name])).get(
+            name
+        )
+        if res is None or not res.ok:
+            out.failed[name] = f"deregistration failed: {_describe(res) if res else 'no result'}"
+            return
+        if node is not None and node.state not in (NodeState.TERMINATED, NodeState.FAILED):
+            self.journal.record(name, NodeState.FAILED, self.clock(), detail=r.reason)
+
+    def _finish_interrupted_drain(self, node: Node, reason: str, out: Outcomes) -> None:
+        name = node.name
+        if node.state is NodeState.DEREGISTERED and self.sge.read_snapshot().host(name) is None:
+            if self._terminate(node, reason, out, failed=False):
+                out.removed.append(name)
+            return
+        self.sge.disable_host(name)
+        jobs = self.sge.jobs_on(name)
+        if jobs:
+            self.sge.enable_host(name)
+            ids = ", ".join(str(j.job_id) for j in jobs[:5])
+            self.journal.record(
+                name, NodeState.READY, self.clock(), detail=f"drain abandoned: jobs {ids} there"
+            )
+            out.kept.append(name)
+            return
+        self.finish_drain(node, reason, out)

@@ -121,10 +121,17 @@ class Config(_Strict):
     metrics_port: int | None = Field(None, ge=1, le=65535)  # None: no metrics endpoint
     log_format: Literal["text", "json"] = "text"
     failed_passes_alarm: int = Field(3, ge=1)  # say so loudly after this many failed passes
+    orphan_timeout: Seconds = 600.0  # a tagged worker unknown to journal and SGE this long is terminated
 
     @property
     def stats_path(self) -> Path:
         return self.stats_file if self.stats_file is not None else self.state_dir / "stats.csv"
+
+    @property
+    def boot_timeout(self) -> float:
+        """Launch-to-ready limit of the configured provider."""
+        c = self.cloud
+        return c.local.boot_timeout if c.provider == "local" else c.ec2.boot_timeout
 
     @property
     def journal_path(self) -> Path:

@@ -25,6 +25,7 @@ from elb.model import NodeState, Plan, Snapshot
 from elb.policy import Policy, make_policy
 from elb.policy.base import minutes
 from elb.policy.view import cluster_view
+from elb.reconcile import plan_repairs
 from elb.stats import StatsRow, append_row
 
 log = logging.getLogger("elb")
@@ -51,6 +52,7 @@ class PassResult:
             parts.append(f"removed {', '.join(o.removed)}")
         if o.kept:
             parts.append(f"kept (job landed) {', '.join(o.kept)}")
+        parts.extend(f"repaired {r}" for r in o.repaired)
         parts.extend(f"{n}: {why}" for n, why in o.failed.items())
         return "; ".join(parts)
 
@@ -138,13 +140,36 @@ class Balancer:
             busy = [h.name for h in snap.hosts if h.busy] + [j.host for j in snap.jobs if j.host]
             self.journal.mark_busy(sorted(set(busy)), now)
         nodes = self.journal.nodes(include_gone=True)
-        plan = self.policy.decide(snap, nodes, self.journal.history(), now)
-        result = PassResult(True, now, plan, snap)
         if dry_run:
-            return result
+            plan = self.policy.decide(snap, nodes, self.journal.history(), now)
+            return PassResult(True, now, plan, snap)
         if self.cloud is None or self.provisioner is None:
             raise RuntimeError("a live pass needs a cloud and a provisioner")
+        try:
+            instances = self.cloud.list_workers()
+        except Exception as err:  # no action on partial data
+            return self._failed(now, f"listing the cloud's workers: {err}", dry_run)
         act = Actuator(self.journal, self.sge, self.cloud, self.provisioner, self.clock)
+        cfg = self.config
+        repairs = plan_repairs(
+            nodes,
+            instances,
+            snap,
+            now,
+            master=cfg.cluster.master,
+            boot_timeout=cfg.boot_timeout,
+            orphan_timeout=cfg.orphan_timeout,
+        )
+        if repairs:
+            # Repairs change the cluster: decide again next pass, on fresh data.
+            result = PassResult(True, now, Plan(reason="reconciling; scaling waits for the next pass"), snap)
+            for repair in repairs:
+                act.repair(repair, result.outcomes)
+            self.failed_in_a_row = 0
+            self._record(result)
+            return result
+        plan = self.policy.decide(snap, nodes, self.journal.history(), now)
+        result = PassResult(True, now, plan, snap)
         if plan.add:
             act.add(plan.add_names, plan.add_reason, result.outcomes)
         for r in plan.remove:

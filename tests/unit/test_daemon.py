@@ -9,7 +9,7 @@ import pytest
 
 from elb.config import Config, parse_config
 from elb.daemon import Balancer
-from elb.interfaces import Instance
+from elb.interfaces import CloudError, Instance
 from elb.journal import Journal
 from elb.model import NodeState
 from elb.stats import read_rows
@@ -111,16 +111,16 @@ def test_unreadable_sge_changes_nothing_and_alarms(cfg: Config, caplog: pytest.L
     assert r.bal.run_pass().ok  # recovers when SGE answers again
 
 
-def _one_ready_node(sge: FakeSge, journal: Journal, age: float) -> None:
+def _one_ready_node(r: Rig, age: float) -> None:
     launched = T0 - age
-    journal.record("node001", NodeState.READY, launched, instance_id="i-0001", private_ip="10.0.0.1", slots=8)
-    sge.add_host("node001")
+    r.journal.record("node001", NodeState.READY, launched, instance_id="i-0001", private_ip="10.0.0.1", slots=8)
+    r.cloud.instances["i-0001"] = Instance("i-0001", "node001", "running", launched, "10.0.0.1")
+    r.sge.add_host("node001")
 
 
 def test_idle_node_near_end_of_hour_is_drained_deregistered_and_terminated(cfg: Config) -> None:
     r = parts(cfg)
-    r.cloud.instances["i-0001"] = Instance("i-0001", "node001", "running", T0 - 50 * 60, "10.0.0.1")
-    _one_ready_node(r.sge, r.journal, 50 * 60)
+    _one_ready_node(r, 50 * 60)
     result = r.bal.run_pass()
     assert result.outcomes.removed == ["node001"]
     assert r.sge.calls[:3] == ["read", "disable node001", "jobs_on node001"]
@@ -132,7 +132,7 @@ def test_idle_node_near_end_of_hour_is_drained_deregistered_and_terminated(cfg: 
 
 def test_job_landing_during_drain_keeps_the_node(cfg: Config) -> None:
     r = parts(cfg)
-    _one_ready_node(r.sge, r.journal, 50 * 60)
+    _one_ready_node(r, 50 * 60)
 
     def land(host: str) -> None:  # the scheduler dispatches just before qmod -d took effect
         r.sge.jobs.append(running(99, host))
@@ -148,7 +148,7 @@ def test_job_landing_during_drain_keeps_the_node(cfg: Config) -> None:
 
 def test_busy_at_deregistration_keeps_the_node(cfg: Config) -> None:
     r = parts(cfg)
-    _one_ready_node(r.sge, r.journal, 50 * 60)
+    _one_ready_node(r, 50 * 60)
     r.prov.busy_on_remove = {"node001"}
     result = r.bal.run_pass()
     assert result.outcomes.kept == ["node001"]
@@ -168,7 +168,7 @@ def test_dry_run_touches_nothing(cfg: Config) -> None:
 
 def test_busy_nodes_are_remembered(cfg: Config) -> None:
     r = parts(cfg)
-    _one_ready_node(r.sge, r.journal, 10 * 60)
+    _one_ready_node(r, 10 * 60)
     r.sge.jobs = [running(5, "node001")]
     r.bal.run_pass()
     assert r.journal.node("node001").last_busy_at == T0  # type: ignore[union-attr]
@@ -196,3 +196,38 @@ def test_metrics_endpoint_serves_pass_figures(cfg: Config) -> None:
     assert "elb_passes_failed_total 1.0" in body
     values = dict(line.rsplit(" ", 1) for line in body.splitlines() if line and not line.startswith("#"))
     assert float(values["elb_last_good_pass_timestamp_seconds"]) == T0
+
+
+def test_cloud_listing_failure_changes_nothing(cfg: Config) -> None:
+    r = parts(cfg)
+    r.sge.jobs = [pending(1, 20 * 60)]
+
+    def broken() -> list[Instance]:
+        raise CloudError("RequestLimitExceeded")
+
+    r.cloud.list_workers = broken  # type: ignore[method-assign]
+    result = r.bal.run_pass()
+    assert not result.ok
+    assert "listing the cloud's workers" in result.summary()
+    assert r.prov.log == []
+
+
+def test_crash_mid_add_is_provisioned_on_restart(cfg: Config) -> None:
+    r = parts(cfg)
+    # a previous elb launched node001 and died before provisioning it
+    r.journal.record("node001", NodeState.LAUNCHING, T0 - 120)
+    r.cloud.instances["i-0042"] = Instance("i-0042", "node001", "running", T0 - 100, "10.0.0.42", slots=8)
+    result = r.bal.run_pass()
+    assert result.outcomes.added == ["node001"]
+    assert any("adopt" in x for x in result.outcomes.repaired)
+    node = r.journal.node("node001")
+    assert node is not None and node.state is NodeState.READY and node.instance_id == "i-0042"
+
+
+def test_interrupted_drain_is_finished_on_restart(cfg: Config) -> None:
+    r = parts(cfg)
+    _one_ready_node(r, 50 * 60)
+    r.journal.record("node001", NodeState.DRAINING, T0 - 10)
+    result = r.bal.run_pass()
+    assert result.outcomes.removed == ["node001"]
+    assert "i-0001" in r.cloud.terminated

@@ -1,0 +1,122 @@
+"""Reconcile three views of the cluster: the journal, the cloud's tagged workers, SGE's hosts.
+
+``plan_repairs`` is pure: it compares the views and says what to repair, with a reason. The
+daemon runs it at start and every pass, before the policy, and only when all three views
+could be read (no action on partial data).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from elb.interfaces import Instance
+from elb.model import Node, NodeState, Snapshot
+from elb.policy.base import minutes
+
+_LIVE_INSTANCE = frozenset({"pending", "running"})
+
+
+class RepairKind(enum.StrEnum):
+    PROVISION = "provision"  # launched but never provisioned (crash mid-add): provision it now
+    ADOPT = "adopt"  # journal lost track of a launch the cloud made: record it, then provision
+    ABANDON = "abandon"  # launch or provisioning never finished within boot_timeout: clean up, terminate
+    FORGET = "forget"  # a launch that never produced an instance: mark failed
+    VANISHED = "vanished"  # instance gone under a registered node: deregister it from SGE, hosts, exports
+    ORPHAN = "orphan"  # tagged worker unknown to the journal and absent from SGE: terminate
+    FINISH_DRAIN = "finish_drain"  # node left draining/deregistered: finish the removal (or keep it)
+    TERMINATE_GONE = "terminate_gone"  # journal says gone but the instance still runs: terminate
+    DEREGISTER_STALE = "deregister_stale"  # SGE still lists a node elb removed: take it out of SGE
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    kind: RepairKind
+    node: str
+    reason: str
+    instance: Instance | None = None
+
+
+def _repair_node(  # noqa: PLR0911 (one return per lifecycle case reads best)
+    n: Node, inst: Instance | None, snapshot: Snapshot, *, in_sge: set[str], now: float, boot_timeout: float
+) -> Repair | None:
+    """The repair one journalled node needs, if any."""
+    age = now - n.launched_at
+    st = n.state
+    if st in (NodeState.REQUESTED, NodeState.LAUNCHING):
+        if inst is not None:
+            return Repair(
+                RepairKind.ADOPT, n.name, "the cloud has the instance of an interrupted launch", inst
+            )
+        if age >= boot_timeout:
+            return Repair(RepairKind.FORGET, n.name, f"no instance {minutes(age)} after the launch")
+        return None
+    if st in (NodeState.RUNNING, NodeState.PROVISIONING):
+        if inst is None:
+            return Repair(RepairKind.VANISHED, n.name, "instance gone before provisioning finished")
+        if age >= boot_timeout:
+            why = f"not ready {minutes(age)} after launch (boot_timeout {minutes(boot_timeout)})"
+            return Repair(RepairKind.ABANDON, n.name, why, inst)
+        return Repair(RepairKind.PROVISION, n.name, "launched but never provisioned", inst)
+    if st is NodeState.READY:
+        if inst is not None:
+            return None
+        jobs = snapshot.jobs_on(n.name)
+        lost = f"; SGE had jobs {', '.join(str(j.job_id) for j in jobs)} there" if jobs else ""
+        return Repair(RepairKind.VANISHED, n.name, f"instance gone (terminated outside elb){lost}")
+    if st in (NodeState.DRAINING, NodeState.DEREGISTERED):
+        return Repair(RepairKind.FINISH_DRAIN, n.name, f"left {st.value} when elb stopped", inst)
+    # terminated or failed
+    if n.name in in_sge:
+        return Repair(RepairKind.DEREGISTER_STALE, n.name, f"{st.value} but still an SGE host")
+    if inst is not None and n.instance_id is not None:
+        return Repair(RepairKind.TERMINATE_GONE, n.name, f"{st.value} but the instance runs", inst)
+    return None
+
+
+def plan_repairs(
+    nodes: Sequence[Node],
+    instances: Sequence[Instance],
+    snapshot: Snapshot,
+    now: float,
+    *,
+    master: str,
+    boot_timeout: float,
+    orphan_timeout: float,
+) -> list[Repair]:
+    """What to repair so that journal, cloud and SGE agree. ``nodes`` includes gone ones."""
+    by_name = {n.name: n for n in nodes}
+    live_list = [i for i in instances if i.state in _LIVE_INSTANCE and i.name != master]
+    by_id = {i.instance_id: i for i in live_list}
+    live: dict[str, Instance] = {}
+    for i in live_list:
+        live.setdefault(i.name, i)
+    in_sge = {h.name for h in snapshot.hosts}
+    out: list[Repair] = []
+    for n in nodes:
+        if n.name == master:
+            continue
+        inst = by_id.get(n.instance_id) if n.instance_id else live.get(n.name)
+        repair = _repair_node(n, inst, snapshot, in_sge=in_sge, now=now, boot_timeout=boot_timeout)
+        if repair is not None:
+            out.append(repair)
+
+    # Instances the journal does not account for.
+    accounted = {r.instance.instance_id for r in out if r.instance is not None}
+    accounted |= {n.instance_id for n in nodes if n.instance_id}
+    for inst in live_list:
+        if inst.instance_id in accounted:
+            continue
+        record = by_name.get(inst.name)
+        if record is None and inst.name in in_sge:
+            why = "an SGE worker with elb's tags missing from the journal"
+            out.append(Repair(RepairKind.ADOPT, inst.name, why, inst))
+            continue
+        age = now - inst.launched_at
+        if age < orphan_timeout:
+            continue
+        what = "unknown to the journal" if record is None else f"a second instance named {inst.name}"
+        why = f"tagged worker {what}, not serving in SGE, for {minutes(age)}"
+        out.append(Repair(RepairKind.ORPHAN, inst.name, why, inst))
+    return out
