@@ -307,10 +307,10 @@ class _NoCapacity(Exception):
     """Every choice for one node failed with a capacity error or is backed off."""
 
 
-def make_client(cfg: Ec2Config, *, max_attempts: int = 5) -> EC2Client:
+def make_client(cfg: Ec2Config, *, total_attempts: int = 5) -> EC2Client:
     """A boto3 EC2 client: the standard credentials chain, standard retry mode, time-outs."""
     boto_cfg = BotoConfig(
-        retries={"mode": "standard", "max_attempts": max_attempts},
+        retries={"mode": "standard", "total_max_attempts": total_attempts},
         connect_timeout=10,
         read_timeout=60,
         user_agent_extra="elb",
