@@ -33,6 +33,7 @@ from typing import Any
 import elb
 from elb.config import ClusterConfig, ProvisionConfig, SgeConfig
 from elb.interfaces import HostResult, NodeSpec, Outcome
+from elb.provision import proctree
 from elb.provision.inventory import Connection, InventoryError, build_inventory, check_extra_vars
 from elb.provision.outcomes import RunEnd, summarize
 
@@ -197,9 +198,7 @@ class AnsibleProvisioner:
         moving = set(targets)
         workers = [w for w in workers if w.name not in moving]
         try:
-            inventory = build_inventory(
-                self.connection, workers=workers, new_nodes=new_nodes, old_nodes=old_nodes
-            )
+            inventory = build_inventory(self.connection, workers=workers, new_nodes=new_nodes, old_nodes=old_nodes)
         except InventoryError as err:
             return refuse(f"not provisioned: {err}")
         if self.cancel_event.is_set():
@@ -258,11 +257,18 @@ class AnsibleProvisioner:
         def should_stop() -> bool:
             if self.cancel_event.is_set():
                 ended["why"] = RunEnd.CANCELLED
-                return True
-            if deadline is not None and time.monotonic() > deadline:
+            elif deadline is not None and time.monotonic() > deadline:
                 ended["why"] = RunEnd.TIMEOUT
-                return True
-            return False
+            else:
+                return False
+            # Runner then kills ansible-playbook's process group; its workers (setsid) and
+            # their ssh / module processes are not in it, so stop the whole tree first.
+            inv = str(inv_path)
+            pid = proctree.find_child(lambda argv: inv in argv)
+            if pid is not None:
+                n = proctree.kill_tree(pid)
+                log.warning("%s: %s, killed %d process(es)", ident, ended["why"].value, n)
+            return True
 
         log.info("%s: running %s for %s", ident, path.name, ", ".join(targets))
         runner = Runner(rc_config, event_handler=on_event, cancel_callback=should_stop)
@@ -286,22 +292,26 @@ class AnsibleProvisioner:
             results=summary.results,
             busy=summary.busy,
         )
+        self._log_report(report, targets)
+        return report
+
+    def _log_report(self, report: RunReport, targets: Sequence[str]) -> None:
+        mine = report.for_hosts(targets).values()
         counts: dict[str, int] = {}
-        for r in report.for_hosts(targets).values():
+        for r in mine:
             counts[r.outcome.value] = counts.get(r.outcome.value, 0) + 1
         log.info(
             "%s: %s %s in %.1f s (rc %s): %s",
-            ident,
-            path.name,
-            status,
-            seconds,
-            rc,
+            report.ident,
+            report.playbook,
+            report.status,
+            report.seconds,
+            report.rc,
             ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "no host",
         )
-        for r in report.for_hosts(targets).values():
+        for r in mine:
             if not r.ok:
-                log.warning("%s: %s %s at %s: %s", ident, r.host, r.outcome.value, r.task, r.message)
-        return report
+                log.warning("%s: %s %s at %s: %s", report.ident, r.host, r.outcome.value, r.task, r.message)
 
     def _envvars(self) -> dict[str, str]:
         env = {

@@ -1,0 +1,276 @@
+"""AnsibleProvisioner against real ansible-runner / ansible-playbook runs (no mocks).
+
+The playbooks are the fixtures in tests/fixtures/ansible/playbooks (see the README there):
+stand-ins for add_node.yml / remove_node.yml whose behaviour extra vars choose. Hosts run
+with a local connection, except the ones a test makes unreachable: those really go over SSH
+to 127.0.0.1 on a port where nothing listens. Each run takes one to three seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from elb.config import ClusterConfig, ProvisionConfig
+from elb.interfaces import NodeSpec, Outcome
+from elb.provision import AnsibleProvisioner
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "ansible" / "playbooks"
+FAKE_SECRET = "FAKE-AWS-SECRET-6b1f0e2d"
+FAKE_KEY = "FAKE-PRIVATE-KEY-MATERIAL-93c4a7"
+
+
+def closed_port() -> int:
+    """A local TCP port nothing listens on (bound then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def make(tmp_path: Path, *, timeout: float = 60, rotate: int = 20, **extra: object) -> AnsibleProvisioner:
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    cfg = ProvisionConfig(
+        playbook_dir=FIXTURES,
+        private_data_dir=tmp_path / "pdd",
+        timeout=timeout,
+        forks=5,
+        extra_vars={"fixture_out": str(out), **extra},
+    )
+    return AnsibleProvisioner(cfg, ClusterConfig(), rotate_artifacts=rotate)
+
+
+def artifact_dirs(tmp_path: Path) -> list[Path]:
+    root = tmp_path / "pdd" / "artifacts"
+    return sorted(p for p in root.iterdir()) if root.exists() else []
+
+
+N1 = NodeSpec("node001", "10.77.0.11", 4)
+N2 = NodeSpec("node002", "10.77.0.12")
+W9 = NodeSpec("node009", "10.77.0.19", 8)
+
+
+def test_add_nodes_ok_and_inventory(tmp_path: Path) -> None:
+    prov = make(tmp_path, fixture_extra={"nested": [1, "two"]})
+    results = prov.add_nodes([N1, N2], [W9])
+    assert set(results) == {"node001", "node002"}  # only the nodes asked for
+    assert all(r.outcome is Outcome.OK and r.ok for r in results.values()), results
+
+    seen = json.loads((tmp_path / "out" / "node001.json").read_text())
+    assert seen["ansible_host"] == "10.77.0.11"
+    assert seen["elb_slots"] == 4
+    assert seen["ansible_user"] == "root"
+    assert seen["groups"]["master"] == ["master"]
+    assert seen["groups"]["workers"] == ["node009"]
+    assert sorted(seen["groups"]["new_nodes"]) == ["node001", "node002"]
+    assert seen["groups"]["old_nodes"] == []
+    assert "ControlPersist=15s" in seen["ssh_args"] and "ConnectTimeout=10" in seen["ssh_args"]
+    assert seen["extra"] == {"nested": [1, "two"]}  # extra vars arrive typed
+    assert json.loads((tmp_path / "out" / "node002.json").read_text())["elb_slots"] is None
+
+
+def test_failing_task_is_named_with_its_message(tmp_path: Path) -> None:
+    prov = make(tmp_path, fixture_fail_hosts=["node002"])
+    results = prov.add_nodes([N1, N2], [])
+    assert results["node001"].outcome is Outcome.OK
+    bad = results["node002"]
+    assert bad.outcome is Outcome.FAILED
+    assert bad.task == "Configure the node"
+    assert bad.message == "fixture failure on node002"
+
+
+def test_unreachable_host_fails_fast(tmp_path: Path) -> None:
+    prov = make(tmp_path, fixture_ssh_hosts=["node003"], fixture_ssh_port=closed_port())
+    t0 = time.monotonic()
+    results = prov.add_nodes([N1, NodeSpec("node003", "127.0.0.1")], [])
+    took = time.monotonic() - t0
+    print(f"run with one unreachable host: {took:.1f} s")
+    assert results["node001"].outcome is Outcome.OK
+    dead = results["node003"]
+    assert dead.outcome is Outcome.UNREACHABLE
+    assert dead.task == "Check that the node answers"
+    assert dead.message is not None and "Connection refused" in dead.message
+
+
+def test_busy_from_set_stats(tmp_path: Path) -> None:
+    prov = make(tmp_path, fixture_busy_hosts=["node001"])
+    results = prov.remove_nodes([N1, N2], [W9])
+    assert results["node001"].outcome is Outcome.BUSY
+    assert results["node002"].outcome is Outcome.OK
+
+
+def test_failure_wins_over_busy_and_unreachable_on_remove(tmp_path: Path) -> None:
+    prov = make(
+        tmp_path,
+        fixture_busy_hosts=["node001"],
+        fixture_fail_hosts=["node002"],
+        fixture_ssh_hosts=["node003"],
+        fixture_ssh_port=closed_port(),
+    )
+    nodes = [N1, N2, NodeSpec("node003", "127.0.0.1"), NodeSpec("node004", "10.77.0.14")]
+    results = prov.remove_nodes(nodes, [])
+    assert {n: r.outcome for n, r in results.items()} == {
+        "node001": Outcome.BUSY,
+        "node002": Outcome.FAILED,
+        "node003": Outcome.UNREACHABLE,
+        "node004": Outcome.OK,
+    }
+
+
+def _sleeps_with(marker: str) -> list[str]:
+    out = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True, timeout=10, check=True)
+    return [line for line in out.stdout.splitlines() if line.startswith("sleep") and marker in line]
+
+
+ADD_TASKS = {
+    "Check that the node answers",
+    "Record what the inventory says about this host",
+    "Show the environment the playbook runs with",
+    "Wait a while",
+}
+
+
+def test_timeout_stops_the_run_and_kills_the_playbook(tmp_path: Path) -> None:
+    marker = "0.000" + str(os.getpid() % 1000).zfill(3) + "71"
+    prov = make(tmp_path, timeout=6, fixture_sleep=120, fixture_marker=marker)
+    t0 = time.monotonic()
+    results = prov.add_nodes([N1, N2], [])
+    took = time.monotonic() - t0
+    print(f"run with a 6 s time-out returned after {took:.1f} s")
+    assert took < 40
+    for r in results.values():
+        assert r.outcome is Outcome.FAILED
+        assert r.message is not None and "timed out" in r.message
+        assert r.task in ADD_TASKS  # the last task it started
+    time.sleep(0.5)
+    assert _sleeps_with(marker) == []  # no process of the playbook is left
+
+
+def _cancel_when_sleeping(prov: AnsibleProvisioner, marker: str, limit: float = 60) -> threading.Thread:
+    """Cancel as elb's shutdown does, once the playbook's sleep runs (or after ``limit`` s)."""
+
+    def watch() -> None:
+        end = time.monotonic() + limit
+        while time.monotonic() < end and not _sleeps_with(marker):
+            time.sleep(0.2)
+        prov.cancel()
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    return t
+
+
+def test_cancel_event_stops_a_running_playbook(tmp_path: Path) -> None:
+    marker = "0.000" + str(os.getpid() % 1000).zfill(3) + "93"
+    prov = make(tmp_path, fixture_sleep=120, fixture_marker=marker)
+    watcher = _cancel_when_sleeping(prov, marker)
+    results = prov.add_nodes([N1], [])
+    cancelled_at = time.monotonic()
+    watcher.join(5)
+    assert prov.cancel_event.is_set()
+    print(f"cancelled run returned; took {time.monotonic() - cancelled_at:.1f} s to join the watcher")
+    r = results["node001"]
+    assert r.outcome is Outcome.FAILED
+    assert r.message is not None and "cancelled" in r.message
+    assert r.task == "Wait a while"
+    time.sleep(0.5)
+    assert _sleeps_with(marker) == []
+    # Once cancelled, nothing more runs.
+    before = artifact_dirs(tmp_path)
+    again = prov.add_nodes([N2], [])
+    assert again["node002"].outcome is Outcome.FAILED
+    assert again["node002"].message is not None and "cancelled" in again["node002"].message
+    assert artifact_dirs(tmp_path) == before
+
+
+def test_shared_cancel_event_set_before_start(tmp_path: Path) -> None:
+    shutdown = threading.Event()
+    shutdown.set()
+    cfg = ProvisionConfig(playbook_dir=FIXTURES, private_data_dir=tmp_path / "pdd")
+    prov = AnsibleProvisioner(cfg, cancel_event=shutdown)
+    results = prov.remove_nodes([N1], [])
+    assert results["node001"].outcome is Outcome.FAILED
+    assert artifact_dirs(tmp_path) == []
+
+
+def test_no_secrets_in_artifacts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key = tmp_path / "id_fake"  # outside the private data dir
+    key.write_text(f"-----BEGIN OPENSSH PRIVATE KEY-----\n{FAKE_KEY}\n-----END OPENSSH PRIVATE KEY-----\n")
+    key.chmod(0o600)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", FAKE_SECRET)
+    monkeypatch.setenv("AWS_SESSION_TOKEN", FAKE_SECRET)
+    monkeypatch.setenv("ELB_SOMETHING_PASSWORD", FAKE_SECRET)
+    cfg = ProvisionConfig(
+        playbook_dir=FIXTURES,
+        private_data_dir=tmp_path / "pdd",
+        ssh_private_key=key,
+        extra_vars={"fixture_ssh_hosts": ["node003"], "fixture_ssh_port": closed_port()},
+    )
+    prov = AnsibleProvisioner(cfg)
+    # node003 goes over SSH with the key file; node001 runs locally and prints the env.
+    results = prov.add_nodes([N1, NodeSpec("node003", "127.0.0.1")], [])
+    assert results["node001"].ok
+    assert results["node003"].outcome is Outcome.UNREACHABLE
+
+    pdd = tmp_path / "pdd"
+    files = [p for p in pdd.rglob("*") if p.is_file()]
+    assert any(p.name == "command" for p in files) and any(p.parent.name == "job_events" for p in files)
+    blob = b"".join(p.read_bytes() for p in files)
+    assert FAKE_SECRET.encode() not in blob
+    assert FAKE_KEY.encode() not in blob
+    assert str(key).encode() in blob  # the key's path is there (so the grep does see the files)
+    assert b'"unset"' in blob  # the playbook looked for AWS_SECRET_ACCESS_KEY and found none
+    assert not (pdd / "env").exists()  # suppress_env_files
+
+
+def test_artifacts_are_rotated(tmp_path: Path) -> None:
+    prov = make(tmp_path, rotate=2)
+    idents = []
+    for node in (N1, N2, W9):
+        prov.add_nodes([node], [])
+        idents.append(artifact_dirs(tmp_path)[-1].name)
+        time.sleep(0.05)  # distinct mtimes
+    kept = [p.name for p in artifact_dirs(tmp_path)]
+    assert len(kept) == 2
+    assert kept == sorted(idents[1:])
+
+
+def test_hostile_node_name_runs_nothing(tmp_path: Path) -> None:
+    prov = make(tmp_path)
+    results = prov.add_nodes([N1, NodeSpec("$(touch /tmp/pwned)", "10.77.0.13")], [])
+    assert {r.outcome for r in results.values()} == {Outcome.FAILED}
+    assert "invalid node name" in (results["node001"].message or "")
+    assert artifact_dirs(tmp_path) == []
+
+
+def test_bad_address_runs_nothing(tmp_path: Path) -> None:
+    prov = make(tmp_path)
+    results = prov.add_nodes([NodeSpec("node001", "10.77.0.11; reboot")], [])
+    assert results["node001"].outcome is Outcome.FAILED
+    assert "not an IP address" in (results["node001"].message or "")
+    assert artifact_dirs(tmp_path) == []
+
+
+def test_missing_playbook_is_a_clear_failure(tmp_path: Path) -> None:
+    cfg = ProvisionConfig(playbook_dir=tmp_path / "nowhere", private_data_dir=tmp_path / "pdd")
+    results = AnsibleProvisioner(cfg).add_nodes([N1], [])
+    assert results["node001"].outcome is Outcome.FAILED
+    assert "add_node.yml not found" in (results["node001"].message or "")
+
+
+def test_broken_playbook_reports_ansibles_error(tmp_path: Path) -> None:
+    pb = tmp_path / "pb"
+    pb.mkdir()
+    (pb / "add_node.yml").write_text("- hosts: new_nodes\n  tasks:\n    - no.such.module: {}\n")
+    cfg = ProvisionConfig(playbook_dir=pb, private_data_dir=tmp_path / "pdd")
+    r = AnsibleProvisioner(cfg).add_nodes([N1], [])["node001"]
+    assert r.outcome is Outcome.FAILED
+    assert r.message is not None
+    assert "before any task ran" in r.message and "no.such.module" in r.message
