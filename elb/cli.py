@@ -16,6 +16,7 @@ from elb import __version__
 # Modules that each add subcommands. Keep one line per module.
 COMMAND_MODULES: tuple[str, ...] = ("elb.commands",)
 COMMAND_MODULES += ("elb.simulate.cli",)
+COMMAND_MODULES += ("elb.testcluster.cli",)
 
 
 def build_parser() -> argparse.ArgumentParser:
