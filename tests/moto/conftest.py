@@ -57,10 +57,16 @@ def ec2(aws_env: str) -> Any:
     return boto3.client("ec2", region_name=REGION, endpoint_url=aws_env)
 
 
+_AMI: list[str] = []
+
+
 @pytest.fixture
 def ami(ec2: Any) -> str:
-    images = ec2.describe_images(Owners=["amazon"])["Images"]
-    return next(i["ImageId"] for i in images if i.get("RootDeviceName"))
+    """One of moto's built-in AMIs (the same after every reset, so looked up once)."""
+    if not _AMI:
+        images = ec2.describe_images(Owners=["amazon"])["Images"]
+        _AMI.append(next(i["ImageId"] for i in images if i.get("RootDeviceName")))
+    return _AMI[0]
 
 
 @pytest.fixture
