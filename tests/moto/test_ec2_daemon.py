@@ -1,0 +1,123 @@
+"""elb's daemon with the EC2 provider, end to end against moto: launch, provisioning, terminate.
+
+Real here: the config, ``elb.factory.make_cloud`` (so the ``Ec2Cloud`` the daemon really
+builds), the policy, the actuator, the journal and moto's EC2 API.
+Stand-ins, and why: moto's instances are not machines, so nothing can be provisioned on them
+and no SGE execution host can appear. Provisioning is the recording ``FakeProvisioner`` and SGE
+is ``FakeSge`` (both from tests/unit/fakes.py); the fake provisioner "registers" a node in the
+fake SGE exactly when elb asks it to. The real provisioner and SGE run in tests/cluster.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from elb.cloud.ec2 import Ec2Cloud
+from elb.config import parse_config
+from elb.daemon import Balancer
+from elb.factory import make_cloud
+from elb.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, NodeSpec
+from elb.journal import Journal
+from elb.model import NodeState
+from tests.unit.factories import pending
+from tests.unit.fakes import FakeProvisioner, FakeSge
+
+from .conftest import CLUSTER, REGION, all_instances, make_instance, state_of
+
+pytestmark = pytest.mark.moto
+
+
+class Clock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class RecordingProvisioner(FakeProvisioner):
+    """FakeProvisioner that also keeps the node specs elb handed over."""
+
+    def __init__(self, sge: FakeSge) -> None:
+        super().__init__(sge)
+        self.added: list[NodeSpec] = []
+        self.removed: list[NodeSpec] = []
+
+    def add_nodes(self, nodes: Any, existing: Any) -> Any:
+        self.added.extend(nodes)
+        return super().add_nodes(nodes, existing)
+
+    def remove_nodes(self, nodes: Any, existing: Any) -> Any:
+        self.removed.extend(nodes)
+        return super().remove_nodes(nodes, existing)
+
+
+def test_daemon_grows_and_shrinks_on_ec2(ec2: Any, ami: str, subnets: list[str], aws_env: str,
+                                         tmp_path: Path) -> None:
+    master = make_instance(ec2, ami, {TAG_CLUSTER: CLUSTER, TAG_ROLE: "master", TAG_NAME: "master"})
+    foreign = make_instance(ec2, ami, {TAG_CLUSTER: "other", TAG_ROLE: "worker", TAG_NAME: "node001",
+                                       TAG_MANAGED_BY: "elb"})
+    cfg = parse_config(
+        {
+            "state_dir": str(tmp_path),
+            "cluster": {"name": CLUSTER},
+            "policy": {"max_nodes": 4, "add_nodes_per_iteration": 2, "wait_time": 60},
+            "cloud": {
+                "provider": "ec2",
+                "ec2": {
+                    "region": REGION,
+                    "endpoint_url": aws_env,
+                    "ami": ami,
+                    "instance_types": ["c5.2xlarge"],
+                    "subnets": [subnets[0]],
+                },
+            },
+        }
+    )
+    cloud = make_cloud(cfg)
+    assert isinstance(cloud, Ec2Cloud)
+    t0 = time.time()  # moto's launch times are wall-clock times
+    clock = Clock(t0)
+    sge = FakeSge(t0)
+    prov = RecordingProvisioner(sge)
+    journal = Journal(cfg.journal_path)
+    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=prov, clock=clock)
+
+    # 1. 20 single-slot jobs waited 5 minutes: grow by two c5.2xlarge (8 vCPUs each)
+    sge.jobs = [pending(1, 300, slots=1, tasks=20, now=t0)]
+    grow = bal.run_pass()
+    assert grow.ok, grow.error
+    assert grow.outcomes.added == ["node001", "node002"], grow.summary()
+    workers = {w.name: w for w in cloud.list_workers()}
+    assert set(workers) == {"node001", "node002"}
+    for w in workers.values():
+        assert w.instance_type == "c5.2xlarge" and w.slots == 8 and w.state == "running"
+        rec = journal.node(w.name)
+        assert rec is not None and rec.state is NodeState.READY
+        assert rec.instance_id == w.instance_id and rec.private_ip == w.private_ip
+    # provisioning was handed exactly the instances EC2 started, with their addresses and slots
+    assert sorted((s.name, s.private_ip, s.slots) for s in prov.added) == sorted(
+        (w.name, w.private_ip, 8) for w in workers.values()
+    )
+    assert set(sge.hosts) == {"node001", "node002"}
+
+    # 2. the jobs are done; 50 minutes into the billing hour the idle nodes go
+    clock.t = sge.now = t0 + 50 * 60
+    sge.jobs = []
+    shrink = bal.run_pass()
+    assert shrink.ok, shrink.error
+    assert sorted(shrink.outcomes.removed) == ["node001", "node002"], shrink.summary()
+    assert sorted(s.name for s in prov.removed) == ["node001", "node002"]
+    for w in workers.values():
+        assert state_of(ec2, w.instance_id) in ("shutting-down", "terminated")
+        rec = journal.node(w.name)
+        assert rec is not None and rec.state is NodeState.TERMINATED
+    assert cloud.list_workers() == []
+    # the master and the other cluster's worker were never touched
+    assert state_of(ec2, master) == "running"
+    assert state_of(ec2, foreign) == "running"
+    assert len(all_instances(ec2)) == 4
