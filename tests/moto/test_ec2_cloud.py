@@ -67,8 +67,9 @@ def live(ec2: Any) -> list[dict[str, Any]]:
 
 
 def test_launch_tags_waits_and_reports(ec2: Any, ami: str, subnets: list[str], aws_env: str) -> None:
-    cloud, client = cloud_with(aws_env, ami=ami, instance_types=["t3.large"], subnets=[subnets[1]],
-                               extra_tags={"team": "genomics"})
+    cloud, client = cloud_with(
+        aws_env, ami=ami, instance_types=["t3.large"], subnets=[subnets[1]], extra_tags={"team": "genomics"}
+    )
     assert isinstance(cloud, Cloud)
     result = cloud.launch(["node001", "node002"])
 
@@ -110,11 +111,23 @@ def test_launch_copies_the_newest_worker_when_config_is_silent(
 ) -> None:
     sg = ec2.create_security_group(GroupName="sge", Description="sge workers")["GroupId"]
     ec2.create_key_pair(KeyName="cluster-key")
-    make_instance(ec2, ami, {TAG_CLUSTER: CLUSTER, TAG_ROLE: "master", TAG_NAME: "master"},
-                  SubnetId=subnets[0], InstanceType="m5.2xlarge")
+    make_instance(
+        ec2,
+        ami,
+        {TAG_CLUSTER: CLUSTER, TAG_ROLE: "master", TAG_NAME: "master"},
+        SubnetId=subnets[0],
+        InstanceType="m5.2xlarge",
+    )
     # an admin-made worker (no managed-by tag): the model for new ones, never listed or terminated
-    make_instance(ec2, ami, {TAG_CLUSTER: CLUSTER, TAG_ROLE: "worker", TAG_NAME: "node001"},
-                  SubnetId=subnets[2], InstanceType="c5.xlarge", SecurityGroupIds=[sg], KeyName="cluster-key")
+    make_instance(
+        ec2,
+        ami,
+        {TAG_CLUSTER: CLUSTER, TAG_ROLE: "worker", TAG_NAME: "node001"},
+        SubnetId=subnets[2],
+        InstanceType="c5.xlarge",
+        SecurityGroupIds=[sg],
+        KeyName="cluster-key",
+    )
     cloud, _ = cloud_with(aws_env)
 
     result = cloud.launch(["node002"])
@@ -146,8 +159,14 @@ def test_launch_refuses_bad_names(ec2: Any, ami: str, aws_env: str) -> None:
 
 
 def test_root_volume_and_user_data(ec2: Any, ami: str, aws_env: str) -> None:
-    cloud, client = cloud_with(aws_env, ami=ami, instance_types=["t3.large"], root_volume_size=40,
-                               root_volume_type="gp3", user_data="#!/bin/sh\necho elb\n")
+    cloud, client = cloud_with(
+        aws_env,
+        ami=ami,
+        instance_types=["t3.large"],
+        root_volume_size=40,
+        root_volume_type="gp3",
+        user_data="#!/bin/sh\necho elb\n",
+    )
     [inst] = cloud.launch(["node001"]).launched
     root = ec2.describe_images(ImageIds=[ami])["Images"][0]["RootDeviceName"]
     [kw] = client.calls_of("run_instances")
@@ -302,8 +321,9 @@ def test_instance_that_dies_while_booting_is_reported(ec2: Any, ami: str, aws_en
 # --------------------------------------------------------------------------- capacity
 
 
-def capacity_error(kind: str, *, when_type: str | None = None, when_subnet: str | None = None,
-                   spot: bool | None = None) -> Any:
+def capacity_error(
+    kind: str, *, when_type: str | None = None, when_subnet: str | None = None, spot: bool | None = None
+) -> Any:
     messages = {
         "InsufficientInstanceCapacity": "We currently do not have sufficient capacity in the AZ you requested.",
         "InstanceLimitExceeded": "You have requested more instances than your current instance limit allows.",
@@ -327,8 +347,9 @@ def test_capacity_error_moves_to_the_next_type_and_backs_off(
     ec2: Any, ami: str, subnets: list[str], aws_env: str, kind: str
 ) -> None:
     clock = FakeClock()
-    cloud, client = cloud_with(aws_env, clock, ami=ami, instance_types=["t3.large", "m5.large"],
-                               subnets=[subnets[0]], capacity_backoff=600)
+    cloud, client = cloud_with(
+        aws_env, clock, ami=ami, instance_types=["t3.large", "m5.large"], subnets=[subnets[0]], capacity_backoff=600
+    )
     client.fail("run_instances", capacity_error(kind, when_type="t3.large"))
 
     first = cloud.launch(["node001"])
@@ -353,8 +374,9 @@ def test_capacity_error_moves_to_the_next_type_and_backs_off(
 
 
 def test_unsupported_in_one_az_moves_to_the_next_subnet(ec2: Any, ami: str, subnets: list[str], aws_env: str) -> None:
-    cloud, client = cloud_with(aws_env, ami=ami, instance_types=["t3.large", "m5.large"],
-                               subnets=[subnets[0], subnets[1]])
+    cloud, client = cloud_with(
+        aws_env, ami=ami, instance_types=["t3.large", "m5.large"], subnets=[subnets[0], subnets[1]]
+    )
     client.fail("run_instances", capacity_error("Unsupported", when_type="t3.large", when_subnet=subnets[0]))
     [inst] = cloud.launch(["node001"]).launched
     assert inst.instance_type == "t3.large"  # the same type elsewhere comes before another type
@@ -365,8 +387,7 @@ def test_unsupported_in_one_az_moves_to_the_next_subnet(ec2: Any, ami: str, subn
 def test_no_capacity_anywhere_fails_the_node_and_starts_nothing(
     ec2: Any, ami: str, subnets: list[str], aws_env: str
 ) -> None:
-    cloud, client = cloud_with(aws_env, ami=ami, instance_types=["t3.large", "m5.large"],
-                               subnets=subnets[:2])
+    cloud, client = cloud_with(aws_env, ami=ami, instance_types=["t3.large", "m5.large"], subnets=subnets[:2])
     client.fail("run_instances", capacity_error("InsufficientInstanceCapacity"))
     result = cloud.launch(["node001", "node002"])
     assert result.launched == ()
@@ -397,8 +418,7 @@ def test_spot_is_requested_and_falls_back_to_on_demand(ec2: Any, ami: str, aws_e
 
 
 def test_spot_without_fallback_fails(ec2: Any, ami: str, aws_env: str) -> None:
-    cloud, client = cloud_with(aws_env, ami=ami, instance_types=["t3.large"], spot=True,
-                               spot_fallback_on_demand=False)
+    cloud, client = cloud_with(aws_env, ami=ami, instance_types=["t3.large"], spot=True, spot_fallback_on_demand=False)
     client.fail("run_instances", capacity_error("InsufficientInstanceCapacity", spot=True))
     result = cloud.launch(["node001"])
     assert result.launched == ()
@@ -421,8 +441,9 @@ def test_permission_error_names_the_permission_and_is_not_retried(
     ec2: Any, ami: str, subnets: list[str], aws_env: str, perm: str
 ) -> None:
     cloud, client = cloud_with(aws_env, ami=ami, instance_types=["t3.large", "m5.large"], subnets=subnets[:2])
-    client.fail("run_instances", lambda kw: client_error("UnauthorizedOperation", DENIED.format(perm=perm),
-                                                          "RunInstances"))
+    client.fail(
+        "run_instances", lambda kw: client_error("UnauthorizedOperation", DENIED.format(perm=perm), "RunInstances")
+    )
     with pytest.raises(CloudError) as info:
         cloud.launch(["node001", "node002"])
     assert perm in str(info.value)
@@ -452,8 +473,9 @@ def test_permission_error_after_some_launched_reports_the_rest(ec2: Any, ami: st
 
 def test_permission_error_without_a_named_action_names_the_operation(ec2: Any, ami: str, aws_env: str) -> None:
     cloud, client = cloud_with(aws_env, ami=ami, instance_types=["t3.large"])
-    client.fail("terminate_instances", lambda kw: client_error("UnauthorizedOperation", "Not allowed.",
-                                                                "TerminateInstances"))
+    client.fail(
+        "terminate_instances", lambda kw: client_error("UnauthorizedOperation", "Not allowed.", "TerminateInstances")
+    )
     [inst] = cloud.launch(["node001"]).launched
     with pytest.raises(CloudError, match="ec2:TerminateInstances"):
         cloud.terminate([inst.instance_id])
@@ -532,16 +554,20 @@ def crowd(ec2: Any, ami: str, aws_env: str) -> dict[str, str]:
     mine = cloud.launch(["node001"]).launched[0].instance_id
     ids = {
         "mine": mine,
-        "master": make_instance(ec2, ami, {TAG_CLUSTER: CLUSTER, TAG_ROLE: "master", TAG_NAME: "master",
-                                           TAG_MANAGED_BY: "elb"}),
-        "master_as_worker": make_instance(ec2, ami, {TAG_CLUSTER: CLUSTER, TAG_ROLE: "worker", TAG_NAME: "master",
-                                                     TAG_MANAGED_BY: "elb"}),
-        "foreign": make_instance(ec2, ami, {TAG_CLUSTER: "other", TAG_ROLE: "worker", TAG_NAME: "node001",
-                                            TAG_MANAGED_BY: "elb"}),
+        "master": make_instance(
+            ec2, ami, {TAG_CLUSTER: CLUSTER, TAG_ROLE: "master", TAG_NAME: "master", TAG_MANAGED_BY: "elb"}
+        ),
+        "master_as_worker": make_instance(
+            ec2, ami, {TAG_CLUSTER: CLUSTER, TAG_ROLE: "worker", TAG_NAME: "master", TAG_MANAGED_BY: "elb"}
+        ),
+        "foreign": make_instance(
+            ec2, ami, {TAG_CLUSTER: "other", TAG_ROLE: "worker", TAG_NAME: "node001", TAG_MANAGED_BY: "elb"}
+        ),
         "admin_worker": make_instance(ec2, ami, {TAG_CLUSTER: CLUSTER, TAG_ROLE: "worker", TAG_NAME: "node009"}),
         "untagged": make_instance(ec2, ami, {"Name": "node002"}),
-        "terminated": make_instance(ec2, ami, {TAG_CLUSTER: CLUSTER, TAG_ROLE: "worker", TAG_NAME: "node000",
-                                               TAG_MANAGED_BY: "elb"}),
+        "terminated": make_instance(
+            ec2, ami, {TAG_CLUSTER: CLUSTER, TAG_ROLE: "worker", TAG_NAME: "node000", TAG_MANAGED_BY: "elb"}
+        ),
     }
     ec2.terminate_instances(InstanceIds=[ids["terminated"]])
     return ids

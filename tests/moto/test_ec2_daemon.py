@@ -56,11 +56,11 @@ class RecordingProvisioner(FakeProvisioner):
         return super().remove_nodes(nodes, existing)
 
 
-def test_daemon_grows_and_shrinks_on_ec2(ec2: Any, ami: str, subnets: list[str], aws_env: str,
-                                         tmp_path: Path) -> None:
+def test_daemon_grows_and_shrinks_on_ec2(ec2: Any, ami: str, subnets: list[str], aws_env: str, tmp_path: Path) -> None:
     master = make_instance(ec2, ami, {TAG_CLUSTER: CLUSTER, TAG_ROLE: "master", TAG_NAME: "master"})
-    foreign = make_instance(ec2, ami, {TAG_CLUSTER: "other", TAG_ROLE: "worker", TAG_NAME: "node001",
-                                       TAG_MANAGED_BY: "elb"})
+    foreign = make_instance(
+        ec2, ami, {TAG_CLUSTER: "other", TAG_ROLE: "worker", TAG_NAME: "node001", TAG_MANAGED_BY: "elb"}
+    )
     cfg = parse_config(
         {
             "state_dir": str(tmp_path),
