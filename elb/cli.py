@@ -14,9 +14,12 @@ from collections.abc import Sequence
 from elb import __version__
 
 # Modules that each add subcommands. Keep one line per module.
-COMMAND_MODULES: tuple[str, ...] = ("elb.commands",)
-COMMAND_MODULES += ("elb.simulate.cli",)
-COMMAND_MODULES += ("elb.testcluster.cli",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "elb.commands",
+    "elb.simulate.cli",
+    "elb.testcluster.cli",
+    "elb.demo",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,211 @@
+"""``elb demo``: watch elb grow and shrink a real SGE cluster on this machine.
+
+Stands up the test cluster with only the master, starts ``elb run`` (local provider,
+short timescale) as the master, submits a burst of real jobs as the cluster user, and
+prints each pass as it happens: nodes added, jobs running, the queue draining, idle nodes
+removed. Ends with a summary and a PNG plot, and leaves the machine clean.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from elb.journal import Journal
+from elb.model import NodeState
+from elb.stats import StatsRow, read_rows
+
+if TYPE_CHECKING:
+    from elb.testcluster.cluster import TestCluster
+
+STATE = Path("/var/lib/elb-demo")
+JOB_SCRIPT = """#!/bin/sh
+#$ -S /bin/sh
+#$ -j y
+start=$(date +%s)
+sleep "$2"
+mkdir -p "$HOME/elb-demo"
+echo "$1 $start $(date +%s) $(hostname)" > "$HOME/elb-demo/$JOB_ID.done"
+"""
+
+
+def demo_config(state: Path, ssh_key: Path, cluster_name: str, max_nodes: int) -> dict[str, Any]:
+    return {
+        "poll_interval": 5,
+        "state_dir": str(state),
+        "cluster": {"name": cluster_name, "master": "master"},
+        "policy": {
+            "max_nodes": max_nodes,
+            "add_nodes_per_iteration": 2,
+            "wait_time": 30,
+            "stabilization_time": 10,
+            "billing": "second",
+            "idle_time": 30,
+            "boot_time": 30,
+        },
+        "cloud": {"provider": "local"},
+        "provision": {
+            "private_data_dir": str(state / "ansible"),
+            "ssh_private_key": str(ssh_key),
+            "timeout": 300,
+        },
+    }
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("demo", help="watch elb work on a local SGE cluster (podman nodes); needs root")
+    p.add_argument("--jobs", type=int, default=12, help="jobs in the burst (default 12)")
+    p.add_argument("--job-seconds", type=int, default=40, help="run time of each job (default 40)")
+    p.add_argument("--max-nodes", type=int, default=4, help="max_nodes for the demo (default 4)")
+    p.add_argument("--timeout", type=float, default=900, help="give up after this many seconds (default 900)")
+    p.add_argument("--plot", type=Path, default=Path("elb-demo.png"), help="PNG to write (default elb-demo.png)")
+    p.add_argument("--keep", action="store_true", help="leave the test cluster up at the end")
+    p.set_defaults(func=cmd_demo)
+
+
+def _say(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def _row_line(r: StatsRow) -> str:
+    nodes = r.nodes_ready + r.nodes_booting + r.nodes_draining
+    line = (
+        f"waiting {r.pending_jobs:>3}  running {r.running_jobs:>3}  nodes {nodes} "
+        f"({r.nodes_ready} ready, {r.nodes_booting} booting, {r.nodes_draining} draining)"
+    )
+    if r.added or r.removed or not r.ok or "add" in r.action or "remove" in r.action:
+        line += f"  | {r.action}"
+    return line
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from elb.testcluster.cluster import TestCluster  # noqa: PLC0415 (only the demo needs it)
+
+    if os.geteuid() != 0:
+        print("elb demo: needs root (rootful podman, a bridge, SGE daemons)", file=sys.stderr)
+        return 1
+    cluster = TestCluster()
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        return _run(cluster, args, procs)
+    except KeyboardInterrupt:
+        _say("interrupted")
+        return 130
+    finally:
+        for proc in procs:
+            _stop(proc)
+        if args.keep:
+            _say("cluster left up; remove it with: elb testcluster down")
+        else:
+            try:
+                cluster.down()
+                _say("test cluster removed; the machine is clean")
+            except Exception as err:  # the one line a user needs when cleanup fails
+                print(f"cleanup failed ({err}); clean up with: elb testcluster down", file=sys.stderr)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.Popen[bytes]]) -> int:
+    from elb.plot import plot_stats  # noqa: PLC0415 (matplotlib only when needed)
+    from elb.testcluster import constants as C  # noqa: PLC0415
+    from elb.testcluster.master import in_master  # noqa: PLC0415
+
+    _say("setting up the test cluster (master only; first run installs packages and builds an image)")
+    times = cluster.up(nodes=0)
+    _say("cluster up: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
+    if STATE.exists():
+        subprocess.run(["rm", "-rf", "--one-file-system", str(STATE)], check=True, timeout=60)
+    STATE.mkdir(parents=True)
+    cfg_path = STATE / "elb.yml"
+    cfg_path.write_text(yaml.safe_dump(demo_config(STATE, C.SSH_KEY, cluster.cluster_name, args.max_nodes)))
+    home = Path("/home") / C.CLUSTER_USER / "elb-demo"
+    cluster.master_run(["rm", "-rf", str(home)], check=False)
+    cluster.master_run(["mkdir", "-p", str(home)], user=C.CLUSTER_USER)
+
+    with (STATE / "elb.log").open("wb") as log:
+        argv = in_master([sys.executable, "-m", "elb", "run", "--config", str(cfg_path)])
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    procs.append(proc)
+    _say(
+        f"elb running as the master (log: {STATE / 'elb.log'}); policy: add after 30 s of waiting, "
+        f"remove after 30 s idle, max {args.max_nodes} nodes"
+    )
+    submitted: dict[str, float] = {}
+    for _ in range(args.jobs):
+        now = time.time()
+        jid = cluster.submit(JOB_SCRIPT, "-N", "demo", "-o", str(home), str(int(now)), str(args.job_seconds))
+        submitted[jid] = now
+    _say(f"submitted {len(submitted)} jobs of {args.job_seconds} s as {C.CLUSTER_USER}")
+
+    code = _watch(STATE / "stats.csv", home, len(submitted), args.timeout, proc)
+    _stop(proc)
+    _summary(home, STATE / "journal.sqlite", submitted)
+    rows = list(read_rows(STATE / "stats.csv"))
+    plot_stats(rows, args.plot, title="elb demo: a burst of jobs on a local SGE cluster")
+    _say(f"plot written to {args.plot.resolve()}")
+    return code
+
+
+def _watch(stats: Path, home: Path, njobs: int, timeout: float, proc: subprocess.Popen[bytes]) -> int:
+    """Print each pass until every job is done and every node is gone (or time runs out)."""
+    seen = 0
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            _say(f"elb exited early with code {proc.returncode}; see its log")
+            return 1
+        rows = list(read_rows(stats)) if stats.exists() else []
+        for r in rows[seen:]:
+            _say(_row_line(r))
+        seen = len(rows)
+        done = len(list(home.glob("*.done"))) if home.exists() else 0
+        if rows and done >= njobs:
+            last = rows[-1]
+            if last.nodes_ready + last.nodes_booting + last.nodes_draining == 0:
+                _say(f"all {njobs} jobs done and every node removed")
+                return 0
+        time.sleep(2)
+    _say(f"gave up after {timeout:.0f} s")
+    return 1
+
+
+def _summary(home: Path, journal_path: Path, submitted: dict[str, float]) -> None:
+    waits = []
+    hosts: dict[str, int] = {}
+    for f in home.glob("*.done"):
+        parts = f.read_text().split()
+        if len(parts) == 4:
+            sub, start, _end, host = parts
+            waits.append(int(start) - int(sub))
+            hosts[host] = hosts.get(host, 0) + 1
+    j = Journal(journal_path)
+    node_seconds = 0.0
+    now = time.time()
+    for n in j.nodes(include_gone=True):
+        ends = [e.time for e in j.events(n.name) if e.state in (NodeState.TERMINATED, NodeState.FAILED)]
+        node_seconds += (ends[-1] if ends else now) - n.launched_at
+    j.close()
+    print()
+    print("summary")
+    print(f"  jobs run:          {len(waits)} of {len(submitted)}")
+    print(f"  ran on:            {', '.join(f'{h} ({c})' for h, c in sorted(hosts.items())) or '-'}")
+    print(f"  node-minutes used: {node_seconds / 60:.1f}")
+    if waits:
+        print(f"  wait:              mean {statistics.fmean(waits):.0f} s, max {max(waits)} s")
