@@ -321,6 +321,7 @@ class AnsibleProvisioner:
             "ANSIBLE_RETRY_FILES_ENABLED": "False",
             "ANSIBLE_HOST_KEY_CHECKING": "False",
             "ANSIBLE_SSH_RETRIES": "0",
+            "ANSIBLE_PIPELINING": "True",  # one SSH connection per task, not three
         }
         roles = [p for p in (self.playbook_dir / "roles", self.playbook_dir.parent / "roles") if p.is_dir()]
         if roles:

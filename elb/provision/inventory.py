@@ -33,10 +33,12 @@ _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 GROUPS = ("master", "workers", "new_nodes", "old_nodes")
 
-# Fail fast on dead hosts, leave no SSH master process around for long, and do not trust a
-# known_hosts file: cloud instances reuse private addresses with new host keys.
+# Fail fast on dead hosts; no SSH master connection (a node re-created at the same address
+# must not be reached through a stale one, and nothing is left running after a run: pipelining
+# keeps the connection count down instead); no known_hosts: cloud instances reuse private
+# addresses with new host keys.
 SSH_ARGS = (
-    "-o ControlMaster=auto -o ControlPersist=15s "
+    "-o ControlMaster=no "
     "-o ConnectTimeout=10 -o ConnectionAttempts=1 "
     "-o ServerAliveInterval=10 -o ServerAliveCountMax=3 "
     "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "

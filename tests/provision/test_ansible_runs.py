@@ -71,7 +71,7 @@ def test_add_nodes_ok_and_inventory(tmp_path: Path) -> None:
     assert seen["groups"]["workers"] == ["node009"]
     assert sorted(seen["groups"]["new_nodes"]) == ["node001", "node002"]
     assert seen["groups"]["old_nodes"] == []
-    assert "ControlPersist=15s" in seen["ssh_args"] and "ConnectTimeout=10" in seen["ssh_args"]
+    assert "ControlMaster=no" in seen["ssh_args"] and "ConnectTimeout=10" in seen["ssh_args"]
     assert seen["extra"] == {"nested": [1, "two"]}  # extra vars arrive typed
     assert json.loads((tmp_path / "out" / "node002.json").read_text())["elb_slots"] is None
 

@@ -1,0 +1,89 @@
+"""The inventory elb builds fits the project's real playbooks (playbooks/*.yml).
+
+No cluster here: ``ansible-playbook --list-hosts`` parses the real playbooks and roles with
+elb's inventory and says which hosts each play would run on, and ``ansible-inventory``
+shows the variables the roles read (``groups['master'][0]``, ``ansible_host``,
+``elb_slots``). Running the plays for real is the cluster tests' job (tests/cluster/).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from elb.interfaces import NodeSpec
+from elb.provision.ansible import ADD_PLAYBOOK, REMOVE_PLAYBOOK, default_playbook_dir
+from elb.provision.inventory import Connection, build_inventory
+
+PLAYBOOKS = default_playbook_dir()
+BIN = Path(sys.executable).parent
+
+pytestmark = pytest.mark.skipif(not (PLAYBOOKS / ADD_PLAYBOOK).is_file(), reason="playbooks/ not in this tree yet")
+
+NEW = [NodeSpec("node004", "10.77.0.14", 4), NodeSpec("node005", "10.77.0.15", 4)]
+WORKERS = [NodeSpec("node001", "10.77.0.11", 4)]
+
+
+def _inventory(tmp_path: Path, **groups: list[NodeSpec]) -> Path:
+    inv = build_inventory(Connection(), **groups)
+    path = tmp_path / "inventory.json"
+    path.write_text(json.dumps(inv))
+    return path
+
+
+def _run(argv: list[str]) -> str:
+    env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    roles = PLAYBOOKS.parent / "roles"
+    if roles.is_dir():
+        env["ANSIBLE_ROLES_PATH"] = str(roles)
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, cwd=PLAYBOOKS.parent, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def _play_hosts(listing: str) -> dict[str, set[str]]:
+    """``--list-hosts`` output: play name -> hosts (indented lines under 'pattern: ...')."""
+    plays: dict[str, set[str]] = {}
+    current: str | None = None
+    for line in listing.splitlines():
+        text = line.strip()
+        if text.startswith("play #"):
+            current = text.split(": ", 1)[1].split(": ", 1)[0] if ": " in text else text
+            plays[current] = set()
+        elif current is not None and text and not text.startswith(("pattern:", "hosts (", "playbook:")):
+            plays[current].add(text)
+    return plays
+
+
+def test_add_node_plays_run_on_the_new_nodes(tmp_path: Path) -> None:
+    inv = _inventory(tmp_path, workers=WORKERS, new_nodes=NEW)
+    out = _run([str(BIN / "ansible-playbook"), "-i", str(inv), "--list-hosts", str(PLAYBOOKS / ADD_PLAYBOOK)])
+    plays = _play_hosts(out)
+    assert plays, out
+    assert set().union(*plays.values()) == {"node004", "node005"}, out
+
+
+def test_remove_node_plays_run_on_the_old_nodes(tmp_path: Path) -> None:
+    inv = _inventory(tmp_path, workers=WORKERS, old_nodes=[NEW[0]])
+    out = _run([str(BIN / "ansible-playbook"), "-i", str(inv), "--list-hosts", str(PLAYBOOKS / REMOVE_PLAYBOOK)])
+    plays = _play_hosts(out)
+    assert plays, out
+    assert set().union(*plays.values()) == {"node004"}, out
+
+
+def test_inventory_gives_the_roles_their_variables(tmp_path: Path) -> None:
+    inv = _inventory(tmp_path, workers=WORKERS, new_nodes=NEW)
+    data = json.loads(_run([str(BIN / "ansible-inventory"), "-i", str(inv), "--list"]))
+    assert data["master"]["hosts"] == ["master"]
+    assert data["workers"]["hosts"] == ["node001"]
+    assert sorted(data["new_nodes"]["hosts"]) == ["node004", "node005"]
+    assert "old_nodes" in data["all"]["children"]  # declared even when empty
+    hv = data["_meta"]["hostvars"]
+    assert hv["node004"]["ansible_host"] == "10.77.0.14"
+    assert hv["node004"]["elb_slots"] == 4
+    assert hv["master"]["ansible_connection"] == "local"

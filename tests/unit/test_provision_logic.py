@@ -1,0 +1,315 @@
+"""The provisioner's pure parts: inventory building, outcomes from events, env scrubbing, and
+the process-tree killer (real processes). Real ansible-runner runs are in tests/provision/."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from elb.interfaces import NodeSpec, Outcome
+from elb.provision import proctree
+from elb.provision.ansible import scrub_env
+from elb.provision.inventory import Connection, InventoryError, build_inventory, check_extra_vars, hosts_of
+from elb.provision.outcomes import RunEnd, result_message, summarize
+
+# -- inventory --------------------------------------------------------------------------------
+
+
+def test_inventory_groups_and_vars() -> None:
+    inv = build_inventory(
+        Connection(master="master", ssh_user="admin", ssh_private_key=Path("/etc/elb/id")),
+        workers=[NodeSpec("node001", "10.0.0.1", 8)],
+        new_nodes=[NodeSpec("node002", "10.0.0.2")],
+    )
+    assert hosts_of(inv, "master") == ["master"]
+    assert hosts_of(inv, "workers") == ["node001"]
+    assert hosts_of(inv, "new_nodes") == ["node002"]
+    assert hosts_of(inv, "old_nodes") == []
+    all_ = inv["all"]
+    assert isinstance(all_, dict)
+    assert all_["vars"]["ansible_user"] == "admin"
+    assert all_["vars"]["ansible_ssh_private_key_file"] == "/etc/elb/id"
+    children = all_["children"]
+    assert children["workers"]["hosts"]["node001"] == {"ansible_host": "10.0.0.1", "elb_slots": 8}
+    assert children["new_nodes"]["hosts"]["node002"] == {"ansible_host": "10.0.0.2"}
+    assert children["master"]["hosts"]["master"]["ansible_connection"] == "local"
+
+
+def test_inventory_master_over_ssh() -> None:
+    inv = build_inventory(Connection(master="head", master_address="10.77.0.1"))
+    master = inv["all"]["children"]["master"]["hosts"]["head"]  # type: ignore[index]
+    assert master == {"ansible_host": "10.77.0.1"}
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        NodeSpec("$(rm -rf /)", "10.0.0.1"),
+        NodeSpec("node{{ 7*7 }}", "10.0.0.1"),
+        NodeSpec("node 1", "10.0.0.1"),
+        NodeSpec("-node1", "10.0.0.1"),
+        NodeSpec("", "10.0.0.1"),
+        NodeSpec("nöde1", "10.0.0.1"),
+        NodeSpec("node1", "10.0.0.1 ; reboot"),
+        NodeSpec("node1", "{{ lookup('pipe', 'id') }}"),
+        NodeSpec("node1", "10.0.0.300"),
+        NodeSpec("node1", "10.0.0.1", 0),
+        NodeSpec("node1", "10.0.0.1", True),
+    ],
+)
+def test_inventory_refuses_hostile_or_broken_nodes(node: NodeSpec) -> None:
+    with pytest.raises(InventoryError):
+        build_inventory(Connection(), new_nodes=[node])
+
+
+def test_inventory_refuses_duplicates_and_the_master() -> None:
+    n = NodeSpec("node001", "10.0.0.1")
+    with pytest.raises(InventoryError, match="given twice"):
+        build_inventory(Connection(), new_nodes=[n, n])
+    with pytest.raises(InventoryError, match="given twice"):
+        build_inventory(Connection(), workers=[n], old_nodes=[n])
+    with pytest.raises(InventoryError, match="given twice"):
+        build_inventory(Connection(), new_nodes=[NodeSpec("master", "10.0.0.9")])
+    with pytest.raises(InventoryError):
+        build_inventory(Connection(ssh_user="root; id"))
+
+
+def test_extra_vars_names() -> None:
+    assert check_extra_vars({"sge_exec_slots": 4, "_x": [1]}) == {"sge_exec_slots": 4, "_x": [1]}
+    for bad in ("a-b", 'a"b', "1a", "a b", ""):
+        with pytest.raises(InventoryError):
+            check_extra_vars({bad: 1})
+
+
+# -- outcomes ----------------------------------------------------------------------------------
+
+
+def ev(kind: str, host: str | None = None, task: str = "t", **data: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {"task": task, **data}
+    if host is not None:
+        d["host"] = host
+    return {"event": kind, "event_data": d}
+
+
+def recap(**counts: Mapping[str, int]) -> dict[str, Any]:
+    artifact = counts.pop("artifact_data", {})
+    return {"event": "playbook_on_stats", "event_data": {**counts, "artifact_data": artifact}}
+
+
+def test_outcomes_from_recap_and_events() -> None:
+    events = [
+        ev("runner_on_start", "a", "Install"),
+        ev("runner_on_ok", "a", "Install", res={"changed": True}),
+        ev("runner_on_failed", "b", "Install", res={"msg": "no package foo"}),
+        ev("runner_on_failed", "c", "Probe", res={"msg": "ignored"}, ignore_errors=True),
+        ev("runner_on_ok", "c", "Install"),
+        ev("runner_on_unreachable", "d", "Install", res={"msg": "Connection timed out"}),
+        recap(
+            processed={"a": 1, "b": 1, "c": 1, "d": 1},
+            failures={"b": 1},
+            dark={"d": 1},
+            ok={"a": 1, "c": 1},
+        ),
+    ]
+    s = summarize(events, ["a", "b", "c", "d", "e"])
+    assert s.recap
+    assert s.results["a"].outcome is Outcome.OK
+    assert (s.results["b"].outcome, s.results["b"].task, s.results["b"].message) == (
+        Outcome.FAILED,
+        "Install",
+        "no package foo",
+    )
+    assert s.results["c"].outcome is Outcome.OK  # its failure was ignored
+    assert s.results["d"].outcome is Outcome.UNREACHABLE
+    assert s.results["d"].message == "Connection timed out"
+    assert s.results["e"].outcome is Outcome.FAILED  # no task ran on it
+    assert "no task" in (s.results["e"].message or "")
+
+
+def test_unreachable_but_ignored_is_not_unreachable() -> None:
+    # ignore_unreachable: the event arrives, the recap counts no 'dark' for the host.
+    events = [
+        ev("runner_on_unreachable", "a", "Remove hosts line", res={"msg": "gone"}),
+        ev("runner_on_ok", "a", "Deregister"),
+        recap(processed={"a": 1}, ok={"a": 2}, ignored={"a": 1}),
+    ]
+    assert summarize(events, ["a"]).results["a"].outcome is Outcome.OK
+
+
+def test_rescued_failure_is_ok_and_first_failure_is_reported() -> None:
+    events = [
+        ev("runner_on_failed", "a", "Try", res={"msg": "first"}),
+        ev("runner_on_ok", "a", "Rescue"),
+        recap(processed={"a": 1}, rescued={"a": 1}),
+    ]
+    assert summarize(events, ["a"]).results["a"].ok
+    events = [
+        ev("runner_on_failed", "a", "Register exec host", role="sge_exec", res={"msg": "denied"}),
+        ev("runner_on_failed", "a", "Give up", res={"msg": "cleaned up after the failure"}),
+        recap(processed={"a": 1}, failures={"a": 1}),
+    ]
+    r = summarize(events, ["a"]).results["a"]
+    assert r.task == "sge_exec : Register exec host"
+    assert r.message == "denied (the run stopped at 'Give up': cleaned up after the failure)"
+
+
+def test_busy_from_artifact_data() -> None:
+    events = [
+        ev("runner_on_ok", "a"),
+        ev("runner_on_ok", "b"),
+        ev("runner_on_failed", "c", res={"msg": "x"}),
+        recap(processed={"a": 1, "b": 1, "c": 1}, failures={"c": 1}, artifact_data={"elb_busy": ["a", "c"]}),
+    ]
+    s = summarize(events, ["a", "b", "c"])
+    assert s.busy == frozenset({"a", "c"})
+    assert s.results["a"].outcome is Outcome.BUSY
+    assert s.results["b"].outcome is Outcome.OK
+    assert s.results["c"].outcome is Outcome.FAILED and "also reported busy" in (s.results["c"].message or "")
+    # one name instead of a list
+    one = summarize([ev("runner_on_ok", "a"), recap(processed={"a": 1}, artifact_data={"elb_busy": "a"})], ["a"])
+    assert one.results["a"].outcome is Outcome.BUSY
+
+
+@pytest.mark.parametrize(
+    ("end", "word"),
+    [(RunEnd.TIMEOUT, "timed out"), (RunEnd.CANCELLED, "cancelled"), (RunEnd.FINISHED, "exit code 254")],
+)
+def test_no_recap_means_failed(end: RunEnd, word: str) -> None:
+    events = [ev("runner_on_start", "a", "Wait"), ev("runner_on_ok", "a", "Before")]
+    s = summarize(events, ["a", "b"], end=end, rc=254, detail="artifacts in /x")
+    assert not s.recap
+    for host in ("a", "b"):
+        r = s.results[host]
+        assert r.outcome is Outcome.FAILED
+        assert word in (r.message or "") and "artifacts in /x" in (r.message or "")
+    assert s.results["a"].task == "Before"
+    assert "before any task" in (s.results["b"].message or "")
+
+
+def test_a_recap_after_a_cancel_is_not_trusted() -> None:
+    events = [ev("runner_on_ok", "a"), recap(processed={"a": 1}, ok={"a": 1})]
+    assert summarize(events, ["a"], end=RunEnd.CANCELLED).results["a"].outcome is Outcome.FAILED
+
+
+def test_aborted_run_fails_hosts_that_did_not_finish() -> None:
+    events = [
+        ev("runner_on_failed", "a", "Prepare", res={"msg": "boom"}),
+        {"event": "playbook_on_no_hosts_remaining", "event_data": {"play": "Prepare the master"}},
+        ev("runner_on_ok", "b", "Early"),
+        recap(processed={"a": 1, "b": 1}, failures={"a": 1}, ok={"b": 1}),
+    ]
+    s = summarize(events, ["a", "b"])
+    assert s.results["a"].message == "boom"
+    assert s.results["b"].outcome is Outcome.FAILED
+    assert "Prepare the master" in (s.results["b"].message or "")
+
+
+def test_ansible_errors_reach_the_message() -> None:
+    events = [{"event": "verbose", "stdout": "[ERROR]: couldn't resolve module/action 'no.such'"}]
+    r = summarize(events, ["a"], rc=4).results["a"]
+    assert "couldn't resolve module/action" in (r.message or "")
+
+
+def test_result_message_picks_useful_words() -> None:
+    assert result_message({"msg": "non-zero return code", "stderr": "qconf: denied"}) == (
+        "non-zero return code - qconf: denied"
+    )
+    assert result_message({"rc": 3}) == "exit code 3"
+    looped = {"results": [{"item": "a", "failed": False}, {"item": "b", "failed": True, "msg": "bad b"}]}
+    assert result_message(looped) == "item b: bad b"
+    assert result_message({"msg": "x " * 1000}).startswith("x x")
+    assert result_message(None) == ""
+
+
+def test_long_messages_are_clipped_to_one_line() -> None:
+    events = [
+        ev("runner_on_failed", "a", res={"msg": "line\n" * 500}),
+        recap(processed={"a": 1}, failures={"a": 1}),
+    ]
+    msg = summarize(events, ["a"]).results["a"].message or ""
+    assert "\n" not in msg and len(msg) <= 600
+
+
+# -- environment -------------------------------------------------------------------------------
+
+
+def test_scrub_env_keeps_what_ansible_needs_and_drops_secrets() -> None:
+    env = {
+        "PATH": "/usr/bin",
+        "HOME": "/root",
+        "LC_ALL": "C.UTF-8",
+        "ANSIBLE_STDOUT_CALLBACK": "awx_display",
+        "ANSIBLE_PRIVATE_KEY_FILE": "/etc/elb/id",
+        "ANSIBLE_VAULT_PASSWORD_FILE": "/etc/elb/vault",
+        "ANSIBLE_BECOME_PASS": "hunter2",
+        "ANSIBLE_NET_AUTH_KEY": "k",
+        "AWS_SECRET_ACCESS_KEY": "s",
+        "AWS_ACCESS_KEY_ID": "a",
+        "AWS_SESSION_TOKEN": "t",
+        "GITHUB_TOKEN": "g",
+        "SSH_AUTH_SOCK": "/tmp/agent",
+        "RUNNER_OMIT_EVENTS": "False",
+    }
+    assert scrub_env(env) == {
+        "PATH": "/usr/bin",
+        "HOME": "/root",
+        "LC_ALL": "C.UTF-8",
+        "ANSIBLE_STDOUT_CALLBACK": "awx_display",
+        "ANSIBLE_PRIVATE_KEY_FILE": "/etc/elb/id",
+        "ANSIBLE_VAULT_PASSWORD_FILE": "/etc/elb/vault",
+        "SSH_AUTH_SOCK": "/tmp/agent",
+        "RUNNER_OMIT_EVENTS": "False",
+    }
+
+
+# -- process tree (real processes) -------------------------------------------------------------
+
+_TREE = """
+import os, subprocess, sys, time
+# a child in its own session (as ansible's workers), which starts a grandchild
+subprocess.Popen([sys.executable, "-c", "import subprocess,time; subprocess.Popen(['sleep','300']); time.sleep(300)"],
+                 start_new_session=True)
+print("ready", flush=True)
+time.sleep(300)
+"""
+
+
+def test_kill_tree_reaches_processes_in_other_sessions() -> None:
+    root = subprocess.Popen([sys.executable, "-c", _TREE], stdout=subprocess.PIPE, text=True)
+    try:
+        assert root.stdout is not None and root.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 10
+        while len(proctree.descendants(root.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        below = proctree.descendants(root.pid)
+        assert len(below) == 2
+        assert {os.getsid(p) for p in below} != {os.getsid(root.pid)}  # left the session
+        assert proctree.find_child(lambda argv: "ready" in " ".join(argv)) == root.pid
+        # Only killing the root's process group would leave them; kill_tree does not.
+        assert proctree.kill_tree(root.pid) == 3
+        root.wait(timeout=10)
+        assert root.returncode == -signal.SIGKILL
+        deadline = time.monotonic() + 10
+        while any(proctree._stat(p) is not None and _state(p) != "Z" for p in below):
+            assert time.monotonic() < deadline, "descendants still alive"
+            time.sleep(0.05)
+    finally:
+        if root.poll() is None:
+            proctree.kill_tree(root.pid)
+            root.wait(timeout=10)
+
+
+def _state(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "gone"
+    return raw[raw.rfind(")") + 2 :].split()[0]
