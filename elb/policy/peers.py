@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from elb.config import ClusterConfig, PolicyConfig
 from elb.model import History, Node, Plan, Removal, Snapshot
@@ -52,8 +52,24 @@ class Limits:
         )
 
 
+# One-entry memo of the last view: a pass calls decide then quiet_until on the same values, and
+# a simulator hands the very same tuples again while nothing changes. Keyed by identity of the
+# (immutable) inputs it holds on to, so a hit is exactly the view cluster_view would build.
+_memo: list[tuple[tuple[object, ...], ClusterView]] = []
+
+
 def _view(limits: Limits, snapshot: Snapshot, nodes: Sequence[Node], now: float) -> ClusterView:
-    return cluster_view(snapshot, nodes, limits.master, now, limits.slots_per_node)
+    key = (snapshot.jobs, snapshot.hosts, nodes, limits.master, limits.slots_per_node)
+    if _memo:
+        old_key, old_view = _memo[0]
+        if all(a is b for a, b in zip(old_key, key, strict=True)) and all(
+            j.submitted is not None for j in old_view.pending
+        ):
+            return old_view if old_view.now == now else replace(old_view, now=now)
+    view = cluster_view(snapshot, nodes, limits.master, now, limits.slots_per_node)
+    if isinstance(nodes, tuple):
+        _memo[:] = [(key, view)]
+    return view
 
 
 def _names(limits: Limits, snapshot: Snapshot, nodes: Sequence[Node], count: int) -> tuple[str, ...]:
@@ -80,8 +96,42 @@ def _idle_since(w: Worker) -> float | None:
     return node.last_busy_at or node.ready_at or node.launched_at
 
 
-def _free_slots(w: Worker) -> int:
-    return w.host.free_slots if (w.ready and w.host is not None) else 0
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What the peers read off the workers, computed once per cluster state."""
+
+    idle: tuple[tuple[Worker, float], ...]  # managed idle workers and since when
+    free_slots: int  # on ready workers
+    busy: int  # workers booting, running a job or holding a reservation
+    booting: int
+
+
+_facts_memo: list[tuple[tuple[object, ...], _Facts]] = []
+
+
+def _facts(view: ClusterView) -> _Facts:
+    key = (view.workers,)
+    if _facts_memo and _facts_memo[0][0][0] is view.workers:
+        return _facts_memo[0][1]
+    idle: list[tuple[Worker, float]] = []
+    free = busy = booting = 0
+    for w in view.workers:
+        if w.booting:
+            booting += 1
+            busy += 1
+            continue
+        ready = w.ready
+        if ready and w.host is not None:
+            free += w.host.free_slots
+        if w.jobs or (w.host is not None and w.host.busy):
+            busy += 1
+            continue
+        since = _idle_since(w)
+        if since is not None:
+            idle.append((w, since))
+    facts = _Facts(tuple(idle), free, busy, booting)
+    _facts_memo[:] = [(key, facts)]
+    return facts
 
 
 def _keep_min(limits: Limits, view: ClusterView, removals: list[Removal]) -> tuple[Removal, ...]:
@@ -136,15 +186,15 @@ class StarclusterPolicy:
             return Plan(reason=f"stabilizing: last change {minutes(now - history.last_change_at)} ago")
         if view.pending:
             waiting = view.pending_slots
-            free = sum(_free_slots(w) for w in view.workers)
+            free = _facts(view).free_slots
             waited = view.oldest_wait()
             head = f"{_plural(len(view.pending), 'job')} waiting ({waiting} slots, {free} free)"
             if waiting <= free:
                 return Plan(reason=f"{head}: waiting slots do not exceed free slots")
             if waited <= p.wait_time:
                 return Plan(reason=f"{head}, oldest {minutes(waited)} <= {minutes(p.wait_time)}")
-            if p.block_while_booting and view.booting:
-                return Plan(reason=f"{head}: still adding {_plural(len(view.booting), 'node')}")
+            if p.block_while_booting and _facts(view).booting:
+                return Plan(reason=f"{head}: still adding {_plural(_facts(view).booting, 'node')}")
             if view.size >= lim.max_nodes:
                 return Plan(reason=f"{head}, but at max_nodes ({view.size}/{lim.max_nodes})")
             n = min(p.add_nodes_per_iteration, lim.max_nodes - view.size)
@@ -154,9 +204,8 @@ class StarclusterPolicy:
                 add_reason=f"{head}, oldest {minutes(waited)} > {minutes(p.wait_time)}",
             )
         removals = []
-        for w in view.workers:
-            if _idle_since(w) is None or w.node is None:
-                continue
+        for w, _ in _facts(view).idle:
+            assert w.node is not None
             into = (now - w.node.launched_at) % p.billing_period
             if into >= p.kill_after:
                 removals.append(Removal(w.name, f"no job waiting; idle, {minutes(into)} into its hour"))
@@ -174,8 +223,8 @@ class StarclusterPolicy:
         if stab is not None:
             return stab
         if view.pending:
-            free = sum(_free_slots(w) for w in view.workers)
-            if view.pending_slots <= free or (p.block_while_booting and view.booting):
+            facts = _facts(view)
+            if view.pending_slots <= facts.free_slots or (p.block_while_booting and facts.booting):
                 return INF
             if view.size >= lim.max_nodes:
                 return INF
@@ -184,9 +233,8 @@ class StarclusterPolicy:
         if view.size <= lim.min_nodes:
             return INF
         nxt = INF
-        for w in view.workers:
-            if _idle_since(w) is None or w.node is None:
-                continue
+        for w, _ in _facts(view).idle:
+            assert w.node is not None
             into = (now - w.node.launched_at) % p.billing_period
             nxt = min(nxt, now if into >= p.kill_after else now + (p.kill_after - into))
         return nxt
@@ -222,7 +270,7 @@ class ParallelclusterPolicy:
         return cls(Limits.from_config(cfg, cluster))
 
     def _desired(self, view: ClusterView) -> tuple[int, int, int]:
-        busy = sum(1 for w in view.workers if w.booting or w.jobs or (w.host is not None and w.host.busy))
+        busy = _facts(view).busy
         need = math.ceil(view.pending_slots / view.slots_per_node)
         return busy, need, min(self.limits.max_nodes, busy + need)
 
@@ -246,9 +294,8 @@ class ParallelclusterPolicy:
                 )
             return Plan(reason=f"desired {desired} <= {view.size} nodes")
         removals = []
-        for w in view.workers:
-            since = _idle_since(w)
-            if since is not None and now - since >= self.params.idle_time:
+        for w, since in _facts(view).idle:
+            if now - since >= self.params.idle_time:
                 removals.append(Removal(w.name, f"nothing pending; idle {minutes(now - since)}"))
         chosen = _keep_min(lim, view, removals)
         if not chosen:
@@ -265,10 +312,8 @@ class ParallelclusterPolicy:
         if view.size <= lim.min_nodes:
             return INF
         nxt = INF
-        for w in view.workers:
-            since = _idle_since(w)
-            if since is not None:
-                nxt = min(nxt, max(now, since + self.params.idle_time))
+        for _, since in _facts(view).idle:
+            nxt = min(nxt, max(now, since + self.params.idle_time))
         return nxt
 
 
@@ -357,9 +402,8 @@ class SlurmPolicy:
     def _idle_due(self, view: ClusterView, fit: _Fit, now: float) -> tuple[list[Removal], float]:
         removals: list[Removal] = []
         nxt = INF
-        for w in view.workers:
-            since = _idle_since(w)
-            if since is None or w.name in fit.assigned:
+        for w, since in _facts(view).idle:
+            if w.name in fit.assigned:
                 continue
             due = since + self.params.suspend_time
             if now >= due:

@@ -454,6 +454,8 @@ class Simulator:
 
     def _grid(self, t: float) -> float:
         """First poll instant at or after ``t``."""
+        if t == math.inf:
+            return t
         k = math.ceil((t - self.t0) / self.s.poll_interval - _EPS)
         return self.t0 + max(0, k) * self.s.poll_interval
 

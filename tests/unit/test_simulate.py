@@ -1,0 +1,299 @@
+"""``elb simulate``: hand-made logs with answers known by hand, and the SWF reader and billing."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from elb.cli import main
+from elb.policy.peers import (
+    Limits,
+    ParallelclusterPolicy,
+    SlurmPolicy,
+    StarclusterPolicy,
+    StaticParams,
+    StaticPolicy,
+)
+from elb.simulate.engine import NodeLife, SimSettings, Simulator
+from elb.simulate.report import billed_seconds, floors, percentile
+from elb.simulate.runner import SimError, build_policy, prepare, replay, with_param
+from elb.simulate.swf import SimJob, SwfError, Workload, parse_text, read_swf
+
+
+def swf_line(job_id: int, submit: float, run: float, procs: int, req_procs: int = -1, req_time: float = -1) -> str:
+    fields = [job_id, submit, -1, run, procs, -1, -1, req_procs, req_time, -1, 1, 1, 1, -1, -1, -1, -1, -1]
+    return " ".join(str(f) for f in fields)
+
+
+def run_jobs(
+    jobs: list[SimJob], policy: object, *, spn: int = 8, max_nodes: int = 10, boot: float = 300.0, **kw: object
+) -> tuple[Simulator, object]:
+    settings = SimSettings(slots_per_node=spn, max_nodes=max_nodes, boot_time=boot, record=True, **kw)  # type: ignore[arg-type]
+    sim = Simulator(jobs, policy, settings, initial_nodes=int(getattr(policy, "initial_nodes", 0)))  # type: ignore[arg-type]
+    return sim, sim.run()
+
+
+def limits(max_nodes: int = 10, spn: int = 8) -> Limits:
+    return Limits(max_nodes=max_nodes, slots_per_node=spn)
+
+
+# -- SWF ------------------------------------------------------------------------------------------
+
+
+def test_swf_uses_requested_procs_then_allocated_and_counts_skips() -> None:
+    text = "\n".join(
+        [
+            "; MaxProcs: 128",
+            swf_line(1, 0, 100, 4, req_procs=16, req_time=200),  # requested wins
+            swf_line(2, 10, 50, 2),  # allocated when nothing requested
+            swf_line(3, 20, 0, 2),  # run time 0: skipped
+            swf_line(4, 30, 10, -1),  # no slots: skipped
+            swf_line(5, 5, 10, 1),  # out of order: sorted by submit
+        ]
+    )
+    wl = parse_text(text)
+    assert [(j.job_id, j.slots) for j in wl.jobs] == [(1, 16), (5, 1), (2, 2)]
+    assert wl.jobs[0].requested == 200
+    assert wl.jobs[2].requested is None
+    assert wl.skipped == {"run time <= 0": 1, "slots <= 0": 1}
+    assert wl.max_procs == 128
+
+
+def test_swf_bad_line_names_the_line() -> None:
+    with pytest.raises(SwfError, match=r":2: expected 18 fields"):
+        parse_text("; header\n1 2 3\n")
+    with pytest.raises(SwfError, match=":1: not a number"):
+        parse_text(swf_line(1, 0, 10, 1).replace(" 10 ", " x ", 1))
+
+
+def test_swf_reads_gzip_and_window(tmp_path: Path) -> None:
+    lines = [swf_line(i, i * 86400, 60, 1) for i in range(1, 6)]
+    path = tmp_path / "log.swf.gz"
+    with gzip.open(path, "wt") as fh:
+        fh.write("\n".join(lines) + "\n")
+    wl = read_swf(path, start=2 * 86400, days=2)
+    assert [j.job_id for j in wl.jobs] == [2, 3]
+    assert wl.skipped["outside --start/--days window"] == 3
+
+
+# -- billing, floors, percentiles -------------------------------------------------------------------
+
+
+def test_billing_second_has_a_minute_minimum_and_hour_rounds_up() -> None:
+    short = NodeLife("n", 0, 10, 30, 0)
+    long = NodeLife("n", 0, 10, 3601, 0)
+    assert billed_seconds(short, "second") == 60
+    assert billed_seconds(long, "second") == 3601
+    assert billed_seconds(short, "hour") == 3600
+    assert billed_seconds(long, "hour") == 7200
+    assert billed_seconds(NodeLife("n", 0, 0, 3600, 0), "hour") == 3600
+
+
+def test_floors_by_hand() -> None:
+    # two 4-slot jobs overlapping for 50 s on 8-slot nodes, then a 16-slot (2-node) job
+    jobs = [SimJob(1, 0, 100, 4), SimJob(2, 50, 100, 4), SimJob(3, 1000, 360, 16)]
+    fl = floors(jobs, 8)
+    assert fl.floor_node_hours == pytest.approx((400 + 400 + 16 * 360) / 8 / 3600)
+    # zero wait: one node 0..150, two nodes 1000..1360
+    assert fl.zero_wait_node_hours == pytest.approx((150 + 2 * 360) / 3600)
+    assert fl.peak_nodes == 2  # 16 slots at once
+
+
+def test_percentile_interpolates() -> None:
+    assert percentile([0, 10], 50) == 5
+    assert percentile([1, 2, 3, 4, 5], 100) == 5
+    assert percentile([], 95) == 0
+
+
+# -- hand-made logs ---------------------------------------------------------------------------------
+
+
+def test_one_job_slurm_waits_exactly_the_boot_time() -> None:
+    sim, _ = run_jobs([SimJob(1, 1000, 1000, 4)], SlurmPolicy(limits()))
+    out = sim.out
+    (p,) = out.placements
+    assert p.start == 1300  # launched at the first poll (1000), ready 300 s later
+    assert p.end == 2300
+    assert out.waits == [300]
+    assert out.launches == 1
+    (life,) = out.nodes
+    assert (life.launched_at, life.ready_at, life.terminated_at) == (1000, 1300, 2300)
+    assert life.busy_seconds == 1000
+
+
+def test_one_job_starcluster_waits_for_wait_time_then_boots() -> None:
+    sim, _ = run_jobs([SimJob(1, 0, 100, 4)], StarclusterPolicy(limits()))
+    # waited must exceed 900 s: the poll at 960 adds, the node is ready at 1260
+    assert sim.out.waits == [1260]
+
+
+def test_elb_policy_runs_through_make_policy() -> None:
+    policy = build_policy("elb", billing="second", slots_per_node=8, boot_time=300, max_nodes=5)
+    sim, _ = run_jobs([SimJob(1, 0, 100, 4)], policy, max_nodes=5)
+    assert sim.out.launches >= 1
+    assert len(sim.out.placements) == 1
+    assert sim.out.placements[0].start >= 300
+
+
+def test_burst_needing_exactly_three_nodes() -> None:
+    jobs = [SimJob(i, 0, 600, 8) for i in (1, 2, 3)]
+    sim, _ = run_jobs(jobs, SlurmPolicy(limits()))
+    assert sim.out.launches == 3
+    assert sim.out.waits == [300, 300, 300]
+    assert sorted({n for p in sim.out.placements for n, _ in p.nodes}) == ["node001", "node002", "node003"]
+    # the same demand as one wide job: three whole nodes
+    sim, _ = run_jobs([SimJob(9, 0, 600, 24)], SlurmPolicy(limits()))
+    assert sim.out.launches == 3
+    (p,) = sim.out.placements
+    assert p.nodes == (("node001", 8), ("node002", 8), ("node003", 8))
+
+
+def test_parallelcluster_asks_again_while_nodes_boot() -> None:
+    jobs = [SimJob(i, 0, 600, 8) for i in (1, 2, 3)]
+    sim, _ = run_jobs(jobs, ParallelclusterPolicy(limits(max_nodes=10)))
+    # polls at 0, 60, 120, 180 each add 3 (booting nodes count as busy) until max_nodes 10
+    assert sim.out.launches == 10
+    assert sim.out.waits == [300, 300, 300]
+
+
+def test_narrow_jobs_pack_best_fit() -> None:
+    jobs = [SimJob(1, 0, 1000, 6), SimJob(2, 0, 1000, 6), SimJob(3, 1, 500, 2)]
+    sim, _ = run_jobs(jobs, StaticPolicy(limits(max_nodes=2)), max_nodes=2)
+    by_id = {p.job_id: p for p in sim.out.placements}
+    assert by_id[1].nodes != by_id[2].nodes  # 6 + 6 > 8
+    assert by_id[3].start == 1  # static nodes are ready from the start
+    assert by_id[3].nodes[0][0] == by_id[1].nodes[0][0]  # fewest free slots that fit: first node
+
+
+def test_job_bigger_than_the_cluster_is_skipped_not_a_hang() -> None:
+    wl = Workload("hand", [SimJob(1, 0, 100, 4), SimJob(2, 10, 100, 40), SimJob(3, 20, 100, 8)])
+    prepared = prepare(wl, 8, 3)
+    assert [j.job_id for j in prepared.too_big] == [2]
+    policy = build_policy("slurm", billing="second", slots_per_node=8, boot_time=300, max_nodes=3)
+    m, out = replay(prepared, policy, SimSettings(slots_per_node=8, max_nodes=3), billing="second", price=1.0)
+    assert m.jobs == 2
+    assert out.never_started == 0
+
+
+def test_a_policy_that_never_adds_stalls_and_says_so() -> None:
+    sim, _ = run_jobs([SimJob(1, 0, 100, 4)], StaticPolicy(limits(max_nodes=0), StaticParams(nodes=0)))
+    assert sim.out.stalled
+    assert sim.out.never_started == 1
+
+
+def test_strict_fifo_blocks_and_easy_backfill_starts_a_job_that_delays_no_one() -> None:
+    jobs = [
+        SimJob(1, 0, 1000, 2, requested=1000),  # runs at once
+        SimJob(2, 1, 100, 4, requested=100),  # head: needs the whole node, reserved at 1000
+        SimJob(3, 2, 400, 2, requested=500),  # ends before 1000: backfilled at once
+        SimJob(4, 3, 400, 2, requested=2000),  # would delay job 2: waits
+    ]
+    policy = StaticPolicy(limits(max_nodes=1, spn=4))
+    fifo, _ = run_jobs(jobs, policy, spn=4, max_nodes=1)
+    starts = {p.job_id: p.start for p in fifo.out.placements}
+    assert starts == {1: 0, 2: 1000, 3: 1100, 4: 1100}
+    easy, _ = run_jobs(jobs, policy, spn=4, max_nodes=1, backfill=True)
+    starts = {p.job_id: p.start for p in easy.out.placements}
+    assert starts == {1: 0, 3: 2, 2: 1000, 4: 1100}
+
+
+def test_boot_jitter_is_seeded() -> None:
+    jobs = [SimJob(i, i * 5000, 100, 8) for i in range(5)]
+
+    def waits(seed: int) -> list[float]:
+        sim, _ = run_jobs(jobs, SlurmPolicy(limits()), boot_jitter=120.0, seed=seed)
+        return sim.out.waits
+
+    assert waits(1) == waits(1)
+    assert waits(1) != waits(2)
+    assert all(300 <= w < 420 for w in waits(3))
+
+
+def test_hour_billing_and_static_cost_by_hand() -> None:
+    wl = Workload("hand", [SimJob(1, 0, 5400, 8)])
+    prepared = prepare(wl, 8, 2)
+    policy = StaticPolicy(limits(max_nodes=2))
+    settings = SimSettings(slots_per_node=8, max_nodes=2)
+    m, _ = replay(prepared, policy, settings, billing="hour", price=2.0)
+    assert m.node_hours == 4  # two nodes for 1.5 h, every started hour paid
+    assert m.cost == 8
+    assert m.cost_over_floor == pytest.approx(4 / 1.5)
+    assert m.idle_node_hours == pytest.approx(4 - 1.5)
+    assert m.utilisation == pytest.approx(1.5 / 4)
+    m, _ = replay(prepared, policy, settings, billing="second", price=1.0)
+    assert m.node_hours == pytest.approx(3.0)
+
+
+def test_with_param_changes_peer_params_and_policy_config() -> None:
+    slurm = build_policy("slurm", billing="second", slots_per_node=8, boot_time=300, max_nodes=5)
+    assert isinstance(slurm, SlurmPolicy)
+    changed = with_param(slurm, "suspend_time", "60")
+    assert isinstance(changed, SlurmPolicy)
+    assert changed.params.suspend_time == 60.0
+    elb = build_policy("elb", billing="second", slots_per_node=8, boot_time=300, max_nodes=5)
+    assert getattr(with_param(elb, "wait_time", "60"), "config").wait_time == 60.0  # noqa: B009
+    with pytest.raises(SimError, match="no parameter"):
+        with_param(slurm, "nonsense", "1")
+
+
+# -- the command ------------------------------------------------------------------------------------
+
+
+def test_cli_json_table_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "hand.swf"
+    log.write_text(
+        "; MaxProcs: 16\n"
+        + "\n".join(swf_line(i, i * 600, 1200, 4 if i % 3 else 12) for i in range(1, 30))
+        + "\n"
+        + swf_line(99, 100, 100, 999)
+        + "\n"
+    )
+    png = tmp_path / "p.png"
+    rc = main(
+        [
+            "simulate",
+            str(log),
+            "--policies",
+            "slurm,starcluster,static",
+            "--max-nodes",
+            "2x",
+            "--json",
+            "--sweep",
+            "suspend_time=60,600",
+            "--plot",
+            str(png),
+        ]
+    )
+    assert rc == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["settings"]["max_nodes"] == 4
+    assert [r["label"] for r in data["results"]] == [
+        "slurm suspend_time=60",
+        "slurm suspend_time=600",
+        "starcluster",
+        "static",
+    ]
+    assert any("bigger than the cluster" in k for k in data["skipped"])
+    assert png.stat().st_size > 1000
+    rc = main(["simulate", str(log), "--policies", "slurm", "--max-nodes", "4"])
+    text = capsys.readouterr().out
+    assert rc == 0
+    assert "x floor" in text
+    assert "zero-wait" in text
+
+
+def test_cli_rejects_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "hand.swf"
+    log.write_text(swf_line(1, 0, 10, 1) + "\n")
+    assert main(["simulate", str(log), "--policies", "nope"]) == 2
+    assert main(["simulate", str(log), "--sweep", "nonsense=1,2"]) == 2
+    assert main(["simulate", str(tmp_path / "missing.swf")]) == 2
+    assert main(["simulate", str(log), "--max-nodes", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown policy" in err
+    assert "cannot read" in err
+    assert not math.isnan(0.0)

@@ -1,0 +1,119 @@
+"""``elb simulate`` on the real logs: invariants, fast-forward equivalence, and KTH's recorded waits.
+
+The logs live outside the repository (``../shared/traces`` next to it, or ``$ELB_TRACES``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from elb.policy.base import Policy
+from elb.simulate.engine import SimOutcome, SimSettings
+from elb.simulate.report import Metrics
+from elb.simulate.runner import Prepared, build_policy, prepare, replay
+from elb.simulate.swf import read_swf
+
+REPO = Path(__file__).resolve().parents[2]
+TRACES = Path(os.environ.get("ELB_TRACES", REPO.parent / "shared" / "traces"))
+KTH = TRACES / "KTH-SP2-1996-2.2-cln.swf.gz"
+NASA = TRACES / "NASA-iPSC-1993-3.1-cln.swf.gz"
+
+needs_logs = pytest.mark.skipif(not KTH.exists() or not NASA.exists(), reason=f"job logs not found in {TRACES}")
+POLICIES = ("elb", "starcluster", "parallelcluster", "slurm", "static")
+
+
+def run(
+    prepared: Prepared, name: str, spn: int, billing: str = "second", **kw: object
+) -> tuple[Metrics, SimOutcome]:
+    policy: Policy = build_policy(
+        name,
+        billing=billing,  # type: ignore[arg-type]
+        slots_per_node=spn,
+        boot_time=300,
+        max_nodes=prepared.max_nodes,
+    )
+    settings = SimSettings(slots_per_node=spn, max_nodes=prepared.max_nodes, **kw)  # type: ignore[arg-type]
+    return replay(prepared, policy, settings, billing=billing, price=1.0)  # type: ignore[arg-type]
+
+
+def check_invariants(prepared: Prepared, out: SimOutcome, spn: int) -> None:
+    assert out.never_started == 0
+    assert not out.stalled
+    assert sorted(p.job_id for p in out.placements) == sorted(j.job_id for j in prepared.jobs)
+    lives = {}
+    for n in out.nodes:
+        lives.setdefault(n.name, []).append(n)
+    by_job = {j.job_id: j for j in prepared.jobs}
+    deltas: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for p in out.placements:
+        job = by_job[p.job_id]
+        assert p.start >= p.submit == job.submit
+        assert p.end == pytest.approx(p.start + job.run)
+        assert sum(used for _, used in p.nodes) >= job.slots
+        for name, used in p.nodes:
+            # on a node that was ready at the start and still there at the end
+            assert any(life.ready_at <= p.start and life.terminated_at >= p.end for life in lives[name]), (
+                p,
+                lives[name],
+            )
+            deltas[name].append((p.start, used))
+            deltas[name].append((p.end, -used))
+    for name, ds in deltas.items():
+        ds.sort(key=lambda d: (d[0], d[1]))  # ends before starts at the same instant
+        used = 0
+        for _, d in ds:
+            used += d
+            assert 0 <= used <= spn, name
+
+
+@needs_logs
+@pytest.mark.parametrize("name", POLICIES)
+@pytest.mark.parametrize(("log", "days", "spn"), [(KTH, 30, 8), (NASA, 20, 32)])
+def test_invariants_on_real_logs(name: str, log: Path, days: float, spn: int) -> None:
+    wl = read_swf(log, start=10 * 86400, days=days)
+    prepared = prepare(wl, spn, None)
+    _, out = run(prepared, name, spn, record=True)
+    check_invariants(prepared, out, spn)
+
+
+@needs_logs
+@pytest.mark.parametrize("backfill", [False, True])
+def test_invariants_with_backfill(backfill: bool) -> None:
+    wl = read_swf(KTH, start=40 * 86400, days=20)
+    prepared = prepare(wl, 8, 20)
+    _, out = run(prepared, "slurm", 8, record=True, backfill=backfill)
+    check_invariants(prepared, out, 8)
+
+
+@needs_logs
+@pytest.mark.parametrize("name", ["starcluster", "parallelcluster", "slurm", "static"])
+@pytest.mark.parametrize("billing", ["second", "hour"])
+def test_fast_forward_gives_identical_results(name: str, billing: str) -> None:
+    wl = read_swf(KTH, start=100 * 86400, days=12)
+    prepared = prepare(wl, 8, 52)
+    fast, fout = run(prepared, name, 8, billing, record=True)
+    slow, sout = run(prepared, name, 8, billing, record=True, fast_forward=False)
+    assert fast.decisions < slow.decisions  # it did skip polls
+    assert fout.placements == sout.placements
+    assert fout.nodes == sout.nodes
+    ignore = {"replay_seconds", "decisions"}
+    assert {k: v for k, v in fast.as_dict().items() if k not in ignore} == {
+        k: v for k, v in slow.as_dict().items() if k not in ignore
+    }
+
+
+@needs_logs
+def test_static_kth_with_easy_backfill_waits_like_the_log() -> None:
+    """KTH's SP2 (100 processors) ran EASY; the log records a mean wait of about 255 min."""
+    wl = read_swf(KTH)
+    recorded = 254.9  # min, mean of field 3 over the jobs replayed
+    prepared = prepare(wl, 100, 1)
+    m, out = run(prepared, "static", 100, backfill=True)
+    assert out.never_started == 0
+    assert recorded / 3 < m.wait_mean / 60 < recorded * 3, m.wait_mean / 60
+    fifo, _ = run(prepared, "static", 100)
+    assert fifo.wait_mean > 2 * m.wait_mean  # strict FIFO is far worse on the real machine's size
