@@ -164,9 +164,7 @@ def client_token(cluster: str, name: str, choice: Choice, generation: int = 0) -
     The choice is part of it because EC2 rejects one token with different parameters; the
     generation lets a node name that was used before (and terminated) launch again.
     """
-    key = "\0".join(
-        (cluster, name, choice.instance_type, choice.subnet or "", choice.market, str(generation))
-    )
+    key = "\0".join((cluster, name, choice.instance_type, choice.subnet or "", choice.market, str(generation)))
     return "elb-" + hashlib.sha256(key.encode()).hexdigest()[:56]
 
 
@@ -181,9 +179,7 @@ def worker_tags(cluster: str, name: str, extra: Mapping[str, str]) -> list[TagTy
     return tags
 
 
-def run_arguments(
-    spec: LaunchSpec, choice: Choice, cluster: str, name: str, token: str
-) -> RunInstancesRequestTypeDef:
+def run_arguments(spec: LaunchSpec, choice: Choice, cluster: str, name: str, token: str) -> RunInstancesRequestTypeDef:
     """The keyword arguments of one ``RunInstances`` call (pure)."""
     tags = worker_tags(cluster, name, spec.extra_tags)
     tag_specs: list[TagSpecificationTypeDef] = [
@@ -266,9 +262,7 @@ def to_cloud_error(err: Exception, doing: str) -> CloudError:
             retryable=False,
         )
     if isinstance(err, NoRegionError):
-        return CloudError(
-            f"{doing}: no AWS region: set cloud.ec2.region or AWS_DEFAULT_REGION", retryable=False
-        )
+        return CloudError(f"{doing}: no AWS region: set cloud.ec2.region or AWS_DEFAULT_REGION", retryable=False)
     return CloudError(f"{doing}: {type(err).__name__}: {err}", retryable=True)
 
 
@@ -367,7 +361,8 @@ class Ec2Cloud:
 
     # ------------------------------------------------------------------ queries
 
-    def _describe(self, filters: Sequence[FilterTypeDef], doing: str) -> list[InstanceTypeDef]:
+    def describe(self, filters: Sequence[FilterTypeDef], doing: str) -> list[InstanceTypeDef]:
+        """All instances matching ``filters`` (every page); errors become CloudError."""
         out: list[InstanceTypeDef] = []
         try:
             pages = self.client.get_paginator("describe_instances").paginate(Filters=list(filters))
@@ -410,7 +405,7 @@ class Ec2Cloud:
 
     def list_workers(self) -> list[Instance]:
         """The cluster's elb-managed workers that are not terminated (or terminating)."""
-        raws = self._describe(self._worker_filters(), "listing the cluster's workers")
+        raws = self.describe(self._worker_filters(), "listing the cluster's workers")
         out = [
             self._to_instance(r)
             for r in raws
@@ -442,7 +437,7 @@ class Ec2Cloud:
             {"Name": f"tag:{TAG_ROLE}", "Values": [ROLE_WORKER]},
             {"Name": "instance-state-name", "Values": ["pending", "running"]},
         ]
-        raws = self._describe(filters, "finding the cluster's workers")
+        raws = self.describe(filters, "finding the cluster's workers")
         if not raws:
             return None
         return max(raws, key=_launch_time)
@@ -453,7 +448,7 @@ class Ec2Cloud:
             {"Name": f"tag:{TAG_ROLE}", "Values": [ROLE_MASTER]},
             {"Name": "instance-state-name", "Values": ["running"]},
         ]
-        raws = self._describe(filters, "finding the cluster's master")
+        raws = self.describe(filters, "finding the cluster's master")
         return raws[0].get("SubnetId") if raws else None
 
     def _root_device(self, image_id: str) -> str | None:
@@ -475,13 +470,9 @@ class Ec2Cloud:
         image = cfg.ami or (ref.get("ImageId") if ref else None)
         if not image:
             raise CloudError("no AMI: the cluster has no worker to copy from; set cloud.ec2.ami")
-        types = tuple(cfg.instance_types) or (
-            (ref["InstanceType"],) if ref and ref.get("InstanceType") else ()
-        )
+        types = tuple(cfg.instance_types) or ((ref["InstanceType"],) if ref and ref.get("InstanceType") else ())
         if not types:
-            raise CloudError(
-                "no instance type: the cluster has no worker to copy from; set cloud.ec2.instance_types"
-            )
+            raise CloudError("no instance type: the cluster has no worker to copy from; set cloud.ec2.instance_types")
         subnets: tuple[str | None, ...] = tuple(cfg.subnets)
         if not subnets:
             subnet = ref.get("SubnetId") if ref else self._master_subnet()
@@ -518,7 +509,7 @@ class Ec2Cloud:
     def _live_by_name(self, name: str) -> InstanceTypeDef | None:
         filters = self._worker_filters(("pending", "running"))
         filters.append({"Name": f"tag:{TAG_NAME}", "Values": [name]})
-        raws = [r for r in self._describe(filters, f"looking for {name}") if tags_of(r).get(TAG_NAME) == name]
+        raws = [r for r in self.describe(filters, f"looking for {name}") if tags_of(r).get(TAG_NAME) == name]
         return raws[0] if raws else None
 
     def _run(self, args: RunInstancesRequestTypeDef) -> InstanceTypeDef:
@@ -559,16 +550,12 @@ class Ec2Cloud:
                     break
                 if inst.get("State", {}).get("Name") in GONE_STATES:
                     # The token belonged to an earlier life of this name: use the next generation.
-                    log.info(
-                        "%s: token of terminated %s, retrying with a new one", name, inst.get("InstanceId")
-                    )
+                    log.info("%s: token of terminated %s, retrying with a new one", name, inst.get("InstanceId"))
                     continue
                 log.info("%s: launched %s (%s)", name, inst.get("InstanceId"), choice.describe())
                 return inst
             else:
-                raise _Fatal(
-                    CloudError(f"launching {name}: every client token maps to a terminated instance")
-                )
+                raise _Fatal(CloudError(f"launching {name}: every client token maps to a terminated instance"))
         raise _NoCapacity("no capacity: " + "; ".join(tried))
 
     def _send(self, name: str, args: RunInstancesRequestTypeDef) -> InstanceTypeDef:
@@ -601,9 +588,7 @@ class Ec2Cloud:
         """
         if len(set(names)) != len(names):
             raise CloudError(f"duplicate node names in {list(names)}")
-        bad = [
-            n for n in names if not n or n == self.master or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.-]*", n)
-        ]
+        bad = [n for n in names if not n or n == self.master or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.-]*", n)]
         if bad:
             raise CloudError(f"refusing to launch nodes named {bad}")
         if not names:
@@ -629,9 +614,7 @@ class Ec2Cloud:
         failed.update(boot_failed)
         return LaunchResult(launched=tuple(launched), failed=failed)
 
-    def _wait_running(
-        self, started: Mapping[str, str], deadline: float
-    ) -> tuple[list[Instance], dict[str, str]]:
+    def _wait_running(self, started: Mapping[str, str], deadline: float) -> tuple[list[Instance], dict[str, str]]:
         """Poll until every instance runs with a private IP; terminate those that don't in time."""
         waiting = dict(started)
         ready: list[Instance] = []
@@ -704,7 +687,7 @@ class Ec2Cloud:
             raise CloudError(f"refusing to terminate: not instance ids: {malformed}")
         filters = self._worker_filters((*LIVE_STATES, "terminated"))
         filters.append({"Name": "instance-id", "Values": ids})
-        raws = self._describe(filters, "checking the instances to terminate")
+        raws = self.describe(filters, "checking the instances to terminate")
         owned = {
             r["InstanceId"]: r.get("State", {}).get("Name", "")
             for r in raws
@@ -713,8 +696,7 @@ class Ec2Cloud:
         refused = [i for i in ids if i not in owned]
         if refused:
             raise CloudError(
-                f"refusing to terminate {', '.join(refused)}: "
-                f"not elb-managed workers of cluster {self.cluster}"
+                f"refusing to terminate {', '.join(refused)}: not elb-managed workers of cluster {self.cluster}"
             )
         live = [i for i in ids if owned[i] != "terminated"]
         if not live:
