@@ -77,6 +77,22 @@ def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def role_vars(cluster: ClusterConfig, sge: SgeConfig) -> dict[str, object]:
+    """What elb's config says about the cluster, under the roles' variable names (roles/*/defaults).
+
+    Inventory vars of ``all``: they override the roles' defaults, and ``provision.extra_vars``
+    overrides them. (With a non-default SGE root or cell, also set ``nfs_server_exports`` and
+    ``nfs_client_mounts`` in ``provision.extra_vars``.)
+    """
+    out: dict[str, object] = {"cluster_user_name": cluster.user}
+    for role in ("sge_exec", "sge_decommission"):
+        out[f"{role}_root"] = str(sge.root)
+        out[f"{role}_cell"] = sge.cell
+        out[f"{role}_queue"] = sge.queue
+        out[f"{role}_hostgroup"] = sge.hostgroup
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class RunReport:
     """What one playbook run did."""
@@ -126,6 +142,7 @@ class AnsibleProvisioner:
             ssh_user=config.ssh_user,
             ssh_private_key=config.ssh_private_key,
         )
+        self.role_vars = role_vars(self.cluster, self.sge)
         try:
             self.extra_vars = check_extra_vars(config.extra_vars)
             build_inventory(self.connection)  # validates the master and the SSH settings

@@ -102,10 +102,12 @@ def build_inventory(
     workers: Sequence[NodeSpec] = (),
     new_nodes: Sequence[NodeSpec] = (),
     old_nodes: Sequence[NodeSpec] = (),
+    group_vars: Mapping[str, object] | None = None,
 ) -> dict[str, object]:
     """The inventory as a YAML/JSON-ready mapping. Raises InventoryError on any bad input.
 
-    A name may appear in one group only, and never be the master's.
+    A name may appear in one group only, and never be the master's. ``group_vars`` go to
+    ``all`` (above the roles' defaults, below extra vars).
     """
     master = check_host_name(conn.master, "master host name")
     if conn.ssh_user and not _USER_NAME.fullmatch(conn.ssh_user):
@@ -132,7 +134,8 @@ def build_inventory(
     else:
         master_vars = {"ansible_host": check_address(conn.master_address, "master")}
 
-    all_vars: dict[str, object] = {
+    all_vars: dict[str, object] = dict(check_extra_vars(group_vars or {}))
+    all_vars |= {
         "ansible_user": conn.ssh_user,
         "ansible_ssh_args": conn.ssh_args,
         "ansible_timeout": conn.connect_timeout,

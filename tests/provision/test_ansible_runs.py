@@ -34,15 +34,15 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def make(tmp_path: Path, *, timeout: float = 60, rotate: int = 20, **extra: object) -> AnsibleProvisioner:
-    out = tmp_path / "out"
-    out.mkdir(exist_ok=True)
+def make(
+    tmp_path: Path, *, timeout: float = 60, rotate: int = 20, playbooks: Path = FIXTURES, **extra: object
+) -> AnsibleProvisioner:
     cfg = ProvisionConfig(
-        playbook_dir=FIXTURES,
+        playbook_dir=playbooks,
         private_data_dir=tmp_path / "pdd",
         timeout=timeout,
         forks=5,
-        extra_vars={"fixture_out": str(out), **extra},
+        extra_vars=extra,
     )
     return AnsibleProvisioner(cfg, ClusterConfig(), rotate_artifacts=rotate)
 
@@ -58,7 +58,8 @@ W9 = NodeSpec("node009", "10.77.0.19", 8)
 
 
 def test_add_nodes_ok_and_inventory(tmp_path: Path) -> None:
-    prov = make(tmp_path, fixture_extra={"nested": [1, "two"]})
+    (tmp_path / "out").mkdir()
+    prov = make(tmp_path, fixture_out=str(tmp_path / "out"), fixture_extra={"nested": [1, "two"]})
     results = prov.add_nodes([N1, N2], [W9])
     assert set(results) == {"node001", "node002"}  # only the nodes asked for
     assert all(r.outcome is Outcome.OK and r.ok for r in results.values()), results
@@ -231,7 +232,13 @@ def test_no_secrets_in_artifacts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def test_artifacts_are_rotated(tmp_path: Path) -> None:
-    prov = make(tmp_path, rotate=2)
+    pb = tmp_path / "pb"  # the quickest real playbook: no module runs on the hosts
+    pb.mkdir()
+    (pb / "add_node.yml").write_text(
+        "- name: Quick\n  hosts: new_nodes\n  gather_facts: false\n  tasks:\n"
+        "    - name: Nothing\n      ansible.builtin.debug:\n        msg: hi\n"
+    )
+    prov = make(tmp_path, rotate=2, playbooks=pb)
     idents = []
     for node in (N1, N2, W9):
         prov.add_nodes([node], [])

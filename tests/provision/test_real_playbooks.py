@@ -15,9 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
+from elb.config import ClusterConfig, SgeConfig
 from elb.interfaces import NodeSpec
-from elb.provision.ansible import ADD_PLAYBOOK, REMOVE_PLAYBOOK, default_playbook_dir
+from elb.provision.ansible import ADD_PLAYBOOK, REMOVE_PLAYBOOK, default_playbook_dir, role_vars
 from elb.provision.inventory import Connection, build_inventory
 
 PLAYBOOKS = default_playbook_dir()
@@ -87,3 +89,15 @@ def test_inventory_gives_the_roles_their_variables(tmp_path: Path) -> None:
     assert hv["node004"]["ansible_host"] == "10.77.0.14"
     assert hv["node004"]["elb_slots"] == 4
     assert hv["master"]["ansible_connection"] == "local"
+
+
+def test_role_vars_are_variables_the_roles_have() -> None:
+    """elb passes its SGE/cluster settings under the roles' own names: a rename must show here."""
+    defaults: dict[str, object] = {}
+    for f in (PLAYBOOKS.parent / "roles").glob("*/defaults/main.yml"):
+        defaults.update(yaml.safe_load(f.read_text()) or {})
+    ours = role_vars(ClusterConfig(), SgeConfig())
+    missing = sorted(k for k in ours if k not in defaults)
+    assert not missing, f"no role has these variables: {missing}"
+    # With the default config, elb's values are the roles' defaults.
+    assert {k: defaults[k] for k in ours} == ours

@@ -82,6 +82,15 @@ def test_inventory_refuses_duplicates_and_the_master() -> None:
         build_inventory(Connection(ssh_user="root; id"))
 
 
+def test_group_vars_go_to_all_but_never_replace_connection_settings() -> None:
+    inv = build_inventory(Connection(ssh_user="root"), group_vars={"sge_exec_queue": "big.q", "ansible_user": "x"})
+    all_vars = inv["all"]["vars"]  # type: ignore[index]
+    assert all_vars["sge_exec_queue"] == "big.q"
+    assert all_vars["ansible_user"] == "root"
+    with pytest.raises(InventoryError):
+        build_inventory(Connection(), group_vars={"bad name": 1})
+
+
 def test_extra_vars_names() -> None:
     assert check_extra_vars({"sge_exec_slots": 4, "_x": [1]}) == {"sge_exec_slots": 4, "_x": [1]}
     for bad in ("a-b", 'a"b', "1a", "a b", ""):
