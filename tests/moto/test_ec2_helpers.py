@@ -1,0 +1,149 @@
+"""The pure parts of elb.cloud.ec2 (no server needed, so not marked ``moto``), and the IAM policy
+in docs/iam-policy.json checked against the EC2 calls the adapter really makes."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import boto3
+import pytest
+from botocore.exceptions import EndpointConnectionError, NoCredentialsError
+
+import elb.cloud.ec2 as ec2mod
+from elb.cloud.ec2 import (
+    Choice,
+    LaunchSpec,
+    choices,
+    client_token,
+    is_cluster_worker,
+    missing_permission,
+    run_arguments,
+    to_cloud_error,
+)
+from elb.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, CloudError
+
+from .conftest import client_error
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def spec(**kw: object) -> LaunchSpec:
+    base: dict[str, object] = {"image_id": "ami-1", "instance_types": ("a", "b"), "subnets": ("s1", "s2")}
+    base.update(kw)
+    return LaunchSpec(**base)  # type: ignore[arg-type]
+
+
+def test_choices_try_each_type_in_every_subnet_then_the_next_type() -> None:
+    got = [(c.instance_type, c.subnet, c.market) for c in choices(spec())]
+    assert got == [
+        ("a", "s1", "on-demand"),
+        ("a", "s2", "on-demand"),
+        ("b", "s1", "on-demand"),
+        ("b", "s2", "on-demand"),
+    ]
+
+
+def test_spot_choices_come_first_and_fall_back_only_if_allowed() -> None:
+    both = [c.market for c in choices(spec(spot=True))]
+    assert both == ["spot"] * 4 + ["on-demand"] * 4
+    assert [c.market for c in choices(spec(spot=True, spot_fallback_on_demand=False))] == ["spot"] * 4
+
+
+def test_client_token_is_stable_short_and_distinct() -> None:
+    c = Choice("t3.large", "subnet-1")
+    tok = client_token("elb", "node001", c)
+    assert tok == client_token("elb", "node001", c)
+    assert len(tok) <= 64 and tok.isascii()
+    others = {
+        client_token("other", "node001", c),
+        client_token("elb", "node002", c),
+        client_token("elb", "node001", Choice("m5.large", "subnet-1")),
+        client_token("elb", "node001", Choice("t3.large", "subnet-2")),
+        client_token("elb", "node001", Choice("t3.large", "subnet-1", "spot")),
+        client_token("elb", "node001", c, generation=1),
+    }
+    assert tok not in others and len(others) == 6
+
+
+def test_run_arguments_carry_every_setting() -> None:
+    s = spec(
+        security_groups=("sg-1",),
+        key_name="k",
+        iam_instance_profile="arn:aws:iam::1:instance-profile/w",
+        root_device_name="/dev/xvda",
+        root_volume_size=50,
+        user_data="#!/bin/sh\n",
+        extra_tags={"team": "x"},
+        spot=True,
+        spot_max_price="0.1",
+    )
+    args = run_arguments(s, Choice("a", "s2", "spot"), "elb", "node007", "tok")
+    assert args["ImageId"] == "ami-1" and args["InstanceType"] == "a" and args["SubnetId"] == "s2"
+    assert (args["MinCount"], args["MaxCount"], args["ClientToken"]) == (1, 1, "tok")
+    assert args["SecurityGroupIds"] == ["sg-1"] and args["KeyName"] == "k"
+    assert args["IamInstanceProfile"] == {"Arn": "arn:aws:iam::1:instance-profile/w"}
+    assert args["BlockDeviceMappings"] == [
+        {"DeviceName": "/dev/xvda", "Ebs": {"DeleteOnTermination": True, "VolumeSize": 50}}
+    ]
+    assert args["UserData"] == "#!/bin/sh\n"
+    assert args["InstanceMarketOptions"]["SpotOptions"]["MaxPrice"] == "0.1"  # type: ignore[typeddict-item]
+    for ts in args["TagSpecifications"]:
+        tags = {t["Key"]: t["Value"] for t in ts["Tags"]}  # type: ignore[typeddict-item]
+        assert tags == {TAG_CLUSTER: "elb", TAG_ROLE: "worker", TAG_MANAGED_BY: "elb", TAG_NAME: "node007", "team": "x"}
+    plain = run_arguments(spec(iam_instance_profile="workers"), Choice("a", None), "elb", "n", "t")
+    assert plain["IamInstanceProfile"] == {"Name": "workers"}
+    assert "SubnetId" not in plain and "InstanceMarketOptions" not in plain and "BlockDeviceMappings" not in plain
+
+
+def test_root_volume_without_a_root_device_is_an_error() -> None:
+    with pytest.raises(CloudError, match="root device"):
+        run_arguments(spec(root_volume_size=10), Choice("a", None), "elb", "n", "t")
+
+
+def test_missing_permission_is_read_from_the_message() -> None:
+    msg = "User: arn:aws:iam::1:user/x is not authorized to perform: iam:PassRole on resource: arn:..."
+    assert missing_permission(msg, "RunInstances") == "iam:PassRole"
+    assert missing_permission("You are not authorized to perform this operation.", "RunInstances") == (
+        "ec2:RunInstances"
+    )
+
+
+def test_errors_are_classified() -> None:
+    denied = to_cloud_error(client_error("UnauthorizedOperation", "nope", "TerminateInstances"), "terminating")
+    assert not denied.retryable and "ec2:TerminateInstances" in str(denied)
+    assert to_cloud_error(client_error("RequestLimitExceeded", "slow down", "RunInstances"), "x").retryable
+    assert not to_cloud_error(client_error("InvalidAMIID.NotFound", "no", "RunInstances"), "x").retryable
+    assert to_cloud_error(EndpointConnectionError(endpoint_url="http://x"), "x").retryable
+    assert not to_cloud_error(NoCredentialsError(), "x").retryable
+
+
+def test_only_managed_workers_of_the_cluster_pass() -> None:
+    good = {TAG_CLUSTER: "elb", TAG_ROLE: "worker", TAG_MANAGED_BY: "elb", TAG_NAME: "node001"}
+    assert is_cluster_worker(good, "elb", "master")
+    assert not is_cluster_worker({**good, TAG_CLUSTER: "other"}, "elb", "master")
+    assert not is_cluster_worker({**good, TAG_ROLE: "master"}, "elb", "master")
+    assert not is_cluster_worker({**good, TAG_NAME: "master"}, "elb", "master")
+    assert not is_cluster_worker({k: v for k, v in good.items() if k != TAG_MANAGED_BY}, "elb", "master")
+    assert not is_cluster_worker({**good, TAG_NAME: ""}, "elb", "master")
+
+
+def test_iam_policy_allows_every_call_the_adapter_makes() -> None:
+    policy = json.loads((REPO / "docs" / "iam-policy.json").read_text())
+    allowed: set[str] = set()
+    for st in policy["Statement"]:
+        assert st["Effect"] == "Allow"
+        acts = st["Action"]
+        allowed.update([acts] if isinstance(acts, str) else acts)
+    source = Path(ec2mod.__file__).read_text() + (REPO / "elb" / "cloud" / "ec2_inventory.py").read_text()
+    methods = set(re.findall(r"client\.(\w+)\(", source)) | set(re.findall(r'get_paginator\("(\w+)"\)', source))
+    methods.discard("get_paginator")
+    assert methods >= {"run_instances", "describe_instances", "terminate_instances", "describe_instance_types"}
+    api = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    needed = {f"ec2:{api.meta.method_to_api_mapping[m]}" for m in methods}
+    needed |= {"ec2:CreateTags", "iam:PassRole"}  # tags at creation; instance profiles
+    assert needed <= allowed, f"docs/iam-policy.json lacks {sorted(needed - allowed)}"
+    text = json.dumps(policy)
+    for tag in (TAG_CLUSTER, TAG_ROLE, TAG_MANAGED_BY):
+        assert f"aws:ResourceTag/{tag}" in text and f"aws:RequestTag/{tag}" in text
