@@ -248,7 +248,6 @@ class AnsibleProvisioner:
             forks=self.config.forks,
             extravars=dict(self.extra_vars) or None,
             envvars=envvars,
-            settings={"pexpect_timeout": POLL_SECONDS, "suppress_ansible_output": True},
             quiet=True,
         )
         artifact_dir = Path(rc_config.artifact_dir)
@@ -259,6 +258,9 @@ class AnsibleProvisioner:
         rc_config.inventory = str(inv_path)
         rc_config.prepare()
         rc_config.env = scrub_env(rc_config.env)
+        # How often runner calls the cancel callback. (Set after prepare(): runner 2.4 drops
+        # a ``settings`` argument when private_data_dir has no env/settings file.)
+        rc_config.pexpect_timeout = POLL_SECONDS
 
         timeout = self.config.timeout
         deadline = started + timeout if timeout > 0 else None

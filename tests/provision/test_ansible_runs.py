@@ -144,7 +144,7 @@ def test_timeout_stops_the_run_and_kills_the_playbook(tmp_path: Path) -> None:
     t0 = time.monotonic()
     results = prov.add_nodes([N1, N2], [])
     took = time.monotonic() - t0
-    print(f"run with a 6 s time-out returned after {took:.1f} s")
+    print(f"run with a 6 s time-out returned after {took:.2f} s")
     assert took < 40
     for r in results.values():
         assert r.outcome is Outcome.FAILED
@@ -154,13 +154,16 @@ def test_timeout_stops_the_run_and_kills_the_playbook(tmp_path: Path) -> None:
     assert _sleeps_with(marker) == []  # no process of the playbook is left
 
 
-def _cancel_when_sleeping(prov: AnsibleProvisioner, marker: str, limit: float = 60) -> threading.Thread:
+def _cancel_when_sleeping(
+    prov: AnsibleProvisioner, marker: str, cancelled_at: list[float], limit: float = 60
+) -> threading.Thread:
     """Cancel as elb's shutdown does, once the playbook's sleep runs (or after ``limit`` s)."""
 
     def watch() -> None:
         end = time.monotonic() + limit
         while time.monotonic() < end and not _sleeps_with(marker):
             time.sleep(0.2)
+        cancelled_at.append(time.monotonic())
         prov.cancel()
 
     t = threading.Thread(target=watch, daemon=True)
@@ -171,12 +174,13 @@ def _cancel_when_sleeping(prov: AnsibleProvisioner, marker: str, limit: float = 
 def test_cancel_event_stops_a_running_playbook(tmp_path: Path) -> None:
     marker = "0.000" + str(os.getpid() % 1000).zfill(3) + "93"
     prov = make(tmp_path, fixture_sleep=120, fixture_marker=marker)
-    watcher = _cancel_when_sleeping(prov, marker)
+    cancelled_at: list[float] = []
+    watcher = _cancel_when_sleeping(prov, marker, cancelled_at)
     results = prov.add_nodes([N1], [])
-    cancelled_at = time.monotonic()
+    returned = time.monotonic()
     watcher.join(5)
     assert prov.cancel_event.is_set()
-    print(f"cancelled run returned; took {time.monotonic() - cancelled_at:.1f} s to join the watcher")
+    print(f"cancelled run returned {returned - cancelled_at[0]:.2f} s after the cancel")
     r = results["node001"]
     assert r.outcome is Outcome.FAILED
     assert r.message is not None and "cancelled" in r.message
