@@ -31,7 +31,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import boto3
 from botocore.config import Config as BotoConfig
-from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    HTTPClientError,
+    NoCredentialsError,
+    NoRegionError,
+)
+from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from elb.config import Config, Ec2Config
 from elb.interfaces import (
@@ -263,7 +270,10 @@ def to_cloud_error(err: Exception, doing: str) -> CloudError:
         )
     if isinstance(err, NoRegionError):
         return CloudError(f"{doing}: no AWS region: set cloud.ec2.region or AWS_DEFAULT_REGION", retryable=False)
-    return CloudError(f"{doing}: {type(err).__name__}: {err}", retryable=True)
+    # Connection failures and time-outs may pass; anything else (bad parameters, broken
+    # credentials files) will not.
+    transient = isinstance(err, BotoConnectionError | HTTPClientError)
+    return CloudError(f"{doing}: {type(err).__name__}: {err}", retryable=transient)
 
 
 def tags_of(inst: InstanceTypeDef) -> dict[str, str]:
@@ -569,7 +579,7 @@ class Ec2Cloud:
                     raise
                 last = err
             except BotoCoreError as err:
-                if isinstance(err, NoCredentialsError | NoRegionError):
+                if not isinstance(err, BotoConnectionError | HTTPClientError):
                     raise _Fatal(to_cloud_error(err, f"launching {name}")) from None
                 last = err
             log.warning("%s: RunInstances failed (%s); checking whether it started anyway", name, last)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import boto3
 import pytest
-from botocore.exceptions import EndpointConnectionError, NoCredentialsError
+from botocore.exceptions import EndpointConnectionError, NoCredentialsError, ParamValidationError, ReadTimeoutError
 
 import elb.cloud.ec2 as ec2mod
 from elb.cloud.ec2 import (
@@ -116,7 +116,9 @@ def test_errors_are_classified() -> None:
     assert to_cloud_error(client_error("RequestLimitExceeded", "slow down", "RunInstances"), "x").retryable
     assert not to_cloud_error(client_error("InvalidAMIID.NotFound", "no", "RunInstances"), "x").retryable
     assert to_cloud_error(EndpointConnectionError(endpoint_url="http://x"), "x").retryable
+    assert to_cloud_error(ReadTimeoutError(endpoint_url="http://x"), "x").retryable
     assert not to_cloud_error(NoCredentialsError(), "x").retryable
+    assert not to_cloud_error(ParamValidationError(report="bad"), "x").retryable
 
 
 def test_only_managed_workers_of_the_cluster_pass() -> None:
