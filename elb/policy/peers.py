@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from elb.config import ClusterConfig, PolicyConfig
-from elb.model import History, Node, Plan, Removal, Snapshot
+from elb.model import History, Host, Node, NodeState, Plan, Removal, Snapshot
 from elb.naming import next_names
 from elb.policy.base import minutes
 from elb.policy.view import ClusterView, Worker, cluster_view
@@ -73,8 +73,14 @@ def _view(limits: Limits, snapshot: Snapshot, nodes: Sequence[Node], now: float)
 
 
 def _names(limits: Limits, snapshot: Snapshot, nodes: Sequence[Node], count: int) -> tuple[str, ...]:
-    in_use = [h.name for h in snapshot.hosts] + [n.name for n in nodes]
-    return next_names(in_use, count, limits.node_prefix, limits.node_digits)
+    """``elb.naming.next_names`` over every name in use, with a cheaper scan for the highest number."""
+    prefix = limits.node_prefix
+    cut = len(prefix)
+    highest = 0
+    for name in [h.name for h in snapshot.hosts] + [n.name for n in nodes]:
+        if name.startswith(prefix) and name[cut:].isascii() and name[cut:].isdigit():
+            highest = max(highest, int(name[cut:]))
+    return next_names([f"{prefix}{highest}"] if highest else [], count, prefix, limits.node_digits)
 
 
 def _below_min(limits: Limits, view: ClusterView, snapshot: Snapshot, nodes: Sequence[Node]) -> Plan | None:
@@ -107,6 +113,26 @@ class _Facts:
 
 
 _facts_memo: list[tuple[tuple[object, ...], _Facts]] = []
+_host_memo: dict[int, tuple[Host, tuple[bool, int, bool]]] = {}
+
+
+def _host_facts(host: Host) -> tuple[bool, int, bool]:
+    """(up, free slots, busy) as ``Host`` defines them, memoised per (immutable) Host object."""
+    hit = _host_memo.get(id(host))
+    if hit is not None and hit[0] is host:
+        return hit[1]
+    if all(not q.states for q in host.queues):  # no state letter: reachable and usable
+        facts = (
+            bool(host.queues),
+            sum(max(0, q.slots_total - q.slots_used - q.slots_reserved) for q in host.queues),
+            any(q.slots_used > 0 or q.slots_reserved > 0 for q in host.queues),
+        )
+    else:
+        facts = (host.up, host.free_slots, host.busy)
+    if len(_host_memo) > 4096:
+        _host_memo.clear()
+    _host_memo[id(host)] = (host, facts)
+    return facts
 
 
 def _facts(view: ClusterView) -> _Facts:
@@ -120,15 +146,17 @@ def _facts(view: ClusterView) -> _Facts:
             booting += 1
             busy += 1
             continue
-        ready = w.ready
-        if ready and w.host is not None:
-            free += w.host.free_slots
-        if w.jobs or (w.host is not None and w.host.busy):
+        host = w.host
+        up, host_free, host_busy = _host_facts(host) if host is not None else (False, 0, False)
+        node = w.node
+        ready = up and (node is None or node.state is NodeState.READY)
+        if ready:
+            free += host_free
+        if w.jobs or host_busy:
             busy += 1
             continue
-        since = _idle_since(w)
-        if since is not None:
-            idle.append((w, since))
+        if ready and node is not None:
+            idle.append((w, node.last_busy_at or node.ready_at or node.launched_at))
     facts = _Facts(tuple(idle), free, busy, booting)
     _facts_memo[:] = [(key, facts)]
     return facts
@@ -342,10 +370,14 @@ def _fit(view: ClusterView) -> _Fit:  # noqa: PLR0912
     free: list[int] = []
     total: list[int] = []
     for w in view.workers:
-        if w.ready and w.host is not None:
+        host, node = w.host, w.node
+        if host is None or (node is not None and node.state is not NodeState.READY):
+            continue
+        up, host_free, _ = _host_facts(host)
+        if up:
             names.append(w.name)
-            free.append(w.host.free_slots)
-            total.append(w.host.slots_total)
+            free.append(host_free)
+            total.append(host.slots_total)
     for w in view.workers:
         if w.booting and w.node is not None:
             s = w.node.slots or spn
@@ -453,6 +485,9 @@ class SlurmPolicy:
 # Static
 
 
+_size_memo: list[tuple[tuple[Host, ...], tuple[Node, ...], str, int]] = []
+
+
 @dataclass(frozen=True, slots=True)
 class StaticParams:
     nodes: int | None = None  # None: max_nodes
@@ -474,18 +509,30 @@ class StaticPolicy:
     def initial_nodes(self) -> int:
         return self.params.nodes if self.params.nodes is not None else self.limits.max_nodes
 
+    def _size(self, snapshot: Snapshot, nodes: Sequence[Node]) -> int:
+        """``ClusterView.size`` without building the view: exec hosts and alive nodes, not the master."""
+        master = self.limits.master
+        if _size_memo:
+            hosts, known, who, size = _size_memo[0]
+            if hosts is snapshot.hosts and known is nodes and who == master:
+                return size
+        names = {h.name for h in snapshot.hosts} | {n.name for n in nodes if n.state.alive}
+        names.discard(master)
+        if isinstance(nodes, tuple):
+            _size_memo[:] = [(snapshot.hosts, nodes, master, len(names))]
+        return len(names)
+
     def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
-        view = _view(self.limits, snapshot, nodes, now)
+        size = self._size(snapshot, nodes)
         want = self.initial_nodes
-        if view.size < want:
-            n = want - view.size
+        if size < want:
+            n = want - size
             return Plan(
                 add=n,
                 add_names=_names(self.limits, snapshot, nodes, n),
-                add_reason=f"static cluster of {want}: {view.size} nodes, adding {n}",
+                add_reason=f"static cluster of {want}: {size} nodes, adding {n}",
             )
         return Plan(reason=f"static cluster of {want} nodes")
 
     def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:
-        view = _view(self.limits, snapshot, nodes, now)
-        return now if view.size < self.initial_nodes else INF
+        return now if self._size(snapshot, nodes) < self.initial_nodes else INF
