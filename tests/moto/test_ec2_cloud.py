@@ -655,3 +655,46 @@ def cloud_choice() -> Any:
     from elb.cloud.ec2 import Choice
 
     return Choice("t3.large", "subnet-1")
+
+
+# --------------------------------------------------------------------------- more defaults
+
+
+def test_instance_profile_by_name_and_copied_from_the_workers(ec2: Any, ami: str, aws_env: str) -> None:
+    iam = boto3.client("iam", region_name=REGION, endpoint_url=aws_env)
+    iam.create_role(RoleName="sge-worker", AssumeRolePolicyDocument="{}")
+    prof = iam.create_instance_profile(InstanceProfileName="sge-worker")["InstanceProfile"]
+    iam.add_role_to_instance_profile(InstanceProfileName="sge-worker", RoleName="sge-worker")
+    cloud, _ = cloud_with(aws_env, ami=ami, instance_types=["t3.large"], iam_instance_profile="sge-worker")
+    [first] = cloud.launch(["node001"]).launched
+    raw = next(i for i in all_instances(ec2) if i["InstanceId"] == first.instance_id)
+    assert raw["IamInstanceProfile"]["Arn"] == prof["Arn"]
+
+    # with no profile configured, the next worker gets the newest worker's (by ARN)
+    plain, client2 = cloud_with(aws_env, ami=ami, instance_types=["t3.large"])
+    plain.launch(["node002"])
+    [kw] = client2.calls_of("run_instances")
+    assert kw["IamInstanceProfile"] == {"Arn": prof["Arn"]}
+
+
+def test_first_worker_goes_to_the_masters_subnet(ec2: Any, ami: str, subnets: list[str], aws_env: str) -> None:
+    make_instance(ec2, ami, {TAG_CLUSTER: CLUSTER, TAG_ROLE: "master", TAG_NAME: "master"}, SubnetId=subnets[3])
+    cloud, _ = cloud_with(aws_env, ami=ami, instance_types=["t3.large"])
+    [inst] = cloud.launch(["node001"]).launched
+    raw = next(i for i in all_instances(ec2) if i["InstanceId"] == inst.instance_id)
+    assert raw["SubnetId"] == subnets[3]
+
+
+def test_instances_are_not_left_behind_when_they_cannot_be_watched(ec2: Any, ami: str, aws_env: str) -> None:
+    cloud, client = cloud_with(aws_env, ami=ami, instance_types=["t3.large"])
+    client.fail(
+        "describe_instances",
+        lambda kw: client_error(
+            "UnauthorizedOperation", DENIED.format(perm="ec2:DescribeInstances"), "DescribeInstances"
+        ),
+    )
+    with pytest.raises(CloudError, match="ec2:DescribeInstances"):
+        cloud.launch(["node001", "node002"])
+    insts = all_instances(ec2)
+    assert len(insts) == 2
+    assert all(state_of(ec2, i["InstanceId"]) in ("shutting-down", "terminated") for i in insts)
