@@ -159,9 +159,9 @@ class TestCluster:
         return run(master.in_master(argv, user=user), timeout=timeout, check=check, input_text=input_text)
 
     def submit(self, script: str, *args: str, user: str = C.CLUSTER_USER, timeout: float = 30.0) -> str:
-        """qsub a job script (text) as ``user`` from its home directory; returns the job id."""
+        """qsub a job script (text) as ``user``, working in its home directory; returns the job id."""
         proc = self.master_run(
-            ["qsub", "-terse", "-cwd", *args], user=user, timeout=timeout, input_text=script, check=False
+            ["qsub", "-terse", "-wd", f"/home/{user}", *args], user=user, timeout=timeout, input_text=script, check=False
         )
         if proc.returncode != 0 or not proc.stdout.strip():
             raise TestClusterError(f"qsub failed: {proc.stderr.strip() or proc.stdout.strip()}")
@@ -192,10 +192,11 @@ class TestCluster:
         new_nodes: Sequence[NodeSpec] = (),
         old_nodes: Sequence[NodeSpec] = (),
     ) -> dict[str, object]:
-        conn = Connection(
-            master=C.MASTER_NAME, master_address=C.MASTER_IP, ssh_private_key=C.SSH_KEY, ssh_args=SSH_ARGS
-        )
-        return build_inventory(conn, workers=workers, new_nodes=new_nodes, old_nodes=old_nodes)
+        # ansible-playbook runs as the master (in its UTS namespace, see run_playbook), so the
+        # master is reached with a local connection, as when elb itself runs there.
+        conn = Connection(master=C.MASTER_NAME, master_address=None, ssh_private_key=C.SSH_KEY, ssh_args=SSH_ARGS)
+        inv = build_inventory(conn, workers=workers, new_nodes=new_nodes, old_nodes=old_nodes)
+        return inv
 
     def run_playbook(
         self,
@@ -230,14 +231,13 @@ class TestCluster:
             {
                 "ANSIBLE_CONFIG": str(self.repo / "ansible.cfg"),
                 "ANSIBLE_NOCOLOR": "1",
-                "ANSIBLE_CALLBACKS_ENABLED": "",
                 "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', os.defpath)}",
             }
         )
         t = time.monotonic()
         try:
             proc = subprocess.run(
-                argv,
+                master.in_master(argv, env={"PATH": env["PATH"]}),
                 capture_output=True,
                 text=True,
                 timeout=timeout,
@@ -297,6 +297,8 @@ def _recap(out: str) -> dict[str, dict[str, int]]:
         if line.startswith("PLAY RECAP"):
             seen = True
             continue
+        if seen and not line.strip():
+            break
         if seen and " : " in line:
             host, _, rest = line.partition(" : ")
             counts = {}

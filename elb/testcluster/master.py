@@ -44,9 +44,7 @@ def in_master(
     argv: Sequence[str], *, user: str | None = None, env: Mapping[str, str] | None = None
 ) -> list[str]:
     """The argument list that runs ``argv`` as the master: in its UTS namespace, SGE env set."""
-    full = [*(f"{k}={v}" for k, v in {**BASE_ENV, **C.SGE_ENV}.items())]
-    if env:
-        full += [f"{k}={v}" for k, v in env.items()]
+    full = [f"{k}={v}" for k, v in {**BASE_ENV, **C.SGE_ENV, **(env or {})}.items()]
     prefix = ["nsenter", f"--uts={C.UTS_NS}", "--"]
     if user is not None and user != "root":
         return [*prefix, "runuser", "-u", user, "--", "env", *full, *argv]
