@@ -297,3 +297,15 @@ def test_cli_rejects_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "unknown policy" in err
     assert "cannot read" in err
     assert not math.isnan(0.0)
+
+
+def test_saturation_is_reported_not_silent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # one 8-slot node, a job of a whole node every 100 s running 1000 s: the queue only grows
+    log = tmp_path / "busy.swf"
+    log.write_text("\n".join(swf_line(i, i * 100, 1000, 8) for i in range(1, 40)) + "\n")
+    rc = main(["simulate", str(log), "--policies", "static", "--max-nodes", "1"])
+    assert rc == 0
+    err = capsys.readouterr().err
+    assert "the queue never drains" in err
+    rc = main(["simulate", str(log), "--policies", "static", "--max-nodes", "12"])
+    assert "never drains" not in capsys.readouterr().err

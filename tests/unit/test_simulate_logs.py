@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from elb.policy.base import Policy
-from elb.simulate.engine import SimOutcome, SimSettings
+from elb.simulate.engine import NodeLife, SimOutcome, SimSettings
 from elb.simulate.report import Metrics
 from elb.simulate.runner import Prepared, build_policy, prepare, replay
 from elb.simulate.swf import read_swf
@@ -26,9 +26,7 @@ needs_logs = pytest.mark.skipif(not KTH.exists() or not NASA.exists(), reason=f"
 POLICIES = ("elb", "starcluster", "parallelcluster", "slurm", "static")
 
 
-def run(
-    prepared: Prepared, name: str, spn: int, billing: str = "second", **kw: object
-) -> tuple[Metrics, SimOutcome]:
+def run(prepared: Prepared, name: str, spn: int, billing: str = "second", **kw: object) -> tuple[Metrics, SimOutcome]:
     policy: Policy = build_policy(
         name,
         billing=billing,  # type: ignore[arg-type]
@@ -44,7 +42,7 @@ def check_invariants(prepared: Prepared, out: SimOutcome, spn: int) -> None:
     assert out.never_started == 0
     assert not out.stalled
     assert sorted(p.job_id for p in out.placements) == sorted(j.job_id for j in prepared.jobs)
-    lives = {}
+    lives: dict[str, list[NodeLife]] = {}
     for n in out.nodes:
         lives.setdefault(n.name, []).append(n)
     by_job = {j.job_id: j for j in prepared.jobs}
