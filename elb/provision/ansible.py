@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pwd
 import re
 import secrets
 import sys
@@ -91,6 +92,29 @@ def role_vars(cluster: ClusterConfig, sge: SgeConfig) -> dict[str, object]:
         out[f"{role}_queue"] = sge.queue
         out[f"{role}_hostgroup"] = sge.hostgroup
     return out
+
+
+_EVENT_KEYS = ("host", "task", "task_action", "role", "play", "ignore_errors", "artifact_data")
+_RESULT_EVENTS = frozenset({"runner_on_failed", "runner_on_unreachable"})
+
+
+def slim_event(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The part of a runner event that ``summarize`` reads (a big run keeps little in memory)."""
+    kind = event.get("event")
+    if not isinstance(kind, str):
+        return None
+    if kind == "verbose":
+        stdout = event.get("stdout")
+        return {"event": kind, "stdout": stdout} if isinstance(stdout, str) and "ERROR" in stdout else None
+    data = event.get("event_data")
+    if not isinstance(data, Mapping):
+        data = {}
+    if kind == "playbook_on_stats":  # the recap: per-host counts and the set_stats data
+        return {"event": kind, "event_data": dict(data)}
+    slim = {k: data[k] for k in _EVENT_KEYS if k in data}
+    if kind in _RESULT_EVENTS:
+        slim["res"] = data.get("res")
+    return {"event": kind, "event_data": slim}
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,38 +253,11 @@ class AnsibleProvisioner:
     def _run_runner(
         self, path: Path, inventory: dict[str, object], targets: list[str], ident: str, started: float
     ) -> RunReport:
-        from ansible_runner.config.runner import RunnerConfig  # noqa: PLC0415 (heavy import)
-        from ansible_runner.runner import Runner  # noqa: PLC0415
+        from ansible_runner.runner import Runner  # noqa: PLC0415 (heavy import)
 
-        pdd = self.config.private_data_dir
-        pdd.mkdir(parents=True, exist_ok=True, mode=0o700)
-        project_dir = self.playbook_dir.parent  # its ansible.cfg (if any) applies: runner's cwd
-        envvars = self._envvars()
-        rc_config = RunnerConfig(
-            private_data_dir=str(pdd),
-            project_dir=str(project_dir),
-            playbook=str(path),
-            inventory=None,
-            ident=ident,
-            rotate_artifacts=self.rotate_artifacts,
-            suppress_env_files=True,
-            fact_cache_type="memory",  # facts are not written to the artifacts
-            forks=self.config.forks,
-            extravars=dict(self.extra_vars) or None,
-            envvars=envvars,
-            quiet=True,
-        )
+        rc_config = self._runner_config(path, inventory, ident)
         artifact_dir = Path(rc_config.artifact_dir)
-        inv_path = artifact_dir / "inventory.json"
-        fd = os.open(inv_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(inventory, f, indent=1)
-        rc_config.inventory = str(inv_path)
-        rc_config.prepare()
-        rc_config.env = scrub_env(rc_config.env)
-        # How often runner calls the cancel callback. (Set after prepare(): runner 2.4 drops
-        # a ``settings`` argument when private_data_dir has no env/settings file.)
-        rc_config.pexpect_timeout = POLL_SECONDS
+        inv_path = Path(rc_config.inventory)
 
         timeout = self.config.timeout
         deadline = started + timeout if timeout > 0 else None
@@ -269,9 +266,11 @@ class AnsibleProvisioner:
         lock = threading.Lock()
 
         def on_event(event: dict[str, Any]) -> bool:
-            with lock:
-                events.append(event)
-            return True  # runner also writes it to artifacts/<ident>/job_events
+            kept = slim_event(event)
+            if kept is not None:
+                with lock:
+                    events.append(kept)
+            return True  # runner also writes it whole to artifacts/<ident>/job_events
 
         def should_stop() -> bool:
             if self.cancel_event.is_set():
@@ -314,6 +313,41 @@ class AnsibleProvisioner:
         self._log_report(report, targets)
         return report
 
+    def _runner_config(self, path: Path, inventory: dict[str, object], ident: str) -> Any:
+        """A prepared RunnerConfig: inventory written into the run's artifact dir, env scrubbed."""
+        from ansible_runner.config.runner import RunnerConfig  # noqa: PLC0415 (heavy import)
+
+        pdd = self.config.private_data_dir
+        pdd.mkdir(parents=True, exist_ok=True, mode=0o700)
+        project_dir = self.playbook_dir.parent  # its ansible.cfg (if any) applies: runner's cwd
+        envvars = self._envvars()
+        rc_config = RunnerConfig(
+            private_data_dir=str(pdd),
+            project_dir=str(project_dir),
+            playbook=str(path),
+            inventory=None,
+            ident=ident,
+            rotate_artifacts=self.rotate_artifacts,
+            suppress_env_files=True,
+            fact_cache_type="memory",  # facts are not written to the artifacts
+            forks=self.config.forks,
+            extravars=dict(self.extra_vars) or None,
+            envvars=envvars,
+            quiet=True,
+        )
+        inv_path = Path(rc_config.artifact_dir) / "inventory.json"
+        fd = os.open(inv_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(inventory, f, indent=1)
+        rc_config.inventory = str(inv_path)
+        rc_config.prepare()
+        rc_config.env = scrub_env(rc_config.env)
+        # How often runner calls the cancel callback. (Set after prepare(): runner 2.4 drops
+        # a ``settings`` argument when private_data_dir has no env/settings file.)
+        rc_config.pexpect_timeout = POLL_SECONDS
+
+        return rc_config
+
     def _log_report(self, report: RunReport, targets: Sequence[str]) -> None:
         mine = report.for_hosts(targets).values()
         counts: dict[str, int] = {}
@@ -341,7 +375,10 @@ class AnsibleProvisioner:
             "ANSIBLE_HOST_KEY_CHECKING": "False",
             "ANSIBLE_SSH_RETRIES": "0",
             "ANSIBLE_PIPELINING": "True",  # one SSH connection per task, not three
+            "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",
         }
+        if "HOME" not in os.environ:  # a systemd service without User= has no HOME
+            env["HOME"] = pwd.getpwuid(os.getuid()).pw_dir
         roles = [p for p in (self.playbook_dir / "roles", self.playbook_dir.parent / "roles") if p.is_dir()]
         if roles:
             env["ANSIBLE_ROLES_PATH"] = os.pathsep.join(str(p) for p in roles)

@@ -191,6 +191,8 @@ def _no_verdict(end: RunEnd, rc: int | None, last_task: str | None) -> str:
         return f"provisioning was cancelled (elb is shutting down){where}"
     if end is RunEnd.NOT_STARTED:
         return "provisioning did not start"
+    if rc == 127:
+        return "ansible-playbook could not be started (exit code 127: is it installed, on PATH?)"
     code = f" with exit code {rc}" if rc is not None else ""
     return f"ansible-playbook ended{code} without a result for this host{where}"
 

@@ -322,3 +322,30 @@ def _state(pid: int) -> str:
     except OSError:
         return "gone"
     return raw[raw.rfind(")") + 2 :].split()[0]
+
+
+def test_exit_127_says_ansible_playbook_is_missing() -> None:
+    r = summarize([], ["a"], rc=127).results["a"]
+    assert r.outcome is Outcome.FAILED and "could not be started" in (r.message or "")
+
+
+def test_slim_events_keep_what_summarize_reads() -> None:
+    from elb.provision.ansible import slim_event
+
+    big = {"stdout": "x" * 10_000, "invocation": {"module_args": {"content": "y" * 10_000}}}
+    raw = [
+        {"event": "verbose", "stdout": "PLAY [x] ****"},
+        {"event": "verbose", "stdout": "[ERROR]: bad"},
+        {"event": "runner_on_ok", "event_data": {"host": "a", "task": "T", "res": big, "uuid": "u"}},
+        {"event": "runner_on_failed", "event_data": {"host": "b", "task": "T", "role": "r", "res": {"msg": "m"}}},
+        {"event": "playbook_on_stats", "event_data": {"failures": {"b": 1}, "processed": {"a": 1, "b": 1}}},
+        {"no": "event"},
+    ]
+    slim = [e for e in (slim_event(r) for r in raw) if e is not None]
+    assert len(slim) == 4
+    assert slim[0] == {"event": "verbose", "stdout": "[ERROR]: bad"}
+    assert "res" not in slim[1]["event_data"]  # an OK result's payload is not kept
+    s_full = summarize(raw, ["a", "b"])  # type: ignore[arg-type]
+    s_slim = summarize(slim, ["a", "b"])
+    assert s_full.results == s_slim.results
+    assert s_slim.results["b"].task == "r : T"
