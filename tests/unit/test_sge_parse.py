@@ -360,6 +360,21 @@ def test_every_truncation_is_an_error() -> None:
             parse_qhost(qhost[:cut])
 
 
+def test_truncation_after_a_complete_element_is_an_error() -> None:
+    """A cut right after an inner </job_info> leaves a well-formed-looking prefix."""
+    data = fixture("qstat_mixed.xml")
+    inner_end = data.index(b"  </job_info>") + len(b"  </job_info>")
+    cuts = [inner_end, inner_end + 1]
+    for tag in (b"</job_list>", b"</Queue-List>", b"</queue_info>"):
+        start = 0
+        while (found := data.find(tag, start)) != -1:
+            cuts.append(found + len(tag))
+            start = found + 1
+    for cut in cuts:
+        with pytest.raises(SgeParseError, match="not well-formed"):
+            parse_qstat(data[:cut])
+
+
 def test_truncation_error_names_the_position() -> None:
     with pytest.raises(SgeParseError, match=r"qstat: XML is not well-formed: .*line \d+, column \d+"):
         parse_qstat(fixture("qstat_mixed.xml")[:1000])
