@@ -525,3 +525,79 @@ def test_thousands_of_jobs(local_tz: str) -> None:
     assert sum(j.total_slots for j in jobs if j.pe == "smp") == sum(i % 8 + 1 for i in range(1, 4001) if i % 4 == 1)
     assert sum(1 for j in jobs if j.is_pending) == 3000
     assert jobs[2].submitted == local(local_tz, 2026, 11, 22, 3, 0, 0)
+
+
+# -- the streaming reader and its guard -----------------------------------------------------
+
+
+def test_tiny_chunks_give_the_same_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    import elb.sge.parse as parse_module
+
+    data = fixture("qstat_mixed.xml")
+    whole = parse_qstat(data)
+    for chunk in (1, 7, 64, 1000):
+        monkeypatch.setattr(parse_module, "_CHUNK", chunk)
+        assert parse_qstat(data) == whole
+        assert parse_qstat(data.decode()) == whole
+
+
+def test_prolog_with_comments_and_bom_is_read() -> None:
+    body = fixture("qstat_mixed.xml").split(b"?>", 1)[1]
+    expected = parse_qstat(fixture("qstat_mixed.xml"))
+    for prolog in (
+        b"\xef\xbb\xbf<?xml version='1.0'?>",
+        b"<?xml version='1.0'?>\n<!-- written by hand -->\n<?pi x?>",
+        b"<!--" + b"x" * 70_000 + b"-->",  # longer than the quick check looks: defusedxml judges it
+    ):
+        assert parse_qstat(prolog + body) == expected
+
+
+def test_doctype_anywhere_in_the_prolog_is_refused() -> None:
+    body = fixture("qstat_empty.xml").split(b"?>", 1)[1]
+    for prolog in (
+        b"<!DOCTYPE job_info>",
+        b"<!-- <job_info> --><!DOCTYPE job_info [<!ENTITY a 'b'>]>",
+        b"<!--" + b"x" * 70_000 + b'--><!DOCTYPE job_info SYSTEM "http://example.invalid/x.dtd">',
+    ):
+        with pytest.raises(SgeParseError, match="refused XML with a DTD"):
+            parse_qstat(b"<?xml version='1.0'?>\n" + prolog + body)
+        with pytest.raises(SgeParseError, match="refused XML with a DTD"):
+            parse_qhost(b"<?xml version='1.0'?>\n" + prolog + b"<qhost></qhost>")
+
+
+def test_undeclared_entity_is_not_well_formed() -> None:
+    with pytest.raises(SgeParseError, match="not well-formed"):
+        parse_qstat(pending_xml([job_xml(name="&lol9;")]))
+
+
+def test_running_entry_outside_a_queue_instance_and_pending_inside_one() -> None:
+    running = job_xml(job_id=9, state="r").replace('state="pending"', 'state="running"')
+    (job,) = parse_qstat(pending_xml([running])).jobs
+    assert (job.job_id, job.state, job.queue) == (9, "r", None)
+
+    inside = fixture("qstat_empty.xml").decode().replace("    </Queue-List>", job_xml(job_id=4) + "    </Queue-List>")
+    with pytest.raises(SgeParseError, match=r"Queue-List #1 \(all.q@node001\): a job_list that is not"):
+        parse_qstat(inside)
+
+
+def test_unexpected_elements_are_errors() -> None:
+    good = fixture("qstat_empty.xml").decode()
+    with pytest.raises(SgeParseError, match=r"unexpected <cluster_queue_summary> in <job_info>"):
+        parse_qstat(good.replace("  <job_info>\n", "  <cluster_queue_summary/>\n  <job_info>\n"))
+    with pytest.raises(SgeParseError, match=r"unexpected <foo> in <queue_info>"):
+        parse_qstat(good.replace("  </queue_info>", "<foo/>  </queue_info>"))
+    with pytest.raises(SgeParseError, match=r"unexpected <bar> in <qhost>"):
+        parse_qhost(b"<qhost><bar/></qhost>")
+
+
+def test_garbage_collection_is_back_on_after_parsing() -> None:
+    import gc
+
+    assert gc.isenabled()
+    parse_snapshot(fixture("qstat_mixed.xml"), fixture("qhost_mixed.xml"), 0.0)
+    assert gc.isenabled()
+    with pytest.raises(SgeParseError):
+        parse_qstat(fixture("qstat_mixed.xml")[:500])
+    with pytest.raises(SgeParseError):
+        parse_qhost(b"<qhost><host/></qhost>")
+    assert gc.isenabled()
