@@ -1,6 +1,6 @@
 """Provisioning behind elb.interfaces.Provisioner: Ansible playbooks through ansible-runner."""
 
-from elb.provision.ansible import AnsibleProvisioner, ProvisionError, RunReport
+from elb.provision.ansible import AnsibleProvisioner, ProvisionError, RunReport, role_vars
 from elb.provision.inventory import InventoryError, build_inventory
 from elb.provision.outcomes import RunEnd, summarize
 
@@ -11,5 +11,6 @@ __all__ = [
     "RunEnd",
     "RunReport",
     "build_inventory",
+    "role_vars",
     "summarize",
 ]
