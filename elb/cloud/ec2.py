@@ -716,3 +716,76 @@ class Ec2Cloud:
         except (BotoCoreError, ClientError) as err:
             raise to_cloud_error(err, f"terminating {', '.join(live)}") from None
         log.info("terminating %s", ", ".join(live))
+
+
+# --------------------------------------------------------------------------- preflight
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One line of ``elb ec2-check``."""
+
+    what: str
+    ok: bool
+    detail: str
+
+
+def _dry_run(call: Callable[[], object], what: str) -> Check:
+    """EC2 answers a permitted dry run with the error DryRunOperation."""
+    try:
+        call()
+    except ClientError as err:
+        if error_code(err) == "DryRunOperation":
+            return Check(what, True, "allowed")
+        return Check(what, False, str(to_cloud_error(err, what)))
+    except BotoCoreError as err:
+        return Check(what, False, str(to_cloud_error(err, what)))
+    return Check(what, False, "the dry run was not refused: the endpoint ignores DryRun")
+
+
+def preflight(cloud: Ec2Cloud) -> list[Check]:
+    """Check credentials, settings and permissions without starting or stopping anything.
+
+    ``RunInstances`` and ``TerminateInstances`` are called with ``DryRun=True``: EC2 checks the
+    IAM policy (tag conditions and ``iam:PassRole`` included) and the parameters, and starts nothing.
+    """
+    checks: list[Check] = []
+    try:
+        workers = cloud.list_workers()
+    except CloudError as err:
+        return [Check("read the cluster (DescribeInstances)", False, str(err))]
+    checks.append(Check("read the cluster (DescribeInstances)", True, f"{len(workers)} elb workers running"))
+    try:
+        spec = cloud.launch_spec()
+    except CloudError as err:
+        checks.append(Check("launch settings", False, str(err)))
+        return checks
+    subnets = ", ".join(s or "default" for s in spec.subnets)
+    checks.append(
+        Check(
+            "launch settings",
+            True,
+            f"{spec.image_id}; types {', '.join(spec.instance_types)}; subnets {subnets}"
+            + ("; spot" if spec.spot else ""),
+        )
+    )
+    first = choices(spec)[0]
+    try:
+        checks.append(Check("slots (DescribeInstanceTypes)", True, f"{cloud.slots_for(first.instance_type)}"))
+    except CloudError as err:
+        checks.append(Check("slots (DescribeInstanceTypes)", False, str(err)))
+    token = client_token(cloud.cluster, "preflight", first)
+    args = run_arguments(spec, first, cloud.cluster, "elb-preflight", token)
+    args["DryRun"] = True
+    checks.append(_dry_run(lambda: cloud.client.run_instances(**args), "launch a worker (RunInstances)"))
+    if workers:
+        iid = workers[0].instance_id
+        checks.append(
+            _dry_run(
+                lambda: cloud.client.terminate_instances(InstanceIds=[iid], DryRun=True),
+                f"terminate a worker (TerminateInstances on {iid})",
+            )
+        )
+    else:
+        checks.append(Check("terminate a worker (TerminateInstances)", True, "not tried: no elb worker running"))
+    return checks

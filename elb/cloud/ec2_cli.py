@@ -1,0 +1,54 @@
+"""``elb ec2-check``: is elb ready to run on EC2? (credentials, settings, IAM permissions)
+
+Nothing is started or stopped: launch and terminate are dry runs. Also runnable as
+``python -m elb.cloud.ec2_cli``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from elb.config import ConfigError, load_config
+from elb.interfaces import CloudError
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", "-c", type=Path, default=None, help="config file (default /etc/elb/elb.yml)")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "ec2-check",
+        help="check EC2 credentials, launch settings and IAM permissions (dry runs; exit 1 on a problem)",
+    )
+    _add_arguments(p)
+    p.set_defaults(func=cmd_ec2_check)
+
+
+def cmd_ec2_check(args: argparse.Namespace) -> int:
+    from elb.cloud.ec2 import Ec2Cloud, preflight  # noqa: PLC0415  (boto3 only when asked)
+
+    try:
+        cfg = load_config(args.config)
+        cloud = Ec2Cloud.from_config(cfg)
+    except (ConfigError, CloudError) as err:
+        print(f"elb: {err}", file=sys.stderr)
+        return 1
+    checks = preflight(cloud)
+    for c in checks:
+        print(f"{'ok  ' if c.ok else 'FAIL'} {c.what}: {c.detail}")
+    return 0 if all(c.ok for c in checks) else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="elb ec2-check", description=__doc__)
+    _add_arguments(parser)
+    return cmd_ec2_check(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
