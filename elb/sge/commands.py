@@ -161,7 +161,8 @@ class SgeCommands:
         result = self._runner(argv, timeout=self.config.timeout, env=self._env)
         if result.returncode != 0:
             detail = result.stderr or result.stdout.decode("utf-8", errors="replace")
-            raise SgeError("failed", command=argv, returncode=result.returncode, stderr=detail)
+            message = "failed" if detail.strip() else "failed without saying why"
+            raise SgeError(message, command=argv, returncode=result.returncode, stderr=detail)
         return result
 
     @staticmethod
@@ -189,7 +190,18 @@ class SgeCommands:
         Reads ``qstat -u '*' -xml -r -f -s rs -q '*@host'``; SgeError if SGE does not know the host.
         """
         check_host(host)
-        result = self.run("qstat", (*QSTAT_ARGS, "-s", "rs", "-q", f"*@{host}"))
+        try:
+            result = self.run("qstat", (*QSTAT_ARGS, "-s", "rs", "-q", f"*@{host}"))
+        except SgeError as err:
+            if err.returncode != 1 or err.stderr:
+                raise
+            # SGE 8.1.9 prints nothing and exits 1 when no queue instance matches.
+            raise SgeError(
+                f"failed: no queue instance on host {host!r}?",
+                command=err.command,
+                returncode=err.returncode,
+                stderr=err.stderr,
+            ) from None
         jobs = self._parsed(parse_qstat, result).jobs
         return tuple(j for j in jobs if j.host == host)
 

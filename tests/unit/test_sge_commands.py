@@ -257,9 +257,13 @@ def test_jobs_on_a_host(fake: FakeSge) -> None:
 
 
 def test_jobs_on_an_unknown_host_is_an_error(fake: FakeSge) -> None:
-    fake.says("qstat", stderr="No queues remaining after -q queue selection\n", code=1)
-    with pytest.raises(SgeError, match="No queues remaining"):
+    # What SGE 8.1.9 does (seen on the test cluster): no output at all, exit status 1.
+    fake.says("qstat", code=1)
+    with pytest.raises(SgeError, match=r"no queue instance on host 'node042'\? \(exit status 1\)"):
         fake.client().jobs_on("node042")
+    fake.says("qhost", code=1)
+    with pytest.raises(SgeError, match=r"failed without saying why \(exit status 1\)"):
+        fake.client().run("qhost", QHOST_ARGS)
 
 
 def test_exec_hosts_checks_qconf_output(fake: FakeSge) -> None:
