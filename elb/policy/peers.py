@@ -249,7 +249,8 @@ class StarclusterPolicy:
             return now
         stab = self._stabilizing(history, now)
         if stab is not None:
-            return stab
+            # Nothing before the window ends; from then on, as if asked then.
+            return self.quiet_until(snapshot, nodes, history, stab)
         if view.pending:
             facts = _facts(view)
             if view.pending_slots <= facts.free_slots or (p.block_while_booting and facts.booting):

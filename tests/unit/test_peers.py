@@ -1,0 +1,192 @@
+"""The peers' policies on hand-built snapshots, and ``quiet_until`` checked against ``decide``."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from elb.config import ClusterConfig, PolicyConfig
+from elb.model import History, Node, NodeState
+from elb.policy import POLICIES, make_policy
+from elb.policy.peers import (
+    Limits,
+    ParallelclusterPolicy,
+    SlurmPolicy,
+    StarclusterParams,
+    StarclusterPolicy,
+    StaticPolicy,
+)
+from tests.unit.factories import T0, host, node, pending, running, snap
+
+LIM = Limits(max_nodes=10, slots_per_node=8)
+
+
+def test_every_peer_is_registered_and_built_from_config() -> None:
+    for name, cls in [
+        ("starcluster", StarclusterPolicy),
+        ("parallelcluster", ParallelclusterPolicy),
+        ("slurm", SlurmPolicy),
+        ("static", StaticPolicy),
+    ]:
+        assert name in POLICIES
+        p = make_policy(PolicyConfig(name=name, max_nodes=7, slots_per_node=4), ClusterConfig(node_prefix="w"))
+        assert isinstance(p, cls)
+        assert p.name == name
+        assert getattr(p, "limits") == Limits(0, 7, 4, "master", "w", 3)  # noqa: B009
+
+
+# -- StarCluster ------------------------------------------------------------------------------------
+
+
+def test_starcluster_adds_one_node_when_waiting_exceeds_free_and_the_oldest_waited() -> None:
+    p = StarclusterPolicy(LIM)
+    s = snap([pending(1, 901, slots=8), pending(2, 10, slots=8)], [host("node001", used=8)])
+    nodes = [node("node001", 4000)]
+    plan = p.decide(s, nodes, History(), T0)
+    assert plan.add == 1
+    assert plan.add_names == ("node002",)
+    # not before wait_time
+    s = snap([pending(1, 900, slots=8)], [host("node001", used=8)])
+    assert p.decide(s, nodes, History(), T0).empty
+    # not when free slots cover the waiting ones
+    s = snap([pending(1, 5000, slots=4)], [host("node001", used=4)])
+    assert p.decide(s, nodes, History(), T0).empty
+    # not within the stabilization time
+    s = snap([pending(1, 5000, slots=8)], [host("node001", used=8)])
+    assert p.decide(s, nodes, History(last_change_at=T0 - 179), T0).empty
+    assert p.decide(s, nodes, History(last_change_at=T0 - 180), T0).add == 1
+
+
+def test_starcluster_removes_idle_nodes_only_late_in_their_hour_and_when_nothing_waits() -> None:
+    p = StarclusterPolicy(LIM)
+    hosts = [host("node001"), host("node002"), host("node003", used=1)]
+    jobs = [running(1, "node003")]
+    nodes = [node("node001", 3600 + 45 * 60), node("node002", 44 * 60), node("node003", 50 * 60)]
+    plan = p.decide(snap(jobs, hosts), nodes, History(), T0)
+    assert [r.node for r in plan.remove] == ["node001"]
+    waiting = snap([*jobs, pending(2, 10, slots=1)], hosts)
+    assert p.decide(waiting, nodes, History(), T0).empty
+
+
+def test_starcluster_can_block_while_nodes_boot() -> None:
+    p = StarclusterPolicy(LIM, StarclusterParams(block_while_booting=True))
+    s = snap([pending(1, 5000, slots=8)], [host("node001", used=8)])
+    nodes = [node("node001", 4000), node("node002", 10, NodeState.PROVISIONING)]
+    assert p.decide(s, nodes, History(), T0).empty
+    assert StarclusterPolicy(LIM).decide(s, nodes, History(), T0).add == 1
+
+
+# -- ParallelCluster --------------------------------------------------------------------------------
+
+
+def test_parallelcluster_counts_booting_nodes_as_busy_and_asks_again() -> None:
+    p = ParallelclusterPolicy(LIM)
+    s = snap([pending(1, 10, slots=8), pending(2, 10, slots=4)])
+    assert p.decide(s, [], History(), T0).add == 2  # ceil(12 / 8)
+    booting = [node("node001", 60, NodeState.PROVISIONING), node("node002", 60, NodeState.PROVISIONING)]
+    plan = p.decide(s, booting, History(), T0)
+    assert plan.add == 2  # desired 2 busy + 2 = 4 > 2
+    assert plan.add_names == ("node003", "node004")
+    many = [node(f"node{i:03d}", 60, NodeState.PROVISIONING) for i in range(1, 10)]
+    assert p.decide(s, many, History(), T0).add == 1  # capped at max_nodes 10
+
+
+def test_parallelcluster_terminates_nodes_idle_ten_minutes_when_nothing_is_pending() -> None:
+    p = ParallelclusterPolicy(LIM)
+    hosts = [host("node001"), host("node002")]
+    nodes = [node("node001", 5000, last_busy_at=T0 - 600), node("node002", 5000, last_busy_at=T0 - 599)]
+    plan = p.decide(snap([], hosts), nodes, History(), T0)
+    assert [r.node for r in plan.remove] == ["node001"]
+    assert p.quiet_until(snap([], hosts), [nodes[1]], History(), T0) == T0 + 1
+
+
+# -- Slurm ------------------------------------------------------------------------------------------
+
+
+def test_slurm_powers_up_exactly_for_jobs_that_fit_nowhere() -> None:
+    p = SlurmPolicy(LIM)
+    hosts = [host("node001", used=6)]
+    nodes = [node("node001", 5000), node("node002", 60, NodeState.PROVISIONING)]
+    # 2 fit on node001, 8 on booting node002, 5 + 3 on one new node, the 16-slot job on 2 more
+    jobs = [pending(1, 10, 2), pending(2, 10, 8), pending(3, 10, 5), pending(4, 10, 3), pending(5, 10, 16)]
+    plan = p.decide(snap(jobs, hosts), nodes, History(), T0)
+    assert plan.add == 3
+    assert not plan.remove
+
+
+def test_slurm_keeps_a_ready_node_a_waiting_wide_job_was_given() -> None:
+    p = SlurmPolicy(LIM)
+    hosts = [host("node001")]
+    nodes = [node("node001", 5000, last_busy_at=T0 - 1000), node("node002", 60, NodeState.PROVISIONING)]
+    wide = [pending(1, 120, 16)]  # node001 + booting node002
+    plan = p.decide(snap(wide, hosts), nodes, History(), T0)
+    assert plan.empty
+    # without the job node001 is idle past SuspendTime and goes
+    plan = p.decide(snap([], hosts), nodes, History(), T0)
+    assert [r.node for r in plan.remove] == ["node001"]
+
+
+# -- static -----------------------------------------------------------------------------------------
+
+
+def test_static_replaces_lost_nodes_and_never_shrinks() -> None:
+    p = StaticPolicy(Limits(max_nodes=3, slots_per_node=8))
+    assert p.initial_nodes == 3
+    hosts = [host("node001"), host("node003")]
+    nodes = [node("node001", 9000), node("node003", 9000)]
+    plan = p.decide(snap([], hosts), nodes, History(), T0)
+    assert plan.add == 1
+    assert plan.add_names == ("node004",)
+    full = [*nodes, node("node004", 10)]
+    assert p.decide(snap([], [*hosts, host("node004")]), full, History(), T0).empty
+
+
+# -- quiet_until against decide ---------------------------------------------------------------------
+
+cluster_states = st.fixed_dictionaries(
+    {
+        "ready": st.lists(st.tuples(st.integers(0, 8), st.floats(0, 7200), st.floats(0, 3000)), min_size=0, max_size=5),
+        "booting": st.integers(0, 3),
+        "waiting": st.lists(st.tuples(st.integers(1, 24), st.floats(0, 2000)), max_size=5),
+        "last_change": st.one_of(st.none(), st.floats(0, 400)),
+    }
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(state=cluster_states, name=st.sampled_from(["starcluster", "parallelcluster", "slurm", "static"]))
+def test_quiet_until_is_never_later_than_the_next_non_empty_plan(state: dict[str, object], name: str) -> None:
+    """For an unchanged cluster, decide stays empty at every poll before quiet_until."""
+    policy = make_policy(PolicyConfig(name=name, max_nodes=8, slots_per_node=8), ClusterConfig())
+    hosts, nodes, jobs = [], [], []
+    ready = state["ready"]
+    assert isinstance(ready, list)
+    for i, (used, age, idle_for) in enumerate(ready, 1):
+        name_i = f"node{i:03d}"
+        hosts.append(host(name_i, used=used))
+        nodes.append(node(name_i, age + 60, last_busy_at=T0 - min(idle_for, age)))
+        if used:
+            jobs.append(running(1000 + i, name_i, slots=used))
+    booting = state["booting"]
+    assert isinstance(booting, int)
+    nodes += [node(f"node{len(ready) + j:03d}", 30, NodeState.PROVISIONING) for j in range(1, booting + 1)]
+    waiting = state["waiting"]
+    assert isinstance(waiting, list)
+    jobs += [pending(j, waited, slots) for j, (slots, waited) in enumerate(waiting, 1)]
+    s = snap(jobs, hosts)
+    last = state["last_change"]
+    assert last is None or isinstance(last, float)
+    history = History(last_change_at=None if last is None else T0 - last)
+    records: tuple[Node, ...] = tuple(nodes)
+    if not policy.decide(s, records, history, T0).empty:
+        return  # only asked after an empty plan
+    until = policy.quiet_until(s, records, history, T0)  # type: ignore[attr-defined]
+    assert until >= T0
+    t = T0
+    while t < min(until, T0 + 4 * 3600):
+        assert policy.decide(s, records, history, t).empty, (name, t - T0, until - T0)
+        t += 30
+    if until < T0 + 4 * 3600:
+        # and it is tight enough to be useful: something happens within a poll of it
+        later = [policy.decide(s, records, history, until + d) for d in (0, 30, 60)]
+        assert any(not p.empty for p in later), (name, until - T0)
