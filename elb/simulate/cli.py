@@ -47,8 +47,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--max-nodes",
         default=None,
-        help="cluster cap: N nodes, or Kx for K times the log's machine "
-        "(default: the zero-wait peak of the log)",
+        help="cluster cap: N nodes, or Kx for K times the log's machine (default: the zero-wait peak of the log)",
     )
     p.add_argument("--backfill", action="store_true", help="EASY backfill instead of strict FIFO")
     p.add_argument("--start", type=float, default=0.0, help="skip the log's first DAYS days")
@@ -125,12 +124,7 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
     for flag, value in (("--slots-per-node", spn), ("--poll", args.poll), ("--price", args.price)):
         if value <= 0:
             raise SimError(f"{flag} must be positive")
-    if (
-        args.boot_time < 0
-        or args.boot_jitter < 0
-        or args.start < 0
-        or (args.days is not None and args.days <= 0)
-    ):
+    if args.boot_time < 0 or args.boot_jitter < 0 or args.start < 0 or (args.days is not None and args.days <= 0):
         raise SimError("--boot-time, --boot-jitter and --start must be >= 0, --days > 0")
     billing: Billing = args.billing
     wl = read_swf(args.log, start=args.start * 86400.0, days=args.days)
@@ -180,9 +174,7 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
         results.append(m)
     skipped = dict(wl.skipped)
     if prepared.too_big:
-        skipped[f"bigger than the cluster ({prepared.max_nodes} nodes of {spn} slots)"] = len(
-            prepared.too_big
-        )
+        skipped[f"bigger than the cluster ({prepared.max_nodes} nodes of {spn} slots)"] = len(prepared.too_big)
     warnings = [
         f"{m.label}: the queue never drains (longest backlog {m.longest_backlog / 86400:.1f} days, "
         f"{m.never_started} jobs never started): the cluster saturates at {prepared.max_nodes} nodes"
@@ -227,9 +219,7 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
     for job in prepared.too_big[:5]:
         print(f"skipped job {job.job_id}: {job.slots} slots > {prepared.max_nodes} x {spn}", file=sys.stderr)
     if args.plot is not None:
-        plot(
-            results, args.plot, f"{args.log.name}: {spn}-slot nodes, {args.boot_time:g} s boot, per {billing}"
-        )
+        plot(results, args.plot, f"{args.log.name}: {spn}-slot nodes, {args.boot_time:g} s boot, per {billing}")
         if not args.json:
             print(f"plot: {args.plot}")
     return 0

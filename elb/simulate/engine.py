@@ -36,9 +36,7 @@ _EPS = 1e-9
 class QuietHint(Protocol):
     """Optional: until when ``decide`` returns an empty plan for an unchanged cluster."""
 
-    def quiet_until(
-        self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float
-    ) -> float: ...
+    def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,9 +219,7 @@ class Simulator:
     def snapshot(self, now: float) -> tuple[Snapshot, tuple[Node, ...]]:
         """What qstat/qhost and elb's journal would show now."""
         if self._jobs_cache is None:
-            self._jobs_cache = tuple(v for _, v in self.pending) + tuple(
-                r.value for r in self.running.values()
-            )
+            self._jobs_cache = tuple(v for _, v in self.pending) + tuple(r.value for r in self.running.values())
         if self._hosts_cache is None:
             self._hosts_cache = tuple(self._host(n) for n in self.nodes.values() if n.ready)
         if self._nodes_cache is None:
@@ -236,9 +232,7 @@ class Simulator:
         spn = self.s.slots_per_node
         return math.ceil(job.slots / spn) if job.slots > spn else 0
 
-    def _place_now(
-        self, job: SimJob, allowed: dict[str, int] | None = None
-    ) -> list[tuple[_Node, int]] | None:
+    def _place_now(self, job: SimJob, allowed: dict[str, int] | None = None) -> list[tuple[_Node, int]] | None:
         """Where the job would start now (ready nodes), or None. ``allowed``: per-node slot limits."""
         k = self._width(job)
         if k:
@@ -295,9 +289,7 @@ class Simulator:
         self.out.slot_seconds += job.slots * job.run
         if self.s.record:
             self.out.placements.append(
-                Placement(
-                    job.job_id, job.submit, now, run.end, job.slots, tuple((n.name, u) for n, u in parts)
-                )
+                Placement(job.job_id, job.submit, now, run.end, job.slots, tuple((n.name, u) for n, u in parts))
             )
 
     def _finish(self, run: _Run, now: float) -> None:
@@ -514,9 +506,7 @@ class Simulator:
             self.out.longest_backlog = max(self.out.longest_backlog, end - self._backlog_since)
         for n in self.dead:
             assert n.terminated_at is not None
-            self.out.nodes.append(
-                NodeLife(n.name, n.launched_at, n.ready_at, n.terminated_at, n.busy_seconds)
-            )
+            self.out.nodes.append(NodeLife(n.name, n.launched_at, n.ready_at, n.terminated_at, n.busy_seconds))
         if self.progress is not None:
             self.progress(1.0)
         return self.out

@@ -176,8 +176,7 @@ def table(rows: Sequence[Metrics], fl: Floors, price: float) -> str:
             f"{m.launches:>6} {m.terminations:>6}"
         )
     lines.append(
-        f"{'floor (slot-seconds)':<22} {fl.floor_node_hours:>9.0f} {fl.floor_node_hours * price:>9.0f} "
-        f"{1.0:>7.2f}"
+        f"{'floor (slot-seconds)':<22} {fl.floor_node_hours:>9.0f} {fl.floor_node_hours * price:>9.0f} {1.0:>7.2f}"
     )
     zw = fl.zero_wait_node_hours
     ratio = zw / fl.floor_node_hours if fl.floor_node_hours else math.nan
@@ -203,9 +202,7 @@ def plot(rows: Sequence[Metrics], path: Path, title: str) -> None:
         ax.plot(xs, ys, style, label=name)
         if len(ms) > 1:
             for m, x, y in zip(ms, xs, ys, strict=True):
-                ax.annotate(
-                    m.label.split(" ", 1)[-1], (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points"
-                )
+                ax.annotate(m.label.split(" ", 1)[-1], (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
     ax.set_xlabel("p95 wait (minutes)")
     ax.set_ylabel("cost / cost floor")
     ax.set_title(title)

@@ -38,11 +38,7 @@ def _convert(raw: str, like: object) -> object:
 
 def has_param(policy: Policy, key: str) -> bool:
     params = getattr(policy, "params", None)
-    if (
-        params is not None
-        and dataclasses.is_dataclass(params)
-        and key in {f.name for f in dataclasses.fields(params)}
-    ):
+    if params is not None and dataclasses.is_dataclass(params) and key in {f.name for f in dataclasses.fields(params)}:
         return True
     config = getattr(policy, "config", None)
     return isinstance(config, PolicyConfig) and key in PolicyConfig.model_fields
@@ -72,9 +68,7 @@ def with_param(policy: Policy, key: str, raw: str) -> Policy:
     raise SimError(f"policy {policy.name} has no parameter {key!r}")
 
 
-def build_policy(
-    name: str, *, billing: Billing, slots_per_node: int, boot_time: float, max_nodes: int
-) -> Policy:
+def build_policy(name: str, *, billing: Billing, slots_per_node: int, boot_time: float, max_nodes: int) -> Policy:
     try:
         cfg = PolicyConfig(
             name=name,
@@ -116,9 +110,7 @@ def prepare(wl: Workload, slots_per_node: int, max_nodes: int | None) -> Prepare
     fits = [j for j in wl.jobs if width(j) <= cap]
     too_big = [j for j in wl.jobs if width(j) > cap]
     if not fits:
-        raise SimError(
-            f"{wl.source}: every job is bigger than the cluster ({cap} nodes of {slots_per_node} slots)"
-        )
+        raise SimError(f"{wl.source}: every job is bigger than the cluster ({cap} nodes of {slots_per_node} slots)")
     return Prepared(fits, floors(fits, slots_per_node), too_big, cap)
 
 
