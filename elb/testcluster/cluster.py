@@ -265,11 +265,12 @@ class TestCluster:
             raise TestClusterError(f"launching nodes failed: {dict(res.failed)}")
         return list(res.launched)
 
-    def add_nodes(self, count: int) -> list[Instance]:
+    def add_nodes(self, count: int, *, slots: int | None = None) -> list[Instance]:
         """Launch ``count`` nodes and add them in one add_node.yml run; raise if any failed."""
         existing = [self.spec(w) for w in self.workers()]
         new = self.launch(count)
-        pb = self.run_playbook("add_node.yml", workers=existing, new_nodes=[self.spec(i) for i in new])
+        specs = [NodeSpec(name=i.name, private_ip=self.spec(i).private_ip, slots=slots) for i in new]
+        pb = self.run_playbook("add_node.yml", workers=existing, new_nodes=specs)
         log.info("add_node.yml for %d node(s): %.1f s", len(new), pb.seconds)
         if not pb.ok:
             raise TestClusterError(f"add_node.yml failed (rc {pb.rc}):\n{pb.stdout[-4000:]}")

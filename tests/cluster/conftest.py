@@ -1,0 +1,54 @@
+"""The real test cluster for the ``cluster`` tests: brought up once per session, always torn down.
+
+Needs root, podman, and Debian's packages (``scripts/install-system-deps.sh`` is run by
+``TestCluster.up``). The tests run as the master would: after ``up`` this process joins the
+master's UTS namespace (hostname ``master``), so elb's provisioner reaches the master with a
+local connection exactly as when elb runs on the SGE master.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from elb.testcluster import constants as C
+
+CLONE_NEWUTS = 0x04000000
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "cluster: needs the real test cluster (root, podman, SGE); slow")
+
+
+def _enter_master_uts() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(C.UTS_NS, os.O_RDONLY)
+    try:
+        if libc.setns(fd, CLONE_NEWUTS) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"setns({C.UTS_NS}): {os.strerror(err)}")
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture(scope="session")
+def testcluster() -> Iterator[object]:
+    if os.geteuid() != 0:
+        pytest.skip("the test cluster needs root")
+    from elb.testcluster.cluster import TestCluster
+
+    tc = TestCluster()
+    t = time.monotonic()
+    try:
+        times = tc.up(nodes=0)
+        print(f"\ntest cluster up in {time.monotonic() - t:.1f} s: {times}")
+        _enter_master_uts()
+        for k, v in C.SGE_ENV.items():
+            os.environ[k] = v
+        yield tc
+    finally:
+        tc.down()

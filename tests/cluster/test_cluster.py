@@ -1,0 +1,118 @@
+"""Cluster tests: real SGE, real podman nodes, real SSH and Ansible (marked ``cluster``).
+
+Run alone with ``python -m pytest -m cluster tests/cluster`` as root; the session fixture
+in conftest.py brings the test cluster up and always tears it down. The tests share one
+cluster and run in file order: each leaves the cluster as it found it (no workers).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from elb.interfaces import Outcome
+from elb.testcluster import constants as C
+from elb.testcluster.cluster import TestCluster
+from tests.cluster.helpers import cluster_state, job_state, provisioner, qconf_words, spec, wait_for
+
+pytestmark = pytest.mark.cluster
+
+
+def _home_file(name: str) -> Path:
+    return Path(f"/home/{C.CLUSTER_USER}") / name
+
+
+def test_two_nodes_added_in_one_run_run_jobs_that_write_home(testcluster: TestCluster, tmp_path: Path) -> None:
+    tc = testcluster
+    before = cluster_state(tc)
+    new = tc.launch(2)
+    t = time.monotonic()
+    results = provisioner(tmp_path).add_nodes([spec(i) for i in new], existing=[])
+    seconds = time.monotonic() - t
+    print(f"\nadd_node.yml (provisioner) for 2 nodes: {seconds:.1f} s")
+    assert {n: r.outcome for n, r in results.items()} == {i.name: Outcome.OK for i in new}, results
+    names = sorted(i.name for i in new)
+    assert sorted(qconf_words(tc, "-sel")) == names
+    try:
+        # One job pinned to each node, submitted as the cluster user on the master.
+        stamp = str(time.time_ns())
+        jobs = {}
+        for name in names:
+            out = f"where-{stamp}-{name}"
+            script = f"#!/bin/sh\nhostname > $HOME/{out}.tmp && id -un >> $HOME/{out}.tmp && mv $HOME/{out}.tmp $HOME/{out}\n"
+            jobs[name] = tc.submit(script, "-l", f"hostname={name}", "-o", "/dev/null", "-j", "y")
+        for name in names:
+            path = _home_file(f"where-{stamp}-{name}")
+            wait_for(f"job {jobs[name]} to write {path}", path.exists, timeout=120)
+            assert path.read_text().split() == [name, C.CLUSTER_USER]
+            assert path.stat().st_uid == C.CLUSTER_UID
+            path.unlink()
+        # A second run of the same playbook changes nothing.
+        pb = tc.run_playbook("add_node.yml", new_nodes=[spec(i) for i in new])
+        assert pb.ok, pb.stdout[-3000:]
+        assert {h: pb.changed(h) for h in names} == dict.fromkeys(names, 0), pb.stdout[-3000:]
+    finally:
+        # Remove one live node and one that was killed first (container gone, no goodbye).
+        live, dead = sorted(new, key=lambda i: i.name)
+        tc.cloud().terminate([dead.instance_id])
+        t = time.monotonic()
+        removed = provisioner(tmp_path).remove_nodes([spec(live), spec(dead)], existing=[])
+        print(f"remove_node.yml for 1 live + 1 dead node: {time.monotonic() - t:.1f} s")
+        tc.cloud().terminate([w.instance_id for w in tc.workers()])
+    assert {n: r.outcome for n, r in removed.items()} == {live.name: Outcome.OK, dead.name: Outcome.OK}, removed
+    assert cluster_state(tc) == before
+
+
+def test_busy_node_is_not_removed(testcluster: TestCluster, tmp_path: Path) -> None:
+    tc = testcluster
+    before = cluster_state(tc)
+    node = tc.add_nodes(1)[0]
+    prov = provisioner(tmp_path)
+    job = tc.submit("#!/bin/sh\nsleep 300\n", "-l", f"hostname={node.name}", "-o", "/dev/null", "-j", "y")
+    try:
+        wait_for(f"job {job} running", lambda: job_state(tc, job) == "r")
+        result = prov.remove_nodes([spec(node)], existing=[])
+        assert result[node.name].outcome is Outcome.BUSY, result
+        # Still a working exec host, its queue instance enabled again, the job still running.
+        assert node.name in qconf_words(tc, "-sel")
+        qstat = tc.master_run(["qstat", "-f", "-q", f"{C.QUEUE}@{node.name}"]).stdout
+        line = next(ln for ln in qstat.splitlines() if ln.startswith(f"{C.QUEUE}@{node.name}"))
+        assert "d" not in line.split()[5:], line
+        assert job_state(tc, job) == "r"
+    finally:
+        tc.master_run(["qdel", "-f", job], check=False)
+        wait_for(f"job {job} gone", lambda: job_state(tc, job) == "", timeout=60)
+        result = prov.remove_nodes([spec(node)], existing=[])
+        tc.cloud().terminate([node.instance_id])
+    assert result[node.name].outcome is Outcome.OK, result
+    assert cluster_state(tc) == before
+
+
+def test_failed_provisioning_is_reported_and_leaves_nothing_registered(
+    testcluster: TestCluster, tmp_path: Path
+) -> None:
+    tc = testcluster
+    before = cluster_state(tc)
+    node = tc.launch(1)[0]
+    try:
+        # Break the node's execd: it starts and exits at once, so it never reports to the
+        # qmaster and the play fails after SGE registration (the worst place to fail).
+        tc_exec = ["podman", "exec", node.name, "sh", "-c"]
+        import subprocess
+
+        subprocess.run(
+            [*tc_exec, "printf '#!/bin/sh\\nexit 0\\n' > /usr/sbin/sge_execd && chmod 755 /usr/sbin/sge_execd"],
+            check=True,
+            timeout=30,
+        )
+        prov = provisioner(tmp_path, sge_exec_wait_retries=3, sge_exec_wait_delay=1)
+        results = prov.add_nodes([spec(node)], existing=[])
+        r = results[node.name]
+        assert r.outcome is Outcome.FAILED, r
+        assert r.task is not None and r.message is not None
+        assert "qhost shows the node up" in (r.task + " " + r.message), r
+    finally:
+        tc.cloud().terminate([node.instance_id])
+    assert cluster_state(tc) == before
