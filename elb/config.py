@@ -36,6 +36,18 @@ class PolicyConfig(_Strict):
     idle_time: Seconds = 600.0  # per-second billing: removable after this long idle
     slots_per_node: int | None = Field(None, ge=1)  # None: learn from hosts / instance type
     boot_time: Seconds = 300.0  # expected launch-to-ready time, for planning
+    # Issue 8 (elb policy only; see docs/policy.md). "forecast": launch at once for demand no slot meets
+    # within boot_time; "wait_time": issue 2's rule (oldest job waited > wait_time, stabilization_time).
+    grow: Literal["forecast", "wait_time"] = "forecast"
+    # "cost": keep a paid node to the last poll before its next period (hour) / idle idle_factor x boot_time
+    # (second); "timer": issue 2's kill_after / idle_time, only when no job waits, stabilization_time.
+    shrink: Literal["cost", "timer"] = "cost"
+    poll_interval: float = Field(60.0, gt=0)  # the daemon's poll interval, for planning (match the top level)
+    removal_lead: Seconds = (
+        60.0  # shrink=cost, per-period billing: a removal must be done this long before the boundary
+    )
+    idle_factor: float = Field(1.0, ge=0)  # shrink=cost, per-second billing: keep an idle node this many boot times
+    launch_delay: Seconds = 0.0  # grow=forecast: count a waiting job as demand once it has waited this long
 
     @model_validator(mode="after")
     def _check(self) -> PolicyConfig:

@@ -1,22 +1,43 @@
-"""elb's default policy: the original StarCluster balancer's rules with its known defects fixed.
+"""elb's default policy.
 
-Grow when eligible jobs (``qw``) have waited longer than ``wait_time`` (oldest by submission
-time), by at most ``add_nodes_per_iteration`` and never more than the waiting slots need,
-counting nodes still booting. Shrink every idle worker elb manages that is near the end of
-the billing period it has paid for (per-hour billing) or has been idle ``idle_time``
-(per-second billing), while nothing waits and the cluster stays at ``min_nodes``.
+Two rule sets, each chosen by an option (both new ones on by default; see ``docs/policy.md``):
+
+- ``grow``: ``forecast`` launches at once, in whole nodes, for the waiting jobs that no slot will
+  meet within a boot time (free slots, nodes already booting, slots that running jobs free by their
+  requested run time); ``wait_time`` is issue 2's rule (the oldest eligible job has waited longer
+  than ``wait_time``; ``add_nodes_per_iteration`` at a time; ``stabilization_time`` after a change).
+- ``shrink``: ``cost`` keeps a node as long as it costs less to keep than to lose. Per-period billing:
+  an idle node goes at the last poll before its next period begins (the removal done
+  ``removal_lead`` before the boundary). Per-second billing: an idle node goes once it has idled
+  ``idle_factor`` boot times (ski rental: a relaunch pays a boot). Never a node a waiting job would
+  be placed on. ``timer`` is issue 2's rule (``kill_after`` into the period, or ``idle_time`` idle,
+  only while no job waits; ``stabilization_time`` after a change).
+
+The policy is pure: time is an argument. ``quiet_until`` tells a simulator until when ``decide``
+stays empty for an unchanged cluster (see ``elb.simulate.engine``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from elb.config import ClusterConfig, PolicyConfig
-from elb.model import History, Node, Plan, Removal, Snapshot
+from elb.model import History, Job, Node, Plan, Removal, Snapshot
 from elb.naming import next_names
 from elb.policy.base import minutes
+from elb.policy.forecast import Forecast, forecast
 from elb.policy.view import ClusterView, Worker, cluster_view
+
+INF = math.inf
+
+# One-entry memo of the last view (see ``ElbPolicy._view``): policy id -> (policy, key, view).
+_MEMO: dict[int, tuple[object, tuple[object, ...], ClusterView]] = {}
+
+
+def _at(view: ClusterView, now: float) -> ClusterView:
+    return replace(view, now=now)
 
 
 def _plural(n: int, word: str) -> str:
@@ -29,9 +50,33 @@ class ElbPolicy:
     cluster: ClusterConfig
     name: str = "elb"
 
+    def _view(self, snapshot: Snapshot, nodes: Sequence[Node], now: float) -> ClusterView:
+        """``cluster_view``, memoised on the identity of the (immutable) inputs.
+
+        A pass calls ``decide`` then ``quiet_until`` on the same values, and a simulator hands the
+        very same tuples again while nothing changes; a hit is exactly the view that would be built.
+        """
+        key = (snapshot.jobs, snapshot.hosts, nodes)
+        memo = _MEMO.get(id(self))
+        if memo is not None and memo[0] is self:
+            old_key, old_view = memo[1], memo[2]
+            if all(a is b for a, b in zip(old_key, key, strict=True)) and all(
+                j.submitted is not None for j in old_view.pending
+            ):
+                return old_view if old_view.now == now else _at(old_view, now)
+        view = cluster_view(snapshot, nodes, self.cluster.master, now, self.config.slots_per_node)
+        if isinstance(nodes, tuple):
+            _MEMO.clear()
+            _MEMO[id(self)] = (self, key, view)
+        return view
+
+    @property
+    def _classic(self) -> bool:
+        return self.config.grow == "wait_time" and self.config.shrink == "timer"
+
     def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
         cfg = self.config
-        view = cluster_view(snapshot, nodes, self.cluster.master, now, cfg.slots_per_node)
+        view = self._view(snapshot, nodes, now)
         in_use = [h.name for h in snapshot.hosts] + [n.name for n in nodes]
 
         def names(count: int) -> tuple[str, ...]:
@@ -46,15 +91,178 @@ class ElbPolicy:
                 add_reason=f"{view.size} nodes < min_nodes {cfg.min_nodes}: adding {_plural(n, 'node')}",
             )
 
+        stabilizing: str | None = None
         if history.last_change_at is not None and now - history.last_change_at < cfg.stabilization_time:
             since = now - history.last_change_at
-            return Plan(
-                reason=f"stabilizing: last change {minutes(since)} ago < {minutes(cfg.stabilization_time)}"
-            )
+            stabilizing = f"stabilizing: last change {minutes(since)} ago < {minutes(cfg.stabilization_time)}"
 
+        if self._classic:  # issue 2's rules exactly
+            if stabilizing is not None:
+                return Plan(reason=stabilizing)
+            if view.pending:
+                return self._grow(view, names)
+            return self._shrink(view, now)
+
+        # Grow.
+        grow = Plan()
+        fc: Forecast | None = None
         if view.pending:
-            return self._grow(view, names)
-        return self._shrink(view, now)
+            if cfg.grow == "wait_time":
+                grow = Plan(reason=stabilizing) if stabilizing is not None else self._grow(view, names)
+            else:
+                grow, fc = self._grow_forecast(view, names, now)
+        # Shrink.
+        if cfg.shrink == "timer":
+            if view.pending or stabilizing is not None:
+                return grow
+            shrink = self._shrink(view, now)
+        else:
+            shrink = self._shrink_cost(view, now, fc, grow.add)
+        reasons = [r for r in (grow.reason if not grow.add else "", shrink.reason if not shrink.remove else "") if r]
+        return Plan(
+            add=grow.add,
+            add_names=grow.add_names,
+            add_reason=grow.add_reason,
+            remove=shrink.remove,
+            reason="; ".join(reasons) if grow.empty and shrink.empty else "",
+        )
+
+    # -- grow: forecast ------------------------------------------------------------------------
+    def _counted(self, view: ClusterView, now: float) -> tuple[Job, ...]:
+        delay = self.config.launch_delay
+        if delay <= 0:
+            return view.pending
+        return tuple(j for j in view.pending if j.submitted is None or now - j.submitted >= delay)
+
+    def _grow_forecast(
+        self, view: ClusterView, names: Callable[[int], tuple[str, ...]], now: float
+    ) -> tuple[Plan, Forecast | None]:
+        cfg = self.config
+        boot = minutes(cfg.boot_time)
+        jobs = _plural(len(view.pending), "job")
+        head = f"{jobs} waiting ({view.pending_slots} slots)"
+        counted = self._counted(view, now)
+        if not counted:
+            return Plan(reason=f"{head}, none yet for launch_delay {minutes(cfg.launch_delay)}"), None
+        room = cfg.max_nodes - view.size
+        fc = forecast(view, now + cfg.boot_time, counted, limit=max(0, room))
+        on = f"{fc.ready} ready + {fc.booting} booting nodes"
+        if fc.freed_slots:
+            on += f" and {fc.freed_slots} slots running jobs free by their h_rt"
+        if fc.new_nodes == 0:
+            return Plan(reason=f"{head}: all can start within a boot time ({boot}) on {on}"), fc
+        short = (
+            f"{_plural(fc.short_jobs, 'job')} ({fc.short_slots} slots) can't start within a boot time ({boot}) on {on}"
+        )
+        if room <= 0:
+            return Plan(reason=f"{short}, but the cluster is at max_nodes ({view.size}/{cfg.max_nodes})"), fc
+        n = min(fc.new_nodes, room)
+        capped = f" (capped at max_nodes; {fc.new_nodes} wanted)" if n < fc.new_nodes else ""
+        return (
+            Plan(
+                add=n,
+                add_names=names(n),
+                add_reason=f"{short}: adding {_plural(n, 'node')} ({view.size + n}/{cfg.max_nodes}){capped}",
+            ),
+            fc,
+        )
+
+    # -- shrink: cost --------------------------------------------------------------------------
+    def _due(self, w: Worker, now: float) -> tuple[float, str] | None:
+        """When this idle managed worker may go (<= now: now, with why), or None if never as it is."""
+        cfg = self.config
+        node = w.node
+        if node is None or not w.idle:
+            return None
+        if cfg.billing == "hour":
+            period, lead, poll = cfg.billing_period, cfg.removal_lead, cfg.poll_interval
+            into = (now - node.launched_at) % period
+            remaining = period - into
+            if lead <= remaining < lead + poll:
+                return now, (
+                    f"idle; its paid {minutes(period)} ends in {minutes(remaining)}: the last poll before "
+                    f"the next period (removal done >= {minutes(lead)} before it)"
+                )
+            # The window opens when remaining drops below lead + poll (this period or the next).
+            wait = remaining - lead - poll if remaining >= lead + poll else remaining + period - lead - poll
+            return now + max(0.0, wait), ""
+        since = node.last_busy_at or node.ready_at or node.launched_at
+        keep = cfg.idle_factor * cfg.boot_time
+        idle_for = now - since
+        if idle_for >= keep:
+            return now, (
+                f"idle {minutes(idle_for)} >= {cfg.idle_factor:g} x boot time ({minutes(keep)}): keeping it "
+                "warm longer is expected to cost more than a relaunch"
+            )
+        return since + keep, ""
+
+    def _protected(self, view: ClusterView, now: float, fc: Forecast | None) -> frozenset[str]:
+        """Workers a waiting job would be placed on (never removed)."""
+        if not view.pending:
+            return frozenset()
+        if fc is None or self.config.launch_delay > 0:
+            fc = forecast(view, now + self.config.boot_time)
+        return fc.assigned
+
+    def _shrink_cost(self, view: ClusterView, now: float, fc: Forecast | None, adding: int) -> Plan:
+        cfg = self.config
+        candidates: list[tuple[float, str, Worker, str]] = []
+        for w in view.workers:
+            due = self._due(w, now)
+            if due is None or due[0] > now:
+                continue
+            node = w.node
+            assert node is not None
+            if cfg.billing == "hour":
+                order = cfg.billing_period - (now - node.launched_at) % cfg.billing_period
+            else:
+                order = -(now - (node.last_busy_at or node.ready_at or node.launched_at))
+            candidates.append((order, w.name, w, due[1]))
+        if not candidates:
+            return Plan(reason="no idle node is due for removal")
+        protected = self._protected(view, now, fc)
+        kept = [c for c in candidates if c[1] in protected]
+        candidates = [c for c in candidates if c[1] not in protected]
+        if not candidates:
+            return Plan(reason=f"{_plural(len(kept), 'idle node')} kept: waiting jobs would be placed on them")
+        # Whose paid period ends first goes first; never below min_nodes.
+        candidates.sort(key=lambda c: (c[0], c[1]))
+        room = view.size + adding - cfg.min_nodes
+        chosen = candidates[: max(0, room)]
+        if not chosen:
+            return Plan(reason=f"idle nodes kept for min_nodes {cfg.min_nodes}")
+        return Plan(remove=tuple(Removal(w.name, why) for _, _, w, why in chosen))
+
+    # -- fast-forward --------------------------------------------------------------------------
+    def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:
+        """A time before which ``decide`` returns an empty plan while the cluster does not change.
+
+        Only asked after an empty plan. With either issue 2 rule set on: ``now`` (poll as usual).
+        Otherwise the earliest of: a waiting job reaching ``launch_delay``, an idle node's removal
+        window opening. Demand only falls as the clock moves on an unchanged cluster (running jobs
+        come closer to their h_rt), so it is not an event.
+        """
+        cfg = self.config
+        if cfg.grow != "forecast" or cfg.shrink != "cost":
+            return now
+        view = self._view(snapshot, nodes, now)
+        if view.size < cfg.min_nodes:
+            return now
+        until = INF
+        if view.pending:
+            if cfg.launch_delay > 0:
+                for j in view.pending:
+                    if j.submitted is not None and now - j.submitted < cfg.launch_delay:
+                        until = min(until, j.submitted + cfg.launch_delay)
+            if any(w.idle and w.node is not None for w in view.workers):
+                return now  # which idle node a waiting job would take may change with the clock
+        if view.size <= cfg.min_nodes:
+            return until
+        for w in view.workers:
+            due = self._due(w, now)
+            if due is not None:
+                until = min(until, due[0])
+        return until
 
     # -- grow ------------------------------------------------------------------------------
     def _grow(self, view: ClusterView, names: Callable[[int], tuple[str, ...]]) -> Plan:
@@ -75,8 +283,7 @@ class ElbPolicy:
             add=n,
             add_names=chosen,
             add_reason=(
-                f"{head} > {minutes(cfg.wait_time)}: adding {_plural(n, 'node')} "
-                f"({view.size + n}/{cfg.max_nodes})"
+                f"{head} > {minutes(cfg.wait_time)}: adding {_plural(n, 'node')} ({view.size + n}/{cfg.max_nodes})"
             ),
         )
 

@@ -14,6 +14,7 @@ MIN = 60.0
 
 
 def policy(**kw: object) -> ElbPolicy:
+    kw = {"grow": "wait_time", "shrink": "timer", **kw}  # issue 2's rules (issue 8's are the default)
     p = make_policy(PolicyConfig(**kw), ClusterConfig())  # type: ignore[arg-type]
     assert isinstance(p, ElbPolicy)
     return p
@@ -107,9 +108,7 @@ def test_stabilization_blocks_changes() -> None:
 
 
 # -- shrink -------------------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    ("minute", "removed"), [(44, False), (45, True), (46, True), (104, False), (106, True)]
-)
+@pytest.mark.parametrize(("minute", "removed"), [(44, False), (45, True), (46, True), (104, False), (106, True)])
 def test_hourly_billing_removes_only_near_end_of_paid_hour(minute: int, removed: bool) -> None:
     plan = policy().decide(snap([], [host("node001")]), [node("node001", minute * MIN)], NONE, T0)
     assert bool(plan.remove) is removed
