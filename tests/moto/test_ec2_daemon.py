@@ -6,6 +6,7 @@ Stand-ins, and why: moto's instances are not machines, so nothing can be provisi
 and no SGE execution host can appear. Provisioning is the recording ``FakeProvisioner`` and SGE
 is ``FakeSge`` (both from tests/unit/fakes.py); the fake provisioner "registers" a node in the
 fake SGE exactly when elb asks it to. The real provisioner and SGE run in tests/cluster.
+The second test also injects a capacity error (``FaultyClient``), which moto cannot produce.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from elb.model import NodeState
 from tests.unit.factories import pending
 from tests.unit.fakes import FakeProvisioner, FakeSge
 
-from .conftest import CLUSTER, REGION, all_instances, make_instance, state_of
+from .conftest import CLUSTER, REGION, FaultyClient, all_instances, client_error, make_instance, state_of
 
 pytestmark = pytest.mark.moto
 
@@ -127,3 +128,37 @@ def test_daemon_grows_and_shrinks_on_ec2(ec2: Any, ami: str, subnets: list[str],
     assert state_of(ec2, master) == "running"
     assert state_of(ec2, foreign) == "running"
     assert len(all_instances(ec2)) == 4
+
+
+def test_daemon_reports_a_launch_without_capacity_and_leaves_nothing(
+    ec2: Any, ami: str, aws_env: str, tmp_path: Path
+) -> None:
+    """EC2 has no capacity (injected: moto cannot run out) -> the nodes fail, nothing is left."""
+    cfg = parse_config(
+        {
+            "state_dir": str(tmp_path),
+            "policy": {"max_nodes": 1, "wait_time": 60},
+            "cloud": {"ec2": {"region": REGION, "endpoint_url": aws_env, "ami": ami, "instance_types": ["c5.large"]}},
+        }
+    )
+    cloud = make_cloud(cfg)
+    assert isinstance(cloud, Ec2Cloud)
+    faulty = FaultyClient(cloud.client)
+    faulty.fail("run_instances", lambda kw: client_error("InsufficientInstanceCapacity", "none left", "RunInstances"))
+    cloud.client = faulty  # type: ignore[assignment]
+    t0 = time.time()
+    sge = FakeSge(t0)
+    prov = RecordingProvisioner(sge)
+    journal = Journal(cfg.journal_path)
+    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=prov, clock=Clock(t0))
+    sge.jobs = [pending(1, 300, slots=1, tasks=4, now=t0)]
+
+    result = bal.run_pass()
+
+    assert result.ok, result.error
+    assert result.outcomes.added == []
+    assert "InsufficientInstanceCapacity" in result.outcomes.failed["node001"]
+    rec = journal.node("node001")
+    assert rec is not None and rec.state is NodeState.FAILED
+    assert prov.added == []
+    assert all_instances(ec2) == []
