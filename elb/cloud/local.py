@@ -203,7 +203,9 @@ class LocalCloud:
         ours = {i.instance_id for i in self.list_workers()}
         foreign = [i for i in instance_ids if i not in ours]
         if foreign:
-            raise CloudError(f"refusing to terminate instances that are not workers of cluster {self.cluster}: {foreign}")
+            raise CloudError(
+                f"refusing to terminate instances that are not workers of cluster {self.cluster}: {foreign}"
+            )
         proc = self._podman("rm", "--force", "--time", "5", *instance_ids, check=False)
         if proc.returncode != 0:
             left = {i.instance_id for i in self.list_workers()} & set(instance_ids)

@@ -12,6 +12,7 @@ import time
 from elb.testcluster import constants as C
 from elb.testcluster import master
 from elb.testcluster._run import TestClusterError
+from elb.testcluster.cluster import TestCluster
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,8 +59,6 @@ def _setup_logging(args: argparse.Namespace) -> None:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from elb.testcluster.cluster import TestCluster
-
     _setup_logging(args)
     if args.nodes < 0:
         print("elb testcluster: --nodes must be 0 or more", file=sys.stderr)
@@ -76,8 +75,6 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from elb.testcluster.cluster import TestCluster
-
     _setup_logging(args)
     try:
         TestCluster().down()
@@ -89,8 +86,6 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from elb.testcluster.cluster import TestCluster
-
     _setup_logging(args)
     st = TestCluster().status()
     if args.json:
@@ -124,8 +119,6 @@ def _exec(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from elb.testcluster.cluster import TestCluster
-
     _setup_logging(args)
     t = time.monotonic()
     try:
@@ -138,8 +131,6 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _remove(args: argparse.Namespace) -> int:
-    from elb.testcluster.cluster import TestCluster
-
     _setup_logging(args)
     try:
         pb = TestCluster().remove_nodes(args.names)

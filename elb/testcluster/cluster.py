@@ -110,7 +110,7 @@ class TestCluster:
         cloud = self.cloud()
         try:
             workers = cloud.list_workers()
-        except Exception as err:  # noqa: BLE001 - podman may be missing on a clean machine
+        except Exception as err:
             log.debug("listing workers failed: %s", err)
             workers = []
         if workers:
@@ -128,16 +128,16 @@ class TestCluster:
     def status(self) -> dict[str, object]:
         uts = master.uts_ready()
         st: dict[str, object] = {
-            "bridge": master._link_exists(C.BRIDGE),  # noqa: SLF001
+            "bridge": master._link_exists(C.BRIDGE),
             "uts_namespace": uts,
             "qmaster": master.qmaster_running(),
-            "sshd": master._pid_alive(master.SSHD_PID),  # noqa: SLF001
-            "nfs_ganesha": master._pid_alive(master.GANESHA_PID),  # noqa: SLF001
+            "sshd": master._pid_alive(master.SSHD_PID),
+            "nfs_ganesha": master._pid_alive(master.GANESHA_PID),
             "image": image.image_recipe_label() is not None,
         }
         try:
             st["workers"] = [(w.name, w.private_ip, w.state) for w in self.workers()]
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:
             st["workers"] = f"unknown: {err}"
         if uts and st["qmaster"]:
             proc = run(master.in_master(["qhost"]), check=False, timeout=30)
@@ -161,7 +161,11 @@ class TestCluster:
     def submit(self, script: str, *args: str, user: str = C.CLUSTER_USER, timeout: float = 30.0) -> str:
         """qsub a job script (text) as ``user``, working in its home directory; returns the job id."""
         proc = self.master_run(
-            ["qsub", "-terse", "-wd", f"/home/{user}", *args], user=user, timeout=timeout, input_text=script, check=False
+            ["qsub", "-terse", "-wd", f"/home/{user}", *args],
+            user=user,
+            timeout=timeout,
+            input_text=script,
+            check=False,
         )
         if proc.returncode != 0 or not proc.stdout.strip():
             raise TestClusterError(f"qsub failed: {proc.stderr.strip() or proc.stdout.strip()}")

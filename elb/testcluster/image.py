@@ -260,11 +260,7 @@ def _unmount_below(root: Path) -> None:
     if not root.exists():
         return
     prefix = str(root.resolve()) + "/"
-    mounts = [
-        line.split()[1]
-        for line in Path("/proc/self/mounts").read_text().splitlines()
-        if len(line.split()) > 1
-    ]
+    mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines() if len(line.split()) > 1]
     for m in sorted((m for m in mounts if m.startswith(prefix)), reverse=True):
         run(["umount", "-l", m], check=False, timeout=30)
 

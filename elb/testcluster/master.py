@@ -6,11 +6,14 @@ Every function here is idempotent: it looks at what is there and only does what 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
+import shutil
 import signal
+import socket
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -40,9 +43,7 @@ BASE_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 # --------------------------------------------------------------------------- namespace
 
 
-def in_master(
-    argv: Sequence[str], *, user: str | None = None, env: Mapping[str, str] | None = None
-) -> list[str]:
+def in_master(argv: Sequence[str], *, user: str | None = None, env: Mapping[str, str] | None = None) -> list[str]:
     """The argument list that runs ``argv`` as the master: in its UTS namespace, SGE env set."""
     full = [f"{k}={v}" for k, v in {**BASE_ENV, **C.SGE_ENV, **(env or {})}.items()]
     prefix = ["nsenter", f"--uts={C.UTS_NS}", "--"]
@@ -144,8 +145,8 @@ def ensure_podman() -> None:
         "dns_enabled": False,
         "ipam_options": {"driver": "host-local"},
     }
-    current = json.loads(netfile.read_text()) if netfile.exists() else None
-    if current != want:
+    existing = json.loads(netfile.read_text()) if netfile.exists() else None
+    if existing != want:
         NETWORKS_DIR.mkdir(parents=True, exist_ok=True)
         netfile.write_text(json.dumps(want, indent=5) + "\n")
 
@@ -206,14 +207,12 @@ def ensure_cluster_user() -> None:
         )  # fmt: skip
     got = run(["id", "-u", C.CLUSTER_USER], timeout=10).stdout.strip()
     if got != str(C.CLUSTER_UID):
-        raise TestClusterError(
-            f"user {C.CLUSTER_USER} exists with uid {got}, the test cluster needs {C.CLUSTER_UID}"
-        )
+        raise TestClusterError(f"user {C.CLUSTER_USER} exists with uid {got}, the test cluster needs {C.CLUSTER_UID}")
     sgeadmin = run(["id", "-u", "sgeadmin"], check=False, timeout=10).stdout.strip()
     if sgeadmin != str(C.SGEADMIN_ID):
         raise TestClusterError(
-            f"sgeadmin has uid {sgeadmin or '(none)'}, the node image has {C.SGEADMIN_ID}: run scripts/install-system-deps.sh "
-            "on a machine without gridengine installed"
+            f"sgeadmin has uid {sgeadmin or '(none)'}, the node image has {C.SGEADMIN_ID}: "
+            "run scripts/install-system-deps.sh on a machine without gridengine installed"
         )
 
 
@@ -269,10 +268,8 @@ def _kill_pidfile(pidfile: Path, timeout: float = 10.0) -> None:
             break
         time.sleep(0.2)
     else:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     pidfile.unlink(missing_ok=True)
 
 
@@ -304,8 +301,6 @@ def ensure_sshd() -> None:
 
 
 def _wait_port(host: str, port: int, timeout: float) -> None:
-    import socket
-
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -473,7 +468,7 @@ QUEUE_CONF = {
     "pe_list": "smp mpi",
     "rerun": "FALSE",
     "slots": "1",
-    "tmpdir": "/tmp",
+    "tmpdir": "/tmp",  # noqa: S108 - the nodes' job scratch directory, as SGE's default queue has it
     "shell": "/bin/sh",
     "prolog": "NONE",
     "epilog": "NONE",
@@ -526,8 +521,6 @@ def ensure_sge_config() -> None:
 
 def reset_sge() -> None:
     """Forget the whole SGE configuration (spool), so the next ``up`` starts from nothing."""
-    import shutil
-
     for d in (SPOOLDB, QMASTER_SPOOL):
         if d.exists():
             shutil.rmtree(d)
@@ -596,9 +589,7 @@ def ensure_nfs() -> None:
         if proc.returncode == 0 and "mountd" in proc.stdout and "nfs" in proc.stdout:
             return
         if time.monotonic() > deadline:
-            raise TestClusterError(
-                f"nfs-ganesha did not register with rpcbind; see {C.LOG_DIR / 'ganesha.log'}"
-            )
+            raise TestClusterError(f"nfs-ganesha did not register with rpcbind; see {C.LOG_DIR / 'ganesha.log'}")
         time.sleep(0.3)
 
 

@@ -17,6 +17,7 @@ installed under ``/opt/elb-mountnfs``; it does not import elb.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -102,8 +103,9 @@ def _start(spec: str, mountpoint: str, opts: dict[str, str]) -> int:
 
 
 def _serve(spec: str, mountpoint: str, opts: dict[str, str]) -> int:
-    import mfusepy
-    import nfs_rs
+    # Only in the node image (/opt/elb-mountnfs), not in elb's environment.
+    import mfusepy  # type: ignore[import-not-found]  # noqa: PLC0415
+    import nfs_rs  # type: ignore[import-not-found]  # noqa: PLC0415
 
     server, _, export = spec.partition(":")
     url = f"nfs://{server}{export}?version=3"
@@ -268,10 +270,8 @@ def _serve(spec: str, mountpoint: str, opts: dict[str, str]) -> int:
             with self._lock:
                 f = self._files.pop(fh, None)
             if f is not None:
-                try:
+                with contextlib.suppress(Exception):  # closing a finished file cannot be reported
                     f.close()
-                except Exception:  # noqa: S110 - closing a finished file cannot be reported
-                    pass
             return 0
 
         def flush(self, path: str, fh: int) -> int:

@@ -20,10 +20,6 @@ from elb.testcluster import constants as C
 CLONE_NEWUTS = 0x04000000
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "cluster: needs the real test cluster (root, podman, SGE); slow")
-
-
 def _enter_master_uts() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     fd = os.open(C.UTS_NS, os.O_RDONLY)

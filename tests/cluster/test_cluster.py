@@ -7,6 +7,7 @@ cluster and run in file order: each leaves the cluster as it found it (no worker
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
@@ -41,7 +42,9 @@ def test_two_nodes_added_in_one_run_run_jobs_that_write_home(testcluster: TestCl
         jobs = {}
         for name in names:
             out = f"where-{stamp}-{name}"
-            script = f"#!/bin/sh\nhostname > $HOME/{out}.tmp && id -un >> $HOME/{out}.tmp && mv $HOME/{out}.tmp $HOME/{out}\n"
+            script = (
+                f"#!/bin/sh\nhostname > $HOME/{out}.tmp && id -un >> $HOME/{out}.tmp\nmv $HOME/{out}.tmp $HOME/{out}\n"
+            )
             jobs[name] = tc.submit(script, "-l", f"hostname={name}", "-o", "/dev/null", "-j", "y")
         for name in names:
             path = _home_file(f"where-{stamp}-{name}")
@@ -100,8 +103,6 @@ def test_failed_provisioning_is_reported_and_leaves_nothing_registered(
         # Break the node's execd: it starts and exits at once, so it never reports to the
         # qmaster and the play fails after SGE registration (the worst place to fail).
         tc_exec = ["podman", "exec", node.name, "sh", "-c"]
-        import subprocess
-
         subprocess.run(
             [*tc_exec, "printf '#!/bin/sh\\nexit 0\\n' > /usr/sbin/sge_execd && chmod 755 /usr/sbin/sge_execd"],
             check=True,
