@@ -131,6 +131,7 @@ def _sleeps_with(marker: str) -> list[str]:
 
 
 ADD_TASKS = {
+    "Ask the master (delegated, as the real roles do)",
     "Check that the node answers",
     "Record what the inventory says about this host",
     "Show the environment the playbook runs with",
@@ -285,3 +286,16 @@ def test_broken_playbook_reports_ansibles_error(tmp_path: Path) -> None:
     assert r.outcome is Outcome.FAILED
     assert r.message is not None
     assert "before any task ran" in r.message and "no.such.module" in r.message
+
+
+def test_run_report_covers_the_master_and_the_run(tmp_path: Path) -> None:
+    """The master (local connection, elb's Python) runs delegated tasks and a play of its own."""
+    prov = make(tmp_path)
+    report = prov.run("add_node.yml", workers=[W9], new_nodes=[N1])
+    assert report.status == "successful" and report.rc == 0
+    assert report.results["master"].outcome is Outcome.OK  # its own play ran a module
+    assert report.results["node001"].outcome is Outcome.OK
+    assert "node009" not in report.results  # an existing worker no play targeted
+    assert report.artifact_dir is not None and (report.artifact_dir / "inventory.json").is_file()
+    assert report.busy == frozenset()
+    assert report.seconds > 0
