@@ -266,6 +266,8 @@ def test_scrub_env_keeps_what_ansible_needs_and_drops_secrets() -> None:
         "GITHUB_TOKEN": "g",
         "SSH_AUTH_SOCK": "/tmp/agent",
         "RUNNER_OMIT_EVENTS": "False",
+        "SGE_ROOT": "/var/lib/gridengine",
+        "SGE_QMASTER_PORT": "6444",
     }
     assert scrub_env(env) == {
         "PATH": "/usr/bin",
@@ -276,6 +278,8 @@ def test_scrub_env_keeps_what_ansible_needs_and_drops_secrets() -> None:
         "ANSIBLE_VAULT_PASSWORD_FILE": "/etc/elb/vault",
         "SSH_AUTH_SOCK": "/tmp/agent",
         "RUNNER_OMIT_EVENTS": "False",
+        "SGE_ROOT": "/var/lib/gridengine",
+        "SGE_QMASTER_PORT": "6444",
     }
 
 
