@@ -54,7 +54,7 @@ _ENV_KEEP = frozenset(
     }
 )  # fmt: skip
 _ENV_KEEP_PREFIXES = ("LC_", "ANSIBLE_", "RUNNER_", "AWX_", "SGE_")
-_ENV_SECRET = re.compile(r"PASS|SECRET|TOKEN|CREDENTIAL|(?<!_FILE)KEY$", re.IGNORECASE)
+_ENV_SECRET = re.compile(r"PASS|SECRET|TOKEN|CREDENTIAL|KEY$|KEY_ID$", re.IGNORECASE)
 
 
 class ProvisionError(Exception):
