@@ -45,7 +45,9 @@ BASE_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 
 def in_master(argv: Sequence[str], *, user: str | None = None, env: Mapping[str, str] | None = None) -> list[str]:
     """The argument list that runs ``argv`` as the master: in its UTS namespace, SGE env set."""
-    full = [f"{k}={v}" for k, v in {**BASE_ENV, **C.SGE_ENV, **(env or {})}.items()]
+    # The caller's PATH first (its venv's python), then the system's sbin and bin directories.
+    path = os.pathsep.join(p for p in (os.environ.get("PATH", ""), BASE_ENV["PATH"]) if p)
+    full = [f"{k}={v}" for k, v in {**BASE_ENV, "PATH": path, **C.SGE_ENV, **(env or {})}.items()]
     prefix = ["nsenter", f"--uts={C.UTS_NS}", "--"]
     if user is not None and user != "root":
         return [*prefix, "runuser", "-u", user, "--", "env", *full, *argv]
