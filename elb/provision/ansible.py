@@ -239,7 +239,13 @@ class AnsibleProvisioner:
         moving = set(targets)
         workers = [w for w in workers if w.name not in moving]
         try:
-            inventory = build_inventory(self.connection, workers=workers, new_nodes=new_nodes, old_nodes=old_nodes)
+            inventory = build_inventory(
+                self.connection,
+                workers=workers,
+                new_nodes=new_nodes,
+                old_nodes=old_nodes,
+                group_vars=self.role_vars,
+            )
         except InventoryError as err:
             return refuse(f"not provisioned: {err}")
         if self.cancel_event.is_set():

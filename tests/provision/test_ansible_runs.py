@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from elb.config import ClusterConfig, ProvisionConfig
+from elb.config import ClusterConfig, ProvisionConfig, SgeConfig
 from elb.interfaces import NodeSpec, Outcome
 from elb.provision import AnsibleProvisioner
 
@@ -74,7 +74,23 @@ def test_add_nodes_ok_and_inventory(tmp_path: Path) -> None:
     assert seen["groups"]["old_nodes"] == []
     assert "ControlMaster=no" in seen["ssh_args"] and "ConnectTimeout=10" in seen["ssh_args"]
     assert seen["extra"] == {"nested": [1, "two"]}  # extra vars arrive typed
+    assert seen["sge_queue"] == "all.q"  # elb's sge config reaches the roles' variables
+    assert seen["cluster_user"] == "sgeuser"
     assert json.loads((tmp_path / "out" / "node002.json").read_text())["elb_slots"] is None
+
+
+def test_config_reaches_the_roles_and_extra_vars_win(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    cfg = ProvisionConfig(
+        playbook_dir=FIXTURES,
+        private_data_dir=tmp_path / "pdd",
+        extra_vars={"fixture_out": str(tmp_path / "out"), "cluster_user_name": "override"},
+    )
+    prov = AnsibleProvisioner(cfg, ClusterConfig(user="hpc"), SgeConfig(queue="big.q"))
+    assert prov.add_nodes([N1], [])["node001"].ok
+    seen = json.loads((tmp_path / "out" / "node001.json").read_text())
+    assert seen["sge_queue"] == "big.q"
+    assert seen["cluster_user"] == "override"
 
 
 def test_failing_task_is_named_with_its_message(tmp_path: Path) -> None:
