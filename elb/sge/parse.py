@@ -197,9 +197,10 @@ def parse_timestamp(text: str) -> float:
     return seconds
 
 
-def _local_seconds(text: str, hours: dict[str, float]) -> float:
-    """parse_timestamp with mktime called once per distinct hour (a 30,000-job queue has
-    thousands of distinct seconds but few hours). Local-time offsets change on whole hours."""
+def _local_seconds(text: str, hours: dict[str, float | None]) -> float:
+    """parse_timestamp with mktime called about once per distinct hour (50,000 jobs have
+    thousands of distinct seconds but few hours). An hour in which the local offset changes
+    (daylight saving, a half-hour shift) is converted second by second."""
     stamp = text.strip()
     m = _TIMESTAMP.fullmatch(stamp)
     if m is None:
@@ -208,10 +209,15 @@ def _local_seconds(text: str, hours: dict[str, float]) -> float:
     if minute > 59 or second > 61:
         raise ValueError(f"timestamp {text!r} is out of range")
     hour_key = stamp[:13]
-    base = hours.get(hour_key)
-    if base is None:
+    if hour_key in hours:
+        base = hours[hour_key]
+    else:
         base = parse_timestamp(hour_key + ":00:00")
+        if parse_timestamp(hour_key + ":59:59") != base + 3599:
+            base = None  # the offset changes within this hour
         hours[hour_key] = base
+    if base is None:
+        return parse_timestamp(stamp)
     seconds = base + minute * 60 + second
     if m.group(7):
         seconds += float("0." + m.group(7))
@@ -300,7 +306,7 @@ class _JobReader:
 
     def __init__(self) -> None:
         self._times: dict[str, float] = {}
-        self._hours: dict[str, float] = {}
+        self._hours: dict[str, float | None] = {}
         self._tasks: dict[str, int] = {}
         self._runtimes: dict[str, float | None] = {}
         self._states: set[str] = set()

@@ -601,3 +601,62 @@ def test_garbage_collection_is_back_on_after_parsing() -> None:
     with pytest.raises(SgeParseError):
         parse_qhost(b"<qhost><host/></qhost>")
     assert gc.isenabled()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2037, 12, 31)),
+    st.sampled_from(["Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kathmandu", "UTC"]),
+)
+def test_cached_conversion_matches_the_zone_database(moment: datetime, zone: str) -> None:
+    """The hot path converts once per hour and adds minutes and seconds: same answer as tzdata."""
+    from elb.sge.parse import _local_seconds
+
+    moment = moment.replace(microsecond=0)
+    aware = moment.replace(tzinfo=ZoneInfo(zone))
+    if aware.utcoffset() != aware.replace(fold=1).utcoffset():
+        return  # an hour that happens twice at the end of daylight saving: either reading is right
+    if datetime.fromtimestamp(aware.timestamp(), ZoneInfo(zone)).replace(tzinfo=None) != moment:
+        return  # a time that does not exist (skipped at the start of daylight saving)
+    old = time.tzname
+    try:
+        import os
+
+        saved = os.environ.get("TZ")
+        os.environ["TZ"] = zone
+        time.tzset()
+        cache: dict[str, float | None] = {}
+        stamp = moment.strftime("%Y-%m-%dT%H:%M:%S")
+        assert _local_seconds(stamp, cache) == aware.timestamp()
+        assert _local_seconds(stamp, cache) == aware.timestamp()  # from the cache
+    finally:
+        if saved is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = saved
+        time.tzset()
+        assert time.tzname == old
+
+
+@pytest.mark.parametrize(
+    ("zone", "stamps"),
+    [
+        # Lord Howe Island moves its clocks by half an hour at 02:00
+        ("Australia/Lord_Howe", ["2026-10-04T01:59:59", "2026-10-04T02:30:00", "2026-10-04T02:45:00"]),
+        ("Australia/Lord_Howe", ["2026-04-05T01:10:00", "2026-04-05T02:10:00", "2026-04-05T02:59:59"]),
+        ("Europe/Berlin", ["2026-03-29T01:59:59", "2026-03-29T03:00:00", "2026-10-25T03:30:00"]),
+    ],
+)
+def test_cached_conversion_around_clock_changes(monkeypatch: pytest.MonkeyPatch, zone: str, stamps: list[str]) -> None:
+    from elb.sge.parse import _local_seconds
+
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        cache: dict[str, float | None] = {}
+        for stamp in stamps:
+            expected = datetime.fromisoformat(stamp).replace(tzinfo=ZoneInfo(zone)).timestamp()
+            assert _local_seconds(stamp, cache) == expected, stamp
+    finally:
+        monkeypatch.undo()
+        time.tzset()
