@@ -48,8 +48,8 @@ def local_tz(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     time.tzset()
 
 
-def local(zone: str, *args: int) -> float:
-    return datetime(*args, tzinfo=ZoneInfo(zone)).timestamp()  # type: ignore[misc]
+def local(zone: str, year: int, month: int, day: int, hour: int, minute: int, second: int) -> float:
+    return datetime(year, month, day, hour, minute, second, tzinfo=ZoneInfo(zone)).timestamp()
 
 
 def pending_xml(entries: list[str]) -> str:
