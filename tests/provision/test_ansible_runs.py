@@ -20,7 +20,7 @@ import pytest
 
 from elb.config import ClusterConfig, ProvisionConfig, SgeConfig
 from elb.interfaces import NodeSpec, Outcome
-from elb.provision import AnsibleProvisioner
+from elb.provision import AnsibleProvisioner, ProvisionError
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "ansible" / "playbooks"
 FAKE_SECRET = "FAKE-AWS-SECRET-6b1f0e2d"
@@ -315,3 +315,29 @@ def test_run_report_covers_the_master_and_the_run(tmp_path: Path) -> None:
     assert report.artifact_dir is not None and (report.artifact_dir / "inventory.json").is_file()
     assert report.busy == frozenset()
     assert report.seconds > 0
+
+
+def test_unusable_private_data_dir_is_a_clear_failure(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    cfg = ProvisionConfig(playbook_dir=FIXTURES, private_data_dir=blocker / "pdd")
+    r = AnsibleProvisioner(cfg).add_nodes([N1], [])["node001"]
+    assert r.outcome is Outcome.FAILED
+    assert "ansible-runner failed" in (r.message or "") and "a-file" in (r.message or "")
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{"bad-name": 1}, {"x": object()}, {"x": {1, 2}}],
+)
+def test_bad_extra_vars_are_refused_at_start(tmp_path: Path, extra: dict[str, object]) -> None:
+    cfg = ProvisionConfig(playbook_dir=FIXTURES, private_data_dir=tmp_path / "pdd", extra_vars=extra)
+    with pytest.raises(ProvisionError, match="extra_vars"):
+        AnsibleProvisioner(cfg)
+
+
+def test_empty_calls_run_nothing(tmp_path: Path) -> None:
+    prov = make(tmp_path)
+    assert prov.add_nodes([], [W9]) == {}
+    assert prov.remove_nodes([], [W9]) == {}
+    assert artifact_dirs(tmp_path) == []
