@@ -84,3 +84,14 @@ def test_denied_launch_names_the_permission(ec2: Any, ami: str, aws_env: str) ->
     assert not launch.ok and "iam:PassRole" in launch.detail
     assert [kw.get("DryRun") for kw in client.calls_of("run_instances")] == [True]
     assert all_instances(ec2) == []
+
+
+def test_registers_as_an_elb_subcommand() -> None:
+    import argparse
+
+    from elb.cloud import ec2_cli
+
+    parser = argparse.ArgumentParser(prog="elb")
+    ec2_cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["ec2-check", "--config", "/x/elb.yml"])
+    assert args.func is ec2_cli.cmd_ec2_check and str(args.config) == "/x/elb.yml"
