@@ -348,11 +348,12 @@ class _JobReader:
         pe_range: str | None = None
         if "hard_request" in fields:
             hard = {}
-            for child in el.iterfind("hard_request"):
-                name = child.get("name")
-                if not name:
-                    raise SgeParseError(f"{section}: job_list #{n}: <hard_request> without a name")
-                hard[name] = (child.text or "").strip()
+            for child in el:
+                if child.tag == "hard_request":
+                    name = child.get("name")
+                    if not name:
+                        raise SgeParseError(f"{section}: job_list #{n}: <hard_request> without a name")
+                    hard[name] = (child.text or "").strip()
         if "requested_pe" in fields:
             pe_el = el.find("requested_pe")
             pe = pe_el.get("name") if pe_el is not None else None
@@ -378,10 +379,11 @@ class _JobReader:
                 raise SgeParseError(f"{section}: job_list #{n} (job {job_id}): unknown job state {state!r}")
             self._states.add(state)
 
+        times = self._times
         text = fields.get("JB_submission_time")
-        submitted = self._time(text, "JB_submission_time", section, n, job_id) if text else None
+        submitted = (times.get(text) or self._time(text, "JB_submission_time", section, n, job_id)) if text else None
         text = fields.get("JAT_start_time")
-        started = self._time(text, "JAT_start_time", section, n, job_id) if text else None
+        started = (times.get(text) or self._time(text, "JAT_start_time", section, n, job_id)) if text else None
         text = fields.get("tasks")
         task_ids = (text.strip() or None) if text else None
         tasks = 1 if task_ids is None else self._count(task_ids, _at(section, n, job_id))
