@@ -46,7 +46,7 @@ class PolicyConfig(_Strict):
     removal_lead: Seconds = (
         60.0  # shrink=cost, per-period billing: a removal must be done this long before the boundary
     )
-    idle_factor: float = Field(1.0, ge=0)  # shrink=cost, per-second billing: keep an idle node this many boot times
+    idle_factor: float = Field(0.5, ge=0)  # shrink=cost, per-second billing: keep an idle node this many boot times
     launch_delay: Seconds = 0.0  # grow=forecast: count a waiting job as demand once it has waited this long
 
     @model_validator(mode="after")

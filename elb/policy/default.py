@@ -169,7 +169,8 @@ class ElbPolicy:
 
     # -- shrink: cost --------------------------------------------------------------------------
     def _due(self, w: Worker, now: float) -> tuple[float, str] | None:
-        """When this idle managed worker may go (<= now: now, with why), or None if never as it is."""
+        """(time, why) for an idle managed worker: removable now when ``why`` is set, else not before
+        ``time``; None for a worker that is not idle or not elb's."""
         cfg = self.config
         node = w.node
         if node is None or not w.idle:
@@ -209,7 +210,7 @@ class ElbPolicy:
         candidates: list[tuple[float, str, Worker, str]] = []
         for w in view.workers:
             due = self._due(w, now)
-            if due is None or due[0] > now:
+            if due is None or not due[1]:
                 continue
             node = w.node
             assert node is not None
@@ -256,12 +257,15 @@ class ElbPolicy:
                         until = min(until, j.submitted + cfg.launch_delay)
             if any(w.idle and w.node is not None for w in view.workers):
                 return now  # which idle node a waiting job would take may change with the clock
+            room = cfg.max_nodes - view.size
+            if room > 0 and forecast(view, now + cfg.boot_time, self._counted(view, now), limit=room).new_nodes:
+                return now  # it would launch now
         if view.size <= cfg.min_nodes:
             return until
         for w in view.workers:
             due = self._due(w, now)
             if due is not None:
-                until = min(until, due[0])
+                until = min(until, now if due[1] else due[0])
         return until
 
     # -- grow ------------------------------------------------------------------------------
