@@ -1,0 +1,146 @@
+"""elb itself on the real test cluster: real SGE, podman nodes through LocalCloud, real Ansible.
+
+The balancer runs in this process exactly as ``elb run`` would on the master (the session
+fixture put the process in the master's UTS namespace): jobs wait, elb adds a node through
+the local provider and the provisioning playbooks, the jobs run on it and write into the
+master's /home over NFS, and once the queue is empty elb drains, deregisters and
+terminates the node, leaving SGE, /etc/hosts and the exports as they were.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from elb import factory
+from elb.config import Config, parse_config
+from elb.daemon import Balancer, PassResult
+from elb.journal import Journal
+from elb.model import NodeState
+from elb.testcluster import constants as C
+from elb.testcluster.cluster import TestCluster
+from tests.cluster.helpers import cluster_state
+
+pytestmark = pytest.mark.cluster
+
+JOB = """#!/bin/sh
+#$ -S /bin/sh
+#$ -j y
+sleep 3
+hostname > "$HOME/e2e/$JOB_ID.host"
+"""
+
+
+def e2e_config(tmp: Path, **policy: object) -> Config:
+    return parse_config(
+        {
+            "poll_interval": 2,
+            "state_dir": str(tmp / "state"),
+            "cluster": {"name": C.CLUSTER_NAME, "master": C.MASTER_NAME},
+            "policy": {
+                "max_nodes": 2,
+                "wait_time": 1,
+                "stabilization_time": 0,
+                "billing": "second",
+                "idle_time": 6,
+                **policy,
+            },
+            "cloud": {"provider": "local"},
+            "provision": {"private_data_dir": str(tmp / "ansible"), "ssh_private_key": str(C.SSH_KEY), "timeout": 600},
+        }
+    )
+
+
+def balancer(cfg: Config) -> Balancer:
+    return Balancer(
+        cfg,
+        sge=factory.make_sge(cfg),
+        journal=Journal(cfg.journal_path),
+        cloud=factory.make_cloud(cfg),
+        provisioner=factory.make_provisioner(cfg),
+    )
+
+
+def passes_until(
+    bal: Balancer, what: str, done: Callable[[list[PassResult]], bool], timeout: float
+) -> list[PassResult]:
+    """Run passes every poll interval (as ``elb run`` does) until ``done`` holds."""
+    results: list[PassResult] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        results.append(bal.run_pass())
+        assert results[-1].ok, results[-1].summary()
+        if done(results):
+            return results
+        time.sleep(bal.config.poll_interval)
+    raise AssertionError(f"timed out waiting for {what}; passes: {[r.summary() for r in results]}")
+
+
+def test_dry_run_on_the_real_master_prints_snapshot_and_plan(testcluster: TestCluster, tmp_path: Path) -> None:
+    cfg_file = tmp_path / "elb.yml"
+    cfg_file.write_text(yaml.safe_dump(e2e_config(tmp_path).model_dump(mode="json")))
+    home = Path("/home") / C.CLUSTER_USER / "e2e"
+    testcluster.master_run(["mkdir", "-p", str(home)], user=C.CLUSTER_USER)
+    jid = testcluster.submit(JOB, "-N", "dryrun")
+    try:
+        time.sleep(2)
+        proc = subprocess.run(
+            [sys.executable, "-m", "elb", "once", "--dry-run", "--config", str(cfg_file)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert "snapshot:" in proc.stdout
+        assert "1 waiting" in proc.stdout
+        assert "plan (dry run, nothing changed):" in proc.stdout
+        assert "add 1 (node" in proc.stdout
+        assert testcluster.workers() == []  # nothing launched
+        assert not (tmp_path / "state" / "journal.sqlite").exists()  # nothing written
+    finally:
+        testcluster.master_run(["qdel", jid], check=False)
+
+
+def test_elb_grows_runs_jobs_over_nfs_and_shrinks(testcluster: TestCluster, tmp_path: Path) -> None:
+    tc = testcluster
+    before = cluster_state(tc)
+    home = Path("/home") / C.CLUSTER_USER / "e2e"
+    tc.master_run(["rm", "-rf", str(home)], check=False)
+    tc.master_run(["mkdir", "-p", str(home)], user=C.CLUSTER_USER)
+    cfg = e2e_config(tmp_path)
+    bal = balancer(cfg)
+    jobs = [tc.submit(JOB, "-N", f"e2e{i}", "-o", "/dev/null") for i in range(3)]
+    time.sleep(2)  # the oldest must have waited longer than wait_time
+
+    grown = passes_until(bal, "a node to be added", lambda rs: bool(rs[-1].outcomes.added), timeout=120)
+    added = grown[-1].outcomes.added
+    assert len(added) == 1, grown[-1].summary()
+    node = added[0]
+    assert bal.journal.node(node).state is NodeState.READY  # type: ignore[union-attr]
+    assert node in cluster_state(tc)["exechosts"]  # type: ignore[operator]
+
+    # The jobs run on the new node and write into the master's /home over NFS.
+    def all_written(_: list[PassResult]) -> bool:
+        return len(list(home.glob("*.host"))) == len(jobs)
+
+    ran = passes_until(bal, "the jobs to finish", all_written, timeout=180)
+    assert {f.read_text().strip() for f in home.glob("*.host")} == {node}
+
+    # Queue empty: after idle_time the node is drained, deregistered and terminated.
+    shrunk = passes_until(bal, "the node to be removed", lambda rs: bool(rs[-1].outcomes.removed), timeout=120)
+    assert shrunk[-1].outcomes.removed == [node]
+    assert bal.journal.node(node).state is NodeState.TERMINATED  # type: ignore[union-attr]
+    steps = [e.state for e in bal.journal.events(node)]
+    assert steps[-3:] == [NodeState.DRAINING, NodeState.DEREGISTERED, NodeState.TERMINATED]
+    assert tc.workers() == []
+    assert cluster_state(tc) == before
+    rows = (tmp_path / "state" / "stats.csv").read_text().splitlines()
+    assert len(rows) == 1 + len(grown) + len(ran) + len(shrunk)  # header + one row per pass
+    bal.journal.close()
