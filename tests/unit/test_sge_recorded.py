@@ -118,13 +118,21 @@ def test_qhost_jobs_agree_with_qstat(scenario: str) -> None:
     assert from_qstat == from_qhost
 
 
-# -- what each known scenario holds (see elb/testcluster/record.py) ----------------------------
+# -- what each known scenario holds (tests/fixtures/sge/recorded/README.md) ------------------
+
+
+def entries(snap: Snapshot) -> set[tuple[int, str, str, int, str | None, str | None]]:
+    """(id, name, state, slots, tasks, queue) of every entry."""
+    return {(j.job_id, j.name, j.state, j.slots, j.task_ids, j.queue) for j in snap.jobs}
+
+
+T1 = (1, "t1", "Eqw", 1, None, None)  # in every recording: a real job in error
 
 
 def _empty_no_nodes(snap: Snapshot) -> None:
     assert snap.hosts == ()
-    assert all(j.queue is None for j in snap.jobs)
-    assert snap.pending == ()  # what waits is in error (Eqw), not eligible
+    assert entries(snap) == {T1}
+    assert snap.pending == ()  # a job in error is not eligible
 
 
 def _idle_2_nodes(snap: Snapshot) -> None:
@@ -134,41 +142,57 @@ def _idle_2_nodes(snap: Snapshot) -> None:
         assert h.up and not h.busy and h.free_slots == 4
         assert h.num_proc is not None and h.num_proc >= 1
         assert "load_avg" in h.load
-    assert all(j.queue is None for j in snap.jobs)
+    assert entries(snap) == {T1}
+
+
+BUSY_RUNNING = {
+    (3, "serial1", "r", 1, None, "all.q@node001"),
+    (4, "serial2", "r", 1, None, "all.q@node001"),
+    (6, "mpi3", "r", 2, None, "all.q@node001"),
+    (5, "smp2", "r", 2, None, "all.q@node002"),
+    (6, "mpi3", "r", 1, None, "all.q@node002"),
+    (7, "array10", "r", 1, "1", "all.q@node002"),
+}
 
 
 def _busy_2_nodes(snap: Snapshot) -> None:
+    assert entries(snap) == BUSY_RUNNING | {
+        (7, "array10", "qw", 1, "2-10:1", None),
+        (8, "held", "hqw", 1, None, None),
+        (9, "error", "qw", 1, None, None),
+        (10, "smp8", "qw", 8, None, None),
+        T1,
+    }
     n1, n2 = snap.host("node001"), snap.host("node002")
     assert n1 is not None and n2 is not None
     assert (n1.slots_used, n1.free_slots, n1.queues[0].states) == (4, 0, "")
-    assert n2.queues[0].states == "d" and n2.queues[0].disabled and n2.free_slots == 0
-    on1 = Counter(j.name for j in snap.jobs_on("node001") for _ in range(j.slots))
-    on2 = Counter(j.name for j in snap.jobs_on("node002") for _ in range(j.slots))
-    assert sum(on1.values()) == 4 and sum(on2.values()) == 4
-    assert on1["mpi3"] + on2["mpi3"] == 3  # one parallel job across both hosts
+    assert n2.queues[0].states == "d" and n2.queues[0].disabled and n2.free_slots == 0 and n2.up
     (serial2,) = named(snap, "serial2")
     assert serial2.hard_runtime == 3600.0  # submitted as h_rt=01:00:00; SGE prints seconds
     (smp2,) = named(snap, "smp2")
-    assert (smp2.pe, smp2.pe_range, smp2.slots, smp2.host) == ("smp", "2", 2, "node002")
+    assert (smp2.pe, smp2.pe_range) == ("smp", "2")
+    assert {(j.pe, j.pe_range) for j in named(snap, "mpi3")} == {("mpi", "3")}
     (smp8,) = named(snap, "smp8")
-    assert (smp8.state, smp8.pe, smp8.slots, smp8.is_pending) == ("qw", "smp", 8, True)
-    array = named(snap, "array10")
-    running = [j for j in array if j.queue is not None]
-    waiting = [j for j in array if j.queue is None]
-    assert sum(j.tasks for j in array) == 10
-    assert all(j.tasks == 1 and j.task_ids is not None for j in running)
-    assert len(waiting) == 1 and waiting[0].is_pending and waiting[0].task_ids is not None
+    assert (smp8.pe, smp8.pe_range, smp8.total_slots, smp8.is_pending) == ("smp", "8", 8, True)
+    waiting = [j for j in named(snap, "array10") if j.queue is None]
+    assert [(j.tasks, j.total_slots, j.is_pending) for j in waiting] == [(9, 9, True)]
+    assert {j.job_id for j in snap.pending} == {7, 9, 10}
+    assert sum(j.total_slots for j in snap.pending) == 9 + 1 + 8
     (held,) = named(snap, "held")
-    assert held.state == "hqw" and not held.is_pending
-    (error,) = named(snap, "error")
-    assert error.state in ("qw", "Eqw")  # it goes to Eqw once SGE tried to start it
+    assert not held.is_pending
 
 
 def _node_died(snap: Snapshot) -> None:
-    dead = [h for h in snap.hosts if any("u" in q.states for q in h.queues)]
-    assert dead, "a host in state u (unknown/unreachable)"
-    for h in dead:
-        assert not h.up and h.free_slots == 0
+    n2 = snap.host("node002")
+    assert n2 is not None
+    assert n2.queues[0].states == "du"
+    assert not n2.up and n2.queues[0].unreachable and n2.free_slots == 0
+    assert "load_avg" not in n2.load and n2.load["mem_total"] == "23.5G"
+    # SGE still lists the jobs of the dead node as running
+    on2 = {(j.job_id, j.name, j.state, j.slots, j.task_ids, j.queue) for j in snap.jobs_on("node002")}
+    assert on2 == {e for e in BUSY_RUNNING if e[5] == "all.q@node002"}
+    n1 = snap.host("node001")
+    assert n1 is not None and n1.up
 
 
 KNOWN: dict[str, Callable[[Snapshot], None]] = {
