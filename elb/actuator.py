@@ -128,9 +128,7 @@ class Actuator:
             self.journal.record(s.name, NodeState.PROVISIONING, self.clock())
         results = self.provisioner.add_nodes(specs, _ready_specs(self.journal, [s.name for s in specs]))
         for s in specs:
-            res = results.get(
-                s.name, HostResult(s.name, Outcome.FAILED, message="no result from provisioning")
-            )
+            res = results.get(s.name, HostResult(s.name, Outcome.FAILED, message="no result from provisioning"))
             node = self.journal.node(s.name)
             assert node is not None
             if res.ok:
@@ -184,9 +182,7 @@ class Actuator:
         if jobs:
             self.sge.enable_host(name)
             ids = ", ".join(str(j.job_id) for j in jobs[:5])
-            self.journal.record(
-                name, NodeState.READY, self.clock(), detail=f"kept: job {ids} landed while draining"
-            )
+            self.journal.record(name, NodeState.READY, self.clock(), detail=f"kept: job {ids} landed while draining")
             out.kept.append(name)
             return
         self.finish_drain(self.journal.node(name) or node, reason, out)
@@ -203,9 +199,7 @@ class Actuator:
             return
         if res is None or not res.ok:
             detail = _describe(res) if res else "no result from provisioning"
-            self.journal.record(
-                name, NodeState.DRAINING, self.clock(), detail=f"deregistration failed: {detail}"
-            )
+            self.journal.record(name, NodeState.DRAINING, self.clock(), detail=f"deregistration failed: {detail}")
             out.failed[name] = f"deregistration failed: {detail}"
             return
         self.journal.record(name, NodeState.DEREGISTERED, self.clock(), detail=reason)
@@ -261,9 +255,7 @@ class Actuator:
         """Take a node whose instance is gone out of SGE, hosts and exports (master side only)."""
         name = r.node
         ip = node.private_ip if node is not None and node.private_ip else "0.0.0.0"  # noqa: S104
-        res = self.provisioner.remove_nodes([NodeSpec(name, ip)], _ready_specs(self.journal, [name])).get(
-            name
-        )
+        res = self.provisioner.remove_nodes([NodeSpec(name, ip)], _ready_specs(self.journal, [name])).get(name)
         if res is None or not res.ok:
             out.failed[name] = f"deregistration failed: {_describe(res) if res else 'no result'}"
             return
@@ -281,9 +273,7 @@ class Actuator:
         if jobs:
             self.sge.enable_host(name)
             ids = ", ".join(str(j.job_id) for j in jobs[:5])
-            self.journal.record(
-                name, NodeState.READY, self.clock(), detail=f"drain abandoned: jobs {ids} there"
-            )
+            self.journal.record(name, NodeState.READY, self.clock(), detail=f"drain abandoned: jobs {ids} there")
             out.kept.append(name)
             return
         self.finish_drain(node, reason, out)

@@ -86,8 +86,7 @@ def snapshot_summary(snap: Snapshot, master: str) -> list[str]:
     wait = f", oldest waited {minutes(snap.now - oldest)}" if oldest is not None else ""
     slots = sum(j.total_slots for j in pend)
     lines = [
-        f"jobs: {len(running)} running, {len(pend)} waiting ({slots} slots{wait}), "
-        f"{len(held)} held or in error",
+        f"jobs: {len(running)} running, {len(pend)} waiting ({slots} slots{wait}), {len(held)} held or in error",
         f"hosts: {len(workers)} workers, {sum(h.slots_total for h in workers)} slots, "
         f"{sum(h.slots_used for h in workers)} used",
     ]
@@ -217,9 +216,7 @@ class Balancer:
         if snap is None:
             ready, draining = count[NodeState.READY], count[NodeState.DRAINING]
             return StatsRow(result.now, False, 0, 0, 0.0, 0, booting, ready, draining, 0, 0, summary)
-        view = cluster_view(
-            snap, nodes, self.config.cluster.master, result.now, self.config.policy.slots_per_node
-        )
+        view = cluster_view(snap, nodes, self.config.cluster.master, result.now, self.config.policy.slots_per_node)
         return StatsRow(
             time=result.now,
             ok=True,

@@ -49,9 +49,7 @@ CREATE TABLE IF NOT EXISTS passes (
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
-_NODE_COLUMNS = (
-    "name, state, launched_at, instance_id, ready_at, last_busy_at, slots, private_ip, instance_type"
-)
+_NODE_COLUMNS = "name, state, launched_at, instance_id, ready_at, last_busy_at, slots, private_ip, instance_type"
 _GONE = (NodeState.TERMINATED.value, NodeState.FAILED.value)
 _KEEP_PASSES = 50_000
 
@@ -178,9 +176,7 @@ class Journal:
     def mark_busy(self, names: Sequence[str], now: float) -> None:
         """Remember that these nodes ran a job (or held a reservation) at ``now``."""
         if names:
-            self._db.executemany(
-                "UPDATE nodes SET last_busy_at = ? WHERE name = ?", [(now, n) for n in names]
-            )
+            self._db.executemany("UPDATE nodes SET last_busy_at = ? WHERE name = ?", [(now, n) for n in names])
 
     def events(self, node: str | None = None) -> list[Event]:
         sql = "SELECT time, node, state, instance_id, detail FROM events"
@@ -226,8 +222,7 @@ class Journal:
 
     def _set_meta(self, key: str, value: object) -> None:
         self._db.execute(
-            "INSERT INTO meta (key, value) VALUES (?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, json.dumps(value)),
         )
 

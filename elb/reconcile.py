@@ -46,9 +46,7 @@ def _repair_node(  # noqa: PLR0911 (one return per lifecycle case reads best)
     st = n.state
     if st in (NodeState.REQUESTED, NodeState.LAUNCHING):
         if inst is not None:
-            return Repair(
-                RepairKind.ADOPT, n.name, "the cloud has the instance of an interrupted launch", inst
-            )
+            return Repair(RepairKind.ADOPT, n.name, "the cloud has the instance of an interrupted launch", inst)
         if age >= boot_timeout:
             return Repair(RepairKind.FORGET, n.name, f"no instance {minutes(age)} after the launch")
         return None
