@@ -3,7 +3,8 @@
 The result has the shape of the inventory elb's provisioner builds (``elb.provision.inventory``):
 group ``master`` (the configured master host), group ``workers`` (the cluster's running workers,
 elb's and the admin's, by tag), host names = node names (``Name`` tag), ``ansible_host`` = private
-address, ``elb_slots`` = slots (configured, else the instance type's vCPUs). Instances whose
+address, ``elb_slots`` = slots (configured, else the instance type's vCPUs); as vars of ``all``
+the connection settings and the role variables elb's provisioner passes. Instances whose
 ``Name`` tag is not a plain host name, or that share a name, are left out with a warning:
 Ansible templates inventory values, so a tag must never reach it unchecked.
 """
@@ -16,7 +17,15 @@ from dataclasses import dataclass, field
 from elb.cloud.ec2 import ROLE_MASTER, ROLE_WORKER, Ec2Cloud, tags_of
 from elb.config import Config
 from elb.interfaces import TAG_CLUSTER, TAG_NAME, TAG_ROLE, CloudError, NodeSpec
-from elb.provision.inventory import Connection, InventoryError, build_inventory, check_address, check_host_name
+from elb.provision.ansible import role_vars
+from elb.provision.inventory import (
+    Connection,
+    InventoryError,
+    build_inventory,
+    check_address,
+    check_extra_vars,
+    check_host_name,
+)
 
 
 @dataclass
@@ -80,4 +89,7 @@ def ec2_inventory(config: Config, cloud: Ec2Cloud, *, master_local: bool = True)
         ssh_user=prov.ssh_user,
         ssh_private_key=prov.ssh_private_key,
     )
-    return Ec2Inventory(build_inventory(conn, workers=specs), warnings)
+    # The roles get what elb's config says, as elb's provisioner passes it (provision.extra_vars
+    # win; here they are group vars of ``all``, so a play's own vars still come first).
+    group_vars = {**role_vars(config.cluster, config.sge), **check_extra_vars(prov.extra_vars)}
+    return Ec2Inventory(build_inventory(conn, workers=specs, group_vars=group_vars), warnings)

@@ -52,7 +52,8 @@ def cluster(ec2: Any, ami: str) -> dict[str, str]:
 def elb_config(tmp_path: Path, aws_env: str) -> Path:
     path = tmp_path / "elb.yml"
     path.write_text(
-        f"cluster:\n  name: {CLUSTER}\nprovision:\n  ssh_user: admin\n"
+        f"cluster:\n  name: {CLUSTER}\n  user: hpcuser\nsge:\n  queue: big.q\n"
+        "provision:\n  ssh_user: admin\n  extra_vars:\n    site_connect_timeout: 7\n"
         f"cloud:\n  provider: ec2\n  ec2:\n    region: {REGION}\n    endpoint_url: {aws_env}\n"
     )
     return path
@@ -106,6 +107,10 @@ def test_list_has_the_host_variables_the_roles_need(ec2: Any, cluster: dict[str,
     assert hv["node002"]["ansible_host"] == private_ip(ec2, cluster["node002"])
     assert (hv["node001"]["elb_slots"], hv["node002"]["elb_slots"]) == (4, 2)  # vCPUs of c5.xlarge, t3.micro
     assert hv["node001"]["ansible_user"] == "admin"  # provision.ssh_user of elb's config
+    # the role variables elb's provisioner passes, from the same config, and its extra vars
+    assert hv["node002"]["cluster_user_name"] == "hpcuser"
+    assert hv["node002"]["sge_exec_queue"] == hv["node002"]["sge_decommission_queue"] == "big.q"
+    assert hv["node002"]["site_connect_timeout"] == 7
     assert hv["master"]["ansible_connection"] == "local"
     assert Path(hv["master"]["ansible_python_interpreter"]).name.startswith("python")
     assert data["master"]["hosts"] == ["master"]
