@@ -47,6 +47,7 @@ class PolicyConfig(_Strict):
         60.0  # shrink=cost, per-period billing: a removal must be done this long before the boundary
     )
     idle_factor: float = Field(0.5, ge=0)  # shrink=cost, per-second billing: keep an idle node this many boot times
+    period_horizon: Seconds = 0.0  # grow=forecast, per-period billing: wait up to this for slots freed by h_rt
     launch_delay: Seconds = 0.0  # grow=forecast: count a waiting job as demand once it has waited this long
 
     @model_validator(mode="after")

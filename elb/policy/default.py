@@ -134,26 +134,32 @@ class ElbPolicy:
             return view.pending
         return tuple(j for j in view.pending if j.submitted is None or now - j.submitted >= delay)
 
+    def _horizon(self) -> float:
+        """How far ahead capacity counts: a boot time; per-period billing may wait longer for slots."""
+        cfg = self.config
+        if cfg.billing == "hour":
+            return max(cfg.boot_time, cfg.period_horizon)
+        return cfg.boot_time
+
     def _grow_forecast(
         self, view: ClusterView, names: Callable[[int], tuple[str, ...]], now: float
     ) -> tuple[Plan, Forecast | None]:
         cfg = self.config
-        boot = minutes(cfg.boot_time)
+        horizon = self._horizon()
+        boot = f"a boot time ({minutes(cfg.boot_time)})" if horizon == cfg.boot_time else minutes(horizon)
         jobs = _plural(len(view.pending), "job")
         head = f"{jobs} waiting ({view.pending_slots} slots)"
         counted = self._counted(view, now)
         if not counted:
             return Plan(reason=f"{head}, none yet for launch_delay {minutes(cfg.launch_delay)}"), None
         room = cfg.max_nodes - view.size
-        fc = forecast(view, now + cfg.boot_time, counted, limit=max(0, room))
+        fc = forecast(view, now + self._horizon(), counted, limit=max(0, room))
         on = f"{fc.ready} ready + {fc.booting} booting nodes"
         if fc.freed_slots:
             on += f" and {fc.freed_slots} slots running jobs free by their h_rt"
         if fc.new_nodes == 0:
-            return Plan(reason=f"{head}: all can start within a boot time ({boot}) on {on}"), fc
-        short = (
-            f"{_plural(fc.short_jobs, 'job')} ({fc.short_slots} slots) can't start within a boot time ({boot}) on {on}"
-        )
+            return Plan(reason=f"{head}: all can start within {boot} on {on}"), fc
+        short = f"{_plural(fc.short_jobs, 'job')} ({fc.short_slots} slots) can't start within {boot} on {on}"
         if room <= 0:
             return Plan(reason=f"{short}, but the cluster is at max_nodes ({view.size}/{cfg.max_nodes})"), fc
         n = min(fc.new_nodes, room)
@@ -202,7 +208,7 @@ class ElbPolicy:
         if not view.pending:
             return frozenset()
         if fc is None or self.config.launch_delay > 0:
-            fc = forecast(view, now + self.config.boot_time)
+            fc = forecast(view, now + self._horizon())
         return fc.assigned
 
     def _shrink_cost(self, view: ClusterView, now: float, fc: Forecast | None, adding: int) -> Plan:
@@ -258,7 +264,7 @@ class ElbPolicy:
             if any(w.idle and w.node is not None for w in view.workers):
                 return now  # which idle node a waiting job would take may change with the clock
             room = cfg.max_nodes - view.size
-            if room > 0 and forecast(view, now + cfg.boot_time, self._counted(view, now), limit=room).new_nodes:
+            if room > 0 and forecast(view, now + self._horizon(), self._counted(view, now), limit=room).new_nodes:
                 return now  # it would launch now
         if view.size <= cfg.min_nodes:
             return until
