@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from elb.interfaces import Outcome
+from elb.cloud.local import LocalCloud
+from elb.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, CloudError, Outcome
 from elb.testcluster import constants as C
 from elb.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state, job_state, provisioner, qconf_words, spec, wait_for
@@ -116,4 +117,58 @@ def test_failed_provisioning_is_reported_and_leaves_nothing_registered(
         assert "qhost shows the node up" in (r.task + " " + r.message), r
     finally:
         tc.cloud().terminate([node.instance_id])
+    assert cluster_state(tc) == before
+
+
+def test_local_cloud_sees_and_terminates_only_its_own_workers(testcluster: TestCluster) -> None:
+    tc = testcluster
+    cloud = tc.cloud()
+    other = LocalCloud(tc.local_config, "another-cluster", authorized_key=C.SSH_PUBKEY)
+    mine = cloud.launch(["node901"])
+    theirs = other.launch(["node902"])
+    try:
+        assert not mine.failed and not theirs.failed, (mine.failed, theirs.failed)
+        (inst,) = mine.launched
+        assert inst.state == "running" and inst.private_ip and inst.private_ip.startswith("10.77.0.")
+        assert inst.tags == {
+            TAG_CLUSTER: tc.cluster_name,
+            TAG_ROLE: "worker",
+            TAG_MANAGED_BY: "elb",
+            TAG_NAME: "node901",
+        }
+        assert [i.name for i in cloud.list_workers()] == ["node901"]
+        assert [i.name for i in other.list_workers()] == ["node902"]
+        with pytest.raises(CloudError, match="refusing"):
+            cloud.terminate([theirs.launched[0].instance_id])
+        assert [i.name for i in other.list_workers()] == ["node902"]
+        again = cloud.launch(["node901", "-bad"])
+        assert set(again.failed) == {"node901", "-bad"} and not again.launched
+    finally:
+        cloud.terminate([i.instance_id for i in cloud.list_workers()])
+        other.terminate([i.instance_id for i in other.list_workers()])
+    assert cloud.list_workers() == [] and other.list_workers() == []
+
+
+def test_site_converges_live_workers_and_cleans_out_dead_ones(testcluster: TestCluster) -> None:
+    tc = testcluster
+    before = cluster_state(tc)
+    new = tc.add_nodes(2)
+    live, dead = sorted(new, key=lambda i: i.name)
+    try:
+        tc.cloud().terminate([dead.instance_id])
+        workers = [spec(live), spec(dead)]
+        pb = tc.run_playbook("site.yml", workers=workers, extra_vars={"site_connect_timeout": 5})
+        assert pb.ok, pb.stdout[-3000:]
+        assert qconf_words(tc, "-sel") == [live.name]
+        assert dead.name not in Path("/etc/hosts").read_text()
+        assert dead.name not in Path("/etc/exports").read_text()
+        hosts_on_live = subprocess.run(
+            ["podman", "exec", live.name, "cat", "/etc/hosts"], capture_output=True, text=True, timeout=30, check=True
+        ).stdout
+        assert live.name in hosts_on_live and dead.name not in hosts_on_live
+        # Converged: a second run changes nothing, on the live worker or for the dead one.
+        again = tc.run_playbook("site.yml", workers=workers, extra_vars={"site_connect_timeout": 5})
+        assert again.ok and again.changed() == 0, again.stdout[-3000:]
+    finally:
+        tc.remove_nodes([live.name])
     assert cluster_state(tc) == before
