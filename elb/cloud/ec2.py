@@ -516,11 +516,19 @@ class Ec2Cloud:
         until = self._backoff.get(choice)
         return until is not None and self.clock() < until
 
-    def _live_by_name(self, name: str) -> InstanceTypeDef | None:
+    def _live_by_names(self, names: Sequence[str]) -> dict[str, InstanceTypeDef]:
+        """The cluster's pending or running elb workers with these names (one call)."""
         filters = self._worker_filters(("pending", "running"))
-        filters.append({"Name": f"tag:{TAG_NAME}", "Values": [name]})
-        raws = [r for r in self.describe(filters, f"looking for {name}") if tags_of(r).get(TAG_NAME) == name]
-        return raws[0] if raws else None
+        filters.append({"Name": f"tag:{TAG_NAME}", "Values": list(names)})
+        out: dict[str, InstanceTypeDef] = {}
+        for raw in self.describe(filters, f"looking for {', '.join(names)}"):
+            name = tags_of(raw).get(TAG_NAME, "")
+            if name in names and is_cluster_worker(tags_of(raw), self.cluster, self.master):
+                out.setdefault(name, raw)
+        return out
+
+    def _live_by_name(self, name: str) -> InstanceTypeDef | None:
+        return self._live_by_names([name]).get(name)
 
     def _run(self, args: RunInstancesRequestTypeDef) -> InstanceTypeDef:
         resp = self.client.run_instances(**args)
@@ -529,9 +537,8 @@ class Ec2Cloud:
             raise CloudError(f"RunInstances returned {len(insts)} instances for one node")
         return insts[0]
 
-    def _start_one(self, name: str, spec: LaunchSpec) -> InstanceTypeDef:
-        """Start (or adopt) the instance of one node. Raises _NoCapacity or _Fatal."""
-        found = self._live_by_name(name)
+    def _start_one(self, name: str, spec: LaunchSpec, found: InstanceTypeDef | None) -> InstanceTypeDef:
+        """Start the instance of one node, or adopt ``found``. Raises _NoCapacity or _Fatal."""
         if found is not None:
             log.info("%s: adopting %s, already %s", name, found.get("InstanceId"), found["State"]["Name"])
             return found
@@ -605,11 +612,12 @@ class Ec2Cloud:
             return LaunchResult(launched=())
         spec = self.launch_spec()
         started_at = self.clock()
+        existing = self._live_by_names(names)  # a retry after a crash: adopt, don't start twice
         started: dict[str, str] = {}  # name -> instance id
         failed: dict[str, str] = {}
         for i, name in enumerate(names):
             try:
-                inst = self._start_one(name, spec)
+                inst = self._start_one(name, spec, existing.get(name))
             except _NoCapacity as err:
                 failed[name] = str(err)
                 continue

@@ -195,6 +195,12 @@ def test_launch_again_adopts_instead_of_starting_a_second(ec2: Any, ami: str, aw
     assert again.instance_id == first.instance_id
     assert len(live(ec2)) == 1
     assert len(client.calls_of("run_instances")) == 1
+    # a retried batch: the node that exists is adopted, only the missing one is started
+    both = cloud.launch(["node001", "node002"]).launched
+    assert [i.name for i in both] == ["node001", "node002"]
+    assert both[0].instance_id == first.instance_id
+    assert len(live(ec2)) == 2
+    assert len(client.calls_of("run_instances")) == 2
 
 
 def test_lost_answer_is_not_a_second_instance(ec2: Any, ami: str, aws_env: str) -> None:
