@@ -50,6 +50,12 @@ def register(sub: Any) -> None:
         help="cluster cap: N nodes, or Kx for K times the log's machine (default: the zero-wait peak of the log)",
     )
     p.add_argument("--backfill", action="store_true", help="EASY backfill instead of strict FIFO")
+    p.add_argument(
+        "--placement",
+        choices=("first", "best"),
+        default="first",
+        help="a narrow job goes on the lowest-numbered ready node that fits (first, default) or the fullest (best)",
+    )
     p.add_argument("--start", type=float, default=0.0, help="skip the log's first DAYS days")
     p.add_argument("--days", type=float, default=None, help="replay only DAYS days")
     p.add_argument(
@@ -137,6 +143,7 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
         seed=args.seed,
         poll_interval=args.poll,
         backfill=args.backfill,
+        placement=args.placement,
         fast_forward=not args.no_fast_forward,
     )
     sets = [_kv(s, "--set") for s in args.set]
@@ -196,6 +203,7 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
                         "poll": args.poll,
                         "max_nodes": prepared.max_nodes,
                         "backfill": args.backfill,
+                        "placement": args.placement,
                     },
                     "floor_node_hours": prepared.floors.floor_node_hours,
                     "zero_wait_node_hours": prepared.floors.zero_wait_node_hours,

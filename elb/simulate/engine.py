@@ -5,8 +5,9 @@ the policy gets the same ``Snapshot``/``Node`` values as live and its ``Plan`` i
 launched nodes accept jobs ``boot_time`` later, removed nodes (idle ones only) stop being billed.
 
 Dispatch is SGE's default: strict FIFO in submission order; optionally EASY backfill. A job of
-more slots than a node has takes ceil(slots / slots per node) whole empty nodes; a narrower job
-goes on the ready node with the fewest free slots that still fit it (best fit, ties by name).
+more slots than a node has takes ceil(slots / slots per node) whole empty nodes (lowest-numbered
+first); a narrower job goes on the lowest-numbered ready node that fits it (``placement="first"``,
+SGE's host order when loads tie) or on the one with the fewest free slots (``"best"``).
 
 Fast-forward: a policy may offer ``quiet_until(snapshot, nodes, history, now)`` (see
 ``elb.policy.peers``). After an empty plan the driver then skips the polls before the earlier of
@@ -21,7 +22,7 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from elb.model import History, Host, Job, Node, NodeState, Plan, QueueInstance, Snapshot
 from elb.naming import next_names
@@ -30,6 +31,11 @@ from elb.simulate.swf import SimJob
 
 QUEUE = "all.q"
 _EPS = 1e-9
+
+
+def _order(name: str) -> tuple[int, str]:
+    """Host order: node002 before node010, node999 before node1000."""
+    return (len(name), name)
 
 
 @runtime_checkable
@@ -48,6 +54,7 @@ class SimSettings:
     seed: int = 0
     poll_interval: float = 60.0
     backfill: bool = False
+    placement: Literal["first", "best"] = "first"  # narrow jobs: lowest-numbered node that fits, or fullest
     fast_forward: bool = True  # use the policy's quiet_until when it has one
     stall_limit: float = 7 * 86400.0  # stop when nothing can change for this long
     record: bool = False  # keep per-job placements and node lives (for tests)
@@ -243,16 +250,19 @@ class Simulator:
             ]
             if len(empty) < k:
                 return None
-            empty.sort(key=lambda n: n.name)
+            empty.sort(key=lambda n: _order(n.name))
             return [(n, n.slots) for n in empty[:k]]
         best: _Node | None = None
+        best_key: tuple[int, int, str] | None = None
+        by_free = self.s.placement == "best"
         for n in self.nodes.values():
             if not n.ready or n.free < job.slots:
                 continue
             if allowed is not None and allowed.get(n.name, 0) < job.slots:
                 continue
-            if best is None or (n.free, n.name) < (best.free, best.name):
-                best = n
+            key = (n.free if by_free else 0, *_order(n.name))
+            if best_key is None or key < best_key:
+                best, best_key = n, key
         return None if best is None else [(best, job.slots)]
 
     def _start(self, idx: int, parts: list[tuple[_Node, int]], now: float) -> None:
@@ -345,10 +355,14 @@ class Simulator:
 
         def fits() -> list[str] | None:
             if k:
-                empty = sorted(name for name in free if free[name] == slots[name])
+                empty = sorted((name for name in free if free[name] == slots[name]), key=_order)
                 return empty[:k] if len(empty) >= k else None
             cands = [name for name in free if free[name] >= head.slots]
-            return [min(cands, key=lambda x: (free[x], x))] if cands else None
+            if not cands:
+                return None
+            if self.s.placement == "best":
+                return [min(cands, key=lambda x: (free[x], *_order(x)))]
+            return [min(cands, key=_order)]
 
         chosen = fits()
         shadow = now

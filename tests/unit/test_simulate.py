@@ -160,13 +160,30 @@ def test_parallelcluster_asks_again_while_nodes_boot() -> None:
     assert sim.out.waits == [300, 300, 300]
 
 
-def test_narrow_jobs_pack_best_fit() -> None:
-    jobs = [SimJob(1, 0, 1000, 6), SimJob(2, 0, 1000, 6), SimJob(3, 1, 500, 2)]
-    sim, _ = run_jobs(jobs, StaticPolicy(limits(max_nodes=2)), max_nodes=2)
-    by_id = {p.job_id: p for p in sim.out.placements}
-    assert by_id[1].nodes != by_id[2].nodes  # 6 + 6 > 8
+def test_narrow_jobs_go_first_fit_or_best_fit() -> None:
+    # node001 keeps 2 free slots, node002 keeps 4; then a 2-slot job arrives
+    jobs = [SimJob(1, 0, 1000, 6), SimJob(2, 0, 1000, 4), SimJob(3, 1, 500, 2)]
+    policy = StaticPolicy(limits(max_nodes=2))
+    first, _ = run_jobs(jobs, policy, max_nodes=2)
+    by_id = {p.job_id: p for p in first.out.placements}
+    assert by_id[1].nodes == (("node001", 6),)
+    assert by_id[2].nodes == (("node002", 4),)
     assert by_id[3].start == 1  # static nodes are ready from the start
-    assert by_id[3].nodes[0][0] == by_id[1].nodes[0][0]  # fewest free slots that fit: first node
+    # first fit: the lowest-numbered node with room; best fit: the fullest that fits
+    jobs = [SimJob(1, 0, 1000, 4), SimJob(2, 0, 1000, 7), SimJob(3, 1, 500, 1)]
+    first, _ = run_jobs(jobs, policy, max_nodes=2)
+    best, _ = run_jobs(jobs, policy, max_nodes=2, placement="best")
+    assert {p.job_id: p.nodes for p in first.out.placements}[3] == (("node001", 1),)
+    assert {p.job_id: p.nodes for p in best.out.placements}[3] == (("node002", 1),)
+
+
+def test_host_order_is_numeric() -> None:
+    sim = Simulator([SimJob(1, 0, 10, 1)], StaticPolicy(limits(max_nodes=1)), SimSettings(max_nodes=1))
+    for name in ("node999", "node1000"):
+        sim._launch(name, 0.0, boot=0.0)
+    parts = sim._place_now(SimJob(2, 0, 10, 16))
+    assert parts is not None
+    assert [n.name for n, _ in parts] == ["node999", "node1000"]
 
 
 def test_job_bigger_than_the_cluster_is_skipped_not_a_hang() -> None:
