@@ -228,9 +228,9 @@ class Simulator:
         if self._jobs_cache is None:
             self._jobs_cache = tuple(v for _, v in self.pending) + tuple(r.value for r in self.running.values())
         if self._hosts_cache is None:
-            self._hosts_cache = tuple(self._host(n) for n in self.nodes.values() if n.ready)
+            self._hosts_cache = tuple([n.host or self._host(n) for n in self.nodes.values() if n.ready])
         if self._nodes_cache is None:
-            self._nodes_cache = tuple(self._node_record(n) for n in self.nodes.values())
+            self._nodes_cache = tuple([n.record or self._node_record(n) for n in self.nodes.values()])
         return Snapshot(now, self._jobs_cache, self._hosts_cache), self._nodes_cache
 
     # -- dispatch ------------------------------------------------------------------------------
