@@ -590,7 +590,12 @@ class Ec2Cloud:
                     raise _Fatal(to_cloud_error(err, f"launching {name}")) from None
                 last = err
             log.warning("%s: RunInstances failed (%s); checking whether it started anyway", name, last)
-            found = self._live_by_name(name)
+            try:
+                found = self._live_by_name(name)
+            except CloudError as err:
+                # Cannot look: sending again with the same ClientToken is still safe.
+                log.warning("%s: %s", name, err)
+                found = None
             if found is not None:
                 return found
         assert last is not None
@@ -621,11 +626,12 @@ class Ec2Cloud:
             except _NoCapacity as err:
                 failed[name] = str(err)
                 continue
-            except _Fatal as err:
+            except (_Fatal, CloudError) as err:
+                error = err.error if isinstance(err, _Fatal) else err
                 if not started:
-                    raise err.error from None
+                    raise error from None
                 for rest in names[i:]:
-                    failed[rest] = str(err.error)
+                    failed[rest] = str(error)
                 break
             started[name] = inst["InstanceId"]
         launched, boot_failed = self._wait_running(started, started_at + self.config.boot_timeout)

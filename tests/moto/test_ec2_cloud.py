@@ -4,7 +4,7 @@ moto runs the real EC2 API calls (launch, tags, describe, terminate, instance ty
 stand-ins are in ``FaultyClient`` (conftest.py) and the ``before-send`` hook in the throttling
 tests, for what moto cannot produce: capacity errors (InsufficientInstanceCapacity,
 InstanceLimitExceeded, Unsupported), permission errors (UnauthorizedOperation), throttling
-(RequestLimitExceeded), a lost RunInstances answer, an instance that never leaves ``pending``,
+(RequestLimitExceeded), a lost RunInstances answer or connection, an instance that never leaves ``pending``,
 and EC2's ClientToken idempotency (moto ignores tokens).
 """
 
@@ -704,3 +704,34 @@ def test_instances_are_not_left_behind_when_they_cannot_be_watched(ec2: Any, ami
     insts = all_instances(ec2)
     assert len(insts) == 2
     assert all(state_of(ec2, i["InstanceId"]) in ("shutting-down", "terminated") for i in insts)
+
+
+def test_connection_lost_mid_batch_keeps_the_started_and_reports_the_rest(ec2: Any, ami: str, aws_env: str) -> None:
+    """node002's RunInstances and the lookups after it fail to connect (injected); node001 runs."""
+    cloud, client = cloud_with(aws_env, ami=ami, instance_types=["t3.large"])
+    down = {"on": False}
+
+    def connection_down(request: Any, **_: Any) -> None:
+        body = request.body or b""
+        body = body.encode() if isinstance(body, str) else body
+        if down["on"] and b"Filter.1" in body:  # lookups by tag, not the polls
+            raise EndpointConnectionError(endpoint_url=aws_env)
+
+    client.real.meta.events.register("before-send.ec2.DescribeInstances", connection_down)
+
+    def node002_lost(kwargs: dict[str, Any]) -> Exception | None:
+        names = {t["Value"] for ts in kwargs["TagSpecifications"] for t in ts["Tags"] if t["Key"] == TAG_NAME}
+        if "node002" in names:
+            down["on"] = True
+            return EndpointConnectionError(endpoint_url=aws_env)
+        return None
+
+    client.fail("run_instances", node002_lost)
+    result = cloud.launch(["node001", "node002", "node003"])
+
+    assert [i.name for i in result.launched] == ["node001"]
+    assert set(result.failed) == {"node002", "node003"}
+    assert "EndpointConnectionError" in result.failed["node002"]
+    sent = [kw["ClientToken"] for kw in client.calls_of("run_instances")]
+    assert len(sent) == 3 and sent[1] == sent[2]  # node002 sent twice with one token, node003 never
+    assert len(live(ec2)) == 1
