@@ -177,15 +177,27 @@ class Actuator:
             log.warning("%s: not removed: not a ready node elb manages", name)
             return
         self.journal.record(name, NodeState.DRAINING, self.clock(), detail=reason)
+        if self._drained(name, "kept: {} while draining"):
+            self.finish_drain(self.journal.node(name) or node, reason, out)
+        else:
+            out.kept.append(name)
+
+    def _drained(self, name: str, kept_why: str) -> bool:
+        """Disable the node's queue instances, then read SGE again: True if nothing is there.
+
+        Anything there (a job running, transferring or just dispatched, or a slot reserved for
+        a waiting job) re-enables the node and records it ready again with ``kept_why``.
+        """
         self.sge.disable_host(name)
         jobs = self.sge.jobs_on(name)
-        if jobs:
-            self.sge.enable_host(name)
-            ids = ", ".join(str(j.job_id) for j in jobs[:5])
-            self.journal.record(name, NodeState.READY, self.clock(), detail=f"kept: job {ids} landed while draining")
-            out.kept.append(name)
-            return
-        self.finish_drain(self.journal.node(name) or node, reason, out)
+        host = self.sge.read_snapshot().host(name)
+        reserved = host.slots_reserved if host is not None else 0
+        if not jobs and not reserved:
+            return True
+        self.sge.enable_host(name)
+        what = f"job {', '.join(str(j.job_id) for j in jobs[:5])} landed" if jobs else f"{reserved} slots reserved"
+        self.journal.record(name, NodeState.READY, self.clock(), detail=kept_why.format(what))
+        return False
 
     def finish_drain(self, node: Node, reason: str, out: Outcomes) -> None:
         """Deregister a disabled, jobless node and terminate it once SGE no longer lists it."""
@@ -264,16 +276,14 @@ class Actuator:
 
     def _finish_interrupted_drain(self, node: Node, reason: str, out: Outcomes) -> None:
         name = node.name
-        if node.state is NodeState.DEREGISTERED and self.sge.read_snapshot().host(name) is None:
+        if self.sge.read_snapshot().host(name) is None:
+            # SGE no longer lists it: the deregistration went through before elb stopped.
+            if node.state is not NodeState.DEREGISTERED:
+                self.journal.record(name, NodeState.DEREGISTERED, self.clock(), detail="already out of SGE")
             if self._terminate(node, reason, out, failed=False):
                 out.removed.append(name)
             return
-        self.sge.disable_host(name)
-        jobs = self.sge.jobs_on(name)
-        if jobs:
-            self.sge.enable_host(name)
-            ids = ", ".join(str(j.job_id) for j in jobs[:5])
-            self.journal.record(name, NodeState.READY, self.clock(), detail=f"drain abandoned: jobs {ids} there")
+        if self._drained(name, "drain abandoned: {}"):
+            self.finish_drain(node, reason, out)
+        else:
             out.kept.append(name)
-            return
-        self.finish_drain(node, reason, out)

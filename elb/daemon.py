@@ -163,16 +163,18 @@ class Balancer:
             # Repairs change the cluster: decide again next pass, on fresh data.
             result = PassResult(True, now, Plan(reason="reconciling; scaling waits for the next pass"), snap)
             for repair in repairs:
-                act.repair(repair, result.outcomes)
+                _guarded(repair.node, result.outcomes, act.repair, repair, result.outcomes)
             self.failed_in_a_row = 0
             self._record(result)
             return result
         plan = self.policy.decide(snap, nodes, self.journal.history(), now)
         result = PassResult(True, now, plan, snap)
         if plan.add:
-            act.add(plan.add_names, plan.add_reason, result.outcomes)
+            _guarded(
+                ",".join(plan.add_names), result.outcomes, act.add, plan.add_names, plan.add_reason, result.outcomes
+            )
         for r in plan.remove:
-            act.remove(r.node, r.reason, result.outcomes)
+            _guarded(r.node, result.outcomes, act.remove, r.node, r.reason, result.outcomes)
         self.failed_in_a_row = 0
         self._record(result)
         return result
@@ -231,6 +233,18 @@ class Balancer:
             removed=len(result.outcomes.removed),
             action=summary,
         )
+
+
+def _guarded(what: str, out: Outcomes, fn: Callable[..., None], *args: object) -> None:
+    """Run one node operation; an unexpected error fails that operation, not the pass.
+
+    The journal holds the last step that started, so reconcile picks the node up next pass.
+    """
+    try:
+        fn(*args)
+    except Exception as err:
+        log.exception("%s: operation failed", what)
+        out.failed[what] = f"{type(err).__name__}: {err}"
 
 
 def run_forever(balancer: Balancer, interval: float, stop: threading.Event | None = None) -> None:

@@ -9,8 +9,9 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-# Job state codes that mean "waiting and eligible to start" (plain qw, and re-queued).
-PENDING_STATES = frozenset({"qw", "Rqw"})
+# Job state codes that mean "waiting and eligible to start": plain qw, and re-queued
+# (SGE 8.1.9 prints "Rq" for a rescheduled waiting job; "Rqw" is kept for other versions).
+PENDING_STATES = frozenset({"qw", "Rq", "Rqw"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from elb.config import Config, parse_config
 from elb.daemon import Balancer
 from elb.interfaces import CloudError, Instance
 from elb.journal import Journal
-from elb.model import NodeState
+from elb.model import Host, NodeState, QueueInstance
 from elb.stats import read_rows
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
@@ -30,7 +30,8 @@ def cfg(tmp_path: Path) -> Config:
     return parse_config(
         {
             "state_dir": str(tmp_path),
-            "policy": {"max_nodes": 4, "add_nodes_per_iteration": 2, "slots_per_node": 8},
+            # issue 2's timer rules: these tests pin the actuator's steps, not the policy's timing
+            "policy": {"max_nodes": 4, "add_nodes_per_iteration": 2, "slots_per_node": 8, "shrink": "timer"},
         }
     )
 
@@ -231,3 +232,34 @@ def test_interrupted_drain_is_finished_on_restart(cfg: Config) -> None:
     result = r.bal.run_pass()
     assert result.outcomes.removed == ["node001"]
     assert "i-0001" in r.cloud.terminated
+
+
+def test_reserved_slot_appearing_during_drain_keeps_the_node(cfg: Config) -> None:
+    r = parts(cfg)
+    _one_ready_node(r, 59 * 60)
+
+    def reserve(host: str) -> None:  # a waiting PE job got a reservation on it meanwhile
+        h = r.sge.hosts[host]
+        q = h.queues[0]
+        r.sge.hosts[host] = Host(host, (QueueInstance(q.queue, host, q.slots_total, 0, 4, q.states),), h.num_proc)
+
+    r.sge.on_disable = reserve
+    result = r.bal.run_pass()
+    assert result.outcomes.kept == ["node001"], result.summary()
+    assert r.prov.log == []
+    assert "4 slots reserved" in (r.journal.events("node001")[-1].detail or "")
+
+
+def test_sge_error_in_one_removal_fails_that_node_not_the_pass(cfg: Config) -> None:
+    r = parts(cfg)
+    _one_ready_node(r, 59 * 60)
+
+    def qmod_fails(host: str) -> None:
+        raise RuntimeError("qmod: error: denied: host is no admin host")
+
+    r.sge.on_disable = qmod_fails
+    result = r.bal.run_pass()
+    assert result.ok
+    assert "node001" in result.outcomes.failed
+    assert r.journal.node("node001").state is NodeState.DRAINING  # type: ignore[union-attr]
+    assert r.cloud.terminated == []
