@@ -150,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-peers", action="store_true", help="only replay elb (needs cached peers)")
     ap.add_argument("--no-elb", action="store_true", help="only fill the peers' cache")
     ap.add_argument("--markdown", action="store_true", help="print markdown tables")
+    ap.add_argument("--summary", action="store_true", help="print one markdown row per case")
     ap.add_argument("--json", type=Path, default=None, help="also write every result here")
+    ap.add_argument("--from-json", type=Path, default=None, help="print the results a --json run wrote; no replay")
     args = ap.parse_args(argv)
 
     sets: tuple[tuple[str, str], ...] = ()
@@ -166,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         for billing in args.billings.split(",")
         for win in args.windows.split(",")
     ]
+    if args.from_json is not None:
+        args.no_peers = True
+        args.no_elb = True
     cache = _load_cache(args.cache)
     todo: list[tuple[Case, str]] = []
     for c in cases:
@@ -185,12 +190,21 @@ def main(argv: list[str] | None = None) -> int:
             if p != "elb":
                 cache[f"{c.key}|{p}"] = one
                 args.cache.write_text(json.dumps(cache, indent=1))
+    if args.from_json is not None:
+        saved: dict[str, dict[str, dict[str, float]]] = json.loads(args.from_json.read_text())
+        results = {c.key: saved.get(c.key, {}) for c in cases}
     for c in cases:
         for p in PEERS:
             results[c.key].setdefault(p, cache.get(f"{c.key}|{p}", {}))
     wall = time.perf_counter() - t0
 
     met = 0
+    if args.summary:
+        print(
+            "| log | nodes / boot | billing | window | elb cost (x floor) | elb p95 | cheapest peer | "
+            "quickest peer p95 | slurm cost | bar |"
+        )
+        print("|---|---|---|---|---:|---:|---|---|---:|---|")
     for c in cases:
         res = results[c.key]
         if not all(res.get(p) for p in (*PEERS, "elb")):
@@ -202,6 +216,23 @@ def main(argv: list[str] | None = None) -> int:
             f"{Path(c.log).name.split('-cln')[0]}, {c.setting.replace('/', '-slot nodes / ')} s boot, "
             f"per {c.billing}, {c.window}{' half' if c.window != 'whole' else ''}"
         )
+        if args.summary:
+            e = res["elb"]
+            quick = min(PEERS, key=lambda p: res[p]["p95"])
+            cheap = min(PEERS, key=lambda p: res[p]["cost"])
+            marks = (
+                "met"
+                if ok
+                else "missed: " + ", ".join(part.split(":")[0] for part in why.split("; ") if "MISSED" in part)
+            )
+            print(
+                f"| {Path(c.log).name.split('-')[0]} | {c.setting} s | {c.billing} | {c.window} | "
+                f"{e['cost']:.0f} ({e['x_floor']:.2f}) | {_fmt_wait(e['p95'])} | "
+                f"{cheap} {res[cheap]['cost']:.0f} ({(e['cost'] / res[cheap]['cost'] - 1) * 100:+.1f}%) | "
+                f"{quick} {_fmt_wait(res[quick]['p95'])} | {res['slurm']['cost']:.0f} "
+                f"({(e['cost'] / res['slurm']['cost'] - 1) * 100:+.1f}%) | {marks} |"
+            )
+            continue
         if args.markdown:
             print(f"\n**{title}** ({'bar met' if ok else 'bar missed'}: {why})\n")
             print("| policy | cost (node-h) | x floor | mean wait | p95 wait | p99 wait | launches |")
