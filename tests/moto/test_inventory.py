@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,14 @@ def elb_config(tmp_path: Path, aws_env: str) -> Path:
     return path
 
 
+def tool(name: str) -> str:
+    """Ansible's commands from this Python's environment (the venv), even if it is not on PATH."""
+    here = Path(sys.executable).parent / name
+    return str(here) if here.exists() else name
+
+
 def run(args: list[str], elb_config: Path) -> subprocess.CompletedProcess[str]:
+    args = [tool(args[0]), *args[1:]]
     env = dict(
         os.environ,
         ELB_CONFIG=str(elb_config),
