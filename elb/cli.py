@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "elb.simulate.cli",
     "elb.testcluster.cli",
     "elb.demo",
+    "elb.cloud.ec2_cli",
 )
 
 

@@ -27,7 +27,7 @@ def make_cloud(cfg: Config) -> Cloud:
         return LocalCloud(cfg.cloud.local, cfg.cluster.name)
     from elb.cloud.ec2 import Ec2Cloud
 
-    return Ec2Cloud(cfg.cloud.ec2, cfg.cluster.name)
+    return Ec2Cloud.from_config(cfg)
 
 
 def make_provisioner(cfg: Config) -> Provisioner:
