@@ -210,6 +210,7 @@ def test_snapshot_joins_and_answers_questions(local_tz: str) -> None:
         (208, None),
         (209, None),
         (210, "4-6:1"),
+        (211, None),  # Rq: re-queued and waiting again
     }
     assert sum(j.total_slots for j in snap.pending) == 1 + 20 + 3 + 3 + 4 + 8 + 1 + 1 + 3
 
