@@ -212,7 +212,7 @@ def test_snapshot_joins_and_answers_questions(local_tz: str) -> None:
         (210, "4-6:1"),
         (211, None),  # Rq: re-queued and waiting again
     }
-    assert sum(j.total_slots for j in snap.pending) == 1 + 20 + 3 + 3 + 4 + 8 + 1 + 1 + 3
+    assert sum(j.total_slots for j in snap.pending) == 1 + 20 + 3 + 3 + 4 + 8 + 1 + 1 + 3 + 1  # the last: job 211 (Rq)
 
 
 def test_join_prefers_qstat_queue_instances_and_keeps_hosts_of_either() -> None:
