@@ -9,6 +9,7 @@ local connection exactly as when elb runs on the SGE master.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import os
 import time
 from collections.abc import Iterator
@@ -31,8 +32,20 @@ def _enter_master_uts() -> None:
         os.close(fd)
 
 
+LOCK = C.STATE_DIR.parent / "elb-testcluster.lock"
+
+
 @pytest.fixture(scope="session")
-def testcluster() -> Iterator[object]:
+def _cluster_lock() -> Iterator[None]:
+    """One user of the machine's single test cluster at a time (pytest sessions, Molecule)."""
+    LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with LOCK.open("w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.fixture(scope="session")
+def testcluster(_cluster_lock: None) -> Iterator[object]:
     if os.geteuid() != 0:
         pytest.skip("the test cluster needs root")
     from elb.testcluster.cluster import TestCluster
