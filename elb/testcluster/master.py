@@ -554,6 +554,8 @@ LOG {{
 %include "{GANESHA_EXPORTS}"
 """
 
+# What the nfs_server role's converter writes for an /etc/exports without exports.
+GANESHA_NO_EXPORTS = "# Generated from /etc/exports by elb-ganesha-exports: do not edit.\n"
 EXPORTS_HEADER = f"{HOSTS_MARK}: managed by the nfs_server role (one line per node)\n"
 
 
@@ -567,10 +569,10 @@ def ensure_nfs() -> None:
     changed = not GANESHA_CONF.exists() or GANESHA_CONF.read_text() != GANESHA_BASE
     if changed:
         GANESHA_CONF.write_text(GANESHA_BASE)
-    if not GANESHA_EXPORTS.exists():
-        GANESHA_EXPORTS.write_text("# no exports yet\n")
     if not EXPORTS.exists() or HOSTS_MARK not in EXPORTS.read_text():
         EXPORTS.write_text(EXPORTS_HEADER)
+    if not GANESHA_EXPORTS.exists() or EXPORTS.read_text() == EXPORTS_HEADER:
+        GANESHA_EXPORTS.write_text(GANESHA_NO_EXPORTS)  # nothing exported yet
     if _pid_alive(GANESHA_PID):
         if not changed:
             return
@@ -597,7 +599,8 @@ def ensure_nfs() -> None:
 
 def stop_nfs() -> None:
     _kill_pidfile(GANESHA_PID)
-    GANESHA_EXPORTS.write_text("# no exports yet\n") if GANESHA_EXPORTS.exists() else None
+    if GANESHA_EXPORTS.exists():
+        GANESHA_EXPORTS.write_text(GANESHA_NO_EXPORTS)
     if EXPORTS.exists() and HOSTS_MARK in EXPORTS.read_text():
         EXPORTS.write_text(EXPORTS_HEADER)
     if RPCBIND_STARTED.exists():
