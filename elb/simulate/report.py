@@ -203,6 +203,9 @@ def plot(rows: Sequence[Metrics], path: Path, title: str) -> None:
         if len(ms) > 1:
             for m, x, y in zip(ms, xs, ys, strict=True):
                 ax.annotate(m.label.split(" ", 1)[-1], (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ys_all = [m.cost_over_floor for m in rows if m.cost_over_floor > 0]
+    if ys_all and max(ys_all) > 4 * min(ys_all):  # a static cluster far above the elastic ones
+        ax.set_yscale("log")
     ax.set_xlabel("p95 wait (minutes)")
     ax.set_ylabel("cost / cost floor")
     ax.set_title(title)
