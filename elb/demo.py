@@ -9,6 +9,7 @@ removed. Ends with a summary and a PNG plot, and leaves the machine clean.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import signal
 import statistics
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from elb.testcluster.cluster import TestCluster
 
 STATE = Path("/var/lib/elb-demo")
+LOCK = Path("/var/lib/elb-testcluster.lock")  # one user of the test cluster at a time (see tests/cluster)
 JOB_SCRIPT = """#!/bin/sh
 #$ -S /bin/sh
 #$ -j y
@@ -95,6 +97,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return 1
     cluster = TestCluster()
     procs: list[subprocess.Popen[bytes]] = []
+    LOCK.parent.mkdir(parents=True, exist_ok=True)
+    lock = LOCK.open("w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        _say("the test cluster is in use (tests or another demo); waiting for it")
+        fcntl.flock(lock, fcntl.LOCK_EX)
     try:
         return _run(cluster, args, procs)
     except KeyboardInterrupt:
@@ -111,6 +120,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 _say("test cluster removed; the machine is clean")
             except Exception as err:  # the one line a user needs when cleanup fails
                 print(f"cleanup failed ({err}); clean up with: elb testcluster down", file=sys.stderr)
+        lock.close()
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
