@@ -1,4 +1,7 @@
-"""The real test cluster for the ``cluster`` tests: brought up once per session, always torn down.
+"""The real test cluster for the ``cluster`` and ``faults`` tests: brought up once per session, always torn down.
+
+Shared by tests/cluster and tests/faults (one definition, so one session holds one cluster and one lock
+even when both directories run together).
 
 Needs root, podman, and Debian's packages (``scripts/install-system-deps.sh`` is run by
 ``TestCluster.up``). The tests run as the master would: after ``up`` this process joins the
