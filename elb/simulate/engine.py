@@ -486,7 +486,7 @@ class Simulator:
                 self.dispatch(now)
                 self._track_backlog(now)
             step = now + self.s.poll_interval
-            if not changed and self.quiet is not None:
+            if plan.empty and self.quiet is not None:  # the hint is only asked after an empty plan
                 snapshot, records = self.snapshot(now)
                 until = self.quiet.quiet_until(snapshot, records, self.history, now)
                 step = max(step, self._grid(min(until, nxt)))
