@@ -163,7 +163,8 @@ class ElbPolicy:
         if room <= 0:
             return Plan(reason=f"{short}, but the cluster is at max_nodes ({view.size}/{cfg.max_nodes})"), fc
         n = min(fc.new_nodes, room)
-        capped = f" (capped at max_nodes; {fc.new_nodes} wanted)" if n < fc.new_nodes else ""
+        wanted = f"{fc.new_nodes}" if fc.complete else f"at least {fc.new_nodes}"
+        capped = f" (capped at max_nodes; {wanted} wanted)" if n < fc.new_nodes else ""
         return (
             Plan(
                 add=n,

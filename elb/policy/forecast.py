@@ -33,6 +33,7 @@ class Forecast:
     ready: int  # ready workers counted
     booting: int  # booting workers counted
     freed_slots: int  # slots credited from running jobs ending within the horizon
+    complete: bool = True  # False: counting stopped past ``limit`` (new_nodes is a lower bound)
 
 
 @dataclass(slots=True)
@@ -132,8 +133,10 @@ def forecast(
     bins, ready, booting, freed = _capacity(view, horizon)
     assigned: set[str] = set()
     new = short_jobs = short_slots = 0
+    complete = True
     for job in view.pending if counted is None else counted:
         if limit is not None and new > limit:
+            complete = False
             break
         if job.slots <= 0:
             continue
@@ -143,4 +146,4 @@ def forecast(
         if short:
             short_jobs += 1
             short_slots += short * job.slots
-    return Forecast(new, short_jobs, short_slots, frozenset(assigned), ready, booting, freed)
+    return Forecast(new, short_jobs, short_slots, frozenset(assigned), ready, booting, freed, complete)

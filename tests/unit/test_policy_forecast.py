@@ -242,6 +242,18 @@ def test_forecast_places_fifo_and_reports_assigned_workers() -> None:
     # job 1 (6) best-fits node001 (6 free); job 2 (4) then node002; job 3 (2) fits node002's 4 left.
     assert fc.new_nodes == 0
     assert fc.assigned == frozenset({"node001", "node002"})
+    assert fc.complete
+
+
+def test_forecast_stops_counting_past_the_limit_and_says_so() -> None:
+    jobs = [pending(i, 100.0 - i, slots=8) for i in range(1, 11)]  # 10 nodes' worth
+    view = cluster_view(snap(jobs), [], "master", T0, 8)
+    fc = forecast(view, T0 + BOOT, limit=3)
+    assert (fc.new_nodes, fc.complete) == (4, False)  # stopped once past 3
+    assert forecast(view, T0 + BOOT).new_nodes == 10
+    plan = policy(max_nodes=3).decide(snap(jobs), [], NONE, T0)
+    assert plan.add == 3
+    assert "(capped at max_nodes; at least 4 wanted)" in plan.add_reason
 
 
 # -- a replay: fast-forward gives the same result as polling every interval ---------------------
