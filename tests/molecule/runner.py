@@ -1,0 +1,154 @@
+"""Run the Molecule scenarios in ``molecule/`` against the machine's test cluster.
+
+``python -m tests.molecule.runner [-s SCENARIO ...] [--down]`` (as root, from the repository
+root) takes the test cluster's exclusive lock, brings the cluster up (idempotent), runs
+``molecule test -s <scenario>`` for each scenario as the master (in its UTS namespace, with
+the SGE environment), prints the time of each, and with ``--down`` tears the cluster down.
+The pytest wrapper (``tests/molecule/test_molecule.py``) uses the same functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIO_DIR = REPO / "molecule"
+LOCK = Path("/var/lib/elb-testcluster.lock")  # the same lock as tests/cluster/conftest.py
+SCENARIO_TIMEOUT = 900.0
+
+
+def scenarios() -> list[str]:
+    """The scenarios in molecule/ (directories with a molecule.yml), in name order."""
+    return sorted(p.parent.name for p in SCENARIO_DIR.glob("*/molecule.yml"))
+
+
+def lock_held_by_this_process(path: Path = LOCK) -> bool:
+    """True if this very process holds the flock on ``path`` (e.g. the cluster tests' session).
+
+    flock() on a second open file of the same process would wait forever, so a caller that
+    already holds the lock must not take it again. /proc/locks names the holder's pid.
+    """
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return False
+    for line in Path("/proc/locks").read_text().splitlines():
+        parts = line.split()
+        if len(parts) < 6 or parts[1] == "->" or parts[1] != "FLOCK":
+            continue
+        pid, dev_ino = parts[4], parts[5]
+        if dev_ino.rsplit(":", 1)[-1] == str(st.st_ino) and pid == str(os.getpid()):
+            return True
+    return False
+
+
+@contextmanager
+def cluster_lock(path: Path = LOCK) -> Iterator[bool]:
+    """Hold the test cluster's lock; yields False if this process already held it (nothing taken)."""
+    if lock_held_by_this_process(path):
+        yield False
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield True
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@dataclass(frozen=True)
+class ScenarioRun:
+    scenario: str
+    rc: int
+    seconds: float
+    output: str
+
+
+def run_scenario(scenario: str, *, timeout: float = SCENARIO_TIMEOUT, echo: bool = False) -> ScenarioRun:
+    """``molecule test -s scenario`` as the master. The cluster must be up and the lock held."""
+    if scenario not in scenarios():
+        raise ValueError(f"no such scenario: {scenario!r} (have {scenarios()})")
+    from elb.testcluster import master
+
+    venv_bin = str(Path(sys.executable).parent)
+    argv = master.in_master(
+        [str(Path(venv_bin) / "molecule"), "test", "-s", scenario],
+        env={"ANSIBLE_NOCOLOR": "1", "PY_COLORS": "0", "ANSIBLE_FORCE_COLOR": "0", "NO_COLOR": "1"},
+    )
+    env = dict(os.environ)
+    env["PATH"] = f"{venv_bin}{os.pathsep}{env.get('PATH', os.defpath)}"
+    t = time.monotonic()
+    lines: list[str] = []
+    with subprocess.Popen(
+        argv,
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    ) as proc:
+        assert proc.stdout is not None
+        deadline = t + timeout
+        try:
+            for line in proc.stdout:
+                lines.append(line)
+                if echo:
+                    print(line, end="", flush=True)
+                if time.monotonic() > deadline:
+                    raise subprocess.TimeoutExpired(argv, timeout)
+            rc = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+            lines.append(f"\nmolecule test -s {scenario}: killed after {timeout:g} s\n")
+            rc = -9
+    return ScenarioRun(scenario, rc, time.monotonic() - t, "".join(lines))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.molecule.runner", description=__doc__.splitlines()[0])
+    ap.add_argument("-s", "--scenario", action="append", help="scenario to run (repeatable; default all)")
+    ap.add_argument("--down", action="store_true", help="tear the test cluster down afterwards")
+    ap.add_argument("-q", "--quiet", action="store_true", help="print only the summary (and a failure's output)")
+    args = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        print("the test cluster needs root", file=sys.stderr)
+        return 2
+    wanted = args.scenario or scenarios()
+    from elb.testcluster.cluster import TestCluster
+
+    results: list[ScenarioRun] = []
+    with cluster_lock():
+        tc = TestCluster()
+        t = time.monotonic()
+        try:
+            tc.up(nodes=0)
+            print(f"test cluster up in {time.monotonic() - t:.1f} s", flush=True)
+            for s in wanted:
+                r = run_scenario(s, echo=not args.quiet)
+                results.append(r)
+                if args.quiet and r.rc != 0:
+                    print(r.output[-8000:])
+        finally:
+            if args.down:
+                tc.down()
+    for r in results:
+        print(f"molecule test -s {r.scenario}: {'passed' if r.rc == 0 else f'FAILED (rc {r.rc})'} in {r.seconds:.0f} s")
+    print(f"total {sum(r.seconds for r in results):.0f} s")
+    return 0 if results and all(r.rc == 0 for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
