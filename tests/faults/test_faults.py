@@ -1,0 +1,484 @@
+"""Issue 6, "Prove it with faults": each test injects its fault for real on the test cluster.
+
+Real SGE (8.1.9), real podman nodes through LocalCloud, real Ansible. elb runs in this process
+(a ``Balancer``, as ``elb run`` does; the session fixture put the process in the master's UTS
+namespace) or, where it must die, as ``elb once`` in a process of its own killed by SIGKILL.
+Every test ends with the three views (journal, podman, SGE/hosts/exports) in agreement and the
+cluster as it was before the test. Figures are printed as ``FIGURES {...}`` lines (run with -s).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from elb.actuator import Actuator, Outcomes, SgeClient
+from elb.cloud.local import LocalCloud
+from elb.interfaces import LaunchResult
+from elb.model import Job, NodeState, Snapshot
+from elb.testcluster import constants as C
+from elb.testcluster.cluster import TestCluster
+from tests.cluster.helpers import cluster_state
+from tests.faults.support import (
+    accounting,
+    balancer,
+    clean_up,
+    converged,
+    disagreements,
+    elb_killed_at,
+    fault_config,
+    job_hosts,
+    jobs_in_qstat,
+    last_step,
+    passes_until,
+    submit_jobs,
+    write_config,
+)
+
+pytestmark = [pytest.mark.cluster, pytest.mark.faults]
+
+
+def figures(test: str, **values: object) -> None:
+    print(f"\nFIGURES {json.dumps({'test': test, **values})}")
+
+
+def assert_jobs_ran_ok(tc: TestCluster, jobs: Sequence[str]) -> dict[str, str]:
+    """Every job wrote its last line, and SGE accounted it as not failed, exit status 0."""
+    hosts = job_hosts(jobs)
+    assert set(hosts) == set(jobs), f"jobs without output: {sorted(set(jobs) - set(hosts))}"
+    for jid in jobs:
+        acct = accounting(tc, jid)
+        assert acct.get("failed", "").split()[0] == "0", (jid, acct)
+        assert acct["exit_status"].split()[0] == "0", (jid, acct)
+    return hosts
+
+
+def queue_states(tc: TestCluster, node: str) -> str:
+    """The state letters of the node's queue instance (``qstat -f``), '' if none."""
+    out = tc.master_run(["qstat", "-f", "-q", f"{C.QUEUE}@{node}"]).stdout
+    for line in out.splitlines():
+        f = line.split()
+        if f and f[0] == f"{C.QUEUE}@{node}":
+            return f[5] if len(f) > 5 else ""
+    raise AssertionError(f"no queue instance {C.QUEUE}@{node} in qstat -f:\n{out}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 5. qstat fails or lies for several passes: nothing added or removed; then recovery.
+
+LYING_QSTAT = """#!/bin/sh
+mode=$(cat "$(dirname "$0")/mode")
+case "$mode" in
+  real) exec /usr/bin/qstat "$@" ;;
+  fail) echo "error: commlib error: got select error (Connection refused)" >&2; exit 1 ;;
+  garbage) echo '<?xml version="1.0"?><job_info><queue_info><job_list state="run'; exit 0 ;;
+  noise) head -c 300 /dev/urandom; exit 0 ;;
+  empty) exit 0 ;;
+  hang) exec sleep 120 ;;
+esac
+echo "unknown mode" >&2
+exit 3
+"""
+LIES = ("fail", "garbage", "noise", "empty", "hang")
+
+
+def lying_sge_dir(tmp: Path) -> Path:
+    bin_dir = tmp / "sgebin"
+    bin_dir.mkdir()
+    qstat = bin_dir / "qstat"
+    qstat.write_text(LYING_QSTAT)
+    qstat.chmod(0o755)
+    for name in ("qhost", "qmod", "qconf", "qacct"):
+        (bin_dir / name).symlink_to(f"/usr/bin/{name}")
+    (bin_dir / "mode").write_text("real")
+    return bin_dir
+
+
+def test_qstat_failing_or_lying_changes_nothing_then_elb_recovers(testcluster: TestCluster, tmp_path: Path) -> None:
+    tc = testcluster
+    baseline = cluster_state(tc)
+    bin_dir = lying_sge_dir(tmp_path)
+    mode = bin_dir / "mode"
+    base = fault_config(tmp_path)
+    cfg = base.model_copy(update={"sge": base.sge.model_copy(update={"bin_dir": bin_dir, "timeout": 3.0})})
+    bal = balancer(cfg)
+    t0 = time.monotonic()
+    lying = 0
+    try:
+        # A job waits: elb would add a node at once. qstat fails / lies for a pass of each kind.
+        jobs = submit_jobs(tc, 1, name="lies")
+        time.sleep(1.5)
+        for lie in LIES:
+            mode.write_text(lie)
+            r = bal.run_pass()
+            lying += 1
+            assert not r.ok, f"{lie}: {r.summary()}"
+            assert "reading SGE" in (r.error or ""), r.error
+            assert tc.workers() == [] and bal.journal.nodes() == [], f"{lie}: something was launched"
+        assert bal.failed_in_a_row == len(LIES)
+        mode.write_text("real")
+        grown = passes_until(bal, "a node to be added", lambda rs: bool(rs[-1].outcomes.added), 120)
+        node = grown[-1].outcomes.added[0]
+        passes_until(bal, "the job to run", lambda _: set(job_hosts(jobs)) == set(jobs), 120)
+        assert job_hosts(jobs) == {jobs[0]: node}
+
+        # The node is idle past idle_time: elb would remove it at once. qstat lies again.
+        time.sleep(cfg.policy.idle_time + 1)
+        for lie in LIES:
+            mode.write_text(lie)
+            r = bal.run_pass()
+            lying += 1
+            assert not r.ok, f"{lie}: {r.summary()}"
+            n = bal.journal.node(node)
+            assert n is not None and n.state is NodeState.READY, f"{lie}: {n}"
+            assert [w.name for w in tc.workers()] == [node]
+            assert node in cluster_state(tc)["exechosts"]  # type: ignore[operator]
+            assert "d" not in queue_states(tc, node), f"{lie}: {node} disabled"
+        mode.write_text("real")
+        shrunk = passes_until(bal, "the node to be removed", lambda rs: bool(rs[-1].outcomes.removed), 60)
+        assert len(shrunk) == 1, "the removal was due: the first good pass must make it"
+        assert_jobs_ran_ok(tc, jobs)
+        assert disagreements(tc, bal.journal, baseline) == []
+        assert cluster_state(tc) == baseline
+        figures("qstat_lies", lying_passes=lying, kinds=list(LIES), seconds=round(time.monotonic() - t0, 1))
+    finally:
+        mode.write_text("real")
+        bal.journal.close()
+        clean_up(tc, cfg, baseline)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 4. A node that never comes up (boot time-out) and a node that vanishes: reconcile cleans both up.
+
+
+def _stop_sshd(tc: TestCluster, node: str) -> None:
+    """SIGSTOP the node's sshd (the child of the container's init): it accepts, never answers."""
+    pid = subprocess.run(
+        ["podman", "inspect", "--format", "{{.State.Pid}}", node],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout.strip()
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    assert children, f"{node}: no process under the container's init"
+    for child in children:
+        os.kill(int(child), signal.SIGSTOP)
+
+
+def test_node_that_never_comes_up_and_node_that_vanishes_are_cleaned_up(
+    testcluster: TestCluster, tmp_path: Path
+) -> None:
+    tc = testcluster
+    baseline = cluster_state(tc)
+    cfg = fault_config(tmp_path, boot_timeout=20, idle_time=600)
+    cfg_path = write_config(cfg, tmp_path / "elb.yml")
+    t0 = time.monotonic()
+    try:
+        jobs = submit_jobs(tc, 1, name="vanish")
+        time.sleep(1.5)
+        # elb launches a node and dies before provisioning it; the node's sshd never answers.
+        r = elb_killed_at(cfg_path, "running")
+        assert r.returncode == -signal.SIGKILL, r.stdout
+        step = last_step(cfg.journal_path)
+        assert step is not None and step[1] is NodeState.RUNNING
+        stuck = step[0]
+        _stop_sshd(tc, stuck)
+        bal = balancer(cfg)
+        launched = bal.journal.node(stuck)
+        assert launched is not None
+        time.sleep(max(0.0, launched.launched_at + cfg.boot_timeout + 1 - time.time()))
+        # elb restarts past boot_timeout: reconcile abandons the node, cleans it up, terminates it.
+        first = bal.run_pass()
+        assert first.ok, first.summary()
+        assert any(f"{stuck}: abandon" in r for r in first.outcomes.repaired), first.summary()
+        n = bal.journal.node(stuck)
+        assert n is not None and n.state is NodeState.FAILED, n
+        assert stuck not in [w.name for w in tc.cloud().list_workers()]
+
+        # The job still waits: elb adds a node that serves it.
+        passes_until(bal, "a node to run the job", lambda _: set(job_hosts(jobs)) == set(jobs), 150)
+        node = job_hosts(jobs)[jobs[0]]
+        assert node != stuck
+        assert converged(tc, bal, baseline) == []
+        # The node vanishes: its container is removed by hand.
+        subprocess.run(["podman", "rm", "--force", "--time", "0", node], check=True, timeout=60, capture_output=True)
+        gone = passes_until(bal, "reconcile to notice", lambda rs: bool(rs[-1].outcomes.repaired), 30)
+        assert any(f"{node}: vanished" in r for r in gone[-1].outcomes.repaired), gone[-1].summary()
+        n = bal.journal.node(node)
+        assert n is not None and n.state is NodeState.FAILED, n
+        assert disagreements(tc, bal.journal, baseline) == []
+        assert cluster_state(tc) == baseline
+        assert_jobs_ran_ok(tc, jobs)
+        bal.journal.close()
+        figures("boot_timeout_and_vanished", stuck=stuck, vanished=node, seconds=round(time.monotonic() - t0, 1))
+    finally:
+        clean_up(tc, cfg, baseline)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 3. Provisioning fails on one of two new nodes: that node is terminated, the other serves jobs.
+
+BREAK_EXECD = "printf '#!/bin/sh\\nexit 0\\n' > /usr/sbin/sge_execd && chmod 755 /usr/sbin/sge_execd"
+
+
+class BreakOneOfTwo(LocalCloud):
+    """LocalCloud that, after launching two nodes at once, breaks the second one's sge_execd
+    (it exits at once, so it never reports to the qmaster and the play fails on that host)."""
+
+    broken: str | None = None
+
+    def launch(self, names: Sequence[str]) -> LaunchResult:
+        res = super().launch(names)
+        if self.broken is None and len(res.launched) == 2:
+            victim = res.launched[1].name
+            subprocess.run(["podman", "exec", victim, "sh", "-c", BREAK_EXECD], check=True, timeout=30)
+            self.broken = victim
+        return res
+
+
+def test_provisioning_fails_on_one_of_two_new_nodes(testcluster: TestCluster, tmp_path: Path) -> None:
+    tc = testcluster
+    baseline = cluster_state(tc)
+    cfg = fault_config(tmp_path, max_nodes=2, add_nodes_per_iteration=2, slots_per_node=1, idle_time=600)
+    cloud = BreakOneOfTwo(cfg.cloud.local, cfg.cluster.name)
+    bal = balancer(cfg, cloud=cloud)
+    t0 = time.monotonic()
+    try:
+        jobs = submit_jobs(tc, 4, sleep=2, name="onebad")
+        time.sleep(1.5)
+        grown = passes_until(bal, "the add", lambda rs: bool(rs[-1].outcomes.added or rs[-1].outcomes.failed), 240)
+        out = grown[-1].outcomes
+        victim = cloud.broken
+        assert victim is not None, "two nodes were not launched together"
+        assert victim in out.failed and "provisioning failed" in out.failed[victim], out
+        assert len(out.added) == 1 and out.added[0] != victim, out
+        good = out.added[0]
+        n = bal.journal.node(victim)
+        assert n is not None and n.state is NodeState.FAILED, n
+        assert victim not in [w.name for w in tc.cloud().list_workers()], "the failed node was not terminated"
+        assert converged(tc, bal, baseline) == []
+
+        passes_until(bal, "the jobs to run", lambda _: set(job_hosts(jobs)) == set(jobs), 240)
+        hosts = assert_jobs_ran_ok(tc, jobs)
+        assert victim not in hosts.values()
+        assert good in hosts.values()
+        bal.journal.close()
+        figures("one_of_two_fails", good=good, failed=victim, hosts=hosts, seconds=round(time.monotonic() - t0, 1))
+    finally:
+        clean_up(tc, cfg, baseline)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 2. elb killed by SIGKILL at each step of adding and of removing a node, then restarted.
+
+# (step of the add, delay after it), (step of the removal, delay after it) or None: a normal removal
+CRASHES: list[tuple[tuple[str, float], tuple[str, float] | None]] = [
+    (("requested", 0.0), ("draining", 0.0)),
+    (("launching", 0.0), ("deregistered", 0.0)),
+    (("running", 0.0), ("draining", 2.5)),  # in the middle of the deregistration play
+    (("provisioning", 4.0), None),  # in the middle of the provisioning play
+]
+
+
+def test_sigkill_at_each_step_then_restart_converges(testcluster: TestCluster, tmp_path: Path) -> None:
+    tc = testcluster
+    baseline = cluster_state(tc)
+    cfg = fault_config(tmp_path)
+    cfg_path = write_config(cfg, tmp_path / "elb.yml")
+    t0 = time.monotonic()
+    crashes: list[dict[str, object]] = []
+    all_jobs: list[str] = []
+    try:
+        for (add_step, add_delay), removal in CRASHES:
+            jobs = submit_jobs(tc, 1, name=add_step[:4])
+            all_jobs += jobs
+            time.sleep(1.5)
+            r = elb_killed_at(cfg_path, add_step, delay=add_delay)
+            assert r.returncode == -signal.SIGKILL, r.stdout
+            step = last_step(cfg.journal_path)
+            assert step is not None and step[1] is NodeState(add_step), step
+            left = [w.name for w in tc.cloud().list_workers()]
+            crash: dict[str, object] = {"step": add_step, "delay": add_delay, "node": step[0], "containers": left}
+            if add_step == "launching":
+                assert step[0] in left, "killed mid-launch: the container must exist"
+
+            bal = balancer(cfg)  # elb restarts
+            passes = passes_until(
+                bal,
+                f"convergence after a kill at {add_step}",
+                lambda _: set(job_hosts(jobs)) == set(jobs) and not converged(tc, bal, baseline),  # noqa: B023 (called at once)
+                cfg.boot_timeout + 180,
+            )
+            crash["repairs"] = [x for p in passes for x in p.outcomes.repaired]
+            crash["passes_to_converge"] = len(passes)
+            assert crash["repairs"] or add_step == "requested", "the restart repaired nothing"
+            crashes.append(crash)
+            bal.journal.close()
+
+            time.sleep(cfg.policy.idle_time + 1.5)  # the node is idle: the next pass removes it
+            if removal is not None:
+                rm_step, rm_delay = removal
+                r = elb_killed_at(cfg_path, rm_step, delay=rm_delay)
+                assert r.returncode == -signal.SIGKILL, r.stdout
+                step = last_step(cfg.journal_path)
+                assert step is not None and step[1] is NodeState(rm_step), step
+                crash = {"step": rm_step, "delay": rm_delay, "node": step[0]}
+                bal = balancer(cfg)
+                passes = passes_until(
+                    bal,
+                    f"convergence after a kill at {rm_step}",
+                    lambda _: not bal.journal.nodes() and not converged(tc, bal, baseline),  # noqa: B023
+                    120,
+                )
+                crash["repairs"] = [x for p in passes for x in p.outcomes.repaired]
+                crash["passes_to_converge"] = len(passes)
+                assert crash["repairs"], "the restart repaired nothing"
+                crashes.append(crash)
+            else:
+                bal = balancer(cfg)
+                passes_until(bal, "the node to be removed", lambda _: not bal.journal.nodes(), 60)  # noqa: B023
+            bal.journal.close()
+            assert tc.cloud().list_workers() == []
+            assert cluster_state(tc) == baseline
+
+        hosts = assert_jobs_ran_ok(tc, all_jobs)
+        figures(
+            "sigkill",
+            crashes_injected=len(crashes),
+            crashes=crashes,
+            jobs=len(hosts),
+            jobs_lost=len(all_jobs) - len(hosts),
+            nodes_leaked=len(tc.cloud().list_workers()),
+            seconds=round(time.monotonic() - t0, 1),
+        )
+    finally:
+        clean_up(tc, cfg, baseline)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 1. A job submitted just as a node is drained, many times over.
+
+RACES = int(os.environ.get("ELB_FAULT_RACES", "50"))
+# Submit this many seconds relative to the drain: < 0 before the removal starts, >= 0 that long after
+# elb's ``qmod -d`` went out. SGE schedules every second, so the job lands before, during or after.
+OFFSETS = (-1.6, 0.25)
+
+
+class HookedSge:
+    """The real SGE client; ``disable_host`` first tells the submitter to fire."""
+
+    def __init__(self, real: SgeClient) -> None:
+        self.real = real
+        self.on_disable: threading.Event | None = None
+
+    def read_snapshot(self) -> Snapshot:
+        return self.real.read_snapshot()
+
+    def disable_host(self, host: str) -> None:
+        if self.on_disable is not None:
+            self.on_disable.set()
+        self.real.disable_host(host)
+
+    def enable_host(self, host: str) -> None:
+        self.real.enable_host(host)
+
+    def jobs_on(self, host: str) -> Sequence[Job]:
+        return self.real.jobs_on(host)
+
+
+def test_job_submitted_as_the_node_drains_is_never_lost_or_killed(testcluster: TestCluster, tmp_path: Path) -> None:
+    tc = testcluster
+    baseline = cluster_state(tc)
+    cfg = fault_config(tmp_path, idle_time=600)
+    bal = balancer(cfg)
+    sge = HookedSge(bal.sge)
+    act = Actuator(bal.journal, sge, bal.cloud, bal.provisioner, time.time)  # type: ignore[arg-type]
+    seed = int(os.environ.get("ELB_FAULT_SEED", str(int(time.time()))))
+    rng = random.Random(seed)
+    counter = iter(range(901, 1000))
+    t0 = time.monotonic()
+    jobs: list[str] = []
+    outcomes = {"kept": 0, "removed": 0, "failed": 0}
+    kept_offsets: list[float] = []
+    removed_offsets: list[float] = []
+
+    def add_node() -> str:
+        name = f"node{next(counter)}"
+        out = Outcomes()
+        act.add([name], "fault test", out)
+        assert out.added == [name], out
+        return name
+
+    try:
+        node = add_node()
+        for _ in range(RACES):
+            offset = rng.uniform(*OFFSETS)
+            fire = threading.Event()
+            sge.on_disable = fire if offset >= 0 else None
+            submitted: list[str] = []
+
+            def submitter(offset: float = offset, fire: threading.Event = fire, out: list[str] = submitted) -> None:
+                if offset >= 0:
+                    fire.wait(30)
+                    time.sleep(offset)
+                out.extend(submit_jobs(tc, 1, sleep=0.5, name="race"))
+
+            t = threading.Thread(target=submitter)
+            t.start()
+            if offset < 0:
+                time.sleep(-offset)
+            out = Outcomes()
+            act.remove(node, "fault test: drain race", out)
+            t.join(60)
+            assert submitted, "the submitter did not submit"
+            jobs += submitted
+            if out.removed == [node]:
+                outcomes["removed"] += 1
+                removed_offsets.append(offset)
+                node = add_node()  # the job waits for a node; this one serves it
+            elif out.kept == [node]:
+                outcomes["kept"] += 1
+                kept_offsets.append(offset)
+                n = bal.journal.node(node)
+                assert n is not None and n.state is NodeState.READY, n
+            else:
+                outcomes["failed"] += 1
+                raise AssertionError(f"neither removed nor kept: {out}")
+            deadline = time.monotonic() + 90
+            while jobs_in_qstat(tc, submitted):
+                assert time.monotonic() < deadline, f"job {submitted} never finished"
+                time.sleep(0.3)
+            assert "d" not in queue_states(tc, node), f"{node} left disabled"
+
+        hosts = assert_jobs_ran_ok(tc, jobs)
+        out = Outcomes()
+        act.remove(node, "fault test: done", out)
+        assert out.removed == [node], out
+        assert disagreements(tc, bal.journal, baseline) == []
+        assert cluster_state(tc) == baseline
+        figures(
+            "drain_race",
+            races=RACES,
+            seed=seed,
+            offsets=OFFSETS,
+            **outcomes,
+            kept_offset_range=[round(min(kept_offsets, default=0), 2), round(max(kept_offsets, default=0), 2)],
+            removed_offset_range=[round(min(removed_offsets, default=0), 2), round(max(removed_offsets, default=0), 2)],
+            jobs=len(jobs),
+            jobs_lost=len(jobs) - len(hosts),
+            nodes_leaked=len(tc.cloud().list_workers()),
+            seconds=round(time.monotonic() - t0, 1),
+        )
+    finally:
+        bal.journal.close()
+        clean_up(tc, cfg, baseline)
