@@ -40,6 +40,18 @@ def _at(view: ClusterView, now: float) -> ClusterView:
     return replace(view, now=now)
 
 
+# One-entry memo: the idle workers elb manages, per (immutable) tuple of workers.
+_IDLE: list[tuple[tuple[Worker, ...], tuple[Worker, ...]]] = []
+
+
+def _idle_managed(view: ClusterView) -> tuple[Worker, ...]:
+    if _IDLE and _IDLE[0][0] is view.workers:
+        return _IDLE[0][1]
+    idle = tuple(w for w in view.workers if w.node is not None and w.idle)
+    _IDLE[:] = [(view.workers, idle)]
+    return idle
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
@@ -215,7 +227,7 @@ class ElbPolicy:
     def _shrink_cost(self, view: ClusterView, now: float, fc: Forecast | None, adding: int) -> Plan:
         cfg = self.config
         candidates: list[tuple[float, str, Worker, str]] = []
-        for w in view.workers:
+        for w in _idle_managed(view):
             due = self._due(w, now)
             if due is None or not due[1]:
                 continue
@@ -262,14 +274,14 @@ class ElbPolicy:
                 for j in view.pending:
                     if j.submitted is not None and now - j.submitted < cfg.launch_delay:
                         until = min(until, j.submitted + cfg.launch_delay)
-            if any(w.idle and w.node is not None for w in view.workers):
+            if _idle_managed(view):
                 return now  # which idle node a waiting job would take may change with the clock
             room = cfg.max_nodes - view.size
             if room > 0 and forecast(view, now + self._horizon(), self._counted(view, now), limit=room).new_nodes:
                 return now  # it would launch now
         if view.size <= cfg.min_nodes:
             return until
-        for w in view.workers:
+        for w in _idle_managed(view):
             due = self._due(w, now)
             if due is not None:
                 until = min(until, now if due[1] else due[0])
