@@ -190,6 +190,7 @@ def plot(rows: Sequence[Metrics], path: Path, title: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
+    from matplotlib.ticker import FormatStrFormatter  # noqa: PLC0415
 
     by_policy: dict[str, list[Metrics]] = {}
     for m in rows:
@@ -206,6 +207,8 @@ def plot(rows: Sequence[Metrics], path: Path, title: str) -> None:
     ys_all = [m.cost_over_floor for m in rows if m.cost_over_floor > 0]
     if ys_all and max(ys_all) > 4 * min(ys_all):  # a static cluster far above the elastic ones
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
     ax.set_xlabel("p95 wait (minutes)")
     ax.set_ylabel("cost / cost floor")
     ax.set_title(title)
