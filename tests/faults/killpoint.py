@@ -7,6 +7,8 @@ to a service's cgroup) at the step named:
 - a lifecycle state (``requested``, ``running``, ``draining``, ``deregistered``, ...): just after
   the journal committed that step, before the work it announces starts;
 - ``launching``: in the middle of the launch: the container exists, its sshd not yet awaited;
+- ``sge-deregistered``: in the middle of the deregistration play, as soon as SGE no longer lists
+  the draining host (``qconf -sel``), before the play takes it out of /etc/hosts and the exports;
 - with ``ELB_KILL_DELAY`` > 0: that many seconds after the journal recorded the step, e.g. in the
   middle of the provisioning play (``provisioning``) or of the deregistration play (``draining``).
 
@@ -17,8 +19,10 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import threading
+import time
 from typing import Any
 
 from elb import cli
@@ -31,6 +35,14 @@ def _die() -> None:
     os.killpg(0, signal.SIGKILL)
 
 
+def _die_once_out_of_sge(host: str) -> None:
+    while True:
+        proc = subprocess.run(["qconf", "-sel"], capture_output=True, text=True, timeout=10, check=False)
+        if host not in proc.stdout.split():
+            _die()
+        time.sleep(0.05)
+
+
 def install(step: str, delay: float) -> None:
     if step == "launching":
         real_wait = local.LocalCloud._wait_ready
@@ -41,6 +53,17 @@ def install(step: str, delay: float) -> None:
             return real_wait(self, cid, deadline)
 
         local.LocalCloud._wait_ready = wait_ready  # type: ignore[method-assign]
+        return
+    if step == "sge-deregistered":
+        real_record_ = Journal.record
+
+        def record_(self: Journal, name: str, state: NodeState, now: float, **kw: Any) -> Node:
+            node = real_record_(self, name, state, now, **kw)
+            if state is NodeState.DRAINING:
+                threading.Thread(target=_die_once_out_of_sge, args=(name,), daemon=True).start()
+            return node
+
+        Journal.record = record_  # type: ignore[method-assign]
         return
     target = NodeState(step)
     real_record = Journal.record

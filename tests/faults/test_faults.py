@@ -62,6 +62,14 @@ def assert_jobs_ran_ok(tc: TestCluster, jobs: Sequence[str]) -> dict[str, str]:
     return hosts
 
 
+def wait_gone(tc: TestCluster, jobs: Sequence[str], timeout: float = 90) -> None:
+    """Wait until the jobs left qstat (finished)."""
+    deadline = time.monotonic() + timeout
+    while jobs_in_qstat(tc, jobs):
+        assert time.monotonic() < deadline, f"jobs {list(jobs)} never finished"
+        time.sleep(0.3)
+
+
 def queue_states(tc: TestCluster, node: str) -> str:
     """The state letters of the node's queue instance (``qstat -f``), '' if none."""
     out = tc.master_run(["qstat", "-f", "-q", f"{C.QUEUE}@{node}"]).stdout
@@ -285,7 +293,7 @@ def test_provisioning_fails_on_one_of_two_new_nodes(testcluster: TestCluster, tm
 CRASHES: list[tuple[tuple[str, float], tuple[str, float] | None]] = [
     (("requested", 0.0), ("draining", 0.0)),
     (("launching", 0.0), ("deregistered", 0.0)),
-    (("running", 0.0), ("draining", 2.5)),  # in the middle of the deregistration play
+    (("running", 0.0), ("sge-deregistered", 0.0)),  # mid-play: out of SGE, not yet out of hosts/exports
     (("provisioning", 4.0), None),  # in the middle of the provisioning play
 ]
 
@@ -325,13 +333,14 @@ def test_sigkill_at_each_step_then_restart_converges(testcluster: TestCluster, t
             crashes.append(crash)
             bal.journal.close()
 
+            wait_gone(tc, jobs)
             time.sleep(cfg.policy.idle_time + 1.5)  # the node is idle: the next pass removes it
             if removal is not None:
                 rm_step, rm_delay = removal
                 r = elb_killed_at(cfg_path, rm_step, delay=rm_delay)
                 assert r.returncode == -signal.SIGKILL, r.stdout
                 step = last_step(cfg.journal_path)
-                assert step is not None and step[1] is NodeState(rm_step), step
+                assert step is not None and step[1] is NodeState(rm_step.replace("sge-deregistered", "draining"))
                 crash = {"step": rm_step, "delay": rm_delay, "node": step[0]}
                 bal = balancer(cfg)
                 passes = passes_until(
@@ -371,7 +380,7 @@ def test_sigkill_at_each_step_then_restart_converges(testcluster: TestCluster, t
 RACES = int(os.environ.get("ELB_FAULT_RACES", "50"))
 # Submit this many seconds relative to the drain: < 0 before the removal starts, >= 0 that long after
 # elb's ``qmod -d`` went out. SGE schedules every second, so the job lands before, during or after.
-OFFSETS = (-1.6, 0.25)
+OFFSETS = (-2.2, 0.15)
 
 
 class HookedSge:
@@ -454,10 +463,7 @@ def test_job_submitted_as_the_node_drains_is_never_lost_or_killed(testcluster: T
             else:
                 outcomes["failed"] += 1
                 raise AssertionError(f"neither removed nor kept: {out}")
-            deadline = time.monotonic() + 90
-            while jobs_in_qstat(tc, submitted):
-                assert time.monotonic() < deadline, f"job {submitted} never finished"
-                time.sleep(0.3)
+            wait_gone(tc, submitted)
             assert "d" not in queue_states(tc, node), f"{node} left disabled"
 
         hosts = assert_jobs_ran_ok(tc, jobs)
