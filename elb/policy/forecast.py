@@ -38,9 +38,10 @@ class Forecast:
 
 @dataclass(slots=True)
 class _Bin:
-    name: str | None  # None: a node that does not exist yet
+    name: str | None  # None: not an existing worker (a new node, or nodes an ending wide job frees)
     free: int
     total: int
+    new: bool = False  # a node to launch
 
 
 def _ends_by(job: Job, horizon: float) -> bool:
@@ -93,7 +94,7 @@ def _place_wide(job: Job, bins: list[_Bin], spn: int, assigned: set[str]) -> tup
                 assigned.add(b.name)
         missing = k - len(empty)
         if missing:
-            bins.extend(_Bin(None, 0, spn) for _ in range(missing))
+            bins.extend(_Bin(None, 0, spn, new=True) for _ in range(missing))
             new += missing
             short += 1
     return new, short
@@ -102,6 +103,7 @@ def _place_wide(job: Job, bins: list[_Bin], spn: int, assigned: set[str]) -> tup
 def _place_narrow(job: Job, bins: list[_Bin], spn: int, assigned: set[str]) -> tuple[int, int]:
     """Best fit for each task, packing new nodes; returns (new nodes, tasks short)."""
     left = job.tasks
+    short = 0
     while left > 0:
         best: _Bin | None = None
         for b in bins:
@@ -112,14 +114,16 @@ def _place_narrow(job: Job, bins: list[_Bin], spn: int, assigned: set[str]) -> t
             add = math.ceil(left / per)
             for i in range(add):
                 take = min(per, left - i * per)
-                bins.append(_Bin(None, spn - take * job.slots, spn))
-            return add, left
+                bins.append(_Bin(None, spn - take * job.slots, spn, new=True))
+            return add, short + left
         take = min(left, best.free // job.slots)
         best.free -= take * job.slots
         left -= take
         if best.name is not None:
             assigned.add(best.name)
-    return 0, 0
+        if best.new:
+            short += take  # packed on a node launched for earlier jobs: it waits for that boot too
+    return 0, short
 
 
 def forecast(

@@ -269,3 +269,9 @@ def test_replay_with_and_without_fast_forward_is_identical(billing: str) -> None
     assert fast.decisions < slow.decisions
     assert fast.placements == slow.placements
     assert fast.nodes == slow.nodes
+
+
+def test_a_job_packed_on_a_node_launched_for_another_counts_as_short_too() -> None:
+    plan = policy().decide(snap([pending(1, 20.0, slots=6), pending(2, 10.0, slots=1)]), [], NONE, T0)
+    assert plan.add == 1
+    assert plan.add_reason.startswith("2 jobs (7 slots) can't start within a boot time")
