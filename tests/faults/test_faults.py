@@ -405,6 +405,7 @@ class HookedSge:
         return self.real.jobs_on(host)
 
 
+@pytest.mark.timeout(1500)  # 50 races, each removal followed by a new node: longer than pyproject's 900 s
 def test_job_submitted_as_the_node_drains_is_never_lost_or_killed(testcluster: TestCluster, tmp_path: Path) -> None:
     tc = testcluster
     baseline = cluster_state(tc)

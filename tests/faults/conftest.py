@@ -1,0 +1,24 @@
+"""The fault tests share the session's test cluster (``testcluster`` in tests/conftest.py)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+
+import pytest
+
+from elb.testcluster.cluster import TestCluster
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_workers(testcluster: TestCluster) -> Iterator[None]:
+    """Start from a cluster with no workers: a session before ours (another suite, killed
+    mid-run) may have left some, and elb would adopt them. Each fault test checks its own
+    leaks at its end."""
+    left = [w.name for w in testcluster.workers()]
+    if left:
+        warnings.warn(f"workers left by an earlier session, removed before the test: {left}", stacklevel=1)
+        testcluster.remove_nodes(left)
+        cloud = testcluster.cloud()
+        cloud.terminate([w.instance_id for w in cloud.list_workers()])
+    yield
