@@ -54,6 +54,10 @@ class PolicyConfig(_Strict):
     def _check(self) -> PolicyConfig:
         if self.min_nodes > self.max_nodes:
             raise ValueError(f"min_nodes ({self.min_nodes}) is greater than max_nodes ({self.max_nodes})")
+        if self.removal_lead >= self.billing_period:
+            raise ValueError(
+                f"removal_lead ({self.removal_lead:g}) must be less than billing_period ({self.billing_period:g})"
+            )
         if self.kill_after >= self.billing_period:
             raise ValueError(
                 f"kill_after ({self.kill_after:g}) must be less than billing_period ({self.billing_period:g})"

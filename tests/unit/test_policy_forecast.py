@@ -275,3 +275,9 @@ def test_a_job_packed_on_a_node_launched_for_another_counts_as_short_too() -> No
     plan = policy().decide(snap([pending(1, 20.0, slots=6), pending(2, 10.0, slots=1)]), [], NONE, T0)
     assert plan.add == 1
     assert plan.add_reason.startswith("2 jobs (7 slots) can't start within a boot time")
+
+
+def test_removal_lead_must_fit_in_the_billing_period() -> None:
+    with pytest.raises(ValueError, match="removal_lead"):
+        PolicyConfig(removal_lead=3600.0)
+    assert PolicyConfig(removal_lead=3599.0).removal_lead == 3599.0
