@@ -140,6 +140,23 @@ class Config(_Strict):
     failed_passes_alarm: int = Field(3, ge=1)  # say so loudly after this many failed passes
     orphan_timeout: Seconds = 600.0  # a tagged worker unknown to journal and SGE this long is terminated
 
+    @model_validator(mode="before")
+    @classmethod
+    def _policy_knows_the_poll(cls, data: object) -> object:
+        """The policy plans with the daemon's poll interval: given once, at the top level."""
+        if isinstance(data, dict) and "poll_interval" in data:
+            policy = data.get("policy")
+            if policy is None:
+                policy = {}
+            if isinstance(policy, dict):
+                if "poll_interval" in policy and policy["poll_interval"] != data["poll_interval"]:
+                    raise ValueError(
+                        f"policy.poll_interval ({policy['poll_interval']}) differs from poll_interval "
+                        f"({data['poll_interval']}); set it once, at the top level"
+                    )
+                data = {**data, "policy": {**policy, "poll_interval": data["poll_interval"]}}
+        return data
+
     @property
     def stats_path(self) -> Path:
         return self.stats_file if self.stats_file is not None else self.state_dir / "stats.csv"

@@ -154,7 +154,12 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
     runs: list[tuple[Policy, str]] = []
     for name in names:
         base = build_policy(
-            name, billing=billing, slots_per_node=spn, boot_time=args.boot_time, max_nodes=prepared.max_nodes
+            name,
+            billing=billing,
+            slots_per_node=spn,
+            boot_time=args.boot_time,
+            max_nodes=prepared.max_nodes,
+            poll_interval=args.poll,
         )
         for key, value in sets:
             if has_param(base, key):

@@ -68,7 +68,16 @@ def with_param(policy: Policy, key: str, raw: str) -> Policy:
     raise SimError(f"policy {policy.name} has no parameter {key!r}")
 
 
-def build_policy(name: str, *, billing: Billing, slots_per_node: int, boot_time: float, max_nodes: int) -> Policy:
+def build_policy(
+    name: str,
+    *,
+    billing: Billing,
+    slots_per_node: int,
+    boot_time: float,
+    max_nodes: int,
+    poll_interval: float = 60.0,
+) -> Policy:
+    """The policy as the live daemon would build it, told the simulated cluster's facts."""
     try:
         cfg = PolicyConfig(
             name=name,
@@ -77,6 +86,7 @@ def build_policy(name: str, *, billing: Billing, slots_per_node: int, boot_time:
             billing=billing,
             slots_per_node=slots_per_node,
             boot_time=boot_time,
+            poll_interval=poll_interval,
         )
     except ValueError as err:
         raise SimError(f"policy {name!r}: {err}") from None

@@ -43,14 +43,10 @@ def e2e_config(tmp: Path, **policy: object) -> Config:
             "poll_interval": 2,
             "state_dir": str(tmp / "state"),
             "cluster": {"name": C.CLUSTER_NAME, "master": C.MASTER_NAME},
-            "policy": {
-                "max_nodes": 2,
-                "wait_time": 1,
-                "stabilization_time": 0,
-                "billing": "second",
-                "idle_time": 6,
-                **policy,
-            },
+            # elb's default policy (grow: forecast, shrink: cost) on a short timescale: waiting jobs that
+            # no slot will take within a boot time launch a node at once; a node idle for
+            # idle_factor x boot_time (0.5 x 12 s) goes.
+            "policy": {"max_nodes": 2, "billing": "second", "boot_time": 12, **policy},
             "cloud": {"provider": "local"},
             "provision": {"private_data_dir": str(tmp / "ansible"), "ssh_private_key": str(C.SSH_KEY), "timeout": 600},
         }
@@ -117,7 +113,6 @@ def test_elb_grows_runs_jobs_over_nfs_and_shrinks(testcluster: TestCluster, tmp_
     cfg = e2e_config(tmp_path)
     bal = balancer(cfg)
     jobs = [tc.submit(JOB, "-N", f"e2e{i}", "-o", "/dev/null") for i in range(3)]
-    time.sleep(2)  # the oldest must have waited longer than wait_time
 
     grown = passes_until(bal, "a node to be added", lambda rs: bool(rs[-1].outcomes.added), timeout=120)
     added = grown[-1].outcomes.added

@@ -72,3 +72,10 @@ def test_node_number_ignores_foreign_names() -> None:
     assert node_number("node012", "node") == 12
     assert node_number("nodeX", "node") is None
     assert node_number("mynode001", "node") is None
+
+
+def test_policy_plans_with_the_daemons_poll_interval() -> None:
+    assert parse_config({"poll_interval": 20}).policy.poll_interval == 20
+    assert parse_config({}).policy.poll_interval == parse_config({}).poll_interval == 60
+    with pytest.raises(ConfigError, match="set it once, at the top level"):
+        parse_config({"poll_interval": 20, "policy": {"poll_interval": 60}})
