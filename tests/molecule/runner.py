@@ -22,7 +22,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO_DIR = REPO / "molecule"
-LOCK = Path("/var/lib/elb-testcluster.lock")  # the same lock as tests/cluster/conftest.py
+LOCK = Path("/var/lib/elb-testcluster.lock")  # the same lock as the `testcluster` fixture (tests/conftest.py)
 SCENARIO_TIMEOUT = 900.0
 
 
@@ -31,37 +31,14 @@ def scenarios() -> list[str]:
     return sorted(p.parent.name for p in SCENARIO_DIR.glob("*/molecule.yml"))
 
 
-def lock_held_by_this_process(path: Path = LOCK) -> bool:
-    """True if this very process holds the flock on ``path`` (e.g. the cluster tests' session).
-
-    flock() on a second open file of the same process would wait forever, so a caller that
-    already holds the lock must not take it again. /proc/locks names the holder's pid.
-    """
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return False
-    for line in Path("/proc/locks").read_text().splitlines():
-        parts = line.split()
-        if len(parts) < 6 or parts[1] == "->" or parts[1] != "FLOCK":
-            continue
-        pid, dev_ino = parts[4], parts[5]
-        if dev_ino.rsplit(":", 1)[-1] == str(st.st_ino) and pid == str(os.getpid()):
-            return True
-    return False
-
-
 @contextmanager
-def cluster_lock(path: Path = LOCK) -> Iterator[bool]:
-    """Hold the test cluster's lock; yields False if this process already held it (nothing taken)."""
-    if lock_held_by_this_process(path):
-        yield False
-        return
+def cluster_lock(path: Path = LOCK) -> Iterator[None]:
+    """Hold the test cluster's exclusive lock (waits for the holder, e.g. a cluster test session)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
-            yield True
+            yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
 
