@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import sys
 from collections.abc import Sequence
 
@@ -46,6 +47,11 @@ def _check(names: Sequence[str]) -> list[str]:
 def _require_cluster() -> None:
     if not (master.uts_ready() and master.qmaster_running()):
         raise NodesError("the test cluster is not up: run `elb testcluster up` first")
+    if socket.gethostname() != C.MASTER_NAME:
+        raise NodesError(
+            f"Molecule must run as the test cluster's master (hostname {C.MASTER_NAME!r}, not "
+            f"{socket.gethostname()!r}): see docs/molecule.md, or use `python -m tests.molecule.runner`"
+        )
 
 
 def _known_to_master(tc: TestCluster, names: Sequence[str]) -> set[str]:
@@ -98,6 +104,7 @@ def kill(names: Sequence[str]) -> dict[str, object]:
 
 def launch(names: Sequence[str]) -> list[dict[str, object]]:
     """Fresh containers for ``names`` (leftovers of an earlier run are destroyed first)."""
+    _require_cluster()
     destroy(names)
     tc = TestCluster()
     res = tc.cloud().launch(names)
