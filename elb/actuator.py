@@ -277,7 +277,12 @@ class Actuator:
     def _finish_interrupted_drain(self, node: Node, reason: str, out: Outcomes) -> None:
         name = node.name
         if self.sge.read_snapshot().host(name) is None:
-            # SGE no longer lists it: the deregistration went through before elb stopped.
+            if node.state is NodeState.DRAINING:
+                # The deregistration play may have stopped after SGE and before the hostgroup,
+                # /etc/hosts and the exports: run it again (it is idempotent), then terminate.
+                self.finish_drain(node, reason, out)
+                return
+            # Deregistered: the deregistration went through before elb stopped.
             if node.state is not NodeState.DEREGISTERED:
                 self.journal.record(name, NodeState.DEREGISTERED, self.clock(), detail="already out of SGE")
             if self._terminate(node, reason, out, failed=False):
