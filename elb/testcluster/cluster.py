@@ -31,6 +31,7 @@ from elb.testcluster._run import TestClusterError, run
 log = logging.getLogger("elb.testcluster")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+LAST_NODE = C.RUN_DIR / "last-node-name"
 SSH_ARGS = (
     "-o ControlMaster=no -o ConnectTimeout=5 -o ConnectionAttempts=1 "
     "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR"
@@ -124,6 +125,7 @@ class TestCluster:
         master.remove_network()
         master.remove_bridge()
         master.remove_uts()
+        LAST_NODE.unlink(missing_ok=True)
 
     def status(self) -> dict[str, object]:
         uts = master.uts_ready()
@@ -262,8 +264,15 @@ class TestCluster:
 
     def launch(self, count: int) -> list[Instance]:
         """Launch ``count`` new node containers (names after the highest in use); no provisioning."""
+        # Like elb's journal, never give a name twice while the cluster is up: SGE caches
+        # names (and failures to resolve them) for a while.
         in_use = [w.name for w in self.cloud().list_workers()] + self.sge_hosts()
+        if LAST_NODE.exists():
+            in_use.append(LAST_NODE.read_text().strip())
         names = next_names(in_use, count)
+        if names:
+            C.RUN_DIR.mkdir(parents=True, exist_ok=True)
+            LAST_NODE.write_text(names[-1] + "\n")
         res = self.cloud().launch(names)
         if res.failed:
             raise TestClusterError(f"launching nodes failed: {dict(res.failed)}")
