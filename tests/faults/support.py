@@ -182,7 +182,8 @@ def converged(tc: TestCluster, bal: Balancer, baseline: dict[str, object]) -> li
 def submit_jobs(tc: TestCluster, n: int, *, sleep: float = 1, name: str = "fault") -> list[str]:
     HOME.mkdir(parents=True, exist_ok=True)
     os.chown(HOME, C.CLUSTER_UID, C.CLUSTER_UID)
-    return [tc.submit(JOB.format(sleep=sleep), "-N", f"{name}{i}", "-o", "/dev/null") for i in range(n)]
+    # -w n: no verification (SGE refuses a job "not allowed to run in any queue" while no node exists)
+    return [tc.submit(JOB.format(sleep=sleep), "-w", "n", "-N", f"{name}{i}", "-o", "/dev/null") for i in range(n)]
 
 
 def jobs_in_qstat(tc: TestCluster, ids: Sequence[str]) -> set[str]:

@@ -380,7 +380,7 @@ def test_sigkill_at_each_step_then_restart_converges(testcluster: TestCluster, t
 RACES = int(os.environ.get("ELB_FAULT_RACES", "50"))
 # Submit this many seconds relative to the drain: < 0 before the removal starts, >= 0 that long after
 # elb's ``qmod -d`` went out. SGE schedules every second, so the job lands before, during or after.
-OFFSETS = (-2.2, 0.15)
+OFFSETS = (-2.5, 0.1)
 
 
 class HookedSge:
