@@ -14,9 +14,7 @@ def host(name: str, slots: int = 8, used: int = 0, reserved: int = 0, states: st
     return Host(name, tuple(queues), num_proc=slots)
 
 
-def pending(
-    job_id: int, waited: float, slots: int = 1, tasks: int = 1, state: str = "qw", now: float = T0
-) -> Job:
+def pending(job_id: int, waited: float, slots: int = 1, tasks: int = 1, state: str = "qw", now: float = T0) -> Job:
     return Job(job_id, f"job{job_id}", "sgeuser", state, slots, submitted=now - waited, tasks=tasks)
 
 

@@ -30,9 +30,7 @@ class FakeSge:
         if self.fail_reads:
             self.fail_reads -= 1
             raise RuntimeError("qstat: error: unable to contact qmaster")
-        hosts = tuple(
-            Host(h.name, tuple(self._q(q) for q in h.queues), h.num_proc) for h in self.hosts.values()
-        )
+        hosts = tuple(Host(h.name, tuple(self._q(q) for q in h.queues), h.num_proc) for h in self.hosts.values())
         return Snapshot(self.now, tuple(self.jobs), hosts)
 
     def _q(self, q: QueueInstance) -> QueueInstance:
@@ -77,9 +75,7 @@ class FakeCloud:
                 failed[n] = "boot timeout"
                 continue
             self.counter += 1
-            inst = Instance(
-                f"i-{self.counter:04d}", n, "running", self.now, f"10.0.0.{self.counter}", slots=8
-            )
+            inst = Instance(f"i-{self.counter:04d}", n, "running", self.now, f"10.0.0.{self.counter}", slots=8)
             self.instances[inst.instance_id] = inst
             out.append(inst)
         return LaunchResult(tuple(out), failed)
