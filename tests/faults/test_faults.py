@@ -27,7 +27,7 @@ from elb.interfaces import LaunchResult
 from elb.model import Job, NodeState, Snapshot
 from elb.testcluster import constants as C
 from elb.testcluster.cluster import TestCluster
-from tests.cluster.helpers import cluster_state
+from tests.cluster.helpers import cluster_state, job_state
 from tests.faults.support import (
     accounting,
     balancer,
@@ -379,8 +379,24 @@ def test_sigkill_at_each_step_then_restart_converges(testcluster: TestCluster, t
 
 RACES = int(os.environ.get("ELB_FAULT_RACES", "50"))
 # Submit this many seconds relative to the drain: < 0 before the removal starts, >= 0 that long after
-# elb's ``qmod -d`` went out. SGE schedules every second, so the job lands before, during or after.
-OFFSETS = (-2.5, 0.1)
+# elb's ``qmod -d`` went out. The window is (-(L + 1 s), +0.1 s) with L the measured time from qsub to
+# dispatch on the node, so the job lands before, during or after the drain.
+LATE = 0.1
+
+
+def dispatch_latency(tc: TestCluster, node: str, jobs: list[str], probes: int = 3) -> float:
+    """Median seconds from qsub to the job dispatched (state t or r) on ``node``."""
+    seen = []
+    for _ in range(probes):
+        t = time.monotonic()
+        jid = submit_jobs(tc, 1, sleep=0.5, name="probe")[0]
+        jobs.append(jid)
+        while not {"t", "r"} & set(job_state(tc, jid)):
+            assert time.monotonic() - t < 60, f"probe {jid} not dispatched to {node} in 60 s"
+            time.sleep(0.05)
+        seen.append(time.monotonic() - t)
+        wait_gone(tc, [jid])
+    return sorted(seen)[len(seen) // 2]
 
 
 class HookedSge:
@@ -431,8 +447,10 @@ def test_job_submitted_as_the_node_drains_is_never_lost_or_killed(testcluster: T
 
     try:
         node = add_node()
+        latency = dispatch_latency(tc, node, jobs)
+        offsets = (-(latency + 1.0), LATE)
         for _ in range(RACES):
-            offset = rng.uniform(*OFFSETS)
+            offset = rng.uniform(*offsets)
             fire = threading.Event()
             sge.on_disable = fire if offset >= 0 else None
             submitted: list[str] = []
@@ -477,7 +495,8 @@ def test_job_submitted_as_the_node_drains_is_never_lost_or_killed(testcluster: T
             "drain_race",
             races=RACES,
             seed=seed,
-            offsets=OFFSETS,
+            dispatch_latency=round(latency, 2),
+            offsets=[round(offsets[0], 2), offsets[1]],
             **outcomes,
             kept_offset_range=[round(min(kept_offsets, default=0), 2), round(max(kept_offsets, default=0), 2)],
             removed_offset_range=[round(min(removed_offsets, default=0), 2), round(max(removed_offsets, default=0), 2)],
