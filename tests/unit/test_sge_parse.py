@@ -531,15 +531,11 @@ def test_thousands_of_jobs(local_tz: str) -> None:
 # -- the streaming reader and its guard -----------------------------------------------------
 
 
-def test_tiny_chunks_give_the_same_result(monkeypatch: pytest.MonkeyPatch) -> None:
-    import elb.sge.parse as parse_module
-
+def test_text_and_bytes_give_the_same_result() -> None:
     data = fixture("qstat_mixed.xml")
     whole = parse_qstat(data)
-    for chunk in (1, 7, 64, 1000):
-        monkeypatch.setattr(parse_module, "_CHUNK", chunk)
-        assert parse_qstat(data) == whole
-        assert parse_qstat(data.decode()) == whole
+    assert len(whole.jobs) > 10
+    assert parse_qstat(data.decode()) == whole
 
 
 def test_prolog_with_comments_and_bom_is_read() -> None:
