@@ -154,18 +154,20 @@ def disagreements(tc: TestCluster, journal: Journal, baseline: dict[str, object]
         f"podman: {w.name} ({w.state}) unknown to the journal" for iid, w in containers.items() if iid not in known
     )
     st = cluster_state(tc)
+
+    def nodes_in(state: dict[str, object], key: str) -> set[str]:  # node names only ("NONE", master, ...)
+        return {h for h in state[key] if NODE_NAME.fullmatch(h)}  # type: ignore[attr-defined]
+
     for key in ("exechosts", "adminhosts", "submithosts", "hostgroup"):
-        extra = set(st[key]) - set(baseline[key])  # type: ignore[call-overload]
-        missing = set(baseline[key]) - set(st[key])  # type: ignore[call-overload]
-        if key != "exechosts" and key != "hostgroup":
-            extra &= {h for h in extra if NODE_NAME.fullmatch(h)}
+        now, before = nodes_in(st, key), nodes_in(baseline, key)
+        extra, missing = now - before, before - now
         if missing:
             out.append(f"SGE {key}: lost {sorted(missing)}")
         if key in ("exechosts", "hostgroup") and extra != ready:
             out.append(f"SGE {key}: {sorted(extra)} but ready nodes {sorted(ready)}")
         elif extra - ready:
             out.append(f"SGE {key}: {sorted(extra - ready)} not ready nodes")
-    in_hosts = set(NODE_NAME.findall(str(st["etc_hosts"])))
+    in_hosts = set(NODE_NAME.findall(str(st["etc_hosts"]))) - set(NODE_NAME.findall(str(baseline["etc_hosts"])))
     if in_hosts != ready:
         out.append(f"/etc/hosts names {sorted(in_hosts)} but ready nodes {sorted(ready)}")
     if not ready:
