@@ -237,8 +237,9 @@ def job_hosts(job_ids: Sequence[str]) -> dict[str, str]:
     out = {}
     for jid in job_ids:
         f = HOME / f"{jid}.host"
-        if f.exists():
-            out[jid] = f.read_text().strip()
+        text = f.read_text() if f.exists() else ""
+        if text.endswith("\n"):  # written in full (the file appears over NFS before its content)
+            out[jid] = text.strip()
     return out
 
 
