@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 import matplotlib.dates as mdates
+from matplotlib.ticker import MaxNLocator
 from matplotlib.figure import Figure
 
 from elb.stats import StatsRow
@@ -37,6 +38,8 @@ def plot_stats(rows: Sequence[StatsRow], out: Path, title: str = "elb") -> None:
     ax2.plot([], [], color="tab:green", linestyle="--", label="node added")
     ax2.plot([], [], color="tab:red", linestyle=":", label="node removed")
     ax2.set_ylabel("nodes")
+    ax1.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax2.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax2.legend(loc="upper left")
     ax2.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))  # type: ignore[no-untyped-call]
     out.parent.mkdir(parents=True, exist_ok=True)
