@@ -7,8 +7,8 @@ from datetime import datetime
 from pathlib import Path
 
 import matplotlib.dates as mdates
-from matplotlib.ticker import MaxNLocator
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from elb.stats import StatsRow
 
