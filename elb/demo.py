@@ -34,9 +34,9 @@ JOB_SCRIPT = """#!/bin/sh
 #$ -S /bin/sh
 #$ -j y
 start=$(date +%s)
-sleep "$2"
+sleep "$ELB_DEMO_SECONDS"
 mkdir -p "$HOME/elb-demo"
-echo "$1 $start $(date +%s) $(hostname)" > "$HOME/elb-demo/$JOB_ID.done"
+echo "$ELB_DEMO_SUBMITTED $start $(date +%s) $(hostname)" > "$HOME/elb-demo/$JOB_ID.done"
 """
 
 
@@ -154,7 +154,8 @@ def _run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.
     submitted: dict[str, float] = {}
     for _ in range(args.jobs):
         now = time.time()
-        jid = cluster.submit(JOB_SCRIPT, "-N", "demo", "-o", str(home), str(int(now)), str(args.job_seconds))
+        env = f"ELB_DEMO_SUBMITTED={int(now)},ELB_DEMO_SECONDS={int(args.job_seconds)}"
+        jid = cluster.submit(JOB_SCRIPT, "-N", "demo", "-o", str(home), "-v", env)
         submitted[jid] = now
     _say(f"submitted {len(submitted)} jobs of {args.job_seconds} s as {C.CLUSTER_USER}")
 
