@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import sys
 import time
@@ -171,12 +172,14 @@ class TestCluster:
         )
         # With no exec host yet, SGE 8.1.9's qsub warns that no queue can run the job, submits it
         # anyway and exits 1: the job id on stdout is what says it was submitted.
-        ids = [line for line in proc.stdout.split() if line.split(".")[0].isdigit()]
+        out = f"{proc.stdout}\n{proc.stderr}"
+        ids = re.findall(r"^(\d+)(?:\.\S*)?$", proc.stdout, re.MULTILINE)
+        ids += re.findall(r"^Your job(?:-array)? (\d+)[ .]", out, re.MULTILINE)
         if not ids:
             raise TestClusterError(
                 f"qsub failed (exit {proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}"
             )
-        return ids[-1].split(".")[0]
+        return str(ids[0])
 
     # ------------------------------------------------------------------ nodes
 
