@@ -41,6 +41,8 @@ def plot_stats(rows: Sequence[StatsRow], out: Path, title: str = "elb") -> None:
     ax1.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax2.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax2.legend(loc="upper left")
-    ax2.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))  # type: ignore[no-untyped-call]
+    locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
+    ax2.xaxis.set_major_locator(locator)
+    ax2.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=100)
