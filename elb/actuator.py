@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from elb.interfaces import Cloud, CloudError, HostResult, NodeSpec, Outcome, Provisioner
+from elb.interfaces import Cloud, CloudError, HostResult, Instance, NodeSpec, Outcome, Provisioner
 from elb.journal import Journal
 from elb.model import Job, Node, NodeState, Snapshot
 from elb.reconcile import Repair, RepairKind
@@ -101,20 +101,21 @@ class Actuator:
         for name, why in result.failed.items():
             j.record(name, NodeState.FAILED, self.clock(), detail=f"launch failed: {why}")
             out.failed[name] = f"launch failed: {why}"
-        launched = []
-        for inst in result.launched:
-            node = j.record(
-                inst.name,
-                NodeState.RUNNING,
-                self.clock(),
-                instance_id=inst.instance_id,
-                private_ip=inst.private_ip,
-                slots=inst.slots,
-                instance_type=inst.instance_type,
-                launched_at=inst.launched_at,
-            )
-            launched.append(node)
-        self.provision(launched, out)
+        self.provision([self._record_running(inst.name, inst) for inst in result.launched], out)
+
+    def _record_running(self, name: str, inst: Instance, detail: str | None = None) -> Node:
+        """Node ``name`` runs on ``inst``: record it with what the cloud says of the instance."""
+        return self.journal.record(
+            name,
+            NodeState.RUNNING,
+            self.clock(),
+            detail=detail,
+            instance_id=inst.instance_id,
+            private_ip=inst.private_ip,
+            slots=inst.slots,
+            instance_type=inst.instance_type,
+            launched_at=inst.launched_at,
+        )
 
     def provision(self, nodes: Sequence[Node], out: Outcomes) -> None:
         """Provision running nodes; a node that fails is cleaned out of the cluster and terminated."""
@@ -234,18 +235,7 @@ class Actuator:
         node = j.node(r.node)
         if r.kind in (RepairKind.PROVISION, RepairKind.ADOPT):
             assert inst is not None
-            node = j.record(
-                r.node,
-                NodeState.RUNNING,
-                self.clock(),
-                detail=r.reason,
-                instance_id=inst.instance_id,
-                private_ip=inst.private_ip,
-                slots=inst.slots,
-                instance_type=inst.instance_type,
-                launched_at=inst.launched_at,
-            )
-            self.provision([node], out)
+            self.provision([self._record_running(r.node, inst, r.reason)], out)
         elif r.kind is RepairKind.ABANDON:
             assert node is not None
             self._fail_and_terminate(node, r.reason, out)
