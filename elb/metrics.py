@@ -26,15 +26,16 @@ class BalancerCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         b = self.balancer
         s = b.last
-        g = GaugeMetricFamily("elb_waiting_jobs", "Eligible jobs waiting in qw at the last pass")
-        g.add_metric([], s.pending_jobs)
-        yield g
-        g = GaugeMetricFamily("elb_waiting_slots", "Slots the waiting jobs need")
-        g.add_metric([], s.pending_slots)
-        yield g
-        g = GaugeMetricFamily("elb_oldest_wait_seconds", "Wait of the oldest eligible job")
-        g.add_metric([], s.oldest_wait)
-        yield g
+        for name, doc, value in (
+            ("elb_waiting_jobs", "Eligible jobs waiting in qw at the last pass", s.pending_jobs),
+            ("elb_waiting_slots", "Slots the waiting jobs need", s.pending_slots),
+            ("elb_oldest_wait_seconds", "Wait of the oldest eligible job", s.oldest_wait),
+            ("elb_pass_duration_seconds", "Duration of the last pass", s.duration),
+            ("elb_last_good_pass_timestamp_seconds", "Time of the last successful pass", s.last_good),
+        ):
+            g = GaugeMetricFamily(name, doc)
+            g.add_metric([], value)
+            yield g
         nodes = b.journal.nodes()
         g = GaugeMetricFamily("elb_nodes", "Nodes elb manages, by lifecycle state", labels=["state"])
         for st in NodeState:
@@ -53,12 +54,6 @@ class BalancerCollector(Collector):
             c = CounterMetricFamily(name, doc)
             c.add_metric([], value)
             yield c
-        g = GaugeMetricFamily("elb_pass_duration_seconds", "Duration of the last pass")
-        g.add_metric([], s.duration)
-        yield g
-        g = GaugeMetricFamily("elb_last_good_pass_timestamp_seconds", "Time of the last successful pass")
-        g.add_metric([], s.last_good)
-        yield g
 
 
 def start_metrics_server(port: int, balancer: Balancer) -> None:
