@@ -40,6 +40,7 @@ class Outcomes:
     kept: list[str] = field(default_factory=list)  # removals refused: a job landed while draining
     failed: dict[str, str] = field(default_factory=dict)
     repaired: list[str] = field(default_factory=list)  # "node: what was repaired"
+    postponed: list[str] = field(default_factory=list)  # not started: elb was stopping
 
 
 def _spec(node: Node) -> NodeSpec | None:

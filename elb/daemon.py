@@ -54,6 +54,8 @@ class PassResult:
             parts.append(f"kept (job landed) {', '.join(o.kept)}")
         parts.extend(f"repaired {r}" for r in o.repaired)
         parts.extend(f"{n}: {why}" for n, why in o.failed.items())
+        if o.postponed:
+            parts.append(f"stopping: not started {', '.join(o.postponed)}")
         return "; ".join(parts)
 
 
@@ -120,6 +122,8 @@ class Balancer:
         self.failed_in_a_row = 0
         self.last = LastPass()
         self.counters = Counters()
+        # Set on SIGTERM/SIGINT: the node operation under way finishes, the next one doesn't start.
+        self.stopping = threading.Event()
 
     def run_pass(self, *, dry_run: bool = False) -> PassResult:
         started = time.monotonic()
@@ -163,21 +167,33 @@ class Balancer:
             # Repairs change the cluster: decide again next pass, on fresh data.
             result = PassResult(True, now, Plan(reason="reconciling; scaling waits for the next pass"), snap)
             for repair in repairs:
+                if self._stop_before(repair.node, result):
+                    break
                 _guarded(repair.node, result.outcomes, act.repair, repair, result.outcomes)
             self.failed_in_a_row = 0
             self._record(result)
             return result
         plan = self.policy.decide(snap, nodes, self.journal.history(), now)
         result = PassResult(True, now, plan, snap)
-        if plan.add:
+        if plan.add and not self._stop_before(",".join(plan.add_names), result):
             _guarded(
                 ",".join(plan.add_names), result.outcomes, act.add, plan.add_names, plan.add_reason, result.outcomes
             )
         for r in plan.remove:
+            if self._stop_before(r.node, result):
+                break
             _guarded(r.node, result.outcomes, act.remove, r.node, r.reason, result.outcomes)
         self.failed_in_a_row = 0
         self._record(result)
         return result
+
+    def _stop_before(self, what: str, result: PassResult) -> bool:
+        """True when elb is stopping: the operation on ``what`` is left for the next start."""
+        if not self.stopping.is_set():
+            return False
+        result.outcomes.postponed.append(what)
+        log.info("stopping: %s not started (the next start decides again)", what)
+        return True
 
     def _failed(self, now: float, error: str, dry_run: bool) -> PassResult:
         result = PassResult(False, now, error=error)
@@ -250,10 +266,12 @@ def _guarded(what: str, out: Outcomes, fn: Callable[..., None], *args: object) -
 def run_forever(balancer: Balancer, interval: float, stop: threading.Event | None = None) -> None:
     """Run a pass every ``interval`` seconds (first at once) until SIGINT/SIGTERM.
 
-    One pass at a time; missed runs are coalesced. A signal lets the running pass finish its
-    node operations, then stops; a second signal is passed on to the provisioner's cancel event.
+    One pass at a time; missed runs are coalesced. A signal lets the node operation under way
+    finish (a node half added or half removed is what must never be left), starts no other one,
+    and stops; a second signal is passed on to the provisioner's cancel event, which stops the
+    running playbook (the node is then failed and cleaned up by the actuator or the next start).
     """
-    stop = stop or threading.Event()
+    stop = stop or balancer.stopping
     sched = BlockingScheduler()
 
     def one_pass() -> None:
@@ -272,6 +290,7 @@ def run_forever(balancer: Balancer, interval: float, stop: threading.Event | Non
             return
         log.info("signal %d: stopping after the current step", signum)
         stop.set()
+        balancer.stopping.set()
         threading.Thread(target=sched.shutdown, kwargs={"wait": True}, daemon=True).start()
 
     signal.signal(signal.SIGTERM, on_signal)

@@ -263,3 +263,33 @@ def test_sge_error_in_one_removal_fails_that_node_not_the_pass(cfg: Config) -> N
     assert "node001" in result.outcomes.failed
     assert r.journal.node("node001").state is NodeState.DRAINING  # type: ignore[union-attr]
     assert r.cloud.terminated == []
+
+
+def test_stop_signal_lets_the_running_removal_finish_and_starts_no_other(cfg: Config) -> None:
+    r = parts(cfg)
+    for i, name in enumerate(("node001", "node002"), 1):
+        launched = T0 - 50 * 60
+        iid, ip = f"i-000{i}", f"10.0.0.{i}"
+        r.journal.record(name, NodeState.READY, launched, instance_id=iid, private_ip=ip, slots=8)
+        r.cloud.instances[iid] = Instance(iid, name, "running", launched, ip)
+        r.sge.add_host(name)
+    # SIGTERM arrives while node001 is being drained (run_forever sets the balancer's event).
+    r.sge.on_disable = lambda _host: r.bal.stopping.set()
+    result = r.bal.run_pass()
+    assert result.outcomes.removed == ["node001"]  # finished: deregistered and terminated
+    assert r.journal.node("node001").state is NodeState.TERMINATED  # type: ignore[union-attr]
+    assert result.outcomes.postponed == ["node002"]  # never started: still a ready, enabled host
+    assert r.journal.node("node002").state is NodeState.READY  # type: ignore[union-attr]
+    assert "node002" in r.sge.hosts and "node002" not in r.sge.disabled
+    assert "disable node002" not in r.sge.calls
+    assert "not started node002" in result.summary()
+
+
+def test_stop_signal_before_an_add_starts_launches_nothing(cfg: Config) -> None:
+    r = parts(cfg)
+    r.sge.jobs = [pending(1, 20 * 60, slots=1, tasks=12)]
+    r.bal.stopping.set()
+    result = r.bal.run_pass()
+    assert result.ok and result.plan is not None and result.plan.add == 2
+    assert result.outcomes.postponed == ["node001,node002"]
+    assert r.cloud.instances == {} and r.journal.nodes() == []
