@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import warnings
 from collections.abc import Iterator
 
 import pytest
 
-from elb.testcluster import constants as C
 from elb.testcluster.cluster import TestCluster
-from tests.faults.support import HOME
+from tests.faults.support import reset_job_outputs
 
 
 @pytest.fixture(autouse=True)
@@ -19,11 +16,7 @@ def no_leftover_workers(testcluster: TestCluster) -> Iterator[None]:
     """Start from a cluster with no workers: a session before ours (another suite, killed
     mid-run) may have left some, and elb would adopt them. Each fault test checks its own
     leaks at its end."""
-    # SGE numbers jobs from 1 again after each cluster up: output files of an earlier session would
-    # pass for this session's jobs.
-    shutil.rmtree(HOME, ignore_errors=True)
-    HOME.mkdir(parents=True)
-    os.chown(HOME, C.CLUSTER_UID, C.CLUSTER_UID)
+    reset_job_outputs()
     left = [w.name for w in testcluster.workers()]
     if left:
         warnings.warn(f"workers left by an earlier session, removed before the test: {left}", stacklevel=1)

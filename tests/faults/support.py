@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,6 +36,14 @@ JOB = """#!/bin/sh
 sleep {sleep}
 hostname > "$HOME/faults/$JOB_ID.host"
 """
+
+
+def reset_job_outputs() -> None:
+    """An empty directory for the jobs' output files. SGE numbers jobs from 1 again after each
+    cluster up: files of an earlier session would pass for this session's jobs."""
+    shutil.rmtree(HOME, ignore_errors=True)
+    HOME.mkdir(parents=True)
+    os.chown(HOME, C.CLUSTER_UID, C.CLUSTER_UID)
 
 
 def fault_config(tmp: Path, *, boot_timeout: float = 25.0, **policy: object) -> Config:

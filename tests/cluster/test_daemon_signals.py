@@ -1,0 +1,195 @@
+"""``elb run`` stopped by SIGTERM in the middle of adding and of removing a node (issue 2).
+
+The real daemon (``python -m elb run``) on the test cluster: real SGE, podman nodes through
+LocalCloud, real Ansible. The signal goes to elb's process group, as Ctrl-C in a terminal does;
+ansible-playbook runs in a session of its own (runner's pty), as under systemd with
+``KillMode=mixed`` only elb gets it. What must hold:
+
+- one SIGTERM: the node operation under way finishes (the node ends ready, or removed and
+  terminated), no new pass or operation starts, elb exits 0, and journal, cloud and SGE agree;
+- a second SIGTERM: the running playbook is cancelled, elb exits promptly, and the next start
+  repairs what was left (the journal knows what was in flight).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+from elb.journal import Journal
+from elb.model import NodeState
+from elb.testcluster.cluster import REPO_ROOT, TestCluster
+from tests.cluster.helpers import cluster_state
+from tests.faults.support import (
+    balancer,
+    clean_up,
+    converged,
+    disagreements,
+    fault_config,
+    job_hosts,
+    passes_until,
+    reset_job_outputs,
+    submit_jobs,
+    write_config,
+)
+
+pytestmark = pytest.mark.cluster
+
+
+class ElbRun:
+    """``python -m elb run --config CFG`` in a session of its own, output to a file."""
+
+    def __init__(self, cfg_path: Path, log_path: Path) -> None:
+        self.log_path = log_path
+        self._log: IO[str] = log_path.open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "elb", "run", "--config", str(cfg_path)],
+            cwd=REPO_ROOT,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def signal(self) -> float:
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        return time.time()
+
+    def wait(self, timeout: float) -> int:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"elb run did not stop within {timeout:g} s:\n{self.output()[-3000:]}") from None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(30)
+        self._log.close()
+
+    def output(self) -> str:
+        return self.log_path.read_text()
+
+
+def wait_for_state(journal_path: Path, run: ElbRun, state: NodeState, timeout: float) -> str:
+    """Wait until elb's journal records a node entering ``state``; that node's name."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert run.proc.poll() is None, f"elb run exited early:\n{run.output()[-3000:]}"
+        if journal_path.exists():
+            j = Journal(journal_path)
+            try:
+                hits = [e.node for e in j.events() if e.state is state]
+            finally:
+                j.close()
+            if hits:
+                return hits[-1]
+        time.sleep(0.2)
+    raise AssertionError(f"no node reached {state.value} in {timeout:g} s:\n{run.output()[-3000:]}")
+
+
+def journal_after(journal_path: Path, node: str, since: float) -> tuple[list[NodeState], list[float]]:
+    """The node's steps recorded after ``since``, and the start times of every recorded pass."""
+    j = Journal(journal_path)
+    try:
+        steps = [e.state for e in j.events(node) if e.time >= since]
+        passes = [p.time for p in j.passes()]
+    finally:
+        j.close()
+    return steps, passes
+
+
+def test_sigterm_mid_add_and_mid_removal_finishes_the_node_then_stops(testcluster: TestCluster, tmp_path: Path) -> None:
+    tc = testcluster
+    reset_job_outputs()
+    baseline = cluster_state(tc)
+    cfg = fault_config(tmp_path, idle_time=600)
+    cfg_path = write_config(cfg, tmp_path / "elb.yml")
+    try:
+        jobs = submit_jobs(tc, 1, sleep=1, name="term")
+        time.sleep(1.5)
+
+        # 1. SIGTERM while the provisioning play runs.
+        run = ElbRun(cfg_path, tmp_path / "run1.log")
+        node = wait_for_state(cfg.journal_path, run, NodeState.PROVISIONING, 120)
+        time.sleep(3)  # well into the play (it takes about a minute)
+        signalled = run.signal()
+        assert run.wait(600) == 0, run.output()[-3000:]
+        steps, passes = journal_after(cfg.journal_path, node, signalled)
+        assert steps == [NodeState.READY], f"after SIGTERM {node} went through {steps}, not straight to ready"
+        assert passes and all(t < signalled for t in passes), "a pass started after the signal"
+        out = run.output()
+        assert "stopping after the current step" in out and "elb stopped" in out, out[-3000:]
+        bal = balancer(cfg)  # the three views agree: a ready node, in SGE, hosts and exports
+        assert converged(tc, bal, baseline) == []
+        bal.journal.close()
+        deadline = time.monotonic() + 90
+        while set(job_hosts(jobs)) != set(jobs):
+            assert time.monotonic() < deadline, "the job never ran on the node elb added"
+            time.sleep(0.5)
+        assert job_hosts(jobs) == {jobs[0]: node}
+
+        # 2. SIGTERM as soon as the removal starts (drain, then the deregistration play).
+        cfg2 = cfg.model_copy(update={"policy": cfg.policy.model_copy(update={"idle_time": 2.0})})
+        cfg2_path = write_config(cfg2, tmp_path / "elb-shrink.yml")
+        run = ElbRun(cfg2_path, tmp_path / "run2.log")
+        assert wait_for_state(cfg.journal_path, run, NodeState.DRAINING, 120) == node
+        signalled = run.signal()
+        assert run.wait(600) == 0, run.output()[-3000:]
+        steps, passes = journal_after(cfg.journal_path, node, signalled)
+        assert steps[-1] is NodeState.TERMINATED, f"after SIGTERM {node} went through {steps}"
+        assert all(t < signalled for t in passes), "a pass started after the signal"
+        assert tc.cloud().list_workers() == []
+        assert cluster_state(tc) == baseline
+        bal = balancer(cfg2)
+        assert bal.journal.nodes() == [] and disagreements(tc, bal.journal, baseline) == []
+        bal.journal.close()
+    finally:
+        clean_up(tc, cfg, baseline)
+
+
+def test_second_sigterm_cancels_the_play_and_the_next_start_repairs(testcluster: TestCluster, tmp_path: Path) -> None:
+    tc = testcluster
+    reset_job_outputs()
+    baseline = cluster_state(tc)
+    cfg = fault_config(tmp_path, idle_time=600)
+    cfg_path = write_config(cfg, tmp_path / "elb.yml")
+    try:
+        jobs = submit_jobs(tc, 1, sleep=1, name="term2")
+        time.sleep(1.5)
+        run = ElbRun(cfg_path, tmp_path / "run.log")
+        node = wait_for_state(cfg.journal_path, run, NodeState.PROVISIONING, 120)
+        time.sleep(3)
+        run.signal()
+        time.sleep(1)
+        cancelled = run.signal()
+        assert run.wait(120) == 0, run.output()[-3000:]
+        stopped_after = time.time() - cancelled
+        out = run.output()
+        assert "second signal: cancelling running provisioning" in out, out[-3000:]
+        steps, _ = journal_after(cfg.journal_path, node, cancelled)
+        assert NodeState.READY not in steps, f"the play was not cancelled: {node} went through {steps}"
+
+        # elb starts again: the journal says what was in flight; reconcile cleans the node up and
+        # the job, still waiting, gets a node that serves it.
+        bal = balancer(cfg)
+        passes = passes_until(
+            bal,
+            "the restarted elb to converge and run the job",
+            lambda _: set(job_hosts(jobs)) == set(jobs) and not converged(tc, bal, baseline),
+            cfg.boot_timeout + 240,
+        )
+        repairs = [x for p in passes for x in p.outcomes.repaired]
+        assert any(r.startswith(f"{node}:") for r in repairs), [p.summary() for p in passes]
+        print(f"\nsecond SIGTERM: elb exited {stopped_after:.1f} s after it; repairs on restart: {repairs}")
+        bal.journal.close()
+    finally:
+        clean_up(tc, cfg, baseline)
