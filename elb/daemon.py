@@ -118,6 +118,8 @@ class Balancer:
         self.cloud = cloud
         self.provisioner = provisioner
         self.policy = policy or make_policy(config.policy, config.cluster)
+        # Without policy.slots_per_node, ask the cloud once what a new node has (see _learn_new_node_slots).
+        self._ask_slots = policy is None and config.policy.slots_per_node is None
         self.clock = clock
         self.failed_in_a_row = 0
         self.last = LastPass()
@@ -143,6 +145,7 @@ class Balancer:
             busy = [h.name for h in snap.hosts if h.busy] + [j.host for j in snap.jobs if j.host]
             self.journal.mark_busy(sorted(set(busy)), now)
         nodes = self.journal.nodes(include_gone=True)
+        self._learn_new_node_slots()
         if dry_run:
             plan = self.policy.decide(snap, nodes, self.journal.history(), now)
             return PassResult(True, now, plan, snap)
@@ -186,6 +189,23 @@ class Balancer:
         self.failed_in_a_row = 0
         self._record(result)
         return result
+
+    def _learn_new_node_slots(self) -> None:
+        """Once per start, when policy.slots_per_node is not set: the cloud's size of a new node
+        (the instance type's vCPUs) becomes the policy's. Without it, a cluster with no worker yet
+        would count one slot per node and launch a node per waiting slot."""
+        if not self._ask_slots or self.cloud is None:
+            return
+        self._ask_slots = False
+        try:
+            slots = self.cloud.new_node_slots()
+        except Exception as err:  # a hint only: learn the size from the hosts instead
+            log.warning("cannot ask the cloud for the slots of a new node: %s", err)
+            return
+        if slots:
+            log.info("policy.slots_per_node not set: a new node has %d slots (from the cloud)", slots)
+            policy = self.config.policy.model_copy(update={"slots_per_node": slots})
+            self.policy = make_policy(policy, self.config.cluster)
 
     def _stop_before(self, what: str, result: PassResult) -> bool:
         """True when elb is stopping: the operation on ``what`` is left for the next start."""

@@ -70,6 +70,10 @@ class Cloud(Protocol):
         """Terminate these workers (ids not belonging to the cluster's workers are refused)."""
         ...
 
+    def new_node_slots(self) -> int | None:
+        """Slots of a worker ``launch`` would start now (its processors); None if unknown."""
+        ...
+
 
 class Outcome(enum.StrEnum):
     OK = "ok"

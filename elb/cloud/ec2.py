@@ -424,6 +424,21 @@ class Ec2Cloud:
         ]
         return sorted(out, key=lambda i: (i.name, i.instance_id))
 
+    def new_node_slots(self) -> int | None:
+        """Slots of the node ``launch`` would start first: configured, else the vCPUs of the first
+        instance type (configured, or the newest worker's). None, with a warning, if EC2 can't say."""
+        if self.slots_per_node is not None:
+            return self.slots_per_node
+        try:
+            types = tuple(self.config.instance_types)
+            if not types:
+                ref = self._reference()
+                types = (ref["InstanceType"],) if ref and ref.get("InstanceType") else ()
+            return self.slots_for(types[0]) if types else None
+        except CloudError as err:
+            log.warning("slots of a new node unknown: %s", err)
+            return None
+
     def slots_for(self, instance_type: str) -> int:
         """Slots of a node of this type: configured, else its default vCPUs (cached)."""
         if self.slots_per_node is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import socket
 import subprocess
@@ -196,6 +197,11 @@ class LocalCloud:
             (self._instance(d) for d in self._inspect(ids) if self._ours(d)),
             key=lambda i: i.name,
         )
+
+    def new_node_slots(self) -> int:
+        """A node container gets no CPU limit: it has this machine's processors (what ``nproc``
+        shows in it, and what the sge_exec role gives it as slots)."""
+        return len(os.sched_getaffinity(0))
 
     def terminate(self, instance_ids: Sequence[str]) -> None:
         if not instance_ids:

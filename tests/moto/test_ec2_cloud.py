@@ -643,6 +643,17 @@ def test_unknown_instance_type_is_an_error(ec2: Any, aws_env: str) -> None:
         cloud.slots_for("no.such-type")
 
 
+def test_new_node_slots_from_the_first_configured_type_or_the_newest_worker(ec2: Any, ami: str, aws_env: str) -> None:
+    cloud, _ = cloud_with(aws_env, instance_types=["c5.2xlarge", "t3.micro"])
+    assert cloud.new_node_slots() == 8  # the type launch tries first
+    cloud, _ = cloud_with(aws_env)
+    assert cloud.new_node_slots() is None  # no type configured and no worker to copy
+    make_instance(ec2, ami, {TAG_CLUSTER: CLUSTER, TAG_ROLE: "worker", TAG_NAME: "node001"}, InstanceType="c5.xlarge")
+    assert cloud.new_node_slots() == 4
+    assert cloud_with(aws_env, slots=3)[0].new_node_slots() == 3
+    assert cloud_with(aws_env, instance_types=["no.such-type"])[0].new_node_slots() is None  # warned, not raised
+
+
 def test_from_config_takes_cluster_master_and_slots(aws_env: str) -> None:
     cfg: Config = parse_config(
         {

@@ -80,6 +80,9 @@ class FakeCloud:
             out.append(inst)
         return LaunchResult(tuple(out), failed)
 
+    def new_node_slots(self) -> int | None:
+        return 8  # what launch gives its instances
+
     def list_workers(self) -> list[Instance]:
         return list(self.instances.values())
 

@@ -293,3 +293,29 @@ def test_stop_signal_before_an_add_starts_launches_nothing(cfg: Config) -> None:
     assert result.ok and result.plan is not None and result.plan.add == 2
     assert result.outcomes.postponed == ["node001,node002"]
     assert r.cloud.instances == {} and r.journal.nodes() == []
+
+
+def _unsized(tmp_path: Path) -> Config:
+    return parse_config(
+        {"state_dir": str(tmp_path), "policy": {"max_nodes": 4, "add_nodes_per_iteration": 4, "shrink": "timer"}}
+    )
+
+
+def test_without_slots_per_node_the_first_launch_is_sized_by_the_cloud(tmp_path: Path) -> None:
+    r = parts(_unsized(tmp_path))
+    r.sge.jobs = [pending(1, 20 * 60, slots=1, tasks=12)]  # 12 slots wait; the cloud's nodes have 8
+    result = r.bal.run_pass()
+    assert result.outcomes.added == ["node001", "node002"]  # not one node per slot (4, the cap)
+
+
+def test_a_cloud_that_cannot_size_a_node_leaves_the_old_inference(tmp_path: Path) -> None:
+    r = parts(_unsized(tmp_path))
+
+    def unknown() -> int | None:
+        raise CloudError("UnauthorizedOperation: ec2:DescribeInstanceTypes")
+
+    r.cloud.new_node_slots = unknown  # type: ignore[method-assign]
+    r.sge.jobs = [pending(1, 20 * 60, slots=1, tasks=12)]
+    result = r.bal.run_pass()
+    assert result.ok
+    assert result.outcomes.added == ["node001", "node002", "node003", "node004"]  # one slot per node: capped
