@@ -18,11 +18,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 import pytest
 
+from elb.config import Config
 from elb.journal import Journal
 from elb.model import NodeState
 from elb.testcluster.cluster import REPO_ROOT, TestCluster
@@ -107,89 +110,98 @@ def journal_after(journal_path: Path, node: str, since: float) -> tuple[list[Nod
     return steps, passes
 
 
-def test_sigterm_mid_add_and_mid_removal_finishes_the_node_then_stops(testcluster: TestCluster, tmp_path: Path) -> None:
-    tc = testcluster
+@dataclass
+class Setting:
+    tc: TestCluster
+    cfg: Config
+    cfg_path: Path
+    baseline: dict[str, object]
+    tmp: Path
+
+
+@pytest.fixture
+def setting(testcluster: TestCluster, tmp_path: Path) -> Iterator[Setting]:
+    """A short-timescale config; afterwards elb removes what is left and the cluster is as before."""
     reset_job_outputs()
-    baseline = cluster_state(tc)
+    baseline = cluster_state(testcluster)
     cfg = fault_config(tmp_path, idle_time=600)
-    cfg_path = write_config(cfg, tmp_path / "elb.yml")
     try:
-        jobs = submit_jobs(tc, 1, sleep=1, name="term")
-        time.sleep(1.5)
-
-        # 1. SIGTERM while the provisioning play runs.
-        run = ElbRun(cfg_path, tmp_path / "run1.log")
-        node = wait_for_state(cfg.journal_path, run, NodeState.PROVISIONING, 120)
-        time.sleep(3)  # well into the play (it takes about a minute)
-        signalled = run.signal()
-        assert run.wait(600) == 0, run.output()[-3000:]
-        steps, passes = journal_after(cfg.journal_path, node, signalled)
-        assert steps == [NodeState.READY], f"after SIGTERM {node} went through {steps}, not straight to ready"
-        assert passes and all(t < signalled for t in passes), "a pass started after the signal"
-        out = run.output()
-        assert "stopping after the current step" in out and "elb stopped" in out, out[-3000:]
-        bal = balancer(cfg)  # the three views agree: a ready node, in SGE, hosts and exports
-        assert converged(tc, bal, baseline) == []
-        bal.journal.close()
-        deadline = time.monotonic() + 90
-        while set(job_hosts(jobs)) != set(jobs):
-            assert time.monotonic() < deadline, "the job never ran on the node elb added"
-            time.sleep(0.5)
-        assert job_hosts(jobs) == {jobs[0]: node}
-
-        # 2. SIGTERM as soon as the removal starts (drain, then the deregistration play).
-        cfg2 = cfg.model_copy(update={"policy": cfg.policy.model_copy(update={"idle_time": 2.0})})
-        cfg2_path = write_config(cfg2, tmp_path / "elb-shrink.yml")
-        run = ElbRun(cfg2_path, tmp_path / "run2.log")
-        assert wait_for_state(cfg.journal_path, run, NodeState.DRAINING, 120) == node
-        signalled = run.signal()
-        assert run.wait(600) == 0, run.output()[-3000:]
-        steps, passes = journal_after(cfg.journal_path, node, signalled)
-        assert steps[-1] is NodeState.TERMINATED, f"after SIGTERM {node} went through {steps}"
-        assert all(t < signalled for t in passes), "a pass started after the signal"
-        assert tc.cloud().list_workers() == []
-        assert cluster_state(tc) == baseline
-        bal = balancer(cfg2)
-        assert bal.journal.nodes() == [] and disagreements(tc, bal.journal, baseline) == []
-        bal.journal.close()
+        yield Setting(testcluster, cfg, write_config(cfg, tmp_path / "elb.yml"), baseline, tmp_path)
     finally:
-        clean_up(tc, cfg, baseline)
+        clean_up(testcluster, cfg, baseline)
 
 
-def test_second_sigterm_cancels_the_play_and_the_next_start_repairs(testcluster: TestCluster, tmp_path: Path) -> None:
-    tc = testcluster
-    reset_job_outputs()
-    baseline = cluster_state(tc)
-    cfg = fault_config(tmp_path, idle_time=600)
-    cfg_path = write_config(cfg, tmp_path / "elb.yml")
-    try:
-        jobs = submit_jobs(tc, 1, sleep=1, name="term2")
-        time.sleep(1.5)
-        run = ElbRun(cfg_path, tmp_path / "run.log")
-        node = wait_for_state(cfg.journal_path, run, NodeState.PROVISIONING, 120)
-        time.sleep(3)
-        run.signal()
-        time.sleep(1)
-        cancelled = run.signal()
-        assert run.wait(120) == 0, run.output()[-3000:]
-        stopped_after = time.time() - cancelled
-        out = run.output()
-        assert "second signal: cancelling running provisioning" in out, out[-3000:]
-        steps, _ = journal_after(cfg.journal_path, node, cancelled)
-        assert NodeState.READY not in steps, f"the play was not cancelled: {node} went through {steps}"
+def run_until_provisioning(s: Setting, name: str) -> tuple[list[str], ElbRun, str]:
+    """A job waits; ``elb run`` starts, adds a node and is a few seconds into its provisioning play."""
+    jobs = submit_jobs(s.tc, 1, sleep=1, name=name)
+    time.sleep(1.5)
+    run = ElbRun(s.cfg_path, s.tmp / f"{name}.log")
+    node = wait_for_state(s.cfg.journal_path, run, NodeState.PROVISIONING, 120)
+    time.sleep(3)  # well into the play (it takes half a minute or more)
+    return jobs, run, node
 
-        # elb starts again: the journal says what was in flight; reconcile cleans the node up and
-        # the job, still waiting, gets a node that serves it.
-        bal = balancer(cfg)
-        passes = passes_until(
-            bal,
-            "the restarted elb to converge and run the job",
-            lambda _: set(job_hosts(jobs)) == set(jobs) and not converged(tc, bal, baseline),
-            cfg.boot_timeout + 240,
-        )
-        repairs = [x for p in passes for x in p.outcomes.repaired]
-        assert any(r.startswith(f"{node}:") for r in repairs), [p.summary() for p in passes]
-        print(f"\nsecond SIGTERM: elb exited {stopped_after:.1f} s after it; repairs on restart: {repairs}")
-        bal.journal.close()
-    finally:
-        clean_up(tc, cfg, baseline)
+
+def test_sigterm_mid_add_and_mid_removal_finishes_the_node_then_stops(setting: Setting) -> None:
+    s, tc, cfg = setting, setting.tc, setting.cfg
+    baseline = s.baseline
+
+    # 1. SIGTERM while the provisioning play runs.
+    jobs, run, node = run_until_provisioning(s, "term")
+    signalled = run.signal()
+    assert run.wait(600) == 0, run.output()[-3000:]
+    steps, passes = journal_after(cfg.journal_path, node, signalled)
+    assert steps == [NodeState.READY], f"after SIGTERM {node} went through {steps}, not straight to ready"
+    assert passes and all(t < signalled for t in passes), "a pass started after the signal"
+    out = run.output()
+    assert "stopping after the current step" in out and "elb stopped" in out, out[-3000:]
+    bal = balancer(cfg)  # the three views agree: a ready node, in SGE, hosts and exports
+    assert converged(tc, bal, baseline) == []
+    bal.journal.close()
+    deadline = time.monotonic() + 90
+    while set(job_hosts(jobs)) != set(jobs):
+        assert time.monotonic() < deadline, "the job never ran on the node elb added"
+        time.sleep(0.5)
+    assert job_hosts(jobs) == {jobs[0]: node}
+
+    # 2. SIGTERM as soon as the removal starts (drain, then the deregistration play).
+    cfg2 = cfg.model_copy(update={"policy": cfg.policy.model_copy(update={"idle_time": 2.0})})
+    run = ElbRun(write_config(cfg2, s.tmp / "elb-shrink.yml"), s.tmp / "shrink.log")
+    assert wait_for_state(cfg.journal_path, run, NodeState.DRAINING, 120) == node
+    signalled = run.signal()
+    assert run.wait(600) == 0, run.output()[-3000:]
+    steps, passes = journal_after(cfg.journal_path, node, signalled)
+    assert steps[-1] is NodeState.TERMINATED, f"after SIGTERM {node} went through {steps}"
+    assert all(t < signalled for t in passes), "a pass started after the signal"
+    assert tc.cloud().list_workers() == []
+    assert cluster_state(tc) == baseline
+    bal = balancer(cfg2)
+    assert bal.journal.nodes() == [] and disagreements(tc, bal.journal, baseline) == []
+    bal.journal.close()
+
+
+def test_second_sigterm_cancels_the_play_and_the_next_start_repairs(setting: Setting) -> None:
+    s, tc, cfg = setting, setting.tc, setting.cfg
+    jobs, run, node = run_until_provisioning(s, "term2")
+    run.signal()
+    time.sleep(1)
+    cancelled = run.signal()
+    assert run.wait(120) == 0, run.output()[-3000:]
+    stopped_after = time.time() - cancelled
+    out = run.output()
+    assert "second signal: cancelling running provisioning" in out, out[-3000:]
+    steps, _ = journal_after(cfg.journal_path, node, cancelled)
+    assert NodeState.READY not in steps, f"the play was not cancelled: {node} went through {steps}"
+
+    # elb starts again: the journal says what was in flight; reconcile cleans the node up and
+    # the job, still waiting, gets a node that serves it.
+    bal = balancer(cfg)
+    passes = passes_until(
+        bal,
+        "the restarted elb to converge and run the job",
+        lambda _: set(job_hosts(jobs)) == set(jobs) and not converged(tc, bal, s.baseline),
+        cfg.boot_timeout + 240,
+    )
+    repairs = [x for p in passes for x in p.outcomes.repaired]
+    assert any(r.startswith(f"{node}:") for r in repairs), [p.summary() for p in passes]
+    print(f"\nsecond SIGTERM: elb exited {stopped_after:.1f} s after it; repairs on restart: {repairs}")
+    bal.journal.close()
