@@ -21,7 +21,7 @@ from elb.actuator import Actuator, Outcomes, SgeClient
 from elb.config import Config
 from elb.interfaces import Cloud, Provisioner
 from elb.journal import Journal
-from elb.model import NodeState, Plan, Snapshot
+from elb.model import Node, NodeState, Plan, Snapshot
 from elb.policy import Policy, make_policy
 from elb.policy.base import minutes
 from elb.policy.view import cluster_view
@@ -126,6 +126,7 @@ class Balancer:
         self.counters = Counters()
         # Set on SIGTERM/SIGINT: the node operation under way finishes, the next one doesn't start.
         self.stopping = threading.Event()
+        self._nodes_at_start: list[Node] = []
 
     def run_pass(self, *, dry_run: bool = False) -> PassResult:
         started = time.monotonic()
@@ -136,6 +137,9 @@ class Balancer:
 
     def _pass(self, dry_run: bool) -> PassResult:
         now = self.clock()
+        # The stats row describes the cluster as this pass found it (with what it then did), so
+        # its node counts are read now, like the snapshot, not after a minute of provisioning.
+        self._nodes_at_start = self.journal.nodes()
         try:
             snap = self.sge.read_snapshot()
         except Exception as err:  # any failure to read: no action this pass
@@ -248,7 +252,7 @@ class Balancer:
 
     def _stats_row(self, result: PassResult, summary: str) -> StatsRow:
         snap = result.snapshot
-        nodes = self.journal.nodes()
+        nodes = self._nodes_at_start
         count = {s: sum(1 for n in nodes if n.state is s) for s in NodeState}
         booting = sum(v for s, v in count.items() if s.booting)
         if snap is None:

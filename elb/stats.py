@@ -1,4 +1,9 @@
-"""The stats file: one CSV row per pass, for plots (``elb plot``) and later analysis."""
+"""The stats file: one CSV row per pass, for plots (``elb plot``) and later analysis.
+
+A row is the cluster as its pass found it (``time``: when SGE was read; jobs from that snapshot,
+nodes by state from the journal at that moment) and what the pass then did (``added``,
+``removed``, ``action``): nodes a pass adds are counted from the next row on.
+"""
 
 from __future__ import annotations
 

@@ -74,6 +74,9 @@ def test_grow_launches_provisions_and_journals_each_step(cfg: Config) -> None:
     rows = list(read_rows(cfg.stats_path))
     assert rows[-1].added == 2
     assert rows[-1].pending_slots == 12
+    assert rows[-1].nodes_ready == 0  # the row is the cluster as the pass found it, then its action
+    r.bal.run_pass()
+    assert list(read_rows(cfg.stats_path))[-1].nodes_ready == 2
 
 
 def test_provisioning_failure_on_one_of_two_cleans_it_out(cfg: Config) -> None:
