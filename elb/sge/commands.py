@@ -24,7 +24,7 @@ from typing import Protocol, TypeVar
 from elb.config import SgeConfig
 from elb.model import Job, Snapshot
 from elb.sge.errors import SgeError, SgeParseError, SgeTimeoutError
-from elb.sge.parse import join_snapshot, parse_qhost, parse_qstat
+from elb.sge.parse import check_agree, join_snapshot, parse_qhost, parse_qstat
 
 Clock = Callable[[], float]
 T = TypeVar("T")
@@ -182,6 +182,10 @@ class SgeCommands:
         now = self._clock()
         jobs = self._parsed(parse_qstat, qstat)
         hosts = self._parsed(parse_qhost, qhost)
+        try:
+            check_agree(jobs, hosts)
+        except SgeParseError as err:
+            raise SgeParseError(err.message, command=qstat.argv, returncode=qstat.returncode) from None
         return join_snapshot(jobs, hosts, now)
 
     def jobs_on(self, host: str) -> tuple[Job, ...]:

@@ -656,6 +656,21 @@ def join_snapshot(qstat: QstatResult, hosts: Iterable[Host], now: float) -> Snap
     return Snapshot(now=now, jobs=qstat.jobs, hosts=tuple(joined))
 
 
+def check_agree(qstat: QstatResult, hosts: Sequence[Host]) -> None:
+    """Refuse a pair of reads that cannot both be whole.
+
+    ``qstat -f`` lists every queue instance, busy or not. If it lists none while ``qhost`` shows
+    some, qstat answered a hollow document (well-formed, no queue and no job: a qmaster restarting,
+    a wrapper that lost its output): read as an empty queue, it would make every node look idle.
+    """
+    shown = sum(len(h.queues) for h in hosts)
+    if shown and not qstat.queues:
+        raise SgeParseError(
+            f"qstat -f lists no queue instance while qhost shows {shown} on {len(hosts)} host(s): "
+            "the two reads disagree, so neither is trusted"
+        )
+
+
 def parse_snapshot(qstat_xml: bytes | str, qhost_xml: bytes | str, now: float) -> Snapshot:
     """Both outputs into one Snapshot (``now``: the master's clock when they were read)."""
     return join_snapshot(parse_qstat(qstat_xml), parse_qhost(qhost_xml), now)
@@ -669,6 +684,7 @@ __all__: Sequence[str] = (
     "JOB_STATE_LETTERS",
     "QUEUE_STATE_LETTERS",
     "QstatResult",
+    "check_agree",
     "count_tasks",
     "join_snapshot",
     "parse_jobs",

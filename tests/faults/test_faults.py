@@ -91,12 +91,17 @@ case "$mode" in
   garbage) echo '<?xml version="1.0"?><job_info><queue_info><job_list state="run'; exit 0 ;;
   noise) head -c 300 /dev/urandom; exit 0 ;;
   empty) exit 0 ;;
+  hollow) echo '<?xml version="1.0"?><job_info><queue_info></queue_info><job_info></job_info></job_info>'; exit 0 ;;
   hang) exec sleep 120 ;;
 esac
 echo "unknown mode" >&2
 exit 3
 """
 LIES = ("fail", "garbage", "noise", "empty", "hang")
+# Well-formed, no queue instance, no job. With no exec host it is what an empty cluster prints and
+# cannot be refused (it shows no job, so it adds nothing); beside a qhost that shows queue
+# instances, it must be refused.
+HOLLOW = "hollow"
 
 
 def lying_sge_dir(tmp: Path) -> Path:
@@ -133,6 +138,10 @@ def test_qstat_failing_or_lying_changes_nothing_then_elb_recovers(testcluster: T
             assert "reading SGE" in (r.error or ""), r.error
             assert tc.workers() == [] and bal.journal.nodes() == [], f"{lie}: something was launched"
         assert bal.failed_in_a_row == len(LIES)
+        mode.write_text(HOLLOW)
+        r = bal.run_pass()
+        lying += 1
+        assert r.ok and not r.outcomes.added and tc.workers() == [], r.summary()
         mode.write_text("real")
         grown = passes_until(bal, "a node to be added", lambda rs: bool(rs[-1].outcomes.added), 120)
         node = grown[-1].outcomes.added[0]
@@ -141,7 +150,7 @@ def test_qstat_failing_or_lying_changes_nothing_then_elb_recovers(testcluster: T
 
         # The node is idle past idle_time: elb would remove it at once. qstat lies again.
         time.sleep(cfg.policy.idle_time + 1)
-        for lie in LIES:
+        for lie in (*LIES, HOLLOW):
             mode.write_text(lie)
             r = bal.run_pass()
             lying += 1
@@ -157,7 +166,7 @@ def test_qstat_failing_or_lying_changes_nothing_then_elb_recovers(testcluster: T
         assert_jobs_ran_ok(tc, jobs)
         assert disagreements(tc, bal.journal, baseline) == []
         assert cluster_state(tc) == baseline
-        figures("qstat_lies", lying_passes=lying, kinds=list(LIES), seconds=round(time.monotonic() - t0, 1))
+        figures("qstat_lies", lying_passes=lying, kinds=[*LIES, HOLLOW], seconds=round(time.monotonic() - t0, 1))
     finally:
         mode.write_text("real")
         bal.journal.close()

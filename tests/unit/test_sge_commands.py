@@ -127,6 +127,18 @@ def test_failing_qstat_names_command_status_and_stderr(fake: FakeSge) -> None:
     assert fake.argv() == [["qstat", *QSTAT_ARGS]]  # qhost never ran
 
 
+def test_hollow_qstat_beside_a_qhost_with_queues_is_refused(fake: FakeSge) -> None:
+    # Well-formed, exit 0, no queue instance and no job: read alone it is an empty queue, and every
+    # node would look idle. qhost shows queue instances, so the pair is refused.
+    fake.prints("qstat", "qstat_no_queues.xml")
+    fake.prints("qhost", "qhost_mixed.xml")
+    with pytest.raises(SgeParseError, match="the two reads disagree") as info:
+        fake.client().read_snapshot()
+    assert info.value.command is not None and Path(info.value.command[0]).name == "qstat"
+    fake.prints("qhost", "qhost_global_only.xml")  # a cluster with no exec host: nothing to list
+    assert fake.client().read_snapshot().jobs == ()
+
+
 def test_long_stderr_is_cut_to_its_tail(fake: FakeSge) -> None:
     fake.says("qstat", stderr="x" * 10_000 + "THE END", code=2)
     with pytest.raises(SgeError) as info:
