@@ -77,7 +77,15 @@ def passes_until(
         if done(results):
             return results
         time.sleep(bal.config.poll_interval)
-    raise AssertionError(f"timed out waiting for {what}; passes: {[r.summary() for r in results]}")
+    # What SGE showed at the end, to tell a node elb kept for a reason from one SGE lost (state u).
+    shown = [r.snapshot for r in results if r.snapshot is not None][-1:]
+    hosts = [
+        (h.name, [(q.name, q.slots_used, q.slots_reserved, q.states) for q in h.queues]) for s in shown for h in s.hosts
+    ]
+    jobs = [(j.job_id, j.state, j.queue) for s in shown for j in s.jobs]
+    raise AssertionError(
+        f"timed out waiting for {what}; passes: {[r.summary() for r in results]}; last SGE hosts {hosts}, jobs {jobs}"
+    )
 
 
 def test_dry_run_on_the_real_master_prints_snapshot_and_plan(testcluster: TestCluster, tmp_path: Path) -> None:
