@@ -226,6 +226,7 @@ def test_node_that_never_comes_up_and_node_that_vanishes_are_cleaned_up(
         passes_until(bal, "a node to run the job", lambda _: set(job_hosts(jobs)) == set(jobs), 150)
         node = job_hosts(jobs)[jobs[0]]
         assert node != stuck
+        wait_gone(tc, jobs)  # the job wrote its last line; let it end before its node vanishes
         assert converged(tc, bal, baseline) == []
         # The node vanishes: its container is removed by hand.
         subprocess.run(["podman", "rm", "--force", "--time", "0", node], check=True, timeout=60, capture_output=True)
