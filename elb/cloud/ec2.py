@@ -430,10 +430,7 @@ class Ec2Cloud:
         if self.slots_per_node is not None:
             return self.slots_per_node
         try:
-            types = tuple(self.config.instance_types)
-            if not types:
-                ref = self._reference()
-                types = (ref["InstanceType"],) if ref and ref.get("InstanceType") else ()
+            types = self._instance_types(None if self.config.instance_types else self._reference())
             return self.slots_for(types[0]) if types else None
         except CloudError as err:
             log.warning("slots of a new node unknown: %s", err)
@@ -487,6 +484,10 @@ class Ec2Cloud:
             self._root_devices[image_id] = imgs[0].get("RootDeviceName")
         return self._root_devices[image_id]
 
+    def _instance_types(self, ref: InstanceTypeDef | None) -> tuple[str, ...]:
+        """The types to launch, in order: configured, else the reference worker's."""
+        return tuple(self.config.instance_types) or ((ref["InstanceType"],) if ref and ref.get("InstanceType") else ())
+
     def launch_spec(self) -> LaunchSpec:
         """Config first; what config leaves open comes from the newest worker (or the master's subnet)."""
         cfg = self.config
@@ -495,7 +496,7 @@ class Ec2Cloud:
         image = cfg.ami or (ref.get("ImageId") if ref else None)
         if not image:
             raise CloudError("no AMI: the cluster has no worker to copy from; set cloud.ec2.ami")
-        types = tuple(cfg.instance_types) or ((ref["InstanceType"],) if ref and ref.get("InstanceType") else ())
+        types = self._instance_types(ref)
         if not types:
             raise CloudError("no instance type: the cluster has no worker to copy from; set cloud.ec2.instance_types")
         subnets: tuple[str | None, ...] = tuple(cfg.subnets)
