@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -74,7 +73,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     if cfg is None:
         return 1
     setup_logging(cfg.log_format)
-    stop = threading.Event()
     journal = Journal(cfg.journal_path)
     balancer = Balancer(
         cfg,
@@ -94,7 +92,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         cfg.cloud.provider,
     )
     try:
-        run_forever(balancer, cfg.poll_interval, stop)
+        run_forever(balancer, cfg.poll_interval)
     finally:
         journal.close()
     return 0

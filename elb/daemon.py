@@ -287,7 +287,7 @@ def _guarded(what: str, out: Outcomes, fn: Callable[..., None], *args: object) -
         out.failed[what] = f"{type(err).__name__}: {err}"
 
 
-def run_forever(balancer: Balancer, interval: float, stop: threading.Event | None = None) -> None:
+def run_forever(balancer: Balancer, interval: float) -> None:
     """Run a pass every ``interval`` seconds (first at once) until SIGINT/SIGTERM.
 
     One pass at a time; missed runs are coalesced. A signal lets the node operation under way
@@ -295,7 +295,7 @@ def run_forever(balancer: Balancer, interval: float, stop: threading.Event | Non
     and stops; a second signal is passed on to the provisioner's cancel event, which stops the
     running playbook (the node is then failed and cleaned up by the actuator or the next start).
     """
-    stop = stop or balancer.stopping
+    stop = balancer.stopping
     sched = BlockingScheduler()
 
     def one_pass() -> None:
@@ -314,7 +314,6 @@ def run_forever(balancer: Balancer, interval: float, stop: threading.Event | Non
             return
         log.info("signal %d: stopping after the current step", signum)
         stop.set()
-        balancer.stopping.set()
         threading.Thread(target=sched.shutdown, kwargs={"wait": True}, daemon=True).start()
 
     signal.signal(signal.SIGTERM, on_signal)
