@@ -224,7 +224,7 @@ class AnsibleProvisioner:
         """
         targets = [n.name for n in (*new_nodes, *old_nodes)]
         kind = Path(playbook).stem
-        ident = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{kind}-{secrets.token_hex(3)}"
+        ident = f"{datetime.now(UTC):%Y%m%dT%H%M%S.%f}-{kind}-{secrets.token_hex(3)}"  # name order is time order
         started = time.monotonic()
 
         def refuse(why: str, status: str = "error") -> RunReport:
