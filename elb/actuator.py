@@ -253,6 +253,11 @@ class Actuator:
         elif r.kind is RepairKind.FINISH_DRAIN:
             assert node is not None
             self._finish_interrupted_drain(node, r.reason, out)
+        elif r.kind is RepairKind.UNREACHABLE:
+            assert node is not None
+            # The safe drain, from the master's side only: a node out of reach is never logged into.
+            node = j.record(r.node, NodeState.DRAINING, self.clock(), detail=r.reason)
+            self._finish_interrupted_drain(node, r.reason, out)
 
     def _deregister_only(self, node: Node | None, r: Repair, out: Outcomes) -> None:
         """Take a node whose instance is gone out of SGE, hosts and exports (master side only)."""

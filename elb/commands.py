@@ -14,7 +14,9 @@ from elb.config import Config, ConfigError, load_config
 from elb.daemon import Balancer, run_forever, snapshot_summary
 from elb.journal import Journal
 from elb.logs import setup_logging
+from elb.model import NodeState
 from elb.policy.base import minutes
+from elb.reconcile import lost_for
 from elb.stats import read_rows
 
 log = logging.getLogger("elb")
@@ -154,9 +156,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     for n in nodes:
         up = now - n.launched_at
         jobs = len(snap.jobs_on(n.name)) if snap is not None else 0
+        lost = lost_for(n, snap, now) if snap is not None and n.state is NodeState.READY else 0.0
+        note = f"  SGE has not reached it for {minutes(lost)}" if lost else ""
         print(
             f"{n.name:<12} {n.state.value:<13} {minutes(up):>8} {minutes(up % period):>12} {jobs:>5}  "
-            f"{n.instance_id or '-'}"
+            f"{n.instance_id or '-'}{note}"
         )
     if not nodes:
         print("(no nodes managed by elb)")

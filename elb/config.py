@@ -139,6 +139,9 @@ class Config(_Strict):
     log_format: Literal["text", "json"] = "text"
     failed_passes_alarm: int = Field(3, ge=1)  # say so loudly after this many failed passes
     orphan_timeout: Seconds = 600.0  # a tagged worker unknown to journal and SGE this long is terminated
+    # A ready node SGE can't reach (absent, or all its queues in state u) this long, with no job
+    # on it, is deregistered and terminated. SGE itself marks a silent execd u after max_unheard (5 min).
+    unreachable_timeout: Seconds = 600.0
 
     @model_validator(mode="before")
     @classmethod

@@ -25,7 +25,7 @@ from elb.model import Node, NodeState, Plan, Snapshot
 from elb.policy import Policy, make_policy
 from elb.policy.base import minutes
 from elb.policy.view import cluster_view
-from elb.reconcile import plan_repairs
+from elb.reconcile import plan_repairs, stranded
 from elb.stats import StatsRow, append_row
 
 log = logging.getLogger("elb")
@@ -148,6 +148,7 @@ class Balancer:
         if not dry_run:
             busy = [h.name for h in snap.hosts if h.busy] + [j.host for j in snap.jobs if j.host]
             self.journal.mark_busy(sorted(set(busy)), now)
+            self.journal.mark_up([h.name for h in snap.hosts if h.up], now)
         nodes = self.journal.nodes(include_gone=True)
         self._learn_new_node_slots()
         if dry_run:
@@ -169,7 +170,10 @@ class Balancer:
             master=cfg.cluster.master,
             boot_timeout=cfg.boot_timeout,
             orphan_timeout=cfg.orphan_timeout,
+            unreachable_timeout=cfg.unreachable_timeout,
         )
+        for line in stranded(nodes, snap, now, timeout=cfg.unreachable_timeout):
+            log.warning("%s", line)
         if repairs:
             # Repairs change the cluster: decide again next pass, on fresh data.
             result = PassResult(True, now, Plan(reason="reconciling; scaling waits for the next pass"), snap)

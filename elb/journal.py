@@ -23,6 +23,7 @@ CREATE TABLE IF NOT EXISTS nodes (
     instance_id TEXT,
     ready_at REAL,
     last_busy_at REAL,
+    last_up_at REAL,
     slots INTEGER,
     private_ip TEXT,
     instance_type TEXT,
@@ -49,7 +50,11 @@ CREATE TABLE IF NOT EXISTS passes (
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
-_NODE_COLUMNS = "name, state, launched_at, instance_id, ready_at, last_busy_at, slots, private_ip, instance_type"
+_NODE_COLUMNS = (
+    "name, state, launched_at, instance_id, ready_at, last_busy_at, last_up_at, slots, private_ip, instance_type"
+)
+# Columns added after a release: (name, type). A journal written by an older elb gains them on open.
+_ADDED_COLUMNS = (("last_up_at", "REAL"),)
 _GONE = (NodeState.TERMINATED.value, NodeState.FAILED.value)
 _KEEP_PASSES = 50_000
 
@@ -82,6 +87,10 @@ class Journal:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
+        have = {str(row[1]) for row in self._db.execute("PRAGMA table_info(nodes)")}
+        for col, kind in _ADDED_COLUMNS:
+            if col not in have:
+                self._db.execute(f"ALTER TABLE nodes ADD COLUMN {col} {kind}")
 
     def close(self) -> None:
         self._db.close()
@@ -99,7 +108,7 @@ class Journal:
     # -- nodes ---------------------------------------------------------------------------
     @staticmethod
     def _node(row: Sequence[object]) -> Node:
-        name, state, launched, iid, ready, busy, slots, ip, itype = row
+        name, state, launched, iid, ready, busy, up, slots, ip, itype = row
         return Node(
             name=str(name),
             state=NodeState(str(state)),
@@ -107,6 +116,7 @@ class Journal:
             instance_id=iid if iid is None else str(iid),
             ready_at=None if ready is None else float(ready),  # type: ignore[arg-type]
             last_busy_at=None if busy is None else float(busy),  # type: ignore[arg-type]
+            last_up_at=None if up is None else float(up),  # type: ignore[arg-type]
             slots=None if slots is None else int(slots),  # type: ignore[call-overload]
             private_ip=ip if ip is None else str(ip),
             instance_type=itype if itype is None else str(itype),
@@ -177,6 +187,11 @@ class Journal:
         """Remember that these nodes ran a job (or held a reservation) at ``now``."""
         if names:
             self._db.executemany("UPDATE nodes SET last_busy_at = ? WHERE name = ?", [(now, n) for n in names])
+
+    def mark_up(self, names: Sequence[str], now: float) -> None:
+        """Remember that SGE reached these nodes (a queue instance not unreachable) at ``now``."""
+        if names:
+            self._db.executemany("UPDATE nodes SET last_up_at = ? WHERE name = ?", [(now, n) for n in names])
 
     def events(self, node: str | None = None) -> list[Event]:
         sql = "SELECT time, node, state, instance_id, detail FROM events"

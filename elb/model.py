@@ -178,6 +178,7 @@ class Node:
     instance_id: str | None = None
     ready_at: float | None = None
     last_busy_at: float | None = None  # last pass that saw a job or reservation on it
+    last_up_at: float | None = None  # last pass that saw SGE reach it (a queue instance not in state u)
     slots: int | None = None  # expected slots once ready (None: unknown)
     private_ip: str | None = None
     instance_type: str | None = None

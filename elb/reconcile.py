@@ -28,6 +28,7 @@ class RepairKind(enum.StrEnum):
     FINISH_DRAIN = "finish_drain"  # node left draining/deregistered: finish the removal (or keep it)
     TERMINATE_GONE = "terminate_gone"  # journal says gone but the instance still runs: terminate
     DEREGISTER_STALE = "deregister_stale"  # SGE still lists a node elb removed: take it out of SGE
+    UNREACHABLE = "unreachable"  # ready node SGE hasn't reached for unreachable_timeout, no job: remove
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +39,61 @@ class Repair:
     instance: Instance | None = None
 
 
+def lost_for(n: Node, snapshot: Snapshot, now: float) -> float:
+    """Seconds a ready node has been out of SGE's reach (absent, or every queue instance in
+    state ``u``); 0 while SGE reaches it. Counted from the last pass that saw it up, else
+    from when it became ready."""
+    host = snapshot.host(n.name)
+    if host is not None and host.up:
+        return 0.0
+    seen = [t for t in (n.last_up_at, n.ready_at, n.launched_at) if t is not None]
+    return max(0.0, now - max(seen))
+
+
+def _unreachable(n: Node, inst: Instance, snapshot: Snapshot, now: float, timeout: float) -> Repair | None:
+    """A ready node SGE hasn't reached for ``timeout`` and that has nothing on it is removed.
+
+    With a job (or a reservation) on it, it is kept, whatever its state: an execd that lost
+    contact may still be running its jobs (see ``stranded``).
+    """
+    lost = lost_for(n, snapshot, now)
+    if lost < timeout:
+        return None
+    host = snapshot.host(n.name)
+    if snapshot.jobs_on(n.name) or (host is not None and host.busy):
+        return None
+    where = "absent from SGE" if host is None else "unreachable in SGE (state u)"
+    why = f"{where} for {minutes(lost)} (unreachable_timeout {minutes(timeout)}), no job on it"
+    return Repair(RepairKind.UNREACHABLE, n.name, why, inst)
+
+
+def stranded(nodes: Sequence[Node], snapshot: Snapshot, now: float, *, timeout: float) -> list[str]:
+    """Ready nodes out of SGE's reach past ``timeout`` but kept because SGE lists work on them:
+    one line each, for the log (elb never kills a job; an admin has to look)."""
+    out = []
+    for n in nodes:
+        if n.state is not NodeState.READY or (lost := lost_for(n, snapshot, now)) < timeout:
+            continue
+        jobs = snapshot.jobs_on(n.name)
+        host = snapshot.host(n.name)
+        if jobs or (host is not None and host.busy):
+            what = f"jobs {', '.join(str(j.job_id) for j in jobs[:5])}" if jobs else "reserved slots"
+            out.append(
+                f"{n.name}: SGE hasn't reached it for {minutes(lost)} but lists {what} there; kept "
+                "(elb never kills a job: check the node, then qdel -f or reboot it)"
+            )
+    return out
+
+
 def _repair_node(  # noqa: PLR0911 (one return per lifecycle case reads best)
-    n: Node, inst: Instance | None, snapshot: Snapshot, *, in_sge: set[str], now: float, boot_timeout: float
+    n: Node,
+    inst: Instance | None,
+    snapshot: Snapshot,
+    *,
+    in_sge: set[str],
+    now: float,
+    boot_timeout: float,
+    unreachable_timeout: float,
 ) -> Repair | None:
     """The repair one journalled node needs, if any."""
     age = now - n.launched_at
@@ -59,7 +113,7 @@ def _repair_node(  # noqa: PLR0911 (one return per lifecycle case reads best)
         return Repair(RepairKind.PROVISION, n.name, "launched but never provisioned", inst)
     if st is NodeState.READY:
         if inst is not None:
-            return None
+            return _unreachable(n, inst, snapshot, now, unreachable_timeout)
         jobs = snapshot.jobs_on(n.name)
         lost = f"; SGE had jobs {', '.join(str(j.job_id) for j in jobs)} there" if jobs else ""
         return Repair(RepairKind.VANISHED, n.name, f"instance gone (terminated outside elb){lost}")
@@ -82,6 +136,7 @@ def plan_repairs(
     master: str,
     boot_timeout: float,
     orphan_timeout: float,
+    unreachable_timeout: float,
 ) -> list[Repair]:
     """What to repair so that journal, cloud and SGE agree. ``nodes`` includes gone ones."""
     by_name = {n.name: n for n in nodes}
@@ -96,7 +151,15 @@ def plan_repairs(
         if n.name == master:
             continue
         inst = by_id.get(n.instance_id) if n.instance_id else live.get(n.name)
-        repair = _repair_node(n, inst, snapshot, in_sge=in_sge, now=now, boot_timeout=boot_timeout)
+        repair = _repair_node(
+            n,
+            inst,
+            snapshot,
+            in_sge=in_sge,
+            now=now,
+            boot_timeout=boot_timeout,
+            unreachable_timeout=unreachable_timeout,
+        )
         if repair is not None:
             out.append(repair)
 

@@ -322,3 +322,47 @@ def test_a_cloud_that_cannot_size_a_node_leaves_the_old_inference(tmp_path: Path
     result = r.bal.run_pass()
     assert result.ok
     assert result.outcomes.added == ["node001", "node002", "node003", "node004"]  # one slot per node: capped
+
+
+def _lose(r: Rig, name: str) -> None:
+    """SGE no longer hears from the node's execd: its queue instance shows state u."""
+    r.sge.hosts[name] = Host(name, (QueueInstance("all.q", name, 8, 0, 0, "au"),), 8)
+
+
+def _at(r: Rig, t: float) -> None:
+    r.sge.now = t
+    r.bal.clock = Clock(t)
+
+
+def test_ready_node_sge_cannot_reach_is_replaced_after_unreachable_timeout(cfg: Config) -> None:
+    r = parts(cfg)
+    _one_ready_node(r, 5 * 60)  # young: the shrink rule would keep it for its hour
+    r.bal.run_pass()
+    assert r.journal.node("node001").last_up_at == T0  # type: ignore[union-attr]
+    _lose(r, "node001")
+    _at(r, T0 + cfg.unreachable_timeout - 1)
+    assert r.bal.run_pass().outcomes.repaired == []
+    assert r.journal.node("node001").last_up_at == T0  # type: ignore[union-attr]  # not up: not moved
+    _at(r, T0 + cfg.unreachable_timeout)
+    result = r.bal.run_pass()
+    assert [x.split(":")[0] for x in result.outcomes.repaired] == ["node001"]
+    assert result.outcomes.removed == ["node001"]
+    assert r.sge.calls[-4:-1] == ["disable node001", "jobs_on node001", "read"]
+    assert r.prov.log == ["remove node001"]
+    assert r.cloud.terminated == ["i-0001"] and "node001" not in r.sge.hosts
+    events = r.journal.events("node001")[-3:]
+    assert [e.state for e in events] == [NodeState.DRAINING, NodeState.DEREGISTERED, NodeState.TERMINATED]
+    assert events[0].detail is not None and "unreachable in SGE (state u) for 10 min" in events[0].detail
+
+
+def test_unreachable_node_with_a_job_is_kept_and_logged(cfg: Config, caplog: pytest.LogCaptureFixture) -> None:
+    r = parts(cfg)
+    _one_ready_node(r, 5 * 60)
+    r.bal.run_pass()
+    _lose(r, "node001")
+    r.sge.jobs = [running(7, "node001")]  # the execd is silent, its job may still be running
+    _at(r, T0 + 3 * cfg.unreachable_timeout)
+    result = r.bal.run_pass()
+    assert result.outcomes.repaired == [] and result.outcomes.removed == []
+    assert r.prov.log == [] and r.cloud.terminated == [] and "disable node001" not in r.sge.calls
+    assert "node001: SGE hasn't reached it for 30 min but lists jobs 7 there; kept" in caplog.text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from elb.journal import Journal
@@ -60,3 +61,32 @@ def test_hostile_names_are_data(tmp_path: Path) -> None:
     j.record(name, NodeState.REQUESTED, 1.0)
     assert j.node(name) is not None
     assert len(j.nodes()) == 1
+
+
+def test_last_up_is_remembered_per_node(tmp_path: Path) -> None:
+    j = Journal(tmp_path / "j.sqlite")
+    j.record("node001", NodeState.READY, 200.0)
+    j.record("node002", NodeState.READY, 200.0)
+    j.mark_up(["node001"], 260.0)
+    j.mark_up([], 270.0)
+    assert j.node("node001").last_up_at == 260.0  # type: ignore[union-attr]
+    assert j.node("node002").last_up_at is None  # type: ignore[union-attr]
+
+
+def test_journal_of_an_older_elb_gains_the_new_columns(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    old = sqlite3.connect(path)  # the nodes table as the first release wrote it, with a node in it
+    old.execute(
+        "CREATE TABLE nodes (name TEXT PRIMARY KEY, state TEXT NOT NULL, launched_at REAL NOT NULL, "
+        "instance_id TEXT, ready_at REAL, last_busy_at REAL, slots INTEGER, private_ip TEXT, "
+        "instance_type TEXT, updated_at REAL NOT NULL, reason TEXT)"
+    )
+    old.execute("INSERT INTO nodes (name, state, launched_at, updated_at) VALUES ('node001', 'ready', 1.0, 2.0)")
+    old.commit()
+    old.close()
+    j = Journal(path)
+    assert j.node("node001").last_up_at is None  # type: ignore[union-attr]
+    j.mark_up(["node001"], 5.0)
+    assert j.node("node001").last_up_at == 5.0  # type: ignore[union-attr]
+    j.close()
+    assert Journal(path).node("node001").last_up_at == 5.0  # type: ignore[union-attr]

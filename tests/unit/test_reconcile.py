@@ -3,26 +3,40 @@
 from __future__ import annotations
 
 from elb.interfaces import Instance
-from elb.model import Node, NodeState
-from elb.reconcile import RepairKind, plan_repairs
+from elb.model import Host, Node, NodeState, QueueInstance, Snapshot
+from elb.reconcile import Repair, RepairKind, plan_repairs, stranded
 from tests.unit.factories import T0, host, running, snap
 
 BOOT = 600.0
 ORPHAN = 600.0
+UNREACHABLE = 600.0
 
 
 def inst(name: str, iid: str, age: float = 100.0, state: str = "running") -> Instance:
     return Instance(iid, name, state, T0 - age, "10.0.0.9")
 
 
-def rec(name: str, state: NodeState, age: float = 100.0, iid: str | None = "i-1") -> Node:
-    return Node(name, state, T0 - age, instance_id=iid, private_ip="10.0.0.9")
+def rec(name: str, state: NodeState, age: float = 100.0, iid: str | None = "i-1", up_ago: float | None = None) -> Node:
+    up = None if up_ago is None else T0 - up_ago
+    return Node(name, state, T0 - age, instance_id=iid, private_ip="10.0.0.9", last_up_at=up)
 
 
 def kinds(nodes: list[Node], instances: list[Instance], hosts: list[str] | None = None) -> list[tuple[str, str]]:
     s = snap([], [host(h) for h in hosts or []])
-    repairs = plan_repairs(nodes, instances, s, T0, master="master", boot_timeout=BOOT, orphan_timeout=ORPHAN)
-    return [(r.kind, r.node) for r in repairs]
+    return [(r.kind, r.node) for r in repairs_for(nodes, instances, s)]
+
+
+def repairs_for(nodes: list[Node], instances: list[Instance], s: Snapshot) -> list[Repair]:
+    return plan_repairs(
+        nodes,
+        instances,
+        s,
+        T0,
+        master="master",
+        boot_timeout=BOOT,
+        orphan_timeout=ORPHAN,
+        unreachable_timeout=UNREACHABLE,
+    )
 
 
 def test_all_agree_nothing_to_do() -> None:
@@ -49,9 +63,7 @@ def test_launch_that_never_produced_an_instance_is_forgotten_after_boot_timeout(
 
 def test_vanished_instance_is_deregistered_with_its_jobs_named() -> None:
     s = snap([running(42, "node001")], [host("node001", used=1)])
-    repairs = plan_repairs(
-        [rec("node001", NodeState.READY)], [], s, T0, master="master", boot_timeout=BOOT, orphan_timeout=ORPHAN
-    )
+    repairs = repairs_for([rec("node001", NodeState.READY)], [], s)
     assert [(r.kind, r.node) for r in repairs] == [(RepairKind.VANISHED, "node001")]
     assert "SGE had jobs 42 there" in repairs[0].reason
 
@@ -91,3 +103,52 @@ def test_gone_in_journal_but_running_or_registered() -> None:
 def test_master_is_never_touched() -> None:
     assert kinds([], [inst("master", "i-m", age=10 * ORPHAN)]) == []
     assert kinds([rec("master", NodeState.READY)], [], ["master"]) == []
+
+
+def test_ready_node_sge_cannot_reach_is_removed_after_unreachable_timeout() -> None:
+    lost = [host("node001", states="au")]
+    i = [inst("node001", "i-1", age=5 * UNREACHABLE)]
+    old = 5 * UNREACHABLE  # ready long ago; what counts is when SGE last reached it
+    assert repairs_for([rec("node001", NodeState.READY, old, up_ago=UNREACHABLE - 1)], i, snap([], lost)) == []
+    (r,) = repairs_for([rec("node001", NodeState.READY, old, up_ago=UNREACHABLE)], i, snap([], lost))
+    assert (r.kind, r.node, r.instance) == (RepairKind.UNREACHABLE, "node001", i[0])
+    assert "unreachable in SGE (state u) for 10 min" in r.reason
+    # reachable now: however long ago the journal last saw it up, nothing to do
+    assert repairs_for([rec("node001", NodeState.READY, old, up_ago=old)], i, snap([], [host("node001")])) == []
+
+
+def test_ready_node_absent_from_sge_counts_from_ready_when_never_seen_up() -> None:
+    i = [inst("node001", "i-1", age=UNREACHABLE)]
+    assert kinds([rec("node001", NodeState.READY, age=UNREACHABLE - 1)], i) == []
+    (r,) = repairs_for([rec("node001", NodeState.READY, age=UNREACHABLE)], i, snap())
+    assert r.kind is RepairKind.UNREACHABLE and r.reason.startswith("absent from SGE for 10 min")
+
+
+def test_unreachable_node_with_a_job_or_reservation_is_kept_and_named() -> None:
+    node = rec("node001", NodeState.READY, 5 * UNREACHABLE, up_ago=2 * UNREACHABLE)
+    i = [inst("node001", "i-1", age=5 * UNREACHABLE)]
+    with_job = snap([running(42, "node001")], [host("node001", used=1, states="u")])
+    assert repairs_for([node], i, with_job) == []
+    (line,) = stranded([node], with_job, T0, timeout=UNREACHABLE)
+    assert line.startswith("node001: SGE hasn't reached it for 20 min but lists jobs 42 there; kept")
+    reserved = snap([], [host("node001", reserved=2, states="u")])
+    assert repairs_for([node], i, reserved) == []
+    assert "reserved slots" in stranded([node], reserved, T0, timeout=UNREACHABLE)[0]
+    # nothing on it: removed, and no longer "stranded"
+    empty = snap([], [host("node001", states="u")])
+    assert [r.kind for r in repairs_for([node], i, empty)] == [RepairKind.UNREACHABLE]
+    assert stranded([node], empty, T0, timeout=UNREACHABLE) == []
+
+
+def test_unreachable_applies_to_ready_nodes_only() -> None:
+    i = [inst("node001", "i-1", age=5 * UNREACHABLE)]
+    lost = [host("node001", states="u")]
+    for st in (NodeState.PROVISIONING, NodeState.DRAINING):
+        got = kinds([rec("node001", st, 5 * UNREACHABLE, up_ago=5 * UNREACHABLE)], i, ["node001"])
+        assert RepairKind.UNREACHABLE not in [k for k, _ in got]
+    node = rec("node001", NodeState.READY, 5 * UNREACHABLE, up_ago=5 * UNREACHABLE)
+    assert stranded([node], snap([running(1, "node001")], lost), T0, timeout=UNREACHABLE) != []
+    # one of its two queues still reached: SGE reaches the host, nothing to do
+    both = Host("node001", (QueueInstance("all.q", "node001", 8, 0, 0, "u"), QueueInstance("b.q", "node001", 8, 0)))
+    assert repairs_for([node], i, snap([], [both])) == []
+    assert repairs_for([node], i, snap([], lost)) != []
