@@ -25,7 +25,7 @@ from elb.model import Node, NodeState, Plan, Snapshot
 from elb.policy import Policy, make_policy
 from elb.policy.base import minutes
 from elb.policy.view import cluster_view
-from elb.reconcile import plan_repairs, stranded
+from elb.reconcile import RepairKind, plan_repairs
 from elb.stats import StatsRow, append_row
 
 log = logging.getLogger("elb")
@@ -172,8 +172,9 @@ class Balancer:
             orphan_timeout=cfg.orphan_timeout,
             unreachable_timeout=cfg.unreachable_timeout,
         )
-        for line in stranded(nodes, snap, now, timeout=cfg.unreachable_timeout):
-            log.warning("%s", line)
+        for kept in (r for r in repairs if r.kind is RepairKind.KEPT):
+            log.warning("%s: %s", kept.node, kept.reason)
+        repairs = [r for r in repairs if r.kind is not RepairKind.KEPT]
         if repairs:
             # Repairs change the cluster: decide again next pass, on fresh data.
             result = PassResult(True, now, Plan(reason="reconciling; scaling waits for the next pass"), snap)

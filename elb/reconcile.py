@@ -29,6 +29,9 @@ class RepairKind(enum.StrEnum):
     TERMINATE_GONE = "terminate_gone"  # journal says gone but the instance still runs: terminate
     DEREGISTER_STALE = "deregister_stale"  # SGE still lists a node elb removed: take it out of SGE
     UNREACHABLE = "unreachable"  # ready node SGE hasn't reached for unreachable_timeout, no job: remove
+    # Not a repair: a lost node (instance gone, or out of SGE's reach) that SGE lists work on. elb never
+    # kills or deletes a job, so it is kept and logged every pass, and scaling goes on around it.
+    KEPT = "kept"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,36 +56,32 @@ def lost_for(n: Node, snapshot: Snapshot, now: float) -> float:
 def _unreachable(n: Node, inst: Instance, snapshot: Snapshot, now: float, timeout: float) -> Repair | None:
     """A ready node SGE hasn't reached for ``timeout`` and that has nothing on it is removed.
 
-    With a job (or a reservation) on it, it is kept, whatever its state: an execd that lost
-    contact may still be running its jobs (see ``stranded``).
+    With a job (or a reservation) on it, it is kept: an execd that lost contact may still be
+    running its jobs.
     """
     lost = lost_for(n, snapshot, now)
     if lost < timeout:
         return None
-    host = snapshot.host(n.name)
-    if snapshot.jobs_on(n.name) or (host is not None and host.busy):
-        return None
-    where = "absent from SGE" if host is None else "unreachable in SGE (state u)"
+    work = _work_on(n.name, snapshot)
+    if work:
+        why = (
+            f"SGE hasn't reached it for {minutes(lost)} but lists {work} there; kept "
+            "(elb never kills a job: check the node, restart its execd or qdel -f the jobs)"
+        )
+        return Repair(RepairKind.KEPT, n.name, why, inst)
+    where = "absent from SGE" if snapshot.host(n.name) is None else "unreachable in SGE (state u)"
     why = f"{where} for {minutes(lost)} (unreachable_timeout {minutes(timeout)}), no job on it"
     return Repair(RepairKind.UNREACHABLE, n.name, why, inst)
 
 
-def stranded(nodes: Sequence[Node], snapshot: Snapshot, now: float, *, timeout: float) -> list[str]:
-    """Ready nodes out of SGE's reach past ``timeout`` but kept because SGE lists work on them:
-    one line each, for the log (elb never kills a job; an admin has to look)."""
-    out = []
-    for n in nodes:
-        if n.state is not NodeState.READY or (lost := lost_for(n, snapshot, now)) < timeout:
-            continue
-        jobs = snapshot.jobs_on(n.name)
-        host = snapshot.host(n.name)
-        if jobs or (host is not None and host.busy):
-            what = f"jobs {', '.join(str(j.job_id) for j in jobs[:5])}" if jobs else "reserved slots"
-            out.append(
-                f"{n.name}: SGE hasn't reached it for {minutes(lost)} but lists {what} there; kept "
-                "(elb never kills a job: check the node, then qdel -f or reboot it)"
-            )
-    return out
+def _work_on(name: str, snapshot: Snapshot) -> str:
+    """What SGE lists on a host ('jobs 4, 7' or 'reserved slots'), '' for nothing."""
+    jobs = snapshot.jobs_on(name)
+    if jobs:
+        more = f" and {len(jobs) - 5} more" if len(jobs) > 5 else ""
+        return f"jobs {', '.join(str(j.job_id) for j in jobs[:5])}{more}"
+    host = snapshot.host(name)
+    return "reserved slots" if host is not None and host.busy else ""
 
 
 def _repair_node(  # noqa: PLR0911 (one return per lifecycle case reads best)
@@ -114,9 +113,14 @@ def _repair_node(  # noqa: PLR0911 (one return per lifecycle case reads best)
     if st is NodeState.READY:
         if inst is not None:
             return _unreachable(n, inst, snapshot, now, unreachable_timeout)
-        jobs = snapshot.jobs_on(n.name)
-        lost = f"; SGE had jobs {', '.join(str(j.job_id) for j in jobs)} there" if jobs else ""
-        return Repair(RepairKind.VANISHED, n.name, f"instance gone (terminated outside elb){lost}")
+        work = _work_on(n.name, snapshot)
+        if work:  # dead with the machine, but a job is SGE's to end, or an admin's: not elb's
+            why = (
+                f"instance gone (terminated outside elb) but SGE lists {work} there; kept registered "
+                "until SGE no longer lists them (qdel -f, or qmod -f -rj to rerun them)"
+            )
+            return Repair(RepairKind.KEPT, n.name, why)
+        return Repair(RepairKind.VANISHED, n.name, "instance gone (terminated outside elb)")
     if st in (NodeState.DRAINING, NodeState.DEREGISTERED):
         return Repair(RepairKind.FINISH_DRAIN, n.name, f"left {st.value} when elb stopped", inst)
     # terminated or failed

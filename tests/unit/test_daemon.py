@@ -366,3 +366,22 @@ def test_unreachable_node_with_a_job_is_kept_and_logged(cfg: Config, caplog: pyt
     assert result.outcomes.repaired == [] and result.outcomes.removed == []
     assert r.prov.log == [] and r.cloud.terminated == [] and "disable node001" not in r.sge.calls
     assert "node001: SGE hasn't reached it for 30 min but lists jobs 7 there; kept" in caplog.text
+    assert result.plan is not None and "reconciling" not in result.plan.reason  # scaling went on
+
+
+def test_instance_gone_under_a_listed_job_is_kept_registered_and_scaling_goes_on(
+    cfg: Config, caplog: pytest.LogCaptureFixture
+) -> None:
+    r = parts(cfg)
+    _one_ready_node(r, 5 * 60)
+    r.sge.jobs = [running(7, "node001"), pending(8, 20 * 60)]
+    del r.cloud.instances["i-0001"]  # terminated outside elb, under job 7
+    r.cloud.counter = 1  # instance ids are never reused
+    _lose(r, "node001")  # and SGE noticed: no slot of it is free for job 8
+    result = r.bal.run_pass()
+    assert "node001: instance gone (terminated outside elb) but SGE lists jobs 7 there" in caplog.text
+    assert result.outcomes.repaired == [] and "remove node001" not in r.prov.log
+    assert result.outcomes.added == ["node002"]  # job 8 still gets a node
+    r.sge.jobs = [j for j in r.sge.jobs if j.job_id != 7]  # an admin's qdel -f
+    assert [x.split(" (")[0] for x in r.bal.run_pass().outcomes.repaired] == ["node001: vanished"]
+    assert "node001" not in r.sge.hosts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from elb.interfaces import Instance
 from elb.model import Host, Node, NodeState, QueueInstance, Snapshot
-from elb.reconcile import Repair, RepairKind, plan_repairs, stranded
+from elb.reconcile import Repair, RepairKind, plan_repairs
 from tests.unit.factories import T0, host, running, snap
 
 BOOT = 600.0
@@ -61,11 +61,14 @@ def test_launch_that_never_produced_an_instance_is_forgotten_after_boot_timeout(
     assert kinds([rec("node001", NodeState.LAUNCHING, age=BOOT, iid=None)], []) == [(RepairKind.FORGET, "node001")]
 
 
-def test_vanished_instance_is_deregistered_with_its_jobs_named() -> None:
-    s = snap([running(42, "node001")], [host("node001", used=1)])
-    repairs = repairs_for([rec("node001", NodeState.READY)], [], s)
-    assert [(r.kind, r.node) for r in repairs] == [(RepairKind.VANISHED, "node001")]
-    assert "SGE had jobs 42 there" in repairs[0].reason
+def test_vanished_instance_is_deregistered_unless_sge_lists_jobs_there() -> None:
+    assert kinds([rec("node001", NodeState.READY)], [], ["node001"]) == [(RepairKind.VANISHED, "node001")]
+    # SGE still lists jobs there: they died with the machine, but ending them is SGE's or an admin's
+    # job; kept registered (and logged) until SGE no longer lists them
+    s = snap([running(42, "node001"), running(43, "node001")], [host("node001", used=2)])
+    (r,) = repairs_for([rec("node001", NodeState.READY)], [], s)
+    assert (r.kind, r.node) == (RepairKind.KEPT, "node001")
+    assert "instance gone (terminated outside elb) but SGE lists jobs 42, 43 there; kept" in r.reason
 
 
 def test_terminated_instance_state_counts_as_vanished() -> None:
@@ -127,17 +130,18 @@ def test_ready_node_absent_from_sge_counts_from_ready_when_never_seen_up() -> No
 def test_unreachable_node_with_a_job_or_reservation_is_kept_and_named() -> None:
     node = rec("node001", NodeState.READY, 5 * UNREACHABLE, up_ago=2 * UNREACHABLE)
     i = [inst("node001", "i-1", age=5 * UNREACHABLE)]
-    with_job = snap([running(42, "node001")], [host("node001", used=1, states="u")])
-    assert repairs_for([node], i, with_job) == []
-    (line,) = stranded([node], with_job, T0, timeout=UNREACHABLE)
-    assert line.startswith("node001: SGE hasn't reached it for 20 min but lists jobs 42 there; kept")
-    reserved = snap([], [host("node001", reserved=2, states="u")])
-    assert repairs_for([node], i, reserved) == []
-    assert "reserved slots" in stranded([node], reserved, T0, timeout=UNREACHABLE)[0]
-    # nothing on it: removed, and no longer "stranded"
-    empty = snap([], [host("node001", states="u")])
-    assert [r.kind for r in repairs_for([node], i, empty)] == [RepairKind.UNREACHABLE]
-    assert stranded([node], empty, T0, timeout=UNREACHABLE) == []
+
+    def only(s: Snapshot) -> Repair:
+        (r,) = repairs_for([node], i, s)
+        return r
+
+    r = only(snap([running(42, "node001")], [host("node001", used=1, states="u")]))
+    assert (r.kind, r.instance) == (RepairKind.KEPT, i[0])
+    assert r.reason.startswith("SGE hasn't reached it for 20 min but lists jobs 42 there; kept")
+    r = only(snap([], [host("node001", reserved=2, states="u")]))
+    assert r.kind is RepairKind.KEPT and "lists reserved slots there" in r.reason
+    # nothing on it: removed. (``only``: the instance, older than orphan_timeout, is never an orphan.)
+    assert only(snap([], [host("node001", states="u")])).kind is RepairKind.UNREACHABLE
 
 
 def test_unreachable_applies_to_ready_nodes_only() -> None:
@@ -147,7 +151,6 @@ def test_unreachable_applies_to_ready_nodes_only() -> None:
         got = kinds([rec("node001", st, 5 * UNREACHABLE, up_ago=5 * UNREACHABLE)], i, ["node001"])
         assert RepairKind.UNREACHABLE not in [k for k, _ in got]
     node = rec("node001", NodeState.READY, 5 * UNREACHABLE, up_ago=5 * UNREACHABLE)
-    assert stranded([node], snap([running(1, "node001")], lost), T0, timeout=UNREACHABLE) != []
     # one of its two queues still reached: SGE reaches the host, nothing to do
     both = Host("node001", (QueueInstance("all.q", "node001", 8, 0, 0, "u"), QueueInstance("b.q", "node001", 8, 0)))
     assert repairs_for([node], i, snap([], [both])) == []
