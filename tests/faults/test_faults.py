@@ -14,6 +14,7 @@ import os
 import random
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ import pytest
 
 from elb.actuator import Actuator, Outcomes, SgeClient
 from elb.cloud.local import LocalCloud
+from elb.daemon import Balancer
 from elb.interfaces import LaunchResult
 from elb.model import Job, NodeState, Snapshot
 from elb.testcluster import constants as C
@@ -78,6 +80,140 @@ def queue_states(tc: TestCluster, node: str) -> str:
         if f and f[0] == f"{C.QUEUE}@{node}":
             return f[5] if len(f) > 5 else ""
     raise AssertionError(f"no queue instance {C.QUEUE}@{node} in qstat -f:\n{out}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 6. SGE loses a ready node (its execd stops answering): kept while SGE lists a job there; with nothing
+#    there for unreachable_timeout, drained from the master's side, terminated and replaced.
+
+UNREACHABLE = 15.0
+
+
+def _stop_execd(tc: TestCluster, node: str) -> None:
+    """Shut the node's execd down (``qconf -ke``: its jobs keep running); wait for state u."""
+    tc.master_run(["qconf", "-ke", node])
+    deadline = time.monotonic() + 60
+    while "u" not in queue_states(tc, node):
+        assert time.monotonic() < deadline, f"{node}: queue never went to state u"
+        time.sleep(0.5)
+
+
+def _start_execd(tc: TestCluster, node: str) -> None:
+    subprocess.run(
+        ["podman", "exec", node, "/etc/init.d/gridengine-exec", "start"],
+        check=True,
+        timeout=60,
+        capture_output=True,
+    )
+    deadline = time.monotonic() + 60
+    while "u" in queue_states(tc, node):
+        assert time.monotonic() < deadline, f"{node}: execd restarted but the queue stays in state u"
+        time.sleep(0.5)
+
+
+def one_ready_node(tc: TestCluster, bal: Balancer, baseline: dict[str, object]) -> bool:
+    return len(bal.journal.nodes()) == 1 and not converged(tc, bal, baseline)
+
+
+def test_node_sge_loses_is_kept_under_a_job_and_replaced_when_empty(
+    testcluster: TestCluster, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    tc = testcluster
+    baseline = cluster_state(tc)
+    # A static cluster of one node (min_nodes = max_nodes = 1): elb only replaces a lost node.
+    cfg = fault_config(tmp_path, idle_time=600, min_nodes=1)
+    cfg = cfg.model_copy(update={"unreachable_timeout": UNREACHABLE})
+    cfg_path = write_config(cfg, tmp_path / "elb.yml")
+    t0 = time.monotonic()
+    try:
+        bal = balancer(cfg)
+        passes_until(bal, "the first node", lambda _: one_ready_node(tc, bal, baseline), 150)
+        (lost,) = [n.name for n in bal.journal.nodes()]
+
+        # a) Its execd stops with a job running there: the node is kept, past unreachable_timeout.
+        jobs = submit_jobs(tc, 1, sleep=45, name="lost")
+        deadline = time.monotonic() + 60
+        while job_state(tc, jobs[0]) != "r":
+            assert time.monotonic() < deadline, "the job never started"
+            time.sleep(0.5)
+        _stop_execd(tc, lost)
+        since = time.monotonic()
+        past = UNREACHABLE + 3
+        kept = passes_until(bal, "unreachable_timeout to pass", lambda _: time.monotonic() - since > past, 60)
+        assert [x for r in kept for x in (*r.outcomes.repaired, *r.outcomes.removed)] == []
+        node = bal.journal.node(lost)
+        assert node is not None and node.state is NodeState.READY
+        assert lost in [w.name for w in tc.cloud().list_workers()]
+        assert f"{lost}: SGE hasn't reached it for" in caplog.text
+        assert f"lists jobs {jobs[0]} there; kept" in caplog.text
+        _start_execd(tc, lost)  # the admin brings it back; the job, never interrupted, ends well
+        wait_gone(tc, jobs)
+        assert_jobs_ran_ok(tc, jobs)
+        assert job_hosts(jobs) == {jobs[0]: lost}
+        assert bal.run_pass().ok  # as every poll does: the journal notes that SGE reaches the node again
+
+        # b) Its execd stops with nothing there: elb status says so; then it is removed and replaced.
+        _stop_execd(tc, lost)
+        since = time.monotonic()
+        status = subprocess.run(
+            [sys.executable, "-m", "elb", "status", "--config", str(cfg_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+        lines = [line for line in status.splitlines() if line.startswith(lost)]
+        assert len(lines) == 1 and "SGE has not reached it for" in lines[0], status
+        gone = passes_until(
+            bal, "the lost node to be removed", lambda rs: bool(rs[-1].outcomes.repaired), UNREACHABLE + 60
+        )
+        assert [x.split(" (")[0] for x in gone[-1].outcomes.repaired] == [f"{lost}: unreachable"], gone[-1].summary()
+        assert gone[-1].outcomes.removed == [lost]
+        waited = time.monotonic() - since
+        events = bal.journal.events(lost)
+        assert [e.state for e in events[-3:]] == [NodeState.DRAINING, NodeState.DEREGISTERED, NodeState.TERMINATED]
+        assert events[-3].detail is not None and "unreachable in SGE (state u)" in events[-3].detail
+        assert lost not in [w.name for w in tc.cloud().list_workers()]
+        assert lost not in cluster_state(tc)["exechosts"]  # type: ignore[operator]
+
+        passes_until(bal, "a replacement node", lambda _: one_ready_node(tc, bal, baseline), 150)
+        (new,) = [n.name for n in bal.journal.nodes()]
+        assert int(new.removeprefix("node")) > int(lost.removeprefix("node"))  # numbers are not reused
+
+        # c) The replacement's instance vanishes under a running job: the job dies with it. elb keeps the
+        #    host registered and names the job every pass, without holding scaling up; once an admin
+        #    ends the job (qdel -f), the next pass deregisters the host and a new node replaces it.
+        doomed = submit_jobs(tc, 1, sleep=300, name="doomed")
+        deadline = time.monotonic() + 60
+        while job_state(tc, doomed[0]) != "r":
+            assert time.monotonic() < deadline, "the job never started"
+            time.sleep(0.5)
+        subprocess.run(["podman", "rm", "--force", "--time", "0", new], check=True, timeout=60, capture_output=True)
+        caplog.clear()
+        held = passes_until(bal, "two passes", lambda rs: len(rs) == 2, 30)
+        assert [x for r in held for x in r.outcomes.repaired] == []
+        assert all(r.plan is not None and "reconciling" not in r.plan.reason for r in held)
+        assert f"{new}: instance gone (terminated outside elb) but SGE lists jobs {doomed[0]} there" in caplog.text
+        assert new in cluster_state(tc)["exechosts"]  # type: ignore[operator]
+        tc.master_run(["qdel", "-f", doomed[0]])
+        cleared = passes_until(bal, "the vanished node's repair", lambda rs: bool(rs[-1].outcomes.repaired), 90)
+        assert [x.split(" (")[0] for x in cleared[-1].outcomes.repaired] == [f"{new}: vanished"]
+        assert new not in cluster_state(tc)["exechosts"]  # type: ignore[operator]
+        passes_until(bal, "a second replacement", lambda _: one_ready_node(tc, bal, baseline), 150)
+        (third,) = [n.name for n in bal.journal.nodes()]
+        bal.journal.close()
+        figures(
+            "execd_lost",
+            lost=lost,
+            replacement=new,
+            seconds_lost_to_removed=round(waited, 1),
+            vanished_under_job=new,
+            passes_kept_under_job=len(held) + len(cleared) - 1,
+            second_replacement=third,
+            seconds=round(time.monotonic() - t0, 1),
+        )
+    finally:
+        clean_up(tc, cfg, baseline)
 
 
 # ---------------------------------------------------------------------------------------------------------
