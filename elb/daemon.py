@@ -68,6 +68,7 @@ class LastPass:
     oldest_wait: float = 0.0
     duration: float = 0.0
     last_good: float = 0.0
+    lost_kept: int = 0  # lost nodes kept because SGE lists work on them (an admin must look)
 
 
 @dataclass
@@ -76,6 +77,7 @@ class Counters:
     removed: int = 0
     failures: int = 0
     failed_passes: int = 0
+    repairs: int = 0
 
 
 def snapshot_summary(snap: Snapshot, master: str) -> list[str]:
@@ -172,8 +174,10 @@ class Balancer:
             orphan_timeout=cfg.orphan_timeout,
             unreachable_timeout=cfg.unreachable_timeout,
         )
-        for kept in (r for r in repairs if r.kind is RepairKind.KEPT):
-            log.warning("%s: %s", kept.node, kept.reason)
+        kept = [r for r in repairs if r.kind is RepairKind.KEPT]
+        for k in kept:
+            log.warning("%s: %s", k.node, k.reason)
+        self.last.lost_kept = len(kept)
         repairs = [r for r in repairs if r.kind is not RepairKind.KEPT]
         if repairs:
             # Repairs change the cluster: decide again next pass, on fresh data.
@@ -245,6 +249,7 @@ class Balancer:
         self.counters.added += row.added
         self.counters.removed += row.removed
         self.counters.failures += len(o.failed)
+        self.counters.repairs += len(o.repaired)
         if row.ok:
             self.last.pending_jobs = row.pending_jobs
             self.last.pending_slots = row.pending_slots

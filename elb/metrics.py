@@ -32,6 +32,11 @@ class BalancerCollector(Collector):
             ("elb_oldest_wait_seconds", "Wait of the oldest eligible job", s.oldest_wait),
             ("elb_pass_duration_seconds", "Duration of the last pass", s.duration),
             ("elb_last_good_pass_timestamp_seconds", "Time of the last successful pass", s.last_good),
+            (
+                "elb_lost_nodes_kept",
+                "Nodes lost (instance gone or SGE can't reach them) but kept: SGE lists work on them",
+                s.lost_kept,
+            ),
         ):
             g = GaugeMetricFamily(name, doc)
             g.add_metric([], value)
@@ -45,6 +50,7 @@ class BalancerCollector(Collector):
             ("elb_nodes_added", "Nodes added and ready", b.counters.added),
             ("elb_nodes_removed", "Nodes drained, deregistered and terminated", b.counters.removed),
             ("elb_node_failures", "Node operations that failed", b.counters.failures),
+            ("elb_repairs", "Differences between journal, cloud and SGE repaired", b.counters.repairs),
             (
                 "elb_passes_failed",
                 "Passes that could not read SGE and changed nothing",

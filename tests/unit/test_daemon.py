@@ -198,6 +198,7 @@ def test_metrics_endpoint_serves_pass_figures(cfg: Config) -> None:
     assert 'elb_nodes{state="ready"} 2.0' in body
     assert "elb_nodes_added_total 2.0" in body
     assert "elb_passes_failed_total 1.0" in body
+    assert "elb_repairs_total 0.0" in body and "elb_lost_nodes_kept 0.0" in body
     values = dict(line.rsplit(" ", 1) for line in body.splitlines() if line and not line.startswith("#"))
     assert float(values["elb_last_good_pass_timestamp_seconds"]) == T0
 
@@ -347,6 +348,7 @@ def test_ready_node_sge_cannot_reach_is_replaced_after_unreachable_timeout(cfg: 
     result = r.bal.run_pass()
     assert [x.split(":")[0] for x in result.outcomes.repaired] == ["node001"]
     assert result.outcomes.removed == ["node001"]
+    assert (r.bal.last.lost_kept, r.bal.counters.repairs) == (0, 1)
     assert r.sge.calls[-4:-1] == ["disable node001", "jobs_on node001", "read"]
     assert r.prov.log == ["remove node001"]
     assert r.cloud.terminated == ["i-0001"] and "node001" not in r.sge.hosts
@@ -366,6 +368,7 @@ def test_unreachable_node_with_a_job_is_kept_and_logged(cfg: Config, caplog: pyt
     assert result.outcomes.repaired == [] and result.outcomes.removed == []
     assert r.prov.log == [] and r.cloud.terminated == [] and "disable node001" not in r.sge.calls
     assert "node001: SGE hasn't reached it for 30 min but lists jobs 7 there; kept" in caplog.text
+    assert (r.bal.last.lost_kept, r.bal.counters.repairs) == (1, 0)  # the metrics' figures
     assert result.plan is not None and "reconciling" not in result.plan.reason  # scaling went on
 
 
