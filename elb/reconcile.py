@@ -16,6 +16,9 @@ from elb.model import Node, NodeState, Snapshot
 from elb.policy.base import minutes
 
 _LIVE_INSTANCE = frozenset({"pending", "running"})
+# Gone for good; any other state (stopping, stopped: a spot stop, a crash, an admin) is a machine that
+# still exists, and costs (its disks), and can start again: it must be terminated when elb is done with it.
+_GONE_INSTANCE = frozenset({"shutting-down", "terminated"})
 
 
 class RepairKind(enum.StrEnum):
@@ -89,12 +92,14 @@ def _repair_node(  # noqa: PLR0911 (one return per lifecycle case reads best)
     inst: Instance | None,
     snapshot: Snapshot,
     *,
+    present: Instance | None,
     in_sge: set[str],
     now: float,
     boot_timeout: float,
     unreachable_timeout: float,
 ) -> Repair | None:
-    """The repair one journalled node needs, if any."""
+    """The repair one journalled node needs, if any. ``inst``: its instance if pending or running;
+    ``present``: its instance in any state but gone (stopped too)."""
     age = now - n.launched_at
     st = n.state
     if st in (NodeState.REQUESTED, NodeState.LAUNCHING):
@@ -126,8 +131,8 @@ def _repair_node(  # noqa: PLR0911 (one return per lifecycle case reads best)
     # terminated or failed
     if n.name in in_sge:
         return Repair(RepairKind.DEREGISTER_STALE, n.name, f"{st.value} but still an SGE host")
-    if inst is not None and n.instance_id is not None:
-        return Repair(RepairKind.TERMINATE_GONE, n.name, f"{st.value} but the instance runs", inst)
+    if present is not None and n.instance_id is not None:
+        return Repair(RepairKind.TERMINATE_GONE, n.name, f"{st.value} but the instance is {present.state}", present)
     return None
 
 
@@ -144,7 +149,9 @@ def plan_repairs(
 ) -> list[Repair]:
     """What to repair so that journal, cloud and SGE agree. ``nodes`` includes gone ones."""
     by_name = {n.name: n for n in nodes}
-    live_list = [i for i in instances if i.state in _LIVE_INSTANCE and i.name != master]
+    present_list = [i for i in instances if i.state not in _GONE_INSTANCE and i.name != master]
+    present_by_id = {i.instance_id: i for i in present_list}
+    live_list = [i for i in present_list if i.state in _LIVE_INSTANCE]
     by_id = {i.instance_id: i for i in live_list}
     live: dict[str, Instance] = {}
     for i in live_list:
@@ -159,6 +166,7 @@ def plan_repairs(
             n,
             inst,
             snapshot,
+            present=present_by_id.get(n.instance_id) if n.instance_id else None,
             in_sge=in_sge,
             now=now,
             boot_timeout=boot_timeout,
@@ -170,18 +178,20 @@ def plan_repairs(
     # Instances the journal does not account for.
     accounted = {r.instance.instance_id for r in out if r.instance is not None}
     accounted |= {n.instance_id for n in nodes if n.instance_id}
-    for inst in live_list:
+    for inst in present_list:
         if inst.instance_id in accounted:
             continue
         record = by_name.get(inst.name)
         if record is None and inst.name in in_sge:
-            why = "an SGE worker with elb's tags missing from the journal"
-            out.append(Repair(RepairKind.ADOPT, inst.name, why, inst))
-            continue
+            if inst.state in _LIVE_INSTANCE:
+                why = "an SGE worker with elb's tags missing from the journal"
+                out.append(Repair(RepairKind.ADOPT, inst.name, why, inst))
+            continue  # stopped: not provisionable, and SGE still knows the name: left to an admin
         age = now - inst.launched_at
         if age < orphan_timeout:
             continue
         what = "unknown to the journal" if record is None else f"a second instance named {inst.name}"
-        why = f"tagged worker {what}, not serving in SGE, for {minutes(age)}"
+        state = "" if inst.state in _LIVE_INSTANCE else f" ({inst.state})"
+        why = f"tagged worker{state} {what}, not serving in SGE, for {minutes(age)}"
         out.append(Repair(RepairKind.ORPHAN, inst.name, why, inst))
     return out

@@ -162,3 +162,39 @@ def test_daemon_reports_a_launch_without_capacity_and_leaves_nothing(
     assert rec is not None and rec.state is NodeState.FAILED
     assert prov.added == []
     assert all_instances(ec2) == []
+
+
+def test_worker_stopped_outside_elb_is_deregistered_then_terminated(
+    ec2: Any, ami: str, aws_env: str, tmp_path: Path
+) -> None:
+    """A ready worker's instance is stopped (a spot stop, an admin, a crash): it leaves SGE, and
+    the stopped instance, which still costs (its volumes) and could start again, is terminated."""
+    cfg = parse_config(
+        {
+            "state_dir": str(tmp_path),
+            "cluster": {"name": CLUSTER},
+            "policy": {"max_nodes": 1, "wait_time": 60},
+            "cloud": {"ec2": {"region": REGION, "endpoint_url": aws_env, "ami": ami, "instance_types": ["c5.large"]}},
+        }
+    )
+    cloud = make_cloud(cfg)
+    t0 = time.time()
+    clock = Clock(t0)
+    sge = FakeSge(t0)
+    prov = RecordingProvisioner(sge)
+    bal = Balancer(cfg, sge=sge, journal=Journal(cfg.journal_path), cloud=cloud, provisioner=prov, clock=clock)
+    sge.jobs = [pending(1, 300, now=t0)]
+    assert bal.run_pass().outcomes.added == ["node001"]
+    (w,) = cloud.list_workers()
+    sge.jobs = []
+    ec2.stop_instances(InstanceIds=[w.instance_id])
+    assert state_of(ec2, w.instance_id) in ("stopping", "stopped")
+
+    first = bal.run_pass()  # out of SGE, hosts and exports; the record is failed
+    assert [x.split(" (")[0] for x in first.outcomes.repaired] == ["node001: vanished"], first.summary()
+    assert [s.name for s in prov.removed] == ["node001"] and "node001" not in sge.hosts
+    second = bal.run_pass()  # the stopped instance is terminated
+    assert [x.split(" (")[0] for x in second.outcomes.repaired] == ["node001: terminate_gone"], second.summary()
+    assert state_of(ec2, w.instance_id) in ("shutting-down", "terminated")
+    assert cloud.list_workers() == []
+    assert bal.run_pass().outcomes.repaired == []  # converged

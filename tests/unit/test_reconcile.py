@@ -155,3 +155,22 @@ def test_unreachable_applies_to_ready_nodes_only() -> None:
     both = Host("node001", (QueueInstance("all.q", "node001", 8, 0, 0, "u"), QueueInstance("b.q", "node001", 8, 0)))
     assert repairs_for([node], i, snap([], [both])) == []
     assert repairs_for([node], i, snap([], lost)) != []
+
+
+def test_stopped_instances_are_terminated_once_elb_is_done_with_them() -> None:
+    stopped = inst("node001", "i-1", age=2 * ORPHAN, state="stopped")
+    # a ready node whose machine stopped (a spot stop, a crash): out of SGE like a vanished one...
+    assert kinds([rec("node001", NodeState.READY)], [stopped], ["node001"]) == [(RepairKind.VANISHED, "node001")]
+    # ...and once its record is gone, the stopped machine (its disks still cost) is terminated
+    (r,) = repairs_for([rec("node001", NodeState.FAILED)], [stopped], snap())
+    assert (r.kind, r.instance) == (RepairKind.TERMINATE_GONE, stopped)
+    assert r.reason == "failed but the instance is stopped"
+    # unknown to the journal and absent from SGE: an orphan, after orphan_timeout
+    (r,) = repairs_for([], [inst("node009", "i-9", age=ORPHAN, state="stopping")], snap())
+    assert r.kind is RepairKind.ORPHAN and r.reason.startswith("tagged worker (stopping) unknown to the journal")
+    assert kinds([], [inst("node009", "i-9", age=ORPHAN - 1, state="stopped")]) == []
+    # unknown, stopped, but SGE knows the name: not adopted (it can't be provisioned), not killed
+    assert kinds([], [inst("node009", "i-9", age=ORPHAN, state="stopped")], ["node009"]) == []
+    # gone for good: nothing to do
+    for state in ("shutting-down", "terminated"):
+        assert kinds([rec("node001", NodeState.FAILED)], [inst("node001", "i-1", state=state)]) == []
