@@ -21,7 +21,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 import pytest
 
@@ -51,15 +50,15 @@ class ElbRun:
 
     def __init__(self, cfg_path: Path, log_path: Path) -> None:
         self.log_path = log_path
-        self._log: IO[str] = log_path.open("w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "elb", "run", "--config", str(cfg_path)],
-            cwd=REPO_ROOT,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        with log_path.open("w") as log:  # the child keeps its own copy of the descriptor
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "elb", "run", "--config", str(cfg_path)],
+                cwd=REPO_ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
 
     def signal(self) -> float:
         os.killpg(self.proc.pid, signal.SIGTERM)
@@ -76,7 +75,6 @@ class ElbRun:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(30)
-        self._log.close()
 
     def output(self) -> str:
         return self.log_path.read_text()
