@@ -129,6 +129,7 @@ class Balancer:
         # Set on SIGTERM/SIGINT: the node operation under way finishes, the next one doesn't start.
         self.stopping = threading.Event()
         self._nodes_at_start: list[Node] = []
+        self._watching_since: float | None = None  # the first live pass's time (see reconcile.lost_for)
 
     def run_pass(self, *, dry_run: bool = False) -> PassResult:
         started = time.monotonic()
@@ -173,6 +174,7 @@ class Balancer:
             boot_timeout=cfg.boot_timeout,
             orphan_timeout=cfg.orphan_timeout,
             unreachable_timeout=cfg.unreachable_timeout,
+            watched_since=self._watching_from(now),
         )
         kept = [r for r in repairs if r.kind is RepairKind.KEPT]
         for k in kept:
@@ -202,6 +204,12 @@ class Balancer:
         self.failed_in_a_row = 0
         self._record(result)
         return result
+
+    def _watching_from(self, now: float) -> float:
+        """When this run of elb began to watch the cluster: its first live pass."""
+        if self._watching_since is None:
+            self._watching_since = now
+        return self._watching_since
 
     def _learn_new_node_slots(self) -> None:
         """Once per start, when policy.slots_per_node is not set: the cloud's size of a new node

@@ -45,24 +45,28 @@ class Repair:
     instance: Instance | None = None
 
 
-def lost_for(n: Node, snapshot: Snapshot, now: float) -> float:
+def lost_for(n: Node, snapshot: Snapshot, now: float, watched_since: float | None = None) -> float:
     """Seconds a ready node has been out of SGE's reach (absent, or every queue instance in
     state ``u``); 0 while SGE reaches it. Counted from the last pass that saw it up, else
-    from when it became ready."""
+    from when it became ready, and never from before ``watched_since`` (when this run of elb
+    began to watch: a node found lost at a restart gets the whole time-out, as elb can't tell
+    how long it has been lost)."""
     host = snapshot.host(n.name)
     if host is not None and host.up:
         return 0.0
-    seen = [t for t in (n.last_up_at, n.ready_at, n.launched_at) if t is not None]
+    seen = [t for t in (n.last_up_at, n.ready_at, n.launched_at, watched_since) if t is not None]
     return max(0.0, now - max(seen))
 
 
-def _unreachable(n: Node, inst: Instance, snapshot: Snapshot, now: float, timeout: float) -> Repair | None:
+def _unreachable(
+    n: Node, inst: Instance, snapshot: Snapshot, *, now: float, timeout: float, watched_since: float | None
+) -> Repair | None:
     """A ready node SGE hasn't reached for ``timeout`` and that has nothing on it is removed.
 
     With a job (or a reservation) on it, it is kept: an execd that lost contact may still be
     running its jobs.
     """
-    lost = lost_for(n, snapshot, now)
+    lost = lost_for(n, snapshot, now, watched_since)
     if lost < timeout:
         return None
     work = _work_on(n.name, snapshot)
@@ -97,6 +101,7 @@ def _repair_node(  # noqa: PLR0911 (one return per lifecycle case reads best)
     now: float,
     boot_timeout: float,
     unreachable_timeout: float,
+    watched_since: float | None,
 ) -> Repair | None:
     """The repair one journalled node needs, if any. ``inst``: its instance if pending or running;
     ``present``: its instance in any state but gone (stopped too)."""
@@ -117,7 +122,7 @@ def _repair_node(  # noqa: PLR0911 (one return per lifecycle case reads best)
         return Repair(RepairKind.PROVISION, n.name, "launched but never provisioned", inst)
     if st is NodeState.READY:
         if inst is not None:
-            return _unreachable(n, inst, snapshot, now, unreachable_timeout)
+            return _unreachable(n, inst, snapshot, now=now, timeout=unreachable_timeout, watched_since=watched_since)
         work = _work_on(n.name, snapshot)
         if work:  # dead with the machine, but a job is SGE's to end, or an admin's: not elb's
             why = (
@@ -146,8 +151,12 @@ def plan_repairs(
     boot_timeout: float,
     orphan_timeout: float,
     unreachable_timeout: float,
+    watched_since: float | None = None,
 ) -> list[Repair]:
-    """What to repair so that journal, cloud and SGE agree. ``nodes`` includes gone ones."""
+    """What to repair so that journal, cloud and SGE agree. ``nodes`` includes gone ones.
+
+    ``watched_since``: when the daemon's first pass ran (see ``lost_for``); None: trust the journal.
+    """
     by_name = {n.name: n for n in nodes}
     present_list = [i for i in instances if i.state not in _GONE_INSTANCE and i.name != master]
     present_by_id = {i.instance_id: i for i in present_list}
@@ -171,6 +180,7 @@ def plan_repairs(
             now=now,
             boot_timeout=boot_timeout,
             unreachable_timeout=unreachable_timeout,
+            watched_since=watched_since,
         )
         if repair is not None:
             out.append(repair)

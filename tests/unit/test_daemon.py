@@ -391,3 +391,13 @@ def test_instance_gone_under_a_listed_job_is_kept_registered_and_scaling_goes_on
     r.sge.jobs = [j for j in r.sge.jobs if j.job_id != 7]  # an admin's qdel -f
     assert [x.split(" (")[0] for x in r.bal.run_pass().outcomes.repaired] == ["node001: vanished"]
     assert "node001" not in r.sge.hosts
+
+
+def test_node_found_lost_at_start_is_removed_only_after_a_whole_timeout(cfg: Config) -> None:
+    r = parts(cfg)
+    _one_ready_node(r, 50 * 60)
+    r.journal.mark_up(["node001"], T0 - 3 * cfg.unreachable_timeout)  # the last elb run saw it up long ago
+    _lose(r, "node001")
+    assert r.bal.run_pass().outcomes.repaired == []  # this run has not watched it lost for long
+    _at(r, T0 + cfg.unreachable_timeout)
+    assert [x.split(" (")[0] for x in r.bal.run_pass().outcomes.repaired] == ["node001: unreachable"]

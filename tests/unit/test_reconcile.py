@@ -174,3 +174,28 @@ def test_stopped_instances_are_terminated_once_elb_is_done_with_them() -> None:
     # gone for good: nothing to do
     for state in ("shutting-down", "terminated"):
         assert kinds([rec("node001", NodeState.FAILED)], [inst("node001", "i-1", state=state)]) == []
+
+
+def test_node_found_lost_at_a_restart_gets_the_whole_timeout() -> None:
+    node = rec("node001", NodeState.READY, 5 * UNREACHABLE, up_ago=4 * UNREACHABLE)  # journal: up long ago
+    i = [inst("node001", "i-1", age=5 * UNREACHABLE)]
+    lost = snap([], [host("node001", states="u")])
+
+    def kinds_watched(since: float) -> list[RepairKind]:
+        return [
+            r.kind
+            for r in plan_repairs(
+                [node],
+                i,
+                lost,
+                T0,
+                master="master",
+                boot_timeout=BOOT,
+                orphan_timeout=ORPHAN,
+                unreachable_timeout=UNREACHABLE,
+                watched_since=since,
+            )
+        ]
+
+    assert kinds_watched(T0 - UNREACHABLE + 1) == []  # elb (re)started just under a time-out ago
+    assert kinds_watched(T0 - UNREACHABLE) == [RepairKind.UNREACHABLE]
