@@ -25,7 +25,7 @@ from elb.model import Node, NodeState, Plan, Snapshot
 from elb.policy import Policy, make_policy
 from elb.policy.base import minutes
 from elb.policy.view import cluster_view
-from elb.reconcile import RepairKind, plan_repairs
+from elb.reconcile import Repair, RepairKind, plan_repairs
 from elb.stats import StatsRow, append_row
 
 log = logging.getLogger("elb")
@@ -130,6 +130,7 @@ class Balancer:
         self.stopping = threading.Event()
         self._nodes_at_start: list[Node] = []
         self._watching_since: float | None = None  # the first live pass's time (see reconcile.lost_for)
+        self._repair_fails: dict[tuple[RepairKind, str], int] = {}  # failed passes in a row, per repair
 
     def run_pass(self, *, dry_run: bool = False) -> PassResult:
         started = time.monotonic()
@@ -181,18 +182,57 @@ class Balancer:
             log.warning("%s: %s", k.node, k.reason)
         self.last.lost_kept = len(kept)
         repairs = [r for r in repairs if r.kind is not RepairKind.KEPT]
+        result = PassResult(True, now, Plan(reason="reconciling; scaling waits for the next pass"), snap)
         if repairs:
-            # Repairs change the cluster: decide again next pass, on fresh data.
-            result = PassResult(True, now, Plan(reason="reconciling; scaling waits for the next pass"), snap)
+            # Repairs change the cluster: decide again next pass, on fresh data. Unless every one
+            # of them has failed pass after pass: then they must not hold scaling up forever.
+            stuck = self._stuck(repairs)
             for repair in repairs:
                 if self._stop_before(repair.node, result):
                     break
                 _guarded(repair.node, result.outcomes, act.repair, repair, result.outcomes)
-            self.failed_in_a_row = 0
-            self._record(result)
-            return result
+            self._count_repair_failures(repairs, result.outcomes)
+            if not stuck or self.stopping.is_set():
+                self.failed_in_a_row = 0
+                self._record(result)
+                return result
+            try:  # decide on fresh data: SGE as the repairs left it
+                snap = self.sge.read_snapshot()
+            except Exception as err:
+                log.error("re-reading SGE after the repairs: %s; no scaling this pass", err)
+                self._record(result)
+                return result
+            nodes = self.journal.nodes(include_gone=True)
+        self._scale(snap, nodes, act, result)
+        self.failed_in_a_row = 0
+        self._record(result)
+        return result
+
+    def _stuck(self, repairs: list[Repair]) -> bool:
+        """Every planned repair has failed ``failed_passes_alarm`` passes in a row."""
+        alarm = self.config.failed_passes_alarm
+        stuck = [r for r in repairs if self._repair_fails.get((r.kind, r.node), 0) >= alarm]
+        if len(stuck) < len(repairs):
+            return False
+        log.error(
+            "ALARM: %s failed %d passes in a row or more; scaling goes on around them",
+            ", ".join(f"{r.kind.value} {r.node}" for r in stuck),
+            alarm,
+        )
+        return True
+
+    def _count_repair_failures(self, repairs: list[Repair], out: Outcomes) -> None:
+        counts = {}
+        for r in repairs:
+            key = (r.kind, r.node)
+            counts[key] = self._repair_fails.get(key, 0) + 1 if r.node in out.failed else 0
+        self._repair_fails = {k: n for k, n in counts.items() if n}
+
+    def _scale(self, snap: Snapshot, nodes: list[Node], act: Actuator, result: PassResult) -> None:
+        """Decide with the policy and carry the plan out, into ``result``."""
+        now = snap.now
         plan = self.policy.decide(snap, nodes, self.journal.history(), now)
-        result = PassResult(True, now, plan, snap)
+        result.plan = plan
         if plan.add and not self._stop_before(",".join(plan.add_names), result):
             _guarded(
                 ",".join(plan.add_names), result.outcomes, act.add, plan.add_names, plan.add_reason, result.outcomes
@@ -201,9 +241,6 @@ class Balancer:
             if self._stop_before(r.node, result):
                 break
             _guarded(r.node, result.outcomes, act.remove, r.node, r.reason, result.outcomes)
-        self.failed_in_a_row = 0
-        self._record(result)
-        return result
 
     def _watching_from(self, now: float) -> float:
         """When this run of elb began to watch the cluster: its first live pass."""

@@ -99,6 +99,7 @@ class FakeProvisioner:
     sge: FakeSge
     fail: dict[str, str] = field(default_factory=dict)  # node -> failing task
     busy_on_remove: set[str] = field(default_factory=set)
+    fail_remove: set[str] = field(default_factory=set)  # the deregistration play fails on these
     log: list[str] = field(default_factory=list)
 
     def add_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:
@@ -119,6 +120,9 @@ class FakeProvisioner:
             self.log.append(f"remove {n.name}")
             if n.name in self.busy_on_remove:
                 out[n.name] = HostResult(n.name, Outcome.BUSY)
+                continue
+            if n.name in self.fail_remove:
+                out[n.name] = HostResult(n.name, Outcome.FAILED, "Remove the exec host", "boom")
                 continue
             self.sge.hosts.pop(n.name, None)
             self.sge.disabled.discard(n.name)

@@ -401,3 +401,25 @@ def test_node_found_lost_at_start_is_removed_only_after_a_whole_timeout(cfg: Con
     assert r.bal.run_pass().outcomes.repaired == []  # this run has not watched it lost for long
     _at(r, T0 + cfg.unreachable_timeout)
     assert [x.split(" (")[0] for x in r.bal.run_pass().outcomes.repaired] == ["node001: unreachable"]
+
+
+def test_a_repair_failing_pass_after_pass_stops_holding_scaling_up(
+    cfg: Config, caplog: pytest.LogCaptureFixture
+) -> None:
+    r = parts(cfg)
+    _one_ready_node(r, 5 * 60)
+    r.journal.record("node001", NodeState.DRAINING, T0, detail="left draining")  # elb stopped mid-drain
+    r.prov.fail_remove = {"node001"}  # and its deregistration play now fails every time
+    r.sge.jobs = [pending(1, 20 * 60, slots=1, tasks=12)]
+    alarm = cfg.failed_passes_alarm
+    for _ in range(alarm):  # a repair pass decides nothing: fresh data next pass
+        result = r.bal.run_pass()
+        assert "node001" in result.outcomes.failed and result.outcomes.added == []
+        assert result.plan is not None and result.plan.reason.startswith("reconciling")
+    result = r.bal.run_pass()  # the same repair failed `alarm` passes in a row: scaling goes on
+    assert "node001" in result.outcomes.failed  # still tried, every pass
+    assert result.outcomes.added == ["node002", "node003"], result.summary()
+    assert f"ALARM: finish_drain node001 failed {alarm} passes in a row" in caplog.text
+    r.prov.fail_remove = set()  # fixed: the repair goes through and the count starts again
+    assert r.bal.run_pass().outcomes.removed == ["node001"]
+    assert r.bal._repair_fails == {}
