@@ -203,6 +203,8 @@ class Balancer:
                 self._record(result)
                 return result
             nodes = self.journal.nodes(include_gone=True)
+        else:
+            self._repair_fails.clear()  # nothing left to repair: the counts start again
         self._scale(snap, nodes, act, result)
         self.failed_in_a_row = 0
         self._record(result)
