@@ -151,8 +151,7 @@ class Balancer:
         now = snap.now
         if not dry_run:
             busy = [h.name for h in snap.hosts if h.busy] + [j.host for j in snap.jobs if j.host]
-            self.journal.mark_busy(sorted(set(busy)), now)
-            self.journal.mark_up([h.name for h in snap.hosts if h.up], now)
+            self.journal.mark_seen(now, busy=sorted(set(busy)), up=[h.name for h in snap.hosts if h.up])
         nodes = self.journal.nodes(include_gone=True)
         self._learn_new_node_slots()
         if dry_run:

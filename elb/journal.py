@@ -183,15 +183,15 @@ class Journal:
         assert node is not None
         return node
 
-    def mark_busy(self, names: Sequence[str], now: float) -> None:
-        """Remember that these nodes ran a job (or held a reservation) at ``now``."""
-        if names:
-            self._db.executemany("UPDATE nodes SET last_busy_at = ? WHERE name = ?", [(now, n) for n in names])
-
-    def mark_up(self, names: Sequence[str], now: float) -> None:
-        """Remember that SGE reached these nodes (a queue instance not unreachable) at ``now``."""
-        if names:
-            self._db.executemany("UPDATE nodes SET last_up_at = ? WHERE name = ?", [(now, n) for n in names])
+    def mark_seen(self, now: float, *, busy: Sequence[str] = (), up: Sequence[str] = ()) -> None:
+        """Remember what a pass saw at ``now``: nodes running a job (or holding a reservation),
+        and nodes SGE reached (a queue instance not unreachable). One transaction, one sync to
+        disk, however many nodes."""
+        if not busy and not up:
+            return
+        with self._tx() as db:
+            db.executemany("UPDATE nodes SET last_busy_at = ? WHERE name = ?", [(now, n) for n in busy])
+            db.executemany("UPDATE nodes SET last_up_at = ? WHERE name = ?", [(now, n) for n in up])
 
     def events(self, node: str | None = None) -> list[Event]:
         sql = "SELECT time, node, state, instance_id, detail FROM events"

@@ -396,7 +396,7 @@ def test_instance_gone_under_a_listed_job_is_kept_registered_and_scaling_goes_on
 def test_node_found_lost_at_start_is_removed_only_after_a_whole_timeout(cfg: Config) -> None:
     r = parts(cfg)
     _one_ready_node(r, 50 * 60)
-    r.journal.mark_up(["node001"], T0 - 3 * cfg.unreachable_timeout)  # the last elb run saw it up long ago
+    r.journal.mark_seen(T0 - 3 * cfg.unreachable_timeout, up=["node001"])  # the last elb run saw it up long ago
     _lose(r, "node001")
     assert r.bal.run_pass().outcomes.repaired == []  # this run has not watched it lost for long
     _at(r, T0 + cfg.unreachable_timeout)

@@ -67,8 +67,8 @@ def test_last_up_is_remembered_per_node(tmp_path: Path) -> None:
     j = Journal(tmp_path / "j.sqlite")
     j.record("node001", NodeState.READY, 200.0)
     j.record("node002", NodeState.READY, 200.0)
-    j.mark_up(["node001"], 260.0)
-    j.mark_up([], 270.0)
+    j.mark_seen(260.0, up=["node001"])
+    j.mark_seen(270.0, up=[])
     assert j.node("node001").last_up_at == 260.0  # type: ignore[union-attr]
     assert j.node("node002").last_up_at is None  # type: ignore[union-attr]
 
@@ -86,7 +86,7 @@ def test_journal_of_an_older_elb_gains_the_new_columns(tmp_path: Path) -> None:
     old.close()
     j = Journal(path)
     assert j.node("node001").last_up_at is None  # type: ignore[union-attr]
-    j.mark_up(["node001"], 5.0)
+    j.mark_seen(5.0, up=["node001"])
     assert j.node("node001").last_up_at == 5.0  # type: ignore[union-attr]
     j.close()
     assert Journal(path).node("node001").last_up_at == 5.0  # type: ignore[union-attr]
