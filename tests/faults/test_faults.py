@@ -29,7 +29,7 @@ from elb.interfaces import LaunchResult
 from elb.model import Job, NodeState, Snapshot
 from elb.testcluster import constants as C
 from elb.testcluster.cluster import TestCluster
-from tests.cluster.helpers import cluster_state, job_state
+from tests.cluster.helpers import cluster_state, job_state, wait_for
 from tests.faults.support import (
     accounting,
     balancer,
@@ -66,10 +66,7 @@ def assert_jobs_ran_ok(tc: TestCluster, jobs: Sequence[str]) -> dict[str, str]:
 
 def wait_gone(tc: TestCluster, jobs: Sequence[str], timeout: float = 90) -> None:
     """Wait until the jobs left qstat (finished)."""
-    deadline = time.monotonic() + timeout
-    while jobs_in_qstat(tc, jobs):
-        assert time.monotonic() < deadline, f"jobs {list(jobs)} never finished"
-        time.sleep(0.3)
+    wait_for(f"jobs {list(jobs)} to finish", lambda: not jobs_in_qstat(tc, jobs), timeout, interval=0.3)
 
 
 def queue_states(tc: TestCluster, node: str) -> str:
@@ -92,10 +89,7 @@ UNREACHABLE = 15.0
 def _stop_execd(tc: TestCluster, node: str) -> None:
     """Shut the node's execd down (``qconf -ke``: its jobs keep running); wait for state u."""
     tc.master_run(["qconf", "-ke", node])
-    deadline = time.monotonic() + 60
-    while "u" not in queue_states(tc, node):
-        assert time.monotonic() < deadline, f"{node}: queue never went to state u"
-        time.sleep(0.5)
+    wait_for(f"{node}'s queue to go to state u", lambda: "u" in queue_states(tc, node), 60)
 
 
 def _start_execd(tc: TestCluster, node: str) -> None:
@@ -105,10 +99,7 @@ def _start_execd(tc: TestCluster, node: str) -> None:
         timeout=60,
         capture_output=True,
     )
-    deadline = time.monotonic() + 60
-    while "u" in queue_states(tc, node):
-        assert time.monotonic() < deadline, f"{node}: execd restarted but the queue stays in state u"
-        time.sleep(0.5)
+    wait_for(f"{node}'s restarted execd to clear state u", lambda: "u" not in queue_states(tc, node), 60)
 
 
 def one_ready_node(tc: TestCluster, bal: Balancer, baseline: dict[str, object]) -> bool:
@@ -132,10 +123,7 @@ def test_node_sge_loses_is_kept_under_a_job_and_replaced_when_empty(
 
         # a) Its execd stops with a job running there: the node is kept, past unreachable_timeout.
         jobs = submit_jobs(tc, 1, sleep=45, name="lost")
-        deadline = time.monotonic() + 60
-        while job_state(tc, jobs[0]) != "r":
-            assert time.monotonic() < deadline, "the job never started"
-            time.sleep(0.5)
+        wait_for("the job to start", lambda: job_state(tc, jobs[0]) == "r", 60)
         _stop_execd(tc, lost)
         since = time.monotonic()
         past = UNREACHABLE + 3
@@ -184,10 +172,7 @@ def test_node_sge_loses_is_kept_under_a_job_and_replaced_when_empty(
         #    host registered and names the job every pass, without holding scaling up; once an admin
         #    ends the job (qdel -f), the next pass deregisters the host and a new node replaces it.
         doomed = submit_jobs(tc, 1, sleep=300, name="doomed")
-        deadline = time.monotonic() + 60
-        while job_state(tc, doomed[0]) != "r":
-            assert time.monotonic() < deadline, "the job never started"
-            time.sleep(0.5)
+        wait_for("the doomed job to start", lambda: job_state(tc, doomed[0]) == "r", 60)
         subprocess.run(["podman", "rm", "--force", "--time", "0", new], check=True, timeout=60, capture_output=True)
         caplog.clear()
         held = passes_until(bal, "two passes", lambda rs: len(rs) == 2, 30)
