@@ -23,6 +23,7 @@ from elb.daemon import Balancer, PassResult
 from elb.interfaces import Cloud
 from elb.journal import Journal
 from elb.model import NodeState
+from elb.naming import node_number
 from elb.testcluster import constants as C
 from elb.testcluster.cluster import REPO_ROOT, TestCluster
 from tests.cluster.helpers import cluster_state
@@ -46,6 +47,35 @@ def reset_job_outputs() -> None:
     os.chown(HOME, C.CLUSTER_UID, C.CLUSTER_UID)
 
 
+# The session's qmaster outlives each test's journal. elb never gives a name twice (its journal keeps
+# gone nodes), but a test's fresh journal would start again at node001, and a name given again within
+# a minute or two to a container with another address meets the qmaster's cached address for it: the
+# new execd is refused and the add play fails (seen once in CI, when two nodes launched together got
+# each other's former addresses). So each test's journal starts after the highest name the session used.
+_highest_used = 0
+
+
+def _start_after_used_names(cfg: Config) -> None:
+    if not _highest_used:
+        return
+    j = Journal(cfg.journal_path)
+    try:
+        name = f"{cfg.cluster.node_prefix}{_highest_used:0{cfg.cluster.node_digits}d}"
+        j.record(name, NodeState.TERMINATED, time.time(), detail="used earlier in this test session")
+    finally:
+        j.close()
+
+
+def _note_used_names(cfg: Config) -> None:
+    global _highest_used  # noqa: PLW0603 (one session-wide counter, by design)
+    j = Journal(cfg.journal_path)
+    try:
+        numbers = [node_number(n.name, cfg.cluster.node_prefix) for n in j.nodes(include_gone=True)]
+    finally:
+        j.close()
+    _highest_used = max([_highest_used, *(n for n in numbers if n is not None)])
+
+
 def fault_config(tmp: Path, *, boot_timeout: float = 25.0, **policy: object) -> Config:
     """Short timescales: poll 1 s, grow as soon as a job waits, shrink after a few idle seconds."""
     pol: dict[str, object] = {
@@ -60,7 +90,7 @@ def fault_config(tmp: Path, *, boot_timeout: float = 25.0, **policy: object) -> 
         "boot_time": 20,
     }
     pol.update(policy)
-    return parse_config(
+    cfg = parse_config(
         {
             "poll_interval": 1,
             "state_dir": str(tmp / "state"),
@@ -76,6 +106,8 @@ def fault_config(tmp: Path, *, boot_timeout: float = 25.0, **policy: object) -> 
             "orphan_timeout": 60,
         }
     )
+    _start_after_used_names(cfg)
+    return cfg
 
 
 def write_config(cfg: Config, path: Path) -> Path:
@@ -234,6 +266,7 @@ def job_hosts(job_ids: Sequence[str]) -> dict[str, str]:
 
 def clean_up(tc: TestCluster, cfg: Config, baseline: dict[str, object]) -> None:
     """After a test: no jobs; elb removes its nodes; whatever is left the test cluster removes."""
+    _note_used_names(cfg)
     tc.master_run(["qdel", "-f", "-u", C.CLUSTER_USER], check=False)
     cfg = cfg.model_copy(update={"policy": cfg.policy.model_copy(update={"idle_time": 2.0, "min_nodes": 0})})
     bal = balancer(cfg)
