@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "elb.testcluster.cli",
     "elb.demo",
     "elb.cloud.ec2_cli",
+    "elb.service",
 )
 
 
