@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 import time
 from pathlib import Path
@@ -17,7 +18,7 @@ from elb.logs import setup_logging
 from elb.model import NodeState
 from elb.policy.base import minutes
 from elb.reconcile import lost_for
-from elb.stats import read_rows
+from elb.stats import duration, window_start
 
 log = logging.getLogger("elb")
 
@@ -48,6 +49,9 @@ def register(sub: Any) -> None:
     _add_config(p)
     p.add_argument("--stats", type=Path, default=None, help="stats file (default: the config's)")
     p.add_argument("--output", "-o", type=Path, default=Path("elb.png"), help="PNG to write")
+    window = p.add_mutually_exclusive_group()
+    window.add_argument("--since", type=window_start, help="from this time (ISO 8601, e.g. 2026-11-01T08:00)")
+    window.add_argument("--last", type=duration, help="the last DURATION before now (e.g. 90m, 12h, 7d, 4w)")
     p.set_defaults(func=cmd_plot)
 
 
@@ -177,14 +181,16 @@ def cmd_plot(args: argparse.Namespace) -> int:
     cfg = _load(args)
     if cfg is None:
         return 1
-    from elb.plot import plot_stats  # noqa: PLC0415 (matplotlib is slow to import: only here)
+    from elb.plot import plot_file  # noqa: PLC0415 (matplotlib is slow to import: only here)
 
     path = args.stats or cfg.stats_path
+    since = args.since if args.since is not None else -math.inf
+    if args.last is not None:
+        since = time.time() - args.last
     try:
-        rows = list(read_rows(path))
-        plot_stats(rows, args.output, title=f"elb: cluster {cfg.cluster.name}")
+        points = plot_file(path, args.output, title=f"elb: cluster {cfg.cluster.name}", since=since)
     except (OSError, ValueError) as err:
         print(f"elb: cannot plot {path}: {err}", file=sys.stderr)
         return 1
-    print(f"wrote {args.output} ({len(rows)} passes)")
+    print(f"wrote {args.output} ({points} points)")
     return 0
