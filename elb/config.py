@@ -6,11 +6,12 @@ Unknown keys are errors: a typo must not silently fall back to a default.
 
 from __future__ import annotations
 
+from ipaddress import IPv4Address
 from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, IPvAnyAddress, ValidationError, model_validator
 
 DEFAULT_CONFIG_PATH = Path("/etc/elb/elb.yml")
 
@@ -136,6 +137,7 @@ class Config(_Strict):
     state_dir: Path = Path("/var/lib/elb")
     stats_file: Path | None = None  # None: <state_dir>/stats.csv
     metrics_port: int | None = Field(None, ge=1, le=65535)  # None: no metrics endpoint
+    metrics_address: IPvAnyAddress = IPv4Address("127.0.0.1")  # where the metrics endpoint listens
     log_format: Literal["text", "json"] = "text"
     failed_passes_alarm: int = Field(3, ge=1)  # say so loudly after this many failed passes
     orphan_timeout: Seconds = 600.0  # a tagged worker unknown to journal and SGE this long is terminated

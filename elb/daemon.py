@@ -21,6 +21,7 @@ from elb.actuator import Actuator, Outcomes, SgeClient
 from elb.config import Config
 from elb.interfaces import Cloud, Provisioner
 from elb.journal import Journal
+from elb.metrics import PassMetrics
 from elb.model import Node, NodeState, Plan, Snapshot
 from elb.policy import Policy, make_policy
 from elb.policy.base import minutes
@@ -126,6 +127,7 @@ class Balancer:
         self.failed_in_a_row = 0
         self.last = LastPass()
         self.counters = Counters()
+        self.metrics = PassMetrics()
         # Set on SIGTERM/SIGINT: the node operation under way finishes, the next one doesn't start.
         self.stopping = threading.Event()
         self._nodes_at_start: list[Node] = []
@@ -134,10 +136,15 @@ class Balancer:
 
     def run_pass(self, *, dry_run: bool = False) -> PassResult:
         started = time.monotonic()
+        ok = False
         try:
-            return self._pass(dry_run)
+            result = self._pass(dry_run)
+            ok = result.ok
+            return result
         finally:
             self.last.duration = time.monotonic() - started
+            if not dry_run:
+                self.metrics.observe_pass(self.last.duration, ok)
 
     def _pass(self, dry_run: bool) -> PassResult:
         now = self.clock()

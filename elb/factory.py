@@ -40,4 +40,4 @@ def start_metrics(cfg: Config, balancer: Balancer) -> None:
     from elb.metrics import start_metrics_server
 
     assert cfg.metrics_port is not None
-    start_metrics_server(cfg.metrics_port, balancer)
+    start_metrics_server(str(cfg.metrics_address), cfg.metrics_port, balancer, balancer.metrics)

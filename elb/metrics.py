@@ -1,22 +1,76 @@
-"""Prometheus metrics on 127.0.0.1 (off unless ``metrics_port`` is set).
+"""Prometheus metrics (off unless ``metrics_port`` is set; on ``metrics_address``, 127.0.0.1 by
+default).
 
-Values are taken from the journal and the last pass when Prometheus scrapes, so the
-daemon's pass does no extra work for them.
+Gauges are taken from the journal and the last pass when Prometheus scrapes, so the daemon's
+pass does no extra work for them; the pass feeds the histograms and the pass counter
+(``PassMetrics``) as it ends. The registry is elb's own and carries the process's figures
+(CPU, memory, open files) and ``elb_build_info`` beside elb's.
 """
 
 from __future__ import annotations
 
+import platform
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
+from elb import __version__
 from elb.model import NodeState
 
 if TYPE_CHECKING:
     from elb.daemon import Balancer
+
+# A pass reads SGE and the cloud and starts operations: seconds, up to SGE's time-outs.
+PASS_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+# Launch to ready: boot plus provisioning, one to fifteen minutes.
+READY_BUCKETS = (30, 60, 90, 120, 180, 240, 300, 450, 600, 900, 1800)
+
+
+class PassMetrics:
+    """What the daemon observes as passes end and nodes become ready."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.pass_duration = Histogram(
+            "elb_pass_duration_seconds",
+            "Duration of a pass (read, plan, start operations)",
+            buckets=PASS_BUCKETS,
+            registry=self.registry,
+        )
+        self.passes = Counter(
+            "elb_passes", "Passes by outcome (ok, or failed: nothing changed)", ["outcome"], registry=self.registry
+        )
+        for outcome in ("ok", "failed"):
+            self.passes.labels(outcome)  # both series exist from the start: a ratio needs both
+        self.launch_to_ready = Histogram(
+            "elb_launch_to_ready_seconds",
+            "From a node's launch to ready in SGE (boot and provisioning)",
+            buckets=READY_BUCKETS,
+            registry=self.registry,
+        )
+
+    def observe_pass(self, seconds: float, ok: bool) -> None:
+        self.pass_duration.observe(seconds)
+        self.passes.labels("ok" if ok else "failed").inc()
+
+    def observe_ready(self, seconds: float) -> None:
+        self.launch_to_ready.observe(max(0.0, seconds))
+
+
+class BuildInfoCollector(Collector):
+    def collect(self) -> Iterator[Metric]:
+        g = GaugeMetricFamily("elb_build_info", "elb's version and Python's", labels=["version", "python"])
+        g.add_metric([__version__, platform.python_version()], 1)
+        yield g
+
+
+# Node states a node is in while elb manages it; terminated and failed nodes leave the count.
+_LIVE_STATES = tuple(s for s in NodeState if s.alive)
 
 
 class BalancerCollector(Collector):
@@ -30,7 +84,7 @@ class BalancerCollector(Collector):
             ("elb_waiting_jobs", "Eligible jobs waiting in qw at the last pass", s.pending_jobs),
             ("elb_waiting_slots", "Slots the waiting jobs need", s.pending_slots),
             ("elb_oldest_wait_seconds", "Wait of the oldest eligible job", s.oldest_wait),
-            ("elb_pass_duration_seconds", "Duration of the last pass", s.duration),
+            ("elb_last_pass_duration_seconds", "Duration of the last pass", s.duration),
             ("elb_last_good_pass_timestamp_seconds", "Time of the last successful pass", s.last_good),
             (
                 "elb_lost_nodes_kept",
@@ -43,7 +97,7 @@ class BalancerCollector(Collector):
             yield g
         nodes = b.journal.nodes()
         g = GaugeMetricFamily("elb_nodes", "Nodes elb manages, by lifecycle state", labels=["state"])
-        for st in NodeState:
+        for st in _LIVE_STATES:
             g.add_metric([st.value], sum(1 for n in nodes if n.state is st))
         yield g
         for name, doc, value in (
@@ -51,18 +105,21 @@ class BalancerCollector(Collector):
             ("elb_nodes_removed", "Nodes drained, deregistered and terminated", b.counters.removed),
             ("elb_node_failures", "Node operations that failed", b.counters.failures),
             ("elb_repairs", "Differences between journal, cloud and SGE repaired", b.counters.repairs),
-            (
-                "elb_passes_failed",
-                "Passes that could not read SGE and changed nothing",
-                b.counters.failed_passes,
-            ),
         ):
             c = CounterMetricFamily(name, doc)
             c.add_metric([], value)
             yield c
 
 
-def start_metrics_server(port: int, balancer: Balancer) -> None:
-    registry = CollectorRegistry()
+def metrics_registry(balancer: Balancer, passes: PassMetrics) -> CollectorRegistry:
+    """elb's registry: the balancer's figures, the pass histograms, build info, the process."""
+    registry = passes.registry
     registry.register(BalancerCollector(balancer))
-    start_http_server(port, addr="127.0.0.1", registry=registry)
+    registry.register(BuildInfoCollector())
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    return registry
+
+
+def start_metrics_server(address: str, port: int, balancer: Balancer, passes: PassMetrics) -> None:
+    start_http_server(port, addr=address, registry=metrics_registry(balancer, passes))

@@ -18,6 +18,8 @@ PACKAGES=(
     debootstrap
     # plumbing
     iproute2 util-linux procps psmisc iptables
+    # checks: promtool (alert rules), systemd-analyze (the unit's sandbox)
+    prometheus systemd
 )
 
 export DEBIAN_FRONTEND=noninteractive

@@ -192,17 +192,25 @@ def test_metrics_endpoint_serves_pass_figures(cfg: Config) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    start_metrics_server(port, r.bal)
+    start_metrics_server("127.0.0.1", port, r.bal, r.bal.metrics)
     body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     assert "elb_waiting_slots 12.0" in body
     assert 'elb_nodes{state="ready"} 2.0' in body
     assert "elb_nodes_added_total 2.0" in body
-    assert "elb_passes_failed_total 1.0" in body
+    assert 'elb_passes_total{outcome="failed"} 1.0' in body
+    assert 'elb_passes_total{outcome="ok"} 1.0' in body
+    assert "elb_pass_duration_seconds_count 2.0" in body
+    assert 'elb_build_info{python="' in body
+    assert "process_resident_memory_bytes" in body
+    assert 'elb_nodes{state="terminated"}' not in body  # never anything but 0: not served
     assert "elb_repairs_total 0.0" in body and "elb_lost_nodes_kept 0.0" in body
     values = dict(line.rsplit(" ", 1) for line in body.splitlines() if line and not line.startswith("#"))
     assert float(values["elb_last_good_pass_timestamp_seconds"]) == T0
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    names = {k.split("{")[0] for k in values if not k.split("{")[0].endswith("_created")}
+    names = {k.split("{")[0] for k in values if not k.startswith(("process_", "python_"))}
+    names = {
+        n.removesuffix(sfx) for n in names for sfx in ("_bucket", "_count", "_sum", "_created") if n.endswith(sfx)
+    } | {n for n in names if not n.endswith(("_bucket", "_count", "_sum", "_created"))}
     assert {n for n in names if f"`{n}" not in readme} == set()  # the README lists every metric
 
 
