@@ -15,6 +15,30 @@ def tail(text: str, limit: int = STDERR_TAIL) -> str:
     return "..." + text[-limit:]
 
 
+# What SGE prints when it refuses or cannot reach the caller, and what an admin can do about it.
+_HINTS = (
+    (
+        ("access denied", "neither submit nor admin host", "is no admin host", "is no submit host"),
+        "SGE refuses this host: run elb on the master (on the test cluster: elb testcluster exec -- elb ...), "
+        "or make this host an admin and submit host (qconf -ah HOST; qconf -as HOST)",
+    ),
+    (
+        ("unable to contact qmaster", "can't find connection", "failed receiving gdi request"),
+        "the qmaster does not answer: is it running (systemctl status gridengine-master), and are "
+        "SGE_ROOT, SGE_CELL and $SGE_ROOT/$SGE_CELL/common/act_qmaster right?",
+    ),
+)
+
+
+def hint(stderr: str) -> str | None:
+    """What to do about an SGE error, from its message; None when there is nothing to add."""
+    low = stderr.lower()
+    for needles, text in _HINTS:
+        if any(n in low for n in needles):
+            return text
+    return None
+
+
 class SgeError(Exception):
     """An SGE command failed, timed out, or printed something elb cannot use.
 
@@ -46,6 +70,9 @@ class SgeError(Exception):
             parts.append(f" (exit status {self.returncode})")
         if self.stderr:
             parts.append(f"; stderr: {self.stderr}")
+            advice = hint(self.stderr)
+            if advice:
+                parts.append(f" (hint: {advice})")
         return "".join(parts)
 
 

@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import socket
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -45,8 +46,10 @@ BASE_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 
 def in_master(argv: Sequence[str], *, user: str | None = None, env: Mapping[str, str] | None = None) -> list[str]:
     """The argument list that runs ``argv`` as the master: in its UTS namespace, SGE env set."""
-    # The caller's PATH first (its venv's python), then the system's sbin and bin directories.
-    path = os.pathsep.join(p for p in (os.environ.get("PATH", ""), BASE_ENV["PATH"]) if p)
+    # The directory of the Python running elb first (so `python` and `elb` are this installation's,
+    # activated or not), then the caller's PATH, then the system's sbin and bin directories.
+    here = os.path.dirname(sys.executable)
+    path = os.pathsep.join(p for p in (here, os.environ.get("PATH", ""), BASE_ENV["PATH"]) if p)
     full = [f"{k}={v}" for k, v in {**BASE_ENV, "PATH": path, **C.SGE_ENV, **(env or {})}.items()]
     prefix = ["nsenter", f"--uts={C.UTS_NS}", "--"]
     if user is not None and user != "root":
