@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import fcntl
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -78,6 +79,8 @@ def _row_line(r: StatsRow) -> str:
         f"waiting {r.pending_jobs:>3}  running {r.running_jobs:>3}  nodes {nodes} "
         f"({r.nodes_ready} ready, {r.nodes_booting} booting, {r.nodes_draining} draining)"
     )
+    if r.held_jobs or r.error_jobs:
+        line += f"  held {r.held_jobs}  in error {r.error_jobs}"
     if r.added or r.removed or not r.ok or "add" in r.action or "remove" in r.action:
         line += f"  | {r.action}"
     return line
@@ -159,18 +162,67 @@ def _run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.
         submitted[jid] = now
     _say(f"submitted {len(submitted)} jobs of {args.job_seconds} s as {C.CLUSTER_USER}")
 
-    code = _watch(STATE / "stats.csv", home, len(submitted), args.timeout, proc)
+    code = _watch(cluster, STATE / "stats.csv", home, list(submitted), timeout=args.timeout, proc=proc)
     _stop(proc)
-    _summary(home, STATE / "journal.sqlite", submitted)
+    _summary(cluster, home, STATE / "journal.sqlite", submitted)
     rows = list(read_rows(STATE / "stats.csv"))
     plot_stats(rows, args.plot, title="elb demo: a burst of jobs on a local SGE cluster")
     _say(f"plot written to {args.plot.resolve()}")
     return code
 
 
-def _watch(stats: Path, home: Path, njobs: int, timeout: float, proc: subprocess.Popen[bytes]) -> int:
-    """Print each pass until every job is done and every node is gone (or time runs out)."""
+def job_states(qstat_text: str) -> dict[str, str]:
+    """Job id -> state code from plain ``qstat`` output (one line per job or array task)."""
+    out: dict[str, str] = {}
+    for line in qstat_text.splitlines():
+        fields = line.split()
+        if len(fields) >= 5 and fields[0].isdigit():
+            out.setdefault(fields[0], fields[4])
+    return out
+
+
+def error_reasons(qstat_j_text: str) -> list[str]:
+    """The ``error reason`` lines of ``qstat -j JOB`` (why SGE put the job in error), without the label."""
+    out = []
+    for line in qstat_j_text.splitlines():
+        if line.startswith("error reason"):
+            _, _, reason = line.partition(":")
+            out.append(reason.strip())
+    return out
+
+
+def finished_jobs(cluster: TestCluster, ids: list[str]) -> dict[str, tuple[int, str]]:
+    """Job id -> (exit status, host) of the jobs SGE's accounting has as finished."""
+    out = {}
+    for jid in ids:
+        proc = cluster.master_run(["qacct", "-j", jid], check=False, timeout=30)
+        status = re.search(r"^exit_status\s+(\d+)", proc.stdout, re.MULTILINE)
+        host = re.search(r"^hostname\s+(\S+)", proc.stdout, re.MULTILINE)
+        if proc.returncode == 0 and status:
+            out[jid] = (int(status.group(1)), host.group(1) if host else "?")
+    return out
+
+
+def _report_errors(cluster: TestCluster, ids: list[str], told: set[str]) -> None:
+    """Say once, for each job SGE put in error, why (``qstat -j``): a demo that hides it waits for nothing."""
+    proc = cluster.master_run(["qstat", "-u", "*"], check=False, timeout=30)
+    for jid, state in job_states(proc.stdout).items():
+        if jid in ids and "E" in state and jid not in told:
+            told.add(jid)
+            why = error_reasons(cluster.master_run(["qstat", "-j", jid], check=False, timeout=30).stdout)
+            _say(f"job {jid} is in error ({state}): {'; '.join(why) or 'qstat -j gives no reason'}")
+
+
+def _watch(
+    cluster: TestCluster, stats: Path, home: Path, ids: list[str], *, timeout: float, proc: subprocess.Popen[bytes]
+) -> int:
+    """Print each pass until every job is done and every node is gone (or time runs out); say
+    at once why a job went into error."""
+    njobs = len(ids)
     seen = 0
+    told: set[str] = set()  # jobs in error, reported
+    finished: set[str] = set()
+    checked = 0.0
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -180,26 +232,37 @@ def _watch(stats: Path, home: Path, njobs: int, timeout: float, proc: subprocess
         for r in rows[seen:]:
             _say(_row_line(r))
         seen = len(rows)
-        done = len(list(home.glob("*.done"))) if home.exists() else 0
-        if rows and done >= njobs:
-            last = rows[-1]
-            if last.nodes_ready + last.nodes_booting + last.nodes_draining == 0:
-                _say(f"all {njobs} jobs done and every node removed")
-                return 0
+        if time.monotonic() - checked >= 10:
+            checked = time.monotonic()
+            _report_errors(cluster, ids, told)
+            finished |= set(finished_jobs(cluster, [j for j in ids if j not in finished]))
+        done = max(len(finished), len(list(home.glob("*.done"))) if home.exists() else 0)
+        if rows and done + len(told - finished) >= njobs and rows[-1].nodes == 0:
+            if told - finished:
+                _say(f"{done} jobs done, {len(told - finished)} in error, and every node removed")
+                return 1
+            _say(f"all {njobs} jobs done and every node removed")
+            return 0
         time.sleep(2)
-    _say(f"gave up after {timeout:.0f} s")
+    _say(f"gave up after {timeout:.0f} s: {len(finished)} of {njobs} jobs finished, {len(told)} in error")
     return 1
 
 
-def _summary(home: Path, journal_path: Path, submitted: dict[str, float]) -> None:
+def _summary(cluster: TestCluster, home: Path, journal_path: Path, submitted: dict[str, float]) -> None:
     waits = []
-    hosts: dict[str, int] = {}
     for f in home.glob("*.done"):
         parts = f.read_text().split()
         if len(parts) == 4:
-            sub, start, _end, host = parts
-            waits.append(int(start) - int(sub))
-            hosts[host] = hosts.get(host, 0) + 1
+            waits.append(int(parts[1]) - int(parts[0]))
+    ids = list(submitted)
+    finished = finished_jobs(cluster, ids)  # SGE's accounting: what ran, whatever the job wrote
+    hosts: dict[str, int] = {}
+    for _status, host in finished.values():
+        hosts[host] = hosts.get(host, 0) + 1
+    failed = {jid: status for jid, (status, _h) in finished.items() if status != 0}
+    states = job_states(cluster.master_run(["qstat", "-u", "*"], check=False, timeout=30).stdout)
+    errors = {jid: st for jid, st in states.items() if jid in submitted and "E" in st}
+    held = {jid: st for jid, st in states.items() if jid in submitted and "h" in st}
     j = Journal(journal_path)
     node_seconds = 0.0
     now = time.time()
@@ -209,7 +272,13 @@ def _summary(home: Path, journal_path: Path, submitted: dict[str, float]) -> Non
     j.close()
     print()
     print("summary")
-    print(f"  jobs run:          {len(waits)} of {len(submitted)}")
+    print(f"  jobs run:          {len(finished)} of {len(submitted)} (SGE's accounting)")
+    if failed:
+        print(f"  exit status != 0:  {', '.join(f'{j} ({s})' for j, s in sorted(failed.items()))}")
+    if errors or held:
+        print(f"  in error / held:   {', '.join(sorted(errors)) or '-'} / {', '.join(sorted(held)) or '-'}")
+    if len(waits) < len(finished):
+        print(f"  result files:      {len(waits)} (a job that ran wrote none: look at its node's /home mount)")
     print(f"  ran on:            {', '.join(f'{h} ({c})' for h, c in sorted(hosts.items())) or '-'}")
     print(f"  node-minutes used: {node_seconds / 60:.1f}")
     if waits:
