@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 # ruff: noqa: E501 (SGE prints these lines as they are)
-
 from elb.demo import _row_line, error_reasons, job_states
 from elb.stats import StatsRow
 
