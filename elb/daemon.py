@@ -27,6 +27,7 @@ from elb.policy import Policy, make_policy
 from elb.policy.base import minutes
 from elb.policy.view import cluster_view
 from elb.reconcile import Repair, RepairKind, plan_repairs
+from elb.sdnotify import Notifier
 from elb.stats import StatsRow, append_row
 
 log = logging.getLogger("elb")
@@ -360,13 +361,20 @@ def run_forever(balancer: Balancer, interval: float) -> None:
     """
     stop = balancer.stopping
     sched = BlockingScheduler()
+    notify = Notifier()
+    first = True
 
     def one_pass() -> None:
+        nonlocal first
         if stop.is_set():
             return
+        if first:  # config read, journal open, scheduler running: systemd may call the service up
+            notify.ready(f"polling every {interval:g} s")
+            first = False
         result = balancer.run_pass()
         level = logging.INFO if result.ok else logging.WARNING
         log.log(level, "pass: %s", result.summary())
+        notify.alive(f"last pass: {'ok' if result.ok else 'failed'}")
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         if stop.is_set():
@@ -376,6 +384,7 @@ def run_forever(balancer: Balancer, interval: float) -> None:
                 cancel()
             return
         log.info("signal %d: stopping after the current step", signum)
+        notify.stopping()
         stop.set()
         threading.Thread(target=sched.shutdown, kwargs={"wait": True}, daemon=True).start()
 

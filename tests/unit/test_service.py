@@ -210,3 +210,39 @@ def test_overrun_warnings_are_throttled() -> None:
     assert "10 runs skipped" in shown[1].getMessage()
     other = logging.LogRecord("apscheduler.scheduler", logging.WARNING, __file__, 1, "other", (), None)
     assert flt.filter(other)
+
+
+def test_run_forever_tells_systemd_ready_alive_and_stopping(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The daemon loop under Type=notify: READY as the first pass starts, a keep-alive after each
+    pass, STOPPING on SIGTERM (the loop runs in this process: its signal handlers are restored)."""
+    import signal
+    import threading
+    from types import SimpleNamespace
+
+    from elb.daemon import run_forever
+
+    sock, path = _listener(tmp_path)
+    monkeypatch.setenv("NOTIFY_SOCKET", path)
+    passes = []
+
+    class OnePassThenTerm:
+        stopping = threading.Event()
+        provisioner = None
+
+        def run_pass(self) -> SimpleNamespace:
+            passes.append(1)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return SimpleNamespace(ok=True, summary=lambda: "nothing to do")
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        with sock:
+            run_forever(OnePassThenTerm(), 3600)  # type: ignore[arg-type]
+            got = [sock.recv(1024) for _ in range(3)]
+    finally:
+        for s, h in saved.items():
+            signal.signal(s, h)
+    assert passes == [1]
+    assert got[0] == b"READY=1\nSTATUS=polling every 3600 s"
+    assert got[1].startswith(b"STOPPING=1")  # the signal came during the pass
+    assert got[2] == b"WATCHDOG=1\nSTATUS=last pass: ok"
