@@ -124,7 +124,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         if isinstance(balancer, Exit):
             return balancer
         if cfg.metrics_port is not None:
-            factory.start_metrics(cfg, balancer)
+            try:
+                factory.start_metrics(cfg, balancer)
+            except OSError as err:
+                _error(f"metrics_port {cfg.metrics_port}: cannot listen on 127.0.0.1: {err.strerror or err}")
+                return Exit.CONFIG
         log.info(
             "elb starting: poll %s, policy %s, nodes %d-%d, provider %s",
             minutes(cfg.poll_interval),

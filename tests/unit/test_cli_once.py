@@ -4,6 +4,7 @@ the exit codes, and the dry run planning with the node size the daemon would use
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -189,3 +190,31 @@ def test_once_and_run_refuse_bad_extra_vars_before_anything_runs(
         assert main([*argv, "-c", str(path)]) == Exit.CONFIG
         assert "'bad-name' is not a valid Ansible variable name" in capsys.readouterr().err
     assert sge.calls == []
+
+
+def test_a_journal_that_cannot_be_opened_is_one_line_and_exit_3(
+    stand: Stand, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = config(tmp_path)
+    (tmp_path / "state" / "journal.sqlite").mkdir(parents=True)  # sqlite cannot open a directory
+    for argv in (["once"], ["run"], ["status"]):
+        assert main([*argv, "-c", str(path)]) == Exit.CONFIG, argv
+        err = capsys.readouterr().err
+        assert err.startswith(f"elb: state_dir {tmp_path / 'state'}: cannot open the journal ") and err.count("\n") == 1
+    assert stand.sge.calls == []
+
+
+def test_run_with_its_metrics_port_taken_is_one_line_and_exit_3(
+    stand: Stand, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        path = tmp_path / "elb.yml"
+        path.write_text(f"state_dir: {tmp_path}\nmetrics_port: {port}\n")
+        assert main(["run", "-c", str(path)]) == Exit.CONFIG
+    assert capsys.readouterr().err.endswith(
+        f"elb: metrics_port {port}: cannot listen on 127.0.0.1: Address already in use\n"
+    )
+    assert stand.sge.calls == []
