@@ -1,7 +1,8 @@
 """The ``elb`` command line. ``python -m elb`` runs the same.
 
 Each subcommand lives in its own module with a ``register(subparsers)`` function that adds
-its parser and sets ``func`` (called with the parsed arguments, returns the exit code).
+its parser and sets ``func`` (called with the parsed arguments, returns the exit code: one of
+``elb.exitcodes.Exit``, listed in the README; argparse exits 2 on a bad command line).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from elb import __version__
+from elb.exitcodes import Exit
 
 # Modules that each add subcommands. Keep one line per module.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -42,5 +44,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        print("elb: interrupted", file=sys.stderr)
+        return Exit.INTERRUPTED

@@ -5,18 +5,22 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import sqlite3
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from elb import factory
-from elb.config import Config, ConfigError, load_config
+from elb.config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
 from elb.daemon import Balancer, run_forever, snapshot_summary
+from elb.dryrun import dry_run
+from elb.exitcodes import Exit
 from elb.journal import Journal
 from elb.logs import setup_logging
 from elb.model import NodeState
 from elb.policy.base import minutes
+from elb.provision.ansible import ProvisionError
 from elb.reconcile import lost_for
 from elb.stats import duration, window_start
 
@@ -24,7 +28,9 @@ log = logging.getLogger("elb")
 
 
 def _add_config(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", "-c", type=Path, default=None, help="config file (default /etc/elb/elb.yml)")
+    p.add_argument(
+        "--config", "-c", type=Path, default=None, help=f"config file (default {DEFAULT_CONFIG_PATH}; it must exist)"
+    )
 
 
 def register(sub: Any) -> None:
@@ -41,7 +47,7 @@ def register(sub: Any) -> None:
     _add_config(p)
     p.set_defaults(func=cmd_status)
 
-    p = sub.add_parser("validate", help="check a config file; exit 1 on errors")
+    p = sub.add_parser("validate", help=f"check a config file; exit {Exit.CONFIG:d} on errors")
     _add_config(p)
     p.set_defaults(func=cmd_validate)
 
@@ -55,103 +61,143 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_plot)
 
 
+def _error(message: str) -> None:
+    """One line on stderr."""
+    print(f"elb: {message}", file=sys.stderr)
+
+
 def _load(args: argparse.Namespace) -> Config | None:
     try:
         return load_config(args.config)
     except ConfigError as err:
-        print(f"elb: config error: {err}", file=sys.stderr)
+        _error(str(err))
         return None
+
+
+def _journal(cfg: Config, *, read_only: bool = False) -> Journal | None:
+    """The journal in state_dir (read-only: an empty one in memory when there is none yet)."""
+    path = cfg.journal_path
+    try:
+        return Journal(":memory:" if read_only and not path.exists() else path)
+    except (OSError, sqlite3.Error) as err:
+        _error(f"state_dir {cfg.state_dir}: cannot open the journal {path}: {err}")
+        return None
+
+
+def _live_balancer(cfg: Config, journal: Journal) -> Balancer | Exit:
+    """A Balancer with every adapter, or the exit code of the part that could not be built."""
+    try:
+        provisioner = factory.make_provisioner(cfg)
+    except ProvisionError as err:
+        _error(f"config: {err}")
+        return Exit.CONFIG
+    try:
+        cloud = factory.make_cloud(cfg)
+    except Exception as err:  # boto3 without a region or credentials, a broken podman: one line
+        _error(f"cloud {cfg.cloud.provider}: cannot be used: {err}")
+        return Exit.UNREADABLE
+    return Balancer(cfg, sge=factory.make_sge(cfg), journal=journal, cloud=cloud, provisioner=provisioner)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     cfg = _load(args)
     if cfg is None:
-        return 1
+        return Exit.CONFIG
+    try:
+        factory.make_provisioner(cfg)  # extra_vars names and SSH settings, as run checks them
+    except ProvisionError as err:
+        _error(f"config {args.config or DEFAULT_CONFIG_PATH}: {err}")
+        return Exit.CONFIG
     print(
-        f"ok: policy {cfg.policy.name}, {cfg.policy.min_nodes}-{cfg.policy.max_nodes} nodes, "
-        f"provider {cfg.cloud.provider}"
+        f"ok: {args.config or DEFAULT_CONFIG_PATH}: policy {cfg.policy.name}, "
+        f"{cfg.policy.min_nodes}-{cfg.policy.max_nodes} nodes, provider {cfg.cloud.provider}"
     )
-    return 0
+    return Exit.OK
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     cfg = _load(args)
     if cfg is None:
-        return 1
+        return Exit.CONFIG
     setup_logging(cfg.log_format)
-    journal = Journal(cfg.journal_path)
-    balancer = Balancer(
-        cfg,
-        sge=factory.make_sge(cfg),
-        journal=journal,
-        cloud=factory.make_cloud(cfg),
-        provisioner=factory.make_provisioner(cfg),
-    )
-    if cfg.metrics_port is not None:
-        factory.start_metrics(cfg, balancer)
-    log.info(
-        "elb starting: poll %s, policy %s, nodes %d-%d, provider %s",
-        minutes(cfg.poll_interval),
-        cfg.policy.name,
-        cfg.policy.min_nodes,
-        cfg.policy.max_nodes,
-        cfg.cloud.provider,
-    )
+    journal = _journal(cfg)
+    if journal is None:
+        return Exit.CONFIG
     try:
+        balancer = _live_balancer(cfg, journal)
+        if isinstance(balancer, Exit):
+            return balancer
+        if cfg.metrics_port is not None:
+            try:
+                factory.start_metrics(cfg, balancer)
+            except OSError as err:
+                _error(f"metrics_port {cfg.metrics_port}: cannot listen on 127.0.0.1: {err.strerror or err}")
+                return Exit.CONFIG
+        log.info(
+            "elb starting: poll %s, policy %s, nodes %d-%d, provider %s",
+            minutes(cfg.poll_interval),
+            cfg.policy.name,
+            cfg.policy.min_nodes,
+            cfg.policy.max_nodes,
+            cfg.cloud.provider,
+        )
         run_forever(balancer, cfg.poll_interval)
     finally:
         journal.close()
-    return 0
+    return Exit.OK
 
 
 def cmd_once(args: argparse.Namespace) -> int:
     cfg = _load(args)
     if cfg is None:
-        return 1
+        return Exit.CONFIG
     setup_logging(cfg.log_format, logging.WARNING if args.dry_run else logging.INFO)
-    sge = factory.make_sge(cfg)
     if args.dry_run:
-        # Read-only: an existing journal is read, never written; cloud and provisioner are not built.
-        journal = Journal(cfg.journal_path if cfg.journal_path.exists() else ":memory:")
-        balancer = Balancer(cfg, sge=sge, journal=journal)
-    else:
-        journal = Journal(cfg.journal_path)
-        balancer = Balancer(
-            cfg,
-            sge=sge,
-            journal=journal,
-            cloud=factory.make_cloud(cfg),
-            provisioner=factory.make_provisioner(cfg),
-        )
+        code, error = dry_run(cfg, factory.make_sge(cfg), factory.make_cloud)
+        if error is not None:
+            _error(f"pass failed, nothing changed: {error}")
+        return code
+    return _once_live(cfg)
+
+
+def _once_live(cfg: Config) -> Exit:
+    """One live pass; its exit code."""
+    journal = _journal(cfg)
+    if journal is None:
+        return Exit.CONFIG
     try:
-        result = balancer.run_pass(dry_run=args.dry_run)
+        balancer = _live_balancer(cfg, journal)
+        if isinstance(balancer, Exit):
+            return balancer
+        try:
+            result = balancer.run_pass()
+        except Exception as err:  # the journal holds the last step that started: the next pass repairs
+            log.debug("the pass raised", exc_info=True)
+            _error(f"pass failed: {type(err).__name__}: {err}")
+            return Exit.PASS_FAILED
     finally:
         journal.close()
     if not result.ok:
-        print(f"elb: {result.summary()}", file=sys.stderr)
-        return 2
-    assert result.snapshot is not None and result.plan is not None
-    if args.dry_run:
-        print("snapshot:")
-        for line in snapshot_summary(result.snapshot, cfg.cluster.master):
-            print(f"  {line}")
-        print("plan (dry run, nothing changed):")
-        for line in result.plan.describe():
-            print(f"  {line}")
-    else:
-        print(result.summary())
-    return 0
+        _error(result.summary())
+        return Exit.UNREADABLE
+    print(result.summary())
+    if result.outcomes.failed:
+        _error(f"pass failed: {'; '.join(f'{n}: {why}' for n, why in result.outcomes.failed.items())}")
+        return Exit.PASS_FAILED
+    return Exit.OK
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     cfg = _load(args)
     if cfg is None:
-        return 1
-    journal = Journal(cfg.journal_path if cfg.journal_path.exists() else ":memory:")
+        return Exit.CONFIG
+    journal = _journal(cfg, read_only=True)
+    if journal is None:
+        return Exit.CONFIG
     try:
         snap = factory.make_sge(cfg).read_snapshot()
-    except Exception as err:  # status still shows the journal when SGE can't be read
-        print(f"warning: cannot read SGE: {err}", file=sys.stderr)
+    except Exception as err:  # status still shows the journal when SGE can't be read, then exits 4
+        _error(f"cannot read SGE: {err}")
         snap = None
     now = snap.now if snap is not None else time.time()
     nodes = journal.nodes()
@@ -174,13 +220,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     for p in journal.passes(limit=1):
         print(f"last pass: {'ok' if p.ok else 'FAILED'}, {minutes(now - p.time)} ago: {p.summary}")
     journal.close()
-    return 0
+    return Exit.OK if snap is not None else Exit.UNREADABLE
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
     cfg = _load(args)
     if cfg is None:
-        return 1
+        return Exit.CONFIG
     from elb.plot import plot_file  # noqa: PLC0415 (matplotlib is slow to import: only here)
 
     path = args.stats or cfg.stats_path
@@ -190,7 +236,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     try:
         points = plot_file(path, args.output, title=f"elb: cluster {cfg.cluster.name}", since=since)
     except (OSError, ValueError) as err:
-        print(f"elb: cannot plot {path}: {err}", file=sys.stderr)
-        return 1
+        _error(f"cannot plot {path}: {err}")
+        return Exit.FAILED
     print(f"wrote {args.output} ({points} points)")
-    return 0
+    return Exit.OK

@@ -6,16 +6,30 @@ Unknown keys are errors: a typo must not silently fall back to a default.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from ipaddress import IPv4Address
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, IPvAnyAddress, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, IPvAnyAddress, StrictBool, ValidationError, model_validator
+
+from elb import yamlfile
 
 DEFAULT_CONFIG_PATH = Path("/etc/elb/elb.yml")
 
-Seconds = Annotated[float, Field(ge=0)]
+# A year: longer than any sensible time setting, and far inside what datetime arithmetic (the
+# scheduler adds poll_interval to the clock) and subprocess time-outs can take.
+MAX_SECONDS = 365 * 24 * 3600.0
+
+# Numbers are strict: YAML's true is not 1, 2.5 is not an integer, "60" is not a number; times
+# are finite (no .inf, no .nan) and at most MAX_SECONDS. Integers are accepted for floats.
+Seconds = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, le=MAX_SECONDS)]  # 0 means something
+PositiveSeconds = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=MAX_SECONDS)]
+Factor = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)]
+Count = Annotated[int, Field(strict=True, ge=0)]
+AtLeastOne = Annotated[int, Field(strict=True, ge=1)]
+
+MINIMUM_CONFIG = "cloud: {provider: ec2}"
 
 
 class _Strict(BaseModel):
@@ -26,28 +40,28 @@ class PolicyConfig(_Strict):
     """When to grow and shrink. Times in seconds."""
 
     name: Literal["elb", "starcluster", "parallelcluster", "slurm", "static"] = "elb"
-    min_nodes: int = Field(0, ge=0)
-    max_nodes: int = Field(10, ge=0)
-    add_nodes_per_iteration: int = Field(1, ge=1)
+    min_nodes: Count = 0
+    max_nodes: Count = 10
+    add_nodes_per_iteration: AtLeastOne = 1
     wait_time: Seconds = 900.0  # oldest eligible job must have waited longer than this
     stabilization_time: Seconds = 180.0
     billing: Literal["hour", "second"] = "hour"
-    billing_period: float = Field(3600.0, gt=0)
+    billing_period: PositiveSeconds = 3600.0
     kill_after: Seconds = 2700.0  # per-period billing: removable this far into the period
     idle_time: Seconds = 600.0  # per-second billing: removable after this long idle
-    slots_per_node: int | None = Field(None, ge=1)  # None: learn from hosts / instance type
-    boot_time: Seconds = 300.0  # expected launch-to-ready time, for planning
-    # Issue 8 (elb policy only; see docs/policy.md). "forecast": launch at once for demand no slot meets
-    # within boot_time; "wait_time": issue 2's rule (oldest job waited > wait_time, stabilization_time).
+    slots_per_node: AtLeastOne | None = None  # None: learn from hosts / instance type
+    boot_time: PositiveSeconds = 300.0  # expected launch-to-ready time, for planning
+    # elb policy only (see docs/policy.md). "forecast": launch at once for demand no slot meets within
+    # boot_time; "wait_time": the original balancer's rule (oldest job waited > wait_time, stabilization_time).
     grow: Literal["forecast", "wait_time"] = "forecast"
     # "cost": keep a paid node to the last poll before its next period (hour) / idle idle_factor x boot_time
-    # (second); "timer": issue 2's kill_after / idle_time, only when no job waits, stabilization_time.
+    # (second); "timer": the original rule, kill_after / idle_time, only when no job waits, stabilization_time.
     shrink: Literal["cost", "timer"] = "cost"
-    poll_interval: float = Field(60.0, gt=0)  # the daemon's poll interval, for planning (match the top level)
+    poll_interval: PositiveSeconds = 60.0  # the daemon's poll interval, for planning (match the top level)
     removal_lead: Seconds = (
         60.0  # shrink=cost, per-period billing: a removal must be done this long before the boundary
     )
-    idle_factor: float = Field(0.5, ge=0)  # shrink=cost, per-second billing: keep an idle node this many boot times
+    idle_factor: Factor = 0.5  # shrink=cost, per-second billing: keep an idle node this many boot times
     period_horizon: Seconds = 0.0  # grow=forecast, per-period billing: wait up to this for slots freed by h_rt
     launch_delay: Seconds = 0.0  # grow=forecast: count a waiting job as demand once it has waited this long
 
@@ -70,7 +84,7 @@ class ClusterConfig(_Strict):
     name: str = Field("elb", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
     master: str = Field("master", pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$")
     node_prefix: str = Field("node", pattern=r"^[a-z][a-z0-9-]{0,40}$")
-    node_digits: int = Field(3, ge=1, le=6)
+    node_digits: Annotated[int, Field(strict=True, ge=1, le=6)] = 3
     user: str = Field("sgeuser", pattern=r"^[a-z_][a-z0-9_-]{0,31}$")  # the cluster user
 
 
@@ -78,7 +92,7 @@ class SgeConfig(_Strict):
     root: Path = Path("/var/lib/gridengine")
     cell: str = "default"
     bin_dir: Path | None = None  # None: find qstat on PATH
-    timeout: float = Field(30.0, gt=0)
+    timeout: PositiveSeconds = 30.0
     queue: str = "all.q"
     hostgroup: str = "@allhosts"
 
@@ -91,14 +105,14 @@ class Ec2Config(_Strict):
     security_groups: list[str] = Field(default_factory=list)
     key_name: str | None = None
     iam_instance_profile: str | None = None
-    root_volume_size: int | None = Field(None, ge=1)  # GiB
+    root_volume_size: AtLeastOne | None = None  # GiB
     root_volume_type: str | None = None
     extra_tags: dict[str, str] = Field(default_factory=dict)
     user_data: str | None = None
-    spot: bool = False
+    spot: StrictBool = False
     spot_max_price: str | None = None
-    spot_fallback_on_demand: bool = True
-    boot_timeout: Seconds = 600.0
+    spot_fallback_on_demand: StrictBool = True
+    boot_timeout: PositiveSeconds = 600.0
     capacity_backoff: Seconds = 600.0
     endpoint_url: str | None = None  # for tests against moto
 
@@ -108,7 +122,7 @@ class LocalConfig(_Strict):
 
     image: str = "localhost/elb-node:latest"
     network: str = "elb"
-    boot_timeout: Seconds = 120.0
+    boot_timeout: PositiveSeconds = 120.0
 
 
 class CloudConfig(_Strict):
@@ -122,13 +136,13 @@ class ProvisionConfig(_Strict):
     private_data_dir: Path = Path("/var/lib/elb/ansible")
     ssh_user: str = "root"
     ssh_private_key: Path | None = None
-    timeout: Seconds = 900.0
-    forks: int = Field(10, ge=1)
+    timeout: Seconds = 900.0  # 0: no limit
+    forks: AtLeastOne = 10
     extra_vars: dict[str, object] = Field(default_factory=dict)
 
 
 class Config(_Strict):
-    poll_interval: float = Field(60.0, gt=0)
+    poll_interval: PositiveSeconds = 60.0
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     sge: SgeConfig = Field(default_factory=SgeConfig)
@@ -136,10 +150,10 @@ class Config(_Strict):
     provision: ProvisionConfig = Field(default_factory=ProvisionConfig)
     state_dir: Path = Path("/var/lib/elb")
     stats_file: Path | None = None  # None: <state_dir>/stats.csv
-    metrics_port: int | None = Field(None, ge=1, le=65535)  # None: no metrics endpoint
+    metrics_port: Annotated[int, Field(strict=True, ge=1, le=65535)] | None = None  # None: no metrics endpoint
     metrics_address: IPvAnyAddress = IPv4Address("127.0.0.1")  # where the metrics endpoint listens
     log_format: Literal["text", "json"] = "text"
-    failed_passes_alarm: int = Field(3, ge=1)  # say so loudly after this many failed passes
+    failed_passes_alarm: AtLeastOne = 3  # say so loudly after this many failed passes
     orphan_timeout: Seconds = 600.0  # a tagged worker unknown to journal and SGE this long is terminated
     # A ready node SGE can't reach (absent, or all its queues in state u) this long, with no job
     # on it, is deregistered and terminated. SGE itself marks a silent execd u after max_unheard (5 min).
@@ -178,22 +192,28 @@ class Config(_Strict):
 
 
 class ConfigError(Exception):
-    """The config file cannot be used; the message names the key and the problem."""
+    """The config file cannot be used; the message names the file, the place, the key and the problem."""
 
 
-def _format_errors(err: ValidationError) -> str:
+def _format_errors(err: ValidationError, doc: yamlfile.Document | None) -> str:
     lines = []
-    for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
+    errors = err.errors()
+    top = {e["msg"] for e in errors if tuple(e["loc"]) == ("poll_interval",)}
+    for e in errors:
+        loc: Sequence[object] = e["loc"]
+        if tuple(loc) == ("policy", "poll_interval") and e["msg"] in top:
+            continue  # the top level's value, copied into the policy: said once
+        key = ".".join(str(p) for p in loc) or "(top level)"
         msg = e["msg"]
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
-        lines.append(f"{loc}: {msg}")
+        where = doc.position(loc) if doc is not None else None
+        lines.append(f"{where}: {key}: {msg}" if where else f"{key}: {msg}")
     return "; ".join(lines)
 
 
-def parse_config(data: object, source: str = "<config>") -> Config:
-    """Validate already-loaded YAML data."""
+def parse_config(data: object, source: str = "<config>", doc: yamlfile.Document | None = None) -> Config:
+    """Validate already-loaded data (``{}``: every default). ``doc``: where keys are in the file."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -201,21 +221,59 @@ def parse_config(data: object, source: str = "<config>") -> Config:
     try:
         return Config.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(f"{source}: {_format_errors(err)}") from None
+        raise ConfigError(f"{source}: {_format_errors(err, doc)}") from None
 
 
-def load_config(path: Path | None) -> Config:
-    """Load and validate a config file. ``None``: the default path if it exists, else defaults."""
-    if path is None:
-        if not DEFAULT_CONFIG_PATH.exists():
-            return Config()
-        path = DEFAULT_CONFIG_PATH
+def check_paths(cfg: Config) -> list[tuple[str, str]]:
+    """Paths the config names that would stop elb later, as (key, problem)."""
+    problems = []
+    for key, path in (("state_dir", cfg.state_dir), ("provision.private_data_dir", cfg.provision.private_data_dir)):
+        if path.exists() and not path.is_dir():
+            problems.append((key, f"{path} exists and is not a directory"))
+        elif not path.exists() and any(p.exists() and not p.is_dir() for p in path.parents):
+            problems.append((key, f"{path} cannot be created: a parent is not a directory"))
+    if cfg.stats_path.is_dir():
+        problems.append(("stats_file", f"{cfg.stats_path} is a directory"))
+    return problems
+
+
+def load_config(path: Path | None = None) -> Config:
+    """Load and validate a config file (``None``: ``DEFAULT_CONFIG_PATH``).
+
+    There is no config without a file: elb never runs on defaults alone, and an empty file is
+    an error too. Every error is one ``ConfigError`` line: ``config PATH: line L, column C: ...``.
+    """
+    path = DEFAULT_CONFIG_PATH if path is None else path
+    source = f"config {path}"
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as f:
+            raw = f.read(yamlfile.MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: no such file (elb needs a config file; give another with --config)") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{source}: is a directory, not a file") from None
     except OSError as err:
-        raise ConfigError(f"{path}: cannot read: {err.strerror or err}") from None
+        raise ConfigError(f"{source}: cannot read: {err.strerror or type(err).__name__}") from None
+    if len(raw) > yamlfile.MAX_BYTES:
+        raise ConfigError(f"{source}: larger than {yamlfile.MAX_BYTES} bytes: not a config file")
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from None
-    return parse_config(data, str(path))
+        doc = yamlfile.load(yamlfile.decode(raw))
+    except yamlfile.YamlFileError as err:
+        raise ConfigError(f"{source}: {err}") from None
+    if doc.data is None or doc.data == {}:
+        raise ConfigError(
+            f"{source}: the file is empty; a config has at least one key, e.g. '{MINIMUM_CONFIG}' "
+            "(every key left out has its default: README, Configuration)"
+        )
+    if not isinstance(doc.data, dict):
+        raise ConfigError(
+            f"{source}: line 1, column 1: the top level must be a mapping of keys, not a {type(doc.data).__name__}"
+        )
+    cfg = parse_config(doc.data, source, doc)
+    problems = []
+    for key, problem in check_paths(cfg):
+        where = doc.position(key.split("."))
+        problems.append(f"{where}: {key}: {problem}" if where else f"{key}: {problem}")
+    if problems:
+        raise ConfigError(f"{source}: {'; '.join(problems)}")
+    return cfg

@@ -17,6 +17,7 @@ from types import FrameType
 
 from apscheduler.schedulers.blocking import BlockingScheduler
 
+from elb import nodesize
 from elb.actuator import Actuator, Outcomes, SgeClient
 from elb.config import Config
 from elb.interfaces import Cloud, Provisioner
@@ -258,21 +259,8 @@ class Balancer:
         return self._watching_since
 
     def _learn_new_node_slots(self) -> None:
-        """Once per start, when policy.slots_per_node is not set: the cloud's size of a new node
-        (the instance type's vCPUs) becomes the policy's. Without it, a cluster with no worker yet
-        would count one slot per node and launch a node per waiting slot."""
-        if not self._ask_slots or self.cloud is None:
-            return
-        self._ask_slots = False
-        try:
-            slots = self.cloud.new_node_slots()
-        except Exception as err:  # a hint only: learn the size from the hosts instead
-            log.warning("cannot ask the cloud for the slots of a new node: %s", err)
-            return
-        if slots:
-            log.info("policy.slots_per_node not set: a new node has %d slots (from the cloud)", slots)
-            policy = self.config.policy.model_copy(update={"slots_per_node": slots})
-            self.policy = make_policy(policy, self.config.cluster)
+        """Once per start, when policy.slots_per_node is not set: see ``elb.nodesize.learn_once``."""
+        self.policy, self._ask_slots = nodesize.learn_once(self.config, self.cloud, self.policy, self._ask_slots)
 
     def _stop_before(self, what: str, result: PassResult) -> bool:
         """True when elb is stopping: the operation on ``what`` is left for the next start."""

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from elb.config import ConfigError, load_config
+from elb.exitcodes import Exit
 from elb.interfaces import CloudError
 
 
@@ -34,14 +35,18 @@ def cmd_ec2_check(args: argparse.Namespace) -> int:
 
     try:
         cfg = load_config(args.config)
-        cloud = Ec2Cloud.from_config(cfg)
-    except (ConfigError, CloudError) as err:
+    except ConfigError as err:
         print(f"elb: {err}", file=sys.stderr)
-        return 1
+        return Exit.CONFIG
+    try:
+        cloud = Ec2Cloud.from_config(cfg)
+    except CloudError as err:
+        print(f"elb: {err}", file=sys.stderr)
+        return Exit.UNREADABLE
     checks = preflight(cloud)
     for c in checks:
         print(f"{'ok  ' if c.ok else 'FAIL'} {c.what}: {c.detail}")
-    return 0 if all(c.ok for c in checks) else 1
+    return Exit.OK if all(c.ok for c in checks) else Exit.FAILED
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,8 +10,10 @@ stdout (see ``elb.provision.outcomes``).
 Secrets stay out of the artifacts: runner writes the process environment into
 ``artifacts/<ident>/command``, so the environment ansible-playbook gets is an allow-list of
 the variables it needs (no AWS_*, no tokens); the SSH key is passed as a file path, never as
-key material; ``suppress_env_files`` keeps runner from writing ``env/`` files; the fact cache
-stays in memory. Artifacts are rotated: the newest ``rotate_artifacts`` runs are kept.
+key material; ``provision.extra_vars`` go to Ansible in a file of mode 0600 (``-e @file``), never
+on the command line (where ``ps`` shows them to every local user); ``suppress_env_files`` keeps
+runner from writing ``env/`` files; the fact cache stays in memory. Artifacts are rotated: the
+newest ``rotate_artifacts`` runs are kept.
 """
 
 from __future__ import annotations
@@ -92,6 +94,14 @@ def role_vars(cluster: ClusterConfig, sge: SgeConfig) -> dict[str, object]:
         out[f"{role}_queue"] = sge.queue
         out[f"{role}_hostgroup"] = sge.hostgroup
     return out
+
+
+def _write_private(path: Path, data: object) -> None:
+    """``data`` as JSON in a file created with mode 0600 (readable by its owner only)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # also when the file existed with a wider mode
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1)
 
 
 _EVENT_KEYS = ("host", "task", "task_action", "role", "play", "ignore_errors", "artifact_data")
@@ -337,7 +347,6 @@ class AnsibleProvisioner:
             suppress_env_files=True,
             fact_cache_type="memory",  # facts are not written to the artifacts
             forks=self.config.forks,
-            extravars=dict(self.extra_vars) or None,
             envvars=envvars,
             quiet=True,
         )
@@ -346,6 +355,12 @@ class AnsibleProvisioner:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(inventory, f, indent=1)
         rc_config.inventory = str(inv_path)
+        if self.extra_vars:
+            # A file readable by its owner only, given as ``-e @file``: on the command line the
+            # values would be visible to every local user (ps) and written to the artifacts.
+            ev_path = Path(rc_config.artifact_dir) / "extravars.json"
+            _write_private(ev_path, self.extra_vars)
+            rc_config.extra_vars = str(ev_path)
         rc_config.prepare()
         rc_config.env = scrub_env(rc_config.env)
         # How often runner calls the cancel callback. (Set after prepare(): runner 2.4 drops

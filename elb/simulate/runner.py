@@ -58,7 +58,8 @@ def with_param(policy: Policy, key: str, raw: str) -> Policy:
     config = getattr(policy, "config", None)
     if isinstance(config, PolicyConfig) and key in PolicyConfig.model_fields:
         data: dict[str, Any] = config.model_dump()
-        data[key] = raw
+        current = data[key]  # the config's numbers are strict: convert the text to the field's kind
+        data[key] = raw if isinstance(current, str) else _convert(raw, 0 if current is None else current)
         try:
             new_config = PolicyConfig.model_validate(data)
         except ValueError as err:

@@ -68,7 +68,7 @@ def test_bad_config_is_an_error(tmp_path: Path, aws_env: str) -> None:
     bad = tmp_path / "bad.yml"
     bad.write_text("cloud:\n  ec2:\n    instance_type: c5.large\n")
     proc = check(bad)
-    assert proc.returncode == 1 and "instance_type" in proc.stderr
+    assert proc.returncode == 3 and "instance_type" in proc.stderr  # a config error
 
 
 def test_denied_launch_names_the_permission(ec2: Any, ami: str, aws_env: str) -> None:

@@ -1,4 +1,4 @@
-"""Every config option is documented in the README (issue 2: "every option documented ... with its default")."""
+"""Every config option is documented in the README, with its default."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ import pytest
 
 from elb.cli import main
 from elb.config import ConfigError, load_config, parse_config
+from elb.exitcodes import Exit
 from elb.naming import next_names, node_number
 
 
@@ -46,7 +47,7 @@ def test_top_level_must_be_mapping(tmp_path: Path) -> None:
 def test_yaml_syntax_error(tmp_path: Path) -> None:
     f = tmp_path / "elb.yml"
     f.write_text("policy: {max_nodes: [\n")
-    with pytest.raises(ConfigError, match="not valid YAML"):
+    with pytest.raises(ConfigError, match=r"line 2, column 1: expected the node content"):
         load_config(f)
 
 
@@ -56,7 +57,7 @@ def test_validate_command_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixtu
     bad = tmp_path / "bad.yml"
     bad.write_text("cluster:\n  node_prefix: 'Bad Prefix'\n")
     assert main(["validate", "--config", str(good)]) == 0
-    assert main(["validate", "--config", str(bad)]) == 1
+    assert main(["validate", "--config", str(bad)]) == Exit.CONFIG
     assert "cluster.node_prefix" in capsys.readouterr().err
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from elb.cli import main
+from elb.exitcodes import Exit
 from elb.stats import StatsRow, append_row, duration, read_all, read_rows, resample, rotated, time_span, window_start
 
 
@@ -67,7 +68,8 @@ def test_plot_command_draws_a_png(tmp_path: Path, capsys: pytest.CaptureFixture[
             ),
         )
     out = tmp_path / "elb.png"
-    assert main(["plot", "--stats", str(f), "--output", str(out), "--config", str(tmp_path / "none.yml")]) == 1
+    missing = str(tmp_path / "none.yml")
+    assert main(["plot", "--stats", str(f), "--output", str(out), "--config", missing]) == Exit.CONFIG
     cfg = tmp_path / "elb.yml"
     cfg.write_text(f"state_dir: {tmp_path}\n")
     assert main(["plot", "--stats", str(f), "--output", str(out), "--config", str(cfg)]) == 0
