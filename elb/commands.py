@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from elb import factory
+from elb import assets, extras, factory
 from elb.config import Config, ConfigError, load_config
 from elb.daemon import Balancer, run_forever, snapshot_summary
 from elb.journal import Journal
@@ -59,20 +59,29 @@ def _load(args: argparse.Namespace) -> Config | None:
         return None
 
 
+def _playbooks_missing(cfg: Config) -> bool:
+    """True (and says why on stderr) when elb has no playbooks to provision nodes with."""
+    problem = assets.playbook_dir_problem(cfg.provision.playbook_dir)
+    if problem is not None:
+        print(f"elb: config error: {problem}", file=sys.stderr)
+    return problem is not None
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     cfg = _load(args)
-    if cfg is None:
+    if cfg is None or _playbooks_missing(cfg):
         return 1
     print(
         f"ok: policy {cfg.policy.name}, {cfg.policy.min_nodes}-{cfg.policy.max_nodes} nodes, "
         f"provider {cfg.cloud.provider}"
     )
+    print(f"playbooks: {(cfg.provision.playbook_dir or assets.default_playbook_dir()).resolve()}")
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     cfg = _load(args)
-    if cfg is None:
+    if cfg is None or _playbooks_missing(cfg):
         return 1
     setup_logging(cfg.log_format)
     journal = Journal(cfg.journal_path)
@@ -102,7 +111,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_once(args: argparse.Namespace) -> int:
     cfg = _load(args)
-    if cfg is None:
+    if cfg is None or (not args.dry_run and _playbooks_missing(cfg)):
         return 1
     setup_logging(cfg.log_format, logging.WARNING if args.dry_run else logging.INFO)
     sge = factory.make_sge(cfg)
@@ -176,6 +185,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_plot(args: argparse.Namespace) -> int:
     cfg = _load(args)
     if cfg is None:
+        return 1
+    if (missing := extras.plot_missing()) is not None:
+        print(f"elb: {missing}", file=sys.stderr)
         return 1
     from elb.plot import plot_stats  # noqa: PLC0415 (matplotlib is slow to import: only here)
 
