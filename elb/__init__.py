@@ -1,3 +1,8 @@
 """elb: an elastic load balancer for Grid Engine clusters."""
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("elb")  # pyproject.toml's, from the installed metadata
+except PackageNotFoundError:  # a checkout on PYTHONPATH with no install of elb at all
+    __version__ = "0+unknown"

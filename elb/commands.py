@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from elb import factory
+from elb import assets, extras, factory
 from elb.config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
 from elb.daemon import Balancer, run_forever, snapshot_summary
 from elb.dryrun import dry_run
@@ -99,9 +99,17 @@ def _live_balancer(cfg: Config, journal: Journal) -> Balancer | Exit:
     return Balancer(cfg, sge=factory.make_sge(cfg), journal=journal, cloud=cloud, provisioner=provisioner)
 
 
+def _playbooks_missing(cfg: Config) -> bool:
+    """True (and says why on stderr) when elb has no playbooks to provision nodes with."""
+    problem = assets.playbook_dir_problem(cfg.provision.playbook_dir)
+    if problem is not None:
+        _error(f"config: {problem}")
+    return problem is not None
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     cfg = _load(args)
-    if cfg is None:
+    if cfg is None or _playbooks_missing(cfg):
         return Exit.CONFIG
     try:
         factory.make_provisioner(cfg)  # extra_vars names and SSH settings, as run checks them
@@ -112,12 +120,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
         f"ok: {args.config or DEFAULT_CONFIG_PATH}: policy {cfg.policy.name}, "
         f"{cfg.policy.min_nodes}-{cfg.policy.max_nodes} nodes, provider {cfg.cloud.provider}"
     )
+    print(f"playbooks: {(cfg.provision.playbook_dir or assets.default_playbook_dir()).resolve()}")
     return Exit.OK
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     cfg = _load(args)
-    if cfg is None:
+    if cfg is None or _playbooks_missing(cfg):
         return Exit.CONFIG
     setup_logging(cfg.log_format)
     journal = _journal(cfg)
@@ -149,7 +158,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_once(args: argparse.Namespace) -> int:
     cfg = _load(args)
-    if cfg is None:
+    if cfg is None or (not args.dry_run and _playbooks_missing(cfg)):
         return Exit.CONFIG
     setup_logging(cfg.log_format, logging.WARNING if args.dry_run else logging.INFO)
     if args.dry_run:
@@ -227,6 +236,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
     cfg = _load(args)
     if cfg is None:
         return Exit.CONFIG
+    if (missing := extras.plot_missing()) is not None:
+        _error(missing)
+        return Exit.FAILED
     from elb.plot import plot_file  # noqa: PLC0415 (matplotlib is slow to import: only here)
 
     path = args.stats or cfg.stats_path

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import elb
+from elb import assets
 from elb.config import ClusterConfig, ProvisionConfig, SgeConfig
 from elb.interfaces import HostResult, NodeSpec, Outcome
 from elb.provision import proctree
@@ -59,13 +59,32 @@ _ENV_KEEP_PREFIXES = ("LC_", "ANSIBLE_", "RUNNER_", "AWX_", "SGE_")
 _ENV_SECRET = re.compile(r"PASS|SECRET|TOKEN|CREDENTIAL|KEY$|KEY_ID$", re.IGNORECASE)
 
 
+# ansible-core's default collections path (COLLECTIONS_PATHS), kept after the shipped one.
+DEFAULT_COLLECTIONS_PATHS = ("~/.ansible/collections", "/usr/share/ansible/collections")
+
+
 class ProvisionError(Exception):
     """The provisioner is set up wrongly (config, playbook location). Raised by the constructor."""
 
 
-def default_playbook_dir() -> Path:
-    """The repo's ``playbooks/`` next to the ``elb`` package."""
-    return Path(elb.__file__).resolve().parent.parent / "playbooks"
+def ansible_paths(playbook_dir: Path, shipped: assets.Assets, environ: Mapping[str, str]) -> dict[str, str]:
+    """``ANSIBLE_ROLES_PATH`` and ``ANSIBLE_COLLECTIONS_PATH`` for a run of ``playbook_dir``.
+
+    Roles: the playbook directory's ``roles/``, its parent's, then the shipped roles (so that
+    playbooks of one's own can use them). Collections: the directory holding the shipped
+    ``ansible_collections/elb/cluster`` (installed elb only) before the usual ones.
+    """
+    roles: list[Path] = []
+    for path in (playbook_dir / "roles", playbook_dir.parent / "roles", shipped.roles_dir):
+        if path.is_dir() and path.resolve() not in roles:
+            roles.append(path.resolve())
+    out: dict[str, str] = {}
+    if roles:
+        out["ANSIBLE_ROLES_PATH"] = os.pathsep.join(str(p) for p in roles)
+    if shipped.collections_path is not None:
+        usual = environ.get("ANSIBLE_COLLECTIONS_PATH") or os.pathsep.join(DEFAULT_COLLECTIONS_PATHS)
+        out["ANSIBLE_COLLECTIONS_PATH"] = os.pathsep.join([str(shipped.collections_path), usual])
+    return out
 
 
 def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -169,7 +188,7 @@ class AnsibleProvisioner:
         if rotate_artifacts < 1:
             raise ProvisionError("rotate_artifacts must be at least 1")
         self.rotate_artifacts = rotate_artifacts
-        self.playbook_dir = (config.playbook_dir or default_playbook_dir()).resolve()
+        self.playbook_dir = (config.playbook_dir or assets.default_playbook_dir()).resolve()
         self.connection = Connection(
             master=self.cluster.master,
             master_address=master_address,
@@ -400,9 +419,7 @@ class AnsibleProvisioner:
         }
         if "HOME" not in os.environ:  # a systemd service without User= has no HOME
             env["HOME"] = pwd.getpwuid(os.getuid()).pw_dir
-        roles = [p for p in (self.playbook_dir / "roles", self.playbook_dir.parent / "roles") if p.is_dir()]
-        if roles:
-            env["ANSIBLE_ROLES_PATH"] = os.pathsep.join(str(p) for p in roles)
+        env.update(ansible_paths(self.playbook_dir, assets.locate(), os.environ))
         return env
 
     def _log_others(self, report: RunReport, targets: Sequence[str]) -> None:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from elb.extras import plot_missing
 from elb.policy.base import Policy
 from elb.simulate.engine import SimSettings
 from elb.simulate.report import Billing, Metrics, plot, table
@@ -114,6 +115,9 @@ class _Progress:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    if args.plot is not None and (missing := plot_missing()) is not None:
+        print(f"elb simulate: --plot: {missing}", file=sys.stderr)
+        return 2
     try:
         return _simulate(args)
     except (SimError, SwfError) as err:

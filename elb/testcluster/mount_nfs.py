@@ -2,9 +2,9 @@
 
 The kernel of the machine running the test cluster has no NFS client, so the node image
 diverts ``/sbin/mount.nfs`` to a wrapper that runs this file. ``mount -t nfs master:/home
-/home`` (and so ``ansible.posix.mount``) works unchanged: this program starts the
-filesystem in its own session (``setsid``) in the foreground, waits until the mount point
-appears in ``/proc/self/mounts`` and returns, as mount helpers do.
+/home`` (and ``mount /home`` from fstab, as the nfs_client role runs it) works unchanged:
+this program starts the filesystem in its own session (``setsid``) in the foreground, waits
+until the mount point appears in ``/proc/self/mounts`` and returns, as mount helpers do.
 
 Every request is made with the caller's identity: one NFS connection per (uid, gid) taken
 from the FUSE context, so the server's permission checks and file ownership are those of

@@ -1,9 +1,11 @@
 """Ansible inventory plugin ``elb_ec2``: the EC2 instances of one elb cluster.
 
-Enable it with ``inventory_plugins = plugins/inventory`` in ansible.cfg (or the environment
-variable ANSIBLE_INVENTORY_PLUGINS) and use ``inventory/elb.elb_ec2.yml``. It runs in Ansible's
-Python, which is elb's (elb depends on ansible), and reads elb's own config file for the
-cluster name, master, region, endpoint, SSH user and slots: one source of truth.
+An installed elb ships it in the collection ``elb.cluster``: ``plugin: elb.cluster.elb_ec2``. In
+a checkout, enable it with ``inventory_plugins = plugins/inventory`` in ansible.cfg (or the
+environment variable ANSIBLE_INVENTORY_PLUGINS) and ``plugin: elb_ec2``, as
+``inventory/elb.elb_ec2.yml`` does. It runs in Ansible's Python, which is elb's (elb depends on
+ansible-core), and reads elb's own config file for the cluster name, master, region, endpoint,
+SSH user and slots: one source of truth.
 """
 
 # ruff: noqa: PLC0415  (elb is imported lazily, so that a missing elb is a clear parser error)
@@ -29,7 +31,7 @@ options:
   plugin:
     description: Token that marks the file as this plugin's configuration.
     required: true
-    choices: [elb_ec2]
+    choices: [elb_ec2, elb.cluster.elb_ec2]
   elb_config:
     description: elb's configuration file (cluster, cloud.ec2, provision and policy settings).
     type: path
@@ -46,8 +48,8 @@ options:
 """
 
 EXAMPLES = r"""
-# inventory/elb.elb_ec2.yml
-plugin: elb_ec2
+# inventory/elb.elb_ec2.yml (plugin: elb_ec2 where ansible.cfg sets inventory_plugins)
+plugin: elb.cluster.elb_ec2
 elb_config: /etc/elb/elb.yml
 master_local: true
 """

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from elb.assets import default_playbook_dir
 from elb.config import ClusterConfig, SgeConfig
 from elb.interfaces import NodeSpec
-from elb.provision.ansible import ADD_PLAYBOOK, REMOVE_PLAYBOOK, default_playbook_dir, role_vars
+from elb.provision.ansible import ADD_PLAYBOOK, REMOVE_PLAYBOOK, role_vars
 from elb.provision.inventory import Connection, build_inventory
 
 PLAYBOOKS = default_playbook_dir()
