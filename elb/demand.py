@@ -258,7 +258,8 @@ def place(
         fit, considered = _best(job, groups, site, binding, new_node_name)
     except _Stop as stop:
         return Unservable(stop.reason)
-    reason = f"{fit.what} on {_plural(fit.nodes, 'node')} of group {fit.group.name} ({_plural(fit.slots_per_node, 'slot')} on each)"
+    each = _plural(fit.slots_per_node, "slot")
+    reason = f"{fit.what} on {_plural(fit.nodes, 'node')} of group {fit.group.name} ({each} on each)"
     if considered > 1:
         reason += f", the cheapest of {considered} groups that can run it"
     if binding.start_time is not None and binding.start_time > now:
