@@ -277,9 +277,10 @@ def _best(job: Job, groups: NodeGroups, site: Site, binding: JobBinding, new_nod
             raise _Stop(f"bound to queue {','.join(binding.hard_queues)}: no node group joins it")
     pes = _pes(job, site)
     if pes:
+        before = left
         left = [(i, g) for i, g in left if any(_serves(g, pe.name) for pe in pes)]
         if not left:
-            raise _Stop(f"parallel environment {job.pe}: no node group serves it{_among(left, everyone)}")
+            raise _Stop(f"parallel environment {job.pe}: no node group serves it{_among(before, everyone)}")
     ranges = _ranges(job)
     least = min(lo for lo, _ in ranges)
     for request in requests:
@@ -407,14 +408,16 @@ def _value(group: NodeGroup, c: Complex, site: Site) -> tuple[str | None, str]:
     return None, "absent"
 
 
-def _short_of(group: NodeGroup, request: _Request, site: Site, least_slots: int) -> str | None:
-    """None when a host of ``group`` can meet the request; else what it offers ("" for nothing)."""
+def _short_of(group: NodeGroup, request: _Request, site: Site, least_slots: int) -> tuple[str, str] | None:
+    """None when a host of ``group`` can meet the request; else what is offered ("" for nothing)
+    and where (``host``, ``global``, ``implied``, ``absent``)."""
     c = request.complex
     if c.name == "qname":
-        return None if any(match_expression(request.value, q) for q in group.queues) else ",".join(group.queues)
+        met = any(match_expression(request.value, q) for q in group.queues)
+        return None if met else (",".join(group.queues), "host")
     offered, source = _value(group, c, site)
     if offered is None:
-        return None if source == "met" else ""
+        return None if source == "met" else ("", source)
     try:
         if c.consumable is not Consumable.NO and c.type.numeric:
             need = parse_number(request.value, c.type)
@@ -425,25 +428,30 @@ def _short_of(group: NodeGroup, request: _Request, site: Site, least_slots: int)
             met = satisfies(c, request.value, offered)
     except ValueError as err:
         raise DemandError(f"node group {group.name}: {c.name}={offered!r}: {err}") from None
-    return None if met else offered
+    return None if met else (offered, source)
 
 
 def _request_reason(
     request: _Request,
-    shorts: Sequence[tuple[NodeGroup, str]],
+    shorts: Sequence[tuple[NodeGroup, tuple[str, str]]],
     before: Sequence[tuple[int, NodeGroup]],
     everyone: Sequence[tuple[int, NodeGroup]],
 ) -> str:
     c = request.complex
+    head = f"requests {request.text}"
     among = _among(before, everyone)
     if c.name == "qname":
-        return f"requests {request.text}: no node group joins such a queue{among}"
-    if all(not offered for _, offered in shorts):
-        return f"requests {request.text}: no node group offers {c.name}{among}"
-    offers = ", ".join(f"{g.name}: {offered or 'none'}" for g, offered in shorts)
-    if c.type.numeric and c.relop in (Relop.LE, Relop.LT):
-        return f"requests {request.text}: more than any node group offers ({offers}){among}"
-    return f"requests {request.text}: no node group offers a match ({offers}){among}"
+        return f"{head}: no node group joins such a queue{among}"
+    if all(source == "absent" for _, (_, source) in shorts):
+        return f"{head}: no node group offers {c.name}{among}"
+    less = c.type.numeric and c.relop in (Relop.LE, Relop.LT)
+    if all(source == "global" for _, (_, source) in shorts):
+        offered = shorts[0][1][0]
+        return f"{head}: more than the global host offers ({offered})" if less else f"{head}: global host has {offered}"
+    offers = ", ".join(f"{g.name}: {offered or 'none'}" for g, (offered, _) in shorts)
+    if less:
+        return f"{head}: more than any node group offers ({offers}){among}"
+    return f"{head}: no node group offers a match ({offers}){among}"
 
 
 def _forced_missing(group: NodeGroup, complexes: ComplexTable, requested: set[str]) -> list[str]:
