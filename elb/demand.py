@@ -269,7 +269,9 @@ def place(
 
 def _best(job: Job, groups: NodeGroups, site: Site, binding: JobBinding, new_node_name: str | None) -> tuple[_Fit, int]:
     requests = _requests(job, site.complexes, new_node_name)
-    everyone = list(enumerate(groups.groups))
+    everyone = [(i, g) for i, g in enumerate(groups.groups) if groups.max_nodes_of(g) > 0]
+    if not everyone:
+        raise _Stop("no node group may have a node (max_nodes 0)")
     left = everyone
     if binding.hard_queues:
         left = [(i, g) for i, g in left if any(_joins(g, q, new_node_name) for q in binding.hard_queues)]

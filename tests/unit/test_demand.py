@@ -467,6 +467,22 @@ def test_huge_array_is_arithmetic() -> None:
     assert (got.nodes, got.slots_per_node) == (5, 8)
 
 
+@pytest.mark.parametrize(
+    ("gs", "expected"),
+    [
+        (groups(group(max_nodes=0)), Unservable("no node group may have a node (max_nodes 0)")),
+        (groups(DEFAULT, max_nodes=0), Unservable("no node group may have a node (max_nodes 0)")),
+        (groups(group("none", max_nodes=0), group("some", max_nodes=1)), "some"),
+    ],
+)
+def test_groups_without_nodes_run_nothing(gs: NodeGroups, expected: Unservable | str) -> None:
+    got = place(job(), gs, SITE, NOW)
+    if isinstance(got, Servable):
+        assert (got.group.name, got.nodes) == (expected, 1)
+    else:
+        assert got == expected
+
+
 def test_running_job_is_refused() -> None:
     running = Job(7, "r", "u", "r", 1, queue="all.q@node001")
     with pytest.raises(DemandError, match=r"job 7 runs in all\.q@node001: only waiting jobs are demand"):
