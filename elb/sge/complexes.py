@@ -13,7 +13,8 @@ A request is compared as ``request relop value`` (complex(5)): ``mem_free`` (``<
 whose load is at most 2. String values (STRING, CSTRING, RESTRING, HOST) are requested as a
 wildcard expression (sge_types(1)): fnmatch patterns (``*``, ``?``, ``[...]``) joined by ``|``
 (or) and ``&`` (and), negated by ``!``, grouped by parentheses; CSTRING and HOST compare without
-regard to case. Only ``==`` and ``!=`` apply to them.
+regard to case. Only ``==`` and ``!=`` apply to them. ``EXCL`` (a BOOL consumable such as
+``exclusive``) is met like ``==``; that the job then holds the whole host is the caller's to model.
 
 Nothing here does I/O. Malformed ``qconf -sc`` output raises ``SgeParseError`` naming the line;
 a value that is not of its type raises ``ValueError`` naming the value and the type.
@@ -65,6 +66,7 @@ class Relop(enum.StrEnum):
     LE = "<="
     GT = ">"
     GE = ">="
+    EXCL = "EXCL"  # a BOOL consumable: a job requesting it true holds the host alone
 
 
 class Requestable(enum.StrEnum):
@@ -270,6 +272,8 @@ def compare(relop: Relop, request: float, offered: float) -> bool:
         return request != offered
     if relop is Relop.LT:
         return request < offered
+    if relop is Relop.EXCL:
+        raise ValueError("EXCL applies to BOOL values only")
     if relop is Relop.LE:
         return request <= offered
     if relop is Relop.GT:
@@ -347,9 +351,12 @@ def _complex(line: str, where: str) -> Complex:
     relop = _enum(Relop, relop_, "relop", where)
     requestable = _enum(Requestable, requestable_, "requestable", where)
     consumable = _enum(Consumable, consumable_, "consumable", where)
-    if (kind.textual or kind is ComplexType.BOOL) and relop not in (Relop.EQ, Relop.NE):
+    if relop is Relop.EXCL:
+        if kind is not ComplexType.BOOL:
+            raise SgeParseError(f"{where}: relop EXCL is only allowed for type BOOL")
+    elif (kind.textual or kind is ComplexType.BOOL) and relop not in (Relop.EQ, Relop.NE):
         raise SgeParseError(f"{where}: relop {relop} is not allowed for type {kind} (only == and !=)")
-    if consumable is not Consumable.NO and not kind.numeric:
+    if consumable is not Consumable.NO and not kind.numeric and relop is not Relop.EXCL:
         raise SgeParseError(f"{where}: a {kind} complex cannot be consumable")
     try:
         urgency = float(urgency_)
