@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import re
+import shlex
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
+from elb.demand import JobBinding, Servable, Site, Unservable, check_offers, place
 from elb.groups import LaunchTemplate, NodeGroup, NodeGroups, default_group
+from elb.model import Job
+from elb.sge.complexes import parse_complexes
+from elb.sge.pe import parse_pe
 
 BIGMEM: dict[str, Any] = {
     "name": "bigmem",
@@ -160,3 +167,81 @@ def test_default_group_without_instance_types_uses_the_clouds_defaults() -> None
 def test_default_group_refuses_bad_settings() -> None:
     with pytest.raises(ValidationError, match="min_nodes \\(3\\) is greater than max_nodes \\(2\\)"):
         default_group(slots_per_node=4, max_nodes=2, min_nodes=3)
+
+
+# -- the worked example of docs/groups.md ---------------------------------------------------------
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "groups.md"
+HANDMADE = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "handmade"
+
+
+def _doc_groups() -> NodeGroups:
+    text = DOC.read_text()
+    block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    return NodeGroups(**yaml.safe_load(block))
+
+
+def _doc_rows() -> list[tuple[str, str]]:
+    rows = []
+    for line in DOC.read_text().splitlines():
+        m = re.fullmatch(r"\| `(qsub [^`]*)` \| (.*) \|", line)
+        if m:
+            rows.append((m.group(1), m.group(2)))
+    return rows
+
+
+def _job(command: str) -> tuple[Job, JobBinding]:
+    args = shlex.split(command)[1:-1]
+    requests: dict[str, str] = {}
+    pe = pe_range = None
+    queues: tuple[str, ...] = ()
+    while args:
+        flag = args.pop(0)
+        if flag == "-l":
+            key, _, value = args.pop(0).partition("=")
+            requests[key] = value
+        elif flag == "-pe":
+            pe, pe_range = args.pop(0), args.pop(0)
+        elif flag == "-q":
+            queues = (*queues, args.pop(0))
+        else:
+            raise AssertionError(f"the test does not know {flag}")
+    slots = int(pe_range) if pe_range else 1
+    return Job(1, "job.sh", "sgeuser", "qw", slots, pe=pe, pe_range=pe_range, hard_requests=requests), JobBinding(
+        hard_queues=queues
+    )
+
+
+def test_doc_example_is_valid() -> None:
+    gs = _doc_groups()
+    site = Site(
+        parse_complexes((HANDMADE / "qconf-sc-site.txt").read_text()),
+        {"smp": parse_pe((HANDMADE / "qconf-sp-smp.txt").read_text())},
+    )
+    check_offers(gs, site)
+    assert [g.name for g in gs.groups] == ["default", "bigmem"]
+
+
+@pytest.mark.parametrize(("command", "placement"), _doc_rows())
+def test_doc_example_placements(command: str, placement: str) -> None:
+    site = Site(
+        parse_complexes((HANDMADE / "qconf-sc-site.txt").read_text()),
+        {
+            "smp": parse_pe((HANDMADE / "qconf-sp-smp.txt").read_text()),
+            "mpi": parse_pe((HANDMADE / "qconf-sp-mpi.txt").read_text()),
+        },
+    )
+    j, binding = _job(command)
+    got = place(j, _doc_groups(), site, 0.0, binding=binding)
+    reason = re.search(r'"(.*)"', placement)
+    assert reason is not None
+    if placement.startswith("never:"):
+        assert got == Unservable(reason.group(1))
+    else:
+        assert isinstance(got, Servable)
+        assert placement.startswith(f"`{got.group.name}`")
+        assert got.reason == reason.group(1)
+
+
+def test_doc_example_has_rows() -> None:
+    assert len(_doc_rows()) >= 6
