@@ -267,6 +267,34 @@ def place(
     return Servable(fit.group, fit.nodes, fit.slots_per_node, reason)
 
 
+def place_all(
+    jobs: Sequence[Job],
+    groups: NodeGroups,
+    site: Site,
+    now: float,
+    *,
+    bindings: Sequence[JobBinding | None] | None = None,
+    new_node_name: str | None = None,
+) -> list[Placement]:
+    """``place`` for each job (``bindings[i]`` goes with ``jobs[i]``), in order.
+
+    Jobs of the same shape (slots, tasks, PE and range, hard requests, binding) get the same
+    answer, so each shape is placed once: 50,000 waiting entries are typically a few dozen shapes.
+    """
+    if bindings is not None and len(bindings) != len(jobs):
+        raise DemandError(f"{len(bindings)} bindings for {len(jobs)} jobs")
+    seen: dict[tuple[object, ...], Placement] = {}
+    out: list[Placement] = []
+    for n, job in enumerate(jobs):
+        binding = bindings[n] if bindings is not None else None
+        key = (job.slots, job.tasks, job.pe, job.pe_range, tuple(sorted(job.hard_requests.items())), binding)
+        found = seen.get(key)
+        if found is None:
+            found = seen[key] = place(job, groups, site, now, binding=binding, new_node_name=new_node_name)
+        out.append(found)
+    return out
+
+
 def _best(job: Job, groups: NodeGroups, site: Site, binding: JobBinding, new_node_name: str | None) -> tuple[_Fit, int]:
     requests = _requests(job, site.complexes, new_node_name)
     everyone = [(i, g) for i, g in enumerate(groups.groups) if groups.max_nodes_of(g) > 0]
@@ -396,7 +424,12 @@ def _ranges(job: Job) -> list[tuple[int, int]]:
 
 def _value(group: NodeGroup, c: Complex, site: Site) -> tuple[str | None, str]:
     """The value a host of ``group`` offers for ``c`` and where it comes from (``host``,
-    ``global``, ``implied``), or None with how it is treated (``met``, ``absent``)."""
+    ``global``, ``implied``), or None with how it is treated (``met``, ``absent``).
+
+    A load value the group does not declare is ``met``: a new node reports it only once it
+    runs, so nothing is known before. Queue attributes and limits are ``met`` too: queues'
+    limits are INFINITY unless the site sets them, and groups do not model queue configuration.
+    """
     if c.name in group.offers:
         return group.offers[c.name], "host"
     if c.name in site.global_values:
@@ -672,4 +705,5 @@ __all__: Sequence[str] = (
     "Unservable",
     "check_offers",
     "place",
+    "place_all",
 )

@@ -13,7 +13,17 @@ from typing import Any
 
 import pytest
 
-from elb.demand import DemandError, JobBinding, NotYet, Servable, Site, Unservable, check_offers, place
+from elb.demand import (
+    DemandError,
+    JobBinding,
+    NotYet,
+    Servable,
+    Site,
+    Unservable,
+    check_offers,
+    place,
+    place_all,
+)
 from elb.groups import NodeGroup, NodeGroups
 from elb.model import Job
 from elb.sge.complexes import parse_complexes
@@ -481,6 +491,24 @@ def test_groups_without_nodes_run_nothing(gs: NodeGroups, expected: Unservable |
         assert (got.group.name, got.nodes) == (expected, 1)
     else:
         assert got == expected
+
+
+def test_place_all_places_each_shape_once() -> None:
+    shapes = [job(), job(h_vmem="64G"), job(slots=4, pe="smp", pe_range="4"), job(tasks=20)]
+    bindings = [None, None, None, JobBinding(start_time=NOW + 60)]
+    jobs = shapes * 12_500
+    start = time.perf_counter()
+    got = place_all(jobs, groups(DEFAULT), SITE, NOW, bindings=bindings * 12_500)
+    elapsed = time.perf_counter() - start
+    expected = [place(j, groups(DEFAULT), SITE, NOW, binding=b) for j, b in zip(shapes, bindings, strict=True)]
+    assert got == expected * 12_500
+    assert isinstance(got[3], NotYet)
+    assert elapsed < 1.0
+
+
+def test_place_all_needs_one_binding_per_job() -> None:
+    with pytest.raises(DemandError, match="1 bindings for 2 jobs"):
+        place_all([job(), job()], groups(DEFAULT), SITE, NOW, bindings=[None])
 
 
 def test_running_job_is_refused() -> None:
