@@ -482,7 +482,9 @@ def _request_reason(
     less = c.type.numeric and c.relop in (Relop.LE, Relop.LT)
     if all(source == "global" for _, (_, source) in shorts):
         offered = shorts[0][1][0]
-        return f"{head}: more than the global host offers ({offered})" if less else f"{head}: global host has {offered}"
+        if less:
+            return f"{head}: more than the global host offers ({offered})"
+        return f"{head}: the global host's value {offered} does not match"
     offers = ", ".join(f"{g.name}: {offered or 'none'}" for g, (offered, _) in shorts)
     if less:
         return f"{head}: more than any node group offers ({offers}){among}"
@@ -537,6 +539,9 @@ def _per_node(group: NodeGroup, requests: Sequence[_Request], site: Site) -> tup
         fit = math.floor(has / need + 1e-9) if not math.isinf(need) else 0
         if c.consumable is Consumable.JOB:
             tasks = min(tasks, fit)
+            if fit == 0:  # only a default can be more than the node has: requests were checked
+                cap = 0
+                why.append(f"{text} per job, {offered} per node")
         elif fit < cap:
             cap = fit
             why.append(f"{text} per slot, {offered} per node")

@@ -35,13 +35,14 @@ NOW = 1_800_000_000.0
 DEFAULT_TABLE = parse_complexes((HANDMADE / "qconf-sc-default.txt").read_text())
 SITE_TABLE = parse_complexes((HANDMADE / "qconf-sc-site.txt").read_text())
 # A site with a FORCED complex, a JOB consumable, an exclusive-host complex and a license count.
-EXTRA_TABLE = parse_complexes(
+EXTRA_TEXT = (
     (HANDMADE / "qconf-sc-site.txt").read_text()
     + "bigdisk             bd         BOOL        ==      FORCED      NO         0        0\n"
     + "scratch             scr        MEMORY      <=      YES         JOB        0        0\n"
     + "exclusive           excl       BOOL        EXCL    YES         YES        0        1000\n"
     + "matlab              ml         INT         <=      YES         YES        0        0\n"
 )
+EXTRA_TABLE = parse_complexes(EXTRA_TEXT)
 
 
 def _pe(name: str, rule: str, slots: int = 9999) -> ParallelEnvironment:
@@ -417,6 +418,14 @@ UNSERVABLE = [
         EXTRA,
         "requests scratch=300G: more than any node group offers (default: 250G)",
         id="job-consumable",
+    ),
+    pytest.param(
+        job(),
+        JobBinding(),
+        [group(offers={"scratch": "250G"})],
+        Site(parse_complexes(EXTRA_TEXT.replace("YES         JOB        0 ", "YES         JOB        300G")), PES),
+        "1 slot: more than the 0 slots of group default's node (scratch=300G (default) per job, 250G per node)",
+        id="job-consumable-default",
     ),
     pytest.param(
         job(ml="11"),
