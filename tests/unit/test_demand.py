@@ -1,0 +1,555 @@
+"""The demand model: which node group a waiting job needs, why none can run it, or not yet.
+
+Complex tables are the 8.1.9 default one and a site variant (h_vmem consumable per slot, set per
+host; a gpu consumable), tests/fixtures/sge/handmade/qconf-sc-*.txt; PEs as ``qconf -sp`` prints
+them.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from elb.demand import (
+    DemandError,
+    JobBinding,
+    NotYet,
+    Servable,
+    Site,
+    Unservable,
+    check_offers,
+    place,
+    place_all,
+)
+from elb.groups import NodeGroup, NodeGroups
+from elb.model import Job
+from elb.sge.complexes import parse_complexes
+from elb.sge.pe import AllocationRule, ParallelEnvironment, Spread, parse_pe
+
+HANDMADE = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "handmade"
+NOW = 1_800_000_000.0
+
+DEFAULT_TABLE = parse_complexes((HANDMADE / "qconf-sc-default.txt").read_text())
+SITE_TABLE = parse_complexes((HANDMADE / "qconf-sc-site.txt").read_text())
+# A site with a FORCED complex, a JOB consumable, an exclusive-host complex and a license count.
+EXTRA_TEXT = (
+    (HANDMADE / "qconf-sc-site.txt").read_text()
+    + "bigdisk             bd         BOOL        ==      FORCED      NO         0        0\n"
+    + "scratch             scr        MEMORY      <=      YES         JOB        0        0\n"
+    + "exclusive           excl       BOOL        EXCL    YES         YES        0        1000\n"
+    + "matlab              ml         INT         <=      YES         YES        0        0\n"
+)
+EXTRA_TABLE = parse_complexes(EXTRA_TEXT)
+
+
+def _pe(name: str, rule: str, slots: int = 9999) -> ParallelEnvironment:
+    text = (HANDMADE / "qconf-sp-smp.txt").read_text()
+    text = text.replace("pe_name            smp", f"pe_name            {name}")
+    text = text.replace("slots              9999", f"slots              {slots}")
+    return parse_pe(text.replace("$pe_slots", rule))
+
+
+PES = {
+    "smp": parse_pe((HANDMADE / "qconf-sp-smp.txt").read_text()),
+    "mpi": _pe("mpi", "$round_robin"),
+    "mpifill": parse_pe((HANDMADE / "qconf-sp-mpi.txt").read_text().replace(" mpi\n", " mpifill\n")),
+    "mpi-rr": parse_pe((HANDMADE / "qconf-sp-mpi-rr.txt").read_text()),
+    "four": _pe("four", "4"),
+}
+SITE = Site(SITE_TABLE, PES)
+PLAIN = Site(DEFAULT_TABLE, PES)
+EXTRA = Site(EXTRA_TABLE, PES, global_values={"matlab": "10"})
+
+
+def group(name: str = "default", slots: int = 8, max_nodes: int = 5, **kw: Any) -> NodeGroup:
+    return NodeGroup(name=name, slots=slots, max_nodes=max_nodes, **kw)
+
+
+def groups(*gs: NodeGroup, max_nodes: int | None = None) -> NodeGroups:
+    return NodeGroups(groups=list(gs), max_nodes=max_nodes)
+
+
+def job(slots: int = 1, tasks: int = 1, pe: str | None = None, pe_range: str | None = None, **requests: str) -> Job:
+    return Job(
+        42,
+        "job",
+        "sgeuser",
+        "qw",
+        slots,
+        submitted=NOW - 600,
+        tasks=tasks,
+        task_ids=f"1-{tasks}:1" if tasks > 1 else None,
+        pe=pe,
+        pe_range=pe_range,
+        hard_requests=requests,
+    )
+
+
+DEFAULT = group(offers={"h_vmem": "23.5G"})  # the measured cluster: 8 slots, 23.5G per host, 5 nodes
+TWO_SLOTS = group("small", slots=2)
+C5 = group("default", slots=8, max_nodes=10, offers={"h_vmem": "15G"}, price_per_hour=0.34)
+R5 = group(
+    "bigmem",
+    slots=16,
+    max_nodes=10,
+    offers={"h_vmem": "120G"},
+    market="spot",
+    price_per_hour=0.40,
+    queues=["all.q", "big.q"],
+)
+
+# The measured cases: each was demand for a node that could never run it.
+MEASURED = [
+    pytest.param(
+        job(h_vmem="64G"),
+        JobBinding(),
+        "requests h_vmem=64G: more than any node group offers (default: 23.5G)",
+        id="h_vmem-over-host-value",
+    ),
+    pytest.param(job(gpu="1"), JobBinding(), "requests gpu=1: no node group offers gpu", id="gpu-nowhere"),
+    pytest.param(
+        job(), JobBinding(hard_queues=("other.q",)), "bound to queue other.q: no node group joins it", id="queue-other"
+    ),
+    pytest.param(
+        job(hostname="foo"),
+        JobBinding(),
+        "bound to host foo (hostname=foo): new nodes never have that name",
+        id="bound-to-host",
+    ),
+    pytest.param(
+        job(slots=64, pe="mpi", pe_range="64"),
+        JobBinding(),
+        "64 slots in PE mpi ($round_robin): more than the 40 slots of group default at max_nodes 5",
+        id="pe-wider-than-max-nodes",
+    ),
+]
+
+
+@pytest.mark.parametrize(("j", "binding", "reason"), MEASURED)
+def test_measured_jobs_are_never_demand(j: Job, binding: JobBinding, reason: str) -> None:
+    got = place(j, groups(DEFAULT), SITE, NOW, binding=binding, new_node_name="node006")
+    assert got == Unservable(reason)
+
+
+def test_smp_job_wider_than_every_node_is_unservable() -> None:
+    got = place(job(slots=4, pe="smp", pe_range="4"), groups(TWO_SLOTS, group("small2", slots=2)), SITE, NOW)
+    assert got == Unservable("4 slots in PE smp ($pe_slots: one host): more than the 2 slots of any group's node")
+
+
+def test_start_time_in_the_future_is_not_yet() -> None:
+    start = NOW + 3 * 3600
+    got = place(job(), groups(DEFAULT), SITE, NOW, binding=JobBinding(start_time=start))
+    assert isinstance(got, NotYet)
+    assert got.start_time == start
+    assert got.reason.startswith("qsub -a: not before 2027-01-15 11:00:00 UTC (in 3h00m); then 1 slot on 1 node")
+
+
+def test_start_time_passed_is_servable() -> None:
+    got = place(job(), groups(DEFAULT), SITE, NOW, binding=JobBinding(start_time=NOW - 1))
+    assert isinstance(got, Servable)
+
+
+def test_unservable_wins_over_not_yet() -> None:
+    got = place(job(gpu="1"), groups(DEFAULT), SITE, NOW, binding=JobBinding(start_time=NOW + 3600))
+    assert got == Unservable("requests gpu=1: no node group offers gpu")
+
+
+# (job, binding, groups, site, expected group, nodes, slots per node)
+SERVABLE = [
+    pytest.param(job(), JobBinding(), [DEFAULT], SITE, "default", 1, 1, id="one-slot"),
+    pytest.param(job(h_vmem="4G"), JobBinding(), [DEFAULT], SITE, "default", 1, 1, id="h_vmem-fits"),
+    pytest.param(job(h_vmem="4G"), JobBinding(), [group()], PLAIN, "default", 1, 1, id="h_vmem-queue-limit"),
+    pytest.param(job(h_vmem="64G"), JobBinding(), [group()], SITE, "default", 1, 1, id="h_vmem-not-set-per-host"),
+    pytest.param(job(tasks=20), JobBinding(), [DEFAULT], SITE, "default", 3, 8, id="array-packs-8-per-node"),
+    pytest.param(job(tasks=10**9), JobBinding(), [DEFAULT], SITE, "default", 5, 8, id="array-capped-at-max"),
+    pytest.param(
+        job(tasks=20, h_vmem="8G"), JobBinding(), [DEFAULT], SITE, "default", 5, 2, id="array-h_vmem-limits-per-node"
+    ),
+    pytest.param(job(slots=4, pe="smp", pe_range="4"), JobBinding(), [DEFAULT], SITE, "default", 1, 4, id="smp"),
+    pytest.param(
+        job(slots=4, tasks=10, pe="smp", pe_range="4"), JobBinding(), [DEFAULT], SITE, "default", 5, 8, id="smp-array"
+    ),
+    pytest.param(job(slots=4, pe="smp", pe_range="4-16"), JobBinding(), [DEFAULT], SITE, "default", 1, 8, id="smp-rng"),
+    pytest.param(job(slots=20, pe="mpifill", pe_range="20"), JobBinding(), [DEFAULT], SITE, "default", 3, 8, id="fill"),
+    pytest.param(
+        job(slots=4, pe="mpifill", pe_range="4-100"), JobBinding(), [DEFAULT], SITE, "default", 5, 8, id="range-capped"
+    ),
+    pytest.param(
+        job(slots=16, tasks=3, pe="mpi", pe_range="16"), JobBinding(), [DEFAULT], SITE, "default", 4, 8, id="pe-array"
+    ),
+    pytest.param(job(slots=12, pe="four", pe_range="12"), JobBinding(), [DEFAULT], SITE, "default", 3, 4, id="fixed"),
+    pytest.param(
+        job(slots=5, pe="four", pe_range="5-10"), JobBinding(), [DEFAULT], SITE, "default", 2, 4, id="fixed-multiple"
+    ),
+    pytest.param(job(slots=2, pe="mp*", pe_range="2"), JobBinding(), [DEFAULT], SITE, "default", 1, 2, id="pe-pattern"),
+    pytest.param(job(), JobBinding(("all.q@*",)), [DEFAULT], SITE, "default", 1, 1, id="queue-any-host"),
+    pytest.param(job(), JobBinding(("*@node*",)), [DEFAULT], SITE, "default", 1, 1, id="queue-host-pattern"),
+    pytest.param(job(), JobBinding(("all.q@@allhosts",)), [DEFAULT], SITE, "default", 1, 1, id="queue-hostgroup"),
+    pytest.param(job(), JobBinding(("big.q",)), [C5, R5], SITE, "bigmem", 1, 1, id="queue-only-bigmem-joins"),
+    pytest.param(job(), JobBinding(("other.q", "all.q")), [DEFAULT], SITE, "default", 1, 1, id="queue-list-any"),
+    pytest.param(job(hostname="node0*"), JobBinding(), [DEFAULT], SITE, "default", 1, 1, id="hostname-pattern"),
+    pytest.param(job(h="NODE006"), JobBinding(), [DEFAULT], SITE, "default", 1, 1, id="hostname-shortcut-case"),
+    pytest.param(job(q="big.q"), JobBinding(), [C5, R5], SITE, "bigmem", 1, 1, id="qname-request"),
+    pytest.param(job(arch="lx-*|sol*"), JobBinding(), [DEFAULT], SITE, "default", 1, 1, id="arch-reported-later"),
+    pytest.param(
+        job(arch="lx-*"), JobBinding(), [group(offers={"arch": "lx-amd64"})], SITE, "default", 1, 1, id="arch-offered"
+    ),
+    pytest.param(job(mf="12G"), JobBinding(), [group(memory="16G")], SITE, "default", 1, 1, id="mem_free-implied"),
+    pytest.param(job(num_proc="8"), JobBinding(), [DEFAULT], SITE, "default", 1, 1, id="num_proc-is-slots"),
+    pytest.param(job(h_rt="3600", s_rt="1:00:00"), JobBinding(), [DEFAULT], SITE, "default", 1, 1, id="queue-limits"),
+    pytest.param(
+        job(gpu="1", tasks=4),
+        JobBinding(),
+        [DEFAULT, group("gpu", slots=8, offers={"gpu": "2"})],
+        SITE,
+        "gpu",
+        2,
+        2,
+        id="gpu-offered-2-per-node",
+    ),
+    pytest.param(
+        job(bigdisk="true"),
+        JobBinding(),
+        [DEFAULT, group("disk", offers={"bigdisk": "true"})],
+        EXTRA,
+        "disk",
+        1,
+        1,
+        id="forced-requested",
+    ),
+    pytest.param(
+        job(tasks=6, scratch="100G"),
+        JobBinding(),
+        [group(offers={"scratch": "250G"})],
+        EXTRA,
+        "default",
+        3,
+        2,
+        id="job-consumable-per-task",
+    ),
+    pytest.param(
+        job(tasks=3, exclusive="true"),
+        JobBinding(),
+        [group(offers={"exclusive": "true"})],
+        EXTRA,
+        "default",
+        3,
+        1,
+        id="exclusive-one-task-a-node",
+    ),
+    pytest.param(job(ml="4"), JobBinding(), [DEFAULT], EXTRA, "default", 1, 1, id="global-license"),
+]
+
+
+@pytest.mark.parametrize(("j", "binding", "gs", "site", "name", "nodes", "per_node"), SERVABLE)
+def test_servable(
+    j: Job, binding: JobBinding, gs: list[NodeGroup], site: Site, name: str, nodes: int, per_node: int
+) -> None:
+    got = place(j, groups(*gs), site, NOW, binding=binding, new_node_name="node006")
+    assert isinstance(got, Servable), got
+    assert (got.group.name, got.nodes, got.slots_per_node) == (name, nodes, per_node), got.reason
+
+
+# (job, binding, groups, site, reason)
+UNSERVABLE = [
+    pytest.param(
+        job(foo="1"), JobBinding(), [DEFAULT], SITE, "requests foo=1: unknown complex foo (not in qconf -sc)", id="unk"
+    ),
+    pytest.param(
+        job(load_avg="2"), JobBinding(), [DEFAULT], SITE, "requests load_avg=2: load_avg is not requestable", id="noreq"
+    ),
+    pytest.param(
+        job(h_vmem="lots"),
+        JobBinding(),
+        [DEFAULT],
+        SITE,
+        "requests h_vmem=lots: 'lots' is not a MEMORY value (a number with an optional k K m M g G t T)",
+        id="bad-value",
+    ),
+    pytest.param(
+        job(hostname="foo"),
+        JobBinding(),
+        [DEFAULT],
+        SITE,
+        "bound to host foo (hostname=foo): new nodes never have that name",
+        id="host-without-name",
+    ),
+    pytest.param(
+        job(),
+        JobBinding(("*@node00[1-3]",)),
+        [DEFAULT],
+        SITE,
+        "bound to queue *@node00[1-3]: no node group joins it",
+        id="queue-old-hosts",
+    ),
+    pytest.param(
+        job(),
+        JobBinding(("all.q@@gpuhosts",)),
+        [DEFAULT],
+        SITE,
+        "bound to queue all.q@@gpuhosts: no node group joins it",
+        id="queue-other-hostgroup",
+    ),
+    pytest.param(
+        job(q="other.q"), JobBinding(), [DEFAULT], SITE, "requests q=other.q: no node group joins such a queue", id="q"
+    ),
+    pytest.param(
+        job(slots=2, pe="openmp", pe_range="2"),
+        JobBinding(),
+        [DEFAULT],
+        SITE,
+        "requests parallel environment openmp: no such PE (qconf -spl)",
+        id="pe-undefined",
+    ),
+    pytest.param(
+        job(slots=2, pe="mpi", pe_range="2"),
+        JobBinding(),
+        [group(pes=["smp"])],
+        SITE,
+        "parallel environment mpi: no node group serves it",
+        id="pe-not-served",
+    ),
+    pytest.param(
+        job(slots=128, pe="mpi-rr", pe_range="128"),
+        JobBinding(),
+        [group(max_nodes=100)],
+        SITE,
+        "128 slots in PE mpi-rr ($round_robin): more than the 64 slots of the PE",
+        id="pe-total-slots",
+    ),
+    pytest.param(
+        job(slots=48, pe="mpifill", pe_range="48-100"),
+        JobBinding(),
+        [DEFAULT],
+        SITE,
+        "48-100 slots in PE mpifill ($fill_up): more than the 40 slots of group default at max_nodes 5",
+        id="range-minimum-too-big",
+    ),
+    pytest.param(
+        job(slots=64, pe="mpi", pe_range="64"),
+        JobBinding(),
+        [DEFAULT, group("two", max_nodes=2)],
+        SITE,
+        "64 slots in PE mpi ($round_robin): more than any group gives at its max_nodes "
+        "(default: 40 at 5, two: 16 at 2)",
+        id="pe-wider-than-every-group",
+    ),
+    pytest.param(
+        job(slots=64, pe="mpi", pe_range="64"),
+        JobBinding(),
+        groups(group(max_nodes=20), max_nodes=5),
+        SITE,
+        "64 slots in PE mpi ($round_robin): more than the 40 slots of group default at max_nodes 5",
+        id="global-max-nodes",
+    ),
+    pytest.param(
+        job(slots=6, pe="four", pe_range="6"),
+        JobBinding(),
+        [DEFAULT],
+        SITE,
+        "6 slots in PE four (4 per host): no slot count in the range is a multiple of 4",
+        id="fixed-not-a-multiple",
+    ),
+    pytest.param(
+        job(slots=4, pe="four", pe_range="4"),
+        JobBinding(),
+        [TWO_SLOTS],
+        SITE,
+        "4 slots in PE four (4 per host): more than the 2 slots of group small's node",
+        id="fixed-wider-than-node",
+    ),
+    pytest.param(
+        job(slots=4, pe="smp", pe_range="4", h_vmem="8G"),
+        JobBinding(),
+        [DEFAULT],
+        SITE,
+        "4 slots in PE smp ($pe_slots: one host): more than the 2 slots of group default's node "
+        "(h_vmem=8G per slot, 23.5G per node)",
+        id="smp-h_vmem-per-slot",
+    ),
+    pytest.param(
+        job(slots=8, pe="smp", pe_range="8"),
+        JobBinding(),
+        [group(offers={"h_vmem": "4G"})],
+        SITE,
+        "8 slots in PE smp ($pe_slots: one host): more than the 4 slots of group default's node "
+        "(h_vmem=1G (default) per slot, 4G per node)",
+        id="consumable-default-per-slot",
+    ),
+    pytest.param(
+        job(mem_total="32G"),
+        JobBinding(),
+        [group(memory="16G")],
+        SITE,
+        "requests mem_total=32G: more than any node group offers (default: 16G)",
+        id="mem_total-implied",
+    ),
+    pytest.param(
+        job(num_proc="16"),
+        JobBinding(),
+        [DEFAULT],
+        SITE,
+        "requests num_proc=16: no node group offers a match (default: 8)",
+        id="num_proc-equal",
+    ),
+    pytest.param(
+        job(arch="sol-*"),
+        JobBinding(),
+        [group(offers={"arch": "lx-amd64"})],
+        SITE,
+        "requests arch=sol-*: no node group offers a match (default: lx-amd64)",
+        id="arch-mismatch",
+    ),
+    pytest.param(
+        job(),
+        JobBinding(),
+        [group(offers={"bigdisk": "true"})],
+        EXTRA,
+        "does not request bigdisk, which every node group left offers as FORCED",
+        id="forced-not-requested",
+    ),
+    pytest.param(
+        job(scratch="300G"),
+        JobBinding(),
+        [group(offers={"scratch": "250G"})],
+        EXTRA,
+        "requests scratch=300G: more than any node group offers (default: 250G)",
+        id="job-consumable",
+    ),
+    pytest.param(
+        job(),
+        JobBinding(),
+        [group(offers={"scratch": "250G"})],
+        Site(parse_complexes(EXTRA_TEXT.replace("YES         JOB        0 ", "YES         JOB        300G")), PES),
+        "1 slot: more than the 0 slots of group default's node (scratch=300G (default) per job, 250G per node)",
+        id="job-consumable-default",
+    ),
+    pytest.param(
+        job(ml="11"),
+        JobBinding(),
+        [DEFAULT],
+        EXTRA,
+        "requests ml=11: more than the global host offers (10)",
+        id="lic",
+    ),
+    pytest.param(
+        job(gpu="1"),
+        JobBinding(("big.q",)),
+        [R5, group("gpu", offers={"gpu": "4"}, price_per_hour=0.9)],
+        SITE,
+        "requests gpu=1: no node group offers gpu (of the groups the other checks leave: bigmem)",
+        id="narrowed-by-queue",
+    ),
+]
+
+
+@pytest.mark.parametrize(("j", "binding", "gs", "site", "reason"), UNSERVABLE)
+def test_unservable(j: Job, binding: JobBinding, gs: list[NodeGroup] | NodeGroups, site: Site, reason: str) -> None:
+    gl = gs if isinstance(gs, NodeGroups) else groups(*gs)
+    assert place(j, gl, site, NOW, binding=binding) == Unservable(reason)
+
+
+# Two groups can run the job: the cheaper for the nodes it needs wins (price, then nodes, then order).
+CHEAPEST = [
+    pytest.param(job(), [C5, R5], "default", 2, id="one-slot-cheaper-node"),
+    pytest.param(job(h_vmem="64G"), [C5, R5], "bigmem", 1, id="only-bigmem-has-memory"),
+    pytest.param(job(slots=64, pe="mpi", pe_range="64"), [C5, R5], "bigmem", 2, id="4-bigmem-cheaper-than-8-default"),
+    pytest.param(job(tasks=100), [C5, R5], "bigmem", 2, id="array-cheaper-on-big-nodes"),
+    pytest.param(
+        job(slots=16, pe="mpi", pe_range="16"),
+        [group("a", slots=8), group("b", slots=16)],
+        "b",
+        2,
+        id="unpriced-fewer-nodes",
+    ),
+    pytest.param(job(), [group("a"), group("b")], "a", 2, id="unpriced-tie-first"),
+    pytest.param(job(), [R5.model_copy(update={"price_per_hour": 0.34}), C5], "bigmem", 2, id="priced-tie-first"),
+]
+
+
+@pytest.mark.parametrize(("j", "gs", "name", "can"), CHEAPEST)
+def test_cheapest_group_wins(j: Job, gs: list[NodeGroup], name: str, can: int) -> None:
+    got = place(j, groups(*gs), SITE, NOW)
+    assert isinstance(got, Servable)
+    assert got.group.name == name, got.reason
+    assert got.reason.endswith(f"the cheapest of {can} groups that can run it") == (can > 1), got.reason
+
+
+def test_huge_array_is_arithmetic() -> None:
+    start = time.perf_counter()
+    got = place(job(slots=4, tasks=2**31, pe="smp", pe_range="4-"), groups(DEFAULT), SITE, NOW)
+    assert time.perf_counter() - start < 0.5
+    assert isinstance(got, Servable)
+    assert (got.nodes, got.slots_per_node) == (5, 8)
+
+
+@pytest.mark.parametrize(
+    ("gs", "expected"),
+    [
+        (groups(group(max_nodes=0)), Unservable("no node group may have a node (max_nodes 0)")),
+        (groups(DEFAULT, max_nodes=0), Unservable("no node group may have a node (max_nodes 0)")),
+        (groups(group("none", max_nodes=0), group("some", max_nodes=1)), "some"),
+    ],
+)
+def test_groups_without_nodes_run_nothing(gs: NodeGroups, expected: Unservable | str) -> None:
+    got = place(job(), gs, SITE, NOW)
+    if isinstance(got, Servable):
+        assert (got.group.name, got.nodes) == (expected, 1)
+    else:
+        assert got == expected
+
+
+def test_place_all_places_each_shape_once() -> None:
+    shapes = [job(), job(h_vmem="64G"), job(slots=4, pe="smp", pe_range="4"), job(tasks=20)]
+    bindings = [None, None, None, JobBinding(start_time=NOW + 60)]
+    jobs = shapes * 12_500
+    start = time.perf_counter()
+    got = place_all(jobs, groups(DEFAULT), SITE, NOW, bindings=bindings * 12_500)
+    elapsed = time.perf_counter() - start
+    expected = [place(j, groups(DEFAULT), SITE, NOW, binding=b) for j, b in zip(shapes, bindings, strict=True)]
+    assert got == expected * 12_500
+    assert isinstance(got[3], NotYet)
+    assert elapsed < 1.0
+
+
+def test_place_all_needs_one_binding_per_job() -> None:
+    with pytest.raises(DemandError, match="1 bindings for 2 jobs"):
+        place_all([job(), job()], groups(DEFAULT), SITE, NOW, bindings=[None])
+
+
+def test_running_job_is_refused() -> None:
+    running = Job(7, "r", "u", "r", 1, queue="all.q@node001")
+    with pytest.raises(DemandError, match=r"job 7 runs in all\.q@node001: only waiting jobs are demand"):
+        place(running, groups(DEFAULT), SITE, NOW)
+
+
+@pytest.mark.parametrize(
+    ("offers", "message"),
+    [
+        ({"gpus": "1"}, "node group g: offers gpus=1: no such complex"),
+        ({"mf": "4G"}, "node group g: offers mf=4G: mf is the shortcut of mem_free; write the name"),
+        ({"h_vmem": "lots"}, "node group g: offers h_vmem=lots: 'lots' is not a MEMORY value"),
+        ({"gpu": "1.5"}, "node group g: offers gpu=1.5: '1.5' is not an INT value"),
+        ({"hostname": "node001"}, "node group g: offers hostname=node001: set by SGE"),
+    ],
+)
+def test_check_offers_names_the_group_and_key(offers: dict[str, str], message: str) -> None:
+    with pytest.raises(DemandError, match=message):
+        check_offers(groups(group("g", offers=offers)), SITE)
+
+
+def test_check_offers_accepts_the_example_groups() -> None:
+    check_offers(groups(C5, R5, group("gpu", offers={"gpu": "4", "arch": "lx-amd64"}, price_per_hour=0.9)), SITE)
+
+
+def test_bad_pe_range_is_unservable() -> None:
+    got = place(job(slots=4, pe="smp", pe_range="four"), groups(DEFAULT), SITE, NOW)
+    assert got == Unservable("PE range 'four' is not like 4, 4-8, 4- or -8")
+
+
+def test_pe_allocation_rule_values() -> None:
+    assert PES["four"].allocation_rule == AllocationRule(Spread.FIXED, 4)
+    assert PES["mpi"].allocation_rule == AllocationRule(Spread.ROUND_ROBIN)
