@@ -221,7 +221,7 @@ class ElbPolicy:
         if not view.pending:
             return frozenset()
         if fc is None or self.config.launch_delay > 0:
-            fc = forecast(view, now + self._horizon())
+            fc = forecast(view, now + self._horizon(), limit=max(0, self.config.max_nodes - view.size))
         return fc.assigned
 
     def _shrink_cost(self, view: ClusterView, now: float, fc: Forecast | None, adding: int) -> Plan:
