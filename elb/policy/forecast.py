@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from elb.model import Job
 from elb.policy.placement import Bin, Packing, host_order, width
-from elb.policy.view import ClusterView
+from elb.policy.view import ClusterView, host_facts
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +61,8 @@ def _capacity(view: ClusterView, horizon: float) -> tuple[list[Bin], int, int, i
         if not (w.ready and w.host is not None):
             continue
         ready += 1
-        total = w.host.slots_total
-        free = w.host.free_slots
+        facts = host_facts(w.host)
+        total, free = facts.total, facts.free
         for j in w.jobs:
             if not _ends_by(j, horizon):
                 continue

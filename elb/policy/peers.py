@@ -18,10 +18,9 @@ from dataclasses import dataclass, field, replace
 
 from elb.config import ClusterConfig, PolicyConfig
 from elb.model import History, Host, Node, NodeState, Plan, Removal, Snapshot
-from elb.naming import next_names
 from elb.policy.base import minutes
 from elb.policy.placement import Bin, Packing
-from elb.policy.view import ClusterView, Worker, cluster_view
+from elb.policy.view import ClusterView, Worker, cluster_view, host_facts, new_names
 
 INF = math.inf
 
@@ -74,14 +73,7 @@ def _view(limits: Limits, snapshot: Snapshot, nodes: Sequence[Node], now: float)
 
 
 def _names(limits: Limits, snapshot: Snapshot, nodes: Sequence[Node], count: int) -> tuple[str, ...]:
-    """``elb.naming.next_names`` over every name in use, with a cheaper scan for the highest number."""
-    prefix = limits.node_prefix
-    cut = len(prefix)
-    highest = 0
-    for name in [h.name for h in snapshot.hosts] + [n.name for n in nodes]:
-        if name.startswith(prefix) and name[cut:].isascii() and name[cut:].isdigit():
-            highest = max(highest, int(name[cut:]))
-    return next_names([f"{prefix}{highest}"] if highest else [], count, prefix, limits.node_digits)
+    return new_names(snapshot, nodes, count, limits.node_prefix, limits.node_digits)
 
 
 def _below_min(limits: Limits, view: ClusterView, snapshot: Snapshot, nodes: Sequence[Node]) -> Plan | None:
@@ -114,26 +106,12 @@ class _Facts:
 
 
 _facts_memo: list[tuple[tuple[object, ...], _Facts]] = []
-_host_memo: dict[int, tuple[Host, tuple[bool, int, bool]]] = {}
 
 
 def _host_facts(host: Host) -> tuple[bool, int, bool]:
     """(up, free slots, busy) as ``Host`` defines them, memoised per (immutable) Host object."""
-    hit = _host_memo.get(id(host))
-    if hit is not None and hit[0] is host:
-        return hit[1]
-    if all(not q.states for q in host.queues):  # no state letter: reachable and usable
-        facts = (
-            bool(host.queues),
-            sum(max(0, q.slots_total - q.slots_used - q.slots_reserved) for q in host.queues),
-            any(q.slots_used > 0 or q.slots_reserved > 0 for q in host.queues),
-        )
-    else:
-        facts = (host.up, host.free_slots, host.busy)
-    if len(_host_memo) > 4096:
-        _host_memo.clear()
-    _host_memo[id(host)] = (host, facts)
-    return facts
+    facts = host_facts(host)
+    return facts.up, facts.free, facts.busy
 
 
 def _facts(view: ClusterView) -> _Facts:

@@ -11,6 +11,59 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from elb.model import Host, Job, Node, NodeState, Snapshot
+from elb.naming import next_names
+
+_ALIVE = frozenset(s for s in NodeState if s.alive)
+_BOOTING = frozenset(s for s in NodeState if s.booting)
+
+
+@dataclass(frozen=True, slots=True)
+class HostFacts:
+    """What a policy reads off a ``Host`` (its properties, each a walk over its queues), once."""
+
+    up: bool
+    free: int  # free slots in usable queues
+    total: int
+    busy: bool  # runs a job or holds a reservation
+
+
+# Memo per (immutable) Host object: a simulator and a steady cluster hand the same Host objects
+# to pass after pass, so each is read once. Holding the Host keeps its id from being reused.
+_HOST_FACTS: dict[int, tuple[Host, HostFacts]] = {}
+_HOST_FACTS_MAX = 1 << 16
+
+
+def host_facts(host: Host) -> HostFacts:
+    hit = _HOST_FACTS.get(id(host))
+    if hit is not None and hit[0] is host:
+        return hit[1]
+    queues = host.queues
+    if all(not q.states for q in queues):  # no state letter: reachable and usable
+        facts = HostFacts(
+            bool(queues),
+            sum(max(0, q.slots_total - q.slots_used - q.slots_reserved) for q in queues),
+            sum(q.slots_total for q in queues),
+            any(q.slots_used > 0 or q.slots_reserved > 0 for q in queues),
+        )
+    else:
+        facts = HostFacts(host.up, host.free_slots, host.slots_total, host.busy)
+    if len(_HOST_FACTS) >= _HOST_FACTS_MAX:
+        _HOST_FACTS.clear()
+    _HOST_FACTS[id(host)] = (host, facts)
+    return facts
+
+
+def new_names(
+    snapshot: Snapshot, nodes: Sequence[Node], count: int, prefix: str = "node", digits: int = 3
+) -> tuple[str, ...]:
+    """``elb.naming.next_names`` over every name in use (SGE's hosts and elb's records), with a
+    scan for the highest number that needs no regular expression per name."""
+    cut = len(prefix)
+    highest = 0
+    for name in [h.name for h in snapshot.hosts] + [n.name for n in nodes]:
+        if name.startswith(prefix) and name[cut:].isascii() and name[cut:].isdigit():
+            highest = max(highest, int(name[cut:]))
+    return next_names([f"{prefix}{highest}"] if highest else [], count, prefix, digits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,18 +77,18 @@ class Worker:
 
     @property
     def booting(self) -> bool:
-        return self.node is not None and self.node.state.booting
+        return self.node is not None and self.node.state in _BOOTING
 
     @property
     def ready(self) -> bool:
         if self.node is not None and self.node.state is not NodeState.READY:
             return False
-        return self.host is not None and self.host.up
+        return self.host is not None and host_facts(self.host).up
 
     @property
     def idle(self) -> bool:
         """Ready, runs no job and holds no reservation."""
-        return self.ready and not self.jobs and not (self.host is not None and self.host.busy)
+        return self.ready and not self.jobs and not (self.host is not None and host_facts(self.host).busy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +156,7 @@ def cluster_view(
         if h is not None and j.state not in ("qw", "hqw"):
             by_host.setdefault(h, []).append(j)
     hosts = {h.name: h for h in snapshot.hosts if h.name != master}
-    alive = {n.name: n for n in nodes if n.state.alive and n.name != master}
+    alive = {n.name: n for n in nodes if n.state in _ALIVE and n.name != master}
     workers = [
         Worker(name, alive.get(name), hosts.get(name), tuple(by_host.get(name, ())))
         for name in sorted(set(hosts) | set(alive))
