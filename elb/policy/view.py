@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from elb.model import Host, Job, Node, NodeState, Snapshot
 from elb.naming import next_names
@@ -68,27 +68,23 @@ def new_names(
 
 @dataclass(frozen=True, slots=True)
 class Worker:
-    """One worker as a policy sees it."""
+    """One worker as a policy sees it; what policies ask of it is worked out once, when it is made."""
 
     name: str
     node: Node | None  # None: an exec host elb does not manage (never removed by elb)
     host: Host | None  # None: not (yet) in SGE
     jobs: tuple[Job, ...]
+    booting: bool = field(init=False)  # elb's record says it is still being launched or provisioned
+    ready: bool = field(init=False)  # up in SGE, and READY in elb's record if it has one
+    idle: bool = field(init=False)  # ready, runs no job and holds no reservation
 
-    @property
-    def booting(self) -> bool:
-        return self.node is not None and self.node.state in _BOOTING
-
-    @property
-    def ready(self) -> bool:
-        if self.node is not None and self.node.state is not NodeState.READY:
-            return False
-        return self.host is not None and host_facts(self.host).up
-
-    @property
-    def idle(self) -> bool:
-        """Ready, runs no job and holds no reservation."""
-        return self.ready and not self.jobs and not (self.host is not None and host_facts(self.host).busy)
+    def __post_init__(self) -> None:
+        node, host = self.node, self.host
+        facts = host_facts(host) if host is not None else None
+        ready = (node is None or node.state is NodeState.READY) and facts is not None and facts.up
+        object.__setattr__(self, "booting", node is not None and node.state in _BOOTING)
+        object.__setattr__(self, "ready", ready)
+        object.__setattr__(self, "idle", ready and not self.jobs and not (facts is not None and facts.busy))
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +138,10 @@ def infer_slots_per_node(hosts: Sequence[Host], nodes: Sequence[Node], configure
     return 1
 
 
+# The workers of the last view built (per master name): one generation, so memory stays bounded.
+_LAST_WORKERS: dict[str, dict[str, Worker]] = {}
+
+
 def cluster_view(
     snapshot: Snapshot,
     nodes: Sequence[Node],
@@ -157,10 +157,17 @@ def cluster_view(
             by_host.setdefault(h, []).append(j)
     hosts = {h.name: h for h in snapshot.hosts if h.name != master}
     alive = {n.name: n for n in nodes if n.state in _ALIVE and n.name != master}
-    workers = [
-        Worker(name, alive.get(name), hosts.get(name), tuple(by_host.get(name, ())))
-        for name in sorted(set(hosts) | set(alive))
-    ]
+    # Workers whose record, host and jobs are the very same objects as in the last view are reused.
+    last = _LAST_WORKERS.get(master, {})
+    workers: list[Worker] = []
+    for name in sorted(set(hosts) | set(alive)):
+        node, host, jobs = alive.get(name), hosts.get(name), tuple(by_host.get(name, ()))
+        w = last.get(name)
+        if w is None or w.node is not node or w.host is not host or w.jobs != jobs:
+            w = Worker(name, node, host, jobs)
+        workers.append(w)
+    _LAST_WORKERS.clear()
+    _LAST_WORKERS[master] = {w.name: w for w in workers}
     pending = sorted(
         (j for j in snapshot.jobs if j.is_pending),
         key=lambda j: (j.submitted if j.submitted is not None else now, j.job_id),
