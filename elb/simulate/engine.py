@@ -159,6 +159,11 @@ class Simulator:
         self._jobs_cache: tuple[Job, ...] | None = None
         self._hosts_cache: tuple[Host, ...] | None = None
         self._nodes_cache: tuple[Node, ...] | None = None
+        # The values a snapshot shows, per node, rebuilt only for the nodes changed since the last
+        # snapshot (``_stale``, in the order they changed), so a snapshot does not walk every node.
+        self._host_values: dict[str, Host] = {}
+        self._record_values: dict[str, Node] = {}
+        self._stale: dict[str, None] = {}
         self._backlog_since: float | None = None
         self._ready = FreeIndex[tuple[int, str]](settings.slots_per_node)  # ready nodes by free slots
         quiet = policy if isinstance(policy, QuietHint) else None
@@ -178,6 +183,7 @@ class Simulator:
         self.nodes[name] = node
         self.out.launches += 1
         self._nodes_cache = None
+        self._stale[name] = None
         if boot <= 0:
             self._set_ready(node, now)
         else:
@@ -195,6 +201,7 @@ class Simulator:
             self._ready.set(host_order(node.name), node.free, node.slots)
         node.record = None
         node.host = None
+        self._stale[node.name] = None
         self._nodes_cache = None
         self._hosts_cache = None
 
@@ -202,6 +209,8 @@ class Simulator:
         node.terminated_at = now
         del self.nodes[node.name]
         self._ready.remove(host_order(node.name))
+        self._host_values.pop(node.name, None)
+        self._record_values.pop(node.name, None)
         self.dead.append(node)
         self.out.terminations += 1
         self._nodes_cache = None
@@ -230,10 +239,19 @@ class Simulator:
         """What qstat/qhost and elb's journal would show now."""
         if self._jobs_cache is None:
             self._jobs_cache = tuple(v for _, v in self.pending) + tuple(r.value for r in self.running.values())
+        if self._stale:
+            for name in self._stale:
+                n = self.nodes.get(name)
+                if n is None:
+                    continue
+                self._record_values[name] = n.record or self._node_record(n)
+                if n.ready:
+                    self._host_values[name] = n.host or self._host(n)
+            self._stale.clear()
         if self._hosts_cache is None:
-            self._hosts_cache = tuple([n.host or self._host(n) for n in self.nodes.values() if n.ready])
+            self._hosts_cache = tuple(self._host_values.values())
         if self._nodes_cache is None:
-            self._nodes_cache = tuple([n.record or self._node_record(n) for n in self.nodes.values()])
+            self._nodes_cache = tuple(self._record_values.values())
         return Snapshot(now, self._jobs_cache, self._hosts_cache), self._nodes_cache
 
     # -- dispatch ------------------------------------------------------------------------------
