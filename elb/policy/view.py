@@ -30,7 +30,7 @@ class HostFacts:
 # Memo per (immutable) Host object: a simulator and a steady cluster hand the same Host objects
 # to pass after pass, so each is read once. Holding the Host keeps its id from being reused.
 _HOST_FACTS: dict[int, tuple[Host, HostFacts]] = {}
-_HOST_FACTS_MAX = 1 << 16
+_HOST_FACTS_MAX = 1 << 14  # a few passes of a 5,000-host cluster; then it starts over
 
 
 def host_facts(host: Host) -> HostFacts:
