@@ -12,6 +12,14 @@ tracing slows Python down) and the process's maximum resident set size (ru_maxrs
     python benchmarks/bench_parse_decide.py [--jobs 50000] [--hosts 1000] [--repeat 3]
 
 Prints seconds per phase (best of --repeat) and the memory figures. Target: < 1 s, < 300 MB.
+
+Two figures side by side in the same run, each next to its target:
+
+- parse + decide against a bare expat scan of the same qstat bytes (``xml.parsers.expat`` with no
+  handler, and with no-op handlers): the ratio, target at most 2x;
+- ``decide`` alone (a cold view: a fresh snapshot each time) at two sizes, a quarter of
+  ``--scale-hosts``/``--scale-jobs`` and the whole: the time ratio against the size ratio (4);
+  linear growth means about 4, the target is at most 5.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import tempfile
 import time
 import tracemalloc
 import xml.etree.ElementTree as ET
+import xml.parsers.expat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +42,7 @@ from pathlib import Path
 from elb.config import ClusterConfig, PolicyConfig
 from elb.model import History, Node, NodeState, Snapshot
 from elb.policy import make_policy
+from elb.policy.base import Policy
 from elb.sge.parse import join_snapshot, parse_qhost, parse_qstat
 
 QSTAT_HEAD = (
@@ -192,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=50_000)
     ap.add_argument("--hosts", type=int, default=1_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--scale-hosts", type=int, default=5_000)
+    ap.add_argument("--scale-jobs", type=int, default=40_000)
+    ap.add_argument("--no-scale", action="store_true", help="skip decide at two sizes")
     args = ap.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -239,6 +252,15 @@ def main(argv: list[str] | None = None) -> int:
         f"peak memory: tracemalloc {peak / 2**20:.0f} MiB (parse + decide, inputs excluded), "
         f"ru_maxrss {rss:.0f} MiB (whole process: interpreter, inputs, generation included)"
     )
+    bare, noop = _expat_scans(qstat_xml, args.repeat)
+    ratio = best.total_cpu / bare
+    print(
+        f"side by side (CPU s, best of {args.repeat}): parse + decide {best.total_cpu:.3f}; bare expat scan "
+        f"{bare:.3f} (ratio {ratio:.1f}x, target <= 2x: {'met' if ratio <= 2 else 'NOT met'}); expat with no-op "
+        f"handlers {noop:.3f} (ratio {best.total_cpu / noop:.1f}x)"
+    )
+    if not args.no_scale:
+        _decide_scaling(args.scale_jobs, args.scale_hosts, args.repeat)
     # Last, as it raises the process's memory high-water mark: a tree of the whole document.
     gc.collect()
     gc.disable()
@@ -252,6 +274,59 @@ def main(argv: list[str] | None = None) -> int:
         f"{'met' if best.total_cpu < 1.0 else 'NOT met'} (CPU); memory {'met' if rss < 300 else 'NOT met'}"
     )
     return 0
+
+
+def _best_cpu(fn: Callable[[], object], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        c0 = time.process_time()
+        fn()
+        best = min(best, time.process_time() - c0)
+    return best
+
+
+def _expat_scans(data: bytes, repeat: int) -> tuple[float, float]:
+    """CPU seconds of expat reading the bytes with no handler, and with no-op handlers."""
+
+    def bare() -> None:
+        xml.parsers.expat.ParserCreate().Parse(data, True)
+
+    def noop() -> None:
+        p = xml.parsers.expat.ParserCreate()
+        p.buffer_text = True
+        p.StartElementHandler = lambda name, attrs: None
+        p.EndElementHandler = lambda name: None
+        p.CharacterDataHandler = lambda text: None
+        p.Parse(data, True)
+
+    return _best_cpu(bare, repeat), _best_cpu(noop, repeat)
+
+
+def _decide_scaling(jobs: int, hosts: int, repeat: int) -> None:
+    """decide alone at a quarter of the size and at the whole: the time ratio against 4."""
+    times: list[float] = []
+    for n_jobs, n_hosts in ((jobs // 4, hosts // 4), (jobs, hosts)):
+        rng = random.Random(42)
+        qs = parse_qstat(make_qstat(n_jobs, n_hosts, rng))
+        snap = join_snapshot(qs, parse_qhost(make_qhost(n_hosts)), NOW)
+        nodes = tuple(
+            Node(f"node{h:04d}", NodeState.READY, launched_at=NOW - 3000 - h, ready_at=NOW - 2800, slots=4)
+            for h in range(1, n_hosts + 1)
+        )
+        policy = make_policy(PolicyConfig(max_nodes=n_hosts * 2, slots_per_node=4), ClusterConfig(node_digits=4))
+
+        def cold(snap: Snapshot = snap, nodes: tuple[Node, ...] = nodes, policy: Policy = policy) -> None:
+            fresh = Snapshot(snap.now, tuple(snap.jobs), tuple(snap.hosts))  # no memoised view
+            policy.decide(fresh, nodes, History(), NOW)
+
+        times.append(_best_cpu(cold, repeat))
+        print(f"decide alone: {n_hosts} hosts, {n_jobs} waiting entries: {times[-1]:.3f} CPU s (best of {repeat})")
+    ratio = times[1] / times[0]
+    print(
+        f"decide growth: time ratio {ratio:.1f} for size ratio 4 (linear: about 4; target <= 5: "
+        f"{'met' if ratio <= 5 else 'NOT met'})"
+    )
 
 
 if __name__ == "__main__":

@@ -25,10 +25,9 @@ from dataclasses import dataclass, replace
 
 from elb.config import ClusterConfig, PolicyConfig
 from elb.model import History, Job, Node, Plan, Removal, Snapshot
-from elb.naming import next_names
 from elb.policy.base import minutes
 from elb.policy.forecast import Forecast, forecast
-from elb.policy.view import ClusterView, Worker, cluster_view
+from elb.policy.view import ClusterView, Worker, cluster_view, new_names
 
 INF = math.inf
 
@@ -89,10 +88,9 @@ class ElbPolicy:
     def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
         cfg = self.config
         view = self._view(snapshot, nodes, now)
-        in_use = [h.name for h in snapshot.hosts] + [n.name for n in nodes]
 
         def names(count: int) -> tuple[str, ...]:
-            return next_names(in_use, count, self.cluster.node_prefix, self.cluster.node_digits)
+            return new_names(snapshot, nodes, count, self.cluster.node_prefix, self.cluster.node_digits)
 
         # Below the floor: replace lost nodes at once, whatever the stabilization window says.
         if view.size < cfg.min_nodes:
@@ -221,7 +219,7 @@ class ElbPolicy:
         if not view.pending:
             return frozenset()
         if fc is None or self.config.launch_delay > 0:
-            fc = forecast(view, now + self._horizon())
+            fc = forecast(view, now + self._horizon(), limit=max(0, self.config.max_nodes - view.size))
         return fc.assigned
 
     def _shrink_cost(self, view: ClusterView, now: float, fc: Forecast | None, adding: int) -> Plan:

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field, replace
 
 from elb.config import ClusterConfig, PolicyConfig
 from elb.model import History, Host, Node, NodeState, Plan, Removal, Snapshot
-from elb.naming import next_names
 from elb.policy.base import minutes
-from elb.policy.view import ClusterView, Worker, cluster_view
+from elb.policy.placement import Bin, Packing
+from elb.policy.view import ClusterView, Worker, cluster_view, host_facts, new_names
 
 INF = math.inf
 
@@ -73,14 +73,7 @@ def _view(limits: Limits, snapshot: Snapshot, nodes: Sequence[Node], now: float)
 
 
 def _names(limits: Limits, snapshot: Snapshot, nodes: Sequence[Node], count: int) -> tuple[str, ...]:
-    """``elb.naming.next_names`` over every name in use, with a cheaper scan for the highest number."""
-    prefix = limits.node_prefix
-    cut = len(prefix)
-    highest = 0
-    for name in [h.name for h in snapshot.hosts] + [n.name for n in nodes]:
-        if name.startswith(prefix) and name[cut:].isascii() and name[cut:].isdigit():
-            highest = max(highest, int(name[cut:]))
-    return next_names([f"{prefix}{highest}"] if highest else [], count, prefix, limits.node_digits)
+    return new_names(snapshot, nodes, count, limits.node_prefix, limits.node_digits)
 
 
 def _below_min(limits: Limits, view: ClusterView, snapshot: Snapshot, nodes: Sequence[Node]) -> Plan | None:
@@ -113,26 +106,12 @@ class _Facts:
 
 
 _facts_memo: list[tuple[tuple[object, ...], _Facts]] = []
-_host_memo: dict[int, tuple[Host, tuple[bool, int, bool]]] = {}
 
 
 def _host_facts(host: Host) -> tuple[bool, int, bool]:
     """(up, free slots, busy) as ``Host`` defines them, memoised per (immutable) Host object."""
-    hit = _host_memo.get(id(host))
-    if hit is not None and hit[0] is host:
-        return hit[1]
-    if all(not q.states for q in host.queues):  # no state letter: reachable and usable
-        facts = (
-            bool(host.queues),
-            sum(max(0, q.slots_total - q.slots_used - q.slots_reserved) for q in host.queues),
-            any(q.slots_used > 0 or q.slots_reserved > 0 for q in host.queues),
-        )
-    else:
-        facts = (host.up, host.free_slots, host.busy)
-    if len(_host_memo) > 4096:
-        _host_memo.clear()
-    _host_memo[id(host)] = (host, facts)
-    return facts
+    facts = host_facts(host)
+    return facts.up, facts.free, facts.busy
 
 
 def _facts(view: ClusterView) -> _Facts:
@@ -361,61 +340,29 @@ class SlurmParams:
 class _Fit:
     assigned: frozenset[str]  # existing workers that a waiting job would get
     new_nodes: int  # nodes to power up for the jobs that fit nowhere
+    complete: bool = True  # False: counting stopped past the room under max_nodes (a lower bound)
 
 
-def _fit(view: ClusterView) -> _Fit:  # noqa: PLR0912
-    """Place the waiting jobs, oldest first, on ready then booting nodes, then on new ones."""
+def _fit(view: ClusterView, limit: int) -> _Fit:
+    """Place the waiting jobs, oldest first, on ready then booting nodes, then on new ones (up to
+    just past ``limit`` of them), by the placement every policy shares (``elb.policy.placement``)."""
     spn = view.slots_per_node
-    # Parallel lists, ready nodes first, then booting ones, then new ones (name None).
-    names: list[str | None] = []
-    free: list[int] = []
-    total: list[int] = []
+    bins: list[Bin] = []
     for w in view.workers:
         host, node = w.host, w.node
         if host is None or (node is not None and node.state is not NodeState.READY):
             continue
         up, host_free, _ = _host_facts(host)
         if up:
-            names.append(w.name)
-            free.append(host_free)
-            total.append(host.slots_total)
+            bins.append(Bin(w.name, host_free, host.slots_total))
     for w in view.workers:
         if w.booting and w.node is not None:
             s = w.node.slots or spn
-            names.append(w.name)
-            free.append(s)
-            total.append(s)
-    assigned: set[str] = set()
-    new = 0
+            bins.append(Bin(w.name, s, s))
+    packing = Packing(bins, spn, max(0, limit))
     for job in view.pending:
-        for _ in range(job.tasks):
-            if job.slots > spn:
-                k = math.ceil(job.slots / spn)
-                take = [i for i in range(len(free)) if free[i] == total[i] and total[i] > 0][:k]
-                for i in take:
-                    free[i] = 0
-                    name = names[i]
-                    if name is not None:
-                        assigned.add(name)
-                missing = k - len(take)
-                new += missing
-                names.extend([None] * missing)
-                free.extend([0] * missing)
-                total.extend([spn] * missing)
-                continue
-            for i in range(len(free)):
-                if free[i] >= job.slots:
-                    free[i] -= job.slots
-                    name = names[i]
-                    if name is not None:
-                        assigned.add(name)
-                    break
-            else:
-                new += 1
-                names.append(None)
-                free.append(spn - job.slots)
-                total.append(spn)
-    return _Fit(frozenset(assigned), new)
+        packing.place(job.slots, job.tasks)
+    return _Fit(frozenset(packing.assigned), packing.new_nodes, packing.complete)
 
 
 @dataclass(frozen=True, slots=True)
@@ -451,14 +398,15 @@ class SlurmPolicy:
         low = _below_min(lim, view, snapshot, nodes)
         if low is not None:
             return low
-        fit = _fit(view) if view.pending else _Fit(frozenset(), 0)
+        fit = _fit(view, lim.max_nodes - view.size) if view.pending else _Fit(frozenset(), 0)
         add = min(fit.new_nodes, max(0, lim.max_nodes - view.size))
         removals, _ = self._idle_due(view, fit, now)
         chosen = _keep_min(lim, view, removals)
         if not add and not chosen:
             why = f"{_plural(len(view.pending), 'job')} waiting, all placed" if view.pending else "idle"
             if fit.new_nodes and not add:
-                why = f"{fit.new_nodes} more nodes wanted but at max_nodes ({view.size}/{lim.max_nodes})"
+                wanted = f"{fit.new_nodes}" if fit.complete else f"at least {fit.new_nodes}"
+                why = f"{wanted} more nodes wanted but at max_nodes ({view.size}/{lim.max_nodes})"
             return Plan(reason=f"{why}; no node idle {minutes(self.params.suspend_time)}")
         names = _names(lim, snapshot, nodes, add) if add else ()
         return Plan(
@@ -473,7 +421,7 @@ class SlurmPolicy:
         view = _view(lim, snapshot, nodes, now)
         if view.size < lim.min_nodes:
             return now
-        fit = _fit(view) if view.pending else _Fit(frozenset(), 0)
+        fit = _fit(view, lim.max_nodes - view.size) if view.pending else _Fit(frozenset(), 0)
         if fit.new_nodes and view.size < lim.max_nodes:
             return now
         if view.size <= lim.min_nodes:

@@ -4,10 +4,13 @@ Events (job submissions, job ends, nodes becoming ready) move the cluster; every
 the policy gets the same ``Snapshot``/``Node`` values as live and its ``Plan`` is applied:
 launched nodes accept jobs ``boot_time`` later, removed nodes (idle ones only) stop being billed.
 
-Dispatch is SGE's default: strict FIFO in submission order; optionally EASY backfill. A job of
-more slots than a node has takes ceil(slots / slots per node) whole empty nodes (lowest-numbered
-first); a narrower job goes on the lowest-numbered ready node that fits it (``placement="first"``,
-SGE's host order when loads tie) or on the one with the fewest free slots (``"best"``).
+Dispatch is SGE's default: strict FIFO in submission order; optionally EASY backfill. Where a job
+goes is ``elb.policy.placement``'s rule, the one elb's forecast uses: a job of more slots than a
+node has takes ceil(slots / slots per node) whole empty nodes (lowest-numbered first); a narrower
+job goes on the lowest-numbered ready node that fits it (``placement="first"``, SGE's host order
+when loads tie) or on the one with the fewest free slots (``"best"``). Ready nodes are kept in a
+``FreeIndex`` (bucketed by free slots) that every start, end, boot and removal updates, so placing
+a job does not walk every node.
 
 Fast-forward: a policy may offer ``quiet_until(snapshot, nodes, history, now)`` (see
 ``elb.policy.peers``). After an empty plan the driver then skips the polls before the earlier of
@@ -27,15 +30,11 @@ from typing import Literal, Protocol, runtime_checkable
 from elb.model import History, Host, Job, Node, NodeState, Plan, QueueInstance, Snapshot
 from elb.naming import next_names
 from elb.policy.base import Policy
+from elb.policy.placement import FreeIndex, host_order, width
 from elb.simulate.swf import SimJob
 
 QUEUE = "all.q"
 _EPS = 1e-9
-
-
-def _order(name: str) -> tuple[int, str]:
-    """Host order: node002 before node010, node999 before node1000."""
-    return (len(name), name)
 
 
 @runtime_checkable
@@ -160,7 +159,13 @@ class Simulator:
         self._jobs_cache: tuple[Job, ...] | None = None
         self._hosts_cache: tuple[Host, ...] | None = None
         self._nodes_cache: tuple[Node, ...] | None = None
+        # The values a snapshot shows, per node, rebuilt only for the nodes changed since the last
+        # snapshot (``_stale``, in the order they changed), so a snapshot does not walk every node.
+        self._host_values: dict[str, Host] = {}
+        self._record_values: dict[str, Node] = {}
+        self._stale: dict[str, None] = {}
         self._backlog_since: float | None = None
+        self._ready = FreeIndex[tuple[int, str]](settings.slots_per_node)  # ready nodes by free slots
         quiet = policy if isinstance(policy, QuietHint) else None
         self.quiet = quiet if settings.fast_forward else None
         for name in next_names((), initial_nodes):
@@ -178,6 +183,7 @@ class Simulator:
         self.nodes[name] = node
         self.out.launches += 1
         self._nodes_cache = None
+        self._stale[name] = None
         if boot <= 0:
             self._set_ready(node, now)
         else:
@@ -191,14 +197,20 @@ class Simulator:
         self._touch(node)
 
     def _touch(self, node: _Node) -> None:
+        if node.ready:
+            self._ready.set(host_order(node.name), node.free, node.slots)
         node.record = None
         node.host = None
+        self._stale[node.name] = None
         self._nodes_cache = None
         self._hosts_cache = None
 
     def _terminate(self, node: _Node, now: float) -> None:
         node.terminated_at = now
         del self.nodes[node.name]
+        self._ready.remove(host_order(node.name))
+        self._host_values.pop(node.name, None)
+        self._record_values.pop(node.name, None)
         self.dead.append(node)
         self.out.terminations += 1
         self._nodes_cache = None
@@ -227,43 +239,42 @@ class Simulator:
         """What qstat/qhost and elb's journal would show now."""
         if self._jobs_cache is None:
             self._jobs_cache = tuple(v for _, v in self.pending) + tuple(r.value for r in self.running.values())
+        if self._stale:
+            for name in self._stale:
+                n = self.nodes.get(name)
+                if n is None:
+                    continue
+                self._record_values[name] = n.record or self._node_record(n)
+                if n.ready:
+                    self._host_values[name] = n.host or self._host(n)
+            self._stale.clear()
         if self._hosts_cache is None:
-            self._hosts_cache = tuple([n.host or self._host(n) for n in self.nodes.values() if n.ready])
+            self._hosts_cache = tuple(self._host_values.values())
         if self._nodes_cache is None:
-            self._nodes_cache = tuple([n.record or self._node_record(n) for n in self.nodes.values()])
+            self._nodes_cache = tuple(self._record_values.values())
         return Snapshot(now, self._jobs_cache, self._hosts_cache), self._nodes_cache
 
     # -- dispatch ------------------------------------------------------------------------------
     def _width(self, job: SimJob) -> int:
         """Whole nodes a wide job takes; 0 for a job that fits on one node."""
-        spn = self.s.slots_per_node
-        return math.ceil(job.slots / spn) if job.slots > spn else 0
+        return width(job.slots, self.s.slots_per_node)
 
     def _place_now(self, job: SimJob, allowed: dict[str, int] | None = None) -> list[tuple[_Node, int]] | None:
         """Where the job would start now (ready nodes), or None. ``allowed``: per-node slot limits."""
+        index = self._ready
+        if allowed is not None:
+            index = FreeIndex(self.s.slots_per_node)
+            for n in self.nodes.values():
+                if n.ready:
+                    index.set(host_order(n.name), min(n.free, allowed.get(n.name, 0)), n.slots)
         k = self._width(job)
         if k:
-            empty = [
-                n
-                for n in self.nodes.values()
-                if n.ready and n.free == n.slots and (allowed is None or allowed.get(n.name, 0) >= n.slots)
-            ]
+            empty = index.empties(k)
             if len(empty) < k:
                 return None
-            empty.sort(key=lambda n: _order(n.name))
-            return [(n, n.slots) for n in empty[:k]]
-        best: _Node | None = None
-        best_key: tuple[int, int, str] | None = None
-        by_free = self.s.placement == "best"
-        for n in self.nodes.values():
-            if not n.ready or n.free < job.slots:
-                continue
-            if allowed is not None and allowed.get(n.name, 0) < job.slots:
-                continue
-            key = (n.free if by_free else 0, *_order(n.name))
-            if best_key is None or key < best_key:
-                best, best_key = n, key
-        return None if best is None else [(best, job.slots)]
+            return [(self.nodes[name], self.nodes[name].slots) for _, name in empty]
+        key = index.fullest(job.slots) if self.s.placement == "best" else index.first(job.slots)
+        return None if key is None else [(self.nodes[key[1]], job.slots)]
 
     def _start(self, idx: int, parts: list[tuple[_Node, int]], now: float) -> None:
         job, pending_value = self.pending.pop(idx)
@@ -355,14 +366,14 @@ class Simulator:
 
         def fits() -> list[str] | None:
             if k:
-                empty = sorted((name for name in free if free[name] == slots[name]), key=_order)
+                empty = sorted((name for name in free if free[name] == slots[name]), key=host_order)
                 return empty[:k] if len(empty) >= k else None
             cands = [name for name in free if free[name] >= head.slots]
             if not cands:
                 return None
             if self.s.placement == "best":
-                return [min(cands, key=lambda x: (free[x], *_order(x)))]
-            return [min(cands, key=_order)]
+                return [min(cands, key=lambda x: (free[x], *host_order(x)))]
+            return [min(cands, key=host_order)]
 
         chosen = fits()
         shadow = now

@@ -238,8 +238,8 @@ def test_forecast_places_fifo_and_reports_assigned_workers() -> None:
     )
     nodes = [busy_node("node001"), node("node002", 3000.0)]
     view = cluster_view(s, nodes, "master", T0, 8)
-    fc = forecast(view, T0 + BOOT)
-    # job 1 (6) best-fits node001 (6 free); job 2 (4) then node002; job 3 (2) fits node002's 4 left.
+    fc = forecast(view, T0 + BOOT, limit=10)
+    # job 1 (6) first-fits node001 (6 free); job 2 (4) then node002; job 3 (2) fits node002's 4 left.
     assert fc.new_nodes == 0
     assert fc.assigned == frozenset({"node001", "node002"})
     assert fc.complete
@@ -250,7 +250,7 @@ def test_forecast_stops_counting_past_the_limit_and_says_so() -> None:
     view = cluster_view(snap(jobs), [], "master", T0, 8)
     fc = forecast(view, T0 + BOOT, limit=3)
     assert (fc.new_nodes, fc.complete) == (4, False)  # stopped once past 3
-    assert forecast(view, T0 + BOOT).new_nodes == 10
+    assert forecast(view, T0 + BOOT, limit=10).new_nodes == 10
     plan = policy(max_nodes=3).decide(snap(jobs), [], NONE, T0)
     assert plan.add == 3
     assert "(capped at max_nodes; at least 4 wanted)" in plan.add_reason
@@ -281,3 +281,15 @@ def test_removal_lead_must_fit_in_the_billing_period() -> None:
     with pytest.raises(ValueError, match="removal_lead"):
         PolicyConfig(removal_lead=3600.0)
     assert PolicyConfig(removal_lead=3599.0).removal_lead == 3599.0
+
+
+def test_forecast_uses_the_dispatchers_first_fit_so_it_launches_when_a_job_would_wait() -> None:
+    # node001 has 3 free slots, node002 has 2; a 2-slot job then a 3-slot job wait. The dispatcher
+    # (first fit in host order) puts the 2-slot job on node001, so the 3-slot job fits nowhere:
+    # the forecast must see the same and launch, not pack the 2-slot job on node002 (best fit).
+    s = snap([pending(1, 30.0, slots=2), pending(2, 20.0, slots=3)], [host("node001", used=5), host("node002", used=6)])
+    nodes = [busy_node("node001"), busy_node("node002")]
+    view = cluster_view(s, nodes, "master", T0, 8)
+    fc = forecast(view, T0 + BOOT, limit=10)
+    assert (fc.new_nodes, fc.short_jobs, fc.assigned) == (1, 1, frozenset({"node001"}))
+    assert policy().decide(s, nodes, NONE, T0).add == 1

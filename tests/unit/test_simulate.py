@@ -5,11 +5,14 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import random
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from elb.cli import main
+from elb.model import History, Node, NodeState, Plan, Snapshot
 from elb.policy.peers import (
     Limits,
     ParallelclusterPolicy,
@@ -18,6 +21,7 @@ from elb.policy.peers import (
     StaticParams,
     StaticPolicy,
 )
+from elb.policy.placement import host_order
 from elb.simulate.engine import NodeLife, SimSettings, Simulator
 from elb.simulate.report import billed_seconds, floors, percentile
 from elb.simulate.runner import SimError, build_policy, prepare, replay, with_param
@@ -326,3 +330,40 @@ def test_saturation_is_reported_not_silent(tmp_path: Path, capsys: pytest.Captur
     assert "the queue never drains" in err
     rc = main(["simulate", str(log), "--policies", "static", "--max-nodes", "12"])
     assert "never drains" not in capsys.readouterr().err
+
+
+def test_incremental_snapshots_and_free_index_match_the_nodes_at_every_decision() -> None:
+    # The snapshot's Host/Node values are rebuilt only for changed nodes, and ready nodes sit in a
+    # FreeIndex: at every decision both must show exactly what the nodes hold.
+    rng = random.Random(3)
+    jobs = [SimJob(i, i * 40, rng.choice([100, 700, 2000]), rng.choice([1, 3, 8, 12])) for i in range(1, 120)]
+    seen: list[int] = []
+
+    class Checking:
+        name = "checking"
+
+        def __init__(self) -> None:
+            self.inner = SlurmPolicy(limits(max_nodes=12))
+            self.sim: Simulator | None = None
+
+        def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
+            sim = self.sim
+            assert sim is not None
+            ready = {n.name: n for n in sim.nodes.values() if n.ready}
+            assert {h.name: h.free_slots for h in snapshot.hosts} == {k: n.free for k, n in ready.items()}
+            assert {r.name: r.state for r in nodes} == {
+                k: NodeState.READY if n.ready else NodeState.PROVISIONING for k, n in sim.nodes.items()
+            }
+            assert {r.name: r.last_busy_at for r in nodes} == {k: n.last_busy_at for k, n in sim.nodes.items()}
+            for slots in (1, 3, 8):
+                fits = sorted((k for k, n in ready.items() if n.free >= slots), key=host_order)
+                key = sim._ready.first(slots)
+                assert (key[1] if key else None) == (fits[0] if fits else None)
+            seen.append(len(ready))
+            return self.inner.decide(snapshot, nodes, history, now)
+
+    policy = Checking()
+    sim = Simulator(jobs, policy, SimSettings(max_nodes=12, fast_forward=False))
+    policy.sim = sim
+    sim.run()
+    assert max(seen) > 3  # nodes came and went while it checked

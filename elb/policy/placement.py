@@ -1,0 +1,223 @@
+"""How jobs fit on nodes: the one placement rule of elb's forecast, the peers and the simulator.
+
+The rule is SGE's host order when loads tie, **first fit**: a job of at most a node's slots goes on
+the first node (in the caller's order) with enough free slots; a wider job (a PE job over several
+hosts) takes ``width`` whole empty nodes, the first ones. ``FreeIndex`` answers both questions
+without walking every node: nodes are bucketed by free slots, each bucket sorted by order, so a
+question costs a few bucket heads (one per distinct free-slot count), not one look per node.
+
+``Packing`` places a queue of waiting jobs, oldest first, on bins (free slots of nodes now or soon)
+and on new nodes for what fits nowhere. Its work does not depend on how many tasks or slots a job
+asks for: an array of N identical tasks fills one bin at a time (each bin it touches is filled up
+for that job), a wide job counts its missing nodes arithmetically, and new nodes stop being
+counted once past ``limit`` (the room under ``max_nodes``); jobs after that are still placed on
+the existing bins, so which existing nodes waiting jobs would take stays exact.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+# What orders the nodes of an index: a position, or a host order (``host_order``).
+K = TypeVar("K", int, tuple[int, str])
+
+
+def host_order(name: str) -> tuple[int, str]:
+    """Host order: node002 before node010, node999 before node1000."""
+    return (len(name), name)
+
+
+def width(slots: int, slots_per_node: int) -> int:
+    """Whole nodes a wide job takes per task; 0 for a job that fits on one node."""
+    return math.ceil(slots / slots_per_node) if slots > slots_per_node else 0
+
+
+class FreeIndex(Generic[K]):
+    """Nodes by free slots, for first fit (or best fit) without a walk over every node.
+
+    Keys order the nodes (the first fit is the smallest key). ``set`` moves a node between
+    buckets in O(log n) plus a short memmove; ``first`` looks at one head per distinct free-slot
+    count. A node is empty when its free slots equal its total and the total is at least
+    ``whole`` (the size a wide job's node must have).
+    """
+
+    def __init__(self, whole: int) -> None:
+        self.whole = whole
+        self._free: dict[K, tuple[int, int]] = {}  # key -> (free, total)
+        self._buckets: dict[int, list[K]] = {}  # free slots -> keys, sorted
+        self._empty: list[K] = []  # keys of empty nodes, sorted
+
+    def __len__(self) -> int:
+        return len(self._free)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._free
+
+    def free(self, key: K) -> int:
+        return self._free[key][0]
+
+    def set(self, key: K, free: int, total: int) -> None:
+        """Add the node or change its free slots."""
+        old = self._free.get(key)
+        if old is not None:
+            if old == (free, total):
+                return
+            self._drop(key, old)
+        self._free[key] = (free, total)
+        if free > 0:
+            bisect.insort(self._buckets.setdefault(free, []), key)
+        if free == total and total >= self.whole and total > 0:
+            bisect.insort(self._empty, key)
+
+    def remove(self, key: K) -> None:
+        old = self._free.pop(key, None)
+        if old is not None:
+            self._drop(key, old)
+
+    def _drop(self, key: K, old: tuple[int, int]) -> None:
+        free, total = old
+        if free > 0:
+            keys = self._buckets[free]
+            del keys[bisect.bisect_left(keys, key)]
+            if not keys:
+                del self._buckets[free]
+        if free == total and total >= self.whole and total > 0:
+            del self._empty[bisect.bisect_left(self._empty, key)]
+
+    def first(self, slots: int) -> K | None:
+        """The first node (smallest key) with at least ``slots`` free; None if there is none."""
+        best: K | None = None
+        for free, keys in self._buckets.items():
+            if free >= slots and (best is None or keys[0] < best):
+                best = keys[0]
+        return best
+
+    def fullest(self, slots: int) -> K | None:
+        """Best fit: the node with the fewest free slots that still holds ``slots`` (first on ties)."""
+        fits = [free for free in self._buckets if free >= slots]
+        return self._buckets[min(fits)][0] if fits else None
+
+    def empties(self, count: int) -> list[K]:
+        """The first ``count`` empty nodes (fewer if there are fewer)."""
+        return self._empty[:count]
+
+    @property
+    def empty_count(self) -> int:
+        return len(self._empty)
+
+
+@dataclass(slots=True)
+class Bin:
+    """Free slots a waiting job may be placed on."""
+
+    name: str | None  # None: not an existing worker (a new node, or a node an ending wide job frees)
+    free: int
+    total: int
+    new: bool = False  # a node to launch
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """Where one waiting job entry went."""
+
+    new_nodes: int  # new nodes counted for it (0 once past the limit)
+    short: int  # tasks that start on no existing bin (on a new node, or nowhere within the limit)
+
+
+@dataclass(slots=True)
+class Packing:
+    """First fit of waiting jobs, in the order given, onto ``bins`` (in the caller's order), then
+    onto new nodes of ``slots_per_node`` slots, counted up to just past ``limit``."""
+
+    bins: list[Bin]
+    slots_per_node: int
+    limit: int
+    new_nodes: int = 0
+    complete: bool = True  # False: new nodes stopped being counted past ``limit``
+    assigned: set[str] = field(default_factory=set)
+    _index: FreeIndex[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._index = FreeIndex(self.slots_per_node)
+        for i, b in enumerate(self.bins):
+            self._index.set(i, b.free, b.total)
+
+    def _take(self, i: int, slots: int) -> Bin:
+        b = self.bins[i]
+        b.free -= slots
+        self._index.set(i, b.free, b.total)
+        if b.name is not None:
+            self.assigned.add(b.name)
+        return b
+
+    def _counting(self) -> bool:
+        if self.complete and self.new_nodes > self.limit:
+            self.complete = False
+        return self.complete
+
+    def place(self, slots: int, tasks: int) -> Placed:
+        """Place ``tasks`` tasks of ``slots`` slots each (a job entry; an array's pending tasks)."""
+        if slots <= 0 or tasks <= 0:
+            return Placed(0, 0)
+        counting = self._counting()
+        if slots > self.slots_per_node:
+            return self._place_wide(slots, tasks, counting)
+        return self._place_narrow(slots, tasks, counting)
+
+    def _place_wide(self, slots: int, tasks: int, counting: bool) -> Placed:
+        """Whole empty bins for each task; what is missing is counted in whole new nodes."""
+        k = width(slots, self.slots_per_node)
+        left, short, new = tasks, 0, 0
+        while left and self._index.empty_count:
+            taken = self._index.empties(k)
+            for i in taken:
+                self._take(i, self.bins[i].free)
+            left -= 1
+            if len(taken) < k:
+                short += 1
+                new += k - len(taken)
+        short += left
+        new += left * k
+        if not counting:
+            return Placed(0, short)
+        self.new_nodes += new  # a wide job's new nodes have no slot left: no bin to keep
+        return Placed(new, short)
+
+    def _place_narrow(self, slots: int, tasks: int, counting: bool) -> Placed:
+        """First fit task by task, a bin at a time; then new nodes packed with the rest."""
+        left, short = tasks, 0
+        while left:
+            i = self._index.first(slots)
+            if i is None or (not counting and self.bins[i].new):
+                break
+            b = self.bins[i]
+            take = min(left, b.free // slots)
+            self._take(i, take * slots)
+            left -= take
+            if b.new:
+                short += take  # on a node launched for earlier jobs: it waits for that boot too
+        if not left:
+            return Placed(0, short)
+        short += left
+        if not counting:
+            return Placed(0, short)
+        spn = self.slots_per_node
+        per = spn // slots
+        need = math.ceil(left / per)
+        self.new_nodes += need
+        if self.new_nodes <= self.limit:
+            # Only bins that later jobs may still be counted on are kept: at most ``limit`` of them.
+            last = left - (need - 1) * per
+            rest = spn - per * slots
+            if rest > 0:
+                self._add_new(need - 1, rest)
+            self._add_new(1, spn - last * slots)
+        return Placed(need, short)
+
+    def _add_new(self, count: int, free: int) -> None:
+        for _ in range(count):
+            self.bins.append(Bin(None, free, self.slots_per_node, new=True))
+            self._index.set(len(self.bins) - 1, free, self.slots_per_node)

@@ -1,0 +1,100 @@
+"""The shared placement rule: FreeIndex against a scan of every node, Packing against task-by-task first fit."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from elb.policy.placement import Bin, FreeIndex, Packing, host_order, width
+
+
+def test_host_order_and_width() -> None:
+    assert sorted(["node1000", "node999", "node010", "node002"], key=host_order) == [
+        "node002",
+        "node010",
+        "node999",
+        "node1000",
+    ]
+    assert (width(8, 8), width(9, 8), width(24, 8), width(10**9, 8)) == (0, 2, 3, 125_000_000)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_free_index_answers_as_a_scan_of_every_node_would(seed: int) -> None:
+    rng = random.Random(seed)
+    spn = rng.choice([4, 8, 32])
+    index: FreeIndex[int] = FreeIndex(spn)
+    nodes: dict[int, tuple[int, int]] = {}
+    for _ in range(400):
+        key = rng.randrange(60)
+        if rng.random() < 0.15:
+            index.remove(key)
+            nodes.pop(key, None)
+        else:
+            total = rng.choice([spn, spn, spn // 2])
+            free = rng.randrange(total + 1)
+            index.set(key, free, total)
+            nodes[key] = (free, total)
+        slots = rng.randrange(1, spn + 1)
+        fits = sorted(k for k, (f, _) in nodes.items() if f >= slots)
+        assert index.first(slots) == (fits[0] if fits else None)
+        fullest = min(((f, k) for k, (f, _) in nodes.items() if f >= slots), default=None)
+        assert index.fullest(slots) == (fullest[1] if fullest else None)
+        empty = sorted(k for k, (f, t) in nodes.items() if f == t and t >= spn)
+        assert index.empties(3) == empty[:3]
+        assert len(index) == len(nodes)
+
+
+def _reference(bins: list[tuple[str | None, int, int]], jobs: list[tuple[int, int]], spn: int) -> tuple[int, set[str]]:
+    """Task-by-task first fit onto a list of bins, new nodes appended as needed (no limit)."""
+    free = [f for _, f, _ in bins]
+    total = [t for _, _, t in bins]
+    names: list[str | None] = [n for n, _, _ in bins]
+    new = 0
+    assigned: set[str] = set()
+    for slots, tasks in jobs:
+        for _ in range(tasks):
+            if slots > spn:
+                k = math.ceil(slots / spn)
+                take = [i for i in range(len(free)) if free[i] == total[i] and total[i] >= spn][:k]
+                for i in take:
+                    free[i] = 0
+                    if names[i] is not None:
+                        assigned.add(names[i])  # type: ignore[arg-type]
+                new += k - len(take)
+                continue
+            for i in range(len(free)):
+                if free[i] >= slots:
+                    free[i] -= slots
+                    if names[i] is not None:
+                        assigned.add(names[i])  # type: ignore[arg-type]
+                    break
+            else:
+                new += 1
+                names.append(None)
+                free.append(spn - slots)
+                total.append(spn)
+    return new, assigned
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_packing_places_arrays_as_task_by_task_first_fit_would(seed: int) -> None:
+    rng = random.Random(seed)
+    spn = rng.choice([4, 8])
+    bins = [(f"node{i:03d}", rng.randrange(spn + 1), spn) for i in range(rng.randrange(8))]
+    jobs = [(rng.choice([1, 1, 2, 3, spn, spn + 1, 2 * spn]), rng.randrange(1, 6)) for _ in range(rng.randrange(1, 8))]
+    new, assigned = _reference(bins, jobs, spn)
+    packing = Packing([Bin(n, f, t) for n, f, t in bins], spn, limit=10**6)
+    for slots, tasks in jobs:
+        packing.place(slots, tasks)
+    assert (packing.new_nodes, packing.assigned, packing.complete) == (new, assigned, True)
+
+
+def test_packing_keeps_placing_on_existing_bins_past_the_limit() -> None:
+    packing = Packing([Bin("node001", 2, 8)], 8, limit=1)
+    assert packing.place(8, 5).new_nodes == 5  # counted arithmetically, past the limit
+    later = packing.place(2, 3)
+    assert (later.new_nodes, later.short) == (0, 2)  # one task fits node001; two fit nowhere counted
+    assert packing.assigned == {"node001"}
+    assert not packing.complete
