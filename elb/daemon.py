@@ -26,6 +26,8 @@ from elb.policy import Policy, make_policy
 from elb.policy.base import minutes
 from elb.policy.view import cluster_view
 from elb.reconcile import Repair, RepairKind, plan_repairs
+from elb.sge.commands import read_whole
+from elb.sge.readcheck import expected_hosts, running_jobs
 from elb.stats import StatsRow, append_row
 
 log = logging.getLogger("elb")
@@ -131,6 +133,7 @@ class Balancer:
         self._nodes_at_start: list[Node] = []
         self._watching_since: float | None = None  # the first live pass's time (see reconcile.lost_for)
         self._repair_fails: dict[tuple[RepairKind, str], int] = {}  # failed passes in a row, per repair
+        self._last_whole: Snapshot | None = None  # the last read of SGE found whole (elb.sge.readcheck)
 
     def run_pass(self, *, dry_run: bool = False) -> PassResult:
         started = time.monotonic()
@@ -145,9 +148,13 @@ class Balancer:
         # its node counts are read now, like the snapshot, not after a minute of provisioning.
         self._nodes_at_start = self.journal.nodes()
         try:
-            snap = self.sge.read_snapshot()
+            # A read in which hosts elb knows (or the hosts of jobs it saw running) vanished without
+            # being deregistered is partial: read_whole refuses it (PartialReadError).
+            known = expected_hosts(self.journal.nodes(include_gone=True), self._last_whole)
+            snap = read_whole(self.sge, known_up=known, running_before=running_jobs(self._last_whole))
         except Exception as err:  # any failure to read: no action this pass
             return self._failed(now, f"reading SGE: {err}", dry_run)
+        self._last_whole = snap
         now = snap.now
         if not dry_run:
             busy = [h.name for h in snap.hosts if h.busy] + [j.host for j in snap.jobs if j.host]
