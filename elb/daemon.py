@@ -148,13 +148,9 @@ class Balancer:
         # its node counts are read now, like the snapshot, not after a minute of provisioning.
         self._nodes_at_start = self.journal.nodes()
         try:
-            # A read in which hosts elb knows (or the hosts of jobs it saw running) vanished without
-            # being deregistered is partial: read_whole refuses it (PartialReadError).
-            known = expected_hosts(self.journal.nodes(include_gone=True), self._last_whole)
-            snap = read_whole(self.sge, known_up=known, running_before=running_jobs(self._last_whole))
-        except Exception as err:  # any failure to read: no action this pass
+            snap = self._read_sge()
+        except Exception as err:  # any failure to read, or a partial read: no action this pass
             return self._failed(now, f"reading SGE: {err}", dry_run)
-        self._last_whole = snap
         now = snap.now
         if not dry_run:
             busy = [h.name for h in snap.hosts if h.busy] + [j.host for j in snap.jobs if j.host]
@@ -203,7 +199,7 @@ class Balancer:
                 self._record(result)
                 return result
             try:  # decide on fresh data: SGE as the repairs left it
-                snap = self.sge.read_snapshot()
+                snap = self._read_sge()
             except Exception as err:
                 log.error("re-reading SGE after the repairs: %s; no scaling this pass", err)
                 self._record(result)
@@ -215,6 +211,14 @@ class Balancer:
         self.failed_in_a_row = 0
         self._record(result)
         return result
+
+    def _read_sge(self) -> Snapshot:
+        """Read SGE; a read in which hosts elb knows (or the hosts of jobs it saw running) vanished
+        without being deregistered is partial, and ``read_whole`` refuses it (``PartialReadError``)."""
+        known = expected_hosts(self.journal.nodes(include_gone=True), self._last_whole)
+        snap = read_whole(self.sge, known_up=known, running_before=running_jobs(self._last_whole))
+        self._last_whole = snap
+        return snap
 
     def _stuck(self, repairs: list[Repair]) -> bool:
         """Every planned repair has failed ``failed_passes_alarm`` passes in a row."""
