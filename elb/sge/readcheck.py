@@ -100,13 +100,14 @@ def check_read(
     vanished = (set(known_up) | {j.host for j in traceless if j.host is not None}) - listed
     if not vanished:
         return ReadVerdict(True, "every host elb knows is listed")
-    jobs = _jobs_text([j for j in traceless if j.host in vanished])
     if configured_hosts is None:
+        jobs = _jobs_text([j for j in traceless if j.host in vanished])
         why = f"{_names(vanished)} vanished from qhost{jobs}; asking qconf -sel whether SGE still has them"
         return ReadVerdict(False, why, Need.CONFIGURED_HOSTS)
     still = vanished & configured_hosts
     if still:
         them = "them" if len(still) > 1 else "it"
+        jobs = _jobs_text([j for j in traceless if j.host in still])
         why = (
             f"partial read: {_names(still)} vanished from qhost but SGE still has {them} configured "
             f"(qconf -sel){jobs}; no action"

@@ -115,7 +115,12 @@ CASES = {
         BOTH,
         BOTH,
         None,
-        (False, Need.NOTHING, "partial read: node002 vanished from qhost but SGE still has it configured"),
+        (
+            False,
+            Need.NOTHING,
+            "partial read: node002 vanished from qhost but SGE still has it configured (qconf -sel); "
+            "jobs 5, 6, 7 ran there; no action",
+        ),
     ),
     "one host deregistered": (
         "busy-without-node002",
@@ -182,6 +187,14 @@ def test_a_job_host_elb_never_knew_vanishing_with_its_jobs_is_partial() -> None:
     """elb restarted (the journal knows no node) but the last whole read ran jobs on both hosts."""
     v = verdict("hollow", known=frozenset(), configured=BOTH)
     assert not v.ok and "node001, node002 vanished from qhost" in v.reason
+
+
+def test_only_the_jobs_of_hosts_sge_still_has_are_named() -> None:
+    v = verdict("hollow", configured=frozenset({"node001", "node003"}))
+    assert v.reason == (
+        "partial read: node001 vanished from qhost but SGE still has it configured (qconf -sel); "
+        "jobs 3, 4, 6 ran there; no action"
+    )
 
 
 def test_jobs_that_ended_on_a_listed_host_are_no_sign_of_a_partial_read() -> None:
