@@ -30,6 +30,8 @@ class SgeClient(Protocol):
 
     def jobs_on(self, host: str) -> Sequence[Job]: ...
 
+    def configured_exec_hosts(self) -> frozenset[str]: ...
+
 
 @dataclass
 class Outcomes:

@@ -29,6 +29,8 @@ from elb.policy.base import minutes
 from elb.policy.view import cluster_view
 from elb.reconcile import Repair, RepairKind, plan_repairs
 from elb.sdnotify import Notifier
+from elb.sge.commands import read_whole
+from elb.sge.readcheck import expected_hosts, running_jobs
 from elb.stats import StatsRow, append_row
 
 log = logging.getLogger("elb")
@@ -135,6 +137,7 @@ class Balancer:
         self._nodes_at_start: list[Node] = []
         self._watching_since: float | None = None  # the first live pass's time (see reconcile.lost_for)
         self._repair_fails: dict[tuple[RepairKind, str], int] = {}  # failed passes in a row, per repair
+        self._last_whole: Snapshot | None = None  # the last read of SGE found whole (elb.sge.readcheck)
 
     def run_pass(self, *, dry_run: bool = False) -> PassResult:
         started = time.monotonic()
@@ -154,8 +157,8 @@ class Balancer:
         # its node counts are read now, like the snapshot, not after a minute of provisioning.
         self._nodes_at_start = self.journal.nodes()
         try:
-            snap = self.sge.read_snapshot()
-        except Exception as err:  # any failure to read: no action this pass
+            snap = self._read_sge()
+        except Exception as err:  # any failure to read, or a partial read: no action this pass
             return self._failed(now, f"reading SGE: {err}", dry_run)
         now = snap.now
         if not dry_run:
@@ -205,7 +208,7 @@ class Balancer:
                 self._record(result)
                 return result
             try:  # decide on fresh data: SGE as the repairs left it
-                snap = self.sge.read_snapshot()
+                snap = self._read_sge()
             except Exception as err:
                 log.error("re-reading SGE after the repairs: %s; no scaling this pass", err)
                 self._record(result)
@@ -217,6 +220,14 @@ class Balancer:
         self.failed_in_a_row = 0
         self._record(result)
         return result
+
+    def _read_sge(self) -> Snapshot:
+        """Read SGE; a read in which hosts elb knows (or the hosts of jobs it saw running) vanished
+        without being deregistered is partial, and ``read_whole`` refuses it (``PartialReadError``)."""
+        known = expected_hosts(self.journal.nodes(include_gone=True), self._last_whole)
+        snap = read_whole(self.sge, known_up=known, running_before=running_jobs(self._last_whole))
+        self._last_whole = snap
+        return snap
 
     def _stuck(self, repairs: list[Repair]) -> bool:
         """Every planned repair has failed ``failed_passes_alarm`` passes in a row."""

@@ -10,6 +10,7 @@ the tail of its stderr.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import shutil
@@ -23,11 +24,13 @@ from typing import Protocol, TypeVar
 
 from elb.config import SgeConfig
 from elb.model import Job, Snapshot
-from elb.sge.errors import SgeError, SgeParseError, SgeTimeoutError
+from elb.sge.errors import PartialReadError, SgeError, SgeParseError, SgeTimeoutError
 from elb.sge.parse import check_agree, join_snapshot, parse_qhost, parse_qstat
+from elb.sge.readcheck import Need, check_read
 
 Clock = Callable[[], float]
 T = TypeVar("T")
+log = logging.getLogger("elb.sge")
 
 # qstat: every user's jobs (-u '*' is passed literally, no shell), XML, the full format with one
 # block per queue instance and the jobs on it (-f), and each job's requests (-r).
@@ -42,6 +45,8 @@ _QUEUE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _DROPPED_ENV = ("MORE_INFO", "SGE_QSTAT_ENV_DEBUG", "SGE_DEBUG_LEVEL", "SGE_ND")
 # What qmod prints for each queue instance it changed (or found already changed).
 _QMOD_OK = re.compile(r"changed state of|is already in the specified state")
+# What qconf -sel prints (on stderr, exit status 1) when SGE has no execution host configured.
+_NO_EXEC_HOST = "no execution host defined"
 _KILL_GRACE = 5.0  # seconds to collect output after killing a timed-out command
 
 
@@ -217,23 +222,33 @@ class SgeCommands:
         """``qmod -e`` the host's queue instances (all of them unless ``queues`` names some)."""
         self._qmod("-e", host, queues)
 
-    def exec_hosts(self) -> tuple[str, ...]:
-        """The execution hosts SGE knows (``qconf -sel``)."""
-        result = self.run("qconf", ("-sel",))
+    def configured_exec_hosts(self) -> frozenset[str]:
+        """The execution hosts SGE has configured (``qconf -sel``), whether they answer or not.
+
+        A host leaves this list only when it is deregistered (``qconf -de``); an execd that died
+        stays in it. With no execution host at all, SGE 8.1.9 prints ``no execution host defined``
+        on stderr and exits 1: that is the empty set, any other failure an ``SgeError``.
+        """
+        argv = (self._executable("qconf"), "-sel")
+        result = self._runner(argv, timeout=self.config.timeout, env=self._env)
         text = result.stdout.decode("utf-8", errors="replace") + "\n" + result.stderr
         lines = [line.strip() for line in text.splitlines() if line.strip()]
-        if any("no execution host defined" in line.lower() for line in lines):
-            return ()
+        if lines == [_NO_EXEC_HOST] and result.returncode in (0, 1):
+            return frozenset()
+        if result.returncode != 0:
+            detail = result.stderr or result.stdout.decode("utf-8", errors="replace")
+            message = "failed" if detail.strip() else "failed without saying why"
+            raise SgeError(message, command=argv, returncode=result.returncode, stderr=detail)
         # qconf can exit 0 after printing an error: every line must be a host name.
-        odd = next((line for line in lines if _HOST.fullmatch(line) is None), None)
-        if odd is not None:
+        odd = next((line for line in lines if _HOST.fullmatch(line) is None or line == "global"), None)
+        if odd is not None or not lines:
             raise SgeError(
-                f"unexpected answer {odd!r}, expected one host name per line",
+                f"unexpected answer {odd or '(no output)'!r}, expected one host name per line",
                 command=result.argv,
                 returncode=0,
                 stderr=result.stderr,
             )
-        return tuple(lines)
+        return frozenset(lines)
 
     def _qmod(self, flag: str, host: str, queues: Sequence[str] | None) -> None:
         check_host(host)
@@ -257,6 +272,45 @@ class SgeCommands:
             )
 
 
+class WholeReader(Protocol):
+    """What ``read_whole`` needs of an SGE client (``SgeCommands``, or a stand-in in tests)."""
+
+    def read_snapshot(self) -> Snapshot: ...
+
+    def configured_exec_hosts(self) -> frozenset[str]: ...
+
+
+def read_whole(sge: WholeReader, *, known_up: frozenset[str], running_before: Sequence[Job] = ()) -> Snapshot:
+    """Read SGE, and refuse the read unless it is whole (see ``elb.sge.readcheck``).
+
+    Asks ``qconf -sel`` only when hosts in ``known_up`` (or the hosts of ``running_before``) are
+    missing, and reads qstat and qhost a second time only when ``qconf -sel`` cannot settle it.
+    Returns the read to act on (the second one when there was one); ``PartialReadError`` with the
+    reason when the read is partial.
+    """
+    first = sge.read_snapshot()
+    configured: frozenset[str] | None = None
+    second: Snapshot | None = None
+    while True:
+        verdict = check_read(
+            first,
+            configured_hosts=configured,
+            known_up=known_up,
+            running_before=running_before,
+            second_read=second,
+        )
+        if verdict.ok:
+            if configured is not None:
+                log.info("read of SGE confirmed: %s", verdict.reason)
+            return second if second is not None else first
+        if verdict.need is Need.CONFIGURED_HOSTS and configured is None:
+            configured = sge.configured_exec_hosts()
+        elif verdict.need is Need.SECOND_READ and second is None:
+            second = sge.read_snapshot()
+        else:
+            raise PartialReadError(verdict.reason)
+
+
 __all__ = [
     "QHOST_ARGS",
     "QSTAT_ARGS",
@@ -264,6 +318,8 @@ __all__ = [
     "CommandResult",
     "Runner",
     "SgeCommands",
+    "WholeReader",
     "check_host",
+    "read_whole",
     "run_command",
 ]

@@ -82,3 +82,8 @@ class SgeTimeoutError(SgeError):
 
 class SgeParseError(SgeError):
     """SGE printed something that is not what elb expects: names what is wrong and where."""
+
+
+class PartialReadError(SgeError):
+    """SGE answered, but the answer is partial (hosts elb knows vanished without being deregistered):
+    nothing may be decided on it. The message names the hosts and why the read was refused."""

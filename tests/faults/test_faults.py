@@ -552,6 +552,9 @@ class HookedSge:
     def jobs_on(self, host: str) -> Sequence[Job]:
         return self.real.jobs_on(host)
 
+    def configured_exec_hosts(self) -> frozenset[str]:
+        return self.real.configured_exec_hosts()
+
 
 # Nodes added per provisioning run. Each race that ends in a removal needs a fresh node; adding them
 # a few at a time (one play) and keeping the spares disabled (so the scheduler can only pick the

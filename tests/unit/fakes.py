@@ -55,6 +55,11 @@ class FakeSge:
         self.calls.append(f"jobs_on {host}")
         return [j for j in self.jobs if j.host == host]
 
+    def configured_exec_hosts(self) -> frozenset[str]:
+        """``qconf -sel``: every host registered, reachable or not (``hosts`` here)."""
+        self.calls.append("qconf -sel")
+        return frozenset(self.hosts)
+
 
 @dataclass
 class FakeCloud:

@@ -278,17 +278,44 @@ def test_jobs_on_an_unknown_host_is_an_error(fake: FakeSge) -> None:
         fake.client().run("qhost", QHOST_ARGS)
 
 
-def test_exec_hosts_checks_qconf_output(fake: FakeSge) -> None:
+def test_configured_exec_hosts_reads_qconf_sel(fake: FakeSge) -> None:
     fake.says("qconf", stdout="node001\nnode002.example.org\n")
-    assert fake.client().exec_hosts() == ("node001", "node002.example.org")
-    fake.says("qconf", stderr="no execution host defined\n", code=0)
-    assert fake.client().exec_hosts() == ()
-    fake.says(
-        "qconf", stdout="", stderr='error: commlib error: access denied (client IP resolved to host name "")\n', code=0
-    )
-    with pytest.raises(SgeError, match="unexpected answer 'error: commlib error"):
-        fake.client().exec_hosts()
-    assert [a[1:] for a in fake.argv()] == [["-sel"]] * 3
+    assert fake.client().configured_exec_hosts() == {"node001", "node002.example.org"}
+    assert [a[1:] for a in fake.argv()] == [["-sel"]]
+
+
+# SGE 8.1.9's qconf (show_object_list in qconf.c): with no execution host it prints
+# "no execution host defined" and an empty line on stderr, and exits 1.
+@pytest.mark.parametrize("code", [1, 0])
+def test_no_execution_host_defined_is_the_empty_set(fake: FakeSge, code: int) -> None:
+    fake.says("qconf", stderr="no execution host defined\n\n", code=code)
+    assert fake.client().configured_exec_hosts() == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("stdout", "stderr", "code", "error"),
+    [
+        # qconf exits 0 after some refusals: a line that is not a host name is an error
+        ("", 'error: commlib error: access denied (client IP resolved to host name "")\n', 0, "unexpected answer"),
+        ("", "", 0, r"unexpected answer '\(no output\)'"),  # a hollow answer is not an empty list
+        ("node001\nglobal\n", "", 0, "unexpected answer 'global'"),
+        ("", 'error: unable to contact qmaster using port 6444 on host "master"\n', 1, "unable to contact"),
+        ("", "", 1, r"failed without saying why \(exit status 1\)"),
+        ("node001\n", "no execution host defined\n", 1, "exit status 1"),  # both: not the empty list
+    ],
+)
+def test_configured_exec_hosts_refuses_what_it_cannot_trust(
+    fake: FakeSge, stdout: str, stderr: str, code: int, error: str
+) -> None:
+    fake.says("qconf", stdout=stdout, stderr=stderr, code=code)
+    with pytest.raises(SgeError, match=error):
+        fake.client().configured_exec_hosts()
+
+
+def test_configured_exec_hosts_has_the_timeout_of_every_command(fake: FakeSge) -> None:
+    fake.command("qconf", "time.sleep(30)\n")
+    with pytest.raises(SgeTimeoutError, match=r"no answer within 0\.5 s"):
+        fake.client(timeout=0.5).configured_exec_hosts()
 
 
 def test_output_with_environment_of_the_caller(fake: FakeSge, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,145 @@
+"""Is a read of SGE whole? Pure rules that refuse a hollow or partial read before elb acts on it.
+
+A read (``qstat`` + ``qhost``) in which hosts elb knows to be there, or the hosts of jobs it saw
+running, are missing altogether is partial data: SGE itself never drops a host from ``qhost``.
+When an execd dies, ``qhost`` still lists its host (load values ``-``) and ``qstat -f`` shows its
+queue instances in state ``u``; a host leaves both only when it is deregistered (``qconf -de``),
+and then it also leaves ``qconf -sel``, the execution hosts SGE has configured. So:
+
+- nothing vanished: the read is whole;
+- hosts vanished: ask ``qconf -sel``. A vanished host SGE still has configured means the read is
+  hollow: refused, nothing is done this pass. Vanished hosts that all left ``qconf -sel`` were
+  deregistered: the read is whole;
+- where ``qconf -sel`` is not conclusive (it and ``qhost`` disagree about other hosts, or SGE has
+  no execution host at all any more while elb knew some), a second read must agree with the first.
+
+``check_read`` says which of these holds for the data it is given, and what it still needs.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from elb.model import Job, Node, NodeState, Snapshot
+
+# Journal states of a node that SGE must list: registered and not yet deregistered by elb.
+_REGISTERED = frozenset({NodeState.READY, NodeState.DRAINING})
+# Journal states of a node elb took out of SGE (or that never got in): its absence is expected.
+_TAKEN_OUT = frozenset({NodeState.DEREGISTERED, NodeState.TERMINATED, NodeState.FAILED})
+
+
+class Need(enum.StrEnum):
+    """What ``check_read`` needs before it can say whether a read is whole."""
+
+    NOTHING = "nothing"
+    CONFIGURED_HOSTS = "configured_hosts"  # qconf -sel
+    SECOND_READ = "second_read"  # qstat and qhost once more
+
+
+@dataclass(frozen=True, slots=True)
+class ReadVerdict:
+    """``ok``: the read may be acted on. Otherwise ``need`` says what would settle it
+    (``Need.NOTHING``: it is refused), and ``reason`` says why, in plain words."""
+
+    ok: bool
+    reason: str = ""
+    need: Need = Need.NOTHING
+
+
+def expected_hosts(nodes: Iterable[Node], previous: Snapshot | None) -> frozenset[str]:
+    """The hosts a whole read must list: the journal's registered nodes (ready or draining), and
+    the hosts of the previous whole read except those elb itself took out of SGE since."""
+    nodes = list(nodes)
+    taken_out = {n.name for n in nodes if n.state in _TAKEN_OUT}
+    hosts = {n.name for n in nodes if n.state in _REGISTERED}
+    if previous is not None:
+        hosts |= {h.name for h in previous.hosts if h.name not in taken_out}
+    return frozenset(hosts)
+
+
+def running_jobs(snapshot: Snapshot | None) -> tuple[Job, ...]:
+    """The jobs a read showed on a host (running, transferring, suspended)."""
+    return () if snapshot is None else tuple(j for j in snapshot.jobs if j.host is not None)
+
+
+def _names(names: Iterable[str]) -> str:
+    return ", ".join(sorted(names))
+
+
+def _job_key(j: Job) -> tuple[int, str | None]:
+    return (j.job_id, j.task_ids)
+
+
+def _jobs_text(jobs: Sequence[Job]) -> str:
+    ids = sorted({j.job_id for j in jobs})
+    if not ids:
+        return ""
+    more = f" and {len(ids) - 5} more" if len(ids) > 5 else ""
+    return f"; job{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids[:5]))}{more} ran there"
+
+
+def check_read(
+    current: Snapshot,
+    *,
+    configured_hosts: frozenset[str] | None,
+    known_up: frozenset[str],
+    running_before: Sequence[Job] = (),
+    second_read: Snapshot | None = None,
+) -> ReadVerdict:
+    """Whether ``current`` (one read of qstat and qhost) is whole enough to act on.
+
+    ``known_up``: hosts a whole read lists (see ``expected_hosts``); ``running_before``: jobs the
+    previous whole read showed on a host; ``configured_hosts``: ``qconf -sel`` (None: not asked
+    yet); ``second_read``: qstat and qhost read again (None: not read yet).
+    """
+    listed = {h.name for h in current.hosts}
+    # A job whose host left the read left no trace: a job that ends leaves its host listed.
+    traceless = [j for j in running_before if j.host not in listed]
+    vanished = (set(known_up) | {j.host for j in traceless if j.host is not None}) - listed
+    if not vanished:
+        return ReadVerdict(True, "every host elb knows is listed")
+    if configured_hosts is None:
+        jobs = _jobs_text([j for j in traceless if j.host in vanished])
+        why = f"{_names(vanished)} vanished from qhost{jobs}; asking qconf -sel whether SGE still has them"
+        return ReadVerdict(False, why, Need.CONFIGURED_HOSTS)
+    still = vanished & configured_hosts
+    if still:
+        them = "them" if len(still) > 1 else "it"
+        jobs = _jobs_text([j for j in traceless if j.host in still])
+        why = (
+            f"partial read: {_names(still)} vanished from qhost but SGE still has {them} configured "
+            f"(qconf -sel){jobs}; no action"
+        )
+        return ReadVerdict(False, why)
+    gone = f"{_names(vanished)} left SGE's execution hosts (qconf -sel)"
+    unlisted = listed - configured_hosts
+    if unlisted:
+        doubt = f"{gone}, but qhost lists {_names(unlisted)}, which qconf -sel does not"
+    elif not configured_hosts:
+        doubt = f"{gone}, and SGE has no execution host left"
+    else:
+        return ReadVerdict(True, gone)
+    if second_read is None:
+        return ReadVerdict(False, f"{doubt}; reading SGE a second time", Need.SECOND_READ)
+    return _agree(current, second_read, doubt)
+
+
+def _agree(first: Snapshot, second: Snapshot, doubt: str) -> ReadVerdict:
+    """A second read confirms the first when it lists the same hosts and the same jobs on hosts."""
+    hosts_1, hosts_2 = {h.name for h in first.hosts}, {h.name for h in second.hosts}
+    jobs_1 = {(_job_key(j), j.host) for j in running_jobs(first)}
+    jobs_2 = {(_job_key(j), j.host) for j in running_jobs(second)}
+    if hosts_1 == hosts_2 and jobs_1 == jobs_2:
+        return ReadVerdict(True, f"{doubt}; a second read agrees")
+    differ = []
+    if hosts_1 != hosts_2:
+        differ.append(f"hosts {_names(hosts_1 ^ hosts_2)}")
+    if jobs_1 != jobs_2:
+        differ.append("the running jobs")
+    why = f"partial read: {doubt}, and a second read differs in {' and '.join(differ)}; no action"
+    return ReadVerdict(False, why)
+
+
+__all__ = ["Need", "ReadVerdict", "check_read", "expected_hosts", "running_jobs"]
