@@ -18,10 +18,12 @@ from types import FrameType
 from apscheduler.schedulers.blocking import BlockingScheduler
 
 from elb.actuator import Actuator, Outcomes, SgeClient
+from elb.backoff import compute as compute_backoff
 from elb.config import Config
-from elb.interfaces import Cloud, Provisioner
+from elb.interfaces import Cloud, Instance, Provisioner
 from elb.journal import Journal
 from elb.model import Node, NodeState, Plan, Snapshot
+from elb.planner import limit_launches
 from elb.policy import Policy, make_policy
 from elb.policy.base import minutes
 from elb.policy.view import cluster_view
@@ -69,6 +71,8 @@ class LastPass:
     duration: float = 0.0
     last_good: float = 0.0
     lost_kept: int = 0  # lost nodes kept because SGE lists work on them (an admin must look)
+    backoff_rounds: int = 0  # failed launch rounds in a row (0: launching is not backed off)
+    backoff_wait: float = 0.0  # seconds before the next launch may start
 
 
 @dataclass
@@ -78,6 +82,7 @@ class Counters:
     failures: int = 0
     failed_passes: int = 0
     repairs: int = 0
+    launches_held: int = 0  # launches the policy wanted and the back-off did not allow
 
 
 def snapshot_summary(snap: Snapshot, master: str) -> list[str]:
@@ -98,6 +103,10 @@ def snapshot_summary(snap: Snapshot, master: str) -> list[str]:
         states = ",".join(sorted({q.states for q in h.queues if q.states})) or "ok"
         lines.append(f"  {h.name}: {h.slots_used}/{h.slots_total} slots, state {states}")
     return lines
+
+
+class PassFailed(Exception):
+    """What this pass needs cannot be read or trusted: the pass changes nothing."""
 
 
 class Balancer:
@@ -133,81 +142,100 @@ class Balancer:
         self._repair_fails: dict[tuple[RepairKind, str], int] = {}  # failed passes in a row, per repair
 
     def run_pass(self, *, dry_run: bool = False) -> PassResult:
+        """One pass. Any exception in it (a bug, a MemoryError, a broken journal) makes a failed
+        pass, logged with the error and counted; the next pass starts on a working journal."""
         started = time.monotonic()
         try:
+            self.journal.ensure_open()
             return self._pass(dry_run)
+        except PassFailed as err:
+            return self._failed(self.clock(), str(err), dry_run)
+        except Exception as err:
+            log.exception("pass failed")
+            return self._failed(self.clock(), f"{type(err).__name__}: {err}", dry_run)
         finally:
             self.last.duration = time.monotonic() - started
 
     def _pass(self, dry_run: bool) -> PassResult:
-        now = self.clock()
+        """read SGE -> check the read -> remember what it showed -> read the cloud -> repair
+        (reconcile) -> scale (policy, back-off) -> record. Failures raise ``PassFailed``."""
         # The stats row describes the cluster as this pass found it (with what it then did), so
         # its node counts are read now, like the snapshot, not after a minute of provisioning.
         self._nodes_at_start = self.journal.nodes()
-        try:
-            snap = self.sge.read_snapshot()
-        except Exception as err:  # any failure to read: no action this pass
-            return self._failed(now, f"reading SGE: {err}", dry_run)
-        now = snap.now
-        if not dry_run:
-            busy = [h.name for h in snap.hosts if h.busy] + [j.host for j in snap.jobs if j.host]
-            self.journal.mark_seen(now, busy=sorted(set(busy)), up=[h.name for h in snap.hosts if h.up])
-        nodes = self.journal.nodes(include_gone=True)
+        snap = self._read_sge("reading SGE")
         self._learn_new_node_slots()
         if dry_run:
-            plan = self.policy.decide(snap, nodes, self.journal.history(), now)
-            return PassResult(True, now, plan, snap)
+            plan = self.policy.decide(snap, self.journal.nodes(include_gone=True), self.journal.history(), snap.now)
+            return PassResult(True, snap.now, plan, snap)
+        self._remember_seen(snap)
         if self.cloud is None or self.provisioner is None:
             raise RuntimeError("a live pass needs a cloud and a provisioner")
         try:
             instances = self.cloud.list_workers()
         except Exception as err:  # no action on partial data
-            return self._failed(now, f"listing the cloud's workers: {err}", dry_run)
+            raise PassFailed(f"listing the cloud's workers: {err}") from err
         act = Actuator(self.journal, self.sge, self.cloud, self.provisioner, self.clock)
+        result = PassResult(True, snap.now, Plan(reason="reconciling; scaling waits for the next pass"), snap)
+        if self._repair(snap, instances, act, result):
+            self._scale(act, result)
+        self.failed_in_a_row = 0
+        self._record(result)
+        return result
+
+    def _read_sge(self, what: str) -> Snapshot:
+        """Read SGE and check that the read can be acted on; ``PassFailed`` if not."""
+        try:
+            snap = self.sge.read_snapshot()
+        except Exception as err:  # any failure to read: no action this pass
+            raise PassFailed(f"{what}: {err}") from err
+        untrusted = self._check_read(snap)
+        if untrusted is not None:
+            raise PassFailed(f"{what}: the answer is not trustworthy: {untrusted}")
+        return snap
+
+    def _remember_seen(self, snap: Snapshot) -> None:
+        busy = [h.name for h in snap.hosts if h.busy] + [j.host for j in snap.jobs if j.host]
+        self.journal.mark_seen(snap.now, busy=sorted(set(busy)), up=[h.name for h in snap.hosts if h.up])
+
+    def _repair(self, snap: Snapshot, instances: list[Instance], act: Actuator, result: PassResult) -> bool:
+        """Plan and carry out the repairs; True when scaling may follow in this pass."""
         cfg = self.config
         repairs = plan_repairs(
-            nodes,
+            self.journal.nodes(include_gone=True),
             instances,
             snap,
-            now,
+            snap.now,
             master=cfg.cluster.master,
             boot_timeout=cfg.boot_timeout,
             orphan_timeout=cfg.orphan_timeout,
             unreachable_timeout=cfg.unreachable_timeout,
-            watched_since=self._watching_from(now),
+            watched_since=self._watching_from(snap.now),
         )
         kept = [r for r in repairs if r.kind is RepairKind.KEPT]
         for k in kept:
             log.warning("%s: %s", k.node, k.reason)
         self.last.lost_kept = len(kept)
         repairs = [r for r in repairs if r.kind is not RepairKind.KEPT]
-        result = PassResult(True, now, Plan(reason="reconciling; scaling waits for the next pass"), snap)
-        if repairs:
-            # Repairs change the cluster: decide again next pass, on fresh data. Unless every one
-            # of them has failed pass after pass: then they must not hold scaling up forever.
-            stuck = self._stuck(repairs)
-            for repair in repairs:
-                if self._stop_before(repair.node, result):
-                    break
-                _guarded(repair.node, result.outcomes, act.repair, repair, result.outcomes)
-            self._count_repair_failures(repairs, result.outcomes)
-            if not stuck or self.stopping.is_set():
-                self.failed_in_a_row = 0
-                self._record(result)
-                return result
-            try:  # decide on fresh data: SGE as the repairs left it
-                snap = self.sge.read_snapshot()
-            except Exception as err:
-                log.error("re-reading SGE after the repairs: %s; no scaling this pass", err)
-                self._record(result)
-                return result
-            nodes = self.journal.nodes(include_gone=True)
-        else:
+        if not repairs:
             self._repair_fails.clear()  # nothing left to repair: the counts start again
-        self._scale(snap, nodes, act, result)
-        self.failed_in_a_row = 0
-        self._record(result)
-        return result
+            return True
+        # Repairs change the cluster: decide again next pass, on fresh data. Unless every one
+        # of them has failed pass after pass: then they must not hold scaling up forever.
+        stuck = self._stuck(repairs)
+        for repair in repairs:
+            if self._stop_before(repair.node, result):
+                break
+            _guarded(repair.node, result.outcomes, act.repair, repair, result.outcomes)
+        self._count_repair_failures(repairs, result.outcomes)
+        return stuck and not self.stopping.is_set()
+
+    def _check_read(self, snap: Snapshot) -> str | None:
+        """Whether this pass's read of SGE can be acted on: None if so, else why not.
+
+        The one place, right after reading SGE, where a pass decides to trust what it read; a
+        pass that does not changes nothing (like one that could not read SGE)."""
+        del snap
+        return None
 
     def _stuck(self, repairs: list[Repair]) -> bool:
         """Every planned repair has failed ``failed_passes_alarm`` passes in a row."""
@@ -229,10 +257,20 @@ class Balancer:
             counts[key] = self._repair_fails.get(key, 0) + 1 if r.node in out.failed else 0
         self._repair_fails = {k: n for k, n in counts.items() if n}
 
-    def _scale(self, snap: Snapshot, nodes: list[Node], act: Actuator, result: PassResult) -> None:
-        """Decide with the policy and carry the plan out, into ``result``."""
+    def _scale(self, act: Actuator, result: PassResult) -> None:
+        """Decide with the policy on a fresh read when the pass repaired something, cut the
+        launches by the back-off, and carry the plan out, into ``result``."""
+        snap = result.snapshot
+        if snap is None or result.outcomes.repaired:
+            try:  # decide on fresh data: SGE as the repairs left it
+                snap = self._read_sge("re-reading SGE after the repairs")
+            except PassFailed as err:
+                log.error("%s; no scaling this pass", err)
+                return
         now = snap.now
-        plan = self.policy.decide(snap, nodes, self.journal.history(), now)
+        plan = self.policy.decide(snap, self.journal.nodes(include_gone=True), self.journal.history(), now)
+        if plan.add:
+            plan = self._limit_launches(plan, now)
         result.plan = plan
         if plan.add and not self._stop_before(",".join(plan.add_names), result):
             _guarded(
@@ -242,6 +280,18 @@ class Balancer:
             if self._stop_before(r.node, result):
                 break
             _guarded(r.node, result.outcomes, act.remove, r.node, r.reason, result.outcomes)
+
+    def _limit_launches(self, plan: Plan, now: float) -> Plan:
+        """The plan's launches, cut by the back-off the journal's failed bring-ups set."""
+        b = self.config.backoff
+        backoff = compute_backoff(self.journal.bring_up_events(), initial=b.initial, maximum=b.max)
+        self.last.backoff_rounds = backoff.rounds
+        self.last.backoff_wait = backoff.waiting(now)
+        limited = limit_launches(plan, backoff, now)
+        if limited.add < plan.add:
+            self.counters.launches_held += plan.add - limited.add
+            log.error("ALARM: %s", limited.reason)
+        return limited
 
     def _watching_from(self, now: float) -> float:
         """When this run of elb began to watch the cluster: its first live pass."""
@@ -290,7 +340,10 @@ class Balancer:
     def _record(self, result: PassResult) -> None:
         summary = result.summary()
         o = result.outcomes
-        self.journal.record_pass(result.now, result.ok, summary, len(o.added), len(o.removed))
+        try:
+            self.journal.record_pass(result.now, result.ok, summary, len(o.added), len(o.removed))
+        except Exception as err:  # the stats row and the counters still record the pass
+            log.error("cannot record the pass in the journal: %s", err)
         row = self._stats_row(result, summary)
         self.counters.added += row.added
         self.counters.removed += row.removed

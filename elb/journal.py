@@ -51,7 +51,8 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 _NODE_COLUMNS = (
-    "name, state, launched_at, instance_id, ready_at, last_busy_at, last_up_at, slots, private_ip, instance_type"
+    "name, state, launched_at, instance_id, ready_at, last_busy_at, last_up_at, slots, private_ip, instance_type, "
+    "updated_at"
 )
 # Columns added after a release: (name, type). A journal written by an older elb gains them on open.
 _ADDED_COLUMNS = (("last_up_at", "REAL"),)
@@ -83,17 +84,29 @@ class Journal:
     def __init__(self, path: Path | str) -> None:
         if str(path) != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
-        have = {str(row[1]) for row in self._db.execute("PRAGMA table_info(nodes)")}
+        self._path = str(path)
+        self._db = self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False, timeout=30)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.executescript(_SCHEMA)
+        have = {str(row[1]) for row in db.execute("PRAGMA table_info(nodes)")}
         for col, kind in _ADDED_COLUMNS:
             if col not in have:
-                self._db.execute(f"ALTER TABLE nodes ADD COLUMN {col} {kind}")
+                db.execute(f"ALTER TABLE nodes ADD COLUMN {col} {kind}")
+        return db
 
     def close(self) -> None:
         self._db.close()
+
+    def ensure_open(self) -> None:
+        """Reconnect if the connection was closed or broke (the database file is the state)."""
+        try:
+            self._db.execute("SELECT 1").fetchone()
+        except (sqlite3.ProgrammingError, sqlite3.OperationalError):
+            self._db = self._connect()
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -108,7 +121,7 @@ class Journal:
     # -- nodes ---------------------------------------------------------------------------
     @staticmethod
     def _node(row: Sequence[object]) -> Node:
-        name, state, launched, iid, ready, busy, up, slots, ip, itype = row
+        name, state, launched, iid, ready, busy, up, slots, ip, itype, updated = row
         return Node(
             name=str(name),
             state=NodeState(str(state)),
@@ -120,6 +133,7 @@ class Journal:
             slots=None if slots is None else int(slots),  # type: ignore[call-overload]
             private_ip=ip if ip is None else str(ip),
             instance_type=itype if itype is None else str(itype),
+            updated_at=None if updated is None else float(updated),  # type: ignore[arg-type]
         )
 
     def nodes(self, *, include_gone: bool = False) -> list[Node]:
@@ -201,6 +215,16 @@ class Journal:
             args = (node,)
         rows = self._db.execute(sql + " ORDER BY id", args).fetchall()
         return [Event(float(t), str(n), NodeState(str(s)), i, d) for t, n, s, i, d in rows]
+
+    def bring_up_events(self, limit: int = 5000) -> list[Event]:
+        """The newest ``limit`` events that start or end a bring-up (requested, ready, failed),
+        oldest first: what the launch back-off is computed from."""
+        rows = self._db.execute(
+            "SELECT time, node, state, instance_id, detail FROM events WHERE state IN (?, ?, ?) "
+            "ORDER BY id DESC LIMIT ?",
+            (NodeState.REQUESTED.value, NodeState.READY.value, NodeState.FAILED.value, limit),
+        ).fetchall()
+        return [Event(float(t), str(n), NodeState(str(s)), i, d) for t, n, s, i, d in reversed(rows)]
 
     # -- passes and policy memory ---------------------------------------------------------
     def record_pass(self, now: float, ok: bool, summary: str, added: int = 0, removed: int = 0) -> None:

@@ -91,6 +91,14 @@ def _work_on(name: str, snapshot: Snapshot) -> str:
     return "reserved slots" if host is not None and host.busy else ""
 
 
+def _unfinished(n: Node, watched_since: float | None) -> str:
+    """Why a draining or deregistered node is there: left by a run of elb that stopped, or a
+    removal of this run whose last step failed."""
+    if watched_since is not None and n.updated_at is not None and n.updated_at >= watched_since:
+        return f"{n.state.value}: its removal has not finished (its last step failed); trying again"
+    return f"left {n.state.value} when elb stopped"
+
+
 def _repair_node(  # noqa: PLR0911 (one return per lifecycle case reads best)
     n: Node,
     inst: Instance | None,
@@ -132,7 +140,7 @@ def _repair_node(  # noqa: PLR0911 (one return per lifecycle case reads best)
             return Repair(RepairKind.KEPT, n.name, why)
         return Repair(RepairKind.VANISHED, n.name, "instance gone (terminated outside elb)")
     if st in (NodeState.DRAINING, NodeState.DEREGISTERED):
-        return Repair(RepairKind.FINISH_DRAIN, n.name, f"left {st.value} when elb stopped", inst)
+        return Repair(RepairKind.FINISH_DRAIN, n.name, _unfinished(n, watched_since), inst)
     # terminated or failed
     if n.name in in_sge:
         return Repair(RepairKind.DEREGISTER_STALE, n.name, f"{st.value} but still an SGE host")

@@ -98,6 +98,8 @@ class FakeCloud:
 class FakeProvisioner:
     sge: FakeSge
     fail: dict[str, str] = field(default_factory=dict)  # node -> failing task
+    unreachable_adds: bool = False  # every new node is unreachable (never registered in SGE)
+    fail_remove_all: bool = False  # every deregistration play fails
     busy_on_remove: set[str] = field(default_factory=set)
     fail_remove: set[str] = field(default_factory=set)  # the deregistration play fails on these
     log: list[str] = field(default_factory=list)
@@ -106,7 +108,9 @@ class FakeProvisioner:
         out = {}
         for n in nodes:
             self.log.append(f"add {n.name}")
-            if n.name in self.fail:
+            if self.unreachable_adds:
+                out[n.name] = HostResult(n.name, Outcome.UNREACHABLE, "Gathering Facts", "no route to host")
+            elif n.name in self.fail:
                 self.sge.add_host(n.name)  # half-registered: the failure came after qconf -ah
                 out[n.name] = HostResult(n.name, Outcome.FAILED, self.fail[n.name], "boom")
             else:
@@ -121,7 +125,7 @@ class FakeProvisioner:
             if n.name in self.busy_on_remove:
                 out[n.name] = HostResult(n.name, Outcome.BUSY)
                 continue
-            if n.name in self.fail_remove:
+            if n.name in self.fail_remove or self.fail_remove_all:
                 out[n.name] = HostResult(n.name, Outcome.FAILED, "Remove the exec host", "boom")
                 continue
             self.sge.hosts.pop(n.name, None)
