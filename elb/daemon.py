@@ -140,6 +140,10 @@ class Balancer:
         self._nodes_at_start: list[Node] = []
         self._watching_since: float | None = None  # the first live pass's time (see reconcile.lost_for)
         self._repair_fails: dict[tuple[RepairKind, str], int] = {}  # failed passes in a row, per repair
+        # Before touching any node: stop the playbooks a killed predecessor left running.
+        reap = getattr(provisioner, "reap_leftovers", None)
+        if callable(reap):
+            reap()
 
     def run_pass(self, *, dry_run: bool = False) -> PassResult:
         """One pass. Any exception in it (a bug, a MemoryError, a broken journal) makes a failed
