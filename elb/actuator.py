@@ -85,9 +85,17 @@ class Actuator:
 
     # -- grow ----------------------------------------------------------------------------
     def add(self, names: Sequence[str], reason: str, out: Outcomes) -> None:
-        j = self.journal
+        self.request(names, reason)
+        self.launch(names, out)
+
+    def request(self, names: Sequence[str], reason: str) -> None:
+        """Journal the new nodes as requested (they count as booting from now on)."""
         for name in names:
-            j.record(name, NodeState.REQUESTED, self.clock(), detail=reason)
+            self.journal.record(name, NodeState.REQUESTED, self.clock(), detail=reason)
+
+    def launch(self, names: Sequence[str], out: Outcomes) -> None:
+        """Launch requested nodes and provision them in one playbook run."""
+        j = self.journal
         for name in names:
             j.record(name, NodeState.LAUNCHING, self.clock())
         try:

@@ -6,6 +6,7 @@ If anything cannot be read, the pass changes nothing.
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import threading
@@ -20,6 +21,7 @@ from apscheduler.schedulers.blocking import BlockingScheduler
 from elb.actuator import Actuator, Outcomes, SgeClient
 from elb.backoff import compute as compute_backoff
 from elb.config import Config
+from elb.executor import Executor
 from elb.interfaces import Cloud, Instance, Provisioner
 from elb.journal import Journal
 from elb.model import Node, NodeState, Plan, Snapshot
@@ -122,6 +124,7 @@ class Balancer:
         provisioner: Provisioner | None = None,
         policy: Policy | None = None,
         clock: Callable[[], float] = time.time,
+        executor: Executor | None = None,
     ) -> None:
         self.config = config
         self.sge = sge
@@ -132,6 +135,9 @@ class Balancer:
         # Without policy.slots_per_node, ask the cloud once what a new node has (see _learn_new_node_slots).
         self._ask_slots = policy is None and config.policy.slots_per_node is None
         self.clock = clock
+        # Node operations: inline (the pass ends when they end) unless run_forever gives one
+        # that runs them in the background.
+        self.executor = executor or Executor(inline=True)
         self.failed_in_a_row = 0
         self.last = LastPass()
         self.counters = Counters()
@@ -180,11 +186,24 @@ class Balancer:
             raise PassFailed(f"listing the cloud's workers: {err}") from err
         act = Actuator(self.journal, self.sge, self.cloud, self.provisioner, self.clock)
         result = PassResult(True, snap.now, Plan(reason="reconciling; scaling waits for the next pass"), snap)
-        if self._repair(snap, instances, act, result):
-            self._scale(act, result)
+        busy = self.executor.in_flight()
+        repaired = self._repair(snap, instances, busy, act, result)
+        if repaired is not None:
+            self._scale(act, result, busy, fresh_read=repaired)
+        self.collect_finished(result)
         self.failed_in_a_row = 0
         self._record(result)
         return result
+
+    def collect_finished(self, result: PassResult) -> None:
+        """What the node operations that ended since the last pass achieved, into ``result``."""
+        done = self.executor.collect()
+        o = result.outcomes
+        o.added += done.added
+        o.removed += done.removed
+        o.kept += done.kept
+        o.failed.update(done.failed)
+        o.repaired += done.repaired
 
     def _read_sge(self, what: str) -> Snapshot:
         """Read SGE and check that the read can be acted on; ``PassFailed`` if not."""
@@ -201,8 +220,12 @@ class Balancer:
         busy = [h.name for h in snap.hosts if h.busy] + [j.host for j in snap.jobs if j.host]
         self.journal.mark_seen(snap.now, busy=sorted(set(busy)), up=[h.name for h in snap.hosts if h.up])
 
-    def _repair(self, snap: Snapshot, instances: list[Instance], act: Actuator, result: PassResult) -> bool:
-        """Plan and carry out the repairs; True when scaling may follow in this pass."""
+    def _repair(
+        self, snap: Snapshot, instances: list[Instance], busy: frozenset[str], act: Actuator, result: PassResult
+    ) -> bool | None:
+        """Plan the repairs and start them (none on a node with an operation in flight). None when
+        scaling waits for the next pass, else whether the pass started repairs (scaling then
+        decides on a fresh read)."""
         cfg = self.config
         repairs = plan_repairs(
             self.journal.nodes(include_gone=True),
@@ -219,19 +242,22 @@ class Balancer:
         for k in kept:
             log.warning("%s: %s", k.node, k.reason)
         self.last.lost_kept = len(kept)
-        repairs = [r for r in repairs if r.kind is not RepairKind.KEPT]
+        # A node with an operation in flight is not touched: its operation journals its steps.
+        repairs = [r for r in repairs if r.kind is not RepairKind.KEPT and r.node not in busy]
         if not repairs:
-            self._repair_fails.clear()  # nothing left to repair: the counts start again
-            return True
+            self._repair_fails = {k: n for k, n in self._repair_fails.items() if k[1] in busy}
+            return False
         # Repairs change the cluster: decide again next pass, on fresh data. Unless every one
         # of them has failed pass after pass: then they must not hold scaling up forever.
         stuck = self._stuck(repairs)
+        self.collect_finished(result)  # failures of repairs that ended since the last pass count below
         for repair in repairs:
             if self._stop_before(repair.node, result):
                 break
-            _guarded(repair.node, result.outcomes, act.repair, repair, result.outcomes)
-        self._count_repair_failures(repairs, result.outcomes)
-        return stuck and not self.stopping.is_set()
+            self.executor.submit([repair.node], repair.node, functools.partial(act.repair, repair))
+        self.collect_finished(result)
+        self._count_repair_failures(repairs, busy, result.outcomes)
+        return True if stuck and not self.stopping.is_set() else None
 
     def _check_read(self, snap: Snapshot) -> str | None:
         """Whether this pass's read of SGE can be acted on: None if so, else why not.
@@ -254,18 +280,19 @@ class Balancer:
         )
         return True
 
-    def _count_repair_failures(self, repairs: list[Repair], out: Outcomes) -> None:
-        counts = {}
+    def _count_repair_failures(self, repairs: list[Repair], busy: frozenset[str], out: Outcomes) -> None:
+        counts = {k: n for k, n in self._repair_fails.items() if k[1] in busy}  # in flight: not known yet
         for r in repairs:
             key = (r.kind, r.node)
             counts[key] = self._repair_fails.get(key, 0) + 1 if r.node in out.failed else 0
         self._repair_fails = {k: n for k, n in counts.items() if n}
 
-    def _scale(self, act: Actuator, result: PassResult) -> None:
-        """Decide with the policy on a fresh read when the pass repaired something, cut the
-        launches by the back-off, and carry the plan out, into ``result``."""
+    def _scale(self, act: Actuator, result: PassResult, busy: frozenset[str], *, fresh_read: bool) -> None:
+        """Decide with the policy (on a fresh read of SGE when the pass started repairs), cut the
+        launches by the back-off, and start the plan's operations (none on a node with an
+        operation in flight)."""
         snap = result.snapshot
-        if snap is None or result.outcomes.repaired:
+        if snap is None or fresh_read:
             try:  # decide on fresh data: SGE as the repairs left it
                 snap = self._read_sge("re-reading SGE after the repairs")
             except PassFailed as err:
@@ -277,13 +304,16 @@ class Balancer:
             plan = self._limit_launches(plan, now)
         result.plan = plan
         if plan.add and not self._stop_before(",".join(plan.add_names), result):
-            _guarded(
-                ",".join(plan.add_names), result.outcomes, act.add, plan.add_names, plan.add_reason, result.outcomes
-            )
+            # Requested before the pass ends: the next pass counts these nodes as booting.
+            act.request(plan.add_names, plan.add_reason)
+            names = ",".join(plan.add_names)
+            self.executor.submit(plan.add_names, names, functools.partial(act.launch, plan.add_names))
         for r in plan.remove:
+            if r.node in busy:
+                continue
             if self._stop_before(r.node, result):
                 break
-            _guarded(r.node, result.outcomes, act.remove, r.node, r.reason, result.outcomes)
+            self.executor.submit([r.node], r.node, functools.partial(act.remove, r.node, r.reason))
 
     def _limit_launches(self, plan: Plan, now: float) -> Plan:
         """The plan's launches, cut by the back-off the journal's failed bring-ups set."""
@@ -388,28 +418,20 @@ class Balancer:
         )
 
 
-def _guarded(what: str, out: Outcomes, fn: Callable[..., None], *args: object) -> None:
-    """Run one node operation; an unexpected error fails that operation, not the pass.
-
-    The journal holds the last step that started, so reconcile picks the node up next pass.
-    """
-    try:
-        fn(*args)
-    except Exception as err:
-        log.exception("%s: operation failed", what)
-        out.failed[what] = f"{type(err).__name__}: {err}"
-
-
 def run_forever(balancer: Balancer, interval: float) -> None:
     """Run a pass every ``interval`` seconds (first at once) until SIGINT/SIGTERM.
 
-    One pass at a time; missed runs are coalesced. A signal lets the node operation under way
-    finish (a node half added or half removed is what must never be left), starts no other one,
-    and stops; a second signal is passed on to the provisioner's cancel event, which stops the
-    running playbook (the node is then failed and cleaned up by the actuator or the next start).
+    One pass at a time; missed runs are coalesced. Node operations run in the background
+    (``Executor``), so a pass takes as long as its reads, never a launch or a playbook. A signal
+    lets the node operations under way finish (a node half added or half removed is what must
+    never be left), starts no other one, and stops; a second signal is passed on to the
+    provisioner's cancel event, which stops the running playbooks (the nodes are then failed and
+    cleaned up by the actuator or the next start).
     """
     stop = balancer.stopping
     sched = BlockingScheduler()
+    if balancer.executor.inline:
+        balancer.executor = Executor()
 
     def one_pass() -> None:
         if stop.is_set():
@@ -441,4 +463,12 @@ def run_forever(balancer: Balancer, interval: float) -> None:
         id="pass",
     )
     sched.start()
+    busy = balancer.executor.in_flight()
+    if busy:
+        log.info("stopping: waiting for the operations under way on %s", ", ".join(sorted(busy)))
+    balancer.executor.shutdown()
+    done = PassResult(True, balancer.clock(), Plan(reason="operations that ended after the last pass"))
+    balancer.collect_finished(done)
+    if done.outcomes.added or done.outcomes.removed or done.outcomes.failed or done.outcomes.kept:
+        log.info("stopping: %s", done.summary())
     log.info("elb stopped")

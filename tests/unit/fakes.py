@@ -8,11 +8,14 @@ demand. The real adapters run the same flows end to end in ``tests/cluster``.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from elb.interfaces import CloudError, HostResult, Instance, LaunchResult, NodeSpec, Outcome
 from elb.model import Host, Job, QueueInstance, Snapshot
+
+GATE_BOUND = 60.0  # seconds a gated playbook waits at most for the test
 
 
 @dataclass
@@ -101,11 +104,19 @@ class FakeProvisioner:
     unreachable_adds: bool = False  # every new node is unreachable (never registered in SGE)
     fail_remove_all: bool = False  # every deregistration play fails
     busy_on_remove: set[str] = field(default_factory=set)
+    # A playbook that takes its time: add / remove runs wait until the test sets the event
+    # (bounded, so that code that runs them inline fails a test instead of hanging it).
+    gate_add: threading.Event | None = None
+    gate_remove: threading.Event | None = None
     fail_remove: set[str] = field(default_factory=set)  # the deregistration play fails on these
     log: list[str] = field(default_factory=list)
 
     def add_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:
         out = {}
+        if self.gate_add is not None:
+            self.log.append("add started")
+            self.gate_add.wait(GATE_BOUND)
+            self.log.append("add released")
         for n in nodes:
             self.log.append(f"add {n.name}")
             if self.unreachable_adds:
@@ -120,6 +131,10 @@ class FakeProvisioner:
 
     def remove_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:
         out = {}
+        if self.gate_remove is not None:
+            self.log.append("remove started")
+            self.gate_remove.wait(GATE_BOUND)
+            self.log.append("remove released")
         for n in nodes:
             self.log.append(f"remove {n.name}")
             if n.name in self.busy_on_remove:
