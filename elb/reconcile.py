@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from elb.interfaces import Instance
 from elb.model import Node, NodeState, Snapshot
 from elb.policy.base import minutes
+from elb.state import ManagedNode
 
 _LIVE_INSTANCE = frozenset({"pending", "running"})
 # Gone for good; any other state (stopping, stopped: a spot stop, a crash, an admin) is a machine that
@@ -50,12 +51,8 @@ def lost_for(n: Node, snapshot: Snapshot, now: float, watched_since: float | Non
     state ``u``); 0 while SGE reaches it. Counted from the last pass that saw it up, else
     from when it became ready, and never from before ``watched_since`` (when this run of elb
     began to watch: a node found lost at a restart gets the whole time-out, as elb can't tell
-    how long it has been lost)."""
-    host = snapshot.host(n.name)
-    if host is not None and host.up:
-        return 0.0
-    seen = [t for t in (n.last_up_at, n.ready_at, n.launched_at, watched_since) if t is not None]
-    return max(0.0, now - max(seen))
+    how long it has been lost). The rule is ``elb.state.ManagedNode.lost_for``."""
+    return ManagedNode(n, None, snapshot.host(n.name), (), False, now).lost_for(watched_since)
 
 
 def _unreachable(
