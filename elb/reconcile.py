@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from elb.interfaces import Instance
 from elb.model import Node, NodeState, Snapshot
 from elb.policy.base import minutes
-from elb.state import ManagedNode
+from elb.state import InstanceState, ManagedNode, instance_state
 
-_LIVE_INSTANCE = frozenset({"pending", "running"})
-# Gone for good; any other state (stopping, stopped: a spot stop, a crash, an admin) is a machine that
-# still exists, and costs (its disks), and can start again: it must be terminated when elb is done with it.
-_GONE_INSTANCE = frozenset({"shutting-down", "terminated"})
+# Live: pending or running. Gone: shutting down or terminated. Any other state (stopping, stopped:
+# a spot stop, a crash, an admin) is a machine that still exists, and costs (its disks), and can
+# start again: it must be terminated when elb is done with it.
+_LIVE_INSTANCE = frozenset({InstanceState.PENDING, InstanceState.RUNNING})
 
 
 class RepairKind(enum.StrEnum):
@@ -163,9 +163,9 @@ def plan_repairs(
     ``watched_since``: when the daemon's first pass ran (see ``lost_for``); None: trust the journal.
     """
     by_name = {n.name: n for n in nodes}
-    present_list = [i for i in instances if i.state not in _GONE_INSTANCE and i.name != master]
+    present_list = [i for i in instances if instance_state(i.state) is not InstanceState.GONE and i.name != master]
     present_by_id = {i.instance_id: i for i in present_list}
-    live_list = [i for i in present_list if i.state in _LIVE_INSTANCE]
+    live_list = [i for i in present_list if instance_state(i.state) in _LIVE_INSTANCE]
     by_id = {i.instance_id: i for i in live_list}
     live: dict[str, Instance] = {}
     for i in live_list:
@@ -198,7 +198,7 @@ def plan_repairs(
             continue
         record = by_name.get(inst.name)
         if record is None and inst.name in in_sge:
-            if inst.state in _LIVE_INSTANCE:
+            if instance_state(inst.state) in _LIVE_INSTANCE:
                 why = "an SGE worker with elb's tags missing from the journal"
                 out.append(Repair(RepairKind.ADOPT, inst.name, why, inst))
             continue  # stopped: not provisionable, and SGE still knows the name: left to an admin
@@ -206,7 +206,7 @@ def plan_repairs(
         if age < orphan_timeout:
             continue
         what = "unknown to the journal" if record is None else f"a second instance named {inst.name}"
-        state = "" if inst.state in _LIVE_INSTANCE else f" ({inst.state})"
+        state = "" if instance_state(inst.state) in _LIVE_INSTANCE else f" ({inst.state})"
         why = f"tagged worker{state} {what}, not serving in SGE, for {minutes(age)}"
         out.append(Repair(RepairKind.ORPHAN, inst.name, why, inst))
     return out
