@@ -174,9 +174,16 @@ class Actuator:
             listed = None
         verdict, why = cleanup_verdict(node, listed, failure)
         if verdict is Cleanup.TERMINATE:
-            log.error("%s: %s; check the master's /etc/hosts and exports for it", node.name, why)
-            self.journal.record(node.name, NodeState.DEREGISTERED, self.clock(), detail=why)
-            self._terminate(node, why, out)
+            # The instance goes now; the record stays draining, so that reconcile runs the
+            # (master-side) deregistration again each pass until the hosts line and exports are gone.
+            log.error("%s: %s", node.name, why)
+            self.journal.record(node.name, NodeState.DRAINING, self.clock(), detail=why)
+            out.failed[node.name] = why
+            if node.instance_id is not None:
+                try:
+                    self.cloud.terminate([node.instance_id])
+                except CloudError as err:
+                    log.error("%s: terminate %s failed: %s", node.name, node.instance_id, err)
             return True
         log.error("ALARM: %s: %s", node.name, why)
         self.journal.record(node.name, NodeState.DRAINING, self.clock(), detail=why)

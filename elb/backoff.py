@@ -1,8 +1,8 @@
 """Back-off of launches after failed bring-ups, computed purely from the journal's events.
 
 A bring-up is a node's way from ``requested`` to ``ready``. It fails when the node reaches
-``failed`` first (a launch the cloud refused, an instance that never ran, a provisioning play
-that failed or timed out). Failed bring-ups come in rounds: a launch of seven nodes whose
+``failed``, or ``draining`` (its cleanup), first: a launch the cloud refused, an instance that
+never ran, a provisioning play that failed or timed out. Failed bring-ups come in rounds: a launch of seven nodes whose
 playbook fails makes seven failures at once. A failure counts as a new round only once the
 wait the previous round set has passed; each round doubles the wait, from ``initial`` up to
 ``max``. A node that becomes ready ends the streak.
@@ -60,7 +60,8 @@ class Backoff:
 
 
 def _cause(detail: str | None) -> Cause:
-    return Cause.LAUNCH if (detail or "").startswith(("launch failed", "no instance")) else Cause.PROVISION
+    text = (detail or "").removeprefix("cleanup: ")
+    return Cause.LAUNCH if text.startswith(("launch failed", "no instance")) else Cause.PROVISION
 
 
 def compute(events: Iterable[Event], *, initial: float, maximum: float) -> Backoff:
@@ -74,7 +75,8 @@ def compute(events: Iterable[Event], *, initial: float, maximum: float) -> Backo
             if e.node in bringing_up:
                 state = Backoff()  # a node became ready: launching works again
             bringing_up.discard(e.node)
-        elif e.state is NodeState.FAILED and e.node in bringing_up:
+        elif e.state in (NodeState.FAILED, NodeState.DRAINING) and e.node in bringing_up:
+            # a node that never became ready is drained only by its cleanup
             bringing_up.discard(e.node)
             if state.next_launch_at is not None and e.time < state.next_launch_at:
                 continue  # the same round (launched before the wait began)

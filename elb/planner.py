@@ -68,13 +68,17 @@ def cleanup_verdict(node: Node, listed_in_sge: bool | None, failure: str) -> tup
     """A node whose deregistration play failed (``failure``). ``listed_in_sge``: None if SGE
     could not be read.
 
-    A node that never became ready and that SGE does not list can run no job: it is terminated
-    (what the failed play left on the master, a hosts line or an export, is named in the log for
-    an admin). Any other node is kept draining, and billed, with an ALARM every pass until the
-    play goes through: a node SGE lists is never terminated.
+    A node that never became ready and that SGE does not list can run no job: its instance is
+    terminated at once, and the (master-side) deregistration is retried each pass until what the
+    failed play left on the master (a hosts line, an export) is gone. Any other node is kept
+    draining, and billed, with an ALARM every pass until the play goes through: a node SGE lists
+    is never terminated.
     """
     if node.ready_at is None and listed_in_sge is False:
-        why = f"deregistration failed ({failure}); never ready and SGE does not list it: terminated anyway"
+        why = (
+            f"deregistration failed ({failure}); never ready and SGE does not list it: instance terminated, "
+            "deregistration retried each pass"
+        )
         return Cleanup.TERMINATE, why
     where = "SGE cannot be read" if listed_in_sge is None else "SGE lists it" if listed_in_sge else "it was ready"
     return Cleanup.RETRY, f"deregistration failed ({failure}); kept draining and retried each pass ({where})"

@@ -73,9 +73,16 @@ def test_a_never_ready_node_sge_does_not_list_is_terminated_although_its_deregis
     sge.jobs = [pending(1, 20 * 60, slots=1, tasks=4)]
     result = bal.run_pass()  # node001 launched, unreachable, its cleanup play fails
     assert "node001" in result.outcomes.failed
-    node = journal.node("node001")
-    assert node is not None and node.state is NodeState.FAILED, node
     assert cloud.list_workers() == []  # not left draining and billed
+    node = journal.node("node001")  # the master-side deregistration is retried
+    assert node is not None and node.state is NodeState.DRAINING, node
+    result = bal.run_pass()
+    assert any(r.startswith("node001: finish_drain") for r in result.outcomes.repaired), result.summary()
+    prov.fail_remove_all = False
+    bal.run_pass()
+    node = journal.node("node001")
+    assert node is not None and node.state is NodeState.TERMINATED, node
+    assert "remove node001" in prov.log
 
 
 def test_a_node_sge_lists_is_kept_draining_with_an_honest_reason(cfg: Config, caplog: pytest.LogCaptureFixture) -> None:
