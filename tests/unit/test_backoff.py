@@ -69,6 +69,16 @@ def test_backoff_from_events(events: list[Event], rounds: int, next_at: float | 
     assert (b.rounds, b.next_launch_at, b.cause) == (rounds, next_at, cause)
 
 
+def test_one_probe_at_a_time() -> None:
+    """A probe still on its way (its operation runs in the background) holds further launches:
+    seen on the test cluster, where each pass after the wait launched one more probe."""
+    events = [ev(0, "n1", R), ev(40, "n1", F), ev(100, "n2", R)]
+    b = compute(events, initial=60, maximum=1000)
+    assert b.probing and b.cap(3, now=101) == 0
+    b = compute([*events, ev(130, "n2", F, "cleanup: unreachable")], initial=60, maximum=1000)
+    assert not b.probing and b.rounds == 2 and b.cap(3, now=130 + 120) == 1
+
+
 @pytest.mark.parametrize(
     ("backoff", "now", "wanted", "allowed"),
     [
