@@ -14,6 +14,7 @@ from typing import Protocol
 from elb.interfaces import Cloud, CloudError, HostResult, Instance, NodeSpec, Outcome, Provisioner
 from elb.journal import Journal
 from elb.model import Job, Node, NodeState, Snapshot
+from elb.planner import Cleanup, Drain, cleanup_verdict, drain_verdict
 from elb.reconcile import Repair, RepairKind
 
 log = logging.getLogger("elb.actuator")
@@ -86,9 +87,17 @@ class Actuator:
 
     # -- grow ----------------------------------------------------------------------------
     def add(self, names: Sequence[str], reason: str, out: Outcomes) -> None:
-        j = self.journal
+        self.request(names, reason)
+        self.launch(names, out)
+
+    def request(self, names: Sequence[str], reason: str) -> None:
+        """Journal the new nodes as requested (they count as booting from now on)."""
         for name in names:
-            j.record(name, NodeState.REQUESTED, self.clock(), detail=reason)
+            self.journal.record(name, NodeState.REQUESTED, self.clock(), detail=reason)
+
+    def launch(self, names: Sequence[str], out: Outcomes) -> None:
+        """Launch requested nodes and provision them in one playbook run."""
+        j = self.journal
         for name in names:
             j.record(name, NodeState.LAUNCHING, self.clock())
         try:
@@ -151,11 +160,37 @@ class Actuator:
             r = res.get(node.name)
             if r is None or not r.ok:
                 detail = _describe(r) if r else "no result"
-                log.error("%s: cleanup failed (%s); left draining for reconcile", node.name, detail)
-                out.failed[node.name] = f"{why}; cleanup failed: {detail}"
+                if not self._cleanup_anyway(node, detail, out):
+                    out.failed[node.name] = f"{why}; cleanup failed: {detail}"
                 return
         self.journal.record(node.name, NodeState.DEREGISTERED, self.clock(), detail=why)
         self._terminate(node, why, out)
+
+    def _cleanup_anyway(self, node: Node, failure: str, out: Outcomes) -> bool:
+        """The deregistration play of ``node`` failed: terminate it if nothing can be left to
+        deregister (see ``planner.cleanup_verdict``), else keep it draining. True if terminated."""
+        try:
+            listed: bool | None = self.sge.read_snapshot().host(node.name) is not None
+        except Exception as err:  # unreadable SGE: the node may be listed, so it is kept
+            log.error("%s: cannot read SGE after a failed deregistration: %s", node.name, err)
+            listed = None
+        verdict, why = cleanup_verdict(node, listed, failure)
+        if verdict is Cleanup.TERMINATE:
+            # The instance goes now; the record stays draining, so that reconcile runs the
+            # (master-side) deregistration again each pass until the hosts line and exports are gone.
+            log.error("%s: %s", node.name, why)
+            self.journal.record(node.name, NodeState.DRAINING, self.clock(), detail=why)
+            out.failed[node.name] = why
+            if node.instance_id is not None:
+                try:
+                    self.cloud.terminate([node.instance_id])
+                except CloudError as err:
+                    log.error("%s: terminate %s failed: %s", node.name, node.instance_id, err)
+            return True
+        log.error("ALARM: %s: %s", node.name, why)
+        self.journal.record(node.name, NodeState.DRAINING, self.clock(), detail=why)
+        out.failed[node.name] = why
+        return False
 
     def _terminate(self, node: Node, why: str, out: Outcomes, *, failed: bool = True) -> bool:
         final = NodeState.FAILED if failed else NodeState.TERMINATED
@@ -195,12 +230,11 @@ class Actuator:
         self.sge.disable_host(name)
         jobs = self.sge.jobs_on(name)
         host = self.sge.read_snapshot().host(name)
-        reserved = host.slots_reserved if host is not None else 0
-        if not jobs and not reserved:
+        verdict = drain_verdict(jobs, host.slots_reserved if host is not None else 0)
+        if verdict.verdict is Drain.GO:
             return True
         self.sge.enable_host(name)
-        what = f"job {', '.join(str(j.job_id) for j in jobs[:5])} landed" if jobs else f"{reserved} slots reserved"
-        self.journal.record(name, NodeState.READY, self.clock(), detail=kept_why.format(what))
+        self.journal.record(name, NodeState.READY, self.clock(), detail=kept_why.format(verdict.reason))
         return False
 
     def finish_drain(self, node: Node, reason: str, out: Outcomes) -> None:
@@ -215,8 +249,7 @@ class Actuator:
             return
         if res is None or not res.ok:
             detail = _describe(res) if res else "no result from provisioning"
-            self.journal.record(name, NodeState.DRAINING, self.clock(), detail=f"deregistration failed: {detail}")
-            out.failed[name] = f"deregistration failed: {detail}"
+            self._cleanup_anyway(node, detail, out)
             return
         self.journal.record(name, NodeState.DEREGISTERED, self.clock(), detail=reason)
         if self.sge.read_snapshot().host(name) is not None:

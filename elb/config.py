@@ -141,6 +141,19 @@ class ProvisionConfig(_Strict):
     extra_vars: dict[str, object] = Field(default_factory=dict)
 
 
+class BackoffConfig(_Strict):
+    """How long launching waits after failed launches or provisionings (doubling per failed round)."""
+
+    initial: PositiveSeconds = 60.0
+    max: PositiveSeconds = 3600.0
+
+    @model_validator(mode="after")
+    def _check(self) -> BackoffConfig:
+        if self.initial > self.max:
+            raise ValueError(f"initial ({self.initial:g}) is greater than max ({self.max:g})")
+        return self
+
+
 class Config(_Strict):
     poll_interval: PositiveSeconds = 60.0
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
@@ -158,6 +171,7 @@ class Config(_Strict):
     # A ready node SGE can't reach (absent, or all its queues in state u) this long, with no job
     # on it, is deregistered and terminated. SGE itself marks a silent execd u after max_unheard (5 min).
     unreachable_timeout: Seconds = 600.0
+    backoff: BackoffConfig = Field(default_factory=BackoffConfig)
 
     @model_validator(mode="before")
     @classmethod

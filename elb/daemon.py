@@ -6,6 +6,7 @@ If anything cannot be read, the pass changes nothing.
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import threading
@@ -19,11 +20,14 @@ from apscheduler.schedulers.blocking import BlockingScheduler
 
 from elb import nodesize
 from elb.actuator import Actuator, Outcomes, SgeClient
+from elb.backoff import compute as compute_backoff
 from elb.config import Config
-from elb.interfaces import Cloud, Provisioner
+from elb.executor import Executor
+from elb.interfaces import Cloud, Instance, Provisioner
 from elb.journal import Journal
 from elb.metrics import PassMetrics
 from elb.model import Node, NodeState, Plan, Snapshot
+from elb.planner import limit_launches
 from elb.policy import Policy, make_policy
 from elb.policy.base import minutes
 from elb.policy.view import cluster_view
@@ -74,6 +78,8 @@ class LastPass:
     duration: float = 0.0
     last_good: float = 0.0
     lost_kept: int = 0  # lost nodes kept because SGE lists work on them (an admin must look)
+    backoff_rounds: int = 0  # failed launch rounds in a row (0: launching is not backed off)
+    backoff_wait: float = 0.0  # seconds before the next launch may start
 
 
 @dataclass
@@ -83,6 +89,7 @@ class Counters:
     failures: int = 0
     failed_passes: int = 0
     repairs: int = 0
+    launches_held: int = 0  # launches the policy wanted and the back-off did not allow
 
 
 def snapshot_summary(snap: Snapshot, master: str) -> list[str]:
@@ -105,6 +112,10 @@ def snapshot_summary(snap: Snapshot, master: str) -> list[str]:
     return lines
 
 
+class PassFailed(Exception):
+    """What this pass needs cannot be read or trusted: the pass changes nothing."""
+
+
 class Balancer:
     """Wires the SGE reader, the policy, the cloud, the provisioner and the journal together."""
 
@@ -118,6 +129,7 @@ class Balancer:
         provisioner: Provisioner | None = None,
         policy: Policy | None = None,
         clock: Callable[[], float] = time.time,
+        executor: Executor | None = None,
     ) -> None:
         self.config = config
         self.sge = sge
@@ -128,6 +140,9 @@ class Balancer:
         # Without policy.slots_per_node, ask the cloud once what a new node has (see _learn_new_node_slots).
         self._ask_slots = policy is None and config.policy.slots_per_node is None
         self.clock = clock
+        # Node operations: inline (the pass ends when they end) unless run_forever gives one
+        # that runs them in the background.
+        self.executor = executor or Executor(inline=True)
         self.failed_in_a_row = 0
         self.last = LastPass()
         self.counters = Counters()
@@ -138,96 +153,130 @@ class Balancer:
         self._watching_since: float | None = None  # the first live pass's time (see reconcile.lost_for)
         self._repair_fails: dict[tuple[RepairKind, str], int] = {}  # failed passes in a row, per repair
         self._last_whole: Snapshot | None = None  # the last read of SGE found whole (elb.sge.readcheck)
+        # Before touching any node: stop the playbooks a killed predecessor left running.
+        reap = getattr(provisioner, "reap_leftovers", None)
+        if callable(reap):
+            reap()
 
     def run_pass(self, *, dry_run: bool = False) -> PassResult:
+        """One pass. Any exception in it (a bug, a MemoryError, a broken journal) makes a failed
+        pass, logged with the error and counted; the next pass starts on a working journal."""
         started = time.monotonic()
         ok = False
         try:
+            self.journal.ensure_open()
             result = self._pass(dry_run)
+        except PassFailed as err:
+            result = self._failed(self.clock(), str(err), dry_run)
+        except Exception as err:
+            log.exception("pass failed")
+            result = self._failed(self.clock(), f"{type(err).__name__}: {err}", dry_run)
+        else:
             ok = result.ok
-            return result
         finally:
             self.last.duration = time.monotonic() - started
             if not dry_run:
                 self.metrics.observe_pass(self.last.duration, ok)
+        return result
 
     def _pass(self, dry_run: bool) -> PassResult:
-        now = self.clock()
+        """read SGE -> check the read -> remember what it showed -> read the cloud -> repair
+        (reconcile) -> scale (policy, back-off) -> record. Failures raise ``PassFailed``."""
         # The stats row describes the cluster as this pass found it (with what it then did), so
         # its node counts are read now, like the snapshot, not after a minute of provisioning.
         self._nodes_at_start = self.journal.nodes()
-        try:
-            snap = self._read_sge()
-        except Exception as err:  # any failure to read, or a partial read: no action this pass
-            return self._failed(now, f"reading SGE: {err}", dry_run)
-        now = snap.now
-        if not dry_run:
-            busy = [h.name for h in snap.hosts if h.busy] + [j.host for j in snap.jobs if j.host]
-            self.journal.mark_seen(now, busy=sorted(set(busy)), up=[h.name for h in snap.hosts if h.up])
-        nodes = self.journal.nodes(include_gone=True)
+        snap = self._read_sge("reading SGE")
         self._learn_new_node_slots()
         if dry_run:
-            plan = self.policy.decide(snap, nodes, self.journal.history(), now)
-            return PassResult(True, now, plan, snap)
+            plan = self.policy.decide(snap, self.journal.nodes(include_gone=True), self.journal.history(), snap.now)
+            return PassResult(True, snap.now, plan, snap)
+        self._remember_seen(snap)
         if self.cloud is None or self.provisioner is None:
             raise RuntimeError("a live pass needs a cloud and a provisioner")
         try:
             instances = self.cloud.list_workers()
         except Exception as err:  # no action on partial data
-            return self._failed(now, f"listing the cloud's workers: {err}", dry_run)
+            raise PassFailed(f"listing the cloud's workers: {err}") from err
         act = Actuator(self.journal, self.sge, self.cloud, self.provisioner, self.clock)
+        result = PassResult(True, snap.now, Plan(reason="reconciling; scaling waits for the next pass"), snap)
+        busy = self.executor.in_flight()
+        repaired = self._repair(snap, instances, busy, act, result)
+        if repaired is not None:
+            self._scale(act, result, busy, fresh_read=repaired)
+        self.collect_finished(result)
+        self.failed_in_a_row = 0
+        self._record(result)
+        return result
+
+    def collect_finished(self, result: PassResult) -> None:
+        """What the node operations that ended since the last pass achieved, into ``result``."""
+        done = self.executor.collect()
+        o = result.outcomes
+        o.added += done.added
+        o.removed += done.removed
+        o.kept += done.kept
+        o.failed.update(done.failed)
+        o.repaired += done.repaired
+        for name in done.added:  # launch to ready, for the histogram
+            node = self.journal.node(name)
+            if node is not None and node.ready_at is not None:
+                self.metrics.observe_ready(node.ready_at - node.launched_at)
+
+    def _read_sge(self, what: str) -> Snapshot:
+        """Read SGE; ``PassFailed`` if it cannot be read, or if the read is partial: hosts elb
+        knows (or the hosts of jobs it saw running) vanished without being deregistered, and
+        ``read_whole`` could not confirm it (``elb.sge.readcheck``). The one place where a pass
+        decides to trust what it read."""
+        known = expected_hosts(self.journal.nodes(include_gone=True), self._last_whole)
+        try:
+            snap = read_whole(self.sge, known_up=known, running_before=running_jobs(self._last_whole))
+        except Exception as err:  # any failure to read, or a partial read: no action this pass
+            raise PassFailed(f"{what}: {err}") from err
+        self._last_whole = snap
+        return snap
+
+    def _remember_seen(self, snap: Snapshot) -> None:
+        busy = [h.name for h in snap.hosts if h.busy] + [j.host for j in snap.jobs if j.host]
+        self.journal.mark_seen(snap.now, busy=sorted(set(busy)), up=[h.name for h in snap.hosts if h.up])
+
+    def _repair(
+        self, snap: Snapshot, instances: list[Instance], busy: frozenset[str], act: Actuator, result: PassResult
+    ) -> bool | None:
+        """Plan the repairs and start them (none on a node with an operation in flight). None when
+        scaling waits for the next pass, else whether the pass started repairs (scaling then
+        decides on a fresh read)."""
         cfg = self.config
         repairs = plan_repairs(
-            nodes,
+            self.journal.nodes(include_gone=True),
             instances,
             snap,
-            now,
+            snap.now,
             master=cfg.cluster.master,
             boot_timeout=cfg.boot_timeout,
             orphan_timeout=cfg.orphan_timeout,
             unreachable_timeout=cfg.unreachable_timeout,
-            watched_since=self._watching_from(now),
+            watched_since=self._watching_from(snap.now),
         )
         kept = [r for r in repairs if r.kind is RepairKind.KEPT]
         for k in kept:
             log.warning("%s: %s", k.node, k.reason)
         self.last.lost_kept = len(kept)
-        repairs = [r for r in repairs if r.kind is not RepairKind.KEPT]
-        result = PassResult(True, now, Plan(reason="reconciling; scaling waits for the next pass"), snap)
-        if repairs:
-            # Repairs change the cluster: decide again next pass, on fresh data. Unless every one
-            # of them has failed pass after pass: then they must not hold scaling up forever.
-            stuck = self._stuck(repairs)
-            for repair in repairs:
-                if self._stop_before(repair.node, result):
-                    break
-                _guarded(repair.node, result.outcomes, act.repair, repair, result.outcomes)
-            self._count_repair_failures(repairs, result.outcomes)
-            if not stuck or self.stopping.is_set():
-                self.failed_in_a_row = 0
-                self._record(result)
-                return result
-            try:  # decide on fresh data: SGE as the repairs left it
-                snap = self._read_sge()
-            except Exception as err:
-                log.error("re-reading SGE after the repairs: %s; no scaling this pass", err)
-                self._record(result)
-                return result
-            nodes = self.journal.nodes(include_gone=True)
-        else:
-            self._repair_fails.clear()  # nothing left to repair: the counts start again
-        self._scale(snap, nodes, act, result)
-        self.failed_in_a_row = 0
-        self._record(result)
-        return result
-
-    def _read_sge(self) -> Snapshot:
-        """Read SGE; a read in which hosts elb knows (or the hosts of jobs it saw running) vanished
-        without being deregistered is partial, and ``read_whole`` refuses it (``PartialReadError``)."""
-        known = expected_hosts(self.journal.nodes(include_gone=True), self._last_whole)
-        snap = read_whole(self.sge, known_up=known, running_before=running_jobs(self._last_whole))
-        self._last_whole = snap
-        return snap
+        # A node with an operation in flight is not touched: its operation journals its steps.
+        repairs = [r for r in repairs if r.kind is not RepairKind.KEPT and r.node not in busy]
+        if not repairs:
+            self._repair_fails = {k: n for k, n in self._repair_fails.items() if k[1] in busy}
+            return False
+        # Repairs change the cluster: decide again next pass, on fresh data. Unless every one
+        # of them has failed pass after pass: then they must not hold scaling up forever.
+        stuck = self._stuck(repairs)
+        self.collect_finished(result)  # failures of repairs that ended since the last pass count below
+        for repair in repairs:
+            if self._stop_before(repair.node, result):
+                break
+            self.executor.submit([repair.node], repair.node, functools.partial(act.repair, repair))
+        self.collect_finished(result)
+        self._count_repair_failures(repairs, busy, result.outcomes)
+        return True if stuck and not self.stopping.is_set() else None
 
     def _stuck(self, repairs: list[Repair]) -> bool:
         """Every planned repair has failed ``failed_passes_alarm`` passes in a row."""
@@ -242,26 +291,52 @@ class Balancer:
         )
         return True
 
-    def _count_repair_failures(self, repairs: list[Repair], out: Outcomes) -> None:
-        counts = {}
+    def _count_repair_failures(self, repairs: list[Repair], busy: frozenset[str], out: Outcomes) -> None:
+        counts = {k: n for k, n in self._repair_fails.items() if k[1] in busy}  # in flight: not known yet
         for r in repairs:
             key = (r.kind, r.node)
             counts[key] = self._repair_fails.get(key, 0) + 1 if r.node in out.failed else 0
         self._repair_fails = {k: n for k, n in counts.items() if n}
 
-    def _scale(self, snap: Snapshot, nodes: list[Node], act: Actuator, result: PassResult) -> None:
-        """Decide with the policy and carry the plan out, into ``result``."""
+    def _scale(self, act: Actuator, result: PassResult, busy: frozenset[str], *, fresh_read: bool) -> None:
+        """Decide with the policy (on a fresh read of SGE when the pass started repairs), cut the
+        launches by the back-off, and start the plan's operations (none on a node with an
+        operation in flight)."""
+        snap = result.snapshot
+        if snap is None or fresh_read:
+            try:  # decide on fresh data: SGE as the repairs left it
+                snap = self._read_sge("re-reading SGE after the repairs")
+            except PassFailed as err:
+                log.error("%s; no scaling this pass", err)
+                return
         now = snap.now
-        plan = self.policy.decide(snap, nodes, self.journal.history(), now)
+        plan = self.policy.decide(snap, self.journal.nodes(include_gone=True), self.journal.history(), now)
+        if plan.add:
+            plan = self._limit_launches(plan, now)
         result.plan = plan
         if plan.add and not self._stop_before(",".join(plan.add_names), result):
-            _guarded(
-                ",".join(plan.add_names), result.outcomes, act.add, plan.add_names, plan.add_reason, result.outcomes
-            )
+            # Requested before the pass ends: the next pass counts these nodes as booting.
+            act.request(plan.add_names, plan.add_reason)
+            names = ",".join(plan.add_names)
+            self.executor.submit(plan.add_names, names, functools.partial(act.launch, plan.add_names))
         for r in plan.remove:
+            if r.node in busy:
+                continue
             if self._stop_before(r.node, result):
                 break
-            _guarded(r.node, result.outcomes, act.remove, r.node, r.reason, result.outcomes)
+            self.executor.submit([r.node], r.node, functools.partial(act.remove, r.node, r.reason))
+
+    def _limit_launches(self, plan: Plan, now: float) -> Plan:
+        """The plan's launches, cut by the back-off the journal's failed bring-ups set."""
+        b = self.config.backoff
+        backoff = compute_backoff(self.journal.bring_up_events(), initial=b.initial, maximum=b.max)
+        self.last.backoff_rounds = backoff.rounds
+        self.last.backoff_wait = backoff.waiting(now)
+        limited = limit_launches(plan, backoff, now)
+        if limited.add < plan.add:
+            self.counters.launches_held += plan.add - limited.add
+            log.error("ALARM: %s", limited.reason)
+        return limited
 
     def _watching_from(self, now: float) -> float:
         """When this run of elb began to watch the cluster: its first live pass."""
@@ -297,7 +372,10 @@ class Balancer:
     def _record(self, result: PassResult) -> None:
         summary = result.summary()
         o = result.outcomes
-        self.journal.record_pass(result.now, result.ok, summary, len(o.added), len(o.removed))
+        try:
+            self.journal.record_pass(result.now, result.ok, summary, len(o.added), len(o.removed))
+        except Exception as err:  # the stats row and the counters still record the pass
+            log.error("cannot record the pass in the journal: %s", err)
         row = self._stats_row(result, summary)
         self.counters.added += row.added
         self.counters.removed += row.removed
@@ -338,30 +416,22 @@ class Balancer:
         )
 
 
-def _guarded(what: str, out: Outcomes, fn: Callable[..., None], *args: object) -> None:
-    """Run one node operation; an unexpected error fails that operation, not the pass.
-
-    The journal holds the last step that started, so reconcile picks the node up next pass.
-    """
-    try:
-        fn(*args)
-    except Exception as err:
-        log.exception("%s: operation failed", what)
-        out.failed[what] = f"{type(err).__name__}: {err}"
-
-
 def run_forever(balancer: Balancer, interval: float) -> None:
     """Run a pass every ``interval`` seconds (first at once) until SIGINT/SIGTERM.
 
-    One pass at a time; missed runs are coalesced. A signal lets the node operation under way
-    finish (a node half added or half removed is what must never be left), starts no other one,
-    and stops; a second signal is passed on to the provisioner's cancel event, which stops the
-    running playbook (the node is then failed and cleaned up by the actuator or the next start).
+    One pass at a time; missed runs are coalesced. Node operations run in the background
+    (``Executor``), so a pass takes as long as its reads, never a launch or a playbook. A signal
+    lets the node operations under way finish (a node half added or half removed is what must
+    never be left), starts no other one, and stops; a second signal is passed on to the
+    provisioner's cancel event, which stops the running playbooks (the nodes are then failed and
+    cleaned up by the actuator or the next start).
     """
     stop = balancer.stopping
     sched = BlockingScheduler()
     notify = Notifier()
     first = True
+    if balancer.executor.inline:
+        balancer.executor = Executor()
 
     def one_pass() -> None:
         nonlocal first
@@ -399,4 +469,12 @@ def run_forever(balancer: Balancer, interval: float) -> None:
         id="pass",
     )
     sched.start()
+    busy = balancer.executor.in_flight()
+    if busy:
+        log.info("stopping: waiting for the operations under way on %s", ", ".join(sorted(busy)))
+    balancer.executor.shutdown()
+    done = PassResult(True, balancer.clock(), Plan(reason="operations that ended after the last pass"))
+    balancer.collect_finished(done)
+    if done.outcomes.added or done.outcomes.removed or done.outcomes.failed or done.outcomes.kept:
+        log.info("stopping: %s", done.summary())
     log.info("elb stopped")

@@ -6,12 +6,15 @@ This module is the only one that touches the database.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 from elb.model import History, Node, NodeState
 
@@ -51,12 +54,15 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 _NODE_COLUMNS = (
-    "name, state, launched_at, instance_id, ready_at, last_busy_at, last_up_at, slots, private_ip, instance_type"
+    "name, state, launched_at, instance_id, ready_at, last_busy_at, last_up_at, slots, private_ip, instance_type, "
+    "updated_at"
 )
 # Columns added after a release: (name, type). A journal written by an older elb gains them on open.
 _ADDED_COLUMNS = (("last_up_at", "REAL"),)
 _GONE = (NodeState.TERMINATED.value, NodeState.FAILED.value)
 _KEEP_PASSES = 50_000
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,23 +83,51 @@ class PassRecord:
     summary: str
 
 
+def _locked(method: Callable[P, R]) -> Callable[P, R]:
+    """Hold the journal's lock for the whole call: the pass and the operations running in the
+    background share one connection, and a transaction must not interleave with another."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with args[0]._lock:  # type: ignore[attr-defined]
+            return method(*args, **kwargs)
+
+    return wrapper
+
+
 class Journal:
-    """Node records and their history. One connection; elb runs one pass at a time."""
+    """Node records and their history. One connection, shared by the pass and the node
+    operations running in the background: every method holds the journal's lock."""
 
     def __init__(self, path: Path | str) -> None:
         if str(path) != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
-        have = {str(row[1]) for row in self._db.execute("PRAGMA table_info(nodes)")}
+        self._path = str(path)
+        self._lock = threading.RLock()
+        self._db = self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False, timeout=30)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.executescript(_SCHEMA)
+        have = {str(row[1]) for row in db.execute("PRAGMA table_info(nodes)")}
         for col, kind in _ADDED_COLUMNS:
             if col not in have:
-                self._db.execute(f"ALTER TABLE nodes ADD COLUMN {col} {kind}")
+                db.execute(f"ALTER TABLE nodes ADD COLUMN {col} {kind}")
+        return db
 
+    @_locked
     def close(self) -> None:
         self._db.close()
+
+    @_locked
+    def ensure_open(self) -> None:
+        """Reconnect if the connection was closed or broke (the database file is the state)."""
+        try:
+            self._db.execute("SELECT 1").fetchone()
+        except (sqlite3.ProgrammingError, sqlite3.OperationalError):
+            self._db = self._connect()
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -108,7 +142,7 @@ class Journal:
     # -- nodes ---------------------------------------------------------------------------
     @staticmethod
     def _node(row: Sequence[object]) -> Node:
-        name, state, launched, iid, ready, busy, up, slots, ip, itype = row
+        name, state, launched, iid, ready, busy, up, slots, ip, itype, updated = row
         return Node(
             name=str(name),
             state=NodeState(str(state)),
@@ -120,8 +154,10 @@ class Journal:
             slots=None if slots is None else int(slots),  # type: ignore[call-overload]
             private_ip=ip if ip is None else str(ip),
             instance_type=itype if itype is None else str(itype),
+            updated_at=None if updated is None else float(updated),  # type: ignore[arg-type]
         )
 
+    @_locked
     def nodes(self, *, include_gone: bool = False) -> list[Node]:
         """Node records, oldest first; terminated and failed ones only if asked."""
         sql = f"SELECT {_NODE_COLUMNS} FROM nodes"  # noqa: S608 (constant column list)
@@ -132,11 +168,13 @@ class Journal:
         rows = self._db.execute(sql + " ORDER BY launched_at, name", args).fetchall()
         return [self._node(r) for r in rows]
 
+    @_locked
     def node(self, name: str) -> Node | None:
         sql = f"SELECT {_NODE_COLUMNS} FROM nodes WHERE name = ?"  # noqa: S608 (constant column list)
         row = self._db.execute(sql, (name,)).fetchone()
         return None if row is None else self._node(row)
 
+    @_locked
     def record(
         self,
         name: str,
@@ -183,6 +221,7 @@ class Journal:
         assert node is not None
         return node
 
+    @_locked
     def mark_seen(self, now: float, *, busy: Sequence[str] = (), up: Sequence[str] = ()) -> None:
         """Remember what a pass saw at ``now``: nodes running a job (or holding a reservation),
         and nodes SGE reached (a queue instance not unreachable). One transaction, one sync to
@@ -193,6 +232,7 @@ class Journal:
             db.executemany("UPDATE nodes SET last_busy_at = ? WHERE name = ?", [(now, n) for n in busy])
             db.executemany("UPDATE nodes SET last_up_at = ? WHERE name = ?", [(now, n) for n in up])
 
+    @_locked
     def events(self, node: str | None = None) -> list[Event]:
         sql = "SELECT time, node, state, instance_id, detail FROM events"
         args: tuple[str, ...] = ()
@@ -202,7 +242,19 @@ class Journal:
         rows = self._db.execute(sql + " ORDER BY id", args).fetchall()
         return [Event(float(t), str(n), NodeState(str(s)), i, d) for t, n, s, i, d in rows]
 
+    @_locked
+    def bring_up_events(self, limit: int = 5000) -> list[Event]:
+        """The newest ``limit`` events that start or end a bring-up (requested, ready, failed),
+        oldest first: what the launch back-off is computed from."""
+        rows = self._db.execute(
+            "SELECT time, node, state, instance_id, detail FROM events WHERE state IN (?, ?, ?) "
+            "ORDER BY id DESC LIMIT ?",
+            (NodeState.REQUESTED.value, NodeState.READY.value, NodeState.FAILED.value, limit),
+        ).fetchall()
+        return [Event(float(t), str(n), NodeState(str(s)), i, d) for t, n, s, i, d in reversed(rows)]
+
     # -- passes and policy memory ---------------------------------------------------------
+    @_locked
     def record_pass(self, now: float, ok: bool, summary: str, added: int = 0, removed: int = 0) -> None:
         with self._tx() as db:
             db.execute(
@@ -211,22 +263,26 @@ class Journal:
             )
             db.execute("DELETE FROM passes WHERE id <= (SELECT MAX(id) FROM passes) - ?", (_KEEP_PASSES,))
 
+    @_locked
     def passes(self, limit: int = 100) -> list[PassRecord]:
         rows = self._db.execute(
             "SELECT time, ok, added, removed, summary FROM passes ORDER BY id DESC LIMIT ?", (limit,)
         ).fetchall()
         return [PassRecord(float(t), bool(ok), int(a), int(r), str(s)) for t, ok, a, r, s in reversed(rows)]
 
+    @_locked
     def note_change(self, now: float) -> None:
         """A launch or a removal happened at ``now`` (for stabilization and re-add damping)."""
         self._set_meta("last_change_at", now)
 
+    @_locked
     def note_removal(self, now: float) -> None:
         hist = self.history()
         removals = [t for t in hist.recent_removals if now - t < 24 * 3600] + [now]
         self._set_meta("last_change_at", now)
         self._set_meta("recent_removals", removals[-100:])
 
+    @_locked
     def history(self) -> History:
         last = self._get_meta("last_change_at")
         removals = self._get_meta("recent_removals")
@@ -235,12 +291,14 @@ class Journal:
             recent_removals=tuple(float(t) for t in removals) if isinstance(removals, list) else (),
         )
 
+    @_locked
     def _set_meta(self, key: str, value: object) -> None:
         self._db.execute(
             "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, json.dumps(value)),
         )
 
+    @_locked
     def _get_meta(self, key: str) -> object | None:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else json.loads(row[0])

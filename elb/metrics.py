@@ -91,6 +91,12 @@ class BalancerCollector(Collector):
                 "Nodes lost (instance gone or SGE can't reach them) but kept: SGE lists work on them",
                 s.lost_kept,
             ),
+            (
+                "elb_launch_backoff_rounds",
+                "Failed launch rounds in a row (launches or provisionings); 0: launching is not backed off",
+                s.backoff_rounds,
+            ),
+            ("elb_launch_backoff_seconds", "Seconds before the next launch may start (back-off)", s.backoff_wait),
         ):
             g = GaugeMetricFamily(name, doc)
             g.add_metric([], value)
@@ -105,6 +111,7 @@ class BalancerCollector(Collector):
             ("elb_nodes_removed", "Nodes drained, deregistered and terminated", b.counters.removed),
             ("elb_node_failures", "Node operations that failed", b.counters.failures),
             ("elb_repairs", "Differences between journal, cloud and SGE repaired", b.counters.repairs),
+            ("elb_launches_held", "Launches the policy wanted that the back-off held", b.counters.launches_held),
         ):
             c = CounterMetricFamily(name, doc)
             c.add_metric([], value)

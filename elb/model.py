@@ -182,6 +182,7 @@ class Node:
     slots: int | None = None  # expected slots once ready (None: unknown)
     private_ip: str | None = None
     instance_type: str | None = None
+    updated_at: float | None = None  # when its last step was journalled
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from elb.interfaces import Instance
 from elb.model import Node, NodeState, Snapshot
 from elb.policy.base import minutes
+from elb.state import InstanceState, ManagedNode, instance_state
 
-_LIVE_INSTANCE = frozenset({"pending", "running"})
-# Gone for good; any other state (stopping, stopped: a spot stop, a crash, an admin) is a machine that
-# still exists, and costs (its disks), and can start again: it must be terminated when elb is done with it.
-_GONE_INSTANCE = frozenset({"shutting-down", "terminated"})
+# Live: pending or running. Gone: shutting down or terminated. Any other state (stopping, stopped:
+# a spot stop, a crash, an admin) is a machine that still exists, and costs (its disks), and can
+# start again: it must be terminated when elb is done with it.
+_LIVE_INSTANCE = frozenset({InstanceState.PENDING, InstanceState.RUNNING})
 
 
 class RepairKind(enum.StrEnum):
@@ -50,12 +51,8 @@ def lost_for(n: Node, snapshot: Snapshot, now: float, watched_since: float | Non
     state ``u``); 0 while SGE reaches it. Counted from the last pass that saw it up, else
     from when it became ready, and never from before ``watched_since`` (when this run of elb
     began to watch: a node found lost at a restart gets the whole time-out, as elb can't tell
-    how long it has been lost)."""
-    host = snapshot.host(n.name)
-    if host is not None and host.up:
-        return 0.0
-    seen = [t for t in (n.last_up_at, n.ready_at, n.launched_at, watched_since) if t is not None]
-    return max(0.0, now - max(seen))
+    how long it has been lost). The rule is ``elb.state.ManagedNode.lost_for``."""
+    return ManagedNode(n, None, snapshot.host(n.name), (), False, now).lost_for(watched_since)
 
 
 def _unreachable(
@@ -89,6 +86,14 @@ def _work_on(name: str, snapshot: Snapshot) -> str:
         return f"jobs {', '.join(str(j.job_id) for j in jobs[:5])}{more}"
     host = snapshot.host(name)
     return "reserved slots" if host is not None and host.busy else ""
+
+
+def _unfinished(n: Node, watched_since: float | None) -> str:
+    """Why a draining or deregistered node is there: left by a run of elb that stopped, or a
+    removal of this run whose last step failed."""
+    if watched_since is not None and n.updated_at is not None and n.updated_at >= watched_since:
+        return f"{n.state.value}: its removal has not finished (its last step failed); trying again"
+    return f"left {n.state.value} when elb stopped"
 
 
 def _repair_node(  # noqa: PLR0911 (one return per lifecycle case reads best)
@@ -132,7 +137,7 @@ def _repair_node(  # noqa: PLR0911 (one return per lifecycle case reads best)
             return Repair(RepairKind.KEPT, n.name, why)
         return Repair(RepairKind.VANISHED, n.name, "instance gone (terminated outside elb)")
     if st in (NodeState.DRAINING, NodeState.DEREGISTERED):
-        return Repair(RepairKind.FINISH_DRAIN, n.name, f"left {st.value} when elb stopped", inst)
+        return Repair(RepairKind.FINISH_DRAIN, n.name, _unfinished(n, watched_since), inst)
     # terminated or failed
     if n.name in in_sge:
         return Repair(RepairKind.DEREGISTER_STALE, n.name, f"{st.value} but still an SGE host")
@@ -158,9 +163,9 @@ def plan_repairs(
     ``watched_since``: when the daemon's first pass ran (see ``lost_for``); None: trust the journal.
     """
     by_name = {n.name: n for n in nodes}
-    present_list = [i for i in instances if i.state not in _GONE_INSTANCE and i.name != master]
+    present_list = [i for i in instances if instance_state(i.state) is not InstanceState.GONE and i.name != master]
     present_by_id = {i.instance_id: i for i in present_list}
-    live_list = [i for i in present_list if i.state in _LIVE_INSTANCE]
+    live_list = [i for i in present_list if instance_state(i.state) in _LIVE_INSTANCE]
     by_id = {i.instance_id: i for i in live_list}
     live: dict[str, Instance] = {}
     for i in live_list:
@@ -193,7 +198,7 @@ def plan_repairs(
             continue
         record = by_name.get(inst.name)
         if record is None and inst.name in in_sge:
-            if inst.state in _LIVE_INSTANCE:
+            if instance_state(inst.state) in _LIVE_INSTANCE:
                 why = "an SGE worker with elb's tags missing from the journal"
                 out.append(Repair(RepairKind.ADOPT, inst.name, why, inst))
             continue  # stopped: not provisionable, and SGE still knows the name: left to an admin
@@ -201,7 +206,7 @@ def plan_repairs(
         if age < orphan_timeout:
             continue
         what = "unknown to the journal" if record is None else f"a second instance named {inst.name}"
-        state = "" if inst.state in _LIVE_INSTANCE else f" ({inst.state})"
+        state = "" if instance_state(inst.state) in _LIVE_INSTANCE else f" ({inst.state})"
         why = f"tagged worker{state} {what}, not serving in SGE, for {minutes(age)}"
         out.append(Repair(RepairKind.ORPHAN, inst.name, why, inst))
     return out

@@ -196,6 +196,7 @@ class AnsibleProvisioner:
             ssh_private_key=config.ssh_private_key,
         )
         self.role_vars = role_vars(self.cluster, self.sge)
+        self.runs = proctree.RunRecords(config.private_data_dir / "running")
         try:
             self.extra_vars = check_extra_vars(config.extra_vars)
             build_inventory(self.connection)  # validates the master and the SSH settings
@@ -231,6 +232,15 @@ class AnsibleProvisioner:
         report = self.run(REMOVE_PLAYBOOK, workers=existing, old_nodes=nodes)
         self._log_others(report, [n.name for n in nodes])
         return report.for_hosts([n.name for n in nodes])
+
+    def reap_leftovers(self) -> int:
+        """Stop the playbooks a killed predecessor left running (see ``proctree.RunRecords``);
+        how many processes were killed."""
+        killed = 0
+        for marker, n in self.runs.reap():
+            log.warning("stopped a playbook run left by an elb that is gone (%s): %d process(es)", marker, n)
+            killed += n
+        return killed
 
     def cancel(self) -> None:
         """Stop the running playbook (if any) and refuse to start new ones."""
@@ -325,7 +335,11 @@ class AnsibleProvisioner:
 
         log.info("%s: running %s for %s", ident, path.name, ", ".join(targets))
         runner = Runner(rc_config, event_handler=on_event, cancel_callback=should_stop)
-        status, rc = runner.run()
+        record = self.runs.start(ident, str(artifact_dir))
+        try:
+            status, rc = runner.run()
+        finally:
+            self.runs.finish(record)
         seconds = time.monotonic() - started
         end = ended["why"] if status == "canceled" else RunEnd.FINISHED
         if status == "timeout":  # runner's own limits (none set by us, but be exact)

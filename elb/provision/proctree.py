@@ -5,11 +5,16 @@ so killing ansible-playbook's process group (what ansible-runner does on cancel 
 leaves the workers, their ``ssh`` and the modules they run behind. Here the whole tree is
 frozen with SIGSTOP (a stopped process cannot fork, and children of a stopped parent are not
 re-parented), re-read until nothing new appears, then killed with SIGKILL.
+
+``RunRecords`` keeps a record of each playbook run in flight, so that an elb started after a
+crash stops its predecessor's playbooks (they run in sessions of their own, so the crash of elb
+does not end them) before it acts on the same nodes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 from collections.abc import Callable, Iterable
@@ -101,3 +106,64 @@ def kill_tree(root: int, rounds: int = 10) -> int:
     _signal(same, signal.SIGKILL)
     _signal(same, signal.SIGCONT)  # a stopped process dies of SIGKILL anyway; be sure
     return len(same)
+
+
+def start_time(pid: int) -> int | None:
+    """The start time of ``pid`` in clock ticks since boot (with the pid, names one process)."""
+    st = _stat(pid)
+    return None if st is None else st[1]
+
+
+def matching(marker: str) -> list[int]:
+    """Processes (other than this one) with ``marker`` in an argument of their command line."""
+    me = os.getpid()
+    return [p for p in _pids() if p != me and any(marker in a for a in cmdline(p))]
+
+
+class RunRecords:
+    """Playbook runs in flight, one small JSON file each in ``directory``, so that a later elb
+    can stop what a killed one left running.
+
+    A record names its owner (pid and start time) and a marker found in the command line of the
+    run's processes (the run's artifact directory). ``reap`` stops the processes of every record
+    whose owner is gone, and nothing of a live owner's (another elb process on the same state
+    directory keeps its runs).
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def start(self, ident: str, marker: str) -> Path:
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        me = os.getpid()
+        path = self.directory / f"{ident}.json"
+        path.write_text(json.dumps({"owner": me, "owner_start": start_time(me), "marker": marker}), encoding="utf-8")
+        return path
+
+    @staticmethod
+    def finish(path: Path) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+    def reap(self) -> list[tuple[str, int]]:
+        """Stop the runs whose owner is gone: (marker, processes killed) for each such record."""
+        out: list[tuple[str, int]] = []
+        try:
+            paths = sorted(self.directory.glob("*.json"))
+        except OSError:
+            return out
+        for path in paths:
+            try:
+                rec = json.loads(path.read_text(encoding="utf-8"))
+                owner, owner_start, marker = int(rec["owner"]), rec["owner_start"], str(rec["marker"])
+            except (OSError, ValueError, KeyError, TypeError):
+                self.finish(path)  # unreadable: half-written by a process killed while writing it
+                continue
+            if start_time(owner) == owner_start and owner_start is not None:
+                continue  # its owner still runs it
+            if marker:
+                pids = set(matching(marker))
+                tops = [p for p in pids if (st := _stat(p)) is not None and st[0] not in pids]
+                out.append((marker, sum(kill_tree(p) for p in tops)))
+            self.finish(path)
+        return out

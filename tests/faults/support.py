@@ -104,6 +104,8 @@ def fault_config(tmp: Path, *, boot_timeout: float = 25.0, **policy: object) -> 
                 "extra_vars": {"sge_exec_wait_retries": 5, "sge_exec_wait_delay": 1},
             },
             "orphan_timeout": 60,
+            # Back-off on the tests' timescale (poll 1 s, boot_timeout 25 s), not on EC2's.
+            "backoff": {"initial": 5, "max": 60},
         }
     )
     _start_after_used_names(cfg)

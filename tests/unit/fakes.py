@@ -8,11 +8,14 @@ demand. The real adapters run the same flows end to end in ``tests/cluster``.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from elb.interfaces import CloudError, HostResult, Instance, LaunchResult, NodeSpec, Outcome
 from elb.model import Host, Job, QueueInstance, Snapshot
+
+GATE_BOUND = 60.0  # seconds a gated playbook waits at most for the test
 
 
 @dataclass
@@ -103,15 +106,27 @@ class FakeCloud:
 class FakeProvisioner:
     sge: FakeSge
     fail: dict[str, str] = field(default_factory=dict)  # node -> failing task
+    unreachable_adds: bool = False  # every new node is unreachable (never registered in SGE)
+    fail_remove_all: bool = False  # every deregistration play fails
     busy_on_remove: set[str] = field(default_factory=set)
+    # A playbook that takes its time: add / remove runs wait until the test sets the event
+    # (bounded, so that code that runs them inline fails a test instead of hanging it).
+    gate_add: threading.Event | None = None
+    gate_remove: threading.Event | None = None
     fail_remove: set[str] = field(default_factory=set)  # the deregistration play fails on these
     log: list[str] = field(default_factory=list)
 
     def add_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:
         out = {}
+        if self.gate_add is not None:
+            self.log.append("add started")
+            self.gate_add.wait(GATE_BOUND)
+            self.log.append("add released")
         for n in nodes:
             self.log.append(f"add {n.name}")
-            if n.name in self.fail:
+            if self.unreachable_adds:
+                out[n.name] = HostResult(n.name, Outcome.UNREACHABLE, "Gathering Facts", "no route to host")
+            elif n.name in self.fail:
                 self.sge.add_host(n.name)  # half-registered: the failure came after qconf -ah
                 out[n.name] = HostResult(n.name, Outcome.FAILED, self.fail[n.name], "boom")
             else:
@@ -121,12 +136,16 @@ class FakeProvisioner:
 
     def remove_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:
         out = {}
+        if self.gate_remove is not None:
+            self.log.append("remove started")
+            self.gate_remove.wait(GATE_BOUND)
+            self.log.append("remove released")
         for n in nodes:
             self.log.append(f"remove {n.name}")
             if n.name in self.busy_on_remove:
                 out[n.name] = HostResult(n.name, Outcome.BUSY)
                 continue
-            if n.name in self.fail_remove:
+            if n.name in self.fail_remove or self.fail_remove_all:
                 out[n.name] = HostResult(n.name, Outcome.FAILED, "Remove the exec host", "boom")
                 continue
             self.sge.hosts.pop(n.name, None)

@@ -200,6 +200,7 @@ def test_metrics_endpoint_serves_pass_figures(cfg: Config) -> None:
     assert 'elb_passes_total{outcome="failed"} 1.0' in body
     assert 'elb_passes_total{outcome="ok"} 1.0' in body
     assert "elb_pass_duration_seconds_count 2.0" in body
+    assert "elb_launch_to_ready_seconds_count 2.0" in body  # the two nodes the first pass added
     assert 'elb_build_info{python="' in body
     assert "process_resident_memory_bytes" in body
     assert 'elb_nodes{state="terminated"}' not in body  # never anything but 0: not served

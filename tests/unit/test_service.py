@@ -220,6 +220,7 @@ def test_run_forever_tells_systemd_ready_alive_and_stopping(tmp_path: Path, monk
     from types import SimpleNamespace
 
     from elb.daemon import run_forever
+    from elb.executor import Executor
 
     sock, path = _listener(tmp_path)
     monkeypatch.setenv("NOTIFY_SOCKET", path)
@@ -228,6 +229,13 @@ def test_run_forever_tells_systemd_ready_alive_and_stopping(tmp_path: Path, monk
     class OnePassThenTerm:
         stopping = threading.Event()
         provisioner = None
+        executor = Executor(inline=True)
+
+        def clock(self) -> float:
+            return 0.0
+
+        def collect_finished(self, result: object) -> None:
+            del result
 
         def run_pass(self) -> SimpleNamespace:
             passes.append(1)

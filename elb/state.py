@@ -1,0 +1,141 @@
+"""One joined view of the cluster per pass: the journal's node records, the cloud's instances and
+SGE's snapshot, joined once into managed nodes that carry every predicate a pass asks.
+
+Pure: built from values and ``now``. The instance state is provider-neutral (``InstanceState``);
+the cloud adapters' state strings are mapped here, in one place.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from elb.interfaces import Instance
+from elb.model import Host, Job, Node, NodeState, Snapshot
+
+
+class InstanceState(enum.StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"  # exists and costs (its disks), can start again
+    GONE = "gone"  # shutting down or terminated
+
+
+_FROM_PROVIDER = {
+    "pending": InstanceState.PENDING,
+    "running": InstanceState.RUNNING,
+    "stopping": InstanceState.STOPPING,
+    "stopped": InstanceState.STOPPED,
+    "shutting-down": InstanceState.GONE,
+    "terminated": InstanceState.GONE,
+}
+
+
+def instance_state(provider_state: str) -> InstanceState:
+    """A cloud adapter's state string as a neutral state; an unknown one counts as existing and
+    not running (``stopped``: it may cost, it serves nothing)."""
+    return _FROM_PROVIDER.get(provider_state, InstanceState.STOPPED)
+
+
+@dataclass(frozen=True, slots=True)
+class ManagedNode:
+    """A node elb manages, as the journal, the cloud and SGE show it at ``now``."""
+
+    record: Node
+    instance: Instance | None  # its instance in any state but gone
+    host: Host | None  # SGE's host of that name
+    jobs: tuple[Job, ...]  # what SGE lists on it
+    in_flight: bool  # an operation of elb runs on it
+    now: float
+
+    @property
+    def name(self) -> str:
+        return self.record.name
+
+    @property
+    def instance_state(self) -> InstanceState:
+        return InstanceState.GONE if self.instance is None else instance_state(self.instance.state)
+
+    @property
+    def booting(self) -> bool:
+        return self.record.state.booting
+
+    @property
+    def ready(self) -> bool:
+        return self.record.state is NodeState.READY
+
+    @property
+    def draining(self) -> bool:
+        return self.record.state in (NodeState.DRAINING, NodeState.DEREGISTERED)
+
+    @property
+    def busy(self) -> bool:
+        """A job or a reservation on it."""
+        return bool(self.jobs) or (self.host is not None and self.host.busy)
+
+    @property
+    def reachable(self) -> bool:
+        return self.host is not None and self.host.up
+
+    @property
+    def idle_since(self) -> float | None:
+        """Since when no job or reservation was seen on a ready node (None: busy, or not ready)."""
+        if not self.ready or self.busy:
+            return None
+        seen = [t for t in (self.record.last_busy_at, self.record.ready_at) if t is not None]
+        return max(seen) if seen else self.record.launched_at
+
+    def lost_for(self, watched_since: float | None = None) -> float:
+        """Seconds a ready node has been out of SGE's reach (0 while SGE reaches it), counted from
+        the last pass that saw it up and never from before ``watched_since``."""
+        if self.reachable:
+            return 0.0
+        seen = [t for t in (self.record.last_up_at, self.record.ready_at, self.record.launched_at, watched_since)]
+        return max(0.0, self.now - max(t for t in seen if t is not None))
+
+    @property
+    def instance_gone(self) -> bool:
+        return self.instance_state is InstanceState.GONE
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterState:
+    snapshot: Snapshot
+    nodes: tuple[ManagedNode, ...]  # live records (not terminated nor failed), oldest first
+    now: float
+
+    def node(self, name: str) -> ManagedNode | None:
+        return next((n for n in self.nodes if n.name == name), None)
+
+    def count(self, *states: NodeState) -> int:
+        return sum(1 for n in self.nodes if n.record.state in states)
+
+    @property
+    def booting(self) -> int:
+        return sum(1 for n in self.nodes if n.booting)
+
+
+def join(
+    records: Sequence[Node], instances: Sequence[Instance], snapshot: Snapshot, in_flight: Collection[str] = ()
+) -> ClusterState:
+    """Join the journal's live records with their instances and SGE's hosts and jobs."""
+    by_id = {i.instance_id: i for i in instances if instance_state(i.state) is not InstanceState.GONE}
+    by_name: dict[str, Instance] = {}
+    for i in by_id.values():
+        by_name.setdefault(i.name, i)
+    jobs: dict[str, list[Job]] = {}
+    for j in snapshot.jobs:
+        if j.host:
+            jobs.setdefault(j.host, []).append(j)
+    hosts = {h.name: h for h in snapshot.hosts}
+    out = []
+    for r in records:
+        if r.state in (NodeState.TERMINATED, NodeState.FAILED):
+            continue
+        inst = by_id.get(r.instance_id) if r.instance_id else by_name.get(r.name)
+        out.append(
+            ManagedNode(r, inst, hosts.get(r.name), tuple(jobs.get(r.name, ())), r.name in in_flight, snapshot.now)
+        )
+    return ClusterState(snapshot, tuple(out), snapshot.now)

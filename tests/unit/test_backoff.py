@@ -1,0 +1,143 @@
+"""Launch back-off: computed purely from journal events; the daemon launches a handful of nodes an
+hour, not a batch a pass, while provisioning fails for every new node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from elb.backoff import Backoff, Cause, compute
+from elb.config import ConfigError, parse_config
+from elb.daemon import Balancer
+from elb.journal import Event, Journal
+from elb.model import NodeState, Plan
+from elb.planner import limit_launches
+from tests.unit.factories import T0, pending
+from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
+
+R, OK, F = NodeState.REQUESTED, NodeState.READY, NodeState.FAILED
+
+
+def ev(t: float, node: str, state: NodeState, detail: str | None = None) -> Event:
+    return Event(t, node, state, None, detail)
+
+
+@pytest.mark.parametrize(
+    ("events", "rounds", "next_at", "cause"),
+    [
+        ([], 0, None, None),
+        ([ev(0, "n1", R), ev(50, "n1", OK)], 0, None, None),
+        # one round: a batch of three failing together is one failure round
+        (
+            [ev(0, "n1", R), ev(0, "n2", R), ev(0, "n3", R)]
+            + [ev(40, n, F, "unreachable: x") for n in ("n1", "n2", "n3")],
+            1,
+            100,
+            Cause.PROVISION,
+        ),
+        # a failure of a node launched before the wait began is the same round
+        ([ev(0, "n1", R), ev(40, "n1", F), ev(30, "n2", R), ev(90, "n2", F)], 1, 100, Cause.PROVISION),
+        # a second round after the wait: doubled
+        (
+            [ev(0, "n1", R), ev(40, "n1", F), ev(110, "n2", R), ev(150, "n2", F, "launch failed: no capacity")],
+            2,
+            270,
+            Cause.LAUNCH,
+        ),
+        # ... capped at the maximum
+        (
+            [x for k in range(10) for x in (ev(k * 10_000, f"n{k}", R), ev(k * 10_000 + 5, f"n{k}", F))],
+            10,
+            90_005 + 1000,
+            Cause.PROVISION,
+        ),
+        # a node that becomes ready ends the streak
+        ([ev(0, "n1", R), ev(40, "n1", F), ev(110, "n2", R), ev(150, "n2", OK)], 0, None, None),
+        # a ready node kept after a drain (ready again, not a bring-up) does not end it; nor does the
+        # failure of a ready node (vanished) start one
+        (
+            [ev(0, "n1", R), ev(40, "n1", F), ev(45, "n0", OK, "kept: job landed"), ev(46, "n9", F, "vanished")],
+            1,
+            100,
+            Cause.PROVISION,
+        ),
+    ],
+)
+def test_backoff_from_events(events: list[Event], rounds: int, next_at: float | None, cause: Cause | None) -> None:
+    b = compute(events, initial=60, maximum=1000)
+    assert (b.rounds, b.next_launch_at, b.cause) == (rounds, next_at, cause)
+
+
+def test_one_probe_at_a_time() -> None:
+    """A probe still on its way (its operation runs in the background) holds further launches:
+    seen on the test cluster, where each pass after the wait launched one more probe."""
+    events = [ev(0, "n1", R), ev(40, "n1", F), ev(100, "n2", R)]
+    b = compute(events, initial=60, maximum=1000)
+    assert b.probing and b.cap(3, now=101) == 0
+    b = compute([*events, ev(130, "n2", F, "cleanup: unreachable")], initial=60, maximum=1000)
+    assert not b.probing and b.rounds == 2 and b.cap(3, now=130 + 120) == 1
+
+
+@pytest.mark.parametrize(
+    ("backoff", "now", "wanted", "allowed"),
+    [
+        (Backoff(), 0, 7, 7),
+        (Backoff(1, 100, Cause.PROVISION, "n1: x"), 99, 7, 0),
+        (Backoff(1, 100, Cause.PROVISION, "n1: x"), 100, 7, 1),  # a probe, not a batch
+        (Backoff(3, 100, Cause.LAUNCH, "n1: x"), 500, 0, 0),
+    ],
+)
+def test_limit_launches(backoff: Backoff, now: float, wanted: int, allowed: int) -> None:
+    names = tuple(f"node{i:03d}" for i in range(1, wanted + 1))
+    plan = Plan(add=wanted, add_names=names, add_reason="jobs wait")
+    out = limit_launches(plan, backoff, now)
+    assert out.add == allowed and out.add_names == names[:allowed]
+    if allowed < wanted:
+        assert "failed launch round" in out.reason
+
+
+@pytest.mark.parametrize("bad", [{"initial": 0}, {"max": -1}, {"initial": float("inf")}, {"initial": 10, "max": 5}])
+def test_backoff_config_must_be_positive_finite_and_ordered(bad: dict[str, float]) -> None:
+    with pytest.raises(ConfigError, match="backoff"):
+        parse_config({"backoff": bad})
+
+
+class Clock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_provisioning_failing_for_every_node_launches_a_handful_an_hour(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each pass used to launch a new batch (up to max_nodes), clean it up and launch again:
+    98 instances in 5 minutes at a 5 s poll. With back-off: the first batch, then one probe per
+    doubling wait."""
+    cfg = parse_config(
+        {"state_dir": str(tmp_path), "poll_interval": 60, "policy": {"max_nodes": 7, "slots_per_node": 1}}
+    )
+    sge, cloud = FakeSge(T0), FakeCloud(T0)
+    prov = FakeProvisioner(sge, unreachable_adds=True)
+    journal = Journal(cfg.journal_path)
+    clock = Clock(T0)
+    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=prov, clock=clock)
+    sge.jobs = [pending(1, 20 * 60, slots=1, tasks=50)]
+    passes = 60  # an hour at a 60 s poll
+    for k in range(passes):
+        clock.t = sge.now = T0 + 60 * k
+        assert bal.run_pass().ok
+    launched = sum(1 for line in prov.log if line.startswith("add "))
+    assert launched == 7 + 5, launched  # the batch, then probes at minutes 1, 3, 7, 15, 31
+    assert cloud.list_workers() == []  # every failed node terminated
+    assert "ALARM: launch backed off" in caplog.text
+    assert bal.last.backoff_rounds >= 5
+    # The back-off survives a restart: it comes from the journal.
+    bal2 = Balancer(cfg, sge=sge, journal=Journal(cfg.journal_path), cloud=cloud, provisioner=prov, clock=clock)
+    before = len(prov.log)
+    clock.t = sge.now = clock.t + 60
+    bal2.run_pass()
+    assert len(prov.log) == before

@@ -1,0 +1,64 @@
+"""The joined cluster state: journal records, cloud instances and SGE joined once, every node
+predicate in one place."""
+
+from __future__ import annotations
+
+import pytest
+
+from elb.interfaces import Instance
+from elb.model import Host, Node, NodeState, QueueInstance, Snapshot
+from elb.state import InstanceState, instance_state, join
+from tests.unit.factories import T0, running
+
+
+@pytest.mark.parametrize(
+    ("raw", "state"),
+    [
+        ("pending", InstanceState.PENDING),
+        ("running", InstanceState.RUNNING),
+        ("stopping", InstanceState.STOPPING),
+        ("stopped", InstanceState.STOPPED),
+        ("shutting-down", InstanceState.GONE),
+        ("terminated", InstanceState.GONE),
+        ("exited", InstanceState.STOPPED),  # unknown: exists, serves nothing
+    ],
+)
+def test_provider_states_map_to_neutral_ones(raw: str, state: InstanceState) -> None:
+    assert instance_state(raw) is state
+
+
+def _host(name: str, used: int = 0, states: str = "") -> Host:
+    return Host(name, (QueueInstance("all.q", name, 8, used, 0, states),))
+
+
+def test_join_carries_every_predicate() -> None:
+    records = [
+        Node("node001", NodeState.READY, T0 - 900, "i-1", ready_at=T0 - 800, last_busy_at=T0 - 100),
+        Node("node002", NodeState.READY, T0 - 900, "i-2", ready_at=T0 - 800),
+        Node("node003", NodeState.PROVISIONING, T0 - 60, "i-3"),
+        Node("node004", NodeState.READY, T0 - 900, "i-4", ready_at=T0 - 800, last_up_at=T0 - 300),
+        Node("node005", NodeState.DRAINING, T0 - 900, "i-5", ready_at=T0 - 800),
+        Node("node006", NodeState.FAILED, T0 - 900, "i-6"),
+    ]
+    instances = [
+        Instance("i-1", "node001", "running", T0 - 900),
+        Instance("i-2", "node002", "running", T0 - 900),
+        Instance("i-3", "node003", "pending", T0 - 60),
+        Instance("i-4", "node004", "stopped", T0 - 900),
+        Instance("i-5", "node005", "terminated", T0 - 900),
+    ]
+    snap = Snapshot(
+        T0,
+        (running(7, "node002"),),
+        (_host("node001"), _host("node002", used=1), _host("node004", states="au")),
+    )
+    st = join(records, instances, snap, in_flight={"node003"})
+    assert [n.name for n in st.nodes] == ["node001", "node002", "node003", "node004", "node005"]
+    n1, n2, n3, n4, n5 = st.nodes
+    assert n1.ready and not n1.busy and n1.idle_since == T0 - 100 and n1.lost_for() == 0
+    assert n2.busy and n2.idle_since is None and [j.job_id for j in n2.jobs] == [7]
+    assert n3.booting and n3.in_flight and n3.instance_state is InstanceState.PENDING
+    assert n4.instance_state is InstanceState.STOPPED and not n4.reachable and n4.lost_for() == 300
+    assert n4.lost_for(watched_since=T0 - 10) == 10
+    assert n5.draining and n5.instance_gone
+    assert st.booting == 1 and st.count(NodeState.READY) == 3
