@@ -8,7 +8,12 @@ import sys
 import time
 from pathlib import Path
 
+from elb.config import parse_config
+from elb.daemon import Balancer
+from elb.journal import Journal
 from elb.provision.proctree import RunRecords, descendants, start_time
+from tests.unit.factories import T0
+from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
 
 def _playbook_like(marker: str) -> subprocess.Popen[bytes]:
@@ -48,7 +53,8 @@ def test_a_run_whose_owner_is_gone_is_stopped_with_its_children(tmp_path: Path) 
         (child,) = descendants(proc.pid)
         assert records.reap() == [(marker, 2)]  # the run and its child
         assert proc.wait() != 0  # killed
-        assert _state(child) in ("Z", "X", None)  # dead (a zombie until init reaps it) or gone
+        while _state(child) not in ("Z", "X", None):  # SIGKILL lands a moment later: dead, or gone
+            time.sleep(0.05)
         assert not path.exists()
     finally:
         proc.kill()
@@ -66,3 +72,18 @@ def test_a_run_of_a_live_owner_is_left_alone(tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_balancer_stops_leftover_playbooks_before_its_first_pass(tmp_path: Path) -> None:
+    class Reaping(FakeProvisioner):
+        reaped = 0
+
+        def reap_leftovers(self) -> int:
+            self.reaped += 1
+            return 0
+
+    cfg = parse_config({"state_dir": str(tmp_path)})
+    sge = FakeSge(T0)
+    prov = Reaping(sge)
+    Balancer(cfg, sge=sge, journal=Journal(cfg.journal_path), cloud=FakeCloud(T0), provisioner=prov)
+    assert prov.reaped == 1 and prov.log == []
