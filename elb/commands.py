@@ -1,13 +1,16 @@
-"""The daemon's own subcommands: run, once, status, validate, plot."""
+"""The daemon's own subcommands: run, once, status, nodes, history, validate, plot."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import math
 import sqlite3
 import sys
 import time
+from dataclasses import asdict
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +21,10 @@ from elb.dryrun import dry_run
 from elb.exitcodes import Exit
 from elb.journal import Journal
 from elb.logs import setup_logging
-from elb.model import NodeState
+from elb.model import Snapshot
+from elb.nodeview import node_facts
 from elb.policy.base import minutes
 from elb.provision.ansible import ProvisionError
-from elb.reconcile import lost_for
 from elb.stats import duration, window_start
 
 log = logging.getLogger("elb")
@@ -46,6 +49,27 @@ def register(sub: Any) -> None:
     p = sub.add_parser("status", help="nodes with state, uptime, billing period and jobs; queue summary")
     _add_config(p)
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser(
+        "nodes",
+        help="every node elb manages: state, instance, age, billing period, jobs (--json for scripts)",
+        description="The nodes elb manages, from its journal, with the jobs SGE lists on each. "
+        "Exit 4 (after printing) when SGE cannot be read.",
+    )
+    _add_config(p)
+    p.add_argument("--json", action="store_true", help="one JSON object: {'nodes': [...], 'sge_read': bool}")
+    p.add_argument("--all", action="store_true", help="also the nodes elb removed or gave up on")
+    p.set_defaults(func=cmd_nodes)
+
+    p = sub.add_parser(
+        "history",
+        help="a node's journal: every step elb took on it, with when and why",
+        description="Every lifecycle step elb journalled for NODE, oldest first.",
+    )
+    _add_config(p)
+    p.add_argument("node", help="node name, e.g. node003")
+    p.add_argument("--json", action="store_true", help="a JSON list of events")
+    p.set_defaults(func=cmd_history)
 
     p = sub.add_parser("validate", help=f"check a config file; exit {Exit.CONFIG:d} on errors")
     _add_config(p)
@@ -203,23 +227,17 @@ def cmd_status(args: argparse.Namespace) -> int:
     journal = _journal(cfg, read_only=True)
     if journal is None:
         return Exit.CONFIG
-    try:
-        snap = factory.make_sge(cfg).read_snapshot()
-    except Exception as err:  # status still shows the journal when SGE can't be read, then exits 4
-        _error(f"cannot read SGE: {err}")
-        snap = None
+    snap = _read_sge_or_none(cfg)  # status still shows the journal when SGE can't be read, then exits 4
     now = snap.now if snap is not None else time.time()
     nodes = journal.nodes()
     period = cfg.policy.billing_period
     print(f"{'node':<12} {'state':<13} {'uptime':>8} {'into period':>12} {'jobs':>5}  instance")
     for n in nodes:
-        up = now - n.launched_at
-        jobs = len(snap.jobs_on(n.name)) if snap is not None else 0
-        lost = lost_for(n, snap, now) if snap is not None and n.state is NodeState.READY else 0.0
-        note = f"  SGE has not reached it for {minutes(lost)}" if lost else ""
+        f = node_facts(n, snap, now, period)
+        note = f"  SGE has not reached it for {minutes(f.lost_for)}" if f.lost_for else ""
         print(
-            f"{n.name:<12} {n.state.value:<13} {minutes(up):>8} {minutes(up % period):>12} {jobs:>5}  "
-            f"{n.instance_id or '-'}{note}"
+            f"{f.name:<12} {f.state:<13} {minutes(f.uptime):>8} {minutes(f.into_period):>12} "
+            f"{len(f.jobs or ()):>5}  {f.instance_id or '-'}{note}"
         )
     if not nodes:
         print("(no nodes managed by elb)")
@@ -230,6 +248,75 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"last pass: {'ok' if p.ok else 'FAILED'}, {minutes(now - p.time)} ago: {p.summary}")
     journal.close()
     return Exit.OK if snap is not None else Exit.UNREADABLE
+
+
+def _read_sge_or_none(cfg: Config) -> Snapshot | None:
+    """SGE's snapshot, or None (said on stderr) when it cannot be read."""
+    try:
+        return factory.make_sge(cfg).read_snapshot()
+    except Exception as err:  # the journal's view is still worth printing
+        _error(f"cannot read SGE: {err}")
+        return None
+
+
+def cmd_nodes(args: argparse.Namespace) -> int:
+    cfg = _load(args)
+    if cfg is None:
+        return Exit.CONFIG
+    journal = _journal(cfg, read_only=True)
+    if journal is None:
+        return Exit.CONFIG
+    snap = _read_sge_or_none(cfg)
+    now = snap.now if snap is not None else time.time()
+    facts = [node_facts(n, snap, now, cfg.policy.billing_period) for n in journal.nodes(include_gone=args.all)]
+    journal.close()
+    if args.json:
+        print(json.dumps({"time": now, "sge_read": snap is not None, "nodes": [asdict(f) for f in facts]}, indent=2))
+    else:
+        print(f"{'node':<12} {'state':<13} {'type':<12} {'uptime':>8} {'into period':>12} {'idle':>8}  jobs")
+        for f in facts:
+            jobs = (
+                "?" if f.jobs is None else (",".join(map(str, f.jobs[:8])) + ("..." if len(f.jobs) > 8 else "") or "-")
+            )
+            idle = minutes(f.idle_for) if f.idle_for is not None else "-"
+            print(
+                f"{f.name:<12} {f.state:<13} {f.instance_type or '-':<12} {minutes(f.uptime):>8} "
+                f"{minutes(f.into_period):>12} {idle:>8}  {jobs}"
+            )
+        if not facts:
+            print("(no nodes managed by elb)")
+    return Exit.OK if snap is not None else Exit.UNREADABLE
+
+
+def _job_list(jobs: list[int] | None) -> str:
+    if jobs is None:
+        return "?"  # SGE not read
+    if not jobs:
+        return "-"
+    return ",".join(map(str, jobs[:8])) + (f" and {len(jobs) - 8} more" if len(jobs) > 8 else "")
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    cfg = _load(args)
+    if cfg is None:
+        return Exit.CONFIG
+    journal = _journal(cfg, read_only=True)
+    if journal is None:
+        return Exit.CONFIG
+    events = journal.events(args.node)
+    journal.close()
+    if not events:
+        _error(f"no journal events for {args.node!r} (elb nodes --all lists every node elb knows)")
+        return Exit.FAILED
+    if args.json:
+        print(json.dumps([asdict(e) | {"state": e.state.value} for e in events], indent=2))
+        return Exit.OK
+    for e in events:
+        when = datetime.fromtimestamp(e.time).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+        detail = f": {e.detail}" if e.detail else ""
+        inst = f" [{e.instance_id}]" if e.instance_id else ""
+        print(f"{when}  {e.state.value:<13}{inst}{detail}")
+    return Exit.OK
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
