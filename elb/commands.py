@@ -1,4 +1,5 @@
-"""The daemon's own subcommands: run, once, status, nodes, history, validate, plot."""
+"""The daemon's own subcommands: run, once, status, nodes, history, pause, resume, keep, release,
+remove, validate, plot."""
 
 from __future__ import annotations
 
@@ -70,6 +71,25 @@ def register(sub: Any) -> None:
     p.add_argument("node", help="node name, e.g. node003")
     p.add_argument("--json", action="store_true", help="a JSON list of events")
     p.set_defaults(func=cmd_history)
+
+    p = sub.add_parser("pause", help="stop scaling (no launch, no removal by the policy); repairs go on")
+    _add_config(p)
+    p.add_argument("--reason", default="", help="why, shown in every pass line and in status")
+    p.set_defaults(func=cmd_pause)
+    p = sub.add_parser("resume", help="scale again after elb pause")
+    _add_config(p)
+    p.set_defaults(func=cmd_resume)
+    for name, helptext in (
+        ("keep", "never let the policy remove NODE (until elb release NODE)"),
+        ("release", "let the policy remove NODE again"),
+        ("remove", "remove NODE with the safe drain as soon as SGE shows nothing on it (--cancel withdraws)"),
+    ):
+        p = sub.add_parser(name, help=helptext)
+        _add_config(p)
+        p.add_argument("node", help="node name, e.g. node003")
+        if name == "remove":
+            p.add_argument("--cancel", action="store_true", help="withdraw the removal order")
+        p.set_defaults(func=cmd_order, order=name)
 
     p = sub.add_parser("validate", help=f"check a config file; exit {Exit.CONFIG:d} on errors")
     _add_config(p)
@@ -244,6 +264,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     if snap is not None:
         for line in snapshot_summary(snap, cfg.cluster.master):
             print(line)
+    orders = journal.orders()
+    if orders.paused:
+        since = minutes(now - (orders.paused_since or now))
+        print(f"scaling PAUSED by an admin {since} ago: {orders.pause_reason or '-'}")
+    if orders.kept or orders.remove:
+        kept, remove = ", ".join(sorted(orders.kept)) or "-", ", ".join(sorted(orders.remove)) or "-"
+        print(f"kept by an admin: {kept}; to remove: {remove}")
     for p in journal.passes(limit=1):
         print(f"last pass: {'ok' if p.ok else 'FAILED'}, {minutes(now - p.time)} ago: {p.summary}")
     journal.close()
@@ -316,6 +343,64 @@ def cmd_history(args: argparse.Namespace) -> int:
         detail = f": {e.detail}" if e.detail else ""
         inst = f" [{e.instance_id}]" if e.instance_id else ""
         print(f"{when}  {e.state.value:<13}{inst}{detail}")
+    return Exit.OK
+
+
+def _writable_journal(args: argparse.Namespace) -> tuple[Config, Journal] | Exit:
+    cfg = _load(args)
+    if cfg is None:
+        return Exit.CONFIG
+    if not cfg.journal_path.exists():
+        _error(f"no journal at {cfg.journal_path}: elb has not run with this config yet")
+        return Exit.CONFIG
+    journal = _journal(cfg)
+    return Exit.CONFIG if journal is None else (cfg, journal)
+
+
+def cmd_pause(args: argparse.Namespace) -> int:
+    opened = _writable_journal(args)
+    if isinstance(opened, Exit):
+        return opened
+    _cfg, journal = opened
+    journal.set_paused(time.time(), args.reason)
+    journal.close()
+    print("scaling paused: no launch and no removal by the policy; repairs go on (elb resume ends it)")
+    return Exit.OK
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    opened = _writable_journal(args)
+    if isinstance(opened, Exit):
+        return opened
+    _cfg, journal = opened
+    was = journal.orders().paused
+    journal.set_paused(None)
+    journal.close()
+    print("scaling resumed" if was else "scaling was not paused")
+    return Exit.OK
+
+
+def cmd_order(args: argparse.Namespace) -> int:
+    opened = _writable_journal(args)
+    if isinstance(opened, Exit):
+        return opened
+    _cfg, journal = opened
+    node = journal.node(args.node)
+    withdraw = args.order == "release" or getattr(args, "cancel", False)
+    if node is None and not withdraw:
+        journal.close()
+        _error(f"{args.node} is not a node elb manages (elb nodes lists them)")
+        return Exit.FAILED
+    order = "kept" if args.order in ("keep", "release") else "remove"
+    journal.set_order(order, args.node, on=not withdraw)
+    journal.close()
+    said = {
+        ("kept", True): "kept: the policy will not remove it (elb release {} ends it)",
+        ("kept", False): "released: the policy may remove it again",
+        ("remove", True): "to be removed with the safe drain at the first pass that finds it idle",
+        ("remove", False): "removal order withdrawn",
+    }[(order, not withdraw)]
+    print(f"{args.node}: {said.format(args.node)}")
     return Exit.OK
 
 
