@@ -1,13 +1,17 @@
-"""The daemon's own subcommands: run, once, status, validate, plot."""
+"""The daemon's own subcommands: run, once, status, nodes, history, pause, resume, keep, release,
+remove, validate, plot."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import math
 import sqlite3
 import sys
 import time
+from dataclasses import asdict
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +22,10 @@ from elb.dryrun import dry_run
 from elb.exitcodes import Exit
 from elb.journal import Journal
 from elb.logs import setup_logging
-from elb.model import NodeState
+from elb.model import Snapshot
+from elb.nodeview import node_facts
 from elb.policy.base import minutes
 from elb.provision.ansible import ProvisionError
-from elb.reconcile import lost_for
 from elb.stats import duration, window_start
 
 log = logging.getLogger("elb")
@@ -46,6 +50,46 @@ def register(sub: Any) -> None:
     p = sub.add_parser("status", help="nodes with state, uptime, billing period and jobs; queue summary")
     _add_config(p)
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser(
+        "nodes",
+        help="every node elb manages: state, instance, age, billing period, jobs (--json for scripts)",
+        description="The nodes elb manages, from its journal, with the jobs SGE lists on each. "
+        "Exit 4 (after printing) when SGE cannot be read.",
+    )
+    _add_config(p)
+    p.add_argument("--json", action="store_true", help="one JSON object: {'nodes': [...], 'sge_read': bool}")
+    p.add_argument("--all", action="store_true", help="also the nodes elb removed or gave up on")
+    p.set_defaults(func=cmd_nodes)
+
+    p = sub.add_parser(
+        "history",
+        help="a node's journal: every step elb took on it, with when and why",
+        description="Every lifecycle step elb journalled for NODE, oldest first.",
+    )
+    _add_config(p)
+    p.add_argument("node", help="node name, e.g. node003")
+    p.add_argument("--json", action="store_true", help="a JSON list of events")
+    p.set_defaults(func=cmd_history)
+
+    p = sub.add_parser("pause", help="stop scaling (no launch, no removal by the policy); repairs go on")
+    _add_config(p)
+    p.add_argument("--reason", default="", help="why, shown in every pass line and in status")
+    p.set_defaults(func=cmd_pause)
+    p = sub.add_parser("resume", help="scale again after elb pause")
+    _add_config(p)
+    p.set_defaults(func=cmd_resume)
+    for name, helptext in (
+        ("keep", "never let the policy remove NODE (until elb release NODE)"),
+        ("release", "let the policy remove NODE again"),
+        ("remove", "remove NODE with the safe drain as soon as SGE shows nothing on it (--cancel withdraws)"),
+    ):
+        p = sub.add_parser(name, help=helptext)
+        _add_config(p)
+        p.add_argument("node", help="node name, e.g. node003")
+        if name == "remove":
+            p.add_argument("--cancel", action="store_true", help="withdraw the removal order")
+        p.set_defaults(func=cmd_order, order=name)
 
     p = sub.add_parser("validate", help=f"check a config file; exit {Exit.CONFIG:d} on errors")
     _add_config(p)
@@ -203,33 +247,161 @@ def cmd_status(args: argparse.Namespace) -> int:
     journal = _journal(cfg, read_only=True)
     if journal is None:
         return Exit.CONFIG
-    try:
-        snap = factory.make_sge(cfg).read_snapshot()
-    except Exception as err:  # status still shows the journal when SGE can't be read, then exits 4
-        _error(f"cannot read SGE: {err}")
-        snap = None
+    snap = _read_sge_or_none(cfg)  # status still shows the journal when SGE can't be read, then exits 4
     now = snap.now if snap is not None else time.time()
     nodes = journal.nodes()
     period = cfg.policy.billing_period
     print(f"{'node':<12} {'state':<13} {'uptime':>8} {'into period':>12} {'jobs':>5}  instance")
     for n in nodes:
-        up = now - n.launched_at
-        jobs = len(snap.jobs_on(n.name)) if snap is not None else 0
-        lost = lost_for(n, snap, now) if snap is not None and n.state is NodeState.READY else 0.0
-        note = f"  SGE has not reached it for {minutes(lost)}" if lost else ""
+        f = node_facts(n, snap, now, period)
+        note = f"  SGE has not reached it for {minutes(f.lost_for)}" if f.lost_for else ""
         print(
-            f"{n.name:<12} {n.state.value:<13} {minutes(up):>8} {minutes(up % period):>12} {jobs:>5}  "
-            f"{n.instance_id or '-'}{note}"
+            f"{f.name:<12} {f.state:<13} {minutes(f.uptime):>8} {minutes(f.into_period):>12} "
+            f"{len(f.jobs or ()):>5}  {f.instance_id or '-'}{note}"
         )
     if not nodes:
         print("(no nodes managed by elb)")
     if snap is not None:
         for line in snapshot_summary(snap, cfg.cluster.master):
             print(line)
+    orders = journal.orders()
+    if orders.paused:
+        since = minutes(now - (orders.paused_since or now))
+        print(f"scaling PAUSED by an admin {since} ago: {orders.pause_reason or '-'}")
+    if orders.kept or orders.remove:
+        kept, remove = ", ".join(sorted(orders.kept)) or "-", ", ".join(sorted(orders.remove)) or "-"
+        print(f"kept by an admin: {kept}; to remove: {remove}")
     for p in journal.passes(limit=1):
         print(f"last pass: {'ok' if p.ok else 'FAILED'}, {minutes(now - p.time)} ago: {p.summary}")
     journal.close()
     return Exit.OK if snap is not None else Exit.UNREADABLE
+
+
+def _read_sge_or_none(cfg: Config) -> Snapshot | None:
+    """SGE's snapshot, or None (said on stderr) when it cannot be read."""
+    try:
+        return factory.make_sge(cfg).read_snapshot()
+    except Exception as err:  # the journal's view is still worth printing
+        _error(f"cannot read SGE: {err}")
+        return None
+
+
+def cmd_nodes(args: argparse.Namespace) -> int:
+    cfg = _load(args)
+    if cfg is None:
+        return Exit.CONFIG
+    journal = _journal(cfg, read_only=True)
+    if journal is None:
+        return Exit.CONFIG
+    snap = _read_sge_or_none(cfg)
+    now = snap.now if snap is not None else time.time()
+    facts = [node_facts(n, snap, now, cfg.policy.billing_period) for n in journal.nodes(include_gone=args.all)]
+    journal.close()
+    if args.json:
+        print(json.dumps({"time": now, "sge_read": snap is not None, "nodes": [asdict(f) for f in facts]}, indent=2))
+    else:
+        print(f"{'node':<12} {'state':<13} {'type':<12} {'uptime':>8} {'into period':>12} {'idle':>8}  jobs")
+        for f in facts:
+            jobs = (
+                "?" if f.jobs is None else (",".join(map(str, f.jobs[:8])) + ("..." if len(f.jobs) > 8 else "") or "-")
+            )
+            idle = minutes(f.idle_for) if f.idle_for is not None else "-"
+            print(
+                f"{f.name:<12} {f.state:<13} {f.instance_type or '-':<12} {minutes(f.uptime):>8} "
+                f"{minutes(f.into_period):>12} {idle:>8}  {jobs}"
+            )
+        if not facts:
+            print("(no nodes managed by elb)")
+    return Exit.OK if snap is not None else Exit.UNREADABLE
+
+
+def _job_list(jobs: list[int] | None) -> str:
+    if jobs is None:
+        return "?"  # SGE not read
+    if not jobs:
+        return "-"
+    return ",".join(map(str, jobs[:8])) + (f" and {len(jobs) - 8} more" if len(jobs) > 8 else "")
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    cfg = _load(args)
+    if cfg is None:
+        return Exit.CONFIG
+    journal = _journal(cfg, read_only=True)
+    if journal is None:
+        return Exit.CONFIG
+    events = journal.events(args.node)
+    journal.close()
+    if not events:
+        _error(f"no journal events for {args.node!r} (elb nodes --all lists every node elb knows)")
+        return Exit.FAILED
+    if args.json:
+        print(json.dumps([asdict(e) | {"state": e.state.value} for e in events], indent=2))
+        return Exit.OK
+    for e in events:
+        when = datetime.fromtimestamp(e.time).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+        detail = f": {e.detail}" if e.detail else ""
+        inst = f" [{e.instance_id}]" if e.instance_id else ""
+        print(f"{when}  {e.state.value:<13}{inst}{detail}")
+    return Exit.OK
+
+
+def _writable_journal(args: argparse.Namespace) -> tuple[Config, Journal] | Exit:
+    cfg = _load(args)
+    if cfg is None:
+        return Exit.CONFIG
+    if not cfg.journal_path.exists():
+        _error(f"no journal at {cfg.journal_path}: elb has not run with this config yet")
+        return Exit.CONFIG
+    journal = _journal(cfg)
+    return Exit.CONFIG if journal is None else (cfg, journal)
+
+
+def cmd_pause(args: argparse.Namespace) -> int:
+    opened = _writable_journal(args)
+    if isinstance(opened, Exit):
+        return opened
+    _cfg, journal = opened
+    journal.set_paused(time.time(), args.reason)
+    journal.close()
+    print("scaling paused: no launch and no removal by the policy; repairs go on (elb resume ends it)")
+    return Exit.OK
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    opened = _writable_journal(args)
+    if isinstance(opened, Exit):
+        return opened
+    _cfg, journal = opened
+    was = journal.orders().paused
+    journal.set_paused(None)
+    journal.close()
+    print("scaling resumed" if was else "scaling was not paused")
+    return Exit.OK
+
+
+def cmd_order(args: argparse.Namespace) -> int:
+    opened = _writable_journal(args)
+    if isinstance(opened, Exit):
+        return opened
+    _cfg, journal = opened
+    node = journal.node(args.node)
+    withdraw = args.order == "release" or getattr(args, "cancel", False)
+    if node is None and not withdraw:
+        journal.close()
+        _error(f"{args.node} is not a node elb manages (elb nodes lists them)")
+        return Exit.FAILED
+    order = "kept" if args.order in ("keep", "release") else "remove"
+    journal.set_order(order, args.node, on=not withdraw)
+    journal.close()
+    said = {
+        ("kept", True): "kept: the policy will not remove it (elb release {} ends it)",
+        ("kept", False): "released: the policy may remove it again",
+        ("remove", True): "to be removed with the safe drain at the first pass that finds it idle",
+        ("remove", False): "removal order withdrawn",
+    }[(order, not withdraw)]
+    print(f"{args.node}: {said.format(args.node)}")
+    return Exit.OK
 
 
 def cmd_plot(args: argparse.Namespace) -> int:

@@ -27,6 +27,7 @@ from elb.interfaces import Cloud, Instance, Provisioner
 from elb.journal import Journal
 from elb.metrics import PassMetrics
 from elb.model import Node, NodeState, Plan, Snapshot
+from elb.orders import apply_orders
 from elb.planner import limit_launches
 from elb.policy import Policy, make_policy
 from elb.policy.base import minutes
@@ -188,8 +189,7 @@ class Balancer:
         snap = self._read_sge("reading SGE")
         self._learn_new_node_slots()
         if dry_run:
-            plan = self.policy.decide(snap, self.journal.nodes(include_gone=True), self.journal.history(), snap.now)
-            return PassResult(True, snap.now, plan, snap)
+            return PassResult(True, snap.now, self._decide(snap, live=False), snap)
         self._remember_seen(snap)
         if self.cloud is None or self.provisioner is None:
             raise RuntimeError("a live pass needs a cloud and a provisioner")
@@ -310,7 +310,7 @@ class Balancer:
                 log.error("%s; no scaling this pass", err)
                 return
         now = snap.now
-        plan = self.policy.decide(snap, self.journal.nodes(include_gone=True), self.journal.history(), now)
+        plan = self._decide(snap, live=True)
         if plan.add:
             plan = self._limit_launches(plan, now)
         result.plan = plan
@@ -325,6 +325,17 @@ class Balancer:
             if self._stop_before(r.node, result):
                 break
             self.executor.submit([r.node], r.node, functools.partial(act.remove, r.node, r.reason))
+
+    def _decide(self, snap: Snapshot, *, live: bool) -> Plan:
+        """The policy's plan, with the admin's standing orders applied (pause, keep, remove).
+        ``live``: a removal order whose node is gone is done and withdrawn (a dry run writes nothing)."""
+        nodes = self.journal.nodes(include_gone=True)
+        plan = self.policy.decide(snap, nodes, self.journal.history(), snap.now)
+        busy = {h.name for h in snap.hosts if h.busy} | {j.host for j in snap.jobs if j.host}
+        orders = self.journal.orders()
+        for name in orders.remove - {n.name for n in nodes if n.state.alive} if live else ():
+            self.journal.set_order("remove", name, on=False)  # the node is gone: the order is done
+        return apply_orders(plan, orders, nodes, busy)
 
     def _limit_launches(self, plan: Plan, now: float) -> Plan:
         """The plan's launches, cut by the back-off the journal's failed bring-ups set."""

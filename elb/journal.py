@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 from elb.model import History, Node, NodeState
+from elb.orders import Orders
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS nodes (
@@ -290,6 +291,33 @@ class Journal:
             last_change_at=float(last) if isinstance(last, int | float) else None,
             recent_removals=tuple(float(t) for t in removals) if isinstance(removals, list) else (),
         )
+
+    @_locked
+    def orders(self) -> Orders:
+        """The admin's standing orders (``elb pause``, ``keep``, ``remove``)."""
+        pause = self._get_meta("paused")
+        kept = self._get_meta("kept")
+        remove = self._get_meta("remove_requests")
+        since, why = (pause[0], pause[1]) if isinstance(pause, list) and len(pause) == 2 else (None, "")
+        return Orders(
+            paused_since=float(since) if isinstance(since, int | float) else None,
+            pause_reason=str(why),
+            kept=frozenset(str(n) for n in kept) if isinstance(kept, list) else frozenset(),
+            remove=frozenset(str(n) for n in remove) if isinstance(remove, list) else frozenset(),
+        )
+
+    @_locked
+    def set_paused(self, since: float | None, reason: str = "") -> None:
+        self._set_meta("paused", [since, reason] if since is not None else None)
+
+    @_locked
+    def set_order(self, order: str, node: str, on: bool) -> None:
+        """Add (``on``) or withdraw ``node`` from the ``kept`` or ``remove`` orders."""
+        key = {"kept": "kept", "remove": "remove_requests"}[order]
+        current = self._get_meta(key)
+        names = {str(n) for n in current} if isinstance(current, list) else set()
+        names = names | {node} if on else names - {node}
+        self._set_meta(key, sorted(names))
 
     @_locked
     def _set_meta(self, key: str, value: object) -> None:

@@ -1,0 +1,182 @@
+"""``elb nodes`` and ``elb history`` through the command line, with the in-memory SGE of
+tests/unit/fakes.py (the factory hands it out) and a journal written by a real pass."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from elb import factory
+from elb.cli import main
+from elb.config import load_config
+from elb.daemon import Balancer
+from elb.exitcodes import Exit
+from elb.journal import Journal
+from elb.model import Node, NodeState, Plan, Removal
+from elb.orders import Orders, apply_orders
+from elb.sge.errors import SgeError
+from tests.unit.factories import T0, pending, running
+from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
+
+
+@pytest.fixture
+def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, FakeSge]:
+    """A config, and a journal in which a pass added two nodes; SGE then runs job 7 on node001."""
+    path = tmp_path / "elb.yml"
+    path.write_text(f"state_dir: {tmp_path / 'state'}\npolicy: {{max_nodes: 4, slots_per_node: 8}}\n")
+    cfg = load_config(path)
+    sge = FakeSge(T0, jobs=[pending(1, 20 * 60, slots=1, tasks=12)])
+    journal = Journal(cfg.journal_path)
+    bal = Balancer(cfg, sge=sge, journal=journal, cloud=FakeCloud(T0), provisioner=FakeProvisioner(sge))
+    assert bal.run_pass().ok
+    journal.close()
+    sge.jobs = [running(7, "node001")]
+    monkeypatch.setattr(factory, "make_sge", lambda cfg: sge)
+    return path, sge
+
+
+def test_nodes_lists_every_managed_node_with_its_jobs(
+    setup: tuple[Path, FakeSge], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, _ = setup
+    assert main(["nodes", "-c", str(path)]) == Exit.OK
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:3] == ["node", "state", "type"]
+    rows = {line.split()[0]: line for line in out[1:]}
+    assert set(rows) == {"node001", "node002"}
+    assert rows["node001"].split()[1] == "ready" and rows["node001"].endswith("7")
+    assert rows["node002"].endswith("-")
+
+
+def test_nodes_json_for_scripts(setup: tuple[Path, FakeSge], capsys: pytest.CaptureFixture[str]) -> None:
+    path, _ = setup
+    assert main(["nodes", "-c", str(path), "--json"]) == Exit.OK
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["sge_read"] is True
+    by_name = {n["name"]: n for n in doc["nodes"]}
+    assert by_name["node001"]["jobs"] == [7]
+    assert by_name["node001"]["idle_for"] is None  # busy now
+    assert by_name["node002"]["state"] == NodeState.READY.value
+    assert by_name["node002"]["jobs"] == []
+    assert by_name["node002"]["instance_id"]
+
+
+def test_nodes_without_sge_prints_the_journal_and_exits_4(
+    setup: tuple[Path, FakeSge], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, sge = setup
+
+    def broken() -> None:
+        raise SgeError("qstat: timed out")
+
+    monkeypatch.setattr(sge, "read_snapshot", broken)
+    assert main(["nodes", "-c", str(path), "--json"]) == Exit.UNREADABLE
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert doc["sge_read"] is False
+    assert [n["jobs"] for n in doc["nodes"]] == [None, None]  # not known, not "none"
+    assert "cannot read SGE" in captured.err
+
+
+def test_history_of_a_node(setup: tuple[Path, FakeSge], capsys: pytest.CaptureFixture[str]) -> None:
+    path, _ = setup
+    assert main(["history", "node001", "-c", str(path)]) == Exit.OK
+    states = [line.split()[3] for line in capsys.readouterr().out.splitlines()]
+    assert states[0] == "requested" and states[-1] == "ready"
+    assert main(["history", "node001", "-c", str(path), "--json"]) == Exit.OK
+    events = json.loads(capsys.readouterr().out)
+    assert events[0]["state"] == "requested" and events[-1]["state"] == "ready"
+    assert all(e["node"] == "node001" for e in events)
+
+
+def test_history_of_an_unknown_node_says_so(setup: tuple[Path, FakeSge], capsys: pytest.CaptureFixture[str]) -> None:
+    path, _ = setup
+    assert main(["history", "node099", "-c", str(path)]) == Exit.FAILED
+    assert "no journal events for 'node099'" in capsys.readouterr().err
+
+
+# -- standing orders ------------------------------------------------------------------------
+
+
+def _node(name: str, state: NodeState = NodeState.READY) -> Node:
+    return Node(name, state, launched_at=T0)
+
+
+ADD_AND_REMOVE = Plan(add=1, add_names=("node003",), add_reason="3 jobs wait", remove=(Removal("node001", "idle"),))
+
+
+@pytest.mark.parametrize(
+    ("orders", "busy", "add", "removed", "says"),
+    [
+        (Orders(), set(), 1, ["node001"], ""),
+        (Orders(paused_since=T0, pause_reason="maintenance"), set(), 0, [], "scaling paused by an admin (maintenance"),
+        (Orders(kept=frozenset({"node001"})), set(), 1, [], "kept by an admin: node001"),
+        (Orders(remove=frozenset({"node002"})), set(), 1, ["node001", "node002"], ""),
+        (Orders(remove=frozenset({"node002"})), {"node002"}, 1, ["node001"], ""),  # busy: not yet
+        (Orders(remove=frozenset({"node009"})), set(), 1, ["node001"], ""),  # not a ready node
+        (  # paused: the policy's removals stop, an admin's removal order goes on
+            Orders(paused_since=T0, remove=frozenset({"node002"})),
+            set(),
+            0,
+            ["node002"],
+            "the policy would: add 1",
+        ),
+    ],
+)
+def test_orders_applied_to_a_plan(orders: Orders, busy: set[str], add: int, removed: list[str], says: str) -> None:
+    nodes = [_node("node001"), _node("node002"), _node("node009", NodeState.PROVISIONING)]
+    plan = apply_orders(ADD_AND_REMOVE, orders, nodes, busy)
+    assert plan.add == add
+    assert [r.node for r in plan.remove] == removed
+    assert says in plan.reason
+
+
+def test_order_commands_write_the_journal(setup: tuple[Path, FakeSge], capsys: pytest.CaptureFixture[str]) -> None:
+    path, _ = setup
+    journal_path = load_config(path).journal_path
+    assert main(["pause", "-c", str(path), "--reason", "kernel update"]) == Exit.OK
+    assert main(["keep", "node001", "-c", str(path)]) == Exit.OK
+    assert main(["remove", "node002", "-c", str(path)]) == Exit.OK
+    assert main(["keep", "node077", "-c", str(path)]) == Exit.FAILED  # not a node elb manages
+    j = Journal(journal_path)
+    orders = j.orders()
+    j.close()
+    assert orders.paused and orders.pause_reason == "kernel update"
+    assert orders.kept == {"node001"} and orders.remove == {"node002"}
+    capsys.readouterr()
+    assert main(["status", "-c", str(path)]) == Exit.OK
+    out = capsys.readouterr().out
+    assert "scaling PAUSED by an admin" in out and "kernel update" in out
+    assert "kept by an admin: node001; to remove: node002" in out
+    for argv in (["resume"], ["release", "node001"], ["remove", "node002", "--cancel"]):
+        assert main([*argv, "-c", str(path)]) == Exit.OK
+    j = Journal(journal_path)
+    assert j.orders() == Orders()
+    j.close()
+
+
+def test_a_paused_balancer_launches_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "elb.yml"
+    path.write_text(f"state_dir: {tmp_path / 'state'}\npolicy: {{max_nodes: 4, slots_per_node: 8}}\n")
+    cfg = load_config(path)
+    sge = FakeSge(T0, jobs=[pending(1, 20 * 60, slots=1, tasks=12)])
+    journal = Journal(cfg.journal_path)
+    journal.set_paused(T0 - 60, "testing")
+    bal = Balancer(cfg, sge=sge, journal=journal, cloud=FakeCloud(T0), provisioner=FakeProvisioner(sge))
+    result = bal.run_pass()
+    assert result.ok and result.plan is not None
+    assert result.plan.add == 0 and journal.nodes() == []
+    assert "scaling paused by an admin (testing" in result.plan.reason
+    assert "the policy would: add 2" in result.plan.reason
+    journal.set_paused(None)
+    assert bal.run_pass().plan.add == 2  # type: ignore[union-attr]
+    journal.close()
+
+
+def test_orders_need_a_journal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "elb.yml"
+    path.write_text(f"state_dir: {tmp_path / 'state'}\ncloud: {{provider: local}}\n")
+    assert main(["pause", "-c", str(path)]) == Exit.CONFIG
+    assert "elb has not run with this config yet" in capsys.readouterr().err
