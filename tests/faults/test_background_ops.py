@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from elb.assets import default_playbook_dir
 from elb.config import Config
 from elb.daemon import Balancer, PassResult
 from elb.executor import Executor
 from elb.model import NodeState
-from elb.provision.ansible import default_playbook_dir
 from elb.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state
 from tests.faults.support import balancer, clean_up, converged, fault_config, submit_jobs
