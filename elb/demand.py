@@ -61,10 +61,10 @@ from elb.sge.complexes import (
     Consumable,
     Relop,
     Requestable,
+    check_value,
     match_expression,
     parse_bool,
     parse_number,
-    parse_value,
     satisfies,
 )
 from elb.sge.pe import ParallelEnvironment, Spread
@@ -358,10 +358,7 @@ def _requests(job: Job, complexes: ComplexTable, new_node_name: str | None) -> l
         if c.requestable is Requestable.NO:
             raise _Stop(f"requests {text}: {c.name} is not requestable")
         try:
-            if c.type.textual:
-                match_expression(value, "")
-            else:
-                parse_value(value, c.type)
+            check_value(c, value)
         except ValueError as err:
             raise _Stop(f"requests {text}: {err}") from None
         if c.name == "slots":
@@ -689,10 +686,7 @@ def check_offers(groups: NodeGroups, site: Site) -> None:
             if c.name in ("hostname", "qname"):
                 raise DemandError(f"{where}: set by SGE from the node's name and queues, not offered")
             try:
-                if c.type.textual:
-                    match_expression(value, "")
-                else:
-                    parse_value(value, c.type)
+                check_value(c, value)
             except ValueError as err:
                 raise DemandError(f"{where}: {err}") from None
 

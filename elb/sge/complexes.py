@@ -164,6 +164,14 @@ def parse_bool(text: str) -> bool:
     raise ValueError(f"{text!r} is not a BOOL value (true, false, 1 or 0)")
 
 
+def check_value(c: Complex, value: str) -> None:
+    """ValueError unless ``value`` is a well-formed value of complex ``c``'s type."""
+    if c.type.textual:
+        match_expression(value, "")
+    else:
+        parse_value(value, c.type)
+
+
 def parse_value(text: str, kind: ComplexType) -> Value:
     """A value of the complex type ``kind``: a float, a bool, or the text of a string type."""
     if kind.numeric:
