@@ -16,54 +16,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
+from elb import migrations
+from elb.migrations import JournalVersionError
 from elb.model import History, Node, NodeState
 from elb.orders import Orders
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS nodes (
-    name TEXT PRIMARY KEY,
-    state TEXT NOT NULL,
-    launched_at REAL NOT NULL,
-    instance_id TEXT,
-    ready_at REAL,
-    last_busy_at REAL,
-    last_up_at REAL,
-    slots INTEGER,
-    private_ip TEXT,
-    instance_type TEXT,
-    updated_at REAL NOT NULL,
-    reason TEXT
-);
-CREATE TABLE IF NOT EXISTS events (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    time REAL NOT NULL,
-    node TEXT NOT NULL,
-    state TEXT NOT NULL,
-    instance_id TEXT,
-    detail TEXT
-);
-CREATE INDEX IF NOT EXISTS events_node ON events(node, id);
-CREATE TABLE IF NOT EXISTS passes (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    time REAL NOT NULL,
-    ok INTEGER NOT NULL,
-    added INTEGER NOT NULL DEFAULT 0,
-    removed INTEGER NOT NULL DEFAULT 0,
-    summary TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
+__all__ = ["Event", "Journal", "JournalError", "JournalVersionError", "PassRecord"]
 
 _NODE_COLUMNS = (
     "name, state, launched_at, instance_id, ready_at, last_busy_at, last_up_at, slots, private_ip, instance_type, "
     "updated_at"
 )
-# Columns added after a release: (name, type). A journal written by an older elb gains them on open.
-_ADDED_COLUMNS = (("last_up_at", "REAL"),)
 _GONE = (NodeState.TERMINATED.value, NodeState.FAILED.value)
 _KEEP_PASSES = 50_000
+_KEEP_LIVE_EVENTS = 50  # a live node keeps at least its newest events, however old
+_PRUNE_EVERY = 3600.0  # seconds between two prunings of old events
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+class JournalError(Exception):
+    """The journal cannot be opened or read (the message names the file)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,22 +73,60 @@ class Journal:
     """Node records and their history. One connection, shared by the pass and the node
     operations running in the background: every method holds the journal's lock."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, keep_events_days: float | None = None) -> None:
+        """Open (creating and migrating as needed) the journal at ``path``.
+
+        ``keep_events_days``: events older than this are pruned as passes are recorded (see
+        ``prune_events``); None keeps them all.
+        """
         if str(path) != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._path = str(path)
         self._lock = threading.RLock()
+        self.keep_events_days = keep_events_days
+        self._pruned_at: float | None = None
         self._db = self._connect()
+
+    @classmethod
+    def read_only(cls, path: Path) -> Journal:
+        """A copy in memory of the journal at ``path``, read with ``mode=ro``: the file is neither
+        created nor written (writes go to the copy). No file: an empty journal ("no nodes yet").
+        A journal of an older schema is migrated in the copy; a newer one is refused."""
+        journal = cls(":memory:")
+        if not path.exists():
+            return journal
+        try:
+            source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        except sqlite3.Error as err:
+            journal.close()
+            raise JournalError(f"journal {path}: cannot be read: {err}") from None
+        try:
+            migrations.check_known(migrations.version(source), str(path))
+            copy = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            source.backup(copy)
+        except sqlite3.Error as err:
+            journal.close()
+            raise JournalError(f"journal {path}: cannot be read: {err}") from None
+        except JournalVersionError:
+            journal.close()
+            raise
+        finally:
+            source.close()
+        journal._db.close()
+        journal._db = copy
+        migrations.migrate(copy, f"{path} (copy in memory)")
+        return journal
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False, timeout=30)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=FULL")
-        db.executescript(_SCHEMA)
-        have = {str(row[1]) for row in db.execute("PRAGMA table_info(nodes)")}
-        for col, kind in _ADDED_COLUMNS:
-            if col not in have:
-                db.execute(f"ALTER TABLE nodes ADD COLUMN {col} {kind}")
+        try:
+            migrations.check_known(migrations.version(db), self._path)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            migrations.migrate(db, self._path)
+        except BaseException:
+            db.close()
+            raise
         return db
 
     @_locked
@@ -263,6 +274,28 @@ class Journal:
                 (now, int(ok), added, removed, summary),
             )
             db.execute("DELETE FROM passes WHERE id <= (SELECT MAX(id) FROM passes) - ?", (_KEEP_PASSES,))
+        if self.keep_events_days is not None and (self._pruned_at is None or now - self._pruned_at >= _PRUNE_EVERY):
+            self._pruned_at = now
+            self.prune_events(now - self.keep_events_days * 86400.0)
+
+    @_locked
+    def prune_events(self, before: float) -> int:
+        """Delete the events older than ``before``, except the newest ``_KEEP_LIVE_EVENTS`` of each
+        live node (not terminated or failed); then the records of gone nodes left with no event.
+        How many events were deleted."""
+        with self._tx() as db:
+            cur = db.execute(
+                "DELETE FROM events WHERE time < ? AND id NOT IN ("
+                " SELECT id FROM (SELECT e.id, ROW_NUMBER() OVER (PARTITION BY e.node ORDER BY e.id DESC) AS k"
+                "  FROM events e JOIN nodes n ON n.name = e.node WHERE n.state NOT IN (?, ?)) WHERE k <= ?)",
+                (before, *_GONE, _KEEP_LIVE_EVENTS),
+            )
+            db.execute(
+                "DELETE FROM nodes WHERE state IN (?, ?) AND updated_at < ? "
+                "AND NOT EXISTS (SELECT 1 FROM events e WHERE e.node = nodes.name)",
+                (*_GONE, before),
+            )
+            return int(cur.rowcount)
 
     @_locked
     def passes(self, limit: int = 100) -> list[PassRecord]:

@@ -1,0 +1,79 @@
+"""The journal's schema, as an ordered list of migrations.
+
+``PRAGMA user_version`` holds how many of ``MIGRATIONS`` a journal has had: a new file is at 0
+and gets them all; a journal written by an older elb gets the ones it lacks, in order, each in
+one transaction with the version bump. A journal from a newer elb (a version past the end of the
+list) is refused: this elb cannot know what the newer one stored.
+
+Append a migration to change the schema; never edit one that shipped.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+class JournalVersionError(Exception):
+    """The journal was written by a newer elb (its schema version is past what this one knows)."""
+
+
+def _baseline(db: sqlite3.Connection) -> None:
+    """Version 1: the tables as elb first shipped them, for a new file or a version-0 journal
+    (which may lack the nodes' last_up_at column); an index on event times, for pruning."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, state TEXT NOT NULL, launched_at REAL NOT NULL, "
+        "instance_id TEXT, ready_at REAL, last_busy_at REAL, last_up_at REAL, slots INTEGER, private_ip TEXT, "
+        "instance_type TEXT, updated_at REAL NOT NULL, reason TEXT)"
+    )
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY AUTOINCREMENT, time REAL NOT NULL, "
+        "node TEXT NOT NULL, state TEXT NOT NULL, instance_id TEXT, detail TEXT)"
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS events_node ON events(node, id)")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS passes (id INTEGER PRIMARY KEY AUTOINCREMENT, time REAL NOT NULL, "
+        "ok INTEGER NOT NULL, added INTEGER NOT NULL DEFAULT 0, removed INTEGER NOT NULL DEFAULT 0, "
+        "summary TEXT NOT NULL)"
+    )
+    db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    have = {str(row[1]) for row in db.execute("PRAGMA table_info(nodes)")}
+    if "last_up_at" not in have:
+        db.execute("ALTER TABLE nodes ADD COLUMN last_up_at REAL")
+    db.execute("CREATE INDEX IF NOT EXISTS events_time ON events(time)")
+
+
+MIGRATIONS: tuple[Migration, ...] = (_baseline,)
+CURRENT = len(MIGRATIONS)
+
+
+def version(db: sqlite3.Connection) -> int:
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def check_known(found: int, where: str, known: int = CURRENT) -> None:
+    """Raise ``JournalVersionError`` when ``found`` is past what this elb knows."""
+    if found > known:
+        raise JournalVersionError(
+            f"journal {where} has schema version {found}, this elb knows up to {known}: "
+            "it was written by a newer elb; run that elb (or move the journal aside to start afresh)"
+        )
+
+
+def migrate(db: sqlite3.Connection, where: str, migrations: Sequence[Migration] = MIGRATIONS) -> int:
+    """Bring ``db`` (autocommit mode) to the last version; the number of migrations run."""
+    found = version(db)
+    check_known(found, where, len(migrations))
+    for i in range(found, len(migrations)):
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if version(db) == i:  # another process may have migrated meanwhile
+                migrations[i](db)
+                db.execute(f"PRAGMA user_version = {i + 1:d}")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+    return len(migrations) - found
