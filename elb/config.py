@@ -154,6 +154,15 @@ class BackoffConfig(_Strict):
         return self
 
 
+class RetentionConfig(_Strict):
+    """How long elb keeps what it writes: Ansible run artifacts and journal events."""
+
+    artifacts_days: PositiveSeconds = 14.0  # days: a successful run's artifacts are deleted after this
+    artifacts_mb: AtLeastOne = 500  # MB: the oldest artifacts go first past this total
+    failed_factor: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=1)] = 4.0  # failed runs kept longer
+    journal_days: PositiveSeconds = 90.0  # days: older events are pruned (a live node keeps its last ones)
+
+
 class Config(_Strict):
     poll_interval: PositiveSeconds = 60.0
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
@@ -172,6 +181,7 @@ class Config(_Strict):
     # on it, is deregistered and terminated. SGE itself marks a silent execd u after max_unheard (5 min).
     unreachable_timeout: Seconds = 600.0
     backoff: BackoffConfig = Field(default_factory=BackoffConfig)
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
 
     @model_validator(mode="before")
     @classmethod

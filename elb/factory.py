@@ -33,7 +33,7 @@ def make_cloud(cfg: Config) -> Cloud:
 def make_provisioner(cfg: Config) -> Provisioner:
     from elb.provision import AnsibleProvisioner
 
-    return AnsibleProvisioner(cfg.provision, cfg.cluster, cfg.sge)
+    return AnsibleProvisioner(cfg.provision, cfg.cluster, cfg.sge, retention=cfg.retention)
 
 
 def start_metrics(cfg: Config, balancer: Balancer) -> None:

@@ -12,8 +12,8 @@ Secrets stay out of the artifacts: runner writes the process environment into
 the variables it needs (no AWS_*, no tokens); the SSH key is passed as a file path, never as
 key material; ``provision.extra_vars`` go to Ansible in a file of mode 0600 (``-e @file``), never
 on the command line (where ``ps`` shows them to every local user); ``suppress_env_files`` keeps
-runner from writing ``env/`` files; the fact cache stays in memory. Artifacts are rotated: the
-newest ``rotate_artifacts`` runs are kept.
+runner from writing ``env/`` files; the fact cache stays in memory. Artifacts are rotated by age
+and total size after each run (``retention``, see ``elb.retention``).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from elb import assets
-from elb.config import ClusterConfig, ProvisionConfig, SgeConfig
+from elb import assets, retention
+from elb.config import ClusterConfig, ProvisionConfig, RetentionConfig, SgeConfig
 from elb.interfaces import HostResult, NodeSpec, Outcome
 from elb.provision import proctree
 from elb.provision.inventory import Connection, InventoryError, build_inventory, check_extra_vars
@@ -44,7 +44,6 @@ log = logging.getLogger("elb.provision")
 
 ADD_PLAYBOOK = "add_node.yml"
 REMOVE_PLAYBOOK = "remove_node.yml"
-DEFAULT_ROTATE = 20  # artifact directories kept
 POLL_SECONDS = 0.5  # how often runner checks for cancellation and the time limit
 
 # Environment variables ansible-playbook may inherit. Everything else (AWS_*, tokens, the
@@ -179,15 +178,13 @@ class AnsibleProvisioner:
         *,
         master_address: str | None = None,
         cancel_event: threading.Event | None = None,
-        rotate_artifacts: int = DEFAULT_ROTATE,
+        retention: RetentionConfig | None = None,
     ) -> None:
         self.config = config
         self.cluster = cluster or ClusterConfig()
         self.sge = sge or SgeConfig()
         self.cancel_event = cancel_event or threading.Event()
-        if rotate_artifacts < 1:
-            raise ProvisionError("rotate_artifacts must be at least 1")
-        self.rotate_artifacts = rotate_artifacts
+        self.retention = retention or RetentionConfig()
         self.playbook_dir = (config.playbook_dir or assets.default_playbook_dir()).resolve()
         self.connection = Connection(
             master=self.cluster.master,
@@ -360,7 +357,15 @@ class AnsibleProvisioner:
             busy=summary.busy,
         )
         self._log_report(report, targets)
+        self._rotate_artifacts(artifact_dir)
         return report
+
+    def _rotate_artifacts(self, latest: Path) -> None:
+        """Delete old runs' artifacts by age and total size (``retention``); never ``latest``."""
+        try:
+            retention.prune_artifacts(latest.parent, time.time(), self.retention, spare=latest.name)
+        except OSError as err:  # a full or broken disk: the run's result still counts
+            log.warning("cannot rotate the Ansible artifacts in %s: %s", latest.parent, err)
 
     def _runner_config(self, path: Path, inventory: dict[str, object], ident: str) -> Any:
         """A prepared RunnerConfig: inventory written into the run's artifact dir, env scrubbed."""
@@ -376,7 +381,7 @@ class AnsibleProvisioner:
             playbook=str(path),
             inventory=None,
             ident=ident,
-            rotate_artifacts=self.rotate_artifacts,
+            rotate_artifacts=0,  # elb rotates them: _rotate_artifacts
             suppress_env_files=True,
             fact_cache_type="memory",  # facts are not written to the artifacts
             forks=self.config.forks,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from elb.config import ClusterConfig, ProvisionConfig, SgeConfig
+from elb.config import ClusterConfig, ProvisionConfig, RetentionConfig, SgeConfig
 from elb.interfaces import NodeSpec, Outcome
 from elb.provision import AnsibleProvisioner, ProvisionError
 
@@ -35,7 +35,12 @@ def closed_port() -> int:
 
 
 def make(
-    tmp_path: Path, *, timeout: float = 60, rotate: int = 20, playbooks: Path = FIXTURES, **extra: object
+    tmp_path: Path,
+    *,
+    timeout: float = 60,
+    retention: RetentionConfig | None = None,
+    playbooks: Path = FIXTURES,
+    **extra: object,
 ) -> AnsibleProvisioner:
     cfg = ProvisionConfig(
         playbook_dir=playbooks,
@@ -44,7 +49,7 @@ def make(
         forks=5,
         extra_vars=extra,
     )
-    return AnsibleProvisioner(cfg, ClusterConfig(), rotate_artifacts=rotate)
+    return AnsibleProvisioner(cfg, ClusterConfig(), retention=retention)
 
 
 def artifact_dirs(tmp_path: Path) -> list[Path]:
@@ -259,17 +264,24 @@ def test_artifacts_are_rotated(tmp_path: Path) -> None:
         "- name: Quick\n  hosts: new_nodes\n  gather_facts: false\n  tasks:\n"
         "    - name: Nothing\n      ansible.builtin.debug:\n        msg: hi\n"
     )
-    prov = make(tmp_path, rotate=2, playbooks=pb)
+    prov = make(tmp_path, retention=RetentionConfig(artifacts_mb=1), playbooks=pb)
     idents: list[str] = []
     for node in (N1, N2, W9):  # three runs, often within one second
         before = {p.name for p in artifact_dirs(tmp_path)}
         prov.add_nodes([node], [])
         (made,) = {p.name for p in artifact_dirs(tmp_path)} - before
         idents.append(made)
-        time.sleep(0.05)  # distinct mtimes (ansible-runner rotates by mtime)
     assert idents == sorted(idents)  # an ident's name sorts in time order, even within a second
+    assert [p.name for p in artifact_dirs(tmp_path)] == idents  # small runs: all kept
+    old = artifact_dirs(tmp_path)[0]
+    os.utime(old, (time.time() - 15 * 86400, time.time() - 15 * 86400))  # past artifacts_days (14)
+    padded = artifact_dirs(tmp_path)[1]
+    (padded / "padding").write_bytes(b"x" * 1_100_000)  # past artifacts_mb (1)
+    os.utime(padded, (time.time() - 60, time.time() - 60))  # older than the third run
+    prov.add_nodes([N1], [])
     kept = [p.name for p in artifact_dirs(tmp_path)]
-    assert kept == idents[1:]  # the oldest went
+    assert idents[0] not in kept and idents[1] not in kept  # too old; then too big
+    assert idents[2] in kept and len(kept) == 2  # the newest two
 
 
 def test_hostile_node_name_runs_nothing(tmp_path: Path) -> None:
