@@ -20,7 +20,7 @@ from elb.config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
 from elb.daemon import Balancer, run_forever, snapshot_summary
 from elb.dryrun import dry_run
 from elb.exitcodes import Exit
-from elb.journal import Journal
+from elb.journal import Journal, JournalError, JournalVersionError
 from elb.logs import setup_logging
 from elb.model import Snapshot
 from elb.nodeview import node_facts
@@ -91,8 +91,14 @@ def register(sub: Any) -> None:
             p.add_argument("--cancel", action="store_true", help="withdraw the removal order")
         p.set_defaults(func=cmd_order, order=name)
 
-    p = sub.add_parser("validate", help=f"check a config file; exit {Exit.CONFIG:d} on errors")
+    p = sub.add_parser(
+        "validate",
+        help=f"check a config file and what a first run needs; exit {Exit.CONFIG:d} on any failure",
+        description="Prints the config file read, then one line per check (ok or FAIL, with how to fix it): "
+        "playbooks, SSH key, SGE answers, state directory writable, journal, cloud reachable.",
+    )
     _add_config(p)
+    p.add_argument("--offline", action="store_true", help="skip the checks that need the network (SGE's qmaster, the cloud)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("plot", help="draw waiting jobs, running jobs and nodes over time from the stats file")
@@ -119,11 +125,17 @@ def _load(args: argparse.Namespace) -> Config | None:
 
 
 def _journal(cfg: Config, *, read_only: bool = False) -> Journal | None:
-    """The journal in state_dir (read-only: an empty one in memory when there is none yet)."""
+    """The journal in state_dir. Read-only: a copy in memory read with ``mode=ro`` (an empty one
+    when there is none yet): nothing is created or written."""
     path = cfg.journal_path
     try:
-        return Journal(":memory:" if read_only and not path.exists() else path)
-    except (OSError, sqlite3.Error) as err:
+        if read_only:
+            return Journal.read_only(path)
+        return Journal(path, keep_events_days=cfg.retention.journal_days)
+    except JournalVersionError as err:
+        _error(str(err))
+        return None
+    except (OSError, sqlite3.Error, JournalError) as err:
         _error(f"state_dir {cfg.state_dir}: cannot open the journal {path}: {err}")
         return None
 
@@ -152,19 +164,26 @@ def _playbooks_missing(cfg: Config) -> bool:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    path = args.config or DEFAULT_CONFIG_PATH
+    print(f"config: {path.resolve()}")
     cfg = _load(args)
-    if cfg is None or _playbooks_missing(cfg):
-        return Exit.CONFIG
-    try:
-        factory.make_provisioner(cfg)  # extra_vars names and SSH settings, as run checks them
-    except ProvisionError as err:
-        _error(f"config {args.config or DEFAULT_CONFIG_PATH}: {err}")
+    if cfg is None:
         return Exit.CONFIG
     print(
-        f"ok: {args.config or DEFAULT_CONFIG_PATH}: policy {cfg.policy.name}, "
-        f"{cfg.policy.min_nodes}-{cfg.policy.max_nodes} nodes, provider {cfg.cloud.provider}"
+        f"ok   config: policy {cfg.policy.name}, {cfg.policy.min_nodes}-{cfg.policy.max_nodes} nodes, "
+        f"provider {cfg.cloud.provider}, master {cfg.cluster.master}"
     )
-    print(f"playbooks: {(cfg.provision.playbook_dir or assets.default_playbook_dir()).resolve()}")
+    from elb.validate import run_checks  # noqa: PLC0415
+
+    failed = 0
+    for check in run_checks(cfg, offline=args.offline):
+        print(check.line(), flush=True)
+        failed += not check.ok
+    if args.offline:
+        print("(offline: SGE and the cloud were not checked)")
+    if failed:
+        _error(f"{failed} check(s) failed: fix them before elb run")
+        return Exit.CONFIG
     return Exit.OK
 
 

@@ -3,8 +3,8 @@
 The plan comes from the same pass the daemon runs, with the policy sized the way the daemon
 sizes it (``elb.nodesize``): when ``policy.slots_per_node`` is unset the cloud is asked what a new
 node has (the adapter is built for that read only); if it cannot say, the policy infers the size
-from the workers, as the daemon's does. Nothing is launched, provisioned or written: an existing
-journal is read, else an empty one in memory stands in.
+from the workers, as the daemon's does. Nothing is launched, provisioned or written: the journal is
+read (``mode=ro``) into a copy in memory, an empty one when there is none.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def dry_run(
     """Print the snapshot, the assumptions and the plan with ``out``. Returns the exit code and,
     when SGE could not be read, the error."""
     size = ask_node_size(cfg, make_cloud)
-    journal = Journal(cfg.journal_path if cfg.journal_path.exists() else ":memory:")
+    journal = Journal.read_only(cfg.journal_path)  # a copy in memory: the file is not written
     try:
         balancer = Balancer(cfg, sge=sge, journal=journal, policy=nodesize.policy_with(cfg, size))
         result = balancer.run_pass(dry_run=True)

@@ -271,6 +271,30 @@ class SgeCommands:
                 stderr=result.stderr,
             )
 
+    # -- small reads for ``elb init`` and ``elb validate`` ----------------------------------
+    def _names(self, flag: str, none_marker: str) -> tuple[str, ...]:
+        """The names ``qconf FLAG`` lists, one a line (empty when SGE says it has none)."""
+        try:
+            result = self.run("qconf", (flag,))
+        except SgeError as err:
+            if none_marker in str(err):
+                return ()
+            raise
+        text = result.stdout.decode("utf-8", errors="replace")
+        return tuple(line.strip() for line in text.splitlines() if line.strip())
+
+    def queue_names(self) -> tuple[str, ...]:
+        """The cluster queues (``qconf -sql``)."""
+        return self._names("-sql", "no cqueue list defined")
+
+    def hostgroup_names(self) -> tuple[str, ...]:
+        """The host groups (``qconf -shgrpl``)."""
+        return self._names("-shgrpl", "no host group list defined")
+
+    def answers(self) -> None:
+        """Raise SgeError unless qstat answers within the timeout (``qstat -s r``: running jobs only)."""
+        self.run("qstat", ("-s", "r"))
+
 
 class WholeReader(Protocol):
     """What ``read_whole`` needs of an SGE client (``SgeCommands``, or a stand-in in tests)."""

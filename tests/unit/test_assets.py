@@ -43,12 +43,12 @@ def test_a_missing_or_incomplete_playbook_dir_is_named(tmp_path: Path) -> None:
 
 
 def test_validate_fails_on_a_missing_playbook_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", "-c", str(config(tmp_path))]) == 0
-    assert f"playbooks: {REPO / 'playbooks'}" in capsys.readouterr().out
+    assert main(["validate", "--offline", "-c", str(config(tmp_path))]) == 0
+    assert f"ok   playbooks: {REPO / 'playbooks'}" in capsys.readouterr().out
     missing = tmp_path / "gone"
     bad = config(tmp_path, f"provision:\n  playbook_dir: {missing}\n")
-    assert main(["validate", "-c", str(bad)]) == Exit.CONFIG
-    assert f"provision.playbook_dir: {missing} is not a directory" in capsys.readouterr().err
+    assert main(["validate", "--offline", "-c", str(bad)]) == Exit.CONFIG
+    assert f"FAIL playbooks: provision.playbook_dir: {missing} is not a directory" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("command", [["run"], ["once"]])

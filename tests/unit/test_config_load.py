@@ -271,17 +271,18 @@ def test_cli_config_errors_are_one_line_and_exit_3(tmp_path: Path, capsys: pytes
 
 
 def test_validate_prints_the_file_it_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write(tmp_path, "policy: {max_nodes: 4}\ncloud: {provider: local}\n")
-    assert main(["validate", "-c", str(path)]) == Exit.OK
+    path = write(tmp_path, f"policy: {{max_nodes: 4}}\ncloud: {{provider: local}}\nstate_dir: {tmp_path / 's'}\n")
+    assert main(["validate", "--offline", "-c", str(path)]) == Exit.OK
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == f"ok: {path}: policy elb, 0-4 nodes, provider local"
-    assert out[1].startswith("playbooks: ")
+    assert out[0] == f"config: {path.resolve()}"
+    assert out[1] == "ok   config: policy elb, 0-4 nodes, provider local, master master"
+    assert out[2].startswith("ok   playbooks: ")
 
 
 def test_validate_checks_extra_vars_names_as_run_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path, "provision: {extra_vars: {bad-name: 1}}\n")
-    assert main(["validate", "-c", str(path)]) == Exit.CONFIG
-    assert "'bad-name' is not a valid Ansible variable name" in capsys.readouterr().err
+    assert main(["validate", "--offline", "-c", str(path)]) == Exit.CONFIG
+    assert "'bad-name' is not a valid Ansible variable name" in capsys.readouterr().out
 
 
 def test_a_bad_command_line_exits_2() -> None:

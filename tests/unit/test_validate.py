@@ -1,0 +1,104 @@
+"""``elb validate``: each check of a first run's needs, one line with ok/FAIL and a fix.
+
+SGE is a command on PATH here (a script standing in for qstat: the real one is tested on the
+test cluster, tests/package); the unwritable directory is sysfs, where even root cannot create
+a file (root passes every permission check, so a chmod could not stand in).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from elb.cli import main
+from elb.exitcodes import Exit
+
+
+def write_config(tmp_path: Path, extra: str = "") -> Path:
+    path = tmp_path / "elb.yml"
+    path.write_text(f"state_dir: {tmp_path / 'state'}\ncloud: {{provider: local}}\n{extra}")
+    return path
+
+
+def fake_qstat(tmp_path: Path, body: str) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    qstat = bin_dir / "qstat"
+    qstat.write_text(f"#!/bin/sh\n{body}\n")
+    qstat.chmod(0o755)
+    return bin_dir
+
+
+def run(path: Path, capsys: pytest.CaptureFixture[str], *flags: str) -> tuple[int, list[str]]:
+    code = main(["validate", *flags, "-c", str(path)])
+    return code, capsys.readouterr().out.splitlines()
+
+
+def test_offline_ok_and_names_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config(tmp_path)
+    code, out = run(path, capsys, "--offline")
+    assert code == Exit.OK
+    assert out[0] == f"config: {path.resolve()}"
+    assert all(line.startswith(("ok", "config:", "(offline")) for line in out), out
+    assert any("state directory" in line and "does not exist yet" in line for line in out)
+    assert not (tmp_path / "state").exists()  # never created by a check
+
+
+def test_unreadable_ssh_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    key = tmp_path / "missing_key"
+    code, out = run(write_config(tmp_path, f"provision: {{ssh_private_key: {key}}}\n"), capsys, "--offline")
+    assert code == Exit.CONFIG
+    assert f"FAIL SSH key: {key}: cannot be read: No such file or directory" in "\n".join(out)
+
+
+def test_unwritable_state_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "elb.yml"
+    path.write_text("state_dir: /sys/kernel\ncloud: {provider: local}\n")
+    code, out = run(path, capsys, "--offline")
+    assert code == Exit.CONFIG
+    assert any(line.startswith("FAIL state directory: /sys/kernel is not writable") for line in out), out
+    path.write_text("state_dir: /sys/elb-test/state\ncloud: {provider: local}\n")
+    code, out = run(path, capsys, "--offline")
+    assert code == Exit.CONFIG
+    assert any("/sys/elb-test/state does not exist and /sys is not writable" in line for line in out), out
+
+
+def test_qstat_that_fails_or_hangs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bin_dir = fake_qstat(tmp_path, "echo 'unable to contact qmaster' >&2; exit 1")
+    path = write_config(tmp_path, f"sge: {{bin_dir: {bin_dir}, timeout: 1}}\n")
+    code, out = run(path, capsys)
+    assert code == Exit.CONFIG
+    assert any(line.startswith("FAIL SGE:") and "unable to contact qmaster" in line for line in out), out
+    (bin_dir / "qstat").write_text("#!/bin/sh\nexec sleep 30\n")
+    code, out = run(path, capsys)
+    assert code == Exit.CONFIG
+    assert any(line.startswith("FAIL SGE: qstat did not answer within 1s") for line in out), out
+
+
+def test_qstat_that_answers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bin_dir = fake_qstat(tmp_path, "exit 0")
+    path = write_config(tmp_path, f"sge: {{bin_dir: {bin_dir}}}\n")
+    main(["validate", "-c", str(path)])
+    out = capsys.readouterr().out
+    assert "ok   SGE: qstat answers" in out
+
+
+def test_a_journal_from_a_newer_elb_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import sqlite3  # noqa: PLC0415
+
+    (tmp_path / "state").mkdir()
+    db = sqlite3.connect(tmp_path / "state" / "journal.sqlite")
+    db.execute("PRAGMA user_version = 999")
+    db.close()
+    code, out = run(write_config(tmp_path), capsys, "--offline")
+    assert code == Exit.CONFIG
+    assert any(line.startswith("FAIL journal:") and "newer elb" in line for line in out), out
+
+
+def test_a_bad_config_is_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config(tmp_path, "policy: {max_nodes: -1}\n")
+    assert main(["validate", "--offline", "-c", str(path)]) == Exit.CONFIG
+    assert "policy.max_nodes" in capsys.readouterr().err
+    assert os.path.exists(path)
