@@ -98,7 +98,9 @@ def register(sub: Any) -> None:
         "playbooks, SSH key, SGE answers, state directory writable, journal, cloud reachable.",
     )
     _add_config(p)
-    p.add_argument("--offline", action="store_true", help="skip the checks that need the network (SGE's qmaster, the cloud)")
+    p.add_argument(
+        "--offline", action="store_true", help="skip the checks that need the network (SGE's qmaster, the cloud)"
+    )
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("plot", help="draw waiting jobs, running jobs and nodes over time from the stats file")

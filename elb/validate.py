@@ -58,9 +58,7 @@ def check_ssh_key(cfg: Config) -> Iterator[Check]:
             f.read(1)
     except OSError as err:
         why = err.strerror or type(err).__name__
-        yield Check(
-            "SSH key", False, f"{key}: cannot be read: {why}", f"make {key} readable by the user elb runs as"
-        )
+        yield Check("SSH key", False, f"{key}: cannot be read: {why}", f"make {key} readable by the user elb runs as")
         return
     yield Check("SSH key", True, f"{key} is readable")
 
@@ -136,9 +134,7 @@ def _podman_check(cfg: Config) -> Iterator[Check]:
     yield Check("cloud local (podman)", True, f"podman answers, {len(workers)} worker container(s)")
     image = cfg.cloud.local.image
     try:
-        found = subprocess.run(  # noqa: S603 (an argument list)
-            ["podman", "image", "exists", image], check=False, capture_output=True, timeout=30
-        )
+        found = subprocess.run(["podman", "image", "exists", image], check=False, capture_output=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as err:
         yield Check("node image", False, f"podman image exists {image}: {err}", "")
         return

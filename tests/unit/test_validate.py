@@ -86,7 +86,7 @@ def test_qstat_that_answers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_a_journal_from_a_newer_elb_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import sqlite3  # noqa: PLC0415
+    import sqlite3
 
     (tmp_path / "state").mkdir()
     db = sqlite3.connect(tmp_path / "state" / "journal.sqlite")
