@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "elb.demo",
     "elb.cloud.ec2_cli",
     "elb.service",
+    "elb.init",
 )
 
 
