@@ -1,5 +1,5 @@
-"""The daemon's own subcommands: run, once, status, nodes, history, pause, resume, keep, release,
-remove, validate, plot."""
+"""The daemon's own subcommands: run, once, status, nodes, jobs, history, pause, resume, keep,
+release, remove, drain, validate, plot."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from elb.dryrun import dry_run
 from elb.exitcodes import Exit
 from elb.journal import Journal, JournalError, JournalVersionError
 from elb.logs import setup_logging
-from elb.model import Snapshot
+from elb.model import NodeState, Snapshot
 from elb.nodeview import node_facts
 from elb.policy.base import minutes
 from elb.provision.ansible import ProvisionError
@@ -49,6 +49,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("status", help="nodes with state, uptime, billing period and jobs; queue summary")
     _add_config(p)
+    p.add_argument("--json", action="store_true", help="one JSON object: nodes, SGE summary, orders, last pass")
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser(
@@ -91,6 +92,8 @@ def register(sub: Any) -> None:
             p.add_argument("--cancel", action="store_true", help="withdraw the removal order")
         p.set_defaults(func=cmd_order, order=name)
 
+    _register_drain_and_jobs(sub)
+
     p = sub.add_parser(
         "validate",
         help=f"check a config file and what a first run needs; exit {Exit.CONFIG:d} on any failure",
@@ -111,6 +114,31 @@ def register(sub: Any) -> None:
     window.add_argument("--since", type=window_start, help="from this time (ISO 8601, e.g. 2026-11-01T08:00)")
     window.add_argument("--last", type=duration, help="the last DURATION before now (e.g. 90m, 12h, 7d, 4w)")
     p.set_defaults(func=cmd_plot)
+
+
+def _register_drain_and_jobs(sub: Any) -> None:
+    p = sub.add_parser(
+        "drain",
+        help="drain NODE now: disable its queues; removed by elb once SGE shows nothing on it (--cancel undoes)",
+        description="Disables NODE's queue instances in SGE at once (no new job lands), reads SGE again and "
+        "orders its removal, as elb remove does: the daemon removes it with the safe drain at the first pass "
+        "that finds it idle. With jobs on it, the node stays disabled until they end. --cancel enables the "
+        "queues again and withdraws the order. Exit 4 when SGE cannot be changed or read.",
+    )
+    _add_config(p)
+    p.add_argument("node", help="node name, e.g. node003")
+    p.add_argument("--cancel", action="store_true", help="enable the node's queues again and withdraw the removal")
+    p.set_defaults(func=cmd_drain)
+
+    p = sub.add_parser(
+        "jobs",
+        help="the waiting jobs: slots, PE, requests, wait, and whether elb counts each as demand (or why not)",
+        description="Every job SGE lists as waiting, oldest first, with the policy's verdict. Exit 4 when SGE "
+        "cannot be read.",
+    )
+    _add_config(p)
+    p.add_argument("--json", action="store_true", help="one JSON object: {'slots_per_node': N, 'jobs': [...]}")
+    p.set_defaults(func=cmd_jobs)
 
 
 def _error(message: str) -> None:
@@ -272,6 +300,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     now = snap.now if snap is not None else time.time()
     nodes = journal.nodes()
     period = cfg.policy.billing_period
+    if args.json:
+        print(json.dumps(_status_json(cfg, journal, snap, now), indent=2))
+        journal.close()
+        return Exit.OK if snap is not None else Exit.UNREADABLE
     print(f"{'node':<12} {'state':<13} {'uptime':>8} {'into period':>12} {'jobs':>5}  instance")
     for n in nodes:
         f = node_facts(n, snap, now, period)
@@ -296,6 +328,24 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"last pass: {'ok' if p.ok else 'FAILED'}, {minutes(now - p.time)} ago: {p.summary}")
     journal.close()
     return Exit.OK if snap is not None else Exit.UNREADABLE
+
+
+def _status_json(cfg: Config, journal: Journal, snap: Snapshot | None, now: float) -> dict[str, object]:
+    orders = journal.orders()
+    last = journal.passes(limit=1)
+    return {
+        "time": now,
+        "sge_read": snap is not None,
+        "nodes": [asdict(node_facts(n, snap, now, cfg.policy.billing_period)) for n in journal.nodes()],
+        "sge": None if snap is None else snapshot_summary(snap, cfg.cluster.master),
+        "orders": {
+            "paused_since": orders.paused_since,
+            "pause_reason": orders.pause_reason,
+            "kept": sorted(orders.kept),
+            "remove": sorted(orders.remove),
+        },
+        "last_pass": None if not last else asdict(last[-1]),
+    }
 
 
 def _read_sge_or_none(cfg: Config) -> Snapshot | None:
@@ -422,6 +472,93 @@ def cmd_order(args: argparse.Namespace) -> int:
         ("remove", False): "removal order withdrawn",
     }[(order, not withdraw)]
     print(f"{args.node}: {said.format(args.node)}")
+    return Exit.OK
+
+
+def cmd_drain(args: argparse.Namespace) -> int:
+    opened = _writable_journal(args)
+    if isinstance(opened, Exit):
+        return opened
+    cfg, journal = opened
+    try:
+        return _drain(cfg, journal, args.node, cancel=args.cancel)
+    finally:
+        journal.close()
+
+
+def _drain(cfg: Config, journal: Journal, name: str, *, cancel: bool) -> Exit:
+    from elb.planner import Drain, drain_verdict  # noqa: PLC0415
+    from elb.sge.errors import SgeError  # noqa: PLC0415
+
+    node = journal.node(name)
+    if node is None or node.state in (NodeState.TERMINATED, NodeState.FAILED):
+        _error(f"{name} is not a node elb manages (elb nodes lists them)")
+        return Exit.FAILED
+    sge = factory.make_sge(cfg)
+    if cancel:
+        journal.set_order("remove", name, on=False)
+        try:
+            sge.enable_host(name)
+        except SgeError as err:
+            _error(f"{name}: removal order withdrawn, but its queues could not be enabled: {err}")
+            return Exit.UNREADABLE
+        print(f"{name}: queues enabled again, removal order withdrawn")
+        return Exit.OK
+    if node.state is not NodeState.READY:
+        _error(f"{name} is {node.state.value}, not ready: elb remove {name} orders its removal once it is")
+        return Exit.FAILED
+    try:
+        sge.disable_host(name)
+        jobs = sge.jobs_on(name)
+        host = sge.read_snapshot().host(name)
+    except SgeError as err:
+        _error(f"{name}: cannot drain: {err}")
+        return Exit.UNREADABLE
+    journal.set_order("remove", name, on=True)
+    verdict = drain_verdict(jobs, host.slots_reserved if host is not None else 0)
+    if verdict.verdict is Drain.GO:
+        print(f"{name}: disabled and idle ({verdict.reason}): elb removes it at its next pass")
+    else:
+        print(
+            f"{name}: disabled, but {verdict.reason}: no new job lands there; elb removes it at the first pass "
+            f"that finds it idle (elb drain {name} --cancel enables it again)"
+        )
+    return Exit.OK
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    from elb.jobview import waiting_jobs  # noqa: PLC0415
+
+    cfg = _load(args)
+    if cfg is None:
+        return Exit.CONFIG
+    journal = _journal(cfg, read_only=True)
+    if journal is None:
+        return Exit.CONFIG
+    nodes = journal.nodes()
+    journal.close()
+    snap = _read_sge_or_none(cfg)
+    if snap is None:
+        return Exit.UNREADABLE
+    p = cfg.policy
+    spn, jobs = waiting_jobs(snap, nodes, cfg.cluster.master, p.max_nodes, p.slots_per_node)
+    if args.json:
+        print(json.dumps({"time": snap.now, "slots_per_node": spn, "jobs": [asdict(j) for j in jobs]}, indent=2))
+        return Exit.OK
+    print(f"{'job':>8} {'owner':<10} {'state':<6} {'slots':>9} {'pe':<10} {'waited':>8}  demand / requests")
+    for j in jobs:
+        slots = f"{j.tasks}x{j.slots}" if j.tasks > 1 else str(j.slots)
+        waited = minutes(j.waited) if j.waited is not None else "-"
+        verdict = "yes" if j.demand else f"no: {j.why_not}"
+        requests = ",".join(f"{k}={v}" for k, v in sorted(j.requests.items()))
+        print(
+            f"{j.job_id:>8} {j.owner[:10]:<10} {j.state:<6} {slots:>9} {(j.pe or '-')[:10]:<10} {waited:>8}  "
+            f"{verdict}{'  [' + requests + ']' if requests else ''}"
+        )
+    if not jobs:
+        print("(no waiting job)")
+    demand = sum(j.demand for j in jobs)
+    print(f"{demand} of {len(jobs)} waiting job(s) count as demand; a new node has {spn} slots, at most {p.max_nodes}")
     return Exit.OK
 
 

@@ -180,3 +180,137 @@ def test_orders_need_a_journal(tmp_path: Path, capsys: pytest.CaptureFixture[str
     path.write_text(f"state_dir: {tmp_path / 'state'}\ncloud: {{provider: local}}\n")
     assert main(["pause", "-c", str(path)]) == Exit.CONFIG
     assert "elb has not run with this config yet" in capsys.readouterr().err
+
+
+# -- drain, jobs, status --json -------------------------------------------------------------
+
+
+@pytest.fixture
+def live(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, FakeSge, FakeCloud]:
+    """As ``setup``, with the cloud kept for the passes that follow."""
+    path = tmp_path / "elb.yml"
+    path.write_text(f"state_dir: {tmp_path / 'state'}\npolicy: {{max_nodes: 4, slots_per_node: 8}}\n")
+    sge = FakeSge(T0, jobs=[pending(1, 20 * 60, slots=1, tasks=12)])
+    cloud = FakeCloud(T0)
+    _pass(path, sge, cloud)
+    sge.jobs = [running(7, "node001")]
+    monkeypatch.setattr(factory, "make_sge", lambda cfg: sge)
+    return path, sge, cloud
+
+
+def _pass(path: Path, sge: FakeSge, cloud: FakeCloud) -> None:
+    cfg = load_config(path)
+    journal = Journal(cfg.journal_path)
+    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=FakeProvisioner(sge))
+    assert bal.run_pass().ok
+    journal.close()
+
+
+def test_drain_an_idle_node_is_removed_by_the_next_pass(
+    live: tuple[Path, FakeSge, FakeCloud], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, sge, cloud = live
+    assert main(["drain", "node002", "-c", str(path)]) == Exit.OK
+    assert "node002: disabled and idle" in capsys.readouterr().out
+    assert "node002" in sge.disabled  # no new job can land
+    j = Journal(load_config(path).journal_path)
+    assert j.orders().remove == {"node002"}  # the same order as elb remove
+    j.close()
+    _pass(path, sge, cloud)
+    j = Journal(load_config(path).journal_path)
+    assert j.node("node002").state is NodeState.TERMINATED  # type: ignore[union-attr]
+    j.close()
+
+
+def test_drain_a_busy_node_leaves_it_disabled_until_its_jobs_end(
+    live: tuple[Path, FakeSge, FakeCloud], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, sge, cloud = live
+    assert main(["drain", "node001", "-c", str(path)]) == Exit.OK
+    out = capsys.readouterr().out
+    assert "node001: disabled, but job 7 landed" in out
+    assert "node001" in sge.disabled
+    _pass(path, sge, cloud)  # job 7 still runs: kept, still disabled
+    j = Journal(load_config(path).journal_path)
+    assert j.node("node001").state is NodeState.READY  # type: ignore[union-attr]
+    j.close()
+    assert "node001" in sge.disabled
+    sge.jobs = []
+    _pass(path, sge, cloud)
+    j = Journal(load_config(path).journal_path)
+    assert j.node("node001").state is NodeState.TERMINATED  # type: ignore[union-attr]
+    j.close()
+
+
+def test_drain_cancel_and_refusals(setup: tuple[Path, FakeSge], capsys: pytest.CaptureFixture[str]) -> None:
+    path, sge = setup
+    assert main(["drain", "node001", "-c", str(path)]) == Exit.OK
+    assert main(["drain", "node001", "--cancel", "-c", str(path)]) == Exit.OK
+    assert "node001" not in sge.disabled
+    j = Journal(load_config(path).journal_path)
+    assert j.orders().remove == frozenset()
+    j.close()
+    assert main(["drain", "node077", "-c", str(path)]) == Exit.FAILED
+    assert "node077 is not a node elb manages" in capsys.readouterr().err
+
+
+def test_drain_when_sge_fails_exits_4_without_an_order(
+    setup: tuple[Path, FakeSge], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, sge = setup
+
+    def broken(host: str) -> None:
+        raise SgeError("qmod: timed out")
+
+    monkeypatch.setattr(sge, "disable_host", broken)
+    assert main(["drain", "node002", "-c", str(path)]) == Exit.UNREADABLE
+    assert "node002: cannot drain" in capsys.readouterr().err
+    j = Journal(load_config(path).journal_path)
+    assert j.orders().remove == frozenset()
+    j.close()
+
+
+def test_jobs_says_what_counts_as_demand(setup: tuple[Path, FakeSge], capsys: pytest.CaptureFixture[str]) -> None:
+    path, sge = setup
+    sge.jobs = [
+        running(7, "node001"),
+        pending(10, 600),
+        pending(11, 300, state="hqw"),
+        pending(12, 200, state="Eqw"),
+        pending(13, 100, slots=40),  # 5 nodes of 8: max_nodes is 4
+        pending(14, 50, slots=16),
+    ]
+    assert main(["jobs", "-c", str(path), "--json"]) == Exit.OK
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["slots_per_node"] == 8
+    verdicts = {j["job_id"]: (j["demand"], j["why_not"] or "") for j in doc["jobs"]}
+    assert list(verdicts) == [10, 11, 12, 13, 14]  # oldest first, the running job left out
+    assert verdicts[10] == (True, "") and verdicts[14] == (True, "")
+    assert not verdicts[11][0] and verdicts[11][1].startswith("held (hqw)")
+    assert not verdicts[12][0] and verdicts[12][1].startswith("in error (Eqw)")
+    assert not verdicts[13][0] and "too big: 40 slots need 5 nodes of 8; policy.max_nodes is 4" in verdicts[13][1]
+    assert doc["jobs"][0]["waited"] == 600
+    assert main(["jobs", "-c", str(path)]) == Exit.OK
+    out = capsys.readouterr().out
+    assert "2 of 5 waiting job(s) count as demand" in out
+
+
+def test_status_json(setup: tuple[Path, FakeSge], capsys: pytest.CaptureFixture[str]) -> None:
+    path, _ = setup
+    assert main(["pause", "-c", str(path), "--reason", "x"]) == Exit.OK
+    capsys.readouterr()
+    assert main(["status", "-c", str(path), "--json"]) == Exit.OK
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["sge_read"] is True
+    assert {n["name"] for n in doc["nodes"]} == {"node001", "node002"}
+    assert doc["orders"]["pause_reason"] == "x" and doc["orders"]["paused_since"] is not None
+    assert doc["last_pass"]["ok"] is True
+    assert any("running" in line for line in doc["sge"])
+
+
+def test_status_reads_the_journal_without_writing_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "elb.yml"
+    path.write_text(f"state_dir: {tmp_path / 'state'}\ncloud: {{provider: local}}\n")
+    main(["status", "-c", str(path)])
+    assert "(no nodes managed by elb)" in capsys.readouterr().out
+    assert not (tmp_path / "state").exists()  # a missing journal is "no nodes yet", not created

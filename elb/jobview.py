@@ -1,0 +1,76 @@
+"""The waiting jobs as ``elb jobs`` shows them: each with whether elb counts it as demand, and why not.
+
+The rules are the policy's own today (``elb.policy.view``): a waiting job is demand when SGE
+may schedule it (state ``qw``: not held, not in error) and a task fits in ``max_nodes`` nodes of
+``slots_per_node`` slots (the policy's figure: configured, else learnt from the workers). A
+hard queue list or a start time (``qsub -q``, ``qsub -a``) is not read by elb's qstat; such a
+job shows as demand here as it does to the policy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from elb.model import PENDING_STATES, Job, Node, Snapshot
+from elb.policy.view import cluster_view
+
+
+@dataclass(frozen=True, slots=True)
+class JobFacts:
+    job_id: int
+    name: str
+    owner: str
+    state: str
+    tasks: int
+    slots: int  # per task
+    pe: str | None
+    requests: dict[str, str]
+    waited: float | None  # seconds since submission
+    demand: bool
+    why_not: str | None  # None when demand
+
+
+def why_not_demand(job: Job, slots_per_node: int, max_nodes: int) -> str | None:
+    """Why the policy does not count this waiting job (None: it does)."""
+    if "E" in job.state:
+        return f"in error ({job.state}): qstat -j {job.job_id} says why, qmod -cj {job.job_id} clears it"
+    if "h" in job.state:
+        return f"held ({job.state}): a hold or a job it waits for (qstat -j {job.job_id})"
+    if job.state not in PENDING_STATES:
+        return f"state {job.state}: not waiting to be scheduled"
+    nodes = math.ceil(job.slots / slots_per_node)
+    if nodes > max_nodes:
+        return f"too big: {job.slots} slots need {nodes} nodes of {slots_per_node}; policy.max_nodes is {max_nodes}"
+    return None
+
+
+def waiting_jobs(
+    snap: Snapshot, nodes: Sequence[Node], master: str, max_nodes: int, slots_per_node: int | None
+) -> tuple[int, list[JobFacts]]:
+    """The slots per node the policy assumes, and every job not on a host, oldest first."""
+    spn = cluster_view(snap, nodes, master, snap.now, slots_per_node).slots_per_node
+    waiting = sorted(
+        (j for j in snap.jobs if j.queue is None),
+        key=lambda j: (j.submitted if j.submitted is not None else snap.now, j.job_id),
+    )
+    out = []
+    for j in waiting:
+        why = why_not_demand(j, spn, max_nodes)
+        out.append(
+            JobFacts(
+                job_id=j.job_id,
+                name=j.name,
+                owner=j.owner,
+                state=j.state,
+                tasks=j.tasks,
+                slots=j.slots,
+                pe=j.pe,
+                requests=dict(j.hard_requests),
+                waited=None if j.submitted is None else max(0.0, snap.now - j.submitted),
+                demand=why is None,
+                why_not=why,
+            )
+        )
+    return spn, out
