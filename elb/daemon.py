@@ -36,7 +36,7 @@ from elb.reconcile import Repair, RepairKind, plan_repairs
 from elb.sdnotify import Notifier
 from elb.sge.commands import read_whole
 from elb.sge.readcheck import expected_hosts, running_jobs
-from elb.stats import StatsRow, append_row
+from elb.stats import StatsRow, append_row, held_and_error
 
 log = logging.getLogger("elb")
 
@@ -411,6 +411,7 @@ class Balancer:
             ready, draining = count[NodeState.READY], count[NodeState.DRAINING]
             return StatsRow(result.now, False, 0, 0, 0.0, 0, booting, ready, draining, 0, 0, summary)
         view = cluster_view(snap, nodes, self.config.cluster.master, result.now, self.config.policy.slots_per_node)
+        held, error = held_and_error(snap.jobs)
         return StatsRow(
             time=result.now,
             ok=True,
@@ -424,6 +425,8 @@ class Balancer:
             added=len(result.outcomes.added),
             removed=len(result.outcomes.removed),
             action=summary,
+            held_jobs=held,
+            error_jobs=error,
         )
 
 

@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime
 from pathlib import Path
 
+from elb.model import Job
+
 MAX_BYTES = 10 * 1024 * 1024
 KEEP = 5
 
@@ -53,6 +55,20 @@ class StatsRow:
     def done_at(self) -> float:
         """When this row's actions had finished (the pass's end, else its start)."""
         return self.finished if self.finished is not None else self.time
+
+
+def held_and_error(jobs: Iterable[Job]) -> tuple[int, int]:
+    """Waiting jobs that are not demand: (held, in error), as ``StatsRow`` counts them. A job
+    both held and in error (``Ehqw``) counts as in error: an admin must look at it first."""
+    held = error = 0
+    for j in jobs:
+        if j.queue is not None:
+            continue  # on a host (a hold on a running job does not keep it waiting)
+        if "E" in j.state:
+            error += 1
+        elif "h" in j.state:
+            held += 1
+    return held, error
 
 
 COLUMNS = [f.name for f in fields(StatsRow)]
