@@ -1,22 +1,36 @@
 """The wheel installed into a fresh virtualenv outside the repository, used from outside it.
 
-A plain ``pip install`` of the wheel (no extras): ``elb validate`` must find the playbooks in
-that venv's site-packages and fail, naming the path, when the config points elsewhere; Ansible
-must resolve the collection's roles, playbooks and inventory plugin by their FQCNs; ``elb plot``
-must say how to get matplotlib; ``elb once`` must refuse to run without playbooks.
+A plain ``pip install`` of the wheel (no extras): ``elb init`` writes a config that ``elb
+validate`` passes; ``elb validate`` finds the playbooks in that venv's site-packages and fails
+(exit 3, a FAIL line naming the problem) on a missing playbook directory, an unreadable SSH key,
+a qstat that does not answer within sge.timeout and an unwritable state directory; Ansible must
+resolve the collection's roles, playbooks and inventory plugin by their FQCNs; ``elb plot`` must
+say how to get matplotlib; ``elb once`` must refuse to run without playbooks. On the test cluster
+(marker ``cluster``) the installed elb adds and removes a node with the packaged playbooks and the
+admin commands work on it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+import yaml
+
+from elb.testcluster import constants as C
+from tests.cluster.helpers import cluster_state, job_state, wait_for
 
 from .conftest import REPO
+
+if TYPE_CHECKING:
+    from elb.testcluster.cluster import TestCluster
 
 pytestmark = pytest.mark.package
 
@@ -73,10 +87,10 @@ def write_config(venv: Venv, name: str, extra: str = "") -> Path:
 
 
 def test_validate_finds_the_playbooks_in_site_packages(venv: Venv) -> None:
-    done = venv.run("elb", "validate", "-c", str(write_config(venv, "ok.yml")))
-    assert done.returncode == 0, done.stderr
+    done = venv.run("elb", "validate", "--offline", "-c", str(write_config(venv, "ok.yml")))
+    assert done.returncode == 0, done.stdout + done.stderr
     shipped = venv.site_packages / "ansible_collections" / "elb" / "cluster" / "playbooks"
-    assert f"playbooks: {shipped}" in done.stdout
+    assert f"ok   playbooks: {shipped}" in done.stdout
     assert (shipped / "add_node.yml").is_file()
     assert str(REPO) not in done.stdout
 
@@ -84,10 +98,55 @@ def test_validate_finds_the_playbooks_in_site_packages(venv: Venv) -> None:
 def test_validate_fails_on_a_missing_playbook_dir_and_names_it(venv: Venv) -> None:
     missing = venv.work / "no-such-playbooks"
     cfg = write_config(venv, "missing.yml", f"provision:\n  playbook_dir: {missing}\n")
-    done = venv.run("elb", "validate", "-c", str(cfg))
+    done = venv.run("elb", "validate", "--offline", "-c", str(cfg))
     assert done.returncode == 3  # a config error
-    assert f"provision.playbook_dir: {missing} is not a directory" in done.stderr
+    assert f"FAIL playbooks: provision.playbook_dir: {missing} is not a directory" in done.stdout
     assert "Traceback" not in done.stderr
+
+
+def _fails(venv: Venv, name: str, extra: str, line: str, *flags: str, **env: str) -> None:
+    done = venv.run("elb", "validate", *flags, "-c", str(write_config(venv, name, extra)), timeout=120, **env)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert any(x.startswith(line) for x in done.stdout.splitlines()), done.stdout
+    assert "Traceback" not in done.stderr
+
+
+def test_validate_fails_on_an_unreadable_ssh_key(venv: Venv) -> None:
+    key = venv.work / "no-such-key"
+    _fails(
+        venv, "key.yml", f"provision:\n  ssh_private_key: {key}\n", f"FAIL SSH key: {key}: cannot be read", "--offline"
+    )
+
+
+def test_validate_fails_on_a_qstat_that_does_not_answer(venv: Venv) -> None:
+    bin_dir = venv.work / "slow-sge"
+    bin_dir.mkdir()
+    qstat = bin_dir / "qstat"
+    qstat.write_text("#!/bin/sh\nexec sleep 60\n")  # a qmaster that does not answer
+    qstat.chmod(0o755)
+    path = f"{bin_dir}{os.pathsep}{venv.env['PATH']}"
+    _fails(venv, "slow.yml", "sge:\n  timeout: 2\n", "FAIL SGE: qstat did not answer within 2s", PATH=path)
+
+
+def test_validate_fails_on_an_unwritable_state_directory(venv: Venv) -> None:
+    # root may write anywhere a mode allows: sysfs stands in, where not even root creates a file.
+    path = venv.work / "unwritable.yml"
+    path.write_text("state_dir: /sys/kernel\ncloud: {provider: local}\n", encoding="utf-8")
+    done = venv.run("elb", "validate", "--offline", "-c", str(path))
+    assert done.returncode == 3, done.stdout
+    assert "FAIL state directory: /sys/kernel is not writable" in done.stdout
+
+
+def test_init_writes_a_config_that_validates(venv: Venv) -> None:
+    path = venv.work / "etc" / "elb.yml"
+    done = venv.run("elb", "init", "--offline", "-c", str(path), "--sge-root", str(venv.work / "no-sge"))
+    assert done.returncode == 0, done.stderr
+    text = path.read_text(encoding="utf-8").replace("state_dir: /var/lib/elb", f"state_dir: {venv.work / 'istate'}")
+    path.write_text(text, encoding="utf-8")
+    done = venv.run("elb", "validate", "--offline", "-c", str(path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    again = venv.run("elb", "init", "--offline", "-c", str(path))
+    assert again.returncode == 3 and "not overwritten" in again.stderr
 
 
 def test_ansible_finds_the_collection_by_name(venv: Venv) -> None:
@@ -128,13 +187,77 @@ def test_plot_without_the_extra_says_how_to_install_it(venv: Venv) -> None:
     assert "Traceback" not in done.stderr
 
 
+JOB = "#!/bin/sh\n#$ -S /bin/sh\n#$ -j y\nsleep 2\n"
+
+
+@pytest.mark.cluster
+def test_the_installed_elb_on_the_test_cluster(venv: Venv, testcluster: TestCluster) -> None:
+    """One node, added and removed with the packaged playbooks by ``elb once`` from the venv; the
+    admin's commands on it: validate, nodes, history, pause, drain (the order carried out while
+    paused), resume."""
+    tc = testcluster
+    before = cluster_state(tc)
+    cfg = venv.work / "cluster.yml"
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "poll_interval": 2,
+                "state_dir": str(venv.work / "cstate"),
+                "cluster": {"name": C.CLUSTER_NAME, "master": C.MASTER_NAME},
+                "policy": {"max_nodes": 1, "slots_per_node": 2, "billing": "second", "boot_time": 12},
+                "cloud": {"provider": "local"},
+                "provision": {"private_data_dir": str(venv.work / "cansible"), "ssh_private_key": str(C.SSH_KEY)},
+            }
+        ),
+        encoding="utf-8",
+    )
+    sge = {**C.SGE_ENV, "PATH": f"{venv.env['PATH']}{os.pathsep}/usr/bin:/bin:/usr/sbin:/sbin"}
+
+    def elb(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+        done = venv.run("elb", *args, "-c", str(cfg), timeout=600, **sge)
+        assert not ok or done.returncode == 0, (args, done.stdout, done.stderr)
+        return done
+
+    checked = elb("validate")
+    assert "ok   SGE: qstat answers" in checked.stdout and "ok   cloud local (podman)" in checked.stdout
+    jid = tc.submit(JOB, "-N", "pkg", "-o", "/dev/null")
+    try:
+        node = ""
+        for _ in range(10):  # a pass launches and provisions; bounded
+            elb("once")
+            nodes = json.loads(elb("nodes", "--json").stdout)["nodes"]
+            if nodes and nodes[0]["state"] == "ready":
+                node = nodes[0]["name"]
+                break
+            time.sleep(2)
+        assert node, "no node added"
+        assert node in cluster_state(tc)["exechosts"]  # type: ignore[operator]
+        assert "paused" in elb("pause", "--reason", "package test").stdout
+        wait_for("the job to end", lambda: job_state(tc, jid) == "", timeout=180)
+        drained = elb("drain", node)
+        assert f"{node}: disabled and idle" in drained.stdout
+        for _ in range(5):
+            elb("once")
+            if json.loads(elb("nodes", "--json").stdout)["nodes"] == []:
+                break
+        assert "scaling PAUSED" in elb("status").stdout
+        steps = [e["state"] for e in json.loads(elb("history", node, "--json").stdout)]
+        assert steps[0] == "requested" and "ready" in steps
+        assert steps[-3:] == ["draining", "deregistered", "terminated"]
+        assert "scaling resumed" in elb("resume").stdout
+        assert tc.workers() == []
+        assert cluster_state(tc) == before
+    finally:
+        tc.master_run(["qdel", jid], check=False)
+
+
 def test_run_and_once_refuse_to_start_without_the_shipped_playbooks(venv: Venv) -> None:
     # Last in this module: it damages the install.
     cfg = write_config(venv, "gone.yml")
     shipped = venv.site_packages / "ansible_collections" / "elb" / "cluster" / "playbooks"
     shutil.rmtree(shipped)
-    for command in (("once",), ("run",), ("validate",)):
+    for command in (("once",), ("run",), ("validate", "--offline")):
         done = venv.run("elb", *command, "-c", str(cfg), timeout=60)
         assert done.returncode == 3, (command, done.stdout, done.stderr)  # a config error
-        assert f"the playbooks shipped with elb: {shipped} is not a directory" in done.stderr
+        assert f"the playbooks shipped with elb: {shipped} is not a directory" in done.stderr + done.stdout
         assert "Traceback" not in done.stderr
