@@ -31,8 +31,10 @@ class Check:
     fix: str = ""
 
     def line(self) -> str:
+        """One line, whatever the detail (an SGE error spans several)."""
         fix = f" -> {self.fix}" if self.fix and not self.ok else ""
-        return f"{'ok  ' if self.ok else 'FAIL'} {self.what}: {self.detail}{fix}"
+        text = " ".join(f"{self.what}: {self.detail}{fix}".split())
+        return f"{'ok  ' if self.ok else 'FAIL'} {text}"
 
 
 def check_playbooks(cfg: Config) -> Iterator[Check]:

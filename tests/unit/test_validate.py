@@ -102,3 +102,11 @@ def test_a_bad_config_is_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["validate", "--offline", "-c", str(path)]) == Exit.CONFIG
     assert "policy.max_nodes" in capsys.readouterr().err
     assert os.path.exists(path)
+
+
+def test_a_check_is_one_line() -> None:
+    from elb.validate import Check
+
+    line = Check("SGE", False, "qstat failed\nerror: unable to contact qmaster", "fix it").line()
+    assert line == "FAIL SGE: qstat failed error: unable to contact qmaster -> fix it"
+    assert Check("x", True, "fine", "unused").line() == "ok   x: fine"
