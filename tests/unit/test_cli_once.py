@@ -218,3 +218,34 @@ def test_run_with_its_metrics_port_taken_is_one_line_and_exit_3(
         f"elb: metrics_port {port}: cannot listen on 127.0.0.1: Address already in use\n"
     )
     assert stand.sge.calls == []
+
+
+def test_dry_run_and_status_leave_an_existing_journal_as_it_was(
+    stand: Stand, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = config(tmp_path)
+    stand.sge.jobs = list(WAITING)
+    assert main(["once", "-c", str(path)]) == Exit.OK  # a live pass writes the journal
+    journal = tmp_path / "state" / "journal.sqlite"
+    Journal(journal).close()  # checkpointed: the file alone holds it all
+    before = journal.read_bytes()
+    assert main(["once", "--dry-run", "-c", str(path)]) == Exit.OK
+    assert main(["status", "-c", str(path)]) == Exit.OK
+    assert main(["nodes", "-c", str(path)]) == Exit.OK
+    assert journal.read_bytes() == before
+
+
+def test_a_journal_from_a_newer_elb_is_exit_3_everywhere(
+    stand: Stand, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    path = config(tmp_path)
+    (tmp_path / "state").mkdir()
+    db = sqlite3.connect(tmp_path / "state" / "journal.sqlite")
+    db.execute("PRAGMA user_version = 99")
+    db.close()
+    for argv in (["once"], ["status"], ["pause"]):
+        assert main([*argv, "-c", str(path)]) == Exit.CONFIG, argv
+        err = capsys.readouterr().err
+        assert "schema version 99" in err and "newer elb" in err and err.count("\n") == 1, err
