@@ -38,16 +38,33 @@ def _add_config(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("run", help="run the balancer: a pass every poll_interval until SIGTERM")
+    p = sub.add_parser(
+        "run",
+        help="run the balancer: a pass every poll_interval until SIGTERM",
+        description="The daemon: reads SGE and the cloud, plans and acts every poll_interval until SIGTERM "
+        "(under systemd: Type=notify with a watchdog). Needs a config file; exit 3 without a usable one.",
+    )
     _add_config(p)
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("once", help="run one pass")
+    p = sub.add_parser(
+        "once",
+        help="run one pass",
+        description="One pass of the daemon, then exit: 0 when it went well, 4 when SGE or the cloud could "
+        "not be read, 5 when a node operation or repair in it failed. --dry-run reads the same sources "
+        "(the journal read-only), prints the plan and the assumptions it made, and changes nothing.",
+    )
     _add_config(p)
     p.add_argument("--dry-run", action="store_true", help="print the snapshot and the plan; change nothing")
     p.set_defaults(func=cmd_once)
 
-    p = sub.add_parser("status", help="nodes with state, uptime, billing period and jobs; queue summary")
+    p = sub.add_parser(
+        "status",
+        help="nodes with state, uptime, billing period and jobs; queue summary",
+        description="Each managed node with its state, uptime, position in its billing period and jobs; "
+        "SGE's queue summary; pending orders and the last pass. Reads the journal read-only. "
+        "Exit 4 (after printing what it could) when SGE cannot be read.",
+    )
     _add_config(p)
     p.add_argument("--json", action="store_true", help="one JSON object: nodes, SGE summary, orders, last pass")
     p.set_defaults(func=cmd_status)
@@ -73,11 +90,18 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="a JSON list of events")
     p.set_defaults(func=cmd_history)
 
-    p = sub.add_parser("pause", help="stop scaling (no launch, no removal by the policy); repairs go on")
+    p = sub.add_parser(
+        "pause",
+        help="stop scaling (no launch, no removal by the policy); repairs go on",
+        description="Stops scaling until elb resume: the daemon launches nothing and the policy removes "
+        "nothing; repairs go on. Kept in the journal, so a restarted daemon stays paused.",
+    )
     _add_config(p)
     p.add_argument("--reason", default="", help="why, shown in every pass line and in status")
     p.set_defaults(func=cmd_pause)
-    p = sub.add_parser("resume", help="scale again after elb pause")
+    p = sub.add_parser(
+        "resume", help="scale again after elb pause", description="Ends an elb pause: the next pass scales again."
+    )
     _add_config(p)
     p.set_defaults(func=cmd_resume)
     for name, helptext in (
@@ -85,7 +109,7 @@ def register(sub: Any) -> None:
         ("release", "let the policy remove NODE again"),
         ("remove", "remove NODE with the safe drain as soon as SGE shows nothing on it (--cancel withdraws)"),
     ):
-        p = sub.add_parser(name, help=helptext)
+        p = sub.add_parser(name, help=helptext, description=helptext[0].upper() + helptext[1:] + ".")
         _add_config(p)
         p.add_argument("node", help="node name, e.g. node003")
         if name == "remove":
@@ -106,7 +130,13 @@ def register(sub: Any) -> None:
     )
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("plot", help="draw waiting jobs, running jobs and nodes over time from the stats file")
+    p = sub.add_parser(
+        "plot",
+        help="draw waiting jobs, running jobs and nodes over time from the stats file",
+        description="Draws nodes by state and jobs waiting, running, held and in error over time from the "
+        "stats file (rotated files included), reading only the window asked for (--since, --last) and "
+        "resampling it. Needs the plot extra: pip install 'elb[plot]'.",
+    )
     _add_config(p)
     p.add_argument("--stats", type=Path, default=None, help="stats file (default: the config's)")
     p.add_argument("--output", "-o", type=Path, default=Path("elb.png"), help="PNG to write")

@@ -59,7 +59,13 @@ def demo_config(state: Path, ssh_key: Path, cluster_name: str, max_nodes: int) -
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("demo", help="watch elb work on a local SGE cluster (podman nodes); needs root")
+    p = sub.add_parser(
+        "demo",
+        help="watch elb work on a local SGE cluster (podman nodes); needs root",
+        description="Stands up the test cluster (a real qmaster on this machine, exec hosts in podman), "
+        "submits a burst of jobs and runs the real daemon against it: nodes are launched, provisioned with "
+        "the shipped playbooks, used and removed. Prints a pass line and a summary; draws a plot.",
+    )
     p.add_argument("--jobs", type=int, default=12, help="jobs in the burst (default 12)")
     p.add_argument("--job-seconds", type=int, default=40, help="run time of each job (default 40)")
     p.add_argument("--max-nodes", type=int, default=4, help="max_nodes for the demo (default 4)")

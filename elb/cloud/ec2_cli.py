@@ -25,6 +25,9 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "ec2-check",
         help="check EC2 credentials, launch settings and IAM permissions (dry runs; exit 1 on a problem)",
+        description="Checks with EC2's DryRun requests that the credentials work and that the launch, "
+        "describe and terminate calls elb makes are allowed with the configured settings; prints one line "
+        "per check. Exit 1 on a problem.",
     )
     _add_arguments(p)
     p.set_defaults(func=cmd_ec2_check)
