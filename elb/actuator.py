@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from elb.demand import Site
 from elb.interfaces import Cloud, CloudError, HostResult, Instance, NodeSpec, Outcome, Provisioner
 from elb.journal import Journal
 from elb.model import Job, Node, NodeState, Snapshot
@@ -32,6 +33,8 @@ class SgeClient(Protocol):
     def jobs_on(self, host: str) -> Sequence[Job]: ...
 
     def configured_exec_hosts(self) -> frozenset[str]: ...
+
+    def read_site(self) -> Site: ...
 
 
 @dataclass

@@ -10,6 +10,7 @@ import math
 import sqlite3
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
@@ -22,10 +23,11 @@ from elb.dryrun import dry_run
 from elb.exitcodes import Exit
 from elb.journal import Journal, JournalError, JournalVersionError
 from elb.logs import setup_logging
-from elb.model import NodeState, Snapshot
+from elb.model import Node, NodeState, Snapshot
 from elb.nodeview import node_facts
 from elb.policy.base import minutes
 from elb.provision.ansible import ProvisionError
+from elb.servable import DemandSplit, NotDemand, demand_of
 from elb.stats import duration, window_start
 
 log = logging.getLogger("elb")
@@ -347,6 +349,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     if snap is not None:
         for line in snapshot_summary(snap, cfg.cluster.master):
             print(line)
+        split = _demand_or_none(cfg, snap, nodes)
+        for refused in split.not_demand if split is not None else ():
+            print(f"not demand, {refused.describe()}")
     orders = journal.orders()
     if orders.paused:
         since = minutes(now - (orders.paused_since or now))
@@ -360,14 +365,26 @@ def cmd_status(args: argparse.Namespace) -> int:
     return Exit.OK if snap is not None else Exit.UNREADABLE
 
 
+def _not_demand_json(n: NotDemand) -> dict[str, object]:
+    return {
+        "job_id": n.job.job_id,
+        "tasks": n.job.tasks,
+        "unservable": n.unservable,
+        "until": n.until,
+        "reason": n.reason,
+    }
+
+
 def _status_json(cfg: Config, journal: Journal, snap: Snapshot | None, now: float) -> dict[str, object]:
     orders = journal.orders()
+    split = None if snap is None else _demand_or_none(cfg, snap, journal.nodes())
     last = journal.passes(limit=1)
     return {
         "time": now,
         "sge_read": snap is not None,
         "nodes": [asdict(node_facts(n, snap, now, cfg.policy.billing_period)) for n in journal.nodes()],
         "sge": None if snap is None else snapshot_summary(snap, cfg.cluster.master),
+        "not_demand": None if split is None else [_not_demand_json(n) for n in split.not_demand],
         "orders": {
             "paused_since": orders.paused_since,
             "pause_reason": orders.pause_reason,
@@ -376,6 +393,19 @@ def _status_json(cfg: Config, journal: Journal, snap: Snapshot | None, now: floa
         },
         "last_pass": None if not last else asdict(last[-1]),
     }
+
+
+def _demand_or_none(cfg: Config, snap: Snapshot, nodes: Sequence[Node]) -> DemandSplit | None:
+    """The daemon's split of the waiting jobs (``elb.servable``), or None (said on stderr) when
+    the site's configuration cannot be read."""
+    if not snap.pending:
+        return DemandSplit(snap)
+    try:
+        site = factory.make_sge(cfg).read_site()
+    except Exception as err:
+        _error(f"cannot read the site's complexes and parallel environments: {err}")
+        return None
+    return demand_of(snap, nodes, cfg, site, cfg.policy.slots_per_node)
 
 
 def _read_sge_or_none(cfg: Config) -> Snapshot | None:
@@ -571,7 +601,11 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     if snap is None:
         return Exit.UNREADABLE
     p = cfg.policy
-    spn, jobs = waiting_jobs(snap, nodes, cfg.cluster.master, p.max_nodes, p.slots_per_node)
+    split = _demand_or_none(cfg, snap, nodes)
+    if split is None:
+        return Exit.UNREADABLE
+    reasons = {n.job.job_id: n.verdict for n in split.not_demand}
+    spn, jobs = waiting_jobs(snap, nodes, cfg.cluster.master, p.slots_per_node, reasons)
     if args.json:
         print(json.dumps({"time": snap.now, "slots_per_node": spn, "jobs": [asdict(j) for j in jobs]}, indent=2))
         return Exit.OK

@@ -11,7 +11,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import FrameType
@@ -34,6 +34,7 @@ from elb.policy.base import minutes
 from elb.policy.view import cluster_view
 from elb.reconcile import Repair, RepairKind, plan_repairs
 from elb.sdnotify import Notifier
+from elb.servable import DemandSplit, NotDemand, demand_of
 from elb.sge.commands import read_whole
 from elb.sge.readcheck import expected_hosts, running_jobs
 from elb.stats import StatsRow, append_row, held_and_error
@@ -81,6 +82,8 @@ class LastPass:
     lost_kept: int = 0  # lost nodes kept because SGE lists work on them (an admin must look)
     backoff_rounds: int = 0  # failed launch rounds in a row (0: launching is not backed off)
     backoff_wait: float = 0.0  # seconds before the next launch may start
+    unservable_jobs: int = 0  # waiting jobs no node elb launches could ever run (never demand)
+    not_demand: tuple[NotDemand, ...] = ()  # the waiting jobs the last plan left out, with why
 
 
 @dataclass
@@ -131,6 +134,7 @@ class Balancer:
         policy: Policy | None = None,
         clock: Callable[[], float] = time.time,
         executor: Executor | None = None,
+        node_slots: int | None = None,
     ) -> None:
         self.config = config
         self.sge = sge
@@ -140,6 +144,9 @@ class Balancer:
         self.policy = policy or make_policy(config.policy, config.cluster)
         # Without policy.slots_per_node, ask the cloud once what a new node has (see _learn_new_node_slots).
         self._ask_slots = policy is None and config.policy.slots_per_node is None
+        # A new node's slots when known (configured, learnt from the cloud, or given by the dry
+        # run); else inferred from the workers each pass, as the policy does.
+        self.node_slots = config.policy.slots_per_node if node_slots is None else node_slots
         self.clock = clock
         # Node operations: inline (the pass ends when they end) unless run_forever gives one
         # that runs them in the background.
@@ -310,7 +317,11 @@ class Balancer:
                 log.error("%s; no scaling this pass", err)
                 return
         now = snap.now
-        plan = self._decide(snap, live=True)
+        try:
+            plan = self._decide(snap, live=True)
+        except PassFailed as err:
+            log.error("%s; no scaling this pass", err)
+            return
         if plan.add:
             plan = self._limit_launches(plan, now)
         result.plan = plan
@@ -330,12 +341,31 @@ class Balancer:
         """The policy's plan, with the admin's standing orders applied (pause, keep, remove).
         ``live``: a removal order whose node is gone is done and withdrawn (a dry run writes nothing)."""
         nodes = self.journal.nodes(include_gone=True)
-        plan = self.policy.decide(snap, nodes, self.journal.history(), snap.now)
+        demand = self._demand(snap, nodes)
+        plan = self.policy.decide(demand.snapshot, nodes, self.journal.history(), snap.now)
         busy = {h.name for h in snap.hosts if h.busy} | {j.host for j in snap.jobs if j.host}
         orders = self.journal.orders()
         for name in orders.remove - {n.name for n in nodes if n.state.alive} if live else ():
             self.journal.set_order("remove", name, on=False)  # the node is gone: the order is done
         return apply_orders(plan, orders, nodes, busy)
+
+    def _demand(self, snap: Snapshot, nodes: Sequence[Node]) -> DemandSplit:
+        """The snapshot the policy plans on: waiting jobs no new node could ever run, or held by
+        ``qsub -a`` until later, left out (``elb.servable``) and reported. ``PassFailed`` when the
+        site's configuration cannot be read while jobs wait: nothing is launched on a guess."""
+        if not snap.pending:
+            self.last.not_demand, self.last.unservable_jobs = (), 0
+            return DemandSplit(snap)
+        try:
+            site = self.sge.read_site()
+        except Exception as err:
+            raise PassFailed(f"reading the site's complexes and parallel environments: {err}") from err
+        split = demand_of(snap, nodes, self.config, site, self.node_slots)
+        for n in split.not_demand:
+            log.warning("not demand: %s", n.describe())
+        self.last.not_demand = split.not_demand
+        self.last.unservable_jobs = len(split.unservable)
+        return split
 
     def _limit_launches(self, plan: Plan, now: float) -> Plan:
         """The plan's launches, cut by the back-off the journal's failed bring-ups set."""
@@ -357,7 +387,11 @@ class Balancer:
 
     def _learn_new_node_slots(self) -> None:
         """Once per start, when policy.slots_per_node is not set: see ``elb.nodesize.learn_once``."""
-        self.policy, self._ask_slots = nodesize.learn_once(self.config, self.cloud, self.policy, self._ask_slots)
+        self.policy, self._ask_slots, learnt = nodesize.learn_once(
+            self.config, self.cloud, self.policy, self._ask_slots
+        )
+        if learnt is not None:
+            self.node_slots = learnt
 
     def _stop_before(self, what: str, result: PassResult) -> bool:
         """True when elb is stopping: the operation on ``what`` is left for the next start."""

@@ -46,11 +46,10 @@ takes as many tasks as its slots allow, and the nodes asked for are capped at th
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
-from types import MappingProxyType
 
 from elb.groups import NodeGroup, NodeGroups
 from elb.model import Job
@@ -68,6 +67,7 @@ from elb.sge.complexes import (
     satisfies,
 )
 from elb.sge.pe import ParallelEnvironment, Spread
+from elb.sge.site import Site
 
 # SGE's upper end of an open range ("4-"): qstat prints it as 9999999.
 RANGE_INFINITY = 9_999_999
@@ -116,7 +116,6 @@ QUEUE_VALUES = frozenset(
         *(f"{p}_{r}" for p in "hs" for r in ("rt", "cpu", "fsize", "data", "stack", "core", "rss", "vmem")),
     }
 )
-_NO_VALUES: Mapping[str, str] = MappingProxyType({})
 
 
 # -- inputs -------------------------------------------------------------------------------------
@@ -133,20 +132,6 @@ class JobBinding:
 
     hard_queues: tuple[str, ...] = ()
     start_time: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Site:
-    """The cluster configuration a job is matched against.
-
-    ``complexes``: ``qconf -sc``; ``pes``: every parallel environment by name (``qconf -spl`` and
-    ``qconf -sp NAME``); ``global_values``: the complex values of the global host
-    (``complex_values`` of ``qconf -se global``), such as license counts.
-    """
-
-    complexes: ComplexTable
-    pes: Mapping[str, ParallelEnvironment]
-    global_values: Mapping[str, str] = field(default_factory=lambda: _NO_VALUES)
 
 
 # -- results ------------------------------------------------------------------------------------

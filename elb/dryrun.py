@@ -41,7 +41,9 @@ def dry_run(
     size = ask_node_size(cfg, make_cloud)
     journal = Journal.read_only(cfg.journal_path)  # a copy in memory: the file is not written
     try:
-        balancer = Balancer(cfg, sge=sge, journal=journal, policy=nodesize.policy_with(cfg, size))
+        balancer = Balancer(
+            cfg, sge=sge, journal=journal, policy=nodesize.policy_with(cfg, size), node_slots=size.slots
+        )
         result = balancer.run_pass(dry_run=True)
         nodes = journal.nodes(include_gone=True)
     finally:
@@ -60,6 +62,10 @@ def dry_run(
     out(f"  a new node is ready {minutes(p.boot_time)} after launch (policy.boot_time)")
     out(f"  a pass every {minutes(cfg.poll_interval)} (poll_interval)")
     out(f"  policy {p.name}, {p.min_nodes}-{p.max_nodes} nodes")
+    if balancer.last.not_demand:
+        out("waiting jobs that are not demand (no node is launched for them):")
+        for n in balancer.last.not_demand:
+            out(f"  {n.describe()}")
     out("plan (dry run, nothing changed):")
     for line in result.plan.describe():
         out(f"  {line}")

@@ -1,16 +1,14 @@
 """The waiting jobs as ``elb jobs`` shows them: each with whether elb counts it as demand, and why not.
 
-The rules are the policy's own today (``elb.policy.view``): a waiting job is demand when SGE
-may schedule it (state ``qw``: not held, not in error) and a task fits in ``max_nodes`` nodes of
-``slots_per_node`` slots (the policy's figure: configured, else learnt from the workers). A
-hard queue list or a start time (``qsub -q``, ``qsub -a``) is not read by elb's qstat; such a
-job shows as demand here as it does to the policy.
+A waiting job is demand when SGE may schedule it (state ``qw``: not held, not in error) and a new
+node elb launches could run it (``elb.servable``, the daemon's own filter: its queue list, PE and
+allocation rule, hard requests against what a new node offers, ``max_nodes``); the policy's node
+size is configured, else the workers' most common size.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from elb.model import PENDING_STATES, Job, Node, Snapshot
@@ -32,22 +30,20 @@ class JobFacts:
     why_not: str | None  # None when demand
 
 
-def why_not_demand(job: Job, slots_per_node: int, max_nodes: int) -> str | None:
-    """Why the policy does not count this waiting job (None: it does)."""
+def why_not_demand(job: Job, not_demand: Mapping[int, str]) -> str | None:
+    """Why the policy does not count this waiting job (None: it does). ``not_demand``: the
+    reasons of ``elb.servable`` by job number."""
     if "E" in job.state:
         return f"in error ({job.state}): qstat -j {job.job_id} says why, qmod -cj {job.job_id} clears it"
     if "h" in job.state:
         return f"held ({job.state}): a hold or a job it waits for (qstat -j {job.job_id})"
     if job.state not in PENDING_STATES:
         return f"state {job.state}: not waiting to be scheduled"
-    nodes = math.ceil(job.slots / slots_per_node)
-    if nodes > max_nodes:
-        return f"too big: {job.slots} slots need {nodes} nodes of {slots_per_node}; policy.max_nodes is {max_nodes}"
-    return None
+    return not_demand.get(job.job_id)
 
 
 def waiting_jobs(
-    snap: Snapshot, nodes: Sequence[Node], master: str, max_nodes: int, slots_per_node: int | None
+    snap: Snapshot, nodes: Sequence[Node], master: str, slots_per_node: int | None, not_demand: Mapping[int, str]
 ) -> tuple[int, list[JobFacts]]:
     """The slots per node the policy assumes, and every job not on a host, oldest first."""
     spn = cluster_view(snap, nodes, master, snap.now, slots_per_node).slots_per_node
@@ -57,7 +53,7 @@ def waiting_jobs(
     )
     out = []
     for j in waiting:
-        why = why_not_demand(j, spn, max_nodes)
+        why = why_not_demand(j, not_demand)
         out.append(
             JobFacts(
                 job_id=j.job_id,

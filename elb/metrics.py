@@ -97,6 +97,11 @@ class BalancerCollector(Collector):
                 s.backoff_rounds,
             ),
             ("elb_launch_backoff_seconds", "Seconds before the next launch may start (back-off)", s.backoff_wait),
+            (
+                "elb_unservable_jobs",
+                "Eligible waiting jobs no node elb launches could ever run (never demand; elb jobs says why)",
+                s.unservable_jobs,
+            ),
         ):
             g = GaugeMetricFamily(name, doc)
             g.add_metric([], value)

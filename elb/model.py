@@ -37,6 +37,7 @@ class Job:
     hard_requests: Mapping[str, str] = field(default_factory=dict, hash=False)
     queue: str | None = None  # queue instance, e.g. "all.q@node001" (running jobs)
     hard_runtime: float | None = None  # h_rt in seconds when requested
+    hard_queues: tuple[str, ...] = ()  # the hard queue list (qsub -q), wildcards as given
 
     @property
     def host(self) -> str | None:

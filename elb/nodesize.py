@@ -53,19 +53,20 @@ def policy_with(config: Config, size: NodeSize) -> Policy:
     return make_policy(policy, config.cluster)
 
 
-def learn_once(config: Config, cloud: Cloud | None, policy: Policy, ask: bool) -> tuple[Policy, bool]:
+def learn_once(config: Config, cloud: Cloud | None, policy: Policy, ask: bool) -> tuple[Policy, bool, int | None]:
     """The daemon's step, once per start while ``ask`` (slots_per_node unset and no policy given):
     the cloud's size of a new node becomes the policy's. Without it, a cluster with no worker yet
     would count one slot per node and launch a node per waiting slot. Returns the policy to use
-    and whether to ask again (only while there is no cloud to ask)."""
+    and whether to ask again (only while there is no cloud to ask), and the slots learnt (None:
+    not learnt)."""
     if not ask or cloud is None:
-        return policy, ask
+        return policy, ask, None
     size = new_node_size(config.policy, cloud, config.cloud.provider)
     if size.slots is None:
         log.warning("cannot learn the slots of a new node (%s): inferred from the workers", size.source)
-        return policy, False
+        return policy, False, None
     log.info("policy.slots_per_node not set: a new node has %d slots (%s)", size.slots, size.source)
-    return policy_with(config, size), False
+    return policy_with(config, size), False, size.slots
 
 
 def effective_slots(size: NodeSize, hosts: Sequence[Host], nodes: Sequence[Node], master: str) -> tuple[int, str]:

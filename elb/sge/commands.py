@@ -27,6 +27,7 @@ from elb.model import Job, Snapshot
 from elb.sge.errors import PartialReadError, SgeError, SgeParseError, SgeTimeoutError
 from elb.sge.parse import check_agree, join_snapshot, parse_qhost, parse_qstat
 from elb.sge.readcheck import Need, check_read
+from elb.sge.site import Site, build_site, parse_names
 
 Clock = Callable[[], float]
 T = TypeVar("T")
@@ -41,6 +42,7 @@ QHOST_ARGS: tuple[str, ...] = ("-xml", "-q")
 # SGE host names as elb accepts them before passing one to a command.
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,252})")
 _QUEUE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+_PE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 # Environment variables that change what qstat prints (debug dumps instead of XML).
 _DROPPED_ENV = ("MORE_INFO", "SGE_QSTAT_ENV_DEBUG", "SGE_DEBUG_LEVEL", "SGE_ND")
 # What qmod prints for each queue instance it changed (or found already changed).
@@ -114,6 +116,14 @@ def check_host(host: str) -> str:
     if not isinstance(host, str) or _HOST.fullmatch(host) is None or host == "global":
         raise SgeError(f"refusing host name {host!r}: not a plain host name")
     return host
+
+
+def check_pe(name: str) -> str:
+    """A parallel environment's name as ``qconf -spl`` lists it, refused if it could be read as
+    an option or holds characters SGE does not allow in names."""
+    if not _PE_NAME.fullmatch(name):
+        raise SgeError(f"refusing parallel environment name {name!r}")
+    return name
 
 
 def check_queue(queue: str) -> str:
@@ -290,6 +300,21 @@ class SgeCommands:
     def hostgroup_names(self) -> tuple[str, ...]:
         """The host groups (``qconf -shgrpl``)."""
         return self._names("-shgrpl", "no host group list defined")
+
+    def read_site(self) -> Site:
+        """The complexes, parallel environments and global host values new nodes are matched
+        against (``elb.sge.site``): ``qconf -sc``, ``-spl``, ``-sp NAME`` each, ``-se global``.
+        SgeError when any of them fails or cannot be parsed."""
+
+        def text(*args: str) -> str:
+            return self.run("qconf", args).stdout.decode("utf-8", errors="replace")
+
+        try:
+            names = parse_names("\n".join(self._names("-spl", "no parallel environment")), "qconf -spl")
+            pes = {name: text("-sp", check_pe(name)) for name in names}
+            return build_site(text("-sc"), pes, text("-se", "global"))
+        except SgeParseError as err:
+            raise SgeError(f"reading the site's configuration: {err}") from err
 
     def answers(self) -> None:
         """Raise SgeError unless qstat answers within the timeout (``qstat -s r``: running jobs only)."""

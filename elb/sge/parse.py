@@ -9,7 +9,8 @@ Written for the format of Son of Grid Engine 8.1.9 (Debian's ``gridengine``):
   ``error``/``zombie``/``finished``). A job entry has ``JB_job_number``, ``JAT_prio``,
   ``JB_name``, ``JB_owner``, ``state``, ``JB_submission_time`` (waiting) or
   ``JAT_start_time`` (running), ``slots``, ``tasks`` (array jobs) and, with ``-r``,
-  ``requested_pe name=".."``, ``hard_request name=".."`` and more.
+  ``requested_pe name=".."``, ``hard_request name=".."``, ``hard_req_queue`` (one per queue of
+  ``qsub -q``) and more.
 - A parallel job that spans hosts is listed under every queue instance it occupies, each entry
   with the slots it holds there; elb keeps one entry per queue instance.
 - ``qhost -xml -q``: ``<qhost>`` of ``<host name='..'>`` with ``<hostvalue name='..'>`` (``-``
@@ -362,6 +363,13 @@ class _JobReader:
                 if not name:
                     raise SgeParseError(f"{section}: job_list #{n}: <hard_request> without a name")
                 hard[name] = (child.text or "").strip()
+        hard_queues: tuple[str, ...] = ()
+        if "hard_req_queue" in fields:
+            hard_queues = tuple(
+                text
+                for child in el.iterchildren("hard_req_queue")  # type: ignore[attr-defined]  # lxml element
+                if (text := (child.text or "").strip())
+            )
         if "requested_pe" in fields:
             pe_el = el.find("requested_pe")
             pe = pe_el.get("name") if pe_el is not None else None
@@ -426,6 +434,7 @@ class _JobReader:
             MappingProxyType(hard) if hard else _NO_REQUESTS,
             queue,
             runtime,
+            hard_queues,
         )
 
 

@@ -25,6 +25,7 @@ import pytest
 from elb.actuator import Actuator, Outcomes, SgeClient
 from elb.cloud.local import LocalCloud
 from elb.daemon import Balancer
+from elb.demand import Site
 from elb.interfaces import LaunchResult
 from elb.model import Job, NodeState, Snapshot
 from elb.testcluster import constants as C
@@ -555,6 +556,9 @@ class HookedSge:
 
     def configured_exec_hosts(self) -> frozenset[str]:
         return self.real.configured_exec_hosts()
+
+    def read_site(self) -> Site:
+        return self.real.read_site()
 
 
 # Nodes added per provisioning run. Each race that ends in a removal needs a fresh node; adding them

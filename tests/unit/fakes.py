@@ -11,9 +11,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from elb.demand import Site
 from elb.interfaces import CloudError, HostResult, Instance, LaunchResult, NodeSpec, Outcome
 from elb.model import Host, Job, QueueInstance, Snapshot
+from elb.sge.site import build_site
 
 GATE_BOUND = 60.0  # seconds a gated playbook waits at most for the test
 
@@ -27,6 +30,8 @@ class FakeSge:
     calls: list[str] = field(default_factory=list)
     fail_reads: int = 0  # the next N reads raise
     on_disable: Callable[[str], None] | None = None  # inject a job landing during drain
+    site_error: str | None = None  # read_site raises with this message
+    complexes: str = "qconf-sc-default.txt"  # the fixture read_site's complexes come from
 
     def read_snapshot(self) -> Snapshot:
         self.calls.append("read")
@@ -62,6 +67,22 @@ class FakeSge:
         """``qconf -sel``: every host registered, reachable or not (``hosts`` here)."""
         self.calls.append("qconf -sel")
         return frozenset(self.hosts)
+
+    def read_site(self) -> Site:
+        """``qconf -sc``, the PEs and the global host: SGE's default complexes, ``smp``
+        (``$pe_slots``) and ``mpi`` (``$fill_up``), from the fixtures; ``site_error`` raises."""
+        self.calls.append("qconf site")
+        if self.site_error is not None:
+            raise RuntimeError(self.site_error)
+        return default_site(self.complexes)
+
+
+def default_site(complexes: str = "qconf-sc-default.txt") -> Site:
+    """``complexes``: SGE's defaults, or ``qconf-sc-site.txt`` (a site that adds a ``gpu``
+    consumable and makes ``h_vmem`` consumable)."""
+    here = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "handmade"
+    pes = {name: (here / f"qconf-sp-{name}.txt").read_text() for name in ("smp", "mpi")}
+    return build_site((here / complexes).read_text(), pes, "hostname global\ncomplex_values NONE\n")
 
 
 @dataclass

@@ -4,6 +4,7 @@ tests/unit/fakes.py (the factory hands it out) and a journal written by a real p
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -277,8 +278,8 @@ def test_jobs_says_what_counts_as_demand(setup: tuple[Path, FakeSge], capsys: py
         pending(10, 600),
         pending(11, 300, state="hqw"),
         pending(12, 200, state="Eqw"),
-        pending(13, 100, slots=40),  # 5 nodes of 8: max_nodes is 4
-        pending(14, 50, slots=16),
+        replace(pending(13, 100, slots=40), pe="mpi", pe_range="40"),  # 5 nodes of 8: max_nodes is 4
+        replace(pending(14, 50, slots=16), pe="mpi", pe_range="16"),
     ]
     assert main(["jobs", "-c", str(path), "--json"]) == Exit.OK
     doc = json.loads(capsys.readouterr().out)
@@ -288,7 +289,11 @@ def test_jobs_says_what_counts_as_demand(setup: tuple[Path, FakeSge], capsys: py
     assert verdicts[10] == (True, "") and verdicts[14] == (True, "")
     assert not verdicts[11][0] and verdicts[11][1].startswith("held (hqw)")
     assert not verdicts[12][0] and verdicts[12][1].startswith("in error (Eqw)")
-    assert not verdicts[13][0] and "too big: 40 slots need 5 nodes of 8; policy.max_nodes is 4" in verdicts[13][1]
+    assert not verdicts[13][0]
+    assert (
+        verdicts[13][1]
+        == "unservable: 40 slots in PE mpi ($fill_up): more than the 32 slots of group default at max_nodes 4"
+    )
     assert doc["jobs"][0]["waited"] == 600
     assert main(["jobs", "-c", str(path)]) == Exit.OK
     out = capsys.readouterr().out

@@ -33,6 +33,7 @@ UNIT_TESTS = {
                 {"series": "elb_node_failures_total", "values": "0 0 1 2 3 4x30"},
                 {"series": 'elb_build_info{version="x",python="3.11"}', "values": "1x40"},
                 {"series": 'up{job="elb"}', "values": "1x40"},
+                {"series": "elb_unservable_jobs", "values": "0 0 2x40"},
             ],
             "alert_rule_test": [
                 {"eval_time": "5m", "alertname": "ElbLostNodeKept", "exp_alerts": []},
@@ -83,6 +84,22 @@ UNIT_TESTS = {
                         }
                     ],
                 },
+                {"eval_time": "20m", "alertname": "ElbUnservableJobs", "exp_alerts": []},
+                {
+                    "eval_time": "38m",
+                    "alertname": "ElbUnservableJobs",
+                    "exp_alerts": [
+                        {
+                            "exp_labels": {"severity": "info"},
+                            "exp_annotations": {
+                                "summary": "2 waiting job(s) that no node elb launches could run",
+                                "description": "These jobs wait for a queue, a resource, a host or more slots "
+                                "than elb's nodes offer, so elb launches nothing for them and they wait for ever. "
+                                "`elb jobs` gives each one's reason: change the job (qalter) or the node settings.",
+                            },
+                        }
+                    ],
+                },
                 {"eval_time": "30m", "alertname": "ElbDown", "exp_alerts": []},
                 {
                     "eval_time": "30m",
@@ -110,7 +127,7 @@ def _names(alerts: list[dict[str, object]]) -> list[str]:
 def test_rules_are_valid() -> None:
     out = subprocess.run(["promtool", "check", "rules", str(RULES)], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "SUCCESS: 5 rules found" in out.stdout
+    assert "SUCCESS: 6 rules found" in out.stdout
 
 
 @needs_promtool

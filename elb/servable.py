@@ -1,0 +1,130 @@
+"""Which waiting jobs are demand for new nodes: the pass's filter before the policy plans.
+
+A waiting job that no node elb can launch could ever run (a queue elb's nodes do not join, a
+complex they do not offer, a host that is not one of them, a ``$pe_slots`` job wider than a
+node, more slots than ``max_nodes`` nodes hold) is never demand: a node launched for it would
+stay idle and billed. A job held by ``qsub -a`` until later is not demand before then. The
+policy plans on the snapshot without these jobs; each is reported with a one-line reason (log,
+``status``, the dry run, ``elb jobs``, the ``elb_unservable_jobs`` metric).
+
+The matching is ``elb.demand.place`` against the site's configuration (``qconf -sc``, the PEs,
+the global host's values: ``elb.sge.site``) and the node group elb's settings describe
+(``policy.slots_per_node``/the learnt node size, ``policy.min_nodes``/``max_nodes``,
+``sge.queue``, ``sge.hostgroup``). Pure: ``now`` is passed in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from elb.config import Config
+from elb.demand import DemandError, JobBinding, NotYet, Servable, Site, place_all
+from elb.groups import NodeGroups, default_group
+from elb.model import Job, Node, Snapshot
+from elb.policy.view import infer_slots_per_node, new_names
+
+
+@dataclass(frozen=True, slots=True)
+class NotDemand:
+    """A waiting job the policy does not plan for. ``until``: the ``qsub -a`` time after which it
+    is demand; None when no node elb launches could ever run it."""
+
+    job: Job
+    reason: str
+    until: float | None = None
+
+    @property
+    def unservable(self) -> bool:
+        return self.until is None
+
+    @property
+    def verdict(self) -> str:
+        """``unservable: why`` or ``not yet: why``."""
+        return f"{'unservable' if self.unservable else 'not yet'}: {self.reason}"
+
+    def describe(self) -> str:
+        tasks = f" ({self.job.tasks} tasks)" if self.job.tasks > 1 else ""
+        return f"job {self.job.job_id}{tasks}: {self.verdict}"
+
+
+@dataclass(frozen=True, slots=True)
+class DemandSplit:
+    """``snapshot``: what the policy plans on (the jobs in ``not_demand`` left out)."""
+
+    snapshot: Snapshot
+    not_demand: tuple[NotDemand, ...] = ()
+
+    @property
+    def unservable(self) -> tuple[NotDemand, ...]:
+        return tuple(n for n in self.not_demand if n.unservable)
+
+
+def node_groups(config: Config, slots_per_node: int) -> NodeGroups:
+    """The one node group elb's settings describe."""
+    p = config.policy
+    group = default_group(
+        slots_per_node=slots_per_node,
+        max_nodes=p.max_nodes,
+        min_nodes=p.min_nodes,
+        queue=config.sge.queue,
+        hostgroup=config.sge.hostgroup,
+    )
+    return NodeGroups(groups=[group])
+
+
+def demand_of(
+    snapshot: Snapshot, nodes: Sequence[Node], config: Config, site: Site, node_slots: int | None
+) -> DemandSplit:
+    """``split_demand`` for elb's node group: a new node has ``node_slots`` (None: the workers'
+    most common size, as the policy infers it) and gets the next free name."""
+    cluster = config.cluster
+    workers = [h for h in snapshot.hosts if h.name != cluster.master]
+    alive = [n for n in nodes if n.state.alive and n.name != cluster.master]
+    slots = infer_slots_per_node(workers, alive, node_slots)
+    name = new_names(snapshot, nodes, 1, cluster.node_prefix, cluster.node_digits)[0]
+    return split_demand(snapshot, node_groups(config, slots), site, new_node_name=name)
+
+
+def split_demand(
+    snapshot: Snapshot, groups: NodeGroups, site: Site, *, new_node_name: str | None = None
+) -> DemandSplit:
+    """The snapshot's eligible waiting jobs split into demand and the rest (``NotDemand``)."""
+    pending = [j for j in snapshot.jobs if j.is_pending]
+    if not pending:
+        return DemandSplit(snapshot)
+    bindings = [JobBinding(hard_queues=j.hard_queues) if j.hard_queues else None for j in pending]
+    try:
+        placements = place_all(pending, groups, site, snapshot.now, bindings=bindings, new_node_name=new_node_name)
+    except DemandError as err:  # the groups do not fit the site: no job is demand until fixed
+        reason = f"the node group configuration does not fit the site: {err}"
+        return DemandSplit(_without(snapshot, set(range(len(pending)))), tuple(NotDemand(j, reason) for j in pending))
+    refused: list[NotDemand] = []
+    left_out: set[int] = set()
+    for n, (job, placement) in enumerate(zip(pending, placements, strict=True)):
+        if isinstance(placement, Servable):
+            continue
+        left_out.add(n)
+        until = placement.start_time if isinstance(placement, NotYet) else None
+        refused.append(NotDemand(job, placement.reason, until))
+    if not refused:
+        return DemandSplit(snapshot)
+    return DemandSplit(_without(snapshot, left_out), tuple(refused))
+
+
+def _without(snapshot: Snapshot, pending_indices: set[int]) -> Snapshot:
+    """The snapshot without the eligible waiting jobs at these positions (counted among them)."""
+    kept: list[Job] = []
+    n = 0
+    for job in snapshot.jobs:
+        if job.is_pending:
+            drop = n in pending_indices
+            n += 1
+            if drop:
+                continue
+        kept.append(job)
+    return dataclasses.replace(snapshot, jobs=tuple(kept))
+
+
+__all__: Sequence[str] = ("DemandSplit", "NotDemand", "demand_of", "node_groups", "split_demand")

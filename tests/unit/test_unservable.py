@@ -1,0 +1,186 @@
+"""Waiting jobs no node elb launches could ever run are never demand (``elb.servable``).
+
+Each job below made elb launch nodes and keep them idle before waiting jobs were matched against
+what a new node offers: a queue its nodes do not join, a host that is not one of them, a
+consumable nobody offers, a ``$pe_slots`` job wider than a node, a PE job wider than
+``max_nodes`` nodes. Passes run through the real Balancer with the in-memory SGE of
+tests/unit/fakes.py (whose ``read_site`` answers with the fixture ``qconf`` outputs).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from elb.config import Config, parse_config
+from elb.daemon import Balancer
+from elb.journal import Journal
+from elb.metrics import BalancerCollector
+from elb.model import Job
+from elb.servable import node_groups, split_demand
+from elb.sge.commands import SgeCommands
+from tests.unit.factories import T0, pending
+from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge, default_site
+
+LONG = 30 * 60  # waited well past every wait rule
+
+
+def bound(job: Job, **changes: object) -> Job:
+    from dataclasses import replace
+
+    return replace(job, **changes)  # type: ignore[arg-type]
+
+
+UNSERVABLE = [
+    bound(pending(10, LONG), hard_queues=("other.q",)),
+    bound(pending(11, LONG), hard_requests={"hostname": "foo"}),
+    bound(pending(12, LONG), hard_requests={"gpu": "1"}),
+    bound(pending(13, LONG, slots=64), pe="mpi", pe_range="64"),
+    bound(pending(14, LONG, slots=4), pe="smp", pe_range="4"),
+]
+
+
+@pytest.fixture
+def cfg(tmp_path: Path) -> Config:
+    return parse_config({"state_dir": str(tmp_path), "policy": {"max_nodes": 4, "slots_per_node": 2}})
+
+
+def balancer(cfg: Config, jobs: list[Job]) -> tuple[Balancer, FakeSge, FakeCloud]:
+    sge = FakeSge(T0, jobs=list(jobs), complexes="qconf-sc-site.txt")
+    cloud = FakeCloud(T0)
+    bal = Balancer(cfg, sge=sge, journal=Journal(cfg.journal_path), cloud=cloud, provisioner=FakeProvisioner(sge))
+    return bal, sge, cloud
+
+
+def test_jobs_no_new_node_could_run_launch_nothing_over_many_passes(cfg: Config) -> None:
+    bal, _sge, cloud = balancer(cfg, UNSERVABLE)
+    for _ in range(5):
+        assert bal.run_pass().ok
+    assert cloud.counter == 0  # no instance launched
+    assert bal.last.unservable_jobs == len(UNSERVABLE)
+    reasons = {n.job.job_id: n.reason for n in bal.last.not_demand}
+    assert "other.q" in reasons[10]
+    assert "foo" in reasons[11]
+    assert "gpu" in reasons[12]
+    assert "64" in reasons[13]
+    assert "$pe_slots" in reasons[14]
+
+
+def test_the_cluster_still_scales_for_the_jobs_it_can_serve(cfg: Config) -> None:
+    bal, _sge, cloud = balancer(cfg, [*UNSERVABLE, pending(20, LONG, slots=2)])
+    result = bal.run_pass()
+    assert result.ok
+    assert [i.name for i in cloud.instances.values()] == ["node001"]  # one 2-slot node for job 20, none for the others
+
+
+def test_each_unservable_job_is_logged_once_per_pass_and_counted_in_a_metric(
+    cfg: Config, caplog: pytest.LogCaptureFixture
+) -> None:
+    bal, _sge, _cloud = balancer(cfg, UNSERVABLE[:2])
+    with caplog.at_level(logging.WARNING, logger="elb"):
+        bal.run_pass()
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("not demand")]
+    assert len(lines) == 2 and "job 10" in lines[0]
+    metric = {m.name: m.samples[0].value for m in BalancerCollector(bal).collect() if m.samples}
+    assert metric["elb_unservable_jobs"] == 2
+
+
+def test_an_unreadable_site_launches_nothing_and_the_pass_goes_on(cfg: Config) -> None:
+    bal, sge, cloud = balancer(cfg, [pending(20, LONG, slots=2)])
+    sge.site_error = "qconf: unable to contact qmaster"
+    result = bal.run_pass()
+    assert cloud.counter == 0  # no instance launched
+    assert result.ok  # repairs and removals are not held by it; only launches wait
+    sge.site_error = None
+    bal.run_pass()
+    assert [i.name for i in cloud.instances.values()] == ["node001"]
+
+
+def test_no_waiting_job_no_site_read(cfg: Config) -> None:
+    bal, sge, _cloud = balancer(cfg, [])
+    bal.run_pass()
+    assert "qconf site" not in sge.calls
+
+
+def test_split_leaves_running_and_held_jobs_and_servable_ones_in_place(cfg: Config) -> None:
+    from tests.unit.factories import running, snap
+
+    jobs = [running(1, "node001"), pending(2, 60, state="hqw"), *UNSERVABLE, pending(30, 60)]
+    split = split_demand(snap(jobs), node_groups(cfg, 2), default_site("qconf-sc-site.txt"), new_node_name="node002")
+    assert [j.job_id for j in split.snapshot.jobs] == [1, 2, 30]
+    assert [n.job.job_id for n in split.not_demand] == [10, 11, 12, 13, 14]
+
+
+def test_a_host_request_for_the_next_node_name_is_demand(cfg: Config) -> None:
+    from tests.unit.factories import snap
+
+    job = bound(pending(40, 60), hard_requests={"hostname": "node00*"})
+    split = split_demand(snap([job]), node_groups(cfg, 2), default_site(), new_node_name="node001")
+    assert split.not_demand == ()
+
+
+def test_the_real_client_reads_the_site_with_four_qconf_calls(tmp_path: Path) -> None:
+    here = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "handmade"
+    answers = {
+        ("-spl",): b"smp\nmpi\n",
+        ("-sp", "smp"): (here / "qconf-sp-smp.txt").read_bytes(),
+        ("-sp", "mpi"): (here / "qconf-sp-mpi.txt").read_bytes(),
+        ("-sc",): (here / "qconf-sc-site.txt").read_bytes(),
+        ("-se", "global"): b"hostname              global\ncomplex_values        license=4\n",
+    }
+    calls: list[tuple[str, ...]] = []
+
+    def runner(argv: object, *, timeout: float, env: object) -> object:
+        from elb.sge.commands import CommandResult
+
+        args = tuple(argv)[1:]  # type: ignore[call-overload]
+        calls.append(args)
+        return CommandResult(tuple(argv), 0, answers[args], "")  # type: ignore[call-overload]
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "qconf"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    from elb.config import SgeConfig
+
+    sge = SgeCommands(SgeConfig(bin_dir=bin_dir), runner=runner)  # type: ignore[arg-type]
+    site = sge.read_site()
+    assert sorted(site.pes) == ["mpi", "smp"]
+    assert dict(site.global_values) == {"license": "4"}
+    assert site.complexes.get("gpu") is not None
+    assert calls[0] == ("-spl",)
+
+
+def test_dry_run_status_and_jobs_name_each_job_that_is_not_demand(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from elb import factory
+    from elb.cli import main
+
+    sge = FakeSge(T0, jobs=[*UNSERVABLE[:2], pending(20, LONG)], complexes="qconf-sc-site.txt")
+    monkeypatch.setattr(factory, "make_sge", lambda cfg: sge)
+    monkeypatch.setattr(factory, "make_cloud", lambda cfg: FakeCloud(T0))
+    path = tmp_path / "elb.yml"
+    path.write_text(f"state_dir: {tmp_path / 'state'}\npolicy: {{max_nodes: 4, slots_per_node: 2}}\n")
+    assert main(["once", "--dry-run", "-c", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "waiting jobs that are not demand (no node is launched for them):" in out
+    assert "job 10: unservable: bound to queue other.q: no node group joins it" in out
+    assert "job 11: unservable: bound to host foo" in out
+    assert main(["status", "-c", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "not demand, job 10: unservable" in out
+    import json
+
+    assert main(["status", "--json", "-c", str(path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [n["job_id"] for n in doc["not_demand"]] == [10, 11]
+    assert main(["jobs", "--json", "-c", str(path)]) == 0
+    verdicts = {j["job_id"]: j["why_not"] for j in json.loads(capsys.readouterr().out)["jobs"]}
+    assert verdicts[20] is None and verdicts[10].startswith("unservable: bound to queue other.q")
+    sge.site_error = "qconf: timed out"
+    assert main(["jobs", "-c", str(path)]) == 4
+    assert "cannot read the site's complexes" in capsys.readouterr().err
