@@ -81,3 +81,21 @@ QSTAT = """<?xml version='1.0'?>
 def test_hard_queue_list_is_read() -> None:
     (job,) = parse_jobs(QSTAT)
     assert job.hard_queues == ("other.q", "all.q@node0*")
+
+
+RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "recorded"
+
+
+def test_the_recorded_site_of_the_test_cluster() -> None:
+    names = parse_names((RECORDED / "qconf-spl.txt").read_text(), "qconf -spl")
+    assert names == ("mpi", "smp")
+    site = build_site(
+        (RECORDED / "qconf-sc.txt").read_text(),
+        {name: (RECORDED / f"qconf-sp-{name}.txt").read_text() for name in names},
+        (RECORDED / "qconf-se-global.txt").read_text(),
+    )
+    assert str(site.pes["smp"].allocation_rule) == "$pe_slots"
+    assert str(site.pes["mpi"].allocation_rule) == "$fill_up"
+    assert dict(site.global_values) == {}
+    h_vmem = site.complexes["h_vmem"]
+    assert h_vmem.name == "h_vmem" and site.complexes.get("hostname") is not None
