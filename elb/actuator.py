@@ -36,6 +36,8 @@ class SgeClient(Protocol):
 
     def read_site(self) -> Site: ...
 
+    def start_times(self, job_ids: Sequence[int]) -> dict[int, float | None]: ...
+
 
 @dataclass
 class Outcomes:

@@ -28,6 +28,7 @@ from elb.nodeview import node_facts
 from elb.policy.base import minutes
 from elb.provision.ansible import ProvisionError
 from elb.servable import DemandSplit, NotDemand, demand_of
+from elb.starttimes import StartTimes
 from elb.stats import duration, window_start
 
 log = logging.getLogger("elb")
@@ -400,12 +401,14 @@ def _demand_or_none(cfg: Config, snap: Snapshot, nodes: Sequence[Node]) -> Deman
     the site's configuration cannot be read."""
     if not snap.pending:
         return DemandSplit(snap)
+    sge = factory.make_sge(cfg)
     try:
-        site = factory.make_sge(cfg).read_site()
+        site = sge.read_site()
     except Exception as err:
         _error(f"cannot read the site's complexes and parallel environments: {err}")
         return None
-    return demand_of(snap, nodes, cfg, site, cfg.policy.slots_per_node)
+    starts = StartTimes().update(sge, snap.pending)
+    return demand_of(snap, nodes, cfg, site, cfg.policy.slots_per_node, start_times=starts)
 
 
 def _read_sge_or_none(cfg: Config) -> Snapshot | None:

@@ -37,6 +37,7 @@ from elb.sdnotify import Notifier
 from elb.servable import DemandSplit, NotDemand, demand_of
 from elb.sge.commands import read_whole
 from elb.sge.readcheck import expected_hosts, running_jobs
+from elb.starttimes import StartTimes
 from elb.stats import StatsRow, append_row, held_and_error
 
 log = logging.getLogger("elb")
@@ -147,6 +148,7 @@ class Balancer:
         # A new node's slots when known (configured, learnt from the cloud, or given by the dry
         # run); else inferred from the workers each pass, as the policy does.
         self.node_slots = config.policy.slots_per_node if node_slots is None else node_slots
+        self._start_times = StartTimes()  # qsub -a times of waiting jobs, read a few per pass
         self.clock = clock
         # Node operations: inline (the pass ends when they end) unless run_forever gives one
         # that runs them in the background.
@@ -360,7 +362,8 @@ class Balancer:
             site = self.sge.read_site()
         except Exception as err:
             raise PassFailed(f"reading the site's complexes and parallel environments: {err}") from err
-        split = demand_of(snap, nodes, self.config, site, self.node_slots)
+        starts = self._start_times.update(self.sge, snap.pending)
+        split = demand_of(snap, nodes, self.config, site, self.node_slots, start_times=starts)
         for n in split.not_demand:
             log.warning("not demand: %s", n.describe())
         self.last.not_demand = split.not_demand

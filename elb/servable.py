@@ -16,14 +16,17 @@ the global host's values: ``elb.sge.site``) and the node group elb's settings de
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from elb.config import Config
 from elb.demand import DemandError, JobBinding, NotYet, Servable, Site, place_all
 from elb.groups import NodeGroups, default_group
 from elb.model import Job, Node, Snapshot
 from elb.policy.view import infer_slots_per_node, new_names
+
+_NONE: Mapping[int, float] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +78,13 @@ def node_groups(config: Config, slots_per_node: int) -> NodeGroups:
 
 
 def demand_of(
-    snapshot: Snapshot, nodes: Sequence[Node], config: Config, site: Site, node_slots: int | None
+    snapshot: Snapshot,
+    nodes: Sequence[Node],
+    config: Config,
+    site: Site,
+    node_slots: int | None,
+    *,
+    start_times: Mapping[int, float] = _NONE,
 ) -> DemandSplit:
     """``split_demand`` for elb's node group: a new node has ``node_slots`` (None: the workers'
     most common size, as the policy infers it) and gets the next free name."""
@@ -84,17 +93,28 @@ def demand_of(
     alive = [n for n in nodes if n.state.alive and n.name != cluster.master]
     slots = infer_slots_per_node(workers, alive, node_slots)
     name = new_names(snapshot, nodes, 1, cluster.node_prefix, cluster.node_digits)[0]
-    return split_demand(snapshot, node_groups(config, slots), site, new_node_name=name)
+    return split_demand(snapshot, node_groups(config, slots), site, new_node_name=name, start_times=start_times)
 
 
 def split_demand(
-    snapshot: Snapshot, groups: NodeGroups, site: Site, *, new_node_name: str | None = None
+    snapshot: Snapshot,
+    groups: NodeGroups,
+    site: Site,
+    *,
+    new_node_name: str | None = None,
+    start_times: Mapping[int, float] = _NONE,
 ) -> DemandSplit:
-    """The snapshot's eligible waiting jobs split into demand and the rest (``NotDemand``)."""
+    """The snapshot's eligible waiting jobs split into demand and the rest (``NotDemand``).
+    ``start_times``: the ``qsub -a`` times known, by job number (``elb.starttimes``)."""
     pending = [j for j in snapshot.jobs if j.is_pending]
     if not pending:
         return DemandSplit(snapshot)
-    bindings = [JobBinding(hard_queues=j.hard_queues) if j.hard_queues else None for j in pending]
+    bindings = [
+        JobBinding(hard_queues=j.hard_queues, start_time=start_times.get(j.job_id))
+        if j.hard_queues or j.job_id in start_times
+        else None
+        for j in pending
+    ]
     try:
         placements = place_all(pending, groups, site, snapshot.now, bindings=bindings, new_node_name=new_node_name)
     except DemandError as err:  # the groups do not fit the site: no job is demand until fixed

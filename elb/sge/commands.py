@@ -25,7 +25,7 @@ from typing import Protocol, TypeVar
 from elb.config import SgeConfig
 from elb.model import Job, Snapshot
 from elb.sge.errors import PartialReadError, SgeError, SgeParseError, SgeTimeoutError
-from elb.sge.parse import check_agree, join_snapshot, parse_qhost, parse_qstat
+from elb.sge.parse import check_agree, join_snapshot, parse_qhost, parse_qstat, parse_start_times
 from elb.sge.readcheck import Need, check_read
 from elb.sge.site import Site, build_site, parse_names
 
@@ -300,6 +300,14 @@ class SgeCommands:
     def hostgroup_names(self) -> tuple[str, ...]:
         """The host groups (``qconf -shgrpl``)."""
         return self._names("-shgrpl", "no host group list defined")
+
+    def start_times(self, job_ids: Sequence[int]) -> dict[int, float | None]:
+        """The ``qsub -a`` time of each job (None: it has none), from one ``qstat -xml -j`` call
+        (the caller bounds how many). SgeError when it fails, e.g. a job ended meanwhile."""
+        if not job_ids:
+            return {}
+        ids = ",".join(str(int(j)) for j in job_ids)
+        return self._parsed(parse_start_times, self.run("qstat", ("-xml", "-j", ids)))
 
     def read_site(self) -> Site:
         """The complexes, parallel environments and global host values new nodes are matched

@@ -685,6 +685,23 @@ def parse_snapshot(qstat_xml: bytes | str, qhost_xml: bytes | str, now: float) -
     return join_snapshot(parse_qstat(qstat_xml), parse_qhost(qhost_xml), now)
 
 
+def parse_start_times(data: bytes | str) -> dict[int, float | None]:
+    """Parse ``qstat -xml -j ID,...``: each job's ``qsub -a`` time (``JB_execution_time``, POSIX
+    seconds; 0, or absent: none), by job number."""
+    root = _load(data, "qstat -j", "detailed_job_info")
+    out: dict[int, float | None] = {}
+    for info in root:
+        if info.tag != "djob_info":
+            continue
+        for n, el in enumerate(info, 1):
+            where = f"qstat -j: job #{n}"
+            job_id = _int(el.findtext("JB_job_number"), "JB_job_number", where, minimum=1)
+            text = el.findtext("JB_execution_time")
+            when = _int(text, "JB_execution_time", f"{where} (job {job_id})") if text is not None else 0
+            out[job_id] = float(when) if when > 0 else None
+    return out
+
+
 def parse_jobs(qstat_xml: bytes | str) -> tuple[Job, ...]:
     return parse_qstat(qstat_xml).jobs
 

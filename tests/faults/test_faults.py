@@ -560,6 +560,9 @@ class HookedSge:
     def read_site(self) -> Site:
         return self.real.read_site()
 
+    def start_times(self, job_ids: Sequence[int]) -> dict[int, float | None]:
+        return self.real.start_times(job_ids)
+
 
 # Nodes added per provisioning run. Each race that ends in a removal needs a fresh node; adding them
 # a few at a time (one play) and keeping the spares disabled (so the scheduler can only pick the

@@ -32,6 +32,7 @@ class FakeSge:
     on_disable: Callable[[str], None] | None = None  # inject a job landing during drain
     site_error: str | None = None  # read_site raises with this message
     complexes: str = "qconf-sc-default.txt"  # the fixture read_site's complexes come from
+    starts: dict[int, float] = field(default_factory=dict)  # qsub -a times by job number
 
     def read_snapshot(self) -> Snapshot:
         self.calls.append("read")
@@ -67,6 +68,11 @@ class FakeSge:
         """``qconf -sel``: every host registered, reachable or not (``hosts`` here)."""
         self.calls.append("qconf -sel")
         return frozenset(self.hosts)
+
+    def start_times(self, job_ids: Sequence[int]) -> dict[int, float | None]:
+        """``qstat -xml -j``: the ``qsub -a`` times in ``starts``."""
+        self.calls.append(f"qstat -j {','.join(map(str, job_ids))}")
+        return {j: self.starts.get(j) for j in job_ids}
 
     def read_site(self) -> Site:
         """``qconf -sc``, the PEs and the global host: SGE's default complexes, ``smp``

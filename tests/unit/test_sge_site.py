@@ -99,3 +99,24 @@ def test_the_recorded_site_of_the_test_cluster() -> None:
     assert dict(site.global_values) == {}
     h_vmem = site.complexes["h_vmem"]
     assert h_vmem.name == "h_vmem" and site.complexes.get("hostname") is not None
+
+
+def test_start_times_recorded_from_qstat_j() -> None:
+    from elb.sge.parse import parse_start_times
+
+    # job 1: qsub -a 202712011200 (the test cluster's clock is UTC); job 3: no -a
+    times = parse_start_times((RECORDED / "qstat-j-execution-time.djob.txt").read_bytes())
+    assert times == {1: 1827662400.0, 3: None}
+
+
+def test_start_times_refuse_a_bad_answer() -> None:
+    from elb.sge.parse import parse_start_times
+
+    with pytest.raises(SgeParseError, match="root element"):
+        parse_start_times(b"<job_info/>")
+    bad = (
+        b"<detailed_job_info><djob_info><element><JB_job_number>x</JB_job_number></element>"
+        b"</djob_info></detailed_job_info>"
+    )
+    with pytest.raises(SgeParseError, match="JB_job_number"):
+        parse_start_times(bad)

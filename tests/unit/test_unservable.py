@@ -184,3 +184,47 @@ def test_dry_run_status_and_jobs_name_each_job_that_is_not_demand(
     sge.site_error = "qconf: timed out"
     assert main(["jobs", "-c", str(path)]) == 4
     assert "cannot read the site's complexes" in capsys.readouterr().err
+
+
+def test_a_job_held_by_qsub_a_is_not_demand_before_its_start_time(cfg: Config) -> None:
+    later = pending(50, LONG)
+    bal, sge, cloud = balancer(cfg, [later])
+    sge.starts = {50: T0 + 3 * 3600}
+    bal.run_pass()
+    assert cloud.counter == 0
+    (refused,) = bal.last.not_demand
+    assert refused.until == T0 + 3 * 3600 and not refused.unservable
+    assert refused.describe().startswith("job 50: not yet: qsub -a: not before")
+    assert bal.last.unservable_jobs == 0  # not yet is not never
+    sge.now = T0 + 3 * 3600 + 1  # its time has come: it is demand
+    bal.run_pass()
+    assert [i.name for i in cloud.instances.values()] == ["node001"]
+
+
+def test_start_times_are_read_a_bounded_number_per_pass_and_remembered() -> None:
+    from elb.starttimes import StartTimes
+
+    sge = FakeSge(T0, starts={3: T0 + 60})
+    jobs = [pending(n, 1000 - n) for n in range(1, 121)]
+    times = StartTimes(limit=50)
+    assert times.update(sge, jobs) == {3: T0 + 60}
+    assert times.update(sge, jobs) == {3: T0 + 60}
+    times.update(sge, jobs)
+    asked = [c for c in sge.calls if c.startswith("qstat -j")]
+    assert [len(c.split()[-1].split(",")) for c in asked] == [50, 50, 20]  # then never again
+    times.update(sge, jobs)
+    assert len([c for c in sge.calls if c.startswith("qstat -j")]) == 3
+    assert times.update(sge, jobs[3:]) == {}  # job 3 ended: forgotten
+
+
+def test_unreadable_start_times_count_as_demand_and_are_asked_again(cfg: Config) -> None:
+    from elb.starttimes import StartTimes
+
+    class Failing(FakeSge):
+        def start_times(self, job_ids: object) -> dict[int, float | None]:
+            raise RuntimeError("qstat: Following jobs do not exist: 7")
+
+    times = StartTimes()
+    assert times.update(Failing(T0), [pending(7, 60)]) == {}
+    sge = FakeSge(T0, starts={7: T0 + 60})
+    assert times.update(sge, [pending(7, 60)]) == {7: T0 + 60}
