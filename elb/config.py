@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, IPvAnyAddress, StrictBool, ValidationError, model_validator
 
 from elb import yamlfile
+from elb.groups import LaunchTemplate
 
 DEFAULT_CONFIG_PATH = Path("/etc/elb/elb.yml")
 
@@ -115,6 +116,34 @@ class Ec2Config(_Strict):
     boot_timeout: PositiveSeconds = 600.0
     capacity_backoff: Seconds = 600.0
     endpoint_url: str | None = None  # for tests against moto
+    # A launch template describes the worker; elb then sets only the instance type, the subnet,
+    # the market and its tags (so the settings the template owns are refused here).
+    launch_template: LaunchTemplate | None = None
+    # Instance metadata of a worker elb describes itself: IMDSv2 only ("required") by default.
+    metadata_tokens: Literal["required", "optional"] = "required"
+
+    @model_validator(mode="after")
+    def _template_owns(self) -> Ec2Config:
+        if self.launch_template is None:
+            return self
+        owned = {
+            "ami": self.ami,
+            "security_groups": self.security_groups or None,
+            "key_name": self.key_name,
+            "iam_instance_profile": self.iam_instance_profile,
+            "root_volume_size": self.root_volume_size,
+            "root_volume_type": self.root_volume_type,
+            "user_data": self.user_data,
+        }
+        clash = [k for k, v in owned.items() if v is not None]
+        if clash:
+            raise ValueError(
+                f"{', '.join(clash)}: set in the launch template, not here (with a launch template elb "
+                "sets only the instance type, the subnet, the market and its tags)"
+            )
+        if "metadata_tokens" in self.model_fields_set:
+            raise ValueError("metadata_tokens: set the template's metadata options instead")
+        return self
 
 
 class LocalConfig(_Strict):

@@ -41,6 +41,7 @@ from botocore.exceptions import (
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from elb.config import Config, Ec2Config
+from elb.groups import LaunchTemplate
 from elb.interfaces import (
     TAG_CLUSTER,
     TAG_MANAGED_BY,
@@ -141,7 +142,7 @@ class Choice:
 class LaunchSpec:
     """Everything ``RunInstances`` needs besides the node name, resolved from config and workers."""
 
-    image_id: str
+    image_id: str | None  # None only with a launch template (the template's image)
     instance_types: tuple[str, ...]
     subnets: tuple[str | None, ...]
     security_groups: tuple[str, ...] = ()
@@ -155,6 +156,8 @@ class LaunchSpec:
     spot: bool = False
     spot_max_price: str | None = None
     spot_fallback_on_demand: bool = True
+    launch_template: LaunchTemplate | None = None
+    metadata_tokens: str = "required"
 
 
 def choices(spec: LaunchSpec) -> list[Choice]:
@@ -187,14 +190,18 @@ def worker_tags(cluster: str, name: str, extra: Mapping[str, str]) -> list[TagTy
 
 
 def run_arguments(spec: LaunchSpec, choice: Choice, cluster: str, name: str, token: str) -> RunInstancesRequestTypeDef:
-    """The keyword arguments of one ``RunInstances`` call (pure)."""
+    """The keyword arguments of one ``RunInstances`` call (pure).
+
+    With a launch template the request names it and sets only the instance type, the subnet, the
+    market and the tags (EC2 merges them over the template's); without one, elb describes the
+    worker itself, with IMDSv2 required unless ``metadata_tokens`` says otherwise.
+    """
     tags = worker_tags(cluster, name, spec.extra_tags)
     tag_specs: list[TagSpecificationTypeDef] = [
         {"ResourceType": "instance", "Tags": tags},
         {"ResourceType": "volume", "Tags": tags},
     ]
     args: RunInstancesRequestTypeDef = {
-        "ImageId": spec.image_id,
         "InstanceType": choice.instance_type,  # type: ignore[typeddict-item]
         "MinCount": 1,
         "MaxCount": 1,
@@ -203,6 +210,34 @@ def run_arguments(spec: LaunchSpec, choice: Choice, cluster: str, name: str, tok
     }
     if choice.subnet is not None:
         args["SubnetId"] = choice.subnet
+    if choice.market == "spot":
+        args["InstanceMarketOptions"] = _spot_options(spec)
+    template = spec.launch_template
+    if template is not None:
+        ref: dict[str, str] = {"Version": template.version}
+        if template.id is not None:
+            ref["LaunchTemplateId"] = template.id
+        else:
+            ref["LaunchTemplateName"] = template.name or ""
+        args["LaunchTemplate"] = ref  # type: ignore[typeddict-item]
+        return args
+    _describe_worker(args, spec)
+    return args
+
+
+def _spot_options(spec: LaunchSpec) -> Any:
+    spot_opts: dict[str, Any] = {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"}
+    if spec.spot_max_price:
+        spot_opts["MaxPrice"] = spec.spot_max_price
+    return {"MarketType": "spot", "SpotOptions": spot_opts}
+
+
+def _describe_worker(args: RunInstancesRequestTypeDef, spec: LaunchSpec) -> None:
+    """The parts of a ``RunInstances`` request a launch template would otherwise hold."""
+    if spec.image_id is None:
+        raise CloudError("no AMI and no launch template: set cloud.ec2.ami or cloud.ec2.launch_template")
+    args["ImageId"] = spec.image_id
+    args["MetadataOptions"] = {"HttpTokens": spec.metadata_tokens, "HttpEndpoint": "enabled"}  # type: ignore[typeddict-item]
     if spec.security_groups:
         args["SecurityGroupIds"] = list(spec.security_groups)
     if spec.key_name:
@@ -221,15 +256,6 @@ def run_arguments(spec: LaunchSpec, choice: Choice, cluster: str, name: str, tok
         if spec.root_volume_type is not None:
             ebs["VolumeType"] = spec.root_volume_type  # type: ignore[typeddict-item]
         args["BlockDeviceMappings"] = [{"DeviceName": spec.root_device_name, "Ebs": ebs}]
-    if choice.market == "spot":
-        spot_opts: dict[str, Any] = {
-            "SpotInstanceType": "one-time",
-            "InstanceInterruptionBehavior": "terminate",
-        }
-        if spec.spot_max_price:
-            spot_opts["MaxPrice"] = spec.spot_max_price
-        args["InstanceMarketOptions"] = {"MarketType": "spot", "SpotOptions": spot_opts}  # type: ignore[typeddict-item]
-    return args
 
 
 def error_code(err: ClientError) -> str:
@@ -430,7 +456,8 @@ class Ec2Cloud:
         if self.slots_per_node is not None:
             return self.slots_per_node
         try:
-            types = self._instance_types(None if self.config.instance_types else self._reference())
+            types = self.launch_spec().instance_types if self.config.launch_template else ()
+            types = types or self._instance_types(None if self.config.instance_types else self._reference())
             return self.slots_for(types[0]) if types else None
         except CloudError as err:
             log.warning("slots of a new node unknown: %s", err)
@@ -488,9 +515,58 @@ class Ec2Cloud:
         """The types to launch, in order: configured, else the reference worker's."""
         return tuple(self.config.instance_types) or ((ref["InstanceType"],) if ref and ref.get("InstanceType") else ())
 
-    def launch_spec(self) -> LaunchSpec:
-        """Config first; what config leaves open comes from the newest worker (or the master's subnet)."""
+    def _template_type(self) -> str | None:
+        """The instance type the configured launch template's version sets, if any."""
+        template = self.config.launch_template
+        if template is None:
+            return None
+        key: dict[str, Any] = {"Versions": [template.version]}
+        if template.id is not None:
+            key["LaunchTemplateId"] = template.id
+        else:
+            key["LaunchTemplateName"] = template.name
+        try:
+            resp = self.client.describe_launch_template_versions(**key)
+        except (BotoCoreError, ClientError) as err:
+            raise to_cloud_error(err, "reading the launch template") from None
+        versions = resp.get("LaunchTemplateVersions", [])
+        if not versions:
+            raise CloudError(f"launch template {template.id or template.name} has no version {template.version}")
+        found = versions[0].get("LaunchTemplateData", {}).get("InstanceType")
+        return str(found) if found else None
+
+    def _template_spec(self) -> LaunchSpec:
+        """A launch template describes the worker: the instance types are configured, else the
+        template's, else the newest worker's; subnets configured, else the template's."""
         cfg = self.config
+        types: tuple[str, ...] = tuple(cfg.instance_types)
+        if not types:
+            found = self._template_type()
+            ref = None if found else self._reference()
+            types = (found,) if found else self._instance_types(ref)
+        if not types:
+            raise CloudError(
+                "no instance type: the launch template sets none and the cluster has no worker to copy "
+                "from; set cloud.ec2.instance_types"
+            )
+        subnets: tuple[str | None, ...] = tuple(cfg.subnets) or (None,)
+        return LaunchSpec(
+            image_id=None,
+            instance_types=types,
+            subnets=subnets,
+            extra_tags=dict(cfg.extra_tags),
+            spot=cfg.spot,
+            spot_max_price=cfg.spot_max_price,
+            spot_fallback_on_demand=cfg.spot_fallback_on_demand,
+            launch_template=cfg.launch_template,
+        )
+
+    def launch_spec(self) -> LaunchSpec:
+        """Config first; what config leaves open comes from the newest worker (or the master's
+        subnet). With a launch template, the template (``_template_spec``)."""
+        cfg = self.config
+        if cfg.launch_template is not None:
+            return self._template_spec()
         ref = self._reference()
         ref_profile = (ref or {}).get("IamInstanceProfile", {}).get("Arn") if ref else None
         image = cfg.ami or (ref.get("ImageId") if ref else None)
@@ -524,6 +600,7 @@ class Ec2Cloud:
             spot=cfg.spot,
             spot_max_price=cfg.spot_max_price,
             spot_fallback_on_demand=cfg.spot_fallback_on_demand,
+            metadata_tokens=cfg.metadata_tokens,
         )
 
     # ------------------------------------------------------------------ launch
