@@ -225,6 +225,61 @@ def run_arguments(spec: LaunchSpec, choice: Choice, cluster: str, name: str, tok
     return args
 
 
+def uses_fleet(spec: LaunchSpec) -> bool:
+    """Whether a node is launched with one ``CreateFleet`` call rather than ``RunInstances`` per
+    choice: with a launch template (a fleet needs one) and more than one way to start it."""
+    return spec.launch_template is not None and (len(spec.instance_types) > 1 or len(spec.subnets) > 1 or spec.spot)
+
+
+def fleet_arguments(spec: LaunchSpec, options: Sequence[Choice], cluster: str, name: str, token: str) -> dict[str, Any]:
+    """The keyword arguments of one ``CreateFleet`` (type ``instant``) for one node: the
+    template with ``options`` (one market) as overrides in order of preference; spot by
+    price-capacity-optimized, on-demand prioritized in that order (pure)."""
+    template = spec.launch_template
+    if template is None or not options or len({c.market for c in options}) != 1:
+        raise CloudError("a fleet request needs a launch template and choices of one market")
+    market = options[0].market
+    ref: dict[str, str] = {"Version": template.version}
+    if template.id is not None:
+        ref["LaunchTemplateId"] = template.id
+    else:
+        ref["LaunchTemplateName"] = template.name or ""
+    overrides: list[dict[str, Any]] = []
+    for priority, c in enumerate(options):
+        o: dict[str, Any] = {"InstanceType": c.instance_type}
+        if c.subnet is not None:
+            o["SubnetId"] = c.subnet
+        if market == "on-demand":
+            o["Priority"] = float(priority)
+        elif spec.spot_max_price:
+            o["MaxPrice"] = spec.spot_max_price
+        overrides.append(o)
+    tags = worker_tags(cluster, name, spec.extra_tags)
+    args: dict[str, Any] = {
+        "Type": "instant",
+        "ClientToken": token,
+        "LaunchTemplateConfigs": [{"LaunchTemplateSpecification": ref, "Overrides": overrides}],
+        "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": market},
+        "TagSpecifications": [
+            {"ResourceType": "instance", "Tags": tags},
+            {"ResourceType": "volume", "Tags": tags},
+        ],
+    }
+    if market == "spot":
+        args["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+    else:
+        args["OnDemandOptions"] = {"AllocationStrategy": "prioritized"}
+    return args
+
+
+def fleet_choice(error: Mapping[str, Any], market: Market) -> Choice | None:
+    """The choice a ``CreateFleet`` error entry is about (its override), if it names one."""
+    o = error.get("LaunchTemplateAndOverrides", {}).get("Overrides", {})
+    if not o.get("InstanceType"):
+        return None
+    return Choice(str(o["InstanceType"]), o.get("SubnetId"), market)
+
+
 def _spot_options(spec: LaunchSpec) -> Any:
     spot_opts: dict[str, Any] = {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"}
     if spec.spot_max_price:
@@ -635,6 +690,8 @@ class Ec2Cloud:
         if found is not None:
             log.info("%s: adopting %s, already %s", name, found.get("InstanceId"), found["State"]["Name"])
             return found
+        if uses_fleet(spec):
+            return self._start_by_fleet(name, spec)
         tried: list[str] = []
         for choice in choices(spec):
             if self.backed_off(choice):
@@ -666,6 +723,47 @@ class Ec2Cloud:
                 return inst
             else:
                 raise _Fatal(CloudError(f"launching {name}: every client token maps to a terminated instance"))
+        raise _NoCapacity("no capacity: " + "; ".join(tried))
+
+    def _start_by_fleet(self, name: str, spec: LaunchSpec) -> InstanceTypeDef:
+        """One ``CreateFleet`` (instant) per market, spot first when asked: EC2 picks among the
+        types and subnets not backed off. Overrides that failed for capacity are backed off
+        like ``RunInstances`` choices. Raises _NoCapacity or _Fatal."""
+        tried: list[str] = []
+        for market in dict.fromkeys(c.market for c in choices(spec)):
+            options = [c for c in choices(spec) if c.market == market and not self.backed_off(c)]
+            tried += [f"{c.describe()}: backed off" for c in choices(spec) if c.market == market and self.backed_off(c)]
+            if not options:
+                continue
+            first = options[0]
+            token = client_token(self.cluster, name, Choice("fleet", None, first.market))
+            args = fleet_arguments(spec, options, self.cluster, name, token)
+            try:
+                resp = self.client.create_fleet(**args)
+            except ClientError as err:
+                code = error_code(err)
+                if code not in CAPACITY_CODES:
+                    raise _Fatal(to_cloud_error(err, f"launching {name} (CreateFleet)")) from None
+                tried.append(f"{market} fleet: {code}")
+                continue
+            except BotoCoreError as err:
+                raise _Fatal(to_cloud_error(err, f"launching {name} (CreateFleet)")) from None
+            ids = [i for entry in resp.get("Instances", []) for i in entry.get("InstanceIds", [])]
+            for e in resp.get("Errors", []):
+                code = str(e.get("ErrorCode", ""))
+                choice = fleet_choice(e, market)
+                what = choice.describe() if choice is not None else f"{market} fleet"
+                tried.append(f"{what}: {code}")
+                if code in CAPACITY_CODES and choice is not None:
+                    self._backoff[choice] = self.clock() + self.config.capacity_backoff
+                elif code not in CAPACITY_CODES and not ids:
+                    message = str(e.get("ErrorMessage", ""))
+                    raise _Fatal(CloudError(f"launching {name} (CreateFleet): {code}: {message}"))
+            if len(ids) > 1:  # one node, one instance: never keep a second one billing
+                self._terminate_quietly(ids[1:])
+            if ids:
+                log.info("%s: launched %s by CreateFleet (%s)", name, ids[0], market)
+                return {"InstanceId": ids[0], "State": {"Code": 0, "Name": "pending"}}
         raise _NoCapacity("no capacity: " + "; ".join(tried))
 
     def _send(self, name: str, args: RunInstancesRequestTypeDef) -> InstanceTypeDef:
@@ -850,6 +948,13 @@ def _dry_run(call: Callable[[], object], what: str) -> Check:
     return Check(what, False, "the dry run was not refused: the endpoint ignores DryRun")
 
 
+def _image_or_template(spec: LaunchSpec) -> str:
+    t = spec.launch_template
+    if t is None:
+        return str(spec.image_id)
+    return f"launch template {t.id or t.name} version {t.version}"
+
+
 def preflight(cloud: Ec2Cloud) -> list[Check]:
     """Check credentials, settings and permissions without starting or stopping anything.
 
@@ -872,8 +977,9 @@ def preflight(cloud: Ec2Cloud) -> list[Check]:
         Check(
             "launch settings",
             True,
-            f"{spec.image_id}; types {', '.join(spec.instance_types)}; subnets {subnets}"
-            + ("; spot" if spec.spot else ""),
+            f"{_image_or_template(spec)}; types {', '.join(spec.instance_types)}; subnets {subnets}"
+            + ("; spot" if spec.spot else "")
+            + ("; launched by CreateFleet" if uses_fleet(spec) else ""),
         )
     )
     first = choices(spec)[0]
@@ -882,9 +988,15 @@ def preflight(cloud: Ec2Cloud) -> list[Check]:
     except CloudError as err:
         checks.append(Check("slots (DescribeInstanceTypes)", False, str(err)))
     token = client_token(cloud.cluster, "preflight", first)
-    args = run_arguments(spec, first, cloud.cluster, "elb-preflight", token)
-    args["DryRun"] = True
-    checks.append(_dry_run(lambda: cloud.client.run_instances(**args), "launch a worker (RunInstances)"))
+    if uses_fleet(spec):
+        options = [c for c in choices(spec) if c.market == first.market]
+        fleet = fleet_arguments(spec, options, cloud.cluster, "elb-preflight", token)
+        fleet["DryRun"] = True
+        checks.append(_dry_run(lambda: cloud.client.create_fleet(**fleet), "launch a worker (CreateFleet)"))
+    else:
+        args = run_arguments(spec, first, cloud.cluster, "elb-preflight", token)
+        args["DryRun"] = True
+        checks.append(_dry_run(lambda: cloud.client.run_instances(**args), "launch a worker (RunInstances)"))
     if workers:
         iid = workers[0].instance_id
         checks.append(

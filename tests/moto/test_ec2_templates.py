@@ -116,3 +116,147 @@ def test_settings_the_template_owns_are_refused_beside_it(clash: str) -> None:
     ec2 = {"launch_template": {"name": "elb-workers"}, **yaml.safe_load(clash)}
     with pytest.raises((ConfigError, ValueError), match="set in the launch template"):
         parse_config({"cloud": {"provider": "ec2", "ec2": ec2}})
+
+
+# --------------------------------------------------------------------------- EC2 Fleet
+# moto runs CreateFleet (type instant) for real; it never runs out of capacity, so the answers
+# with per-override errors are made by rewriting its answer (FaultyClient.rewrite), a stand-in
+# for what only real EC2 produces.
+
+
+def test_several_types_and_subnets_go_in_one_create_fleet_per_node(
+    ec2: Any, ami: str, subnets: list[str], aws_env: str
+) -> None:
+    template(ec2, ami)
+    cloud, client = cloud_with(
+        aws_env,
+        launch_template={"name": "elb-workers"},
+        instance_types=["c5.large", "m5.large"],
+        subnets=subnets[:2],
+    )
+    result = cloud.launch(["node001", "node002"])
+    assert result.failed == {}
+    assert [i.name for i in result.launched] == ["node001", "node002"]
+    fleets = client.calls_of("create_fleet")
+    assert len(fleets) == 2 and client.calls_of("run_instances") == []
+    kw = fleets[0]
+    assert kw["Type"] == "instant"
+    assert kw["TargetCapacitySpecification"] == {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": "on-demand"}
+    assert kw["OnDemandOptions"] == {"AllocationStrategy": "prioritized"}
+    overrides = kw["LaunchTemplateConfigs"][0]["Overrides"]
+    assert [(o["InstanceType"], o["SubnetId"], o["Priority"]) for o in overrides] == [
+        ("c5.large", subnets[0], 0.0),
+        ("c5.large", subnets[1], 1.0),
+        ("m5.large", subnets[0], 2.0),
+        ("m5.large", subnets[1], 3.0),
+    ]
+    names = {tags(i)["Name"] for i in all_instances(ec2)}
+    assert names == {"node001", "node002"}
+    assert all(tags(i)["elb:cluster"] == "elb" for i in all_instances(ec2))  # tagged at creation
+
+
+def test_spot_fleet_is_price_capacity_optimized(ec2: Any, ami: str, aws_env: str) -> None:
+    template(ec2, ami)
+    cloud, client = cloud_with(
+        aws_env, launch_template={"name": "elb-workers"}, instance_types=["c5.large"], spot=True, spot_max_price="0.1"
+    )
+    assert cloud.launch(["node001"]).failed == {}
+    kw = client.calls_of("create_fleet")[0]
+    assert kw["SpotOptions"] == {"AllocationStrategy": "price-capacity-optimized"}
+    assert kw["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "spot"
+    assert kw["LaunchTemplateConfigs"][0]["Overrides"] == [{"InstanceType": "c5.large", "MaxPrice": "0.1"}]
+
+
+def _no_capacity_for(kinds: set[str]) -> Any:
+    def rewrite(kwargs: dict[str, Any], resp: Any) -> Any:
+        if kwargs["TargetCapacitySpecification"]["DefaultTargetCapacityType"] not in kinds:
+            return resp
+        errors = [
+            {
+                "LaunchTemplateAndOverrides": {"Overrides": dict(o)},
+                "Lifecycle": kwargs["TargetCapacitySpecification"]["DefaultTargetCapacityType"],
+                "ErrorCode": "InsufficientInstanceCapacity",
+                "ErrorMessage": "no capacity",
+            }
+            for o in kwargs["LaunchTemplateConfigs"][0]["Overrides"]
+        ]
+        for entry in resp.get("Instances", []):  # moto started them: take them back, as EC2 would not have
+            boto_ec2 = boto3_client()
+            boto_ec2.terminate_instances(InstanceIds=entry["InstanceIds"])
+        return {**resp, "Instances": [], "Errors": errors}
+
+    return rewrite
+
+
+def boto3_client() -> Any:
+    import boto3
+
+    from .conftest import REGION
+
+    return boto3.client("ec2", region_name=REGION)
+
+
+def test_a_spot_fleet_without_capacity_backs_off_its_overrides_and_falls_back_to_on_demand(
+    ec2: Any, ami: str, aws_env: str
+) -> None:
+    template(ec2, ami)
+    cloud, client = cloud_with(
+        aws_env, launch_template={"name": "elb-workers"}, instance_types=["c5.large", "m5.large"], spot=True
+    )
+    client.rewrite("create_fleet", _no_capacity_for({"spot"}))
+    result = cloud.launch(["node001"])
+    assert result.failed == {}
+    markets = [kw["TargetCapacitySpecification"]["DefaultTargetCapacityType"] for kw in client.calls_of("create_fleet")]
+    assert markets == ["spot", "on-demand"]
+    from elb.cloud.ec2 import Choice
+
+    assert cloud.backed_off(Choice("c5.large", None, "spot")) and cloud.backed_off(Choice("m5.large", None, "spot"))
+    assert not cloud.backed_off(Choice("c5.large", None, "on-demand"))
+    # the next node does not ask spot again while it is backed off
+    client.calls.clear()
+    assert cloud.launch(["node002"]).failed == {}
+    assert [
+        kw["TargetCapacitySpecification"]["DefaultTargetCapacityType"] for kw in client.calls_of("create_fleet")
+    ] == ["on-demand"]
+
+
+def test_no_capacity_in_any_fleet_fails_the_node_and_leaves_nothing(ec2: Any, ami: str, aws_env: str) -> None:
+    template(ec2, ami)
+    cloud, client = cloud_with(
+        aws_env, launch_template={"name": "elb-workers"}, instance_types=["c5.large", "m5.large"]
+    )
+    client.rewrite("create_fleet", _no_capacity_for({"on-demand"}))
+    result = cloud.launch(["node001"])
+    assert "no capacity" in result.failed["node001"] and "InsufficientInstanceCapacity" in result.failed["node001"]
+    live = [i for i in all_instances(ec2) if i["State"]["Name"] not in ("terminated", "shutting-down")]
+    assert live == []
+
+
+def test_a_fleet_error_that_is_not_capacity_stops_the_launch(ec2: Any, ami: str, aws_env: str) -> None:
+    template(ec2, ami)
+    cloud, client = cloud_with(
+        aws_env, launch_template={"name": "elb-workers"}, instance_types=["c5.large", "m5.large"]
+    )
+
+    def denied(kwargs: dict[str, Any], resp: Any) -> Any:
+        for entry in resp.get("Instances", []):
+            boto3_client().terminate_instances(InstanceIds=entry["InstanceIds"])
+        error = {"ErrorCode": "InvalidLaunchTemplateName.NotFoundException", "ErrorMessage": "gone"}
+        return {**resp, "Instances": [], "Errors": [error]}
+
+    client.rewrite("create_fleet", denied)
+    with pytest.raises(Exception, match="InvalidLaunchTemplateName"):
+        cloud.launch(["node001"])
+
+
+def test_ec2_check_dry_runs_the_fleet(ec2: Any, ami: str, aws_env: str) -> None:
+    from elb.cloud.ec2 import preflight
+
+    template(ec2, ami)
+    cloud, client = cloud_with(
+        aws_env, launch_template={"name": "elb-workers"}, instance_types=["c5.large", "m5.large"]
+    )
+    checks = {c.what: c for c in preflight(cloud)}
+    assert "launch a worker (CreateFleet)" in checks
+    assert client.calls_of("create_fleet")[0]["DryRun"] is True
+    assert "launched by CreateFleet" in checks["launch settings"].detail
