@@ -31,7 +31,7 @@ from pathlib import Path
 
 from elb.simulate.engine import SimSettings
 from elb.simulate.runner import build_policy, prepare, replay, with_param
-from elb.simulate.swf import Workload, read_swf, window
+from elb.simulate.swf import Workload, overrun, read_swf, window
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_TRACES = REPO.parent / "shared" / "traces"
@@ -49,10 +49,12 @@ class Case:
     window: str
     poll: float
     cap: float
+    overrun: float = 0.0  # share of jobs run past their requested time
 
     @property
     def key(self) -> str:
-        return f"{Path(self.log).name}|{self.billing}|{self.setting}|{self.window}|poll={self.poll:g}|cap={self.cap:g}x"
+        key = f"{Path(self.log).name}|{self.billing}|{self.setting}|{self.window}|poll={self.poll:g}|cap={self.cap:g}x"
+        return key + (f"|overrun={self.overrun:g}" if self.overrun else "")
 
 
 _WORKLOADS: dict[str, Workload] = {}
@@ -63,6 +65,7 @@ def _workload(case: Case) -> Workload:
     if wl is None:
         wl = read_swf(Path(case.log))
         _WORKLOADS[case.log] = wl
+    wl = overrun(wl, case.overrun)
     if case.window == "whole":
         return wl
     first = wl.jobs[0].submit
@@ -143,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--settings", default=",".join(SETTINGS))
     ap.add_argument("--windows", default=",".join(WINDOWS))
     ap.add_argument("--poll", type=float, default=60.0)
+    ap.add_argument(
+        "--overrun", type=float, default=0.0, help="share of jobs run past their requested time (seed 0, up to 4 h)"
+    )
     ap.add_argument("--cap", type=float, default=4.0, help="cluster cap, times the log's machine (default 4)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="an elb policy option")
     ap.add_argument("--workers", type=int, default=2)
@@ -162,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error("--set wants KEY=VALUE")
         sets = (*sets, (key, value))
     cases = [
-        Case(str(args.traces / log), billing, setting, win, args.poll, args.cap)
+        Case(str(args.traces / log), billing, setting, win, args.poll, args.cap, args.overrun)
         for log in args.logs.split(",")
         for setting in args.settings.split(",")
         for billing in args.billings.split(",")

@@ -6,7 +6,10 @@ Pure functions over a ``ClusterView``. The capacity that can serve a waiting job
 - the free slots of ready workers now;
 - every node still booting (it is ready within a boot time of its launch, so before the horizon);
 - the slots of running jobs whose requested run time (``h_rt``) ends before the horizon; a job
-  without ``h_rt`` is assumed to run on.
+  without ``h_rt`` is assumed to run on, and so is one already past its requested end by more
+  than ``OVERDUE_GRACE``: SGE ends a job at its ``h_rt`` within a load report (40 s by default),
+  so one still running later has a limit nothing enforces (a log replay, ``s_rt`` only, a
+  suspended job, a limit raised by ``qalter``) and its slots are not about to free.
 
 Waiting jobs are placed oldest first, like SGE's FIFO, by ``elb.policy.placement`` (the rule the
 simulated dispatcher uses too): a job of at most a node's slots on the first bin in host order it
@@ -39,10 +42,15 @@ class Forecast:
     complete: bool = True  # False: counting stopped past ``limit`` (new_nodes is a lower bound)
 
 
-def _ends_by(job: Job, horizon: float) -> bool:
+# Seconds a running job may be past its requested end and still count as ending (see above).
+OVERDUE_GRACE = 120.0
+
+
+def _ends_by(job: Job, now: float, horizon: float) -> bool:
     if job.hard_runtime is None or job.started is None:
         return False
-    return job.started + job.hard_runtime <= horizon
+    end = job.started + job.hard_runtime
+    return now - OVERDUE_GRACE <= end <= horizon
 
 
 def _capacity(view: ClusterView, horizon: float) -> tuple[list[Bin], int, int, int]:
@@ -64,7 +72,7 @@ def _capacity(view: ClusterView, horizon: float) -> tuple[list[Bin], int, int, i
         facts = host_facts(w.host)
         total, free = facts.total, facts.free
         for j in w.jobs:
-            if not _ends_by(j, horizon):
+            if not _ends_by(j, view.now, horizon):
                 continue
             if j.slots > spn:
                 # A wide job frees whole nodes (the others are other hosts); never more than there are.

@@ -13,7 +13,7 @@ from elb.policy.base import Policy
 from elb.simulate.engine import SimSettings
 from elb.simulate.report import Billing, Metrics, plot, table
 from elb.simulate.runner import SimError, build_policy, has_param, prepare, replay, with_param
-from elb.simulate.swf import SwfError, read_swf
+from elb.simulate.swf import SwfError, overrun, read_swf
 
 ALL_POLICIES = ("elb", "starcluster", "parallelcluster", "slurm", "static")
 
@@ -56,6 +56,16 @@ def register(sub: Any) -> None:
         choices=("first", "best"),
         default="first",
         help="a narrow job goes on the lowest-numbered ready node that fits (first, default) or the fullest (best)",
+    )
+    p.add_argument(
+        "--overrun",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="make this share (0..1) of the jobs with a requested time run past it (seeded by --seed)",
+    )
+    p.add_argument(
+        "--overrun-hours", type=float, default=4.0, help="an overrun is 1 min to this many hours (default 4)"
     )
     p.add_argument("--start", type=float, default=0.0, help="skip the log's first DAYS days")
     p.add_argument("--days", type=float, default=None, help="replay only DAYS days")
@@ -137,7 +147,9 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
     if args.boot_time < 0 or args.boot_jitter < 0 or args.start < 0 or (args.days is not None and args.days <= 0):
         raise SimError("--boot-time, --boot-jitter and --start must be >= 0, --days > 0")
     billing: Billing = args.billing
-    wl = read_swf(args.log, start=args.start * 86400.0, days=args.days)
+    wl = overrun(
+        read_swf(args.log, start=args.start * 86400.0, days=args.days), args.overrun, args.overrun_hours, args.seed
+    )
     prepared = prepare(wl, spn, _max_nodes(args.max_nodes, wl.max_procs, spn))
     settings = SimSettings(
         slots_per_node=spn,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ class Workload:
     jobs: list[SimJob]
     header: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
+    overrun: int = 0  # jobs made to run past their requested time (``overrun``)
 
     @property
     def max_procs(self) -> int | None:
@@ -117,6 +119,32 @@ def window(wl: Workload, start: float = 0.0, days: float | None = None) -> Workl
     out = Workload(wl.source, kept, dict(wl.header), dict(wl.skipped))
     if len(kept) < len(wl.jobs):
         out.skip("outside --start/--days window", len(wl.jobs) - len(kept))
+    return out
+
+
+def overrun(wl: Workload, share: float, max_hours: float = 4.0, seed: int = 0) -> Workload:
+    """The workload with ``share`` of its jobs that request a run time made to run past it, each
+    by a uniform 1 minute to ``max_hours`` hours (seeded: the same jobs and amounts every time).
+
+    Logs record run times that SGE would have cut at ``h_rt``; live clusters see overruns where
+    the limit is absent, raised or not enforced. This replays that, to test a forecast that
+    counts on requested run times."""
+    if not 0.0 <= share <= 1.0 or max_hours <= 0:
+        raise SwfError("overrun share must be within 0..1 and its hours positive")
+    if share == 0.0:
+        return wl
+    rng = random.Random(seed)  # noqa: S311 (a seeded perturbation of a log, not security)
+    jobs: list[SimJob] = []
+    changed = 0
+    for j in wl.jobs:
+        if j.requested is not None and rng.random() < share:
+            extra = rng.uniform(60.0, max_hours * 3600.0)
+            jobs.append(SimJob(j.job_id, j.submit, max(j.run, j.requested + extra), j.slots, j.requested))
+            changed += 1
+        else:
+            jobs.append(j)
+    out = Workload(wl.source, jobs, dict(wl.header), dict(wl.skipped))
+    out.overrun = changed
     return out
 
 

@@ -87,6 +87,22 @@ def test_slots_a_running_job_frees_by_its_h_rt_within_a_boot_time(h_rt: float | 
         assert "8 slots running jobs free by their h_rt" in plan.reason
 
 
+@pytest.mark.parametrize(
+    ("h_rt", "adds"),
+    [
+        (600.0 - 60, 0),  # its h_rt passed a minute ago: SGE is about to end it, its slots are about to free
+        (600.0 - 121, 1),  # past its h_rt by more than the grace: it runs on (h_rt not enforced), frees nothing
+        (600.0 - 3 * 3600, 1),  # hours overdue: runs on
+    ],
+)
+def test_a_job_past_its_requested_end_runs_on_and_frees_nothing(h_rt: float, adds: int) -> None:
+    """A job that ran past its h_rt (not enforced: a log replay, s_rt, a suspended job, qalter)
+    holds its slots: counting them as about to free would keep the jobs behind it waiting."""
+    s = snap([pending(1, 0.0, slots=8), running(2, "node001", h_rt=h_rt)], [host("node001", used=8)])
+    plan = policy().decide(s, [busy_node()], NONE, T0)
+    assert plan.add == adds
+
+
 def test_wide_job_takes_whole_nodes_and_uses_the_idle_one() -> None:
     """17 slots on 8-slot nodes: 3 whole nodes; one is idle and ready, so 2 are launched."""
     idle = node("node001", 3000.0, last_busy_at=T0 - 10 * MIN)
@@ -293,3 +309,26 @@ def test_forecast_uses_the_dispatchers_first_fit_so_it_launches_when_a_job_would
     fc = forecast(view, T0 + BOOT, limit=10)
     assert (fc.new_nodes, fc.short_jobs, fc.assigned) == (1, 1, frozenset({"node001"}))
     assert policy().decide(s, nodes, NONE, T0).add == 1
+
+
+def test_overrun_perturbation_is_seeded_and_only_lengthens_jobs_past_their_request() -> None:
+    from elb.simulate.swf import Workload, overrun
+
+    jobs = [SimJob(n, float(n), 100.0, 1, 200.0 if n % 2 else None) for n in range(1000)]
+    wl = Workload("t", jobs)
+    a, b = overrun(wl, 0.1, max_hours=2.0, seed=7), overrun(wl, 0.1, max_hours=2.0, seed=7)
+    assert [j.run for j in a.jobs] == [j.run for j in b.jobs]
+    changed = [(old, new) for old, new in zip(wl.jobs, a.jobs, strict=True) if new.run != old.run]
+    assert len(changed) == a.overrun and 25 < a.overrun < 80  # about 10% of the 500 with a request
+    assert all(o.requested is not None and o.requested + 60 <= n.run <= o.requested + 7200 for o, n in changed)
+    assert overrun(wl, 0.0) is wl
+
+
+def test_replay_with_overruns_the_forecast_launches_for_jobs_behind_an_overdue_one() -> None:
+    """One 8-slot node busy with a job that requested 10 min and runs 5 h; an 8-slot job waits
+    behind it. Counting the overdue job's slots as about to free, elb would never launch for it."""
+    jobs = [SimJob(1, 0.0, 5 * 3600.0, 8, 600.0), SimJob(2, 1800.0, 600.0, 8, 600.0)]
+    settings = SimSettings(slots_per_node=8, max_nodes=2, boot_time=BOOT, poll_interval=MIN)
+    result = Simulator(jobs, policy(max_nodes=2), settings).run()
+    assert len(result.waits) == 2
+    assert max(result.waits) < 2 * BOOT  # a second node came for job 2; it did not wait 3.5 h for the first
