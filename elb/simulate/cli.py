@@ -216,6 +216,7 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
                     "log": str(args.log),
                     "jobs": len(prepared.jobs),
                     "skipped": skipped,
+                    "overrun": wl.overrun,
                     "settings": {
                         "billing": billing,
                         "price": args.price,
@@ -242,6 +243,8 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
         )
         if skipped:
             print("skipped: " + "; ".join(f"{n} {why}" for why, n in skipped.items()))
+        if wl.overrun:
+            print(f"overrun: {wl.overrun} jobs made to run past their requested time (--overrun)")
         print(table(results, prepared.floors, args.price))
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
