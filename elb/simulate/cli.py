@@ -241,10 +241,7 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
             f"boot {args.boot_time:g} s, poll {args.poll:g} s, billing per {billing}"
             f"{', EASY backfill' if args.backfill else ''}"
         )
-        if skipped:
-            print("skipped: " + "; ".join(f"{n} {why}" for why, n in skipped.items()))
-        if wl.overrun:
-            print(f"overrun: {wl.overrun} jobs made to run past their requested time (--overrun)")
+        _print_changes(skipped, wl.overrun)
         print(table(results, prepared.floors, args.price))
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
@@ -255,3 +252,11 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
         if not args.json:
             print(f"plot: {args.plot}")
     return 0
+
+
+def _print_changes(skipped: dict[str, int], overrun: int) -> None:
+    """What the replay left out of the log, or changed in it."""
+    if skipped:
+        print("skipped: " + "; ".join(f"{n} {why}" for why, n in skipped.items()))
+    if overrun:
+        print(f"overrun: {overrun} jobs made to run past their requested time (--overrun)")
