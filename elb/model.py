@@ -185,6 +185,14 @@ class Node:
     instance_type: str | None = None
     updated_at: float | None = None  # when its last step was journalled
 
+    @property
+    def quiet_since(self) -> float:
+        """Since when nothing has been seen running on it: the last pass that saw a job or
+        reservation, or when it became ready, whichever is later; its launch before either.
+        A node is idle since then when it is ready and runs nothing now (the one definition)."""
+        seen = [t for t in (self.last_busy_at, self.ready_at) if t is not None]
+        return max(seen) if seen else self.launched_at
+
 
 @dataclass(frozen=True, slots=True)
 class History:

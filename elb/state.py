@@ -84,8 +84,7 @@ class ManagedNode:
         """Since when no job or reservation was seen on a ready node (None: busy, or not ready)."""
         if not self.ready or self.busy:
             return None
-        seen = [t for t in (self.record.last_busy_at, self.record.ready_at) if t is not None]
-        return max(seen) if seen else self.record.launched_at
+        return self.record.quiet_since
 
     def lost_for(self, watched_since: float | None = None) -> float:
         """Seconds a ready node has been out of SGE's reach (0 while SGE reaches it), counted from

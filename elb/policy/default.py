@@ -21,34 +21,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 
 from elb.config import ClusterConfig, PolicyConfig
 from elb.model import History, Job, Node, Plan, Removal, Snapshot
 from elb.policy.base import minutes
 from elb.policy.forecast import Forecast, forecast
-from elb.policy.view import ClusterView, Worker, cluster_view, new_names
+from elb.policy.view import ClusterView, ViewCache, Worker, new_names
 
 INF = math.inf
 
-# One-entry memo of the last view (see ``ElbPolicy._view``): policy id -> (policy, key, view).
-_MEMO: dict[int, tuple[object, tuple[object, ...], ClusterView]] = {}
-
-
-def _at(view: ClusterView, now: float) -> ClusterView:
-    return replace(view, now=now)
-
-
-# One-entry memo: the idle workers elb manages, per (immutable) tuple of workers.
-_IDLE: list[tuple[tuple[Worker, ...], tuple[Worker, ...]]] = []
-
 
 def _idle_managed(view: ClusterView) -> tuple[Worker, ...]:
-    if _IDLE and _IDLE[0][0] is view.workers:
-        return _IDLE[0][1]
-    idle = tuple(w for w in view.workers if w.node is not None and w.idle)
-    _IDLE[:] = [(view.workers, idle)]
-    return idle
+    return tuple(w for w in view.workers if w.node is not None and w.idle)
 
 
 def _plural(n: int, word: str) -> str:
@@ -60,26 +45,15 @@ class ElbPolicy:
     config: PolicyConfig
     cluster: ClusterConfig
     name: str = "elb"
+    # What it worked out for the last cluster state it saw (``elb.policy.view.ViewCache``).
+    cache: ViewCache = field(default_factory=ViewCache, compare=False, repr=False)
 
     def _view(self, snapshot: Snapshot, nodes: Sequence[Node], now: float) -> ClusterView:
-        """``cluster_view``, memoised on the identity of the (immutable) inputs.
+        return self.cache.view(snapshot, nodes, self.cluster.master, now, self.config.slots_per_node)
 
-        A pass calls ``decide`` then ``quiet_until`` on the same values, and a simulator hands the
-        very same tuples again while nothing changes; a hit is exactly the view that would be built.
-        """
-        key = (snapshot.jobs, snapshot.hosts, nodes)
-        memo = _MEMO.get(id(self))
-        if memo is not None and memo[0] is self:
-            old_key, old_view = memo[1], memo[2]
-            if all(a is b for a, b in zip(old_key, key, strict=True)) and all(
-                j.submitted is not None for j in old_view.pending
-            ):
-                return old_view if old_view.now == now else _at(old_view, now)
-        view = cluster_view(snapshot, nodes, self.cluster.master, now, self.config.slots_per_node)
-        if isinstance(nodes, tuple):
-            _MEMO.clear()
-            _MEMO[id(self)] = (self, key, view)
-        return view
+    def _idle(self, view: ClusterView) -> tuple[Worker, ...]:
+        """The idle workers elb manages (worked out once per set of workers)."""
+        return self.cache.derived("idle", (view.workers,), lambda: _idle_managed(view))
 
     @property
     def _classic(self) -> bool:
@@ -204,7 +178,7 @@ class ElbPolicy:
             # The window opens when remaining drops below lead + poll (this period or the next).
             wait = remaining - lead - poll if remaining >= lead + poll else remaining + period - lead - poll
             return now + max(0.0, wait), ""
-        since = node.last_busy_at or node.ready_at or node.launched_at
+        since = node.quiet_since
         keep = cfg.idle_factor * cfg.boot_time
         idle_for = now - since
         if idle_for >= keep:
@@ -225,7 +199,7 @@ class ElbPolicy:
     def _shrink_cost(self, view: ClusterView, now: float, fc: Forecast | None, adding: int) -> Plan:
         cfg = self.config
         candidates: list[tuple[float, str, Worker, str]] = []
-        for w in _idle_managed(view):
+        for w in self._idle(view):
             due = self._due(w, now)
             if due is None or not due[1]:
                 continue
@@ -234,7 +208,7 @@ class ElbPolicy:
             if cfg.billing == "hour":
                 order = cfg.billing_period - (now - node.launched_at) % cfg.billing_period
             else:
-                order = -(now - (node.last_busy_at or node.ready_at or node.launched_at))
+                order = -(now - node.quiet_since)
             candidates.append((order, w.name, w, due[1]))
         if not candidates:
             return Plan(reason="no idle node is due for removal")
@@ -272,14 +246,14 @@ class ElbPolicy:
                 for j in view.pending:
                     if j.submitted is not None and now - j.submitted < cfg.launch_delay:
                         until = min(until, j.submitted + cfg.launch_delay)
-            if _idle_managed(view):
+            if self._idle(view):
                 return now  # which idle node a waiting job would take may change with the clock
             room = cfg.max_nodes - view.size
             if room > 0 and forecast(view, now + self._horizon(), self._counted(view, now), limit=room).new_nodes:
                 return now  # it would launch now
         if view.size <= cfg.min_nodes:
             return until
-        for w in _idle_managed(view):
+        for w in self._idle(view):
             due = self._due(w, now)
             if due is not None:
                 until = min(until, now if due[1] else due[0])
@@ -323,7 +297,7 @@ class ElbPolicy:
                 f"idle, {minutes(into)} into its paid {minutes(cfg.billing_period)} "
                 f">= kill_after {minutes(cfg.kill_after)}"
             )
-        since = node.last_busy_at or node.ready_at or node.launched_at
+        since = node.quiet_since
         idle_for = now - since
         if idle_for < cfg.idle_time:
             return None

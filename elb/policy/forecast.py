@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from elb.model import Job
 from elb.policy.placement import Bin, Packing, host_order, width
-from elb.policy.view import ClusterView, host_facts
+from elb.policy.view import ClusterView
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +66,10 @@ def _capacity(view: ClusterView, horizon: float) -> tuple[list[Bin], int, int, i
             named.append(Bin(w.name, s, s))
             booting += 1
             continue
-        if not (w.ready and w.host is not None):
+        facts = w.facts
+        if not (w.ready and facts is not None):
             continue
         ready += 1
-        facts = host_facts(w.host)
         total, free = facts.total, facts.free
         for j in w.jobs:
             if not _ends_by(j, view.now, horizon):

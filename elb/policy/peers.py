@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from elb.config import ClusterConfig, PolicyConfig
-from elb.model import History, Host, Node, NodeState, Plan, Removal, Snapshot
+from elb.model import History, Node, NodeState, Plan, Removal, Snapshot
 from elb.policy.base import minutes
 from elb.policy.placement import Bin, Packing
-from elb.policy.view import ClusterView, Worker, cluster_view, host_facts, new_names
+from elb.policy.view import ClusterView, ViewCache, Worker, new_names
 
 INF = math.inf
 
@@ -52,24 +52,8 @@ class Limits:
         )
 
 
-# One-entry memo of the last view: a pass calls decide then quiet_until on the same values, and
-# a simulator hands the very same tuples again while nothing changes. Keyed by identity of the
-# (immutable) inputs it holds on to, so a hit is exactly the view cluster_view would build.
-_memo: list[tuple[tuple[object, ...], ClusterView]] = []
-
-
-def _view(limits: Limits, snapshot: Snapshot, nodes: Sequence[Node], now: float) -> ClusterView:
-    key = (snapshot.jobs, snapshot.hosts, nodes, limits.master, limits.slots_per_node)
-    if _memo:
-        old_key, old_view = _memo[0]
-        if all(a is b for a, b in zip(old_key, key, strict=True)) and all(
-            j.submitted is not None for j in old_view.pending
-        ):
-            return old_view if old_view.now == now else replace(old_view, now=now)
-    view = cluster_view(snapshot, nodes, limits.master, now, limits.slots_per_node)
-    if isinstance(nodes, tuple):
-        _memo[:] = [(key, view)]
-    return view
+def _view(cache: ViewCache, limits: Limits, snapshot: Snapshot, nodes: Sequence[Node], now: float) -> ClusterView:
+    return cache.view(snapshot, nodes, limits.master, now, limits.slots_per_node)
 
 
 def _names(limits: Limits, snapshot: Snapshot, nodes: Sequence[Node], count: int) -> tuple[str, ...]:
@@ -87,14 +71,6 @@ def _below_min(limits: Limits, view: ClusterView, snapshot: Snapshot, nodes: Seq
     )
 
 
-def _idle_since(w: Worker) -> float | None:
-    """When a managed, idle worker last ran something (or became ready); None if not idle/managed."""
-    node = w.node
-    if node is None or not w.idle:
-        return None
-    return node.last_busy_at or node.ready_at or node.launched_at
-
-
 @dataclass(frozen=True, slots=True)
 class _Facts:
     """What the peers read off the workers, computed once per cluster state."""
@@ -105,19 +81,12 @@ class _Facts:
     booting: int
 
 
-_facts_memo: list[tuple[tuple[object, ...], _Facts]] = []
+def _facts(cache: ViewCache, view: ClusterView) -> _Facts:
+    """``_Facts`` of the view's workers, worked out once per set of workers."""
+    return cache.derived("facts", (view.workers,), lambda: _count(view))
 
 
-def _host_facts(host: Host) -> tuple[bool, int, bool]:
-    """(up, free slots, busy) as ``Host`` defines them, memoised per (immutable) Host object."""
-    facts = host_facts(host)
-    return facts.up, facts.free, facts.busy
-
-
-def _facts(view: ClusterView) -> _Facts:
-    key = (view.workers,)
-    if _facts_memo and _facts_memo[0][0][0] is view.workers:
-        return _facts_memo[0][1]
+def _count(view: ClusterView) -> _Facts:
     idle: list[tuple[Worker, float]] = []
     free = busy = booting = 0
     for w in view.workers:
@@ -125,8 +94,8 @@ def _facts(view: ClusterView) -> _Facts:
             booting += 1
             busy += 1
             continue
-        host = w.host
-        up, host_free, host_busy = _host_facts(host) if host is not None else (False, 0, False)
+        facts = w.facts
+        up, host_free, host_busy = (facts.up, facts.free, facts.busy) if facts is not None else (False, 0, False)
         node = w.node
         ready = up and (node is None or node.state is NodeState.READY)
         if ready:
@@ -135,10 +104,8 @@ def _facts(view: ClusterView) -> _Facts:
             busy += 1
             continue
         if ready and node is not None:
-            idle.append((w, node.last_busy_at or node.ready_at or node.launched_at))
-    facts = _Facts(tuple(idle), free, busy, booting)
-    _facts_memo[:] = [(key, facts)]
-    return facts
+            idle.append((w, node.quiet_since))
+    return _Facts(tuple(idle), free, busy, booting)
 
 
 def _keep_min(limits: Limits, view: ClusterView, removals: list[Removal]) -> tuple[Removal, ...]:
@@ -171,6 +138,7 @@ class StarclusterPolicy:
     limits: Limits = field(default_factory=Limits)
     params: StarclusterParams = field(default_factory=StarclusterParams)
     name: str = "starcluster"
+    cache: ViewCache = field(default_factory=ViewCache, compare=False, repr=False)
 
     @classmethod
     def from_config(cls, cfg: PolicyConfig, cluster: ClusterConfig) -> StarclusterPolicy:
@@ -184,7 +152,7 @@ class StarclusterPolicy:
 
     def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:  # noqa: PLR0911
         p, lim = self.params, self.limits
-        view = _view(lim, snapshot, nodes, now)
+        view = _view(self.cache, lim, snapshot, nodes, now)
         low = _below_min(lim, view, snapshot, nodes)
         if low is not None:
             return low
@@ -193,15 +161,15 @@ class StarclusterPolicy:
             return Plan(reason=f"stabilizing: last change {minutes(now - history.last_change_at)} ago")
         if view.pending:
             waiting = view.pending_slots
-            free = _facts(view).free_slots
+            free = _facts(self.cache, view).free_slots
             waited = view.oldest_wait()
             head = f"{_plural(len(view.pending), 'job')} waiting ({waiting} slots, {free} free)"
             if waiting <= free:
                 return Plan(reason=f"{head}: waiting slots do not exceed free slots")
             if waited <= p.wait_time:
                 return Plan(reason=f"{head}, oldest {minutes(waited)} <= {minutes(p.wait_time)}")
-            if p.block_while_booting and _facts(view).booting:
-                return Plan(reason=f"{head}: still adding {_plural(_facts(view).booting, 'node')}")
+            if p.block_while_booting and _facts(self.cache, view).booting:
+                return Plan(reason=f"{head}: still adding {_plural(_facts(self.cache, view).booting, 'node')}")
             if view.size >= lim.max_nodes:
                 return Plan(reason=f"{head}, but at max_nodes ({view.size}/{lim.max_nodes})")
             n = min(p.add_nodes_per_iteration, lim.max_nodes - view.size)
@@ -211,7 +179,7 @@ class StarclusterPolicy:
                 add_reason=f"{head}, oldest {minutes(waited)} > {minutes(p.wait_time)}",
             )
         removals = []
-        for w, _ in _facts(view).idle:
+        for w, _ in _facts(self.cache, view).idle:
             assert w.node is not None
             into = (now - w.node.launched_at) % p.billing_period
             if into >= p.kill_after:
@@ -223,7 +191,7 @@ class StarclusterPolicy:
 
     def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:  # noqa: PLR0911
         p, lim = self.params, self.limits
-        view = _view(lim, snapshot, nodes, now)
+        view = _view(self.cache, lim, snapshot, nodes, now)
         if view.size < lim.min_nodes:
             return now
         stab = self._stabilizing(history, now)
@@ -231,7 +199,7 @@ class StarclusterPolicy:
             # Nothing before the window ends; from then on, as if asked then.
             return self.quiet_until(snapshot, nodes, history, stab)
         if view.pending:
-            facts = _facts(view)
+            facts = _facts(self.cache, view)
             if view.pending_slots <= facts.free_slots or (p.block_while_booting and facts.booting):
                 return INF
             if view.size >= lim.max_nodes:
@@ -241,7 +209,7 @@ class StarclusterPolicy:
         if view.size <= lim.min_nodes:
             return INF
         nxt = INF
-        for w, _ in _facts(view).idle:
+        for w, _ in _facts(self.cache, view).idle:
             assert w.node is not None
             into = (now - w.node.launched_at) % p.billing_period
             nxt = min(nxt, now if into >= p.kill_after else now + (p.kill_after - into))
@@ -272,19 +240,20 @@ class ParallelclusterPolicy:
     limits: Limits = field(default_factory=Limits)
     params: ParallelclusterParams = field(default_factory=ParallelclusterParams)
     name: str = "parallelcluster"
+    cache: ViewCache = field(default_factory=ViewCache, compare=False, repr=False)
 
     @classmethod
     def from_config(cls, cfg: PolicyConfig, cluster: ClusterConfig) -> ParallelclusterPolicy:
         return cls(Limits.from_config(cfg, cluster))
 
     def _desired(self, view: ClusterView) -> tuple[int, int, int]:
-        busy = _facts(view).busy
+        busy = _facts(self.cache, view).busy
         need = math.ceil(view.pending_slots / view.slots_per_node)
         return busy, need, min(self.limits.max_nodes, busy + need)
 
     def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
         lim = self.limits
-        view = _view(lim, snapshot, nodes, now)
+        view = _view(self.cache, lim, snapshot, nodes, now)
         low = _below_min(lim, view, snapshot, nodes)
         if low is not None:
             return low
@@ -302,7 +271,7 @@ class ParallelclusterPolicy:
                 )
             return Plan(reason=f"desired {desired} <= {view.size} nodes")
         removals = []
-        for w, since in _facts(view).idle:
+        for w, since in _facts(self.cache, view).idle:
             if now - since >= self.params.idle_time:
                 removals.append(Removal(w.name, f"nothing pending; idle {minutes(now - since)}"))
         chosen = _keep_min(lim, view, removals)
@@ -312,7 +281,7 @@ class ParallelclusterPolicy:
 
     def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:
         lim = self.limits
-        view = _view(lim, snapshot, nodes, now)
+        view = _view(self.cache, lim, snapshot, nodes, now)
         if view.size < lim.min_nodes:
             return now
         if view.pending:
@@ -320,7 +289,7 @@ class ParallelclusterPolicy:
         if view.size <= lim.min_nodes:
             return INF
         nxt = INF
-        for _, since in _facts(view).idle:
+        for _, since in _facts(self.cache, view).idle:
             nxt = min(nxt, max(now, since + self.params.idle_time))
         return nxt
 
@@ -349,12 +318,11 @@ def _fit(view: ClusterView, limit: int) -> _Fit:
     spn = view.slots_per_node
     bins: list[Bin] = []
     for w in view.workers:
-        host, node = w.host, w.node
-        if host is None or (node is not None and node.state is not NodeState.READY):
+        facts, node = w.facts, w.node
+        if facts is None or (node is not None and node.state is not NodeState.READY):
             continue
-        up, host_free, _ = _host_facts(host)
-        if up:
-            bins.append(Bin(w.name, host_free, host.slots_total))
+        if facts.up:
+            bins.append(Bin(w.name, facts.free, facts.total))
     for w in view.workers:
         if w.booting and w.node is not None:
             s = w.node.slots or spn
@@ -374,6 +342,7 @@ class SlurmPolicy:
     limits: Limits = field(default_factory=Limits)
     params: SlurmParams = field(default_factory=SlurmParams)
     name: str = "slurm"
+    cache: ViewCache = field(default_factory=ViewCache, compare=False, repr=False)
 
     @classmethod
     def from_config(cls, cfg: PolicyConfig, cluster: ClusterConfig) -> SlurmPolicy:
@@ -382,7 +351,7 @@ class SlurmPolicy:
     def _idle_due(self, view: ClusterView, fit: _Fit, now: float) -> tuple[list[Removal], float]:
         removals: list[Removal] = []
         nxt = INF
-        for w, since in _facts(view).idle:
+        for w, since in _facts(self.cache, view).idle:
             if w.name in fit.assigned:
                 continue
             due = since + self.params.suspend_time
@@ -394,7 +363,7 @@ class SlurmPolicy:
 
     def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
         lim = self.limits
-        view = _view(lim, snapshot, nodes, now)
+        view = _view(self.cache, lim, snapshot, nodes, now)
         low = _below_min(lim, view, snapshot, nodes)
         if low is not None:
             return low
@@ -418,7 +387,7 @@ class SlurmPolicy:
 
     def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:
         lim = self.limits
-        view = _view(lim, snapshot, nodes, now)
+        view = _view(self.cache, lim, snapshot, nodes, now)
         if view.size < lim.min_nodes:
             return now
         fit = _fit(view, lim.max_nodes - view.size) if view.pending else _Fit(frozenset(), 0)
@@ -434,9 +403,6 @@ class SlurmPolicy:
 # Static
 
 
-_size_memo: list[tuple[tuple[Host, ...], tuple[Node, ...], str, int]] = []
-
-
 @dataclass(frozen=True, slots=True)
 class StaticParams:
     nodes: int | None = None  # None: max_nodes
@@ -449,6 +415,7 @@ class StaticPolicy:
     limits: Limits = field(default_factory=Limits)
     params: StaticParams = field(default_factory=StaticParams)
     name: str = "static"
+    cache: ViewCache = field(default_factory=ViewCache, compare=False, repr=False)
 
     @classmethod
     def from_config(cls, cfg: PolicyConfig, cluster: ClusterConfig) -> StaticPolicy:
@@ -460,16 +427,15 @@ class StaticPolicy:
 
     def _size(self, snapshot: Snapshot, nodes: Sequence[Node]) -> int:
         """``ClusterView.size`` without building the view: exec hosts and alive nodes, not the master."""
-        master = self.limits.master
-        if _size_memo:
-            hosts, known, who, size = _size_memo[0]
-            if hosts is snapshot.hosts and known is nodes and who == master:
-                return size
-        names = {h.name for h in snapshot.hosts} | {n.name for n in nodes if n.state.alive}
-        names.discard(master)
-        if isinstance(nodes, tuple):
-            _size_memo[:] = [(snapshot.hosts, nodes, master, len(names))]
-        return len(names)
+
+        def count() -> int:
+            names = {h.name for h in snapshot.hosts} | {n.name for n in nodes if n.state.alive}
+            names.discard(self.limits.master)
+            return len(names)
+
+        if not isinstance(nodes, tuple):  # a list may change under the same identity: not kept
+            return count()
+        return self.cache.derived("size", (snapshot.hosts, nodes), count)
 
     def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
         size = self._size(snapshot, nodes)

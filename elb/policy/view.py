@@ -1,14 +1,16 @@
 """A policy's view of the cluster: SGE's hosts joined with elb's node records.
 
-Pure functions only; every policy (elb's and the peers') reads the cluster through this.
+Pure functions, and ``ViewCache``: the memory of the last state one policy object saw, which it
+owns. Every policy (elb's and the peers') reads the cluster through this.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from elb.model import Host, Job, Node, NodeState, Snapshot
 from elb.naming import next_names
@@ -27,16 +29,8 @@ class HostFacts:
     busy: bool  # runs a job or holds a reservation
 
 
-# Memo per (immutable) Host object: a simulator and a steady cluster hand the same Host objects
-# to pass after pass, so each is read once. Holding the Host keeps its id from being reused.
-_HOST_FACTS: dict[int, tuple[Host, HostFacts]] = {}
-_HOST_FACTS_MAX = 1 << 14  # a few passes of a 5,000-host cluster; then it starts over
-
-
 def host_facts(host: Host) -> HostFacts:
-    hit = _HOST_FACTS.get(id(host))
-    if hit is not None and hit[0] is host:
-        return hit[1]
+    """What a policy reads off a host (``Worker.facts`` holds it for each worker)."""
     queues = host.queues
     if all(not q.states for q in queues):  # no state letter: reachable and usable
         facts = HostFacts(
@@ -47,9 +41,6 @@ def host_facts(host: Host) -> HostFacts:
         )
     else:
         facts = HostFacts(host.up, host.free_slots, host.slots_total, host.busy)
-    if len(_HOST_FACTS) >= _HOST_FACTS_MAX:
-        _HOST_FACTS.clear()
-    _HOST_FACTS[id(host)] = (host, facts)
     return facts
 
 
@@ -74,6 +65,7 @@ class Worker:
     node: Node | None  # None: an exec host elb does not manage (never removed by elb)
     host: Host | None  # None: not (yet) in SGE
     jobs: tuple[Job, ...]
+    facts: HostFacts | None = field(init=False)  # what SGE shows of its host (None: not in SGE)
     booting: bool = field(init=False)  # elb's record says it is still being launched or provisioned
     ready: bool = field(init=False)  # up in SGE, and READY in elb's record if it has one
     idle: bool = field(init=False)  # ready, runs no job and holds no reservation
@@ -82,9 +74,16 @@ class Worker:
         node, host = self.node, self.host
         facts = host_facts(host) if host is not None else None
         ready = (node is None or node.state is NodeState.READY) and facts is not None and facts.up
+        object.__setattr__(self, "facts", facts)
         object.__setattr__(self, "booting", node is not None and node.state in _BOOTING)
         object.__setattr__(self, "ready", ready)
         object.__setattr__(self, "idle", ready and not self.jobs and not (facts is not None and facts.busy))
+
+    @property
+    def idle_since(self) -> float | None:
+        """Since when a managed worker has been idle (``Node.quiet_since``); None when it is not
+        idle or elb does not manage it."""
+        return self.node.quiet_since if self.idle and self.node is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,18 +137,17 @@ def infer_slots_per_node(hosts: Sequence[Host], nodes: Sequence[Node], configure
     return 1
 
 
-# The workers of the last view built (per master name): one generation, so memory stays bounded.
-_LAST_WORKERS: dict[str, dict[str, Worker]] = {}
-
-
 def cluster_view(
     snapshot: Snapshot,
     nodes: Sequence[Node],
     master: str,
     now: float,
     slots_per_node: int | None = None,
+    *,
+    reuse: Mapping[str, Worker] | None = None,
 ) -> ClusterView:
-    """Join SGE's hosts with elb's records. The master is never a worker."""
+    """Join SGE's hosts with elb's records. The master is never a worker. ``reuse``: workers of
+    an earlier view; one whose record, host and jobs are the very same objects is taken as is."""
     by_host: dict[str, list[Job]] = {}
     for j in snapshot.jobs:
         h = j.host
@@ -157,8 +155,7 @@ def cluster_view(
             by_host.setdefault(h, []).append(j)
     hosts = {h.name: h for h in snapshot.hosts if h.name != master}
     alive = {n.name: n for n in nodes if n.state in _ALIVE and n.name != master}
-    # Workers whose record, host and jobs are the very same objects as in the last view are reused.
-    last = _LAST_WORKERS.get(master, {})
+    last = reuse or {}
     workers: list[Worker] = []
     for name in sorted(set(hosts) | set(alive)):
         node, host, jobs = alive.get(name), hosts.get(name), tuple(by_host.get(name, ()))
@@ -166,11 +163,58 @@ def cluster_view(
         if w is None or w.node is not node or w.host is not host or w.jobs != jobs:
             w = Worker(name, node, host, jobs)
         workers.append(w)
-    _LAST_WORKERS.clear()
-    _LAST_WORKERS[master] = {w.name: w for w in workers}
     pending = sorted(
         (j for j in snapshot.jobs if j.is_pending),
         key=lambda j: (j.submitted if j.submitted is not None else now, j.job_id),
     )
     spn = infer_slots_per_node(list(hosts.values()), list(alive.values()), slots_per_node)
     return ClusterView(now, tuple(workers), tuple(pending), spn)
+
+
+T = TypeVar("T")
+
+
+class ViewCache:
+    """What a policy object derives from one cluster state, kept for its next call on the very
+    same inputs: a pass calls ``decide`` then ``quiet_until`` on the same values, and a simulator
+    hands the same (immutable) tuples again while nothing changes.
+
+    Each policy object owns one (a field made with it), so nothing is shared between policies or
+    kept at module level. It holds the inputs it compares, so a reference compared with ``is`` is
+    a live object, never a recycled id; a hit is exactly what would be computed again. A view of
+    a different state replaces everything: the memory is one state's worth.
+    """
+
+    def __init__(self) -> None:
+        self._key: tuple[object, ...] | None = None
+        self._view: ClusterView | None = None
+        self._workers: dict[str, Worker] = {}
+        self._derived: dict[str, tuple[tuple[object, ...], object]] = {}
+
+    def view(
+        self, snapshot: Snapshot, nodes: Sequence[Node], master: str, now: float, slots_per_node: int | None
+    ) -> ClusterView:
+        """``cluster_view`` of these inputs (at ``now``), built again only when they changed."""
+        key = (snapshot.jobs, snapshot.hosts, nodes, master, slots_per_node)
+        old = self._view
+        if (
+            old is not None
+            and self._key is not None
+            and all(a is b for a, b in zip(self._key, key, strict=True))
+            and all(j.submitted is not None for j in old.pending)
+        ):
+            return old if old.now == now else replace(old, now=now)
+        view = cluster_view(snapshot, nodes, master, now, slots_per_node, reuse=self._workers)
+        self._workers = {w.name: w for w in view.workers}
+        if isinstance(nodes, tuple):  # a list may change under the same identity: not kept
+            self._key, self._view = key, view
+        return view
+
+    def derived(self, name: str, key: tuple[object, ...], make: Callable[[], T]) -> T:
+        """``make()``, kept under ``name`` while every part of ``key`` is the very same object."""
+        hit = self._derived.get(name)
+        if hit is not None and len(hit[0]) == len(key) and all(a is b for a, b in zip(hit[0], key, strict=True)):
+            return hit[1]  # type: ignore[return-value]
+        value = make()
+        self._derived[name] = (key, value)
+        return value

@@ -1,0 +1,51 @@
+"""Policies keep no memory at module level: what a policy object remembers of the last cluster
+state it saw is its own (``elb.policy.view.ViewCache``), so two policies, two replays or a
+replay and the daemon never see each other's state."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import pytest
+
+import elb.policy
+from elb.config import ClusterConfig, PolicyConfig
+from elb.model import History
+from elb.policy import POLICIES, make_policy
+from elb.policy.view import ViewCache
+from tests.unit.factories import T0, host, node, pending, snap
+
+MODULES = sorted(m.name for m in pkgutil.iter_modules(elb.policy.__path__, "elb.policy."))
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_no_mutable_state_at_module_level(name: str) -> None:
+    module = importlib.import_module(name)
+    mutable = [k for k, v in vars(module).items() if not k.startswith("__") and isinstance(v, list | dict | set)]
+    assert mutable == [], f"{name} keeps {mutable} at module level"
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_each_policy_object_has_its_own_cache(name: str) -> None:
+    cfg, cluster = PolicyConfig(name=name, max_nodes=4, slots_per_node=4), ClusterConfig()
+    a, b = make_policy(cfg, cluster), make_policy(cfg, cluster)
+    assert isinstance(a.cache, ViewCache) and a.cache is not b.cache  # type: ignore[attr-defined]
+    s = snap([pending(1, 600.0, slots=2)], [host("node001", used=4)])
+    nodes = (node("node001", 3000.0, last_busy_at=T0),)
+    assert a.decide(s, nodes, History(), T0) == b.decide(s, nodes, History(), T0)
+
+
+def test_the_cache_gives_the_same_view_for_the_same_inputs_and_a_new_one_otherwise() -> None:
+    cache = ViewCache()
+    h = host("node001")
+    s = snap([pending(1, 60.0)], [h])
+    nodes = (node("node001", 3000.0),)
+    v1 = cache.view(s, nodes, "master", T0, 4)
+    assert cache.view(s, nodes, "master", T0, 4) is v1
+    later = cache.view(s, nodes, "master", T0 + 60, 4)
+    assert later.now == T0 + 60 and later.workers is v1.workers
+    other = cache.view(snap([], [h]), nodes, "master", T0, 4)
+    assert other.pending == () and other.workers[0] is v1.workers[0]  # same record, host and jobs: reused
+    listed = cache.view(s, list(nodes), "master", T0, 4)
+    assert cache.view(s, list(nodes), "master", T0, 4) is not listed  # a list may change: never kept
