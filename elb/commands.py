@@ -212,10 +212,13 @@ def _live_balancer(cfg: Config, journal: Journal) -> Balancer | Exit:
         return Exit.CONFIG
     try:
         cloud = factory.make_cloud(cfg)
+        notices = factory.make_notices(cfg)
     except Exception as err:  # boto3 without a region or credentials, a broken podman: one line
         _error(f"cloud {cfg.cloud.provider}: cannot be used: {err}")
         return Exit.UNREADABLE
-    return Balancer(cfg, sge=factory.make_sge(cfg), journal=journal, cloud=cloud, provisioner=provisioner)
+    return Balancer(
+        cfg, sge=factory.make_sge(cfg), journal=journal, cloud=cloud, provisioner=provisioner, notices=notices
+    )
 
 
 def _playbooks_missing(cfg: Config) -> bool:

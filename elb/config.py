@@ -121,6 +121,9 @@ class Ec2Config(_Strict):
     launch_template: LaunchTemplate | None = None
     # Instance metadata of a worker elb describes itself: IMDSv2 only ("required") by default.
     metadata_tokens: Literal["required", "optional"] = "required"
+    # Read EC2's notices about workers (spot interruptions, scheduled changes) each pass from the
+    # queue `elb ec2-events setup` makes (elb-<cluster.name>-notices).
+    notices: StrictBool = False
 
     @model_validator(mode="after")
     def _template_owns(self) -> Ec2Config:

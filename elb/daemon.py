@@ -23,7 +23,7 @@ from elb.actuator import Actuator, Outcomes, SgeClient
 from elb.backoff import compute as compute_backoff
 from elb.config import Config
 from elb.executor import Executor
-from elb.interfaces import Cloud, Instance, Provisioner
+from elb.interfaces import Cloud, Instance, NoticeSource, Provisioner
 from elb.journal import Journal
 from elb.metrics import PassMetrics
 from elb.model import Node, NodeState, Plan, Snapshot
@@ -95,6 +95,7 @@ class Counters:
     failed_passes: int = 0
     repairs: int = 0
     launches_held: int = 0  # launches the policy wanted and the back-off did not allow
+    notices: dict[str, int] = field(default_factory=dict)  # EC2 notices about managed nodes, by kind
 
 
 def snapshot_summary(snap: Snapshot, master: str) -> list[str]:
@@ -136,8 +137,10 @@ class Balancer:
         clock: Callable[[], float] = time.time,
         executor: Executor | None = None,
         node_slots: int | None = None,
+        notices: NoticeSource | None = None,
     ) -> None:
         self.config = config
+        self.notices = notices  # EC2's notices about workers (elb.cloud.notices), when set up
         self.sge = sge
         self.journal = journal
         self.cloud = cloud
@@ -206,6 +209,7 @@ class Balancer:
             instances = self.cloud.list_workers()
         except Exception as err:  # no action on partial data
             raise PassFailed(f"listing the cloud's workers: {err}") from err
+        self._heed_notices(instances)
         act = Actuator(self.journal, self.sge, self.cloud, self.provisioner, self.clock)
         result = PassResult(True, snap.now, Plan(reason="reconciling; scaling waits for the next pass"), snap)
         busy = self.executor.in_flight()
@@ -243,6 +247,34 @@ class Balancer:
             raise PassFailed(f"{what}: {err}") from err
         self._last_whole = snap
         return snap
+
+    def _heed_notices(self, instances: Sequence[Instance]) -> None:
+        """Act on EC2's notices about managed nodes: a node about to go (spot interruption,
+        scheduled retirement) is disabled in SGE at once, so no new job lands on it, and its
+        removal ordered (the safe drain removes it when idle; demand left without it gets new
+        nodes as usual). Other notices are logged. A queue that cannot be read changes nothing."""
+        if self.notices is None:
+            return
+        try:
+            notices = self.notices.poll()
+        except Exception as err:  # notices are an early warning; the pass goes on without them
+            log.warning("cannot read EC2's notices: %s", err)
+            return
+        by_id = {i.instance_id: i.name for i in instances}
+        for n in notices:
+            name = by_id.get(n.instance_id)
+            if name is None:
+                continue  # not one of this cluster's managed workers
+            self.counters.notices[n.kind.value] = self.counters.notices.get(n.kind.value, 0) + 1
+            if not n.kind.doomed:
+                log.info("%s: EC2 notice: %s", name, n.describe())
+                continue
+            log.warning("%s: EC2 notice: %s: disabling it in SGE and ordering its removal", name, n.describe())
+            self.journal.set_order("remove", name, on=True)
+            try:
+                self.sge.disable_host(name)
+            except Exception as err:  # the order stands; the drain disables it again
+                log.error("%s: could not disable it in SGE: %s", name, err)
 
     def _remember_seen(self, snap: Snapshot) -> None:
         busy = [h.name for h in snap.hosts if h.busy] + [j.host for j in snap.jobs if j.host]

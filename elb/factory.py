@@ -11,7 +11,7 @@ from elb.config import Config
 if TYPE_CHECKING:
     from elb.actuator import SgeClient
     from elb.daemon import Balancer
-    from elb.interfaces import Cloud, Provisioner
+    from elb.interfaces import Cloud, NoticeSource, Provisioner
 
 
 def make_sge(cfg: Config) -> SgeClient:
@@ -28,6 +28,16 @@ def make_cloud(cfg: Config) -> Cloud:
     from elb.cloud.ec2 import Ec2Cloud
 
     return Ec2Cloud.from_config(cfg)
+
+
+def make_notices(cfg: Config) -> NoticeSource | None:
+    """The reader of EC2's notice queue when ``cloud.ec2.notices`` is on, else None."""
+    if cfg.cloud.provider != "ec2" or not cfg.cloud.ec2.notices:
+        return None
+    from elb.cloud.notices import Ec2Notices, queue_url, sqs_client
+
+    client = sqs_client(cfg.cloud.ec2)
+    return Ec2Notices(client, queue_url(client, cfg.cluster.name))
 
 
 def make_provisioner(cfg: Config) -> Provisioner:

@@ -116,3 +116,32 @@ class Provisioner(Protocol):
     def remove_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:
         """Drain-check, deregister and unexport ``nodes``; BUSY if a job landed meanwhile."""
         ...
+
+
+class NoticeKind(enum.StrEnum):
+    INTERRUPTION = "spot-interruption"  # taken back in about two minutes
+    REBALANCE = "rebalance"  # interruption risk went up
+    SCHEDULED = "scheduled-change"  # AWS Health: retirement, maintenance
+    STATE = "state-change"  # the instance is stopping, shutting down, terminated, ...
+
+    @property
+    def doomed(self) -> bool:
+        """The instance will go away: no new job should land on it."""
+        return self in (NoticeKind.INTERRUPTION, NoticeKind.SCHEDULED)
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    kind: NoticeKind
+    instance_id: str
+    time: float  # POSIX seconds of the event
+    detail: str  # one line for the log: what AWS said
+
+    def describe(self) -> str:
+        return f"{self.kind.value} for {self.instance_id}: {self.detail}"
+
+
+class NoticeSource(Protocol):
+    """The cloud's notices about workers (EC2: ``elb.cloud.notices.Ec2Notices``)."""
+
+    def poll(self) -> Sequence[Notice]: ...

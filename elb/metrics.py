@@ -121,6 +121,10 @@ class BalancerCollector(Collector):
             c = CounterMetricFamily(name, doc)
             c.add_metric([], value)
             yield c
+        c = CounterMetricFamily("elb_ec2_notices", "EC2 notices about managed nodes, by kind", labels=["kind"])
+        for kind, count in sorted(b.counters.notices.items()):
+            c.add_metric([kind], count)
+        yield c
 
 
 def metrics_registry(balancer: Balancer, passes: PassMetrics) -> CollectorRegistry:

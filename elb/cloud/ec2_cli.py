@@ -31,6 +31,17 @@ def register(sub: Any) -> None:
     )
     _add_arguments(p)
     p.set_defaults(func=cmd_ec2_check)
+    p = sub.add_parser(
+        "ec2-events",
+        help="create or check the EventBridge rules and SQS queue of EC2's notices (spot interruptions, ...)",
+        description="setup: creates (or brings back to shape) the queue elb-CLUSTER-notices, one EventBridge "
+        "rule per kind of notice (spot interruption warning, rebalance recommendation, state change, AWS "
+        "Health scheduled change) aimed at it, and a queue policy that lets only those rules send; then set "
+        "cloud.ec2.notices: true. check: says whether they are all there. Exit 1 on a problem.",
+    )
+    p.add_argument("action", choices=("setup", "check"))
+    _add_arguments(p)
+    p.set_defaults(func=cmd_ec2_events)
 
 
 def cmd_ec2_check(args: argparse.Namespace) -> int:
@@ -47,6 +58,29 @@ def cmd_ec2_check(args: argparse.Namespace) -> int:
         print(f"elb: {err}", file=sys.stderr)
         return Exit.UNREADABLE
     checks = preflight(cloud)
+    for c in checks:
+        print(f"{'ok  ' if c.ok else 'FAIL'} {c.what}: {c.detail}")
+    return Exit.OK if all(c.ok for c in checks) else Exit.FAILED
+
+
+def cmd_ec2_events(args: argparse.Namespace) -> int:
+    from elb.cloud.notices import check_events, events_client, setup_events, sqs_client  # noqa: PLC0415
+
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as err:
+        print(f"elb: {err}", file=sys.stderr)
+        return Exit.CONFIG
+    try:
+        sqs, events = sqs_client(cfg.cloud.ec2), events_client(cfg.cloud.ec2)
+        if args.action == "setup":
+            for line in setup_events(sqs, events, cfg.cluster.name):
+                print(f"ok   {line}")
+            return Exit.OK
+        checks = check_events(sqs, events, cfg.cluster.name)
+    except CloudError as err:
+        print(f"elb: {err}", file=sys.stderr)
+        return Exit.UNREADABLE
     for c in checks:
         print(f"{'ok  ' if c.ok else 'FAIL'} {c.what}: {c.detail}")
     return Exit.OK if all(c.ok for c in checks) else Exit.FAILED
