@@ -10,10 +10,11 @@ from typing import Any
 
 from elb.extras import plot_missing
 from elb.policy.base import Policy
+from elb.simulate.accounting import read_log
 from elb.simulate.engine import SimSettings
 from elb.simulate.report import Billing, Metrics, plot, table
 from elb.simulate.runner import SimError, build_policy, has_param, prepare, replay, with_param
-from elb.simulate.swf import SwfError, overrun, read_swf
+from elb.simulate.swf import SwfError, overrun
 
 ALL_POLICIES = ("elb", "starcluster", "parallelcluster", "slurm", "static")
 
@@ -27,7 +28,9 @@ def register(sub: Any) -> None:
             "with a delay and are billed like EC2, under each policy, and report cost and waits."
         ),
     )
-    p.add_argument("log", type=Path, help="SWF job log, plain or .gz")
+    p.add_argument(
+        "log", type=Path, help="job log: SWF (plain or .gz) or Grid Engine's accounting file (what qacct reads)"
+    )
     p.add_argument(
         "--policies",
         default="elb,starcluster,parallelcluster,slurm,static",
@@ -148,7 +151,7 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
         raise SimError("--boot-time, --boot-jitter and --start must be >= 0, --days > 0")
     billing: Billing = args.billing
     wl = overrun(
-        read_swf(args.log, start=args.start * 86400.0, days=args.days), args.overrun, args.overrun_hours, args.seed
+        read_log(args.log, start=args.start * 86400.0, days=args.days), args.overrun, args.overrun_hours, args.seed
     )
     prepared = prepare(wl, spn, _max_nodes(args.max_nodes, wl.max_procs, spn))
     settings = SimSettings(

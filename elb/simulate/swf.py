@@ -50,7 +50,8 @@ class Workload:
         self.skipped[why] = self.skipped.get(why, 0) + n
 
 
-def _lines(path: Path) -> Iterable[str]:
+def open_lines(path: Path) -> Iterable[str]:
+    """The lines of a text file, gzip or plain."""
     try:
         with path.open("rb") as raw:
             magic = raw.read(2)
@@ -107,7 +108,7 @@ def parse_swf(lines: Iterable[str], source: str = "<swf>") -> Workload:
 
 def read_swf(path: Path, start: float = 0.0, days: float | None = None) -> Workload:
     """Read an SWF file (gzip or plain) and keep the jobs submitted in [start, start + days)."""
-    wl = parse_swf(_lines(path), str(path))
+    wl = parse_swf(open_lines(path), str(path))
     return window(wl, start, days)
 
 
