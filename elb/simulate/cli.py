@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from elb.extras import plot_missing
-from elb.policy.base import Policy
+from elb.policy.base import Policy, minutes
 from elb.simulate.accounting import read_log
 from elb.simulate.engine import SimSettings
 from elb.simulate.report import Billing, Metrics, plot, table
@@ -207,7 +207,7 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
     if prepared.too_big:
         skipped[f"bigger than the cluster ({prepared.max_nodes} nodes of {spn} slots)"] = len(prepared.too_big)
     warnings = [
-        f"{m.label}: the queue never drains (longest backlog {m.longest_backlog / 86400:.1f} days, "
+        f"{m.label}: the queue never drains (longest backlog {minutes(m.longest_backlog)}, "
         f"{m.never_started} jobs never started): the cluster saturates at {prepared.max_nodes} nodes"
         for m in results
         if m.saturated

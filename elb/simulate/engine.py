@@ -165,6 +165,7 @@ class Simulator:
         self._record_values: dict[str, Node] = {}
         self._stale: dict[str, None] = {}
         self._backlog_since: float | None = None
+        self._stalled_at = 0.0  # when the replay gave up, if it stalled
         self._ready = FreeIndex[tuple[int, str]](settings.slots_per_node)  # ready nodes by free slots
         quiet = policy if isinstance(policy, QuietHint) else None
         self.quiet = quiet if settings.fast_forward else None
@@ -506,6 +507,7 @@ class Simulator:
                 quiet_since = now if quiet_since is None else quiet_since
                 if step == math.inf or now - quiet_since >= self.s.stall_limit:
                     self.out.stalled = True
+                    self._stalled_at = now
                     break
             else:
                 quiet_since = None
@@ -518,8 +520,8 @@ class Simulator:
 
     def _close(self) -> SimOutcome:
         end = self.out.last_end
-        if self.out.stalled:
-            end = max(end, self.jobs[-1].submit)
+        if self.out.stalled:  # the nodes kept running, and billing, until the replay gave up
+            end = max(end, self.jobs[-1].submit, self._stalled_at)
         closing = len(self.nodes)  # switched off by the end of the replay, not by the policy
         for node in list(self.nodes.values()):
             if node.busy_since is not None:

@@ -15,6 +15,9 @@ Billing = Literal["second", "hour"]
 TAU = 10.0  # bounded slowdown threshold, seconds
 
 
+SATURATION_BACKLOG = 3600.0
+
+
 def billed_seconds(life: NodeLife, billing: Billing) -> float:
     """Per second with a 60 s minimum, or every started hour."""
     up = max(0.0, life.terminated_at - life.launched_at)
@@ -125,7 +128,9 @@ def metrics(
     node_hours = billed / 3600.0
     bsld = [max(1.0, (w + r) / max(r, TAU)) for w, r in zip(out.waits, out.runs, strict=True)]
     span = max(1.0, out.last_end - out.first_submit)
-    saturated = out.never_started > 0 or out.longest_backlog > 0.25 * span
+    # Never drains: jobs never started, or a backlog that lasted a quarter of the replay and at
+    # least an hour (in a replay of a few hours, a queue of some minutes is a burst, not saturation).
+    saturated = out.never_started > 0 or out.longest_backlog > max(0.25 * span, SATURATION_BACKLOG)
     return Metrics(
         label=label,
         policy=policy,

@@ -367,3 +367,23 @@ def test_incremental_snapshots_and_free_index_match_the_nodes_at_every_decision(
     policy.sim = sim
     sim.run()
     assert max(seen) > 3  # nodes came and went while it checked
+
+
+def test_a_short_burst_in_a_short_replay_is_not_saturation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # four whole-node jobs at once on one node, 10 minutes each: a 30-minute queue in a 40-minute replay
+    log = tmp_path / "burst.swf"
+    log.write_text("\n".join(swf_line(i, 10, 600, 8) for i in range(1, 5)) + "\n")
+    assert main(["simulate", str(log), "--policies", "static", "--max-nodes", "1"]) == 0
+    assert "never drains" not in capsys.readouterr().err
+
+
+def test_a_stalled_replay_bills_its_nodes_until_it_gives_up() -> None:
+    # job 2 can never start (9 slots, one 8-slot node): the replay gives up at the first poll that
+    # finds nothing can change, after job 1 ended (100 s) and job 2 came (500 s); the static node
+    # ran, and was billed, until then
+    jobs = [SimJob(1, 0.0, 100.0, 1), SimJob(2, 500.0, 100.0, 9)]
+    settings = SimSettings(slots_per_node=8, max_nodes=1, boot_time=0.0, poll_interval=60.0)
+    out = Simulator(jobs, StaticPolicy(limits(max_nodes=1)), settings).run()
+    assert out.stalled and out.never_started == 1
+    (life,) = out.nodes
+    assert life.terminated_at == 540.0  # the poll that gave up, not job 2's submission (500 s)
