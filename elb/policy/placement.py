@@ -108,6 +108,11 @@ class FreeIndex(Generic[K]):
     def empty_count(self) -> int:
         return len(self._empty)
 
+    @property
+    def most_free(self) -> int:
+        """The most free slots any node has (0: every node is full)."""
+        return max(self._buckets, default=0)
+
 
 @dataclass(slots=True)
 class Bin:

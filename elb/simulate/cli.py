@@ -53,7 +53,14 @@ def register(sub: Any) -> None:
         default=None,
         help="cluster cap: N nodes, or Kx for K times the log's machine (default: the zero-wait peak of the log)",
     )
-    p.add_argument("--backfill", action="store_true", help="EASY backfill instead of strict FIFO")
+    p.add_argument(
+        "--dispatch",
+        choices=("sge", "fifo", "easy"),
+        default="sge",
+        help="how waiting jobs start: SGE's default without reservations (a later job that fits starts "
+        "around a blocked one; default), strict FIFO, or EASY backfill",
+    )
+    p.add_argument("--backfill", action="store_true", help="the same as --dispatch easy")
     p.add_argument(
         "--placement",
         choices=("first", "best"),
@@ -161,7 +168,7 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
         boot_jitter=args.boot_jitter,
         seed=args.seed,
         poll_interval=args.poll,
-        backfill=args.backfill,
+        dispatch="easy" if args.backfill else args.dispatch,
         placement=args.placement,
         fast_forward=not args.no_fast_forward,
     )
@@ -227,7 +234,7 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
                         "boot_time": args.boot_time,
                         "poll": args.poll,
                         "max_nodes": prepared.max_nodes,
-                        "backfill": args.backfill,
+                        "dispatch": "easy" if args.backfill else args.dispatch,
                         "placement": args.placement,
                     },
                     "floor_node_hours": prepared.floors.floor_node_hours,
@@ -242,7 +249,7 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
         print(
             f"{args.log.name}: {len(prepared.jobs)} jobs, {prepared.max_nodes} nodes max of {spn} slots, "
             f"boot {args.boot_time:g} s, poll {args.poll:g} s, billing per {billing}"
-            f"{', EASY backfill' if args.backfill else ''}"
+            f", dispatch {'easy' if args.backfill else args.dispatch}"
         )
         _print_changes(skipped, wl.overrun)
         print(table(results, prepared.floors, args.price))

@@ -4,7 +4,10 @@ Events (job submissions, job ends, nodes becoming ready) move the cluster; every
 the policy gets the same ``Snapshot``/``Node`` values as live and its ``Plan`` is applied:
 launched nodes accept jobs ``boot_time`` later, removed nodes (idle ones only) stop being billed.
 
-Dispatch is SGE's default: strict FIFO in submission order; optionally EASY backfill. Where a job
+Dispatch (``dispatch``) is SGE's default scheduler without reservations (``"sge"``): jobs in
+submission order, each one that fits starts, so a later job that fits starts around one that waits
+for room; or strict FIFO (``"fifo"``: nothing starts before the first waiting job), or EASY backfill
+(``"easy"``: a later job starts if it does not delay the first one's reserved start). Where a job
 goes is ``elb.policy.placement``'s rule, the one elb's forecast uses: a job of more slots than a
 node has takes ceil(slots / slots per node) whole empty nodes (lowest-numbered first); a narrower
 job goes on the lowest-numbered ready node that fits it (``placement="first"``, SGE's host order
@@ -52,7 +55,7 @@ class SimSettings:
     boot_jitter: float = 0.0  # extra boot delay, uniform in [0, boot_jitter)
     seed: int = 0
     poll_interval: float = 60.0
-    backfill: bool = False
+    dispatch: Literal["sge", "fifo", "easy"] = "sge"  # see the module's doc
     placement: Literal["first", "best"] = "first"  # narrow jobs: lowest-numbered node that fits, or fullest
     fast_forward: bool = True  # use the policy's quiet_until when it has one
     stall_limit: float = 7 * 86400.0  # stop when nothing can change for this long
@@ -334,8 +337,22 @@ class Simulator:
             if parts is None:
                 break
             self._start(0, parts, now)
-        if self.s.backfill and len(self.pending) > 1:
-            self._backfill(now)
+        if len(self.pending) > 1:
+            if self.s.dispatch == "easy":
+                self._backfill(now)
+            elif self.s.dispatch == "sge":
+                self._around(now)
+
+    def _around(self, now: float) -> None:
+        """SGE without reservations: every later job that fits now starts, in submission order."""
+        i = 1
+        while i < len(self.pending) and self._ready.most_free > 0:
+            job = self.pending[i][0]
+            parts = self._place_now(job) if job.slots <= self._ready.most_free or self._width(job) else None
+            if parts is None:
+                i += 1
+                continue
+            self._start(i, parts, now)
 
     def _backfill(self, now: float) -> None:
         """EASY: a later job may start now if it does not delay the head's reserved start."""

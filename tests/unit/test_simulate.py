@@ -206,7 +206,7 @@ def test_a_policy_that_never_adds_stalls_and_says_so() -> None:
     assert sim.out.never_started == 1
 
 
-def test_strict_fifo_blocks_and_easy_backfill_starts_a_job_that_delays_no_one() -> None:
+def test_fifo_blocks_easy_backfills_and_sge_starts_around_a_blocked_job() -> None:
     jobs = [
         SimJob(1, 0, 1000, 2, requested=1000),  # runs at once
         SimJob(2, 1, 100, 4, requested=100),  # head: needs the whole node, reserved at 1000
@@ -214,12 +214,16 @@ def test_strict_fifo_blocks_and_easy_backfill_starts_a_job_that_delays_no_one() 
         SimJob(4, 3, 400, 2, requested=2000),  # would delay job 2: waits
     ]
     policy = StaticPolicy(limits(max_nodes=1, spn=4))
-    fifo, _ = run_jobs(jobs, policy, spn=4, max_nodes=1)
+    fifo, _ = run_jobs(jobs, policy, spn=4, max_nodes=1, dispatch="fifo")
     starts = {p.job_id: p.start for p in fifo.out.placements}
     assert starts == {1: 0, 2: 1000, 3: 1100, 4: 1100}
-    easy, _ = run_jobs(jobs, policy, spn=4, max_nodes=1, backfill=True)
+    easy, _ = run_jobs(jobs, policy, spn=4, max_nodes=1, dispatch="easy")
     starts = {p.job_id: p.start for p in easy.out.placements}
     assert starts == {1: 0, 3: 2, 2: 1000, 4: 1100}
+    # SGE's default (no reservation): whatever fits starts, so job 4 goes ahead of job 2 at 402
+    sge, _ = run_jobs(jobs, policy, spn=4, max_nodes=1)
+    starts = {p.job_id: p.start for p in sge.out.placements}
+    assert starts == {1: 0, 3: 2, 4: 402, 2: 1000}
 
 
 def test_boot_jitter_is_seeded() -> None:

@@ -83,7 +83,7 @@ def test_invariants_on_real_logs(name: str, log: Path, days: float, spn: int) ->
 def test_invariants_with_backfill(backfill: bool) -> None:
     wl = read_swf(KTH, start=40 * 86400, days=20)
     prepared = prepare(wl, 8, 20)
-    _, out = run(prepared, "slurm", 8, record=True, backfill=backfill)
+    _, out = run(prepared, "slurm", 8, record=True, dispatch="easy" if backfill else "fifo")
     check_invariants(prepared, out, 8)
 
 
@@ -114,8 +114,8 @@ def test_static_kth_with_easy_backfill_waits_like_the_log() -> None:
     wl = read_swf(KTH)
     recorded = 254.9  # min, mean of field 3 over the jobs replayed
     prepared = prepare(wl, 100, 1)
-    m, out = run(prepared, "static", 100, backfill=True)
+    m, out = run(prepared, "static", 100, dispatch="easy")
     assert out.never_started == 0
     assert recorded / 3 < m.wait_mean / 60 < recorded * 3, m.wait_mean / 60
-    fifo, _ = run(prepared, "static", 100)
+    fifo, _ = run(prepared, "static", 100, dispatch="fifo")
     assert fifo.wait_mean > 2 * m.wait_mean  # strict FIFO is far worse on the real machine's size
