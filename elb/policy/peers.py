@@ -303,6 +303,7 @@ class SlurmParams:
     """Slurm's power-saving defaults."""
 
     suspend_time: float = 300.0  # SuspendTime: an idle node is powered down after this long
+    power_save_interval: float = 10.0  # slurmctld's power-saving pass runs this often (its default)
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +348,12 @@ class SlurmPolicy:
     @classmethod
     def from_config(cls, cfg: PolicyConfig, cluster: ClusterConfig) -> SlurmPolicy:
         return cls(Limits.from_config(cfg, cluster))
+
+    @property
+    def interval(self) -> float:
+        """How often Slurm itself decides (``power_save_interval``): the simulator polls it this
+        often, not at the balancer's poll."""
+        return self.params.power_save_interval
 
     def _idle_due(self, view: ClusterView, fit: _Fit, now: float) -> tuple[list[Removal], float]:
         removals: list[Removal] = []

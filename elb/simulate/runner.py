@@ -136,6 +136,9 @@ def replay(
     progress: Callable[[float], None] | None = None,
 ) -> tuple[Metrics, SimOutcome]:
     initial = int(getattr(policy, "initial_nodes", 0) or 0)
+    own = getattr(policy, "interval", None)  # a peer that decides on its own clock (Slurm: 10 s)
+    if isinstance(own, int | float) and own > 0:
+        settings = dataclasses.replace(settings, poll_interval=float(own))
     t = time.perf_counter()
     sim = Simulator(prepared.jobs, policy, settings, initial_nodes=initial, progress=progress)
     out = sim.run()

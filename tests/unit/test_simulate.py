@@ -391,3 +391,16 @@ def test_a_stalled_replay_bills_its_nodes_until_it_gives_up() -> None:
     assert out.stalled and out.never_started == 1
     (life,) = out.nodes
     assert life.terminated_at == 540.0  # the poll that gave up, not job 2's submission (500 s)
+
+
+def test_slurm_decides_every_power_save_interval_not_at_the_balancer_poll() -> None:
+    # job 2 comes 5 s after a poll, while job 1 fills the only node: Slurm's 10 s pass powers a
+    # node up for it within 10 s, where a 60 s poll waits for the next minute
+    prepared = prepare(Workload("t", [SimJob(1, 0.0, 1000.0, 8), SimJob(2, 65.0, 100.0, 8)]), 8, 2)
+    settings = SimSettings(slots_per_node=8, max_nodes=2, boot_time=300.0, poll_interval=60.0)
+    slurm = build_policy("slurm", billing="second", slots_per_node=8, boot_time=300, max_nodes=2)
+    _, out = replay(prepared, slurm, settings, billing="second", price=1.0)
+    assert sorted(out.waits)[-1] <= 300.0 + 10.0
+    elb = build_policy("elb", billing="second", slots_per_node=8, boot_time=300, max_nodes=2)
+    _, out = replay(prepared, elb, settings, billing="second", price=1.0)
+    assert sorted(out.waits)[-1] > 300.0 + 10.0  # elb polls every 60 s, as configured
