@@ -121,19 +121,25 @@ def _keep_min(limits: Limits, view: ClusterView, removals: list[Removal]) -> tup
 class StarclusterParams:
     """The original StarCluster SGE balancer's defaults."""
 
-    wait_time: float = 900.0  # the first waiting job must have waited longer than this
+    wait_time: float = 900.0  # the oldest queued job must have waited longer (at least 300 s)
     add_nodes_per_iteration: int = 1
     stabilization_time: float = 180.0  # no change within this long of the last one
     billing_period: float = 3600.0
     kill_after: float = 2700.0  # idle nodes go only when uptime mod period >= this
-    block_while_booting: bool = False  # StarCluster's add_nodes blocked until nodes were up
+    block_while_booting: bool = True  # a pass is skipped while a node is not up yet
 
 
 @dataclass(frozen=True, slots=True)
 class StarclusterPolicy:
-    """StarCluster's balancer: add one node per pass when waiting slots exceed free slots and the
-    first waiting job has waited over ``wait_time``; remove idle nodes only when nothing waits and
-    they are ``kill_after`` into their hour; ``stabilization_time`` after any change."""
+    """StarCluster's SGE balancer as its code behaves. Each pass (skipped while a node is still
+    coming up): with queued jobs and no slot at all, add one node at once; with more queued jobs
+    (entries, as ``qstat`` lists them) than slots in the cluster, once it is ``stabilization_time``
+    since the last change and the oldest queued job has waited over ``wait_time``, add
+    ``queued / slots per node`` nodes, at most ``add_nodes_per_iteration``. With nothing queued
+    and the cluster stable, remove idle nodes that are ``kill_after`` into their hour.
+
+    Not modelled: the master as an exec host (StarCluster counts its slots and runs jobs on it;
+    here the master runs none, for every policy alike)."""
 
     limits: Limits = field(default_factory=Limits)
     params: StarclusterParams = field(default_factory=StarclusterParams)
@@ -150,43 +156,57 @@ class StarclusterPolicy:
             return last + self.params.stabilization_time
         return None
 
+    def _wait(self) -> float:
+        return max(300.0, self.params.wait_time)
+
+    @staticmethod
+    def _total_slots(view: ClusterView) -> int:
+        """``count_total_slots``: the slots of the execution hosts SGE reports."""
+        return sum(w.facts.total for w in view.workers if w.facts is not None and w.facts.up)
+
     def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:  # noqa: PLR0911
         p, lim = self.params, self.limits
         view = _view(self.cache, lim, snapshot, nodes, now)
         low = _below_min(lim, view, snapshot, nodes)
         if low is not None:
             return low
-        if self._stabilizing(history, now) is not None:
-            assert history.last_change_at is not None
-            return Plan(reason=f"stabilizing: last change {minutes(now - history.last_change_at)} ago")
-        if view.pending:
-            waiting = view.pending_slots
-            free = _facts(self.cache, view).free_slots
-            waited = view.oldest_wait()
-            head = f"{_plural(len(view.pending), 'job')} waiting ({waiting} slots, {free} free)"
-            if waiting <= free:
-                return Plan(reason=f"{head}: waiting slots do not exceed free slots")
-            if waited <= p.wait_time:
-                return Plan(reason=f"{head}, oldest {minutes(waited)} <= {minutes(p.wait_time)}")
-            if p.block_while_booting and _facts(self.cache, view).booting:
-                return Plan(reason=f"{head}: still adding {_plural(_facts(self.cache, view).booting, 'node')}")
+        booting = _facts(self.cache, view).booting
+        if p.block_while_booting and booting:
+            return Plan(reason=f"waiting for {_plural(booting, 'node')} to come up")
+        queued = len(view.pending)
+        if queued:
+            total = self._total_slots(view)
+            head = f"{_plural(queued, 'job')} queued, {total} slots"
             if view.size >= lim.max_nodes:
                 return Plan(reason=f"{head}, but at max_nodes ({view.size}/{lim.max_nodes})")
-            n = min(p.add_nodes_per_iteration, lim.max_nodes - view.size)
+            room = lim.max_nodes - view.size
+            if total == 0:
+                return Plan(add=1, add_names=_names(lim, snapshot, nodes, 1), add_reason=f"{head}: no slot, adding one")
+            if queued <= total:
+                return Plan(reason=f"{head}: no more jobs queued than slots")
+            if self._stabilizing(history, now) is not None:
+                return Plan(reason=f"{head}: stabilizing after the last change")
+            waited = view.oldest_wait()
+            if waited <= self._wait():
+                return Plan(reason=f"{head}, oldest {minutes(waited)} <= {minutes(self._wait())}")
+            n = min(p.add_nodes_per_iteration, max(1, queued // view.slots_per_node), room)
             return Plan(
                 add=n,
                 add_names=_names(lim, snapshot, nodes, n),
-                add_reason=f"{head}, oldest {minutes(waited)} > {minutes(p.wait_time)}",
+                add_reason=f"{head}, oldest {minutes(waited)} > {minutes(self._wait())}",
             )
+        if self._stabilizing(history, now) is not None:
+            assert history.last_change_at is not None
+            return Plan(reason=f"stabilizing: last change {minutes(now - history.last_change_at)} ago")
         removals = []
         for w, _ in _facts(self.cache, view).idle:
             assert w.node is not None
             into = (now - w.node.launched_at) % p.billing_period
             if into >= p.kill_after:
-                removals.append(Removal(w.name, f"no job waiting; idle, {minutes(into)} into its hour"))
+                removals.append(Removal(w.name, f"no job queued; idle, {minutes(into)} into its hour"))
         chosen = _keep_min(lim, view, removals)
         if not chosen:
-            return Plan(reason="no job waiting; no idle node in the last part of its hour")
+            return Plan(reason="no job queued; no idle node in the last part of its hour")
         return Plan(remove=chosen)
 
     def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:  # noqa: PLR0911
@@ -194,18 +214,20 @@ class StarclusterPolicy:
         view = _view(self.cache, lim, snapshot, nodes, now)
         if view.size < lim.min_nodes:
             return now
+        if p.block_while_booting and _facts(self.cache, view).booting:
+            return INF  # a node coming up is an event
         stab = self._stabilizing(history, now)
-        if stab is not None:
-            # Nothing before the window ends; from then on, as if asked then.
-            return self.quiet_until(snapshot, nodes, history, stab)
         if view.pending:
-            facts = _facts(self.cache, view)
-            if view.pending_slots <= facts.free_slots or (p.block_while_booting and facts.booting):
+            total = self._total_slots(view)
+            if view.size >= lim.max_nodes or (total and len(view.pending) <= total):
                 return INF
-            if view.size >= lim.max_nodes:
-                return INF
-            # Adds once the oldest job has waited longer than wait_time.
-            return now + max(0.0, p.wait_time - view.oldest_wait())
+            if total == 0:
+                return now
+            if stab is not None:
+                return self.quiet_until(snapshot, nodes, history, stab)
+            return now + max(0.0, self._wait() - view.oldest_wait())
+        if stab is not None:
+            return self.quiet_until(snapshot, nodes, history, stab)
         if view.size <= lim.min_nodes:
             return INF
         nxt = INF

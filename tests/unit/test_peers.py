@@ -38,23 +38,30 @@ def test_every_peer_is_registered_and_built_from_config() -> None:
 # -- StarCluster ------------------------------------------------------------------------------------
 
 
-def test_starcluster_adds_one_node_when_waiting_exceeds_free_and_the_oldest_waited() -> None:
+def test_starcluster_adds_when_more_jobs_queue_than_the_cluster_has_slots_and_the_oldest_waited() -> None:
+    """StarCluster compares the number of queued jobs with the cluster's total slots."""
     p = StarclusterPolicy(LIM)
-    s = snap([pending(1, 901, slots=8), pending(2, 10, slots=8)], [host("node001", used=8)])
     nodes = [node("node001", 4000)]
-    plan = p.decide(s, nodes, History(), T0)
+    full = [host("node001", used=8)]
+    nine = [pending(1, 901), *(pending(i, 10) for i in range(2, 10))]
+    plan = p.decide(snap(nine, full), nodes, History(), T0)
     assert plan.add == 1
     assert plan.add_names == ("node002",)
+    assert "9 jobs queued, 8 slots" in plan.add_reason
+    # eight queued jobs do not exceed 8 slots, however many slots they ask for
+    eight = [pending(1, 5000, slots=8), *(pending(i, 10, slots=8) for i in range(2, 9))]
+    assert p.decide(snap(eight, full), nodes, History(), T0).empty
     # not before wait_time
-    s = snap([pending(1, 900, slots=8)], [host("node001", used=8)])
-    assert p.decide(s, nodes, History(), T0).empty
-    # not when free slots cover the waiting ones
-    s = snap([pending(1, 5000, slots=4)], [host("node001", used=4)])
-    assert p.decide(s, nodes, History(), T0).empty
+    late = [pending(1, 900), *(pending(i, 10) for i in range(2, 10))]
+    assert p.decide(snap(late, full), nodes, History(), T0).empty
     # not within the stabilization time
-    s = snap([pending(1, 5000, slots=8)], [host("node001", used=8)])
-    assert p.decide(s, nodes, History(last_change_at=T0 - 179), T0).empty
-    assert p.decide(s, nodes, History(last_change_at=T0 - 180), T0).add == 1
+    assert p.decide(snap(nine, full), nodes, History(last_change_at=T0 - 179), T0).empty
+    assert p.decide(snap(nine, full), nodes, History(last_change_at=T0 - 180), T0).add == 1
+
+
+def test_starcluster_adds_a_node_at_once_when_the_cluster_has_no_slot() -> None:
+    plan = StarclusterPolicy(LIM).decide(snap([pending(1, 0)]), [], History(last_change_at=T0 - 1), T0)
+    assert plan.add == 1 and "no slot" in plan.add_reason
 
 
 def test_starcluster_removes_idle_nodes_only_late_in_their_hour_and_when_nothing_waits() -> None:
@@ -68,12 +75,12 @@ def test_starcluster_removes_idle_nodes_only_late_in_their_hour_and_when_nothing
     assert p.decide(waiting, nodes, History(), T0).empty
 
 
-def test_starcluster_can_block_while_nodes_boot() -> None:
-    p = StarclusterPolicy(LIM, StarclusterParams(block_while_booting=True))
-    s = snap([pending(1, 5000, slots=8)], [host("node001", used=8)])
+def test_starcluster_skips_a_pass_while_a_node_comes_up() -> None:
+    s = snap([pending(i, 5000) for i in range(1, 20)], [host("node001", used=8)])
     nodes = [node("node001", 4000), node("node002", 10, NodeState.PROVISIONING)]
-    assert p.decide(s, nodes, History(), T0).empty
-    assert StarclusterPolicy(LIM).decide(s, nodes, History(), T0).add == 1
+    assert "to come up" in StarclusterPolicy(LIM).decide(s, nodes, History(), T0).reason
+    unblocked = StarclusterPolicy(LIM, StarclusterParams(block_while_booting=False))
+    assert unblocked.decide(s, nodes, History(), T0).add == 1
 
 
 # -- ParallelCluster --------------------------------------------------------------------------------

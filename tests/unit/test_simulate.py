@@ -129,10 +129,19 @@ def test_one_job_slurm_waits_exactly_the_boot_time() -> None:
     assert life.busy_seconds == 1000
 
 
-def test_one_job_starcluster_waits_for_wait_time_then_boots() -> None:
+def test_one_job_on_an_empty_starcluster_gets_a_node_at_once() -> None:
     sim, _ = run_jobs([SimJob(1, 0, 100, 4)], StarclusterPolicy(limits()))
-    # waited must exceed 900 s: the poll at 960 adds, the node is ready at 1260
-    assert sim.out.waits == [1260]
+    # no slot in the cluster: the first poll adds a node, ready 300 s later
+    assert sim.out.waits == [300]
+
+
+def test_starcluster_waits_for_wait_time_when_the_cluster_has_slots() -> None:
+    # 10 one-slot jobs on one 8-slot node: 2 queue (2 <= 8 slots: no add) and wait for the first
+    # ones to end; 20 queued jobs > 8 slots: the oldest must wait over 900 s first
+    jobs = [SimJob(1, 0, 5000, 8)] + [SimJob(i, 400 + i, 100, 1) for i in range(2, 22)]
+    sim, _ = run_jobs(jobs, StarclusterPolicy(limits(max_nodes=3)))
+    starts = sorted(p.start for p in sim.out.placements if p.job_id != 1)
+    assert starts[0] >= 400 + 900 + 300  # the second node: after wait_time and a boot
 
 
 def test_elb_policy_runs_through_make_policy() -> None:

@@ -38,10 +38,16 @@ def run(prepared: Prepared, name: str, spn: int, billing: str = "second", **kw: 
     return replay(prepared, policy, settings, billing=billing, price=1.0)  # type: ignore[arg-type]
 
 
-def check_invariants(prepared: Prepared, out: SimOutcome, spn: int) -> None:
-    assert out.never_started == 0
-    assert not out.stalled
-    assert sorted(p.job_id for p in out.placements) == sorted(j.job_id for j in prepared.jobs)
+def check_invariants(prepared: Prepared, out: SimOutcome, spn: int, *, strands: bool = False) -> None:
+    """``strands``: the policy may leave jobs waiting for ever (StarCluster: see below)."""
+    if strands:
+        assert out.never_started == 0 or out.stalled  # a stranded job is reported, never dropped silently
+        started = {p.job_id for p in out.placements}
+        assert len(started) + out.never_started == len(prepared.jobs)
+    else:
+        assert out.never_started == 0
+        assert not out.stalled
+        assert sorted(p.job_id for p in out.placements) == sorted(j.job_id for j in prepared.jobs)
     lives: dict[str, list[NodeLife]] = {}
     for n in out.nodes:
         lives.setdefault(n.name, []).append(n)
@@ -75,7 +81,9 @@ def test_invariants_on_real_logs(name: str, log: Path, days: float, spn: int) ->
     wl = read_swf(log, start=10 * 86400, days=days)
     prepared = prepare(wl, spn, None)
     _, out = run(prepared, name, spn, record=True)
-    check_invariants(prepared, out, spn)
+    # StarCluster adds nodes only when more jobs queue than the cluster has slots (or it has none):
+    # a wide job queued alone behind a small cluster waits until more jobs come, at a log's end for ever
+    check_invariants(prepared, out, spn, strands=name == "starcluster")
 
 
 @needs_logs
