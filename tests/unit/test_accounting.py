@@ -90,9 +90,14 @@ def test_the_format_is_told_from_the_first_line(tmp_path: Path) -> None:
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "recorded" / "accounting"
 
 
-@pytest.mark.skipif(not RECORDED.exists(), reason="recorded accounting file not present")
 def test_recorded_file() -> None:
+    """Written by the test cluster's SGE (2 nodes of 2 slots): serial (h_rt=120), hrt_hms (h_rt=0:2:0,
+    which SGE writes as 120), mpi3 (-pe mpi 3, over both nodes), array3 (3 tasks, a line each);
+    smp2 (-pe smp 2) and a held job were deleted before they ran, so SGE wrote no line for them."""
     wl = read_log(RECORDED)
-    assert len(wl.jobs) >= 5
-    assert any(j.slots > 1 for j in wl.jobs)
-    assert any(j.requested is not None for j in wl.jobs)
+    assert wl.header["Version"] == "8.1.9"
+    assert len(wl.jobs) == 6
+    assert sorted(j.slots for j in wl.jobs) == [1, 1, 1, 1, 1, 3]
+    assert sorted(j.requested for j in wl.jobs if j.requested is not None) == [120.0, 120.0]
+    assert all(j.run > 0 for j in wl.jobs) and wl.jobs[0].submit == 0.0
+    assert len({j.job_id for j in wl.jobs}) == 6  # the array's tasks apart
