@@ -138,8 +138,8 @@ class StarclusterPolicy:
     ``queued / slots per node`` nodes, at most ``add_nodes_per_iteration``. With nothing queued
     and the cluster stable, remove idle nodes that are ``kill_after`` into their hour.
 
-    Not modelled: the master as an exec host (StarCluster counts its slots and runs jobs on it;
-    here the master runs none, for every policy alike)."""
+    The master is an exec host, as in a StarCluster cluster: its slots count among the cluster's
+    and it runs jobs (``master_exec``: the simulator gives it a node that is never billed)."""
 
     limits: Limits = field(default_factory=Limits)
     params: StarclusterParams = field(default_factory=StarclusterParams)
@@ -159,10 +159,16 @@ class StarclusterPolicy:
     def _wait(self) -> float:
         return max(300.0, self.params.wait_time)
 
-    @staticmethod
-    def _total_slots(view: ClusterView) -> int:
-        """``count_total_slots``: the slots of the execution hosts SGE reports."""
-        return sum(w.facts.total for w in view.workers if w.facts is not None and w.facts.up)
+    @property
+    def master_exec(self) -> bool:
+        """StarCluster's master is an exec host too."""
+        return True
+
+    def _total_slots(self, view: ClusterView, snapshot: Snapshot) -> int:
+        """``count_total_slots``: the slots of the execution hosts SGE reports, the master's too."""
+        workers = sum(w.facts.total for w in view.workers if w.facts is not None and w.facts.up)
+        master = sum(h.slots_total for h in snapshot.hosts if h.name == self.limits.master and h.up)
+        return workers + master
 
     def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:  # noqa: PLR0911
         p, lim = self.params, self.limits
@@ -175,7 +181,7 @@ class StarclusterPolicy:
             return Plan(reason=f"waiting for {_plural(booting, 'node')} to come up")
         queued = len(view.pending)
         if queued:
-            total = self._total_slots(view)
+            total = self._total_slots(view, snapshot)
             head = f"{_plural(queued, 'job')} queued, {total} slots"
             if view.size >= lim.max_nodes:
                 return Plan(reason=f"{head}, but at max_nodes ({view.size}/{lim.max_nodes})")
@@ -218,7 +224,7 @@ class StarclusterPolicy:
             return INF  # a node coming up is an event
         stab = self._stabilizing(history, now)
         if view.pending:
-            total = self._total_slots(view)
+            total = self._total_slots(view, snapshot)
             if view.size >= lim.max_nodes or (total and len(view.pending) <= total):
                 return INF
             if total == 0:

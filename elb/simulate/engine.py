@@ -60,6 +60,10 @@ class SimSettings:
     fast_forward: bool = True  # use the policy's quiet_until when it has one
     stall_limit: float = 7 * 86400.0  # stop when nothing can change for this long
     record: bool = False  # keep per-job placements and node lives (for tests)
+    # The master as an exec host of this many slots (0: it runs no job): ready from the start,
+    # never removed and not billed (the master is paid for whatever the policy).
+    master_exec_slots: int = 0
+    master: str = "master"
 
 
 @dataclass(slots=True)
@@ -174,16 +178,19 @@ class Simulator:
         self.quiet = quiet if settings.fast_forward else None
         for name in next_names((), initial_nodes):
             self._launch(name, self.t0, boot=0.0)
+        if settings.master_exec_slots > 0:
+            self._launch(settings.master, self.t0, boot=0.0, slots=settings.master_exec_slots)
+            self.out.launches -= 1  # not a launch of the policy's
 
     # -- cluster state -------------------------------------------------------------------------
-    def _launch(self, name: str, now: float, boot: float | None = None) -> None:
+    def _launch(self, name: str, now: float, boot: float | None = None, slots: int | None = None) -> None:
         if name in self.nodes:
             raise ValueError(f"policy asked to launch {name}, which already exists")
         if boot is None:
             boot = self.s.boot_time
             if self.s.boot_jitter > 0:
                 boot += self.rng.uniform(0.0, self.s.boot_jitter)
-        node = _Node(name, self.s.slots_per_node, now, now + boot)
+        node = _Node(name, slots or self.s.slots_per_node, now, now + boot)
         self.nodes[name] = node
         self.out.launches += 1
         self._nodes_cache = None
@@ -549,6 +556,8 @@ class Simulator:
         if self._backlog_since is not None:
             self.out.longest_backlog = max(self.out.longest_backlog, end - self._backlog_since)
         for n in self.dead:
+            if n.name == self.s.master and self.s.master_exec_slots > 0:
+                continue  # the master is not billed
             assert n.terminated_at is not None
             self.out.nodes.append(NodeLife(n.name, n.launched_at, n.ready_at, n.terminated_at, n.busy_seconds))
         if self.progress is not None:

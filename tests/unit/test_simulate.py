@@ -413,3 +413,16 @@ def test_slurm_decides_every_power_save_interval_not_at_the_balancer_poll() -> N
     elb = build_policy("elb", billing="second", slots_per_node=8, boot_time=300, max_nodes=2)
     _, out = replay(prepared, elb, settings, billing="second", price=1.0)
     assert sorted(out.waits)[-1] > 300.0 + 10.0  # elb polls every 60 s, as configured
+
+
+def test_starclusters_master_is_an_exec_host_that_is_never_billed() -> None:
+    # 8 one-slot jobs: the master's 8 slots take them all, no node is launched and nothing billed
+    prepared = prepare(Workload("t", [SimJob(i, float(i), 100.0, 1) for i in range(1, 9)]), 8, 4)
+    settings = SimSettings(slots_per_node=8, max_nodes=4)
+    sc = build_policy("starcluster", billing="second", slots_per_node=8, boot_time=300, max_nodes=4)
+    m, out = replay(prepared, sc, settings, billing="second", price=1.0)
+    assert out.launches == 0 and out.nodes == [] and m.cost == 0.0
+    assert max(out.waits) == 0.0
+    slurm = build_policy("slurm", billing="second", slots_per_node=8, boot_time=300, max_nodes=4)
+    _, out = replay(prepared, slurm, settings, billing="second", price=1.0)
+    assert out.launches == 1  # Slurm's controller runs no jobs: a node is powered up
