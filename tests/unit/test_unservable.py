@@ -228,3 +228,27 @@ def test_unreadable_start_times_count_as_demand_and_are_asked_again(cfg: Config)
     assert times.update(Failing(T0), [pending(7, 60)]) == {}
     sge = FakeSge(T0, starts={7: T0 + 60})
     assert times.update(sge, [pending(7, 60)]) == {7: T0 + 60}
+
+
+def test_dry_run_json_is_the_plan_as_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from elb import factory
+    from elb.cli import main
+
+    sge = FakeSge(T0, jobs=[UNSERVABLE[0], pending(20, LONG, slots=2), pending(21, LONG, slots=2)])
+    sge.complexes = "qconf-sc-site.txt"
+    monkeypatch.setattr(factory, "make_sge", lambda cfg: sge)
+    monkeypatch.setattr(factory, "make_cloud", lambda cfg: FakeCloud(T0))
+    path = tmp_path / "elb.yml"
+    path.write_text(f"state_dir: {tmp_path / 'state'}\npolicy: {{max_nodes: 4, slots_per_node: 2}}\n")
+    assert main(["once", "--dry-run", "--json", "-c", str(path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["add"]["default"]["count"] == 2 and doc["add"]["default"]["names"] == ["node001", "node002"]
+    assert doc["snapshot"]["jobs_waiting"] == 3 and doc["snapshot"]["waiting_slots"] == 5
+    assert doc["assumptions"]["slots_per_node"] == 2
+    assert [(n["job_id"], n["unservable"]) for n in doc["not_demand"]] == [(10, True)]
+    assert doc["remove"] == []
+    assert main(["once", "--json", "-c", str(path)]) == 2  # --json is for the dry run
