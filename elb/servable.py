@@ -22,7 +22,7 @@ from types import MappingProxyType
 
 from elb.config import Config
 from elb.demand import DemandError, JobBinding, NotYet, Servable, Site, place_all
-from elb.groups import NodeGroups, default_group
+from elb.groups import NodeGroups
 from elb.model import Job, Node, Snapshot
 from elb.policy.view import infer_slots_per_node, new_names
 
@@ -65,16 +65,9 @@ class DemandSplit:
 
 
 def node_groups(config: Config, slots_per_node: int) -> NodeGroups:
-    """The one node group elb's settings describe."""
-    p = config.policy
-    group = default_group(
-        slots_per_node=slots_per_node,
-        max_nodes=p.max_nodes,
-        min_nodes=p.min_nodes,
-        queue=config.sge.queue,
-        hostgroup=config.sge.hostgroup,
-    )
-    return NodeGroups(groups=[group])
+    """The node groups of the config (``node_groups``, or the one group its settings describe,
+    with ``slots_per_node`` slots a node)."""
+    return config.groups(slots_per_node)
 
 
 def demand_of(
