@@ -38,6 +38,10 @@ class Job:
     queue: str | None = None  # queue instance, e.g. "all.q@node001" (running jobs)
     hard_runtime: float | None = None  # h_rt in seconds when requested
     hard_queues: tuple[str, ...] = ()  # the hard queue list (qsub -q), wildcards as given
+    # Open Cluster Scheduler 9's scoped hard requests (qsub -scope master|slave -l ...): for the
+    # host of the master task, and for the hosts of the other tasks of a parallel job.
+    master_requests: Mapping[str, str] = field(default_factory=dict, hash=False)
+    slave_requests: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def host(self) -> str | None:
