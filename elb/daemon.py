@@ -34,7 +34,7 @@ from elb.policy.base import minutes
 from elb.policy.view import cluster_view
 from elb.reconcile import Repair, RepairKind, plan_repairs
 from elb.sdnotify import Notifier
-from elb.servable import DemandSplit, NotDemand, demand_of
+from elb.servable import DemandSplit, NotDemand, SiteCache, demand_of
 from elb.sge.commands import read_whole
 from elb.sge.readcheck import expected_hosts, running_jobs
 from elb.starttimes import StartTimes
@@ -152,6 +152,7 @@ class Balancer:
         # run); else inferred from the workers each pass, as the policy does.
         self.node_slots = config.policy.slots_per_node if node_slots is None else node_slots
         self._start_times = StartTimes()  # qsub -a times of waiting jobs, read a few per pass
+        self._site = SiteCache()  # the site's complexes and PEs, read again every SITE_TTL seconds
         self.clock = clock
         # Node operations: inline (the pass ends when they end) unless run_forever gives one
         # that runs them in the background.
@@ -391,7 +392,7 @@ class Balancer:
             self.last.not_demand, self.last.unservable_jobs = (), 0
             return DemandSplit(snap)
         try:
-            site = self.sge.read_site()
+            site = self._site.get(self.sge, snap.now)
         except Exception as err:
             raise PassFailed(f"reading the site's complexes and parallel environments: {err}") from err
         starts = self._start_times.update(self.sge, snap.pending)
