@@ -29,8 +29,9 @@ from elb.metrics import PassMetrics
 from elb.model import Node, NodeState, Plan, Snapshot
 from elb.orders import apply_orders
 from elb.planner import limit_launches
-from elb.policy import Policy, make_policy
+from elb.policy import Policy
 from elb.policy.base import minutes
+from elb.policy.grouped import decide_demand, policy_for
 from elb.policy.view import cluster_view
 from elb.reconcile import Repair, RepairKind, plan_repairs
 from elb.sdnotify import Notifier
@@ -145,9 +146,9 @@ class Balancer:
         self.journal = journal
         self.cloud = cloud
         self.provisioner = provisioner
-        self.policy = policy or make_policy(config.policy, config.cluster)
+        self.policy = policy or policy_for(config)  # per node group with node_groups
         # Without policy.slots_per_node, ask the cloud once what a new node has (see _learn_new_node_slots).
-        self._ask_slots = policy is None and config.policy.slots_per_node is None
+        self._ask_slots = policy is None and config.policy.slots_per_node is None and config.node_groups is None
         # A new node's slots when known (configured, learnt from the cloud, or given by the dry
         # run); else inferred from the workers each pass, as the policy does.
         self.node_slots = config.policy.slots_per_node if node_slots is None else node_slots
@@ -362,7 +363,7 @@ class Balancer:
         result.plan = plan
         if plan.add and not self._stop_before(",".join(plan.add_names), result):
             # Requested before the pass ends: the next pass counts these nodes as booting.
-            act.request(plan.add_names, plan.add_reason)
+            act.request(plan.add_names, plan.add_reason, plan.add_groups)
             names = ",".join(plan.add_names)
             self.executor.submit(plan.add_names, names, functools.partial(act.launch, plan.add_names))
         for r in plan.remove:
@@ -377,7 +378,8 @@ class Balancer:
         ``live``: a removal order whose node is gone is done and withdrawn (a dry run writes nothing)."""
         nodes = self.journal.nodes(include_gone=True)
         demand = self._demand(snap, nodes)
-        plan = self.policy.decide(demand.snapshot, nodes, self.journal.history(), snap.now)
+        history = self.journal.history()
+        plan = decide_demand(self.policy, demand.snapshot, nodes, history, snap.now, group_of=demand.group_of)
         busy = {h.name for h in snap.hosts if h.busy} | {j.host for j in snap.jobs if j.host}
         orders = self.journal.orders()
         for name in orders.remove - {n.name for n in nodes if n.state.alive} if live else ():

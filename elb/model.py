@@ -188,6 +188,7 @@ class Node:
     private_ip: str | None = None
     instance_type: str | None = None
     updated_at: float | None = None  # when its last step was journalled
+    group: str | None = None  # its node group (config node_groups); None: the first group
 
     @property
     def quiet_since(self) -> float:
@@ -221,6 +222,8 @@ class Plan:
     add_reason: str = ""
     remove: tuple[Removal, ...] = ()
     reason: str = ""
+    # The node group of each node to add, by name (node_groups); a name not in it: the first group.
+    add_groups: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def empty(self) -> bool:
