@@ -59,6 +59,12 @@ def register(sub: Any) -> None:
     )
     _add_config(p)
     p.add_argument("--dry-run", action="store_true", help="print the snapshot and the plan; change nothing")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="with --dry-run: the plan as one JSON object (nodes to add per group, "
+        "nodes to remove, unservable jobs with their reasons, the snapshot's totals)",
+    )
     p.set_defaults(func=cmd_once)
 
     p = sub.add_parser(
@@ -290,8 +296,11 @@ def cmd_once(args: argparse.Namespace) -> int:
     if cfg is None or (not args.dry_run and _playbooks_missing(cfg)):
         return Exit.CONFIG
     setup_logging(cfg.log_format, logging.WARNING if args.dry_run else logging.INFO)
+    if args.json and not args.dry_run:
+        _error("--json goes with --dry-run (a live pass logs what it does)")
+        return Exit.USAGE
     if args.dry_run:
-        code, error = dry_run(cfg, factory.make_sge(cfg), factory.make_cloud)
+        code, error = dry_run(cfg, factory.make_sge(cfg), factory.make_cloud, as_json=args.json)
         if error is not None:
             _error(f"pass failed, nothing changed: {error}")
         return code

@@ -53,6 +53,16 @@ class NotDemand:
         tasks = f" ({self.job.tasks} tasks)" if self.job.tasks > 1 else ""
         return f"job {self.job.job_id}{tasks}: {self.verdict}"
 
+    def as_json(self) -> dict[str, object]:
+        """JSON-ready: job number, tasks, unservable or not yet (``until``), the reason."""
+        return {
+            "job_id": self.job.job_id,
+            "tasks": self.job.tasks,
+            "unservable": self.unservable,
+            "until": self.until,
+            "reason": self.reason,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class DemandSplit:
