@@ -45,6 +45,13 @@ def record(out: Path) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     tc.down()
     tc.up(nodes=0)
+    try:
+        return _record(tc, out)
+    finally:
+        tc.down()
+
+
+def _record(tc: TestCluster, out: Path) -> list[str]:
     # SGE refuses a queue request no queue instance matches: one node, its queues disabled so
     # that every job stays waiting.
     (node,) = (i.name for i in tc.add_nodes(1, slots=1))
@@ -94,7 +101,6 @@ def record(out: Path) -> list[str]:
             sc = Path(tmp) / "complexes"
             sc.write_text(original)
             tc.master_run(["qconf", "-Mc", str(sc)], check=False)
-        tc.down()
     return files
 
 
