@@ -8,9 +8,11 @@ policy plans on the snapshot without these jobs; each is reported with a one-lin
 ``status``, the dry run, ``elb jobs``, the ``elb_unservable_jobs`` metric).
 
 The matching is ``elb.demand.place`` against the site's configuration (``qconf -sc``, the PEs,
-the global host's values: ``elb.sge.site``) and the node group elb's settings describe
-(``policy.slots_per_node``/the learnt node size, ``policy.min_nodes``/``max_nodes``,
-``sge.queue``, ``sge.hostgroup``). Pure: ``now`` is passed in.
+the global host's values: ``elb.sge.site``, read through ``SiteCache``) and the node groups
+(``Config.groups``: ``node_groups``, or the one group elb's settings describe). Each job that is
+demand goes to one group (``DemandSplit.group_of``), which the policy per group plans for
+(``elb.policy.grouped``). Pure but for ``SiteCache``, which reads through the SGE seam: ``now``
+is passed in.
 """
 
 from __future__ import annotations
