@@ -79,8 +79,8 @@ def _record(tc: TestCluster, out: Path) -> list[str]:
             except TestClusterError as err:
                 log.warning("not recorded: job %s (%s): %s", name, " ".join(args), err)
         for label, argv in (
-            ("groups-waiting.qstat-f.xml", ["qstat", "-u", "*", "-xml", "-r", "-f"]),
-            ("groups-waiting.qstat.xml", ["qstat", "-u", "*", "-xml", "-r"]),
+            ("groups-waiting.qstat-r-f.xml", ["qstat", "-u", "*", "-xml", "-r", "-f"]),
+            ("groups-waiting.qstat-r.xml", ["qstat", "-u", "*", "-xml", "-r"]),
             ("qconf-sc-bigmem.txt", ["qconf", "-sc"]),
             ("qconf-sql-big.txt", ["qconf", "-sql"]),
         ):
