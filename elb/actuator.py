@@ -7,7 +7,7 @@ finished before elb stops (the caller checks for shutdown only between operation
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -54,7 +54,7 @@ class Outcomes:
 def _spec(node: Node) -> NodeSpec | None:
     if node.private_ip is None:
         return None
-    return NodeSpec(node.name, node.private_ip, node.slots)
+    return NodeSpec(node.name, node.private_ip, node.slots, group=node.group)
 
 
 def _ready_specs(journal: Journal, exclude: Sequence[str] = ()) -> list[NodeSpec]:
@@ -95,10 +95,12 @@ class Actuator:
         self.request(names, reason)
         self.launch(names, out)
 
-    def request(self, names: Sequence[str], reason: str) -> None:
-        """Journal the new nodes as requested (they count as booting from now on)."""
+    def request(self, names: Sequence[str], reason: str, groups: Mapping[str, str] | None = None) -> None:
+        """Journal the new nodes as requested (they count as booting from now on), each with
+        its node group when ``groups`` names one."""
         for name in names:
-            self.journal.record(name, NodeState.REQUESTED, self.clock(), detail=reason)
+            group = None if groups is None else groups.get(name)
+            self.journal.record(name, NodeState.REQUESTED, self.clock(), detail=reason, group=group)
 
     def launch(self, names: Sequence[str], out: Outcomes) -> None:
         """Launch requested nodes and provision them in one playbook run."""

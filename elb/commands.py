@@ -62,8 +62,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--json",
         action="store_true",
-        help="with --dry-run: one JSON object (snapshot, assumptions, nodes to add and remove, "
-        "jobs that are not demand)",
+        help="with --dry-run: the plan as one JSON object (nodes to add per group, "
+        "nodes to remove, unservable jobs with their reasons, the snapshot's totals)",
     )
     p.set_defaults(func=cmd_once)
 
@@ -299,6 +299,9 @@ def cmd_once(args: argparse.Namespace) -> int:
     if cfg is None or (not args.dry_run and _playbooks_missing(cfg)):
         return Exit.CONFIG
     setup_logging(cfg.log_format, logging.WARNING if args.dry_run else logging.INFO)
+    if args.json and not args.dry_run:
+        _error("--json goes with --dry-run (a live pass logs what it does)")
+        return Exit.USAGE
     if args.dry_run:
         code, error = dry_run(cfg, factory.make_sge(cfg), factory.make_cloud, as_json=args.json)
         if error is not None:

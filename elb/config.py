@@ -6,6 +6,7 @@ Unknown keys are errors: a typo must not silently fall back to a default.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from ipaddress import IPv4Address
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, IPvAnyAddress, StrictBool, ValidationError, model_validator
 
 from elb import yamlfile
-from elb.groups import LaunchTemplate
+from elb.groups import LaunchTemplate, NodeGroup, NodeGroups, default_group
 
 DEFAULT_CONFIG_PATH = Path("/etc/elb/elb.yml")
 
@@ -214,6 +215,9 @@ class Config(_Strict):
     unreachable_timeout: Seconds = 600.0
     backoff: BackoffConfig = Field(default_factory=BackoffConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
+    # The kinds of worker elb adds (elb.groups, docs/groups.md). None: one group built from
+    # policy.slots_per_node/min_nodes/max_nodes, sge.queue, sge.hostgroup, cloud.ec2.instance_types.
+    node_groups: list[NodeGroup] | None = Field(None, min_length=1)
 
     @model_validator(mode="before")
     @classmethod
@@ -231,6 +235,48 @@ class Config(_Strict):
                     )
                 data = {**data, "policy": {**policy, "poll_interval": data["poll_interval"]}}
         return data
+
+    @model_validator(mode="after")
+    def _node_groups(self) -> Config:
+        """With ``node_groups``, each group says its own size, limits, queues and host group:
+        the whole-cluster settings that would contradict them are refused, ``policy.max_nodes``
+        (when set) caps all groups together (else the sum of theirs), and ``policy.min_nodes``
+        becomes the sum of the groups' minimums."""
+        if self.node_groups is None:
+            return self
+        clash = [f"policy.{k}" for k in ("min_nodes", "slots_per_node") if k in self.policy.model_fields_set]
+        clash += [f"sge.{k}" for k in ("queue", "hostgroup") if k in self.sge.model_fields_set]
+        if clash:
+            raise ValueError(
+                f"node_groups: {', '.join(clash)} cannot be set with node_groups (each group sets its own "
+                "slots, min_nodes, queues and hostgroup; policy.max_nodes caps all groups together)"
+            )
+        total = None if "max_nodes" not in self.policy.model_fields_set else self.policy.max_nodes
+        try:
+            groups = NodeGroups(groups=self.node_groups, max_nodes=total)
+        except ValidationError as err:
+            why = "; ".join(e["msg"].removeprefix("Value error, ") for e in err.errors())
+            raise ValueError(f"node_groups: {why}") from None
+        policy = self.policy.model_copy(
+            update={"min_nodes": sum(g.min_nodes for g in groups.groups), "max_nodes": groups.total_max_nodes}
+        )
+        return self.model_copy(update={"policy": policy})
+
+    def groups(self, slots_per_node: int) -> NodeGroups:
+        """The node groups elb adds nodes of: ``node_groups``, or the one group today's settings
+        describe (``slots_per_node``: the size of a new node, as the daemon learnt it)."""
+        if self.node_groups is not None:
+            return NodeGroups(groups=self.node_groups, max_nodes=self.policy.max_nodes)
+        p = self.policy
+        group = default_group(
+            slots_per_node=slots_per_node,
+            max_nodes=p.max_nodes,
+            min_nodes=p.min_nodes,
+            queue=self.sge.queue,
+            hostgroup=self.sge.hostgroup,
+            instance_types=self.cloud.ec2.instance_types,
+        )
+        return NodeGroups(groups=[group])
 
     @property
     def stats_path(self) -> Path:
@@ -259,8 +305,12 @@ def _format_errors(err: ValidationError, doc: yamlfile.Document | None) -> str:
         loc: Sequence[object] = e["loc"]
         if tuple(loc) == ("policy", "poll_interval") and e["msg"] in top:
             continue  # the top level's value, copied into the policy: said once
-        key = ".".join(str(p) for p in loc) or "(top level)"
         msg = e["msg"]
+        if not loc:  # a check across keys names the key it is about: "Value error, node_groups: ..."
+            named = re.fullmatch(r"Value error, ([a-z_]+(?:\.[a-z_]+)*): (.*)", msg, re.DOTALL)
+            if named is not None:
+                loc, msg = tuple(named.group(1).split(".")), named.group(2)
+        key = ".".join(str(p) for p in loc) or "(top level)"
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
         where = doc.position(loc) if doc is not None else None

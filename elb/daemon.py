@@ -29,12 +29,13 @@ from elb.metrics import PassMetrics
 from elb.model import Node, NodeState, Plan, Snapshot
 from elb.orders import apply_orders
 from elb.planner import limit_launches
-from elb.policy import Policy, make_policy
+from elb.policy import Policy
 from elb.policy.base import minutes
+from elb.policy.grouped import decide_demand, policy_for
 from elb.policy.view import cluster_view
 from elb.reconcile import Repair, RepairKind, plan_repairs
 from elb.sdnotify import Notifier
-from elb.servable import DemandSplit, NotDemand, demand_of
+from elb.servable import DemandSplit, NotDemand, SiteCache, demand_of
 from elb.sge.commands import read_whole
 from elb.sge.readcheck import expected_hosts, running_jobs
 from elb.starttimes import StartTimes
@@ -145,13 +146,14 @@ class Balancer:
         self.journal = journal
         self.cloud = cloud
         self.provisioner = provisioner
-        self.policy = policy or make_policy(config.policy, config.cluster)
+        self.policy = policy or policy_for(config)  # per node group with node_groups
         # Without policy.slots_per_node, ask the cloud once what a new node has (see _learn_new_node_slots).
-        self._ask_slots = policy is None and config.policy.slots_per_node is None
+        self._ask_slots = policy is None and config.policy.slots_per_node is None and config.node_groups is None
         # A new node's slots when known (configured, learnt from the cloud, or given by the dry
         # run); else inferred from the workers each pass, as the policy does.
         self.node_slots = config.policy.slots_per_node if node_slots is None else node_slots
         self._start_times = StartTimes()  # qsub -a times of waiting jobs, read a few per pass
+        self._site = SiteCache()  # the site's complexes and PEs, read again every SITE_TTL seconds
         self.clock = clock
         # Node operations: inline (the pass ends when they end) unless run_forever gives one
         # that runs them in the background.
@@ -361,7 +363,7 @@ class Balancer:
         result.plan = plan
         if plan.add and not self._stop_before(",".join(plan.add_names), result):
             # Requested before the pass ends: the next pass counts these nodes as booting.
-            act.request(plan.add_names, plan.add_reason)
+            act.request(plan.add_names, plan.add_reason, plan.add_groups)
             names = ",".join(plan.add_names)
             self.executor.submit(plan.add_names, names, functools.partial(act.launch, plan.add_names))
         for r in plan.remove:
@@ -376,7 +378,8 @@ class Balancer:
         ``live``: a removal order whose node is gone is done and withdrawn (a dry run writes nothing)."""
         nodes = self.journal.nodes(include_gone=True)
         demand = self._demand(snap, nodes)
-        plan = self.policy.decide(demand.snapshot, nodes, self.journal.history(), snap.now)
+        history = self.journal.history()
+        plan = decide_demand(self.policy, demand.snapshot, nodes, history, snap.now, group_of=demand.group_of)
         busy = {h.name for h in snap.hosts if h.busy} | {j.host for j in snap.jobs if j.host}
         orders = self.journal.orders()
         for name in orders.remove - {n.name for n in nodes if n.state.alive} if live else ():
@@ -391,7 +394,7 @@ class Balancer:
             self.last.not_demand, self.last.unservable_jobs = (), 0
             return DemandSplit(snap)
         try:
-            site = self.sge.read_site()
+            site = self._site.get(self.sge, snap.now)
         except Exception as err:
             raise PassFailed(f"reading the site's complexes and parallel environments: {err}") from err
         starts = self._start_times.update(self.sge, snap.pending)

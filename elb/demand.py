@@ -176,10 +176,16 @@ class _Request:
     given: str  # the name as the job gave it
     value: str
     complex: Complex
+    scope: str = ""  # "": every task; "master"/"slave": Open Cluster Scheduler's qsub -scope
 
     @property
     def text(self) -> str:
-        return f"{self.given}={self.value}"
+        return _request_text(self.given, self.value, self.scope)
+
+
+def _request_text(name: str, value: str, scope: str) -> str:
+    scoped = f" for the {'master task' if scope == 'master' else 'other tasks'}" if scope else ""
+    return f"{name}={value}{scoped}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,7 +278,16 @@ def place_all(
     out: list[Placement] = []
     for n, job in enumerate(jobs):
         binding = bindings[n] if bindings is not None else None
-        key = (job.slots, job.tasks, job.pe, job.pe_range, tuple(sorted(job.hard_requests.items())), binding)
+        key = (
+            job.slots,
+            job.tasks,
+            job.pe,
+            job.pe_range,
+            tuple(sorted(job.hard_requests.items())),
+            tuple(sorted(job.master_requests.items())),
+            tuple(sorted(job.slave_requests.items())),
+            binding,
+        )
         found = seen.get(key)
         if found is None:
             found = seen[key] = place(job, groups, site, now, binding=binding, new_node_name=new_node_name)
@@ -331,12 +346,12 @@ def _best(job: Job, groups: NodeGroups, site: Site, binding: JobBinding, new_nod
 
 
 def _requests(job: Job, complexes: ComplexTable, new_node_name: str | None) -> list[_Request]:
-    """The job's hard requests resolved against the complex table, checked for type; ``slots``
-    and a met ``hostname`` request dropped."""
+    """The job's hard requests (and Open Cluster Scheduler's scoped ones) resolved against the
+    complex table, checked for type; ``slots`` and a met ``hostname`` request dropped."""
     out: list[_Request] = []
-    for name in sorted(job.hard_requests):
-        value = job.hard_requests[name]
-        text = f"{name}={value}"
+    scoped = (("", job.hard_requests), ("master", job.master_requests), ("slave", job.slave_requests))
+    for scope, name, value in ((s, n, r[n]) for s, r in scoped for n in sorted(r)):
+        text = _request_text(name, value, scope)
         c = complexes.get(name)
         if c is None:
             raise _Stop(f"requests {text}: unknown complex {name} (not in qconf -sc)")
@@ -352,7 +367,7 @@ def _requests(job: Job, complexes: ComplexTable, new_node_name: str | None) -> l
             if new_node_name is None or not satisfies(c, value, new_node_name):
                 raise _Stop(f"bound to host {value} ({text}): new nodes never have that name")
             continue
-        out.append(_Request(name, value, c))
+        out.append(_Request(name, value, c, scope))
     return out
 
 
@@ -496,8 +511,9 @@ def _per_node(group: NodeGroup, requests: Sequence[_Request], site: Site) -> tup
     (``RANGE_INFINITY``: no limit but slots), and why slots are fewer than the node's."""
     cap, tasks, why = group.slots, RANGE_INFINITY, []
     requested = {r.complex.name for r in requests}
+    # A master task's request is needed once, on one host (checked in _short_of), not per slot.
     per_slot: list[tuple[Complex, str, str]] = [
-        (r.complex, r.value, r.text) for r in requests if r.complex.name in group.offers
+        (r.complex, r.value, r.text) for r in requests if r.complex.name in group.offers and r.scope != "master"
     ]
     # A consumable the job does not request is debited at its default (when not zero).
     for name in group.offers:

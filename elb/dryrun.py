@@ -17,18 +17,22 @@ from elb.actuator import SgeClient
 from elb.config import Config
 from elb.daemon import Balancer, snapshot_summary
 from elb.exitcodes import Exit
+from elb.groups import NodeGroups
 from elb.interfaces import Cloud
 from elb.journal import Journal
-from elb.model import Plan, Snapshot
+from elb.model import Node, Plan, Snapshot
 from elb.policy.base import minutes
 from elb.servable import NotDemand
 
 
 def ask_node_size(cfg: Config, make_cloud: Callable[[Config], Cloud]) -> nodesize.NodeSize:
-    """The size of a new node as the daemon learns it; the cloud is built only when needed."""
+    """The size of a new node as the daemon learns it; the cloud is built only when needed
+    (never with ``node_groups``: each group says its slots)."""
     provider = cfg.cloud.provider
     if cfg.policy.slots_per_node is not None:
         return nodesize.new_node_size(cfg.policy, None, provider)
+    if cfg.node_groups is not None:
+        return nodesize.NodeSize(None, "node_groups")
     try:
         cloud = make_cloud(cfg)
     except Exception as err:  # the size is a hint: the dry run goes on as the daemon would
@@ -44,8 +48,8 @@ def dry_run(
     *,
     as_json: bool = False,
 ) -> tuple[Exit, str | None]:
-    """Print the snapshot, the assumptions and the plan with ``out`` (``as_json``: one JSON object,
-    ``plan_json``). Returns the exit code and, when SGE could not be read, the error."""
+    """Print the snapshot, the assumptions and the plan with ``out`` (``as_json``: as one JSON
+    object, ``plan_json``). Returns the exit code and, when SGE could not be read, the error."""
     size = ask_node_size(cfg, make_cloud)
     journal = Journal.read_only(cfg.journal_path)  # a copy in memory: the file is not written
     try:
@@ -57,24 +61,43 @@ def dry_run(
     finally:
         journal.close()
     if not result.ok:
+        if as_json:
+            out(json.dumps({"ok": False, "time": result.now, "error": result.error}, indent=2))
         return Exit.UNREADABLE, result.error
     assert result.snapshot is not None and result.plan is not None
     master = cfg.cluster.master
     slots, source = nodesize.effective_slots(size, result.snapshot.hosts, nodes, master)
-    p = cfg.policy
+    groups = cfg.groups(slots)
     if as_json:
         out(
             json.dumps(
-                plan_json(cfg, result.snapshot, result.plan, balancer.last.not_demand, slots=slots, source=source),
+                plan_json(
+                    cfg,
+                    result.snapshot,
+                    result.plan,
+                    groups=groups,
+                    nodes=nodes,
+                    not_demand=balancer.last.not_demand,
+                    slots_from=source,
+                ),
                 indent=2,
             )
         )
         return Exit.OK, None
+    p = cfg.policy
     out("snapshot:")
     for line in snapshot_summary(result.snapshot, master):
         out(f"  {line}")
     out("assumptions:")
-    out(f"  a new node has {slots} slot{'s' if slots != 1 else ''} ({source})")
+    if cfg.node_groups is None:
+        out(f"  a new node has {slots} slot{'s' if slots != 1 else ''} ({source})")
+    else:
+        for g in groups.groups:
+            offers = ", ".join(f"{k}={v}" for k, v in g.offers.items()) or "no complex values"
+            out(
+                f"  group {g.name}: {g.slots} slot{'s' if g.slots != 1 else ''} a node, {offers}, "
+                f"queues {','.join(g.queues)}, {g.min_nodes}-{g.max_nodes} nodes"
+            )
     out(f"  a new node is ready {minutes(p.boot_time)} after launch (policy.boot_time)")
     out(f"  a pass every {minutes(cfg.poll_interval)} (poll_interval)")
     out(f"  policy {p.name}, {p.min_nodes}-{p.max_nodes} nodes")
@@ -89,46 +112,62 @@ def dry_run(
 
 
 def plan_json(
-    cfg: Config, snap: Snapshot, plan: Plan, not_demand: Sequence[NotDemand], *, slots: int, source: str
+    cfg: Config,
+    snap: Snapshot,
+    plan: Plan,
+    *,
+    groups: NodeGroups,
+    nodes: Sequence[Node],
+    not_demand: Sequence[NotDemand],
+    slots_from: str,
 ) -> dict[str, object]:
-    """The dry run as data: what SGE shows, the assumptions, the nodes to add (by node group)
-    and to remove, and the waiting jobs that are not demand, each with its reason."""
+    """The dry run's plan as one JSON-ready object (README, "elb once --dry-run --json")."""
     master = cfg.cluster.master
-    pending = snap.pending
+    first = groups.groups[0].name
     workers = [h for h in snap.hosts if h.name != master]
-    p = cfg.policy
+    waiting = snap.pending
+    oldest = min((j.submitted for j in waiting if j.submitted is not None), default=None)
+    alive = [n for n in nodes if n.state.alive and n.name != master]
+    adding: dict[str, list[str]] = {}
+    for name in plan.add_names:
+        adding.setdefault(plan.add_groups.get(name, first), []).append(name)
     return {
+        "ok": True,
         "time": snap.now,
         "snapshot": {
             "jobs_running": sum(1 for j in snap.jobs if j.queue is not None),
-            "jobs_waiting": len(pending),
-            "waiting_slots": sum(j.total_slots for j in pending),
-            "held_or_error": sum(1 for j in snap.jobs if not j.is_pending and j.queue is None),
+            "jobs_waiting": len(waiting),
+            "slots_waiting": sum(j.total_slots for j in waiting),
+            "jobs_held_or_error": sum(1 for j in snap.jobs if not j.is_pending and j.queue is None),
+            "oldest_wait": None if oldest is None else max(0.0, snap.now - oldest),
             "workers": len(workers),
             "slots": sum(h.slots_total for h in workers),
             "slots_used": sum(h.slots_used for h in workers),
+            "nodes_managed": len(alive),
         },
-        "assumptions": {
-            "slots_per_node": slots,
-            "slots_per_node_from": source,
-            "boot_time": p.boot_time,
-            "poll_interval": cfg.poll_interval,
-            "policy": p.name,
-            "min_nodes": p.min_nodes,
-            "max_nodes": p.max_nodes,
-        },
-        "add": {"default": {"count": plan.add, "names": list(plan.add_names), "reason": plan.add_reason}},
-        "remove": [{"node": r.node, "reason": r.reason} for r in plan.remove],
-        "not_demand": [
+        "groups": [
             {
-                "job_id": n.job.job_id,
-                "tasks": n.job.tasks,
-                "slots": n.job.slots,
-                "unservable": n.unservable,
-                "until": n.until,
-                "reason": n.reason,
+                "name": g.name,
+                "slots": g.slots,
+                "min_nodes": g.min_nodes,
+                "max_nodes": groups.max_nodes_of(g),
+                "nodes": sum(1 for n in alive if (n.group if groups.get(n.group or "") else first) == g.name),
+                "price_per_hour": g.price_per_hour,
             }
-            for n in not_demand
+            for g in groups.groups
         ],
+        "max_nodes": groups.total_max_nodes,
+        "assumptions": {
+            "slots_per_node_from": slots_from,
+            "boot_time": cfg.policy.boot_time,
+            "poll_interval": cfg.poll_interval,
+            "policy": cfg.policy.name,
+        },
+        "add": [{"group": g, "count": len(names), "names": names} for g, names in adding.items()],
+        "add_reason": plan.add_reason,
+        "remove": [{"node": r.node, "reason": r.reason} for r in plan.remove],
+        "unservable": [n.as_json() for n in not_demand if n.unservable],
+        "not_yet": [n.as_json() for n in not_demand if not n.unservable],
         "reason": plan.reason,
+        "lines": plan.describe(),
     }

@@ -43,7 +43,8 @@ def make_notices(cfg: Config) -> NoticeSource | None:
 def make_provisioner(cfg: Config) -> Provisioner:
     from elb.provision import AnsibleProvisioner
 
-    return AnsibleProvisioner(cfg.provision, cfg.cluster, cfg.sge, retention=cfg.retention)
+    groups = cfg.groups(1) if cfg.node_groups is not None else None  # configured groups carry their slots
+    return AnsibleProvisioner(cfg.provision, cfg.cluster, cfg.sge, retention=cfg.retention, groups=groups)
 
 
 def start_metrics(cfg: Config, balancer: Balancer) -> None:

@@ -103,6 +103,12 @@ class NodeSpec:
     name: str
     private_ip: str
     slots: int | None = None
+    group: str | None = None  # its node group (config node_groups), as the journal has it
+    # Where it joins SGE and the complex values of its exec host; empty: the provisioner's
+    # defaults (sge.queue, sge.hostgroup, no values of its own). Set from its group.
+    queues: tuple[str, ...] = ()
+    hostgroup: str | None = None
+    complex_values: Mapping[str, str] = field(default_factory=dict, hash=False)
 
 
 @runtime_checkable

@@ -25,7 +25,7 @@ __all__ = ["Event", "Journal", "JournalError", "JournalVersionError", "PassRecor
 
 _NODE_COLUMNS = (
     "name, state, launched_at, instance_id, ready_at, last_busy_at, last_up_at, slots, private_ip, instance_type, "
-    "updated_at"
+    "updated_at, node_group"
 )
 _GONE = (NodeState.TERMINATED.value, NodeState.FAILED.value)
 _KEEP_PASSES = 50_000
@@ -154,7 +154,7 @@ class Journal:
     # -- nodes ---------------------------------------------------------------------------
     @staticmethod
     def _node(row: Sequence[object]) -> Node:
-        name, state, launched, iid, ready, busy, up, slots, ip, itype, updated = row
+        name, state, launched, iid, ready, busy, up, slots, ip, itype, updated, group = row
         return Node(
             name=str(name),
             state=NodeState(str(state)),
@@ -167,6 +167,7 @@ class Journal:
             private_ip=ip if ip is None else str(ip),
             instance_type=itype if itype is None else str(itype),
             updated_at=None if updated is None else float(updated),  # type: ignore[arg-type]
+            group=group if group is None else str(group),
         )
 
     @_locked
@@ -199,8 +200,10 @@ class Journal:
         slots: int | None = None,
         instance_type: str | None = None,
         launched_at: float | None = None,
+        group: str | None = None,
     ) -> Node:
-        """Move a node to ``state`` (creating its record if new) and log the step."""
+        """Move a node to ``state`` (creating its record if new) and log the step. ``group``:
+        its node group (kept once set)."""
         with self._tx() as db:
             exists = db.execute("SELECT 1 FROM nodes WHERE name = ?", (name,)).fetchone() is not None
             if not exists:
@@ -216,6 +219,7 @@ class Journal:
                 ("slots", slots),
                 ("instance_type", instance_type),
                 ("launched_at", launched_at if exists else None),
+                ("node_group", group),
             ):
                 if val is not None:
                     sets.append(f"{col} = ?")

@@ -45,7 +45,12 @@ def _baseline(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS events_time ON events(time)")
 
 
-MIGRATIONS: tuple[Migration, ...] = (_baseline,)
+def _node_group(db: sqlite3.Connection) -> None:
+    """Version 2: the node group a node belongs to (``node_groups``; NULL: the first group)."""
+    db.execute("ALTER TABLE nodes ADD COLUMN node_group TEXT")
+
+
+MIGRATIONS: tuple[Migration, ...] = (_baseline, _node_group)
 CURRENT = len(MIGRATIONS)
 
 

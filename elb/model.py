@@ -38,6 +38,10 @@ class Job:
     queue: str | None = None  # queue instance, e.g. "all.q@node001" (running jobs)
     hard_runtime: float | None = None  # h_rt in seconds when requested
     hard_queues: tuple[str, ...] = ()  # the hard queue list (qsub -q), wildcards as given
+    # Open Cluster Scheduler 9's scoped hard requests (qsub -scope master|slave -l ...): for the
+    # host of the master task, and for the hosts of the other tasks of a parallel job.
+    master_requests: Mapping[str, str] = field(default_factory=dict, hash=False)
+    slave_requests: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def host(self) -> str | None:
@@ -184,6 +188,7 @@ class Node:
     private_ip: str | None = None
     instance_type: str | None = None
     updated_at: float | None = None  # when its last step was journalled
+    group: str | None = None  # its node group (config node_groups); None: the first group
 
     @property
     def quiet_since(self) -> float:
@@ -217,6 +222,8 @@ class Plan:
     add_reason: str = ""
     remove: tuple[Removal, ...] = ()
     reason: str = ""
+    # The node group of each node to add, by name (node_groups); a name not in it: the first group.
+    add_groups: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def empty(self) -> bool:

@@ -15,6 +15,7 @@ from elb.config import Config, PolicyConfig
 from elb.interfaces import Cloud
 from elb.model import Host, Node
 from elb.policy import Policy, make_policy
+from elb.policy.grouped import policy_for
 from elb.policy.view import infer_slots_per_node
 
 log = logging.getLogger("elb")
@@ -47,6 +48,8 @@ def new_node_size(policy: PolicyConfig, cloud: Cloud | None, provider: str, clou
 
 def policy_with(config: Config, size: NodeSize) -> Policy:
     """The configured policy, planning with ``size`` when it is known."""
+    if config.node_groups is not None:  # each group has its own slots
+        return policy_for(config)
     policy = config.policy
     if size.slots is not None and size.slots != policy.slots_per_node:
         policy = policy.model_copy(update={"slots_per_node": size.slots})

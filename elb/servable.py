@@ -8,9 +8,11 @@ policy plans on the snapshot without these jobs; each is reported with a one-lin
 ``status``, the dry run, ``elb jobs``, the ``elb_unservable_jobs`` metric).
 
 The matching is ``elb.demand.place`` against the site's configuration (``qconf -sc``, the PEs,
-the global host's values: ``elb.sge.site``) and the node group elb's settings describe
-(``policy.slots_per_node``/the learnt node size, ``policy.min_nodes``/``max_nodes``,
-``sge.queue``, ``sge.hostgroup``). Pure: ``now`` is passed in.
+the global host's values: ``elb.sge.site``, read through ``SiteCache``) and the node groups
+(``Config.groups``: ``node_groups``, or the one group elb's settings describe). Each job that is
+demand goes to one group (``DemandSplit.group_of``), which the policy per group plans for
+(``elb.policy.grouped``). Pure but for ``SiteCache``, which reads through the SGE seam: ``now``
+is passed in.
 """
 
 from __future__ import annotations
@@ -19,14 +21,16 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Protocol
 
 from elb.config import Config
-from elb.demand import DemandError, JobBinding, NotYet, Servable, Site, place_all
-from elb.groups import NodeGroups, default_group
+from elb.demand import DemandError, JobBinding, NotYet, Servable, Site, check_offers, place_all
+from elb.groups import NodeGroups
 from elb.model import Job, Node, Snapshot
 from elb.policy.view import infer_slots_per_node, new_names
 
 _NONE: Mapping[int, float] = MappingProxyType({})
+_NO_GROUPS: Mapping[Job, str] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,30 +55,63 @@ class NotDemand:
         tasks = f" ({self.job.tasks} tasks)" if self.job.tasks > 1 else ""
         return f"job {self.job.job_id}{tasks}: {self.verdict}"
 
+    def as_json(self) -> dict[str, object]:
+        """JSON-ready: job number, tasks, unservable or not yet (``until``), the reason."""
+        return {
+            "job_id": self.job.job_id,
+            "tasks": self.job.tasks,
+            "unservable": self.unservable,
+            "until": self.until,
+            "reason": self.reason,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class DemandSplit:
-    """``snapshot``: what the policy plans on (the jobs in ``not_demand`` left out)."""
+    """``snapshot``: what the policy plans on (the jobs in ``not_demand`` left out);
+    ``group_of``: the node group each waiting job in it goes to (``elb.demand.place``)."""
 
     snapshot: Snapshot
     not_demand: tuple[NotDemand, ...] = ()
+    group_of: Mapping[Job, str] = dataclasses.field(default_factory=lambda: _NO_GROUPS)
 
     @property
     def unservable(self) -> tuple[NotDemand, ...]:
         return tuple(n for n in self.not_demand if n.unservable)
 
 
+# How long a read of the site's configuration (qconf -sc, the PEs, the global host) is reused:
+# it changes when an admin edits it, not from pass to pass, and reading it is 3 + one per PE
+# qconf calls.
+SITE_TTL = 300.0
+
+
+class SiteReader(Protocol):
+    def read_site(self) -> Site: ...
+
+
+class SiteCache:
+    """The site's configuration, read at most once every ``ttl`` seconds of the master's clock
+    (again at once if the clock goes back). A failed read raises and forgets nothing: the
+    caller launches nothing on it."""
+
+    def __init__(self, ttl: float = SITE_TTL) -> None:
+        self.ttl = ttl
+        self._site: Site | None = None
+        self._read_at = 0.0
+
+    def get(self, reader: SiteReader, now: float) -> Site:
+        if self._site is not None and 0 <= now - self._read_at < self.ttl:
+            return self._site
+        site = reader.read_site()
+        self._site, self._read_at = site, now
+        return site
+
+
 def node_groups(config: Config, slots_per_node: int) -> NodeGroups:
-    """The one node group elb's settings describe."""
-    p = config.policy
-    group = default_group(
-        slots_per_node=slots_per_node,
-        max_nodes=p.max_nodes,
-        min_nodes=p.min_nodes,
-        queue=config.sge.queue,
-        hostgroup=config.sge.hostgroup,
-    )
-    return NodeGroups(groups=[group])
+    """The node groups of the config (``node_groups``, or the one group its settings describe,
+    with ``slots_per_node`` slots a node)."""
+    return config.groups(slots_per_node)
 
 
 def demand_of(
@@ -116,21 +153,23 @@ def split_demand(
         for j in pending
     ]
     try:
+        check_offers(groups, site)
         placements = place_all(pending, groups, site, snapshot.now, bindings=bindings, new_node_name=new_node_name)
     except DemandError as err:  # the groups do not fit the site: no job is demand until fixed
         reason = f"the node group configuration does not fit the site: {err}"
         return DemandSplit(_without(snapshot, set(range(len(pending)))), tuple(NotDemand(j, reason) for j in pending))
     refused: list[NotDemand] = []
     left_out: set[int] = set()
+    group_of: dict[Job, str] = {}
     for n, (job, placement) in enumerate(zip(pending, placements, strict=True)):
         if isinstance(placement, Servable):
+            group_of[job] = placement.group.name
             continue
         left_out.add(n)
         until = placement.start_time if isinstance(placement, NotYet) else None
         refused.append(NotDemand(job, placement.reason, until))
-    if not refused:
-        return DemandSplit(snapshot)
-    return DemandSplit(_without(snapshot, left_out), tuple(refused))
+    kept = _without(snapshot, left_out) if refused else snapshot
+    return DemandSplit(kept, tuple(refused), MappingProxyType(group_of))
 
 
 def _without(snapshot: Snapshot, pending_indices: set[int]) -> Snapshot:
@@ -147,4 +186,12 @@ def _without(snapshot: Snapshot, pending_indices: set[int]) -> Snapshot:
     return dataclasses.replace(snapshot, jobs=tuple(kept))
 
 
-__all__: Sequence[str] = ("DemandSplit", "NotDemand", "demand_of", "node_groups", "split_demand")
+__all__: Sequence[str] = (
+    "SITE_TTL",
+    "DemandSplit",
+    "NotDemand",
+    "SiteCache",
+    "demand_of",
+    "node_groups",
+    "split_demand",
+)

@@ -28,13 +28,15 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from elb import assets, retention
 from elb.config import ClusterConfig, ProvisionConfig, RetentionConfig, SgeConfig
+from elb.groups import NodeGroups
 from elb.interfaces import HostResult, NodeSpec, Outcome
 from elb.provision import proctree
 from elb.provision.inventory import Connection, InventoryError, build_inventory, check_extra_vars
@@ -179,8 +181,12 @@ class AnsibleProvisioner:
         master_address: str | None = None,
         cancel_event: threading.Event | None = None,
         retention: RetentionConfig | None = None,
+        groups: NodeGroups | None = None,
     ) -> None:
         self.config = config
+        # With node_groups: each node joins its group's queues and host group with its slots and
+        # complex values (host vars); None: every node as sge.queue/sge.hostgroup say.
+        self.groups = groups
         self.cluster = cluster or ClusterConfig()
         self.sge = sge or SgeConfig()
         self.cancel_event = cancel_event or threading.Event()
@@ -273,7 +279,9 @@ class AnsibleProvisioner:
             return refuse(f"playbook {path} not found (set provision.playbook_dir)")
         # A node being added or removed is not also an existing worker.
         moving = set(targets)
-        workers = [w for w in workers if w.name not in moving]
+        workers = [self._of_group(w) for w in workers if w.name not in moving]
+        new_nodes = [self._of_group(n) for n in new_nodes]
+        old_nodes = [self._of_group(n) for n in old_nodes]
         try:
             inventory = build_inventory(
                 self.connection,
@@ -291,6 +299,21 @@ class AnsibleProvisioner:
         except Exception as err:  # runner itself broke: report it per host, do not crash the pass
             log.exception("ansible-runner failed for %s", playbook)
             return refuse(f"ansible-runner failed: {type(err).__name__}: {err}")
+
+    def _of_group(self, node: NodeSpec) -> NodeSpec:
+        """``node`` with its group's slots, queues, host group and complex values (a node whose
+        group is unknown is of the first group)."""
+        if self.groups is None:
+            return node
+        group = self.groups.get(node.group or "") or self.groups.groups[0]
+        return replace(
+            node,
+            group=group.name,
+            slots=group.slots,
+            queues=tuple(group.queues),
+            hostgroup=group.hostgroup,
+            complex_values=MappingProxyType(dict(group.offers)),
+        )
 
     def _run_runner(
         self, path: Path, inventory: dict[str, object], targets: list[str], ident: str, started: float

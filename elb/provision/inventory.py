@@ -8,7 +8,9 @@ Groups, as ``playbooks/`` expect them:
 - ``new_nodes``: nodes being added (``playbooks/add_node.yml``);
 - ``old_nodes``: nodes being removed (``playbooks/remove_node.yml``).
 
-Host vars: ``ansible_host`` (private address) and, when known, ``elb_slots``. Connection
+Host vars: ``ansible_host`` (private address) and, when known, ``elb_slots``; a node of a
+configured node group also gets ``elb_group``, ``sge_exec_queues``, ``sge_exec_hostgroup`` and
+``sge_exec_complex_values`` (its group's). Connection
 settings (user, key file, SSH options) are group vars of ``all``. Names and addresses are
 validated here: Ansible templates inventory values, so nothing that is not a plain host name
 or an IP address may reach it.
@@ -30,6 +32,8 @@ _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOST_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
 _USER_NAME = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SGE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+_SGE_VALUE = re.compile(r"[A-Za-z0-9_.:+-]{1,256}")  # 120G, 1, TRUE, lx-amd64, 2.5
 
 GROUPS = ("master", "workers", "new_nodes", "old_nodes")
 
@@ -93,7 +97,29 @@ def _node_vars(node: NodeSpec) -> dict[str, object]:
         if isinstance(node.slots, bool) or not isinstance(node.slots, int) or node.slots < 1:
             raise InventoryError(f"node {node.name}: slots must be a positive integer, not {node.slots!r}")
         hv["elb_slots"] = node.slots
+    # Its node group's place in SGE (host vars: above the role_vars of ``all``).
+    if node.group is not None:
+        hv["elb_group"] = _checked(_SGE_NAME, node.group, f"node {node.name}: group")
+    if node.queues:
+        hv["sge_exec_queues"] = [_checked(_SGE_NAME, q, f"node {node.name}: queue") for q in node.queues]
+    if node.hostgroup is not None:
+        hv["sge_exec_hostgroup"] = "@" + _checked(
+            _SGE_NAME, node.hostgroup.removeprefix("@"), f"node {node.name}: hostgroup"
+        )
+    if node.complex_values:
+        hv["sge_exec_complex_values"] = {
+            _checked(_SGE_NAME, k, f"node {node.name}: complex"): _checked(_SGE_VALUE, v, f"node {node.name}: {k}")
+            for k, v in node.complex_values.items()
+        }
     return hv
+
+
+def _checked(pattern: re.Pattern[str], text: object, what: str) -> str:
+    """``text`` when it is a plain name or value: Ansible templates inventory values, so
+    nothing it could read as syntax ({{, {%) may reach it."""
+    if not isinstance(text, str) or not pattern.fullmatch(text):
+        raise InventoryError(f"{what} {text!r}: not a plain SGE name or value")
+    return text
 
 
 def build_inventory(

@@ -50,6 +50,9 @@ _QMOD_OK = re.compile(r"changed state of|is already in the specified state")
 # What qconf -sel prints (on stderr, exit status 1) when SGE has no execution host configured.
 _NO_EXEC_HOST = "no execution host defined"
 _KILL_GRACE = 5.0  # seconds to collect output after killing a timed-out command
+# The most parallel environments read_site reads (one qconf -sp each): a bound on the commands
+# of one read, far above what sites define (a handful).
+MAX_PES = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,6 +322,8 @@ class SgeCommands:
 
         try:
             names = parse_names("\n".join(self._names("-spl", "no parallel environment")), "qconf -spl")
+            if len(names) > MAX_PES:
+                raise SgeParseError(f"qconf -spl: {len(names)} parallel environments, more than elb reads ({MAX_PES})")
             pes = {name: text("-sp", check_pe(name)) for name in names}
             return build_site(text("-sc"), pes, text("-se", "global"))
         except SgeParseError as err:
@@ -369,6 +374,7 @@ def read_whole(sge: WholeReader, *, known_up: frozenset[str], running_before: Se
 
 
 __all__ = [
+    "MAX_PES",
     "QHOST_ARGS",
     "QSTAT_ARGS",
     "Clock",

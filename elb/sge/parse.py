@@ -11,6 +11,11 @@ Written for the format of Son of Grid Engine 8.1.9 (Debian's ``gridengine``):
   ``JAT_start_time`` (running), ``slots``, ``tasks`` (array jobs) and, with ``-r``,
   ``requested_pe name=".."``, ``hard_request name=".."``, ``hard_req_queue`` (one per queue of
   ``qsub -q``) and more.
+- Open Cluster Scheduler 9.x (hpc-gridware) prints the same, except: a waiting job's time is
+  ``JAT_submission_time``, timestamps carry microseconds (``2026-11-24T10:00:00.123456``), and
+  requests scoped with ``qsub -scope`` are ``master_hard_request``/``slave_hard_request`` (read
+  into ``Job.master_requests``/``slave_requests``) and ``master_soft_request`` & co. (soft: not
+  read).
 - A parallel job that spans hosts is listed under every queue instance it occupies, each entry
   with the slots it holds there; elb keeps one entry per queue instance.
 - ``qhost -xml -q``: ``<qhost>`` of ``<host name='..'>`` with ``<hostvalue name='..'>`` (``-``
@@ -54,6 +59,9 @@ _TASK_RANGE = re.compile(r"(\d+)(?:-(\d+)(?::(\d+))?)?")
 _XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _MAX_TASK_ID = 2**31
 _NO_REQUESTS: Mapping[str, str] = MappingProxyType({})
+# Open Cluster Scheduler 9's scoped hard requests (master task, other tasks), in Job's order.
+# Soft requests of any scope (soft_request, master_soft_request, ...) never bind a job: not read.
+_SCOPED_REQUESTS = ("master_hard_request", "slave_hard_request")
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,6 +371,16 @@ class _JobReader:
                 if not name:
                     raise SgeParseError(f"{section}: job_list #{n}: <hard_request> without a name")
                 hard[name] = (child.text or "").strip()
+        scoped: list[dict[str, str]] = []
+        for tag in _SCOPED_REQUESTS:
+            found: dict[str, str] = {}
+            if tag in fields:
+                for child in el.iterchildren(tag):  # type: ignore[attr-defined]  # lxml element
+                    name = child.get("name")
+                    if not name:
+                        raise SgeParseError(f"{section}: job_list #{n}: <{tag}> without a name")
+                    found[name] = (child.text or "").strip()
+            scoped.append(found)
         hard_queues: tuple[str, ...] = ()
         if "hard_req_queue" in fields:
             hard_queues = tuple(
@@ -396,8 +414,9 @@ class _JobReader:
             self._states.add(state)
 
         times = self._times
-        text = fields.get("JB_submission_time")
-        submitted = (times.get(text) or self._time(text, "JB_submission_time", section, n, job_id)) if text else None
+        tag = "JB_submission_time" if "JB_submission_time" in fields else "JAT_submission_time"  # 8.1.9, OCS 9
+        text = fields.get(tag)
+        submitted = (times.get(text) or self._time(text, tag, section, n, job_id)) if text else None
         text = fields.get("JAT_start_time")
         started = (times.get(text) or self._time(text, "JAT_start_time", section, n, job_id)) if text else None
         text = fields.get("tasks")
@@ -435,6 +454,8 @@ class _JobReader:
             queue,
             runtime,
             hard_queues,
+            MappingProxyType(scoped[0]) if scoped[0] else _NO_REQUESTS,
+            MappingProxyType(scoped[1]) if scoped[1] else _NO_REQUESTS,
         )
 
 
@@ -685,9 +706,13 @@ def parse_snapshot(qstat_xml: bytes | str, qhost_xml: bytes | str, now: float) -
     return join_snapshot(parse_qstat(qstat_xml), parse_qhost(qhost_xml), now)
 
 
+_MICROSECONDS_FROM = 10**11
+
+
 def parse_start_times(data: bytes | str) -> dict[int, float | None]:
     """Parse ``qstat -xml -j ID,...``: each job's ``qsub -a`` time (``JB_execution_time``, POSIX
-    seconds; 0, or absent: none), by job number."""
+    seconds in 8.1.9, microseconds in Open Cluster Scheduler 9; 0, or absent: none), by job
+    number."""
     root = _load(data, "qstat -j", "detailed_job_info")
     out: dict[int, float | None] = {}
     for info in root:
@@ -698,7 +723,9 @@ def parse_start_times(data: bytes | str) -> dict[int, float | None]:
             job_id = _int(el.findtext("JB_job_number"), "JB_job_number", where, minimum=1)
             text = el.findtext("JB_execution_time")
             when = _int(text, "JB_execution_time", f"{where} (job {job_id})") if text is not None else 0
-            out[job_id] = float(when) if when > 0 else None
+            # Open Cluster Scheduler 9 counts microseconds: no time in seconds is this large
+            # before the year 5138, none in microseconds this small after 1970-01-12.
+            out[job_id] = (when / 1e6 if when >= _MICROSECONDS_FROM else float(when)) if when > 0 else None
     return out
 
 

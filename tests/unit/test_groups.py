@@ -11,6 +11,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from elb.config import parse_config
 from elb.demand import JobBinding, Servable, Site, Unservable, check_offers, place
 from elb.groups import LaunchTemplate, NodeGroup, NodeGroups, default_group
 from elb.model import Job
@@ -176,9 +177,10 @@ HANDMADE = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "handmade"
 
 
 def _doc_groups() -> NodeGroups:
+    """The worked example, read as a config file."""
     text = DOC.read_text()
     block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
-    return NodeGroups(**yaml.safe_load(block))
+    return parse_config(yaml.safe_load(block)).groups(1)
 
 
 def _doc_rows() -> list[tuple[str, str]]:

@@ -246,9 +246,9 @@ def test_dry_run_json_is_the_plan_as_data(
     path.write_text(f"state_dir: {tmp_path / 'state'}\npolicy: {{max_nodes: 4, slots_per_node: 2}}\n")
     assert main(["once", "--dry-run", "--json", "-c", str(path)]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["add"]["default"]["count"] == 2 and doc["add"]["default"]["names"] == ["node001", "node002"]
-    assert doc["snapshot"]["jobs_waiting"] == 3 and doc["snapshot"]["waiting_slots"] == 5
-    assert doc["assumptions"]["slots_per_node"] == 2
-    assert [(n["job_id"], n["unservable"]) for n in doc["not_demand"]] == [(10, True)]
+    assert doc["add"] == [{"group": "default", "count": 2, "names": ["node001", "node002"]}]
+    assert doc["snapshot"]["jobs_waiting"] == 3 and doc["snapshot"]["slots_waiting"] == 5
+    assert doc["groups"][0]["slots"] == 2 and doc["assumptions"]["slots_per_node_from"] == "policy.slots_per_node"
+    assert [n["job_id"] for n in doc["unservable"]] == [10] and doc["not_yet"] == []
     assert doc["remove"] == []
     assert main(["once", "--json", "-c", str(path)]) == 2  # --json is for the dry run

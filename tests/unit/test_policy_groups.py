@@ -1,0 +1,174 @@
+"""The policy per node group: each group's policy plans on its share of the cluster (its nodes,
+their hosts and jobs, the waiting jobs the demand model placed on it); launches stay within each
+group's max_nodes and the global one; new nodes are named across the whole cluster and carry
+their group into the journal and to the provisioner."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from elb.config import Config, parse_config
+from elb.daemon import Balancer
+from elb.interfaces import NodeSpec
+from elb.journal import Journal
+from elb.model import History, Job, NodeState
+from elb.policy.grouped import GroupedPolicy, policy_for
+from elb.provision.ansible import AnsibleProvisioner
+from elb.provision.inventory import Connection, InventoryError, build_inventory
+from tests.unit.factories import T0, host, node, pending, running, snap
+from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
+
+LONG = 30 * 60
+
+SMALL = {"name": "small", "slots": 2, "max_nodes": 3}
+GPU = {
+    "name": "gpu",
+    "slots": 4,
+    "max_nodes": 2,
+    "offers": {"gpu": "1"},
+    "queues": ["all.q", "gpu.q"],
+    "hostgroup": "@gpu",
+}
+
+
+def config(tmp_path: Path, *groups: dict[str, object], **policy: object) -> Config:
+    return parse_config(
+        {
+            "state_dir": str(tmp_path),
+            "policy": {"billing": "second", **policy},
+            "node_groups": [dict(g) for g in groups] or [SMALL, GPU],
+        }
+    )
+
+
+def gpu_job(job_id: int) -> Job:
+    return replace(pending(job_id, LONG), hard_requests={"gpu": "1"})
+
+
+def balancer(cfg: Config, jobs: list[Job]) -> tuple[Balancer, FakeSge, FakeCloud, Journal]:
+    sge = FakeSge(T0, jobs=list(jobs), complexes="qconf-sc-site.txt")  # a site with a gpu consumable
+    cloud = FakeCloud(T0)
+    journal = Journal(cfg.journal_path)
+    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=FakeProvisioner(sge))
+    return bal, sge, cloud, journal
+
+
+def test_the_daemon_uses_a_policy_per_group_only_with_node_groups(tmp_path: Path) -> None:
+    assert isinstance(policy_for(config(tmp_path)), GroupedPolicy)
+    assert not isinstance(policy_for(parse_config({"state_dir": str(tmp_path)})), GroupedPolicy)
+
+
+def test_a_job_requesting_what_one_group_offers_gets_a_node_of_that_group(tmp_path: Path) -> None:
+    bal, _sge, cloud, journal = balancer(config(tmp_path), [gpu_job(1), pending(2, LONG)])
+    result = bal.run_pass()
+    assert result.ok and result.plan is not None
+    assert dict(result.plan.add_groups) == {"node001": "small", "node002": "gpu"}
+    assert {n.name: n.group for n in journal.nodes()} == {"node001": "small", "node002": "gpu"}
+    assert sorted(i.name for i in cloud.instances.values()) == ["node001", "node002"]
+    assert "gpu: 1 (node002)" in result.plan.add_reason and "small: 1 (node001)" in result.plan.add_reason
+
+
+def test_each_group_within_its_max_and_all_within_the_global_max(tmp_path: Path) -> None:
+    jobs = [*(gpu_job(n) for n in range(1, 11)), *(pending(n, LONG, slots=2) for n in range(11, 21))]
+    cfg = config(tmp_path, max_nodes=4)
+    bal, _sge, _cloud, journal = balancer(cfg, jobs)
+    plan = bal.run_pass().plan
+    assert plan is not None
+    # small (first in order) wants 3 (its max), gpu wants 2 (its max): 4 in all
+    assert list(plan.add_groups.values()) == ["small", "small", "small", "gpu"]
+    assert "capped at the global max_nodes 4: 1 of 2" in plan.add_reason
+    assert len(journal.nodes()) == 4
+
+
+def test_min_nodes_per_group(tmp_path: Path) -> None:
+    cfg = config(tmp_path, SMALL, {**GPU, "min_nodes": 1})
+    bal, _sge, _cloud, journal = balancer(cfg, [])
+    plan = bal.run_pass().plan
+    assert plan is not None and dict(plan.add_groups) == {"node001": "gpu"}
+    assert [n.group for n in journal.nodes()] == ["gpu"]
+
+
+def test_shares_split_nodes_hosts_and_jobs_by_group(tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    policy = policy_for(cfg)
+    assert isinstance(policy, GroupedPolicy)
+    jobs = [running(1, "node001"), running(2, "node002"), running(3, "static1"), gpu_job(4), pending(5, LONG)]
+    hosts = [host("node001", 2), host("node002", 4), host("static1", 8)]
+    nodes = [
+        node("node001", 600, group="small"),
+        node("node002", 600, group="gpu"),
+        node("old", 600, NodeState.TERMINATED),
+    ]
+    group_of = {jobs[3]: "gpu", jobs[4]: "small"}
+    shares = {s.group.name: s for s in policy.shares(snap(jobs, hosts), group_of, nodes)}
+    small, gpu = shares["small"], shares["gpu"]
+    # an unmanaged host goes to the first group whose queues it serves
+    assert [h.name for h in small.snapshot.hosts] == ["node001", "static1"]
+    assert [h.name for h in gpu.snapshot.hosts] == ["node002"]
+    assert [j.job_id for j in small.snapshot.jobs] == [1, 3, 5]
+    assert [j.job_id for j in gpu.snapshot.jobs] == [2, 4]
+    # a record without a group is of the first group
+    assert [n.name for n in small.nodes] == ["node001", "old"] and [n.name for n in gpu.nodes] == ["node002"]
+
+
+def test_an_idle_node_is_removed_by_its_own_groups_policy(tmp_path: Path) -> None:
+    cfg = config(tmp_path, SMALL, GPU, boot_time=60)
+    policy = policy_for(cfg)
+    hosts = [host("node001", 2), host("node002", 4)]
+    nodes = [
+        node("node001", 3600, group="small", last_busy_at=T0 - 3000),
+        node("node002", 3600, group="gpu", last_busy_at=T0 - 3000),
+    ]
+    jobs = [pending(5, LONG)]  # a small job waiting: node001 is kept for it, node002 is not needed
+    plan = policy.decide_groups(snap(jobs, hosts), {jobs[0]: "small"}, nodes, History(), T0)  # type: ignore[attr-defined]
+    assert [r.node for r in plan.remove] == ["node002"]
+    assert "(group gpu)" in plan.remove[0].reason
+    assert plan.add == 0
+
+
+def test_names_are_unique_across_groups(tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    policy = policy_for(cfg)
+    hosts = [host("node007", 2, used=2)]
+    nodes = [node("node007", 600, group="small", last_busy_at=T0)]
+    jobs = [running(9, "node007", slots=2), gpu_job(1), pending(2, LONG, slots=2)]
+    plan = policy.decide_groups(snap(jobs, hosts), {jobs[1]: "gpu", jobs[2]: "small"}, nodes, History(), T0)  # type: ignore[attr-defined]
+    assert plan.add_names == ("node008", "node009")
+    assert dict(plan.add_groups) == {"node008": "small", "node009": "gpu"}
+
+
+def provisioner(tmp_path: Path, cfg: Config) -> AnsibleProvisioner:
+    return AnsibleProvisioner(
+        cfg.provision.model_copy(update={"private_data_dir": tmp_path / "a"}),
+        cfg.cluster,
+        cfg.sge,
+        groups=cfg.groups(1),
+    )
+
+
+def test_a_node_is_provisioned_with_its_groups_queues_hostgroup_slots_and_complex_values(tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    prov = provisioner(tmp_path, cfg)
+    spec = prov._of_group(NodeSpec("node002", "10.0.0.2", 8, group="gpu"))
+    inv = build_inventory(Connection(), new_nodes=[spec])
+    hv = inv["all"]["children"]["new_nodes"]["hosts"]["node002"]  # type: ignore[index]
+    assert hv == {
+        "ansible_host": "10.0.0.2",
+        "elb_slots": 4,  # the group's, not the instance's
+        "elb_group": "gpu",
+        "sge_exec_queues": ["all.q", "gpu.q"],
+        "sge_exec_hostgroup": "@gpu",
+        "sge_exec_complex_values": {"gpu": "1"},
+    }
+    unknown = prov._of_group(NodeSpec("node003", "10.0.0.3", 8))  # adopted, or from before groups
+    assert (unknown.group, unknown.slots) == ("small", 2)
+
+
+@pytest.mark.parametrize("value", ["{{ lookup('pipe', 'id') }}", "a b", "{%x%}"])
+def test_a_complex_value_ansible_would_template_is_refused(value: str) -> None:
+    spec = NodeSpec("node002", "10.0.0.2", 4, complex_values={"gpu": value})
+    with pytest.raises(InventoryError, match="not a plain SGE name or value"):
+        build_inventory(Connection(), new_nodes=[spec])
