@@ -49,7 +49,7 @@ class GroupedPolicy:
     config: PolicyConfig
     cluster: ClusterConfig
     groups: NodeGroups
-    _policies: dict[str, Policy] = field(default_factory=dict, repr=False)
+    _policies: dict[str, Policy] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -83,6 +83,21 @@ class GroupedPolicy:
             for s in self.shares(snapshot, group_of, nodes)
         ]
         return self._join(plans, snapshot, nodes)
+
+    def quiet_until_groups(
+        self, snapshot: Snapshot, group_of: Mapping[Job, str], nodes: Sequence[Node], history: History, now: float
+    ) -> float:
+        """The earliest time any group's policy may plan something on an unchanged cluster
+        (``quiet_until`` of each group's policy on its share; ``now`` when one has none): the
+        simulator skips the polls before it."""
+        until = float("inf")
+        for s in self.shares(snapshot, group_of, nodes):
+            policy = self.policy_of(s.group)
+            hint = getattr(policy, "quiet_until", None)
+            if hint is None:
+                return now
+            until = min(until, float(hint(s.snapshot, s.nodes, history, now)))
+        return until
 
     def shares(self, snapshot: Snapshot, group_of: Mapping[Job, str], nodes: Sequence[Node]) -> list[GroupShare]:
         """The cluster split by group."""

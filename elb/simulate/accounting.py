@@ -27,6 +27,7 @@ seconds or ``h:m:s``, is the requested run time the forecast uses.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -108,7 +109,7 @@ def parse_accounting(lines: Iterable[str], source: str = "<accounting>") -> Work
     wl.jobs.sort(key=lambda j: (j.submit, j.job_id))
     if wl.jobs:  # time from the first submission, as SWF logs count it
         first = wl.jobs[0].submit
-        wl.jobs = [SimJob(j.job_id, j.submit - first, j.run, j.slots, j.requested) for j in wl.jobs]
+        wl.jobs = [dataclasses.replace(j, submit=j.submit - first) for j in wl.jobs]
         wl.header["UnixStartTime"] = f"{first:.0f}"
     return wl
 

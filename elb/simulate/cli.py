@@ -12,9 +12,10 @@ from elb.extras import plot_missing
 from elb.policy.base import Policy, minutes
 from elb.simulate.accounting import read_log
 from elb.simulate.engine import SimSettings
-from elb.simulate.report import Billing, Metrics, plot, table
-from elb.simulate.runner import SimError, build_policy, has_param, prepare, replay, with_param
-from elb.simulate.swf import SwfError, overrun
+from elb.simulate.groups import SimGroups, SimGroupsError, load_groups
+from elb.simulate.report import Billing, Metrics, group_table, plot, table
+from elb.simulate.runner import Prepared, SimError, build_policy, has_param, prepare, replay, with_param
+from elb.simulate.swf import SwfError, Workload, overrun
 
 ALL_POLICIES = ("elb", "starcluster", "parallelcluster", "slurm", "static")
 
@@ -92,6 +93,15 @@ def register(sub: Any) -> None:
         metavar="KEY=V1,V2,...",
         help="replay each policy that has parameter KEY once per value (a curve in --plot)",
     )
+    p.add_argument(
+        "--groups",
+        type=Path,
+        default=None,
+        metavar="FILE.yml",
+        help="node groups (elb's node_groups list, an optional max_nodes and how the log's memory, queue "
+        "and partition fields map to requests; docs/simulate.md): each job goes to the cheapest group "
+        "that can run it and costs are given per group",
+    )
     p.add_argument("--no-fast-forward", action="store_true", help="call the policy at every poll")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--plot", type=Path, default=None, metavar="FILE.png", help="draw cost against p95 wait")
@@ -157,10 +167,20 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
     if args.boot_time < 0 or args.boot_jitter < 0 or args.start < 0 or (args.days is not None and args.days <= 0):
         raise SimError("--boot-time, --boot-jitter and --start must be >= 0, --days > 0")
     billing: Billing = args.billing
+    groups = None
+    if args.groups is not None:
+        if args.max_nodes is not None:
+            raise SimError("--max-nodes and --groups: give max_nodes in the groups file")
+        try:
+            groups = load_groups(args.groups)
+        except SimGroupsError as err:
+            raise SimError(str(err)) from None
     wl = overrun(
         read_log(args.log, start=args.start * 86400.0, days=args.days), args.overrun, args.overrun_hours, args.seed
     )
-    prepared = prepare(wl, spn, _max_nodes(args.max_nodes, wl.max_procs, spn))
+    prepared = prepare(wl, spn, _max_nodes(args.max_nodes, wl.max_procs, spn), groups=groups)
+    if groups is not None:  # the first group's size stands for "a node" where one figure is needed
+        spn = groups.groups.groups[0].slots
     settings = SimSettings(
         slots_per_node=spn,
         max_nodes=prepared.max_nodes,
@@ -186,6 +206,7 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
             boot_time=args.boot_time,
             max_nodes=prepared.max_nodes,
             poll_interval=args.poll,
+            groups=groups,
         )
         for key, value in sets:
             if has_param(base, key):
@@ -210,15 +231,30 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
             progress=_Progress(label) if tty else None,
         )
         results.append(m)
+    _report(args, wl, prepared, results, groups, billing, spn)
+    return 0
+
+
+def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
+    args: argparse.Namespace,
+    wl: Workload,
+    prepared: Prepared,
+    results: list[Metrics],
+    groups: SimGroups | None,
+    billing: Billing,
+    spn: int,
+) -> None:
+    """Print the replay's results: a table (and one per group), or JSON with --json."""
     skipped = dict(wl.skipped)
-    if prepared.too_big:
-        skipped[f"bigger than the cluster ({prepared.max_nodes} nodes of {spn} slots)"] = len(prepared.too_big)
     warnings = [
         f"{m.label}: the queue never drains (longest backlog {minutes(m.longest_backlog)}, "
         f"{m.never_started} jobs never started): the cluster saturates at {prepared.max_nodes} nodes"
         for m in results
         if m.saturated
     ]
+    reasons: dict[str, int] = {}
+    for _, why in prepared.unservable:
+        reasons[why] = reasons.get(why, 0) + 1
     if args.json:
         print(
             json.dumps(
@@ -226,6 +262,13 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
                     "log": str(args.log),
                     "jobs": len(prepared.jobs),
                     "skipped": skipped,
+                    "unservable": {
+                        "jobs": len(prepared.unservable),
+                        "reasons": reasons,
+                        "first": [{"job_id": j.job_id, "reason": why} for j, why in prepared.unservable[:20]],
+                    },
+                    "groups": [g.model_dump() for g in prepared.groups.groups.groups] if groups else None,
+                    "floor_node_hours_by_group": {k: f.floor_node_hours for k, f in prepared.group_floors.items()},
                     "overrun": wl.overrun,
                     "settings": {
                         "billing": billing,
@@ -246,22 +289,43 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
             )
         )
     else:
+        if groups is None:
+            size = f"{prepared.max_nodes} nodes max of {spn} slots"
+        else:
+            size = f"{len(groups.groups)} node groups ({_describe(groups)}), {prepared.max_nodes} nodes max"
         print(
-            f"{args.log.name}: {len(prepared.jobs)} jobs, {prepared.max_nodes} nodes max of {spn} slots, "
+            f"{args.log.name}: {len(prepared.jobs)} jobs, {size}, "
             f"boot {args.boot_time:g} s, poll {args.poll:g} s, billing per {billing}"
             f", dispatch {'easy' if args.backfill else args.dispatch}"
         )
         _print_changes(skipped, wl.overrun)
+        if reasons:
+            print(
+                f"unservable: {len(prepared.unservable)} jobs no node group can run (in the replay, never "
+                "started, not demand): " + "; ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
+            )
         print(table(results, prepared.floors, args.price))
+        if groups is not None:
+            print()
+            print(group_table(results, prepared.group_floors))
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
-    for job in prepared.too_big[:5]:
-        print(f"skipped job {job.job_id}: {job.slots} slots > {prepared.max_nodes} x {spn}", file=sys.stderr)
+    for job, why in prepared.unservable[:5]:
+        print(f"unservable job {job.job_id}: {why}", file=sys.stderr)
     if args.plot is not None:
         plot(results, args.plot, f"{args.log.name}: {spn}-slot nodes, {args.boot_time:g} s boot, per {billing}")
         if not args.json:
             print(f"plot: {args.plot}")
-    return 0
+
+
+def _describe(groups: SimGroups) -> str:
+    return ", ".join(
+        f"{g.name}: {g.slots} slots"
+        + (f" {', '.join(f'{k}={v}' for k, v in g.offers.items())}" if g.offers else "")
+        + f", max {groups.groups.max_nodes_of(g)}"
+        + (f", {g.price_per_hour:g}/h" if g.price_per_hour is not None else "")
+        for g in groups.groups.groups
+    )
 
 
 def _print_changes(skipped: dict[str, int], overrun: int) -> None:

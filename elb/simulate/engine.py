@@ -15,6 +15,15 @@ when loads tie) or on the one with the fewest free slots (``"best"``). Ready nod
 ``FreeIndex`` (bucketed by free slots) that every start, end, boot and removal updates, so placing
 a job does not walk every node.
 
+Node groups (``groups``, ``elb.simulate.groups``): each job is placed at submission by the live
+demand model on one group (the cheapest that can run it) and runs only on that group's nodes,
+taking its footprint there (its slots, more when it asks more memory per slot than a node has);
+each group has its own index of ready nodes and its nodes' size. A job no group can run stays
+in the replay, never starts and is reported (``SimOutcome.unservable``); like the live pass, the
+policy never sees it. A policy per node group (``elb.policy.grouped``) is told each waiting job's
+group and names the group of each node it launches. Without groups the replay has one group
+with ``slots_per_node`` slots a node and ``max_nodes`` nodes.
+
 Fast-forward: a policy may offer ``quiet_until(snapshot, nodes, history, now)`` (see
 ``elb.policy.peers``). After an empty plan the driver then skips the polls before the earlier of
 that time and the next event: nothing the policy sees changes in between, so the result is the
@@ -33,7 +42,9 @@ from typing import Literal, Protocol, runtime_checkable
 from elb.model import History, Host, Job, Node, NodeState, Plan, QueueInstance, Snapshot
 from elb.naming import next_names
 from elb.policy.base import Policy
+from elb.policy.grouped import GroupedPolicy, decide_demand
 from elb.policy.placement import FreeIndex, host_order, width
+from elb.simulate.groups import Assignment, SimGroups, assign, one_group
 from elb.simulate.swf import SimJob
 
 QUEUE = "all.q"
@@ -70,6 +81,7 @@ class SimSettings:
 class _Node:
     name: str
     slots: int
+    group: str
     launched_at: float
     ready_at: float
     ready: bool = False
@@ -81,6 +93,16 @@ class _Node:
     terminated_at: float | None = None
     record: Node | None = None  # cached Node value
     host: Host | None = None  # cached Host value
+
+
+@dataclass(slots=True)
+class _Waiting:
+    """A job in the queue: what qstat shows of it, its group and what it takes there."""
+
+    job: SimJob
+    value: Job
+    group: str
+    footprint: int
 
 
 @dataclass(slots=True)
@@ -110,6 +132,8 @@ class NodeLife:
     ready_at: float
     terminated_at: float
     busy_seconds: float
+    group: str = "default"
+    slots: int = 0
 
 
 @dataclass(slots=True)
@@ -131,6 +155,7 @@ class SimOutcome:
     longest_backlog: float = 0.0  # longest stretch with jobs waiting (s)
     stalled: bool = False
     placements: list[Placement] = field(default_factory=list)
+    unservable: list[tuple[SimJob, str]] = field(default_factory=list)  # no group can run it, and why
 
 
 class Simulator:
@@ -144,18 +169,32 @@ class Simulator:
         *,
         initial_nodes: int = 0,
         progress: Callable[[float], None] | None = None,
+        groups: SimGroups | None = None,
+        assignments: Sequence[Assignment] | None = None,
     ) -> None:
         if not jobs:
             raise ValueError("no jobs to replay")
+        if assignments is not None and len(assignments) != len(jobs):
+            raise ValueError(f"{len(assignments)} assignments for {len(jobs)} jobs")
         self.s = settings
         self.policy = policy
-        self.jobs = sorted(jobs, key=lambda j: (j.submit, j.job_id))
+        self.groups = groups or one_group(settings.slots_per_node, settings.max_nodes)
+        self.group_slots = dict(self.groups.slots)
+        self.first_group = self.groups.groups.groups[0].name
+        self.group_max = {g.name: self.groups.groups.max_nodes_of(g) for g in self.groups.groups.groups}
+        self.max_nodes = min(settings.max_nodes, self.groups.groups.total_max_nodes)
+        given = assignments if assignments is not None else assign(jobs, self.groups)
+        order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, jobs[i].job_id))
+        self.jobs = [jobs[i] for i in order]
+        self.assignments = [given[i] for i in order]
         self.progress = progress
         self.rng = random.Random(settings.seed)  # noqa: S311 (seeded boot jitter, not security)
         self.t0 = self.jobs[0].submit
         self.nodes: dict[str, _Node] = {}  # alive (booting or ready)
         self.dead: list[_Node] = []
-        self.pending: list[tuple[SimJob, Job]] = []  # FIFO
+        self.pending: list[_Waiting] = []  # FIFO
+        self.group_of: dict[Job, str] = {}  # the waiting jobs' groups, for a policy per group
+        self.group_count: dict[str, int] = dict.fromkeys(self.group_slots, 0)  # alive nodes
         self.ends: list[tuple[float, int, _Run]] = []
         self.readies: list[tuple[float, str]] = []
         self.seq = 0
@@ -173,25 +212,30 @@ class Simulator:
         self._stale: dict[str, None] = {}
         self._backlog_since: float | None = None
         self._stalled_at = 0.0  # when the replay gave up, if it stalled
-        self._ready = FreeIndex[tuple[int, str]](settings.slots_per_node)  # ready nodes by free slots
-        quiet = policy if isinstance(policy, QuietHint) else None
+        # Ready nodes by free slots, one index per group.
+        self._ready = {g: FreeIndex[tuple[int, str]](n) for g, n in self.group_slots.items()}
+        quiet = policy if isinstance(policy, QuietHint | GroupedPolicy) else None
         self.quiet = quiet if settings.fast_forward else None
         for name in next_names((), initial_nodes):
             self._launch(name, self.t0, boot=0.0)
         if settings.master_exec_slots > 0:
             self._launch(settings.master, self.t0, boot=0.0, slots=settings.master_exec_slots)
-            self.out.launches -= 1  # not a launch of the policy's
+            self.out.launches -= 1  # not a launch of the policy's (but a node within max_nodes)
 
     # -- cluster state -------------------------------------------------------------------------
-    def _launch(self, name: str, now: float, boot: float | None = None, slots: int | None = None) -> None:
+    def _launch(
+        self, name: str, now: float, boot: float | None = None, slots: int | None = None, group: str | None = None
+    ) -> None:
         if name in self.nodes:
             raise ValueError(f"policy asked to launch {name}, which already exists")
         if boot is None:
             boot = self.s.boot_time
             if self.s.boot_jitter > 0:
                 boot += self.rng.uniform(0.0, self.s.boot_jitter)
-        node = _Node(name, slots or self.s.slots_per_node, now, now + boot)
+        group = group or self.first_group
+        node = _Node(name, slots or self.group_slots[group], group, now, now + boot)
         self.nodes[name] = node
+        self.group_count[group] += 1
         self.out.launches += 1
         self._nodes_cache = None
         self._stale[name] = None
@@ -209,7 +253,7 @@ class Simulator:
 
     def _touch(self, node: _Node) -> None:
         if node.ready:
-            self._ready.set(host_order(node.name), node.free, node.slots)
+            self._ready[node.group].set(host_order(node.name), node.free, node.slots)
         node.record = None
         node.host = None
         self._stale[node.name] = None
@@ -219,7 +263,8 @@ class Simulator:
     def _terminate(self, node: _Node, now: float) -> None:
         node.terminated_at = now
         del self.nodes[node.name]
-        self._ready.remove(host_order(node.name))
+        self.group_count[node.group] -= 1
+        self._ready[node.group].remove(host_order(node.name))
         self._host_values.pop(node.name, None)
         self._record_values.pop(node.name, None)
         self.dead.append(node)
@@ -237,19 +282,25 @@ class Simulator:
                 ready_at=n.ready_at if n.ready else None,
                 last_busy_at=n.last_busy_at,
                 slots=n.slots,
+                group=n.group,
             )
         return n.record
 
     def _host(self, n: _Node) -> Host:
         if n.host is None:
-            q = QueueInstance(QUEUE, n.name, n.slots, n.slots - n.free)
+            q = QueueInstance(self._queue(n.group), n.name, n.slots, n.slots - n.free)
             n.host = Host(n.name, (q,), num_proc=n.slots)
         return n.host
 
+    def _queue(self, group: str) -> str:
+        found = self.groups.groups.get(group)
+        return found.queues[0] if found is not None else QUEUE
+
     def snapshot(self, now: float) -> tuple[Snapshot, tuple[Node, ...]]:
-        """What qstat/qhost and elb's journal would show now."""
+        """What qstat/qhost and elb's journal would show now (the jobs no group can run are not
+        shown: the live pass leaves them out of what the policy plans on)."""
         if self._jobs_cache is None:
-            self._jobs_cache = tuple(v for _, v in self.pending) + tuple(r.value for r in self.running.values())
+            self._jobs_cache = tuple(w.value for w in self.pending) + tuple(r.value for r in self.running.values())
         if self._stale:
             for name in self._stale:
                 n = self.nodes.get(name)
@@ -266,29 +317,32 @@ class Simulator:
         return Snapshot(now, self._jobs_cache, self._hosts_cache), self._nodes_cache
 
     # -- dispatch ------------------------------------------------------------------------------
-    def _width(self, job: SimJob) -> int:
+    def _width(self, w: _Waiting) -> int:
         """Whole nodes a wide job takes; 0 for a job that fits on one node."""
-        return width(job.slots, self.s.slots_per_node)
+        return width(w.footprint, self.group_slots[w.group])
 
-    def _place_now(self, job: SimJob, allowed: dict[str, int] | None = None) -> list[tuple[_Node, int]] | None:
-        """Where the job would start now (ready nodes), or None. ``allowed``: per-node slot limits."""
-        index = self._ready
+    def _place_now(self, w: _Waiting, allowed: dict[str, int] | None = None) -> list[tuple[_Node, int]] | None:
+        """Where the job would start now (ready nodes of its group), or None. ``allowed``:
+        per-node slot limits."""
+        index = self._ready[w.group]
         if allowed is not None:
-            index = FreeIndex(self.s.slots_per_node)
+            index = FreeIndex(self.group_slots[w.group])
             for n in self.nodes.values():
-                if n.ready:
+                if n.ready and n.group == w.group:
                     index.set(host_order(n.name), min(n.free, allowed.get(n.name, 0)), n.slots)
-        k = self._width(job)
+        k = self._width(w)
         if k:
             empty = index.empties(k)
             if len(empty) < k:
                 return None
             return [(self.nodes[name], self.nodes[name].slots) for _, name in empty]
-        key = index.fullest(job.slots) if self.s.placement == "best" else index.first(job.slots)
-        return None if key is None else [(self.nodes[key[1]], job.slots)]
+        key = index.fullest(w.footprint) if self.s.placement == "best" else index.first(w.footprint)
+        return None if key is None else [(self.nodes[key[1]], w.footprint)]
 
     def _start(self, idx: int, parts: list[tuple[_Node, int]], now: float) -> None:
-        job, pending_value = self.pending.pop(idx)
+        waiting = self.pending.pop(idx)
+        job, pending_value = waiting.job, waiting.value
+        del self.group_of[pending_value]
         first = parts[0][0].name
         value = Job(
             job_id=job.job_id,
@@ -300,7 +354,7 @@ class Simulator:
             started=now,
             pe=pending_value.pe,
             pe_range=pending_value.pe_range,
-            queue=f"{QUEUE}@{first}",
+            queue=f"{self._queue(waiting.group)}@{first}",
             hard_runtime=job.requested,
         )
         expected = now + (job.requested if job.requested is not None else job.run)
@@ -339,8 +393,7 @@ class Simulator:
 
     def dispatch(self, now: float) -> None:
         while self.pending:
-            job = self.pending[0][0]
-            parts = self._place_now(job)
+            parts = self._place_now(self.pending[0])
             if parts is None:
                 break
             self._start(0, parts, now)
@@ -353,9 +406,10 @@ class Simulator:
     def _around(self, now: float) -> None:
         """SGE without reservations: every later job that fits now starts, in submission order."""
         i = 1
-        while i < len(self.pending) and self._ready.most_free > 0:
-            job = self.pending[i][0]
-            parts = self._place_now(job) if job.slots <= self._ready.most_free or self._width(job) else None
+        while i < len(self.pending) and any(index.most_free > 0 for index in self._ready.values()):
+            w = self.pending[i]
+            most = self._ready[w.group].most_free
+            parts = self._place_now(w) if most > 0 and (w.footprint <= most or self._width(w)) else None
             if parts is None:
                 i += 1
                 continue
@@ -363,13 +417,15 @@ class Simulator:
 
     def _backfill(self, now: float) -> None:
         """EASY: a later job may start now if it does not delay the head's reserved start."""
-        head = self.pending[0][0]
+        head = self.pending[0]
         shadow, spare = self._reservation(head, now)
         i = 1
         while i < len(self.pending):
-            job = self.pending[i][0]
-            ends_in_time = now + (job.requested if job.requested is not None else job.run) <= shadow
-            parts = self._place_now(job) if ends_in_time else self._place_now(job, spare)
+            w = self.pending[i]
+            job = w.job
+            expected = now + (job.requested if job.requested is not None else job.run)
+            ends_in_time = w.group != head.group or expected <= shadow
+            parts = self._place_now(w) if ends_in_time else self._place_now(w, spare)
             if parts is None:
                 i += 1
                 continue
@@ -378,10 +434,10 @@ class Simulator:
                     spare[node.name] -= used
             self._start(i, parts, now)
 
-    def _reservation(self, head: SimJob, now: float) -> tuple[float, dict[str, int]]:
-        """The head's earliest start on ready nodes (by expected ends) and the slots per node that
-        stay spare at that time after the head takes its share."""
-        ready = [n for n in self.nodes.values() if n.ready]
+    def _reservation(self, head: _Waiting, now: float) -> tuple[float, dict[str, int]]:
+        """The head's earliest start on ready nodes of its group (by expected ends) and the slots
+        per node that stay spare at that time after the head takes its share."""
+        ready = [n for n in self.nodes.values() if n.ready and n.group == head.group]
         free = {n.name: n.free for n in ready}
         releases = sorted(
             ((r.expected_end, n.name, used) for r in self.running.values() for n, used in r.parts),
@@ -393,7 +449,7 @@ class Simulator:
             if k:
                 empty = sorted((name for name in free if free[name] == slots[name]), key=host_order)
                 return empty[:k] if len(empty) >= k else None
-            cands = [name for name in free if free[name] >= head.slots]
+            cands = [name for name in free if free[name] >= head.footprint]
             if not cands:
                 return None
             if self.s.placement == "best":
@@ -416,12 +472,15 @@ class Simulator:
             return math.inf, {n.name: n.free for n in ready}
         spare = dict(free)
         for name in chosen:
-            spare[name] -= slots[name] if k else head.slots
+            spare[name] -= slots[name] if k else head.footprint
         return shadow, spare
 
     # -- the loop ------------------------------------------------------------------------------
-    def _submit(self, job: SimJob) -> None:
-        wide = job.slots > self.s.slots_per_node
+    def _submit(self, job: SimJob, placed: Assignment) -> None:
+        if placed.group is None:
+            self.out.unservable.append((job, placed.reason))
+            return
+        wide = job.slots > self.group_slots[placed.group]
         value = Job(
             job_id=job.job_id,
             name=f"job{job.job_id}",
@@ -433,7 +492,8 @@ class Simulator:
             pe_range=str(job.slots) if job.slots > 1 else None,
             hard_runtime=job.requested,
         )
-        self.pending.append((job, value))
+        self.pending.append(_Waiting(job, value, placed.group, placed.footprint))
+        self.group_of[value] = placed.group
         self._jobs_cache = None
 
     def _next_event(self) -> float:
@@ -455,7 +515,7 @@ class Simulator:
             if node is not None and not node.ready and node.ready_at <= t:
                 self._set_ready(node, t)
         while self.next_sub < len(self.jobs) and self.jobs[self.next_sub].submit <= t:
-            self._submit(self.jobs[self.next_sub])
+            self._submit(self.jobs[self.next_sub], self.assignments[self.next_sub])
             self.next_sub += 1
         self.dispatch(t)
         self._track_backlog(t)
@@ -478,15 +538,20 @@ class Simulator:
             self.history = History(now, (*self.history.recent_removals[-49:], now))
             changed = True
         if plan.add:
-            room = self.s.max_nodes - len(self.nodes)
+            room = self.max_nodes - sum(self.group_count.values())
             n = min(plan.add, room)
             names = list(plan.add_names[:n])
             if len(names) < n:
                 in_use = [*self.nodes, *names]
                 names.extend(next_names(in_use, n - len(names)))
+            launched = 0
             for name in names:
-                self._launch(name, now)
-            if names:
+                group = plan.add_groups.get(name, self.first_group)
+                if group not in self.group_slots or self.group_count[group] >= self.group_max[group]:
+                    continue  # the group's own cap (a plan that ignores it gets no node)
+                self._launch(name, now, group=group)
+                launched += 1
+            if launched:
                 self.history = History(now, self.history.recent_removals)
                 changed = True
         return changed
@@ -515,7 +580,7 @@ class Simulator:
                 break
             now = poll
             snapshot, records = self.snapshot(now)
-            plan = self.policy.decide(snapshot, records, self.history, now)
+            plan = decide_demand(self.policy, snapshot, records, self.history, now, group_of=self.group_of)
             self.out.decisions += 1
             changed = self._apply(plan, now)
             if changed:
@@ -524,7 +589,10 @@ class Simulator:
             step = now + self.s.poll_interval
             if plan.empty and self.quiet is not None:  # the hint is only asked after an empty plan
                 snapshot, records = self.snapshot(now)
-                until = self.quiet.quiet_until(snapshot, records, self.history, now)
+                if isinstance(self.quiet, GroupedPolicy):
+                    until = self.quiet.quiet_until_groups(snapshot, self.group_of, records, self.history, now)
+                else:
+                    until = self.quiet.quiet_until(snapshot, records, self.history, now)
                 step = max(step, self._grid(min(until, nxt)))
             # Nothing can ever change: no event to come and the policy does nothing.
             if not changed and nxt == math.inf:
@@ -559,7 +627,9 @@ class Simulator:
             if n.name == self.s.master and self.s.master_exec_slots > 0:
                 continue  # the master is not billed
             assert n.terminated_at is not None
-            self.out.nodes.append(NodeLife(n.name, n.launched_at, n.ready_at, n.terminated_at, n.busy_seconds))
+            self.out.nodes.append(
+                NodeLife(n.name, n.launched_at, n.ready_at, n.terminated_at, n.busy_seconds, n.group, n.slots)
+            )
         if self.progress is not None:
             self.progress(1.0)
         return self.out

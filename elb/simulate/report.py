@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
@@ -83,6 +83,18 @@ def _peak_slots(jobs: Sequence[SimJob]) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupCost:
+    """One node group's share of a replay's bill."""
+
+    group: str
+    node_hours: float
+    idle_node_hours: float
+    cost: float  # node-hours at the group's price_per_hour (the replay's --price when it has none)
+    price_per_hour: float
+    launches: int
+
+
+@dataclass(frozen=True, slots=True)
 class Metrics:
     label: str
     policy: str
@@ -106,6 +118,8 @@ class Metrics:
     longest_backlog: float
     replay_seconds: float
     decisions: int
+    groups: tuple[GroupCost, ...] = ()
+    unservable: int = 0  # jobs no node group can run: in the replay, never started, not demand
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -121,9 +135,22 @@ def metrics(
     price: float,
     slots_per_node: int,
     replay_seconds: float = 0.0,
+    prices: Mapping[str, float | None] | None = None,
 ) -> Metrics:
+    """The replay's figures. ``prices``: each node group's price per node-hour (None, or a group
+    missing: ``price``); a node's slots are its own (``NodeLife.slots``) or ``slots_per_node``."""
     billed = sum(billed_seconds(n, billing) for n in out.nodes)
     busy = sum(n.busy_seconds for n in out.nodes)
+    slot_billed = sum(billed_seconds(n, billing) * (n.slots or slots_per_node) for n in out.nodes)
+    per_group: dict[str, list[NodeLife]] = {name: [] for name in prices or {}}
+    for n in out.nodes:
+        per_group.setdefault(n.group, []).append(n)
+    costs: list[GroupCost] = []
+    for name, lives in per_group.items():
+        hours = sum(billed_seconds(n, billing) for n in lives) / 3600.0
+        rate = (prices or {}).get(name) or price
+        idle = hours - sum(n.busy_seconds for n in lives) / 3600.0
+        costs.append(GroupCost(name, hours, idle, hours * rate, rate, len(lives)))
     waits = sorted(out.waits)
     node_hours = billed / 3600.0
     bsld = [max(1.0, (w + r) / max(r, TAU)) for w, r in zip(out.waits, out.runs, strict=True)]
@@ -135,10 +162,10 @@ def metrics(
         label=label,
         policy=policy,
         node_hours=node_hours,
-        cost=node_hours * price,
+        cost=sum(c.cost for c in costs),
         cost_over_floor=node_hours / fl.floor_node_hours if fl.floor_node_hours else math.nan,
         idle_node_hours=(billed - busy) / 3600.0,
-        utilisation=out.slot_seconds / (billed * slots_per_node) if billed else 0.0,
+        utilisation=out.slot_seconds / slot_billed if slot_billed else 0.0,
         wait_mean=sum(waits) / len(waits) if waits else 0.0,
         wait_p50=percentile(waits, 50),
         wait_p95=percentile(waits, 95),
@@ -154,6 +181,8 @@ def metrics(
         longest_backlog=out.longest_backlog,
         replay_seconds=replay_seconds,
         decisions=out.decisions,
+        groups=tuple(costs),
+        unservable=len(out.unservable),
     )
 
 
@@ -186,6 +215,21 @@ def table(rows: Sequence[Metrics], fl: Floors, price: float) -> str:
     zw = fl.zero_wait_node_hours
     ratio = zw / fl.floor_node_hours if fl.floor_node_hours else math.nan
     lines.append(f"{'zero-wait':<22} {zw:>9.0f} {zw * price:>9.0f} {ratio:>7.2f}")
+    return "\n".join(lines)
+
+
+def group_table(rows: Sequence[Metrics], floors_by_group: Mapping[str, Floors]) -> str:
+    """Each policy's node-hours and cost per node group, with each group's floor."""
+    head = f"{'policy':<22} {'group':<14} {'node-h':>9} {'idle nh':>8} {'price/h':>8} {'cost':>10} {'nodes':>6}"
+    lines = [head, "-" * len(head)]
+    for m in rows:
+        for c in m.groups:
+            lines.append(
+                f"{m.label:<22} {c.group:<14} {c.node_hours:>9.0f} {c.idle_node_hours:>8.0f} "
+                f"{c.price_per_hour:>8.3f} {c.cost:>10.0f} {c.launches:>6}"
+            )
+    for name, fl in floors_by_group.items():
+        lines.append(f"{'floor (slot-seconds)':<22} {name:<14} {fl.floor_node_hours:>9.0f}")
     return "\n".join(lines)
 
 

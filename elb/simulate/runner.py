@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -12,7 +11,9 @@ from typing import Any
 from elb.config import ClusterConfig, PolicyConfig
 from elb.policy import make_policy
 from elb.policy.base import Policy
+from elb.policy.grouped import GroupedPolicy
 from elb.simulate.engine import SimOutcome, SimSettings, Simulator
+from elb.simulate.groups import Assignment, SimGroups, SimGroupsError, assign, one_group
 from elb.simulate.report import Billing, Floors, Metrics, floors, metrics
 from elb.simulate.swf import SimJob, Workload
 
@@ -77,8 +78,10 @@ def build_policy(
     boot_time: float,
     max_nodes: int,
     poll_interval: float = 60.0,
+    groups: SimGroups | None = None,
 ) -> Policy:
-    """The policy as the live daemon would build it, told the simulated cluster's facts."""
+    """The policy as the live daemon would build it, told the simulated cluster's facts; with
+    ``groups``, once per node group as with ``node_groups`` (``elb.policy.grouped``)."""
     try:
         cfg = PolicyConfig(
             name=name,
@@ -91,38 +94,65 @@ def build_policy(
         )
     except ValueError as err:
         raise SimError(f"policy {name!r}: {err}") from None
+    if groups is not None:
+        return GroupedPolicy(cfg, ClusterConfig(), groups.groups)
     return make_policy(cfg, ClusterConfig())
 
 
 @dataclass(slots=True)
 class Prepared:
-    """The jobs that can run on the capped cluster, the floors, and what was skipped."""
+    """Every job of the log with its group (``assignments``, in the same order), the floors of
+    the jobs a group can run (all groups, and each), and the jobs no group can run, with why."""
 
     jobs: list[SimJob]
+    assignments: list[Assignment]
     floors: Floors
-    too_big: list[SimJob]
+    group_floors: dict[str, Floors]
+    unservable: list[tuple[SimJob, str]]
     max_nodes: int
+    groups: SimGroups
+
+    @property
+    def servable(self) -> int:
+        return len(self.jobs) - len(self.unservable)
 
 
 def default_max_nodes(jobs: Sequence[SimJob], slots_per_node: int) -> int:
     return floors(jobs, slots_per_node).peak_nodes
 
 
-def prepare(wl: Workload, slots_per_node: int, max_nodes: int | None) -> Prepared:
+def prepare(wl: Workload, slots_per_node: int, max_nodes: int | None, *, groups: SimGroups | None = None) -> Prepared:
+    """The replay's jobs placed on groups: ``groups``, or one group of ``slots_per_node`` slots a
+    node and ``max_nodes`` nodes (None: the log's zero-wait peak)."""
     if not wl.jobs:
         raise SimError(f"{wl.source}: no job to replay")
-    cap = max_nodes if max_nodes is not None else default_max_nodes(wl.jobs, slots_per_node)
-    if cap < 1:
-        raise SimError("max nodes must be at least 1")
-
-    def width(j: SimJob) -> int:
-        return math.ceil(j.slots / slots_per_node)
-
-    fits = [j for j in wl.jobs if width(j) <= cap]
-    too_big = [j for j in wl.jobs if width(j) > cap]
-    if not fits:
-        raise SimError(f"{wl.source}: every job is bigger than the cluster ({cap} nodes of {slots_per_node} slots)")
-    return Prepared(fits, floors(fits, slots_per_node), too_big, cap)
+    if groups is None:
+        cap = max_nodes if max_nodes is not None else default_max_nodes(wl.jobs, slots_per_node)
+        if cap < 1:
+            raise SimError("max nodes must be at least 1")
+        groups = one_group(slots_per_node, cap)
+    else:
+        cap = groups.groups.total_max_nodes
+        if cap < 1:
+            raise SimError("the node groups may have no node at all (max_nodes 0)")
+    try:
+        assignments = assign(wl.jobs, groups)
+    except SimGroupsError as err:
+        raise SimError(f"{wl.source}: {err}") from None
+    unservable = [(j, a.reason) for j, a in zip(wl.jobs, assignments, strict=True) if a.group is None]
+    if len(unservable) == len(wl.jobs):
+        raise SimError(f"{wl.source}: no node group can run any job (the first: {unservable[0][1]})")
+    per_group: dict[str, list[SimJob]] = {g.name: [] for g in groups.groups.groups}
+    for j, a in zip(wl.jobs, assignments, strict=True):
+        if a.group is not None:
+            per_group[a.group].append(dataclasses.replace(j, slots=a.footprint))
+    group_floors = {g.name: floors(per_group[g.name], g.slots) for g in groups.groups.groups if per_group[g.name]}
+    total = Floors(
+        sum(f.floor_node_hours for f in group_floors.values()),
+        sum(f.zero_wait_node_hours for f in group_floors.values()),
+        sum(f.peak_nodes for f in group_floors.values()),
+    )
+    return Prepared(list(wl.jobs), assignments, total, group_floors, unservable, cap, groups)
 
 
 def replay(
@@ -142,7 +172,15 @@ def replay(
     if getattr(policy, "master_exec", False) is True:  # a peer whose master runs jobs (StarCluster)
         settings = dataclasses.replace(settings, master_exec_slots=settings.slots_per_node)
     t = time.perf_counter()
-    sim = Simulator(prepared.jobs, policy, settings, initial_nodes=initial, progress=progress)
+    sim = Simulator(
+        prepared.jobs,
+        policy,
+        settings,
+        initial_nodes=initial,
+        progress=progress,
+        groups=prepared.groups,
+        assignments=prepared.assignments,
+    )
     out = sim.run()
     elapsed = time.perf_counter() - t
     m = metrics(
@@ -154,5 +192,6 @@ def replay(
         price=price,
         slots_per_node=settings.slots_per_node,
         replay_seconds=elapsed,
+        prices={g.name: g.price_per_hour for g in prepared.groups.groups.groups},
     )
     return m, out

@@ -1,12 +1,15 @@
 """Read Standard Workload Format (SWF) job logs, plain or gzip-compressed.
 
-Per job: submit time, run time, slots (requested processors if known, else allocated) and the
-requested run time (field 9, ``h_rt``) when known. Jobs with run time <= 0 or slots <= 0 are
-skipped and counted. ``start``/``days`` keep a window of the log (seconds from its start).
+Per job: submit time, run time, slots (requested processors if known, else allocated), the
+requested run time (field 9, ``h_rt``), the requested memory per processor (field 10, kilobytes)
+and the queue and partition numbers (fields 15 and 16) when known (-1 in the log: unknown). Jobs
+with run time <= 0 or slots <= 0 are skipped and counted. ``start``/``days`` keep a window of the
+log (seconds from its start).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import io
 import random
@@ -26,6 +29,9 @@ class SimJob:
     run: float  # actual run time, seconds
     slots: int
     requested: float | None = None  # requested run time (h_rt), seconds
+    memory_kb: float | None = None  # requested memory per slot (SWF field 10), kilobytes
+    queue: int | None = None  # SWF field 15: the queue's number in the log
+    partition: int | None = None  # SWF field 16: the partition's number in the log
 
 
 @dataclass(slots=True)
@@ -89,6 +95,9 @@ def parse_swf(lines: Iterable[str], source: str = "<swf>") -> Workload:
             allocated = int(float(fields[4]))
             requested_procs = int(float(fields[7]))
             requested_time = float(fields[8])
+            memory = float(fields[9]) if len(fields) > 9 else -1.0
+            queue = int(float(fields[14])) if len(fields) > 14 else -1
+            partition = int(float(fields[15])) if len(fields) > 15 else -1
         except ValueError:
             raise SwfError(f"{source}:{lineno}: not a number in {text[:60]!r}") from None
         slots = requested_procs if requested_procs > 0 else allocated
@@ -101,7 +110,18 @@ def parse_swf(lines: Iterable[str], source: str = "<swf>") -> Workload:
         if slots <= 0:
             wl.skip("slots <= 0")
             continue
-        wl.jobs.append(SimJob(job_id, submit, run, slots, requested_time if requested_time > 0 else None))
+        wl.jobs.append(
+            SimJob(
+                job_id,
+                submit,
+                run,
+                slots,
+                requested_time if requested_time > 0 else None,
+                memory_kb=memory if memory > 0 else None,
+                queue=queue if queue >= 0 else None,
+                partition=partition if partition >= 0 else None,
+            )
+        )
     wl.jobs.sort(key=lambda j: (j.submit, j.job_id))
     return wl
 
@@ -140,7 +160,7 @@ def overrun(wl: Workload, share: float, max_hours: float = 4.0, seed: int = 0) -
     for j in wl.jobs:
         if j.requested is not None and rng.random() < share:
             extra = rng.uniform(60.0, max_hours * 3600.0)
-            jobs.append(SimJob(j.job_id, j.submit, max(j.run, j.requested + extra), j.slots, j.requested))
+            jobs.append(dataclasses.replace(j, run=max(j.run, j.requested + extra)))
             changed += 1
         else:
             jobs.append(j)

@@ -140,13 +140,14 @@ def test_parser_counts_a_huge_task_range_without_expanding_it() -> None:
 
 
 @pytest.mark.timeout(60)
-def test_simulator_skips_a_job_wider_than_the_cap_without_building_it() -> None:
+def test_simulator_keeps_a_job_wider_than_the_cap_unservable_without_building_it() -> None:
     wl = Workload("hand", [SimJob(1, 0, 100, 4), SimJob(2, 10, 100, BILLION)])
     prepared = bounded(lambda: prepare(wl, 8, 10))
-    assert [j.job_id for j in prepared.too_big] == [2]
-    sim = Simulator([SimJob(1, 0, 100, BILLION)], SlurmPolicy(Limits(max_nodes=2, slots_per_node=8)), SimSettings())
-    sim._launch("node001", 0.0, boot=0.0)
-    assert bounded(lambda: sim._place_now(SimJob(1, 0, 100, BILLION))) is None
+    assert [(j.job_id, "more than the" in why) for j, why in prepared.unservable] == [(2, True)]
+    jobs = [SimJob(1, 0, 100, 4), SimJob(2, 0, 100, BILLION)]
+    sim = Simulator(jobs, SlurmPolicy(Limits(max_nodes=2, slots_per_node=8)), SimSettings(max_nodes=2))
+    out = bounded(sim.run)
+    assert [j.job_id for j, _ in out.unservable] == [2] and out.never_started == 0 and len(out.waits) == 1
 
 
 def test_booting_node_of_a_policy_counts_as_capacity() -> None:

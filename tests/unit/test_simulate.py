@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from elb.cli import main
-from elb.model import History, Node, NodeState, Plan, Snapshot
+from elb.model import History, Job, Node, NodeState, Plan, Snapshot
 from elb.policy.peers import (
     Limits,
     ParallelclusterPolicy,
@@ -22,7 +22,7 @@ from elb.policy.peers import (
     StaticPolicy,
 )
 from elb.policy.placement import host_order
-from elb.simulate.engine import NodeLife, SimSettings, Simulator
+from elb.simulate.engine import NodeLife, SimSettings, Simulator, _Waiting
 from elb.simulate.report import billed_seconds, floors, percentile
 from elb.simulate.runner import SimError, build_policy, prepare, replay, with_param
 from elb.simulate.swf import SimJob, SwfError, Workload, parse_text, read_swf
@@ -194,19 +194,23 @@ def test_host_order_is_numeric() -> None:
     sim = Simulator([SimJob(1, 0, 10, 1)], StaticPolicy(limits(max_nodes=1)), SimSettings(max_nodes=1))
     for name in ("node999", "node1000"):
         sim._launch(name, 0.0, boot=0.0)
-    parts = sim._place_now(SimJob(2, 0, 10, 16))
+    parts = sim._place_now(_Waiting(SimJob(2, 0, 10, 16), Job(2, "j", "u", "qw", 16), "default", 16))
     assert parts is not None
     assert [n.name for n, _ in parts] == ["node999", "node1000"]
 
 
-def test_job_bigger_than_the_cluster_is_skipped_not_a_hang() -> None:
+def test_job_bigger_than_the_cluster_stays_in_the_replay_as_unservable_not_a_hang() -> None:
     wl = Workload("hand", [SimJob(1, 0, 100, 4), SimJob(2, 10, 100, 40), SimJob(3, 20, 100, 8)])
     prepared = prepare(wl, 8, 3)
-    assert [j.job_id for j in prepared.too_big] == [2]
+    assert [(j.job_id, why) for j, why in prepared.unservable] == [
+        (2, "40 slots in PE mpi ($fill_up): more than the 24 slots of group default at max_nodes 3")
+    ]
+    assert len(prepared.jobs) == 3  # kept, not dropped before the replay
     policy = build_policy("slurm", billing="second", slots_per_node=8, boot_time=300, max_nodes=3)
     m, out = replay(prepared, policy, SimSettings(slots_per_node=8, max_nodes=3), billing="second", price=1.0)
-    assert m.jobs == 2
-    assert out.never_started == 0
+    assert m.jobs == 2 and m.unservable == 1 and not m.saturated
+    assert out.never_started == 0 and [j.job_id for j, _ in out.unservable] == [2]
+    assert m.launches <= 2  # jobs 1 and 3 at most: never three nodes for job 2
 
 
 def test_a_policy_that_never_adds_stalls_and_says_so() -> None:
@@ -311,7 +315,7 @@ def test_cli_json_table_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[s
         "starcluster",
         "static",
     ]
-    assert any("bigger than the cluster" in k for k in data["skipped"])
+    assert data["unservable"]["jobs"] >= 1 and data["unservable"]["first"][0]["reason"]
     assert png.stat().st_size > 1000
     rc = main(["simulate", str(log), "--policies", "slurm", "--max-nodes", "4"])
     text = capsys.readouterr().out
@@ -370,7 +374,7 @@ def test_incremental_snapshots_and_free_index_match_the_nodes_at_every_decision(
             assert {r.name: r.last_busy_at for r in nodes} == {k: n.last_busy_at for k, n in sim.nodes.items()}
             for slots in (1, 3, 8):
                 fits = sorted((k for k, n in ready.items() if n.free >= slots), key=host_order)
-                key = sim._ready.first(slots)
+                key = sim._ready["default"].first(slots)
                 assert (key[1] if key else None) == (fits[0] if fits else None)
             seen.append(len(ready))
             return self.inner.decide(snapshot, nodes, history, now)
@@ -391,12 +395,12 @@ def test_a_short_burst_in_a_short_replay_is_not_saturation(tmp_path: Path, capsy
 
 
 def test_a_stalled_replay_bills_its_nodes_until_it_gives_up() -> None:
-    # job 2 can never start (9 slots, one 8-slot node): the replay gives up at the first poll that
-    # finds nothing can change, after job 1 ended (100 s) and job 2 came (500 s); the static node
-    # ran, and was billed, until then
+    # job 2 can never start (9 slots, and a static cluster of one 8-slot node where two could
+    # run it): the replay gives up at the first poll that finds nothing can change, after job 1
+    # ended (100 s) and job 2 came (500 s); the static node ran, and was billed, until then
     jobs = [SimJob(1, 0.0, 100.0, 1), SimJob(2, 500.0, 100.0, 9)]
-    settings = SimSettings(slots_per_node=8, max_nodes=1, boot_time=0.0, poll_interval=60.0)
-    out = Simulator(jobs, StaticPolicy(limits(max_nodes=1)), settings).run()
+    settings = SimSettings(slots_per_node=8, max_nodes=2, boot_time=0.0, poll_interval=60.0)
+    out = Simulator(jobs, StaticPolicy(limits(max_nodes=2), StaticParams(nodes=1)), settings).run()
     assert out.stalled and out.never_started == 1
     (life,) = out.nodes
     assert life.terminated_at == 540.0  # the poll that gave up, not job 2's submission (500 s)
