@@ -28,6 +28,7 @@ from elb.nodeview import node_facts
 from elb.policy.base import minutes
 from elb.provision.ansible import ProvisionError
 from elb.servable import DemandSplit, NotDemand, demand_of
+from elb.spend import GroupSpend, spend_by_group
 from elb.starttimes import StartTimes
 from elb.stats import duration, window_start
 
@@ -362,6 +363,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
     if not nodes:
         print("(no nodes managed by elb)")
+    for spent in _spend(cfg, nodes, now):
+        print(spent.describe())
     if snap is not None:
         for line in snapshot_summary(snap, cfg.cluster.master):
             print(line)
@@ -401,6 +404,7 @@ def _status_json(cfg: Config, journal: Journal, snap: Snapshot | None, now: floa
         "nodes": [asdict(node_facts(n, snap, now, cfg.policy.billing_period)) for n in journal.nodes()],
         "sge": None if snap is None else snapshot_summary(snap, cfg.cluster.master),
         "not_demand": None if split is None else [_not_demand_json(n) for n in split.not_demand],
+        "groups": [asdict(s) for s in _spend(cfg, journal.nodes(), now)],
         "orders": {
             "paused_since": orders.paused_since,
             "pause_reason": orders.pause_reason,
@@ -409,6 +413,12 @@ def _status_json(cfg: Config, journal: Journal, snap: Snapshot | None, now: floa
         },
         "last_pass": None if not last else asdict(last[-1]),
     }
+
+
+def _spend(cfg: Config, nodes: Sequence[Node], now: float) -> list[GroupSpend]:
+    """Each node group's nodes up now and what they cost so far (``elb.spend``)."""
+    p = cfg.policy
+    return spend_by_group(nodes, cfg.groups(p.slots_per_node or 1), now, p.billing, p.billing_period)
 
 
 def _demand_or_none(cfg: Config, snap: Snapshot, nodes: Sequence[Node]) -> DemandSplit | None:

@@ -21,6 +21,7 @@ from prometheus_client.registry import Collector
 
 from elb import __version__
 from elb.model import NodeState
+from elb.spend import spend_by_group
 
 if TYPE_CHECKING:
     from elb.daemon import Balancer
@@ -121,6 +122,17 @@ class BalancerCollector(Collector):
             c = CounterMetricFamily(name, doc)
             c.add_metric([], value)
             yield c
+        p = b.config.policy
+        groups = b.config.groups(p.slots_per_node or 1)
+        g = GaugeMetricFamily(
+            "elb_spend_per_hour",
+            "What the nodes up now cost an hour, by node group (groups with a price_per_hour)",
+            labels=["group"],
+        )
+        for spent in spend_by_group(nodes, groups, b.clock(), p.billing, p.billing_period):
+            if spent.per_hour is not None:
+                g.add_metric([spent.group], spent.per_hour)
+        yield g
         c = CounterMetricFamily("elb_ec2_notices", "EC2 notices about managed nodes, by kind", labels=["kind"])
         for kind, count in sorted(b.counters.notices.items()):
             c.add_metric([kind], count)

@@ -6,12 +6,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
 
+from elb import spend
 from elb.simulate.engine import NodeLife, SimOutcome
 from elb.simulate.swf import SimJob
 
-Billing = Literal["second", "hour"]
+Billing = spend.Billing
 TAU = 10.0  # bounded slowdown threshold, seconds
 
 
@@ -19,11 +19,8 @@ SATURATION_BACKLOG = 3600.0
 
 
 def billed_seconds(life: NodeLife, billing: Billing) -> float:
-    """Per second with a 60 s minimum, or every started hour."""
-    up = max(0.0, life.terminated_at - life.launched_at)
-    if billing == "second":
-        return max(60.0, up)
-    return max(1, math.ceil(up / 3600.0 - 1e-9)) * 3600.0
+    """Per second with a 60 s minimum, or every started hour (``elb.spend.billed_seconds``)."""
+    return spend.billed_seconds(life.terminated_at - life.launched_at, billing)
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
