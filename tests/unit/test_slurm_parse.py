@@ -1,0 +1,146 @@
+"""elb.slurm.parse on output recorded from Slurm 22.05's real daemons
+(tests/fixtures/slurm/recorded/README.md says how), and on broken output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from elb.sge.parse import parse_timestamp
+from elb.slurm.parse import (
+    SlurmParseError,
+    by_name,
+    compress,
+    expand,
+    not_demand_reason,
+    parse_sinfo,
+    parse_squeue,
+    parse_time_limit,
+)
+
+RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "slurm" / "recorded"
+
+
+def read(name: str) -> str:
+    return (RECORDED / name).read_text()
+
+
+def test_squeue_jobs_of_every_kind() -> None:
+    jobs = {j.job_id: j for j in parse_squeue(read("squeue.txt"))}
+    assert len(jobs) == 16
+    plain = jobs["1"]
+    assert (plain.partition, plain.state, plain.reason, plain.nodelist) == (
+        "cloud",
+        "CONFIGURING",
+        "None",
+        ("node001",),
+    )
+    assert plain.submitted == parse_timestamp("2026-11-24T16:01:06") and plain.time_limit is None
+    assert jobs["6"].nodelist == ("node001", "node002", "node003") and (jobs["6"].nodes, jobs["6"].cpus) == (3, 4)
+    assert jobs["7"].name == "we|ird name"  # the name is the last field: a | stays in it
+    assert jobs["14"].state == "RUNNING" and jobs["14"].time_limit == 3600.0 and jobs["14"].nodelist == ("static1",)
+    assert jobs["15"].time_limit == 2 * 86400.0 and jobs["15"].started is None
+    assert jobs["4"].started == parse_timestamp("2026-11-24T19:01:06")  # --begin: the time it may start
+    pending = {j.job_id: j.demand for j in jobs.values() if j.pending}
+    assert pending == {
+        "2": False,  # JobHeldUser
+        "3": False,  # Dependency
+        "4": False,  # BeginTime
+        "5": False,  # PartitionNodeLimit: 9 nodes in a partition of 8
+        "8_[6-100%5]": False,  # JobArrayTaskLimit
+        "15": True,  # Resources
+    }
+
+
+@pytest.mark.parametrize(
+    ("reason", "demand"),
+    [
+        ("None", True),
+        ("Resources", True),
+        ("Priority", True),
+        ("Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions", True),
+        ("JobHeldAdmin", False),
+        ("ReqNodeNotAvail, UnavailableNodes:node009", False),
+        ("AssocGrpCPULimit", False),
+        ("QOSMaxJobsPerUserLimit", False),
+        ("DependencyNeverSatisfied", False),
+        ("PartitionTimeLimit", False),
+    ],
+)
+def test_pending_reasons(reason: str, demand: bool) -> None:
+    assert (not_demand_reason(reason) is None) is demand
+
+
+def test_sinfo_nodes_and_their_flags() -> None:
+    nodes = by_name(parse_sinfo(read("sinfo.txt")))
+    assert sorted(nodes) == [*(f"node{i:03d}" for i in range(1, 9)), "static1"]
+    n1 = nodes["node001"]
+    assert (n1.state, n1.powering_up, n1.busy, n1.cpus, n1.partitions) == ("allocated", True, True, 2, ("cloud",))
+    assert "not_responding" in n1.flags and "cloud" in n1.flags
+    n8 = nodes["node008"]
+    assert (n8.state, n8.powered_down, n8.busy) == ("idle", True, False)
+    assert nodes["node006"].state == "mixed" and nodes["node006"].cpus_allocated == 1
+    assert nodes["static1"].flags == frozenset() and nodes["static1"].busy  # job 14 runs on it
+
+
+def test_sinfo_draining_then_drained() -> None:
+    draining = by_name(parse_sinfo(read("sinfo-draining.txt")))["static1"]
+    assert (draining.state, draining.drain, draining.busy) == ("allocated", True, True)
+    assert draining.reason == "elb: idle for 12 min|removing"  # the reason is the last field
+    (drained,) = parse_sinfo(read("sinfo-drained.txt"))
+    assert (drained.state, drained.drain, drained.busy) == ("idle", True, False)
+
+
+def test_hostlists_as_scontrol_expands_them() -> None:
+    assert list(expand("node[001-003,007],static1")) == read("scontrol-show-hostnames.txt").split()
+    assert expand("") == () and expand("(null)") == ()
+    assert compress(["node001", "node002", "node003", "node007"]) == "node[001-003,007]"
+    with pytest.raises(ValueError, match="hostlist"):
+        expand("node[3-1")
+
+
+def test_a_node_in_two_partitions_is_one_node() -> None:
+    text = "n1|idle|4|0/4/0/4|a*|none\nn1|idle|4|0/4/0/4|b|none\n"
+    (node,) = parse_sinfo(text)
+    assert node.partitions == ("a", "b")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1|cloud|PENDING|None\n", "4 fields, expected 12"),
+        ("1|cloud|PENDING|None|x|1||N/A|N/A|UNLIMITED|u|n\n", "invalid literal"),
+        ("1|cloud|PENDING|None|1|1||yesterday|N/A|UNLIMITED|u|n\n", "timestamp"),
+        ("1|cloud|PENDING|None|1|1||N/A|N/A|soon|u|n\n", "time limit"),
+        ("1|cloud|pending|None|1|1||N/A|N/A|UNLIMITED|u|n\n", "state"),
+        ("1|cloud|RUNNING|None|1|1|node[1-|N/A|N/A|UNLIMITED|u|n\n", "hostlist"),
+    ],
+)
+def test_broken_squeue_is_a_clear_error(text: str, message: str) -> None:
+    with pytest.raises(SlurmParseError, match="squeue: line 1") as err:
+        parse_squeue(text)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("n1|idle|4\n", "3 fields"),
+        ("n1|sleepy+cloud|4|0/4/0/4|a|none\n", "unknown state"),
+        ("n1|idle|4|0/4/0|a|none\n", "not enough values"),
+        ("n1|idle|4|0/4/0/8|a|none\n", "CPUs 4 but 8"),
+        ("|idle|4|0/4/0/4|a|none\n", "no node name"),
+    ],
+)
+def test_broken_sinfo_is_a_clear_error(text: str, message: str) -> None:
+    with pytest.raises(SlurmParseError, match="sinfo: line 1") as err:
+        parse_sinfo(text)
+    assert message in str(err.value)
+
+
+def test_time_limits() -> None:
+    assert parse_time_limit("30:00") == 1800.0
+    assert parse_time_limit("1:00:00") == 3600.0
+    assert parse_time_limit("1-02:03:04") == 93784.0
+    assert parse_time_limit("UNLIMITED") is None
