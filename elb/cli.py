@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "elb.cloud.ec2_cli",
     "elb.service",
     "elb.init",
+    "elb.slurm.programs",
 )
 
 

@@ -57,6 +57,19 @@ class PassRecord:
     summary: str
 
 
+@dataclass(frozen=True, slots=True)
+class SlurmRequestRecord:
+    """A journalled request of Slurm's power saving (``elb.slurm.requests``)."""
+
+    id: int
+    time: float  # when Slurm asked
+    kind: str  # resume, suspend, resume-fail
+    nodes: str  # a Slurm hostlist
+    received_at: float
+    done_at: float | None
+    outcome: str | None
+
+
 def _locked(method: Callable[P, R]) -> Callable[P, R]:
     """Hold the journal's lock for the whole call: the pass and the operations running in the
     background share one connection, and a transaction must not interleave with another."""
@@ -355,6 +368,35 @@ class Journal:
         names = {str(n) for n in current} if isinstance(current, list) else set()
         names = names | {node} if on else names - {node}
         self._set_meta(key, sorted(names))
+
+    @_locked
+    def add_slurm_request(self, kind: str, nodes: str, asked_at: float, source: str, now: float) -> bool:
+        """Journal a request of Slurm's power saving (``nodes``: a hostlist); False when the
+        same request (its ``source`` file) is journalled already."""
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT OR IGNORE INTO slurm_requests (time, kind, nodes, source, received_at) VALUES (?, ?, ?, ?, ?)",
+                (asked_at, kind, nodes, source, now),
+            )
+            return bool(cur.rowcount)
+
+    @_locked
+    def slurm_requests(self, *, open_only: bool = False) -> list[SlurmRequestRecord]:
+        """Slurm's requests, oldest first; ``open_only``: those not yet carried out."""
+        sql = "SELECT id, time, kind, nodes, received_at, done_at, outcome FROM slurm_requests"
+        if open_only:
+            sql += " WHERE done_at IS NULL"
+        rows = self._db.execute(sql + " ORDER BY time, id").fetchall()
+        return [
+            SlurmRequestRecord(int(i), float(t), str(k), str(n), float(r), None if d is None else float(d), o)
+            for i, t, k, n, r, d, o in rows
+        ]
+
+    @_locked
+    def close_slurm_request(self, request_id: int, now: float, outcome: str) -> None:
+        """A request carried out (or given up), with what came of it."""
+        with self._tx() as db:
+            db.execute("UPDATE slurm_requests SET done_at = ?, outcome = ? WHERE id = ?", (now, outcome, request_id))
 
     @_locked
     def _set_meta(self, key: str, value: object) -> None:

@@ -50,7 +50,18 @@ def _node_group(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE nodes ADD COLUMN node_group TEXT")
 
 
-MIGRATIONS: tuple[Migration, ...] = (_baseline, _node_group)
+def _slurm_requests(db: sqlite3.Connection) -> None:
+    """Version 3: what Slurm's power saving asked (``elb.slurm.requests``), one row a request:
+    its kind, the nodes (a Slurm hostlist), when Slurm asked, the file it came in (unique: a
+    request journalled twice is one row), and when elb carried it out (NULL: not yet)."""
+    db.execute(
+        "CREATE TABLE slurm_requests (id INTEGER PRIMARY KEY AUTOINCREMENT, time REAL NOT NULL, "
+        "kind TEXT NOT NULL, nodes TEXT NOT NULL, source TEXT NOT NULL UNIQUE, received_at REAL NOT NULL, "
+        "done_at REAL, outcome TEXT)"
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (_baseline, _node_group, _slurm_requests)
 CURRENT = len(MIGRATIONS)
 
 
