@@ -9,8 +9,10 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 PACKAGES=(
-    # master: Grid Engine, sshd, userspace NFS server
+    # master: Grid Engine, sshd, userspace NFS server; Slurm's controller and munge
+    # (elb testcluster slurm)
     gridengine-master gridengine-client
+    slurmctld slurm-client munge
     openssh-server openssh-client
     nfs-ganesha nfs-ganesha-vfs rpcbind
     # nodes: rootful podman and the image build

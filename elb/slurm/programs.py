@@ -96,3 +96,10 @@ def register(sub: Any) -> None:
 
 
 __all__: Sequence[str] = ("register", "resume", "resume_fail", "run", "suspend")
+
+if __name__ == "__main__":  # python -m elb.slurm.programs resume|suspend|resume-fail HOSTLIST
+    _KINDS = {k.value: k for k in RequestKind}
+    if len(sys.argv) != 3 or sys.argv[1] not in _KINDS:
+        print("usage: python -m elb.slurm.programs resume|suspend|resume-fail HOSTLIST", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(_main(_KINDS[sys.argv[1]], sys.argv[2:]))

@@ -10,7 +10,7 @@ import sys
 import time
 
 from elb.testcluster import constants as C
-from elb.testcluster import master
+from elb.testcluster import master, slurm
 from elb.testcluster._run import TestClusterError
 from elb.testcluster.cluster import TestCluster
 
@@ -50,6 +50,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     rm = tsub.add_parser("remove-nodes", help="remove workers with playbooks/remove_node.yml and terminate them")
     rm.add_argument("names", nargs="+")
     rm.set_defaults(func=_remove)
+
+    sl = tsub.add_parser(
+        "slurm",
+        help="a Slurm controller on this machine with elb's power-saving programs (up, down)",
+        description=(
+            "Start (up) or stop (down) Debian's slurmctld and munged with a cloud partition whose "
+            "ResumeProgram and SuspendProgram are elb's (elb.testcluster.slurm; no slurmd nodes yet). "
+            "Clients reach it with SLURM_CONF=/var/lib/elb-testcluster/slurm/slurm.conf."
+        ),
+    )
+    sl.add_argument("action", choices=("up", "down"))
+    sl.set_defaults(func=_slurm)
 
 
 def _setup_logging(args: argparse.Namespace) -> None:
@@ -98,6 +110,21 @@ def _status(args: argparse.Namespace) -> int:
             else:
                 print(f"{k}: {v}")
     return 0 if st.get("qmaster") else 3
+
+
+def _slurm(args: argparse.Namespace) -> int:
+    _setup_logging(args)
+    try:
+        if args.action == "up":
+            slurm.up()
+            print(f"slurm controller up: SLURM_CONF={slurm.CONF}; requests in {slurm.REQUEST_DIR}")
+        else:
+            slurm.down()
+            print("slurm controller down")
+    except TestClusterError as err:
+        print(f"elb testcluster slurm {args.action}: {err}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _exec(args: argparse.Namespace) -> int:

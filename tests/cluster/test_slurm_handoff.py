@@ -1,0 +1,74 @@
+"""Slurm's power saving hands its requests to elb, on a real controller: Debian's slurmctld
+22.05 and munged on this machine (elb.testcluster.slurm), with elb's programs as its
+ResumeProgram and SuspendProgram. A job in the cloud partition makes Slurm resume nodes, which
+elb's program records and the daemon's intake journals; powering the nodes down makes Slurm call
+the suspend program. No slurmd runs (the controller alone), so the job stays CONFIGURING."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from elb.journal import Journal
+from elb.slurm.intake import take
+from elb.slurm.parse import SINFO_ARGV, SQUEUE_ARGV, by_name, parse_sinfo, parse_squeue
+from elb.testcluster import slurm
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def controller(_cluster_lock: None) -> Iterator[dict[str, str]]:
+    if os.geteuid() != 0:
+        pytest.skip("the Slurm controller needs root")
+    slurm.up()
+    try:
+        yield {**os.environ, **slurm.env()}
+    finally:
+        slurm.down()
+
+
+def sh(argv: list[str] | tuple[str, ...], env: dict[str, str]) -> str:
+    proc = subprocess.run(list(argv), env=env, capture_output=True, text=True, timeout=60, check=False, cwd="/tmp")
+    assert proc.returncode == 0, f"{argv}: {proc.stderr}"
+    return proc.stdout
+
+
+def wait_for_requests(directory: Path, kind: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not any(p.name.endswith(f"-{kind}.json") for p in directory.iterdir()):
+        assert time.monotonic() < deadline, f"no {kind} request from Slurm within {timeout:g} s"
+        time.sleep(0.5)
+
+
+def test_slurm_asks_elb_to_resume_and_suspend_nodes(controller: dict[str, str], tmp_path: Path) -> None:
+    env = controller
+    job = sh(["sbatch", "--parsable", "-J", "elb-handoff", "-n", "3", "--wrap", "sleep 1"], env).strip()
+    try:
+        wait_for_requests(slurm.REQUEST_DIR, "resume")
+        journal = Journal(tmp_path / "journal.db")
+        intake = take(slurm.REQUEST_DIR, journal, time.time())
+        assert intake.bad == ()
+        (resume,) = intake.new
+        assert resume.kind.value == "resume" and resume.nodes == ("node001", "node002")  # 3 CPUs: two 2-CPU nodes
+        assert [(r.kind, r.nodes) for r in journal.slurm_requests(open_only=True)] == [("resume", "node[001-002]")]
+
+        jobs = {j.job_id: j for j in parse_squeue(sh(SQUEUE_ARGV, env))}
+        assert jobs[job].state == "CONFIGURING" and jobs[job].nodelist == ("node001", "node002")
+        nodes = by_name(parse_sinfo(sh(SINFO_ARGV, env)))
+        assert nodes["node001"].powering_up and nodes["node003"].powered_down
+
+        sh(["scancel", job], env)
+        sh(["scontrol", "update", "nodename=node[001-002]", "state=POWER_DOWN_FORCE"], env)
+        wait_for_requests(slurm.REQUEST_DIR, "suspend")
+        intake = take(slurm.REQUEST_DIR, journal, time.time())
+        assert [(r.kind.value, r.nodes) for r in intake.new] == [("suspend", ("node001", "node002"))]
+        assert list(slurm.REQUEST_DIR.iterdir()) == []  # every file journalled and removed
+        journal.close()
+    finally:
+        subprocess.run(["scancel", job], env=env, capture_output=True, timeout=60, check=False)
