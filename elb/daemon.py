@@ -28,12 +28,12 @@ from elb.journal import Journal
 from elb.metrics import PassMetrics
 from elb.model import Node, NodeState, Plan, Snapshot
 from elb.orders import apply_orders
-from elb.planner import limit_launches
+from elb.planner import count_repair_failures, limit_launches, repairs_hold_scaling
 from elb.policy import Policy
 from elb.policy.base import minutes
 from elb.policy.grouped import decide_demand, policy_for
 from elb.policy.view import cluster_view
-from elb.reconcile import Repair, RepairKind, plan_repairs
+from elb.reconcile import RepairKind, plan_repairs
 from elb.sdnotify import Notifier
 from elb.servable import DemandSplit, NotDemand, SiteCache, demand_of
 from elb.sge.commands import read_whole
@@ -309,37 +309,21 @@ class Balancer:
         if not repairs:
             self._repair_fails = {k: n for k, n in self._repair_fails.items() if k[1] in busy}
             return False
-        # Repairs change the cluster: decide again next pass, on fresh data. Unless every one
-        # of them has failed pass after pass: then they must not hold scaling up forever.
-        stuck = self._stuck(repairs)
+        hold = repairs_hold_scaling(repairs, self._repair_fails, self.config.failed_passes_alarm)
+        if hold.stuck:
+            log.error(
+                "ALARM: %s failed %d passes in a row or more; scaling goes on around them",
+                ", ".join(f"{r.kind.value} {r.node}" for r in hold.stuck),
+                self.config.failed_passes_alarm,
+            )
         self.collect_finished(result)  # failures of repairs that ended since the last pass count below
         for repair in repairs:
             if self._stop_before(repair.node, result):
                 break
             self.executor.submit([repair.node], repair.node, functools.partial(act.repair, repair))
         self.collect_finished(result)
-        self._count_repair_failures(repairs, busy, result.outcomes)
-        return True if stuck and not self.stopping.is_set() else None
-
-    def _stuck(self, repairs: list[Repair]) -> bool:
-        """Every planned repair has failed ``failed_passes_alarm`` passes in a row."""
-        alarm = self.config.failed_passes_alarm
-        stuck = [r for r in repairs if self._repair_fails.get((r.kind, r.node), 0) >= alarm]
-        if len(stuck) < len(repairs):
-            return False
-        log.error(
-            "ALARM: %s failed %d passes in a row or more; scaling goes on around them",
-            ", ".join(f"{r.kind.value} {r.node}" for r in stuck),
-            alarm,
-        )
-        return True
-
-    def _count_repair_failures(self, repairs: list[Repair], busy: frozenset[str], out: Outcomes) -> None:
-        counts = {k: n for k, n in self._repair_fails.items() if k[1] in busy}  # in flight: not known yet
-        for r in repairs:
-            key = (r.kind, r.node)
-            counts[key] = self._repair_fails.get(key, 0) + 1 if r.node in out.failed else 0
-        self._repair_fails = {k: n for k, n in counts.items() if n}
+        self._repair_fails = count_repair_failures(self._repair_fails, repairs, result.outcomes.failed, busy)
+        return None if hold.scaling_waits or self.stopping.is_set() else True
 
     def _scale(self, act: Actuator, result: PassResult, busy: frozenset[str], *, fresh_read: bool) -> None:
         """Decide with the policy (on a fresh read of SGE when the pass started repairs), cut the

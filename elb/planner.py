@@ -3,18 +3,24 @@
 - ``limit_launches``: the policy's plan with its launches cut by the back-off;
 - ``drain_verdict``: after ``qmod -d`` and a fresh read, may the node go on to deregistration?
 - ``cleanup_verdict``: a node whose deregistration play failed: terminate it, or keep it?
+- ``repairs_hold_scaling``: do this pass's repairs make scaling wait for the next pass (a
+  fresh read), or have they all failed so often that scaling must go on around them?
+- ``count_repair_failures``: the failed-passes-in-a-row count of each repair, after a pass.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from elb.backoff import Backoff
 from elb.model import Job, Node, Plan
 from elb.policy.base import minutes
+from elb.reconcile import Repair, RepairKind
+
+RepairKey = tuple[RepairKind, str]  # a repair of one kind on one node
 
 
 def limit_launches(plan: Plan, backoff: Backoff, now: float) -> Plan:
@@ -82,3 +88,35 @@ def cleanup_verdict(node: Node, listed_in_sge: bool | None, failure: str) -> tup
         return Cleanup.TERMINATE, why
     where = "SGE cannot be read" if listed_in_sge is None else "SGE lists it" if listed_in_sge else "it was ready"
     return Cleanup.RETRY, f"deregistration failed ({failure}); kept draining and retried each pass ({where})"
+
+
+@dataclass(frozen=True, slots=True)
+class RepairHold:
+    """Whether scaling waits for the next pass, and the repairs stuck for ``alarm`` passes or
+    more (an ALARM when every repair is stuck: scaling then goes on around them)."""
+
+    scaling_waits: bool
+    stuck: tuple[Repair, ...]
+
+
+def repairs_hold_scaling(repairs: Sequence[Repair], fails: Mapping[RepairKey, int], alarm: int) -> RepairHold:
+    """Repairs change the cluster, so scaling decides again next pass on a fresh read; unless
+    every one of them has failed ``alarm`` passes in a row: a repair that never succeeds must not
+    hold growth (or shrinking) for ever. No repair: scaling goes on at once."""
+    if not repairs:
+        return RepairHold(False, ())
+    stuck = tuple(r for r in repairs if fails.get((r.kind, r.node), 0) >= alarm)
+    return RepairHold(len(stuck) < len(repairs), stuck if len(stuck) == len(repairs) else ())
+
+
+def count_repair_failures(
+    before: Mapping[RepairKey, int], repairs: Sequence[Repair], failed: Collection[str], in_flight: Collection[str]
+) -> dict[RepairKey, int]:
+    """Failed passes in a row per repair after a pass that started ``repairs``: one more for
+    each whose node failed, back to none for each that went through; a repair still in flight
+    keeps its count (its outcome is not known yet); repairs no longer planned are forgotten."""
+    counts = {k: n for k, n in before.items() if k[1] in in_flight}
+    for r in repairs:
+        key = (r.kind, r.node)
+        counts[key] = before.get(key, 0) + 1 if r.node in failed else 0
+    return {k: n for k, n in counts.items() if n}
