@@ -147,11 +147,7 @@ def _pid(path: Path) -> int | None:
         pid = int(path.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    return pid
+    return pid if _alive(pid) else None
 
 
 def _munged_running() -> bool:
@@ -210,10 +206,18 @@ def down_controller(timeout: float = 30.0) -> None:
         return
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while _pid(SLURMCTLD_PID) is not None and time.monotonic() < deadline:
+    while _alive(pid) and time.monotonic() < deadline:  # its pid file goes before the process does
         time.sleep(0.2)
-    if _pid(SLURMCTLD_PID) is not None:
+    if _alive(pid):
         os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def down() -> None:
