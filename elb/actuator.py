@@ -17,6 +17,7 @@ from elb.journal import Journal
 from elb.model import Job, Node, NodeState, Snapshot
 from elb.planner import Cleanup, Drain, cleanup_verdict, drain_verdict
 from elb.reconcile import Repair, RepairKind
+from elb.sge.commands import Rescheduled
 
 log = logging.getLogger("elb.actuator")
 
@@ -29,6 +30,8 @@ class SgeClient(Protocol):
     def disable_host(self, host: str) -> None: ...
 
     def enable_host(self, host: str) -> None: ...
+
+    def reschedule_host(self, host: str) -> Rescheduled: ...
 
     def jobs_on(self, host: str) -> Sequence[Job]: ...
 

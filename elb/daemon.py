@@ -23,7 +23,7 @@ from elb.actuator import Actuator, Outcomes, SgeClient
 from elb.backoff import compute as compute_backoff
 from elb.config import Config
 from elb.executor import Executor
-from elb.interfaces import Cloud, Instance, NoticeSource, Provisioner
+from elb.interfaces import Cloud, Instance, NoticeKind, NoticeSource, Provisioner
 from elb.journal import Journal
 from elb.metrics import PassMetrics
 from elb.model import Node, NodeState, Plan, Snapshot
@@ -97,6 +97,7 @@ class Counters:
     repairs: int = 0
     launches_held: int = 0  # launches the policy wanted and the back-off did not allow
     notices: dict[str, int] = field(default_factory=dict)  # EC2 notices about managed nodes, by kind
+    rescheduled: int = 0  # jobs requeued from a node about to be taken back (spot interruption)
 
 
 def snapshot_summary(snap: Snapshot, master: str) -> list[str]:
@@ -254,7 +255,10 @@ class Balancer:
         """Act on EC2's notices about managed nodes: a node about to go (spot interruption,
         scheduled retirement) is disabled in SGE at once, so no new job lands on it, and its
         removal ordered (the safe drain removes it when idle; demand left without it gets new
-        nodes as usual). Other notices are logged. A queue that cannot be read changes nothing."""
+        nodes as usual). On a spot interruption (two minutes' warning) its rerunnable jobs are
+        also requeued at once (``qmod -rq``), so they start again elsewhere rather than die with
+        the node; a job that is not rerunnable runs on, and is named. Other notices are logged.
+        A queue that cannot be read changes nothing."""
         if self.notices is None:
             return
         try:
@@ -277,6 +281,22 @@ class Balancer:
                 self.sge.disable_host(name)
             except Exception as err:  # the order stands; the drain disables it again
                 log.error("%s: could not disable it in SGE: %s", name, err)
+            if n.kind is NoticeKind.INTERRUPTION:
+                self._requeue(name)
+
+    def _requeue(self, name: str) -> None:
+        """Requeue the rerunnable jobs of a node about to be taken back."""
+        try:
+            done = self.sge.reschedule_host(name)
+        except Exception as err:  # the node goes anyway: said, and the pass goes on
+            log.error("%s: could not requeue its jobs: %s", name, err)
+            return
+        self.counters.rescheduled += len(done.pushed)
+        if done.pushed:
+            log.warning("%s: requeued job %s: they start again on another node", name, ", ".join(done.pushed))
+        if done.not_restartable:
+            jobs = ", ".join(str(j) for j in done.not_restartable)
+            log.error("ALARM: %s: job %s not rerunnable: lost with the node unless it ends in time", name, jobs)
 
     def _remember_seen(self, snap: Snapshot) -> None:
         busy = [h.name for h in snap.hosts if h.busy] + [j.host for j in snap.jobs if j.host]

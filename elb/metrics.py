@@ -118,6 +118,11 @@ class BalancerCollector(Collector):
             ("elb_node_failures", "Node operations that failed", b.counters.failures),
             ("elb_repairs", "Differences between journal, cloud and SGE repaired", b.counters.repairs),
             ("elb_launches_held", "Launches the policy wanted that the back-off held", b.counters.launches_held),
+            (
+                "elb_jobs_rescheduled",
+                "Rerunnable jobs requeued from nodes EC2 was taking back (spot interruption)",
+                b.counters.rescheduled,
+            ),
         ):
             c = CounterMetricFamily(name, doc)
             c.add_metric([], value)

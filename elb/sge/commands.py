@@ -47,6 +47,20 @@ _PE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _DROPPED_ENV = ("MORE_INFO", "SGE_QSTAT_ENV_DEBUG", "SGE_DEBUG_LEVEL", "SGE_ND")
 # What qmod prints for each queue instance it changed (or found already changed).
 _QMOD_OK = re.compile(r"changed state of|is already in the specified state")
+# qmod -rq's answers (gridengine 8.1.9; tests/fixtures/sge/recorded/qmod-rq.txt)
+_PUSHED = re.compile(r"Pushed rescheduling of (?:job (\d+)|job-array task (\d+)\.(\d+)) on host \S+")
+_NOT_RESTARTABLE = re.compile(r"The job (\d+) is not restartable")
+
+
+@dataclass(frozen=True, slots=True)
+class Rescheduled:
+    """What ``qmod -rq`` did on a host: the jobs (``7``, or ``5.1`` for an array task) SGE
+    requeues, and the jobs it cannot (not rerunnable: they run on, or are lost with the host)."""
+
+    pushed: tuple[str, ...] = ()
+    not_restartable: tuple[int, ...] = ()
+
+
 # What qconf -sel prints (on stderr, exit status 1) when SGE has no execution host configured.
 _NO_EXEC_HOST = "no execution host defined"
 _KILL_GRACE = 5.0  # seconds to collect output after killing a timed-out command
@@ -234,6 +248,31 @@ class SgeCommands:
     def enable_host(self, host: str, queues: Sequence[str] | None = None) -> None:
         """``qmod -e`` the host's queue instances (all of them unless ``queues`` names some)."""
         self._qmod("-e", host, queues)
+
+    def reschedule_host(self, host: str) -> Rescheduled:
+        """``qmod -rq`` the host's queue instances: SGE requeues the rerunnable jobs running there
+        (``qsub -r y``, or a queue with ``rerun TRUE``) and says which it cannot. Any answer but
+        those two is an ``SgeError``."""
+        check_host(host)
+        result = self.run("qmod", ("-rq", f"*@{host}"))
+        text = result.stdout.decode("utf-8", errors="replace") + "\n" + result.stderr
+        pushed: list[str] = []
+        refused: list[int] = []
+        for line in (raw.strip() for raw in text.splitlines()):
+            if not line:
+                continue
+            if (m := _PUSHED.fullmatch(line)) is not None:
+                pushed.append(m.group(1) or f"{m.group(2)}.{m.group(3)}")
+            elif (m := _NOT_RESTARTABLE.fullmatch(line)) is not None:
+                refused.append(int(m.group(1)))
+            else:
+                raise SgeError(
+                    f"unexpected answer {line!r}; expected 'Pushed rescheduling of' or 'is not restartable'",
+                    command=result.argv,
+                    returncode=result.returncode,
+                    stderr=result.stderr,
+                )
+        return Rescheduled(tuple(pushed), tuple(refused))
 
     def configured_exec_hosts(self) -> frozenset[str]:
         """The execution hosts SGE has configured (``qconf -sel``), whether they answer or not.

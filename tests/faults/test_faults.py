@@ -28,6 +28,7 @@ from elb.daemon import Balancer
 from elb.demand import Site
 from elb.interfaces import LaunchResult
 from elb.model import Job, NodeState, Snapshot
+from elb.sge.commands import Rescheduled
 from elb.testcluster import constants as C
 from elb.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state, job_state, wait_for
@@ -550,6 +551,9 @@ class HookedSge:
 
     def enable_host(self, host: str) -> None:
         self.real.enable_host(host)
+
+    def reschedule_host(self, host: str) -> Rescheduled:
+        return self.real.reschedule_host(host)
 
     def jobs_on(self, host: str) -> Sequence[Job]:
         return self.real.jobs_on(host)

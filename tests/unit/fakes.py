@@ -8,6 +8,7 @@ demand. The real adapters run the same flows end to end in ``tests/cluster``.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from pathlib import Path
 from elb.demand import Site
 from elb.interfaces import CloudError, HostResult, Instance, LaunchResult, NodeSpec, Outcome
 from elb.model import Host, Job, QueueInstance, Snapshot
+from elb.sge.commands import Rescheduled
 from elb.sge.site import build_site
 
 GATE_BOUND = 60.0  # seconds a gated playbook waits at most for the test
@@ -33,6 +35,7 @@ class FakeSge:
     site_error: str | None = None  # read_site raises with this message
     complexes: str = "qconf-sc-default.txt"  # the fixture read_site's complexes come from
     starts: dict[int, float] = field(default_factory=dict)  # qsub -a times by job number
+    not_rerunnable: set[int] = field(default_factory=set)  # jobs qmod -rq cannot requeue
 
     def read_snapshot(self) -> Snapshot:
         self.calls.append("read")
@@ -59,6 +62,24 @@ class FakeSge:
     def enable_host(self, host: str) -> None:
         self.calls.append(f"enable {host}")
         self.disabled.discard(host)
+
+    def reschedule_host(self, host: str) -> Rescheduled:
+        """As ``qmod -rq``: requeue the jobs on ``host`` (all rerunnable here unless their id is in
+        ``not_rerunnable``)."""
+        self.calls.append(f"reschedule {host}")
+        pushed, refused = [], []
+        kept: list[Job] = []
+        for j in self.jobs:
+            if j.host != host:
+                kept.append(j)
+            elif j.job_id in self.not_rerunnable:
+                refused.append(j.job_id)
+                kept.append(j)
+            else:
+                pushed.append(str(j.job_id))
+                kept.append(dataclasses.replace(j, state="Rq", queue=None, started=None))
+        self.jobs = kept
+        return Rescheduled(tuple(pushed), tuple(refused))
 
     def jobs_on(self, host: str) -> Sequence[Job]:
         self.calls.append(f"jobs_on {host}")

@@ -17,7 +17,7 @@ from elb.daemon import Balancer
 from elb.interfaces import Notice, NoticeKind
 from elb.journal import Journal
 from elb.metrics import BalancerCollector
-from tests.unit.factories import T0
+from tests.unit.factories import T0, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
 EVENTS = Path(__file__).resolve().parents[1] / "fixtures" / "ec2"
@@ -140,3 +140,33 @@ def test_an_unreadable_queue_changes_nothing(tmp_path: Path, caplog: pytest.LogC
         assert bal.run_pass().ok
     assert notices.polls == 2
     assert any("cannot read EC2's notices" in r.getMessage() for r in caplog.records)
+
+
+def test_a_spot_interruption_requeues_the_rerunnable_jobs_at_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    notices = Notices()
+    bal, sge, cloud = ready_cluster(tmp_path, notices)
+    sge.jobs = [running(7, "node001"), running(8, "node001")]
+    sge.not_rerunnable = {8}
+    notices.notices = [Notice(NoticeKind.INTERRUPTION, next(iter(cloud.instances)), T0, "spot interruption")]
+    with caplog.at_level(logging.INFO, logger="elb"):
+        assert bal.run_pass().ok
+    assert sge.calls.index("disable node001") < sge.calls.index("reschedule node001")  # nothing new lands first
+    assert {j.job_id: j.state for j in sge.jobs} == {7: "Rq", 8: "r"}
+    assert bal.counters.rescheduled == 1
+    lines = [r.getMessage() for r in caplog.records]
+    assert any("requeued job 7" in m for m in lines)
+    assert any(m.startswith("ALARM: node001: job 8 not rerunnable") for m in lines)
+    metric = [m for m in BalancerCollector(bal).collect() if m.name == "elb_jobs_rescheduled"]
+    assert metric[0].samples[0].value == 1
+
+
+def test_a_scheduled_retirement_drains_without_requeueing(tmp_path: Path) -> None:
+    notices = Notices()
+    bal, sge, cloud = ready_cluster(tmp_path, notices)
+    sge.jobs = [running(7, "node001")]
+    notices.notices = [Notice(NoticeKind.SCHEDULED, next(iter(cloud.instances)), T0, "instance-retirement in 14 days")]
+    assert bal.run_pass().ok
+    assert "disable node001" in sge.calls and not any(c.startswith("reschedule") for c in sge.calls)
+    assert sge.jobs[0].state == "r"  # days of warning: the job ends where it runs

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from elb.config import SgeConfig
-from elb.sge.commands import QHOST_ARGS, QSTAT_ARGS, SgeCommands, run_command
+from elb.sge.commands import QHOST_ARGS, QSTAT_ARGS, Rescheduled, SgeCommands, run_command
 from elb.sge.errors import SgeError, SgeParseError, SgeTimeoutError
 
 HANDMADE = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "handmade"
@@ -328,3 +328,38 @@ def test_output_with_environment_of_the_caller(fake: FakeSge, monkeypatch: pytes
     env = fake.calls()[0]["env"]
     assert env["ELB_TEST_MARK"] == "kept" and env["SGE_CELL"] == "default"
     assert dict(os.environ) == before  # the caller's environment is not changed
+
+
+RECORDED_QMOD_RQ = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "recorded" / "qmod-rq.txt"
+
+
+def _qmod_rq_answers() -> list[str]:
+    """The answers recorded from the test cluster (comment lines left out)."""
+    return [line for line in RECORDED_QMOD_RQ.read_text().splitlines() if not line.startswith("#")]
+
+
+def test_reschedule_host_reads_qmod_rq_as_recorded(fake: FakeSge) -> None:
+    first, second, third, fourth, fifth, _invalid = _qmod_rq_answers()
+    fake.says("qmod", stdout=f"{first}\n{second}\n")
+    done = fake.client().reschedule_host("node001")
+    assert done.pushed == ("1",) and done.not_restartable == (2,)
+    assert fake.argv()[-1] == ["qmod", "-rq", "*@node001"]
+    fake.says("qmod", stdout=f"{third}\n{fourth}\n")
+    done = fake.client().reschedule_host("node001")
+    assert done.pushed == ("5.1",) and done.not_restartable == (4,)
+    fake.says("qmod", stdout=f"{fifth}\n")  # the same again: task 5.1 already pushed
+    assert fake.client().reschedule_host("node001") == Rescheduled((), (4,))
+    fake.says("qmod", stdout="")  # nothing running there
+    assert fake.client().reschedule_host("node001").pushed == ()
+
+
+def test_reschedule_host_refuses_what_it_does_not_know(fake: FakeSge) -> None:
+    *_, invalid = _qmod_rq_answers()
+    fake.says("qmod", stdout=f"{invalid}\n", code=1)
+    with pytest.raises(SgeError, match="failed"):
+        fake.client().reschedule_host("node099")
+    fake.says("qmod", stdout="something else happened\n")
+    with pytest.raises(SgeError, match="unexpected answer 'something else happened'"):
+        fake.client().reschedule_host("node001")
+    with pytest.raises(SgeError):
+        fake.client().reschedule_host("node001;rm")

@@ -1,0 +1,106 @@
+"""A spot interruption on the real test cluster: real SGE, podman nodes through LocalCloud, real
+Ansible. EC2's notice is the one stand-in (EventBridge and SQS cannot be reached from here; their
+parsing is tested against moto in tests/moto/test_ec2_notices.py): a notice source that reports
+an interruption for the node the jobs run on. elb disables the node at once, requeues its
+rerunnable job, which starts again and ends on a new node, lets the job that is not rerunnable end
+where it runs, and removes both nodes once idle, leaving the cluster as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from elb import factory
+from elb.config import Config
+from elb.daemon import Balancer, PassResult
+from elb.interfaces import Notice, NoticeKind
+from elb.journal import Journal
+from elb.model import NodeState
+from elb.testcluster import constants as C
+from elb.testcluster.cluster import TestCluster
+from tests.cluster.helpers import cluster_state
+from tests.cluster.test_elb_e2e import e2e_config, passes_until
+
+pytestmark = pytest.mark.cluster
+
+JOB = """#!/bin/sh
+#$ -S /bin/sh
+#$ -j y
+sleep 20
+hostname > "$HOME/spot/$JOB_ID.host"
+"""
+
+
+class Interruptions:
+    """Stand-in for EC2's notice queue: the notices handed to it, each delivered once."""
+
+    def __init__(self) -> None:
+        self.queue: list[Notice] = []
+
+    def poll(self) -> Sequence[Notice]:
+        out, self.queue = self.queue, []
+        return out
+
+
+def test_a_spot_interruption_requeues_the_rerunnable_job_and_replaces_the_node(
+    testcluster: TestCluster, tmp_path: Path
+) -> None:
+    tc = testcluster
+    before = cluster_state(tc)
+    home = Path("/home") / C.CLUSTER_USER / "spot"
+    tc.master_run(["rm", "-rf", str(home)], check=False)
+    tc.master_run(["mkdir", "-p", str(home)], user=C.CLUSTER_USER)
+    cfg: Config = e2e_config(tmp_path)
+    notices = Interruptions()
+    bal = Balancer(
+        cfg,
+        sge=factory.make_sge(cfg),
+        journal=Journal(cfg.journal_path),
+        cloud=factory.make_cloud(cfg),
+        provisioner=factory.make_provisioner(cfg),
+        notices=notices,
+    )
+    rerun = tc.submit(JOB, "-N", "spot-rerun", "-r", "y", "-o", "/dev/null")
+    stays = tc.submit(JOB, "-N", "spot-stays", "-r", "n", "-o", "/dev/null")
+
+    # One 2-slot node for the two jobs; both start on it.
+    grown = passes_until(bal, "a node", lambda rs: bool(rs[-1].outcomes.added), timeout=120)
+    (doomed,) = grown[-1].outcomes.added
+
+    def both_running(rs: list[PassResult]) -> bool:
+        snap = rs[-1].snapshot
+        return snap is not None and {j.job_id for j in snap.jobs if j.host == doomed} == {int(rerun), int(stays)}
+
+    passes_until(bal, "both jobs to run on the node", both_running, timeout=60)
+    instance = bal.journal.node(doomed).instance_id  # type: ignore[union-attr]
+    assert instance is not None
+    notices.queue = [Notice(NoticeKind.INTERRUPTION, instance, 0.0, "Spot Instance Interruption Warning: terminate")]
+    assert bal.run_pass().ok
+    # At once: nothing new lands on the node, its rerunnable job is off it, its removal is ordered.
+    snap = bal.sge.read_snapshot()
+    (host,) = [h for h in snap.hosts if h.name == doomed]
+    assert all("d" in q.states for q in host.queues)
+    assert {j.job_id: j.host for j in snap.jobs}.get(int(rerun)) != doomed
+    assert doomed in bal.journal.orders().remove
+
+    # The rerunnable job starts again on a new node and ends there; the other ends on the doomed node.
+    def both_done(_: list[PassResult]) -> bool:
+        return {p.stem for p in home.glob("*.host")} == {rerun, stays}
+
+    passes_until(bal, "both jobs to end", both_done, timeout=240)
+    assert bal.counters.rescheduled == 1
+    assert (home / f"{stays}.host").read_text().strip() == doomed
+    replacement = (home / f"{rerun}.host").read_text().strip()
+    assert replacement != doomed
+
+    def all_gone(_: list[PassResult]) -> bool:
+        return tc.workers() == []
+
+    passes_until(bal, "every node to be removed", all_gone, timeout=180)
+    assert bal.journal.node(doomed).state is NodeState.TERMINATED  # type: ignore[union-attr]
+    assert bal.journal.node(replacement).state is NodeState.TERMINATED  # type: ignore[union-attr]
+    assert cluster_state(tc) == before
+    bal.journal.close()
