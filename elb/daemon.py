@@ -272,7 +272,7 @@ class Balancer:
             if name is None:
                 continue  # not one of this cluster's managed workers
             self.counters.notices[n.kind.value] = self.counters.notices.get(n.kind.value, 0) + 1
-            if not n.kind.doomed:
+            if not n.kind.retire:
                 log.info("%s: EC2 notice: %s", name, n.describe())
                 continue
             log.warning("%s: EC2 notice: %s: disabling it in SGE and ordering its removal", name, n.describe())

@@ -135,6 +135,13 @@ class NoticeKind(enum.StrEnum):
         """The instance will go away: no new job should land on it."""
         return self in (NoticeKind.INTERRUPTION, NoticeKind.SCHEDULED)
 
+    @property
+    def retire(self) -> bool:
+        """Take no new job on the instance and remove it once idle: it will go away, or (a
+        rebalance recommendation) its risk of interruption went up, so its replacement for new
+        work is best started now, before an interruption warning leaves two minutes."""
+        return self.doomed or self is NoticeKind.REBALANCE
+
 
 @dataclass(frozen=True, slots=True)
 class Notice:

@@ -125,10 +125,22 @@ def test_a_node_about_to_be_taken_is_disabled_at_once_and_its_removal_ordered(
     assert metric[0].samples[0].labels == {"kind": "spot-interruption"}
 
 
-def test_a_rebalance_recommendation_is_logged_only(tmp_path: Path) -> None:
+def test_a_rebalance_recommendation_retires_the_node_early_without_requeueing(tmp_path: Path) -> None:
+    # its jobs end where they run; new work goes to a replacement started now, not after a
+    # two-minute interruption warning
     notices = Notices()
     bal, sge, cloud = ready_cluster(tmp_path, notices)
+    sge.jobs = [running(7, "node001")]
     notices.notices = [Notice(NoticeKind.REBALANCE, next(iter(cloud.instances)), T0, "rebalance recommendation")]
+    bal.run_pass()
+    assert "disable node001" in sge.calls and bal.journal.orders().remove == frozenset({"node001"})
+    assert not any(c.startswith("reschedule") for c in sge.calls) and sge.jobs[0].state == "r"
+
+
+def test_a_state_change_is_logged_only(tmp_path: Path) -> None:
+    notices = Notices()
+    bal, sge, cloud = ready_cluster(tmp_path, notices)
+    notices.notices = [Notice(NoticeKind.STATE, next(iter(cloud.instances)), T0, "state stopping")]
     bal.run_pass()
     assert "disable node001" not in sge.calls and bal.journal.orders().remove == frozenset()
 
