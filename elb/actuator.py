@@ -108,10 +108,13 @@ class Actuator:
     def launch(self, names: Sequence[str], out: Outcomes) -> None:
         """Launch requested nodes and provision them in one playbook run."""
         j = self.journal
+        groups: dict[str, str] = {}
         for name in names:
-            j.record(name, NodeState.LAUNCHING, self.clock())
+            node = j.record(name, NodeState.LAUNCHING, self.clock())
+            if node.group is not None:
+                groups[name] = node.group
         try:
-            result = self.cloud.launch(list(names))
+            result = self.cloud.launch(list(names), groups or None)
         except CloudError as err:
             # The cloud adapter starts nothing it cannot report; reconcile catches the rest by tags.
             for name in names:

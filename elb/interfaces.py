@@ -58,8 +58,9 @@ class Cloud(Protocol):
     terminate an instance that is not a worker of this cluster, and never the master.
     """
 
-    def launch(self, names: Sequence[str]) -> LaunchResult:
-        """Start one worker per name, wait until each runs with a private address."""
+    def launch(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> LaunchResult:
+        """Start one worker per name, wait until each runs with a private address; ``groups``:
+        the node group of each name (config ``node_groups``), for the way it is launched."""
         ...
 
     def list_workers(self) -> list[Instance]:

@@ -21,6 +21,7 @@ injected so that tests control time.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import re
@@ -41,7 +42,7 @@ from botocore.exceptions import (
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from elb.config import Config, Ec2Config
-from elb.groups import LaunchTemplate
+from elb.groups import LaunchTemplate, NodeGroups
 from elb.interfaces import (
     TAG_CLUSTER,
     TAG_MANAGED_BY,
@@ -158,6 +159,7 @@ class LaunchSpec:
     spot_fallback_on_demand: bool = True
     launch_template: LaunchTemplate | None = None
     metadata_tokens: str = "required"
+    placement_group: str | None = None  # a cluster placement group the node goes into
 
 
 def choices(spec: LaunchSpec) -> list[Choice]:
@@ -212,6 +214,8 @@ def run_arguments(spec: LaunchSpec, choice: Choice, cluster: str, name: str, tok
         args["SubnetId"] = choice.subnet
     if choice.market == "spot":
         args["InstanceMarketOptions"] = _spot_options(spec)
+    if spec.placement_group is not None:
+        args["Placement"] = {"GroupName": spec.placement_group}
     template = spec.launch_template
     if template is not None:
         ref: dict[str, str] = {"Version": template.version}
@@ -228,6 +232,8 @@ def run_arguments(spec: LaunchSpec, choice: Choice, cluster: str, name: str, tok
 def uses_fleet(spec: LaunchSpec) -> bool:
     """Whether a node is launched with one ``CreateFleet`` call rather than ``RunInstances`` per
     choice: with a launch template (a fleet needs one) and more than one way to start it."""
+    if spec.placement_group is not None:  # RunInstances places each node in the group
+        return False
     return spec.launch_template is not None and (len(spec.instance_types) > 1 or len(spec.subnets) > 1 or spec.spot)
 
 
@@ -421,6 +427,7 @@ class Ec2Cloud:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         poll_interval: float = 5.0,
+        node_groups: NodeGroups | None = None,
     ) -> None:
         bad = sorted(k for k in config.extra_tags if k in _RESERVED_TAGS or k.lower().startswith("aws:"))
         if bad:
@@ -439,6 +446,8 @@ class Ec2Cloud:
         self._backoff: dict[Choice, float] = {}  # choice -> avoid until (clock seconds)
         self._vcpus: dict[str, int] = {}
         self._root_devices: dict[str, str | None] = {}
+        self.node_groups = node_groups  # config node_groups: each group's types, template, market
+        self._placement_groups: set[str] = set()  # known to exist
 
     @classmethod
     def from_config(cls, config: Config, **kwargs: Any) -> Ec2Cloud:
@@ -447,6 +456,7 @@ class Ec2Cloud:
             config.cluster.name,
             master=config.cluster.master,
             slots_per_node=config.policy.slots_per_node,
+            node_groups=config.groups(config.policy.slots_per_node or 1) if config.node_groups is not None else None,
             **kwargs,
         )
 
@@ -570,9 +580,10 @@ class Ec2Cloud:
         """The types to launch, in order: configured, else the reference worker's."""
         return tuple(self.config.instance_types) or ((ref["InstanceType"],) if ref and ref.get("InstanceType") else ())
 
-    def _template_type(self) -> str | None:
-        """The instance type the configured launch template's version sets, if any."""
-        template = self.config.launch_template
+    def _template_type(self, template: LaunchTemplate | None = None) -> str | None:
+        """The instance type the launch template's version sets (``template``, else the
+        configured one), if any."""
+        template = template or self.config.launch_template
         if template is None:
             return None
         key: dict[str, Any] = {"Versions": [template.version]}
@@ -590,13 +601,16 @@ class Ec2Cloud:
         found = versions[0].get("LaunchTemplateData", {}).get("InstanceType")
         return str(found) if found else None
 
-    def _template_spec(self) -> LaunchSpec:
-        """A launch template describes the worker: the instance types are configured, else the
-        template's, else the newest worker's; subnets configured, else the template's."""
+    def _template_spec(self, template: LaunchTemplate | None = None, types: Sequence[str] = ()) -> LaunchSpec:
+        """A launch template (``template``, a node group's, else ``cloud.ec2.launch_template``)
+        describes the worker: the instance types are ``types``, else (the configured template
+        only) ``cloud.ec2.instance_types``, else the template's, else the newest worker's;
+        subnets configured, else the template's."""
         cfg = self.config
-        types: tuple[str, ...] = tuple(cfg.instance_types)
+        types = tuple(types) or (tuple(cfg.instance_types) if template is None else ())
+        template = template or cfg.launch_template
         if not types:
-            found = self._template_type()
+            found = self._template_type(template)
             ref = None if found else self._reference()
             types = (found,) if found else self._instance_types(ref)
         if not types:
@@ -613,8 +627,63 @@ class Ec2Cloud:
             spot=cfg.spot,
             spot_max_price=cfg.spot_max_price,
             spot_fallback_on_demand=cfg.spot_fallback_on_demand,
-            launch_template=cfg.launch_template,
+            launch_template=template,
         )
+
+    def spec_for(self, group: str | None) -> LaunchSpec:
+        """How a node of node group ``group`` is launched: the cluster's way (``launch_spec``)
+        with the group's launch template or instance types, its market (spot: without falling
+        back to on-demand, which is another group's business) and its placement group. Without
+        node groups, or a group not configured: ``launch_spec``."""
+        g = None if self.node_groups is None or group is None else self.node_groups.get(group)
+        if g is None:
+            return self.launch_spec()
+        if g.launch_template is not None:
+            base = self._template_spec(g.launch_template, g.instance_types or ())
+        else:
+            base = self.launch_spec()
+            if g.instance_types:
+                base = dataclasses.replace(base, instance_types=tuple(g.instance_types))
+        spot = g.market == "spot"
+        placement = self._placement_group(g.name) if g.placement_group else None
+        return dataclasses.replace(
+            base,
+            spot=spot,
+            spot_fallback_on_demand=False if spot else base.spot_fallback_on_demand,
+            placement_group=placement,
+        )
+
+    def _placement_group(self, group: str) -> str:
+        """The cluster placement group of node group ``group`` (``elb-CLUSTER-GROUP``), made
+        with elb's tags when missing."""
+        name = f"elb-{self.cluster}-{group}"
+        if name in self._placement_groups:
+            return name
+        try:
+            try:
+                found = self.client.describe_placement_groups(GroupNames=[name]).get("PlacementGroups", [])
+            except ClientError as err:
+                if error_code(err) != "InvalidPlacementGroup.Unknown":
+                    raise
+                found = []
+            if not found:
+                self.client.create_placement_group(
+                    GroupName=name,
+                    Strategy="cluster",
+                    TagSpecifications=[
+                        {
+                            "ResourceType": "placement-group",
+                            "Tags": [
+                                {"Key": TAG_CLUSTER, "Value": self.cluster},
+                                {"Key": TAG_MANAGED_BY, "Value": MANAGED_BY},
+                            ],
+                        }
+                    ],
+                )
+        except (BotoCoreError, ClientError) as err:
+            raise to_cloud_error(err, f"making the placement group {name}") from None
+        self._placement_groups.add(name)
+        return name
 
     def launch_spec(self) -> LaunchSpec:
         """Config first; what config leaves open comes from the newest worker (or the master's
@@ -792,8 +861,9 @@ class Ec2Cloud:
         assert last is not None
         raise _Fatal(to_cloud_error(last, f"launching {name}"))
 
-    def launch(self, names: Sequence[str]) -> LaunchResult:
-        """Start one worker per name and wait until each runs with a private address.
+    def launch(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> LaunchResult:
+        """Start one worker per name and wait until each runs with a private address; each as
+        its node group says (``groups``: name -> group; ``spec_for``).
 
         Nodes that find no capacity, or do not run within ``boot_timeout`` (then terminated),
         are in ``failed``. A permission or configuration error stops launching; if nothing was
@@ -806,13 +876,18 @@ class Ec2Cloud:
             raise CloudError(f"refusing to launch nodes named {bad}")
         if not names:
             return LaunchResult(launched=())
-        spec = self.launch_spec()
+        specs: dict[str | None, LaunchSpec] = {}
+        for name in names:
+            group = None if groups is None else groups.get(name)
+            if group not in specs:
+                specs[group] = self.spec_for(group)
         started_at = self.clock()
         existing = self._live_by_names(names)  # a retry after a crash: adopt, don't start twice
         started: dict[str, str] = {}  # name -> instance id
         failed: dict[str, str] = {}
         for i, name in enumerate(names):
             try:
+                spec = specs[None if groups is None else groups.get(name)]
                 inst = self._start_one(name, spec, existing.get(name))
             except _NoCapacity as err:
                 failed[name] = str(err)

@@ -19,7 +19,7 @@ import re
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -134,7 +134,8 @@ class LocalCloud:
 
     # ------------------------------------------------------------------ Cloud protocol
 
-    def launch(self, names: Sequence[str]) -> LaunchResult:
+    def launch(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> LaunchResult:
+        """Start one podman node per name (every node group's nodes are the same image)."""
         failed: dict[str, str] = {}
         started: dict[str, str] = {}  # name -> container id
         for name in names:

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -378,7 +378,7 @@ class BreakOneOfTwo(LocalCloud):
 
     broken: str | None = None
 
-    def launch(self, names: Sequence[str]) -> LaunchResult:
+    def launch(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> LaunchResult:
         res = super().launch(names)
         if self.broken is None and len(res.launched) == 2:
             victim = res.launched[1].name

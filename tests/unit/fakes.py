@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -121,7 +121,7 @@ class FakeCloud:
     counter: int = 0
     terminated: list[str] = field(default_factory=list)
 
-    def launch(self, names: Sequence[str]) -> LaunchResult:
+    def launch(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> LaunchResult:
         if self.raise_on_launch:
             raise CloudError(self.raise_on_launch)
         out = []

@@ -50,7 +50,9 @@ def convert(tmp_path: Path, pidfile: Path, lock: Path) -> subprocess.Popen[str]:
 
 
 def test_writes_the_export_blocks_and_says_changed_then_unchanged(tmp_path: Path, ganesha: Path) -> None:
-    (tmp_path / "exports").write_text("/home node001(rw,no_root_squash) node002(rw)\n/opt/sge node001(ro)\n")
+    (tmp_path / "exports").write_text(
+        "/home alpha.invalid(rw,no_root_squash) beta.invalid(rw)\n/opt/sge alpha.invalid(ro)\n"
+    )
     lock = tmp_path / "lock"
     first = convert(tmp_path, ganesha, lock)
     assert first.communicate(timeout=30)[0].strip() == "changed" and first.returncode == 0
@@ -63,7 +65,7 @@ def test_writes_the_export_blocks_and_says_changed_then_unchanged(tmp_path: Path
 def test_a_run_waits_for_the_lock_so_concurrent_plays_cannot_interleave(tmp_path: Path, ganesha: Path) -> None:
     # Another run (another play) holds the lock: this run must not read the exports or write the
     # output until it is released, and then it reads the exports as they are at that time.
-    (tmp_path / "exports").write_text("/home node001(rw)\n")
+    (tmp_path / "exports").write_text("/home alpha.invalid(rw)\n")
     lock = tmp_path / "lock"
     with lock.open("a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
@@ -73,17 +75,17 @@ def test_a_run_waits_for_the_lock_so_concurrent_plays_cannot_interleave(tmp_path
             time.sleep(0.1)
         assert waiting.poll() is None, "the converter ran while another run held the lock"
         assert not (tmp_path / "ganesha-exports.conf").exists()
-        (tmp_path / "exports").write_text("/home node001(rw) node002(rw)\n")  # the other play's edit
+        (tmp_path / "exports").write_text("/home alpha.invalid(rw) beta.invalid(rw)\n")  # the other play's edit
     out, err = waiting.communicate(timeout=30)
     assert waiting.returncode == 0, err
     assert out.strip() == "changed"
     text = (tmp_path / "ganesha-exports.conf").read_text()
     assert "Clients = " in text and text.count("EXPORT {") == 1
-    assert "node002" in text  # the edit made while it waited is in what it wrote
+    assert "beta.invalid" in text  # the edit made while it waited is in what it wrote
 
 
 def test_an_unusable_lock_is_a_clear_error(tmp_path: Path, ganesha: Path) -> None:
-    (tmp_path / "exports").write_text("/home node001(rw)\n")
+    (tmp_path / "exports").write_text("/home alpha.invalid(rw)\n")
     run = convert(tmp_path, ganesha, tmp_path / "missing-dir" / "lock")
     _, err = run.communicate(timeout=30)
     assert run.returncode == 1 and "cannot open the lock" in err
