@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from elb.config import ClusterConfig, PolicyConfig
 from elb.model import History, Node, NodeState, Plan, Removal, Snapshot
@@ -450,6 +451,9 @@ class StaticPolicy:
     limits: Limits = field(default_factory=Limits)
     params: StaticParams = field(default_factory=StaticParams)
     name: str = "static"
+    # Its plans depend on its nodes only: a job's start or end never changes them (the
+    # simulator's fast-forward relies on it).
+    watches_jobs: ClassVar[bool] = False
     cache: ViewCache = field(default_factory=ViewCache, compare=False, repr=False)
 
     @classmethod

@@ -27,7 +27,10 @@ with ``slots_per_node`` slots a node and ``max_nodes`` nodes.
 Fast-forward: a policy may offer ``quiet_until(snapshot, nodes, history, now)`` (see
 ``elb.policy.peers``). After an empty plan the driver then skips the polls before the earlier of
 that time and the next event: nothing the policy sees changes in between, so the result is the
-same as polling every interval (a test compares both).
+same as polling every interval (a test compares both). A policy whose plans depend on its nodes
+only, never on the jobs (``watches_jobs = False``: the static cluster), is then not asked again
+for job submissions and ends either, only when a node becomes ready; so its replay costs the
+same per job at any cluster size.
 """
 
 from __future__ import annotations
@@ -216,6 +219,8 @@ class Simulator:
         self._ready = {g: FreeIndex[tuple[int, str]](n) for g, n in self.group_slots.items()}
         quiet = policy if isinstance(policy, QuietHint | GroupedPolicy) else None
         self.quiet = quiet if settings.fast_forward else None
+        self.watches_jobs = bool(getattr(policy, "watches_jobs", True))
+        self._last_event_at = self.t0  # the time of the last events handled
         for name in next_names((), initial_nodes):
             self._launch(name, self.t0, boot=0.0)
         if settings.master_exec_slots > 0:
@@ -506,7 +511,12 @@ class Simulator:
             t = min(t, self.readies[0][0])
         return t
 
+    def _next_node_event(self) -> float:
+        """When a node next becomes ready (a policy that ignores jobs may plan again then)."""
+        return self.readies[0][0] if self.readies else math.inf
+
     def _events_at(self, t: float) -> None:
+        self._last_event_at = t
         while self.ends and self.ends[0][0] <= t:
             self._finish(heapq.heappop(self.ends)[2], t)
         while self.readies and self.readies[0][0] <= t:
@@ -573,11 +583,13 @@ class Simulator:
         quiet_since: float | None = None
         while True:
             nxt = self._next_event()
-            if nxt <= poll:
+            if nxt <= poll and nxt < math.inf:
                 self._events_at(nxt)
                 continue
             if self._done():
                 break
+            if poll == math.inf:  # asleep until a node event, and none will come: poll again
+                poll = self._grid(self._last_event_at)
             now = poll
             snapshot, records = self.snapshot(now)
             plan = decide_demand(self.policy, snapshot, records, self.history, now, group_of=self.group_of)
@@ -593,7 +605,8 @@ class Simulator:
                     until = self.quiet.quiet_until_groups(snapshot, self.group_of, records, self.history, now)
                 else:
                     until = self.quiet.quiet_until(snapshot, records, self.history, now)
-                step = max(step, self._grid(min(until, nxt)))
+                horizon = nxt if self.watches_jobs else self._next_node_event()
+                step = max(step, self._grid(min(until, horizon)))
             # Nothing can ever change: no event to come and the policy does nothing.
             if not changed and nxt == math.inf:
                 quiet_since = now if quiet_since is None else quiet_since
