@@ -27,13 +27,12 @@ from elb.interfaces import Cloud, Instance, NoticeKind, NoticeSource, Provisione
 from elb.journal import Journal
 from elb.metrics import PassMetrics
 from elb.model import Node, NodeState, Plan, Snapshot
-from elb.orders import apply_orders
-from elb.planner import count_repair_failures, limit_launches, repairs_hold_scaling
+from elb.planner import PassInputs, PassPlan, count_repair_failures, plan_pass, scale
 from elb.policy import Policy
 from elb.policy.base import minutes
-from elb.policy.grouped import decide_demand, policy_for
+from elb.policy.grouped import policy_for
 from elb.policy.view import cluster_view
-from elb.reconcile import RepairKind, plan_repairs
+from elb.reconcile import RepairKind
 from elb.sdnotify import Notifier
 from elb.servable import DemandSplit, NotDemand, SiteCache, demand_of
 from elb.sge.commands import read_whole
@@ -196,15 +195,19 @@ class Balancer:
         return result
 
     def _pass(self, dry_run: bool) -> PassResult:
-        """read SGE -> check the read -> remember what it showed -> read the cloud -> repair
-        (reconcile) -> scale (policy, back-off) -> record. Failures raise ``PassFailed``."""
+        """read SGE -> check the read -> remember what it showed -> read the cloud and EC2's
+        notices -> plan (``elb.planner.plan_pass``, pure) -> start the plan's operations ->
+        record. Failures to read raise ``PassFailed``."""
         # The stats row describes the cluster as this pass found it (with what it then did), so
         # its node counts are read now, like the snapshot, not after a minute of provisioning.
         self._nodes_at_start = self.journal.nodes()
         snap = self._read_sge("reading SGE")
         self._learn_new_node_slots()
         if dry_run:
-            return PassResult(True, snap.now, self._decide(snap, live=False), snap)
+            inputs = self._inputs(snap, (), frozenset())
+            if inputs.demand is None:
+                raise PassFailed(inputs.demand_error)
+            return PassResult(True, snap.now, scale(inputs, self.policy, snap.now), snap)
         self._remember_seen(snap)
         if self.cloud is None or self.provisioner is None:
             raise RuntimeError("a live pass needs a cloud and a provisioner")
@@ -213,16 +216,90 @@ class Balancer:
         except Exception as err:  # no action on partial data
             raise PassFailed(f"listing the cloud's workers: {err}") from err
         self._heed_notices(instances)
-        act = Actuator(self.journal, self.sge, self.cloud, self.provisioner, self.clock)
-        result = PassResult(True, snap.now, Plan(reason="reconciling; scaling waits for the next pass"), snap)
         busy = self.executor.in_flight()
-        repaired = self._repair(snap, instances, busy, act, result)
-        if repaired is not None:
-            self._scale(act, result, busy, fresh_read=repaired)
+        inputs = self._inputs(snap, instances, busy)
+        plan = plan_pass(inputs, self.config, self.policy, snap.now)
+        result = PassResult(True, snap.now, plan.scaling or Plan(reason=plan.scaling_note), snap)
+        act = Actuator(self.journal, self.sge, self.cloud, self.provisioner, self.clock)
+        self._carry_out(plan, inputs, act, result)
         self.collect_finished(result)
         self.failed_in_a_row = 0
         self._record(result)
         return result
+
+    def _inputs(self, snap: Snapshot, instances: Sequence[Instance], busy: frozenset[str]) -> PassInputs:
+        """What the planner plans on, read once: the journal, the cloud's workers, the demand
+        (``_demand``), the back-off the journal's bring-ups set."""
+        nodes = tuple(self.journal.nodes(include_gone=True))
+        demand, error = None, ""
+        try:
+            demand = self._demand(snap, nodes)
+        except PassFailed as err:
+            error = f"{err}; no scaling this pass"
+        b = self.config.backoff
+        return PassInputs(
+            snapshot=snap,
+            nodes=nodes,
+            instances=tuple(instances),
+            demand=demand,
+            history=self.journal.history(),
+            orders=self.journal.orders(),
+            backoff=compute_backoff(self.journal.bring_up_events(), initial=b.initial, maximum=b.max),
+            in_flight=busy,
+            repair_fails=dict(self._repair_fails),
+            watched_since=self._watching_from(snap.now),
+            demand_error=error,
+        )
+
+    def _carry_out(self, plan: PassPlan, inputs: PassInputs, act: Actuator, result: PassResult) -> None:
+        """Start the plan's operations in its order, each on the executor (none on a node with
+        an operation in flight: the planner left those out): repairs, then launches, then
+        removals. Nothing here decides; it logs, counts and feeds back the repairs' outcomes."""
+        for k in plan.kept:
+            log.warning("%s: %s", k.node, k.reason)
+        self.last.lost_kept = len(plan.kept)
+        for name in plan.orders_done:
+            self.journal.set_order("remove", name, on=False)  # the node is gone: the order is done
+        if plan.stuck:
+            log.error(
+                "ALARM: %s failed %d passes in a row or more; scaling goes on around them",
+                ", ".join(f"{r.kind.value} {r.node}" for r in plan.stuck),
+                self.config.failed_passes_alarm,
+            )
+        if inputs.demand is None:
+            log.error("%s", inputs.demand_error)
+        self._start_repairs(plan, inputs, act, result)
+        self.last.backoff_rounds = inputs.backoff.rounds
+        self.last.backoff_wait = inputs.backoff.waiting(result.now)
+        scaling = plan.scaling
+        if scaling is None:
+            return
+        if plan.launches_held:
+            self.counters.launches_held += plan.launches_held
+            log.error("ALARM: %s", scaling.reason)
+        if scaling.add and not self._stop_before(",".join(scaling.add_names), result):
+            # Requested before the pass ends: the next pass counts these nodes as booting.
+            act.request(scaling.add_names, scaling.add_reason, scaling.add_groups)
+            names = ",".join(scaling.add_names)
+            self.executor.submit(scaling.add_names, names, functools.partial(act.launch, scaling.add_names))
+        for r in scaling.remove:
+            if self._stop_before(r.node, result):
+                break
+            self.executor.submit([r.node], r.node, functools.partial(act.remove, r.node, r.reason))
+
+    def _start_repairs(self, plan: PassPlan, inputs: PassInputs, act: Actuator, result: PassResult) -> None:
+        """Start the plan's repairs, and count each one's failed passes in a row."""
+        busy = inputs.in_flight
+        if not plan.repairs:
+            self._repair_fails = {k: n for k, n in self._repair_fails.items() if k[1] in busy}
+            return
+        self.collect_finished(result)  # failures of repairs that ended since the last pass count below
+        for repair in plan.repairs:
+            if self._stop_before(repair.node, result):
+                break
+            self.executor.submit([repair.node], repair.node, functools.partial(act.repair, repair))
+        self.collect_finished(result)
+        self._repair_fails = count_repair_failures(self._repair_fails, plan.repairs, result.outcomes.failed, busy)
 
     def collect_finished(self, result: PassResult) -> None:
         """What the node operations that ended since the last pass achieved, into ``result``."""
@@ -302,94 +379,6 @@ class Balancer:
         busy = [h.name for h in snap.hosts if h.busy] + [j.host for j in snap.jobs if j.host]
         self.journal.mark_seen(snap.now, busy=sorted(set(busy)), up=[h.name for h in snap.hosts if h.up])
 
-    def _repair(
-        self, snap: Snapshot, instances: list[Instance], busy: frozenset[str], act: Actuator, result: PassResult
-    ) -> bool | None:
-        """Plan the repairs and start them (none on a node with an operation in flight). None when
-        scaling waits for the next pass, else whether the pass started repairs (scaling then
-        decides on a fresh read)."""
-        cfg = self.config
-        repairs = plan_repairs(
-            self.journal.nodes(include_gone=True),
-            instances,
-            snap,
-            snap.now,
-            master=cfg.cluster.master,
-            boot_timeout=cfg.boot_timeout,
-            orphan_timeout=cfg.orphan_timeout,
-            unreachable_timeout=cfg.unreachable_timeout,
-            watched_since=self._watching_from(snap.now),
-        )
-        kept = [r for r in repairs if r.kind is RepairKind.KEPT]
-        for k in kept:
-            log.warning("%s: %s", k.node, k.reason)
-        self.last.lost_kept = len(kept)
-        # A node with an operation in flight is not touched: its operation journals its steps.
-        repairs = [r for r in repairs if r.kind is not RepairKind.KEPT and r.node not in busy]
-        if not repairs:
-            self._repair_fails = {k: n for k, n in self._repair_fails.items() if k[1] in busy}
-            return False
-        hold = repairs_hold_scaling(repairs, self._repair_fails, self.config.failed_passes_alarm)
-        if hold.stuck:
-            log.error(
-                "ALARM: %s failed %d passes in a row or more; scaling goes on around them",
-                ", ".join(f"{r.kind.value} {r.node}" for r in hold.stuck),
-                self.config.failed_passes_alarm,
-            )
-        self.collect_finished(result)  # failures of repairs that ended since the last pass count below
-        for repair in repairs:
-            if self._stop_before(repair.node, result):
-                break
-            self.executor.submit([repair.node], repair.node, functools.partial(act.repair, repair))
-        self.collect_finished(result)
-        self._repair_fails = count_repair_failures(self._repair_fails, repairs, result.outcomes.failed, busy)
-        return None if hold.scaling_waits or self.stopping.is_set() else True
-
-    def _scale(self, act: Actuator, result: PassResult, busy: frozenset[str], *, fresh_read: bool) -> None:
-        """Decide with the policy (on a fresh read of SGE when the pass started repairs), cut the
-        launches by the back-off, and start the plan's operations (none on a node with an
-        operation in flight)."""
-        snap = result.snapshot
-        if snap is None or fresh_read:
-            try:  # decide on fresh data: SGE as the repairs left it
-                snap = self._read_sge("re-reading SGE after the repairs")
-            except PassFailed as err:
-                log.error("%s; no scaling this pass", err)
-                return
-        now = snap.now
-        try:
-            plan = self._decide(snap, live=True)
-        except PassFailed as err:
-            log.error("%s; no scaling this pass", err)
-            return
-        if plan.add:
-            plan = self._limit_launches(plan, now)
-        result.plan = plan
-        if plan.add and not self._stop_before(",".join(plan.add_names), result):
-            # Requested before the pass ends: the next pass counts these nodes as booting.
-            act.request(plan.add_names, plan.add_reason, plan.add_groups)
-            names = ",".join(plan.add_names)
-            self.executor.submit(plan.add_names, names, functools.partial(act.launch, plan.add_names))
-        for r in plan.remove:
-            if r.node in busy:
-                continue
-            if self._stop_before(r.node, result):
-                break
-            self.executor.submit([r.node], r.node, functools.partial(act.remove, r.node, r.reason))
-
-    def _decide(self, snap: Snapshot, *, live: bool) -> Plan:
-        """The policy's plan, with the admin's standing orders applied (pause, keep, remove).
-        ``live``: a removal order whose node is gone is done and withdrawn (a dry run writes nothing)."""
-        nodes = self.journal.nodes(include_gone=True)
-        demand = self._demand(snap, nodes)
-        history = self.journal.history()
-        plan = decide_demand(self.policy, demand.snapshot, nodes, history, snap.now, group_of=demand.group_of)
-        busy = {h.name for h in snap.hosts if h.busy} | {j.host for j in snap.jobs if j.host}
-        orders = self.journal.orders()
-        for name in orders.remove - {n.name for n in nodes if n.state.alive} if live else ():
-            self.journal.set_order("remove", name, on=False)  # the node is gone: the order is done
-        return apply_orders(plan, orders, nodes, busy)
-
     def _demand(self, snap: Snapshot, nodes: Sequence[Node]) -> DemandSplit:
         """The snapshot the policy plans on: waiting jobs no new node could ever run, or held by
         ``qsub -a`` until later, left out (``elb.servable``) and reported. ``PassFailed`` when the
@@ -408,18 +397,6 @@ class Balancer:
         self.last.not_demand = split.not_demand
         self.last.unservable_jobs = len(split.unservable)
         return split
-
-    def _limit_launches(self, plan: Plan, now: float) -> Plan:
-        """The plan's launches, cut by the back-off the journal's failed bring-ups set."""
-        b = self.config.backoff
-        backoff = compute_backoff(self.journal.bring_up_events(), initial=b.initial, maximum=b.max)
-        self.last.backoff_rounds = backoff.rounds
-        self.last.backoff_wait = backoff.waiting(now)
-        limited = limit_launches(plan, backoff, now)
-        if limited.add < plan.add:
-            self.counters.launches_held += plan.add - limited.add
-            log.error("ALARM: %s", limited.reason)
-        return limited
 
     def _watching_from(self, now: float) -> float:
         """When this run of elb began to watch the cluster: its first live pass."""

@@ -1,5 +1,9 @@
-"""Pure decisions of a pass that are not the scaling policy's: no I/O, time passed in.
+"""The pure planner of a pass: what a pass read, joined, in; the actions it takes, as data with
+their reasons, out. No I/O; time is passed in.
 
+- ``plan_pass``: the whole pass: the repairs (reconcile) and the rules that order them before
+  scaling, the policy's plan on the demand, the admin's orders and the back-off, in one call
+  that the daemon runs live and its tests run on values;
 - ``limit_launches``: the policy's plan with its launches cut by the back-off;
 - ``drain_verdict``: after ``qmod -d`` and a fresh read, may the node go on to deregistration?
 - ``cleanup_verdict``: a node whose deregistration play failed: terminate it, or keep it?
@@ -13,12 +17,18 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from elb.backoff import Backoff
-from elb.model import Job, Node, Plan
+from elb.config import Config
+from elb.interfaces import Instance
+from elb.model import History, Job, Node, Plan, Snapshot
+from elb.orders import Orders, apply_orders
+from elb.policy import Policy
 from elb.policy.base import minutes
-from elb.reconcile import Repair, RepairKind
+from elb.policy.grouped import decide_demand
+from elb.reconcile import Repair, RepairKind, plan_repairs
+from elb.servable import DemandSplit
 
 RepairKey = tuple[RepairKind, str]  # a repair of one kind on one node
 
@@ -120,3 +130,94 @@ def count_repair_failures(
         key = (r.kind, r.node)
         counts[key] = before.get(key, 0) + 1 if r.node in failed else 0
     return {k: n for k, n in counts.items() if n}
+
+
+@dataclass(frozen=True, slots=True)
+class PassInputs:
+    """Everything one pass read, as values: the planner's whole input besides the configuration,
+    the policy and ``now``."""
+
+    snapshot: Snapshot  # SGE, checked whole (``elb.sge.readcheck``)
+    nodes: tuple[Node, ...]  # the journal's records, gone ones included
+    instances: tuple[Instance, ...]  # the cloud's workers
+    demand: DemandSplit | None  # the waiting jobs that are demand; None: not known (``demand_error``)
+    history: History
+    orders: Orders
+    backoff: Backoff
+    in_flight: frozenset[str] = frozenset()  # nodes with an operation of elb under way
+    repair_fails: Mapping[RepairKey, int] = field(default_factory=dict)  # failed passes in a row
+    watched_since: float | None = None  # this run's first live pass (``reconcile.lost_for``)
+    demand_error: str = ""  # why the demand is not known (the site's configuration unreadable)
+
+
+@dataclass(frozen=True, slots=True)
+class PassPlan:
+    """The actions of one pass, each with its reason: repairs first; scaling (``scaling``) only
+    when the repairs let it go on (``scaling_note`` says why not); removal orders whose node is
+    gone are done (``orders_done``)."""
+
+    repairs: tuple[Repair, ...] = ()  # to start, in order
+    kept: tuple[Repair, ...] = ()  # lost nodes kept because SGE lists work on them (an admin must look)
+    stuck: tuple[Repair, ...] = ()  # every repair failed ``failed_passes_alarm`` passes or more
+    scaling: Plan | None = None  # None: no scaling this pass
+    scaling_note: str = ""  # why there is no scaling this pass
+    wanted: int = 0  # launches the policy asked for before the back-off
+    orders_done: tuple[str, ...] = ()  # removal orders to withdraw: their nodes are gone
+
+    @property
+    def launches_held(self) -> int:
+        return self.wanted - (self.scaling.add if self.scaling is not None else 0)
+
+
+def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) -> PassPlan:
+    """One pass's actions. Repairs (``elb.reconcile``), none on a node with an operation in
+    flight, come first; while any is not stuck, scaling waits for the next pass (it decides on
+    the cluster as the repairs leave it). Scaling is the policy's plan on the demand, with the
+    admin's orders applied and the launches cut by the back-off; it never removes a node under
+    repair or with an operation in flight."""
+    repairs = plan_repairs(
+        inputs.nodes,
+        inputs.instances,
+        inputs.snapshot,
+        now,
+        master=config.cluster.master,
+        boot_timeout=config.boot_timeout,
+        orphan_timeout=config.orphan_timeout,
+        unreachable_timeout=config.unreachable_timeout,
+        watched_since=inputs.watched_since,
+    )
+    kept = tuple(r for r in repairs if r.kind is RepairKind.KEPT)
+    todo = tuple(r for r in repairs if r.kind is not RepairKind.KEPT and r.node not in inputs.in_flight)
+    hold = repairs_hold_scaling(todo, inputs.repair_fails, config.failed_passes_alarm)
+    done = _orders_done(inputs.orders, inputs.nodes)
+    base = PassPlan(repairs=todo, kept=kept, stuck=hold.stuck, orders_done=done)
+    if hold.scaling_waits:
+        return dataclasses.replace(base, scaling_note="reconciling; scaling waits for the next pass")
+    if inputs.demand is None:
+        return dataclasses.replace(base, scaling_note=inputs.demand_error or "the demand is not known")
+    plan = scale(inputs, policy, now)
+    # A node under repair, or with an operation under way, is left to it.
+    busy_nodes = inputs.in_flight | {r.node for r in todo}
+    if any(r.node in busy_nodes for r in plan.remove):
+        plan = dataclasses.replace(plan, remove=tuple(r for r in plan.remove if r.node not in busy_nodes))
+    wanted = plan.add
+    if plan.add:
+        plan = limit_launches(plan, inputs.backoff, now)
+    return dataclasses.replace(base, scaling=plan, wanted=wanted)
+
+
+def scale(inputs: PassInputs, policy: Policy, now: float) -> Plan:
+    """The policy's plan on the demand, with the admin's standing orders applied (pause, keep,
+    remove). The dry run's plan too."""
+    assert inputs.demand is not None
+    demand = inputs.demand
+    plan = decide_demand(policy, demand.snapshot, inputs.nodes, inputs.history, now, group_of=demand.group_of)
+    snap = inputs.snapshot
+    busy = {h.name for h in snap.hosts if h.busy} | {j.host for j in snap.jobs if j.host}
+    return apply_orders(plan, inputs.orders, inputs.nodes, busy)
+
+
+def _orders_done(orders: Orders, nodes: Sequence[Node]) -> tuple[str, ...]:
+    """Removal orders whose node is gone (or was never one of elb's)."""
+    alive = {n.name for n in nodes if n.state.alive}
+    return tuple(sorted(orders.remove - alive))

@@ -1,0 +1,167 @@
+"""The whole pass as one pure function: ``plan_pass(inputs, config, policy, now)``. What a pass
+read goes in as values; the repairs, the scaling plan and their reasons come out. No journal,
+no cloud, no SGE: the daemon's tests check that it carries the plan out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from elb.backoff import Backoff, Cause
+from elb.config import Config, parse_config
+from elb.interfaces import Instance
+from elb.model import History, NodeState, Snapshot
+from elb.orders import Orders
+from elb.planner import PassInputs, PassPlan, plan_pass, scale
+from elb.policy.grouped import policy_for
+from elb.reconcile import RepairKind
+from elb.servable import DemandSplit
+from tests.unit.factories import T0, host, node, pending, running, snap
+
+
+@pytest.fixture
+def cfg(tmp_path: Path) -> Config:
+    return parse_config(
+        {
+            "state_dir": str(tmp_path),
+            "policy": {"max_nodes": 4, "add_nodes_per_iteration": 2, "slots_per_node": 8, "shrink": "timer"},
+        }
+    )
+
+
+def inputs(snapshot: Snapshot, **kw: object) -> PassInputs:
+    """A pass's inputs with an empty journal and cloud unless given, and all waiting jobs demand."""
+    values: dict[str, object] = {
+        "snapshot": snapshot,
+        "nodes": (),
+        "instances": (),
+        "demand": DemandSplit(snapshot),
+        "history": History(),
+        "orders": Orders(),
+        "backoff": Backoff(),
+    }
+    values.update(kw)
+    return PassInputs(**values)  # type: ignore[arg-type]
+
+
+def plan(cfg: Config, **kw: object) -> PassPlan:
+    snapshot = kw.pop("snapshot", snap([pending(1, 600, slots=8), pending(2, 600, slots=8)]))
+    assert isinstance(snapshot, Snapshot)
+    return plan_pass(inputs(snapshot, **kw), cfg, policy_for(cfg), T0)
+
+
+def instance(name: str, state: str = "running") -> Instance:
+    return Instance(f"i-{name}", name, state, T0 - 3600, private_ip="10.0.0.9")
+
+
+# A node the journal has as ready whose instance the cloud no longer lists: a repair.
+VANISHED = node("node001", 3600, instance_id="i-node001")
+
+
+def test_waiting_jobs_and_no_repair_give_a_launch_with_its_reason(cfg: Config) -> None:
+    p = plan(cfg)
+    assert p.repairs == () and p.scaling is not None
+    assert p.scaling.add == 2 and p.scaling.add_names == ("node001", "node002")
+    assert p.scaling.add_reason
+    assert p.wanted == 2 and p.launches_held == 0
+
+
+def test_a_repair_comes_first_and_scaling_waits_for_the_next_pass(cfg: Config) -> None:
+    p = plan(cfg, nodes=(VANISHED,))
+    assert [r.kind for r in p.repairs] == [RepairKind.VANISHED]
+    assert p.scaling is None and "scaling waits" in p.scaling_note
+
+
+def test_a_node_with_an_operation_in_flight_gets_no_repair_and_scaling_goes_on(cfg: Config) -> None:
+    p = plan(cfg, nodes=(VANISHED,), in_flight=frozenset({"node001"}))
+    assert p.repairs == ()
+    assert p.scaling is not None and p.scaling.add == 2
+
+
+def test_stuck_repairs_are_named_and_scaling_goes_on_around_them(cfg: Config) -> None:
+    fails = {(RepairKind.VANISHED, "node001"): cfg.failed_passes_alarm}
+    p = plan(cfg, nodes=(VANISHED,), repair_fails=fails)
+    assert [r.node for r in p.stuck] == ["node001"] and [r.node for r in p.repairs] == ["node001"]
+    assert p.scaling is not None and p.scaling.add == 2
+
+
+def test_scaling_never_removes_a_node_under_repair_or_in_flight(cfg: Config) -> None:
+    # Two idle ready nodes the timer rule would remove, no waiting job.
+    a = node("node001", 3500, instance_id="i-node001")
+    b = node("node002", 3500, instance_id="i-node002")
+    c = node("node003", 3500, instance_id="i-node003")
+    idle = snap(hosts=[host("node001"), host("node002"), host("node003")])
+    free = plan_pass(
+        inputs(idle, nodes=(a, b, c), instances=tuple(instance(n.name) for n in (a, b, c))), cfg, policy_for(cfg), T0
+    )
+    assert free.scaling is not None and {r.node for r in free.scaling.remove} >= {"node002", "node003"}
+    # node002's removal is under way: the planner leaves it to that operation.
+    busy = plan_pass(
+        inputs(
+            idle,
+            nodes=(a, b, c),
+            instances=tuple(instance(n.name) for n in (a, b, c)),
+            in_flight=frozenset({"node002"}),
+        ),
+        cfg,
+        policy_for(cfg),
+        T0,
+    )
+    assert busy.scaling is not None and "node002" not in {r.node for r in busy.scaling.remove}
+
+
+def test_the_back_off_cuts_the_launches_and_says_how_many_were_held(cfg: Config) -> None:
+    backoff = Backoff(rounds=2, next_launch_at=T0 + 300, cause=Cause.PROVISION, last_failure="node001: failed")
+    p = plan(cfg, backoff=backoff)
+    assert p.scaling is not None and p.scaling.add == 0
+    assert p.wanted == 2 and p.launches_held == 2
+    assert "backed off" in p.scaling.reason
+
+
+def test_unknown_demand_means_no_scaling_but_repairs_go_on(cfg: Config) -> None:
+    p = plan(
+        cfg,
+        nodes=(VANISHED,),
+        repair_fails={(RepairKind.VANISHED, "node001"): 99},
+        demand=None,
+        demand_error="reading the site's complexes: qconf failed; no scaling this pass",
+    )
+    assert [r.node for r in p.repairs] == ["node001"]
+    assert p.scaling is None and "qconf failed" in p.scaling_note
+
+
+def test_removal_orders_of_gone_nodes_are_done_and_live_ones_stand(cfg: Config) -> None:
+    gone = node("node005", 7200, state=NodeState.TERMINATED)
+    live = node("node006", 3500, instance_id="i-node006")
+    orders = Orders(remove=frozenset({"node005", "node006", "node404"}))
+    idle = snap(hosts=[host("node006")])
+    p = plan_pass(
+        inputs(idle, nodes=(gone, live), instances=(instance("node006"),), orders=orders), cfg, policy_for(cfg), T0
+    )
+    assert p.orders_done == ("node005", "node404")
+    assert p.scaling is not None and [r.node for r in p.scaling.remove] == ["node006"]
+
+
+def test_an_admin_pause_holds_scaling_not_repairs(cfg: Config) -> None:
+    paused = Orders(paused_since=T0 - 60, pause_reason="maintenance")
+    p = plan(cfg, orders=paused)
+    assert p.scaling is not None and p.scaling.empty and "paused" in p.scaling.reason
+    q = plan(cfg, orders=paused, nodes=(VANISHED,))
+    assert [r.node for r in q.repairs] == ["node001"]
+
+
+def test_a_busy_node_is_never_removed_by_an_order(cfg: Config) -> None:
+    live = node("node006", 3500, instance_id="i-node006")
+    orders = Orders(remove=frozenset({"node006"}))
+    working = snap([running(7, on="node006")], hosts=[host("node006", used=1)])
+    p = plan_pass(
+        inputs(working, nodes=(live,), instances=(instance("node006"),), orders=orders), cfg, policy_for(cfg), T0
+    )
+    assert p.scaling is not None and p.scaling.remove == ()
+
+
+def test_the_dry_runs_plan_is_the_live_scaling_plan(cfg: Config) -> None:
+    i = inputs(snap([pending(1, 600, slots=8)]))
+    live = plan_pass(i, cfg, policy_for(cfg), T0)
+    assert live.scaling == scale(i, policy_for(cfg), T0)
