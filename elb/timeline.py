@@ -133,6 +133,8 @@ class TimelineSummary:
 
     def describe(self, hours: float) -> str:
         """One line for ``elb status``: median and worst seconds of each duration."""
+        if not self.nodes:
+            return f"boot timeline: no node launched in the last {hours:g} h"
         parts = []
         for name in DURATION_NAMES:
             s = self.steps[name]

@@ -299,3 +299,110 @@ def test_the_metrics_registry_feeds_the_step_histogram_from_the_journal(cfg: Con
     assert registry.get_sample_value("elb_boot_step_seconds_count", {"step": "provision"}) == 1.0
     assert registry.get_sample_value("elb_boot_step_seconds_count", {"step": "register"}) == 0.0
     journal.close()
+
+
+# -- elb nodes and elb status --------------------------------------------------------------
+STATE_AT = {  # the node's state as the actuator records each of its steps
+    Step.REQUESTED: NodeState.REQUESTED,
+    Step.RUNNING: NodeState.RUNNING,
+    Step.PROVISIONING: NodeState.PROVISIONING,
+    Step.PROVISIONED: NodeState.READY,
+}
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A config and a journal: node001 booted and ran a job, node002 is provisioning, node003
+    was launched two days ago and is gone, node004 launched an hour ago and failed."""
+    from elb import factory
+    from elb.config import load_config
+
+    path = tmp_path / "elb.yml"
+    path.write_text(f"state_dir: {tmp_path / 'state'}\npolicy: {{max_nodes: 4, slots_per_node: 8}}\n")
+    j = Journal(load_config(path).journal_path)
+
+    def boot(name: str, start: float, steps: int, state: NodeState) -> None:
+        offsets = (0.0, 40.0, 41.0, 160.0, 190.0, 250.0)
+        for step, offset in list(zip(Step, offsets, strict=True))[:steps]:
+            if step in (Step.REGISTERED, Step.FIRST_JOB):
+                up, busy = ([name], []) if step is Step.REGISTERED else ([name], [name])
+                j.mark_seen(start + offset, up=up, busy=busy)
+            else:
+                j.record(name, STATE_AT[step], start + offset, launched_at=start, step=step)
+        j.record(name, state, start + 300.0)
+
+    boot("node001", T0 - 3600, 6, NodeState.READY)
+    boot("node002", T0 - 100, 2, NodeState.PROVISIONING)
+    boot("node003", T0 - 2 * DAY, 4, NodeState.TERMINATED)
+    boot("node004", T0 - 3000, 1, NodeState.FAILED)
+    j.close()
+    sge = FakeSge(T0, jobs=[running(7, "node001")])
+    sge.add_host("node001")
+    monkeypatch.setattr(factory, "make_sge", lambda cfg: sge)
+    return path
+
+
+def test_nodes_shows_the_seconds_of_each_boot_step(cli: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from elb.cli import main
+    from elb.exitcodes import Exit
+
+    assert main(["nodes", "-c", str(cli)]) == Exit.OK
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[7:] == ["boot", "ssh", "provision", "register", "first", "job", "jobs"]
+    rows = {line.split()[0]: line.split() for line in out[1:]}
+    assert set(rows) == {"node001", "node002"}
+    assert rows["node001"][-6:] == ["40", "1", "119", "30", "60", "7"]
+    assert rows["node002"][-6:] == ["40", "-", "-", "-", "-", "-"]
+    assert main(["nodes", "-c", str(cli), "--all"]) == Exit.OK
+    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[1:]}
+    assert rows["node003"][-6:-1] == ["40", "1", "119", "-", "-"]
+    assert rows["node004"][-6:-1] == ["-"] * 5
+
+
+def test_nodes_json_carries_the_boot_steps(cli: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from elb.cli import main
+    from elb.exitcodes import Exit
+
+    assert main(["nodes", "-c", str(cli), "--json"]) == Exit.OK
+    by_name = {n["name"]: n for n in json.loads(capsys.readouterr().out)["nodes"]}
+    assert by_name["node001"]["boot_steps"] == {
+        "boot": 40.0,
+        "ssh": 1.0,
+        "provision": 119.0,
+        "register": 30.0,
+        "first_job": 60.0,
+    }
+    assert by_name["node001"]["boot_times"]["requested"] == T0 - 3600
+    assert by_name["node002"]["boot_steps"]["ssh"] is None
+    assert list(by_name["node002"]["boot_times"]) == ["requested", "running"]
+
+
+def test_status_sums_up_the_boot_steps_of_the_last_day(cli: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from elb.cli import main
+    from elb.exitcodes import Exit
+
+    assert main(["status", "-c", str(cli)]) == Exit.OK
+    out = capsys.readouterr().out
+    assert (
+        "boot timeline of 3 node(s) launched in the last 24 h, median/worst seconds: "
+        "boot 40/40, ssh 1/1, provision 119/119, register 30/30, first job 60/60"
+    ) in out.splitlines()
+    assert main(["status", "-c", str(cli), "--json"]) == Exit.OK
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["boot_timeline"]["nodes"] == 3 and doc["boot_timeline"]["since"] == T0 - DAY
+    assert doc["boot_timeline"]["steps"]["boot"] == {"nodes": 2, "median": 40.0, "worst": 40.0}
+    assert doc["boot_timeline"]["steps"]["first_job"] == {"nodes": 1, "median": 60.0, "worst": 60.0}
+    assert {n["name"]: n["boot_steps"]["register"] for n in doc["nodes"]} == {"node001": 30.0, "node002": None}
+
+
+def test_status_without_a_recent_launch_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from elb.cli import main
+
+    path = tmp_path / "elb.yml"
+    path.write_text(f"state_dir: {tmp_path / 'state'}\ncloud: {{provider: local}}\n")
+    main(["status", "-c", str(path)])
+    assert "boot timeline: no node launched in the last 24 h" in capsys.readouterr().out
