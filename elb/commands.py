@@ -355,11 +355,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     now = snap.now if snap is not None else time.time()
     nodes = journal.nodes()
     period = cfg.policy.billing_period
-    timelines = journal.timelines()
     if args.json:
         print(json.dumps(_status_json(cfg, journal, snap, now), indent=2))
         journal.close()
         return Exit.OK if snap is not None else Exit.UNREADABLE
+    timelines = journal.timelines()
     print(f"{'node':<12} {'state':<13} {'uptime':>8} {'into period':>12} {'jobs':>5}  instance")
     for n in nodes:
         f = node_facts(n, snap, now, period, timelines.get(n.name))

@@ -4,6 +4,7 @@ adds them to an older journal, the actuator's steps, and the step histogram."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -281,6 +282,28 @@ def test_a_pass_records_the_launch_steps_and_later_passes_what_sge_shows(cfg: Co
 
     assert {name: count(name) for name in DURATION_NAMES} == dict.fromkeys(DURATION_NAMES, 1.0)
     assert total("first_job") == 100.0 and total("boot") == boot
+    journal.close()
+
+
+def test_an_instance_without_an_address_is_not_running_yet(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from elb.actuator import Actuator, Outcomes
+    from elb.interfaces import LaunchResult
+
+    class NoAddress(FakeCloud):
+        def launch(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> LaunchResult:
+            done = super().launch(names, groups)
+            return LaunchResult(tuple(replace(i, private_ip=None) for i in done.launched), done.failed)
+
+    sge = FakeSge(T0)
+    journal = Journal(tmp_path / "j.sqlite")
+    act = Actuator(journal, sge, NoAddress(T0), FakeProvisioner(sge), Ticking(T0))
+    out = Outcomes()
+    act.add(["node001"], "test", out)
+    assert "node001" in out.failed  # no private address: cleaned up
+    t = journal.timelines(include_gone=True)["node001"]
+    assert list(t.steps) == [Step.REQUESTED]
     journal.close()
 
 
