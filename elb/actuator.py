@@ -18,6 +18,7 @@ from elb.model import Job, Node, NodeState, Snapshot
 from elb.planner import Cleanup, Drain, cleanup_verdict, drain_verdict
 from elb.reconcile import Repair, RepairKind
 from elb.sge.commands import Rescheduled
+from elb.timeline import Step
 
 log = logging.getLogger("elb.actuator")
 
@@ -103,7 +104,9 @@ class Actuator:
         its node group when ``groups`` names one."""
         for name in names:
             group = None if groups is None else groups.get(name)
-            self.journal.record(name, NodeState.REQUESTED, self.clock(), detail=reason, group=group)
+            self.journal.record(
+                name, NodeState.REQUESTED, self.clock(), detail=reason, group=group, step=Step.REQUESTED
+            )
 
     def launch(self, names: Sequence[str], out: Outcomes) -> None:
         """Launch requested nodes and provision them in one playbook run."""
@@ -129,7 +132,8 @@ class Actuator:
         self.provision([self._record_running(inst.name, inst) for inst in result.launched], out)
 
     def _record_running(self, name: str, inst: Instance, detail: str | None = None) -> Node:
-        """Node ``name`` runs on ``inst``: record it with what the cloud says of the instance."""
+        """Node ``name`` runs on ``inst``: record it with what the cloud says of the instance (and,
+        with an address, its ``running`` boot step)."""
         return self.journal.record(
             name,
             NodeState.RUNNING,
@@ -140,6 +144,7 @@ class Actuator:
             slots=inst.slots,
             instance_type=inst.instance_type,
             launched_at=inst.launched_at,
+            step=Step.RUNNING if inst.private_ip is not None else None,
         )
 
     def provision(self, nodes: Sequence[Node], out: Outcomes) -> None:
@@ -151,14 +156,14 @@ class Actuator:
         if not specs:
             return
         for s in specs:
-            self.journal.record(s.name, NodeState.PROVISIONING, self.clock())
+            self.journal.record(s.name, NodeState.PROVISIONING, self.clock(), step=Step.PROVISIONING)
         results = self.provisioner.add_nodes(specs, _ready_specs(self.journal, [s.name for s in specs]))
         for s in specs:
             res = results.get(s.name, HostResult(s.name, Outcome.FAILED, message="no result from provisioning"))
             node = self.journal.node(s.name)
             assert node is not None
             if res.ok:
-                self.journal.record(s.name, NodeState.READY, self.clock())
+                self.journal.record(s.name, NodeState.READY, self.clock(), step=Step.PROVISIONED)
                 out.added.append(s.name)
             else:
                 self._fail_and_terminate(node, _describe(res), out)

@@ -31,6 +31,7 @@ from elb.servable import DemandSplit, NotDemand, demand_of
 from elb.spend import GroupSpend, spend_by_group
 from elb.starttimes import StartTimes
 from elb.stats import duration, window_start
+from elb.timeline import DAY, DURATION_NAMES, TimelineSummary, summarize
 
 log = logging.getLogger("elb")
 
@@ -70,19 +71,24 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser(
         "status",
-        help="nodes with state, uptime, billing period and jobs; queue summary",
+        help="nodes with state, uptime, billing period and jobs; boot timeline; queue summary",
         description="Each managed node with its state, uptime, position in its billing period and jobs; "
-        "SGE's queue summary; pending orders and the last pass. Reads the journal read-only. "
+        "the median and worst seconds of each boot step (boot, ssh, provision, register, first job) over "
+        "the nodes launched in the last 24 h; SGE's queue summary; pending orders and the last pass. "
+        "Reads the journal read-only. "
         "Exit 4 (after printing what it could) when SGE cannot be read.",
     )
     _add_config(p)
-    p.add_argument("--json", action="store_true", help="one JSON object: nodes, SGE summary, orders, last pass")
+    p.add_argument(
+        "--json", action="store_true", help="one JSON object: nodes, boot timeline, SGE summary, orders, last pass"
+    )
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser(
         "nodes",
-        help="every node elb manages: state, instance, age, billing period, jobs (--json for scripts)",
-        description="The nodes elb manages, from its journal, with the jobs SGE lists on each. "
+        help="every node elb manages: state, instance, age, billing period, boot steps, jobs (--json for scripts)",
+        description="The nodes elb manages, from its journal, with the seconds of each step of their boot "
+        "(boot, ssh, provision, register, first job; '-' when not reached) and the jobs SGE lists on each. "
         "Exit 4 (after printing) when SGE cannot be read.",
     )
     _add_config(p)
@@ -353,9 +359,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps(_status_json(cfg, journal, snap, now), indent=2))
         journal.close()
         return Exit.OK if snap is not None else Exit.UNREADABLE
+    timelines = journal.timelines()
     print(f"{'node':<12} {'state':<13} {'uptime':>8} {'into period':>12} {'jobs':>5}  instance")
     for n in nodes:
-        f = node_facts(n, snap, now, period)
+        f = node_facts(n, snap, now, period, timelines.get(n.name))
         note = f"  SGE has not reached it for {minutes(f.lost_for)}" if f.lost_for else ""
         print(
             f"{f.name:<12} {f.state:<13} {minutes(f.uptime):>8} {minutes(f.into_period):>12} "
@@ -365,6 +372,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print("(no nodes managed by elb)")
     for spent in _spend(cfg, nodes, now):
         print(spent.describe())
+    print(_boot_summary(journal, now).describe(DAY / 3600))
     if snap is not None:
         for line in snapshot_summary(snap, cfg.cluster.master):
             print(line)
@@ -398,10 +406,19 @@ def _status_json(cfg: Config, journal: Journal, snap: Snapshot | None, now: floa
     orders = journal.orders()
     split = None if snap is None else _demand_or_none(cfg, snap, journal.nodes())
     last = journal.passes(limit=1)
+    timelines = journal.timelines()
+    boot = _boot_summary(journal, now)
     return {
         "time": now,
         "sge_read": snap is not None,
-        "nodes": [asdict(node_facts(n, snap, now, cfg.policy.billing_period)) for n in journal.nodes()],
+        "nodes": [
+            asdict(node_facts(n, snap, now, cfg.policy.billing_period, timelines.get(n.name))) for n in journal.nodes()
+        ],
+        "boot_timeline": {
+            "since": boot.since,
+            "nodes": boot.nodes,
+            "steps": {name: asdict(boot.steps[name]) for name in DURATION_NAMES},
+        },
         "sge": None if snap is None else snapshot_summary(snap, cfg.cluster.master),
         "not_demand": None if split is None else [_not_demand_json(n) for n in split.not_demand],
         "groups": [asdict(s) for s in _spend(cfg, journal.nodes(), now)],
@@ -413,6 +430,16 @@ def _status_json(cfg: Config, journal: Journal, snap: Snapshot | None, now: floa
         },
         "last_pass": None if not last else asdict(last[-1]),
     }
+
+
+def _boot_summary(journal: Journal, now: float) -> TimelineSummary:
+    """Median and worst of each boot step over the nodes launched in the last day, those gone
+    since included (``elb.timeline``)."""
+    return summarize(journal.timelines(include_gone=True).values(), now, DAY)
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
 
 
 def _spend(cfg: Config, nodes: Sequence[Node], now: float) -> list[GroupSpend]:
@@ -454,20 +481,28 @@ def cmd_nodes(args: argparse.Namespace) -> int:
         return Exit.CONFIG
     snap = _read_sge_or_none(cfg)
     now = snap.now if snap is not None else time.time()
-    facts = [node_facts(n, snap, now, cfg.policy.billing_period) for n in journal.nodes(include_gone=args.all)]
+    timelines = journal.timelines(include_gone=args.all)
+    facts = [
+        node_facts(n, snap, now, cfg.policy.billing_period, timelines.get(n.name))
+        for n in journal.nodes(include_gone=args.all)
+    ]
     journal.close()
     if args.json:
         print(json.dumps({"time": now, "sge_read": snap is not None, "nodes": [asdict(f) for f in facts]}, indent=2))
     else:
-        print(f"{'node':<12} {'state':<13} {'type':<12} {'uptime':>8} {'into period':>12} {'idle':>8}  jobs")
+        print(
+            f"{'node':<12} {'state':<13} {'type':<12} {'uptime':>8} {'into period':>12} {'idle':>8} "
+            f"{'boot':>5} {'ssh':>5} {'provision':>9} {'register':>8} {'first job':>9}  jobs"
+        )
         for f in facts:
             jobs = (
                 "?" if f.jobs is None else (",".join(map(str, f.jobs[:8])) + ("..." if len(f.jobs) > 8 else "") or "-")
             )
             idle = minutes(f.idle_for) if f.idle_for is not None else "-"
+            boot, ssh, prov, reg, first = (_seconds(f.boot_steps[name]) for name in DURATION_NAMES)
             print(
                 f"{f.name:<12} {f.state:<13} {f.instance_type or '-':<12} {minutes(f.uptime):>8} "
-                f"{minutes(f.into_period):>12} {idle:>8}  {jobs}"
+                f"{minutes(f.into_period):>12} {idle:>8} {boot:>5} {ssh:>5} {prov:>9} {reg:>8} {first:>9}  {jobs}"
             )
         if not facts:
             print("(no nodes managed by elb)")

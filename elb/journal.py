@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -20,6 +21,7 @@ from elb import migrations
 from elb.migrations import JournalVersionError
 from elb.model import History, Node, NodeState
 from elb.orders import Orders
+from elb.timeline import Step, Timeline, timeline_of
 
 __all__ = ["Event", "Journal", "JournalError", "JournalVersionError", "PassRecord"]
 
@@ -31,6 +33,7 @@ _GONE = (NodeState.TERMINATED.value, NodeState.FAILED.value)
 _KEEP_PASSES = 50_000
 _KEEP_LIVE_EVENTS = 50  # a live node keeps at least its newest events, however old
 _PRUNE_EVERY = 3600.0  # seconds between two prunings of old events
+log = logging.getLogger("elb.journal")
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -98,6 +101,8 @@ class Journal:
         self._lock = threading.RLock()
         self.keep_events_days = keep_events_days
         self._pruned_at: float | None = None
+        # Told of each boot step the journal records for the first time (the metrics' histogram).
+        self.on_step: Callable[[Timeline, Step], None] | None = None
         self._db = self._connect()
 
     @classmethod
@@ -214,11 +219,18 @@ class Journal:
         instance_type: str | None = None,
         launched_at: float | None = None,
         group: str | None = None,
+        step: Step | None = None,
     ) -> Node:
         """Move a node to ``state`` (creating its record if new) and log the step. ``group``:
-        its node group (kept once set)."""
+        its node group (kept once set). ``step``: the boot step (``elb.timeline``) this reaches,
+        recorded at ``now`` unless the node reached it before. A node requested anew under the
+        name of a gone one starts a timeline of its own."""
+        new_step = False
         with self._tx() as db:
-            exists = db.execute("SELECT 1 FROM nodes WHERE name = ?", (name,)).fetchone() is not None
+            row = db.execute("SELECT state FROM nodes WHERE name = ?", (name,)).fetchone()
+            exists = row is not None
+            if state is NodeState.REQUESTED and (row is None or str(row[0]) in _GONE):
+                db.execute("DELETE FROM node_timeline WHERE name = ?", (name,))
             if not exists:
                 db.execute(
                     "INSERT INTO nodes (name, state, launched_at, updated_at) VALUES (?, ?, ?, ?)",
@@ -246,20 +258,83 @@ class Journal:
                 "INSERT INTO events (time, node, state, instance_id, detail) VALUES (?, ?, ?, ?, ?)",
                 (now, name, state.value, iid, detail),
             )
+            if step is not None:
+                new_step = self._reach(db, name, step, now)
+        if new_step:
+            self._tell_step(name, step)
         node = self.node(name)
         assert node is not None
         return node
 
+    @staticmethod
+    def _reach(db: sqlite3.Connection, name: str, step: Step, at: float) -> bool:
+        """Record that ``name`` reached ``step`` at ``at`` unless it did before; True if new."""
+        cur = db.execute(
+            "INSERT OR IGNORE INTO node_timeline (name, step, at) VALUES (?, ?, ?)", (name, step.value, at)
+        )
+        return bool(cur.rowcount)
+
+    def _tell_step(self, name: str, step: Step | None) -> None:
+        """Tell ``on_step`` of a step just recorded for the first time (after its commit). A
+        listener that fails is logged: the journal's record stands."""
+        if self.on_step is None or step is None:
+            return
+        timeline = self.timeline(name)
+        if timeline is None:
+            return
+        try:
+            self.on_step(timeline, step)
+        except Exception:
+            log.exception("%s: the listener of boot step %s failed", name, step.value)
+
     @_locked
     def mark_seen(self, now: float, *, busy: Sequence[str] = (), up: Sequence[str] = ()) -> None:
         """Remember what a pass saw at ``now``: nodes running a job (or holding a reservation),
-        and nodes SGE reached (a queue instance not unreachable). One transaction, one sync to
-        disk, however many nodes."""
+        and nodes SGE reached (a queue instance not unreachable). The first pass that sees a
+        managed node (not terminated nor failed) up records its ``registered`` boot step, the
+        first that sees it busy its ``first_job``. One transaction, one sync to disk, however
+        many nodes."""
         if not busy and not up:
             return
+        reached: list[tuple[str, Step]] = []
         with self._tx() as db:
             db.executemany("UPDATE nodes SET last_busy_at = ? WHERE name = ?", [(now, n) for n in busy])
             db.executemany("UPDATE nodes SET last_up_at = ? WHERE name = ?", [(now, n) for n in up])
+            for step, names in ((Step.REGISTERED, up), (Step.FIRST_JOB, busy)):
+                for name in names:
+                    cur = db.execute(
+                        "INSERT OR IGNORE INTO node_timeline (name, step, at) SELECT name, ?, ? FROM nodes "
+                        "WHERE name = ? AND state NOT IN (?, ?)",
+                        (step.value, now, name, *_GONE),
+                    )
+                    if cur.rowcount:
+                        reached.append((name, step))
+        for name, step in reached:
+            self._tell_step(name, step)
+
+    @_locked
+    def timeline(self, name: str) -> Timeline | None:
+        """The boot timeline of node ``name``; None when the journal has no record of it."""
+        row = self._db.execute("SELECT launched_at FROM nodes WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            return None
+        steps = self._db.execute("SELECT step, at FROM node_timeline WHERE name = ?", (name,)).fetchall()
+        return timeline_of(name, float(row[0]), [(str(s), None if a is None else float(a)) for s, a in steps])
+
+    @_locked
+    def timelines(self, *, include_gone: bool = False) -> dict[str, Timeline]:
+        """The boot timeline of every node (``include_gone``: also the terminated and failed)."""
+        sql = "SELECT name, launched_at FROM nodes"
+        args: tuple[str, ...] = ()
+        if not include_gone:
+            sql += " WHERE state NOT IN (?, ?)"
+            args = _GONE
+        launched = {str(n): float(t) for n, t in self._db.execute(sql, args).fetchall()}
+        rows: dict[str, list[tuple[str, float | None]]] = {n: [] for n in launched}
+        for name, step, at in self._db.execute("SELECT name, step, at FROM node_timeline").fetchall():
+            if str(name) in rows:
+                rows[str(name)].append((str(step), None if at is None else float(at)))
+        return {n: timeline_of(n, launched[n], rows[n]) for n in launched}
 
     @_locked
     def events(self, node: str | None = None) -> list[Event]:
@@ -312,6 +387,7 @@ class Journal:
                 "AND NOT EXISTS (SELECT 1 FROM events e WHERE e.node = nodes.name)",
                 (*_GONE, before),
             )
+            db.execute("DELETE FROM node_timeline WHERE name NOT IN (SELECT name FROM nodes)")
             return int(cur.rowcount)
 
     @_locked

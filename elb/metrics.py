@@ -4,7 +4,8 @@ default).
 Gauges are taken from the journal and the last pass when Prometheus scrapes, so the daemon's
 pass does no extra work for them; the pass feeds the histograms and the pass counter
 (``PassMetrics``) as it ends. The registry is elb's own and carries the process's figures
-(CPU, memory, open files) and ``elb_build_info`` beside elb's.
+(CPU, memory, open files) and ``elb_build_info`` beside elb's. The journal feeds the boot
+step histogram as it records each node's boot steps (``elb.timeline``), once each.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from prometheus_client.registry import Collector
 from elb import __version__
 from elb.model import NodeState
 from elb.spend import spend_by_group
+from elb.timeline import DURATION_NAMES, Step, Timeline
 
 if TYPE_CHECKING:
     from elb.daemon import Balancer
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
 PASS_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 # Launch to ready: boot plus provisioning, one to fifteen minutes.
 READY_BUCKETS = (30, 60, 90, 120, 180, 240, 300, 450, 600, 900, 1800)
+# One step of a boot: from seconds (SGE seeing a provisioned node) to an hour (a first job).
+STEP_BUCKETS = (1, 5, 10, 30, 60, 90, 120, 180, 300, 600, 900, 1800, 3600)
 
 
 class PassMetrics:
@@ -54,6 +58,15 @@ class PassMetrics:
             buckets=READY_BUCKETS,
             registry=self.registry,
         )
+        self.boot_steps = Histogram(
+            "elb_boot_step_seconds",
+            "Each step of a node's boot (boot, ssh, provision, register, first_job), as the journal first records it",
+            ["step"],
+            buckets=STEP_BUCKETS,
+            registry=self.registry,
+        )
+        for name in DURATION_NAMES:
+            self.boot_steps.labels(name)  # every step's series exists from the start
 
     def observe_pass(self, seconds: float, ok: bool) -> None:
         self.pass_duration.observe(seconds)
@@ -61,6 +74,12 @@ class PassMetrics:
 
     def observe_ready(self, seconds: float) -> None:
         self.launch_to_ready.observe(max(0.0, seconds))
+
+    def observe_step(self, timeline: Timeline, step: Step) -> None:
+        """The journal recorded ``step`` of a node for the first time: observe the durations it
+        completes (``Timeline.completed_by``), so each is observed once, across passes and restarts."""
+        for name, seconds in timeline.completed_by(step):
+            self.boot_steps.labels(name).observe(seconds)
 
 
 class BuildInfoCollector(Collector):
@@ -145,7 +164,9 @@ class BalancerCollector(Collector):
 
 
 def metrics_registry(balancer: Balancer, passes: PassMetrics) -> CollectorRegistry:
-    """elb's registry: the balancer's figures, the pass histograms, build info, the process."""
+    """elb's registry: the balancer's figures, the pass histograms, build info, the process; the
+    journal's boot steps go to the step histogram from now on."""
+    balancer.journal.on_step = passes.observe_step
     registry = passes.registry
     registry.register(BalancerCollector(balancer))
     registry.register(BuildInfoCollector())

@@ -61,7 +61,40 @@ def _slurm_requests(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (_baseline, _node_group, _slurm_requests)
+def _node_timeline(db: sqlite3.Connection) -> None:
+    """Version 4: each node's boot timeline (``elb.timeline``), one row a step it reached, the
+    first time it reached it (``at``; NULL: reached at a time not journalled).
+
+    The nodes a journal already holds get what their events tell: the first ``requested``,
+    ``running`` and ``provisioning`` events, and the first ``ready`` event without a detail (the
+    playbook's success; a ready event with a detail is a drain called off). A node SGE was seen
+    to reach, or to run a job, gets ``registered`` or ``first_job`` without a time: when that
+    first happened was not journalled, and no later pass may pass itself off as the first."""
+    db.execute("CREATE TABLE node_timeline (name TEXT NOT NULL, step TEXT NOT NULL, at REAL, PRIMARY KEY (name, step))")
+    for state, step, only_plain in (
+        ("requested", "requested", False),
+        ("running", "running", False),
+        ("provisioning", "provisioning", False),
+        ("ready", "provisioned", True),
+    ):
+        plain = " AND detail IS NULL" if only_plain else ""
+        db.execute(
+            "INSERT OR IGNORE INTO node_timeline (name, step, at) "  # noqa: S608 (constant fragments)
+            f"SELECT node, ?, MIN(time) FROM events WHERE state = ?{plain} "
+            "AND node IN (SELECT name FROM nodes) GROUP BY node",
+            (step, state),
+        )
+    db.execute(
+        "INSERT OR IGNORE INTO node_timeline (name, step, at) SELECT name, 'registered', NULL FROM nodes "
+        "WHERE last_up_at IS NOT NULL"
+    )
+    db.execute(
+        "INSERT OR IGNORE INTO node_timeline (name, step, at) SELECT name, 'first_job', NULL FROM nodes "
+        "WHERE last_busy_at IS NOT NULL"
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (_baseline, _node_group, _slurm_requests, _node_timeline)
 CURRENT = len(MIGRATIONS)
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from elb.model import Node, NodeState, Snapshot
 from elb.reconcile import lost_for
+from elb.timeline import DURATION_NAMES, Timeline
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,9 +28,15 @@ class NodeFacts:
     jobs: list[int] | None  # job ids SGE lists on it; None: SGE not read
     idle_for: float | None  # seconds since SGE last showed work on it (None: busy now, or never seen busy)
     lost_for: float  # seconds SGE has not reached it (ready nodes; 0 while reached)
+    # Its boot timeline (elb.timeline): seconds of each step (None: not reached, or not known),
+    # and when it reached each step it reached (None: at a time not journalled).
+    boot_steps: dict[str, float | None]
+    boot_times: dict[str, float | None]
 
 
-def node_facts(n: Node, snap: Snapshot | None, now: float, billing_period: float) -> NodeFacts:
+def node_facts(
+    n: Node, snap: Snapshot | None, now: float, billing_period: float, timeline: Timeline | None = None
+) -> NodeFacts:
     uptime = max(0.0, now - n.launched_at)
     jobs = sorted({j.job_id for j in snap.jobs_on(n.name)}) if snap is not None else None
     host = snap.host(n.name) if snap is not None else None
@@ -51,4 +58,6 @@ def node_facts(n: Node, snap: Snapshot | None, now: float, billing_period: float
         jobs=jobs,
         idle_for=idle,
         lost_for=lost,
+        boot_steps=timeline.durations() if timeline is not None else dict.fromkeys(DURATION_NAMES),
+        boot_times={} if timeline is None else {s.value: at for s, at in timeline.steps.items()},
     )
