@@ -147,6 +147,10 @@ class Actuator:
             step=Step.RUNNING if inst.private_ip is not None else None,
         )
 
+    def _reached(self, name: str) -> None:
+        """The provisioning play reached ``name`` over SSH: its ``reachable`` boot step."""
+        self.journal.reach(name, Step.REACHABLE, self.clock())
+
     def provision(self, nodes: Sequence[Node], out: Outcomes) -> None:
         """Provision running nodes; a node that fails is cleaned out of the cluster and terminated."""
         specs = [s for s in (_spec(n) for n in nodes) if s is not None]
@@ -157,7 +161,9 @@ class Actuator:
             return
         for s in specs:
             self.journal.record(s.name, NodeState.PROVISIONING, self.clock(), step=Step.PROVISIONING)
-        results = self.provisioner.add_nodes(specs, _ready_specs(self.journal, [s.name for s in specs]))
+        results = self.provisioner.add_nodes(
+            specs, _ready_specs(self.journal, [s.name for s in specs]), on_reached=self._reached
+        )
         for s in specs:
             res = results.get(s.name, HostResult(s.name, Outcome.FAILED, message="no result from provisioning"))
             node = self.journal.node(s.name)

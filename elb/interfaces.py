@@ -8,7 +8,7 @@ from the config.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -116,8 +116,12 @@ class NodeSpec:
 class Provisioner(Protocol):
     """Configure nodes into the cluster and take them out again (Ansible behind it)."""
 
-    def add_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:
-        """Make ``nodes`` exec hosts; ``existing`` workers only get their hosts lines updated."""
+    def add_nodes(
+        self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec], on_reached: Callable[[str], None] | None = None
+    ) -> dict[str, HostResult]:
+        """Make ``nodes`` exec hosts; ``existing`` workers only get their hosts lines updated.
+        ``on_reached(name)``: called once per node, as soon as the run has reached it (its first
+        task there succeeded), from the thread that runs the playbook."""
         ...
 
     def remove_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:

@@ -266,6 +266,20 @@ class Journal:
         assert node is not None
         return node
 
+    @_locked
+    def reach(self, name: str, step: Step, at: float) -> None:
+        """Record that node ``name`` reached boot step ``step`` at ``at``, unless it did before
+        (a node the journal does not know, or knows as gone, is left alone)."""
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT OR IGNORE INTO node_timeline (name, step, at) SELECT name, ?, ? FROM nodes "
+                "WHERE name = ? AND state NOT IN (?, ?)",
+                (step.value, at, name, *_GONE),
+            )
+            new = bool(cur.rowcount)
+        if new:
+            self._tell_step(name, step)
+
     @staticmethod
     def _reach(db: sqlite3.Connection, name: str, step: Step, at: float) -> bool:
         """Record that ``name`` reached ``step`` at ``at`` unless it did before; True if new."""

@@ -9,13 +9,15 @@ The steps, in order:
 
 - ``requested``: elb journals the launch of the node;
 - ``running``: the cloud reports its instance running with a private address;
-- ``provisioning``: elb starts the playbook on it (whose first task reaches it over SSH);
+- ``provisioning``: elb starts the playbook on it;
+- ``reachable``: the playbook's first task that ran on it succeeded (it answered over SSH);
 - ``provisioned``: the playbook succeeded on it;
 - ``registered``: the first pass that sees its host up in SGE (a queue instance not unreachable);
 - ``first_job``: the first pass that sees a job or a reservation on it.
 
 Each duration runs from one step to the next (``DURATIONS``): ``boot`` (requested to running),
-``ssh`` (running to provisioning), ``provision`` (provisioning to provisioned), ``register``
+``ssh`` (running to reachable: the wait for its SSH server, and elb's own until the playbook
+starts), ``provision`` (reachable to provisioned), ``register``
 (provisioned to registered), ``first_job`` (registered to first job). A duration is known when
 both its steps have a journalled time. A pass reads SGE while a playbook runs, so a node can be
 seen up (or busy) before its playbook ends: such a duration is 0, never negative.
@@ -41,6 +43,7 @@ class Step(enum.StrEnum):
     REQUESTED = "requested"
     RUNNING = "running"
     PROVISIONING = "provisioning"
+    REACHABLE = "reachable"
     PROVISIONED = "provisioned"
     REGISTERED = "registered"
     FIRST_JOB = "first_job"
@@ -51,8 +54,8 @@ STEPS: tuple[Step, ...] = tuple(Step)
 # Each duration by name, with the step it starts at and the step it ends at.
 DURATIONS: tuple[tuple[str, Step, Step], ...] = (
     ("boot", Step.REQUESTED, Step.RUNNING),
-    ("ssh", Step.RUNNING, Step.PROVISIONING),
-    ("provision", Step.PROVISIONING, Step.PROVISIONED),
+    ("ssh", Step.RUNNING, Step.REACHABLE),
+    ("provision", Step.REACHABLE, Step.PROVISIONED),
     ("register", Step.PROVISIONED, Step.REGISTERED),
     ("first_job", Step.REGISTERED, Step.FIRST_JOB),
 )

@@ -27,7 +27,7 @@ import secrets
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,6 +45,9 @@ from elb.provision.outcomes import RunEnd, summarize
 log = logging.getLogger("elb.provision")
 
 ADD_PLAYBOOK = "add_node.yml"
+# The task of add_node.yml whose success on a node means the run has reached it over SSH (the
+# "reachable" step of the boot timeline); the fixtures' stand-in playbook has it too.
+REACH_TASK = "Check that the node answers"
 REMOVE_PLAYBOOK = "remove_node.yml"
 POLL_SECONDS = 0.5  # how often runner checks for cancellation and the time limit
 
@@ -164,6 +167,43 @@ class RunReport:
         return {n: self.results[n] for n in names if n in self.results}
 
 
+class _EventSink:
+    """runner's event handler for one run: keeps the slim events ``summarize`` reads, and calls
+    ``on_reached(host)`` once per target at the success of its ``REACH_TASK`` (runner calls it
+    from its own thread; a failing listener is logged and never stops the run)."""
+
+    def __init__(self, ident: str, targets: list[str], on_reached: Callable[[str], None] | None) -> None:
+        self.ident = ident
+        self.targets = targets
+        self._on_reached = on_reached
+        self._unreached = set(targets) if on_reached is not None else set()
+        self._events: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, event: dict[str, Any]) -> bool:
+        if self._unreached and event.get("event") == "runner_on_ok":
+            self._reached(event.get("event_data") or {})
+        kept = slim_event(event)
+        if kept is not None:
+            with self._lock:
+                self._events.append(kept)
+        return True  # runner also writes it whole to artifacts/<ident>/job_events
+
+    def _reached(self, data: Mapping[str, Any]) -> None:
+        host = data.get("host")
+        if data.get("task") != REACH_TASK or host not in self._unreached or self._on_reached is None:
+            return
+        self._unreached.discard(host)
+        try:
+            self._on_reached(host)
+        except Exception:
+            log.exception("%s: telling that %s was reached failed", self.ident, host)
+
+    def kept(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._events)
+
+
 class AnsibleProvisioner:
     """Runs ``add_node.yml`` / ``remove_node.yml`` with ansible-runner; see the module doc.
 
@@ -213,15 +253,18 @@ class AnsibleProvisioner:
 
     # -- the Provisioner protocol ---------------------------------------------------------
 
-    def add_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:
+    def add_nodes(
+        self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec], on_reached: Callable[[str], None] | None = None
+    ) -> dict[str, HostResult]:
         """Run add_node.yml: ``nodes`` in ``new_nodes``, ``existing`` in ``workers``.
+        ``on_reached(name)``: once per node, at the first task that succeeded on it.
 
         Returns a result for each of ``nodes`` (never raises for bad input: every node is then
         FAILED with the reason, and nothing runs).
         """
         if not nodes:
             return {}
-        report = self.run(ADD_PLAYBOOK, workers=existing, new_nodes=nodes)
+        report = self.run(ADD_PLAYBOOK, workers=existing, new_nodes=nodes, on_reached=on_reached)
         self._log_others(report, [n.name for n in nodes])
         return report.for_hosts([n.name for n in nodes])
 
@@ -258,8 +301,10 @@ class AnsibleProvisioner:
         workers: Sequence[NodeSpec] = (),
         new_nodes: Sequence[NodeSpec] = (),
         old_nodes: Sequence[NodeSpec] = (),
+        on_reached: Callable[[str], None] | None = None,
     ) -> RunReport:
         """Run one playbook of ``playbook_dir`` over the inventory these groups make.
+        ``on_reached(name)``: once per target, at the first task that succeeded on it.
 
         The report has a result for every host of ``new_nodes`` and ``old_nodes`` (and for
         any other host the run's events mention).
@@ -295,7 +340,7 @@ class AnsibleProvisioner:
         if self.cancel_event.is_set():
             return refuse("provisioning was cancelled (elb is shutting down) before it started", "canceled")
         try:
-            return self._run_runner(path, inventory, targets, ident, started)
+            return self._run_runner(path, inventory, ident, started, _EventSink(ident, targets, on_reached))
         except Exception as err:  # runner itself broke: report it per host, do not crash the pass
             log.exception("ansible-runner failed for %s", playbook)
             return refuse(f"ansible-runner failed: {type(err).__name__}: {err}")
@@ -316,26 +361,18 @@ class AnsibleProvisioner:
         )
 
     def _run_runner(
-        self, path: Path, inventory: dict[str, object], targets: list[str], ident: str, started: float
+        self, path: Path, inventory: dict[str, object], ident: str, started: float, sink: _EventSink
     ) -> RunReport:
         from ansible_runner.runner import Runner  # noqa: PLC0415 (heavy import)
 
         rc_config = self._runner_config(path, inventory, ident)
         artifact_dir = Path(rc_config.artifact_dir)
         inv_path = Path(rc_config.inventory)
+        targets = sink.targets
 
         timeout = self.config.timeout
         deadline = started + timeout if timeout > 0 else None
         ended = {"why": RunEnd.FINISHED}
-        events: list[dict[str, Any]] = []
-        lock = threading.Lock()
-
-        def on_event(event: dict[str, Any]) -> bool:
-            kept = slim_event(event)
-            if kept is not None:
-                with lock:
-                    events.append(kept)
-            return True  # runner also writes it whole to artifacts/<ident>/job_events
 
         def should_stop() -> bool:
             if self.cancel_event.is_set():
@@ -354,7 +391,7 @@ class AnsibleProvisioner:
             return True
 
         log.info("%s: running %s for %s", ident, path.name, ", ".join(targets))
-        runner = Runner(rc_config, event_handler=on_event, cancel_callback=should_stop)
+        runner = Runner(rc_config, event_handler=sink, cancel_callback=should_stop)
         record = self.runs.start(ident, str(artifact_dir))
         try:
             status, rc = runner.run()
@@ -365,8 +402,7 @@ class AnsibleProvisioner:
         if status == "timeout":  # runner's own limits (none set by us, but be exact)
             end = RunEnd.TIMEOUT
         detail = f"artifacts in {artifact_dir}"
-        with lock:
-            summary = summarize(events, targets, end=end, rc=rc, detail=detail)
+        summary = summarize(sink.kept(), targets, end=end, rc=rc, detail=detail)
         if end is RunEnd.TIMEOUT:
             status = "timeout"
         report = RunReport(

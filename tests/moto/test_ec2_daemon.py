@@ -48,9 +48,9 @@ class RecordingProvisioner(FakeProvisioner):
         self.added: list[NodeSpec] = []
         self.removed: list[NodeSpec] = []
 
-    def add_nodes(self, nodes: Any, existing: Any) -> Any:
+    def add_nodes(self, nodes: Any, existing: Any, on_reached: Any = None) -> Any:
         self.added.extend(nodes)
-        return super().add_nodes(nodes, existing)
+        return super().add_nodes(nodes, existing, on_reached)
 
     def remove_nodes(self, nodes: Any, existing: Any) -> Any:
         self.removed.extend(nodes)

@@ -111,7 +111,8 @@ def test_failing_task_is_named_with_its_message(tmp_path: Path) -> None:
 def test_unreachable_host_fails_fast(tmp_path: Path) -> None:
     prov = make(tmp_path, fixture_ssh_hosts=["node003"], fixture_ssh_port=closed_port())
     t0 = time.monotonic()
-    results = prov.add_nodes([N1, NodeSpec("node003", "127.0.0.1")], [])
+    reached: list[str] = []
+    results = prov.add_nodes([N1, NodeSpec("node003", "127.0.0.1")], [], on_reached=reached.append)
     took = time.monotonic() - t0
     print(f"run with one unreachable host: {took:.1f} s")
     assert results["node001"].outcome is Outcome.OK
@@ -119,6 +120,7 @@ def test_unreachable_host_fails_fast(tmp_path: Path) -> None:
     assert dead.outcome is Outcome.UNREACHABLE
     assert dead.task == "Check that the node answers"
     assert dead.message is not None and "Connection refused" in dead.message
+    assert reached == ["node001"]  # the one the run reached, once; never the unreachable one
 
 
 def test_busy_from_set_stats(tmp_path: Path) -> None:

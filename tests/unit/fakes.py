@@ -164,7 +164,9 @@ class FakeProvisioner:
     fail_remove: set[str] = field(default_factory=set)  # the deregistration play fails on these
     log: list[str] = field(default_factory=list)
 
-    def add_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:
+    def add_nodes(
+        self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec], on_reached: Callable[[str], None] | None = None
+    ) -> dict[str, HostResult]:
         out = {}
         if self.gate_add is not None:
             self.log.append("add started")
@@ -174,7 +176,10 @@ class FakeProvisioner:
             self.log.append(f"add {n.name}")
             if self.unreachable_adds:
                 out[n.name] = HostResult(n.name, Outcome.UNREACHABLE, "Gathering Facts", "no route to host")
-            elif n.name in self.fail:
+                continue
+            if on_reached is not None:
+                on_reached(n.name)
+            if n.name in self.fail:
                 self.sge.add_host(n.name)  # half-registered: the failure came after qconf -ah
                 out[n.name] = HostResult(n.name, Outcome.FAILED, self.fail[n.name], "boom")
             else:

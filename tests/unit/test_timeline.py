@@ -24,6 +24,7 @@ FULL = {
     Step.REQUESTED: 100.0,
     Step.RUNNING: 140.0,
     Step.PROVISIONING: 141.0,
+    Step.REACHABLE: 150.0,
     Step.PROVISIONED: 260.0,
     Step.REGISTERED: 290.0,
     Step.FIRST_JOB: 350.0,
@@ -33,7 +34,7 @@ FULL = {
 # -- the pure computation ----------------------------------------------------------------------
 def test_durations_run_from_one_step_to_the_next() -> None:
     t = Timeline("node001", 100.0, FULL)
-    assert t.durations() == {"boot": 40.0, "ssh": 1.0, "provision": 119.0, "register": 30.0, "first_job": 60.0}
+    assert t.durations() == {"boot": 40.0, "ssh": 10.0, "provision": 110.0, "register": 30.0, "first_job": 60.0}
 
 
 def test_a_step_not_reached_or_without_a_time_leaves_its_durations_unknown() -> None:
@@ -74,7 +75,7 @@ def test_summary_of_the_nodes_launched_in_the_window() -> None:
     now = 10 * DAY
     old = Timeline("node001", now - 2 * DAY, {Step.REQUESTED: 0.0, Step.RUNNING: 999.0})
     a = Timeline("node002", now - 3600, {Step.REQUESTED: 0.0, Step.RUNNING: 30.0})
-    b = Timeline("node003", now - 60, {Step.REQUESTED: 0.0, Step.RUNNING: 50.0, Step.PROVISIONING: 51.0})
+    b = Timeline("node003", now - 60, {Step.REQUESTED: 0.0, Step.RUNNING: 50.0, Step.REACHABLE: 51.0})
     c = Timeline("node004", now - 10, {Step.REQUESTED: 0.0, Step.RUNNING: 90.0})
     s = summarize([old, a, b, c], now)
     assert s.nodes == 3 and s.since == now - DAY
@@ -202,10 +203,10 @@ def test_a_version_3_journal_gets_timelines_from_its_events(tmp_path: Path) -> N
         Step.REGISTERED: None,  # seen up and busy before: when first is not known
         Step.FIRST_JOB: None,
     }
-    assert lines["node001"].durations() == {
+    assert lines["node001"].durations() == {  # reaching it over SSH was not journalled then
         "boot": 40.0,
-        "ssh": 1.0,
-        "provision": 119.0,
+        "ssh": None,
+        "provision": None,
         "register": None,
         "first_job": None,
     }
@@ -255,7 +256,7 @@ def test_a_pass_records_the_launch_steps_and_later_passes_what_sge_shows(cfg: Co
     assert bal.run_pass().ok
     t = journal.timeline("node001")
     assert t is not None
-    assert list(t.steps) == [Step.REQUESTED, Step.RUNNING, Step.PROVISIONING, Step.PROVISIONED]
+    assert list(t.steps) == [Step.REQUESTED, Step.RUNNING, Step.PROVISIONING, Step.REACHABLE, Step.PROVISIONED]
     times = [t.at(s) for s in t.steps]
     assert times == sorted(times) and all(x is not None for x in times)
     boot = t.duration("boot")
@@ -345,18 +346,20 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     j = Journal(load_config(path).journal_path)
 
     def boot(name: str, start: float, steps: int, state: NodeState) -> None:
-        offsets = (0.0, 40.0, 41.0, 160.0, 190.0, 250.0)
+        offsets = (0.0, 40.0, 41.0, 50.0, 160.0, 190.0, 250.0)
         for step, offset in list(zip(Step, offsets, strict=True))[:steps]:
-            if step in (Step.REGISTERED, Step.FIRST_JOB):
+            if step is Step.REACHABLE:
+                j.reach(name, step, start + offset)
+            elif step in (Step.REGISTERED, Step.FIRST_JOB):
                 up, busy = ([name], []) if step is Step.REGISTERED else ([name], [name])
                 j.mark_seen(start + offset, up=up, busy=busy)
             else:
                 j.record(name, STATE_AT[step], start + offset, launched_at=start, step=step)
         j.record(name, state, start + 300.0)
 
-    boot("node001", T0 - 3600, 6, NodeState.READY)
+    boot("node001", T0 - 3600, 7, NodeState.READY)
     boot("node002", T0 - 100, 2, NodeState.PROVISIONING)
-    boot("node003", T0 - 2 * DAY, 4, NodeState.TERMINATED)
+    boot("node003", T0 - 2 * DAY, 5, NodeState.TERMINATED)
     boot("node004", T0 - 3000, 1, NodeState.FAILED)
     j.close()
     sge = FakeSge(T0, jobs=[running(7, "node001")])
@@ -374,11 +377,11 @@ def test_nodes_shows_the_seconds_of_each_boot_step(cli: Path, capsys: pytest.Cap
     assert out[0].split()[7:] == ["boot", "ssh", "provision", "register", "first", "job", "jobs"]
     rows = {line.split()[0]: line.split() for line in out[1:]}
     assert set(rows) == {"node001", "node002"}
-    assert rows["node001"][-6:] == ["40", "1", "119", "30", "60", "7"]
+    assert rows["node001"][-6:] == ["40", "10", "110", "30", "60", "7"]
     assert rows["node002"][-6:] == ["40", "-", "-", "-", "-", "-"]
     assert main(["nodes", "-c", str(cli), "--all"]) == Exit.OK
     rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[1:]}
-    assert rows["node003"][-6:-1] == ["40", "1", "119", "-", "-"]
+    assert rows["node003"][-6:-1] == ["40", "10", "110", "-", "-"]
     assert rows["node004"][-6:-1] == ["-"] * 5
 
 
@@ -392,8 +395,8 @@ def test_nodes_json_carries_the_boot_steps(cli: Path, capsys: pytest.CaptureFixt
     by_name = {n["name"]: n for n in json.loads(capsys.readouterr().out)["nodes"]}
     assert by_name["node001"]["boot_steps"] == {
         "boot": 40.0,
-        "ssh": 1.0,
-        "provision": 119.0,
+        "ssh": 10.0,
+        "provision": 110.0,
         "register": 30.0,
         "first_job": 60.0,
     }
@@ -412,7 +415,7 @@ def test_status_sums_up_the_boot_steps_of_the_last_day(cli: Path, capsys: pytest
     out = capsys.readouterr().out
     assert (
         "boot timeline of 3 node(s) launched in the last 24 h, median/worst seconds: "
-        "boot 40/40, ssh 1/1, provision 119/119, register 30/30, first job 60/60"
+        "boot 40/40, ssh 10/10, provision 110/110, register 30/30, first job 60/60"
     ) in out.splitlines()
     assert main(["status", "-c", str(cli), "--json"]) == Exit.OK
     doc = json.loads(capsys.readouterr().out)
