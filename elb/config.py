@@ -125,6 +125,9 @@ class Ec2Config(_Strict):
     # Read EC2's notices about workers (spot interruptions, scheduled changes) each pass from the
     # queue `elb ec2-events setup` makes (elb-<cluster.name>-notices).
     notices: StrictBool = False
+    # A job requeued by more spot interruptions than this is bound to the on-demand groups'
+    # queues (qalter -q), so that it next runs on an on-demand node (elb.interruptions).
+    spot_interruptions_allowed: AtLeastOne = 2
 
     @model_validator(mode="after")
     def _template_owns(self) -> Ec2Config:

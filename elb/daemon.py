@@ -24,9 +24,10 @@ from elb.backoff import compute as compute_backoff
 from elb.config import Config
 from elb.executor import Executor
 from elb.interfaces import Cloud, Instance, NoticeKind, NoticeSource, Provisioner
+from elb.interruptions import job_number, moves
 from elb.journal import Journal
 from elb.metrics import PassMetrics
-from elb.model import Node, NodeState, Plan, Snapshot
+from elb.model import Job, Node, NodeState, Plan, Snapshot
 from elb.planner import PassInputs, PassPlan, count_repair_failures, plan_pass, scale
 from elb.policy import Policy
 from elb.policy.base import minutes
@@ -97,6 +98,7 @@ class Counters:
     launches_held: int = 0  # launches the policy wanted and the back-off did not allow
     notices: dict[str, int] = field(default_factory=dict)  # EC2 notices about managed nodes, by kind
     rescheduled: int = 0  # jobs requeued from a node about to be taken back (spot interruption)
+    moved_on_demand: int = 0  # jobs bound to on-demand queues after too many spot interruptions
 
 
 def snapshot_summary(snap: Snapshot, master: str) -> list[str]:
@@ -215,7 +217,7 @@ class Balancer:
             instances = self.cloud.list_workers()
         except Exception as err:  # no action on partial data
             raise PassFailed(f"listing the cloud's workers: {err}") from err
-        self._heed_notices(instances)
+        self._heed_notices(instances, snap.jobs)
         busy = self.executor.in_flight()
         inputs = self._inputs(snap, instances, busy)
         plan = plan_pass(inputs, self.config, self.policy, snap.now)
@@ -328,7 +330,7 @@ class Balancer:
         self._last_whole = snap
         return snap
 
-    def _heed_notices(self, instances: Sequence[Instance]) -> None:
+    def _heed_notices(self, instances: Sequence[Instance], jobs: Sequence[Job]) -> None:
         """Act on EC2's notices about managed nodes: a node about to go (spot interruption,
         scheduled retirement) is disabled in SGE at once, so no new job lands on it, and its
         removal ordered (the safe drain removes it when idle; demand left without it gets new
@@ -359,9 +361,9 @@ class Balancer:
             except Exception as err:  # the order stands; the drain disables it again
                 log.error("%s: could not disable it in SGE: %s", name, err)
             if n.kind is NoticeKind.INTERRUPTION:
-                self._requeue(name)
+                self._requeue(name, jobs)
 
-    def _requeue(self, name: str) -> None:
+    def _requeue(self, name: str, jobs: Sequence[Job]) -> None:
         """Requeue the rerunnable jobs of a node about to be taken back."""
         try:
             done = self.sge.reschedule_host(name)
@@ -371,9 +373,30 @@ class Balancer:
         self.counters.rescheduled += len(done.pushed)
         if done.pushed:
             log.warning("%s: requeued job %s: they start again on another node", name, ", ".join(done.pushed))
+            self._move_off_spot(done.pushed, jobs)
         if done.not_restartable:
-            jobs = ", ".join(str(j) for j in done.not_restartable)
-            log.error("ALARM: %s: job %s not rerunnable: lost with the node unless it ends in time", name, jobs)
+            ids = ", ".join(str(j) for j in done.not_restartable)
+            log.error("ALARM: %s: job %s not rerunnable: lost with the node unless it ends in time", name, ids)
+
+    def _move_off_spot(self, pushed: Sequence[str], jobs: Sequence[Job]) -> None:
+        """Count the interruption of each requeued job; give the jobs interrupted too often a
+        hard request only on-demand nodes satisfy (``elb.interruptions``). ``jobs``: the jobs
+        the pass read (their hard requests are kept)."""
+        counts = self.journal.count_interruptions([job_number(p) for p in pushed], self.clock())
+        groups = self.config.groups(self.node_slots or 1)
+        requests = {j.job_id: j.hard_requests for j in jobs}
+        for move in moves(counts, self.config.cloud.ec2.spot_interruptions_allowed, groups, requests):
+            if not move.requests:
+                log.error("ALARM: job %d: %s", move.job, move.reason)
+                continue
+            try:
+                self.sge.set_hard_requests(move.job, move.requests)
+            except Exception as err:  # tried again at its next interruption
+                log.error("job %d: could not change its requests: %s", move.job, err)
+                continue
+            self.journal.mark_moved(move.job)
+            self.counters.moved_on_demand += 1
+            log.warning("job %d: %s", move.job, move.reason)
 
     def _remember_seen(self, snap: Snapshot) -> None:
         busy = [h.name for h in snap.hosts if h.busy] + [j.host for j in snap.jobs if j.host]

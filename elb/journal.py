@@ -402,7 +402,31 @@ class Journal:
                 (*_GONE, before),
             )
             db.execute("DELETE FROM node_timeline WHERE name NOT IN (SELECT name FROM nodes)")
+            db.execute("DELETE FROM job_interruptions WHERE last_at < ?", (before,))
             return int(cur.rowcount)
+
+    @_locked
+    def count_interruptions(self, jobs: Sequence[int], now: float) -> list[tuple[int, int, bool]]:
+        """One more spot interruption for each of ``jobs`` (each counted once however many of its
+        tasks were requeued); ``(job, times so far, bound to on-demand queues already)`` each."""
+        distinct = sorted(set(jobs))
+        with self._tx() as db:
+            db.executemany(
+                "INSERT INTO job_interruptions (job, times, last_at) VALUES (?, 1, ?) "
+                "ON CONFLICT(job) DO UPDATE SET times = times + 1, last_at = excluded.last_at",
+                [(j, now) for j in distinct],
+            )
+            rows = [
+                db.execute("SELECT times, moved FROM job_interruptions WHERE job = ?", (j,)).fetchone()
+                for j in distinct
+            ]
+        return [(j, int(r[0]), bool(r[1])) for j, r in zip(distinct, rows, strict=True)]
+
+    @_locked
+    def mark_moved(self, job: int) -> None:
+        """Job ``job`` is bound to on-demand queues: no later interruption binds it again."""
+        with self._tx() as db:
+            db.execute("UPDATE job_interruptions SET moved = 1 WHERE job = ?", (job,))
 
     @_locked
     def passes(self, limit: int = 100) -> list[PassRecord]:

@@ -142,6 +142,11 @@ class BalancerCollector(Collector):
                 "Rerunnable jobs requeued from nodes EC2 was taking back (spot interruption)",
                 b.counters.rescheduled,
             ),
+            (
+                "elb_jobs_moved_on_demand",
+                "Jobs bound to on-demand queues after more spot interruptions than allowed",
+                b.counters.moved_on_demand,
+            ),
         ):
             c = CounterMetricFamily(name, doc)
             c.add_metric([], value)

@@ -94,7 +94,16 @@ def _node_timeline(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (_baseline, _node_group, _slurm_requests, _node_timeline)
+def _job_interruptions(db: sqlite3.Connection) -> None:
+    """Version 5: per job, how many spot interruptions requeued it, when last, and whether elb
+    bound it to on-demand queues (``elb.interruptions``)."""
+    db.execute(
+        "CREATE TABLE job_interruptions (job INTEGER PRIMARY KEY, times INTEGER NOT NULL, last_at REAL NOT NULL, "
+        "moved INTEGER NOT NULL DEFAULT 0)"
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (_baseline, _node_group, _slurm_requests, _node_timeline, _job_interruptions)
 CURRENT = len(MIGRATIONS)
 
 

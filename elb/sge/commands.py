@@ -50,6 +50,8 @@ _QMOD_OK = re.compile(r"changed state of|is already in the specified state")
 # qmod -rq's answers (gridengine 8.1.9; tests/fixtures/sge/recorded/qmod-rq.txt)
 _PUSHED = re.compile(r"Pushed rescheduling of (?:job (\d+)|job-array task (\d+)\.(\d+)) on host \S+")
 _NOT_RESTARTABLE = re.compile(r"The job (\d+) is not restartable")
+_REQUEST_PART = re.compile(r"[^\s,=\"'`$;|&<>()]+")  # one name or value of a -l list
+_ALTERED = re.compile(r"modified hard resource list of job \d+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +275,26 @@ class SgeCommands:
                     stderr=result.stderr,
                 )
         return Rescheduled(tuple(pushed), tuple(refused))
+
+    def set_hard_requests(self, job: int, requests: Mapping[str, str]) -> None:
+        """``qalter -l NAME=VALUE,... JOB``: the job's whole hard resource list becomes
+        ``requests``. ``SgeError`` for a name or value SGE's list syntax cannot carry, and unless
+        SGE says it modified the job."""
+        if job <= 0 or not requests:
+            raise SgeError(f"no job {job} or no request to set")
+        for k, v in requests.items():
+            if not _REQUEST_PART.fullmatch(k) or not _REQUEST_PART.fullmatch(v):
+                raise SgeError(f"{k}={v!r} is not a resource request SGE can take")
+        listed = ",".join(f"{k}={v}" for k, v in requests.items())
+        result = self.run("qalter", ("-l", listed, str(job)))
+        text = (result.stdout.decode("utf-8", errors="replace") + "\n" + result.stderr).strip()
+        if not _ALTERED.search(text):
+            raise SgeError(
+                f"unexpected answer {text!r}; expected 'modified hard resource list of job'",
+                command=result.argv,
+                returncode=result.returncode,
+                stderr=result.stderr,
+            )
 
     def configured_exec_hosts(self) -> frozenset[str]:
         """The execution hosts SGE has configured (``qconf -sel``), whether they answer or not.

@@ -81,6 +81,11 @@ class FakeSge:
         self.jobs = kept
         return Rescheduled(tuple(pushed), tuple(refused))
 
+    def set_hard_requests(self, job: int, requests: Mapping[str, str]) -> None:
+        """As ``qalter -l``: the job's whole hard resource list."""
+        self.calls.append(f"qalter -l {','.join(f'{k}={v}' for k, v in requests.items())} {job}")
+        self.jobs = [dataclasses.replace(j, hard_requests=dict(requests)) if j.job_id == job else j for j in self.jobs]
+
     def jobs_on(self, host: str) -> Sequence[Job]:
         self.calls.append(f"jobs_on {host}")
         return [j for j in self.jobs if j.host == host]

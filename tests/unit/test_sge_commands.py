@@ -363,3 +363,26 @@ def test_reschedule_host_refuses_what_it_does_not_know(fake: FakeSge) -> None:
         fake.client().reschedule_host("node001")
     with pytest.raises(SgeError):
         fake.client().reschedule_host("node001;rm")
+
+
+RECORDED_QALTER_L = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "recorded" / "qalter-l.txt"
+
+
+def test_set_hard_requests_reads_qalter_as_recorded(fake: FakeSge) -> None:
+    done, unknown = [line for line in RECORDED_QALTER_L.read_text().splitlines() if not line.startswith("#")]
+    fake.says("qalter", stdout=f"{done}\n")
+    fake.client().set_hard_requests(2, {"h_rt": "3600", "arch": "lx-amd64"})
+    assert fake.argv()[-1] == ["qalter", "-l", "h_rt=3600,arch=lx-amd64", "2"]
+    fake.says("qalter", stdout=f"{unknown}\n", code=1)
+    with pytest.raises(SgeError, match="failed"):
+        fake.client().set_hard_requests(2, {"market": "on-demand"})
+    fake.says("qalter", stdout="something else\n")
+    with pytest.raises(SgeError, match="unexpected answer"):
+        fake.client().set_hard_requests(2, {"market": "on-demand"})
+
+
+@pytest.mark.parametrize("requests", [{}, {"a b": "1"}, {"market": "on,demand"}, {"x": "$(id)"}, {"x": "1=2"}])
+def test_set_hard_requests_refuses_what_a_list_cannot_carry(fake: FakeSge, requests: dict[str, str]) -> None:
+    with pytest.raises(SgeError):
+        fake.client().set_hard_requests(2, requests)
+    assert not any(a[0] == "qalter" for a in fake.argv())

@@ -1,0 +1,128 @@
+"""Jobs that spot interruptions keep requeueing go to on-demand nodes: the pure rule
+(``elb.interruptions``), the journal's count per job, and the daemon giving such a job a hard
+request only on-demand nodes satisfy (``qalter -l``, answer recorded in tests/unit/test_sge_commands.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+
+import pytest
+
+from elb.config import parse_config
+from elb.daemon import Balancer
+from elb.groups import NodeGroup, NodeGroups
+from elb.interfaces import Notice, NoticeKind
+from elb.interruptions import job_number, moves, on_demand_request
+from elb.journal import Journal
+from elb.metrics import BalancerCollector
+from tests.unit.factories import T0, running
+from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
+from tests.unit.test_notices import Notices
+
+
+def groups(*offers: tuple[str, dict[str, str]]) -> NodeGroups:
+    made = [
+        NodeGroup(name=f"g{i}", slots=8, max_nodes=4, market=market, offers=o)  # type: ignore[arg-type]
+        for i, (market, o) in enumerate(offers)
+    ]
+    return NodeGroups(groups=made)
+
+
+SPLIT = groups(("spot", {"market": "spot"}), ("on-demand", {"market": "on-demand", "h_vmem": "30G"}))
+
+
+def test_job_numbers_of_jobs_and_array_tasks() -> None:
+    assert job_number("123") == 123 and job_number("123.4") == 123
+    with pytest.raises(ValueError, match="not a job number"):
+        job_number("123.x")
+
+
+def test_the_on_demand_request_is_a_value_no_spot_group_offers() -> None:
+    assert on_demand_request(SPLIT) == ("market", "on-demand")
+    same = groups(("spot", {"h_vmem": "30G"}), ("on-demand", {"h_vmem": "30G"}))
+    assert on_demand_request(same) is None
+    assert on_demand_request(groups(("spot", {}))) is None  # no on-demand group at all
+
+
+def test_only_jobs_interrupted_more_than_allowed_and_not_moved_yet_move() -> None:
+    counts = [(7, 2, False), (8, 3, False), (9, 5, True)]
+    out = moves(counts, 2, SPLIT, {8: {"h_rt": "3600", "market": "spot"}})
+    assert [m.job for m in out] == [8]
+    assert dict(out[0].requests) == {"h_rt": "3600", "market": "on-demand"}  # its own kept, market replaced
+    assert "3 spot interruptions" in out[0].reason
+
+
+def test_without_an_on_demand_only_value_the_job_stays_and_the_reason_says_so() -> None:
+    out = moves([(8, 3, False)], 2, groups(("spot", {}), ("on-demand", {})), {})
+    assert len(out) == 1 and not out[0].requests and "may land on spot again" in out[0].reason
+
+
+def test_the_journal_counts_each_job_once_per_interruption(tmp_path: Path) -> None:
+    j = Journal(tmp_path / "j.sqlite")
+    assert j.count_interruptions([7, 7, 8], T0) == [(7, 1, False), (8, 1, False)]  # two tasks of 7: once
+    j.mark_moved(7)
+    assert j.count_interruptions([7], T0 + 60) == [(7, 2, True)]
+    j.prune_events(T0 + 30)  # 8 was last interrupted before: forgotten
+    assert j.count_interruptions([8], T0 + 90) == [(8, 1, False)]
+
+
+def _cluster(
+    tmp_path: Path, allowed: int, node_groups: list[dict[str, object]] | None = None
+) -> tuple[Balancer, FakeSge, FakeCloud, Notices]:
+    policy = {"max_nodes": 4} if node_groups is not None else {"max_nodes": 4, "slots_per_node": 8, "min_nodes": 1}
+    raw: dict[str, object] = {
+        "state_dir": str(tmp_path),
+        "policy": policy,
+        "cloud": {"ec2": {"spot_interruptions_allowed": allowed}},
+    }
+    if node_groups is not None:
+        raw["node_groups"] = node_groups
+    cfg = parse_config(raw)
+    sge, cloud, notices = FakeSge(T0), FakeCloud(T0), Notices()
+    bal = Balancer(
+        cfg, sge=sge, journal=Journal(cfg.journal_path), cloud=cloud, provisioner=FakeProvisioner(sge), notices=notices
+    )
+    return bal, sge, cloud, notices
+
+
+def _interrupt(bal: Balancer, sge: FakeSge, cloud: FakeCloud, notices: Notices) -> None:
+    """Job 7 runs on node001 (again) and node001 gets a spot interruption warning."""
+    sge.jobs = [dataclasses.replace(running(7, "node001"), hard_requests={"h_rt": "3600"})]
+    iid = next(i for i, inst in cloud.instances.items() if inst.name == "node001")
+    notices.notices = [Notice(NoticeKind.INTERRUPTION, iid, T0, "spot interruption")]
+    assert bal.run_pass().ok
+
+
+def test_a_job_interrupted_once_too_often_requests_on_demand_nodes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    spot = {"name": "spot", "slots": 8, "max_nodes": 4, "min_nodes": 1, "market": "spot", "offers": {"market": "spot"}}
+    ondemand = {"name": "ondemand", "slots": 8, "max_nodes": 2, "offers": {"market": "on-demand"}}
+    bal, sge, cloud, notices = _cluster(tmp_path, 1, [spot, ondemand])
+    bal.run_pass()  # min_nodes: node001 of the spot group
+    assert bal.journal.node("node001") is not None
+    _interrupt(bal, sge, cloud, notices)
+    assert not any(c.startswith("qalter") for c in sge.calls)  # once is allowed
+    with caplog.at_level(logging.WARNING, logger="elb"):
+        _interrupt(bal, sge, cloud, notices)
+    assert [c for c in sge.calls if c.startswith("qalter")] == ["qalter -l h_rt=3600,market=on-demand 7"]
+    assert any("requests market=on-demand" in r.getMessage() for r in caplog.records)
+    assert bal.counters.moved_on_demand == 1
+    metric = [m for m in BalancerCollector(bal).collect() if m.name == "elb_jobs_moved_on_demand"]
+    assert metric[0].samples[0].value == 1
+    _interrupt(bal, sge, cloud, notices)  # moved already: not again
+    assert len([c for c in sge.calls if c.startswith("qalter")]) == 1
+
+
+def test_with_one_group_a_job_interrupted_too_often_is_named_in_an_alarm(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    bal, sge, cloud, notices = _cluster(tmp_path, 1)
+    bal.run_pass()
+    _interrupt(bal, sge, cloud, notices)
+    with caplog.at_level(logging.ERROR, logger="elb"):
+        _interrupt(bal, sge, cloud, notices)
+    assert not any(c.startswith("qalter") for c in sge.calls)
+    assert any(r.getMessage().startswith("ALARM: job 7: requeued by 2 spot interruptions") for r in caplog.records)
