@@ -97,8 +97,9 @@ def forecast(view: ClusterView, horizon: float, counted: tuple[Job, ...] | None 
     bins, ready, booting, freed = _capacity(view, horizon)
     packing = Packing(bins, view.slots_per_node, max(0, limit))
     short_jobs = short_slots = 0
+    place = packing.place
     for job in view.pending if counted is None else counted:
-        short = packing.place(job.slots, job.tasks).short
+        short = place(job.slots, job.tasks).short
         if short:
             short_jobs += 1
             short_slots += short * job.slots

@@ -132,6 +132,15 @@ class Placed:
     short: int  # tasks that start on no existing bin (on a new node, or nowhere within the limit)
 
 
+_NOTHING = Placed(0, 0)
+_SHORT = tuple(Placed(0, short) for short in range(64))
+
+
+def _short(short: int) -> Placed:
+    """``Placed(0, short)``, made once for the small counts most jobs have."""
+    return _SHORT[short] if short < 64 else Placed(0, short)
+
+
 @dataclass(slots=True)
 class Packing:
     """First fit of waiting jobs, in the order given, onto ``bins`` (in the caller's order), then
@@ -166,11 +175,10 @@ class Packing:
     def place(self, slots: int, tasks: int) -> Placed:
         """Place ``tasks`` tasks of ``slots`` slots each (a job entry; an array's pending tasks)."""
         if slots <= 0 or tasks <= 0:
-            return Placed(0, 0)
-        counting = self._counting()
+            return _NOTHING
         if slots > self.slots_per_node:
-            return self._place_wide(slots, tasks, counting)
-        return self._place_narrow(slots, tasks, counting)
+            return self._place_wide(slots, tasks, self._counting())
+        return self._place_narrow(slots, tasks, self._counting())
 
     def _place_wide(self, slots: int, tasks: int, counting: bool) -> Placed:
         """Whole empty bins for each task; what is missing is counted in whole new nodes."""
@@ -187,16 +195,17 @@ class Packing:
         short += left
         new += left * k
         if not counting:
-            return Placed(0, short)
+            return _short(short)
         self.new_nodes += new  # a wide job's new nodes have no slot left: no bin to keep
         return Placed(new, short)
 
     def _place_narrow(self, slots: int, tasks: int, counting: bool) -> Placed:
         """First fit task by task, a bin at a time; then new nodes packed with the rest."""
         left, short = tasks, 0
+        first, bins = self._index.first, self.bins
         while left:
-            i = self._index.first(slots)
-            if i is None or (not counting and self.bins[i].new):
+            i = first(slots)
+            if i is None or (not counting and bins[i].new):
                 break
             b = self.bins[i]
             take = min(left, b.free // slots)
@@ -205,10 +214,10 @@ class Packing:
             if b.new:
                 short += take  # on a node launched for earlier jobs: it waits for that boot too
         if not left:
-            return Placed(0, short)
+            return _short(short)
         short += left
         if not counting:
-            return Placed(0, short)
+            return _short(short)
         spn = self.slots_per_node
         per = spn // slots
         need = math.ceil(left / per)
