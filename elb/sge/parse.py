@@ -1079,7 +1079,20 @@ def _num_proc(text: str | None, where: str) -> int | None:
 
 
 def parse_qhost(data: bytes | str) -> tuple[Host, ...]:
-    """Parse ``qhost -xml -q``: execution hosts with load values and queue instances."""
+    """Parse ``qhost -xml -q``: execution hosts with load values and queue instances.
+
+    The quick reader (``_quick_qhost``) reads a document of the regular shape qhost writes; any
+    other goes to the careful reader (``_careful_qhost``), which also gives every error message.
+    """
+    if data and not data.isspace():
+        quick = _quick_qhost(data)
+        if quick is not None:
+            return quick
+    return _careful_qhost(data)
+
+
+def _careful_qhost(data: bytes | str) -> tuple[Host, ...]:
+    """The careful reader: the document as an element tree (``_load``), any shape."""
     root = _load(data, "qhost", "qhost")
     hosts: list[Host] = []
     seen: set[str] = set()
@@ -1124,10 +1137,97 @@ def _qhost_queue(el: ET.Element, host: str, where: str) -> QueueInstance:
             if not key:
                 raise SgeParseError(f"{where}: <queuevalue> without a name")
             values[key] = child.text
+    return _qhost_queue_values(qname, host, values, where)
+
+
+def _qhost_queue_values(qname: str, host: str, values: Mapping[str, str | None], where: str) -> QueueInstance:
     total = _int(values.get("slots"), "queuevalue slots", where)
     used = _int(values.get("slots_used"), "queuevalue slots_used", where)
     resv = _int(values["slots_resv"], "queuevalue slots_resv", where) if values.get("slots_resv") else 0
     return QueueInstance(qname, host, total, used, resv, _queue_states(values.get("state_string"), where))
+
+
+# One <host> of the regular shape: its load values, its queue instances (and the jobs on it, with
+# -j, read by nobody); each part is then read by findall, as every character of it was matched.
+_QHOST_ATTRIBUTE = f"'[^'\\t\\n{_NOT_TEXT}]{{0,4096}}'"
+_QHOST_NAME = f"'[^'\\t\\n{_NOT_TEXT}]{{1,256}}'"
+_HOSTVALUE = f"<hostvalue name=({_QHOST_NAME})>({_TEXT}{{0,65536}})</hostvalue>"
+_QUEUEVALUE = f"<queuevalue qname={_QHOST_ATTRIBUTE} name=({_QHOST_NAME})>({_TEXT}{{0,65536}})</queuevalue>"
+_QHOST_JOB = (
+    f"<job name={_QHOST_ATTRIBUTE}>(?:[ \\t\\n]*<jobvalue jobid={_QHOST_ATTRIBUTE} name={_QHOST_ATTRIBUTE}>"
+    f"{_TEXT}{{0,65536}}</jobvalue>)*[ \\t\\n]*</job>"
+)
+
+
+def _uncaptured(pattern: str) -> str:
+    """The pattern with its groups made non-capturing (for one within a larger one)."""
+    return pattern.replace("(", "(?:").replace("(?:?:", "(?:")
+
+
+_QHOST_QUEUE = f"<queue name=({_QHOST_ATTRIBUTE})>((?:[ \\t\\n]*{_uncaptured(_QUEUEVALUE)})*)[ \\t\\n]*</queue>"
+_HOSTVALUES = re.compile(_HOSTVALUE)
+_QUEUEVALUES = re.compile(_QUEUEVALUE)
+_QHOST_QUEUES = re.compile(_QHOST_QUEUE)
+_QHOST_HOST = re.compile(
+    f"<host name=({_QHOST_ATTRIBUTE})>[ \\t\\n]*"
+    f"((?:{_uncaptured(_HOSTVALUE)}[ \\t\\n]*)*)"
+    f"((?:{_uncaptured(_QHOST_QUEUE)}[ \\t\\n]*)*)"
+    f"(?:{_QHOST_JOB}[ \\t\\n]*)*"
+    "</host>[ \\t\\n]*"
+)
+_QHOST_CLOSE = re.compile(r"</qhost>[ \t\n]*")
+_QHOST_OPEN = re.compile(rf'[ \t\n]*<qhost(?:[ \t\n]+xmlns:xsd="[^"&\t\n{_NOT_TEXT}]{{1,4096}}")?[ \t\n]*>[ \t\n]*')
+
+
+def _quick_qhost(data: bytes | str) -> tuple[Host, ...] | None:
+    """What ``_careful_qhost`` returns for a document of the regular shape; None for any other
+    (the rules of the quick qstat reader above)."""
+    text = _plain_text(data)
+    if text is None:
+        return None
+    pieces = _QHOST_HOST.split(text)
+    width = _QHOST_HOST.groups + 1
+    m = _XML_DECLARATION.match(pieces[0])
+    m = _QHOST_OPEN.fullmatch(pieces[0], m.end() if m else 0)
+    if (
+        m is None
+        or not _QHOST_CLOSE.fullmatch(pieces[-1])
+        or len(pieces) == 1  # no host: the careful reader judges it
+        or any(pieces[k] for k in range(width, len(pieces) - 1, width))  # something between two hosts
+    ):
+        return None
+    amp = "&" in text
+
+    def value(quoted: str) -> str:
+        return _resolve(quoted[1:-1]) if amp else quoted[1:-1]
+
+    hosts: list[Host] = []
+    seen: set[str] = set()
+    try:
+        for k in range(1, len(pieces) - 1, width):
+            quoted, load_values, queue_list = pieces[k : k + 3]
+            name = value(quoted).strip()
+            if not name or name in seen:
+                return None
+            if name == "global":
+                continue
+            seen.add(name)
+            where = f"qhost: host {name!r}"
+            values = {value(key): (_resolve(v) if amp else v).strip() for key, v in _HOSTVALUES.findall(load_values)}
+            queues = []
+            for quoted_queue, queue_values in _QHOST_QUEUES.findall(queue_list):
+                qname = value(quoted_queue).strip()
+                if not qname:
+                    return None
+                found = {
+                    value(key): (_resolve(v) if amp else v) or None for key, v in _QUEUEVALUES.findall(queue_values)
+                }
+                queues.append(_qhost_queue_values(qname, name, found, f"{where} queue {qname!r}"))
+            load = {key: v for key, v in values.items() if v not in ("", "-")}
+            hosts.append(Host(name, tuple(queues), _num_proc(values.get("num_proc"), where), MappingProxyType(load)))
+    except SgeParseError:
+        return None
+    return tuple(hosts)
 
 
 # -- the snapshot -------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
-"""The two readers of ``qstat -xml``: the quick reader gives the careful reader's result or declines.
+"""The two readers of ``qstat -xml`` and ``qhost -xml``: the quick one gives the careful one's result or declines.
 
-``parse_qstat`` tries the quick reader (regular expressions over the regular shape qstat writes)
-and hands anything else to the careful reader (lxml). For every document here: when the quick
-reader answers, its answer equals the careful reader's, and ``parse_qstat`` answers exactly as
-the careful reader does (the same values, or the same error message).
+``parse_qstat`` and ``parse_qhost`` try a quick reader (regular expressions over the regular shape
+SGE writes) and hand anything else to the careful reader (an element tree). For every document
+here: when the quick reader answers, its answer equals the careful reader's, and the parser
+answers exactly as the careful reader does (the same values, or the same error message).
 """
 
 from __future__ import annotations
@@ -25,13 +25,24 @@ from hypothesis import strategies as st
 
 from elb.model import Job
 from elb.sge.errors import SgeParseError
-from elb.sge.parse import _FAST_JOBS, QstatResult, _careful_qstat, _JobBuilder, _quick_qstat, parse_qstat
+from elb.sge.parse import (
+    _FAST_JOBS,
+    QstatResult,
+    _careful_qhost,
+    _careful_qstat,
+    _JobBuilder,
+    _quick_qhost,
+    _quick_qstat,
+    parse_qhost,
+    parse_qstat,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sge"
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_parse_decide.py"
 QSTAT_FIXTURES = sorted(
     p for p in FIXTURES.rglob("*.xml") if "qhost" not in p.name and not p.name.endswith("_qstat_j.xml")
 )
+QHOST_FIXTURES = sorted(p for p in FIXTURES.rglob("*.xml") if "qhost" in p.name)
 # Recorded and hand-made outputs of the shape qstat writes: the quick reader must read these.
 READ_QUICKLY = {
     "qstat_mixed.xml",
@@ -386,3 +397,98 @@ def test_errors_are_the_careful_readers() -> None:
     bad = data.replace(b"<state>qw</state>", b"<state>qX</state>", 1)
     with pytest.raises(SgeParseError, match=r"job_list #1 \(job 1\): unknown job state 'qX'"):
         parse_qstat(bad)
+
+
+# -- qhost --------------------------------------------------------------------------------------
+
+
+def check_qhost(data: bytes | str) -> object:
+    careful = outcome(_careful_qhost, data)
+    quick = _quick_qhost(data)
+    if quick is not None:
+        assert isinstance(careful, tuple), f"quick reader accepted what the careful one refuses: {careful}"
+        assert quick == careful
+    assert outcome(parse_qhost, data) == careful
+    return quick
+
+
+@pytest.mark.parametrize("path", QHOST_FIXTURES, ids=lambda p: p.name)
+def test_qhost_fixtures_read_alike(path: Path) -> None:
+    data = path.read_bytes()
+    assert check_qhost(data) is not None
+    assert check_qhost(data.decode()) is not None
+
+
+@pytest.mark.parametrize("name", ["recorded/busy-2-nodes.qhost.xml", "handmade/qhost_mixed.xml"])
+def test_spoiled_qhost_documents_read_alike(name: str) -> None:
+    data = (FIXTURES / name).read_bytes()
+    host = b"<host name='node001'>"
+    spoils = [
+        data.replace(b"\n", b"\r\n"),
+        b"\xef\xbb\xbf" + data,
+        data.replace(b"?>", b" encoding='ISO-8859-1'?>", 1),
+        data.replace(host, b"<host name='node\x01'>"),
+        data.replace(host, "<host name='nod\u00e9'>".encode("latin-1")),
+        data.replace(host, b"<host name='n&amp;1'>"),
+        data.replace(host, b"<host name='n&#x41;1'>"),
+        data.replace(host, b"<host name='&bogus;'>"),
+        data.replace(host, b"<host name=''>"),
+        data.replace(host, b"<host name=' node001 '>"),
+        data.replace(host, b"<host name='global'>"),
+        data.replace(host, b'<host name="node001">'),
+        data.replace(host, b"<host name='node001' name='x'>"),
+        data.replace(host, b"<host name='node001'><!-- c -->"),
+        data.replace(host, b"<host name='node001'><![CDATA[x]]>"),
+        data.replace(host, b"<host name='node001'><resourcevalue name='x' dominance='hl'>1</resourcevalue>"),
+        data.replace(host, b"<host name='node002'>"),
+        data.replace(b"<queue name='all.q'>", b"<queue name=''>", 1),
+        data.replace(b"<queue name='all.q'>", b"<queue name=' all.q '>", 1),
+        data.replace(b"name='slots'>4<", b"name='slots'>four<", 1),
+        data.replace(b"name='slots'>4<", b"name=''>4<", 1),
+        data.replace(b"name='num_proc'>2<", b"name='num_proc'>2.5<", 1),
+        data.replace(b"name='num_proc'>4<", b"name='num_proc'> 4 <", 1),
+        data.replace(b"name='state_string'><", b"name='state_string'>au<", 1),
+        data.replace(b"name='state_string'><", b"name='state_string'>&amp;<", 1),
+        data.replace(b"name='load_avg'>", b"name='load_avg'>&#32;", 1),
+        data.replace(b"<qhost xmlns", b"<!DOCTYPE qhost>\n<qhost xmlns", 1),
+        data.replace(b"</qhost>", b"</qhost>\n<!-- trailing -->"),
+        data.replace(b"</qhost>", b"<foo/></qhost>"),
+        data + b"x",
+    ]
+    for bad in spoils:
+        check_qhost(bad)
+    for cut in range(0, len(data), max(1, len(data) // 150)):
+        check_qhost(data[:cut])
+
+
+HOST_NAMES = st.sampled_from(["node001", "node002", "big&amp;1", "global", "", " n3 ", "n&#x34;"])
+VALUES = st.sampled_from(["4", "-", "", " 2 ", "3.90", "15.6G", "x&lt;y"])
+
+
+@st.composite
+def qhost_documents(draw: st.DrawFn) -> str:
+    hosts = []
+    for name in draw(st.lists(HOST_NAMES, max_size=4)):
+        keys = draw(st.lists(st.sampled_from(["arch_string", "num_proc", "load_avg", "mem_total"]), max_size=4))
+        values = "".join(f"\n   <hostvalue name='{k}'>{draw(VALUES)}</hostvalue>" for k in keys)
+        queues = ""
+        for qname in draw(st.lists(st.sampled_from(["all.q", "long.q", ""]), max_size=2)):
+            qvalues = "".join(
+                f"\n   <queuevalue qname='{qname}' name='{k}'>{draw(VALUES)}</queuevalue>"
+                for k in draw(
+                    st.lists(st.sampled_from(["slots", "slots_used", "slots_resv", "state_string", "qtype_string"]))
+                )
+            )
+            queues += f"\n <queue name='{qname}'>{qvalues}\n </queue>"
+        hosts.append(f" <host name='{name}'>{values}{queues}\n </host>\n")
+    return (
+        "<?xml version='1.0'?>\n<qhost xmlns:xsd=\"http://example.invalid/qhost.xsd\">\n"
+        + "".join(hosts)
+        + "</qhost>\n"
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(qhost_documents())
+def test_generated_qhost_documents_read_alike(doc: str) -> None:
+    check_qhost(doc.encode())
