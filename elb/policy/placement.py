@@ -153,9 +153,14 @@ class Packing:
     complete: bool = True  # False: new nodes stopped being counted past ``limit``
     assigned: set[str] = field(default_factory=set)
     _index: FreeIndex[int] = field(init=False)
+    # Once new nodes are no longer counted, the fewest slots for which no existing bin has room:
+    # bins then only lose free slots and none is added, so a narrow job of at least as many slots
+    # finds none either (the slots per node plus one until then).
+    _no_room: int = field(init=False)
 
     def __post_init__(self) -> None:
         self._index = FreeIndex(self.slots_per_node)
+        self._no_room = self.slots_per_node + 1
         for i, b in enumerate(self.bins):
             self._index.set(i, b.free, b.total)
 
@@ -178,6 +183,8 @@ class Packing:
             return _NOTHING
         if slots > self.slots_per_node:
             return self._place_wide(slots, tasks, self._counting())
+        if slots >= self._no_room:
+            return _short(tasks)
         return self._place_narrow(slots, tasks, self._counting())
 
     def _place_wide(self, slots: int, tasks: int, counting: bool) -> Placed:
@@ -215,9 +222,11 @@ class Packing:
                 short += take  # on a node launched for earlier jobs: it waits for that boot too
         if not left:
             return _short(short)
-        short += left
         if not counting:
-            return _short(short)
+            if left == tasks:  # no existing bin has room for this many slots: see _no_room
+                self._no_room = min(self._no_room, slots)
+            return _short(short + left)
+        short += left
         spn = self.slots_per_node
         per = spn // slots
         need = math.ceil(left / per)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import TypeVar
 
-from elb.model import Host, Job, Node, NodeState, Snapshot
+from elb.model import PENDING_STATES, Host, Job, Node, NodeState, Snapshot
 from elb.naming import next_names
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
@@ -168,7 +168,7 @@ def cluster_view(
         if w is None or w.node is not node or w.host is not host or w.jobs != jobs:
             w = Worker(name, node, host, jobs)
         workers.append(w)
-    pending = _oldest_first([j for j in snapshot.jobs if j.is_pending], now)
+    pending = _oldest_first([j for j in snapshot.jobs if j.state in PENDING_STATES], now)  # Job.is_pending
     spn = infer_slots_per_node(list(hosts.values()), list(alive.values()), slots_per_node)
     return ClusterView(now, tuple(workers), tuple(pending), spn)
 

@@ -98,3 +98,25 @@ def test_packing_keeps_placing_on_existing_bins_past_the_limit() -> None:
     assert (later.new_nodes, later.short) == (0, 2)  # one task fits node001; two fit nowhere counted
     assert packing.assigned == {"node001"}
     assert not packing.complete
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_past_the_limit_jobs_no_bin_has_room_for_are_answered_as_a_search_would(seed: int) -> None:
+    """Once new nodes are no longer counted, a narrow job at least as wide as one that found no
+    existing bin is answered without a search: the same answer as searching."""
+    rng = random.Random(seed)
+    spn = rng.choice([4, 8])
+    bins = [(f"node{i:03d}", rng.randrange(spn + 1), spn) for i in range(rng.randrange(12))]
+    jobs = [(rng.choice([1, 1, 2, 3, spn, spn + 1]), rng.randrange(1, 6)) for _ in range(rng.randrange(1, 40))]
+    limit = rng.randrange(4)
+    quick = Packing([Bin(n, f, t) for n, f, t in bins], spn, limit=limit)
+    searching = Packing([Bin(n, f, t) for n, f, t in bins], spn, limit=limit)
+    for slots, tasks in jobs:
+        searching._no_room = spn + 1  # never answers without a search
+        assert quick.place(slots, tasks) == searching.place(slots, tasks)
+    assert (quick.new_nodes, quick.assigned, quick.complete) == (
+        searching.new_nodes,
+        searching.assigned,
+        searching.complete,
+    )
+    assert [(b.name, b.free) for b in quick.bins] == [(b.name, b.free) for b in searching.bins]
