@@ -10,7 +10,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from operator import attrgetter
+from operator import attrgetter, mul
 from typing import TypeVar
 
 from elb.model import PENDING_STATES, Host, Job, Node, NodeState, Snapshot
@@ -20,6 +20,8 @@ _ALIVE = frozenset(s for s in NodeState if s.alive)
 _BOOTING = frozenset(s for s in NodeState if s.booting)
 _JOB_ID = attrgetter("job_id")
 _SUBMITTED = attrgetter("submitted")
+_SLOTS = attrgetter("slots")
+_TASKS = attrgetter("tasks")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +109,8 @@ class ClusterView:
 
     @property
     def pending_slots(self) -> int:
-        return sum(j.total_slots for j in self.pending)
+        """Slots the waiting jobs need (each job's ``total_slots``, summed in C)."""
+        return sum(map(mul, map(_SLOTS, self.pending), map(_TASKS, self.pending)))
 
     def oldest_wait(self) -> float:
         """Seconds the oldest eligible job (by submission time) has waited; 0 with none."""
@@ -202,6 +205,7 @@ class ViewCache:
     def __init__(self) -> None:
         self._key: tuple[object, ...] | None = None
         self._view: ClusterView | None = None
+        self._timeless = False  # a waiting job of the kept view has no submission time: ordered by ``now``
         self._workers: dict[str, Worker] = {}
         self._derived: dict[str, tuple[tuple[object, ...], object]] = {}
 
@@ -215,13 +219,14 @@ class ViewCache:
             old is not None
             and self._key is not None
             and all(a is b for a, b in zip(self._key, key, strict=True))
-            and all(j.submitted is not None for j in old.pending)
+            and not self._timeless
         ):
             return old if old.now == now else replace(old, now=now)
         view = cluster_view(snapshot, nodes, master, now, slots_per_node, reuse=self._workers)
         self._workers = {w.name: w for w in view.workers}
         if isinstance(nodes, tuple):  # a list may change under the same identity: not kept
             self._key, self._view = key, view
+            self._timeless = None in map(_SUBMITTED, view.pending)
         return view
 
     def derived(self, name: str, key: tuple[object, ...], make: Callable[[], T]) -> T:
