@@ -181,7 +181,7 @@ def _oldest_first(jobs: list[Job], now: float) -> list[Job]:
     given: sorted by number, then (stably) by time, which is that order, with keys read in C
     (qstat lists entries mostly by number, so the first sort is nearly free)."""
     jobs.sort(key=_JOB_ID)
-    if any(j.submitted is None for j in jobs):
+    if None in map(_SUBMITTED, jobs):
         jobs.sort(key=lambda j: j.submitted if j.submitted is not None else now)
     else:
         jobs.sort(key=_SUBMITTED)

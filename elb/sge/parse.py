@@ -692,19 +692,22 @@ _PREDEFINED = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
 # One job entry in the order qstat writes it; what follows <full_job_name> (requests, the PE,
 # binding, ...) is the "rest", read by _QuickReader.rest once per distinct text.
 _JOB_ENTRY = re.compile(
-    r'<job_list state="([a-z]{1,32})">[ \t\n]*'
+    r'<job_list state="(?:pending|([a-z]{1,32}))">[ \t\n]*'  # None for "pending": no str made
     r"<JB_job_number>([0-9]{1,18})</JB_job_number>[ \t\n]*"
     rf"<JAT_prio>({_TEXT}{{0,64}})</JAT_prio>[ \t\n]*"
     rf"<JB_name>({_TEXT}{{0,65536}})</JB_name>[ \t\n]*"
     rf"<JB_owner>({_TEXT}{{0,65536}})</JB_owner>[ \t\n]*"
     r"<state>([A-Za-z]{1,16})</state>[ \t\n]*"
-    r"<(JB_submission_time|JAT_submission_time|JAT_start_time)>"
-    r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?</\7>[ \t\n]*"
+    # The time: a start time (running), or a submission time by 8.1.9's name or OCS 9's; the
+    # groups are None for the usual JB_submission_time, so no str is made for it.
+    r"<(?:(JAT_start_time)|(JAT_submission_time)|JB_submission_time)>"
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?"
+    r"</(?(7)JAT_start_time|(?(8)JAT_submission_time|JB_submission_time))>[ \t\n]*"
     rf"(?:<queue_name>({_TEXT}{{0,65536}})</queue_name>[ \t\n]*)?"
     r"<slots>([0-9]{1,18})</slots>[ \t\n]*"
     rf"(?:<tasks>({_TEXT}{{0,65536}})</tasks>[ \t\n]*)?"
     rf"(?:<full_job_name>{_TEXT}{{0,65536}}</full_job_name>[ \t\n]*)?"
-    r"([^<]*(?:<(?!/job_list>)[^<]*)*)</job_list>[ \t\n]*"
+    r"([^<]*+(?:<(?!/job_list>)[^<]*+)*+)</job_list>[ \t\n]*"  # possessive: nothing to give back
 )
 # Any element of text only, or empty; its attributes are read by _attributes.
 _ELEMENT = re.compile(
@@ -934,7 +937,8 @@ class _QuickReader:
             name,
             owner,
             state,
-            time_tag,
+            start_tag,
+            submission_tag,
             minute,
             second,
             fraction,
@@ -965,10 +969,10 @@ class _QuickReader:
             start = minutes.get(minute)
             seconds_in_minute = _SECONDS.get(second)
             if start is None or seconds_in_minute is None or fraction:
-                seconds = self.seconds(minute, second, fraction, time_tag)
+                seconds = self.seconds(minute, second, fraction, start_tag or submission_tag or "JB_submission_time")
             else:
                 seconds = start + seconds_in_minute
-            if time_tag == "JAT_start_time":
+            if start_tag:
                 job.submitted, job.started = None, seconds
             else:
                 job.submitted, job.started = seconds, None
