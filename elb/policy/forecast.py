@@ -22,6 +22,7 @@ tasks or slots a job asks for.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import mul
 
 from elb.model import Job
 from elb.policy.placement import Bin, Packing, host_order, width
@@ -98,11 +99,23 @@ def forecast(view: ClusterView, horizon: float, counted: tuple[Job, ...] | None 
     packing = Packing(bins, view.slots_per_node, max(0, limit))
     short_jobs = short_slots = 0
     place = packing.place
-    for job in view.pending if counted is None else counted:
+    jobs = view.pending if counted is None else counted
+    for i, job in enumerate(jobs):
         short = place(job.slots, job.tasks).short
         if short:
             short_jobs += 1
             short_slots += short * job.slots
+            if short == job.tasks and packing.saturated:
+                # Every job after this one is short of all its tasks: counted in C.
+                rest = jobs[i + 1 :]
+                slots, tasks = [j.slots for j in rest], [j.tasks for j in rest]
+                if min(slots, default=1) > 0 and min(tasks, default=1) > 0:
+                    short_jobs += len(rest)
+                    short_slots += sum(map(mul, slots, tasks))
+                else:  # a job of no slot or no task is placed nowhere and is short of nothing
+                    short_jobs += sum(1 for s, t in zip(slots, tasks, strict=True) if s > 0 and t > 0)
+                    short_slots += sum(s * t for s, t in zip(slots, tasks, strict=True) if s > 0 and t > 0)
+                break
     return Forecast(
         packing.new_nodes,
         short_jobs,

@@ -172,6 +172,13 @@ class Packing:
             self.assigned.add(b.name)
         return b
 
+    @property
+    def saturated(self) -> bool:
+        """No job can be placed on a bin any more, and none adds new nodes: every job from now on
+        is short of all its tasks. (New nodes are no longer counted, no existing bin has room for
+        one slot, and there is no empty bin for a wide job: bins only lose free slots now.)"""
+        return not self.complete and self._no_room <= 1 and not self._index.empty_count
+
     def _counting(self) -> bool:
         if self.complete and self.new_nodes > self.limit:
             self.complete = False
