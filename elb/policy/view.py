@@ -97,6 +97,12 @@ class ClusterView:
     workers: tuple[Worker, ...]
     pending: tuple[Job, ...]  # eligible waiting jobs, oldest submission first
     slots_per_node: int
+    # Slots the waiting jobs need (each job's ``total_slots``), worked out once with the view.
+    pending_slots: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        slots = sum(map(mul, map(_SLOTS, self.pending), map(_TASKS, self.pending)))
+        object.__setattr__(self, "pending_slots", slots)
 
     @property
     def size(self) -> int:
@@ -106,11 +112,6 @@ class ClusterView:
     @property
     def booting(self) -> tuple[Worker, ...]:
         return tuple(w for w in self.workers if w.booting)
-
-    @property
-    def pending_slots(self) -> int:
-        """Slots the waiting jobs need (each job's ``total_slots``, summed in C)."""
-        return sum(map(mul, map(_SLOTS, self.pending), map(_TASKS, self.pending)))
 
     def oldest_wait(self) -> float:
         """Seconds the oldest eligible job (by submission time) has waited; 0 with none."""
