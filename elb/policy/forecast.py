@@ -22,7 +22,6 @@ tasks or slots a job asks for.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import mul
 
 from elb.model import Job
 from elb.policy.placement import Bin, Packing, host_order, width
@@ -100,21 +99,24 @@ def forecast(view: ClusterView, horizon: float, counted: tuple[Job, ...] | None 
     short_jobs = short_slots = 0
     place = packing.place
     jobs = view.pending if counted is None else counted
+    done = 0  # the slots of the jobs placed so far
     for i, job in enumerate(jobs):
-        short = place(job.slots, job.tasks).short
+        slots, tasks = job.slots, job.tasks
+        done += slots * tasks
+        short = place(slots, tasks).short
         if short:
             short_jobs += 1
-            short_slots += short * job.slots
-            if short == job.tasks and packing.saturated:
-                # Every job after this one is short of all its tasks: counted in C.
-                rest = jobs[i + 1 :]
-                slots, tasks = [j.slots for j in rest], [j.tasks for j in rest]
-                if min(slots, default=1) > 0 and min(tasks, default=1) > 0:
-                    short_jobs += len(rest)
-                    short_slots += sum(map(mul, slots, tasks))
-                else:  # a job of no slot or no task is placed nowhere and is short of nothing
-                    short_jobs += sum(1 for s, t in zip(slots, tasks, strict=True) if s > 0 and t > 0)
-                    short_slots += sum(s * t for s, t in zip(slots, tasks, strict=True) if s > 0 and t > 0)
+            short_slots += short * slots
+            if short == tasks and packing.saturated:
+                # Every job after this one is short of all its tasks: counted without placing.
+                if counted is None and view.pending_plain:  # the view's totals, less the jobs placed
+                    short_jobs += len(jobs) - i - 1
+                    short_slots += view.pending_slots - done
+                    break
+                # A job of no slot or no task is placed nowhere and is short of nothing.
+                sizes = [(j.slots, j.tasks) for j in jobs[i + 1 :] if j.slots > 0 and j.tasks > 0]
+                short_jobs += len(sizes)
+                short_slots += sum(s * t for s, t in sizes)
                 break
     return Forecast(
         packing.new_nodes,

@@ -97,12 +97,15 @@ class ClusterView:
     workers: tuple[Worker, ...]
     pending: tuple[Job, ...]  # eligible waiting jobs, oldest submission first
     slots_per_node: int
-    # Slots the waiting jobs need (each job's ``total_slots``), worked out once with the view.
+    # Slots the waiting jobs need (each job's ``total_slots``), and whether every one of them
+    # asks for at least one slot and one task; worked out once with the view.
     pending_slots: int = field(init=False)
+    pending_plain: bool = field(init=False)
 
     def __post_init__(self) -> None:
-        slots = sum(map(mul, map(_SLOTS, self.pending), map(_TASKS, self.pending)))
-        object.__setattr__(self, "pending_slots", slots)
+        slots, tasks = list(map(_SLOTS, self.pending)), list(map(_TASKS, self.pending))
+        object.__setattr__(self, "pending_slots", sum(map(mul, slots, tasks)))
+        object.__setattr__(self, "pending_plain", min(slots, default=1) > 0 and min(tasks, default=1) > 0)
 
     @property
     def size(self) -> int:
