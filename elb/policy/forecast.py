@@ -97,11 +97,27 @@ def forecast(view: ClusterView, horizon: float, counted: tuple[Job, ...] | None 
     bins, ready, booting, freed = _capacity(view, horizon)
     packing = Packing(bins, view.slots_per_node, max(0, limit))
     short_jobs = short_slots = 0
-    for job in view.pending if counted is None else counted:
-        short = packing.place(job.slots, job.tasks).short
+    place = packing.place
+    jobs = view.pending if counted is None else counted
+    done = 0  # the slots of the jobs placed so far
+    for i, job in enumerate(jobs):
+        slots, tasks = job.slots, job.tasks
+        done += slots * tasks
+        short = place(slots, tasks).short
         if short:
             short_jobs += 1
-            short_slots += short * job.slots
+            short_slots += short * slots
+            if short == tasks and packing.saturated:
+                # Every job after this one is short of all its tasks: counted without placing.
+                if counted is None and view.pending_plain:  # the view's totals, less the jobs placed
+                    short_jobs += len(jobs) - i - 1
+                    short_slots += view.pending_slots - done
+                    break
+                # A job of no slot or no task is placed nowhere and is short of nothing.
+                sizes = [(j.slots, j.tasks) for j in jobs[i + 1 :] if j.slots > 0 and j.tasks > 0]
+                short_jobs += len(sizes)
+                short_slots += sum(s * t for s, t in sizes)
+                break
     return Forecast(
         packing.new_nodes,
         short_jobs,

@@ -132,6 +132,15 @@ class Placed:
     short: int  # tasks that start on no existing bin (on a new node, or nowhere within the limit)
 
 
+_NOTHING = Placed(0, 0)
+_SHORT = tuple(Placed(0, short) for short in range(64))
+
+
+def _short(short: int) -> Placed:
+    """``Placed(0, short)``, made once for the small counts most jobs have."""
+    return _SHORT[short] if short < 64 else Placed(0, short)
+
+
 @dataclass(slots=True)
 class Packing:
     """First fit of waiting jobs, in the order given, onto ``bins`` (in the caller's order), then
@@ -144,9 +153,14 @@ class Packing:
     complete: bool = True  # False: new nodes stopped being counted past ``limit``
     assigned: set[str] = field(default_factory=set)
     _index: FreeIndex[int] = field(init=False)
+    # Once new nodes are no longer counted, the fewest slots for which no existing bin has room:
+    # bins then only lose free slots and none is added, so a narrow job of at least as many slots
+    # finds none either (the slots per node plus one until then).
+    _no_room: int = field(init=False)
 
     def __post_init__(self) -> None:
         self._index = FreeIndex(self.slots_per_node)
+        self._no_room = self.slots_per_node + 1
         for i, b in enumerate(self.bins):
             self._index.set(i, b.free, b.total)
 
@@ -158,6 +172,13 @@ class Packing:
             self.assigned.add(b.name)
         return b
 
+    @property
+    def saturated(self) -> bool:
+        """No job can be placed on a bin any more, and none adds new nodes: every job from now on
+        is short of all its tasks. (New nodes are no longer counted, no existing bin has room for
+        one slot, and there is no empty bin for a wide job: bins only lose free slots now.)"""
+        return not self.complete and self._no_room <= 1 and not self._index.empty_count
+
     def _counting(self) -> bool:
         if self.complete and self.new_nodes > self.limit:
             self.complete = False
@@ -166,11 +187,12 @@ class Packing:
     def place(self, slots: int, tasks: int) -> Placed:
         """Place ``tasks`` tasks of ``slots`` slots each (a job entry; an array's pending tasks)."""
         if slots <= 0 or tasks <= 0:
-            return Placed(0, 0)
-        counting = self._counting()
+            return _NOTHING
         if slots > self.slots_per_node:
-            return self._place_wide(slots, tasks, counting)
-        return self._place_narrow(slots, tasks, counting)
+            return self._place_wide(slots, tasks, self._counting())
+        if slots >= self._no_room:
+            return _short(tasks)
+        return self._place_narrow(slots, tasks, self._counting())
 
     def _place_wide(self, slots: int, tasks: int, counting: bool) -> Placed:
         """Whole empty bins for each task; what is missing is counted in whole new nodes."""
@@ -187,16 +209,17 @@ class Packing:
         short += left
         new += left * k
         if not counting:
-            return Placed(0, short)
+            return _short(short)
         self.new_nodes += new  # a wide job's new nodes have no slot left: no bin to keep
         return Placed(new, short)
 
     def _place_narrow(self, slots: int, tasks: int, counting: bool) -> Placed:
         """First fit task by task, a bin at a time; then new nodes packed with the rest."""
         left, short = tasks, 0
+        first, bins = self._index.first, self.bins
         while left:
-            i = self._index.first(slots)
-            if i is None or (not counting and self.bins[i].new):
+            i = first(slots)
+            if i is None or (not counting and bins[i].new):
                 break
             b = self.bins[i]
             take = min(left, b.free // slots)
@@ -205,10 +228,12 @@ class Packing:
             if b.new:
                 short += take  # on a node launched for earlier jobs: it waits for that boot too
         if not left:
-            return Placed(0, short)
-        short += left
+            return _short(short)
         if not counting:
-            return Placed(0, short)
+            if left == tasks:  # no existing bin has room for this many slots: see _no_room
+                self._no_room = min(self._no_room, slots)
+            return _short(short + left)
+        short += left
         spn = self.slots_per_node
         per = spn // slots
         need = math.ceil(left / per)

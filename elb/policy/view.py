@@ -10,13 +10,18 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter, mul
 from typing import TypeVar
 
-from elb.model import Host, Job, Node, NodeState, Snapshot
+from elb.model import PENDING_STATES, Host, Job, Node, NodeState, Snapshot
 from elb.naming import next_names
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
 _BOOTING = frozenset(s for s in NodeState if s.booting)
+_JOB_ID = attrgetter("job_id")
+_SUBMITTED = attrgetter("submitted")
+_SLOTS = attrgetter("slots")
+_TASKS = attrgetter("tasks")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +97,15 @@ class ClusterView:
     workers: tuple[Worker, ...]
     pending: tuple[Job, ...]  # eligible waiting jobs, oldest submission first
     slots_per_node: int
+    # Slots the waiting jobs need (each job's ``total_slots``), and whether every one of them
+    # asks for at least one slot and one task; worked out once with the view.
+    pending_slots: int = field(init=False)
+    pending_plain: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        slots, tasks = list(map(_SLOTS, self.pending)), list(map(_TASKS, self.pending))
+        object.__setattr__(self, "pending_slots", sum(map(mul, slots, tasks)))
+        object.__setattr__(self, "pending_plain", min(slots, default=1) > 0 and min(tasks, default=1) > 0)
 
     @property
     def size(self) -> int:
@@ -101,10 +115,6 @@ class ClusterView:
     @property
     def booting(self) -> tuple[Worker, ...]:
         return tuple(w for w in self.workers if w.booting)
-
-    @property
-    def pending_slots(self) -> int:
-        return sum(j.total_slots for j in self.pending)
 
     def oldest_wait(self) -> float:
         """Seconds the oldest eligible job (by submission time) has waited; 0 with none."""
@@ -150,6 +160,8 @@ def cluster_view(
     an earlier view; one whose record, host and jobs are the very same objects is taken as is."""
     by_host: dict[str, list[Job]] = {}
     for j in snapshot.jobs:
+        if j.queue is None:  # no host (the property's first test, without its call)
+            continue
         h = j.host
         if h is not None and j.state not in ("qw", "hqw"):
             by_host.setdefault(h, []).append(j)
@@ -163,12 +175,21 @@ def cluster_view(
         if w is None or w.node is not node or w.host is not host or w.jobs != jobs:
             w = Worker(name, node, host, jobs)
         workers.append(w)
-    pending = sorted(
-        (j for j in snapshot.jobs if j.is_pending),
-        key=lambda j: (j.submitted if j.submitted is not None else now, j.job_id),
-    )
+    pending = _oldest_first([j for j in snapshot.jobs if j.state in PENDING_STATES], now)  # Job.is_pending
     spn = infer_slots_per_node(list(hosts.values()), list(alive.values()), slots_per_node)
     return ClusterView(now, tuple(workers), tuple(pending), spn)
+
+
+def _oldest_first(jobs: list[Job], now: float) -> list[Job]:
+    """The jobs by submission time (``now`` for none), then job number, each tie in the order
+    given: sorted by number, then (stably) by time, which is that order, with keys read in C
+    (qstat lists entries mostly by number, so the first sort is nearly free)."""
+    jobs.sort(key=_JOB_ID)
+    if None in map(_SUBMITTED, jobs):
+        jobs.sort(key=lambda j: j.submitted if j.submitted is not None else now)
+    else:
+        jobs.sort(key=_SUBMITTED)
+    return jobs
 
 
 T = TypeVar("T")
@@ -188,6 +209,7 @@ class ViewCache:
     def __init__(self) -> None:
         self._key: tuple[object, ...] | None = None
         self._view: ClusterView | None = None
+        self._timeless = False  # a waiting job of the kept view has no submission time: ordered by ``now``
         self._workers: dict[str, Worker] = {}
         self._derived: dict[str, tuple[tuple[object, ...], object]] = {}
 
@@ -201,13 +223,14 @@ class ViewCache:
             old is not None
             and self._key is not None
             and all(a is b for a, b in zip(self._key, key, strict=True))
-            and all(j.submitted is not None for j in old.pending)
+            and not self._timeless
         ):
             return old if old.now == now else replace(old, now=now)
         view = cluster_view(snapshot, nodes, master, now, slots_per_node, reuse=self._workers)
         self._workers = {w.name: w for w in view.workers}
         if isinstance(nodes, tuple):  # a list may change under the same identity: not kept
             self._key, self._view = key, view
+            self._timeless = None in map(_SUBMITTED, view.pending)
         return view
 
     def derived(self, name: str, key: tuple[object, ...], make: Callable[[], T]) -> T:

@@ -39,7 +39,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from types import MappingProxyType
+from typing import Any, cast
 
 import defusedxml
 import defusedxml.ElementTree as DET
@@ -106,13 +108,18 @@ def _load(data: bytes | str, source: str, root_tag: str) -> ET.Element:
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """Building a tree of half a million elements triggers the cycle collector over and over
-    (it more than doubles the parse time); nothing here creates cycles, so pause it meanwhile."""
+    (it more than doubles the parse time); nothing here creates cycles, so pause it meanwhile.
+
+    On the way out, what was made meanwhile (50,000 jobs live until the next pass) goes to the
+    oldest generation in one collection of the two younger ones; left to the next allocations,
+    the same objects would be walked twice, once by each of them."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            gc.collect(1)
             gc.enable()
 
 
@@ -491,12 +498,23 @@ def _queue_instance(fields: Mapping[str, str | None], where: str) -> QueueInstan
 def parse_qstat(data: bytes | str) -> QstatResult:
     """Parse ``qstat -u '*' -xml -r -f`` (also accepts the output without ``-f``).
 
+    The quick reader (``_quick_qstat``) reads a document of the regular shape qstat writes; any
+    other goes to the careful reader (``_careful_qstat``), which also gives every error message.
+    """
+    if not data or data.isspace():
+        raise SgeParseError("qstat: empty output, expected <job_info> XML")
+    with _gc_paused():
+        quick = _quick_qstat(data)
+    return quick if quick is not None else _careful_qstat(data)
+
+
+def _careful_qstat(data: bytes | str) -> QstatResult:
+    """The careful reader, for a document of any shape.
+
     The XML is read as a stream: each job entry becomes a Job as soon as it is complete and its
     elements are dropped, so 50,000 waiting jobs never sit in memory as a tree of half a
     million elements (17 MB at a time instead of 240 MB).
     """
-    if not data or data.isspace():
-        raise SgeParseError("qstat: empty output, expected <job_info> XML")
     with _gc_paused():
         try:
             return _stream_qstat(data)
@@ -591,6 +609,469 @@ def _read_queue_list(
         jobs.append(reader.job(entry, f"qstat: {qinst.name}", len(jobs) + 1, qinst.name))
 
 
+# -- qstat: the quick reader ----------------------------------------------------------------------
+#
+# qstat writes its XML from fixed code: the same elements in the same order for every entry. The
+# quick reader reads that regular shape with regular expressions over the text, builds no element
+# tree, and makes the very values the careful reader above makes. Anything it does not know (an
+# element or attribute out of place, a comment, CDATA, a DTD, an entity other than XML's five and
+# character references, another encoding, a character XML forbids, a truncated or hollow
+# document) makes it decline, and the careful reader reads the whole document: every refusal and
+# every error message is the careful reader's. It accepts only what the careful reader accepts.
+
+
+class _Decline(Exception):
+    """The document is not of the regular shape the quick reader knows."""
+
+
+_JOB_FIELDS = (
+    "job_id",
+    "name",
+    "owner",
+    "state",
+    "slots",
+    "submitted",
+    "started",
+    "tasks",
+    "task_ids",
+    "priority",
+    "pe",
+    "pe_range",
+    "hard_requests",
+    "queue",
+    "hard_runtime",
+    "hard_queues",
+    "master_requests",
+    "slave_requests",
+)
+
+
+class _JobBuilder:
+    """An object with the very slots of ``Job``, set as plain attributes, then made a ``Job``.
+
+    A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``, which is
+    most of the cost of making 50,000 jobs. The quick reader makes ``_JobBuilder`` objects, sets
+    every field, then changes their class to ``Job`` (CPython allows it between classes of the
+    same layout: the same slots in the same order). What comes out is a ``Job`` in every
+    respect: its type, fields, equality and hash. ``_FAST_JOBS`` says the slots are Job's;
+    when they are not, the quick reader declines every document.
+    """
+
+    __slots__ = _JOB_FIELDS
+    job_id: int
+    name: str
+    owner: str
+    state: str
+    slots: int
+    submitted: float | None
+    started: float | None
+    tasks: int
+    task_ids: str | None
+    priority: float
+    pe: str | None
+    pe_range: str | None
+    hard_requests: Mapping[str, str]
+    queue: str | None
+    hard_runtime: float | None
+    hard_queues: tuple[str, ...]
+    master_requests: Mapping[str, str]
+    slave_requests: Mapping[str, str]
+
+
+_FAST_JOBS = Job.__slots__ == _JOB_FIELDS and tuple(f.name for f in dataclass_fields(Job)) == _JOB_FIELDS
+
+# Characters that text (and, with its quote, an attribute value) may not hold here: "<", those XML
+# forbids, and a carriage return (the careful reader turns it into a line feed). Every character
+# of a document the quick reader accepts is matched by one of the expressions below.
+_NOT_TEXT = "<\\x00-\\x08\\x0b-\\x1f\\ufffe\\uffff"
+_TEXT = f"[^{_NOT_TEXT}]"
+_VALUE = f"(?:\"[^\"\\t\\n{_NOT_TEXT}]{{0,65536}}\"|'[^'\\t\\n{_NOT_TEXT}]{{0,65536}}')"
+_XML_DECLARATION = re.compile(
+    r"<\?xml[ \t\n]+version[ \t\n]*=[ \t\n]*(['\"])1\.0\1"
+    r"(?:[ \t\n]+encoding[ \t\n]*=[ \t\n]*(['\"])[Uu][Tt][Ff]-8\2)?[ \t\n]*\?>"
+)
+_ROOT_OPEN = re.compile(rf'[ \t\n]*<job_info(?:[ \t\n]+xmlns:xsd="[^"&\t\n{_NOT_TEXT}]{{1,4096}}")?[ \t\n]*>[ \t\n]*')
+_SPACE = re.compile(r"[ \t\n]*")
+_REFERENCE = re.compile(r"&(?:(amp|lt|gt|quot|apos)|#([0-9]{1,7})|#x([0-9a-fA-F]{1,6}));")
+_PREDEFINED = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
+# One job entry in the order qstat writes it; what follows <full_job_name> (requests, the PE,
+# binding, ...) is the "rest", read by _QuickReader.rest once per distinct text.
+_JOB_ENTRY = re.compile(
+    r'<job_list state="(?:pending|([a-z]{1,32}))">[ \t\n]*'  # None for "pending": no str made
+    r"<JB_job_number>([0-9]{1,18})</JB_job_number>[ \t\n]*"
+    rf"<JAT_prio>({_TEXT}{{0,64}})</JAT_prio>[ \t\n]*"
+    rf"<JB_name>({_TEXT}{{0,65536}})</JB_name>[ \t\n]*"
+    rf"<JB_owner>({_TEXT}{{0,65536}})</JB_owner>[ \t\n]*"
+    r"<state>([A-Za-z]{1,16})</state>[ \t\n]*"
+    # The time: a start time (running), or a submission time by 8.1.9's name or OCS 9's; the
+    # groups are None for the usual JB_submission_time, so no str is made for it.
+    r"<(?:(JAT_start_time)|(JAT_submission_time)|JB_submission_time)>"
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?"
+    r"</(?(7)JAT_start_time|(?(8)JAT_submission_time|JB_submission_time))>[ \t\n]*"
+    rf"(?:<queue_name>({_TEXT}{{0,65536}})</queue_name>[ \t\n]*)?"
+    r"<slots>([0-9]{1,18})</slots>[ \t\n]*"
+    rf"(?:<tasks>({_TEXT}{{0,65536}})</tasks>[ \t\n]*)?"
+    rf"(?:<full_job_name>{_TEXT}{{0,65536}}</full_job_name>[ \t\n]*)?"
+    r"([^<]*+(?:<(?!/job_list>)[^<]*+)*+)</job_list>[ \t\n]*"  # possessive: nothing to give back
+)
+# Any element of text only, or empty; its attributes are read by _attributes.
+_ELEMENT = re.compile(
+    r"<([A-Za-z_][A-Za-z0-9_.-]{0,255})"
+    rf"((?:[ \t\n]+[A-Za-z_][A-Za-z0-9_.-]{{0,255}}[ \t\n]*=[ \t\n]*{_VALUE})*)"
+    rf"[ \t\n]*(?:/>|>({_TEXT}{{0,65536}})</\1[ \t\n]*>)[ \t\n]*"
+)
+_ATTRIBUTE = re.compile(r"[ \t\n]+([A-Za-z_][A-Za-z0-9_.-]*)[ \t\n]*=[ \t\n]*(?:\"([^\"]*)\"|'([^']*)')")
+# Elements of a job entry the fixed part reads (a second one is left to the careful reader) and
+# elements that would be entries of their own.
+_FIXED_PART = frozenset(
+    (
+        "JB_job_number",
+        "JAT_prio",
+        "JB_name",
+        "JB_owner",
+        "state",
+        "JB_submission_time",
+        "JAT_submission_time",
+        "JAT_start_time",
+        "queue_name",
+        "slots",
+        "tasks",
+        "job_list",
+        "Queue-List",
+    )
+)
+_Rest = tuple[
+    Mapping[str, str], str | None, str | None, tuple[str, ...], Mapping[str, str], Mapping[str, str], float | None
+]
+
+
+_ENTRY_PLACES = frozenset(("queue_info", "Queue-List", "job_info"))
+_SECONDS = {f"{n:02d}": n for n in range(62)}  # 60 and 61: leap seconds, as parse_timestamp allows
+
+
+def _priority(text: str) -> float:
+    try:
+        return float(text) if text else 0.0
+    except ValueError:
+        raise _Decline from None
+
+
+def _xml_char(code: int) -> bool:
+    return code in (9, 10, 13) or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0xFFFD or 0x10000 <= code <= 0x10FFFF
+
+
+def _reference(m: re.Match[str]) -> str:
+    name, decimal, hexadecimal = m.groups()
+    if name:
+        return _PREDEFINED[name]
+    return chr(int(decimal) if decimal else int(hexadecimal, 16))
+
+
+def _resolve(text: str) -> str:
+    """Text with its references replaced (each one checked beforehand by _QuickReader)."""
+    return _REFERENCE.sub(_reference, text) if "&" in text else text
+
+
+def _attributes(text: str) -> dict[str, str]:
+    """The attributes of an element matched by _ELEMENT; declines a repeated or xml* name."""
+    found: dict[str, str] = {}
+    for name, double, single in _ATTRIBUTE.findall(text):
+        if name in found or name[:3].lower() == "xml":
+            raise _Decline
+        found[name] = _resolve(double or single)
+    return found
+
+
+def _quick_qstat(data: bytes | str) -> QstatResult | None:
+    """What ``_careful_qstat`` returns for a document of the regular shape; None for any other."""
+    text = _plain_text(data)
+    if text is None or not _FAST_JOBS:
+        return None
+    try:
+        return _QuickReader(text).read()
+    except (_Decline, SgeParseError):
+        return None
+
+
+def _plain_text(data: bytes | str) -> str | None:
+    """The document as text, if it is UTF-8, holds no "]]>" and only references to XML's five
+    entities and to characters XML allows; None otherwise."""
+    try:
+        if isinstance(data, bytes):
+            text = data.decode("utf-8")
+        else:
+            data.encode("utf-8")  # the careful reader's first step; a lone surrogate fails it
+            text = data
+    except UnicodeError:
+        return None
+    if "]" in text and "]]>" in text:
+        return None
+    if "&" in text:
+        refs = 0
+        for m in _REFERENCE.finditer(text):
+            refs += 1
+            if not m.group(1) and not _xml_char(int(m.group(2)) if m.group(2) else int(m.group(3), 16)):
+                return None
+        if refs != text.count("&"):
+            return None
+    return text
+
+
+class _QuickReader:
+    """One reading of one document by the quick reader (see above).
+
+    ``_JOB_ENTRY.split`` cuts the document into job entries (their fields) and what lies between
+    them: the prolog, section tags, queue instances. Each piece between is read by ``between``,
+    which knows where in the document it is (``place``) and declines anything out of place, so
+    every character is read by one of the two.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.amp = "&" in text
+        self.lt = self.amp or ("%" in text and "%lt;" in text)  # "&#37;lt;" is "%lt;" too
+        self.reader = _JobReader()
+        self.jobs: list[Job] = []
+        self.late: list[Job] = []  # running entries outside a queue instance: last, as the careful reader
+        self.queues: list[QueueInstance] = []
+        self.rests: dict[str, _Rest] = {}
+        self.prios: dict[str, float] = {}
+        self.minutes: dict[str, float] = {}  # "YYYY-MM-DDTHH:MM" -> its start in POSIX seconds
+        self.place = "root"  # root, queue_info, Queue-List, job_info, end (after the root's end)
+        self.fields: dict[str, str | None] | None = None  # of the Queue-List being read, until its first entry
+
+    def read(self) -> QstatResult:
+        pieces = _JOB_ENTRY.split(self.text)
+        first = pieces[0]
+        m = _XML_DECLARATION.match(first)
+        m = _ROOT_OPEN.match(first, m.end() if m else 0)
+        if m is None:
+            raise _Decline
+        queue = self.between(first, m.end())
+        self.entries(zip(*[iter(pieces[1:])] * (_JOB_ENTRY.groups + 1), strict=True), queue)
+        if self.place != "end":
+            raise _Decline
+        if not self.jobs and not self.late and not self.queues:
+            raise _Decline  # hollow: the careful reader judges it
+        return QstatResult(tuple(self.jobs + self.late), tuple(self.queues))
+
+    def between(self, text: str, pos: int = 0) -> str | None:  # noqa: PLR0912, PLR0915 (one flat state machine)
+        """Read what lies between two job entries (or before the first, or after the last); the
+        queue instance of the entries that follow (None outside one)."""
+        end = len(text)
+        pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+        while pos < end:
+            place = self.place
+            if place == "Queue-List":
+                if text.startswith("</Queue-List>", pos):
+                    if self.fields is not None:
+                        self.queue_instance()
+                    self.place = "queue_info"
+                    pos += 13
+                else:
+                    m = _ELEMENT.match(text, pos)
+                    fields = self.fields
+                    if m is None or fields is None:  # a field after the entries is left to the careful reader
+                        raise _Decline
+                    tag, attributes, value = m.groups()
+                    if tag in ("job_list", "Queue-List"):
+                        raise _Decline
+                    if attributes:
+                        _attributes(attributes)
+                    if tag not in fields:
+                        fields[tag] = (_resolve(value) if value and self.amp else value) or None
+                    pos = m.end()
+                    continue
+            elif place == "queue_info":
+                if text.startswith("<Queue-List>", pos):
+                    self.place, self.fields = "Queue-List", {}
+                    pos += 12
+                elif text.startswith("</queue_info>", pos):
+                    self.place = "root"
+                    pos += 13
+                else:
+                    raise _Decline
+            elif place == "job_info":
+                if not text.startswith("</job_info>", pos):
+                    raise _Decline
+                self.place = "root"
+                pos += 11
+            elif place == "root":
+                if text.startswith("<queue_info>", pos):
+                    self.place = "queue_info"
+                    pos += 12
+                elif text.startswith("<job_info>", pos):
+                    self.place = "job_info"
+                    pos += 10
+                elif text.startswith("<queue_info/>", pos) or text.startswith("<job_info/>", pos):
+                    pos = text.index(">", pos) + 1
+                elif text.startswith("</job_info>", pos):
+                    self.place = "end"
+                    pos += 11
+                else:
+                    raise _Decline
+            else:  # after the root's end
+                raise _Decline
+            pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+        if self.place == "Queue-List":
+            if self.fields is not None:
+                self.queue_instance()
+            return self.queues[-1].name
+        return None
+
+    def queue_instance(self) -> None:
+        assert self.fields is not None
+        self.queues.append(_queue_instance(self.fields, "qstat: queue_info/Queue-List"))
+        self.fields = None
+
+    def entries(self, pieces: Iterable[tuple[Any, ...]], queue: str | None) -> None:  # noqa: PLR0912, PLR0915 (one flat hot loop)
+        """Turn each entry's fields (a str each, None for an optional one it lacks) into a Job;
+        ``queue``: the queue instance around the first.
+
+        This loop runs once per entry (50,000 times for a large queue): values that repeat
+        (priorities, task ranges, requests, the minute of a timestamp) are worked out once each,
+        and the Job is made in place (``_JobBuilder``)."""
+        reader, new = self.reader, object.__new__
+        jobs, late, rests, prios, minutes = self.jobs, self.late, self.rests, self.prios, self.minutes
+        task_counts, states = reader._tasks, reader._states
+        amp, lt, inside = self.amp, self.lt, self.place in _ENTRY_PLACES
+        for (
+            entry_state,
+            number,
+            prio,
+            name,
+            owner,
+            state,
+            start_tag,
+            submission_tag,
+            minute,
+            second,
+            fraction,
+            queue_name,
+            slots,
+            task_ids,
+            rest,
+            after,
+        ) in pieces:
+            running = entry_state == "running"
+            if not inside or (queue is not None and not running):
+                raise _Decline  # outside the sections, or not running inside a queue instance
+            if amp:
+                # The entry's own text, with its references resolved.
+                prio, name, owner = _resolve(prio), _resolve(name), _resolve(owner)  # noqa: PLW2901
+                queue_name = _resolve(queue_name) if queue_name else queue_name  # noqa: PLW2901
+                task_ids = _resolve(task_ids) if task_ids else task_ids  # noqa: PLW2901
+            if lt:
+                name, owner = _unescape(name), _unescape(owner)  # noqa: PLW2901
+            job = new(_JobBuilder)
+            job.job_id = job_id = int(number)
+            if job_id < 1:
+                raise _Decline
+            if state not in states:
+                if not _check_job_state(state):
+                    raise _Decline
+                states.add(state)
+            start = minutes.get(minute)
+            seconds_in_minute = _SECONDS.get(second)
+            if start is None or seconds_in_minute is None or fraction:
+                seconds = self.seconds(minute, second, fraction, start_tag or submission_tag or "JB_submission_time")
+            else:
+                seconds = start + seconds_in_minute
+            if start_tag:
+                job.submitted, job.started = None, seconds
+            else:
+                job.submitted, job.started = seconds, None
+            ids = (task_ids.strip() or None) if task_ids else None
+            job.tasks = 1 if ids is None else (task_counts.get(ids) or reader._count(ids, "", 0, 0))
+            priority = prios.get(prio)
+            if priority is None:
+                priority = prios[prio] = _priority(prio)
+            requests = rests.get(rest)
+            if requests is None:
+                requests = rests[rest] = self.rest(rest)
+            (job.hard_requests, job.pe, job.pe_range, job.hard_queues, job.master_requests, job.slave_requests,
+             job.hard_runtime) = requests  # fmt: skip
+            job.name, job.owner, job.state, job.slots = name, owner, state, int(slots)
+            job.task_ids, job.priority = ids, priority
+            job.queue = queue_name.strip() if queue_name and queue_name.strip() else queue
+            job.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
+            if running and queue is None:
+                late.append(cast(Job, job))
+            else:
+                jobs.append(cast(Job, job))
+            if after:
+                queue = self.between(after)
+                inside = self.place in _ENTRY_PLACES
+
+    def seconds(self, minute: str, second: str, fraction: str | None, tag: str) -> float:
+        """_local_seconds of ``minute:second[fraction]``, keeping the minute's start (the hour's
+        start plus its minutes, in _local_seconds's order of operations) for the next ones."""
+        base = self.hour_start(minute[:13])
+        minutes, seconds = int(minute[14:16]), _SECONDS.get(second)
+        if base is None or minutes > 59 or seconds is None:  # the offset changes in this hour, or out of range
+            return self.reader._time(f"{minute}:{second}{fraction or ''}", tag, "", 0, 0)
+        start = self.minutes[minute] = base + minutes * 60
+        value = start + seconds
+        if fraction:
+            value += float("0" + fraction)
+        return value
+
+    def hour_start(self, hour: str) -> float | None:
+        """The hour's start as _local_seconds caches it (None: the local offset changes within it)."""
+        hours = self.reader._hours
+        if hour not in hours:
+            try:
+                _local_seconds(hour + ":00:00", hours)
+            except ValueError:
+                raise _Decline from None
+        return hours[hour]
+
+    def rest(self, text: str) -> _Rest:
+        """The requests and PE of what follows <full_job_name> in an entry."""
+        hard: dict[str, str] = {}
+        scoped: dict[str, dict[str, str]] = {tag: {} for tag in _SCOPED_REQUESTS}
+        queues: list[str] = []
+        pe: str | None = None
+        pe_range: str | None = None
+        seen_pe = False
+        pos, end = 0, len(text)
+        while pos < end:
+            m = _ELEMENT.match(text, pos)
+            if m is None:
+                raise _Decline
+            pos = m.end()
+            tag, attribute_text, value = m.groups()
+            if tag in _FIXED_PART:
+                raise _Decline
+            attributes = _attributes(attribute_text) if attribute_text else {}
+            value = (_resolve(value) if value and self.amp else value) or ""
+            if tag == "hard_request" or tag in scoped:
+                name = attributes.get("name")
+                if not name:
+                    raise _Decline
+                (hard if tag == "hard_request" else scoped[tag])[name] = value.strip()
+            elif tag == "hard_req_queue":
+                if value.strip():
+                    queues.append(value.strip())
+            elif tag == "requested_pe":
+                pe = attributes.get("name")
+                if seen_pe or not pe:
+                    raise _Decline
+                seen_pe = True
+                pe_range = value.strip() or None
+        runtime = self.reader._runtime(hard["h_rt"], "", 0, 0) if "h_rt" in hard else None
+        master, slave = (scoped[tag] for tag in _SCOPED_REQUESTS)
+        return (
+            MappingProxyType(hard) if hard else _NO_REQUESTS,
+            pe,
+            pe_range,
+            tuple(queues),
+            MappingProxyType(master) if master else _NO_REQUESTS,
+            MappingProxyType(slave) if slave else _NO_REQUESTS,
+            runtime,
+        )
+
+
 # -- qhost --------------------------------------------------------------------------------------
 
 
@@ -607,7 +1088,20 @@ def _num_proc(text: str | None, where: str) -> int | None:
 
 
 def parse_qhost(data: bytes | str) -> tuple[Host, ...]:
-    """Parse ``qhost -xml -q``: execution hosts with load values and queue instances."""
+    """Parse ``qhost -xml -q``: execution hosts with load values and queue instances.
+
+    The quick reader (``_quick_qhost``) reads a document of the regular shape qhost writes; any
+    other goes to the careful reader (``_careful_qhost``), which also gives every error message.
+    """
+    if data and not data.isspace():
+        quick = _quick_qhost(data)
+        if quick is not None:
+            return quick
+    return _careful_qhost(data)
+
+
+def _careful_qhost(data: bytes | str) -> tuple[Host, ...]:
+    """The careful reader: the document as an element tree (``_load``), any shape."""
     root = _load(data, "qhost", "qhost")
     hosts: list[Host] = []
     seen: set[str] = set()
@@ -652,10 +1146,97 @@ def _qhost_queue(el: ET.Element, host: str, where: str) -> QueueInstance:
             if not key:
                 raise SgeParseError(f"{where}: <queuevalue> without a name")
             values[key] = child.text
+    return _qhost_queue_values(qname, host, values, where)
+
+
+def _qhost_queue_values(qname: str, host: str, values: Mapping[str, str | None], where: str) -> QueueInstance:
     total = _int(values.get("slots"), "queuevalue slots", where)
     used = _int(values.get("slots_used"), "queuevalue slots_used", where)
     resv = _int(values["slots_resv"], "queuevalue slots_resv", where) if values.get("slots_resv") else 0
     return QueueInstance(qname, host, total, used, resv, _queue_states(values.get("state_string"), where))
+
+
+# One <host> of the regular shape: its load values, its queue instances (and the jobs on it, with
+# -j, read by nobody); each part is then read by findall, as every character of it was matched.
+_QHOST_ATTRIBUTE = f"'[^'\\t\\n{_NOT_TEXT}]{{0,4096}}'"
+_QHOST_NAME = f"'[^'\\t\\n{_NOT_TEXT}]{{1,256}}'"
+_HOSTVALUE = f"<hostvalue name=({_QHOST_NAME})>({_TEXT}{{0,65536}})</hostvalue>"
+_QUEUEVALUE = f"<queuevalue qname={_QHOST_ATTRIBUTE} name=({_QHOST_NAME})>({_TEXT}{{0,65536}})</queuevalue>"
+_QHOST_JOB = (
+    f"<job name={_QHOST_ATTRIBUTE}>(?:[ \\t\\n]*<jobvalue jobid={_QHOST_ATTRIBUTE} name={_QHOST_ATTRIBUTE}>"
+    f"{_TEXT}{{0,65536}}</jobvalue>)*[ \\t\\n]*</job>"
+)
+
+
+def _uncaptured(pattern: str) -> str:
+    """The pattern with its groups made non-capturing (for one within a larger one)."""
+    return pattern.replace("(", "(?:").replace("(?:?:", "(?:")
+
+
+_QHOST_QUEUE = f"<queue name=({_QHOST_ATTRIBUTE})>((?:[ \\t\\n]*{_uncaptured(_QUEUEVALUE)})*)[ \\t\\n]*</queue>"
+_HOSTVALUES = re.compile(_HOSTVALUE)
+_QUEUEVALUES = re.compile(_QUEUEVALUE)
+_QHOST_QUEUES = re.compile(_QHOST_QUEUE)
+_QHOST_HOST = re.compile(
+    f"<host name=({_QHOST_ATTRIBUTE})>[ \\t\\n]*"
+    f"((?:{_uncaptured(_HOSTVALUE)}[ \\t\\n]*)*)"
+    f"((?:{_uncaptured(_QHOST_QUEUE)}[ \\t\\n]*)*)"
+    f"(?:{_QHOST_JOB}[ \\t\\n]*)*"
+    "</host>[ \\t\\n]*"
+)
+_QHOST_CLOSE = re.compile(r"</qhost>[ \t\n]*")
+_QHOST_OPEN = re.compile(rf'[ \t\n]*<qhost(?:[ \t\n]+xmlns:xsd="[^"&\t\n{_NOT_TEXT}]{{1,4096}}")?[ \t\n]*>[ \t\n]*')
+
+
+def _quick_qhost(data: bytes | str) -> tuple[Host, ...] | None:
+    """What ``_careful_qhost`` returns for a document of the regular shape; None for any other
+    (the rules of the quick qstat reader above)."""
+    text = _plain_text(data)
+    if text is None:
+        return None
+    pieces = _QHOST_HOST.split(text)
+    width = _QHOST_HOST.groups + 1
+    m = _XML_DECLARATION.match(pieces[0])
+    m = _QHOST_OPEN.fullmatch(pieces[0], m.end() if m else 0)
+    if (
+        m is None
+        or not _QHOST_CLOSE.fullmatch(pieces[-1])
+        or len(pieces) == 1  # no host: the careful reader judges it
+        or any(pieces[k] for k in range(width, len(pieces) - 1, width))  # something between two hosts
+    ):
+        return None
+    amp = "&" in text
+
+    def value(quoted: str) -> str:
+        return _resolve(quoted[1:-1]) if amp else quoted[1:-1]
+
+    hosts: list[Host] = []
+    seen: set[str] = set()
+    try:
+        for k in range(1, len(pieces) - 1, width):
+            quoted, load_values, queue_list = pieces[k : k + 3]
+            name = value(quoted).strip()
+            if not name or name in seen:
+                return None
+            if name == "global":
+                continue
+            seen.add(name)
+            where = f"qhost: host {name!r}"
+            values = {value(key): (_resolve(v) if amp else v).strip() for key, v in _HOSTVALUES.findall(load_values)}
+            queues = []
+            for quoted_queue, queue_values in _QHOST_QUEUES.findall(queue_list):
+                qname = value(quoted_queue).strip()
+                if not qname:
+                    return None
+                found = {
+                    value(key): (_resolve(v) if amp else v) or None for key, v in _QUEUEVALUES.findall(queue_values)
+                }
+                queues.append(_qhost_queue_values(qname, name, found, f"{where} queue {qname!r}"))
+            load = {key: v for key, v in values.items() if v not in ("", "-")}
+            hosts.append(Host(name, tuple(queues), _num_proc(values.get("num_proc"), where), MappingProxyType(load)))
+    except SgeParseError:
+        return None
+    return tuple(hosts)
 
 
 # -- the snapshot -------------------------------------------------------------------------------

@@ -7,7 +7,10 @@ import random
 
 import pytest
 
+from elb.policy.forecast import Forecast, _capacity, forecast
 from elb.policy.placement import Bin, FreeIndex, Packing, host_order, width
+from elb.policy.view import ClusterView, cluster_view
+from tests.unit.factories import T0, host, pending, snap
 
 
 def test_host_order_and_width() -> None:
@@ -98,3 +101,62 @@ def test_packing_keeps_placing_on_existing_bins_past_the_limit() -> None:
     assert (later.new_nodes, later.short) == (0, 2)  # one task fits node001; two fit nowhere counted
     assert packing.assigned == {"node001"}
     assert not packing.complete
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_past_the_limit_jobs_no_bin_has_room_for_are_answered_as_a_search_would(seed: int) -> None:
+    """Once new nodes are no longer counted, a narrow job at least as wide as one that found no
+    existing bin is answered without a search: the same answer as searching."""
+    rng = random.Random(seed)
+    spn = rng.choice([4, 8])
+    bins = [(f"node{i:03d}", rng.randrange(spn + 1), spn) for i in range(rng.randrange(12))]
+    jobs = [(rng.choice([1, 1, 2, 3, spn, spn + 1]), rng.randrange(1, 6)) for _ in range(rng.randrange(1, 40))]
+    limit = rng.randrange(4)
+    quick = Packing([Bin(n, f, t) for n, f, t in bins], spn, limit=limit)
+    searching = Packing([Bin(n, f, t) for n, f, t in bins], spn, limit=limit)
+    for slots, tasks in jobs:
+        searching._no_room = spn + 1  # never answers without a search
+        assert quick.place(slots, tasks) == searching.place(slots, tasks)
+    assert (quick.new_nodes, quick.assigned, quick.complete) == (
+        searching.new_nodes,
+        searching.assigned,
+        searching.complete,
+    )
+    assert [(b.name, b.free) for b in quick.bins] == [(b.name, b.free) for b in searching.bins]
+
+
+def _forecast_job_by_job(view: ClusterView, horizon: float, limit: int) -> Forecast:
+    """forecast() as a plain walk: every waiting job placed, none counted in bulk."""
+    bins, ready, booting, freed = _capacity(view, horizon)
+    packing = Packing(bins, view.slots_per_node, max(0, limit))
+    short_jobs = short_slots = 0
+    for job in view.pending:
+        short = packing.place(job.slots, job.tasks).short
+        if short:
+            short_jobs += 1
+            short_slots += short * job.slots
+    return Forecast(
+        packing.new_nodes,
+        short_jobs,
+        short_slots,
+        frozenset(packing.assigned),
+        ready,
+        booting,
+        freed,
+        packing.complete,
+    )
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_forecast_counts_the_jobs_after_saturation_as_a_walk_would(seed: int) -> None:
+    rng = random.Random(seed)
+    spn = rng.choice([2, 4, 8])
+    hosts = [host(f"node{i:03d}", slots=spn, used=rng.randrange(spn + 1)) for i in range(1, rng.randrange(1, 6))]
+    sizes = [0, 1, 1, 1, 2, spn, spn + 1, 3 * spn]
+    jobs = [
+        pending(i, waited=rng.randrange(1000), slots=rng.choice(sizes), tasks=rng.randrange(1, 5))
+        for i in range(1, rng.randrange(2, 80))
+    ]
+    view = cluster_view(snap(jobs, hosts), [], "master", T0, spn)
+    limit = rng.randrange(3)
+    assert forecast(view, T0 + 300, limit=limit) == _forecast_job_by_job(view, T0 + 300, limit)

@@ -8,12 +8,14 @@ import importlib
 import pkgutil
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import elb.policy
 from elb.config import ClusterConfig, PolicyConfig
-from elb.model import History
+from elb.model import History, Job
 from elb.policy import POLICIES, make_policy
-from elb.policy.view import ViewCache
+from elb.policy.view import ViewCache, cluster_view
 from tests.unit.factories import T0, host, node, pending, snap
 
 MODULES = sorted(m.name for m in pkgutil.iter_modules(elb.policy.__path__, "elb.policy."))
@@ -49,3 +51,24 @@ def test_the_cache_gives_the_same_view_for_the_same_inputs_and_a_new_one_otherwi
     assert other.pending == () and other.workers[0] is v1.workers[0]  # same record, host and jobs: reused
     listed = cache.view(s, list(nodes), "master", T0, 4)
     assert cache.view(s, list(nodes), "master", T0, 4) is not listed  # a list may change: never kept
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 30), st.one_of(st.none(), st.sampled_from([0.0, 10.0, 10.5, 99.0])), st.booleans()),
+        max_size=40,
+    )
+)
+def test_waiting_jobs_oldest_first_then_by_number(entries: list[tuple[int, float | None, bool]]) -> None:
+    """The view orders waiting jobs by (submission time, or now for none; job number), ties kept
+    in qstat's order, as one sort by that pair does."""
+    jobs = [
+        Job(job_id, f"job{i}", "sgeuser", "qw" if eligible else "hqw", 1, submitted=None if t is None else T0 - t)
+        for i, (job_id, t, eligible) in enumerate(entries)
+    ]
+    view = cluster_view(snap(jobs), [], "master", T0, 4)
+    expected = sorted(
+        (j for j in jobs if j.is_pending), key=lambda j: (j.submitted if j.submitted is not None else T0, j.job_id)
+    )
+    assert [id(j) for j in view.pending] == [id(j) for j in expected]

@@ -1,0 +1,497 @@
+"""The two readers of ``qstat -xml`` and ``qhost -xml``: the quick one gives the careful one's result or declines.
+
+``parse_qstat`` and ``parse_qhost`` try a quick reader (regular expressions over the regular shape
+SGE writes) and hand anything else to the careful reader (an element tree). For every document
+here: when the quick reader answers, its answer equals the careful reader's, and the parser
+answers exactly as the careful reader does (the same values, or the same error message).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import importlib.util
+import random
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import MappingProxyType
+from xml.sax.saxutils import escape
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from elb.model import Job
+from elb.sge.errors import SgeParseError
+from elb.sge.parse import (
+    _FAST_JOBS,
+    QstatResult,
+    _careful_qhost,
+    _careful_qstat,
+    _JobBuilder,
+    _quick_qhost,
+    _quick_qstat,
+    parse_qhost,
+    parse_qstat,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sge"
+BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_parse_decide.py"
+QSTAT_FIXTURES = sorted(
+    p for p in FIXTURES.rglob("*.xml") if "qhost" not in p.name and not p.name.endswith("_qstat_j.xml")
+)
+QHOST_FIXTURES = sorted(p for p in FIXTURES.rglob("*.xml") if "qhost" in p.name)
+# Recorded and hand-made outputs of the shape qstat writes: the quick reader must read these.
+READ_QUICKLY = {
+    "qstat_mixed.xml",
+    "qstat_empty.xml",
+    "ocs9_qstat_r.xml",
+    "busy-2-nodes.qstat-f.xml",
+    "busy-2-nodes.qstat.xml",
+    "empty-no-nodes.qstat-f.xml",
+    "empty-no-nodes.qstat.xml",
+    "groups-waiting.qstat-r-f.xml",
+    "groups-waiting.qstat-r.xml",
+    "idle-2-nodes.qstat-f.xml",
+    "idle-2-nodes.qstat.xml",
+    "node-died.qstat-f.xml",
+}
+
+
+def outcome(read: object, data: bytes | str) -> object:
+    """The reader's result, or the type and message of what it raised."""
+    try:
+        return read(data)  # type: ignore[operator]
+    except Exception as err:
+        return (type(err).__name__, str(err))
+
+
+def check(data: bytes | str) -> QstatResult | None:
+    """The rule of the two readers, on one document; the quick reader's answer."""
+    careful = outcome(_careful_qstat, data)
+    quick = _quick_qstat(data)
+    if quick is not None:
+        assert isinstance(careful, QstatResult), f"quick reader accepted what the careful one refuses: {careful}"
+        assert quick == careful
+        assert [type(j) for j in quick.jobs] == [Job] * len(quick.jobs)
+    if data and not (data.isspace()):
+        assert outcome(parse_qstat, data) == careful
+    return quick
+
+
+# -- recorded and hand-made fixtures ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", QSTAT_FIXTURES, ids=lambda p: p.name)
+def test_fixtures_read_alike(path: Path) -> None:
+    data = path.read_bytes()
+    quick = check(data)
+    check(data.decode("utf-8", errors="replace"))
+    if path.name in READ_QUICKLY:
+        assert quick is not None, "the quick reader declined a document of the regular shape"
+
+
+def test_every_regular_fixture_is_listed() -> None:
+    assert {p.name for p in QSTAT_FIXTURES} >= READ_QUICKLY
+
+
+def test_the_benchmark_document_is_read_quickly() -> None:
+    spec = importlib.util.spec_from_file_location("bench_parse_decide", BENCHMARK)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, bench)  # its dataclasses look their module up
+    spec.loader.exec_module(sys.modules[spec.name])
+    bench = sys.modules[spec.name]
+    data = bench.make_qstat(300, 20, random.Random(7))
+    quick = check(data)
+    assert quick is not None
+    assert len(quick.jobs) == 300 + sum(4 for h in range(1, 21) if h % 10)
+
+
+# -- generated documents ------------------------------------------------------------------------
+
+
+def sge_escape(text: str) -> str:
+    """What SGE's escape_string() writes (note "<" -> "%lt;")."""
+    return escape(text, {'"': "&quot;", "'": "&apos;"}).replace("&lt;", "%lt;")
+
+
+@st.composite
+def mostly(draw: st.DrawFn, usual: list[str], odd: list[str]) -> str:
+    """One of the usual values, or (in a document that may be odd) sometimes an odd one."""
+    return draw(st.sampled_from(usual * 3 + odd) if ODD.get() else st.sampled_from(usual))
+
+
+# Whether the document being drawn may hold odd values: half of them do, so the other half is of
+# the regular shape throughout and reaches the quick reader.
+ODD: contextvars.ContextVar[bool] = contextvars.ContextVar("ODD", default=True)
+
+
+NAMES = st.one_of(
+    st.sampled_from(
+        ["job", "a b", "x&amp;y", "&lt;tag&gt;", "caf&#233;", "&#x41;BC", "%lt;b", "&#37;lt;b", "données-日本語"]
+    ),
+    st.text(
+        alphabet=st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\ufffe\uffff"),
+        max_size=12,
+    ).map(sge_escape),
+)
+STAMPS = mostly(
+    ["2026-11-22T05:00:00", "2026-11-22T05:59:59", "2026-03-29T02:30:00", "2026-10-25T02:30:00"],
+    ["2026-11-24T10:00:01.123456", "2026-11-22T05:00:60", "2026-11-22T05:61:00", "2026-13-01T00:00:00", "yesterday"],
+)
+SPACE = mostly(["\n      ", "\n        "], [" ", "", "\n\t", "\r\n  "])
+
+
+@st.composite
+def entries(draw: st.DrawFn, running: bool) -> str:
+    """One <job_list>: mostly the regular shape, sometimes odd."""
+    ws = draw(SPACE)
+    job_id = draw(st.integers(1, 10**6).map(str) | mostly(["42"], ["0", "007", "x"]))
+    usual = ["r", "t", "Rr", "dr"] if running else ["qw", "hqw", "Eqw", "Rq"]
+    state = draw(mostly(usual, ["qX", "", "rr"]))
+    time_tag = "JAT_start_time" if running else draw(st.sampled_from(["JB_submission_time", "JAT_submission_time"]))
+    parts = [
+        f"<JB_job_number>{job_id}</JB_job_number>",
+        f"<JAT_prio>{draw(mostly(['0.50500', '0.00000'], ['0', '', 'high', '1e3']))}</JAT_prio>",
+        f"<JB_name>{draw(NAMES)}</JB_name>",
+        f"<JB_owner>{draw(NAMES)}</JB_owner>",
+        f"<state>{state}</state>",
+        f"<{time_tag}>{draw(STAMPS)}</{time_tag}>",
+    ]
+    if draw(st.integers(0, 4)) == 0:
+        parts.append(f"<queue_name>{draw(st.sampled_from(['all.q@node001', '', ' ', ' big.q@n2 ']))}</queue_name>")
+    parts.append(f"<slots>{draw(mostly(['1', '4', '16'], ['-1', 'four']))}</slots>")
+    if draw(st.booleans()):
+        tasks = draw(mostly(["1-20:1", "4-10:3", "5,7,9", "3"], ["1-x", " 2-4:1 ", ""]))
+        parts.append(f"<tasks>{tasks}</tasks>")
+    parts.append(f"<full_job_name>{draw(NAMES)}</full_job_name>")
+    for _ in range(draw(st.integers(0, 3))):
+        name = draw(mostly(["h_rt", "h_vmem", "bigmem", "arch"], [""]))
+        value = draw(mostly(["3600", "1:30:00", "INFINITY", "2G", " 64G "], ["soon"]))
+        tag = draw(st.sampled_from(["hard_request", "hard_request", "master_hard_request", "slave_hard_request"]))
+        attributes = draw(
+            mostly(
+                [f'name="{name}" resource_contribution="0.000000"', f'resource_contribution="0.000000" name="{name}"'],
+                [f"name='{name}'", f'name="{name}" name="{name}"', f'name = "{name}"', f'name="{name}"'],
+            )
+        )
+        parts.append(f"<{tag} {attributes}>{value}</{tag}>")
+    if draw(st.booleans()):
+        pe = draw(mostly(['name="smp">4', 'name="mpi">16-32', 'name="mpi"> 8 '], ['name="">4']))
+        parts.append(f"<requested_pe {pe}</requested_pe>")
+        if draw(st.booleans()):
+            parts.append(f"<granted_pe {pe}</granted_pe>")
+    for _ in range(draw(st.integers(0, 2))):
+        parts.append(
+            draw(st.sampled_from(["<hard_req_queue>all.q@*</hard_req_queue>", "<hard_req_queue> </hard_req_queue>"]))
+        )
+    extra = draw(
+        mostly(
+            [
+                "<binding>NONE</binding>",
+                "<master_queue>all.q@node001</master_queue>",
+                '<soft_request name="arch">lx-amd64</soft_request>',
+                "<predecessor_jobs/>",
+                "",
+            ],
+            [
+                "<JB_name>again</JB_name>",
+                "<!-- note -->",
+                "<![CDATA[x]]>",
+                "<binding><inner/></binding>",
+                '<binding xmlns="urn:x">NONE</binding>',
+                '<job_list state="pending"/>',
+            ],
+        )
+    )
+    parts.append(extra)
+    if ODD.get() and draw(st.integers(0, 9)) == 0:  # fields out of their usual order
+        draw(st.randoms()).shuffle(parts)
+    state_attribute = "running" if running else draw(mostly(["pending"], ["zombie", "running"]))
+    return f'<job_list state="{state_attribute}">' + ws + ws.join(p for p in parts if p) + ws + "</job_list>"
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> str:
+    token = ODD.set(draw(st.booleans()))
+    try:
+        return draw(document())
+    finally:
+        ODD.reset(token)
+
+
+@st.composite
+def document(draw: st.DrawFn) -> str:
+    queues = []
+    for i in range(draw(st.integers(0, 3))):
+        fields = [
+            f"<name>all.q@node{i:03d}</name>",
+            "<qtype>BIP</qtype>",
+            f"<slots_used>{draw(mostly(['0', '1'], ['x']))}</slots_used>",
+            "<slots_resv>0</slots_resv>",
+            f"<slots_total>{draw(st.sampled_from(['4', '2']))}</slots_total>",
+        ]
+        fields += draw(
+            st.lists(
+                mostly(
+                    ["<load_avg>0.5</load_avg>", "<arch>lx-amd64</arch>", "<state>d</state>", "<state>au</state>"],
+                    ["<state>q</state>", '<resource name="arch" type="hl">lx-amd64</resource>', "<state/>"],
+                ),
+                max_size=3,
+            )
+        )
+        jobs = draw(st.lists(entries(running=True), max_size=3))
+        if ODD.get() and draw(st.integers(0, 9)) == 0:
+            jobs.append(draw(entries(running=False)))
+        queues.append("<Queue-List>\n" + "\n".join(fields + jobs) + "\n</Queue-List>")
+    loose = draw(st.lists(entries(running=True), max_size=2)) if draw(st.integers(0, 4)) == 0 else []
+    pending = draw(st.lists(entries(running=False), max_size=5))
+    declaration = draw(
+        mostly(
+            ["<?xml version='1.0'?>\n", '<?xml version="1.0" encoding="UTF-8"?>\n', ""],
+            ["<?xml version='1.0' encoding='ISO-8859-1'?>\n", "<?xml version='1.0'?>\n<!-- c -->\n"],
+        )
+    )
+    return (
+        declaration
+        + '<job_info  xmlns:xsd="http://example.invalid/qstat.xsd">\n  <queue_info>\n'
+        + "\n".join(queues + loose)
+        + "\n  </queue_info>\n  <job_info>\n"
+        + "\n".join(pending)
+        + "\n  </job_info>\n</job_info>\n"
+    )
+
+
+@pytest.fixture(params=["UTC", "Europe/Berlin", "America/New_York"])
+def zone(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    import time
+
+    monkeypatch.setenv("TZ", request.param)
+    time.tzset()
+    yield request.param
+    monkeypatch.undo()
+    time.tzset()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(documents())
+def test_generated_documents_read_alike(zone: str, doc: str) -> None:
+    check(doc.encode())
+    check(doc)
+
+
+def test_plain_documents_are_read_quickly() -> None:
+    """Documents of the regular shape, with references in names, reach the quick reader."""
+    answered = 0
+    for seed in range(200):
+        rng = random.Random(seed)
+        entries_xml = "".join(
+            f'<job_list state="pending">\n<JB_job_number>{i}</JB_job_number>\n<JAT_prio>0.5</JAT_prio>\n'
+            f"<JB_name>j{i}&amp;x</JB_name>\n<JB_owner>u</JB_owner>\n<state>qw</state>\n"
+            f"<JB_submission_time>2026-11-22T0{rng.randint(0, 9)}:00:00</JB_submission_time>\n"
+            f"<slots>{rng.randint(1, 8)}</slots>\n</job_list>\n"
+            for i in range(1, rng.randint(2, 6))
+        )
+        doc = f"<?xml version='1.0'?>\n<job_info>\n<job_info>\n{entries_xml}</job_info>\n</job_info>\n"
+        answered += check(doc.encode()) is not None
+    assert answered == 200
+
+
+# -- one regular document, spoiled in many ways -------------------------------------------------
+
+
+def spoiled(data: bytes) -> Iterator[bytes]:
+    """The document with one thing the careful reader refuses or reads differently."""
+    found = re.search(rb"<JB_name>[^<]*</JB_name>", data)
+    assert found is not None
+    first = found.group(0)
+
+    def name(value: bytes) -> bytes:
+        return data.replace(first, b"<JB_name>" + value + b"</JB_name>", 1)
+
+    yield b"\xef\xbb\xbf" + data
+    yield data.replace(b"\n", b"\r\n")
+    yield data.replace(b"?>", b" encoding='ISO-8859-1'?>", 1)
+    yield name("café".encode("latin-1"))
+    yield name(b"pl\x01ain")
+    yield name("pl\ufffeain".encode())
+    yield name(b"a]]>b")
+    yield name(b"&lol;")
+    yield name(b"&#0;")
+    yield name(b"&#x110000;")
+    yield name(b"a & b")
+    yield name(b"&amp;&#233;&#x41;%lt;")
+    yield name(b"<![CDATA[plain]]>")
+    yield name(b"pl<!-- x -->ain")
+    yield name(b"pl<?pi?>ain")
+    yield data.replace(first, first[:-2] + b">", 1)
+    yield data.replace(b'<job_list state="pending">', b'<job_list state="pending" state="pending">', 1)
+    yield data.replace(b'<job_list state="pending">', b"<job_list state='pending'>", 1)
+    yield data.replace(b'<job_list state="pending">', b'<job_list  state="pending" >', 1)
+    yield data.replace(b"</job_list>", b"</job_list >", 1)
+    yield data.replace(b"</slots>", b"</slots><slots>2</slots>", 1)
+    yield data.replace(b"</JB_submission_time>", b"</JAT_submission_time>", 1)
+    yield data.replace(b"</JAT_start_time>", b"</JB_submission_time>", 1)
+    yield data.replace(b"<JB_submission_time>", b"<JAT_start_time>", 1)
+    yield data.replace(b"<queue_info>", b"<queue_info><foo/>", 1)
+    yield data.replace(b"<job_info>\n    <job_list", b"<job_info>\n<!DOCTYPE x>    <job_list", 1)
+    yield data.replace(b"<job_info  xmlns", b"<!DOCTYPE job_info>\n<job_info  xmlns", 1)
+    yield data.replace(b"<job_info  xmlns", b"<job_info xmlns='urn:default'  xmlns", 1)
+    yield data.replace(b"</job_info>\n</job_info>", b"</job_info>\n</job_info>\n<!-- trailing -->")
+    yield data.replace(b"</job_info>\n</job_info>", b"</job_info>\n</job_info>\n<job_info/>")
+    yield data + b"junk"
+    yield data.replace(b"  <job_info>\n", b"  <job_info>\n  <job_info>\n", 1)
+    yield name("\ud800".encode("utf-8", "surrogatepass"))
+    for cut in range(0, len(data), max(1, len(data) // 150)):
+        yield data[:cut]
+
+
+@pytest.mark.parametrize("name", ["groups-waiting.qstat-r-f.xml", "busy-2-nodes.qstat.xml", "busy-2-nodes.qstat-f.xml"])
+def test_spoiled_documents_read_alike(name: str) -> None:
+    data = (FIXTURES / "recorded" / name).read_bytes()
+    assert _quick_qstat(data) is not None
+    for bad in spoiled(data):
+        check(bad)
+    surrogate = re.sub("<JB_name>[^<]*</JB_name>", "<JB_name>\ud800</JB_name>", data.decode(), count=1)
+    assert _quick_qstat(surrogate) is None
+
+
+def test_hollow_document_goes_to_the_careful_reader() -> None:
+    data = (FIXTURES / "handmade" / "qstat_no_queues.xml").read_bytes()
+    assert _quick_qstat(data) is None
+    assert parse_qstat(data) == QstatResult((), ())
+
+
+# -- jobs made without Job's __init__ -----------------------------------------------------------
+
+
+def test_jobs_made_in_place_are_jobs() -> None:
+    assert _FAST_JOBS
+    assert _JobBuilder.__slots__ == tuple(f.name for f in dataclasses.fields(Job))
+    data = (FIXTURES / "handmade" / "qstat_mixed.xml").read_bytes()
+    quick = _quick_qstat(data)
+    assert quick is not None
+    for job in quick.jobs:
+        again = Job(*(getattr(job, f.name) for f in dataclasses.fields(Job)))
+        assert type(job) is Job
+        assert job == again
+        assert hash(job) == hash(again)
+        assert repr(job) == repr(again)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            job.name = "changed"  # type: ignore[misc]
+
+
+def test_requests_are_shared_read_only_mappings() -> None:
+    data = (FIXTURES / "handmade" / "qstat_mixed.xml").read_bytes()
+    quick = _quick_qstat(data)
+    assert quick is not None
+    (job,) = [j for j in quick.jobs if j.job_id == 201]
+    assert isinstance(job.hard_requests, MappingProxyType)
+    assert dict(job.hard_requests) == {"h_vmem": "2G", "h_rt": "1:30:00"}
+    with pytest.raises(TypeError):
+        job.hard_requests["h_rt"] = "0"  # type: ignore[index]
+
+
+def test_errors_are_the_careful_readers() -> None:
+    data = (FIXTURES / "recorded" / "groups-waiting.qstat-r-f.xml").read_bytes()
+    bad = data.replace(b"<state>qw</state>", b"<state>qX</state>", 1)
+    with pytest.raises(SgeParseError, match=r"job_list #1 \(job 1\): unknown job state 'qX'"):
+        parse_qstat(bad)
+
+
+# -- qhost --------------------------------------------------------------------------------------
+
+
+def check_qhost(data: bytes | str) -> object:
+    careful = outcome(_careful_qhost, data)
+    quick = _quick_qhost(data)
+    if quick is not None:
+        assert isinstance(careful, tuple), f"quick reader accepted what the careful one refuses: {careful}"
+        assert quick == careful
+    assert outcome(parse_qhost, data) == careful
+    return quick
+
+
+@pytest.mark.parametrize("path", QHOST_FIXTURES, ids=lambda p: p.name)
+def test_qhost_fixtures_read_alike(path: Path) -> None:
+    data = path.read_bytes()
+    assert check_qhost(data) is not None
+    assert check_qhost(data.decode()) is not None
+
+
+@pytest.mark.parametrize("name", ["recorded/busy-2-nodes.qhost.xml", "handmade/qhost_mixed.xml"])
+def test_spoiled_qhost_documents_read_alike(name: str) -> None:
+    data = (FIXTURES / name).read_bytes()
+    host = b"<host name='node001'>"
+    spoils = [
+        data.replace(b"\n", b"\r\n"),
+        b"\xef\xbb\xbf" + data,
+        data.replace(b"?>", b" encoding='ISO-8859-1'?>", 1),
+        data.replace(host, b"<host name='node\x01'>"),
+        data.replace(host, "<host name='nod\u00e9'>".encode("latin-1")),
+        data.replace(host, b"<host name='n&amp;1'>"),
+        data.replace(host, b"<host name='n&#x41;1'>"),
+        data.replace(host, b"<host name='&bogus;'>"),
+        data.replace(host, b"<host name=''>"),
+        data.replace(host, b"<host name=' node001 '>"),
+        data.replace(host, b"<host name='global'>"),
+        data.replace(host, b'<host name="node001">'),
+        data.replace(host, b"<host name='node001' name='x'>"),
+        data.replace(host, b"<host name='node001'><!-- c -->"),
+        data.replace(host, b"<host name='node001'><![CDATA[x]]>"),
+        data.replace(host, b"<host name='node001'><resourcevalue name='x' dominance='hl'>1</resourcevalue>"),
+        data.replace(host, b"<host name='node002'>"),
+        data.replace(b"<queue name='all.q'>", b"<queue name=''>", 1),
+        data.replace(b"<queue name='all.q'>", b"<queue name=' all.q '>", 1),
+        data.replace(b"name='slots'>4<", b"name='slots'>four<", 1),
+        data.replace(b"name='slots'>4<", b"name=''>4<", 1),
+        data.replace(b"name='num_proc'>2<", b"name='num_proc'>2.5<", 1),
+        data.replace(b"name='num_proc'>4<", b"name='num_proc'> 4 <", 1),
+        data.replace(b"name='state_string'><", b"name='state_string'>au<", 1),
+        data.replace(b"name='state_string'><", b"name='state_string'>&amp;<", 1),
+        data.replace(b"name='load_avg'>", b"name='load_avg'>&#32;", 1),
+        data.replace(b"<qhost xmlns", b"<!DOCTYPE qhost>\n<qhost xmlns", 1),
+        data.replace(b"</qhost>", b"</qhost>\n<!-- trailing -->"),
+        data.replace(b"</qhost>", b"<foo/></qhost>"),
+        data + b"x",
+    ]
+    for bad in spoils:
+        check_qhost(bad)
+    for cut in range(0, len(data), max(1, len(data) // 150)):
+        check_qhost(data[:cut])
+
+
+HOST_NAMES = st.sampled_from(["node001", "node002", "big&amp;1", "global", "", " n3 ", "n&#x34;"])
+VALUES = st.sampled_from(["4", "-", "", " 2 ", "3.90", "15.6G", "x&lt;y"])
+
+
+@st.composite
+def qhost_documents(draw: st.DrawFn) -> str:
+    hosts = []
+    for name in draw(st.lists(HOST_NAMES, max_size=4)):
+        keys = draw(st.lists(st.sampled_from(["arch_string", "num_proc", "load_avg", "mem_total"]), max_size=4))
+        values = "".join(f"\n   <hostvalue name='{k}'>{draw(VALUES)}</hostvalue>" for k in keys)
+        queues = ""
+        for qname in draw(st.lists(st.sampled_from(["all.q", "long.q", ""]), max_size=2)):
+            qvalues = "".join(
+                f"\n   <queuevalue qname='{qname}' name='{k}'>{draw(VALUES)}</queuevalue>"
+                for k in draw(
+                    st.lists(st.sampled_from(["slots", "slots_used", "slots_resv", "state_string", "qtype_string"]))
+                )
+            )
+            queues += f"\n <queue name='{qname}'>{qvalues}\n </queue>"
+        hosts.append(f" <host name='{name}'>{values}{queues}\n </host>\n")
+    return (
+        "<?xml version='1.0'?>\n<qhost xmlns:xsd=\"http://example.invalid/qhost.xsd\">\n"
+        + "".join(hosts)
+        + "</qhost>\n"
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(qhost_documents())
+def test_generated_qhost_documents_read_alike(doc: str) -> None:
+    check_qhost(doc.encode())
