@@ -1,8 +1,10 @@
 """Benchmark of the test cluster: time to bring it up, to add 1 node and 4 nodes in one run.
 
-``python -m elb.testcluster.bench [--from-nothing]`` (root). Prints the figures; it measures,
-it does not judge. ``--from-nothing`` first removes the cached node image so that the image
-build is timed too (the packages stay installed: apt is not undone).
+``python -m elb.testcluster.bench [--from-nothing]`` (root). Prints the figures, and the time of
+adding the most nodes in one run as a multiple of adding the fewest, next to its target (adding
+k nodes should cost close to adding one: at most 1.5x). ``--from-nothing`` first removes the
+cached node image so that the image build is timed too (the packages stay installed: apt is not
+undone).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import time
 from elb.testcluster import constants as C
 from elb.testcluster._run import run
 from elb.testcluster.cluster import TestCluster
+
+ADD_K_TARGET = 1.5  # adding k nodes in one run, as a multiple of adding one
 
 
 def main() -> int:
@@ -32,7 +36,8 @@ def main() -> int:
     t = time.monotonic()
     steps = tc.up(nodes=0)
     figures = {"up": time.monotonic() - t, **{f"up.{k}": v for k, v in steps.items()}}
-    for n in (int(x) for x in args.sizes.split(",")):
+    sizes = [int(x) for x in args.sizes.split(",")]
+    for n in sizes:
         t = time.monotonic()
         new = tc.launch(n)
         figures[f"launch {n} node(s) (podman, until sshd answers)"] = time.monotonic() - t
@@ -50,6 +55,14 @@ def main() -> int:
     print(f"\nfigures (2-core machine, load average now {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}):")
     for k, v in figures.items():
         print(f"  {k:<50} {v:7.1f} s")
+    few, many = min(sizes), max(sizes)
+    if many > few:
+        ratio = (
+            figures[f"add_node.yml for {many} node(s) in one run"]
+            / figures[f"add_node.yml for {few} node(s) in one run"]
+        )
+        verdict = "met" if ratio <= ADD_K_TARGET else "NOT met"
+        print(f"  adding {many} nodes in one run / adding {few}: {ratio:.2f}x (target <= {ADD_K_TARGET}: {verdict})")
     return 0
 
 
