@@ -110,6 +110,7 @@ class NodeSpec:
     queues: tuple[str, ...] = ()
     hostgroup: str | None = None
     complex_values: Mapping[str, str] = field(default_factory=dict, hash=False)
+    market: str | None = None  # its group's market, "on-demand" or "spot"; None: not known
 
 
 @runtime_checkable

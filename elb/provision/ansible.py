@@ -346,8 +346,8 @@ class AnsibleProvisioner:
             return refuse(f"ansible-runner failed: {type(err).__name__}: {err}")
 
     def _of_group(self, node: NodeSpec) -> NodeSpec:
-        """``node`` with its group's slots, queues, host group and complex values (a node whose
-        group is unknown is of the first group)."""
+        """``node`` with its group's slots, queues, host group, complex values and market (a node
+        whose group is unknown is of the first group)."""
         if self.groups is None:
             return node
         group = self.groups.get(node.group or "") or self.groups.groups[0]
@@ -358,6 +358,7 @@ class AnsibleProvisioner:
             queues=tuple(group.queues),
             hostgroup=group.hostgroup,
             complex_values=MappingProxyType(dict(group.offers)),
+            market=group.market,
         )
 
     def _run_runner(

@@ -9,7 +9,8 @@ Groups, as ``playbooks/`` expect them:
 - ``old_nodes``: nodes being removed (``playbooks/remove_node.yml``).
 
 Host vars: ``ansible_host`` (private address) and, when known, ``elb_slots``; a node of a
-configured node group also gets ``elb_group``, ``sge_exec_queues``, ``sge_exec_hostgroup`` and
+configured node group also gets ``elb_group``, ``elb_market`` (``on-demand`` or ``spot``: its group's
+market, for the spot_agent role), ``sge_exec_queues``, ``sge_exec_hostgroup`` and
 ``sge_exec_complex_values`` (its group's). Connection
 settings (user, key file, SSH options) are group vars of ``all``. Names and addresses are
 validated here: Ansible templates inventory values, so nothing that is not a plain host name
@@ -34,6 +35,7 @@ _USER_NAME = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SGE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _SGE_VALUE = re.compile(r"[A-Za-z0-9_.:+-]{1,256}")  # 120G, 1, TRUE, lx-amd64, 2.5
+_MARKETS = ("on-demand", "spot")  # a node group's market
 
 GROUPS = ("master", "workers", "new_nodes", "old_nodes")
 
@@ -100,6 +102,10 @@ def _node_vars(node: NodeSpec) -> dict[str, object]:
     # Its node group's place in SGE (host vars: above the role_vars of ``all``).
     if node.group is not None:
         hv["elb_group"] = _checked(_SGE_NAME, node.group, f"node {node.name}: group")
+    if node.market is not None:
+        if node.market not in _MARKETS:
+            raise InventoryError(f"node {node.name}: market {node.market!r} is not one of {', '.join(_MARKETS)}")
+        hv["elb_market"] = node.market
     if node.queues:
         hv["sge_exec_queues"] = [_checked(_SGE_NAME, q, f"node {node.name}: queue") for q in node.queues]
     if node.hostgroup is not None:

@@ -159,12 +159,27 @@ def test_a_node_is_provisioned_with_its_groups_queues_hostgroup_slots_and_comple
         "ansible_host": "10.0.0.2",
         "elb_slots": 4,  # the group's, not the instance's
         "elb_group": "gpu",
+        "elb_market": "on-demand",
         "sge_exec_queues": ["all.q", "gpu.q"],
         "sge_exec_hostgroup": "@gpu",
         "sge_exec_complex_values": {"gpu": "1"},
     }
     unknown = prov._of_group(NodeSpec("node003", "10.0.0.3", 8))  # adopted, or from before groups
     assert (unknown.group, unknown.slots) == ("small", 2)
+
+
+def test_a_spot_groups_node_gets_elb_market_spot_in_the_inventory(tmp_path: Path) -> None:
+    cfg = config(tmp_path, {**SMALL, "market": "spot"}, GPU)
+    prov = provisioner(tmp_path, cfg)
+    inv = build_inventory(
+        Connection(),
+        new_nodes=[
+            prov._of_group(NodeSpec("node001", "10.0.0.1", group="small")),
+            prov._of_group(NodeSpec("node002", "10.0.0.2", group="gpu")),
+        ],
+    )
+    hosts = inv["all"]["children"]["new_nodes"]["hosts"]  # type: ignore[index]
+    assert (hosts["node001"]["elb_market"], hosts["node002"]["elb_market"]) == ("spot", "on-demand")
 
 
 @pytest.mark.parametrize("value", ["{{ lookup('pipe', 'id') }}", "a b", "{%x%}"])

@@ -70,6 +70,24 @@ def test_inventory_refuses_hostile_or_broken_nodes(node: NodeSpec) -> None:
         build_inventory(Connection(), new_nodes=[node])
 
 
+def test_inventory_gives_a_node_its_groups_market() -> None:
+    inv = build_inventory(
+        Connection(),
+        workers=[NodeSpec("node001", "10.0.0.1", 2, group="cheap", market="spot")],
+        new_nodes=[NodeSpec("node002", "10.0.0.2", 2, group="steady", market="on-demand"), NodeSpec("n3", "10.0.0.3")],
+    )
+    children = inv["all"]["children"]  # type: ignore[index]
+    assert children["workers"]["hosts"]["node001"]["elb_market"] == "spot"
+    assert children["new_nodes"]["hosts"]["node002"]["elb_market"] == "on-demand"
+    assert "elb_market" not in children["new_nodes"]["hosts"]["n3"]  # no group: add_node.yml takes on-demand
+
+
+@pytest.mark.parametrize("market", ["Spot", "spot; id", "{{ 7*7 }}", ""])
+def test_inventory_refuses_a_market_that_is_not_one(market: str) -> None:
+    with pytest.raises(InventoryError, match="market"):
+        build_inventory(Connection(), new_nodes=[NodeSpec("node001", "10.0.0.1", market=market)])
+
+
 def test_inventory_refuses_duplicates_and_the_master() -> None:
     n = NodeSpec("node001", "10.0.0.1")
     with pytest.raises(InventoryError, match="given twice"):

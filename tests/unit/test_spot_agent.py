@@ -1,0 +1,291 @@
+"""The spot_agent role's agent (roles/spot_agent/files/elb-spot-agent), against a stand-in
+instance metadata service (an http.server in a thread on 127.0.0.1, speaking IMDSv2's token
+protocol) and a stand-in qmod (a script recording its argv): EC2 and SGE are not here."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib.machinery import SourceFileLoader
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "roles" / "spot_agent" / "files" / "elb-spot-agent"
+NOTICE = {"action": "terminate", "time": "2026-11-25T14:02:00Z"}
+
+
+def _load() -> ModuleType:
+    loader = SourceFileLoader("elb_spot_agent", str(SCRIPT))
+    spec = importlib.util.spec_from_loader("elb_spot_agent", loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+agent_mod = _load()
+
+
+class Imds:
+    """What the stand-in metadata service answers; tokens it gave out and calls it got."""
+
+    def __init__(self) -> None:
+        self.action: tuple[int, str] = (404, "")
+        self.rebalance: tuple[int, str] = (404, "")
+        self.tokens: set[str] = set()
+        self.issued = 0
+        self.ttls: list[str] = []
+        self.gets: list[str] = []
+        self.lock = threading.Lock()
+
+    def revoke(self) -> None:
+        with self.lock:
+            self.tokens.clear()
+
+
+def _handler(imds: Imds) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            pass
+
+        def _send(self, status: int, body: str) -> None:
+            data = body.encode()
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_PUT(self) -> None:
+            if self.path != "/latest/api/token" or not self.headers.get("X-aws-ec2-metadata-token-ttl-seconds"):
+                self._send(400, "")
+                return
+            with imds.lock:
+                imds.issued += 1
+                token = f"token-{imds.issued}"
+                imds.tokens.add(token)
+                imds.ttls.append(self.headers["X-aws-ec2-metadata-token-ttl-seconds"])
+            self._send(200, token)
+
+        def do_GET(self) -> None:
+            with imds.lock:
+                imds.gets.append(self.path)
+                valid = self.headers.get("X-aws-ec2-metadata-token") in imds.tokens
+            if not valid:
+                self._send(401, "")
+            elif self.path == "/latest/meta-data/spot/instance-action":
+                self._send(*imds.action)
+            elif self.path == "/latest/meta-data/events/recommendations/rebalance":
+                self._send(*imds.rebalance)
+            else:
+                self._send(404, "")
+
+    return Handler
+
+
+@pytest.fixture
+def imds() -> Iterator[tuple[Imds, str]]:
+    state = Imds()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield state, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+@pytest.fixture
+def qmod(tmp_path: Path) -> tuple[Path, Path]:
+    """A stand-in qmod appending its argv (JSON, one line per call) to a file; exits with the
+    number in ``qmod.rc`` if there is one."""
+    calls = tmp_path / "qmod.calls"
+    script = tmp_path / "qmod"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import json, pathlib, sys\n"
+        f"with open({str(calls)!r}, 'a') as f:\n"
+        "    f.write(json.dumps(sys.argv[1:]) + '\\n')\n"
+        f"rc = pathlib.Path({str(tmp_path / 'qmod.rc')!r})\n"
+        "sys.exit(int(rc.read_text()) if rc.exists() else 0)\n"
+    )
+    script.chmod(0o755)
+    return script, calls
+
+
+def recorded(calls: Path) -> list[list[str]]:
+    return [json.loads(line) for line in calls.read_text().splitlines()] if calls.exists() else []
+
+
+def make_agent(endpoint: str, qmod: tuple[Path, Path], tmp_path: Path, **kw: Any) -> Any:
+    return agent_mod.Agent(endpoint, str(qmod[0]), "node007", str(tmp_path / "done"), **kw)
+
+
+def test_no_notice_runs_no_qmod(imds: tuple[Imds, str], qmod: tuple[Path, Path], tmp_path: Path) -> None:
+    state, url = imds
+    agent = make_agent(url, qmod, tmp_path)
+    assert agent.poll() == agent_mod.NONE
+    assert agent.poll() == agent_mod.NONE
+    assert recorded(qmod[1]) == []
+    assert not (tmp_path / "done").exists()
+    assert state.issued == 1  # one token for both polls
+    assert state.ttls == [str(agent_mod.TOKEN_TTL)]
+
+
+def test_a_notice_disables_the_node_once(
+    imds: tuple[Imds, str], qmod: tuple[Path, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    state, url = imds
+    state.action = (200, json.dumps(NOTICE))
+    caplog.set_level(logging.INFO, "elb-spot-agent")
+    agent = make_agent(url, qmod, tmp_path)
+    assert agent.poll() == agent_mod.ACTED
+    assert recorded(qmod[1]) == [["-d", "*@node007"]]
+    assert (tmp_path / "done").read_text() == "terminate 2026-11-25T14:02:00Z\n"
+    acted = [r.getMessage() for r in caplog.records if "spot interruption notice" in r.getMessage()]
+    assert acted == [
+        "spot interruption notice: terminate at 2026-11-25T14:02:00Z; disabled the queue instances *@node007 in SGE"
+    ]
+    # The same agent, and a restarted one, do nothing more.
+    assert agent.poll() == agent_mod.NONE
+    assert make_agent(url, qmod, tmp_path).poll() == agent_mod.NONE
+    assert recorded(qmod[1]) == [["-d", "*@node007"]]
+
+
+def test_a_failing_qmod_is_tried_again_next_poll(
+    imds: tuple[Imds, str], qmod: tuple[Path, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    state, url = imds
+    state.action = (200, json.dumps({"action": "stop", "time": "2026-11-25T14:02:00Z"}))
+    (tmp_path / "qmod.rc").write_text("1")
+    agent = make_agent(url, qmod, tmp_path)
+    assert agent.poll() == agent_mod.FAILED
+    assert not (tmp_path / "done").exists()
+    assert "exited 1" in caplog.text
+    (tmp_path / "qmod.rc").unlink()
+    assert agent.poll() == agent_mod.ACTED
+    assert recorded(qmod[1]) == [["-d", "*@node007"]] * 2
+    assert (tmp_path / "done").exists()
+
+
+def test_imds_down_is_logged_and_nothing_is_done(
+    qmod: tuple[Path, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    agent = make_agent(f"http://127.0.0.1:{port}", qmod, tmp_path)
+    assert agent.poll() == agent_mod.FAILED
+    assert agent.poll() == agent_mod.FAILED
+    assert recorded(qmod[1]) == []
+    assert caplog.text.count("no IMDSv2 token") == 2
+    assert "Traceback" not in caplog.text
+
+
+def test_a_refused_token_is_replaced(imds: tuple[Imds, str], qmod: tuple[Path, Path], tmp_path: Path) -> None:
+    state, url = imds
+    agent = make_agent(url, qmod, tmp_path)
+    assert agent.poll() == agent_mod.NONE
+    state.revoke()  # the service forgot it (as after a restart): the next GET gets 401
+    state.action = (200, json.dumps(NOTICE))
+    assert agent.poll() == agent_mod.ACTED
+    assert state.issued == 2
+    assert recorded(qmod[1]) == [["-d", "*@node007"]]
+
+
+def test_the_token_is_renewed_before_it_expires(
+    imds: tuple[Imds, str], qmod: tuple[Path, Path], tmp_path: Path
+) -> None:
+    state, url = imds
+    now = [1000.0]
+    agent = make_agent(url, qmod, tmp_path, clock=lambda: now[0])
+    agent.poll()
+    now[0] += agent_mod.TOKEN_TTL - agent_mod.TOKEN_MARGIN - 1
+    agent.poll()
+    assert state.issued == 1
+    now[0] += 2  # within the margin before the TTL ends
+    agent.poll()
+    assert state.issued == 2
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["{not json", "[]", json.dumps({"action": "explode", "time": "x"}), json.dumps({"action": "terminate"})],
+)
+def test_a_malformed_notice_is_logged_and_not_acted_on(
+    imds: tuple[Imds, str], qmod: tuple[Path, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture, body: str
+) -> None:
+    state, url = imds
+    state.action = (200, body)
+    agent = make_agent(url, qmod, tmp_path)
+    assert agent.poll() == agent_mod.FAILED
+    assert recorded(qmod[1]) == []
+    assert not (tmp_path / "done").exists()
+    assert "spot instance-action" in caplog.text
+
+
+def test_a_rebalance_recommendation_is_logged_once_only(
+    imds: tuple[Imds, str], qmod: tuple[Path, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    state, url = imds
+    state.rebalance = (200, json.dumps({"noticeTime": "2026-11-25T13:50:00Z"}))
+    agent = make_agent(url, qmod, tmp_path)
+    assert agent.poll() == agent_mod.NONE
+    assert agent.poll() == agent_mod.NONE
+    assert caplog.text.count("rebalance recommendation") == 1
+    assert recorded(qmod[1]) == []
+
+
+def test_once_exits_2_on_a_notice_acted_on_then_0(
+    imds: tuple[Imds, str], qmod: tuple[Path, Path], tmp_path: Path
+) -> None:
+    state, url = imds
+    argv = [sys.executable, str(SCRIPT), "--once", "--endpoint", url, "--qmod", str(qmod[0])]
+    argv += ["--host", "node007", "--state-file", str(tmp_path / "done")]
+    assert subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False).returncode == 0
+    state.action = (200, json.dumps(NOTICE))
+    first = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert first.returncode == 2, first.stderr
+    assert "disabled the queue instances *@node007" in first.stderr
+    assert subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False).returncode == 0
+    assert recorded(qmod[1]) == [["-d", "*@node007"]]
+
+
+def test_the_loop_sleeps_between_polls_whatever_a_poll_does(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    polls: list[int] = []
+    sleeps: list[float] = []
+
+    class Stop(BaseException):
+        pass
+
+    def poll(self: Any) -> str:
+        polls.append(1)
+        if len(polls) == 1:
+            raise RuntimeError("something unexpected")
+        return str(agent_mod.FAILED)
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        if len(sleeps) == 3:
+            raise Stop
+
+    monkeypatch.setattr(agent_mod.Agent, "poll", poll)
+    monkeypatch.setattr(agent_mod.time, "sleep", sleep)
+    logger = logging.getLogger("elb-spot-agent")
+    try:
+        with pytest.raises(Stop):
+            agent_mod.main(["--interval", "7", "--state-file", str(tmp_path / "done")])
+    finally:
+        logger.handlers.clear()
+        logger.propagate = True
+    assert len(polls) == 3
+    assert sleeps == [7.0, 7.0, 7.0]
