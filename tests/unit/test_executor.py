@@ -4,6 +4,8 @@ by a later pass, and a node has one operation at a time."""
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -76,6 +78,14 @@ def test_a_slow_provisioning_does_not_delay_a_removal_planned_by_a_later_pass(cf
     assert "node002" in result.outcomes.added  # the ended operation is reported by the next pass
 
 
+def _until(done: Callable[[], bool], bound: float = 30.0) -> None:
+    """Wait (bounded, so a broken operation fails the test rather than hanging it) for ``done``."""
+    end = time.monotonic() + bound
+    while not done():
+        assert time.monotonic() < end, "the background operation never got there"
+        time.sleep(0.01)
+
+
 def test_a_node_has_one_operation_at_a_time(cfg: Config) -> None:
     sge, cloud, prov, journal, clock, bal, ex = _rig(cfg)
     _ready_node(journal, cloud, sge, "node001", 50 * 60)
@@ -83,6 +93,7 @@ def test_a_node_has_one_operation_at_a_time(cfg: Config) -> None:
     try:
         bal.run_pass()  # starts the removal of node001; its deregistration play hangs
         assert ex.in_flight() == {"node001"}
+        _until(lambda: "remove started" in prov.log)  # the operation runs in its own thread
         assert journal.node("node001").state is NodeState.DRAINING  # type: ignore[union-attr]
         for k in range(1, 4):  # draining in the journal: reconcile would finish the drain, but it runs
             clock.t = sge.now = T0 + 60 * k
