@@ -1,0 +1,1 @@
+../../roles/etc_hosts/library/elb_hosts_line.py
