@@ -1,10 +1,10 @@
-"""Issue 8's comparison matrix: elb against the elastic peers on both logs, billing models and settings.
+"""The comparison matrix: elb against the elastic peers on both logs, billing models and settings.
 
 For every log in ``--traces`` (both SWF logs by default), both billing models, both settings
 (8-slot nodes with 300 s boot; 32-slot nodes with 120 s boot), the cluster capped at ``--cap`` times
 the log's machine, and each window (first half, second half, whole log), it replays elb and the
 peers (starcluster, parallelcluster, slurm) through ``elb simulate``'s engine and prints one table
-per case with the bar of issue 8 checked:
+per case with the bar checked:
 
 1. elb's p95 wait <= the quickest elastic peer's p95 + one poll interval, and elb's cost <= the
    cheapest elastic peer's;

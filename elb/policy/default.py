@@ -4,13 +4,13 @@ Two rule sets, each chosen by an option (both new ones on by default; see ``docs
 
 - ``grow``: ``forecast`` launches at once, in whole nodes, for the waiting jobs that no slot will
   meet within a boot time (free slots, nodes already booting, slots that running jobs free by their
-  requested run time); ``wait_time`` is issue 2's rule (the oldest eligible job has waited longer
+  requested run time); ``wait_time`` is the classic rule (the oldest eligible job has waited longer
   than ``wait_time``; ``add_nodes_per_iteration`` at a time; ``stabilization_time`` after a change).
 - ``shrink``: ``cost`` keeps a node as long as it costs less to keep than to lose. Per-period billing:
   an idle node goes at the last poll before its next period begins (the removal done
   ``removal_lead`` before the boundary). Per-second billing: an idle node goes once it has idled
   ``idle_factor`` boot times (ski rental: a relaunch pays a boot). Never a node a waiting job would
-  be placed on. ``timer`` is issue 2's rule (``kill_after`` into the period, or ``idle_time`` idle,
+  be placed on. ``timer`` is the classic rule (``kill_after`` into the period, or ``idle_time`` idle,
   only while no job waits; ``stabilization_time`` after a change).
 
 The policy is pure: time is an argument. ``quiet_until`` tells a simulator until when ``decide``
@@ -80,7 +80,7 @@ class ElbPolicy:
             since = now - history.last_change_at
             stabilizing = f"stabilizing: last change {minutes(since)} ago < {minutes(cfg.stabilization_time)}"
 
-        if self._classic:  # issue 2's rules exactly
+        if self._classic:  # the classic rules exactly
             if stabilizing is not None:
                 return Plan(reason=stabilizing)
             if view.pending:
@@ -229,7 +229,7 @@ class ElbPolicy:
     def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:
         """A time before which ``decide`` returns an empty plan while the cluster does not change.
 
-        Only asked after an empty plan. With either issue 2 rule set on: ``now`` (poll as usual).
+        Only asked after an empty plan. With either classic rule set on: ``now`` (poll as usual).
         Otherwise the earliest of: a waiting job reaching ``launch_delay``, an idle node's removal
         window opening. Demand only falls as the clock moves on an unchanged cluster (running jobs
         come closer to their h_rt), so it is not an event.

@@ -1,4 +1,4 @@
-"""``elb run`` stopped by SIGTERM in the middle of adding and of removing a node (issue 2).
+"""``elb run`` stopped by SIGTERM in the middle of adding and of removing a node.
 
 The real daemon (``python -m elb run``) on the test cluster: real SGE, podman nodes through
 LocalCloud, real Ansible. The signal goes to elb's process group, as Ctrl-C in a terminal does;

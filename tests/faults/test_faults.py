@@ -1,4 +1,4 @@
-"""Issue 6, "Prove it with faults": each test injects its fault for real on the test cluster.
+"""Safety proved with faults: each test injects its fault for real on the test cluster.
 
 Real SGE (8.1.9), real podman nodes through LocalCloud, real Ansible. elb runs in this process
 (a ``Balancer``, as ``elb run`` does; the session fixture put the process in the master's UTS

@@ -30,7 +30,7 @@ def cfg(tmp_path: Path) -> Config:
     return parse_config(
         {
             "state_dir": str(tmp_path),
-            # issue 2's timer rules: these tests pin the actuator's steps, not the policy's timing
+            # the classic timer rules: these tests pin the actuator's steps, not the policy's timing
             "policy": {"max_nodes": 4, "add_nodes_per_iteration": 2, "slots_per_node": 8, "shrink": "timer"},
         }
     )

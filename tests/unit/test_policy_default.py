@@ -14,7 +14,7 @@ MIN = 60.0
 
 
 def policy(**kw: object) -> ElbPolicy:
-    kw = {"grow": "wait_time", "shrink": "timer", **kw}  # issue 2's rules (issue 8's are the default)
+    kw = {"grow": "wait_time", "shrink": "timer", **kw}  # the classic rules (forecast and cost are the default)
     p = make_policy(PolicyConfig(**kw), ClusterConfig())
     assert isinstance(p, ElbPolicy)
     return p

@@ -1,4 +1,4 @@
-"""Issue 8's rules of the elb policy (grow=forecast, shrink=cost, the defaults), each at its boundaries."""
+"""The forecast and cost rules of the elb policy (grow=forecast, shrink=cost, the defaults), each at its boundaries."""
 
 from __future__ import annotations
 
