@@ -23,7 +23,7 @@ from elb.actuator import Actuator, Outcomes, SgeClient
 from elb.backoff import compute as compute_backoff
 from elb.config import Config
 from elb.executor import Executor
-from elb.interfaces import Cloud, Instance, NoticeKind, NoticeSource, Provisioner
+from elb.interfaces import Cloud, Instance, Notice, NoticeKind, NoticeSource, Provisioner
 from elb.interruptions import job_number, moves
 from elb.journal import Journal
 from elb.metrics import PassMetrics
@@ -332,24 +332,23 @@ class Balancer:
 
     def _heed_notices(self, instances: Sequence[Instance], jobs: Sequence[Job]) -> None:
         """Act on EC2's notices about managed nodes: a node about to go (spot interruption,
-        scheduled retirement) is disabled in SGE at once, so no new job lands on it, and its
-        removal ordered (the safe drain removes it when idle; demand left without it gets new
-        nodes as usual). On a spot interruption (two minutes' warning) its rerunnable jobs are
-        also requeued at once (``qmod -rq``), so they start again elsewhere rather than die with
-        the node; a job that is not rerunnable runs on, and is named. Other notices are logged.
-        A queue that cannot be read changes nothing."""
-        if self.notices is None:
-            return
-        try:
-            notices = self.notices.poll()
-        except Exception as err:  # notices are an early warning; the pass goes on without them
-            log.warning("cannot read EC2's notices: %s", err)
+        scheduled retirement) or failing its status checks is disabled in SGE at once, so no new
+        job lands on it, and its removal ordered (the safe drain removes it when idle; demand
+        left without it gets new nodes as usual). On a spot interruption (two minutes' warning)
+        its rerunnable jobs are also requeued at once (``qmod -rq``), so they start again
+        elsewhere rather than die with the node; a job that is not rerunnable runs on, and is
+        named. Other notices are logged. A queue or status read that fails changes nothing."""
+        notices = [*self._queued_notices(), *self._status_checks(instances)]
+        if not notices:
             return
         by_id = {i.instance_id: i.name for i in instances}
+        ordered = self.journal.orders().remove
         for n in notices:
             name = by_id.get(n.instance_id)
             if name is None:
                 continue  # not one of this cluster's managed workers
+            if n.kind is NoticeKind.IMPAIRED and name in ordered:
+                continue  # seen in an earlier pass: its removal is under way
             self.counters.notices[n.kind.value] = self.counters.notices.get(n.kind.value, 0) + 1
             if not n.kind.retire:
                 log.info("%s: EC2 notice: %s", name, n.describe())
@@ -362,6 +361,27 @@ class Balancer:
                 log.error("%s: could not disable it in SGE: %s", name, err)
             if n.kind is NoticeKind.INTERRUPTION:
                 self._requeue(name, jobs)
+
+    def _queued_notices(self) -> Sequence[Notice]:
+        """EC2's notices from the queue (``cloud.ec2.notices``); none when it cannot be read."""
+        if self.notices is None:
+            return ()
+        try:
+            return self.notices.poll()
+        except Exception as err:  # notices are an early warning; the pass goes on without them
+            log.warning("cannot read EC2's notices: %s", err)
+            return ()
+
+    def _status_checks(self, instances: Sequence[Instance]) -> Sequence[Notice]:
+        """EC2's status checks of the workers, when the cloud has them (``Ec2Cloud.health``)."""
+        health = getattr(self.cloud, "health", None)
+        if not callable(health) or not instances:
+            return ()
+        try:
+            return list(health(instances))
+        except Exception as err:  # the pass goes on: reconcile still sees a node that is gone
+            log.warning("cannot read the workers' status checks: %s", err)
+            return ()
 
     def _requeue(self, name: str, jobs: Sequence[Job]) -> None:
         """Requeue the rerunnable jobs of a node about to be taken back."""

@@ -135,11 +135,12 @@ class NoticeKind(enum.StrEnum):
     REBALANCE = "rebalance"  # interruption risk went up
     SCHEDULED = "scheduled-change"  # AWS Health: retirement, maintenance
     STATE = "state-change"  # the instance is stopping, shutting down, terminated, ...
+    IMPAIRED = "status-check-failed"  # EC2's instance or system status check reports it impaired
 
     @property
     def doomed(self) -> bool:
         """The instance will go away: no new job should land on it."""
-        return self in (NoticeKind.INTERRUPTION, NoticeKind.SCHEDULED)
+        return self in (NoticeKind.INTERRUPTION, NoticeKind.SCHEDULED, NoticeKind.IMPAIRED)
 
     @property
     def retire(self) -> bool:

@@ -51,6 +51,8 @@ from elb.interfaces import (
     CloudError,
     Instance,
     LaunchResult,
+    Notice,
+    NoticeKind,
 )
 
 if TYPE_CHECKING:
@@ -372,6 +374,22 @@ def _launch_time(inst: InstanceTypeDef) -> float:
     return launched.timestamp() if launched is not None else 0.0
 
 
+STATUS_BATCH = 100  # instance ids per DescribeInstanceStatus call (EC2 takes at most 100 with ids)
+
+
+def impaired(status: Mapping[str, Any], now: float) -> Notice | None:
+    """A ``DescribeInstanceStatus`` entry as a notice when a status check says ``impaired``."""
+    failed = [
+        what
+        for what, key in (("instance", "InstanceStatus"), ("system", "SystemStatus"))
+        if status.get(key, {}).get("Status") == "impaired"
+    ]
+    iid = status.get("InstanceId")
+    if not failed or not isinstance(iid, str):
+        return None
+    return Notice(NoticeKind.IMPAIRED, iid, now, f"{' and '.join(failed)} status check impaired")
+
+
 def is_cluster_worker(tags: Mapping[str, str], cluster: str, master: str) -> bool:
     """The tag test elb applies to everything it lists or terminates."""
     return (
@@ -514,6 +532,22 @@ class Ec2Cloud:
             and r.get("State", {}).get("Name") not in GONE_STATES
         ]
         return sorted(out, key=lambda i: (i.name, i.instance_id))
+
+    def health(self, instances: Sequence[Instance]) -> list[Notice]:
+        """EC2's status checks of ``instances`` (``DescribeInstanceStatus``, 100 ids a call): a
+        notice for each whose instance or system status check says ``impaired``. Running
+        instances only; ``initializing`` and ``insufficient-data`` are no verdict yet."""
+        ids = [i.instance_id for i in instances if i.state == "running" and i.instance_id]
+        out: list[Notice] = []
+        try:
+            for start in range(0, len(ids), STATUS_BATCH):
+                # With instance ids, one answer holds them all (no pages).
+                page = self.client.describe_instance_status(InstanceIds=ids[start : start + STATUS_BATCH])
+                statuses: Sequence[Mapping[str, Any]] = page.get("InstanceStatuses", [])
+                out.extend(n for st in statuses if (n := impaired(st, self.clock())))
+        except (BotoCoreError, ClientError) as err:
+            raise to_cloud_error(err, "reading the workers' status checks") from None
+        return out
 
     def new_node_slots(self) -> int | None:
         """Slots of the node ``launch`` would start first: configured, else the vCPUs of the first
