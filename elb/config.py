@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, IPvAnyAddress, StrictBool, Va
 
 from elb import yamlfile
 from elb.groups import LaunchTemplate, NodeGroup, NodeGroups, default_group
+from elb.warmpool import WarmPool
 
 DEFAULT_CONFIG_PATH = Path("/etc/elb/elb.yml")
 
@@ -66,6 +67,8 @@ class PolicyConfig(_Strict):
     idle_factor: Factor = 0.5  # shrink=cost, per-second billing: keep an idle node this many boot times
     period_horizon: Seconds = 0.0  # grow=forecast, per-period billing: wait up to this for slots freed by h_rt
     launch_delay: Seconds = 0.0  # grow=forecast: count a waiting job as demand once it has waited this long
+    # The one group's warm pool without node_groups (elb.warmpool; modelled by the simulator only).
+    warm_pool: WarmPool = Field(default_factory=WarmPool)
 
     @model_validator(mode="after")
     def _check(self) -> PolicyConfig:
@@ -247,12 +250,14 @@ class Config(_Strict):
         becomes the sum of the groups' minimums."""
         if self.node_groups is None:
             return self
-        clash = [f"policy.{k}" for k in ("min_nodes", "slots_per_node") if k in self.policy.model_fields_set]
+        clash = [
+            f"policy.{k}" for k in ("min_nodes", "slots_per_node", "warm_pool") if k in self.policy.model_fields_set
+        ]
         clash += [f"sge.{k}" for k in ("queue", "hostgroup") if k in self.sge.model_fields_set]
         if clash:
             raise ValueError(
                 f"node_groups: {', '.join(clash)} cannot be set with node_groups (each group sets its own "
-                "slots, min_nodes, queues and hostgroup; policy.max_nodes caps all groups together)"
+                "slots, min_nodes, queues, hostgroup and warm_pool; policy.max_nodes caps all groups together)"
             )
         total = None if "max_nodes" not in self.policy.model_fields_set else self.policy.max_nodes
         try:
@@ -278,6 +283,7 @@ class Config(_Strict):
             queue=self.sge.queue,
             hostgroup=self.sge.hostgroup,
             instance_types=self.cloud.ec2.instance_types,
+            warm_pool=p.warm_pool,
         )
         return NodeGroups(groups=[group])
 

@@ -18,6 +18,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from elb.warmpool import WarmPool
+
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"
 _QUEUE = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"  # a cluster queue: no wildcard, no @host
 _HOSTGROUP = r"^@[A-Za-z0-9_][A-Za-z0-9_.-]*$"
@@ -66,6 +68,8 @@ class NodeGroup(_Model):
     price_per_hour: float | None = Field(None, gt=0)  # of one node; compares groups that can run a job
     pes: list[str] = Field(default_factory=lambda: ["*"])  # parallel environments it serves (wildcards)
     placement_group: bool = False
+    # Idle nodes stopped instead of terminated (elb.warmpool; modelled by the simulator only).
+    warm_pool: WarmPool = Field(default_factory=WarmPool)
 
     @field_validator("offers")
     @classmethod
@@ -172,10 +176,12 @@ def default_group(
     hostgroup: str = "@allhosts",
     instance_types: Sequence[str] = (),
     name: str = "default",
+    warm_pool: WarmPool | None = None,
 ) -> NodeGroup:
     """The one group elb's settings without groups describe (``policy.slots_per_node``,
     ``policy.max_nodes``, ``policy.min_nodes``, ``sge.queue``, ``sge.hostgroup``,
-    ``cloud.ec2.instance_types``): every parallel environment, no complex values of its own."""
+    ``cloud.ec2.instance_types``, ``policy.warm_pool``): every parallel environment, no complex
+    values of its own."""
     return NodeGroup(
         name=name,
         queues=[queue],
@@ -184,6 +190,7 @@ def default_group(
         instance_types=list(instance_types) or None,
         min_nodes=min_nodes,
         max_nodes=max_nodes,
+        warm_pool=warm_pool or WarmPool(),
     )
 
 

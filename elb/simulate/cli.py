@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from elb.extras import plot_missing
 from elb.policy.base import Policy, minutes
 from elb.simulate.accounting import read_log
 from elb.simulate.engine import SimSettings
-from elb.simulate.groups import SimGroups, SimGroupsError, load_groups
-from elb.simulate.report import Billing, Metrics, group_table, plot, table
+from elb.simulate.groups import SimGroups, SimGroupsError, load_groups, one_group
+from elb.simulate.report import Billing, Metrics, group_table, plot, pool_table, table
 from elb.simulate.runner import Prepared, SimError, build_policy, has_param, prepare, replay, with_param
 from elb.simulate.swf import SwfError, Workload, overrun
+from elb.warmpool import WarmPool
 
 ALL_POLICIES = ("elb", "starcluster", "parallelcluster", "slurm", "static")
 
@@ -102,6 +106,26 @@ def register(sub: Any) -> None:
         "and partition fields map to requests; docs/simulate.md): each job goes to the cheapest group "
         "that can run it and costs are given per group",
     )
+    p.add_argument(
+        "--warm-pool",
+        type=int,
+        default=0,
+        metavar="N",
+        help="replay each policy also with a warm pool of up to N stopped nodes (one group only; "
+        "docs/simulate.md) and compare the two",
+    )
+    p.add_argument(
+        "--restart-time", type=float, default=60.0, help="warm pool: start of a stopped node to ready (default 60)"
+    )
+    p.add_argument(
+        "--volume-price",
+        type=float,
+        default=0.03,
+        help="warm pool: a stopped node's volumes per hour, in --price's money (default 0.03)",
+    )
+    p.add_argument(
+        "--pool-max-age", type=float, default=86400.0, help="warm pool: longest a node stays stopped (default 86400)"
+    )
     p.add_argument("--no-fast-forward", action="store_true", help="call the policy at every poll")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--plot", type=Path, default=None, metavar="FILE.png", help="draw cost against p95 wait")
@@ -155,6 +179,34 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         return 2
 
 
+_POOL_FLAGS = {
+    "max_nodes": "--warm-pool",
+    "restart_time": "--restart-time",
+    "volume_price_per_hour": "--volume-price",
+    "max_age": "--pool-max-age",
+}
+
+
+def _warm_pool(args: argparse.Namespace) -> WarmPool | None:
+    """The warm pool the options ask for, or None (``--warm-pool 0``)."""
+    try:
+        pool = WarmPool(
+            max_nodes=args.warm_pool,
+            restart_time=args.restart_time,
+            volume_price_per_hour=args.volume_price,
+            max_age=args.pool_max_age,
+        )
+    except ValidationError as err:
+        raise SimError(
+            "; ".join(f"{_POOL_FLAGS.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in err.errors())
+        ) from None
+    if not pool.enabled:
+        return None
+    if args.groups is not None:
+        raise SimError("--warm-pool applies to the one group of a replay without --groups; set warm_pool in the file")
+    return pool
+
+
 def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
     names = [n.strip() for n in args.policies.split(",") if n.strip()]
     unknown = [n for n in names if n not in ALL_POLICIES]
@@ -175,6 +227,7 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
             groups = load_groups(args.groups)
         except SimGroupsError as err:
             raise SimError(str(err)) from None
+    pool = _warm_pool(args)
     wl = overrun(
         read_log(args.log, start=args.start * 86400.0, days=args.days), args.overrun, args.overrun_hours, args.seed
     )
@@ -191,7 +244,10 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
         dispatch="easy" if args.backfill else args.dispatch,
         placement=args.placement,
         fast_forward=not args.no_fast_forward,
+        price_per_hour=args.price,
     )
+    # The same replay with the one group's warm pool, beside each run without it.
+    pooled = None if pool is None else dataclasses.replace(prepared, groups=one_group(spn, prepared.max_nodes, pool))
     sets = [_kv(s, "--set") for s in args.set]
     sweep_key, sweep_values = None, [""]
     if args.sweep:
@@ -220,18 +276,24 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
             raise SimError(f"no listed policy has a parameter {key!r}")
     tty = sys.stderr.isatty() and not args.json
     results: list[Metrics] = []
+    pairs: list[tuple[Metrics, Metrics]] = []
     for policy, label in runs:
-        m, _ = replay(
-            prepared,
-            policy,
-            settings,
-            billing=billing,
-            price=args.price,
-            label=label,
-            progress=_Progress(label) if tty else None,
-        )
-        results.append(m)
-    _report(args, wl, prepared, results, groups, billing, spn)
+        for prep, shown in ((prepared, label), (pooled, f"{label}+pool{args.warm_pool}")):
+            if prep is None:
+                continue
+            m, _ = replay(
+                prep,
+                policy,
+                settings,
+                billing=billing,
+                price=args.price,
+                label=shown,
+                progress=_Progress(shown) if tty else None,
+            )
+            results.append(m)
+        if pooled is not None:
+            pairs.append((results[-2], results[-1]))
+    _report(args, wl, prepared, results, groups, billing, spn, pairs)
     return 0
 
 
@@ -243,6 +305,7 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
     groups: SimGroups | None,
     billing: Billing,
     spn: int,
+    pairs: list[tuple[Metrics, Metrics]],
 ) -> None:
     """Print the replay's results: a table (and one per group), or JSON with --json."""
     skipped = dict(wl.skipped)
@@ -279,6 +342,14 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
                         "max_nodes": prepared.max_nodes,
                         "dispatch": "easy" if args.backfill else args.dispatch,
                         "placement": args.placement,
+                        "warm_pool": {
+                            "max_nodes": args.warm_pool,
+                            "restart_time": args.restart_time,
+                            "volume_price_per_hour": args.volume_price,
+                            "max_age": args.pool_max_age,
+                        }
+                        if pairs
+                        else None,
                     },
                     "floor_node_hours": prepared.floors.floor_node_hours,
                     "zero_wait_node_hours": prepared.floors.zero_wait_node_hours,
@@ -305,6 +376,13 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
                 "started, not demand): " + "; ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
             )
         print(table(results, prepared.floors, args.price))
+        if pairs:
+            print()
+            print(
+                f"warm pool: up to {args.warm_pool} stopped nodes, restart {args.restart_time:g} s, volumes "
+                f"{args.volume_price:g}/h, max age {args.pool_max_age:g} s (cost: compute + volumes)"
+            )
+            print(pool_table(pairs))
         if groups is not None:
             print()
             print(group_table(results, prepared.group_floors))

@@ -31,6 +31,16 @@ same as polling every interval (a test compares both). A policy whose plans depe
 only, never on the jobs (``watches_jobs = False``: the static cluster), is then not asked again
 for job submissions and ends either, only when a node becomes ready; so its replay costs the
 same per job at any cluster size.
+
+Warm pool (``elb.warmpool``, a group's ``warm_pool``): a removal the plan asks for stops the node
+instead, when the pool's rule says so; its compute billing ends there (the stretch it ran is one
+``NodeLife``) and its volumes cost ``volume_price_per_hour`` while it is stopped. A launch for a
+group with stopped nodes starts the youngest one instead of a new node, under its own name: it is
+a new ``NodeLife`` (``restart``, billed from its start with EC2's minimum again) and takes jobs
+``restart_time`` later instead of a boot time. ``boot_time`` is launch to ready, provisioning
+included, so a restart replaces all of it. A stopped node goes when it reaches its keep time
+(billed up to that instant, whenever the next poll sees it) or when the pool holds more than its
+``max_nodes``. Stopped nodes are not in the policy's view and do not count toward ``max_nodes``.
 """
 
 from __future__ import annotations
@@ -49,6 +59,7 @@ from elb.policy.grouped import GroupedPolicy, decide_demand
 from elb.policy.placement import FreeIndex, host_order, width
 from elb.simulate.groups import Assignment, SimGroups, assign, one_group
 from elb.simulate.swf import SimJob
+from elb.warmpool import Pooled, WarmPool, due, expired, pick_restart, stop_or_terminate, volume_cost
 
 QUEUE = "all.q"
 _EPS = 1e-9
@@ -78,6 +89,9 @@ class SimSettings:
     # never removed and not billed (the master is paid for whatever the policy).
     master_exec_slots: int = 0
     master: str = "master"
+    # Price per node-hour of a group without ``price_per_hour``: what a warm pool weighs its
+    # volumes' cost against (a restart saves boot time minus restart time of compute).
+    price_per_hour: float = 1.0
 
 
 @dataclass(slots=True)
@@ -96,6 +110,7 @@ class _Node:
     terminated_at: float | None = None
     record: Node | None = None  # cached Node value
     host: Host | None = None  # cached Host value
+    restart: bool = False  # started from the warm pool
 
 
 @dataclass(slots=True)
@@ -137,6 +152,7 @@ class NodeLife:
     busy_seconds: float
     group: str = "default"
     slots: int = 0
+    restart: bool = False  # a stopped node started again (its earlier stretches are other lives)
 
 
 @dataclass(slots=True)
@@ -159,6 +175,12 @@ class SimOutcome:
     stalled: bool = False
     placements: list[Placement] = field(default_factory=list)
     unservable: list[tuple[SimJob, str]] = field(default_factory=list)  # no group can run it, and why
+    restarts: int = 0  # stopped nodes started for demand (not in ``launches``)
+    stops: int = 0  # removals that stopped the node into the warm pool (not in ``terminations``)
+    pool_terminations: int = 0  # stopped nodes terminated for their age or the pool's size
+    pooled_seconds: dict[str, float] = field(default_factory=dict)  # per group: node-seconds stopped
+    pool_cost: dict[str, float] = field(default_factory=dict)  # per group: their volumes' cost
+    pool_reasons: list[str] = field(default_factory=list)  # each pool decision's reason (with ``record``)
 
 
 class Simulator:
@@ -221,6 +243,15 @@ class Simulator:
         self.quiet = quiet if settings.fast_forward else None
         self.watches_jobs = bool(getattr(policy, "watches_jobs", True))
         self._last_event_at = self.t0  # the time of the last events handled
+        # Warm pools of the groups that have one, and their stopped nodes (oldest stop first).
+        self.pools: dict[str, WarmPool] = {
+            g.name: g.warm_pool for g in self.groups.groups.groups if g.warm_pool.enabled
+        }
+        self.group_price = {
+            g.name: g.price_per_hour if g.price_per_hour is not None else settings.price_per_hour
+            for g in self.groups.groups.groups
+        }
+        self.pooled: dict[str, list[Pooled]] = {g: [] for g in self.pools}
         for name in next_names((), initial_nodes):
             self._launch(name, self.t0, boot=0.0)
         if settings.master_exec_slots > 0:
@@ -228,8 +259,14 @@ class Simulator:
             self.out.launches -= 1  # not a launch of the policy's (but a node within max_nodes)
 
     # -- cluster state -------------------------------------------------------------------------
-    def _launch(
-        self, name: str, now: float, boot: float | None = None, slots: int | None = None, group: str | None = None
+    def _launch(  # noqa: PLR0917 (a node's facts)
+        self,
+        name: str,
+        now: float,
+        boot: float | None = None,
+        slots: int | None = None,
+        group: str | None = None,
+        restart: bool = False,
     ) -> None:
         if name in self.nodes:
             raise ValueError(f"policy asked to launch {name}, which already exists")
@@ -238,10 +275,13 @@ class Simulator:
             if self.s.boot_jitter > 0:
                 boot += self.rng.uniform(0.0, self.s.boot_jitter)
         group = group or self.first_group
-        node = _Node(name, slots or self.group_slots[group], group, now, now + boot)
+        node = _Node(name, slots or self.group_slots[group], group, now, now + boot, restart=restart)
         self.nodes[name] = node
         self.group_count[group] += 1
-        self.out.launches += 1
+        if restart:
+            self.out.restarts += 1
+        else:
+            self.out.launches += 1
         self._nodes_cache = None
         self._stale[name] = None
         if boot <= 0:
@@ -265,7 +305,7 @@ class Simulator:
         self._nodes_cache = None
         self._hosts_cache = None
 
-    def _terminate(self, node: _Node, now: float) -> None:
+    def _terminate(self, node: _Node, now: float, *, stopped: bool = False) -> None:
         node.terminated_at = now
         del self.nodes[node.name]
         self.group_count[node.group] -= 1
@@ -273,7 +313,10 @@ class Simulator:
         self._host_values.pop(node.name, None)
         self._record_values.pop(node.name, None)
         self.dead.append(node)
-        self.out.terminations += 1
+        if stopped:
+            self.out.stops += 1
+        else:
+            self.out.terminations += 1
         self._nodes_cache = None
         self._hosts_cache = None
 
@@ -544,27 +587,93 @@ class Simulator:
             if node is None or not node.ready or node.jobs:
                 self.out.refused_removals += 1
                 continue
-            self._terminate(node, now)
+            self._remove(node, now)
             self.history = History(now, (*self.history.recent_removals[-49:], now))
             changed = True
         if plan.add:
             room = self.max_nodes - sum(self.group_count.values())
             n = min(plan.add, room)
             names = list(plan.add_names[:n])
+            stopped = {p.name for pooled in self.pooled.values() for p in pooled}
             if len(names) < n:
-                in_use = [*self.nodes, *names]
+                in_use = [*self.nodes, *names, *stopped]
                 names.extend(next_names(in_use, n - len(names)))
             launched = 0
+            self._expire(now)
             for name in names:
                 group = plan.add_groups.get(name, self.first_group)
                 if group not in self.group_slots or self.group_count[group] >= self.group_max[group]:
                     continue  # the group's own cap (a plan that ignores it gets no node)
+                if self._restart(group, now):
+                    launched += 1
+                    continue
+                if name in stopped:  # a stopped node of another group keeps its name
+                    name = next_names([*self.nodes, *names, *stopped], 1)[0]  # noqa: PLW2901
                 self._launch(name, now, group=group)
                 launched += 1
             if launched:
                 self.history = History(now, self.history.recent_removals)
                 changed = True
         return changed
+
+    # -- warm pool -----------------------------------------------------------------------------
+    def _remove(self, node: _Node, now: float) -> None:
+        """Stop the node into its group's warm pool when the pool's rule says so, else terminate it."""
+        pool = self.pools.get(node.group)
+        if pool is None:
+            self._terminate(node, now)
+            return
+        self._expire(now)
+        pooled = self.pooled[node.group]
+        decision = stop_or_terminate(
+            pool,
+            pooled,
+            boot_time=self.s.boot_time + self.s.boot_jitter / 2,
+            price_per_hour=self.group_price[node.group],
+            poll_interval=self.s.poll_interval,
+        )
+        if self.s.record:
+            self.out.pool_reasons.append(f"{node.name}: {decision.reason}")
+        if not decision.stop:
+            self._terminate(node, now)
+            return
+        self._terminate(node, now, stopped=True)
+        pooled.append(Pooled(node.name, now, now + decision.keep_for))
+
+    def _restart(self, group: str, now: float) -> bool:
+        """Start the group's youngest stopped node, if it has one."""
+        pool = self.pools.get(group)
+        if pool is None:
+            return False
+        pooled = self.pooled[group]
+        pick = pick_restart(pooled, pool, now)
+        if pick is None:
+            return False
+        p, why = pick
+        pooled.remove(p)
+        self._unpool(group, p, now)
+        if self.s.record:
+            self.out.pool_reasons.append(why)
+        self._launch(p.name, now, boot=pool.restart_time, group=group, restart=True)
+        return True
+
+    def _unpool(self, group: str, p: Pooled, until: float) -> None:
+        """A stopped node leaves the pool: its volumes were paid from its stop to ``until``."""
+        seconds = max(0.0, until - p.stopped_at)
+        self.out.pooled_seconds[group] = self.out.pooled_seconds.get(group, 0.0) + seconds
+        self.out.pool_cost[group] = self.out.pool_cost.get(group, 0.0) + volume_cost(seconds, self.pools[group])
+
+    def _expire(self, now: float) -> None:
+        """Terminate the stopped nodes past their keep time (billed up to it) or beyond the pool's size."""
+        for group, pooled in self.pooled.items():
+            if not pooled:
+                continue
+            for p, at, why in expired(pooled, self.pools[group], now):
+                pooled.remove(p)
+                self._unpool(group, p, at)
+                self.out.pool_terminations += 1
+                if self.s.record:
+                    self.out.pool_reasons.append(f"{p.name}: {why}")
 
     def _done(self) -> bool:
         return self.next_sub >= len(self.jobs) and not self.pending and not self.running
@@ -591,6 +700,7 @@ class Simulator:
             if poll == math.inf:  # asleep until a node event, and none will come: poll again
                 poll = self._grid(self._last_event_at)
             now = poll
+            self._expire(now)
             snapshot, records = self.snapshot(now)
             plan = decide_demand(self.policy, snapshot, records, self.history, now, group_of=self.group_of)
             self.out.decisions += 1
@@ -633,6 +743,10 @@ class Simulator:
                 node.busy_seconds += end - node.busy_since
             self._terminate(node, max(end, node.launched_at))
         self.out.terminations -= closing
+        for group, pooled in self.pooled.items():  # the stopped nodes go at the end too
+            for p in pooled:
+                self._unpool(group, p, max(p.stopped_at, min(end, due(p, self.pools[group]))))
+            pooled.clear()
         self.out.never_started = len(self.pending) + (len(self.jobs) - self.next_sub)
         if self._backlog_since is not None:
             self.out.longest_backlog = max(self.out.longest_backlog, end - self._backlog_since)
@@ -641,7 +755,9 @@ class Simulator:
                 continue  # the master is not billed
             assert n.terminated_at is not None
             self.out.nodes.append(
-                NodeLife(n.name, n.launched_at, n.ready_at, n.terminated_at, n.busy_seconds, n.group, n.slots)
+                NodeLife(
+                    n.name, n.launched_at, n.ready_at, n.terminated_at, n.busy_seconds, n.group, n.slots, n.restart
+                )
             )
         if self.progress is not None:
             self.progress(1.0)

@@ -44,6 +44,7 @@ from elb.model import Job
 from elb.sge.complexes import ComplexType, parse_complexes, parse_number
 from elb.sge.pe import parse_pe
 from elb.simulate.swf import SimJob
+from elb.warmpool import WarmPool
 
 MPI, SMP = "mpi", "smp"
 
@@ -83,10 +84,11 @@ class SimGroups:
         return MappingProxyType({g.name: g.slots for g in self.groups.groups})
 
 
-def one_group(slots_per_node: int, max_nodes: int) -> SimGroups:
-    """The one group a replay without a groups file has (what ``--slots-per-node`` and
-    ``--max-nodes`` say)."""
-    groups = NodeGroups(groups=[NodeGroup(name="default", slots=slots_per_node, max_nodes=max_nodes)])
+def one_group(slots_per_node: int, max_nodes: int, warm_pool: WarmPool | None = None) -> SimGroups:
+    """The one group a replay without a groups file has (what ``--slots-per-node``,
+    ``--max-nodes`` and the ``--warm-pool`` options say)."""
+    group = NodeGroup(name="default", slots=slots_per_node, max_nodes=max_nodes, warm_pool=warm_pool or WarmPool())
+    groups = NodeGroups(groups=[group])
     mapping = SwfMapping.model_validate({})
     return SimGroups(groups, mapping, simulated_site(groups, mapping))
 

@@ -86,9 +86,12 @@ class GroupCost:
     group: str
     node_hours: float
     idle_node_hours: float
-    cost: float  # node-hours at the group's price_per_hour (the replay's --price when it has none)
+    cost: float  # node-hours at the group's price_per_hour (the replay's --price when it has none), plus pool_cost
     price_per_hour: float
     launches: int
+    restarts: int = 0  # stopped nodes started again (warm pool)
+    pooled_node_hours: float = 0.0  # node-hours its nodes spent stopped in the warm pool
+    pool_cost: float = 0.0  # their volumes' cost
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +120,10 @@ class Metrics:
     decisions: int
     groups: tuple[GroupCost, ...] = ()
     unservable: int = 0  # jobs no node group can run: in the replay, never started, not demand
+    restarts: int = 0  # warm pool: stopped nodes started for demand instead of launches
+    stops: int = 0  # warm pool: removals that stopped the node
+    pooled_node_hours: float = 0.0  # warm pool: node-hours stopped (not in node_hours)
+    pool_cost: float = 0.0  # warm pool: the stopped nodes' volumes (in cost)
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -147,7 +154,12 @@ def metrics(
         hours = sum(billed_seconds(n, billing) for n in lives) / 3600.0
         rate = (prices or {}).get(name) or price
         idle = hours - sum(n.busy_seconds for n in lives) / 3600.0
-        costs.append(GroupCost(name, hours, idle, hours * rate, rate, len(lives)))
+        restarts = sum(1 for n in lives if n.restart)
+        pooled = out.pooled_seconds.get(name, 0.0) / 3600.0
+        volumes = out.pool_cost.get(name, 0.0)
+        costs.append(
+            GroupCost(name, hours, idle, hours * rate + volumes, rate, len(lives) - restarts, restarts, pooled, volumes)
+        )
     waits = sorted(out.waits)
     node_hours = billed / 3600.0
     bsld = [max(1.0, (w + r) / max(r, TAU)) for w, r in zip(out.waits, out.runs, strict=True)]
@@ -180,6 +192,10 @@ def metrics(
         decisions=out.decisions,
         groups=tuple(costs),
         unservable=len(out.unservable),
+        restarts=out.restarts,
+        stops=out.stops,
+        pooled_node_hours=sum(out.pooled_seconds.values()) / 3600.0,
+        pool_cost=sum(out.pool_cost.values()),
     )
 
 
@@ -212,6 +228,29 @@ def table(rows: Sequence[Metrics], fl: Floors, price: float) -> str:
     zw = fl.zero_wait_node_hours
     ratio = zw / fl.floor_node_hours if fl.floor_node_hours else math.nan
     lines.append(f"{'zero-wait':<22} {zw:>9.0f} {zw * price:>9.0f} {ratio:>7.2f}")
+    return "\n".join(lines)
+
+
+def pool_table(pairs: Sequence[tuple[Metrics, Metrics]]) -> str:
+    """Each policy without and with the warm pool: waits, compute and stopped node-hours, money
+    (compute and volumes), new nodes against restarts."""
+    head = (
+        f"{'policy':<22} {'mean':>6} {'p95':>6} {'node-h':>9} {'pooled-h':>9} {'cost':>10} "
+        f"{'volumes':>8} {'launch':>6} {'restart':>7} {'stops':>6}"
+    )
+    lines = [head, "-" * len(head)]
+    for without, with_pool in pairs:
+        for m in (without, with_pool):
+            lines.append(
+                f"{m.label:<22} {_fmt_wait(m.wait_mean):>6} {_fmt_wait(m.wait_p95):>6} {m.node_hours:>9.1f} "
+                f"{m.pooled_node_hours:>9.1f} {m.cost:>10.2f} {m.pool_cost:>8.2f} {m.launches:>6} "
+                f"{m.restarts:>7} {m.stops:>6}"
+            )
+        lines.append(
+            f"{'  pool saves':<22} {_fmt_wait(without.wait_mean - with_pool.wait_mean):>6} "
+            f"{_fmt_wait(without.wait_p95 - with_pool.wait_p95):>6} {without.node_hours - with_pool.node_hours:>9.1f} "
+            f"{'':>9} {without.cost - with_pool.cost:>10.2f}"
+        )
     return "\n".join(lines)
 
 
