@@ -170,6 +170,13 @@ class Balancer:
         self._watching_since: float | None = None  # the first live pass's time (see reconcile.lost_for)
         self._repair_fails: dict[tuple[RepairKind, str], int] = {}  # failed passes in a row, per repair
         self._last_whole: Snapshot | None = None  # the last read of SGE found whole (elb.sge.readcheck)
+        pooled = [g.name for g in config.groups(self.node_slots or 1).groups if g.warm_pool.max_nodes > 0]
+        if pooled:
+            log.warning(
+                "warm_pool is set for %s: elb simulate models it; this daemon terminates idle nodes, "
+                "it does not stop them",
+                ", ".join(pooled),
+            )
         # Before touching any node: stop the playbooks a killed predecessor left running.
         reap = getattr(provisioner, "reap_leftovers", None)
         if callable(reap):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 from pathlib import Path
 
@@ -261,3 +262,21 @@ def test_runner_replay_and_pool_table() -> None:
     assert b.cost == pytest.approx(b.node_hours + b.pool_cost)
     text = pool_table([(a, b)])
     assert "pool saves" in text and "elb+pool2" in text
+
+
+def test_the_daemon_says_it_does_not_stop_nodes_when_a_pool_is_set(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from elb.config import parse_config
+    from elb.daemon import Balancer
+    from elb.journal import Journal
+    from tests.unit.factories import T0
+    from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
+
+    cfg = parse_config(
+        {"state_dir": str(tmp_path), "policy": {"max_nodes": 2, "slots_per_node": 8, "warm_pool": {"max_nodes": 2}}}
+    )
+    sge = FakeSge(T0)
+    with caplog.at_level(logging.WARNING, logger="elb"):
+        Balancer(cfg, sge=sge, journal=Journal(cfg.journal_path), cloud=FakeCloud(T0), provisioner=FakeProvisioner(sge))
+    assert any("does not stop them" in r.getMessage() for r in caplog.records)
