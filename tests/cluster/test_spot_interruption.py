@@ -26,12 +26,21 @@ from tests.cluster.test_elb_e2e import e2e_config, passes_until
 
 pytestmark = pytest.mark.cluster
 
+# Each run of a job writes where it ran and whether SGE restarted it ($RESTARTED is 1 for a run
+# after a requeue). A run killed by the requeue writes nothing; one that ended just before the
+# requeue reached it leaves its line until the rerun overwrites it.
 JOB = """#!/bin/sh
 #$ -S /bin/sh
 #$ -j y
-sleep 20
-hostname > "$HOME/spot/$JOB_ID.host"
+sleep 40
+echo "$(hostname) ${RESTARTED:-0}" > "$HOME/spot/$JOB_ID.host"
 """
+
+
+def ran(path: Path) -> tuple[str, str]:
+    """(host, restarted) of the last run of a job that wrote ``path``."""
+    host, restarted = path.read_text().split()
+    return host, restarted
 
 
 class Interruptions:
@@ -72,7 +81,10 @@ def test_a_spot_interruption_requeues_the_rerunnable_job_and_replaces_the_node(
 
     def both_running(rs: list[PassResult]) -> bool:
         snap = rs[-1].snapshot
-        return snap is not None and {j.job_id for j in snap.jobs if j.host == doomed} == {int(rerun), int(stays)}
+        # Running ("r"), not still in transfer to the node ("t"): a requeue reaches a job
+        # that has started.
+        running = {j.job_id for j in snap.jobs if j.host == doomed and j.state == "r"} if snap is not None else set()
+        return running == {int(rerun), int(stays)}
 
     passes_until(bal, "both jobs to run on the node", both_running, timeout=60)
     instance = bal.journal.node(doomed).instance_id  # type: ignore[union-attr]
@@ -88,12 +100,13 @@ def test_a_spot_interruption_requeues_the_rerunnable_job_and_replaces_the_node(
 
     # The rerunnable job starts again on a new node and ends there; the other ends on the doomed node.
     def both_done(_: list[PassResult]) -> bool:
-        return {p.stem for p in home.glob("*.host")} == {rerun, stays}
+        done = {p.stem for p in home.glob("*.host")} == {rerun, stays}
+        return done and ran(home / f"{rerun}.host")[1] == "1"
 
-    passes_until(bal, "both jobs to end", both_done, timeout=240)
+    passes_until(bal, "both jobs to end", both_done, timeout=300)
     assert bal.counters.rescheduled == 1
-    assert (home / f"{stays}.host").read_text().strip() == doomed
-    replacement = (home / f"{rerun}.host").read_text().strip()
+    assert ran(home / f"{stays}.host") == (doomed, "0")
+    replacement, _ = ran(home / f"{rerun}.host")
     assert replacement != doomed
 
     def all_gone(_: list[PassResult]) -> bool:
