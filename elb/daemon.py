@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from types import FrameType
 
-from apscheduler.schedulers.blocking import BlockingScheduler
+from apscheduler.schedulers.background import BackgroundScheduler
 
 from elb import nodesize
 from elb.actuator import Actuator, Outcomes, SgeClient
@@ -533,6 +533,9 @@ class Balancer:
         )
 
 
+SIGNAL_CHECK = 1.0  # seconds between two looks of the main thread at the stop event
+
+
 def run_forever(balancer: Balancer, interval: float) -> None:
     """Run a pass every ``interval`` seconds (first at once) until SIGINT/SIGTERM.
 
@@ -544,7 +547,7 @@ def run_forever(balancer: Balancer, interval: float) -> None:
     cleaned up by the actuator or the next start).
     """
     stop = balancer.stopping
-    sched = BlockingScheduler()
+    sched = BackgroundScheduler()
     notify = Notifier()
     first = True
     if balancer.executor.inline:
@@ -572,7 +575,6 @@ def run_forever(balancer: Balancer, interval: float) -> None:
         log.info("signal %d: stopping after the current step", signum)
         notify.stopping()
         stop.set()
-        threading.Thread(target=sched.shutdown, kwargs={"wait": True}, daemon=True).start()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -586,6 +588,12 @@ def run_forever(balancer: Balancer, interval: float) -> None:
         id="pass",
     )
     sched.start()
+    # The main thread, where Python runs signal handlers, wakes every second: a signal the kernel
+    # hands to another thread (the pass's, or a node operation's) is handled within a second,
+    # not when the next pass is due.
+    while not stop.wait(SIGNAL_CHECK):
+        pass
+    sched.shutdown(wait=True)  # the pass under way ends; no other starts
     busy = balancer.executor.in_flight()
     if busy:
         log.info("stopping: waiting for the operations under way on %s", ", ".join(sorted(busy)))
