@@ -32,6 +32,7 @@ pytestmark = pytest.mark.cluster
 JOB = """#!/bin/sh
 #$ -S /bin/sh
 #$ -j y
+touch "$HOME/spot/$JOB_ID.started"
 sleep 40
 echo "$(hostname) ${RESTARTED:-0}" > "$HOME/spot/$JOB_ID.host"
 """
@@ -81,10 +82,11 @@ def test_a_spot_interruption_requeues_the_rerunnable_job_and_replaces_the_node(
 
     def both_running(rs: list[PassResult]) -> bool:
         snap = rs[-1].snapshot
-        # Running ("r"), not still in transfer to the node ("t"): a requeue reaches a job
-        # that has started.
+        # Running ("r", not still in transfer to the node) and their scripts started: a requeue
+        # then reaches the run itself (one caught while starting may end where it began).
         running = {j.job_id for j in snap.jobs if j.host == doomed and j.state == "r"} if snap is not None else set()
-        return running == {int(rerun), int(stays)}
+        started = all((home / f"{j}.started").exists() for j in (rerun, stays))
+        return running == {int(rerun), int(stays)} and started
 
     passes_until(bal, "both jobs to run on the node", both_running, timeout=60)
     instance = bal.journal.node(doomed).instance_id  # type: ignore[union-attr]
