@@ -20,12 +20,12 @@ from elb import assets, extras, factory
 from elb.config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
 from elb.daemon import Balancer, run_forever, snapshot_summary
 from elb.dryrun import dry_run
+from elb.durations import minutes
 from elb.exitcodes import Exit
 from elb.journal import Journal, JournalError, JournalVersionError
 from elb.logs import setup_logging
 from elb.model import Node, NodeState, Snapshot
 from elb.nodeview import node_facts
-from elb.policy.base import minutes
 from elb.provision.ansible import ProvisionError
 from elb.servable import DemandSplit, NotDemand, demand_of
 from elb.spend import GroupSpend, spend_by_group

@@ -22,6 +22,7 @@ from elb import nodesize
 from elb.actuator import Actuator, Outcomes, SgeClient
 from elb.backoff import compute as compute_backoff
 from elb.config import Config
+from elb.durations import minutes
 from elb.executor import Executor
 from elb.interfaces import Cloud, Instance, Notice, NoticeKind, NoticeSource, Provisioner
 from elb.interruptions import job_number, moves
@@ -30,7 +31,6 @@ from elb.metrics import PassMetrics
 from elb.model import Job, Node, NodeState, Plan, Snapshot
 from elb.planner import PassInputs, PassPlan, count_repair_failures, plan_pass, scale
 from elb.policy import Policy
-from elb.policy.base import minutes
 from elb.policy.grouped import policy_for
 from elb.policy.view import cluster_view
 from elb.reconcile import RepairKind

@@ -16,12 +16,12 @@ from elb import nodesize
 from elb.actuator import SgeClient
 from elb.config import Config
 from elb.daemon import Balancer, snapshot_summary
+from elb.durations import minutes
 from elb.exitcodes import Exit
 from elb.groups import NodeGroups
 from elb.interfaces import Cloud
 from elb.journal import Journal
 from elb.model import Node, Plan, Snapshot
-from elb.policy.base import minutes
 from elb.servable import NotDemand
 
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 
 from elb.backoff import Backoff
 from elb.config import Config
+from elb.durations import minutes
 from elb.interfaces import Instance
 from elb.model import History, Job, Node, Plan, Snapshot
 from elb.orders import Orders, apply_orders
 from elb.policy import Policy
-from elb.policy.base import minutes
 from elb.policy.grouped import decide_demand
 from elb.reconcile import Repair, RepairKind, plan_repairs
 from elb.servable import DemandSplit

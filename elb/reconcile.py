@@ -11,9 +11,9 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from elb.durations import minutes
 from elb.interfaces import Instance
 from elb.model import Node, NodeState, Snapshot
-from elb.policy.base import minutes
 from elb.state import InstanceState, ManagedNode, instance_state
 
 # Live: pending or running. Gone: shutting down or terminated. Any other state (stopping, stopped:

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from elb.durations import minutes
+
 _YEAR = 365 * 24 * 3600.0  # the longest time setting, as elb.config.MAX_SECONDS
 
 
@@ -58,14 +60,6 @@ class StopDecision:
     stop: bool  # False: terminate it
     keep_for: float  # seconds it may stay stopped (0 when terminated)
     reason: str
-
-
-def _m(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 3 * 3600:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def restart_saving(pool: WarmPool, boot_time: float, price_per_hour: float | None) -> float | None:
@@ -105,7 +99,8 @@ def stop_or_terminate(
         return StopDecision(
             False,
             0.0,
-            f"a restart ({_m(pool.restart_time)}) is no faster than a boot ({_m(boot_time)}): nothing to save",
+            f"a restart ({minutes(pool.restart_time)}) is no faster than a boot ({minutes(boot_time)}): "
+            "nothing to save",
         )
     keep = keep_time(pool, boot_time, price_per_hour)
     saving = restart_saving(pool, boot_time, price_per_hour)
@@ -114,9 +109,9 @@ def stop_or_terminate(
             False,
             0.0,
             f"its volumes ({pool.volume_price_per_hour:g}/h) cost what a restart saves ({saving or 0:.4f}) "
-            f"in {_m(keep)}, less than a poll ({_m(poll_interval)})",
+            f"in {minutes(keep)}, less than a poll ({minutes(poll_interval)})",
         )
-    why = f"a restart takes {_m(pool.restart_time)} instead of a {_m(boot_time)} boot"
+    why = f"a restart takes {minutes(pool.restart_time)} instead of a {minutes(boot_time)} boot"
     if saving is None:
         limit = "max_age (no price_per_hour to weigh its volumes against)"
     elif keep < pool.max_age:
@@ -127,7 +122,7 @@ def stop_or_terminate(
         True,
         keep,
         f"stopped into the warm pool ({len(pooled) + 1}/{pool.max_nodes}): {why}; kept stopped up to "
-        f"{_m(keep)}, until {limit}",
+        f"{minutes(keep)}, until {limit}",
     )
 
 
@@ -143,8 +138,8 @@ def pick_restart(pooled: Sequence[Pooled], pool: WarmPool, now: float) -> tuple[
         return None
     best = max(fresh, key=lambda p: (p.stopped_at, p.name))
     return best, (
-        f"starting {best.name} from the warm pool (stopped {_m(now - best.stopped_at)} ago, the youngest "
-        f"of {len(fresh)}): ready in {_m(pool.restart_time)}"
+        f"starting {best.name} from the warm pool (stopped {minutes(now - best.stopped_at)} ago, the youngest "
+        f"of {len(fresh)}): ready in {minutes(pool.restart_time)}"
     )
 
 
@@ -157,7 +152,7 @@ def expired(pooled: Sequence[Pooled], pool: WarmPool, now: float) -> list[tuple[
         at = due(p, pool)
         if at <= now:
             limit = "max_age" if at >= p.stopped_at + pool.max_age else "its keep time (volumes cost what it saves)"
-            out.append((p, at, f"stopped {_m(at - p.stopped_at)}: {limit} reached"))
+            out.append((p, at, f"stopped {minutes(at - p.stopped_at)}: {limit} reached"))
         else:
             rest.append(p)
     over = len(rest) - pool.max_nodes

@@ -18,12 +18,3 @@ class Policy(Protocol):
     def name(self) -> str: ...
 
     def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan: ...
-
-
-def minutes(seconds: float) -> str:
-    """Human duration for reasons: '45 s', '17 min', '2.5 h'."""
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 3 * 3600:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"

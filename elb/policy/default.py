@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from elb.config import ClusterConfig, PolicyConfig
+from elb.durations import minutes
 from elb.model import History, Job, Node, Plan, Removal, Snapshot
-from elb.policy.base import minutes
 from elb.policy.forecast import Forecast, forecast
 from elb.policy.view import ClusterView, ViewCache, Worker, new_names
 

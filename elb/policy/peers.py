@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from elb.config import ClusterConfig, PolicyConfig
+from elb.durations import minutes
 from elb.model import History, Node, NodeState, Plan, Removal, Snapshot
-from elb.policy.base import minutes
 from elb.policy.placement import Bin, Packing
 from elb.policy.view import ClusterView, ViewCache, Worker, new_names
 

@@ -11,8 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from elb.durations import minutes
 from elb.extras import plot_missing
-from elb.policy.base import Policy, minutes
+from elb.policy.base import Policy
 from elb.simulate.accounting import read_log
 from elb.simulate.engine import SimSettings
 from elb.simulate.groups import SimGroups, SimGroupsError, load_groups, one_group
