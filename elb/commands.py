@@ -28,6 +28,8 @@ from elb.model import Node, NodeState, Snapshot
 from elb.nodeview import node_facts
 from elb.provision.ansible import ProvisionError
 from elb.servable import DemandSplit, NotDemand, demand_of
+from elb.slurm.balancer import SlurmBalancer
+from elb.slurm.commands import SlurmCommands
 from elb.spend import GroupSpend, spend_by_group
 from elb.starttimes import StartTimes
 from elb.stats import duration, window_start
@@ -216,8 +218,9 @@ def _journal(cfg: Config, *, read_only: bool = False) -> Journal | None:
         return None
 
 
-def _live_balancer(cfg: Config, journal: Journal) -> Balancer | Exit:
-    """A Balancer with every adapter, or the exit code of the part that could not be built."""
+def _live_balancer(cfg: Config, journal: Journal) -> Balancer | SlurmBalancer | Exit:
+    """A balancer for the configured scheduler with every adapter, or the exit code of the part
+    that could not be built."""
     try:
         provisioner = factory.make_provisioner(cfg)
     except ProvisionError as err:
@@ -229,6 +232,8 @@ def _live_balancer(cfg: Config, journal: Journal) -> Balancer | Exit:
     except Exception as err:  # boto3 without a region or credentials, a broken podman: one line
         _error(f"cloud {cfg.cloud.provider}: cannot be used: {err}")
         return Exit.UNREADABLE
+    if cfg.scheduler == "slurm":
+        return SlurmBalancer(cfg, slurm=SlurmCommands(cfg.slurm), journal=journal, cloud=cloud, provisioner=provisioner)
     return Balancer(
         cfg, sge=factory.make_sge(cfg), journal=journal, cloud=cloud, provisioner=provisioner, notices=notices
     )
@@ -278,14 +283,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         balancer = _live_balancer(cfg, journal)
         if isinstance(balancer, Exit):
             return balancer
-        if cfg.metrics_port is not None:
+        if cfg.metrics_port is not None and isinstance(balancer, SlurmBalancer):
+            log.warning("metrics_port: the metrics endpoint is not served with scheduler: slurm")
+        elif cfg.metrics_port is not None and isinstance(balancer, Balancer):
             try:
                 factory.start_metrics(cfg, balancer)
             except OSError as err:
                 _error(f"metrics_port {cfg.metrics_port}: cannot listen on 127.0.0.1: {err.strerror or err}")
                 return Exit.CONFIG
         log.info(
-            "elb starting: poll %s, policy %s, nodes %d-%d, provider %s",
+            "elb starting: scheduler %s, poll %s, policy %s, nodes %d-%d, provider %s",
+            cfg.scheduler,
             minutes(cfg.poll_interval),
             cfg.policy.name,
             cfg.policy.min_nodes,

@@ -102,6 +102,21 @@ class SgeConfig(_Strict):
     hostgroup: str = "@allhosts"
 
 
+class SlurmConfig(_Strict):
+    """Where elb finds Slurm (``scheduler: slurm``; docs/slurm.md)."""
+
+    conf: Path | None = None  # slurm.conf for the client commands (SLURM_CONF); None: Slurm's default
+    bin_dir: Path | None = None  # None: find squeue, sinfo and scontrol on PATH
+    timeout: PositiveSeconds = 30.0
+    # The directory elb's resume and suspend programs write Slurm's requests to.
+    requests: Path = Path("/var/spool/elb/slurm")
+    # The node group of each cloud partition's nodes (partition -> group name); a partition not
+    # named here: the first group.
+    partition_groups: dict[str, str] = Field(default_factory=dict)
+    add_playbook: str = Field("slurm_add_node.yml", pattern=r"^[A-Za-z0-9_.-]+\.ya?ml$")
+    remove_playbook: str = Field("slurm_remove_node.yml", pattern=r"^[A-Za-z0-9_.-]+\.ya?ml$")
+
+
 class Ec2Config(_Strict):
     region: str | None = None
     ami: str | None = None  # None: the AMI of the existing workers
@@ -206,7 +221,11 @@ class Config(_Strict):
     poll_interval: PositiveSeconds = 60.0
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    # The batch scheduler elb serves: Grid Engine (elb's passes decide growth from the queue) or
+    # Slurm (Slurm's power saving asks for nodes; elb launches, provisions and removes them).
+    scheduler: Literal["sge", "slurm"] = "sge"
     sge: SgeConfig = Field(default_factory=SgeConfig)
+    slurm: SlurmConfig = Field(default_factory=SlurmConfig)
     cloud: CloudConfig = Field(default_factory=CloudConfig)
     provision: ProvisionConfig = Field(default_factory=ProvisionConfig)
     state_dir: Path = Path("/var/lib/elb")

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import FrameType
+from typing import Protocol
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -536,7 +537,25 @@ class Balancer:
 SIGNAL_CHECK = 1.0  # seconds between two looks of the main thread at the stop event
 
 
-def run_forever(balancer: Balancer, interval: float) -> None:
+class Passes(Protocol):
+    """What ``run_forever`` drives: ``Balancer`` (Grid Engine) or ``elb.slurm.balancer.SlurmBalancer``."""
+
+    executor: Executor
+
+    @property
+    def stopping(self) -> threading.Event: ...
+
+    @property
+    def provisioner(self) -> object: ...
+
+    def clock(self) -> float: ...
+
+    def run_pass(self, *, dry_run: bool = False) -> PassResult: ...
+
+    def collect_finished(self, result: PassResult) -> None: ...
+
+
+def run_forever(balancer: Passes, interval: float) -> None:
     """Run a pass every ``interval`` seconds (first at once) until SIGINT/SIGTERM.
 
     One pass at a time; missed runs are coalesced. Node operations run in the background

@@ -11,7 +11,8 @@ from elb.config import Config
 if TYPE_CHECKING:
     from elb.actuator import SgeClient
     from elb.daemon import Balancer
-    from elb.interfaces import Cloud, NoticeSource, Provisioner
+    from elb.interfaces import Cloud, NoticeSource
+    from elb.provision import AnsibleProvisioner
 
 
 def make_sge(cfg: Config) -> SgeClient:
@@ -40,7 +41,7 @@ def make_notices(cfg: Config) -> NoticeSource | None:
     return Ec2Notices(client, queue_url(client, cfg.cluster.name))
 
 
-def make_provisioner(cfg: Config) -> Provisioner:
+def make_provisioner(cfg: Config) -> AnsibleProvisioner:
     from elb.provision import AnsibleProvisioner
 
     groups = cfg.groups(1) if cfg.node_groups is not None else None  # configured groups carry their slots

@@ -28,6 +28,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up = tsub.add_parser("up", help="install what is missing and start the cluster (idempotent)")
     up.add_argument("--nodes", type=int, default=0, help="make sure at least this many workers run (default 0)")
     up.add_argument("--rebuild-image", action="store_true", help="rebuild the node image even if cached")
+    up.add_argument(
+        "--scheduler",
+        choices=("sge", "slurm"),
+        default="sge",
+        help="slurm: also start slurmctld on the master with a cloud partition behind elb's programs",
+    )
     up.set_defaults(func=_up)
 
     down = tsub.add_parser("down", help="remove the nodes and stop everything the cluster started")
@@ -78,11 +84,17 @@ def _up(args: argparse.Namespace) -> int:
     t = time.monotonic()
     try:
         times = TestCluster().up(nodes=args.nodes, rebuild_image=args.rebuild_image)
+        if args.scheduler == "slurm":
+            started = time.monotonic()
+            slurm.up()
+            times["slurm"] = time.monotonic() - started
     except TestClusterError as err:
         print(f"elb testcluster up: {err}", file=sys.stderr)
         return 1
     parts = ", ".join(f"{k} {v:.1f} s" for k, v in times.items())
     print(f"test cluster up in {time.monotonic() - t:.1f} s ({parts}); master {C.MASTER_NAME} at {C.MASTER_IP}")
+    if args.scheduler == "slurm":
+        print(f"slurm controller up: SLURM_CONF={slurm.CONF}; requests in {slurm.REQUEST_DIR}")
     return 0
 
 

@@ -26,7 +26,7 @@ from elb.interfaces import Instance, NodeSpec
 from elb.naming import next_names
 from elb.provision.inventory import Connection, build_inventory
 from elb.testcluster import constants as C
-from elb.testcluster import image, master
+from elb.testcluster import image, master, slurm
 from elb.testcluster._run import TestClusterError, run
 
 log = logging.getLogger("elb.testcluster")
@@ -117,6 +117,7 @@ class TestCluster:
             workers = []
         if workers:
             cloud.terminate([w.instance_id for w in workers])
+        slurm.down()
         if master.uts_ready():
             master.stop_qmaster()
         master.stop_nfs()

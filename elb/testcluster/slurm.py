@@ -9,8 +9,10 @@ are elb's ``elb-slurm-*`` programs of this Python environment (``programs``), wr
 requests into ``REQUEST_DIR``.
 ``SuspendTime`` is long: elb decides when a node goes.
 
-Only the controller: nodes running ``slurmd`` are not part of it yet, so jobs it powers nodes up
-for stay ``CONFIGURING`` until ``ResumeTimeout``.
+With the test cluster's master up (its UTS namespace), slurmctld runs there as ``master`` at
+``10.77.0.1`` in configless mode, so podman nodes that elb provisions with the ``munge`` and
+``slurm_node`` roles fetch its configuration and register; without it, the controller runs alone
+under this machine's name and jobs it powers nodes up for stay ``CONFIGURING``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from elb.testcluster import constants as C
+from elb.testcluster import master
 from elb.testcluster._run import TestClusterError, run
 
 log = logging.getLogger("elb.testcluster")
@@ -103,19 +106,23 @@ def programs() -> dict[str, Path]:
     return out
 
 
-def render_conf(host: str, progs: dict[str, Path]) -> str:
-    """The controller's slurm.conf, with ``progs`` (``programs()``) behind its power saving."""
+def render_conf(host: str, progs: dict[str, Path], address: str | None = None) -> str:
+    """The controller's slurm.conf, with ``progs`` (``programs()``) behind its power saving;
+    ``address``: where the nodes reach the controller (the test cluster's master)."""
     nodes = f"node[001-{CLOUD_NODES:03d}]"
+    controller = f"{host}({address})" if address else host
     return "\n".join(
         [
             "# Written by elb testcluster (elb.testcluster.slurm): a controller for elb's tests.",
             "ClusterName=elbtest",
-            f"SlurmctldHost={host}",
+            f"SlurmctldHost={controller}",
             f"SlurmUser={SLURM_USER}",
             "AuthType=auth/munge",
             "CryptoType=crypto/munge",
             f"StateSaveLocation={STATE}",
             "SlurmdSpoolDir=/var/spool/slurmd",
+            "SlurmdLogFile=/var/log/slurm/slurmd.log",
+            "SlurmdPidFile=/run/slurmd.pid",
             f"SlurmctldPidFile={SLURMCTLD_PID}",
             f"SlurmctldLogFile={LOGS / 'slurmctld.log'}",
             "SlurmctldDebug=info",
@@ -134,7 +141,8 @@ def render_conf(host: str, progs: dict[str, Path]) -> str:
             f"SuspendTime={SUSPEND_TIME}",
             "PrivateData=cloud",
             "CommunicationParameters=NoAddrCache",
-            "SlurmctldParameters=idle_on_node_suspend",
+            # The nodes' slurmd fetch this file from the controller (configless).
+            "SlurmctldParameters=idle_on_node_suspend,enable_configless",
             f"NodeName={nodes} State=CLOUD CPUs={NODE_CPUS} RealMemory=1000",
             f"PartitionName={PARTITION} Nodes={nodes} Default=YES MaxTime=INFINITE State=UP",
             "",
@@ -163,13 +171,17 @@ def _need(binary: str) -> None:
         )
 
 
-def up(timeout: float = 60.0) -> None:
-    """Start munged (if not running) and slurmctld with this module's slurm.conf (idempotent)."""
+def _check_installed() -> None:
     for binary in ("slurmctld", "munged", "sinfo"):
         _need(binary)
     for name in ("elb-slurm-resume", "elb-slurm-suspend", "elb-slurm-resume-fail"):
         if not program(name).is_file():
             raise TestClusterError(f"{program(name)} is missing: install elb into this environment (pip install -e .)")
+
+
+def up(timeout: float = 60.0) -> None:
+    """Start munged (if not running) and slurmctld with this module's slurm.conf (idempotent)."""
+    _check_installed()
     slurm_gid = grp.getgrnam(SLURM_USER).gr_gid
     for d in (STATE, LOGS):
         d.mkdir(parents=True, exist_ok=True)
@@ -178,7 +190,11 @@ def up(timeout: float = 60.0) -> None:
     os.chown(REQUEST_DIR, 0, slurm_gid)
     REQUEST_DIR.chmod(0o2770)  # Slurm's user writes requests; elb (root) reads them
     C.RUN_DIR.mkdir(parents=True, exist_ok=True)
-    conf = render_conf(socket.gethostname(), programs())
+    in_master = master.uts_ready()
+    if in_master:  # the test cluster's master: slurmctld runs under its name, nodes reach its address
+        conf = render_conf(C.MASTER_NAME, programs(), C.MASTER_IP)
+    else:
+        conf = render_conf(socket.gethostname(), programs())
     if not CONF.exists() or CONF.read_text() != conf:
         CONF.write_text(conf)
         if _pid(SLURMCTLD_PID) is not None:
@@ -189,7 +205,8 @@ def up(timeout: float = 60.0) -> None:
         run(["runuser", "-u", "munge", "--", "munged", "--num-threads=10"])
         MUNGED_STARTED.write_text("")
     if _pid(SLURMCTLD_PID) is None:
-        run(["slurmctld", "-f", str(CONF)])
+        argv = ["slurmctld", "-f", str(CONF)]
+        run(["nsenter", f"--uts={C.UTS_NS}", "--", *argv] if in_master else argv)
     deadline = time.monotonic() + timeout
     while True:
         probe = run(["sinfo", "--noheader"], env=env(), check=False, quiet=True)

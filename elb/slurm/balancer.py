@@ -1,0 +1,393 @@
+"""elb's pass behind Slurm's power saving (``scheduler: slurm``): the imperative shell.
+
+take Slurm's requests into the journal -> read Slurm (``sinfo``, ``squeue``) -> remember what it
+showed -> list the cloud's workers -> plan (``elb.slurm.plan.plan``, pure) -> carry out -> record.
+Launching, provisioning, draining and removing run in the background (``elb.executor``), one
+operation per node, each journalled step by step, so that a restart takes every node up where
+it was left. The quick changes of Slurm's node states (``scontrol update``) run in the pass.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from elb.actuator import Outcomes
+from elb.backoff import compute as compute_backoff
+from elb.config import Config
+from elb.daemon import PassResult
+from elb.executor import Executor
+from elb.interfaces import Cloud, CloudError, HostResult, Instance, NodeSpec, Outcome
+from elb.journal import Journal
+from elb.metrics import PassMetrics
+from elb.model import Node, NodeState, Plan
+from elb.policy.base import Policy
+from elb.policy.grouped import policy_for
+from elb.slurm.commands import SlurmCommands, SlurmError, SlurmRead
+from elb.slurm.intake import take
+from elb.slurm.plan import SlurmInputs, SlurmPlan, plan
+from elb.slurm.view import node_up
+from elb.timeline import Step
+
+log = logging.getLogger("elb.slurm")
+
+_REASON_CHARS = re.compile(r"[^A-Za-z0-9 _.,:;=()/+-]")
+
+
+class PlaybookReport(Protocol):
+    def for_hosts(self, names: Sequence[str]) -> dict[str, HostResult]: ...
+
+
+class PlaybookRunner(Protocol):
+    """Runs one of elb's playbooks over nodes (``elb.provision.ansible.AnsibleProvisioner``)."""
+
+    def run(
+        self,
+        playbook: str,
+        *,
+        workers: Sequence[NodeSpec] = (),
+        new_nodes: Sequence[NodeSpec] = (),
+        old_nodes: Sequence[NodeSpec] = (),
+        on_reached: Callable[[str], None] | None = None,
+    ) -> PlaybookReport: ...
+
+
+def slurm_reason(text: str) -> str:
+    """``text`` as a reason ``scontrol`` takes (and ``SlurmCommands`` accepts)."""
+    cleaned = _REASON_CHARS.sub(" ", f"elb: {text}").strip()
+    return cleaned[:200] or "elb"
+
+
+def _spec(node: Node) -> NodeSpec | None:
+    if node.private_ip is None:
+        return None
+    return NodeSpec(node.name, node.private_ip, slots=node.slots, group=node.group)
+
+
+class SlurmBalancer:
+    """Wires Slurm's requests and state, the policy's cost rule, the cloud, the playbooks and
+    the journal together (the Slurm counterpart of ``elb.daemon.Balancer``)."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        slurm: SlurmCommands,
+        journal: Journal,
+        cloud: Cloud,
+        provisioner: PlaybookRunner,
+        policy: Policy | None = None,
+        clock: Callable[[], float] = time.time,
+        executor: Executor | None = None,
+    ) -> None:
+        self.config = config
+        self.slurm = slurm
+        self.journal = journal
+        self.cloud = cloud
+        self.provisioner = provisioner
+        self.policy = policy or policy_for(config)
+        self.clock = clock
+        self.executor = executor or Executor(inline=True)
+        self.stopping = threading.Event()
+        self.metrics = PassMetrics()
+        self.failed_in_a_row = 0
+        self.last_plan: SlurmPlan | None = None
+        reap = getattr(provisioner, "reap_leftovers", None)
+        if callable(reap):
+            reap()
+
+    # -- the pass ------------------------------------------------------------------------------
+    def run_pass(self, *, dry_run: bool = False) -> PassResult:
+        """One pass; any exception in it is a failed pass (logged, counted), never the daemon's end."""
+        started = time.monotonic()
+        now = self.clock()
+        try:
+            self.journal.ensure_open()
+            result = self._pass(dry_run)
+        except SlurmError as err:
+            result = self._failed(now, f"reading Slurm: {err}")
+        except CloudError as err:
+            result = self._failed(now, f"listing the cloud's workers: {err}")
+        except Exception as err:
+            log.exception("pass failed")
+            result = self._failed(now, f"{type(err).__name__}: {err}")
+        if not dry_run:
+            self.metrics.observe_pass(time.monotonic() - started, result.ok)
+        return result
+
+    def _pass(self, dry_run: bool) -> PassResult:
+        now = self.clock()
+        if not dry_run:
+            self._take_requests(now)
+        read = self.slurm.read()
+        instances = () if dry_run else tuple(self.cloud.list_workers())
+        if not dry_run:
+            self._remember_seen(read, now)
+        b = self.config.backoff
+        inputs = SlurmInputs(
+            read=read,
+            nodes=tuple(self.journal.nodes(include_gone=True)),
+            instances=instances,
+            requests=tuple(self.journal.slurm_requests(open_only=True)),
+            history=self.journal.history(),
+            backoff=compute_backoff(self.journal.bring_up_events(), initial=b.initial, maximum=b.max),
+            in_flight=self.executor.in_flight(),
+        )
+        p = plan(inputs, self.config, self.policy, now)
+        self.last_plan = p
+        result = PassResult(True, now, Plan(reason="; ".join(p.describe())))
+        if dry_run:
+            return result
+        self._carry_out(p, inputs, result.outcomes)
+        self.collect_finished(result)
+        self.failed_in_a_row = 0
+        self.journal.record_pass(now, True, result.summary(), len(result.outcomes.added), len(result.outcomes.removed))
+        return result
+
+    def _take_requests(self, now: float) -> None:
+        intake = take(self.config.slurm.requests, self.journal, now)
+        for r in intake.new:
+            log.info("Slurm asks to %s %s", r.kind.value, ", ".join(r.nodes))
+        for bad in intake.bad:
+            log.error("a request file elb cannot read was set aside: %s", bad)
+
+    def _remember_seen(self, read: SlurmRead, now: float) -> None:
+        busy = {n.name for n in read.nodes if n.busy} | {name for j in read.jobs for name in j.nodelist}
+        up = [n.name for n in read.nodes if node_up(n)]
+        self.journal.mark_seen(now, busy=sorted(busy), up=up)
+
+    def _failed(self, now: float, error: str) -> PassResult:
+        self.failed_in_a_row += 1
+        level = logging.ERROR if self.failed_in_a_row >= self.config.failed_passes_alarm else logging.WARNING
+        prefix = "ALARM: " if level == logging.ERROR else ""
+        log.log(level, "%spass failed (%d in a row), nothing changed: %s", prefix, self.failed_in_a_row, error)
+        try:
+            self.journal.record_pass(now, False, error)
+        except Exception as err:
+            log.error("cannot journal the failed pass: %s", err)
+        return PassResult(False, now, error=error)
+
+    def collect_finished(self, result: PassResult) -> None:
+        """Merge what the background operations that ended achieved into ``result``."""
+        done = self.executor.collect()
+        o = result.outcomes
+        o.added += done.added
+        o.removed += done.removed
+        o.kept += done.kept
+        o.failed.update(done.failed)
+
+    # -- carrying the plan out -----------------------------------------------------------------
+    def _carry_out(self, p: SlurmPlan, inputs: SlurmInputs, out: Outcomes) -> None:
+        now = self.clock()
+        for line in p.notes:
+            log.info("%s", line)
+        for r in p.forget:
+            log.warning("%s: %s; failed", r.node, r.reason)
+            self.journal.record(r.node, NodeState.FAILED, now, detail=r.reason)
+        for r in p.give_back:
+            log.warning("%s: given back to Slurm: %s", r.node, r.reason)
+            try:
+                self.slurm.power_down([r.node], slurm_reason(r.reason), force=True)
+            except SlurmError as err:
+                log.error("%s: cannot power it down in Slurm: %s", r.node, err)
+                out.failed[r.node] = f"give back failed: {err}"
+        for request_id, outcome in p.close:
+            self.journal.close_slurm_request(request_id, now, outcome)
+        if p.orphans:
+            ids = [i.instance_id for i in p.orphans]
+            log.warning("terminating instances no record accounts for: %s", ", ".join(ids))
+            try:
+                self.cloud.terminate(ids)
+            except CloudError as err:
+                log.error("terminating orphans failed: %s", err)
+        if self.stopping.is_set():
+            return
+        if p.launch:
+            names = p.launch
+            self.executor.submit(names, f"launch {', '.join(names)}", lambda o: self.launch(names, p, o))
+        for b in p.boot:
+            log.info("%s: %s", b.node, b.reason)
+            self.executor.submit([b.node], f"boot {b.node}", functools.partial(self._bring_up, [(b.node, b.instance)]))
+        for r in p.drain:
+            self.executor.submit([r.node], f"drain {r.node}", functools.partial(self.drain, r.node, r.reason))
+        for r in p.remove:
+            self.executor.submit([r.node], f"remove {r.node}", functools.partial(self.remove, r.node, r.reason))
+
+    # -- operations (background) -----------------------------------------------------------------
+    def launch(self, names: Sequence[str], p: SlurmPlan, out: Outcomes) -> None:
+        """Launch the nodes Slurm asked for, then bring them up in one playbook run."""
+        j = self.journal
+        for name in names:
+            j.record(
+                name,
+                NodeState.REQUESTED,
+                self.clock(),
+                detail=p.launch_reason,
+                group=p.groups.get(name),
+                step=Step.REQUESTED,
+            )
+            j.record(name, NodeState.LAUNCHING, self.clock())
+        try:
+            result = self.cloud.launch(list(names), dict(p.groups) or None)
+        except CloudError as err:
+            for name in names:
+                j.record(name, NodeState.FAILED, self.clock(), detail=f"launch failed: {err}")
+                out.failed[name] = f"launch failed: {err}"
+            return
+        finally:
+            j.note_change(self.clock())
+        for name, why in result.failed.items():
+            j.record(name, NodeState.FAILED, self.clock(), detail=f"launch failed: {why}")
+            out.failed[name] = f"launch failed: {why}"
+        self._bring_up([(i.name, i) for i in result.launched], out)
+
+    def _bring_up(self, started: Sequence[tuple[str, Instance]], out: Outcomes) -> None:
+        """Running instances -> their address in Slurm -> provisioned (slurmd up) -> ready."""
+        specs: list[NodeSpec] = []
+        for name, inst in started:
+            node = self.journal.record(
+                name,
+                NodeState.RUNNING,
+                self.clock(),
+                instance_id=inst.instance_id,
+                private_ip=inst.private_ip,
+                slots=inst.slots,
+                instance_type=inst.instance_type,
+                launched_at=inst.launched_at,
+                step=Step.RUNNING if inst.private_ip else None,
+            )
+            spec = _spec(node)
+            if spec is None:
+                self._fail(node, "no private address", out)
+                continue
+            try:
+                self.slurm.set_address(name, spec.private_ip)
+            except SlurmError as err:
+                self._fail(node, f"setting its address in Slurm: {err}", out)
+                continue
+            self.journal.record(name, NodeState.PROVISIONING, self.clock(), step=Step.PROVISIONING)
+            specs.append(spec)
+        if not specs:
+            return
+        report = self.provisioner.run(
+            self.config.slurm.add_playbook,
+            new_nodes=specs,
+            workers=self._ready_specs([s.name for s in specs]),
+            on_reached=lambda n: self.journal.reach(n, Step.REACHABLE, self.clock()),
+        )
+        results = report.for_hosts([s.name for s in specs])
+        for s in specs:
+            res = results.get(s.name, HostResult(s.name, Outcome.FAILED, message="no result from provisioning"))
+            current = self.journal.node(s.name)
+            assert current is not None
+            if res.ok:
+                self.journal.record(s.name, NodeState.READY, self.clock(), step=Step.PROVISIONED)
+                out.added.append(s.name)
+                log.info("%s: ready (%s)", s.name, s.private_ip)
+            else:
+                self._fail(
+                    current, f"provisioning failed at {res.task or 'a task'}: {res.message or res.outcome.value}", out
+                )
+
+    def _fail(self, node: Node, why: str, out: Outcomes) -> None:
+        """A node that did not come up: out of hosts and exports again, terminated, journalled
+        failed (the next pass gives it back to Slurm, or launches it again when the back-off allows)."""
+        log.error("%s: %s; removing it", node.name, why)
+        self._deregister_and_terminate(node, why, out, final=NodeState.FAILED)
+        out.failed[node.name] = why
+
+    def drain(self, name: str, reason: str, out: Outcomes) -> None:
+        """Safe drain: DRAIN, read Slurm again, no job on it (one just allocated included) ->
+        power it down after its jobs (``POWER_DOWN_ASAP``); a job there -> undrain, kept."""
+        node = self.journal.node(name)
+        if node is None or node.state not in (NodeState.READY, NodeState.DRAINING):
+            return
+        self.journal.record(name, NodeState.DRAINING, self.clock(), detail=reason)
+        try:
+            self.slurm.drain(name, slurm_reason(reason))
+            read = self.slurm.read()
+        except SlurmError as err:
+            log.error("%s: drain: %s", name, err)
+            self._keep(name, f"drain failed: {err}")
+            out.failed[name] = f"drain failed: {err}"
+            return
+        sn = read.node(name)
+        jobs = read.jobs_on(name)
+        if sn is not None and (sn.powered_down or sn.powering_down):
+            return  # Slurm takes it down already; the next passes remove it
+        if sn is None or jobs or sn.busy:
+            why = (
+                f"job {jobs[0].job_id} on it" if jobs else ("Slurm has CPUs of it allocated" if sn else "Slurm lost it")
+            )
+            try:
+                self.slurm.undrain(name)
+            except SlurmError as err:
+                log.error("%s: undrain: %s", name, err)
+            self._keep(name, f"kept: {why} while draining")
+            out.kept.append(name)
+            return
+        try:
+            self.slurm.power_down([name], slurm_reason(reason))
+        except SlurmError as err:
+            log.error("%s: power down: %s", name, err)
+            self.slurm.undrain(name)
+            self._keep(name, f"power down failed: {err}")
+            out.failed[name] = f"power down failed: {err}"
+            return
+        log.info("%s: drained and powering down: %s", name, reason)
+
+    def _keep(self, name: str, why: str) -> None:
+        self.journal.record(name, NodeState.READY, self.clock(), detail=why)
+
+    def remove(self, name: str, reason: str, out: Outcomes) -> None:
+        """Slurm has the node powered down: out of hosts and exports, then terminated."""
+        found = self.journal.node(name)
+        if found is None or not found.state.alive:
+            return
+        node = found
+        if node.state is not NodeState.DRAINING:
+            node = self.journal.record(name, NodeState.DRAINING, self.clock(), detail=reason)
+        if self._deregister_and_terminate(node, reason, out, final=NodeState.TERMINATED):
+            out.removed.append(name)
+            self.journal.note_removal(self.clock())
+
+    def _deregister_and_terminate(self, node: Node, why: str, out: Outcomes, *, final: NodeState) -> bool:
+        """The remove play (hosts lines, exports; the node itself when reachable), then the
+        instance terminated: Slurm runs nothing on it, so its bill stops even if the play
+        failed (the ALARM says what may be left on the master). True when terminated."""
+        spec = _spec(node) or NodeSpec(node.name, "0.0.0.0")  # noqa: S104 (master-side only)
+        report = self.provisioner.run(
+            self.config.slurm.remove_playbook, old_nodes=[spec], workers=self._ready_specs([node.name])
+        )
+        res = report.for_hosts([node.name]).get(node.name)
+        detail = why
+        if res is None or not res.ok:
+            what = f"{res.task or 'a task'}: {res.message or res.outcome.value}" if res else "no result"
+            log.error("ALARM: %s: the remove play failed (%s); terminating it anyway", node.name, what)
+            detail = f"{why}; remove play failed ({what}): its hosts lines and exports may be left"
+        else:
+            self.journal.record(node.name, NodeState.DEREGISTERED, self.clock(), detail=why)
+        if node.instance_id is not None:
+            try:
+                self.cloud.terminate([node.instance_id])
+            except CloudError as err:
+                log.error("%s: terminate %s failed: %s", node.name, node.instance_id, err)
+                out.failed[node.name] = f"terminate failed: {err}"
+                return False
+        self.journal.record(node.name, final, self.clock(), detail=detail)
+        return True
+
+    def _ready_specs(self, exclude: Sequence[str]) -> list[NodeSpec]:
+        return [
+            s
+            for n in self.journal.nodes()
+            if n.state is NodeState.READY and n.name not in exclude and (s := _spec(n)) is not None
+        ]
+
+
+__all__: Sequence[str] = ("SlurmBalancer", "slurm_reason")
