@@ -32,8 +32,12 @@ BASE_PACKAGES = (
     "less",
 )
 SGE_PACKAGES = ("gridengine-exec", "gridengine-client")
+# A Slurm worker's packages (roles/munge, roles/slurm_node): preinstalled so that the roles'
+# install tasks find them and need no mirror. Their services are not started in the image
+# (policy-rc.d); Debian's munge package makes a key of its own, which roles/munge replaces.
+SLURM_PACKAGES = ("slurmd", "slurm-client", "munge")
 WHEELS = ("nfs-rs==0.8.7", "mfusepy==3.1.1")
-RECIPE_VERSION = "3"  # bump when the steps below change meaningfully
+RECIPE_VERSION = "4"  # bump when the steps below change meaningfully
 
 INIT_SCRIPT = """#!/bin/sh
 # PID 1's child in an elb test node: host keys on first boot, then sshd in the foreground.
@@ -66,6 +70,7 @@ def recipe_hash() -> str:
         RECIPE_VERSION,
         *BASE_PACKAGES,
         *SGE_PACKAGES,
+        *SLURM_PACKAGES,
         *WHEELS,
         INIT_SCRIPT,
         MOUNT_WRAPPER,
@@ -189,7 +194,7 @@ def _build_rootfs_tarball(tarball: Path) -> None:
             ),
         )
         _chroot(rootfs, "apt-get", "update", "-qq")
-        _chroot(rootfs, "apt-get", "install", "-y", "-qq", "--no-install-recommends", *SGE_PACKAGES)
+        _chroot(rootfs, "apt-get", "install", "-y", "-qq", "--no-install-recommends", *SGE_PACKAGES, *SLURM_PACKAGES)
         # The test-only FUSE NFS client behind /sbin/mount.nfs (the nfs-common one diverted).
         wheels = _download_wheels()
         target = rootfs / "opt/elb-mountnfs"

@@ -164,6 +164,9 @@ def test_ansible_finds_the_collection_by_name(venv: Venv) -> None:
         ("ansible-playbook", "-i", inv, "--syntax-check", "elb.cluster.remove_node"),
         ("ansible-playbook", "-i", inv, "--syntax-check", "elb.cluster.add_node"),
         ("ansible-playbook", "-i", inv, "--syntax-check", "elb.cluster.site"),
+        ("ansible-doc", "-t", "role", "elb.cluster.slurm_node"),
+        ("ansible-playbook", "-i", inv, "--syntax-check", "elb.cluster.slurm_add_node"),
+        ("ansible-playbook", "-i", inv, "--syntax-check", "elb.cluster.slurm_remove_node"),
     ):
         done = venv.run(*args)
         assert done.returncode == 0, (args, done.stdout, done.stderr)

@@ -23,7 +23,16 @@ def names(wheel: Path) -> set[str]:
 
 
 def test_the_repository_has_roles() -> None:
-    assert {"cluster_user", "etc_hosts", "nfs_client", "nfs_server", "sge_decommission", "sge_exec"} <= set(ROLES)
+    assert {
+        "cluster_user",
+        "etc_hosts",
+        "munge",
+        "nfs_client",
+        "nfs_server",
+        "sge_decommission",
+        "sge_exec",
+        "slurm_node",
+    } <= set(ROLES)
 
 
 def test_the_collection_has_the_playbooks_the_inventory_plugin_and_its_metadata(names: set[str]) -> None:
@@ -31,6 +40,8 @@ def test_the_collection_has_the_playbooks_the_inventory_plugin_and_its_metadata(
         "playbooks/add_node.yml",
         "playbooks/remove_node.yml",
         "playbooks/site.yml",
+        "playbooks/slurm_add_node.yml",
+        "playbooks/slurm_remove_node.yml",
         "plugins/inventory/elb_ec2.py",
         "inventory/elb.elb_ec2.yml",
         "galaxy.yml",

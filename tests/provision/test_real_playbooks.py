@@ -20,13 +20,17 @@ import yaml
 from elb.assets import default_playbook_dir
 from elb.config import ClusterConfig, SgeConfig
 from elb.interfaces import NodeSpec
-from elb.provision.ansible import ADD_PLAYBOOK, REMOVE_PLAYBOOK, role_vars
+from elb.provision.ansible import ADD_PLAYBOOK, REACH_TASK, REMOVE_PLAYBOOK, role_vars
 from elb.provision.inventory import Connection, build_inventory
 
 PLAYBOOKS = default_playbook_dir()
 BIN = Path(sys.executable).parent
 
 pytestmark = pytest.mark.skipif(not (PLAYBOOKS / ADD_PLAYBOOK).is_file(), reason="playbooks/ not in this tree yet")
+
+# The playbooks of a Slurm worker node (roles munge and slurm_node).
+SLURM_ADD_PLAYBOOK = "slurm_add_node.yml"
+SLURM_REMOVE_PLAYBOOK = "slurm_remove_node.yml"
 
 NEW = [NodeSpec("node004", "10.77.0.14", 4), NodeSpec("node005", "10.77.0.15", 4)]
 WORKERS = [NodeSpec("node001", "10.77.0.11", 4)]
@@ -74,6 +78,26 @@ def test_add_node_plays_run_on_the_new_nodes(tmp_path: Path) -> None:
 def test_remove_node_plays_run_on_the_old_nodes(tmp_path: Path) -> None:
     inv = _inventory(tmp_path, workers=WORKERS, old_nodes=[NEW[0]])
     out = _run([str(BIN / "ansible-playbook"), "-i", str(inv), "--list-hosts", str(PLAYBOOKS / REMOVE_PLAYBOOK)])
+    plays = _play_hosts(out)
+    assert plays, out
+    assert set().union(*plays.values()) == {"node004"}, out
+
+
+@pytest.mark.parametrize("playbook", [ADD_PLAYBOOK, SLURM_ADD_PLAYBOOK])
+def test_add_playbooks_run_on_the_new_nodes_and_first_check_that_they_answer(tmp_path: Path, playbook: str) -> None:
+    inv = _inventory(tmp_path, workers=WORKERS, new_nodes=NEW)
+    plays = _play_hosts(
+        _run([str(BIN / "ansible-playbook"), "-i", str(inv), "--list-hosts", str(PLAYBOOKS / playbook)])
+    )
+    assert plays and set().union(*plays.values()) == {"node004", "node005"}, plays
+    # elb's boot timeline takes the node's "reachable" time from this task (elb.provision.ansible)
+    first_play = yaml.safe_load((PLAYBOOKS / playbook).read_text())[0]
+    assert first_play["tasks"][0]["name"] == REACH_TASK
+
+
+def test_slurm_remove_node_plays_run_on_the_old_nodes(tmp_path: Path) -> None:
+    inv = _inventory(tmp_path, workers=WORKERS, old_nodes=[NEW[0]])
+    out = _run([str(BIN / "ansible-playbook"), "-i", str(inv), "--list-hosts", str(PLAYBOOKS / SLURM_REMOVE_PLAYBOOK)])
     plays = _play_hosts(out)
     assert plays, out
     assert set().union(*plays.values()) == {"node004"}, out
