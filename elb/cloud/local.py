@@ -149,6 +149,9 @@ class LocalCloud:
                 "run", "--detach", "--name", name, "--hostname", name,
                 "--network", self.config.network, "--no-hosts", "--init",
                 "--cap-add", "SYS_ADMIN", "--device", "/dev/fuse",
+                # The node's init sets up a time namespace whose boot time is the node's start
+                # (elb.testcluster.image), then drops SYS_TIME for everything it starts.
+                "--cap-add", "SYS_TIME",
                 "--volume", f"{self.authorized_key}:/root/.ssh/authorized_keys:ro",
             ]  # fmt: skip
             for k, v in self._labels(name).items():

@@ -37,13 +37,21 @@ SGE_PACKAGES = ("gridengine-exec", "gridengine-client")
 # (policy-rc.d); Debian's munge package makes a key of its own, which roles/munge replaces.
 SLURM_PACKAGES = ("slurmd", "slurm-client", "munge")
 WHEELS = ("nfs-rs==0.8.7", "mfusepy==3.1.1")
-RECIPE_VERSION = "4"  # bump when the steps below change meaningfully
+RECIPE_VERSION = "5"  # bump when the steps below change meaningfully
 
 INIT_SCRIPT = """#!/bin/sh
 # PID 1's child in an elb test node: host keys on first boot, then sshd in the foreground.
+# A test node shares the host's kernel, so its uptime would be the host's. sshd, and all that is
+# started under it (slurmd among them), runs in a time namespace whose boot time is the node's
+# start, as on a machine that just booted: Slurm waits for a node it powered up to boot. The
+# capability that sets the namespace up (SYS_TIME) is dropped for everything under sshd.
 set -e
 ssh-keygen -A >/dev/null 2>&1
 mkdir -p /run/sshd /var/run/gridengine
+up=$(cut -d. -f1 /proc/uptime)
+if unshare --time --boottime "-$up" true 2>/dev/null; then
+    exec unshare --time --boottime "-$up" setpriv --bounding-set -sys_time --inh-caps -sys_time -- /usr/sbin/sshd -D -e
+fi
 exec /usr/sbin/sshd -D -e
 """
 
