@@ -154,7 +154,8 @@ def plan(inputs: SlurmInputs, config: Config, policy: Policy, now: float) -> Slu
 
 def _take_up(f: _Facts, instances: Sequence[Instance], now: float) -> tuple[list[Boot], list[Removal]]:
     """Booting nodes no operation carries (a restart): on the instance the cloud lists for
-    them, or failed once the cloud has listed none for ``LAUNCH_GRACE``."""
+    them, or failed: at once if never launched, else once the cloud has listed none for
+    ``LAUNCH_GRACE``."""
     by_name = {i.name: i for i in instances}
     boot: list[Boot] = []
     forget: list[Removal] = []
@@ -166,6 +167,9 @@ def _take_up(f: _Facts, instances: Sequence[Instance], now: float) -> tuple[list
         since = now - (n.updated_at or n.launched_at)
         if inst is not None and inst.state == "running" and inst.private_ip:
             boot.append(Boot(name, inst, f"the journal left it {n.state.value}; its instance {inst.instance_id} runs"))
+        elif inst is None and n.state is NodeState.REQUESTED:
+            # The cloud is asked only after the launch is journalled: no instance can exist.
+            forget.append(Removal(name, "requested, never launched"))
         elif inst is None and since >= LAUNCH_GRACE:
             forget.append(Removal(name, f"{n.state.value} for {minutes(since)} with no instance"))
     return boot, forget

@@ -14,116 +14,26 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from elb import factory
-from elb.config import Config, parse_config
-from elb.daemon import PassResult
-from elb.journal import Journal
 from elb.model import NodeState
-from elb.slurm.balancer import SlurmBalancer
-from elb.slurm.commands import SlurmCommands
 from elb.testcluster import constants as C
 from elb.testcluster import slurm
-from elb.testcluster.cluster import REPO_ROOT, TestCluster
+from elb.testcluster.cluster import TestCluster
+from tests.cluster.slurm_support import (
+    HOME,
+    controller,
+    passes_until,
+    sbatch,
+    sinfo_states,
+    slurm_balancer,
+    slurm_config,
+)
 
 pytestmark = pytest.mark.cluster
-
-HOME = Path("/home") / C.CLUSTER_USER / "slurm-e2e"
-
-
-@pytest.fixture(scope="module")
-def controller(testcluster: TestCluster) -> Iterator[TestCluster]:
-    slurm.up()
-    try:
-        yield testcluster
-    finally:
-        slurm.down()
-
-
-def slurm_config(tmp: Path, **policy: object) -> Config:
-    return parse_config(
-        {
-            "scheduler": "slurm",
-            "poll_interval": 2,
-            "state_dir": str(tmp / "state"),
-            "cluster": {"name": C.CLUSTER_NAME, "master": C.MASTER_NAME},
-            # elb's cost rule on a short timescale: a node idle for idle_factor x boot_time goes.
-            "policy": {
-                "max_nodes": 2,
-                "slots_per_node": slurm.NODE_CPUS,
-                "billing": "second",
-                "boot_time": 12,
-                **policy,
-            },
-            "slurm": {"conf": str(slurm.CONF), "requests": str(slurm.REQUEST_DIR)},
-            "cloud": {"provider": "local"},
-            "provision": {
-                "playbook_dir": str(REPO_ROOT / "playbooks"),
-                "private_data_dir": str(tmp / "ansible"),
-                "ssh_private_key": str(C.SSH_KEY),
-                "timeout": 600,
-            },
-        }
-    )
-
-
-def slurm_balancer(cfg: Config) -> SlurmBalancer:
-    return SlurmBalancer(
-        cfg,
-        slurm=SlurmCommands(cfg.slurm),
-        journal=Journal(cfg.journal_path),
-        cloud=factory.make_cloud(cfg),
-        provisioner=factory.make_provisioner(cfg),
-    )
-
-
-def as_user(argv: list[str]) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **slurm.env()}
-    return subprocess.run(
-        ["runuser", "-u", C.CLUSTER_USER, "--", *argv],
-        env=env,
-        cwd=str(HOME),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
-def sbatch(*args: str) -> str:
-    proc = as_user(["sbatch", "--parsable", "-p", slurm.PARTITION, *args])
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout.strip().split(";")[0]
-
-
-def sinfo_states() -> dict[str, str]:
-    proc = subprocess.run(
-        ["sinfo", "--noheader", "--Node", "--Format=NodeList:0|,StateComplete:0"],
-        env={**os.environ, **slurm.env()},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return dict(line.split("|", 1) for line in proc.stdout.splitlines() if "|" in line)
-
-
-def passes_until(bal: SlurmBalancer, what: str, done: Callable[[], bool], timeout: float) -> list[PassResult]:
-    results: list[PassResult] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        results.append(bal.run_pass())
-        assert results[-1].ok, results[-1].summary()
-        if done():
-            return results
-        time.sleep(bal.config.poll_interval)
-    raise AssertionError(
-        f"timed out waiting for {what}; passes: {[r.summary() for r in results[-15:]]}; Slurm: {sinfo_states()}"
-    )
+__all__ = ["controller"]  # the fixture, used by name
 
 
 def test_slurm_resumes_through_elb_jobs_run_over_nfs_and_idle_nodes_go(controller: TestCluster, tmp_path: Path) -> None:

@@ -165,12 +165,16 @@ def test_after_a_restart_booting_nodes_are_taken_up_or_given_up() -> None:
         record("node001", NodeState.LAUNCHING, at=NOW - 50),
         record("node002", NodeState.LAUNCHING, at=NOW - LAUNCH_GRACE - 1),
         record("node003", NodeState.LAUNCHING, at=NOW - 10),  # the cloud may list it soon
+        record("node004", NodeState.REQUESTED, at=NOW - 5),  # the cloud was never asked
     ]
-    req = [request(1, "resume", "node[001-003]")]
+    req = [request(1, "resume", "node[001-004]")]
     p = plan(inputs(records=recs, instances=[inst], requests=req), config(), Removes(), NOW)
     assert [(b.node, b.instance.instance_id) for b in p.boot] == [("node001", "i-1")]
-    assert [f.node for f in p.forget] == ["node002"]
-    assert p.launch == ("node002",)  # given up, so launched again for Slurm's request
+    assert [(f.node, f.reason) for f in p.forget] == [
+        ("node002", "launching for 2 min with no instance"),
+        ("node004", "requested, never launched"),
+    ]
+    assert p.launch == ("node002", "node004")  # given up, so launched again for Slurm's request
 
 
 def test_orphans_are_instances_no_live_record_accounts_for() -> None:

@@ -1,0 +1,217 @@
+"""Fault tests of elb behind Slurm's power saving, on the real test cluster (Debian's slurmctld
+as the master, slurmd in podman nodes elb launches and provisions).
+
+1. Drain races: jobs submitted just before or just after elb drains the node that would run
+   them, many times over: no job is lost or killed, no node leaked.
+2. SIGKILL of elb between Slurm's resume request and the node ready, at several steps: the
+   restarted elb finds in its journal what Slurm asked for and what it had done, and converges
+   (the job runs, nothing is leaked).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from elb.actuator import Outcomes
+from elb.model import NodeState
+from elb.slurm.balancer import SlurmBalancer
+from elb.slurm.commands import SlurmCommands
+from elb.testcluster import slurm
+from elb.testcluster.cluster import TestCluster
+from tests.cluster.slurm_support import (
+    HOME,
+    controller,
+    job_done,
+    passes_until,
+    sbatch,
+    sinfo_states,
+    slurm_balancer,
+    slurm_config,
+)
+from tests.faults.support import elb_killed_at, last_step
+
+pytestmark = pytest.mark.cluster
+__all__ = ["controller"]  # the fixture, used by name
+
+# 20 races in CI; the soak-sized run of 50 is a benchmark (ELB_SLURM_RACES=50; docs/safety.md).
+RACES = int(os.environ.get("ELB_SLURM_RACES", "20"))
+JOB = 'sleep 1; hostname > "$SLURM_JOB_ID.host"'
+
+
+def figures(test: str, **values: object) -> None:
+    print(f"\nFIGURES {json.dumps({'test': test, **values})}")
+
+
+class HookedSlurm(SlurmCommands):
+    """The real Slurm commands; ``drain`` first tells the submitter to fire."""
+
+    on_drain: threading.Event | None = None
+
+    def drain(self, name: str, reason: str) -> None:
+        if self.on_drain is not None:
+            self.on_drain.set()
+        super().drain(name, reason)
+
+
+def no_elb_nodes_left(bal: SlurmBalancer, tc: TestCluster) -> bool:
+    return not bal.journal.nodes() and not tc.workers() and not bal.journal.slurm_requests(open_only=True)
+
+
+@pytest.mark.timeout(1800)
+def test_job_submitted_as_the_slurm_node_drains_is_never_lost(controller: TestCluster, tmp_path: Path) -> None:
+    tc = controller
+    cfg = slurm_config(tmp_path, idle_time=3600, boot_time=3600)  # elb's own idle rule stays out of the races
+    bal = slurm_balancer(cfg)
+    hooked = HookedSlurm(cfg.slurm)
+    bal.slurm = hooked
+    seed = int(os.environ.get("ELB_FAULT_SEED", str(int(time.time()))))
+    rng = random.Random(seed)
+    jobs: list[str] = []
+    outcomes = {"kept": 0, "powered_down": 0}
+    launched: set[str] = set()
+    t0 = time.monotonic()
+    try:
+        first = sbatch("-N", "1", "-n", "2", "--wrap", JOB)
+        jobs.append(first)
+        passes_until(bal, f"job {first} to run", lambda: job_done(first), timeout=300)
+        node = (HOME / f"{first}.host").read_text().strip()
+        launched.add(node)
+        for i in range(RACES):
+            # Before the drain (the job lands on the node first: kept) or just after DRAIN (the
+            # node takes no job: it powers down and Slurm asks elb for another node).
+            offset = rng.uniform(-1.5, -0.05) if rng.random() >= 0.2 else rng.uniform(0.0, 0.3)
+            fire = threading.Event()
+            hooked.on_drain = fire if offset >= 0 else None
+            submitted: list[str] = []
+
+            def submitter(offset: float = offset, fire: threading.Event = fire, out: list[str] = submitted) -> None:
+                if offset >= 0:
+                    fire.wait(30)
+                    time.sleep(offset)
+                out.append(sbatch("-N", "1", "-n", "2", "--wrap", JOB))
+
+            t = threading.Thread(target=submitter)
+            t.start()
+            if offset < 0:
+                time.sleep(-offset)
+            out = Outcomes()
+            bal.drain(node, "fault test: drain race", out)
+            t.join(60)
+            assert submitted, "the submitter did not submit"
+            job = submitted[0]
+            jobs.append(job)
+            state = bal.journal.node(node)
+            assert state is not None
+            if out.kept == [node]:
+                outcomes["kept"] += 1
+                assert state.state is NodeState.READY, state
+                passes_until(bal, f"job {job} to end", lambda job=job: job_done(job), timeout=120)
+                assert "drain" not in sinfo_states()[node], f"{node} left drained"
+            else:
+                assert out.failed == {} and state.state is NodeState.DRAINING, (out, state)
+                outcomes["powered_down"] += 1
+                old = node
+                passes_until(
+                    bal,
+                    f"job {job} to run on another node and {old} to go",
+                    lambda job=job, old=old: (
+                        job_done(job) and (n := bal.journal.node(old)) is not None and n.state is NodeState.TERMINATED
+                    ),
+                    timeout=300,
+                )
+                node = (HOME / f"{job}.host").read_text().strip()
+                launched.add(node)
+            print(f"race {i + 1}/{RACES}: offset {offset:+.2f} s, job {job}: {outcomes}", flush=True)
+
+        hooked.on_drain = None
+        out = Outcomes()
+        bal.drain(node, "fault test: done", out)
+        passes_until(bal, "every node gone", lambda: no_elb_nodes_left(bal, tc), timeout=180)
+        lost = [j for j in jobs if not job_done(j)]
+        assert lost == []
+        assert tc.workers() == []
+        figures(
+            "slurm_drain_race",
+            races=RACES,
+            seed=seed,
+            **outcomes,
+            jobs=len(jobs),
+            jobs_lost=len(lost),
+            nodes_launched=len(launched),
+            nodes_leaked=len(tc.workers()),
+            seconds=round(time.monotonic() - t0, 1),
+        )
+    finally:
+        subprocess.run(["scancel", "-u", "sgeuser"], env={**os.environ, **slurm.env()}, check=False)
+        bal.journal.close()
+        for w in tc.workers():
+            tc.cloud().terminate([w.instance_id])
+
+
+# Where elb dies: just after the journal says it asked for the node, in the middle of the launch
+# (the container exists, its sshd not yet awaited), and in the middle of the provisioning play.
+KILLS = (("requested", 0.0), ("launching", 0.0), ("provisioning", 4.0))
+
+
+@pytest.mark.timeout(1200)
+def test_sigkill_between_resume_request_and_node_ready_converges(controller: TestCluster, tmp_path: Path) -> None:
+    tc = controller
+    cfg = slurm_config(tmp_path)
+    cfg_path = tmp_path / "elb.yml"
+    cfg_path.write_text(yaml.safe_dump(cfg.model_dump(mode="json")))
+    crashes: list[dict[str, object]] = []
+    jobs: list[str] = []
+    t0 = time.monotonic()
+    try:
+        for step, delay in KILLS:
+            job = sbatch("-N", "1", "-n", "2", "--wrap", JOB)
+            jobs.append(job)
+            deadline = time.monotonic() + 60
+            while not any(slurm.REQUEST_DIR.glob("*-resume.json")):
+                assert time.monotonic() < deadline, "Slurm did not ask to resume a node"
+                time.sleep(0.2)
+            r = elb_killed_at(cfg_path, step, delay=delay)
+            assert r.returncode == -signal.SIGKILL, r.stdout[-3000:]
+            last = last_step(cfg.journal_path)
+            assert last is not None and last[1] is NodeState(step), last
+            bal = slurm_balancer(cfg)  # elb restarts
+            started = time.monotonic()
+            passes = passes_until(bal, f"job {job} to run after a kill at {step}", lambda job=job: job_done(job), 300)
+            crashes.append(
+                {
+                    "step": step,
+                    "delay": delay,
+                    "node": last[0],
+                    "passes_to_run_the_job": len(passes),
+                    "seconds_to_run_the_job": round(time.monotonic() - started, 1),
+                }
+            )
+            bal.journal.close()
+            bal = slurm_balancer(cfg)
+            passes_until(bal, "the idle node to go", lambda bal=bal: no_elb_nodes_left(bal, tc), 240)
+            bal.journal.close()
+            assert tc.workers() == []
+        lost = [j for j in jobs if not job_done(j)]
+        assert lost == []
+        figures(
+            "slurm_sigkill",
+            crashes=crashes,
+            jobs=len(jobs),
+            jobs_lost=len(lost),
+            nodes_leaked=len(tc.workers()),
+            seconds=round(time.monotonic() - t0, 1),
+        )
+    finally:
+        subprocess.run(["scancel", "-u", "sgeuser"], env={**os.environ, **slurm.env()}, check=False)
+        for w in tc.workers():
+            tc.cloud().terminate([w.instance_id])
