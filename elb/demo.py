@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from elb.testcluster.cluster import TestCluster
 
 STATE = Path("/var/lib/elb-demo")
+SLURM_STATE = Path("/var/lib/elb-demo-slurm")
 LOCK = Path("/var/lib/elb-testcluster.lock")  # one user of the test cluster at a time (see tests/cluster)
 JOB_SCRIPT = """#!/bin/sh
 #$ -S /bin/sh
@@ -72,6 +73,12 @@ def register(sub: Any) -> None:
     p.add_argument("--timeout", type=float, default=900, help="give up after this many seconds (default 900)")
     p.add_argument("--plot", type=Path, default=Path("elb-demo.png"), help="PNG to write (default elb-demo.png)")
     p.add_argument("--keep", action="store_true", help="leave the test cluster up at the end")
+    p.add_argument(
+        "--scheduler",
+        choices=("sge", "slurm"),
+        default="sge",
+        help="slurm: the same story behind Slurm's power saving (slurmctld on the master, slurmd nodes)",
+    )
     p.set_defaults(func=cmd_demo)
 
 
@@ -108,6 +115,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         _say("the test cluster is in use (tests or another demo); waiting for it")
         fcntl.flock(lock, fcntl.LOCK_EX)
     try:
+        if args.scheduler == "slurm":
+            from elb import demo_slurm  # noqa: PLC0415
+
+            return demo_slurm.run(cluster, args, procs, SLURM_STATE)
         return _run(cluster, args, procs)
     except KeyboardInterrupt:
         _say("interrupted")

@@ -1,0 +1,185 @@
+"""``elb demo --scheduler slurm``: the demo's story behind Slurm's power saving.
+
+The test cluster's master also runs Debian's slurmctld (configless, a ``cloud`` partition whose
+ResumeProgram and SuspendProgram are elb's); ``elb run`` with ``scheduler: slurm`` launches and
+provisions the nodes Slurm asks for (slurmd in podman nodes) and removes them by its cost rule
+once idle. A burst of ``sbatch`` jobs as the cluster user; each few seconds a line says what
+Slurm shows (jobs waiting and running, nodes by state) and what elb did.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import yaml
+
+from elb.journal import Journal
+from elb.model import NodeState
+
+if TYPE_CHECKING:
+    from elb.testcluster.cluster import TestCluster
+
+JOB = """#!/bin/sh
+start=$(date +%s)
+sleep "$ELB_DEMO_SECONDS"
+echo "$ELB_DEMO_SUBMITTED $start $(date +%s) $(hostname)" > "$HOME/elb-demo-slurm/$SLURM_JOB_ID.done"
+"""
+
+
+def _say(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def demo_config(state: Path, ssh_key: Path, cluster_name: str, max_nodes: int) -> dict[str, object]:
+    from elb.testcluster import slurm  # noqa: PLC0415
+
+    return {
+        "scheduler": "slurm",
+        "poll_interval": 5,
+        "state_dir": str(state),
+        "cluster": {"name": cluster_name, "master": "master"},
+        # Slurm decides which nodes a job needs; elb removes a node idle half a boot time (30 s).
+        "policy": {"max_nodes": max_nodes, "billing": "second", "boot_time": 60, "slots_per_node": slurm.NODE_CPUS},
+        "slurm": {"conf": str(slurm.CONF), "requests": str(slurm.REQUEST_DIR)},
+        "cloud": {"provider": "local"},
+        "provision": {"private_data_dir": str(state / "ansible"), "ssh_private_key": str(ssh_key), "timeout": 300},
+    }
+
+
+def _slurm(argv: list[str]) -> str:
+    from elb.testcluster import slurm  # noqa: PLC0415
+
+    env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", **slurm.env()}
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30, check=False)
+    return proc.stdout if proc.returncode == 0 else ""
+
+
+def _line() -> str:
+    jobs = [ln.split() for ln in _slurm(["squeue", "--noheader", "--format=%i %T"]).splitlines() if ln.strip()]
+    waiting = sum(1 for j in jobs if j[1:] == ["PENDING"])
+    running = sum(1 for j in jobs if j[1:] in (["RUNNING"], ["CONFIGURING"], ["COMPLETING"]))
+    states: dict[str, int] = {}
+    for ln in _slurm(["sinfo", "--noheader", "--Node", "--Format=StateComplete:0"]).splitlines():
+        s = ln.strip()
+        if s and "powered_down" not in s:
+            key = "powering up" if "powering_up" in s else "powering down" if "powering_down" in s else s.split("+")[0]
+            states[key] = states.get(key, 0) + 1
+    nodes = ", ".join(f"{n} {k}" for k, n in sorted(states.items())) or "none"
+    return f"waiting {waiting:>3}  running {running:>3}  nodes up: {nodes}"
+
+
+def run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.Popen[bytes]], state: Path) -> int:
+    from elb.testcluster import constants as C  # noqa: PLC0415
+    from elb.testcluster import slurm  # noqa: PLC0415
+    from elb.testcluster.master import in_master  # noqa: PLC0415
+
+    _say("setting up the test cluster and Slurm's controller (first run installs packages and builds an image)")
+    times = cluster.up(nodes=0)
+    slurm.up()
+    _say("cluster up: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()) + "; slurmctld up (configless)")
+    if state.exists():
+        subprocess.run(["rm", "-rf", "--one-file-system", str(state)], check=True, timeout=60)
+    state.mkdir(parents=True)
+    cfg_path = state / "elb.yml"
+    cfg_path.write_text(yaml.safe_dump(demo_config(state, C.SSH_KEY, cluster.cluster_name, args.max_nodes)))
+    home = Path("/home") / C.CLUSTER_USER / "elb-demo-slurm"
+    cluster.master_run(["rm", "-rf", str(home)], check=False)
+    cluster.master_run(["mkdir", "-p", str(home)], user=C.CLUSTER_USER)
+
+    with (state / "elb.log").open("wb") as log:
+        argv = in_master([sys.executable, "-m", "elb", "run", "--config", str(cfg_path)])
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    procs.append(proc)
+    _say(f"elb running behind Slurm's power saving (log: {state / 'elb.log'}); poll 5 s, max {args.max_nodes} nodes")
+    submitted: dict[str, float] = {}
+    for _ in range(args.jobs):
+        now = time.time()
+        out = cluster.master_run(
+            [
+                "env",
+                f"--chdir={home}",
+                f"SLURM_CONF={slurm.CONF}",
+                "sbatch",
+                "--parsable",
+                "-p",
+                slurm.PARTITION,
+                "-n",
+                "1",
+                "-o",
+                "/dev/null",
+                f"--export=ALL,ELB_DEMO_SUBMITTED={int(now)},ELB_DEMO_SECONDS={int(args.job_seconds)}",
+            ],
+            user=C.CLUSTER_USER,
+            input_text=JOB,  # sbatch reads the script from its standard input
+        )
+        submitted[out.stdout.strip().split(";")[0]] = now
+    _say(f"submitted {len(submitted)} jobs of {args.job_seconds} s as {C.CLUSTER_USER} (sbatch -p {slurm.PARTITION})")
+    code = _watch(home, len(submitted), state / "journal.sqlite", timeout=args.timeout, proc=proc)
+    _summary(home, state / "journal.sqlite", len(submitted))
+    return code
+
+
+def _watch(home: Path, njobs: int, journal: Path, *, timeout: float, proc: subprocess.Popen[bytes]) -> int:
+    last = ""
+    deadline = time.monotonic() + timeout
+    seen_nodes = False
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            _say(f"elb exited early with code {proc.returncode}; see its log")
+            return 1
+        line = _line()
+        if line != last:
+            _say(line)
+            last = line
+        done = len(list(home.glob("*.done")))
+        alive = _alive_nodes(journal)
+        seen_nodes |= alive > 0
+        if done >= njobs and seen_nodes and alive == 0:
+            _say(f"all {njobs} jobs done and every node removed")
+            return 0
+        time.sleep(3)
+    _say(f"gave up after {timeout:.0f} s")
+    return 1
+
+
+def _alive_nodes(path: Path) -> int:
+    if not path.exists():
+        return 0
+    j = Journal.read_only(path)
+    try:
+        return sum(1 for n in j.nodes() if n.state.alive)
+    finally:
+        j.close()
+
+
+def _summary(home: Path, journal_path: Path, njobs: int) -> None:
+    waits: list[int] = []
+    hosts: dict[str, int] = {}
+    for f in home.glob("*.done"):
+        parts = f.read_text().split()
+        if len(parts) == 4:
+            waits.append(int(parts[1]) - int(parts[0]))
+            hosts[parts[3]] = hosts.get(parts[3], 0) + 1
+    j = Journal.read_only(journal_path)
+    node_seconds = 0.0
+    now = time.time()
+    for n in j.nodes(include_gone=True):
+        ends = [e.time for e in j.events(n.name) if e.state in (NodeState.TERMINATED, NodeState.FAILED)]
+        node_seconds += (ends[-1] if ends else now) - n.launched_at
+    j.close()
+    print()
+    print("summary")
+    print(f"  jobs run:          {len(waits)} of {njobs} (their result files)")
+    print(f"  ran on:            {', '.join(f'{h} ({c})' for h, c in sorted(hosts.items())) or '-'}")
+    print(f"  node-minutes used: {node_seconds / 60:.1f}")
+    if waits:
+        print(f"  wait:              mean {statistics.fmean(waits):.0f} s, max {max(waits)} s")
+
+
+__all__ = ["demo_config", "run"]
