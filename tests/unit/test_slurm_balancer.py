@@ -1,0 +1,174 @@
+"""The Slurm pass's shell (elb.slurm.balancer) with stand-ins for Slurm's commands, the cloud and
+the playbooks: what it asks of each, in which order, and what it journals. The real commands,
+cloud and playbooks run in tests/cluster/test_slurm_e2e.py and tests/faults/test_slurm_faults.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from elb.actuator import Outcomes
+from elb.config import Config, parse_config
+from elb.interfaces import HostResult, Instance, LaunchResult, NodeSpec, Outcome
+from elb.journal import Journal
+from elb.model import NodeState
+from elb.slurm.balancer import SlurmBalancer, slurm_reason
+from elb.slurm.commands import SlurmRead
+from elb.slurm.parse import SlurmJob, SlurmNode
+from elb.slurm.requests import RequestKind, write
+
+NOW = 1_000_000.0
+
+
+def node(name: str, state: str = "idle", *flags: str, alloc: int = 0) -> SlurmNode:
+    return SlurmNode(name, state, frozenset(("cloud", *flags)), 2, alloc, ("cloud",), "none")
+
+
+@dataclass
+class FakeSlurm:
+    """Stands in for squeue/sinfo/scontrol: a read it returns, and the updates asked of it."""
+
+    reads: list[SlurmRead]
+    calls: list[tuple[str, ...]] = field(default_factory=list)
+
+    def read(self) -> SlurmRead:
+        return self.reads[0] if len(self.reads) == 1 else self.reads.pop(0)
+
+    def set_address(self, name: str, address: str) -> None:
+        self.calls.append(("address", name, address))
+
+    def drain(self, name: str, reason: str) -> None:
+        self.calls.append(("drain", name))
+
+    def undrain(self, name: str) -> None:
+        self.calls.append(("undrain", name))
+
+    def power_down(self, names: Sequence[str], reason: str, *, force: bool = False) -> None:
+        self.calls.append(("power_down_force" if force else "power_down_asap", *names, reason))
+
+
+class FakeCloud:
+    def __init__(self) -> None:
+        self.instances: list[Instance] = []
+        self.terminated: list[str] = []
+
+    def launch(self, names: Sequence[str], groups: object = None) -> LaunchResult:
+        new = [Instance(f"i-{n}", n, "running", NOW, private_ip="10.77.0.50", slots=2) for n in names]
+        self.instances += new
+        return LaunchResult(tuple(new))
+
+    def list_workers(self) -> list[Instance]:
+        return [i for i in self.instances if i.instance_id not in self.terminated]
+
+    def terminate(self, ids: Sequence[str]) -> None:
+        self.terminated += ids
+
+    def new_node_slots(self) -> int:
+        return 2
+
+
+@dataclass
+class Report:
+    ok: bool
+
+    def for_hosts(self, names: Sequence[str]) -> dict[str, HostResult]:
+        return {n: HostResult(n, Outcome.OK if self.ok else Outcome.FAILED, "Start slurmd", "boom") for n in names}
+
+
+@dataclass
+class FakePlaybooks:
+    ok: bool = True
+    runs: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+
+    def run(
+        self,
+        playbook: str,
+        *,
+        workers: Sequence[NodeSpec] = (),
+        new_nodes: Sequence[NodeSpec] = (),
+        old_nodes: Sequence[NodeSpec] = (),
+        on_reached: Callable[[str], None] | None = None,
+    ) -> Report:
+        self.runs.append((playbook, tuple(n.name for n in (*new_nodes, *old_nodes))))
+        for n in new_nodes:
+            if on_reached is not None:
+                on_reached(n.name)
+        return Report(self.ok or bool(old_nodes))
+
+
+def setup(
+    tmp: Path, reads: list[SlurmRead], *, ok: bool = True
+) -> tuple[SlurmBalancer, FakeSlurm, FakeCloud, FakePlaybooks, Config]:
+    cfg = parse_config(
+        {
+            "scheduler": "slurm",
+            "state_dir": str(tmp / "state"),
+            "policy": {"max_nodes": 4, "slots_per_node": 2, "billing": "second", "idle_time": 3600},
+            "slurm": {"requests": str(tmp / "requests")},
+            "cloud": {"provider": "local"},
+        }
+    )
+    (tmp / "requests").mkdir()
+    slurm, cloud, books = FakeSlurm(reads), FakeCloud(), FakePlaybooks(ok)
+    bal = SlurmBalancer(
+        cfg,
+        slurm=slurm,
+        journal=Journal(cfg.journal_path),
+        cloud=cloud,
+        provisioner=books,
+        clock=lambda: NOW,  # type: ignore[arg-type]
+    )
+    return bal, slurm, cloud, books, cfg
+
+
+def test_a_resume_request_is_launched_addressed_provisioned_and_closed(tmp_path: Path) -> None:
+    read = SlurmRead((), (node("node001", "idle", "powering_up"), node("node002", "idle", "powered_down")))
+    bal, slurm, _cloud, books, cfg = setup(tmp_path, [read])
+    write(cfg.slurm.requests, RequestKind.RESUME, "node001", NOW - 1)
+    result = bal.run_pass()
+    assert result.ok, result.summary()
+    assert ("address", "node001", "10.77.0.50") in slurm.calls
+    assert books.runs == [("slurm_add_node.yml", ("node001",))]
+    n = bal.journal.node("node001")
+    assert n is not None and n.state is NodeState.READY and n.instance_id == "i-node001"
+    assert bal.journal.slurm_requests(open_only=True) != []  # closed by the next pass, which sees it ready
+    assert bal.run_pass().ok and bal.journal.slurm_requests(open_only=True) == []
+
+
+def test_a_failed_bring_up_terminates_the_node_and_the_next_pass_gives_it_back(tmp_path: Path) -> None:
+    read = SlurmRead((), (node("node001", "idle", "powering_up"),))
+    bal, slurm, cloud, books, cfg = setup(tmp_path, [read], ok=False)
+    write(cfg.slurm.requests, RequestKind.RESUME, "node001", NOW - 1)
+    bal.run_pass()
+    n = bal.journal.node("node001")
+    assert n is not None and n.state is NodeState.FAILED
+    assert cloud.terminated == ["i-node001"]
+    assert [r[0] for r in books.runs] == ["slurm_add_node.yml", "slurm_remove_node.yml"]
+    bal.run_pass()  # the back-off holds a new launch: the node goes back to Slurm
+    assert [c[:2] for c in slurm.calls if c[0].startswith("power_down")] == [("power_down_force", "node001")]
+    assert bal.journal.slurm_requests(open_only=True) == []
+    assert len(cloud.instances) == 1  # not launched again
+
+
+def test_the_drain_keeps_a_node_a_job_landed_on_and_powers_down_an_empty_one(tmp_path: Path) -> None:
+    idle = SlurmRead((), (node("node001"),))
+    job = SlurmJob("5", "cloud", "CONFIGURING", "None", 1, 2, ("node001",), NOW, None, None, "u", "j")
+    landed = SlurmRead((job,), (node("node001", "idle", "drain"),))
+    bal, slurm, _cloud, _books, _cfg = setup(tmp_path, [landed])
+    bal.journal.record("node001", NodeState.READY, NOW - 100, instance_id="i-1", private_ip="10.77.0.9")
+    out = Outcomes()
+    bal.drain("node001", "idle 10 min", out)
+    assert out.kept == ["node001"] and slurm.calls == [("drain", "node001"), ("undrain", "node001")]
+    n = bal.journal.node("node001")
+    assert n is not None and n.state is NodeState.READY and n.updated_at == NOW
+    slurm.reads, slurm.calls = [idle], []
+    out = Outcomes()
+    bal.drain("node001", "idle 10 min", out)
+    assert out.kept == [] and slurm.calls == [("drain", "node001"), ("power_down_asap", "node001", "elb: idle 10 min")]
+    n = bal.journal.node("node001")
+    assert n is not None and n.state is NodeState.DRAINING
+
+
+def test_a_reason_reaches_scontrol_only_with_characters_it_takes() -> None:
+    assert slurm_reason("launching backed off ($x; `rm`) 'q'") == "elb: launching backed off ( x;  rm )  q"
