@@ -21,6 +21,7 @@ from elb.journal import Journal, JournalError
 from elb.provision.ansible import ProvisionError
 from elb.sge.commands import SgeCommands
 from elb.sge.errors import SgeError, SgeTimeoutError
+from elb.slurm.commands import SlurmCommands, SlurmError
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +64,35 @@ def check_ssh_key(cfg: Config) -> Iterator[Check]:
         yield Check("SSH key", False, f"{key}: cannot be read: {why}", f"make {key} readable by the user elb runs as")
         return
     yield Check("SSH key", True, f"{key} is readable")
+
+
+def check_scheduler(cfg: Config) -> Iterator[Check]:
+    yield from check_slurm(cfg) if cfg.scheduler == "slurm" else check_sge(cfg)
+
+
+def check_slurm(cfg: Config) -> Iterator[Check]:
+    """squeue and sinfo answer (sinfo lists nodes), and elb can read Slurm's request directory."""
+    try:
+        read = SlurmCommands(cfg.slurm).read()
+    except SlurmError as err:
+        yield Check("Slurm", False, str(err), "set slurm.conf and slurm.bin_dir for this cluster")
+    else:
+        cloud = sum(1 for n in read.nodes if "cloud" in n.flags)
+        yield Check("Slurm", True, f"sinfo lists {len(read.nodes)} node(s), {cloud} of them cloud nodes")
+    requests = cfg.slurm.requests
+    if not requests.is_dir():
+        yield Check(
+            "Slurm requests",
+            False,
+            f"{requests} is not a directory",
+            "create it (owner root, group of SlurmUser, mode 2770): see docs/slurm.md",
+        )
+    else:
+        yield Check("Slurm requests", True, str(requests))
+    for playbook in (cfg.slurm.add_playbook, cfg.slurm.remove_playbook):
+        where = (cfg.provision.playbook_dir or assets.default_playbook_dir()).resolve() / playbook
+        if not where.is_file():
+            yield Check("Slurm playbooks", False, f"{where} not found", "set slurm.add_playbook/remove_playbook")
 
 
 def check_sge(cfg: Config) -> Iterator[Check]:
@@ -165,7 +195,7 @@ def check_cloud(cfg: Config) -> Iterator[Check]:
 
 
 LOCAL_CHECKS: tuple[Callable[[Config], Iterator[Check]], ...] = (check_playbooks, check_ssh_key, check_state)
-NETWORK_CHECKS: tuple[Callable[[Config], Iterator[Check]], ...] = (check_sge, check_cloud)
+NETWORK_CHECKS: tuple[Callable[[Config], Iterator[Check]], ...] = (check_scheduler, check_cloud)
 
 
 def run_checks(cfg: Config, *, offline: bool = False) -> Iterator[Check]:

@@ -110,3 +110,26 @@ def test_a_check_is_one_line() -> None:
     line = Check("SGE", False, "qstat failed\nerror: unable to contact qmaster", "fix it").line()
     assert line == "FAIL SGE: qstat failed error: unable to contact qmaster -> fix it"
     assert Check("x", True, "fine", "unused").line() == "ok   x: fine"
+
+
+def test_slurm_scheduler_checks_slurm_and_its_request_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With scheduler: slurm, Slurm is checked instead of SGE (scripts stand in for sinfo and
+    squeue; the real ones answer in tests/cluster/test_slurm_e2e.py)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, out in (("sinfo", "node001|idle+cloud+powered_down|2|0/2/0/2|cloud*|none"), ("squeue", "")):
+        script = bin_dir / name
+        script.write_text(f"#!/bin/sh\necho '{out}'\n")
+        script.chmod(0o755)
+    requests = tmp_path / "requests"
+    path = write_config(tmp_path, f"scheduler: slurm\nslurm: {{bin_dir: {bin_dir}, requests: {requests}}}\n")
+    code, out = run(path, capsys)
+    assert any(line.startswith("ok   Slurm: sinfo lists 1 node(s), 1 of them cloud nodes") for line in out), out
+    assert any(line.startswith("FAIL Slurm requests:") and "mode 2770" in line for line in out), out
+    assert not any("SGE" in line for line in out)
+    assert code == Exit.CONFIG
+    requests.mkdir()
+    code, out = run(path, capsys)
+    assert any(line.startswith("ok   Slurm requests:") for line in out), out
