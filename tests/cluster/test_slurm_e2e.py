@@ -61,7 +61,8 @@ def test_slurm_resumes_through_elb_jobs_run_over_nfs_and_idle_nodes_go(controlle
         )
         passes_until(bal, "every request closed", lambda: not bal.journal.slurm_requests(open_only=True), timeout=60)
         assert tc.workers() == []
-        assert "powered_down" in sinfo_states()[ran_on]
+        # Powered down, or still within SuspendTimeout after Slurm's SuspendProgram ran.
+        assert {"powered_down", "powering_down"} & set(sinfo_states()[ran_on].split("+")), sinfo_states()
         assert Path("/etc/hosts").read_text() == hosts_before
         events = [e.state for e in bal.journal.events(ran_on)]
         assert NodeState.DRAINING in events and events[-1] is NodeState.TERMINATED
