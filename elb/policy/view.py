@@ -175,12 +175,12 @@ def cluster_view(
         if w is None or w.node is not node or w.host is not host or w.jobs != jobs:
             w = Worker(name, node, host, jobs)
         workers.append(w)
-    pending = _oldest_first([j for j in snapshot.jobs if j.state in PENDING_STATES], now)  # Job.is_pending
+    pending = oldest_first([j for j in snapshot.jobs if j.state in PENDING_STATES], now)  # Job.is_pending
     spn = infer_slots_per_node(list(hosts.values()), list(alive.values()), slots_per_node)
     return ClusterView(now, tuple(workers), tuple(pending), spn)
 
 
-def _oldest_first(jobs: list[Job], now: float) -> list[Job]:
+def oldest_first(jobs: list[Job], now: float) -> list[Job]:
     """The jobs by submission time (``now`` for none), then job number, each tie in the order
     given: sorted by number, then (stably) by time, which is that order, with keys read in C
     (qstat lists entries mostly by number, so the first sort is nearly free)."""
