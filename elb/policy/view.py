@@ -118,8 +118,7 @@ class ClusterView:
 
     def oldest_wait(self) -> float:
         """Seconds the oldest eligible job (by submission time) has waited; 0 with none."""
-        times = [j.submitted for j in self.pending if j.submitted is not None]
-        return max(0.0, self.now - min(times)) if times else 0.0
+        return oldest_wait(self.pending, self.now)
 
     def nodes_for(self, jobs: Sequence[Job]) -> int:
         """Whole nodes these jobs need: wide (PE) jobs take whole nodes, narrow ones pack."""
@@ -132,6 +131,12 @@ class ClusterView:
             else:
                 narrow += j.total_slots
         return wide + math.ceil(narrow / spn)
+
+
+def oldest_wait(jobs: Sequence[Job], now: float) -> float:
+    """Seconds the oldest of ``jobs`` (by submission time) has waited at ``now``; 0 with none."""
+    times = [j.submitted for j in jobs if j.submitted is not None]
+    return max(0.0, now - min(times)) if times else 0.0
 
 
 def infer_slots_per_node(hosts: Sequence[Host], nodes: Sequence[Node], configured: int | None) -> int:
