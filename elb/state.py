@@ -123,7 +123,7 @@ class ManagedNode:
 @dataclass(frozen=True, slots=True)
 class ClusterState:
     snapshot: Snapshot
-    nodes: tuple[ManagedNode, ...]  # live records (not terminated nor failed), oldest first
+    nodes: tuple[ManagedNode, ...]  # live records (not terminated nor failed, unless asked), oldest first
     now: float
 
     def node(self, name: str) -> ManagedNode | None:
@@ -138,9 +138,15 @@ class ClusterState:
 
 
 def join(
-    records: Sequence[Node], instances: Sequence[Instance], snapshot: Snapshot, in_flight: Collection[str] = ()
+    records: Sequence[Node],
+    instances: Sequence[Instance],
+    snapshot: Snapshot,
+    in_flight: Collection[str] = (),
+    *,
+    include_gone: bool = False,
 ) -> ClusterState:
-    """Join the journal's live records with their instances and SGE's hosts and jobs."""
+    """Join the journal's live records (and the gone ones when asked: ``elb nodes --all``) with
+    their instances and SGE's hosts and jobs."""
     by_id = {i.instance_id: i for i in instances if instance_state(i.state) is not InstanceState.GONE}
     by_name: dict[str, Instance] = {}
     for i in by_id.values():
@@ -152,7 +158,7 @@ def join(
     hosts = {h.name: h for h in snapshot.hosts}
     out = []
     for r in records:
-        if r.state in GONE:
+        if r.state in GONE and not include_gone:
             continue
         inst = by_id.get(r.instance_id) if r.instance_id else by_name.get(r.name)
         out.append(
