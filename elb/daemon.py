@@ -6,6 +6,7 @@ If anything cannot be read, the pass changes nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import signal
@@ -29,7 +30,7 @@ from elb.interruptions import job_number, moves
 from elb.journal import Journal
 from elb.metrics import PassMetrics
 from elb.model import Job, Node, NodeState, Plan, Snapshot
-from elb.planner import PassInputs, PassPlan, count_repair_failures, plan_pass, scale
+from elb.planner import PassInputs, PassPlan, count_repair_failures, plan_pass, scale, scaling_waits
 from elb.policy import Policy
 from elb.policy.grouped import policy_for
 from elb.policy.view import oldest_wait
@@ -216,7 +217,7 @@ class Balancer:
         snap = self._read_sge("reading SGE", records)
         self._learn_new_node_slots()
         if dry_run:
-            inputs = self._inputs(snap, records, (), frozenset())
+            inputs = self._for_scaling(self._inputs(snap, records, (), frozenset()))
             if inputs.demand is None:
                 raise PassFailed(inputs.demand_error)
             return PassResult(True, snap.now, scale(inputs, self.policy, snap.now), snap)
@@ -230,6 +231,8 @@ class Balancer:
         self._heed_notices(instances, snap.jobs)
         busy = self.executor.in_flight()
         inputs = self._inputs(snap, records, instances, busy)
+        if not scaling_waits(inputs, self.config, snap.now):
+            inputs = self._for_scaling(inputs)
         plan = plan_pass(inputs, self.config, self.policy, snap.now)
         result = PassResult(True, snap.now, plan.scaling or Plan(reason=plan.scaling_note), snap)
         act = Actuator(self.journal, self.sge, self.cloud, self.provisioner, self.clock)
@@ -243,27 +246,31 @@ class Balancer:
         self, snap: Snapshot, nodes: tuple[Node, ...], instances: Sequence[Instance], busy: frozenset[str]
     ) -> PassInputs:
         """What the planner plans on, read once: the journal (``nodes``, the pass's one read of
-        its records), the cloud's workers, the demand (``_demand``), the back-off the journal's
-        bring-ups set."""
-        demand, error = None, ""
-        try:
-            demand = self._demand(snap, nodes)
-        except PassFailed as err:
-            error = f"{err}; no scaling this pass"
-        b = self.config.backoff
+        its records), the cloud's workers; without what only scaling reads (``_for_scaling``)."""
         return PassInputs(
             snapshot=snap,
             nodes=nodes,
             instances=tuple(instances),
-            demand=demand,
+            demand=None,
             history=self.journal.history(),
             orders=self.journal.orders(),
-            backoff=compute_backoff(self.journal.bring_up_events(), initial=b.initial, maximum=b.max),
+            backoff=None,
             in_flight=busy,
             repair_fails=dict(self._repair_fails),
             watched_since=self._watching_from(snap.now),
-            demand_error=error,
         )
+
+    def _for_scaling(self, inputs: PassInputs) -> PassInputs:
+        """``inputs`` with what only scaling reads: the demand (``_demand``) and the back-off the
+        journal's bring-ups set. Gathered only when the repairs let scaling go on."""
+        demand, error = None, ""
+        try:
+            demand = self._demand(inputs.snapshot, inputs.nodes)
+        except PassFailed as err:
+            error = f"{err}; no scaling this pass"
+        b = self.config.backoff
+        backoff = compute_backoff(self.journal.bring_up_events(), initial=b.initial, maximum=b.max)
+        return dataclasses.replace(inputs, demand=demand, demand_error=error, backoff=backoff)
 
     def _carry_out(self, plan: PassPlan, inputs: PassInputs, act: Actuator, result: PassResult) -> None:
         """Start the plan's operations in its order, each on the executor (none on a node with
@@ -280,11 +287,12 @@ class Balancer:
                 ", ".join(f"{r.kind.value} {r.node}" for r in plan.stuck),
                 self.config.failed_passes_alarm,
             )
-        if inputs.demand is None:
+        if inputs.demand_error:
             log.error("%s", inputs.demand_error)
         self._start_repairs(plan, inputs, act, result)
-        self.last.backoff_rounds = inputs.backoff.rounds
-        self.last.backoff_wait = inputs.backoff.waiting(result.now)
+        if inputs.backoff is not None:  # gathered when scaling went on; else the last one stands
+            self.last.backoff_rounds = inputs.backoff.rounds
+            self.last.backoff_wait = inputs.backoff.waiting(result.now)
         scaling = plan.scaling
         if scaling is None:
             return

@@ -1,5 +1,6 @@
 """A pass reads the journal's node records once: its read check, its stats row and the planner's
-inputs all read that one read (with what the pass saw applied, ``elb.state.seen``)."""
+inputs all read that one read (with what the pass saw applied, ``elb.state.seen``). What only
+scaling reads (the demand, the back-off's events) is gathered only when repairs let it go on."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from elb.config import Config, parse_config
 from elb.daemon import Balancer
 from elb.interfaces import Instance
-from elb.journal import Journal
+from elb.journal import Event, Journal
 from elb.model import History, Node, NodeState, Plan, Snapshot
 from elb.state import seen
 from elb.stats import read_rows
@@ -25,10 +26,15 @@ class CountingJournal(Journal):
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self.node_reads = 0
+        self.bring_up_reads = 0
 
     def nodes(self, *, include_gone: bool = False) -> list[Node]:
         self.node_reads += 1
         return super().nodes(include_gone=include_gone)
+
+    def bring_up_events(self, limit: int = 5000) -> list[Event]:
+        self.bring_up_reads += 1
+        return super().bring_up_events(limit)
 
 
 class Recording:
@@ -96,3 +102,16 @@ def test_seen_is_what_the_journal_writes(tmp_path: Path) -> None:
     busy, up = ["node001", "node003", "other"], ["node001", "node002"]
     journal.mark_seen(T0, busy=busy, up=up)
     assert seen(before, T0, busy=busy, up=up) == tuple(journal.nodes(include_gone=True))
+
+
+@pytest.mark.parametrize("repair", [True, False])
+def test_demand_and_back_off_are_gathered_only_when_scaling_goes_on(cfg: Config, repair: bool) -> None:
+    bal, journal, sge = _rig(cfg)
+    if repair:  # elb stopped mid-drain: finishing it holds scaling until the next pass
+        journal.record("node002", NodeState.DRAINING, T0, detail="left draining")
+    sge.calls.clear()
+    result = bal.run_pass()
+    assert result.ok
+    assert result.plan is not None and result.plan.reason.startswith("reconciling") is repair
+    assert journal.bring_up_reads == (0 if repair else 1)
+    assert ("qconf site" in sge.calls) is not repair  # the site's configuration, read for the demand
