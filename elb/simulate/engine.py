@@ -13,7 +13,9 @@ node has takes ceil(slots / slots per node) whole empty nodes (lowest-numbered f
 job goes on the lowest-numbered ready node that fits it (``placement="first"``, SGE's host order
 when loads tie) or on the one with the fewest free slots (``"best"``). Ready nodes are kept in a
 ``FreeIndex`` (bucketed by free slots) that every start, end, boot and removal updates, so placing
-a job does not walk every node.
+a job does not walk every node. A snapshot rebuilds the ``Host``/``Node`` values of the nodes that
+changed only, and each of its tuples says what came and went since the last snapshot
+(``elb.policy.tally.Revised``): Slurm's peer takes in those changes instead of every node and job.
 
 Node groups (``groups``, ``elb.simulate.groups``): each job is placed at submission by the live
 demand model on one group (the cheapest that can run it) and runs only on that group's nodes,
