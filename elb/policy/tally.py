@@ -93,7 +93,7 @@ class _Seen(Generic[T]):
     def diff(self, seq: Sequence[T]) -> tuple[Sequence[T], Sequence[T]] | None:
         """Take in ``seq``: the objects no longer there and the new ones; None when ``seq`` holds
         one object twice (the state is then to be forgotten)."""
-        if seq is self.seq:
+        if seq is self.seq and isinstance(seq, tuple):  # a list may change under the same identity
             return (), ()
         if isinstance(seq, Revised) and seq.after == id(self.seq):
             ids = self.ids

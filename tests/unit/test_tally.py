@@ -212,3 +212,15 @@ def test_inputs_it_does_not_model_make_it_forget_and_the_view_decide() -> None:
     assert tally.update(Snapshot(T0, (), (h, host("node001", used=2))), (), "master", "node") is False
     assert tally.update(Snapshot(T0, (), (h,)), (), "master", "node") is True
     assert tally.size == 1
+
+
+def test_a_list_changed_in_place_is_taken_in_again() -> None:
+    """A live caller may hand the same list again with other records in it."""
+    twin = Twin(SlurmPolicy(Limits(max_nodes=6, slots_per_node=8)))
+    hosts = (host("node001"), host("node002"))
+    records = [node("node001", 900.0, last_busy_at=T0 - 100), node("node002", 900.0, last_busy_at=T0 - 100)]
+    snapshot = Snapshot(T0, (), hosts)
+    assert twin.decide(snapshot, records, History(), T0).empty
+    records[1] = node("node002", 900.0, last_busy_at=T0 - 600)  # idle past SuspendTime now
+    plan = twin.decide(snapshot, records, History(), T0)
+    assert [r.node for r in plan.remove] == ["node002"]
