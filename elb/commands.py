@@ -25,7 +25,7 @@ from elb.exitcodes import Exit
 from elb.journal import Journal, JournalError, JournalVersionError
 from elb.logs import setup_logging
 from elb.model import Node, NodeState, Snapshot
-from elb.nodeview import node_facts
+from elb.nodeview import nodes_facts
 from elb.provision.ansible import ProvisionError
 from elb.servable import DemandSplit, NotDemand, demand_of
 from elb.slurm.balancer import SlurmBalancer
@@ -364,13 +364,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     nodes = journal.nodes()
     period = cfg.policy.billing_period
     if args.json:
-        print(json.dumps(_status_json(cfg, journal, snap, now), indent=2))
+        print(json.dumps(_status_json(cfg, journal, nodes, snap, now), indent=2))
         journal.close()
         return Exit.OK if snap is not None else Exit.UNREADABLE
-    timelines = journal.timelines()
     print(f"{'node':<12} {'state':<13} {'uptime':>8} {'into period':>12} {'jobs':>5}  instance")
-    for n in nodes:
-        f = node_facts(n, snap, now, period, timelines.get(n.name))
+    for f in nodes_facts(nodes, snap, now, period, journal.timelines()):
         note = f"  SGE has not reached it for {minutes(f.lost_for)}" if f.lost_for else ""
         print(
             f"{f.name:<12} {f.state:<13} {minutes(f.uptime):>8} {minutes(f.into_period):>12} "
@@ -410,18 +408,17 @@ def _not_demand_json(n: NotDemand) -> dict[str, object]:
     }
 
 
-def _status_json(cfg: Config, journal: Journal, snap: Snapshot | None, now: float) -> dict[str, object]:
+def _status_json(
+    cfg: Config, journal: Journal, nodes: Sequence[Node], snap: Snapshot | None, now: float
+) -> dict[str, object]:
     orders = journal.orders()
-    split = None if snap is None else _demand_or_none(cfg, snap, journal.nodes())
+    split = None if snap is None else _demand_or_none(cfg, snap, nodes)
     last = journal.passes(limit=1)
-    timelines = journal.timelines()
     boot = _boot_summary(journal, now)
     return {
         "time": now,
         "sge_read": snap is not None,
-        "nodes": [
-            asdict(node_facts(n, snap, now, cfg.policy.billing_period, timelines.get(n.name))) for n in journal.nodes()
-        ],
+        "nodes": [asdict(f) for f in nodes_facts(nodes, snap, now, cfg.policy.billing_period, journal.timelines())],
         "boot_timeline": {
             "since": boot.since,
             "nodes": boot.nodes,
@@ -490,10 +487,7 @@ def cmd_nodes(args: argparse.Namespace) -> int:
     snap = _read_sge_or_none(cfg)
     now = snap.now if snap is not None else time.time()
     timelines = journal.timelines(include_gone=args.all)
-    facts = [
-        node_facts(n, snap, now, cfg.policy.billing_period, timelines.get(n.name))
-        for n in journal.nodes(include_gone=args.all)
-    ]
+    facts = nodes_facts(journal.nodes(include_gone=args.all), snap, now, cfg.policy.billing_period, timelines)
     journal.close()
     if args.json:
         print(json.dumps({"time": now, "sge_read": snap is not None, "nodes": [asdict(f) for f in facts]}, indent=2))

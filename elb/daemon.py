@@ -6,6 +6,7 @@ If anything cannot be read, the pass changes nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import signal
@@ -30,16 +31,17 @@ from elb.interruptions import job_number, moves
 from elb.journal import Journal
 from elb.metrics import PassMetrics
 from elb.model import Job, Node, NodeState, Plan, Snapshot
-from elb.planner import PassInputs, PassPlan, count_repair_failures, plan_pass, scale
+from elb.planner import PassInputs, PassPlan, count_repair_failures, plan_pass, scale, scaling_waits
 from elb.policy import Policy
 from elb.policy.grouped import policy_for
-from elb.policy.view import cluster_view
+from elb.policy.view import oldest_wait
 from elb.reconcile import RepairKind
 from elb.sdnotify import Notifier
 from elb.servable import DemandSplit, NotDemand, SiteCache, demand_of
 from elb.sge.commands import read_whole
 from elb.sge.readcheck import expected_hosts, running_jobs
 from elb.starttimes import StartTimes
+from elb.state import GONE, join, seen
 from elb.stats import StatsRow, append_row, held_and_error
 
 log = logging.getLogger("elb")
@@ -208,17 +210,19 @@ class Balancer:
         """read SGE -> check the read -> remember what it showed -> read the cloud and EC2's
         notices -> plan (``elb.planner.plan_pass``, pure) -> start the plan's operations ->
         record. Failures to read raise ``PassFailed``."""
-        # The stats row describes the cluster as this pass found it (with what it then did), so
-        # its node counts are read now, like the snapshot, not after a minute of provisioning.
-        self._nodes_at_start = self.journal.nodes()
-        snap = self._read_sge("reading SGE")
+        # The journal's node records, read once: the read check, the stats row (the cluster as
+        # this pass found it, with what it then did: not after a minute of provisioning) and the
+        # planner's inputs (with what this pass saw, ``elb.state.seen``) all read these.
+        records = tuple(self.journal.nodes(include_gone=True))
+        self._nodes_at_start = [n for n in records if n.state not in GONE]
+        snap = self._read_sge("reading SGE", records)
         self._learn_new_node_slots()
         if dry_run:
-            inputs = self._inputs(snap, (), frozenset())
+            inputs = self._for_scaling(self._inputs(snap, records, (), frozenset()))
             if inputs.demand is None:
                 raise PassFailed(inputs.demand_error)
             return PassResult(True, snap.now, scale(inputs, self.policy, snap.now), snap)
-        self._remember_seen(snap)
+        records = self._remember_seen(snap, records)
         if self.cloud is None or self.provisioner is None:
             raise RuntimeError("a live pass needs a cloud and a provisioner")
         try:
@@ -227,7 +231,9 @@ class Balancer:
             raise PassFailed(f"listing the cloud's workers: {err}") from err
         self._heed_notices(instances, snap.jobs)
         busy = self.executor.in_flight()
-        inputs = self._inputs(snap, instances, busy)
+        inputs = self._inputs(snap, records, instances, busy)
+        if not scaling_waits(inputs, self.config, snap.now):
+            inputs = self._for_scaling(inputs)
         plan = plan_pass(inputs, self.config, self.policy, snap.now)
         result = PassResult(True, snap.now, plan.scaling or Plan(reason=plan.scaling_note), snap)
         act = Actuator(self.journal, self.sge, self.cloud, self.provisioner, self.clock)
@@ -237,29 +243,35 @@ class Balancer:
         self._record(result)
         return result
 
-    def _inputs(self, snap: Snapshot, instances: Sequence[Instance], busy: frozenset[str]) -> PassInputs:
-        """What the planner plans on, read once: the journal, the cloud's workers, the demand
-        (``_demand``), the back-off the journal's bring-ups set."""
-        nodes = tuple(self.journal.nodes(include_gone=True))
-        demand, error = None, ""
-        try:
-            demand = self._demand(snap, nodes)
-        except PassFailed as err:
-            error = f"{err}; no scaling this pass"
-        b = self.config.backoff
+    def _inputs(
+        self, snap: Snapshot, nodes: tuple[Node, ...], instances: Sequence[Instance], busy: frozenset[str]
+    ) -> PassInputs:
+        """What the planner plans on, read once: the journal (``nodes``, the pass's one read of
+        its records), the cloud's workers; without what only scaling reads (``_for_scaling``)."""
         return PassInputs(
             snapshot=snap,
             nodes=nodes,
             instances=tuple(instances),
-            demand=demand,
+            demand=None,
             history=self.journal.history(),
             orders=self.journal.orders(),
-            backoff=compute_backoff(self.journal.bring_up_events(), initial=b.initial, maximum=b.max),
+            backoff=None,
             in_flight=busy,
             repair_fails=dict(self._repair_fails),
             watched_since=self._watching_from(snap.now),
-            demand_error=error,
         )
+
+    def _for_scaling(self, inputs: PassInputs) -> PassInputs:
+        """``inputs`` with what only scaling reads: the demand (``_demand``) and the back-off the
+        journal's bring-ups set. Gathered only when the repairs let scaling go on."""
+        demand, error = None, ""
+        try:
+            demand = self._demand(inputs.snapshot, inputs.nodes)
+        except PassFailed as err:
+            error = f"{err}; no scaling this pass"
+        b = self.config.backoff
+        backoff = compute_backoff(self.journal.bring_up_events(), initial=b.initial, maximum=b.max)
+        return dataclasses.replace(inputs, demand=demand, demand_error=error, backoff=backoff)
 
     def _carry_out(self, plan: PassPlan, inputs: PassInputs, act: Actuator, result: PassResult) -> None:
         """Start the plan's operations in its order, each on the executor (none on a node with
@@ -276,11 +288,12 @@ class Balancer:
                 ", ".join(f"{r.kind.value} {r.node}" for r in plan.stuck),
                 self.config.failed_passes_alarm,
             )
-        if inputs.demand is None:
+        if inputs.demand_error:
             log.error("%s", inputs.demand_error)
         self._start_repairs(plan, inputs, act, result)
-        self.last.backoff_rounds = inputs.backoff.rounds
-        self.last.backoff_wait = inputs.backoff.waiting(result.now)
+        if inputs.backoff is not None:  # gathered when scaling went on; else the last one stands
+            self.last.backoff_rounds = inputs.backoff.rounds
+            self.last.backoff_wait = inputs.backoff.waiting(result.now)
         scaling = plan.scaling
         if scaling is None:
             return
@@ -325,12 +338,12 @@ class Balancer:
             if node is not None and node.ready_at is not None:
                 self.metrics.observe_ready(node.ready_at - node.launched_at)
 
-    def _read_sge(self, what: str) -> Snapshot:
+    def _read_sge(self, what: str, records: Sequence[Node]) -> Snapshot:
         """Read SGE; ``PassFailed`` if it cannot be read, or if the read is partial: hosts elb
-        knows (or the hosts of jobs it saw running) vanished without being deregistered, and
-        ``read_whole`` could not confirm it (``elb.sge.readcheck``). The one place where a pass
-        decides to trust what it read."""
-        known = expected_hosts(self.journal.nodes(include_gone=True), self._last_whole)
+        knows (in the journal's ``records``, or the hosts of jobs it saw running) vanished without
+        being deregistered, and ``read_whole`` could not confirm it (``elb.sge.readcheck``). The
+        one place where a pass decides to trust what it read."""
+        known = expected_hosts(records, self._last_whole)
         try:
             snap = read_whole(self.sge, known_up=known, running_before=running_jobs(self._last_whole))
         except Exception as err:  # any failure to read, or a partial read: no action this pass
@@ -426,9 +439,12 @@ class Balancer:
             self.counters.moved_on_demand += 1
             log.warning("job %d: %s", move.job, move.reason)
 
-    def _remember_seen(self, snap: Snapshot) -> None:
-        busy = [h.name for h in snap.hosts if h.busy] + [j.host for j in snap.jobs if j.host]
-        self.journal.mark_seen(snap.now, busy=sorted(set(busy)), up=[h.name for h in snap.hosts if h.up])
+    def _remember_seen(self, snap: Snapshot, records: tuple[Node, ...]) -> tuple[Node, ...]:
+        """Journal what the pass saw; ``records`` as the journal now holds them."""
+        busy = sorted({h.name for h in snap.hosts if h.busy} | {j.host for j in snap.jobs if j.host})
+        up = [h.name for h in snap.hosts if h.up]
+        self.journal.mark_seen(snap.now, busy=busy, up=up)
+        return seen(records, snap.now, busy=busy, up=up)
 
     def _demand(self, snap: Snapshot, nodes: Sequence[Node]) -> DemandSplit:
         """The snapshot the policy plans on: waiting jobs no new node could ever run, or held by
@@ -507,25 +523,25 @@ class Balancer:
             log.warning("cannot write stats file %s: %s", self.config.stats_path, err)
 
     def _stats_row(self, result: PassResult, summary: str) -> StatsRow:
+        """The cluster as the pass found it (the records it read at its start, joined with its
+        snapshot: ``elb.state``), with what it then did."""
         snap = result.snapshot
-        nodes = self._nodes_at_start
-        count = {s: sum(1 for n in nodes if n.state is s) for s in NodeState}
-        booting = sum(v for s, v in count.items() if s.booting)
+        found = join(self._nodes_at_start, (), snap or Snapshot(result.now, (), ()))
+        booting, ready, draining = found.booting, found.count(NodeState.READY), found.count(NodeState.DRAINING)
         if snap is None:
-            ready, draining = count[NodeState.READY], count[NodeState.DRAINING]
             return StatsRow(result.now, False, 0, 0, 0.0, 0, booting, ready, draining, 0, 0, summary)
-        view = cluster_view(snap, nodes, self.config.cluster.master, result.now, self.config.policy.slots_per_node)
+        pending = snap.pending
         held, error = held_and_error(snap.jobs)
         return StatsRow(
             time=result.now,
             ok=True,
-            pending_jobs=len(view.pending),
-            pending_slots=view.pending_slots,
-            oldest_wait=view.oldest_wait(),
+            pending_jobs=len(pending),
+            pending_slots=sum(j.total_slots for j in pending),
+            oldest_wait=oldest_wait(pending, result.now),
             running_jobs=sum(1 for j in snap.jobs if j.queue is not None),
             nodes_booting=booting,
-            nodes_ready=count[NodeState.READY],
-            nodes_draining=count[NodeState.DRAINING],
+            nodes_ready=ready,
+            nodes_draining=draining,
             added=len(result.outcomes.added),
             removed=len(result.outcomes.removed),
             action=summary,

@@ -6,10 +6,11 @@ Pure: the snapshot (None when SGE could not be read) and the time are arguments.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from elb.model import Node, NodeState, Snapshot
-from elb.reconcile import lost_for
+from elb.model import Node, Snapshot
+from elb.state import ManagedNode, join
 from elb.timeline import DURATION_NAMES, Timeline
 
 
@@ -26,7 +27,7 @@ class NodeFacts:
     uptime: float  # seconds since launch (start of billing)
     into_period: float  # seconds into its current billing period
     jobs: list[int] | None  # job ids SGE lists on it; None: SGE not read
-    idle_for: float | None  # seconds since SGE last showed work on it (None: busy now, or never seen busy)
+    idle_for: float | None  # seconds a ready node has been idle (``ManagedNode.idle_since``; None: busy or not ready)
     lost_for: float  # seconds SGE has not reached it (ready nodes; 0 while reached)
     # Its boot timeline (elb.timeline): seconds of each step (None: not reached, or not known),
     # and when it reached each step it reached (None: at a time not journalled).
@@ -34,16 +35,24 @@ class NodeFacts:
     boot_times: dict[str, float | None]
 
 
-def node_facts(
-    n: Node, snap: Snapshot | None, now: float, billing_period: float, timeline: Timeline | None = None
-) -> NodeFacts:
+def nodes_facts(
+    records: Sequence[Node],
+    snap: Snapshot | None,
+    now: float,
+    billing_period: float,
+    timelines: Mapping[str, Timeline] | None = None,
+) -> list[NodeFacts]:
+    """The facts of each of ``records``, from one join with the snapshot (``elb.state.join``):
+    busy, idle since and lost for are the joined state's predicates, the pass's own."""
+    if snap is None:
+        return [_facts(n, None, now, billing_period, (timelines or {}).get(n.name)) for n in records]
+    state = join(records, (), snap, include_gone=True)
+    return [_facts(m.record, m, now, billing_period, (timelines or {}).get(m.name)) for m in state.nodes]
+
+
+def _facts(n: Node, m: ManagedNode | None, now: float, billing_period: float, timeline: Timeline | None) -> NodeFacts:
     uptime = max(0.0, now - n.launched_at)
-    jobs = sorted({j.job_id for j in snap.jobs_on(n.name)}) if snap is not None else None
-    host = snap.host(n.name) if snap is not None else None
-    busy_now = bool(jobs) or (host is not None and host.busy)
-    since = n.last_busy_at if n.last_busy_at is not None else n.ready_at
-    idle = None if busy_now or since is None or n.state is not NodeState.READY else max(0.0, now - since)
-    lost = lost_for(n, snap, now) if snap is not None and n.state is NodeState.READY else 0.0
+    idle_since = m.idle_since if m is not None else None
     return NodeFacts(
         name=n.name,
         state=n.state.value,
@@ -55,9 +64,9 @@ def node_facts(
         ready_at=n.ready_at,
         uptime=uptime,
         into_period=uptime % billing_period,
-        jobs=jobs,
-        idle_for=idle,
-        lost_for=lost,
+        jobs=sorted({j.job_id for j in m.jobs}) if m is not None else None,
+        idle_for=None if idle_since is None else max(0.0, now - idle_since),
+        lost_for=m.lost_for() if m is not None and m.ready else 0.0,
         boot_steps=timeline.durations() if timeline is not None else dict.fromkeys(DURATION_NAMES),
         boot_times={} if timeline is None else {s.value: at for s, at in timeline.steps.items()},
     )

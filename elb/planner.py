@@ -9,6 +9,8 @@ their reasons, out. No I/O; time is passed in.
 - ``cleanup_verdict``: a node whose deregistration play failed: terminate it, or keep it?
 - ``repairs_hold_scaling``: do this pass's repairs make scaling wait for the next pass (a
   fresh read), or have they all failed so often that scaling must go on around them?
+- ``scaling_waits``: that answer for a pass's inputs, before the shell gathers what only
+  scaling reads (the demand, the back-off);
 - ``count_repair_failures``: the failed-passes-in-a-row count of each repair, after a pass.
 """
 
@@ -140,10 +142,13 @@ class PassInputs:
     snapshot: Snapshot  # SGE, checked whole (``elb.sge.readcheck``)
     nodes: tuple[Node, ...]  # the journal's records, gone ones included
     instances: tuple[Instance, ...]  # the cloud's workers
-    demand: DemandSplit | None  # the waiting jobs that are demand; None: not known (``demand_error``)
+    # What only scaling reads, gathered when it goes on (``scaling_waits``): the waiting jobs that
+    # are demand (None: not known, ``demand_error``, or not gathered) and the launch back-off
+    # (None: not gathered; scaling then does not go on).
+    demand: DemandSplit | None
     history: History
     orders: Orders
-    backoff: Backoff
+    backoff: Backoff | None
     in_flight: frozenset[str] = frozenset()  # nodes with an operation of elb under way
     repair_fails: Mapping[RepairKey, int] = field(default_factory=dict)  # failed passes in a row
     watched_since: float | None = None  # this run's first live pass (``reconcile.lost_for``)
@@ -175,6 +180,37 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
     the cluster as the repairs leave it). Scaling is the policy's plan on the demand, with the
     admin's orders applied and the launches cut by the back-off; it never removes a node under
     repair or with an operation in flight."""
+    todo, kept, hold = _repairs(inputs, config, now)
+    done = _orders_done(inputs.orders, inputs.nodes)
+    base = PassPlan(repairs=todo, kept=kept, stuck=hold.stuck, orders_done=done)
+    if hold.scaling_waits:
+        return dataclasses.replace(base, scaling_note="reconciling; scaling waits for the next pass")
+    if inputs.demand is None:
+        return dataclasses.replace(base, scaling_note=inputs.demand_error or "the demand is not known")
+    if inputs.backoff is None:
+        return dataclasses.replace(base, scaling_note="the launch back-off is not known")
+    plan = scale(inputs, policy, now)
+    # A node under repair, or with an operation under way, is left to it.
+    busy_nodes = inputs.in_flight | {r.node for r in todo}
+    if any(r.node in busy_nodes for r in plan.remove):
+        plan = dataclasses.replace(plan, remove=tuple(r for r in plan.remove if r.node not in busy_nodes))
+    wanted = plan.add
+    if plan.add:
+        plan = limit_launches(plan, inputs.backoff, now)
+    return dataclasses.replace(base, scaling=plan, wanted=wanted)
+
+
+def scaling_waits(inputs: PassInputs, config: Config, now: float) -> bool:
+    """Whether this pass's repairs hold scaling (``plan_pass`` then plans no scaling): the shell
+    need not gather what only scaling reads (``PassInputs.demand`` and ``backoff``)."""
+    return _repairs(inputs, config, now)[2].scaling_waits
+
+
+def _repairs(
+    inputs: PassInputs, config: Config, now: float
+) -> tuple[tuple[Repair, ...], tuple[Repair, ...], RepairHold]:
+    """The repairs to start (none on a node with an operation in flight), the lost nodes kept,
+    and whether they hold scaling."""
     repairs = plan_repairs(
         inputs.nodes,
         inputs.instances,
@@ -188,22 +224,7 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
     )
     kept = tuple(r for r in repairs if r.kind is RepairKind.KEPT)
     todo = tuple(r for r in repairs if r.kind is not RepairKind.KEPT and r.node not in inputs.in_flight)
-    hold = repairs_hold_scaling(todo, inputs.repair_fails, config.failed_passes_alarm)
-    done = _orders_done(inputs.orders, inputs.nodes)
-    base = PassPlan(repairs=todo, kept=kept, stuck=hold.stuck, orders_done=done)
-    if hold.scaling_waits:
-        return dataclasses.replace(base, scaling_note="reconciling; scaling waits for the next pass")
-    if inputs.demand is None:
-        return dataclasses.replace(base, scaling_note=inputs.demand_error or "the demand is not known")
-    plan = scale(inputs, policy, now)
-    # A node under repair, or with an operation under way, is left to it.
-    busy_nodes = inputs.in_flight | {r.node for r in todo}
-    if any(r.node in busy_nodes for r in plan.remove):
-        plan = dataclasses.replace(plan, remove=tuple(r for r in plan.remove if r.node not in busy_nodes))
-    wanted = plan.add
-    if plan.add:
-        plan = limit_launches(plan, inputs.backoff, now)
-    return dataclasses.replace(base, scaling=plan, wanted=wanted)
+    return todo, kept, repairs_hold_scaling(todo, inputs.repair_fails, config.failed_passes_alarm)
 
 
 def scale(inputs: PassInputs, policy: Policy, now: float) -> Plan:

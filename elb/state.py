@@ -7,12 +7,33 @@ the cloud adapters' state strings are mapped here, in one place.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from elb.interfaces import Instance
 from elb.model import Host, Job, Node, NodeState, Snapshot
+
+# Records of nodes that are gone for good: kept in the journal, not part of the cluster.
+GONE = frozenset({NodeState.TERMINATED, NodeState.FAILED})
+
+
+def seen(records: Sequence[Node], now: float, *, busy: Collection[str], up: Collection[str]) -> tuple[Node, ...]:
+    """``records`` with what ``Journal.mark_seen(now, busy=..., up=...)`` writes: the pass saw a
+    job or a reservation on ``busy`` and SGE reached ``up``. A pass reads the journal's records
+    once and applies what it saw to them, instead of reading them again."""
+    busy, up = set(busy), set(up)
+    out = []
+    for r in records:
+        if r.name in busy or r.name in up:
+            r = dataclasses.replace(  # noqa: PLW2901
+                r,
+                last_busy_at=now if r.name in busy else r.last_busy_at,
+                last_up_at=now if r.name in up else r.last_up_at,
+            )
+        out.append(r)
+    return tuple(out)
 
 
 class InstanceState(enum.StrEnum):
@@ -102,7 +123,7 @@ class ManagedNode:
 @dataclass(frozen=True, slots=True)
 class ClusterState:
     snapshot: Snapshot
-    nodes: tuple[ManagedNode, ...]  # live records (not terminated nor failed), oldest first
+    nodes: tuple[ManagedNode, ...]  # live records (not terminated nor failed, unless asked), oldest first
     now: float
 
     def node(self, name: str) -> ManagedNode | None:
@@ -117,9 +138,15 @@ class ClusterState:
 
 
 def join(
-    records: Sequence[Node], instances: Sequence[Instance], snapshot: Snapshot, in_flight: Collection[str] = ()
+    records: Sequence[Node],
+    instances: Sequence[Instance],
+    snapshot: Snapshot,
+    in_flight: Collection[str] = (),
+    *,
+    include_gone: bool = False,
 ) -> ClusterState:
-    """Join the journal's live records with their instances and SGE's hosts and jobs."""
+    """Join the journal's live records (and the gone ones when asked: ``elb nodes --all``) with
+    their instances and SGE's hosts and jobs."""
     by_id = {i.instance_id: i for i in instances if instance_state(i.state) is not InstanceState.GONE}
     by_name: dict[str, Instance] = {}
     for i in by_id.values():
@@ -131,7 +158,7 @@ def join(
     hosts = {h.name: h for h in snapshot.hosts}
     out = []
     for r in records:
-        if r.state in (NodeState.TERMINATED, NodeState.FAILED):
+        if r.state in GONE and not include_gone:
             continue
         inst = by_id.get(r.instance_id) if r.instance_id else by_name.get(r.name)
         out.append(

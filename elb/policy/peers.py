@@ -13,14 +13,15 @@ uses it to skip polls that provably cannot act. It is only ever asked after an e
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from elb.config import ClusterConfig, PolicyConfig
 from elb.durations import minutes
-from elb.model import History, Node, NodeState, Plan, Removal, Snapshot
+from elb.model import History, Job, Node, NodeState, Plan, Removal, Snapshot
 from elb.policy.placement import Bin, Packing
+from elb.policy.tally import WorkerTally
 from elb.policy.view import ClusterView, ViewCache, Worker, new_names
 
 INF = math.inf
@@ -342,9 +343,32 @@ class _Fit:
     complete: bool = True  # False: counting stopped past the room under max_nodes (a lower bound)
 
 
-def _fit(view: ClusterView, limit: int) -> _Fit:
-    """Place the waiting jobs, oldest first, on ready then booting nodes, then on new ones (up to
-    just past ``limit`` of them), by the placement every policy shares (``elb.policy.placement``)."""
+_NO_FIT = _Fit(frozenset(), 0)
+
+
+def _fit(bins: list[Bin], pending: Sequence[Job], spn: int, limit: int) -> _Fit:
+    """Place the waiting jobs, oldest first, on ``bins`` (ready then booting nodes), then on new
+    ones (up to just past ``limit`` of them), by the placement every policy shares
+    (``elb.policy.placement``)."""
+    packing = Packing(bins, spn, max(0, limit))
+    for job in pending:
+        packing.place(job.slots, job.tasks)
+    return _Fit(frozenset(packing.assigned), packing.new_nodes, packing.complete)
+
+
+@dataclass(frozen=True, slots=True)
+class _SlurmReads:
+    """What Slurm's rule reads of the cluster: from the view, or from the tally (the same)."""
+
+    size: int
+    pending: Sequence[Job]
+    spn: int
+    idle: Sequence[tuple[str, float]]  # managed idle workers and since when, by name
+    bins: Callable[[], list[Bin]]  # ready workers' free slots, then booting workers', by name
+    names: Callable[[int], tuple[str, ...]]  # names for new nodes
+
+
+def _view_bins(view: ClusterView) -> list[Bin]:
     spn = view.slots_per_node
     bins: list[Bin] = []
     for w in view.workers:
@@ -357,22 +381,35 @@ def _fit(view: ClusterView, limit: int) -> _Fit:
         if w.booting and w.node is not None:
             s = w.node.slots or spn
             bins.append(Bin(w.name, s, s))
-    packing = Packing(bins, spn, max(0, limit))
-    for job in view.pending:
-        packing.place(job.slots, job.tasks)
-    return _Fit(frozenset(packing.assigned), packing.new_nodes, packing.complete)
+    return bins
+
+
+def _tally_bins(tally: WorkerTally, spn: int) -> list[Bin]:
+    """``_view_bins`` without the full ones: a bin with no free slot takes no job, and the first
+    fit among the others is the same."""
+    bins = [Bin(name, *tally.room(name)) for name in tally.ready_room]
+    for name in tally.booting:
+        s = tally.booting_slots(name) or spn
+        bins.append(Bin(name, s, s))
+    return bins
 
 
 @dataclass(frozen=True, slots=True)
 class SlurmPolicy:
     """Slurm's power saving: power up nodes for exactly the waiting jobs that fit on no ready or
     booting node; power down a node idle ``suspend_time``. A ready node that a waiting job has been
-    given (a wide job whose other nodes still boot) belongs to that job's allocation: not idle."""
+    given (a wide job whose other nodes still boot) belongs to that job's allocation: not idle.
+
+    What it reads of the cluster comes from a ``WorkerTally`` brought up to date by what changed
+    since its last call (``incremental``), so a decision's work does not grow with the cluster;
+    without it, from the full view (``cluster_view``), which gives the same plans."""
 
     limits: Limits = field(default_factory=Limits)
     params: SlurmParams = field(default_factory=SlurmParams)
     name: str = "slurm"
+    incremental: bool = True
     cache: ViewCache = field(default_factory=ViewCache, compare=False, repr=False)
+    tally: WorkerTally = field(default_factory=WorkerTally, compare=False, repr=False)
 
     @classmethod
     def from_config(cls, cfg: PolicyConfig, cluster: ClusterConfig) -> SlurmPolicy:
@@ -384,36 +421,76 @@ class SlurmPolicy:
         often, not at the balancer's poll."""
         return self.params.power_save_interval
 
-    def _idle_due(self, view: ClusterView, fit: _Fit, now: float) -> tuple[list[Removal], float]:
+    def _reads(self, snapshot: Snapshot, nodes: Sequence[Node], now: float) -> _SlurmReads:
+        lim, tally = self.limits, self.tally
+        if self.incremental and tally.update(snapshot, nodes, lim.master, lim.node_prefix):
+            configured = lim.slots_per_node
+            spn = configured or self.cache.derived(
+                "spn",
+                (snapshot.hosts, nodes),
+                lambda: _view(self.cache, lim, snapshot, nodes, now).slots_per_node,
+            )
+            return _SlurmReads(
+                tally.size,
+                tally.pending(snapshot, now),
+                spn,
+                [(name, tally.idle_since(name)) for name in tally.idle],
+                lambda: _tally_bins(tally, spn),
+                lambda n: tally.new_names(n, lim.node_prefix, lim.node_digits),
+            )
+        view = _view(self.cache, lim, snapshot, nodes, now)
+        return _SlurmReads(
+            view.size,
+            view.pending,
+            view.slots_per_node,
+            [(w.name, since) for w, since in _facts(self.cache, view).idle],
+            lambda: _view_bins(view),
+            lambda n: _names(lim, snapshot, nodes, n),
+        )
+
+    def _fit(self, reads: _SlurmReads) -> _Fit:
+        if not reads.pending:
+            return _NO_FIT
+        return _fit(reads.bins(), reads.pending, reads.spn, self.limits.max_nodes - reads.size)
+
+    def _idle_due(self, reads: _SlurmReads, fit: _Fit, now: float) -> tuple[list[Removal], float]:
         removals: list[Removal] = []
         nxt = INF
-        for w, since in _facts(self.cache, view).idle:
-            if w.name in fit.assigned:
+        for name, since in reads.idle:
+            if name in fit.assigned:
                 continue
             due = since + self.params.suspend_time
             if now >= due:
-                removals.append(Removal(w.name, f"idle {minutes(now - since)} >= SuspendTime"))
+                removals.append(Removal(name, f"idle {minutes(now - since)} >= SuspendTime"))
             else:
                 nxt = min(nxt, due)
         return removals, nxt
 
+    def _keep_min(self, reads: _SlurmReads, removals: list[Removal]) -> tuple[Removal, ...]:
+        return tuple(removals[: max(0, reads.size - self.limits.min_nodes)])
+
     def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
         lim = self.limits
-        view = _view(self.cache, lim, snapshot, nodes, now)
-        low = _below_min(lim, view, snapshot, nodes)
-        if low is not None:
-            return low
-        fit = _fit(view, lim.max_nodes - view.size) if view.pending else _Fit(frozenset(), 0)
-        add = min(fit.new_nodes, max(0, lim.max_nodes - view.size))
-        removals, _ = self._idle_due(view, fit, now)
-        chosen = _keep_min(lim, view, removals)
+        reads = self._reads(snapshot, nodes, now)
+        size = reads.size
+        if size < lim.min_nodes:
+            n = lim.min_nodes - size
+            return Plan(
+                add=n,
+                add_names=reads.names(n),
+                add_reason=f"{size} nodes < min_nodes {lim.min_nodes}: adding {_plural(n, 'node')}",
+            )
+        fit = self._fit(reads)
+        add = min(fit.new_nodes, max(0, lim.max_nodes - size))
+        removals, _ = self._idle_due(reads, fit, now)
+        chosen = self._keep_min(reads, removals)
         if not add and not chosen:
-            why = f"{_plural(len(view.pending), 'job')} waiting, all placed" if view.pending else "idle"
+            why = f"{_plural(len(reads.pending), 'job')} waiting, all placed" if reads.pending else "idle"
             if fit.new_nodes and not add:
                 wanted = f"{fit.new_nodes}" if fit.complete else f"at least {fit.new_nodes}"
-                why = f"{wanted} more nodes wanted but at max_nodes ({view.size}/{lim.max_nodes})"
+                why = f"{wanted} more nodes wanted but at max_nodes ({size}/{lim.max_nodes})"
             return Plan(reason=f"{why}; no node idle {minutes(self.params.suspend_time)}")
-        names = _names(lim, snapshot, nodes, add) if add else ()
+        names = reads.names(add) if add else ()
         return Plan(
             add=add,
             add_names=names,
@@ -423,15 +500,15 @@ class SlurmPolicy:
 
     def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:
         lim = self.limits
-        view = _view(self.cache, lim, snapshot, nodes, now)
-        if view.size < lim.min_nodes:
+        reads = self._reads(snapshot, nodes, now)
+        if reads.size < lim.min_nodes:
             return now
-        fit = _fit(view, lim.max_nodes - view.size) if view.pending else _Fit(frozenset(), 0)
-        if fit.new_nodes and view.size < lim.max_nodes:
+        fit = self._fit(reads)
+        if fit.new_nodes and reads.size < lim.max_nodes:
             return now
-        if view.size <= lim.min_nodes:
+        if reads.size <= lim.min_nodes:
             return INF
-        removals, nxt = self._idle_due(view, fit, now)
+        removals, nxt = self._idle_due(reads, fit, now)
         return now if removals else nxt
 
 

@@ -118,8 +118,7 @@ class ClusterView:
 
     def oldest_wait(self) -> float:
         """Seconds the oldest eligible job (by submission time) has waited; 0 with none."""
-        times = [j.submitted for j in self.pending if j.submitted is not None]
-        return max(0.0, self.now - min(times)) if times else 0.0
+        return oldest_wait(self.pending, self.now)
 
     def nodes_for(self, jobs: Sequence[Job]) -> int:
         """Whole nodes these jobs need: wide (PE) jobs take whole nodes, narrow ones pack."""
@@ -132,6 +131,12 @@ class ClusterView:
             else:
                 narrow += j.total_slots
         return wide + math.ceil(narrow / spn)
+
+
+def oldest_wait(jobs: Sequence[Job], now: float) -> float:
+    """Seconds the oldest of ``jobs`` (by submission time) has waited at ``now``; 0 with none."""
+    times = [j.submitted for j in jobs if j.submitted is not None]
+    return max(0.0, now - min(times)) if times else 0.0
 
 
 def infer_slots_per_node(hosts: Sequence[Host], nodes: Sequence[Node], configured: int | None) -> int:
@@ -175,12 +180,12 @@ def cluster_view(
         if w is None or w.node is not node or w.host is not host or w.jobs != jobs:
             w = Worker(name, node, host, jobs)
         workers.append(w)
-    pending = _oldest_first([j for j in snapshot.jobs if j.state in PENDING_STATES], now)  # Job.is_pending
+    pending = oldest_first([j for j in snapshot.jobs if j.state in PENDING_STATES], now)  # Job.is_pending
     spn = infer_slots_per_node(list(hosts.values()), list(alive.values()), slots_per_node)
     return ClusterView(now, tuple(workers), tuple(pending), spn)
 
 
-def _oldest_first(jobs: list[Job], now: float) -> list[Job]:
+def oldest_first(jobs: list[Job], now: float) -> list[Job]:
     """The jobs by submission time (``now`` for none), then job number, each tie in the order
     given: sorted by number, then (stably) by time, which is that order, with keys read in C
     (qstat lists entries mostly by number, so the first sort is nearly free)."""

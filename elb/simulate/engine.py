@@ -13,7 +13,9 @@ node has takes ceil(slots / slots per node) whole empty nodes (lowest-numbered f
 job goes on the lowest-numbered ready node that fits it (``placement="first"``, SGE's host order
 when loads tie) or on the one with the fewest free slots (``"best"``). Ready nodes are kept in a
 ``FreeIndex`` (bucketed by free slots) that every start, end, boot and removal updates, so placing
-a job does not walk every node.
+a job does not walk every node. A snapshot rebuilds the ``Host``/``Node`` values of the nodes that
+changed only, and each of its tuples says what came and went since the last snapshot
+(``elb.policy.tally.Revised``): Slurm's peer takes in those changes instead of every node and job.
 
 Node groups (``groups``, ``elb.simulate.groups``): each job is placed at submission by the live
 demand model on one group (the cheapest that can run it) and runs only on that group's nodes,
@@ -50,13 +52,14 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from elb.model import History, Host, Job, Node, NodeState, Plan, QueueInstance, Snapshot
 from elb.naming import next_names
 from elb.policy.base import Policy
 from elb.policy.grouped import GroupedPolicy, decide_demand
 from elb.policy.placement import FreeIndex, host_order, width
+from elb.policy.tally import Changes
 from elb.simulate.groups import Assignment, SimGroups, assign, one_group
 from elb.simulate.swf import SimJob
 from elb.warmpool import Pooled, WarmPool, due, expired, pick_restart, stop_or_terminate, volume_cost
@@ -183,10 +186,36 @@ class SimOutcome:
     pool_reasons: list[str] = field(default_factory=list)  # each pool decision's reason (with ``record``)
 
 
+@dataclass(slots=True)
+class _Changes:
+    """What changed since the snapshot last handed out, which the next one's tuples carry
+    (``elb.policy.tally.Revised``): a policy that keeps a tally (Slurm's) takes in the changes
+    instead of every node and job."""
+
+    jobs: Changes[Job] = field(default_factory=Changes)
+    hosts: Changes[Host] = field(default_factory=Changes)
+    records: Changes[Node] = field(default_factory=Changes)
+    given: tuple[tuple[Job, ...], tuple[Host, ...], tuple[Node, ...]] | None = None
+
+
+V = TypeVar("V")
+
+
+def _replace(values: dict[str, V], name: str, value: V, changes: Changes[V]) -> None:
+    """Set ``values[name]``, noting in ``changes`` the value that went and the one that came."""
+    old = values.get(name)
+    if old is value:
+        return
+    if old is not None:
+        changes.went(old)
+    values[name] = value
+    changes.came(value)
+
+
 class Simulator:
     """One replay of ``jobs`` under ``policy``. Call ``run()`` once."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0915 (a replay's state, set up in one place)
         self,
         jobs: Sequence[SimJob],
         policy: Policy,
@@ -235,6 +264,7 @@ class Simulator:
         self._host_values: dict[str, Host] = {}
         self._record_values: dict[str, Node] = {}
         self._stale: dict[str, None] = {}
+        self._changes = _Changes()
         self._backlog_since: float | None = None
         self._stalled_at = 0.0  # when the replay gave up, if it stalled
         # Ready nodes by free slots, one index per group.
@@ -310,8 +340,11 @@ class Simulator:
         del self.nodes[node.name]
         self.group_count[node.group] -= 1
         self._ready[node.group].remove(host_order(node.name))
-        self._host_values.pop(node.name, None)
-        self._record_values.pop(node.name, None)
+        host, record = self._host_values.pop(node.name, None), self._record_values.pop(node.name, None)
+        if host is not None:
+            self._changes.hosts.went(host)
+        if record is not None:
+            self._changes.records.went(record)
         self.dead.append(node)
         if stopped:
             self.out.stops += 1
@@ -347,21 +380,25 @@ class Simulator:
     def snapshot(self, now: float) -> tuple[Snapshot, tuple[Node, ...]]:
         """What qstat/qhost and elb's journal would show now (the jobs no group can run are not
         shown: the live pass leaves them out of what the policy plans on)."""
+        changes = self._changes
+        given = changes.given
         if self._jobs_cache is None:
-            self._jobs_cache = tuple(w.value for w in self.pending) + tuple(r.value for r in self.running.values())
+            items = (*(w.value for w in self.pending), *(r.value for r in self.running.values()))
+            self._jobs_cache = changes.jobs.revised(items, given and given[0])
         if self._stale:
             for name in self._stale:
                 n = self.nodes.get(name)
                 if n is None:
                     continue
-                self._record_values[name] = n.record or self._node_record(n)
+                _replace(self._record_values, name, n.record or self._node_record(n), changes.records)
                 if n.ready:
-                    self._host_values[name] = n.host or self._host(n)
+                    _replace(self._host_values, name, n.host or self._host(n), changes.hosts)
             self._stale.clear()
         if self._hosts_cache is None:
-            self._hosts_cache = tuple(self._host_values.values())
+            self._hosts_cache = changes.hosts.revised(self._host_values.values(), given and given[1])
         if self._nodes_cache is None:
-            self._nodes_cache = tuple(self._record_values.values())
+            self._nodes_cache = changes.records.revised(self._record_values.values(), given and given[2])
+        changes.given = (self._jobs_cache, self._hosts_cache, self._nodes_cache)
         return Snapshot(now, self._jobs_cache, self._hosts_cache), self._nodes_cache
 
     # -- dispatch ------------------------------------------------------------------------------
@@ -415,6 +452,8 @@ class Simulator:
             node.last_busy_at = now
             self._touch(node)
         self.running[job.job_id] = run
+        self._changes.jobs.went(pending_value)
+        self._changes.jobs.came(value)
         self.seq += 1
         heapq.heappush(self.ends, (run.end, self.seq, run))
         self._jobs_cache = None
@@ -428,6 +467,7 @@ class Simulator:
 
     def _finish(self, run: _Run, now: float) -> None:
         del self.running[run.job.job_id]
+        self._changes.jobs.went(run.value)
         for node, used in run.parts:
             node.free += used
             node.jobs -= 1
@@ -541,6 +581,7 @@ class Simulator:
             hard_runtime=job.requested,
         )
         self.pending.append(_Waiting(job, value, placed.group, placed.footprint))
+        self._changes.jobs.came(value)
         self.group_of[value] = placed.group
         self._jobs_cache = None
 

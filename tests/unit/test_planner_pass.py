@@ -13,7 +13,7 @@ from elb.config import Config, parse_config
 from elb.interfaces import Instance
 from elb.model import History, NodeState, Snapshot
 from elb.orders import Orders
-from elb.planner import PassInputs, PassPlan, plan_pass, scale
+from elb.planner import PassInputs, PassPlan, plan_pass, scale, scaling_waits
 from elb.policy.grouped import policy_for
 from elb.reconcile import RepairKind
 from elb.servable import DemandSplit
@@ -165,3 +165,15 @@ def test_the_dry_runs_plan_is_the_live_scaling_plan(cfg: Config) -> None:
     i = inputs(snap([pending(1, 600, slots=8)]))
     live = plan_pass(i, cfg, policy_for(cfg), T0)
     assert live.scaling == scale(i, policy_for(cfg), T0)
+
+
+def test_scaling_waits_says_beforehand_what_the_plan_does_and_an_unknown_back_off_scales_nothing(
+    cfg: Config,
+) -> None:
+    held = inputs(snap([pending(1, 600, slots=8)]), nodes=(VANISHED,), demand=None, backoff=None)
+    assert scaling_waits(held, cfg, T0)
+    assert plan_pass(held, cfg, policy_for(cfg), T0).scaling is None
+    free = inputs(snap([pending(1, 600, slots=8)]), backoff=None)
+    assert not scaling_waits(free, cfg, T0)
+    p = plan_pass(free, cfg, policy_for(cfg), T0)  # a shell that did not gather the back-off
+    assert p.scaling is None and p.scaling_note == "the launch back-off is not known"

@@ -1,0 +1,323 @@
+"""The workers' facts the Slurm peer decides on, kept from one call to the next and brought up to
+date by what changed, so that a decision's work does not grow with the cluster.
+
+``cluster_view`` joins every host, node record and job at each call: work in proportion to the
+nodes and jobs. A ``WorkerTally`` keeps the objects of the last inputs by identity; at the next
+call it finds the ones that came and went (set operations over object ids, which run in C) and
+works out again only the workers whose host, record or running jobs changed. What it then holds
+is what ``cluster_view`` and the peers' helpers compute from the same inputs: the size, the
+waiting jobs oldest first, the ready workers with free slots, the booting ones and the managed
+idle ones (each in the view's order: by name) and the highest node number in use (``new_names``).
+
+The inputs are the model's frozen values, so an object seen again is the same value, and the
+tally holds every object it has indexed, so an id it compares is never a recycled one. Inputs it
+does not model exactly (the same object twice in one tuple, two hosts or two live records of one
+name) make ``update`` return False and forget everything: the caller then builds the full view.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from elb.model import PENDING_STATES, Host, Job, Node, NodeState, Snapshot
+from elb.naming import next_names
+from elb.policy.view import host_facts, oldest_first
+
+_ALIVE = frozenset(s for s in NodeState if s.alive)
+_BOOTING = frozenset(s for s in NodeState if s.booting)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """What one worker adds to the tally."""
+
+    booting: int | None  # a booting record's slots (0: not known); None: not booting
+    room: tuple[int, int] | None  # (free, total) of a ready worker with free slots
+    idle_since: float | None  # a managed worker, ready and idle, since then
+
+
+class Revised(tuple[T, ...]):
+    """A tuple that says how it differs from an earlier one (``before``): by the objects that
+    ``came`` and those that are ``gone`` (by identity). A producer that knows its changes (the
+    simulator) hands these, so a ``WorkerTally`` that saw ``before`` takes in the changes alone
+    instead of comparing every element. It keeps ``before``'s id, not ``before``: a tally that
+    holds the earlier tuple knows it is the one meant (a live object's id is its own)."""
+
+    after: int
+    came: tuple[T, ...]
+    gone: tuple[T, ...]
+
+    def __new__(cls, items: Iterable[T], before: tuple[T, ...], came: Iterable[T], gone: Iterable[T]) -> Revised[T]:
+        self = super().__new__(cls, items)
+        self.after, self.came, self.gone = id(before), tuple(came), tuple(gone)
+        return self
+
+
+class Changes(Generic[T]):
+    """The objects that came and went since a tuple was last handed out: what a producer puts in
+    its next ``Revised`` (one that came and went in between is in neither)."""
+
+    def __init__(self) -> None:
+        self._came: dict[int, T] = {}
+        self._gone: dict[int, T] = {}
+
+    def came(self, obj: T) -> None:
+        self._came[id(obj)] = obj
+
+    def went(self, obj: T) -> None:
+        if self._came.pop(id(obj), None) is None:
+            self._gone[id(obj)] = obj
+
+    def revised(self, items: Iterable[T], before: tuple[T, ...] | None) -> tuple[T, ...]:
+        """The next tuple: a ``Revised`` of ``before`` (a plain tuple without one); the changes
+        start again from it."""
+        came, gone = self._came.values(), self._gone.values()
+        out = tuple(items) if before is None else Revised(items, before, came, gone)
+        self._came, self._gone = {}, {}
+        return out
+
+
+class _Seen(Generic[T]):
+    """The objects of the last sequence of one input, by id (holding them keeps the ids theirs)."""
+
+    def __init__(self) -> None:
+        self.seq: Sequence[T] = ()
+        self.ids: dict[int, T] = {}
+
+    def diff(self, seq: Sequence[T]) -> tuple[Sequence[T], Sequence[T]] | None:
+        """Take in ``seq``: the objects no longer there and the new ones; None when ``seq`` holds
+        one object twice (the state is then to be forgotten)."""
+        if seq is self.seq and isinstance(seq, tuple):  # a list may change under the same identity
+            return (), ()
+        if isinstance(seq, Revised) and seq.after == id(self.seq):
+            ids = self.ids
+            for obj in seq.gone:
+                if ids.pop(id(obj), None) is None:
+                    return None
+            for obj in seq.came:
+                if id(obj) in ids:
+                    return None
+                ids[id(obj)] = obj
+            self.seq = seq
+            return seq.gone, seq.came
+        new = dict(zip(map(id, seq), seq, strict=True))
+        if len(new) != len(seq):
+            return None
+        old = self.ids
+        gone = [old[k] for k in old.keys() - new.keys()]
+        came = [new[k] for k in new.keys() - old.keys()]
+        self.seq, self.ids = seq, new
+        return gone, came
+
+
+def _move(names: list[str], name: str, before: bool, after: bool) -> None:
+    """Keep ``names`` (sorted) holding ``name`` when ``after``, as it did when ``before``."""
+    if before and not after:
+        del names[bisect.bisect_left(names, name)]
+    elif after and not before:
+        bisect.insort(names, name)
+
+
+def _running_on(j: Job) -> str | None:
+    """The host ``cluster_view`` files a job under (a started entry with a queue instance)."""
+    if j.queue is None or j.state in ("qw", "hqw"):
+        return None
+    return j.host
+
+
+class WorkerTally:
+    """See the module's doc. One per policy object, like ``ViewCache``."""
+
+    def __init__(self) -> None:
+        self._forget("", "")
+
+    def _forget(self, master: str, prefix: str) -> None:
+        self._master, self._prefix = master, prefix
+        self._hosts: _Seen[Host] = _Seen()
+        self._nodes: _Seen[Node] = _Seen()
+        self._jobs: _Seen[Job] = _Seen()
+        self._host: dict[str, Host] = {}
+        self._alive: dict[str, Node] = {}
+        self._running: Counter[str] = Counter()
+        self._pending: dict[int, Job] = {}
+        self._ordered: tuple[Job, ...] | None = ()  # the waiting jobs oldest first (None: to sort)
+        self._entries: dict[str, _Entry] = {}
+        self._numbers: Counter[int] = Counter()  # node numbers in use (hosts and every record)
+        self._highest = 0
+        self.ready_room: list[str] = []  # ready workers with free slots, by name
+        self.booting: list[str] = []  # booting workers, by name
+        self.idle: list[str] = []  # managed idle workers, by name
+
+    # -- what a decision reads ------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        """``ClusterView.size``: workers that exist or are coming; the master excluded."""
+        return len(self._entries)
+
+    def room(self, name: str) -> tuple[int, int]:
+        """(free, total) slots of a ready worker in ``ready_room``."""
+        room = self._entries[name].room
+        assert room is not None
+        return room
+
+    def booting_slots(self, name: str) -> int:
+        """A booting worker's slots as its record knows them (0: not known)."""
+        slots = self._entries[name].booting
+        assert slots is not None
+        return slots
+
+    def idle_since(self, name: str) -> float:
+        since = self._entries[name].idle_since
+        assert since is not None
+        return since
+
+    def pending(self, snapshot: Snapshot, now: float) -> tuple[Job, ...]:
+        """``ClusterView.pending``: the eligible waiting jobs, oldest submission first, then by
+        number, ties in the snapshot's order."""
+        if self._ordered is not None:
+            return self._ordered
+        jobs = sorted(self._pending.values(), key=lambda j: (j.submitted or 0.0, j.job_id))
+        keys = [(j.submitted, j.job_id) for j in jobs]
+        if any(k[0] is None for k in keys) or len(set(keys)) < len(keys):
+            # Ordered by ``now``, or ties to keep in the snapshot's order: as the view sorts them.
+            return tuple(oldest_first([j for j in snapshot.jobs if id(j) in self._pending], now))
+        self._ordered = tuple(jobs)
+        return self._ordered
+
+    def new_names(self, count: int, prefix: str, digits: int) -> tuple[str, ...]:
+        """``elb.policy.view.new_names`` of the last inputs (``prefix`` as given to ``update``)."""
+        return next_names([f"{prefix}{self._highest}"] if self._highest else [], count, prefix, digits)
+
+    # -- bringing it up to date -----------------------------------------------------------------
+    def update(self, snapshot: Snapshot, nodes: Sequence[Node], master: str, prefix: str) -> bool:
+        """Take in these inputs. False: they are not modelled exactly (see the module's doc); the
+        tally is then empty and the caller builds the full view."""
+        if (master, prefix) != (self._master, self._prefix):
+            self._forget(master, prefix)
+        hosts = self._hosts.diff(snapshot.hosts)
+        records = self._nodes.diff(nodes)
+        jobs = self._jobs.diff(snapshot.jobs)
+        if hosts is None or records is None or jobs is None or not self._apply(hosts, records, jobs):
+            self._forget(master, prefix)
+            return False
+        return True
+
+    def _apply(
+        self,
+        hosts: tuple[Sequence[Host], Sequence[Host]],
+        records: tuple[Sequence[Node], Sequence[Node]],
+        jobs: tuple[Sequence[Job], Sequence[Job]],
+    ) -> bool:
+        changed: set[str] = set()
+        if not self._take_hosts(hosts, changed) or not self._take_records(records, changed):
+            return False
+        self._take_jobs(jobs, changed)
+        changed.discard(self._master)
+        for name in changed:
+            self._set(name, self._entry(name))
+        return True
+
+    def _take_hosts(self, hosts: tuple[Sequence[Host], Sequence[Host]], changed: set[str]) -> bool:
+        gone, came = hosts
+        for h in gone:
+            self._count_name(h.name, -1)
+            if self._host.get(h.name) is h:
+                del self._host[h.name]
+                changed.add(h.name)
+        for h in came:
+            self._count_name(h.name, 1)
+            if h.name in self._host:
+                return False
+            self._host[h.name] = h
+            changed.add(h.name)
+        return True
+
+    def _take_records(self, records: tuple[Sequence[Node], Sequence[Node]], changed: set[str]) -> bool:
+        gone, came = records
+        for n in gone:
+            self._count_name(n.name, -1)
+            if self._alive.get(n.name) is n:
+                del self._alive[n.name]
+                changed.add(n.name)
+        for n in came:
+            self._count_name(n.name, 1)
+            if n.state in _ALIVE:
+                if n.name in self._alive:
+                    return False
+                self._alive[n.name] = n
+                changed.add(n.name)
+        return True
+
+    def _take_jobs(self, jobs: tuple[Sequence[Job], Sequence[Job]], changed: set[str]) -> None:
+        gone, came = jobs
+        for j, step in [*((j, -1) for j in gone), *((j, 1) for j in came)]:
+            if j.state in PENDING_STATES:
+                if step > 0:
+                    self._pending[id(j)] = j
+                else:
+                    del self._pending[id(j)]
+                self._ordered = None
+            on = _running_on(j)
+            if on is not None:
+                self._running[on] += step
+                if not self._running[on]:
+                    del self._running[on]
+                changed.add(on)
+
+    def _count_name(self, name: str, step: int) -> None:
+        """Keep the node numbers in use (``new_names`` scans every host and record name)."""
+        cut = len(self._prefix)
+        if not (name.startswith(self._prefix) and name[cut:].isascii() and name[cut:].isdigit()):
+            return
+        number = int(name[cut:])
+        self._numbers[number] += step
+        if step > 0:
+            self._highest = max(self._highest, number)
+        elif self._numbers[number] <= 0:
+            del self._numbers[number]
+            if number == self._highest:
+                self._highest = max(self._numbers, default=0)
+
+    def _entry(self, name: str) -> _Entry | None:
+        """The worker ``name`` as ``Worker`` and the peers' ``_count`` and ``_fit`` read it."""
+        node, host = self._alive.get(name), self._host.get(name)
+        if node is None and host is None:
+            return None
+        facts = host_facts(host) if host is not None else None
+        if node is not None and node.state in _BOOTING:
+            return _Entry(node.slots or 0, None, None)
+        ready = (node is None or node.state is NodeState.READY) and facts is not None and facts.up
+        if not ready or facts is None:
+            return _Entry(None, None, None)
+        room = (facts.free, facts.total) if facts.free > 0 else None
+        idle = node is not None and not self._running[name] and not facts.busy
+        return _Entry(None, room, node.quiet_since if idle and node is not None else None)
+
+    def _set(self, name: str, entry: _Entry | None) -> None:
+        old = self._entries.pop(name, None)
+        if entry is not None:
+            self._entries[name] = entry
+        _move(
+            self.ready_room,
+            name,
+            old is not None and old.room is not None,
+            entry is not None and entry.room is not None,
+        )
+        _move(
+            self.booting,
+            name,
+            old is not None and old.booting is not None,
+            entry is not None and entry.booting is not None,
+        )
+        _move(
+            self.idle,
+            name,
+            old is not None and old.idle_since is not None,
+            entry is not None and entry.idle_since is not None,
+        )

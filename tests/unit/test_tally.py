@@ -1,0 +1,226 @@
+"""Slurm's peer reading the cluster from its ``WorkerTally`` (brought up to date by what changed)
+decides exactly as it does from the full view (``cluster_view``), at every call of a replay and on
+hand-built sequences of cluster states; and the simulator's snapshots carry their changes."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from elb.model import History, Host, Job, Node, NodeState, Plan, Snapshot
+from elb.policy.peers import Limits, SlurmPolicy
+from elb.policy.tally import Revised, WorkerTally
+from elb.simulate.engine import SimSettings, Simulator
+from elb.simulate.runner import prepare, replay
+from elb.simulate.swf import SimJob, Workload, read_swf
+from tests.unit.factories import T0, host, node, pending, running
+from tests.unit.test_simulate_logs import KTH, needs_logs
+
+
+@dataclass
+class Twin:
+    """Slurm's peer with its tally, checked at every call against the same peer on the full view."""
+
+    quick: SlurmPolicy
+    calls: int = 0
+    reference: SlurmPolicy = field(init=False)
+    name: str = "slurm"
+
+    def __post_init__(self) -> None:
+        self.reference = dataclasses.replace(self.quick, incremental=False)
+
+    @property
+    def interval(self) -> float:
+        return self.quick.interval
+
+    def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
+        plan = self.quick.decide(snapshot, nodes, history, now)
+        assert plan == self.reference.decide(snapshot, nodes, history, now), now
+        self.calls += 1
+        return plan
+
+    def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:
+        until = self.quick.quiet_until(snapshot, nodes, history, now)
+        assert until == self.reference.quiet_until(snapshot, nodes, history, now), now
+        return until
+
+
+def synthetic_jobs(seed: int, count: int = 400) -> list[SimJob]:
+    """Narrow, smp and wide jobs arriving in bursts, some with a requested time (for backfill)."""
+    rng = random.Random(seed)
+    jobs, t = [], 0.0
+    for i in range(count):
+        t += rng.choice([0.0, 0.0, 5.0, 30.0, 400.0, 1500.0])
+        slots = rng.choice([1, 1, 2, 4, 8, 12, 16, 40])
+        run = rng.uniform(30, 4000)
+        jobs.append(SimJob(i + 1, t, run, slots, run * rng.choice([1.0, 1.5]) if rng.random() < 0.5 else None))
+    return jobs
+
+
+@pytest.mark.parametrize("dispatch", ["sge", "fifo", "easy"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_every_decision_of_a_replay_is_the_full_views(dispatch: str, seed: int) -> None:
+    twin = Twin(SlurmPolicy(Limits(min_nodes=1, max_nodes=12, slots_per_node=8)))
+    settings = SimSettings(slots_per_node=8, max_nodes=12, poll_interval=10.0, dispatch=dispatch)  # type: ignore[arg-type]
+    Simulator(synthetic_jobs(seed), twin, settings).run()
+    assert twin.calls > 100
+
+
+def test_the_simulators_snapshots_say_what_changed_since_the_last_one() -> None:
+    sim = Simulator(synthetic_jobs(3, 60), SlurmPolicy(Limits(max_nodes=12, slots_per_node=8)), SimSettings())
+    seen: list[tuple[Snapshot, tuple[Node, ...]]] = []
+    real = sim.snapshot
+
+    def snapshot(now: float) -> tuple[Snapshot, tuple[Node, ...]]:
+        seen.append(real(now))
+        return seen[-1]
+
+    sim.snapshot = snapshot  # type: ignore[method-assign]
+    sim.run()
+    revised = 0
+    for (before, nodes_before), (after, nodes_after) in itertools.pairwise(seen):
+        for old, new in ((before.jobs, after.jobs), (before.hosts, after.hosts), (nodes_before, nodes_after)):
+            if new is old:
+                continue
+            assert isinstance(new, Revised)
+            assert new.after == id(old)
+            before_ids, gone, came = {id(o) for o in old}, {id(g) for g in new.gone}, {id(c) for c in new.came}
+            assert gone <= before_ids  # only what the last one held went; what came is new
+            assert not came & before_ids
+            assert (before_ids - gone) | came == {id(o) for o in new}
+            revised += 1
+    assert revised > 50
+
+
+@needs_logs
+@pytest.mark.parametrize("copies", [1, 4])
+def test_a_kth_replay_is_identical_with_and_without_the_tally(copies: int) -> None:
+    """The way the fast-forward test compares: every placement, node life and figure."""
+    wl = read_swf(KTH, start=100 * 86400, days=4)
+    jobs = [
+        SimJob(j.job_id * copies + c, j.submit + (c * 937) % 3600, j.run, j.slots, j.requested)
+        for j in wl.jobs
+        for c in range(copies)
+    ]
+    prepared = prepare(Workload(wl.source, jobs), 8, 52 * copies)
+    outs = []
+    for incremental in (True, False):
+        policy = SlurmPolicy(Limits(max_nodes=52 * copies, slots_per_node=8), incremental=incremental)
+        settings = SimSettings(slots_per_node=8, max_nodes=52 * copies, record=True)
+        outs.append(replay(prepared, policy, settings, billing="second", price=1.0))
+    (fast, fout), (slow, sout) = outs
+    assert fout.placements == sout.placements
+    assert fout.nodes == sout.nodes
+    assert fout.decisions == sout.decisions
+    ignore = {"replay_seconds"}
+    assert {k: v for k, v in fast.as_dict().items() if k not in ignore} == {
+        k: v for k, v in slow.as_dict().items() if k not in ignore
+    }
+
+
+# -- hand-built sequences: plain tuples and lists, objects kept or made again, odd inputs ------------
+
+NAMES = [f"node{i:03d}" for i in range(1, 8)] + ["master", "other9"]
+STATES = [NodeState.READY, NodeState.READY, NodeState.PROVISIONING, NodeState.DRAINING, NodeState.TERMINATED]
+
+
+def _pool() -> tuple[list[Host], list[Node], list[Job]]:
+    """Objects to pick from: picking the same one again is what a tally takes as unchanged."""
+    hosts = [host(n, slots=s, used=u, states=q) for n in NAMES for s, u, q in ((8, 0, ""), (8, 3, ""), (8, 8, "u"))]
+    nodes = [
+        node(n, age, st_, last_busy_at=T0 - idle, slots=8 if age > 200 else None)
+        for n in NAMES
+        for age, st_, idle in ((900.0, STATES[0], 100.0), (500.0, STATES[1], 400.0), (30.0, STATES[2], 0.0))
+    ]
+    nodes += [node(n, 50.0, s) for n in NAMES[:3] for s in STATES[3:]]
+    jobs = [running(100 + i, n, slots=2) for i, n in enumerate(NAMES)]
+    jobs += [
+        pending(i, waited, slots, tasks)
+        for i, (waited, slots, tasks) in enumerate([(10, 1, 1), (50, 4, 3), (50, 12, 1), (90, 20, 2), (10, 1, 1)], 1)
+    ]
+    jobs.append(Job(50, "held", "u", "hqw", 1, submitted=T0 - 5))
+    jobs.append(Job(51, "nosubmit", "u", "qw", 2))
+    return hosts, nodes, jobs
+
+
+def _minus(items: Sequence[object], less: Sequence[object]) -> list[object]:
+    """``items`` without ``less``, as multisets of objects (by identity)."""
+    left = Counter(map(id, less))
+    out = []
+    for o in items:
+        if left[id(o)]:
+            left[id(o)] -= 1
+        else:
+            out.append(o)
+    return out
+
+
+HOSTS, NODES, JOBS = _pool()
+steps = st.lists(
+    st.tuples(
+        st.lists(st.sampled_from(HOSTS), max_size=8),
+        st.lists(st.sampled_from(NODES), max_size=8),
+        st.lists(st.sampled_from(JOBS), max_size=8),
+        st.sampled_from(["tuple", "list", "revised"]),
+        st.floats(0, 1000),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=steps, configured=st.sampled_from([8, None]), min_nodes=st.integers(0, 3))
+def test_a_sequence_of_cluster_states_gets_the_full_views_plans(
+    steps: list[tuple[list[Host], list[Node], list[Job], str, float]], configured: int | None, min_nodes: int
+) -> None:
+    twin = Twin(SlurmPolicy(Limits(min_nodes=min_nodes, max_nodes=6, slots_per_node=configured)))
+    last: list[tuple[object, ...]] = []
+    for hosts, nodes, jobs, kind, later in steps:
+        now = T0 + later
+        made: list[Sequence[object]] = []
+        given: tuple[Sequence[object], ...] = (jobs, hosts, nodes)
+        for i, items in enumerate(given):
+            if kind == "list":
+                made.append(list(items))
+            elif kind == "revised" and last:
+                before = last[i]
+                made.append(Revised(items, before, _minus(items, before), _minus(before, items)))
+            else:
+                made.append(tuple(items))
+        if kind != "list":
+            last = [tuple_ for tuple_ in made if isinstance(tuple_, tuple)]
+        snapshot = Snapshot(now, made[0], made[1])  # type: ignore[arg-type]
+        plan = twin.decide(snapshot, made[2], History(), now)  # type: ignore[arg-type]
+        if plan.empty:
+            twin.quiet_until(snapshot, made[2], History(), now)  # type: ignore[arg-type]
+
+
+def test_inputs_it_does_not_model_make_it_forget_and_the_view_decide() -> None:
+    tally = WorkerTally()
+    h = host("node001")
+    assert tally.update(Snapshot(T0, (), (h, h)), (), "master", "node") is False
+    assert tally.size == 0
+    assert tally.update(Snapshot(T0, (), (h, host("node001", used=2))), (), "master", "node") is False
+    assert tally.update(Snapshot(T0, (), (h,)), (), "master", "node") is True
+    assert tally.size == 1
+
+
+def test_a_list_changed_in_place_is_taken_in_again() -> None:
+    """A live caller may hand the same list again with other records in it."""
+    twin = Twin(SlurmPolicy(Limits(max_nodes=6, slots_per_node=8)))
+    hosts = (host("node001"), host("node002"))
+    records = [node("node001", 900.0, last_busy_at=T0 - 100), node("node002", 900.0, last_busy_at=T0 - 100)]
+    snapshot = Snapshot(T0, (), hosts)
+    assert twin.decide(snapshot, records, History(), T0).empty
+    records[1] = node("node002", 900.0, last_busy_at=T0 - 600)  # idle past SuspendTime now
+    plan = twin.decide(snapshot, records, History(), T0)
+    assert [r.node for r in plan.remove] == ["node002"]
