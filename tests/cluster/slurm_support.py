@@ -27,7 +27,8 @@ HOME = Path("/home") / C.CLUSTER_USER / "slurm-e2e"
 @pytest.fixture(scope="module")
 def controller(testcluster: TestCluster) -> Iterator[TestCluster]:
     """The test cluster with Slurm's controller on its master (configless), for one module."""
-    slurm.up()
+    slurm.up()  # a controller with no state: job ids start again at 1, so old results go
+    testcluster.master_run(["rm", "-rf", str(HOME)], check=False)
     testcluster.master_run(["mkdir", "-p", str(HOME)], user=C.CLUSTER_USER)
     try:
         yield testcluster
