@@ -40,7 +40,7 @@ from tests.cluster.slurm_support import (
 )
 from tests.faults.support import elb_killed_at, last_step
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.faults]
 __all__ = ["controller"]  # the fixture, used by name
 
 # 20 races in CI; the soak-sized run of 50 is a benchmark (ELB_SLURM_RACES=50; docs/safety.md).
