@@ -260,6 +260,8 @@ class Journal:
             if state is NodeState.STOPPED:
                 sets.append("stopped_at = ?")
                 vals.append(now)
+            if state is NodeState.STARTING:  # ready again once started: idle from then on
+                sets.append("ready_at = NULL")
             if state is NodeState.REQUESTED:  # a new node under this name: nothing of the old one
                 sets.append("stopped_at = NULL, template_version = NULL")
             db.execute(f"UPDATE nodes SET {', '.join(sets)} WHERE name = ?", (*vals, name))  # noqa: S608

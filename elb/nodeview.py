@@ -23,7 +23,7 @@ class NodeFacts:
     slots: int | None
     launched_at: float
     ready_at: float | None
-    uptime: float  # seconds since launch (start of billing)
+    uptime: float  # seconds since launch or restart (start of billing); 0 while stopped in a warm pool
     into_period: float  # seconds into its current billing period
     jobs: list[int] | None  # job ids SGE lists on it; None: SGE not read
     idle_for: float | None  # seconds since SGE last showed work on it (None: busy now, or never seen busy)
@@ -32,12 +32,15 @@ class NodeFacts:
     # and when it reached each step it reached (None: at a time not journalled).
     boot_steps: dict[str, float | None]
     boot_times: dict[str, float | None]
+    stopped_for: float | None = None  # seconds stopped in a warm pool (None: not stopped)
 
 
 def node_facts(
     n: Node, snap: Snapshot | None, now: float, billing_period: float, timeline: Timeline | None = None
 ) -> NodeFacts:
-    uptime = max(0.0, now - n.launched_at)
+    pooled = n.state is NodeState.STOPPED
+    uptime = 0.0 if pooled else max(0.0, now - n.launched_at)
+    stopped_since = n.stopped_at if n.stopped_at is not None else n.updated_at
     jobs = sorted({j.job_id for j in snap.jobs_on(n.name)}) if snap is not None else None
     host = snap.host(n.name) if snap is not None else None
     busy_now = bool(jobs) or (host is not None and host.busy)
@@ -60,4 +63,5 @@ def node_facts(
         lost_for=lost,
         boot_steps=timeline.durations() if timeline is not None else dict.fromkeys(DURATION_NAMES),
         boot_times={} if timeline is None else {s.value: at for s, at in timeline.steps.items()},
+        stopped_for=max(0.0, now - stopped_since) if pooled and stopped_since is not None else None,
     )

@@ -444,6 +444,10 @@ def make_client(cfg: Ec2Config, *, total_attempts: int = 5) -> EC2Client:
 class Ec2Cloud:
     """:class:`elb.interfaces.Cloud` on EC2 for one cluster."""
 
+    # A started instance boots: systemd starts the exec daemon the sge_exec role enabled, and
+    # mounts the shared directories from fstab (the nfs_client role's lines).
+    restart_runs_services = True
+
     def __init__(
         self,
         config: Ec2Config,
@@ -630,6 +634,29 @@ class Ec2Cloud:
         template = template or self.config.launch_template
         if template is None:
             return None
+        found = self._template_version(template).get("LaunchTemplateData", {}).get("InstanceType")
+        return str(found) if found else None
+
+    def template_versions(self) -> dict[str, str]:
+        """Each node group's launch template version now (its ``version``, ``$Default`` and
+        ``$Latest`` resolved to a number): a node stopped in a warm pool that was launched with
+        another one is not restarted. Groups without a template (and the one group without
+        ``node_groups``, from ``cloud.ec2.launch_template``) are keyed by group name."""
+        groups: list[tuple[str, LaunchTemplate | None]]
+        if self.node_groups is not None:
+            groups = [(g.name, g.launch_template) for g in self.node_groups.groups]
+        else:
+            groups = [("default", self.config.launch_template)]
+        out: dict[str, str] = {}
+        for name, template in groups:
+            if template is not None:
+                number = self._template_version(template).get("VersionNumber")
+                if number is not None:
+                    out[name] = str(number)
+        return out
+
+    def _template_version(self, template: LaunchTemplate) -> Any:
+        """The launch template version ``template`` names, as DescribeLaunchTemplateVersions has it."""
         key: dict[str, Any] = {"Versions": [template.version]}
         if template.id is not None:
             key["LaunchTemplateId"] = template.id
@@ -642,8 +669,7 @@ class Ec2Cloud:
         versions = resp.get("LaunchTemplateVersions", [])
         if not versions:
             raise CloudError(f"launch template {template.id or template.name} has no version {template.version}")
-        found = versions[0].get("LaunchTemplateData", {}).get("InstanceType")
-        return str(found) if found else None
+        return versions[0]
 
     def _template_spec(self, template: LaunchTemplate | None = None, types: Sequence[str] = ()) -> LaunchSpec:
         """A launch template (``template``, a node group's, else ``cloud.ec2.launch_template``)

@@ -55,6 +55,10 @@ _STATES = {
 class LocalCloud:
     """Workers as podman containers. ``cluster`` is the value of the ``elb:cluster`` label."""
 
+    # A started container runs its init script only (sshd; no init system): the exec daemon
+    # and the NFS mounts come back by the add playbook, which finds the rest in place.
+    restart_runs_services = False
+
     def __init__(
         self,
         config: LocalConfig,

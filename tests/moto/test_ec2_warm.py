@@ -136,3 +136,18 @@ def _looks(state: str) -> Any:
         return resp
 
     return rewrite
+
+
+def test_template_versions_resolve_latest_and_default_to_numbers(ec2: Any, ami: str, aws_env: str) -> None:
+    ec2.create_launch_template(
+        LaunchTemplateName="elb-workers", LaunchTemplateData={"ImageId": ami, "InstanceType": "t3.large"}
+    )
+    ec2.create_launch_template_version(
+        LaunchTemplateName="elb-workers", LaunchTemplateData={"ImageId": ami, "InstanceType": "t3.xlarge"}
+    )
+    latest, _ = cloud_with(aws_env, launch_template={"name": "elb-workers", "version": "$Latest"})
+    assert latest.template_versions() == {"default": "2"}
+    default, _ = cloud_with(aws_env, launch_template={"name": "elb-workers"})
+    assert default.template_versions() == {"default": "1"}
+    plain, _ = cloud_with(aws_env, ami=ami)
+    assert plain.template_versions() == {}
