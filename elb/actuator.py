@@ -1,4 +1,5 @@
-"""Carry out a plan: launch -> provision -> ready, and drain -> deregister -> terminate.
+"""Carry out a plan: launch -> provision -> ready, and drain -> deregister -> terminate; for a
+warm pool, drain -> stop, start -> ready, and a pooled node's deregister -> terminate.
 
 Every step is written to the journal before it starts. A node operation, once begun, is
 finished before elb stops (the caller checks for shutdown only between operations).
@@ -21,6 +22,9 @@ from elb.sge.commands import Rescheduled
 from elb.timeline import Step
 
 log = logging.getLogger("elb.actuator")
+
+# The tag EC2 puts on an instance launched from a launch template: the version it was launched with.
+TEMPLATE_VERSION_TAG = "aws:ec2launchtemplate:version"
 
 
 class SgeClient(Protocol):
@@ -55,6 +59,8 @@ class Outcomes:
     failed: dict[str, str] = field(default_factory=dict)
     repaired: list[str] = field(default_factory=list)  # "node: what was repaired"
     postponed: list[str] = field(default_factory=list)  # not started: elb was stopping
+    stopped: list[str] = field(default_factory=list)  # stopped into the warm pool
+    restarted: list[str] = field(default_factory=list)  # started again from the warm pool, ready
 
 
 def _spec(node: Node) -> NodeSpec | None:
@@ -147,6 +153,7 @@ class Actuator:
             instance_type=inst.instance_type,
             launched_at=inst.launched_at,
             step=Step.RUNNING if inst.private_ip is not None else None,
+            template_version=inst.tags.get(TEMPLATE_VERSION_TAG),
         )
 
     def _reached(self, name: str) -> None:
@@ -286,6 +293,95 @@ class Actuator:
         if self._terminate(node, reason, out, failed=False):
             out.removed.append(name)
         self.journal.note_removal(self.clock())
+
+    # -- warm pool -----------------------------------------------------------------------
+    def stop(self, name: str, reason: str, out: Outcomes) -> None:
+        """The safe drain (disable, re-read SGE, nothing there), then stop the instance. Its queue
+        instances stay disabled; it stays an exec host, its hosts lines and exports stay. A stop
+        that fails removes the node for good (deregistered, terminated)."""
+        node = self.journal.node(name)
+        if node is None or node.state is not NodeState.READY:
+            log.warning("%s: not stopped: not a ready node elb manages", name)
+            return
+        self.journal.record(name, NodeState.DRAINING, self.clock(), detail=reason)
+        if not self._drained(name, "kept: {} while draining"):
+            out.kept.append(name)
+            return
+        node = self.journal.record(name, NodeState.STOPPING, self.clock(), detail=reason)
+        try:
+            if node.instance_id is None:
+                raise CloudError("no instance id in the journal")
+            self.cloud.stop([node.instance_id])
+        except CloudError as err:
+            why = f"stop failed ({err}); removed instead"
+            log.error("%s: %s", name, why)
+            out.failed[name] = why
+            self.finish_drain(self.journal.record(name, NodeState.DRAINING, self.clock(), detail=why), why, out)
+            return
+        self.journal.record(name, NodeState.STOPPED, self.clock(), detail=reason)
+        self.journal.note_removal(self.clock())
+        out.stopped.append(name)
+
+    def begin_restart(self, name: str, reason: str) -> bool:
+        """Journal a pooled node as starting (it counts as booting from now on); False if it is
+        not a stopped node elb manages."""
+        node = self.journal.node(name)
+        if node is None or node.state is not NodeState.STOPPED:
+            log.warning("%s: not restarted: not a stopped node of the warm pool", name)
+            return False
+        # Billed again from now; ready again once started (its idle time counts from then).
+        self.journal.record(name, NodeState.STARTING, self.clock(), detail=reason, launched_at=self.clock())
+        self.journal.note_change(self.clock())
+        return True
+
+    def restart(self, name: str, out: Outcomes) -> None:
+        """Start a node ``begin_restart`` journalled as starting, without provisioning it again:
+        if its address changed, or the cloud's instances do not start their services by
+        themselves (``restart_runs_services``), the add playbook runs on it (idempotent: it
+        rewrites the hosts lines and brings back what the stop lost); then its queue instances
+        are enabled. A restart that fails removes the node for good."""
+        node = self.journal.node(name)
+        if node is None or node.state is not NodeState.STARTING or node.instance_id is None:
+            log.warning("%s: not restarted: not a starting node of the warm pool", name)
+            return
+        try:
+            result = self.cloud.start([node.instance_id])
+        except CloudError as err:
+            self._restart_failed(node, f"start failed: {err}", out)
+            return
+        inst = next((i for i in result.launched if i.instance_id == node.instance_id), None)
+        if inst is None or inst.private_ip is None:
+            self._restart_failed(node, f"start failed: {result.failed.get(name, 'not running')}", out)
+            return
+        moved = inst.private_ip != node.private_ip
+        node = self.journal.record(
+            name, NodeState.STARTING, self.clock(), detail="instance running", private_ip=inst.private_ip
+        )
+        if moved or not getattr(self.cloud, "restart_runs_services", True):
+            spec = _spec(node)
+            assert spec is not None
+            res = self.provisioner.add_nodes([spec], _ready_specs(self.journal, [name])).get(name)
+            if res is None or not res.ok:
+                self._restart_failed(node, _describe(res) if res else "no result from provisioning", out)
+                return
+        self.sge.enable_host(name)
+        self.journal.record(name, NodeState.READY, self.clock(), detail="restarted from the warm pool")
+        out.restarted.append(name)
+
+    def _restart_failed(self, node: Node, why: str, out: Outcomes) -> None:
+        why = f"restart failed ({why}); removed"
+        log.error("%s: %s", node.name, why)
+        out.failed[node.name] = why
+        self.finish_drain(self.journal.record(node.name, NodeState.DRAINING, self.clock(), detail=why), why, out)
+
+    def retire(self, name: str, reason: str, out: Outcomes) -> None:
+        """Remove a pooled node for good: deregister it (from the master's side: it is stopped)
+        and terminate it once SGE no longer lists it."""
+        node = self.journal.node(name)
+        if node is None or node.state is not NodeState.STOPPED:
+            log.warning("%s: not terminated: not a stopped node of the warm pool", name)
+            return
+        self.finish_drain(self.journal.record(name, NodeState.DRAINING, self.clock(), detail=reason), reason, out)
 
     # -- reconcile -----------------------------------------------------------------------
     def repair(self, r: Repair, out: Outcomes) -> None:

@@ -25,7 +25,7 @@ from elb.exitcodes import Exit
 from elb.journal import Journal, JournalError, JournalVersionError
 from elb.logs import setup_logging
 from elb.model import Node, NodeState, Snapshot
-from elb.nodeview import nodes_facts
+from elb.nodeview import NodeFacts, nodes_facts
 from elb.provision.ansible import ProvisionError
 from elb.servable import DemandSplit, NotDemand, demand_of
 from elb.slurm.balancer import SlurmBalancer
@@ -369,7 +369,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         return Exit.OK if snap is not None else Exit.UNREADABLE
     print(f"{'node':<12} {'state':<13} {'uptime':>8} {'into period':>12} {'jobs':>5}  instance")
     for f in nodes_facts(nodes, snap, now, period, journal.timelines()):
-        note = f"  SGE has not reached it for {minutes(f.lost_for)}" if f.lost_for else ""
+        note = _status_note(f)
         print(
             f"{f.name:<12} {f.state:<13} {minutes(f.uptime):>8} {minutes(f.into_period):>12} "
             f"{len(f.jobs or ()):>5}  {f.instance_id or '-'}{note}"
@@ -396,6 +396,13 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"last pass: {'ok' if p.ok else 'FAILED'}, {minutes(now - p.time)} ago: {p.summary}")
     journal.close()
     return Exit.OK if snap is not None else Exit.UNREADABLE
+
+
+def _status_note(f: NodeFacts) -> str:
+    """What ``elb status`` adds after a node's line: out of SGE's reach, or stopped in a warm pool."""
+    if f.stopped_for is not None:
+        return f"  stopped in the warm pool for {minutes(f.stopped_for)} (its queue instances disabled)"
+    return f"  SGE has not reached it for {minutes(f.lost_for)}" if f.lost_for else ""
 
 
 def _not_demand_json(n: NotDemand) -> dict[str, object]:

@@ -67,7 +67,7 @@ class PolicyConfig(_Strict):
     idle_factor: Factor = 0.5  # shrink=cost, per-second billing: keep an idle node this many boot times
     period_horizon: Seconds = 0.0  # grow=forecast, per-period billing: wait up to this for slots freed by h_rt
     launch_delay: Seconds = 0.0  # grow=forecast: count a waiting job as demand once it has waited this long
-    # The one group's warm pool without node_groups (elb.warmpool; modelled by the simulator only).
+    # The one group's warm pool without node_groups (elb.warmpool, elb.poolplan).
     warm_pool: WarmPool = Field(default_factory=WarmPool)
 
     @model_validator(mode="after")

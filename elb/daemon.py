@@ -68,6 +68,10 @@ class PassResult:
             parts.append(f"removed {', '.join(o.removed)}")
         if o.kept:
             parts.append(f"kept (job landed) {', '.join(o.kept)}")
+        if o.stopped:
+            parts.append(f"stopped into the warm pool {', '.join(o.stopped)}")
+        if o.restarted:
+            parts.append(f"restarted from the warm pool {', '.join(o.restarted)}")
         parts.extend(f"repaired {r}" for r in o.repaired)
         parts.extend(f"{n}: {why}" for n, why in o.failed.items())
         if o.postponed:
@@ -102,6 +106,8 @@ class Counters:
     notices: dict[str, int] = field(default_factory=dict)  # EC2 notices about managed nodes, by kind
     rescheduled: int = 0  # jobs requeued from a node about to be taken back (spot interruption)
     moved_on_demand: int = 0  # jobs bound to on-demand queues after too many spot interruptions
+    stopped: int = 0  # nodes stopped into a warm pool
+    restarted: int = 0  # nodes started again from a warm pool, ready
 
 
 def snapshot_summary(snap: Snapshot, master: str) -> list[str]:
@@ -173,13 +179,9 @@ class Balancer:
         self._watching_since: float | None = None  # the first live pass's time (see reconcile.lost_for)
         self._repair_fails: dict[tuple[RepairKind, str], int] = {}  # failed passes in a row, per repair
         self._last_whole: Snapshot | None = None  # the last read of SGE found whole (elb.sge.readcheck)
-        pooled = [g.name for g in config.groups(self.node_slots or 1).groups if g.warm_pool.max_nodes > 0]
+        pooled = [g.name for g in config.groups(self.node_slots or 1).groups if g.warm_pool.enabled]
         if pooled:
-            log.warning(
-                "warm_pool is set for %s: elb simulate models it; this daemon terminates idle nodes, "
-                "it does not stop them",
-                ", ".join(pooled),
-            )
+            log.info("warm pool of %s: idle nodes are stopped, and started again for demand", ", ".join(pooled))
         # Before touching any node: stop the playbooks a killed predecessor left running.
         reap = getattr(provisioner, "reap_leftovers", None)
         if callable(reap):
@@ -259,6 +261,7 @@ class Balancer:
             in_flight=busy,
             repair_fails=dict(self._repair_fails),
             watched_since=self._watching_from(snap.now),
+            template_versions=self._template_versions(nodes),
         )
 
     def _for_scaling(self, inputs: PassInputs) -> PassInputs:
@@ -272,6 +275,19 @@ class Balancer:
         b = self.config.backoff
         backoff = compute_backoff(self.journal.bring_up_events(), initial=b.initial, maximum=b.max)
         return dataclasses.replace(inputs, demand=demand, demand_error=error, backoff=backoff)
+
+    def _template_versions(self, nodes: Sequence[Node]) -> dict[str, str]:
+        """Each group's launch template version now, when a node is stopped in a warm pool and
+        the cloud can tell (``Ec2Cloud.template_versions``); unknown ones are left out (no node
+        goes for its version)."""
+        versions = getattr(self.cloud, "template_versions", None)
+        if not callable(versions) or not any(n.state is NodeState.STOPPED for n in nodes):
+            return {}
+        try:
+            return dict(versions())
+        except Exception as err:  # the pool's other limits still apply
+            log.warning("cannot read the launch template versions: %s", err)
+            return {}
 
     def _carry_out(self, plan: PassPlan, inputs: PassInputs, act: Actuator, result: PassResult) -> None:
         """Start the plan's operations in its order, each on the executor (none on a node with
@@ -291,6 +307,7 @@ class Balancer:
         if inputs.demand_error:
             log.error("%s", inputs.demand_error)
         self._start_repairs(plan, inputs, act, result)
+        self._start_pool(plan, act, result, scaling=False)
         if inputs.backoff is not None:  # gathered when scaling went on; else the last one stands
             self.last.backoff_rounds = inputs.backoff.rounds
             self.last.backoff_wait = inputs.backoff.waiting(result.now)
@@ -309,6 +326,26 @@ class Balancer:
             if self._stop_before(r.node, result):
                 break
             self.executor.submit([r.node], r.node, functools.partial(act.remove, r.node, r.reason))
+        self._start_pool(plan, act, result, scaling=True)
+
+    def _start_pool(self, plan: PassPlan, act: Actuator, result: PassResult, *, scaling: bool) -> None:
+        """Start the warm pool's operations: its terminations (``scaling`` False: they go whether
+        or not scaling runs), or its restarts (journalled as starting before the pass ends, so the
+        next pass counts them as booting) and stops."""
+        pool = plan.pool
+        todo = (
+            [("terminate pooled", r, act.retire) for r in pool.expire]
+            if not scaling
+            else [("restart", r, None) for r in pool.restarts] + [("stop", r, act.stop) for r in pool.stops]
+        )
+        for what, r, op in todo:
+            if self._stop_before(r.node, result):
+                break
+            log.info("%s %s: %s", what, r.node, r.reason)
+            if op is not None:
+                self.executor.submit([r.node], r.node, functools.partial(op, r.node, r.reason))
+            elif act.begin_restart(r.node, r.reason):
+                self.executor.submit([r.node], r.node, functools.partial(act.restart, r.node))
 
     def _start_repairs(self, plan: PassPlan, inputs: PassInputs, act: Actuator, result: PassResult) -> None:
         """Start the plan's repairs, and count each one's failed passes in a row."""
@@ -333,6 +370,8 @@ class Balancer:
         o.kept += done.kept
         o.failed.update(done.failed)
         o.repaired += done.repaired
+        o.stopped += done.stopped
+        o.restarted += done.restarted
         for name in done.added:  # launch to ready, for the histogram
             node = self.journal.node(name)
             if node is not None and node.ready_at is not None:
@@ -512,6 +551,8 @@ class Balancer:
         self.counters.removed += row.removed
         self.counters.failures += len(o.failed)
         self.counters.repairs += len(o.repaired)
+        self.counters.stopped += len(o.stopped)
+        self.counters.restarted += len(o.restarted)
         if row.ok:
             self.last.pending_jobs = row.pending_jobs
             self.last.pending_slots = row.pending_slots

@@ -83,6 +83,8 @@ class Executor:
             merged.failed.update(o.failed)
             merged.repaired += o.repaired
             merged.postponed += o.postponed
+            merged.stopped += o.stopped
+            merged.restarted += o.restarted
         return merged
 
     def wait(self) -> None:

@@ -68,7 +68,7 @@ class NodeGroup(_Model):
     price_per_hour: float | None = Field(None, gt=0)  # of one node; compares groups that can run a job
     pes: list[str] = Field(default_factory=lambda: ["*"])  # parallel environments it serves (wildcards)
     placement_group: bool = False
-    # Idle nodes stopped instead of terminated (elb.warmpool; modelled by the simulator only).
+    # Idle nodes stopped instead of terminated, started again for demand (elb.warmpool, elb.poolplan).
     warm_pool: WarmPool = Field(default_factory=WarmPool)
 
     @field_validator("offers")

@@ -52,7 +52,7 @@ class LaunchResult:
 
 @runtime_checkable
 class Cloud(Protocol):
-    """Launch, list and terminate the workers of one cluster.
+    """Launch, list, stop, start and terminate the workers of one cluster.
 
     Implementations filter everything by the cluster's tags: they never list or
     terminate an instance that is not a worker of this cluster, and never the master.
@@ -69,6 +69,16 @@ class Cloud(Protocol):
 
     def terminate(self, instance_ids: Sequence[str]) -> None:
         """Terminate these workers (ids not belonging to the cluster's workers are refused)."""
+        ...
+
+    def stop(self, instance_ids: Sequence[str]) -> None:
+        """Stop these workers, keeping their disks and names (a warm pool), and wait until they
+        are stopped; ids not belonging to the cluster's workers are refused."""
+        ...
+
+    def start(self, instance_ids: Sequence[str]) -> LaunchResult:
+        """Start these stopped workers and wait until each runs with a private address (it may
+        have changed); the ones that did not run, by node name, in ``failed``."""
         ...
 
     def new_node_slots(self) -> int | None:

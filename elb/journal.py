@@ -27,7 +27,7 @@ __all__ = ["Event", "Journal", "JournalError", "JournalVersionError", "PassRecor
 
 _NODE_COLUMNS = (
     "name, state, launched_at, instance_id, ready_at, last_busy_at, last_up_at, slots, private_ip, instance_type, "
-    "updated_at, node_group"
+    "updated_at, node_group, stopped_at, template_version"
 )
 _GONE = (NodeState.TERMINATED.value, NodeState.FAILED.value)
 _KEEP_PASSES = 50_000
@@ -172,7 +172,7 @@ class Journal:
     # -- nodes ---------------------------------------------------------------------------
     @staticmethod
     def _node(row: Sequence[object]) -> Node:
-        name, state, launched, iid, ready, busy, up, slots, ip, itype, updated, group = row
+        name, state, launched, iid, ready, busy, up, slots, ip, itype, updated, group, stopped, version = row
         return Node(
             name=str(name),
             state=NodeState(str(state)),
@@ -186,6 +186,8 @@ class Journal:
             instance_type=itype if itype is None else str(itype),
             updated_at=None if updated is None else float(updated),  # type: ignore[arg-type]
             group=group if group is None else str(group),
+            stopped_at=None if stopped is None else float(stopped),  # type: ignore[arg-type]
+            template_version=version if version is None else str(version),
         )
 
     @_locked
@@ -220,11 +222,13 @@ class Journal:
         launched_at: float | None = None,
         group: str | None = None,
         step: Step | None = None,
+        template_version: str | None = None,
     ) -> Node:
         """Move a node to ``state`` (creating its record if new) and log the step. ``group``:
         its node group (kept once set). ``step``: the boot step (``elb.timeline``) this reaches,
         recorded at ``now`` unless the node reached it before. A node requested anew under the
-        name of a gone one starts a timeline of its own."""
+        name of a gone one starts a timeline of its own. Recorded ``stopped``, its ``stopped_at`` is
+        ``now``; ``template_version``: the launch template version it runs (kept once set)."""
         new_step = False
         with self._tx() as db:
             row = db.execute("SELECT state FROM nodes WHERE name = ?", (name,)).fetchone()
@@ -245,6 +249,7 @@ class Journal:
                 ("instance_type", instance_type),
                 ("launched_at", launched_at if exists else None),
                 ("node_group", group),
+                ("template_version", template_version),
             ):
                 if val is not None:
                     sets.append(f"{col} = ?")
@@ -252,6 +257,13 @@ class Journal:
             if state is NodeState.READY:
                 sets.append("ready_at = COALESCE(ready_at, ?)")
                 vals.append(now)
+            if state is NodeState.STOPPED:
+                sets.append("stopped_at = ?")
+                vals.append(now)
+            if state is NodeState.STARTING:  # ready again once started: idle from then on
+                sets.append("ready_at = NULL")
+            if state is NodeState.REQUESTED:  # a new node under this name: nothing of the old one
+                sets.append("stopped_at = NULL, template_version = NULL")
             db.execute(f"UPDATE nodes SET {', '.join(sets)} WHERE name = ?", (*vals, name))  # noqa: S608
             iid = db.execute("SELECT instance_id FROM nodes WHERE name = ?", (name,)).fetchone()[0]
             db.execute(

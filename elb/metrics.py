@@ -22,6 +22,7 @@ from prometheus_client.registry import Collector
 
 from elb import __version__
 from elb.model import NodeState
+from elb.poolplan import group_of
 from elb.spend import spend_by_group
 from elb.timeline import DURATION_NAMES, Step, Timeline
 
@@ -89,8 +90,9 @@ class BuildInfoCollector(Collector):
         yield g
 
 
-# Node states a node is in while elb manages it; terminated and failed nodes leave the count.
-_LIVE_STATES = tuple(s for s in NodeState if s.alive)
+# Node states a node is in while elb manages it (stopped in a warm pool too); terminated and
+# failed nodes leave the count.
+_LIVE_STATES = tuple(s for s in NodeState if s.alive or s.pooled)
 
 
 class BalancerCollector(Collector):
@@ -131,8 +133,19 @@ class BalancerCollector(Collector):
         for st in _LIVE_STATES:
             g.add_metric([st.value], sum(1 for n in nodes if n.state is st))
         yield g
+        groups = b.config.groups(b.config.policy.slots_per_node or 1)
+        g = GaugeMetricFamily(
+            "elb_warm_pool_nodes", "Nodes stopped in a warm pool (or being stopped), by node group", labels=["group"]
+        )
+        for group in groups.groups:
+            if group.warm_pool.enabled:
+                mine = [n for n in nodes if n.state.pooled and group_of(n, groups) is group]
+                g.add_metric([group.name], len(mine))
+        yield g
         for name, doc, value in (
             ("elb_nodes_added", "Nodes added and ready", b.counters.added),
+            ("elb_nodes_stopped", "Idle nodes drained and stopped into a warm pool", b.counters.stopped),
+            ("elb_nodes_restarted", "Nodes started again from a warm pool, ready", b.counters.restarted),
             ("elb_nodes_removed", "Nodes drained, deregistered and terminated", b.counters.removed),
             ("elb_node_failures", "Node operations that failed", b.counters.failures),
             ("elb_repairs", "Differences between journal, cloud and SGE repaired", b.counters.repairs),

@@ -103,7 +103,21 @@ def _job_interruptions(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (_baseline, _node_group, _slurm_requests, _node_timeline, _job_interruptions)
+def _warm_pool(db: sqlite3.Connection) -> None:
+    """Version 6: the warm pool (``elb.warmpool``): when a node was last stopped into it, and the
+    launch template version it was launched with (NULL: not known), for its age limits."""
+    db.execute("ALTER TABLE nodes ADD COLUMN stopped_at REAL")
+    db.execute("ALTER TABLE nodes ADD COLUMN template_version TEXT")
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    _baseline,
+    _node_group,
+    _slurm_requests,
+    _node_timeline,
+    _job_interruptions,
+    _warm_pool,
+)
 CURRENT = len(MIGRATIONS)
 
 

@@ -156,6 +156,12 @@ class NodeState(enum.StrEnum):
     READY = "ready"
     DRAINING = "draining"
     DEREGISTERED = "deregistered"
+    # The warm pool (``elb.warmpool``): drained like a removal, its queue instances left disabled
+    # (still an exec host, its hosts lines and exports kept), its instance stopped; started again
+    # for demand (``starting``: on its way back to ready, it counts as booting).
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    STARTING = "starting"
     TERMINATED = "terminated"
     FAILED = "failed"
 
@@ -166,11 +172,18 @@ class NodeState(enum.StrEnum):
 
     @property
     def alive(self) -> bool:
-        """Exists (or is about to) and is not being removed for good."""
+        """Runs (or is about to) and is not being removed for good; a pooled node is not."""
         return self in _BOOTING or self in (NodeState.READY, NodeState.DRAINING)
 
+    @property
+    def pooled(self) -> bool:
+        """Stopped in its group's warm pool, or on its way there."""
+        return self in (NodeState.STOPPING, NodeState.STOPPED)
 
-_BOOTING = frozenset({NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.RUNNING, NodeState.PROVISIONING})
+
+_BOOTING = frozenset(
+    {NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.RUNNING, NodeState.PROVISIONING, NodeState.STARTING}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +202,8 @@ class Node:
     instance_type: str | None = None
     updated_at: float | None = None  # when its last step was journalled
     group: str | None = None  # its node group (config node_groups); None: the first group
+    stopped_at: float | None = None  # when it was last stopped into the warm pool
+    template_version: str | None = None  # the launch template version it was launched with, if known
 
     @property
     def quiet_since(self) -> float:

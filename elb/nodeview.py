@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from elb.model import Node, Snapshot
+from elb.model import Node, NodeState, Snapshot
 from elb.state import ManagedNode, join
 from elb.timeline import DURATION_NAMES, Timeline
 
@@ -24,7 +24,7 @@ class NodeFacts:
     slots: int | None
     launched_at: float
     ready_at: float | None
-    uptime: float  # seconds since launch (start of billing)
+    uptime: float  # seconds since launch or restart (start of billing); 0 while stopped in a warm pool
     into_period: float  # seconds into its current billing period
     jobs: list[int] | None  # job ids SGE lists on it; None: SGE not read
     idle_for: float | None  # seconds a ready node has been idle (``ManagedNode.idle_since``; None: busy or not ready)
@@ -33,6 +33,7 @@ class NodeFacts:
     # and when it reached each step it reached (None: at a time not journalled).
     boot_steps: dict[str, float | None]
     boot_times: dict[str, float | None]
+    stopped_for: float | None = None  # seconds stopped in a warm pool (None: not stopped)
 
 
 def nodes_facts(
@@ -51,7 +52,9 @@ def nodes_facts(
 
 
 def _facts(n: Node, m: ManagedNode | None, now: float, billing_period: float, timeline: Timeline | None) -> NodeFacts:
-    uptime = max(0.0, now - n.launched_at)
+    pooled = n.state is NodeState.STOPPED
+    uptime = 0.0 if pooled else max(0.0, now - n.launched_at)
+    stopped_since = n.stopped_at if n.stopped_at is not None else n.updated_at
     idle_since = m.idle_since if m is not None else None
     return NodeFacts(
         name=n.name,
@@ -69,4 +72,5 @@ def _facts(n: Node, m: ManagedNode | None, now: float, billing_period: float, ti
         lost_for=m.lost_for() if m is not None and m.ready else 0.0,
         boot_steps=timeline.durations() if timeline is not None else dict.fromkeys(DURATION_NAMES),
         boot_times={} if timeline is None else {s.value: at for s, at in timeline.steps.items()},
+        stopped_for=max(0.0, now - stopped_since) if pooled and stopped_since is not None else None,
     )

@@ -2,7 +2,9 @@
 their reasons, out. No I/O; time is passed in.
 
 - ``plan_pass``: the whole pass: the repairs (reconcile) and the rules that order them before
-  scaling, the policy's plan on the demand, the admin's orders and the back-off, in one call
+  scaling, the policy's plan on the demand, the admin's orders, the warm pool (``elb.poolplan``:
+  stops instead of removals, restarts instead of launches, pooled nodes past their limits) and
+  the back-off, in one call
   that the daemon runs live and its tests run on values;
 - ``limit_launches``: the policy's plan with its launches cut by the back-off;
 - ``drain_verdict``: after ``qmod -d`` and a fresh read, may the node go on to deregistration?
@@ -29,6 +31,7 @@ from elb.model import History, Job, Node, Plan, Snapshot
 from elb.orders import Orders, apply_orders
 from elb.policy import Policy
 from elb.policy.grouped import decide_demand
+from elb.poolplan import PoolPlan, plan_pool, pooled_hosts_left_out
 from elb.reconcile import Repair, RepairKind, plan_repairs
 from elb.servable import DemandSplit
 
@@ -153,6 +156,7 @@ class PassInputs:
     repair_fails: Mapping[RepairKey, int] = field(default_factory=dict)  # failed passes in a row
     watched_since: float | None = None  # this run's first live pass (``reconcile.lost_for``)
     demand_error: str = ""  # why the demand is not known (the site's configuration unreadable)
+    template_versions: Mapping[str, str] = field(default_factory=dict)  # each group's launch template version now
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +172,9 @@ class PassPlan:
     scaling_note: str = ""  # why there is no scaling this pass
     wanted: int = 0  # launches the policy asked for before the back-off
     orders_done: tuple[str, ...] = ()  # removal orders to withdraw: their nodes are gone
+    pool: PoolPlan = field(
+        default_factory=PoolPlan
+    )  # the warm pool's stops, restarts and terminations (``elb.poolplan``)
 
     @property
     def launches_held(self) -> int:
@@ -182,7 +189,13 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
     repair or with an operation in flight."""
     todo, kept, hold = _repairs(inputs, config, now)
     done = _orders_done(inputs.orders, inputs.nodes)
-    base = PassPlan(repairs=todo, kept=kept, stuck=hold.stuck, orders_done=done)
+    # A node under repair, or with an operation under way, is left to it.
+    busy_nodes = inputs.in_flight | {r.node for r in todo}
+    # Pooled nodes past their limits go whether or not scaling runs this pass.
+    _, expiring = plan_pool(
+        Plan(), inputs.nodes, config, now, in_flight=busy_nodes, template_versions=inputs.template_versions
+    )
+    base = PassPlan(repairs=todo, kept=kept, stuck=hold.stuck, orders_done=done, pool=expiring)
     if hold.scaling_waits:
         return dataclasses.replace(base, scaling_note="reconciling; scaling waits for the next pass")
     if inputs.demand is None:
@@ -190,14 +203,17 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
     if inputs.backoff is None:
         return dataclasses.replace(base, scaling_note="the launch back-off is not known")
     plan = scale(inputs, policy, now)
-    # A node under repair, or with an operation under way, is left to it.
-    busy_nodes = inputs.in_flight | {r.node for r in todo}
     if any(r.node in busy_nodes for r in plan.remove):
         plan = dataclasses.replace(plan, remove=tuple(r for r in plan.remove if r.node not in busy_nodes))
+    # Removals that are stops and launches that are restarts (a group's warm pool); the back-off
+    # holds new launches only.
+    plan, pool = plan_pool(
+        plan, inputs.nodes, config, now, in_flight=busy_nodes, template_versions=inputs.template_versions
+    )
     wanted = plan.add
     if plan.add:
         plan = limit_launches(plan, inputs.backoff, now)
-    return dataclasses.replace(base, scaling=plan, wanted=wanted)
+    return dataclasses.replace(base, scaling=plan, wanted=wanted, pool=pool)
 
 
 def scaling_waits(inputs: PassInputs, config: Config, now: float) -> bool:
@@ -232,7 +248,9 @@ def scale(inputs: PassInputs, policy: Policy, now: float) -> Plan:
     remove). The dry run's plan too."""
     assert inputs.demand is not None
     demand = inputs.demand
-    plan = decide_demand(policy, demand.snapshot, inputs.nodes, inputs.history, now, group_of=demand.group_of)
+    # Pooled nodes stay exec hosts (disabled) but are no capacity nor size: the policy plans without them.
+    seen = pooled_hosts_left_out(demand.snapshot, inputs.nodes)
+    plan = decide_demand(policy, seen, inputs.nodes, inputs.history, now, group_of=demand.group_of)
     snap = inputs.snapshot
     busy = {h.name for h in snap.hosts if h.busy} | {j.host for j in snap.jobs if j.host}
     return apply_orders(plan, inputs.orders, inputs.nodes, busy)

@@ -96,7 +96,22 @@ def _unfinished(n: Node, watched_since: float | None) -> str:
     return f"left {n.state.value} when elb stopped"
 
 
-def _repair_node(  # noqa: PLR0911 (one return per lifecycle case reads best)
+def _repair_pooled(n: Node, inst: Instance | None, present: Instance | None) -> Repair | None:
+    """A node of the warm pool. Stopped: a stopped instance is what it should be (not lost, not
+    a failed boot; the planner restarts or expires it); gone, it is still an exec host, taken
+    out. A stop or a restart that did not finish (elb stopped, or its cloud call failed): its
+    queue instances are disabled and nothing runs there: it is removed for good."""
+    if n.state is NodeState.STOPPED:
+        if present is None and inst is None:
+            return Repair(RepairKind.VANISHED, n.name, "stopped in the warm pool, its instance gone")
+        return None
+    what = "stop" if n.state is NodeState.STOPPING else "restart"
+    return Repair(
+        RepairKind.FINISH_DRAIN, n.name, f"left {n.state.value} (a warm pool {what} that did not finish); removed", inst
+    )
+
+
+def _repair_node(  # noqa: PLR0911, PLR0912 (one return per lifecycle case reads best)
     n: Node,
     inst: Instance | None,
     snapshot: Snapshot,
@@ -138,6 +153,8 @@ def _repair_node(  # noqa: PLR0911 (one return per lifecycle case reads best)
         return Repair(RepairKind.VANISHED, n.name, "instance gone (terminated outside elb)")
     if st in (NodeState.DRAINING, NodeState.DEREGISTERED):
         return Repair(RepairKind.FINISH_DRAIN, n.name, _unfinished(n, watched_since), inst)
+    if st in (NodeState.STOPPED, NodeState.STOPPING, NodeState.STARTING):
+        return _repair_pooled(n, inst, present)
     # terminated or failed
     if n.name in in_sge:
         return Repair(RepairKind.DEREGISTER_STALE, n.name, f"{st.value} but still an SGE host")

@@ -22,6 +22,7 @@ injected so that tests control time.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import logging
 import re
@@ -365,6 +366,15 @@ def to_cloud_error(err: Exception, doing: str) -> CloudError:
     return CloudError(f"{doing}: {type(err).__name__}: {err}", retryable=transient)
 
 
+def _start_stop_error(err: Exception, doing: str) -> CloudError:
+    """A StartInstances or StopInstances failure: retryable also when EC2 has no capacity to
+    start it now, or the instance is between states (IncorrectInstanceState)."""
+    out = to_cloud_error(err, doing)
+    if isinstance(err, ClientError) and error_code(err) in (*CAPACITY_CODES, "IncorrectInstanceState"):
+        out.retryable = True
+    return out
+
+
 def tags_of(inst: InstanceTypeDef) -> dict[str, str]:
     return {t["Key"]: t["Value"] for t in inst.get("Tags", []) if "Key" in t and "Value" in t}
 
@@ -433,6 +443,10 @@ def make_client(cfg: Ec2Config, *, total_attempts: int = 5) -> EC2Client:
 
 class Ec2Cloud:
     """:class:`elb.interfaces.Cloud` on EC2 for one cluster."""
+
+    # A started instance boots: systemd starts the exec daemon the sge_exec role enabled, and
+    # mounts the shared directories from fstab (the nfs_client role's lines).
+    restart_runs_services = True
 
     def __init__(
         self,
@@ -620,6 +634,29 @@ class Ec2Cloud:
         template = template or self.config.launch_template
         if template is None:
             return None
+        found = self._template_version(template).get("LaunchTemplateData", {}).get("InstanceType")
+        return str(found) if found else None
+
+    def template_versions(self) -> dict[str, str]:
+        """Each node group's launch template version now (its ``version``, ``$Default`` and
+        ``$Latest`` resolved to a number): a node stopped in a warm pool that was launched with
+        another one is not restarted. Groups without a template (and the one group without
+        ``node_groups``, from ``cloud.ec2.launch_template``) are keyed by group name."""
+        groups: list[tuple[str, LaunchTemplate | None]]
+        if self.node_groups is not None:
+            groups = [(g.name, g.launch_template) for g in self.node_groups.groups]
+        else:
+            groups = [("default", self.config.launch_template)]
+        out: dict[str, str] = {}
+        for name, template in groups:
+            if template is not None:
+                number = self._template_version(template).get("VersionNumber")
+                if number is not None:
+                    out[name] = str(number)
+        return out
+
+    def _template_version(self, template: LaunchTemplate) -> Any:
+        """The launch template version ``template`` names, as DescribeLaunchTemplateVersions has it."""
         key: dict[str, Any] = {"Versions": [template.version]}
         if template.id is not None:
             key["LaunchTemplateId"] = template.id
@@ -632,8 +669,7 @@ class Ec2Cloud:
         versions = resp.get("LaunchTemplateVersions", [])
         if not versions:
             raise CloudError(f"launch template {template.id or template.name} has no version {template.version}")
-        found = versions[0].get("LaunchTemplateData", {}).get("InstanceType")
-        return str(found) if found else None
+        return versions[0]
 
     def _template_spec(self, template: LaunchTemplate | None = None, types: Sequence[str] = ()) -> LaunchSpec:
         """A launch template (``template``, a node group's, else ``cloud.ec2.launch_template``)
@@ -999,29 +1035,35 @@ class Ec2Cloud:
         except (BotoCoreError, ClientError) as err:
             log.error("could not terminate %s: %s", ", ".join(ids), to_cloud_error(err, "terminating"))
 
-    # ------------------------------------------------------------------ terminate
+    # ------------------------------------------------------------------ terminate, stop, start
 
-    def terminate(self, instance_ids: Sequence[str]) -> None:
-        """Terminate workers of this cluster. Any other id refuses the whole call (nothing terminated)."""
-        ids = list(dict.fromkeys(instance_ids))
-        if not ids:
-            return
+    def _owned(self, ids: Sequence[str], verb: str) -> dict[str, InstanceTypeDef]:
+        """The instances ``ids`` (terminated ones included), each an elb-managed worker of this
+        cluster; any other id, or a malformed one, refuses the whole call (``CloudError``)."""
         malformed = [i for i in ids if not _INSTANCE_ID.fullmatch(i)]
         if malformed:
-            raise CloudError(f"refusing to terminate: not instance ids: {malformed}")
+            raise CloudError(f"refusing to {verb}: not instance ids: {malformed}")
         filters = self._worker_filters((*LIVE_STATES, "terminated"))
-        filters.append({"Name": "instance-id", "Values": ids})
-        raws = self.describe(filters, "checking the instances to terminate")
+        filters.append({"Name": "instance-id", "Values": list(ids)})
+        raws = self.describe(filters, f"checking the instances to {verb}")
         owned = {
-            r["InstanceId"]: r.get("State", {}).get("Name", "")
+            r["InstanceId"]: r
             for r in raws
             if "InstanceId" in r and is_cluster_worker(tags_of(r), self.cluster, self.master)
         }
         refused = [i for i in ids if i not in owned]
         if refused:
             raise CloudError(
-                f"refusing to terminate {', '.join(refused)}: not elb-managed workers of cluster {self.cluster}"
+                f"refusing to {verb} {', '.join(refused)}: not elb-managed workers of cluster {self.cluster}"
             )
+        return owned
+
+    def terminate(self, instance_ids: Sequence[str]) -> None:
+        """Terminate workers of this cluster. Any other id refuses the whole call (nothing terminated)."""
+        ids = list(dict.fromkeys(instance_ids))
+        if not ids:
+            return
+        owned = {i: r.get("State", {}).get("Name", "") for i, r in self._owned(ids, "terminate").items()}
         live = [i for i in ids if owned[i] != "terminated"]
         if not live:
             return
@@ -1030,6 +1072,83 @@ class Ec2Cloud:
         except (BotoCoreError, ClientError) as err:
             raise to_cloud_error(err, f"terminating {', '.join(live)}") from None
         log.info("terminating %s", ", ".join(live))
+
+    def stop(self, instance_ids: Sequence[str]) -> None:
+        """Stop workers of this cluster (``StopInstances``) and wait until they are stopped, at
+        most ``boot_timeout``. An instance-store root (lost on stop) is refused, as is any id that
+        is not a worker of this cluster: nothing is stopped. Stopped ones are left as they are."""
+        ids = list(dict.fromkeys(instance_ids))
+        if not ids:
+            return
+        owned = self._owned(ids, "stop")
+        gone = [i for i in ids if owned[i].get("State", {}).get("Name") in GONE_STATES]
+        if gone:
+            raise CloudError(f"cannot stop {', '.join(gone)}: terminated")
+        store = [i for i in ids if owned[i].get("RootDeviceType") == "instance-store"]
+        if store:
+            raise CloudError(f"refusing to stop {', '.join(store)}: an instance-store root is lost on stop")
+        todo = [i for i in ids if owned[i].get("State", {}).get("Name") not in ("stopping", "stopped")]
+        if todo:
+            try:
+                self.client.stop_instances(InstanceIds=todo)
+            except (BotoCoreError, ClientError) as err:
+                raise _start_stop_error(err, f"stopping {', '.join(todo)}") from None
+            log.info("stopping %s", ", ".join(todo))
+        waited = self._wait_state(ids, "stopped", self.clock() + self.config.boot_timeout, "stopping")
+        if waited[1]:
+            raise CloudError("; ".join(waited[1].values()), retryable=True)
+
+    def start(self, instance_ids: Sequence[str]) -> LaunchResult:
+        """Start stopped workers of this cluster (``StartInstances``) and wait until each runs
+        with a private address, at most ``boot_timeout``; the address may differ from the one it
+        had. Any id that is not a worker of this cluster refuses the whole call. An instance that
+        does not run in time is in ``failed`` (by node name) and left as it is."""
+        ids = list(dict.fromkeys(instance_ids))
+        if not ids:
+            return LaunchResult(launched=())
+        owned = self._owned(ids, "start")
+        gone = [i for i in ids if owned[i].get("State", {}).get("Name") in GONE_STATES]
+        if gone:
+            raise CloudError(f"cannot start {', '.join(gone)}: terminated")
+        todo = [i for i in ids if owned[i].get("State", {}).get("Name") in ("stopped", "stopping")]
+        if todo:
+            try:
+                self.client.start_instances(InstanceIds=todo)
+            except (BotoCoreError, ClientError) as err:
+                raise _start_stop_error(err, f"starting {', '.join(todo)}") from None
+            log.info("starting %s", ", ".join(todo))
+        running, failed = self._wait_state(ids, "running", self.clock() + self.config.boot_timeout, "starting")
+        names = {i: tags_of(r).get(TAG_NAME, i) for i, r in owned.items()}
+        return LaunchResult(launched=tuple(running), failed={names[i]: why for i, why in failed.items()})
+
+    def _wait_state(
+        self, ids: Sequence[str], target: str, deadline: float, doing: str
+    ) -> tuple[list[Instance], dict[str, str]]:
+        """Poll until each instance is in ``target`` (running: with a private address): those
+        that are, and why each other is not (by id), once all are or at ``deadline``."""
+        waiting = set(ids)
+        done: list[Instance] = []
+        failed: dict[str, str] = {}
+        while waiting:
+            for raw in self._poll(sorted(waiting)):
+                iid = raw.get("InstanceId", "")
+                state = raw.get("State", {}).get("Name", "unknown")
+                if iid not in waiting:
+                    continue
+                if state == target and (target != "running" or raw.get("PrivateIpAddress")):
+                    done.append(self._to_instance(raw))
+                    waiting.discard(iid)
+                elif state in GONE_STATES:
+                    failed[iid] = f"instance {iid} went {state} while {doing}"
+                    waiting.discard(iid)
+            if not waiting:
+                break
+            if self.clock() >= deadline:
+                for iid in sorted(waiting):
+                    failed[iid] = f"instance {iid} not {target} within {self.config.boot_timeout:g}s of {doing}"
+                break
+            self.sleep(min(self.poll_interval, max(0.0, deadline - self.clock())))
+        return done, failed
 
 
 # --------------------------------------------------------------------------- preflight
@@ -1067,7 +1186,8 @@ def _image_or_template(spec: LaunchSpec) -> str:
 def preflight(cloud: Ec2Cloud) -> list[Check]:
     """Check credentials, settings and permissions without starting or stopping anything.
 
-    ``RunInstances`` and ``TerminateInstances`` are called with ``DryRun=True``: EC2 checks the
+    ``RunInstances``, ``TerminateInstances``, ``StopInstances`` and ``StartInstances`` (the warm
+    pool's) are called with ``DryRun=True``: EC2 checks the
     IAM policy (tag conditions and ``iam:PassRole`` included) and the parameters, and starts nothing.
     """
     checks: list[Check] = []
@@ -1114,6 +1234,17 @@ def preflight(cloud: Ec2Cloud) -> list[Check]:
                 f"terminate a worker (TerminateInstances on {iid})",
             )
         )
+        for verb, call in (("stop", cloud.client.stop_instances), ("start", cloud.client.start_instances)):
+            api = f"{verb.capitalize()}Instances"
+            checks.append(
+                _dry_run(
+                    functools.partial(call, InstanceIds=[iid], DryRun=True),
+                    f"{verb} a worker, for a warm pool ({api} on {iid})",
+                )
+            )
     else:
         checks.append(Check("terminate a worker (TerminateInstances)", True, "not tried: no elb worker running"))
+        checks.append(
+            Check("stop and start a worker (StopInstances, StartInstances)", True, "not tried: no elb worker running")
+        )
     return checks

@@ -55,6 +55,10 @@ _STATES = {
 class LocalCloud:
     """Workers as podman containers. ``cluster`` is the value of the ``elb:cluster`` label."""
 
+    # A started container runs its init script only (sshd; no init system): the exec daemon
+    # and the NFS mounts come back by the add playbook, which finds the rest in place.
+    restart_runs_services = False
+
     def __init__(
         self,
         config: LocalConfig,
@@ -207,15 +211,47 @@ class LocalCloud:
         shows in it, and what the sge_exec role gives it as slots)."""
         return len(os.sched_getaffinity(0))
 
+    def _check_ours(self, instance_ids: Sequence[str], verb: str) -> dict[str, Instance]:
+        ours = {i.instance_id: i for i in self.list_workers()}
+        foreign = [i for i in instance_ids if i not in ours]
+        if foreign:
+            raise CloudError(f"refusing to {verb} instances that are not workers of cluster {self.cluster}: {foreign}")
+        return ours
+
+    def stop(self, instance_ids: Sequence[str]) -> None:
+        """``podman stop``: the container keeps its filesystem and its name (a warm pool)."""
+        if not instance_ids:
+            return
+        self._check_ours(instance_ids, "stop")
+        self._podman("stop", "--time", "10", *instance_ids, timeout=self.config.boot_timeout)
+
+    def start(self, instance_ids: Sequence[str]) -> LaunchResult:
+        """``podman start``, then wait until each node's sshd answers; its address is read again
+        (podman may give it another one on the network)."""
+        if not instance_ids:
+            return LaunchResult(launched=())
+        ours = self._check_ours(instance_ids, "start")
+        failed: dict[str, str] = {}
+        for cid in instance_ids:
+            proc = self._podman("start", cid, check=False)
+            if proc.returncode != 0:
+                failed[ours[cid].name] = proc.stderr.strip() or f"podman start exited {proc.returncode}"
+        launched: list[Instance] = []
+        deadline = time.monotonic() + self.config.boot_timeout
+        for cid in instance_ids:
+            if ours[cid].name in failed:
+                continue
+            inst = self._wait_ready(cid, deadline)
+            if isinstance(inst, Instance):
+                launched.append(inst)
+            else:
+                failed[ours[cid].name] = inst
+        return LaunchResult(launched=tuple(launched), failed=failed)
+
     def terminate(self, instance_ids: Sequence[str]) -> None:
         if not instance_ids:
             return
-        ours = {i.instance_id for i in self.list_workers()}
-        foreign = [i for i in instance_ids if i not in ours]
-        if foreign:
-            raise CloudError(
-                f"refusing to terminate instances that are not workers of cluster {self.cluster}: {foreign}"
-            )
+        self._check_ours(instance_ids, "terminate")
         proc = self._podman("rm", "--force", "--time", "5", *instance_ids, check=False)
         if proc.returncode != 0:
             left = {i.instance_id for i in self.list_workers()} & set(instance_ids)

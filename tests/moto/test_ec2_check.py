@@ -50,7 +50,7 @@ def test_all_good_starts_and_stops_nothing(ec2: Any, ami: str, aws_env: str, tmp
     proc = check(cfg)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
-    assert all(ln.startswith("ok") for ln in lines) and len(lines) == 5
+    assert all(ln.startswith("ok") for ln in lines) and len(lines) == 7
     assert "1 elb workers" in lines[0] and "c5.large" in lines[1]
     assert "launch a worker" in lines[3] and "allowed" in lines[3]
     assert worker.instance_id in lines[4] and "allowed" in lines[4]

@@ -125,6 +125,8 @@ class FakeCloud:
     raise_on_launch: str | None = None
     counter: int = 0
     terminated: list[str] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)
+    started: list[str] = field(default_factory=list)
 
     def launch(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> LaunchResult:
         if self.raise_on_launch:
@@ -153,6 +155,26 @@ class FakeCloud:
                 raise CloudError(f"{i} is not a worker of this cluster")
             del self.instances[i]
             self.terminated.append(i)
+
+    def stop(self, instance_ids: Sequence[str]) -> None:
+        for i in instance_ids:
+            if i not in self.instances:
+                raise CloudError(f"{i} is not a worker of this cluster")
+            self.instances[i] = dataclasses.replace(self.instances[i], state="stopped")
+            self.stopped.append(i)
+
+    def start(self, instance_ids: Sequence[str]) -> LaunchResult:
+        """Start stopped instances; each gets a new address (EC2 may give one)."""
+        out = []
+        for i in instance_ids:
+            if i not in self.instances:
+                raise CloudError(f"{i} is not a worker of this cluster")
+            self.counter += 1
+            inst = dataclasses.replace(self.instances[i], state="running", private_ip=f"10.0.1.{self.counter}")
+            self.instances[i] = inst
+            self.started.append(i)
+            out.append(inst)
+        return LaunchResult(tuple(out), {})
 
 
 @dataclass

@@ -319,3 +319,21 @@ def test_status_reads_the_journal_without_writing_it(tmp_path: Path, capsys: pyt
     main(["status", "-c", str(path)])
     assert "(no nodes managed by elb)" in capsys.readouterr().out
     assert not (tmp_path / "state").exists()  # a missing journal is "no nodes yet", not created
+
+
+def test_status_and_nodes_show_a_node_stopped_in_the_warm_pool(
+    setup: tuple[Path, FakeSge], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, _ = setup
+    journal = Journal(load_config(path).journal_path)
+    journal.record("node002", NodeState.STOPPING, T0 - 600)
+    journal.record("node002", NodeState.STOPPED, T0 - 540)
+    journal.close()
+    assert main(["status", "-c", str(path)]) == Exit.OK
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith("node")}
+    assert rows["node002"].split()[1] == "stopped"
+    assert "stopped in the warm pool for 9 min" in rows["node002"]
+    assert main(["nodes", "-c", str(path), "--json"]) == Exit.OK
+    by_name = {n["name"]: n for n in json.loads(capsys.readouterr().out)["nodes"]}
+    assert by_name["node002"]["state"] == "stopped" and by_name["node002"]["stopped_for"] == 540
+    assert by_name["node002"]["uptime"] == 0 and by_name["node001"]["stopped_for"] is None

@@ -146,3 +146,24 @@ def test_recording_passes_prunes_by_the_configured_age(tmp_path: Path) -> None:
     assert len(j.events("node002")) == 1  # 4 days old: kept
     j.record_pass(12 * day, True, "x")
     assert j.events("node002") == []
+
+
+def test_a_version_5_journal_gains_the_warm_pool_columns(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    db = sqlite3.connect(path, isolation_level=None)
+    migrations.migrate(db, "old", migrations.MIGRATIONS[:5])  # as elb wrote it before the warm pool
+    db.execute("INSERT INTO nodes (name, state, launched_at, updated_at) VALUES ('node001', 'ready', 1.0, 2.0)")
+    db.close()
+    j = Journal(path)
+    node = j.node("node001")
+    assert node is not None and node.stopped_at is None and node.template_version is None
+    j.record("node001", NodeState.STOPPING, 10.0, template_version="3")
+    assert j.node("node001").stopped_at is None  # type: ignore[union-attr]
+    stopped = j.record("node001", NodeState.STOPPED, 20.0)
+    assert (stopped.stopped_at, stopped.template_version) == (20.0, "3")
+    assert j.record("node001", NodeState.STARTING, 30.0).stopped_at == 20.0
+    j.record("node001", NodeState.TERMINATED, 40.0)
+    again = j.record("node001", NodeState.REQUESTED, 50.0)  # a new node under the old name
+    assert (again.stopped_at, again.template_version) == (None, None)
+    j.close()
+    assert _version(path) == migrations.CURRENT == 6

@@ -199,3 +199,24 @@ def test_node_found_lost_at_a_restart_gets_the_whole_timeout() -> None:
 
     assert kinds_watched(T0 - UNREACHABLE + 1) == []  # elb (re)started just under a time-out ago
     assert kinds_watched(T0 - UNREACHABLE) == [RepairKind.UNREACHABLE]
+
+
+def test_a_pooled_node_with_its_stopped_instance_is_left_to_the_planner() -> None:
+    # Stopped in the warm pool: still an exec host (its queue instances disabled and out of
+    # reach), its instance stopped for days: neither lost, nor a failed boot, nor stale.
+    stopped = rec("node001", NodeState.STOPPED, age=5 * 86400)
+    for state in ("stopped", "stopping", "pending", "running"):
+        assert kinds([stopped], [inst("node001", "i-1", age=5 * 86400, state=state)], ["node001"]) == []
+
+
+def test_a_pooled_node_whose_instance_went_is_deregistered() -> None:
+    assert kinds([rec("node001", NodeState.STOPPED)], [], ["node001"]) == [(RepairKind.VANISHED, "node001")]
+
+
+def test_a_stop_or_restart_left_unfinished_is_removed_for_good() -> None:
+    for state in (NodeState.STOPPING, NodeState.STARTING):
+        found = repairs_for(
+            [rec("node001", state)], [inst("node001", "i-1", state="stopped")], snap([], [host("node001")])
+        )
+        assert [(r.kind, r.node) for r in found] == [(RepairKind.FINISH_DRAIN, "node001")]
+        assert "did not finish" in found[0].reason

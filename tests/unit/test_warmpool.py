@@ -264,7 +264,7 @@ def test_runner_replay_and_pool_table() -> None:
     assert "pool saves" in text and "elb+pool2" in text
 
 
-def test_the_daemon_says_it_does_not_stop_nodes_when_a_pool_is_set(
+def test_the_daemon_says_it_stops_idle_nodes_when_a_pool_is_set(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     from elb.config import parse_config
@@ -277,6 +277,6 @@ def test_the_daemon_says_it_does_not_stop_nodes_when_a_pool_is_set(
         {"state_dir": str(tmp_path), "policy": {"max_nodes": 2, "slots_per_node": 8, "warm_pool": {"max_nodes": 2}}}
     )
     sge = FakeSge(T0)
-    with caplog.at_level(logging.WARNING, logger="elb"):
+    with caplog.at_level(logging.INFO, logger="elb"):
         Balancer(cfg, sge=sge, journal=Journal(cfg.journal_path), cloud=FakeCloud(T0), provisioner=FakeProvisioner(sge))
-    assert any("does not stop them" in r.getMessage() for r in caplog.records)
+    assert any("idle nodes are stopped, and started again for demand" in r.getMessage() for r in caplog.records)
