@@ -46,6 +46,9 @@ __all__ = ["controller"]  # the fixture, used by name
 # 20 races in CI; the soak-sized run of 50 is a benchmark (ELB_SLURM_RACES=50; docs/safety.md).
 RACES = int(os.environ.get("ELB_SLURM_RACES", "20"))
 JOB = 'sleep 1; hostname > "$SLURM_JOB_ID.host"'
+# Submit this many seconds relative to the drain: L +- ~1 s before it, L the measured time from
+# sbatch to the job holding a node.
+EARLY, LATE = 1.0, 0.75
 
 
 def figures(test: str, **values: object) -> None:
@@ -61,6 +64,34 @@ class HookedSlurm(SlurmCommands):
         if self.on_drain is not None:
             self.on_drain.set()
         super().drain(name, reason)
+
+
+def dispatch_latency(probes: int = 3) -> float:
+    """Median seconds from sbatch to the job holding a node (Slurm schedules in cycles, not at
+    once): the races submit that long before the drain, give or take."""
+    seen = []
+    for _ in range(probes):
+        t = time.monotonic()
+        job = sbatch("-N", "1", "-n", "2", "--wrap", "true")
+        while job_state(job) == "PENDING":
+            assert time.monotonic() - t < 60, f"probe {job} not scheduled in 60 s"
+            time.sleep(0.05)
+        seen.append(time.monotonic() - t)
+        while job_state(job) not in ("", "COMPLETED"):
+            time.sleep(0.2)
+    return sorted(seen)[len(seen) // 2]
+
+
+def job_state(job: str) -> str:
+    proc = subprocess.run(
+        ["squeue", "--noheader", "--jobs", job, "--format=%T"],
+        env={**os.environ, **slurm.env()},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    return proc.stdout.strip()
 
 
 def no_elb_nodes_left(bal: SlurmBalancer, tc: TestCluster) -> bool:
@@ -86,10 +117,13 @@ def test_job_submitted_as_the_slurm_node_drains_is_never_lost(controller: TestCl
         passes_until(bal, f"job {first} to run", lambda: job_done(first), timeout=300)
         node = (HOME / f"{first}.host").read_text().strip()
         launched.add(node)
+        latency = dispatch_latency()
+        offsets = (-(latency + EARLY), -max(0.0, latency - LATE))
         for i in range(RACES):
-            # Before the drain (the job lands on the node first: kept) or just after DRAIN (the
-            # node takes no job: it powers down and Slurm asks elb for another node).
-            offset = rng.uniform(-1.5, -0.05) if rng.random() >= 0.2 else rng.uniform(0.0, 0.3)
+            # Around the time Slurm takes to give the job a node, before the drain: it lands on
+            # the node just before, while or just after DRAIN (kept, or the node powers down and
+            # Slurm asks elb for another); one race in ten submits after DRAIN.
+            offset = rng.uniform(*offsets) if rng.random() >= 0.1 else rng.uniform(0.0, 0.3)
             fire = threading.Event()
             hooked.on_drain = fire if offset >= 0 else None
             submitted: list[str] = []
@@ -144,6 +178,8 @@ def test_job_submitted_as_the_slurm_node_drains_is_never_lost(controller: TestCl
             "slurm_drain_race",
             races=RACES,
             seed=seed,
+            dispatch_latency=round(latency, 2),
+            offsets=[round(offsets[0], 2), round(offsets[1], 2)],
             **outcomes,
             jobs=len(jobs),
             jobs_lost=len(lost),
