@@ -45,7 +45,8 @@ __all__ = ["controller"]  # the fixture, used by name
 
 # 20 races in CI; the soak-sized run of 50 is a benchmark (ELB_SLURM_RACES=50; docs/safety.md).
 RACES = int(os.environ.get("ELB_SLURM_RACES", "20"))
-JOB = 'sleep 1; hostname > "$SLURM_JOB_ID.host"'
+# Long enough that a job given the node just before the drain still holds it when elb reads Slurm again.
+JOB = 'sleep 4; hostname > "$SLURM_JOB_ID.host"'
 # Submit this many seconds relative to the drain: L +- ~1 s before it, L the measured time from
 # sbatch to the job holding a node.
 EARLY, LATE = 1.0, 0.75
@@ -164,6 +165,11 @@ def test_job_submitted_as_the_slurm_node_drains_is_never_lost(controller: TestCl
                     timeout=300,
                 )
                 node = (HOME / f"{job}.host").read_text().strip()
+                if node == old:  # it ran and ended on the old node before the drain read Slurm
+                    starter = sbatch("-N", "1", "-n", "2", "--wrap", JOB)
+                    jobs.append(starter)
+                    passes_until(bal, f"job {starter} to run", lambda starter=starter: job_done(starter), timeout=300)
+                    node = (HOME / f"{starter}.host").read_text().strip()
                 launched.add(node)
             print(f"race {i + 1}/{RACES}: offset {offset:+.2f} s, job {job}: {outcomes}", flush=True)
 
