@@ -29,7 +29,8 @@ from elb.nodeview import NodeFacts, nodes_facts
 from elb.provision.ansible import ProvisionError
 from elb.servable import DemandSplit, NotDemand, demand_of
 from elb.slurm.balancer import SlurmBalancer
-from elb.slurm.commands import SlurmCommands
+from elb.slurm.balancer import dry_run as slurm_dry_run
+from elb.slurm.commands import SlurmCommands, SlurmError
 from elb.spend import GroupSpend, spend_by_group
 from elb.starttimes import StartTimes
 from elb.stats import duration, window_start
@@ -317,12 +318,36 @@ def cmd_once(args: argparse.Namespace) -> int:
     if args.json and not args.dry_run:
         _error("--json goes with --dry-run (a live pass logs what it does)")
         return Exit.USAGE
+    if args.dry_run and cfg.scheduler == "slurm":
+        return _slurm_dry_run(cfg, as_json=args.json)
     if args.dry_run:
         code, error = dry_run(cfg, factory.make_sge(cfg), factory.make_cloud, as_json=args.json)
         if error is not None:
             _error(f"pass failed, nothing changed: {error}")
         return code
     return _once_live(cfg)
+
+
+def _slurm_dry_run(cfg: Config, *, as_json: bool) -> Exit:
+    """``elb once --dry-run`` with ``scheduler: slurm``: the Slurm pass's plan, nothing changed."""
+    journal = _journal(cfg, read_only=True)
+    if journal is None:
+        return Exit.CONFIG
+    try:
+        p = slurm_dry_run(cfg, SlurmCommands(cfg.slurm), journal, time.time())
+    except SlurmError as err:
+        _error(f"pass failed, nothing changed: reading Slurm: {err}")
+        return Exit.UNREADABLE
+    finally:
+        journal.close()
+    lines = p.describe()
+    if as_json:
+        print(json.dumps({"scheduler": "slurm", "plan": lines}, indent=2))
+    else:
+        print("plan (dry run, nothing changed; Slurm chooses the nodes, elb launches and removes):")
+        for line in lines:
+            print(f"  {line}")
+    return Exit.OK
 
 
 def _once_live(cfg: Config) -> Exit:

@@ -69,6 +69,30 @@ def _spec(node: Node) -> NodeSpec | None:
     return NodeSpec(node.name, node.private_ip, slots=node.slots, group=node.group)
 
 
+def gather(
+    config: Config, journal: Journal, read: SlurmRead, instances: Sequence[Instance], in_flight: frozenset[str]
+) -> SlurmInputs:
+    """The planner's inputs: this read of Slurm and the cloud's workers, with what the journal
+    holds (node records, Slurm's open requests, history, the back-off its bring-ups set)."""
+    b = config.backoff
+    return SlurmInputs(
+        read=read,
+        nodes=tuple(journal.nodes(include_gone=True)),
+        instances=tuple(instances),
+        requests=tuple(journal.slurm_requests(open_only=True)),
+        history=journal.history(),
+        backoff=compute_backoff(journal.bring_up_events(), initial=b.initial, maximum=b.max),
+        in_flight=in_flight,
+    )
+
+
+def dry_run(config: Config, slurm: SlurmCommands, journal: Journal, now: float) -> SlurmPlan:
+    """What a pass would do now, read-only: Slurm read, the journal read (requests Slurm wrote
+    since the last pass are not taken), the cloud not asked (no orphans, no take-ups)."""
+    inputs = gather(config, journal, slurm.read(), (), frozenset())
+    return plan(inputs, config, policy_for(config), now)
+
+
 class SlurmBalancer:
     """Wires Slurm's requests and state, the policy's cost rule, the cloud, the playbooks and
     the journal together (the Slurm counterpart of ``elb.daemon.Balancer``)."""
@@ -128,16 +152,7 @@ class SlurmBalancer:
         instances = () if dry_run else tuple(self.cloud.list_workers())
         if not dry_run:
             self._remember_seen(read, now)
-        b = self.config.backoff
-        inputs = SlurmInputs(
-            read=read,
-            nodes=tuple(self.journal.nodes(include_gone=True)),
-            instances=instances,
-            requests=tuple(self.journal.slurm_requests(open_only=True)),
-            history=self.journal.history(),
-            backoff=compute_backoff(self.journal.bring_up_events(), initial=b.initial, maximum=b.max),
-            in_flight=self.executor.in_flight(),
-        )
+        inputs = gather(self.config, self.journal, read, instances, self.executor.in_flight())
         p = plan(inputs, self.config, self.policy, now)
         self.last_plan = p
         result = PassResult(True, now, Plan(reason="; ".join(p.describe())))
@@ -390,4 +405,4 @@ class SlurmBalancer:
         ]
 
 
-__all__: Sequence[str] = ("SlurmBalancer", "slurm_reason")
+__all__: Sequence[str] = ("SlurmBalancer", "dry_run", "gather", "slurm_reason")

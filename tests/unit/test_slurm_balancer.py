@@ -4,12 +4,17 @@ cloud and playbooks run in tests/cluster/test_slurm_e2e.py and tests/faults/test
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from elb.actuator import Outcomes
+from elb.cli import main
 from elb.config import Config, parse_config
+from elb.exitcodes import Exit
 from elb.interfaces import HostResult, Instance, LaunchResult, NodeSpec, Outcome
 from elb.journal import Journal
 from elb.model import NodeState
@@ -172,3 +177,37 @@ def test_the_drain_keeps_a_node_a_job_landed_on_and_powers_down_an_empty_one(tmp
 
 def test_a_reason_reaches_scontrol_only_with_characters_it_takes() -> None:
     assert slurm_reason("launching backed off ($x; `rm`) 'q'") == "elb: launching backed off ( x;  rm )  q"
+
+
+def test_the_dry_run_plans_the_slurm_pass_and_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``elb once --dry-run`` with scheduler: slurm (scripts stand in for sinfo and squeue)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, out in (("sinfo", "node001|idle+cloud+powering_up|2|0/2/0/2|cloud*|none"), ("squeue", "")):
+        script = bin_dir / name
+        script.write_text(f"#!/bin/sh\necho '{out}'\n")
+        script.chmod(0o755)
+    requests = tmp_path / "requests"
+    requests.mkdir()
+    state = tmp_path / "state"
+    cfg = tmp_path / "elb.yml"
+    cfg.write_text(
+        f"scheduler: slurm\nstate_dir: {state}\ncloud: {{provider: local}}\n"
+        f"slurm: {{bin_dir: {bin_dir}, requests: {requests}}}\n"
+    )
+    journal = Journal(state / "journal.sqlite")
+    journal.add_slurm_request("resume", "node001", NOW, "x.json", NOW)
+    journal.close()
+    assert main(["once", "--dry-run", "-c", str(cfg)]) == Exit.OK
+    out = capsys.readouterr().out
+    assert "launch node001: Slurm asked for node001" in out
+    assert main(["once", "--dry-run", "--json", "-c", str(cfg)]) == Exit.OK
+    assert json.loads(capsys.readouterr().out)["plan"] == [
+        "launch node001: Slurm asked for node001",
+        "policy: no idle node is due for removal",
+    ]
+    journal = Journal(state / "journal.sqlite")
+    assert journal.nodes(include_gone=True) == [] and len(journal.slurm_requests(open_only=True)) == 1
+    journal.close()
