@@ -22,7 +22,7 @@ from elb.durations import minutes
 from elb.model import History, Job, Node, NodeState, Plan, Removal, Snapshot
 from elb.policy.placement import Bin, Packing
 from elb.policy.tally import WorkerTally
-from elb.policy.view import ClusterView, ViewCache, Worker, new_names
+from elb.policy.view import ClusterView, ViewCache, Worker, new_names, oldest_wait
 
 INF = math.inf
 
@@ -132,6 +132,20 @@ class StarclusterParams:
 
 
 @dataclass(frozen=True, slots=True)
+class _StarReads:
+    """What StarCluster's rule reads of the cluster: from the view, or from the tally (the same)."""
+
+    size: int
+    booting: int
+    queued: int  # waiting job entries
+    total: int  # ``count_total_slots``
+    spn: int
+    oldest_wait: Callable[[float], float]  # seconds the oldest waiting job has waited at a time
+    idle: Sequence[tuple[str, float]]  # managed idle workers and their launch times, by name
+    names: Callable[[int], tuple[str, ...]]  # names for new nodes
+
+
+@dataclass(frozen=True, slots=True)
 class StarclusterPolicy:
     """StarCluster's SGE balancer as its code behaves. Each pass (skipped while a node is still
     coming up): with queued jobs and no slot at all, add one node at once; with more queued jobs
@@ -141,12 +155,18 @@ class StarclusterPolicy:
     and the cluster stable, remove idle nodes that are ``kill_after`` into their hour.
 
     The master is an exec host, as in a StarCluster cluster: its slots count among the cluster's
-    and it runs jobs (``master_exec``: the simulator gives it a node that is never billed)."""
+    and it runs jobs (``master_exec``: the simulator gives it a node that is never billed).
+
+    Like Slurm's peer it reads the cluster from a ``WorkerTally`` brought up to date by what
+    changed (``incremental``), so a decision does not walk every node and waiting job; without it,
+    from the full view, which gives the same plans."""
 
     limits: Limits = field(default_factory=Limits)
     params: StarclusterParams = field(default_factory=StarclusterParams)
     name: str = "starcluster"
+    incremental: bool = True
     cache: ViewCache = field(default_factory=ViewCache, compare=False, repr=False)
+    tally: WorkerTally = field(default_factory=WorkerTally, compare=False, repr=False)
 
     @classmethod
     def from_config(cls, cfg: PolicyConfig, cluster: ClusterConfig) -> StarclusterPolicy:
@@ -172,76 +192,112 @@ class StarclusterPolicy:
         master = sum(h.slots_total for h in snapshot.hosts if h.name == self.limits.master and h.up)
         return workers + master
 
+    def _reads(self, snapshot: Snapshot, nodes: Sequence[Node], now: float) -> _StarReads:
+        lim, tally = self.limits, self.tally
+        if self.incremental and tally.update(snapshot, nodes, lim.master, lim.node_prefix):
+            spn = lim.slots_per_node or self.cache.derived(
+                "spn",
+                (snapshot.hosts, nodes),
+                lambda: _view(self.cache, lim, snapshot, nodes, now).slots_per_node,
+            )
+            return _StarReads(
+                tally.size,
+                len(tally.booting),
+                tally.waiting,
+                tally.total_slots(),
+                spn,
+                tally.oldest_wait,
+                [(name, tally.launched_at(name)) for name in tally.idle],
+                lambda n: tally.new_names(n, lim.node_prefix, lim.node_digits),
+            )
+        view = _view(self.cache, lim, snapshot, nodes, now)
+        facts = _facts(self.cache, view)
+        idle = []
+        for w, _ in facts.idle:
+            assert w.node is not None
+            idle.append((w.name, w.node.launched_at))
+        return _StarReads(
+            view.size,
+            facts.booting,
+            len(view.pending),
+            self._total_slots(view, snapshot),
+            view.slots_per_node,
+            lambda at: oldest_wait(view.pending, at),
+            idle,
+            lambda n: _names(lim, snapshot, nodes, n),
+        )
+
     def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:  # noqa: PLR0911
         p, lim = self.params, self.limits
-        view = _view(self.cache, lim, snapshot, nodes, now)
-        low = _below_min(lim, view, snapshot, nodes)
-        if low is not None:
-            return low
-        booting = _facts(self.cache, view).booting
-        if p.block_while_booting and booting:
-            return Plan(reason=f"waiting for {_plural(booting, 'node')} to come up")
-        queued = len(view.pending)
+        r = self._reads(snapshot, nodes, now)
+        if r.size < lim.min_nodes:
+            n = lim.min_nodes - r.size
+            return Plan(
+                add=n,
+                add_names=r.names(n),
+                add_reason=f"{r.size} nodes < min_nodes {lim.min_nodes}: adding {_plural(n, 'node')}",
+            )
+        if p.block_while_booting and r.booting:
+            return Plan(reason=f"waiting for {_plural(r.booting, 'node')} to come up")
+        queued = r.queued
         if queued:
-            total = self._total_slots(view, snapshot)
+            total = r.total
             head = f"{_plural(queued, 'job')} queued, {total} slots"
-            if view.size >= lim.max_nodes:
-                return Plan(reason=f"{head}, but at max_nodes ({view.size}/{lim.max_nodes})")
-            room = lim.max_nodes - view.size
+            if r.size >= lim.max_nodes:
+                return Plan(reason=f"{head}, but at max_nodes ({r.size}/{lim.max_nodes})")
+            room = lim.max_nodes - r.size
             if total == 0:
-                return Plan(add=1, add_names=_names(lim, snapshot, nodes, 1), add_reason=f"{head}: no slot, adding one")
+                return Plan(add=1, add_names=r.names(1), add_reason=f"{head}: no slot, adding one")
             if queued <= total:
                 return Plan(reason=f"{head}: no more jobs queued than slots")
             if self._stabilizing(history, now) is not None:
                 return Plan(reason=f"{head}: stabilizing after the last change")
-            waited = view.oldest_wait()
+            waited = r.oldest_wait(now)
             if waited <= self._wait():
                 return Plan(reason=f"{head}, oldest {minutes(waited)} <= {minutes(self._wait())}")
-            n = min(p.add_nodes_per_iteration, max(1, queued // view.slots_per_node), room)
+            n = min(p.add_nodes_per_iteration, max(1, queued // r.spn), room)
             return Plan(
                 add=n,
-                add_names=_names(lim, snapshot, nodes, n),
+                add_names=r.names(n),
                 add_reason=f"{head}, oldest {minutes(waited)} > {minutes(self._wait())}",
             )
         if self._stabilizing(history, now) is not None:
             assert history.last_change_at is not None
             return Plan(reason=f"stabilizing: last change {minutes(now - history.last_change_at)} ago")
         removals = []
-        for w, _ in _facts(self.cache, view).idle:
-            assert w.node is not None
-            into = (now - w.node.launched_at) % p.billing_period
+        for name, launched_at in r.idle:
+            into = (now - launched_at) % p.billing_period
             if into >= p.kill_after:
-                removals.append(Removal(w.name, f"no job queued; idle, {minutes(into)} into its hour"))
-        chosen = _keep_min(lim, view, removals)
+                removals.append(Removal(name, f"no job queued; idle, {minutes(into)} into its hour"))
+        chosen = tuple(removals[: max(0, r.size - lim.min_nodes)])
         if not chosen:
             return Plan(reason="no job queued; no idle node in the last part of its hour")
         return Plan(remove=chosen)
 
     def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:  # noqa: PLR0911
         p, lim = self.params, self.limits
-        view = _view(self.cache, lim, snapshot, nodes, now)
-        if view.size < lim.min_nodes:
+        r = self._reads(snapshot, nodes, now)
+        if r.size < lim.min_nodes:
             return now
-        if p.block_while_booting and _facts(self.cache, view).booting:
+        if p.block_while_booting and r.booting:
             return INF  # a node coming up is an event
         stab = self._stabilizing(history, now)
-        if view.pending:
-            total = self._total_slots(view, snapshot)
-            if view.size >= lim.max_nodes or (total and len(view.pending) <= total):
+        if r.queued:
+            total = r.total
+            if r.size >= lim.max_nodes or (total and r.queued <= total):
                 return INF
             if total == 0:
                 return now
             if stab is not None:
                 return self.quiet_until(snapshot, nodes, history, stab)
-            return now + max(0.0, self._wait() - view.oldest_wait())
+            return now + max(0.0, self._wait() - r.oldest_wait(now))
         if stab is not None:
             return self.quiet_until(snapshot, nodes, history, stab)
-        if view.size <= lim.min_nodes:
+        if r.size <= lim.min_nodes:
             return INF
         nxt = INF
-        for w, _ in _facts(self.cache, view).idle:
-            assert w.node is not None
-            into = (now - w.node.launched_at) % p.billing_period
+        for _, launched_at in r.idle:
+            into = (now - launched_at) % p.billing_period
             nxt = min(nxt, now if into >= p.kill_after else now + (p.kill_after - into))
         return nxt
 

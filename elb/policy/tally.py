@@ -1,5 +1,5 @@
-"""The workers' facts the Slurm peer decides on, kept from one call to the next and brought up to
-date by what changed, so that a decision's work does not grow with the cluster.
+"""The workers' facts the Slurm and StarCluster peers decide on, kept from one call to the next and
+brought up to date by what changed, so that a decision's work does not grow with the cluster.
 
 ``cluster_view`` joins every host, node record and job at each call: work in proportion to the
 nodes and jobs. A ``WorkerTally`` keeps the objects of the last inputs by identity; at the next
@@ -7,7 +7,8 @@ call it finds the ones that came and went (set operations over object ids, which
 works out again only the workers whose host, record or running jobs changed. What it then holds
 is what ``cluster_view`` and the peers' helpers compute from the same inputs: the size, the
 waiting jobs oldest first, the ready workers with free slots, the booting ones and the managed
-idle ones (each in the view's order: by name) and the highest node number in use (``new_names``).
+idle ones (each in the view's order: by name), the highest node number in use (``new_names``),
+and for StarCluster the slots of the up hosts and the oldest waiting job's submission.
 
 The inputs are the model's frozen values, so an object seen again is the same value, and the
 tally holds every object it has indexed, so an id it compares is never a recycled one. Inputs it
@@ -40,6 +41,7 @@ class _Entry:
     booting: int | None  # a booting record's slots (0: not known); None: not booting
     room: tuple[int, int] | None  # (free, total) of a ready worker with free slots
     idle_since: float | None  # a managed worker, ready and idle, since then
+    up_total: int = 0  # its host's slots when the host is up (StarCluster counts these)
 
 
 class Revised(tuple[T, ...]):
@@ -147,6 +149,8 @@ class WorkerTally:
         self._running: Counter[str] = Counter()
         self._pending: dict[int, Job] = {}
         self._ordered: tuple[Job, ...] | None = ()  # the waiting jobs oldest first (None: to sort)
+        self._oldest: tuple[float | None] | None = (None,)  # the earliest submission (None: to find)
+        self._up_total = 0  # the slots of the workers whose host is up
         self._entries: dict[str, _Entry] = {}
         self._numbers: Counter[int] = Counter()  # node numbers in use (hosts and every record)
         self._highest = 0
@@ -189,6 +193,30 @@ class WorkerTally:
             return tuple(oldest_first([j for j in snapshot.jobs if id(j) in self._pending], now))
         self._ordered = tuple(jobs)
         return self._ordered
+
+    @property
+    def waiting(self) -> int:
+        """``len(ClusterView.pending)``."""
+        return len(self._pending)
+
+    def oldest_wait(self, now: float) -> float:
+        """``ClusterView.oldest_wait`` at ``now``."""
+        if self._oldest is None:
+            self._oldest = (
+                min((j.submitted for j in self._pending.values() if j.submitted is not None), default=None),
+            )
+        first = self._oldest[0]
+        return 0.0 if first is None else max(0.0, now - first)
+
+    def total_slots(self) -> int:
+        """StarCluster's ``count_total_slots``: the slots of every worker whose host is up and
+        the master's when it is an up host."""
+        master = self._host.get(self._master)
+        return self._up_total + (master.slots_total if master is not None and master.up else 0)
+
+    def launched_at(self, name: str) -> float:
+        """A managed worker's launch time (its record's)."""
+        return self._alive[name].launched_at
 
     def new_names(self, count: int, prefix: str, digits: int) -> tuple[str, ...]:
         """``elb.policy.view.new_names`` of the last inputs (``prefix`` as given to ``update``)."""
@@ -263,6 +291,7 @@ class WorkerTally:
                 else:
                     del self._pending[id(j)]
                 self._ordered = None
+                self._oldest = None
             on = _running_on(j)
             if on is not None:
                 self._running[on] += step
@@ -290,19 +319,21 @@ class WorkerTally:
         if node is None and host is None:
             return None
         facts = host_facts(host) if host is not None else None
+        up_total = facts.total if facts is not None and facts.up else 0
         if node is not None and node.state in _BOOTING:
-            return _Entry(node.slots or 0, None, None)
+            return _Entry(node.slots or 0, None, None, up_total)
         ready = (node is None or node.state is NodeState.READY) and facts is not None and facts.up
         if not ready or facts is None:
-            return _Entry(None, None, None)
+            return _Entry(None, None, None, up_total)
         room = (facts.free, facts.total) if facts.free > 0 else None
         idle = node is not None and not self._running[name] and not facts.busy
-        return _Entry(None, room, node.quiet_since if idle and node is not None else None)
+        return _Entry(None, room, node.quiet_since if idle and node is not None else None, up_total)
 
     def _set(self, name: str, entry: _Entry | None) -> None:
         old = self._entries.pop(name, None)
         if entry is not None:
             self._entries[name] = entry
+        self._up_total += (entry.up_total if entry is not None else 0) - (old.up_total if old is not None else 0)
         _move(
             self.ready_room,
             name,

@@ -13,9 +13,13 @@ node has takes ceil(slots / slots per node) whole empty nodes (lowest-numbered f
 job goes on the lowest-numbered ready node that fits it (``placement="first"``, SGE's host order
 when loads tie) or on the one with the fewest free slots (``"best"``). Ready nodes are kept in a
 ``FreeIndex`` (bucketed by free slots) that every start, end, boot and removal updates, so placing
-a job does not walk every node. A snapshot rebuilds the ``Host``/``Node`` values of the nodes that
-changed only, and each of its tuples says what came and went since the last snapshot
-(``elb.policy.tally.Revised``): Slurm's peer takes in those changes instead of every node and job.
+a job does not walk every node. Waiting jobs are kept in submission order and in one queue per
+need (group, and slots on a node or whole nodes: ``elb.simulate.waiting``), so SGE's dispatch
+looks at the oldest job of each need until one does not fit, not at every waiting job: a backlog
+that cannot start costs nothing per event (FIFO and EASY still walk the queue in order). A
+snapshot rebuilds the ``Host``/``Node`` values of the nodes that changed only, and each of its
+tuples says what came and went since the last snapshot (``elb.policy.tally.Revised``): the Slurm
+and StarCluster peers take in those changes instead of every node and job.
 
 Node groups (``groups``, ``elb.simulate.groups``): each job is placed at submission by the live
 demand model on one group (the cheapest that can run it) and runs only on that group's nodes,
@@ -62,6 +66,7 @@ from elb.policy.placement import FreeIndex, host_order, width
 from elb.policy.tally import Changes
 from elb.simulate.groups import Assignment, SimGroups, assign, one_group
 from elb.simulate.swf import SimJob
+from elb.simulate.waiting import WaitingJobs
 from elb.warmpool import Pooled, WarmPool, due, expired, pick_restart, stop_or_terminate, volume_cost
 
 QUEUE = "all.q"
@@ -124,6 +129,7 @@ class _Waiting:
     value: Job
     group: str
     footprint: int
+    seq: int = 0  # its number in ``Simulator.pending``
 
 
 @dataclass(slots=True)
@@ -246,7 +252,8 @@ class Simulator:
         self.t0 = self.jobs[0].submit
         self.nodes: dict[str, _Node] = {}  # alive (booting or ready)
         self.dead: list[_Node] = []
-        self.pending: list[_Waiting] = []  # FIFO
+        # The waiting jobs in submission order, and by need (``_need``) for SGE's dispatch.
+        self.pending: WaitingJobs[tuple[str, int, int], _Waiting] = WaitingJobs()
         self.group_of: dict[Job, str] = {}  # the waiting jobs' groups, for a policy per group
         self.group_count: dict[str, int] = dict.fromkeys(self.group_slots, 0)  # alive nodes
         self.ends: list[tuple[float, int, _Run]] = []
@@ -424,8 +431,14 @@ class Simulator:
         key = index.fullest(w.footprint) if self.s.placement == "best" else index.first(w.footprint)
         return None if key is None else [(self.nodes[key[1]], w.footprint)]
 
-    def _start(self, idx: int, parts: list[tuple[_Node, int]], now: float) -> None:
-        waiting = self.pending.pop(idx)
+    def _need(self, w: _Waiting) -> tuple[str, int, int]:
+        """What decides whether and where a job starts now (``_place_now``): its group and the
+        whole nodes it takes, or the slots it takes on one node."""
+        k = self._width(w)
+        return (w.group, k, 0 if k else w.footprint)
+
+    def _start(self, waiting: _Waiting, parts: list[tuple[_Node, int]], now: float) -> None:
+        self.pending.remove(waiting.seq)
         job, pending_value = waiting.job, waiting.value
         del self.group_of[pending_value]
         first = parts[0][0].name
@@ -480,47 +493,52 @@ class Simulator:
         self.out.last_end = max(self.out.last_end, now)
 
     def dispatch(self, now: float) -> None:
-        while self.pending:
-            parts = self._place_now(self.pending[0])
+        if self.s.dispatch == "sge":
+            self._around(now)
+            return
+        while (head := self.pending.head()) is not None:
+            parts = self._place_now(head)
             if parts is None:
                 break
-            self._start(0, parts, now)
-        if len(self.pending) > 1:
-            if self.s.dispatch == "easy":
-                self._backfill(now)
-            elif self.s.dispatch == "sge":
-                self._around(now)
+            self._start(head, parts, now)
+        if len(self.pending) > 1 and self.s.dispatch == "easy":
+            self._backfill(now)
 
     def _around(self, now: float) -> None:
-        """SGE without reservations: every later job that fits now starts, in submission order."""
-        i = 1
-        while i < len(self.pending) and any(index.most_free > 0 for index in self._ready.values()):
-            w = self.pending[i]
-            most = self._ready[w.group].most_free
-            parts = self._place_now(w) if most > 0 and (w.footprint <= most or self._width(w)) else None
+        """SGE without reservations: every waiting job that fits now starts, in submission order.
+        Only the oldest job of each need is looked at until one of that need does not fit
+        (``WaitingJobs.start_in_order``): the same jobs start, in the same order, on the same nodes
+        as a walk over every waiting job."""
+        if not any(index.most_free > 0 for index in self._ready.values()):
+            return  # every ready node is full (or there is none): nothing fits
+
+        def start(w: _Waiting) -> bool:
+            parts = self._place_now(w)
             if parts is None:
-                i += 1
-                continue
-            self._start(i, parts, now)
+                return False
+            self._start(w, parts, now)
+            return True
+
+        self.pending.start_in_order(start)
 
     def _backfill(self, now: float) -> None:
         """EASY: a later job may start now if it does not delay the head's reserved start."""
-        head = self.pending[0]
+        head = self.pending.head()
+        assert head is not None  # called with jobs waiting
         shadow, spare = self._reservation(head, now)
-        i = 1
-        while i < len(self.pending):
-            w = self.pending[i]
+        for w in list(self.pending):
+            if w is head:
+                continue
             job = w.job
             expected = now + (job.requested if job.requested is not None else job.run)
             ends_in_time = w.group != head.group or expected <= shadow
             parts = self._place_now(w) if ends_in_time else self._place_now(w, spare)
             if parts is None:
-                i += 1
                 continue
             if not ends_in_time:
                 for node, used in parts:
                     spare[node.name] -= used
-            self._start(i, parts, now)
+            self._start(w, parts, now)
 
     def _reservation(self, head: _Waiting, now: float) -> tuple[float, dict[str, int]]:
         """The head's earliest start on ready nodes of its group (by expected ends) and the slots
@@ -580,7 +598,8 @@ class Simulator:
             pe_range=str(job.slots) if job.slots > 1 else None,
             hard_runtime=job.requested,
         )
-        self.pending.append(_Waiting(job, value, placed.group, placed.footprint))
+        waiting = _Waiting(job, value, placed.group, placed.footprint)
+        waiting.seq = self.pending.add(waiting, self._need(waiting))
         self._changes.jobs.came(value)
         self.group_of[value] = placed.group
         self._jobs_cache = None

@@ -1,6 +1,7 @@
-"""Slurm's peer reading the cluster from its ``WorkerTally`` (brought up to date by what changed)
-decides exactly as it does from the full view (``cluster_view``), at every call of a replay and on
-hand-built sequences of cluster states; and the simulator's snapshots carry their changes."""
+"""Slurm's and StarCluster's peers reading the cluster from a ``WorkerTally`` (brought up to date
+by what changed) decide exactly as they do from the full view (``cluster_view``), at every call of
+a replay and on hand-built sequences of cluster states; and the simulator's snapshots carry their
+changes."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from elb.model import History, Host, Job, Node, NodeState, Plan, Snapshot
-from elb.policy.peers import Limits, SlurmPolicy
+from elb.policy.peers import Limits, SlurmPolicy, StarclusterPolicy
 from elb.policy.tally import Revised, WorkerTally
 from elb.simulate.engine import SimSettings, Simulator
 from elb.simulate.runner import prepare, replay
@@ -24,22 +25,24 @@ from elb.simulate.swf import SimJob, Workload, read_swf
 from tests.unit.factories import T0, host, node, pending, running
 from tests.unit.test_simulate_logs import KTH, needs_logs
 
+Peer = SlurmPolicy | StarclusterPolicy
+
+
+def peer(name: str, limits: Limits) -> Peer:
+    return SlurmPolicy(limits) if name == "slurm" else StarclusterPolicy(limits)
+
 
 @dataclass
 class Twin:
-    """Slurm's peer with its tally, checked at every call against the same peer on the full view."""
+    """A peer with its tally, checked at every call against the same peer on the full view."""
 
-    quick: SlurmPolicy
+    quick: Peer
     calls: int = 0
-    reference: SlurmPolicy = field(init=False)
-    name: str = "slurm"
+    reference: Peer = field(init=False)
+    name: str = "twin"
 
     def __post_init__(self) -> None:
         self.reference = dataclasses.replace(self.quick, incremental=False)
-
-    @property
-    def interval(self) -> float:
-        return self.quick.interval
 
     def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
         plan = self.quick.decide(snapshot, nodes, history, now)
@@ -65,11 +68,19 @@ def synthetic_jobs(seed: int, count: int = 400) -> list[SimJob]:
     return jobs
 
 
+@pytest.mark.parametrize("name", ["slurm", "starcluster"])
 @pytest.mark.parametrize("dispatch", ["sge", "fifo", "easy"])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_every_decision_of_a_replay_is_the_full_views(dispatch: str, seed: int) -> None:
-    twin = Twin(SlurmPolicy(Limits(min_nodes=1, max_nodes=12, slots_per_node=8)))
-    settings = SimSettings(slots_per_node=8, max_nodes=12, poll_interval=10.0, dispatch=dispatch)  # type: ignore[arg-type]
+def test_every_decision_of_a_replay_is_the_full_views(name: str, dispatch: str, seed: int) -> None:
+    twin = Twin(peer(name, Limits(min_nodes=1, max_nodes=12, slots_per_node=8)))
+    # StarCluster's master runs jobs (as ``replay`` sets it up for that peer)
+    settings = SimSettings(
+        slots_per_node=8,
+        max_nodes=12,
+        poll_interval=10.0,
+        dispatch=dispatch,  # type: ignore[arg-type]
+        master_exec_slots=8 if name == "starcluster" else 0,
+    )
     Simulator(synthetic_jobs(seed), twin, settings).run()
     assert twin.calls > 100
 
@@ -101,8 +112,9 @@ def test_the_simulators_snapshots_say_what_changed_since_the_last_one() -> None:
 
 
 @needs_logs
+@pytest.mark.parametrize("name", ["slurm", "starcluster"])
 @pytest.mark.parametrize("copies", [1, 4])
-def test_a_kth_replay_is_identical_with_and_without_the_tally(copies: int) -> None:
+def test_a_kth_replay_is_identical_with_and_without_the_tally(name: str, copies: int) -> None:
     """The way the fast-forward test compares: every placement, node life and figure."""
     wl = read_swf(KTH, start=100 * 86400, days=4)
     jobs = [
@@ -113,7 +125,9 @@ def test_a_kth_replay_is_identical_with_and_without_the_tally(copies: int) -> No
     prepared = prepare(Workload(wl.source, jobs), 8, 52 * copies)
     outs = []
     for incremental in (True, False):
-        policy = SlurmPolicy(Limits(max_nodes=52 * copies, slots_per_node=8), incremental=incremental)
+        policy = dataclasses.replace(
+            peer(name, Limits(max_nodes=52 * copies, slots_per_node=8)), incremental=incremental
+        )
         settings = SimSettings(slots_per_node=8, max_nodes=52 * copies, record=True)
         outs.append(replay(prepared, policy, settings, billing="second", price=1.0))
     (fast, fout), (slow, sout) = outs
@@ -178,11 +192,23 @@ steps = st.lists(
 
 
 @settings(max_examples=300, deadline=None)
-@given(steps=steps, configured=st.sampled_from([8, None]), min_nodes=st.integers(0, 3))
+@given(
+    steps=steps,
+    configured=st.sampled_from([8, None]),
+    min_nodes=st.integers(0, 3),
+    name=st.sampled_from(["slurm", "starcluster"]),
+    changed=st.sampled_from([None, -100.0, -1000.0]),
+)
 def test_a_sequence_of_cluster_states_gets_the_full_views_plans(
-    steps: list[tuple[list[Host], list[Node], list[Job], str, float]], configured: int | None, min_nodes: int
+    steps: list[tuple[list[Host], list[Node], list[Job], str, float]],
+    configured: int | None,
+    min_nodes: int,
+    name: str,
+    changed: float | None,
 ) -> None:
-    twin = Twin(SlurmPolicy(Limits(min_nodes=min_nodes, max_nodes=6, slots_per_node=configured)))
+    """``changed``: when the cluster last changed (StarCluster waits to stabilize after one)."""
+    twin = Twin(peer(name, Limits(min_nodes=min_nodes, max_nodes=6, slots_per_node=configured)))
+    history = History() if changed is None else History(T0 + changed)
     last: list[tuple[object, ...]] = []
     for hosts, nodes, jobs, kind, later in steps:
         now = T0 + later
@@ -199,9 +225,9 @@ def test_a_sequence_of_cluster_states_gets_the_full_views_plans(
         if kind != "list":
             last = [tuple_ for tuple_ in made if isinstance(tuple_, tuple)]
         snapshot = Snapshot(now, made[0], made[1])  # type: ignore[arg-type]
-        plan = twin.decide(snapshot, made[2], History(), now)  # type: ignore[arg-type]
+        plan = twin.decide(snapshot, made[2], history, now)  # type: ignore[arg-type]
         if plan.empty:
-            twin.quiet_until(snapshot, made[2], History(), now)  # type: ignore[arg-type]
+            twin.quiet_until(snapshot, made[2], history, now)  # type: ignore[arg-type]
 
 
 def test_inputs_it_does_not_model_make_it_forget_and_the_view_decide() -> None:
