@@ -44,6 +44,10 @@ class InstanceState(enum.StrEnum):
     GONE = "gone"  # shutting down or terminated
 
 
+# Pending or running. Any other state but gone (stopping, stopped: a spot stop, a crash, an admin,
+# the warm pool) is a machine that still exists, and costs (its disks), and can start again.
+LIVE = frozenset({InstanceState.PENDING, InstanceState.RUNNING})
+
 _FROM_PROVIDER = {
     "pending": InstanceState.PENDING,
     "running": InstanceState.RUNNING,
@@ -119,12 +123,18 @@ class ManagedNode:
     def instance_gone(self) -> bool:
         return self.instance_state is InstanceState.GONE
 
+    @property
+    def instance_live(self) -> bool:
+        """Its instance is pending or running."""
+        return self.instance_state in LIVE
+
 
 @dataclass(frozen=True, slots=True)
 class ClusterState:
     snapshot: Snapshot
     nodes: tuple[ManagedNode, ...]  # live records (not terminated nor failed, unless asked), oldest first
     now: float
+    instances: tuple[Instance, ...] = ()  # the cloud's instances in any state but gone, joined or not
 
     def node(self, name: str) -> ManagedNode | None:
         return next((n for n in self.nodes if n.name == name), None)
@@ -144,24 +154,30 @@ def join(
     in_flight: Collection[str] = (),
     *,
     include_gone: bool = False,
+    now: float | None = None,
 ) -> ClusterState:
     """Join the journal's live records (and the gone ones when asked: ``elb nodes --all``) with
-    their instances and SGE's hosts and jobs."""
-    by_id = {i.instance_id: i for i in instances if instance_state(i.state) is not InstanceState.GONE}
+    their instances and SGE's hosts and jobs, at ``now`` (the snapshot's time unless given).
+
+    A record's instance is the one of its instance id; a record without one (a launch not yet
+    journalled whole) has the instance of its name, a pending or running one before any other."""
+    at = snapshot.now if now is None else now
+    present = tuple(i for i in instances if instance_state(i.state) is not InstanceState.GONE)
+    by_id = {i.instance_id: i for i in present}
     by_name: dict[str, Instance] = {}
-    for i in by_id.values():
+    for i in sorted(present, key=lambda i: instance_state(i.state) not in LIVE):  # stable: live ones first
         by_name.setdefault(i.name, i)
     jobs: dict[str, list[Job]] = {}
     for j in snapshot.jobs:
         if j.host:
             jobs.setdefault(j.host, []).append(j)
-    hosts = {h.name: h for h in snapshot.hosts}
+    hosts: dict[str, Host] = {}
+    for h in snapshot.hosts:
+        hosts.setdefault(h.name, h)  # as ``Snapshot.host``: the first of a name
     out = []
     for r in records:
         if r.state in GONE and not include_gone:
             continue
         inst = by_id.get(r.instance_id) if r.instance_id else by_name.get(r.name)
-        out.append(
-            ManagedNode(r, inst, hosts.get(r.name), tuple(jobs.get(r.name, ())), r.name in in_flight, snapshot.now)
-        )
-    return ClusterState(snapshot, tuple(out), snapshot.now)
+        out.append(ManagedNode(r, inst, hosts.get(r.name), tuple(jobs.get(r.name, ())), r.name in in_flight, at))
+    return ClusterState(snapshot, tuple(out), at, present)
