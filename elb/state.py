@@ -36,6 +36,18 @@ def seen(records: Sequence[Node], now: float, *, busy: Collection[str], up: Coll
     return tuple(out)
 
 
+def serves(record: Node | None, host_up: bool) -> bool:
+    """Ready to take jobs: SGE reaches its host and elb's record, if it has one (an exec host elb
+    does not manage has none), says READY. The policies' "ready" (``elb.policy.view.Worker``)."""
+    return host_up and (record is None or record.state is NodeState.READY)
+
+
+def idle_since(record: Node | None, ready: bool, busy: bool) -> float | None:
+    """Since when a ready node that runs nothing has been idle: its record's ``quiet_since``;
+    None when it is busy (a job or a reservation on it), not ready, or not elb's (no record)."""
+    return record.quiet_since if ready and not busy and record is not None else None
+
+
 class InstanceState(enum.StrEnum):
     PENDING = "pending"
     RUNNING = "running"
@@ -107,9 +119,7 @@ class ManagedNode:
     @property
     def idle_since(self) -> float | None:
         """Since when no job or reservation was seen on a ready node (None: busy, or not ready)."""
-        if not self.ready or self.busy:
-            return None
-        return self.record.quiet_since
+        return idle_since(self.record, self.ready, self.busy)
 
     def lost_for(self, watched_since: float | None = None) -> float:
         """Seconds a ready node has been out of SGE's reach (0 while SGE reaches it), counted from
