@@ -188,7 +188,8 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
     the cluster as the repairs leave it). Scaling is the policy's plan on the demand, with the
     admin's orders applied and the launches cut by the back-off; it never removes a node under
     repair or with an operation in flight."""
-    todo, kept, hold = _repairs(inputs, cluster_state(inputs, now), config)
+    state = cluster_state(inputs, now)
+    todo, kept, hold = _repairs(inputs, state, config)
     done = _orders_done(inputs.orders, inputs.nodes)
     # A node under repair, or with an operation under way, is left to it.
     busy_nodes = inputs.in_flight | {r.node for r in todo}
@@ -203,7 +204,7 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
         return dataclasses.replace(base, scaling_note=inputs.demand_error or "the demand is not known")
     if inputs.backoff is None:
         return dataclasses.replace(base, scaling_note="the launch back-off is not known")
-    plan = scale(inputs, policy, now)
+    plan = scale(inputs, policy, now, state)
     if any(r.node in busy_nodes for r in plan.remove):
         plan = dataclasses.replace(plan, remove=tuple(r for r in plan.remove if r.node not in busy_nodes))
     # Removals that are stops and launches that are restarts (a group's warm pool); the back-off
@@ -247,17 +248,17 @@ def _repairs(
     return todo, kept, repairs_hold_scaling(todo, inputs.repair_fails, config.failed_passes_alarm)
 
 
-def scale(inputs: PassInputs, policy: Policy, now: float) -> Plan:
+def scale(inputs: PassInputs, policy: Policy, now: float, state: ClusterState | None = None) -> Plan:
     """The policy's plan on the demand, with the admin's standing orders applied (pause, keep,
-    remove). The dry run's plan too."""
+    remove; no node the joined ``state`` shows busy is removed on an order). The dry run's plan
+    too (``state`` then joined here)."""
     assert inputs.demand is not None
     demand = inputs.demand
     # Pooled nodes stay exec hosts (disabled) but are no capacity nor size: the policy plans without them.
     seen = pooled_hosts_left_out(demand.snapshot, inputs.nodes)
     plan = decide_demand(policy, seen, inputs.nodes, inputs.history, now, group_of=demand.group_of)
-    snap = inputs.snapshot
-    busy = {h.name for h in snap.hosts if h.busy} | {j.host for j in snap.jobs if j.host}
-    return apply_orders(plan, inputs.orders, inputs.nodes, busy)
+    joined = state if state is not None else cluster_state(inputs, now)
+    return apply_orders(plan, inputs.orders, inputs.nodes, {m.name for m in joined.nodes if m.busy})
 
 
 def _orders_done(orders: Orders, nodes: Sequence[Node]) -> tuple[str, ...]:
