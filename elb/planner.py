@@ -32,8 +32,9 @@ from elb.orders import Orders, apply_orders
 from elb.policy import Policy
 from elb.policy.grouped import decide_demand
 from elb.poolplan import PoolPlan, plan_pool, pooled_hosts_left_out
-from elb.reconcile import Repair, RepairKind, plan_repairs
+from elb.reconcile import Repair, RepairKind, repairs_of
 from elb.servable import DemandSplit
+from elb.state import ClusterState, join
 
 RepairKey = tuple[RepairKind, str]  # a repair of one kind on one node
 
@@ -187,7 +188,8 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
     the cluster as the repairs leave it). Scaling is the policy's plan on the demand, with the
     admin's orders applied and the launches cut by the back-off; it never removes a node under
     repair or with an operation in flight."""
-    todo, kept, hold = _repairs(inputs, config, now)
+    state = cluster_state(inputs, now)
+    todo, kept, hold = _repairs(inputs, state, config)
     done = _orders_done(inputs.orders, inputs.nodes)
     # A node under repair, or with an operation under way, is left to it.
     busy_nodes = inputs.in_flight | {r.node for r in todo}
@@ -202,7 +204,7 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
         return dataclasses.replace(base, scaling_note=inputs.demand_error or "the demand is not known")
     if inputs.backoff is None:
         return dataclasses.replace(base, scaling_note="the launch back-off is not known")
-    plan = scale(inputs, policy, now)
+    plan = scale(inputs, policy, now, state)
     if any(r.node in busy_nodes for r in plan.remove):
         plan = dataclasses.replace(plan, remove=tuple(r for r in plan.remove if r.node not in busy_nodes))
     # Removals that are stops and launches that are restarts (a group's warm pool); the back-off
@@ -219,19 +221,22 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
 def scaling_waits(inputs: PassInputs, config: Config, now: float) -> bool:
     """Whether this pass's repairs hold scaling (``plan_pass`` then plans no scaling): the shell
     need not gather what only scaling reads (``PassInputs.demand`` and ``backoff``)."""
-    return _repairs(inputs, config, now)[2].scaling_waits
+    return _repairs(inputs, cluster_state(inputs, now), config)[2].scaling_waits
+
+
+def cluster_state(inputs: PassInputs, now: float) -> ClusterState:
+    """What the pass read, joined once (``elb.state.join``): the journal's records (gone ones
+    included), the cloud's workers and SGE's snapshot, with the operations in flight."""
+    return join(inputs.nodes, inputs.instances, inputs.snapshot, inputs.in_flight, include_gone=True, now=now)
 
 
 def _repairs(
-    inputs: PassInputs, config: Config, now: float
+    inputs: PassInputs, state: ClusterState, config: Config
 ) -> tuple[tuple[Repair, ...], tuple[Repair, ...], RepairHold]:
     """The repairs to start (none on a node with an operation in flight), the lost nodes kept,
     and whether they hold scaling."""
-    repairs = plan_repairs(
-        inputs.nodes,
-        inputs.instances,
-        inputs.snapshot,
-        now,
+    repairs = repairs_of(
+        state,
         master=config.cluster.master,
         boot_timeout=config.boot_timeout,
         orphan_timeout=config.orphan_timeout,
@@ -243,17 +248,17 @@ def _repairs(
     return todo, kept, repairs_hold_scaling(todo, inputs.repair_fails, config.failed_passes_alarm)
 
 
-def scale(inputs: PassInputs, policy: Policy, now: float) -> Plan:
+def scale(inputs: PassInputs, policy: Policy, now: float, state: ClusterState | None = None) -> Plan:
     """The policy's plan on the demand, with the admin's standing orders applied (pause, keep,
-    remove). The dry run's plan too."""
+    remove; no node the joined ``state`` shows busy is removed on an order). The dry run's plan
+    too (``state`` then joined here)."""
     assert inputs.demand is not None
     demand = inputs.demand
     # Pooled nodes stay exec hosts (disabled) but are no capacity nor size: the policy plans without them.
     seen = pooled_hosts_left_out(demand.snapshot, inputs.nodes)
     plan = decide_demand(policy, seen, inputs.nodes, inputs.history, now, group_of=demand.group_of)
-    snap = inputs.snapshot
-    busy = {h.name for h in snap.hosts if h.busy} | {j.host for j in snap.jobs if j.host}
-    return apply_orders(plan, inputs.orders, inputs.nodes, busy)
+    joined = state if state is not None else cluster_state(inputs, now)
+    return apply_orders(plan, inputs.orders, inputs.nodes, {m.name for m in joined.nodes if m.busy})
 
 
 def _orders_done(orders: Orders, nodes: Sequence[Node]) -> tuple[str, ...]:

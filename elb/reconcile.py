@@ -1,12 +1,15 @@
 """Reconcile three views of the cluster: the journal, the cloud's tagged workers, SGE's hosts.
 
-``plan_repairs`` is pure: it compares the views and says what to repair, with a reason. The
-daemon runs it at start and every pass, before the policy, and only when all three views
-could be read (no action on partial data).
+``repairs_of`` is pure: it reads the three views joined once (``elb.state.ClusterState``) and
+says what to repair, with a reason; every fact of a node it asks (booting, ready, draining, busy,
+lost for, its instance gone or live) is a predicate of the joined state's managed node. The
+planner runs it every pass, before the policy, and only when all three views could be read (no
+action on partial data). ``plan_repairs`` joins the three views and runs it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,12 +17,7 @@ from dataclasses import dataclass
 from elb.durations import minutes
 from elb.interfaces import Instance
 from elb.model import Node, NodeState, Snapshot
-from elb.state import InstanceState, ManagedNode, instance_state
-
-# Live: pending or running. Gone: shutting down or terminated. Any other state (stopping, stopped:
-# a spot stop, a crash, an admin) is a machine that still exists, and costs (its disks), and can
-# start again: it must be terminated when elb is done with it.
-_LIVE_INSTANCE = frozenset({InstanceState.PENDING, InstanceState.RUNNING})
+from elb.state import LIVE, ClusterState, ManagedNode, instance_state, join
 
 
 class RepairKind(enum.StrEnum):
@@ -55,37 +53,33 @@ def lost_for(n: Node, snapshot: Snapshot, now: float, watched_since: float | Non
     return ManagedNode(n, None, snapshot.host(n.name), (), False, now).lost_for(watched_since)
 
 
-def _unreachable(
-    n: Node, inst: Instance, snapshot: Snapshot, *, now: float, timeout: float, watched_since: float | None
-) -> Repair | None:
+def _unreachable(m: ManagedNode, inst: Instance, *, timeout: float, watched_since: float | None) -> Repair | None:
     """A ready node SGE hasn't reached for ``timeout`` and that has nothing on it is removed.
 
     With a job (or a reservation) on it, it is kept: an execd that lost contact may still be
     running its jobs.
     """
-    lost = lost_for(n, snapshot, now, watched_since)
+    lost = m.lost_for(watched_since)
     if lost < timeout:
         return None
-    work = _work_on(n.name, snapshot)
-    if work:
+    if m.busy:
         why = (
-            f"SGE hasn't reached it for {minutes(lost)} but lists {work} there; kept "
+            f"SGE hasn't reached it for {minutes(lost)} but lists {_work_on(m)} there; kept "
             "(elb never kills a job: check the node, restart its execd or qdel -f the jobs)"
         )
-        return Repair(RepairKind.KEPT, n.name, why, inst)
-    where = "absent from SGE" if snapshot.host(n.name) is None else "unreachable in SGE (state u)"
+        return Repair(RepairKind.KEPT, m.name, why, inst)
+    where = "absent from SGE" if m.host is None else "unreachable in SGE (state u)"
     why = f"{where} for {minutes(lost)} (unreachable_timeout {minutes(timeout)}), no job on it"
-    return Repair(RepairKind.UNREACHABLE, n.name, why, inst)
+    return Repair(RepairKind.UNREACHABLE, m.name, why, inst)
 
 
-def _work_on(name: str, snapshot: Snapshot) -> str:
-    """What SGE lists on a host ('jobs 4, 7' or 'reserved slots'), '' for nothing."""
-    jobs = snapshot.jobs_on(name)
+def _work_on(m: ManagedNode) -> str:
+    """What SGE lists on a busy node: 'jobs 4, 7', or 'reserved slots'."""
+    jobs = m.jobs
     if jobs:
         more = f" and {len(jobs) - 5} more" if len(jobs) > 5 else ""
         return f"jobs {', '.join(str(j.job_id) for j in jobs[:5])}{more}"
-    host = snapshot.host(name)
-    return "reserved slots" if host is not None and host.busy else ""
+    return "reserved slots"
 
 
 def _unfinished(n: Node, watched_since: float | None) -> str:
@@ -96,36 +90,33 @@ def _unfinished(n: Node, watched_since: float | None) -> str:
     return f"left {n.state.value} when elb stopped"
 
 
-def _repair_pooled(n: Node, inst: Instance | None, present: Instance | None) -> Repair | None:
+def _repair_pooled(m: ManagedNode, inst: Instance | None) -> Repair | None:
     """A node of the warm pool. Stopped: a stopped instance is what it should be (not lost, not
     a failed boot; the planner restarts or expires it); gone, it is still an exec host, taken
     out. A stop or a restart that did not finish (elb stopped, or its cloud call failed): its
     queue instances are disabled and nothing runs there: it is removed for good."""
-    if n.state is NodeState.STOPPED:
-        if present is None and inst is None:
-            return Repair(RepairKind.VANISHED, n.name, "stopped in the warm pool, its instance gone")
+    st = m.record.state
+    if st is NodeState.STOPPED:
+        if m.instance_gone:
+            return Repair(RepairKind.VANISHED, m.name, "stopped in the warm pool, its instance gone")
         return None
-    what = "stop" if n.state is NodeState.STOPPING else "restart"
+    what = "stop" if st is NodeState.STOPPING else "restart"
     return Repair(
-        RepairKind.FINISH_DRAIN, n.name, f"left {n.state.value} (a warm pool {what} that did not finish); removed", inst
+        RepairKind.FINISH_DRAIN, m.name, f"left {st.value} (a warm pool {what} that did not finish); removed", inst
     )
 
 
 def _repair_node(  # noqa: PLR0911, PLR0912 (one return per lifecycle case reads best)
-    n: Node,
+    m: ManagedNode,
     inst: Instance | None,
-    snapshot: Snapshot,
     *,
-    present: Instance | None,
-    in_sge: set[str],
-    now: float,
     boot_timeout: float,
     unreachable_timeout: float,
     watched_since: float | None,
 ) -> Repair | None:
-    """The repair one journalled node needs, if any. ``inst``: its instance if pending or running;
-    ``present``: its instance in any state but gone (stopped too)."""
-    age = now - n.launched_at
+    """The repair one journalled node needs, if any. ``inst``: its instance if pending or running."""
+    n = m.record
+    age = m.now - n.launched_at
     st = n.state
     if st in (NodeState.REQUESTED, NodeState.LAUNCHING):
         if inst is not None:
@@ -133,33 +124,34 @@ def _repair_node(  # noqa: PLR0911, PLR0912 (one return per lifecycle case reads
         if age >= boot_timeout:
             return Repair(RepairKind.FORGET, n.name, f"no instance {minutes(age)} after the launch")
         return None
-    if st in (NodeState.RUNNING, NodeState.PROVISIONING):
+    if st.pooled or st is NodeState.STARTING:  # the warm pool's
+        return _repair_pooled(m, inst)
+    if m.booting:  # launched (running, provisioning)
         if inst is None:
             return Repair(RepairKind.VANISHED, n.name, "instance gone before provisioning finished")
         if age >= boot_timeout:
             why = f"not ready {minutes(age)} after launch (boot_timeout {minutes(boot_timeout)})"
             return Repair(RepairKind.ABANDON, n.name, why, inst)
         return Repair(RepairKind.PROVISION, n.name, "launched but never provisioned", inst)
-    if st is NodeState.READY:
+    if m.ready:
         if inst is not None:
-            return _unreachable(n, inst, snapshot, now=now, timeout=unreachable_timeout, watched_since=watched_since)
-        work = _work_on(n.name, snapshot)
-        if work:  # dead with the machine, but a job is SGE's to end, or an admin's: not elb's
+            return _unreachable(m, inst, timeout=unreachable_timeout, watched_since=watched_since)
+        if m.busy:  # dead with the machine, but a job is SGE's to end, or an admin's: not elb's
             why = (
-                f"instance gone (terminated outside elb) but SGE lists {work} there; kept registered "
+                f"instance gone (terminated outside elb) but SGE lists {_work_on(m)} there; kept registered "
                 "until SGE no longer lists them (qdel -f, or qmod -f -rj to rerun them)"
             )
             return Repair(RepairKind.KEPT, n.name, why)
         return Repair(RepairKind.VANISHED, n.name, "instance gone (terminated outside elb)")
-    if st in (NodeState.DRAINING, NodeState.DEREGISTERED):
+    if m.draining:
         return Repair(RepairKind.FINISH_DRAIN, n.name, _unfinished(n, watched_since), inst)
-    if st in (NodeState.STOPPED, NodeState.STOPPING, NodeState.STARTING):
-        return _repair_pooled(n, inst, present)
     # terminated or failed
-    if n.name in in_sge:
+    if m.host is not None:
         return Repair(RepairKind.DEREGISTER_STALE, n.name, f"{st.value} but still an SGE host")
-    if present is not None and n.instance_id is not None:
-        return Repair(RepairKind.TERMINATE_GONE, n.name, f"{st.value} but the instance is {present.state}", present)
+    if m.instance is not None and n.instance_id:
+        return Repair(
+            RepairKind.TERMINATE_GONE, n.name, f"{st.value} but the instance is {m.instance.state}", m.instance
+        )
     return None
 
 
@@ -175,31 +167,43 @@ def plan_repairs(
     unreachable_timeout: float,
     watched_since: float | None = None,
 ) -> list[Repair]:
-    """What to repair so that journal, cloud and SGE agree. ``nodes`` includes gone ones.
+    """``repairs_of`` the journal's records (``nodes``, gone ones included), the cloud's
+    instances and SGE's snapshot, joined at ``now``."""
+    return repairs_of(
+        join(nodes, instances, snapshot, include_gone=True, now=now),
+        master=master,
+        boot_timeout=boot_timeout,
+        orphan_timeout=orphan_timeout,
+        unreachable_timeout=unreachable_timeout,
+        watched_since=watched_since,
+    )
+
+
+def repairs_of(
+    state: ClusterState,
+    *,
+    master: str,
+    boot_timeout: float,
+    orphan_timeout: float,
+    unreachable_timeout: float,
+    watched_since: float | None = None,
+) -> list[Repair]:
+    """What to repair so that journal, cloud and SGE agree. ``state``: the three joined with
+    the journal's gone records included (``join(..., include_gone=True)``); the master and its
+    instance are never repaired.
 
     ``watched_since``: when the daemon's first pass ran (see ``lost_for``); None: trust the journal.
     """
-    by_name = {n.name: n for n in nodes}
-    present_list = [i for i in instances if instance_state(i.state) is not InstanceState.GONE and i.name != master]
-    present_by_id = {i.instance_id: i for i in present_list}
-    live_list = [i for i in present_list if instance_state(i.state) in _LIVE_INSTANCE]
-    by_id = {i.instance_id: i for i in live_list}
-    live: dict[str, Instance] = {}
-    for i in live_list:
-        live.setdefault(i.name, i)
-    in_sge = {h.name for h in snapshot.hosts}
+    now = state.now
     out: list[Repair] = []
-    for n in nodes:
-        if n.name == master:
+    for m in state.nodes:
+        if m.name == master:
             continue
-        inst = by_id.get(n.instance_id) if n.instance_id else live.get(n.name)
+        if m.instance is not None and m.instance.name == master:
+            m = dataclasses.replace(m, instance=None)  # noqa: PLW2901 (the master's is never a worker's)
         repair = _repair_node(
-            n,
-            inst,
-            snapshot,
-            present=present_by_id.get(n.instance_id) if n.instance_id else None,
-            in_sge=in_sge,
-            now=now,
+            m,
+            m.instance if m.instance_live else None,
             boot_timeout=boot_timeout,
             unreachable_timeout=unreachable_timeout,
             watched_since=watched_since,
@@ -208,14 +212,17 @@ def plan_repairs(
             out.append(repair)
 
     # Instances the journal does not account for.
+    by_name = {m.name: m for m in state.nodes}
+    in_sge = {h.name for h in state.snapshot.hosts}
     accounted = {r.instance.instance_id for r in out if r.instance is not None}
-    accounted |= {n.instance_id for n in nodes if n.instance_id}
-    for inst in present_list:
-        if inst.instance_id in accounted:
+    accounted |= {m.record.instance_id for m in state.nodes if m.record.instance_id}
+    for inst in state.instances:
+        if inst.instance_id in accounted or inst.name == master:
             continue
+        live = instance_state(inst.state) in LIVE
         record = by_name.get(inst.name)
         if record is None and inst.name in in_sge:
-            if instance_state(inst.state) in _LIVE_INSTANCE:
+            if live:
                 why = "an SGE worker with elb's tags missing from the journal"
                 out.append(Repair(RepairKind.ADOPT, inst.name, why, inst))
             continue  # stopped: not provisionable, and SGE still knows the name: left to an admin
@@ -223,7 +230,7 @@ def plan_repairs(
         if age < orphan_timeout:
             continue
         what = "unknown to the journal" if record is None else f"a second instance named {inst.name}"
-        state = "" if instance_state(inst.state) in _LIVE_INSTANCE else f" ({inst.state})"
-        why = f"tagged worker{state} {what}, not serving in SGE, for {minutes(age)}"
+        state_note = "" if live else f" ({inst.state})"
+        why = f"tagged worker{state_note} {what}, not serving in SGE, for {minutes(age)}"
         out.append(Repair(RepairKind.ORPHAN, inst.name, why, inst))
     return out

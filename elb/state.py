@@ -36,6 +36,18 @@ def seen(records: Sequence[Node], now: float, *, busy: Collection[str], up: Coll
     return tuple(out)
 
 
+def serves(record: Node | None, host_up: bool) -> bool:
+    """Ready to take jobs: SGE reaches its host and elb's record, if it has one (an exec host elb
+    does not manage has none), says READY. The policies' "ready" (``elb.policy.view.Worker``)."""
+    return host_up and (record is None or record.state is NodeState.READY)
+
+
+def idle_since(record: Node | None, ready: bool, busy: bool) -> float | None:
+    """Since when a ready node that runs nothing has been idle: its record's ``quiet_since``;
+    None when it is busy (a job or a reservation on it), not ready, or not elb's (no record)."""
+    return record.quiet_since if ready and not busy and record is not None else None
+
+
 class InstanceState(enum.StrEnum):
     PENDING = "pending"
     RUNNING = "running"
@@ -43,6 +55,10 @@ class InstanceState(enum.StrEnum):
     STOPPED = "stopped"  # exists and costs (its disks), can start again
     GONE = "gone"  # shutting down or terminated
 
+
+# Pending or running. Any other state but gone (stopping, stopped: a spot stop, a crash, an admin,
+# the warm pool) is a machine that still exists, and costs (its disks), and can start again.
+LIVE = frozenset({InstanceState.PENDING, InstanceState.RUNNING})
 
 _FROM_PROVIDER = {
     "pending": InstanceState.PENDING,
@@ -103,9 +119,7 @@ class ManagedNode:
     @property
     def idle_since(self) -> float | None:
         """Since when no job or reservation was seen on a ready node (None: busy, or not ready)."""
-        if not self.ready or self.busy:
-            return None
-        return self.record.quiet_since
+        return idle_since(self.record, self.ready, self.busy)
 
     def lost_for(self, watched_since: float | None = None) -> float:
         """Seconds a ready node has been out of SGE's reach (0 while SGE reaches it), counted from
@@ -119,12 +133,18 @@ class ManagedNode:
     def instance_gone(self) -> bool:
         return self.instance_state is InstanceState.GONE
 
+    @property
+    def instance_live(self) -> bool:
+        """Its instance is pending or running."""
+        return self.instance_state in LIVE
+
 
 @dataclass(frozen=True, slots=True)
 class ClusterState:
     snapshot: Snapshot
     nodes: tuple[ManagedNode, ...]  # live records (not terminated nor failed, unless asked), oldest first
     now: float
+    instances: tuple[Instance, ...] = ()  # the cloud's instances in any state but gone, joined or not
 
     def node(self, name: str) -> ManagedNode | None:
         return next((n for n in self.nodes if n.name == name), None)
@@ -144,24 +164,30 @@ def join(
     in_flight: Collection[str] = (),
     *,
     include_gone: bool = False,
+    now: float | None = None,
 ) -> ClusterState:
     """Join the journal's live records (and the gone ones when asked: ``elb nodes --all``) with
-    their instances and SGE's hosts and jobs."""
-    by_id = {i.instance_id: i for i in instances if instance_state(i.state) is not InstanceState.GONE}
+    their instances and SGE's hosts and jobs, at ``now`` (the snapshot's time unless given).
+
+    A record's instance is the one of its instance id; a record without one (a launch not yet
+    journalled whole) has the instance of its name, a pending or running one before any other."""
+    at = snapshot.now if now is None else now
+    present = tuple(i for i in instances if instance_state(i.state) is not InstanceState.GONE)
+    by_id = {i.instance_id: i for i in present}
     by_name: dict[str, Instance] = {}
-    for i in by_id.values():
+    for i in sorted(present, key=lambda i: instance_state(i.state) not in LIVE):  # stable: live ones first
         by_name.setdefault(i.name, i)
     jobs: dict[str, list[Job]] = {}
     for j in snapshot.jobs:
         if j.host:
             jobs.setdefault(j.host, []).append(j)
-    hosts = {h.name: h for h in snapshot.hosts}
+    hosts: dict[str, Host] = {}
+    for h in snapshot.hosts:
+        hosts.setdefault(h.name, h)  # as ``Snapshot.host``: the first of a name
     out = []
     for r in records:
         if r.state in GONE and not include_gone:
             continue
         inst = by_id.get(r.instance_id) if r.instance_id else by_name.get(r.name)
-        out.append(
-            ManagedNode(r, inst, hosts.get(r.name), tuple(jobs.get(r.name, ())), r.name in in_flight, snapshot.now)
-        )
-    return ClusterState(snapshot, tuple(out), snapshot.now)
+        out.append(ManagedNode(r, inst, hosts.get(r.name), tuple(jobs.get(r.name, ())), r.name in in_flight, at))
+    return ClusterState(snapshot, tuple(out), at, present)

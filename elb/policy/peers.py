@@ -91,22 +91,19 @@ def _facts(cache: ViewCache, view: ClusterView) -> _Facts:
 def _count(view: ClusterView) -> _Facts:
     idle: list[tuple[Worker, float]] = []
     free = busy = booting = 0
-    for w in view.workers:
+    for w in view.workers:  # each worker's predicates, as ``Worker`` works them out
         if w.booting:
             booting += 1
             busy += 1
             continue
-        facts = w.facts
-        up, host_free, host_busy = (facts.up, facts.free, facts.busy) if facts is not None else (False, 0, False)
-        node = w.node
-        ready = up and (node is None or node.state is NodeState.READY)
-        if ready:
-            free += host_free
-        if w.jobs or host_busy:
+        if w.ready and w.facts is not None:
+            free += w.facts.free
+        if w.busy:
             busy += 1
             continue
-        if ready and node is not None:
-            idle.append((w, node.quiet_since))
+        since = w.idle_since
+        if since is not None:
+            idle.append((w, since))
     return _Facts(tuple(idle), free, busy, booting)
 
 

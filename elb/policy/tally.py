@@ -27,6 +27,7 @@ from typing import Generic, TypeVar
 from elb.model import PENDING_STATES, Host, Job, Node, NodeState, Snapshot
 from elb.naming import next_names
 from elb.policy.view import host_facts, oldest_first
+from elb.state import idle_since, serves
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
 _BOOTING = frozenset(s for s in NodeState if s.booting)
@@ -322,12 +323,10 @@ class WorkerTally:
         up_total = facts.total if facts is not None and facts.up else 0
         if node is not None and node.state in _BOOTING:
             return _Entry(node.slots or 0, None, None, up_total)
-        ready = (node is None or node.state is NodeState.READY) and facts is not None and facts.up
-        if not ready or facts is None:
+        if facts is None or not serves(node, facts.up):
             return _Entry(None, None, None, up_total)
         room = (facts.free, facts.total) if facts.free > 0 else None
-        idle = node is not None and not self._running[name] and not facts.busy
-        return _Entry(None, room, node.quiet_since if idle and node is not None else None, up_total)
+        return _Entry(None, room, idle_since(node, True, bool(self._running[name]) or facts.busy), up_total)
 
     def _set(self, name: str, entry: _Entry | None) -> None:
         old = self._entries.pop(name, None)

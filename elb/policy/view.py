@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from elb.model import PENDING_STATES, Host, Job, Node, NodeState, Snapshot
 from elb.naming import next_names
+from elb.state import idle_since, serves
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
 _BOOTING = frozenset(s for s in NodeState if s.booting)
@@ -72,23 +73,26 @@ class Worker:
     jobs: tuple[Job, ...]
     facts: HostFacts | None = field(init=False)  # what SGE shows of its host (None: not in SGE)
     booting: bool = field(init=False)  # elb's record says it is still being launched or provisioned
-    ready: bool = field(init=False)  # up in SGE, and READY in elb's record if it has one
-    idle: bool = field(init=False)  # ready, runs no job and holds no reservation
+    ready: bool = field(init=False)  # up in SGE, and READY in elb's record if it has one (``elb.state.serves``)
+    busy: bool = field(init=False)  # runs a job or holds a reservation
+    idle: bool = field(init=False)  # ready and not busy
 
     def __post_init__(self) -> None:
         node, host = self.node, self.host
         facts = host_facts(host) if host is not None else None
-        ready = (node is None or node.state is NodeState.READY) and facts is not None and facts.up
+        ready = serves(node, facts is not None and facts.up)
+        busy = bool(self.jobs) or (facts is not None and facts.busy)
         object.__setattr__(self, "facts", facts)
         object.__setattr__(self, "booting", node is not None and node.state in _BOOTING)
         object.__setattr__(self, "ready", ready)
-        object.__setattr__(self, "idle", ready and not self.jobs and not (facts is not None and facts.busy))
+        object.__setattr__(self, "busy", busy)
+        object.__setattr__(self, "idle", ready and not busy)
 
     @property
     def idle_since(self) -> float | None:
-        """Since when a managed worker has been idle (``Node.quiet_since``); None when it is not
-        idle or elb does not manage it."""
-        return self.node.quiet_since if self.idle and self.node is not None else None
+        """Since when a managed worker has been idle (``elb.state.idle_since``); None when it is
+        not idle or elb does not manage it."""
+        return idle_since(self.node, self.ready, self.busy)
 
 
 @dataclass(frozen=True, slots=True)

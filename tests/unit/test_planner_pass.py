@@ -161,6 +161,16 @@ def test_a_busy_node_is_never_removed_by_an_order(cfg: Config) -> None:
     assert p.scaling is not None and p.scaling.remove == ()
 
 
+def test_a_node_holding_a_reservation_is_never_removed_by_an_order(cfg: Config) -> None:
+    live = node("node006", 3500, instance_id="i-node006")
+    orders = Orders(remove=frozenset({"node006"}))
+    reserved = snap([], hosts=[host("node006", reserved=8)])
+    i = inputs(reserved, nodes=(live,), instances=(instance("node006"),), orders=orders)
+    p = plan_pass(i, cfg, policy_for(cfg), T0)
+    assert p.scaling is not None and p.scaling.remove == ()
+    assert scale(i, policy_for(cfg), T0).remove == ()
+
+
 def test_the_dry_runs_plan_is_the_live_scaling_plan(cfg: Config) -> None:
     i = inputs(snap([pending(1, 600, slots=8)]))
     live = plan_pass(i, cfg, policy_for(cfg), T0)

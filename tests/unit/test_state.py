@@ -62,3 +62,21 @@ def test_join_carries_every_predicate() -> None:
     assert n4.lost_for(watched_since=T0 - 10) == 10
     assert n5.draining and n5.instance_gone
     assert st.booting == 1 and st.count(NodeState.READY) == 3
+
+
+def test_a_record_without_instance_id_joins_the_live_instance_of_its_name() -> None:
+    """A launch not yet journalled whole has no instance id: of two instances of its name (a
+    stopped one listed first), it is the running one's."""
+    record = Node("node001", NodeState.LAUNCHING, T0 - 60, None)
+    instances = [Instance("i-1", "node001", "stopped", T0 - 900), Instance("i-2", "node001", "running", T0 - 60)]
+    (m,) = join([record], instances, Snapshot(T0, (), ())).nodes
+    assert m.instance is not None and m.instance.instance_id == "i-2" and m.instance_live
+
+
+def test_join_at_a_given_time_and_keeps_the_cloud_instances() -> None:
+    record = Node("node001", NodeState.READY, T0 - 900, "i-1", ready_at=T0 - 800, last_up_at=T0 - 100)
+    orphan = Instance("i-9", "node009", "stopped", T0 - 900)
+    gone = Instance("i-8", "node008", "terminated", T0 - 900)
+    st = join([record], [orphan, gone], Snapshot(T0, (), ()), now=T0 + 50)
+    assert st.now == T0 + 50 and st.nodes[0].lost_for() == 150
+    assert st.instances == (orphan,)

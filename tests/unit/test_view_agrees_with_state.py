@@ -1,0 +1,51 @@
+"""The policies' view (``elb.policy.view.Worker``) and the joined cluster state
+(``elb.state.ManagedNode``) are two joins of the same records and snapshot: on generated clusters,
+a managed node SGE reaches is booting, busy and idle since the same time in both."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from elb.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
+from elb.policy.view import cluster_view
+from elb.state import join
+from tests.unit.factories import T0, running
+
+_node = st.fixed_dictionaries(
+    {
+        "state": st.sampled_from([s for s in NodeState if s.alive]),
+        "host": st.sampled_from([None, "", "u", "d"]),  # absent, up, unreachable, disabled
+        "job": st.booleans(),
+        "reserved": st.booleans(),
+        "busy_ago": st.sampled_from([None, 30.0, 900.0]),
+    }
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(specs=st.lists(_node, min_size=1, max_size=6))
+def test_a_reachable_managed_node_is_the_same_in_the_view_and_the_state(specs: list[dict[str, object]]) -> None:
+    records: list[Node] = []
+    hosts: list[Host] = []
+    jobs: list[Job] = []
+    for k, s in enumerate(specs):
+        name = f"node{k:03d}"
+        state, busy_ago = s["state"], s["busy_ago"]
+        assert isinstance(state, NodeState)
+        last_busy = None if busy_ago is None else T0 - float(busy_ago)  # type: ignore[arg-type]
+        records.append(Node(name, state, T0 - 1000, f"i-{k}", ready_at=T0 - 600, last_busy_at=last_busy))
+        if s["host"] is not None:
+            q = QueueInstance("all.q", name, 8, 1 if s["job"] else 0, 1 if s["reserved"] else 0, str(s["host"]))
+            hosts.append(Host(name, (q,)))
+            if s["job"]:
+                jobs.append(running(100 + k, name))
+    snap = Snapshot(T0, tuple(jobs), tuple(hosts))
+    workers = {w.name: w for w in cluster_view(snap, records, "master", T0, 8).workers}
+    for m in join(records, (), snap).nodes:
+        w = workers[m.name]
+        assert w.booting == m.booting
+        if m.reachable:
+            assert w.ready == m.ready
+            assert w.idle_since == m.idle_since
+            assert ((w.facts is not None and w.facts.busy) or bool(w.jobs)) == m.busy
