@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from elb.model import Job, Snapshot
+
 # Tag keys every instance elb launches carries (EC2 and local alike).
 TAG_CLUSTER = "elb:cluster"
 TAG_ROLE = "elb:role"  # "master" | "worker"
@@ -121,6 +123,21 @@ class NodeSpec:
     hostgroup: str | None = None
     complex_values: Mapping[str, str] = field(default_factory=dict, hash=False)
     market: str | None = None  # its group's market, "on-demand" or "spot"; None: not known
+
+
+@runtime_checkable
+class SchedulerNodes(Protocol):
+    """What the safe drain needs of a batch scheduler, in scheduler-neutral values: Grid Engine's
+    adapter (``elb.sge.commands.SgeCommands``: ``qmod -d``/``-e``, ``qstat``) and Slurm's
+    (``elb.slurm.commands.SlurmCommands``: ``DRAIN``/``UNDRAIN``, ``squeue``) implement it."""
+
+    def read_snapshot(self) -> Snapshot: ...
+
+    def disable_host(self, host: str) -> None: ...
+
+    def enable_host(self, host: str) -> None: ...
+
+    def jobs_on(self, host: str) -> Sequence[Job]: ...
 
 
 @runtime_checkable

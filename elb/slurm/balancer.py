@@ -26,12 +26,13 @@ from elb.interfaces import Cloud, CloudError, HostResult, Instance, NodeSpec, Ou
 from elb.journal import Journal
 from elb.metrics import PassMetrics
 from elb.model import Node, NodeState, Plan
+from elb.planner import Drain, drain_verdict
 from elb.policy.base import Policy
 from elb.policy.grouped import policy_for
 from elb.slurm.commands import SlurmCommands, SlurmError, SlurmRead
 from elb.slurm.intake import take
 from elb.slurm.plan import SlurmInputs, SlurmPlan, plan
-from elb.slurm.view import node_up
+from elb.slurm.view import jobs_of, node_up
 from elb.timeline import Step
 
 log = logging.getLogger("elb.slurm")
@@ -332,13 +333,12 @@ class SlurmBalancer:
             out.failed[name] = f"drain failed: {err}"
             return
         sn = read.node(name)
-        jobs = read.jobs_on(name)
         if sn is not None and (sn.powered_down or sn.powering_down):
             return  # Slurm takes it down already; the next passes remove it
-        if sn is None or jobs or sn.busy:
-            why = (
-                f"job {jobs[0].job_id} on it" if jobs else ("Slurm has CPUs of it allocated" if sn else "Slurm lost it")
-            )
+        jobs = [j for job in read.jobs_on(name) for j in jobs_of(job) if j.host == name]
+        verdict = drain_verdict(jobs, sn.cpus_allocated if sn is not None else 0)
+        if sn is None or verdict.verdict is Drain.KEEP:
+            why = verdict.reason if sn is not None else "Slurm lost it"
             try:
                 self.slurm.undrain(name)
             except SlurmError as err:

@@ -11,12 +11,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from elb.config import SlurmConfig
+from elb.model import Job, Snapshot
 from elb.sge.commands import CommandResult, run_command
 from elb.sge.errors import SgeError
+from elb.slurm import view
 from elb.slurm.parse import (
     SINFO_ARGV,
     SQUEUE_ARGV,
@@ -135,6 +138,22 @@ class SlurmCommands:
 
     def undrain(self, name: str) -> None:
         self.update([name], state="UNDRAIN")
+
+    # -- the scheduler-neutral side (``elb.interfaces.SchedulerNodes``) ----------------------
+    def read_snapshot(self) -> Snapshot:
+        """One read of Slurm as the neutral snapshot (``elb.slurm.view``)."""
+        read = self.read()
+        return view.snapshot(read.jobs, read.nodes, time.time())
+
+    def disable_host(self, host: str) -> None:
+        self.drain(host, "elb: draining")
+
+    def enable_host(self, host: str) -> None:
+        self.undrain(host)
+
+    def jobs_on(self, host: str) -> tuple[Job, ...]:
+        """The jobs holding ``host`` now (a job just allocated included), as neutral jobs."""
+        return tuple(j for job in self.read().jobs_on(host) for j in view.jobs_of(job) if j.host == host)
 
     def power_down(self, names: Sequence[str], reason: str, *, force: bool = False) -> None:
         """Power nodes down: ``POWER_DOWN_ASAP`` (after their jobs) or, with ``force``,

@@ -13,13 +13,14 @@ import pytest
 
 from elb.actuator import Outcomes
 from elb.cli import main
-from elb.config import Config, parse_config
+from elb.config import Config, SgeConfig, SlurmConfig, parse_config
 from elb.exitcodes import Exit
-from elb.interfaces import HostResult, Instance, LaunchResult, NodeSpec, Outcome
+from elb.interfaces import HostResult, Instance, LaunchResult, NodeSpec, Outcome, SchedulerNodes
 from elb.journal import Journal
 from elb.model import NodeState
+from elb.sge.commands import SgeCommands
 from elb.slurm.balancer import SlurmBalancer, slurm_reason
-from elb.slurm.commands import SlurmRead
+from elb.slurm.commands import SlurmCommands, SlurmRead
 from elb.slurm.parse import SlurmJob, SlurmNode
 from elb.slurm.requests import RequestKind, write
 
@@ -211,3 +212,32 @@ def test_the_dry_run_plans_the_slurm_pass_and_changes_nothing(
     journal = Journal(state / "journal.sqlite")
     assert journal.nodes(include_gone=True) == [] and len(journal.slurm_requests(open_only=True)) == 1
     journal.close()
+
+
+def test_both_schedulers_give_the_drain_the_same_neutral_interface(tmp_path: Path) -> None:
+    """SGE's and Slurm's adapters are ``SchedulerNodes``; Slurm's answers in neutral values
+    (scripts stand in for sinfo, squeue and scontrol: the real ones run in the cluster tests)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "scontrol.log"
+    scripts = {
+        "sinfo": "echo 'node001|mixed+cloud|2|1/1/0/2|cloud*|none'",
+        "squeue": "echo '7|cloud|RUNNING|None|1|1|node001|2026-11-24T16:01:06|2026-11-24T16:01:10|UNLIMITED|u|j'",
+        "scontrol": f'echo "$@" >> {log}',
+    }
+    for name, body in scripts.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    slurm = SlurmCommands(SlurmConfig(bin_dir=bin_dir))
+    assert isinstance(slurm, SchedulerNodes) and isinstance(SgeCommands(SgeConfig()), SchedulerNodes)
+    snap = slurm.read_snapshot()
+    host = snap.host("node001")
+    assert host is not None and (host.slots_total, host.slots_used) == (2, 1)
+    assert [(j.job_id, j.state, j.host) for j in slurm.jobs_on("node001")] == [(7, "r", "node001")]
+    assert slurm.jobs_on("node002") == ()
+    slurm.disable_host("node001")
+    slurm.enable_host("node001")
+    assert log.read_text().splitlines() == [
+        "update nodename=node001 state=DRAIN reason=elb: draining",
+        "update nodename=node001 state=UNDRAIN",
+    ]
