@@ -63,19 +63,68 @@ class Outcomes:
     restarted: list[str] = field(default_factory=list)  # started again from the warm pool, ready
 
 
-def _spec(node: Node) -> NodeSpec | None:
+def node_spec(node: Node) -> NodeSpec | None:
+    """What the provisioner needs of a journalled node; None without an address."""
     if node.private_ip is None:
         return None
     return NodeSpec(node.name, node.private_ip, node.slots, group=node.group)
 
 
-def _ready_specs(journal: Journal, exclude: Sequence[str] = ()) -> list[NodeSpec]:
+def ready_specs(journal: Journal, exclude: Sequence[str] = ()) -> list[NodeSpec]:
+    """The ready nodes (but ``exclude``), for the hosts lines a play updates on them."""
     out = []
     for n in journal.nodes():
-        spec = _spec(n)
+        spec = node_spec(n)
         if n.state is NodeState.READY and n.name not in exclude and spec is not None:
             out.append(spec)
     return out
+
+
+def launch_instances(
+    journal: Journal, cloud: Cloud, clock: Callable[[], float], names: Sequence[str], out: Outcomes
+) -> tuple[Instance, ...]:
+    """Launch requested nodes, each journalled ``launching`` first (with the node group its
+    record has); the ones the cloud could not start are journalled failed with why. The
+    instances that run."""
+    groups: dict[str, str] = {}
+    for name in names:
+        node = journal.record(name, NodeState.LAUNCHING, clock())
+        if node.group is not None:
+            groups[name] = node.group
+    try:
+        result = cloud.launch(list(names), groups or None)
+    except CloudError as err:
+        # The cloud adapter starts nothing it cannot report; reconcile catches the rest by tags.
+        for name in names:
+            journal.record(name, NodeState.FAILED, clock(), detail=f"launch failed: {err}")
+            out.failed[name] = f"launch failed: {err}"
+        return ()
+    finally:
+        journal.note_change(clock())
+    for name, why in result.failed.items():
+        journal.record(name, NodeState.FAILED, clock(), detail=f"launch failed: {why}")
+        out.failed[name] = f"launch failed: {why}"
+    return result.launched
+
+
+def record_running(
+    journal: Journal, clock: Callable[[], float], name: str, inst: Instance, detail: str | None = None
+) -> Node:
+    """Node ``name`` runs on ``inst``: record it with what the cloud says of the instance (and,
+    with an address, its ``running`` boot step)."""
+    return journal.record(
+        name,
+        NodeState.RUNNING,
+        clock(),
+        detail=detail,
+        instance_id=inst.instance_id,
+        private_ip=inst.private_ip,
+        slots=inst.slots,
+        instance_type=inst.instance_type,
+        launched_at=inst.launched_at,
+        step=Step.RUNNING if inst.private_ip is not None else None,
+        template_version=inst.tags.get(TEMPLATE_VERSION_TAG),
+    )
 
 
 def _describe(result: HostResult) -> str:
@@ -118,43 +167,11 @@ class Actuator:
 
     def launch(self, names: Sequence[str], out: Outcomes) -> None:
         """Launch requested nodes and provision them in one playbook run."""
-        j = self.journal
-        groups: dict[str, str] = {}
-        for name in names:
-            node = j.record(name, NodeState.LAUNCHING, self.clock())
-            if node.group is not None:
-                groups[name] = node.group
-        try:
-            result = self.cloud.launch(list(names), groups or None)
-        except CloudError as err:
-            # The cloud adapter starts nothing it cannot report; reconcile catches the rest by tags.
-            for name in names:
-                j.record(name, NodeState.FAILED, self.clock(), detail=f"launch failed: {err}")
-                out.failed[name] = f"launch failed: {err}"
-            return
-        finally:
-            j.note_change(self.clock())
-        for name, why in result.failed.items():
-            j.record(name, NodeState.FAILED, self.clock(), detail=f"launch failed: {why}")
-            out.failed[name] = f"launch failed: {why}"
-        self.provision([self._record_running(inst.name, inst) for inst in result.launched], out)
+        launched = launch_instances(self.journal, self.cloud, self.clock, names, out)
+        self.provision([self._record_running(inst.name, inst) for inst in launched], out)
 
     def _record_running(self, name: str, inst: Instance, detail: str | None = None) -> Node:
-        """Node ``name`` runs on ``inst``: record it with what the cloud says of the instance (and,
-        with an address, its ``running`` boot step)."""
-        return self.journal.record(
-            name,
-            NodeState.RUNNING,
-            self.clock(),
-            detail=detail,
-            instance_id=inst.instance_id,
-            private_ip=inst.private_ip,
-            slots=inst.slots,
-            instance_type=inst.instance_type,
-            launched_at=inst.launched_at,
-            step=Step.RUNNING if inst.private_ip is not None else None,
-            template_version=inst.tags.get(TEMPLATE_VERSION_TAG),
-        )
+        return record_running(self.journal, self.clock, name, inst, detail)
 
     def _reached(self, name: str) -> None:
         """The provisioning play reached ``name`` over SSH: its ``reachable`` boot step."""
@@ -162,16 +179,16 @@ class Actuator:
 
     def provision(self, nodes: Sequence[Node], out: Outcomes) -> None:
         """Provision running nodes; a node that fails is cleaned out of the cluster and terminated."""
-        specs = [s for s in (_spec(n) for n in nodes) if s is not None]
+        specs = [s for s in (node_spec(n) for n in nodes) if s is not None]
         for n in nodes:
-            if _spec(n) is None:
+            if node_spec(n) is None:
                 self._fail_and_terminate(n, "no private address", out)
         if not specs:
             return
         for s in specs:
             self.journal.record(s.name, NodeState.PROVISIONING, self.clock(), step=Step.PROVISIONING)
         results = self.provisioner.add_nodes(
-            specs, _ready_specs(self.journal, [s.name for s in specs]), on_reached=self._reached
+            specs, ready_specs(self.journal, [s.name for s in specs]), on_reached=self._reached
         )
         for s in specs:
             res = results.get(s.name, HostResult(s.name, Outcome.FAILED, message="no result from provisioning"))
@@ -187,9 +204,9 @@ class Actuator:
         """Take a node that never became ready back out of SGE, hosts and exports, then terminate it."""
         log.error("%s: %s; removing it", node.name, why)
         self.journal.record(node.name, NodeState.DRAINING, self.clock(), detail=f"cleanup: {why}")
-        spec = _spec(node)
+        spec = node_spec(node)
         if spec is not None:
-            res = self.provisioner.remove_nodes([spec], _ready_specs(self.journal, [node.name]))
+            res = self.provisioner.remove_nodes([spec], ready_specs(self.journal, [node.name]))
             r = res.get(node.name)
             if r is None or not r.ok:
                 detail = _describe(r) if r else "no result"
@@ -273,8 +290,8 @@ class Actuator:
     def finish_drain(self, node: Node, reason: str, out: Outcomes) -> None:
         """Deregister a disabled, jobless node and terminate it once SGE no longer lists it."""
         name = node.name
-        spec = _spec(node) or NodeSpec(name, "0.0.0.0")  # noqa: S104 (never connected to: master-side only)
-        res = self.provisioner.remove_nodes([spec], _ready_specs(self.journal, [name])).get(name)
+        spec = node_spec(node) or NodeSpec(name, "0.0.0.0")  # noqa: S104 (never connected to: master-side only)
+        res = self.provisioner.remove_nodes([spec], ready_specs(self.journal, [name])).get(name)
         if res is not None and res.outcome is Outcome.BUSY:
             self.sge.enable_host(name)
             self.journal.record(name, NodeState.READY, self.clock(), detail="kept: busy at deregistration")
@@ -358,9 +375,9 @@ class Actuator:
             name, NodeState.STARTING, self.clock(), detail="instance running", private_ip=inst.private_ip
         )
         if moved or not getattr(self.cloud, "restart_runs_services", True):
-            spec = _spec(node)
+            spec = node_spec(node)
             assert spec is not None
-            res = self.provisioner.add_nodes([spec], _ready_specs(self.journal, [name])).get(name)
+            res = self.provisioner.add_nodes([spec], ready_specs(self.journal, [name])).get(name)
             if res is None or not res.ok:
                 self._restart_failed(node, _describe(res) if res else "no result from provisioning", out)
                 return
@@ -420,7 +437,7 @@ class Actuator:
         """Take a node whose instance is gone out of SGE, hosts and exports (master side only)."""
         name = r.node
         ip = node.private_ip if node is not None and node.private_ip else "0.0.0.0"  # noqa: S104
-        res = self.provisioner.remove_nodes([NodeSpec(name, ip)], _ready_specs(self.journal, [name])).get(name)
+        res = self.provisioner.remove_nodes([NodeSpec(name, ip)], ready_specs(self.journal, [name])).get(name)
         if res is None or not res.ok:
             out.failed[name] = f"deregistration failed: {_describe(res) if res else 'no result'}"
             return

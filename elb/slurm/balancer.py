@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from elb.actuator import Outcomes
+from elb.actuator import Outcomes, launch_instances, node_spec, ready_specs, record_running
 from elb.backoff import compute as compute_backoff
 from elb.config import Config
 from elb.daemon import PassResult
@@ -62,12 +62,6 @@ def slurm_reason(text: str) -> str:
     """``text`` as a reason ``scontrol`` takes (and ``SlurmCommands`` accepts)."""
     cleaned = _REASON_CHARS.sub(" ", f"elb: {text}").strip()
     return cleaned[:200] or "elb"
-
-
-def _spec(node: Node) -> NodeSpec | None:
-    if node.private_ip is None:
-        return None
-    return NodeSpec(node.name, node.private_ip, slots=node.slots, group=node.group)
 
 
 def gather(
@@ -237,9 +231,8 @@ class SlurmBalancer:
     # -- operations (background) -----------------------------------------------------------------
     def launch(self, names: Sequence[str], p: SlurmPlan, out: Outcomes) -> None:
         """Launch the nodes Slurm asked for, then bring them up in one playbook run."""
-        j = self.journal
         for name in names:
-            j.record(
+            self.journal.record(
                 name,
                 NodeState.REQUESTED,
                 self.clock(),
@@ -247,37 +240,15 @@ class SlurmBalancer:
                 group=p.groups.get(name),
                 step=Step.REQUESTED,
             )
-            j.record(name, NodeState.LAUNCHING, self.clock())
-        try:
-            result = self.cloud.launch(list(names), dict(p.groups) or None)
-        except CloudError as err:
-            for name in names:
-                j.record(name, NodeState.FAILED, self.clock(), detail=f"launch failed: {err}")
-                out.failed[name] = f"launch failed: {err}"
-            return
-        finally:
-            j.note_change(self.clock())
-        for name, why in result.failed.items():
-            j.record(name, NodeState.FAILED, self.clock(), detail=f"launch failed: {why}")
-            out.failed[name] = f"launch failed: {why}"
-        self._bring_up([(i.name, i) for i in result.launched], out)
+        launched = launch_instances(self.journal, self.cloud, self.clock, names, out)
+        self._bring_up([(i.name, i) for i in launched], out)
 
     def _bring_up(self, started: Sequence[tuple[str, Instance]], out: Outcomes) -> None:
         """Running instances -> their address in Slurm -> provisioned (slurmd up) -> ready."""
         specs: list[NodeSpec] = []
         for name, inst in started:
-            node = self.journal.record(
-                name,
-                NodeState.RUNNING,
-                self.clock(),
-                instance_id=inst.instance_id,
-                private_ip=inst.private_ip,
-                slots=inst.slots,
-                instance_type=inst.instance_type,
-                launched_at=inst.launched_at,
-                step=Step.RUNNING if inst.private_ip else None,
-            )
-            spec = _spec(node)
+            node = record_running(self.journal, self.clock, name, inst)
+            spec = node_spec(node)
             if spec is None:
                 self._fail(node, "no private address", out)
                 continue
@@ -293,7 +264,7 @@ class SlurmBalancer:
         report = self.provisioner.run(
             self.config.slurm.add_playbook,
             new_nodes=specs,
-            workers=self._ready_specs([s.name for s in specs]),
+            workers=ready_specs(self.journal, [s.name for s in specs]),
             on_reached=lambda n: self.journal.reach(n, Step.REACHABLE, self.clock()),
         )
         results = report.for_hosts([s.name for s in specs])
@@ -375,9 +346,9 @@ class SlurmBalancer:
         """The remove play (hosts lines, exports; the node itself when reachable), then the
         instance terminated: Slurm runs nothing on it, so its bill stops even if the play
         failed (the ALARM says what may be left on the master). True when terminated."""
-        spec = _spec(node) or NodeSpec(node.name, "0.0.0.0")  # noqa: S104 (master-side only)
+        spec = node_spec(node) or NodeSpec(node.name, "0.0.0.0")  # noqa: S104 (master-side only)
         report = self.provisioner.run(
-            self.config.slurm.remove_playbook, old_nodes=[spec], workers=self._ready_specs([node.name])
+            self.config.slurm.remove_playbook, old_nodes=[spec], workers=ready_specs(self.journal, [node.name])
         )
         res = report.for_hosts([node.name]).get(node.name)
         detail = why
@@ -396,13 +367,6 @@ class SlurmBalancer:
                 return False
         self.journal.record(node.name, final, self.clock(), detail=detail)
         return True
-
-    def _ready_specs(self, exclude: Sequence[str]) -> list[NodeSpec]:
-        return [
-            s
-            for n in self.journal.nodes()
-            if n.state is NodeState.READY and n.name not in exclude and (s := _spec(n)) is not None
-        ]
 
 
 __all__: Sequence[str] = ("SlurmBalancer", "dry_run", "gather", "slurm_reason")
