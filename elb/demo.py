@@ -82,7 +82,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_demo)
 
 
-def _say(msg: str) -> None:
+def say(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
@@ -112,7 +112,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        _say("the test cluster is in use (tests or another demo); waiting for it")
+        say("the test cluster is in use (tests or another demo); waiting for it")
         fcntl.flock(lock, fcntl.LOCK_EX)
     try:
         if args.scheduler == "slurm":
@@ -121,17 +121,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
             return demo_slurm.run(cluster, args, procs, SLURM_STATE)
         return _run(cluster, args, procs)
     except KeyboardInterrupt:
-        _say("interrupted")
+        say("interrupted")
         return 130
     finally:
         for proc in procs:
             _stop(proc)
         if args.keep:
-            _say("cluster left up; remove it with: elb testcluster down")
+            say("cluster left up; remove it with: elb testcluster down")
         else:
             try:
                 cluster.down()
-                _say("test cluster removed; the machine is clean")
+                say("test cluster removed; the machine is clean")
             except Exception as err:  # the one line a user needs when cleanup fails
                 print(f"cleanup failed ({err}); clean up with: elb testcluster down", file=sys.stderr)
         lock.close()
@@ -149,25 +149,13 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 def _run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.Popen[bytes]]) -> int:
     from elb.plot import plot_stats  # noqa: PLC0415 (matplotlib only when needed)
     from elb.testcluster import constants as C  # noqa: PLC0415
-    from elb.testcluster.master import in_master  # noqa: PLC0415
 
-    _say("setting up the test cluster (master only; first run installs packages and builds an image)")
+    say("setting up the test cluster (master only; first run installs packages and builds an image)")
     times = cluster.up(nodes=0)
-    _say("cluster up: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
-    if STATE.exists():
-        subprocess.run(["rm", "-rf", "--one-file-system", str(STATE)], check=True, timeout=60)
-    STATE.mkdir(parents=True)
-    cfg_path = STATE / "elb.yml"
-    cfg_path.write_text(yaml.safe_dump(demo_config(STATE, C.SSH_KEY, cluster.cluster_name, args.max_nodes)))
-    home = Path("/home") / C.CLUSTER_USER / "elb-demo"
-    cluster.master_run(["rm", "-rf", str(home)], check=False)
-    cluster.master_run(["mkdir", "-p", str(home)], user=C.CLUSTER_USER)
-
-    with (STATE / "elb.log").open("wb") as log:
-        argv = in_master([sys.executable, "-m", "elb", "run", "--config", str(cfg_path)])
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    procs.append(proc)
-    _say(
+    say("cluster up: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
+    config = demo_config(STATE, C.SSH_KEY, cluster.cluster_name, args.max_nodes)
+    proc, home = start_elb(cluster, STATE, config, "elb-demo", procs)
+    say(
         f"elb running as the master (log: {STATE / 'elb.log'}); policy: elb's default (launch for jobs "
         f"no slot takes within a 60 s boot, remove nodes idle 30 s), poll 5 s, max {args.max_nodes} nodes"
     )
@@ -177,15 +165,39 @@ def _run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.
         env = f"ELB_DEMO_SUBMITTED={int(now)},ELB_DEMO_SECONDS={int(args.job_seconds)}"
         jid = cluster.submit(JOB_SCRIPT, "-N", "demo", "-o", str(home), "-v", env)
         submitted[jid] = now
-    _say(f"submitted {len(submitted)} jobs of {args.job_seconds} s as {C.CLUSTER_USER}")
+    say(f"submitted {len(submitted)} jobs of {args.job_seconds} s as {C.CLUSTER_USER}")
 
     code = _watch(cluster, STATE / "stats.csv", home, list(submitted), timeout=args.timeout, proc=proc)
     _stop(proc)
     _summary(cluster, home, STATE / "journal.sqlite", submitted)
     rows = list(read_rows(STATE / "stats.csv"))
     plot_stats(rows, args.plot, title="elb demo: a burst of jobs on a local SGE cluster")
-    _say(f"plot written to {args.plot.resolve()}")
+    say(f"plot written to {args.plot.resolve()}")
     return code
+
+
+def start_elb(
+    cluster: TestCluster, state: Path, config: dict[str, Any], results: str, procs: list[subprocess.Popen[bytes]]
+) -> tuple[subprocess.Popen[bytes], Path]:
+    """A fresh ``state`` directory with ``config`` in it, an empty directory ``results`` in the
+    cluster user's home for the jobs' result files, and ``elb run`` started as the master (its
+    log in ``state``); the process (also added to ``procs``) and that directory."""
+    from elb.testcluster import constants as C  # noqa: PLC0415
+    from elb.testcluster.master import in_master  # noqa: PLC0415
+
+    if state.exists():
+        subprocess.run(["rm", "-rf", "--one-file-system", str(state)], check=True, timeout=60)
+    state.mkdir(parents=True)
+    cfg_path = state / "elb.yml"
+    cfg_path.write_text(yaml.safe_dump(config))
+    home = Path("/home") / C.CLUSTER_USER / results
+    cluster.master_run(["rm", "-rf", str(home)], check=False)
+    cluster.master_run(["mkdir", "-p", str(home)], user=C.CLUSTER_USER)
+    with (state / "elb.log").open("wb") as log:
+        argv = in_master([sys.executable, "-m", "elb", "run", "--config", str(cfg_path)])
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    procs.append(proc)
+    return proc, home
 
 
 def job_states(qstat_text: str) -> dict[str, str]:
@@ -227,7 +239,7 @@ def _report_errors(cluster: TestCluster, ids: list[str], told: set[str]) -> None
         if jid in ids and "E" in state and jid not in told:
             told.add(jid)
             why = error_reasons(cluster.master_run(["qstat", "-j", jid], check=False, timeout=30).stdout)
-            _say(f"job {jid} is in error ({state}): {'; '.join(why) or 'qstat -j gives no reason'}")
+            say(f"job {jid} is in error ({state}): {'; '.join(why) or 'qstat -j gives no reason'}")
 
 
 def _watch(
@@ -243,11 +255,11 @@ def _watch(
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            _say(f"elb exited early with code {proc.returncode}; see its log")
+            say(f"elb exited early with code {proc.returncode}; see its log")
             return 1
         rows = list(read_rows(stats)) if stats.exists() else []
         for r in rows[seen:]:
-            _say(_row_line(r))
+            say(_row_line(r))
         seen = len(rows)
         if time.monotonic() - checked >= 10:
             checked = time.monotonic()
@@ -256,12 +268,12 @@ def _watch(
         done = max(len(finished), len(list(home.glob("*.done"))) if home.exists() else 0)
         if rows and done + len(told - finished) >= njobs and rows[-1].nodes == 0:
             if told - finished:
-                _say(f"{done} jobs done, {len(told - finished)} in error, and every node removed")
+                say(f"{done} jobs done, {len(told - finished)} in error, and every node removed")
                 return 1
-            _say(f"all {njobs} jobs done and every node removed")
+            say(f"all {njobs} jobs done and every node removed")
             return 0
         time.sleep(2)
-    _say(f"gave up after {timeout:.0f} s: {len(finished)} of {njobs} jobs finished, {len(told)} in error")
+    say(f"gave up after {timeout:.0f} s: {len(finished)} of {njobs} jobs finished, {len(told)} in error")
     return 1
 
 

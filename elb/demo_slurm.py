@@ -12,13 +12,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import yaml
-
+from elb.demo import say, start_elb
 from elb.journal import Journal
 from elb.model import NodeState
 
@@ -30,10 +28,6 @@ start=$(date +%s)
 sleep "$ELB_DEMO_SECONDS"
 echo "$ELB_DEMO_SUBMITTED $start $(date +%s) $(hostname)" > "$HOME/elb-demo-slurm/$SLURM_JOB_ID.done"
 """
-
-
-def _say(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
 def demo_config(state: Path, ssh_key: Path, cluster_name: str, max_nodes: int) -> dict[str, object]:
@@ -77,26 +71,14 @@ def _line() -> str:
 def run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.Popen[bytes]], state: Path) -> int:
     from elb.testcluster import constants as C  # noqa: PLC0415
     from elb.testcluster import slurm  # noqa: PLC0415
-    from elb.testcluster.master import in_master  # noqa: PLC0415
 
-    _say("setting up the test cluster and Slurm's controller (first run installs packages and builds an image)")
+    say("setting up the test cluster and Slurm's controller (first run installs packages and builds an image)")
     times = cluster.up(nodes=0)
     slurm.up()
-    _say("cluster up: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()) + "; slurmctld up (configless)")
-    if state.exists():
-        subprocess.run(["rm", "-rf", "--one-file-system", str(state)], check=True, timeout=60)
-    state.mkdir(parents=True)
-    cfg_path = state / "elb.yml"
-    cfg_path.write_text(yaml.safe_dump(demo_config(state, C.SSH_KEY, cluster.cluster_name, args.max_nodes)))
-    home = Path("/home") / C.CLUSTER_USER / "elb-demo-slurm"
-    cluster.master_run(["rm", "-rf", str(home)], check=False)
-    cluster.master_run(["mkdir", "-p", str(home)], user=C.CLUSTER_USER)
-
-    with (state / "elb.log").open("wb") as log:
-        argv = in_master([sys.executable, "-m", "elb", "run", "--config", str(cfg_path)])
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    procs.append(proc)
-    _say(f"elb running behind Slurm's power saving (log: {state / 'elb.log'}); poll 5 s, max {args.max_nodes} nodes")
+    say("cluster up: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()) + "; slurmctld up (configless)")
+    config = demo_config(state, C.SSH_KEY, cluster.cluster_name, args.max_nodes)
+    proc, home = start_elb(cluster, state, config, "elb-demo-slurm", procs)
+    say(f"elb running behind Slurm's power saving (log: {state / 'elb.log'}); poll 5 s, max {args.max_nodes} nodes")
     submitted: dict[str, float] = {}
     for _ in range(args.jobs):
         now = time.time()
@@ -119,7 +101,7 @@ def run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.P
             input_text=JOB,  # sbatch reads the script from its standard input
         )
         submitted[out.stdout.strip().split(";")[0]] = now
-    _say(f"submitted {len(submitted)} jobs of {args.job_seconds} s as {C.CLUSTER_USER} (sbatch -p {slurm.PARTITION})")
+    say(f"submitted {len(submitted)} jobs of {args.job_seconds} s as {C.CLUSTER_USER} (sbatch -p {slurm.PARTITION})")
     code = _watch(home, len(submitted), state / "journal.sqlite", timeout=args.timeout, proc=proc)
     _summary(home, state / "journal.sqlite", len(submitted))
     return code
@@ -131,20 +113,20 @@ def _watch(home: Path, njobs: int, journal: Path, *, timeout: float, proc: subpr
     seen_nodes = False
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            _say(f"elb exited early with code {proc.returncode}; see its log")
+            say(f"elb exited early with code {proc.returncode}; see its log")
             return 1
         line = _line()
         if line != last:
-            _say(line)
+            say(line)
             last = line
         done = len(list(home.glob("*.done")))
         alive = _alive_nodes(journal)
         seen_nodes |= alive > 0
         if done >= njobs and seen_nodes and alive == 0:
-            _say(f"all {njobs} jobs done and every node removed")
+            say(f"all {njobs} jobs done and every node removed")
             return 0
         time.sleep(3)
-    _say(f"gave up after {timeout:.0f} s")
+    say(f"gave up after {timeout:.0f} s")
     return 1
 
 
