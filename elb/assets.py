@@ -81,6 +81,11 @@ def default_playbook_dir() -> Path:
     return locate().playbook_dir
 
 
+def playbook_dir(configured: Path | None) -> Path:
+    """The playbook directory elb uses: ``provision.playbook_dir``, else the shipped one."""
+    return (configured or default_playbook_dir()).resolve()
+
+
 def playbook_dir_problem(configured: Path | None) -> str | None:
     """Why elb cannot provision from this playbook directory (None: it can).
 

@@ -40,7 +40,7 @@ class Check:
 
 def check_playbooks(cfg: Config) -> Iterator[Check]:
     problem = assets.playbook_dir_problem(cfg.provision.playbook_dir)
-    where = (cfg.provision.playbook_dir or assets.default_playbook_dir()).resolve()
+    where = assets.playbook_dir(cfg.provision.playbook_dir)
     if problem is not None:
         yield Check("playbooks", False, problem, "set provision.playbook_dir to a directory with the playbooks")
         return
@@ -90,7 +90,7 @@ def check_slurm(cfg: Config) -> Iterator[Check]:
     else:
         yield Check("Slurm requests", True, str(requests))
     for playbook in (cfg.slurm.add_playbook, cfg.slurm.remove_playbook):
-        where = (cfg.provision.playbook_dir or assets.default_playbook_dir()).resolve() / playbook
+        where = assets.playbook_dir(cfg.provision.playbook_dir) / playbook
         if not where.is_file():
             yield Check("Slurm playbooks", False, f"{where} not found", "set slurm.add_playbook/remove_playbook")
 

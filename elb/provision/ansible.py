@@ -231,7 +231,7 @@ class AnsibleProvisioner:
         self.sge = sge or SgeConfig()
         self.cancel_event = cancel_event or threading.Event()
         self.retention = retention or RetentionConfig()
-        self.playbook_dir = (config.playbook_dir or assets.default_playbook_dir()).resolve()
+        self.playbook_dir = assets.playbook_dir(config.playbook_dir)
         self.connection = Connection(
             master=self.cluster.master,
             master_address=master_address,

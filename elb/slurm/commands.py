@@ -81,9 +81,6 @@ class SlurmCommands:
         for name in _DROPPED_ENV:
             base.pop(name, None)
         base["LC_ALL"] = "C"
-        base["TZ"] = base.get("TZ", "")  # squeue prints local times; parse_timestamp reads them the same way
-        if not base["TZ"]:
-            del base["TZ"]
         if config.conf is not None:
             base["SLURM_CONF"] = str(config.conf)
         self.env = base
