@@ -62,6 +62,17 @@ class Outcomes:
     stopped: list[str] = field(default_factory=list)  # stopped into the warm pool
     restarted: list[str] = field(default_factory=list)  # started again from the warm pool, ready
 
+    def absorb(self, other: Outcomes) -> None:
+        """Add what ``other`` achieved to this."""
+        self.added += other.added
+        self.removed += other.removed
+        self.kept += other.kept
+        self.failed.update(other.failed)
+        self.repaired += other.repaired
+        self.postponed += other.postponed
+        self.stopped += other.stopped
+        self.restarted += other.restarted
+
 
 def node_spec(node: Node) -> NodeSpec | None:
     """What the provisioner needs of a journalled node; None without an address."""

@@ -364,14 +364,7 @@ class Balancer:
     def collect_finished(self, result: PassResult) -> None:
         """What the node operations that ended since the last pass achieved, into ``result``."""
         done = self.executor.collect()
-        o = result.outcomes
-        o.added += done.added
-        o.removed += done.removed
-        o.kept += done.kept
-        o.failed.update(done.failed)
-        o.repaired += done.repaired
-        o.stopped += done.stopped
-        o.restarted += done.restarted
+        result.outcomes.absorb(done)  # the operations never postpone: only a pass does
         for name in done.added:  # launch to ready, for the histogram
             node = self.journal.node(name)
             if node is not None and node.ready_at is not None:

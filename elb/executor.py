@@ -77,14 +77,7 @@ class Executor:
             done, self._done = self._done, []
         merged = Outcomes()
         for o in done:
-            merged.added += o.added
-            merged.removed += o.removed
-            merged.kept += o.kept
-            merged.failed.update(o.failed)
-            merged.repaired += o.repaired
-            merged.postponed += o.postponed
-            merged.stopped += o.stopped
-            merged.restarted += o.restarted
+            merged.absorb(o)
         return merged
 
     def wait(self) -> None:

@@ -184,12 +184,7 @@ class SlurmBalancer:
 
     def collect_finished(self, result: PassResult) -> None:
         """Merge what the background operations that ended achieved into ``result``."""
-        done = self.executor.collect()
-        o = result.outcomes
-        o.added += done.added
-        o.removed += done.removed
-        o.kept += done.kept
-        o.failed.update(done.failed)
+        result.outcomes.absorb(self.executor.collect())
 
     # -- carrying the plan out -----------------------------------------------------------------
     def _carry_out(self, p: SlurmPlan, inputs: SlurmInputs, out: Outcomes) -> None:
