@@ -4,7 +4,7 @@ Generates, in the format of SGE 8.1.9's ``qstat -u '*' -xml -r -f`` and ``qhost 
 50,000 pending job entries (plain, array and PE jobs, some held) and 1,000 execution hosts
 (4 slots each, most of them running jobs), then times each phase:
 
-  parse qstat -> parse qhost -> join into a Snapshot -> policy.decide(...)
+  parse qstat -> parse qhost -> join into a Snapshot -> policy.decide(the joined state)
 
 and measures peak memory twice: Python allocations with tracemalloc (in a second run, since
 tracing slows Python down) and the process's maximum resident set size (ru_maxrss).
@@ -44,6 +44,7 @@ from elb.model import History, Node, NodeState, Snapshot
 from elb.policy import make_policy
 from elb.policy.base import Policy
 from elb.sge.parse import join_snapshot, parse_qhost, parse_qstat
+from elb.state import join
 
 QSTAT_HEAD = (
     "<?xml version='1.0'?>\n"
@@ -183,7 +184,7 @@ def run_once(
     mark("parse qhost")
     snap = join_snapshot(qs, hosts, NOW)
     mark("join")
-    plan = decide(snap, nodes, History(), NOW)
+    plan = decide(join(nodes, (), snap, now=NOW), History())
     mark("decide")
     return Phases(wall, cpu), snap, plan
 
@@ -318,7 +319,7 @@ def _decide_scaling(jobs: int, hosts: int, repeat: int) -> None:
 
         def cold(snap: Snapshot = snap, nodes: tuple[Node, ...] = nodes, policy: Policy = policy) -> None:
             fresh = Snapshot(snap.now, tuple(snap.jobs), tuple(snap.hosts))  # no memoised view
-            policy.decide(fresh, nodes, History(), NOW)
+            policy.decide(join(nodes, (), fresh, now=NOW), History())
 
         times.append(_best_cpu(cold, repeat))
         print(f"decide alone: {n_hosts} hosts, {n_jobs} waiting entries: {times[-1]:.3f} CPU s (best of {repeat})")

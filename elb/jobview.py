@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from elb.model import PENDING_STATES, Job, Node, Snapshot
 from elb.policy.view import cluster_view
+from elb.state import join
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +47,7 @@ def waiting_jobs(
     snap: Snapshot, nodes: Sequence[Node], master: str, slots_per_node: int | None, not_demand: Mapping[int, str]
 ) -> tuple[int, list[JobFacts]]:
     """The slots per node the policy assumes, and every job not on a host, oldest first."""
-    spn = cluster_view(snap, nodes, master, snap.now, slots_per_node).slots_per_node
+    spn = cluster_view(join(nodes, (), snap), master, slots_per_node).slots_per_node
     waiting = sorted(
         (j for j in snap.jobs if j.queue is None),
         key=lambda j: (j.submitted if j.submitted is not None else snap.now, j.job_id),

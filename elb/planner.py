@@ -255,9 +255,9 @@ def scale(inputs: PassInputs, policy: Policy, now: float, state: ClusterState | 
     assert inputs.demand is not None
     demand = inputs.demand
     # Pooled nodes stay exec hosts (disabled) but are no capacity nor size: the policy plans without them.
-    seen = pooled_hosts_left_out(demand.snapshot, inputs.nodes)
-    plan = decide_demand(policy, seen, inputs.nodes, inputs.history, now, group_of=demand.group_of)
     joined = state if state is not None else cluster_state(inputs, now)
+    seen = pooled_hosts_left_out(demand.snapshot, inputs.nodes)
+    plan = decide_demand(policy, joined.seeing(seen), inputs.history, group_of=demand.group_of)
     return apply_orders(plan, inputs.orders, inputs.nodes, {m.name for m in joined.nodes if m.busy})
 
 

@@ -129,7 +129,7 @@ def demand_of(
     workers = [h for h in snapshot.hosts if h.name != cluster.master]
     alive = [n for n in nodes if n.state.alive and n.name != cluster.master]
     slots = infer_slots_per_node(workers, alive, node_slots)
-    name = new_names(snapshot, nodes, 1, cluster.node_prefix, cluster.node_digits)[0]
+    name = new_names(snapshot.hosts, nodes, 1, cluster.node_prefix, cluster.node_digits)[0]
     return split_demand(snapshot, node_groups(config, slots), site, new_node_name=name, start_times=start_times)
 
 

@@ -11,6 +11,7 @@ import dataclasses
 import enum
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from elb.interfaces import Instance
 from elb.model import Host, Job, Node, NodeState, Snapshot
@@ -104,6 +105,11 @@ class ManagedNode:
         return self.record.state is NodeState.READY
 
     @property
+    def serves(self) -> bool:
+        """Takes jobs: SGE reaches it and its record says READY (``serves``)."""
+        return serves(self.record, self.reachable)
+
+    @property
     def draining(self) -> bool:
         return self.record.state in (NodeState.DRAINING, NodeState.DEREGISTERED)
 
@@ -118,8 +124,8 @@ class ManagedNode:
 
     @property
     def idle_since(self) -> float | None:
-        """Since when no job or reservation was seen on a ready node (None: busy, or not ready)."""
-        return idle_since(self.record, self.ready, self.busy)
+        """Since when no job or reservation was seen on a node that serves (None: busy, or not serving)."""
+        return idle_since(self.record, self.serves, self.busy)
 
     def lost_for(self, watched_since: float | None = None) -> float:
         """Seconds a ready node has been out of SGE's reach (0 while SGE reaches it), counted from
@@ -139,15 +145,84 @@ class ManagedNode:
         return self.instance_state in LIVE
 
 
-@dataclass(frozen=True, slots=True)
+def started_host(j: Job) -> str | None:
+    """The host a job is filed under: an entry SGE lists with a queue instance there and not
+    waiting. What a node's ``jobs`` are, everywhere a pass or a policy asks."""
+    if j.queue is None or j.state in ("qw", "hqw"):  # ``Job.host``'s first test, without its call
+        return None
+    return j.host
+
+
+def started_on(jobs: Sequence[Job]) -> dict[str, list[Job]]:
+    """The jobs started on each host (``started_host``)."""
+    out: dict[str, list[Job]] = {}
+    for j in jobs:
+        h = started_host(j)
+        if h is not None:
+            out.setdefault(h, []).append(j)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
 class ClusterState:
+    """The joined view of the cluster at ``now``: the journal's records, the cloud's instances
+    and SGE's snapshot. The pass's planner, reconcile, the policies (``elb.policy.view``), the
+    simulator, ``status`` and the stats row read it.
+
+    The join is made when first asked and kept (``cached_property``): a policy that finds the
+    very same records, hosts and jobs as at its last call (the simulator, between events)
+    reads nothing more of it."""
+
     snapshot: Snapshot
-    nodes: tuple[ManagedNode, ...]  # live records (not terminated nor failed, unless asked), oldest first
+    records: tuple[Node, ...]  # the journal's records as read (gone ones too when the reader asked)
     now: float
     instances: tuple[Instance, ...] = ()  # the cloud's instances in any state but gone, joined or not
+    in_flight: frozenset[str] = frozenset()  # nodes an operation of elb runs on
+    include_gone: bool = False  # ``nodes`` keeps the records of terminated and failed nodes
+
+    @cached_property
+    def hosts(self) -> dict[str, Host]:
+        """SGE's hosts by name (the first of a name, as ``Snapshot.host``)."""
+        out: dict[str, Host] = {}
+        for h in self.snapshot.hosts:
+            out.setdefault(h.name, h)
+        return out
+
+    @cached_property
+    def jobs_on(self) -> dict[str, tuple[Job, ...]]:
+        """The started jobs on each host (``started_on``)."""
+        return {h: tuple(js) for h, js in started_on(self.snapshot.jobs).items()}
+
+    @cached_property
+    def nodes(self) -> tuple[ManagedNode, ...]:
+        """The records (live ones, and gone ones when ``include_gone``), oldest first, each with
+        its instance, SGE's host and the jobs there.
+
+        A record's instance is the one of its instance id; a record without one (a launch not
+        yet journalled whole) has the instance of its name, a pending or running one before
+        any other."""
+        by_id = {i.instance_id: i for i in self.instances}
+        by_name: dict[str, Instance] = {}
+        for i in sorted(self.instances, key=lambda i: instance_state(i.state) not in LIVE):  # live ones first
+            by_name.setdefault(i.name, i)
+        hosts, jobs, flight, none = self.hosts, self.jobs_on, self.in_flight, ()
+        out = []
+        for r in self.records:
+            if r.state in GONE and not self.include_gone:
+                continue
+            inst = by_id.get(r.instance_id) if r.instance_id else by_name.get(r.name)
+            out.append(ManagedNode(r, inst, hosts.get(r.name), jobs.get(r.name, none), r.name in flight, self.now))
+        return tuple(out)
 
     def node(self, name: str) -> ManagedNode | None:
         return next((n for n in self.nodes if n.name == name), None)
+
+    def managed(self, record: Node) -> ManagedNode:
+        """``record`` joined on its own, without its instance (what a policy reads of a node)."""
+        name = record.name
+        return ManagedNode(
+            record, None, self.hosts.get(name), self.jobs_on.get(name, ()), name in self.in_flight, self.now
+        )
 
     def count(self, *states: NodeState) -> int:
         return sum(1 for n in self.nodes if n.record.state in states)
@@ -155,6 +230,15 @@ class ClusterState:
     @property
     def booting(self) -> int:
         return sum(1 for n in self.nodes if n.booting)
+
+    def at(self, now: float) -> ClusterState:
+        """The same state read at another time (the simulator's look ahead on an unchanged cluster)."""
+        return dataclasses.replace(self, now=now)
+
+    def seeing(self, snapshot: Snapshot) -> ClusterState:
+        """The same records and instances joined with another view of SGE (the demand's:
+        waiting jobs no group can run left out, pooled nodes' hosts left out)."""
+        return dataclasses.replace(self, snapshot=snapshot)
 
 
 def join(
@@ -166,28 +250,8 @@ def join(
     include_gone: bool = False,
     now: float | None = None,
 ) -> ClusterState:
-    """Join the journal's live records (and the gone ones when asked: ``elb nodes --all``) with
-    their instances and SGE's hosts and jobs, at ``now`` (the snapshot's time unless given).
-
-    A record's instance is the one of its instance id; a record without one (a launch not yet
-    journalled whole) has the instance of its name, a pending or running one before any other."""
+    """The journal's live records (and the gone ones when asked: ``elb nodes --all``) joined with
+    their instances and SGE's hosts and jobs, at ``now`` (the snapshot's time unless given)."""
     at = snapshot.now if now is None else now
     present = tuple(i for i in instances if instance_state(i.state) is not InstanceState.GONE)
-    by_id = {i.instance_id: i for i in present}
-    by_name: dict[str, Instance] = {}
-    for i in sorted(present, key=lambda i: instance_state(i.state) not in LIVE):  # stable: live ones first
-        by_name.setdefault(i.name, i)
-    jobs: dict[str, list[Job]] = {}
-    for j in snapshot.jobs:
-        if j.host:
-            jobs.setdefault(j.host, []).append(j)
-    hosts: dict[str, Host] = {}
-    for h in snapshot.hosts:
-        hosts.setdefault(h.name, h)  # as ``Snapshot.host``: the first of a name
-    out = []
-    for r in records:
-        if r.state in GONE and not include_gone:
-            continue
-        inst = by_id.get(r.instance_id) if r.instance_id else by_name.get(r.name)
-        out.append(ManagedNode(r, inst, hosts.get(r.name), tuple(jobs.get(r.name, ())), r.name in in_flight, at))
-    return ClusterState(snapshot, tuple(out), at, present)
+    return ClusterState(snapshot, tuple(records), at, present, frozenset(in_flight), include_gone)

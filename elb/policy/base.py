@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Protocol
 
-from elb.model import History, Node, Plan, Snapshot
+from elb.model import History, Plan
+from elb.state import ClusterState
 
 
 class Policy(Protocol):
-    """A scaling policy. ``decide`` must be pure: no I/O, no clock; ``now`` is passed in.
+    """A scaling policy. ``decide`` must be pure: no I/O, no clock; the time is the joined
+    state's ``now``.
 
     The same object runs live (``elb run``), in ``elb once --dry-run`` and in ``elb simulate``.
     """
@@ -17,4 +18,4 @@ class Policy(Protocol):
     @property
     def name(self) -> str: ...
 
-    def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan: ...
+    def decide(self, state: ClusterState, history: History) -> Plan: ...

@@ -20,14 +20,15 @@ stays empty for an unchanged cluster (see ``elb.simulate.engine``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from elb.config import ClusterConfig, PolicyConfig
 from elb.durations import minutes
-from elb.model import History, Job, Node, Plan, Removal, Snapshot
+from elb.model import History, Job, Plan, Removal
 from elb.policy.forecast import Forecast, forecast
 from elb.policy.view import ClusterView, ViewCache, Worker, new_names
+from elb.state import ClusterState
 
 INF = math.inf
 
@@ -48,8 +49,8 @@ class ElbPolicy:
     # What it worked out for the last cluster state it saw (``elb.policy.view.ViewCache``).
     cache: ViewCache = field(default_factory=ViewCache, compare=False, repr=False)
 
-    def _view(self, snapshot: Snapshot, nodes: Sequence[Node], now: float) -> ClusterView:
-        return self.cache.view(snapshot, nodes, self.cluster.master, now, self.config.slots_per_node)
+    def _view(self, state: ClusterState) -> ClusterView:
+        return self.cache.view(state, self.cluster.master, self.config.slots_per_node)
 
     def _idle(self, view: ClusterView) -> tuple[Worker, ...]:
         """The idle workers elb manages (worked out once per set of workers)."""
@@ -59,12 +60,15 @@ class ElbPolicy:
     def _classic(self) -> bool:
         return self.config.grow == "wait_time" and self.config.shrink == "timer"
 
-    def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
+    def decide(self, state: ClusterState, history: History) -> Plan:
         cfg = self.config
-        view = self._view(snapshot, nodes, now)
+        now = state.now
+        view = self._view(state)
 
         def names(count: int) -> tuple[str, ...]:
-            return new_names(snapshot, nodes, count, self.cluster.node_prefix, self.cluster.node_digits)
+            return new_names(
+                state.snapshot.hosts, state.records, count, self.cluster.node_prefix, self.cluster.node_digits
+            )
 
         # Below the floor: replace lost nodes at once, whatever the stabilization window says.
         if view.size < cfg.min_nodes:
@@ -226,7 +230,7 @@ class ElbPolicy:
         return Plan(remove=tuple(Removal(w.name, why) for _, _, w, why in chosen))
 
     # -- fast-forward --------------------------------------------------------------------------
-    def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:
+    def quiet_until(self, state: ClusterState, history: History) -> float:
         """A time before which ``decide`` returns an empty plan while the cluster does not change.
 
         Only asked after an empty plan. With either classic rule set on: ``now`` (poll as usual).
@@ -235,9 +239,10 @@ class ElbPolicy:
         come closer to their h_rt), so it is not an event.
         """
         cfg = self.config
+        now = state.now
         if cfg.grow != "forecast" or cfg.shrink != "cost":
             return now
-        view = self._view(snapshot, nodes, now)
+        view = self._view(state)
         if view.size < cfg.min_nodes:
             return now
         until = INF

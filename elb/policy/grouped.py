@@ -15,20 +15,22 @@ the joined state by group and asks each group's policy for a plan on its share:
 The plans are joined: removals as planned, launches in group order within the global
 ``max_nodes`` (the workers of every group count), and the new nodes named after the highest
 number in use across the whole cluster. ``Plan.add_groups`` says which group each new node is
-of. Pure: ``now`` is passed in; each group's policy object keeps its own memory (``ViewCache``).
+of. Pure: the time is the joined state's ``now``; each group's policy object keeps its own memory (``ViewCache``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from elb.config import ClusterConfig, Config, PolicyConfig
 from elb.groups import NodeGroup, NodeGroups
-from elb.model import History, Host, Job, Node, Plan, Removal, Snapshot
+from elb.model import History, Host, Job, Plan, Removal, Snapshot
 from elb.policy import Policy, make_policy
 from elb.policy.view import new_names
+from elb.state import ClusterState
 
 _NO_GROUPS: Mapping[Job, str] = MappingProxyType({})
 
@@ -38,8 +40,7 @@ class GroupShare:
     """One group's share of the cluster: what its policy plans on."""
 
     group: NodeGroup
-    snapshot: Snapshot
-    nodes: tuple[Node, ...]
+    state: ClusterState  # the group's hosts, jobs and records
 
 
 @dataclass
@@ -69,38 +70,32 @@ class GroupedPolicy:
             found = self._policies[group.name] = make_policy(sized, self.cluster)
         return found
 
-    def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
+    def decide(self, state: ClusterState, history: History) -> Plan:
         """``Policy.decide``: every waiting job counted for the first group (``decide_groups``
         takes the demand model's placement)."""
-        return self.decide_groups(snapshot, _NO_GROUPS, nodes, history, now)
+        return self.decide_groups(state, _NO_GROUPS, history)
 
-    def decide_groups(
-        self, snapshot: Snapshot, group_of: Mapping[Job, str], nodes: Sequence[Node], history: History, now: float
-    ) -> Plan:
+    def decide_groups(self, state: ClusterState, group_of: Mapping[Job, str], history: History) -> Plan:
         """One plan from each group's policy on its share, joined (see the module's description)."""
-        plans = [
-            (s.group, self.policy_of(s.group).decide(s.snapshot, s.nodes, history, now))
-            for s in self.shares(snapshot, group_of, nodes)
-        ]
-        return self._join(plans, snapshot, nodes)
+        plans = [(s.group, self.policy_of(s.group).decide(s.state, history)) for s in self.shares(state, group_of)]
+        return self._join(plans, state)
 
-    def quiet_until_groups(
-        self, snapshot: Snapshot, group_of: Mapping[Job, str], nodes: Sequence[Node], history: History, now: float
-    ) -> float:
+    def quiet_until_groups(self, state: ClusterState, group_of: Mapping[Job, str], history: History) -> float:
         """The earliest time any group's policy may plan something on an unchanged cluster
         (``quiet_until`` of each group's policy on its share; ``now`` when one has none): the
         simulator skips the polls before it."""
         until = float("inf")
-        for s in self.shares(snapshot, group_of, nodes):
+        for s in self.shares(state, group_of):
             policy = self.policy_of(s.group)
             hint = getattr(policy, "quiet_until", None)
             if hint is None:
-                return now
-            until = min(until, float(hint(s.snapshot, s.nodes, history, now)))
+                return state.now
+            until = min(until, float(hint(s.state, history)))
         return until
 
-    def shares(self, snapshot: Snapshot, group_of: Mapping[Job, str], nodes: Sequence[Node]) -> list[GroupShare]:
+    def shares(self, state: ClusterState, group_of: Mapping[Job, str]) -> list[GroupShare]:
         """The cluster split by group."""
+        snapshot, nodes = state.snapshot, state.records
         known = {g.name for g in self.groups.groups}
         first = self.groups.groups[0].name
         master = self.cluster.master
@@ -119,7 +114,9 @@ class GroupedPolicy:
                 or (j.host is not None and host_group.get(j.host) == g.name)
             )
             mine = tuple(n for n in nodes if node_group.get(n.name) == g.name)
-            out.append(GroupShare(g, Snapshot(snapshot.now, jobs, hosts), mine))
+            out.append(
+                GroupShare(g, dataclasses.replace(state, snapshot=Snapshot(snapshot.now, jobs, hosts), records=mine))
+            )
         return out
 
     def _serving(self, host: Host) -> str | None:
@@ -127,7 +124,8 @@ class GroupedPolicy:
         queues = {q.queue for q in host.queues}
         return next((g.name for g in self.groups.groups if queues & set(g.queues)), None)
 
-    def _join(self, plans: Sequence[tuple[NodeGroup, Plan]], snapshot: Snapshot, nodes: Sequence[Node]) -> Plan:
+    def _join(self, plans: Sequence[tuple[NodeGroup, Plan]], state: ClusterState) -> Plan:
+        snapshot, nodes = state.snapshot, state.records
         master = self.cluster.master
         alive = {n.name for n in nodes if n.state.alive and n.name != master}
         size = len(alive | {h.name for h in snapshot.hosts if h.name != master})
@@ -149,7 +147,7 @@ class GroupedPolicy:
                 reasons.append(f"{g.name}: {plan.reason}")
             removals.extend(Removal(r.node, f"{r.reason} (group {g.name})") for r in plan.remove)
         total = sum(n for _, n, _ in counts)
-        names = new_names(snapshot, nodes, total, self.cluster.node_prefix, self.cluster.node_digits)
+        names = new_names(snapshot.hosts, nodes, total, self.cluster.node_prefix, self.cluster.node_digits)
         groups: dict[str, str] = {}
         add_reasons: list[str] = []
         at = 0
@@ -176,19 +174,13 @@ def policy_for(config: Config) -> Policy:
 
 
 def decide_demand(
-    policy: Policy,
-    snapshot: Snapshot,
-    nodes: Sequence[Node],
-    history: History,
-    now: float,
-    *,
-    group_of: Mapping[Job, str] = _NO_GROUPS,
+    policy: Policy, state: ClusterState, history: History, *, group_of: Mapping[Job, str] = _NO_GROUPS
 ) -> Plan:
-    """``policy``'s plan on the demand ``snapshot``; a ``GroupedPolicy`` also takes which group
-    each waiting job goes to (``elb.servable.DemandSplit.group_of``)."""
+    """``policy``'s plan on the joined ``state`` of the demand; a ``GroupedPolicy`` also takes
+    which group each waiting job goes to (``elb.servable.DemandSplit.group_of``)."""
     if isinstance(policy, GroupedPolicy):
-        return policy.decide_groups(snapshot, group_of, nodes, history, now)
-    return policy.decide(snapshot, nodes, history, now)
+        return policy.decide_groups(state, group_of, history)
+    return policy.decide(state, history)
 
 
 __all__: Sequence[str] = ("GroupShare", "GroupedPolicy", "decide_demand", "policy_for")

@@ -2,9 +2,9 @@
 
 Each is modelled on how the peer behaves (see ``docs/simulate.md``), with its own parameters as a
 frozen dataclass whose defaults are the peer's. They read the cluster through ``cluster_view``
-like elb's own policy, and are pure: time is an argument.
+like elb's own policy, and are pure: the time is the joined state's ``now``.
 
-Besides ``decide`` each offers ``quiet_until(snapshot, nodes, history, now)``: a time before which
+Besides ``decide`` each offers ``quiet_until(state, history)``: a time before which
 ``decide`` returns an empty plan as long as the cluster does not change (same jobs, hosts and node
 records; only the clock moves, and a busy node's ``last_busy_at`` follows the clock). The simulator
 uses it to skip polls that provably cannot act. It is only ever asked after an empty plan.
@@ -19,10 +19,11 @@ from typing import ClassVar
 
 from elb.config import ClusterConfig, PolicyConfig
 from elb.durations import minutes
-from elb.model import History, Job, Node, NodeState, Plan, Removal, Snapshot
+from elb.model import History, Job, NodeState, Plan, Removal, Snapshot
 from elb.policy.placement import Bin, Packing
 from elb.policy.tally import WorkerTally
 from elb.policy.view import ClusterView, ViewCache, Worker, new_names, oldest_wait
+from elb.state import ClusterState
 
 INF = math.inf
 
@@ -54,21 +55,21 @@ class Limits:
         )
 
 
-def _view(cache: ViewCache, limits: Limits, snapshot: Snapshot, nodes: Sequence[Node], now: float) -> ClusterView:
-    return cache.view(snapshot, nodes, limits.master, now, limits.slots_per_node)
+def _view(cache: ViewCache, limits: Limits, state: ClusterState) -> ClusterView:
+    return cache.view(state, limits.master, limits.slots_per_node)
 
 
-def _names(limits: Limits, snapshot: Snapshot, nodes: Sequence[Node], count: int) -> tuple[str, ...]:
-    return new_names(snapshot, nodes, count, limits.node_prefix, limits.node_digits)
+def _names(limits: Limits, state: ClusterState, count: int) -> tuple[str, ...]:
+    return new_names(state.snapshot.hosts, state.records, count, limits.node_prefix, limits.node_digits)
 
 
-def _below_min(limits: Limits, view: ClusterView, snapshot: Snapshot, nodes: Sequence[Node]) -> Plan | None:
+def _below_min(limits: Limits, view: ClusterView, state: ClusterState) -> Plan | None:
     if view.size >= limits.min_nodes:
         return None
     n = limits.min_nodes - view.size
     return Plan(
         add=n,
-        add_names=_names(limits, snapshot, nodes, n),
+        add_names=_names(limits, state, n),
         add_reason=f"{view.size} nodes < min_nodes {limits.min_nodes}: adding {_plural(n, 'node')}",
     )
 
@@ -189,13 +190,14 @@ class StarclusterPolicy:
         master = sum(h.slots_total for h in snapshot.hosts if h.name == self.limits.master and h.up)
         return workers + master
 
-    def _reads(self, snapshot: Snapshot, nodes: Sequence[Node], now: float) -> _StarReads:
+    def _reads(self, state: ClusterState) -> _StarReads:
         lim, tally = self.limits, self.tally
+        snapshot, nodes = state.snapshot, state.records
         if self.incremental and tally.update(snapshot, nodes, lim.master, lim.node_prefix):
             spn = lim.slots_per_node or self.cache.derived(
                 "spn",
                 (snapshot.hosts, nodes),
-                lambda: _view(self.cache, lim, snapshot, nodes, now).slots_per_node,
+                lambda: _view(self.cache, lim, state).slots_per_node,
             )
             return _StarReads(
                 tally.size,
@@ -207,7 +209,7 @@ class StarclusterPolicy:
                 [(name, tally.launched_at(name)) for name in tally.idle],
                 lambda n: tally.new_names(n, lim.node_prefix, lim.node_digits),
             )
-        view = _view(self.cache, lim, snapshot, nodes, now)
+        view = _view(self.cache, lim, state)
         facts = _facts(self.cache, view)
         idle = []
         for w, _ in facts.idle:
@@ -221,12 +223,13 @@ class StarclusterPolicy:
             view.slots_per_node,
             lambda at: oldest_wait(view.pending, at),
             idle,
-            lambda n: _names(lim, snapshot, nodes, n),
+            lambda n: _names(lim, state, n),
         )
 
-    def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:  # noqa: PLR0911
+    def decide(self, state: ClusterState, history: History) -> Plan:  # noqa: PLR0911
+        now = state.now
         p, lim = self.params, self.limits
-        r = self._reads(snapshot, nodes, now)
+        r = self._reads(state)
         if r.size < lim.min_nodes:
             n = lim.min_nodes - r.size
             return Plan(
@@ -271,9 +274,10 @@ class StarclusterPolicy:
             return Plan(reason="no job queued; no idle node in the last part of its hour")
         return Plan(remove=chosen)
 
-    def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:  # noqa: PLR0911
+    def quiet_until(self, state: ClusterState, history: History) -> float:  # noqa: PLR0911
+        now = state.now
         p, lim = self.params, self.limits
-        r = self._reads(snapshot, nodes, now)
+        r = self._reads(state)
         if r.size < lim.min_nodes:
             return now
         if p.block_while_booting and r.booting:
@@ -286,10 +290,10 @@ class StarclusterPolicy:
             if total == 0:
                 return now
             if stab is not None:
-                return self.quiet_until(snapshot, nodes, history, stab)
+                return self.quiet_until(state.at(stab), history)
             return now + max(0.0, self._wait() - r.oldest_wait(now))
         if stab is not None:
-            return self.quiet_until(snapshot, nodes, history, stab)
+            return self.quiet_until(state.at(stab), history)
         if r.size <= lim.min_nodes:
             return INF
         nxt = INF
@@ -334,10 +338,11 @@ class ParallelclusterPolicy:
         need = math.ceil(view.pending_slots / view.slots_per_node)
         return busy, need, min(self.limits.max_nodes, busy + need)
 
-    def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
+    def decide(self, state: ClusterState, history: History) -> Plan:
+        now = state.now
         lim = self.limits
-        view = _view(self.cache, lim, snapshot, nodes, now)
-        low = _below_min(lim, view, snapshot, nodes)
+        view = _view(self.cache, lim, state)
+        low = _below_min(lim, view, state)
         if low is not None:
             return low
         busy, need, desired = self._desired(view)
@@ -346,7 +351,7 @@ class ParallelclusterPolicy:
                 n = desired - view.size
                 return Plan(
                     add=n,
-                    add_names=_names(lim, snapshot, nodes, n),
+                    add_names=_names(lim, state, n),
                     add_reason=(
                         f"desired {busy} busy + {need} for {view.pending_slots} pending slots "
                         f"= {desired} > {view.size} nodes"
@@ -362,9 +367,10 @@ class ParallelclusterPolicy:
             return Plan(reason="nothing pending; no node idle long enough")
         return Plan(remove=chosen)
 
-    def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:
+    def quiet_until(self, state: ClusterState, history: History) -> float:
+        now = state.now
         lim = self.limits
-        view = _view(self.cache, lim, snapshot, nodes, now)
+        view = _view(self.cache, lim, state)
         if view.size < lim.min_nodes:
             return now
         if view.pending:
@@ -474,14 +480,15 @@ class SlurmPolicy:
         often, not at the balancer's poll."""
         return self.params.power_save_interval
 
-    def _reads(self, snapshot: Snapshot, nodes: Sequence[Node], now: float) -> _SlurmReads:
+    def _reads(self, state: ClusterState) -> _SlurmReads:
         lim, tally = self.limits, self.tally
+        snapshot, nodes, now = state.snapshot, state.records, state.now
         if self.incremental and tally.update(snapshot, nodes, lim.master, lim.node_prefix):
             configured = lim.slots_per_node
             spn = configured or self.cache.derived(
                 "spn",
                 (snapshot.hosts, nodes),
-                lambda: _view(self.cache, lim, snapshot, nodes, now).slots_per_node,
+                lambda: _view(self.cache, lim, state).slots_per_node,
             )
             return _SlurmReads(
                 tally.size,
@@ -491,14 +498,14 @@ class SlurmPolicy:
                 lambda: _tally_bins(tally, spn),
                 lambda n: tally.new_names(n, lim.node_prefix, lim.node_digits),
             )
-        view = _view(self.cache, lim, snapshot, nodes, now)
+        view = _view(self.cache, lim, state)
         return _SlurmReads(
             view.size,
             view.pending,
             view.slots_per_node,
             [(w.name, since) for w, since in _facts(self.cache, view).idle],
             lambda: _view_bins(view),
-            lambda n: _names(lim, snapshot, nodes, n),
+            lambda n: _names(lim, state, n),
         )
 
     def _fit(self, reads: _SlurmReads) -> _Fit:
@@ -522,9 +529,10 @@ class SlurmPolicy:
     def _keep_min(self, reads: _SlurmReads, removals: list[Removal]) -> tuple[Removal, ...]:
         return tuple(removals[: max(0, reads.size - self.limits.min_nodes)])
 
-    def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
+    def decide(self, state: ClusterState, history: History) -> Plan:
+        now = state.now
         lim = self.limits
-        reads = self._reads(snapshot, nodes, now)
+        reads = self._reads(state)
         size = reads.size
         if size < lim.min_nodes:
             n = lim.min_nodes - size
@@ -551,9 +559,10 @@ class SlurmPolicy:
             remove=chosen,
         )
 
-    def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:
+    def quiet_until(self, state: ClusterState, history: History) -> float:
+        now = state.now
         lim = self.limits
-        reads = self._reads(snapshot, nodes, now)
+        reads = self._reads(state)
         if reads.size < lim.min_nodes:
             return now
         fit = self._fit(reads)
@@ -594,29 +603,27 @@ class StaticPolicy:
     def initial_nodes(self) -> int:
         return self.params.nodes if self.params.nodes is not None else self.limits.max_nodes
 
-    def _size(self, snapshot: Snapshot, nodes: Sequence[Node]) -> int:
+    def _size(self, state: ClusterState) -> int:
         """``ClusterView.size`` without building the view: exec hosts and alive nodes, not the master."""
 
         def count() -> int:
-            names = {h.name for h in snapshot.hosts} | {n.name for n in nodes if n.state.alive}
+            names = state.hosts.keys() | {n.name for n in state.records if n.state.alive}
             names.discard(self.limits.master)
             return len(names)
 
-        if not isinstance(nodes, tuple):  # a list may change under the same identity: not kept
-            return count()
-        return self.cache.derived("size", (snapshot.hosts, nodes), count)
+        return self.cache.derived("size", (state.snapshot.hosts, state.records), count)
 
-    def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
-        size = self._size(snapshot, nodes)
+    def decide(self, state: ClusterState, history: History) -> Plan:
+        size = self._size(state)
         want = self.initial_nodes
         if size < want:
             n = want - size
             return Plan(
                 add=n,
-                add_names=_names(self.limits, snapshot, nodes, n),
+                add_names=_names(self.limits, state, n),
                 add_reason=f"static cluster of {want}: {size} nodes, adding {n}",
             )
         return Plan(reason=f"static cluster of {want} nodes")
 
-    def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:
-        return now if self._size(snapshot, nodes) < self.initial_nodes else INF
+    def quiet_until(self, state: ClusterState, history: History) -> float:
+        return state.now if self._size(state) < self.initial_nodes else INF

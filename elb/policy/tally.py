@@ -27,7 +27,7 @@ from typing import Generic, TypeVar
 from elb.model import PENDING_STATES, Host, Job, Node, NodeState, Snapshot
 from elb.naming import next_names
 from elb.policy.view import host_facts, oldest_first
-from elb.state import idle_since, serves
+from elb.state import idle_since, serves, started_host
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
 _BOOTING = frozenset(s for s in NodeState if s.booting)
@@ -125,13 +125,6 @@ def _move(names: list[str], name: str, before: bool, after: bool) -> None:
         del names[bisect.bisect_left(names, name)]
     elif after and not before:
         bisect.insort(names, name)
-
-
-def _running_on(j: Job) -> str | None:
-    """The host ``cluster_view`` files a job under (a started entry with a queue instance)."""
-    if j.queue is None or j.state in ("qw", "hqw"):
-        return None
-    return j.host
 
 
 class WorkerTally:
@@ -293,7 +286,7 @@ class WorkerTally:
                     del self._pending[id(j)]
                 self._ordered = None
                 self._oldest = None
-            on = _running_on(j)
+            on = started_host(j)
             if on is not None:
                 self._running[on] += step
                 if not self._running[on]:

@@ -1,4 +1,5 @@
-"""A policy's view of the cluster: SGE's hosts joined with elb's node records.
+"""A policy's view of the joined cluster state (``elb.state.ClusterState``): its workers, each
+read once, and the waiting jobs in order.
 
 Pure functions, and ``ViewCache``: the memory of the last state one policy object saw, which it
 owns. Every policy (elb's and the peers') reads the cluster through this.
@@ -13,12 +14,11 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter, mul
 from typing import TypeVar
 
-from elb.model import PENDING_STATES, Host, Job, Node, NodeState, Snapshot
+from elb.model import PENDING_STATES, Host, Job, Node, NodeState
 from elb.naming import next_names
-from elb.state import idle_since, serves
+from elb.state import ClusterState, ManagedNode
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
-_BOOTING = frozenset(s for s in NodeState if s.booting)
 _JOB_ID = attrgetter("job_id")
 _SUBMITTED = attrgetter("submitted")
 _SLOTS = attrgetter("slots")
@@ -51,13 +51,13 @@ def host_facts(host: Host) -> HostFacts:
 
 
 def new_names(
-    snapshot: Snapshot, nodes: Sequence[Node], count: int, prefix: str = "node", digits: int = 3
+    hosts: Sequence[Host], records: Sequence[Node], count: int, prefix: str = "node", digits: int = 3
 ) -> tuple[str, ...]:
     """``elb.naming.next_names`` over every name in use (SGE's hosts and elb's records), with a
     scan for the highest number that needs no regular expression per name."""
     cut = len(prefix)
     highest = 0
-    for name in [h.name for h in snapshot.hosts] + [n.name for n in nodes]:
+    for name in [h.name for h in hosts] + [n.name for n in records]:
         if name.startswith(prefix) and name[cut:].isascii() and name[cut:].isdigit():
             highest = max(highest, int(name[cut:]))
     return next_names([f"{prefix}{highest}"] if highest else [], count, prefix, digits)
@@ -65,34 +65,36 @@ def new_names(
 
 @dataclass(frozen=True, slots=True)
 class Worker:
-    """One worker as a policy sees it; what policies ask of it is worked out once, when it is made."""
+    """One worker as a policy sees it: a node elb manages, with its ``ManagedNode``'s predicates
+    read once (``Worker.of``), or an exec host elb does not manage (``Worker.unmanaged``)."""
 
     name: str
     node: Node | None  # None: an exec host elb does not manage (never removed by elb)
     host: Host | None  # None: not (yet) in SGE
     jobs: tuple[Job, ...]
-    facts: HostFacts | None = field(init=False)  # what SGE shows of its host (None: not in SGE)
-    booting: bool = field(init=False)  # elb's record says it is still being launched or provisioned
-    ready: bool = field(init=False)  # up in SGE, and READY in elb's record if it has one (``elb.state.serves``)
-    busy: bool = field(init=False)  # runs a job or holds a reservation
-    idle: bool = field(init=False)  # ready and not busy
-
-    def __post_init__(self) -> None:
-        node, host = self.node, self.host
-        facts = host_facts(host) if host is not None else None
-        ready = serves(node, facts is not None and facts.up)
-        busy = bool(self.jobs) or (facts is not None and facts.busy)
-        object.__setattr__(self, "facts", facts)
-        object.__setattr__(self, "booting", node is not None and node.state in _BOOTING)
-        object.__setattr__(self, "ready", ready)
-        object.__setattr__(self, "busy", busy)
-        object.__setattr__(self, "idle", ready and not busy)
+    facts: HostFacts | None  # what SGE shows of its host (None: not in SGE)
+    booting: bool  # elb's record says it is still being launched or provisioned
+    ready: bool  # takes jobs (``ManagedNode.serves``; an unmanaged host: SGE reaches it)
+    busy: bool  # runs a job or holds a reservation
+    idle_since: float | None  # since when a managed worker has been idle (``ManagedNode.idle_since``)
 
     @property
-    def idle_since(self) -> float | None:
-        """Since when a managed worker has been idle (``elb.state.idle_since``); None when it is
-        not idle or elb does not manage it."""
-        return idle_since(self.node, self.ready, self.busy)
+    def idle(self) -> bool:
+        """Ready and not busy."""
+        return self.ready and not self.busy
+
+    @classmethod
+    def of(cls, m: ManagedNode) -> Worker:
+        host = m.host
+        return cls(
+            m.name, m.record, host, m.jobs, host_facts(host) if host is not None else None,
+            m.booting, m.serves, m.busy, m.idle_since,
+        )  # fmt: skip
+
+    @classmethod
+    def unmanaged(cls, host: Host, jobs: tuple[Job, ...]) -> Worker:
+        facts = host_facts(host)
+        return cls(host.name, None, host, jobs, facts, False, facts.up, bool(jobs) or facts.busy, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,36 +159,29 @@ def infer_slots_per_node(hosts: Sequence[Host], nodes: Sequence[Node], configure
 
 
 def cluster_view(
-    snapshot: Snapshot,
-    nodes: Sequence[Node],
-    master: str,
-    now: float,
-    slots_per_node: int | None = None,
-    *,
-    reuse: Mapping[str, Worker] | None = None,
+    state: ClusterState, master: str, slots_per_node: int | None = None, *, reuse: Mapping[str, Worker] | None = None
 ) -> ClusterView:
-    """Join SGE's hosts with elb's records. The master is never a worker. ``reuse``: workers of
-    an earlier view; one whose record, host and jobs are the very same objects is taken as is."""
-    by_host: dict[str, list[Job]] = {}
-    for j in snapshot.jobs:
-        if j.queue is None:  # no host (the property's first test, without its call)
-            continue
-        h = j.host
-        if h is not None and j.state not in ("qw", "hqw"):
-            by_host.setdefault(h, []).append(j)
-    hosts = {h.name: h for h in snapshot.hosts if h.name != master}
-    alive = {n.name: n for n in nodes if n.state in _ALIVE and n.name != master}
+    """The workers of the joined ``state``: its records of nodes that are alive (booting, ready,
+    draining), each read through its ``ManagedNode``, and SGE's other exec hosts. The master is
+    never a worker. ``reuse``: workers of an earlier view; one whose record, host and jobs are
+    the very same objects is taken as is."""
+    hosts, jobs_on = state.hosts, state.jobs_on
+    alive = {n.name: n for n in state.records if n.state in _ALIVE and n.name != master}
     last = reuse or {}
     workers: list[Worker] = []
-    for name in sorted(set(hosts) | set(alive)):
-        node, host, jobs = alive.get(name), hosts.get(name), tuple(by_host.get(name, ()))
+    for name in sorted((hosts.keys() | alive.keys()) - {master}):
+        node, host, jobs = alive.get(name), hosts.get(name), jobs_on.get(name, ())
         w = last.get(name)
         if w is None or w.node is not node or w.host is not host or w.jobs != jobs:
-            w = Worker(name, node, host, jobs)
+            if node is not None:
+                w = Worker.of(state.managed(node))
+            else:
+                assert host is not None
+                w = Worker.unmanaged(host, jobs)
         workers.append(w)
-    pending = oldest_first([j for j in snapshot.jobs if j.state in PENDING_STATES], now)  # Job.is_pending
-    spn = infer_slots_per_node(list(hosts.values()), list(alive.values()), slots_per_node)
-    return ClusterView(now, tuple(workers), tuple(pending), spn)
+    pending = oldest_first([j for j in state.snapshot.jobs if j.state in PENDING_STATES], state.now)  # Job.is_pending
+    spn = infer_slots_per_node([h for n, h in hosts.items() if n != master], list(alive.values()), slots_per_node)
+    return ClusterView(state.now, tuple(workers), tuple(pending), spn)
 
 
 def oldest_first(jobs: list[Job], now: float) -> list[Job]:
@@ -222,11 +217,10 @@ class ViewCache:
         self._workers: dict[str, Worker] = {}
         self._derived: dict[str, tuple[tuple[object, ...], object]] = {}
 
-    def view(
-        self, snapshot: Snapshot, nodes: Sequence[Node], master: str, now: float, slots_per_node: int | None
-    ) -> ClusterView:
-        """``cluster_view`` of these inputs (at ``now``), built again only when they changed."""
-        key = (snapshot.jobs, snapshot.hosts, nodes, master, slots_per_node)
+    def view(self, state: ClusterState, master: str, slots_per_node: int | None) -> ClusterView:
+        """``cluster_view`` of ``state``, built again only when its records, hosts or jobs changed."""
+        now = state.now
+        key = (state.snapshot.jobs, state.snapshot.hosts, state.records, master, slots_per_node)
         old = self._view
         if (
             old is not None
@@ -235,11 +229,10 @@ class ViewCache:
             and not self._timeless
         ):
             return old if old.now == now else replace(old, now=now)
-        view = cluster_view(snapshot, nodes, master, now, slots_per_node, reuse=self._workers)
+        view = cluster_view(state, master, slots_per_node, reuse=self._workers)
         self._workers = {w.name: w for w in view.workers}
-        if isinstance(nodes, tuple):  # a list may change under the same identity: not kept
-            self._key, self._view = key, view
-            self._timeless = None in map(_SUBMITTED, view.pending)
+        self._key, self._view = key, view
+        self._timeless = None in map(_SUBMITTED, view.pending)
         return view
 
     def derived(self, name: str, key: tuple[object, ...], make: Callable[[], T]) -> T:

@@ -30,7 +30,7 @@ policy never sees it. A policy per node group (``elb.policy.grouped``) is told e
 group and names the group of each node it launches. Without groups the replay has one group
 with ``slots_per_node`` slots a node and ``max_nodes`` nodes.
 
-Fast-forward: a policy may offer ``quiet_until(snapshot, nodes, history, now)`` (see
+Fast-forward: a policy may offer ``quiet_until(state, history)`` (see
 ``elb.policy.peers``). After an empty plan the driver then skips the polls before the earlier of
 that time and the next event: nothing the policy sees changes in between, so the result is the
 same as polling every interval (a test compares both). A policy whose plans depend on its nodes
@@ -67,6 +67,7 @@ from elb.policy.tally import Changes
 from elb.simulate.groups import Assignment, SimGroups, assign, one_group
 from elb.simulate.swf import SimJob
 from elb.simulate.waiting import WaitingJobs
+from elb.state import ClusterState
 from elb.warmpool import Pooled, WarmPool, due, expired, pick_restart, stop_or_terminate, volume_cost
 
 QUEUE = "all.q"
@@ -77,7 +78,7 @@ _EPS = 1e-9
 class QuietHint(Protocol):
     """Optional: until when ``decide`` returns an empty plan for an unchanged cluster."""
 
-    def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float: ...
+    def quiet_until(self, state: ClusterState, history: History) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,6 +408,12 @@ class Simulator:
             self._nodes_cache = changes.records.revised(self._record_values.values(), given and given[2])
         changes.given = (self._jobs_cache, self._hosts_cache, self._nodes_cache)
         return Snapshot(now, self._jobs_cache, self._hosts_cache), self._nodes_cache
+
+    def state(self, now: float) -> ClusterState:
+        """The joined state the policy reads now (``snapshot``'s jobs, hosts and records; the
+        simulated nodes have no cloud instances)."""
+        snapshot, records = self.snapshot(now)
+        return ClusterState(snapshot, records, now)
 
     # -- dispatch ------------------------------------------------------------------------------
     def _width(self, w: _Waiting) -> int:
@@ -761,8 +768,7 @@ class Simulator:
                 poll = self._grid(self._last_event_at)
             now = poll
             self._expire(now)
-            snapshot, records = self.snapshot(now)
-            plan = decide_demand(self.policy, snapshot, records, self.history, now, group_of=self.group_of)
+            plan = decide_demand(self.policy, self.state(now), self.history, group_of=self.group_of)
             self.out.decisions += 1
             changed = self._apply(plan, now)
             if changed:
@@ -770,11 +776,11 @@ class Simulator:
                 self._track_backlog(now)
             step = now + self.s.poll_interval
             if plan.empty and self.quiet is not None:  # the hint is only asked after an empty plan
-                snapshot, records = self.snapshot(now)
+                state = self.state(now)
                 if isinstance(self.quiet, GroupedPolicy):
-                    until = self.quiet.quiet_until_groups(snapshot, self.group_of, records, self.history, now)
+                    until = self.quiet.quiet_until_groups(state, self.group_of, self.history)
                 else:
-                    until = self.quiet.quiet_until(snapshot, records, self.history, now)
+                    until = self.quiet.quiet_until(state, self.history)
                 horizon = nxt if self.watches_jobs else self._next_node_event()
                 step = max(step, self._grid(min(until, horizon)))
             # Nothing can ever change: no event to come and the policy does nothing.

@@ -25,6 +25,7 @@ from elb.policy.base import Policy
 from elb.slurm.commands import SlurmRead
 from elb.slurm.parse import SlurmNode, expand
 from elb.slurm.view import node_up, snapshot
+from elb.state import join
 
 # A node journalled as launching with no instance the cloud lists is given up after this long
 # (a launch cut short by a crash; the cloud may list a new instance a little late).
@@ -232,7 +233,7 @@ def _cost_rule(
 ) -> tuple[list[Removal], str]:
     """The policy's removals among ready nodes Slurm has up and idle, and drains a restart cut short."""
     snap = snapshot(inputs.read.jobs, inputs.read.nodes, now)
-    decided = policy.decide(snap, [n for n in inputs.nodes if n.state.alive], inputs.history, now)
+    decided = policy.decide(join([n for n in inputs.nodes if n.state.alive], (), snap, now=now), inputs.history)
     on_jobs = {name for j in inputs.read.jobs for name in j.nodelist}
     drain: list[Removal] = []
     for r in decided.remove:

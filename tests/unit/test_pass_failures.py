@@ -10,8 +10,9 @@ import pytest
 from elb.config import Config, parse_config
 from elb.daemon import Balancer
 from elb.journal import Journal
-from elb.model import History, Node, NodeState, Plan, Snapshot
+from elb.model import History, NodeState, Plan
 from elb.policy import make_policy
+from elb.state import ClusterState
 from tests.unit.factories import T0, pending
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
@@ -26,10 +27,10 @@ class RaisingPolicy:
         self.inner = make_policy(cfg.policy, cfg.cluster)
         self.raises: BaseException | None = MemoryError()
 
-    def decide(self, snapshot: Snapshot, nodes: list[Node], history: History, now: float) -> Plan:
+    def decide(self, state: ClusterState, history: History) -> Plan:
         if self.raises is not None:
             raise self.raises
-        return self.inner.decide(snapshot, nodes, history, now)
+        return self.inner.decide(state, history)
 
 
 def test_an_exception_in_a_pass_is_a_failed_pass_and_the_next_one_works(

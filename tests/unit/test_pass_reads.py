@@ -4,7 +4,6 @@ scaling reads (the demand, the back-off's events) is gathered only when repairs 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -13,8 +12,8 @@ from elb.config import Config, parse_config
 from elb.daemon import Balancer
 from elb.interfaces import Instance
 from elb.journal import Event, Journal
-from elb.model import History, Node, NodeState, Plan, Snapshot
-from elb.state import seen
+from elb.model import History, Node, NodeState, Plan
+from elb.state import ClusterState, seen
 from elb.stats import read_rows
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
@@ -44,9 +43,11 @@ class Recording:
 
     def __init__(self) -> None:
         self.nodes: list[Node] = []
+        self.state: ClusterState | None = None
 
-    def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
-        self.nodes = list(nodes)
+    def decide(self, state: ClusterState, history: History) -> Plan:
+        self.nodes = list(state.records)
+        self.state = state
         return Plan(reason="recorded")
 
 
@@ -92,6 +93,24 @@ def test_the_planner_sees_what_the_pass_saw(cfg: Config) -> None:
     assert by_name["node002"].last_busy_at is None
     assert by_name["node002"].last_up_at == T0
     assert by_name["node003"].state is NodeState.TERMINATED  # the planner's inputs keep gone records
+
+
+def test_the_policy_reads_the_passs_joined_state(cfg: Config) -> None:
+    """The policy is handed the pass's joined state (records, the cloud's instances, SGE), read
+    through the demand's view of SGE, not a join of its own from a snapshot and a record list."""
+    policy = Recording()
+    bal, _, _ = _rig(cfg, policy)
+    bal.run_pass()
+    state = policy.state
+    assert state is not None and state.now == T0
+    assert {i.instance_id for i in state.instances} == {"i-0001", "i-0002"}
+    by_name = {m.name: m for m in state.nodes}
+    assert set(by_name) == {"node001", "node002", "node003"}  # gone records too: the pass's join
+    n1, n2 = by_name["node001"], by_name["node002"]
+    assert n1.instance is not None and n1.instance.instance_id == "i-0001"
+    assert n1.busy and [j.job_id for j in n1.jobs] == [5]
+    assert n2.serves and not n2.busy and n2.idle_since is not None
+    assert [j.job_id for j in state.snapshot.jobs if j.is_pending] == [6]  # the demand: the waiting job
 
 
 def test_seen_is_what_the_journal_writes(tmp_path: Path) -> None:

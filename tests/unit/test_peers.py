@@ -16,6 +16,7 @@ from elb.policy.peers import (
     StarclusterPolicy,
     StaticPolicy,
 )
+from elb.state import join
 from tests.unit.factories import T0, host, node, pending, running, snap
 
 LIM = Limits(max_nodes=10, slots_per_node=8)
@@ -44,23 +45,23 @@ def test_starcluster_adds_when_more_jobs_queue_than_the_cluster_has_slots_and_th
     nodes = [node("node001", 4000)]
     full = [host("node001", used=8)]
     nine = [pending(1, 901), *(pending(i, 10) for i in range(2, 10))]
-    plan = p.decide(snap(nine, full), nodes, History(), T0)
+    plan = p.decide(join(nodes, (), snap(nine, full), now=T0), History())
     assert plan.add == 1
     assert plan.add_names == ("node002",)
     assert "9 jobs queued, 8 slots" in plan.add_reason
     # eight queued jobs do not exceed 8 slots, however many slots they ask for
     eight = [pending(1, 5000, slots=8), *(pending(i, 10, slots=8) for i in range(2, 9))]
-    assert p.decide(snap(eight, full), nodes, History(), T0).empty
+    assert p.decide(join(nodes, (), snap(eight, full), now=T0), History()).empty
     # not before wait_time
     late = [pending(1, 900), *(pending(i, 10) for i in range(2, 10))]
-    assert p.decide(snap(late, full), nodes, History(), T0).empty
+    assert p.decide(join(nodes, (), snap(late, full), now=T0), History()).empty
     # not within the stabilization time
-    assert p.decide(snap(nine, full), nodes, History(last_change_at=T0 - 179), T0).empty
-    assert p.decide(snap(nine, full), nodes, History(last_change_at=T0 - 180), T0).add == 1
+    assert p.decide(join(nodes, (), snap(nine, full), now=T0), History(last_change_at=T0 - 179)).empty
+    assert p.decide(join(nodes, (), snap(nine, full), now=T0), History(last_change_at=T0 - 180)).add == 1
 
 
 def test_starcluster_adds_a_node_at_once_when_the_cluster_has_no_slot() -> None:
-    plan = StarclusterPolicy(LIM).decide(snap([pending(1, 0)]), [], History(last_change_at=T0 - 1), T0)
+    plan = StarclusterPolicy(LIM).decide(join([], (), snap([pending(1, 0)]), now=T0), History(last_change_at=T0 - 1))
     assert plan.add == 1 and "no slot" in plan.add_reason
 
 
@@ -69,18 +70,18 @@ def test_starcluster_removes_idle_nodes_only_late_in_their_hour_and_when_nothing
     hosts = [host("node001"), host("node002"), host("node003", used=1)]
     jobs = [running(1, "node003")]
     nodes = [node("node001", 3600 + 45 * 60), node("node002", 44 * 60), node("node003", 50 * 60)]
-    plan = p.decide(snap(jobs, hosts), nodes, History(), T0)
+    plan = p.decide(join(nodes, (), snap(jobs, hosts), now=T0), History())
     assert [r.node for r in plan.remove] == ["node001"]
     waiting = snap([*jobs, pending(2, 10, slots=1)], hosts)
-    assert p.decide(waiting, nodes, History(), T0).empty
+    assert p.decide(join(nodes, (), waiting, now=T0), History()).empty
 
 
 def test_starcluster_skips_a_pass_while_a_node_comes_up() -> None:
     s = snap([pending(i, 5000) for i in range(1, 20)], [host("node001", used=8)])
     nodes = [node("node001", 4000), node("node002", 10, NodeState.PROVISIONING)]
-    assert "to come up" in StarclusterPolicy(LIM).decide(s, nodes, History(), T0).reason
+    assert "to come up" in StarclusterPolicy(LIM).decide(join(nodes, (), s, now=T0), History()).reason
     unblocked = StarclusterPolicy(LIM, StarclusterParams(block_while_booting=False))
-    assert unblocked.decide(s, nodes, History(), T0).add == 1
+    assert unblocked.decide(join(nodes, (), s, now=T0), History()).add == 1
 
 
 # -- ParallelCluster --------------------------------------------------------------------------------
@@ -89,22 +90,22 @@ def test_starcluster_skips_a_pass_while_a_node_comes_up() -> None:
 def test_parallelcluster_counts_booting_nodes_as_busy_and_asks_again() -> None:
     p = ParallelclusterPolicy(LIM)
     s = snap([pending(1, 10, slots=8), pending(2, 10, slots=4)])
-    assert p.decide(s, [], History(), T0).add == 2  # ceil(12 / 8)
+    assert p.decide(join([], (), s, now=T0), History()).add == 2  # ceil(12 / 8)
     booting = [node("node001", 60, NodeState.PROVISIONING), node("node002", 60, NodeState.PROVISIONING)]
-    plan = p.decide(s, booting, History(), T0)
+    plan = p.decide(join(booting, (), s, now=T0), History())
     assert plan.add == 2  # desired 2 busy + 2 = 4 > 2
     assert plan.add_names == ("node003", "node004")
     many = [node(f"node{i:03d}", 60, NodeState.PROVISIONING) for i in range(1, 10)]
-    assert p.decide(s, many, History(), T0).add == 1  # capped at max_nodes 10
+    assert p.decide(join(many, (), s, now=T0), History()).add == 1  # capped at max_nodes 10
 
 
 def test_parallelcluster_terminates_nodes_idle_ten_minutes_when_nothing_is_pending() -> None:
     p = ParallelclusterPolicy(LIM)
     hosts = [host("node001"), host("node002")]
     nodes = [node("node001", 5000, last_busy_at=T0 - 600), node("node002", 5000, last_busy_at=T0 - 599)]
-    plan = p.decide(snap([], hosts), nodes, History(), T0)
+    plan = p.decide(join(nodes, (), snap([], hosts), now=T0), History())
     assert [r.node for r in plan.remove] == ["node001"]
-    assert p.quiet_until(snap([], hosts), [nodes[1]], History(), T0) == T0 + 1
+    assert p.quiet_until(join([nodes[1]], (), snap([], hosts), now=T0), History()) == T0 + 1
 
 
 # -- Slurm ------------------------------------------------------------------------------------------
@@ -116,7 +117,7 @@ def test_slurm_powers_up_exactly_for_jobs_that_fit_nowhere() -> None:
     nodes = [node("node001", 5000), node("node002", 60, NodeState.PROVISIONING)]
     # 2 fit on node001, 8 on booting node002, 5 + 3 on one new node, the 16-slot job on 2 more
     jobs = [pending(1, 10, 2), pending(2, 10, 8), pending(3, 10, 5), pending(4, 10, 3), pending(5, 10, 16)]
-    plan = p.decide(snap(jobs, hosts), nodes, History(), T0)
+    plan = p.decide(join(nodes, (), snap(jobs, hosts), now=T0), History())
     assert plan.add == 3
     assert not plan.remove
 
@@ -126,10 +127,10 @@ def test_slurm_keeps_a_ready_node_a_waiting_wide_job_was_given() -> None:
     hosts = [host("node001")]
     nodes = [node("node001", 5000, last_busy_at=T0 - 1000), node("node002", 60, NodeState.PROVISIONING)]
     wide = [pending(1, 120, 16)]  # node001 + booting node002
-    plan = p.decide(snap(wide, hosts), nodes, History(), T0)
+    plan = p.decide(join(nodes, (), snap(wide, hosts), now=T0), History())
     assert plan.empty
     # without the job node001 is idle past SuspendTime and goes
-    plan = p.decide(snap([], hosts), nodes, History(), T0)
+    plan = p.decide(join(nodes, (), snap([], hosts), now=T0), History())
     assert [r.node for r in plan.remove] == ["node001"]
 
 
@@ -141,11 +142,11 @@ def test_static_replaces_lost_nodes_and_never_shrinks() -> None:
     assert p.initial_nodes == 3
     hosts = [host("node001"), host("node003")]
     nodes = [node("node001", 9000), node("node003", 9000)]
-    plan = p.decide(snap([], hosts), nodes, History(), T0)
+    plan = p.decide(join(nodes, (), snap([], hosts), now=T0), History())
     assert plan.add == 1
     assert plan.add_names == ("node004",)
     full = [*nodes, node("node004", 10)]
-    assert p.decide(snap([], [*hosts, host("node004")]), full, History(), T0).empty
+    assert p.decide(join(full, (), snap([], [*hosts, host("node004")]), now=T0), History()).empty
 
 
 # -- quiet_until against decide ---------------------------------------------------------------------
@@ -185,15 +186,15 @@ def test_quiet_until_is_never_later_than_the_next_non_empty_plan(state: dict[str
     assert last is None or isinstance(last, float)
     history = History(last_change_at=None if last is None else T0 - last)
     records: tuple[Node, ...] = tuple(nodes)
-    if not policy.decide(s, records, history, T0).empty:
+    if not policy.decide(join(records, (), s, now=T0), history).empty:
         return  # only asked after an empty plan
-    until = policy.quiet_until(s, records, history, T0)  # type: ignore[attr-defined]
+    until = policy.quiet_until(join(records, (), s, now=T0), history)  # type: ignore[attr-defined]
     assert until >= T0
     t = T0
     while t < min(until, T0 + 4 * 3600):
-        assert policy.decide(s, records, history, t).empty, (name, t - T0, until - T0)
+        assert policy.decide(join(records, (), s, now=t), history).empty, (name, t - T0, until - T0)
         t += 30
     if until < T0 + 4 * 3600:
         # and it is tight enough to be useful: something happens within a poll of it
-        later = [policy.decide(s, records, history, until + d) for d in (0, 30, 60)]
+        later = [policy.decide(join(records, (), s, now=until + d), history) for d in (0, 30, 60)]
         assert any(not p.empty for p in later), (name, until - T0)

@@ -10,6 +10,7 @@ import pytest
 from elb.policy.forecast import Forecast, _capacity, forecast
 from elb.policy.placement import Bin, FreeIndex, Packing, host_order, width
 from elb.policy.view import ClusterView, cluster_view
+from elb.state import join
 from tests.unit.factories import T0, host, pending, snap
 
 
@@ -157,6 +158,6 @@ def test_forecast_counts_the_jobs_after_saturation_as_a_walk_would(seed: int) ->
         pending(i, waited=rng.randrange(1000), slots=rng.choice(sizes), tasks=rng.randrange(1, 5))
         for i in range(1, rng.randrange(2, 80))
     ]
-    view = cluster_view(snap(jobs, hosts), [], "master", T0, spn)
+    view = cluster_view(join([], (), snap(jobs, hosts), now=T0), "master", spn)
     limit = rng.randrange(3)
     assert forecast(view, T0 + 300, limit=limit) == _forecast_job_by_job(view, T0 + 300, limit)

@@ -22,6 +22,7 @@ from elb.sge.parse import parse_qstat
 from elb.simulate.engine import SimSettings, Simulator
 from elb.simulate.runner import prepare
 from elb.simulate.swf import SimJob, Workload
+from elb.state import join
 from tests.unit.factories import T0, host, node, snap
 
 BILLION = 10**9
@@ -53,7 +54,7 @@ def elb(max_nodes: int = 10, **kw: object) -> object:
 
 
 def decide(policy: object, jobs: list[Job], hosts: list[object] | None = None, nodes: list[Node] | None = None) -> Plan:
-    plan: Plan = policy.decide(snap(jobs, hosts), tuple(nodes or ()), History(), T0)  # type: ignore[attr-defined, arg-type]
+    plan: Plan = policy.decide(join(tuple(nodes or ()), (), snap(jobs, hosts), now=T0), History())  # type: ignore[attr-defined, arg-type]
     return plan
 
 
@@ -85,7 +86,7 @@ def test_huge_array_still_protects_every_idle_node_it_would_take() -> None:
     assert plan.add == 0
     assert plan.remove == ()
     assert "at max_nodes" in plan.reason
-    view = cluster_view(snap(jobs, hosts), nodes, "master", T0, 8)
+    view = cluster_view(join(nodes, (), snap(jobs, hosts), now=T0), "master", 8)
     fc = bounded(lambda: forecast(view, T0 + 300, limit=0))
     assert fc.assigned == frozenset({"node002", "node003"})
     assert (fc.new_nodes, fc.complete) == (BILLION // 8 - 2, True)
@@ -97,7 +98,7 @@ def test_a_huge_job_first_does_not_hide_a_later_job_that_takes_an_idle_node() ->
     hosts = [host("node001", used=8), host("node002", used=4)]
     nodes = [node("node001", 3000.0, last_busy_at=T0), node("node002", 3000.0, last_busy_at=T0 - 2000)]
     jobs = [array(1, BILLION, slots=8, waited=100.0), array(2, 1, slots=4, waited=50.0)]
-    view = cluster_view(snap(jobs, hosts), nodes, "master", T0, 8)
+    view = cluster_view(join(nodes, (), snap(jobs, hosts), now=T0), "master", 8)
     fc = bounded(lambda: forecast(view, T0 + 300, limit=3))
     assert fc.assigned == frozenset({"node002"})
     assert not fc.complete

@@ -12,6 +12,7 @@ from elb.policy.forecast import forecast
 from elb.policy.view import cluster_view
 from elb.simulate.engine import SimSettings, Simulator
 from elb.simulate.swf import SimJob
+from elb.state import join
 from tests.unit.factories import T0, host, node, pending, snap
 
 MIN = 60.0
@@ -54,7 +55,7 @@ def test_new_rules_are_the_default() -> None:
 
 # -- grow: forecast -------------------------------------------------------------------------------
 def test_launches_at_once_for_a_job_nothing_can_run_with_a_plain_reason() -> None:
-    plan = policy().decide(snap([pending(1, 0.0, slots=4)]), [], NONE, T0)
+    plan = policy().decide(join([], (), snap([pending(1, 0.0, slots=4)]), now=T0), NONE)
     assert plan.add == 1
     assert plan.add_names == ("node001",)
     assert plan.add_reason == (
@@ -64,7 +65,7 @@ def test_launches_at_once_for_a_job_nothing_can_run_with_a_plain_reason() -> Non
 
 def test_no_launch_when_free_slots_take_the_job() -> None:
     s = snap([pending(1, 0.0, slots=4)], [host("node001", used=4)])
-    plan = policy().decide(s, [busy_node()], NONE, T0)
+    plan = policy().decide(join([busy_node()], (), s, now=T0), NONE)
     assert plan.add == 0
     assert "all can start within a boot time" in plan.reason
 
@@ -72,7 +73,7 @@ def test_no_launch_when_free_slots_take_the_job() -> None:
 def test_booting_nodes_count_so_the_same_jobs_do_not_launch_twice() -> None:
     booting = node("node001", 60.0, state=NodeState.PROVISIONING)
     jobs = [pending(1, 60.0, slots=8), pending(2, 60.0, slots=8)]
-    plan = policy().decide(snap(jobs), [booting], NONE, T0)
+    plan = policy().decide(join([booting], (), snap(jobs), now=T0), NONE)
     assert plan.add == 1
     assert "on 0 ready + 1 booting nodes" in plan.add_reason
 
@@ -81,7 +82,7 @@ def test_booting_nodes_count_so_the_same_jobs_do_not_launch_twice() -> None:
 def test_slots_a_running_job_frees_by_its_h_rt_within_a_boot_time(h_rt: float | None, adds: int) -> None:
     """Running 600 s: h_rt = 600 + boot frees its slots exactly at the horizon; one second more does not."""
     s = snap([pending(1, 0.0, slots=8), running(2, "node001", h_rt=h_rt)], [host("node001", used=8)])
-    plan = policy().decide(s, [busy_node()], NONE, T0)
+    plan = policy().decide(join([busy_node()], (), s, now=T0), NONE)
     assert plan.add == adds
     if not adds:
         assert "8 slots running jobs free by their h_rt" in plan.reason
@@ -99,7 +100,7 @@ def test_a_job_past_its_requested_end_runs_on_and_frees_nothing(h_rt: float, add
     """A job that ran past its h_rt (not enforced: a log replay, s_rt, a suspended job, qalter)
     holds its slots: counting them as about to free would keep the jobs behind it waiting."""
     s = snap([pending(1, 0.0, slots=8), running(2, "node001", h_rt=h_rt)], [host("node001", used=8)])
-    plan = policy().decide(s, [busy_node()], NONE, T0)
+    plan = policy().decide(join([busy_node()], (), s, now=T0), NONE)
     assert plan.add == adds
 
 
@@ -107,20 +108,20 @@ def test_wide_job_takes_whole_nodes_and_uses_the_idle_one() -> None:
     """17 slots on 8-slot nodes: 3 whole nodes; one is idle and ready, so 2 are launched."""
     idle = node("node001", 3000.0, last_busy_at=T0 - 10 * MIN)
     s = snap([pending(1, 0.0, slots=17)], [host("node001")])
-    plan = policy(billing="second").decide(s, [idle], NONE, T0)
+    plan = policy(billing="second").decide(join([idle], (), s, now=T0), NONE)
     assert plan.add == 2
     assert plan.add_names == ("node002", "node003")
     assert not plan.remove  # the idle node is given to the waiting job: never removed (idle 10 min > due)
 
 
 def test_array_job_tasks_pack_into_whole_nodes() -> None:
-    plan = policy().decide(snap([pending(1, 0.0, slots=1, tasks=20)]), [], NONE, T0)
+    plan = policy().decide(join([], (), snap([pending(1, 0.0, slots=1, tasks=20)]), now=T0), NONE)
     assert plan.add == 3
 
 
 @pytest.mark.parametrize(("max_nodes", "adds"), [(2, 2), (3, 3), (10, 3)])
 def test_never_past_max_nodes(max_nodes: int, adds: int) -> None:
-    plan = policy(max_nodes=max_nodes).decide(snap([pending(1, 0.0, slots=24)]), [], NONE, T0)
+    plan = policy(max_nodes=max_nodes).decide(join([], (), snap([pending(1, 0.0, slots=24)]), now=T0), NONE)
     assert plan.add == adds
     if adds < 3:
         assert "capped at max_nodes; 3 wanted" in plan.add_reason
@@ -128,24 +129,24 @@ def test_never_past_max_nodes(max_nodes: int, adds: int) -> None:
 
 def test_at_max_nodes_says_so() -> None:
     s = snap([pending(1, 0.0, slots=8)], [host("node001", used=8)])
-    plan = policy(max_nodes=1).decide(s, [busy_node()], NONE, T0)
+    plan = policy(max_nodes=1).decide(join([busy_node()], (), s, now=T0), NONE)
     assert plan.empty
     assert "at max_nodes (1/1)" in plan.reason
 
 
 @pytest.mark.parametrize(("waited", "adds"), [(59.0, 0), (60.0, 1)])
 def test_launch_delay_boundary(waited: float, adds: int) -> None:
-    plan = policy(launch_delay=60.0).decide(snap([pending(1, waited)]), [], NONE, T0)
+    plan = policy(launch_delay=60.0).decide(join([], (), snap([pending(1, waited)]), now=T0), NONE)
     assert plan.add == adds
 
 
 def test_stabilization_does_not_hold_back_a_forecast_launch() -> None:
     recent = History(last_change_at=T0 - 10.0)
-    assert policy().decide(snap([pending(1, 0.0)]), [], recent, T0).add == 1
+    assert policy().decide(join([], (), snap([pending(1, 0.0)]), now=T0), recent).add == 1
 
 
 def test_held_jobs_are_no_demand() -> None:
-    plan = policy().decide(snap([pending(1, 60 * MIN, state="hqw")]), [], NONE, T0)
+    plan = policy().decide(join([], (), snap([pending(1, 60 * MIN, state="hqw")]), now=T0), NONE)
     assert plan.empty
 
 
@@ -161,7 +162,7 @@ def test_held_jobs_are_no_demand() -> None:
 )
 def test_idle_node_goes_at_the_last_poll_before_its_next_hour(into: float, removed: bool) -> None:
     idle = node("node001", into, last_busy_at=T0 - into + 120)
-    plan = policy(billing="hour").decide(snap([], [host("node001")]), [idle], NONE, T0)
+    plan = policy(billing="hour").decide(join([idle], (), snap([], [host("node001")]), now=T0), NONE)
     assert (plan.remove != ()) == removed
     if removed:
         assert plan.remove[0].node == "node001"
@@ -170,13 +171,13 @@ def test_idle_node_goes_at_the_last_poll_before_its_next_hour(into: float, remov
 
 def test_busy_node_is_never_removed_at_its_window() -> None:
     s = snap([running(1, "node001", slots=1)], [host("node001", used=1)])
-    plan = policy(billing="hour").decide(s, [node("node001", 59 * MIN, last_busy_at=T0)], NONE, T0)
+    plan = policy(billing="hour").decide(join([node("node001", 59 * MIN, last_busy_at=T0)], (), s, now=T0), NONE)
     assert not plan.remove
 
 
 def test_unmanaged_hosts_and_the_master_are_never_removed() -> None:
     s = snap([], [host("master"), host("other01")])
-    plan = policy(billing="hour").decide(s, [], NONE, T0)
+    plan = policy(billing="hour").decide(join([], (), s, now=T0), NONE)
     assert plan.empty
 
 
@@ -184,7 +185,7 @@ def test_the_node_whose_paid_period_ends_first_goes_first_under_min_nodes() -> N
     nodes = [node("node001", 59 * MIN + 30), node("node002", 59 * MIN)]
     s = snap([], [host("node001"), host("node002")])
     p = policy(billing="hour", min_nodes=1, removal_lead=0.0)
-    plan = p.decide(s, nodes, NONE, T0)
+    plan = p.decide(join(nodes, (), s, now=T0), NONE)
     assert [r.node for r in plan.remove] == ["node001"]  # 30 s left before 60 s left
 
 
@@ -192,7 +193,7 @@ def test_node_a_waiting_job_would_take_is_kept_even_at_its_window() -> None:
     """A 16-slot job waits for a second node to boot: the idle ready node belongs to it."""
     nodes = [node("node001", 59 * MIN), node("node002", 60.0, state=NodeState.PROVISIONING)]
     s = snap([pending(1, 60.0, slots=16)], [host("node001")])
-    plan = policy(billing="hour").decide(s, nodes, NONE, T0)
+    plan = policy(billing="hour").decide(join(nodes, (), s, now=T0), NONE)
     assert plan.empty
     assert "waiting jobs would be placed on them" in plan.reason
 
@@ -201,7 +202,7 @@ def test_node_no_waiting_job_fits_on_may_go_while_jobs_wait() -> None:
     """A 4-slot node cannot take a waiting 6-slot job; it is not capacity that job could use."""
     small = node("node001", 59 * MIN)
     s = snap([pending(1, 0.0, slots=6)], [host("node001", slots=4)])
-    plan = policy(billing="hour").decide(s, [small], NONE, T0)
+    plan = policy(billing="hour").decide(join([small], (), s, now=T0), NONE)
     assert [r.node for r in plan.remove] == ["node001"]
     assert plan.add == 1
 
@@ -210,7 +211,7 @@ def test_node_no_waiting_job_fits_on_may_go_while_jobs_wait() -> None:
 @pytest.mark.parametrize(("idle_for", "removed"), [(149.0, False), (150.0, True)])
 def test_idle_node_goes_after_idle_factor_boot_times(idle_for: float, removed: bool) -> None:
     idle = node("node001", 3000.0, last_busy_at=T0 - idle_for)
-    plan = policy(billing="second").decide(snap([], [host("node001")]), [idle], NONE, T0)
+    plan = policy(billing="second").decide(join([idle], (), snap([], [host("node001")]), now=T0), NONE)
     assert (plan.remove != ()) == removed
     if removed:
         assert ">= 0.5 x boot time" in plan.remove[0].reason
@@ -218,7 +219,7 @@ def test_idle_node_goes_after_idle_factor_boot_times(idle_for: float, removed: b
 
 def test_never_below_min_nodes() -> None:
     idle = node("node001", 3000.0, last_busy_at=T0 - 3000.0)
-    plan = policy(billing="second", min_nodes=1).decide(snap([], [host("node001")]), [idle], NONE, T0)
+    plan = policy(billing="second", min_nodes=1).decide(join([idle], (), snap([], [host("node001")]), now=T0), NONE)
     assert plan.empty
     assert "min_nodes 1" in plan.reason
 
@@ -228,22 +229,24 @@ def test_quiet_until_is_the_opening_of_the_removal_window() -> None:
     idle = node("node001", 30 * MIN, last_busy_at=T0 - 20 * MIN)
     p = policy(billing="hour")
     s = snap([], [host("node001")])
-    until = p.quiet_until(s, [idle], NONE, T0)
+    until = p.quiet_until(join([idle], (), s, now=T0), NONE)
     assert until == T0 + 28 * MIN  # the window opens when 2 min (lead + poll) are left
-    assert p.decide(snap([], [host("node001")], now=until), [idle], NONE, until).empty
+    assert p.decide(join([idle], (), snap([], [host("node001")], now=until), now=until), NONE).empty
     later = until + MIN
-    assert [r.node for r in p.decide(snap([], [host("node001")], now=later), [idle], NONE, later).remove] == ["node001"]
+    assert [
+        r.node for r in p.decide(join([idle], (), snap([], [host("node001")], now=later), now=later), NONE).remove
+    ] == ["node001"]
 
 
 def test_quiet_until_is_now_while_demand_wants_nodes_or_with_issue_2_rules() -> None:
     s = snap([pending(1, 0.0)])
-    assert policy().quiet_until(s, [], NONE, T0) == T0
-    assert policy(grow="wait_time", shrink="timer").quiet_until(snap(), [], NONE, T0) == T0
+    assert policy().quiet_until(join([], (), s, now=T0), NONE) == T0
+    assert policy(grow="wait_time", shrink="timer").quiet_until(join([], (), snap(), now=T0), NONE) == T0
 
 
 def test_quiet_until_waits_for_launch_delay() -> None:
     booting_full = snap([pending(1, 10.0)])
-    assert policy(launch_delay=60.0).quiet_until(booting_full, [], NONE, T0) == T0 + 50.0
+    assert policy(launch_delay=60.0).quiet_until(join([], (), booting_full, now=T0), NONE) == T0 + 50.0
 
 
 # -- forecast placement ----------------------------------------------------------------------------
@@ -253,7 +256,7 @@ def test_forecast_places_fifo_and_reports_assigned_workers() -> None:
         [host("node001", used=2), host("node002", used=0)],
     )
     nodes = [busy_node("node001"), node("node002", 3000.0)]
-    view = cluster_view(s, nodes, "master", T0, 8)
+    view = cluster_view(join(nodes, (), s, now=T0), "master", 8)
     fc = forecast(view, T0 + BOOT, limit=10)
     # job 1 (6) first-fits node001 (6 free); job 2 (4) then node002; job 3 (2) fits node002's 4 left.
     assert fc.new_nodes == 0
@@ -263,11 +266,11 @@ def test_forecast_places_fifo_and_reports_assigned_workers() -> None:
 
 def test_forecast_stops_counting_past_the_limit_and_says_so() -> None:
     jobs = [pending(i, 100.0 - i, slots=8) for i in range(1, 11)]  # 10 nodes' worth
-    view = cluster_view(snap(jobs), [], "master", T0, 8)
+    view = cluster_view(join([], (), snap(jobs), now=T0), "master", 8)
     fc = forecast(view, T0 + BOOT, limit=3)
     assert (fc.new_nodes, fc.complete) == (4, False)  # stopped once past 3
     assert forecast(view, T0 + BOOT, limit=10).new_nodes == 10
-    plan = policy(max_nodes=3).decide(snap(jobs), [], NONE, T0)
+    plan = policy(max_nodes=3).decide(join([], (), snap(jobs), now=T0), NONE)
     assert plan.add == 3
     assert "(capped at max_nodes; at least 4 wanted)" in plan.add_reason
 
@@ -288,7 +291,7 @@ def test_replay_with_and_without_fast_forward_is_identical(billing: str) -> None
 
 
 def test_a_job_packed_on_a_node_launched_for_another_counts_as_short_too() -> None:
-    plan = policy().decide(snap([pending(1, 20.0, slots=6), pending(2, 10.0, slots=1)]), [], NONE, T0)
+    plan = policy().decide(join([], (), snap([pending(1, 20.0, slots=6), pending(2, 10.0, slots=1)]), now=T0), NONE)
     assert plan.add == 1
     assert plan.add_reason.startswith("2 jobs (7 slots) can't start within a boot time")
 
@@ -305,10 +308,10 @@ def test_forecast_uses_the_dispatchers_first_fit_so_it_launches_when_a_job_would
     # the forecast must see the same and launch, not pack the 2-slot job on node002 (best fit).
     s = snap([pending(1, 30.0, slots=2), pending(2, 20.0, slots=3)], [host("node001", used=5), host("node002", used=6)])
     nodes = [busy_node("node001"), busy_node("node002")]
-    view = cluster_view(s, nodes, "master", T0, 8)
+    view = cluster_view(join(nodes, (), s, now=T0), "master", 8)
     fc = forecast(view, T0 + BOOT, limit=10)
     assert (fc.new_nodes, fc.short_jobs, fc.assigned) == (1, 1, frozenset({"node001"}))
-    assert policy().decide(s, nodes, NONE, T0).add == 1
+    assert policy().decide(join(nodes, (), s, now=T0), NONE).add == 1
 
 
 def test_overrun_perturbation_is_seeded_and_only_lengthens_jobs_past_their_request() -> None:

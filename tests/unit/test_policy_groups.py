@@ -18,6 +18,7 @@ from elb.model import History, Job, NodeState
 from elb.policy.grouped import GroupedPolicy, policy_for
 from elb.provision.ansible import AnsibleProvisioner
 from elb.provision.inventory import Connection, InventoryError, build_inventory
+from elb.state import join
 from tests.unit.factories import T0, host, node, pending, running, snap
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
@@ -103,15 +104,17 @@ def test_shares_split_nodes_hosts_and_jobs_by_group(tmp_path: Path) -> None:
         node("old", 600, NodeState.TERMINATED),
     ]
     group_of = {jobs[3]: "gpu", jobs[4]: "small"}
-    shares = {s.group.name: s for s in policy.shares(snap(jobs, hosts), group_of, nodes)}
+    shares = {s.group.name: s for s in policy.shares(join(nodes, (), snap(jobs, hosts)), group_of)}
     small, gpu = shares["small"], shares["gpu"]
     # an unmanaged host goes to the first group whose queues it serves
-    assert [h.name for h in small.snapshot.hosts] == ["node001", "static1"]
-    assert [h.name for h in gpu.snapshot.hosts] == ["node002"]
-    assert [j.job_id for j in small.snapshot.jobs] == [1, 3, 5]
-    assert [j.job_id for j in gpu.snapshot.jobs] == [2, 4]
+    assert [h.name for h in small.state.snapshot.hosts] == ["node001", "static1"]
+    assert [h.name for h in gpu.state.snapshot.hosts] == ["node002"]
+    assert [j.job_id for j in small.state.snapshot.jobs] == [1, 3, 5]
+    assert [j.job_id for j in gpu.state.snapshot.jobs] == [2, 4]
     # a record without a group is of the first group
-    assert [n.name for n in small.nodes] == ["node001", "old"] and [n.name for n in gpu.nodes] == ["node002"]
+    assert [n.name for n in small.state.records] == ["node001", "old"] and [n.name for n in gpu.state.records] == [
+        "node002"
+    ]
 
 
 def test_an_idle_node_is_removed_by_its_own_groups_policy(tmp_path: Path) -> None:
@@ -123,7 +126,7 @@ def test_an_idle_node_is_removed_by_its_own_groups_policy(tmp_path: Path) -> Non
         node("node002", 3600, group="gpu", last_busy_at=T0 - 3000),
     ]
     jobs = [pending(5, LONG)]  # a small job waiting: node001 is kept for it, node002 is not needed
-    plan = policy.decide_groups(snap(jobs, hosts), {jobs[0]: "small"}, nodes, History(), T0)  # type: ignore[attr-defined]
+    plan = policy.decide_groups(join(nodes, (), snap(jobs, hosts), now=T0), {jobs[0]: "small"}, History())  # type: ignore[attr-defined]
     assert [r.node for r in plan.remove] == ["node002"]
     assert "(group gpu)" in plan.remove[0].reason
     assert plan.add == 0
@@ -135,7 +138,9 @@ def test_names_are_unique_across_groups(tmp_path: Path) -> None:
     hosts = [host("node007", 2, used=2)]
     nodes = [node("node007", 600, group="small", last_busy_at=T0)]
     jobs = [running(9, "node007", slots=2), gpu_job(1), pending(2, LONG, slots=2)]
-    plan = policy.decide_groups(snap(jobs, hosts), {jobs[1]: "gpu", jobs[2]: "small"}, nodes, History(), T0)  # type: ignore[attr-defined]
+    plan = policy.decide_groups(
+        join(nodes, (), snap(jobs, hosts), now=T0), {jobs[1]: "gpu", jobs[2]: "small"}, History()
+    )  # type: ignore[attr-defined]
     assert plan.add_names == ("node008", "node009")
     assert dict(plan.add_groups) == {"node008": "small", "node009": "gpu"}
 

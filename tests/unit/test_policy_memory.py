@@ -16,6 +16,7 @@ from elb.config import ClusterConfig, PolicyConfig
 from elb.model import History, Job
 from elb.policy import POLICIES, make_policy
 from elb.policy.view import ViewCache, cluster_view
+from elb.state import join
 from tests.unit.factories import T0, host, node, pending, snap
 
 MODULES = sorted(m.name for m in pkgutil.iter_modules(elb.policy.__path__, "elb.policy."))
@@ -35,7 +36,7 @@ def test_each_policy_object_has_its_own_cache(name: str) -> None:
     assert isinstance(a.cache, ViewCache) and a.cache is not b.cache  # type: ignore[attr-defined]
     s = snap([pending(1, 600.0, slots=2)], [host("node001", used=4)])
     nodes = (node("node001", 3000.0, last_busy_at=T0),)
-    assert a.decide(s, nodes, History(), T0) == b.decide(s, nodes, History(), T0)
+    assert a.decide(join(nodes, (), s, now=T0), History()) == b.decide(join(nodes, (), s, now=T0), History())
 
 
 def test_the_cache_gives_the_same_view_for_the_same_inputs_and_a_new_one_otherwise() -> None:
@@ -43,14 +44,14 @@ def test_the_cache_gives_the_same_view_for_the_same_inputs_and_a_new_one_otherwi
     h = host("node001")
     s = snap([pending(1, 60.0)], [h])
     nodes = (node("node001", 3000.0),)
-    v1 = cache.view(s, nodes, "master", T0, 4)
-    assert cache.view(s, nodes, "master", T0, 4) is v1
-    later = cache.view(s, nodes, "master", T0 + 60, 4)
+    v1 = cache.view(join(nodes, (), s, now=T0), "master", 4)
+    assert cache.view(join(nodes, (), s, now=T0), "master", 4) is v1
+    later = cache.view(join(nodes, (), s, now=T0 + 60), "master", 4)
     assert later.now == T0 + 60 and later.workers is v1.workers
-    other = cache.view(snap([], [h]), nodes, "master", T0, 4)
+    other = cache.view(join(nodes, (), snap([], [h]), now=T0), "master", 4)
     assert other.pending == () and other.workers[0] is v1.workers[0]  # same record, host and jobs: reused
-    listed = cache.view(s, list(nodes), "master", T0, 4)
-    assert cache.view(s, list(nodes), "master", T0, 4) is not listed  # a list may change: never kept
+    listed = cache.view(join(list(nodes), (), s, now=T0), "master", 4)
+    assert cache.view(join(list(nodes), (), s, now=T0), "master", 4) is not listed  # a list may change: never kept
 
 
 @settings(max_examples=200, deadline=None)
@@ -67,7 +68,7 @@ def test_waiting_jobs_oldest_first_then_by_number(entries: list[tuple[int, float
         Job(job_id, f"job{i}", "sgeuser", "qw" if eligible else "hqw", 1, submitted=None if t is None else T0 - t)
         for i, (job_id, t, eligible) in enumerate(entries)
     ]
-    view = cluster_view(snap(jobs), [], "master", T0, 4)
+    view = cluster_view(join([], (), snap(jobs), now=T0), "master", 4)
     expected = sorted(
         (j for j in jobs if j.is_pending), key=lambda j: (j.submitted if j.submitted is not None else T0, j.job_id)
     )

@@ -6,13 +6,12 @@ import gzip
 import json
 import math
 import random
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from elb.cli import main
-from elb.model import History, Job, Node, NodeState, Plan, Snapshot
+from elb.model import History, Job, NodeState, Plan
 from elb.policy.peers import (
     Limits,
     ParallelclusterPolicy,
@@ -26,6 +25,7 @@ from elb.simulate.engine import NodeLife, SimSettings, Simulator, _Waiting
 from elb.simulate.report import billed_seconds, floors, percentile
 from elb.simulate.runner import SimError, build_policy, prepare, replay, with_param
 from elb.simulate.swf import SimJob, SwfError, Workload, parse_text, read_swf
+from elb.state import ClusterState
 
 
 def swf_line(job_id: int, submit: float, run: float, procs: int, req_procs: int = -1, req_time: float = -1) -> str:
@@ -363,7 +363,8 @@ def test_incremental_snapshots_and_free_index_match_the_nodes_at_every_decision(
             self.inner = SlurmPolicy(limits(max_nodes=12))
             self.sim: Simulator | None = None
 
-        def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
+        def decide(self, state: ClusterState, history: History) -> Plan:
+            snapshot, nodes = state.snapshot, state.records
             sim = self.sim
             assert sim is not None
             ready = {n.name: n for n in sim.nodes.values() if n.ready}
@@ -377,7 +378,7 @@ def test_incremental_snapshots_and_free_index_match_the_nodes_at_every_decision(
                 key = sim._ready["default"].first(slots)
                 assert (key[1] if key else None) == (fits[0] if fits else None)
             seen.append(len(ready))
-            return self.inner.decide(snapshot, nodes, history, now)
+            return self.inner.decide(state, history)
 
     policy = Checking()
     sim = Simulator(jobs, policy, SimSettings(max_nodes=12, fast_forward=False))

@@ -6,18 +6,18 @@ job per need that does not fit, not at every waiting job."""
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from elb.model import History, Node, Plan, Snapshot
+from elb.model import History, Plan
 from elb.simulate import runner
 from elb.simulate.engine import SimOutcome, SimSettings, Simulator, _Node, _Waiting
 from elb.simulate.groups import SimGroups, load_groups
 from elb.simulate.runner import Prepared, build_policy, prepare, replay
 from elb.simulate.swf import SimJob, Workload, read_swf
 from elb.simulate.waiting import WaitingJobs
+from elb.state import ClusterState
 from tests.unit.test_simulate_groups import GB, GROUPS
 from tests.unit.test_simulate_logs import KTH, POLICIES, needs_logs
 from tests.unit.test_tally import synthetic_jobs
@@ -152,7 +152,7 @@ class NoScaling:
 
     name = "none"
 
-    def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
+    def decide(self, state: ClusterState, history: History) -> Plan:
         return Plan(reason="fixed")
 
 

@@ -13,6 +13,7 @@ from elb.slurm.commands import SlurmRead
 from elb.slurm.parse import SlurmJob, SlurmNode
 from elb.slurm.plan import LAUNCH_GRACE, SlurmInputs, plan
 from elb.slurm.view import array_tasks, snapshot
+from elb.state import ClusterState
 
 NOW = 1_000_000.0
 
@@ -26,7 +27,8 @@ class Removes:
         self.names = names
         self.seen: Snapshot | None = None
 
-    def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
+    def decide(self, state: ClusterState, history: History) -> Plan:
+        snapshot = state.snapshot
         self.seen = snapshot
         return Plan(remove=tuple(Removal(n, "idle too long") for n in self.names))
 

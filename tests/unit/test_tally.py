@@ -22,6 +22,7 @@ from elb.policy.tally import Revised, WorkerTally
 from elb.simulate.engine import SimSettings, Simulator
 from elb.simulate.runner import prepare, replay
 from elb.simulate.swf import SimJob, Workload, read_swf
+from elb.state import ClusterState, join
 from tests.unit.factories import T0, host, node, pending, running
 from tests.unit.test_simulate_logs import KTH, needs_logs
 
@@ -44,15 +45,17 @@ class Twin:
     def __post_init__(self) -> None:
         self.reference = dataclasses.replace(self.quick, incremental=False)
 
-    def decide(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> Plan:
-        plan = self.quick.decide(snapshot, nodes, history, now)
-        assert plan == self.reference.decide(snapshot, nodes, history, now), now
+    def decide(self, state: ClusterState, history: History) -> Plan:
+        now = state.now
+        plan = self.quick.decide(state, history)
+        assert plan == self.reference.decide(state, history), now
         self.calls += 1
         return plan
 
-    def quiet_until(self, snapshot: Snapshot, nodes: Sequence[Node], history: History, now: float) -> float:
-        until = self.quick.quiet_until(snapshot, nodes, history, now)
-        assert until == self.reference.quiet_until(snapshot, nodes, history, now), now
+    def quiet_until(self, state: ClusterState, history: History) -> float:
+        now = state.now
+        until = self.quick.quiet_until(state, history)
+        assert until == self.reference.quiet_until(state, history), now
         return until
 
 
@@ -225,9 +228,9 @@ def test_a_sequence_of_cluster_states_gets_the_full_views_plans(
         if kind != "list":
             last = [tuple_ for tuple_ in made if isinstance(tuple_, tuple)]
         snapshot = Snapshot(now, made[0], made[1])  # type: ignore[arg-type]
-        plan = twin.decide(snapshot, made[2], history, now)  # type: ignore[arg-type]
+        plan = twin.decide(join(made[2], (), snapshot, now=now), history)  # type: ignore[arg-type]
         if plan.empty:
-            twin.quiet_until(snapshot, made[2], history, now)  # type: ignore[arg-type]
+            twin.quiet_until(join(made[2], (), snapshot, now=now), history)  # type: ignore[arg-type]
 
 
 def test_inputs_it_does_not_model_make_it_forget_and_the_view_decide() -> None:
@@ -246,7 +249,7 @@ def test_a_list_changed_in_place_is_taken_in_again() -> None:
     hosts = (host("node001"), host("node002"))
     records = [node("node001", 900.0, last_busy_at=T0 - 100), node("node002", 900.0, last_busy_at=T0 - 100)]
     snapshot = Snapshot(T0, (), hosts)
-    assert twin.decide(snapshot, records, History(), T0).empty
+    assert twin.decide(join(records, (), snapshot, now=T0), History()).empty
     records[1] = node("node002", 900.0, last_busy_at=T0 - 600)  # idle past SuspendTime now
-    plan = twin.decide(snapshot, records, History(), T0)
+    plan = twin.decide(join(records, (), snapshot, now=T0), History())
     assert [r.node for r in plan.remove] == ["node002"]

@@ -1,6 +1,7 @@
-"""The policies' view (``elb.policy.view.Worker``) and the joined cluster state
-(``elb.state.ManagedNode``) are two joins of the same records and snapshot: on generated clusters,
-a managed node SGE reaches is booting, busy and idle since the same time in both."""
+"""The policies' view (``elb.policy.view.Worker``) reads the joined cluster state
+(``elb.state.ManagedNode``): on generated clusters, every managed worker is booting, serving, busy
+and idle since the same time as its managed node, and its host's facts agree with the host, when
+the view is built afresh and when it reuses the workers of an earlier view."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ _node = st.fixed_dictionaries(
 
 @settings(max_examples=300, deadline=None)
 @given(specs=st.lists(_node, min_size=1, max_size=6))
-def test_a_reachable_managed_node_is_the_same_in_the_view_and_the_state(specs: list[dict[str, object]]) -> None:
+def test_a_managed_worker_is_its_managed_node_in_the_view(specs: list[dict[str, object]]) -> None:
     records: list[Node] = []
     hosts: list[Host] = []
     jobs: list[Job] = []
@@ -41,11 +42,16 @@ def test_a_reachable_managed_node_is_the_same_in_the_view_and_the_state(specs: l
             if s["job"]:
                 jobs.append(running(100 + k, name))
     snap = Snapshot(T0, tuple(jobs), tuple(hosts))
-    workers = {w.name: w for w in cluster_view(snap, records, "master", T0, 8).workers}
-    for m in join(records, (), snap).nodes:
-        w = workers[m.name]
-        assert w.booting == m.booting
-        if m.reachable:
-            assert w.ready == m.ready
-            assert w.idle_since == m.idle_since
-            assert ((w.facts is not None and w.facts.busy) or bool(w.jobs)) == m.busy
+    state = join(records, (), snap, now=T0)
+    fresh = cluster_view(state, "master", 8)
+    reused = cluster_view(state, "master", 8, reuse={w.name: w for w in fresh.workers})
+    for view in (fresh, reused):
+        workers = {w.name: w for w in view.workers}
+        for m in state.nodes:
+            w = workers[m.name]
+            assert w.node is m.record
+            assert (w.booting, w.ready, w.busy, w.idle_since) == (m.booting, m.serves, m.busy, m.idle_since)
+            assert w.idle == (m.serves and not m.busy)
+            if m.host is not None:
+                assert w.facts is not None and w.facts.up == m.reachable
+                assert (w.facts.busy or bool(w.jobs)) == m.busy
