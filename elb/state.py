@@ -154,10 +154,13 @@ def started_host(j: Job) -> str | None:
 
 
 def started_on(jobs: Sequence[Job]) -> dict[str, list[Job]]:
-    """The jobs started on each host (``started_host``)."""
+    """The jobs started on each host: ``started_host``'s rule, written out in the loop (it runs
+    over every job of a snapshot at each view a policy builds; a test holds the two equal)."""
     out: dict[str, list[Job]] = {}
     for j in jobs:
-        h = started_host(j)
+        if j.queue is None or j.state in ("qw", "hqw"):
+            continue
+        h = j.host
         if h is not None:
             out.setdefault(h, []).append(j)
     return out

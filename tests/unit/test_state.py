@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from elb.interfaces import Instance
-from elb.model import Host, Node, NodeState, QueueInstance, Snapshot
-from elb.state import InstanceState, instance_state, join
+from elb.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
+from elb.state import InstanceState, instance_state, join, started_host, started_on
 from tests.unit.factories import T0, running
 
 
@@ -80,3 +80,24 @@ def test_join_at_a_given_time_and_keeps_the_cloud_instances() -> None:
     st = join([record], [orphan, gone], Snapshot(T0, (), ()), now=T0 + 50)
     assert st.now == T0 + 50 and st.nodes[0].lost_for() == 150
     assert st.instances == (orphan,)
+
+
+def test_started_on_files_every_job_as_started_host_does() -> None:
+    """``started_on`` (the join's and the view's loop) and ``started_host`` (the tally's, per
+    job) are one rule: every combination of state and queue files the same jobs under the same hosts."""
+    jobs = [
+        Job(k, "j", "u", state, 1, queue=queue)
+        for k, (state, queue) in enumerate(
+            (s, q)
+            for s in ("r", "qw", "hqw", "Eqw", "t", "Rr", "dr")
+            for q in (None, "all.q@node001", "all.q@node002", "all.q", "")
+        )
+    ]
+    expected: dict[str, list[Job]] = {}
+    for j in jobs:
+        h = started_host(j)
+        if h is not None:
+            expected.setdefault(h, []).append(j)
+    assert started_on(jobs) == expected
+    assert set(expected) == {"node001", "node002"}
+    assert all(j.state not in ("qw", "hqw") for js in expected.values() for j in js)
