@@ -284,13 +284,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         balancer = _live_balancer(cfg, journal)
         if isinstance(balancer, Exit):
             return balancer
-        if cfg.metrics_port is not None and isinstance(balancer, SlurmBalancer):
-            log.warning("metrics_port: the metrics endpoint is not served with scheduler: slurm")
-        elif cfg.metrics_port is not None and isinstance(balancer, Balancer):
+        if cfg.metrics_port is not None:
             try:
                 factory.start_metrics(cfg, balancer)
             except OSError as err:
-                _error(f"metrics_port {cfg.metrics_port}: cannot listen on 127.0.0.1: {err.strerror or err}")
+                where = cfg.metrics_address
+                _error(f"metrics_port {cfg.metrics_port}: cannot listen on {where}: {err.strerror or err}")
                 return Exit.CONFIG
         log.info(
             "elb starting: scheduler %s, poll %s, policy %s, nodes %d-%d, provider %s",

@@ -109,6 +109,15 @@ class Counters:
     stopped: int = 0  # nodes stopped into a warm pool
     restarted: int = 0  # nodes started again from a warm pool, ready
 
+    def count(self, o: Outcomes) -> None:
+        """Add what one pass's operations achieved."""
+        self.added += len(o.added)
+        self.removed += len(o.removed)
+        self.failures += len(o.failed)
+        self.repairs += len(o.repaired)
+        self.stopped += len(o.stopped)
+        self.restarted += len(o.restarted)
+
 
 def snapshot_summary(snap: Snapshot, master: str) -> list[str]:
     """A few plain lines describing what SGE shows."""
@@ -365,10 +374,7 @@ class Balancer:
         """What the node operations that ended since the last pass achieved, into ``result``."""
         done = self.executor.collect()
         result.outcomes.absorb(done)  # the operations never postpone: only a pass does
-        for name in done.added:  # launch to ready, for the histogram
-            node = self.journal.node(name)
-            if node is not None and node.ready_at is not None:
-                self.metrics.observe_ready(node.ready_at - node.launched_at)
+        self.metrics.observe_added(self.journal, done.added)
 
     def _read_sge(self, what: str, records: Sequence[Node]) -> Snapshot:
         """Read SGE; ``PassFailed`` if it cannot be read, or if the read is partial: hosts elb
@@ -540,12 +546,7 @@ class Balancer:
         except Exception as err:  # the stats row and the counters still record the pass
             log.error("cannot record the pass in the journal: %s", err)
         row = self._stats_row(result, summary)
-        self.counters.added += row.added
-        self.counters.removed += row.removed
-        self.counters.failures += len(o.failed)
-        self.counters.repairs += len(o.repaired)
-        self.counters.stopped += len(o.stopped)
-        self.counters.restarted += len(o.restarted)
+        self.counters.count(o)
         if row.ok:
             self.last.pending_jobs = row.pending_jobs
             self.last.pending_slots = row.pending_slots

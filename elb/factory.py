@@ -10,8 +10,8 @@ from elb.config import Config
 
 if TYPE_CHECKING:
     from elb.actuator import SgeClient
-    from elb.daemon import Balancer
     from elb.interfaces import Cloud, NoticeSource
+    from elb.metrics import Observed
     from elb.provision import AnsibleProvisioner
 
 
@@ -48,7 +48,7 @@ def make_provisioner(cfg: Config) -> AnsibleProvisioner:
     return AnsibleProvisioner(cfg.provision, cfg.cluster, cfg.sge, retention=cfg.retention, groups=groups)
 
 
-def start_metrics(cfg: Config, balancer: Balancer) -> None:
+def start_metrics(cfg: Config, balancer: Observed) -> None:
     from elb.metrics import start_metrics_server
 
     assert cfg.metrics_port is not None

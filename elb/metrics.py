@@ -1,18 +1,19 @@
 """Prometheus metrics (off unless ``metrics_port`` is set; on ``metrics_address``, 127.0.0.1 by
-default).
+default), for either scheduler's pass.
 
-Gauges are taken from the journal and the last pass when Prometheus scrapes, so the daemon's
-pass does no extra work for them; the pass feeds the histograms and the pass counter
-(``PassMetrics``) as it ends. The registry is elb's own and carries the process's figures
-(CPU, memory, open files) and ``elb_build_info`` beside elb's. The journal feeds the boot
-step histogram as it records each node's boot steps (``elb.timeline``), once each.
+Gauges are taken from the journal and the last pass when Prometheus scrapes, so the pass does
+no extra work for them; the pass feeds the histograms and the pass counter (``PassMetrics``)
+as it ends. The registry is elb's own and carries the process's figures (CPU, memory, open
+files) and ``elb_build_info`` beside elb's. The journal feeds the boot step histogram as it
+records each node's boot steps (``elb.timeline``), once each. With ``scheduler: slurm`` the
+metrics of what only the Grid Engine pass does (``GRID_ENGINE_ONLY``) are not served.
 """
 
 from __future__ import annotations
 
 import platform
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -27,7 +28,9 @@ from elb.spend import spend_by_group
 from elb.timeline import DURATION_NAMES, Step, Timeline
 
 if TYPE_CHECKING:
-    from elb.daemon import Balancer
+    from elb.config import Config
+    from elb.daemon import Counters, LastPass
+    from elb.journal import Journal
 
 # A pass reads SGE and the cloud and starts operations: seconds, up to SGE's time-outs.
 PASS_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
@@ -55,7 +58,7 @@ class PassMetrics:
             self.passes.labels(outcome)  # both series exist from the start: a ratio needs both
         self.launch_to_ready = Histogram(
             "elb_launch_to_ready_seconds",
-            "From a node's launch to ready in SGE (boot and provisioning)",
+            "From a node's launch to ready in the scheduler (boot and provisioning)",
             buckets=READY_BUCKETS,
             registry=self.registry,
         )
@@ -76,6 +79,13 @@ class PassMetrics:
     def observe_ready(self, seconds: float) -> None:
         self.launch_to_ready.observe(max(0.0, seconds))
 
+    def observe_added(self, journal: Journal, names: Iterable[str]) -> None:
+        """Nodes an operation made ready: launch to ready, for the histogram."""
+        for name in names:
+            node = journal.node(name)
+            if node is not None and node.ready_at is not None:
+                self.observe_ready(node.ready_at - node.launched_at)
+
     def observe_step(self, timeline: Timeline, step: Step) -> None:
         """The journal recorded ``step`` of a node for the first time: observe the durations it
         completes (``Timeline.completed_by``), so each is observed once, across passes and restarts."""
@@ -93,18 +103,57 @@ class BuildInfoCollector(Collector):
 # Node states a node is in while elb manages it (stopped in a warm pool too); terminated and
 # failed nodes leave the count.
 _LIVE_STATES = tuple(s for s in NodeState if s.alive or s.pooled)
+_ALIVE_STATES = tuple(s for s in NodeState if s.alive)  # no warm pool: the Slurm pass's nodes
+
+# What only the Grid Engine pass does, not served with ``scheduler: slurm``: SGE's view of lost
+# nodes, the demand's unservable jobs, the warm pool, EC2's notices and what elb does to SGE's
+# jobs on a node EC2 is taking back. ``elb_nodes`` then has no warm pool states either.
+GRID_ENGINE_ONLY = frozenset(
+    {
+        "elb_lost_nodes_kept",
+        "elb_unservable_jobs",
+        "elb_warm_pool_nodes",
+        "elb_nodes_stopped",
+        "elb_nodes_restarted",
+        "elb_jobs_rescheduled",
+        "elb_jobs_moved_on_demand",
+        "elb_ec2_notices",
+    }
+)
+
+
+class Observed(Protocol):
+    """What the metrics read of a balancer: ``elb.daemon.Balancer`` (Grid Engine) or
+    ``elb.slurm.balancer.SlurmBalancer``, each keeping its last pass's figures and its counters."""
+
+    config: Config
+    journal: Journal
+    last: LastPass
+    counters: Counters
+    metrics: PassMetrics
+    clock: Callable[[], float]
 
 
 class BalancerCollector(Collector):
-    def __init__(self, balancer: Balancer) -> None:
+    def __init__(self, balancer: Observed) -> None:
         self.balancer = balancer
 
     def collect(self) -> Iterator[Metric]:
+        if self.balancer.config.scheduler == "slurm":
+            yield from (m for m in self._all(_ALIVE_STATES) if m.name not in GRID_ENGINE_ONLY)
+        else:
+            yield from self._all(_LIVE_STATES)
+
+    def _all(self, states: tuple[NodeState, ...]) -> Iterator[Metric]:
         b = self.balancer
         s = b.last
         for name, doc, value in (
-            ("elb_waiting_jobs", "Eligible jobs waiting in qw at the last pass", s.pending_jobs),
-            ("elb_waiting_slots", "Slots the waiting jobs need", s.pending_slots),
+            (
+                "elb_waiting_jobs",
+                "Eligible jobs waiting at the last pass (SGE's qw; Slurm's pending jobs waiting for nodes)",
+                s.pending_jobs,
+            ),
+            ("elb_waiting_slots", "Slots (Slurm: CPUs) the waiting jobs need", s.pending_slots),
             ("elb_oldest_wait_seconds", "Wait of the oldest eligible job", s.oldest_wait),
             ("elb_last_pass_duration_seconds", "Duration of the last pass", s.duration),
             ("elb_last_good_pass_timestamp_seconds", "Time of the last successful pass", s.last_good),
@@ -130,7 +179,7 @@ class BalancerCollector(Collector):
             yield g
         nodes = b.journal.nodes()
         g = GaugeMetricFamily("elb_nodes", "Nodes elb manages, by lifecycle state", labels=["state"])
-        for st in _LIVE_STATES:
+        for st in states:
             g.add_metric([st.value], sum(1 for n in nodes if n.state is st))
         yield g
         groups = b.config.groups(b.config.policy.slots_per_node or 1)
@@ -146,10 +195,18 @@ class BalancerCollector(Collector):
             ("elb_nodes_added", "Nodes added and ready", b.counters.added),
             ("elb_nodes_stopped", "Idle nodes drained and stopped into a warm pool", b.counters.stopped),
             ("elb_nodes_restarted", "Nodes started again from a warm pool, ready", b.counters.restarted),
-            ("elb_nodes_removed", "Nodes drained, deregistered and terminated", b.counters.removed),
+            (
+                "elb_nodes_removed",
+                "Nodes drained (or powered down by Slurm), deregistered and terminated",
+                b.counters.removed,
+            ),
             ("elb_node_failures", "Node operations that failed", b.counters.failures),
-            ("elb_repairs", "Differences between journal, cloud and SGE repaired", b.counters.repairs),
-            ("elb_launches_held", "Launches the policy wanted that the back-off held", b.counters.launches_held),
+            ("elb_repairs", "Differences between journal, cloud and scheduler repaired", b.counters.repairs),
+            (
+                "elb_launches_held",
+                "Launches the policy (with Slurm: Slurm's requests) wanted that the back-off held",
+                b.counters.launches_held,
+            ),
             (
                 "elb_jobs_rescheduled",
                 "Rerunnable jobs requeued from nodes EC2 was taking back (spot interruption)",
@@ -181,7 +238,7 @@ class BalancerCollector(Collector):
         yield c
 
 
-def metrics_registry(balancer: Balancer, passes: PassMetrics) -> CollectorRegistry:
+def metrics_registry(balancer: Observed, passes: PassMetrics) -> CollectorRegistry:
     """elb's registry: the balancer's figures, the pass histograms, build info, the process; the
     journal's boot steps go to the step histogram from now on."""
     balancer.journal.on_step = passes.observe_step
@@ -193,5 +250,5 @@ def metrics_registry(balancer: Balancer, passes: PassMetrics) -> CollectorRegist
     return registry
 
 
-def start_metrics_server(address: str, port: int, balancer: Balancer, passes: PassMetrics) -> None:
+def start_metrics_server(address: str, port: int, balancer: Observed, passes: PassMetrics) -> None:
     start_http_server(port, addr=address, registry=metrics_registry(balancer, passes))

@@ -20,7 +20,7 @@ from typing import Protocol
 from elb.actuator import Outcomes, launch_instances, node_spec, ready_specs, record_running
 from elb.backoff import compute as compute_backoff
 from elb.config import Config
-from elb.daemon import PassResult
+from elb.daemon import Counters, LastPass, PassResult
 from elb.executor import Executor
 from elb.interfaces import Cloud, CloudError, HostResult, Instance, NodeSpec, Outcome
 from elb.journal import Journal
@@ -29,10 +29,11 @@ from elb.model import Node, NodeState, Plan
 from elb.planner import Drain, drain_verdict
 from elb.policy.base import Policy
 from elb.policy.grouped import policy_for
+from elb.policy.view import oldest_wait
 from elb.slurm.commands import SlurmCommands, SlurmError, SlurmRead
 from elb.slurm.intake import take
 from elb.slurm.plan import SlurmInputs, SlurmPlan, plan
-from elb.slurm.view import jobs_of, node_up
+from elb.slurm.view import jobs_of, node_up, snapshot
 from elb.timeline import Step
 
 log = logging.getLogger("elb.slurm")
@@ -114,6 +115,8 @@ class SlurmBalancer:
         self.executor = executor or Executor(inline=True)
         self.stopping = threading.Event()
         self.metrics = PassMetrics()
+        self.last = LastPass()  # the figures of the last pass, for the metrics (elb.metrics)
+        self.counters = Counters()
         self.failed_in_a_row = 0
         self.last_plan: SlurmPlan | None = None
         reap = getattr(provisioner, "reap_leftovers", None)
@@ -135,8 +138,9 @@ class SlurmBalancer:
         except Exception as err:
             log.exception("pass failed")
             result = self._failed(now, f"{type(err).__name__}: {err}")
+        self.last.duration = time.monotonic() - started
         if not dry_run:
-            self.metrics.observe_pass(time.monotonic() - started, result.ok)
+            self.metrics.observe_pass(self.last.duration, result.ok)
         return result
 
     def _pass(self, dry_run: bool) -> PassResult:
@@ -156,6 +160,7 @@ class SlurmBalancer:
         self._carry_out(p, inputs, result.outcomes)
         self.collect_finished(result)
         self.failed_in_a_row = 0
+        self._count(result, inputs, p)
         self.journal.record_pass(now, True, result.summary(), len(result.outcomes.added), len(result.outcomes.removed))
         return result
 
@@ -171,8 +176,23 @@ class SlurmBalancer:
         up = [n.name for n in read.nodes if node_up(n)]
         self.journal.mark_seen(now, busy=sorted(busy), up=up)
 
+    def _count(self, result: PassResult, inputs: SlurmInputs, p: SlurmPlan) -> None:
+        """The figures of a good pass the metrics read: Slurm's jobs waiting for nodes, the
+        back-off the pass planned with, the launches it held, what the operations achieved."""
+        pending = snapshot(inputs.read.jobs, inputs.read.nodes, result.now).pending
+        last = self.last
+        last.pending_jobs = len(pending)
+        last.pending_slots = sum(j.total_slots for j in pending)
+        last.oldest_wait = oldest_wait(pending, result.now)
+        last.backoff_rounds = inputs.backoff.rounds
+        last.backoff_wait = inputs.backoff.waiting(result.now)
+        last.last_good = result.now
+        self.counters.launches_held += p.launches_held
+        self.counters.count(result.outcomes)
+
     def _failed(self, now: float, error: str) -> PassResult:
         self.failed_in_a_row += 1
+        self.counters.failed_passes += 1
         level = logging.ERROR if self.failed_in_a_row >= self.config.failed_passes_alarm else logging.WARNING
         prefix = "ALARM: " if level == logging.ERROR else ""
         log.log(level, "%spass failed (%d in a row), nothing changed: %s", prefix, self.failed_in_a_row, error)
@@ -184,7 +204,9 @@ class SlurmBalancer:
 
     def collect_finished(self, result: PassResult) -> None:
         """Merge what the background operations that ended achieved into ``result``."""
-        result.outcomes.absorb(self.executor.collect())
+        done = self.executor.collect()
+        result.outcomes.absorb(done)
+        self.metrics.observe_added(self.journal, done.added)
 
     # -- carrying the plan out -----------------------------------------------------------------
     def _carry_out(self, p: SlurmPlan, inputs: SlurmInputs, out: Outcomes) -> None:
@@ -193,6 +215,7 @@ class SlurmBalancer:
             log.info("%s", line)
         for r in p.forget:
             log.warning("%s: %s; failed", r.node, r.reason)
+            out.repaired.append(f"{r.node}: forget ({r.reason})")
             self.journal.record(r.node, NodeState.FAILED, now, detail=r.reason)
         for r in p.give_back:
             log.warning("%s: given back to Slurm: %s", r.node, r.reason)
@@ -206,6 +229,7 @@ class SlurmBalancer:
         if p.orphans:
             ids = [i.instance_id for i in p.orphans]
             log.warning("terminating instances no record accounts for: %s", ", ".join(ids))
+            out.repaired += [f"{i.name}: orphan ({i.instance_id})" for i in p.orphans]
             try:
                 self.cloud.terminate(ids)
             except CloudError as err:
@@ -217,6 +241,7 @@ class SlurmBalancer:
             self.executor.submit(names, f"launch {', '.join(names)}", lambda o: self.launch(names, p, o))
         for b in p.boot:
             log.info("%s: %s", b.node, b.reason)
+            out.repaired.append(f"{b.node}: take up ({b.reason})")
             self.executor.submit([b.node], f"boot {b.node}", functools.partial(self._bring_up, [(b.node, b.instance)]))
         for r in p.drain:
             self.executor.submit([r.node], f"drain {r.node}", functools.partial(self.drain, r.node, r.reason))

@@ -56,6 +56,7 @@ class Boot:
 class SlurmPlan:
     launch: tuple[str, ...] = ()  # nodes to launch and provision, in request order
     launch_reason: str = ""
+    launches_held: int = 0  # nodes Slurm asked for, within max_nodes, that the back-off gave back
     groups: Mapping[str, str] = field(default_factory=dict)  # node -> its node group
     boot: tuple[Boot, ...] = ()  # booting nodes to take up again (after a restart)
     give_back: tuple[Removal, ...] = ()  # power down in Slurm: elb will not bring them up now
@@ -134,13 +135,14 @@ def plan(inputs: SlurmInputs, config: Config, policy: Policy, now: float) -> Slu
     f = _facts(inputs)
     boot, forget = _take_up(f, inputs.instances, now)
     forgotten = frozenset(r.node for r in forget)
-    launch, give_back = _launches(f, forgotten, config, inputs.backoff, now)
+    launch, held, give_back = _launches(f, forgotten, config, inputs.backoff, now)
     remove, notes = _powered_down(f, forgotten)
     give_back += _given_up(f, give_back)
     drain, policy_note = _cost_rule(f, inputs, policy, frozenset(r.node for r in remove), now)
     return SlurmPlan(
         launch=launch,
         launch_reason=f"Slurm asked for {', '.join(launch)}" if launch else "",
+        launches_held=held,
         groups=_groups(f, launch, config),
         boot=tuple(boot),
         give_back=tuple(give_back),
@@ -178,9 +180,9 @@ def _take_up(f: _Facts, instances: Sequence[Instance], now: float) -> tuple[list
 
 def _launches(
     f: _Facts, forgotten: frozenset[str], config: Config, backoff: Backoff, now: float
-) -> tuple[tuple[str, ...], list[Removal]]:
+) -> tuple[tuple[str, ...], int, list[Removal]]:
     """The nodes Slurm asked for that elb has not, launched within ``max_nodes`` and the
-    back-off; the rest given back with why."""
+    back-off; how many of them the back-off held; the rest given back with why."""
     alive = f.alive - forgotten
     candidates = [n for n in f.wanted if n not in alive and n not in f.busy]
     room = max(0, config.policy.max_nodes - len(alive))
@@ -193,7 +195,7 @@ def _launches(
         else:
             why = f"launching backed off for {minutes(backoff.waiting(now))} more ({backoff.last_failure})"
         give_back.append(Removal(name, why))
-    return tuple(candidates[:allowed]), give_back
+    return tuple(candidates[:allowed]), fits - allowed, give_back
 
 
 def _powered_down(f: _Facts, forgotten: frozenset[str]) -> tuple[list[Removal], list[str]]:

@@ -6,18 +6,22 @@ A job submitted to the cloud partition makes Slurm ask elb (its ResumeProgram) f
 balancer (run here pass by pass, as ``elb run`` does on the master) launches it, sets its
 address in Slurm and provisions it; the job runs there and writes into the master's /home over
 NFS; once idle, elb's cost rule drains the node and powers it down, Slurm calls its
-SuspendProgram, and elb deregisters and terminates it. Nothing is left running.
+SuspendProgram, and elb deregisters and terminates it. Nothing is left running. The metrics
+endpoint (``metrics_port``, started as ``elb run`` starts it) is scraped on the way.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
+from elb import factory
 from elb.model import NodeState
 from elb.testcluster import constants as C
 from elb.testcluster import slurm
@@ -36,12 +40,23 @@ pytestmark = pytest.mark.cluster
 __all__ = ["controller"]  # the fixture, used by name
 
 
+def scrape(port: int) -> dict[str, float]:
+    """``name{labels}`` -> value of each sample the metrics endpoint serves."""
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    samples = (line.rsplit(" ", 1) for line in body.splitlines() if line and not line.startswith("#"))
+    return {name: float(value) for name, value in samples}
+
+
 def test_slurm_resumes_through_elb_jobs_run_over_nfs_and_idle_nodes_go(controller: TestCluster, tmp_path: Path) -> None:
     tc = controller
     tc.master_run(["mkdir", "-p", str(HOME)], user=C.CLUSTER_USER)
     hosts_before = Path("/etc/hosts").read_text()
-    cfg = slurm_config(tmp_path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = slurm_config(tmp_path).model_copy(update={"metrics_port": port})
     bal = slurm_balancer(cfg)
+    factory.start_metrics(cfg, bal)
     started = time.monotonic()
     job = sbatch("-N", "1", "-n", "2", "--wrap", 'sleep 2; hostname > "$SLURM_JOB_ID.host"')
     out = HOME / f"{job}.host"
@@ -51,6 +66,9 @@ def test_slurm_resumes_through_elb_jobs_run_over_nfs_and_idle_nodes_go(controlle
         print(f"\njob {job} ran on {ran_on} {time.monotonic() - started:.0f} s after sbatch")
         node = bal.journal.node(ran_on)
         assert node is not None and node.state is NodeState.READY
+        up = scrape(port)
+        assert (up['elb_nodes{state="ready"}'], up["elb_nodes_added_total"]) == (1.0, 1.0), up
+        assert up["elb_launch_to_ready_seconds_count"] == 1.0 and up["elb_node_failures_total"] == 0.0
         timeline = bal.journal.timeline(ran_on)
         assert timeline is not None
         passes_until(
@@ -66,6 +84,10 @@ def test_slurm_resumes_through_elb_jobs_run_over_nfs_and_idle_nodes_go(controlle
         assert Path("/etc/hosts").read_text() == hosts_before
         events = [e.state for e in bal.journal.events(ran_on)]
         assert NodeState.DRAINING in events and events[-1] is NodeState.TERMINATED
+        gone = scrape(port)
+        assert (gone['elb_nodes{state="ready"}'], gone["elb_nodes_removed_total"]) == (0.0, 1.0), gone
+        assert gone['elb_passes_total{outcome="failed"}'] == 0.0 and gone['elb_passes_total{outcome="ok"}'] > 1
+        assert gone["elb_launch_backoff_rounds"] == 0.0 and gone["elb_node_failures_total"] == 0.0
     finally:
         subprocess.run(["scancel", job], env={**os.environ, **slurm.env()}, capture_output=True, check=False)
         bal.journal.close()

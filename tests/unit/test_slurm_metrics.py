@@ -1,0 +1,189 @@
+"""The metrics endpoint with ``scheduler: slurm``: ``elb run`` serves it, and the Slurm pass's
+figures (nodes by state, launches, removals, failures, the back-off, waiting jobs, spend) are
+what Prometheus reads, with the Grid Engine metrics' names. Stand-ins for Slurm's commands, the
+cloud and the playbooks (tests/unit/test_slurm_balancer.py); the endpoint on localhost."""
+
+from __future__ import annotations
+
+import socket
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client import generate_latest
+
+from elb import commands, factory
+from elb.cli import main
+from elb.config import Config, parse_config
+from elb.exitcodes import Exit
+from elb.journal import Journal
+from elb.metrics import metrics_registry
+from elb.slurm.balancer import SlurmBalancer
+from elb.slurm.commands import SlurmRead
+from elb.slurm.parse import SlurmJob
+from elb.slurm.requests import RequestKind, write
+from tests.unit.test_slurm_balancer import NOW, FakeCloud, FakePlaybooks, FakeSlurm, node
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def values(body: str) -> dict[str, float]:
+    """``name{labels}`` -> value of each sample in a scrape."""
+    return {k: float(v) for k, v in (line.rsplit(" ", 1) for line in body.splitlines() if line and line[0] != "#")}
+
+
+def slurm_cfg(tmp: Path, **extra: object) -> Config:
+    (tmp / "requests").mkdir(exist_ok=True)
+    return parse_config(
+        {
+            "scheduler": "slurm",
+            "state_dir": str(tmp / "state"),
+            "policy": {"max_nodes": 4, "billing": "second", "idle_time": 3600},
+            "node_groups": [{"name": "cloud", "slots": 2, "max_nodes": 4, "price_per_hour": 0.25}],
+            "slurm": {"requests": str(tmp / "requests"), "partition_groups": {"cloud": "cloud"}},
+            "cloud": {"provider": "local"},
+            **extra,
+        }
+    )
+
+
+def balancer(cfg: Config, slurm: FakeSlurm, books: FakePlaybooks, clock: list[float]) -> SlurmBalancer:
+    return SlurmBalancer(
+        cfg,
+        slurm=slurm,  # type: ignore[arg-type]
+        journal=Journal(cfg.journal_path),
+        cloud=FakeCloud(),
+        provisioner=books,
+        clock=lambda: clock[0],
+    )
+
+
+def scrape(bal: SlurmBalancer) -> dict[str, float]:
+    return values(generate_latest(metrics_registry(bal, bal.metrics)).decode())
+
+
+def waiting_job(job_id: str, cpus: int, waited: float) -> SlurmJob:
+    return SlurmJob(job_id, "cloud", "PENDING", "Resources", 1, cpus, (), NOW - waited, None, None, "u", "j")
+
+
+def test_elb_run_with_slurm_serves_the_metrics_endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    port = free_port()
+    cfg_path = tmp_path / "elb.yml"
+    (tmp_path / "requests").mkdir()
+    cfg_path.write_text(
+        f"scheduler: slurm\nstate_dir: {tmp_path / 'state'}\ncloud: {{provider: local}}\n"
+        f"slurm: {{requests: {tmp_path / 'requests'}}}\nmetrics_port: {port}\n"
+    )
+    read = SlurmRead((), (node("node001", "idle", "powering_up"),))
+    slurm, books = FakeSlurm([read]), FakePlaybooks()
+    monkeypatch.setattr(commands, "SlurmCommands", lambda cfg: slurm)
+    monkeypatch.setattr(factory, "make_cloud", lambda cfg: FakeCloud())
+    monkeypatch.setattr(factory, "make_provisioner", lambda cfg: books)
+    scraped: list[str] = []
+
+    def one_pass_then_scrape(bal: SlurmBalancer, interval: float) -> None:
+        write(bal.config.slurm.requests, RequestKind.RESUME, "node001", NOW - 1)
+        assert bal.run_pass().ok
+        url = f"http://127.0.0.1:{port}/metrics"
+        scraped.append(urllib.request.urlopen(url, timeout=5).read().decode())
+
+    monkeypatch.setattr(commands, "run_forever", one_pass_then_scrape)
+    assert main(["run", "-c", str(cfg_path)]) == Exit.OK
+    got = values(scraped[0])
+    assert got['elb_nodes{state="ready"}'] == 1.0
+    assert got["elb_nodes_added_total"] == 1.0
+    assert got['elb_passes_total{outcome="ok"}'] == 1.0
+
+
+def test_the_slurm_pass_feeds_the_gauges_and_counters(tmp_path: Path) -> None:
+    cfg = slurm_cfg(tmp_path)
+    clock = [NOW]
+    up = SlurmRead(
+        (waiting_job("7", 4, 600), waiting_job("8_[1-3]", 2, 60)),
+        (node("node001", "idle", "powering_up"), node("node002", "idle", "powered_down")),
+    )
+    slurm, books = FakeSlurm([up]), FakePlaybooks()
+    bal = balancer(cfg, slurm, books, clock)
+    write(cfg.slurm.requests, RequestKind.RESUME, "node001", NOW - 1)
+    assert bal.run_pass().ok
+    got = scrape(bal)
+    assert got['elb_nodes{state="ready"}'] == 1.0 and got['elb_nodes{state="provisioning"}'] == 0.0
+    assert got["elb_nodes_added_total"] == 1.0 and got["elb_nodes_removed_total"] == 0.0
+    assert got['elb_passes_total{outcome="ok"}'] == 1.0 and got['elb_passes_total{outcome="failed"}'] == 0.0
+    assert got["elb_launch_to_ready_seconds_count"] == 1.0
+    assert got["elb_last_good_pass_timestamp_seconds"] == NOW
+    assert got['elb_spend_per_hour{group="cloud"}'] == 0.25
+    # Slurm's pending jobs that wait for nodes: a job of 4 CPUs and an array's three tasks of 2.
+    assert (got["elb_waiting_jobs"], got["elb_waiting_slots"], got["elb_oldest_wait_seconds"]) == (2.0, 10.0, 600.0)
+    assert (got["elb_launch_backoff_rounds"], got["elb_launch_backoff_seconds"]) == (0.0, 0.0)
+
+    # Slurm suspends the node: the next pass removes it.
+    clock[0] = NOW + 60
+    slurm.reads = [SlurmRead((), (node("node001", "idle", "powered_down"),))]
+    write(cfg.slurm.requests, RequestKind.SUSPEND, "node001", NOW + 59)
+    assert bal.run_pass().ok
+    got = scrape(bal)
+    assert got['elb_nodes{state="ready"}'] == 0.0 and got["elb_nodes_removed_total"] == 1.0
+    assert got["elb_waiting_jobs"] == 0.0 and got['elb_spend_per_hour{group="cloud"}'] == 0.0
+    assert got["elb_node_failures_total"] == 0.0 and got["elb_last_good_pass_timestamp_seconds"] == NOW + 60
+
+
+def test_failed_bring_ups_back_off_and_the_held_launches_are_counted(tmp_path: Path) -> None:
+    cfg = slurm_cfg(tmp_path)
+    clock = [NOW]
+    slurm, books = FakeSlurm([SlurmRead((), (node("node001", "idle", "powering_up"),))]), FakePlaybooks(ok=False)
+    bal = balancer(cfg, slurm, books, clock)
+    write(cfg.slurm.requests, RequestKind.RESUME, "node001", NOW - 1)
+    assert bal.run_pass().ok
+    got = scrape(bal)
+    assert got["elb_node_failures_total"] == 1.0 and got["elb_nodes_added_total"] == 0.0
+    assert got['elb_nodes{state="ready"}'] == 0.0
+    # The back-off this pass planned with is the one before the failure; the next pass sees it.
+    clock[0] = NOW + 10
+    write(cfg.slurm.requests, RequestKind.RESUME, "node001", NOW + 9)
+    assert bal.run_pass().ok
+    got = scrape(bal)
+    assert got["elb_launch_backoff_rounds"] == 1.0
+    assert 0 < got["elb_launch_backoff_seconds"] <= cfg.backoff.initial
+    assert got["elb_launches_held_total"] == 1.0  # Slurm's request given back: launching backed off
+
+
+def test_a_failed_slurm_pass_is_counted_and_keeps_the_last_good_time(tmp_path: Path) -> None:
+    from elb.slurm.commands import SlurmError
+
+    cfg = slurm_cfg(tmp_path)
+    clock = [NOW]
+    slurm = FakeSlurm([SlurmRead((), ())])
+    bal = balancer(cfg, slurm, FakePlaybooks(), clock)
+    assert bal.run_pass().ok
+
+    def broken() -> SlurmRead:
+        raise SlurmError("sinfo: cannot reach slurmctld")
+
+    slurm.read = broken  # type: ignore[method-assign]
+    clock[0] = NOW + 60
+    assert not bal.run_pass().ok
+    got = scrape(bal)
+    assert got['elb_passes_total{outcome="failed"}'] == 1.0 and got['elb_passes_total{outcome="ok"}'] == 1.0
+    assert got["elb_last_good_pass_timestamp_seconds"] == NOW
+    assert got["elb_pass_duration_seconds_count"] == 2.0
+
+
+def test_grid_engine_only_metrics_are_not_served_with_slurm_and_the_docs_say_which(tmp_path: Path) -> None:
+    from elb.metrics import GRID_ENGINE_ONLY
+
+    cfg = slurm_cfg(tmp_path)
+    bal = balancer(cfg, FakeSlurm([SlurmRead((), ())]), FakePlaybooks(), [NOW])
+    assert bal.run_pass().ok
+    served = {k.split("{")[0] for k in scrape(bal)}
+    assert 'elb_nodes{state="stopped"}' not in scrape(bal)  # no warm pool with Slurm
+    assert {m for m in GRID_ENGINE_ONLY if m in served or f"{m}_total" in served} == set()
+    assert "elb_nodes" in served and "elb_build_info" in served
+    root = Path(__file__).resolve().parents[2]
+    slurm_doc = (root / "docs" / "slurm.md").read_text()
+    assert {m for m in GRID_ENGINE_ONLY if f"`{m}" not in slurm_doc} == set()
+    assert "not served with `scheduler: slurm` yet" not in slurm_doc
