@@ -55,6 +55,9 @@ class PassResult:
     snapshot: Snapshot | None = None
     error: str | None = None
     outcomes: Outcomes = field(default_factory=Outcomes)
+    # The dry run's whole plan (None: scaling alone, ``plan``), and what it read of the cloud.
+    planned: PassPlan | None = None
+    cloud_note: str = ""
 
     def summary(self) -> str:
         if not self.ok:
@@ -228,12 +231,9 @@ class Balancer:
         self._nodes_at_start = [n for n in records if n.state not in GONE]
         snap = self._read_sge("reading SGE", records)
         self._learn_new_node_slots()
+        records = self._remember_seen(snap, records, journal=not dry_run)
         if dry_run:
-            inputs = self._for_scaling(self._inputs(snap, records, (), frozenset()))
-            if inputs.demand is None:
-                raise PassFailed(inputs.demand_error)
-            return PassResult(True, snap.now, scale(inputs, self.policy, snap.now), snap)
-        records = self._remember_seen(snap, records)
+            return self._dry_pass(snap, records)
         if self.cloud is None or self.provisioner is None:
             raise RuntimeError("a live pass needs a cloud and a provisioner")
         try:
@@ -253,6 +253,30 @@ class Balancer:
         self.failed_in_a_row = 0
         self._record(result)
         return result
+
+    def _dry_pass(self, snap: Snapshot, records: tuple[Node, ...]) -> PassResult:
+        """The plan a live pass would make on what this one read, nothing started (the journal
+        is the dry run's copy in memory). The cloud's workers are listed, read only, when there is
+        a cloud to ask; without them no repair nor warm-pool action is planned (an instance elb
+        cannot see is not gone) and the plan is scaling alone. Operations a running daemon has
+        in flight are not known here."""
+        instances: list[Instance] | None = None
+        why = "no cloud to ask"
+        if self.cloud is not None:
+            try:
+                instances = self.cloud.list_workers()
+            except Exception as err:  # the dry run says so and plans scaling alone
+                why = f"listing the cloud's workers: {err}"
+        inputs = self._for_scaling(self._inputs(snap, records, instances or (), frozenset()))
+        if inputs.demand is None:
+            raise PassFailed(inputs.demand_error)
+        if instances is None:
+            note = f"not read ({why}): repairs and the warm pool not planned"
+            return PassResult(True, snap.now, scale(inputs, self.policy, snap.now), snap, cloud_note=note)
+        plan = plan_pass(inputs, self.config, self.policy, snap.now)
+        scaling = plan.scaling or Plan(reason=plan.scaling_note)
+        note = f"{len(instances)} listed (read only)"
+        return PassResult(True, snap.now, scaling, snap, planned=plan, cloud_note=note)
 
     def _inputs(
         self, snap: Snapshot, nodes: tuple[Node, ...], instances: Sequence[Instance], busy: frozenset[str]
@@ -477,11 +501,13 @@ class Balancer:
             self.counters.moved_on_demand += 1
             log.warning("job %d: %s", move.job, move.reason)
 
-    def _remember_seen(self, snap: Snapshot, records: tuple[Node, ...]) -> tuple[Node, ...]:
-        """Journal what the pass saw; ``records`` as the journal now holds them."""
+    def _remember_seen(self, snap: Snapshot, records: tuple[Node, ...], *, journal: bool = True) -> tuple[Node, ...]:
+        """``records`` with what the pass saw (busy and reachable nodes), as the journal holds
+        them once it is written (``journal``: the dry run writes nothing)."""
         busy = sorted({h.name for h in snap.hosts if h.busy} | {j.host for j in snap.jobs if j.host})
         up = [h.name for h in snap.hosts if h.up]
-        self.journal.mark_seen(snap.now, busy=busy, up=up)
+        if journal:
+            self.journal.mark_seen(snap.now, busy=busy, up=up)
         return seen(records, snap.now, busy=busy, up=up)
 
     def _demand(self, snap: Snapshot, nodes: Sequence[Node]) -> DemandSplit:

@@ -22,21 +22,28 @@ from elb.groups import NodeGroups
 from elb.interfaces import Cloud
 from elb.journal import Journal
 from elb.model import Node, Plan, Snapshot
+from elb.planner import PassPlan
 from elb.servable import NotDemand
 
 
-def ask_node_size(cfg: Config, make_cloud: Callable[[Config], Cloud]) -> nodesize.NodeSize:
-    """The size of a new node as the daemon learns it; the cloud is built only when needed
-    (never with ``node_groups``: each group says its slots)."""
+def build_cloud(cfg: Config, make_cloud: Callable[[Config], Cloud]) -> tuple[Cloud | None, str]:
+    """The cloud adapter, for reads only (a new node's size, the workers), or why there is none."""
+    try:
+        return make_cloud(cfg), ""
+    except Exception as err:  # the dry run goes on as the daemon would without the cloud's answers
+        return None, f"{type(err).__name__}: {err}"
+
+
+def ask_node_size(cfg: Config, cloud: Cloud | None, error: str) -> nodesize.NodeSize:
+    """The size of a new node as the daemon learns it (``cloud`` asked only when the config
+    does not say it; never with ``node_groups``: each group says its slots)."""
     provider = cfg.cloud.provider
     if cfg.policy.slots_per_node is not None:
         return nodesize.new_node_size(cfg.policy, None, provider)
     if cfg.node_groups is not None:
         return nodesize.NodeSize(None, "node_groups")
-    try:
-        cloud = make_cloud(cfg)
-    except Exception as err:  # the size is a hint: the dry run goes on as the daemon would
-        return nodesize.new_node_size(cfg.policy, None, provider, f"{type(err).__name__}: {err}")
+    if cloud is None:
+        return nodesize.new_node_size(cfg.policy, None, provider, error)
     return nodesize.new_node_size(cfg.policy, cloud, provider)
 
 
@@ -50,11 +57,17 @@ def dry_run(
 ) -> tuple[Exit, str | None]:
     """Print the snapshot, the assumptions and the plan with ``out`` (``as_json``: as one JSON
     object, ``plan_json``). Returns the exit code and, when SGE could not be read, the error."""
-    size = ask_node_size(cfg, make_cloud)
+    cloud, cloud_error = build_cloud(cfg, make_cloud)
+    size = ask_node_size(cfg, cloud, cloud_error)
     journal = Journal.read_only(cfg.journal_path)  # a copy in memory: the file is not written
     try:
         balancer = Balancer(
-            cfg, sge=sge, journal=journal, policy=nodesize.policy_with(cfg, size), node_slots=size.slots
+            cfg,
+            sge=sge,
+            journal=journal,
+            cloud=cloud,  # listed, never changed: the dry pass starts nothing
+            policy=nodesize.policy_with(cfg, size),
+            node_slots=size.slots,
         )
         result = balancer.run_pass(dry_run=True)
         nodes = journal.nodes(include_gone=True)
@@ -79,6 +92,8 @@ def dry_run(
                     nodes=nodes,
                     not_demand=balancer.last.not_demand,
                     slots_from=source,
+                    planned=result.planned,
+                    cloud=result.cloud_note or f"not read ({cloud_error})",
                 ),
                 indent=2,
             )
@@ -101,12 +116,14 @@ def dry_run(
     out(f"  a new node is ready {minutes(p.boot_time)} after launch (policy.boot_time)")
     out(f"  a pass every {minutes(cfg.poll_interval)} (poll_interval)")
     out(f"  policy {p.name}, {p.min_nodes}-{p.max_nodes} nodes")
+    out(f"  the cloud's workers: {result.cloud_note or f'not read ({cloud_error})'}")
+    out("  operations a running elb has under way are not known here: it leaves a node it works on to that")
     if balancer.last.not_demand:
         out("waiting jobs that are not demand (no node is launched for them):")
         for n in balancer.last.not_demand:
             out(f"  {n.describe()}")
     out("plan (dry run, nothing changed):")
-    for line in result.plan.describe():
+    for line in result.planned.describe() if result.planned is not None else result.plan.describe():
         out(f"  {line}")
     return Exit.OK, None
 
@@ -120,6 +137,8 @@ def plan_json(
     nodes: Sequence[Node],
     not_demand: Sequence[NotDemand],
     slots_from: str,
+    planned: PassPlan | None = None,
+    cloud: str = "",
 ) -> dict[str, object]:
     """The dry run's plan as one JSON-ready object (README, "elb once --dry-run --json")."""
     master = cfg.cluster.master
@@ -169,5 +188,13 @@ def plan_json(
         "unservable": [n.as_json() for n in not_demand if n.unservable],
         "not_yet": [n.as_json() for n in not_demand if not n.unservable],
         "reason": plan.reason,
-        "lines": plan.describe(),
+        "repairs": [{"kind": r.kind.value, "node": r.node, "reason": r.reason} for r in planned.repairs]
+        if planned is not None
+        else [],
+        "kept": [{"node": r.node, "reason": r.reason} for r in planned.kept] if planned is not None else [],
+        "pool": planned.pool.describe() if planned is not None else [],
+        "scaling": planned is None or planned.scaling is not None,
+        "scaling_note": planned.scaling_note if planned is not None else "",
+        "cloud": cloud,
+        "lines": planned.describe() if planned is not None else plan.describe(),
     }

@@ -181,6 +181,21 @@ class PassPlan:
     def launches_held(self) -> int:
         return self.wanted - (self.scaling.add if self.scaling is not None else 0)
 
+    def describe(self) -> list[str]:
+        """Plain-words lines, in the order the pass starts them (``elb once --dry-run``)."""
+        lines = [f"repair ({r.kind.value}) {r.node}: {r.reason}" for r in self.repairs]
+        lines += [f"kept {r.node}: {r.reason}" for r in self.kept]
+        lines += [
+            f"ALARM: {r.kind.value} {r.node} failed pass after pass; scaling goes on around it" for r in self.stuck
+        ]
+        lines += [f"removal order for {name} done: the node is gone" for name in self.orders_done]
+        lines += self.pool.describe()
+        if self.scaling is None:
+            lines.append(f"no scaling this pass: {self.scaling_note}")
+        else:
+            lines += self.scaling.describe()
+        return lines
+
 
 def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) -> PassPlan:
     """One pass's actions. Repairs (``elb.reconcile``), none on a node with an operation in

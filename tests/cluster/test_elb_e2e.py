@@ -108,6 +108,7 @@ def test_dry_run_on_the_real_master_prints_snapshot_and_plan(testcluster: TestCl
         assert "1 waiting" in proc.stdout
         assert "plan (dry run, nothing changed):" in proc.stdout
         assert "add 1 (node" in proc.stdout
+        assert "  the cloud's workers: 0 listed (read only)\n" in proc.stdout  # podman's containers, read
         assert testcluster.workers() == []  # nothing launched
         assert not (tmp_path / "state" / "journal.sqlite").exists()  # nothing written
     finally:

@@ -128,17 +128,18 @@ def test_dry_run_without_a_cloud_learns_from_the_workers(
     assert "add 3 (node002, node003, node004)" in out  # 12 slots on 4-slot nodes
 
 
-def test_dry_run_with_slots_per_node_set_does_not_build_the_cloud(
+def test_dry_run_with_slots_per_node_set_does_not_ask_the_cloud_for_the_size(
     stand: Stand, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stand.sge.jobs = list(WAITING)
+    stand.cloud = UnsizedCloud(T0)  # asked for the size, it would fail: the line below says it was not
     path = config(tmp_path, "{max_nodes: 20, slots_per_node: 6, boot_time: 90}")
     assert main(["once", "--dry-run", "-c", str(path)]) == Exit.OK
     out = capsys.readouterr().out
     assert "  a new node has 6 slots (policy.slots_per_node)\n" in out
     assert "  a new node is ready 90 s after launch (policy.boot_time)\n" in out
     assert "add 2 (node001, node002)" in out
-    assert stand.clouds_built == 0
+    assert stand.clouds_built == 1  # built once, for its list of workers
 
 
 def test_dry_run_with_sge_unreadable_exits_4(stand: Stand, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -249,3 +250,39 @@ def test_a_journal_from_a_newer_elb_is_exit_3_everywhere(
         assert main([*argv, "-c", str(path)]) == Exit.CONFIG, argv
         err = capsys.readouterr().err
         assert "schema version 99" in err and "newer elb" in err and err.count("\n") == 1, err
+
+
+def test_dry_run_plans_the_whole_pass_on_the_clouds_workers_read_only(
+    stand: Stand, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The dry run builds the joined state the daemon's pass builds (SGE, the journal, the
+    cloud's workers) and prints the same plan: here an orphan instance the daemon would terminate
+    first, and scaling held until the next pass, as the live pass holds it. Nothing is changed."""
+    stand.sge.jobs = list(WAITING)
+    assert stand.cloud is not None
+    stand.cloud.instances["i-orphan"] = Instance("i-orphan", "node007", "running", T0 - 3600, "10.0.0.7")
+    path = config(tmp_path, "{max_nodes: 20, slots_per_node: 4}")
+    assert main(["once", "--dry-run", "-c", str(path)]) == Exit.OK
+    out = capsys.readouterr().out
+    assert "  the cloud's workers: 1 listed (read only)\n" in out
+    assert "  repair (orphan) node007: " in out
+    assert "no scaling this pass: " in out and "add " not in out
+    assert set(stand.cloud.instances) == {"i-orphan"} and stand.cloud.counter == 0  # nothing terminated or launched
+    assert not (tmp_path / "state").exists()
+
+
+def test_dry_run_without_the_clouds_workers_plans_scaling_alone_and_says_so(
+    stand: Stand, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An instance elb cannot see is not gone: without the cloud's list no repair is planned (a
+    node would look vanished), and the output says why."""
+    stand.sge.jobs = list(WAITING)
+    stand.cloud = UnlistableCloud(T0)
+    path = config(tmp_path, "{max_nodes: 20, slots_per_node: 4}")
+    assert main(["once", "--dry-run", "-c", str(path)]) == Exit.OK
+    out = capsys.readouterr().out
+    assert (
+        "  the cloud's workers: not read (listing the cloud's workers: RequestLimitExceeded): "
+        "repairs and the warm pool not planned\n"
+    ) in out
+    assert "add 3 (node001, node002, node003)" in out

@@ -12,6 +12,7 @@ import pytest
 
 from elb.cli import main
 from elb.exitcodes import Exit
+from elb.interfaces import Instance
 from tests.unit.factories import T0, host, pending, running
 from tests.unit.fakes import FakeSge
 from tests.unit.test_cli_once import Stand, stand  # noqa: F401 (the fixture)
@@ -116,3 +117,21 @@ def test_json_without_dry_run_is_a_usage_error(
 ) -> None:
     assert main(["once", "--json", "-c", str(write(tmp_path, GROUPS))]) == Exit.USAGE
     assert "--json goes with --dry-run" in capsys.readouterr().err
+
+
+def test_the_json_plan_has_the_whole_pass(
+    stand: Stand,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The JSON dry run carries the repairs the pass would start and whether scaling runs."""
+    assert stand.cloud is not None
+    stand.cloud.instances["i-orphan"] = Instance("i-orphan", "node007", "running", T0 - 3600, "10.0.0.7")
+    stand.sge = FakeSge(T0, jobs=[pending(1, 600, slots=2)])
+    code, plan = dry_json(write(tmp_path, GROUPS), capsys)
+    assert code == Exit.OK
+    assert [(r["kind"], r["node"]) for r in plan["repairs"]] == [("orphan", "node007")]  # type: ignore[index,union-attr]
+    assert plan["scaling"] is False and plan["scaling_note"] and plan["add"] == []
+    assert plan["cloud"] == "1 listed (read only)"
+    assert plan["lines"][0].startswith("repair (orphan) node007: ")  # type: ignore[index]
+    assert set(stand.cloud.instances) == {"i-orphan"}
