@@ -39,10 +39,13 @@ class GroupSpend:
     node_hours: float  # billed so far, nodes up now
     price_per_hour: float | None
     money: float | None  # node_hours at the price; None without a price
-    per_hour: float | None  # what the nodes up now cost an hour; None without a price
+    per_hour: float | None  # what the nodes up now (and the pooled ones' volumes) cost an hour; None without a price
+    stopped: int = 0  # nodes stopped in the group's warm pool (or on their way there): their volumes cost
 
     def describe(self) -> str:
         text = f"group {self.group}: {self.nodes} node{'s' if self.nodes != 1 else ''} up"
+        if self.stopped:
+            text += f", {self.stopped} stopped in the warm pool"
         text += f", {self.node_hours:.1f} node-hours billed so far"
         if self.price_per_hour is not None and self.money is not None and self.per_hour is not None:
             text += f" at {self.price_per_hour:g}/h: {self.money:.2f} so far, spending {self.per_hour:.2f}/h now"
@@ -52,25 +55,23 @@ class GroupSpend:
 def spend_by_group(
     nodes: Sequence[Node], groups: NodeGroups, now: float, billing: Billing, period: float = 3600.0
 ) -> list[GroupSpend]:
-    """Each group's nodes that are up (``NodeState.alive``), in the groups' order; a node whose
-    group is not configured counts for the first group, as the pass counts it."""
+    """Each group's nodes that are up (``NodeState.alive``) and stopped in its warm pool, in the
+    groups' order; a node whose group is not configured counts for the first group, as the pass
+    counts it. The rate spent now is the nodes up at the group's price plus the pooled nodes'
+    volumes at ``warm_pool.volume_price_per_hour``."""
     first = groups.groups[0].name
     out: list[GroupSpend] = []
-    alive = [n for n in nodes if n.state.alive]
+
+    def group_of(n: Node) -> str:
+        return n.group if n.group and groups.get(n.group) else first
+
     for g in groups.groups:
-        mine = [n for n in alive if (n.group if n.group and groups.get(n.group) else first) == g.name]
+        mine = [n for n in nodes if n.state.alive and group_of(n) == g.name]
+        pooled = sum(1 for n in nodes if n.state.pooled and group_of(n) == g.name)
         hours = sum(billed_seconds(now - n.launched_at, billing, period) for n in mine) / 3600.0
         price = g.price_per_hour
-        out.append(
-            GroupSpend(
-                g.name,
-                len(mine),
-                hours,
-                price,
-                None if price is None else hours * price,
-                None if price is None else len(mine) * price,
-            )
-        )
+        rate = None if price is None else len(mine) * price + pooled * g.warm_pool.volume_price_per_hour
+        out.append(GroupSpend(g.name, len(mine), hours, price, None if price is None else hours * price, rate, pooled))
     return out
 
 

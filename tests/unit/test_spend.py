@@ -78,6 +78,33 @@ def test_spend_per_group_counts_the_nodes_up_now_at_their_groups_price() -> None
     )
 
 
+def test_the_rate_counts_the_volumes_of_nodes_stopped_in_the_warm_pool() -> None:
+    """A stopped node costs its volumes (the group's ``warm_pool.volume_price_per_hour``) while it
+    waits in the pool: the rate spent now counts them; billed node-hours do not."""
+    pooled = NodeGroups(
+        groups=[
+            NodeGroup(
+                name="small", slots=2, max_nodes=4, price_per_hour=0.5, warm_pool={"volume_price_per_hour": 0.02}
+            ),
+            NodeGroup(name="big", slots=8, max_nodes=2, price_per_hour=2.0),
+        ]
+    )
+    nodes = [
+        node("node001", T0 - 3600, "small"),
+        node("node002", T0 - 3600, "small", NodeState.STOPPED),
+        node("node003", T0 - 3600, "small", NodeState.STOPPING),
+        node("node004", T0 - 3600, "big", NodeState.STOPPED),  # its group's volumes are free here
+    ]
+    small, big = spend_by_group(nodes, pooled, T0, "second")
+    assert (small.nodes, small.stopped, big.nodes, big.stopped) == (1, 2, 0, 1)
+    assert small.node_hours == pytest.approx(1.0)
+    assert small.per_hour == pytest.approx(0.5 + 2 * 0.02) and big.per_hour == 0.0
+    assert small.describe() == (
+        "group small: 1 node up, 2 stopped in the warm pool, 1.0 node-hours billed so far at 0.5/h: "
+        "0.50 so far, spending 0.54/h now"
+    )
+
+
 def test_without_prices_spend_is_node_hours_only() -> None:
     (small, _big) = spend_by_group([node("node001", T0 - 1800, "small")], groups(priced=False), T0, "hour")
     assert small.node_hours == 1.0 and small.money is None and small.per_hour is None
