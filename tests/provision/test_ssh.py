@@ -140,7 +140,7 @@ def test_add_and_remove_over_ssh(tmp_path: Path, sshd: Sshd) -> None:
     assert removed["node002"].outcome is Outcome.BUSY
 
 
-def test_wrong_key_is_unreachable(tmp_path: Path, sshd: Sshd) -> None:
+def test_wrong_key_fails_at_the_first_task(tmp_path: Path, sshd: Sshd) -> None:
     other = tmp_path / "other_key"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True, timeout=30)
     cfg = ProvisionConfig(
@@ -148,10 +148,11 @@ def test_wrong_key_is_unreachable(tmp_path: Path, sshd: Sshd) -> None:
         private_data_dir=tmp_path / "pdd",
         ssh_private_key=other,
         timeout=120,
-        extra_vars={"fixture_ssh_hosts": ["node001"], "fixture_ssh_port": sshd.port},
+        extra_vars={"fixture_ssh_hosts": ["node001"], "fixture_ssh_port": sshd.port, "elb_reach_timeout": 2},
     )
     r = AnsibleProvisioner(cfg).add_nodes([NodeSpec("node001", "127.0.0.1")], [])["node001"]
-    assert r.outcome is Outcome.UNREACHABLE
+    assert r.outcome is Outcome.FAILED
+    assert r.task == REACH_TASK
     assert r.message is not None and "Permission denied" in r.message
 
 
