@@ -25,6 +25,7 @@ from elb.journal import Journal
 from elb.model import NodeState
 from elb.testcluster import constants as C
 from elb.testcluster.cluster import TestCluster
+from elb.timeline import Step
 from tests.cluster.helpers import cluster_state
 
 pytestmark = pytest.mark.cluster
@@ -132,6 +133,9 @@ def test_elb_grows_runs_jobs_over_nfs_and_shrinks(testcluster: TestCluster, tmp_
     for node in added:
         assert bal.journal.node(node).state is NodeState.READY  # type: ignore[union-attr]
         assert node in cluster_state(tc)["exechosts"]  # type: ignore[operator]
+        # add_node.yml's first task succeeded on it: its reachable boot step.
+        timeline = bal.journal.timeline(node)
+        assert timeline is not None and timeline.reached(Step.REACHABLE), timeline
 
     # The jobs run on the new nodes and write into the master's /home over NFS.
     def all_written(_: list[PassResult]) -> bool:

@@ -21,6 +21,7 @@ import pytest
 from elb.config import ClusterConfig, ProvisionConfig, RetentionConfig, SgeConfig
 from elb.interfaces import NodeSpec, Outcome
 from elb.provision import AnsibleProvisioner, ProvisionError
+from elb.provision.ansible import REACH_TASK
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "ansible" / "playbooks"
 FAKE_SECRET = "FAKE-AWS-SECRET-6b1f0e2d"
@@ -108,19 +109,21 @@ def test_failing_task_is_named_with_its_message(tmp_path: Path) -> None:
     assert bad.message == "fixture failure on node002"
 
 
-def test_unreachable_host_fails_fast(tmp_path: Path) -> None:
-    prov = make(tmp_path, fixture_ssh_hosts=["node003"], fixture_ssh_port=closed_port())
+def test_host_that_never_answers_fails_at_the_first_task(tmp_path: Path) -> None:
+    """The first task waits ``elb_reach_timeout`` for the node's sshd, then fails the node with
+    what the last try met."""
+    prov = make(tmp_path, fixture_ssh_hosts=["node003"], fixture_ssh_port=closed_port(), elb_reach_timeout=2)
     t0 = time.monotonic()
     reached: list[str] = []
     results = prov.add_nodes([N1, NodeSpec("node003", "127.0.0.1")], [], on_reached=reached.append)
     took = time.monotonic() - t0
-    print(f"run with one unreachable host: {took:.1f} s")
+    print(f"run with one host that never answers (elb_reach_timeout 2 s): {took:.1f} s")
     assert results["node001"].outcome is Outcome.OK
     dead = results["node003"]
-    assert dead.outcome is Outcome.UNREACHABLE
-    assert dead.task == "Check that the node answers"
+    assert dead.outcome is Outcome.FAILED
+    assert dead.task == REACH_TASK
     assert dead.message is not None and "Connection refused" in dead.message
-    assert reached == ["node001"]  # the one the run reached, once; never the unreachable one
+    assert reached == ["node001"]  # the one the run reached, once; never the one that did not answer
 
 
 def test_busy_from_set_stats(tmp_path: Path) -> None:
@@ -155,7 +158,7 @@ def _sleeps_with(marker: str) -> list[str]:
 
 ADD_TASKS = {
     "Ask the master (delegated, as the real roles do)",
-    "Check that the node answers",
+    REACH_TASK,
     "Record what the inventory says about this host",
     "Show the environment the playbook runs with",
     "Wait a while",
@@ -240,13 +243,14 @@ def test_no_secrets_in_artifacts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         playbook_dir=FIXTURES,
         private_data_dir=tmp_path / "pdd",
         ssh_private_key=key,
-        extra_vars={"fixture_ssh_hosts": ["node003"], "fixture_ssh_port": closed_port()},
+        extra_vars={"fixture_ssh_hosts": ["node003"], "fixture_ssh_port": closed_port(), "elb_reach_timeout": 2},
     )
     prov = AnsibleProvisioner(cfg)
     # node003 goes over SSH with the key file; node001 runs locally and prints the env.
     results = prov.add_nodes([N1, NodeSpec("node003", "127.0.0.1")], [])
     assert results["node001"].ok
-    assert results["node003"].outcome is Outcome.UNREACHABLE
+    assert results["node003"].outcome is Outcome.FAILED
+    assert results["node003"].task == REACH_TASK
 
     pdd = tmp_path / "pdd"
     files = [p for p in pdd.rglob("*") if p.is_file()]

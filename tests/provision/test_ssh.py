@@ -2,8 +2,9 @@
 
 This is the path elb takes to real nodes: the SSH user and key from ProvisionConfig, elb's SSH
 options (no ControlMaster, connect timeout, no known_hosts), pipelining, and Python discovery
-on the far side. Needs root and openssh-server (scripts/install-system-deps.sh installs it);
-skipped otherwise.
+on the far side; and the real add playbooks' first task against a node whose sshd starts only
+after the play began. Needs root and openssh-server (scripts/install-system-deps.sh installs
+it); skipped otherwise.
 """
 
 from __future__ import annotations
@@ -13,16 +14,20 @@ import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
+from elb.assets import default_playbook_dir
 from elb.config import ProvisionConfig
 from elb.interfaces import NodeSpec, Outcome
 from elb.provision import AnsibleProvisioner
+from elb.provision.ansible import ADD_PLAYBOOK, REACH_TASK
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "ansible" / "playbooks"
 SSHD = Path("/usr/sbin/sshd")
@@ -39,6 +44,10 @@ class Sshd:
     client_key: Path
 
 
+class SshdFailed(Exception):
+    """The private sshd did not start (its stderr's tail)."""
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -46,38 +55,58 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+def keys(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory with the sshd's host key, the client's key and its authorized_keys."""
     d = tmp_path_factory.mktemp("sshd")
     for name in ("host_key", "client_key"):
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)], check=True, timeout=30)
     (d / "authorized_keys").write_text((d / "client_key.pub").read_text())
-    port = _free_port()
-    (d / "sshd_config").write_text(
-        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d / 'host_key'}\nPidFile {d / 'sshd.pid'}\n"
+    return d
+
+
+def _start_sshd(d: Path, port: int) -> subprocess.Popen[bytes]:
+    """sshd on 127.0.0.1:``port`` with the keys of ``d``, once it accepts connections."""
+    config = d / f"sshd_config.{port}"
+    config.write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d / 'host_key'}\nPidFile {d / f'sshd.{port}.pid'}\n"
         f"AuthorizedKeysFile {d / 'authorized_keys'}\nStrictModes no\nUsePAM no\n"
         "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
     )
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
-    proc = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(d / "sshd_config")], stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    err = proc.stderr.read().decode() if proc.stderr else ""
-                    pytest.skip(f"sshd did not start: {err[-500:]}")
-                time.sleep(0.1)
-        yield Sshd(port, d / "client_key")
-    finally:
-        proc.terminate()
+    proc = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(config)], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 15
+    while True:
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                _stop_sshd(proc)
+                err = proc.stderr.read().decode() if proc.stderr else ""
+                raise SshdFailed(err[-500:]) from None
+            time.sleep(0.1)
+
+
+def _stop_sshd(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def sshd(keys: Path) -> Iterator[Sshd]:
+    port = _free_port()
+    try:
+        proc = _start_sshd(keys, port)
+    except SshdFailed as err:
+        pytest.skip(f"sshd did not start: {err}")
+    try:
+        yield Sshd(port, keys / "client_key")
+    finally:
+        _stop_sshd(proc)
 
 
 def test_add_and_remove_over_ssh(tmp_path: Path, sshd: Sshd) -> None:
@@ -111,7 +140,7 @@ def test_add_and_remove_over_ssh(tmp_path: Path, sshd: Sshd) -> None:
     assert removed["node002"].outcome is Outcome.BUSY
 
 
-def test_wrong_key_is_unreachable(tmp_path: Path, sshd: Sshd) -> None:
+def test_wrong_key_fails_at_the_first_task(tmp_path: Path, sshd: Sshd) -> None:
     other = tmp_path / "other_key"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True, timeout=30)
     cfg = ProvisionConfig(
@@ -119,8 +148,79 @@ def test_wrong_key_is_unreachable(tmp_path: Path, sshd: Sshd) -> None:
         private_data_dir=tmp_path / "pdd",
         ssh_private_key=other,
         timeout=120,
-        extra_vars={"fixture_ssh_hosts": ["node001"], "fixture_ssh_port": sshd.port},
+        extra_vars={"fixture_ssh_hosts": ["node001"], "fixture_ssh_port": sshd.port, "elb_reach_timeout": 2},
     )
     r = AnsibleProvisioner(cfg).add_nodes([NodeSpec("node001", "127.0.0.1")], [])["node001"]
-    assert r.outcome is Outcome.UNREACHABLE
+    assert r.outcome is Outcome.FAILED
+    assert r.task == REACH_TASK
     assert r.message is not None and "Permission denied" in r.message
+
+
+def _first_task_playbook(real: Path, port: int) -> list[dict[str, object]]:
+    """A playbook of one task: the first task of the real playbook ``real``, on ``new_nodes``
+    reached at 127.0.0.1:``port``. The rest of a real add play needs the test cluster's master."""
+    plays = yaml.safe_load(real.read_text())
+    first = plays[0]["tasks"][0]
+    assert first["name"] == REACH_TASK  # how elb sees the node's "reachable" step
+    play = {
+        "name": f"The first task of {real.name}",
+        "hosts": "new_nodes",
+        "gather_facts": False,
+        "vars": {"ansible_port": port, "ansible_python_interpreter": "/usr/bin/python3"},
+        "tasks": [first],
+    }
+    return [play]
+
+
+@pytest.mark.parametrize("playbook", [ADD_PLAYBOOK, "slurm_add_node.yml"])
+def test_first_task_of_an_add_playbook_waits_for_a_late_sshd(tmp_path: Path, keys: Path, playbook: str) -> None:
+    """A node elb takes up after a restart may not have started its sshd when the add play
+    begins. The node here is 127.0.0.1 on a port where, until the play's first connection, only
+    a stand-in for a booting node listens: it closes that connection without an SSH banner and
+    stops listening (connections are then refused); sshd starts there two seconds later. The
+    real playbook's first task must wait for it, and its success is still the node's reachable
+    step (``on_reached``)."""
+    gate = socket.create_server(("127.0.0.1", 0))
+    gate.settimeout(60)
+    port = int(gate.getsockname()[1])
+    knocked = threading.Event()
+    started: list[subprocess.Popen[bytes]] = []
+    errors: list[BaseException] = []
+
+    def boot_late() -> None:
+        try:
+            with gate:
+                conn, _ = gate.accept()  # the play's first try
+                conn.close()
+            knocked.set()
+            time.sleep(2)
+            started.append(_start_sshd(keys, port))
+        except (OSError, SshdFailed) as err:
+            errors.append(err)
+
+    pb_dir = tmp_path / "playbooks"
+    pb_dir.mkdir()
+    (pb_dir / ADD_PLAYBOOK).write_text(yaml.safe_dump(_first_task_playbook(default_playbook_dir() / playbook, port)))
+    cfg = ProvisionConfig(
+        playbook_dir=pb_dir,
+        private_data_dir=tmp_path / "pdd",
+        ssh_user="root",
+        ssh_private_key=keys / "client_key",
+        timeout=120,
+    )
+    node = NodeSpec("node001", "127.0.0.1")
+    booting = threading.Thread(target=boot_late, daemon=True)
+    booting.start()
+    reached: list[str] = []
+    t0 = time.monotonic()
+    try:
+        result = AnsibleProvisioner(cfg).add_nodes([node], [], on_reached=reached.append)["node001"]
+        print(f"{playbook}'s first task with sshd starting late: {time.monotonic() - t0:.1f} s")
+    finally:
+        booting.join(timeout=30)
+        for proc in started:
+            _stop_sshd(proc)
+    assert errors == []
+    assert knocked.is_set()  # the play did try before sshd was up
+    assert result.outcome is Outcome.OK, result
+    assert reached == ["node001"]
