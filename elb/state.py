@@ -197,35 +197,35 @@ class ClusterState:
         return {h: tuple(js) for h, js in started_on(self.snapshot.jobs).items()}
 
     @cached_property
-    def nodes(self) -> tuple[ManagedNode, ...]:
-        """The records (live ones, and gone ones when ``include_gone``), oldest first, each with
-        its instance, SGE's host and the jobs there.
-
-        A record's instance is the one of its instance id; a record without one (a launch not
-        yet journalled whole) has the instance of its name, a pending or running one before
-        any other."""
+    def _instances_by(self) -> tuple[dict[str, Instance], dict[str, Instance]]:
+        """The instances by id and by name (a pending or running one of a name before any other)."""
         by_id = {i.instance_id: i for i in self.instances}
         by_name: dict[str, Instance] = {}
         for i in sorted(self.instances, key=lambda i: instance_state(i.state) not in LIVE):  # live ones first
             by_name.setdefault(i.name, i)
-        hosts, jobs, flight, none = self.hosts, self.jobs_on, self.in_flight, ()
-        out = []
-        for r in self.records:
-            if r.state in GONE and not self.include_gone:
-                continue
-            inst = by_id.get(r.instance_id) if r.instance_id else by_name.get(r.name)
-            out.append(ManagedNode(r, inst, hosts.get(r.name), jobs.get(r.name, none), r.name in flight, self.now))
-        return tuple(out)
+        return by_id, by_name
+
+    def managed(self, record: Node) -> ManagedNode:
+        """``record`` joined with its instance, SGE's host and the jobs there.
+
+        A record's instance is the one of its instance id; a record without one (a launch not
+        yet journalled whole) has the instance of its name."""
+        by_id, by_name = self._instances_by
+        name = record.name
+        inst = by_id.get(record.instance_id) if record.instance_id else by_name.get(name)
+        return ManagedNode(
+            record, inst, self.hosts.get(name), self.jobs_on.get(name, ()), name in self.in_flight, self.now
+        )
+
+    @cached_property
+    def nodes(self) -> tuple[ManagedNode, ...]:
+        """The records (live ones, and gone ones when ``include_gone``), oldest first, each joined
+        (``managed``)."""
+        keep = self.include_gone
+        return tuple(self.managed(r) for r in self.records if keep or r.state not in GONE)
 
     def node(self, name: str) -> ManagedNode | None:
         return next((n for n in self.nodes if n.name == name), None)
-
-    def managed(self, record: Node) -> ManagedNode:
-        """``record`` joined on its own, without its instance (what a policy reads of a node)."""
-        name = record.name
-        return ManagedNode(
-            record, None, self.hosts.get(name), self.jobs_on.get(name, ()), name in self.in_flight, self.now
-        )
 
     def count(self, *states: NodeState) -> int:
         return sum(1 for n in self.nodes if n.record.state in states)
