@@ -12,15 +12,17 @@ copy, copy c shifted by c x 937 s mod 1 h, the cap ``--copies`` times larger: a 
 of over 1,000 nodes with the same mix of jobs). Target: CPU ms per job at most 1.5x KTH's alone
 (a replay whose work per decision walked every node would grow with the cluster: 20x).
 
-``--year-at-scale`` answers "a year of a 4,000-node cluster replays in minutes": the WHOLE of
-KTH-SP2 (28,467 jobs, Sep 1996 - Aug 1997) interleaved the same way into enough copies that the
-cap is about ``--nodes`` (default 4,000: 77 copies of KTH's 52 nodes, 4,004 nodes, 2.19 million
-jobs), or exactly ``--year-copies`` copies. Each policy runs in a child process of its own (one at
-a time), so the peak RSS printed (``resource.getrusage``, the child's high-water mark: the log read
-by the parent, the copies, the replay) is that replay's. Printed per policy: wall s, CPU s of the
-replay and of the whole child (interleaving and ``prepare`` included), CPU ms per job, jobs, nodes,
-peak RSS. Target: the whole child within 15 minutes (900 s) of CPU. ``--profile`` runs the replay
-under cProfile instead (slower; the figures are not the target's) and prints the top functions.
+``--year-at-scale`` answers "a year of a 4,000-node cluster replays in minutes": the whole of
+KTH-SP2 (28,467 jobs, Sep 1996 - Aug 1997) interleaved the same way into enough copies that the cap
+is about ``--nodes`` (default 4,000: 77 copies of KTH's 52 nodes, 4,004 nodes, 2.19 million jobs),
+or exactly ``--year-copies`` copies; by default elb's policy, Slurm's peer and the static policy.
+Each policy runs in a child process of its own (one at a time), so the peak RSS printed
+(``resource.getrusage``, the child's high-water mark: the log read by the parent, the copies, the
+replay) is that replay's. Printed per policy: wall s, CPU s of the replay and of the whole child
+(interleaving and ``prepare`` included), CPU ms per job, jobs, nodes, peak RSS, and the 1-minute
+load average at its end. Target: the whole child within 15 minutes (900 s) of CPU. ``--profile``
+runs the replay under cProfile (slower: its figures are not the target's) and prints the 20
+functions with the most time of their own and the 25 with the most time under them.
 
 Setting: 8-slot nodes, 300 s boot, 60 s polls, per-second billing, cluster capped at 4x the
 original machine. Wall time and CPU time of this process are both printed: other work on the
@@ -74,7 +76,7 @@ def time_replay(
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--policies", default="elb,starcluster,parallelcluster,slurm,static")
+    ap.add_argument("--policies", help="default: every policy; elb,slurm,static with --year-at-scale")
     ap.add_argument("--logs", type=Path, default=DEFAULT_LOGS)
     ap.add_argument("--no-scaling", action="store_true", help="skip the quarter/half/whole table")
     ap.add_argument("--no-size", action="store_true", help="skip the cluster-size table")
@@ -85,13 +87,16 @@ def main() -> None:
     ap.add_argument("--year-copies", type=int, default=None, help="--year-at-scale: this many copies instead")
     ap.add_argument("--profile", action="store_true", help="--year-at-scale: cProfile the replay, print the top")
     args = ap.parse_args()
-    policies = args.policies.split(",")
+    if args.nodes < 1 or (args.year_copies is not None and args.year_copies < 1):
+        ap.error("--nodes and --year-copies must be at least 1")
+    default = "elb,slurm,static" if args.year_at_scale else "elb,starcluster,parallelcluster,slurm,static"
+    policies = (args.policies or default).split(",")
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus; load {os.getloadavg()}")
     if args.year_at_scale:
         cpu = time.process_time()
         kth = read_swf(args.logs / LOGS[0])
         print(f"read {LOGS[0]}: {len(kth.jobs)} jobs, {time.process_time() - cpu:.1f} cpu s")
-        copies = args.year_copies or max(1, round(args.nodes / _cap(kth)))
+        copies = args.year_copies if args.year_copies is not None else max(1, round(args.nodes / _cap(kth)))
         _year_at_scale(kth, policies, copies, args.profile)
         return
     logs = {name: read_swf(args.logs / name) for name in LOGS}
@@ -161,7 +166,7 @@ def _year_at_scale(wl: Workload, policies: list[str], copies: int, profile: bool
     )
     print(
         f"{'policy':<10} {'nodes':>6} {'jobs':>9} {'wall s':>8} {'cpu s':>8} {'ms/job':>7} {'all cpu s':>9} "
-        f"{'peak RSS MB':>11}  target: all cpu <= {YEAR_TARGET_CPU_S:.0f} s"
+        f"{'peak RSS MB':>11} {'load':>5}  target: all cpu <= {YEAR_TARGET_CPU_S:.0f} s"
     )
     for p in policies:
         r = _in_child(_year_child, wl, p, copies, profile)
@@ -169,7 +174,7 @@ def _year_at_scale(wl: Workload, policies: list[str], copies: int, profile: bool
         verdict = "met" if total <= YEAR_TARGET_CPU_S else "NOT met"
         print(
             f"{p:<10} {nodes:>6} {jobs:>9} {wall:>8.1f} {cpu:>8.1f} {1000 * cpu / jobs:>7.3f} {total:>9.1f} "
-            f"{rss_kb / 1024:>11.0f}  {verdict}",
+            f"{rss_kb / 1024:>11.0f} {os.getloadavg()[0]:>5.1f}  {verdict}",
             flush=True,
         )
         if top:
@@ -203,7 +208,9 @@ def _year_child(wl: Workload, policy_name: str, copies: int, profile: bool) -> Y
     top = ""
     if prof is not None:
         buf = io.StringIO()
-        pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(20)
+        stats = pstats.Stats(prof, stream=buf)
+        stats.sort_stats("tottime").print_stats(20)
+        stats.sort_stats("cumulative").print_stats(25)
         top = buf.getvalue()
     rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return len(big.jobs), wall, cpu, time.process_time() - cpu0, rss_kb, top
