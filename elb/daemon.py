@@ -55,7 +55,7 @@ class PassResult:
     snapshot: Snapshot | None = None
     error: str | None = None
     outcomes: Outcomes = field(default_factory=Outcomes)
-    # The dry run's whole plan (None: scaling alone, ``plan``), and what it read of the cloud.
+    # The dry run's whole plan (scaling alone when the cloud was not read), and what it read of the cloud.
     planned: PassPlan | None = None
     cloud_note: str = ""
 
@@ -271,11 +271,12 @@ class Balancer:
         if inputs.demand is None:
             raise PassFailed(inputs.demand_error)
         if instances is None:
+            plan = PassPlan(scaling=scale(inputs, self.policy, snap.now))
             note = f"not read ({why}): repairs and the warm pool not planned"
-            return PassResult(True, snap.now, scale(inputs, self.policy, snap.now), snap, cloud_note=note)
-        plan = plan_pass(inputs, self.config, self.policy, snap.now)
+        else:
+            plan = plan_pass(inputs, self.config, self.policy, snap.now)
+            note = f"{len(instances)} listed (read only)"
         scaling = plan.scaling or Plan(reason=plan.scaling_note)
-        note = f"{len(instances)} listed (read only)"
         return PassResult(True, snap.now, scaling, snap, planned=plan, cloud_note=note)
 
     def _inputs(

@@ -71,13 +71,14 @@ def dry_run(
         )
         result = balancer.run_pass(dry_run=True)
         nodes = journal.nodes(include_gone=True)
+        cloud_read = result.cloud_note or f"not read ({cloud_error})"
     finally:
         journal.close()
     if not result.ok:
         if as_json:
             out(json.dumps({"ok": False, "time": result.now, "error": result.error}, indent=2))
         return Exit.UNREADABLE, result.error
-    assert result.snapshot is not None and result.plan is not None
+    assert result.snapshot is not None and result.plan is not None and result.planned is not None
     master = cfg.cluster.master
     slots, source = nodesize.effective_slots(size, result.snapshot.hosts, nodes, master)
     groups = cfg.groups(slots)
@@ -93,7 +94,7 @@ def dry_run(
                     not_demand=balancer.last.not_demand,
                     slots_from=source,
                     planned=result.planned,
-                    cloud=result.cloud_note or f"not read ({cloud_error})",
+                    cloud=cloud_read,
                 ),
                 indent=2,
             )
@@ -116,14 +117,14 @@ def dry_run(
     out(f"  a new node is ready {minutes(p.boot_time)} after launch (policy.boot_time)")
     out(f"  a pass every {minutes(cfg.poll_interval)} (poll_interval)")
     out(f"  policy {p.name}, {p.min_nodes}-{p.max_nodes} nodes")
-    out(f"  the cloud's workers: {result.cloud_note or f'not read ({cloud_error})'}")
+    out(f"  the cloud's workers: {cloud_read}")
     out("  operations a running elb has under way are not known here: it leaves a node it works on to that")
     if balancer.last.not_demand:
         out("waiting jobs that are not demand (no node is launched for them):")
         for n in balancer.last.not_demand:
             out(f"  {n.describe()}")
     out("plan (dry run, nothing changed):")
-    for line in result.planned.describe() if result.planned is not None else result.plan.describe():
+    for line in result.planned.describe():
         out(f"  {line}")
     return Exit.OK, None
 
@@ -137,8 +138,8 @@ def plan_json(
     nodes: Sequence[Node],
     not_demand: Sequence[NotDemand],
     slots_from: str,
-    planned: PassPlan | None = None,
-    cloud: str = "",
+    planned: PassPlan,
+    cloud: str,
 ) -> dict[str, object]:
     """The dry run's plan as one JSON-ready object (README, "elb once --dry-run --json")."""
     master = cfg.cluster.master
@@ -188,13 +189,11 @@ def plan_json(
         "unservable": [n.as_json() for n in not_demand if n.unservable],
         "not_yet": [n.as_json() for n in not_demand if not n.unservable],
         "reason": plan.reason,
-        "repairs": [{"kind": r.kind.value, "node": r.node, "reason": r.reason} for r in planned.repairs]
-        if planned is not None
-        else [],
-        "kept": [{"node": r.node, "reason": r.reason} for r in planned.kept] if planned is not None else [],
-        "pool": planned.pool.describe() if planned is not None else [],
-        "scaling": planned is None or planned.scaling is not None,
-        "scaling_note": planned.scaling_note if planned is not None else "",
+        "repairs": [{"kind": r.kind.value, "node": r.node, "reason": r.reason} for r in planned.repairs],
+        "kept": [{"node": r.node, "reason": r.reason} for r in planned.kept],
+        "pool": planned.pool.describe(),
+        "scaling": planned.scaling is not None,
+        "scaling_note": planned.scaling_note,
         "cloud": cloud,
-        "lines": planned.describe() if planned is not None else plan.describe(),
+        "lines": planned.describe(),
     }
