@@ -67,6 +67,12 @@ def config(tmp_path: Path, policy: str = "{max_nodes: 20}") -> Path:
     return path
 
 
+def dry_run_out(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """``elb once --dry-run`` on ``path``: it must exit 0; what it printed."""
+    assert main(["once", "--dry-run", "-c", str(path)]) == Exit.OK
+    return capsys.readouterr().out
+
+
 def daemon_adds(cfg_path: Path, cloud: FakeCloud, tmp_path: Path) -> int:
     """How many nodes the daemon's first live pass adds on the same SGE view."""
     cfg = load_config(cfg_path).model_copy(update={"state_dir": tmp_path / "daemon"})
@@ -86,8 +92,7 @@ def test_dry_run_asks_the_cloud_for_the_node_size_as_the_daemon_does(
 ) -> None:
     stand.sge.jobs = list(WAITING)
     path = config(tmp_path)
-    assert main(["once", "--dry-run", "-c", str(path)]) == Exit.OK
-    out = capsys.readouterr().out
+    out = dry_run_out(path, capsys)
     assert "  a new node has 8 slots (asked the ec2 cloud)\n" in out
     assert "  a new node is ready 5 min after launch (policy.boot_time)\n" in out
     assert "add 2 (node001, node002)" in out  # 12 slots on 8-slot nodes, not 12 one-slot nodes
@@ -102,8 +107,7 @@ def test_dry_run_falls_back_as_the_daemon_does_when_the_cloud_cannot_say(
     stand.sge.jobs = list(WAITING)
     stand.cloud = UnsizedCloud(T0)
     path = config(tmp_path)
-    assert main(["once", "--dry-run", "-c", str(path)]) == Exit.OK
-    out = capsys.readouterr().out
+    out = dry_run_out(path, capsys)
     assert (
         "  a new node has 1 slot (the ec2 cloud could not be asked: UnauthorizedOperation: "
         "ec2:DescribeInstanceTypes; no worker to learn from, so 1)\n"
@@ -119,8 +123,7 @@ def test_dry_run_without_a_cloud_learns_from_the_workers(
     stand.sge.add_host("node001", slots=4)
     stand.sge.jobs.append(running(2, "node001", slots=4))
     stand.cloud, stand.cloud_error = None, "botocore: NoCredentialsError"
-    assert main(["once", "--dry-run", "-c", str(config(tmp_path))]) == Exit.OK
-    out = capsys.readouterr().out
+    out = dry_run_out(config(tmp_path), capsys)
     assert (
         "  a new node has 4 slots (the ec2 cloud could not be asked: CloudError: botocore: NoCredentialsError; "
         "the workers' most common size)\n"
@@ -134,8 +137,7 @@ def test_dry_run_with_slots_per_node_set_does_not_ask_the_cloud_for_the_size(
     stand.sge.jobs = list(WAITING)
     stand.cloud = UnsizedCloud(T0)  # asked for the size, it would fail: the line below says it was not
     path = config(tmp_path, "{max_nodes: 20, slots_per_node: 6, boot_time: 90}")
-    assert main(["once", "--dry-run", "-c", str(path)]) == Exit.OK
-    out = capsys.readouterr().out
+    out = dry_run_out(path, capsys)
     assert "  a new node has 6 slots (policy.slots_per_node)\n" in out
     assert "  a new node is ready 90 s after launch (policy.boot_time)\n" in out
     assert "add 2 (node001, node002)" in out
@@ -262,8 +264,7 @@ def test_dry_run_plans_the_whole_pass_on_the_clouds_workers_read_only(
     assert stand.cloud is not None
     stand.cloud.instances["i-orphan"] = Instance("i-orphan", "node007", "running", T0 - 3600, "10.0.0.7")
     path = config(tmp_path, "{max_nodes: 20, slots_per_node: 4}")
-    assert main(["once", "--dry-run", "-c", str(path)]) == Exit.OK
-    out = capsys.readouterr().out
+    out = dry_run_out(path, capsys)
     assert "  the cloud's workers: 1 listed (read only)\n" in out
     assert "  repair (orphan) node007: " in out
     assert "no scaling this pass: " in out and "add " not in out
@@ -279,8 +280,7 @@ def test_dry_run_without_the_clouds_workers_plans_scaling_alone_and_says_so(
     stand.sge.jobs = list(WAITING)
     stand.cloud = UnlistableCloud(T0)
     path = config(tmp_path, "{max_nodes: 20, slots_per_node: 4}")
-    assert main(["once", "--dry-run", "-c", str(path)]) == Exit.OK
-    out = capsys.readouterr().out
+    out = dry_run_out(path, capsys)
     assert (
         "  the cloud's workers: not read (listing the cloud's workers: RequestLimitExceeded): "
         "repairs and the warm pool not planned\n"
