@@ -64,3 +64,26 @@ def testcluster(_cluster_lock: None) -> Iterator[object]:
         yield tc
     finally:
         tc.down()
+
+
+@pytest.fixture(autouse=True)
+def _leftover_workers(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test on the test cluster, workers it left (a test that failed half way) are removed
+    from the cluster and terminated, so the next test does not find, and adopt, a stranger's node."""
+    yield
+    if "testcluster" not in request.fixturenames:
+        return
+    from elb.testcluster._run import TestClusterError
+    from elb.testcluster.cluster import TestCluster
+
+    tc = request.getfixturevalue("testcluster")
+    assert isinstance(tc, TestCluster)
+    left = tc.workers()
+    if not left:
+        return
+    print(f"\nworkers left by {request.node.nodeid}: {[w.name for w in left]}; removing them")
+    try:
+        tc.remove_nodes([w.name for w in left if w.state == "running"])
+    except TestClusterError as err:
+        print(f"removing them from the cluster failed: {err}")
+    tc.cloud().terminate([w.instance_id for w in tc.workers()])

@@ -84,9 +84,35 @@ def passes_until(
         (h.name, [(q.name, q.slots_used, q.slots_reserved, q.states) for q in h.queues]) for s in shown for h in s.hosts
     ]
     jobs = [(j.job_id, j.state, j.queue) for s in shown for j in s.jobs]
+    said = [s for k, s in enumerate(r.summary() for r in results) if k == 0 or s != results[k - 1].summary()]
     raise AssertionError(
-        f"timed out waiting for {what}; passes: {[r.summary() for r in results]}; last SGE hosts {hosts}, jobs {jobs}"
+        f"timed out waiting for {what}; passes ({len(results)}, repeats left out): {said}; "
+        f"last SGE hosts {hosts}, jobs {jobs}\n{sge_messages(bal)}"
     )
+
+
+def sge_messages(bal: Balancer, lines: int = 40) -> str:
+    """The last lines of the qmaster's messages and of each worker's execd messages: why SGE
+    lost a node (state u) is told there, and the test cluster is gone once the test ends."""
+    qmaster = C.SGE_SPOOL / "qmaster" / "messages"
+    try:
+        told = [f"qmaster messages:\n{''.join(qmaster.read_text(errors='replace').splitlines(True)[-lines:])}"]
+    except OSError as err:
+        told = [f"qmaster messages: {err}"]
+    for inst in bal.cloud.list_workers():  # type: ignore[union-attr]
+        messages = f"/var/spool/gridengine/execd/{inst.name}/messages"
+        for what, argv in (
+            ("execd messages", ["tail", "-n", str(lines), messages]),
+            ("processes", ["ps", "-eo", "pid,stat,etime,args"]),
+        ):
+            try:
+                done = subprocess.run(
+                    ["podman", "exec", inst.instance_id, *argv], capture_output=True, text=True, timeout=30, check=False
+                )
+                told.append(f"{inst.name} ({inst.state}) {what}:\n{done.stdout}{done.stderr}")
+            except subprocess.TimeoutExpired:
+                told.append(f"{inst.name} ({inst.state}) {what}: no answer in 30 s")
+    return "\n".join(told)
 
 
 def test_dry_run_on_the_real_master_prints_snapshot_and_plan(testcluster: TestCluster, tmp_path: Path) -> None:
