@@ -12,12 +12,14 @@ The node image (``localhost/elb-node:latest``) and the network are made by
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import os
 import re
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -38,6 +40,9 @@ from elb.interfaces import (
 log = logging.getLogger("elb.cloud.local")
 
 DEFAULT_AUTHORIZED_KEY = Path("/var/lib/elb-testcluster/ssh/id_ed25519.pub")
+# The label holding the address a node was given for its life (see ``LocalCloud._address``).
+ADDRESS_LABEL = "elb-address"
+_ADDRESS_LOCK = threading.Lock()  # one address chosen and taken at a time in this process
 _NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 _STATES = {
     "created": "pending",
@@ -160,8 +165,7 @@ class LocalCloud:
             ]  # fmt: skip
             for k, v in self._labels(name).items():
                 args += ["--label", f"{k}={v}"]
-            args.append(self.config.image)
-            proc = self._podman(*args, check=False)
+            proc = self._run_with_address(args)
             if proc.returncode != 0:
                 failed[name] = proc.stderr.strip() or f"podman run exited {proc.returncode}"
                 continue
@@ -176,6 +180,47 @@ class LocalCloud:
                 failed[name] = inst
                 self._podman("rm", "--force", "--time", "2", cid, check=False)
         return LaunchResult(launched=tuple(launched), failed=failed)
+
+    def _run_with_address(self, args: list[str]) -> subprocess.CompletedProcess[str]:
+        """``podman run`` with an address of its own for the node's life, as an EC2 instance keeps
+        its private address through a stop and a start (podman would give a restarted container
+        the next free one, and SGE's qmaster, which caches what names resolve to, loses an exec
+        host whose address changed). An address another process took meanwhile is tried once
+        more with the next; without a free address podman chooses, as before."""
+        with _ADDRESS_LOCK:
+            refused: set[str] = set()
+            for _ in range(3):
+                address = self._address(refused)
+                fixed = ["--ip", address, "--label", f"{ADDRESS_LABEL}={address}"] if address else []
+                proc = self._podman(*args, *fixed, self.config.image, check=False)
+                if proc.returncode == 0 or address is None or "already allocated" not in proc.stderr:
+                    return proc
+                refused.add(address)
+            return proc
+
+    def _address(self, refused: set[str]) -> str | None:
+        """The lowest address of the network's subnet that is not its gateway, nor held or given to
+        any container on this machine (running or stopped), nor in ``refused``; None when the
+        network cannot be read or is full."""
+        net = self._podman("network", "inspect", self.config.network, check=False)
+        try:
+            subnets = json.loads(net.stdout)[0].get("subnets") or []
+            subnet = ipaddress.ip_network(subnets[0]["subnet"])
+            gateway = subnets[0].get("gateway")
+        except (ValueError, LookupError, TypeError, AttributeError):
+            return None
+        ids = self._podman("ps", "--all", "--no-trunc", "--format", "{{.ID}}", check=False).stdout.split()
+        taken = set(refused) | ({gateway} if gateway else set())
+        try:
+            found = self._inspect(ids)
+        except CloudError:  # a container went between the listing and its inspection
+            return None
+        for d in found:
+            labels = (d.get("Config") or {}).get("Labels") or {}
+            taken.add(labels.get(ADDRESS_LABEL) or "")
+            for attached in ((d.get("NetworkSettings") or {}).get("Networks") or {}).values():
+                taken.add((attached or {}).get("IPAddress") or "")
+        return next((str(a) for a in subnet.hosts() if str(a) not in taken), None)
 
     def _wait_ready(self, cid: str, deadline: float) -> Instance | str:
         """The instance once its sshd answers, or why it did not in time."""

@@ -149,6 +149,28 @@ def test_local_cloud_sees_and_terminates_only_its_own_workers(testcluster: TestC
     assert cloud.list_workers() == [] and other.list_workers() == []
 
 
+def test_a_local_node_keeps_its_address_through_a_stop_and_a_start(testcluster: TestCluster) -> None:
+    """As an EC2 instance keeps its private address: SGE's qmaster caches what a name resolves
+    to and loses an exec host that comes back on another address. Two nodes never share one."""
+    cloud = testcluster.cloud()
+    launched = cloud.launch(["node903", "node904"])
+    try:
+        assert not launched.failed, launched.failed
+        first, second = launched.launched
+        assert first.private_ip != second.private_ip
+        cloud.stop([first.instance_id])
+        assert {i.name: i.state for i in cloud.list_workers()}["node903"] == "stopped"
+        # A node launched while the first is stopped does not take its address.
+        third = cloud.launch(["node905"])
+        assert not third.failed and third.launched[0].private_ip not in (first.private_ip, second.private_ip)
+        started = cloud.start([first.instance_id])
+        assert not started.failed, started.failed
+        assert started.launched[0].private_ip == first.private_ip
+    finally:
+        cloud.terminate([i.instance_id for i in cloud.list_workers()])
+    assert cloud.list_workers() == []
+
+
 def test_site_converges_live_workers_and_cleans_out_dead_ones(testcluster: TestCluster) -> None:
     tc = testcluster
     before = cluster_state(tc)

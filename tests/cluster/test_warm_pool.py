@@ -64,6 +64,7 @@ def test_an_idle_node_is_stopped_restarted_for_demand_and_removed_past_max_age(
     (name,) = grown[-1].outcomes.added
     new_ready = ready_after(bal.journal, name, NodeState.REQUESTED)
     instance = bal.journal.node(name).instance_id  # type: ignore[union-attr]
+    address = bal.journal.node(name).private_ip  # type: ignore[union-attr]
 
     # Idle: stopped into the pool, not terminated.
     passes_until(bal, "the first job to end", lambda _: (home / f"{first}.host").exists(), timeout=120)
@@ -80,6 +81,7 @@ def test_an_idle_node_is_stopped_restarted_for_demand_and_removed_past_max_age(
     assert back[-1].outcomes.restarted == [name] and back[-1].outcomes.added == []
     restart_ready = ready_after(bal.journal, name, NodeState.STARTING)
     assert [i.instance_id for i in bal.cloud.list_workers()] == [instance]  # type: ignore[union-attr]
+    assert bal.journal.node(name).private_ip == address  # type: ignore[union-attr]  # as on EC2
     passes_until(bal, "the second job to end", lambda _: (home / f"{second}.host").exists(), timeout=120)
     assert (home / f"{second}.host").read_text().strip() == name
     print(
