@@ -42,6 +42,9 @@ log = logging.getLogger("elb.cloud.local")
 DEFAULT_AUTHORIZED_KEY = Path("/var/lib/elb-testcluster/ssh/id_ed25519.pub")
 # The label holding the address a node was given for its life (see ``LocalCloud._address``).
 ADDRESS_LABEL = "elb-address"
+# The last address given: the next node takes the next free one after it, never one just freed,
+# as SGE's qmaster also caches which name an address had (podman's own allocation goes on the same way).
+LAST_ADDRESS = Path("/var/lib/elb-testcluster/run/last-node-address")
 _ADDRESS_LOCK = threading.Lock()  # one address chosen and taken at a time in this process
 _NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 _STATES = {
@@ -199,9 +202,9 @@ class LocalCloud:
             return proc
 
     def _address(self, refused: set[str]) -> str | None:
-        """The lowest address of the network's subnet that is not its gateway, nor held or given to
-        any container on this machine (running or stopped), nor in ``refused``; None when the
-        network cannot be read or is full."""
+        """The first address of the network's subnet after the last one given (``LAST_ADDRESS``)
+        that is not its gateway, nor held or given to any container on this machine (running or
+        stopped), nor in ``refused``; None when the network cannot be read or is full."""
         net = self._podman("network", "inspect", self.config.network, check=False)
         try:
             subnets = json.loads(net.stdout)[0].get("subnets") or []
@@ -220,7 +223,20 @@ class LocalCloud:
             taken.add(labels.get(ADDRESS_LABEL) or "")
             for attached in ((d.get("NetworkSettings") or {}).get("Networks") or {}).values():
                 taken.add((attached or {}).get("IPAddress") or "")
-        return next((str(a) for a in subnet.hosts() if str(a) not in taken), None)
+        free = [a for a in subnet.hosts() if str(a) not in taken]
+        try:
+            last = int(ipaddress.ip_address(LAST_ADDRESS.read_text(encoding="utf-8").strip()))
+        except (OSError, ValueError):
+            last = -1
+        # past the subnet's end, from its start again
+        chosen = next((a for a in free if int(a) > last), free[0] if free else None)
+        if chosen is not None:
+            try:
+                LAST_ADDRESS.parent.mkdir(parents=True, exist_ok=True)
+                LAST_ADDRESS.write_text(f"{chosen}\n", encoding="utf-8")
+            except OSError as err:
+                log.warning("could not keep the last node address in %s: %s", LAST_ADDRESS, err)
+        return str(chosen) if chosen is not None else None
 
     def _wait_ready(self, cid: str, deadline: float) -> Instance | str:
         """The instance once its sshd answers, or why it did not in time."""
