@@ -84,7 +84,8 @@ def passes_until(
         (h.name, [(q.name, q.slots_used, q.slots_reserved, q.states) for q in h.queues]) for s in shown for h in s.hosts
     ]
     jobs = [(j.job_id, j.state, j.queue) for s in shown for j in s.jobs]
-    said = [s for k, s in enumerate(r.summary() for r in results) if k == 0 or s != results[k - 1].summary()]
+    summaries = [r.summary() for r in results]
+    said = [s for k, s in enumerate(summaries) if k == 0 or s != summaries[k - 1]]
     raise AssertionError(
         f"timed out waiting for {what}; passes ({len(results)}, repeats left out): {said}; "
         f"last SGE hosts {hosts}, jobs {jobs}\n{sge_messages(bal)}"
@@ -100,7 +101,7 @@ def sge_messages(bal: Balancer, lines: int = 40) -> str:
     except OSError as err:
         told = [f"qmaster messages: {err}"]
     for inst in bal.cloud.list_workers():  # type: ignore[union-attr]
-        messages = f"/var/spool/gridengine/execd/{inst.name}/messages"
+        messages = str(C.SGE_SPOOL / "execd" / inst.name / "messages")  # the sge_exec role's spool
         for what, argv in (
             ("execd messages", ["tail", "-n", str(lines), messages]),
             ("processes", ["ps", "-eo", "pid,stat,etime,args"]),
