@@ -237,8 +237,8 @@ class TestCluster:
             str(forks),
             str(self.repo / "playbooks" / playbook),
         ]
+        ev = C.RUN_DIR / f"extra-vars-{os.getpid()}-{time.monotonic_ns()}.yml"
         if extra_vars:
-            ev = C.RUN_DIR / f"extra-vars-{os.getpid()}-{time.monotonic_ns()}.yml"
             ev.write_text(yaml.safe_dump(dict(extra_vars)))
             argv[1:1] = ["--extra-vars", f"@{ev}"]
         env = dict(os.environ)
@@ -265,6 +265,7 @@ class TestCluster:
             raise TestClusterError(f"{playbook} timed out after {timeout:g} s") from err
         finally:
             inv_path.unlink(missing_ok=True)
+            ev.unlink(missing_ok=True)
         seconds = time.monotonic() - t
         out = proc.stdout + proc.stderr
         C.LOG_DIR.mkdir(parents=True, exist_ok=True)
