@@ -42,9 +42,8 @@ log = logging.getLogger("elb.cloud.local")
 DEFAULT_AUTHORIZED_KEY = Path("/var/lib/elb-testcluster/ssh/id_ed25519.pub")
 # The label holding the address a node was given for its life (see ``LocalCloud._address``).
 ADDRESS_LABEL = "elb-address"
-# The last address given: the next node takes the next free one after it, never one just freed,
-# as SGE's qmaster also caches which name an address had (podman's own allocation goes on the same way).
-LAST_ADDRESS = Path("/var/lib/elb-testcluster/run/last-node-address")
+# The addresses given, one "name address" line each, the latest last (see ``LocalCloud._address``).
+ADDRESS_BOOK = Path("/var/lib/elb-testcluster/run/node-addresses")
 _ADDRESS_LOCK = threading.Lock()  # one address chosen and taken at a time in this process
 _NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 _STATES = {
@@ -168,7 +167,7 @@ class LocalCloud:
             ]  # fmt: skip
             for k, v in self._labels(name).items():
                 args += ["--label", f"{k}={v}"]
-            proc = self._run_with_address(args)
+            proc = self._run_with_address(name, args)
             if proc.returncode != 0:
                 failed[name] = proc.stderr.strip() or f"podman run exited {proc.returncode}"
                 continue
@@ -184,7 +183,7 @@ class LocalCloud:
                 self._podman("rm", "--force", "--time", "2", cid, check=False)
         return LaunchResult(launched=tuple(launched), failed=failed)
 
-    def _run_with_address(self, args: list[str]) -> subprocess.CompletedProcess[str]:
+    def _run_with_address(self, name: str, args: list[str]) -> subprocess.CompletedProcess[str]:
         """``podman run`` with an address of its own for the node's life, as an EC2 instance keeps
         its private address through a stop and a start (podman would give a restarted container
         the next free one, and SGE's qmaster, which caches what names resolve to, loses an exec
@@ -193,7 +192,7 @@ class LocalCloud:
         with _ADDRESS_LOCK:
             refused: set[str] = set()
             for _ in range(3):
-                address = self._address(refused)
+                address = self._address(name, refused)
                 fixed = ["--ip", address, "--label", f"{ADDRESS_LABEL}={address}"] if address else []
                 proc = self._podman(*args, *fixed, self.config.image, check=False)
                 if proc.returncode == 0 or address is None or "already allocated" not in proc.stderr:
@@ -201,10 +200,19 @@ class LocalCloud:
                 refused.add(address)
             return proc
 
-    def _address(self, refused: set[str]) -> str | None:
-        """The first address of the network's subnet after the last one given (``LAST_ADDRESS``)
-        that is not its gateway, nor held or given to any container on this machine (running or
-        stopped), nor in ``refused``; None when the network cannot be read or is full."""
+    def _address(self, name: str, refused: set[str]) -> str | None:
+        """The address for a new node called ``name``: the one this name had before (``ADDRESS_BOOK``)
+        when it is free, else the first free address after the last one given that no other name
+        had, else the free one given longest ago; never the network's gateway, an address held or
+        given to any container on this machine (running or stopped), nor one in ``refused``.
+        None when the network cannot be read or is full.
+
+        SGE's qmaster caches what a name resolves to and which name an address has (for minutes,
+        past the host's removal): a name launched again on another address, or an address given to
+        another name, leaves its execd unknown to the qmaster (``no execd known on host``, state
+        ``u``) about two minutes after it came up. elb never gives a name twice (its journal keeps
+        every name it gave), but each test runs elb with a journal of its own against one qmaster,
+        so on the test cluster a name and its address stay together instead, as DNS would keep them."""
         net = self._podman("network", "inspect", self.config.network, check=False)
         try:
             subnets = json.loads(net.stdout)[0].get("subnets") or []
@@ -223,20 +231,22 @@ class LocalCloud:
             taken.add(labels.get(ADDRESS_LABEL) or "")
             for attached in ((d.get("NetworkSettings") or {}).get("Networks") or {}).values():
                 taken.add((attached or {}).get("IPAddress") or "")
-        free = [a for a in subnet.hosts() if str(a) not in taken]
-        try:
-            last = int(ipaddress.ip_address(LAST_ADDRESS.read_text(encoding="utf-8").strip()))
-        except (OSError, ValueError):
-            last = -1
-        # past the subnet's end, from its start again
-        chosen = next((a for a in free if int(a) > last), free[0] if free else None)
+        book = _read_address_book()
+        free = [str(a) for a in subnet.hosts() if str(a) not in taken]
+        chosen = book.get(name) if book.get(name) in free else None
+        if chosen is None:
+            booked = set(book.values())
+            last = int(ipaddress.ip_address(next(reversed(book.values())))) if book else -1
+            unbooked = [a for a in free if a not in booked]
+            # past the subnet's end, from its start again; when every address was given, the
+            # one given longest ago (the qmaster forgets a name unused for ten minutes)
+            chosen = next((a for a in unbooked if int(ipaddress.ip_address(a)) > last), None)
+            chosen = chosen or (unbooked[0] if unbooked else next((a for a in book.values() if a in free), None))
         if chosen is not None:
-            try:
-                LAST_ADDRESS.parent.mkdir(parents=True, exist_ok=True)
-                LAST_ADDRESS.write_text(f"{chosen}\n", encoding="utf-8")
-            except OSError as err:
-                log.warning("could not keep the last node address in %s: %s", LAST_ADDRESS, err)
-        return str(chosen) if chosen is not None else None
+            book = {n: a for n, a in book.items() if n != name and a != chosen}
+            book[name] = chosen
+            _write_address_book(book)
+        return chosen
 
     def _wait_ready(self, cid: str, deadline: float) -> Instance | str:
         """The instance once its sshd answers, or why it did not in time."""
@@ -338,3 +348,32 @@ def _parse_time(text: str) -> float:
     tz = "+00:00" if tz == "Z" else tz
     when = datetime.fromisoformat(base + tz).timestamp()
     return when + (float("0." + frac) if frac else 0.0)
+
+
+def _read_address_book() -> dict[str, str]:
+    """``ADDRESS_BOOK`` as {name: address}, the latest given last; empty if it cannot be read."""
+    try:
+        text = ADDRESS_BOOK.read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    book: dict[str, str] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and _NAME_RE.match(fields[0]):
+            try:
+                book[fields[0]] = str(ipaddress.ip_address(fields[1]))
+            except ValueError:
+                continue
+    return book
+
+
+def _write_address_book(book: Mapping[str, str]) -> None:
+    """Replace ``ADDRESS_BOOK`` whole (a reader never sees half of it); a failure is logged: the
+    next node then gets an address as if the book were empty."""
+    try:
+        ADDRESS_BOOK.parent.mkdir(parents=True, exist_ok=True)
+        tmp = ADDRESS_BOOK.with_name(f".{ADDRESS_BOOK.name}.{os.getpid()}")
+        tmp.write_text("".join(f"{n} {a}\n" for n, a in book.items()), encoding="utf-8")
+        tmp.replace(ADDRESS_BOOK)
+    except OSError as err:
+        log.warning("could not keep the node addresses in %s: %s", ADDRESS_BOOK, err)

@@ -171,6 +171,28 @@ def test_a_local_node_keeps_its_address_through_a_stop_and_a_start(testcluster: 
     assert cloud.list_workers() == []
 
 
+def test_a_name_launched_again_gets_its_old_address_and_a_new_name_one_never_given(testcluster: TestCluster) -> None:
+    """Each test runs elb with a journal of its own against one qmaster, so names come back on
+    the test cluster; the qmaster caches what a name resolves to and which name an address has,
+    and an exec host whose name came back on another address went to state ``u`` about two
+    minutes after its add play succeeded (seen with a spot interruption test's replacement)."""
+    cloud = testcluster.cloud()
+    try:
+        first = cloud.launch(["node906", "node907"])
+        assert not first.failed, first.failed
+        had = {i.name: i.private_ip for i in first.launched}
+        cloud.terminate([i.instance_id for i in first.launched])
+        # A new name does not take an address a gone node had; a name back gets its own again.
+        again = cloud.launch(["node908", "node907"])
+        assert not again.failed, again.failed
+        got = {i.name: i.private_ip for i in again.launched}
+        assert got["node907"] == had["node907"]
+        assert got["node908"] not in had.values()
+    finally:
+        cloud.terminate([i.instance_id for i in cloud.list_workers()])
+    assert cloud.list_workers() == []
+
+
 def test_site_converges_live_workers_and_cleans_out_dead_ones(testcluster: TestCluster) -> None:
     tc = testcluster
     before = cluster_state(tc)
