@@ -107,6 +107,14 @@ class LocalCloud:
     def _labels(self, name: str) -> dict[str, str]:
         return {TAG_CLUSTER: self.cluster, TAG_ROLE: "worker", TAG_MANAGED_BY: "elb", TAG_NAME: name}
 
+    def _container_ids(self, *filters: str) -> list[str]:
+        """The ids of this machine's containers, running or stopped, that pass every ``podman ps``
+        filter given (none: all of them)."""
+        args = ["ps", "--all", "--no-trunc", "--format", "{{.ID}}"]
+        for f in filters:
+            args += ["--filter", f]
+        return self._podman(*args).stdout.split()
+
     def _inspect(self, ids: Sequence[str]) -> list[dict[str, Any]]:
         if not ids:
             return []
@@ -220,7 +228,10 @@ class LocalCloud:
             gateway = subnets[0].get("gateway")
         except (ValueError, LookupError, TypeError, AttributeError):
             return None
-        ids = self._podman("ps", "--all", "--no-trunc", "--format", "{{.ID}}", check=False).stdout.split()
+        try:
+            ids = self._container_ids()
+        except CloudError:
+            return None
         taken = set(refused) | ({gateway} if gateway else set())
         try:
             found = self._inspect(ids)
@@ -266,12 +277,7 @@ class LocalCloud:
             time.sleep(0.3)
 
     def list_workers(self) -> list[Instance]:
-        proc = self._podman(
-            "ps", "--all", "--no-trunc", "--format", "{{.ID}}",
-            "--filter", f"label={TAG_CLUSTER}={self.cluster}",
-            "--filter", f"label={TAG_ROLE}=worker",
-        )  # fmt: skip
-        ids = [line.strip() for line in proc.stdout.splitlines() if line.strip()]
+        ids = self._container_ids(f"label={TAG_CLUSTER}={self.cluster}", f"label={TAG_ROLE}=worker")
         return sorted(
             (self._instance(d) for d in self._inspect(ids) if self._ours(d)),
             key=lambda i: i.name,
