@@ -229,14 +229,10 @@ class LocalCloud:
         except (ValueError, LookupError, TypeError, AttributeError):
             return None
         try:
-            ids = self._container_ids()
-        except CloudError:
+            found = self._inspect(self._container_ids())
+        except CloudError:  # podman failed, or a container went between the listing and its inspection
             return None
         taken = set(refused) | ({gateway} if gateway else set())
-        try:
-            found = self._inspect(ids)
-        except CloudError:  # a container went between the listing and its inspection
-            return None
         for d in found:
             labels = (d.get("Config") or {}).get("Labels") or {}
             taken.add(labels.get(ADDRESS_LABEL) or "")
@@ -244,7 +240,8 @@ class LocalCloud:
                 taken.add((attached or {}).get("IPAddress") or "")
         book = _read_address_book()
         free = [str(a) for a in subnet.hosts() if str(a) not in taken]
-        chosen = book.get(name) if book.get(name) in free else None
+        had = book.get(name)
+        chosen = had if had in free else None
         if chosen is None:
             booked = set(book.values())
             last = int(ipaddress.ip_address(next(reversed(book.values())))) if book else -1
