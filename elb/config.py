@@ -108,6 +108,10 @@ class SlurmConfig(_Strict):
     conf: Path | None = None  # slurm.conf for the client commands (SLURM_CONF); None: Slurm's default
     bin_dir: Path | None = None  # None: find squeue, sinfo and scontrol on PATH
     timeout: PositiveSeconds = 30.0
+    # How long after its add play a node's slurmd has to register with the controller (Slurm no
+    # longer shows it powering up and has it up) before elb fails the node: taken out, terminated,
+    # and given back to Slurm or launched again under the back-off.
+    register_timeout: PositiveSeconds = 120.0
     # The directory elb's resume and suspend programs write Slurm's requests to.
     requests: Path = Path("/var/spool/elb/slurm")
     # The node group of each cloud partition's nodes (partition -> group name); a partition not

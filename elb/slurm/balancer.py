@@ -25,7 +25,7 @@ from elb.executor import Executor
 from elb.interfaces import Cloud, CloudError, HostResult, Instance, NodeSpec, Outcome
 from elb.journal import Journal
 from elb.metrics import PassMetrics
-from elb.model import Node, NodeState, Plan
+from elb.model import Node, NodeState, Plan, Removal
 from elb.planner import Drain, drain_verdict
 from elb.policy.base import Policy
 from elb.policy.grouped import policy_for
@@ -39,6 +39,8 @@ from elb.timeline import Step
 log = logging.getLogger("elb.slurm")
 
 _REASON_CHARS = re.compile(r"[^A-Za-z0-9 _.,:;=()/+-]")
+# How often a bring-up reads Slurm while it waits for the new nodes' slurmd to register.
+REGISTER_POLL = 1.0
 
 
 class PlaybookReport(Protocol):
@@ -66,10 +68,17 @@ def slurm_reason(text: str) -> str:
 
 
 def gather(
-    config: Config, journal: Journal, read: SlurmRead, instances: Sequence[Instance], in_flight: frozenset[str]
+    config: Config,
+    journal: Journal,
+    read: SlurmRead,
+    instances: Sequence[Instance],
+    in_flight: frozenset[str],
+    *,
+    watched_since: float | None = None,
 ) -> SlurmInputs:
     """The planner's inputs: this read of Slurm and the cloud's workers, with what the journal
-    holds (node records, Slurm's open requests, history, the back-off its bring-ups set)."""
+    holds (node records, Slurm's open requests, history, the back-off its bring-ups set).
+    ``watched_since``: this run's first live pass (None: trust the journal's times)."""
     b = config.backoff
     return SlurmInputs(
         read=read,
@@ -79,6 +88,7 @@ def gather(
         history=journal.history(),
         backoff=compute_backoff(journal.bring_up_events(), initial=b.initial, maximum=b.max),
         in_flight=in_flight,
+        watched_since=watched_since,
     )
 
 
@@ -119,6 +129,7 @@ class SlurmBalancer:
         self.counters = Counters()
         self.failed_in_a_row = 0
         self.last_plan: SlurmPlan | None = None
+        self.watched_since: float | None = None  # this run's first live pass
         reap = getattr(provisioner, "reap_leftovers", None)
         if callable(reap):
             reap()
@@ -151,7 +162,11 @@ class SlurmBalancer:
         instances = () if dry_run else tuple(self.cloud.list_workers())
         if not dry_run:
             self._remember_seen(read, now)
-        inputs = gather(self.config, self.journal, read, instances, self.executor.in_flight())
+            if self.watched_since is None:
+                self.watched_since = now
+        inputs = gather(
+            self.config, self.journal, read, instances, self.executor.in_flight(), watched_since=self.watched_since
+        )
         p = plan(inputs, self.config, self.policy, now)
         self.last_plan = p
         result = PassResult(True, now, Plan(reason="; ".join(p.describe())))
@@ -219,11 +234,7 @@ class SlurmBalancer:
             self.journal.record(r.node, NodeState.FAILED, now, detail=r.reason)
         for r in p.give_back:
             log.warning("%s: given back to Slurm: %s", r.node, r.reason)
-            try:
-                self.slurm.power_down([r.node], slurm_reason(r.reason), force=True)
-            except SlurmError as err:
-                log.error("%s: cannot power it down in Slurm: %s", r.node, err)
-                out.failed[r.node] = f"give back failed: {err}"
+            self._give_back(r, out)
         for request_id, outcome in p.close:
             self.journal.close_slurm_request(request_id, now, outcome)
         if p.orphans:
@@ -234,8 +245,11 @@ class SlurmBalancer:
                 self.cloud.terminate(ids)
             except CloudError as err:
                 log.error("terminating orphans failed: %s", err)
-        if self.stopping.is_set():
-            return
+        if not self.stopping.is_set():
+            self._start_operations(p, out)
+
+    def _start_operations(self, p: SlurmPlan, out: Outcomes) -> None:
+        """The plan's background operations (one per node): bring-ups, take-outs, drains, removals."""
         if p.launch:
             names = p.launch
             self.executor.submit(names, f"launch {', '.join(names)}", lambda o: self.launch(names, p, o))
@@ -243,10 +257,25 @@ class SlurmBalancer:
             log.info("%s: %s", b.node, b.reason)
             out.repaired.append(f"{b.node}: take up ({b.reason})")
             self.executor.submit([b.node], f"boot {b.node}", functools.partial(self._bring_up, [(b.node, b.instance)]))
+        for r in p.lost:
+            log.warning("%s: %s; giving it back to Slurm and taking it out", r.node, r.reason)
+            if self._give_back(r, out):
+                self.executor.submit([r.node], f"take out {r.node}", functools.partial(self.take_out, r.node, r.reason))
         for r in p.drain:
             self.executor.submit([r.node], f"drain {r.node}", functools.partial(self.drain, r.node, r.reason))
         for r in p.remove:
             self.executor.submit([r.node], f"remove {r.node}", functools.partial(self.remove, r.node, r.reason))
+
+    def _give_back(self, r: Removal, out: Outcomes) -> bool:
+        """``POWER_DOWN_FORCE`` in Slurm: the node powers down and can be asked for again; a job
+        waiting for it is requeued. False (said in ``out``) when scontrol failed."""
+        try:
+            self.slurm.power_down([r.node], slurm_reason(r.reason), force=True)
+        except SlurmError as err:
+            log.error("%s: cannot power it down in Slurm: %s", r.node, err)
+            out.failed[r.node] = f"give back failed: {err}"
+            return False
+        return True
 
     # -- operations (background) -----------------------------------------------------------------
     def launch(self, names: Sequence[str], p: SlurmPlan, out: Outcomes) -> None:
@@ -288,18 +317,70 @@ class SlurmBalancer:
             on_reached=lambda n: self.journal.reach(n, Step.REACHABLE, self.clock()),
         )
         results = report.for_hosts([s.name for s in specs])
+        provisioned: list[NodeSpec] = []
         for s in specs:
             res = results.get(s.name, HostResult(s.name, Outcome.FAILED, message="no result from provisioning"))
-            current = self.journal.node(s.name)
-            assert current is not None
             if res.ok:
-                self.journal.record(s.name, NodeState.READY, self.clock(), step=Step.PROVISIONED)
-                out.added.append(s.name)
-                log.info("%s: ready (%s)", s.name, s.private_ip)
+                self.journal.reach(s.name, Step.PROVISIONED, self.clock())
+                provisioned.append(s)
             else:
-                self._fail(
-                    current, f"provisioning failed at {res.task or 'a task'}: {res.message or res.outcome.value}", out
-                )
+                why = f"provisioning failed at {res.task or 'a task'}: {res.message or res.outcome.value}"
+                self._fail(self._record(s.name), why, out)
+        if not provisioned:
+            return
+        unheard = self._await_registration([s.name for s in provisioned])
+        if unheard is None:
+            return  # elb stops: the next run takes the nodes up again where the journal left them
+        for s in provisioned:
+            if s.name in unheard:
+                self._fail(self._record(s.name), unheard[s.name], out)
+                continue
+            self.journal.record(s.name, NodeState.READY, self.clock(), step=Step.REGISTERED)
+            out.added.append(s.name)
+            log.info("%s: ready (%s)", s.name, s.private_ip)
+
+    def _record(self, name: str) -> Node:
+        node = self.journal.node(name)
+        assert node is not None, name
+        return node
+
+    def _await_registration(self, names: Sequence[str]) -> dict[str, str] | None:
+        """Wait until Slurm has each node up (its slurmd registered with the controller), for at
+        most ``slurm.register_timeout``: the nodes that are not by then, each with why; None
+        when elb stops meanwhile. A slurmd that runs but never registers would otherwise hold
+        its node (and the job waiting for it) until Slurm's ResumeTimeout."""
+        timeout = self.config.slurm.register_timeout
+        deadline = time.monotonic() + timeout
+        waiting = set(names)
+        seen: dict[str, str] = {}
+        while True:
+            try:
+                read = self.slurm.read()
+            except SlurmError as err:
+                seen.update((name, f"reading Slurm: {err}") for name in waiting)
+            else:
+                for name in sorted(waiting):
+                    sn = read.node(name)
+                    if sn is not None and node_up(sn):
+                        waiting.discard(name)
+                    else:
+                        seen[name] = "not in Slurm" if sn is None else "+".join([sn.state, *sorted(sn.flags)])
+            if not waiting:
+                return {}
+            if time.monotonic() >= deadline:
+                return {
+                    name: f"its slurmd did not register within {timeout:g} s of its play (Slurm: {seen[name]})"
+                    for name in waiting
+                }
+            if self.stopping.wait(REGISTER_POLL):
+                return None
+
+    def take_out(self, name: str, why: str, out: Outcomes) -> None:
+        """A ready node Slurm lost (given back to Slurm already): out of hosts and exports,
+        terminated, journalled failed."""
+        node = self.journal.node(name)
+        if node is not None and node.state is NodeState.READY:
+            self._fail(node, why, out)
 
     def _fail(self, node: Node, why: str, out: Outcomes) -> None:
         """A node that did not come up: out of hosts and exports again, terminated, journalled

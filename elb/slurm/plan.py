@@ -22,10 +22,15 @@ from elb.interfaces import Instance
 from elb.journal import SlurmRequestRecord
 from elb.model import History, Node, NodeState, Removal
 from elb.policy.base import Policy
+from elb.reconcile import lost_for
 from elb.slurm.commands import SlurmRead
 from elb.slurm.parse import SlurmNode, expand
 from elb.slurm.view import node_up, snapshot
 from elb.state import join
+
+# The states of a job on a node that has not started it: such a job is requeued when the node
+# is given back to Slurm (POWER_DOWN_FORCE), never killed.
+_NOT_STARTED = frozenset({"PENDING", "CONFIGURING"})
 
 # A node journalled as launching with no instance the cloud lists is given up after this long
 # (a launch cut short by a crash; the cloud may list a new instance a little late).
@@ -41,6 +46,7 @@ class SlurmInputs:
     history: History
     backoff: Backoff
     in_flight: frozenset[str] = frozenset()
+    watched_since: float | None = None  # this run's first live pass (``reconcile.lost_for``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +67,7 @@ class SlurmPlan:
     boot: tuple[Boot, ...] = ()  # booting nodes to take up again (after a restart)
     give_back: tuple[Removal, ...] = ()  # power down in Slurm: elb will not bring them up now
     drain: tuple[Removal, ...] = ()  # the policy's removals: safe drain, then power down
+    lost: tuple[Removal, ...] = ()  # ready nodes Slurm lost, nothing running: given back, taken out, failed
     remove: tuple[Removal, ...] = ()  # deregister and terminate: Slurm has them powered down
     forget: tuple[Removal, ...] = ()  # booting records with nothing behind them: failed
     orphans: tuple[Instance, ...] = ()  # tagged instances no record accounts for
@@ -74,6 +81,7 @@ class SlurmPlan:
         lines += [f"take up {b.node}: {b.reason}" for b in self.boot]
         lines += [f"give back {r.node}: {r.reason}" for r in self.give_back]
         lines += [f"drain {r.node}: {r.reason}" for r in self.drain]
+        lines += [f"take out {r.node}: {r.reason}" for r in self.lost]
         lines += [f"remove {r.node}: {r.reason}" for r in self.remove]
         lines += [f"forget {r.node}: {r.reason}" for r in self.forget]
         lines += [f"terminate orphan {i.instance_id} ({i.name})" for i in self.orphans]
@@ -131,14 +139,18 @@ def _facts(inputs: SlurmInputs) -> _Facts:
 def plan(inputs: SlurmInputs, config: Config, policy: Policy, now: float) -> SlurmPlan:
     """take up what a restart left -> launch what Slurm asked for (or give it back: over
     max_nodes, or launching backed off after failed bring-ups) -> remove what Slurm powered
-    down -> the cost rule's drains -> orphans -> close the requests elb is done with."""
+    down -> take out the ready nodes Slurm lost -> the cost rule's drains -> orphans -> close
+    the requests elb is done with."""
     f = _facts(inputs)
     boot, forget = _take_up(f, inputs.instances, now)
     forgotten = frozenset(r.node for r in forget)
     launch, held, give_back = _launches(f, forgotten, config, inputs.backoff, now)
     remove, notes = _powered_down(f, forgotten)
     give_back += _given_up(f, give_back)
-    drain, policy_note = _cost_rule(f, inputs, policy, frozenset(r.node for r in remove), now)
+    removing = frozenset(r.node for r in remove)
+    lost, kept = _lost(f, inputs, config.unreachable_timeout, removing, now)
+    notes += kept
+    drain, policy_note = _cost_rule(f, inputs, policy, removing | {r.node for r in lost}, now)
     return SlurmPlan(
         launch=launch,
         launch_reason=f"Slurm asked for {', '.join(launch)}" if launch else "",
@@ -147,6 +159,7 @@ def plan(inputs: SlurmInputs, config: Config, policy: Policy, now: float) -> Slu
         boot=tuple(boot),
         give_back=tuple(give_back),
         drain=tuple(drain),
+        lost=tuple(lost),
         remove=tuple(remove),
         forget=tuple(forget),
         orphans=_orphans(f, inputs, config.orphan_timeout, now),
@@ -228,6 +241,40 @@ def _given_up(f: _Facts, given: Sequence[Removal]) -> list[Removal]:
         for name, kind in sorted(f.told.items())
         if kind == "resume-fail" and name not in f.busy and name not in skip
     ]
+
+
+def _lost(
+    f: _Facts, inputs: SlurmInputs, timeout: float, removing: frozenset[str], now: float
+) -> tuple[list[Removal], list[str]]:
+    """Ready nodes whose slurmd Slurm has not heard from (not responding, or still powering up)
+    and has not had up for ``unreachable_timeout``: taken out when no job runs there (Slurm
+    sets such a node down, and its power saving never powers a down node down, so it would be
+    paid for until an admin looks); kept, and said so, while Slurm lists a job running there
+    (elb never kills a job: Slurm ends it, or an admin). A node an admin set down while its
+    slurmd answers is the admin's, and left alone."""
+    snap = snapshot(inputs.read.jobs, inputs.read.nodes, now)
+    working: dict[str, list[str]] = {}
+    for job in inputs.read.jobs:
+        if job.state not in _NOT_STARTED:
+            for name in job.nodelist:
+                working.setdefault(name, []).append(job.job_id)
+    lost: list[Removal] = []
+    kept: list[str] = []
+    for name in sorted(f.alive - f.busy - removing):
+        n = f.records[name]
+        sn = f.slurm.get(name)
+        if n.state is not NodeState.READY or sn is None or not (sn.powering_up or "not_responding" in sn.flags):
+            continue
+        since = lost_for(n, snap, now, inputs.watched_since)
+        if since < timeout:
+            continue
+        shown = "+".join([sn.state, *sorted(sn.flags)])
+        where = f"Slurm has not had it up for {minutes(since)} ({shown}; unreachable_timeout {minutes(timeout)})"
+        if name in working:
+            kept.append(f"{name}: {where} but job {', '.join(working[name])} runs there; kept (elb never kills a job)")
+        else:
+            lost.append(Removal(name, f"{where}, no job running there"))
+    return lost, kept
 
 
 def _cost_rule(

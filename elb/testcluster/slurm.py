@@ -48,6 +48,9 @@ NODE_CPUS = 2
 SLURM_USER = "slurm"
 RESUME_TIMEOUT = 600  # above boot plus provisioning (docs/slurm.md)
 SUSPEND_TIME = 86400  # Slurm's own idle rule: a safety net behind elb's
+# A node whose slurmd stops answering is marked not responding at the next ping (every third of
+# this) and set down after it: the fault tests see Slurm lose a node within a minute.
+SLURMD_TIMEOUT = 30
 
 
 def env() -> Mapping[str, str]:
@@ -138,6 +141,7 @@ def render_conf(host: str, progs: dict[str, Path], address: str | None = None) -
             f"ResumeFailProgram={progs['resume-fail']}",
             f"ResumeTimeout={RESUME_TIMEOUT}",
             "SuspendTimeout=120",
+            f"SlurmdTimeout={SLURMD_TIMEOUT}",
             f"SuspendTime={SUSPEND_TIME}",
             "PrivateData=cloud",
             "CommunicationParameters=NoAddrCache",

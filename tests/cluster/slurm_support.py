@@ -51,7 +51,8 @@ def slurm_config(tmp: Path, **policy: object) -> Config:
                 "boot_time": 12,
                 **policy,
             },
-            "slurm": {"conf": str(slurm.CONF), "requests": str(slurm.REQUEST_DIR)},
+            # A slurmd that works registers within seconds of its start.
+            "slurm": {"conf": str(slurm.CONF), "requests": str(slurm.REQUEST_DIR), "register_timeout": 30},
             "cloud": {"provider": "local"},
             "provision": {
                 "playbook_dir": str(REPO_ROOT / "playbooks"),
@@ -113,9 +114,25 @@ def passes_until(bal: SlurmBalancer, what: str, done: Callable[[], bool], timeou
         if done():
             return results
         time.sleep(bal.config.poll_interval)
+    states = sinfo_states()
+    waited_for = [name for name, state in states.items() if "powering_up" in state or "not_responding" in state]
     raise AssertionError(
-        f"timed out waiting for {what}; passes: {[r.summary() for r in results[-15:]]}; Slurm: {sinfo_states()}"
+        f"timed out waiting for {what}; passes: {[r.summary() for r in results[-15:]]}; Slurm: {states}"
+        + "".join(slurmd_log(name) for name in waited_for)
     )
+
+
+def slurmd_log(node: str) -> str:
+    """What a node's container says of its slurmd (its processes, the end of its log), for a
+    failure's message: a node Slurm still waits for has nothing of it on the master."""
+    script = "pgrep -a slurmd; pgrep -a munged; tail -n 40 /var/log/slurm/slurmd.log"
+    try:
+        proc = subprocess.run(
+            ["podman", "exec", node, "sh", "-c", script], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"\n{node}: podman exec: {err}"
+    return f"\n--- {node} (podman exec, exit {proc.returncode}):\n{proc.stdout}{proc.stderr}"
 
 
 def job_done(job: str) -> bool:

@@ -6,6 +6,8 @@ as the master, slurmd in podman nodes elb launches and provisions).
 2. SIGKILL of elb between Slurm's resume request and the node ready, at several steps: the
    restarted elb finds in its journal what Slurm asked for and what it had done, and converges
    (the job runs, nothing is leaked).
+3. A ready node whose slurmd dies: Slurm stops hearing from it; once ``unreachable_timeout``
+   has passed with no job running there, elb gives it back to Slurm and takes it out.
 """
 
 from __future__ import annotations
@@ -257,5 +259,52 @@ def test_sigkill_between_resume_request_and_node_ready_converges(controller: Tes
         )
     finally:
         subprocess.run(["scancel", "-u", "sgeuser"], env={**os.environ, **slurm.env()}, check=False)
+        for w in tc.workers():
+            tc.cloud().terminate([w.instance_id])
+
+
+@pytest.mark.timeout(600)
+def test_a_ready_node_whose_slurmd_dies_is_given_back_and_taken_out(controller: TestCluster, tmp_path: Path) -> None:
+    # The cost rule keeps an idle node 300 s (0.5 x boot_time 600 s), longer than this test: the
+    # node goes because Slurm lost it, not because it is idle.
+    cfg = slurm_config(tmp_path, boot_time=600).model_copy(update={"unreachable_timeout": 5.0})
+    tc = controller
+    bal = slurm_balancer(cfg)
+    t0 = time.monotonic()
+    try:
+        job = sbatch("-N", "1", "-n", "2", "--wrap", JOB)
+        passes_until(bal, f"job {job} to run", lambda: job_done(job), 300)
+        name = (HOME / f"{job}.host").read_text().strip()
+        passes_until(bal, f"job {job} to end", lambda: job_state(job) in ("", "COMPLETED"), 60)
+        subprocess.run(["podman", "exec", name, "pkill", "-x", "slurmd"], check=True, timeout=30)
+        killed = time.monotonic()
+        passes_until(bal, f"Slurm to see {name} not responding", lambda: "not_responding" in sinfo_states()[name], 120)
+        noticed = time.monotonic()
+        passes_until(
+            bal,
+            f"{name} to be taken out",
+            lambda: (n := bal.journal.node(name)) is not None and n.state is NodeState.FAILED,
+            120,
+        )
+        taken_out = time.monotonic()
+        why = bal.journal.events(name)[-1].detail or ""
+        assert "Slurm has not had it up for" in why and "no job running there" in why, why
+        assert tc.workers() == []
+        # Given back: Slurm powers it down (and may ask for it again), never leaves it down for good.
+        state = set(sinfo_states()[name].split("+"))
+        assert {"powered_down", "powering_down"} & state, state
+        figures(
+            "slurm_lost_node",
+            slurmd_timeout=slurm.SLURMD_TIMEOUT,
+            unreachable_timeout=cfg.unreachable_timeout,
+            seconds_to_not_responding=round(noticed - killed, 1),
+            seconds_to_taken_out=round(taken_out - killed, 1),
+            slurm_state=sinfo_states()[name],
+            nodes_leaked=len(tc.workers()),
+            seconds=round(time.monotonic() - t0, 1),
+        )
+    finally:
+        subprocess.run(["scancel", "-u", "sgeuser"], env={**os.environ, **slurm.env()}, check=False)
+        bal.journal.close()
         for w in tc.workers():
             tc.cloud().terminate([w.instance_id])

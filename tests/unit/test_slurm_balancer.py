@@ -104,14 +104,14 @@ class FakePlaybooks:
 
 
 def setup(
-    tmp: Path, reads: list[SlurmRead], *, ok: bool = True
+    tmp: Path, reads: list[SlurmRead], *, ok: bool = True, register_timeout: float = 120.0
 ) -> tuple[SlurmBalancer, FakeSlurm, FakeCloud, FakePlaybooks, Config]:
     cfg = parse_config(
         {
             "scheduler": "slurm",
             "state_dir": str(tmp / "state"),
             "policy": {"max_nodes": 4, "slots_per_node": 2, "billing": "second", "idle_time": 3600},
-            "slurm": {"requests": str(tmp / "requests")},
+            "slurm": {"requests": str(tmp / "requests"), "register_timeout": register_timeout},
             "cloud": {"provider": "local"},
         }
     )
@@ -130,7 +130,9 @@ def setup(
 
 def test_a_resume_request_is_launched_addressed_provisioned_and_closed(tmp_path: Path) -> None:
     read = SlurmRead((), (node("node001", "idle", "powering_up"), node("node002", "idle", "powered_down")))
-    bal, slurm, _cloud, books, cfg = setup(tmp_path, [read])
+    # After the play the bring-up reads Slurm until the node's slurmd has registered.
+    registered = SlurmRead((), (node("node001", "idle"), node("node002", "idle", "powered_down")))
+    bal, slurm, _cloud, books, cfg = setup(tmp_path, [read, read, registered])
     write(cfg.slurm.requests, RequestKind.RESUME, "node001", NOW - 1)
     result = bal.run_pass()
     assert result.ok, result.summary()
@@ -138,8 +140,27 @@ def test_a_resume_request_is_launched_addressed_provisioned_and_closed(tmp_path:
     assert books.runs == [("slurm_add_node.yml", ("node001",))]
     n = bal.journal.node("node001")
     assert n is not None and n.state is NodeState.READY and n.instance_id == "i-node001"
+    assert slurm.reads == [registered]  # the pass's read, then two by the bring-up
     assert bal.journal.slurm_requests(open_only=True) != []  # closed by the next pass, which sees it ready
     assert bal.run_pass().ok and bal.journal.slurm_requests(open_only=True) == []
+
+
+def test_a_node_whose_slurmd_never_registers_fails_and_the_next_pass_gives_it_back(tmp_path: Path) -> None:
+    # The add play succeeded, but Slurm goes on showing the node powering up: without a bound the
+    # node (and the job that waits for it) would be held until Slurm's ResumeTimeout.
+    read = SlurmRead((), (node("node001", "alloc", "powering_up"),))
+    bal, slurm, cloud, books, cfg = setup(tmp_path, [read], register_timeout=0.5)
+    write(cfg.slurm.requests, RequestKind.RESUME, "node001", NOW - 1)
+    assert bal.run_pass().ok
+    n = bal.journal.node("node001")
+    assert n is not None and n.state is NodeState.FAILED
+    why = bal.journal.events("node001")[-1].detail or ""
+    assert "did not register within 0.5 s" in why and "alloc+cloud+powering_up" in why
+    assert cloud.terminated == ["i-node001"]
+    assert [r[0] for r in books.runs] == ["slurm_add_node.yml", "slurm_remove_node.yml"]
+    bal.run_pass()  # a failed bring-up: the back-off holds a new launch, the node goes back to Slurm
+    assert [c[:2] for c in slurm.calls if c[0].startswith("power_down")] == [("power_down_force", "node001")]
+    assert len(cloud.instances) == 1
 
 
 def test_a_failed_bring_up_terminates_the_node_and_the_next_pass_gives_it_back(tmp_path: Path) -> None:
@@ -155,6 +176,18 @@ def test_a_failed_bring_up_terminates_the_node_and_the_next_pass_gives_it_back(t
     assert [c[:2] for c in slurm.calls if c[0].startswith("power_down")] == [("power_down_force", "node001")]
     assert bal.journal.slurm_requests(open_only=True) == []
     assert len(cloud.instances) == 1  # not launched again
+
+
+def test_a_ready_node_slurm_lost_is_given_back_and_taken_out(tmp_path: Path) -> None:
+    lost = SlurmRead((), (node("node001", "down", "not_responding"),))
+    bal, slurm, cloud, books, _cfg = setup(tmp_path, [lost])
+    bal.journal.record("node001", NodeState.READY, NOW - 3600, instance_id="i-1", private_ip="10.77.0.9")
+    bal.watched_since = NOW - 3600  # this run has watched it since before Slurm lost it
+    assert bal.run_pass().ok
+    assert [c[:2] for c in slurm.calls] == [("power_down_force", "node001")]
+    assert books.runs == [("slurm_remove_node.yml", ("node001",))] and cloud.terminated == ["i-1"]
+    n = bal.journal.node("node001")
+    assert n is not None and n.state is NodeState.FAILED
 
 
 def test_the_drain_keeps_a_node_a_job_landed_on_and_powers_down_an_empty_one(tmp_path: Path) -> None:

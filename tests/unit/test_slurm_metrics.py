@@ -79,7 +79,8 @@ def test_elb_run_with_slurm_serves_the_metrics_endpoint(tmp_path: Path, monkeypa
         f"slurm: {{requests: {tmp_path / 'requests'}}}\nmetrics_port: {port}\n"
     )
     read = SlurmRead((), (node("node001", "idle", "powering_up"),))
-    slurm, books = FakeSlurm([read]), FakePlaybooks()
+    registered = SlurmRead((), (node("node001", "idle"),))  # what the bring-up reads after its play
+    slurm, books = FakeSlurm([read, registered]), FakePlaybooks()
     monkeypatch.setattr(commands, "SlurmCommands", lambda cfg: slurm)
     monkeypatch.setattr(factory, "make_cloud", lambda cfg: FakeCloud())
     monkeypatch.setattr(factory, "make_provisioner", lambda cfg: books)
@@ -106,7 +107,8 @@ def test_the_slurm_pass_feeds_the_gauges_and_counters(tmp_path: Path) -> None:
         (waiting_job("7", 4, 600), waiting_job("8_[1-3]", 2, 60)),
         (node("node001", "idle", "powering_up"), node("node002", "idle", "powered_down")),
     )
-    slurm, books = FakeSlurm([up]), FakePlaybooks()
+    registered = SlurmRead(up.jobs, (node("node001", "idle"), node("node002", "idle", "powered_down")))
+    slurm, books = FakeSlurm([up, registered]), FakePlaybooks()
     bal = balancer(cfg, slurm, books, clock)
     write(cfg.slurm.requests, RequestKind.RESUME, "node001", NOW - 1)
     assert bal.run_pass().ok

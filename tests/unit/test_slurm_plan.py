@@ -62,6 +62,7 @@ def inputs(
     requests: Sequence[SlurmRequestRecord] = (),
     backoff: Backoff | None = None,
     in_flight: frozenset[str] = frozenset(),
+    watched_since: float | None = None,
 ) -> SlurmInputs:
     all_nodes = tuple(nodes) or tuple(snode(f"node00{i}", "idle", "powered_down") for i in range(1, 5))
     return SlurmInputs(
@@ -72,6 +73,7 @@ def inputs(
         history=History(),
         backoff=backoff or Backoff(),
         in_flight=in_flight,
+        watched_since=watched_since,
     )
 
 
@@ -159,6 +161,38 @@ def test_a_drain_cut_short_goes_on_and_a_powered_down_drained_node_is_removed() 
     p = plan(inputs(nodes=nodes, records=recs), config(), Removes(), NOW)
     assert [d.node for d in p.drain] == ["node001"]
     assert [r.node for r in p.remove] == ["node002"]
+
+
+def test_a_ready_node_slurm_lost_is_taken_out_unless_a_job_runs_there() -> None:
+    # Slurm stopped hearing from these nodes' slurmd 11 min ago (unreachable_timeout: 10 min).
+    lost = NOW - 660
+    records = [record(f"node00{i}", at=NOW - 3600, last_up_at=lost) for i in range(1, 6)]
+    nodes = [
+        snode("node001", "idle", "not_responding"),  # slurmd gone, nothing on it
+        snode("node002", "down", "not_responding", alloc=2),  # a job runs there
+        snode("node003", "alloc", "not_responding", alloc=2),  # a job waits for it to configure
+        snode("node004", "down"),  # an admin set it down; its slurmd answers
+        snode("node005", "idle", "powering_up"),  # its slurmd never registered
+    ]
+    jobs = [job("7", "RUNNING", ("node002",)), job("8", "CONFIGURING", ("node003",))]
+    p = plan(inputs(nodes=nodes, jobs=jobs, records=records), config(), Removes("node001"), NOW)
+    assert [r.node for r in p.lost] == ["node001", "node003", "node005"]
+    assert "Slurm has not had it up for 11 min (idle+cloud+not_responding" in p.lost[0].reason
+    assert "unreachable_timeout 10 min), no job running there" in p.lost[0].reason
+    assert any(n.startswith("node002: ") and "job 7 runs there; kept" in n for n in p.notes)
+    assert p.drain == () and p.give_back == () and p.remove == ()  # taken out, not drained as well
+    assert "take out node001: Slurm has not had it up" in "\n".join(p.describe())
+
+
+def test_a_node_slurm_lost_recently_or_found_lost_at_a_restart_gets_the_whole_time_out() -> None:
+    nodes = [snode("node001", "idle", "not_responding")]
+    recent = [record("node001", last_up_at=NOW - 300)]
+    assert plan(inputs(nodes=nodes, records=recent), config(), Removes(), NOW).lost == ()
+    long_ago = [record("node001", at=NOW - 9000, last_up_at=NOW - 7200)]
+    assert plan(inputs(nodes=nodes, records=long_ago, watched_since=NOW - 60), config(), Removes(), NOW).lost == ()
+    assert [r.node for r in plan(inputs(nodes=nodes, records=long_ago), config(), Removes(), NOW).lost] == ["node001"]
+    busy = plan(inputs(nodes=nodes, records=long_ago, in_flight=frozenset({"node001"})), config(), Removes(), NOW)
+    assert busy.lost == ()  # an operation of elb on it goes first
 
 
 def test_after_a_restart_booting_nodes_are_taken_up_or_given_up() -> None:
