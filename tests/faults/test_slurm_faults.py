@@ -6,7 +6,9 @@ as the master, slurmd in podman nodes elb launches and provisions).
 2. SIGKILL of elb between Slurm's resume request and the node ready, at several steps: the
    restarted elb finds in its journal what Slurm asked for and what it had done, and converges
    (the job runs, nothing is leaked).
-3. A ready node whose slurmd dies: Slurm stops hearing from it; once ``unreachable_timeout``
+3. A node whose slurmd never registers after a play that succeeded: failed after
+   ``slurm.register_timeout`` and given back to Slurm, which requeues the job waiting for it.
+4. A ready node whose slurmd dies: Slurm stops hearing from it; once ``unreachable_timeout``
    has passed with no job running there, elb gives it back to Slurm and takes it out.
 """
 
@@ -25,6 +27,7 @@ import pytest
 import yaml
 
 from elb.actuator import Outcomes
+from elb.config import parse_config
 from elb.model import NodeState
 from elb.slurm.balancer import SlurmBalancer
 from elb.slurm.commands import SlurmCommands
@@ -292,7 +295,7 @@ def test_a_ready_node_whose_slurmd_dies_is_given_back_and_taken_out(controller: 
         assert tc.workers() == []
         # Given back: Slurm powers it down (and may ask for it again), never leaves it down for good.
         state = set(sinfo_states()[name].split("+"))
-        assert {"powered_down", "powering_down"} & state, state
+        assert {"powered_down", "powering_down", "power_down"} & state, state
         figures(
             "slurm_lost_node",
             slurmd_timeout=slurm.SLURMD_TIMEOUT,
@@ -305,6 +308,63 @@ def test_a_ready_node_whose_slurmd_dies_is_given_back_and_taken_out(controller: 
         )
     finally:
         subprocess.run(["scancel", "-u", "sgeuser"], env={**os.environ, **slurm.env()}, check=False)
+        bal.journal.close()
+        for w in tc.workers():
+            tc.cloud().terminate([w.instance_id])
+
+
+@pytest.mark.timeout(600)
+def test_a_node_whose_slurmd_never_registers_fails_and_goes_back_to_slurm(
+    controller: TestCluster, tmp_path: Path
+) -> None:
+    # The add play starts the node's slurmd under another node's name (provision.extra_vars
+    # override the role's slurm_node_name): it fetches its configuration and runs, so the play
+    # succeeds, but the node Slurm waits for never registers. Without a bound elb kept it, and the
+    # job waiting for it, until Slurm's ResumeTimeout (600 s here). The job running on a node
+    # elb launches next is the give-back path the SIGKILL test takes; here the job is checked
+    # requeued, not lost (its rerun waits for Slurm's SuspendTimeout, 120 s, a documented run).
+    impostor = f"node{slurm.CLOUD_NODES:03d}"
+    cfg = slurm_config(tmp_path).model_dump(mode="json")
+    cfg["slurm"]["register_timeout"] = 10.0
+    cfg["provision"]["extra_vars"] = {"slurm_node_name": impostor}
+    tc = controller
+    t0 = time.monotonic()
+    bal = slurm_balancer(parse_config(cfg))
+    try:
+        job = sbatch("-N", "1", "-n", "2", "--wrap", JOB)
+        passes_until(
+            bal,
+            "the node that never registered to fail and go back to Slurm",
+            lambda: (
+                bool(bal.journal.nodes(include_gone=True))
+                and not bal.journal.nodes()
+                and not bal.journal.slurm_requests(open_only=True)
+            ),
+            180,
+        )
+        (node,) = bal.journal.nodes(include_gone=True)
+        why = bal.journal.events(node.name)[-1].detail or ""
+        assert node.state is NodeState.FAILED, node
+        assert "its slurmd did not register within 10 s of its play" in why and "powering_up" in why, why
+        assert tc.workers() == []
+        state = set(sinfo_states()[node.name].split("+"))
+        assert {"powered_down", "powering_down", "power_down"} & state, state  # given back, not left down
+        assert job_state(job) == "PENDING"  # requeued by Slurm, to run on a node it asks for next
+        figures(
+            "slurm_never_registers",
+            register_timeout=10.0,
+            seconds_to_failed_and_given_back=round(time.monotonic() - t0, 1),
+            job=job_state(job),
+            nodes_leaked=len(tc.workers()),
+        )
+    finally:
+        subprocess.run(["scancel", "-u", "sgeuser"], env={**os.environ, **slurm.env()}, check=False)
+        # The impostor registered under the other node's name: that node goes back to powered down.
+        subprocess.run(
+            ["scontrol", "update", f"nodename={impostor}", "state=POWER_DOWN_FORCE", "reason=test"],
+            env={**os.environ, **slurm.env()},
+            check=False,
+        )
         bal.journal.close()
         for w in tc.workers():
             tc.cloud().terminate([w.instance_id])
