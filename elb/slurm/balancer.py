@@ -364,7 +364,7 @@ class SlurmBalancer:
                     if sn is not None and node_up(sn):
                         waiting.discard(name)
                     else:
-                        seen[name] = "not in Slurm" if sn is None else "+".join([sn.state, *sorted(sn.flags)])
+                        seen[name] = "not in Slurm" if sn is None else sn.shown
             if not waiting:
                 return {}
             if time.monotonic() >= deadline:

@@ -112,6 +112,11 @@ class SlurmNode:
     reason: str  # "none" when there is none
 
     @property
+    def shown(self) -> str:
+        """The state with its flags as ``sinfo`` shows them (``idle+cloud+powering_up``)."""
+        return "+".join([self.state, *sorted(self.flags)])
+
+    @property
     def powered_down(self) -> bool:
         return "powered_down" in self.flags
 

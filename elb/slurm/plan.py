@@ -20,7 +20,7 @@ from elb.config import Config
 from elb.durations import minutes
 from elb.interfaces import Instance
 from elb.journal import SlurmRequestRecord
-from elb.model import History, Node, NodeState, Removal
+from elb.model import History, Node, NodeState, Removal, Snapshot
 from elb.policy.base import Policy
 from elb.reconcile import lost_for
 from elb.slurm.commands import SlurmRead
@@ -107,9 +107,10 @@ class _Facts:
     wanted: tuple[str, ...]  # nodes Slurm's open resume requests ask for (latest word resume)
     told: Mapping[str, str]  # node -> suspend or resume-fail (latest word)
     asked_at: Mapping[str, float]  # node -> when Slurm first asked to resume it
+    snapshot: Snapshot  # this read of Slurm as the neutral snapshot
 
 
-def _facts(inputs: SlurmInputs) -> _Facts:
+def _facts(inputs: SlurmInputs, now: float) -> _Facts:
     records = {n.name: n for n in inputs.nodes}
     wanted: list[str] = []
     told: dict[str, str] = {}
@@ -133,6 +134,7 @@ def _facts(inputs: SlurmInputs) -> _Facts:
         wanted=tuple(wanted),
         told=told,
         asked_at=asked_at,
+        snapshot=snapshot(inputs.read.jobs, inputs.read.nodes, now),
     )
 
 
@@ -141,7 +143,7 @@ def plan(inputs: SlurmInputs, config: Config, policy: Policy, now: float) -> Slu
     max_nodes, or launching backed off after failed bring-ups) -> remove what Slurm powered
     down -> take out the ready nodes Slurm lost -> the cost rule's drains -> orphans -> close
     the requests elb is done with."""
-    f = _facts(inputs)
+    f = _facts(inputs, now)
     boot, forget = _take_up(f, inputs.instances, now)
     forgotten = frozenset(r.node for r in forget)
     launch, held, give_back = _launches(f, forgotten, config, inputs.backoff, now)
@@ -229,7 +231,7 @@ def _powered_down(f: _Facts, forgotten: frozenset[str]) -> tuple[list[Removal], 
         elif sn is None:
             notes.append(f"{name}: Slurm does not know it; kept (an admin must look)")
         elif sn.powered_down or (n.state is NodeState.DRAINING and sn.powering_down):
-            remove.append(Removal(name, f"Slurm has it {'+'.join([sn.state, *sorted(sn.flags)])}"))
+            remove.append(Removal(name, f"Slurm has it {sn.shown}"))
     return remove, notes
 
 
@@ -252,7 +254,6 @@ def _lost(
     paid for until an admin looks); kept, and said so, while Slurm lists a job running there
     (elb never kills a job: Slurm ends it, or an admin). A node an admin set down while its
     slurmd answers is the admin's, and left alone."""
-    snap = snapshot(inputs.read.jobs, inputs.read.nodes, now)
     working: dict[str, list[str]] = {}
     for job in inputs.read.jobs:
         if job.state not in _NOT_STARTED:
@@ -265,11 +266,10 @@ def _lost(
         sn = f.slurm.get(name)
         if n.state is not NodeState.READY or sn is None or not (sn.powering_up or "not_responding" in sn.flags):
             continue
-        since = lost_for(n, snap, now, inputs.watched_since)
+        since = lost_for(n, f.snapshot, now, inputs.watched_since)
         if since < timeout:
             continue
-        shown = "+".join([sn.state, *sorted(sn.flags)])
-        where = f"Slurm has not had it up for {minutes(since)} ({shown}; unreachable_timeout {minutes(timeout)})"
+        where = f"Slurm has not had it up for {minutes(since)} ({sn.shown}; unreachable_timeout {minutes(timeout)})"
         if name in working:
             kept.append(f"{name}: {where} but job {', '.join(working[name])} runs there; kept (elb never kills a job)")
         else:
@@ -281,8 +281,8 @@ def _cost_rule(
     f: _Facts, inputs: SlurmInputs, policy: Policy, removing: frozenset[str], now: float
 ) -> tuple[list[Removal], str]:
     """The policy's removals among ready nodes Slurm has up and idle, and drains a restart cut short."""
-    snap = snapshot(inputs.read.jobs, inputs.read.nodes, now)
-    decided = policy.decide(join([n for n in inputs.nodes if n.state.alive], (), snap, now=now), inputs.history)
+    alive = [n for n in inputs.nodes if n.state.alive]
+    decided = policy.decide(join(alive, (), f.snapshot, now=now), inputs.history)
     on_jobs = {name for j in inputs.read.jobs for name in j.nodelist}
     drain: list[Removal] = []
     for r in decided.remove:
