@@ -101,6 +101,22 @@ def job_state(job: str) -> str:
     return proc.stdout.strip()
 
 
+def clean_up(tc: TestCluster, bal: SlurmBalancer | None = None) -> None:
+    """After a test, pass or fail: the cluster user's jobs cancelled, the journal closed, every
+    worker terminated."""
+    subprocess.run(["scancel", "-u", "sgeuser"], env={**os.environ, **slurm.env()}, check=False)
+    if bal is not None:
+        bal.journal.close()
+    for w in tc.workers():
+        tc.cloud().terminate([w.instance_id])
+
+
+def assert_given_back(name: str) -> None:
+    """Slurm powers the node down (and may ask for it again), never leaves it down for good."""
+    state = set(sinfo_states()[name].split("+"))
+    assert {"powered_down", "powering_down", "power_down"} & state, state
+
+
 def no_elb_nodes_left(bal: SlurmBalancer, tc: TestCluster) -> bool:
     return not bal.journal.nodes() and not tc.workers() and not bal.journal.slurm_requests(open_only=True)
 
@@ -197,10 +213,7 @@ def test_job_submitted_as_the_slurm_node_drains_is_never_lost(controller: TestCl
             seconds=round(time.monotonic() - t0, 1),
         )
     finally:
-        subprocess.run(["scancel", "-u", "sgeuser"], env={**os.environ, **slurm.env()}, check=False)
-        bal.journal.close()
-        for w in tc.workers():
-            tc.cloud().terminate([w.instance_id])
+        clean_up(tc, bal)
 
 
 # Where elb dies: in the middle of the launch (the container exists, its sshd not yet awaited)
@@ -261,9 +274,7 @@ def test_sigkill_between_resume_request_and_node_ready_converges(controller: Tes
             seconds=round(time.monotonic() - t0, 1),
         )
     finally:
-        subprocess.run(["scancel", "-u", "sgeuser"], env={**os.environ, **slurm.env()}, check=False)
-        for w in tc.workers():
-            tc.cloud().terminate([w.instance_id])
+        clean_up(tc)
 
 
 @pytest.mark.timeout(600)
@@ -293,9 +304,7 @@ def test_a_ready_node_whose_slurmd_dies_is_given_back_and_taken_out(controller: 
         why = bal.journal.events(name)[-1].detail or ""
         assert "Slurm has not had it up for" in why and "no job running there" in why, why
         assert tc.workers() == []
-        # Given back: Slurm powers it down (and may ask for it again), never leaves it down for good.
-        state = set(sinfo_states()[name].split("+"))
-        assert {"powered_down", "powering_down", "power_down"} & state, state
+        assert_given_back(name)
         figures(
             "slurm_lost_node",
             slurmd_timeout=slurm.SLURMD_TIMEOUT,
@@ -307,10 +316,7 @@ def test_a_ready_node_whose_slurmd_dies_is_given_back_and_taken_out(controller: 
             seconds=round(time.monotonic() - t0, 1),
         )
     finally:
-        subprocess.run(["scancel", "-u", "sgeuser"], env={**os.environ, **slurm.env()}, check=False)
-        bal.journal.close()
-        for w in tc.workers():
-            tc.cloud().terminate([w.instance_id])
+        clean_up(tc, bal)
 
 
 @pytest.mark.timeout(600)
@@ -347,8 +353,7 @@ def test_a_node_whose_slurmd_never_registers_fails_and_goes_back_to_slurm(
         assert node.state is NodeState.FAILED, node
         assert "its slurmd did not register within 10 s of its play" in why and "powering_up" in why, why
         assert tc.workers() == []
-        state = set(sinfo_states()[node.name].split("+"))
-        assert {"powered_down", "powering_down", "power_down"} & state, state  # given back, not left down
+        assert_given_back(node.name)
         assert job_state(job) == "PENDING"  # requeued by Slurm, to run on a node it asks for next
         figures(
             "slurm_never_registers",
@@ -358,13 +363,10 @@ def test_a_node_whose_slurmd_never_registers_fails_and_goes_back_to_slurm(
             nodes_leaked=len(tc.workers()),
         )
     finally:
-        subprocess.run(["scancel", "-u", "sgeuser"], env={**os.environ, **slurm.env()}, check=False)
+        clean_up(tc, bal)
         # The impostor registered under the other node's name: that node goes back to powered down.
         subprocess.run(
             ["scontrol", "update", f"nodename={impostor}", "state=POWER_DOWN_FORCE", "reason=test"],
             env={**os.environ, **slurm.env()},
             check=False,
         )
-        bal.journal.close()
-        for w in tc.workers():
-            tc.cloud().terminate([w.instance_id])
