@@ -74,6 +74,7 @@ class LocalCloud:
         authorized_key: Path = DEFAULT_AUTHORIZED_KEY,
         podman: str = "podman",
         command_timeout: float = 120.0,
+        slots_per_node: int | None = None,
     ) -> None:
         if not cluster:
             raise ValueError("cluster name must not be empty")
@@ -82,6 +83,9 @@ class LocalCloud:
         self.authorized_key = authorized_key
         self.podman = podman
         self.command_timeout = command_timeout
+        # The admin's slots of a node (``policy.slots_per_node``), as EC2's instances carry them:
+        # the play gives the node these (``elb_slots``); None lets it count the node's processors.
+        self.slots_per_node = slots_per_node
 
     # ------------------------------------------------------------------ helpers
 
@@ -140,6 +144,7 @@ class LocalCloud:
             private_ip=ip,
             instance_type="podman",
             image_id=str(d.get("ImageName") or d.get("Image") or ""),
+            slots=self.slots_per_node,
             tags={k: v for k, v in labels.items() if k in (TAG_CLUSTER, TAG_ROLE, TAG_MANAGED_BY, TAG_NAME)},
         )
 
@@ -281,8 +286,10 @@ class LocalCloud:
         )
 
     def new_node_slots(self) -> int:
-        """A node container gets no CPU limit: it has this machine's processors (what ``nproc``
-        shows in it, and what the sge_exec role gives it as slots)."""
+        """Configured, else this machine's processors: a node container gets no CPU limit (what
+        ``nproc`` shows in it, and what the sge_exec role then gives it as slots)."""
+        if self.slots_per_node is not None:
+            return self.slots_per_node
         return len(os.sched_getaffinity(0))
 
     def _check_ours(self, instance_ids: Sequence[str], verb: str) -> dict[str, Instance]:

@@ -145,6 +145,9 @@ def test_slow_provisioning_does_not_delay_a_due_removal(testcluster: TestCluster
             assert r.ok, r.summary()
             first = r.outcomes.added[0] if r.outcomes.added else None
             time.sleep(1)
+        # Node A has the one slot configured: SGE cannot start the waiting job beside the busy one.
+        host = next(h for h in bal.sge.read_snapshot().hosts if h.name == first)
+        assert host.slots_total == 1, host
         bal.journal.close()
 
         # elb restarts with a provisioning play that pauses for minutes; a job waits: node B
