@@ -8,8 +8,8 @@ until the mount point appears in ``/proc/self/mounts`` and returns, as mount hel
 
 Every request is made with the caller's identity: one NFS connection per (uid, gid) taken
 from the FUSE context, so the server's permission checks and file ownership are those of
-the user on the node. Not for production use: no locking, no caching, no reconnect logic
-beyond opening a new connection after a failure.
+the user on the node. Not for production use: no locking, no caching, no reconnect (a
+connection, one per identity, is opened at its first use and kept, failed or not).
 
 Runs with the node's own Python (3.11) and the ``nfs-rs`` and ``mfusepy`` wheels from PyPI
 installed under ``/opt/elb-mountnfs``; it does not import elb.
