@@ -25,7 +25,7 @@ def make_cloud(cfg: Config) -> Cloud:
     if cfg.cloud.provider == "local":
         from elb.cloud.local import LocalCloud
 
-        return LocalCloud(cfg.cloud.local, cfg.cluster.name, slots_per_node=cfg.policy.slots_per_node)
+        return LocalCloud.from_config(cfg)
     from elb.cloud.ec2 import Ec2Cloud
 
     return Ec2Cloud.from_config(cfg)

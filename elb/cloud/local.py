@@ -24,9 +24,9 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
-from elb.config import LocalConfig
+from elb.config import Config, LocalConfig
 from elb.interfaces import (
     TAG_CLUSTER,
     TAG_MANAGED_BY,
@@ -86,6 +86,11 @@ class LocalCloud:
         # The admin's slots of a node (``policy.slots_per_node``), as EC2's instances carry them:
         # the play gives the node these (``elb_slots``); None lets it count the node's processors.
         self.slots_per_node = slots_per_node
+
+    @classmethod
+    def from_config(cls, config: Config, **kwargs: Any) -> Self:
+        """The local cloud of elb's settings (its nodes carry ``policy.slots_per_node``)."""
+        return cls(config.cloud.local, config.cluster.name, slots_per_node=config.policy.slots_per_node, **kwargs)
 
     # ------------------------------------------------------------------ helpers
 

@@ -391,7 +391,7 @@ def test_provisioning_fails_on_one_of_two_new_nodes(testcluster: TestCluster, tm
     tc = testcluster
     baseline = cluster_state(tc)
     cfg = fault_config(tmp_path, max_nodes=2, add_nodes_per_iteration=2, slots_per_node=1, idle_time=600)
-    cloud = BreakOneOfTwo(cfg.cloud.local, cfg.cluster.name)
+    cloud = BreakOneOfTwo.from_config(cfg)
     bal = balancer(cfg, cloud=cloud)
     t0 = time.monotonic()
     try:
