@@ -1,12 +1,11 @@
 """Prometheus metrics (off unless ``metrics_port`` is set; on ``metrics_address``, 127.0.0.1 by
-default), for either scheduler's pass.
+default), for the pass of every scheduler.
 
 Gauges are taken from the journal and the last pass when Prometheus scrapes, so the pass does
 no extra work for them; the pass feeds the histograms and the pass counter (``PassMetrics``)
 as it ends. The registry is elb's own and carries the process's figures (CPU, memory, open
 files) and ``elb_build_info`` beside elb's. The journal feeds the boot step histogram as it
-records each node's boot steps (``elb.timeline``), once each. With ``scheduler: slurm`` the
-metrics of what only the Grid Engine pass does (``GRID_ENGINE_ONLY``) are not served.
+records each node's boot steps (``elb.timeline``), once each.
 """
 
 from __future__ import annotations
@@ -29,8 +28,8 @@ from elb.timeline import DURATION_NAMES, Step, Timeline
 
 if TYPE_CHECKING:
     from elb.config import Config
-    from elb.daemon import Counters, LastPass
     from elb.journal import Journal
+    from elb.passrecord import Counters, LastPass
 
 # A pass reads SGE and the cloud and starts operations: seconds, up to SGE's time-outs.
 PASS_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
@@ -103,28 +102,11 @@ class BuildInfoCollector(Collector):
 # Node states a node is in while elb manages it (stopped in a warm pool too); terminated and
 # failed nodes leave the count.
 _LIVE_STATES = tuple(s for s in NodeState if s.alive or s.pooled)
-_ALIVE_STATES = tuple(s for s in NodeState if s.alive)  # no warm pool: the Slurm pass's nodes
-
-# What only the Grid Engine pass does, not served with ``scheduler: slurm``: SGE's view of lost
-# nodes, the demand's unservable jobs, the warm pool, EC2's notices and what elb does to SGE's
-# jobs on a node EC2 is taking back. ``elb_nodes`` then has no warm pool states either.
-GRID_ENGINE_ONLY = frozenset(
-    {
-        "elb_lost_nodes_kept",
-        "elb_unservable_jobs",
-        "elb_warm_pool_nodes",
-        "elb_nodes_stopped",
-        "elb_nodes_restarted",
-        "elb_jobs_rescheduled",
-        "elb_jobs_moved_on_demand",
-        "elb_ec2_notices",
-    }
-)
 
 
 class Observed(Protocol):
-    """What the metrics read of a balancer: ``elb.daemon.Balancer`` (Grid Engine) or
-    ``elb.slurm.balancer.SlurmBalancer``, each keeping its last pass's figures and its counters."""
+    """What the metrics read of a balancer (``elb.daemon.Balancer``): its last pass's figures and
+    its counters."""
 
     config: Config
     journal: Journal
@@ -139,12 +121,6 @@ class BalancerCollector(Collector):
         self.balancer = balancer
 
     def collect(self) -> Iterator[Metric]:
-        if self.balancer.config.scheduler == "slurm":
-            yield from (m for m in self._all(_ALIVE_STATES) if m.name not in GRID_ENGINE_ONLY)
-        else:
-            yield from self._all(_LIVE_STATES)
-
-    def _all(self, states: tuple[NodeState, ...]) -> Iterator[Metric]:
         b = self.balancer
         s = b.last
         for name, doc, value in (
@@ -159,7 +135,7 @@ class BalancerCollector(Collector):
             ("elb_last_good_pass_timestamp_seconds", "Time of the last successful pass", s.last_good),
             (
                 "elb_lost_nodes_kept",
-                "Nodes lost (instance gone or SGE can't reach them) but kept: SGE lists work on them",
+                "Nodes lost (instance gone or the scheduler can't reach them) but kept: it lists work on them",
                 s.lost_kept,
             ),
             (
@@ -179,7 +155,7 @@ class BalancerCollector(Collector):
             yield g
         nodes = b.journal.nodes()
         g = GaugeMetricFamily("elb_nodes", "Nodes elb manages, by lifecycle state", labels=["state"])
-        for st in states:
+        for st in _LIVE_STATES:
             g.add_metric([st.value], sum(1 for n in nodes if n.state is st))
         yield g
         groups = b.config.groups(b.config.policy.slots_per_node or 1)
@@ -208,13 +184,18 @@ class BalancerCollector(Collector):
                 b.counters.launches_held,
             ),
             (
+                "elb_nodes_given_back",
+                "Nodes the scheduler asked for by name that elb gave back (limits, back-off, pause)",
+                b.counters.given_back,
+            ),
+            (
                 "elb_jobs_rescheduled",
                 "Rerunnable jobs requeued from nodes EC2 was taking back (spot interruption)",
                 b.counters.rescheduled,
             ),
             (
                 "elb_jobs_moved_on_demand",
-                "Jobs bound to on-demand queues after more spot interruptions than allowed",
+                "Jobs bound to on-demand nodes after more spot interruptions than allowed",
                 b.counters.moved_on_demand,
             ),
         ):

@@ -8,34 +8,15 @@ Nothing is created: the state directory is probed with a temporary file only whe
 
 from __future__ import annotations
 
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from elb import assets, factory, migrations
+from elb.checks import Check
 from elb.config import Config
-from elb.interfaces import CloudError
 from elb.journal import Journal, JournalError
 from elb.provision.ansible import ProvisionError
-from elb.sge.commands import SgeCommands
-from elb.sge.errors import SgeError, SgeTimeoutError
-from elb.slurm.commands import SlurmCommands, SlurmError
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    what: str
-    ok: bool
-    detail: str
-    fix: str = ""
-
-    def line(self) -> str:
-        """One line, whatever the detail (an SGE error spans several)."""
-        fix = f" -> {self.fix}" if self.fix and not self.ok else ""
-        text = " ".join(f"{self.what}: {self.detail}{fix}".split())
-        return f"{'ok  ' if self.ok else 'FAIL'} {text}"
 
 
 def check_playbooks(cfg: Config) -> Iterator[Check]:
@@ -67,49 +48,8 @@ def check_ssh_key(cfg: Config) -> Iterator[Check]:
 
 
 def check_scheduler(cfg: Config) -> Iterator[Check]:
-    yield from check_slurm(cfg) if cfg.scheduler == "slurm" else check_sge(cfg)
-
-
-def check_slurm(cfg: Config) -> Iterator[Check]:
-    """squeue and sinfo answer (sinfo lists nodes), and elb can read Slurm's request directory."""
-    try:
-        read = SlurmCommands(cfg.slurm).read()
-    except SlurmError as err:
-        yield Check("Slurm", False, str(err), "set slurm.conf and slurm.bin_dir for this cluster")
-    else:
-        cloud = sum(1 for n in read.nodes if "cloud" in n.flags)
-        yield Check("Slurm", True, f"sinfo lists {len(read.nodes)} node(s), {cloud} of them cloud nodes")
-    requests = cfg.slurm.requests
-    if not requests.is_dir():
-        yield Check(
-            "Slurm requests",
-            False,
-            f"{requests} is not a directory",
-            "create it (owner root, group of SlurmUser, mode 2770): see docs/slurm.md",
-        )
-    else:
-        yield Check("Slurm requests", True, str(requests))
-    for playbook in (cfg.slurm.add_playbook, cfg.slurm.remove_playbook):
-        where = assets.playbook_dir(cfg.provision.playbook_dir) / playbook
-        if not where.is_file():
-            yield Check("Slurm playbooks", False, f"{where} not found", "set slurm.add_playbook/remove_playbook")
-
-
-def check_sge(cfg: Config) -> Iterator[Check]:
-    try:
-        SgeCommands(cfg.sge).answers()
-    except SgeTimeoutError as err:
-        yield Check(
-            "SGE",
-            False,
-            f"qstat did not answer within {cfg.sge.timeout:g}s (sge.timeout): {err}",
-            "is the qmaster up and reachable from here?",
-        )
-        return
-    except SgeError as err:
-        yield Check("SGE", False, str(err), "set sge.root, sge.cell and sge.bin_dir for this cluster")
-        return
-    yield Check("SGE", True, f"qstat answers (sge.root {cfg.sge.root}, cell {cfg.sge.cell})")
+    """The configured scheduler's own checks (its driver's)."""
+    yield from factory.scheduler_checks(cfg)
 
 
 def _probe(path: Path) -> str | None:
@@ -154,44 +94,9 @@ def check_state(cfg: Config) -> Iterator[Check]:
         yield Check("journal", True, f"{cfg.journal_path} is readable")
 
 
-def _podman_check(cfg: Config) -> Iterator[Check]:
-    from elb.cloud.local import LocalCloud  # noqa: PLC0415
-
-    cloud = LocalCloud(cfg.cloud.local, cfg.cluster.name, command_timeout=30)
-    try:
-        workers = cloud.list_workers()
-    except CloudError as err:
-        yield Check("cloud local (podman)", False, str(err), "install podman and run elb as root")
-        return
-    yield Check("cloud local (podman)", True, f"podman answers, {len(workers)} worker container(s)")
-    image = cfg.cloud.local.image
-    try:
-        found = subprocess.run(["podman", "image", "exists", image], check=False, capture_output=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        yield Check("node image", False, f"podman image exists {image}: {err}", "")
-        return
-    yield Check(
-        "node image",
-        found.returncode == 0,
-        image if found.returncode == 0 else f"{image} is not in podman's store",
-        "build it with elb testcluster up, or set cloud.local.image",
-    )
-
-
-def _ec2_check(cfg: Config) -> Iterator[Check]:
-    from elb.cloud.ec2 import Ec2Cloud, preflight  # noqa: PLC0415 (boto3 only when asked)
-
-    try:
-        cloud = Ec2Cloud.from_config(cfg)
-    except CloudError as err:
-        yield Check("cloud ec2", False, str(err), "set cloud.ec2.region and AWS credentials (elb ec2-check)")
-        return
-    for c in preflight(cloud):
-        yield Check(f"cloud ec2: {c.what}", c.ok, c.detail, "see elb ec2-check and the README's IAM policy")
-
-
 def check_cloud(cfg: Config) -> Iterator[Check]:
-    yield from _podman_check(cfg) if cfg.cloud.provider == "local" else _ec2_check(cfg)
+    """The configured cloud's own checks (its adapter's)."""
+    yield from factory.cloud_checks(cfg)
 
 
 LOCAL_CHECKS: tuple[Callable[[Config], Iterator[Check]], ...] = (check_playbooks, check_ssh_key, check_state)

@@ -44,11 +44,9 @@ from elb.provision.outcomes import RunEnd, summarize
 
 log = logging.getLogger("elb.provision")
 
-ADD_PLAYBOOK = "add_node.yml"
-# The task of add_node.yml whose success on a node means the run has reached it over SSH (the
+# The task of the add plays whose success on a node means the run has reached it over SSH (the
 # "reachable" step of the boot timeline); the fixtures' stand-in playbook has it too.
 REACH_TASK = "Check that the node answers"
-REMOVE_PLAYBOOK = "remove_node.yml"
 POLL_SECONDS = 0.5  # how often runner checks for cancellation and the time limit
 
 # Environment variables ansible-playbook may inherit. Everything else (AWS_*, tokens, the
@@ -254,9 +252,13 @@ class AnsibleProvisioner:
     # -- the Provisioner protocol ---------------------------------------------------------
 
     def add_nodes(
-        self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec], on_reached: Callable[[str], None] | None = None
+        self,
+        playbook: str,
+        nodes: Sequence[NodeSpec],
+        existing: Sequence[NodeSpec],
+        on_reached: Callable[[str], None] | None = None,
     ) -> dict[str, HostResult]:
-        """Run add_node.yml: ``nodes`` in ``new_nodes``, ``existing`` in ``workers``.
+        """Run the add ``playbook`` (the scheduler's): ``nodes`` in ``new_nodes``, ``existing`` in ``workers``.
         ``on_reached(name)``: once per node, at the first task that succeeded on it.
 
         Returns a result for each of ``nodes`` (never raises for bad input: every node is then
@@ -264,18 +266,20 @@ class AnsibleProvisioner:
         """
         if not nodes:
             return {}
-        report = self.run(ADD_PLAYBOOK, workers=existing, new_nodes=nodes, on_reached=on_reached)
+        report = self.run(playbook, workers=existing, new_nodes=nodes, on_reached=on_reached)
         self._log_others(report, [n.name for n in nodes])
         return report.for_hosts([n.name for n in nodes])
 
-    def remove_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:
-        """Run remove_node.yml: ``nodes`` in ``old_nodes``, ``existing`` in ``workers``.
+    def remove_nodes(
+        self, playbook: str, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]
+    ) -> dict[str, HostResult]:
+        """Run the remove ``playbook`` (the scheduler's): ``nodes`` in ``old_nodes``, ``existing`` in ``workers``.
 
         A node that the playbook reports busy (``elb_busy``) is BUSY: it stays in the cluster.
         """
         if not nodes:
             return {}
-        report = self.run(REMOVE_PLAYBOOK, workers=existing, old_nodes=nodes)
+        report = self.run(playbook, workers=existing, old_nodes=nodes)
         self._log_others(report, [n.name for n in nodes])
         return report.for_hosts([n.name for n in nodes])
 

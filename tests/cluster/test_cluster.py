@@ -15,6 +15,7 @@ import pytest
 
 from elb.cloud.local import LocalCloud
 from elb.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, CloudError, Outcome
+from elb.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
 from elb.testcluster import constants as C
 from elb.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state, job_state, provisioner, qconf_words, spec, wait_for
@@ -77,7 +78,7 @@ def test_busy_node_is_not_removed(testcluster: TestCluster, tmp_path: Path) -> N
     job = tc.submit("#!/bin/sh\nsleep 300\n", "-l", f"hostname={node.name}", "-o", "/dev/null", "-j", "y")
     try:
         wait_for(f"job {job} running", lambda: job_state(tc, job) == "r")
-        result = prov.remove_nodes([spec(node)], existing=[])
+        result = prov.remove_nodes(REMOVE_PLAYBOOK, [spec(node)], existing=[])
         assert result[node.name].outcome is Outcome.BUSY, result
         # Still a working exec host, its queue instance enabled again, the job still running.
         assert node.name in qconf_words(tc, "-sel")
@@ -88,7 +89,7 @@ def test_busy_node_is_not_removed(testcluster: TestCluster, tmp_path: Path) -> N
     finally:
         tc.master_run(["qdel", "-f", job], check=False)
         wait_for(f"job {job} gone", lambda: job_state(tc, job) == "", timeout=60)
-        result = prov.remove_nodes([spec(node)], existing=[])
+        result = prov.remove_nodes(REMOVE_PLAYBOOK, [spec(node)], existing=[])
         tc.cloud().terminate([node.instance_id])
     assert result[node.name].outcome is Outcome.OK, result
     assert cluster_state(tc) == before
@@ -110,7 +111,7 @@ def test_failed_provisioning_is_reported_and_leaves_nothing_registered(
             timeout=30,
         )
         prov = provisioner(tmp_path, sge_exec_wait_retries=3, sge_exec_wait_delay=1)
-        results = prov.add_nodes([spec(node)], existing=[])
+        results = prov.add_nodes(ADD_PLAYBOOK, [spec(node)], existing=[])
         r = results[node.name]
         assert r.outcome is Outcome.FAILED, r
         assert r.task is not None and r.message is not None

@@ -77,7 +77,7 @@ def test_slurm_resumes_through_elb_jobs_run_over_nfs_and_idle_nodes_go(controlle
             lambda: (n := bal.journal.node(ran_on)) is not None and n.state is NodeState.TERMINATED,
             timeout=300,
         )
-        passes_until(bal, "every request closed", lambda: not bal.journal.slurm_requests(open_only=True), timeout=60)
+        passes_until(bal, "every ask answered", lambda: not bal.journal.asks(), timeout=60)
         assert tc.workers() == []
         # Powered down, or still within SuspendTimeout after Slurm's SuspendProgram ran.
         assert {"powered_down", "powering_down"} & set(sinfo_states()[ran_on].split("+")), sinfo_states()

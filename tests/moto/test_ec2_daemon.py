@@ -24,6 +24,7 @@ from elb.factory import make_cloud
 from elb.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, NodeSpec
 from elb.journal import Journal
 from elb.model import NodeState
+from elb.sge.driver import GridEngine
 from tests.unit.factories import pending
 from tests.unit.fakes import FakeProvisioner, FakeSge
 
@@ -48,13 +49,13 @@ class RecordingProvisioner(FakeProvisioner):
         self.added: list[NodeSpec] = []
         self.removed: list[NodeSpec] = []
 
-    def add_nodes(self, nodes: Any, existing: Any, on_reached: Any = None) -> Any:
+    def add_nodes(self, playbook: str, nodes: Any, existing: Any, on_reached: Any = None) -> Any:
         self.added.extend(nodes)
-        return super().add_nodes(nodes, existing, on_reached)
+        return super().add_nodes(playbook, nodes, existing, on_reached)
 
-    def remove_nodes(self, nodes: Any, existing: Any) -> Any:
+    def remove_nodes(self, playbook: str, nodes: Any, existing: Any) -> Any:
         self.removed.extend(nodes)
-        return super().remove_nodes(nodes, existing)
+        return super().remove_nodes(playbook, nodes, existing)
 
 
 def test_daemon_grows_and_shrinks_on_ec2(ec2: Any, ami: str, subnets: list[str], aws_env: str, tmp_path: Path) -> None:
@@ -86,7 +87,7 @@ def test_daemon_grows_and_shrinks_on_ec2(ec2: Any, ami: str, subnets: list[str],
     sge = FakeSge(t0)
     prov = RecordingProvisioner(sge)
     journal = Journal(cfg.journal_path)
-    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=prov, clock=clock)
+    bal = Balancer(cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=cloud, provisioner=prov, clock=clock)
 
     # 1. 20 single-slot jobs waited 5 minutes: grow to max_nodes, two c5.2xlarge (8 vCPUs each)
     sge.jobs = [pending(1, 300, slots=1, tasks=20, now=t0)]
@@ -150,7 +151,7 @@ def test_daemon_reports_a_launch_without_capacity_and_leaves_nothing(
     sge = FakeSge(t0)
     prov = RecordingProvisioner(sge)
     journal = Journal(cfg.journal_path)
-    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=prov, clock=Clock(t0))
+    bal = Balancer(cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=cloud, provisioner=prov, clock=Clock(t0))
     sge.jobs = [pending(1, 300, slots=1, tasks=4, now=t0)]
 
     result = bal.run_pass()
@@ -182,7 +183,14 @@ def test_worker_stopped_outside_elb_is_deregistered_then_terminated(
     clock = Clock(t0)
     sge = FakeSge(t0)
     prov = RecordingProvisioner(sge)
-    bal = Balancer(cfg, sge=sge, journal=Journal(cfg.journal_path), cloud=cloud, provisioner=prov, clock=clock)
+    bal = Balancer(
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=Journal(cfg.journal_path),
+        cloud=cloud,
+        provisioner=prov,
+        clock=clock,
+    )
     sge.jobs = [pending(1, 300, now=t0)]
     assert bal.run_pass().outcomes.added == ["node001"]
     (w,) = cloud.list_workers()

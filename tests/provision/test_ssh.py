@@ -27,7 +27,8 @@ from elb.assets import default_playbook_dir
 from elb.config import ProvisionConfig
 from elb.interfaces import NodeSpec, Outcome
 from elb.provision import AnsibleProvisioner
-from elb.provision.ansible import ADD_PLAYBOOK, REACH_TASK
+from elb.provision.ansible import REACH_TASK
+from elb.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "ansible" / "playbooks"
 SSHD = Path("/usr/sbin/sshd")
@@ -128,14 +129,14 @@ def test_add_and_remove_over_ssh(tmp_path: Path, sshd: Sshd) -> None:
     prov = AnsibleProvisioner(cfg)
     nodes = [NodeSpec("node001", "127.0.0.1", 2), NodeSpec("node002", "127.0.0.1", 2)]
     t0 = time.monotonic()
-    added = prov.add_nodes(nodes, [])
+    added = prov.add_nodes(ADD_PLAYBOOK, nodes, [])
     print(f"add over SSH, 2 hosts: {time.monotonic() - t0:.1f} s")
     assert {n: r.outcome for n, r in added.items()} == {"node001": Outcome.OK, "node002": Outcome.OK}, added
     # The copy module really ran on the far side of the SSH connection.
     seen = json.loads((out / "node001.json").read_text())
     assert seen["ansible_host"] == "127.0.0.1" and seen["elb_slots"] == 2
 
-    removed = prov.remove_nodes(nodes, [])
+    removed = prov.remove_nodes(REMOVE_PLAYBOOK, nodes, [])
     assert removed["node001"].outcome is Outcome.OK
     assert removed["node002"].outcome is Outcome.BUSY
 
@@ -150,7 +151,7 @@ def test_wrong_key_fails_at_the_first_task(tmp_path: Path, sshd: Sshd) -> None:
         timeout=120,
         extra_vars={"fixture_ssh_hosts": ["node001"], "fixture_ssh_port": sshd.port, "elb_reach_timeout": 2},
     )
-    r = AnsibleProvisioner(cfg).add_nodes([NodeSpec("node001", "127.0.0.1")], [])["node001"]
+    r = AnsibleProvisioner(cfg).add_nodes(ADD_PLAYBOOK, [NodeSpec("node001", "127.0.0.1")], [])["node001"]
     assert r.outcome is Outcome.FAILED
     assert r.task == REACH_TASK
     assert r.message is not None and "Permission denied" in r.message
@@ -214,7 +215,7 @@ def test_first_task_of_an_add_playbook_waits_for_a_late_sshd(tmp_path: Path, key
     reached: list[str] = []
     t0 = time.monotonic()
     try:
-        result = AnsibleProvisioner(cfg).add_nodes([node], [], on_reached=reached.append)["node001"]
+        result = AnsibleProvisioner(cfg).add_nodes(ADD_PLAYBOOK, [node], [], on_reached=reached.append)["node001"]
         print(f"{playbook}'s first task with sshd starting late: {time.monotonic() - t0:.1f} s")
     finally:
         booting.join(timeout=30)

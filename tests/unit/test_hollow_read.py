@@ -18,6 +18,7 @@ from elb.daemon import Balancer
 from elb.interfaces import Instance
 from elb.journal import Journal
 from elb.model import NodeState, Snapshot
+from elb.sge.driver import GridEngine
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
@@ -67,7 +68,12 @@ class Rig:
     def restart(self) -> None:
         """elb restarts: a new Balancer on the same journal (it has seen no read of SGE yet)."""
         self.bal = Balancer(
-            self.cfg, sge=self.sge, journal=self.journal, cloud=self.cloud, provisioner=self.prov, clock=self.bal.clock
+            self.cfg,
+            scheduler=GridEngine(self.cfg, self.sge),
+            journal=self.journal,
+            cloud=self.cloud,
+            provisioner=self.prov,
+            clock=self.bal.clock,
         )
 
 
@@ -95,7 +101,7 @@ def rig(cfg: Config, ready: tuple[str, ...] = ("node001", "node002"), age: float
         cloud.instances[iid] = Instance(iid, name, "running", launched, ip, slots=8)
         sge.add_host(name)
     cloud.counter = len(ready)
-    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=prov, clock=Clock(T0))
+    bal = Balancer(cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=cloud, provisioner=prov, clock=Clock(T0))
     return Rig(cfg, sge, cloud, prov, journal, bal)
 
 

@@ -17,6 +17,7 @@ from elb.daemon import Balancer
 from elb.interfaces import Notice, NoticeKind
 from elb.journal import Journal
 from elb.metrics import BalancerCollector
+from elb.sge.driver import GridEngine
 from tests.unit.factories import T0, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
@@ -98,7 +99,12 @@ def ready_cluster(tmp_path: Path, notices: Notices) -> tuple[Balancer, FakeSge, 
     cfg = parse_config({"state_dir": str(tmp_path), "policy": {"max_nodes": 4, "slots_per_node": 8, "min_nodes": 1}})
     sge, cloud = FakeSge(T0), FakeCloud(T0)
     bal = Balancer(
-        cfg, sge=sge, journal=Journal(cfg.journal_path), cloud=cloud, provisioner=FakeProvisioner(sge), notices=notices
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=Journal(cfg.journal_path),
+        cloud=cloud,
+        provisioner=FakeProvisioner(sge),
+        notices=notices,
     )
     bal.run_pass()  # min_nodes: node001 launched and provisioned
     assert bal.journal.node("node001") is not None

@@ -17,6 +17,7 @@ from elb.groups import NodeGroup, NodeGroups
 from elb.journal import Journal
 from elb.metrics import BalancerCollector
 from elb.model import Node, NodeState
+from elb.sge.driver import GridEngine
 from elb.spend import billed_seconds, spend_by_group
 from tests.unit.factories import T0
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
@@ -122,7 +123,7 @@ def test_status_and_the_gauge_give_each_groups_spend(
     journal.record("node002", NodeState.READY, T0 - 1200, launched_at=T0 - 1800, slots=8, group="big")
     journal.close()
     sge = FakeSge(T0, jobs=[])
-    monkeypatch.setattr(factory, "make_sge", lambda cfg: sge)
+    monkeypatch.setattr(factory, "make_scheduler", lambda cfg, journal: GridEngine(cfg, sge))
     assert main(["status", "-c", str(path)]) == Exit.OK
     out = capsys.readouterr().out
     assert "group small: 1 node up, 1.0 node-hours billed so far at 0.5/h: 0.50 so far, spending 0.50/h now" in out
@@ -133,7 +134,12 @@ def test_status_and_the_gauge_give_each_groups_spend(
 
     journal = Journal(cfg.journal_path)
     bal = Balancer(
-        cfg, sge=sge, journal=journal, cloud=FakeCloud(T0), provisioner=FakeProvisioner(sge), clock=lambda: T0
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=journal,
+        cloud=FakeCloud(T0),
+        provisioner=FakeProvisioner(sge),
+        clock=lambda: T0,
     )
     spend = next(m for m in BalancerCollector(bal).collect() if m.name == "elb_spend_per_hour")
     assert {s.labels["group"]: s.value for s in spend.samples} == {"small": 0.5, "big": 2.0}

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from elb.cli import main
 from elb.config import Config
 from elb.groups import NodeGroup
+from elb.sge.driver import GridEngine
 from elb.simulate.engine import SimSettings, Simulator
 from elb.simulate.groups import one_group
 from elb.simulate.report import floors, metrics, pool_table
@@ -278,5 +279,11 @@ def test_the_daemon_says_it_stops_idle_nodes_when_a_pool_is_set(
     )
     sge = FakeSge(T0)
     with caplog.at_level(logging.INFO, logger="elb"):
-        Balancer(cfg, sge=sge, journal=Journal(cfg.journal_path), cloud=FakeCloud(T0), provisioner=FakeProvisioner(sge))
+        Balancer(
+            cfg,
+            scheduler=GridEngine(cfg, sge),
+            journal=Journal(cfg.journal_path),
+            cloud=FakeCloud(T0),
+            provisioner=FakeProvisioner(sge),
+        )
     assert any("idle nodes are stopped, and started again for demand" in r.getMessage() for r in caplog.records)

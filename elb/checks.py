@@ -1,0 +1,20 @@
+"""One line of ``elb validate`` (and of the drivers' own checks): what was checked, ok or not, and
+how to fix it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    what: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+    def line(self) -> str:
+        """One line, whatever the detail (an SGE error spans several)."""
+        fix = f" -> {self.fix}" if self.fix and not self.ok else ""
+        text = " ".join(f"{self.what}: {self.detail}{fix}".split())
+        return f"{'ok  ' if self.ok else 'FAIL'} {text}"
