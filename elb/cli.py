@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "elb.service",
     "elb.init",
     "elb.slurm.programs",
+    "elb.monitoring",
 )
 
 

@@ -6,6 +6,11 @@ no extra work for them; the pass feeds the histograms and the pass counter (``Pa
 as it ends. The registry is elb's own and carries the process's figures (CPU, memory, open
 files) and ``elb_build_info`` beside elb's. The journal feeds the boot step histogram as it
 records each node's boot steps (``elb.timeline``), once each.
+
+Names follow Prometheus's conventions: a quantity's base unit ends its name and is declared as
+the family's unit (``_seconds``; money in US dollars an hour, ``_dollars_per_hour``, the unit of
+EC2's prices and of ``price_per_hour``), a counter's series ends in ``_total``, and the build
+information is an info metric (the series ``elb_build_info``).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
@@ -47,6 +52,7 @@ class PassMetrics:
         self.pass_duration = Histogram(
             "elb_pass_duration_seconds",
             "Duration of a pass (read, plan, start operations)",
+            unit="seconds",
             buckets=PASS_BUCKETS,
             registry=self.registry,
         )
@@ -58,6 +64,7 @@ class PassMetrics:
         self.launch_to_ready = Histogram(
             "elb_launch_to_ready_seconds",
             "From a node's launch to ready in the scheduler (boot and provisioning)",
+            unit="seconds",
             buckets=READY_BUCKETS,
             registry=self.registry,
         )
@@ -65,6 +72,7 @@ class PassMetrics:
             "elb_boot_step_seconds",
             "Each step of a node's boot (boot, ssh, provision, register, first_job), as the journal first records it",
             ["step"],
+            unit="seconds",
             buckets=STEP_BUCKETS,
             registry=self.registry,
         )
@@ -94,9 +102,9 @@ class PassMetrics:
 
 class BuildInfoCollector(Collector):
     def collect(self) -> Iterator[Metric]:
-        g = GaugeMetricFamily("elb_build_info", "elb's version and Python's", labels=["version", "python"])
-        g.add_metric([__version__, platform.python_version()], 1)
-        yield g
+        info = InfoMetricFamily("elb_build", "elb's version and Python's (the series elb_build_info)")
+        info.add_metric([], {"version": __version__, "python": platform.python_version()})
+        yield info
 
 
 # Node states a node is in while elb manages it (stopped in a warm pool too); terminated and
@@ -123,34 +131,48 @@ class BalancerCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         b = self.balancer
         s = b.last
-        for name, doc, value in (
+        for name, doc, value, unit in (
             (
                 "elb_waiting_jobs",
                 "Eligible jobs waiting at the last pass (SGE's qw; Slurm's pending jobs waiting for nodes)",
                 s.pending_jobs,
+                "",
             ),
-            ("elb_waiting_slots", "Slots (Slurm: CPUs) the waiting jobs need", s.pending_slots),
-            ("elb_oldest_wait_seconds", "Wait of the oldest eligible job", s.oldest_wait),
-            ("elb_last_pass_duration_seconds", "Duration of the last pass", s.duration),
-            ("elb_last_good_pass_timestamp_seconds", "Time of the last successful pass", s.last_good),
+            ("elb_waiting_slots", "Slots (Slurm: CPUs) the waiting jobs need", s.pending_slots, ""),
+            ("elb_oldest_wait_seconds", "Wait of the oldest eligible job", s.oldest_wait, "seconds"),
+            ("elb_last_pass_duration_seconds", "Duration of the last pass", s.duration, "seconds"),
+            (
+                "elb_last_good_pass_timestamp_seconds",
+                "Time of the last successful pass (Unix time)",
+                s.last_good,
+                "seconds",
+            ),
             (
                 "elb_lost_nodes_kept",
                 "Nodes lost (instance gone or the scheduler can't reach them) but kept: it lists work on them",
                 s.lost_kept,
+                "",
             ),
             (
                 "elb_launch_backoff_rounds",
                 "Failed launch rounds in a row (launches or provisionings); 0: launching is not backed off",
                 s.backoff_rounds,
+                "",
             ),
-            ("elb_launch_backoff_seconds", "Seconds before the next launch may start (back-off)", s.backoff_wait),
+            (
+                "elb_launch_backoff_seconds",
+                "Seconds before the next launch may start (back-off)",
+                s.backoff_wait,
+                "seconds",
+            ),
             (
                 "elb_unservable_jobs",
                 "Eligible waiting jobs no node elb launches could ever run (never demand; elb jobs says why)",
                 s.unservable_jobs,
+                "",
             ),
         ):
-            g = GaugeMetricFamily(name, doc)
+            g = GaugeMetricFamily(name, doc, unit=unit)
             g.add_metric([], value)
             yield g
         nodes = b.journal.nodes()
@@ -205,9 +227,11 @@ class BalancerCollector(Collector):
         p = b.config.policy
         groups = b.config.groups(p.slots_per_node or 1)
         g = GaugeMetricFamily(
-            "elb_spend_per_hour",
-            "What the nodes up now cost an hour, by node group (groups with a price_per_hour)",
+            "elb_spend_dollars_per_hour",
+            "What the nodes up now, and the volumes of the nodes stopped in a warm pool, cost an hour in US dollars"
+            " (price_per_hour, warm_pool.volume_price_per_hour), by node group (groups with a price_per_hour)",
             labels=["group"],
+            unit="dollars_per_hour",
         )
         for spent in spend_by_group(nodes, groups, b.clock(), p.billing, p.billing_period):
             if spent.per_hour is not None:

@@ -125,7 +125,7 @@ def test_the_slurm_pass_feeds_the_gauges_and_counters(tmp_path: Path) -> None:
     assert got['elb_passes_total{outcome="ok"}'] == 1.0 and got['elb_passes_total{outcome="failed"}'] == 0.0
     assert got["elb_launch_to_ready_seconds_count"] == 1.0
     assert got["elb_last_good_pass_timestamp_seconds"] == NOW
-    assert got['elb_spend_per_hour{group="cloud"}'] == 0.25
+    assert got['elb_spend_dollars_per_hour{group="cloud"}'] == 0.25
     # Slurm's pending jobs that wait for nodes: a job of 4 CPUs and an array's three tasks of 2.
     assert (got["elb_waiting_jobs"], got["elb_waiting_slots"], got["elb_oldest_wait_seconds"]) == (2.0, 10.0, 600.0)
     assert (got["elb_launch_backoff_rounds"], got["elb_launch_backoff_seconds"]) == (0.0, 0.0)
@@ -138,7 +138,7 @@ def test_the_slurm_pass_feeds_the_gauges_and_counters(tmp_path: Path) -> None:
     assert bal.run_pass().ok
     got = scrape(bal)
     assert got['elb_nodes{state="ready"}'] == 0.0 and got["elb_nodes_removed_total"] == 1.0
-    assert got["elb_waiting_jobs"] == 0.0 and got['elb_spend_per_hour{group="cloud"}'] == 0.0
+    assert got["elb_waiting_jobs"] == 0.0 and got['elb_spend_dollars_per_hour{group="cloud"}'] == 0.0
     assert got["elb_node_failures_total"] == 0.0 and got["elb_last_good_pass_timestamp_seconds"] == NOW + 60
 
 

@@ -1,5 +1,5 @@
 """Money, not only node-hours: billed time by EC2's rule, each node group's spend in ``elb status``
-(text and JSON) and the ``elb_spend_per_hour`` gauge."""
+(text and JSON) and the ``elb_spend_dollars_per_hour`` gauge."""
 
 from __future__ import annotations
 
@@ -141,6 +141,6 @@ def test_status_and_the_gauge_give_each_groups_spend(
         provisioner=FakeProvisioner(sge),
         clock=lambda: T0,
     )
-    spend = next(m for m in BalancerCollector(bal).collect() if m.name == "elb_spend_per_hour")
+    spend = next(m for m in BalancerCollector(bal).collect() if m.name == "elb_spend_dollars_per_hour")
     assert {s.labels["group"]: s.value for s in spend.samples} == {"small": 0.5, "big": 2.0}
     journal.close()
