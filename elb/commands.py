@@ -20,6 +20,7 @@ from elb import assets, extras, factory
 from elb.config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
 from elb.daemon import Balancer, run_forever, snapshot_summary
 from elb.dryrun import dry_run
+from elb.durations import argument as duration
 from elb.durations import minutes
 from elb.exitcodes import Exit
 from elb.journal import Journal, JournalError, JournalVersionError
@@ -33,7 +34,7 @@ from elb.slurm.balancer import dry_run as slurm_dry_run
 from elb.slurm.commands import SlurmCommands, SlurmError
 from elb.spend import GroupSpend, spend_by_group
 from elb.starttimes import StartTimes
-from elb.stats import duration, window_start
+from elb.stats import window_start
 from elb.timeline import DAY, DURATION_NAMES, TimelineSummary, summarize
 
 log = logging.getLogger("elb")
