@@ -277,7 +277,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     cfg = _load(args)
     if cfg is None or _playbooks_missing(cfg):
         return Exit.CONFIG
-    setup_logging(cfg.log_format)
+    setup_logging(cfg.log_format, cfg.log_level)
     journal = _journal(cfg)
     if journal is None:
         return Exit.CONFIG
@@ -314,7 +314,7 @@ def cmd_once(args: argparse.Namespace) -> int:
     cfg = _load(args)
     if cfg is None or (not args.dry_run and _playbooks_missing(cfg)):
         return Exit.CONFIG
-    setup_logging(cfg.log_format, logging.WARNING if args.dry_run else logging.INFO)
+    setup_logging(cfg.log_format, logging.WARNING if args.dry_run else cfg.log_level)
     if args.json and not args.dry_run:
         _error("--json goes with --dry-run (a live pass logs what it does)")
         return Exit.USAGE

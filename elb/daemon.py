@@ -29,6 +29,7 @@ from elb.executor import Executor
 from elb.interfaces import Cloud, Instance, Notice, NoticeKind, NoticeSource, Provisioner
 from elb.interruptions import job_number, moves
 from elb.journal import Journal
+from elb.logs import Alarms
 from elb.metrics import PassMetrics
 from elb.model import Job, Node, NodeState, Plan, Snapshot
 from elb.planner import PassInputs, PassPlan, count_repair_failures, plan_pass, scale, scaling_waits
@@ -182,6 +183,7 @@ class Balancer:
         # that runs them in the background.
         self.executor = executor or Executor(inline=True)
         self.failed_in_a_row = 0
+        self.alarms = Alarms(log)  # ALARM lines once per change (elb.logs)
         self.last = LastPass()
         self.counters = Counters()
         self.metrics = PassMetrics()
@@ -218,6 +220,7 @@ class Balancer:
             self.last.duration = time.monotonic() - started
             if not dry_run:
                 self.metrics.observe_pass(self.last.duration, ok)
+            self.alarms.pass_ended(self.clock(), ok)
         return result
 
     def _pass(self, dry_run: bool) -> PassResult:
@@ -350,7 +353,7 @@ class Balancer:
             return
         if plan.launches_held:
             self.counters.launches_held += plan.launches_held
-            log.error("ALARM: %s", scaling.reason)
+            self.alarms.alarm("launch back-off", scaling.reason, result.now, changes_with=inputs.backoff)
         if scaling.add and not self._stop_before(",".join(scaling.add_names), result):
             # Requested before the pass ends: the next pass counts these nodes as booting.
             act.request(scaling.add_names, scaling.add_reason, scaling.add_groups)
@@ -557,9 +560,11 @@ class Balancer:
         self.failed_in_a_row += 1
         self.counters.failed_passes += 1
         if self.failed_in_a_row >= self.config.failed_passes_alarm:
-            log.error(
-                "ALARM: %d passes in a row failed; elb is changing nothing until SGE can be read again",
-                self.failed_in_a_row,
+            self.alarms.alarm(
+                "failed passes",
+                f"{self.failed_in_a_row} passes in a row failed; elb is changing nothing until SGE can be read again",
+                now,
+                changes_with=None,
             )
         if not dry_run:
             self._record(result)

@@ -24,6 +24,7 @@ from elb.daemon import Counters, LastPass, PassResult
 from elb.executor import Executor
 from elb.interfaces import Cloud, CloudError, HostResult, Instance, NodeSpec, Outcome
 from elb.journal import Journal
+from elb.logs import Alarms
 from elb.metrics import PassMetrics
 from elb.model import Node, NodeState, Plan, Removal
 from elb.planner import Drain, drain_verdict
@@ -128,6 +129,7 @@ class SlurmBalancer:
         self.last = LastPass()  # the figures of the last pass, for the metrics (elb.metrics)
         self.counters = Counters()
         self.failed_in_a_row = 0
+        self.alarms = Alarms(log)  # ALARM lines once per change (elb.logs)
         self.last_plan: SlurmPlan | None = None
         self.watched_since: float | None = None  # this run's first live pass
         reap = getattr(provisioner, "reap_leftovers", None)
@@ -152,6 +154,7 @@ class SlurmBalancer:
         self.last.duration = time.monotonic() - started
         if not dry_run:
             self.metrics.observe_pass(self.last.duration, result.ok)
+        self.alarms.pass_ended(now, result.ok)
         return result
 
     def _pass(self, dry_run: bool) -> PassResult:
@@ -209,8 +212,13 @@ class SlurmBalancer:
         self.failed_in_a_row += 1
         self.counters.failed_passes += 1
         level = logging.ERROR if self.failed_in_a_row >= self.config.failed_passes_alarm else logging.WARNING
-        prefix = "ALARM: " if level == logging.ERROR else ""
-        log.log(level, "%spass failed (%d in a row), nothing changed: %s", prefix, self.failed_in_a_row, error)
+        self.alarms.log_at(
+            level,
+            "failed passes",
+            f"pass failed ({self.failed_in_a_row} in a row), nothing changed: {error}",
+            now,
+            changes_with=None,
+        )
         try:
             self.journal.record_pass(now, False, error)
         except Exception as err:
