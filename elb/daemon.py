@@ -37,7 +37,7 @@ from elb.policy import Policy
 from elb.policy.grouped import policy_for
 from elb.policy.view import oldest_wait
 from elb.reconcile import RepairKind
-from elb.sdnotify import Notifier
+from elb.sdnotify import KeepAlive, Notifier
 from elb.servable import DemandSplit, NotDemand, SiteCache, demand_of
 from elb.sge.commands import read_whole
 from elb.sge.readcheck import expected_hosts, running_jobs
@@ -651,6 +651,7 @@ def run_forever(balancer: Passes, interval: float) -> None:
     stop = balancer.stopping
     sched = BackgroundScheduler()
     notify = Notifier()
+    KeepAlive.watch(sched, notify, interval)  # watchdog keep-alives from their own thread (elb.sdnotify)
     first = True
     if balancer.executor.inline:
         balancer.executor = Executor()
