@@ -104,7 +104,7 @@ def test_the_scheduler_s_submissions_are_the_passes_started() -> None:
     clock, n = Clock(), Recorder()
     sched = BackgroundScheduler()
     ka = KeepAlive.watch(sched, n, 0.05)
-    ka._clock = clock  # type: ignore[method-assign]  # the time seen by tick, not the scheduler's
+    ka._clock = clock  # the time seen by tick, not the scheduler's
     ka.stop()  # ticks by hand below
     entered, release, submitted = threading.Event(), threading.Event(), threading.Event()
     sched.add_listener(lambda _e: submitted.set(), EVENT_JOB_SUBMITTED)  # after the keep-alive's own
