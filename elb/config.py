@@ -33,8 +33,9 @@ from elb.warmpool import WarmPool
 DEFAULT_CONFIG_PATH = Path("/etc/elb/elb.yml")
 
 # Numbers are strict: YAML's true is not 1, 2.5 is not an integer, "60" is not a number. Times
-# (``elb.durations``: Seconds, PositiveSeconds) are a number of seconds or text with a unit
-# ("15m"), finite, at most a year; PositiveSeconds more than 0; PacingSeconds at least 1 s.
+# (``elb.durations``: Seconds, PositiveSeconds, PacingSeconds) are a number of seconds or text
+# with a unit ("60", "15m"), finite, at most a year; PositiveSeconds more than 0; PacingSeconds at
+# least 1 s. Days (retention) are numbers of days, without a unit.
 Factor = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)]
 Count = Annotated[int, Field(strict=True, ge=0)]
 AtLeastOne = Annotated[int, Field(strict=True, ge=1)]
