@@ -18,8 +18,10 @@ from elb.config import ConfigError, load_config, parse_config
 from elb.daemon import Balancer
 from elb.exitcodes import Exit
 from elb.journal import Journal
+from elb.slurm.commands import SlurmError, SlurmRead
 from tests.unit.factories import T0, pending
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
+from tests.unit.test_slurm_balancer import setup
 
 LEVELS = [(logging.DEBUG, 7), (logging.INFO, 6), (logging.WARNING, 4), (logging.ERROR, 3)]
 
@@ -201,3 +203,22 @@ def test_failed_passes_alarm_once_and_say_when_over(tmp_path: Path, caplog: pyte
     clock.t = sge.now = T0 + 60 * 20
     assert bal.run_pass().ok
     assert "ALARM over after 18 min: 20 passes in a row failed" in caplog.text
+
+
+def test_slurm_failed_passes_alarm_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    bal, slurm, *_ = setup(tmp_path, [SlurmRead((), ())])
+    good = slurm.read
+
+    def broken() -> SlurmRead:
+        raise SlurmError("squeue: timed out")
+
+    slurm.read = broken  # type: ignore[method-assign]
+    for _ in range(10):
+        assert not bal.run_pass().ok
+    alarms = [m for m in errors(caplog) if "pass failed" in m]
+    assert alarms == ["ALARM: pass failed (3 in a row), nothing changed: reading Slurm: squeue: timed out"]
+    assert len([m for m in errors(caplog, logging.WARNING) if "pass failed" in m]) == 2  # below the threshold
+    slurm.read = good  # type: ignore[method-assign]
+    assert bal.run_pass().ok
+    assert "ALARM over after 0 s: pass failed (10 in a row)" in caplog.text
