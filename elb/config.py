@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from elb import yamlfile
-from elb.durations import MAX_SECONDS, PacingSeconds, PositiveSeconds, Seconds, parse
+from elb.durations import PacingSeconds, PositiveSeconds, Seconds, parse
 from elb.groups import SPOT_NOT_STOPPED, LaunchTemplate, NodeGroup, NodeGroups, default_group
 from elb.naming import MAX_NODES
 from elb.warmpool import WarmPool
@@ -40,7 +40,7 @@ Factor = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)]
 Count = Annotated[int, Field(strict=True, ge=0)]
 AtLeastOne = Annotated[int, Field(strict=True, ge=1)]
 NodeCount = Annotated[int, Field(strict=True, ge=0, le=MAX_NODES)]
-Days = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=MAX_SECONDS / 86400)]
+Days = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=36500)]  # a century at most
 
 MINIMUM_CONFIG = "cloud: {provider: ec2}"
 

@@ -43,7 +43,7 @@ def argument(text: str) -> float:
         seconds = parse(text)
     except ValueError:
         seconds = 0.0
-    if not 0 < seconds <= MAX_SECONDS:
+    if not (seconds > 0 and math.isfinite(seconds)):
         raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 90m, 12h, 7d)")
     return seconds
 

@@ -231,10 +231,10 @@ def check_watchdog(cfg: Config, units: Sequence[Path] = UNIT_PATHS) -> Iterator[
         yield Check("watchdog", True, "no elb.service installed: not checked")
         return
     texts = _unit_texts(unit)
-    value = unit_setting(texts, "WatchdogSec") if texts is not None else None
     if texts is None:
         yield Check("watchdog", True, f"{unit} cannot be read: not checked")
         return
+    value = unit_setting(texts, "WatchdogSec")
     try:
         watchdog = systemd_seconds(value) if value is not None else 0.0
     except ValueError as err:
