@@ -1,13 +1,15 @@
 """Reading elb's YAML config text strictly, with errors that give a place but never the content.
 
 PyYAML's ``SafeLoader``, subclassed, because PyYAML is already a dependency (Ansible's too) and
-three small overrides give what a config file needs: a duplicate key is an error (PyYAML keeps
+a few small overrides give what a config file needs: a duplicate key is an error (PyYAML keeps
 the last value silently), aliases are refused (an alias bomb, "billion laughs", expands to
-gigabytes when the data is walked), and tags that make values JSON cannot carry are refused
-(timestamps stay strings). ``ruamel.yaml`` refuses duplicates but expands aliases and would be a
-new dependency; ``strictyaml`` reads every value as a string and would need a schema of its own
-beside the pydantic model. PyYAML's own error text quotes the offending line, which may hold a
-secret, so errors are rebuilt here from the problem and its position only.
+gigabytes when the data is walked), tags that make values JSON cannot carry are refused
+(timestamps stay strings), and so are numbers in YAML 1.1's surprising forms (``0x10``, ``017``,
+``1_000``, ``+5``, ``1:30``), which read as another number than the one meant. ``ruamel.yaml``
+refuses duplicates but expands aliases and would be a new dependency; ``strictyaml`` reads every
+value as a string and would need a schema of its own beside the pydantic model. PyYAML's own
+error text quotes the offending line, which may hold a secret, so errors are rebuilt here from
+the problem and its position only.
 """
 
 from __future__ import annotations
