@@ -12,9 +12,10 @@ class Check:
     ok: bool
     detail: str
     fix: str = ""
+    warning: bool = False  # ok, but worth a look: ``warn``, with the fix
 
     def line(self) -> str:
         """One line, whatever the detail (an SGE error spans several)."""
-        fix = f" -> {self.fix}" if self.fix and not self.ok else ""
+        fix = f" -> {self.fix}" if self.fix and (self.warning or not self.ok) else ""
         text = " ".join(f"{self.what}: {self.detail}{fix}".split())
-        return f"{'ok  ' if self.ok else 'FAIL'} {text}"
+        return f"{'FAIL' if not self.ok else 'warn' if self.warning else 'ok  '} {text}"

@@ -20,6 +20,7 @@ from elb import assets, extras, factory, nodesize
 from elb.config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
 from elb.daemon import Balancer, run_forever, snapshot_summary
 from elb.dryrun import build_cloud, dry_run
+from elb.durations import argument as duration
 from elb.durations import minutes
 from elb.exitcodes import Exit
 from elb.journal import Journal, JournalError, JournalVersionError
@@ -30,7 +31,7 @@ from elb.provision.ansible import ProvisionError
 from elb.scheduler import SchedulerError, SchedulerRead
 from elb.servable import DemandSplit, NotDemand
 from elb.spend import GroupSpend, spend_by_group
-from elb.stats import duration, window_start
+from elb.stats import window_start
 from elb.timeline import DAY, DURATION_NAMES, TimelineSummary, summarize
 
 log = logging.getLogger("elb")
@@ -279,7 +280,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     cfg = _load(args)
     if cfg is None or _playbooks_missing(cfg):
         return Exit.CONFIG
-    setup_logging(cfg.log_format)
+    setup_logging(cfg.log_format, cfg.log_level)
     journal = _journal(cfg)
     if journal is None:
         return Exit.CONFIG
@@ -316,7 +317,7 @@ def cmd_once(args: argparse.Namespace) -> int:
     cfg = _load(args)
     if cfg is None or (not args.dry_run and _playbooks_missing(cfg)):
         return Exit.CONFIG
-    setup_logging(cfg.log_format, logging.WARNING if args.dry_run else logging.INFO)
+    setup_logging(cfg.log_format, logging.WARNING if args.dry_run else cfg.log_level)
     if args.json and not args.dry_run:
         _error("--json goes with --dry-run (a live pass logs what it does)")
         return Exit.USAGE

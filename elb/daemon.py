@@ -28,6 +28,7 @@ from elb.durations import minutes
 from elb.executor import Executor
 from elb.interfaces import Cloud, Instance, Notice, NoticeSource, Provisioner
 from elb.journal import Journal
+from elb.logs import Alarms
 from elb.metrics import PassMetrics
 from elb.model import Node, NodeState, Plan, Snapshot
 from elb.passrecord import Counters, LastPass, PassResult
@@ -38,7 +39,7 @@ from elb.policy.view import oldest_wait
 from elb.poolplan import groups_of
 from elb.reconcile import RepairKind
 from elb.scheduler import Scheduler, SchedulerError, SchedulerRead
-from elb.sdnotify import Notifier
+from elb.sdnotify import KeepAlive, Notifier
 from elb.state import GONE, join, seen
 from elb.stats import StatsRow, append_row, held_and_error
 
@@ -103,6 +104,7 @@ class Balancer:
         # that runs them in the background.
         self.executor = executor or Executor(inline=True)
         self.failed_in_a_row = 0
+        self.alarms = Alarms(log)  # ALARM lines once per change (elb.logs)
         self.last = LastPass()
         self.counters = Counters()
         self.metrics = PassMetrics()
@@ -138,6 +140,7 @@ class Balancer:
             self.last.duration = time.monotonic() - started
             if not dry_run:
                 self.metrics.observe_pass(self.last.duration, ok)
+            self.alarms.pass_ended(self.clock(), ok)
         return result
 
     def _pass(self, dry_run: bool) -> PassResult:
@@ -333,7 +336,7 @@ class Balancer:
             self.last.backoff_rounds = inputs.backoff.rounds
             self.last.backoff_wait = inputs.backoff.waiting(result.now)
         if plan.scaling is not None:
-            self._start_scaling(plan, plan.scaling, act, result)
+            self._start_scaling(plan, plan.scaling, inputs, act, result)
         for d in plan.declines:
             if self._stop_before(d.node, result):
                 break
@@ -341,12 +344,14 @@ class Balancer:
         for m in plan.moves:
             act.bind(m, result.outcomes)
 
-    def _start_scaling(self, plan: PassPlan, scaling: Plan, act: Actuator, result: PassResult) -> None:
+    def _start_scaling(
+        self, plan: PassPlan, scaling: Plan, inputs: PassInputs, act: Actuator, result: PassResult
+    ) -> None:
         """Start the launches (journalled as requested before the pass ends: the next pass counts
         them as booting), the removals, and the warm pool's restarts and stops."""
         if plan.launches_held:
             self.counters.launches_held += plan.launches_held
-            log.error("ALARM: %s", scaling.reason)
+            self.alarms.alarm("launch back-off", scaling.reason, result.now, changes_with=inputs.backoff)
         if scaling.add and not self._stop_before(",".join(scaling.add_names), result):
             act.request(scaling.add_names, scaling.add_reason, scaling.add_groups)
             names = ",".join(scaling.add_names)
@@ -443,10 +448,12 @@ class Balancer:
         self.failed_in_a_row += 1
         self.counters.failed_passes += 1
         if self.failed_in_a_row >= self.config.failed_passes_alarm:
-            log.error(
-                "ALARM: %d passes in a row failed; elb is changing nothing until %s can be read again",
-                self.failed_in_a_row,
-                self.scheduler.name,
+            self.alarms.alarm(
+                "failed passes",
+                f"{self.failed_in_a_row} passes in a row failed; elb is changing nothing until "
+                f"{self.scheduler.name} can be read again",
+                now,
+                changes_with=None,
             )
         if not dry_run:
             self._record(result)
@@ -515,6 +522,7 @@ def run_forever(balancer: Balancer, interval: float) -> None:
     stop = balancer.stopping
     sched = BackgroundScheduler()
     notify = Notifier()
+    KeepAlive.watch(sched, notify, interval)  # watchdog keep-alives from their own thread (elb.sdnotify)
     first = True
     if balancer.executor.inline:
         balancer.executor = Executor()

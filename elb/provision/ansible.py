@@ -7,13 +7,17 @@ way the playbook's process group is killed and every host without a verdict is F
 message that says so. Outcomes come from runner's events and the play recap, never from
 stdout (see ``elb.provision.outcomes``).
 
-Secrets stay out of the artifacts: runner writes the process environment into
-``artifacts/<ident>/command``, so the environment ansible-playbook gets is an allow-list of
-the variables it needs (no AWS_*, no tokens); the SSH key is passed as a file path, never as
-key material; ``provision.extra_vars`` go to Ansible in a file of mode 0600 (``-e @file``), never
-on the command line (where ``ps`` shows them to every local user); ``suppress_env_files`` keeps
-runner from writing ``env/`` files; the fact cache stays in memory. Artifacts are rotated by age
-and total size after each run (``retention``, see ``elb.retention``).
+Secrets stay out of the artifacts, which are kept for weeks (``retention``): runner writes the
+process environment into ``artifacts/<ident>/command``, so the environment ansible-playbook gets
+is an allow-list of the variables it needs (no AWS_*, no tokens); the SSH key is passed as a file
+path, never as key material; ``provision.extra_vars`` go to Ansible in a file of mode 0600
+(``-e @file``), never on the command line (where ``ps`` shows them to every local user), and that
+file lives in ``<private_data_dir>/vars`` (mode 0700), outside the artifacts, only while its run
+does (a killed elb's are deleted at the next start); ``suppress_env_files`` keeps runner from
+writing ``env/`` files, and an ``env/extravars`` or ``env/ssh_key`` found there is refused (runner
+would hand it to every run and copy the key into the artifacts); what a run leaves in its
+artifact directory under runner's names for secrets is deleted when it ends; the fact cache stays
+in memory. Artifacts are rotated by age and total size after each run (``elb.retention``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import os
 import pwd
 import re
 import secrets
+import shutil
 import sys
 import threading
 import time
@@ -59,6 +64,14 @@ _ENV_KEEP = frozenset(
 )  # fmt: skip
 _ENV_KEEP_PREFIXES = ("LC_", "ANSIBLE_", "RUNNER_", "AWX_", "SGE_")
 _ENV_SECRET = re.compile(r"PASS|SECRET|TOKEN|CREDENTIAL|KEY$|KEY_ID$", re.IGNORECASE)
+
+
+# What runner reads from ``<private_data_dir>/env`` and passes on to every run: the extra vars
+# (``-e @env/extravars``) and an SSH key (written into the artifacts for ssh-agent).
+RUNNER_SECRET_FILES = ("env/extravars", "env/ssh_key", "env/passwords")
+# Files that would hold a secret in a run's artifact directory: the extra vars elb once wrote
+# there, runner's copy of an SSH key, and anything under runner's names for its env files.
+ARTIFACT_SECRET_FILES = ("extravars.json", "extravars", "ssh_key_data", "passwords", "env")
 
 
 # ansible-core's default collections path (COLLECTIONS_PATHS), kept after the shipped one.
@@ -115,6 +128,23 @@ def role_vars(cluster: ClusterConfig, sge: SgeConfig) -> dict[str, object]:
         out[f"{role}_queue"] = sge.queue
         out[f"{role}_hostgroup"] = sge.hostgroup
     return out
+
+
+def scrub_artifacts(artifact_dir: Path) -> list[str]:
+    """Delete what would keep a secret in a run's artifact directory (``ARTIFACT_SECRET_FILES``);
+    the names deleted. The rest (events, stdout, the command, the inventory) stays."""
+    gone = []
+    for name in ARTIFACT_SECRET_FILES:
+        path = artifact_dir / name
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except FileNotFoundError:
+            continue
+        gone.append(name)
+    return gone
 
 
 def _write_private(path: Path, data: object) -> None:
@@ -238,6 +268,14 @@ class AnsibleProvisioner:
         )
         self.role_vars = role_vars(self.cluster, self.sge)
         self.runs = proctree.RunRecords(config.private_data_dir / "running")
+        self.vars_dir = config.private_data_dir / "vars"  # a running playbook's extra vars file
+        found = [f for f in RUNNER_SECRET_FILES if (config.private_data_dir / f).exists()]
+        if found:
+            raise ProvisionError(
+                f"provision.private_data_dir: {', '.join(found)} found in {config.private_data_dir}: ansible-runner "
+                "would pass it to every run and keep a copy with the run's artifacts; move the variables to "
+                "provision.extra_vars and the key to provision.ssh_private_key, and delete it"
+            )
         try:
             self.extra_vars = check_extra_vars(config.extra_vars)
             build_inventory(self.connection)  # validates the master and the SSH settings
@@ -284,12 +322,32 @@ class AnsibleProvisioner:
         return report.for_hosts([n.name for n in nodes])
 
     def reap_leftovers(self) -> int:
-        """Stop the playbooks a killed predecessor left running (see ``proctree.RunRecords``);
-        how many processes were killed."""
+        """Stop the playbooks a killed predecessor left running (see ``proctree.RunRecords``), and
+        delete the secrets its runs left: their extra vars files, and what earlier runs' artifact
+        directories hold under runner's names for secrets; how many processes were killed."""
         killed = 0
         for marker, n in self.runs.reap():
             log.warning("stopped a playbook run left by an elb that is gone (%s): %d process(es)", marker, n)
             killed += n
+        running = {p.stem for p in self.runs.directory.glob("*.json")} if self.runs.directory.is_dir() else set()
+        try:
+            left = [p for p in self.vars_dir.glob("*.json") if p.stem not in running] if self.vars_dir.is_dir() else []
+            for path in left:
+                path.unlink(missing_ok=True)
+            artifacts = self.config.private_data_dir / "artifacts"
+            runs = (
+                [d for d in artifacts.iterdir() if d.is_dir() and d.name not in running] if artifacts.is_dir() else []
+            )
+            scrubbed = sum(1 for d in runs if scrub_artifacts(d))
+        except OSError as err:  # the runs still go; the next start tries again
+            log.warning("cannot delete the secrets earlier playbook runs left in %s: %s", self.vars_dir.parent, err)
+            return killed
+        if left or scrubbed:
+            log.info(
+                "deleted the extra vars of %d and the secrets in the artifacts of %d earlier run(s)",
+                len(left),
+                scrubbed,
+            )
         return killed
 
     def cancel(self) -> None:
@@ -370,7 +428,11 @@ class AnsibleProvisioner:
     ) -> RunReport:
         from ansible_runner.runner import Runner  # noqa: PLC0415 (heavy import)
 
-        rc_config = self._runner_config(path, inventory, ident)
+        try:
+            rc_config = self._runner_config(path, inventory, ident)
+        except BaseException:
+            self._vars_file(ident).unlink(missing_ok=True)
+            raise
         artifact_dir = Path(rc_config.artifact_dir)
         inv_path = Path(rc_config.inventory)
         targets = sink.targets
@@ -396,12 +458,15 @@ class AnsibleProvisioner:
             return True
 
         log.info("%s: running %s for %s", ident, path.name, ", ".join(targets))
-        runner = Runner(rc_config, event_handler=sink, cancel_callback=should_stop)
-        record = self.runs.start(ident, str(artifact_dir))
         try:
-            status, rc = runner.run()
+            runner = Runner(rc_config, event_handler=sink, cancel_callback=should_stop)
+            record = self.runs.start(ident, str(artifact_dir))
+            try:
+                status, rc = runner.run()
+            finally:
+                self.runs.finish(record)
         finally:
-            self.runs.finish(record)
+            self._forget_secrets(ident, artifact_dir)
         seconds = time.monotonic() - started
         end = ended["why"] if status == "canceled" else RunEnd.FINISHED
         if status == "timeout":  # runner's own limits (none set by us, but be exact)
@@ -423,6 +488,17 @@ class AnsibleProvisioner:
         self._log_report(report, targets)
         self._rotate_artifacts(artifact_dir)
         return report
+
+    def _vars_file(self, ident: str) -> Path:
+        return self.vars_dir / f"{ident}.json"
+
+    def _forget_secrets(self, ident: str, artifact_dir: Path) -> None:
+        """After a run, whatever its end: its extra vars file deleted, its artifacts scrubbed."""
+        try:
+            self._vars_file(ident).unlink(missing_ok=True)
+            scrub_artifacts(artifact_dir)
+        except OSError as err:  # said loudly: the next start tries again (reap_leftovers)
+            log.error("%s: cannot delete the run's secrets (extra vars, key): %s", ident, err)
 
     def _rotate_artifacts(self, latest: Path) -> None:
         """Delete old runs' artifacts by age and total size (``retention``); never ``latest``."""
@@ -459,8 +535,10 @@ class AnsibleProvisioner:
         rc_config.inventory = str(inv_path)
         if self.extra_vars:
             # A file readable by its owner only, given as ``-e @file``: on the command line the
-            # values would be visible to every local user (ps) and written to the artifacts.
-            ev_path = Path(rc_config.artifact_dir) / "extravars.json"
+            # values would be visible to every local user (ps) and written to the artifacts. Not
+            # in the artifact directory, which is kept for weeks; deleted when the run ends.
+            self.vars_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            ev_path = self._vars_file(ident)
             _write_private(ev_path, self.extra_vars)
             rc_config.extra_vars = str(ev_path)
         rc_config.prepare()
