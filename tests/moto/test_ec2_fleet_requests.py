@@ -21,7 +21,7 @@ from .test_ec2_templates import template
 
 pytestmark = pytest.mark.moto
 
-FLEET = {"launch_template": {"name": "elb-workers"}, "instance_types": ["c5.large", "m5.large"]}
+FLEET: dict[str, Any] = {"launch_template": {"name": "elb-workers"}, "instance_types": ["c5.large", "m5.large"]}
 
 
 def tokens(client: FaultyClient) -> list[str]:
