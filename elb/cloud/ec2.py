@@ -388,7 +388,7 @@ def to_cloud_error(err: Exception, doing: str) -> CloudError:
             perm = missing_permission(msg, op)
             return CloudError(
                 f"{doing}: permission denied ({code}): elb's AWS identity needs {perm}; "
-                f"see docs/iam-policy.json. AWS said: {msg.split(' Encoded authorization')[0]}",
+                f"see elb iam-policy. AWS said: {msg.split(' Encoded authorization')[0]}",
                 retryable=False,
             )
         if code in TRANSIENT_CODES:
