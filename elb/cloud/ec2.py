@@ -29,9 +29,9 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import boto3
 from botocore.config import Config as BotoConfig
@@ -76,6 +76,7 @@ ROLE_WORKER = "worker"
 ROLE_MASTER = "master"
 
 Market = Literal["spot", "on-demand"]
+_Request = TypeVar("_Request", bound=Mapping[str, Any])
 
 # Error codes that mean "no room for this choice now": try the next type / subnet.
 CAPACITY_CODES = frozenset(
@@ -187,8 +188,10 @@ def client_token(request: Mapping[str, Any], *, after: str = "", generation: int
     is the newest ended instance that had the node's name (``""`` when none is listed): Slurm
     and elb reuse names, and EC2 answers a token it has seen with the instance it started
     then, even terminated, for longer than it lists terminated instances. ``generation`` is
-    raised when EC2 answers with an ended instance all the same. A retry of one attempt builds
-    the same request with the same ``after`` and so sends the same token.
+    raised when EC2 answers with an ended instance all the same, and past a token this process
+    spent on a request that launched nothing (an instant fleet of errors only is still a fleet,
+    which EC2 would answer again with the same errors). A retry of one attempt builds the same
+    request with the same ``after`` and so sends the same token.
     """
     body = {k: v for k, v in request.items() if k not in ("ClientToken", "DryRun")}
     key = json.dumps([body, after, generation], sort_keys=True, separators=(",", ":"), default=str)
@@ -521,6 +524,9 @@ class Ec2Cloud:
         self._root_devices: dict[str, str | None] = {}
         self.node_groups = node_groups  # config node_groups: each group's types, template, market
         self._placement_groups: set[str] = set()  # known to exist
+        # Tokens whose request launched nothing (a capacity error; a fleet of errors only, which
+        # EC2 would answer again as it did): never sent again by this process.
+        self._spent: set[str] = set()
 
     @classmethod
     def from_config(cls, config: Config, **kwargs: Any) -> Ec2Cloud:
@@ -900,8 +906,7 @@ class Ec2Cloud:
             if self.backed_off(choice):
                 tried.append(f"{choice.describe()}: backed off")
                 continue
-            for generation in range(_MAX_TOKEN_GENERATIONS):
-                args = run_arguments(spec, choice, self.cluster, name, after=after, generation=generation)
+            for args in self._fresh(functools.partial(run_arguments, spec, choice, self.cluster, name, after=after)):
                 try:
                     answer, inst = self._send(name, "RunInstances", functools.partial(self._run, args))
                 except ClientError as err:
@@ -910,6 +915,7 @@ class Ec2Cloud:
                         continue
                     if code not in CAPACITY_CODES:
                         raise _Fatal(to_cloud_error(err, f"launching {name}")) from None
+                    self._spent.add(args["ClientToken"])
                     self._backoff_choice(name, choice, code)
                     tried.append(f"{choice.describe()}: {code}")
                     break
@@ -923,6 +929,17 @@ class Ec2Cloud:
             else:
                 raise _Fatal(CloudError(f"launching {name}: every client token maps to an ended instance"))
         raise _NoCapacity("no capacity: " + "; ".join(tried))
+
+    def _fresh(self, build: Callable[..., _Request]) -> Iterator[_Request]:
+        """The requests ``build(generation=0, 1, ...)`` whose tokens this process has not spent,
+        at most ``_MAX_TOKEN_GENERATIONS`` of them (``client_token``)."""
+        generation = sent = 0
+        while sent < _MAX_TOKEN_GENERATIONS:
+            args = build(generation=generation)
+            generation += 1
+            if args["ClientToken"] not in self._spent:
+                sent += 1
+                yield args
 
     def _backoff_choice(self, name: str, choice: Choice, code: str) -> None:
         self._backoff[choice] = self.clock() + self.config.capacity_backoff
@@ -938,10 +955,10 @@ class Ec2Cloud:
             tried += [f"{c.describe()}: backed off" for c in choices(spec) if c.market == market and self.backed_off(c)]
             if not options:
                 continue
-            for generation in range(_MAX_TOKEN_GENERATIONS):
-                args = fleet_arguments(spec, options, self.cluster, name, after=after, generation=generation)
+            for args in self._fresh(functools.partial(fleet_arguments, spec, options, self.cluster, name, after=after)):
                 outcome = self._fleet_once(name, market, args, tried)
                 if outcome == "no capacity":
+                    self._spent.add(args["ClientToken"])
                     break
                 if outcome != "again":
                     return outcome

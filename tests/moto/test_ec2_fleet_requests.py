@@ -24,6 +24,10 @@ pytestmark = pytest.mark.moto
 FLEET: dict[str, Any] = {"launch_template": {"name": "elb-workers"}, "instance_types": ["c5.large", "m5.large"]}
 
 
+def all_reservations(ec2: Any) -> list[dict[str, Any]]:
+    return list(ec2.describe_instances()["Reservations"])
+
+
 def tokens(client: FaultyClient) -> list[str]:
     return [kw["ClientToken"] for kw in client.calls_of("create_fleet")]
 
@@ -180,3 +184,44 @@ def test_ec2_check_passes_a_template_that_requires_imdsv2(ec2: Any, ami: str, aw
     cloud, _client = cloud_with(aws_env, launch_template={"name": "elb-workers"})
     (check,) = [c for c in preflight(cloud) if "IMDSv2" in c.what]
     assert check.ok, check.detail
+
+
+def test_a_fleet_that_launched_nothing_does_not_send_its_token_again(ec2: Any, ami: str, aws_env: str) -> None:
+    """An instant fleet with only errors is still a fleet: EC2 answers its token with the same
+    errors. Once the back-off is over, the same overrides go out with another token."""
+    from .conftest import FakeClock
+    from .test_ec2_templates import _no_capacity_for
+
+    template(ec2, ami)
+    clock = FakeClock()
+    cloud, client = cloud_with(aws_env, clock, **FLEET)
+    answers = {"n": 0}
+
+    def no_capacity_once(kwargs: dict[str, Any], resp: Any) -> Any:
+        answers["n"] += 1
+        return _no_capacity_for({"on-demand"})(kwargs, resp) if answers["n"] == 1 else resp
+
+    client.rewrite("create_fleet", no_capacity_once)
+    ec2_fleet_tokens(client)  # after the rewrite above: EC2 keeps the answer it gave
+    # moto did start an instance for the first fleet (then taken back): EC2 would not have, so
+    # the lookups by name do not see it.
+    started: set[str] = set()
+
+    def note(kwargs: dict[str, Any], resp: Any) -> Any:
+        if answers["n"] == 1:
+            started.update(i["InstanceId"] for r in all_reservations(ec2) for i in r["Instances"])
+        return resp
+
+    def unseen(kwargs: dict[str, Any], resp: Any) -> Any:
+        for r in resp.get("Reservations", []):
+            r["Instances"] = [i for i in r["Instances"] if i["InstanceId"] not in started]
+        return resp
+
+    client.rewrite("create_fleet", note)
+    client.rewrite_pages("describe_instances", unseen)
+    assert "no capacity" in cloud.launch(["node001"]).failed["node001"]
+    clock.now += 601  # capacity_backoff is over: the same overrides again
+    result = cloud.launch(["node001"])
+    assert result.failed == {}, result.failed
+    sent = tokens(client)
+    assert len(sent) == 2 and sent[0] != sent[1]
