@@ -335,9 +335,10 @@ CONSTRAINTS: tuple[Constraint, ...] = (
     Constraint(
         "one-time-spot",
         ("ec2:RunInstances",),
-        "EC2 API Reference, SpotMarketOptions, Contents: SpotInstanceType, InstanceInterruptionBehavior",
-        "Interruption behaviour stop or hibernate needs a persistent spot request; elb asks one-time "
-        "requests that terminate.",
+        "EC2 API Reference, SpotMarketOptions, Contents: SpotInstanceType, InstanceInterruptionBehavior; "
+        "EC2 User Guide, Behavior of Spot Instance interruptions",
+        "For RunInstances a persistent spot request must stop or hibernate, and stopping needs a "
+        "persistent request; elb asks one-time requests that terminate.",
         _check_one_time_spot,
         _set(("InstanceMarketOptions", "SpotOptions", "InstanceInterruptionBehavior"), "stop"),
     ),
@@ -440,8 +441,8 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         "eventbridge-names",
         ("events:PutRule", "events:PutTargets", "events:DescribeRule", "events:ListTargetsByRule"),
         "EventBridge API Reference, PutRule, Request Parameters: Name; Target data type, Contents: Id",
-        "Rule names and target ids are 1 to 64 of [.-_A-Za-z0-9] (elb shortens a long cluster name's "
-        "rule names with a digest).",
+        "Rule names and target ids are 1 to 64 of [.-_A-Za-z0-9] (botocore checks neither; elb shortens "
+        "a long cluster name's rule names with a digest).",
         _check_rule_names,
         _set(("Name",), "elb-" + "x" * 64),
     ),

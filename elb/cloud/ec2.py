@@ -129,6 +129,7 @@ _RESERVED_TAGS = frozenset({TAG_CLUSTER, TAG_ROLE, TAG_MANAGED_BY, TAG_NAME})
 _MAX_TOKEN_GENERATIONS = 4
 _MAX_SEND_ATTEMPTS = 2  # a launch request is sent with one token (botocore retries inside each)
 _ENDED_STATES = ("shutting-down", "terminated")
+_NO_FRESH_REQUEST = "no fresh ClientToken: EC2 answered each with an ended instance or another request"
 
 
 # --------------------------------------------------------------------------- pure helpers
@@ -927,7 +928,7 @@ class Ec2Cloud:
                 log.info("%s: launched %s (%s)", name, inst.get("InstanceId"), choice.describe())
                 return inst
             else:
-                raise _Fatal(CloudError(f"launching {name}: every client token maps to an ended instance"))
+                raise _Fatal(CloudError(f"launching {name}: {_NO_FRESH_REQUEST}"))
         raise _NoCapacity("no capacity: " + "; ".join(tried))
 
     def _fresh(self, build: Callable[..., _Request]) -> Iterator[_Request]:
@@ -963,7 +964,7 @@ class Ec2Cloud:
                 if outcome != "again":
                     return outcome
             else:
-                raise _Fatal(CloudError(f"launching {name}: every client token maps to an ended instance"))
+                raise _Fatal(CloudError(f"launching {name}: {_NO_FRESH_REQUEST}"))
         raise _NoCapacity("no capacity: " + "; ".join(tried))
 
     def _fleet_once(

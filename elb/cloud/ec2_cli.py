@@ -126,6 +126,9 @@ def cmd_iam_policy(args: argparse.Namespace) -> int:
         except ConfigError as err:
             print(f"elb: {err}", file=sys.stderr)
             return Exit.CONFIG
+        if cfg.cloud.provider != "ec2":
+            print(f"elb: cloud.provider is {cfg.cloud.provider}: elb makes no AWS calls, no policy", file=sys.stderr)
+            return Exit.CONFIG
         scope = Scope.from_config(cfg, account=args.account, worker_role=args.worker_role)
     caller: Literal["daemon", "setup"] = "setup" if args.setup else "daemon"
     print(render_json(scope, caller) if args.json else render_text(scope, caller), end="")

@@ -200,3 +200,13 @@ def test_the_contract_names_each_call_once() -> None:
     keys = [(c.service, c.operation) for c in CALLS]
     assert len(keys) == len(set(keys))
     assert contract.call("ec2", "CreateFleet") is not None and contract.call("ec2", "DescribeVpcs") is None
+
+
+def test_the_name_limits_are_the_service_models() -> None:
+    """botocore's validation checks minimums only: the maximums elb keeps are the model's."""
+    events = service_model("events").service_model
+    for shape in (events.operation_model("PutRule").input_shape.members["Name"], events.shape_for("TargetId")):
+        assert (shape.metadata["min"], shape.metadata["max"]) == (1, 64)
+        assert shape.metadata["pattern"] == r"[\.\-_A-Za-z0-9]+"
+    (row,) = [c for c in CONSTRAINTS if c.id == "eventbridge-names"]
+    assert row.check({"Name": "n" * 64}) == [] and row.check({"Name": "n" * 65})

@@ -170,8 +170,11 @@ def test_the_command_refuses_bad_input_in_one_line(tmp_path: Path, capsys: pytes
     assert main(["iam-policy", "-c", str(tmp_path / "none.yml")]) == Exit.CONFIG
     assert main(["iam-policy", "--generic", "--account", "12ab"]) == Exit.USAGE
     assert main(["iam-policy", "--generic", "--worker-role", "a b"]) == Exit.USAGE
+    local = tmp_path / "local.yml"
+    local.write_text("cloud: {provider: local}\n")
+    assert main(["iam-policy", "-c", str(local)]) == Exit.CONFIG
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 3 and all(line.startswith("elb: ") for line in err)
+    assert len(err) == 4 and all(line.startswith("elb: ") for line in err)
 
 
 def test_the_generic_policy_is_what_the_command_prints(capsys: pytest.CaptureFixture[str]) -> None:
