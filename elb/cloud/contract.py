@@ -228,6 +228,11 @@ def _check_status_batch(req: Mapping[str, Any]) -> list[str]:
     return [f"{len(ids)} instance ids (at most 100)"] if len(ids) > 100 else []
 
 
+def _check_terminate_batch(req: Mapping[str, Any]) -> list[str]:
+    ids = req.get("InstanceIds", [])
+    return [f"{len(ids)} instance ids (at most 1000)"] if len(ids) > 1000 else []
+
+
 def _check_create_tags(req: Mapping[str, Any]) -> list[str]:
     n = len(req.get("Resources", []))
     return [] if 1 <= n <= 1000 else [f"{n} resources (1 to 1000)"]
@@ -404,6 +409,14 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         "At most 100 explicitly named instance ids per call (elb.cloud.ec2.STATUS_BATCH).",
         _check_status_batch,
         _set(("InstanceIds",), [f"i-{n:017x}" for n in range(101)]),
+    ),
+    Constraint(
+        "terminate-batch",
+        ("ec2:TerminateInstances",),
+        "EC2 API Reference, TerminateInstances, Request Parameters: InstanceId.N",
+        "Up to 1000 instance ids per call (elb.cloud.ec2.TERMINATE_BATCH).",
+        _check_terminate_batch,
+        _set(("InstanceIds",), [f"i-{n:017x}" for n in range(1001)]),
     ),
     Constraint(
         "create-tags-batch",

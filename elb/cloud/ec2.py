@@ -430,6 +430,7 @@ def _launch_time(inst: InstanceTypeDef) -> float:
 
 
 STATUS_BATCH = 100  # instance ids per DescribeInstanceStatus call (EC2 takes at most 100 with ids)
+TERMINATE_BATCH = 1000  # instance ids per TerminateInstances call (EC2 takes at most 1000)
 
 
 def impaired(status: Mapping[str, Any], now: float) -> Notice | None:
@@ -1195,11 +1196,13 @@ class Ec2Cloud:
         live = [i for i in ids if owned[i] != "terminated"]
         if not live:
             return
-        try:
-            self.client.terminate_instances(InstanceIds=live)
-        except (BotoCoreError, ClientError) as err:
-            raise to_cloud_error(err, f"terminating {', '.join(live)}") from None
-        log.info("terminating %s", ", ".join(live))
+        for start in range(0, len(live), TERMINATE_BATCH):
+            batch = live[start : start + TERMINATE_BATCH]
+            try:
+                self.client.terminate_instances(InstanceIds=batch)
+            except (BotoCoreError, ClientError) as err:
+                raise to_cloud_error(err, f"terminating {', '.join(batch)}") from None
+            log.info("terminating %s", ", ".join(batch))
 
     def stop(self, instance_ids: Sequence[str]) -> None:
         """Stop workers of this cluster (``StopInstances``) and wait until they are stopped, at

@@ -210,3 +210,13 @@ def test_the_name_limits_are_the_service_models() -> None:
         assert shape.metadata["pattern"] == r"[\.\-_A-Za-z0-9]+"
     (row,) = [c for c in CONSTRAINTS if c.id == "eventbridge-names"]
     assert row.check({"Name": "n" * 64}) == [] and row.check({"Name": "n" * 65})
+
+
+def test_terminating_more_than_a_call_takes_keeps_the_batch_limit() -> None:
+    """TerminateInstances takes up to 1000 ids: a larger scale-down is split."""
+    world = World()
+    ids = [world.worker(f"node{n:04d}") for n in range(1001)]
+    ec2_scenarios.cloud(world, **ec2_scenarios.OWN).terminate(ids)
+    sent = [r for r in world.requests if r["operation"] == "TerminateInstances"]
+    assert sorted(i for r in sent for i in r["params"]["InstanceIds"]) == sorted(ids)
+    assert [problems("ec2", "TerminateInstances", r["params"]) for r in sent] == [[]] * len(sent)
