@@ -398,7 +398,8 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         "tag-limits",
         ("ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateTags", "ec2:CreatePlacementGroup"),
         "EC2 API Reference, Tag, Contents: Key, Value; EC2 User Guide, Tag your Amazon EC2 resources: Tag restrictions",
-        "At most 50 tags per resource; keys 1-128 characters, values at most 256; the aws: prefix is reserved.",
+        "At most 50 tags per resource; keys 1-128 characters, values at most 256; the aws: prefix is reserved "
+        "(Ec2Cloud refuses extra_tags that would break it).",
         _check_tags,
         _set(("TagSpecifications", 0, "Tags", 0, "Key"), "aws:elb"),
     ),
@@ -472,7 +473,7 @@ def calls_table() -> str:
     """``CALLS`` as the Markdown table docs/ec2.md shows."""
     rows = ["| call | made by | why | IAM scope |", "|---|---|---|---|"]
     for c in CALLS:
-        scope = "`*` (AWS does not scope it)" if c.unscoped else "resources and conditions"
+        scope = "`*` (AWS does not scope it)" if c.unscoped else "its resources"
         rows.append(f"| `{c.action}` | {', '.join(c.callers)} | {c.why} | {scope} |")
     return "\n".join(rows) + "\n"
 

@@ -126,6 +126,7 @@ GONE_STATES = frozenset({"shutting-down", "terminated"})
 _INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
 _PERMISSION = re.compile(r"perform:\s*([A-Za-z0-9-]+:[A-Za-z0-9*]+)")
 _RESERVED_TAGS = frozenset({TAG_CLUSTER, TAG_ROLE, TAG_MANAGED_BY, TAG_NAME})
+_MAX_TAGS = 50  # tags per EC2 resource
 _MAX_TOKEN_GENERATIONS = 4
 _MAX_SEND_ATTEMPTS = 2  # a launch request is sent with one token (botocore retries inside each)
 _ENDED_STATES = ("shutting-down", "terminated")
@@ -510,6 +511,17 @@ class Ec2Cloud:
         bad = sorted(k for k in config.extra_tags if k in _RESERVED_TAGS or k.lower().startswith("aws:"))
         if bad:
             raise CloudError(f"cloud.ec2.extra_tags may not set {', '.join(bad)}: elb sets those itself")
+        room = _MAX_TAGS - len(_RESERVED_TAGS)
+        if len(config.extra_tags) > room:
+            raise CloudError(
+                f"cloud.ec2.extra_tags has {len(config.extra_tags)} tags: EC2 takes {_MAX_TAGS} per resource and "
+                f"elb sets {len(_RESERVED_TAGS)}, so at most {room}"
+            )
+        long = sorted(k[:40] for k, v in config.extra_tags.items() if not 1 <= len(k) <= 128 or len(v) > 256)
+        if long:
+            raise CloudError(
+                f"cloud.ec2.extra_tags {', '.join(long)}: EC2 takes keys of 1 to 128 characters, values of at most 256"
+            )
         bad_sg = [g for g in config.security_groups if not g.startswith("sg-")]
         if bad_sg:
             raise CloudError(f"cloud.ec2.security_groups takes group ids (sg-...), not {', '.join(bad_sg)}")

@@ -175,7 +175,8 @@ def test_each_rule_names_its_source_and_is_in_the_docs_table() -> None:
     docs = (REPO / "docs" / "ec2.md").read_text()
     for row in CONSTRAINTS:
         assert "API Reference" in row.source or "Guide" in row.source
-        assert f"`{row.id}`" in docs and row.source in docs, row.id
+    assert contract.constraints_table() in docs, "docs/ec2.md: paste contract.constraints_table()"
+    assert contract.calls_table() in docs, "docs/ec2.md: paste contract.calls_table()"
     assert len({c.id for c in CONSTRAINTS}) == len(CONSTRAINTS)
     every_operation = {f"{c.service}:{c.operation}" for c in CALLS}
     assert all(set(row.operations) <= every_operation for row in CONSTRAINTS)
@@ -220,3 +221,21 @@ def test_terminating_more_than_a_call_takes_keeps_the_batch_limit() -> None:
     sent = [r for r in world.requests if r["operation"] == "TerminateInstances"]
     assert sorted(i for r in sent for i in r["params"]["InstanceIds"]) == sorted(ids)
     assert [problems("ec2", "TerminateInstances", r["params"]) for r in sent] == [[]] * len(sent)
+
+
+@pytest.mark.parametrize(
+    ("extra", "why"),
+    [
+        ({f"k{n}": "v" for n in range(47)}, "at most 46"),
+        ({"k" * 129: "v"}, "128"),
+        ({"team": "v" * 257}, "256"),
+    ],
+)
+def test_extra_tags_ec2_would_refuse_are_refused_at_once(extra: dict[str, str], why: str) -> None:
+    """EC2 takes 50 tags per resource (elb sets 4), keys up to 128, values up to 256 characters:
+    more would refuse every launch."""
+    from elb.interfaces import CloudError
+
+    with pytest.raises(CloudError, match=why):
+        ec2_scenarios.cloud(World(), ami=ec2_scenarios.AMI, extra_tags=extra)
+    ec2_scenarios.cloud(World(), ami=ec2_scenarios.AMI, extra_tags={f"k{n}": "v" for n in range(46)})
