@@ -1016,14 +1016,16 @@ class Ec2Cloud:
         except CloudError as err:
             self._terminate_quietly(ids)
             raise _Fatal(err) from None
-        if now and all(r.get("State", {}).get("Name") in GONE_STATES for r in now.values()):
+        # Not listed yet (eventual consistency): taken as just started.
+        live = [i for i in ids if now.get(i, {}).get("State", {}).get("Name") not in GONE_STATES]
+        if not live:
             # The token belonged to an earlier life of this name: use the next generation.
             log.info("%s: token of ended %s, retrying with a new one", name, ", ".join(ids))
             return "again"
-        if len(ids) > 1:  # one node, one instance: never keep a second one billing
-            self._terminate_quietly(ids[1:])
-        log.info("%s: launched %s by CreateFleet (%s)", name, ids[0], market)
-        return now.get(ids[0]) or {"InstanceId": ids[0], "State": {"Code": 0, "Name": "pending"}}
+        if len(live) > 1:  # one node, one instance: never keep a second one billing
+            self._terminate_quietly(live[1:])
+        log.info("%s: launched %s by CreateFleet (%s)", name, live[0], market)
+        return now.get(live[0]) or {"InstanceId": live[0], "State": {"Code": 0, "Name": "pending"}}
 
     def _send(self, name: str, operation: str, call: Callable[[], Any]) -> tuple[Any, InstanceTypeDef | None]:
         """Send a launch request with one token: ``(answer, None)``; a lost answer is looked up

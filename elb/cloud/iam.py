@@ -281,7 +281,12 @@ def render_text(scope: Scope, caller: Caller = "daemon") -> str:
         for op, conds in s.condition.items():
             for key, value in conds.items():
                 lines.append(f"  if {op} {key} = {value if isinstance(value, str) else ', '.join(value)}")
-    placeholders = [p for p in ("REGION", "ACCOUNT_ID", "WORKER_ROLE") if p in render_json(scope, caller)]
+    words = (
+        ("CLUSTER", "REGION", "ACCOUNT_ID", "WORKER_ROLE")
+        if scope == Scope.generic()
+        else ("REGION", "ACCOUNT_ID", "WORKER_ROLE")
+    )
+    placeholders = [p for p in words if p in render_json(scope, caller)]
     if placeholders:
         lines.append(f"placeholders to replace: {', '.join(placeholders)} (see elb iam-policy --help)")
     return "\n".join(lines) + "\n"

@@ -225,3 +225,26 @@ def test_a_fleet_that_launched_nothing_does_not_send_its_token_again(ec2: Any, a
     assert result.failed == {}, result.failed
     sent = tokens(client)
     assert len(sent) == 2 and sent[0] != sent[1]
+
+
+def test_a_fleet_answer_with_two_instances_keeps_one_and_one_that_ended_is_not_the_node(
+    ec2: Any, ami: str, aws_env: str
+) -> None:
+    """Not expected for a target of 1, but never two instances billing for one node, and never
+    an ended instance taken for the node: the answer is made by adding ids to moto's."""
+    from .conftest import make_instance, state_of
+
+    template(ec2, ami)
+    cloud, client = cloud_with(aws_env, **FLEET)
+    ended = make_instance(ec2, ami, {"Name": "elsewhere"})
+    ec2.terminate_instances(InstanceIds=[ended])
+    spare = make_instance(ec2, ami, {"Name": "elsewhere"})
+
+    def two_more(kwargs: dict[str, Any], resp: Any) -> Any:
+        resp["Instances"][0]["InstanceIds"] = [ended, *resp["Instances"][0]["InstanceIds"], spare]
+        return resp
+
+    client.rewrite("create_fleet", two_more)
+    (node,) = cloud.launch(["node001"]).launched
+    assert node.instance_id not in (ended, spare) and node.state == "running"
+    assert state_of(ec2, spare) in ("shutting-down", "terminated")
