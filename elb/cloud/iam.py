@@ -9,10 +9,10 @@ instances tagged as this cluster's elb workers. The exception is the ``Describe`
 AWS does not scope to resources (the Service Authorization Reference lists no resource type for
 them): they can only be given on ``"*"``, and they only read.
 
-``daemon_policy`` is elb's own identity (the daemon, ``elb ec2-check``, the inventory);
-``setup_policy`` the admin's for ``elb ec2-events setup`` and ``check``. Pure: the scope is
-passed in; ``Scope.from_config`` reads it from a config. Unknown parts stay placeholders
-(``REGION``, ``ACCOUNT_ID``, ``WORKER_ROLE``) for the admin to fill in.
+``policy(scope, "daemon")`` is elb's own identity (the daemon, ``elb ec2-check``, the
+inventory); ``policy(scope, "setup")`` the admin's for ``elb ec2-events setup`` and ``check``.
+Pure: the scope is passed in; ``Scope.from_config`` reads it from a config. Unknown parts stay
+placeholders (``REGION``, ``ACCOUNT_ID``, ``WORKER_ROLE``) for the admin to fill in.
 """
 
 from __future__ import annotations
