@@ -1220,8 +1220,9 @@ class Ec2Cloud:
 
     def stop(self, instance_ids: Sequence[str]) -> None:
         """Stop workers of this cluster (``StopInstances``) and wait until they are stopped, at
-        most ``boot_timeout``. An instance-store root (lost on stop) is refused, as is any id that
-        is not a worker of this cluster: nothing is stopped. Stopped ones are left as they are."""
+        most ``boot_timeout``. An instance-store root (lost on stop) is refused, as is a spot
+        worker (EC2 refuses to stop a one-time request's instance) and any id that is not a
+        worker of this cluster: nothing is stopped. Stopped ones are left as they are."""
         ids = list(dict.fromkeys(instance_ids))
         if not ids:
             return
@@ -1232,6 +1233,12 @@ class Ec2Cloud:
         store = [i for i in ids if owned[i].get("RootDeviceType") == "instance-store"]
         if store:
             raise CloudError(f"refusing to stop {', '.join(store)}: an instance-store root is lost on stop")
+        spot = [i for i in ids if owned[i].get("InstanceLifecycle") == "spot"]
+        if spot:
+            raise CloudError(
+                f"refusing to stop {', '.join(spot)}: EC2 stops no spot instance of a one-time request (elb's spot "
+                "workers are all such)"
+            )
         todo = [i for i in ids if owned[i].get("State", {}).get("Name") not in ("stopping", "stopped")]
         if todo:
             try:
