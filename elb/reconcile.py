@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from elb.durations import minutes
 from elb.interfaces import Instance
 from elb.model import Node, NodeState, Snapshot
-from elb.state import LIVE, ClusterState, ManagedNode, instance_state, join
+from elb.state import GONE, LIVE, ClusterState, ManagedNode, instance_state, join
 
 
 class RepairKind(enum.StrEnum):
@@ -203,7 +203,7 @@ def repairs_of(
     """
     now = state.now
     out: list[Repair] = []
-    for m in state.nodes:
+    for m in state.suspects:  # a steady node needs nothing
         if m.name == master:
             continue
         if m.instance is not None and m.instance.name == master:
@@ -220,16 +220,14 @@ def repairs_of(
             out.append(repair)
 
     # Instances the journal does not account for.
-    by_name = {m.name: m for m in state.nodes}
-    in_sge = {h.name for h in state.snapshot.hosts}
     accounted = {r.instance.instance_id for r in out if r.instance is not None}
-    accounted |= {m.record.instance_id for m in state.nodes if m.record.instance_id}
-    for inst in state.instances:
+    for inst in state.unaccounted:
         if inst.instance_id in accounted or inst.name == master:
             continue
         live = instance_state(inst.state) in LIVE
-        record = by_name.get(inst.name)
-        if record is None and inst.name in in_sge:
+        found = state.record(inst.name)
+        record = found if found is not None and (state.include_gone or found.state not in GONE) else None
+        if record is None and state.host(inst.name) is not None:
             if live:
                 why = f"a worker of {scheduler} with elb's tags missing from the journal"
                 out.append(Repair(RepairKind.ADOPT, inst.name, why, inst))
