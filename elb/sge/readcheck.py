@@ -8,10 +8,19 @@ and then it also leaves ``qconf -sel``, the execution hosts SGE has configured. 
 
 - nothing vanished: the read is whole;
 - hosts vanished: ask ``qconf -sel``. A vanished host SGE still has configured means the read is
-  hollow: refused, nothing is done this pass. Vanished hosts that all left ``qconf -sel`` were
-  deregistered: the read is whole;
-- where ``qconf -sel`` is not conclusive (it and ``qhost`` disagree about other hosts, or SGE has
-  no execution host at all any more while elb knew some), a second read must agree with the first.
+  hollow: refused, nothing is done this pass;
+- every host elb knows to be up vanished, or every host of the jobs it saw running (a *total
+  loss*): that is what a hollow answer looks like (a qmaster restarting, or started on an empty
+  spool, a wrapper that lost its output), and ``qconf -sel`` and a second read of qstat and qhost
+  can answer hollow the same way: empty, for as long as the cause lasts. Neither can confirm it,
+  and neither can time (a qmaster on an empty spool answers empty for as long as it runs). Only a
+  ``qconf -sel`` that is demonstrably not hollow confirms it: it lists at least one execution
+  host, none of the vanished, and exactly the hosts ``qhost`` lists. Anything else is refused,
+  without a second read, pass after pass, until SGE lists a host again;
+- some but not all of them vanished, and all left ``qconf -sel``: the qmaster's host list is
+  there (it lists hosts elb knows), so the hosts were deregistered. Where ``qconf -sel`` and
+  ``qhost`` disagree about the other hosts, or ``qconf -sel`` lists none, a second read must agree
+  with the first.
 
 ``check_read`` says which of these holds for the data it is given, and what it still needs.
 """
@@ -114,16 +123,45 @@ def check_read(
         )
         return ReadVerdict(False, why)
     gone = f"{_names(vanished)} left SGE's execution hosts (qconf -sel)"
-    unlisted = listed - configured_hosts
+    job_hosts = {j.host for j in running_before if j.host is not None}
+    if known_up and not known_up & listed:
+        return _total_loss("every host elb knows to be up", vanished, listed, configured_hosts, traceless, gone)
+    if job_hosts and not job_hosts & listed:
+        return _total_loss("every host of the running jobs", vanished, listed, configured_hosts, traceless, gone)
+    unlisted, unshown = listed - configured_hosts, configured_hosts - listed
     if unlisted:
         doubt = f"{gone}, but qhost lists {_names(unlisted)}, which qconf -sel does not"
-    elif not configured_hosts:
-        doubt = f"{gone}, and SGE has no execution host left"
+    elif unshown:
+        doubt = f"{gone}, but qconf -sel lists {_names(unshown)}, which qhost does not"
     else:
         return ReadVerdict(True, gone)
     if second_read is None:
         return ReadVerdict(False, f"{doubt}; reading SGE a second time", Need.SECOND_READ)
     return _agree(current, second_read, doubt)
+
+
+def _total_loss(
+    every: str,
+    vanished: set[str], listed: set[str], configured: frozenset[str], traceless: Sequence[Job], gone: str
+) -> ReadVerdict:
+    """Every host elb knows to be up (or every host of the jobs it saw running) vanished, and
+    none is in ``qconf -sel``: whole only if ``qconf -sel`` lists hosts, exactly those of qhost."""
+    if configured and configured == listed:
+        return ReadVerdict(True, f"{gone}, which lists {_names(configured)} as qhost does")
+    jobs = _jobs_text([j for j in traceless if j.host in vanished])
+    lost = f"partial read: {_names(vanished)} vanished from qhost, {every}, and "
+    if not configured:
+        return ReadVerdict(
+            False,
+            f"{lost}qconf -sel lists no execution host either{jobs}; both can answer empty the same way "
+            "(a qmaster restarting, or started on an empty spool), so neither confirms the other; no action",
+        )
+    differ = []
+    if configured - listed:
+        differ.append(f"qconf -sel lists {_names(configured - listed)}, which qhost does not")
+    if listed - configured:
+        differ.append(f"qhost lists {_names(listed - configured)}, which qconf -sel does not")
+    return ReadVerdict(False, f"{lost}{' and '.join(differ)}{jobs}; so qhost cannot be trusted; no action")
 
 
 def _agree(first: Snapshot, second: Snapshot, doubt: str) -> ReadVerdict:

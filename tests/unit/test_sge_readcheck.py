@@ -129,26 +129,59 @@ CASES = {
         None,
         (True, Need.NOTHING, "node002 left SGE's execution hosts (qconf -sel)"),
     ),
-    "everything gone, SGE has no exec host: read again": (
+    "everything gone, SGE has no exec host: refused, no second read": (
         "hollow",
         BOTH,
         frozenset(),
         None,
-        (False, Need.SECOND_READ, "and SGE has no execution host left; reading SGE a second time"),
+        (
+            False,
+            Need.NOTHING,
+            "partial read: node001, node002 vanished from qhost, every host elb knows to be up, and qconf -sel "
+            "lists no execution host either; jobs 3, 4, 5, 6, 7 ran there; both can answer empty the same way",
+        ),
     ),
-    "everything gone, a second read agrees": (
+    "everything gone, SGE has no exec host: a second read that agrees confirms nothing": (
         "hollow",
         BOTH,
         frozenset(),
         "hollow",
-        (True, Need.NOTHING, "a second read agrees"),
+        (False, Need.NOTHING, "so neither confirms the other; no action"),
     ),
-    "everything gone, the second read has them back": (
+    "everything gone from qhost, qconf -sel lists a host qhost does not": (
         "hollow",
         BOTH,
+        frozenset({"node003"}),
+        None,
+        (False, Need.NOTHING, "qconf -sel lists node003, which qhost does not; jobs 3, 4, 5, 6, 7 ran there; so"),
+    ),
+    "every host elb knew deregistered, SGE keeps another that qhost lists too": (
+        "busy-without-node002",
+        frozenset({"node002"}),
+        frozenset({"node001"}),
+        None,
+        (True, Need.NOTHING, "node002 left SGE's execution hosts (qconf -sel), which lists node001 as qhost does"),
+    ),
+    "every known host gone, qconf -sel and qhost disagree on the others: refused": (
+        "busy-without-node002",
+        frozenset({"node002"}),
+        frozenset({"node003"}),
+        "busy-without-node002",
+        (False, Need.NOTHING, "qconf -sel lists node003, which qhost does not and qhost lists node001, which"),
+    ),
+    "every host of the running jobs gone, SGE empty, after a restart: refused": (
+        "hollow",
         frozenset(),
-        "busy-2-nodes",
-        (False, Need.NOTHING, "a second read differs in hosts node001, node002 and the running jobs; no action"),
+        frozenset(),
+        None,
+        (False, Need.NOTHING, "vanished from qhost, every host of the running jobs, and qconf -sel lists no"),
+    ),
+    "some hosts gone, qconf -sel lists a host qhost does not: read again": (
+        "busy-without-node002",
+        BOTH,
+        frozenset({"node001", "node003"}),
+        None,
+        (False, Need.SECOND_READ, "but qconf -sel lists node003, which qhost does not; reading SGE a second time"),
     ),
     "qconf -sel and qhost disagree: read again": (
         "busy-without-node002",
