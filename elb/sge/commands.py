@@ -48,10 +48,10 @@ _DROPPED_ENV = ("MORE_INFO", "SGE_QSTAT_ENV_DEBUG", "SGE_DEBUG_LEVEL", "SGE_ND")
 # What qmod prints for each queue instance it changed (or found already changed).
 _QMOD_OK = re.compile(r"changed state of|is already in the specified state")
 # qmod -rq's answers (gridengine 8.1.9; tests/fixtures/sge/recorded/qmod-rq.txt)
-_PUSHED = re.compile(r"Pushed rescheduling of (?:job (\d+)|job-array task (\d+)\.(\d+)) on host \S+")
-_NOT_RESTARTABLE = re.compile(r"The job (\d+) is not restartable")
+_PUSHED = re.compile(r"Pushed rescheduling of (?:job ([0-9]+)|job-array task ([0-9]+)\.([0-9]+)) on host \S+")
+_NOT_RESTARTABLE = re.compile(r"The job ([0-9]+) is not restartable")
 _REQUEST_PART = re.compile(r"[^\s,=\"'`$;|&<>()]+")  # one name or value of a -l list
-_ALTERED = re.compile(r"modified hard resource list of job \d+")
+_ALTERED = re.compile(r"modified hard resource list of job [0-9]+")
 
 
 @dataclass(frozen=True, slots=True)

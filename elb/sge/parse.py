@@ -55,8 +55,12 @@ JOB_STATE_LETTERS = frozenset("dESThRqrstwxz")
 # Letters of queue-instance states (qstat(1)): a c d o s u A C D E S.
 QUEUE_STATE_LETTERS = frozenset("acdosuACDES")
 
-_TIMESTAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?")
-_TASK_RANGE = re.compile(r"(\d+)(?:-(\d+)(?::(\d+))?)?")
+# Numbers are ASCII digits only: SGE writes no other, and Python's int() and float() would read
+# other scripts' digits ("\u0663" is 3) and more ("1_000", "nan").
+_TIMESTAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,9}))?")
+_TASK_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_TIME_PART = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
 # Characters XML 1.0 forbids; SGE copies job names verbatim, so a hostile name can carry them.
 _XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _MAX_TASK_ID = 2**31
@@ -276,12 +280,9 @@ def parse_sge_time(value: str) -> float | None:
         if part == "":
             number = 0.0
         else:
-            try:
-                number = float(part)
-            except ValueError:
-                raise ValueError(f"time value {value!r} is not [[hours:]minutes:]seconds") from None
-            if not (number >= 0 and number != float("inf")):
-                raise ValueError(f"time value {value!r} is negative or not finite")
+            if not _TIME_PART.fullmatch(part):
+                raise ValueError(f"time value {value!r} is not [[hours:]minutes:]seconds")
+            number = float(part)
         total = total * 60 + number
     return total
 
@@ -305,13 +306,31 @@ def _queue_states(text: str | None, where: str) -> str:
     return states
 
 
+def ascii_int(text: str) -> int:
+    """``text`` (white space around it aside) as a whole number of ASCII digits; ValueError for
+    anything else, a sign included."""
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdigit()):
+        raise ValueError(f"{text!r} is not a whole number in ASCII digits")
+    return int(digits)
+
+
+def decimal(text: str) -> float:
+    """``text`` as a decimal number of ASCII digits (sign, point and exponent allowed)."""
+    if not _DECIMAL.fullmatch(text.strip()):
+        raise ValueError(f"{text!r} is not a number in ASCII digits")
+    return float(text)
+
+
 def _int(text: str | None, what: str, where: str, minimum: int = 0) -> int:
     if text is None:
         raise SgeParseError(f"{where}: missing <{what}>")
+    number = text.strip()
+    negative = number.startswith("-")
     try:
-        value = int(text.strip())
+        value = -ascii_int(number[1:]) if negative else ascii_int(number)
     except ValueError:
-        raise SgeParseError(f"{where}: <{what}> is {text!r}, not a whole number") from None
+        raise SgeParseError(f"{where}: <{what}> is {text!r}, not a whole number in ASCII digits") from None
     if value < minimum:
         raise SgeParseError(f"{where}: <{what}> is {value}, less than {minimum}")
     return value
@@ -401,15 +420,15 @@ class _JobReader:
             if not pe:
                 raise SgeParseError(f"{section}: job_list #{n}: <requested_pe> without a name")
             pe_range = (fields["requested_pe"] or "").strip() or None
+            if pe_range is not None and not pe_range.isascii():
+                raise SgeParseError(f"{section}: job_list #{n}: <requested_pe> range {pe_range!r} is not ASCII digits")
 
         try:
-            job_id = int(fields["JB_job_number"] or "")
+            job_id = ascii_int(fields["JB_job_number"] or "")
             if job_id < 1:
                 raise ValueError
             state = (fields["state"] or "").strip()
-            slots = int(fields["slots"] or "")
-            if slots < 0:
-                raise ValueError
+            slots = ascii_int(fields["slots"] or "")
             name = fields["JB_name"] or ""
             owner = fields["JB_owner"] or ""
         except (KeyError, ValueError):
@@ -431,9 +450,11 @@ class _JobReader:
         tasks = 1 if task_ids is None else (self._tasks.get(task_ids) or self._count(task_ids, section, n, job_id))
         text = fields.get("JAT_prio")
         try:
-            priority = float(text) if text else 0.0
+            priority = decimal(text) if text else 0.0
         except ValueError:
-            raise SgeParseError(f"{_at(section, n, job_id)}: <JAT_prio> is {text!r}, not a number") from None
+            raise SgeParseError(
+                f"{_at(section, n, job_id)}: <JAT_prio> is {text!r}, not a number in ASCII digits"
+            ) from None
         text = fields.get("queue_name")
         if text and text.strip():
             queue = text.strip()
@@ -491,6 +512,8 @@ def _queue_instance(fields: Mapping[str, str | None], where: str) -> QueueInstan
     where = f"{where} ({full})"
     total = _int(fields.get("slots_total"), "slots_total", where)
     used = _int(fields.get("slots_used"), "slots_used", where)
+    if used > total:
+        raise SgeParseError(f"{where}: slots_used {used} is more than slots_total {total}")
     resv = _int(fields["slots_resv"], "slots_resv", where) if fields.get("slots_resv") else 0
     return QueueInstance(queue, host, total, used, resv, _queue_states(fields.get("state"), where))
 
@@ -751,7 +774,7 @@ _SECONDS = {f"{n:02d}": n for n in range(62)}  # 60 and 61: leap seconds, as par
 
 def _priority(text: str) -> float:
     try:
-        return float(text) if text else 0.0
+        return decimal(text) if text else 0.0
     except ValueError:
         raise _Decline from None
 
@@ -1059,6 +1082,8 @@ class _QuickReader:
                     raise _Decline
                 seen_pe = True
                 pe_range = value.strip() or None
+                if pe_range is not None and not pe_range.isascii():
+                    raise _Decline
         runtime = self.reader._runtime(hard["h_rt"], "", 0, 0) if "h_rt" in hard else None
         master, slave = (scoped[tag] for tag in _SCOPED_REQUESTS)
         return (
@@ -1079,9 +1104,9 @@ def _num_proc(text: str | None, where: str) -> int | None:
     if text is None or text.strip() in ("", "-"):
         return None
     try:
-        value = float(text)
+        value = decimal(text)
     except ValueError:
-        raise SgeParseError(f"{where}: num_proc is {text!r}, not a number") from None
+        raise SgeParseError(f"{where}: num_proc is {text!r}, not a number in ASCII digits") from None
     if value < 0 or value != int(value):
         raise SgeParseError(f"{where}: num_proc is {text!r}, not a whole number")
     return int(value)
@@ -1104,7 +1129,7 @@ def _careful_qhost(data: bytes | str) -> tuple[Host, ...]:
     """The careful reader: the document as an element tree (``_load``), any shape."""
     root = _load(data, "qhost", "qhost")
     hosts: list[Host] = []
-    seen: set[str] = set()
+    seen: dict[str, str] = {}  # by the name in lower case: one host to DNS
     for i, el in enumerate(root, 1):
         if el.tag != "host":
             raise SgeParseError(f"qhost: unexpected <{el.tag}> in <qhost>")
@@ -1114,9 +1139,10 @@ def _careful_qhost(data: bytes | str) -> tuple[Host, ...]:
         if name == "global":
             continue
         where = f"qhost: host {name!r}"
-        if name in seen:
-            raise SgeParseError(f"{where} is listed twice")
-        seen.add(name)
+        other = seen.setdefault(name.lower(), name)
+        if other is not name:
+            also = f": as {other!r} too (one host to DNS, whatever the case of its letters)" if other != name else ""
+            raise SgeParseError(f"{where} is listed twice{also}")
         values: dict[str, str] = {}
         queues: list[QueueInstance] = []
         for child in el:
@@ -1152,6 +1178,8 @@ def _qhost_queue(el: ET.Element, host: str, where: str) -> QueueInstance:
 def _qhost_queue_values(qname: str, host: str, values: Mapping[str, str | None], where: str) -> QueueInstance:
     total = _int(values.get("slots"), "queuevalue slots", where)
     used = _int(values.get("slots_used"), "queuevalue slots_used", where)
+    if used > total:
+        raise SgeParseError(f"{where}: slots_used {used} is more than slots {total}")
     resv = _int(values["slots_resv"], "queuevalue slots_resv", where) if values.get("slots_resv") else 0
     return QueueInstance(qname, host, total, used, resv, _queue_states(values.get("state_string"), where))
 
@@ -1216,11 +1244,11 @@ def _quick_qhost(data: bytes | str) -> tuple[Host, ...] | None:
         for k in range(1, len(pieces) - 1, width):
             quoted, load_values, queue_list = pieces[k : k + 3]
             name = value(quoted).strip()
-            if not name or name in seen:
+            if not name or name.lower() in seen:
                 return None
             if name == "global":
                 continue
-            seen.add(name)
+            seen.add(name.lower())
             where = f"qhost: host {name!r}"
             values = {value(key): (_resolve(v) if amp else v).strip() for key, v in _HOSTVALUES.findall(load_values)}
             queues = []
@@ -1246,15 +1274,15 @@ def join_snapshot(qstat: QstatResult, hosts: Iterable[Host], now: float) -> Snap
     """Hosts from qhost, with the queue instances qstat showed next to its jobs where it has them.
 
     qstat's queue instances come from the same read as the jobs, so they are preferred; a queue
-    instance only qhost shows is kept, and a host only qstat shows (added between the two reads)
-    is included without load values.
+    instance only qhost shows is kept. A host only qstat shows is left out: it is never a host of
+    the snapshot (``check_agree`` refuses such a pair of reads).
     """
     by_host: dict[str, dict[str, QueueInstance]] = {}
     for q in qstat.queues:
         by_host.setdefault(q.host, {})[q.queue] = q
     joined: list[Host] = []
     for h in hosts:
-        from_qstat = by_host.pop(h.name, None)
+        from_qstat = by_host.get(h.name)
         if from_qstat is None:
             joined.append(h)
             continue
@@ -1262,8 +1290,6 @@ def join_snapshot(qstat: QstatResult, hosts: Iterable[Host], now: float) -> Snap
         for q in h.queues:
             merged.setdefault(q.queue, q)
         joined.append(Host(h.name, tuple(merged.values()), h.num_proc, h.load))
-    for name, qs in by_host.items():
-        joined.append(Host(name, tuple(qs.values())))
     return Snapshot(now=now, jobs=qstat.jobs, hosts=tuple(joined))
 
 
@@ -1273,6 +1299,12 @@ def check_agree(qstat: QstatResult, hosts: Sequence[Host]) -> None:
     ``qstat -f`` lists every queue instance, busy or not. If it lists none while ``qhost`` shows
     some, qstat answered a hollow document (well-formed, no queue and no job: a qmaster restarting,
     a wrapper that lost its output): read as an empty queue, it would make every node look idle.
+
+    ``qhost`` lists every execution host SGE has. A queue instance on a host qhost does not list
+    (deregistered between the two reads, or a partial qhost, or the host named in another case)
+    means one of the two is stale: taken as a host, it would count as a worker toward
+    ``max_nodes`` and move elb's numbering; left out, its jobs would run nowhere. The pair is
+    refused, and the next pass reads both again.
     """
     shown = sum(len(h.queues) for h in hosts)
     if shown and not qstat.queues:
@@ -1280,11 +1312,23 @@ def check_agree(qstat: QstatResult, hosts: Sequence[Host]) -> None:
             f"qstat -f lists no queue instance while qhost shows {shown} on {len(hosts)} host(s): "
             "the two reads disagree, so neither is trusted"
         )
+    listed = {h.name for h in hosts}
+    stray = next((q for q in qstat.queues if q.host not in listed), None)
+    if stray is not None:
+        more = len({q.host for q in qstat.queues if q.host not in listed}) - 1
+        others = f" (and {more} more host{'s' if more > 1 else ''})" if more else ""
+        raise SgeParseError(
+            f"qstat lists queue instance {stray.name}, on {stray.host}, which qhost does not list{others}: "
+            "the two reads disagree, so neither is trusted"
+        )
 
 
 def parse_snapshot(qstat_xml: bytes | str, qhost_xml: bytes | str, now: float) -> Snapshot:
-    """Both outputs into one Snapshot (``now``: the master's clock when they were read)."""
-    return join_snapshot(parse_qstat(qstat_xml), parse_qhost(qhost_xml), now)
+    """Both outputs into one Snapshot (``now``: the master's clock when they were read);
+    ``SgeParseError`` when they disagree (``check_agree``)."""
+    qstat, hosts = parse_qstat(qstat_xml), parse_qhost(qhost_xml)
+    check_agree(qstat, hosts)
+    return join_snapshot(qstat, hosts, now)
 
 
 _MICROSECONDS_FROM = 10**11

@@ -125,43 +125,63 @@ def check_read(
     gone = f"{_names(vanished)} left SGE's execution hosts (qconf -sel)"
     job_hosts = {j.host for j in running_before if j.host is not None}
     if known_up and not known_up & listed:
-        return _total_loss("every host elb knows to be up", vanished, listed, configured_hosts, traceless, gone)
-    if job_hosts and not job_hosts & listed:
-        return _total_loss("every host of the running jobs", vanished, listed, configured_hosts, traceless, gone)
-    unlisted, unshown = listed - configured_hosts, configured_hosts - listed
-    if unlisted:
-        doubt = f"{gone}, but qhost lists {_names(unlisted)}, which qconf -sel does not"
-    elif unshown:
-        doubt = f"{gone}, but qconf -sel lists {_names(unshown)}, which qhost does not"
+        every = "every host elb knows to be up"
+    elif job_hosts and not job_hosts & listed:
+        every = "every host of the running jobs"
     else:
+        return _some_lost(current, listed, configured_hosts, second_read, gone)
+    there = [j for j in traceless if j.host in vanished]
+    return _all_lost(every, vanished, listed, configured_hosts, jobs_there=there, gone=gone)
+
+
+def _all_lost(
+    every: str,
+    vanished: set[str],
+    listed: set[str],
+    configured: frozenset[str],
+    *,
+    jobs_there: Sequence[Job],
+    gone: str,
+) -> ReadVerdict:
+    """Every host elb knows to be up (or of the running jobs) vanished and left ``qconf -sel``:
+    whole only if ``qconf -sel`` lists hosts, exactly those qhost lists (a hollow answer lists
+    none); a second read could be as hollow as the first, so none is made."""
+    if configured and configured == listed:
+        return ReadVerdict(True, f"{gone}, which lists {_names(configured)} as qhost does")
+    jobs = _jobs_text(jobs_there)
+    lost = f"partial read: {_names(vanished)} vanished from qhost, {every}, and "
+    if not configured:
+        why = (
+            f"{lost}qconf -sel lists no execution host either{jobs}; both can answer empty the same way "
+            "(a qmaster restarting, or started on an empty spool), so neither confirms the other; no action"
+        )
+    else:
+        why = f"{lost}{_disagree(listed, configured)}{jobs}; so qhost cannot be trusted; no action"
+    return ReadVerdict(False, why)
+
+
+def _disagree(listed: set[str], configured: frozenset[str]) -> str:
+    """How qhost's hosts (``listed``) and qconf -sel's differ, in words."""
+    differ = []
+    if listed - configured:
+        differ.append(f"qhost lists {_names(listed - configured)}, which qconf -sel does not")
+    if configured - listed:
+        differ.append(f"qconf -sel lists {_names(configured - listed)}, which qhost does not")
+    return " and ".join(differ)
+
+
+def _some_lost(
+    current: Snapshot, listed: set[str], configured: frozenset[str], second_read: Snapshot | None, gone: str
+) -> ReadVerdict:
+    """Some of the hosts elb knows vanished (others are listed: the qmaster's host list is there),
+    and none of them is in ``qconf -sel``: deregistered, unless qconf -sel and qhost disagree on
+    the other hosts; then a second read must agree with the first."""
+    if listed == configured:
         return ReadVerdict(True, gone)
+    doubt = f"{gone}, but {_disagree(listed, configured)}"
     if second_read is None:
         return ReadVerdict(False, f"{doubt}; reading SGE a second time", Need.SECOND_READ)
     return _agree(current, second_read, doubt)
-
-
-def _total_loss(
-    every: str,
-    vanished: set[str], listed: set[str], configured: frozenset[str], traceless: Sequence[Job], gone: str
-) -> ReadVerdict:
-    """Every host elb knows to be up (or every host of the jobs it saw running) vanished, and
-    none is in ``qconf -sel``: whole only if ``qconf -sel`` lists hosts, exactly those of qhost."""
-    if configured and configured == listed:
-        return ReadVerdict(True, f"{gone}, which lists {_names(configured)} as qhost does")
-    jobs = _jobs_text([j for j in traceless if j.host in vanished])
-    lost = f"partial read: {_names(vanished)} vanished from qhost, {every}, and "
-    if not configured:
-        return ReadVerdict(
-            False,
-            f"{lost}qconf -sel lists no execution host either{jobs}; both can answer empty the same way "
-            "(a qmaster restarting, or started on an empty spool), so neither confirms the other; no action",
-        )
-    differ = []
-    if configured - listed:
-        differ.append(f"qconf -sel lists {_names(configured - listed)}, which qhost does not")
-    if listed - configured:
-        differ.append(f"qhost lists {_names(listed - configured)}, which qconf -sel does not")
-    return ReadVerdict(False, f"{lost}{' and '.join(differ)}{jobs}; so qhost cannot be trusted; no action")
 
 
 def _agree(first: Snapshot, second: Snapshot, doubt: str) -> ReadVerdict:

@@ -99,11 +99,11 @@ def test_read_snapshot_runs_both_commands_and_reads_the_clock_once(fake: FakeSge
 
 
 def test_commands_found_on_path_when_no_bin_dir(fake: FakeSge) -> None:
-    fake.prints("qstat", "qstat_empty.xml")
+    fake.prints("qstat", "qstat_no_queues.xml")
     fake.prints("qhost", "qhost_global_only.xml")
     cfg = SgeConfig(timeout=20)
     snap = SgeCommands(cfg, environ={"PATH": f"{fake.bin}:/usr/bin"}, clock=lambda: 7.0).read_snapshot()
-    assert (snap.now, snap.jobs, snap.hosts[0].name) == (7.0, (), "node001")
+    assert (snap.now, snap.jobs, snap.hosts) == (7.0, (), ())
     assert fake.calls()[0]["env"]["SGE_ROOT"] == "/var/lib/gridengine"
 
 
@@ -125,6 +125,14 @@ def test_failing_qstat_names_command_status_and_stderr(fake: FakeSge) -> None:
     assert "Connection refused" in err.stderr
     assert "exit status 1" in str(err) and "Connection refused" in str(err)
     assert fake.argv() == [["qstat", *QSTAT_ARGS]]  # qhost never ran
+
+
+def test_a_queue_instance_on_a_host_qhost_does_not_list_is_refused(fake: FakeSge) -> None:
+    fake.prints("qstat", "qstat_empty.xml")  # all.q@node001
+    fake.prints("qhost", "qhost_global_only.xml")
+    with pytest.raises(SgeParseError, match=r"all\.q@node001, on node001, which qhost does not list") as info:
+        fake.client().read_snapshot()
+    assert info.value.command is not None and Path(info.value.command[0]).name == "qstat"
 
 
 def test_hollow_qstat_beside_a_qhost_with_queues_is_refused(fake: FakeSge) -> None:
@@ -322,7 +330,7 @@ def test_output_with_environment_of_the_caller(fake: FakeSge, monkeypatch: pytes
     """Without ``environ``, the process environment is the base (PATH etc. survive)."""
     monkeypatch.setenv("ELB_TEST_MARK", "kept")
     before = dict(os.environ)
-    fake.prints("qstat", "qstat_empty.xml")
+    fake.prints("qstat", "qstat_no_queues.xml")
     fake.prints("qhost", "qhost_global_only.xml")
     SgeCommands(SgeConfig(bin_dir=fake.bin, timeout=20), clock=lambda: 1.0).read_snapshot()
     env = fake.calls()[0]["env"]

@@ -167,7 +167,7 @@ CASES = {
         frozenset({"node002"}),
         frozenset({"node003"}),
         "busy-without-node002",
-        (False, Need.NOTHING, "qconf -sel lists node003, which qhost does not and qhost lists node001, which"),
+        (False, Need.NOTHING, "qhost lists node001, which qconf -sel does not and qconf -sel lists node003"),
     ),
     "every host of the running jobs gone, SGE empty, after a restart: refused": (
         "hollow",
