@@ -10,6 +10,7 @@ the tail of its stderr.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -25,7 +26,7 @@ from typing import Protocol, TypeVar
 from elb.config import SgeConfig
 from elb.model import Job, Snapshot
 from elb.sge.errors import PartialReadError, SgeError, SgeParseError, SgeTimeoutError
-from elb.sge.parse import check_agree, join_snapshot, parse_qhost, parse_qstat, parse_start_times
+from elb.sge.parse import QstatMemo, check_agree, join_snapshot, parse_qhost, parse_qstat, parse_start_times
 from elb.sge.readcheck import Need, check_read
 from elb.sge.site import Site, build_site, parse_names
 
@@ -155,7 +156,10 @@ class SgeCommands:
     """Runs SGE's commands for elb. One instance per config; safe to reuse across passes.
 
     ``clock`` gives the master's time (elb runs on the master); it is read once per snapshot,
-    after both commands answered. ``runner`` runs a command (tests may pass their own).
+    after both commands answered. ``runner`` runs a command (tests may pass their own). Each
+    read of qstat remembers what its entries were made into, so the next read makes only the
+    entries that changed (``elb.sge.parse.QstatMemo``); reads of the snapshot are the pass's own,
+    one at a time.
     """
 
     def __init__(
@@ -176,6 +180,7 @@ class SgeCommands:
         base["SGE_CELL"] = self.config.cell
         base["LC_ALL"] = "C"
         self._env = base
+        self._qstat_memo = QstatMemo()  # what the last whole read of qstat was made into
 
     # -- plumbing --------------------------------------------------------------------------
     def _executable(self, name: str) -> str:
@@ -214,7 +219,7 @@ class SgeCommands:
         qstat = self.run("qstat", QSTAT_ARGS)
         qhost = self.run("qhost", QHOST_ARGS)
         now = self._clock()
-        jobs = self._parsed(parse_qstat, qstat)
+        jobs = self._parsed(functools.partial(parse_qstat, memo=self._qstat_memo), qstat)
         hosts = self._parsed(parse_qhost, qhost)
         try:
             check_agree(jobs, hosts)

@@ -31,13 +31,11 @@ declaration) raises ``SgeParseError`` naming what and where; nothing is returned
 
 from __future__ import annotations
 
-import gc
 import io
 import re
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from types import MappingProxyType
@@ -47,6 +45,7 @@ import defusedxml
 import defusedxml.ElementTree as DET
 from lxml import etree as LET
 
+from elb.gcpause import paused
 from elb.model import Host, Job, QueueInstance, Snapshot
 from elb.sge.errors import SgeParseError
 
@@ -91,7 +90,7 @@ def _load(data: bytes | str, source: str, root_tag: str) -> ET.Element:
     """
     if not data or data.isspace():
         raise SgeParseError(f"{source}: empty output, expected <{root_tag}> XML")
-    with _gc_paused():
+    with paused(keep=True):
         try:
             root = _fromstring(data)
         except ET.ParseError as err:
@@ -107,24 +106,6 @@ def _load(data: bytes | str, source: str, root_tag: str) -> ET.Element:
     if root.tag != root_tag:
         raise SgeParseError(f"{source}: root element is <{root.tag}>, expected <{root_tag}>")
     return root
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Building a tree of half a million elements triggers the cycle collector over and over
-    (it more than doubles the parse time); nothing here creates cycles, so pause it meanwhile.
-
-    On the way out, what was made meanwhile (50,000 jobs live until the next pass) goes to the
-    oldest generation in one collection of the two younger ones; left to the next allocations,
-    the same objects would be walked twice, once by each of them."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.collect(1)
-            gc.enable()
 
 
 def _fromstring(data: bytes | str) -> ET.Element:
@@ -518,16 +499,18 @@ def _queue_instance(fields: Mapping[str, str | None], where: str) -> QueueInstan
     return QueueInstance(queue, host, total, used, resv, _queue_states(fields.get("state"), where))
 
 
-def parse_qstat(data: bytes | str) -> QstatResult:
+def parse_qstat(data: bytes | str, *, memo: QstatMemo | None = None) -> QstatResult:
     """Parse ``qstat -u '*' -xml -r -f`` (also accepts the output without ``-f``).
 
     The quick reader (``_quick_qstat``) reads a document of the regular shape qstat writes; any
     other goes to the careful reader (``_careful_qstat``), which also gives every error message.
+    ``memo``: the quick reader's memory of the last document it read whole (``QstatMemo``); the
+    result is the same with it or without.
     """
     if not data or data.isspace():
         raise SgeParseError("qstat: empty output, expected <job_info> XML")
-    with _gc_paused():
-        quick = _quick_qstat(data)
+    with paused(keep=True):
+        quick = _quick_qstat(data, memo)
     return quick if quick is not None else _careful_qstat(data)
 
 
@@ -538,7 +521,7 @@ def _careful_qstat(data: bytes | str) -> QstatResult:
     elements are dropped, so 50,000 waiting jobs never sit in memory as a tree of half a
     million elements (17 MB at a time instead of 240 MB).
     """
-    with _gc_paused():
+    with paused(keep=True):
         try:
             return _stream_qstat(data)
         except ET.ParseError as err:
@@ -717,10 +700,12 @@ _ROOT_OPEN = re.compile(rf'[ \t\n]*<job_info(?:[ \t\n]+xmlns:xsd="[^"&\t\n{_NOT_
 _SPACE = re.compile(r"[ \t\n]*")
 _REFERENCE = re.compile(r"&(?:(amp|lt|gt|quot|apos)|#([0-9]{1,7})|#x([0-9a-fA-F]{1,6}));")
 _PREDEFINED = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
-# One job entry in the order qstat writes it; what follows <full_job_name> (requests, the PE,
-# binding, ...) is the "rest", read by _QuickReader.rest once per distinct text.
+# One job entry in the order qstat writes it, after its opening mark (the document is cut at each
+# mark); what follows <full_job_name> (requests, the PE, binding, ...) is the "rest", read by
+# _QuickReader.rest once per distinct text.
+_ENTRY_MARK = '<job_list state="'
 _JOB_ENTRY = re.compile(
-    r'<job_list state="(?:pending|([a-z]{1,32}))">[ \t\n]*'  # None for "pending": no str made
+    r'(?:pending|([a-z]{1,32}))">[ \t\n]*'  # None for "pending": no str made
     r"<JB_job_number>([0-9]{1,18})</JB_job_number>[ \t\n]*"
     rf"<JAT_prio>({_TEXT}{{0,64}})</JAT_prio>[ \t\n]*"
     rf"<JB_name>({_TEXT}{{0,65536}})</JB_name>[ \t\n]*"
@@ -805,13 +790,14 @@ def _attributes(text: str) -> dict[str, str]:
     return found
 
 
-def _quick_qstat(data: bytes | str) -> QstatResult | None:
-    """What ``_careful_qstat`` returns for a document of the regular shape; None for any other."""
+def _quick_qstat(data: bytes | str, memo: QstatMemo | None = None) -> QstatResult | None:
+    """What ``_careful_qstat`` returns for a document of the regular shape; None for any other.
+    ``memo``: what the last document read whole was made into (updated when this one is)."""
     text = _plain_text(data)
     if text is None or not _FAST_JOBS:
         return None
     try:
-        return _QuickReader(text).read()
+        return _QuickReader(text, memo).read()
     except (_Decline, SgeParseError):
         return None
 
@@ -840,17 +826,54 @@ def _plain_text(data: bytes | str) -> str | None:
     return text
 
 
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    """What the quick reader made of one piece of a document (a job entry and what follows it,
+    up to the next entry) from where it stood: the job, whether it goes last (a running entry
+    outside a queue instance), the queue instances read after it, and where the reader then
+    stands (``place``, and the queue instance of the entries that follow)."""
+
+    job: Job
+    late: bool
+    queues: tuple[QueueInstance, ...]
+    place: str
+    queue: str | None
+
+
+class QstatMemo:
+    """What the quick reader made of each piece of the last document it read whole, for the next.
+
+    From one pass to the next most of qstat's entries are the very same text: a piece read from
+    the same place gives the same job and queue instances (a pure function of its text and of
+    where the reader stands; the local time zone aside, which is checked), so it is looked up
+    instead of read again, and the jobs of the last read are reused. Only the last document's
+    pieces are kept; one memo serves one sequence of reads (``SgeCommands`` keeps one).
+    """
+
+    def __init__(self) -> None:
+        self.pieces: dict[tuple[str, str | None, str], _Piece] = {}
+        self.zone: tuple[object, ...] = ()
+
+
+def _zone() -> tuple[object, ...]:
+    """What the conversion of local time stamps depends on (``time.tzset``'s results)."""
+    return (time.timezone, time.altzone, time.daylight, time.tzname)
+
+
 class _QuickReader:
     """One reading of one document by the quick reader (see above).
 
-    ``_JOB_ENTRY.split`` cuts the document into job entries (their fields) and what lies between
-    them: the prolog, section tags, queue instances. Each piece between is read by ``between``,
-    which knows where in the document it is (``place``) and declines anything out of place, so
-    every character is read by one of the two.
+    The document is cut at each job entry's opening mark: each piece is a job entry (matched
+    whole by ``_JOB_ENTRY``) and what follows it up to the next entry (section tags, queue
+    instances, the end), read by ``between``, which knows where in the document it is (``place``)
+    and declines anything out of place, so every character is read by one of the two. A piece
+    already read from the same place in the last document read whole (``QstatMemo``) is not read
+    again.
     """
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, memo: QstatMemo | None = None) -> None:
         self.text = text
+        self.memo = memo
         self.amp = "&" in text
         self.lt = self.amp or ("%" in text and "%lt;" in text)  # "&#37;lt;" is "%lt;" too
         self.reader = _JobReader()
@@ -864,19 +887,52 @@ class _QuickReader:
         self.fields: dict[str, str | None] | None = None  # of the Queue-List being read, until its first entry
 
     def read(self) -> QstatResult:
-        pieces = _JOB_ENTRY.split(self.text)
+        pieces = self.text.split(_ENTRY_MARK)
         first = pieces[0]
         m = _XML_DECLARATION.match(first)
         m = _ROOT_OPEN.match(first, m.end() if m else 0)
         if m is None:
             raise _Decline
         queue = self.between(first, m.end())
-        self.entries(zip(*[iter(pieces[1:])] * (_JOB_ENTRY.groups + 1), strict=True), queue)
+        memo, zone = self.memo, _zone()
+        known = memo.pieces if memo is not None and memo.zone == zone else {}
+        made: dict[tuple[str, str | None, str], _Piece] = {}
+        jobs, late, queues, place = self.jobs, self.late, self.queues, self.place
+        for n in range(1, len(pieces)):
+            key = (place, queue, pieces[n])
+            done = known.get(key)
+            if done is None:
+                done = self.piece(pieces[n], place, queue)
+            made[key] = done
+            (late if done.late else jobs).append(done.job)
+            if done.queues:
+                queues.extend(done.queues)
+            place, queue = done.place, done.queue
+        self.place = place
         if self.place != "end":
             raise _Decline
         if not self.jobs and not self.late and not self.queues:
             raise _Decline  # hollow: the careful reader judges it
+        if memo is not None:
+            memo.pieces, memo.zone = made, zone
         return QstatResult(tuple(self.jobs + self.late), tuple(self.queues))
+
+    def piece(self, text: str, place: str, queue: str | None) -> _Piece:
+        """Read one piece (a job entry after its mark, and what follows) from ``place``, in the
+        queue instance ``queue`` (None outside one)."""
+        m = _JOB_ENTRY.match(text)
+        if m is None or place not in _ENTRY_PLACES:
+            raise _Decline  # not an entry of the regular shape, or outside the sections
+        fields = m.groups()
+        running = fields[0] == "running"
+        if queue is not None and not running:
+            raise _Decline  # not running inside a queue instance
+        job = self.job(fields, queue)
+        self.place, had = place, len(self.queues)
+        after = self.between(text, m.end())
+        made = tuple(self.queues[had:])
+        del self.queues[had:]
+        return _Piece(job, running and queue is None, made, self.place, after)
 
     def between(self, text: str, pos: int = 0) -> str | None:  # noqa: PLR0912, PLR0915 (one flat state machine)
         """Read what lies between two job entries (or before the first, or after the last); the
@@ -947,84 +1003,57 @@ class _QuickReader:
         self.queues.append(_queue_instance(self.fields, "qstat: queue_info/Queue-List"))
         self.fields = None
 
-    def entries(self, pieces: Iterable[tuple[Any, ...]], queue: str | None) -> None:  # noqa: PLR0912, PLR0915 (one flat hot loop)
-        """Turn each entry's fields (a str each, None for an optional one it lacks) into a Job;
-        ``queue``: the queue instance around the first.
+    def job(self, fields: tuple[Any, ...], queue: str | None) -> Job:
+        """The Job of one entry's fields (a str each, None for an optional one it lacks);
+        ``queue``: the queue instance around it.
 
-        This loop runs once per entry (50,000 times for a large queue): values that repeat
-        (priorities, task ranges, requests, the minute of a timestamp) are worked out once each,
-        and the Job is made in place (``_JobBuilder``)."""
-        reader, new = self.reader, object.__new__
-        jobs, late, rests, prios, minutes = self.jobs, self.late, self.rests, self.prios, self.minutes
-        task_counts, states = reader._tasks, reader._states
-        amp, lt, inside = self.amp, self.lt, self.place in _ENTRY_PLACES
-        for (
-            entry_state,
-            number,
-            prio,
-            name,
-            owner,
-            state,
-            start_tag,
-            submission_tag,
-            minute,
-            second,
-            fraction,
-            queue_name,
-            slots,
-            task_ids,
-            rest,
-            after,
-        ) in pieces:
-            running = entry_state == "running"
-            if not inside or (queue is not None and not running):
-                raise _Decline  # outside the sections, or not running inside a queue instance
-            if amp:
-                # The entry's own text, with its references resolved.
-                prio, name, owner = _resolve(prio), _resolve(name), _resolve(owner)  # noqa: PLW2901
-                queue_name = _resolve(queue_name) if queue_name else queue_name  # noqa: PLW2901
-                task_ids = _resolve(task_ids) if task_ids else task_ids  # noqa: PLW2901
-            if lt:
-                name, owner = _unescape(name), _unescape(owner)  # noqa: PLW2901
-            job = new(_JobBuilder)
-            job.job_id = job_id = int(number)
-            if job_id < 1:
+        This runs once per new entry (50,000 times for a large queue read the first time): values
+        that repeat (priorities, task ranges, requests, the minute of a timestamp) are worked out
+        once each, and the Job is made in place (``_JobBuilder``)."""
+        (_entry_state, number, prio, name, owner, state, start_tag, submission_tag, minute, second, fraction,
+         queue_name, slots, task_ids, rest) = fields  # fmt: skip
+        reader = self.reader
+        if self.amp:
+            # The entry's own text, with its references resolved.
+            prio, name, owner = _resolve(prio), _resolve(name), _resolve(owner)
+            queue_name = _resolve(queue_name) if queue_name else queue_name
+            task_ids = _resolve(task_ids) if task_ids else task_ids
+        if self.lt:
+            name, owner = _unescape(name), _unescape(owner)
+        job = object.__new__(_JobBuilder)
+        job.job_id = job_id = int(number)
+        if job_id < 1:
+            raise _Decline
+        states = reader._states
+        if state not in states:
+            if not _check_job_state(state):
                 raise _Decline
-            if state not in states:
-                if not _check_job_state(state):
-                    raise _Decline
-                states.add(state)
-            start = minutes.get(minute)
-            seconds_in_minute = _SECONDS.get(second)
-            if start is None or seconds_in_minute is None or fraction:
-                seconds = self.seconds(minute, second, fraction, start_tag or submission_tag or "JB_submission_time")
-            else:
-                seconds = start + seconds_in_minute
-            if start_tag:
-                job.submitted, job.started = None, seconds
-            else:
-                job.submitted, job.started = seconds, None
-            ids = (task_ids.strip() or None) if task_ids else None
-            job.tasks = 1 if ids is None else (task_counts.get(ids) or reader._count(ids, "", 0, 0))
-            priority = prios.get(prio)
-            if priority is None:
-                priority = prios[prio] = _priority(prio)
-            requests = rests.get(rest)
-            if requests is None:
-                requests = rests[rest] = self.rest(rest)
-            (job.hard_requests, job.pe, job.pe_range, job.hard_queues, job.master_requests, job.slave_requests,
-             job.hard_runtime) = requests  # fmt: skip
-            job.name, job.owner, job.state, job.slots = name, owner, state, int(slots)
-            job.task_ids, job.priority = ids, priority
-            job.queue = queue_name.strip() if queue_name and queue_name.strip() else queue
-            job.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
-            if running and queue is None:
-                late.append(cast(Job, job))
-            else:
-                jobs.append(cast(Job, job))
-            if after:
-                queue = self.between(after)
-                inside = self.place in _ENTRY_PLACES
+            states.add(state)
+        start = self.minutes.get(minute)
+        seconds_in_minute = _SECONDS.get(second)
+        if start is None or seconds_in_minute is None or fraction:
+            seconds = self.seconds(minute, second, fraction, start_tag or submission_tag or "JB_submission_time")
+        else:
+            seconds = start + seconds_in_minute
+        if start_tag:
+            job.submitted, job.started = None, seconds
+        else:
+            job.submitted, job.started = seconds, None
+        ids = (task_ids.strip() or None) if task_ids else None
+        job.tasks = 1 if ids is None else (reader._tasks.get(ids) or reader._count(ids, "", 0, 0))
+        priority = self.prios.get(prio)
+        if priority is None:
+            priority = self.prios[prio] = _priority(prio)
+        requests = self.rests.get(rest)
+        if requests is None:
+            requests = self.rests[rest] = self.rest(rest)
+        (job.hard_requests, job.pe, job.pe_range, job.hard_queues, job.master_requests, job.slave_requests,
+         job.hard_runtime) = requests  # fmt: skip
+        job.name, job.owner, job.state, job.slots = name, owner, state, int(slots)
+        job.task_ids, job.priority = ids, priority
+        job.queue = queue_name.strip() if queue_name and queue_name.strip() else queue
+        job.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
+        return cast(Job, job)
 
     def seconds(self, minute: str, second: str, fraction: str | None, tag: str) -> float:
         """_local_seconds of ``minute:second[fraction]``, keeping the minute's start (the hour's
@@ -1361,6 +1390,7 @@ def parse_jobs(qstat_xml: bytes | str) -> tuple[Job, ...]:
 __all__: Sequence[str] = (
     "JOB_STATE_LETTERS",
     "QUEUE_STATE_LETTERS",
+    "QstatMemo",
     "QstatResult",
     "check_agree",
     "count_tasks",

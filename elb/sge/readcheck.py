@@ -30,6 +30,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from elb.model import Job, Node, NodeState, Snapshot
 
@@ -69,8 +70,14 @@ def expected_hosts(nodes: Iterable[Node], previous: Snapshot | None) -> frozense
 
 
 def running_jobs(snapshot: Snapshot | None) -> tuple[Job, ...]:
-    """The jobs a read showed on a host (running, transferring, suspended)."""
-    return () if snapshot is None else tuple(j for j in snapshot.jobs if j.host is not None)
+    """The jobs a read showed on a host (running, transferring, suspended). Only a job in a
+    queue has a host (``Job.host``): the waiting ones are passed over without asking."""
+    if snapshot is None:
+        return ()
+    return tuple(j for j in filter(_QUEUE, snapshot.jobs) if j.host is not None)
+
+
+_QUEUE = attrgetter("queue")
 
 
 def _names(names: Iterable[str]) -> str:

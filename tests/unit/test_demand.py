@@ -613,7 +613,7 @@ def waiting_jobs(draw: st.DrawFn) -> tuple[list[Job], list[JobBinding | None]]:
     return jobs, bindings
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     waiting_jobs(),
     st.sampled_from(range(len(GROUP_SETS))),

@@ -51,7 +51,7 @@ def reference_split(
     return DemandSplit(dataclasses.replace(snapshot, jobs=tuple(kept)), tuple(refused), group_of)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     waiting_jobs(),
     st.sampled_from(range(len(GROUP_SETS))),

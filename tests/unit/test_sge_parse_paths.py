@@ -27,6 +27,7 @@ from elb.model import Job
 from elb.sge.errors import SgeParseError
 from elb.sge.parse import (
     _FAST_JOBS,
+    QstatMemo,
     QstatResult,
     _careful_qhost,
     _careful_qstat,
@@ -68,16 +69,25 @@ def outcome(read: object, data: bytes | str) -> object:
         return (type(err).__name__, str(err))
 
 
+# The quick reader's memory of the documents it read (QstatMemo), carried from each document
+# checked to the next: whatever pieces it holds, a document reads as it does without it.
+CARRIED = QstatMemo()
+
+
 def check(data: bytes | str) -> QstatResult | None:
-    """The rule of the two readers, on one document; the quick reader's answer."""
+    """The rule of the two readers, on one document; the quick reader's answer. With a memo of
+    the documents read before, and of this one, the quick reader answers as it does without."""
     careful = outcome(_careful_qstat, data)
     quick = _quick_qstat(data)
     if quick is not None:
         assert isinstance(careful, QstatResult), f"quick reader accepted what the careful one refuses: {careful}"
         assert quick == careful
         assert [type(j) for j in quick.jobs] == [Job] * len(quick.jobs)
+    assert _quick_qstat(data, CARRIED) == quick
+    assert _quick_qstat(data, CARRIED) == quick  # every piece now from the memo, when it was read
     if data and not (data.isspace()):
         assert outcome(parse_qstat, data) == careful
+        assert outcome(lambda d: parse_qstat(d, memo=CARRIED), data) == careful
     return quick
 
 
@@ -507,3 +517,38 @@ def qhost_documents(draw: st.DrawFn) -> str:
 @given(qhost_documents())
 def test_generated_qhost_documents_read_alike(doc: str) -> None:
     check_qhost(doc.encode())
+
+
+# -- the memo ---------------------------------------------------------------------------------------
+
+
+def test_a_memo_reads_again_only_what_changed_and_reuses_the_jobs() -> None:
+    data = (FIXTURES / "recorded" / "groups-waiting.qstat-r-f.xml").read_bytes()
+    memo = QstatMemo()
+    first = parse_qstat(data, memo=memo)
+    assert len(memo.pieces) == len(first.jobs) > 3
+    again = parse_qstat(data, memo=memo)
+    assert again == first and all(a is b for a, b in zip(again.jobs, first.jobs, strict=True))
+    one = data.replace(b"<JB_name>", b"<JB_name>renamed-", 1)
+    changed = parse_qstat(one, memo=memo)
+    assert changed == parse_qstat(one)
+    assert [a is b for a, b in zip(changed.jobs, first.jobs, strict=True)].count(False) == 1
+
+
+def test_a_memo_is_not_used_across_a_change_of_time_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    data = (FIXTURES / "recorded" / "busy-2-nodes.qstat-f.xml").read_bytes()
+    memo = QstatMemo()
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    in_utc = parse_qstat(data, memo=memo)
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        in_new_york = parse_qstat(data, memo=memo)
+        assert in_new_york == parse_qstat(data)
+        assert in_new_york.jobs[0].started == in_utc.jobs[0].started + 5 * 3600  # type: ignore[operator]
+    finally:
+        monkeypatch.undo()
+        time.tzset()
