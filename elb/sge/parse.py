@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import defusedxml
 import defusedxml.ElementTree as DET
@@ -826,13 +826,14 @@ def _plain_text(data: bytes | str) -> str | None:
     return text
 
 
-@dataclass(frozen=True, slots=True)
-class _Piece:
+class _Piece(NamedTuple):
     """What the quick reader made of one piece of a document (a job entry and what follows it,
-    up to the next entry) from where it stood: the job, whether it goes last (a running entry
-    outside a queue instance), the queue instances read after it, and where the reader then
-    stands (``place``, and the queue instance of the entries that follow)."""
+    up to the next entry) from where it stood (``since``: ``place`` and ``queue`` before it):
+    the job, whether it goes last (a running entry outside a queue instance), the queue
+    instances read after it, and where the reader then stands (``place``, and the queue instance
+    of the entries that follow)."""
 
+    since: tuple[str, str | None]
     job: Job
     late: bool
     queues: tuple[QueueInstance, ...]
@@ -851,7 +852,7 @@ class QstatMemo:
     """
 
     def __init__(self) -> None:
-        self.pieces: dict[tuple[str, str | None, str], _Piece] = {}
+        self.pieces: dict[str, _Piece] = {}  # by its text (read from ``_Piece.since``)
         self.zone: tuple[object, ...] = ()
 
 
@@ -896,14 +897,14 @@ class _QuickReader:
         queue = self.between(first, m.end())
         memo, zone = self.memo, _zone()
         known = memo.pieces if memo is not None and memo.zone == zone else {}
-        made: dict[tuple[str, str | None, str], _Piece] = {}
+        made: dict[str, _Piece] = {}
         jobs, late, queues, place = self.jobs, self.late, self.queues, self.place
         for n in range(1, len(pieces)):
-            key = (place, queue, pieces[n])
-            done = known.get(key)
-            if done is None:
-                done = self.piece(pieces[n], place, queue)
-            made[key] = done
+            text = pieces[n]
+            done = known.get(text)
+            if done is None or done.since != (place, queue):
+                done = self.piece(text, place, queue)
+            made[text] = done
             (late if done.late else jobs).append(done.job)
             if done.queues:
                 queues.extend(done.queues)
@@ -928,11 +929,13 @@ class _QuickReader:
         if queue is not None and not running:
             raise _Decline  # not running inside a queue instance
         job = self.job(fields, queue)
+        if m.end() == len(text):  # nothing after the entry but white space: the reader stays
+            return _Piece((place, queue), job, running and queue is None, (), place, queue)
         self.place, had = place, len(self.queues)
         after = self.between(text, m.end())
         made = tuple(self.queues[had:])
         del self.queues[had:]
-        return _Piece(job, running and queue is None, made, self.place, after)
+        return _Piece((place, queue), job, running and queue is None, made, self.place, after)
 
     def between(self, text: str, pos: int = 0) -> str | None:  # noqa: PLR0912, PLR0915 (one flat state machine)
         """Read what lies between two job entries (or before the first, or after the last); the
@@ -1267,31 +1270,41 @@ def _quick_qhost(data: bytes | str) -> tuple[Host, ...] | None:
     def value(quoted: str) -> str:
         return _resolve(quoted[1:-1]) if amp else quoted[1:-1]
 
+    def queue_list(text: str) -> list[QueueInstance]:
+        """A host's queue instances, read for a host named "" (hosts in the same state have the
+        same text: each text is read once per document)."""
+        queues = []
+        for quoted_queue, queue_values in _QHOST_QUEUES.findall(text):
+            qname = value(quoted_queue).strip()
+            if not qname:
+                raise _Decline
+            found = {value(key): (_resolve(v) if amp else v) or None for key, v in _QUEUEVALUES.findall(queue_values)}
+            queues.append(_qhost_queue_values(qname, "", found, f"qhost: queue {qname!r}"))
+        return queues
+
     hosts: list[Host] = []
     seen: set[str] = set()
+    read: dict[str, list[QueueInstance]] = {}
     try:
         for k in range(1, len(pieces) - 1, width):
-            quoted, load_values, queue_list = pieces[k : k + 3]
+            quoted, load_values, queues_text = pieces[k : k + 3]
             name = value(quoted).strip()
             if not name or name.lower() in seen:
                 return None
             if name == "global":
                 continue
             seen.add(name.lower())
-            where = f"qhost: host {name!r}"
             values = {value(key): (_resolve(v) if amp else v).strip() for key, v in _HOSTVALUES.findall(load_values)}
-            queues = []
-            for quoted_queue, queue_values in _QHOST_QUEUES.findall(queue_list):
-                qname = value(quoted_queue).strip()
-                if not qname:
-                    return None
-                found = {
-                    value(key): (_resolve(v) if amp else v) or None for key, v in _QUEUEVALUES.findall(queue_values)
-                }
-                queues.append(_qhost_queue_values(qname, name, found, f"{where} queue {qname!r}"))
+            unnamed = read.get(queues_text)
+            if unnamed is None:
+                unnamed = read[queues_text] = queue_list(queues_text)
+            queues = tuple(
+                QueueInstance(q.queue, name, q.slots_total, q.slots_used, q.slots_reserved, q.states) for q in unnamed
+            )
             load = {key: v for key, v in values.items() if v not in ("", "-")}
-            hosts.append(Host(name, tuple(queues), _num_proc(values.get("num_proc"), where), MappingProxyType(load)))
-    except SgeParseError:
+            num_proc = _num_proc(values.get("num_proc"), f"qhost: host {name!r}")
+            hosts.append(Host(name, queues, num_proc, MappingProxyType(load)))
+    except (SgeParseError, _Decline):
         return None
     return tuple(hosts)
 
