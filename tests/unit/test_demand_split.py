@@ -122,3 +122,18 @@ def test_start_times_ask_about_the_oldest_jobs_not_asked_about_yet(ids: list[int
         assert sge.asked[calls:] == ([want] if want else [])
         known |= set(want)
         assert got == {i: NOW + i for i in known if i % 3 == 0}
+
+
+def test_the_split_leaves_the_cycle_collector_as_it_found_it() -> None:
+    import gc
+
+    snapshot = Snapshot(NOW, (Job(1, "j", "u", "qw", 1, submitted=NOW - 60),), ())
+    assert gc.isenabled()
+    split_demand(snapshot, GROUP_SETS[0], SITE)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        split_demand(snapshot, GROUP_SETS[0], SITE)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
