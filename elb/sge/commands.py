@@ -408,13 +408,21 @@ class WholeReader(Protocol):
     def configured_exec_hosts(self) -> frozenset[str]: ...
 
 
-def read_whole(sge: WholeReader, *, known_up: frozenset[str], running_before: Sequence[Job] = ()) -> Snapshot:
+def read_whole(
+    sge: WholeReader,
+    *,
+    known_up: frozenset[str],
+    running_before: Sequence[Job] = (),
+    leaving: frozenset[str] | None = None,
+) -> Snapshot:
     """Read SGE, and refuse the read unless it is whole (see ``elb.sge.readcheck``).
 
     Asks ``qconf -sel`` only when hosts in ``known_up`` (or the hosts of ``running_before``) are
-    missing, and reads qstat and qhost a second time only when ``qconf -sel`` cannot settle it.
-    Returns the read to act on (the second one when there was one); ``PartialReadError`` with the
-    reason when the read is partial.
+    missing, and reads qstat and qhost a second time only when ``qconf -sel`` cannot settle it
+    and the read did not lose every host elb knows to be up (a second read can be as hollow as
+    the first). ``leaving``: hosts elb is taking out of SGE itself (default: ``known_up.leaving``
+    of ``expected_hosts``). Returns the read to act on (the second one when there was one);
+    ``PartialReadError`` with the reason when the read is partial.
     """
     first = sge.read_snapshot()
     configured: frozenset[str] | None = None
@@ -426,6 +434,7 @@ def read_whole(sge: WholeReader, *, known_up: frozenset[str], running_before: Se
             known_up=known_up,
             running_before=running_before,
             second_read=second,
+            leaving=leaving,
         )
         if verdict.ok:
             if configured is not None:

@@ -9,18 +9,20 @@ and then it also leaves ``qconf -sel``, the execution hosts SGE has configured. 
 - nothing vanished: the read is whole;
 - hosts vanished: ask ``qconf -sel``. A vanished host SGE still has configured means the read is
   hollow: refused, nothing is done this pass;
-- every host elb knows to be up vanished, or every host of the jobs it saw running (a *total
-  loss*): that is what a hollow answer looks like (a qmaster restarting, or started on an empty
-  spool, a wrapper that lost its output), and ``qconf -sel`` and a second read of qstat and qhost
-  can answer hollow the same way: empty, for as long as the cause lasts. Neither can confirm it,
-  and neither can time (a qmaster on an empty spool answers empty for as long as it runs). Only a
-  ``qconf -sel`` that is demonstrably not hollow confirms it: it lists at least one execution
-  host, none of the vanished, and exactly the hosts ``qhost`` lists. Anything else is refused,
-  without a second read, pass after pass, until SGE lists a host again;
-- some but not all of them vanished, and all left ``qconf -sel``: the qmaster's host list is
-  there (it lists hosts elb knows), so the hosts were deregistered. Where ``qconf -sel`` and
-  ``qhost`` disagree about the other hosts, or ``qconf -sel`` lists none, a second read must agree
-  with the first.
+- every host elb knows to be up vanished (its ready nodes and the hosts of the last whole read;
+  not the draining ones, which elb's own deregistration takes out of SGE), or every host of the
+  jobs it saw running (a *total loss*): that is what a hollow answer looks like (a qmaster
+  restarting, or started on an empty spool, a wrapper that lost its output), and ``qconf -sel``
+  and a second read of qstat and qhost can answer hollow the same way: empty, for as long as
+  the cause lasts. Neither can confirm it, and neither can time (a qmaster on an empty spool
+  answers empty for as long as it runs). Only a ``qconf -sel`` that is demonstrably not hollow
+  confirms it: it lists at least one execution host, none of the vanished, and exactly the hosts
+  ``qhost`` lists. Anything else is refused, without a second read, pass after pass, until SGE
+  lists a host again;
+- some but not all of them vanished (or only draining ones), and all left ``qconf -sel``: the
+  hosts were deregistered. Where ``qconf -sel`` and ``qhost`` disagree about the other hosts, or
+  SGE has no execution host left (elb's own deregistration of the last draining node), a second
+  read must agree with the first.
 
 ``check_read`` says which of these holds for the data it is given, and what it still needs.
 """
@@ -58,15 +60,28 @@ class ReadVerdict:
     need: Need = Need.NOTHING
 
 
-def expected_hosts(nodes: Iterable[Node], previous: Snapshot | None) -> frozenset[str]:
+class KnownHosts(frozenset[str]):
+    """The hosts a whole read must list (``expected_hosts``), knowing which of them elb is taking
+    out of SGE itself (``leaving``: journal ``draining``; its deregistration play may have run)."""
+
+    leaving: frozenset[str]
+
+    def __new__(cls, hosts: Iterable[str] = (), leaving: Iterable[str] = ()) -> KnownHosts:
+        known = super().__new__(cls, hosts)
+        known.leaving = frozenset(leaving) & known
+        return known
+
+
+def expected_hosts(nodes: Iterable[Node], previous: Snapshot | None) -> KnownHosts:
     """The hosts a whole read must list: the journal's registered nodes (ready or draining), and
-    the hosts of the previous whole read except those elb itself took out of SGE since."""
+    the hosts of the previous whole read except those elb itself took out of SGE since. The
+    draining ones are ``leaving``: elb's own play may take them out of SGE."""
     nodes = list(nodes)
     taken_out = {n.name for n in nodes if n.state in _TAKEN_OUT}
     hosts = {n.name for n in nodes if n.state in _REGISTERED}
     if previous is not None:
         hosts |= {h.name for h in previous.hosts if h.name not in taken_out}
-    return frozenset(hosts)
+    return KnownHosts(hosts, (n.name for n in nodes if n.state is NodeState.DRAINING))
 
 
 def running_jobs(snapshot: Snapshot | None) -> tuple[Job, ...]:
@@ -103,12 +118,15 @@ def check_read(
     known_up: frozenset[str],
     running_before: Sequence[Job] = (),
     second_read: Snapshot | None = None,
+    leaving: frozenset[str] | None = None,
 ) -> ReadVerdict:
     """Whether ``current`` (one read of qstat and qhost) is whole enough to act on.
 
     ``known_up``: hosts a whole read lists (see ``expected_hosts``); ``running_before``: jobs the
     previous whole read showed on a host; ``configured_hosts``: ``qconf -sel`` (None: not asked
-    yet); ``second_read``: qstat and qhost read again (None: not read yet).
+    yet); ``second_read``: qstat and qhost read again (None: not read yet); ``leaving``: hosts of
+    ``known_up`` elb is taking out of SGE itself (default: ``known_up.leaving`` of a
+    ``KnownHosts``, else none), which a total loss does not count.
     """
     listed = {h.name for h in current.hosts}
     # A job whose host left the read left no trace: a job that ends leaves its host listed.
@@ -131,7 +149,8 @@ def check_read(
         return ReadVerdict(False, why)
     gone = f"{_names(vanished)} left SGE's execution hosts (qconf -sel)"
     job_hosts = {j.host for j in running_before if j.host is not None}
-    if known_up and not known_up & listed:
+    up = known_up - (leaving if leaving is not None else getattr(known_up, "leaving", frozenset()))
+    if up and not up & listed:
         every = "every host elb knows to be up"
     elif job_hosts and not job_hosts & listed:
         every = "every host of the running jobs"
@@ -180,12 +199,17 @@ def _disagree(listed: set[str], configured: frozenset[str]) -> str:
 def _some_lost(
     current: Snapshot, listed: set[str], configured: frozenset[str], second_read: Snapshot | None, gone: str
 ) -> ReadVerdict:
-    """Some of the hosts elb knows vanished (others are listed: the qmaster's host list is there),
-    and none of them is in ``qconf -sel``: deregistered, unless qconf -sel and qhost disagree on
-    the other hosts; then a second read must agree with the first."""
-    if listed == configured:
+    """Some of the hosts elb knows vanished (others are listed: the qmaster's host list is there;
+    or they all were leaving), and none of them is in ``qconf -sel``: deregistered, unless qconf
+    -sel and qhost disagree on the other hosts, or SGE has no execution host left; then a second
+    read must agree with the first."""
+    if listed == configured and configured:
         return ReadVerdict(True, gone)
-    doubt = f"{gone}, but {_disagree(listed, configured)}"
+    doubt = (
+        f"{gone}, but {_disagree(listed, configured)}"
+        if listed != configured
+        else f"{gone}, and SGE has no execution host left"
+    )
     if second_read is None:
         return ReadVerdict(False, f"{doubt}; reading SGE a second time", Need.SECOND_READ)
     return _agree(current, second_read, doubt)
@@ -207,4 +231,4 @@ def _agree(first: Snapshot, second: Snapshot, doubt: str) -> ReadVerdict:
     return ReadVerdict(False, why)
 
 
-__all__ = ["Need", "ReadVerdict", "check_read", "expected_hosts", "running_jobs"]
+__all__ = ["KnownHosts", "Need", "ReadVerdict", "check_read", "expected_hosts", "running_jobs"]

@@ -19,7 +19,7 @@ import pytest
 
 from elb.model import Job, NodeState, Snapshot
 from elb.sge.parse import parse_snapshot
-from elb.sge.readcheck import Need, ReadVerdict, check_read, expected_hosts, running_jobs
+from elb.sge.readcheck import KnownHosts, Need, ReadVerdict, check_read, expected_hosts, running_jobs
 from tests.unit.factories import T0, node
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "recorded"
@@ -242,6 +242,7 @@ def test_expected_hosts_come_from_the_journal_and_the_last_whole_read() -> None:
         node("node004", 60, NodeState.PROVISIONING),  # not registered yet
     ]
     assert expected_hosts(nodes, read("busy-2-nodes")) == {"node001", "node003"}
+    assert expected_hosts(nodes, read("busy-2-nodes")).leaving == {"node003"}  # elb's own play takes it out
     assert expected_hosts(nodes, None) == {"node001", "node003"}
     assert expected_hosts([], read("busy-2-nodes")) == BOTH  # hosts elb does not manage count too
 
@@ -251,3 +252,19 @@ def test_running_jobs_are_the_jobs_on_a_host() -> None:
     assert all(isinstance(j, Job) and j.host in BOTH for j in jobs)
     assert {j.job_id for j in jobs} == {3, 4, 5, 6, 7}
     assert running_jobs(None) == ()
+
+
+def test_draining_hosts_gone_with_sge_empty_need_only_a_second_read() -> None:
+    """elb's own deregistration play takes a draining node out of SGE (and it may be killed just
+    after): the last draining nodes gone, SGE empty, is no total loss; a second read confirms it."""
+    leaving = KnownHosts(BOTH, BOTH)
+    v = check_read(read("hollow"), configured_hosts=frozenset(), known_up=leaving)
+    assert (v.ok, v.need) == (False, Need.SECOND_READ), v.reason
+    assert "and SGE has no execution host left; reading SGE a second time" in v.reason
+    v = check_read(read("hollow"), configured_hosts=frozenset(), known_up=leaving, second_read=read("hollow"))
+    assert v.ok, v.reason
+    one_ready = KnownHosts(BOTH, {"node002"})
+    v = check_read(read("hollow"), configured_hosts=frozenset(), known_up=one_ready, second_read=read("hollow"))
+    assert not v.ok and "every host elb knows to be up, and qconf -sel lists no execution host" in v.reason
+    v = check_read(read("hollow"), configured_hosts=frozenset(), known_up=BOTH, leaving=BOTH)
+    assert v.need is Need.SECOND_READ  # ``leaving`` given outright
