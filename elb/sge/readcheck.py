@@ -20,7 +20,8 @@ and then it also leaves ``qconf -sel``, the execution hosts SGE has configured. 
   ``qhost`` lists. Anything else is refused, without a second read, pass after pass, until SGE
   lists a host again;
 - some but not all of them vanished (or only draining ones), and all left ``qconf -sel``: the
-  hosts were deregistered. Where ``qconf -sel`` and ``qhost`` disagree about the other hosts, or
+  hosts were deregistered. A ``qconf -sel`` that lists nothing while ``qhost`` lists hosts
+  answered hollow: refused. Where ``qconf -sel`` and ``qhost`` disagree about the other hosts, or
   SGE has no execution host left (elb's own deregistration of the last draining node), a second
   read must agree with the first.
 
@@ -155,7 +156,7 @@ def check_read(
     elif job_hosts and not job_hosts & listed:
         every = "every host of the running jobs"
     else:
-        return _some_lost(current, listed, configured_hosts, second_read, gone)
+        return _some_lost(current, vanished, configured_hosts, second_read)
     there = [j for j in traceless if j.host in vanished]
     return _all_lost(every, vanished, listed, configured_hosts, jobs_there=there, gone=gone)
 
@@ -197,14 +198,23 @@ def _disagree(listed: set[str], configured: frozenset[str]) -> str:
 
 
 def _some_lost(
-    current: Snapshot, listed: set[str], configured: frozenset[str], second_read: Snapshot | None, gone: str
+    current: Snapshot, vanished: set[str], configured: frozenset[str], second_read: Snapshot | None
 ) -> ReadVerdict:
     """Some of the hosts elb knows vanished (others are listed: the qmaster's host list is there;
     or they all were leaving), and none of them is in ``qconf -sel``: deregistered, unless qconf
     -sel and qhost disagree on the other hosts, or SGE has no execution host left; then a second
-    read must agree with the first."""
+    read must agree with the first. A ``qconf -sel`` that lists nothing while qhost lists hosts
+    answered hollow: it confirms nothing, and the read is refused."""
+    listed = {h.name for h in current.hosts}
+    gone = f"{_names(vanished)} left SGE's execution hosts (qconf -sel)"
     if listed == configured and configured:
         return ReadVerdict(True, gone)
+    if listed and not configured:
+        why = (
+            f"partial read: {_names(vanished)} vanished from qhost, and qconf -sel lists no execution host "
+            f"while qhost lists {_names(listed)}: it answered hollow, so it confirms nothing; no action"
+        )
+        return ReadVerdict(False, why)
     doubt = (
         f"{gone}, but {_disagree(listed, configured)}"
         if listed != configured

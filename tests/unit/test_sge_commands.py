@@ -98,6 +98,18 @@ def test_read_snapshot_runs_both_commands_and_reads_the_clock_once(fake: FakeSge
         assert "MORE_INFO" not in env  # would make qstat print debug dumps instead of XML
 
 
+def test_a_second_read_reuses_the_jobs_of_the_first(fake: FakeSge) -> None:
+    """Each read of qstat remembers what its entries were made into (``QstatMemo``): the next
+    read of the same text gives the very same jobs, equal to a read without memory."""
+    fake.prints("qstat", "qstat_mixed.xml")
+    fake.prints("qhost", "qhost_mixed.xml")
+    client = fake.client()
+    first, second = client.read_snapshot(), client.read_snapshot()
+    assert second.jobs == first.jobs == fake.client().read_snapshot().jobs
+    assert all(a is b for a, b in zip(second.jobs, first.jobs, strict=True))
+    assert not any(a is b for a, b in zip(fake.client().read_snapshot().jobs, first.jobs, strict=True))
+
+
 def test_commands_found_on_path_when_no_bin_dir(fake: FakeSge) -> None:
     fake.prints("qstat", "qstat_no_queues.xml")
     fake.prints("qhost", "qhost_global_only.xml")

@@ -176,6 +176,18 @@ CASES = {
         None,
         (False, Need.NOTHING, "vanished from qhost, every host of the running jobs, and qconf -sel lists no"),
     ),
+    "some hosts gone, qconf -sel lists none while qhost lists some: qconf answered hollow": (
+        "busy-without-node002",
+        BOTH,
+        frozenset(),
+        None,
+        (
+            False,
+            Need.NOTHING,
+            "partial read: node002 vanished from qhost, and qconf -sel lists no execution host while qhost lists "
+            "node001: it answered hollow, so it confirms nothing; no action",
+        ),
+    ),
     "some hosts gone, qconf -sel lists a host qhost does not: read again": (
         "busy-without-node002",
         BOTH,
