@@ -297,10 +297,20 @@ def ascii_int(text: str) -> int:
 
 
 def decimal(text: str) -> float:
-    """``text`` as a decimal number of ASCII digits (sign, point and exponent allowed)."""
-    if not _DECIMAL.fullmatch(text.strip()):
+    """``text`` as a decimal number of ASCII digits (sign, point and exponent allowed; white
+    space around it).
+
+    The numbers ``float`` reads, less those it reads beyond that: other scripts' digits and
+    spaces (not ASCII), ``1_000``, and ``nan``/``inf``/``infinity`` (the only words it takes, each
+    with an "n"). ``tests/unit/test_sge_odd_reads.py`` holds it to the regular expression
+    ``_DECIMAL``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number in ASCII digits") from None
+    if not text.isascii() or "_" in text or "n" in text or "N" in text:
         raise ValueError(f"{text!r} is not a number in ASCII digits")
-    return float(text)
+    return value
 
 
 def _int(text: str | None, what: str, where: str, minimum: int = 0) -> int:
@@ -796,8 +806,10 @@ def _quick_qstat(data: bytes | str, memo: QstatMemo | None = None) -> QstatResul
     text = _plain_text(data)
     if text is None or not _FAST_JOBS:
         return None
+    reader = _QuickReader(text, memo)
+    del text  # the reader lets go of the whole text once it is read
     try:
-        return _QuickReader(text, memo).read()
+        return reader.read()
     except (_Decline, SgeParseError):
         return None
 
@@ -847,8 +859,10 @@ class QstatMemo:
     From one pass to the next most of qstat's entries are the very same text: a piece read from
     the same place gives the same job and queue instances (a pure function of its text and of
     where the reader stands; the local time zone aside, which is checked), so it is looked up
-    instead of read again, and the jobs of the last read are reused. Only the last document's
-    pieces are kept; one memo serves one sequence of reads (``SgeCommands`` keeps one).
+    instead of read again, and the jobs of the last read are reused. (When SGE normalizes its
+    priorities anew, every entry's ``<JAT_prio>`` changes and every piece is read again, as
+    without a memo.) Only the last document's pieces are kept; one memo serves one sequence of
+    reads (``SgeCommands`` keeps one).
     """
 
     def __init__(self) -> None:
@@ -888,20 +902,27 @@ class _QuickReader:
         self.fields: dict[str, str | None] | None = None  # of the Queue-List being read, until its first entry
 
     def read(self) -> QstatResult:
-        pieces = self.text.split(_ENTRY_MARK)
-        first = pieces[0]
+        whole, mark = self.text, _ENTRY_MARK
+        self.text = ""
+        cut = whole.find(mark)
+        first = whole if cut < 0 else whole[:cut]
         m = _XML_DECLARATION.match(first)
         m = _ROOT_OPEN.match(first, m.end() if m else 0)
         if m is None:
             raise _Decline
         queue = self.between(first, m.end())
         memo, zone = self.memo, _zone()
-        known = memo.pieces if memo is not None and memo.zone == zone else {}
+        # A remembered piece is let go as soon as it is read again, so the last document's pieces
+        # and this one's are never all held at once.
+        remembered: dict[str, _Piece] = memo.pieces if memo is not None and memo.zone == zone else {}
+        take = remembered.pop
         made: dict[str, _Piece] = {}
-        jobs, late, queues, place = self.jobs, self.late, self.queues, self.place
-        for n in range(1, len(pieces)):
-            text = pieces[n]
-            done = known.get(text)
+        jobs, late, queues, place, find, size = self.jobs, self.late, self.queues, self.place, whole.find, len(mark)
+        while cut >= 0:
+            start = cut + size
+            cut = find(mark, start)
+            text = whole[start:cut] if cut >= 0 else whole[start:]
+            done = take(text, None)
             if done is None or done.since != (place, queue):
                 done = self.piece(text, place, queue)
             made[text] = done
@@ -1044,9 +1065,7 @@ class _QuickReader:
             job.submitted, job.started = seconds, None
         ids = (task_ids.strip() or None) if task_ids else None
         job.tasks = 1 if ids is None else (reader._tasks.get(ids) or reader._count(ids, "", 0, 0))
-        priority = self.prios.get(prio)
-        if priority is None:
-            priority = self.prios[prio] = _priority(prio)
+        priority = self.priority(prio)
         requests = self.rests.get(rest)
         if requests is None:
             requests = self.rests[rest] = self.rest(rest)
@@ -1057,6 +1076,13 @@ class _QuickReader:
         job.queue = queue_name.strip() if queue_name and queue_name.strip() else queue
         job.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
         return cast(Job, job)
+
+    def priority(self, text: str) -> float:
+        """The value of a ``<JAT_prio>`` (its references resolved), worked out once a document."""
+        found = self.prios.get(text)
+        if found is None:
+            found = self.prios[text] = _priority(text)
+        return found
 
     def seconds(self, minute: str, second: str, fraction: str | None, tag: str) -> float:
         """_local_seconds of ``minute:second[fraction]``, keeping the minute's start (the hour's

@@ -19,13 +19,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from elb.sge.commands import SgeCommands
 from elb.sge.complexes import parse_memory, parse_number
 from elb.sge.errors import SgeError, SgeParseError
 from elb.sge.parse import (
+    _DECIMAL,
     check_agree,
     count_tasks,
+    decimal,
     join_snapshot,
     parse_qhost,
     parse_qstat,
@@ -198,3 +202,24 @@ def test_qmod_answers_in_other_digits_are_refused() -> None:
     sge._executable = lambda name: name  # type: ignore[method-assign]
     with pytest.raises(SgeError, match="unexpected answer"):
         sge.reschedule_host("node001")
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.one_of(
+        st.text(alphabet=st.sampled_from(list("0123456789+-.eE _nNaAiIfFtTyY \t\n\x0b\x0c")), max_size=12),
+        st.text(max_size=8),
+        st.floats(allow_nan=True, allow_infinity=True).map(repr),
+        st.sampled_from(["1e999", "-1e-999", "1.", ".5", "+.5e+3", "\u0663", "\uff13.5", "1_0", "nan", "Infinity"]),
+    )
+)
+def test_decimal_takes_what_the_regular_expression_of_ascii_numbers_takes(text: str) -> None:
+    try:
+        expected: float | None = float(text) if _DECIMAL.fullmatch(text.strip()) else None
+    except ValueError:
+        expected = None
+    try:
+        got: float | None = decimal(text)
+    except ValueError:
+        got = None
+    assert got == expected or (got is not None and expected is not None and got != got and expected != expected)

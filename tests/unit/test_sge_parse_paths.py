@@ -535,6 +535,16 @@ def test_a_memo_reads_again_only_what_changed_and_reuses_the_jobs() -> None:
     assert [a is b for a, b in zip(changed.jobs, first.jobs, strict=True)].count(False) == 1
 
 
+def test_new_priorities_are_read_again() -> None:
+    """SGE normalizes priorities over the waiting jobs: every entry's <JAT_prio> may change at once."""
+    data = (FIXTURES / "recorded" / "groups-waiting.qstat-r-f.xml").read_bytes()
+    memo = QstatMemo()
+    parse_qstat(data, memo=memo)
+    shifted = re.sub(rb"<JAT_prio>[^<]*</JAT_prio>", b"<JAT_prio>0.12345</JAT_prio>", data)
+    again = parse_qstat(shifted, memo=memo)
+    assert again == parse_qstat(shifted) and {j.priority for j in again.jobs} == {0.12345}
+
+
 def test_a_memo_is_not_used_across_a_change_of_time_zone(monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
