@@ -840,12 +840,11 @@ def _plain_text(data: bytes | str) -> str | None:
 
 class _Piece(NamedTuple):
     """What the quick reader made of one piece of a document (a job entry and what follows it,
-    up to the next entry) from where it stood (``since``: ``place`` and ``queue`` before it):
-    the job, whether it goes last (a running entry outside a queue instance), the queue
-    instances read after it, and where the reader then stands (``place``, and the queue instance
-    of the entries that follow)."""
+    up to the next entry) that moved it: the job, whether it goes last (a running entry outside a
+    queue instance), the queue instances read after it, and where the reader then stands
+    (``place``, and the queue instance of the entries that follow). A piece that leaves the
+    reader where it was, with a job that does not go last, is remembered as its ``Job`` alone."""
 
-    since: tuple[str, str | None]
     job: Job
     late: bool
     queues: tuple[QueueInstance, ...]
@@ -866,7 +865,8 @@ class QstatMemo:
     """
 
     def __init__(self) -> None:
-        self.pieces: dict[str, _Piece] = {}  # by its text (read from ``_Piece.since``)
+        # By where the reader stood (place, queue instance), then by the piece's text.
+        self.pieces: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
         self.zone: tuple[object, ...] = ()
 
 
@@ -914,22 +914,28 @@ class _QuickReader:
         memo, zone = self.memo, _zone()
         # A remembered piece is let go as soon as it is read again, so the last document's pieces
         # and this one's are never all held at once.
-        remembered: dict[str, _Piece] = memo.pieces if memo is not None and memo.zone == zone else {}
-        take = remembered.pop
-        made: dict[str, _Piece] = {}
+        remembered = memo.pieces if memo is not None and memo.zone == zone else {}
+        made: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
+        nothing: dict[str, Job | _Piece] = {}
         jobs, late, queues, place, find, size = self.jobs, self.late, self.queues, self.place, whole.find, len(mark)
+        known, mine = remembered.get((place, queue), nothing), made.setdefault((place, queue), {})
         while cut >= 0:
             start = cut + size
             cut = find(mark, start)
             text = whole[start:cut] if cut >= 0 else whole[start:]
-            done = take(text, None)
-            if done is None or done.since != (place, queue):
+            done = known.pop(text, None)
+            if done is None:
                 done = self.piece(text, place, queue)
-            made[text] = done
-            (late if done.late else jobs).append(done.job)
-            if done.queues:
-                queues.extend(done.queues)
-            place, queue = done.place, done.queue
+            mine[text] = done
+            if type(done) is Job:  # the reader stays where it is
+                jobs.append(done)
+                continue
+            moved = cast(_Piece, done)
+            (late if moved.late else jobs).append(moved.job)
+            queues.extend(moved.queues)
+            if moved.place != place or moved.queue != queue:
+                place, queue = moved.place, moved.queue
+                known, mine = remembered.get((place, queue), nothing), made.setdefault((place, queue), {})
         self.place = place
         if self.place != "end":
             raise _Decline
@@ -939,7 +945,7 @@ class _QuickReader:
             memo.pieces, memo.zone = made, zone
         return QstatResult(tuple(self.jobs + self.late), tuple(self.queues))
 
-    def piece(self, text: str, place: str, queue: str | None) -> _Piece:
+    def piece(self, text: str, place: str, queue: str | None) -> Job | _Piece:
         """Read one piece (a job entry after its mark, and what follows) from ``place``, in the
         queue instance ``queue`` (None outside one)."""
         m = _JOB_ENTRY.match(text)
@@ -950,13 +956,14 @@ class _QuickReader:
         if queue is not None and not running:
             raise _Decline  # not running inside a queue instance
         job = self.job(fields, queue)
+        last = running and queue is None
         if m.end() == len(text):  # nothing after the entry but white space: the reader stays
-            return _Piece((place, queue), job, running and queue is None, (), place, queue)
+            return _Piece(job, last, (), place, queue) if last else job
         self.place, had = place, len(self.queues)
         after = self.between(text, m.end())
         made = tuple(self.queues[had:])
         del self.queues[had:]
-        return _Piece((place, queue), job, running and queue is None, made, self.place, after)
+        return _Piece(job, last, made, self.place, after)
 
     def between(self, text: str, pos: int = 0) -> str | None:  # noqa: PLR0912, PLR0915 (one flat state machine)
         """Read what lies between two job entries (or before the first, or after the last); the
