@@ -634,6 +634,7 @@ def _read_queue_list(
 # character references, another encoding, a character XML forbids, a truncated or hollow
 # document) makes it decline, and the careful reader reads the whole document: every refusal and
 # every error message is the careful reader's. It accepts only what the careful reader accepts.
+# What it made of each piece of a document can be kept for the next document (``QstatMemo``).
 
 
 class _Decline(Exception):
