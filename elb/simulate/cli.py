@@ -57,7 +57,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--max-nodes",
         default=None,
-        help="cluster cap: N nodes, or Kx for K times the log's machine (default: the zero-wait peak of the log)",
+        help="cluster cap: N nodes, or Kx for K times the log's machine (MaxProcs; an accounting file: the most "
+        "slots its jobs held at once; default: the zero-wait peak of the log)",
     )
     p.add_argument(
         "--dispatch",
@@ -326,6 +327,7 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
                     "log": str(args.log),
                     "jobs": len(prepared.jobs),
                     "skipped": skipped,
+                    "failed": wl.failed,
                     "unservable": {
                         "jobs": len(prepared.unservable),
                         "reasons": reasons,
@@ -370,7 +372,7 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
             f"boot {args.boot_time:g} s, poll {args.poll:g} s, billing per {billing}"
             f", dispatch {'easy' if args.backfill else args.dispatch}"
         )
-        _print_changes(skipped, wl.overrun)
+        _print_changes(skipped, wl.overrun, wl.failed)
         if reasons:
             print(
                 f"unservable: {len(prepared.unservable)} jobs no node group can run (in the replay, never "
@@ -407,9 +409,14 @@ def _describe(groups: SimGroups) -> str:
     )
 
 
-def _print_changes(skipped: dict[str, int], overrun: int) -> None:
-    """What the replay left out of the log, or changed in it."""
+def _print_changes(skipped: dict[str, int], overrun: int, failed: int) -> None:
+    """What the replay left out of the log, or changed in it, and the failed jobs it kept."""
     if skipped:
         print("skipped: " + "; ".join(f"{n} {why}" for why, n in skipped.items()))
+    if failed:
+        print(
+            f"failed: {failed} job{'s' if failed != 1 else ''} ended with a failure code "
+            f"(replayed as {'they' if failed != 1 else 'it'} ran)"
+        )
     if overrun:
         print(f"overrun: {overrun} jobs made to run past their requested time (--overrun)")
