@@ -214,60 +214,60 @@ _COLOURS = {"elb": "C0", "starcluster": "C1", "parallelcluster": "C2", "slurm": 
 
 
 def plot(points: Sequence[Point], path: Path, title: str, bound: Bound | None = None) -> None:
-    """Cost (x floor) against p95 wait (minutes, log scale): every replay a small dot, each
-    policy's frontier a line (a step: the least cost at each wait), its defaults a star, a replay
-    whose queue never drains an x, the clairvoyant bound a black diamond (a p95 of 0 drawn at the
-    axis' left end)."""
+    """Cost (x floor) against p95 wait (minutes) over the waits of the replays whose queue drains:
+    every replay a small dot, each policy's frontier a line (a step: the least cost at each wait),
+    its defaults a star, the clairvoyant bound a black diamond. A point off that range (the bound's
+    p95, usually 0; a queue that never drains, drawn as an x) sits at the edge with its p95 written
+    beside it."""
     import matplotlib  # noqa: PLC0415 (matplotlib only when plotting)
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
-    from matplotlib.ticker import FuncFormatter  # noqa: PLC0415
 
     fronts = frontiers(points)
-    waits = [p.p95 / 60 for p in points if p.p95 > 0]
-    left = min([*waits, 1.0]) / 2
+    drained = [p.p95 / 60 for p in points if p.drains] or [p.p95 / 60 for p in points] or [0.0]
+    pad = max(0.25, 0.08 * (max(drained) - min(drained)))
+    lo, hi = min(drained) - pad, max(drained) + pad
+
+    def x(minutes: float) -> float:
+        return min(max(minutes, lo + pad / 3), hi - pad / 3)
+
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
+
+    def edge(p95: float, y: float, colour: str | None, marker: str, label: str) -> None:
+        at = x(p95 / 60)
+        ax.plot(at, y, marker, color=colour, ms=9, markeredgecolor="black" if marker == "D" else None)
+        if at != p95 / 60:
+            right = p95 / 60 > at  # clamped at the right edge: the text goes left, into the axes
+            ax.annotate(
+                f"{label}p95 {fmt_wait(p95)}",
+                (at, y),
+                fontsize=7,
+                xytext=(-6 if right else 6, 4),
+                textcoords="offset points",
+                ha="right" if right else "left",
+            )
+
     for name, front in fronts.items():
         colour = _COLOURS.get(name)
         mine = [p for p in points if p.policy == name]
-        ax.plot(
-            [max(p.p95 / 60, left) for p in mine if p.drains],
-            [p.x_floor for p in mine if p.drains],
-            ".",
-            color=colour,
-            alpha=0.35,
-        )
-        ax.plot(
-            [max(p.p95 / 60, left) for p in front],
-            [p.x_floor for p in front],
-            "o-",
-            color=colour,
-            label=name,
-            drawstyle="steps-post",
-        )
-        stuck = [p for p in mine if not p.drains]
-        if stuck:
-            ax.plot([max(p.p95 / 60, left) for p in stuck], [p.x_floor for p in stuck], "x", color=colour, ms=9)
+        ax.plot([x(p.p95 / 60) for p in mine if p.drains], [p.x_floor for p in mine if p.drains], ".", color=colour,
+                alpha=0.35)  # fmt: skip
+        ax.plot([x(p.p95 / 60) for p in front], [p.x_floor for p in front], "o-", color=colour, label=name,
+                drawstyle="steps-post")  # fmt: skip
         for p in mine:
-            if p.default:
-                ax.plot(max(p.p95 / 60, left), p.x_floor, "*", color=colour, markersize=15, markeredgecolor="black")
+            if not p.drains:
+                edge(p.p95, p.x_floor, colour, "x", f"{name}{' (default)' if p.default else ''}: ")
+            elif p.default:
+                ax.plot(x(p.p95 / 60), p.x_floor, "*", color=colour, markersize=15, markeredgecolor="black")
     if bound is not None:
-        at = max(bound.wait_p95 / 60, left)
-        ax.plot(at, bound.cost_over_floor, "D", color="black", label="clairvoyant bound")
-        ax.annotate(
-            f"p95 {fmt_wait(bound.wait_p95)}",
-            (at, bound.cost_over_floor),
-            fontsize=7,
-            xytext=(5, -3),
-            textcoords="offset points",
-        )
-    ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.set_xlabel("p95 wait (minutes, log scale)")
+        edge(bound.wait_p95, bound.cost_over_floor, "black", "D", "bound: ")
+        ax.plot([], [], "D", color="black", label="clairvoyant bound")
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel("p95 wait (minutes)")
     ax.set_ylabel("cost / cost floor")
     ax.set_title(title, fontsize=10)
-    ax.grid(True, which="both", alpha=0.25)
+    ax.grid(True, alpha=0.25)
     ax.plot([], [], "*", color="grey", markersize=12, markeredgecolor="black", label="default")
     if any(not p.drains for p in points):
         ax.plot([], [], "x", color="grey", label="queue never drains")

@@ -19,6 +19,7 @@ from elb.config import ClusterConfig, PolicyConfig
 from elb.policy import make_policy
 from elb.policy.base import Policy
 from elb.simulate.engine import QuietHint, SimOutcome, SimSettings, Simulator
+from elb.simulate.report import Billing
 from elb.simulate.runner import build_policy, with_param
 from elb.simulate.swf import SimJob
 
@@ -70,20 +71,14 @@ def random_log(rng: random.Random, n: int, *, overrun: float) -> list[SimJob]:
     return jobs
 
 
-def _policy(kind: str, billing: str, spn: int, max_nodes: int) -> Policy:
+def _policy(kind: str, billing: Billing, spn: int, max_nodes: int) -> Policy:
     if kind.startswith("elb"):
-        p = build_policy(
-            "elb",
-            billing=billing,
-            slots_per_node=spn,
-            boot_time=BOOT,
-            max_nodes=max_nodes,  # type: ignore[arg-type]
-        )
+        p = build_policy("elb", billing=billing, slots_per_node=spn, boot_time=BOOT, max_nodes=max_nodes)
         for option in kind.split(":")[1:]:
             key, _, value = option.partition("=")
             p = with_param(p, key, value)
         return p
-    return build_policy(kind, billing=billing, slots_per_node=spn, boot_time=BOOT, max_nodes=max_nodes)  # type: ignore[arg-type]
+    return build_policy(kind, billing=billing, slots_per_node=spn, boot_time=BOOT, max_nodes=max_nodes)
 
 
 KINDS = (
@@ -102,7 +97,9 @@ KINDS = (
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("billing", ["second", "hour"])
 @pytest.mark.parametrize("seed", range(4))
-def test_fast_forward_agrees_with_every_poll_on_random_logs_with_overruns(kind: str, billing: str, seed: int) -> None:
+def test_fast_forward_agrees_with_every_poll_on_random_logs_with_overruns(
+    kind: str, billing: Billing, seed: int
+) -> None:
     rng = random.Random(seed * 1000 + len(kind))
     spn = rng.choice((4, 8))
     max_nodes = rng.randint(2, 6)
