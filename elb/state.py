@@ -322,9 +322,9 @@ class ClusterState:
         return dataclasses.replace(self, now=now)
 
     def seeing(self, snapshot: Snapshot) -> ClusterState:
-        """The same records and instances joined with another view of SGE (the demand's:
-        waiting jobs no group can run left out, pooled nodes' hosts left out)."""
-        return dataclasses.replace(self, snapshot=snapshot)
+        """The same records and instances joined with another view of the scheduler (the
+        demand's: waiting jobs no group can run left out, pooled nodes' hosts left out)."""
+        return self if snapshot is self.snapshot else dataclasses.replace(self, snapshot=snapshot)
 
 
 def join(
