@@ -207,6 +207,13 @@ class ProvisionConfig(_Strict):
     timeout: Seconds = 900.0  # 0: no limit
     forks: AtLeastOne = 10
     extra_vars: dict[str, object] = Field(default_factory=dict)
+    # The SSH host keys elb gives its nodes at launch and checks (elb.provision.hostkeys);
+    # None: <private_data_dir>/host-keys.
+    host_keys_dir: Path | None = None
+
+    @property
+    def host_keys_path(self) -> Path:
+        return self.host_keys_dir if self.host_keys_dir is not None else self.private_data_dir / "host-keys"
 
     @field_validator("extra_vars")
     @classmethod
