@@ -44,6 +44,7 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from elb.cloud.user_data import with_host_key
 from elb.config import Config, Ec2Config
 from elb.groups import LaunchTemplate, NodeGroups
 from elb.interfaces import (
@@ -57,6 +58,7 @@ from elb.interfaces import (
     Notice,
     NoticeKind,
 )
+from elb.provision.hostkeys import HostKeys
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
@@ -507,6 +509,7 @@ class Ec2Cloud:
         sleep: Callable[[float], None] = time.sleep,
         poll_interval: float = 5.0,
         node_groups: NodeGroups | None = None,
+        host_keys: HostKeys | None = None,
     ) -> None:
         bad = sorted(k for k in config.extra_tags if k in _RESERVED_TAGS or k.lower().startswith("aws:"))
         if bad:
@@ -541,6 +544,9 @@ class Ec2Cloud:
         # Tokens whose request launched nothing (a capacity error; a fleet of errors only, which
         # EC2 would answer again as it did): never sent again by this process.
         self._spent: set[str] = set()
+        # The nodes' SSH host keys: each node elb describes itself gets its key in its user data
+        # (``elb.cloud.user_data``). None: nodes make their own at first boot (unchecked).
+        self.host_keys = host_keys
 
     @classmethod
     def from_config(cls, config: Config, **kwargs: Any) -> Ec2Cloud:
@@ -550,7 +556,7 @@ class Ec2Cloud:
             master=config.cluster.master,
             slots_per_node=config.policy.slots_per_node,
             node_groups=config.groups(config.policy.slots_per_node or 1) if config.node_groups is not None else None,
-            **kwargs,
+            **({"host_keys": HostKeys(config.provision.host_keys_path)} | kwargs),
         )
 
     # ------------------------------------------------------------------ queries
@@ -606,6 +612,9 @@ class Ec2Cloud:
             if is_cluster_worker(tags_of(r), self.cluster, self.master)
             and r.get("State", {}).get("Name") not in GONE_STATES
         ]
+        if self.host_keys is not None:  # the keys of nodes gone without elb (spot, by hand)
+            for name in self.host_keys.prune({i.name for i in out}, time.time()):  # the files' clock
+                log.info("%s: gone; its host key forgotten", name)
         return sorted(out, key=lambda i: (i.name, i.instance_id))
 
     def health(self, instances: Sequence[Instance]) -> list[Notice]:
@@ -1083,6 +1092,7 @@ class Ec2Cloud:
         for i, name in enumerate(names):
             try:
                 spec = specs[None if groups is None else groups.get(name)]
+                spec = self._with_host_key(name, spec, adopting=name in existing)
                 inst = self._start_one(name, spec, existing.get(name), ended.get(name, ""))
             except _NoCapacity as err:
                 failed[name] = str(err)
@@ -1099,7 +1109,29 @@ class Ec2Cloud:
                 volume_tags[name] = spec.extra_tags
         launched, boot_failed = self._wait_running(started, started_at + self.config.boot_timeout, volume_tags)
         failed.update(boot_failed)
+        self._settle_host_keys(launched)
         return LaunchResult(launched=tuple(launched), failed=failed)
+
+    def _settle_host_keys(self, launched: Sequence[Instance]) -> None:
+        """The private keys of nodes that run with them are needed no more. (A launch that failed
+        keeps its key: the same request, with the same token, may be sent again.)"""
+        if self.host_keys is not None:
+            for node in launched:
+                self.host_keys.settle(node.name)
+
+    def _with_host_key(self, name: str, spec: LaunchSpec, *, adopting: bool) -> LaunchSpec:
+        """``spec`` with the node's host key in its user data (``elb.cloud.user_data``), when elb
+        describes the worker itself (a launch template holds the user data) and starts it (an
+        adopted instance has the key it was launched with)."""
+        if self.host_keys is None or spec.launch_template is not None or adopting:
+            return spec
+        try:
+            user_data = with_host_key(spec.user_data, self.host_keys.issue(name))
+        except ValueError as err:
+            raise CloudError(f"cannot launch {name}: {err}") from None
+        except OSError as err:
+            raise CloudError(f"cannot launch {name}: its host key cannot be kept: {err}") from None
+        return dataclasses.replace(spec, user_data=user_data)
 
     def _tag_volumes(self, name: str, raw: InstanceTypeDef, extra: Mapping[str, str]) -> None:
         """Give a running fleet node's volumes the node's tags (``CreateTags``). A failure is
@@ -1206,8 +1238,11 @@ class Ec2Cloud:
         ids = list(dict.fromkeys(instance_ids))
         if not ids:
             return
-        owned = {i: r.get("State", {}).get("Name", "") for i, r in self._owned(ids, "terminate").items()}
+        raws = self._owned(ids, "terminate")
+        owned = {i: r.get("State", {}).get("Name", "") for i, r in raws.items()}
         live = [i for i in ids if owned[i] != "terminated"]
+        if self.host_keys is not None:
+            self.host_keys.forget(tags_of(raws[i]).get(TAG_NAME, "") for i in ids if tags_of(raws[i]).get(TAG_NAME))
         if not live:
             return
         for start in range(0, len(live), TERMINATE_BATCH):

@@ -52,7 +52,6 @@ ADDRESS_LABEL = "elb-address"
 ADDRESS_BOOK = Path("/var/lib/elb-testcluster/run/node-addresses")
 _ADDRESS_LOCK = threading.Lock()  # one address chosen and taken at a time in this process
 NODE_HOST_KEY = "/etc/ssh/ssh_host_ed25519_key"  # where a node's sshd finds its ed25519 host key
-HOST_KEY_GRACE = 86400.0  # seconds a key of a node no container has is kept (a launch under way)
 _NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 _STATES = {
     "created": "pending",
@@ -315,7 +314,7 @@ class LocalCloud:
             key=lambda i: i.name,
         )
         if self.host_keys is not None:  # keys of nodes removed behind elb's back
-            self.host_keys.prune({w.name for w in workers}, time.time(), HOST_KEY_GRACE)
+            self.host_keys.prune({w.name for w in workers}, time.time())
         return workers
 
     def new_node_slots(self) -> int:

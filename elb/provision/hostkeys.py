@@ -33,6 +33,9 @@ from pathlib import Path
 from elb.provision.inventory import check_host_name
 
 KEY_TYPE = "ssh-ed25519"
+# Seconds the keys of a node the cloud does not list are kept: its launch may be under way (the
+# key is made before the instance exists), or a failed launch may be sent again.
+PRUNE_GRACE = 3600.0
 KNOWN = ".known"
 PRIVATE = ".key"
 
@@ -166,7 +169,7 @@ class HostKeys:
             self._private_file(name).unlink(missing_ok=True)
             self.known_hosts_file(name).unlink(missing_ok=True)
 
-    def prune(self, keep: Collection[str], now: float, grace: float) -> list[str]:
+    def prune(self, keep: Collection[str], now: float, grace: float = PRUNE_GRACE) -> list[str]:
         """Forget the nodes not in ``keep`` (the cloud's live and stopped workers) whose files are
         older than ``grace`` seconds (younger ones may belong to a launch under way); their names."""
         gone = []
