@@ -44,6 +44,7 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from elb.cloud.console import decode_output, host_key_in_console
 from elb.cloud.user_data import with_host_key
 from elb.config import Config, Ec2Config
 from elb.groups import LaunchTemplate, NodeGroups
@@ -1109,8 +1110,63 @@ class Ec2Cloud:
                 volume_tags[name] = spec.extra_tags
         launched, boot_failed = self._wait_running(started, started_at + self.config.boot_timeout, volume_tags)
         failed.update(boot_failed)
+        templated = {n for n in started if specs[None if groups is None else groups.get(n)].launch_template}
+        launched, unkeyed = self._console_host_keys(launched, templated, started_at + self.config.boot_timeout)
+        failed.update(unkeyed)
         self._settle_host_keys(launched)
         return LaunchResult(launched=tuple(launched), failed=failed)
+
+    def _console_host_keys(
+        self, launched: Sequence[Instance], templated: set[str], deadline: float
+    ) -> tuple[list[Instance], dict[str, str]]:
+        """Read the host key of each node launched from a launch template (its user data is the
+        template's) from its console output, where cloud-init prints it, until ``deadline``; the
+        nodes whose key did not show are terminated and failed (by name, with why)."""
+        if self.host_keys is None or not templated:
+            return list(launched), {}
+        waiting = {i.name: i for i in launched if i.name in templated}
+        latest: dict[str, bool] = {}  # instance id -> whether EC2 gives its latest output
+        why = f"its SSH host key did not show in its console output within {self.config.boot_timeout:g}s"
+        try:
+            while waiting:
+                for name, inst in list(waiting.items()):
+                    key = host_key_in_console(self._console_output(inst.instance_id, latest))
+                    if key is not None:
+                        self.host_keys.record(name, key)
+                        log.info("%s: host key read from the console of %s", name, inst.instance_id)
+                        del waiting[name]
+                if not waiting or self.clock() >= deadline:
+                    break
+                self.sleep(min(self.poll_interval, max(0.0, deadline - self.clock())))
+        except CloudError as err:
+            why = f"its SSH host key cannot be read from its console output: {err}"
+        self._terminate_quietly([i.instance_id for i in waiting.values()])
+        failed = {
+            n: f"instance {i.instance_id}: {why} (a node of a launch template; terminated)" for n, i in waiting.items()
+        }
+        return [i for i in launched if i.name not in waiting], failed
+
+    def _console_output(self, instance_id: str, latest: dict[str, bool]) -> str:
+        """The instance's console output as text ("" for none yet): the latest (Nitro instances),
+        else what EC2 buffered at its start. CloudError when it cannot be read."""
+        args: dict[str, Any] = {"InstanceId": instance_id}
+        if latest.get(instance_id, True):
+            args["Latest"] = True
+        try:
+            resp = self.client.get_console_output(**args)
+        except ClientError as err:
+            code = error_code(err)
+            if code == "InvalidInstanceID.NotFound":
+                return ""
+            if code in ("UnsupportedOperation", "InvalidParameterValue", "InvalidParameterCombination") and args.get(
+                "Latest"
+            ):
+                latest[instance_id] = False  # not a Nitro instance: its buffered output
+                return ""
+            raise to_cloud_error(err, f"reading the console output of {instance_id}") from None
+        except BotoCoreError as err:
+            raise to_cloud_error(err, f"reading the console output of {instance_id}") from None
+        return decode_output(str(resp.get("Output") or ""))
 
     def _settle_host_keys(self, launched: Sequence[Instance]) -> None:
         """The private keys of nodes that run with them are needed no more. (A launch that failed
@@ -1121,8 +1177,9 @@ class Ec2Cloud:
 
     def _with_host_key(self, name: str, spec: LaunchSpec, *, adopting: bool) -> LaunchSpec:
         """``spec`` with the node's host key in its user data (``elb.cloud.user_data``), when elb
-        describes the worker itself (a launch template holds the user data) and starts it (an
-        adopted instance has the key it was launched with)."""
+        describes the worker itself and starts it (an adopted instance has the key it was
+        launched with). A launch template holds the user data: the key of its node is read from
+        its console output once it runs (``_console_host_keys``)."""
         if self.host_keys is None or spec.launch_template is not None or adopting:
             return spec
         try:

@@ -19,7 +19,8 @@ from elb.cloud.user_data import MAX_BYTES, host_key_cloud_config, with_host_key
 from elb.interfaces import CloudError
 from elb.provision.hostkeys import PRUNE_GRACE, HostKeys, generate
 
-from .test_ec2_cloud import cloud_with
+from .conftest import FakeClock, client_error
+from .test_ec2_cloud import cloud_with, live
 from .test_ec2_templates import template
 
 pytestmark = pytest.mark.moto
@@ -144,3 +145,89 @@ def test_the_cloud_config_holds_one_key_pair() -> None:
         "ssh_genkeytypes": [],
         "ssh_keys": {"ed25519_private": key.private, "ed25519_public": key.public},
     }
+
+
+# --------------------------------------------------------------------------- launch templates
+
+
+def console(*lines: str) -> str:
+    return base64.b64encode("".join(f"{line}\n" for line in lines).encode()).decode()
+
+
+def test_a_template_nodes_key_is_read_from_its_console(
+    ec2: Any, ami: str, subnets: list[str], aws_env: str, tmp_path: Path
+) -> None:
+    """cloud-init prints the node's keys on its console some time after it runs (moto's console
+    holds none: the answers are rewritten, the first two without the keys yet)."""
+    template(ec2, ami)
+    key = generate()
+    clock = FakeClock()
+    cloud, client = cloud_with(aws_env, clock, launch_template={"name": "elb-workers"}, subnets=[subnets[0]])
+    cloud.host_keys = store = HostKeys(tmp_path / "keys")
+    answers = iter(
+        [
+            console("[    3.1] booting"),
+            console("[    3.1] booting", "ec2: -----BEGIN SSH HOST KEY FINGERPRINTS-----"),
+        ]
+    )
+    block = console(
+        "ec2: -----BEGIN SSH HOST KEY KEYS-----",
+        "ec2: ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTY= root@node",
+        f"ec2: {key.public} root@node",
+        "ec2: -----END SSH HOST KEY KEYS-----",
+    )
+    client.rewrite("get_console_output", lambda kw, resp: {**resp, "Output": next(answers, block)})
+    result = cloud.launch(["node001"])
+    assert result.failed == {} and [i.name for i in result.launched] == ["node001"]
+    assert store.public_key("node001") == key.public
+    calls = client.calls_of("get_console_output")
+    assert len(calls) == 3 and all(c == {"InstanceId": result.launched[0].instance_id, "Latest": True} for c in calls)
+    assert "UserData" not in client.calls_of("run_instances")[0]
+
+
+def test_a_template_node_whose_key_never_shows_is_terminated(
+    ec2: Any, ami: str, subnets: list[str], aws_env: str, tmp_path: Path
+) -> None:
+    template(ec2, ami)
+    clock = FakeClock()
+    cloud, client = cloud_with(aws_env, clock, launch_template={"name": "elb-workers"}, subnets=[subnets[0]])
+    cloud.host_keys = store = HostKeys(tmp_path / "keys")
+    client.rewrite("get_console_output", lambda kw, resp: {**resp, "Output": console("no keys printed")})
+    result = cloud.launch(["node001"])
+    assert result.launched == ()
+    assert "its SSH host key did not show in its console output within 600s" in result.failed["node001"]
+    assert not store.known("node001")
+    assert [i["State"]["Name"] for i in live(ec2)] == []  # terminated
+
+
+def test_a_console_elb_may_not_read_fails_the_node_with_why(
+    ec2: Any, ami: str, subnets: list[str], aws_env: str, tmp_path: Path
+) -> None:
+    template(ec2, ami)
+    cloud, client = cloud_with(aws_env, launch_template={"name": "elb-workers"}, subnets=[subnets[0]])
+    cloud.host_keys = HostKeys(tmp_path / "keys")
+    denied = client_error("UnauthorizedOperation", "not authorized", "GetConsoleOutput")
+    client.fail("get_console_output", lambda kw: denied)
+    result = cloud.launch(["node001"])
+    assert result.launched == ()
+    assert "cannot be read from its console output" in result.failed["node001"]
+    assert "ec2:GetConsoleOutput" in result.failed["node001"]
+    assert live(ec2) == []
+
+
+def test_an_older_instance_gives_its_buffered_output(
+    ec2: Any, ami: str, subnets: list[str], aws_env: str, tmp_path: Path
+) -> None:
+    """Latest is for Nitro instances only: refused, elb reads the buffered output instead."""
+    template(ec2, ami)
+    key = generate()
+    cloud, client = cloud_with(aws_env, launch_template={"name": "elb-workers"}, subnets=[subnets[0]])
+    cloud.host_keys = store = HostKeys(tmp_path / "keys")
+    unsupported = client_error("UnsupportedOperation", "Latest is only for Nitro", "GetConsoleOutput")
+    client.fail("get_console_output", lambda kw: unsupported if kw.get("Latest") else None)
+    block = console("-----BEGIN SSH HOST KEY KEYS-----", key.public, "-----END SSH HOST KEY KEYS-----")
+    client.rewrite("get_console_output", lambda kw, resp: {**resp, "Output": block})
+    result = cloud.launch(["node001"])
+    assert result.failed == {}
+    assert store.public_key("node001") == key.public
+    assert [c.get("Latest") for c in client.calls_of("get_console_output")] == [True, None]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import shlex
 import shutil
 import stat
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from elb.cloud.console import decode_output, host_key_in_console
 from elb.interfaces import NodeSpec
 from elb.provision.hostkeys import HostKeyError, HostKeys, generate, public_key_line
 from elb.provision.inventory import Connection, InventoryError, build_inventory, host_key_args
@@ -132,3 +134,35 @@ def test_every_node_is_checked_and_only_pinned_ones_may_be_taken_at_first_contac
     ssh_args = inv["all"]["vars"]["ansible_ssh_args"]  # type: ignore[index]
     assert "StrictHostKeyChecking" not in ssh_args and "KnownHostsFile" not in ssh_args
     assert "ansible_ssh_common_args" not in children["master"]["hosts"]["master"]
+
+
+# -- a launch template node's key, from its console output (elb.cloud.console) ----------------
+
+
+def test_the_key_is_read_from_the_last_complete_block_of_the_console() -> None:
+    old, new = generate(), generate()
+    text = (
+        f"-----BEGIN SSH HOST KEY KEYS-----\n{old.public} root@a\n-----END SSH HOST KEY KEYS-----\n"
+        "reboot\n"
+        "ec2: -----BEGIN SSH HOST KEY KEYS-----\n"
+        "ec2: ssh-rsa AAAAB3NzaC1yc2E root@a\n"
+        f"ec2: {new.public} root@a\n"
+        "ec2: -----END SSH HOST KEY KEYS-----\n"
+        f"-----BEGIN SSH HOST KEY KEYS-----\n{generate().public}\n"  # still being written
+    )
+    assert host_key_in_console(text) == new.public
+    assert decode_output(base64.b64encode(text.encode()).decode()) == text
+    assert decode_output("not base64 !") == "not base64 !"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "-----BEGIN SSH HOST KEY KEYS-----\nssh-rsa AAAAB3NzaC1yc2E root@a\n-----END SSH HOST KEY KEYS-----\n",
+        "-----BEGIN SSH HOST KEY KEYS-----\nssh-ed25519 AAAAnotakey root@a\n-----END SSH HOST KEY KEYS-----\n",
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAOhB7/zzhC+HXDdGOdLwJln5NYwm6UNXx3chmQSVTG4 outside a block\n",
+    ],
+)
+def test_no_ed25519_key_in_a_complete_block_is_none(text: str) -> None:
+    assert host_key_in_console(text) is None
