@@ -436,7 +436,10 @@ def parse_config(data: object, source: str = "<config>", doc: yamlfile.Document 
 def check_paths(cfg: Config) -> list[tuple[str, str]]:
     """Paths the config names that would stop elb later, as (key, problem)."""
     problems = []
-    for key, path in (("state_dir", cfg.state_dir), ("provision.private_data_dir", cfg.provision.private_data_dir)):
+    dirs = [("state_dir", cfg.state_dir), ("provision.private_data_dir", cfg.provision.private_data_dir)]
+    if cfg.provision.host_keys_dir is not None:  # else under private_data_dir, checked with it
+        dirs.append(("provision.host_keys_dir", cfg.provision.host_keys_dir))
+    for key, path in dirs:
         if path.exists() and not path.is_dir():
             problems.append((key, f"{path} exists and is not a directory"))
         elif not path.exists() and any(p.exists() and not p.is_dir() for p in path.parents):
