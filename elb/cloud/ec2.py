@@ -1298,10 +1298,6 @@ class Ec2Cloud:
         raws = self._owned(ids, "terminate")
         owned = {i: r.get("State", {}).get("Name", "") for i, r in raws.items()}
         live = [i for i in ids if owned[i] != "terminated"]
-        if self.host_keys is not None:
-            self.host_keys.forget(tags_of(raws[i]).get(TAG_NAME, "") for i in ids if tags_of(raws[i]).get(TAG_NAME))
-        if not live:
-            return
         for start in range(0, len(live), TERMINATE_BATCH):
             batch = live[start : start + TERMINATE_BATCH]
             try:
@@ -1309,6 +1305,8 @@ class Ec2Cloud:
             except (BotoCoreError, ClientError) as err:
                 raise to_cloud_error(err, f"terminating {', '.join(batch)}") from None
             log.info("terminating %s", ", ".join(batch))
+        if self.host_keys is not None:  # the nodes are gone: so are their keys
+            self.host_keys.forget(n for n in (tags_of(raws[i]).get(TAG_NAME) for i in ids) if n)
 
     def stop(self, instance_ids: Sequence[str]) -> None:
         """Stop workers of this cluster (``StopInstances``) and wait until they are stopped, at

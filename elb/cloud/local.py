@@ -196,6 +196,7 @@ class LocalCloud:
             ]  # fmt: skip
             for k, v in self._labels(name).items():
                 args += ["--label", f"{k}={v}"]
+            fresh = self.host_keys is not None and not self.host_keys.known(name)
             if self.host_keys is not None:
                 self.host_keys.issue(name)
                 key_file = self.host_keys.private_key_file(name)
@@ -206,7 +207,8 @@ class LocalCloud:
             proc = self._run_with_address(name, args)
             if proc.returncode != 0:
                 failed[name] = proc.stderr.strip() or f"podman run exited {proc.returncode}"
-                self._forget_keys([name])
+                if fresh:  # not the key of a container of that name that still exists
+                    self._forget_keys([name])
                 continue
             started[name] = proc.stdout.strip().splitlines()[-1]
         launched: list[Instance] = []
