@@ -349,7 +349,19 @@ class Config(_Strict):
 
     def groups(self, slots_per_node: int) -> NodeGroups:
         """The node groups elb adds nodes of: ``node_groups``, or the one group today's settings
-        describe (``slots_per_node``: the size of a new node, as the daemon learnt it)."""
+        describe (``slots_per_node``: the size of a new node, as the daemon learnt it). Built
+        once per config and size (``_GROUPS``): a pass, and a replay's every decision, asks often."""
+        key = (id(self), slots_per_node)
+        hit = _GROUPS.get(key)
+        if hit is not None and hit[0] is self:
+            return hit[1]
+        groups = self._groups(slots_per_node)
+        if len(_GROUPS) >= _GROUPS_KEPT:
+            _GROUPS.pop(next(iter(_GROUPS)))
+        _GROUPS[key] = (self, groups)  # the config held: its id is not reused while kept
+        return groups
+
+    def _groups(self, slots_per_node: int) -> NodeGroups:
         if self.node_groups is not None:
             return NodeGroups(groups=self.node_groups, max_nodes=self.policy.max_nodes)
         p = self.policy
@@ -394,6 +406,11 @@ def _seconds_or_same(value: object) -> object:
         except ValueError:
             return value
     return value
+
+
+# The node groups of the last configs asked (``Config.groups``), by (config id, slots).
+_GROUPS: dict[tuple[int, int], tuple[Config, NodeGroups]] = {}
+_GROUPS_KEPT = 32
 
 
 class ConfigError(Exception):

@@ -127,6 +127,14 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--pool-max-age", type=float, default=86400.0, help="warm pool: longest a node stays stopped (default 86400)"
     )
+    p.add_argument(
+        "--provision-failure-rate",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="make this share (0..1) of the bring-ups fail after their boot time (seeded by --seed): "
+        "the launch back-off then holds launches as it does live",
+    )
     p.add_argument("--no-fast-forward", action="store_true", help="call the policy at every poll")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--plot", type=Path, default=None, metavar="FILE.png", help="draw cost against p95 wait")
@@ -208,17 +216,25 @@ def _warm_pool(args: argparse.Namespace) -> WarmPool | None:
     return pool
 
 
-def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
+def _checked_policies(args: argparse.Namespace) -> list[str]:
+    """The policies asked for; ``SimError`` for an unknown one or a number out of its range."""
     names = [n.strip() for n in args.policies.split(",") if n.strip()]
     unknown = [n for n in names if n not in ALL_POLICIES]
     if unknown or not names:
         raise SimError(f"unknown policy {', '.join(unknown) or '(none)'}; known: {', '.join(ALL_POLICIES)}")
-    spn = args.slots_per_node
-    for flag, value in (("--slots-per-node", spn), ("--poll", args.poll), ("--price", args.price)):
+    for flag, value in (("--slots-per-node", args.slots_per_node), ("--poll", args.poll), ("--price", args.price)):
         if value <= 0:
             raise SimError(f"{flag} must be positive")
     if args.boot_time < 0 or args.boot_jitter < 0 or args.start < 0 or (args.days is not None and args.days <= 0):
         raise SimError("--boot-time, --boot-jitter and --start must be >= 0, --days > 0")
+    if not 0 <= args.provision_failure_rate < 1:
+        raise SimError("--provision-failure-rate must be a share: 0 <= SHARE < 1")
+    return names
+
+
+def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
+    names = _checked_policies(args)
+    spn = args.slots_per_node
     billing: Billing = args.billing
     groups = None
     if args.groups is not None:
@@ -246,6 +262,7 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
         placement=args.placement,
         fast_forward=not args.no_fast_forward,
         price_per_hour=args.price,
+        provision_failure_rate=args.provision_failure_rate,
     )
     # The same replay with the one group's warm pool, beside each run without it.
     pooled = None if pool is None else dataclasses.replace(prepared, groups=one_group(spn, prepared.max_nodes, pool))

@@ -124,6 +124,9 @@ class Metrics:
     stops: int = 0  # warm pool: removals that stopped the node
     pooled_node_hours: float = 0.0  # warm pool: node-hours stopped (not in node_hours)
     pool_cost: float = 0.0  # warm pool: the stopped nodes' volumes (in cost)
+    failed_bringups: int = 0  # bring-ups whose provisioning failed (--provision-failure-rate)
+    launches_held: int = 0  # launches the back-off held
+    backoff_rounds: int = 0  # the most failed rounds in a row the back-off reached
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -196,6 +199,9 @@ def metrics(
         stops=out.stops,
         pooled_node_hours=sum(out.pooled_seconds.values()) / 3600.0,
         pool_cost=sum(out.pool_cost.values()),
+        failed_bringups=out.failed_bringups,
+        launches_held=out.launches_held,
+        backoff_rounds=out.backoff_rounds,
     )
 
 

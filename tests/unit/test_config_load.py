@@ -291,7 +291,7 @@ def test_validate_prints_the_file_it_read(tmp_path: Path, capsys: pytest.Capture
     assert main(["validate", "--offline", "-c", str(path)]) == Exit.OK
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"config: {path.resolve()}"
-    assert out[1] == "ok   config: policy elb, 0-4 nodes, provider local, master master"
+    assert out[1] == "ok   config: policy elb, 0-4 nodes, scheduler sge, provider local, master master"
     assert out[2].startswith("ok   playbooks: ")
 
 
