@@ -207,6 +207,13 @@ class ProvisionConfig(_Strict):
     timeout: Seconds = 900.0  # 0: no limit
     forks: AtLeastOne = 10
     extra_vars: dict[str, object] = Field(default_factory=dict)
+    # The SSH host keys elb gives its nodes at launch and checks (elb.provision.hostkeys);
+    # None: <private_data_dir>/host-keys.
+    host_keys_dir: Path | None = None
+
+    @property
+    def host_keys_path(self) -> Path:
+        return self.host_keys_dir if self.host_keys_dir is not None else self.private_data_dir / "host-keys"
 
     @field_validator("extra_vars")
     @classmethod
@@ -446,7 +453,10 @@ def parse_config(data: object, source: str = "<config>", doc: yamlfile.Document 
 def check_paths(cfg: Config) -> list[tuple[str, str]]:
     """Paths the config names that would stop elb later, as (key, problem)."""
     problems = []
-    for key, path in (("state_dir", cfg.state_dir), ("provision.private_data_dir", cfg.provision.private_data_dir)):
+    dirs = [("state_dir", cfg.state_dir), ("provision.private_data_dir", cfg.provision.private_data_dir)]
+    if cfg.provision.host_keys_dir is not None:  # else under private_data_dir, checked with it
+        dirs.append(("provision.host_keys_dir", cfg.provision.host_keys_dir))
+    for key, path in dirs:
         if path.exists() and not path.is_dir():
             problems.append((key, f"{path} exists and is not a directory"))
         elif not path.exists() and any(p.exists() and not p.is_dir() for p in path.parents):
