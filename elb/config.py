@@ -466,8 +466,9 @@ def check_paths(cfg: Config) -> list[tuple[str, str]]:
     return problems
 
 
-def load_config(path: Path | None = None) -> Config:
-    """Load and validate a config file (``None``: ``DEFAULT_CONFIG_PATH``).
+def load_config(path: Path | None = None, *, choose: str = "give another with --config") -> Config:
+    """Load and validate a config file (``None``: ``DEFAULT_CONFIG_PATH``); ``choose`` says, in a
+    missing file's error, how the caller picks another.
 
     There is no config without a file: elb never runs on defaults alone, and an empty file is
     an error too. Every error is one ``ConfigError`` line: ``config PATH: line L, column C: ...``.
@@ -478,7 +479,7 @@ def load_config(path: Path | None = None) -> Config:
         with path.open("rb") as f:
             raw = f.read(yamlfile.MAX_BYTES + 1)
     except FileNotFoundError:
-        raise ConfigError(f"{source}: no such file (elb needs a config file; give another with --config)") from None
+        raise ConfigError(f"{source}: no such file (elb needs a config file; {choose})") from None
     except IsADirectoryError:
         raise ConfigError(f"{source}: is a directory, not a file") from None
     except OSError as err:

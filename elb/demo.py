@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from elb import extras
 from elb.journal import Journal
 from elb.model import NodeState
 from elb.stats import StatsRow, read_rows
@@ -147,7 +148,6 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.Popen[bytes]]) -> int:
-    from elb.plot import plot_stats  # noqa: PLC0415 (matplotlib only when needed)
     from elb.testcluster import constants as C  # noqa: PLC0415
 
     say("setting up the test cluster (master only; first run installs packages and builds an image)")
@@ -170,6 +170,11 @@ def _run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.
     code = _watch(cluster, STATE / "stats.csv", home, list(submitted), timeout=args.timeout, proc=proc)
     _stop(proc)
     _summary(cluster, home, STATE / "journal.sqlite", submitted)
+    if (missing := extras.plot_missing()) is not None:
+        say(f"no plot: {missing}")
+        return code
+    from elb.plot import plot_stats  # noqa: PLC0415 (matplotlib only when needed)
+
     rows = list(read_rows(STATE / "stats.csv"))
     plot_stats(rows, args.plot, title="elb demo: a burst of jobs on a local SGE cluster")
     say(f"plot written to {args.plot.resolve()}")
@@ -249,6 +254,7 @@ def _watch(
     at once why a job went into error."""
     njobs = len(ids)
     seen = 0
+    last = ""  # the line printed last: a pass that changes nothing prints nothing
     told: set[str] = set()  # jobs in error, reported
     finished: set[str] = set()
     checked = 0.0
@@ -259,7 +265,9 @@ def _watch(
             return 1
         rows = list(read_rows(stats)) if stats.exists() else []
         for r in rows[seen:]:
-            say(_row_line(r))
+            if (line := _row_line(r)) != last:
+                say(line)
+                last = line
         seen = len(rows)
         if time.monotonic() - checked >= 10:
             checked = time.monotonic()

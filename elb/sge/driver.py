@@ -22,7 +22,7 @@ from elb.model import Node, Snapshot
 from elb.scheduler import DrainCheck, Requeued, SchedulerError, SchedulerRead
 from elb.servable import DemandSplit, SiteCache, demand_of
 from elb.sge.commands import SgeCommands, read_whole
-from elb.sge.errors import SgeError, SgeTimeoutError
+from elb.sge.errors import SgeError, SgeTimeoutError, hint
 from elb.sge.readcheck import expected_hosts, running_jobs
 from elb.starttimes import StartTimes
 
@@ -135,7 +135,9 @@ def checks(cfg: Config) -> Iterator[Check]:
         )
         return
     except SgeError as err:
-        yield Check("SGE", False, str(err), "set sge.root, sge.cell and sge.bin_dir for this cluster")
+        # SGE's own answer names the cause where it can (sge.errors.hint): nothing to add then.
+        fix = "" if hint(err.stderr) else "set sge.root, sge.cell and sge.bin_dir for this cluster"
+        yield Check("SGE", False, str(err), fix)
         return
     yield Check("SGE", True, f"qstat answers (sge.root {cfg.sge.root}, cell {cfg.sge.cell})")
 

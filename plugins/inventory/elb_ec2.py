@@ -81,7 +81,7 @@ class InventoryModule(BaseInventoryPlugin):  # type: ignore[misc]
             raise AnsibleParserError(f"elb_ec2 needs the elb package in Ansible's Python: {err}") from err
         config_path = Path(self.get_option("elb_config"))
         try:
-            config = load_config(config_path)
+            config = load_config(config_path, choose="set elb_config in the inventory file, or ELB_CONFIG")
             cloud = Ec2Cloud.from_config(config)
             result = ec2_inventory(config, cloud, master_local=bool(self.get_option("master_local")))
         except (ConfigError, CloudError, InventoryError) as err:

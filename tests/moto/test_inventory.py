@@ -137,6 +137,8 @@ def test_unreadable_elb_config_is_an_inventory_error(tmp_path: Path, aws_env: st
     proc = run(["ansible-inventory", "-i", "inventory/", "--graph"], tmp_path / "missing.yml")
     assert proc.returncode != 0
     assert "missing.yml" in proc.stderr
+    # How to choose another file, as a plugin is told (no --config on ansible-inventory).
+    assert "ELB_CONFIG" in proc.stderr and "--config" not in proc.stderr, proc.stderr
 
 
 def test_master_over_ssh_needs_exactly_one_tagged_master(

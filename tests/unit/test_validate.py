@@ -71,6 +71,10 @@ def test_qstat_that_fails_or_hangs(tmp_path: Path, capsys: pytest.CaptureFixture
     code, out = run(path, capsys)
     assert code == Exit.CONFIG
     assert any(line.startswith("FAIL SGE:") and "unable to contact qmaster" in line for line in out), out
+    assert not any("set sge.root" in line for line in out), out  # SGE's answer has its own hint
+    (bin_dir / "qstat").write_text("#!/bin/sh\necho 'error: qstat is broken' >&2; exit 1\n")
+    code, out = run(path, capsys)
+    assert any("is broken" in line and "-> set sge.root, sge.cell and sge.bin_dir" in line for line in out), out
     (bin_dir / "qstat").write_text("#!/bin/sh\nexec sleep 30\n")
     code, out = run(path, capsys)
     assert code == Exit.CONFIG
