@@ -46,20 +46,29 @@ def demo_config(state: Path, ssh_key: Path, cluster_name: str, max_nodes: int) -
     }
 
 
-def _slurm(argv: list[str]) -> str:
+def _slurm(argv: list[str]) -> str | None:
+    """What a Slurm command printed; None when it failed or hung (a busy controller)."""
     from elb.testcluster import slurm  # noqa: PLC0415
 
     env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", **slurm.env()}
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30, check=False)
-    return proc.stdout if proc.returncode == 0 else ""
+    try:
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30, check=False)
+    except subprocess.TimeoutExpired:
+        return None
+    return proc.stdout if proc.returncode == 0 else None
 
 
-def _line() -> str:
-    jobs = [ln.split() for ln in _slurm(["squeue", "--noheader", "--format=%i %T"]).splitlines() if ln.strip()]
+def _line() -> str | None:
+    """The cluster in one line; None when Slurm did not answer (nothing to print then)."""
+    queue = _slurm(["squeue", "--noheader", "--format=%i %T"])
+    info = _slurm(["sinfo", "--noheader", "--Node", "--Format=StateComplete:0"])
+    if queue is None or info is None:
+        return None
+    jobs = [ln.split() for ln in queue.splitlines() if ln.strip()]
     waiting = sum(1 for j in jobs if j[1:] == ["PENDING"])
     running = sum(1 for j in jobs if j[1:] in (["RUNNING"], ["CONFIGURING"], ["COMPLETING"]))
     states: dict[str, int] = {}
-    for ln in _slurm(["sinfo", "--noheader", "--Node", "--Format=StateComplete:0"]).splitlines():
+    for ln in info.splitlines():
         s = ln.strip()
         if s and "powered_down" not in s:
             key = "powering up" if "powering_up" in s else "powering down" if "powering_down" in s else s.split("+")[0]
@@ -116,7 +125,7 @@ def _watch(home: Path, njobs: int, journal: Path, *, timeout: float, proc: subpr
             say(f"elb exited early with code {proc.returncode}; see its log")
             return 1
         line = _line()
-        if line != last:
+        if line is not None and line != last:
             say(line)
             last = line
         done = len(list(home.glob("*.done")))
