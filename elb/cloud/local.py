@@ -257,40 +257,40 @@ class LocalCloud:
         ``u``) about two minutes after it came up. elb never gives a name twice (its journal keeps
         every name it gave), but each test runs elb with a journal of its own against one qmaster,
         so on the test cluster a name and its address stay together instead, as DNS would keep them."""
-        net = self._podman("network", "inspect", self.config.network, check=False)
-        try:
-            subnets = json.loads(net.stdout)[0].get("subnets") or []
-            subnet = ipaddress.ip_network(subnets[0]["subnet"])
-            gateway = subnets[0].get("gateway")
-        except (ValueError, LookupError, TypeError, AttributeError):
+        network = self._network()
+        if network is None:
             return None
+        subnet, gateway = network
         try:
-            found = self._inspect(self._container_ids())
+            taken = self._taken() | set(refused) | ({gateway} if gateway else set())
         except CloudError:  # podman failed, or a container went between the listing and its inspection
             return None
-        taken = set(refused) | ({gateway} if gateway else set())
-        for d in found:
-            labels = (d.get("Config") or {}).get("Labels") or {}
-            taken.add(labels.get(ADDRESS_LABEL) or "")
-            for attached in ((d.get("NetworkSettings") or {}).get("Networks") or {}).values():
-                taken.add((attached or {}).get("IPAddress") or "")
         book = _read_address_book()
-        free = [str(a) for a in subnet.hosts() if str(a) not in taken]
-        had = book.get(name)
-        chosen = had if had in free else None
-        if chosen is None:
-            booked = set(book.values())
-            last = int(ipaddress.ip_address(next(reversed(book.values())))) if book else -1
-            unbooked = [a for a in free if a not in booked]
-            # past the subnet's end, from its start again; when every address was given, the
-            # one given longest ago (the qmaster forgets a name unused for ten minutes)
-            chosen = next((a for a in unbooked if int(ipaddress.ip_address(a)) > last), None)
-            chosen = chosen or (unbooked[0] if unbooked else next((a for a in book.values() if a in free), None))
+        chosen = choose_address(name, [str(a) for a in subnet.hosts() if str(a) not in taken], book)
         if chosen is not None:
             book = {n: a for n, a in book.items() if n != name and a != chosen}
             book[name] = chosen
             _write_address_book(book)
         return chosen
+
+    def _network(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str | None] | None:
+        """The node network's subnet and gateway; None when podman cannot say."""
+        net = self._podman("network", "inspect", self.config.network, check=False)
+        try:
+            subnets = json.loads(net.stdout)[0].get("subnets") or []
+            return ipaddress.ip_network(subnets[0]["subnet"]), subnets[0].get("gateway")
+        except (ValueError, LookupError, TypeError, AttributeError):
+            return None
+
+    def _taken(self) -> set[str]:
+        """Every address held by, or given to, a container on this machine (running or stopped)."""
+        taken: set[str] = set()
+        for d in self._inspect(self._container_ids()):
+            labels = (d.get("Config") or {}).get("Labels") or {}
+            taken.add(labels.get(ADDRESS_LABEL) or "")
+            for attached in ((d.get("NetworkSettings") or {}).get("Networks") or {}).values():
+                taken.add((attached or {}).get("IPAddress") or "")
+        return taken
 
     def _wait_ready(self, cid: str, deadline: float) -> Instance | str:
         """The instance once its sshd answers, or why it did not in time."""
@@ -423,3 +423,18 @@ def _write_address_book(book: Mapping[str, str]) -> None:
         tmp.replace(ADDRESS_BOOK)
     except OSError as err:
         log.warning("could not keep the node addresses in %s: %s", ADDRESS_BOOK, err)
+
+
+def choose_address(name: str, free: Sequence[str], book: Mapping[str, str]) -> str | None:
+    """The address for ``name`` among ``free`` (in the subnet's order), given the address ``book``
+    (name -> address, in the order given): the one ``name`` had, when free; else the first free one
+    after the last given that no name had (from the subnet's start again past its end); else the
+    free one given longest ago. None when nothing is free."""
+    had = book.get(name)
+    if had is not None and had in free:
+        return had
+    booked = set(book.values())
+    last = int(ipaddress.ip_address(list(book.values())[-1])) if book else -1
+    unbooked = [a for a in free if a not in booked]
+    after = next((a for a in unbooked if int(ipaddress.ip_address(a)) > last), None)
+    return after or (unbooked[0] if unbooked else next((a for a in book.values() if a in free), None))
