@@ -26,20 +26,13 @@ from elb.journal import Journal
 from elb.model import NodeState
 from elb.sge.driver import GridEngine
 from elb.warmpool import WarmPool
+from tests.clock import Clock
 from tests.unit.factories import pending
 from tests.unit.fakes import FakeProvisioner, FakeSge
 
 from .conftest import CLUSTER, REGION, FaultyClient, all_instances, client_error, make_instance, state_of
 
 pytestmark = pytest.mark.moto
-
-
-class Clock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 class RecordingProvisioner(FakeProvisioner):

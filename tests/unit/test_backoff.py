@@ -14,6 +14,7 @@ from elb.journal import Event, Journal
 from elb.model import NodeState, Plan
 from elb.planner import limit_launches
 from elb.sge.driver import GridEngine
+from tests.clock import Clock
 from tests.unit.factories import T0, pending
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
@@ -102,14 +103,6 @@ def test_limit_launches(backoff: Backoff, now: float, wanted: int, allowed: int)
 def test_backoff_config_must_be_positive_finite_and_ordered(bad: dict[str, float]) -> None:
     with pytest.raises(ConfigError, match="backoff"):
         parse_config({"backoff": bad})
-
-
-class Clock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def test_provisioning_failing_for_every_node_launches_a_handful_an_hour(

@@ -14,16 +14,9 @@ from elb.journal import Journal
 from elb.model import Host, NodeState, QueueInstance
 from elb.sge.driver import GridEngine
 from elb.stats import read_rows
+from tests.clock import Clock
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
-
-
-class Clock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 @pytest.fixture

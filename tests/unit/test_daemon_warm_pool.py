@@ -15,16 +15,9 @@ from elb.interfaces import CloudError
 from elb.journal import Journal
 from elb.model import NodeState
 from elb.sge.driver import GridEngine
+from tests.clock import Clock
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
-
-
-class Clock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 @pytest.fixture

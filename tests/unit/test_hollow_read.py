@@ -19,6 +19,7 @@ from elb.interfaces import Instance
 from elb.journal import Journal
 from elb.model import NodeState, Snapshot
 from elb.sge.driver import GridEngine
+from tests.clock import Clock
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
@@ -48,14 +49,6 @@ class HollowSge(FakeSge):
             return whole
         hosts = tuple(h for h in whole.hosts if h.name not in self.missing)
         return Snapshot(whole.now, tuple(j for j in whole.jobs if j.host not in self.missing), hosts)
-
-
-class Clock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 @dataclass

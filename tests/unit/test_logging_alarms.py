@@ -20,6 +20,7 @@ from elb.exitcodes import Exit
 from elb.journal import Journal
 from elb.sge.driver import GridEngine
 from elb.slurm.commands import SlurmError, SlurmRead
+from tests.clock import Clock
 from tests.unit.factories import T0, pending
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 from tests.unit.test_slurm_pass import rig
@@ -155,14 +156,6 @@ def test_an_alarm_without_changes_with_changes_with_its_message(caplog: pytest.L
     alarms.log_at(logging.WARNING, "k", "below the threshold: a plain line each time", T0 + 20)
     alarms.log_at(logging.WARNING, "k", "below the threshold: a plain line each time", T0 + 25)
     assert len(errors(caplog, logging.WARNING)) == 2
-
-
-class Clock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def test_the_back_off_alarm_is_not_said_every_pass(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

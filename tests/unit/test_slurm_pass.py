@@ -26,15 +26,8 @@ from elb.model import NodeState
 from elb.scheduler import AskKind
 from elb.slurm.driver import Slurm, slurm_reason
 from elb.slurm.requests import RequestKind, write
+from tests.clock import Clock
 from tests.unit.slurm_fakes import NOW, FakeSlurm, sjob
-
-
-class Clock:
-    def __init__(self, t: float = NOW) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 class Cloud:
@@ -146,7 +139,7 @@ def rig(tmp: Path, *, ok: bool = True, notices: Any = None, **settings: Any) -> 
     slurm = FakeSlurm()
     slurm.add(*(f"node00{i}" for i in range(1, 7)))
     journal = Journal(cfg.journal_path)
-    clock = Clock()
+    clock = Clock(NOW)
     cloud, books = Cloud(), Playbooks(ok)
     bal = Balancer(
         cfg,

@@ -22,16 +22,9 @@ from elb.daemon import run_forever
 from elb.executor import Executor
 from elb.sdnotify import HUNG_POLLS, KeepAlive, Notifier, hung_after
 from elb.validate import Check, check_watchdog, systemd_seconds, unit_setting
+from tests.clock import Clock
 
 WATCHDOG = 600.0
-
-
-class Clock:
-    def __init__(self, t: float = 1000.0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 class Recorder(Notifier):
