@@ -6,17 +6,30 @@ that rule, used by the simulator's bill and by ``elb status``. ``spend_by_group`
 nodes up now, each group's count, billed node-hours so far, and, where the group has a
 ``price_per_hour``, the money so far and the rate it is spending at now (also the
 ``elb_spend_dollars_per_hour`` gauge). Pure: ``now`` is passed in.
+
+Over time, from the journal: ``lives`` turns the journal's events into each node's billed
+stretches (``Life``: its instance running, from its launch or restart to its stop or end, with
+when it was booting, ready or draining; ``Stopped``: its volumes while it sat stopped in a warm
+pool). ``billed_in`` is the money and node-seconds of those stretches within a window, and
+``period_spend`` what a budget's period has cost so far with the rate spent now (``elb.budget``);
+``read_spend`` reads both from a journal.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
-from elb.groups import NodeGroups
-from elb.model import Node
+from elb.budget import Budget, Spend, period_bounds
+from elb.groups import NodeGroup, NodeGroups
+from elb.model import Node, NodeState
+
+if TYPE_CHECKING:
+    from elb.config import Config
+    from elb.journal import Event
 
 Billing = Literal["second", "hour"]
 MIN_BILLED_SECONDS = 60.0  # EC2's minimum for per-second billing
@@ -75,4 +88,292 @@ def spend_by_group(
     return out
 
 
-__all__: Sequence[str] = ("MIN_BILLED_SECONDS", "Billing", "GroupSpend", "billed_seconds", "spend_by_group")
+# What a node does while its instance runs, for the attribution of its billed seconds.
+Activity = Literal["booting", "idle", "draining"]
+_ACTIVITY: dict[NodeState, Activity] = {
+    NodeState.REQUESTED: "booting",
+    NodeState.LAUNCHING: "booting",
+    NodeState.RUNNING: "booting",
+    NodeState.PROVISIONING: "booting",
+    NodeState.STARTING: "booting",
+    NodeState.READY: "idle",
+    NodeState.DRAINING: "draining",
+    NodeState.DEREGISTERED: "draining",
+    NodeState.STOPPING: "draining",
+}
+# States in which the node's instance exists and runs (billed): a life opens at the first of them.
+_RUNS = frozenset(
+    {
+        NodeState.RUNNING,
+        NodeState.PROVISIONING,
+        NodeState.READY,
+        NodeState.DRAINING,
+        NodeState.DEREGISTERED,
+        NodeState.STOPPING,
+        NodeState.STARTING,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Life:
+    """One billed stretch of a node's instance: from its launch (or its restart from a warm pool)
+    to its stop or its end (``end`` None: it runs still), at its group's price. ``activity``: from
+    when on it was booting, ready (``idle`` unless a job runs on it) or draining, oldest first."""
+
+    node: str
+    group: str
+    start: float
+    end: float | None
+    activity: tuple[tuple[float, Activity], ...]
+    slots: int | None = None
+    price_per_hour: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """A node stopped in its group's warm pool, from its stop to its restart or its end (None:
+    stopped still): its volumes cost ``price_per_hour`` (``warm_pool.volume_price_per_hour``)."""
+
+    node: str
+    group: str
+    start: float
+    end: float | None
+    price_per_hour: float = 0.0
+
+
+def lives(nodes: Sequence[Node], events: Iterable[Event], groups: NodeGroups) -> tuple[list[Life], list[Stopped]]:
+    """Each node's billed stretches from the journal's events (oldest first, as the journal
+    keeps them) and records. A stretch opens when the instance runs (``running`` and after, or
+    ``starting`` from a warm pool) and closes when it is stopped or gone (``terminated``,
+    ``failed``); a launch that failed before its instance ran is not billed. The last stretch of
+    a node starts at its record's ``launched_at`` (the instance's own launch time); a node whose
+    older events were pruned starts at its first event kept. A node alive with no event in
+    ``events`` runs (or is stopped) since before them."""
+    first = groups.groups[0]
+    by_node: dict[str, list[Event]] = {}
+    for e in events:
+        by_node.setdefault(e.node, []).append(e)
+    out: list[Life] = []
+    pooled: list[Stopped] = []
+    for n in nodes:
+        g = (groups.get(n.group) if n.group else None) or first
+        mine = by_node.get(n.name, [])
+        if not mine:
+            if n.state.alive:
+                out.append(Life(n.name, g.name, n.launched_at, None, _activity_of(n), n.slots, g.price_per_hour))
+            elif n.state is NodeState.STOPPED:
+                since = n.stopped_at if n.stopped_at is not None else n.launched_at
+                pooled.append(Stopped(n.name, g.name, since, None, g.warm_pool.volume_price_per_hour))
+            continue
+        built, stops = _walk(n, mine, g)
+        out += built
+        pooled += stops
+    return out, pooled
+
+
+def _activity_of(n: Node) -> tuple[tuple[float, Activity], ...]:
+    """What a node with no event kept did since its launch, from its record alone."""
+    acts: list[tuple[float, Activity]] = [(n.launched_at, "booting")]
+    if n.ready_at is not None:
+        acts.append((max(n.ready_at, n.launched_at), "idle"))
+    now_doing = _ACTIVITY.get(n.state)
+    if now_doing == "draining":
+        acts.append((max(n.updated_at or n.launched_at, acts[-1][0]), "draining"))
+    return tuple(acts)
+
+
+class _Walk:
+    """One node's events, walked oldest first into its stretches."""
+
+    def __init__(self, n: Node, group: NodeGroup) -> None:
+        self.n = n
+        self.group = group.name
+        self.price = group.price_per_hour
+        self.volumes = group.warm_pool.volume_price_per_hour
+        self.lives: list[Life] = []
+        self.stopped: list[Stopped] = []
+        self.start: float | None = None
+        self.acts: list[tuple[float, Activity]] = []
+        self.stopped_since: float | None = None
+
+    def begin(self, first: Event) -> None:
+        """Older events pruned: the node ran (or was stopped) before the first one kept."""
+        if first.state in (NodeState.REQUESTED, NodeState.LAUNCHING):
+            return
+        if first.state is NodeState.STOPPED or (first.state is NodeState.STARTING and self.n.stopped_at is not None):
+            self.stopped_since = first.time
+        else:
+            self.start = first.time
+            self.acts = [(first.time, _ACTIVITY.get(first.state, "booting"))]
+
+    def close(self, at: float) -> None:
+        if self.start is not None:
+            life = Life(self.n.name, self.group, self.start, max(self.start, at), tuple(self.acts), self.n.slots)
+            self.lives.append(dataclasses.replace(life, price_per_hour=self.price))
+        self.start, self.acts = None, []
+
+    def unstop(self, at: float) -> None:
+        if self.stopped_since is not None:
+            self.stopped.append(
+                Stopped(self.n.name, self.group, self.stopped_since, max(self.stopped_since, at), self.volumes)
+            )
+            self.stopped_since = None
+
+    def step(self, e: Event) -> None:
+        s = e.state
+        if s is NodeState.STARTING:
+            self.unstop(e.time)
+        if s in _RUNS and self.start is None and self.stopped_since is None:
+            self.start, self.acts = e.time, []
+        doing = _ACTIVITY.get(s)
+        if self.start is not None and doing is not None and (not self.acts or self.acts[-1][1] != doing):
+            self.acts.append((max(e.time, self.start), doing))
+        if s is NodeState.STOPPED:
+            self.close(e.time)
+            self.stopped_since = e.time
+        elif s in (NodeState.TERMINATED, NodeState.FAILED):
+            self.close(e.time)
+            self.unstop(e.time)
+
+    def end(self) -> tuple[list[Life], list[Stopped]]:
+        n = self.n
+        if self.start is not None:  # runs still
+            life = Life(n.name, self.group, self.start, None, tuple(self.acts), n.slots, self.price)
+            self.lives.append(life)
+        if self.stopped_since is not None:
+            self.stopped.append(Stopped(n.name, self.group, self.stopped_since, None, self.volumes))
+        if self.lives:
+            # The record's launched_at is the instance's own launch time, a little before the
+            # event that opened its last stretch; a later one is a new request's (no instance yet).
+            last = self.lives[-1]
+            earlier = self.lives[-2].end if len(self.lives) > 1 else None
+            if n.launched_at <= last.start and (earlier is None or earlier <= n.launched_at):
+                acts = ((n.launched_at, last.activity[0][1]), *last.activity[1:]) if last.activity else ()
+                self.lives[-1] = dataclasses.replace(last, start=n.launched_at, activity=acts)
+        return self.lives, self.stopped
+
+
+def _walk(n: Node, events: Sequence[Event], group: NodeGroup) -> tuple[list[Life], list[Stopped]]:
+    """One node's stretches from its events."""
+    walk = _Walk(n, group)
+    walk.begin(events[0])
+    for e in events:
+        walk.step(e)
+    return walk.end()
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Billed node-seconds and money within a window: compute (``node_seconds``, ``money``:
+    the nodes' prices) and the warm pools' volumes (``volume_money``)."""
+
+    node_seconds: float
+    money: float
+    volume_money: float
+    lives: int
+
+
+def billed_span(life: Life, now: float, billing: Billing, period: float) -> tuple[float, float]:
+    """The stretch of time EC2 bills for ``life`` as of ``now``: from its start, its minimum or
+    its started periods (a life running at ``now`` billed to ``now``)."""
+    end = now if life.end is None else min(life.end, now)
+    return life.start, life.start + billed_seconds(end - life.start, billing, period)
+
+
+def overlap(a0: float, a1: float, b0: float, b1: float) -> float:
+    return max(0.0, min(a1, b1) - max(a0, b0))
+
+
+def billed_in(
+    found: tuple[Sequence[Life], Sequence[Stopped]],
+    since: float,
+    until: float,
+    billing: Billing,
+    period: float = 3600.0,
+) -> Window:
+    """What the stretches cost within [since, until): each life's billed stretch (as of
+    ``until``) cut to the window, at its price; each stopped stretch's volumes likewise. Lives
+    without a price count node-seconds and no money."""
+    seconds = money = volumes = 0.0
+    count = 0
+    lives_, stopped = found
+    for life in lives_:
+        a, b = billed_span(life, until, billing, period)
+        s = overlap(a, b, since, until)
+        if s > 0:
+            count += 1
+            seconds += s
+            money += s * (life.price_per_hour or 0.0) / 3600.0
+    for p in stopped:
+        end = until if p.end is None else min(p.end, until)
+        volumes += overlap(p.start, end, since, until) * p.price_per_hour / 3600.0
+    return Window(seconds, money, volumes, count)
+
+
+def period_spend(
+    found: tuple[Sequence[Life], Sequence[Stopped]], budget: Budget, now: float, billing: Billing, period: float
+) -> Spend:
+    """What the budget's period has cost by ``now`` and the rate spent now: each stopped or gone
+    node's billed time in the period (all of it: EC2 has billed it), each running node's up to
+    ``now``, at their prices; the warm pools' volumes alike. The rate: the nodes running now at
+    their prices and the stopped ones' volumes."""
+    start, end = period_bounds(budget, now)
+    lives_, stopped = found
+    spent = 0.0
+    rate = 0.0
+    for life in lives_:
+        a, b = billed_span(life, now, billing, period)
+        cut = now if life.end is None else end
+        spent += overlap(a, b, start, cut) * (life.price_per_hour or 0.0) / 3600.0
+        if life.end is None:
+            rate += life.price_per_hour or 0.0
+    for p in stopped:
+        stop = now if p.end is None else min(p.end, now)
+        spent += overlap(p.start, stop, start, now) * p.price_per_hour / 3600.0
+        if p.end is None:
+            rate += p.price_per_hour
+    return Spend(spent, rate)
+
+
+class SpendJournal(Protocol):
+    """What ``read_spend`` reads of the journal (``elb.journal.Journal``)."""
+
+    def nodes(self, *, include_gone: bool = False) -> list[Node]: ...
+    def events_since(self, since: float) -> list[Event]: ...
+
+
+def read_spend(journal: SpendJournal, config: Config, now: float) -> Spend | None:
+    """The budget's spend so far in its period and the rate spent now, read from the journal's
+    records and its events since the period's start (one billing period before it too: a node
+    gone just before the start may be billed into it); None without ``policy.budget``."""
+    budget = config.policy.budget
+    if budget is None:
+        return None
+    p = config.policy
+    start, _ = period_bounds(budget, now)
+    found = lives(journal.nodes(include_gone=True), journal.events_since(start - p.billing_period), _groups(config))
+    return period_spend(found, budget, now, p.billing, p.billing_period)
+
+
+def _groups(config: Config) -> NodeGroups:
+    return config.groups(config.policy.slots_per_node or 1)
+
+
+__all__: Sequence[str] = (
+    "MIN_BILLED_SECONDS",
+    "Activity",
+    "Billing",
+    "GroupSpend",
+    "Life",
+    "Stopped",
+    "Window",
+    "billed_in",
+    "billed_seconds",
+    "billed_span",
+    "lives",
+    "overlap",
+    "period_spend",
+    "read_spend",
+    "spend_by_group",
+)
