@@ -142,14 +142,17 @@ class Stopped:
     price_per_hour: float = 0.0
 
 
-def lives(nodes: Sequence[Node], events: Iterable[Event], groups: NodeGroups) -> tuple[list[Life], list[Stopped]]:
+def lives(
+    nodes: Sequence[Node], events: Iterable[Event], groups: NodeGroups, since: float | None = None
+) -> tuple[list[Life], list[Stopped]]:
     """Each node's billed stretches from the journal's events (oldest first, as the journal
-    keeps them) and records. A stretch opens when the instance runs (``running`` and after, or
-    ``starting`` from a warm pool) and closes when it is stopped or gone (``terminated``,
-    ``failed``); a launch that failed before its instance ran is not billed. The last stretch of
-    a node starts at its record's ``launched_at`` (the instance's own launch time); a node whose
-    older events were pruned starts at its first event kept. A node alive with no event in
-    ``events`` runs (or is stopped) since before them."""
+    keeps them; ``since``: the events at or after it only, None: every one kept) and records. A
+    stretch opens when the instance runs (``running`` and after, or ``starting`` from a warm
+    pool) and closes when it is stopped or gone (``terminated``, ``failed``); a launch that
+    failed before its instance ran is not billed. The last stretch of a node starts at its
+    record's ``launched_at`` (the instance's own launch time); a node whose first event given is
+    not a launch's ran (or sat stopped) from ``since`` (without it, from that event: older events
+    were pruned). A node alive with no event given runs (or is stopped) since before them."""
     first = groups.groups[0]
     by_node: dict[str, list[Event]] = {}
     for e in events:
@@ -166,7 +169,7 @@ def lives(nodes: Sequence[Node], events: Iterable[Event], groups: NodeGroups) ->
                 since = n.stopped_at if n.stopped_at is not None else n.launched_at
                 pooled.append(Stopped(n.name, g.name, since, None, g.warm_pool.volume_price_per_hour))
             continue
-        built, stops = _walk(n, mine, g)
+        built, stops = _walk(n, mine, g, since)
         out += built
         pooled += stops
     return out, pooled
@@ -197,15 +200,25 @@ class _Walk:
         self.acts: list[tuple[float, Activity]] = []
         self.stopped_since: float | None = None
 
-    def begin(self, first: Event) -> None:
-        """Older events pruned: the node ran (or was stopped) before the first one kept."""
+    def begin(self, first: Event, since: float | None) -> None:
+        """The node's state before its first event given: none when that event starts a launch;
+        else it ran, or sat stopped, before it (from ``since``, the events' start, or from the
+        event itself when not known)."""
         if first.state in (NodeState.REQUESTED, NodeState.LAUNCHING):
             return
-        if first.state is NodeState.STOPPED or (first.state is NodeState.STARTING and self.n.stopped_at is not None):
-            self.stopped_since = first.time
+        before = first.time if since is None else min(since, first.time)
+        n = self.n
+        was_stopped = first.state is NodeState.STARTING or (
+            first.state in (NodeState.TERMINATED, NodeState.FAILED)
+            and n.stopped_at is not None
+            and n.stopped_at <= first.time
+        )
+        if was_stopped:
+            self.stopped_since = before
         else:
-            self.start = first.time
-            self.acts = [(first.time, _ACTIVITY.get(first.state, "booting"))]
+            booting = first.state in (NodeState.RUNNING, NodeState.PROVISIONING, NodeState.READY)
+            self.start = before
+            self.acts = [(before, "booting" if booting else "idle")]
 
     def close(self, at: float) -> None:
         if self.start is not None:
@@ -254,10 +267,10 @@ class _Walk:
         return self.lives, self.stopped
 
 
-def _walk(n: Node, events: Sequence[Event], group: NodeGroup) -> tuple[list[Life], list[Stopped]]:
+def _walk(n: Node, events: Sequence[Event], group: NodeGroup, since: float | None) -> tuple[list[Life], list[Stopped]]:
     """One node's stretches from its events."""
     walk = _Walk(n, group)
-    walk.begin(events[0])
+    walk.begin(events[0], since)
     for e in events:
         walk.step(e)
     return walk.end()
@@ -352,7 +365,8 @@ def read_spend(journal: SpendJournal, config: Config, now: float) -> Spend | Non
         return None
     p = config.policy
     start, _ = period_bounds(budget, now)
-    found = lives(journal.nodes(include_gone=True), journal.events_since(start - p.billing_period), _groups(config))
+    since = start - p.billing_period
+    found = lives(journal.nodes(include_gone=True), journal.events_since(since), _groups(config), since)
     return period_spend(found, budget, now, p.billing, p.billing_period)
 
 
