@@ -226,9 +226,7 @@ def test_a_restart_from_the_warm_pool_counts_as_a_launch(tmp_path: Path) -> None
             "node_groups": groups,
         }
     )
-    pooled = node(
-        "node007", 86400, state=NodeState.STOPPED, stopped_at=T0 - 60, instance_id="i-node007", group="small"
-    )
+    pooled = node("node007", 86400, state=NodeState.STOPPED, stopped_at=T0 - 60, instance_id="i-node007", group="small")
     # 0.25/h of volumes already counted: a restart adds 0.75/h (12 to the end), a launch 1/h (16).
     p = plan(cfg, Spend(0.0, 0.25), nodes=(pooled,))
     assert [r.node for r in p.pool.restarts] == ["node007"]
