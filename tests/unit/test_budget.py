@@ -135,7 +135,7 @@ def config(tmp_path: Path, budget: dict[str, Any] | None = None, **extra: Any) -
 
 
 def test_a_budget_needs_the_groups_prices(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="policy.budget: a budget needs the nodes' prices"):
+    with pytest.raises(ConfigError, match=r"policy\.budget: a budget needs the nodes' prices"):
         parse_config({"policy": {"budget": {"amount": 10}}})
     assert config(tmp_path, {"amount": 100, "period": "week"}).policy.budget == Budget(amount=100.0, period="week")
 
@@ -145,7 +145,7 @@ def test_a_budget_needs_the_groups_prices(tmp_path: Path) -> None:
     [{"amount": 0}, {"amount": -5}, {"amount": 10, "period": "year"}, {"amount": 10, "utc_offset": "+15:00"}, {}],
 )
 def test_a_budget_that_is_no_budget_is_refused(tmp_path: Path, bad: dict[str, Any]) -> None:
-    with pytest.raises(ConfigError, match="policy.budget"):
+    with pytest.raises(ConfigError, match=r"policy\.budget"):
         config(tmp_path, bad)
 
 
