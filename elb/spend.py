@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from elb.budget import Budget, Spend, period_bounds
+from elb.budget import Budget, BudgetCheck, Spend, holding_now, pace, period_bounds, room, status_lines
 from elb.groups import NodeGroup, NodeGroups
 from elb.model import Node, NodeState
 
@@ -370,6 +370,48 @@ def read_spend(journal: SpendJournal, config: Config, now: float) -> Spend | Non
     return period_spend(found, budget, now, p.billing, p.billing_period)
 
 
+@dataclass(frozen=True, slots=True)
+class BudgetNow:
+    """The budget as it stands now (``elb status``, the dry run, the metrics): the period's spend
+    so far, its projection, and whether it holds launches (no room for one more node of any
+    group), with the room left for each group's nodes."""
+
+    check: BudgetCheck
+    holding: bool
+    room: dict[str, int]
+    lines: tuple[str, ...]
+
+    def as_json(self) -> dict[str, object]:
+        c = self.check
+        return {
+            "amount": c.amount,
+            "period": c.period,
+            "utc_offset": c.utc_offset,
+            "start": c.start,
+            "end": c.end,
+            "spent": c.spent,
+            "per_hour": c.per_hour,
+            "projected": c.projected,
+            "holding": self.holding,
+            "room": dict(self.room),
+        }
+
+
+def budget_now(journal: SpendJournal, config: Config, now: float) -> BudgetNow | None:
+    """The budget now, read from the journal; None without ``policy.budget``."""
+    budget = config.policy.budget
+    spend = read_spend(journal, config, now)
+    if budget is None or spend is None:
+        return None
+    prices = {g.name: g.price_per_hour or 0.0 for g in _groups(config).groups}
+    return BudgetNow(
+        pace(budget, spend, (), now),
+        holding_now(budget, spend, prices, now),
+        room(budget, spend, prices, now),
+        tuple(status_lines(budget, spend, prices, now)),
+    )
+
+
 def _groups(config: Config) -> NodeGroups:
     return config.groups(config.policy.slots_per_node or 1)
 
@@ -378,6 +420,7 @@ __all__: Sequence[str] = (
     "MIN_BILLED_SECONDS",
     "Activity",
     "Billing",
+    "BudgetNow",
     "GroupSpend",
     "Life",
     "Stopped",
@@ -385,6 +428,7 @@ __all__: Sequence[str] = (
     "billed_in",
     "billed_seconds",
     "billed_span",
+    "budget_now",
     "lives",
     "overlap",
     "period_spend",
