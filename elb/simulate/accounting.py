@@ -1,25 +1,51 @@
 """Grid Engine's own job log: the ``accounting`` file that ``qacct`` reads, as a replay workload.
 
 An admin can ask what elb would have cost, and how long jobs would have waited, on their own last
-month: ``elb simulate $SGE_ROOT/default/common/accounting``. The file is read by
-``elb.sge.accounting`` (accounting(5) of Son of Grid Engine 8.1.9; its docstring lists the fields).
-A parallel task's own line is left out (its slots are on its job's line), and so is a job that
-never started (start time 0), each counted. ``h_rt`` in the category, in seconds or ``h:m:s``, is
-the requested run time the forecast uses.
+month: ``elb simulate $SGE_ROOT/default/common/accounting``. The format is accounting(5) of Son of
+Grid Engine 8.1.9: one job (or array task, or parallel task) per line, 45 fields separated by
+colons, comment lines starting with ``#``. The fields read:
+
+====  ==================  ===============================================================
+ 1    qname               the queue it ran in
+ 6    job_number
+ 9    submission_time     POSIX seconds (Open Cluster Scheduler 9 writes microseconds: both
+ 10   start_time          are accepted, told apart by size)
+ 11   end_time
+ 12   failed              not 0: the job did not run as it should (kept, counted)
+ 34   granted_pe          the parallel environment, ``NONE`` without one
+ 35   slots
+ 36   task_number         an array task's index (0 for a plain job)
+ 40   category            the job's requests as qsub options, e.g. ``-l h_rt=3600 -pe smp 4``
+ 42   pe_taskid           ``NONE`` for the job itself, else one task of a tightly integrated
+                          parallel job (left out: its slots are on the job's own line)
+ 43   maxvmem             bytes
+====  ==================  ===============================================================
+
+A job that never started (start time 0) is left out and counted. ``h_rt`` in the category, in
+seconds or ``h:m:s``, is the requested run time the forecast uses.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from elb.sge.accounting import FIELDS, AccountingError, read_lines, version_of
 from elb.sge.parse import parse_sge_time
 from elb.simulate.swf import SimJob, SwfError, Workload, open_lines, read_swf, window
 
+FIELDS = 45
 _H_RT = re.compile(r"(?:^|[\s,])h_rt=([^\s,]+)")
+_MICROSECONDS = 1e11  # POSIX seconds stay below this until the year 5138; microseconds are above
+
+
+def _seconds(text: str, what: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise SwfError(f"{where}: {what} {text!r} is not a number") from None
+    return value / 1e6 if value > _MICROSECONDS else value
 
 
 def requested_runtime(category: str) -> float | None:
@@ -43,34 +69,41 @@ def is_accounting(path: Path) -> bool:
 def parse_accounting(lines: Iterable[str], source: str = "<accounting>") -> Workload:
     """The jobs of an accounting file, oldest submission first; malformed lines are errors."""
     wl = Workload(source, [], {"Format": "Grid Engine accounting"})
-
-    def noted(lines: Iterable[str]) -> Iterator[str]:
-        for line in lines:
-            version = version_of(line)
-            if version is not None:
-                wl.header["Version"] = version
-            yield line
-
-    try:
-        for rec in read_lines(noted(lines), source):
-            if rec.is_pe_task:
-                wl.skip("a parallel task's own line (its job's line has the slots)")
-                continue
-            if rec.start <= 0:
-                wl.skip("never started")
-                continue
-            run = max(0.0, rec.end - rec.start)
-            if run <= 0:
-                wl.skip("run time <= 0")
-                continue
-            if rec.slots <= 0:
-                wl.skip("slots <= 0")
-                continue
-            # A unique id per line: array tasks share the job number.
-            job_id = rec.job_number * 100_000 + rec.task_number
-            wl.jobs.append(SimJob(job_id, rec.submission, run, rec.slots, requested_runtime(rec.category)))
-    except AccountingError as err:
-        raise SwfError(str(err)) from None
+    for lineno, line in enumerate(lines, 1):
+        text = line.rstrip("\n")
+        if not text.strip() or text.startswith("#"):
+            if text.startswith("# Version:"):
+                wl.header["Version"] = text.split(":", 1)[1].strip()
+            continue
+        where = f"{source}:{lineno}"
+        fields = text.split(":")
+        if len(fields) < FIELDS:
+            raise SwfError(f"{where}: expected {FIELDS} fields separated by ':', found {len(fields)}")
+        if fields[41] not in ("NONE", ""):
+            wl.skip("a parallel task's own line (its job's line has the slots)")
+            continue
+        try:
+            job_number = int(fields[5])
+            slots = int(fields[34])
+            task = int(fields[35])
+        except ValueError:
+            raise SwfError(f"{where}: job number, slots or task number is not an integer") from None
+        submit = _seconds(fields[8], "submission_time", where)
+        start = _seconds(fields[9], "start_time", where)
+        end = _seconds(fields[10], "end_time", where)
+        if start <= 0:
+            wl.skip("never started")
+            continue
+        run = max(0.0, end - start)
+        if run <= 0:
+            wl.skip("run time <= 0")
+            continue
+        if slots <= 0:
+            wl.skip("slots <= 0")
+            continue
+        # A unique id per line: array tasks share the job number.
+        job_id = job_number * 100_000 + task if task else job_number * 100_000
+        wl.jobs.append(SimJob(job_id, submit, run, slots, requested_runtime(fields[39])))
     if not wl.jobs and not wl.skipped:
         raise SwfError(f"{source}: no job line")
     wl.jobs.sort(key=lambda j: (j.submit, j.job_id))

@@ -15,7 +15,8 @@ from elb.durations import minutes
 from elb.extras import plot_missing
 from elb.policy.base import Policy
 from elb.simulate.accounting import read_log
-from elb.simulate.engine import SimSettings
+from elb.simulate.budgetcli import add_budget_options, anchored, budget_of, report_budget
+from elb.simulate.engine import SimOutcome, SimSettings
 from elb.simulate.groups import SimGroups, SimGroupsError, load_groups, one_group
 from elb.simulate.report import Billing, Metrics, group_table, plot, pool_table, table
 from elb.simulate.runner import Prepared, SimError, build_policy, has_param, prepare, replay, with_param
@@ -128,6 +129,7 @@ def register(sub: Any) -> None:
         "--pool-max-age", type=float, default=86400.0, help="warm pool: longest a node stays stopped (default 86400)"
     )
     p.add_argument("--no-fast-forward", action="store_true", help="call the policy at every poll")
+    add_budget_options(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--plot", type=Path, default=None, metavar="FILE.png", help="draw cost against p95 wait")
     p.set_defaults(func=cmd_simulate)
@@ -208,7 +210,7 @@ def _warm_pool(args: argparse.Namespace) -> WarmPool | None:
     return pool
 
 
-def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
+def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912, PLR0915
     names = [n.strip() for n in args.policies.split(",") if n.strip()]
     unknown = [n for n in names if n not in ALL_POLICIES]
     if unknown or not names:
@@ -232,6 +234,9 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
     wl = overrun(
         read_log(args.log, start=args.start * 86400.0, days=args.days), args.overrun, args.overrun_hours, args.seed
     )
+    budget = budget_of(args)
+    if budget is not None or args.budget_sweep:  # the replay starts at a budget period's start
+        wl = anchored(wl)
     prepared = prepare(wl, spn, _max_nodes(args.max_nodes, wl.max_procs, spn), groups=groups)
     if groups is not None:  # the first group's size stands for "a node" where one figure is needed
         spn = groups.groups.groups[0].slots
@@ -246,6 +251,9 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
         placement=args.placement,
         fast_forward=not args.no_fast_forward,
         price_per_hour=args.price,
+        budget=budget,
+        billing=billing,
+        record=args.spend_by is not None,
     )
     # The same replay with the one group's warm pool, beside each run without it.
     pooled = None if pool is None else dataclasses.replace(prepared, groups=one_group(spn, prepared.max_nodes, pool))
@@ -277,12 +285,13 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
             raise SimError(f"no listed policy has a parameter {key!r}")
     tty = sys.stderr.isatty() and not args.json
     results: list[Metrics] = []
+    outs: list[SimOutcome] = []
     pairs: list[tuple[Metrics, Metrics]] = []
     for policy, label in runs:
         for prep, shown in ((prepared, label), (pooled, f"{label}+pool{args.warm_pool}")):
             if prep is None:
                 continue
-            m, _ = replay(
+            m, out = replay(
                 prep,
                 policy,
                 settings,
@@ -292,9 +301,11 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
                 progress=_Progress(shown) if tty else None,
             )
             results.append(m)
+            outs.append(out)
         if pooled is not None:
             pairs.append((results[-2], results[-1]))
     _report(args, wl, prepared, results, groups, billing, spn, pairs)
+    report_budget(args, prepared, runs, settings, replays=(results, outs), tty=tty)
     return 0
 
 
