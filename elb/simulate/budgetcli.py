@@ -86,12 +86,12 @@ def report_budget(
     prepared: Prepared,
     runs: Sequence[tuple[Policy, str]],
     settings: SimSettings,
-    results: Sequence[Metrics],
-    outs: Sequence[SimOutcome],
     *,
+    replays: tuple[Sequence[Metrics], Sequence[SimOutcome]],
     tty: bool,
 ) -> None:
     """Print who spent each replay's money (``--spend-by``), and run and print the budget sweep."""
+    results, outs = replays
     prices = {g.name: g.price_per_hour or args.price for g in prepared.groups.groups.groups}
     if args.spend_by is not None:
         users = log_users(args.log) if args.spend_by == "user" else None
