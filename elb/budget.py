@@ -28,6 +28,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from elb.durations import PositiveSeconds, minutes
+
 Period = Literal["day", "week", "month"]
 Money = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0)]
 _EPS = 1e-9  # money: a launch that brings the projection to the amount exactly is allowed
@@ -42,6 +44,10 @@ class Budget(BaseModel):
     amount: Money
     period: Period = "month"
     utc_offset: str = Field("+00:00", pattern=r"^[+-]\d{2}:\d{2}$")
+    # None: the projection runs what runs now to the period's end, against the whole amount (the
+    # period never overruns). A time: it looks this far ahead only, against the amount's share
+    # accrued by then (a burst may spend what quiet times left; no longer a bound at the end).
+    horizon: PositiveSeconds | None = None
 
     @field_validator("utc_offset")
     @classmethod
@@ -110,6 +116,8 @@ class BudgetCheck:
     next_cost: float | None = None  # what the first held launch would have added
     utc_offset: str = "+00:00"
     restarts_held: int = 0  # of ``held``: restarts from a warm pool (the rest are launches)
+    horizon: float | None = None  # the check looked this far ahead (None: to the period's end)
+    limit: float = 0.0  # the most it let the period spend by then
 
     @property
     def holding(self) -> bool:
@@ -121,10 +129,13 @@ class BudgetCheck:
         if not self.held:
             return ""
         wanted = len(self.allowed) + len(self.held)
-        cost = f"; the next adds {self.next_cost:.2f} to the period's end" if self.next_cost is not None else ""
+        until = "to the period's end" if self.horizon is None else f"over the next {minutes(self.horizon)}"
+        cost = f"; the next adds {self.next_cost:.2f} {until}" if self.next_cost is not None else ""
+        paced = "" if self.horizon is None else f" (paced {minutes(self.horizon)} ahead: {self.limit:.2f} by then)"
         return (
             f"budget: holding {len(self.held)} of {wanted} launch(es): {self.spent:.2f} of {self.amount:.2f} "
-            f"US dollars spent this {self.period}, {self.projected:.2f} projected at {self.per_hour:.2f}/h{cost}"
+            f"US dollars spent this {self.period}, {self.projected:.2f} projected at {self.per_hour:.2f}/h"
+            f"{paced}{cost}"
         )
 
     def describe(self) -> str:
@@ -159,20 +170,32 @@ def _when(t: float, offset: str) -> str:
     return when(Budget(amount=1.0, utc_offset=offset), t)
 
 
-def pace(budget: Budget, spend: Spend, launches: Sequence[Launch], now: float) -> BudgetCheck:
-    """Which of ``launches`` (in order) the pass may start without the projection to the period's
-    end passing the amount; the first that does not fit and every one after it are held (a
-    wide job's nodes are launched together or not at all, as the back-off cuts them)."""
+def reach(budget: Budget, now: float) -> tuple[float, float]:
+    """How far the check looks ahead (hours) and the most it may have spent by then: to the
+    period's end and the whole amount; with a ``horizon`` shorter than what is left, that far and
+    the amount's share accrued by then (the period's elapsed share, the horizon's included)."""
     start, end = period_bounds(budget, now)
-    hours = max(0.0, end - now) / 3600.0
-    projected = spend.spent + spend.per_hour * hours
-    total = projected
+    left = max(0.0, end - now)
+    if budget.horizon is None or budget.horizon >= left:
+        return left / 3600.0, budget.amount
+    return budget.horizon / 3600.0, budget.amount * (now + budget.horizon - start) / (end - start)
+
+
+def pace(budget: Budget, spend: Spend, launches: Sequence[Launch], now: float) -> BudgetCheck:
+    """Which of ``launches`` (in order) the pass may start without the projection (``reach``:
+    to the period's end unless a horizon is set) passing the amount (its share accrued by the
+    horizon's end); the first that does not fit and every one after it are held (a wide job's
+    nodes are launched together or not at all, as the back-off cuts them)."""
+    start, end = period_bounds(budget, now)
+    projected = spend.spent + spend.per_hour * max(0.0, end - now) / 3600.0
+    hours, limit = reach(budget, now)
+    total = spend.spent + spend.per_hour * hours
     allowed: list[str] = []
     held: list[str] = []
     next_cost = None
     for launch in launches:
         cost = max(0.0, launch.per_hour) * hours
-        if not held and total + cost <= budget.amount + _EPS:
+        if not held and total + cost <= limit + _EPS:
             total += cost
             allowed.append(launch.name)
         else:
@@ -192,15 +215,16 @@ def pace(budget: Budget, spend: Spend, launches: Sequence[Launch], now: float) -
         after=total,
         next_cost=next_cost,
         utc_offset=budget.utc_offset,
+        horizon=budget.horizon if budget.horizon is not None and budget.horizon < end - now else None,
+        limit=limit,
     )
 
 
 def room(budget: Budget, spend: Spend, prices: Mapping[str, float], now: float) -> dict[str, int]:
     """How many more nodes of each group (alone) the budget allows now: the headroom of the
-    projection over a node's price to the period's end (``elb status``)."""
-    check = pace(budget, spend, (), now)
-    hours = max(0.0, check.end - now) / 3600.0
-    headroom = budget.amount - check.projected
+    projection (``reach``) over a node's price for as long (``elb status``)."""
+    hours, limit = reach(budget, now)
+    headroom = limit - (spend.spent + spend.per_hour * hours)
     out: dict[str, int] = {}
     for group, price in prices.items():
         cost = price * hours
@@ -248,6 +272,7 @@ __all__: Sequence[str] = (
     "holding_now",
     "pace",
     "period_bounds",
+    "reach",
     "room",
     "status_lines",
     "when",

@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from elb.budget import Budget
+from elb.durations import argument as duration
+from elb.durations import minutes
 from elb.extras import plot_missing
 from elb.policy.base import Policy
 from elb.simulate.budget import (
@@ -45,6 +47,13 @@ def add_budget_options(p: Any) -> None:
         "costliest --budget-period (e.g. 50,75,90): cost, waits and launches held",
     )
     p.add_argument("--budget-period", choices=("day", "week", "month"), default="month", help="--budget-sweep's period")
+    p.add_argument(
+        "--budget-horizon",
+        type=duration,
+        default=None,
+        metavar="DURATION",
+        help="the budget's horizon (policy.budget.horizon; default none: to the period's end)",
+    )
     p.add_argument("--budget-plot", default=None, metavar="FILE.png", help="--budget-sweep: cost and waits, drawn")
     p.add_argument(
         "--spend-by",
@@ -66,7 +75,7 @@ def budget_of(args: argparse.Namespace) -> Budget | None:
     if args.budget is None:
         return None
     try:
-        return parse_budget(args.budget)
+        return parse_budget(args.budget).model_copy(update={"horizon": args.budget_horizon})
     except ValueError as err:
         raise SimError(str(err)) from None
 
@@ -113,11 +122,13 @@ def report_budget(
             label=label,
             shares=shares,
             period=args.budget_period,
+            horizon=args.budget_horizon,
             progress=_progress(tty),
         )
     print()
     print(f"budget sweep: budgets a {args.budget_period} of {', '.join(f'{s:g}%' for s in shares)} of the costliest")
-    print(f"{args.budget_period}'s spend without a budget; the replay starts at a {args.budget_period}'s start")
+    print(f"{args.budget_period}'s spend without a budget; the replay starts at a {args.budget_period}'s start", end="")
+    print(f"; paced {minutes(args.budget_horizon)} ahead" if args.budget_horizon else "; paced to the period's end")
     print(budget_table(swept, args.budget_period))
     if args.budget_plot is not None:
         title = f"{args.log.name}: budgets a {args.budget_period}, per {args.billing} billing"

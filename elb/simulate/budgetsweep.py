@@ -25,6 +25,7 @@ def budget_sweep(
     label: str,
     shares: Sequence[float],
     period: Period,
+    horizon: float | None = None,
     progress: Callable[[str], Callable[[float], None] | None] = lambda _: None,
 ) -> list[BudgetRun]:
     """``policy``'s replay without a budget, then once per share (in %) of its costliest
@@ -35,7 +36,7 @@ def budget_sweep(
     top = costliest_period(out, Budget(amount=1.0, period=period), billing, prices)
     runs = [BudgetRun(f"{label} unconstrained", None, None, m.cost, top, m.wait_mean, m.wait_p95, m.wait_max, 0, 0)]
     for share in shares:
-        budget = Budget(amount=top * share / 100.0, period=period)
+        budget = Budget(amount=top * share / 100.0, period=period, horizon=horizon)
         shown = f"{label} {share:g}%"
         paced = dataclasses.replace(free, budget=budget)
         m, out = replay(prepared, policy, paced, billing=billing, price=price, label=shown, progress=progress(shown))

@@ -85,6 +85,25 @@ def test_over_the_amount_already_every_launch_is_held() -> None:
     assert check.held == ("n1",)
 
 
+def test_with_a_horizon_a_burst_may_spend_what_quiet_times_left() -> None:
+    """A month of 744 dollars (1 an hour on average), 400 hours left at T0, 100 spent: to the
+    period's end, one node fits; paced a day ahead, the amount accrued by tomorrow 08:00 (368
+    hours: 368 dollars) is what it may reach, eleven nodes for a day."""
+    spend = Spend(100.0, 0.0)
+    guaranteed = pace(Budget(amount=744.0), spend, [Launch(f"n{i}", 1.0) for i in range(30)], T0)
+    assert len(guaranteed.allowed) == 1  # 100 + 400 h x 1 node = 500; a second node would be 900
+    burst = pace(Budget(amount=744.0, horizon=86400.0), spend, [Launch(f"n{i}", 1.0) for i in range(30)], T0)
+    assert burst.limit == pytest.approx(368.0) and len(burst.allowed) == 11  # (368 - 100) / 24
+    assert (
+        "paced 24.0 h ahead: 368.00 by then); the next adds 24.00 over the next 24.0 h"
+        in pace(Budget(amount=744.0, horizon=86400.0), Spend(400.0, 0.0), [Launch("x", 1)], T0).reason
+    )
+    # The last day: the horizon reaches past the end, and the whole amount is the bound again.
+    late = ts("2027-01-31T12:00")
+    assert pace(Budget(amount=744.0, horizon=86400.0), Spend(700.0, 0.0), [Launch("x", 4.0)], late).held == ("x",)
+    assert pace(Budget(amount=744.0, horizon=86400.0), Spend(700.0, 0.0), [Launch("x", 3.0)], late).allowed == ("x",)
+
+
 def test_room_and_holding_say_how_many_more_nodes_of_each_group_fit() -> None:
     b = Budget(amount=100.0, period="day")
     spend = Spend(20.0, 2.0)  # 52 projected, 48 of headroom over 16 h: 3/h
