@@ -118,12 +118,12 @@ def to_text(result: Attribution, billing: str) -> list[str]:
     def row(label: str, part_jobs: str, seconds: float, money: float | None) -> str:
         share = (money / total_money) if result.priced and money is not None else seconds / total_seconds
         dollars = f"{money:>12.2f}" if result.priced and money is not None else f"{'-':>12}"
-        return f"{label[:34]:<34} {part_jobs:>6} {seconds / 3600.0:>11.2f} {dollars} {share * 100:>6.1f}%"
+        return f"{label[:42]:<42} {part_jobs:>6} {seconds / 3600.0:>11.2f} {dollars} {share * 100:>6.1f}%"
 
     lines = [
         f"spend from {_when(result.since)} to {_when(result.until)} ({minutes(result.until - result.since)}), "
         f"by {result.by}; billing per {billing}",
-        f"{result.by:<34} {'jobs':>6} {'node-hours':>11} {'US dollars':>12} {'share':>7}",
+        f"{result.by:<42} {'jobs':>6} {'node-hours':>11} {'US dollars':>12} {'share':>7}",
     ]
     for part in result.jobs:
         lines.append(row(part.key, str(part.jobs), part.node_seconds, part.money))
