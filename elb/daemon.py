@@ -40,7 +40,7 @@ from elb.poolplan import groups_of
 from elb.reconcile import RepairKind
 from elb.scheduler import Scheduler, SchedulerError, SchedulerRead
 from elb.sdnotify import KeepAlive, Notifier
-from elb.spend import read_spend
+from elb.spend import SpendCache, read_spend
 from elb.state import GONE, join, seen
 from elb.stats import StatsRow, append_row, held_and_error
 
@@ -114,6 +114,7 @@ class Balancer:
         self._nodes_at_start: list[Node] = []
         self._watching_since: float | None = None  # the first live pass's time (see reconcile.lost_for)
         self._repair_fails: dict[tuple[RepairKind, str], int] = {}  # failed passes in a row, per repair
+        self.spend_cache = SpendCache()  # the budget's gone nodes, kept between passes (elb.spend.read_spend)
         pooled = [g.name for g in groups_of(config).groups if g.warm_pool.enabled]
         if pooled:
             log.info("warm pool of %s: idle nodes are stopped, and started again for demand", ", ".join(pooled))
@@ -275,7 +276,8 @@ class Balancer:
             self.last.unservable_jobs = len(demand.unservable)
         b = self.config.backoff
         backoff = compute_backoff(self.journal.bring_up_events(), initial=b.initial, maximum=b.max)
-        spend = read_spend(self.journal, self.config, inputs.snapshot.now)  # None without a budget
+        now = inputs.snapshot.now
+        spend = read_spend(self.journal, self.config, now, records=inputs.nodes, cache=self.spend_cache)
         return dataclasses.replace(inputs, demand=demand, demand_error=error, backoff=backoff, spend=spend)
 
     def _template_versions(self, nodes: Sequence[Node]) -> dict[str, str]:

@@ -28,7 +28,7 @@ from prometheus_client.registry import Collector
 from elb import __version__
 from elb.model import NodeState
 from elb.poolplan import group_of
-from elb.spend import BudgetNow, budget_now, spend_by_group
+from elb.spend import BudgetNow, SpendCache, budget_now, spend_by_group
 from elb.timeline import DURATION_NAMES, Step, Timeline
 
 if TYPE_CHECKING:
@@ -127,6 +127,7 @@ class Observed(Protocol):
 class BalancerCollector(Collector):
     def __init__(self, balancer: Observed) -> None:
         self.balancer = balancer
+        self.spend_cache = SpendCache()  # the budget's gone nodes, kept between scrapes
 
     def collect(self) -> Iterator[Metric]:
         b = self.balancer
@@ -237,7 +238,8 @@ class BalancerCollector(Collector):
             if spent.per_hour is not None:
                 g.add_metric([spent.group], spent.per_hour)
         yield g
-        yield from budget_families(budget_now(b.journal, b.config, b.clock()) if p.budget is not None else None)
+        budget = budget_now(b.journal, b.config, b.clock(), cache=self.spend_cache) if p.budget is not None else None
+        yield from budget_families(budget)
         c = CounterMetricFamily("elb_ec2_notices", "EC2 notices about managed nodes, by kind", labels=["kind"])
         for kind, count in sorted(b.counters.notices.items()):
             c.add_metric([kind], count)

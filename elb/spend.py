@@ -353,21 +353,76 @@ class SpendJournal(Protocol):
     """What ``read_spend`` reads of the journal (``elb.journal.Journal``)."""
 
     def nodes(self, *, include_gone: bool = False) -> list[Node]: ...
+    def events(self, node: str | None = None) -> list[Event]: ...
     def events_since(self, since: float) -> list[Event]: ...
 
 
-def read_spend(journal: SpendJournal, config: Config, now: float) -> Spend | None:
+_GONE = (NodeState.TERMINATED, NodeState.FAILED)
+_FEW = 200  # nodes to walk: fewer are read one by one, more with one read of the window's events
+
+
+class SpendCache:
+    """What ``read_spend`` keeps between calls (a daemon's passes, a metrics endpoint's scrapes):
+    the stretches of each gone node, by its name and its record's last change (a gone node's
+    stretches change only when its name is used again, and that changes its record), for one
+    window. A pass then reads the events of the nodes alive or gone since, not of the period's
+    every node."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+        self.gone: dict[str, tuple[float | None, list[Life], list[Stopped]]] = {}
+
+    def window(self, since: float) -> None:
+        if since != self.since:
+            self.since = since
+            self.gone = {}
+
+
+def read_spend(
+    journal: SpendJournal,
+    config: Config,
+    now: float,
+    *,
+    records: Sequence[Node] | None = None,
+    cache: SpendCache | None = None,
+) -> Spend | None:
     """The budget's spend so far in its period and the rate spent now, read from the journal's
-    records and its events since the period's start (one billing period before it too: a node
-    gone just before the start may be billed into it); None without ``policy.budget``."""
+    records (``records``: the pass's read of them, gone ones included) and its events since the
+    period's start (one billing period before it too: a node gone just before the start may be
+    billed into it); None without ``policy.budget``. ``cache``: the gone nodes' stretches kept
+    from the last call."""
     budget = config.policy.budget
     if budget is None:
         return None
     p = config.policy
     start, _ = period_bounds(budget, now)
     since = start - p.billing_period
-    found = lives(journal.nodes(include_gone=True), journal.events_since(since), _groups(config), since)
-    return period_spend(found, budget, now, p.billing, p.billing_period)
+    groups = _groups(config)
+    nodes = journal.nodes(include_gone=True) if records is None else records
+    mine = [n for n in nodes if n.state not in _GONE or (n.updated_at or n.launched_at) >= since]
+    cache = cache if cache is not None else SpendCache()
+    cache.window(since)
+    kept = {n.name for n in mine if n.state in _GONE and cache.gone.get(n.name, (None,))[0] == n.updated_at}
+    todo = [n for n in mine if n.name not in kept]
+    if len(todo) > _FEW:
+        events: list[Event] = journal.events_since(since)
+    else:
+        events = [e for n in todo for e in journal.events(n.name) if e.time >= since]
+    found, stopped = lives(todo, events, groups, since)
+    gone = {n.name: n.updated_at for n in todo if n.state in _GONE}
+    for name, at in gone.items():
+        cache.gone[name] = (at, [], [])
+    for life in found:
+        if life.node in gone:
+            cache.gone[life.node][1].append(life)
+    for pooled in stopped:
+        if pooled.node in gone:
+            cache.gone[pooled.node][2].append(pooled)
+    for name in kept:
+        _, old_lives, old_stopped = cache.gone[name]
+        found += old_lives
+        stopped += old_stopped
+    return period_spend((found, stopped), budget, now, p.billing, p.billing_period)
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,10 +452,12 @@ class BudgetNow:
         }
 
 
-def budget_now(journal: SpendJournal, config: Config, now: float) -> BudgetNow | None:
+def budget_now(
+    journal: SpendJournal, config: Config, now: float, *, cache: SpendCache | None = None
+) -> BudgetNow | None:
     """The budget now, read from the journal; None without ``policy.budget``."""
     budget = config.policy.budget
-    spend = read_spend(journal, config, now)
+    spend = read_spend(journal, config, now, cache=cache)
     if budget is None or spend is None:
         return None
     prices = {g.name: g.price_per_hour or 0.0 for g in _groups(config).groups}
@@ -423,6 +480,7 @@ __all__: Sequence[str] = (
     "BudgetNow",
     "GroupSpend",
     "Life",
+    "SpendCache",
     "Stopped",
     "Window",
     "billed_in",

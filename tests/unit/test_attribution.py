@@ -24,7 +24,7 @@ from elb.config import load_config
 from elb.groups import NodeGroup, NodeGroups
 from elb.journal import Journal
 from elb.model import NodeState
-from elb.spend import Life, Stopped, billed_seconds, lives, period_spend
+from elb.spend import Life, SpendCache, Stopped, billed_seconds, lives, period_spend, read_spend
 from elb.usage import parse_sacct, sacct_argv, sge_uses
 from elb.warmpool import WarmPool
 from tests.unit.factories import T0
@@ -162,7 +162,7 @@ def test_billed_by_the_hour_the_rest_of_a_started_hour_is_draining(tmp_path: Pat
     j = journal_of(tmp_path, T0)
     found = lives(j.nodes(include_gone=True), j.events(), GROUPS)
     j.close()
-    one = ([life for life in found[0] if life.node == "node001"], [])
+    one: tuple[list[Life], list[Stopped]] = ([life for life in found[0] if life.node == "node001"], [])
     result = attribute(one, [], by="group", since=T0, until=T0 + 86400, billing="hour")
     parts = {(p.key, p.kind): p.node_seconds for p in result.parts}
     assert result.node_seconds == pytest.approx(7200.0) == pytest.approx(billed_seconds(3698, "hour"))
@@ -292,3 +292,28 @@ def test_the_config_reads_for_spend(tmp_path: Path) -> None:
     cfg = tmp_path / "elb.yml"
     cfg.write_text(CONFIG.replace("STATE", str(tmp_path)))
     assert _names([g.name for g in load_config(cfg).groups(1).groups]) == ["small", "big"]
+
+
+def test_the_spend_read_again_keeps_the_gone_nodes_and_reads_a_reused_name_anew(tmp_path: Path) -> None:
+    t0 = datetime.fromisoformat("2027-01-15T00:00:00+00:00").timestamp()
+    cfg_path = tmp_path / "elb.yml"
+    cfg_path.write_text(CONFIG.replace("STATE", str(tmp_path)))
+    cfg = load_config(cfg_path).model_copy(deep=True)
+    policy = cfg.policy.model_copy(update={"budget": Budget(amount=100.0, period="day")})
+    cfg = cfg.model_copy(update={"policy": policy})
+    j = journal_of(tmp_path, t0)
+    now = t0 + 3 * 3600.0
+    cache = SpendCache()
+    first = read_spend(j, cfg, now, cache=cache)
+    assert first == read_spend(j, cfg, now)  # the same as a read without a cache
+    assert set(cache.gone) == {"node001", "node003"}
+    # node001's name used again: its record changes, and its new stretch is read.
+    j.record("node001", S.REQUESTED, t0 + 7200, group="small")
+    j.record("node001", S.RUNNING, t0 + 7210, launched_at=t0 + 7205, instance_id="i-9")
+    again = read_spend(j, cfg, now, cache=cache)
+    j.close()
+    assert again is not None and first is not None
+    # Its old stretch now starts at its running event (t0 + 5), not at the record's launch time
+    # (t0 + 2), which is the new instance's.
+    assert again.spent == pytest.approx(first.spent - 3 * 0.5 / 3600 + (now - t0 - 7205) * 0.5 / 3600)
+    assert again.per_hour == pytest.approx(first.per_hour + 0.5)
