@@ -25,7 +25,7 @@ from elb.groups import NodeGroup, NodeGroups
 from elb.journal import Journal
 from elb.model import NodeState
 from elb.spend import Life, SpendCache, Stopped, billed_seconds, lives, period_spend, read_spend
-from elb.usage import parse_sacct, sacct_argv, sge_uses
+from elb.usage import SACCT_FORMAT, parse_sacct, sacct_argv, sge_uses
 from elb.warmpool import WarmPool
 from tests.unit.factories import T0
 
@@ -317,3 +317,41 @@ def test_the_spend_read_again_keeps_the_gone_nodes_and_reads_a_reused_name_anew(
     # (t0 + 2), which is the new instance's.
     assert again.spent == pytest.approx(first.spent - 3 * 0.5 / 3600 + (now - t0 - 7205) * 0.5 / 3600)
     assert again.per_hour == pytest.approx(first.per_hour + 0.5)
+
+
+SLURM_CONFIG = """\
+cloud: {provider: local}
+state_dir: STATE
+scheduler: slurm
+slurm: {bin_dir: BIN, timeout: 5}
+policy: {billing: second}
+node_groups:
+  - {name: small, slots: 2, max_nodes: 4, price_per_hour: 0.5}
+  - {name: big, slots: 8, max_nodes: 2, price_per_hour: 2.0, warm_pool: {max_nodes: 1, volume_price_per_hour: 0.1}}
+"""
+
+
+def test_elb_spend_reads_slurm_s_sacct(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    t0 = time.time() - 86400.0
+    journal_of(tmp_path, t0).close()
+    start = datetime.fromtimestamp(t0 + 400).strftime("%Y-%m-%dT%H:%M:%S")
+    end = datetime.fromtimestamp(t0 + 1400).strftime("%Y-%m-%dT%H:%M:%S")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    sacct = bin_dir / "sacct"
+    args = tmp_path / "args"
+    sacct.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {args}\necho "7|alice|genome|cloud|node001|2|{start}|{end}"\n')
+    sacct.chmod(0o755)
+    cfg = tmp_path / "elb.yml"
+    cfg.write_text(SLURM_CONFIG.replace("STATE", str(tmp_path)).replace("BIN", str(bin_dir)))
+    assert main(["spend", "-c", str(cfg), "--json", "--since", "2d"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    alice = next(p for p in doc["parts"] if p["key"] == "alice")
+    assert alice["node_hours"] == pytest.approx(1000 / 3600) and alice["jobs"] == 1
+    assert abs(doc["total"]["dollars"] - doc["billed"]["dollars"]) < 0.005
+    given = args.read_text().splitlines()
+    assert given[:5] == ["--allusers", "--allocations", "--noheader", "--parsable2", f"--format={SACCT_FORMAT}"]
+    sacct.write_text("#!/bin/sh\necho 'sacct: error: Slurm accounting storage is disabled' >&2\nexit 1\n")
+    assert main(["spend", "-c", str(cfg)]) == 4
+    err = capsys.readouterr().err
+    assert err.startswith("elb: cannot read Slurm's accounting: sacct") and "storage is disabled" in err
