@@ -222,8 +222,10 @@ class _Walk:
 
     def close(self, at: float) -> None:
         if self.start is not None:
-            life = Life(self.n.name, self.group, self.start, max(self.start, at), tuple(self.acts), self.n.slots)
-            self.lives.append(dataclasses.replace(life, price_per_hour=self.price))
+            end = max(self.start, at)
+            self.lives.append(
+                Life(self.n.name, self.group, self.start, end, tuple(self.acts), self.n.slots, self.price)
+            )
         self.start, self.acts = None, []
 
     def unstop(self, at: float) -> None:
