@@ -118,6 +118,7 @@ class BudgetCheck:
     restarts_held: int = 0  # of ``held``: restarts from a warm pool (the rest are launches)
     horizon: float | None = None  # the check looked this far ahead (None: to the period's end)
     limit: float = 0.0  # the most it let the period spend by then
+    too_wide: int = 0  # waiting jobs wider than the budget lets their group have: not demand
 
     @property
     def holding(self) -> bool:
@@ -144,11 +145,12 @@ class BudgetCheck:
             f"budget: {self.spent:.2f} of {self.amount:.2f} US dollars spent this {self.period} "
             f"(to {_when(self.end, self.utc_offset)}), {self.projected:.2f} projected at {self.per_hour:.2f}/h"
         )
+        wide = f"; {self.too_wide} job(s) wider than the budget lets their group have wait" if self.too_wide else ""
         if self.held:
-            return f"{head}: holding {len(self.held)} launch(es) ({', '.join(self.held)})"
+            return f"{head}: holding {len(self.held)} launch(es) ({', '.join(self.held)}){wide}"
         if self.allowed:
-            return f"{head}: {len(self.allowed)} launch(es) within it ({self.after:.2f} projected with them)"
-        return f"{head}: no launch held"
+            return f"{head}: {len(self.allowed)} launch(es) within it ({self.after:.2f} projected with them){wide}"
+        return f"{head}: no launch held{wide}"
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -162,6 +164,7 @@ class BudgetCheck:
             "holding": self.holding,
             "allowed": list(self.allowed),
             "held": list(self.held),
+            "too_wide": self.too_wide,
             "reason": self.reason,
         }
 

@@ -210,4 +210,9 @@ def _budget_json(planned: PassPlan, budget: BudgetNow | None) -> dict[str, objec
     check = planned.budget
     held = list(check.held) if check is not None else []
     holding = check.holding if check is not None else budget.holding
-    return budget.as_json() | {"holding": holding, "held": held, "reason": check.reason if check is not None else ""}
+    return budget.as_json() | {
+        "holding": holding,
+        "held": held,
+        "too_wide": check.too_wide if check is not None else 0,
+        "reason": check.reason if check is not None else "",
+    }

@@ -27,7 +27,7 @@ from types import MappingProxyType
 
 from elb.askplan import Answer, AskPlan, Decline, plan_asks
 from elb.backoff import Backoff
-from elb.budget import BudgetCheck, Launch, Spend, pace
+from elb.budget import BudgetCheck, Launch, Spend, pace, period_bounds, room
 from elb.config import Config
 from elb.durations import minutes
 from elb.interfaces import Instance, Notice
@@ -37,10 +37,11 @@ from elb.noticeplan import NoticePlan, plan_moves, plan_notices
 from elb.orders import Orders, apply_orders
 from elb.policy import Policy
 from elb.policy.grouped import decide_demand
+from elb.policy.placement import width
 from elb.poolplan import PoolPlan, group_of, groups_of, plan_pool, pooled_hosts_left_out
 from elb.reconcile import Repair, RepairKind, repairs_of
 from elb.scheduler import Ask, Dropped
-from elb.servable import DemandSplit
+from elb.servable import DemandSplit, NotDemand
 from elb.state import ClusterState, JoinIndex, join
 
 RepairKey = tuple[RepairKind, str]  # a repair of one kind on one node
@@ -106,6 +107,38 @@ def pace_launches(  # noqa: PLR0917 (the plan's two parts, the spend, and the pa
         reason="; ".join(r for r in (plan.reason, why) if r),
     )
     return plan, pool, check
+
+
+def within_budget(demand: DemandSplit, nodes: Sequence[Node], spend: Spend, config: Config, now: float) -> DemandSplit:
+    """``demand`` without the wide jobs that need more nodes than the budget lets their group
+    have (its nodes up, and the more nodes ``elb.budget.room`` affords): they are not demand
+    this pass (not yet, at the latest when the period ends), so no node is launched for them,
+    none of a few nodes that could never start them, and no idle node is kept for them."""
+    budget = config.policy.budget
+    assert budget is not None
+    groups = groups_of(config)
+    first = groups.groups[0].name
+    prices = {g.name: g.price_per_hour or 0.0 for g in groups.groups}
+    more = room(budget, spend, prices, now)
+    up: dict[str, int] = dict.fromkeys(prices, 0)
+    for n in nodes:
+        if n.state.alive:
+            up[group_of(n, groups).name] += 1
+    _, end = period_bounds(budget, now)
+    held: list[NotDemand] = []
+    for job in demand.snapshot.pending:
+        name = demand.group_of.get(job, first)
+        g = groups.get(name) or groups.groups[0]
+        need = width(job.slots, g.slots)
+        have = up.get(g.name, 0) + more.get(g.name, 0)
+        if need > have:
+            why = f"needs {need} nodes of group {g.name}; the budget lets it have {have} this {budget.period}"
+            held.append(NotDemand(job, why, end))
+    if not held:
+        return demand
+    out = {id(h.job) for h in held}
+    snapshot = dataclasses.replace(demand.snapshot, jobs=tuple(j for j in demand.snapshot.jobs if id(j) not in out))
+    return dataclasses.replace(demand, snapshot=snapshot, not_demand=(*demand.not_demand, *held))
 
 
 class Drain(enum.StrEnum):
@@ -319,7 +352,11 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
         return dataclasses.replace(base, scaling_note=inputs.demand_error or "the demand is not known")
     if inputs.backoff is None:
         return dataclasses.replace(base, scaling_note="the launch back-off is not known")
-    plan = scale(inputs, policy, now, state)
+    planned_on = inputs
+    if config.policy.budget is not None and inputs.spend is not None and inputs.demand.snapshot.pending:
+        paced = within_budget(inputs.demand, inputs.nodes, inputs.spend, config, now)
+        planned_on = dataclasses.replace(inputs, demand=paced)
+    plan = scale(planned_on, policy, now, state)
     declines = list(asks.declines)
     if inputs.asks is not None:
         plan, held = _named(plan, asks, inputs.orders)
@@ -351,6 +388,9 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
     budget = None
     if config.policy.budget is not None and inputs.spend is not None:
         plan, pool, budget = pace_launches(plan, pool, inputs.spend, config, now, state.record)
+        if planned_on.demand is not None and inputs.demand is not planned_on.demand:
+            too_wide = len(planned_on.demand.not_demand) - len(inputs.demand.not_demand)
+            budget = dataclasses.replace(budget, too_wide=too_wide)
         if inputs.asks is not None:
             declines += [Decline(name, since[name], budget.reason) for name in budget.held if name in since]
     return dataclasses.replace(base, scaling=plan, wanted=wanted, pool=pool, declines=tuple(declines), budget=budget)

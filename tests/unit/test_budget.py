@@ -270,3 +270,18 @@ def test_slurm_s_named_asks_the_budget_holds_are_given_back(tmp_path: Path) -> N
     assert p.scaling is not None and p.scaling.add_names == ("node001",)
     [given_back] = p.declines
     assert given_back.node == "node002" and given_back.reason.startswith("budget: holding 1 of 2")
+
+
+def test_a_job_wider_than_the_budget_lets_its_group_have_is_not_demand(tmp_path: Path) -> None:
+    """One job of three nodes and a node up idle: with no room for more, no node is launched for
+    it, the idle node is not kept for it, and the plan says why; with room for two, both go."""
+    cfg = config(tmp_path, {"amount": 20.0, "period": "day"})  # 16 h left: a small node costs 16
+    idle = node("node001", 3500, instance_id="i-node001", group="small")
+    wide = snap([pending(1, 900, slots=24)], [host("node001")])
+    p = plan(cfg, Spend(0.0, 1.0), wide, nodes=(idle,))  # 16 projected: no room at all
+    assert p.scaling is not None and p.scaling.add == 0
+    assert [r.node for r in p.scaling.remove] == ["node001"]  # no job waits for it now
+    assert p.budget is not None and p.budget.too_wide == 1
+    assert "1 job(s) wider than the budget lets their group have wait" in p.budget.describe()
+    roomy = plan(config(tmp_path, {"amount": 100.0, "period": "day"}), Spend(0.0, 1.0), wide, nodes=(idle,))
+    assert roomy.scaling is not None and roomy.scaling.add == 2 and roomy.scaling.remove == ()
