@@ -313,28 +313,38 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
     and the launches cut by the back-off; it never removes a node under repair or with an
     operation in flight."""
     state = cluster_state(inputs, now)
-    notices = plan_notices(
-        inputs.notices,
-        inputs.instances,
-        inputs.nodes,
-        inputs.orders,
-        snapshot=inputs.snapshot,
-        interrupted=inputs.interrupted,
-        allowed=config.cloud.ec2.spot_interruptions_allowed,
-        groups=groups_of(config),
+    groups = groups_of(config)
+    notices = (
+        plan_notices(
+            inputs.notices,
+            inputs.instances,
+            inputs.nodes,
+            inputs.orders,
+            snapshot=inputs.snapshot,
+            interrupted=inputs.interrupted,
+            allowed=config.cloud.ec2.spot_interruptions_allowed,
+            groups=groups,
+        )
+        if inputs.notices
+        else _NO_NOTICES
     )
     asks = _plan_asks(inputs, config, now)
     todo, kept, hold = _repairs(inputs, state, config, abandon=asks.abandon)
-    done = _orders_done(inputs.orders, state)
+    done = _orders_done(inputs.orders, state) if inputs.orders.remove else ()
     # A node under repair, or with an operation under way, is left to it.
-    busy_nodes = inputs.in_flight | {r.node for r in todo}
-    doomed = inputs.orders.doomed | {r.node for r in notices.retire}
+    busy_nodes = inputs.in_flight | {r.node for r in todo} if todo else inputs.in_flight
+    doomed = inputs.orders.doomed | {r.node for r in notices.retire} if notices.retire else inputs.orders.doomed
     # Pooled nodes past their limits go whether or not scaling runs this pass.
-    _, expiring = plan_pool(
-        Plan(), state.pooled, config, now, in_flight=busy_nodes, template_versions=inputs.template_versions
+    pools = bool(state.pooled) or any(g.warm_pool.enabled for g in groups.groups)
+    _, expiring = (
+        plan_pool(Plan(), state.pooled, config, now, in_flight=busy_nodes, template_versions=inputs.template_versions)
+        if pools
+        else (None, _NO_POOL)
     )
-    moved = plan_moves(
-        inputs.interrupted, config.cloud.ec2.spot_interruptions_allowed, groups_of(config), inputs.snapshot
+    moved = (
+        plan_moves(inputs.interrupted, config.cloud.ec2.spot_interruptions_allowed, groups, inputs.snapshot)
+        if inputs.interrupted
+        else ()
     )
     base = PassPlan(
         repairs=todo,
@@ -365,16 +375,20 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
         plan = dataclasses.replace(plan, remove=tuple(r for r in plan.remove if r.node not in busy_nodes))
     # Removals that are stops and launches that are restarts (a group's warm pool); the back-off
     # holds new launches only. A node the cloud is taking back is never pooled.
-    plan, pool = plan_pool(
-        plan,
-        state.pooled,
-        config,
-        now,
-        in_flight=busy_nodes,
-        template_versions=inputs.template_versions,
-        doomed=doomed,
-        named=inputs.asks is not None,
-        record_of=state.record,
+    plan, pool = (
+        plan_pool(
+            plan,
+            state.pooled,
+            config,
+            now,
+            in_flight=busy_nodes,
+            template_versions=inputs.template_versions,
+            doomed=doomed,
+            named=inputs.asks is not None,
+            record_of=state.record,
+        )
+        if pools
+        else (plan, _NO_POOL)
     )
     wanted = plan.add
     since = {a.node: a.since for a in asks.launch}
@@ -396,9 +410,16 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
     return dataclasses.replace(base, scaling=plan, wanted=wanted, pool=pool, declines=tuple(declines), budget=budget)
 
 
+_NO_NOTICES = NoticePlan()
+_NO_POOL = PoolPlan()
+_NO_ASKS = AskPlan()
+
+
 def _plan_asks(inputs: PassInputs, config: Config, now: float) -> AskPlan:
     """The scheduler's asks as actions (``elb.askplan``); nothing when it never names nodes."""
     if inputs.asks is None:
+        if not inputs.dropped:
+            return _NO_ASKS
         return AskPlan(answers=tuple(Answer(d.ask.node, d.ask.since, f"dropped: {d.reason}") for d in inputs.dropped))
     groups = groups_of(config)
     return plan_asks(
@@ -476,6 +497,7 @@ def _repairs(
         unreachable_timeout=config.unreachable_timeout,
         watched_since=inputs.watched_since,
         scheduler=inputs.scheduler,
+        skip=inputs.in_flight,
     )
     if abandon:
         given_up = {r.node: r.reason for r in abandon}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from elb.durations import minutes
@@ -193,18 +193,25 @@ def repairs_of(
     unreachable_timeout: float,
     watched_since: float | None = None,
     scheduler: str = "SGE",
+    skip: Collection[str] = frozenset(),
 ) -> list[Repair]:
     """What to repair so that journal, cloud and the scheduler agree. ``state``: the three joined with
     the journal's gone records included (``join(..., include_gone=True)``); the master and its
     instance are never repaired.
 
     ``watched_since``: when the daemon's first pass ran (see ``lost_for``); None: trust the journal.
-    ``scheduler``: its name, in the reasons.
+    ``scheduler``: its name, in the reasons. ``skip``: nodes left alone (an operation of elb's
+    runs on them: it owns their next steps); their instances are theirs, not orphans.
     """
     now = state.now
     out: list[Repair] = []
+    theirs: set[str] = set()
     for m in state.suspects:  # a steady node needs nothing
         if m.name == master:
+            continue
+        if m.name in skip:
+            if m.instance is not None:
+                theirs.add(m.instance.instance_id)
             continue
         if m.instance is not None and m.instance.name == master:
             m = dataclasses.replace(m, instance=None)  # noqa: PLW2901 (the master's is never a worker's)
@@ -220,7 +227,7 @@ def repairs_of(
             out.append(repair)
 
     # Instances the journal does not account for.
-    accounted = {r.instance.instance_id for r in out if r.instance is not None}
+    accounted = {r.instance.instance_id for r in out if r.instance is not None} | theirs
     for inst in state.unaccounted:
         if inst.instance_id in accounted or inst.name == master:
             continue

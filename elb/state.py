@@ -43,6 +43,20 @@ def serves(record: Node | None, host_up: bool) -> bool:
     return host_up and (record is None or record.state is NodeState.READY)
 
 
+def is_busy(has_jobs: bool, host_busy: bool) -> bool:
+    """Busy: a job filed under the node (``started_host``), or a slot used or reserved on its
+    host. The one rule; ``ManagedNode.busy``, the policies' workers and the peers' tally apply it
+    to what each has at hand."""
+    return has_jobs or host_busy
+
+
+def busy_hosts(snapshot: Snapshot) -> set[str]:
+    """The hosts of a snapshot that are busy (``is_busy``): what a pass remembers as seen busy."""
+    busy = {h.name for h in snapshot.hosts if h.busy}
+    busy.update(h for j in snapshot.jobs if (h := started_host(j)) is not None)
+    return busy
+
+
 def idle_since(record: Node | None, ready: bool, busy: bool) -> float | None:
     """Since when a ready node that runs nothing has been idle: its record's ``quiet_since``;
     None when it is busy (a job or a reservation on it), not ready, or not elb's (no record)."""
@@ -115,8 +129,8 @@ class ManagedNode:
 
     @property
     def busy(self) -> bool:
-        """A job or a reservation on it."""
-        return bool(self.jobs) or (self.host is not None and self.host.busy)
+        """A job or a reservation on it (``is_busy``)."""
+        return is_busy(bool(self.jobs), self.host is not None and self.host.busy)
 
     @property
     def reachable(self) -> bool:
@@ -308,9 +322,9 @@ class ClusterState:
         return dataclasses.replace(self, now=now)
 
     def seeing(self, snapshot: Snapshot) -> ClusterState:
-        """The same records and instances joined with another view of SGE (the demand's:
-        waiting jobs no group can run left out, pooled nodes' hosts left out)."""
-        return dataclasses.replace(self, snapshot=snapshot)
+        """The same records and instances joined with another view of the scheduler (the
+        demand's: waiting jobs no group can run left out, pooled nodes' hosts left out)."""
+        return self if snapshot is self.snapshot else dataclasses.replace(self, snapshot=snapshot)
 
 
 def join(

@@ -330,6 +330,29 @@ def _int(text: str | None, what: str, where: str, minimum: int = 0) -> int:
 # -- qstat --------------------------------------------------------------------------------------
 
 
+def _named_children(el: ET.Element, tag: str, where: str) -> dict[str, str]:
+    """The ``<tag name="...">value</tag>`` children of a job as name -> value (a request list)."""
+    found: dict[str, str] = {}
+    for child in el.iterchildren(tag):  # type: ignore[attr-defined]  # lxml element
+        name = child.get("name")
+        if not name:
+            raise SgeParseError(f"{where}: <{tag}> without a name")
+        found[name] = (child.text or "").strip()
+    return found
+
+
+def _requested_pe(el: ET.Element, fields: dict[str, str | None], where: str) -> tuple[str, str | None]:
+    """A job's ``<requested_pe name="...">range</requested_pe>``: the PE and its range."""
+    pe_el = el.find("requested_pe")
+    pe = pe_el.get("name") if pe_el is not None else None
+    if not pe:
+        raise SgeParseError(f"{where}: <requested_pe> without a name")
+    pe_range = (fields["requested_pe"] or "").strip() or None
+    if pe_range is not None and not pe_range.isascii():
+        raise SgeParseError(f"{where}: <requested_pe> range {pe_range!r} is not ASCII digits")
+    return pe, pe_range
+
+
 class _JobReader:
     """Turns ``<job_list>`` elements into Jobs; caches the values many jobs share.
 
@@ -374,30 +397,13 @@ class _JobReader:
         self._runtimes[text] = value
         return value
 
-    def job(self, el: ET.Element, section: str, n: int, queue: str | None) -> Job:  # noqa: PLR0912, PLR0915 (one flat hot loop)
+    def job(self, el: ET.Element, section: str, n: int, queue: str | None) -> Job:
         # One pass over the children for the fields (an lxml child is a Python object made on
         # demand, so the repeated ones are fetched by tag in C, and only when present).
         fields: dict[str, str | None] = {child.tag: child.text for child in el}
-        hard: dict[str, str] | None = None
-        pe: str | None = None
-        pe_range: str | None = None
-        if "hard_request" in fields:
-            hard = {}
-            for child in el.iterchildren("hard_request"):  # type: ignore[attr-defined]  # lxml element
-                name = child.get("name")
-                if not name:
-                    raise SgeParseError(f"{section}: job_list #{n}: <hard_request> without a name")
-                hard[name] = (child.text or "").strip()
-        scoped: list[dict[str, str]] = []
-        for tag in _SCOPED_REQUESTS:
-            found: dict[str, str] = {}
-            if tag in fields:
-                for child in el.iterchildren(tag):  # type: ignore[attr-defined]  # lxml element
-                    name = child.get("name")
-                    if not name:
-                        raise SgeParseError(f"{section}: job_list #{n}: <{tag}> without a name")
-                    found[name] = (child.text or "").strip()
-            scoped.append(found)
+        where = f"{section}: job_list #{n}"
+        hard = _named_children(el, "hard_request", where) if "hard_request" in fields else None
+        scoped = [_named_children(el, tag, where) if tag in fields else {} for tag in _SCOPED_REQUESTS]
         hard_queues: tuple[str, ...] = ()
         if "hard_req_queue" in fields:
             hard_queues = tuple(
@@ -405,15 +411,7 @@ class _JobReader:
                 for child in el.iterchildren("hard_req_queue")  # type: ignore[attr-defined]  # lxml element
                 if (text := (child.text or "").strip())
             )
-        if "requested_pe" in fields:
-            pe_el = el.find("requested_pe")
-            pe = pe_el.get("name") if pe_el is not None else None
-            if not pe:
-                raise SgeParseError(f"{section}: job_list #{n}: <requested_pe> without a name")
-            pe_range = (fields["requested_pe"] or "").strip() or None
-            if pe_range is not None and not pe_range.isascii():
-                raise SgeParseError(f"{section}: job_list #{n}: <requested_pe> range {pe_range!r} is not ASCII digits")
-
+        pe, pe_range = _requested_pe(el, fields, where) if "requested_pe" in fields else (None, None)
         try:
             job_id = ascii_int(fields["JB_job_number"] or "")
             if job_id < 1:

@@ -42,7 +42,12 @@ with ``slots_per_node`` slots a node and ``max_nodes`` nodes.
 Fast-forward: a policy may offer ``quiet_until(state, history)`` (see
 ``elb.policy.peers``). After an empty plan the driver then skips the polls before the earlier of
 that time and the next event: nothing the policy sees changes in between, so the result is the
-same as polling every interval (a test compares both). A policy whose plans depend on its nodes
+same as polling every interval (``tests/unit/test_simulate_wakeup.py`` compares both on random
+logs whose jobs overrun their requested time). The hint must bound every rule that changes with
+the clock alone (a running job becoming overdue, ``launch_delay``, stabilization, idle timers, a
+waiting job's age). A replay in which nothing can change any more (no event to come, an
+empty plan, and a hint of never or beyond ``stall_limit``) gives up, billing its nodes up to the
+first poll from which nothing changed, with fast-forward or without. A policy whose plans depend on its nodes
 only, never on the jobs (``watches_jobs = False``: the static cluster), is then not asked again
 for job submissions and ends either, only when a node becomes ready; so its replay costs the
 same per job at any cluster size.
@@ -143,7 +148,7 @@ class SimSettings:
     dispatch: Literal["sge", "fifo", "easy"] = "sge"  # see the module's doc
     placement: Literal["first", "best"] = "first"  # narrow jobs: lowest-numbered node that fits, or fullest
     fast_forward: bool = True  # use the policy's quiet_until when it has one
-    stall_limit: float = 7 * 86400.0  # stop when nothing can change for this long
+    stall_limit: float = 7 * 86400.0  # give up when nothing has changed, and no event is to come, for this long
     record: bool = False  # keep per-job placements and node lives (for tests)
     # The master as an exec host of this many slots (0: it runs no job): ready from the start,
     # never removed and not billed (the master is paid for whatever the policy).
@@ -945,11 +950,15 @@ class Simulator:
                 wake = min(until, horizon, self._next_pool_due(), self._backoff_ends(now))
                 step = max(step, self._grid(wake))
             # Nothing can ever change: no event to come and the policy does nothing.
+            # It gives up when the policy says nothing will ever change, or ``stall_limit`` after
+            # the first poll from which nothing changed, whichever comes first; either way the
+            # nodes are billed up to that first poll, so the result does not depend on
+            # fast-forward or on the limit.
             if not changed and nxt == math.inf:
                 quiet_since = now if quiet_since is None else quiet_since
-                if step == math.inf or now - quiet_since >= self.s.stall_limit:
+                if step > quiet_since + self.s.stall_limit:
                     self.out.stalled = True
-                    self._stalled_at = now
+                    self._stalled_at = quiet_since
                     break
             else:
                 quiet_since = None
@@ -962,7 +971,7 @@ class Simulator:
 
     def _close(self) -> SimOutcome:
         end = self.out.last_end
-        if self.out.stalled:  # the nodes kept running, and billing, until the replay gave up
+        if self.out.stalled:  # the nodes kept running, and billing, up to the first poll from which nothing changed
             end = max(end, self.jobs[-1].submit, self._stalled_at)
         closing = len(self.nodes)  # switched off by the end of the replay, not by the policy
         for node in list(self.nodes.values()):

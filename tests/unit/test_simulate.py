@@ -494,3 +494,21 @@ def test_a_replay_with_failing_provisioning_backs_off_as_the_daemon_does() -> No
     assert failing.failed_bringups > 5 and failing.backoff_rounds >= 2 and failing.launches_held > 0  # type: ignore[attr-defined]
     assert failing.never_started == 0  # every job still ran
     assert max(failing.waits) > max(healthy.waits)  # type: ignore[attr-defined]
+
+
+def test_cli_replays_failing_provisioning_and_reports_the_back_off(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = random.Random(11)
+    lines = [swf_line(i, i * 60, rng.choice([300, 900]), rng.choice([1, 4, 8])) for i in range(1, 300)]
+    log = tmp_path / "burst.swf"
+    log.write_text("\n".join(lines) + "\n")
+    args = ["simulate", str(log), "--policies", "elb", "--max-nodes", "12", "--json"]
+    assert main([*args, "--provision-failure-rate", "0.4"]) == 0
+    failing = json.loads(capsys.readouterr().out)["results"][0]
+    assert failing["failed_bringups"] > 0 and failing["backoff_rounds"] >= 1 and failing["launches_held"] > 0
+    assert main(args) == 0
+    healthy = json.loads(capsys.readouterr().out)["results"][0]
+    assert healthy["failed_bringups"] == healthy["launches_held"] == healthy["backoff_rounds"] == 0
+    assert main([*args, "--provision-failure-rate", "1"]) == 2
+    assert "--provision-failure-rate must be a share" in capsys.readouterr().err
