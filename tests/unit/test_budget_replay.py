@@ -17,6 +17,7 @@ from elb.simulate.budget import ANCHOR, costliest_period, log_users, parse_budge
 from elb.simulate.engine import SimOutcome, SimSettings
 from elb.simulate.report import Metrics
 from elb.simulate.runner import Prepared, build_policy, prepare, replay
+from elb.simulate.sweep import Setup, plan_runs, replay_all
 from elb.simulate.swf import SimJob, Workload
 from elb.spend import Billing
 
@@ -151,3 +152,56 @@ def test_replays_with_a_budget_start_at_a_period_s_start() -> None:
     moved = anchored(wl)
     assert [j.submit for j in moved.jobs] == [ANCHOR, ANCHOR + 400.0]
     assert dataclasses.replace(moved.jobs[0], submit=500.0) == wl.jobs[0]
+
+
+def test_budgeted_replays_in_worker_processes_bring_back_their_outcomes_and_split() -> None:
+    """``--workers``: each budgeted replay's outcome (node lives, placements) comes back from its
+    process as run here, so ``--spend-by`` and the budget's figures are the same."""
+    jobs = burst_jobs(days=1.0)
+    prepared = prepare(Workload("burst", jobs), 8, 20)
+    settings = SimSettings(max_nodes=20, budget=Budget(amount=40.0, period="day"), record=True)
+    setup = Setup(prepared, None, settings, "second", 1.0, 300.0, 60.0, None)
+    specs = plan_runs(setup, ["elb", "slurm"], [], [])
+    alone, together = replay_all(setup, specs, 1), replay_all(setup, specs, 2)
+    for (m1, out1), (m2, out2) in zip(alone, together, strict=True):
+        assert dataclasses.replace(m1, replay_seconds=0.0) == dataclasses.replace(m2, replay_seconds=0.0)
+        assert (out1.nodes, out1.placements, out1.budget_held) == (out2.nodes, out2.placements, out2.budget_held)
+        assert out2.placements and out2.budget_held > 0
+        split = replay_split(out2, prepared.jobs, "group", billing="second", prices={"default": 1.0})
+        assert abs(split.money - m2.cost) < 0.005
+
+
+def test_a_budget_holds_beside_the_back_off_when_bring_ups_fail() -> None:
+    """``--provision-failure-rate`` with ``--budget``: the failed bring-ups are billed into the
+    period's spend the planner reads, so the day still does not overrun."""
+    jobs = burst_jobs(days=0.5)
+    first_day = (ANCHOR, ANCHOR + 86400.0)
+    prepared = prepare(Workload("burst", jobs), 8, 20)
+    policy = build_policy("elb", billing="second", slots_per_node=8, boot_time=300, max_nodes=20)
+    failing = SimSettings(max_nodes=20, provision_failure_rate=0.3, seed=5)
+    _, free = replay(prepared, policy, failing, billing="second", price=1.0)
+    assert free.failed_bringups > 0
+    budget = Budget(amount=0.6 * spent_in(free, *first_day), period="day")
+    _, out = replay(prepared, policy, dataclasses.replace(failing, budget=budget), billing="second", price=1.0)
+    assert out.failed_bringups > 0 and out.budget_held > 0
+    assert spent_in(out, *first_day) <= budget.amount + 0.01
+
+
+def test_elb_simulate_s_budget_options_go_with_workers_and_sweeps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "log.swf"
+    rows = [
+        f"{j.job_id} {j.submit - ANCHOR:.0f} 0 {j.run:.0f} 8 -1 -1 8 {j.run + 60:.0f} -1 1 {j.job_id % 2} "
+        "1 -1 1 -1 -1 -1"
+        for j in burst_jobs(days=0.25)
+    ]
+    log.write_text("\n".join(rows) + "\n")
+    base = ["simulate", str(log), "--max-nodes", "10", "--workers", "2"]
+    assert main([*base, "--policies", "elb,static", "--budget", "20/day", "--spend-by", "user"]) == 0
+    out = capsys.readouterr().out
+    assert "elb: who spent it, by user" in out and "static: who spent it, by user" in out
+    sweep = ["--sweep", "idle_factor=0.5,1", "--budget-sweep", "90", "--budget-period", "day"]
+    assert main([*base, "--policies", "elb", *sweep]) == 0
+    out = capsys.readouterr().out
+    assert "elb idle_factor=0.5 90%" in out and "elb idle_factor=1 unconstrained" in out
