@@ -80,6 +80,13 @@ def budget_of(args: argparse.Namespace) -> Budget | None:
         raise SimError(str(err)) from None
 
 
+def budget_json(budget: Budget | None) -> dict[str, object] | None:
+    """The replay's budget in ``--json``'s settings (None: no budget)."""
+    if budget is None:
+        return None
+    return {"amount": budget.amount, "period": budget.period, "horizon": budget.horizon}
+
+
 def _shares(text: str) -> list[float]:
     try:
         shares = [float(v) for v in text.split(",") if v.strip()]
@@ -152,4 +159,4 @@ def _progress(tty: bool) -> Callable[[str], Callable[[float], None] | None]:
     return make
 
 
-__all__: Sequence[str] = ("add_budget_options", "anchored", "budget_of", "report_budget")
+__all__: Sequence[str] = ("add_budget_options", "anchored", "budget_json", "budget_of", "report_budget")

@@ -16,7 +16,7 @@ from elb.durations import minutes
 from elb.extras import plot_missing
 from elb.simulate.accounting import read_log
 from elb.simulate.bound import Bound, clairvoyant
-from elb.simulate.budgetcli import add_budget_options, anchored, budget_of, report_budget
+from elb.simulate.budgetcli import add_budget_options, anchored, budget_json, budget_of, report_budget
 from elb.simulate.engine import SimSettings
 from elb.simulate.frontier import Point, bound_line, compare, frontiers
 from elb.simulate.frontier import plot as frontier_plot
@@ -400,6 +400,7 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
                         "max_nodes": prepared.max_nodes,
                         "dispatch": "easy" if args.backfill else args.dispatch,
                         "placement": args.placement,
+                        "budget": budget_json(budget_of(args)),
                         "warm_pool": {
                             "max_nodes": args.warm_pool,
                             "restart_time": args.restart_time,

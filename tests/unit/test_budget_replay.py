@@ -5,6 +5,7 @@ a replay's money (``--spend-by``), adding up to the replay's bill."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 from pathlib import Path
 
@@ -205,3 +206,22 @@ def test_elb_simulate_s_budget_options_go_with_workers_and_sweeps(
     assert main([*base, "--policies", "elb", *sweep]) == 0
     out = capsys.readouterr().out
     assert "elb idle_factor=0.5 90%" in out and "elb idle_factor=1 unconstrained" in out
+
+
+def test_elb_simulate_s_json_gives_the_budget_and_the_passes_it_held(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "log.swf"
+    rows = [
+        f"{j.job_id} {j.submit - ANCHOR:.0f} 0 {j.run:.0f} 8 -1 -1 8 {j.run + 60:.0f} -1 1 1 1 -1 1 -1 -1 -1"
+        for j in burst_jobs(days=0.25)
+    ]
+    log.write_text("\n".join(rows) + "\n")
+    base = ["simulate", str(log), "--max-nodes", "10", "--policies", "elb", "--json"]
+    assert main([*base, "--budget", "20/day", "--budget-horizon", "2h"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["settings"]["budget"] == {"amount": 20.0, "period": "day", "horizon": 7200.0}
+    assert report["results"][0]["budget_held"] > 0
+    assert main(base) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["settings"]["budget"] is None and report["results"][0]["budget_held"] == 0
