@@ -100,13 +100,15 @@ def _shares(text: str) -> list[float]:
 def report_budget(
     args: argparse.Namespace,
     prepared: Prepared,
-    runs: Sequence[tuple[Policy, str]],
+    runs: Sequence[tuple[Policy, str, tuple[Metrics, SimOutcome]]],
     settings: SimSettings,
     *,
     replays: tuple[Sequence[Metrics], Sequence[SimOutcome]],
     tty: bool,
 ) -> None:
-    """Print who spent each replay's money (``--spend-by``), and run and print the budget sweep."""
+    """Print who spent each replay's money (``--spend-by``), and run and print the budget sweep
+    (``runs``: each policy and label with its replay, the sweep's unconstrained one when it had
+    no budget)."""
     results, outs = replays
     prices = {g.name: g.price_per_hour or args.price for g in prepared.groups.groups.groups}
     if args.spend_by is not None:
@@ -119,11 +121,12 @@ def report_budget(
         return
     shares = _shares(args.budget_sweep)
     swept: list[BudgetRun] = []
-    for policy, label in runs:
+    for policy, label, replayed in runs:
         swept += budget_sweep(
             prepared,
             policy,
             settings,
+            free=replayed if settings.budget is None else None,
             billing=args.billing,
             price=args.price,
             label=label,

@@ -317,7 +317,7 @@ def _simulate(args: argparse.Namespace) -> int:
     _report(
         args, wl, prepared, results, groups, billing, spn, pairs, _Frontiers(points, bound, bool(args.sweep), args.poll)
     )
-    runs = [(setup.policy(spec), spec.label) for spec in specs if not spec.pooled]
+    runs = [(setup.policy(spec), spec.label, replays[i]) for i, spec in enumerate(specs) if not spec.pooled]
     report_budget(args, prepared, runs, settings, replays=(results, [out for _, out in replays]), tty=tty)
     return 0
 

@@ -14,7 +14,8 @@ import pytest
 from elb.attribution import By
 from elb.budget import Budget
 from elb.cli import main
-from elb.simulate.budget import ANCHOR, costliest_period, log_users, parse_budget, replay_split
+from elb.simulate.budget import ANCHOR, BudgetRun, costliest_period, log_users, parse_budget, replay_split
+from elb.simulate.budgetsweep import budget_sweep
 from elb.simulate.engine import SimOutcome, SimSettings
 from elb.simulate.report import Metrics
 from elb.simulate.runner import Prepared, build_policy, prepare, replay
@@ -225,3 +226,29 @@ def test_elb_simulate_s_json_gives_the_budget_and_the_passes_it_held(
     assert main(base) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["settings"]["budget"] is None and report["results"][0]["budget_held"] == 0
+
+
+def test_the_budget_sweep_takes_the_unconstrained_replay_already_made() -> None:
+    """``elb simulate --budget-sweep`` without ``--budget`` hands the sweep each policy's own
+    replay as the unconstrained one: the sweep gives what it gives replaying it again."""
+    jobs = burst_jobs(days=0.25)
+    prepared = prepare(Workload("burst", jobs), 8, 20)
+    policy = build_policy("elb", billing="second", slots_per_node=8, boot_time=300, max_nodes=20)
+    settings = SimSettings(max_nodes=20)
+    made = replay(prepared, policy, settings, billing="second", price=1.0, label="elb")
+
+    def sweep(free: tuple[Metrics, SimOutcome] | None) -> list[BudgetRun]:
+        return budget_sweep(
+            prepared,
+            policy,
+            settings,
+            billing="second",
+            price=1.0,
+            label="elb",
+            shares=[60.0],
+            period="day",
+            free=free,
+        )
+
+    given, again = sweep(made), sweep(None)
+    assert given == again and given[0].cost == made[0].cost and given[1].held > 0
