@@ -22,6 +22,7 @@ from elb.exitcodes import Exit
 # Modules that each add subcommands. Keep one line per module.
 COMMAND_MODULES: tuple[str, ...] = (
     "elb.commands",
+    "elb.spendcli",
     "elb.simulate.cli",
     "elb.testcluster.cli",
     "elb.demo",

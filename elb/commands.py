@@ -30,7 +30,7 @@ from elb.nodeview import NodeFacts, nodes_facts
 from elb.provision.ansible import ProvisionError
 from elb.scheduler import SchedulerError, SchedulerRead
 from elb.servable import DemandSplit, NotDemand
-from elb.spend import GroupSpend, spend_by_group
+from elb.spend import GroupSpend, budget_now, spend_by_group
 from elb.stats import window_start
 from elb.timeline import DAY, DURATION_NAMES, TimelineSummary, summarize
 
@@ -402,8 +402,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
     if not nodes:
         print("(no nodes managed by elb)")
-    for spent in _spend(cfg, nodes, now):
-        print(spent.describe())
+    for line in _spend_lines(cfg, journal, nodes, now):
+        print(line)
     print(_boot_summary(journal, now).describe(DAY / 3600))
     if read is not None:
         for line in snapshot_summary(read.snapshot, cfg.cluster.master):
@@ -461,6 +461,7 @@ def _status_json(
         "scheduler": None if snap is None else snapshot_summary(snap, cfg.cluster.master),
         "not_demand": None if split is None else [_not_demand_json(n) for n in split.not_demand],
         "groups": [asdict(s) for s in _spend(cfg, journal.nodes(), now)],
+        "budget": budget.as_json() if (budget := budget_now(journal, cfg, now)) is not None else None,
         "orders": {
             "paused_since": orders.paused_since,
             "pause_reason": orders.pause_reason,
@@ -485,6 +486,14 @@ def _spend(cfg: Config, nodes: Sequence[Node], now: float) -> list[GroupSpend]:
     """Each node group's nodes up now and what they cost so far (``elb.spend``)."""
     p = cfg.policy
     return spend_by_group(nodes, cfg.groups(p.slots_per_node or 1), now, p.billing, p.billing_period)
+
+
+def _spend_lines(cfg: Config, journal: Journal, nodes: Sequence[Node], now: float) -> list[str]:
+    """Each group's spend, and with ``policy.budget`` the period's spend, projection and whether
+    the budget holds launches (``elb.spend.budget_now``)."""
+    lines = [spent.describe() for spent in _spend(cfg, nodes, now)]
+    budget = budget_now(journal, cfg, now)
+    return lines + list(budget.lines if budget is not None else ())
 
 
 def _demand_or_none(cfg: Config, journal: Journal, read: SchedulerRead, nodes: Sequence[Node]) -> DemandSplit | None:

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from elb import yamlfile
+from elb.budget import Budget
 from elb.durations import PacingSeconds, PositiveSeconds, Seconds, parse
 from elb.groups import SPOT_NOT_STOPPED, LaunchTemplate, NodeGroup, NodeGroups, default_group
 from elb.naming import MAX_NODES
@@ -79,6 +80,9 @@ class PolicyConfig(_Strict):
     launch_delay: Seconds = 0.0  # grow=forecast: count a waiting job as demand once it has waited this long
     # The one group's warm pool without node_groups (elb.warmpool, elb.poolplan).
     warm_pool: WarmPool = Field(default_factory=WarmPool)
+    # At most this much money a day, week or month: launches are paced to it (elb.budget; needs
+    # node_groups with a price_per_hour). None: no budget.
+    budget: Budget | None = None
 
     @model_validator(mode="after")
     def _check(self) -> PolicyConfig:
@@ -317,6 +321,18 @@ class Config(_Strict):
         one-time spot instances, which EC2 cannot stop (node groups check their own market)."""
         if self.node_groups is None and self.cloud.ec2.spot and self.policy.warm_pool.enabled:
             raise ValueError(f"policy.warm_pool: {SPOT_NOT_STOPPED} (cloud.ec2.spot is true)")
+        return self
+
+    @model_validator(mode="after")
+    def _budget_has_prices(self) -> Config:
+        """A budget is money: every node group needs its price (``price_per_hour``)."""
+        if self.policy.budget is not None and (
+            self.node_groups is None or any(g.price_per_hour is None for g in self.node_groups)
+        ):
+            raise ValueError(
+                "policy.budget: a budget needs the nodes' prices: set node_groups, each with a price_per_hour "
+                "(US dollars an hour)"
+            )
         return self
 
     @model_validator(mode="after")

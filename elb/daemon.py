@@ -40,6 +40,7 @@ from elb.poolplan import groups_of
 from elb.reconcile import RepairKind
 from elb.scheduler import Scheduler, SchedulerError, SchedulerRead
 from elb.sdnotify import KeepAlive, Notifier
+from elb.spend import SpendCache, read_spend
 from elb.state import GONE, busy_hosts, join, seen
 from elb.stats import StatsRow, append_row, held_and_error
 
@@ -113,6 +114,7 @@ class Balancer:
         self._nodes_at_start: list[Node] = []
         self._watching_since: float | None = None  # the first live pass's time (see reconcile.lost_for)
         self._repair_fails: dict[tuple[RepairKind, str], int] = {}  # failed passes in a row, per repair
+        self.spend_cache = SpendCache()  # the budget's gone nodes, kept between passes (elb.spend.read_spend)
         pooled = [g.name for g in groups_of(config).groups if g.warm_pool.enabled]
         if pooled:
             log.info("warm pool of %s: idle nodes are stopped, and started again for demand", ", ".join(pooled))
@@ -259,8 +261,9 @@ class Balancer:
         )
 
     def _for_scaling(self, inputs: PassInputs, read: SchedulerRead) -> PassInputs:
-        """``inputs`` with what only scaling reads: the demand (the scheduler's: ``demand``) and
-        the back-off the journal's bring-ups set. Gathered only when the repairs let scaling go on."""
+        """``inputs`` with what only scaling reads: the demand (the scheduler's: ``demand``), the
+        back-off the journal's bring-ups set, and with ``policy.budget`` what its period has cost so
+        far (``elb.spend.read_spend``). Gathered only when the repairs let scaling go on."""
         demand, error = None, ""
         try:
             demand = self.scheduler.demand(read, inputs.nodes, self.node_slots)
@@ -273,7 +276,9 @@ class Balancer:
             self.last.unservable_jobs = len(demand.unservable)
         b = self.config.backoff
         backoff = compute_backoff(self.journal.bring_up_events(), initial=b.initial, maximum=b.max)
-        return dataclasses.replace(inputs, demand=demand, demand_error=error, backoff=backoff)
+        now = inputs.snapshot.now
+        spend = read_spend(self.journal, self.config, now, records=inputs.nodes, cache=self.spend_cache)
+        return dataclasses.replace(inputs, demand=demand, demand_error=error, backoff=backoff, spend=spend)
 
     def _template_versions(self, nodes: Sequence[Node]) -> dict[str, str]:
         """Each group's launch template version now, when a node is stopped in a warm pool and

@@ -24,6 +24,7 @@ from elb.model import Node, Plan, Snapshot
 from elb.planner import PassPlan
 from elb.scheduler import Scheduler
 from elb.servable import NotDemand
+from elb.spend import BudgetNow, budget_now
 
 
 def build_cloud(cfg: Config, make_cloud: Callable[[Config], Cloud]) -> tuple[Cloud | None, str]:
@@ -59,6 +60,7 @@ def dry_run(
         )
         result = balancer.run_pass(dry_run=True)
         nodes = journal.nodes(include_gone=True)
+        budget = budget_now(journal, cfg, result.now) if result.ok else None
         cloud_read = result.cloud_note or f"not read ({cloud_error})"
     finally:
         journal.close()
@@ -83,6 +85,7 @@ def dry_run(
                     slots_from=source,
                     planned=result.planned,
                     cloud=cloud_read,
+                    budget=budget,
                 ),
                 indent=2,
             )
@@ -112,9 +115,18 @@ def dry_run(
         for n in balancer.last.not_demand:
             out(f"  {n.describe()}")
     out("plan (dry run, nothing changed):")
-    for line in result.planned.describe():
+    for line in plan_lines(result.planned, budget):
         out(f"  {line}")
     return Exit.OK, None
+
+
+def plan_lines(planned: PassPlan, budget: BudgetNow | None) -> list[str]:
+    """The plan's lines; with a budget that paced no launch (scaling did not go on), the budget
+    as it stands."""
+    lines = planned.describe()
+    if budget is not None and planned.budget is None:
+        lines += budget.lines
+    return lines
 
 
 def plan_json(
@@ -128,6 +140,7 @@ def plan_json(
     slots_from: str,
     planned: PassPlan,
     cloud: str,
+    budget: BudgetNow | None = None,
 ) -> dict[str, object]:
     """The dry run's plan as one JSON-ready object (README, "elb once --dry-run --json")."""
     master = cfg.cluster.master
@@ -183,5 +196,23 @@ def plan_json(
         "scaling": planned.scaling is not None,
         "scaling_note": planned.scaling_note,
         "cloud": cloud,
+        "budget": _budget_json(planned, budget),
         "lines": planned.describe(),
+    }
+
+
+def _budget_json(planned: PassPlan, budget: BudgetNow | None) -> dict[str, object] | None:
+    """The budget (``policy.budget``): the period's spend so far and its projection, whether it
+    holds launches back (this plan's, or with none planned, one more node of any group), and the
+    launches it held."""
+    if budget is None:
+        return None
+    check = planned.budget
+    held = list(check.held) if check is not None else []
+    holding = check.holding if check is not None else budget.holding
+    return budget.as_json() | {
+        "holding": holding,
+        "held": held,
+        "too_wide": check.too_wide if check is not None else 0,
+        "reason": check.reason if check is not None else "",
     }

@@ -374,6 +374,14 @@ class Journal:
         return [Event(float(t), str(n), NodeState(str(s)), i, d) for t, n, s, i, d in rows]
 
     @_locked
+    def events_since(self, since: float) -> list[Event]:
+        """The events at or after ``since``, oldest first (what a budget's spend is read from)."""
+        rows = self._db.execute(
+            "SELECT time, node, state, instance_id, detail FROM events WHERE time >= ? ORDER BY id", (since,)
+        ).fetchall()
+        return [Event(float(t), str(n), NodeState(str(s)), i, d) for t, n, s, i, d in rows]
+
+    @_locked
     def bring_up_events(self, limit: int = 5000) -> list[Event]:
         """The newest ``limit`` events that start or end a bring-up (requested, ready, failed),
         oldest first: what the launch back-off is computed from."""

@@ -28,7 +28,7 @@ from prometheus_client.registry import Collector
 from elb import __version__
 from elb.model import NodeState
 from elb.poolplan import group_of
-from elb.spend import spend_by_group
+from elb.spend import BudgetNow, SpendCache, budget_now, spend_by_group
 from elb.timeline import DURATION_NAMES, Step, Timeline
 
 if TYPE_CHECKING:
@@ -127,6 +127,7 @@ class Observed(Protocol):
 class BalancerCollector(Collector):
     def __init__(self, balancer: Observed) -> None:
         self.balancer = balancer
+        self.spend_cache = SpendCache()  # the budget's gone nodes, kept between scrapes
 
     def collect(self) -> Iterator[Metric]:
         b = self.balancer
@@ -237,10 +238,50 @@ class BalancerCollector(Collector):
             if spent.per_hour is not None:
                 g.add_metric([spent.group], spent.per_hour)
         yield g
+        budget = budget_now(b.journal, b.config, b.clock(), cache=self.spend_cache) if p.budget is not None else None
+        yield from budget_families(budget)
         c = CounterMetricFamily("elb_ec2_notices", "EC2 notices about managed nodes, by kind", labels=["kind"])
         for kind, count in sorted(b.counters.notices.items()):
             c.add_metric([kind], count)
         yield c
+
+
+def budget_families(budget: BudgetNow | None) -> Iterator[Metric]:
+    """The budget's gauges (``policy.budget``; without one, the families with no sample): its
+    amount, the period's spend so far, its projection to the period's end, and whether it holds
+    launches now (``elb.spend.budget_now``)."""
+    money = "US dollars; policy.budget"
+    families = [
+        GaugeMetricFamily(
+            "elb_budget_dollars",
+            f"The budget's amount a period ({money}), by period",
+            labels=["period"],
+            unit="dollars",
+        ),
+        GaugeMetricFamily(
+            "elb_budget_spent_dollars",
+            f"What the budget's period has cost so far: the nodes billed at their prices, the stopped nodes' volumes"
+            f" ({money})",
+            labels=["period"],
+            unit="dollars",
+        ),
+        GaugeMetricFamily(
+            "elb_budget_projected_dollars",
+            f"The period's cost so far and what runs now run to the period's end ({money})",
+            labels=["period"],
+            unit="dollars",
+        ),
+        GaugeMetricFamily(
+            "elb_budget_holding",
+            "1 when the budget holds launches back (no room for one more node of any group to its period's end)",
+            labels=["period"],
+        ),
+    ]
+    if budget is not None:
+        c = budget.check
+        for family, value in zip(families, (c.amount, c.spent, c.projected, float(budget.holding)), strict=True):
+            family.add_metric([c.period], value)
+    yield from families
 
 
 def metrics_registry(balancer: Observed, passes: PassMetrics) -> CollectorRegistry:

@@ -7,6 +7,7 @@ their reasons, out. No I/O; time is passed in.
   the back-off, in one call
   that the daemon runs live and its tests run on values;
 - ``limit_launches``: the policy's plan with its launches cut by the back-off;
+- ``pace_launches``: the launches and warm-pool restarts left, cut by the budget (``elb.budget``);
 - ``drain_verdict``: after ``qmod -d`` and a fresh read, may the node go on to deregistration?
 - ``cleanup_verdict``: a node whose deregistration play failed: terminate it, or keep it?
 - ``repairs_hold_scaling``: do this pass's repairs make scaling wait for the next pass (a
@@ -20,12 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from elb.askplan import Answer, AskPlan, Decline, plan_asks
 from elb.backoff import Backoff
+from elb.budget import BudgetCheck, Launch, Spend, pace, period_bounds, room
 from elb.config import Config
 from elb.durations import minutes
 from elb.interfaces import Instance, Notice
@@ -35,10 +37,11 @@ from elb.noticeplan import NoticePlan, plan_moves, plan_notices
 from elb.orders import Orders, apply_orders
 from elb.policy import Policy
 from elb.policy.grouped import decide_demand
-from elb.poolplan import PoolPlan, groups_of, plan_pool, pooled_hosts_left_out
+from elb.policy.placement import width
+from elb.poolplan import PoolPlan, group_of, groups_of, plan_pool, pooled_hosts_left_out
 from elb.reconcile import Repair, RepairKind, repairs_of
 from elb.scheduler import Ask, Dropped
-from elb.servable import DemandSplit
+from elb.servable import DemandSplit, NotDemand
 from elb.state import ClusterState, JoinIndex, join
 
 RepairKey = tuple[RepairKind, str]  # a repair of one kind on one node
@@ -67,6 +70,75 @@ def held_why(backoff: Backoff, now: float, allowed: int, wanted: int) -> str:
     else:
         why = f"launching {allowed} of {wanted} (a probe)"
     return why + f" after {backoff.rounds} failed launch round(s) in a row ({backoff.cause}: {backoff.last_failure})"
+
+
+def pace_launches(  # noqa: PLR0917 (the plan's two parts, the spend, and the pass's facts)
+    plan: Plan, pool: PoolPlan, spend: Spend, config: Config, now: float, record_of: Callable[[str], Node | None]
+) -> tuple[Plan, PoolPlan, BudgetCheck]:
+    """``plan``'s launches and ``pool``'s restarts that the budget lets start (``elb.budget.pace``:
+    restarts first, then launches, in order), the others held, with the budget's verdict. A
+    launch adds its group's price; a restart its price less the volumes its stopped node costs
+    already. Removals, stops and expiries are untouched."""
+    assert config.policy.budget is not None
+    groups = groups_of(config)
+    wanted: list[Launch] = []
+    for r in pool.restarts:
+        record = record_of(r.node)
+        g = group_of(record, groups) if record is not None else groups.groups[0]
+        wanted.append(Launch(r.node, (g.price_per_hour or 0.0) - g.warm_pool.volume_price_per_hour))
+    for name in plan.add_names:
+        g = groups.get(plan.add_groups.get(name, "")) or groups.groups[0]
+        wanted.append(Launch(name, g.price_per_hour or 0.0))
+    check = pace(config.policy.budget, spend, wanted, now)
+    if not check.held:
+        return plan, pool, check
+    held = set(check.held)
+    check = dataclasses.replace(check, restarts_held=sum(1 for r in pool.restarts if r.node in held))
+    pool = dataclasses.replace(pool, restarts=tuple(r for r in pool.restarts if r.node not in held))
+    names = tuple(n for n in plan.add_names if n not in held)
+    why = check.reason
+    kept = f"{plan.add_reason}; " if plan.add_reason and names else ""
+    plan = dataclasses.replace(
+        plan,
+        add=len(names),
+        add_names=names,
+        add_groups=MappingProxyType({n: g for n, g in plan.add_groups.items() if n in names}),
+        add_reason=f"{kept}{why}" if names else "",
+        reason="; ".join(r for r in (plan.reason, why) if r),
+    )
+    return plan, pool, check
+
+
+def within_budget(demand: DemandSplit, nodes: Sequence[Node], spend: Spend, config: Config, now: float) -> DemandSplit:
+    """``demand`` without the wide jobs that need more nodes than the budget lets their group
+    have (its nodes up, and the more nodes ``elb.budget.room`` affords): they are not demand
+    this pass (not yet, at the latest when the period ends), so no node is launched for them,
+    none of a few nodes that could never start them, and no idle node is kept for them."""
+    budget = config.policy.budget
+    assert budget is not None
+    groups = groups_of(config)
+    first = groups.groups[0].name
+    prices = {g.name: g.price_per_hour or 0.0 for g in groups.groups}
+    more = room(budget, spend, prices, now)
+    up: dict[str, int] = dict.fromkeys(prices, 0)
+    for n in nodes:
+        if n.state.alive:
+            up[group_of(n, groups).name] += 1
+    _, end = period_bounds(budget, now)
+    held: list[NotDemand] = []
+    for job in demand.snapshot.pending:
+        name = demand.group_of.get(job, first)
+        g = groups.get(name) or groups.groups[0]
+        need = width(job.slots, g.slots)
+        have = up.get(g.name, 0) + more.get(g.name, 0)
+        if need > have:
+            why = f"needs {need} nodes of group {g.name}; the budget lets it have {have} this {budget.period}"
+            held.append(NotDemand(job, why, end))
+    if not held:
+        return demand
+    out = {id(h.job) for h in held}
+    snapshot = dataclasses.replace(demand.snapshot, jobs=tuple(j for j in demand.snapshot.jobs if id(j) not in out))
+    return dataclasses.replace(demand, snapshot=snapshot, not_demand=(*demand.not_demand, *held))
 
 
 class Drain(enum.StrEnum):
@@ -176,6 +248,9 @@ class PassInputs:
     interrupted: tuple[tuple[int, int, bool], ...] = ()  # (job, spot interruptions, bound already)
     scheduler: str = "SGE"  # the scheduler's name, in the reasons
     index: JoinIndex | None = None  # what the simulator keeps of the joined state (``elb.state.JoinIndex``)
+    # The budget's period so far and the rate spent now (``elb.spend.read_spend``), gathered with
+    # the demand when ``policy.budget`` is set; None: no budget (launches are not paced).
+    spend: Spend | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,10 +275,13 @@ class PassPlan:
     moves: tuple[Move, ...] = ()  # jobs to bind to on-demand nodes
     declines: tuple[Decline, ...] = ()  # nodes the scheduler asked for that elb gives back
     answers: tuple[Answer, ...] = ()  # the scheduler's asks elb is done with
+    budget: BudgetCheck | None = None  # the budget's verdict on the launches (``policy.budget``)
 
     @property
     def launches_held(self) -> int:
-        return self.wanted - (self.scaling.add if self.scaling is not None else 0)
+        """Launches the back-off held (the budget's: ``budget.held``)."""
+        by_budget = len(self.budget.held) - self.budget.restarts_held if self.budget is not None else 0
+        return self.wanted - (self.scaling.add if self.scaling is not None else 0) - by_budget
 
     def describe(self) -> list[str]:
         """Plain-words lines, in the order the pass starts them (``elb once --dry-run``)."""
@@ -219,6 +297,8 @@ class PassPlan:
             lines.append(f"no scaling this pass: {self.scaling_note}")
         else:
             lines += self.scaling.describe()
+        if self.budget is not None:
+            lines.append(self.budget.describe())
         lines += [f"give back {d.node}: {d.reason}" for d in self.declines]
         lines += [f"bind job {m.job} to on-demand nodes: {m.reason}" for m in self.moves]
         return lines
@@ -282,7 +362,11 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
         return dataclasses.replace(base, scaling_note=inputs.demand_error or "the demand is not known")
     if inputs.backoff is None:
         return dataclasses.replace(base, scaling_note="the launch back-off is not known")
-    plan = scale(inputs, policy, now, state)
+    planned_on = inputs
+    if config.policy.budget is not None and inputs.spend is not None and inputs.demand.snapshot.pending:
+        paced = within_budget(inputs.demand, inputs.nodes, inputs.spend, config, now)
+        planned_on = dataclasses.replace(inputs, demand=paced)
+    plan = scale(planned_on, policy, now, state)
     declines = list(asks.declines)
     if inputs.asks is not None:
         plan, held = _named(plan, asks, inputs.orders)
@@ -307,15 +391,23 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
         else (plan, _NO_POOL)
     )
     wanted = plan.add
+    since = {a.node: a.since for a in asks.launch}
     if plan.add:
         limited = limit_launches(plan, inputs.backoff, now)
         if inputs.asks is not None:
             cut = [name for name in plan.add_names if name not in limited.add_names]
             why = held_why(inputs.backoff, now, limited.add, plan.add)
-            since = {a.node: a.since for a in asks.launch}
             declines += [Decline(name, since[name], why) for name in cut if name in since]
         plan = limited
-    return dataclasses.replace(base, scaling=plan, wanted=wanted, pool=pool, declines=tuple(declines))
+    budget = None
+    if config.policy.budget is not None and inputs.spend is not None:
+        plan, pool, budget = pace_launches(plan, pool, inputs.spend, config, now, state.record)
+        if planned_on.demand is not None and inputs.demand is not planned_on.demand:
+            too_wide = len(planned_on.demand.not_demand) - len(inputs.demand.not_demand)
+            budget = dataclasses.replace(budget, too_wide=too_wide)
+        if inputs.asks is not None:
+            declines += [Decline(name, since[name], budget.reason) for name in budget.held if name in since]
+    return dataclasses.replace(base, scaling=plan, wanted=wanted, pool=pool, declines=tuple(declines), budget=budget)
 
 
 _NO_NOTICES = NoticePlan()

@@ -16,6 +16,7 @@ from elb.durations import minutes
 from elb.extras import plot_missing
 from elb.simulate.accounting import read_log
 from elb.simulate.bound import Bound, clairvoyant
+from elb.simulate.budgetcli import add_budget_options, anchored, budget_json, budget_of, report_budget
 from elb.simulate.engine import SimSettings
 from elb.simulate.frontier import Point, bound_line, compare, frontiers
 from elb.simulate.frontier import plot as frontier_plot
@@ -23,7 +24,7 @@ from elb.simulate.frontier import table as frontier_table
 from elb.simulate.groups import SimGroups, SimGroupsError, load_groups, one_group
 from elb.simulate.report import Billing, Metrics, group_table, plot, pool_table, table
 from elb.simulate.runner import Prepared, SimError, prepare
-from elb.simulate.sweep import Setup, default_workers, plan_runs, run_all
+from elb.simulate.sweep import Setup, default_workers, plan_runs, replay_all
 from elb.simulate.swf import SwfError, Workload, overrun
 from elb.warmpool import WarmPool
 
@@ -161,6 +162,7 @@ def register(sub: Any) -> None:
         "the launch back-off then holds launches as it does live",
     )
     p.add_argument("--no-fast-forward", action="store_true", help="call the policy at every poll")
+    add_budget_options(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--plot", type=Path, default=None, metavar="FILE.png", help="draw cost against p95 wait")
     p.set_defaults(func=cmd_simulate)
@@ -259,6 +261,7 @@ def _checked_policies(args: argparse.Namespace) -> list[str]:
 
 def _simulate(args: argparse.Namespace) -> int:
     names = _checked_policies(args)
+    budget = budget_of(args)
     spn = args.slots_per_node
     billing: Billing = args.billing
     groups = None
@@ -273,6 +276,8 @@ def _simulate(args: argparse.Namespace) -> int:
     wl = overrun(
         read_log(args.log, start=args.start * 86400.0, days=args.days), args.overrun, args.overrun_hours, args.seed
     )
+    if budget is not None or args.budget_sweep:  # the replay starts at a budget period's start
+        wl = anchored(wl)
     prepared = prepare(wl, spn, _max_nodes(args.max_nodes, wl.max_procs, spn), groups=groups)
     if groups is not None:  # the first group's size stands for "a node" where one figure is needed
         spn = groups.groups.groups[0].slots
@@ -288,6 +293,9 @@ def _simulate(args: argparse.Namespace) -> int:
         fast_forward=not args.no_fast_forward,
         price_per_hour=args.price,
         provision_failure_rate=args.provision_failure_rate,
+        budget=budget,
+        billing=billing,
+        record=args.spend_by is not None,
     )
     # The same replay with the one group's warm pool, beside each run without it.
     pooled = None if pool is None else dataclasses.replace(prepared, groups=one_group(spn, prepared.max_nodes, pool))
@@ -295,19 +303,22 @@ def _simulate(args: argparse.Namespace) -> int:
     specs = plan_runs(setup, names, [_kv(s, "--set") for s in args.set], args.sweep or [])
     tty = sys.stderr.isatty() and not args.json
     workers = args.workers or default_workers()
-    results = run_all(
+    replays = replay_all(
         setup,
         specs,
         workers,
         progress=_Progress if tty else None,
         done=_count_done if tty else None,
     )
+    results = [m for m, _ in replays]
     pairs = [(results[i - 1], results[i]) for i, spec in enumerate(specs) if spec.pooled]
     bound = clairvoyant(prepared, settings, price=args.price) if args.bound else None
     points = [Point.of(spec, m) for spec, m in zip(specs, results, strict=True) if not spec.pooled]
     _report(
         args, wl, prepared, results, groups, billing, spn, pairs, _Frontiers(points, bound, bool(args.sweep), args.poll)
     )
+    runs = [(setup.policy(spec), spec.label, replays[i]) for i, spec in enumerate(specs) if not spec.pooled]
+    report_budget(args, prepared, runs, settings, replays=(results, [out for _, out in replays]), tty=tty)
     return 0
 
 
@@ -389,6 +400,7 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
                         "max_nodes": prepared.max_nodes,
                         "dispatch": "easy" if args.backfill else args.dispatch,
                         "placement": args.placement,
+                        "budget": budget_json(budget_of(args)),
                         "warm_pool": {
                             "max_nodes": args.warm_pool,
                             "restart_time": args.restart_time,

@@ -74,6 +74,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from elb.backoff import Tracker
+from elb.budget import Budget
 from elb.config import Config, PolicyConfig
 from elb.interfaces import Instance
 from elb.journal import Event
@@ -86,9 +87,11 @@ from elb.policy.grouped import GroupedPolicy
 from elb.policy.placement import FreeIndex, host_order, width
 from elb.policy.tally import Changes
 from elb.servable import DemandSplit
+from elb.simulate.budget import BudgetMeter
 from elb.simulate.groups import Assignment, SimGroups, assign, one_group
 from elb.simulate.swf import SimJob
 from elb.simulate.waiting import WaitingJobs
+from elb.spend import Billing
 from elb.state import ClusterState, JoinIndex
 from elb.warmpool import Pooled, WarmPool, due, keep_time, volume_cost
 
@@ -111,6 +114,7 @@ def sim_config(settings: SimSettings, groups: SimGroups, max_nodes: int) -> Conf
             "max_nodes": max_nodes,
             "boot_time": settings.boot_time + settings.boot_jitter / 2,
             "poll_interval": settings.poll_interval,
+            "budget": settings.budget,
         }
     )
     base = Config()
@@ -158,6 +162,10 @@ class SimSettings:
     provision_failure_rate: float = 0.0
     backoff_initial: float = 60.0
     backoff_max: float = 3600.0
+    # A budget (``policy.budget``): the planner paces launches on the replay's spend in its period
+    # (``elb.simulate.budget.BudgetMeter``), billed by ``billing``. None: no budget.
+    budget: Budget | None = None
+    billing: Billing = "second"
 
 
 @dataclass(slots=True)
@@ -253,6 +261,7 @@ class SimOutcome:
     launches_held: int = 0  # launches the policy wanted that the back-off held
     backoff_rounds: int = 0  # the most failed rounds in a row the back-off reached
     repairs: int = 0  # repairs the planner asked for (none on a replay where nothing breaks)
+    budget_held: int = 0  # passes at which the budget held a launch or a restart (``SimSettings.budget``)
 
 
 @dataclass(slots=True)
@@ -365,6 +374,7 @@ class Simulator:
         self._suspects: dict[str, None] = {}
         self._pooled_records: dict[str, Node] = {}
         self.last_inputs: PassInputs | None = None  # the planner's inputs at the last decision
+        self.meter = None if settings.budget is None else BudgetMeter(settings.budget, settings.billing)
         for name in next_names((), initial_nodes):
             self._launch(name, self.t0, boot=0.0)
         if settings.master_exec_slots > 0:
@@ -772,6 +782,7 @@ class Simulator:
             in_flight=frozenset(self._booting),
             watched_since=self.t0,
             index=index,
+            spend=None if self.meter is None else self.meter.spend(self, now),
         )
         self.last_inputs = inputs
         return plan_pass(inputs, self.config, self.policy, now)
@@ -797,6 +808,7 @@ class Simulator:
         if plan is None:
             return changed
         self.out.launches_held += pp.launches_held
+        self.out.budget_held += pp.budget is not None and pp.budget.holding
         self.out.backoff_rounds = max(self.out.backoff_rounds, self.backoff.state.rounds)
         for removal in plan.remove:
             node = self.nodes.get(removal.node)

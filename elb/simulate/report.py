@@ -127,6 +127,7 @@ class Metrics:
     failed_bringups: int = 0  # bring-ups whose provisioning failed (--provision-failure-rate)
     launches_held: int = 0  # launches the back-off held
     backoff_rounds: int = 0  # the most failed rounds in a row the back-off reached
+    budget_held: int = 0  # passes at which the budget held a launch or a restart (--budget)
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -202,6 +203,7 @@ def metrics(
         failed_bringups=out.failed_bringups,
         launches_held=out.launches_held,
         backoff_rounds=out.backoff_rounds,
+        budget_held=out.budget_held,
     )
 
 

@@ -16,12 +16,16 @@ import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from elb.policy.base import Policy
-from elb.simulate.engine import SimSettings
+from elb.simulate.engine import SimOutcome, SimSettings
 from elb.simulate.groups import SimGroups
 from elb.simulate.report import Billing, Metrics
 from elb.simulate.runner import Prepared, SimError, build_policy, has_param, param_value, replay, with_param
+
+T = TypeVar("T")
+Replayed = tuple[Metrics, SimOutcome]  # a replay's metrics and its raw outcome
 
 # Each policy's own knob(s) and the values a bare ``--sweep`` tries (the default among them):
 # Slurm's SuspendTime, ParallelCluster's scaledown idle time, StarCluster's wait_time (it takes
@@ -133,9 +137,10 @@ def plan_runs(
     return specs
 
 
-def run_one(setup: Setup, spec: RunSpec, progress: Callable[[float], None] | None = None) -> Metrics:
+def replay_one(setup: Setup, spec: RunSpec, progress: Callable[[float], None] | None = None) -> Replayed:
+    """One replay's metrics and its raw outcome."""
     prepared = setup.pooled if spec.pooled and setup.pooled is not None else setup.prepared
-    m, _ = replay(
+    return replay(
         prepared,
         setup.policy(spec),
         setup.settings,
@@ -144,7 +149,10 @@ def run_one(setup: Setup, spec: RunSpec, progress: Callable[[float], None] | Non
         label=spec.label,
         progress=progress,
     )
-    return m
+
+
+def run_one(setup: Setup, spec: RunSpec, progress: Callable[[float], None] | None = None) -> Metrics:
+    return replay_one(setup, spec, progress)[0]
 
 
 _SETUP: Setup | None = None  # a worker's own copy, set once when it starts
@@ -160,12 +168,39 @@ def _run_in_worker(spec: RunSpec) -> Metrics:
     return run_one(_SETUP, spec)
 
 
+def _replay_in_worker(spec: RunSpec) -> Replayed:
+    assert _SETUP is not None
+    return replay_one(_SETUP, spec)
+
+
 def default_workers() -> int:
     """The CPUs this process may use."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+def _map(  # noqa: PLR0917 (run_all's and replay_all's arguments, with the function each runs)
+    setup: Setup,
+    specs: Sequence[RunSpec],
+    workers: int,
+    here: Callable[[Setup, RunSpec, Callable[[float], None] | None], T],
+    there: Callable[[RunSpec], T],
+    progress: Callable[[str], Callable[[float], None] | None] | None,
+    done: Callable[[int, int], None] | None,
+) -> list[T]:
+    if workers <= 1 or len(specs) <= 1:
+        return [here(setup, s, progress(s.label) if progress else None) for s in specs]
+    results: list[T] = []
+    ctx = multiprocessing.get_context("spawn" if os.name != "posix" else "fork")
+    with ctx.Pool(min(workers, len(specs)), initializer=_start_worker, initargs=(setup,)) as pool:
+        ordered: Iterator[T] = pool.imap(there, specs)
+        for i, r in enumerate(ordered, 1):
+            results.append(r)
+            if done is not None:
+                done(i, len(specs))
+    return results
 
 
 def run_all(
@@ -179,17 +214,30 @@ def run_all(
     """Every replay's metrics, in the order of ``specs``: in this process when one worker (or
     one replay) is asked for (``progress`` then draws each one), else in ``workers`` processes
     (``done`` told of each finished replay)."""
-    if workers <= 1 or len(specs) <= 1:
-        return [run_one(setup, s, progress(s.label) if progress else None) for s in specs]
-    results: list[Metrics] = []
-    ctx = multiprocessing.get_context("spawn" if os.name != "posix" else "fork")
-    with ctx.Pool(min(workers, len(specs)), initializer=_start_worker, initargs=(setup,)) as pool:
-        ordered: Iterator[Metrics] = pool.imap(_run_in_worker, specs)
-        for i, m in enumerate(ordered, 1):
-            results.append(m)
-            if done is not None:
-                done(i, len(specs))
-    return results
+    return _map(setup, specs, workers, run_one, _run_in_worker, progress, done)
 
 
-__all__: Sequence[str] = ("KNOBS", "RunSpec", "Setup", "default_workers", "parse_sweeps", "plan_runs", "run_all")
+def replay_all(
+    setup: Setup,
+    specs: Sequence[RunSpec],
+    workers: int,
+    *,
+    progress: Callable[[str], Callable[[float], None] | None] | None = None,
+    done: Callable[[int, int], None] | None = None,
+) -> list[Replayed]:
+    """``run_all`` with each replay's raw outcome too (its node lives and placements with
+    ``SimSettings.record``: what ``--spend-by`` and ``--budget-sweep`` read)."""
+    return _map(setup, specs, workers, replay_one, _replay_in_worker, progress, done)
+
+
+__all__: Sequence[str] = (
+    "KNOBS",
+    "Replayed",
+    "RunSpec",
+    "Setup",
+    "default_workers",
+    "parse_sweeps",
+    "plan_runs",
+    "replay_all",
+    "run_all",
+)

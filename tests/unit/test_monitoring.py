@@ -439,7 +439,7 @@ def test_the_dashboard_shows_every_series_elb_serves(families: dict[str, Metric]
     assert sorted(set(families) - shown) == []
 
 
-GRAFANA_UNITS = {"seconds": "s", "dollars_per_hour": "currencyUSD", "": "short"}
+GRAFANA_UNITS = {"seconds": "s", "dollars_per_hour": "currencyUSD", "dollars": "currencyUSD", "": "short"}
 
 
 def query_unit(expr: str, served: dict[str, Metric]) -> set[str]:

@@ -124,6 +124,8 @@ class Rig:
 def rig(tmp: Path, *, ok: bool = True, notices: Any = None, **settings: Any) -> Rig:
     policy = {"max_nodes": 4, "slots_per_node": 2, "billing": "second", "idle_time": 3600}
     policy.update(settings.pop("policy", {}))
+    if "node_groups" in settings:  # each group sets its own slots
+        del policy["slots_per_node"]
     cfg = parse_config(
         {
             "scheduler": "slurm",
@@ -425,3 +427,20 @@ def test_a_slow_scontrol_holds_neither_the_passes_nor_sends_a_give_back_twice(tm
     assert [c[1] for c in r.scontrol("power_down_force")] == ["node002"]
     assert [a.node for a in r.journal.asks()] == []
     r.bal.executor.shutdown()
+
+
+def test_the_asks_the_budget_holds_are_given_back_to_slurm_as_the_back_off_s_are(tmp_path: Path) -> None:
+    """Two asks, a budget with room for one node to the day's end: one is launched, the other
+    goes back to Slurm (``scontrol power_down_force``) and its ask is answered with the budget's
+    reason."""
+    groups = [{"name": "compute", "slots": 2, "max_nodes": 4, "price_per_hour": 1.0}]
+    hours_left = (86400 - NOW % 86400) / 3600
+    r = rig(tmp_path, policy={"budget": {"amount": 1.5 * hours_left, "period": "day"}}, node_groups=groups)
+    r.slurm.ask("node001", "node002")
+    r.ask(RequestKind.RESUME, "node001,node002")
+    summary = r.run()
+    assert r.cloud.launched == ["node001"]
+    assert [c[1] for c in r.scontrol("power_down_force")] == ["node002"]
+    assert "given back node002" in summary
+    answers = {n: a for n, _k, _t, a in r.journal.answered_asks()}
+    assert answers["node002"].startswith("given back: budget: holding 1 of 2 launch(es)")
