@@ -1,6 +1,6 @@
 """elb's configuration: one YAML file, validated on load.
 
-Every option, its default and its meaning is in the README ("Configuration").
+Every option, its default and its meaning is in docs/configuration.md.
 Unknown keys are errors: a typo must not silently fall back to a default.
 """
 
