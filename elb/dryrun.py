@@ -129,7 +129,7 @@ def plan_json(
     planned: PassPlan,
     cloud: str,
 ) -> dict[str, object]:
-    """The dry run's plan as one JSON-ready object (README, "elb once --dry-run --json")."""
+    """The dry run's plan as one JSON-ready object (docs/operations.md, "The dry run")."""
     master = cfg.cluster.master
     first = groups.groups[0].name
     workers = [h for h in snap.hosts if h.name != master]
