@@ -2,7 +2,7 @@
 
 Each subcommand lives in its own module with a ``register(subparsers)`` function that adds
 its parser and sets ``func`` (called with the parsed arguments, returns the exit code: one of
-``elb.exitcodes.Exit``, listed in the README; argparse exits 2 on a bad command line).
+``elb.exitcodes.Exit``, listed in docs/operations.md; argparse exits 2 on a bad command line).
 
 Two options go before the command as well: ``-c``/``--config FILE`` (``elb -c FILE run`` is
 ``elb run -c FILE``, for the commands that read a config), and ``-v``/``--verbose`` (debug lines).

@@ -1,6 +1,6 @@
 """elb's configuration: one YAML file, validated on load.
 
-Every option, its default and its meaning is in the README ("Configuration").
+Every option, its default and its meaning is in docs/configuration.md.
 Unknown keys are errors: a typo must not silently fall back to a default.
 """
 
@@ -509,7 +509,7 @@ def load_config(path: Path | None = None, *, choose: str = "give another with --
     if doc.data is None or doc.data == {}:
         raise ConfigError(
             f"{source}: the file is empty; a config has at least one key, e.g. '{MINIMUM_CONFIG}' "
-            "(every key left out has its default: README, Configuration)"
+            "(every key left out has its default: docs/configuration.md)"
         )
     if not isinstance(doc.data, dict):
         raise ConfigError(

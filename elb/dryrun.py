@@ -142,7 +142,7 @@ def plan_json(
     cloud: str,
     budget: BudgetNow | None = None,
 ) -> dict[str, object]:
-    """The dry run's plan as one JSON-ready object (README, "elb once --dry-run --json")."""
+    """The dry run's plan as one JSON-ready object (docs/operations.md, "The dry run")."""
     master = cfg.cluster.master
     first = groups.groups[0].name
     workers = [h for h in snap.hosts if h.name != master]

@@ -1,4 +1,4 @@
-"""The exit codes of the ``elb`` command (the README's table lists them)."""
+"""The exit codes of the ``elb`` command (docs/operations.md lists them)."""
 
 from __future__ import annotations
 

@@ -149,7 +149,7 @@ def render(f: Facts) -> str:
     queue, group = _pick(f.queues, "all.q"), _pick(f.hostgroups, "@allhosts")
     lines = [
         "# elb's configuration, written by elb init. Every key left out has its default",
-        "# (README, Configuration). Check it with: elb validate",
+        "# (docs/configuration.md). Check it with: elb validate",
         "",
         "poll_interval: 60  # seconds between two passes",
         "",

@@ -45,4 +45,4 @@ def ec2_checks(cfg: Config) -> Iterator[Check]:
         yield Check("cloud ec2", False, str(err), "set cloud.ec2.region and AWS credentials (elb ec2-check)")
         return
     for c in preflight(cloud):
-        yield Check(f"cloud ec2: {c.what}", c.ok, c.detail, "see elb ec2-check and the README's IAM policy")
+        yield Check(f"cloud ec2: {c.what}", c.ok, c.detail, "see elb ec2-check and docs/ec2.md's IAM policy")

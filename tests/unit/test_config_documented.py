@@ -1,4 +1,4 @@
-"""Every config option is documented in the README, with its default."""
+"""Every config option is documented in docs/configuration.md, with its default."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from elb.config import Config
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
 
 def option_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
@@ -24,7 +24,7 @@ def option_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
 
 
 def documented(text: str) -> set[str]:
-    """Keys named in backticks in the first column of the README's option tables."""
+    """Keys named in backticks in the first column of the reference's option tables."""
     keys = set()
     ec2 = False
     for line in text.splitlines():
@@ -39,8 +39,8 @@ def documented(text: str) -> set[str]:
     return keys
 
 
-def test_every_option_is_in_the_readme_tables() -> None:
+def test_every_option_is_in_the_reference_tables() -> None:
     keys = option_keys(Config)
     assert "unreachable_timeout" in keys and "cloud.ec2.spot" in keys  # the walk reaches every level
-    missing = sorted(set(keys) - documented(README.read_text()))
-    assert missing == [], f"options missing from README's tables: {missing}"
+    missing = sorted(set(keys) - documented(REFERENCE.read_text()))
+    assert missing == [], f"options missing from docs/configuration.md's tables: {missing}"
