@@ -285,12 +285,27 @@ def _watch(
     return 1
 
 
+def launch_line(journal: Journal, last_end: float | None) -> str:
+    """The summary's count of launches from the journal: how many, how many failed, and how many
+    came after the last job ended (``last_end``: POSIX seconds; None: no job ended)."""
+    launches = failed = late = 0
+    for n in journal.nodes(include_gone=True):
+        for e in journal.events(n.name):
+            if e.state is NodeState.LAUNCHING:
+                launches += 1
+                late += last_end is not None and e.time > last_end
+            failed += e.state is NodeState.FAILED
+    return f"  launches:          {launches} ({failed} failed); after the last job ended: {late}"
+
+
 def _summary(cluster: TestCluster, home: Path, journal_path: Path, submitted: dict[str, float]) -> None:
     waits = []
+    job_ends: list[int] = []
     for f in home.glob("*.done"):
         parts = f.read_text().split()
         if len(parts) == 4:
             waits.append(int(parts[1]) - int(parts[0]))
+            job_ends.append(int(parts[2]))
     ids = list(submitted)
     finished = finished_jobs(cluster, ids)  # SGE's accounting: what ran, whatever the job wrote
     hosts: dict[str, int] = {}
@@ -306,6 +321,7 @@ def _summary(cluster: TestCluster, home: Path, journal_path: Path, submitted: di
     for n in j.nodes(include_gone=True):
         ends = [e.time for e in j.events(n.name) if e.state in (NodeState.TERMINATED, NodeState.FAILED)]
         node_seconds += (ends[-1] if ends else now) - n.launched_at
+    launches = launch_line(j, max(job_ends, default=None))
     j.close()
     print()
     print("summary")
@@ -320,3 +336,4 @@ def _summary(cluster: TestCluster, home: Path, journal_path: Path, submitted: di
     print(f"  node-minutes used: {node_seconds / 60:.1f}")
     if waits:
         print(f"  wait:              mean {statistics.fmean(waits):.0f} s, max {max(waits)} s")
+    print(launches)

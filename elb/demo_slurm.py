@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from elb.demo import say, start_elb
+from elb.demo import launch_line, say, start_elb
 from elb.journal import Journal
 from elb.model import NodeState
 
@@ -151,11 +151,13 @@ def _alive_nodes(path: Path) -> int:
 
 def _summary(home: Path, journal_path: Path, njobs: int) -> None:
     waits: list[int] = []
+    job_ends: list[int] = []
     hosts: dict[str, int] = {}
     for f in home.glob("*.done"):
         parts = f.read_text().split()
         if len(parts) == 4:
             waits.append(int(parts[1]) - int(parts[0]))
+            job_ends.append(int(parts[2]))
             hosts[parts[3]] = hosts.get(parts[3], 0) + 1
     j = Journal.read_only(journal_path)
     node_seconds = 0.0
@@ -163,6 +165,7 @@ def _summary(home: Path, journal_path: Path, njobs: int) -> None:
     for n in j.nodes(include_gone=True):
         ends = [e.time for e in j.events(n.name) if e.state in (NodeState.TERMINATED, NodeState.FAILED)]
         node_seconds += (ends[-1] if ends else now) - n.launched_at
+    launches = launch_line(j, max(job_ends, default=None))
     j.close()
     print()
     print("summary")
@@ -171,6 +174,7 @@ def _summary(home: Path, journal_path: Path, njobs: int) -> None:
     print(f"  node-minutes used: {node_seconds / 60:.1f}")
     if waits:
         print(f"  wait:              mean {statistics.fmean(waits):.0f} s, max {max(waits)} s")
+    print(launches)
 
 
 __all__ = ["demo_config", "run"]
