@@ -14,11 +14,20 @@ The inputs are the model's frozen values, so an object seen again is the same va
 tally holds every object it has indexed, so an id it compares is never a recycled one. Inputs it
 does not model exactly (the same object twice in one tuple, two hosts or two live records of one
 name) make ``update`` return False and forget everything: the caller then builds the full view.
+
+``CapacityTally`` keeps in addition what elb's own policy reads (``elb.policy.default``): the
+ready workers' free and total slots in a ``FreeIndex`` by host order (the forecast's packing reads
+it through, ``elb.policy.placement.Overlay``), the running jobs with a requested run time by
+their expected end (the forecast takes the ones ending by its horizon), the idle workers by
+since when they are idle (the cost rule's removals, oldest first), and the waiting jobs' slots.
+A forecast then costs the booting workers, the jobs ending by its horizon and the bins it
+touches; a removal the idle workers that are due.
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,7 +35,9 @@ from typing import Generic, TypeVar
 
 from elb.model import PENDING_STATES, Host, Job, Node, NodeState, Snapshot
 from elb.naming import next_names
-from elb.policy.view import host_facts, oldest_first
+from elb.policy.forecast import OVERDUE_GRACE, Capacity
+from elb.policy.placement import Bin, FreeIndex, Key, named, width
+from elb.policy.view import host_facts, nodes_for, oldest_first
 from elb.state import idle_since, is_busy, serves, started_host
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
@@ -43,6 +54,7 @@ class _Entry:
     room: tuple[int, int] | None  # (free, total) of a ready worker with free slots
     idle_since: float | None  # a managed worker, ready and idle, since then
     up_total: int = 0  # its host's slots when the host is up (StarCluster counts these)
+    ready: tuple[int, int] | None = None  # (free, total) of a ready worker, with free slots or not
 
 
 class Revised(tuple[T, ...]):
@@ -318,8 +330,10 @@ class WorkerTally:
             return _Entry(node.slots or 0, None, None, up_total)
         if facts is None or not serves(node, facts.up):
             return _Entry(None, None, None, up_total)
-        room = (facts.free, facts.total) if facts.free > 0 else None
-        return _Entry(None, room, idle_since(node, True, is_busy(bool(self._running[name]), facts.busy)), up_total)
+        ready = (facts.free, facts.total)
+        room = ready if facts.free > 0 else None
+        since = idle_since(node, True, is_busy(bool(self._running[name]), facts.busy))
+        return _Entry(None, room, since, up_total, ready)
 
     def _set(self, name: str, entry: _Entry | None) -> None:
         old = self._entries.pop(name, None)
@@ -344,3 +358,196 @@ class WorkerTally:
             old is not None and old.idle_since is not None,
             entry is not None and entry.idle_since is not None,
         )
+
+
+_Ending = tuple[float, int, int]  # a running job's expected end, a number to break ties, its id
+
+
+class CapacityTally(WorkerTally):
+    """A ``WorkerTally`` with what elb's policy reads besides (see the module's doc). One per
+    policy object; ``slots_per_node`` is the size its forecast counts whole nodes in."""
+
+    def __init__(self) -> None:
+        self._whole = 1
+        super().__init__()
+
+    def _forget(self, master: str, prefix: str) -> None:
+        super()._forget(master, prefix)
+        self.ready_index: FreeIndex[Key] = FreeIndex(self._whole)  # ready workers by ``named``
+        self._ends: list[_Ending] = []  # running jobs filed under a host with an expected end, by it
+        self._ending: dict[int, tuple[_Ending, Job, str]] = {}  # by job id: its place, the job, its host
+        self._numbered = 0
+        self._idle_by: list[tuple[float, str]] = []  # managed idle workers: (idle since, name), sorted
+        self._pending_slots = 0
+        self._pending_odd = 0  # waiting jobs of no slot or no task
+        self._odd = 0  # running jobs of fewer than no slots (not modelled: ``update`` says False)
+        self._idle_workers: tuple[IdleWorker, ...] | None = ()
+
+    def update_for(self, snapshot: Snapshot, nodes: Sequence[Node], master: str, prefix: str, spn: int) -> bool:
+        """``update``, for a forecast in nodes of ``spn`` slots (another size: everything again)."""
+        if spn != self._whole:
+            self._whole = spn
+            self._forget(master, prefix)
+        if not self.update(snapshot, nodes, master, prefix):
+            return False
+        if self._odd:
+            self._forget(master, prefix)
+            return False
+        return True
+
+    # -- what a decision reads ------------------------------------------------------------------
+    @property
+    def pending_slots(self) -> int:
+        """``ClusterView.pending_slots``."""
+        return self._pending_slots
+
+    @property
+    def pending_plain(self) -> bool:
+        """``ClusterView.pending_plain``."""
+        return not self._pending_odd
+
+    def record(self, name: str) -> Node:
+        """A managed worker's record."""
+        return self._alive[name]
+
+    def idle_workers(self) -> tuple[IdleWorker, ...]:
+        """The managed idle workers by name, as a policy reads them (made again after a change)."""
+        if self._idle_workers is None:
+            self._idle_workers = tuple(IdleWorker(name, self._alive[name]) for name in self.idle)
+        return self._idle_workers
+
+    def idle_oldest(self) -> list[tuple[float, str]]:
+        """The managed idle workers, (idle since, name), oldest first (the list kept: read it only)."""
+        return self._idle_by
+
+    def next_overdue(self, now: float) -> float:
+        """``elb.policy.default._next_overdue`` at ``now``: the earliest requested end plus
+        ``OVERDUE_GRACE`` not before ``now`` of a job running on a ready worker; inf with none."""
+        ends, ending, entries = self._ends, self._ending, self._entries
+        for i in range(bisect.bisect_left(ends, (now - OVERDUE_GRACE - 1.0,)), len(ends)):
+            end, _, key = ends[i]
+            entry = entries.get(ending[key][2])
+            if entry is not None and entry.ready is not None and end + OVERDUE_GRACE >= now:
+                return end + OVERDUE_GRACE
+        return math.inf
+
+    def capacity(self, now: float, horizon: float, size: int) -> Capacity:
+        """``elb.policy.forecast._capacity`` of the view at ``now`` by ``horizon``: the ready
+        workers' index read through, the ready workers whose running jobs free slots by then and
+        the booting ones as named bins over it, the nodes ending wide jobs free after them."""
+        spn, ends, entries = self._whole, self._ends, self._entries
+        first = bisect.bisect_left(ends, (now - OVERDUE_GRACE,))
+        last = bisect.bisect_right(ends, (horizon, math.inf))
+        gains: dict[str, int] = {}
+        tail: list[Bin] = []
+        freed = 0
+        for _, _, key in ends[first:last]:
+            _, job, host = self._ending[key]
+            entry = entries.get(host)
+            if entry is None or entry.ready is None:
+                continue
+            if job.slots > spn:
+                k = min(width(job.slots, spn), size)
+                tail.extend(Bin(None, spn, spn) for _ in range(k))
+                freed += k * spn
+            else:
+                gains[host] = gains.get(host, 0) + job.total_slots
+        over: list[Bin] = []
+        for host, slots in gains.items():
+            ready = entries[host].ready
+            assert ready is not None
+            free, total = ready
+            after = min(total, free + slots)  # what each job's gain of min(its slots, total - free) adds up to
+            freed += after - free
+            over.append(Bin(host, after, total))
+        for name in self.booting:
+            s = self.booting_slots(name) or spn
+            over.append(Bin(name, s, s))
+        return Capacity(tail, len(self.ready_index), len(self.booting), freed, self.ready_index, over)
+
+    # -- bringing it up to date -----------------------------------------------------------------
+    def _take_jobs(self, jobs: tuple[Sequence[Job], Sequence[Job]], changed: set[str]) -> None:
+        super()._take_jobs(jobs, changed)
+        gone, came = jobs
+        for j in gone:
+            if j.state in PENDING_STATES:
+                self._pending_slots -= j.slots * j.tasks
+                self._pending_odd -= j.slots <= 0 or j.tasks <= 0
+            found = self._ending.pop(id(j), None)
+            if found is not None:
+                del self._ends[bisect.bisect_left(self._ends, found[0])]
+                self._odd -= j.total_slots < 0
+        for j in came:
+            if j.state in PENDING_STATES:
+                self._pending_slots += j.slots * j.tasks
+                self._pending_odd += j.slots <= 0 or j.tasks <= 0
+            host = started_host(j)
+            if host is not None and j.hard_runtime is not None and j.started is not None:
+                self._numbered += 1
+                place = (j.started + j.hard_runtime, self._numbered, id(j))
+                bisect.insort(self._ends, place)
+                self._ending[id(j)] = (place, j, host)
+                self._odd += j.total_slots < 0
+
+    def _set(self, name: str, entry: _Entry | None) -> None:
+        old = self._entries.get(name)
+        super()._set(name, entry)
+        if entry is not None and entry.ready is not None:
+            self.ready_index.set(named(name), *entry.ready)
+        elif old is not None and old.ready is not None:
+            self.ready_index.remove(named(name))
+        was = old.idle_since if old is not None else None
+        since = entry.idle_since if entry is not None else None
+        if was is not None or since is not None:  # an idle worker came, went or changed (its record)
+            self._idle_workers = None
+        if was != since:
+            if was is not None:
+                del self._idle_by[bisect.bisect_left(self._idle_by, (was, name))]
+            if since is not None:
+                bisect.insort(self._idle_by, (since, name))
+
+
+@dataclass(frozen=True, slots=True)
+class IdleWorker:
+    """A managed worker that is ready and idle (its record), as elb's cost rule reads a ``Worker``."""
+
+    name: str
+    node: Node
+    idle: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TallyView:
+    """A ``CapacityTally`` just brought up to date, read at ``now``: what elb's policy reads of a
+    ``ClusterView`` (the same values), until the tally's next update."""
+
+    tally: CapacityTally
+    now: float
+    pending: tuple[Job, ...]
+    slots_per_node: int
+
+    @property
+    def size(self) -> int:
+        return self.tally.size
+
+    @property
+    def pending_slots(self) -> int:
+        return self.tally.pending_slots
+
+    @property
+    def pending_plain(self) -> bool:
+        return self.tally.pending_plain
+
+    @property
+    def booting(self) -> tuple[str, ...]:
+        """The booting workers (their names)."""
+        return tuple(self.tally.booting)
+
+    def oldest_wait(self) -> float:
+        return self.tally.oldest_wait(self.now)
+
+    def nodes_for(self, jobs: Sequence[Job]) -> int:
+        return nodes_for(jobs, self.slots_per_node)
+
+    def capacity(self, horizon: float) -> Capacity:
+        return self.tally.capacity(self.now, horizon, self.tally.size)
