@@ -18,10 +18,9 @@ name) make ``update`` return False and forget everything: the caller then builds
 ``CapacityTally`` keeps in addition what elb's own policy reads (``elb.policy.default``): the
 ready workers' free and total slots in a ``FreeIndex`` by host order (the forecast's packing reads
 it through, ``elb.policy.placement.Overlay``), the running jobs with a requested run time by
-their expected end (the forecast takes the ones ending by its horizon), the idle workers by
-since when they are idle (the cost rule's removals, oldest first), and the waiting jobs' slots.
-A forecast then costs the booting workers, the jobs ending by its horizon and the bins it
-touches; a removal the idle workers that are due.
+their expected end (the forecast takes the ones ending by its horizon, and the next one to become
+overdue), the idle workers' records (the cost rule's), and the waiting jobs' slots. A forecast
+then costs the booting workers, the jobs ending by its horizon and the bins it touches.
 """
 
 from __future__ import annotations
@@ -44,6 +43,7 @@ _ALIVE = frozenset(s for s in NodeState if s.alive)
 _BOOTING = frozenset(s for s in NodeState if s.booting)
 
 T = TypeVar("T")
+_NAMES_KEPT = 1 << 16  # names whose number ``WorkerTally`` keeps parsed
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +159,8 @@ class WorkerTally:
         self._up_total = 0  # the slots of the workers whose host is up
         self._entries: dict[str, _Entry] = {}
         self._numbers: Counter[int] = Counter()  # node numbers in use (hosts and every record)
-        self._highest = 0
+        self._number_of: dict[str, int | None] = {}  # each name's number (None: not one of ``prefix``)
+        self._highest: int | None = 0  # the highest of ``_numbers`` (None: to find)
         self.ready_room: list[str] = []  # ready workers with free slots, by name
         self.booting: list[str] = []  # booting workers, by name
         self.idle: list[str] = []  # managed idle workers, by name
@@ -226,6 +227,8 @@ class WorkerTally:
 
     def new_names(self, count: int, prefix: str, digits: int) -> tuple[str, ...]:
         """``elb.policy.view.new_names`` of the last inputs (``prefix`` as given to ``update``)."""
+        if self._highest is None:
+            self._highest = max(self._numbers, default=0)
         return next_names([f"{prefix}{self._highest}"] if self._highest else [], count, prefix, digits)
 
     # -- bringing it up to date -----------------------------------------------------------------
@@ -306,18 +309,28 @@ class WorkerTally:
                 changed.add(on)
 
     def _count_name(self, name: str, step: int) -> None:
-        """Keep the node numbers in use (``new_names`` scans every host and record name)."""
-        cut = len(self._prefix)
-        if not (name.startswith(self._prefix) and name[cut:].isascii() and name[cut:].isdigit()):
+        """Keep the node numbers in use (``new_names`` scans every host and record name). A
+        record replaced goes before its new value comes: the highest is found again only when
+        ``new_names`` asks after it went."""
+        if name in self._number_of:
+            number = self._number_of[name]
+        else:
+            cut = len(self._prefix)
+            digits = name[cut:]
+            ours = name.startswith(self._prefix) and digits.isascii() and digits.isdigit()
+            if len(self._number_of) >= _NAMES_KEPT:  # a bound on names seen once, long gone
+                self._number_of.clear()
+            number = self._number_of[name] = int(digits) if ours else None
+        if number is None:
             return
-        number = int(name[cut:])
         self._numbers[number] += step
         if step > 0:
-            self._highest = max(self._highest, number)
+            if self._highest is not None:
+                self._highest = max(self._highest, number)
         elif self._numbers[number] <= 0:
             del self._numbers[number]
             if number == self._highest:
-                self._highest = max(self._numbers, default=0)
+                self._highest = None
 
     def _entry(self, name: str) -> _Entry | None:
         """The worker ``name`` as ``Worker`` and the peers' ``_count`` and ``_fit`` read it."""
@@ -377,7 +390,6 @@ class CapacityTally(WorkerTally):
         self._ends: list[_Ending] = []  # running jobs filed under a host with an expected end, by it
         self._ending: dict[int, tuple[_Ending, Job, str]] = {}  # by job id: its place, the job, its host
         self._numbered = 0
-        self._idle_by: list[tuple[float, str]] = []  # managed idle workers: (idle since, name), sorted
         self._pending_slots = 0
         self._pending_odd = 0  # waiting jobs of no slot or no task
         self._odd = 0  # running jobs of fewer than no slots (not modelled: ``update`` says False)
@@ -415,10 +427,6 @@ class CapacityTally(WorkerTally):
         if self._idle_workers is None:
             self._idle_workers = tuple(IdleWorker(name, self._alive[name]) for name in self.idle)
         return self._idle_workers
-
-    def idle_oldest(self) -> list[tuple[float, str]]:
-        """The managed idle workers, (idle since, name), oldest first (the list kept: read it only)."""
-        return self._idle_by
 
     def next_overdue(self, now: float) -> float:
         """``elb.policy.default._next_overdue`` at ``now``: the earliest requested end plus
@@ -496,15 +504,8 @@ class CapacityTally(WorkerTally):
             self.ready_index.set(named(name), *entry.ready)
         elif old is not None and old.ready is not None:
             self.ready_index.remove(named(name))
-        was = old.idle_since if old is not None else None
-        since = entry.idle_since if entry is not None else None
-        if was is not None or since is not None:  # an idle worker came, went or changed (its record)
-            self._idle_workers = None
-        if was != since:
-            if was is not None:
-                del self._idle_by[bisect.bisect_left(self._idle_by, (was, name))]
-            if since is not None:
-                bisect.insort(self._idle_by, (since, name))
+        if (old is not None and old.idle_since is not None) or (entry is not None and entry.idle_since is not None):
+            self._idle_workers = None  # an idle worker came, went or changed (its record)
 
 
 @dataclass(frozen=True, slots=True)
