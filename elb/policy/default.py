@@ -16,12 +16,13 @@ Two rule sets, each chosen by an option (both new ones on by default; see ``docs
 The policy is pure: time is an argument. ``quiet_until`` tells a simulator until when ``decide``
 stays empty for an unchanged cluster (see ``elb.simulate.engine``).
 
-With the cost rule and a configured ``slots_per_node`` it reads the cluster from a
-``CapacityTally`` brought up to date by what changed since its last call (``incremental``): the
-size, the waiting jobs, the ready workers' free slots, the running jobs by expected end, the idle
-workers and the node numbers in use are kept, so a decision costs what changed and the bins its
-forecast touches, not the cluster's size. Without it (or with the timer rule, which walks every
-worker), from the full view (``cluster_view``), which gives the same plans.
+With the cost rule, a configured ``slots_per_node`` and inputs that say what changed since the
+last ones (the simulator's ``Revised`` tuples) it reads the cluster from a ``CapacityTally``
+brought up to date by those changes (``incremental``): the size, the waiting jobs, the ready
+workers' free slots, the running jobs by expected end, the idle workers and the node numbers in
+use are kept, so a decision costs what changed and the bins its forecast touches, not the
+cluster's size. Otherwise (the live pass, whose objects are all read anew; the timer rule, which
+walks every worker) it reads the full view (``cluster_view``), which gives the same plans.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from elb.config import ClusterConfig, PolicyConfig
 from elb.durations import minutes
 from elb.model import History, Job, Node, Plan, Removal
 from elb.policy.forecast import OVERDUE_GRACE, Forecast, forecast
-from elb.policy.tally import CapacityTally, TallyView
+from elb.policy.tally import CapacityTally, Revised, TallyView
 from elb.policy.view import ClusterView, ViewCache, Worker, new_names
 from elb.state import ClusterState
 
@@ -53,6 +54,13 @@ class IdleNode(Protocol):
     def node(self) -> Node | None: ...
     @property
     def idle(self) -> bool: ...
+
+
+def _told_changes(*inputs: Sequence[object]) -> bool:
+    """Whether the inputs say what changed since the last ones (``Revised``: the simulator's). A
+    tally then takes in the changes alone; given inputs made anew (the live pass reads every
+    object again), taking them in costs more than the full view, which is built instead."""
+    return any(isinstance(seq, Revised) for seq in inputs)
 
 
 def _idle_managed(view: ClusterView) -> tuple[Worker, ...]:
@@ -97,13 +105,12 @@ class ElbPolicy:
     def _view(self, state: ClusterState) -> View:
         cfg, cluster = self.config, self.cluster
         spn = cfg.slots_per_node
-        if (
-            self.incremental
-            and spn
-            and cfg.shrink == "cost"
-            and self.tally.update_for(state.snapshot, state.records, cluster.master, cluster.node_prefix, spn)
-        ):
-            return TallyView(self.tally, state.now, self.tally.pending(state.snapshot, state.now), spn)
+        snapshot, records = state.snapshot, state.records
+        if self.incremental and spn and cfg.shrink == "cost" and _told_changes(snapshot.jobs, snapshot.hosts, records):
+            if self.tally.update_for(snapshot, records, cluster.master, cluster.node_prefix, spn):
+                return TallyView(self.tally, state.now, self.tally.pending(snapshot, state.now), spn)
+        else:
+            self.tally.clear()
         return self.cache.view(state, cluster.master, spn)
 
     def _idle(self, view: View) -> Sequence[IdleNode]:

@@ -165,6 +165,11 @@ class WorkerTally:
         self.booting: list[str] = []  # booting workers, by name
         self.idle: list[str] = []  # managed idle workers, by name
 
+    def clear(self) -> None:
+        """Forget everything (the next ``update`` takes its inputs in whole)."""
+        if self._hosts.seq or self._nodes.seq or self._jobs.seq:
+            self._forget(self._master, self._prefix)
+
     # -- what a decision reads ------------------------------------------------------------------
     @property
     def size(self) -> int:
