@@ -15,34 +15,66 @@ Two rule sets, each chosen by an option (both new ones on by default; see ``docs
 
 The policy is pure: time is an argument. ``quiet_until`` tells a simulator until when ``decide``
 stays empty for an unchanged cluster (see ``elb.simulate.engine``).
+
+With the cost rule, a configured ``slots_per_node`` and inputs that say what changed since the
+last ones (the simulator's ``Revised`` tuples) it reads the cluster from a ``CapacityTally``
+brought up to date by those changes (``incremental``): the size, the waiting jobs, the ready
+workers' free slots, the running jobs by expected end, the idle workers and the node numbers in
+use are kept, so a decision costs what changed and the bins its forecast touches, not the
+cluster's size. Otherwise (the live pass, whose objects are all read anew; the timer rule, which
+walks every worker) it reads the full view (``cluster_view``), which gives the same plans.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from elb.config import ClusterConfig, PolicyConfig
 from elb.durations import minutes
-from elb.model import History, Job, Plan, Removal
+from elb.model import History, Job, Node, Plan, Removal
 from elb.policy.forecast import OVERDUE_GRACE, Forecast, forecast
+from elb.policy.tally import CapacityTally, Revised, TallyView
 from elb.policy.view import ClusterView, ViewCache, Worker, new_names
 from elb.state import ClusterState
 
 INF = math.inf
+
+View = ClusterView | TallyView
+
+
+class IdleNode(Protocol):
+    """What the cost rule reads of an idle worker (a ``Worker``, or a tally's ``IdleWorker``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def node(self) -> Node | None: ...
+    @property
+    def idle(self) -> bool: ...
+
+
+def _told_changes(*inputs: Sequence[object]) -> bool:
+    """Whether the inputs say what changed since the last ones (``Revised``: the simulator's). A
+    tally then takes in the changes alone; given inputs made anew (the live pass reads every
+    object again), taking them in costs more than the full view, which is built instead."""
+    return any(isinstance(seq, Revised) for seq in inputs)
 
 
 def _idle_managed(view: ClusterView) -> tuple[Worker, ...]:
     return tuple(w for w in view.workers if w.node is not None and w.idle)
 
 
-def _next_overdue(view: ClusterView) -> float:
+def _next_overdue(view: View) -> float:
     """The last instant before a running job the forecast counts as ending (one with a requested
     run time on a ready worker, not yet ``OVERDUE_GRACE`` past its requested end) is taken as
     running on: its requested end plus the grace; ``view.now`` when one is exactly there (it
     changes at the next poll); inf with none."""
     now = view.now
+    if isinstance(view, TallyView):
+        return view.tally.next_overdue(now)
     at = INF
     for w in view.workers:
         if not (w.ready and w.facts is not None):
@@ -65,15 +97,34 @@ class ElbPolicy:
     config: PolicyConfig
     cluster: ClusterConfig
     name: str = "elb"
+    incremental: bool = True  # read the cluster from ``tally`` where it can (see the module's doc)
     # What it worked out for the last cluster state it saw (``elb.policy.view.ViewCache``).
     cache: ViewCache = field(default_factory=ViewCache, compare=False, repr=False)
+    tally: CapacityTally = field(default_factory=CapacityTally, compare=False, repr=False)
 
-    def _view(self, state: ClusterState) -> ClusterView:
-        return self.cache.view(state, self.cluster.master, self.config.slots_per_node)
+    def _view(self, state: ClusterState) -> View:
+        cfg, cluster = self.config, self.cluster
+        spn = cfg.slots_per_node
+        snapshot, records = state.snapshot, state.records
+        if self.incremental and spn and cfg.shrink == "cost" and _told_changes(snapshot.jobs, snapshot.hosts, records):
+            if self.tally.update_for(snapshot, records, cluster.master, cluster.node_prefix, spn):
+                return TallyView(self.tally, state.now, self.tally.pending(snapshot, state.now), spn)
+        else:
+            self.tally.clear()
+        return self.cache.view(state, cluster.master, spn)
 
-    def _idle(self, view: ClusterView) -> tuple[Worker, ...]:
+    def _idle(self, view: View) -> Sequence[IdleNode]:
         """The idle workers elb manages (worked out once per set of workers)."""
+        if isinstance(view, TallyView):
+            return view.tally.idle_workers()
         return self.cache.derived("idle", (view.workers,), lambda: _idle_managed(view))
+
+    def _names(self, view: View, state: ClusterState, count: int) -> tuple[str, ...]:
+        """Names for ``count`` new nodes after the highest number in use."""
+        cluster = self.cluster
+        if isinstance(view, TallyView):
+            return view.tally.new_names(count, cluster.node_prefix, cluster.node_digits)
+        return new_names(state.snapshot.hosts, state.records, count, cluster.node_prefix, cluster.node_digits)
 
     @property
     def _classic(self) -> bool:
@@ -85,9 +136,7 @@ class ElbPolicy:
         view = self._view(state)
 
         def names(count: int) -> tuple[str, ...]:
-            return new_names(
-                state.snapshot.hosts, state.records, count, self.cluster.node_prefix, self.cluster.node_digits
-            )
+            return self._names(view, state, count)
 
         # Below the floor: replace lost nodes at once, whatever the stabilization window says.
         if view.size < cfg.min_nodes:
@@ -135,7 +184,7 @@ class ElbPolicy:
         )
 
     # -- grow: forecast ------------------------------------------------------------------------
-    def _counted(self, view: ClusterView, now: float) -> tuple[Job, ...]:
+    def _counted(self, view: View, now: float) -> tuple[Job, ...]:
         delay = self.config.launch_delay
         if delay <= 0:
             return view.pending
@@ -149,7 +198,7 @@ class ElbPolicy:
         return cfg.boot_time
 
     def _grow_forecast(
-        self, view: ClusterView, names: Callable[[int], tuple[str, ...]], now: float
+        self, view: View, names: Callable[[int], tuple[str, ...]], now: float
     ) -> tuple[Plan, Forecast | None]:
         cfg = self.config
         horizon = self._horizon()
@@ -182,7 +231,7 @@ class ElbPolicy:
         )
 
     # -- shrink: cost --------------------------------------------------------------------------
-    def _due(self, w: Worker, now: float) -> tuple[float, str] | None:
+    def _due(self, w: IdleNode, now: float) -> tuple[float, str] | None:
         """(time, why) for an idle managed worker: removable now when ``why`` is set, else not before
         ``time``; None for a worker that is not idle or not elb's."""
         cfg = self.config
@@ -211,7 +260,7 @@ class ElbPolicy:
             )
         return since + keep, ""
 
-    def _protected(self, view: ClusterView, now: float, fc: Forecast | None) -> frozenset[str]:
+    def _protected(self, view: View, now: float, fc: Forecast | None) -> frozenset[str]:
         """Workers a waiting job would be placed on (never removed)."""
         if not view.pending:
             return frozenset()
@@ -219,9 +268,9 @@ class ElbPolicy:
             fc = forecast(view, now + self._horizon(), limit=max(0, self.config.max_nodes - view.size))
         return fc.assigned
 
-    def _shrink_cost(self, view: ClusterView, now: float, fc: Forecast | None, adding: int) -> Plan:
+    def _shrink_cost(self, view: View, now: float, fc: Forecast | None, adding: int) -> Plan:
         cfg = self.config
-        candidates: list[tuple[float, str, Worker, str]] = []
+        candidates: list[tuple[float, str, IdleNode, str]] = []
         for w in self._idle(view):
             due = self._due(w, now)
             if due is None or not due[1]:
@@ -292,7 +341,7 @@ class ElbPolicy:
         return until
 
     # -- grow ------------------------------------------------------------------------------
-    def _grow(self, view: ClusterView, names: Callable[[int], tuple[str, ...]]) -> Plan:
+    def _grow(self, view: View, names: Callable[[int], tuple[str, ...]]) -> Plan:
         cfg = self.config
         waited = view.oldest_wait()
         jobs = _plural(len(view.pending), "job")
@@ -335,8 +384,9 @@ class ElbPolicy:
             return None
         return f"idle {minutes(idle_for)} >= idle_time {minutes(cfg.idle_time)}"
 
-    def _shrink(self, view: ClusterView, now: float) -> Plan:
+    def _shrink(self, view: View, now: float) -> Plan:
         cfg = self.config
+        assert isinstance(view, ClusterView)  # the timer rule never reads a tally (``_view``)
         candidates: list[tuple[float, Worker, str]] = []
         for w in view.workers:
             why = self._removable(w, now)

@@ -17,14 +17,20 @@ fits (first fit), a wider job on whole empty bins (a PE job with a fixed allocat
 not fit is the demand for new nodes, counted in whole nodes, up to just past the room under
 ``max_nodes``. The work of a pass depends on the number of job entries and nodes, never on how many
 tasks or slots a job asks for.
+
+The capacity is ``_capacity``'s walk over a view's workers, or a ``Capacity`` that a tally kept
+between calls hands (``elb.policy.tally.CapacityTally``: the ready workers in an index it keeps,
+and only the workers that differ by the horizon as bins): ``place_waiting`` places the same jobs
+on either the same way.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Protocol
 
 from elb.model import Job
-from elb.policy.placement import Bin, Packing, host_order, width
+from elb.policy.placement import Bin, FreeIndex, Key, Packing, host_order, width
 from elb.policy.view import ClusterView
 
 
@@ -40,6 +46,40 @@ class Forecast:
     booting: int  # booting workers counted
     freed_slots: int  # slots credited from running jobs ending within the horizon
     complete: bool = True  # False: counting stopped past ``limit`` (new_nodes is a lower bound)
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """What is there by a horizon, as ``Packing`` takes it: the ready workers' (free, total) by
+    host order (``ready``, read and never changed; None: none kept), the named bins over and beside
+    them (``over``: booting workers, ready ones with slots that running jobs free), then ``bins``
+    (whole nodes ending wide jobs free); and the counts a forecast reports."""
+
+    bins: list[Bin]
+    ready_count: int
+    booting: int
+    freed: int
+    ready: FreeIndex[Key] | None = None
+    over: list[Bin] = field(default_factory=list)
+
+
+class Waiting(Protocol):
+    """What a forecast reads of the waiting jobs (a ``ClusterView`` has it)."""
+
+    @property
+    def pending(self) -> tuple[Job, ...]: ...
+    @property
+    def pending_slots(self) -> int: ...
+    @property
+    def pending_plain(self) -> bool: ...
+    @property
+    def slots_per_node(self) -> int: ...
+
+
+class Tallied(Waiting, Protocol):
+    """A view kept between calls that works out its own capacity (``elb.policy.tally.TallyView``)."""
+
+    def capacity(self, horizon: float) -> Capacity: ...
 
 
 # Seconds a running job may be past its requested end and still count as ending (see above).
@@ -88,14 +128,28 @@ def _capacity(view: ClusterView, horizon: float) -> tuple[list[Bin], int, int, i
     return named + freed_nodes, ready, booting, freed
 
 
-def forecast(view: ClusterView, horizon: float, counted: tuple[Job, ...] | None = None, *, limit: int) -> Forecast:
+def view_capacity(view: ClusterView, horizon: float) -> Capacity:
+    """``_capacity`` of the view as a ``Capacity``."""
+    bins, ready, booting, freed = _capacity(view, horizon)
+    return Capacity(bins, ready, booting, freed)
+
+
+def forecast(
+    view: ClusterView | Tallied, horizon: float, counted: tuple[Job, ...] | None = None, *, limit: int
+) -> Forecast:
     """Place ``counted`` waiting jobs (default: all of ``view.pending``) on what is there by ``horizon``.
 
     New nodes stop being counted once past ``limit`` (the room left under ``max_nodes``); the
     jobs after that are still placed on the existing workers, so ``assigned`` is whole.
     """
-    bins, ready, booting, freed = _capacity(view, horizon)
-    packing = Packing(bins, view.slots_per_node, max(0, limit))
+    capacity = view_capacity(view, horizon) if isinstance(view, ClusterView) else view.capacity(horizon)
+    return place_waiting(capacity, view, counted, limit=limit)
+
+
+def place_waiting(capacity: Capacity, view: Waiting, counted: tuple[Job, ...] | None = None, *, limit: int) -> Forecast:
+    """``forecast`` on a capacity worked out already (``view_capacity``, or a tally's)."""
+    ready, booting, freed = capacity.ready_count, capacity.booting, capacity.freed
+    packing = Packing(capacity.bins, view.slots_per_node, max(0, limit), capacity.ready, capacity.over)
     short_jobs = short_slots = 0
     place = packing.place
     jobs = view.pending if counted is None else counted

@@ -11,7 +11,10 @@ and on new nodes for what fits nowhere. Its work does not depend on how many tas
 asks for: an array of N identical tasks fills one bin at a time (each bin it touches is filled up
 for that job), a wide job counts its missing nodes arithmetically, and new nodes stop being
 counted once past ``limit`` (the room under ``max_nodes``); jobs after that are still placed on
-the existing bins, so which existing nodes waiting jobs would take stays exact.
+the existing bins, so which existing nodes waiting jobs would take stays exact. Its bins are a list
+(in the caller's order), or the ready workers of an index the caller keeps (``ready``: keyed by
+``named``, host order), read through and never changed (``Overlay``), with named bins over and
+beside them and the list after them: a packing then costs the bins it touches, not the workers.
 """
 
 from __future__ import annotations
@@ -21,13 +24,24 @@ import math
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-# What orders the nodes of an index: a position, or a host order (``host_order``).
-K = TypeVar("K", int, tuple[int, str])
+# What orders the nodes of an index: a position, a host order (``host_order``), or a packing's key
+# (``named``: a worker in host order; then the caller's list of bins by position).
+K = TypeVar("K", int, tuple[int, str], tuple[int, int, str])
+Key = tuple[int, int, str]
 
 
 def host_order(name: str) -> tuple[int, str]:
     """Host order: node002 before node010, node999 before node1000."""
     return (len(name), name)
+
+
+def named(name: str) -> Key:
+    """A worker's key in a packing: its host order, before every bin of the caller's list."""
+    return (0, len(name), name)
+
+
+def _listed(position: int) -> Key:
+    return (1, position, "")
 
 
 def width(slots: int, slots_per_node: int) -> int:
@@ -114,6 +128,86 @@ class FreeIndex(Generic[K]):
         return max(self._buckets, default=0)
 
 
+def _is_empty(entry: tuple[int, int], whole: int) -> bool:
+    free, total = entry
+    return free == total and total >= whole and total > 0
+
+
+class Overlay(Generic[K]):
+    """A ``FreeIndex`` read through, with entries set on top of it that hide the base's entry of
+    the same key: the base is never changed (a packing on the ready workers a tally keeps).
+
+    Keys set on top stay there, so each base bucket's keys before a cursor are all hidden and a
+    query skips each hidden key once: a question costs a few bucket heads plus the keys set since."""
+
+    def __init__(self, base: FreeIndex[K] | None, whole: int) -> None:
+        self.base: FreeIndex[K] | None = base
+        self.top: FreeIndex[K] = FreeIndex(whole)
+        self._at: dict[int, int] = {}  # per base bucket: keys before this position are hidden
+        self._empty_at = 0  # the same for the base's empty keys
+        self._hidden_empty = 0  # hidden keys that are empty in the base
+
+    def get(self, key: K) -> tuple[int, int] | None:
+        """(free, total) of ``key``, or None."""
+        entry = self.top._free.get(key)
+        if entry is None and self.base is not None:
+            entry = self.base._free.get(key)
+        return entry
+
+    def set(self, key: K, free: int, total: int) -> None:
+        top, base = self.top, self.base
+        if base is not None and key not in top:
+            old = base._free.get(key)
+            if old is not None and _is_empty(old, base.whole):
+                self._hidden_empty += 1
+        top.set(key, free, total)
+
+    def first(self, slots: int) -> K | None:
+        best = self.top.first(slots)
+        if self.base is None:
+            return best
+        hidden, at = self.top._free, self._at
+        for free, keys in self.base._buckets.items():
+            if free < slots:
+                continue
+            i, n = at.get(free, 0), len(keys)
+            while i < n and keys[i] in hidden:
+                i += 1
+            at[free] = i
+            if i < n and (best is None or keys[i] < best):
+                best = keys[i]
+        return best
+
+    def empties(self, count: int) -> list[K]:
+        own = self.top.empties(count)
+        if self.base is None:
+            return own
+        keys, hidden = self.base._empty, self.top._free
+        i, n = self._empty_at, len(keys)
+        while i < n and keys[i] in hidden:
+            i += 1
+        self._empty_at = i
+        out: list[K] = []
+        j = 0
+        while len(out) < count:
+            while i < n and keys[i] in hidden:
+                i += 1
+            if i < n and (j >= len(own) or keys[i] < own[j]):
+                out.append(keys[i])
+                i += 1
+            elif j < len(own):
+                out.append(own[j])
+                j += 1
+            else:
+                break
+        return out
+
+    @property
+    def empty_count(self) -> int:
+        base = 0 if self.base is None else self.base.empty_count - self._hidden_empty
+        return base + self.top.empty_count
+
+
 @dataclass(slots=True)
 class Bin:
     """Free slots a waiting job may be placed on."""
@@ -143,31 +237,53 @@ def _short(short: int) -> Placed:
 
 @dataclass(slots=True)
 class Packing:
-    """First fit of waiting jobs, in the order given, onto ``bins`` (in the caller's order), then
-    onto new nodes of ``slots_per_node`` slots, counted up to just past ``limit``."""
+    """First fit of waiting jobs, in the order given, onto bins, then onto new nodes of
+    ``slots_per_node`` slots, counted up to just past ``limit``. The bins, in order: the workers
+    of ``ready`` (keyed by ``named``: (free, total) each, never changed here) with ``over`` set
+    on top of them (named bins: a worker's other free slots, or one that is not in ``ready``),
+    all in host order; then ``bins``, in the caller's order."""
 
     bins: list[Bin]
     slots_per_node: int
     limit: int
+    ready: FreeIndex[Key] | None = None
+    over: list[Bin] = field(default_factory=list)
     new_nodes: int = 0
     complete: bool = True  # False: new nodes stopped being counted past ``limit``
     assigned: set[str] = field(default_factory=set)
-    _index: FreeIndex[int] = field(init=False)
+    _index: Overlay[Key] = field(init=False)
+    _named: dict[Key, Bin] = field(init=False)  # the named bins touched so far (a ready one made when first taken)
     # Once new nodes are no longer counted, the fewest slots for which no existing bin has room:
     # bins then only lose free slots and none is added, so a narrow job of at least as many slots
     # finds none either (the slots per node plus one until then).
     _no_room: int = field(init=False)
 
     def __post_init__(self) -> None:
-        self._index = FreeIndex(self.slots_per_node)
+        self._index = Overlay(self.ready, self.slots_per_node)
+        self._named = {}
         self._no_room = self.slots_per_node + 1
+        for b in self.over:
+            assert b.name is not None
+            key = named(b.name)
+            self._named[key] = b
+            self._index.set(key, b.free, b.total)
         for i, b in enumerate(self.bins):
-            self._index.set(i, b.free, b.total)
+            self._index.set(_listed(i), b.free, b.total)
 
-    def _take(self, i: int, slots: int) -> Bin:
-        b = self.bins[i]
+    def _bin(self, key: Key) -> Bin:
+        if key[0]:
+            return self.bins[key[1]]
+        b = self._named.get(key)
+        if b is None:
+            entry = self._index.get(key)
+            assert entry is not None
+            b = self._named[key] = Bin(key[2], *entry)
+        return b
+
+    def _take(self, key: Key, slots: int) -> Bin:
+        b = self._bin(key)
         b.free -= slots
-        self._index.set(i, b.free, b.total)
+        self._index.set(key, b.free, b.total)
         if b.name is not None:
             self.assigned.add(b.name)
         return b
@@ -198,10 +314,11 @@ class Packing:
         """Whole empty bins for each task; what is missing is counted in whole new nodes."""
         k = width(slots, self.slots_per_node)
         left, short, new = tasks, 0, 0
-        while left and self._index.empty_count:
-            taken = self._index.empties(k)
-            for i in taken:
-                self._take(i, self.bins[i].free)
+        index = self._index
+        while left and index.empty_count:
+            taken = index.empties(k)
+            for key in taken:
+                self._take(key, self._bin(key).free)
             left -= 1
             if len(taken) < k:
                 short += 1
@@ -216,14 +333,16 @@ class Packing:
     def _place_narrow(self, slots: int, tasks: int, counting: bool) -> Placed:
         """First fit task by task, a bin at a time; then new nodes packed with the rest."""
         left, short = tasks, 0
-        first, bins = self._index.first, self.bins
+        first = self._index.first
         while left:
-            i = first(slots)
-            if i is None or (not counting and bins[i].new):
+            key = first(slots)
+            if key is None:
                 break
-            b = self.bins[i]
+            b = self._bin(key)
+            if not counting and b.new:
+                break
             take = min(left, b.free // slots)
-            self._take(i, take * slots)
+            self._take(key, take * slots)
             left -= take
             if b.new:
                 short += take  # on a node launched for earlier jobs: it waits for that boot too
@@ -250,4 +369,4 @@ class Packing:
     def _add_new(self, count: int, free: int) -> None:
         for _ in range(count):
             self.bins.append(Bin(None, free, self.slots_per_node, new=True))
-            self._index.set(len(self.bins) - 1, free, self.slots_per_node)
+            self._index.set(_listed(len(self.bins) - 1), free, self.slots_per_node)

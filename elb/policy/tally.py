@@ -14,11 +14,19 @@ The inputs are the model's frozen values, so an object seen again is the same va
 tally holds every object it has indexed, so an id it compares is never a recycled one. Inputs it
 does not model exactly (the same object twice in one tuple, two hosts or two live records of one
 name) make ``update`` return False and forget everything: the caller then builds the full view.
+
+``CapacityTally`` keeps in addition what elb's own policy reads (``elb.policy.default``): the
+ready workers' free and total slots in a ``FreeIndex`` by host order (the forecast's packing reads
+it through, ``elb.policy.placement.Overlay``), the running jobs with a requested run time by
+their expected end (the forecast takes the ones ending by its horizon, and the next one to become
+overdue), the idle workers' records (the cost rule's), and the waiting jobs' slots. A forecast
+then costs the booting workers, the jobs ending by its horizon and the bins it touches.
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,13 +34,16 @@ from typing import Generic, TypeVar
 
 from elb.model import PENDING_STATES, Host, Job, Node, NodeState, Snapshot
 from elb.naming import next_names
-from elb.policy.view import host_facts, oldest_first
+from elb.policy.forecast import OVERDUE_GRACE, Capacity
+from elb.policy.placement import Bin, FreeIndex, Key, named, width
+from elb.policy.view import host_facts, nodes_for, oldest_first
 from elb.state import idle_since, is_busy, serves, started_host
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
 _BOOTING = frozenset(s for s in NodeState if s.booting)
 
 T = TypeVar("T")
+_NAMES_KEPT = 1 << 16  # names whose number ``WorkerTally`` keeps parsed
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +54,7 @@ class _Entry:
     room: tuple[int, int] | None  # (free, total) of a ready worker with free slots
     idle_since: float | None  # a managed worker, ready and idle, since then
     up_total: int = 0  # its host's slots when the host is up (StarCluster counts these)
+    ready: tuple[int, int] | None = None  # (free, total) of a ready worker, with free slots or not
 
 
 class Revised(tuple[T, ...]):
@@ -147,10 +159,16 @@ class WorkerTally:
         self._up_total = 0  # the slots of the workers whose host is up
         self._entries: dict[str, _Entry] = {}
         self._numbers: Counter[int] = Counter()  # node numbers in use (hosts and every record)
-        self._highest = 0
+        self._number_of: dict[str, int | None] = {}  # each name's number (None: not one of ``prefix``)
+        self._highest: int | None = 0  # the highest of ``_numbers`` (None: to find)
         self.ready_room: list[str] = []  # ready workers with free slots, by name
         self.booting: list[str] = []  # booting workers, by name
         self.idle: list[str] = []  # managed idle workers, by name
+
+    def clear(self) -> None:
+        """Forget everything (the next ``update`` takes its inputs in whole)."""
+        if self._hosts.seq or self._nodes.seq or self._jobs.seq:
+            self._forget(self._master, self._prefix)
 
     # -- what a decision reads ------------------------------------------------------------------
     @property
@@ -214,6 +232,8 @@ class WorkerTally:
 
     def new_names(self, count: int, prefix: str, digits: int) -> tuple[str, ...]:
         """``elb.policy.view.new_names`` of the last inputs (``prefix`` as given to ``update``)."""
+        if self._highest is None:
+            self._highest = max(self._numbers, default=0)
         return next_names([f"{prefix}{self._highest}"] if self._highest else [], count, prefix, digits)
 
     # -- bringing it up to date -----------------------------------------------------------------
@@ -294,18 +314,28 @@ class WorkerTally:
                 changed.add(on)
 
     def _count_name(self, name: str, step: int) -> None:
-        """Keep the node numbers in use (``new_names`` scans every host and record name)."""
-        cut = len(self._prefix)
-        if not (name.startswith(self._prefix) and name[cut:].isascii() and name[cut:].isdigit()):
+        """Keep the node numbers in use (``new_names`` scans every host and record name). A
+        record replaced goes before its new value comes: the highest is found again only when
+        ``new_names`` asks after it went."""
+        if name in self._number_of:
+            number = self._number_of[name]
+        else:
+            cut = len(self._prefix)
+            digits = name[cut:]
+            ours = name.startswith(self._prefix) and digits.isascii() and digits.isdigit()
+            if len(self._number_of) >= _NAMES_KEPT:  # a bound on names seen once, long gone
+                self._number_of.clear()
+            number = self._number_of[name] = int(digits) if ours else None
+        if number is None:
             return
-        number = int(name[cut:])
         self._numbers[number] += step
         if step > 0:
-            self._highest = max(self._highest, number)
+            if self._highest is not None:
+                self._highest = max(self._highest, number)
         elif self._numbers[number] <= 0:
             del self._numbers[number]
             if number == self._highest:
-                self._highest = max(self._numbers, default=0)
+                self._highest = None
 
     def _entry(self, name: str) -> _Entry | None:
         """The worker ``name`` as ``Worker`` and the peers' ``_count`` and ``_fit`` read it."""
@@ -318,8 +348,10 @@ class WorkerTally:
             return _Entry(node.slots or 0, None, None, up_total)
         if facts is None or not serves(node, facts.up):
             return _Entry(None, None, None, up_total)
-        room = (facts.free, facts.total) if facts.free > 0 else None
-        return _Entry(None, room, idle_since(node, True, is_busy(bool(self._running[name]), facts.busy)), up_total)
+        ready = (facts.free, facts.total)
+        room = ready if facts.free > 0 else None
+        since = idle_since(node, True, is_busy(bool(self._running[name]), facts.busy))
+        return _Entry(None, room, since, up_total, ready)
 
     def _set(self, name: str, entry: _Entry | None) -> None:
         old = self._entries.pop(name, None)
@@ -344,3 +376,184 @@ class WorkerTally:
             old is not None and old.idle_since is not None,
             entry is not None and entry.idle_since is not None,
         )
+
+
+_Ending = tuple[float, int, int]  # a running job's expected end, a number to break ties, its id
+
+
+class CapacityTally(WorkerTally):
+    """A ``WorkerTally`` with what elb's policy reads besides (see the module's doc). One per
+    policy object; ``slots_per_node`` is the size its forecast counts whole nodes in."""
+
+    def __init__(self) -> None:
+        self._whole = 1
+        super().__init__()
+
+    def _forget(self, master: str, prefix: str) -> None:
+        super()._forget(master, prefix)
+        self.ready_index: FreeIndex[Key] = FreeIndex(self._whole)  # ready workers by ``named``
+        self._ends: list[_Ending] = []  # running jobs filed under a host with an expected end, by it
+        self._ending: dict[int, tuple[_Ending, Job, str]] = {}  # by job id: its place, the job, its host
+        self._numbered = 0
+        self._pending_slots = 0
+        self._pending_odd = 0  # waiting jobs of no slot or no task
+        self._odd = 0  # running jobs of fewer than no slots (not modelled: ``update`` says False)
+        self._idle_workers: tuple[IdleWorker, ...] | None = ()
+
+    def update_for(self, snapshot: Snapshot, nodes: Sequence[Node], master: str, prefix: str, spn: int) -> bool:
+        """``update``, for a forecast in nodes of ``spn`` slots (another size: everything again)."""
+        if spn != self._whole:
+            self._whole = spn
+            self._forget(master, prefix)
+        if not self.update(snapshot, nodes, master, prefix):
+            return False
+        if self._odd:
+            self._forget(master, prefix)
+            return False
+        return True
+
+    # -- what a decision reads ------------------------------------------------------------------
+    @property
+    def pending_slots(self) -> int:
+        """``ClusterView.pending_slots``."""
+        return self._pending_slots
+
+    @property
+    def pending_plain(self) -> bool:
+        """``ClusterView.pending_plain``."""
+        return not self._pending_odd
+
+    def record(self, name: str) -> Node:
+        """A managed worker's record."""
+        return self._alive[name]
+
+    def idle_workers(self) -> tuple[IdleWorker, ...]:
+        """The managed idle workers by name, as a policy reads them (made again after a change)."""
+        if self._idle_workers is None:
+            self._idle_workers = tuple(IdleWorker(name, self._alive[name]) for name in self.idle)
+        return self._idle_workers
+
+    def next_overdue(self, now: float) -> float:
+        """``elb.policy.default._next_overdue`` at ``now``: the earliest requested end plus
+        ``OVERDUE_GRACE`` not before ``now`` of a job running on a ready worker; inf with none."""
+        ends, ending, entries = self._ends, self._ending, self._entries
+        for i in range(bisect.bisect_left(ends, (now - OVERDUE_GRACE - 1.0,)), len(ends)):
+            end, _, key = ends[i]
+            entry = entries.get(ending[key][2])
+            if entry is not None and entry.ready is not None and end + OVERDUE_GRACE >= now:
+                return end + OVERDUE_GRACE
+        return math.inf
+
+    def capacity(self, now: float, horizon: float, size: int) -> Capacity:
+        """``elb.policy.forecast._capacity`` of the view at ``now`` by ``horizon``: the ready
+        workers' index read through, the ready workers whose running jobs free slots by then and
+        the booting ones as named bins over it, the nodes ending wide jobs free after them."""
+        spn, ends, entries = self._whole, self._ends, self._entries
+        first = bisect.bisect_left(ends, (now - OVERDUE_GRACE,))
+        last = bisect.bisect_right(ends, (horizon, math.inf))
+        gains: dict[str, int] = {}
+        tail: list[Bin] = []
+        freed = 0
+        for _, _, key in ends[first:last]:
+            _, job, host = self._ending[key]
+            entry = entries.get(host)
+            if entry is None or entry.ready is None:
+                continue
+            if job.slots > spn:
+                k = min(width(job.slots, spn), size)
+                tail.extend(Bin(None, spn, spn) for _ in range(k))
+                freed += k * spn
+            else:
+                gains[host] = gains.get(host, 0) + job.total_slots
+        over: list[Bin] = []
+        for host, slots in gains.items():
+            ready = entries[host].ready
+            assert ready is not None
+            free, total = ready
+            after = min(total, free + slots)  # what each job's gain of min(its slots, total - free) adds up to
+            freed += after - free
+            over.append(Bin(host, after, total))
+        for name in self.booting:
+            s = self.booting_slots(name) or spn
+            over.append(Bin(name, s, s))
+        return Capacity(tail, len(self.ready_index), len(self.booting), freed, self.ready_index, over)
+
+    # -- bringing it up to date -----------------------------------------------------------------
+    def _take_jobs(self, jobs: tuple[Sequence[Job], Sequence[Job]], changed: set[str]) -> None:
+        super()._take_jobs(jobs, changed)
+        gone, came = jobs
+        for j in gone:
+            if j.state in PENDING_STATES:
+                self._pending_slots -= j.slots * j.tasks
+                self._pending_odd -= j.slots <= 0 or j.tasks <= 0
+            found = self._ending.pop(id(j), None)
+            if found is not None:
+                del self._ends[bisect.bisect_left(self._ends, found[0])]
+                self._odd -= j.total_slots < 0
+        for j in came:
+            if j.state in PENDING_STATES:
+                self._pending_slots += j.slots * j.tasks
+                self._pending_odd += j.slots <= 0 or j.tasks <= 0
+            host = started_host(j)
+            if host is not None and j.hard_runtime is not None and j.started is not None:
+                self._numbered += 1
+                place = (j.started + j.hard_runtime, self._numbered, id(j))
+                bisect.insort(self._ends, place)
+                self._ending[id(j)] = (place, j, host)
+                self._odd += j.total_slots < 0
+
+    def _set(self, name: str, entry: _Entry | None) -> None:
+        old = self._entries.get(name)
+        super()._set(name, entry)
+        if entry is not None and entry.ready is not None:
+            self.ready_index.set(named(name), *entry.ready)
+        elif old is not None and old.ready is not None:
+            self.ready_index.remove(named(name))
+        if (old is not None and old.idle_since is not None) or (entry is not None and entry.idle_since is not None):
+            self._idle_workers = None  # an idle worker came, went or changed (its record)
+
+
+@dataclass(frozen=True, slots=True)
+class IdleWorker:
+    """A managed worker that is ready and idle (its record), as elb's cost rule reads a ``Worker``."""
+
+    name: str
+    node: Node
+    idle: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TallyView:
+    """A ``CapacityTally`` just brought up to date, read at ``now``: what elb's policy reads of a
+    ``ClusterView`` (the same values), until the tally's next update."""
+
+    tally: CapacityTally
+    now: float
+    pending: tuple[Job, ...]
+    slots_per_node: int
+
+    @property
+    def size(self) -> int:
+        return self.tally.size
+
+    @property
+    def pending_slots(self) -> int:
+        return self.tally.pending_slots
+
+    @property
+    def pending_plain(self) -> bool:
+        return self.tally.pending_plain
+
+    @property
+    def booting(self) -> tuple[str, ...]:
+        """The booting workers (their names)."""
+        return tuple(self.tally.booting)
+
+    def oldest_wait(self) -> float:
+        return self.tally.oldest_wait(self.now)
+
+    def nodes_for(self, jobs: Sequence[Job]) -> int:
+        return nodes_for(jobs, self.slots_per_node)
+
+    def capacity(self, horizon: float) -> Capacity:
+        return self.tally.capacity(self.now, horizon, self.tally.size)

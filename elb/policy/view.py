@@ -127,16 +127,20 @@ class ClusterView:
         return oldest_wait(self.pending, self.now)
 
     def nodes_for(self, jobs: Sequence[Job]) -> int:
-        """Whole nodes these jobs need: wide (PE) jobs take whole nodes, narrow ones pack."""
-        spn = self.slots_per_node
-        wide = 0
-        narrow = 0
-        for j in jobs:
-            if j.slots > spn:
-                wide += math.ceil(j.slots / spn) * j.tasks
-            else:
-                narrow += j.total_slots
-        return wide + math.ceil(narrow / spn)
+        """Whole nodes these jobs need (``nodes_for``)."""
+        return nodes_for(jobs, self.slots_per_node)
+
+
+def nodes_for(jobs: Sequence[Job], spn: int) -> int:
+    """Whole nodes of ``spn`` slots these jobs need: wide (PE) jobs take whole nodes, narrow ones pack."""
+    wide = 0
+    narrow = 0
+    for j in jobs:
+        if j.slots > spn:
+            wide += math.ceil(j.slots / spn) * j.tasks
+        else:
+            narrow += j.total_slots
+    return wide + math.ceil(narrow / spn)
 
 
 def oldest_wait(jobs: Sequence[Job], now: float) -> float:

@@ -822,7 +822,7 @@ class Simulator:
             self._restart(r.node, now, r.reason)
             launched += 1
         room = self.max_nodes - sum(self.group_count.values())
-        in_use = {*self.nodes, *self.pooled}
+        in_use = {*self.nodes, *self.pooled} if plan.add_names else set()
         for name in plan.add_names[: max(0, room)]:
             group = plan.add_groups.get(name, self.first_group)
             if group not in self.group_slots or self.group_count[group] >= self.group_max[group]:

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from elb.policy.forecast import Forecast, _capacity, forecast
-from elb.policy.placement import Bin, FreeIndex, Packing, host_order, width
+from elb.policy.placement import Bin, FreeIndex, Packing, host_order, named, width
 from elb.policy.view import ClusterView, cluster_view
 from elb.state import join
 from tests.unit.factories import T0, host, pending, snap
@@ -161,3 +161,36 @@ def test_forecast_counts_the_jobs_after_saturation_as_a_walk_would(seed: int) ->
     view = cluster_view(join([], (), snap(jobs, hosts), now=T0), "master", spn)
     limit = rng.randrange(3)
     assert forecast(view, T0 + 300, limit=limit) == _forecast_job_by_job(view, T0 + 300, limit)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_packing_on_a_kept_index_read_through_places_as_on_the_list_of_bins(seed: int) -> None:
+    """The ready workers in a ``FreeIndex`` the caller keeps (never changed by the packing), named
+    bins over and beside them and anonymous ones after: the same placements as one list of bins
+    in host order, and the kept index as it was."""
+    rng = random.Random(seed)
+    spn = rng.choice([4, 8])
+    names = [f"node{i:03d}" for i in rng.sample(range(1, 200), 40)]
+    ready: dict[str, tuple[int, int]] = {}
+    for name in names[:30]:
+        total = rng.choice([spn, spn, spn // 2])
+        ready[name] = (rng.randrange(total + 1), total)
+    over: dict[str, tuple[int, int]] = {}
+    for name in rng.sample(names[:30], 8) + names[30:36]:  # gains on ready ones, booting ones
+        total = ready[name][1] if name in ready else spn
+        over[name] = (rng.randint(ready[name][0] if name in ready else 0, total), total)
+    tail = [(spn, spn)] * rng.randrange(4)
+    index: FreeIndex[tuple[int, int, str]] = FreeIndex(spn)
+    for name, (free, total) in ready.items():
+        index.set(named(name), free, total)
+    kept = dict(index._free)
+    merged = {**ready, **over}
+    listed = [Bin(n, *merged[n]) for n in sorted(merged, key=host_order)] + [Bin(None, *b) for b in tail]
+    plain = Packing(listed, spn, rng.randrange(6))
+    through = Packing([Bin(None, *b) for b in tail], spn, plain.limit, index, [Bin(n, *over[n]) for n in sorted(over)])
+    for _ in range(40):
+        slots = rng.choice([1, 2, 3, spn, spn + 1, 2 * spn])
+        tasks = rng.choice([1, 1, 2, 5])
+        assert through.place(slots, tasks) == plain.place(slots, tasks)
+    assert (through.new_nodes, through.complete, through.assigned) == (plain.new_nodes, plain.complete, plain.assigned)
+    assert index._free == kept

@@ -1,7 +1,7 @@
-"""Slurm's and StarCluster's peers reading the cluster from a ``WorkerTally`` (brought up to date
-by what changed) decide exactly as they do from the full view (``cluster_view``), at every call of
-a replay and on hand-built sequences of cluster states; and the simulator's snapshots carry their
-changes."""
+"""Slurm's and StarCluster's peers reading the cluster from a ``WorkerTally``, and elb's policy
+reading it from a ``CapacityTally`` (each brought up to date by what changed), decide exactly as
+they do from the full view (``cluster_view``), at every call of a replay and on hand-built
+sequences of cluster states; and the simulator's snapshots carry their changes."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from elb.config import ClusterConfig, PolicyConfig
 from elb.model import History, Host, Job, Node, NodeState, Plan, Snapshot
+from elb.policy.default import ElbPolicy
 from elb.policy.peers import Limits, SlurmPolicy, StarclusterPolicy
 from elb.policy.tally import Revised, WorkerTally
 from elb.simulate.engine import SimSettings, Simulator
@@ -26,10 +28,22 @@ from elb.state import ClusterState, join
 from tests.unit.factories import T0, host, node, pending, running
 from tests.unit.test_simulate_logs import KTH, needs_logs
 
-Peer = SlurmPolicy | StarclusterPolicy
+Peer = SlurmPolicy | StarclusterPolicy | ElbPolicy
 
 
-def peer(name: str, limits: Limits) -> Peer:
+def peer(name: str, limits: Limits, **elb: object) -> Peer:
+    """Slurm's or StarCluster's peer, or elb's policy (``name`` "elb", "elb-hour": per-hour
+    billing) with these limits and ``elb``'s other options."""
+    if name.startswith("elb"):
+        billing = "hour" if name == "elb-hour" else "second"
+        cfg = PolicyConfig(
+            min_nodes=limits.min_nodes,
+            max_nodes=limits.max_nodes,
+            slots_per_node=limits.slots_per_node,
+            billing=billing,
+            **elb,  # type: ignore[arg-type]
+        )
+        return ElbPolicy(cfg, ClusterConfig(master=limits.master, node_prefix=limits.node_prefix))
     return SlurmPolicy(limits) if name == "slurm" else StarclusterPolicy(limits)
 
 
@@ -71,7 +85,7 @@ def synthetic_jobs(seed: int, count: int = 400) -> list[SimJob]:
     return jobs
 
 
-@pytest.mark.parametrize("name", ["slurm", "starcluster"])
+@pytest.mark.parametrize("name", ["slurm", "starcluster", "elb", "elb-hour"])
 @pytest.mark.parametrize("dispatch", ["sge", "fifo", "easy"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_every_decision_of_a_replay_is_the_full_views(name: str, dispatch: str, seed: int) -> None:
@@ -114,8 +128,15 @@ def test_the_simulators_snapshots_say_what_changed_since_the_last_one() -> None:
     assert revised > 50
 
 
+@pytest.mark.parametrize("options", [{"launch_delay": 120.0}, {"grow": "wait_time"}, {"boot_time": 900.0}])
+def test_every_decision_of_elbs_replay_is_the_full_views_with_other_options(options: dict[str, object]) -> None:
+    twin = Twin(peer("elb", Limits(min_nodes=1, max_nodes=12, slots_per_node=8), **options))
+    Simulator(synthetic_jobs(4), twin, SimSettings(slots_per_node=8, max_nodes=12, poll_interval=10.0)).run()
+    assert twin.calls > 100
+
+
 @needs_logs
-@pytest.mark.parametrize("name", ["slurm", "starcluster"])
+@pytest.mark.parametrize("name", ["slurm", "starcluster", "elb"])
 @pytest.mark.parametrize("copies", [1, 4])
 def test_a_kth_replay_is_identical_with_and_without_the_tally(name: str, copies: int) -> None:
     """The way the fast-forward test compares: every placement, node life and figure."""
@@ -199,7 +220,7 @@ steps = st.lists(
     steps=steps,
     configured=st.sampled_from([8, None]),
     min_nodes=st.integers(0, 3),
-    name=st.sampled_from(["slurm", "starcluster"]),
+    name=st.sampled_from(["slurm", "starcluster", "elb", "elb-hour"]),
     changed=st.sampled_from([None, -100.0, -1000.0]),
 )
 def test_a_sequence_of_cluster_states_gets_the_full_views_plans(
