@@ -19,3 +19,8 @@ class Check:
         fix = f" -> {self.fix}" if self.fix and (self.warning or not self.ok) else ""
         text = " ".join(f"{self.what}: {self.detail}{fix}".split())
         return f"{'FAIL' if not self.ok else 'warn' if self.warning else 'ok  '} {text}"
+
+    def as_json(self) -> dict[str, object]:
+        """JSON-ready: what, ok, warning, detail, and the fix (empty when ok and no warning)."""
+        fix = self.fix if (self.warning or not self.ok) else ""
+        return {"what": self.what, "ok": self.ok, "warning": self.warning, "detail": self.detail, "fix": fix}

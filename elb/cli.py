@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "elb.init",
     "elb.slurm.programs",
     "elb.monitoring",
+    "elb.completion",
 )
 
 

@@ -147,6 +147,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--offline", action="store_true", help="skip the checks that need the network (the scheduler, the cloud)"
     )
+    p.add_argument(
+        "--json", action="store_true", help="one JSON object: {'config': path, 'checks': [...], 'failed': N}"
+    )
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser(
@@ -254,20 +257,38 @@ def _playbooks_missing(cfg: Config) -> bool:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     path = args.config or DEFAULT_CONFIG_PATH
-    print(f"config: {path.resolve()}")
+    if not args.json:
+        print(f"config: {path.resolve()}")
     cfg = _load(args)
     if cfg is None:
+        if args.json:
+            print(json.dumps({"config": str(path.resolve()), "ok": False, "checks": [], "failed": 1}, indent=2))
         return Exit.CONFIG
-    print(
-        f"ok   config: policy {cfg.policy.name}, {cfg.policy.min_nodes}-{cfg.policy.max_nodes} nodes, "
-        f"provider {cfg.cloud.provider}, master {cfg.cluster.master}"
-    )
+    from elb.checks import Check  # noqa: PLC0415
     from elb.validate import run_checks  # noqa: PLC0415
 
-    failed = 0
+    summary = (
+        f"policy {cfg.policy.name}, {cfg.policy.min_nodes}-{cfg.policy.max_nodes} nodes, "
+        f"scheduler {cfg.scheduler}, provider {cfg.cloud.provider}, master {cfg.cluster.master}"
+    )
+    checks: list[Check] = [Check("config", True, summary)]
+    if not args.json:
+        print(checks[0].line(), flush=True)
     for check in run_checks(cfg, offline=args.offline):
-        print(check.line(), flush=True)
-        failed += not check.ok
+        checks.append(check)
+        if not args.json:
+            print(check.line(), flush=True)
+    failed = sum(not c.ok for c in checks)
+    if args.json:
+        doc = {
+            "config": str(path.resolve()),
+            "ok": failed == 0,
+            "offline": args.offline,
+            "checks": [c.as_json() for c in checks],
+            "failed": failed,
+        }
+        print(json.dumps(doc, indent=2))
+        return Exit.CONFIG if failed else Exit.OK
     if args.offline:
         print("(offline: the scheduler and the cloud were not checked)")
     if failed:
@@ -549,6 +570,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     events = journal.events(args.node)
     journal.close()
     if not events:
+        if args.json:
+            print("[]")  # what a script parses: no event
         _error(f"no journal events for {args.node!r} (elb nodes --all lists every node elb knows)")
         return Exit.FAILED
     if args.json:
@@ -603,11 +626,17 @@ def cmd_order(args: argparse.Namespace) -> int:
     _cfg, journal = opened
     node = journal.node(args.node)
     withdraw = args.order == "release" or getattr(args, "cancel", False)
+    order = "kept" if args.order in ("keep", "release") else "remove"
     if node is None and not withdraw:
         journal.close()
         _error(f"{args.node} is not a node elb manages (elb nodes lists them)")
         return Exit.FAILED
-    order = "kept" if args.order in ("keep", "release") else "remove"
+    orders = journal.orders()
+    if withdraw and args.node not in (orders.kept if order == "kept" else orders.remove):
+        journal.close()
+        what = "kept" if order == "kept" else "ordered removed"
+        _error(f"{args.node} is not {what} (elb status lists the orders)")
+        return Exit.FAILED
     journal.set_order(order, args.node, on=not withdraw)
     journal.close()
     said = {

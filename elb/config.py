@@ -207,6 +207,13 @@ class ProvisionConfig(_Strict):
     timeout: Seconds = 900.0  # 0: no limit
     forks: AtLeastOne = 10
     extra_vars: dict[str, object] = Field(default_factory=dict)
+    # The SSH host keys elb gives its nodes at launch and checks (elb.provision.hostkeys);
+    # None: <private_data_dir>/host-keys.
+    host_keys_dir: Path | None = None
+
+    @property
+    def host_keys_path(self) -> Path:
+        return self.host_keys_dir if self.host_keys_dir is not None else self.private_data_dir / "host-keys"
 
     @field_validator("extra_vars")
     @classmethod
@@ -342,7 +349,19 @@ class Config(_Strict):
 
     def groups(self, slots_per_node: int) -> NodeGroups:
         """The node groups elb adds nodes of: ``node_groups``, or the one group today's settings
-        describe (``slots_per_node``: the size of a new node, as the daemon learnt it)."""
+        describe (``slots_per_node``: the size of a new node, as the daemon learnt it). Built
+        once per config and size (``_GROUPS``): a pass, and a replay's every decision, asks often."""
+        key = (id(self), slots_per_node)
+        hit = _GROUPS.get(key)
+        if hit is not None and hit[0] is self:
+            return hit[1]
+        groups = self._groups(slots_per_node)
+        if len(_GROUPS) >= _GROUPS_KEPT:
+            _GROUPS.pop(next(iter(_GROUPS)))
+        _GROUPS[key] = (self, groups)  # the config held: its id is not reused while kept
+        return groups
+
+    def _groups(self, slots_per_node: int) -> NodeGroups:
         if self.node_groups is not None:
             return NodeGroups(groups=self.node_groups, max_nodes=self.policy.max_nodes)
         p = self.policy
@@ -389,6 +408,11 @@ def _seconds_or_same(value: object) -> object:
     return value
 
 
+# The node groups of the last configs asked (``Config.groups``), by (config id, slots).
+_GROUPS: dict[tuple[int, int], tuple[Config, NodeGroups]] = {}
+_GROUPS_KEPT = 32
+
+
 class ConfigError(Exception):
     """The config file cannot be used; the message names the file, the place, the key and the problem."""
 
@@ -429,7 +453,10 @@ def parse_config(data: object, source: str = "<config>", doc: yamlfile.Document 
 def check_paths(cfg: Config) -> list[tuple[str, str]]:
     """Paths the config names that would stop elb later, as (key, problem)."""
     problems = []
-    for key, path in (("state_dir", cfg.state_dir), ("provision.private_data_dir", cfg.provision.private_data_dir)):
+    dirs = [("state_dir", cfg.state_dir), ("provision.private_data_dir", cfg.provision.private_data_dir)]
+    if cfg.provision.host_keys_dir is not None:  # else under private_data_dir, checked with it
+        dirs.append(("provision.host_keys_dir", cfg.provision.host_keys_dir))
+    for key, path in dirs:
         if path.exists() and not path.is_dir():
             problems.append((key, f"{path} exists and is not a directory"))
         elif not path.exists() and any(p.exists() and not p.is_dir() for p in path.parents):

@@ -40,7 +40,7 @@ from elb.poolplan import groups_of
 from elb.reconcile import RepairKind
 from elb.scheduler import Scheduler, SchedulerError, SchedulerRead
 from elb.sdnotify import KeepAlive, Notifier
-from elb.state import GONE, join, seen
+from elb.state import GONE, busy_hosts, join, seen
 from elb.stats import StatsRow, append_row, held_and_error
 
 log = logging.getLogger("elb")
@@ -414,7 +414,7 @@ class Balancer:
     def _remember_seen(self, snap: Snapshot, records: tuple[Node, ...], *, journal: bool = True) -> tuple[Node, ...]:
         """``records`` with what the pass saw (busy and reachable nodes), as the journal holds
         them once it is written (``journal``: the dry run writes nothing)."""
-        busy = sorted({h.name for h in snap.hosts if h.busy} | {j.host for j in snap.jobs if j.host})
+        busy = sorted(busy_hosts(snap))
         up = [h.name for h in snap.hosts if h.up]
         if journal:
             self.journal.mark_seen(snap.now, busy=busy, up=up)

@@ -39,7 +39,7 @@ from elb.poolplan import PoolPlan, groups_of, plan_pool, pooled_hosts_left_out
 from elb.reconcile import Repair, RepairKind, repairs_of
 from elb.scheduler import Ask, Dropped
 from elb.servable import DemandSplit
-from elb.state import ClusterState, join
+from elb.state import ClusterState, JoinIndex, join
 
 RepairKey = tuple[RepairKind, str]  # a repair of one kind on one node
 
@@ -175,6 +175,7 @@ class PassInputs:
     notices: tuple[Notice, ...] = ()  # the cloud's notices since the last pass
     interrupted: tuple[tuple[int, int, bool], ...] = ()  # (job, spot interruptions, bound already)
     scheduler: str = "SGE"  # the scheduler's name, in the reasons
+    index: JoinIndex | None = None  # what the simulator keeps of the joined state (``elb.state.JoinIndex``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,28 +233,38 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
     and the launches cut by the back-off; it never removes a node under repair or with an
     operation in flight."""
     state = cluster_state(inputs, now)
-    notices = plan_notices(
-        inputs.notices,
-        inputs.instances,
-        inputs.nodes,
-        inputs.orders,
-        snapshot=inputs.snapshot,
-        interrupted=inputs.interrupted,
-        allowed=config.cloud.ec2.spot_interruptions_allowed,
-        groups=groups_of(config),
+    groups = groups_of(config)
+    notices = (
+        plan_notices(
+            inputs.notices,
+            inputs.instances,
+            inputs.nodes,
+            inputs.orders,
+            snapshot=inputs.snapshot,
+            interrupted=inputs.interrupted,
+            allowed=config.cloud.ec2.spot_interruptions_allowed,
+            groups=groups,
+        )
+        if inputs.notices
+        else _NO_NOTICES
     )
     asks = _plan_asks(inputs, config, now)
     todo, kept, hold = _repairs(inputs, state, config, abandon=asks.abandon)
-    done = _orders_done(inputs.orders, inputs.nodes)
+    done = _orders_done(inputs.orders, state) if inputs.orders.remove else ()
     # A node under repair, or with an operation under way, is left to it.
-    busy_nodes = inputs.in_flight | {r.node for r in todo}
-    doomed = inputs.orders.doomed | {r.node for r in notices.retire}
+    busy_nodes = inputs.in_flight | {r.node for r in todo} if todo else inputs.in_flight
+    doomed = inputs.orders.doomed | {r.node for r in notices.retire} if notices.retire else inputs.orders.doomed
     # Pooled nodes past their limits go whether or not scaling runs this pass.
-    _, expiring = plan_pool(
-        Plan(), inputs.nodes, config, now, in_flight=busy_nodes, template_versions=inputs.template_versions
+    pools = bool(state.pooled) or any(g.warm_pool.enabled for g in groups.groups)
+    _, expiring = (
+        plan_pool(Plan(), state.pooled, config, now, in_flight=busy_nodes, template_versions=inputs.template_versions)
+        if pools
+        else (None, _NO_POOL)
     )
-    moved = plan_moves(
-        inputs.interrupted, config.cloud.ec2.spot_interruptions_allowed, groups_of(config), inputs.snapshot
+    moved = (
+        plan_moves(inputs.interrupted, config.cloud.ec2.spot_interruptions_allowed, groups, inputs.snapshot)
+        if inputs.interrupted
+        else ()
     )
     base = PassPlan(
         repairs=todo,
@@ -280,15 +291,20 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
         plan = dataclasses.replace(plan, remove=tuple(r for r in plan.remove if r.node not in busy_nodes))
     # Removals that are stops and launches that are restarts (a group's warm pool); the back-off
     # holds new launches only. A node the cloud is taking back is never pooled.
-    plan, pool = plan_pool(
-        plan,
-        inputs.nodes,
-        config,
-        now,
-        in_flight=busy_nodes,
-        template_versions=inputs.template_versions,
-        doomed=doomed,
-        named=inputs.asks is not None,
+    plan, pool = (
+        plan_pool(
+            plan,
+            state.pooled,
+            config,
+            now,
+            in_flight=busy_nodes,
+            template_versions=inputs.template_versions,
+            doomed=doomed,
+            named=inputs.asks is not None,
+            record_of=state.record,
+        )
+        if pools
+        else (plan, _NO_POOL)
     )
     wanted = plan.add
     if plan.add:
@@ -302,9 +318,16 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
     return dataclasses.replace(base, scaling=plan, wanted=wanted, pool=pool, declines=tuple(declines))
 
 
+_NO_NOTICES = NoticePlan()
+_NO_POOL = PoolPlan()
+_NO_ASKS = AskPlan()
+
+
 def _plan_asks(inputs: PassInputs, config: Config, now: float) -> AskPlan:
     """The scheduler's asks as actions (``elb.askplan``); nothing when it never names nodes."""
     if inputs.asks is None:
+        if not inputs.dropped:
+            return _NO_ASKS
         return AskPlan(answers=tuple(Answer(d.ask.node, d.ask.since, f"dropped: {d.reason}") for d in inputs.dropped))
     groups = groups_of(config)
     return plan_asks(
@@ -357,7 +380,15 @@ def scaling_waits(inputs: PassInputs, config: Config, now: float) -> bool:
 def cluster_state(inputs: PassInputs, now: float) -> ClusterState:
     """What the pass read, joined once (``elb.state.join``): the journal's records (gone ones
     included), the cloud's workers and SGE's snapshot, with the operations in flight."""
-    return join(inputs.nodes, inputs.instances, inputs.snapshot, inputs.in_flight, include_gone=True, now=now)
+    return join(
+        inputs.nodes,
+        inputs.instances,
+        inputs.snapshot,
+        inputs.in_flight,
+        include_gone=True,
+        now=now,
+        index=inputs.index,
+    )
 
 
 def _repairs(
@@ -374,6 +405,7 @@ def _repairs(
         unreachable_timeout=config.unreachable_timeout,
         watched_since=inputs.watched_since,
         scheduler=inputs.scheduler,
+        skip=inputs.in_flight,
     )
     if abandon:
         given_up = {r.node: r.reason for r in abandon}
@@ -393,12 +425,14 @@ def scale(inputs: PassInputs, policy: Policy, now: float, state: ClusterState | 
     demand = inputs.demand
     # Pooled nodes stay exec hosts (disabled) but are no capacity nor size: the policy plans without them.
     joined = state if state is not None else cluster_state(inputs, now)
-    seen = pooled_hosts_left_out(demand.snapshot, inputs.nodes)
+    seen = pooled_hosts_left_out(demand.snapshot, joined.pooled)
     plan = decide_demand(policy, joined.seeing(seen), inputs.history, group_of=demand.group_of)
-    return apply_orders(plan, inputs.orders, inputs.nodes, {m.name for m in joined.nodes if m.busy})
+    orders = inputs.orders
+    if not (orders.paused or orders.kept or orders.remove):
+        return plan
+    return apply_orders(plan, orders, inputs.nodes, {m.name for m in joined.nodes if m.busy})
 
 
-def _orders_done(orders: Orders, nodes: Sequence[Node]) -> tuple[str, ...]:
+def _orders_done(orders: Orders, state: ClusterState) -> tuple[str, ...]:
     """Removal orders whose node is gone (or was never one of elb's)."""
-    alive = {n.name for n in nodes if n.state.alive}
-    return tuple(sorted(orders.remove - alive))
+    return tuple(sorted(name for name in orders.remove if (r := state.record(name)) is None or not r.state.alive))

@@ -20,7 +20,7 @@ passed in, nothing is read or changed.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -79,15 +79,23 @@ def plan_pool(
     template_versions: Mapping[str, str] | None = None,
     doomed: Collection[str] = frozenset(),
     named: bool = False,
+    record_of: Callable[[str], Node | None] | None = None,
 ) -> tuple[Plan, PoolPlan]:
     """The policy's ``plan`` with its removals that are stops and its launches that are restarts
-    taken out, and the warm pool's actions. ``template_versions``: each group's launch template
-    version now (a group missing: not known, no node goes for its version). ``doomed``: nodes
-    never pooled; ``named``: a launch restarts only the pooled node of its own name."""
+    taken out, and the warm pool's actions. ``nodes``: the journal's records (those in a pool
+    are enough, with ``record_of`` to find a removal's record). ``template_versions``: each
+    group's launch template version now (a group missing: not known, no node goes for its
+    version). ``doomed``: nodes never pooled; ``named``: a launch restarts only the pooled node
+    of its own name."""
     groups = groups_of(config)
     pools = _pools(nodes, groups, config, now, in_flight=in_flight, versions=template_versions or {})
+    if not plan.add and not plan.remove:
+        return plan, PoolPlan(expire=tuple(pools.expire))
     restarts, launches = _restarts(plan, groups, pools, now, named=named)
-    stops, removals = _stops(plan, nodes, groups, pools, config=config, now=now, doomed=doomed)
+    if record_of is None:
+        by_name = {n.name: n for n in nodes}
+        record_of = by_name.get
+    stops, removals = _stops(plan, record_of, groups, pools, config=config, now=now, doomed=doomed)
     if not restarts and not stops and removals == list(plan.remove):
         return plan, PoolPlan(expire=tuple(pools.expire))
     out = dataclasses.replace(
@@ -119,6 +127,8 @@ def _pools(
 ) -> _Pools:
     """Each group's pooled nodes, and those of them that go for good now."""
     pools = _Pools({g.name: [] for g in groups.groups}, {g.name: 0 for g in groups.groups}, [])
+    if not any(g.warm_pool.enabled for g in groups.groups) and not any(n.state is NodeState.STOPPED for n in nodes):
+        return pools
     for n in nodes:
         g = group_of(n, groups)
         if n.state is NodeState.STOPPING:
@@ -166,7 +176,7 @@ def _restarts(
 
 def _stops(
     plan: Plan,
-    nodes: Sequence[Node],
+    record_of: Callable[[str], Node | None],
     groups: NodeGroups,
     pools: _Pools,
     *,
@@ -175,11 +185,10 @@ def _stops(
     doomed: Collection[str],
 ) -> tuple[list[Removal], list[Removal]]:
     """The policy's removals that are stops into a warm pool, and those that stay removals."""
-    by_name = {n.name: n for n in nodes}
     stops: list[Removal] = []
     removals: list[Removal] = []
     for r in plan.remove:
-        record = by_name.get(r.node)
+        record = record_of(r.node)
         g = group_of(record, groups) if record is not None else groups.groups[0]
         if record is None or not g.warm_pool.enabled:
             removals.append(r)

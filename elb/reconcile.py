@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from elb.durations import minutes
 from elb.interfaces import Instance
 from elb.model import Node, NodeState, Snapshot
-from elb.state import LIVE, ClusterState, ManagedNode, instance_state, join
+from elb.state import GONE, LIVE, ClusterState, ManagedNode, instance_state, join
 
 
 class RepairKind(enum.StrEnum):
@@ -193,18 +193,25 @@ def repairs_of(
     unreachable_timeout: float,
     watched_since: float | None = None,
     scheduler: str = "SGE",
+    skip: Collection[str] = frozenset(),
 ) -> list[Repair]:
     """What to repair so that journal, cloud and the scheduler agree. ``state``: the three joined with
     the journal's gone records included (``join(..., include_gone=True)``); the master and its
     instance are never repaired.
 
     ``watched_since``: when the daemon's first pass ran (see ``lost_for``); None: trust the journal.
-    ``scheduler``: its name, in the reasons.
+    ``scheduler``: its name, in the reasons. ``skip``: nodes left alone (an operation of elb's
+    runs on them: it owns their next steps); their instances are theirs, not orphans.
     """
     now = state.now
     out: list[Repair] = []
-    for m in state.nodes:
+    theirs: set[str] = set()
+    for m in state.suspects:  # a steady node needs nothing
         if m.name == master:
+            continue
+        if m.name in skip:
+            if m.instance is not None:
+                theirs.add(m.instance.instance_id)
             continue
         if m.instance is not None and m.instance.name == master:
             m = dataclasses.replace(m, instance=None)  # noqa: PLW2901 (the master's is never a worker's)
@@ -220,16 +227,14 @@ def repairs_of(
             out.append(repair)
 
     # Instances the journal does not account for.
-    by_name = {m.name: m for m in state.nodes}
-    in_sge = {h.name for h in state.snapshot.hosts}
-    accounted = {r.instance.instance_id for r in out if r.instance is not None}
-    accounted |= {m.record.instance_id for m in state.nodes if m.record.instance_id}
-    for inst in state.instances:
+    accounted = {r.instance.instance_id for r in out if r.instance is not None} | theirs
+    for inst in state.unaccounted:
         if inst.instance_id in accounted or inst.name == master:
             continue
         live = instance_state(inst.state) in LIVE
-        record = by_name.get(inst.name)
-        if record is None and inst.name in in_sge:
+        found = state.record(inst.name)
+        record = found if found is not None and (state.include_gone or found.state not in GONE) else None
+        if record is None and state.host(inst.name) is not None:
             if live:
                 why = f"a worker of {scheduler} with elb's tags missing from the journal"
                 out.append(Repair(RepairKind.ADOPT, inst.name, why, inst))

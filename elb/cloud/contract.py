@@ -56,6 +56,7 @@ CALLS: tuple[Call, ...] = (
     Call("ec2", "TerminateInstances", ("daemon",), "terminate a worker"),
     Call("ec2", "StopInstances", ("daemon",), "stop a worker into a warm pool"),
     Call("ec2", "StartInstances", ("daemon",), "start a warm pool's worker"),
+    Call("ec2", "GetConsoleOutput", ("daemon",), "a launch template node's SSH host key, as cloud-init prints it"),
     Call("sqs", "GetQueueUrl", ("daemon", "setup"), "find the notice queue"),
     Call("sqs", "ReceiveMessage", ("daemon",), "read EC2's notices"),
     Call("sqs", "DeleteMessage", ("daemon",), "drop a notice once read"),

@@ -44,6 +44,8 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from elb.cloud.console import decode_output, host_key_in_console
+from elb.cloud.user_data import with_host_key
 from elb.config import Config, Ec2Config
 from elb.groups import LaunchTemplate, NodeGroups
 from elb.interfaces import (
@@ -57,6 +59,7 @@ from elb.interfaces import (
     Notice,
     NoticeKind,
 )
+from elb.provision.hostkeys import HostKeys
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
@@ -507,6 +510,7 @@ class Ec2Cloud:
         sleep: Callable[[float], None] = time.sleep,
         poll_interval: float = 5.0,
         node_groups: NodeGroups | None = None,
+        host_keys: HostKeys | None = None,
     ) -> None:
         bad = sorted(k for k in config.extra_tags if k in _RESERVED_TAGS or k.lower().startswith("aws:"))
         if bad:
@@ -541,6 +545,9 @@ class Ec2Cloud:
         # Tokens whose request launched nothing (a capacity error; a fleet of errors only, which
         # EC2 would answer again as it did): never sent again by this process.
         self._spent: set[str] = set()
+        # The nodes' SSH host keys: each node elb describes itself gets its key in its user data
+        # (``elb.cloud.user_data``). None: nodes make their own at first boot (unchecked).
+        self.host_keys = host_keys
 
     @classmethod
     def from_config(cls, config: Config, **kwargs: Any) -> Ec2Cloud:
@@ -550,7 +557,7 @@ class Ec2Cloud:
             master=config.cluster.master,
             slots_per_node=config.policy.slots_per_node,
             node_groups=config.groups(config.policy.slots_per_node or 1) if config.node_groups is not None else None,
-            **kwargs,
+            **({"host_keys": HostKeys(config.provision.host_keys_path)} | kwargs),
         )
 
     # ------------------------------------------------------------------ queries
@@ -606,6 +613,9 @@ class Ec2Cloud:
             if is_cluster_worker(tags_of(r), self.cluster, self.master)
             and r.get("State", {}).get("Name") not in GONE_STATES
         ]
+        if self.host_keys is not None:  # the keys of nodes gone without elb (spot, by hand)
+            for name in self.host_keys.prune({i.name for i in out}, time.time()):  # the files' clock
+                log.info("%s: gone; its host key forgotten", name)
         return sorted(out, key=lambda i: (i.name, i.instance_id))
 
     def health(self, instances: Sequence[Instance]) -> list[Notice]:
@@ -1083,6 +1093,7 @@ class Ec2Cloud:
         for i, name in enumerate(names):
             try:
                 spec = specs[None if groups is None else groups.get(name)]
+                spec = self._with_host_key(name, spec, adopting=name in existing)
                 inst = self._start_one(name, spec, existing.get(name), ended.get(name, ""))
             except _NoCapacity as err:
                 failed[name] = str(err)
@@ -1099,7 +1110,85 @@ class Ec2Cloud:
                 volume_tags[name] = spec.extra_tags
         launched, boot_failed = self._wait_running(started, started_at + self.config.boot_timeout, volume_tags)
         failed.update(boot_failed)
+        templated = {n for n in started if specs[None if groups is None else groups.get(n)].launch_template}
+        launched, unkeyed = self._console_host_keys(launched, templated, started_at + self.config.boot_timeout)
+        failed.update(unkeyed)
+        self._settle_host_keys(launched)
         return LaunchResult(launched=tuple(launched), failed=failed)
+
+    def _console_host_keys(
+        self, launched: Sequence[Instance], templated: set[str], deadline: float
+    ) -> tuple[list[Instance], dict[str, str]]:
+        """Read the host key of each node launched from a launch template (its user data is the
+        template's) from its console output, where cloud-init prints it, until ``deadline``; the
+        nodes whose key did not show are terminated and failed (by name, with why)."""
+        if self.host_keys is None or not templated:
+            return list(launched), {}
+        waiting = {i.name: i for i in launched if i.name in templated}
+        latest: dict[str, bool] = {}  # instance id -> whether EC2 gives its latest output
+        why = f"its SSH host key did not show in its console output within {self.config.boot_timeout:g}s"
+        try:
+            while waiting:
+                for name, inst in list(waiting.items()):
+                    key = host_key_in_console(self._console_output(inst.instance_id, latest))
+                    if key is not None:
+                        self.host_keys.record(name, key)
+                        log.info("%s: host key read from the console of %s", name, inst.instance_id)
+                        del waiting[name]
+                if not waiting or self.clock() >= deadline:
+                    break
+                self.sleep(min(self.poll_interval, max(0.0, deadline - self.clock())))
+        except CloudError as err:
+            why = f"its SSH host key cannot be read from its console output: {err}"
+        self._terminate_quietly([i.instance_id for i in waiting.values()])
+        failed = {
+            n: f"instance {i.instance_id}: {why} (a node of a launch template; terminated)" for n, i in waiting.items()
+        }
+        return [i for i in launched if i.name not in waiting], failed
+
+    def _console_output(self, instance_id: str, latest: dict[str, bool]) -> str:
+        """The instance's console output as text ("" for none yet): the latest (Nitro instances),
+        else what EC2 buffered at its start. CloudError when it cannot be read."""
+        args: dict[str, Any] = {"InstanceId": instance_id}
+        if latest.get(instance_id, True):
+            args["Latest"] = True
+        try:
+            resp = self.client.get_console_output(**args)
+        except ClientError as err:
+            code = error_code(err)
+            if code == "InvalidInstanceID.NotFound":
+                return ""
+            if code in ("UnsupportedOperation", "InvalidParameterValue", "InvalidParameterCombination") and args.get(
+                "Latest"
+            ):
+                latest[instance_id] = False  # not a Nitro instance: its buffered output
+                return ""
+            raise to_cloud_error(err, f"reading the console output of {instance_id}") from None
+        except BotoCoreError as err:
+            raise to_cloud_error(err, f"reading the console output of {instance_id}") from None
+        return decode_output(str(resp.get("Output") or ""))
+
+    def _settle_host_keys(self, launched: Sequence[Instance]) -> None:
+        """The private keys of nodes that run with them are needed no more. (A launch that failed
+        keeps its key: the same request, with the same token, may be sent again.)"""
+        if self.host_keys is not None:
+            for node in launched:
+                self.host_keys.settle(node.name)
+
+    def _with_host_key(self, name: str, spec: LaunchSpec, *, adopting: bool) -> LaunchSpec:
+        """``spec`` with the node's host key in its user data (``elb.cloud.user_data``), when elb
+        describes the worker itself and starts it (an adopted instance has the key it was
+        launched with). A launch template holds the user data: the key of its node is read from
+        its console output once it runs (``_console_host_keys``)."""
+        if self.host_keys is None or spec.launch_template is not None or adopting:
+            return spec
+        try:
+            user_data = with_host_key(spec.user_data, self.host_keys.issue(name))
+        except ValueError as err:
+            raise CloudError(f"cannot launch {name}: {err}") from None
+        except OSError as err:
+            raise CloudError(f"cannot launch {name}: its host key cannot be kept: {err}") from None
+        return dataclasses.replace(spec, user_data=user_data)
 
     def _tag_volumes(self, name: str, raw: InstanceTypeDef, extra: Mapping[str, str]) -> None:
         """Give a running fleet node's volumes the node's tags (``CreateTags``). A failure is
@@ -1206,10 +1295,9 @@ class Ec2Cloud:
         ids = list(dict.fromkeys(instance_ids))
         if not ids:
             return
-        owned = {i: r.get("State", {}).get("Name", "") for i, r in self._owned(ids, "terminate").items()}
+        raws = self._owned(ids, "terminate")
+        owned = {i: r.get("State", {}).get("Name", "") for i, r in raws.items()}
         live = [i for i in ids if owned[i] != "terminated"]
-        if not live:
-            return
         for start in range(0, len(live), TERMINATE_BATCH):
             batch = live[start : start + TERMINATE_BATCH]
             try:
@@ -1217,6 +1305,8 @@ class Ec2Cloud:
             except (BotoCoreError, ClientError) as err:
                 raise to_cloud_error(err, f"terminating {', '.join(batch)}") from None
             log.info("terminating %s", ", ".join(batch))
+        if self.host_keys is not None:  # the nodes are gone: so are their keys
+            self.host_keys.forget(n for n in (tags_of(raws[i]).get(TAG_NAME) for i in ids) if n)
 
     def stop(self, instance_ids: Sequence[str]) -> None:
         """Stop workers of this cluster (``StopInstances``) and wait until they are stopped, at

@@ -7,6 +7,7 @@ as ``python -m elb.cloud.ec2_cli``), ``elb ec2-events`` (the notice queue and ru
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from collections.abc import Sequence
@@ -31,6 +32,7 @@ def register(sub: Any) -> None:
         "per check. Exit 1 on a problem.",
     )
     _add_arguments(p)
+    p.add_argument("--json", action="store_true", help="one JSON object: {'checks': [...], 'failed': N}")
     p.set_defaults(func=cmd_ec2_check)
     p = sub.add_parser(
         "ec2-events",
@@ -81,9 +83,14 @@ def cmd_ec2_check(args: argparse.Namespace) -> int:
         print(f"elb: {err}", file=sys.stderr)
         return Exit.UNREADABLE
     checks = preflight(cloud)
-    for c in checks:
-        print(f"{'ok  ' if c.ok else 'FAIL'} {c.what}: {c.detail}")
-    return Exit.OK if all(c.ok for c in checks) else Exit.FAILED
+    failed = sum(not c.ok for c in checks)
+    if getattr(args, "json", False):
+        doc = {"checks": [{"what": c.what, "ok": c.ok, "detail": c.detail} for c in checks], "failed": failed}
+        print(json.dumps(doc, indent=2))
+    else:
+        for c in checks:
+            print(f"{'ok  ' if c.ok else 'FAIL'} {c.what}: {c.detail}")
+    return Exit.FAILED if failed else Exit.OK
 
 
 def cmd_ec2_events(args: argparse.Namespace) -> int:

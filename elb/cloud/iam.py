@@ -209,6 +209,13 @@ def daemon_statements(scope: Scope) -> list[Statement]:
             {"StringEquals": _worker_tags("aws:ResourceTag", cluster)},
         ),
         Statement(
+            "ReadOnlyThisClustersWorkersConsoles",
+            ("ec2:GetConsoleOutput",),
+            (_arn(scope, "instance", "*"),),
+            "the SSH host key of a worker launched from a template, which cloud-init prints on its console",
+            {"StringEquals": _worker_tags("aws:ResourceTag", cluster)},
+        ),
+        Statement(
             "PassTheWorkersRole",
             ("iam:PassRole",),
             (f"arn:aws:iam::{scope.account}:role/{scope.worker_role}",),

@@ -18,6 +18,12 @@ writing ``env/`` files, and an ``env/extravars`` or ``env/ssh_key`` found there 
 would hand it to every run and copy the key into the artifacts); what a run leaves in its
 artifact directory under runner's names for secrets is deleted when it ends; the fact cache stays
 in memory. Artifacts are rotated by age and total size after each run (``elb.retention``).
+
+Host keys are checked at every SSH contact with a node (``elb.provision.hostkeys``): a node being
+added must have the key elb gave it at launch in the store, else it is FAILED before anything
+runs; an existing or departing node whose key the store lacks (elb did not launch it with one)
+has the key it shows at the first contact pinned there. A key that does not match fails the node
+with a message that says so.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from elb.config import ClusterConfig, ProvisionConfig, RetentionConfig, SgeConfi
 from elb.groups import NodeGroups
 from elb.interfaces import HostResult, NodeSpec, Outcome
 from elb.provision import proctree
+from elb.provision.hostkeys import HostKeyError, HostKeys
 from elb.provision.inventory import Connection, InventoryError, build_inventory, check_extra_vars
 from elb.provision.outcomes import RunEnd, summarize
 
@@ -155,6 +162,9 @@ def _write_private(path: Path, data: object) -> None:
         json.dump(data, f, indent=1)
 
 
+# What ssh says when a host key check refuses a host (first line of its banner, or its verdict).
+_HOST_KEY_REFUSED = ("Host key verification failed", "REMOTE HOST IDENTIFICATION HAS CHANGED")
+
 _EVENT_KEYS = ("host", "task", "task_action", "role", "play", "ignore_errors", "artifact_data")
 _RESULT_EVENTS = frozenset({"runner_on_failed", "runner_on_unreachable"})
 
@@ -265,7 +275,9 @@ class AnsibleProvisioner:
             master_address=master_address,
             ssh_user=config.ssh_user,
             ssh_private_key=config.ssh_private_key,
+            host_keys=config.host_keys_path,
         )
+        self.host_keys = HostKeys(config.host_keys_path)
         self.role_vars = role_vars(self.cluster, self.sge)
         self.runs = proctree.RunRecords(config.private_data_dir / "running")
         self.vars_dir = config.private_data_dir / "vars"  # a running playbook's extra vars file
@@ -390,22 +402,70 @@ class AnsibleProvisioner:
         new_nodes = [self._of_group(n) for n in new_nodes]
         old_nodes = [self._of_group(n) for n in old_nodes]
         try:
+            keyless = self._keyless(new_nodes)
+            new_nodes = [n for n in new_nodes if n.name not in keyless]
+            pin = self._to_pin([*workers, *old_nodes])
             inventory = build_inventory(
                 self.connection,
                 workers=workers,
                 new_nodes=new_nodes,
                 old_nodes=old_nodes,
                 group_vars=self.role_vars,
+                pin=pin,
             )
-        except InventoryError as err:
+        except (InventoryError, HostKeyError) as err:
             return refuse(f"not provisioned: {err}")
         if self.cancel_event.is_set():
             return refuse("provisioning was cancelled (elb is shutting down) before it started", "canceled")
+        if keyless and not new_nodes and not old_nodes:
+            return replace(refuse("no node left to run for"), results=keyless)
+        sink = _EventSink(ident, [t for t in targets if t not in keyless], on_reached)
         try:
-            return self._run_runner(path, inventory, ident, started, _EventSink(ident, targets, on_reached))
+            report = self._run_runner(path, inventory, ident, started, sink)
         except Exception as err:  # runner itself broke: report it per host, do not crash the pass
             log.exception("ansible-runner failed for %s", playbook)
             return refuse(f"ansible-runner failed: {type(err).__name__}: {err}")
+        results = {n: self._explain_host_key(r) for n, r in report.results.items()}
+        return replace(report, results={**results, **keyless})
+
+    def _keyless(self, nodes: Sequence[NodeSpec]) -> dict[str, HostResult]:
+        """The nodes being added whose host key elb does not hold, each FAILED with why: they are
+        not contacted (their first contact would trust whatever answers at their address)."""
+        out: dict[str, HostResult] = {}
+        for n in nodes:
+            if not self.host_keys.known(n.name):
+                why = (
+                    f"no SSH host key for {n.name} in {self.host_keys.directory}: elb gives each node it launches a "
+                    "host key and reaches a new node only if it answers with that key (launched by hand or by "
+                    "another elb? see docs/provisioner.md, Host keys)"
+                )
+                log.error("%s", why)
+                out[n.name] = HostResult(n.name, Outcome.FAILED, "host key", why)
+        return out
+
+    def _to_pin(self, nodes: Sequence[NodeSpec]) -> set[str]:
+        """The existing or departing nodes whose host key the store lacks (elb did not launch them
+        with one): the key each shows at its first contact is pinned, and checked from then on."""
+        pin = {n.name for n in nodes if not self.host_keys.known(n.name)}
+        if pin:
+            log.warning(
+                "no host key held for %s (not launched by this elb with one): pinning the key each shows at its "
+                "first contact in %s",
+                ", ".join(sorted(pin)),
+                self.host_keys.directory,
+            )
+        return pin
+
+    def _explain_host_key(self, result: HostResult) -> HostResult:
+        """A host refused by SSH's host key check gets a message saying so (SSH's own is a banner)."""
+        if result.ok or result.message is None or not any(m in result.message for m in _HOST_KEY_REFUSED):
+            return result
+        why = (
+            f"refused: the SSH host key {result.host} answers with is not the one elb holds for it "
+            f"({self.host_keys.directory}/{result.host}.known); nothing was run on it "
+            "(ssh: Host key verification failed)"
+        )
+        return replace(result, outcome=Outcome.FAILED, message=why)
 
     def _of_group(self, node: NodeSpec) -> NodeSpec:
         """``node`` with its group's slots, queues, host group, complex values and market (a node
@@ -573,7 +633,7 @@ class AnsibleProvisioner:
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)]),
             "ANSIBLE_NOCOLOR": "1",
             "ANSIBLE_RETRY_FILES_ENABLED": "False",
-            "ANSIBLE_HOST_KEY_CHECKING": "False",
+            "ANSIBLE_HOST_KEY_CHECKING": "True",  # each node's key is checked (host_key_args)
             "ANSIBLE_SSH_RETRIES": "0",
             "ANSIBLE_PIPELINING": "True",  # one SSH connection per task, not three
             "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",

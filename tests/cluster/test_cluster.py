@@ -32,7 +32,7 @@ def test_two_nodes_added_in_one_run_run_jobs_that_write_home(testcluster: TestCl
     before = cluster_state(tc)
     new = tc.launch(2)
     t = time.monotonic()
-    results = provisioner(tmp_path).add_nodes([spec(i) for i in new], existing=[])
+    results = provisioner(tmp_path).add_nodes(ADD_PLAYBOOK, [spec(i) for i in new], existing=[])
     seconds = time.monotonic() - t
     print(f"\nadd_node.yml (provisioner) for 2 nodes: {seconds:.1f} s")
     assert {n: r.outcome for n, r in results.items()} == {i.name: Outcome.OK for i in new}, results
@@ -63,7 +63,7 @@ def test_two_nodes_added_in_one_run_run_jobs_that_write_home(testcluster: TestCl
         live, dead = sorted(new, key=lambda i: i.name)
         tc.cloud().terminate([dead.instance_id])
         t = time.monotonic()
-        removed = provisioner(tmp_path).remove_nodes([spec(live), spec(dead)], existing=[])
+        removed = provisioner(tmp_path).remove_nodes(REMOVE_PLAYBOOK, [spec(live), spec(dead)], existing=[])
         print(f"remove_node.yml for 1 live + 1 dead node: {time.monotonic() - t:.1f} s")
         tc.cloud().terminate([w.instance_id for w in tc.workers()])
     assert {n: r.outcome for n, r in removed.items()} == {live.name: Outcome.OK, dead.name: Outcome.OK}, removed

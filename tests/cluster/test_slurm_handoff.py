@@ -58,7 +58,7 @@ def test_slurm_asks_elb_to_resume_and_suspend_nodes(controller: dict[str, str], 
             {"scheduler": "slurm", "slurm": {"conf": str(slurm.CONF), "requests": str(slurm.REQUEST_DIR)}}
         )
         driver = Slurm(cfg, journal)
-        assert driver.take_requests(time.time()) == ("Slurm asks to resume node[001-002]",)  # 3 CPUs: two 2-CPU nodes
+        assert driver.take_requests(time.time()) == (f"Slurm asks to resume node[001-002] (job {job})",)  # 3 CPUs: 2x2
         assert [(r.kind, r.nodes) for r in journal.slurm_requests()] == [("resume", "node[001-002]")]
         assert [(a.node, a.kind) for a in journal.asks()] == [("node001", AskKind.WANT), ("node002", AskKind.WANT)]
         read = driver.read([], time.time())

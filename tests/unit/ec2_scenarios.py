@@ -13,10 +13,12 @@ botocore against the service models. After a deliberate change of a request, reg
 from __future__ import annotations
 
 import argparse
+import base64
 import datetime as dt
 import functools
 import json
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from elb.cloud.ec2_inventory import ec2_inventory
 from elb.cloud.notices import Ec2Notices, check_events, setup_events
 from elb.config import Config, Ec2Config, parse_config
 from elb.groups import NodeGroup, NodeGroups
+from elb.provision.hostkeys import HostKeys
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "ec2" / "golden"
 REGION = "eu-west-1"
@@ -40,6 +43,13 @@ SUBNETS = ["subnet-0aaaaaaaaaaaaaaaa", "subnet-0bbbbbbbbbbbbbbbb"]
 QUEUE_URL = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/elb-{CLUSTER}-notices"
 QUEUE_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT}:elb-{CLUSTER}-notices"
 LAUNCHED = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+# What cloud-init prints on a node's console once it made the node's host keys.
+CONSOLE = (
+    "[   12.000000] cloud-init[600]: Generating public/private ed25519 key pair.\n"
+    "ec2: -----BEGIN SSH HOST KEY KEYS-----\n"
+    "ec2: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAOhB7/zzhC+HXDdGOdLwJln5NYwm6UNXx3chmQSVTG4 root@ip-10-0-0-11\n"
+    "ec2: -----END SSH HOST KEY KEYS-----\n"
+)
 
 Request = dict[str, Any]  # {"service", "operation", "params"}
 
@@ -141,6 +151,9 @@ class World:
     def _ec2_DescribeLaunchTemplateVersions(self, p: dict[str, Any]) -> Any:
         data = {"InstanceType": "c6i.large", "MetadataOptions": {"HttpTokens": "required"}}
         return {"LaunchTemplateVersions": [{"VersionNumber": 3, "LaunchTemplateData": data}]}
+
+    def _ec2_GetConsoleOutput(self, p: dict[str, Any]) -> Any:
+        return {"InstanceId": p["InstanceId"], "Output": base64.b64encode(CONSOLE.encode()).decode()}
 
     def _ec2_DescribePlacementGroups(self, p: dict[str, Any]) -> Any:
         return {"PlacementGroups": []}
@@ -254,6 +267,14 @@ def run_instances_template(world: World) -> None:
     cloud(world, **TEMPLATE, instance_types=["c6i.large"], subnets=SUBNETS[:1]).launch(["node001"])
 
 
+def run_instances_template_host_key(world: World) -> None:
+    """A node of a launch template: its host key read from its console output once it runs."""
+    with tempfile.TemporaryDirectory() as keys:
+        c = cloud(world, **TEMPLATE, instance_types=["c6i.large"], subnets=SUBNETS[:1])
+        c.host_keys = HostKeys(Path(keys))
+        c.launch(["node001"])
+
+
 def run_instances_template_spot_placement_group(world: World) -> None:
     """A node group in a placement group launches by RunInstances (each node into the group)."""
     group = NodeGroup(
@@ -327,6 +348,7 @@ SCENARIOS: dict[str, Callable[[World], None]] = {
         run_instances_own,
         run_instances_own_spot,
         run_instances_template,
+        run_instances_template_host_key,
         run_instances_template_spot_placement_group,
         create_fleet_on_demand,
         create_fleet_spot,

@@ -242,6 +242,7 @@ def test_deep_nesting_is_refused(tmp_path: Path) -> None:
         ("state_dir: {blocker}\n", "line 1, column 1: state_dir: .* exists and is not a directory"),
         ("state_dir: {blocker}/sub\n", "state_dir: .* cannot be created: a parent is not a directory"),
         ("cloud: {{provider: local}}\nprovision:\n  private_data_dir: {blocker}\n", "provision.private_data_dir"),
+        ("provision:\n  host_keys_dir: {blocker}\n", "line 2, column 3: provision.host_keys_dir: .* not a directory"),
         ("stats_file: {dir}\n", "line 1, column 1: stats_file: .* is a directory"),
     ],
 )
@@ -290,7 +291,7 @@ def test_validate_prints_the_file_it_read(tmp_path: Path, capsys: pytest.Capture
     assert main(["validate", "--offline", "-c", str(path)]) == Exit.OK
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"config: {path.resolve()}"
-    assert out[1] == "ok   config: policy elb, 0-4 nodes, provider local, master master"
+    assert out[1] == "ok   config: policy elb, 0-4 nodes, scheduler sge, provider local, master master"
     assert out[2].startswith("ok   playbooks: ")
 
 

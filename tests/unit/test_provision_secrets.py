@@ -17,6 +17,7 @@ from elb.config import ClusterConfig, ProvisionConfig
 from elb.interfaces import NodeSpec, Outcome
 from elb.provision import AnsibleProvisioner, ProvisionError
 from elb.provision.ansible import scrub_artifacts
+from elb.provision.hostkeys import HostKeys
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "ansible" / "playbooks"
 SECRET = "FAKE-DB-PASSWORD-77a0c3"
@@ -60,6 +61,7 @@ def provisioner(tmp_path: Path) -> AnsibleProvisioner:
         ssh_private_key=tmp_path / "id_fake",
         extra_vars={"db_password": SECRET, "deep": {"list": [SECRET]}},
     )
+    HostKeys(cfg.host_keys_path).issue(N1.name)  # as elb's cloud does when it launches the node
     return AnsibleProvisioner(cfg, ClusterConfig())
 
 

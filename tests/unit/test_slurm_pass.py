@@ -398,3 +398,37 @@ def test_the_dry_run_plans_the_same_pass_and_changes_nothing(
     journal = Journal(state / "journal.sqlite")
     assert journal.nodes(include_gone=True) == [] and len(journal.asks()) == 1
     journal.close()
+
+
+def test_a_slow_scontrol_holds_neither_the_passes_nor_sends_a_give_back_twice(tmp_path: Path) -> None:
+    """A give-back whose scontrol takes its time runs on the executor: passes go on meanwhile
+    and plan no second give-back of the node while the first is under way."""
+    import threading
+
+    from elb.executor import Executor
+
+    r = rig(tmp_path, policy={"max_nodes": 1})
+    r.bal.executor = Executor()
+    gate = threading.Event()
+    real = r.slurm.power_down
+
+    def slow(names: Sequence[str], reason: str, *, force: bool = False) -> None:
+        gate.wait(30)
+        real(names, reason, force=force)
+
+    r.slurm.power_down = slow  # type: ignore[method-assign]
+    r.slurm.ask("node001", "node002")
+    r.ask(RequestKind.RESUME, "node[001-002]")
+    try:
+        r.run()
+        for _ in range(5):  # passes go on while the give-back of node002 waits on scontrol
+            r.run(5)
+        assert "node002" in r.bal.executor.in_flight()
+        assert [c[1] for c in r.scontrol("power_down_force")] == []  # not sent yet, and not queued again
+    finally:
+        gate.set()
+        r.bal.executor.wait()
+    r.run(5)
+    assert [c[1] for c in r.scontrol("power_down_force")] == ["node002"]
+    assert [a.node for a in r.journal.asks()] == []
+    r.bal.executor.shutdown()

@@ -123,6 +123,8 @@ def test_status_and_the_gauge_give_each_groups_spend(
     journal.record("node002", NodeState.READY, T0 - 1200, launched_at=T0 - 1800, slots=8, group="big")
     journal.close()
     sge = FakeSge(T0, jobs=[])
+    sge.add_host("node001", 2)
+    sge.add_host("node002", 8)
     monkeypatch.setattr(factory, "make_scheduler", lambda cfg, journal: GridEngine(cfg, sge))
     assert main(["status", "-c", str(path)]) == Exit.OK
     out = capsys.readouterr().out
