@@ -59,16 +59,14 @@ POOL = {"warm_pool": {"max_nodes": 1, "restart_time": 5}}  # a restart (5 s) is 
 @pytest.fixture(scope="module")
 def controller(testcluster: TestCluster) -> Iterator[TestCluster]:
     """The test cluster with Slurm's controller on its master (configless, SUSPEND_TIMEOUT), for
-    this module; a fresh controller state before and after."""
+    this module; its state and requests gone after."""
     slurm.up(suspend_timeout=SUSPEND_TIMEOUT)
     testcluster.master_run(["rm", "-rf", str(HOME)], check=False)
     testcluster.master_run(["mkdir", "-p", str(HOME)], user=C.CLUSTER_USER)
     try:
         yield testcluster
     finally:
-        slurm.down()
-        for left in slurm.REQUEST_DIR.glob("*.json"):  # asks of jobs the module cancelled
-            left.unlink()
+        slurm.down()  # its request files go with it
 
 
 @pytest.fixture(autouse=True)
