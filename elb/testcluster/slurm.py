@@ -48,6 +48,9 @@ NODE_CPUS = 2
 SLURM_USER = "slurm"
 RESUME_TIMEOUT = 600  # above boot plus provisioning (docs/slurm.md)
 SUSPEND_TIME = 86400  # Slurm's own idle rule: a safety net behind elb's
+# How long Slurm shows a node it powered down as powering down before it may ask for it again;
+# ``up(suspend_timeout=...)`` sets another (tests that ask for the same node again soon after).
+SUSPEND_TIMEOUT = 120
 # A node whose slurmd stops answering is marked not responding at the next ping (every third of
 # this) and set down after it: the fault tests see Slurm lose a node within a minute.
 SLURMD_TIMEOUT = 30
@@ -109,7 +112,9 @@ def programs() -> dict[str, Path]:
     return out
 
 
-def render_conf(host: str, progs: dict[str, Path], address: str | None = None) -> str:
+def render_conf(
+    host: str, progs: dict[str, Path], address: str | None = None, *, suspend_timeout: int = SUSPEND_TIMEOUT
+) -> str:
     """The controller's slurm.conf, with ``progs`` (``programs()``) behind its power saving;
     ``address``: where the nodes reach the controller (the test cluster's master)."""
     nodes = f"node[001-{CLOUD_NODES:03d}]"
@@ -140,7 +145,7 @@ def render_conf(host: str, progs: dict[str, Path], address: str | None = None) -
             f"SuspendProgram={progs['suspend']}",
             f"ResumeFailProgram={progs['resume-fail']}",
             f"ResumeTimeout={RESUME_TIMEOUT}",
-            "SuspendTimeout=120",
+            f"SuspendTimeout={suspend_timeout}",
             f"SlurmdTimeout={SLURMD_TIMEOUT}",
             f"SuspendTime={SUSPEND_TIME}",
             "PrivateData=cloud",
@@ -183,8 +188,9 @@ def _check_installed() -> None:
             raise TestClusterError(f"{program(name)} is missing: install elb into this environment (pip install -e .)")
 
 
-def up(timeout: float = 60.0) -> None:
-    """Start munged (if not running) and slurmctld with this module's slurm.conf (idempotent)."""
+def up(timeout: float = 60.0, *, suspend_timeout: int = SUSPEND_TIMEOUT) -> None:
+    """Start munged (if not running) and slurmctld with this module's slurm.conf (idempotent; a
+    slurm.conf that changes, such as another ``suspend_timeout``, restarts slurmctld)."""
     _check_installed()
     slurm_gid = grp.getgrnam(SLURM_USER).gr_gid
     for d in (STATE, LOGS):
@@ -196,9 +202,9 @@ def up(timeout: float = 60.0) -> None:
     C.RUN_DIR.mkdir(parents=True, exist_ok=True)
     in_master = master.uts_ready()
     if in_master:  # the test cluster's master: slurmctld runs under its name, nodes reach its address
-        conf = render_conf(C.MASTER_NAME, programs(), C.MASTER_IP)
+        conf = render_conf(C.MASTER_NAME, programs(), C.MASTER_IP, suspend_timeout=suspend_timeout)
     else:
-        conf = render_conf(socket.gethostname(), programs())
+        conf = render_conf(socket.gethostname(), programs(), suspend_timeout=suspend_timeout)
     if not CONF.exists() or CONF.read_text() != conf:
         CONF.write_text(conf)
         if _pid(SLURMCTLD_PID) is not None:

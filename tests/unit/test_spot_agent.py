@@ -1,12 +1,17 @@
 """The spot_agent role's agent (roles/spot_agent/files/elb-spot-agent), against a stand-in
 instance metadata service (an http.server in a thread on 127.0.0.1, speaking IMDSv2's token
-protocol) and a stand-in qmod (a script recording its argv): EC2 and SGE are not here."""
+protocol) and a stand-in disable command (a script recording its argv): EC2, SGE and Slurm are
+not here. The disable command is each scheduler's as the role is given it (its defaults for
+Grid Engine, playbooks/slurm_add_node.yml's include for Slurm), and the role's systemd unit
+passes that command to the agent word for word."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import logging
+import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -18,9 +23,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import jinja2
 import pytest
+import yaml
 
-SCRIPT = Path(__file__).resolve().parents[2] / "roles" / "spot_agent" / "files" / "elb-spot-agent"
+REPO = Path(__file__).resolve().parents[2]
+ROLE = REPO / "roles" / "spot_agent"
+SCRIPT = ROLE / "files" / "elb-spot-agent"
 NOTICE = {"action": "terminate", "time": "2026-11-25T14:02:00Z"}
 
 
@@ -127,7 +136,66 @@ def recorded(calls: Path) -> list[list[str]]:
 
 
 def make_agent(endpoint: str, qmod: tuple[Path, Path], tmp_path: Path, **kw: Any) -> Any:
-    return agent_mod.Agent(endpoint, str(qmod[0]), "node007", str(tmp_path / "done"), **kw)
+    """An agent whose disable command is SGE's, with the stand-in as its qmod."""
+    return agent_mod.Agent(endpoint, [str(qmod[0]), "-d", "*@node007"], str(tmp_path / "done"), **kw)
+
+
+# -- the role's variables, as Ansible resolves them for node007 -------------------------------------
+
+
+def _render(value: Any, names: dict[str, Any]) -> Any:
+    """``value`` with its Jinja expressions rendered against ``names`` until none is left (the
+    role's defaults name each other, as Ansible resolves them lazily)."""
+    if isinstance(value, list):
+        return [_render(v, names) for v in value]
+    if isinstance(value, dict):
+        return {k: _render(v, names) for k, v in value.items()}
+    if not isinstance(value, str):
+        return value
+    for _ in range(10):
+        if "{{" not in value:
+            return value
+        value = jinja2.Environment().from_string(value).render(names)
+    raise AssertionError(f"{value!r} does not resolve")
+
+
+def role_vars(scheduler: str) -> dict[str, Any]:
+    """The spot_agent role's variables on node007: its defaults, and for Slurm the vars of
+    playbooks/slurm_add_node.yml's include of the role."""
+    names: dict[str, Any] = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
+    names["inventory_hostname"] = "node007"
+    if scheduler == "slurm":
+        play = yaml.safe_load((REPO / "playbooks" / "slurm_add_node.yml").read_text())
+        tasks = [t for block in play[0]["tasks"] for t in block.get("block", [block])]
+        (include,) = [t for t in tasks if t.get("ansible.builtin.include_role", {}).get("name") == "spot_agent"]
+        assert include["when"] == "elb_market | default('on-demand') == 'spot'"
+        names.update(include["vars"])
+    return {k: _render(v, names) for k, v in names.items()}
+
+
+DISABLE = {
+    "sge": ["/usr/bin/qmod", "-d", "*@node007"],
+    "slurm": ["/usr/bin/scontrol", "update", "nodename=node007", "state=DRAIN", "reason=elb: spot interruption"],
+}
+
+
+def unit_text(names: dict[str, Any]) -> str:
+    """The role's systemd unit rendered as its template task does (trim_blocks)."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(ROLE / "templates"), trim_blocks=True, undefined=jinja2.StrictUndefined
+    )
+    env.filters["combine"] = lambda a, b: {**a, **b}
+    return env.get_template("elb-spot-agent.service.j2").render(ansible_managed="managed", **names)
+
+
+def systemd_words(line: str) -> list[str]:
+    """The words of an ExecStart= or Environment= value written as the template writes them
+    (each double-quoted, backslash escapes), with systemd's "%%" and "$$" read back."""
+    return [w.replace("%%", "%").replace("$$", "$") for w in shlex.split(line)]
+
+
+def unit_lines(text: str, key: str) -> list[str]:
+    return [line.split("=", 1)[1] for line in text.splitlines() if line.startswith(f"{key}=")]
 
 
 def test_no_notice_runs_no_qmod(imds: tuple[Imds, str], qmod: tuple[Path, Path], tmp_path: Path) -> None:
@@ -153,7 +221,7 @@ def test_a_notice_disables_the_node_once(
     assert (tmp_path / "done").read_text() == "terminate 2026-11-25T14:02:00Z\n"
     acted = [r.getMessage() for r in caplog.records if "spot interruption notice" in r.getMessage()]
     assert acted == [
-        "spot interruption notice: terminate at 2026-11-25T14:02:00Z; disabled the queue instances *@node007 in SGE"
+        f"spot interruption notice: terminate at 2026-11-25T14:02:00Z; disabled the node: {qmod[0]} -d '*@node007'"
     ]
     # The same agent, and a restarted one, do nothing more.
     assert agent.poll() == agent_mod.NONE
@@ -249,13 +317,13 @@ def test_once_exits_2_on_a_notice_acted_on_then_0(
     imds: tuple[Imds, str], qmod: tuple[Path, Path], tmp_path: Path
 ) -> None:
     state, url = imds
-    argv = [sys.executable, str(SCRIPT), "--once", "--endpoint", url, "--qmod", str(qmod[0])]
-    argv += ["--host", "node007", "--state-file", str(tmp_path / "done")]
+    argv = [sys.executable, str(SCRIPT), "--once", "--endpoint", url, "--state-file", str(tmp_path / "done")]
+    argv += ["--", str(qmod[0]), "-d", "*@node007"]
     assert subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False).returncode == 0
     state.action = (200, json.dumps(NOTICE))
     first = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert first.returncode == 2, first.stderr
-    assert "disabled the queue instances *@node007" in first.stderr
+    assert "disabled the node: " in first.stderr and "-d '*@node007'" in first.stderr
     assert subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False).returncode == 0
     assert recorded(qmod[1]) == [["-d", "*@node007"]]
 
@@ -283,9 +351,96 @@ def test_the_loop_sleeps_between_polls_whatever_a_poll_does(monkeypatch: pytest.
     logger = logging.getLogger("elb-spot-agent")
     try:
         with pytest.raises(Stop):
-            agent_mod.main(["--interval", "7", "--state-file", str(tmp_path / "done")])
+            agent_mod.main(["--interval", "7", "--state-file", str(tmp_path / "done"), "--", "/bin/true"])
     finally:
         logger.handlers.clear()
         logger.propagate = True
     assert len(polls) == 3
     assert sleeps == [7.0, 7.0, 7.0]
+
+
+@pytest.mark.parametrize("scheduler", ["sge", "slurm"])
+def test_each_schedulers_command_is_the_roles_and_runs_once_word_for_word(
+    scheduler: str, imds: tuple[Imds, str], qmod: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The role's command for the scheduler (a stand-in in the program's place: qmod and
+    scontrol are not here) gets its words as they are, spaces included, once."""
+    command = role_vars(scheduler)["spot_agent_disable_command"]
+    assert command == DISABLE[scheduler]
+    state, url = imds
+    state.action = (200, json.dumps(NOTICE))
+    agent = agent_mod.Agent(url, [str(qmod[0]), *command[1:]], str(tmp_path / "done"))
+    assert agent.poll() == agent_mod.ACTED
+    assert agent.poll() == agent_mod.NONE
+    assert recorded(qmod[1]) == [command[1:]]
+
+
+@pytest.mark.parametrize("scheduler", ["sge", "slurm"])
+def test_the_unit_passes_the_command_word_for_word_with_the_schedulers_environment(scheduler: str) -> None:
+    names = role_vars(scheduler)
+    text = unit_text(names)
+    (exec_start,) = unit_lines(text, "ExecStart")
+    argv = systemd_words(exec_start)
+    assert argv[: argv.index("--")] == [
+        "/usr/local/sbin/elb-spot-agent",
+        "--endpoint",
+        "http://169.254.169.254",
+        "--interval",
+        "5",
+        "--state-file",
+        "/run/elb-spot-agent.done",
+    ]
+    assert argv[argv.index("--") + 1 :] == DISABLE[scheduler]
+    assert agent_mod.parse_args(argv[1:]).command == DISABLE[scheduler]
+    environment = [systemd_words(line)[0] for line in unit_lines(text, "Environment")]
+    expected = ["SGE_CELL=default", "SGE_ROOT=/var/lib/gridengine"] if scheduler == "sge" else []
+    assert environment == expected
+    if scheduler == "slurm":
+        assert names["spot_agent_packages"] == ["slurm-client"]
+
+
+def test_the_unit_quotes_what_systemd_would_expand() -> None:
+    names = role_vars("sge")
+    odd = ["/opt/my tools/disable", 'a"b', "back\\slash", "100%", "$HOME", "${X}", "*@node007"]
+    names["spot_agent_disable_command"] = odd
+    names["spot_agent_environment"] = {"ODD": 'a "b" 50% $HOME'}
+    text = unit_text(names)
+    (exec_start,) = unit_lines(text, "ExecStart")
+    assert '"100%%"' in exec_start and '"$$HOME"' in exec_start and '"$${X}"' in exec_start
+    argv = systemd_words(exec_start)
+    assert argv[argv.index("--") + 1 :] == odd
+    assert 'Environment="ODD=a \\"b\\" 50%% $HOME"' in text.splitlines()
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+@pytest.mark.parametrize("scheduler", ["sge", "slurm"])
+def test_systemd_accepts_the_unit(scheduler: str, tmp_path: Path) -> None:
+    names = role_vars(scheduler)
+    names["spot_agent_path"] = str(SCRIPT)  # an executable that is there (systemd checks it)
+    unit = tmp_path / "elb-spot-agent.service"
+    unit.write_text(unit_text(names))
+    proc = subprocess.run(
+        ["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "why"),
+    [
+        (["--once"], "no disable command"),
+        (["--once", "--"], "no disable command"),
+        (["--interval", "0", "--", "/bin/true"], "--interval must be positive"),
+        (["--endpoint", "file:///etc/passwd", "--", "/bin/true"], "--endpoint must be"),
+    ],
+)
+def test_a_usage_error_exits_1_with_one_line(argv: list[str], why: str, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--state-file", str(tmp_path / "done"), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert why in proc.stderr and "Traceback" not in proc.stderr
