@@ -17,7 +17,7 @@ PACKAGES=(
     nfs-ganesha nfs-ganesha-vfs rpcbind
     # nodes: rootful podman and the image build
     podman runc netavark aardvark-dns catatonit fuse-overlayfs
-    debootstrap
+    mmdebstrap
     # plumbing
     iproute2 util-linux procps psmisc iptables
     # checks: promtool (alert rules), systemd-analyze (the unit's sandbox)
