@@ -14,12 +14,14 @@ the image built.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import logging
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from elb.testcluster import constants as C
@@ -134,17 +136,39 @@ def image_recipe_label(image: str = C.IMAGE) -> str | None:
     return proc.stdout.strip() or None
 
 
+@contextlib.contextmanager
+def _build_lock() -> Iterator[None]:
+    """One build at a time: a second caller waits, then finds what the first built."""
+    C.IMAGE_DIR.mkdir(parents=True, exist_ok=True)
+    with LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _tarball(recipe: str) -> Path:
+    return C.IMAGE_DIR / f"elb-node-{recipe}.tar"
+
+
+def ensure_root_tarball(*, rebuild: bool = False) -> Path:
+    """The root filesystem tarball of the current recipe, built if missing. Needs no podman, so
+    ``scripts/test`` and ``scripts/demo`` build it while the Debian packages (podman among them)
+    install."""
+    tarball = _tarball(recipe_hash())
+    with _build_lock():
+        if rebuild or not tarball.exists():
+            _build_rootfs_tarball(tarball)
+    return tarball
+
+
 def ensure_image(image: str = C.IMAGE, *, rebuild: bool = False) -> bool:
     """Make sure ``image`` exists and matches the recipe. Returns True if anything was built."""
     want = recipe_hash()
     if not rebuild and image_recipe_label(image) == want:
         return False
-    C.IMAGE_DIR.mkdir(parents=True, exist_ok=True)
-    with LOCK.open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another build of it under way: wait, then look again
-        if not rebuild and image_recipe_label(image) == want:
+    with _build_lock():
+        if not rebuild and image_recipe_label(image) == want:  # built while we waited
             return False
-        tarball = C.IMAGE_DIR / f"elb-node-{want}.tar"
+        tarball = _tarball(want)
         if rebuild or not tarball.exists():
             _build_rootfs_tarball(tarball)
         log.info("importing %s into podman as %s", tarball, image)
@@ -248,6 +272,8 @@ def _build_rootfs_tarball(tarball: Path) -> None:
     try:
         run(_mmdebstrap_argv(rootfs, hook), timeout=1800)
         _keep_debs(rootfs)
+        for cache in (rootfs / "var/cache/apt").glob("*.bin"):  # apt remakes them (apt-get clean's part)
+            cache.unlink()
         for setup_file in ("etc/dpkg/dpkg.cfg.d/99mmdebstrap", "etc/apt/apt.conf.d/99mmdebstrap"):
             (rootfs / setup_file).unlink(missing_ok=True)
         # The test-only FUSE NFS client behind /sbin/mount.nfs (the nfs-common one diverted).
@@ -315,11 +341,22 @@ def _unmount_below(root: Path) -> None:
         run(["umount", "-l", m], check=False, timeout=30)
 
 
-if __name__ == "__main__":  # pragma: no cover - manual use, and scripts/test's background build
-    logging.basicConfig(level=logging.INFO)
+def main(argv: list[str]) -> int:
+    """``python -m elb.testcluster.image [--rebuild] [--root-only]``: build the node image if its
+    recipe changed (``--root-only``: only its root tarball, without podman)."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    rebuild = "--rebuild" in argv
     try:
-        built = ensure_image(rebuild="--rebuild" in sys.argv)
+        if "--root-only" in argv:
+            print(f"node image root: {ensure_root_tarball(rebuild=rebuild)}")
+        else:
+            built = ensure_image(rebuild=rebuild)
+            print(f"node image {C.IMAGE}: {'built' if built else 'up to date'} (recipe {recipe_hash()})")
     except TestClusterError as e:
         print(e, file=sys.stderr)
-        sys.exit(1)
-    print(f"node image {C.IMAGE}: {'built' if built else 'up to date'} (recipe {recipe_hash()})")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - manual use, scripts/test and scripts/demo
+    sys.exit(main(sys.argv[1:]))
