@@ -1,4 +1,5 @@
-"""Build hook: the wheel carries the repository's Ansible content, systemd unit and IAM policy.
+"""Build hook: the wheel carries the repository's Ansible content, systemd unit, IAM policy and
+monitoring files.
 
 The repository keeps ``playbooks/``, ``roles/``, ``plugins/`` and ``inventory/`` at its top
 level, where ``ansible.cfg``, ansible-lint, molecule, the tests and ``elb testcluster`` use them.
@@ -8,10 +9,12 @@ them. So ``build_py`` copies them into the build tree, under the paths an instal
 (``elb/assets.py``):
 
 - ``ansible_collections/elb/cluster/``: the Ansible collection ``elb.cluster`` (``galaxy.yml``,
-  ``meta/``, ``playbooks/``, ``roles/``, ``plugins/``, ``inventory/``, ``ansible.cfg``,
-  ``requirements.yml``, ``LICENSE``). It lands in site-packages, which ansible-core scans for
-  collections: ``elb.cluster.sge_exec`` resolves with no configuration.
-- ``elb/_data/``: ``elb.service`` and ``iam-policy.json``.
+  the ``README.md`` it names, ``meta/``, ``playbooks/``, ``roles/``, ``plugins/``,
+  ``inventory/``, ``ansible.cfg``, ``requirements.yml``, ``LICENSE``). It lands in
+  site-packages, which ansible-core scans for collections: ``elb.cluster.sge_exec`` resolves
+  with no configuration.
+- ``elb/_data/``: ``elb.service``, ``iam-policy.json`` and ``monitoring/`` (the Prometheus
+  alert rules and the Grafana dashboard; ``elb monitoring`` prints where they are).
 
 The collection's ``galaxy.yml`` gets the distribution's version (pyproject.toml is the one
 source). An editable install copies nothing: a checkout's elb reads the top-level
@@ -34,6 +37,7 @@ DATA = Path("elb/_data")
 # repository path -> path in the wheel
 SHIPPED: dict[str, Path] = {
     "galaxy.yml": COLLECTION / "galaxy.yml",
+    "README.md": COLLECTION / "README.md",
     "meta": COLLECTION / "meta",
     "requirements.yml": COLLECTION / "requirements.yml",
     "ansible.cfg": COLLECTION / "ansible.cfg",
@@ -44,6 +48,7 @@ SHIPPED: dict[str, Path] = {
     "inventory": COLLECTION / "inventory",
     "systemd/elb.service": DATA / "elb.service",
     "docs/iam-policy.json": DATA / "iam-policy.json",
+    "monitoring": DATA / "monitoring",
 }
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".*")
 

@@ -1,13 +1,15 @@
-"""Where elb's shipped files are: the Ansible collection ``elb.cluster``, the systemd unit and
-the IAM policy.
+"""Where elb's shipped files are: the Ansible collection ``elb.cluster``, the systemd unit, the
+IAM policy and the monitoring files (Prometheus alert rules, Grafana dashboard).
 
 Installed from a wheel (``pip install .``), the collection is
 ``site-packages/ansible_collections/elb/cluster`` (a directory ansible-core scans for
 collections, so ``elb.cluster.add_node`` and ``elb.cluster.sge_exec`` resolve by name) and the
-unit and the policy are in ``elb/_data``; both are found with ``importlib.resources``. In a
+unit, the policy and the monitoring directory are in ``elb/_data``
+(``site-packages/elb/_data/monitoring``); both are found with ``importlib.resources``. In a
 checkout (editable install, tests, ``elb testcluster``) they are the repository's own
-``playbooks/``, ``roles/``, ``plugins/``, ``systemd/`` and ``docs/`` beside ``elb/``: the
-repository's root is laid out as the collection. ``setup.py`` maps one onto the other.
+``playbooks/``, ``roles/``, ``plugins/``, ``systemd/``, ``docs/`` and ``monitoring/`` beside
+``elb/``: the repository's root is laid out as the collection. ``setup.py`` maps one onto the
+other.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from pathlib import Path
 
 COLLECTION_PACKAGE = "ansible_collections.elb.cluster"
 PLAYBOOKS = ("add_node.yml", "remove_node.yml")  # what elb runs
-_DATA_DIR = "_data"  # in the elb package: the unit and the IAM policy
+_DATA_DIR = "_data"  # in the elb package: the unit, the IAM policy, the monitoring files
+MONITORING = ("elb-alerts.yml", "elb-dashboard.json")  # in the monitoring directory
 _CHECKOUT = Path(__file__).resolve().parent.parent  # the repository root, in a checkout
 
 
@@ -29,6 +32,7 @@ class Assets:
     collection: Path  # holds playbooks/, roles/, plugins/inventory/, inventory/, ansible.cfg
     unit: Path
     iam_policy: Path
+    monitoring: Path  # holds MONITORING
     installed: bool
 
     @property
@@ -67,11 +71,14 @@ def locate() -> Assets:
     unit = _installed_file("elb", _DATA_DIR, "elb.service")
     if galaxy is not None and unit is not None:
         iam = unit.with_name("iam-policy.json")
-        return Assets(collection=galaxy.parent, unit=unit, iam_policy=iam, installed=True)
+        return Assets(
+            collection=galaxy.parent, unit=unit, iam_policy=iam, monitoring=unit.parent / "monitoring", installed=True
+        )
     return Assets(
         collection=_CHECKOUT,
         unit=_CHECKOUT / "systemd" / "elb.service",
         iam_policy=_CHECKOUT / "docs" / "iam-policy.json",
+        monitoring=_CHECKOUT / "monitoring",
         installed=False,
     )
 

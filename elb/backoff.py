@@ -66,26 +66,45 @@ def _cause(detail: str | None) -> Cause:
     return Cause.LAUNCH if text.startswith(("launch failed", "no instance")) else Cause.PROVISION
 
 
+class Tracker:
+    """The back-off folded over bring-up events one at a time (``add``), for a producer that sees
+    them as they happen (the simulator); ``compute`` folds a journal's events with it."""
+
+    def __init__(self, *, initial: float, maximum: float) -> None:
+        self.initial, self.maximum = initial, maximum
+        self._bringing_up: dict[str, float] = {}  # node -> when it was requested
+        self._state = Backoff()
+
+    def add(self, e: Event) -> None:
+        if e.state is NodeState.REQUESTED:
+            self._bringing_up[e.node] = e.time
+        elif e.state is NodeState.READY:
+            if e.node in self._bringing_up:
+                self._state = Backoff()  # a node became ready: launching works again
+            self._bringing_up.pop(e.node, None)
+        elif e.state in (NodeState.FAILED, NodeState.DRAINING) and e.node in self._bringing_up:
+            # a node that never became ready is drained only by its cleanup
+            del self._bringing_up[e.node]
+            state = self._state
+            if state.next_launch_at is not None and e.time < state.next_launch_at:
+                return  # the same round (launched before the wait began)
+            rounds = state.rounds + 1
+            wait = min(self.initial * 2.0 ** min(rounds - 1, 64), self.maximum)
+            self._state = Backoff(rounds, e.time + wait, _cause(e.detail), f"{e.node}: {e.detail or 'failed'}")
+
+    @property
+    def state(self) -> Backoff:
+        """The back-off after the events added so far."""
+        state = self._state
+        if state.next_launch_at is not None:
+            after = state.next_launch_at
+            state = dataclasses.replace(state, probing=any(t >= after for t in self._bringing_up.values()))
+        return state
+
+
 def compute(events: Iterable[Event], *, initial: float, maximum: float) -> Backoff:
     """The back-off after ``events`` (journal events in the order they were recorded)."""
-    bringing_up: dict[str, float] = {}  # node -> when it was requested
-    state = Backoff()
+    tracker = Tracker(initial=initial, maximum=maximum)
     for e in events:
-        if e.state is NodeState.REQUESTED:
-            bringing_up[e.node] = e.time
-        elif e.state is NodeState.READY:
-            if e.node in bringing_up:
-                state = Backoff()  # a node became ready: launching works again
-            bringing_up.pop(e.node, None)
-        elif e.state in (NodeState.FAILED, NodeState.DRAINING) and e.node in bringing_up:
-            # a node that never became ready is drained only by its cleanup
-            del bringing_up[e.node]
-            if state.next_launch_at is not None and e.time < state.next_launch_at:
-                continue  # the same round (launched before the wait began)
-            rounds = state.rounds + 1
-            wait = min(initial * 2.0 ** min(rounds - 1, 64), maximum)
-            state = Backoff(rounds, e.time + wait, _cause(e.detail), f"{e.node}: {e.detail or 'failed'}")
-    if state.next_launch_at is not None:
-        after = state.next_launch_at
-        state = dataclasses.replace(state, probing=any(t >= after for t in bringing_up.values()))
-    return state
+        tracker.add(e)
+    return tracker.state

@@ -3,6 +3,9 @@
 Each subcommand lives in its own module with a ``register(subparsers)`` function that adds
 its parser and sets ``func`` (called with the parsed arguments, returns the exit code: one of
 ``elb.exitcodes.Exit``, listed in the README; argparse exits 2 on a bad command line).
+
+Two options go before the command as well: ``-c``/``--config FILE`` (``elb -c FILE run`` is
+``elb run -c FILE``, for the commands that read a config), and ``-v``/``--verbose`` (debug lines).
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from elb import __version__
+from elb import __version__, logs
 from elb.exitcodes import Exit
 
 # Modules that each add subcommands. Keep one line per module.
@@ -25,6 +29,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "elb.service",
     "elb.init",
     "elb.slurm.programs",
+    "elb.monitoring",
+    "elb.completion",
 )
 
 
@@ -33,16 +39,37 @@ def build_parser() -> argparse.ArgumentParser:
         prog="elb", description="Elastic load balancer for Grid Engine (SGE) clusters on EC2."
     )
     parser.add_argument("--version", action="version", version=f"elb {__version__}")
+    parser.add_argument(
+        "--config", "-c", dest="config_before", type=Path, default=None, metavar="FILE", help="as COMMAND's --config"
+    )
+    parser.add_argument("--verbose", "-v", dest="verbose_before", action="store_true", help="log debug lines too")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    for verb in sub.choices.values():  # what each command's --config is when not given
+        verb.set_defaults(config_default=verb.get_default("config"))
     return parser
+
+
+def _config_before_the_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``elb -c FILE COMMAND``: FILE is the command's ``--config`` (an error for a command that
+    reads no config, or when given after the command too with another file)."""
+    given = args.config_before
+    if given is None:
+        return
+    if not hasattr(args, "config"):
+        parser.error(f"-c/--config: {args.command} reads no config file")
+    if args.config not in (args.config_default, given):
+        parser.error(f"-c/--config given twice, before and after {args.command}, with different files")
+    args.config = given
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _config_before_the_command(parser, args)
+    logs.set_verbose(args.verbose_before)
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

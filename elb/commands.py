@@ -16,24 +16,22 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from elb import assets, extras, factory
+from elb import assets, extras, factory, nodesize
 from elb.config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
 from elb.daemon import Balancer, run_forever, snapshot_summary
-from elb.dryrun import dry_run
+from elb.dryrun import build_cloud, dry_run
+from elb.durations import argument as duration
 from elb.durations import minutes
 from elb.exitcodes import Exit
 from elb.journal import Journal, JournalError, JournalVersionError
 from elb.logs import setup_logging
-from elb.model import Node, NodeState, Snapshot
+from elb.model import Node, NodeState
 from elb.nodeview import NodeFacts, nodes_facts
 from elb.provision.ansible import ProvisionError
-from elb.servable import DemandSplit, NotDemand, demand_of
-from elb.slurm.balancer import SlurmBalancer
-from elb.slurm.balancer import dry_run as slurm_dry_run
-from elb.slurm.commands import SlurmCommands, SlurmError
+from elb.scheduler import SchedulerError, SchedulerRead
+from elb.servable import DemandSplit, NotDemand
 from elb.spend import GroupSpend, spend_by_group
-from elb.starttimes import StartTimes
-from elb.stats import duration, window_start
+from elb.stats import window_start
 from elb.timeline import DAY, DURATION_NAMES, TimelineSummary, summarize
 
 log = logging.getLogger("elb")
@@ -49,7 +47,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "run",
         help="run the balancer: a pass every poll_interval until SIGTERM",
-        description="The daemon: reads SGE and the cloud, plans and acts every poll_interval until SIGTERM "
+        description="The daemon: reads the scheduler and the cloud, plans and acts every poll_interval until SIGTERM "
         "(under systemd: Type=notify with a watchdog). Needs a config file; exit 3 without a usable one.",
     )
     _add_config(p)
@@ -58,7 +56,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "once",
         help="run one pass",
-        description="One pass of the daemon, then exit: 0 when it went well, 4 when SGE or the cloud could "
+        description="One pass of the daemon, then exit: 0 when it went well, 4 when the scheduler or the cloud could "
         "not be read, 5 when a node operation or repair in it failed. --dry-run reads the same sources "
         "(the journal read-only), prints the plan and the assumptions it made, and changes nothing.",
     )
@@ -77,13 +75,15 @@ def register(sub: Any) -> None:
         help="nodes with state, uptime, billing period and jobs; boot timeline; queue summary",
         description="Each managed node with its state, uptime, position in its billing period and jobs; "
         "the median and worst seconds of each boot step (boot, ssh, provision, register, first job) over "
-        "the nodes launched in the last 24 h; SGE's queue summary; pending orders and the last pass. "
+        "the nodes launched in the last 24 h; the scheduler's queue summary; pending orders and the last pass. "
         "Reads the journal read-only. "
-        "Exit 4 (after printing what it could) when SGE cannot be read.",
+        "Exit 4 (after printing what it could) when the scheduler cannot be read.",
     )
     _add_config(p)
     p.add_argument(
-        "--json", action="store_true", help="one JSON object: nodes, boot timeline, SGE summary, orders, last pass"
+        "--json",
+        action="store_true",
+        help="one JSON object: nodes, boot timeline, the scheduler's summary, orders, last pass",
     )
     p.set_defaults(func=cmd_status)
 
@@ -91,11 +91,11 @@ def register(sub: Any) -> None:
         "nodes",
         help="every node elb manages: state, instance, age, billing period, boot steps, jobs (--json for scripts)",
         description="The nodes elb manages, from its journal, with the seconds of each step of their boot "
-        "(boot, ssh, provision, register, first job; '-' when not reached) and the jobs SGE lists on each. "
-        "Exit 4 (after printing) when SGE cannot be read.",
+        "(boot, ssh, provision, register, first job; '-' when not reached) and the jobs the scheduler lists on each. "
+        "Exit 4 (after printing) when the scheduler cannot be read.",
     )
     _add_config(p)
-    p.add_argument("--json", action="store_true", help="one JSON object: {'nodes': [...], 'sge_read': bool}")
+    p.add_argument("--json", action="store_true", help="one JSON object: {'nodes': [...], 'scheduler_read': bool}")
     p.add_argument("--all", action="store_true", help="also the nodes elb removed or gave up on")
     p.set_defaults(func=cmd_nodes)
 
@@ -126,7 +126,7 @@ def register(sub: Any) -> None:
     for name, helptext in (
         ("keep", "never let the policy remove NODE (until elb release NODE)"),
         ("release", "let the policy remove NODE again"),
-        ("remove", "remove NODE with the safe drain as soon as SGE shows nothing on it (--cancel withdraws)"),
+        ("remove", "remove NODE with the safe drain as soon as the scheduler shows nothing on it (--cancel withdraws)"),
     ):
         p = sub.add_parser(name, help=helptext, description=helptext[0].upper() + helptext[1:] + ".")
         _add_config(p)
@@ -141,11 +141,14 @@ def register(sub: Any) -> None:
         "validate",
         help=f"check a config file and what a first run needs; exit {Exit.CONFIG:d} on any failure",
         description="Prints the config file read, then one line per check (ok or FAIL, with how to fix it): "
-        "playbooks, SSH key, SGE answers, state directory writable, journal, cloud reachable.",
+        "playbooks, SSH key, the scheduler answers, state directory writable, journal, cloud reachable.",
     )
     _add_config(p)
     p.add_argument(
-        "--offline", action="store_true", help="skip the checks that need the network (SGE's qmaster, the cloud)"
+        "--offline", action="store_true", help="skip the checks that need the network (the scheduler, the cloud)"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="one JSON object: {'config': path, 'checks': [...], 'failed': N}"
     )
     p.set_defaults(func=cmd_validate)
 
@@ -168,22 +171,23 @@ def register(sub: Any) -> None:
 def _register_drain_and_jobs(sub: Any) -> None:
     p = sub.add_parser(
         "drain",
-        help="drain NODE now: disable its queues; removed by elb once SGE shows nothing on it (--cancel undoes)",
-        description="Disables NODE's queue instances in SGE at once (no new job lands), reads SGE again and "
-        "orders its removal, as elb remove does: the daemon removes it with the safe drain at the first pass "
-        "that finds it idle. With jobs on it, the node stays disabled until they end. --cancel enables the "
-        "queues again and withdraws the order. Exit 4 when SGE cannot be changed or read.",
+        help="drain NODE now: disable it; removed by elb once the scheduler shows nothing on it (--cancel undoes)",
+        description="Disables NODE in the scheduler at once (Grid Engine: its queue instances; Slurm: DRAIN; no "
+        "new job lands), reads the scheduler again and orders its removal, as elb remove does: the daemon "
+        "removes it with the safe drain at the first pass that finds it idle. With jobs on it, the node stays "
+        "disabled until they end. --cancel enables it again and withdraws the order. Exit 4 when the scheduler "
+        "cannot be changed or read.",
     )
     _add_config(p)
     p.add_argument("node", help="node name, e.g. node003")
-    p.add_argument("--cancel", action="store_true", help="enable the node's queues again and withdraw the removal")
+    p.add_argument("--cancel", action="store_true", help="enable the node again and withdraw the removal")
     p.set_defaults(func=cmd_drain)
 
     p = sub.add_parser(
         "jobs",
         help="the waiting jobs: slots, PE, requests, wait, and whether elb counts each as demand (or why not)",
-        description="Every job SGE lists as waiting, oldest first, with the policy's verdict. Exit 4 when SGE "
-        "cannot be read.",
+        description="Every job the scheduler lists as waiting, oldest first, with the policy's verdict. Exit 4 "
+        "when the scheduler cannot be read.",
     )
     _add_config(p)
     p.add_argument("--json", action="store_true", help="one JSON object: {'slots_per_node': N, 'jobs': [...]}")
@@ -219,7 +223,7 @@ def _journal(cfg: Config, *, read_only: bool = False) -> Journal | None:
         return None
 
 
-def _live_balancer(cfg: Config, journal: Journal) -> Balancer | SlurmBalancer | Exit:
+def _live_balancer(cfg: Config, journal: Journal) -> Balancer | Exit:
     """A balancer for the configured scheduler with every adapter, or the exit code of the part
     that could not be built."""
     try:
@@ -233,10 +237,13 @@ def _live_balancer(cfg: Config, journal: Journal) -> Balancer | SlurmBalancer | 
     except Exception as err:  # boto3 without a region or credentials, a broken podman: one line
         _error(f"cloud {cfg.cloud.provider}: cannot be used: {err}")
         return Exit.UNREADABLE
-    if cfg.scheduler == "slurm":
-        return SlurmBalancer(cfg, slurm=SlurmCommands(cfg.slurm), journal=journal, cloud=cloud, provisioner=provisioner)
     return Balancer(
-        cfg, sge=factory.make_sge(cfg), journal=journal, cloud=cloud, provisioner=provisioner, notices=notices
+        cfg,
+        scheduler=factory.make_scheduler(cfg, journal),
+        journal=journal,
+        cloud=cloud,
+        provisioner=provisioner,
+        notices=notices,
     )
 
 
@@ -250,22 +257,40 @@ def _playbooks_missing(cfg: Config) -> bool:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     path = args.config or DEFAULT_CONFIG_PATH
-    print(f"config: {path.resolve()}")
+    if not args.json:
+        print(f"config: {path.resolve()}")
     cfg = _load(args)
     if cfg is None:
+        if args.json:
+            print(json.dumps({"config": str(path.resolve()), "ok": False, "checks": [], "failed": 1}, indent=2))
         return Exit.CONFIG
-    print(
-        f"ok   config: policy {cfg.policy.name}, {cfg.policy.min_nodes}-{cfg.policy.max_nodes} nodes, "
-        f"provider {cfg.cloud.provider}, master {cfg.cluster.master}"
-    )
+    from elb.checks import Check  # noqa: PLC0415
     from elb.validate import run_checks  # noqa: PLC0415
 
-    failed = 0
+    summary = (
+        f"policy {cfg.policy.name}, {cfg.policy.min_nodes}-{cfg.policy.max_nodes} nodes, "
+        f"scheduler {cfg.scheduler}, provider {cfg.cloud.provider}, master {cfg.cluster.master}"
+    )
+    checks: list[Check] = [Check("config", True, summary)]
+    if not args.json:
+        print(checks[0].line(), flush=True)
     for check in run_checks(cfg, offline=args.offline):
-        print(check.line(), flush=True)
-        failed += not check.ok
+        checks.append(check)
+        if not args.json:
+            print(check.line(), flush=True)
+    failed = sum(not c.ok for c in checks)
+    if args.json:
+        doc = {
+            "config": str(path.resolve()),
+            "ok": failed == 0,
+            "offline": args.offline,
+            "checks": [c.as_json() for c in checks],
+            "failed": failed,
+        }
+        print(json.dumps(doc, indent=2))
+        return Exit.CONFIG if failed else Exit.OK
     if args.offline:
-        print("(offline: SGE and the cloud were not checked)")
+        print("(offline: the scheduler and the cloud were not checked)")
     if failed:
         _error(f"{failed} check(s) failed: fix them before elb run")
         return Exit.CONFIG
@@ -276,7 +301,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     cfg = _load(args)
     if cfg is None or _playbooks_missing(cfg):
         return Exit.CONFIG
-    setup_logging(cfg.log_format)
+    setup_logging(cfg.log_format, cfg.log_level)
     journal = _journal(cfg)
     if journal is None:
         return Exit.CONFIG
@@ -313,40 +338,16 @@ def cmd_once(args: argparse.Namespace) -> int:
     cfg = _load(args)
     if cfg is None or (not args.dry_run and _playbooks_missing(cfg)):
         return Exit.CONFIG
-    setup_logging(cfg.log_format, logging.WARNING if args.dry_run else logging.INFO)
+    setup_logging(cfg.log_format, logging.WARNING if args.dry_run else cfg.log_level)
     if args.json and not args.dry_run:
         _error("--json goes with --dry-run (a live pass logs what it does)")
         return Exit.USAGE
-    if args.dry_run and cfg.scheduler == "slurm":
-        return _slurm_dry_run(cfg, as_json=args.json)
     if args.dry_run:
-        code, error = dry_run(cfg, factory.make_sge(cfg), factory.make_cloud, as_json=args.json)
+        code, error = dry_run(cfg, factory.make_scheduler, factory.make_cloud, as_json=args.json)
         if error is not None:
             _error(f"pass failed, nothing changed: {error}")
         return code
     return _once_live(cfg)
-
-
-def _slurm_dry_run(cfg: Config, *, as_json: bool) -> Exit:
-    """``elb once --dry-run`` with ``scheduler: slurm``: the Slurm pass's plan, nothing changed."""
-    journal = _journal(cfg, read_only=True)
-    if journal is None:
-        return Exit.CONFIG
-    try:
-        p = slurm_dry_run(cfg, SlurmCommands(cfg.slurm), journal, time.time())
-    except SlurmError as err:
-        _error(f"pass failed, nothing changed: reading Slurm: {err}")
-        return Exit.UNREADABLE
-    finally:
-        journal.close()
-    lines = p.describe()
-    if as_json:
-        print(json.dumps({"scheduler": "slurm", "plan": lines}, indent=2))
-    else:
-        print("plan (dry run, nothing changed; Slurm chooses the nodes, elb launches and removes):")
-        for line in lines:
-            print(f"  {line}")
-    return Exit.OK
 
 
 def _once_live(cfg: Config) -> Exit:
@@ -383,12 +384,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     journal = _journal(cfg, read_only=True)
     if journal is None:
         return Exit.CONFIG
-    snap = _read_sge_or_none(cfg)  # status still shows the journal when SGE can't be read, then exits 4
-    now = snap.now if snap is not None else time.time()
     nodes = journal.nodes()
+    read = _read_or_none(cfg, journal)  # status still shows the journal when it can't be read, then exits 4
+    snap = read.snapshot if read is not None else None
+    now = snap.now if snap is not None else time.time()
     period = cfg.policy.billing_period
     if args.json:
-        print(json.dumps(_status_json(cfg, journal, nodes, snap, now), indent=2))
+        print(json.dumps(_status_json(cfg, journal, nodes, read, now), indent=2))
         journal.close()
         return Exit.OK if snap is not None else Exit.UNREADABLE
     print(f"{'node':<12} {'state':<13} {'uptime':>8} {'into period':>12} {'jobs':>5}  instance")
@@ -403,10 +405,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     for spent in _spend(cfg, nodes, now):
         print(spent.describe())
     print(_boot_summary(journal, now).describe(DAY / 3600))
-    if snap is not None:
-        for line in snapshot_summary(snap, cfg.cluster.master):
+    if read is not None:
+        for line in snapshot_summary(read.snapshot, cfg.cluster.master):
             print(line)
-        split = _demand_or_none(cfg, snap, nodes)
+        split = _demand_or_none(cfg, journal, read, nodes)
         for refused in split.not_demand if split is not None else ():
             print(f"not demand, {refused.describe()}")
     orders = journal.orders()
@@ -423,10 +425,10 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _status_note(f: NodeFacts) -> str:
-    """What ``elb status`` adds after a node's line: out of SGE's reach, or stopped in a warm pool."""
+    """What ``elb status`` adds after a node's line: out of the scheduler's reach, or stopped in a warm pool."""
     if f.stopped_for is not None:
         return f"  stopped in the warm pool for {minutes(f.stopped_for)} (its queue instances disabled)"
-    return f"  SGE has not reached it for {minutes(f.lost_for)}" if f.lost_for else ""
+    return f"  the scheduler has not reached it for {minutes(f.lost_for)}" if f.lost_for else ""
 
 
 def _not_demand_json(n: NotDemand) -> dict[str, object]:
@@ -440,22 +442,23 @@ def _not_demand_json(n: NotDemand) -> dict[str, object]:
 
 
 def _status_json(
-    cfg: Config, journal: Journal, nodes: Sequence[Node], snap: Snapshot | None, now: float
+    cfg: Config, journal: Journal, nodes: Sequence[Node], read: SchedulerRead | None, now: float
 ) -> dict[str, object]:
     orders = journal.orders()
-    split = None if snap is None else _demand_or_none(cfg, snap, nodes)
+    snap = None if read is None else read.snapshot
+    split = None if read is None else _demand_or_none(cfg, journal, read, nodes)
     last = journal.passes(limit=1)
     boot = _boot_summary(journal, now)
     return {
         "time": now,
-        "sge_read": snap is not None,
+        "scheduler_read": snap is not None,
         "nodes": [asdict(f) for f in nodes_facts(nodes, snap, now, cfg.policy.billing_period, journal.timelines())],
         "boot_timeline": {
             "since": boot.since,
             "nodes": boot.nodes,
             "steps": {name: asdict(boot.steps[name]) for name in DURATION_NAMES},
         },
-        "sge": None if snap is None else snapshot_summary(snap, cfg.cluster.master),
+        "scheduler": None if snap is None else snapshot_summary(snap, cfg.cluster.master),
         "not_demand": None if split is None else [_not_demand_json(n) for n in split.not_demand],
         "groups": [asdict(s) for s in _spend(cfg, journal.nodes(), now)],
         "orders": {
@@ -484,27 +487,32 @@ def _spend(cfg: Config, nodes: Sequence[Node], now: float) -> list[GroupSpend]:
     return spend_by_group(nodes, cfg.groups(p.slots_per_node or 1), now, p.billing, p.billing_period)
 
 
-def _demand_or_none(cfg: Config, snap: Snapshot, nodes: Sequence[Node]) -> DemandSplit | None:
-    """The daemon's split of the waiting jobs (``elb.servable``), or None (said on stderr) when
-    the site's configuration cannot be read."""
-    if not snap.pending:
-        return DemandSplit(snap)
-    sge = factory.make_sge(cfg)
+def _demand_or_none(cfg: Config, journal: Journal, read: SchedulerRead, nodes: Sequence[Node]) -> DemandSplit | None:
+    """The daemon's split of the waiting jobs (the scheduler's ``demand``, with the node size the
+    daemon plans with: ``elb.nodesize.known``), or None (said on stderr) when it cannot be read."""
     try:
-        site = sge.read_site()
-    except Exception as err:
-        _error(f"cannot read the site's complexes and parallel environments: {err}")
+        return factory.make_scheduler(cfg, journal).demand(read, nodes, _node_size(cfg, journal).slots)
+    except SchedulerError as err:
+        _error(f"cannot tell the demand: {err}")
         return None
-    starts = StartTimes().update(sge, snap.pending)
-    return demand_of(snap, nodes, cfg, site, cfg.policy.slots_per_node, start_times=starts)
 
 
-def _read_sge_or_none(cfg: Config) -> Snapshot | None:
-    """SGE's snapshot, or None (said on stderr) when it cannot be read."""
+def _node_size(cfg: Config, journal: Journal) -> nodesize.NodeSize:
+    """A new node's size, from the one place the daemon reads it (``elb.nodesize.known``)."""
+    learnt = journal.node_size()
+    if learnt is not None or cfg.policy.slots_per_node is not None or cfg.node_groups is not None:
+        return nodesize.known(cfg, learnt, None)
+    cloud, why = build_cloud(cfg, factory.make_cloud)
+    return nodesize.known(cfg, None, cloud, why)
+
+
+def _read_or_none(cfg: Config, journal: Journal) -> SchedulerRead | None:
+    """The scheduler's read, or None (said on stderr) when it cannot be read."""
+    scheduler = factory.make_scheduler(cfg, journal)
     try:
-        return factory.make_sge(cfg).read_snapshot()
+        return scheduler.read(journal.nodes(), time.time())
     except Exception as err:  # the journal's view is still worth printing
-        _error(f"cannot read SGE: {err}")
+        _error(f"cannot read {scheduler.name}: {err}")
         return None
 
 
@@ -515,13 +523,15 @@ def cmd_nodes(args: argparse.Namespace) -> int:
     journal = _journal(cfg, read_only=True)
     if journal is None:
         return Exit.CONFIG
-    snap = _read_sge_or_none(cfg)
+    read = _read_or_none(cfg, journal)
+    snap = read.snapshot if read is not None else None
     now = snap.now if snap is not None else time.time()
     timelines = journal.timelines(include_gone=args.all)
     facts = nodes_facts(journal.nodes(include_gone=args.all), snap, now, cfg.policy.billing_period, timelines)
     journal.close()
     if args.json:
-        print(json.dumps({"time": now, "sge_read": snap is not None, "nodes": [asdict(f) for f in facts]}, indent=2))
+        doc = {"time": now, "scheduler_read": snap is not None, "nodes": [asdict(f) for f in facts]}
+        print(json.dumps(doc, indent=2))
     else:
         print(
             f"{'node':<12} {'state':<13} {'type':<12} {'uptime':>8} {'into period':>12} {'idle':>8} "
@@ -544,7 +554,7 @@ def cmd_nodes(args: argparse.Namespace) -> int:
 
 def _job_list(jobs: list[int] | None) -> str:
     if jobs is None:
-        return "?"  # SGE not read
+        return "?"  # the scheduler not read
     if not jobs:
         return "-"
     return ",".join(map(str, jobs[:8])) + (f" and {len(jobs) - 8} more" if len(jobs) > 8 else "")
@@ -560,6 +570,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     events = journal.events(args.node)
     journal.close()
     if not events:
+        if args.json:
+            print("[]")  # what a script parses: no event
         _error(f"no journal events for {args.node!r} (elb nodes --all lists every node elb knows)")
         return Exit.FAILED
     if args.json:
@@ -614,11 +626,17 @@ def cmd_order(args: argparse.Namespace) -> int:
     _cfg, journal = opened
     node = journal.node(args.node)
     withdraw = args.order == "release" or getattr(args, "cancel", False)
+    order = "kept" if args.order in ("keep", "release") else "remove"
     if node is None and not withdraw:
         journal.close()
         _error(f"{args.node} is not a node elb manages (elb nodes lists them)")
         return Exit.FAILED
-    order = "kept" if args.order in ("keep", "release") else "remove"
+    orders = journal.orders()
+    if withdraw and args.node not in (orders.kept if order == "kept" else orders.remove):
+        journal.close()
+        what = "kept" if order == "kept" else "ordered removed"
+        _error(f"{args.node} is not {what} (elb status lists the orders)")
+        return Exit.FAILED
     journal.set_order(order, args.node, on=not withdraw)
     journal.close()
     said = {
@@ -644,34 +662,32 @@ def cmd_drain(args: argparse.Namespace) -> int:
 
 def _drain(cfg: Config, journal: Journal, name: str, *, cancel: bool) -> Exit:
     from elb.planner import Drain, drain_verdict  # noqa: PLC0415
-    from elb.sge.errors import SgeError  # noqa: PLC0415
 
     node = journal.node(name)
     if node is None or node.state in (NodeState.TERMINATED, NodeState.FAILED):
         _error(f"{name} is not a node elb manages (elb nodes lists them)")
         return Exit.FAILED
-    sge = factory.make_sge(cfg)
+    scheduler = factory.make_scheduler(cfg, journal)
     if cancel:
         journal.set_order("remove", name, on=False)
         try:
-            sge.enable_host(name)
-        except SgeError as err:
-            _error(f"{name}: removal order withdrawn, but its queues could not be enabled: {err}")
+            scheduler.enable_host(name)
+        except Exception as err:
+            _error(f"{name}: removal order withdrawn, but it could not be enabled again: {err}")
             return Exit.UNREADABLE
-        print(f"{name}: queues enabled again, removal order withdrawn")
+        print(f"{name}: enabled again, removal order withdrawn")
         return Exit.OK
     if node.state is not NodeState.READY:
         _error(f"{name} is {node.state.value}, not ready: elb remove {name} orders its removal once it is")
         return Exit.FAILED
     try:
-        sge.disable_host(name)
-        jobs = sge.jobs_on(name)
-        host = sge.read_snapshot().host(name)
-    except SgeError as err:
+        scheduler.disable_host(name, "elb drain (an admin)")
+        check = scheduler.drain_check(name)
+    except Exception as err:
         _error(f"{name}: cannot drain: {err}")
         return Exit.UNREADABLE
     journal.set_order("remove", name, on=True)
-    verdict = drain_verdict(jobs, host.slots_reserved if host is not None else 0)
+    verdict = drain_verdict(check.jobs, check.reserved)
     if verdict.verdict is Drain.GO:
         print(f"{name}: disabled and idle ({verdict.reason}): elb removes it at its next pass")
     else:
@@ -691,17 +707,21 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     journal = _journal(cfg, read_only=True)
     if journal is None:
         return Exit.CONFIG
-    nodes = journal.nodes()
-    journal.close()
-    snap = _read_sge_or_none(cfg)
-    if snap is None:
-        return Exit.UNREADABLE
-    p = cfg.policy
-    split = _demand_or_none(cfg, snap, nodes)
+    try:
+        nodes = journal.nodes()
+        read = _read_or_none(cfg, journal)
+        if read is None:
+            return Exit.UNREADABLE
+        snap = read.snapshot
+        p = cfg.policy
+        size = _node_size(cfg, journal)
+        split = _demand_or_none(cfg, journal, read, nodes)
+    finally:
+        journal.close()
     if split is None:
         return Exit.UNREADABLE
     reasons = {n.job.job_id: n.verdict for n in split.not_demand}
-    spn, jobs = waiting_jobs(snap, nodes, cfg.cluster.master, p.slots_per_node, reasons)
+    spn, jobs = waiting_jobs(snap, nodes, cfg.cluster.master, size.slots, reasons)
     if args.json:
         print(json.dumps({"time": snap.now, "slots_per_node": spn, "jobs": [asdict(j) for j in jobs]}, indent=2))
         return Exit.OK

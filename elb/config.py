@@ -6,31 +6,41 @@ Unknown keys are errors: a typo must not silently fall back to a default.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from ipaddress import IPv4Address
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, IPvAnyAddress, StrictBool, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    IPvAnyAddress,
+    StrictBool,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from elb import yamlfile
-from elb.groups import LaunchTemplate, NodeGroup, NodeGroups, default_group
+from elb.durations import PacingSeconds, PositiveSeconds, Seconds, parse
+from elb.groups import SPOT_NOT_STOPPED, LaunchTemplate, NodeGroup, NodeGroups, default_group
+from elb.naming import MAX_NODES
 from elb.warmpool import WarmPool
 
 DEFAULT_CONFIG_PATH = Path("/etc/elb/elb.yml")
 
-# A year: longer than any sensible time setting, and far inside what datetime arithmetic (the
-# scheduler adds poll_interval to the clock) and subprocess time-outs can take.
-MAX_SECONDS = 365 * 24 * 3600.0
-
-# Numbers are strict: YAML's true is not 1, 2.5 is not an integer, "60" is not a number; times
-# are finite (no .inf, no .nan) and at most MAX_SECONDS. Integers are accepted for floats.
-Seconds = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, le=MAX_SECONDS)]  # 0 means something
-PositiveSeconds = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=MAX_SECONDS)]
+# Numbers are strict: YAML's true is not 1, 2.5 is not an integer, "60" is not a number. Times
+# (``elb.durations``: Seconds, PositiveSeconds, PacingSeconds) are a number of seconds or text
+# with a unit ("60", "15m"), finite, at most a year; PositiveSeconds more than 0; PacingSeconds at
+# least 1 s. Days (retention) are numbers of days, without a unit.
 Factor = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)]
 Count = Annotated[int, Field(strict=True, ge=0)]
 AtLeastOne = Annotated[int, Field(strict=True, ge=1)]
+NodeCount = Annotated[int, Field(strict=True, ge=0, le=MAX_NODES)]
+Days = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=36500)]  # a century at most
 
 MINIMUM_CONFIG = "cloud: {provider: ec2}"
 
@@ -43,8 +53,8 @@ class PolicyConfig(_Strict):
     """When to grow and shrink. Times in seconds."""
 
     name: Literal["elb", "starcluster", "parallelcluster", "slurm", "static"] = "elb"
-    min_nodes: Count = 0
-    max_nodes: Count = 10
+    min_nodes: NodeCount = 0
+    max_nodes: NodeCount = 10  # at most MAX_NODES
     add_nodes_per_iteration: AtLeastOne = 1
     wait_time: Seconds = 900.0  # oldest eligible job must have waited longer than this
     stabilization_time: Seconds = 180.0
@@ -53,14 +63,14 @@ class PolicyConfig(_Strict):
     kill_after: Seconds = 2700.0  # per-period billing: removable this far into the period
     idle_time: Seconds = 600.0  # per-second billing: removable after this long idle
     slots_per_node: AtLeastOne | None = None  # None: learn from hosts / instance type
-    boot_time: PositiveSeconds = 300.0  # expected launch-to-ready time, for planning
+    boot_time: PacingSeconds = 300.0  # expected launch-to-ready time, for planning
     # elb policy only (see docs/policy.md). "forecast": launch at once for demand no slot meets within
     # boot_time; "wait_time": the original balancer's rule (oldest job waited > wait_time, stabilization_time).
     grow: Literal["forecast", "wait_time"] = "forecast"
     # "cost": keep a paid node to the last poll before its next period (hour) / idle idle_factor x boot_time
     # (second); "timer": the original rule, kill_after / idle_time, only when no job waits, stabilization_time.
     shrink: Literal["cost", "timer"] = "cost"
-    poll_interval: PositiveSeconds = 60.0  # the daemon's poll interval, for planning (match the top level)
+    poll_interval: PacingSeconds = 60.0  # the daemon's poll interval, for planning (match the top level)
     removal_lead: Seconds = (
         60.0  # shrink=cost, per-period billing: a removal must be done this long before the boundary
     )
@@ -197,13 +207,46 @@ class ProvisionConfig(_Strict):
     timeout: Seconds = 900.0  # 0: no limit
     forks: AtLeastOne = 10
     extra_vars: dict[str, object] = Field(default_factory=dict)
+    # The SSH host keys elb gives its nodes at launch and checks (elb.provision.hostkeys);
+    # None: <private_data_dir>/host-keys.
+    host_keys_dir: Path | None = None
+
+    @property
+    def host_keys_path(self) -> Path:
+        return self.host_keys_dir if self.host_keys_dir is not None else self.private_data_dir / "host-keys"
+
+    @field_validator("extra_vars")
+    @classmethod
+    def _finite(cls, extra: dict[str, object]) -> dict[str, object]:
+        """No .nan or .inf at any depth: Ansible's JSON has no such numbers (the key path says where)."""
+        where = _not_finite(extra)
+        if where is not None:
+            raise ValueError(f"{where}: .nan and .inf are not numbers Ansible can take (quote them to pass text)")
+        return extra
+
+
+def _not_finite(value: object, path: str = "") -> str | None:
+    """The key path (``a.b[2]``) of the first NaN or infinity in ``value``, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path or "(the value)"
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = _not_finite(v, f"{path}.{k}" if path else str(k))
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            found = _not_finite(v, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
 
 
 class BackoffConfig(_Strict):
     """How long launching waits after failed launches or provisionings (doubling per failed round)."""
 
-    initial: PositiveSeconds = 60.0
-    max: PositiveSeconds = 3600.0
+    initial: PacingSeconds = 60.0
+    max: PacingSeconds = 3600.0
 
     @model_validator(mode="after")
     def _check(self) -> BackoffConfig:
@@ -215,14 +258,14 @@ class BackoffConfig(_Strict):
 class RetentionConfig(_Strict):
     """How long elb keeps what it writes: Ansible run artifacts and journal events."""
 
-    artifacts_days: PositiveSeconds = 14.0  # days: a successful run's artifacts are deleted after this
+    artifacts_days: Days = 14.0  # days: a successful run's artifacts are deleted after this
     artifacts_mb: AtLeastOne = 500  # MB: the oldest artifacts go first past this total
     failed_factor: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=1)] = 4.0  # failed runs kept longer
-    journal_days: PositiveSeconds = 90.0  # days: older events are pruned (a live node keeps its last ones)
+    journal_days: Days = 90.0  # days: older events are pruned (a live node keeps its last ones)
 
 
 class Config(_Strict):
-    poll_interval: PositiveSeconds = 60.0
+    poll_interval: PacingSeconds = 60.0
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     # The batch scheduler elb serves: Grid Engine (elb's passes decide growth from the queue) or
@@ -237,6 +280,7 @@ class Config(_Strict):
     metrics_port: Annotated[int, Field(strict=True, ge=1, le=65535)] | None = None  # None: no metrics endpoint
     metrics_address: IPvAnyAddress = IPv4Address("127.0.0.1")  # where the metrics endpoint listens
     log_format: Literal["text", "json"] = "text"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"  # elb -v: debug, whatever this says
     failed_passes_alarm: AtLeastOne = 3  # say so loudly after this many failed passes
     orphan_timeout: Seconds = 600.0  # a tagged worker unknown to journal and SGE this long is terminated
     # A ready node SGE can't reach (absent, or all its queues in state u) this long, with no job
@@ -257,13 +301,23 @@ class Config(_Strict):
             if policy is None:
                 policy = {}
             if isinstance(policy, dict):
-                if "poll_interval" in policy and policy["poll_interval"] != data["poll_interval"]:
+                if "poll_interval" in policy and _seconds_or_same(policy["poll_interval"]) != _seconds_or_same(
+                    data["poll_interval"]
+                ):
                     raise ValueError(
                         f"policy.poll_interval ({policy['poll_interval']}) differs from poll_interval "
                         f"({data['poll_interval']}); set it once, at the top level"
                     )
                 data = {**data, "policy": {**policy, "poll_interval": data["poll_interval"]}}
         return data
+
+    @model_validator(mode="after")
+    def _spot_is_not_stopped(self) -> Config:
+        """The one group's warm pool stops idle nodes; with ``cloud.ec2.spot`` its nodes are
+        one-time spot instances, which EC2 cannot stop (node groups check their own market)."""
+        if self.node_groups is None and self.cloud.ec2.spot and self.policy.warm_pool.enabled:
+            raise ValueError(f"policy.warm_pool: {SPOT_NOT_STOPPED} (cloud.ec2.spot is true)")
+        return self
 
     @model_validator(mode="after")
     def _node_groups(self) -> Config:
@@ -295,7 +349,19 @@ class Config(_Strict):
 
     def groups(self, slots_per_node: int) -> NodeGroups:
         """The node groups elb adds nodes of: ``node_groups``, or the one group today's settings
-        describe (``slots_per_node``: the size of a new node, as the daemon learnt it)."""
+        describe (``slots_per_node``: the size of a new node, as the daemon learnt it). Built
+        once per config and size (``_GROUPS``): a pass, and a replay's every decision, asks often."""
+        key = (id(self), slots_per_node)
+        hit = _GROUPS.get(key)
+        if hit is not None and hit[0] is self:
+            return hit[1]
+        groups = self._groups(slots_per_node)
+        if len(_GROUPS) >= _GROUPS_KEPT:
+            _GROUPS.pop(next(iter(_GROUPS)))
+        _GROUPS[key] = (self, groups)  # the config held: its id is not reused while kept
+        return groups
+
+    def _groups(self, slots_per_node: int) -> NodeGroups:
         if self.node_groups is not None:
             return NodeGroups(groups=self.node_groups, max_nodes=self.policy.max_nodes)
         p = self.policy
@@ -315,6 +381,13 @@ class Config(_Strict):
         return self.stats_file if self.stats_file is not None else self.state_dir / "stats.csv"
 
     @property
+    def scheduler_timeout(self) -> tuple[float, str]:
+        """The time-out of one command of the configured scheduler, and its key."""
+        if self.scheduler == "slurm":
+            return self.slurm.timeout, "slurm.timeout"
+        return self.sge.timeout, "sge.timeout"
+
+    @property
     def boot_timeout(self) -> float:
         """Launch-to-ready limit of the configured provider."""
         c = self.cloud
@@ -323,6 +396,21 @@ class Config(_Strict):
     @property
     def journal_path(self) -> Path:
         return self.state_dir / "journal.sqlite"
+
+
+def _seconds_or_same(value: object) -> object:
+    """A time as seconds when it reads as one (``"1m"`` and ``60`` are the same), else as it is."""
+    if isinstance(value, str):
+        try:
+            return parse(value)
+        except ValueError:
+            return value
+    return value
+
+
+# The node groups of the last configs asked (``Config.groups``), by (config id, slots).
+_GROUPS: dict[tuple[int, int], tuple[Config, NodeGroups]] = {}
+_GROUPS_KEPT = 32
 
 
 class ConfigError(Exception):
@@ -337,9 +425,9 @@ def _format_errors(err: ValidationError, doc: yamlfile.Document | None) -> str:
         loc: Sequence[object] = e["loc"]
         if tuple(loc) == ("policy", "poll_interval") and e["msg"] in top:
             continue  # the top level's value, copied into the policy: said once
-        msg = e["msg"]
+        msg = e["msg"].removeprefix("Value error, ")
         if not loc:  # a check across keys names the key it is about: "Value error, node_groups: ..."
-            named = re.fullmatch(r"Value error, ([a-z_]+(?:\.[a-z_]+)*): (.*)", msg, re.DOTALL)
+            named = re.fullmatch(r"([a-z_]+(?:\.[a-z_]+)*): (.*)", msg, re.DOTALL)
             if named is not None:
                 loc, msg = tuple(named.group(1).split(".")), named.group(2)
         key = ".".join(str(p) for p in loc) or "(top level)"
@@ -365,7 +453,10 @@ def parse_config(data: object, source: str = "<config>", doc: yamlfile.Document 
 def check_paths(cfg: Config) -> list[tuple[str, str]]:
     """Paths the config names that would stop elb later, as (key, problem)."""
     problems = []
-    for key, path in (("state_dir", cfg.state_dir), ("provision.private_data_dir", cfg.provision.private_data_dir)):
+    dirs = [("state_dir", cfg.state_dir), ("provision.private_data_dir", cfg.provision.private_data_dir)]
+    if cfg.provision.host_keys_dir is not None:  # else under private_data_dir, checked with it
+        dirs.append(("provision.host_keys_dir", cfg.provision.host_keys_dir))
+    for key, path in dirs:
         if path.exists() and not path.is_dir():
             problems.append((key, f"{path} exists and is not a directory"))
         elif not path.exists() and any(p.exists() and not p.is_dir() for p in path.parents):

@@ -46,10 +46,12 @@ takes as many tasks as its slots allow, and the nodes asked for are capped at th
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
+from functools import partial
+from operator import attrgetter, is_not
 
 from elb.groups import NodeGroup, NodeGroups
 from elb.model import Job
@@ -244,9 +246,23 @@ def place(
     """
     if job.queue is not None:
         raise DemandError(f"job {job.job_id} runs in {job.queue}: only waiting jobs are demand")
-    binding = binding or JobBinding()
+    return _place(job, groups, site, now, binding=binding or JobBinding(), new_node_name=new_node_name)
+
+
+def _place(
+    job: Job,
+    groups: NodeGroups,
+    site: Site,
+    now: float,
+    *,
+    binding: JobBinding,
+    new_node_name: str | None,
+    narrowed: dict[tuple[object, ...], _Candidates | _Stop] | None = None,
+) -> Placement:
+    """``place``; ``narrowed``: the groups each shape of request leaves, kept across jobs."""
     try:
-        fit, considered = _best(job, groups, site, binding, new_node_name)
+        candidates = _narrowed(job, groups, site, binding=binding, new_node_name=new_node_name, memo=narrowed)
+        fit, considered = _cheapest(job, candidates)
     except _Stop as stop:
         return Unservable(stop.reason)
     each = _plural(fit.slots_per_node, "slot")
@@ -270,32 +286,118 @@ def place_all(
     """``place`` for each job (``bindings[i]`` goes with ``jobs[i]``), in order.
 
     Jobs of the same shape (slots, tasks, PE and range, hard requests, binding) get the same
-    answer, so each shape is placed once: 50,000 waiting entries are typically a few dozen shapes.
+    answer, so each shape is placed once: 50,000 waiting entries are typically a few hundred
+    shapes (an array job's task count makes one), and the checks that do not depend on the task
+    count (requests, queues, PE, what a node offers) run once per shape of request. A job's
+    shape is first told by the identity of its request mappings and binding (many jobs share the
+    very same ones, as the quick reader of qstat makes them), and only once per such identity by
+    their contents.
     """
+    placements, _ = place_shapes(jobs, groups, site, now, bindings=bindings, new_node_name=new_node_name)
+    return placements
+
+
+def place_shapes(
+    jobs: Sequence[Job],
+    groups: NodeGroups,
+    site: Site,
+    now: float,
+    *,
+    bindings: Sequence[JobBinding | None] | None,
+    new_node_name: str | None,
+) -> tuple[list[Placement], list[Placement]]:
+    """``place_all``, and its distinct answers: the jobs of one shape share one object, so a caller
+    can look at a few hundred answers instead of 50,000."""
     if bindings is not None and len(bindings) != len(jobs):
         raise DemandError(f"{len(bindings)} bindings for {len(jobs)} jobs")
-    seen: dict[tuple[object, ...], Placement] = {}
-    out: list[Placement] = []
-    for n, job in enumerate(jobs):
-        binding = bindings[n] if bindings is not None else None
-        key = (
-            job.slots,
-            job.tasks,
-            job.pe,
-            job.pe_range,
-            tuple(sorted(job.hard_requests.items())),
-            tuple(sorted(job.master_requests.items())),
-            tuple(sorted(job.slave_requests.items())),
-            binding,
-        )
-        found = seen.get(key)
+    running = next(filter(_IS_NOT_NONE, map(_QUEUE, jobs)), None)
+    if running is not None:
+        job = next(j for j in jobs if j.queue is not None)
+        raise DemandError(f"job {job.job_id} runs in {job.queue}: only waiting jobs are demand")
+    # Each job's shape by identity, built in C (map, zip): the jobs hold their request mappings
+    # and bindings for the whole call, so their ids stay theirs.
+    bound: Sequence[JobBinding | None] = bindings if bindings is not None else [None] * len(jobs)
+    identities = [map(id, map(_HARD, jobs)), map(id, map(_MASTER, jobs)), map(id, map(_SLAVE, jobs))]
+    if bindings is not None:
+        identities.append(map(id, bindings))
+    quick: list[tuple[object, ...]] = list(zip(map(_SHAPE, jobs), *identities, strict=True))
+    one_of_each = dict(zip(quick, zip(jobs, bound, strict=True), strict=True))
+    by_shape: dict[tuple[object, ...], Placement] = {}
+    narrowed: dict[tuple[object, ...], _Candidates | _Stop] = {}
+    unbound = JobBinding()
+    table: dict[tuple[object, ...], Placement] = {}
+    for key, (job, binding) in one_of_each.items():
+        shape = (key[0], _items(job.hard_requests), _items(job.master_requests), _items(job.slave_requests), binding)
+        found = by_shape.get(shape)
         if found is None:
-            found = seen[key] = place(job, groups, site, now, binding=binding, new_node_name=new_node_name)
-        out.append(found)
-    return out
+            found = by_shape[shape] = _place(
+                job, groups, site, now, binding=binding or unbound, new_node_name=new_node_name, narrowed=narrowed
+            )
+        table[key] = found
+    return list(map(table.__getitem__, quick)), list(by_shape.values())
 
 
-def _best(job: Job, groups: NodeGroups, site: Site, binding: JobBinding, new_node_name: str | None) -> tuple[_Fit, int]:
+_SHAPE = attrgetter("slots", "tasks", "pe", "pe_range")
+_HARD, _MASTER, _SLAVE = attrgetter("hard_requests"), attrgetter("master_requests"), attrgetter("slave_requests")
+_QUEUE = attrgetter("queue")
+_IS_NOT_NONE = partial(is_not, None)
+
+
+def _items(requests: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(requests.items())) if requests else ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidates:
+    """The groups a job's requests, queues and PE leave, each as what its new node gives the job."""
+
+    nodes: tuple[_Node, ...]
+    pes: tuple[ParallelEnvironment, ...]
+    ranges: tuple[tuple[int, int], ...]
+    left: tuple[tuple[int, NodeGroup], ...]  # the same groups, with their places in the list
+    everyone: tuple[tuple[int, NodeGroup], ...]  # the groups that may have a node
+
+
+def _narrowed(
+    job: Job,
+    groups: NodeGroups,
+    site: Site,
+    *,
+    binding: JobBinding,
+    new_node_name: str | None,
+    memo: dict[tuple[object, ...], _Candidates | _Stop] | None,
+) -> _Candidates:
+    """``_candidates``, or its answer for an earlier job of the same requests, queues and PE
+    (``memo``); its ``_Stop`` is raised again."""
+    if memo is None:
+        return _candidates(job, groups, site, binding, new_node_name)
+    key = (
+        job.slots,
+        job.pe,
+        job.pe_range,
+        _items(job.hard_requests),
+        _items(job.master_requests),
+        _items(job.slave_requests),
+        binding.hard_queues,
+    )
+    found = memo.get(key)
+    if found is None:
+        try:
+            found = _candidates(job, groups, site, binding, new_node_name)
+        except _Stop as stop:
+            found = stop
+        memo[key] = found
+    if isinstance(found, _Stop):
+        raise _Stop(found.reason)
+    return found
+
+
+def _candidates(
+    job: Job, groups: NodeGroups, site: Site, binding: JobBinding, new_node_name: str | None
+) -> _Candidates:
+    """Checks 1 to 4 (see the module's docstring): the groups left, each with what its new node
+    gives the job (``_per_node``). Depends on the job's slots, PE, range and requests, and on the
+    binding's queues; never on its task count."""
     requests = _requests(job, site.complexes, new_node_name)
     everyone = [(i, g) for i, g in enumerate(groups.groups) if groups.max_nodes_of(g) > 0]
     if not everyone:
@@ -328,18 +430,25 @@ def _best(job: Job, groups: NodeGroups, site: Site, binding: JobBinding, new_nod
             f"does not request {', '.join(missing)}, which every node group left offers as FORCED"
             f"{_among(before, everyone)}"
         )
-    fits: list[_Fit] = []
-    shorts: list[_Short] = []
+    nodes = []
     for i, g in left:
         cap, task_cap, narrowed = _per_node(g, requests, site)
-        node = _Node(g, i, groups.max_nodes_of(g), cap, task_cap, narrowed)
-        outcome = _fit(job, node, pes, ranges)
+        nodes.append(_Node(g, i, groups.max_nodes_of(g), cap, task_cap, narrowed))
+    return _Candidates(tuple(nodes), tuple(pes), tuple(ranges), tuple(left), tuple(everyone))
+
+
+def _cheapest(job: Job, candidates: _Candidates) -> tuple[_Fit, int]:
+    """Check 5: the slots over each group's nodes; the cheapest group that fits, and how many fit."""
+    fits: list[_Fit] = []
+    shorts: list[_Short] = []
+    for node in candidates.nodes:
+        outcome = _fit(job, node, candidates.pes, candidates.ranges)
         if isinstance(outcome, _Fit):
             fits.append(outcome)
         else:
             shorts.append(outcome)
     if not fits:
-        raise _Stop(_slots_reason(shorts) + _among(left, everyone))
+        raise _Stop(_slots_reason(shorts) + _among(candidates.left, candidates.everyone))
     priced = all(f.group.price_per_hour is not None for f in fits)
     best = min(fits, key=lambda f: ((f.group.price_per_hour or 0.0) * f.wanted if priced else 0.0, f.wanted, f.index))
     return best, len(fits)
@@ -706,4 +815,5 @@ __all__: Sequence[str] = (
     "check_offers",
     "place",
     "place_all",
+    "place_shapes",
 )

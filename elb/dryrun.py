@@ -1,10 +1,10 @@
-"""``elb once --dry-run``: what SGE shows and what a pass would do, with the assumptions made.
+"""``elb once --dry-run``: what the scheduler shows and what a pass would do, with the assumptions.
 
 The plan comes from the same pass the daemon runs, with the policy sized the way the daemon
-sizes it (``elb.nodesize``): when ``policy.slots_per_node`` is unset the cloud is asked what a new
-node has (the adapter is built for that read only); if it cannot say, the policy infers the size
-from the workers, as the daemon's does. Nothing is launched, provisioned or written: the journal is
-read (``mode=ro``) into a copy in memory, an empty one when there is none.
+sizes it (``elb.nodesize.known``: configured, else the daemon's answer in the journal, else the
+cloud asked what a new node has, the adapter built for reads only; if it cannot say, the policy
+infers the size from the workers, as the daemon's does). Nothing is launched, provisioned or
+written: the journal is read (``mode=ro``) into a copy in memory, an empty one when there is none.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import json
 from collections.abc import Callable, Sequence
 
 from elb import nodesize
-from elb.actuator import SgeClient
 from elb.config import Config
 from elb.daemon import Balancer, snapshot_summary
 from elb.durations import minutes
@@ -23,6 +22,7 @@ from elb.interfaces import Cloud
 from elb.journal import Journal
 from elb.model import Node, Plan, Snapshot
 from elb.planner import PassPlan
+from elb.scheduler import Scheduler
 from elb.servable import NotDemand
 
 
@@ -34,36 +34,24 @@ def build_cloud(cfg: Config, make_cloud: Callable[[Config], Cloud]) -> tuple[Clo
         return None, f"{type(err).__name__}: {err}"
 
 
-def ask_node_size(cfg: Config, cloud: Cloud | None, error: str) -> nodesize.NodeSize:
-    """The size of a new node as the daemon learns it (``cloud`` asked only when the config
-    does not say it; never with ``node_groups``: each group says its slots)."""
-    provider = cfg.cloud.provider
-    if cfg.policy.slots_per_node is not None:
-        return nodesize.new_node_size(cfg.policy, None, provider)
-    if cfg.node_groups is not None:
-        return nodesize.NodeSize(None, "node_groups")
-    if cloud is None:
-        return nodesize.new_node_size(cfg.policy, None, provider, error)
-    return nodesize.new_node_size(cfg.policy, cloud, provider)
-
-
 def dry_run(
     cfg: Config,
-    sge: SgeClient,
+    make_scheduler: Callable[[Config, Journal], Scheduler],
     make_cloud: Callable[[Config], Cloud],
     out: Callable[[str], None] = print,
     *,
     as_json: bool = False,
 ) -> tuple[Exit, str | None]:
     """Print the snapshot, the assumptions and the plan with ``out`` (``as_json``: as one JSON
-    object, ``plan_json``). Returns the exit code and, when SGE could not be read, the error."""
+    object, ``plan_json``). Returns the exit code and, when the scheduler could not be read, the
+    error."""
     cloud, cloud_error = build_cloud(cfg, make_cloud)
-    size = ask_node_size(cfg, cloud, cloud_error)
     journal = Journal.read_only(cfg.journal_path)  # a copy in memory: the file is not written
+    size = nodesize.known(cfg, journal.node_size(), cloud, cloud_error)
     try:
         balancer = Balancer(
             cfg,
-            sge=sge,
+            scheduler=make_scheduler(cfg, journal),
             journal=journal,
             cloud=cloud,  # listed, never changed: the dry pass starts nothing
             policy=nodesize.policy_with(cfg, size),

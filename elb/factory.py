@@ -9,16 +9,44 @@ from typing import TYPE_CHECKING
 from elb.config import Config
 
 if TYPE_CHECKING:
-    from elb.actuator import SgeClient
+    from collections.abc import Iterator
+
+    from elb.checks import Check
     from elb.interfaces import Cloud, NoticeSource
+    from elb.journal import Journal
     from elb.metrics import Observed
     from elb.provision import AnsibleProvisioner
+    from elb.scheduler import Scheduler
 
 
-def make_sge(cfg: Config) -> SgeClient:
-    from elb.sge.commands import SgeCommands
+def make_scheduler(cfg: Config, journal: Journal) -> Scheduler:
+    """The driver of the configured scheduler (``scheduler``); ``journal``: where a scheduler
+    that asks for nodes by name (Slurm) keeps its asks."""
+    if cfg.scheduler == "slurm":
+        from elb.slurm.driver import Slurm
 
-    return SgeCommands(cfg.sge)
+        return Slurm(cfg, journal)
+    from elb.sge.driver import GridEngine
+
+    return GridEngine(cfg)
+
+
+def scheduler_checks(cfg: Config) -> Iterator[Check]:
+    """``elb validate``'s checks of the configured scheduler."""
+    if cfg.scheduler == "slurm":
+        from elb.slurm.driver import checks as slurm_checks
+
+        return slurm_checks(cfg)
+    from elb.sge.driver import checks as sge_checks
+
+    return sge_checks(cfg)
+
+
+def cloud_checks(cfg: Config) -> Iterator[Check]:
+    """``elb validate``'s checks of the configured cloud."""
+    from elb.cloud.checks import ec2_checks, local_checks
+
+    return local_checks(cfg) if cfg.cloud.provider == "local" else ec2_checks(cfg)
 
 
 def make_cloud(cfg: Config) -> Cloud:

@@ -18,7 +18,13 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from elb.naming import MAX_NODES
 from elb.warmpool import WarmPool
+
+# Why a warm pool and spot instances do not go together.
+SPOT_NOT_STOPPED = (
+    "a warm pool stops idle nodes, and elb's spot nodes are one-time spot instances, which cannot be stopped"
+)
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"
 _QUEUE = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"  # a cluster queue: no wildcard, no @host
@@ -62,8 +68,8 @@ class NodeGroup(_Model):
     memory: str | None = Field(None, pattern=r"^\d+(\.\d+)?[kKmMgGtT]?$")  # RAM of a node, an SGE MEMORY value
     instance_types: list[InstanceType] | None = Field(None, min_length=1)  # ordered: the first that launches
     launch_template: LaunchTemplate | None = None
-    min_nodes: int = Field(0, ge=0)
-    max_nodes: int = Field(ge=0)
+    min_nodes: int = Field(0, ge=0, le=MAX_NODES)
+    max_nodes: int = Field(ge=0, le=MAX_NODES)
     market: Literal["on-demand", "spot"] = "on-demand"
     price_per_hour: float | None = Field(None, gt=0)  # of one node; compares groups that can run a job
     pes: list[str] = Field(default_factory=lambda: ["*"])  # parallel environments it serves (wildcards)
@@ -115,6 +121,8 @@ class NodeGroup(_Model):
             raise ValueError(f"min_nodes ({self.min_nodes}) is greater than max_nodes ({self.max_nodes})")
         if self.instance_types is not None and self.launch_template is not None:
             raise ValueError("give instance_types or launch_template, not both")
+        if self.market == "spot" and self.warm_pool.enabled:
+            raise ValueError(f"warm_pool: {SPOT_NOT_STOPPED} (market is spot)")
         return self
 
 
@@ -122,7 +130,7 @@ class NodeGroups(_Model):
     """The node groups in order (the order breaks ties) and a cap on their nodes together."""
 
     groups: list[NodeGroup] = Field(min_length=1)
-    max_nodes: int | None = Field(None, ge=0)  # all groups together; None: the sum of theirs
+    max_nodes: int | None = Field(None, ge=0, le=MAX_NODES)  # all groups together; None: the sum of theirs
 
     @model_validator(mode="after")
     def _check(self) -> NodeGroups:
@@ -137,6 +145,11 @@ class NodeGroups(_Model):
             raise ValueError(
                 f"price_per_hour is set on {', '.join(priced)} but not on {', '.join(unpriced)}: "
                 "set it on every group or on none (prices compare groups)"
+            )
+        if self.max_nodes is None and sum(g.max_nodes for g in self.groups) > MAX_NODES:
+            raise ValueError(
+                f"the groups' max_nodes add up to {sum(g.max_nodes for g in self.groups)}, more than elb manages "
+                f"({MAX_NODES}): set policy.max_nodes to cap them together"
             )
         minimum = sum(g.min_nodes for g in self.groups)
         if self.max_nodes is not None and minimum > self.max_nodes:
@@ -194,4 +207,4 @@ def default_group(
     )
 
 
-__all__: Sequence[str] = ("LaunchTemplate", "NodeGroup", "NodeGroups", "default_group")
+__all__: Sequence[str] = ("MAX_NODES", "SPOT_NOT_STOPPED", "LaunchTemplate", "NodeGroup", "NodeGroups", "default_group")

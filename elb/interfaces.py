@@ -12,8 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from elb.model import Job, Snapshot
-
 # Tag keys every instance elb launches carries (EC2 and local alike).
 TAG_CLUSTER = "elb:cluster"
 TAG_ROLE = "elb:role"  # "master" | "worker"
@@ -126,33 +124,25 @@ class NodeSpec:
 
 
 @runtime_checkable
-class SchedulerNodes(Protocol):
-    """What the safe drain needs of a batch scheduler, in scheduler-neutral values: Grid Engine's
-    adapter (``elb.sge.commands.SgeCommands``: ``qmod -d``/``-e``, ``qstat``) and Slurm's
-    (``elb.slurm.commands.SlurmCommands``: ``DRAIN``/``UNDRAIN``, ``squeue``) implement it."""
-
-    def read_snapshot(self) -> Snapshot: ...
-
-    def disable_host(self, host: str) -> None: ...
-
-    def enable_host(self, host: str) -> None: ...
-
-    def jobs_on(self, host: str) -> Sequence[Job]: ...
-
-
-@runtime_checkable
 class Provisioner(Protocol):
-    """Configure nodes into the cluster and take them out again (Ansible behind it)."""
+    """Configure nodes into the cluster and take them out again (Ansible behind it), with the
+    scheduler's plays (``elb.scheduler.Scheduler.add_playbook`` and ``remove_playbook``)."""
 
     def add_nodes(
-        self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec], on_reached: Callable[[str], None] | None = None
+        self,
+        playbook: str,
+        nodes: Sequence[NodeSpec],
+        existing: Sequence[NodeSpec],
+        on_reached: Callable[[str], None] | None = None,
     ) -> dict[str, HostResult]:
-        """Make ``nodes`` exec hosts; ``existing`` workers only get their hosts lines updated.
-        ``on_reached(name)``: called once per node, as soon as the run has reached it (its first
-        task there succeeded), from the thread that runs the playbook."""
+        """Make ``nodes`` part of the cluster; ``existing`` workers only get their hosts lines
+        updated. ``on_reached(name)``: called once per node, as soon as the run has reached it
+        (its first task there succeeded), from the thread that runs the playbook."""
         ...
 
-    def remove_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:
+    def remove_nodes(
+        self, playbook: str, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]
+    ) -> dict[str, HostResult]:
         """Drain-check, deregister and unexport ``nodes``; BUSY if a job landed meanwhile."""
         ...
 

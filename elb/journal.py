@@ -21,6 +21,7 @@ from elb import migrations
 from elb.migrations import JournalVersionError
 from elb.model import History, Node, NodeState
 from elb.orders import Orders
+from elb.scheduler import Ask, AskKind
 from elb.timeline import Step, Timeline, timeline_of
 
 __all__ = ["Event", "Journal", "JournalError", "JournalVersionError", "PassRecord"]
@@ -470,16 +471,25 @@ class Journal:
 
     @_locked
     def orders(self) -> Orders:
-        """The admin's standing orders (``elb pause``, ``keep``, ``remove``)."""
+        """The standing orders (``elb pause``, ``keep``, ``remove``; and the removals the cloud's
+        notices ordered, with their cause)."""
         pause = self._get_meta("paused")
         kept = self._get_meta("kept")
         remove = self._get_meta("remove_requests")
+        causes = self._get_meta("remove_causes")
         since, why = (pause[0], pause[1]) if isinstance(pause, list) and len(pause) == 2 else (None, "")
+        names = frozenset(str(n) for n in remove) if isinstance(remove, list) else frozenset()
+        found: dict[str, tuple[str, str]] = {}
+        if isinstance(causes, dict):
+            for name, value in causes.items():
+                if name in names and isinstance(value, list) and len(value) == 2:
+                    found[str(name)] = (str(value[0]), str(value[1]))
         return Orders(
             paused_since=float(since) if isinstance(since, int | float) else None,
             pause_reason=str(why),
             kept=frozenset(str(n) for n in kept) if isinstance(kept, list) else frozenset(),
-            remove=frozenset(str(n) for n in remove) if isinstance(remove, list) else frozenset(),
+            remove=names,
+            causes=found,
         )
 
     @_locked
@@ -487,13 +497,24 @@ class Journal:
         self._set_meta("paused", [since, reason] if since is not None else None)
 
     @_locked
-    def set_order(self, order: str, node: str, on: bool) -> None:
-        """Add (``on``) or withdraw ``node`` from the ``kept`` or ``remove`` orders."""
+    def set_order(self, order: str, node: str, on: bool, *, cause: tuple[str, str] | None = None) -> None:
+        """Add (``on``) or withdraw ``node`` from the ``kept`` or ``remove`` orders. ``cause``:
+        (kind, what) of a removal the cloud ordered (a notice's kind and its words); an admin's
+        order has none."""
         key = {"kept": "kept", "remove": "remove_requests"}[order]
         current = self._get_meta(key)
         names = {str(n) for n in current} if isinstance(current, list) else set()
         names = names | {node} if on else names - {node}
-        self._set_meta(key, sorted(names))
+        with self._tx():
+            self._set_meta(key, sorted(names))
+            if order == "remove":
+                stored = self._get_meta("remove_causes")
+                causes = dict(stored) if isinstance(stored, dict) else {}
+                if on and cause is not None:
+                    causes[node] = list(cause)
+                elif not on or node not in causes:
+                    causes.pop(node, None)
+                self._set_meta("remove_causes", {k: v for k, v in causes.items() if k in names})
 
     @_locked
     def add_slurm_request(self, kind: str, nodes: str, asked_at: float, source: str, now: float) -> bool:
@@ -523,6 +544,83 @@ class Journal:
         """A request carried out (or given up), with what came of it."""
         with self._tx() as db:
             db.execute("UPDATE slurm_requests SET done_at = ?, outcome = ? WHERE id = ?", (now, outcome, request_id))
+
+    @_locked
+    def set_node_size(self, slots: int, source: str) -> None:
+        """The slots of a new node as the daemon learnt them (``elb.nodesize``), for the commands."""
+        self._set_meta("node_size", [slots, source])
+
+    @_locked
+    def node_size(self) -> tuple[int, str] | None:
+        """What ``set_node_size`` last wrote, or None."""
+        found = self._get_meta("node_size")
+        if isinstance(found, list) and len(found) == 2 and isinstance(found[0], int) and found[0] > 0:
+            return int(found[0]), str(found[1])
+        return None
+
+    # -- what a scheduler asked of each node (Slurm's power saving) ---------------------------
+    @_locked
+    def add_asks(self, kind: AskKind, nodes: Sequence[str], since: float, detail: str, now: float) -> int:
+        """The scheduler's latest word for each of ``nodes``: replaces an older ask of the node
+        (answered or not); an ask older than the one journalled is ignored. How many rows changed."""
+        changed = 0
+        with self._tx() as db:
+            for node in nodes:
+                cur = db.execute(
+                    "INSERT INTO node_asks (node, kind, since, detail, received_at) VALUES (?, ?, ?, ?, ?) "
+                    "ON CONFLICT(node) DO UPDATE SET kind = excluded.kind, since = excluded.since, "
+                    "detail = excluded.detail, received_at = excluded.received_at, attempts = 0, "
+                    "retry_at = NULL, answered_at = NULL, answer = NULL WHERE excluded.since >= node_asks.since",
+                    (node, kind.value, since, detail, now),
+                )
+                changed += cur.rowcount
+        return changed
+
+    @_locked
+    def asks(self, *, open_only: bool = True) -> list[Ask]:
+        """Each node's latest ask, oldest first; ``open_only``: those elb has not answered."""
+        sql = "SELECT node, kind, since, detail, attempts, retry_at FROM node_asks"
+        if open_only:
+            sql += " WHERE answered_at IS NULL"
+        rows = self._db.execute(sql + " ORDER BY since, node").fetchall()
+        return [
+            Ask(str(n), AskKind(str(k)), float(t), str(d), None, int(a), None if r is None else float(r))
+            for n, k, t, d, a, r in rows
+        ]
+
+    @_locked
+    def answer_ask(self, node: str, since: float, answer: str, now: float) -> None:
+        """Elb is done with the ask of ``node`` made at ``since`` (a newer ask stays open)."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE node_asks SET answered_at = ?, answer = ? WHERE node = ? AND since = ? AND answered_at IS NULL",
+                (now, answer, node, since),
+            )
+
+    @_locked
+    def ask_failed(self, node: str, since: float, retry_at: float) -> None:
+        """A release of ``node`` failed: one more attempt counted, the next not before ``retry_at``."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE node_asks SET attempts = attempts + 1, retry_at = ? WHERE node = ? AND since = ?",
+                (retry_at, node, since),
+            )
+
+    @_locked
+    def answered_asks(self, limit: int = 100) -> list[tuple[str, str, float, str]]:
+        """The latest answered asks: (node, kind, answered at, answer), newest first."""
+        rows = self._db.execute(
+            "SELECT node, kind, answered_at, answer FROM node_asks WHERE answered_at IS NOT NULL "
+            "ORDER BY answered_at DESC LIMIT ?",
+            (limit,),
+        ).fetchall()
+        return [(str(n), str(k), float(t), str(a)) for n, k, t, a in rows]
+
+    @_locked
+    def interrupted_jobs(self) -> list[tuple[int, int, bool]]:
+        """Every job spot interruptions requeued: ``(job, times, bound to on-demand already)``."""
+        rows = self._db.execute("SELECT job, times, moved FROM job_interruptions ORDER BY job").fetchall()
+        return [(int(j), int(t), bool(m)) for j, t, m in rows]
 
     @_locked
     def _set_meta(self, key: str, value: object) -> None:

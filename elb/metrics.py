@@ -1,12 +1,16 @@
 """Prometheus metrics (off unless ``metrics_port`` is set; on ``metrics_address``, 127.0.0.1 by
-default), for either scheduler's pass.
+default), for the pass of every scheduler.
 
 Gauges are taken from the journal and the last pass when Prometheus scrapes, so the pass does
 no extra work for them; the pass feeds the histograms and the pass counter (``PassMetrics``)
 as it ends. The registry is elb's own and carries the process's figures (CPU, memory, open
 files) and ``elb_build_info`` beside elb's. The journal feeds the boot step histogram as it
-records each node's boot steps (``elb.timeline``), once each. With ``scheduler: slurm`` the
-metrics of what only the Grid Engine pass does (``GRID_ENGINE_ONLY``) are not served.
+records each node's boot steps (``elb.timeline``), once each.
+
+Names follow Prometheus's conventions: a quantity's base unit ends its name and is declared as
+the family's unit (``_seconds``; money in US dollars an hour, ``_dollars_per_hour``, the unit of
+EC2's prices and of ``price_per_hour``), a counter's series ends in ``_total``, and the build
+information is an info metric (the series ``elb_build_info``).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
@@ -29,8 +33,8 @@ from elb.timeline import DURATION_NAMES, Step, Timeline
 
 if TYPE_CHECKING:
     from elb.config import Config
-    from elb.daemon import Counters, LastPass
     from elb.journal import Journal
+    from elb.passrecord import Counters, LastPass
 
 # A pass reads SGE and the cloud and starts operations: seconds, up to SGE's time-outs.
 PASS_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
@@ -48,6 +52,7 @@ class PassMetrics:
         self.pass_duration = Histogram(
             "elb_pass_duration_seconds",
             "Duration of a pass (read, plan, start operations)",
+            unit="seconds",
             buckets=PASS_BUCKETS,
             registry=self.registry,
         )
@@ -59,6 +64,7 @@ class PassMetrics:
         self.launch_to_ready = Histogram(
             "elb_launch_to_ready_seconds",
             "From a node's launch to ready in the scheduler (boot and provisioning)",
+            unit="seconds",
             buckets=READY_BUCKETS,
             registry=self.registry,
         )
@@ -66,6 +72,7 @@ class PassMetrics:
             "elb_boot_step_seconds",
             "Each step of a node's boot (boot, ssh, provision, register, first_job), as the journal first records it",
             ["step"],
+            unit="seconds",
             buckets=STEP_BUCKETS,
             registry=self.registry,
         )
@@ -95,36 +102,19 @@ class PassMetrics:
 
 class BuildInfoCollector(Collector):
     def collect(self) -> Iterator[Metric]:
-        g = GaugeMetricFamily("elb_build_info", "elb's version and Python's", labels=["version", "python"])
-        g.add_metric([__version__, platform.python_version()], 1)
-        yield g
+        info = InfoMetricFamily("elb_build", "elb's version and Python's (the series elb_build_info)")
+        info.add_metric([], {"version": __version__, "python": platform.python_version()})
+        yield info
 
 
 # Node states a node is in while elb manages it (stopped in a warm pool too); terminated and
 # failed nodes leave the count.
 _LIVE_STATES = tuple(s for s in NodeState if s.alive or s.pooled)
-_ALIVE_STATES = tuple(s for s in NodeState if s.alive)  # no warm pool: the Slurm pass's nodes
-
-# What only the Grid Engine pass does, not served with ``scheduler: slurm``: SGE's view of lost
-# nodes, the demand's unservable jobs, the warm pool, EC2's notices and what elb does to SGE's
-# jobs on a node EC2 is taking back. ``elb_nodes`` then has no warm pool states either.
-GRID_ENGINE_ONLY = frozenset(
-    {
-        "elb_lost_nodes_kept",
-        "elb_unservable_jobs",
-        "elb_warm_pool_nodes",
-        "elb_nodes_stopped",
-        "elb_nodes_restarted",
-        "elb_jobs_rescheduled",
-        "elb_jobs_moved_on_demand",
-        "elb_ec2_notices",
-    }
-)
 
 
 class Observed(Protocol):
-    """What the metrics read of a balancer: ``elb.daemon.Balancer`` (Grid Engine) or
-    ``elb.slurm.balancer.SlurmBalancer``, each keeping its last pass's figures and its counters."""
+    """What the metrics read of a balancer (``elb.daemon.Balancer``): its last pass's figures and
+    its counters."""
 
     config: Config
     journal: Journal
@@ -139,47 +129,55 @@ class BalancerCollector(Collector):
         self.balancer = balancer
 
     def collect(self) -> Iterator[Metric]:
-        if self.balancer.config.scheduler == "slurm":
-            yield from (m for m in self._all(_ALIVE_STATES) if m.name not in GRID_ENGINE_ONLY)
-        else:
-            yield from self._all(_LIVE_STATES)
-
-    def _all(self, states: tuple[NodeState, ...]) -> Iterator[Metric]:
         b = self.balancer
         s = b.last
-        for name, doc, value in (
+        for name, doc, value, unit in (
             (
                 "elb_waiting_jobs",
                 "Eligible jobs waiting at the last pass (SGE's qw; Slurm's pending jobs waiting for nodes)",
                 s.pending_jobs,
+                "",
             ),
-            ("elb_waiting_slots", "Slots (Slurm: CPUs) the waiting jobs need", s.pending_slots),
-            ("elb_oldest_wait_seconds", "Wait of the oldest eligible job", s.oldest_wait),
-            ("elb_last_pass_duration_seconds", "Duration of the last pass", s.duration),
-            ("elb_last_good_pass_timestamp_seconds", "Time of the last successful pass", s.last_good),
+            ("elb_waiting_slots", "Slots (Slurm: CPUs) the waiting jobs need", s.pending_slots, ""),
+            ("elb_oldest_wait_seconds", "Wait of the oldest eligible job", s.oldest_wait, "seconds"),
+            ("elb_last_pass_duration_seconds", "Duration of the last pass", s.duration, "seconds"),
+            (
+                "elb_last_good_pass_timestamp_seconds",
+                "Time of the last successful pass (Unix time)",
+                s.last_good,
+                "seconds",
+            ),
             (
                 "elb_lost_nodes_kept",
-                "Nodes lost (instance gone or SGE can't reach them) but kept: SGE lists work on them",
+                "Nodes lost (instance gone or the scheduler can't reach them) but kept: it lists work on them",
                 s.lost_kept,
+                "",
             ),
             (
                 "elb_launch_backoff_rounds",
                 "Failed launch rounds in a row (launches or provisionings); 0: launching is not backed off",
                 s.backoff_rounds,
+                "",
             ),
-            ("elb_launch_backoff_seconds", "Seconds before the next launch may start (back-off)", s.backoff_wait),
+            (
+                "elb_launch_backoff_seconds",
+                "Seconds before the next launch may start (back-off)",
+                s.backoff_wait,
+                "seconds",
+            ),
             (
                 "elb_unservable_jobs",
                 "Eligible waiting jobs no node elb launches could ever run (never demand; elb jobs says why)",
                 s.unservable_jobs,
+                "",
             ),
         ):
-            g = GaugeMetricFamily(name, doc)
+            g = GaugeMetricFamily(name, doc, unit=unit)
             g.add_metric([], value)
             yield g
         nodes = b.journal.nodes()
         g = GaugeMetricFamily("elb_nodes", "Nodes elb manages, by lifecycle state", labels=["state"])
-        for st in states:
+        for st in _LIVE_STATES:
             g.add_metric([st.value], sum(1 for n in nodes if n.state is st))
         yield g
         groups = b.config.groups(b.config.policy.slots_per_node or 1)
@@ -208,13 +206,18 @@ class BalancerCollector(Collector):
                 b.counters.launches_held,
             ),
             (
+                "elb_nodes_given_back",
+                "Nodes the scheduler asked for by name that elb gave back (limits, back-off, pause)",
+                b.counters.given_back,
+            ),
+            (
                 "elb_jobs_rescheduled",
                 "Rerunnable jobs requeued from nodes EC2 was taking back (spot interruption)",
                 b.counters.rescheduled,
             ),
             (
                 "elb_jobs_moved_on_demand",
-                "Jobs bound to on-demand queues after more spot interruptions than allowed",
+                "Jobs bound to on-demand nodes after more spot interruptions than allowed",
                 b.counters.moved_on_demand,
             ),
         ):
@@ -224,9 +227,11 @@ class BalancerCollector(Collector):
         p = b.config.policy
         groups = b.config.groups(p.slots_per_node or 1)
         g = GaugeMetricFamily(
-            "elb_spend_per_hour",
-            "What the nodes up now cost an hour, by node group (groups with a price_per_hour)",
+            "elb_spend_dollars_per_hour",
+            "What the nodes up now, and the volumes of the nodes stopped in a warm pool, cost an hour in US dollars"
+            " (price_per_hour, warm_pool.volume_price_per_hour), by node group (groups with a price_per_hour)",
             labels=["group"],
+            unit="dollars_per_hour",
         )
         for spent in spend_by_group(nodes, groups, b.clock(), p.billing, p.billing_period):
             if spent.per_hour is not None:

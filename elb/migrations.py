@@ -110,6 +110,19 @@ def _warm_pool(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE nodes ADD COLUMN template_version TEXT")
 
 
+def _node_asks(db: sqlite3.Connection) -> None:
+    """Version 7: what a scheduler that asks for nodes by name (Slurm's power saving) last asked
+    of each node, one row a node: the kind (``elb.scheduler.AskKind``), when it asked, what it
+    said, the releases that failed and when to try again, and when elb answered it and how
+    (NULL: open). A newer ask replaces an older one of the same node; the requests themselves
+    stay in ``slurm_requests``."""
+    db.execute(
+        "CREATE TABLE node_asks (node TEXT PRIMARY KEY, kind TEXT NOT NULL, since REAL NOT NULL, "
+        "detail TEXT NOT NULL DEFAULT '', received_at REAL NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, "
+        "retry_at REAL, answered_at REAL, answer TEXT)"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     _baseline,
     _node_group,
@@ -117,6 +130,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _node_timeline,
     _job_interruptions,
     _warm_pool,
+    _node_asks,
 )
 CURRENT = len(MIGRATIONS)
 

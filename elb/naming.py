@@ -1,9 +1,15 @@
-"""Node names: the next number after the highest in use (gaps are not reused)."""
+"""Node names: the next number after the highest in use (gaps are not reused), and the most
+nodes elb manages in one cluster."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+
+# The most workers of one cluster (policy.max_nodes, a node group's max_nodes and warm pool): a
+# pass plans, names and journals each node to add one by one, so this also bounds what one pass
+# builds, whatever the queue asks for.
+MAX_NODES = 10_000
 
 
 def node_number(name: str, prefix: str) -> int | None:
@@ -16,7 +22,11 @@ def next_names(in_use: Iterable[str], count: int, prefix: str = "node", digits: 
     """``count`` new names after the highest number in use: node001, node003, node005 -> node006.
 
     ``in_use`` should hold every name the cluster knows (SGE hosts, journal, cloud), so that
-    a name is never given twice even while a node is still booting or being removed.
+    a name is never given twice even while a node is still booting or being removed. More than
+    ``MAX_NODES`` names at once is a ``ValueError`` (a plan never launches that many; a bug that
+    asks for more fails its pass instead of filling the memory).
     """
+    if count > MAX_NODES:
+        raise ValueError(f"{count} new node names asked for: at most {MAX_NODES} (max_nodes' bound)")
     highest = max((n for n in (node_number(x, prefix) for x in in_use) if n is not None), default=0)
     return tuple(f"{prefix}{i:0{digits}d}" for i in range(highest + 1, highest + 1 + count))

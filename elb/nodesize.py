@@ -1,8 +1,10 @@
-"""The slots of a new node, learned the same way by the daemon and by the dry run.
+"""The slots of a new node: one answer for the daemon, the dry run and every command.
 
 ``policy.slots_per_node`` when set; else the cloud is asked once (EC2: the instance type's vCPUs;
-local: this machine's processors); else the policy infers it from the workers SGE shows (their
-most common size), else 1 (``elb.policy.view.infer_slots_per_node``).
+local: this machine's processors), and the daemon keeps its answer in the journal; else the
+policy infers it from the workers the scheduler shows (their most common size), else 1
+(``elb.policy.view.infer_slots_per_node``). The commands (``known``) take the configured value,
+else the daemon's answer from the journal, else ask the cloud as the daemon would.
 """
 
 from __future__ import annotations
@@ -46,6 +48,19 @@ def new_node_size(policy: PolicyConfig, cloud: Cloud | None, provider: str, clou
     return NodeSize(slots, f"asked the {provider} cloud")
 
 
+def known(config: Config, learnt: tuple[int, str] | None, cloud: Cloud | None, cloud_error: str = "") -> NodeSize:
+    """A new node's size as the daemon plans with it (see the module's description): configured,
+    else ``learnt`` (the daemon's answer from the journal), else ``cloud`` asked (None: it could
+    not be built, ``cloud_error`` says why; the workers then say)."""
+    if config.node_groups is not None:
+        return NodeSize(None, "node_groups")
+    if config.policy.slots_per_node is not None:
+        return new_node_size(config.policy, None, config.cloud.provider)
+    if learnt is not None:
+        return NodeSize(learnt[0], f"{learnt[1]}, as the daemon learnt it")
+    return new_node_size(config.policy, cloud, config.cloud.provider, cloud_error)
+
+
 def policy_with(config: Config, size: NodeSize) -> Policy:
     """The configured policy, planning with ``size`` when it is known."""
     if config.node_groups is not None:  # each group has its own slots
@@ -56,11 +71,11 @@ def policy_with(config: Config, size: NodeSize) -> Policy:
     return make_policy(policy, config.cluster)
 
 
-def learn_once(config: Config, cloud: Cloud | None, policy: Policy, ask: bool) -> tuple[Policy, bool, int | None]:
+def learn_once(config: Config, cloud: Cloud | None, policy: Policy, ask: bool) -> tuple[Policy, bool, NodeSize | None]:
     """The daemon's step, once per start while ``ask`` (slots_per_node unset and no policy given):
     the cloud's size of a new node becomes the policy's. Without it, a cluster with no worker yet
     would count one slot per node and launch a node per waiting slot. Returns the policy to use
-    and whether to ask again (only while there is no cloud to ask), and the slots learnt (None:
+    and whether to ask again (only while there is no cloud to ask), and the size learnt (None:
     not learnt)."""
     if not ask or cloud is None:
         return policy, ask, None
@@ -69,7 +84,7 @@ def learn_once(config: Config, cloud: Cloud | None, policy: Policy, ask: bool) -
         log.warning("cannot learn the slots of a new node (%s): inferred from the workers", size.source)
         return policy, False, None
     log.info("policy.slots_per_node not set: a new node has %d slots (%s)", size.slots, size.source)
-    return policy_with(config, size), False, size.slots
+    return policy_with(config, size), False, size
 
 
 def effective_slots(size: NodeSize, hosts: Sequence[Host], nodes: Sequence[Node], master: str) -> tuple[int, str]:

@@ -22,19 +22,24 @@ import dataclasses
 import enum
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
+from elb.askplan import Answer, AskPlan, Decline, plan_asks
 from elb.backoff import Backoff
 from elb.config import Config
 from elb.durations import minutes
-from elb.interfaces import Instance
-from elb.model import History, Job, Node, Plan, Snapshot
+from elb.interfaces import Instance, Notice
+from elb.interruptions import Move
+from elb.model import History, Job, Node, Plan, Removal, Snapshot
+from elb.noticeplan import NoticePlan, plan_moves, plan_notices
 from elb.orders import Orders, apply_orders
 from elb.policy import Policy
 from elb.policy.grouped import decide_demand
-from elb.poolplan import PoolPlan, plan_pool, pooled_hosts_left_out
+from elb.poolplan import PoolPlan, groups_of, plan_pool, pooled_hosts_left_out
 from elb.reconcile import Repair, RepairKind, repairs_of
+from elb.scheduler import Ask, Dropped
 from elb.servable import DemandSplit
-from elb.state import ClusterState, join
+from elb.state import ClusterState, JoinIndex, join
 
 RepairKey = tuple[RepairKind, str]  # a repair of one kind on one node
 
@@ -44,12 +49,7 @@ def limit_launches(plan: Plan, backoff: Backoff, now: float) -> Plan:
     allowed = backoff.cap(plan.add, now)
     if allowed >= plan.add:
         return plan
-    wait = backoff.waiting(now)
-    if allowed == 0:
-        why = f"launch backed off for {minutes(wait)} more"
-    else:
-        why = f"launching {allowed} of {plan.add} (a probe)"
-    why += f" after {backoff.rounds} failed launch round(s) in a row ({backoff.cause}: {backoff.last_failure})"
+    why = held_why(backoff, now, allowed, plan.add)
     held = f"{plan.add_reason}; " if plan.add_reason and allowed else ""
     return dataclasses.replace(
         plan,
@@ -58,6 +58,15 @@ def limit_launches(plan: Plan, backoff: Backoff, now: float) -> Plan:
         add_reason=f"{held}{why}" if allowed else "",
         reason="; ".join(r for r in (plan.reason, why) if r),
     )
+
+
+def held_why(backoff: Backoff, now: float, allowed: int, wanted: int) -> str:
+    """Why the back-off lets ``allowed`` of ``wanted`` launches start at ``now``."""
+    if allowed == 0:
+        why = f"launch backed off for {minutes(backoff.waiting(now))} more"
+    else:
+        why = f"launching {allowed} of {wanted} (a probe)"
+    return why + f" after {backoff.rounds} failed launch round(s) in a row ({backoff.cause}: {backoff.last_failure})"
 
 
 class Drain(enum.StrEnum):
@@ -86,9 +95,9 @@ class Cleanup(enum.StrEnum):
     RETRY = "retry"  # SGE lists it (or can't be read): keep it draining, alarm, try again next pass
 
 
-def cleanup_verdict(node: Node, listed_in_sge: bool | None, failure: str) -> tuple[Cleanup, str]:
-    """A node whose deregistration play failed (``failure``). ``listed_in_sge``: None if SGE
-    could not be read.
+def cleanup_verdict(node: Node, listed: bool | None, failure: str, scheduler: str = "SGE") -> tuple[Cleanup, str]:
+    """A node whose deregistration play failed (``failure``). ``listed``: whether the scheduler
+    still lists it, None if it could not be read.
 
     A node that never became ready and that SGE does not list can run no job: its instance is
     terminated at once, and the (master-side) deregistration is retried each pass until what the
@@ -96,13 +105,13 @@ def cleanup_verdict(node: Node, listed_in_sge: bool | None, failure: str) -> tup
     draining, and billed, with an ALARM every pass until the play goes through: a node SGE lists
     is never terminated.
     """
-    if node.ready_at is None and listed_in_sge is False:
+    if node.ready_at is None and listed is False:
         why = (
-            f"deregistration failed ({failure}); never ready and SGE does not list it: instance terminated, "
+            f"deregistration failed ({failure}); never ready and {scheduler} does not list it: instance terminated, "
             "deregistration retried each pass"
         )
         return Cleanup.TERMINATE, why
-    where = "SGE cannot be read" if listed_in_sge is None else "SGE lists it" if listed_in_sge else "it was ready"
+    where = f"{scheduler} cannot be read" if listed is None else f"{scheduler} lists it" if listed else "it was ready"
     return Cleanup.RETRY, f"deregistration failed ({failure}); kept draining and retried each pass ({where})"
 
 
@@ -143,7 +152,7 @@ class PassInputs:
     """Everything one pass read, as values: the planner's whole input besides the configuration,
     the policy and ``now``."""
 
-    snapshot: Snapshot  # SGE, checked whole (``elb.sge.readcheck``)
+    snapshot: Snapshot  # the scheduler's jobs and hosts, checked whole
     nodes: tuple[Node, ...]  # the journal's records, gone ones included
     instances: tuple[Instance, ...]  # the cloud's workers
     # What only scaling reads, gathered when it goes on (``scaling_waits``): the waiting jobs that
@@ -158,24 +167,39 @@ class PassInputs:
     watched_since: float | None = None  # this run's first live pass (``reconcile.lost_for``)
     demand_error: str = ""  # why the demand is not known (the site's configuration unreadable)
     template_versions: Mapping[str, str] = field(default_factory=dict)  # each group's launch template version now
+    # What the scheduler asked by name (None: it never names nodes; elb sizes the demand), the
+    # asks the read dropped, and nodes of elb's it shows gone (``elb.scheduler.SchedulerRead``).
+    asks: tuple[Ask, ...] | None = None
+    dropped: tuple[Dropped, ...] = ()
+    gone: Mapping[str, str] = field(default_factory=dict)
+    notices: tuple[Notice, ...] = ()  # the cloud's notices since the last pass
+    interrupted: tuple[tuple[int, int, bool], ...] = ()  # (job, spot interruptions, bound already)
+    scheduler: str = "SGE"  # the scheduler's name, in the reasons
+    index: JoinIndex | None = None  # what the simulator keeps of the joined state (``elb.state.JoinIndex``)
 
 
 @dataclass(frozen=True, slots=True)
 class PassPlan:
-    """The actions of one pass, each with its reason: repairs first; scaling (``scaling``) only
-    when the repairs let it go on (``scaling_note`` says why not); removal orders whose node is
-    gone are done (``orders_done``)."""
+    """The actions of one pass, each with its reason, in the order the pass starts them: the
+    notices' retirements, repairs; scaling (``scaling``) only when the repairs let it go on
+    (``scaling_note`` says why not); removal orders whose node is gone are done
+    (``orders_done``); the warm pool's actions; the scheduler's asks answered or declined; jobs
+    bound to on-demand nodes."""
 
     repairs: tuple[Repair, ...] = ()  # to start, in order
-    kept: tuple[Repair, ...] = ()  # lost nodes kept because SGE lists work on them (an admin must look)
+    kept: tuple[Repair, ...] = ()  # lost nodes kept because the scheduler lists work on them (an admin must look)
     stuck: tuple[Repair, ...] = ()  # every repair failed ``failed_passes_alarm`` passes or more
     scaling: Plan | None = None  # None: no scaling this pass
     scaling_note: str = ""  # why there is no scaling this pass
-    wanted: int = 0  # launches the policy asked for before the back-off
+    wanted: int = 0  # launches the policy (or the scheduler) asked for before the back-off
     orders_done: tuple[str, ...] = ()  # removal orders to withdraw: their nodes are gone
     pool: PoolPlan = field(
         default_factory=PoolPlan
     )  # the warm pool's stops, restarts and terminations (``elb.poolplan``)
+    notices: NoticePlan = field(default_factory=NoticePlan)
+    moves: tuple[Move, ...] = ()  # jobs to bind to on-demand nodes
+    declines: tuple[Decline, ...] = ()  # nodes the scheduler asked for that elb gives back
+    answers: tuple[Answer, ...] = ()  # the scheduler's asks elb is done with
 
     @property
     def launches_held(self) -> int:
@@ -183,7 +207,8 @@ class PassPlan:
 
     def describe(self) -> list[str]:
         """Plain-words lines, in the order the pass starts them (``elb once --dry-run``)."""
-        lines = [f"repair ({r.kind.value}) {r.node}: {r.reason}" for r in self.repairs]
+        lines = [f"retire {r.node}: EC2 {r.kind.value} notice: {r.reason}" for r in self.notices.retire]
+        lines += [f"repair ({r.kind.value}) {r.node}: {r.reason}" for r in self.repairs]
         lines += [f"kept {r.node}: {r.reason}" for r in self.kept]
         lines += [
             f"ALARM: {r.kind.value} {r.node} failed pass after pass; scaling goes on around it" for r in self.stuck
@@ -194,25 +219,63 @@ class PassPlan:
             lines.append(f"no scaling this pass: {self.scaling_note}")
         else:
             lines += self.scaling.describe()
+        lines += [f"give back {d.node}: {d.reason}" for d in self.declines]
+        lines += [f"bind job {m.job} to on-demand nodes: {m.reason}" for m in self.moves]
         return lines
 
 
 def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) -> PassPlan:
-    """One pass's actions. Repairs (``elb.reconcile``), none on a node with an operation in
-    flight, come first; while any is not stuck, scaling waits for the next pass (it decides on
-    the cluster as the repairs leave it). Scaling is the policy's plan on the demand, with the
-    admin's orders applied and the launches cut by the back-off; it never removes a node under
-    repair or with an operation in flight."""
+    """One pass's actions. The notices' retirements first; then repairs (``elb.reconcile``),
+    none on a node with an operation in flight; while any is not stuck, scaling waits for the
+    next pass (it decides on the cluster as the repairs leave it). Scaling is the policy's plan
+    on the demand (with a scheduler that names its nodes, the nodes it asked for, and the ones
+    it is done with removed), the admin's orders applied, the warm pool's stops and restarts,
+    and the launches cut by the back-off; it never removes a node under repair or with an
+    operation in flight."""
     state = cluster_state(inputs, now)
-    todo, kept, hold = _repairs(inputs, state, config)
-    done = _orders_done(inputs.orders, inputs.nodes)
-    # A node under repair, or with an operation under way, is left to it.
-    busy_nodes = inputs.in_flight | {r.node for r in todo}
-    # Pooled nodes past their limits go whether or not scaling runs this pass.
-    _, expiring = plan_pool(
-        Plan(), inputs.nodes, config, now, in_flight=busy_nodes, template_versions=inputs.template_versions
+    groups = groups_of(config)
+    notices = (
+        plan_notices(
+            inputs.notices,
+            inputs.instances,
+            inputs.nodes,
+            inputs.orders,
+            snapshot=inputs.snapshot,
+            interrupted=inputs.interrupted,
+            allowed=config.cloud.ec2.spot_interruptions_allowed,
+            groups=groups,
+        )
+        if inputs.notices
+        else _NO_NOTICES
     )
-    base = PassPlan(repairs=todo, kept=kept, stuck=hold.stuck, orders_done=done, pool=expiring)
+    asks = _plan_asks(inputs, config, now)
+    todo, kept, hold = _repairs(inputs, state, config, abandon=asks.abandon)
+    done = _orders_done(inputs.orders, state) if inputs.orders.remove else ()
+    # A node under repair, or with an operation under way, is left to it.
+    busy_nodes = inputs.in_flight | {r.node for r in todo} if todo else inputs.in_flight
+    doomed = inputs.orders.doomed | {r.node for r in notices.retire} if notices.retire else inputs.orders.doomed
+    # Pooled nodes past their limits go whether or not scaling runs this pass.
+    pools = bool(state.pooled) or any(g.warm_pool.enabled for g in groups.groups)
+    _, expiring = (
+        plan_pool(Plan(), state.pooled, config, now, in_flight=busy_nodes, template_versions=inputs.template_versions)
+        if pools
+        else (None, _NO_POOL)
+    )
+    moved = (
+        plan_moves(inputs.interrupted, config.cloud.ec2.spot_interruptions_allowed, groups, inputs.snapshot)
+        if inputs.interrupted
+        else ()
+    )
+    base = PassPlan(
+        repairs=todo,
+        kept=kept,
+        stuck=hold.stuck,
+        orders_done=done,
+        pool=expiring,
+        notices=notices,
+        moves=moved,
+        answers=asks.answers,
+    )
     if hold.scaling_waits:
         return dataclasses.replace(base, scaling_note="reconciling; scaling waits for the next pass")
     if inputs.demand is None:
@@ -220,17 +283,92 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
     if inputs.backoff is None:
         return dataclasses.replace(base, scaling_note="the launch back-off is not known")
     plan = scale(inputs, policy, now, state)
+    declines = list(asks.declines)
+    if inputs.asks is not None:
+        plan, held = _named(plan, asks, inputs.orders)
+        declines += held
     if any(r.node in busy_nodes for r in plan.remove):
         plan = dataclasses.replace(plan, remove=tuple(r for r in plan.remove if r.node not in busy_nodes))
     # Removals that are stops and launches that are restarts (a group's warm pool); the back-off
-    # holds new launches only.
-    plan, pool = plan_pool(
-        plan, inputs.nodes, config, now, in_flight=busy_nodes, template_versions=inputs.template_versions
+    # holds new launches only. A node the cloud is taking back is never pooled.
+    plan, pool = (
+        plan_pool(
+            plan,
+            state.pooled,
+            config,
+            now,
+            in_flight=busy_nodes,
+            template_versions=inputs.template_versions,
+            doomed=doomed,
+            named=inputs.asks is not None,
+            record_of=state.record,
+        )
+        if pools
+        else (plan, _NO_POOL)
     )
     wanted = plan.add
     if plan.add:
-        plan = limit_launches(plan, inputs.backoff, now)
-    return dataclasses.replace(base, scaling=plan, wanted=wanted, pool=pool)
+        limited = limit_launches(plan, inputs.backoff, now)
+        if inputs.asks is not None:
+            cut = [name for name in plan.add_names if name not in limited.add_names]
+            why = held_why(inputs.backoff, now, limited.add, plan.add)
+            since = {a.node: a.since for a in asks.launch}
+            declines += [Decline(name, since[name], why) for name in cut if name in since]
+        plan = limited
+    return dataclasses.replace(base, scaling=plan, wanted=wanted, pool=pool, declines=tuple(declines))
+
+
+_NO_NOTICES = NoticePlan()
+_NO_POOL = PoolPlan()
+_NO_ASKS = AskPlan()
+
+
+def _plan_asks(inputs: PassInputs, config: Config, now: float) -> AskPlan:
+    """The scheduler's asks as actions (``elb.askplan``); nothing when it never names nodes."""
+    if inputs.asks is None:
+        if not inputs.dropped:
+            return _NO_ASKS
+        return AskPlan(answers=tuple(Answer(d.ask.node, d.ask.since, f"dropped: {d.reason}") for d in inputs.dropped))
+    groups = groups_of(config)
+    return plan_asks(
+        inputs.asks,
+        inputs.dropped,
+        inputs.gone,
+        inputs.nodes,
+        inputs.in_flight,
+        max_nodes=config.policy.max_nodes,
+        group_max={g.name: groups.max_nodes_of(g) for g in groups.groups},
+        first_group=groups.groups[0].name,
+        master=config.cluster.master,
+        now=now,
+    )
+
+
+def _named(plan: Plan, asks: AskPlan, orders: Orders) -> tuple[Plan, list[Decline]]:
+    """The policy's plan with the scheduler's named nodes as its launches (the policy's own count
+    is not used: the scheduler chose), and the nodes it released as removals (not subject to the
+    admin's pause or keep: the scheduler is done with them). Paused, every launch is declined."""
+    removals = list(plan.remove)
+    planned = {r.node for r in removals}
+    removals += [r for r in asks.removals if r.node not in planned]
+    if orders.paused:
+        why = f"scaling paused by an admin ({orders.pause_reason or 'no reason given'})"
+        held = [Decline(a.node, a.since, why) for a in asks.launch]
+        return dataclasses.replace(
+            plan, add=0, add_names=(), add_groups={}, add_reason="", remove=tuple(removals)
+        ), held
+    names = tuple(a.node for a in asks.launch)
+    detail = {a.node: a.detail for a in asks.launch if a.detail}
+    why = "the scheduler asked for " + ", ".join(f"{n} ({detail[n]})" if n in detail else n for n in names)
+    named = dataclasses.replace(
+        plan,
+        add=len(names),
+        add_names=names,
+        add_groups=MappingProxyType(dict(asks.groups)),
+        add_reason=why if names else "",
+        remove=tuple(removals),
+    )
+    return named, []
 
 
 def scaling_waits(inputs: PassInputs, config: Config, now: float) -> bool:
@@ -242,14 +380,23 @@ def scaling_waits(inputs: PassInputs, config: Config, now: float) -> bool:
 def cluster_state(inputs: PassInputs, now: float) -> ClusterState:
     """What the pass read, joined once (``elb.state.join``): the journal's records (gone ones
     included), the cloud's workers and SGE's snapshot, with the operations in flight."""
-    return join(inputs.nodes, inputs.instances, inputs.snapshot, inputs.in_flight, include_gone=True, now=now)
+    return join(
+        inputs.nodes,
+        inputs.instances,
+        inputs.snapshot,
+        inputs.in_flight,
+        include_gone=True,
+        now=now,
+        index=inputs.index,
+    )
 
 
 def _repairs(
-    inputs: PassInputs, state: ClusterState, config: Config
+    inputs: PassInputs, state: ClusterState, config: Config, *, abandon: Sequence[Removal] = ()
 ) -> tuple[tuple[Repair, ...], tuple[Repair, ...], RepairHold]:
     """The repairs to start (none on a node with an operation in flight), the lost nodes kept,
-    and whether they hold scaling."""
+    and whether they hold scaling. ``abandon``: booting nodes the scheduler gave up on, cleaned
+    up and terminated instead of provisioned."""
     repairs = repairs_of(
         state,
         master=config.cluster.master,
@@ -257,7 +404,14 @@ def _repairs(
         orphan_timeout=config.orphan_timeout,
         unreachable_timeout=config.unreachable_timeout,
         watched_since=inputs.watched_since,
+        scheduler=inputs.scheduler,
+        skip=inputs.in_flight,
     )
+    if abandon:
+        given_up = {r.node: r.reason for r in abandon}
+        instances = {r.node: r.instance for r in repairs}
+        repairs = [r for r in repairs if r.node not in given_up]
+        repairs += [Repair(RepairKind.ABANDON, name, why, instances.get(name)) for name, why in given_up.items()]
     kept = tuple(r for r in repairs if r.kind is RepairKind.KEPT)
     todo = tuple(r for r in repairs if r.kind is not RepairKind.KEPT and r.node not in inputs.in_flight)
     return todo, kept, repairs_hold_scaling(todo, inputs.repair_fails, config.failed_passes_alarm)
@@ -271,12 +425,14 @@ def scale(inputs: PassInputs, policy: Policy, now: float, state: ClusterState | 
     demand = inputs.demand
     # Pooled nodes stay exec hosts (disabled) but are no capacity nor size: the policy plans without them.
     joined = state if state is not None else cluster_state(inputs, now)
-    seen = pooled_hosts_left_out(demand.snapshot, inputs.nodes)
+    seen = pooled_hosts_left_out(demand.snapshot, joined.pooled)
     plan = decide_demand(policy, joined.seeing(seen), inputs.history, group_of=demand.group_of)
-    return apply_orders(plan, inputs.orders, inputs.nodes, {m.name for m in joined.nodes if m.busy})
+    orders = inputs.orders
+    if not (orders.paused or orders.kept or orders.remove):
+        return plan
+    return apply_orders(plan, orders, inputs.nodes, {m.name for m in joined.nodes if m.busy})
 
 
-def _orders_done(orders: Orders, nodes: Sequence[Node]) -> tuple[str, ...]:
+def _orders_done(orders: Orders, state: ClusterState) -> tuple[str, ...]:
     """Removal orders whose node is gone (or was never one of elb's)."""
-    alive = {n.name for n in nodes if n.state.alive}
-    return tuple(sorted(orders.remove - alive))
+    return tuple(sorted(name for name in orders.remove if (r := state.record(name)) is None or not r.state.alive))

@@ -12,13 +12,15 @@ passed in, nothing is read or changed.
   than its group's now (``template_versions``, when the cloud knows them).
 - A removal of the policy's plan is a stop when its group has a pool and ``stop_or_terminate``
   says so; a launch of a group is a restart of the group's youngest pooled node while it has one
-  (``pick_restart``). Nodes with an operation in flight are left alone.
+  (``pick_restart``); with a scheduler that names the nodes it wants, only the pooled node of
+  that name is started again. Nodes with an operation in flight are left alone; a node the cloud
+  is taking back (``doomed``: a spot interruption, a retirement) is never stopped into a pool.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -75,14 +77,25 @@ def plan_pool(
     *,
     in_flight: Collection[str] = frozenset(),
     template_versions: Mapping[str, str] | None = None,
+    doomed: Collection[str] = frozenset(),
+    named: bool = False,
+    record_of: Callable[[str], Node | None] | None = None,
 ) -> tuple[Plan, PoolPlan]:
     """The policy's ``plan`` with its removals that are stops and its launches that are restarts
-    taken out, and the warm pool's actions. ``template_versions``: each group's launch template
-    version now (a group missing: not known, no node goes for its version)."""
+    taken out, and the warm pool's actions. ``nodes``: the journal's records (those in a pool
+    are enough, with ``record_of`` to find a removal's record). ``template_versions``: each
+    group's launch template version now (a group missing: not known, no node goes for its
+    version). ``doomed``: nodes never pooled; ``named``: a launch restarts only the pooled node
+    of its own name."""
     groups = groups_of(config)
     pools = _pools(nodes, groups, config, now, in_flight=in_flight, versions=template_versions or {})
-    restarts, launches = _restarts(plan, groups, pools, now)
-    stops, removals = _stops(plan, nodes, groups, pools, config=config, now=now)
+    if not plan.add and not plan.remove:
+        return plan, PoolPlan(expire=tuple(pools.expire))
+    restarts, launches = _restarts(plan, groups, pools, now, named=named)
+    if record_of is None:
+        by_name = {n.name: n for n in nodes}
+        record_of = by_name.get
+    stops, removals = _stops(plan, record_of, groups, pools, config=config, now=now, doomed=doomed)
     if not restarts and not stops and removals == list(plan.remove):
         return plan, PoolPlan(expire=tuple(pools.expire))
     out = dataclasses.replace(
@@ -114,6 +127,8 @@ def _pools(
 ) -> _Pools:
     """Each group's pooled nodes, and those of them that go for good now."""
     pools = _Pools({g.name: [] for g in groups.groups}, {g.name: 0 for g in groups.groups}, [])
+    if not any(g.warm_pool.enabled for g in groups.groups) and not any(n.state is NodeState.STOPPED for n in nodes):
+        return pools
     for n in nodes:
         g = group_of(n, groups)
         if n.state is NodeState.STOPPING:
@@ -138,13 +153,18 @@ def _pools(
     return pools
 
 
-def _restarts(plan: Plan, groups: NodeGroups, pools: _Pools, now: float) -> tuple[list[Removal], list[str]]:
+def _restarts(
+    plan: Plan, groups: NodeGroups, pools: _Pools, now: float, *, named: bool
+) -> tuple[list[Removal], list[str]]:
     """The pooled nodes started instead of launches, and the launches left."""
     restarts: list[Removal] = []
     launches: list[str] = []
     for name in plan.add_names:
         g = groups.get(plan.add_groups.get(name, "")) or groups.groups[0]
-        pick = pick_restart(pools.pooled[g.name], g.warm_pool, now) if g.warm_pool.enabled else None
+        candidates = pools.pooled[g.name]
+        if named:
+            candidates = [p for p in candidates if p.name == name]
+        pick = pick_restart(candidates, g.warm_pool, now) if g.warm_pool.enabled and candidates else None
         if pick is None:
             launches.append(name)
             continue
@@ -155,17 +175,26 @@ def _restarts(plan: Plan, groups: NodeGroups, pools: _Pools, now: float) -> tupl
 
 
 def _stops(
-    plan: Plan, nodes: Sequence[Node], groups: NodeGroups, pools: _Pools, *, config: Config, now: float
+    plan: Plan,
+    record_of: Callable[[str], Node | None],
+    groups: NodeGroups,
+    pools: _Pools,
+    *,
+    config: Config,
+    now: float,
+    doomed: Collection[str],
 ) -> tuple[list[Removal], list[Removal]]:
     """The policy's removals that are stops into a warm pool, and those that stay removals."""
-    by_name = {n.name: n for n in nodes}
     stops: list[Removal] = []
     removals: list[Removal] = []
     for r in plan.remove:
-        record = by_name.get(r.node)
+        record = record_of(r.node)
         g = group_of(record, groups) if record is not None else groups.groups[0]
         if record is None or not g.warm_pool.enabled:
             removals.append(r)
+            continue
+        if r.node in doomed:
+            removals.append(Removal(r.node, f"{r.reason}; terminated, not pooled: the cloud is taking it back"))
             continue
         # Those stopping (this pass's stops among them) count as pooled: the pool has their room.
         taken = [*pools.pooled[g.name], *(Pooled("", now, now) for _ in range(pools.stopping[g.name]))]

@@ -1,4 +1,4 @@
-"""Reconcile three views of the cluster: the journal, the cloud's tagged workers, SGE's hosts.
+"""Reconcile three views of the cluster: the journal, the cloud's tagged workers, the scheduler's hosts.
 
 ``repairs_of`` is pure: it reads the three views joined once (``elb.state.ClusterState``) and
 says what to repair, with a reason; every fact of a node it asks (booting, ready, draining, busy,
@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from elb.durations import minutes
 from elb.interfaces import Instance
 from elb.model import Node, NodeState, Snapshot
-from elb.state import LIVE, ClusterState, ManagedNode, instance_state, join
+from elb.state import GONE, LIVE, ClusterState, ManagedNode, instance_state, join
 
 
 class RepairKind(enum.StrEnum):
@@ -53,7 +53,9 @@ def lost_for(n: Node, snapshot: Snapshot, now: float, watched_since: float | Non
     return ManagedNode(n, None, snapshot.host(n.name), (), False, now).lost_for(watched_since)
 
 
-def _unreachable(m: ManagedNode, inst: Instance, *, timeout: float, watched_since: float | None) -> Repair | None:
+def _unreachable(
+    m: ManagedNode, inst: Instance, *, timeout: float, watched_since: float | None, scheduler: str
+) -> Repair | None:
     """A ready node SGE hasn't reached for ``timeout`` and that has nothing on it is removed.
 
     With a job (or a reservation) on it, it is kept: an execd that lost contact may still be
@@ -64,17 +66,17 @@ def _unreachable(m: ManagedNode, inst: Instance, *, timeout: float, watched_sinc
         return None
     if m.busy:
         why = (
-            f"SGE hasn't reached it for {minutes(lost)} but lists {_work_on(m)} there; kept "
-            "(elb never kills a job: check the node, restart its execd or qdel -f the jobs)"
+            f"{scheduler} hasn't reached it for {minutes(lost)} but lists {_work_on(m)} there; kept "
+            "(elb never kills a job: check the node, restart its daemon, or end the jobs)"
         )
         return Repair(RepairKind.KEPT, m.name, why, inst)
-    where = "absent from SGE" if m.host is None else "unreachable in SGE (state u)"
+    where = f"absent from {scheduler}" if m.host is None else f"unreachable in {scheduler} (state u)"
     why = f"{where} for {minutes(lost)} (unreachable_timeout {minutes(timeout)}), no job on it"
     return Repair(RepairKind.UNREACHABLE, m.name, why, inst)
 
 
 def _work_on(m: ManagedNode) -> str:
-    """What SGE lists on a busy node: 'jobs 4, 7', or 'reserved slots'."""
+    """What the scheduler lists on a busy node: 'jobs 4, 7', or 'reserved slots'."""
     jobs = m.jobs
     if jobs:
         more = f" and {len(jobs) - 5} more" if len(jobs) > 5 else ""
@@ -113,6 +115,7 @@ def _repair_node(  # noqa: PLR0911, PLR0912 (one return per lifecycle case reads
     boot_timeout: float,
     unreachable_timeout: float,
     watched_since: float | None,
+    scheduler: str,
 ) -> Repair | None:
     """The repair one journalled node needs, if any. ``inst``: its instance if pending or running."""
     n = m.record
@@ -135,11 +138,11 @@ def _repair_node(  # noqa: PLR0911, PLR0912 (one return per lifecycle case reads
         return Repair(RepairKind.PROVISION, n.name, "launched but never provisioned", inst)
     if m.ready:
         if inst is not None:
-            return _unreachable(m, inst, timeout=unreachable_timeout, watched_since=watched_since)
+            return _unreachable(m, inst, timeout=unreachable_timeout, watched_since=watched_since, scheduler=scheduler)
         if m.busy:  # dead with the machine, but a job is SGE's to end, or an admin's: not elb's
             why = (
-                f"instance gone (terminated outside elb) but SGE lists {_work_on(m)} there; kept registered "
-                "until SGE no longer lists them (qdel -f, or qmod -f -rj to rerun them)"
+                f"instance gone (terminated outside elb) but {scheduler} lists {_work_on(m)} there; kept "
+                f"registered until {scheduler} no longer lists them (an admin ends or requeues them)"
             )
             return Repair(RepairKind.KEPT, n.name, why)
         return Repair(RepairKind.VANISHED, n.name, "instance gone (terminated outside elb)")
@@ -147,7 +150,7 @@ def _repair_node(  # noqa: PLR0911, PLR0912 (one return per lifecycle case reads
         return Repair(RepairKind.FINISH_DRAIN, n.name, _unfinished(n, watched_since), inst)
     # terminated or failed
     if m.host is not None:
-        return Repair(RepairKind.DEREGISTER_STALE, n.name, f"{st.value} but still an SGE host")
+        return Repair(RepairKind.DEREGISTER_STALE, n.name, f"{st.value} but still a host of {scheduler}")
     if m.instance is not None and n.instance_id:
         return Repair(
             RepairKind.TERMINATE_GONE, n.name, f"{st.value} but the instance is {m.instance.state}", m.instance
@@ -166,6 +169,7 @@ def plan_repairs(
     orphan_timeout: float,
     unreachable_timeout: float,
     watched_since: float | None = None,
+    scheduler: str = "SGE",
 ) -> list[Repair]:
     """``repairs_of`` the journal's records (``nodes``, gone ones included), the cloud's
     instances and SGE's snapshot, joined at ``now``."""
@@ -176,6 +180,7 @@ def plan_repairs(
         orphan_timeout=orphan_timeout,
         unreachable_timeout=unreachable_timeout,
         watched_since=watched_since,
+        scheduler=scheduler,
     )
 
 
@@ -187,17 +192,26 @@ def repairs_of(
     orphan_timeout: float,
     unreachable_timeout: float,
     watched_since: float | None = None,
+    scheduler: str = "SGE",
+    skip: Collection[str] = frozenset(),
 ) -> list[Repair]:
-    """What to repair so that journal, cloud and SGE agree. ``state``: the three joined with
+    """What to repair so that journal, cloud and the scheduler agree. ``state``: the three joined with
     the journal's gone records included (``join(..., include_gone=True)``); the master and its
     instance are never repaired.
 
     ``watched_since``: when the daemon's first pass ran (see ``lost_for``); None: trust the journal.
+    ``scheduler``: its name, in the reasons. ``skip``: nodes left alone (an operation of elb's
+    runs on them: it owns their next steps); their instances are theirs, not orphans.
     """
     now = state.now
     out: list[Repair] = []
-    for m in state.nodes:
+    theirs: set[str] = set()
+    for m in state.suspects:  # a steady node needs nothing
         if m.name == master:
+            continue
+        if m.name in skip:
+            if m.instance is not None:
+                theirs.add(m.instance.instance_id)
             continue
         if m.instance is not None and m.instance.name == master:
             m = dataclasses.replace(m, instance=None)  # noqa: PLW2901 (the master's is never a worker's)
@@ -207,23 +221,22 @@ def repairs_of(
             boot_timeout=boot_timeout,
             unreachable_timeout=unreachable_timeout,
             watched_since=watched_since,
+            scheduler=scheduler,
         )
         if repair is not None:
             out.append(repair)
 
     # Instances the journal does not account for.
-    by_name = {m.name: m for m in state.nodes}
-    in_sge = {h.name for h in state.snapshot.hosts}
-    accounted = {r.instance.instance_id for r in out if r.instance is not None}
-    accounted |= {m.record.instance_id for m in state.nodes if m.record.instance_id}
-    for inst in state.instances:
+    accounted = {r.instance.instance_id for r in out if r.instance is not None} | theirs
+    for inst in state.unaccounted:
         if inst.instance_id in accounted or inst.name == master:
             continue
         live = instance_state(inst.state) in LIVE
-        record = by_name.get(inst.name)
-        if record is None and inst.name in in_sge:
+        found = state.record(inst.name)
+        record = found if found is not None and (state.include_gone or found.state not in GONE) else None
+        if record is None and state.host(inst.name) is not None:
             if live:
-                why = "an SGE worker with elb's tags missing from the journal"
+                why = f"a worker of {scheduler} with elb's tags missing from the journal"
                 out.append(Repair(RepairKind.ADOPT, inst.name, why, inst))
             continue  # stopped: not provisionable, and SGE still knows the name: left to an admin
         age = now - inst.launched_at
@@ -231,6 +244,6 @@ def repairs_of(
             continue
         what = "unknown to the journal" if record is None else f"a second instance named {inst.name}"
         state_note = "" if live else f" ({inst.state})"
-        why = f"tagged worker{state_note} {what}, not serving in SGE, for {minutes(age)}"
+        why = f"tagged worker{state_note} {what}, not serving in {scheduler}, for {minutes(age)}"
         out.append(Repair(RepairKind.ORPHAN, inst.name, why, inst))
     return out

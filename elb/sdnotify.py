@@ -1,4 +1,5 @@
-"""systemd's notification protocol (sd_notify(3)): readiness, watchdog keep-alives, status.
+"""systemd's notification protocol (sd_notify(3)): readiness, watchdog keep-alives, status; and
+``KeepAlive``, the thread that sends the keep-alives while the passes go on.
 
 Under ``Type=notify`` systemd passes ``NOTIFY_SOCKET``, a datagram socket (a path, or an
 abstract name starting with ``@``); each message is a few ``KEY=value`` lines. Without the
@@ -14,9 +15,20 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+from apscheduler.events import EVENT_JOB_SUBMITTED, SchedulerEvent
+from apscheduler.schedulers.base import BaseScheduler
+
+from elb.durations import minutes
 
 log = logging.getLogger("elb.sdnotify")
+
+# A pass that has not started for this many poll intervals (or for WatchdogSec, when longer) is
+# hung: the keep-alives stop, and systemd restarts elb WatchdogSec later.
+HUNG_POLLS = 3
 
 
 class Notifier:
@@ -70,3 +82,88 @@ class Notifier:
 
     def stopping(self) -> bool:
         return self.send(stopping=1, status="stopping: finishing the node operations under way")
+
+
+def hung_after(poll_interval: float, watchdog: float) -> float:
+    """How long after a pass started, with no other started since, elb counts as hung: three
+    poll intervals, or ``watchdog`` (WatchdogSec) when longer, so a slow pass has at least that."""
+    return max(HUNG_POLLS * poll_interval, watchdog)
+
+
+class KeepAlive:
+    """systemd's watchdog keep-alives, sent from a thread of their own every WatchdogSec/2
+    (``WATCHDOG_USEC``), whatever the poll interval, while the daemon is alive: its scheduler
+    running (``running``) and a pass started less than ``hung_after`` ago (``pass_started``).
+
+    A pass that hangs starts no other: ``hung_after`` later the keep-alives stop, and systemd
+    restarts elb WatchdogSec after the last one. A process that hangs whole (no thread runs) sends
+    none either. ``tick`` is one look, with the time from ``clock``.
+    """
+
+    def __init__(
+        self,
+        notifier: Notifier,
+        poll_interval: float,
+        *,
+        running: Callable[[], bool],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.notifier = notifier
+        watchdog = notifier.watchdog_interval
+        self.period = None if watchdog is None else watchdog / 2
+        self.hung_after = hung_after(poll_interval, watchdog or 0.0)
+        self._running = running
+        self._clock = clock
+        self._last_start = clock()  # the first pass starts at once
+        self._withheld = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def pass_started(self) -> None:
+        self._last_start = self._clock()
+
+    def tick(self) -> bool:
+        """Send a keep-alive if the daemon is alive; True when one was sent."""
+        if not self._running():
+            return False
+        quiet = self._clock() - self._last_start
+        if quiet >= self.hung_after:
+            if not self._withheld:
+                log.error(
+                    "no pass has started for %s (hung after %s): keep-alives stop, systemd restarts elb",
+                    minutes(quiet),
+                    minutes(self.hung_after),
+                )
+                self._withheld = True
+            return False
+        self._withheld = False
+        return self.notifier.send(watchdog=1)
+
+    def _run(self) -> None:
+        assert self.period is not None
+        while not self._stop.wait(self.period):
+            self.tick()
+
+    def start(self) -> KeepAlive:
+        """Start the thread (not when systemd asked for no keep-alives)."""
+        if self.period is not None and self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="elb-keepalive", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    @classmethod
+    def watch(cls, scheduler: BaseScheduler, notifier: Notifier, poll_interval: float) -> KeepAlive:
+        """Keep-alives for the passes ``scheduler`` runs: each pass it starts (submits) counts,
+        and none go while it is not running. Started at once; a no-op without ``WATCHDOG_USEC``."""
+        keepalive = cls(notifier, poll_interval, running=lambda: scheduler.running)
+
+        def started(_event: SchedulerEvent) -> None:
+            keepalive.pass_started()
+
+        scheduler.add_listener(started, EVENT_JOB_SUBMITTED)
+        return keepalive.start()

@@ -18,13 +18,16 @@ is passed in.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Protocol
 
 from elb.config import Config
-from elb.demand import DemandError, JobBinding, NotYet, Servable, Site, check_offers, place_all
+from elb.demand import DemandError, JobBinding, NotYet, Placement, Servable, Site, check_offers, place_shapes
+from elb.gcpause import paused
 from elb.groups import NodeGroups
 from elb.model import Job, Node, Snapshot
 from elb.policy.view import infer_slots_per_node, new_names
@@ -146,30 +149,93 @@ def split_demand(
     pending = [j for j in snapshot.jobs if j.is_pending]
     if not pending:
         return DemandSplit(snapshot)
-    bindings = [
-        JobBinding(hard_queues=j.hard_queues, start_time=start_times.get(j.job_id))
-        if j.hard_queues or j.job_id in start_times
-        else None
-        for j in pending
-    ]
+    with paused():  # a few objects per waiting job, all gone by the end (elb.gcpause)
+        return _split(snapshot, pending, groups, site, new_node_name=new_node_name, start_times=start_times)
+
+
+def _split(
+    snapshot: Snapshot,
+    pending: list[Job],
+    groups: NodeGroups,
+    site: Site,
+    *,
+    new_node_name: str | None,
+    start_times: Mapping[int, float],
+) -> DemandSplit:
     try:
         check_offers(groups, site)
-        placements = place_all(pending, groups, site, snapshot.now, bindings=bindings, new_node_name=new_node_name)
+        placements, distinct = place_shapes(
+            pending, groups, site, snapshot.now, bindings=_bindings(pending, start_times), new_node_name=new_node_name
+        )
     except DemandError as err:  # the groups do not fit the site: no job is demand until fixed
         reason = f"the node group configuration does not fit the site: {err}"
         return DemandSplit(_without(snapshot, set(range(len(pending)))), tuple(NotDemand(j, reason) for j in pending))
     refused: list[NotDemand] = []
     left_out: set[int] = set()
-    group_of: dict[Job, str] = {}
-    for n, (job, placement) in enumerate(zip(pending, placements, strict=True)):
-        if isinstance(placement, Servable):
-            group_of[job] = placement.group.name
-            continue
-        left_out.add(n)
-        until = placement.start_time if isinstance(placement, NotYet) else None
-        refused.append(NotDemand(job, placement.reason, until))
+    # Jobs of one shape share one placement: only when one of them is not demand are the jobs
+    # looked at one by one.
+    if any(p.__class__ is not Servable for p in distinct):
+        for n, placement in enumerate(placements):
+            if placement.__class__ is not Servable:
+                left_out.add(n)
+                until = placement.start_time if isinstance(placement, NotYet) else None
+                refused.append(NotDemand(pending[n], placement.reason, until))
     kept = _without(snapshot, left_out) if refused else snapshot
-    return DemandSplit(kept, tuple(refused), MappingProxyType(group_of))
+    return DemandSplit(kept, tuple(refused), _GroupOf(pending, placements))
+
+
+class _GroupOf(Mapping[Job, str]):
+    """``DemandSplit.group_of``: each servable job's group, made into a dict when first read. A
+    policy for a single group never reads it, and hashing 50,000 jobs into a dict is most of the
+    split's cost."""
+
+    def __init__(self, jobs: Sequence[Job], placements: Sequence[Placement]) -> None:
+        self._jobs, self._placements = jobs, placements
+        self._made: dict[Job, str] | None = None
+
+    def _dict(self) -> dict[Job, str]:
+        if self._made is None:
+            self._made = {
+                j: p.group.name for j, p in zip(self._jobs, self._placements, strict=True) if isinstance(p, Servable)
+            }
+            self._jobs = self._placements = ()
+        return self._made
+
+    def __getitem__(self, job: Job) -> str:
+        return self._dict()[job]
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
+
+    def __repr__(self) -> str:
+        return repr(self._dict())
+
+
+def _bindings(pending: Sequence[Job], start_times: Mapping[int, float]) -> list[JobBinding | None] | None:
+    """Each job's queues and ``qsub -a`` time (None for a job with neither); None when no job
+    has either. Equal bindings are one object, so ``place_all`` tells them apart by identity."""
+    queues = list(map(_HARD_QUEUES, pending))
+    if not start_times and not any(queues):
+        return None
+    shared: dict[tuple[tuple[str, ...], float | None], JobBinding | None] = {
+        (q, None): JobBinding(q) if q else None for q in set(queues)
+    }
+    out = list(map(shared.__getitem__, zip(queues, repeat(None))))
+    if start_times:
+        ids = list(map(_JOB_ID, pending))
+        for n in compress(range(len(ids)), map(start_times.__contains__, ids)):
+            key = (queues[n], start_times[ids[n]])
+            binding = shared.get(key)
+            if binding is None:
+                binding = shared[key] = JobBinding(*key)
+            out[n] = binding
+    return out
+
+
+_HARD_QUEUES, _JOB_ID = attrgetter("hard_queues"), attrgetter("job_id")
 
 
 def _without(snapshot: Snapshot, pending_indices: set[int]) -> Snapshot:

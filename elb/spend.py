@@ -5,7 +5,7 @@ today), or per started period (``billing: hour``, ``billing_period``). ``billed_
 that rule, used by the simulator's bill and by ``elb status``. ``spend_by_group`` gives, for the
 nodes up now, each group's count, billed node-hours so far, and, where the group has a
 ``price_per_hour``, the money so far and the rate it is spending at now (also the
-``elb_spend_per_hour`` gauge). Pure: ``now`` is passed in.
+``elb_spend_dollars_per_hour`` gauge). Pure: ``now`` is passed in.
 """
 
 from __future__ import annotations

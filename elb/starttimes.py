@@ -10,6 +10,7 @@ answer comes). A start time set later with ``qalter -a`` is not seen.
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Protocol
@@ -35,18 +36,13 @@ class StartTimes:
     def update(self, sge: StartTimeReader, pending: Sequence[Job]) -> Mapping[int, float]:
         """Forget jobs no longer waiting, ask about up to ``limit`` new ones, and return the
         start times known (jobs without one are left out)."""
-        waiting = {j.job_id: j.submitted for j in pending}
+        waiting = {j.job_id: j.submitted for j in pending}  # a job's entries share its submission time
         self._known = {k: v for k, v in self._known.items() if k in waiting and waiting[k] == v[0]}
-        new = sorted(
-            (j for j in pending if j.job_id not in self._known),
-            key=lambda j: (j.submitted if j.submitted is not None else 0.0, j.job_id),
-        )
-        ids: list[int] = []
-        for j in new:
-            if j.job_id not in ids:
-                ids.append(j.job_id)
-            if len(ids) >= self.limit:
-                break
+        known = self._known
+        # The oldest jobs not asked about yet (no submission time first, then by job number):
+        # the smallest few of 50,000, without sorting them all (nor keeping a pair for each).
+        new = ((s if s is not None else 0.0, k) for k, s in waiting.items() if k not in known)
+        ids = [k for _s, k in heapq.nsmallest(self.limit, new)]
         if ids:
             try:
                 times = sge.start_times(ids)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -41,6 +41,20 @@ def serves(record: Node | None, host_up: bool) -> bool:
     """Ready to take jobs: SGE reaches its host and elb's record, if it has one (an exec host elb
     does not manage has none), says READY. The policies' "ready" (``elb.policy.view.Worker``)."""
     return host_up and (record is None or record.state is NodeState.READY)
+
+
+def is_busy(has_jobs: bool, host_busy: bool) -> bool:
+    """Busy: a job filed under the node (``started_host``), or a slot used or reserved on its
+    host. The one rule; ``ManagedNode.busy``, the policies' workers and the peers' tally apply it
+    to what each has at hand."""
+    return has_jobs or host_busy
+
+
+def busy_hosts(snapshot: Snapshot) -> set[str]:
+    """The hosts of a snapshot that are busy (``is_busy``): what a pass remembers as seen busy."""
+    busy = {h.name for h in snapshot.hosts if h.busy}
+    busy.update(h for j in snapshot.jobs if (h := started_host(j)) is not None)
+    return busy
 
 
 def idle_since(record: Node | None, ready: bool, busy: bool) -> float | None:
@@ -115,8 +129,8 @@ class ManagedNode:
 
     @property
     def busy(self) -> bool:
-        """A job or a reservation on it."""
-        return bool(self.jobs) or (self.host is not None and self.host.busy)
+        """A job or a reservation on it (``is_busy``)."""
+        return is_busy(bool(self.jobs), self.host is not None and self.host.busy)
 
     @property
     def reachable(self) -> bool:
@@ -134,6 +148,12 @@ class ManagedNode:
             return 0.0
         seen = [t for t in (self.record.last_up_at, self.record.ready_at, self.record.launched_at, watched_since)]
         return max(0.0, self.now - max(t for t in seen if t is not None))
+
+    @property
+    def steady(self) -> bool:
+        """Ready, its instance running, and the scheduler reaches it: nothing to repair, whatever
+        the time (``elb.reconcile``'s rules plan nothing for such a node)."""
+        return self.record.state is NodeState.READY and self.instance_live and self.reachable
 
     @property
     def instance_gone(self) -> bool:
@@ -166,6 +186,26 @@ def started_on(jobs: Sequence[Job]) -> dict[str, list[Job]]:
     return out
 
 
+POOLED = frozenset({NodeState.STOPPING, NodeState.STOPPED})
+
+
+@dataclass(frozen=True, slots=True)
+class JoinIndex:
+    """What a producer that keeps the joined state up to date event by event (the simulator)
+    knows of it without a scan: the records that may need a repair (every other is ``steady``),
+    the instances no record accounts for, the records in a warm pool, and each record, instance,
+    host and node's jobs by name. With it a pass's planning costs what changed, not what the
+    cluster holds; without it (the live pass) each is found by a scan. A test holds the two equal."""
+
+    suspects: tuple[str, ...]
+    unaccounted: tuple[Instance, ...]
+    pooled: tuple[Node, ...]
+    records: Mapping[str, Node]
+    instances: Mapping[str, Instance]
+    hosts: Mapping[str, Host]
+    jobs_on: Callable[[str], tuple[Job, ...]]
+
+
 @dataclass(frozen=True, eq=False)
 class ClusterState:
     """The joined view of the cluster at ``now``: the journal's records, the cloud's instances
@@ -182,6 +222,7 @@ class ClusterState:
     instances: tuple[Instance, ...] = ()  # the cloud's instances in any state but gone, joined or not
     in_flight: frozenset[str] = frozenset()  # nodes an operation of elb runs on
     include_gone: bool = False  # ``nodes`` keeps the records of terminated and failed nodes
+    index: JoinIndex | None = None  # what its producer keeps up to date (``JoinIndex``); None: scan
 
     @cached_property
     def hosts(self) -> dict[str, Host]:
@@ -206,16 +247,58 @@ class ClusterState:
         return by_id, by_name
 
     def managed(self, record: Node) -> ManagedNode:
-        """``record`` joined with its instance, SGE's host and the jobs there.
+        """``record`` joined with its instance, the scheduler's host and the jobs there.
 
         A record's instance is the one of its instance id; a record without one (a launch not
         yet journalled whole) has the instance of its name."""
-        by_id, by_name = self._instances_by
         name = record.name
+        index = self.index
+        if index is not None:
+            inst = index.instances.get(name)
+            return ManagedNode(
+                record, inst, index.hosts.get(name), index.jobs_on(name), name in self.in_flight, self.now
+            )
+        by_id, by_name = self._instances_by
         inst = by_id.get(record.instance_id) if record.instance_id else by_name.get(name)
         return ManagedNode(
             record, inst, self.hosts.get(name), self.jobs_on.get(name, ()), name in self.in_flight, self.now
         )
+
+    @cached_property
+    def suspects(self) -> tuple[ManagedNode, ...]:
+        """The nodes that may need a repair: every one but the ``steady`` (the index's, or a scan)."""
+        index = self.index
+        if index is not None:
+            return tuple(self.managed(index.records[name]) for name in index.suspects)
+        return tuple(m for m in self.nodes if not m.steady)
+
+    @cached_property
+    def unaccounted(self) -> tuple[Instance, ...]:
+        """The instances whose id no record has (the index's, or a scan)."""
+        if self.index is not None:
+            return self.index.unaccounted
+        known = {r.instance_id for r in self.records if r.instance_id}
+        return tuple(i for i in self.instances if i.instance_id not in known)
+
+    @cached_property
+    def pooled(self) -> tuple[Node, ...]:
+        """The records stopping or stopped in a warm pool (the index's, or a scan)."""
+        if self.index is not None:
+            return self.index.pooled
+        return tuple(r for r in self.records if r.state in POOLED)
+
+    @cached_property
+    def _records_by(self) -> Mapping[str, Node]:
+        if self.index is not None:
+            return self.index.records
+        return {r.name: r for r in self.records}
+
+    def record(self, name: str) -> Node | None:
+        """The record of ``name`` (the last of a name, as the journal keeps one a name)."""
+        return self._records_by.get(name)
+
+    def host(self, name: str) -> Host | None:
+        return self.index.hosts.get(name) if self.index is not None else self.hosts.get(name)
 
     @cached_property
     def nodes(self) -> tuple[ManagedNode, ...]:
@@ -239,9 +322,9 @@ class ClusterState:
         return dataclasses.replace(self, now=now)
 
     def seeing(self, snapshot: Snapshot) -> ClusterState:
-        """The same records and instances joined with another view of SGE (the demand's:
-        waiting jobs no group can run left out, pooled nodes' hosts left out)."""
-        return dataclasses.replace(self, snapshot=snapshot)
+        """The same records and instances joined with another view of the scheduler (the
+        demand's: waiting jobs no group can run left out, pooled nodes' hosts left out)."""
+        return self if snapshot is self.snapshot else dataclasses.replace(self, snapshot=snapshot)
 
 
 def join(
@@ -252,9 +335,16 @@ def join(
     *,
     include_gone: bool = False,
     now: float | None = None,
+    index: JoinIndex | None = None,
 ) -> ClusterState:
     """The journal's live records (and the gone ones when asked: ``elb nodes --all``) joined with
-    their instances and SGE's hosts and jobs, at ``now`` (the snapshot's time unless given)."""
+    their instances and the scheduler's hosts and jobs, at ``now`` (the snapshot's time unless
+    given). With an ``index``, its producer hands only instances that are not gone."""
     at = snapshot.now if now is None else now
-    present = tuple(i for i in instances if instance_state(i.state) is not InstanceState.GONE)
-    return ClusterState(snapshot, tuple(records), at, present, frozenset(in_flight), include_gone)
+    present = (
+        tuple(instances)
+        if index is not None
+        else tuple(i for i in instances if instance_state(i.state) is not InstanceState.GONE)
+    )
+    kept = records if isinstance(records, tuple) else tuple(records)  # a producer's tuple kept as is (its identity)
+    return ClusterState(snapshot, kept, at, present, frozenset(in_flight), include_gone, index)

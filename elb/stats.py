@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import csv
 import math
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime
@@ -242,17 +241,6 @@ def resample(rows: Iterable[StatsRow], buckets: int, start: float, end: float) -
         added, removed, failed, peak = sums[k]
         out.append(replace(last[k], added=added, removed=removed, ok=not failed, pending_jobs=peak))
     return out
-
-
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
-def duration(text: str) -> float:
-    """``90m``, ``12h``, ``7d``, ``4w`` (or plain seconds) as seconds; for ``--last``."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", text)
-    if not m or float(m.group(1)) <= 0:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 90m, 12h, 7d)")
-    return float(m.group(1)) * _UNITS[m.group(2) or "s"]
 
 
 def window_start(text: str) -> float:

@@ -8,34 +8,18 @@ Nothing is created: the state directory is probed with a temporary file only whe
 
 from __future__ import annotations
 
-import subprocess
+import re
 import tempfile
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from elb import assets, factory, migrations
+from elb.checks import Check
 from elb.config import Config
-from elb.interfaces import CloudError
+from elb.durations import minutes
 from elb.journal import Journal, JournalError
 from elb.provision.ansible import ProvisionError
-from elb.sge.commands import SgeCommands
-from elb.sge.errors import SgeError, SgeTimeoutError
-from elb.slurm.commands import SlurmCommands, SlurmError
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    what: str
-    ok: bool
-    detail: str
-    fix: str = ""
-
-    def line(self) -> str:
-        """One line, whatever the detail (an SGE error spans several)."""
-        fix = f" -> {self.fix}" if self.fix and not self.ok else ""
-        text = " ".join(f"{self.what}: {self.detail}{fix}".split())
-        return f"{'ok  ' if self.ok else 'FAIL'} {text}"
+from elb.sdnotify import hung_after
 
 
 def check_playbooks(cfg: Config) -> Iterator[Check]:
@@ -67,49 +51,8 @@ def check_ssh_key(cfg: Config) -> Iterator[Check]:
 
 
 def check_scheduler(cfg: Config) -> Iterator[Check]:
-    yield from check_slurm(cfg) if cfg.scheduler == "slurm" else check_sge(cfg)
-
-
-def check_slurm(cfg: Config) -> Iterator[Check]:
-    """squeue and sinfo answer (sinfo lists nodes), and elb can read Slurm's request directory."""
-    try:
-        read = SlurmCommands(cfg.slurm).read()
-    except SlurmError as err:
-        yield Check("Slurm", False, str(err), "set slurm.conf and slurm.bin_dir for this cluster")
-    else:
-        cloud = sum(1 for n in read.nodes if "cloud" in n.flags)
-        yield Check("Slurm", True, f"sinfo lists {len(read.nodes)} node(s), {cloud} of them cloud nodes")
-    requests = cfg.slurm.requests
-    if not requests.is_dir():
-        yield Check(
-            "Slurm requests",
-            False,
-            f"{requests} is not a directory",
-            "create it (owner root, group of SlurmUser, mode 2770): see docs/slurm.md",
-        )
-    else:
-        yield Check("Slurm requests", True, str(requests))
-    for playbook in (cfg.slurm.add_playbook, cfg.slurm.remove_playbook):
-        where = assets.playbook_dir(cfg.provision.playbook_dir) / playbook
-        if not where.is_file():
-            yield Check("Slurm playbooks", False, f"{where} not found", "set slurm.add_playbook/remove_playbook")
-
-
-def check_sge(cfg: Config) -> Iterator[Check]:
-    try:
-        SgeCommands(cfg.sge).answers()
-    except SgeTimeoutError as err:
-        yield Check(
-            "SGE",
-            False,
-            f"qstat did not answer within {cfg.sge.timeout:g}s (sge.timeout): {err}",
-            "is the qmaster up and reachable from here?",
-        )
-        return
-    except SgeError as err:
-        yield Check("SGE", False, str(err), "set sge.root, sge.cell and sge.bin_dir for this cluster")
-        return
-    yield Check("SGE", True, f"qstat answers (sge.root {cfg.sge.root}, cell {cfg.sge.cell})")
+    """The configured scheduler's own checks (its driver's)."""
+    yield from factory.scheduler_checks(cfg)
 
 
 def _probe(path: Path) -> str | None:
@@ -154,47 +97,133 @@ def check_state(cfg: Config) -> Iterator[Check]:
         yield Check("journal", True, f"{cfg.journal_path} is readable")
 
 
-def _podman_check(cfg: Config) -> Iterator[Check]:
-    from elb.cloud.local import LocalCloud  # noqa: PLC0415
+# Where ``elb service --install`` and packages put the unit (the first found is checked).
+UNIT_PATHS = tuple(
+    Path(d) / "elb.service" for d in ("/etc/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system")
+)
+# Commands a pass may run one after another against a slow scheduler that still answers, each up
+# to sge.timeout (slurm.timeout): its reads of the queue and hosts, a second read to confirm, the
+# site's complexes and parallel environments, start times. An estimate, for the check below.
+PASS_COMMANDS = 10
+MIN_WATCHDOG = 10.0  # seconds: a keep-alive every WatchdogSec/2 from a thread may come late below this
+_SPAN_UNITS = {
+    "us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "": 1.0, "s": 1.0, "sec": 1.0, "second": 1.0,
+    "seconds": 1.0, "m": 60.0, "min": 60.0, "minute": 60.0, "minutes": 60.0, "h": 3600.0, "hr": 3600.0,
+    "hour": 3600.0, "hours": 3600.0, "d": 86400.0, "day": 86400.0, "days": 86400.0, "w": 604800.0,
+    "week": 604800.0, "weeks": 604800.0, "M": 2629800.0, "month": 2629800.0, "months": 2629800.0,
+    "y": 31557600.0, "year": 31557600.0, "years": 31557600.0,
+}  # fmt: skip
 
-    cloud = LocalCloud(cfg.cloud.local, cfg.cluster.name, command_timeout=30)
+
+def systemd_seconds(text: str) -> float | None:
+    """A systemd time span (``600``, ``10min``, ``5m 30s``) in seconds; None for ``infinity``,
+    ``ValueError`` for what systemd would not read either (systemd.time(7))."""
+    text = text.strip()
+    if text == "infinity":
+        return None
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if not text or "".join(f"{n}{u}" for n, u in parts) != re.sub(r"\s+", "", text):
+        raise ValueError(f"not a systemd time span: {text!r}")
     try:
-        workers = cloud.list_workers()
-    except CloudError as err:
-        yield Check("cloud local (podman)", False, str(err), "install podman and run elb as root")
-        return
-    yield Check("cloud local (podman)", True, f"podman answers, {len(workers)} worker container(s)")
-    image = cfg.cloud.local.image
+        return sum(float(n) * _SPAN_UNITS[u] for n, u in parts)
+    except KeyError:
+        raise ValueError(f"not a systemd time span: {text!r}") from None
+
+
+def unit_setting(texts: Sequence[str], key: str) -> str | None:
+    """The last ``key=`` of the ``[Service]`` sections of a unit and its drop-ins, in order."""
+    found = None
+    for text in texts:
+        section = ""
+        for line in text.splitlines():
+            line = line.strip()  # noqa: PLW2901
+            if line.startswith("[") and line.endswith("]"):
+                section = line
+            elif section == "[Service]" and line.startswith(f"{key}="):
+                found = line.split("=", 1)[1]
+    return found
+
+
+def _unit_texts(unit: Path) -> list[str] | None:
+    """The unit file and its drop-ins (``elb.service.d/*.conf``), or None when it cannot be read."""
     try:
-        found = subprocess.run(["podman", "image", "exists", image], check=False, capture_output=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        yield Check("node image", False, f"podman image exists {image}: {err}", "")
+        texts = [unit.read_text(encoding="utf-8")]
+        dropins = unit.with_name(unit.name + ".d")
+        if dropins.is_dir():
+            texts += [p.read_text(encoding="utf-8") for p in sorted(dropins.glob("*.conf"))]
+    except (OSError, UnicodeDecodeError):
+        return None
+    return texts
+
+
+def check_watchdog(cfg: Config, units: Sequence[Path] = UNIT_PATHS) -> Iterator[Check]:
+    """The installed unit's WatchdogSec against this config (a warning, never a failure).
+
+    elb sends keep-alives every WatchdogSec/2 from a thread of its own, whatever the poll
+    interval, and stops them once no pass has started for ``hung_after`` (three poll intervals,
+    or WatchdogSec when longer): a pass that takes longer than that gets elb restarted. A pass
+    against a slow scheduler may run about ``PASS_COMMANDS`` commands one after another, each up
+    to its time-out; the next starts up to a poll interval later.
+    """
+    unit = next((u for u in units if u.is_file()), None)
+    if unit is None:
+        yield Check("watchdog", True, "no elb.service installed: not checked")
         return
-    yield Check(
-        "node image",
-        found.returncode == 0,
-        image if found.returncode == 0 else f"{image} is not in podman's store",
-        "build it with elb testcluster up, or set cloud.local.image",
-    )
-
-
-def _ec2_check(cfg: Config) -> Iterator[Check]:
-    from elb.cloud.ec2 import Ec2Cloud, preflight  # noqa: PLC0415 (boto3 only when asked)
-
+    texts = _unit_texts(unit)
+    if texts is None:
+        yield Check("watchdog", True, f"{unit} cannot be read: not checked")
+        return
+    value = unit_setting(texts, "WatchdogSec")
     try:
-        cloud = Ec2Cloud.from_config(cfg)
-    except CloudError as err:
-        yield Check("cloud ec2", False, str(err), "set cloud.ec2.region and AWS credentials (elb ec2-check)")
+        watchdog = systemd_seconds(value) if value is not None else 0.0
+    except ValueError as err:
+        yield Check("watchdog", False, f"{unit}: WatchdogSec: {err}", "write seconds (600) or a span (10min)")
         return
-    for c in preflight(cloud):
-        yield Check(f"cloud ec2: {c.what}", c.ok, c.detail, "see elb ec2-check and the README's IAM policy")
+    if not watchdog:
+        yield Check("watchdog", True, f"{unit}: no WatchdogSec: a hung elb is not restarted", "", warning=True)
+        return
+    timeout, key = cfg.scheduler_timeout
+    hung = hung_after(cfg.poll_interval, watchdog)
+    slow = PASS_COMMANDS * timeout + cfg.poll_interval
+    where = f"{unit}: WatchdogSec {watchdog:g} s"
+    if watchdog < MIN_WATCHDOG:
+        yield Check(
+            "watchdog",
+            True,
+            f"{where}: keep-alives every {watchdog / 2:g} s may come late on a busy master",
+            f"set WatchdogSec to at least {MIN_WATCHDOG:g} s",
+            warning=True,
+        )
+    elif slow >= hung:
+        yield Check(
+            "watchdog",
+            True,
+            f"{where}: a pass against a slow scheduler ({PASS_COMMANDS} commands of up to {key} {timeout:g} s, "
+            f"then poll_interval {cfg.poll_interval:g} s) may take {minutes(slow)}, and elb is restarted as hung "
+            f"after {minutes(hung)}",
+            f"set WatchdogSec to at least {slow:.0f} s (or lower {key})",
+            warning=True,
+        )
+    else:
+        yield Check(
+            "watchdog",
+            True,
+            f"{where}: keep-alives every {watchdog / 2:g} s; a pass that hangs gets elb restarted within "
+            f"{minutes(hung + watchdog)}",
+        )
 
 
 def check_cloud(cfg: Config) -> Iterator[Check]:
-    yield from _podman_check(cfg) if cfg.cloud.provider == "local" else _ec2_check(cfg)
+    """The configured cloud's own checks (its adapter's)."""
+    yield from factory.cloud_checks(cfg)
 
 
-LOCAL_CHECKS: tuple[Callable[[Config], Iterator[Check]], ...] = (check_playbooks, check_ssh_key, check_state)
+LOCAL_CHECKS: tuple[Callable[[Config], Iterator[Check]], ...] = (
+    check_playbooks,
+    check_ssh_key,
+    check_state,
+    check_watchdog,
+)
 NETWORK_CHECKS: tuple[Callable[[Config], Iterator[Check]], ...] = (check_scheduler, check_cloud)
 
 

@@ -26,9 +26,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from elb.durations import minutes
-
-_YEAR = 365 * 24 * 3600.0  # the longest time setting, as elb.config.MAX_SECONDS
+from elb.durations import PositiveSeconds, minutes
+from elb.naming import MAX_NODES
 
 
 class WarmPool(BaseModel):
@@ -36,10 +35,10 @@ class WarmPool(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    max_nodes: int = Field(0, ge=0)  # stopped nodes kept at most; 0: no pool
-    max_age: float = Field(86400.0, gt=0, le=_YEAR, allow_inf_nan=False)  # longest a node stays stopped
+    max_nodes: int = Field(0, ge=0, le=MAX_NODES)  # stopped nodes kept at most; 0: no pool
+    max_age: PositiveSeconds = 86400.0  # longest a node stays stopped
     volume_price_per_hour: float = Field(0.0, ge=0, allow_inf_nan=False)  # a stopped node's volumes
-    restart_time: float = Field(60.0, gt=0, le=_YEAR, allow_inf_nan=False)  # start to ready
+    restart_time: PositiveSeconds = 60.0  # start to ready
 
     @property
     def enabled(self) -> bool:

@@ -1,13 +1,15 @@
 """Reading elb's YAML config text strictly, with errors that give a place but never the content.
 
 PyYAML's ``SafeLoader``, subclassed, because PyYAML is already a dependency (Ansible's too) and
-three small overrides give what a config file needs: a duplicate key is an error (PyYAML keeps
+a few small overrides give what a config file needs: a duplicate key is an error (PyYAML keeps
 the last value silently), aliases are refused (an alias bomb, "billion laughs", expands to
-gigabytes when the data is walked), and tags that make values JSON cannot carry are refused
-(timestamps stay strings). ``ruamel.yaml`` refuses duplicates but expands aliases and would be a
-new dependency; ``strictyaml`` reads every value as a string and would need a schema of its own
-beside the pydantic model. PyYAML's own error text quotes the offending line, which may hold a
-secret, so errors are rebuilt here from the problem and its position only.
+gigabytes when the data is walked), tags that make values JSON cannot carry are refused
+(timestamps stay strings), and so are numbers in YAML 1.1's surprising forms (``0x10``, ``017``,
+``1_000``, ``+5``, ``1:30``), which read as another number than the one meant. ``ruamel.yaml``
+refuses duplicates but expands aliases and would be a new dependency; ``strictyaml`` reads every
+value as a string and would need a schema of its own beside the pydantic model. PyYAML's own
+error text quotes the offending line, which may hold a secret, so errors are rebuilt here from
+the problem and its position only.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ class Refused(ConstructorError):
 
 
 class StrictLoader(yaml.SafeLoader):
-    """SafeLoader without duplicate keys, aliases, or values JSON cannot carry."""
+    """SafeLoader without duplicate keys, aliases, values JSON cannot carry, or numbers in
+    YAML 1.1's surprising forms (``0x10``, ``017``, ``1_000``, ``+5``, ``1:30``)."""
 
     def compose_node(self, parent: Node | None, index: int) -> Node | None:
         if self.check_event(yaml.AliasEvent):
@@ -74,6 +77,36 @@ class StrictLoader(yaml.SafeLoader):
         raise Refused(f"values tagged !!{node.tag.rsplit(':', 1)[-1]} are not allowed in elb's config", node.start_mark)
 
 
+_PLAIN_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_PLAIN_FLOAT = re.compile(r"-?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+][0-9]+)?|-?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
+
+
+def _plain_int(loader: StrictLoader, node: Node) -> int:
+    """An integer in plain decimal digits. YAML 1.1 also reads ``0x10`` (16), ``017`` (15),
+    ``0b11``, ``1_000``, ``+5`` and ``1:30`` (90) as integers: a value meant otherwise (a mode, a
+    version, a time) would silently become another number, so those forms are refused."""
+    assert isinstance(node, ScalarNode)
+    if _PLAIN_INT.fullmatch(node.value) is None:
+        raise Refused(
+            "an integer in another form than plain decimal digits (hexadecimal 0x10, octal 017, binary 0b1, "
+            "1_000, +5, base 60 1:30) is not allowed: write the decimal number, or quote it to keep it as text",
+            node.start_mark,
+        )
+    return int(node.value)
+
+
+def _plain_float(loader: StrictLoader, node: Node) -> object:
+    """A float as JSON could write it (``1.5``, ``-2.0e+3``, ``.inf``): no ``_``, ``+`` or base 60."""
+    assert isinstance(node, ScalarNode)
+    if _PLAIN_FLOAT.fullmatch(node.value) is None:
+        raise Refused(
+            "a number written with _, a leading + or in base 60 (1:30.5) is not allowed: write it plainly "
+            "(1000.5), or quote it to keep it as text",
+            node.start_mark,
+        )
+    return loader.construct_yaml_float(node)
+
+
 def _timestamp_as_text(loader: StrictLoader, node: Node) -> str:
     """A date stays the text it was written as (JSON, and so Ansible's extra vars, have no dates)."""
     assert isinstance(node, ScalarNode)
@@ -81,6 +114,8 @@ def _timestamp_as_text(loader: StrictLoader, node: Node) -> str:
 
 
 StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+StrictLoader.add_constructor("tag:yaml.org,2002:int", _plain_int)
+StrictLoader.add_constructor("tag:yaml.org,2002:float", _plain_float)
 for _tag in ("binary", "set", "omap", "pairs"):
     StrictLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", StrictLoader._refuse_tag)
 

@@ -7,8 +7,9 @@ Safety rules, enforced here whatever the caller passes:
 * listing and terminating are filtered by those tags (server side, then checked again on the
   answer): ids that are not running workers of this cluster are refused, the master never matches;
 * launching is idempotent: an existing live worker of the same name is adopted, and the
-  ``ClientToken`` is derived from cluster, node name and the (type, subnet, market) choice, so a
-  retried ``RunInstances`` never starts a second instance for one node.
+  ``ClientToken`` is a digest of the request itself and of the node name's earlier life
+  (``client_token``), so a retried ``RunInstances`` or ``CreateFleet`` never starts a second
+  instance for one node, and a new launch never gets an old answer.
 
 Capacity errors move on to the next instance type / subnet and avoid the failed choice for
 ``capacity_backoff`` seconds. Throttling is retried by botocore's ``standard`` retry mode;
@@ -24,12 +25,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import json
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import boto3
 from botocore.config import Config as BotoConfig
@@ -42,6 +44,8 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from elb.cloud.console import decode_output, host_key_in_console
+from elb.cloud.user_data import with_host_key
 from elb.config import Config, Ec2Config
 from elb.groups import LaunchTemplate, NodeGroups
 from elb.interfaces import (
@@ -55,6 +59,7 @@ from elb.interfaces import (
     Notice,
     NoticeKind,
 )
+from elb.provision.hostkeys import HostKeys
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
@@ -74,6 +79,7 @@ ROLE_WORKER = "worker"
 ROLE_MASTER = "master"
 
 Market = Literal["spot", "on-demand"]
+_Request = TypeVar("_Request", bound=Mapping[str, Any])
 
 # Error codes that mean "no room for this choice now": try the next type / subnet.
 CAPACITY_CODES = frozenset(
@@ -123,8 +129,11 @@ GONE_STATES = frozenset({"shutting-down", "terminated"})
 _INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
 _PERMISSION = re.compile(r"perform:\s*([A-Za-z0-9-]+:[A-Za-z0-9*]+)")
 _RESERVED_TAGS = frozenset({TAG_CLUSTER, TAG_ROLE, TAG_MANAGED_BY, TAG_NAME})
+_MAX_TAGS = 50  # tags per EC2 resource
 _MAX_TOKEN_GENERATIONS = 4
-_MAX_SEND_ATTEMPTS = 2  # RunInstances sends with one token (botocore retries inside each)
+_MAX_SEND_ATTEMPTS = 2  # a launch request is sent with one token (botocore retries inside each)
+_ENDED_STATES = ("shutting-down", "terminated")
+_NO_FRESH_REQUEST = "no fresh ClientToken: EC2 answered each with an ended instance or another request"
 
 
 # --------------------------------------------------------------------------- pure helpers
@@ -173,13 +182,24 @@ def choices(spec: LaunchSpec) -> list[Choice]:
     return [Choice(t, s, m) for m in markets for t in spec.instance_types for s in spec.subnets]
 
 
-def client_token(cluster: str, name: str, choice: Choice, generation: int = 0) -> str:
-    """A deterministic ``ClientToken`` (<= 64 ASCII characters) for one node and one choice.
+def client_token(request: Mapping[str, Any], *, after: str = "", generation: int = 0) -> str:
+    """The ``ClientToken`` of one launch request, ``RunInstances`` or ``CreateFleet`` (<= 64 ASCII
+    characters): a digest of the request (its ``ClientToken`` and ``DryRun`` left out), of
+    ``after`` and of ``generation``.
 
-    The choice is part of it because EC2 rejects one token with different parameters; the
-    generation lets a node name that was used before (and terminated) launch again.
+    One rule for both calls. The request is in it because EC2 refuses a token it has seen with
+    other parameters (``IdempotentParameterMismatch``): another choice, another set of fleet
+    overrides (a back-off took one out), another template version is another attempt. ``after``
+    is the newest ended instance that had the node's name (``""`` when none is listed): Slurm
+    and elb reuse names, and EC2 answers a token it has seen with the instance it started
+    then, even terminated, for longer than it lists terminated instances. ``generation`` is
+    raised when EC2 answers with an ended instance all the same, and past a token this process
+    spent on a request that launched nothing (an instant fleet of errors only is still a fleet,
+    which EC2 would answer again with the same errors). A retry of one attempt builds the same
+    request with the same ``after`` and so sends the same token.
     """
-    key = "\0".join((cluster, name, choice.instance_type, choice.subnet or "", choice.market, str(generation)))
+    body = {k: v for k, v in request.items() if k not in ("ClientToken", "DryRun")}
+    key = json.dumps([body, after, generation], sort_keys=True, separators=(",", ":"), default=str)
     return "elb-" + hashlib.sha256(key.encode()).hexdigest()[:56]
 
 
@@ -194,8 +214,10 @@ def worker_tags(cluster: str, name: str, extra: Mapping[str, str]) -> list[TagTy
     return tags
 
 
-def run_arguments(spec: LaunchSpec, choice: Choice, cluster: str, name: str, token: str) -> RunInstancesRequestTypeDef:
-    """The keyword arguments of one ``RunInstances`` call (pure).
+def run_arguments(
+    spec: LaunchSpec, choice: Choice, cluster: str, name: str, *, after: str = "", generation: int = 0
+) -> RunInstancesRequestTypeDef:
+    """The keyword arguments of one ``RunInstances`` call (pure), with its ``client_token``.
 
     With a launch template the request names it and sets only the instance type, the subnet, the
     market and the tags (EC2 merges them over the template's); without one, elb describes the
@@ -210,7 +232,6 @@ def run_arguments(spec: LaunchSpec, choice: Choice, cluster: str, name: str, tok
         "InstanceType": choice.instance_type,  # type: ignore[typeddict-item]
         "MinCount": 1,
         "MaxCount": 1,
-        "ClientToken": token,
         "TagSpecifications": tag_specs,
     }
     if choice.subnet is not None:
@@ -227,8 +248,9 @@ def run_arguments(spec: LaunchSpec, choice: Choice, cluster: str, name: str, tok
         else:
             ref["LaunchTemplateName"] = template.name or ""
         args["LaunchTemplate"] = ref  # type: ignore[typeddict-item]
-        return args
-    _describe_worker(args, spec)
+    else:
+        _describe_worker(args, spec)
+    args["ClientToken"] = client_token(args, after=after, generation=generation)
     return args
 
 
@@ -240,10 +262,22 @@ def uses_fleet(spec: LaunchSpec) -> bool:
     return spec.launch_template is not None and (len(spec.instance_types) > 1 or len(spec.subnets) > 1 or spec.spot)
 
 
-def fleet_arguments(spec: LaunchSpec, options: Sequence[Choice], cluster: str, name: str, token: str) -> dict[str, Any]:
-    """The keyword arguments of one ``CreateFleet`` (type ``instant``) for one node: the
-    template with ``options`` (one market) as overrides in order of preference; spot by
-    price-capacity-optimized, on-demand prioritized in that order (pure)."""
+def fleet_arguments(
+    spec: LaunchSpec,
+    options: Sequence[Choice],
+    cluster: str,
+    name: str,
+    *,
+    after: str = "",
+    generation: int = 0,
+) -> dict[str, Any]:
+    """The keyword arguments of one ``CreateFleet`` (type ``instant``) for one node, with its
+    ``client_token``: the template with ``options`` (one market) as overrides in order of
+    preference; spot by price-capacity-optimized, on-demand prioritized in that order (pure).
+
+    An instant fleet tags only the ``fleet`` and its ``instance``s at creation (the volumes are
+    tagged once the instance runs: ``volume_tag_arguments``); the fleet carries elb's tags too,
+    which is what the IAM policy's conditions on ``CreateFleet`` test."""
     template = spec.launch_template
     if template is None or not options or len({c.market for c in options}) != 1:
         raise CloudError("a fleet request needs a launch template and choices of one market")
@@ -266,19 +300,34 @@ def fleet_arguments(spec: LaunchSpec, options: Sequence[Choice], cluster: str, n
     tags = worker_tags(cluster, name, spec.extra_tags)
     args: dict[str, Any] = {
         "Type": "instant",
-        "ClientToken": token,
         "LaunchTemplateConfigs": [{"LaunchTemplateSpecification": ref, "Overrides": overrides}],
         "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": market},
         "TagSpecifications": [
+            {"ResourceType": "fleet", "Tags": tags},
             {"ResourceType": "instance", "Tags": tags},
-            {"ResourceType": "volume", "Tags": tags},
         ],
     }
     if market == "spot":
         args["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
     else:
         args["OnDemandOptions"] = {"AllocationStrategy": "prioritized"}
+    args["ClientToken"] = client_token(args, after=after, generation=generation)
     return args
+
+
+def volume_ids(inst: Mapping[str, Any]) -> list[str]:
+    """The EBS volumes attached to an instance, as DescribeInstances lists them."""
+    return [
+        str(m["Ebs"]["VolumeId"])
+        for m in inst.get("BlockDeviceMappings", [])
+        if isinstance(m.get("Ebs"), Mapping) and m["Ebs"].get("VolumeId")
+    ]
+
+
+def volume_tag_arguments(volumes: Sequence[str], cluster: str, name: str, extra: Mapping[str, str]) -> dict[str, Any]:
+    """The keyword arguments of the ``CreateTags`` that gives a fleet node's volumes the node's
+    tags (pure): an instant fleet cannot tag volumes at creation."""
+    return {"Resources": list(volumes), "Tags": worker_tags(cluster, name, extra)}
 
 
 def fleet_choice(error: Mapping[str, Any], market: Market) -> Choice | None:
@@ -347,7 +396,7 @@ def to_cloud_error(err: Exception, doing: str) -> CloudError:
             perm = missing_permission(msg, op)
             return CloudError(
                 f"{doing}: permission denied ({code}): elb's AWS identity needs {perm}; "
-                f"see docs/iam-policy.json. AWS said: {msg.split(' Encoded authorization')[0]}",
+                f"see elb iam-policy. AWS said: {msg.split(' Encoded authorization')[0]}",
                 retryable=False,
             )
         if code in TRANSIENT_CODES:
@@ -385,6 +434,7 @@ def _launch_time(inst: InstanceTypeDef) -> float:
 
 
 STATUS_BATCH = 100  # instance ids per DescribeInstanceStatus call (EC2 takes at most 100 with ids)
+TERMINATE_BATCH = 1000  # instance ids per TerminateInstances call (EC2 takes at most 1000)
 
 
 def impaired(status: Mapping[str, Any], now: float) -> Notice | None:
@@ -460,10 +510,22 @@ class Ec2Cloud:
         sleep: Callable[[float], None] = time.sleep,
         poll_interval: float = 5.0,
         node_groups: NodeGroups | None = None,
+        host_keys: HostKeys | None = None,
     ) -> None:
         bad = sorted(k for k in config.extra_tags if k in _RESERVED_TAGS or k.lower().startswith("aws:"))
         if bad:
             raise CloudError(f"cloud.ec2.extra_tags may not set {', '.join(bad)}: elb sets those itself")
+        room = _MAX_TAGS - len(_RESERVED_TAGS)
+        if len(config.extra_tags) > room:
+            raise CloudError(
+                f"cloud.ec2.extra_tags has {len(config.extra_tags)} tags: EC2 takes {_MAX_TAGS} per resource and "
+                f"elb sets {len(_RESERVED_TAGS)}, so at most {room}"
+            )
+        long = sorted(k[:40] for k, v in config.extra_tags.items() if not 1 <= len(k) <= 128 or len(v) > 256)
+        if long:
+            raise CloudError(
+                f"cloud.ec2.extra_tags {', '.join(long)}: EC2 takes keys of 1 to 128 characters, values of at most 256"
+            )
         bad_sg = [g for g in config.security_groups if not g.startswith("sg-")]
         if bad_sg:
             raise CloudError(f"cloud.ec2.security_groups takes group ids (sg-...), not {', '.join(bad_sg)}")
@@ -480,6 +542,12 @@ class Ec2Cloud:
         self._root_devices: dict[str, str | None] = {}
         self.node_groups = node_groups  # config node_groups: each group's types, template, market
         self._placement_groups: set[str] = set()  # known to exist
+        # Tokens whose request launched nothing (a capacity error; a fleet of errors only, which
+        # EC2 would answer again as it did): never sent again by this process.
+        self._spent: set[str] = set()
+        # The nodes' SSH host keys: each node elb describes itself gets its key in its user data
+        # (``elb.cloud.user_data``). None: nodes make their own at first boot (unchecked).
+        self.host_keys = host_keys
 
     @classmethod
     def from_config(cls, config: Config, **kwargs: Any) -> Ec2Cloud:
@@ -489,7 +557,7 @@ class Ec2Cloud:
             master=config.cluster.master,
             slots_per_node=config.policy.slots_per_node,
             node_groups=config.groups(config.policy.slots_per_node or 1) if config.node_groups is not None else None,
-            **kwargs,
+            **({"host_keys": HostKeys(config.provision.host_keys_path)} | kwargs),
         )
 
     # ------------------------------------------------------------------ queries
@@ -545,6 +613,9 @@ class Ec2Cloud:
             if is_cluster_worker(tags_of(r), self.cluster, self.master)
             and r.get("State", {}).get("Name") not in GONE_STATES
         ]
+        if self.host_keys is not None:  # the keys of nodes gone without elb (spot, by hand)
+            for name in self.host_keys.prune({i.name for i in out}, time.time()):  # the files' clock
+                log.info("%s: gone; its host key forgotten", name)
         return sorted(out, key=lambda i: (i.name, i.instance_id))
 
     def health(self, instances: Sequence[Instance]) -> list[Notice]:
@@ -654,6 +725,17 @@ class Ec2Cloud:
                 if number is not None:
                     out[name] = str(number)
         return out
+
+    def launch_templates(self) -> list[LaunchTemplate]:
+        """The launch templates the config names (``cloud.ec2`` and the node groups'), once each."""
+        found = [self.config.launch_template]
+        if self.node_groups is not None:
+            found += [g.launch_template for g in self.node_groups.groups]
+        return list(dict.fromkeys(t for t in found if t is not None))
+
+    def template_version(self, template: LaunchTemplate) -> Any:
+        """The launch template version ``template`` names, as DescribeLaunchTemplateVersions has it."""
+        return self._template_version(template)
 
     def _template_version(self, template: LaunchTemplate) -> Any:
         """The launch template version ``template`` names, as DescribeLaunchTemplateVersions has it."""
@@ -803,19 +885,30 @@ class Ec2Cloud:
         until = self._backoff.get(choice)
         return until is not None and self.clock() < until
 
-    def _live_by_names(self, names: Sequence[str]) -> dict[str, InstanceTypeDef]:
-        """The cluster's pending or running elb workers with these names (one call)."""
-        filters = self._worker_filters(("pending", "running"))
+    def _lives_by_names(self, names: Sequence[str]) -> tuple[dict[str, InstanceTypeDef], dict[str, str]]:
+        """The cluster's pending or running elb workers with these names, and for each name the
+        newest of its ended instances that EC2 still lists (one call)."""
+        filters = self._worker_filters(("pending", "running", *_ENDED_STATES))
         filters.append({"Name": f"tag:{TAG_NAME}", "Values": list(names)})
-        out: dict[str, InstanceTypeDef] = {}
+        live: dict[str, InstanceTypeDef] = {}
+        ended: dict[str, list[InstanceTypeDef]] = {}
         for raw in self.describe(filters, f"looking for {', '.join(names)}"):
             name = tags_of(raw).get(TAG_NAME, "")
-            if name in names and is_cluster_worker(tags_of(raw), self.cluster, self.master):
-                out.setdefault(name, raw)
-        return out
+            if name not in names or not is_cluster_worker(tags_of(raw), self.cluster, self.master):
+                continue
+            state = raw.get("State", {}).get("Name")
+            if state in ("pending", "running"):
+                live.setdefault(name, raw)
+            elif state in _ENDED_STATES:
+                ended.setdefault(name, []).append(raw)
+        after = {
+            n: str(max(raws, key=lambda r: (_launch_time(r), r.get("InstanceId", ""))).get("InstanceId", ""))
+            for n, raws in ended.items()
+        }
+        return live, after
 
     def _live_by_name(self, name: str) -> InstanceTypeDef | None:
-        return self._live_by_names([name]).get(name)
+        return self._lives_by_names([name])[0].get(name)
 
     def _run(self, args: RunInstancesRequestTypeDef) -> InstanceTypeDef:
         resp = self.client.run_instances(**args)
@@ -824,47 +917,59 @@ class Ec2Cloud:
             raise CloudError(f"RunInstances returned {len(insts)} instances for one node")
         return insts[0]
 
-    def _start_one(self, name: str, spec: LaunchSpec, found: InstanceTypeDef | None) -> InstanceTypeDef:
-        """Start the instance of one node, or adopt ``found``. Raises _NoCapacity or _Fatal."""
+    def _start_one(self, name: str, spec: LaunchSpec, found: InstanceTypeDef | None, after: str) -> InstanceTypeDef:
+        """Start the instance of one node, or adopt ``found``. ``after``: the newest ended
+        instance of the name (``client_token``). Raises _NoCapacity or _Fatal."""
         if found is not None:
             log.info("%s: adopting %s, already %s", name, found.get("InstanceId"), found["State"]["Name"])
             return found
         if uses_fleet(spec):
-            return self._start_by_fleet(name, spec)
+            return self._start_by_fleet(name, spec, after)
         tried: list[str] = []
         for choice in choices(spec):
             if self.backed_off(choice):
                 tried.append(f"{choice.describe()}: backed off")
                 continue
-            for generation in range(_MAX_TOKEN_GENERATIONS):
-                token = client_token(self.cluster, name, choice, generation)
+            for args in self._fresh(functools.partial(run_arguments, spec, choice, self.cluster, name, after=after)):
                 try:
-                    inst = self._send(name, run_arguments(spec, choice, self.cluster, name, token))
+                    answer, inst = self._send(name, "RunInstances", functools.partial(self._run, args))
                 except ClientError as err:
                     code = error_code(err)
+                    if code == "IdempotentParameterMismatch":  # the token was used for another request
+                        continue
                     if code not in CAPACITY_CODES:
                         raise _Fatal(to_cloud_error(err, f"launching {name}")) from None
-                    self._backoff[choice] = self.clock() + self.config.capacity_backoff
-                    log.warning(
-                        "%s: %s: %s; avoiding it for %gs",
-                        name,
-                        choice.describe(),
-                        code,
-                        self.config.capacity_backoff,
-                    )
+                    self._spent.add(args["ClientToken"])
+                    self._backoff_choice(name, choice, code)
                     tried.append(f"{choice.describe()}: {code}")
                     break
+                inst = inst if inst is not None else answer
                 if inst.get("State", {}).get("Name") in GONE_STATES:
                     # The token belonged to an earlier life of this name: use the next generation.
-                    log.info("%s: token of terminated %s, retrying with a new one", name, inst.get("InstanceId"))
+                    log.info("%s: token of ended %s, retrying with a new one", name, inst.get("InstanceId"))
                     continue
                 log.info("%s: launched %s (%s)", name, inst.get("InstanceId"), choice.describe())
                 return inst
             else:
-                raise _Fatal(CloudError(f"launching {name}: every client token maps to a terminated instance"))
+                raise _Fatal(CloudError(f"launching {name}: {_NO_FRESH_REQUEST}"))
         raise _NoCapacity("no capacity: " + "; ".join(tried))
 
-    def _start_by_fleet(self, name: str, spec: LaunchSpec) -> InstanceTypeDef:
+    def _fresh(self, build: Callable[..., _Request]) -> Iterator[_Request]:
+        """The requests ``build(generation=0, 1, ...)`` whose tokens this process has not spent,
+        at most ``_MAX_TOKEN_GENERATIONS`` of them (``client_token``)."""
+        generation = sent = 0
+        while sent < _MAX_TOKEN_GENERATIONS:
+            args = build(generation=generation)
+            generation += 1
+            if args["ClientToken"] not in self._spent:
+                sent += 1
+                yield args
+
+    def _backoff_choice(self, name: str, choice: Choice, code: str) -> None:
+        self._backoff[choice] = self.clock() + self.config.capacity_backoff
+        log.warning("%s: %s: %s; avoiding it for %gs", name, choice.describe(), code, self.config.capacity_backoff)
+
+    def _start_by_fleet(self, name: str, spec: LaunchSpec, after: str) -> InstanceTypeDef:
         """One ``CreateFleet`` (instant) per market, spot first when asked: EC2 picks among the
         types and subnets not backed off. Overrides that failed for capacity are backed off
         like ``RunInstances`` choices. Raises _NoCapacity or _Fatal."""
@@ -874,43 +979,71 @@ class Ec2Cloud:
             tried += [f"{c.describe()}: backed off" for c in choices(spec) if c.market == market and self.backed_off(c)]
             if not options:
                 continue
-            first = options[0]
-            token = client_token(self.cluster, name, Choice("fleet", None, first.market))
-            args = fleet_arguments(spec, options, self.cluster, name, token)
-            try:
-                resp = self.client.create_fleet(**args)
-            except ClientError as err:
-                code = error_code(err)
-                if code not in CAPACITY_CODES:
-                    raise _Fatal(to_cloud_error(err, f"launching {name} (CreateFleet)")) from None
-                tried.append(f"{market} fleet: {code}")
-                continue
-            except BotoCoreError as err:
-                raise _Fatal(to_cloud_error(err, f"launching {name} (CreateFleet)")) from None
-            ids = [i for entry in resp.get("Instances", []) for i in entry.get("InstanceIds", [])]
-            for e in resp.get("Errors", []):
-                code = str(e.get("ErrorCode", ""))
-                choice = fleet_choice(e, market)
-                what = choice.describe() if choice is not None else f"{market} fleet"
-                tried.append(f"{what}: {code}")
-                if code in CAPACITY_CODES and choice is not None:
-                    self._backoff[choice] = self.clock() + self.config.capacity_backoff
-                elif code not in CAPACITY_CODES and not ids:
-                    message = str(e.get("ErrorMessage", ""))
-                    raise _Fatal(CloudError(f"launching {name} (CreateFleet): {code}: {message}"))
-            if len(ids) > 1:  # one node, one instance: never keep a second one billing
-                self._terminate_quietly(ids[1:])
-            if ids:
-                log.info("%s: launched %s by CreateFleet (%s)", name, ids[0], market)
-                return {"InstanceId": ids[0], "State": {"Code": 0, "Name": "pending"}}
+            for args in self._fresh(functools.partial(fleet_arguments, spec, options, self.cluster, name, after=after)):
+                outcome = self._fleet_once(name, market, args, tried)
+                if outcome == "no capacity":
+                    self._spent.add(args["ClientToken"])
+                    break
+                if outcome != "again":
+                    return outcome
+            else:
+                raise _Fatal(CloudError(f"launching {name}: {_NO_FRESH_REQUEST}"))
         raise _NoCapacity("no capacity: " + "; ".join(tried))
 
-    def _send(self, name: str, args: RunInstancesRequestTypeDef) -> InstanceTypeDef:
-        """RunInstances with one token; a lost answer is looked up by tag before sending again."""
+    def _fleet_once(
+        self, name: str, market: Market, args: Mapping[str, Any], tried: list[str]
+    ) -> InstanceTypeDef | Literal["again", "no capacity"]:
+        """Send one ``CreateFleet``: the node's instance, ``"again"`` when EC2 answered the token
+        with an ended instance or another request (a new token is needed), ``"no capacity"``
+        (noted in ``tried``, capacity errors backed off). Raises _Fatal."""
+        doing = f"launching {name} (CreateFleet)"
+        try:
+            resp, found = self._send(name, "CreateFleet", functools.partial(self.client.create_fleet, **args))
+        except ClientError as err:
+            code = error_code(err)
+            if code == "IdempotentParameterMismatch":
+                return "again"
+            if code not in CAPACITY_CODES:
+                raise _Fatal(to_cloud_error(err, doing)) from None
+            tried.append(f"{market} fleet: {code}")
+            return "no capacity"
+        if found is not None:
+            return found
+        ids = [i for entry in resp.get("Instances", []) for i in entry.get("InstanceIds", [])]
+        for e in resp.get("Errors", []):
+            code = str(e.get("ErrorCode", ""))
+            choice = fleet_choice(e, market)
+            what = choice.describe() if choice is not None else f"{market} fleet"
+            tried.append(f"{what}: {code}")
+            if code in CAPACITY_CODES and choice is not None:
+                self._backoff[choice] = self.clock() + self.config.capacity_backoff
+            elif code not in CAPACITY_CODES and not ids:
+                raise _Fatal(CloudError(f"{doing}: {code}: {e.get('ErrorMessage', '')}"))
+        if not ids:
+            return "no capacity"
+        try:
+            now = {r.get("InstanceId"): r for r in self._poll(ids)}
+        except CloudError as err:
+            self._terminate_quietly(ids)
+            raise _Fatal(err) from None
+        # Not listed yet (eventual consistency): taken as just started.
+        live = [i for i in ids if now.get(i, {}).get("State", {}).get("Name") not in GONE_STATES]
+        if not live:
+            # The token belonged to an earlier life of this name: use the next generation.
+            log.info("%s: token of ended %s, retrying with a new one", name, ", ".join(ids))
+            return "again"
+        if len(live) > 1:  # one node, one instance: never keep a second one billing
+            self._terminate_quietly(live[1:])
+        log.info("%s: launched %s by CreateFleet (%s)", name, live[0], market)
+        return now.get(live[0]) or {"InstanceId": live[0], "State": {"Code": 0, "Name": "pending"}}
+
+    def _send(self, name: str, operation: str, call: Callable[[], Any]) -> tuple[Any, InstanceTypeDef | None]:
+        """Send a launch request with one token: ``(answer, None)``; a lost answer is looked up
+        by tag before sending again: ``(None, the instance found)``."""
         last: Exception | None = None
         for _ in range(_MAX_SEND_ATTEMPTS):
             try:
-                return self._run(args)
+                return call(), None
             except ClientError as err:
                 if error_code(err) not in TRANSIENT_CODES:
                     raise
@@ -919,7 +1052,7 @@ class Ec2Cloud:
                 if not isinstance(err, BotoConnectionError | HTTPClientError):
                     raise _Fatal(to_cloud_error(err, f"launching {name}")) from None
                 last = err
-            log.warning("%s: RunInstances failed (%s); checking whether it started anyway", name, last)
+            log.warning("%s: %s failed (%s); checking whether it started anyway", name, operation, last)
             try:
                 found = self._live_by_name(name)
             except CloudError as err:
@@ -927,7 +1060,7 @@ class Ec2Cloud:
                 log.warning("%s: %s", name, err)
                 found = None
             if found is not None:
-                return found
+                return None, found
         assert last is not None
         raise _Fatal(to_cloud_error(last, f"launching {name}"))
 
@@ -938,6 +1071,7 @@ class Ec2Cloud:
         Nodes that find no capacity, or do not run within ``boot_timeout`` (then terminated),
         are in ``failed``. A permission or configuration error stops launching; if nothing was
         started it raises :class:`CloudError`, else the rest are reported failed with the reason.
+        A node launched by ``CreateFleet`` has its volumes tagged once it runs.
         """
         if len(set(names)) != len(names):
             raise CloudError(f"duplicate node names in {list(names)}")
@@ -952,13 +1086,15 @@ class Ec2Cloud:
             if group not in specs:
                 specs[group] = self.spec_for(group)
         started_at = self.clock()
-        existing = self._live_by_names(names)  # a retry after a crash: adopt, don't start twice
+        existing, ended = self._lives_by_names(names)  # a retry after a crash: adopt, don't start twice
         started: dict[str, str] = {}  # name -> instance id
+        volume_tags: dict[str, Mapping[str, str]] = {}  # name -> extra tags, for fleet nodes
         failed: dict[str, str] = {}
         for i, name in enumerate(names):
             try:
                 spec = specs[None if groups is None else groups.get(name)]
-                inst = self._start_one(name, spec, existing.get(name))
+                spec = self._with_host_key(name, spec, adopting=name in existing)
+                inst = self._start_one(name, spec, existing.get(name), ended.get(name, ""))
             except _NoCapacity as err:
                 failed[name] = str(err)
                 continue
@@ -970,12 +1106,106 @@ class Ec2Cloud:
                     failed[rest] = str(error)
                 break
             started[name] = inst["InstanceId"]
-        launched, boot_failed = self._wait_running(started, started_at + self.config.boot_timeout)
+            if uses_fleet(spec):
+                volume_tags[name] = spec.extra_tags
+        launched, boot_failed = self._wait_running(started, started_at + self.config.boot_timeout, volume_tags)
         failed.update(boot_failed)
+        templated = {n for n in started if specs[None if groups is None else groups.get(n)].launch_template}
+        launched, unkeyed = self._console_host_keys(launched, templated, started_at + self.config.boot_timeout)
+        failed.update(unkeyed)
+        self._settle_host_keys(launched)
         return LaunchResult(launched=tuple(launched), failed=failed)
 
-    def _wait_running(self, started: Mapping[str, str], deadline: float) -> tuple[list[Instance], dict[str, str]]:
-        """Poll until every instance runs with a private IP; terminate those that don't in time."""
+    def _console_host_keys(
+        self, launched: Sequence[Instance], templated: set[str], deadline: float
+    ) -> tuple[list[Instance], dict[str, str]]:
+        """Read the host key of each node launched from a launch template (its user data is the
+        template's) from its console output, where cloud-init prints it, until ``deadline``; the
+        nodes whose key did not show are terminated and failed (by name, with why)."""
+        if self.host_keys is None or not templated:
+            return list(launched), {}
+        waiting = {i.name: i for i in launched if i.name in templated}
+        latest: dict[str, bool] = {}  # instance id -> whether EC2 gives its latest output
+        why = f"its SSH host key did not show in its console output within {self.config.boot_timeout:g}s"
+        try:
+            while waiting:
+                for name, inst in list(waiting.items()):
+                    key = host_key_in_console(self._console_output(inst.instance_id, latest))
+                    if key is not None:
+                        self.host_keys.record(name, key)
+                        log.info("%s: host key read from the console of %s", name, inst.instance_id)
+                        del waiting[name]
+                if not waiting or self.clock() >= deadline:
+                    break
+                self.sleep(min(self.poll_interval, max(0.0, deadline - self.clock())))
+        except CloudError as err:
+            why = f"its SSH host key cannot be read from its console output: {err}"
+        self._terminate_quietly([i.instance_id for i in waiting.values()])
+        failed = {
+            n: f"instance {i.instance_id}: {why} (a node of a launch template; terminated)" for n, i in waiting.items()
+        }
+        return [i for i in launched if i.name not in waiting], failed
+
+    def _console_output(self, instance_id: str, latest: dict[str, bool]) -> str:
+        """The instance's console output as text ("" for none yet): the latest (Nitro instances),
+        else what EC2 buffered at its start. CloudError when it cannot be read."""
+        args: dict[str, Any] = {"InstanceId": instance_id}
+        if latest.get(instance_id, True):
+            args["Latest"] = True
+        try:
+            resp = self.client.get_console_output(**args)
+        except ClientError as err:
+            code = error_code(err)
+            if code == "InvalidInstanceID.NotFound":
+                return ""
+            if code in ("UnsupportedOperation", "InvalidParameterValue", "InvalidParameterCombination") and args.get(
+                "Latest"
+            ):
+                latest[instance_id] = False  # not a Nitro instance: its buffered output
+                return ""
+            raise to_cloud_error(err, f"reading the console output of {instance_id}") from None
+        except BotoCoreError as err:
+            raise to_cloud_error(err, f"reading the console output of {instance_id}") from None
+        return decode_output(str(resp.get("Output") or ""))
+
+    def _settle_host_keys(self, launched: Sequence[Instance]) -> None:
+        """The private keys of nodes that run with them are needed no more. (A launch that failed
+        keeps its key: the same request, with the same token, may be sent again.)"""
+        if self.host_keys is not None:
+            for node in launched:
+                self.host_keys.settle(node.name)
+
+    def _with_host_key(self, name: str, spec: LaunchSpec, *, adopting: bool) -> LaunchSpec:
+        """``spec`` with the node's host key in its user data (``elb.cloud.user_data``), when elb
+        describes the worker itself and starts it (an adopted instance has the key it was
+        launched with). A launch template holds the user data: the key of its node is read from
+        its console output once it runs (``_console_host_keys``)."""
+        if self.host_keys is None or spec.launch_template is not None or adopting:
+            return spec
+        try:
+            user_data = with_host_key(spec.user_data, self.host_keys.issue(name))
+        except ValueError as err:
+            raise CloudError(f"cannot launch {name}: {err}") from None
+        except OSError as err:
+            raise CloudError(f"cannot launch {name}: its host key cannot be kept: {err}") from None
+        return dataclasses.replace(spec, user_data=user_data)
+
+    def _tag_volumes(self, name: str, raw: InstanceTypeDef, extra: Mapping[str, str]) -> None:
+        """Give a running fleet node's volumes the node's tags (``CreateTags``). A failure is
+        logged: the instance, tagged at creation, is what elb lists and terminates by."""
+        volumes = volume_ids(raw)
+        if not volumes:
+            return
+        try:
+            self.client.create_tags(**volume_tag_arguments(volumes, self.cluster, name, extra))
+        except (BotoCoreError, ClientError) as err:
+            log.warning("%s: volumes %s left untagged: %s", name, ", ".join(volumes), to_cloud_error(err, "tagging"))
+
+    def _wait_running(
+        self, started: Mapping[str, str], deadline: float, volume_tags: Mapping[str, Mapping[str, str]]
+    ) -> tuple[list[Instance], dict[str, str]]:
+        """Poll until every instance runs with a private IP; terminate those that don't in time.
+        The volumes of the nodes in ``volume_tags`` get their tags once they run."""
         waiting = dict(started)
         ready: list[Instance] = []
         failed: dict[str, str] = {}
@@ -991,6 +1221,8 @@ class Ec2Cloud:
                     if state == "running" and raw.get("PrivateIpAddress"):
                         ready.append(self._to_instance(raw))
                         del waiting[name]
+                        if name in volume_tags:
+                            self._tag_volumes(name, raw, volume_tags[name])
                     elif state not in ("pending", "running"):
                         reason = raw.get("StateReason", {}).get("Message", "")
                         failed[name] = f"instance {iid} went {state} while booting {reason}".strip()
@@ -1063,20 +1295,24 @@ class Ec2Cloud:
         ids = list(dict.fromkeys(instance_ids))
         if not ids:
             return
-        owned = {i: r.get("State", {}).get("Name", "") for i, r in self._owned(ids, "terminate").items()}
+        raws = self._owned(ids, "terminate")
+        owned = {i: r.get("State", {}).get("Name", "") for i, r in raws.items()}
         live = [i for i in ids if owned[i] != "terminated"]
-        if not live:
-            return
-        try:
-            self.client.terminate_instances(InstanceIds=live)
-        except (BotoCoreError, ClientError) as err:
-            raise to_cloud_error(err, f"terminating {', '.join(live)}") from None
-        log.info("terminating %s", ", ".join(live))
+        for start in range(0, len(live), TERMINATE_BATCH):
+            batch = live[start : start + TERMINATE_BATCH]
+            try:
+                self.client.terminate_instances(InstanceIds=batch)
+            except (BotoCoreError, ClientError) as err:
+                raise to_cloud_error(err, f"terminating {', '.join(batch)}") from None
+            log.info("terminating %s", ", ".join(batch))
+        if self.host_keys is not None:  # the nodes are gone: so are their keys
+            self.host_keys.forget(n for n in (tags_of(raws[i]).get(TAG_NAME) for i in ids) if n)
 
     def stop(self, instance_ids: Sequence[str]) -> None:
         """Stop workers of this cluster (``StopInstances``) and wait until they are stopped, at
-        most ``boot_timeout``. An instance-store root (lost on stop) is refused, as is any id that
-        is not a worker of this cluster: nothing is stopped. Stopped ones are left as they are."""
+        most ``boot_timeout``. An instance-store root (lost on stop) is refused, as is a spot
+        worker (EC2 refuses to stop a one-time request's instance) and any id that is not a
+        worker of this cluster: nothing is stopped. Stopped ones are left as they are."""
         ids = list(dict.fromkeys(instance_ids))
         if not ids:
             return
@@ -1087,6 +1323,12 @@ class Ec2Cloud:
         store = [i for i in ids if owned[i].get("RootDeviceType") == "instance-store"]
         if store:
             raise CloudError(f"refusing to stop {', '.join(store)}: an instance-store root is lost on stop")
+        spot = [i for i in ids if owned[i].get("InstanceLifecycle") == "spot"]
+        if spot:
+            raise CloudError(
+                f"refusing to stop {', '.join(spot)}: EC2 stops no spot instance of a one-time request (elb's spot "
+                "workers are all such)"
+            )
         todo = [i for i in ids if owned[i].get("State", {}).get("Name") not in ("stopping", "stopped")]
         if todo:
             try:
@@ -1183,9 +1425,37 @@ def _image_or_template(spec: LaunchSpec) -> str:
     return f"launch template {t.id or t.name} version {t.version}"
 
 
+def imds_problem(template: LaunchTemplate, data: Mapping[str, Any]) -> str | None:
+    """Why a launch template version's data lets a worker use IMDSv1, with the fix; None when
+    it requires IMDSv2 (``MetadataOptions.HttpTokens: required``). Pure."""
+    tokens = data.get("MetadataOptions", {}).get("HttpTokens")
+    if tokens == "required":
+        return None
+    which = f"--launch-template-id {template.id}" if template.id else f"--launch-template-name {template.name}"
+    said = f"is {tokens!r}" if tokens else "is not set (the AMI's or the account's default applies)"
+    return (
+        f"MetadataOptions.HttpTokens {said}, so a worker answers IMDSv1 requests; elb requires 'required': "
+        f"aws ec2 create-launch-template-version {which} --source-version {template.version} "
+        """--launch-template-data '{"MetadataOptions":{"HttpTokens":"required"}}', then make it the """
+        "default (aws ec2 modify-launch-template --default-version N) or name it in version:"
+    )
+
+
+def template_imds_check(template: LaunchTemplate, cloud: Ec2Cloud) -> Check:
+    """One ``elb ec2-check`` line: does the launch template version require IMDSv2?"""
+    what = f"IMDSv2 in launch template {template.id or template.name} version {template.version}"
+    try:
+        version = cloud.template_version(template)
+    except CloudError as err:
+        return Check(what, False, str(err))
+    problem = imds_problem(template, version.get("LaunchTemplateData", {}))
+    return Check(what, problem is None, problem or "HttpTokens required")
+
+
 def preflight(cloud: Ec2Cloud) -> list[Check]:
     """Check credentials, settings and permissions without starting or stopping anything.
 
+    Each launch template the config names must require IMDSv2 (``imds_problem``).
     ``RunInstances``, ``TerminateInstances``, ``StopInstances`` and ``StartInstances`` (the warm
     pool's) are called with ``DryRun=True``: EC2 checks the
     IAM policy (tag conditions and ``iam:PassRole`` included) and the parameters, and starts nothing.
@@ -1216,14 +1486,15 @@ def preflight(cloud: Ec2Cloud) -> list[Check]:
         checks.append(Check("slots (DescribeInstanceTypes)", True, f"{cloud.slots_for(first.instance_type)}"))
     except CloudError as err:
         checks.append(Check("slots (DescribeInstanceTypes)", False, str(err)))
-    token = client_token(cloud.cluster, "preflight", first)
+    for template in cloud.launch_templates():
+        checks.append(template_imds_check(template, cloud))
     if uses_fleet(spec):
         options = [c for c in choices(spec) if c.market == first.market]
-        fleet = fleet_arguments(spec, options, cloud.cluster, "elb-preflight", token)
+        fleet = fleet_arguments(spec, options, cloud.cluster, "elb-preflight")
         fleet["DryRun"] = True
         checks.append(_dry_run(lambda: cloud.client.create_fleet(**fleet), "launch a worker (CreateFleet)"))
     else:
-        args = run_arguments(spec, first, cloud.cluster, "elb-preflight", token)
+        args = run_arguments(spec, first, cloud.cluster, "elb-preflight")
         args["DryRun"] = True
         checks.append(_dry_run(lambda: cloud.client.run_instances(**args), "launch a worker (RunInstances)"))
     if workers:

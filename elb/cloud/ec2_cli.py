@@ -1,16 +1,18 @@
-"""``elb ec2-check``: is elb ready to run on EC2? (credentials, settings, IAM permissions)
-
-Nothing is started or stopped: launch and terminate are dry runs. Also runnable as
-``python -m elb.cloud.ec2_cli``.
+"""The EC2 verbs: ``elb ec2-check`` (is elb ready to run on EC2? credentials, settings, IAM
+permissions; nothing is started or stopped: launch and terminate are dry runs; also runnable
+as ``python -m elb.cloud.ec2_cli``), ``elb ec2-events`` (the notice queue and rules) and
+``elb iam-policy`` (the IAM policy for a config, from the calls elb makes).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from elb.config import ConfigError, load_config
 from elb.exitcodes import Exit
@@ -30,6 +32,7 @@ def register(sub: Any) -> None:
         "per check. Exit 1 on a problem.",
     )
     _add_arguments(p)
+    p.add_argument("--json", action="store_true", help="one JSON object: {'checks': [...], 'failed': N}")
     p.set_defaults(func=cmd_ec2_check)
     p = sub.add_parser(
         "ec2-events",
@@ -42,6 +45,28 @@ def register(sub: Any) -> None:
     p.add_argument("action", choices=("setup", "check"))
     _add_arguments(p)
     p.set_defaults(func=cmd_ec2_events)
+    p = sub.add_parser(
+        "iam-policy",
+        help="print the IAM policy elb needs, scoped by the config (cluster tags, template, subnets, images)",
+        description="Prints the IAM policy of elb's identity, built from the list of AWS calls elb makes "
+        "(elb/cloud/contract.py) and scoped by the config: launches only with the cluster's tags and from "
+        "the configured launch templates, subnets, images, security groups and key pair; terminate, stop "
+        "and start only on the cluster's elb workers. Only the Describe calls AWS does not scope are on "
+        "'*'. Parts the config does not say stay placeholders: REGION (without cloud.ec2.region), "
+        "ACCOUNT_ID (--account) and WORKER_ROLE (--worker-role, the role in the workers' instance "
+        "profile). Without --json: one block per statement with why.",
+    )
+    _add_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the policy document (JSON)")
+    p.add_argument("--setup", action="store_true", help="the admin's policy for elb ec2-events setup and check")
+    p.add_argument("--account", default=None, help="the AWS account id (12 digits)")
+    p.add_argument("--worker-role", default=None, help="the IAM role of the workers' instance profile")
+    p.add_argument(
+        "--generic",
+        action="store_true",
+        help="no config: placeholders for everything (what docs/iam-policy.json holds)",
+    )
+    p.set_defaults(func=cmd_iam_policy)
 
 
 def cmd_ec2_check(args: argparse.Namespace) -> int:
@@ -58,9 +83,14 @@ def cmd_ec2_check(args: argparse.Namespace) -> int:
         print(f"elb: {err}", file=sys.stderr)
         return Exit.UNREADABLE
     checks = preflight(cloud)
-    for c in checks:
-        print(f"{'ok  ' if c.ok else 'FAIL'} {c.what}: {c.detail}")
-    return Exit.OK if all(c.ok for c in checks) else Exit.FAILED
+    failed = sum(not c.ok for c in checks)
+    if getattr(args, "json", False):
+        doc = {"checks": [{"what": c.what, "ok": c.ok, "detail": c.detail} for c in checks], "failed": failed}
+        print(json.dumps(doc, indent=2))
+    else:
+        for c in checks:
+            print(f"{'ok  ' if c.ok else 'FAIL'} {c.what}: {c.detail}")
+    return Exit.FAILED if failed else Exit.OK
 
 
 def cmd_ec2_events(args: argparse.Namespace) -> int:
@@ -84,6 +114,32 @@ def cmd_ec2_events(args: argparse.Namespace) -> int:
     for c in checks:
         print(f"{'ok  ' if c.ok else 'FAIL'} {c.what}: {c.detail}")
     return Exit.OK if all(c.ok for c in checks) else Exit.FAILED
+
+
+def cmd_iam_policy(args: argparse.Namespace) -> int:
+    from elb.cloud.iam import Scope, render_json, render_text  # noqa: PLC0415  (boto3 only when asked)
+
+    if args.account is not None and not re.fullmatch(r"[0-9]{12}", args.account):
+        print(f"elb: --account {args.account!r} is not a 12-digit AWS account id", file=sys.stderr)
+        return Exit.USAGE
+    if args.worker_role is not None and not re.fullmatch(r"[\w+=,.@/-]{1,512}", args.worker_role):
+        print(f"elb: --worker-role {args.worker_role!r} is not an IAM role name", file=sys.stderr)
+        return Exit.USAGE
+    if args.generic:
+        scope = Scope.generic()
+    else:
+        try:
+            cfg = load_config(args.config)
+        except ConfigError as err:
+            print(f"elb: {err}", file=sys.stderr)
+            return Exit.CONFIG
+        if cfg.cloud.provider != "ec2":
+            print(f"elb: cloud.provider is {cfg.cloud.provider}: elb makes no AWS calls, no policy", file=sys.stderr)
+            return Exit.CONFIG
+        scope = Scope.from_config(cfg, account=args.account, worker_role=args.worker_role)
+    caller: Literal["daemon", "setup"] = "setup" if args.setup else "daemon"
+    print(render_json(scope, caller) if args.json else render_text(scope, caller), end="")
+    return Exit.OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -18,6 +18,7 @@ from elb.cloud.ec2 import ROLE_MASTER, ROLE_WORKER, Ec2Cloud, tags_of
 from elb.config import Config
 from elb.interfaces import TAG_CLUSTER, TAG_NAME, TAG_ROLE, CloudError, NodeSpec
 from elb.provision.ansible import role_vars
+from elb.provision.hostkeys import HostKeys
 from elb.provision.inventory import (
     Connection,
     InventoryError,
@@ -88,8 +89,13 @@ def ec2_inventory(config: Config, cloud: Ec2Cloud, *, master_local: bool = True)
         master_address=master_address,
         ssh_user=prov.ssh_user,
         ssh_private_key=prov.ssh_private_key,
+        host_keys=prov.host_keys_path,
     )
+    # Each worker's host key is checked against elb's store; one elb holds none for (made by
+    # hand, or by an older elb) has the key it shows at the first contact pinned there.
+    keys = HostKeys(prov.host_keys_path)
+    pin = [s.name for s in specs if not keys.known(s.name)]
     # The roles get what elb's config says, as elb's provisioner passes it (provision.extra_vars
     # win; here they are group vars of ``all``, so a play's own vars still come first).
     group_vars = {**role_vars(config.cluster, config.sge), **check_extra_vars(prov.extra_vars)}
-    return Ec2Inventory(build_inventory(conn, workers=specs, group_vars=group_vars), warnings)
+    return Ec2Inventory(build_inventory(conn, workers=specs, group_vars=group_vars, pin=pin), warnings)

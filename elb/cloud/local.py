@@ -3,7 +3,12 @@
 It implements :class:`elb.interfaces.Cloud` exactly as the EC2 provider does: the elb tags
 are container labels, the instance id is the container id, the private address is the
 container's address on the cluster network, and a launch returns once each node's sshd
-answers. Everything is filtered by the cluster's labels: containers of another cluster,
+answers. With a host key store (``elb.provision.hostkeys``, as elb's config gives it), each
+node gets the host key elb made for it before it starts: the private key file is mounted
+read-only over the node's ``/etc/ssh/ssh_host_ed25519_key``, which its sshd loads at start (as
+cloud-init installs an EC2 worker's from the user data); the store keeps that file for the
+container's life, since podman mounts it again at every start, and forgets the key when the
+container is removed. Everything is filtered by the cluster's labels: containers of another cluster,
 the master, or anything elb did not launch are never listed nor terminated.
 
 The node image (``localhost/elb-node:latest``) and the network are made by
@@ -36,6 +41,7 @@ from elb.interfaces import (
     Instance,
     LaunchResult,
 )
+from elb.provision.hostkeys import HostKeys
 
 log = logging.getLogger("elb.cloud.local")
 
@@ -45,6 +51,7 @@ ADDRESS_LABEL = "elb-address"
 # The addresses given, one "name address" line each, the latest last (see ``LocalCloud._address``).
 ADDRESS_BOOK = Path("/var/lib/elb-testcluster/run/node-addresses")
 _ADDRESS_LOCK = threading.Lock()  # one address chosen and taken at a time in this process
+NODE_HOST_KEY = "/etc/ssh/ssh_host_ed25519_key"  # where a node's sshd finds its ed25519 host key
 _NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 _STATES = {
     "created": "pending",
@@ -75,6 +82,7 @@ class LocalCloud:
         podman: str = "podman",
         command_timeout: float = 120.0,
         slots_per_node: int | None = None,
+        host_keys: HostKeys | None = None,
     ) -> None:
         if not cluster:
             raise ValueError("cluster name must not be empty")
@@ -86,10 +94,13 @@ class LocalCloud:
         # The admin's slots of a node (``policy.slots_per_node``), as EC2's instances carry them:
         # the play gives the node these (``elb_slots``); None lets it count the node's processors.
         self.slots_per_node = slots_per_node
+        # The nodes' SSH host keys; None: a node makes its own at its first start (unchecked).
+        self.host_keys = host_keys
 
     @classmethod
     def from_config(cls, config: Config, **kwargs: Any) -> Self:
         """The local cloud of elb's settings (its nodes carry ``policy.slots_per_node``)."""
+        kwargs.setdefault("host_keys", HostKeys(config.provision.host_keys_path))
         return cls(config.cloud.local, config.cluster.name, slots_per_node=config.policy.slots_per_node, **kwargs)
 
     # ------------------------------------------------------------------ helpers
@@ -185,9 +196,19 @@ class LocalCloud:
             ]  # fmt: skip
             for k, v in self._labels(name).items():
                 args += ["--label", f"{k}={v}"]
+            fresh = self.host_keys is not None and not self.host_keys.known(name)
+            if self.host_keys is not None:
+                self.host_keys.issue(name)
+                key_file = self.host_keys.private_key_file(name)
+                if key_file is None:  # issued a moment ago: only someone else's rm removes it
+                    failed[name] = f"its host key file is gone from {self.host_keys.directory}"
+                    continue
+                args += ["--volume", f"{key_file}:{NODE_HOST_KEY}:ro"]
             proc = self._run_with_address(name, args)
             if proc.returncode != 0:
                 failed[name] = proc.stderr.strip() or f"podman run exited {proc.returncode}"
+                if fresh:  # not the key of a container of that name that still exists
+                    self._forget_keys([name])
                 continue
             started[name] = proc.stdout.strip().splitlines()[-1]
         launched: list[Instance] = []
@@ -199,7 +220,12 @@ class LocalCloud:
             else:
                 failed[name] = inst
                 self._podman("rm", "--force", "--time", "2", cid, check=False)
+                self._forget_keys([name])
         return LaunchResult(launched=tuple(launched), failed=failed)
+
+    def _forget_keys(self, names: Sequence[str]) -> None:
+        if self.host_keys is not None:
+            self.host_keys.forget(names)
 
     def _run_with_address(self, name: str, args: list[str]) -> subprocess.CompletedProcess[str]:
         """``podman run`` with an address of its own for the node's life, as an EC2 instance keeps
@@ -285,10 +311,13 @@ class LocalCloud:
 
     def list_workers(self) -> list[Instance]:
         ids = self._container_ids(f"label={TAG_CLUSTER}={self.cluster}", f"label={TAG_ROLE}=worker")
-        return sorted(
+        workers = sorted(
             (self._instance(d) for d in self._inspect(ids) if self._ours(d)),
             key=lambda i: i.name,
         )
+        if self.host_keys is not None:  # keys of nodes removed behind elb's back
+            self.host_keys.prune({w.name for w in workers}, time.time())
+        return workers
 
     def new_node_slots(self) -> int:
         """Configured, else this machine's processors: a node container gets no CPU limit (what
@@ -337,12 +366,14 @@ class LocalCloud:
     def terminate(self, instance_ids: Sequence[str]) -> None:
         if not instance_ids:
             return
-        self._check_ours(instance_ids, "terminate")
+        ours = self._check_ours(instance_ids, "terminate")
         proc = self._podman("rm", "--force", "--time", "5", *instance_ids, check=False)
+        left = set()
         if proc.returncode != 0:
             left = {i.instance_id for i in self.list_workers()} & set(instance_ids)
-            if left:
-                raise CloudError(f"podman rm failed for {sorted(left)}: {proc.stderr.strip()}", retryable=True)
+        self._forget_keys([ours[i].name for i in instance_ids if i not in left])
+        if left:
+            raise CloudError(f"podman rm failed for {sorted(left)}: {proc.stderr.strip()}", retryable=True)
 
 
 def _ssh_banner(ip: str, port: int = 22, timeout: float = 2.0) -> bool:

@@ -16,8 +16,10 @@ ones ("EC2 Spot Instance Interruption Warning", "EC2 Instance Rebalance Recommen
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,6 +35,7 @@ log = logging.getLogger("elb")
 
 # Messages read per pass at most (SQS returns at most 10 per call).
 MAX_MESSAGES_PER_POLL = 50
+_MAX_RULE_NAME = 64  # EventBridge's limit on a rule name
 
 
 class NoticeError(ValueError):
@@ -171,12 +174,26 @@ def queue_url(sqs: Any, cluster: str) -> str:
         raise CloudError(f"no notice queue {queue_name(cluster)} ({err}): run elb ec2-events setup") from None
 
 
+def _digest(cluster: str) -> str:
+    return hashlib.sha256(cluster.encode()).hexdigest()[:8]
+
+
 def queue_name(cluster: str) -> str:
-    return f"elb-{cluster}-notices"
+    """``elb-CLUSTER-notices``. SQS takes 1 to 80 of [A-Za-z0-9_-]: a cluster name with a dot
+    (which cluster names may have) has it replaced and a digest of the name added."""
+    if re.fullmatch(r"[A-Za-z0-9_-]+", cluster):
+        return f"elb-{cluster}-notices"
+    return f"elb-{re.sub(r'[^A-Za-z0-9_-]', '-', cluster)}-{_digest(cluster)}-notices"
 
 
 def rule_name(cluster: str, suffix: str) -> str:
-    return f"elb-{cluster}-{suffix}"
+    """``elb-CLUSTER-SUFFIX``. EventBridge takes at most 64 characters: a longer one keeps the
+    start of the cluster name and adds a digest of the whole name."""
+    name = f"elb-{cluster}-{suffix}"
+    if len(name) <= _MAX_RULE_NAME:
+        return name
+    keep = _MAX_RULE_NAME - len(f"elb--{_digest(cluster)}-{suffix}")
+    return f"elb-{cluster[:keep]}-{_digest(cluster)}-{suffix}"
 
 
 def setup_events(sqs: Any, events: Any, cluster: str) -> list[str]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from elb.config import ClusterConfig, PolicyConfig
 from elb.durations import minutes
 from elb.model import History, Job, Plan, Removal
-from elb.policy.forecast import Forecast, forecast
+from elb.policy.forecast import OVERDUE_GRACE, Forecast, forecast
 from elb.policy.view import ClusterView, ViewCache, Worker, new_names
 from elb.state import ClusterState
 
@@ -35,6 +35,25 @@ INF = math.inf
 
 def _idle_managed(view: ClusterView) -> tuple[Worker, ...]:
     return tuple(w for w in view.workers if w.node is not None and w.idle)
+
+
+def _next_overdue(view: ClusterView) -> float:
+    """The last instant before a running job the forecast counts as ending (one with a requested
+    run time on a ready worker, not yet ``OVERDUE_GRACE`` past its requested end) is taken as
+    running on: its requested end plus the grace; ``view.now`` when one is exactly there (it
+    changes at the next poll); inf with none."""
+    now = view.now
+    at = INF
+    for w in view.workers:
+        if not (w.ready and w.facts is not None):
+            continue
+        for j in w.jobs:
+            if j.hard_runtime is None or j.started is None:
+                continue
+            overdue = j.started + j.hard_runtime + OVERDUE_GRACE
+            if overdue >= now:
+                at = min(at, overdue)
+    return at
 
 
 def _plural(n: int, word: str) -> str:
@@ -234,9 +253,15 @@ class ElbPolicy:
         """A time before which ``decide`` returns an empty plan while the cluster does not change.
 
         Only asked after an empty plan. With either classic rule set on: ``now`` (poll as usual).
-        Otherwise the earliest of: a waiting job reaching ``launch_delay``, an idle node's removal
-        window opening. Demand only falls as the clock moves on an unchanged cluster (running jobs
-        come closer to their h_rt), so it is not an event.
+        Otherwise the earliest moment a rule changes with the clock alone:
+
+        - a waiting job reaching ``launch_delay`` (it becomes demand);
+        - while jobs wait and a node may be launched, a running job passing its requested end by
+          more than ``OVERDUE_GRACE``: from then on the forecast takes it as running on, its slots
+          are no longer about to free, and the demand rises (its end entering the horizon only
+          makes the demand fall, which cannot start a launch or a removal on a cluster without an
+          idle node);
+        - an idle node's removal window opening.
         """
         cfg = self.config
         now = state.now
@@ -254,8 +279,10 @@ class ElbPolicy:
             if self._idle(view):
                 return now  # which idle node a waiting job would take may change with the clock
             room = cfg.max_nodes - view.size
-            if room > 0 and forecast(view, now + self._horizon(), self._counted(view, now), limit=room).new_nodes:
-                return now  # it would launch now
+            if room > 0:
+                if forecast(view, now + self._horizon(), self._counted(view, now), limit=room).new_nodes:
+                    return now  # it would launch now
+                until = min(until, _next_overdue(view))
         if view.size <= cfg.min_nodes:
             return until
         for w in self._idle(view):

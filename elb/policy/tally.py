@@ -27,7 +27,7 @@ from typing import Generic, TypeVar
 from elb.model import PENDING_STATES, Host, Job, Node, NodeState, Snapshot
 from elb.naming import next_names
 from elb.policy.view import host_facts, oldest_first
-from elb.state import idle_since, serves, started_host
+from elb.state import idle_since, is_busy, serves, started_host
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
 _BOOTING = frozenset(s for s in NodeState if s.booting)
@@ -319,7 +319,7 @@ class WorkerTally:
         if facts is None or not serves(node, facts.up):
             return _Entry(None, None, None, up_total)
         room = (facts.free, facts.total) if facts.free > 0 else None
-        return _Entry(None, room, idle_since(node, True, bool(self._running[name]) or facts.busy), up_total)
+        return _Entry(None, room, idle_since(node, True, is_busy(bool(self._running[name]), facts.busy)), up_total)
 
     def _set(self, name: str, entry: _Entry | None) -> None:
         old = self._entries.pop(name, None)

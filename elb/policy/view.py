@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from elb.model import PENDING_STATES, Host, Job, Node, NodeState
 from elb.naming import next_names
-from elb.state import ClusterState, ManagedNode
+from elb.state import ClusterState, ManagedNode, is_busy
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
 _JOB_ID = attrgetter("job_id")
@@ -94,7 +94,7 @@ class Worker:
     @classmethod
     def unmanaged(cls, host: Host, jobs: tuple[Job, ...]) -> Worker:
         facts = host_facts(host)
-        return cls(host.name, None, host, jobs, facts, False, facts.up, bool(jobs) or facts.busy, None)
+        return cls(host.name, None, host, jobs, facts, False, facts.up, is_busy(bool(jobs), facts.busy), None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,13 +7,23 @@ way the playbook's process group is killed and every host without a verdict is F
 message that says so. Outcomes come from runner's events and the play recap, never from
 stdout (see ``elb.provision.outcomes``).
 
-Secrets stay out of the artifacts: runner writes the process environment into
-``artifacts/<ident>/command``, so the environment ansible-playbook gets is an allow-list of
-the variables it needs (no AWS_*, no tokens); the SSH key is passed as a file path, never as
-key material; ``provision.extra_vars`` go to Ansible in a file of mode 0600 (``-e @file``), never
-on the command line (where ``ps`` shows them to every local user); ``suppress_env_files`` keeps
-runner from writing ``env/`` files; the fact cache stays in memory. Artifacts are rotated by age
-and total size after each run (``retention``, see ``elb.retention``).
+Secrets stay out of the artifacts, which are kept for weeks (``retention``): runner writes the
+process environment into ``artifacts/<ident>/command``, so the environment ansible-playbook gets
+is an allow-list of the variables it needs (no AWS_*, no tokens); the SSH key is passed as a file
+path, never as key material; ``provision.extra_vars`` go to Ansible in a file of mode 0600
+(``-e @file``), never on the command line (where ``ps`` shows them to every local user), and that
+file lives in ``<private_data_dir>/vars`` (mode 0700), outside the artifacts, only while its run
+does (a killed elb's are deleted at the next start); ``suppress_env_files`` keeps runner from
+writing ``env/`` files, and an ``env/extravars`` or ``env/ssh_key`` found there is refused (runner
+would hand it to every run and copy the key into the artifacts); what a run leaves in its
+artifact directory under runner's names for secrets is deleted when it ends; the fact cache stays
+in memory. Artifacts are rotated by age and total size after each run (``elb.retention``).
+
+Host keys are checked at every SSH contact with a node (``elb.provision.hostkeys``): a node being
+added must have the key elb gave it at launch in the store, else it is FAILED before anything
+runs; an existing or departing node whose key the store lacks (elb did not launch it with one)
+has the key it shows at the first contact pinned there. A key that does not match fails the node
+with a message that says so.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ import os
 import pwd
 import re
 import secrets
+import shutil
 import sys
 import threading
 import time
@@ -39,16 +50,15 @@ from elb.config import ClusterConfig, ProvisionConfig, RetentionConfig, SgeConfi
 from elb.groups import NodeGroups
 from elb.interfaces import HostResult, NodeSpec, Outcome
 from elb.provision import proctree
+from elb.provision.hostkeys import HostKeyError, HostKeys
 from elb.provision.inventory import Connection, InventoryError, build_inventory, check_extra_vars
 from elb.provision.outcomes import RunEnd, summarize
 
 log = logging.getLogger("elb.provision")
 
-ADD_PLAYBOOK = "add_node.yml"
-# The task of add_node.yml whose success on a node means the run has reached it over SSH (the
+# The task of the add plays whose success on a node means the run has reached it over SSH (the
 # "reachable" step of the boot timeline); the fixtures' stand-in playbook has it too.
 REACH_TASK = "Check that the node answers"
-REMOVE_PLAYBOOK = "remove_node.yml"
 POLL_SECONDS = 0.5  # how often runner checks for cancellation and the time limit
 
 # Environment variables ansible-playbook may inherit. Everything else (AWS_*, tokens, the
@@ -61,6 +71,14 @@ _ENV_KEEP = frozenset(
 )  # fmt: skip
 _ENV_KEEP_PREFIXES = ("LC_", "ANSIBLE_", "RUNNER_", "AWX_", "SGE_")
 _ENV_SECRET = re.compile(r"PASS|SECRET|TOKEN|CREDENTIAL|KEY$|KEY_ID$", re.IGNORECASE)
+
+
+# What runner reads from ``<private_data_dir>/env`` and passes on to every run: the extra vars
+# (``-e @env/extravars``) and an SSH key (written into the artifacts for ssh-agent).
+RUNNER_SECRET_FILES = ("env/extravars", "env/ssh_key", "env/passwords")
+# Files that would hold a secret in a run's artifact directory: the extra vars elb once wrote
+# there, runner's copy of an SSH key, and anything under runner's names for its env files.
+ARTIFACT_SECRET_FILES = ("extravars.json", "extravars", "ssh_key_data", "passwords", "env")
 
 
 # ansible-core's default collections path (COLLECTIONS_PATHS), kept after the shipped one.
@@ -119,6 +137,23 @@ def role_vars(cluster: ClusterConfig, sge: SgeConfig) -> dict[str, object]:
     return out
 
 
+def scrub_artifacts(artifact_dir: Path) -> list[str]:
+    """Delete what would keep a secret in a run's artifact directory (``ARTIFACT_SECRET_FILES``);
+    the names deleted. The rest (events, stdout, the command, the inventory) stays."""
+    gone = []
+    for name in ARTIFACT_SECRET_FILES:
+        path = artifact_dir / name
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except FileNotFoundError:
+            continue
+        gone.append(name)
+    return gone
+
+
 def _write_private(path: Path, data: object) -> None:
     """``data`` as JSON in a file created with mode 0600 (readable by its owner only)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -126,6 +161,9 @@ def _write_private(path: Path, data: object) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=1)
 
+
+# What ssh says when a host key check refuses a host (first line of its banner, or its verdict).
+_HOST_KEY_REFUSED = ("Host key verification failed", "REMOTE HOST IDENTIFICATION HAS CHANGED")
 
 _EVENT_KEYS = ("host", "task", "task_action", "role", "play", "ignore_errors", "artifact_data")
 _RESULT_EVENTS = frozenset({"runner_on_failed", "runner_on_unreachable"})
@@ -237,9 +275,19 @@ class AnsibleProvisioner:
             master_address=master_address,
             ssh_user=config.ssh_user,
             ssh_private_key=config.ssh_private_key,
+            host_keys=config.host_keys_path,
         )
+        self.host_keys = HostKeys(config.host_keys_path)
         self.role_vars = role_vars(self.cluster, self.sge)
         self.runs = proctree.RunRecords(config.private_data_dir / "running")
+        self.vars_dir = config.private_data_dir / "vars"  # a running playbook's extra vars file
+        found = [f for f in RUNNER_SECRET_FILES if (config.private_data_dir / f).exists()]
+        if found:
+            raise ProvisionError(
+                f"provision.private_data_dir: {', '.join(found)} found in {config.private_data_dir}: ansible-runner "
+                "would pass it to every run and keep a copy with the run's artifacts; move the variables to "
+                "provision.extra_vars and the key to provision.ssh_private_key, and delete it"
+            )
         try:
             self.extra_vars = check_extra_vars(config.extra_vars)
             build_inventory(self.connection)  # validates the master and the SSH settings
@@ -254,9 +302,13 @@ class AnsibleProvisioner:
     # -- the Provisioner protocol ---------------------------------------------------------
 
     def add_nodes(
-        self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec], on_reached: Callable[[str], None] | None = None
+        self,
+        playbook: str,
+        nodes: Sequence[NodeSpec],
+        existing: Sequence[NodeSpec],
+        on_reached: Callable[[str], None] | None = None,
     ) -> dict[str, HostResult]:
-        """Run add_node.yml: ``nodes`` in ``new_nodes``, ``existing`` in ``workers``.
+        """Run the add ``playbook`` (the scheduler's): ``nodes`` in ``new_nodes``, ``existing`` in ``workers``.
         ``on_reached(name)``: once per node, at the first task that succeeded on it.
 
         Returns a result for each of ``nodes`` (never raises for bad input: every node is then
@@ -264,28 +316,50 @@ class AnsibleProvisioner:
         """
         if not nodes:
             return {}
-        report = self.run(ADD_PLAYBOOK, workers=existing, new_nodes=nodes, on_reached=on_reached)
+        report = self.run(playbook, workers=existing, new_nodes=nodes, on_reached=on_reached)
         self._log_others(report, [n.name for n in nodes])
         return report.for_hosts([n.name for n in nodes])
 
-    def remove_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:
-        """Run remove_node.yml: ``nodes`` in ``old_nodes``, ``existing`` in ``workers``.
+    def remove_nodes(
+        self, playbook: str, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]
+    ) -> dict[str, HostResult]:
+        """Run the remove ``playbook`` (the scheduler's): ``nodes`` in ``old_nodes``, ``existing`` in ``workers``.
 
         A node that the playbook reports busy (``elb_busy``) is BUSY: it stays in the cluster.
         """
         if not nodes:
             return {}
-        report = self.run(REMOVE_PLAYBOOK, workers=existing, old_nodes=nodes)
+        report = self.run(playbook, workers=existing, old_nodes=nodes)
         self._log_others(report, [n.name for n in nodes])
         return report.for_hosts([n.name for n in nodes])
 
     def reap_leftovers(self) -> int:
-        """Stop the playbooks a killed predecessor left running (see ``proctree.RunRecords``);
-        how many processes were killed."""
+        """Stop the playbooks a killed predecessor left running (see ``proctree.RunRecords``), and
+        delete the secrets its runs left: their extra vars files, and what earlier runs' artifact
+        directories hold under runner's names for secrets; how many processes were killed."""
         killed = 0
         for marker, n in self.runs.reap():
             log.warning("stopped a playbook run left by an elb that is gone (%s): %d process(es)", marker, n)
             killed += n
+        running = {p.stem for p in self.runs.directory.glob("*.json")} if self.runs.directory.is_dir() else set()
+        try:
+            left = [p for p in self.vars_dir.glob("*.json") if p.stem not in running] if self.vars_dir.is_dir() else []
+            for path in left:
+                path.unlink(missing_ok=True)
+            artifacts = self.config.private_data_dir / "artifacts"
+            runs = (
+                [d for d in artifacts.iterdir() if d.is_dir() and d.name not in running] if artifacts.is_dir() else []
+            )
+            scrubbed = sum(1 for d in runs if scrub_artifacts(d))
+        except OSError as err:  # the runs still go; the next start tries again
+            log.warning("cannot delete the secrets earlier playbook runs left in %s: %s", self.vars_dir.parent, err)
+            return killed
+        if left or scrubbed:
+            log.info(
+                "deleted the extra vars of %d and the secrets in the artifacts of %d earlier run(s)",
+                len(left),
+                scrubbed,
+            )
         return killed
 
     def cancel(self) -> None:
@@ -328,22 +402,70 @@ class AnsibleProvisioner:
         new_nodes = [self._of_group(n) for n in new_nodes]
         old_nodes = [self._of_group(n) for n in old_nodes]
         try:
+            keyless = self._keyless(new_nodes)
+            new_nodes = [n for n in new_nodes if n.name not in keyless]
+            pin = self._to_pin([*workers, *old_nodes])
             inventory = build_inventory(
                 self.connection,
                 workers=workers,
                 new_nodes=new_nodes,
                 old_nodes=old_nodes,
                 group_vars=self.role_vars,
+                pin=pin,
             )
-        except InventoryError as err:
+        except (InventoryError, HostKeyError) as err:
             return refuse(f"not provisioned: {err}")
         if self.cancel_event.is_set():
             return refuse("provisioning was cancelled (elb is shutting down) before it started", "canceled")
+        if keyless and not new_nodes and not old_nodes:
+            return replace(refuse("no node left to run for"), results=keyless)
+        sink = _EventSink(ident, [t for t in targets if t not in keyless], on_reached)
         try:
-            return self._run_runner(path, inventory, ident, started, _EventSink(ident, targets, on_reached))
+            report = self._run_runner(path, inventory, ident, started, sink)
         except Exception as err:  # runner itself broke: report it per host, do not crash the pass
             log.exception("ansible-runner failed for %s", playbook)
             return refuse(f"ansible-runner failed: {type(err).__name__}: {err}")
+        results = {n: self._explain_host_key(r) for n, r in report.results.items()}
+        return replace(report, results={**results, **keyless})
+
+    def _keyless(self, nodes: Sequence[NodeSpec]) -> dict[str, HostResult]:
+        """The nodes being added whose host key elb does not hold, each FAILED with why: they are
+        not contacted (their first contact would trust whatever answers at their address)."""
+        out: dict[str, HostResult] = {}
+        for n in nodes:
+            if not self.host_keys.known(n.name):
+                why = (
+                    f"no SSH host key for {n.name} in {self.host_keys.directory}: elb gives each node it launches a "
+                    "host key and reaches a new node only if it answers with that key (launched by hand or by "
+                    "another elb? see docs/provisioner.md, Host keys)"
+                )
+                log.error("%s", why)
+                out[n.name] = HostResult(n.name, Outcome.FAILED, "host key", why)
+        return out
+
+    def _to_pin(self, nodes: Sequence[NodeSpec]) -> set[str]:
+        """The existing or departing nodes whose host key the store lacks (elb did not launch them
+        with one): the key each shows at its first contact is pinned, and checked from then on."""
+        pin = {n.name for n in nodes if not self.host_keys.known(n.name)}
+        if pin:
+            log.warning(
+                "no host key held for %s (not launched by this elb with one): pinning the key each shows at its "
+                "first contact in %s",
+                ", ".join(sorted(pin)),
+                self.host_keys.directory,
+            )
+        return pin
+
+    def _explain_host_key(self, result: HostResult) -> HostResult:
+        """A host refused by SSH's host key check gets a message saying so (SSH's own is a banner)."""
+        if result.ok or result.message is None or not any(m in result.message for m in _HOST_KEY_REFUSED):
+            return result
+        why = (
+            f"refused: the SSH host key {result.host} answers with is not the one elb holds for it "
+            f"({self.host_keys.directory}/{result.host}.known); nothing was run on it "
+            "(ssh: Host key verification failed)"
+        )
+        return replace(result, outcome=Outcome.FAILED, message=why)
 
     def _of_group(self, node: NodeSpec) -> NodeSpec:
         """``node`` with its group's slots, queues, host group, complex values and market (a node
@@ -366,7 +488,11 @@ class AnsibleProvisioner:
     ) -> RunReport:
         from ansible_runner.runner import Runner  # noqa: PLC0415 (heavy import)
 
-        rc_config = self._runner_config(path, inventory, ident)
+        try:
+            rc_config = self._runner_config(path, inventory, ident)
+        except BaseException:
+            self._vars_file(ident).unlink(missing_ok=True)
+            raise
         artifact_dir = Path(rc_config.artifact_dir)
         inv_path = Path(rc_config.inventory)
         targets = sink.targets
@@ -392,12 +518,15 @@ class AnsibleProvisioner:
             return True
 
         log.info("%s: running %s for %s", ident, path.name, ", ".join(targets))
-        runner = Runner(rc_config, event_handler=sink, cancel_callback=should_stop)
-        record = self.runs.start(ident, str(artifact_dir))
         try:
-            status, rc = runner.run()
+            runner = Runner(rc_config, event_handler=sink, cancel_callback=should_stop)
+            record = self.runs.start(ident, str(artifact_dir))
+            try:
+                status, rc = runner.run()
+            finally:
+                self.runs.finish(record)
         finally:
-            self.runs.finish(record)
+            self._forget_secrets(ident, artifact_dir)
         seconds = time.monotonic() - started
         end = ended["why"] if status == "canceled" else RunEnd.FINISHED
         if status == "timeout":  # runner's own limits (none set by us, but be exact)
@@ -419,6 +548,17 @@ class AnsibleProvisioner:
         self._log_report(report, targets)
         self._rotate_artifacts(artifact_dir)
         return report
+
+    def _vars_file(self, ident: str) -> Path:
+        return self.vars_dir / f"{ident}.json"
+
+    def _forget_secrets(self, ident: str, artifact_dir: Path) -> None:
+        """After a run, whatever its end: its extra vars file deleted, its artifacts scrubbed."""
+        try:
+            self._vars_file(ident).unlink(missing_ok=True)
+            scrub_artifacts(artifact_dir)
+        except OSError as err:  # said loudly: the next start tries again (reap_leftovers)
+            log.error("%s: cannot delete the run's secrets (extra vars, key): %s", ident, err)
 
     def _rotate_artifacts(self, latest: Path) -> None:
         """Delete old runs' artifacts by age and total size (``retention``); never ``latest``."""
@@ -455,8 +595,10 @@ class AnsibleProvisioner:
         rc_config.inventory = str(inv_path)
         if self.extra_vars:
             # A file readable by its owner only, given as ``-e @file``: on the command line the
-            # values would be visible to every local user (ps) and written to the artifacts.
-            ev_path = Path(rc_config.artifact_dir) / "extravars.json"
+            # values would be visible to every local user (ps) and written to the artifacts. Not
+            # in the artifact directory, which is kept for weeks; deleted when the run ends.
+            self.vars_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            ev_path = self._vars_file(ident)
             _write_private(ev_path, self.extra_vars)
             rc_config.extra_vars = str(ev_path)
         rc_config.prepare()
@@ -491,7 +633,7 @@ class AnsibleProvisioner:
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)]),
             "ANSIBLE_NOCOLOR": "1",
             "ANSIBLE_RETRY_FILES_ENABLED": "False",
-            "ANSIBLE_HOST_KEY_CHECKING": "False",
+            "ANSIBLE_HOST_KEY_CHECKING": "True",  # each node's key is checked (host_key_args)
             "ANSIBLE_SSH_RETRIES": "0",
             "ANSIBLE_PIPELINING": "True",  # one SSH connection per task, not three
             "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",

@@ -12,7 +12,9 @@ Host vars: ``ansible_host`` (private address) and, when known, ``elb_slots``; a 
 configured node group also gets ``elb_group``, ``elb_market`` (``on-demand`` or ``spot``: its group's
 market, for the spot_agent role), ``sge_exec_queues``, ``sge_exec_hostgroup`` and
 ``sge_exec_complex_values`` (its group's). Connection
-settings (user, key file, SSH options) are group vars of ``all``. Names and addresses are
+settings (user, key file, SSH options) are group vars of ``all``; with a host key store
+(``Connection.host_keys``, see ``elb.provision.hostkeys``) each node also gets SSH options that
+check its host key against the one elb holds for it (``host_key_args``). Names and addresses are
 validated here: Ansible templates inventory values, so nothing that is not a plain host name
 or an IP address may reach it.
 """
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,15 +43,19 @@ GROUPS = ("master", "workers", "new_nodes", "old_nodes")
 
 # Fail fast on dead hosts; no SSH master connection (a node re-created at the same address
 # must not be reached through a stale one, and nothing is left running after a run: pipelining
-# keeps the connection count down instead); no known_hosts: cloud instances reuse private
-# addresses with new host keys.
+# keeps the connection count down instead). Host keys are checked per host (``host_key_args``):
+# these options come first on ssh's command line, where the first value of an option wins, so
+# they set nothing about host keys; a host without options of its own (the master, when reached
+# over SSH) is checked against the user's known_hosts, strictly (BatchMode never asks).
 SSH_ARGS = (
     "-o ControlMaster=no "
     "-o ConnectTimeout=10 -o ConnectionAttempts=1 "
     "-o ServerAliveInterval=10 -o ServerAliveCountMax=3 "
-    "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
     "-o BatchMode=yes -o LogLevel=ERROR"
 )
+# A store directory goes into SSH options unquoted: nothing ssh's or Ansible's splitting or
+# templating would read.
+_PLAIN_PATH = re.compile(r"/[A-Za-z0-9_.@+/-]*")
 CONNECT_TIMEOUT = 10  # seconds, Ansible's own connection timeout (``ansible_timeout``)
 
 
@@ -67,6 +73,24 @@ class Connection:
     ssh_private_key: Path | None = None
     ssh_args: str = SSH_ARGS
     connect_timeout: int = CONNECT_TIMEOUT
+    # The host key store (``elb.provision.hostkeys``): each node's key is checked against its
+    # file there. None: nodes are checked against the user's known_hosts.
+    host_keys: Path | None = None
+
+
+def host_key_args(store: Path, name: str, *, pin: bool = False) -> str:
+    """SSH options that check node ``name``'s host key against ``<store>/<name>.known`` (and
+    nothing else: no global known_hosts), under the alias ``name``: the key belongs to the node,
+    whatever its address. ``pin``: a node whose key the store lacks (one elb did not launch with
+    a key) has the key it shows at the first contact written there (``accept-new``); a changed
+    key is refused all the same."""
+    if not _PLAIN_PATH.fullmatch(str(store)):
+        raise InventoryError(f"host key directory {str(store)!r}: expected an absolute path of letters, digits, ._@+-/")
+    check_host_name(name, "node name")
+    return (
+        f"-o HostKeyAlias={name} -o UserKnownHostsFile={store}/{name}.known -o GlobalKnownHostsFile=/dev/null "
+        f"-o StrictHostKeyChecking={'accept-new' if pin else 'yes'} -o HashKnownHosts=no"
+    )
 
 
 def check_host_name(name: object, what: str = "host name") -> str:
@@ -135,13 +159,18 @@ def build_inventory(
     new_nodes: Sequence[NodeSpec] = (),
     old_nodes: Sequence[NodeSpec] = (),
     group_vars: Mapping[str, object] | None = None,
+    pin: Collection[str] = (),
 ) -> dict[str, object]:
     """The inventory as a YAML/JSON-ready mapping. Raises InventoryError on any bad input.
 
     A name may appear in one group only, and never be the master's. ``group_vars`` go to
-    ``all`` (above the roles' defaults, below extra vars).
+    ``all`` (above the roles' defaults, below extra vars). With ``conn.host_keys`` every node
+    gets ``ansible_ssh_common_args`` from ``host_key_args`` (``pin``: the nodes whose key may
+    be taken at the first contact).
     """
     master = check_host_name(conn.master, "master host name")
+    if conn.host_keys is not None:
+        host_key_args(conn.host_keys, master)  # the store's path is one ssh can take as it is
     if conn.ssh_user and not _USER_NAME.fullmatch(conn.ssh_user):
         raise InventoryError(f"invalid SSH user {conn.ssh_user!r}")
     seen: dict[str, str] = {master: "master"}
@@ -153,6 +182,11 @@ def build_inventory(
             if node.name in seen:
                 raise InventoryError(f"node {node.name} given twice (in {seen[node.name]} and {group})")
             seen[node.name] = group
+            if conn.host_keys is not None:
+                # Also on when an ansible.cfg says host_key_checking = False, which would put
+                # StrictHostKeyChecking=no on the command line before these options.
+                hv["ansible_host_key_checking"] = True
+                hv["ansible_ssh_common_args"] = host_key_args(conn.host_keys, node.name, pin=node.name in pin)
             hosts[node.name] = hv
         groups[group] = hosts
 

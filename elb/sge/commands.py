@@ -10,6 +10,7 @@ the tail of its stderr.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -25,7 +26,7 @@ from typing import Protocol, TypeVar
 from elb.config import SgeConfig
 from elb.model import Job, Snapshot
 from elb.sge.errors import PartialReadError, SgeError, SgeParseError, SgeTimeoutError
-from elb.sge.parse import check_agree, join_snapshot, parse_qhost, parse_qstat, parse_start_times
+from elb.sge.parse import QstatMemo, check_agree, join_snapshot, parse_qhost, parse_qstat, parse_start_times
 from elb.sge.readcheck import Need, check_read
 from elb.sge.site import Site, build_site, parse_names
 
@@ -48,10 +49,10 @@ _DROPPED_ENV = ("MORE_INFO", "SGE_QSTAT_ENV_DEBUG", "SGE_DEBUG_LEVEL", "SGE_ND")
 # What qmod prints for each queue instance it changed (or found already changed).
 _QMOD_OK = re.compile(r"changed state of|is already in the specified state")
 # qmod -rq's answers (gridengine 8.1.9; tests/fixtures/sge/recorded/qmod-rq.txt)
-_PUSHED = re.compile(r"Pushed rescheduling of (?:job (\d+)|job-array task (\d+)\.(\d+)) on host \S+")
-_NOT_RESTARTABLE = re.compile(r"The job (\d+) is not restartable")
+_PUSHED = re.compile(r"Pushed rescheduling of (?:job ([0-9]+)|job-array task ([0-9]+)\.([0-9]+)) on host \S+")
+_NOT_RESTARTABLE = re.compile(r"The job ([0-9]+) is not restartable")
 _REQUEST_PART = re.compile(r"[^\s,=\"'`$;|&<>()]+")  # one name or value of a -l list
-_ALTERED = re.compile(r"modified hard resource list of job \d+")
+_ALTERED = re.compile(r"modified hard resource list of job [0-9]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +156,10 @@ class SgeCommands:
     """Runs SGE's commands for elb. One instance per config; safe to reuse across passes.
 
     ``clock`` gives the master's time (elb runs on the master); it is read once per snapshot,
-    after both commands answered. ``runner`` runs a command (tests may pass their own).
+    after both commands answered. ``runner`` runs a command (tests may pass their own). Each
+    read of qstat remembers what its entries were made into, so the next read makes only the
+    entries that changed (``elb.sge.parse.QstatMemo``); reads of the snapshot are the pass's own,
+    one at a time.
     """
 
     def __init__(
@@ -176,6 +180,7 @@ class SgeCommands:
         base["SGE_CELL"] = self.config.cell
         base["LC_ALL"] = "C"
         self._env = base
+        self._qstat_memo = QstatMemo()  # what the last whole read of qstat was made into
 
     # -- plumbing --------------------------------------------------------------------------
     def _executable(self, name: str) -> str:
@@ -214,7 +219,7 @@ class SgeCommands:
         qstat = self.run("qstat", QSTAT_ARGS)
         qhost = self.run("qhost", QHOST_ARGS)
         now = self._clock()
-        jobs = self._parsed(parse_qstat, qstat)
+        jobs = self._parsed(functools.partial(parse_qstat, memo=self._qstat_memo), qstat)
         hosts = self._parsed(parse_qhost, qhost)
         try:
             check_agree(jobs, hosts)
@@ -403,13 +408,21 @@ class WholeReader(Protocol):
     def configured_exec_hosts(self) -> frozenset[str]: ...
 
 
-def read_whole(sge: WholeReader, *, known_up: frozenset[str], running_before: Sequence[Job] = ()) -> Snapshot:
+def read_whole(
+    sge: WholeReader,
+    *,
+    known_up: frozenset[str],
+    running_before: Sequence[Job] = (),
+    leaving: frozenset[str] | None = None,
+) -> Snapshot:
     """Read SGE, and refuse the read unless it is whole (see ``elb.sge.readcheck``).
 
     Asks ``qconf -sel`` only when hosts in ``known_up`` (or the hosts of ``running_before``) are
-    missing, and reads qstat and qhost a second time only when ``qconf -sel`` cannot settle it.
-    Returns the read to act on (the second one when there was one); ``PartialReadError`` with the
-    reason when the read is partial.
+    missing, and reads qstat and qhost a second time only when ``qconf -sel`` cannot settle it
+    and the read did not lose every host elb knows to be up (a second read can be as hollow as
+    the first). ``leaving``: hosts elb is taking out of SGE itself (default: ``known_up.leaving``
+    of ``expected_hosts``). Returns the read to act on (the second one when there was one);
+    ``PartialReadError`` with the reason when the read is partial.
     """
     first = sge.read_snapshot()
     configured: frozenset[str] | None = None
@@ -421,6 +434,7 @@ def read_whole(sge: WholeReader, *, known_up: frozenset[str], running_before: Se
             known_up=known_up,
             running_before=running_before,
             second_read=second,
+            leaving=leaving,
         )
         if verdict.ok:
             if configured is not None:

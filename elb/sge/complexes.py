@@ -112,7 +112,7 @@ _MEMORY_FACTORS: Mapping[str, float] = MappingProxyType(
         "T": 1024.0**4,
     }
 )
-_NUMBER = re.compile(r"[+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMBER = re.compile(r"[+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")  # ASCII digits only
 _INFINITY = frozenset({"INFINITY", "INF"})
 
 
@@ -144,7 +144,7 @@ def parse_number(text: str, kind: ComplexType) -> float:
     if value.upper() in _INFINITY:
         return math.inf
     if kind is ComplexType.INT:
-        if not re.fullmatch(r"[+]?\d+", value):
+        if not re.fullmatch(r"[+]?[0-9]+", value):
             raise ValueError(f"{text!r} is not an INT value")
         return float(int(value))
     if kind is ComplexType.DOUBLE:

@@ -31,22 +31,21 @@ declaration) raises ``SgeParseError`` naming what and where; nothing is returned
 
 from __future__ import annotations
 
-import gc
 import io
 import re
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import defusedxml
 import defusedxml.ElementTree as DET
 from lxml import etree as LET
 
+from elb.gcpause import paused
 from elb.model import Host, Job, QueueInstance, Snapshot
 from elb.sge.errors import SgeParseError
 
@@ -55,8 +54,12 @@ JOB_STATE_LETTERS = frozenset("dESThRqrstwxz")
 # Letters of queue-instance states (qstat(1)): a c d o s u A C D E S.
 QUEUE_STATE_LETTERS = frozenset("acdosuACDES")
 
-_TIMESTAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?")
-_TASK_RANGE = re.compile(r"(\d+)(?:-(\d+)(?::(\d+))?)?")
+# Numbers are ASCII digits only: SGE writes no other, and Python's int() and float() would read
+# other scripts' digits ("\u0663" is 3) and more ("1_000", "nan").
+_TIMESTAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,9}))?")
+_TASK_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_TIME_PART = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
 # Characters XML 1.0 forbids; SGE copies job names verbatim, so a hostile name can carry them.
 _XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _MAX_TASK_ID = 2**31
@@ -87,7 +90,7 @@ def _load(data: bytes | str, source: str, root_tag: str) -> ET.Element:
     """
     if not data or data.isspace():
         raise SgeParseError(f"{source}: empty output, expected <{root_tag}> XML")
-    with _gc_paused():
+    with paused(keep=True):
         try:
             root = _fromstring(data)
         except ET.ParseError as err:
@@ -103,24 +106,6 @@ def _load(data: bytes | str, source: str, root_tag: str) -> ET.Element:
     if root.tag != root_tag:
         raise SgeParseError(f"{source}: root element is <{root.tag}>, expected <{root_tag}>")
     return root
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Building a tree of half a million elements triggers the cycle collector over and over
-    (it more than doubles the parse time); nothing here creates cycles, so pause it meanwhile.
-
-    On the way out, what was made meanwhile (50,000 jobs live until the next pass) goes to the
-    oldest generation in one collection of the two younger ones; left to the next allocations,
-    the same objects would be walked twice, once by each of them."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.collect(1)
-            gc.enable()
 
 
 def _fromstring(data: bytes | str) -> ET.Element:
@@ -276,12 +261,9 @@ def parse_sge_time(value: str) -> float | None:
         if part == "":
             number = 0.0
         else:
-            try:
-                number = float(part)
-            except ValueError:
-                raise ValueError(f"time value {value!r} is not [[hours:]minutes:]seconds") from None
-            if not (number >= 0 and number != float("inf")):
-                raise ValueError(f"time value {value!r} is negative or not finite")
+            if not _TIME_PART.fullmatch(part):
+                raise ValueError(f"time value {value!r} is not [[hours:]minutes:]seconds")
+            number = float(part)
         total = total * 60 + number
     return total
 
@@ -305,19 +287,70 @@ def _queue_states(text: str | None, where: str) -> str:
     return states
 
 
+def ascii_int(text: str) -> int:
+    """``text`` (white space around it aside) as a whole number of ASCII digits; ValueError for
+    anything else, a sign included."""
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdigit()):
+        raise ValueError(f"{text!r} is not a whole number in ASCII digits")
+    return int(digits)
+
+
+def decimal(text: str) -> float:
+    """``text`` as a decimal number of ASCII digits (sign, point and exponent allowed; white
+    space around it).
+
+    The numbers ``float`` reads, less those it reads beyond that: other scripts' digits and
+    spaces (not ASCII), ``1_000``, and ``nan``/``inf``/``infinity`` (the only words it takes, each
+    with an "n"). ``tests/unit/test_sge_odd_reads.py`` holds it to the regular expression
+    ``_DECIMAL``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number in ASCII digits") from None
+    if not text.isascii() or "_" in text or "n" in text or "N" in text:
+        raise ValueError(f"{text!r} is not a number in ASCII digits")
+    return value
+
+
 def _int(text: str | None, what: str, where: str, minimum: int = 0) -> int:
     if text is None:
         raise SgeParseError(f"{where}: missing <{what}>")
+    number = text.strip()
+    negative = number.startswith("-")
     try:
-        value = int(text.strip())
+        value = -ascii_int(number[1:]) if negative else ascii_int(number)
     except ValueError:
-        raise SgeParseError(f"{where}: <{what}> is {text!r}, not a whole number") from None
+        raise SgeParseError(f"{where}: <{what}> is {text!r}, not a whole number in ASCII digits") from None
     if value < minimum:
         raise SgeParseError(f"{where}: <{what}> is {value}, less than {minimum}")
     return value
 
 
 # -- qstat --------------------------------------------------------------------------------------
+
+
+def _named_children(el: ET.Element, tag: str, where: str) -> dict[str, str]:
+    """The ``<tag name="...">value</tag>`` children of a job as name -> value (a request list)."""
+    found: dict[str, str] = {}
+    for child in el.iterchildren(tag):  # type: ignore[attr-defined]  # lxml element
+        name = child.get("name")
+        if not name:
+            raise SgeParseError(f"{where}: <{tag}> without a name")
+        found[name] = (child.text or "").strip()
+    return found
+
+
+def _requested_pe(el: ET.Element, fields: dict[str, str | None], where: str) -> tuple[str, str | None]:
+    """A job's ``<requested_pe name="...">range</requested_pe>``: the PE and its range."""
+    pe_el = el.find("requested_pe")
+    pe = pe_el.get("name") if pe_el is not None else None
+    if not pe:
+        raise SgeParseError(f"{where}: <requested_pe> without a name")
+    pe_range = (fields["requested_pe"] or "").strip() or None
+    if pe_range is not None and not pe_range.isascii():
+        raise SgeParseError(f"{where}: <requested_pe> range {pe_range!r} is not ASCII digits")
+    return pe, pe_range
 
 
 class _JobReader:
@@ -364,30 +397,13 @@ class _JobReader:
         self._runtimes[text] = value
         return value
 
-    def job(self, el: ET.Element, section: str, n: int, queue: str | None) -> Job:  # noqa: PLR0912, PLR0915 (one flat hot loop)
+    def job(self, el: ET.Element, section: str, n: int, queue: str | None) -> Job:
         # One pass over the children for the fields (an lxml child is a Python object made on
         # demand, so the repeated ones are fetched by tag in C, and only when present).
         fields: dict[str, str | None] = {child.tag: child.text for child in el}
-        hard: dict[str, str] | None = None
-        pe: str | None = None
-        pe_range: str | None = None
-        if "hard_request" in fields:
-            hard = {}
-            for child in el.iterchildren("hard_request"):  # type: ignore[attr-defined]  # lxml element
-                name = child.get("name")
-                if not name:
-                    raise SgeParseError(f"{section}: job_list #{n}: <hard_request> without a name")
-                hard[name] = (child.text or "").strip()
-        scoped: list[dict[str, str]] = []
-        for tag in _SCOPED_REQUESTS:
-            found: dict[str, str] = {}
-            if tag in fields:
-                for child in el.iterchildren(tag):  # type: ignore[attr-defined]  # lxml element
-                    name = child.get("name")
-                    if not name:
-                        raise SgeParseError(f"{section}: job_list #{n}: <{tag}> without a name")
-                    found[name] = (child.text or "").strip()
-            scoped.append(found)
+        where = f"{section}: job_list #{n}"
+        hard = _named_children(el, "hard_request", where) if "hard_request" in fields else None
+        scoped = [_named_children(el, tag, where) if tag in fields else {} for tag in _SCOPED_REQUESTS]
         hard_queues: tuple[str, ...] = ()
         if "hard_req_queue" in fields:
             hard_queues = tuple(
@@ -395,21 +411,13 @@ class _JobReader:
                 for child in el.iterchildren("hard_req_queue")  # type: ignore[attr-defined]  # lxml element
                 if (text := (child.text or "").strip())
             )
-        if "requested_pe" in fields:
-            pe_el = el.find("requested_pe")
-            pe = pe_el.get("name") if pe_el is not None else None
-            if not pe:
-                raise SgeParseError(f"{section}: job_list #{n}: <requested_pe> without a name")
-            pe_range = (fields["requested_pe"] or "").strip() or None
-
+        pe, pe_range = _requested_pe(el, fields, where) if "requested_pe" in fields else (None, None)
         try:
-            job_id = int(fields["JB_job_number"] or "")
+            job_id = ascii_int(fields["JB_job_number"] or "")
             if job_id < 1:
                 raise ValueError
             state = (fields["state"] or "").strip()
-            slots = int(fields["slots"] or "")
-            if slots < 0:
-                raise ValueError
+            slots = ascii_int(fields["slots"] or "")
             name = fields["JB_name"] or ""
             owner = fields["JB_owner"] or ""
         except (KeyError, ValueError):
@@ -431,9 +439,11 @@ class _JobReader:
         tasks = 1 if task_ids is None else (self._tasks.get(task_ids) or self._count(task_ids, section, n, job_id))
         text = fields.get("JAT_prio")
         try:
-            priority = float(text) if text else 0.0
+            priority = decimal(text) if text else 0.0
         except ValueError:
-            raise SgeParseError(f"{_at(section, n, job_id)}: <JAT_prio> is {text!r}, not a number") from None
+            raise SgeParseError(
+                f"{_at(section, n, job_id)}: <JAT_prio> is {text!r}, not a number in ASCII digits"
+            ) from None
         text = fields.get("queue_name")
         if text and text.strip():
             queue = text.strip()
@@ -491,20 +501,24 @@ def _queue_instance(fields: Mapping[str, str | None], where: str) -> QueueInstan
     where = f"{where} ({full})"
     total = _int(fields.get("slots_total"), "slots_total", where)
     used = _int(fields.get("slots_used"), "slots_used", where)
+    if used > total:
+        raise SgeParseError(f"{where}: slots_used {used} is more than slots_total {total}")
     resv = _int(fields["slots_resv"], "slots_resv", where) if fields.get("slots_resv") else 0
     return QueueInstance(queue, host, total, used, resv, _queue_states(fields.get("state"), where))
 
 
-def parse_qstat(data: bytes | str) -> QstatResult:
+def parse_qstat(data: bytes | str, *, memo: QstatMemo | None = None) -> QstatResult:
     """Parse ``qstat -u '*' -xml -r -f`` (also accepts the output without ``-f``).
 
     The quick reader (``_quick_qstat``) reads a document of the regular shape qstat writes; any
     other goes to the careful reader (``_careful_qstat``), which also gives every error message.
+    ``memo``: the quick reader's memory of the last document it read whole (``QstatMemo``); the
+    result is the same with it or without.
     """
     if not data or data.isspace():
         raise SgeParseError("qstat: empty output, expected <job_info> XML")
-    with _gc_paused():
-        quick = _quick_qstat(data)
+    with paused(keep=True):
+        quick = _quick_qstat(data, memo)
     return quick if quick is not None else _careful_qstat(data)
 
 
@@ -515,7 +529,7 @@ def _careful_qstat(data: bytes | str) -> QstatResult:
     elements are dropped, so 50,000 waiting jobs never sit in memory as a tree of half a
     million elements (17 MB at a time instead of 240 MB).
     """
-    with _gc_paused():
+    with paused(keep=True):
         try:
             return _stream_qstat(data)
         except ET.ParseError as err:
@@ -618,6 +632,7 @@ def _read_queue_list(
 # character references, another encoding, a character XML forbids, a truncated or hollow
 # document) makes it decline, and the careful reader reads the whole document: every refusal and
 # every error message is the careful reader's. It accepts only what the careful reader accepts.
+# What it made of each piece of a document can be kept for the next document (``QstatMemo``).
 
 
 class _Decline(Exception):
@@ -694,10 +709,12 @@ _ROOT_OPEN = re.compile(rf'[ \t\n]*<job_info(?:[ \t\n]+xmlns:xsd="[^"&\t\n{_NOT_
 _SPACE = re.compile(r"[ \t\n]*")
 _REFERENCE = re.compile(r"&(?:(amp|lt|gt|quot|apos)|#([0-9]{1,7})|#x([0-9a-fA-F]{1,6}));")
 _PREDEFINED = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
-# One job entry in the order qstat writes it; what follows <full_job_name> (requests, the PE,
-# binding, ...) is the "rest", read by _QuickReader.rest once per distinct text.
+# One job entry in the order qstat writes it, after its opening mark (the document is cut at each
+# mark); what follows <full_job_name> (requests, the PE, binding, ...) is the "rest", read by
+# _QuickReader.rest once per distinct text.
+_ENTRY_MARK = '<job_list state="'
 _JOB_ENTRY = re.compile(
-    r'<job_list state="(?:pending|([a-z]{1,32}))">[ \t\n]*'  # None for "pending": no str made
+    r'(?:pending|([a-z]{1,32}))">[ \t\n]*'  # None for "pending": no str made
     r"<JB_job_number>([0-9]{1,18})</JB_job_number>[ \t\n]*"
     rf"<JAT_prio>({_TEXT}{{0,64}})</JAT_prio>[ \t\n]*"
     rf"<JB_name>({_TEXT}{{0,65536}})</JB_name>[ \t\n]*"
@@ -751,7 +768,7 @@ _SECONDS = {f"{n:02d}": n for n in range(62)}  # 60 and 61: leap seconds, as par
 
 def _priority(text: str) -> float:
     try:
-        return float(text) if text else 0.0
+        return decimal(text) if text else 0.0
     except ValueError:
         raise _Decline from None
 
@@ -782,13 +799,16 @@ def _attributes(text: str) -> dict[str, str]:
     return found
 
 
-def _quick_qstat(data: bytes | str) -> QstatResult | None:
-    """What ``_careful_qstat`` returns for a document of the regular shape; None for any other."""
+def _quick_qstat(data: bytes | str, memo: QstatMemo | None = None) -> QstatResult | None:
+    """What ``_careful_qstat`` returns for a document of the regular shape; None for any other.
+    ``memo``: what the last document read whole was made into (updated when this one is)."""
     text = _plain_text(data)
     if text is None or not _FAST_JOBS:
         return None
+    reader = _QuickReader(text, memo)
+    del text  # the reader lets go of the whole text once it is read
     try:
-        return _QuickReader(text).read()
+        return reader.read()
     except (_Decline, SgeParseError):
         return None
 
@@ -817,17 +837,57 @@ def _plain_text(data: bytes | str) -> str | None:
     return text
 
 
+class _Piece(NamedTuple):
+    """What the quick reader made of one piece of a document (a job entry and what follows it,
+    up to the next entry) that moved it: the job, whether it goes last (a running entry outside a
+    queue instance), the queue instances read after it, and where the reader then stands
+    (``place``, and the queue instance of the entries that follow). A piece that leaves the
+    reader where it was, with a job that does not go last, is remembered as its ``Job`` alone."""
+
+    job: Job
+    late: bool
+    queues: tuple[QueueInstance, ...]
+    place: str
+    queue: str | None
+
+
+class QstatMemo:
+    """What the quick reader made of each piece of the last document it read whole, for the next.
+
+    From one pass to the next most of qstat's entries are the very same text: a piece read from
+    the same place gives the same job and queue instances (a pure function of its text and of
+    where the reader stands; the local time zone aside, which is checked), so it is looked up
+    instead of read again, and the jobs of the last read are reused. (When SGE normalizes its
+    priorities anew, every entry's ``<JAT_prio>`` changes and every piece is read again, as
+    without a memo.) Only the last document's pieces are kept; one memo serves one sequence of
+    reads (``SgeCommands`` keeps one).
+    """
+
+    def __init__(self) -> None:
+        # By where the reader stood (place, queue instance), then by the piece's text.
+        self.pieces: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
+        self.zone: tuple[object, ...] = ()
+
+
+def _zone() -> tuple[object, ...]:
+    """What the conversion of local time stamps depends on (``time.tzset``'s results)."""
+    return (time.timezone, time.altzone, time.daylight, time.tzname)
+
+
 class _QuickReader:
     """One reading of one document by the quick reader (see above).
 
-    ``_JOB_ENTRY.split`` cuts the document into job entries (their fields) and what lies between
-    them: the prolog, section tags, queue instances. Each piece between is read by ``between``,
-    which knows where in the document it is (``place``) and declines anything out of place, so
-    every character is read by one of the two.
+    The document is cut at each job entry's opening mark: each piece is a job entry (matched
+    whole by ``_JOB_ENTRY``) and what follows it up to the next entry (section tags, queue
+    instances, the end), read by ``between``, which knows where in the document it is (``place``)
+    and declines anything out of place, so every character is read by one of the two. A piece
+    already read from the same place in the last document read whole (``QstatMemo``) is not read
+    again.
     """
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, memo: QstatMemo | None = None) -> None:
         self.text = text
+        self.memo = memo
         self.amp = "&" in text
         self.lt = self.amp or ("%" in text and "%lt;" in text)  # "&#37;lt;" is "%lt;" too
         self.reader = _JobReader()
@@ -841,19 +901,68 @@ class _QuickReader:
         self.fields: dict[str, str | None] | None = None  # of the Queue-List being read, until its first entry
 
     def read(self) -> QstatResult:
-        pieces = _JOB_ENTRY.split(self.text)
-        first = pieces[0]
+        whole, mark = self.text, _ENTRY_MARK
+        self.text = ""
+        cut = whole.find(mark)
+        first = whole if cut < 0 else whole[:cut]
         m = _XML_DECLARATION.match(first)
         m = _ROOT_OPEN.match(first, m.end() if m else 0)
         if m is None:
             raise _Decline
         queue = self.between(first, m.end())
-        self.entries(zip(*[iter(pieces[1:])] * (_JOB_ENTRY.groups + 1), strict=True), queue)
+        memo, zone = self.memo, _zone()
+        # A remembered piece is let go as soon as it is read again, so the last document's pieces
+        # and this one's are never all held at once.
+        remembered = memo.pieces if memo is not None and memo.zone == zone else {}
+        made: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
+        nothing: dict[str, Job | _Piece] = {}
+        jobs, late, queues, place, find, size = self.jobs, self.late, self.queues, self.place, whole.find, len(mark)
+        known, mine = remembered.get((place, queue), nothing), made.setdefault((place, queue), {})
+        while cut >= 0:
+            start = cut + size
+            cut = find(mark, start)
+            text = whole[start:cut] if cut >= 0 else whole[start:]
+            done = known.pop(text, None)
+            if done is None:
+                done = self.piece(text, place, queue)
+            mine[text] = done
+            if type(done) is Job:  # the reader stays where it is
+                jobs.append(done)
+                continue
+            moved = cast(_Piece, done)
+            (late if moved.late else jobs).append(moved.job)
+            queues.extend(moved.queues)
+            if moved.place != place or moved.queue != queue:
+                place, queue = moved.place, moved.queue
+                known, mine = remembered.get((place, queue), nothing), made.setdefault((place, queue), {})
+        self.place = place
         if self.place != "end":
             raise _Decline
         if not self.jobs and not self.late and not self.queues:
             raise _Decline  # hollow: the careful reader judges it
+        if memo is not None:
+            memo.pieces, memo.zone = made, zone
         return QstatResult(tuple(self.jobs + self.late), tuple(self.queues))
+
+    def piece(self, text: str, place: str, queue: str | None) -> Job | _Piece:
+        """Read one piece (a job entry after its mark, and what follows) from ``place``, in the
+        queue instance ``queue`` (None outside one)."""
+        m = _JOB_ENTRY.match(text)
+        if m is None or place not in _ENTRY_PLACES:
+            raise _Decline  # not an entry of the regular shape, or outside the sections
+        fields = m.groups()
+        running = fields[0] == "running"
+        if queue is not None and not running:
+            raise _Decline  # not running inside a queue instance
+        job = self.job(fields, queue)
+        last = running and queue is None
+        if m.end() == len(text):  # nothing after the entry but white space: the reader stays
+            return _Piece(job, last, (), place, queue) if last else job
+        self.place, had = place, len(self.queues)
+        after = self.between(text, m.end())
+        made = tuple(self.queues[had:])
+        del self.queues[had:]
+        return _Piece(job, last, made, self.place, after)
 
     def between(self, text: str, pos: int = 0) -> str | None:  # noqa: PLR0912, PLR0915 (one flat state machine)
         """Read what lies between two job entries (or before the first, or after the last); the
@@ -924,84 +1033,62 @@ class _QuickReader:
         self.queues.append(_queue_instance(self.fields, "qstat: queue_info/Queue-List"))
         self.fields = None
 
-    def entries(self, pieces: Iterable[tuple[Any, ...]], queue: str | None) -> None:  # noqa: PLR0912, PLR0915 (one flat hot loop)
-        """Turn each entry's fields (a str each, None for an optional one it lacks) into a Job;
-        ``queue``: the queue instance around the first.
+    def job(self, fields: tuple[Any, ...], queue: str | None) -> Job:
+        """The Job of one entry's fields (a str each, None for an optional one it lacks);
+        ``queue``: the queue instance around it.
 
-        This loop runs once per entry (50,000 times for a large queue): values that repeat
-        (priorities, task ranges, requests, the minute of a timestamp) are worked out once each,
-        and the Job is made in place (``_JobBuilder``)."""
-        reader, new = self.reader, object.__new__
-        jobs, late, rests, prios, minutes = self.jobs, self.late, self.rests, self.prios, self.minutes
-        task_counts, states = reader._tasks, reader._states
-        amp, lt, inside = self.amp, self.lt, self.place in _ENTRY_PLACES
-        for (
-            entry_state,
-            number,
-            prio,
-            name,
-            owner,
-            state,
-            start_tag,
-            submission_tag,
-            minute,
-            second,
-            fraction,
-            queue_name,
-            slots,
-            task_ids,
-            rest,
-            after,
-        ) in pieces:
-            running = entry_state == "running"
-            if not inside or (queue is not None and not running):
-                raise _Decline  # outside the sections, or not running inside a queue instance
-            if amp:
-                # The entry's own text, with its references resolved.
-                prio, name, owner = _resolve(prio), _resolve(name), _resolve(owner)  # noqa: PLW2901
-                queue_name = _resolve(queue_name) if queue_name else queue_name  # noqa: PLW2901
-                task_ids = _resolve(task_ids) if task_ids else task_ids  # noqa: PLW2901
-            if lt:
-                name, owner = _unescape(name), _unescape(owner)  # noqa: PLW2901
-            job = new(_JobBuilder)
-            job.job_id = job_id = int(number)
-            if job_id < 1:
+        This runs once per new entry (50,000 times for a large queue read the first time): values
+        that repeat (priorities, task ranges, requests, the minute of a timestamp) are worked out
+        once each, and the Job is made in place (``_JobBuilder``)."""
+        (_entry_state, number, prio, name, owner, state, start_tag, submission_tag, minute, second, fraction,
+         queue_name, slots, task_ids, rest) = fields  # fmt: skip
+        reader = self.reader
+        if self.amp:
+            # The entry's own text, with its references resolved.
+            prio, name, owner = _resolve(prio), _resolve(name), _resolve(owner)
+            queue_name = _resolve(queue_name) if queue_name else queue_name
+            task_ids = _resolve(task_ids) if task_ids else task_ids
+        if self.lt:
+            name, owner = _unescape(name), _unescape(owner)
+        job = object.__new__(_JobBuilder)
+        job.job_id = job_id = int(number)
+        if job_id < 1:
+            raise _Decline
+        states = reader._states
+        if state not in states:
+            if not _check_job_state(state):
                 raise _Decline
-            if state not in states:
-                if not _check_job_state(state):
-                    raise _Decline
-                states.add(state)
-            start = minutes.get(minute)
-            seconds_in_minute = _SECONDS.get(second)
-            if start is None or seconds_in_minute is None or fraction:
-                seconds = self.seconds(minute, second, fraction, start_tag or submission_tag or "JB_submission_time")
-            else:
-                seconds = start + seconds_in_minute
-            if start_tag:
-                job.submitted, job.started = None, seconds
-            else:
-                job.submitted, job.started = seconds, None
-            ids = (task_ids.strip() or None) if task_ids else None
-            job.tasks = 1 if ids is None else (task_counts.get(ids) or reader._count(ids, "", 0, 0))
-            priority = prios.get(prio)
-            if priority is None:
-                priority = prios[prio] = _priority(prio)
-            requests = rests.get(rest)
-            if requests is None:
-                requests = rests[rest] = self.rest(rest)
-            (job.hard_requests, job.pe, job.pe_range, job.hard_queues, job.master_requests, job.slave_requests,
-             job.hard_runtime) = requests  # fmt: skip
-            job.name, job.owner, job.state, job.slots = name, owner, state, int(slots)
-            job.task_ids, job.priority = ids, priority
-            job.queue = queue_name.strip() if queue_name and queue_name.strip() else queue
-            job.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
-            if running and queue is None:
-                late.append(cast(Job, job))
-            else:
-                jobs.append(cast(Job, job))
-            if after:
-                queue = self.between(after)
-                inside = self.place in _ENTRY_PLACES
+            states.add(state)
+        start = self.minutes.get(minute)
+        seconds_in_minute = _SECONDS.get(second)
+        if start is None or seconds_in_minute is None or fraction:
+            seconds = self.seconds(minute, second, fraction, start_tag or submission_tag or "JB_submission_time")
+        else:
+            seconds = start + seconds_in_minute
+        if start_tag:
+            job.submitted, job.started = None, seconds
+        else:
+            job.submitted, job.started = seconds, None
+        ids = (task_ids.strip() or None) if task_ids else None
+        job.tasks = 1 if ids is None else (reader._tasks.get(ids) or reader._count(ids, "", 0, 0))
+        priority = self.priority(prio)
+        requests = self.rests.get(rest)
+        if requests is None:
+            requests = self.rests[rest] = self.rest(rest)
+        (job.hard_requests, job.pe, job.pe_range, job.hard_queues, job.master_requests, job.slave_requests,
+         job.hard_runtime) = requests  # fmt: skip
+        job.name, job.owner, job.state, job.slots = name, owner, state, int(slots)
+        job.task_ids, job.priority = ids, priority
+        job.queue = queue_name.strip() if queue_name and queue_name.strip() else queue
+        job.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
+        return cast(Job, job)
+
+    def priority(self, text: str) -> float:
+        """The value of a ``<JAT_prio>`` (its references resolved), worked out once a document."""
+        found = self.prios.get(text)
+        if found is None:
+            found = self.prios[text] = _priority(text)
+        return found
 
     def seconds(self, minute: str, second: str, fraction: str | None, tag: str) -> float:
         """_local_seconds of ``minute:second[fraction]``, keeping the minute's start (the hour's
@@ -1059,6 +1146,8 @@ class _QuickReader:
                     raise _Decline
                 seen_pe = True
                 pe_range = value.strip() or None
+                if pe_range is not None and not pe_range.isascii():
+                    raise _Decline
         runtime = self.reader._runtime(hard["h_rt"], "", 0, 0) if "h_rt" in hard else None
         master, slave = (scoped[tag] for tag in _SCOPED_REQUESTS)
         return (
@@ -1079,9 +1168,9 @@ def _num_proc(text: str | None, where: str) -> int | None:
     if text is None or text.strip() in ("", "-"):
         return None
     try:
-        value = float(text)
+        value = decimal(text)
     except ValueError:
-        raise SgeParseError(f"{where}: num_proc is {text!r}, not a number") from None
+        raise SgeParseError(f"{where}: num_proc is {text!r}, not a number in ASCII digits") from None
     if value < 0 or value != int(value):
         raise SgeParseError(f"{where}: num_proc is {text!r}, not a whole number")
     return int(value)
@@ -1104,7 +1193,7 @@ def _careful_qhost(data: bytes | str) -> tuple[Host, ...]:
     """The careful reader: the document as an element tree (``_load``), any shape."""
     root = _load(data, "qhost", "qhost")
     hosts: list[Host] = []
-    seen: set[str] = set()
+    seen: dict[str, str] = {}  # by the name in lower case: one host to DNS
     for i, el in enumerate(root, 1):
         if el.tag != "host":
             raise SgeParseError(f"qhost: unexpected <{el.tag}> in <qhost>")
@@ -1114,9 +1203,10 @@ def _careful_qhost(data: bytes | str) -> tuple[Host, ...]:
         if name == "global":
             continue
         where = f"qhost: host {name!r}"
-        if name in seen:
-            raise SgeParseError(f"{where} is listed twice")
-        seen.add(name)
+        other = seen.setdefault(name.lower(), name)
+        if other is not name:
+            also = f": as {other!r} too (one host to DNS, whatever the case of its letters)" if other != name else ""
+            raise SgeParseError(f"{where} is listed twice{also}")
         values: dict[str, str] = {}
         queues: list[QueueInstance] = []
         for child in el:
@@ -1152,6 +1242,8 @@ def _qhost_queue(el: ET.Element, host: str, where: str) -> QueueInstance:
 def _qhost_queue_values(qname: str, host: str, values: Mapping[str, str | None], where: str) -> QueueInstance:
     total = _int(values.get("slots"), "queuevalue slots", where)
     used = _int(values.get("slots_used"), "queuevalue slots_used", where)
+    if used > total:
+        raise SgeParseError(f"{where}: slots_used {used} is more than slots {total}")
     resv = _int(values["slots_resv"], "queuevalue slots_resv", where) if values.get("slots_resv") else 0
     return QueueInstance(qname, host, total, used, resv, _queue_states(values.get("state_string"), where))
 
@@ -1210,31 +1302,41 @@ def _quick_qhost(data: bytes | str) -> tuple[Host, ...] | None:
     def value(quoted: str) -> str:
         return _resolve(quoted[1:-1]) if amp else quoted[1:-1]
 
+    def queue_list(text: str) -> list[QueueInstance]:
+        """A host's queue instances, read for a host named "" (hosts in the same state have the
+        same text: each text is read once per document)."""
+        queues = []
+        for quoted_queue, queue_values in _QHOST_QUEUES.findall(text):
+            qname = value(quoted_queue).strip()
+            if not qname:
+                raise _Decline
+            found = {value(key): (_resolve(v) if amp else v) or None for key, v in _QUEUEVALUES.findall(queue_values)}
+            queues.append(_qhost_queue_values(qname, "", found, f"qhost: queue {qname!r}"))
+        return queues
+
     hosts: list[Host] = []
     seen: set[str] = set()
+    read: dict[str, list[QueueInstance]] = {}
     try:
         for k in range(1, len(pieces) - 1, width):
-            quoted, load_values, queue_list = pieces[k : k + 3]
+            quoted, load_values, queues_text = pieces[k : k + 3]
             name = value(quoted).strip()
-            if not name or name in seen:
+            if not name or name.lower() in seen:
                 return None
             if name == "global":
                 continue
-            seen.add(name)
-            where = f"qhost: host {name!r}"
+            seen.add(name.lower())
             values = {value(key): (_resolve(v) if amp else v).strip() for key, v in _HOSTVALUES.findall(load_values)}
-            queues = []
-            for quoted_queue, queue_values in _QHOST_QUEUES.findall(queue_list):
-                qname = value(quoted_queue).strip()
-                if not qname:
-                    return None
-                found = {
-                    value(key): (_resolve(v) if amp else v) or None for key, v in _QUEUEVALUES.findall(queue_values)
-                }
-                queues.append(_qhost_queue_values(qname, name, found, f"{where} queue {qname!r}"))
+            unnamed = read.get(queues_text)
+            if unnamed is None:
+                unnamed = read[queues_text] = queue_list(queues_text)
+            queues = tuple(
+                QueueInstance(q.queue, name, q.slots_total, q.slots_used, q.slots_reserved, q.states) for q in unnamed
+            )
             load = {key: v for key, v in values.items() if v not in ("", "-")}
-            hosts.append(Host(name, tuple(queues), _num_proc(values.get("num_proc"), where), MappingProxyType(load)))
-    except SgeParseError:
+            num_proc = _num_proc(values.get("num_proc"), f"qhost: host {name!r}")
+            hosts.append(Host(name, queues, num_proc, MappingProxyType(load)))
+    except (SgeParseError, _Decline):
         return None
     return tuple(hosts)
 
@@ -1246,15 +1348,15 @@ def join_snapshot(qstat: QstatResult, hosts: Iterable[Host], now: float) -> Snap
     """Hosts from qhost, with the queue instances qstat showed next to its jobs where it has them.
 
     qstat's queue instances come from the same read as the jobs, so they are preferred; a queue
-    instance only qhost shows is kept, and a host only qstat shows (added between the two reads)
-    is included without load values.
+    instance only qhost shows is kept. A host only qstat shows is left out: it is never a host of
+    the snapshot (``check_agree`` refuses such a pair of reads).
     """
     by_host: dict[str, dict[str, QueueInstance]] = {}
     for q in qstat.queues:
         by_host.setdefault(q.host, {})[q.queue] = q
     joined: list[Host] = []
     for h in hosts:
-        from_qstat = by_host.pop(h.name, None)
+        from_qstat = by_host.get(h.name)
         if from_qstat is None:
             joined.append(h)
             continue
@@ -1262,8 +1364,6 @@ def join_snapshot(qstat: QstatResult, hosts: Iterable[Host], now: float) -> Snap
         for q in h.queues:
             merged.setdefault(q.queue, q)
         joined.append(Host(h.name, tuple(merged.values()), h.num_proc, h.load))
-    for name, qs in by_host.items():
-        joined.append(Host(name, tuple(qs.values())))
     return Snapshot(now=now, jobs=qstat.jobs, hosts=tuple(joined))
 
 
@@ -1273,6 +1373,12 @@ def check_agree(qstat: QstatResult, hosts: Sequence[Host]) -> None:
     ``qstat -f`` lists every queue instance, busy or not. If it lists none while ``qhost`` shows
     some, qstat answered a hollow document (well-formed, no queue and no job: a qmaster restarting,
     a wrapper that lost its output): read as an empty queue, it would make every node look idle.
+
+    ``qhost`` lists every execution host SGE has. A queue instance on a host qhost does not list
+    (deregistered between the two reads, or a partial qhost, or the host named in another case)
+    means one of the two is stale: taken as a host, it would count as a worker toward
+    ``max_nodes`` and move elb's numbering; left out, its jobs would run nowhere. The pair is
+    refused, and the next pass reads both again.
     """
     shown = sum(len(h.queues) for h in hosts)
     if shown and not qstat.queues:
@@ -1280,11 +1386,23 @@ def check_agree(qstat: QstatResult, hosts: Sequence[Host]) -> None:
             f"qstat -f lists no queue instance while qhost shows {shown} on {len(hosts)} host(s): "
             "the two reads disagree, so neither is trusted"
         )
+    listed = {h.name for h in hosts}
+    stray = next((q for q in qstat.queues if q.host not in listed), None)
+    if stray is not None:
+        more = len({q.host for q in qstat.queues if q.host not in listed}) - 1
+        others = f" (and {more} more host{'s' if more > 1 else ''})" if more else ""
+        raise SgeParseError(
+            f"qstat lists queue instance {stray.name}, on {stray.host}, which qhost does not list{others}: "
+            "the two reads disagree, so neither is trusted"
+        )
 
 
 def parse_snapshot(qstat_xml: bytes | str, qhost_xml: bytes | str, now: float) -> Snapshot:
-    """Both outputs into one Snapshot (``now``: the master's clock when they were read)."""
-    return join_snapshot(parse_qstat(qstat_xml), parse_qhost(qhost_xml), now)
+    """Both outputs into one Snapshot (``now``: the master's clock when they were read);
+    ``SgeParseError`` when they disagree (``check_agree``)."""
+    qstat, hosts = parse_qstat(qstat_xml), parse_qhost(qhost_xml)
+    check_agree(qstat, hosts)
+    return join_snapshot(qstat, hosts, now)
 
 
 _MICROSECONDS_FROM = 10**11
@@ -1317,6 +1435,7 @@ def parse_jobs(qstat_xml: bytes | str) -> tuple[Job, ...]:
 __all__: Sequence[str] = (
     "JOB_STATE_LETTERS",
     "QUEUE_STATE_LETTERS",
+    "QstatMemo",
     "QstatResult",
     "check_agree",
     "count_tasks",

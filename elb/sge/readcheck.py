@@ -8,10 +8,22 @@ and then it also leaves ``qconf -sel``, the execution hosts SGE has configured. 
 
 - nothing vanished: the read is whole;
 - hosts vanished: ask ``qconf -sel``. A vanished host SGE still has configured means the read is
-  hollow: refused, nothing is done this pass. Vanished hosts that all left ``qconf -sel`` were
-  deregistered: the read is whole;
-- where ``qconf -sel`` is not conclusive (it and ``qhost`` disagree about other hosts, or SGE has
-  no execution host at all any more while elb knew some), a second read must agree with the first.
+  hollow: refused, nothing is done this pass;
+- every host elb knows to be up vanished (its ready nodes and the hosts of the last whole read;
+  not the draining ones, which elb's own deregistration takes out of SGE), or every host of the
+  jobs it saw running (a *total loss*): that is what a hollow answer looks like (a qmaster
+  restarting, or started on an empty spool, a wrapper that lost its output), and ``qconf -sel``
+  and a second read of qstat and qhost can answer hollow the same way: empty, for as long as
+  the cause lasts. Neither can confirm it, and neither can time (a qmaster on an empty spool
+  answers empty for as long as it runs). Only a ``qconf -sel`` that is demonstrably not hollow
+  confirms it: it lists at least one execution host, none of the vanished, and exactly the hosts
+  ``qhost`` lists. Anything else is refused, without a second read, pass after pass, until SGE
+  lists a host again;
+- some but not all of them vanished (or only draining ones), and all left ``qconf -sel``: the
+  hosts were deregistered. A ``qconf -sel`` that lists nothing while ``qhost`` lists hosts
+  answered hollow: refused. Where ``qconf -sel`` and ``qhost`` disagree about the other hosts, or
+  SGE has no execution host left (elb's own deregistration of the last draining node), a second
+  read must agree with the first.
 
 ``check_read`` says which of these holds for the data it is given, and what it still needs.
 """
@@ -21,6 +33,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from elb.model import Job, Node, NodeState, Snapshot
 
@@ -48,20 +61,39 @@ class ReadVerdict:
     need: Need = Need.NOTHING
 
 
-def expected_hosts(nodes: Iterable[Node], previous: Snapshot | None) -> frozenset[str]:
+class KnownHosts(frozenset[str]):
+    """The hosts a whole read must list (``expected_hosts``), knowing which of them elb is taking
+    out of SGE itself (``leaving``: journal ``draining``; its deregistration play may have run)."""
+
+    leaving: frozenset[str]
+
+    def __new__(cls, hosts: Iterable[str] = (), leaving: Iterable[str] = ()) -> KnownHosts:
+        known = super().__new__(cls, hosts)
+        known.leaving = frozenset(leaving) & known
+        return known
+
+
+def expected_hosts(nodes: Iterable[Node], previous: Snapshot | None) -> KnownHosts:
     """The hosts a whole read must list: the journal's registered nodes (ready or draining), and
-    the hosts of the previous whole read except those elb itself took out of SGE since."""
+    the hosts of the previous whole read except those elb itself took out of SGE since. The
+    draining ones are ``leaving``: elb's own play may take them out of SGE."""
     nodes = list(nodes)
     taken_out = {n.name for n in nodes if n.state in _TAKEN_OUT}
     hosts = {n.name for n in nodes if n.state in _REGISTERED}
     if previous is not None:
         hosts |= {h.name for h in previous.hosts if h.name not in taken_out}
-    return frozenset(hosts)
+    return KnownHosts(hosts, (n.name for n in nodes if n.state is NodeState.DRAINING))
 
 
 def running_jobs(snapshot: Snapshot | None) -> tuple[Job, ...]:
-    """The jobs a read showed on a host (running, transferring, suspended)."""
-    return () if snapshot is None else tuple(j for j in snapshot.jobs if j.host is not None)
+    """The jobs a read showed on a host (running, transferring, suspended). Only a job in a
+    queue has a host (``Job.host``): the waiting ones are passed over without asking."""
+    if snapshot is None:
+        return ()
+    return tuple(j for j in filter(_QUEUE, snapshot.jobs) if j.host is not None)
+
+
+_QUEUE = attrgetter("queue")
 
 
 def _names(names: Iterable[str]) -> str:
@@ -87,12 +119,15 @@ def check_read(
     known_up: frozenset[str],
     running_before: Sequence[Job] = (),
     second_read: Snapshot | None = None,
+    leaving: frozenset[str] | None = None,
 ) -> ReadVerdict:
     """Whether ``current`` (one read of qstat and qhost) is whole enough to act on.
 
     ``known_up``: hosts a whole read lists (see ``expected_hosts``); ``running_before``: jobs the
     previous whole read showed on a host; ``configured_hosts``: ``qconf -sel`` (None: not asked
-    yet); ``second_read``: qstat and qhost read again (None: not read yet).
+    yet); ``second_read``: qstat and qhost read again (None: not read yet); ``leaving``: hosts of
+    ``known_up`` elb is taking out of SGE itself (default: ``known_up.leaving`` of a
+    ``KnownHosts``, else none), which a total loss does not count.
     """
     listed = {h.name for h in current.hosts}
     # A job whose host left the read left no trace: a job that ends leaves its host listed.
@@ -114,13 +149,77 @@ def check_read(
         )
         return ReadVerdict(False, why)
     gone = f"{_names(vanished)} left SGE's execution hosts (qconf -sel)"
-    unlisted = listed - configured_hosts
-    if unlisted:
-        doubt = f"{gone}, but qhost lists {_names(unlisted)}, which qconf -sel does not"
-    elif not configured_hosts:
-        doubt = f"{gone}, and SGE has no execution host left"
+    job_hosts = {j.host for j in running_before if j.host is not None}
+    up = known_up - (leaving if leaving is not None else getattr(known_up, "leaving", frozenset()))
+    if up and not up & listed:
+        every = "every host elb knows to be up"
+    elif job_hosts and not job_hosts & listed:
+        every = "every host of the running jobs"
     else:
+        return _some_lost(current, vanished, configured_hosts, second_read)
+    there = [j for j in traceless if j.host in vanished]
+    return _all_lost(every, vanished, listed, configured_hosts, jobs_there=there, gone=gone)
+
+
+def _all_lost(
+    every: str,
+    vanished: set[str],
+    listed: set[str],
+    configured: frozenset[str],
+    *,
+    jobs_there: Sequence[Job],
+    gone: str,
+) -> ReadVerdict:
+    """Every host elb knows to be up (or of the running jobs) vanished and left ``qconf -sel``:
+    whole only if ``qconf -sel`` lists hosts, exactly those qhost lists (a hollow answer lists
+    none); a second read could be as hollow as the first, so none is made."""
+    if configured and configured == listed:
+        return ReadVerdict(True, f"{gone}, which lists {_names(configured)} as qhost does")
+    jobs = _jobs_text(jobs_there)
+    lost = f"partial read: {_names(vanished)} vanished from qhost, {every}, and "
+    if not configured:
+        why = (
+            f"{lost}qconf -sel lists no execution host either{jobs}; both can answer empty the same way "
+            "(a qmaster restarting, or started on an empty spool), so neither confirms the other; no action"
+        )
+    else:
+        why = f"{lost}{_disagree(listed, configured)}{jobs}; so qhost cannot be trusted; no action"
+    return ReadVerdict(False, why)
+
+
+def _disagree(listed: set[str], configured: frozenset[str]) -> str:
+    """How qhost's hosts (``listed``) and qconf -sel's differ, in words."""
+    differ = []
+    if listed - configured:
+        differ.append(f"qhost lists {_names(listed - configured)}, which qconf -sel does not")
+    if configured - listed:
+        differ.append(f"qconf -sel lists {_names(configured - listed)}, which qhost does not")
+    return " and ".join(differ)
+
+
+def _some_lost(
+    current: Snapshot, vanished: set[str], configured: frozenset[str], second_read: Snapshot | None
+) -> ReadVerdict:
+    """Some of the hosts elb knows vanished (others are listed: the qmaster's host list is there;
+    or they all were leaving), and none of them is in ``qconf -sel``: deregistered, unless qconf
+    -sel and qhost disagree on the other hosts, or SGE has no execution host left; then a second
+    read must agree with the first. A ``qconf -sel`` that lists nothing while qhost lists hosts
+    answered hollow: it confirms nothing, and the read is refused."""
+    listed = {h.name for h in current.hosts}
+    gone = f"{_names(vanished)} left SGE's execution hosts (qconf -sel)"
+    if listed == configured and configured:
         return ReadVerdict(True, gone)
+    if listed and not configured:
+        why = (
+            f"partial read: {_names(vanished)} vanished from qhost, and qconf -sel lists no execution host "
+            f"while qhost lists {_names(listed)}: it answered hollow, so it confirms nothing; no action"
+        )
+        return ReadVerdict(False, why)
+    doubt = (
+        f"{gone}, but {_disagree(listed, configured)}"
+        if listed != configured
+        else f"{gone}, and SGE has no execution host left"
+    )
     if second_read is None:
         return ReadVerdict(False, f"{doubt}; reading SGE a second time", Need.SECOND_READ)
     return _agree(current, second_read, doubt)
@@ -142,4 +241,4 @@ def _agree(first: Snapshot, second: Snapshot, doubt: str) -> ReadVerdict:
     return ReadVerdict(False, why)
 
 
-__all__ = ["Need", "ReadVerdict", "check_read", "expected_hosts", "running_jobs"]
+__all__ = ["KnownHosts", "Need", "ReadVerdict", "check_read", "expected_hosts", "running_jobs"]

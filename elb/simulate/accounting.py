@@ -11,7 +11,7 @@ colons, comment lines starting with ``#``. The fields read:
  9    submission_time     POSIX seconds (Open Cluster Scheduler 9 writes microseconds: both
  10   start_time          are accepted, told apart by size)
  11   end_time
- 12   failed              not 0: the job did not run as it should (kept, counted)
+ 12   failed              not 0: the job did not run as it should (replayed as it ran, counted)
  34   granted_pe          the parallel environment, ``NONE`` without one
  35   slots
  36   task_number         an array task's index (0 for a plain job)
@@ -22,7 +22,10 @@ colons, comment lines starting with ``#``. The fields read:
 ====  ==================  ===============================================================
 
 A job that never started (start time 0) is left out and counted. ``h_rt`` in the category, in
-seconds or ``h:m:s``, is the requested run time the forecast uses.
+seconds or ``h:m:s``, is the requested run time the forecast uses. Times count from the first
+submission of any line. The file does not say how big the cluster was: its ``MaxProcs`` (what
+``--max-nodes Kx`` multiplies) is the most slots its jobs held at once, from their start and end
+times, a lower bound of the machine's size.
 """
 
 from __future__ import annotations
@@ -60,15 +63,31 @@ def requested_runtime(category: str) -> float | None:
 
 
 def is_accounting(path: Path) -> bool:
-    """Whether ``path`` looks like an accounting file (its first line)."""
+    """Whether ``path`` looks like an accounting file: its first line that is not blank is a
+    ``#`` comment (SWF's comments start with ``;``) or a record with a colon (SWF's fields are
+    numbers separated by white space). A short record is then the accounting file's error, with
+    its line."""
     for line in open_lines(path):
-        return line.startswith("# Version:") or line.count(":") >= FIELDS - 1
+        text = line.strip()
+        if text:
+            return text.startswith("#") or (not text.startswith(";") and ":" in text)
     return False
+
+
+def most_slots_at_once(spans: Iterable[tuple[float, float, int]]) -> int:
+    """The most slots held at once by jobs running over [start, end) with their slots."""
+    deltas = sorted(d for start, end, slots in spans for d in ((start, slots), (end, -slots)))
+    held = most = 0
+    for _, d in deltas:  # by time, an end (negative) before a start at one instant
+        held += d
+        most = max(most, held)
+    return most
 
 
 def parse_accounting(lines: Iterable[str], source: str = "<accounting>") -> Workload:
     """The jobs of an accounting file, oldest submission first; malformed lines are errors."""
     wl = Workload(source, [], {"Format": "Grid Engine accounting"})
+    spans: list[tuple[float, float, int]] = []  # each job's run, for the machine's size
     for lineno, line in enumerate(lines, 1):
         text = line.rstrip("\n")
         if not text.strip() or text.startswith("#"):
@@ -79,38 +98,44 @@ def parse_accounting(lines: Iterable[str], source: str = "<accounting>") -> Work
         fields = text.split(":")
         if len(fields) < FIELDS:
             raise SwfError(f"{where}: expected {FIELDS} fields separated by ':', found {len(fields)}")
+        submit = _seconds(fields[8], "submission_time", where)
         if fields[41] not in ("NONE", ""):
-            wl.skip("a parallel task's own line (its job's line has the slots)")
+            wl.skip("a parallel task's own line (its job's line has the slots)", at=submit)
             continue
         try:
             job_number = int(fields[5])
+            failed = int(fields[11]) != 0
             slots = int(fields[34])
             task = int(fields[35])
         except ValueError:
-            raise SwfError(f"{where}: job number, slots or task number is not an integer") from None
-        submit = _seconds(fields[8], "submission_time", where)
+            raise SwfError(f"{where}: job number, failed, slots or task number is not an integer") from None
         start = _seconds(fields[9], "start_time", where)
         end = _seconds(fields[10], "end_time", where)
         if start <= 0:
-            wl.skip("never started")
+            wl.skip("never started", at=submit)
             continue
         run = max(0.0, end - start)
         if run <= 0:
-            wl.skip("run time <= 0")
+            wl.skip("run time <= 0", at=submit)
             continue
         if slots <= 0:
-            wl.skip("slots <= 0")
+            wl.skip("slots <= 0", at=submit)
             continue
+        spans.append((start, end, slots))
         # A unique id per line: array tasks share the job number.
         job_id = job_number * 100_000 + task if task else job_number * 100_000
-        wl.jobs.append(SimJob(job_id, submit, run, slots, requested_runtime(fields[39])))
+        wl.jobs.append(SimJob(job_id, submit, run, slots, requested_runtime(fields[39]), failed=failed))
     if not wl.jobs and not wl.skipped:
         raise SwfError(f"{source}: no job line")
     wl.jobs.sort(key=lambda j: (j.submit, j.job_id))
-    if wl.jobs:  # time from the first submission, as SWF logs count it
-        first = wl.jobs[0].submit
+    known = [at for at, _ in wl.skipped_at if at is not None and at > 0]
+    if wl.jobs or known:  # time from the first submission, as SWF logs count it
+        first = min([*known, *(j.submit for j in wl.jobs[:1])])
         wl.jobs = [dataclasses.replace(j, submit=j.submit - first) for j in wl.jobs]
+        wl.skipped_at = [(None if at is None or at <= 0 else at - first, why) for at, why in wl.skipped_at]
         wl.header["UnixStartTime"] = f"{first:.0f}"
+    if spans:
+        wl.header["MaxProcs"] = f"{most_slots_at_once(spans)} (the most slots its jobs held at once)"
     return wl
 
 
@@ -127,4 +152,11 @@ def read_log(path: Path, start: float = 0.0, days: float | None = None) -> Workl
     return read_swf(path, start, days)
 
 
-__all__: Sequence[str] = ("is_accounting", "parse_accounting", "read_accounting", "read_log", "requested_runtime")
+__all__: Sequence[str] = (
+    "is_accounting",
+    "most_slots_at_once",
+    "parse_accounting",
+    "read_accounting",
+    "read_log",
+    "requested_runtime",
+)

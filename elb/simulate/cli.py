@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +14,16 @@ from pydantic import ValidationError
 
 from elb.durations import minutes
 from elb.extras import plot_missing
-from elb.policy.base import Policy
 from elb.simulate.accounting import read_log
+from elb.simulate.bound import Bound, clairvoyant
 from elb.simulate.engine import SimSettings
+from elb.simulate.frontier import Point, bound_line, compare, frontiers
+from elb.simulate.frontier import plot as frontier_plot
+from elb.simulate.frontier import table as frontier_table
 from elb.simulate.groups import SimGroups, SimGroupsError, load_groups, one_group
 from elb.simulate.report import Billing, Metrics, group_table, plot, pool_table, table
-from elb.simulate.runner import Prepared, SimError, build_policy, has_param, prepare, replay, with_param
+from elb.simulate.runner import Prepared, SimError, prepare
+from elb.simulate.sweep import Setup, default_workers, plan_runs, run_all
 from elb.simulate.swf import SwfError, Workload, overrun
 from elb.warmpool import WarmPool
 
@@ -57,7 +62,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--max-nodes",
         default=None,
-        help="cluster cap: N nodes, or Kx for K times the log's machine (default: the zero-wait peak of the log)",
+        help="cluster cap: N nodes, or Kx for K times the log's machine (MaxProcs; an accounting file: the most "
+        "slots its jobs held at once; default: the zero-wait peak of the log)",
     )
     p.add_argument(
         "--dispatch",
@@ -94,9 +100,28 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--sweep",
+        action="append",
+        nargs="?",
+        const="",
         default=None,
         metavar="KEY=V1,V2,...",
-        help="replay each policy that has parameter KEY once per value (a curve in --plot)",
+        help="replay each policy that has parameter KEY once per value (repeatable: a policy with two swept "
+        "keys gets every pair); alone: each policy over its own knob (elb idle_factor x launch_delay, slurm "
+        "suspend_time, parallelcluster idle_time, starcluster wait_time); prints each policy's frontier "
+        "(cost against p95 wait) and --plot draws them",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="replay in N processes at once (default: one per CPU this process may use)",
+    )
+    p.add_argument(
+        "--bound",
+        action="store_true",
+        help="also the clairvoyant replay (every arrival and run time known): the cost no policy beats at its "
+        "waits, and elb's distance from it",
     )
     p.add_argument(
         "--groups",
@@ -126,6 +151,14 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--pool-max-age", type=float, default=86400.0, help="warm pool: longest a node stays stopped (default 86400)"
+    )
+    p.add_argument(
+        "--provision-failure-rate",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="make this share (0..1) of the bring-ups fail after their boot time (seeded by --seed): "
+        "the launch back-off then holds launches as it does live",
     )
     p.add_argument("--no-fast-forward", action="store_true", help="call the policy at every poll")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -208,17 +241,25 @@ def _warm_pool(args: argparse.Namespace) -> WarmPool | None:
     return pool
 
 
-def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
+def _checked_policies(args: argparse.Namespace) -> list[str]:
+    """The policies asked for; ``SimError`` for an unknown one or a number out of its range."""
     names = [n.strip() for n in args.policies.split(",") if n.strip()]
     unknown = [n for n in names if n not in ALL_POLICIES]
     if unknown or not names:
         raise SimError(f"unknown policy {', '.join(unknown) or '(none)'}; known: {', '.join(ALL_POLICIES)}")
-    spn = args.slots_per_node
-    for flag, value in (("--slots-per-node", spn), ("--poll", args.poll), ("--price", args.price)):
+    for flag, value in (("--slots-per-node", args.slots_per_node), ("--poll", args.poll), ("--price", args.price)):
         if value <= 0:
             raise SimError(f"{flag} must be positive")
     if args.boot_time < 0 or args.boot_jitter < 0 or args.start < 0 or (args.days is not None and args.days <= 0):
         raise SimError("--boot-time, --boot-jitter and --start must be >= 0, --days > 0")
+    if not 0 <= args.provision_failure_rate < 1:
+        raise SimError("--provision-failure-rate must be a share: 0 <= SHARE < 1")
+    return names
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    names = _checked_policies(args)
+    spn = args.slots_per_node
     billing: Billing = args.billing
     groups = None
     if args.groups is not None:
@@ -246,56 +287,58 @@ def _simulate(args: argparse.Namespace) -> int:  # noqa: PLR0912
         placement=args.placement,
         fast_forward=not args.no_fast_forward,
         price_per_hour=args.price,
+        provision_failure_rate=args.provision_failure_rate,
     )
     # The same replay with the one group's warm pool, beside each run without it.
     pooled = None if pool is None else dataclasses.replace(prepared, groups=one_group(spn, prepared.max_nodes, pool))
-    sets = [_kv(s, "--set") for s in args.set]
-    sweep_key, sweep_values = None, [""]
-    if args.sweep:
-        sweep_key, raw = _kv(args.sweep, "--sweep")
-        sweep_values = [v.strip() for v in raw.split(",") if v.strip()]
-    runs: list[tuple[Policy, str]] = []
-    for name in names:
-        base = build_policy(
-            name,
-            billing=billing,
-            slots_per_node=spn,
-            boot_time=args.boot_time,
-            max_nodes=prepared.max_nodes,
-            poll_interval=args.poll,
-            groups=groups,
-        )
-        for key, value in sets:
-            if has_param(base, key):
-                base = with_param(base, key, value)
-        if sweep_key is not None and has_param(base, sweep_key):
-            runs.extend((with_param(base, sweep_key, v), f"{name} {sweep_key}={v}") for v in sweep_values)
-        else:
-            runs.append((base, name))
-    for key, _ in sets + ([(sweep_key, "")] if sweep_key else []):
-        if not any(has_param(p, key) for p, _ in runs):
-            raise SimError(f"no listed policy has a parameter {key!r}")
+    setup = Setup(prepared, pooled, settings, billing, args.price, args.boot_time, args.poll, groups)
+    specs = plan_runs(setup, names, [_kv(s, "--set") for s in args.set], args.sweep or [])
     tty = sys.stderr.isatty() and not args.json
-    results: list[Metrics] = []
-    pairs: list[tuple[Metrics, Metrics]] = []
-    for policy, label in runs:
-        for prep, shown in ((prepared, label), (pooled, f"{label}+pool{args.warm_pool}")):
-            if prep is None:
-                continue
-            m, _ = replay(
-                prep,
-                policy,
-                settings,
-                billing=billing,
-                price=args.price,
-                label=shown,
-                progress=_Progress(shown) if tty else None,
-            )
-            results.append(m)
-        if pooled is not None:
-            pairs.append((results[-2], results[-1]))
-    _report(args, wl, prepared, results, groups, billing, spn, pairs)
+    workers = args.workers or default_workers()
+    results = run_all(
+        setup,
+        specs,
+        workers,
+        progress=_Progress if tty else None,
+        done=_count_done if tty else None,
+    )
+    pairs = [(results[i - 1], results[i]) for i, spec in enumerate(specs) if spec.pooled]
+    bound = clairvoyant(prepared, settings, price=args.price) if args.bound else None
+    points = [Point.of(spec, m) for spec, m in zip(specs, results, strict=True) if not spec.pooled]
+    _report(
+        args, wl, prepared, results, groups, billing, spn, pairs, _Frontiers(points, bound, bool(args.sweep), args.poll)
+    )
     return 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Frontiers:
+    """What a sweep (or ``--bound``) adds to the report."""
+
+    points: list[Point]
+    bound: Bound | None
+    swept: bool
+    slack: float  # a poll: elb's decisions come that often, Slurm's every 10 s
+
+    @property
+    def shown(self) -> bool:
+        return self.swept or self.bound is not None
+
+    def as_dict(self) -> dict[str, object]:
+        fronts = frontiers(self.points)
+        return {
+            "points": [p.as_dict() for p in self.points],
+            "frontiers": {name: [p.as_dict() for p in front] for name, front in fronts.items()},
+            "elb_against_peers": [a.as_dict() for a in compare(fronts, slack=self.slack)],
+            "bound": None if self.bound is None else self.bound.as_dict(),
+        }
+
+
+def _count_done(done: int, total: int) -> None:
+    sys.stderr.write(f"\rreplays done: {done}/{total}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
 
 
 def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
@@ -307,8 +350,10 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
     billing: Billing,
     spn: int,
     pairs: list[tuple[Metrics, Metrics]],
+    fronts: _Frontiers,
 ) -> None:
-    """Print the replay's results: a table (and one per group), or JSON with --json."""
+    """Print the replay's results: a table (and one per group, the frontiers of a sweep), or
+    JSON with --json."""
     skipped = dict(wl.skipped)
     warnings = [
         f"{m.label}: the queue never drains (longest backlog {minutes(m.longest_backlog)}, "
@@ -326,6 +371,7 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
                     "log": str(args.log),
                     "jobs": len(prepared.jobs),
                     "skipped": skipped,
+                    "failed": wl.failed,
                     "unservable": {
                         "jobs": len(prepared.unservable),
                         "reasons": reasons,
@@ -355,6 +401,7 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
                     "floor_node_hours": prepared.floors.floor_node_hours,
                     "zero_wait_node_hours": prepared.floors.zero_wait_node_hours,
                     "results": [m.as_dict() for m in results],
+                    "sweep": fronts.as_dict() if fronts.shown else None,
                     "warnings": warnings,
                 },
                 indent=2,
@@ -370,31 +417,56 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
             f"boot {args.boot_time:g} s, poll {args.poll:g} s, billing per {billing}"
             f", dispatch {'easy' if args.backfill else args.dispatch}"
         )
-        _print_changes(skipped, wl.overrun)
+        _print_changes(skipped, wl.overrun, wl.failed)
         if reasons:
             print(
                 f"unservable: {len(prepared.unservable)} jobs no node group can run (in the replay, never "
                 "started, not demand): " + "; ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
             )
         print(table(results, prepared.floors, args.price))
-        if pairs:
+        for part in _more_tables(args, prepared, results, groups, pairs, fronts):
             print()
-            print(
-                f"warm pool: up to {args.warm_pool} stopped nodes, restart {args.restart_time:g} s, volumes "
-                f"{args.volume_price:g}/h, max age {args.pool_max_age:g} s (cost: compute + volumes)"
-            )
-            print(pool_table(pairs))
-        if groups is not None:
-            print()
-            print(group_table(results, prepared.group_floors))
+            print(part)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
     for job, why in prepared.unservable[:5]:
         print(f"unservable job {job.job_id}: {why}", file=sys.stderr)
     if args.plot is not None:
-        plot(results, args.plot, f"{args.log.name}: {spn}-slot nodes, {args.boot_time:g} s boot, per {billing}")
-        if not args.json:
-            print(f"plot: {args.plot}")
+        _draw(args, results, fronts, f"{args.log.name}: {spn}-slot nodes, {args.boot_time:g} s boot, per {billing}")
+
+
+def _draw(args: argparse.Namespace, results: list[Metrics], fronts: _Frontiers, title: str) -> None:
+    """``--plot``: the frontiers of a sweep (or with ``--bound``), else a point per policy."""
+    if fronts.shown:
+        frontier_plot(fronts.points, args.plot, title, fronts.bound)
+    else:
+        plot(results, args.plot, title)
+    if not args.json:
+        print(f"plot: {args.plot}")
+
+
+def _more_tables(  # noqa: PLR0917 (the replay's parts, passed on from _report)
+    args: argparse.Namespace,
+    prepared: Prepared,
+    results: list[Metrics],
+    groups: SimGroups | None,
+    pairs: list[tuple[Metrics, Metrics]],
+    fronts: _Frontiers,
+) -> list[str]:
+    """The tables after the main one: the warm pool's, the groups', the frontiers of a sweep."""
+    parts = []
+    if pairs:
+        parts.append(
+            f"warm pool: up to {args.warm_pool} stopped nodes, restart {args.restart_time:g} s, volumes "
+            f"{args.volume_price:g}/h, max age {args.pool_max_age:g} s (cost: compute + volumes)\n" + pool_table(pairs)
+        )
+    if groups is not None:
+        parts.append(group_table(results, prepared.group_floors))
+    if fronts.swept:
+        parts.append(frontier_table(fronts.points, frontiers(fronts.points), fronts.bound, fronts.slack))
+    elif fronts.bound is not None:
+        parts.append(bound_line(fronts.points, fronts.bound))
+    return parts
 
 
 def _describe(groups: SimGroups) -> str:
@@ -407,9 +479,14 @@ def _describe(groups: SimGroups) -> str:
     )
 
 
-def _print_changes(skipped: dict[str, int], overrun: int) -> None:
-    """What the replay left out of the log, or changed in it."""
+def _print_changes(skipped: dict[str, int], overrun: int, failed: int) -> None:
+    """What the replay left out of the log, or changed in it, and the failed jobs it kept."""
     if skipped:
         print("skipped: " + "; ".join(f"{n} {why}" for why, n in skipped.items()))
+    if failed:
+        print(
+            f"failed: {failed} job{'s' if failed != 1 else ''} ended with a failure code "
+            f"(replayed as {'they' if failed != 1 else 'it'} ran)"
+        )
     if overrun:
         print(f"overrun: {overrun} jobs made to run past their requested time (--overrun)")

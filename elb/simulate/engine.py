@@ -1,8 +1,17 @@
-"""A simulated SGE cluster on a simulated cloud, driven by a real scaling policy.
+"""A simulated SGE cluster on a simulated cloud, driven by elb's own planner and a scaling policy.
 
 Events (job submissions, job ends, nodes becoming ready) move the cluster; every poll interval
-the policy gets the same ``Snapshot``/``Node`` values as live and its ``Plan`` is applied:
-launched nodes accept jobs ``boot_time`` later, removed nodes (idle ones only) stop being billed.
+the live pass's planner (``elb.planner.plan_pass``) plans on what the live pass would read: the
+scheduler's ``Snapshot``, the journal's ``Node`` records, the cloud's instances, the demand and the
+launch back-off of the bring-ups so far; its actions are carried out as the live executor would
+start them: launched nodes accept jobs ``boot_time`` later, removed nodes (idle ones only: the
+safe drain) stop being billed, the warm pool's stops, restarts and expiries happen as it plans
+them, repairs are counted (a replay where nothing breaks has none). With
+``provision_failure_rate`` a share of bring-ups fails after its boot time, and the back-off the
+live pass computes from its journal holds launches the same way. The replay keeps what a pass
+would otherwise find by a scan of every node (``elb.state.JoinIndex``: the nodes that are not
+steady, each node's instance and record) up to date as events happen, so a decision costs what
+changed, not what the cluster holds.
 
 Dispatch (``dispatch``) is SGE's default scheduler without reservations (``"sge"``): jobs in
 submission order, each one that fits starts, so a later job that fits starts around one that waits
@@ -33,20 +42,26 @@ with ``slots_per_node`` slots a node and ``max_nodes`` nodes.
 Fast-forward: a policy may offer ``quiet_until(state, history)`` (see
 ``elb.policy.peers``). After an empty plan the driver then skips the polls before the earlier of
 that time and the next event: nothing the policy sees changes in between, so the result is the
-same as polling every interval (a test compares both). A policy whose plans depend on its nodes
+same as polling every interval (``tests/unit/test_simulate_wakeup.py`` compares both on random
+logs whose jobs overrun their requested time). The hint must bound every rule that changes with
+the clock alone (a running job becoming overdue, ``launch_delay``, stabilization, idle timers, a
+waiting job's age). A replay in which nothing can change any more (no event to come, an
+empty plan, and a hint of never or beyond ``stall_limit``) gives up, billing its nodes up to the
+first poll from which nothing changed, with fast-forward or without. A policy whose plans depend on its nodes
 only, never on the jobs (``watches_jobs = False``: the static cluster), is then not asked again
 for job submissions and ends either, only when a node becomes ready; so its replay costs the
 same per job at any cluster size.
 
-Warm pool (``elb.warmpool``, a group's ``warm_pool``): a removal the plan asks for stops the node
-instead, when the pool's rule says so; its compute billing ends there (the stretch it ran is one
-``NodeLife``) and its volumes cost ``volume_price_per_hour`` while it is stopped. A launch for a
-group with stopped nodes starts the youngest one instead of a new node, under its own name: it is
-a new ``NodeLife`` (``restart``, billed from its start with EC2's minimum again) and takes jobs
-``restart_time`` later instead of a boot time. ``boot_time`` is launch to ready, provisioning
-included, so a restart replaces all of it. A stopped node goes when it reaches its keep time
-(billed up to that instant, whenever the next poll sees it) or when the pool holds more than its
-``max_nodes``. Stopped nodes are not in the policy's view and do not count toward ``max_nodes``.
+Warm pool (``elb.poolplan``, a group's ``warm_pool``): a removal the planner makes a stop stops the
+node instead; its compute billing ends there (the stretch it ran is one ``NodeLife``) and its
+volumes cost ``volume_price_per_hour`` while it is stopped. A launch the planner makes a restart
+starts the stopped node under its own name: a new ``NodeLife`` (``restart``, billed from its start
+with EC2's minimum again) that takes jobs ``restart_time`` later instead of a boot time.
+``boot_time`` is launch to ready, provisioning included, so a restart replaces all of it. A
+stopped node goes when the planner expires it (its keep time, billed up to that instant whenever
+the next poll sees it; the replay wakes then, fast-forward or not, or the pool's size). Stopped
+nodes are records in the journal's sense (``stopped``), not in the policy's view, and do not count
+toward ``max_nodes``.
 """
 
 from __future__ import annotations
@@ -58,20 +73,57 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeVar, runtime_checkable
 
-from elb.model import History, Host, Job, Node, NodeState, Plan, QueueInstance, Snapshot
+from elb.backoff import Tracker
+from elb.config import Config, PolicyConfig
+from elb.interfaces import Instance
+from elb.journal import Event
+from elb.model import History, Host, Job, Node, NodeState, QueueInstance, Snapshot
 from elb.naming import next_names
+from elb.orders import Orders
+from elb.planner import PassInputs, PassPlan, plan_pass
 from elb.policy.base import Policy
-from elb.policy.grouped import GroupedPolicy, decide_demand
+from elb.policy.grouped import GroupedPolicy
 from elb.policy.placement import FreeIndex, host_order, width
 from elb.policy.tally import Changes
+from elb.servable import DemandSplit
 from elb.simulate.groups import Assignment, SimGroups, assign, one_group
 from elb.simulate.swf import SimJob
 from elb.simulate.waiting import WaitingJobs
-from elb.state import ClusterState
-from elb.warmpool import Pooled, WarmPool, due, expired, pick_restart, stop_or_terminate, volume_cost
+from elb.state import ClusterState, JoinIndex
+from elb.warmpool import Pooled, WarmPool, due, keep_time, volume_cost
 
 QUEUE = "all.q"
 _EPS = 1e-9
+_NO_ORDERS = Orders()
+
+
+def sim_config(settings: SimSettings, groups: SimGroups, max_nodes: int) -> Config:
+    """The elb config the planner reads in a replay: the replay's node groups (a group without a
+    price at ``settings.price_per_hour``), ``max_nodes``, the poll, the boot time (its mean with
+    jitter), the back-off. Built from values already checked (``model_copy``: the replay may use
+    times the live config refuses, such as an instant boot)."""
+    node_groups = [
+        g if g.price_per_hour is not None else g.model_copy(update={"price_per_hour": settings.price_per_hour})
+        for g in groups.groups.groups
+    ]
+    policy = PolicyConfig().model_copy(
+        update={
+            "max_nodes": max_nodes,
+            "boot_time": settings.boot_time + settings.boot_jitter / 2,
+            "poll_interval": settings.poll_interval,
+        }
+    )
+    base = Config()
+    return base.model_copy(
+        update={
+            "poll_interval": settings.poll_interval,
+            "policy": policy,
+            "node_groups": node_groups,
+            "backoff": base.backoff.model_copy(
+                update={"initial": settings.backoff_initial, "max": settings.backoff_max}
+            ),
+        }
+    )
 
 
 @runtime_checkable
@@ -92,7 +144,7 @@ class SimSettings:
     dispatch: Literal["sge", "fifo", "easy"] = "sge"  # see the module's doc
     placement: Literal["first", "best"] = "first"  # narrow jobs: lowest-numbered node that fits, or fullest
     fast_forward: bool = True  # use the policy's quiet_until when it has one
-    stall_limit: float = 7 * 86400.0  # stop when nothing can change for this long
+    stall_limit: float = 7 * 86400.0  # give up when nothing has changed, and no event is to come, for this long
     record: bool = False  # keep per-job placements and node lives (for tests)
     # The master as an exec host of this many slots (0: it runs no job): ready from the start,
     # never removed and not billed (the master is paid for whatever the policy).
@@ -101,6 +153,11 @@ class SimSettings:
     # Price per node-hour of a group without ``price_per_hour``: what a warm pool weighs its
     # volumes' cost against (a restart saves boot time minus restart time of compute).
     price_per_hour: float = 1.0
+    # The share of bring-ups whose provisioning fails (after the boot time, billed): the launch
+    # back-off (``backoff_initial`` doubling up to ``backoff_max``) then holds launches, as live.
+    provision_failure_rate: float = 0.0
+    backoff_initial: float = 60.0
+    backoff_max: float = 3600.0
 
 
 @dataclass(slots=True)
@@ -120,6 +177,7 @@ class _Node:
     record: Node | None = None  # cached Node value
     host: Host | None = None  # cached Host value
     restart: bool = False  # started from the warm pool
+    fails: bool = False  # its provisioning fails when its boot time is up
 
 
 @dataclass(slots=True)
@@ -191,6 +249,10 @@ class SimOutcome:
     pooled_seconds: dict[str, float] = field(default_factory=dict)  # per group: node-seconds stopped
     pool_cost: dict[str, float] = field(default_factory=dict)  # per group: their volumes' cost
     pool_reasons: list[str] = field(default_factory=list)  # each pool decision's reason (with ``record``)
+    failed_bringups: int = 0  # bring-ups whose provisioning failed (``provision_failure_rate``)
+    launches_held: int = 0  # launches the policy wanted that the back-off held
+    backoff_rounds: int = 0  # the most failed rounds in a row the back-off reached
+    repairs: int = 0  # repairs the planner asked for (none on a replay where nothing breaks)
 
 
 @dataclass(slots=True)
@@ -289,7 +351,20 @@ class Simulator:
             g.name: g.price_per_hour if g.price_per_hour is not None else settings.price_per_hour
             for g in self.groups.groups.groups
         }
-        self.pooled: dict[str, list[Pooled]] = {g: [] for g in self.pools}
+        self.pooled: dict[str, Pooled] = {}  # stopped nodes by name (their keep time, for the bill)
+        self.pool_group: dict[str, str] = {}  # stopped nodes' groups
+        # The elb config the planner reads, and what the live pass reads of the journal and the
+        # cloud, kept event by event: the back-off (its bring-up events), the nodes with a
+        # bring-up or a restart under way (in flight), each node's instance, and the nodes that
+        # are not steady (booting or stopped: ``elb.state.JoinIndex``).
+        self.config = sim_config(settings, self.groups, self.max_nodes)
+        self.backoff = Tracker(initial=settings.backoff_initial, maximum=settings.backoff_max)
+        self.failures = random.Random(settings.seed + 1)  # noqa: S311 (seeded failure injection)
+        self._booting: dict[str, None] = {}
+        self._instance_values: dict[str, Instance] = {}
+        self._suspects: dict[str, None] = {}
+        self._pooled_records: dict[str, Node] = {}
+        self.last_inputs: PassInputs | None = None  # the planner's inputs at the last decision
         for name in next_names((), initial_nodes):
             self._launch(name, self.t0, boot=0.0)
         if settings.master_exec_slots > 0:
@@ -314,17 +389,23 @@ class Simulator:
                 boot += self.rng.uniform(0.0, self.s.boot_jitter)
         group = group or self.first_group
         node = _Node(name, slots or self.group_slots[group], group, now, now + boot, restart=restart)
+        rate = self.s.provision_failure_rate
+        node.fails = not restart and rate > 0 and self.failures.random() < rate
         self.nodes[name] = node
         self.group_count[group] += 1
         if restart:
             self.out.restarts += 1
         else:
             self.out.launches += 1
+            self.backoff.add(Event(now, name, NodeState.REQUESTED, None, None))
+        self._instance_values[name] = Instance(f"sim-{name}", name, "running", now)
         self._nodes_cache = None
         self._stale[name] = None
-        if boot <= 0:
+        if boot <= 0 and not node.fails:
             self._set_ready(node, now)
         else:
+            self._booting[name] = None
+            self._suspects[name] = None
             heapq.heappush(self.readies, (node.ready_at, name))
 
     def _set_ready(self, node: _Node, now: float) -> None:
@@ -332,7 +413,18 @@ class Simulator:
         node.free = node.slots
         node.ready_at = now
         node.last_busy_at = None
+        self._booting.pop(node.name, None)
+        self._suspects.pop(node.name, None)
+        if not node.restart:
+            self.backoff.add(Event(now, node.name, NodeState.READY, None, None))
         self._touch(node)
+
+    def _fail(self, node: _Node, now: float) -> None:
+        """Its provisioning failed: cleaned up and terminated (billed from its launch), a failed
+        bring-up for the back-off."""
+        self.out.failed_bringups += 1
+        self.backoff.add(Event(now, node.name, NodeState.FAILED, None, "provisioning failed (simulated)"))
+        self._terminate(node, now)
 
     def _touch(self, node: _Node) -> None:
         if node.ready:
@@ -346,6 +438,9 @@ class Simulator:
     def _terminate(self, node: _Node, now: float, *, stopped: bool = False) -> None:
         node.terminated_at = now
         del self.nodes[node.name]
+        self._booting.pop(node.name, None)
+        self._suspects.pop(node.name, None)
+        self._instance_values.pop(node.name, None)
         self.group_count[node.group] -= 1
         self._ready[node.group].remove(host_order(node.name))
         host, record = self._host_values.pop(node.name, None), self._record_values.pop(node.name, None)
@@ -363,9 +458,10 @@ class Simulator:
 
     def _node_record(self, n: _Node) -> Node:
         if n.record is None:
+            booting = NodeState.STARTING if n.restart else NodeState.PROVISIONING
             n.record = Node(
                 name=n.name,
-                state=NodeState.READY if n.ready else NodeState.PROVISIONING,
+                state=NodeState.READY if n.ready else booting,
                 launched_at=n.launched_at,
                 instance_id=f"sim-{n.name}",
                 ready_at=n.ready_at if n.ready else None,
@@ -633,7 +729,10 @@ class Simulator:
             _, name = heapq.heappop(self.readies)
             node = self.nodes.get(name)
             if node is not None and not node.ready and node.ready_at <= t:
-                self._set_ready(node, t)
+                if node.fails:
+                    self._fail(node, t)
+                else:
+                    self._set_ready(node, t)
         while self.next_sub < len(self.jobs) and self.jobs[self.next_sub].submit <= t:
             self._submit(self.jobs[self.next_sub], self.assignments[self.next_sub])
             self.next_sub += 1
@@ -647,100 +746,154 @@ class Simulator:
             self.out.longest_backlog = max(self.out.longest_backlog, t - self._backlog_since)
             self._backlog_since = None
 
-    def _apply(self, plan: Plan, now: float) -> bool:
+    # -- the pass: the live planner on what the replay shows ----------------------------------
+    def _plan(self, now: float) -> PassPlan:
+        """``elb.planner.plan_pass`` on what the live pass would read now: the scheduler's
+        snapshot, the journal's records (stopped nodes too) and the cloud's instances, the
+        demand (each waiting job's group), the back-off of the bring-ups so far."""
+        snapshot, records = self.snapshot(now)
+        index = JoinIndex(
+            suspects=tuple(self._suspects),
+            unaccounted=(),
+            pooled=tuple(self._pooled_records.values()),
+            records=self._record_values,
+            instances=self._instance_values,
+            hosts=self._host_values,
+            jobs_on=self._jobs_on,
+        )
+        inputs = PassInputs(
+            snapshot=snapshot,
+            nodes=records,
+            instances=(),
+            demand=DemandSplit(snapshot, group_of=self.group_of),
+            history=self.history,
+            orders=_NO_ORDERS,
+            backoff=self.backoff.state,
+            in_flight=frozenset(self._booting),
+            watched_since=self.t0,
+            index=index,
+        )
+        self.last_inputs = inputs
+        return plan_pass(inputs, self.config, self.policy, now)
+
+    def _jobs_on(self, name: str) -> tuple[Job, ...]:
+        """The jobs filed under a node (``elb.state.started_host``: the host of a job's queue
+        instance, its first node here), as the scan of the snapshot finds them."""
+        node = self.nodes.get(name)
+        if node is None or node.jobs == 0:
+            return ()
+        return tuple(r.value for r in self.running.values() if r.parts[0][0] is node)
+
+    def _carry_out(self, pp: PassPlan, now: float) -> bool:
+        """The plan's actions on the replay, as the live executor would start them; True when the
+        cluster changed. A removal or stop of a node with a job on it is refused (the safe drain
+        keeps it), a launch beyond ``max_nodes`` or its group's is not made."""
+        self.out.repairs += len(pp.repairs)
         changed = False
+        for r in pp.pool.expire:
+            self._expire(r.node, now, r.reason)
+            changed = True
+        plan = pp.scaling
+        if plan is None:
+            return changed
+        self.out.launches_held += pp.launches_held
+        self.out.backoff_rounds = max(self.out.backoff_rounds, self.backoff.state.rounds)
         for removal in plan.remove:
             node = self.nodes.get(removal.node)
-            if node is None or not node.ready or node.jobs:
-                self.out.refused_removals += 1
-                continue
-            self._remove(node, now)
-            self.history = History(now, (*self.history.recent_removals[-49:], now))
+            if self.s.record and node is not None and node.group in self.pools:  # the pool said why not
+                self.out.pool_reasons.append(f"{removal.node}: {removal.reason}")
+            changed |= self._remove(removal.node, now)
+        for r in pp.pool.stops:
+            changed |= self._remove(r.node, now, stop=r.reason)
+        launched = 0
+        for r in pp.pool.restarts:
+            self._restart(r.node, now, r.reason)
+            launched += 1
+        room = self.max_nodes - sum(self.group_count.values())
+        in_use = {*self.nodes, *self.pooled}
+        for name in plan.add_names[: max(0, room)]:
+            group = plan.add_groups.get(name, self.first_group)
+            if group not in self.group_slots or self.group_count[group] >= self.group_max[group]:
+                continue  # the group's own cap (a plan that ignores it gets no node)
+            if name in in_use:  # a name in use (a policy's own naming): the next free one
+                name = next_names(sorted(in_use), 1)[0]  # noqa: PLW2901
+            in_use.add(name)
+            self._launch(name, now, group=group)
+            launched += 1
+        if launched:
+            self.history = History(now, self.history.recent_removals)
             changed = True
-        if plan.add:
-            room = self.max_nodes - sum(self.group_count.values())
-            n = min(plan.add, room)
-            names = list(plan.add_names[:n])
-            stopped = {p.name for pooled in self.pooled.values() for p in pooled}
-            if len(names) < n:
-                in_use = [*self.nodes, *names, *stopped]
-                names.extend(next_names(in_use, n - len(names)))
-            launched = 0
-            self._expire(now)
-            for name in names:
-                group = plan.add_groups.get(name, self.first_group)
-                if group not in self.group_slots or self.group_count[group] >= self.group_max[group]:
-                    continue  # the group's own cap (a plan that ignores it gets no node)
-                if self._restart(group, now):
-                    launched += 1
-                    continue
-                if name in stopped:  # a stopped node of another group keeps its name
-                    name = next_names([*self.nodes, *names, *stopped], 1)[0]  # noqa: PLW2901
-                self._launch(name, now, group=group)
-                launched += 1
-            if launched:
-                self.history = History(now, self.history.recent_removals)
-                changed = True
         return changed
 
-    # -- warm pool -----------------------------------------------------------------------------
-    def _remove(self, node: _Node, now: float) -> None:
-        """Stop the node into its group's warm pool when the pool's rule says so, else terminate it."""
-        pool = self.pools.get(node.group)
-        if pool is None:
+    def _remove(self, name: str, now: float, *, stop: str | None = None) -> bool:
+        """The safe drain: a ready node with nothing on it is terminated, or stopped into its
+        group's warm pool (``stop``: the pool's reason)."""
+        node = self.nodes.get(name)
+        if node is None or not node.ready or node.jobs:
+            self.out.refused_removals += 1
+            return False
+        self.history = History(now, (*self.history.recent_removals[-49:], now))
+        if stop is None:
             self._terminate(node, now)
-            return
-        self._expire(now)
-        pooled = self.pooled[node.group]
-        decision = stop_or_terminate(
-            pool,
-            pooled,
-            boot_time=self.s.boot_time + self.s.boot_jitter / 2,
-            price_per_hour=self.group_price[node.group],
-            poll_interval=self.s.poll_interval,
-        )
+            return True
         if self.s.record:
-            self.out.pool_reasons.append(f"{node.name}: {decision.reason}")
-        if not decision.stop:
-            self._terminate(node, now)
-            return
+            self.out.pool_reasons.append(f"{name}: {stop}")
         self._terminate(node, now, stopped=True)
-        pooled.append(Pooled(node.name, now, now + decision.keep_for))
-
-    def _restart(self, group: str, now: float) -> bool:
-        """Start the group's youngest stopped node, if it has one."""
-        pool = self.pools.get(group)
-        if pool is None:
-            return False
-        pooled = self.pooled[group]
-        pick = pick_restart(pooled, pool, now)
-        if pick is None:
-            return False
-        p, why = pick
-        pooled.remove(p)
-        self._unpool(group, p, now)
-        if self.s.record:
-            self.out.pool_reasons.append(why)
-        self._launch(p.name, now, boot=pool.restart_time, group=group, restart=True)
+        pool = self.pools[node.group]
+        keep = keep_time(pool, self.config.policy.boot_time, self.group_price[node.group])
+        self.pooled[name] = Pooled(name, now, now + keep)
+        self.pool_group[name] = node.group
+        record = Node(
+            name, NodeState.STOPPED, node.launched_at, instance_id=f"sim-{name}", slots=node.slots,
+            group=node.group, stopped_at=now,
+        )  # fmt: skip
+        self._pooled_records[name] = record
+        _replace(self._record_values, name, record, self._changes.records)
+        self._nodes_cache = None
+        self._instance_values[name] = Instance(f"sim-{name}", name, "stopped", node.launched_at)
+        self._suspects[name] = None
         return True
 
-    def _unpool(self, group: str, p: Pooled, until: float) -> None:
-        """A stopped node leaves the pool: its volumes were paid from its stop to ``until``."""
+    def _unpool(self, name: str, until: float) -> str:
+        """A stopped node leaves the pool: its volumes were paid from its stop to ``until``; its group."""
+        p = self.pooled.pop(name)
+        group = self.pool_group.pop(name)
+        record = self._pooled_records.pop(name)
+        if self._record_values.get(name) is record:
+            del self._record_values[name]
+            self._changes.records.went(record)
+            self._nodes_cache = None
+        self._instance_values.pop(name, None)
+        self._suspects.pop(name, None)
         seconds = max(0.0, until - p.stopped_at)
         self.out.pooled_seconds[group] = self.out.pooled_seconds.get(group, 0.0) + seconds
         self.out.pool_cost[group] = self.out.pool_cost.get(group, 0.0) + volume_cost(seconds, self.pools[group])
+        return group
 
-    def _expire(self, now: float) -> None:
-        """Terminate the stopped nodes past their keep time (billed up to it) or beyond the pool's size."""
-        for group, pooled in self.pooled.items():
-            if not pooled:
-                continue
-            for p, at, why in expired(pooled, self.pools[group], now):
-                pooled.remove(p)
-                self._unpool(group, p, at)
-                self.out.pool_terminations += 1
-                if self.s.record:
-                    self.out.pool_reasons.append(f"{p.name}: {why}")
+    def _restart(self, name: str, now: float, why: str) -> None:
+        """Start a stopped node again under its own name: a new stretch (billed from now), ready a
+        restart time later."""
+        group = self._unpool(name, now)
+        if self.s.record:
+            self.out.pool_reasons.append(why)
+        self._launch(name, now, boot=self.pools[group].restart_time, group=group, restart=True)
+
+    def _expire(self, name: str, now: float, why: str) -> None:
+        """A stopped node past its keep time (billed up to it) or beyond the pool's size goes."""
+        p, group = self.pooled[name], self.pool_group[name]
+        self._unpool(name, max(p.stopped_at, min(now, due(p, self.pools[group]))))
+        self.out.pool_terminations += 1
+        if self.s.record:
+            self.out.pool_reasons.append(f"{name}: {why}")
+
+    def _next_pool_due(self) -> float:
+        """When the next stopped node is due to go (its keep time): the replay wakes then."""
+        return min((due(p, self.pools[self.pool_group[n]]) for n, p in self.pooled.items()), default=math.inf)
+
+    def _backoff_ends(self, now: float) -> float:
+        """When a launch the back-off holds may start (the replay wakes then); inf: none held."""
+        b = self.backoff.state
+        return b.next_launch_at if b.active and b.next_launch_at is not None and b.next_launch_at > now else math.inf
 
     def _done(self) -> bool:
         return self.next_sub >= len(self.jobs) and not self.pending and not self.running
@@ -767,28 +920,33 @@ class Simulator:
             if poll == math.inf:  # asleep until a node event, and none will come: poll again
                 poll = self._grid(self._last_event_at)
             now = poll
-            self._expire(now)
-            plan = decide_demand(self.policy, self.state(now), self.history, group_of=self.group_of)
+            pp = self._plan(now)
             self.out.decisions += 1
-            changed = self._apply(plan, now)
+            changed = self._carry_out(pp, now)
             if changed:
                 self.dispatch(now)
                 self._track_backlog(now)
             step = now + self.s.poll_interval
-            if plan.empty and self.quiet is not None:  # the hint is only asked after an empty plan
+            quiet = (pp.scaling is None or pp.scaling.empty) and pp.pool.empty and not pp.repairs
+            if quiet and self.quiet is not None:  # the hint is only asked after an empty plan
                 state = self.state(now)
                 if isinstance(self.quiet, GroupedPolicy):
                     until = self.quiet.quiet_until_groups(state, self.group_of, self.history)
                 else:
                     until = self.quiet.quiet_until(state, self.history)
                 horizon = nxt if self.watches_jobs else self._next_node_event()
-                step = max(step, self._grid(min(until, horizon)))
+                wake = min(until, horizon, self._next_pool_due(), self._backoff_ends(now))
+                step = max(step, self._grid(wake))
             # Nothing can ever change: no event to come and the policy does nothing.
+            # It gives up when the policy says nothing will ever change, or ``stall_limit`` after
+            # the first poll from which nothing changed, whichever comes first; either way the
+            # nodes are billed up to that first poll, so the result does not depend on
+            # fast-forward or on the limit.
             if not changed and nxt == math.inf:
                 quiet_since = now if quiet_since is None else quiet_since
-                if step == math.inf or now - quiet_since >= self.s.stall_limit:
+                if step > quiet_since + self.s.stall_limit:
                     self.out.stalled = True
-                    self._stalled_at = now
+                    self._stalled_at = quiet_since
                     break
             else:
                 quiet_since = None
@@ -801,7 +959,7 @@ class Simulator:
 
     def _close(self) -> SimOutcome:
         end = self.out.last_end
-        if self.out.stalled:  # the nodes kept running, and billing, until the replay gave up
+        if self.out.stalled:  # the nodes kept running, and billing, up to the first poll from which nothing changed
             end = max(end, self.jobs[-1].submit, self._stalled_at)
         closing = len(self.nodes)  # switched off by the end of the replay, not by the policy
         for node in list(self.nodes.values()):
@@ -809,10 +967,8 @@ class Simulator:
                 node.busy_seconds += end - node.busy_since
             self._terminate(node, max(end, node.launched_at))
         self.out.terminations -= closing
-        for group, pooled in self.pooled.items():  # the stopped nodes go at the end too
-            for p in pooled:
-                self._unpool(group, p, max(p.stopped_at, min(end, due(p, self.pools[group]))))
-            pooled.clear()
+        for name, p in list(self.pooled.items()):  # the stopped nodes go at the end too
+            self._unpool(name, max(p.stopped_at, min(end, due(p, self.pools[self.pool_group[name]]))))
         self.out.never_started = len(self.pending) + (len(self.jobs) - self.next_sub)
         if self._backlog_since is not None:
             self.out.longest_backlog = max(self.out.longest_backlog, end - self._backlog_since)

@@ -124,6 +124,9 @@ class Metrics:
     stops: int = 0  # warm pool: removals that stopped the node
     pooled_node_hours: float = 0.0  # warm pool: node-hours stopped (not in node_hours)
     pool_cost: float = 0.0  # warm pool: the stopped nodes' volumes (in cost)
+    failed_bringups: int = 0  # bring-ups whose provisioning failed (--provision-failure-rate)
+    launches_held: int = 0  # launches the back-off held
+    backoff_rounds: int = 0  # the most failed rounds in a row the back-off reached
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -196,10 +199,13 @@ def metrics(
         stops=out.stops,
         pooled_node_hours=sum(out.pooled_seconds.values()) / 3600.0,
         pool_cost=sum(out.pool_cost.values()),
+        failed_bringups=out.failed_bringups,
+        launches_held=out.launches_held,
+        backoff_rounds=out.backoff_rounds,
     )
 
 
-def _fmt_wait(s: float) -> str:
+def fmt_wait(s: float) -> str:
     if s < 120:
         return f"{s:.0f}s"
     if s < 3 * 3600:
@@ -217,9 +223,9 @@ def table(rows: Sequence[Metrics], fl: Floors, price: float) -> str:
     for m in rows:
         lines.append(
             f"{m.label:<22} {m.node_hours:>9.0f} {m.cost:>9.0f} {m.cost_over_floor:>7.2f} "
-            f"{m.idle_node_hours:>8.0f} {m.utilisation:>5.2f} {_fmt_wait(m.wait_mean):>6} "
-            f"{_fmt_wait(m.wait_p50):>6} {_fmt_wait(m.wait_p95):>6} {_fmt_wait(m.wait_p99):>6} "
-            f"{_fmt_wait(m.wait_max):>6} {m.bounded_slowdown:>6.2f} {m.makespan / 86400:>7.1f}d "
+            f"{m.idle_node_hours:>8.0f} {m.utilisation:>5.2f} {fmt_wait(m.wait_mean):>6} "
+            f"{fmt_wait(m.wait_p50):>6} {fmt_wait(m.wait_p95):>6} {fmt_wait(m.wait_p99):>6} "
+            f"{fmt_wait(m.wait_max):>6} {m.bounded_slowdown:>6.2f} {m.makespan / 86400:>7.1f}d "
             f"{m.launches:>6} {m.terminations:>6}"
         )
     lines.append(
@@ -242,13 +248,13 @@ def pool_table(pairs: Sequence[tuple[Metrics, Metrics]]) -> str:
     for without, with_pool in pairs:
         for m in (without, with_pool):
             lines.append(
-                f"{m.label:<22} {_fmt_wait(m.wait_mean):>6} {_fmt_wait(m.wait_p95):>6} {m.node_hours:>9.1f} "
+                f"{m.label:<22} {fmt_wait(m.wait_mean):>6} {fmt_wait(m.wait_p95):>6} {m.node_hours:>9.1f} "
                 f"{m.pooled_node_hours:>9.1f} {m.cost:>10.2f} {m.pool_cost:>8.2f} {m.launches:>6} "
                 f"{m.restarts:>7} {m.stops:>6}"
             )
         lines.append(
-            f"{'  pool saves':<22} {_fmt_wait(without.wait_mean - with_pool.wait_mean):>6} "
-            f"{_fmt_wait(without.wait_p95 - with_pool.wait_p95):>6} {without.node_hours - with_pool.node_hours:>9.1f} "
+            f"{'  pool saves':<22} {fmt_wait(without.wait_mean - with_pool.wait_mean):>6} "
+            f"{fmt_wait(without.wait_p95 - with_pool.wait_p95):>6} {without.node_hours - with_pool.node_hours:>9.1f} "
             f"{'':>9} {without.cost - with_pool.cost:>10.2f}"
         )
     return "\n".join(lines)

@@ -45,6 +45,17 @@ def has_param(policy: Policy, key: str) -> bool:
     return isinstance(config, PolicyConfig) and key in PolicyConfig.model_fields
 
 
+def param_value(policy: Policy, key: str) -> object:
+    """The value of a parameter ``has_param`` finds (its own params first, then its PolicyConfig)."""
+    params = getattr(policy, "params", None)
+    if params is not None and dataclasses.is_dataclass(params) and key in {f.name for f in dataclasses.fields(params)}:
+        return getattr(params, key)
+    config = getattr(policy, "config", None)
+    if isinstance(config, PolicyConfig) and key in PolicyConfig.model_fields:
+        return getattr(config, key)
+    raise SimError(f"policy {policy.name} has no parameter {key!r}")
+
+
 def with_param(policy: Policy, key: str, raw: str) -> Policy:
     """The same policy with one parameter changed (its own params, else its PolicyConfig)."""
     params = getattr(policy, "params", None)

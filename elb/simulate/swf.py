@@ -4,7 +4,7 @@ Per job: submit time, run time, slots (requested processors if known, else alloc
 requested run time (field 9, ``h_rt``), the requested memory per processor (field 10, kilobytes)
 and the queue and partition numbers (fields 15 and 16) when known (-1 in the log: unknown). Jobs
 with run time <= 0 or slots <= 0 are skipped and counted. ``start``/``days`` keep a window of the
-log (seconds from its start).
+log (seconds from its start) and the skip counts of the jobs submitted in it.
 """
 
 from __future__ import annotations
@@ -32,17 +32,26 @@ class SimJob:
     memory_kb: float | None = None  # requested memory per slot (SWF field 10), kilobytes
     queue: int | None = None  # SWF field 15: the queue's number in the log
     partition: int | None = None  # SWF field 16: the partition's number in the log
+    failed: bool = False  # the log says it ended with a failure (accounting's ``failed``); replayed as it ran
 
 
 @dataclass(slots=True)
 class Workload:
-    """The jobs to replay, oldest submission first, and what was left out and why."""
+    """The jobs to replay, oldest submission first, and what was left out and why: ``skipped``
+    counts by reason, ``skipped_at`` each left-out job's submission time (None: not known) and
+    reason, so that a window counts its own."""
 
     source: str
     jobs: list[SimJob]
     header: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
     overrun: int = 0  # jobs made to run past their requested time (``overrun``)
+    skipped_at: list[tuple[float | None, str]] = field(default_factory=list)
+
+    @property
+    def failed(self) -> int:
+        """Jobs the log says ended with a failure (replayed as they ran)."""
+        return sum(1 for j in self.jobs if j.failed)
 
     @property
     def max_procs(self) -> int | None:
@@ -52,8 +61,11 @@ class Workload:
                 return int(value[0])
         return None
 
-    def skip(self, why: str, n: int = 1) -> None:
+    def skip(self, why: str, n: int = 1, *, at: float | None = None) -> None:
+        """Count ``n`` jobs left out for ``why``; ``at``: their submission time, when known (one job)."""
         self.skipped[why] = self.skipped.get(why, 0) + n
+        if n == 1:
+            self.skipped_at.append((at, why))
 
 
 def open_lines(path: Path) -> Iterable[str]:
@@ -105,10 +117,10 @@ def parse_swf(lines: Iterable[str], source: str = "<swf>") -> Workload:
             wl.skip("unknown submit time")
             continue
         if run <= 0:
-            wl.skip("run time <= 0")
+            wl.skip("run time <= 0", at=submit)
             continue
         if slots <= 0:
-            wl.skip("slots <= 0")
+            wl.skip("slots <= 0", at=submit)
             continue
         wl.jobs.append(
             SimJob(
@@ -133,11 +145,17 @@ def read_swf(path: Path, start: float = 0.0, days: float | None = None) -> Workl
 
 
 def window(wl: Workload, start: float = 0.0, days: float | None = None) -> Workload:
+    """The jobs submitted in [start, start + days) (seconds from the log's origin), with the
+    skip counts of the jobs left out that were submitted in it (one whose submission is not
+    known is in no window), and the jobs outside it counted."""
     if start <= 0 and days is None:
         return wl
     end = start + days * 86400.0 if days is not None else float("inf")
     kept = [j for j in wl.jobs if start <= j.submit < end]
-    out = Workload(wl.source, kept, dict(wl.header), dict(wl.skipped))
+    out = Workload(wl.source, kept, dict(wl.header))
+    for at, why in wl.skipped_at:
+        if at is not None and start <= at < end:
+            out.skip(why, at=at)
     if len(kept) < len(wl.jobs):
         out.skip("outside --start/--days window", len(wl.jobs) - len(kept))
     return out
@@ -164,7 +182,7 @@ def overrun(wl: Workload, share: float, max_hours: float = 4.0, seed: int = 0) -
             changed += 1
         else:
             jobs.append(j)
-    out = Workload(wl.source, jobs, dict(wl.header), dict(wl.skipped))
+    out = Workload(wl.source, jobs, dict(wl.header), dict(wl.skipped), skipped_at=list(wl.skipped_at))
     out.overrun = changed
     return out
 

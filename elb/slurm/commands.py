@@ -11,15 +11,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from elb.config import SlurmConfig
-from elb.model import Job, Snapshot
 from elb.sge.commands import CommandResult, run_command
 from elb.sge.errors import SgeError
-from elb.slurm import view
 from elb.slurm.parse import (
     SINFO_ARGV,
     SQUEUE_ARGV,
@@ -33,6 +30,7 @@ from elb.slurm.parse import (
 
 _NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 _ADDRESS = re.compile(r"[0-9A-Fa-f.:]{2,45}")
+_JOB = re.compile(r"[0-9]{1,12}(?:_[0-9]{1,9})?")
 _REASON = re.compile(r"[A-Za-z0-9 _.,:;=()/+-]{1,200}")
 # Environment variables that change what squeue and sinfo print.
 _DROPPED_ENV = ("SQUEUE_FORMAT", "SQUEUE_FORMAT2", "SINFO_FORMAT", "SQUEUE_SORT", "SINFO_SORT", "SLURM_TIME_FORMAT")
@@ -136,28 +134,36 @@ class SlurmCommands:
     def undrain(self, name: str) -> None:
         self.update([name], state="UNDRAIN")
 
-    # -- the scheduler-neutral side (``elb.interfaces.SchedulerNodes``) ----------------------
-    def read_snapshot(self) -> Snapshot:
-        """One read of Slurm as the neutral snapshot (``elb.slurm.view``)."""
-        read = self.read()
-        return view.snapshot(read.jobs, read.nodes, time.time())
-
-    def disable_host(self, host: str) -> None:
-        self.drain(host, "elb: draining")
-
-    def enable_host(self, host: str) -> None:
-        self.undrain(host)
-
-    def jobs_on(self, host: str) -> tuple[Job, ...]:
-        """The jobs holding ``host`` now (a job just allocated included), as neutral jobs."""
-        return tuple(j for job in self.read().jobs_on(host) for j in view.jobs_of(job) if j.host == host)
-
     def power_down(self, names: Sequence[str], reason: str, *, force: bool = False) -> None:
         """Power nodes down: ``POWER_DOWN_ASAP`` (after their jobs) or, with ``force``,
         ``POWER_DOWN_FORCE`` (their jobs are requeued: for a node that never came up). Never
         ``DOWN``, which keeps a cloud node out of service for good."""
         state = "POWER_DOWN_FORCE" if force else "POWER_DOWN_ASAP"
         self.update(names, state=state, reason=_check_reason(reason))
+
+    def requeue(self, job_id: str) -> None:
+        """``scontrol requeue JOB``: the job goes back to wait (Slurm refuses one submitted
+        ``--no-requeue``)."""
+        if _JOB.fullmatch(job_id) is None:
+            raise SlurmError(f"refusing job id {job_id!r}")
+        self.run(["scontrol", "requeue", job_id])
+
+    def set_partitions(self, job: int, partitions: Sequence[str]) -> None:
+        """``scontrol update jobid=JOB partition=P1,P2``: the job may run only there."""
+        if job <= 0 or not partitions or any(_NODE.fullmatch(p) is None for p in partitions):
+            raise SlurmError(f"refusing job {job} or partitions {list(partitions)!r}")
+        self.run(["scontrol", "update", f"jobid={job}", f"partition={','.join(partitions)}"])
+
+    def resume_timeout(self) -> float:
+        """Slurm's ``ResumeTimeout`` in seconds (``scontrol show config``)."""
+        for line in self._text(["scontrol", "show", "config"]).splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "ResumeTimeout":
+                number = value.strip().split()[0] if value.strip() else ""
+                if number.isascii() and number.isdigit():
+                    return float(number)
+                raise SlurmError(f"scontrol show config: ResumeTimeout {value.strip()!r} is not a number of seconds")
+        raise SlurmError("scontrol show config: no ResumeTimeout")
 
 
 __all__: Sequence[str] = ("SlurmCommands", "SlurmError", "SlurmRead", "check_node")

@@ -132,11 +132,6 @@ class SlurmNode:
     def drain(self) -> bool:
         return "drain" in self.flags or self.state in ("drained", "draining")
 
-    @property
-    def busy(self) -> bool:
-        """Slurm has CPUs of it allocated, or a job completing on it."""
-        return self.cpus_allocated > 0 or self.state in ("allocated", "mixed", "completing")
-
 
 def expand(nodelist: str) -> tuple[str, ...]:
     """A Slurm hostlist (``node[001-003,007]``) as names. python-hostlist implements Slurm's

@@ -2,22 +2,29 @@
 
 slurm.conf names a program without arguments, so the same programs are installed as
 ``elb-slurm-resume``, ``elb-slurm-suspend`` and ``elb-slurm-resume-fail`` (pyproject's
-scripts). Each writes one request (``elb.slurm.requests``) and exits: 0 when written, 1 when
-not (Slurm logs the exit status; the reason goes to stderr and to syslog, since Slurm keeps no
-output). They import nothing but the request module, so they return in a few milliseconds.
+scripts). Each writes one request (``elb.slurm.requests``) and exits: 0 when written and the daemon takes
+requests; 1 when the request could not be written, or when the daemon has not taken requests
+for longer than its heartbeat allows (the request is written all the same): Slurm then marks the
+nodes down at once rather than after ``ResumeTimeout``. The reason goes to stderr and to syslog,
+since Slurm keeps no output. The resume program reads Slurm's ``SLURM_RESUME_FILE`` when Slurm
+gives it (the jobs the nodes are for). They import nothing but the request module, so they
+return in a few milliseconds.
 """
 
 from __future__ import annotations
 
 import logging
 import logging.handlers
+import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from elb.slurm.requests import RequestError, RequestKind, request_dir, write
+from elb.slurm.requests import RequestError, RequestKind, daemon_silence, request_dir, resume_detail, write
+
+RESUME_FILE = "SLURM_RESUME_FILE"
 
 log = logging.getLogger("elb.slurm")
 
@@ -34,17 +41,27 @@ def _syslog(message: str) -> None:
 
 
 def run(kind: RequestKind, hostlist: str, directory: Path | None = None) -> int:
-    """Write the request; 0 when written, 1 (said on stderr and syslog) when not."""
+    """Write the request; 0 when written and the daemon takes requests, 1 (said on stderr and
+    syslog) when not written or when the daemon is silent."""
     where = directory if directory is not None else request_dir()
+    resume_file = os.environ.get(RESUME_FILE) if kind is RequestKind.RESUME else None
+    detail = resume_detail(Path(resume_file)) if resume_file else ""
+    now = time.time()
     try:
-        path = write(where, kind, hostlist, time.time())
+        path = write(where, kind, hostlist, now, detail)
     except RequestError as err:
-        message = f"elb slurm {kind.value}: {err}"
-        print(message, file=sys.stderr)
-        _syslog(message)
-        return 1
+        return _fail(f"elb slurm {kind.value}: {err}")
     print(f"elb slurm {kind.value}: {hostlist}: recorded in {path}")
+    silence = daemon_silence(where, now)
+    if silence is not None:
+        return _fail(f"elb slurm {kind.value}: {hostlist}: {silence}")
     return 0
+
+
+def _fail(message: str) -> int:
+    print(message, file=sys.stderr)
+    _syslog(message)
+    return 1
 
 
 def _main(kind: RequestKind, argv: Sequence[str] | None) -> int:

@@ -9,9 +9,16 @@ the request down and return at once: one small JSON file in the request director
 reader never sees half a request. The directory is the only thing Slurm's user must be able to
 write; the programs read no config and no journal (elb's state stays root's).
 
-The daemon takes the requests each pass (``take``), oldest first, into its journal, and
-removes each file once journalled: a request survives a crash of either side. A file that is
-not a request is set aside (renamed ``*.bad``) and reported, never acted on.
+The daemon takes the requests each pass, oldest first, into its journal, and removes each file
+once journalled: a request survives a crash of either side. A file that is not a request is set
+aside (renamed ``*.bad``) and reported, never acted on. Each pass that took the requests also
+writes the heartbeat file (``HEARTBEAT``: when, and how long until it counts as stale); the
+programs read it and fail (exit 1, said to Slurm and syslog) when the daemon has not taken
+requests for that long, so that Slurm marks the nodes down at once instead of waiting for its
+``ResumeTimeout``. The request is written all the same: a daemon that comes back finds it.
+
+Slurm 23.02 and later give the resume program ``SLURM_RESUME_FILE``, a JSON file of the jobs the
+nodes are for (their ids and partitions): ``resume_detail`` turns it into the request's detail.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ ENV_DIR = "ELB_SLURM_REQUESTS"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 MAX_NODES = 10_000  # a hostlist naming more nodes than this is not a request elb takes
 MAX_BYTES = 1 << 20
+HEARTBEAT = ".elb-taken"  # in the request directory: the daemon's last intake
+MAX_DETAIL = 500
 
 
 class RequestKind(enum.StrEnum):
@@ -51,6 +60,7 @@ class Request:
     nodes: tuple[str, ...]
     time: float  # when Slurm asked
     source: str = ""  # the file it was read from
+    detail: str = ""  # what Slurm said of it (the jobs and partitions of a resume), for the log
 
 
 def request_dir() -> Path:
@@ -73,10 +83,12 @@ def parse_nodes(hostlist: str) -> tuple[str, ...]:
     return names
 
 
-def write(directory: Path, kind: RequestKind, hostlist: str, now: float) -> Path:
+def write(directory: Path, kind: RequestKind, hostlist: str, now: float, detail: str = "") -> Path:
     """Write one request (atomically); the path of the file."""
     nodes = parse_nodes(hostlist)
-    body = json.dumps({"kind": kind.value, "nodes": list(nodes), "time": now}, separators=(",", ":"))
+    body = json.dumps(
+        {"kind": kind.value, "nodes": list(nodes), "time": now, "detail": _clean(detail)}, separators=(",", ":")
+    )
     stem = f"{time.time_ns():020d}-{os.getpid()}-{kind.value}"
     tmp = directory / f".{stem}.tmp"
     final = directory / f"{stem}.json"
@@ -113,7 +125,65 @@ def read(path: Path) -> Request:
         raise RequestError(f"{path.name}: {len(nodes)} nodes, more than {MAX_NODES}")
     if isinstance(when, bool) or not isinstance(when, int | float) or not 0 < when < 1e11:
         raise RequestError(f"{path.name}: time must be POSIX seconds")
-    return Request(kind, tuple(nodes), float(when), path.name)
+    detail = data.get("detail", "")
+    if not isinstance(detail, str):
+        raise RequestError(f"{path.name}: detail must be text")
+    return Request(kind, tuple(nodes), float(when), path.name, _clean(detail))
+
+
+def _clean(text: str) -> str:
+    """``text`` on one line of printable characters, at most ``MAX_DETAIL`` of them."""
+    return "".join(c if c.isprintable() else " " for c in text)[:MAX_DETAIL]
+
+
+def resume_detail(path: Path) -> str:
+    """The jobs of Slurm's resume file (``SLURM_RESUME_FILE``: ``{"jobs": [{"job_id": ..,
+    "partition": .., "nodes_alloc": ..}, ...]}``) in words: ``job 12 (partition cloud) on
+    node[001-002]; ...``; empty when it cannot be read (the request goes on without it)."""
+    try:
+        raw = path.read_bytes()[: MAX_BYTES + 1]
+        data = json.loads(raw) if len(raw) <= MAX_BYTES else None
+    except (OSError, ValueError):
+        return ""
+    jobs = data.get("jobs") if isinstance(data, dict) else None
+    if not isinstance(jobs, list):
+        return ""
+    parts = []
+    for job in jobs:
+        if not isinstance(job, dict):
+            continue
+        number, partition, nodes = job.get("job_id"), job.get("partition"), job.get("nodes_alloc")
+        if isinstance(number, int) and not isinstance(number, bool):
+            where = f" (partition {partition})" if isinstance(partition, str) and partition else ""
+            on = f" on {nodes}" if isinstance(nodes, str) and nodes else ""
+            parts.append(f"job {number}{where}{on}")
+    return _clean("; ".join(parts))
+
+
+def touch_heartbeat(directory: Path, now: float, stale_after: float = 180.0) -> None:
+    """Say that the daemon took the requests at ``now``; the programs count it stale after
+    ``stale_after`` seconds. A directory that cannot be written is left as it is (the pass goes
+    on; the programs then fail, which is what a stuck daemon should cause)."""
+    body = json.dumps({"time": now, "stale_after": stale_after}, separators=(",", ":"))
+    tmp = directory / f"{HEARTBEAT}.tmp"
+    with contextlib.suppress(OSError):
+        tmp.write_text(body, encoding="utf-8")
+        os.replace(tmp, directory / HEARTBEAT)
+
+
+def daemon_silence(directory: Path, now: float) -> str | None:
+    """Why the daemon is not taking requests (no heartbeat, or a stale one), or None when it is."""
+    path = directory / HEARTBEAT
+    try:
+        data = json.loads(path.read_bytes()[:4096])
+        when, stale = float(data["time"]), float(data["stale_after"])
+    except FileNotFoundError:
+        return f"the elb daemon has never taken a request from {directory} (is elb running?)"
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"the elb daemon's heartbeat {path} cannot be read"
+    if now - when > stale:
+        return f"the elb daemon has not taken requests for {now - when:.0f} s (more than {stale:.0f} s)"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,14 +224,18 @@ def done(directory: Path, request: Request) -> None:
 __all__: Sequence[str] = (
     "DEFAULT_DIR",
     "ENV_DIR",
+    "HEARTBEAT",
     "Request",
     "RequestError",
     "RequestKind",
     "Taken",
+    "daemon_silence",
     "done",
     "parse_nodes",
     "pending",
     "read",
     "request_dir",
+    "resume_detail",
+    "touch_heartbeat",
     "write",
 )

@@ -24,6 +24,7 @@ from elb.cloud.local import LocalCloud
 from elb.config import LocalConfig
 from elb.interfaces import Instance, NodeSpec
 from elb.naming import next_names
+from elb.provision.hostkeys import HostKeys
 from elb.provision.inventory import Connection, build_inventory
 from elb.testcluster import constants as C
 from elb.testcluster import image, master, slurm
@@ -33,10 +34,8 @@ log = logging.getLogger("elb.testcluster")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LAST_NODE = C.RUN_DIR / "last-node-name"
-SSH_ARGS = (
-    "-o ControlMaster=no -o ConnectTimeout=5 -o ConnectionAttempts=1 "
-    "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR"
-)
+# Host keys are checked per node (elb.provision.inventory.host_key_args), against C.HOST_KEYS.
+SSH_ARGS = "-o ControlMaster=no -o ConnectTimeout=5 -o ConnectionAttempts=1 -o BatchMode=yes -o LogLevel=ERROR"
 
 
 @dataclass(frozen=True)
@@ -185,7 +184,12 @@ class TestCluster:
     # ------------------------------------------------------------------ nodes
 
     def cloud(self) -> LocalCloud:
-        return LocalCloud(self.local_config, self.cluster_name, authorized_key=C.SSH_PUBKEY)
+        return LocalCloud(self.local_config, self.cluster_name, authorized_key=C.SSH_PUBKEY, host_keys=self.host_keys())
+
+    @staticmethod
+    def host_keys() -> HostKeys:
+        """The nodes' SSH host keys, given at launch and checked by every playbook run."""
+        return HostKeys(C.HOST_KEYS)
 
     def workers(self) -> list[Instance]:
         return [w for w in self.cloud().list_workers() if w.state in ("pending", "running")]
@@ -209,9 +213,18 @@ class TestCluster:
     ) -> dict[str, object]:
         # ansible-playbook runs as the master (in its UTS namespace, see run_playbook), so the
         # master is reached with a local connection, as when elb itself runs there.
-        conn = Connection(master=C.MASTER_NAME, master_address=None, ssh_private_key=C.SSH_KEY, ssh_args=SSH_ARGS)
-        inv = build_inventory(conn, workers=workers, new_nodes=new_nodes, old_nodes=old_nodes)
-        return inv
+        conn = Connection(
+            master=C.MASTER_NAME,
+            master_address=None,
+            ssh_private_key=C.SSH_KEY,
+            ssh_args=SSH_ARGS,
+            host_keys=C.HOST_KEYS,
+        )
+        # A node launched by an elb of a test (its own key store) has its key pinned here at the
+        # first contact, unless it is being added: that one must have its key here.
+        keys = self.host_keys()
+        pin = [n.name for n in (*workers, *old_nodes) if not keys.known(n.name)]
+        return build_inventory(conn, workers=workers, new_nodes=new_nodes, old_nodes=old_nodes, pin=pin)
 
     def run_playbook(
         self,

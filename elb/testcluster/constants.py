@@ -8,6 +8,7 @@ STATE_DIR = Path("/var/lib/elb-testcluster")
 SSH_DIR = STATE_DIR / "ssh"
 SSH_KEY = SSH_DIR / "id_ed25519"
 SSH_PUBKEY = SSH_DIR / "id_ed25519.pub"
+HOST_KEYS = STATE_DIR / "host-keys"  # the nodes' SSH host keys (elb.provision.hostkeys)
 LOG_DIR = STATE_DIR / "log"
 RUN_DIR = STATE_DIR / "run"
 UTS_NS = RUN_DIR / "uts"  # bind-mounted UTS namespace of the master's daemons

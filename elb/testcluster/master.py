@@ -34,6 +34,7 @@ SSHD_CONFIG = C.STATE_DIR / "sshd_config"
 SSHD_PID = C.RUN_DIR / "sshd.pid"
 GANESHA_PID = C.RUN_DIR / "ganesha.pid"
 RPCBIND_STARTED = C.RUN_DIR / "rpcbind.started-by-elb"
+STATD_STARTED = C.RUN_DIR / "statd.started-by-elb"
 QMASTER_PID = C.SGE_SPOOL / "qmaster" / "qmaster.pid"
 CELL_COMMON = C.SGE_ROOT / C.SGE_CELL / "common"
 SPOOLDB = C.SGE_SPOOL / "spooldb"
@@ -538,10 +539,12 @@ def reset_sge() -> None:
 
 GANESHA_BASE = f"""{HOSTS_MARK}: the test cluster's userspace NFSv3 server (nfs-ganesha).
 # The exports are generated from /etc/exports by the nfs_server role into {GANESHA_EXPORTS}.
+# Its lock manager (NLM) holds the nodes' locks; rpc.statd, which it asks to watch each client,
+# runs beside it.
 NFS_CORE_PARAM {{
     Protocols = 3;
     Bind_addr = {C.MASTER_IP};
-    Enable_NLM = false;
+    Enable_NLM = true;
     Enable_RQUOTA = false;
     mount_path_pseudo = false;
 }}
@@ -568,6 +571,12 @@ def ensure_nfs() -> None:
         C.RUN_DIR.mkdir(parents=True, exist_ok=True)
         pid = run(["pgrep", "-x", "rpcbind"], check=False, timeout=10).stdout.split()
         RPCBIND_STARTED.write_text(pid[0] if pid else "")
+    if run(["pgrep", "-x", "rpc.statd"], check=False, timeout=10).returncode != 0:
+        # ganesha's lock manager grants a lock only once statd watches the client (NSM)
+        run(["rpc.statd", "--no-notify"], timeout=30)
+        C.RUN_DIR.mkdir(parents=True, exist_ok=True)
+        pid = run(["pgrep", "-x", "rpc.statd"], check=False, timeout=10).stdout.split()
+        STATD_STARTED.write_text(pid[0] if pid else "")
     GANESHA_CONF.parent.mkdir(parents=True, exist_ok=True)
     changed = not GANESHA_CONF.exists() or GANESHA_CONF.read_text() != GANESHA_BASE
     if changed:
@@ -593,7 +602,7 @@ def ensure_nfs() -> None:
     deadline = time.monotonic() + 30
     while True:
         proc = run(["rpcinfo", "-p", "127.0.0.1"], check=False, timeout=10, quiet=True)
-        if proc.returncode == 0 and "mountd" in proc.stdout and "nfs" in proc.stdout:
+        if proc.returncode == 0 and all(s in proc.stdout for s in ("mountd", "nfs", "nlockmgr")):
             return
         if time.monotonic() > deadline:
             raise TestClusterError(f"nfs-ganesha did not register with rpcbind; see {C.LOG_DIR / 'ganesha.log'}")
@@ -606,6 +615,8 @@ def stop_nfs() -> None:
         GANESHA_EXPORTS.write_text(GANESHA_NO_EXPORTS)
     if EXPORTS.exists() and HOSTS_MARK in EXPORTS.read_text():
         EXPORTS.write_text(EXPORTS_HEADER)
+    if STATD_STARTED.exists():
+        _kill_pidfile(STATD_STARTED)  # only the statd we started, by its pid
     if RPCBIND_STARTED.exists():
         _kill_pidfile(RPCBIND_STARTED)  # only the rpcbind we started, by its pid
 

@@ -1,4 +1,5 @@
-"""Test-only NFSv3 client for the elb test cluster's nodes: a FUSE filesystem over nfs-rs.
+"""Test-only NFSv3 client for the elb test cluster's nodes: a FUSE filesystem over nfs-rs, with
+real locks through the server's lock manager (NLM).
 
 The kernel of the machine running the test cluster has no NFS client, so the node image
 diverts ``/sbin/mount.nfs`` to a wrapper that runs this file. ``mount -t nfs master:/home
@@ -8,8 +9,18 @@ until the mount point appears in ``/proc/self/mounts`` and returns, as mount hel
 
 Every request is made with the caller's identity: one NFS connection per (uid, gid) taken
 from the FUSE context, so the server's permission checks and file ownership are those of
-the user on the node. Not for production use: no locking, no caching, no reconnect (a
-connection, one per identity, is opened at its first use and kept, failed or not).
+the user on the node. Not for production use: no caching, no reconnect (a connection, one per
+identity, is opened at its first use and kept, failed or not).
+
+Locks are the server's, as the kernel's NFSv3 client takes them: ``fcntl``/``lockf`` byte-range
+locks (FUSE's ``lock``) and ``flock`` (FUSE's ``flock``, a whole-file lock, as the kernel client
+sends it) go to the master's lock manager (NLM version 4, ONC RPC over TCP, its port from the
+master's rpcbind), so a lock taken on one node holds against every node. The lock owner is the
+node and FUSE's lock owner (one per process for fcntl locks, one per open file for flock). A
+lock that must wait (``F_SETLKW``, ``flock`` without ``LOCK_NB``) is asked for again every
+``LOCK_RETRY`` seconds while the process that waits lives: the server's call back when a lock
+is freed (``NLM_GRANTED``) would need a lock manager on the node, which this client does not
+run. The mount option ``nolock`` keeps locks on the node, as the kernel client does.
 
 Runs with the node's own Python (3.11) and the ``nfs-rs`` and ``mfusepy`` wheels from PyPI
 installed under ``/opt/elb-mountnfs``; it does not import elb.
@@ -19,8 +30,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
+import itertools
 import os
+import socket
 import stat
+import struct
 import subprocess
 import sys
 import threading
@@ -28,6 +43,7 @@ import time
 from typing import Any
 
 MOUNT_WAIT = 20.0
+LOCK_RETRY = 0.2  # seconds between two asks for a lock that must wait
 UTIME_NOW = (1 << 30) - 1
 UTIME_OMIT = (1 << 30) - 2
 LOG_DIR = "/var/log/elb-mountnfs"
@@ -110,6 +126,7 @@ def _serve(spec: str, mountpoint: str, opts: dict[str, str]) -> int:
     server, _, export = spec.partition(":")
     url = f"nfs://{server}{export}?version=3"
     ro = "ro" in opts
+    locks = None if "nolock" in opts else LockManager(server, os.uname().nodename)
 
     class NfsFs(mfusepy.Operations):  # type: ignore[misc]
         use_ns = True
@@ -121,6 +138,8 @@ def _serve(spec: str, mountpoint: str, opts: dict[str, str]) -> int:
             self._next_fh = 1
             # Fail now, not at the first access, if the server or export is wrong.
             self._client_for(0, 0)
+            if locks is not None:
+                locks.port()  # and if its lock manager cannot be found
 
         # ---- connections, one per identity
         def _client_for(self, uid: int, gid: int) -> Any:
@@ -280,8 +299,95 @@ def _serve(spec: str, mountpoint: str, opts: dict[str, str]) -> int:
         def fsync(self, path: str, datasync: int, fh: int) -> int:
             return 0
 
-    fs = NfsFs()
-    mfusepy.FUSE(
+    class LockingNfsFs(NfsFs):
+        """NfsFs with the server's locks (NLM); ``owner``: FUSE's lock owner (see LockingFuse).
+        Without them (``nolock``) FUSE keeps the locks on this node."""
+
+        def _fh_of(self, path: str) -> bytes:
+            parent, name = os.path.split(path.rstrip("/"))
+            for entry in self._call(lambda: list(self._client().scandir(self._rel(parent or "/")))):
+                if entry.name == name and entry.fh:
+                    return bytes(entry.fh)
+            raise mfusepy.FuseOSError(errno.ENOLCK)
+
+        def _nlm_lock(self, path: str, owner: int, start: int, length: int) -> bytes:
+            assert locks is not None
+            offset, count = lock_range(start, length)
+            who = f"{locks.caller}:{owner}".encode()
+            return nlm4_lock(locks.caller, self._fh_of(path), who, owner & 0x7FFFFFFF, start=offset, length=count)
+
+        def _take(self, path: str, owner: int, start: int, length: int, *, exclusive: bool, wait: bool) -> int:
+            """Take a lock from the server; while ``wait``, ask again until it is granted or the
+            process that waits is gone."""
+            assert locks is not None
+            uid, gid, pid = mfusepy.fuse_get_context()
+            lock = self._nlm_lock(path, owner, start, length)
+            while True:
+                status = self._call(locks.lock, lock, exclusive=exclusive, uid=uid, gid=gid)
+                if status == NLM4_GRANTED:
+                    return 0
+                if not wait or status not in (NLM4_DENIED, NLM4_BLOCKED, NLM4_DENIED_GRACE_PERIOD):
+                    raise mfusepy.FuseOSError(_NLM_ERRNO.get(status, errno.ENOLCK))
+                if pid and not os.path.exists(f"/proc/{pid}"):
+                    raise mfusepy.FuseOSError(errno.EINTR)
+                time.sleep(LOCK_RETRY)
+
+        def _release(self, path: str, owner: int, start: int, length: int) -> int:
+            assert locks is not None
+            uid, gid, _pid = mfusepy.fuse_get_context()
+            status = self._call(locks.unlock, self._nlm_lock(path, owner, start, length), uid=uid, gid=gid)
+            if status != NLM4_GRANTED:
+                raise mfusepy.FuseOSError(_NLM_ERRNO.get(status, errno.ENOLCK))
+            return 0
+
+        def lock(self, path: str, owner: int, cmd: int, lock: Any) -> int:
+            """fcntl locks (``F_GETLK``, ``F_SETLK``, ``F_SETLKW``) as the server holds them."""
+            fl = lock.contents
+            if cmd == fcntl.F_GETLK:
+                assert locks is not None
+                uid, gid, _pid = mfusepy.fuse_get_context()
+                want = self._nlm_lock(path, owner, fl.l_start, fl.l_len)
+                holder = self._call(locks.test, want, exclusive=fl.l_type == fcntl.F_WRLCK, uid=uid, gid=gid)
+                if holder is None:
+                    fl.l_type = fcntl.F_UNLCK
+                else:
+                    excl, _svid, start, length = holder
+                    fl.l_type = fcntl.F_WRLCK if excl else fcntl.F_RDLCK
+                    fl.l_whence, fl.l_start, fl.l_len, fl.l_pid = os.SEEK_SET, start, length, 0
+                return 0
+            if fl.l_type == fcntl.F_UNLCK:
+                return self._release(path, owner, fl.l_start, fl.l_len)
+            exclusive = fl.l_type == fcntl.F_WRLCK
+            return self._take(path, owner, fl.l_start, fl.l_len, exclusive=exclusive, wait=cmd == fcntl.F_SETLKW)
+
+        def flock(self, path: str, owner: int, op: int) -> int:
+            """flock(2) as a lock of the whole file, as the kernel's NFS client sends it."""
+            if op & fcntl.LOCK_UN:
+                return self._release(path, owner, 0, 0)
+            exclusive = bool(op & fcntl.LOCK_EX)
+            return self._take(path, owner, 0, 0, exclusive=exclusive, wait=not op & fcntl.LOCK_NB)
+
+    class LockingFuse(mfusepy.FUSE):  # type: ignore[misc]
+        """mfusepy's FUSE, handing the lock operations FUSE's lock owner instead of a file handle."""
+
+        def lock(self, path: bytes | None, fip: Any, cmd: int, lock: Any) -> int:
+            owner = fip.contents.lock_owner if fip else 0
+            return int(self.operations.lock(path.decode() if path else "", owner, cmd, lock))
+
+        def flock(self, path: bytes, fip: Any, op: int) -> int:
+            return int(self.operations.flock(path.decode(), fip.contents.lock_owner, op))
+
+        def release(self, path: bytes | None, fip: Any) -> int:
+            # libfuse leaves a flock of the file being closed for the last time to release().
+            if path is not None and fip and fip.contents.flock_release and hasattr(self.operations, "flock"):
+                try:
+                    self.operations.flock(path.decode(), fip.contents.lock_owner, fcntl.LOCK_UN)
+                except Exception as err:  # the close itself cannot fail for it
+                    print(f"mount.nfs: could not release the flock of {path.decode()}: {err}", file=sys.stderr)
+            return int(super().release(path, fip))
+
+    fs = NfsFs() if locks is None else LockingNfsFs()
+    LockingFuse(
         fs,
         mountpoint,
         foreground=True,
@@ -355,6 +461,189 @@ def _errno_of(e: BaseException) -> int:
         if isinstance(e, cls):
             return value
     return errno.EIO
+
+
+# --------------------------------------------------------------------------- locks: NLM v4
+
+PMAP_PROG, PMAP_VERS, PMAP_GETPORT = 100000, 2, 3
+NLM_PROG, NLM_VERS = 100021, 4
+NLM4_TEST, NLM4_LOCK, NLM4_UNLOCK = 1, 2, 4
+NLM4_GRANTED, NLM4_DENIED, NLM4_DENIED_NOLOCKS, NLM4_BLOCKED, NLM4_DENIED_GRACE_PERIOD = 0, 1, 2, 3, 4
+NLM4_DEADLCK, NLM4_ROFS, NLM4_STALE_FH, NLM4_FBIG, NLM4_FAILED = 5, 6, 7, 8, 9
+_NLM_ERRNO = {
+    NLM4_DENIED: errno.EAGAIN,
+    NLM4_DENIED_NOLOCKS: errno.ENOLCK,
+    NLM4_BLOCKED: errno.EAGAIN,
+    NLM4_DENIED_GRACE_PERIOD: errno.EAGAIN,
+    NLM4_DEADLCK: errno.EDEADLK,
+    NLM4_ROFS: errno.EROFS,
+    NLM4_STALE_FH: errno.ESTALE,
+    NLM4_FBIG: errno.EFBIG,
+    NLM4_FAILED: errno.ENOLCK,
+}
+AUTH_NONE, AUTH_UNIX = 0, 1
+IPPROTO_TCP = 6
+RPC_TIMEOUT = 10.0
+RPCBIND_PORT = 111
+Proc = tuple[int, int, int]  # an RPC procedure: program, version, number
+
+
+class RpcError(OSError):
+    """An ONC RPC call that got no usable answer."""
+
+
+def _u32(n: int) -> bytes:
+    return struct.pack(">I", n & 0xFFFFFFFF)
+
+
+def _u64(n: int) -> bytes:
+    return struct.pack(">Q", n & 0xFFFFFFFFFFFFFFFF)
+
+
+def _opaque(data: bytes) -> bytes:
+    return _u32(len(data)) + data + b"\0" * (-len(data) % 4)
+
+
+def _string(text: str) -> bytes:
+    return _opaque(text.encode())
+
+
+def auth_unix(machine: str, uid: int, gid: int) -> bytes:
+    """AUTH_UNIX credentials (RFC 5531): the caller's uid and gid, no other groups."""
+    return _u32(AUTH_UNIX) + _opaque(_u32(0) + _string(machine) + _u32(uid) + _u32(gid) + _u32(0))
+
+
+def rpc_call(xid: int, proc: Proc, cred: bytes, args: bytes) -> bytes:
+    """One RPC call message (RFC 5531) of ``proc`` (program, version, procedure), without TCP's
+    record mark."""
+    prog, vers, number = proc
+    head = _u32(xid) + _u32(0) + _u32(2) + _u32(prog) + _u32(vers) + _u32(number)
+    return head + cred + _u32(AUTH_NONE) + _u32(0) + args
+
+
+def rpc_result(reply: bytes, xid: int) -> bytes:
+    """The results of an accepted, successful reply to call ``xid``; RpcError otherwise."""
+    try:
+        rxid, mtype, stat_ = struct.unpack_from(">III", reply, 0)
+        if rxid != xid or mtype != 1:
+            raise RpcError(errno.EPROTO, f"RPC reply {rxid} ({mtype}) to call {xid}")
+        if stat_ != 0:
+            raise RpcError(errno.EACCES, "RPC call denied")
+        _flavor, vlen = struct.unpack_from(">II", reply, 12)
+        at = 20 + vlen + (-vlen % 4)
+        (accept,) = struct.unpack_from(">I", reply, at)
+    except struct.error as err:
+        raise RpcError(errno.EPROTO, f"short RPC reply: {err}") from None
+    if accept != 0:
+        raise RpcError(errno.EPROTO, f"RPC call not accepted (accept_stat {accept})")
+    return reply[at + 4 :]
+
+
+def nlm4_lock(caller: str, fh: bytes, owner: bytes, svid: int, *, start: int, length: int) -> bytes:
+    """An ``nlm4_lock``: who holds what (``length`` 0: to the end of the file)."""
+    return _string(caller) + _opaque(fh) + _opaque(owner) + _u32(svid) + _u64(start) + _u64(length)
+
+
+def nlm4_stat(result: bytes) -> int:
+    """The ``nlm4_stats`` of an ``nlm4_res`` or ``nlm4_testres`` (after its cookie)."""
+    try:
+        (clen,) = struct.unpack_from(">I", result, 0)
+        (status,) = struct.unpack_from(">I", result, 4 + clen + (-clen % 4))
+    except struct.error as err:
+        raise RpcError(errno.EPROTO, f"short NLM reply: {err}") from None
+    return int(status)
+
+
+def nlm4_holder(result: bytes) -> tuple[bool, int, int, int]:
+    """(exclusive, svid, start, length) of the holder an ``nlm4_testres`` DENIED names."""
+    (clen,) = struct.unpack_from(">I", result, 0)
+    at = 4 + clen + (-clen % 4) + 4
+    exclusive, svid, olen = struct.unpack_from(">III", result, at)
+    at += 12 + olen + (-olen % 4)
+    start, length = struct.unpack_from(">QQ", result, at)
+    return bool(exclusive), svid, start, length
+
+
+def _recv_record(sock: socket.socket) -> bytes:
+    """One RPC record from a TCP stream (its fragments joined)."""
+    out = b""
+    while True:
+        (mark,) = struct.unpack(">I", _recv_exact(sock, 4))
+        out += _recv_exact(sock, mark & 0x7FFFFFFF)
+        if mark & 0x80000000:
+            return out
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise RpcError(errno.ECONNRESET, "the server closed the connection")
+        data += chunk
+    return data
+
+
+class LockManager:
+    """The server's NLM v4, called over TCP (a connection per call). ``caller``: this node's name."""
+
+    def __init__(self, server: str, caller: str) -> None:
+        self.server = server
+        self.caller = caller
+        self._xids = itertools.count(int.from_bytes(os.urandom(3), "big") << 8)
+        self._port: int | None = None
+        self._lock = threading.Lock()
+
+    def _call(self, port: int, proc: Proc, args: bytes, *, uid: int = 0, gid: int = 0) -> bytes:
+        with self._lock:
+            xid = next(self._xids) & 0xFFFFFFFF
+        message = rpc_call(xid, proc, auth_unix(self.caller, uid, gid), args)
+        try:
+            with socket.create_connection((self.server, port), timeout=RPC_TIMEOUT) as sock:
+                sock.sendall(_u32(0x80000000 | len(message)) + message)
+                return rpc_result(_recv_record(sock), xid)
+        except OSError as err:
+            if isinstance(err, RpcError):
+                raise
+            raise RpcError(err.errno or errno.EIO, f"NLM at {self.server}:{port}: {err}") from None
+
+    def port(self) -> int:
+        """The lock manager's TCP port, from the server's rpcbind."""
+        if self._port is None:
+            args = _u32(NLM_PROG) + _u32(NLM_VERS) + _u32(IPPROTO_TCP) + _u32(0)
+            (port,) = struct.unpack(">I", self._call(RPCBIND_PORT, (PMAP_PROG, PMAP_VERS, PMAP_GETPORT), args)[:4])
+            if port == 0:
+                raise RpcError(errno.ENOLCK, f"{self.server} runs no NLM v4 lock manager (rpcbind)")
+            self._port = port
+        return self._port
+
+    def lock(self, lock: bytes, *, exclusive: bool, uid: int, gid: int) -> int:
+        """NLM4_LOCK without waiting (the caller asks again); its ``nlm4_stats``."""
+        args = _opaque(b"elb") + _u32(0) + _u32(int(exclusive)) + lock + _u32(0) + _u32(0)
+        return nlm4_stat(self._call(self.port(), (NLM_PROG, NLM_VERS, NLM4_LOCK), args, uid=uid, gid=gid))
+
+    def unlock(self, lock: bytes, *, uid: int, gid: int) -> int:
+        args = _opaque(b"elb") + lock
+        return nlm4_stat(self._call(self.port(), (NLM_PROG, NLM_VERS, NLM4_UNLOCK), args, uid=uid, gid=gid))
+
+    def test(self, lock: bytes, *, exclusive: bool, uid: int, gid: int) -> tuple[bool, int, int, int] | None:
+        """NLM4_TEST: the conflicting holder (exclusive, svid, start, length), or None."""
+        args = _opaque(b"elb") + _u32(int(exclusive)) + lock
+        result = self._call(self.port(), (NLM_PROG, NLM_VERS, NLM4_TEST), args, uid=uid, gid=gid)
+        status = nlm4_stat(result)
+        if status == NLM4_GRANTED:
+            return None
+        if status != NLM4_DENIED:
+            raise RpcError(_NLM_ERRNO.get(status, errno.ENOLCK), f"NLM4_TEST: status {status}")
+        return nlm4_holder(result)
+
+
+def lock_range(start: int, length: int) -> tuple[int, int]:
+    """A POSIX range (``l_start``, ``l_len``; length 0: to the end, negative: before start) as
+    NLM's (offset, length)."""
+    if length < 0:
+        start, length = start + length, -length
+    return max(start, 0), length
 
 
 def main(argv: list[str]) -> int:

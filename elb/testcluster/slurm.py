@@ -245,6 +245,8 @@ def down() -> None:
     """Stop slurmctld, forget its state (jobs, node states), and stop munged if ``up`` started it."""
     down_controller()
     shutil.rmtree(STATE, ignore_errors=True)
+    for request in REQUEST_DIR.glob("*"):  # requests of the controller that went: never taken by the next one
+        request.unlink(missing_ok=True)
     if MUNGED_STARTED.exists():
         run(["pkill", "-x", "munged"], check=False)
         MUNGED_STARTED.unlink()

@@ -20,6 +20,7 @@ def provisioner(tmp: Path, **extra_vars: object) -> AnsibleProvisioner:
         ssh_private_key=C.SSH_KEY,
         timeout=600,
         extra_vars=dict(extra_vars),
+        host_keys_dir=C.HOST_KEYS,  # the keys TestCluster.launch gives its nodes
     )
     return AnsibleProvisioner(cfg, ClusterConfig(name=C.CLUSTER_NAME))
 

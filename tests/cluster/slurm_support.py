@@ -13,10 +13,9 @@ import pytest
 
 from elb import factory
 from elb.config import Config, parse_config
-from elb.daemon import PassResult
+from elb.daemon import Balancer
 from elb.journal import Journal
-from elb.slurm.balancer import SlurmBalancer
-from elb.slurm.commands import SlurmCommands
+from elb.passrecord import PassResult
 from elb.testcluster import constants as C
 from elb.testcluster import slurm
 from elb.testcluster.cluster import REPO_ROOT, TestCluster
@@ -64,13 +63,16 @@ def slurm_config(tmp: Path, **policy: object) -> Config:
     )
 
 
-def slurm_balancer(cfg: Config) -> SlurmBalancer:
-    return SlurmBalancer(
+def slurm_balancer(cfg: Config, **kw: object) -> Balancer:
+    """elb's one pass with Slurm's driver, the test cluster's cloud and the real playbooks."""
+    journal = Journal(cfg.journal_path)
+    return Balancer(
         cfg,
-        slurm=SlurmCommands(cfg.slurm),
-        journal=Journal(cfg.journal_path),
+        scheduler=factory.make_scheduler(cfg, journal),
+        journal=journal,
         cloud=factory.make_cloud(cfg),
         provisioner=factory.make_provisioner(cfg),
+        **kw,  # type: ignore[arg-type]
     )
 
 
@@ -105,7 +107,7 @@ def sinfo_states() -> dict[str, str]:
     return dict(line.split("|", 1) for line in proc.stdout.splitlines() if "|" in line)
 
 
-def passes_until(bal: SlurmBalancer, what: str, done: Callable[[], bool], timeout: float) -> list[PassResult]:
+def passes_until(bal: Balancer, what: str, done: Callable[[], bool], timeout: float) -> list[PassResult]:
     results: list[PassResult] = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

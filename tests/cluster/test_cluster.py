@@ -15,6 +15,7 @@ import pytest
 
 from elb.cloud.local import LocalCloud
 from elb.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, CloudError, Outcome
+from elb.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
 from elb.testcluster import constants as C
 from elb.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state, job_state, provisioner, qconf_words, spec, wait_for
@@ -33,7 +34,7 @@ def test_two_nodes_added_in_one_run_run_jobs_that_write_home_and_a_busy_one_is_n
     before = cluster_state(tc)
     new = tc.launch(2)
     t = time.monotonic()
-    results = provisioner(tmp_path).add_nodes([spec(i) for i in new], existing=[])
+    results = provisioner(tmp_path).add_nodes(ADD_PLAYBOOK, [spec(i) for i in new], existing=[])
     seconds = time.monotonic() - t
     print(f"\nadd_node.yml (provisioner) for 2 nodes: {seconds:.1f} s")
     assert {n: r.outcome for n, r in results.items()} == {i.name: Outcome.OK for i in new}, results
@@ -66,7 +67,9 @@ def test_two_nodes_added_in_one_run_run_jobs_that_write_home_and_a_busy_one_is_n
         job = tc.submit("#!/bin/sh\nsleep 300\n", "-l", f"hostname={busy}", "-o", "/dev/null", "-j", "y")
         try:
             wait_for(f"job {job} running", lambda: job_state(tc, job) == "r")
-            result = provisioner(tmp_path).remove_nodes([spec(i) for i in new if i.name == busy], existing=[])
+            result = provisioner(tmp_path).remove_nodes(
+                REMOVE_PLAYBOOK, [spec(i) for i in new if i.name == busy], existing=[]
+            )
             assert result[busy].outcome is Outcome.BUSY, result
             assert busy in qconf_words(tc, "-sel")
             qstat = tc.master_run(["qstat", "-f", "-q", f"{C.QUEUE}@{busy}"]).stdout
@@ -82,7 +85,7 @@ def test_two_nodes_added_in_one_run_run_jobs_that_write_home_and_a_busy_one_is_n
         live, dead = sorted(new, key=lambda i: i.name)
         tc.cloud().terminate([dead.instance_id])
         t = time.monotonic()
-        removed = provisioner(tmp_path).remove_nodes([spec(live), spec(dead)], existing=[])
+        removed = provisioner(tmp_path).remove_nodes(REMOVE_PLAYBOOK, [spec(live), spec(dead)], existing=[])
         print(f"remove_node.yml for 1 live + 1 dead node: {time.monotonic() - t:.1f} s")
         tc.cloud().terminate([w.instance_id for w in tc.workers()])
     assert {n: r.outcome for n, r in removed.items()} == {live.name: Outcome.OK, dead.name: Outcome.OK}, removed
@@ -105,7 +108,7 @@ def test_failed_provisioning_is_reported_and_leaves_nothing_registered(
             timeout=30,
         )
         prov = provisioner(tmp_path, sge_exec_wait_retries=3, sge_exec_wait_delay=1)
-        results = prov.add_nodes([spec(node)], existing=[])
+        results = prov.add_nodes(ADD_PLAYBOOK, [spec(node)], existing=[])
         r = results[node.name]
         assert r.outcome is Outcome.FAILED, r
         assert r.task is not None and r.message is not None

@@ -20,9 +20,12 @@ import yaml
 
 from elb import factory
 from elb.config import Config, parse_config
-from elb.daemon import Balancer, PassResult
+from elb.daemon import Balancer
 from elb.journal import Journal
 from elb.model import NodeState
+from elb.passrecord import PassResult
+from elb.sge.commands import SgeCommands
+from elb.sge.driver import GridEngine
 from elb.testcluster import constants as C
 from elb.testcluster.cluster import TestCluster
 from elb.timeline import Step
@@ -59,7 +62,7 @@ def e2e_config(tmp: Path, **policy: object) -> Config:
 def balancer(cfg: Config) -> Balancer:
     return Balancer(
         cfg,
-        sge=factory.make_sge(cfg),
+        scheduler=GridEngine(cfg, SgeCommands(cfg.sge)),
         journal=Journal(cfg.journal_path),
         cloud=factory.make_cloud(cfg),
         provisioner=factory.make_provisioner(cfg),

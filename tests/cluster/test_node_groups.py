@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from elb.config import Config, parse_config
-from elb.daemon import PassResult
 from elb.model import NodeState
+from elb.passrecord import PassResult
 from elb.testcluster import constants as C
 from elb.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state

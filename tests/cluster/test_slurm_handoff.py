@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from elb.config import parse_config
 from elb.journal import Journal
-from elb.slurm.intake import take
+from elb.scheduler import AskKind
+from elb.slurm.driver import Slurm
 from elb.slurm.parse import SINFO_ARGV, SQUEUE_ARGV, by_name, parse_sinfo, parse_squeue
 from elb.testcluster import slurm
 
@@ -52,11 +54,16 @@ def test_slurm_asks_elb_to_resume_and_suspend_nodes(controller: dict[str, str], 
     try:
         wait_for_requests(slurm.REQUEST_DIR, "resume")
         journal = Journal(tmp_path / "journal.db")
-        intake = take(slurm.REQUEST_DIR, journal, time.time())
-        assert intake.bad == ()
-        (resume,) = intake.new
-        assert resume.kind.value == "resume" and resume.nodes == ("node001", "node002")  # 3 CPUs: two 2-CPU nodes
-        assert [(r.kind, r.nodes) for r in journal.slurm_requests(open_only=True)] == [("resume", "node[001-002]")]
+        cfg = parse_config(
+            {"scheduler": "slurm", "slurm": {"conf": str(slurm.CONF), "requests": str(slurm.REQUEST_DIR)}}
+        )
+        driver = Slurm(cfg, journal)
+        assert driver.take_requests(time.time()) == (f"Slurm asks to resume node[001-002] (job {job})",)  # 3 CPUs: 2x2
+        assert [(r.kind, r.nodes) for r in journal.slurm_requests()] == [("resume", "node[001-002]")]
+        assert [(a.node, a.kind) for a in journal.asks()] == [("node001", AskKind.WANT), ("node002", AskKind.WANT)]
+        read = driver.read([], time.time())
+        assert read.asks is not None and [a.node for a in read.asks] == ["node001", "node002"]  # Slurm still wants them
+        assert driver.resume_timeout() is not None
 
         jobs = {j.job_id: j for j in parse_squeue(sh(SQUEUE_ARGV, env))}
         assert jobs[job].state == "CONFIGURING" and jobs[job].nodelist == ("node001", "node002")
@@ -66,9 +73,12 @@ def test_slurm_asks_elb_to_resume_and_suspend_nodes(controller: dict[str, str], 
         sh(["scancel", job], env)
         sh(["scontrol", "update", "nodename=node[001-002]", "state=POWER_DOWN_FORCE"], env)
         wait_for_requests(slurm.REQUEST_DIR, "suspend")
-        intake = take(slurm.REQUEST_DIR, journal, time.time())
-        assert [(r.kind.value, r.nodes) for r in intake.new] == [("suspend", ("node001", "node002"))]
-        assert list(slurm.REQUEST_DIR.iterdir()) == []  # every file journalled and removed
+        assert driver.take_requests(time.time()) == ("Slurm asks to suspend node[001-002]",)
+        assert [(a.node, a.kind) for a in journal.asks()] == [
+            ("node001", AskKind.RELEASE),
+            ("node002", AskKind.RELEASE),
+        ]
+        assert list(slurm.REQUEST_DIR.glob("*.json")) == []  # every file journalled and removed
         journal.close()
     finally:
         subprocess.run(["scancel", job], env=env, capture_output=True, timeout=60, check=False)

@@ -15,10 +15,13 @@ import pytest
 
 from elb import factory
 from elb.config import Config
-from elb.daemon import Balancer, PassResult
+from elb.daemon import Balancer
 from elb.interfaces import Notice, NoticeKind
 from elb.journal import Journal
 from elb.model import NodeState
+from elb.passrecord import PassResult
+from elb.sge.commands import SgeCommands
+from elb.sge.driver import GridEngine
 from elb.testcluster import constants as C
 from elb.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state
@@ -67,7 +70,7 @@ def test_a_spot_interruption_requeues_the_rerunnable_job_and_replaces_the_node(
     notices = Interruptions()
     bal = Balancer(
         cfg,
-        sge=factory.make_sge(cfg),
+        scheduler=GridEngine(cfg, SgeCommands(cfg.sge)),
         journal=Journal(cfg.journal_path),
         cloud=factory.make_cloud(cfg),
         provisioner=factory.make_provisioner(cfg),
@@ -94,7 +97,7 @@ def test_a_spot_interruption_requeues_the_rerunnable_job_and_replaces_the_node(
     notices.queue = [Notice(NoticeKind.INTERRUPTION, instance, 0.0, "Spot Instance Interruption Warning: terminate")]
     assert bal.run_pass().ok
     # At once: nothing new lands on the node, its rerunnable job is off it, its removal is ordered.
-    snap = bal.sge.read_snapshot()
+    snap = bal.scheduler.sge.read_snapshot()
     (host,) = [h for h in snap.hosts if h.name == doomed]
     assert all("d" in q.states for q in host.queues)
     assert {j.job_id: j.host for j in snap.jobs}.get(int(rerun)) != doomed

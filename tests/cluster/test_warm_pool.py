@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from elb.daemon import Balancer, PassResult
+from elb.daemon import Balancer
 from elb.journal import Journal
 from elb.model import NodeState
+from elb.passrecord import PassResult
 from elb.testcluster import constants as C
 from elb.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state
@@ -71,8 +72,8 @@ def test_an_idle_node_is_stopped_restarted_for_demand_and_removed_past_max_age(
     passes_until(bal, "the idle node to be stopped", lambda _: stopped(bal, name), timeout=120)
     (inst,) = [i for i in bal.cloud.list_workers() if i.name == name]  # type: ignore[union-attr]
     assert (inst.instance_id, inst.state) == (instance, "stopped")  # the same container, stopped
-    assert name in bal.sge.configured_exec_hosts()  # still an exec host
-    host = bal.sge.read_snapshot().host(name)
+    assert name in bal.scheduler.sge.configured_exec_hosts()  # still an exec host
+    host = bal.scheduler.sge.read_snapshot().host(name)
     assert host is not None and all(q.disabled for q in host.queues)
 
     # New demand starts it again: the same container, ready, and the job runs there.

@@ -18,13 +18,15 @@ from pathlib import Path
 import yaml
 
 from elb import factory
-from elb.actuator import SgeClient
 from elb.config import Config, parse_config
-from elb.daemon import Balancer, PassResult
+from elb.daemon import Balancer
 from elb.interfaces import Cloud
 from elb.journal import Journal
 from elb.model import NodeState
 from elb.naming import node_number
+from elb.passrecord import PassResult
+from elb.sge.commands import SgeCommands
+from elb.sge.driver import GridEngine
 from elb.testcluster import constants as C
 from elb.testcluster.cluster import REPO_ROOT, TestCluster
 from tests.cluster.helpers import cluster_state
@@ -135,11 +137,11 @@ def write_config(cfg: Config, path: Path) -> Path:
     return path
 
 
-def balancer(cfg: Config, *, cloud: Cloud | None = None, sge: SgeClient | None = None) -> Balancer:
+def balancer(cfg: Config, *, cloud: Cloud | None = None, sge: SgeCommands | None = None) -> Balancer:
     """elb (re)started in this process: a fresh Balancer reading the journal on disk."""
     return Balancer(
         cfg,
-        sge=sge or factory.make_sge(cfg),
+        scheduler=GridEngine(cfg, sge or SgeCommands(cfg.sge)),
         journal=Journal(cfg.journal_path),
         cloud=cloud or factory.make_cloud(cfg),
         provisioner=factory.make_provisioner(cfg),

@@ -18,9 +18,10 @@ import pytest
 
 from elb.assets import default_playbook_dir
 from elb.config import Config
-from elb.daemon import Balancer, PassResult
+from elb.daemon import Balancer
 from elb.executor import Executor
 from elb.model import NodeState
+from elb.passrecord import PassResult
 from elb.provision.ansible import AnsibleProvisioner
 from elb.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state
@@ -147,7 +148,7 @@ def test_slow_provisioning_does_not_delay_a_due_removal(testcluster: TestCluster
             first = r.outcomes.added[0] if r.outcomes.added else None
             time.sleep(1)
         # Node A has the one slot configured: SGE cannot start the waiting job beside the busy one.
-        host = next(h for h in bal.sge.read_snapshot().hosts if h.name == first)
+        host = next(h for h in bal.scheduler.sge.read_snapshot().hosts if h.name == first)
         assert host.slots_total == 1, host
         bal.journal.close()
 

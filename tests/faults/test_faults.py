@@ -22,13 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from elb.actuator import Actuator, Outcomes, SgeClient
+from elb.actuator import Actuator, Outcomes
 from elb.cloud.local import LocalCloud
 from elb.daemon import Balancer
 from elb.demand import Site
 from elb.interfaces import LaunchResult
 from elb.model import Job, NodeState, Snapshot
-from elb.sge.commands import Rescheduled
+from elb.sge.commands import Rescheduled, SgeCommands
+from elb.sge.driver import GridEngine
 from elb.testcluster import constants as C
 from elb.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state, job_state, wait_for
@@ -540,7 +541,7 @@ def dispatch_latency(tc: TestCluster, node: str, jobs: list[str], probes: int = 
 class HookedSge:
     """The real SGE client; ``disable_host`` first tells the submitter to fire."""
 
-    def __init__(self, real: SgeClient) -> None:
+    def __init__(self, real: SgeCommands) -> None:
         self.real = real
         self.on_disable: threading.Event | None = None
 
@@ -583,8 +584,9 @@ def test_job_submitted_as_the_node_drains_is_never_lost_or_killed(testcluster: T
     baseline = cluster_state(tc)
     cfg = fault_config(tmp_path, idle_time=600)
     bal = balancer(cfg)
-    sge = HookedSge(bal.sge)
-    act = Actuator(bal.journal, sge, bal.cloud, bal.provisioner, time.time)  # type: ignore[arg-type]
+    sge = HookedSge(bal.scheduler.sge)  # type: ignore[attr-defined]
+    assert bal.cloud is not None and bal.provisioner is not None
+    act = Actuator(bal.journal, GridEngine(cfg, sge), bal.cloud, bal.provisioner, time.time)  # type: ignore[arg-type]
     seed = int(os.environ.get("ELB_FAULT_SEED", str(int(time.time()))))
     rng = random.Random(seed)
     counter = iter(range(901, 1000))
@@ -603,7 +605,8 @@ def test_job_submitted_as_the_node_drains_is_never_lost_or_killed(testcluster: T
         if not spares:
             names = [f"node{next(counter)}" for _ in range(BATCH)]
             out = Outcomes()
-            act.add(names, "fault test", out)
+            act.request(names, "fault test")
+            act.launch(names, out)
             assert out.added == names, out
             batches += 1
             for spare in names[1:]:

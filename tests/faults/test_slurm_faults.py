@@ -28,8 +28,8 @@ import yaml
 
 from elb.actuator import Outcomes
 from elb.config import parse_config
+from elb.daemon import Balancer
 from elb.model import NodeState
-from elb.slurm.balancer import SlurmBalancer
 from elb.slurm.commands import SlurmCommands
 from elb.testcluster import slurm
 from elb.testcluster.cluster import TestCluster
@@ -103,7 +103,7 @@ def job_state(job: str) -> str:
     return proc.stdout.strip()
 
 
-def clean_up(tc: TestCluster, bal: SlurmBalancer | None = None) -> None:
+def clean_up(tc: TestCluster, bal: Balancer | None = None) -> None:
     """After a test, pass or fail: the cluster user's jobs cancelled, the journal closed, every
     worker terminated."""
     subprocess.run(["scancel", "-u", "sgeuser"], env={**os.environ, **slurm.env()}, check=False)
@@ -119,8 +119,8 @@ def assert_given_back(name: str) -> None:
     assert {"powered_down", "powering_down", "power_down"} & state, state
 
 
-def no_elb_nodes_left(bal: SlurmBalancer, tc: TestCluster) -> bool:
-    return not bal.journal.nodes() and not tc.workers() and not bal.journal.slurm_requests(open_only=True)
+def no_elb_nodes_left(bal: Balancer, tc: TestCluster) -> bool:
+    return not bal.journal.nodes() and not tc.workers() and not bal.journal.asks()
 
 
 @pytest.mark.timeout(1800)
@@ -129,7 +129,7 @@ def test_job_submitted_as_the_slurm_node_drains_is_never_lost(controller: TestCl
     cfg = slurm_config(tmp_path, idle_time=3600, boot_time=3600)  # elb's own idle rule stays out of the races
     bal = slurm_balancer(cfg)
     hooked = HookedSlurm(cfg.slurm)
-    bal.slurm = hooked
+    bal.scheduler.slurm = hooked  # type: ignore[attr-defined]
     seed = int(os.environ.get("ELB_FAULT_SEED", str(int(time.time()))))
     rng = random.Random(seed)
     jobs: list[str] = []
@@ -161,7 +161,7 @@ def test_job_submitted_as_the_slurm_node_drains_is_never_lost(controller: TestCl
             if offset < 0:
                 time.sleep(-offset)
             out = Outcomes()
-            bal.drain(node, "fault test: drain race", out)
+            bal.actuator().remove(node, "fault test: drain race", out)
             t.join(60)
             assert submitted, "the submitter did not submit"
             job = submitted[0]
@@ -174,7 +174,7 @@ def test_job_submitted_as_the_slurm_node_drains_is_never_lost(controller: TestCl
                 passes_until(bal, f"job {job} to end", lambda job=job: job_done(job), timeout=120)
                 assert "drain" not in sinfo_states()[node], f"{node} left drained"
             else:
-                assert out.failed == {} and state.state is NodeState.DRAINING, (out, state)
+                assert out.failed == {} and state.state is NodeState.TERMINATED, (out, state)
                 outcomes["powered_down"] += 1
                 old = node
                 passes_until(
@@ -195,7 +195,7 @@ def test_job_submitted_as_the_slurm_node_drains_is_never_lost(controller: TestCl
 
         hooked.on_drain = None
         out = Outcomes()
-        bal.drain(node, "fault test: done", out)
+        bal.actuator().remove(node, "fault test: done", out)
         passes_until(bal, "every node gone", lambda: no_elb_nodes_left(bal, tc), timeout=180)
         lost = [j for j in jobs if not job_done(j)]
         assert lost == []
@@ -298,12 +298,12 @@ def test_a_ready_node_whose_slurmd_dies_is_given_back_and_taken_out(controller: 
         passes_until(
             bal,
             f"{name} to be taken out",
-            lambda: (n := bal.journal.node(name)) is not None and n.state is NodeState.FAILED,
+            lambda: (n := bal.journal.node(name)) is not None and n.state is NodeState.TERMINATED,
             120,
         )
         taken_out = time.monotonic()
         why = bal.journal.events(name)[-1].detail or ""
-        assert "Slurm has not had it up for" in why and "no job running there" in why, why
+        assert "absent from Slurm for" in why and "no job on it" in why, why
         assert tc.workers() == []
         assert_given_back(name)
         figures(
@@ -342,11 +342,7 @@ def test_a_node_whose_slurmd_never_registers_fails_and_goes_back_to_slurm(
         passes_until(
             bal,
             "the node that never registered to fail and go back to Slurm",
-            lambda: (
-                bool(bal.journal.nodes(include_gone=True))
-                and not bal.journal.nodes()
-                and not bal.journal.slurm_requests(open_only=True)
-            ),
+            lambda: bool(bal.journal.nodes(include_gone=True)) and not bal.journal.nodes() and not bal.journal.asks(),
             180,
         )
         (node,) = bal.journal.nodes(include_gone=True)

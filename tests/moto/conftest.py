@@ -136,6 +136,7 @@ class FaultyClient:
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self._before: dict[str, list[Fault]] = {}
         self._after: dict[str, list[Callable[[dict[str, Any], Any], Any]]] = {}
+        self._pages: dict[str, list[Callable[[dict[str, Any], Any], Any]]] = {}
 
     def fail(self, operation: str, fault: Fault) -> None:
         """Before calling moto, ``fault(kwargs)``; an exception it returns is raised instead."""
@@ -145,12 +146,31 @@ class FaultyClient:
         """After moto answered, ``fn(kwargs, response)`` may change (or raise on) the answer."""
         self._after.setdefault(operation, []).append(fn)
 
+    def rewrite_pages(self, operation: str, fn: Callable[[dict[str, Any], Any], Any]) -> None:
+        """As ``rewrite``, for each page of ``get_paginator(operation)`` (the calls ``rewrite``
+        changes are the direct ones only)."""
+        self._pages.setdefault(operation, []).append(fn)
+
+    def get_paginator(self, operation: str) -> Any:
+        real = self.real.get_paginator(operation)
+        fns = self._pages.get(operation, [])
+
+        class Paginator:
+            def paginate(self, **kwargs: Any) -> Any:
+                for page in real.paginate(**kwargs):
+                    out = page
+                    for fn in fns:
+                        out = fn(kwargs, out)
+                    yield out
+
+        return Paginator()
+
     def calls_of(self, operation: str) -> list[dict[str, Any]]:
         return [kw for op, kw in self.calls if op == operation]
 
     def __getattr__(self, operation: str) -> Any:
         target = getattr(self.real, operation)
-        if operation in ("get_paginator", "meta", "exceptions"):
+        if operation in ("meta", "exceptions"):
             return target
 
         def call(**kwargs: Any) -> Any:

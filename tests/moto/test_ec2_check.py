@@ -5,6 +5,7 @@ The only stand-in is the injected UnauthorizedOperation (moto does not enforce I
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -95,3 +96,18 @@ def test_registers_as_an_elb_subcommand() -> None:
     ec2_cli.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["ec2-check", "--config", "/x/elb.yml"])
     assert args.func is ec2_cli.cmd_ec2_check and str(args.config) == "/x/elb.yml"
+
+
+def test_json_for_scripts(ec2: Any, aws_env: str, tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, aws_env, instance_types="[c5.large]")
+    proc = subprocess.run(
+        [sys.executable, "-m", "elb", "ec2-check", "--json", "-c", str(cfg)],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and doc["failed"] >= 1
+    assert any(c["what"] == "launch settings" and not c["ok"] and "cloud.ec2.ami" in c["detail"] for c in doc["checks"])

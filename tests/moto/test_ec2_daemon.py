@@ -21,9 +21,11 @@ from elb.cloud.ec2 import Ec2Cloud
 from elb.config import parse_config
 from elb.daemon import Balancer
 from elb.factory import make_cloud
-from elb.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, NodeSpec
+from elb.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, NodeSpec, Notice, NoticeKind
 from elb.journal import Journal
 from elb.model import NodeState
+from elb.sge.driver import GridEngine
+from elb.warmpool import WarmPool
 from tests.unit.factories import pending
 from tests.unit.fakes import FakeProvisioner, FakeSge
 
@@ -48,13 +50,13 @@ class RecordingProvisioner(FakeProvisioner):
         self.added: list[NodeSpec] = []
         self.removed: list[NodeSpec] = []
 
-    def add_nodes(self, nodes: Any, existing: Any, on_reached: Any = None) -> Any:
+    def add_nodes(self, playbook: str, nodes: Any, existing: Any, on_reached: Any = None) -> Any:
         self.added.extend(nodes)
-        return super().add_nodes(nodes, existing, on_reached)
+        return super().add_nodes(playbook, nodes, existing, on_reached)
 
-    def remove_nodes(self, nodes: Any, existing: Any) -> Any:
+    def remove_nodes(self, playbook: str, nodes: Any, existing: Any) -> Any:
         self.removed.extend(nodes)
-        return super().remove_nodes(nodes, existing)
+        return super().remove_nodes(playbook, nodes, existing)
 
 
 def test_daemon_grows_and_shrinks_on_ec2(ec2: Any, ami: str, subnets: list[str], aws_env: str, tmp_path: Path) -> None:
@@ -86,7 +88,7 @@ def test_daemon_grows_and_shrinks_on_ec2(ec2: Any, ami: str, subnets: list[str],
     sge = FakeSge(t0)
     prov = RecordingProvisioner(sge)
     journal = Journal(cfg.journal_path)
-    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=prov, clock=clock)
+    bal = Balancer(cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=cloud, provisioner=prov, clock=clock)
 
     # 1. 20 single-slot jobs waited 5 minutes: grow to max_nodes, two c5.2xlarge (8 vCPUs each)
     sge.jobs = [pending(1, 300, slots=1, tasks=20, now=t0)]
@@ -150,7 +152,7 @@ def test_daemon_reports_a_launch_without_capacity_and_leaves_nothing(
     sge = FakeSge(t0)
     prov = RecordingProvisioner(sge)
     journal = Journal(cfg.journal_path)
-    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=prov, clock=Clock(t0))
+    bal = Balancer(cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=cloud, provisioner=prov, clock=Clock(t0))
     sge.jobs = [pending(1, 300, slots=1, tasks=4, now=t0)]
 
     result = bal.run_pass()
@@ -182,7 +184,14 @@ def test_worker_stopped_outside_elb_is_deregistered_then_terminated(
     clock = Clock(t0)
     sge = FakeSge(t0)
     prov = RecordingProvisioner(sge)
-    bal = Balancer(cfg, sge=sge, journal=Journal(cfg.journal_path), cloud=cloud, provisioner=prov, clock=clock)
+    bal = Balancer(
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=Journal(cfg.journal_path),
+        cloud=cloud,
+        provisioner=prov,
+        clock=clock,
+    )
     sge.jobs = [pending(1, 300, now=t0)]
     assert bal.run_pass().outcomes.added == ["node001"]
     (w,) = cloud.list_workers()
@@ -198,3 +207,69 @@ def test_worker_stopped_outside_elb_is_deregistered_then_terminated(
     assert state_of(ec2, w.instance_id) in ("shutting-down", "terminated")
     assert cloud.list_workers() == []
     assert bal.run_pass().outcomes.repaired == []  # converged
+
+
+class _Notices:
+    """EC2's notice queue as the pass polls it (``Ec2Notices.poll``): what the test puts there."""
+
+    def __init__(self) -> None:
+        self.queued: list[Notice] = []
+
+    def poll(self) -> list[Notice]:
+        out, self.queued = self.queued, []
+        return out
+
+
+@pytest.mark.parametrize("kind", [NoticeKind.SCHEDULED, NoticeKind.REBALANCE])
+def test_a_node_aws_is_taking_back_is_terminated_never_stopped_into_the_warm_pool(
+    ec2: Any, ami: str, subnets: list[str], aws_env: str, tmp_path: Path, kind: NoticeKind
+) -> None:
+    """An idle node of a group with a warm pool would be stopped into it; one AWS retires (or
+    whose interruption risk went up) is removed for good and terminated, and its history says
+    which notice. (A spot group cannot have a warm pool: the config refuses it.)"""
+    cfg = parse_config(
+        {
+            "state_dir": str(tmp_path),
+            "cluster": {"name": CLUSTER},
+            "policy": {"max_nodes": 2, "slots_per_node": 8, "billing": "second", "idle_time": 60, "shrink": "timer"},
+            "cloud": {
+                "provider": "ec2",
+                "ec2": {"region": REGION, "endpoint_url": aws_env, "ami": ami, "instance_types": ["c5.2xlarge"]},
+            },
+        }
+    )
+    cfg = cfg.model_copy(
+        update={"policy": cfg.policy.model_copy(update={"warm_pool": WarmPool(max_nodes=2, restart_time=30)})}
+    )
+    cloud = make_cloud(cfg)
+    t0 = time.time()
+    clock = Clock(t0)
+    sge = FakeSge(t0)
+    notices = _Notices()
+    journal = Journal(cfg.journal_path)
+    bal = Balancer(
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=journal,
+        cloud=cloud,
+        provisioner=RecordingProvisioner(sge),
+        clock=clock,
+        notices=notices,
+    )
+    sge.jobs = [pending(1, 300, slots=8, now=t0)]
+    assert bal.run_pass().outcomes.added == ["node001"]
+    (worker,) = cloud.list_workers()
+    sge.jobs = []
+    notices.queued = [Notice(kind, worker.instance_id, t0, "moved to retirement")]
+    clock.t = sge.now = t0 + 30
+    assert bal.run_pass().ok  # the notice: disabled, its removal ordered with the notice as cause
+    assert "disable node001" in sge.calls
+    for minute in range(1, 5):
+        clock.t = sge.now = t0 + 60 * minute + 30
+        assert bal.run_pass().ok
+    assert state_of(ec2, worker.instance_id) in ("shutting-down", "terminated")
+    rec = journal.node("node001")
+    assert rec is not None and rec.state is NodeState.TERMINATED and rec.stopped_at is None
+    assert all(e.state is not NodeState.STOPPED for e in journal.events("node001"))
+    assert f"EC2 {kind.value} notice" in (journal.events("node001")[-1].detail or "")
+    assert bal.counters.notices == {kind.value: 1}

@@ -19,6 +19,7 @@ from elb.factory import make_cloud
 from elb.interfaces import NoticeKind
 from elb.journal import Journal
 from elb.model import NodeState
+from elb.sge.driver import GridEngine
 from tests.unit.factories import pending
 from tests.unit.fakes import FakeProvisioner, FakeSge
 
@@ -62,7 +63,13 @@ def _daemon(aws_env: str, ami: str, tmp_path: Path) -> tuple[Balancer, Ec2Cloud,
     cloud.client = faulty  # type: ignore[assignment]
     t0 = time.time()  # moto's launch times are wall-clock times
     sge = FakeSge(t0)
-    bal = Balancer(cfg, sge=sge, journal=Journal(cfg.journal_path), cloud=cloud, provisioner=FakeProvisioner(sge))
+    bal = Balancer(
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=Journal(cfg.journal_path),
+        cloud=cloud,
+        provisioner=FakeProvisioner(sge),
+    )
     sge.jobs = [pending(1, 300, slots=1, tasks=2, now=t0)]
     assert bal.run_pass().ok
     assert bal.journal.node("node001") is not None and bal.journal.node("node001").state is NodeState.READY  # type: ignore[union-attr]

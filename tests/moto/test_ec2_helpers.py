@@ -51,20 +51,23 @@ def test_spot_choices_come_first_and_fall_back_only_if_allowed() -> None:
     assert [c.market for c in choices(spec(spot=True, spot_fallback_on_demand=False))] == ["spot"] * 4
 
 
-def test_client_token_is_stable_short_and_distinct() -> None:
-    c = Choice("t3.large", "subnet-1")
-    tok = client_token("elb", "node001", c)
-    assert tok == client_token("elb", "node001", c)
+def test_client_token_is_a_digest_of_the_request_the_earlier_life_and_the_generation() -> None:
+    args = run_arguments(spec(), Choice("t3.large", "subnet-1"), "elb", "node001")
+    tok = args["ClientToken"]
+    assert tok == run_arguments(spec(), Choice("t3.large", "subnet-1"), "elb", "node001")["ClientToken"]
     assert len(tok) <= 64 and tok.isascii()
+    assert client_token({**args, "DryRun": True, "ClientToken": "x"}) == tok  # neither is part of it
     others = {
-        client_token("other", "node001", c),
-        client_token("elb", "node002", c),
-        client_token("elb", "node001", Choice("m5.large", "subnet-1")),
-        client_token("elb", "node001", Choice("t3.large", "subnet-2")),
-        client_token("elb", "node001", Choice("t3.large", "subnet-1", "spot")),
-        client_token("elb", "node001", c, generation=1),
+        run_arguments(spec(), Choice("t3.large", "subnet-1"), "other", "node001")["ClientToken"],
+        run_arguments(spec(), Choice("t3.large", "subnet-1"), "elb", "node002")["ClientToken"],
+        run_arguments(spec(), Choice("m5.large", "subnet-1"), "elb", "node001")["ClientToken"],
+        run_arguments(spec(), Choice("t3.large", "subnet-2"), "elb", "node001")["ClientToken"],
+        run_arguments(spec(), Choice("t3.large", "subnet-1", "spot"), "elb", "node001")["ClientToken"],
+        run_arguments(spec(image_id="ami-2"), Choice("t3.large", "subnet-1"), "elb", "node001")["ClientToken"],
+        run_arguments(spec(), Choice("t3.large", "subnet-1"), "elb", "node001", generation=1)["ClientToken"],
+        run_arguments(spec(), Choice("t3.large", "subnet-1"), "elb", "node001", after="i-0abc")["ClientToken"],
     }
-    assert tok not in others and len(others) == 6
+    assert tok not in others and len(others) == 8
 
 
 def test_run_arguments_carry_every_setting() -> None:
@@ -79,9 +82,9 @@ def test_run_arguments_carry_every_setting() -> None:
         spot=True,
         spot_max_price="0.1",
     )
-    args = run_arguments(s, Choice("a", "s2", "spot"), "elb", "node007", "tok")
+    args = run_arguments(s, Choice("a", "s2", "spot"), "elb", "node007")
     assert args["ImageId"] == "ami-1" and args["InstanceType"] == "a" and args["SubnetId"] == "s2"
-    assert (args["MinCount"], args["MaxCount"], args["ClientToken"]) == (1, 1, "tok")
+    assert (args["MinCount"], args["MaxCount"], args["ClientToken"]) == (1, 1, client_token(args))
     assert args["SecurityGroupIds"] == ["sg-1"] and args["KeyName"] == "k"
     assert args["IamInstanceProfile"] == {"Arn": "arn:aws:iam::1:instance-profile/w"}
     assert args["BlockDeviceMappings"] == [
@@ -92,14 +95,14 @@ def test_run_arguments_carry_every_setting() -> None:
     for ts in args["TagSpecifications"]:
         tags = {t["Key"]: t["Value"] for t in ts["Tags"]}  # type: ignore[typeddict-item]
         assert tags == {TAG_CLUSTER: "elb", TAG_ROLE: "worker", TAG_MANAGED_BY: "elb", TAG_NAME: "node007", "team": "x"}
-    plain = run_arguments(spec(iam_instance_profile="workers"), Choice("a", None), "elb", "n", "t")
+    plain = run_arguments(spec(iam_instance_profile="workers"), Choice("a", None), "elb", "n")
     assert plain["IamInstanceProfile"] == {"Name": "workers"}
     assert "SubnetId" not in plain and "InstanceMarketOptions" not in plain and "BlockDeviceMappings" not in plain
 
 
 def test_root_volume_without_a_root_device_is_an_error() -> None:
     with pytest.raises(CloudError, match="root device"):
-        run_arguments(spec(root_volume_size=10), Choice("a", None), "elb", "n", "t")
+        run_arguments(spec(root_volume_size=10), Choice("a", None), "elb", "n")
 
 
 def test_missing_permission_is_read_from_the_message() -> None:

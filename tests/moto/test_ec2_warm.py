@@ -3,7 +3,7 @@
 moto runs StopInstances, StartInstances and DescribeInstances for real. The stand-ins, through
 ``FaultyClient`` (conftest.py), are what moto cannot produce: an instance stuck in ``stopping``,
 an instance-store root (moto's AMIs are all EBS-backed: the listing is rewritten), and EC2's
-capacity error on a start.
+capacity error on a start. moto also stops a spot instance, which EC2 refuses: elb must not ask.
 """
 
 from __future__ import annotations
@@ -79,6 +79,17 @@ def test_stop_refuses_an_instance_store_root(ec2: Any, ami: str, aws_env: str) -
 
     cloud.describe = instance_store  # type: ignore[method-assign]
     with pytest.raises(CloudError, match="instance-store"):
+        cloud.stop([inst.instance_id])
+    assert client.calls_of("stop_instances") == []
+    assert state_of(ec2, inst.instance_id) == "running"
+
+
+def test_stop_refuses_a_spot_worker(ec2: Any, ami: str, aws_env: str) -> None:
+    """EC2 refuses to stop a spot instance of a one-time request (UnsupportedOperation), which
+    is every spot worker elb launches; moto stops it."""
+    cloud, client = cloud_with(aws_env, ami=ami, instance_types=["t3.large"], spot=True)
+    [inst] = cloud.launch(["node001"]).launched
+    with pytest.raises(CloudError, match="spot"):
         cloud.stop([inst.instance_id])
     assert client.calls_of("stop_instances") == []
     assert state_of(ec2, inst.instance_id) == "running"

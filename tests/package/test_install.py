@@ -5,7 +5,9 @@ validate`` passes; ``elb validate`` finds the playbooks in that venv's site-pack
 (exit 3, a FAIL line naming the problem) on a missing playbook directory, an unreadable SSH key,
 a qstat that does not answer within sge.timeout and an unwritable state directory; Ansible must
 resolve the collection's roles, playbooks and inventory plugin by their FQCNs; ``elb plot`` must
-say how to get matplotlib; ``elb once`` must refuse to run without playbooks. On the test cluster
+say how to get matplotlib; ``elb monitoring`` must name the alert rules and the dashboard in
+site-packages and copy them; the collection carries its README; ``elb once`` must refuse to run
+without playbooks. On the test cluster
 (marker ``cluster``) the installed elb adds and removes a node with the packaged playbooks and the
 admin commands work on it.
 """
@@ -181,6 +183,25 @@ def test_the_inventory_plugin_by_its_fqcn_reads_elbs_config(venv: Venv) -> None:
     done = venv.run("ansible-inventory", "-i", str(source), "--list", ANSIBLE_INVENTORY_UNPARSED_FAILED="true")
     assert done.returncode != 0
     assert "elb_ec2: " in done.stderr and str(absent) in done.stderr, done.stderr  # the plugin ran: elb's error
+
+
+def test_elb_monitoring_names_and_copies_the_shipped_files(venv: Venv) -> None:
+    shipped = venv.site_packages / "elb" / "_data" / "monitoring"
+    done = venv.run("elb", "monitoring")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [str(shipped / "elb-alerts.yml"), str(shipped / "elb-dashboard.json")]
+    assert venv.run("elb", "monitoring", "--path").stdout == f"{shipped}\n"
+    target = venv.work / "prometheus"
+    done = venv.run("elb", "monitoring", "--copy", str(target))
+    assert done.returncode == 0, done.stderr
+    for name in ("elb-alerts.yml", "elb-dashboard.json"):
+        assert (target / name).read_bytes() == (REPO / "monitoring" / name).read_bytes()
+
+
+def test_the_installed_collection_has_its_readme(venv: Venv) -> None:
+    collection = venv.site_packages / "ansible_collections" / "elb" / "cluster"
+    galaxy = yaml.safe_load((collection / "galaxy.yml").read_text(encoding="utf-8"))
+    assert (collection / galaxy["readme"]).is_file()
 
 
 def test_plot_without_the_extra_says_how_to_install_it(venv: Venv) -> None:

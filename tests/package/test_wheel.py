@@ -1,4 +1,5 @@
-"""What the wheel holds: the Ansible collection elb.cluster, the unit, the IAM policy, LICENSE."""
+"""What the wheel holds: the Ansible collection elb.cluster (with the README its galaxy.yml
+names), the unit, the IAM policy, the monitoring files, LICENSE."""
 
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ def test_the_collection_has_the_playbooks_the_inventory_plugin_and_its_metadata(
         "plugins/inventory/elb_ec2.py",
         "inventory/elb.elb_ec2.yml",
         "galaxy.yml",
+        "README.md",
         "meta/runtime.yml",
         "requirements.yml",
         "ansible.cfg",
@@ -67,6 +69,22 @@ def test_the_unit_the_iam_policy_and_the_license_are_shipped(names: set[str]) ->
     assert "elb/_data/iam-policy.json" in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert "elb/assets.py" in names
+
+
+def test_the_collection_carries_the_readme_its_galaxy_yml_names(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        galaxy = yaml.safe_load(zf.read(f"{COLLECTION}/galaxy.yml"))
+        readme = zf.read(f"{COLLECTION}/{galaxy['readme']}")
+    assert readme == (REPO / galaxy["readme"]).read_bytes()
+
+
+def test_the_monitoring_files_are_shipped_whole(wheel: Path, names: set[str]) -> None:
+    in_repo = sorted(p.name for p in (REPO / "monitoring").iterdir() if p.is_file())
+    assert in_repo == ["elb-alerts.yml", "elb-dashboard.json"]
+    with zipfile.ZipFile(wheel) as zf:
+        for name in in_repo:
+            assert zf.read(f"elb/_data/monitoring/{name}") == (REPO / "monitoring" / name).read_bytes()
+    assert {n for n in names if n.startswith("elb/_data/monitoring/")} == {f"elb/_data/monitoring/{n}" for n in in_repo}
 
 
 def test_nothing_but_elb_and_the_collection_is_installed(names: set[str]) -> None:

@@ -22,6 +22,7 @@ from elb.config import ClusterConfig, ProvisionConfig, RetentionConfig, SgeConfi
 from elb.interfaces import NodeSpec, Outcome
 from elb.provision import AnsibleProvisioner, ProvisionError
 from elb.provision.ansible import REACH_TASK
+from elb.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "ansible" / "playbooks"
 FAKE_SECRET = "FAKE-AWS-SECRET-6b1f0e2d"
@@ -66,7 +67,7 @@ W9 = NodeSpec("node009", "10.77.0.19", 8)
 def test_add_nodes_ok_and_inventory(tmp_path: Path) -> None:
     (tmp_path / "out").mkdir()
     prov = make(tmp_path, fixture_out=str(tmp_path / "out"), fixture_extra={"nested": [1, "two"]})
-    results = prov.add_nodes([N1, N2], [W9])
+    results = prov.add_nodes(ADD_PLAYBOOK, [N1, N2], [W9])
     assert set(results) == {"node001", "node002"}  # only the nodes asked for
     assert all(r.outcome is Outcome.OK and r.ok for r in results.values()), results
 
@@ -93,7 +94,7 @@ def test_config_reaches_the_roles_and_extra_vars_win(tmp_path: Path) -> None:
         extra_vars={"fixture_out": str(tmp_path / "out"), "cluster_user_name": "override"},
     )
     prov = AnsibleProvisioner(cfg, ClusterConfig(user="hpc"), SgeConfig(queue="big.q"))
-    assert prov.add_nodes([N1], [])["node001"].ok
+    assert prov.add_nodes(ADD_PLAYBOOK, [N1], [])["node001"].ok
     seen = json.loads((tmp_path / "out" / "node001.json").read_text())
     assert seen["sge_queue"] == "big.q"
     assert seen["cluster_user"] == "override"
@@ -101,7 +102,7 @@ def test_config_reaches_the_roles_and_extra_vars_win(tmp_path: Path) -> None:
 
 def test_failing_task_is_named_with_its_message(tmp_path: Path) -> None:
     prov = make(tmp_path, fixture_fail_hosts=["node002"])
-    results = prov.add_nodes([N1, N2], [])
+    results = prov.add_nodes(ADD_PLAYBOOK, [N1, N2], [])
     assert results["node001"].outcome is Outcome.OK
     bad = results["node002"]
     assert bad.outcome is Outcome.FAILED
@@ -115,7 +116,7 @@ def test_host_that_never_answers_fails_at_the_first_task(tmp_path: Path) -> None
     prov = make(tmp_path, fixture_ssh_hosts=["node003"], fixture_ssh_port=closed_port(), elb_reach_timeout=2)
     t0 = time.monotonic()
     reached: list[str] = []
-    results = prov.add_nodes([N1, NodeSpec("node003", "127.0.0.1")], [], on_reached=reached.append)
+    results = prov.add_nodes(ADD_PLAYBOOK, [N1, NodeSpec("node003", "127.0.0.1")], [], on_reached=reached.append)
     took = time.monotonic() - t0
     print(f"run with one host that never answers (elb_reach_timeout 2 s): {took:.1f} s")
     assert results["node001"].outcome is Outcome.OK
@@ -128,7 +129,7 @@ def test_host_that_never_answers_fails_at_the_first_task(tmp_path: Path) -> None
 
 def test_busy_from_set_stats(tmp_path: Path) -> None:
     prov = make(tmp_path, fixture_busy_hosts=["node001"])
-    results = prov.remove_nodes([N1, N2], [W9])
+    results = prov.remove_nodes(REMOVE_PLAYBOOK, [N1, N2], [W9])
     assert results["node001"].outcome is Outcome.BUSY
     assert results["node002"].outcome is Outcome.OK
 
@@ -142,7 +143,7 @@ def test_failure_wins_over_busy_and_unreachable_on_remove(tmp_path: Path) -> Non
         fixture_ssh_port=closed_port(),
     )
     nodes = [N1, N2, NodeSpec("node003", "127.0.0.1"), NodeSpec("node004", "10.77.0.14")]
-    results = prov.remove_nodes(nodes, [])
+    results = prov.remove_nodes(REMOVE_PLAYBOOK, nodes, [])
     assert {n: r.outcome for n, r in results.items()} == {
         "node001": Outcome.BUSY,
         "node002": Outcome.FAILED,
@@ -169,7 +170,7 @@ def test_timeout_stops_the_run_and_kills_the_playbook(tmp_path: Path) -> None:
     marker = "0.000" + str(os.getpid() % 1000).zfill(3) + "71"
     prov = make(tmp_path, timeout=6, fixture_sleep=120, fixture_marker=marker)
     t0 = time.monotonic()
-    results = prov.add_nodes([N1, N2], [])
+    results = prov.add_nodes(ADD_PLAYBOOK, [N1, N2], [])
     took = time.monotonic() - t0
     print(f"run with a 6 s time-out returned after {took:.2f} s")
     assert took < 40
@@ -203,7 +204,7 @@ def test_cancel_event_stops_a_running_playbook(tmp_path: Path) -> None:
     prov = make(tmp_path, fixture_sleep=120, fixture_marker=marker)
     cancelled_at: list[float] = []
     watcher = _cancel_when_sleeping(prov, marker, cancelled_at)
-    results = prov.add_nodes([N1], [])
+    results = prov.add_nodes(ADD_PLAYBOOK, [N1], [])
     returned = time.monotonic()
     watcher.join(5)
     assert prov.cancel_event.is_set()
@@ -216,7 +217,7 @@ def test_cancel_event_stops_a_running_playbook(tmp_path: Path) -> None:
     assert _sleeps_with(marker) == []
     # Once cancelled, nothing more runs.
     before = artifact_dirs(tmp_path)
-    again = prov.add_nodes([N2], [])
+    again = prov.add_nodes(ADD_PLAYBOOK, [N2], [])
     assert again["node002"].outcome is Outcome.FAILED
     assert again["node002"].message is not None and "cancelled" in again["node002"].message
     assert artifact_dirs(tmp_path) == before
@@ -227,7 +228,7 @@ def test_shared_cancel_event_set_before_start(tmp_path: Path) -> None:
     shutdown.set()
     cfg = ProvisionConfig(playbook_dir=FIXTURES, private_data_dir=tmp_path / "pdd")
     prov = AnsibleProvisioner(cfg, cancel_event=shutdown)
-    results = prov.remove_nodes([N1], [])
+    results = prov.remove_nodes(REMOVE_PLAYBOOK, [N1], [])
     assert results["node001"].outcome is Outcome.FAILED
     assert artifact_dirs(tmp_path) == []
 
@@ -247,7 +248,7 @@ def test_no_secrets_in_artifacts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     )
     prov = AnsibleProvisioner(cfg)
     # node003 goes over SSH with the key file; node001 runs locally and prints the env.
-    results = prov.add_nodes([N1, NodeSpec("node003", "127.0.0.1")], [])
+    results = prov.add_nodes(ADD_PLAYBOOK, [N1, NodeSpec("node003", "127.0.0.1")], [])
     assert results["node001"].ok
     assert results["node003"].outcome is Outcome.FAILED
     assert results["node003"].task == REACH_TASK
@@ -274,7 +275,7 @@ def test_artifacts_are_rotated(tmp_path: Path) -> None:
     idents: list[str] = []
     for node in (N1, N2, W9):  # three runs, often within one second
         before = {p.name for p in artifact_dirs(tmp_path)}
-        prov.add_nodes([node], [])
+        prov.add_nodes(ADD_PLAYBOOK, [node], [])
         (made,) = {p.name for p in artifact_dirs(tmp_path)} - before
         idents.append(made)
     assert idents == sorted(idents)  # an ident's name sorts in time order, even within a second
@@ -284,7 +285,7 @@ def test_artifacts_are_rotated(tmp_path: Path) -> None:
     padded = artifact_dirs(tmp_path)[1]
     (padded / "padding").write_bytes(b"x" * 1_100_000)  # past artifacts_mb (1)
     os.utime(padded, (time.time() - 60, time.time() - 60))  # older than the third run
-    prov.add_nodes([N1], [])
+    prov.add_nodes(ADD_PLAYBOOK, [N1], [])
     kept = [p.name for p in artifact_dirs(tmp_path)]
     assert idents[0] not in kept and idents[1] not in kept  # too old; then too big
     assert idents[2] in kept and len(kept) == 2  # the newest two
@@ -292,7 +293,7 @@ def test_artifacts_are_rotated(tmp_path: Path) -> None:
 
 def test_hostile_node_name_runs_nothing(tmp_path: Path) -> None:
     prov = make(tmp_path)
-    results = prov.add_nodes([N1, NodeSpec("$(touch /tmp/pwned)", "10.77.0.13")], [])
+    results = prov.add_nodes(ADD_PLAYBOOK, [N1, NodeSpec("$(touch /tmp/pwned)", "10.77.0.13")], [])
     assert {r.outcome for r in results.values()} == {Outcome.FAILED}
     assert "invalid node name" in (results["node001"].message or "")
     assert artifact_dirs(tmp_path) == []
@@ -300,7 +301,7 @@ def test_hostile_node_name_runs_nothing(tmp_path: Path) -> None:
 
 def test_bad_address_runs_nothing(tmp_path: Path) -> None:
     prov = make(tmp_path)
-    results = prov.add_nodes([NodeSpec("node001", "10.77.0.11; reboot")], [])
+    results = prov.add_nodes(ADD_PLAYBOOK, [NodeSpec("node001", "10.77.0.11; reboot")], [])
     assert results["node001"].outcome is Outcome.FAILED
     assert "not an IP address" in (results["node001"].message or "")
     assert artifact_dirs(tmp_path) == []
@@ -308,7 +309,7 @@ def test_bad_address_runs_nothing(tmp_path: Path) -> None:
 
 def test_missing_playbook_is_a_clear_failure(tmp_path: Path) -> None:
     cfg = ProvisionConfig(playbook_dir=tmp_path / "nowhere", private_data_dir=tmp_path / "pdd")
-    results = AnsibleProvisioner(cfg).add_nodes([N1], [])
+    results = AnsibleProvisioner(cfg).add_nodes(ADD_PLAYBOOK, [N1], [])
     assert results["node001"].outcome is Outcome.FAILED
     assert "add_node.yml not found" in (results["node001"].message or "")
 
@@ -318,7 +319,7 @@ def test_broken_playbook_reports_ansibles_error(tmp_path: Path) -> None:
     pb.mkdir()
     (pb / "add_node.yml").write_text("- hosts: new_nodes\n  tasks:\n    - no.such.module: {}\n")
     cfg = ProvisionConfig(playbook_dir=pb, private_data_dir=tmp_path / "pdd")
-    r = AnsibleProvisioner(cfg).add_nodes([N1], [])["node001"]
+    r = AnsibleProvisioner(cfg).add_nodes(ADD_PLAYBOOK, [N1], [])["node001"]
     assert r.outcome is Outcome.FAILED
     assert r.message is not None
     assert "before any task ran" in r.message and "no.such.module" in r.message
@@ -341,9 +342,10 @@ def test_unusable_private_data_dir_is_a_clear_failure(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     cfg = ProvisionConfig(playbook_dir=FIXTURES, private_data_dir=blocker / "pdd")
-    r = AnsibleProvisioner(cfg).add_nodes([N1], [])["node001"]
+    r = AnsibleProvisioner(cfg).add_nodes(ADD_PLAYBOOK, [N1], [])["node001"]
     assert r.outcome is Outcome.FAILED
-    assert "ansible-runner failed" in (r.message or "") and "a-file" in (r.message or "")
+    # The first thing to read there is the host key store.
+    assert "not provisioned: cannot read" in (r.message or "") and "a-file" in (r.message or "")
 
 
 @pytest.mark.parametrize(
@@ -358,6 +360,6 @@ def test_bad_extra_vars_are_refused_at_start(tmp_path: Path, extra: dict[str, ob
 
 def test_empty_calls_run_nothing(tmp_path: Path) -> None:
     prov = make(tmp_path)
-    assert prov.add_nodes([], [W9]) == {}
-    assert prov.remove_nodes([], [W9]) == {}
+    assert prov.add_nodes(ADD_PLAYBOOK, [], [W9]) == {}
+    assert prov.remove_nodes(REMOVE_PLAYBOOK, [], [W9]) == {}
     assert artifact_dirs(tmp_path) == []

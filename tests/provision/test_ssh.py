@@ -1,7 +1,8 @@
 """AnsibleProvisioner over real SSH: a private sshd on 127.0.0.1 that this test starts.
 
 This is the path elb takes to real nodes: the SSH user and key from ProvisionConfig, elb's SSH
-options (no ControlMaster, connect timeout, no known_hosts), pipelining, and Python discovery
+options (no ControlMaster, connect timeout, each node's host key checked against the one elb
+holds for it: the sshd's here), pipelining, and Python discovery
 on the far side; and the real add playbooks' first task against a node whose sshd starts only
 after the play began. Needs root and openssh-server (scripts/install-system-deps.sh installs
 it); skipped otherwise.
@@ -10,14 +11,10 @@ it); skipped otherwise.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -27,86 +24,11 @@ from elb.assets import default_playbook_dir
 from elb.config import ProvisionConfig
 from elb.interfaces import NodeSpec, Outcome
 from elb.provision import AnsibleProvisioner
-from elb.provision.ansible import ADD_PLAYBOOK, REACH_TASK
+from elb.provision.ansible import REACH_TASK
+from elb.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
+from tests.provision.sshd_support import FIXTURES, Sshd, SshdFailed, hold_host_key, needs_sshd, start_sshd, stop_sshd
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "ansible" / "playbooks"
-SSHD = Path("/usr/sbin/sshd")
-
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or not SSHD.exists() or shutil.which("ssh-keygen") is None,
-    reason="needs root, sshd and ssh-keygen",
-)
-
-
-@dataclass(frozen=True)
-class Sshd:
-    port: int
-    client_key: Path
-
-
-class SshdFailed(Exception):
-    """The private sshd did not start (its stderr's tail)."""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def keys(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory with the sshd's host key, the client's key and its authorized_keys."""
-    d = tmp_path_factory.mktemp("sshd")
-    for name in ("host_key", "client_key"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)], check=True, timeout=30)
-    (d / "authorized_keys").write_text((d / "client_key.pub").read_text())
-    return d
-
-
-def _start_sshd(d: Path, port: int) -> subprocess.Popen[bytes]:
-    """sshd on 127.0.0.1:``port`` with the keys of ``d``, once it accepts connections."""
-    config = d / f"sshd_config.{port}"
-    config.write_text(
-        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d / 'host_key'}\nPidFile {d / f'sshd.{port}.pid'}\n"
-        f"AuthorizedKeysFile {d / 'authorized_keys'}\nStrictModes no\nUsePAM no\n"
-        "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
-    )
-    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
-    proc = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(config)], stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 15
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                _stop_sshd(proc)
-                err = proc.stderr.read().decode() if proc.stderr else ""
-                raise SshdFailed(err[-500:]) from None
-            time.sleep(0.1)
-
-
-def _stop_sshd(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def sshd(keys: Path) -> Iterator[Sshd]:
-    port = _free_port()
-    try:
-        proc = _start_sshd(keys, port)
-    except SshdFailed as err:
-        pytest.skip(f"sshd did not start: {err}")
-    try:
-        yield Sshd(port, keys / "client_key")
-    finally:
-        _stop_sshd(proc)
+pytestmark = needs_sshd
 
 
 def test_add_and_remove_over_ssh(tmp_path: Path, sshd: Sshd) -> None:
@@ -125,17 +47,18 @@ def test_add_and_remove_over_ssh(tmp_path: Path, sshd: Sshd) -> None:
             "fixture_busy_hosts": ["node002"],
         },
     )
+    hold_host_key(cfg, sshd.client_key.with_name("host_key.pub"), "node001", "node002")
     prov = AnsibleProvisioner(cfg)
     nodes = [NodeSpec("node001", "127.0.0.1", 2), NodeSpec("node002", "127.0.0.1", 2)]
     t0 = time.monotonic()
-    added = prov.add_nodes(nodes, [])
+    added = prov.add_nodes(ADD_PLAYBOOK, nodes, [])
     print(f"add over SSH, 2 hosts: {time.monotonic() - t0:.1f} s")
     assert {n: r.outcome for n, r in added.items()} == {"node001": Outcome.OK, "node002": Outcome.OK}, added
     # The copy module really ran on the far side of the SSH connection.
     seen = json.loads((out / "node001.json").read_text())
     assert seen["ansible_host"] == "127.0.0.1" and seen["elb_slots"] == 2
 
-    removed = prov.remove_nodes(nodes, [])
+    removed = prov.remove_nodes(REMOVE_PLAYBOOK, nodes, [])
     assert removed["node001"].outcome is Outcome.OK
     assert removed["node002"].outcome is Outcome.BUSY
 
@@ -150,7 +73,8 @@ def test_wrong_key_fails_at_the_first_task(tmp_path: Path, sshd: Sshd) -> None:
         timeout=120,
         extra_vars={"fixture_ssh_hosts": ["node001"], "fixture_ssh_port": sshd.port, "elb_reach_timeout": 2},
     )
-    r = AnsibleProvisioner(cfg).add_nodes([NodeSpec("node001", "127.0.0.1")], [])["node001"]
+    hold_host_key(cfg, sshd.client_key.with_name("host_key.pub"), "node001")
+    r = AnsibleProvisioner(cfg).add_nodes(ADD_PLAYBOOK, [NodeSpec("node001", "127.0.0.1")], [])["node001"]
     assert r.outcome is Outcome.FAILED
     assert r.task == REACH_TASK
     assert r.message is not None and "Permission denied" in r.message
@@ -194,7 +118,7 @@ def test_first_task_of_an_add_playbook_waits_for_a_late_sshd(tmp_path: Path, key
                 conn.close()
             knocked.set()
             time.sleep(2)
-            started.append(_start_sshd(keys, port))
+            started.append(start_sshd(keys, port))
         except (OSError, SshdFailed) as err:
             errors.append(err)
 
@@ -208,18 +132,19 @@ def test_first_task_of_an_add_playbook_waits_for_a_late_sshd(tmp_path: Path, key
         ssh_private_key=keys / "client_key",
         timeout=120,
     )
+    hold_host_key(cfg, keys / "host_key.pub", "node001")
     node = NodeSpec("node001", "127.0.0.1")
     booting = threading.Thread(target=boot_late, daemon=True)
     booting.start()
     reached: list[str] = []
     t0 = time.monotonic()
     try:
-        result = AnsibleProvisioner(cfg).add_nodes([node], [], on_reached=reached.append)["node001"]
+        result = AnsibleProvisioner(cfg).add_nodes(ADD_PLAYBOOK, [node], [], on_reached=reached.append)["node001"]
         print(f"{playbook}'s first task with sshd starting late: {time.monotonic() - t0:.1f} s")
     finally:
         booting.join(timeout=30)
         for proc in started:
-            _stop_sshd(proc)
+            stop_sshd(proc)
     assert errors == []
     assert knocked.is_set()  # the play did try before sshd was up
     assert result.outcome is Outcome.OK, result

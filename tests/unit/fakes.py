@@ -190,10 +190,16 @@ class FakeProvisioner:
     gate_remove: threading.Event | None = None
     fail_remove: set[str] = field(default_factory=set)  # the deregistration play fails on these
     log: list[str] = field(default_factory=list)
+    playbooks: list[str] = field(default_factory=list)  # the plays run, in order
 
     def add_nodes(
-        self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec], on_reached: Callable[[str], None] | None = None
+        self,
+        playbook: str,
+        nodes: Sequence[NodeSpec],
+        existing: Sequence[NodeSpec],
+        on_reached: Callable[[str], None] | None = None,
     ) -> dict[str, HostResult]:
+        self.playbooks.append(playbook)
         out = {}
         if self.gate_add is not None:
             self.log.append("add started")
@@ -214,7 +220,10 @@ class FakeProvisioner:
                 out[n.name] = HostResult(n.name, Outcome.OK)
         return out
 
-    def remove_nodes(self, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]) -> dict[str, HostResult]:
+    def remove_nodes(
+        self, playbook: str, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]
+    ) -> dict[str, HostResult]:
+        self.playbooks.append(playbook)
         out = {}
         if self.gate_remove is not None:
             self.log.append("remove started")

@@ -17,6 +17,7 @@ from elb.exitcodes import Exit
 from elb.journal import Journal
 from elb.model import Node, NodeState, Plan, Removal
 from elb.orders import Orders, apply_orders
+from elb.sge.driver import GridEngine
 from elb.sge.errors import SgeError
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
@@ -30,11 +31,13 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, FakeSg
     cfg = load_config(path)
     sge = FakeSge(T0, jobs=[pending(1, 20 * 60, slots=1, tasks=12)])
     journal = Journal(cfg.journal_path)
-    bal = Balancer(cfg, sge=sge, journal=journal, cloud=FakeCloud(T0), provisioner=FakeProvisioner(sge))
+    bal = Balancer(
+        cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=FakeCloud(T0), provisioner=FakeProvisioner(sge)
+    )
     assert bal.run_pass().ok
     journal.close()
     sge.jobs = [running(7, "node001")]
-    monkeypatch.setattr(factory, "make_sge", lambda cfg: sge)
+    monkeypatch.setattr(factory, "make_scheduler", lambda cfg, journal: GridEngine(cfg, sge))
     return path, sge
 
 
@@ -55,7 +58,7 @@ def test_nodes_json_for_scripts(setup: tuple[Path, FakeSge], capsys: pytest.Capt
     path, _ = setup
     assert main(["nodes", "-c", str(path), "--json"]) == Exit.OK
     doc = json.loads(capsys.readouterr().out)
-    assert doc["sge_read"] is True
+    assert doc["scheduler_read"] is True
     by_name = {n["name"]: n for n in doc["nodes"]}
     assert by_name["node001"]["jobs"] == [7]
     assert by_name["node001"]["idle_for"] is None  # busy now
@@ -76,7 +79,7 @@ def test_nodes_without_sge_prints_the_journal_and_exits_4(
     assert main(["nodes", "-c", str(path), "--json"]) == Exit.UNREADABLE
     captured = capsys.readouterr()
     doc = json.loads(captured.out)
-    assert doc["sge_read"] is False
+    assert doc["scheduler_read"] is False
     assert [n["jobs"] for n in doc["nodes"]] == [None, None]  # not known, not "none"
     assert "cannot read SGE" in captured.err
 
@@ -165,7 +168,9 @@ def test_a_paused_balancer_launches_nothing(tmp_path: Path) -> None:
     sge = FakeSge(T0, jobs=[pending(1, 20 * 60, slots=1, tasks=12)])
     journal = Journal(cfg.journal_path)
     journal.set_paused(T0 - 60, "testing")
-    bal = Balancer(cfg, sge=sge, journal=journal, cloud=FakeCloud(T0), provisioner=FakeProvisioner(sge))
+    bal = Balancer(
+        cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=FakeCloud(T0), provisioner=FakeProvisioner(sge)
+    )
     result = bal.run_pass()
     assert result.ok and result.plan is not None
     assert result.plan.add == 0 and journal.nodes() == []
@@ -195,14 +200,14 @@ def live(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, FakeSge
     cloud = FakeCloud(T0)
     _pass(path, sge, cloud)
     sge.jobs = [running(7, "node001")]
-    monkeypatch.setattr(factory, "make_sge", lambda cfg: sge)
+    monkeypatch.setattr(factory, "make_scheduler", lambda cfg, journal: GridEngine(cfg, sge))
     return path, sge, cloud
 
 
 def _pass(path: Path, sge: FakeSge, cloud: FakeCloud) -> None:
     cfg = load_config(path)
     journal = Journal(cfg.journal_path)
-    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=FakeProvisioner(sge))
+    bal = Balancer(cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=cloud, provisioner=FakeProvisioner(sge))
     assert bal.run_pass().ok
     journal.close()
 
@@ -306,11 +311,11 @@ def test_status_json(setup: tuple[Path, FakeSge], capsys: pytest.CaptureFixture[
     capsys.readouterr()
     assert main(["status", "-c", str(path), "--json"]) == Exit.OK
     doc = json.loads(capsys.readouterr().out)
-    assert doc["sge_read"] is True
+    assert doc["scheduler_read"] is True
     assert {n["name"] for n in doc["nodes"]} == {"node001", "node002"}
     assert doc["orders"]["pause_reason"] == "x" and doc["orders"]["paused_since"] is not None
     assert doc["last_pass"]["ok"] is True
-    assert any("running" in line for line in doc["sge"])
+    assert any("running" in line for line in doc["scheduler"])
 
 
 def test_status_reads_the_journal_without_writing_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

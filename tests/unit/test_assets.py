@@ -1,14 +1,22 @@
 """elb.assets in a checkout, the playbook checks of validate/run/once, the Ansible paths of a
-run, and the rule that the shipped Ansible content needs no collection besides ansible-core's."""
+run, the rule that the shipped Ansible content needs no collection besides ansible-core's, and
+``elb monitoring`` (where the alert rules and the dashboard are, or a copy of them)."""
 
 from __future__ import annotations
 
 import re
+import tomllib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
-from elb import assets, extras
+from elb import assets, extras, monitoring
 from elb.cli import main
 from elb.exitcodes import Exit
 from elb.provision.ansible import DEFAULT_COLLECTIONS_PATHS, ansible_paths
@@ -31,6 +39,8 @@ def test_a_checkout_uses_its_own_top_level_directories() -> None:
     assert (found.inventory_plugins_dir / "elb_ec2.py").is_file()
     assert found.unit.is_file() and found.unit.name == "elb.service"
     assert found.iam_policy.is_file() and found.iam_policy.name == "iam-policy.json"
+    assert found.monitoring == REPO / "monitoring"
+    assert all((found.monitoring / name).is_file() for name in assets.MONITORING)
     assert found.collections_path is None
     assert assets.playbook_dir_problem(None) is None
 
@@ -66,7 +76,9 @@ def fake_install(root: Path) -> assets.Assets:
     collection = root / "site" / "ansible_collections" / "elb" / "cluster"
     (collection / "roles").mkdir(parents=True)
     (collection / "playbooks").mkdir()
-    return assets.Assets(collection=collection, unit=root / "u", iam_policy=root / "p", installed=True)
+    return assets.Assets(
+        collection=collection, unit=root / "u", iam_policy=root / "p", monitoring=root / "m", installed=True
+    )
 
 
 def test_runs_of_an_installed_elb_see_its_collection_and_roles(tmp_path: Path) -> None:
@@ -115,6 +127,66 @@ def test_only_ansible_builtin_and_elb_cluster_are_used(top: str) -> None:
     assert used <= {"ansible.builtin", "elb.cluster"}, f"{top}: collections besides ansible-core's: {used}"
 
 
+ROLES = sorted(p for p in (REPO / "roles").iterdir() if p.is_dir())
+
+
+def ansible_core_floor() -> Version:
+    """The lowest ansible-core pyproject.toml allows (the collection's real requirement)."""
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    (spec,) = [Requirement(d).specifier for d in deps if Requirement(d).name == "ansible-core"]
+    (floor,) = [Version(s.version) for s in spec if s.operator == ">="]
+    return floor
+
+
+def test_every_role_and_the_collection_need_the_ansible_core_elb_requires() -> None:
+    floor = ansible_core_floor()
+    runtime = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text(encoding="utf-8"))
+    (lowest,) = [Version(s.version) for s in SpecifierSet(runtime["requires_ansible"]) if s.operator == ">="]
+    assert lowest == floor
+    assert ROLES
+    for role in ROLES:
+        meta = yaml.safe_load((role / "meta" / "main.yml").read_text(encoding="utf-8"))
+        assert Version(str(meta["galaxy_info"]["min_ansible_version"])) == floor, role.name
+
+
+def tasks_of(items: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Every task of a task list, those in blocks too."""
+    for item in items or []:
+        yield item
+        for key in ("block", "rescue", "always"):
+            yield from tasks_of(item.get(key, []))
+
+
+def notified(task: dict[str, Any]) -> set[str]:
+    names = task.get("notify", [])
+    return {names} if isinstance(names, str) else set(names)
+
+
+@pytest.mark.parametrize("role", [r for r in ROLES if (r / "handlers" / "main.yml").is_file()], ids=lambda r: r.name)
+def test_every_handler_is_notified(role: Path) -> None:
+    handlers = yaml.safe_load((role / "handlers" / "main.yml").read_text(encoding="utf-8"))
+    tasks = [t for f in sorted((role / "tasks").glob("*.yml")) for t in tasks_of(yaml.safe_load(f.read_text()))]
+    sent = set().union(*(notified(t) for t in tasks))
+    for handler in handlers:
+        names = {handler["name"], *([handler["listen"]] if isinstance(handler.get("listen"), str) else [])}
+        assert names & sent, f"{role.name}: handler {handler['name']!r} is never notified"
+
+
+def test_sge_exec_restarts_the_execd_when_its_package_or_directories_change() -> None:
+    """The restart is flushed before the role looks for a running execd, so that one started
+    with what changed is restarted and a stopped one is not started twice."""
+    tasks = yaml.safe_load((REPO / "roles" / "sge_exec" / "tasks" / "main.yml").read_text(encoding="utf-8"))
+    names = [t["name"] for t in tasks]
+    restarting = [t["name"] for t in tasks if "Restart the execution daemon" in notified(t)]
+    assert restarting == [
+        "Install the SGE execution daemon",
+        "Create the execd's pid file directory",
+        "Create the execd spool directory",
+    ]
+    (flush,) = [i for i, t in enumerate(tasks) if t.get("ansible.builtin.meta") == "flush_handlers"]
+    assert max(names.index(n) for n in restarting) < flush < names.index("Look for a running execution daemon")
+
+
 def test_plot_without_matplotlib_says_how_to_install_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -123,3 +195,50 @@ def test_plot_without_matplotlib_says_how_to_install_it(
     assert "pip install 'elb[plot]'" in capsys.readouterr().err
     assert main(["simulate", "no-such.swf", "--plot", str(tmp_path / "x.png")]) == 2
     assert "pip install 'elb[plot]'" in capsys.readouterr().err
+
+
+def test_elb_monitoring_prints_where_the_rules_and_the_dashboard_are(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["monitoring"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        str(REPO / "monitoring" / "elb-alerts.yml"),
+        str(REPO / "monitoring" / "elb-dashboard.json"),
+    ]
+    assert main(["monitoring", "--path"]) == 0
+    assert capsys.readouterr().out == f"{REPO / 'monitoring'}\n"
+
+
+def test_elb_monitoring_copies_them_and_keeps_a_file_that_differs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "prometheus" / "elb"
+    assert main(["monitoring", "--copy", str(target)]) == 0
+    assert capsys.readouterr().out.splitlines() == [str(target / n) for n in assets.MONITORING]
+    for name in assets.MONITORING:
+        assert (target / name).read_bytes() == (REPO / "monitoring" / name).read_bytes()
+    assert main(["monitoring", "--copy", str(target)]) == 0  # the same files again: nothing to keep
+    capsys.readouterr()
+    edited = target / "elb-alerts.yml"
+    edited.write_text("# the admin's own rules\n")
+    (target / "elb-dashboard.json").unlink()
+    assert main(["monitoring", "--copy", str(target)]) == Exit.FAILED
+    err = capsys.readouterr().err
+    assert f"{edited}: differs from the shipped file, kept (--force replaces it)" in err
+    assert edited.read_text() == "# the admin's own rules\n"
+    assert not (target / "elb-dashboard.json").exists()  # checked before anything was written
+    assert main(["monitoring", "--copy", str(target), "--force"]) == 0
+    assert edited.read_bytes() == (REPO / "monitoring" / "elb-alerts.yml").read_bytes()
+    assert (target / "elb-dashboard.json").is_file()
+
+
+def test_elb_monitoring_names_missing_files_and_an_unwritable_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main(["monitoring", "--copy", str(blocker / "sub")]) == Exit.FAILED
+    assert f"elb: monitoring: cannot copy into {blocker / 'sub'}:" in capsys.readouterr().err
+    shipped = fake_install(tmp_path)
+    monkeypatch.setattr(monitoring, "locate", lambda: shipped)
+    assert main(["monitoring"]) == Exit.FAILED
+    err = capsys.readouterr().err
+    assert err == f"elb: monitoring: {tmp_path / 'm'} has no elb-alerts.yml and no elb-dashboard.json (reinstall elb)\n"

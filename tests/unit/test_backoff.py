@@ -13,6 +13,7 @@ from elb.daemon import Balancer
 from elb.journal import Event, Journal
 from elb.model import NodeState, Plan
 from elb.planner import limit_launches
+from elb.sge.driver import GridEngine
 from tests.unit.factories import T0, pending
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
@@ -124,7 +125,7 @@ def test_provisioning_failing_for_every_node_launches_a_handful_an_hour(
     prov = FakeProvisioner(sge, unreachable_adds=True)
     journal = Journal(cfg.journal_path)
     clock = Clock(T0)
-    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=prov, clock=clock)
+    bal = Balancer(cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=cloud, provisioner=prov, clock=clock)
     sge.jobs = [pending(1, 20 * 60, slots=1, tasks=50)]
     passes = 60  # an hour at a 60 s poll
     for k in range(passes):
@@ -136,7 +137,14 @@ def test_provisioning_failing_for_every_node_launches_a_handful_an_hour(
     assert "ALARM: launch backed off" in caplog.text
     assert bal.last.backoff_rounds >= 5
     # The back-off survives a restart: it comes from the journal.
-    bal2 = Balancer(cfg, sge=sge, journal=Journal(cfg.journal_path), cloud=cloud, provisioner=prov, clock=clock)
+    bal2 = Balancer(
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=Journal(cfg.journal_path),
+        cloud=cloud,
+        provisioner=prov,
+        clock=clock,
+    )
     before = len(prov.log)
     clock.t = sge.now = clock.t + 60
     bal2.run_pass()

@@ -17,6 +17,7 @@ from elb.daemon import Balancer
 from elb.exitcodes import Exit
 from elb.interfaces import CloudError, Instance
 from elb.journal import Journal
+from elb.sge.driver import GridEngine
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
@@ -55,7 +56,7 @@ def stand(monkeypatch: pytest.MonkeyPatch) -> Stand:
             raise CloudError(s.cloud_error or "no cloud")
         return s.cloud
 
-    monkeypatch.setattr(factory, "make_sge", lambda cfg: s.sge)
+    monkeypatch.setattr(factory, "make_scheduler", lambda cfg, journal: GridEngine(cfg, s.sge))
     monkeypatch.setattr(factory, "make_cloud", make_cloud)
     monkeypatch.setattr(factory, "make_provisioner", lambda cfg: FakeProvisioner(s.sge))
     return s
@@ -79,7 +80,9 @@ def daemon_adds(cfg_path: Path, cloud: FakeCloud, tmp_path: Path) -> int:
     sge = FakeSge(T0, jobs=list(WAITING))
     journal = Journal(cfg.journal_path)
     try:
-        bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=FakeProvisioner(sge))
+        bal = Balancer(
+            cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=cloud, provisioner=FakeProvisioner(sge)
+        )
         result = bal.run_pass()
     finally:
         journal.close()
@@ -186,7 +189,7 @@ def test_once_and_run_refuse_bad_extra_vars_before_anything_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sge = FakeSge(T0)
-    monkeypatch.setattr(factory, "make_sge", lambda cfg: sge)
+    monkeypatch.setattr(factory, "make_scheduler", lambda cfg, journal: GridEngine(cfg, sge))
     path = tmp_path / "elb.yml"
     path.write_text(f"state_dir: {tmp_path}\nprovision: {{extra_vars: {{bad-name: 1}}}}\n")
     for argv in (["once"], ["run"]):

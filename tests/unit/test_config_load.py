@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, PlainValidator
 
 import elb.config
 from elb.cli import main
@@ -48,7 +48,18 @@ def nested(path: tuple[str, ...], value: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def durations_of(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """Every time option (``elb.durations``: seconds, or text with a unit)."""
+    for name, field in model.model_fields.items():
+        kind = field.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            yield from durations_of(kind, (*prefix, name))
+        elif any(isinstance(m, PlainValidator) for m in field.metadata):
+            yield (*prefix, name)
+
+
 FLOATS = [p for p, kind in fields_of(Config) if kind is float]
+DURATIONS = list(durations_of(Config))
 INTS = [p for p, kind in fields_of(Config) if kind is int]
 BOOLS = [p for p, kind in fields_of(Config) if kind is bool]
 
@@ -60,19 +71,23 @@ def test_the_walk_finds_every_kind_of_number() -> None:
     )
     assert ("cloud", "ec2", "spot") in BOOLS
     assert len(FLOATS) >= 18 and len(INTS) >= 8
+    assert ("poll_interval",) in DURATIONS and ("policy", "idle_factor") not in DURATIONS and len(DURATIONS) >= 18
 
 
 @pytest.mark.parametrize("path", FLOATS, ids=".".join)
 @pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", "1e400", "true", "'60'"])
 def test_every_number_option_is_a_finite_number(tmp_path: Path, path: tuple[str, ...], value: str) -> None:
     cfg = write(tmp_path, nested(path, value))
+    if value == "'60'" and path in DURATIONS:  # a time may be text: "60", "60s", "1m"
+        return
     with pytest.raises(ConfigError, match=rf"line {len(path)}, column {2 * len(path) - 1}: {'.'.join(path)}: "):
         load_config(cfg)
 
 
 @pytest.mark.parametrize("path", FLOATS, ids=".".join)
 def test_no_time_is_negative(tmp_path: Path, path: tuple[str, ...]) -> None:
-    with pytest.raises(ConfigError, match=rf"{'.'.join(path)}: Input should be greater than"):
+    never = "(Input should be greater than|not a duration \\(never negative\\))"
+    with pytest.raises(ConfigError, match=rf"{'.'.join(path)}: {never}"):
         load_config(write(tmp_path, nested(path, "-1")))
 
 
@@ -82,13 +97,13 @@ def test_no_time_is_negative(tmp_path: Path, path: tuple[str, ...]) -> None:
     ids=".".join,
 )
 def test_times_that_must_pass_are_positive(tmp_path: Path, path: tuple[str, ...]) -> None:
-    with pytest.raises(ConfigError, match=rf"{'.'.join(path)}: Input should be greater than 0"):
+    with pytest.raises(ConfigError, match=rf"{'.'.join(path)}: (at least 1 s|more than 0 s)"):
         load_config(write(tmp_path, nested(path, "0")))
 
 
 def test_times_have_a_sane_ceiling(tmp_path: Path) -> None:
     # poll_interval: 1e12 is finite but overflows the scheduler's datetime arithmetic
-    with pytest.raises(ConfigError, match=r"poll_interval: Input should be less than or equal to 31536000"):
+    with pytest.raises(ConfigError, match=r"poll_interval: at most a year \(31536000 s\)"):
         load_config(write(tmp_path, "poll_interval: 1.0e+12\n"))
 
 
@@ -227,6 +242,7 @@ def test_deep_nesting_is_refused(tmp_path: Path) -> None:
         ("state_dir: {blocker}\n", "line 1, column 1: state_dir: .* exists and is not a directory"),
         ("state_dir: {blocker}/sub\n", "state_dir: .* cannot be created: a parent is not a directory"),
         ("cloud: {{provider: local}}\nprovision:\n  private_data_dir: {blocker}\n", "provision.private_data_dir"),
+        ("provision:\n  host_keys_dir: {blocker}\n", "line 2, column 3: provision.host_keys_dir: .* not a directory"),
         ("stats_file: {dir}\n", "line 1, column 1: stats_file: .* is a directory"),
     ],
 )
@@ -275,7 +291,7 @@ def test_validate_prints_the_file_it_read(tmp_path: Path, capsys: pytest.Capture
     assert main(["validate", "--offline", "-c", str(path)]) == Exit.OK
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"config: {path.resolve()}"
-    assert out[1] == "ok   config: policy elb, 0-4 nodes, provider local, master master"
+    assert out[1] == "ok   config: policy elb, 0-4 nodes, scheduler sge, provider local, master master"
     assert out[2].startswith("ok   playbooks: ")
 
 

@@ -12,6 +12,7 @@ from elb.daemon import Balancer
 from elb.interfaces import CloudError, Instance
 from elb.journal import Journal
 from elb.model import Host, NodeState, QueueInstance
+from elb.sge.driver import GridEngine
 from elb.stats import read_rows
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
@@ -50,7 +51,7 @@ def parts(cfg: Config) -> Rig:
     cloud = FakeCloud(T0)
     prov = FakeProvisioner(sge)
     journal = Journal(cfg.journal_path)
-    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=prov, clock=Clock(T0))
+    bal = Balancer(cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=cloud, provisioner=prov, clock=Clock(T0))
     return Rig(sge, cloud, prov, journal, bal)
 
 

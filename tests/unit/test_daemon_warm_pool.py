@@ -14,6 +14,7 @@ from elb.daemon import Balancer
 from elb.interfaces import CloudError
 from elb.journal import Journal
 from elb.model import NodeState
+from elb.sge.driver import GridEngine
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
@@ -51,7 +52,12 @@ class Rig:
         self.prov = FakeProvisioner(self.sge)
         self.journal = Journal(cfg.journal_path)
         self.bal = Balancer(
-            cfg, sge=self.sge, journal=self.journal, cloud=self.cloud, provisioner=self.prov, clock=self.clock
+            cfg,
+            scheduler=GridEngine(cfg, self.sge),
+            journal=self.journal,
+            cloud=self.cloud,
+            provisioner=self.prov,
+            clock=self.clock,
         )
 
     def at(self, t: float) -> None:

@@ -15,6 +15,7 @@ from elb.daemon import Balancer
 from elb.executor import Executor
 from elb.journal import Journal
 from elb.model import NodeState
+from elb.sge.driver import GridEngine
 from tests.unit.factories import T0, pending
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
@@ -43,7 +44,9 @@ def _rig(cfg: Config) -> tuple[FakeSge, FakeCloud, FakeProvisioner, Journal, Clo
     journal = Journal(cfg.journal_path)
     clock = Clock(T0)
     ex = Executor(workers=4)
-    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=prov, clock=clock, executor=ex)
+    bal = Balancer(
+        cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=cloud, provisioner=prov, clock=clock, executor=ex
+    )
     return sge, cloud, prov, journal, clock, bal, ex
 
 

@@ -18,6 +18,7 @@ from elb.daemon import Balancer
 from elb.interfaces import Instance
 from elb.journal import Journal
 from elb.model import NodeState, Snapshot
+from elb.sge.driver import GridEngine
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
@@ -27,10 +28,16 @@ POLL = 60.0
 @dataclass
 class HollowSge(FakeSge):
     """``FakeSge`` whose qstat and qhost can answer a hollow read (``hollow``), or leave some hosts
-    out of it (``missing``); ``qconf -sel`` still lists every registered host."""
+    out of it (``missing``); ``qconf -sel`` lists every registered host, unless ``hollow_sel``:
+    then it answers as SGE with no execution host (``no execution host defined``)."""
 
     hollow: bool = False
     missing: set[str] = field(default_factory=set)
+    hollow_sel: bool = False
+
+    def configured_exec_hosts(self) -> frozenset[str]:
+        listed = super().configured_exec_hosts()
+        return frozenset() if self.hollow_sel else listed
 
     def read_snapshot(self) -> Snapshot:
         if self.hollow:
@@ -67,7 +74,12 @@ class Rig:
     def restart(self) -> None:
         """elb restarts: a new Balancer on the same journal (it has seen no read of SGE yet)."""
         self.bal = Balancer(
-            self.cfg, sge=self.sge, journal=self.journal, cloud=self.cloud, provisioner=self.prov, clock=self.bal.clock
+            self.cfg,
+            scheduler=GridEngine(self.cfg, self.sge),
+            journal=self.journal,
+            cloud=self.cloud,
+            provisioner=self.prov,
+            clock=self.bal.clock,
         )
 
 
@@ -95,7 +107,7 @@ def rig(cfg: Config, ready: tuple[str, ...] = ("node001", "node002"), age: float
         cloud.instances[iid] = Instance(iid, name, "running", launched, ip, slots=8)
         sge.add_host(name)
     cloud.counter = len(ready)
-    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=prov, clock=Clock(T0))
+    bal = Balancer(cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=cloud, provisioner=prov, clock=Clock(T0))
     return Rig(cfg, sge, cloud, prov, journal, bal)
 
 
@@ -193,28 +205,80 @@ def test_a_host_deregistered_outside_elb_is_confirmed_gone_by_qconf(cfg: Config)
     assert states(r)["node002"] is NodeState.READY  # reconcile's unreachable_timeout takes it from here
 
 
-def test_a_hollow_qconf_too_needs_a_second_read_that_agrees(cfg: Config) -> None:
-    """Everything vanished and qconf -sel lists nothing either: only a second read that agrees
-    confirms that SGE really has no execution host left."""
+HOLLOW_BOTH = (
+    "reading SGE: partial read: node001, node002 vanished from qhost, every host elb knows to be up, and "
+    "qconf -sel lists no execution host either; jobs 7, 8 ran there; both can answer empty the same way "
+    "(a qmaster restarting, or started on an empty spool), so neither confirms the other; no action"
+)
+
+
+def test_hollow_qhost_and_hollow_qconf_past_unreachable_timeout_remove_nothing(cfg: Config) -> None:
+    """qstat, qhost and qconf -sel all answer empty for 30 minutes while the nodes run jobs: no
+    read of SGE confirms another that can be hollow the same way, so every pass fails and nothing
+    is drained, terminated or launched."""
+    r = rig(cfg)
+    r.sge.jobs = [running(7, "node001"), running(8, "node002", slots=4)]
+    assert r.bal.run_pass().ok
+    r.sge.hollow = r.sge.hollow_sel = True
+    t = T0
+    failed = []
+    while t < T0 + 30 * 60:
+        t += POLL
+        r.at(t)
+        failed.append(r.bal.run_pass())
+    assert [p.error for p in failed] == [HOLLOW_BOTH] * len(failed)
+    assert r.prov.log == [] and r.cloud.terminated == [] and r.cloud.counter == 2
+    assert not any(c.startswith(("disable", "reschedule")) for c in r.sge.calls)
+    assert states(r) == {"node001": NodeState.READY, "node002": NodeState.READY}
+    assert r.sge.calls[-2:] == ["read (hollow)", "qconf -sel"]  # no second read: it could not confirm
+
+    r.sge.hollow = r.sge.hollow_sel = False
+    r.at(t + POLL)
+    result = r.bal.run_pass()
+    assert result.ok, result.summary()
+    assert result.outcomes.removed == [] and result.outcomes.added == []
+    assert [j.job_id for j in r.sge.jobs] == [7, 8]
+
+
+def test_every_host_gone_with_sge_empty_too_is_refused_even_when_true(cfg: Config) -> None:
+    """SGE really has no execution host left (every host deregistered): elb cannot tell that from
+    a hollow answer, so it refuses until SGE lists a host again."""
     r = rig(cfg)
     assert r.bal.run_pass().ok
     r.sge.hosts.clear()
     r.at(T0 + POLL)
-    assert r.bal.run_pass().ok
-    assert r.sge.calls[-3:] == ["read", "qconf -sel", "read"]
-
-    r2 = rig(cfg.model_copy(update={"state_dir": cfg.state_dir / "second"}))
-    assert r2.bal.run_pass().ok
-    r2.sge.hollow = True
-    real_hosts = dict(r2.sge.hosts)
-    r2.sge.hosts.clear()  # qconf -sel answers empty once ...
-
-    def second_read_is_whole() -> frozenset[str]:
-        r2.sge.hosts.update(real_hosts)  # ... and the hosts are back by the second read
-        r2.sge.hollow = False
-        return frozenset()
-
-    r2.sge.configured_exec_hosts = second_read_is_whole  # type: ignore[method-assign]
-    result = r2.bal.run_pass()
+    result = r.bal.run_pass()
     assert not result.ok
-    assert "a second read differs in hosts node001, node002; no action" in (result.error or "")
+    assert "qconf -sel lists no execution host either" in (result.error or "")
+    assert r.sge.calls[-2:] == ["read", "qconf -sel"]
+    assert r.prov.log == [] and r.cloud.terminated == []
+
+
+def test_every_host_elb_knew_gone_is_confirmed_by_qconf_listing_the_others(cfg: Config) -> None:
+    """Every host elb knew left qhost and qconf -sel, which both list the hosts SGE keeps: not
+    hollow (a hollow answer lists nothing), so the hosts were deregistered."""
+    r = rig(cfg)
+    assert r.bal.run_pass().ok
+    r.sge.add_host("master")
+    r.at(T0 + POLL)
+    assert r.bal.run_pass().ok
+    del r.sge.hosts["node001"], r.sge.hosts["node002"]
+    r.at(T0 + 2 * POLL)
+    result = r.bal.run_pass()
+    assert result.ok, result.summary()
+    assert r.sge.calls[-2:] == ["read", "qconf -sel"]
+
+
+def test_every_host_gone_from_qhost_while_qconf_lists_others_only_is_refused(cfg: Config) -> None:
+    """qhost lists nothing, qconf -sel a host qhost leaves out: qhost is hollow, whatever qconf says."""
+    r = rig(cfg)
+    r.sge.jobs = [running(7, "node001")]
+    assert r.bal.run_pass().ok
+    r.sge.hollow = True
+    del r.sge.hosts["node001"], r.sge.hosts["node002"]
+    r.sge.add_host("master")  # qconf -sel lists only a host elb never saw
+    r.at(T0 + POLL)
+    result = r.bal.run_pass()
+    assert not result.ok
+    assert "qconf -sel lists master, which qhost does not" in (result.error or "")
+    assert r.prov.log == [] and r.cloud.terminated == []

@@ -17,6 +17,7 @@ from elb.interfaces import Notice, NoticeKind
 from elb.interruptions import job_number, moves, on_demand_request
 from elb.journal import Journal
 from elb.metrics import BalancerCollector
+from elb.sge.driver import GridEngine
 from tests.unit.factories import T0, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 from tests.unit.test_notices import Notices
@@ -82,7 +83,12 @@ def _cluster(
     cfg = parse_config(raw)
     sge, cloud, notices = FakeSge(T0), FakeCloud(T0), Notices()
     bal = Balancer(
-        cfg, sge=sge, journal=Journal(cfg.journal_path), cloud=cloud, provisioner=FakeProvisioner(sge), notices=notices
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=Journal(cfg.journal_path),
+        cloud=cloud,
+        provisioner=FakeProvisioner(sge),
+        notices=notices,
     )
     return bal, sge, cloud, notices
 

@@ -17,6 +17,8 @@ from elb.daemon import Balancer
 from elb.interfaces import Notice, NoticeKind
 from elb.journal import Journal
 from elb.metrics import BalancerCollector
+from elb.model import NodeState
+from elb.sge.driver import GridEngine
 from tests.unit.factories import T0, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
@@ -98,7 +100,12 @@ def ready_cluster(tmp_path: Path, notices: Notices) -> tuple[Balancer, FakeSge, 
     cfg = parse_config({"state_dir": str(tmp_path), "policy": {"max_nodes": 4, "slots_per_node": 8, "min_nodes": 1}})
     sge, cloud = FakeSge(T0), FakeCloud(T0)
     bal = Balancer(
-        cfg, sge=sge, journal=Journal(cfg.journal_path), cloud=cloud, provisioner=FakeProvisioner(sge), notices=notices
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=Journal(cfg.journal_path),
+        cloud=cloud,
+        provisioner=FakeProvisioner(sge),
+        notices=notices,
     )
     bal.run_pass()  # min_nodes: node001 launched and provisioned
     assert bal.journal.node("node001") is not None
@@ -182,3 +189,26 @@ def test_a_scheduled_retirement_drains_without_requeueing(tmp_path: Path) -> Non
     assert bal.run_pass().ok
     assert "disable node001" in sge.calls and not any(c.startswith("reschedule") for c in sge.calls)
     assert sge.jobs[0].state == "r"  # days of warning: the job ends where it runs
+
+
+def test_a_state_change_of_an_instance_already_terminated_is_logged_and_counted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """EventBridge may deliver the ``terminated`` state change after the node is gone: the
+    cloud no longer lists its instance, but the journal knows whose it was."""
+    notices = Notices()
+    bal, sge, cloud = ready_cluster(tmp_path, notices)
+    node = bal.journal.node("node001")
+    assert node is not None and node.instance_id is not None
+    iid = node.instance_id
+    cloud.terminate([iid])
+    bal.journal.record("node001", NodeState.TERMINATED, T0, detail="terminated outside elb")
+    sge.hosts.pop("node001")
+    notices.notices = [Notice(NoticeKind.STATE, iid, T0, "state terminated")]
+    with caplog.at_level(logging.INFO, logger="elb"):
+        assert bal.run_pass().ok
+    assert bal.counters.notices == {"state-change": 1}
+    assert any(
+        f"node001: EC2 notice about a node that is terminated: state-change for {iid}" in r.getMessage()
+        for r in caplog.records
+    )

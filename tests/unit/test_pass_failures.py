@@ -12,6 +12,7 @@ from elb.daemon import Balancer
 from elb.journal import Journal
 from elb.model import History, NodeState, Plan
 from elb.policy import make_policy
+from elb.sge.driver import GridEngine
 from elb.state import ClusterState
 from tests.unit.factories import T0, pending
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
@@ -40,7 +41,15 @@ def test_an_exception_in_a_pass_is_a_failed_pass_and_the_next_one_works(
     prov = FakeProvisioner(sge)
     journal = Journal(cfg.journal_path)
     policy = RaisingPolicy(cfg)
-    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=prov, policy=policy, clock=lambda: T0)
+    bal = Balancer(
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=journal,
+        cloud=cloud,
+        provisioner=prov,
+        policy=policy,
+        clock=lambda: T0,
+    )
     sge.jobs = [pending(1, 20 * 60, slots=1, tasks=4)]
     result = bal.run_pass()
     assert not result.ok and result.error == "MemoryError: "
@@ -55,7 +64,14 @@ def test_an_exception_in_a_pass_is_a_failed_pass_and_the_next_one_works(
 def test_a_closed_journal_is_reopened_by_the_next_pass(cfg: Config) -> None:
     sge, cloud = FakeSge(T0), FakeCloud(T0)
     journal = Journal(cfg.journal_path)
-    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=FakeProvisioner(sge), clock=lambda: T0)
+    bal = Balancer(
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=journal,
+        cloud=cloud,
+        provisioner=FakeProvisioner(sge),
+        clock=lambda: T0,
+    )
     sge.jobs = [pending(1, 20 * 60, slots=1, tasks=4)]
     journal.close()  # what a failure deep in a pass may leave behind
     result = bal.run_pass()
@@ -70,7 +86,9 @@ def test_a_never_ready_node_sge_does_not_list_is_terminated_although_its_deregis
     sge, cloud = FakeSge(T0), FakeCloud(T0)
     prov = FakeProvisioner(sge, unreachable_adds=True, fail_remove_all=True)
     journal = Journal(cfg.journal_path)
-    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=prov, clock=lambda: T0)
+    bal = Balancer(
+        cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=cloud, provisioner=prov, clock=lambda: T0
+    )
     sge.jobs = [pending(1, 20 * 60, slots=1, tasks=4)]
     result = bal.run_pass()  # node001 launched, unreachable, its cleanup play fails
     assert "node001" in result.outcomes.failed
@@ -90,7 +108,9 @@ def test_a_node_sge_lists_is_kept_draining_with_an_honest_reason(cfg: Config, ca
     sge, cloud = FakeSge(T0), FakeCloud(T0)
     prov = FakeProvisioner(sge, fail={"node001": "Start the execd"}, fail_remove_all=True)
     journal = Journal(cfg.journal_path)
-    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=prov, clock=lambda: T0)
+    bal = Balancer(
+        cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=cloud, provisioner=prov, clock=lambda: T0
+    )
     sge.jobs = [pending(1, 20 * 60, slots=1, tasks=4)]
     bal.run_pass()  # half-registered in SGE, then its cleanup fails: SGE lists it
     node = journal.node("node001")

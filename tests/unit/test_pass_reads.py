@@ -13,6 +13,7 @@ from elb.daemon import Balancer
 from elb.interfaces import Instance
 from elb.journal import Event, Journal
 from elb.model import History, Node, NodeState, Plan
+from elb.sge.driver import GridEngine
 from elb.state import ClusterState, seen
 from elb.stats import read_rows
 from tests.unit.factories import T0, pending, running
@@ -68,7 +69,13 @@ def _rig(cfg: Config, policy: Recording | None = None) -> tuple[Balancer, Counti
     journal.record("node003", NodeState.TERMINATED, launched, instance_id="i-0003")
     sge.jobs = [running(5, "node001"), pending(6, 30, slots=4)]
     bal = Balancer(
-        cfg, sge=sge, journal=journal, cloud=cloud, provisioner=FakeProvisioner(sge), policy=policy, clock=lambda: T0
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=journal,
+        cloud=cloud,
+        provisioner=FakeProvisioner(sge),
+        policy=policy,
+        clock=lambda: T0,
     )
     return bal, journal, sge
 

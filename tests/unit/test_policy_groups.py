@@ -18,6 +18,7 @@ from elb.model import History, Job, NodeState
 from elb.policy.grouped import GroupedPolicy, policy_for
 from elb.provision.ansible import AnsibleProvisioner
 from elb.provision.inventory import Connection, InventoryError, build_inventory
+from elb.sge.driver import GridEngine
 from elb.state import join
 from tests.unit.factories import T0, host, node, pending, running, snap
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
@@ -53,7 +54,7 @@ def balancer(cfg: Config, jobs: list[Job]) -> tuple[Balancer, FakeSge, FakeCloud
     sge = FakeSge(T0, jobs=list(jobs), complexes="qconf-sc-site.txt")  # a site with a gpu consumable
     cloud = FakeCloud(T0)
     journal = Journal(cfg.journal_path)
-    bal = Balancer(cfg, sge=sge, journal=journal, cloud=cloud, provisioner=FakeProvisioner(sge))
+    bal = Balancer(cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=cloud, provisioner=FakeProvisioner(sge))
     return bal, sge, cloud, journal
 
 

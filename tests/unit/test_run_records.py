@@ -12,6 +12,7 @@ from elb.config import parse_config
 from elb.daemon import Balancer
 from elb.journal import Journal
 from elb.provision.proctree import RunRecords, descendants, start_time
+from elb.sge.driver import GridEngine
 from tests.unit.factories import T0
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
@@ -85,5 +86,7 @@ def test_a_balancer_stops_leftover_playbooks_before_its_first_pass(tmp_path: Pat
     cfg = parse_config({"state_dir": str(tmp_path)})
     sge = FakeSge(T0)
     prov = Reaping(sge)
-    Balancer(cfg, sge=sge, journal=Journal(cfg.journal_path), cloud=FakeCloud(T0), provisioner=prov)
+    Balancer(
+        cfg, scheduler=GridEngine(cfg, sge), journal=Journal(cfg.journal_path), cloud=FakeCloud(T0), provisioner=prov
+    )
     assert prov.reaped == 1 and prov.log == []

@@ -98,12 +98,24 @@ def test_read_snapshot_runs_both_commands_and_reads_the_clock_once(fake: FakeSge
         assert "MORE_INFO" not in env  # would make qstat print debug dumps instead of XML
 
 
+def test_a_second_read_reuses_the_jobs_of_the_first(fake: FakeSge) -> None:
+    """Each read of qstat remembers what its entries were made into (``QstatMemo``): the next
+    read of the same text gives the very same jobs, equal to a read without memory."""
+    fake.prints("qstat", "qstat_mixed.xml")
+    fake.prints("qhost", "qhost_mixed.xml")
+    client = fake.client()
+    first, second = client.read_snapshot(), client.read_snapshot()
+    assert second.jobs == first.jobs == fake.client().read_snapshot().jobs
+    assert all(a is b for a, b in zip(second.jobs, first.jobs, strict=True))
+    assert not any(a is b for a, b in zip(fake.client().read_snapshot().jobs, first.jobs, strict=True))
+
+
 def test_commands_found_on_path_when_no_bin_dir(fake: FakeSge) -> None:
-    fake.prints("qstat", "qstat_empty.xml")
+    fake.prints("qstat", "qstat_no_queues.xml")
     fake.prints("qhost", "qhost_global_only.xml")
     cfg = SgeConfig(timeout=20)
     snap = SgeCommands(cfg, environ={"PATH": f"{fake.bin}:/usr/bin"}, clock=lambda: 7.0).read_snapshot()
-    assert (snap.now, snap.jobs, snap.hosts[0].name) == (7.0, (), "node001")
+    assert (snap.now, snap.jobs, snap.hosts) == (7.0, (), ())
     assert fake.calls()[0]["env"]["SGE_ROOT"] == "/var/lib/gridengine"
 
 
@@ -125,6 +137,14 @@ def test_failing_qstat_names_command_status_and_stderr(fake: FakeSge) -> None:
     assert "Connection refused" in err.stderr
     assert "exit status 1" in str(err) and "Connection refused" in str(err)
     assert fake.argv() == [["qstat", *QSTAT_ARGS]]  # qhost never ran
+
+
+def test_a_queue_instance_on_a_host_qhost_does_not_list_is_refused(fake: FakeSge) -> None:
+    fake.prints("qstat", "qstat_empty.xml")  # all.q@node001
+    fake.prints("qhost", "qhost_global_only.xml")
+    with pytest.raises(SgeParseError, match=r"all\.q@node001, on node001, which qhost does not list") as info:
+        fake.client().read_snapshot()
+    assert info.value.command is not None and Path(info.value.command[0]).name == "qstat"
 
 
 def test_hollow_qstat_beside_a_qhost_with_queues_is_refused(fake: FakeSge) -> None:
@@ -322,7 +342,7 @@ def test_output_with_environment_of_the_caller(fake: FakeSge, monkeypatch: pytes
     """Without ``environ``, the process environment is the base (PATH etc. survive)."""
     monkeypatch.setenv("ELB_TEST_MARK", "kept")
     before = dict(os.environ)
-    fake.prints("qstat", "qstat_empty.xml")
+    fake.prints("qstat", "qstat_no_queues.xml")
     fake.prints("qhost", "qhost_global_only.xml")
     SgeCommands(SgeConfig(bin_dir=fake.bin, timeout=20), clock=lambda: 1.0).read_snapshot()
     env = fake.calls()[0]["env"]

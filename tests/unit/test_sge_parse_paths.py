@@ -27,6 +27,7 @@ from elb.model import Job
 from elb.sge.errors import SgeParseError
 from elb.sge.parse import (
     _FAST_JOBS,
+    QstatMemo,
     QstatResult,
     _careful_qhost,
     _careful_qstat,
@@ -38,7 +39,7 @@ from elb.sge.parse import (
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sge"
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_parse_decide.py"
+BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_pass.py"
 QSTAT_FIXTURES = sorted(
     p for p in FIXTURES.rglob("*.xml") if "qhost" not in p.name and not p.name.endswith("_qstat_j.xml")
 )
@@ -68,16 +69,25 @@ def outcome(read: object, data: bytes | str) -> object:
         return (type(err).__name__, str(err))
 
 
+# The quick reader's memory of the documents it read (QstatMemo), carried from each document
+# checked to the next: whatever pieces it holds, a document reads as it does without it.
+CARRIED = QstatMemo()
+
+
 def check(data: bytes | str) -> QstatResult | None:
-    """The rule of the two readers, on one document; the quick reader's answer."""
+    """The rule of the two readers, on one document; the quick reader's answer. With a memo of
+    the documents read before, and of this one, the quick reader answers as it does without."""
     careful = outcome(_careful_qstat, data)
     quick = _quick_qstat(data)
     if quick is not None:
         assert isinstance(careful, QstatResult), f"quick reader accepted what the careful one refuses: {careful}"
         assert quick == careful
         assert [type(j) for j in quick.jobs] == [Job] * len(quick.jobs)
+    assert _quick_qstat(data, CARRIED) == quick
+    assert _quick_qstat(data, CARRIED) == quick  # every piece now from the memo, when it was read
     if data and not (data.isspace()):
         assert outcome(parse_qstat, data) == careful
+        assert outcome(lambda d: parse_qstat(d, memo=CARRIED), data) == careful
     return quick
 
 
@@ -98,7 +108,7 @@ def test_every_regular_fixture_is_listed() -> None:
 
 
 def test_the_benchmark_document_is_read_quickly() -> None:
-    spec = importlib.util.spec_from_file_location("bench_parse_decide", BENCHMARK)
+    spec = importlib.util.spec_from_file_location("bench_pass", BENCHMARK)
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     sys.modules.setdefault(spec.name, bench)  # its dataclasses look their module up
@@ -111,6 +121,9 @@ def test_the_benchmark_document_is_read_quickly() -> None:
 
 
 # -- generated documents ------------------------------------------------------------------------
+
+# Digits Python's int() and float() read, which SGE never writes: both readers refuse them.
+ZERO, ONE, FOUR, FULLWIDTH_ZERO = "\u0660", "\u0661", "\u0664", "\uff10"
 
 
 def sge_escape(text: str) -> str:
@@ -140,8 +153,17 @@ NAMES = st.one_of(
 )
 STAMPS = mostly(
     ["2026-11-22T05:00:00", "2026-11-22T05:59:59", "2026-03-29T02:30:00", "2026-10-25T02:30:00"],
-    ["2026-11-24T10:00:01.123456", "2026-11-22T05:00:60", "2026-11-22T05:61:00", "2026-13-01T00:00:00", "yesterday"],
+    [
+        "2026-11-24T10:00:01.123456",
+        "2026-11-22T05:00:60",
+        "2026-11-22T05:61:00",
+        "2026-13-01T00:00:00",
+        "yesterday",
+        "202\u0663-11-22T05:00:00",  # digits int() reads but SGE never writes: refused by both readers
+        "2026-11-22T05:00:0\uff13",
+    ],
 )
+PRIORITIES = mostly(["0.50500", "0.00000"], ["0", "", "high", "1e3", f"0.5{ZERO}", "nan", "1_0"])
 SPACE = mostly(["\n      ", "\n        "], [" ", "", "\n\t", "\r\n  "])
 
 
@@ -149,13 +171,13 @@ SPACE = mostly(["\n      ", "\n        "], [" ", "", "\n\t", "\r\n  "])
 def entries(draw: st.DrawFn, running: bool) -> str:
     """One <job_list>: mostly the regular shape, sometimes odd."""
     ws = draw(SPACE)
-    job_id = draw(st.integers(1, 10**6).map(str) | mostly(["42"], ["0", "007", "x"]))
+    job_id = draw(st.integers(1, 10**6).map(str) | mostly(["42"], ["0", "007", "x", "4\u0662", "\uff14"]))
     usual = ["r", "t", "Rr", "dr"] if running else ["qw", "hqw", "Eqw", "Rq"]
     state = draw(mostly(usual, ["qX", "", "rr"]))
     time_tag = "JAT_start_time" if running else draw(st.sampled_from(["JB_submission_time", "JAT_submission_time"]))
     parts = [
         f"<JB_job_number>{job_id}</JB_job_number>",
-        f"<JAT_prio>{draw(mostly(['0.50500', '0.00000'], ['0', '', 'high', '1e3']))}</JAT_prio>",
+        f"<JAT_prio>{draw(PRIORITIES)}</JAT_prio>",
         f"<JB_name>{draw(NAMES)}</JB_name>",
         f"<JB_owner>{draw(NAMES)}</JB_owner>",
         f"<state>{state}</state>",
@@ -163,14 +185,14 @@ def entries(draw: st.DrawFn, running: bool) -> str:
     ]
     if draw(st.integers(0, 4)) == 0:
         parts.append(f"<queue_name>{draw(st.sampled_from(['all.q@node001', '', ' ', ' big.q@n2 ']))}</queue_name>")
-    parts.append(f"<slots>{draw(mostly(['1', '4', '16'], ['-1', 'four']))}</slots>")
+    parts.append(f"<slots>{draw(mostly(['1', '4', '16'], ['-1', 'four', FOUR, '1_6']))}</slots>")
     if draw(st.booleans()):
-        tasks = draw(mostly(["1-20:1", "4-10:3", "5,7,9", "3"], ["1-x", " 2-4:1 ", ""]))
+        tasks = draw(mostly(["1-20:1", "4-10:3", "5,7,9", "3"], ["1-x", " 2-4:1 ", "", "1-\u0662\u0660:1"]))
         parts.append(f"<tasks>{tasks}</tasks>")
     parts.append(f"<full_job_name>{draw(NAMES)}</full_job_name>")
     for _ in range(draw(st.integers(0, 3))):
         name = draw(mostly(["h_rt", "h_vmem", "bigmem", "arch"], [""]))
-        value = draw(mostly(["3600", "1:30:00", "INFINITY", "2G", " 64G "], ["soon"]))
+        value = draw(mostly(["3600", "1:30:00", "INFINITY", "2G", " 64G "], ["soon", "\u0663600", "1:\uff130:00"]))
         tag = draw(st.sampled_from(["hard_request", "hard_request", "master_hard_request", "slave_hard_request"]))
         attributes = draw(
             mostly(
@@ -180,7 +202,7 @@ def entries(draw: st.DrawFn, running: bool) -> str:
         )
         parts.append(f"<{tag} {attributes}>{value}</{tag}>")
     if draw(st.booleans()):
-        pe = draw(mostly(['name="smp">4', 'name="mpi">16-32', 'name="mpi"> 8 '], ['name="">4']))
+        pe = draw(mostly(['name="smp">4', 'name="mpi">16-32', 'name="mpi"> 8 '], ['name="">4', f'name="mpi">{ONE}6']))
         parts.append(f"<requested_pe {pe}</requested_pe>")
         if draw(st.booleans()):
             parts.append(f"<granted_pe {pe}</granted_pe>")
@@ -230,8 +252,8 @@ def document(draw: st.DrawFn) -> str:
         fields = [
             f"<name>all.q@node{i:03d}</name>",
             "<qtype>BIP</qtype>",
-            f"<slots_used>{draw(mostly(['0', '1'], ['x']))}</slots_used>",
-            "<slots_resv>0</slots_resv>",
+            f"<slots_used>{draw(mostly(['0', '1'], ['x', '400', ONE]))}</slots_used>",
+            f"<slots_resv>{draw(mostly(['0'], [FULLWIDTH_ZERO]))}</slots_resv>",
             f"<slots_total>{draw(st.sampled_from(['4', '2']))}</slots_total>",
         ]
         fields += draw(
@@ -464,8 +486,8 @@ def test_spoiled_qhost_documents_read_alike(name: str) -> None:
         check_qhost(data[:cut])
 
 
-HOST_NAMES = st.sampled_from(["node001", "node002", "big&amp;1", "global", "", " n3 ", "n&#x34;"])
-VALUES = st.sampled_from(["4", "-", "", " 2 ", "3.90", "15.6G", "x&lt;y"])
+HOST_NAMES = st.sampled_from(["node001", "node002", "NODE001", "Node002", "big&amp;1", "global", "", " n3 ", "n&#x34;"])
+VALUES = st.sampled_from(["4", "-", "", " 2 ", "3.90", "15.6G", "x&lt;y", "400", "\u0664", "\uff12", "1_0", "nan"])
 
 
 @st.composite
@@ -495,3 +517,48 @@ def qhost_documents(draw: st.DrawFn) -> str:
 @given(qhost_documents())
 def test_generated_qhost_documents_read_alike(doc: str) -> None:
     check_qhost(doc.encode())
+
+
+# -- the memo ---------------------------------------------------------------------------------------
+
+
+def test_a_memo_reads_again_only_what_changed_and_reuses_the_jobs() -> None:
+    data = (FIXTURES / "recorded" / "groups-waiting.qstat-r-f.xml").read_bytes()
+    memo = QstatMemo()
+    first = parse_qstat(data, memo=memo)
+    assert sum(map(len, memo.pieces.values())) == len(first.jobs) > 3
+    again = parse_qstat(data, memo=memo)
+    assert again == first and all(a is b for a, b in zip(again.jobs, first.jobs, strict=True))
+    one = data.replace(b"<JB_name>", b"<JB_name>renamed-", 1)
+    changed = parse_qstat(one, memo=memo)
+    assert changed == parse_qstat(one)
+    assert [a is b for a, b in zip(changed.jobs, first.jobs, strict=True)].count(False) == 1
+
+
+def test_new_priorities_are_read_again() -> None:
+    """SGE normalizes priorities over the waiting jobs: every entry's <JAT_prio> may change at once."""
+    data = (FIXTURES / "recorded" / "groups-waiting.qstat-r-f.xml").read_bytes()
+    memo = QstatMemo()
+    parse_qstat(data, memo=memo)
+    shifted = re.sub(rb"<JAT_prio>[^<]*</JAT_prio>", b"<JAT_prio>0.12345</JAT_prio>", data)
+    again = parse_qstat(shifted, memo=memo)
+    assert again == parse_qstat(shifted) and {j.priority for j in again.jobs} == {0.12345}
+
+
+def test_a_memo_is_not_used_across_a_change_of_time_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    data = (FIXTURES / "recorded" / "busy-2-nodes.qstat-f.xml").read_bytes()
+    memo = QstatMemo()
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    in_utc = parse_qstat(data, memo=memo)
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        in_new_york = parse_qstat(data, memo=memo)
+        assert in_new_york == parse_qstat(data)
+        assert in_new_york.jobs[0].started == in_utc.jobs[0].started + 5 * 3600  # type: ignore[operator]
+    finally:
+        monkeypatch.undo()
+        time.tzset()

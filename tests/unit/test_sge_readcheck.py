@@ -19,7 +19,7 @@ import pytest
 
 from elb.model import Job, NodeState, Snapshot
 from elb.sge.parse import parse_snapshot
-from elb.sge.readcheck import Need, ReadVerdict, check_read, expected_hosts, running_jobs
+from elb.sge.readcheck import KnownHosts, Need, ReadVerdict, check_read, expected_hosts, running_jobs
 from tests.unit.factories import T0, node
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "recorded"
@@ -129,26 +129,71 @@ CASES = {
         None,
         (True, Need.NOTHING, "node002 left SGE's execution hosts (qconf -sel)"),
     ),
-    "everything gone, SGE has no exec host: read again": (
+    "everything gone, SGE has no exec host: refused, no second read": (
         "hollow",
         BOTH,
         frozenset(),
         None,
-        (False, Need.SECOND_READ, "and SGE has no execution host left; reading SGE a second time"),
+        (
+            False,
+            Need.NOTHING,
+            "partial read: node001, node002 vanished from qhost, every host elb knows to be up, and qconf -sel "
+            "lists no execution host either; jobs 3, 4, 5, 6, 7 ran there; both can answer empty the same way",
+        ),
     ),
-    "everything gone, a second read agrees": (
+    "everything gone, SGE has no exec host: a second read that agrees confirms nothing": (
         "hollow",
         BOTH,
         frozenset(),
         "hollow",
-        (True, Need.NOTHING, "a second read agrees"),
+        (False, Need.NOTHING, "so neither confirms the other; no action"),
     ),
-    "everything gone, the second read has them back": (
+    "everything gone from qhost, qconf -sel lists a host qhost does not": (
         "hollow",
         BOTH,
+        frozenset({"node003"}),
+        None,
+        (False, Need.NOTHING, "qconf -sel lists node003, which qhost does not; jobs 3, 4, 5, 6, 7 ran there; so"),
+    ),
+    "every host elb knew deregistered, SGE keeps another that qhost lists too": (
+        "busy-without-node002",
+        frozenset({"node002"}),
+        frozenset({"node001"}),
+        None,
+        (True, Need.NOTHING, "node002 left SGE's execution hosts (qconf -sel), which lists node001 as qhost does"),
+    ),
+    "every known host gone, qconf -sel and qhost disagree on the others: refused": (
+        "busy-without-node002",
+        frozenset({"node002"}),
+        frozenset({"node003"}),
+        "busy-without-node002",
+        (False, Need.NOTHING, "qhost lists node001, which qconf -sel does not and qconf -sel lists node003"),
+    ),
+    "every host of the running jobs gone, SGE empty, after a restart: refused": (
+        "hollow",
         frozenset(),
-        "busy-2-nodes",
-        (False, Need.NOTHING, "a second read differs in hosts node001, node002 and the running jobs; no action"),
+        frozenset(),
+        None,
+        (False, Need.NOTHING, "vanished from qhost, every host of the running jobs, and qconf -sel lists no"),
+    ),
+    "some hosts gone, qconf -sel lists none while qhost lists some: qconf answered hollow": (
+        "busy-without-node002",
+        BOTH,
+        frozenset(),
+        None,
+        (
+            False,
+            Need.NOTHING,
+            "partial read: node002 vanished from qhost, and qconf -sel lists no execution host while qhost lists "
+            "node001: it answered hollow, so it confirms nothing; no action",
+        ),
+    ),
+    "some hosts gone, qconf -sel lists a host qhost does not: read again": (
+        "busy-without-node002",
+        BOTH,
+        frozenset({"node001", "node003"}),
+        None,
+        (False, Need.SECOND_READ, "but qconf -sel lists node003, which qhost does not; reading SGE a second time"),
     ),
     "qconf -sel and qhost disagree: read again": (
         "busy-without-node002",
@@ -209,6 +254,7 @@ def test_expected_hosts_come_from_the_journal_and_the_last_whole_read() -> None:
         node("node004", 60, NodeState.PROVISIONING),  # not registered yet
     ]
     assert expected_hosts(nodes, read("busy-2-nodes")) == {"node001", "node003"}
+    assert expected_hosts(nodes, read("busy-2-nodes")).leaving == {"node003"}  # elb's own play takes it out
     assert expected_hosts(nodes, None) == {"node001", "node003"}
     assert expected_hosts([], read("busy-2-nodes")) == BOTH  # hosts elb does not manage count too
 
@@ -218,3 +264,19 @@ def test_running_jobs_are_the_jobs_on_a_host() -> None:
     assert all(isinstance(j, Job) and j.host in BOTH for j in jobs)
     assert {j.job_id for j in jobs} == {3, 4, 5, 6, 7}
     assert running_jobs(None) == ()
+
+
+def test_draining_hosts_gone_with_sge_empty_need_only_a_second_read() -> None:
+    """elb's own deregistration play takes a draining node out of SGE (and it may be killed just
+    after): the last draining nodes gone, SGE empty, is no total loss; a second read confirms it."""
+    leaving = KnownHosts(BOTH, BOTH)
+    v = check_read(read("hollow"), configured_hosts=frozenset(), known_up=leaving)
+    assert (v.ok, v.need) == (False, Need.SECOND_READ), v.reason
+    assert "and SGE has no execution host left; reading SGE a second time" in v.reason
+    v = check_read(read("hollow"), configured_hosts=frozenset(), known_up=leaving, second_read=read("hollow"))
+    assert v.ok, v.reason
+    one_ready = KnownHosts(BOTH, {"node002"})
+    v = check_read(read("hollow"), configured_hosts=frozenset(), known_up=one_ready, second_read=read("hollow"))
+    assert not v.ok and "every host elb knows to be up, and qconf -sel lists no execution host" in v.reason
+    v = check_read(read("hollow"), configured_hosts=frozenset(), known_up=BOTH, leaving=BOTH)
+    assert v.need is Need.SECOND_READ  # ``leaving`` given outright

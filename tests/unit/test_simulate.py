@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import math
@@ -431,3 +432,83 @@ def test_starclusters_master_is_an_exec_host_that_is_never_billed() -> None:
     slurm = build_policy("slurm", billing="second", slots_per_node=8, boot_time=300, max_nodes=4)
     _, out = replay(prepared, slurm, settings, billing="second", price=1.0)
     assert out.launches == 1  # Slurm's controller runs no jobs: a node is powered up
+
+
+# -- the replay drives the live planner ------------------------------------------------------------
+
+
+def test_the_replays_index_is_what_a_scan_of_the_joined_state_finds() -> None:
+    """The replay hands the planner what it keeps event by event (``JoinIndex``); at every
+    decision the planner's whole plan on it equals the plan on the same state found by a scan,
+    and the index's suspects, pooled records and instances are the scan's (a warm pool, so that
+    nodes stop and start again)."""
+    from elb.groups import NodeGroups
+    from elb.planner import plan_pass
+    from elb.simulate.groups import one_group
+    from elb.warmpool import WarmPool
+
+    rng = random.Random(5)
+    jobs = [SimJob(i, i * 90, rng.choice([100, 700, 2000]), rng.choice([1, 3, 8, 12])) for i in range(1, 150)]
+    checked: list[int] = []
+    groups = one_group(8, 12, WarmPool(max_nodes=2, restart_time=30, volume_price_per_hour=0.01))
+    assert isinstance(groups.groups, NodeGroups)
+    sim = Simulator(
+        jobs, SlurmPolicy(limits(max_nodes=12)), SimSettings(max_nodes=12, fast_forward=False), groups=groups
+    )
+    real_plan = sim._plan
+
+    def checking(now: float):  # type: ignore[no-untyped-def]
+        pp = real_plan(now)
+        indexed = sim.last_inputs
+        assert indexed is not None and indexed.index is not None
+        scanned_instances = tuple(sim._instance_values.values())
+        scan = dataclasses.replace(indexed, index=None, instances=scanned_instances)
+        from elb.planner import cluster_state
+
+        a, b = cluster_state(indexed, now), cluster_state(scan, now)
+        assert sorted(m.name for m in a.suspects) == sorted(m.name for m in b.suspects)
+        assert sorted(r.name for r in a.pooled) == sorted(r.name for r in b.pooled)
+        assert b.unaccounted == ()
+        assert plan_pass(scan, sim.config, SlurmPolicy(limits(max_nodes=12)), now).describe() == pp.describe()
+        checked.append(len(a.suspects))
+        return pp
+
+    sim._plan = checking  # type: ignore[method-assign]
+    out = sim.run()
+    assert max(checked) > 0 and out.stops > 0 and out.restarts > 0 and out.repairs == 0
+
+
+def test_a_replay_with_failing_provisioning_backs_off_as_the_daemon_does() -> None:
+    """A share of bring-ups fails after its boot time: the back-off the live pass computes from
+    its journal holds launches (a probe at a time, waits doubling), so a replay with failures
+    launches far fewer nodes per failure than one launch a poll."""
+    rng = random.Random(7)
+    jobs = [SimJob(i, i * 30, rng.choice([600, 1800]), rng.choice([1, 4, 8])) for i in range(1, 200)]
+
+    def replay_with(rate: float) -> object:
+        settings = SimSettings(max_nodes=20, provision_failure_rate=rate, backoff_initial=60, backoff_max=1800)
+        return Simulator(jobs, SlurmPolicy(limits(max_nodes=20)), settings).run()
+
+    healthy, failing = replay_with(0.0), replay_with(0.5)
+    assert healthy.failed_bringups == 0 and healthy.backoff_rounds == 0  # type: ignore[attr-defined]
+    assert failing.failed_bringups > 5 and failing.backoff_rounds >= 2 and failing.launches_held > 0  # type: ignore[attr-defined]
+    assert failing.never_started == 0  # every job still ran
+    assert max(failing.waits) > max(healthy.waits)  # type: ignore[attr-defined]
+
+
+def test_cli_replays_failing_provisioning_and_reports_the_back_off(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = random.Random(11)
+    lines = [swf_line(i, i * 60, rng.choice([300, 900]), rng.choice([1, 4, 8])) for i in range(1, 300)]
+    log = tmp_path / "burst.swf"
+    log.write_text("\n".join(lines) + "\n")
+    args = ["simulate", str(log), "--policies", "elb", "--max-nodes", "12", "--json"]
+    assert main([*args, "--provision-failure-rate", "0.4"]) == 0
+    failing = json.loads(capsys.readouterr().out)["results"][0]
+    assert failing["failed_bringups"] > 0 and failing["backoff_rounds"] >= 1 and failing["launches_held"] > 0
+    assert main(args) == 0
+    healthy = json.loads(capsys.readouterr().out)["results"][0]
+    assert healthy["failed_bringups"] == healthy["launches_held"] == healthy["backoff_rounds"] == 0
+    assert main([*args, "--provision-failure-rate", "1"]) == 2
+    assert "--provision-failure-rate must be a share" in capsys.readouterr().err

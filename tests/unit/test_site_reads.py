@@ -14,6 +14,7 @@ from elb.daemon import Balancer
 from elb.journal import Journal
 from elb.servable import SITE_TTL, SiteCache
 from elb.sge.commands import MAX_PES, CommandResult, Runner, SgeCommands
+from elb.sge.driver import GridEngine
 from elb.sge.errors import SgeError
 from elb.sge.site import Site
 from tests.unit.factories import T0, pending
@@ -26,7 +27,11 @@ def test_a_pass_reads_the_site_once_per_ttl(tmp_path: Path) -> None:
     cfg = parse_config({"state_dir": str(tmp_path), "policy": {"max_nodes": 1, "slots_per_node": 1}})
     sge = FakeSge(T0, jobs=[pending(1, 600, slots=1), pending(2, 600, slots=1)])
     bal = Balancer(
-        cfg, sge=sge, journal=Journal(cfg.journal_path), cloud=FakeCloud(T0), provisioner=FakeProvisioner(sge)
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=Journal(cfg.journal_path),
+        cloud=FakeCloud(T0),
+        provisioner=FakeProvisioner(sge),
     )
     for step in range(4):  # 4 passes a minute apart: one read
         sge.now = T0 + 60 * step

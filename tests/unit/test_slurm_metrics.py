@@ -1,7 +1,8 @@
-"""The metrics endpoint with ``scheduler: slurm``: ``elb run`` serves it, and the Slurm pass's
-figures (nodes by state, launches, removals, failures, the back-off, waiting jobs, spend) are
-what Prometheus reads, with the Grid Engine metrics' names. Stand-ins for Slurm's commands, the
-cloud and the playbooks (tests/unit/test_slurm_balancer.py); the endpoint on localhost."""
+"""The metrics endpoint with ``scheduler: slurm``: ``elb run`` serves it, and the pass's figures
+(nodes by state, launches, removals, failures, the back-off, waiting jobs, spend) are what
+Prometheus reads, every metric as with Grid Engine. Stand-ins for Slurm's commands, the cloud
+and the playbooks (tests/unit/slurm_fakes.py, tests/unit/test_slurm_pass.py); the endpoint on
+localhost."""
 
 from __future__ import annotations
 
@@ -15,14 +16,15 @@ from prometheus_client import generate_latest
 from elb import commands, factory
 from elb.cli import main
 from elb.config import Config, parse_config
+from elb.daemon import Balancer
 from elb.exitcodes import Exit
 from elb.journal import Journal
 from elb.metrics import metrics_registry
-from elb.slurm.balancer import SlurmBalancer
-from elb.slurm.commands import SlurmRead
+from elb.slurm.driver import Slurm
 from elb.slurm.parse import SlurmJob
 from elb.slurm.requests import RequestKind, write
-from tests.unit.test_slurm_balancer import NOW, FakeCloud, FakePlaybooks, FakeSlurm, node
+from tests.unit.slurm_fakes import NOW, FakeSlurm
+from tests.unit.test_slurm_pass import Cloud, Playbooks
 
 
 def free_port() -> int:
@@ -51,18 +53,25 @@ def slurm_cfg(tmp: Path, **extra: object) -> Config:
     )
 
 
-def balancer(cfg: Config, slurm: FakeSlurm, books: FakePlaybooks, clock: list[float]) -> SlurmBalancer:
-    return SlurmBalancer(
+def fake_slurm() -> FakeSlurm:
+    slurm = FakeSlurm()
+    slurm.add("node001", "node002")
+    return slurm
+
+
+def balancer(cfg: Config, slurm: FakeSlurm, books: Playbooks, clock: list[float]) -> Balancer:
+    journal = Journal(cfg.journal_path)
+    return Balancer(
         cfg,
-        slurm=slurm,  # type: ignore[arg-type]
-        journal=Journal(cfg.journal_path),
-        cloud=FakeCloud(),
+        scheduler=Slurm(cfg, journal, slurm),  # type: ignore[arg-type]
+        journal=journal,
+        cloud=Cloud(),  # type: ignore[arg-type]
         provisioner=books,
         clock=lambda: clock[0],
     )
 
 
-def scrape(bal: SlurmBalancer) -> dict[str, float]:
+def scrape(bal: Balancer) -> dict[str, float]:
     return values(generate_latest(metrics_registry(bal, bal.metrics)).decode())
 
 
@@ -78,16 +87,17 @@ def test_elb_run_with_slurm_serves_the_metrics_endpoint(tmp_path: Path, monkeypa
         f"scheduler: slurm\nstate_dir: {tmp_path / 'state'}\ncloud: {{provider: local}}\n"
         f"slurm: {{requests: {tmp_path / 'requests'}}}\nmetrics_port: {port}\n"
     )
-    read = SlurmRead((), (node("node001", "idle", "powering_up"),))
-    registered = SlurmRead((), (node("node001", "idle"),))  # what the bring-up reads after its play
-    slurm, books = FakeSlurm([read, registered]), FakePlaybooks()
-    monkeypatch.setattr(commands, "SlurmCommands", lambda cfg: slurm)
-    monkeypatch.setattr(factory, "make_cloud", lambda cfg: FakeCloud())
+    slurm, books = fake_slurm(), Playbooks()
+    slurm.ask("node001")
+    monkeypatch.setattr(factory, "make_scheduler", lambda cfg, journal: Slurm(cfg, journal, slurm))  # type: ignore[arg-type]
+    monkeypatch.setattr(factory, "make_cloud", lambda cfg: Cloud())
     monkeypatch.setattr(factory, "make_provisioner", lambda cfg: books)
     scraped: list[str] = []
 
-    def one_pass_then_scrape(bal: SlurmBalancer, interval: float) -> None:
-        write(bal.config.slurm.requests, RequestKind.RESUME, "node001", NOW - 1)
+    def one_pass_then_scrape(bal: Balancer, interval: float) -> None:
+        import time
+
+        write(bal.config.slurm.requests, RequestKind.RESUME, "node001", time.time() - 1)
         assert bal.run_pass().ok
         url = f"http://127.0.0.1:{port}/metrics"
         scraped.append(urllib.request.urlopen(url, timeout=5).read().decode())
@@ -103,12 +113,9 @@ def test_elb_run_with_slurm_serves_the_metrics_endpoint(tmp_path: Path, monkeypa
 def test_the_slurm_pass_feeds_the_gauges_and_counters(tmp_path: Path) -> None:
     cfg = slurm_cfg(tmp_path)
     clock = [NOW]
-    up = SlurmRead(
-        (waiting_job("7", 4, 600), waiting_job("8_[1-3]", 2, 60)),
-        (node("node001", "idle", "powering_up"), node("node002", "idle", "powered_down")),
-    )
-    registered = SlurmRead(up.jobs, (node("node001", "idle"), node("node002", "idle", "powered_down")))
-    slurm, books = FakeSlurm([up, registered]), FakePlaybooks()
+    slurm, books = fake_slurm(), Playbooks()
+    slurm.jobs = [waiting_job("7", 4, 600), waiting_job("8_[1-3]", 2, 60)]
+    slurm.ask("node001")
     bal = balancer(cfg, slurm, books, clock)
     write(cfg.slurm.requests, RequestKind.RESUME, "node001", NOW - 1)
     assert bal.run_pass().ok
@@ -118,26 +125,28 @@ def test_the_slurm_pass_feeds_the_gauges_and_counters(tmp_path: Path) -> None:
     assert got['elb_passes_total{outcome="ok"}'] == 1.0 and got['elb_passes_total{outcome="failed"}'] == 0.0
     assert got["elb_launch_to_ready_seconds_count"] == 1.0
     assert got["elb_last_good_pass_timestamp_seconds"] == NOW
-    assert got['elb_spend_per_hour{group="cloud"}'] == 0.25
+    assert got['elb_spend_dollars_per_hour{group="cloud"}'] == 0.25
     # Slurm's pending jobs that wait for nodes: a job of 4 CPUs and an array's three tasks of 2.
     assert (got["elb_waiting_jobs"], got["elb_waiting_slots"], got["elb_oldest_wait_seconds"]) == (2.0, 10.0, 600.0)
     assert (got["elb_launch_backoff_rounds"], got["elb_launch_backoff_seconds"]) == (0.0, 0.0)
 
     # Slurm suspends the node: the next pass removes it.
     clock[0] = NOW + 60
-    slurm.reads = [SlurmRead((), (node("node001", "idle", "powered_down"),))]
+    slurm.jobs = []
+    slurm.set_flags("node001", "idle", "powering_down")
     write(cfg.slurm.requests, RequestKind.SUSPEND, "node001", NOW + 59)
     assert bal.run_pass().ok
     got = scrape(bal)
     assert got['elb_nodes{state="ready"}'] == 0.0 and got["elb_nodes_removed_total"] == 1.0
-    assert got["elb_waiting_jobs"] == 0.0 and got['elb_spend_per_hour{group="cloud"}'] == 0.0
+    assert got["elb_waiting_jobs"] == 0.0 and got['elb_spend_dollars_per_hour{group="cloud"}'] == 0.0
     assert got["elb_node_failures_total"] == 0.0 and got["elb_last_good_pass_timestamp_seconds"] == NOW + 60
 
 
 def test_failed_bring_ups_back_off_and_the_held_launches_are_counted(tmp_path: Path) -> None:
     cfg = slurm_cfg(tmp_path)
     clock = [NOW]
-    slurm, books = FakeSlurm([SlurmRead((), (node("node001", "idle", "powering_up"),))]), FakePlaybooks(ok=False)
+    slurm, books = fake_slurm(), Playbooks(ok=False)
+    slurm.ask("node001")
     bal = balancer(cfg, slurm, books, clock)
     write(cfg.slurm.requests, RequestKind.RESUME, "node001", NOW - 1)
     assert bal.run_pass().ok
@@ -146,21 +155,23 @@ def test_failed_bring_ups_back_off_and_the_held_launches_are_counted(tmp_path: P
     assert got['elb_nodes{state="ready"}'] == 0.0
     # The back-off this pass planned with is the one before the failure; the next pass sees it.
     clock[0] = NOW + 10
+    slurm.ask("node001")  # the failed node was given back (powered down); Slurm asks again
     write(cfg.slurm.requests, RequestKind.RESUME, "node001", NOW + 9)
     assert bal.run_pass().ok
     got = scrape(bal)
     assert got["elb_launch_backoff_rounds"] == 1.0
     assert 0 < got["elb_launch_backoff_seconds"] <= cfg.backoff.initial
     assert got["elb_launches_held_total"] == 1.0  # Slurm's request given back: launching backed off
+    assert got["elb_nodes_given_back_total"] == 1.0
 
 
 def test_a_failed_slurm_pass_is_counted_and_keeps_the_last_good_time(tmp_path: Path) -> None:
-    from elb.slurm.commands import SlurmError
+    from elb.slurm.commands import SlurmError, SlurmRead
 
     cfg = slurm_cfg(tmp_path)
     clock = [NOW]
-    slurm = FakeSlurm([SlurmRead((), ())])
-    bal = balancer(cfg, slurm, FakePlaybooks(), clock)
+    slurm = fake_slurm()
+    bal = balancer(cfg, slurm, Playbooks(), clock)
     assert bal.run_pass().ok
 
     def broken() -> SlurmRead:
@@ -175,17 +186,17 @@ def test_a_failed_slurm_pass_is_counted_and_keeps_the_last_good_time(tmp_path: P
     assert got["elb_pass_duration_seconds_count"] == 2.0
 
 
-def test_grid_engine_only_metrics_are_not_served_with_slurm_and_the_docs_say_which(tmp_path: Path) -> None:
-    from elb.metrics import GRID_ENGINE_ONLY
-
+def test_every_metric_is_served_with_slurm_as_with_grid_engine(tmp_path: Path) -> None:
+    """One pass for every scheduler: the same metrics, warm pool and notices included."""
     cfg = slurm_cfg(tmp_path)
-    bal = balancer(cfg, FakeSlurm([SlurmRead((), ())]), FakePlaybooks(), [NOW])
+    bal = balancer(cfg, fake_slurm(), Playbooks(), [NOW])
     assert bal.run_pass().ok
     served = {k.split("{")[0] for k in scrape(bal)}
-    assert 'elb_nodes{state="stopped"}' not in scrape(bal)  # no warm pool with Slurm
-    assert {m for m in GRID_ENGINE_ONLY if m in served or f"{m}_total" in served} == set()
-    assert "elb_nodes" in served and "elb_build_info" in served
-    root = Path(__file__).resolve().parents[2]
-    slurm_doc = (root / "docs" / "slurm.md").read_text()
-    assert {m for m in GRID_ENGINE_ONLY if f"`{m}" not in slurm_doc} == set()
-    assert "not served with `scheduler: slurm` yet" not in slurm_doc
+    for name in (
+        "elb_unservable_jobs",
+        "elb_lost_nodes_kept",
+        "elb_nodes_given_back_total",
+        "elb_jobs_rescheduled_total",
+    ):
+        assert name in served
+    assert 'elb_nodes{state="stopped"}' in scrape(bal)

@@ -1,5 +1,6 @@
 """The programs Slurm's power saving runs and the hand-off of their requests to the journal:
-written atomically, read strictly, journalled once, bad files set aside and never acted on."""
+written atomically, read strictly, journalled once as each node's ask, bad files set aside and
+never acted on; the programs fail when the daemon has not taken requests for too long."""
 
 from __future__ import annotations
 
@@ -13,11 +14,38 @@ from pathlib import Path
 import pytest
 
 from elb.cli import main
+from elb.config import parse_config
 from elb.journal import Journal
-from elb.slurm.intake import take
-from elb.slurm.programs import resume, run
-from elb.slurm.requests import ENV_DIR, RequestError, RequestKind, parse_nodes, pending, read, write
+from elb.scheduler import AskKind
+from elb.slurm.driver import Slurm
+from elb.slurm.programs import RESUME_FILE, resume, run
+from elb.slurm.requests import (
+    ENV_DIR,
+    RequestError,
+    RequestKind,
+    parse_nodes,
+    pending,
+    read,
+    resume_detail,
+    touch_heartbeat,
+    write,
+)
 from tests.unit.factories import T0
+from tests.unit.slurm_fakes import FakeSlurm
+
+
+def take(spool: Path, journal: Journal, now: float) -> tuple[str, ...]:
+    """The daemon's intake of the requests in ``spool`` (the Slurm driver's ``take_requests``)."""
+    cfg = parse_config({"scheduler": "slurm", "slurm": {"requests": str(spool)}})
+    return Slurm(cfg, journal, FakeSlurm()).take_requests(now)  # type: ignore[arg-type]
+
+
+@pytest.fixture(autouse=True)
+def _daemon_alive(tmp_path: Path) -> None:
+    """The daemon takes requests (its heartbeat is fresh) unless a test says otherwise."""
+    import time
+
+    touch_heartbeat(tmp_path, time.time(), 3600)
 
 
 def test_a_request_is_one_json_file_with_the_expanded_nodes(tmp_path: Path) -> None:
@@ -27,6 +55,7 @@ def test_a_request_is_one_json_file_with_the_expanded_nodes(tmp_path: Path) -> N
         "kind": "resume",
         "nodes": ["node001", "node002", "node003", "gpu7"],
         "time": T0,
+        "detail": "",
     }
     request = read(path)
     assert (request.kind, request.nodes, request.time) == (
@@ -49,7 +78,7 @@ def test_a_request_is_one_json_file_with_the_expanded_nodes(tmp_path: Path) -> N
 def test_a_bad_hostlist_writes_nothing(tmp_path: Path, hostlist: str, message: str) -> None:
     with pytest.raises(RequestError, match=re.escape(message)):
         write(tmp_path, RequestKind.SUSPEND, hostlist, T0)
-    assert list(tmp_path.iterdir()) == []
+    assert list(tmp_path.glob("*.json")) == []
 
 
 def test_the_program_says_why_it_could_not_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -80,6 +109,49 @@ def test_the_installed_program_reads_its_directory_from_the_environment(tmp_path
     assert read(path).nodes == ("node010", "node011")
 
 
+def test_the_programs_fail_when_the_daemon_has_not_taken_requests(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Slurm then marks the nodes down at once rather than after its ResumeTimeout; the request
+    is written all the same, for a daemon that comes back."""
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    assert run(RequestKind.RESUME, "node001", spool) == 1
+    assert "the elb daemon has never taken a request" in capsys.readouterr().err
+    import time
+
+    long_ago = time.time() - 3600
+    touch_heartbeat(spool, long_ago, 15)  # the daemon's last intake, an hour ago
+    assert run(RequestKind.RESUME, "node002", spool) == 1
+    assert "has not taken requests for" in capsys.readouterr().err
+    assert len(pending(spool).requests) == 2
+    journal = Journal(":memory:")
+    take(spool, journal, long_ago + 10)  # a daemon whose clock says long ago
+    assert run(RequestKind.SUSPEND, "node001", spool) == 1
+    take(spool, journal, time.time())  # the daemon takes them now: it beats again
+    assert run(RequestKind.SUSPEND, "node001", spool) == 0
+    journal.close()
+
+
+def test_the_resume_program_reads_slurms_resume_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slurm 23.02 and later: SLURM_RESUME_FILE names the jobs the nodes are for."""
+    doc = {
+        "all_nodes_resume": "node[001-002]",
+        "jobs": [
+            {"job_id": 12, "partition": "cloud", "nodes_alloc": "node[001-002]", "extra": None},
+            {"job_id": "x"},
+        ],
+    }
+    resume_file = tmp_path / "resume.json"
+    resume_file.write_text(json.dumps(doc))
+    assert resume_detail(resume_file) == "job 12 (partition cloud) on node[001-002]"
+    assert resume_detail(tmp_path / "missing.json") == ""
+    monkeypatch.setenv(RESUME_FILE, str(resume_file))
+    assert run(RequestKind.RESUME, "node[001-002]", tmp_path) == 0
+    (path,) = tmp_path.glob("*-resume.json")
+    assert read(path).detail == "job 12 (partition cloud) on node[001-002]"
+
+
 def test_the_daemon_journals_each_request_once_and_removes_its_file(tmp_path: Path) -> None:
     spool = tmp_path / "spool"
     spool.mkdir()
@@ -87,22 +159,29 @@ def test_the_daemon_journals_each_request_once_and_removes_its_file(tmp_path: Pa
     second = write(spool, RequestKind.SUSPEND, "node002", T0 + 60)
     kept = second.read_bytes()
     journal = Journal(tmp_path / "journal.db")
-    intake = take(spool, journal, T0 + 61)
-    assert [(r.kind, r.nodes) for r in intake.new] == [
-        (RequestKind.RESUME, ("node001", "node002", "node003", "node004")),
-        (RequestKind.SUSPEND, ("node002",)),
-    ]
-    assert list(spool.iterdir()) == []
-    rows = journal.slurm_requests(open_only=True)
+    assert take(spool, journal, T0 + 61) == (
+        "Slurm asks to resume node[001-004]",
+        "Slurm asks to suspend node002",
+    )
+    assert [p.name for p in spool.glob("*.json")] == []
+    rows = journal.slurm_requests()
     assert [(r.kind, r.nodes, r.time) for r in rows] == [
         ("resume", "node[001-004]", T0),
         ("suspend", "node002", T0 + 60),
     ]
+    # each node's latest word: node002's suspend replaced its resume
+    asks = {a.node: (a.kind, a.since) for a in journal.asks()}
+    assert asks == {
+        "node001": (AskKind.WANT, T0),
+        "node002": (AskKind.RELEASE, T0 + 60),
+        "node003": (AskKind.WANT, T0),
+        "node004": (AskKind.WANT, T0),
+    }
     # elb crashed after journalling, before removing the file: the next pass does not journal it twice
     second.write_bytes(kept)
-    assert take(spool, journal, T0 + 120).new == () and len(journal.slurm_requests()) == 2
-    journal.close_slurm_request(rows[0].id, T0 + 200, "4 nodes launched")
-    assert [r.kind for r in journal.slurm_requests(open_only=True)] == ["suspend"]
+    assert take(spool, journal, T0 + 120) == () and len(journal.slurm_requests()) == 2
+    journal.answer_ask("node001", T0, "ready", T0 + 200)
+    assert [a.node for a in journal.asks()] == ["node003", "node004", "node002"]  # by when Slurm asked
     journal.close()
 
 
@@ -121,10 +200,10 @@ def test_the_daemon_journals_each_request_once_and_removes_its_file(tmp_path: Pa
 def test_a_file_that_is_not_a_request_is_set_aside_never_acted_on(tmp_path: Path, body: bytes) -> None:
     (tmp_path / "00000000000000000001-1-resume.json").write_bytes(body)
     journal = Journal(":memory:")
-    intake = take(tmp_path, journal, T0)
-    assert intake.new == () and len(intake.bad) == 1 and "00000000000000000001-1-resume.json" in intake.bad[0]
-    assert journal.slurm_requests() == []
-    assert [p.suffix for p in tmp_path.iterdir()] == [".bad"]
+    (said,) = take(tmp_path, journal, T0)
+    assert "set aside" in said and "00000000000000000001-1-resume.json" in said
+    assert journal.slurm_requests() == [] and journal.asks() == []
+    assert [p.suffix for p in tmp_path.glob("0*")] == [".bad"]
 
 
 def test_node_names_are_plain_host_names() -> None:

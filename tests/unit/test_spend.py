@@ -1,5 +1,5 @@
 """Money, not only node-hours: billed time by EC2's rule, each node group's spend in ``elb status``
-(text and JSON) and the ``elb_spend_per_hour`` gauge."""
+(text and JSON) and the ``elb_spend_dollars_per_hour`` gauge."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from elb.groups import NodeGroup, NodeGroups
 from elb.journal import Journal
 from elb.metrics import BalancerCollector
 from elb.model import Node, NodeState
+from elb.sge.driver import GridEngine
 from elb.spend import billed_seconds, spend_by_group
 from tests.unit.factories import T0
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
@@ -122,7 +123,9 @@ def test_status_and_the_gauge_give_each_groups_spend(
     journal.record("node002", NodeState.READY, T0 - 1200, launched_at=T0 - 1800, slots=8, group="big")
     journal.close()
     sge = FakeSge(T0, jobs=[])
-    monkeypatch.setattr(factory, "make_sge", lambda cfg: sge)
+    sge.add_host("node001", 2)
+    sge.add_host("node002", 8)
+    monkeypatch.setattr(factory, "make_scheduler", lambda cfg, journal: GridEngine(cfg, sge))
     assert main(["status", "-c", str(path)]) == Exit.OK
     out = capsys.readouterr().out
     assert "group small: 1 node up, 1.0 node-hours billed so far at 0.5/h: 0.50 so far, spending 0.50/h now" in out
@@ -133,8 +136,13 @@ def test_status_and_the_gauge_give_each_groups_spend(
 
     journal = Journal(cfg.journal_path)
     bal = Balancer(
-        cfg, sge=sge, journal=journal, cloud=FakeCloud(T0), provisioner=FakeProvisioner(sge), clock=lambda: T0
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=journal,
+        cloud=FakeCloud(T0),
+        provisioner=FakeProvisioner(sge),
+        clock=lambda: T0,
     )
-    spend = next(m for m in BalancerCollector(bal).collect() if m.name == "elb_spend_per_hour")
+    spend = next(m for m in BalancerCollector(bal).collect() if m.name == "elb_spend_dollars_per_hour")
     assert {s.labels["group"]: s.value for s in spend.samples} == {"small": 0.5, "big": 2.0}
     journal.close()

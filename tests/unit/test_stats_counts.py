@@ -7,6 +7,7 @@ from pathlib import Path
 from elb.config import load_config
 from elb.daemon import Balancer
 from elb.journal import Journal
+from elb.sge.driver import GridEngine
 from elb.stats import held_and_error, read_rows
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
@@ -30,7 +31,9 @@ def test_the_pass_writes_them_to_the_stats_file(tmp_path: Path) -> None:
     cfg = load_config(path)
     sge = FakeSge(T0, jobs=[pending(1, 60, state="hqw"), pending(2, 60, state="Eqw"), pending(3, 60, state="hqw")])
     journal = Journal(cfg.journal_path)
-    bal = Balancer(cfg, sge=sge, journal=journal, cloud=FakeCloud(T0), provisioner=FakeProvisioner(sge))
+    bal = Balancer(
+        cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=FakeCloud(T0), provisioner=FakeProvisioner(sge)
+    )
     assert bal.run_pass().ok
     journal.close()
     (row,) = list(read_rows(cfg.stats_path))

@@ -16,6 +16,7 @@ from elb.daemon import Balancer
 from elb.journal import Journal
 from elb.metrics import PassMetrics
 from elb.model import NodeState
+from elb.sge.driver import GridEngine
 from elb.timeline import DAY, DURATION_NAMES, Step, Timeline, summarize, timeline_of
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
@@ -249,7 +250,12 @@ def test_a_pass_records_the_launch_steps_and_later_passes_what_sge_shows(cfg: Co
     sge = FakeSge(T0, jobs=[pending(1, 20 * 60, slots=1, tasks=4)])
     journal = Journal(cfg.journal_path)
     bal = Balancer(
-        cfg, sge=sge, journal=journal, cloud=FakeCloud(T0), provisioner=FakeProvisioner(sge), clock=Ticking(T0)
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=journal,
+        cloud=FakeCloud(T0),
+        provisioner=FakeProvisioner(sge),
+        clock=Ticking(T0),
     )
     metrics = PassMetrics(CollectorRegistry())
     journal.on_step = metrics.observe_step
@@ -299,9 +305,10 @@ def test_an_instance_without_an_address_is_not_running_yet(tmp_path: Path) -> No
 
     sge = FakeSge(T0)
     journal = Journal(tmp_path / "j.sqlite")
-    act = Actuator(journal, sge, NoAddress(T0), FakeProvisioner(sge), Ticking(T0))
+    act = Actuator(journal, GridEngine(Config(), sge), NoAddress(T0), FakeProvisioner(sge), Ticking(T0))
     out = Outcomes()
-    act.add(["node001"], "test", out)
+    act.request(["node001"], "test")
+    act.launch(["node001"], out)
     assert "node001" in out.failed  # no private address: cleaned up
     t = journal.timelines(include_gone=True)["node001"]
     assert list(t.steps) == [Step.REQUESTED]
@@ -314,7 +321,12 @@ def test_the_metrics_registry_feeds_the_step_histogram_from_the_journal(cfg: Con
     sge = FakeSge(T0, jobs=[pending(1, 20 * 60, slots=1, tasks=4)])
     journal = Journal(cfg.journal_path)
     bal = Balancer(
-        cfg, sge=sge, journal=journal, cloud=FakeCloud(T0), provisioner=FakeProvisioner(sge), clock=Ticking(T0)
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=journal,
+        cloud=FakeCloud(T0),
+        provisioner=FakeProvisioner(sge),
+        clock=Ticking(T0),
     )
     registry = metrics_registry(bal, bal.metrics)
     assert registry.get_sample_value("elb_boot_step_seconds_count", {"step": "boot"}) == 0.0
@@ -364,7 +376,7 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     j.close()
     sge = FakeSge(T0, jobs=[running(7, "node001")])
     sge.add_host("node001")
-    monkeypatch.setattr(factory, "make_sge", lambda cfg: sge)
+    monkeypatch.setattr(factory, "make_scheduler", lambda cfg, journal: GridEngine(cfg, sge))
     return path
 
 

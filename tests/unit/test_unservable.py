@@ -21,6 +21,7 @@ from elb.metrics import BalancerCollector
 from elb.model import Job
 from elb.servable import node_groups, split_demand
 from elb.sge.commands import SgeCommands
+from elb.sge.driver import GridEngine
 from tests.unit.factories import T0, pending
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge, default_site
 
@@ -50,7 +51,13 @@ def cfg(tmp_path: Path) -> Config:
 def balancer(cfg: Config, jobs: list[Job]) -> tuple[Balancer, FakeSge, FakeCloud]:
     sge = FakeSge(T0, jobs=list(jobs), complexes="qconf-sc-site.txt")
     cloud = FakeCloud(T0)
-    bal = Balancer(cfg, sge=sge, journal=Journal(cfg.journal_path), cloud=cloud, provisioner=FakeProvisioner(sge))
+    bal = Balancer(
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=Journal(cfg.journal_path),
+        cloud=cloud,
+        provisioner=FakeProvisioner(sge),
+    )
     return bal, sge, cloud
 
 
@@ -161,7 +168,7 @@ def test_dry_run_status_and_jobs_name_each_job_that_is_not_demand(
     from elb.cli import main
 
     sge = FakeSge(T0, jobs=[*UNSERVABLE[:2], pending(20, LONG)], complexes="qconf-sc-site.txt")
-    monkeypatch.setattr(factory, "make_sge", lambda cfg: sge)
+    monkeypatch.setattr(factory, "make_scheduler", lambda cfg, journal: GridEngine(cfg, sge))
     monkeypatch.setattr(factory, "make_cloud", lambda cfg: FakeCloud(T0))
     path = tmp_path / "elb.yml"
     path.write_text(f"state_dir: {tmp_path / 'state'}\npolicy: {{max_nodes: 4, slots_per_node: 2}}\n")
@@ -183,7 +190,7 @@ def test_dry_run_status_and_jobs_name_each_job_that_is_not_demand(
     assert verdicts[20] is None and verdicts[10].startswith("unservable: bound to queue other.q")
     sge.site_error = "qconf: timed out"
     assert main(["jobs", "-c", str(path)]) == 4
-    assert "cannot read the site's complexes" in capsys.readouterr().err
+    assert "reading the site's complexes" in capsys.readouterr().err
 
 
 def test_a_job_held_by_qsub_a_is_not_demand_before_its_start_time(cfg: Config) -> None:
@@ -240,7 +247,7 @@ def test_dry_run_json_is_the_plan_as_data(
 
     sge = FakeSge(T0, jobs=[UNSERVABLE[0], pending(20, LONG, slots=2), pending(21, LONG, slots=2)])
     sge.complexes = "qconf-sc-site.txt"
-    monkeypatch.setattr(factory, "make_sge", lambda cfg: sge)
+    monkeypatch.setattr(factory, "make_scheduler", lambda cfg, journal: GridEngine(cfg, sge))
     monkeypatch.setattr(factory, "make_cloud", lambda cfg: FakeCloud(T0))
     path = tmp_path / "elb.yml"
     path.write_text(f"state_dir: {tmp_path / 'state'}\npolicy: {{max_nodes: 4, slots_per_node: 2}}\n")

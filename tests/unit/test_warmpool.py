@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from elb.cli import main
 from elb.config import Config
 from elb.groups import NodeGroup
+from elb.sge.driver import GridEngine
 from elb.simulate.engine import SimSettings, Simulator
 from elb.simulate.groups import one_group
 from elb.simulate.report import floors, metrics, pool_table
@@ -118,9 +119,9 @@ def test_warm_pool_config_in_a_group_and_in_policy() -> None:
         ({"max_nodes": -1}, "greater than or equal to 0"),
         ({"max_nodes": 1.5}, "valid integer"),
         ({"max_nodes": True}, "valid integer"),
-        ({"max_age": 0}, "greater than 0"),
-        ({"restart_time": 0}, "greater than 0"),
-        ({"restart_time": "60"}, "valid number"),
+        ({"max_age": 0}, "more than 0 s"),
+        ({"restart_time": 0}, "more than 0 s"),
+        ({"restart_time": "60 seconds"}, "not a duration"),
         ({"volume_price_per_hour": -0.1}, "greater than or equal to 0"),
         ({"volume_price_per_hour": math.inf}, "finite"),
         ({"size": 3}, "Extra inputs"),
@@ -278,5 +279,11 @@ def test_the_daemon_says_it_stops_idle_nodes_when_a_pool_is_set(
     )
     sge = FakeSge(T0)
     with caplog.at_level(logging.INFO, logger="elb"):
-        Balancer(cfg, sge=sge, journal=Journal(cfg.journal_path), cloud=FakeCloud(T0), provisioner=FakeProvisioner(sge))
+        Balancer(
+            cfg,
+            scheduler=GridEngine(cfg, sge),
+            journal=Journal(cfg.journal_path),
+            cloud=FakeCloud(T0),
+            provisioner=FakeProvisioner(sge),
+        )
     assert any("idle nodes are stopped, and started again for demand" in r.getMessage() for r in caplog.records)

@@ -1,0 +1,434 @@
+"""elb's one pass with ``scheduler: slurm``: the Slurm driver (``elb.slurm.driver``) under the
+same planner and actuator as Grid Engine, with a stand-in for Slurm's commands
+(tests/unit/slurm_fakes.py), the cloud and the playbooks. What it asks of each, in which order,
+and what it journals. The real slurmctld, cloud and playbooks run in tests/cluster and
+tests/faults."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from elb.cli import main
+from elb.config import Config, parse_config
+from elb.daemon import Balancer
+from elb.exitcodes import Exit
+from elb.interfaces import HostResult, Instance, LaunchResult, NodeSpec, Notice, NoticeKind, Outcome
+from elb.journal import Journal
+from elb.model import NodeState
+from elb.scheduler import AskKind
+from elb.slurm.driver import Slurm, slurm_reason
+from elb.slurm.requests import RequestKind, write
+from tests.unit.slurm_fakes import NOW, FakeSlurm, sjob
+
+
+class Clock:
+    def __init__(self, t: float = NOW) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class Cloud:
+    def __init__(self) -> None:
+        self.instances: dict[str, Instance] = {}
+        self.terminated: list[str] = []
+        self.stopped: list[str] = []
+        self.launched: list[str] = []
+
+    def launch(self, names: Sequence[str], groups: object = None) -> LaunchResult:
+        new = [Instance(f"i-{n}", n, "running", NOW, private_ip="10.77.0.50", slots=2) for n in names]
+        self.launched += names
+        self.instances.update({i.instance_id: i for i in new})
+        return LaunchResult(tuple(new))
+
+    def list_workers(self) -> list[Instance]:
+        return list(self.instances.values())
+
+    def terminate(self, ids: Sequence[str]) -> None:
+        for i in ids:
+            self.instances.pop(i, None)
+        self.terminated += ids
+
+    def stop(self, ids: Sequence[str]) -> None:
+        for i in ids:
+            self.instances[i] = Instance(i, self.instances[i].name, "stopped", NOW, "10.77.0.50", slots=2)
+        self.stopped += ids
+
+    def start(self, ids: Sequence[str]) -> LaunchResult:
+        for i in ids:
+            self.instances[i] = Instance(i, self.instances[i].name, "running", NOW, "10.77.0.50", slots=2)
+        return LaunchResult(tuple(self.instances[i] for i in ids))
+
+    def new_node_slots(self) -> int:
+        return 2
+
+
+@dataclass
+class Playbooks:
+    ok: bool = True
+    runs: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+
+    def add_nodes(
+        self,
+        playbook: str,
+        nodes: Sequence[NodeSpec],
+        existing: Sequence[NodeSpec],
+        on_reached: Callable[[str], None] | None = None,
+    ) -> dict[str, HostResult]:
+        self.runs.append((playbook, tuple(n.name for n in nodes)))
+        for n in nodes:
+            if on_reached is not None:
+                on_reached(n.name)
+        outcome = Outcome.OK if self.ok else Outcome.FAILED
+        return {n.name: HostResult(n.name, outcome, "Start slurmd", "boom") for n in nodes}
+
+    def remove_nodes(
+        self, playbook: str, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]
+    ) -> dict[str, HostResult]:
+        self.runs.append((playbook, tuple(n.name for n in nodes)))
+        return {n.name: HostResult(n.name, Outcome.OK) for n in nodes}
+
+
+@dataclass
+class Rig:
+    bal: Balancer
+    slurm: FakeSlurm
+    cloud: Cloud
+    books: Playbooks
+    cfg: Config
+    clock: Clock
+
+    @property
+    def journal(self) -> Journal:
+        return self.bal.journal
+
+    def ask(self, kind: RequestKind, hostlist: str, at: float | None = None) -> None:
+        write(self.cfg.slurm.requests, kind, hostlist, self.clock.t if at is None else at)
+
+    def run(self, after: float = 0.0) -> str:
+        self.clock.t += after
+        result = self.bal.run_pass()
+        assert result.ok, result.summary()
+        return result.summary()
+
+    def state(self, name: str) -> NodeState | None:
+        n = self.journal.node(name)
+        return None if n is None else n.state
+
+    def scontrol(self, *what: str) -> list[tuple[str, ...]]:
+        return [c for c in self.slurm.calls if not what or c[0] in what]
+
+
+def rig(tmp: Path, *, ok: bool = True, notices: Any = None, **settings: Any) -> Rig:
+    policy = {"max_nodes": 4, "slots_per_node": 2, "billing": "second", "idle_time": 3600}
+    policy.update(settings.pop("policy", {}))
+    cfg = parse_config(
+        {
+            "scheduler": "slurm",
+            "state_dir": str(tmp / "state"),
+            "poll_interval": 5,
+            "policy": policy,
+            "slurm": {"requests": str(tmp / "requests"), **settings.pop("slurm", {})},
+            "cloud": {"provider": "local"},
+            **settings,
+        }
+    )
+    (tmp / "requests").mkdir()
+    slurm = FakeSlurm()
+    slurm.add(*(f"node00{i}" for i in range(1, 7)))
+    journal = Journal(cfg.journal_path)
+    clock = Clock()
+    cloud, books = Cloud(), Playbooks(ok)
+    bal = Balancer(
+        cfg,
+        scheduler=Slurm(cfg, journal, slurm),  # type: ignore[arg-type]
+        journal=journal,
+        cloud=cloud,  # type: ignore[arg-type]
+        provisioner=books,
+        clock=clock,
+        notices=notices,
+    )
+    return Rig(bal, slurm, cloud, books, cfg, clock)
+
+
+def test_a_resume_is_launched_addressed_provisioned_and_answered_once_ready(tmp_path: Path) -> None:
+    r = rig(tmp_path)
+    r.slurm.ask("node001")
+    r.ask(RequestKind.RESUME, "node001")
+    r.run()
+    assert ("address", "node001", "10.77.0.50") in r.slurm.calls
+    assert r.books.runs == [("slurm_add_node.yml", ("node001",))]
+    assert r.state("node001") is NodeState.READY
+    assert [a.node for a in r.journal.asks()] == ["node001"]  # open until a pass sees the node ready
+    r.run(5)
+    assert r.journal.asks() == [] and r.journal.answered_asks()[0][3] == "ready"
+
+
+def test_state_is_per_node_a_suspended_node_is_never_launched_again_by_an_older_resume(tmp_path: Path) -> None:
+    """The Slurm demo under load: a resume of node[001-006] with max_nodes 4; Slurm later powers
+    node001 down. Each node's latest word counts: node001 is not launched again, node005 and
+    node006 are given back once, and nothing is launched after the jobs ended."""
+    r = rig(tmp_path)
+    r.slurm.ask(*(f"node00{i}" for i in range(1, 7)))
+    r.ask(RequestKind.RESUME, "node[001-006]")
+    r.run()
+    assert sorted(r.cloud.launched) == ["node001", "node002", "node003", "node004"]
+    assert [c[:2] for c in r.scontrol("power_down_force")] == [
+        ("power_down_force", "node005"),
+        ("power_down_force", "node006"),
+    ]
+    r.slurm.set_flags("node001", "idle", "powering_down")  # Slurm's SuspendProgram for node001
+    r.ask(RequestKind.SUSPEND, "node001")
+    for _ in range(20):  # a minute and a half of passes after the jobs ended
+        r.run(5)
+    assert r.state("node001") is NodeState.TERMINATED
+    assert sorted(r.cloud.launched) == ["node001", "node002", "node003", "node004"]  # nothing more
+    assert len(r.scontrol("power_down_force")) == 2  # each given back once, not every pass
+    assert r.journal.asks() == []
+
+
+def test_a_failing_scontrol_is_retried_with_back_off_never_every_pass(tmp_path: Path) -> None:
+    r = rig(tmp_path, policy={"max_nodes": 1})
+    r.slurm.ask("node001", "node002")
+    r.ask(RequestKind.RESUME, "node[001-002]")
+    r.slurm.fail = {"power_down_force"}  # scontrol times out giving a node back
+    r.run()
+    r.run(5)
+    r.run(5)
+    r.run(5)
+    tries = r.scontrol("power_down_force")
+    assert [c[1] for c in tries] == ["node002"]  # given back once so far: the first failed
+    (ask,) = [a for a in r.journal.asks() if a.node == "node002"]
+    assert ask.attempts == 1 and ask.retry_at is not None and ask.retry_at > r.clock.t
+    r.clock.t = ask.retry_at
+    r.run()
+    assert [c[1] for c in r.scontrol("power_down_force")] == ["node002", "node002"]
+    (ask,) = [a for a in r.journal.asks() if a.node == "node002"]
+    assert ask.attempts == 2 and ask.retry_at is not None and ask.retry_at - r.clock.t == pytest.approx(120.0)
+
+
+def test_stale_asks_are_dropped_with_why_and_never_acted_on(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    r = rig(tmp_path)
+    r.slurm.ask("node001")
+    r.ask(RequestKind.RESUME, "node001", at=NOW - 7200)  # two hours old: past ResumeTimeout (600 s)
+    r.ask(RequestKind.RESUME, "node002")  # Slurm shows node002 idle+cloud+powered_down: no longer wanted
+    with caplog.at_level(logging.WARNING, logger="elb"):
+        r.run()
+    assert r.cloud.launched == [] and r.journal.asks() == []
+    answers = {n: a for n, _k, _t, a in r.journal.answered_asks()}
+    assert "past Slurm's ResumeTimeout (600 s)" in answers["node001"]
+    assert "no longer wants it (it shows idle+cloud+powered_down)" in answers["node002"]
+    assert sum("dropped" in rec.getMessage() for rec in caplog.records) == 2
+
+
+def test_a_node_whose_slurmd_never_registers_fails_and_is_given_back_under_the_back_off(tmp_path: Path) -> None:
+    r = rig(tmp_path, slurm={"register_timeout": 0.5})
+    r.slurm.silent.add("node001")
+    r.slurm.ask("node001")
+    r.ask(RequestKind.RESUME, "node001")
+    r.run()
+    assert r.state("node001") is NodeState.FAILED
+    why = r.journal.events("node001")[-1].detail or ""
+    assert "did not register within 0.5 s" in why and "idle+cloud+powering_up" in why
+    assert r.cloud.terminated == ["i-node001"]
+    assert [b[0] for b in r.books.runs] == ["slurm_add_node.yml", "slurm_remove_node.yml"]
+    r.run(5)  # the back-off holds a new launch: the node goes back to Slurm
+    assert [c[1] for c in r.scontrol("power_down_force")] == ["node001"]
+    assert r.cloud.launched == ["node001"] and r.journal.asks() == []
+
+
+def test_a_ready_node_slurm_lost_is_taken_out_and_powered_down(tmp_path: Path) -> None:
+    r = rig(tmp_path)
+    r.journal.record("node001", NodeState.READY, NOW - 3600, instance_id="i-1", private_ip="10.77.0.9")
+    r.cloud.instances["i-1"] = Instance("i-1", "node001", "running", NOW - 3600, "10.77.0.9", slots=2)
+    r.slurm.set_flags("node001", "down", "not_responding")
+    r.bal._watching_since = NOW - 3600  # this run has watched it since before Slurm lost it
+    r.run()
+    assert r.books.runs == [("slurm_remove_node.yml", ("node001",))]
+    assert [c[:2] for c in r.scontrol("power_down_force")] == [("power_down_force", "node001")]
+    assert r.cloud.terminated == ["i-1"] and r.state("node001") is NodeState.TERMINATED
+
+
+def _ready_idle(r: Rig, name: str = "node001", idle: float = 7200.0) -> None:
+    r.journal.record(name, NodeState.READY, NOW - idle - 60, instance_id=f"i-{name}", private_ip="10.77.0.9")
+    r.journal.mark_seen(NOW - idle, busy=[name], up=[name])
+    r.cloud.instances[f"i-{name}"] = Instance(f"i-{name}", name, "running", NOW - idle - 60, "10.77.0.9", slots=2)
+    r.slurm.set_flags(name, "idle")
+
+
+def test_the_safe_drain_keeps_a_node_a_job_landed_on_and_removes_an_empty_one(tmp_path: Path) -> None:
+    r = rig(tmp_path)
+    _ready_idle(r)
+    r.slurm.on_drain = lambda name: r.slurm.jobs.append(sjob("5", "CONFIGURING", (name,)))
+    r.run()  # idle two hours at idle_time 3600: the cost rule removes it, but a job lands
+    assert r.scontrol() == [("drain", "node001"), ("undrain", "node001")]
+    assert r.state("node001") is NodeState.READY
+    r.slurm.on_drain, r.slurm.jobs, r.slurm.calls = None, [], []
+    r.journal.mark_seen(NOW - 7200, busy=[], up=["node001"])
+    r.run(5)
+    assert r.scontrol() == [("drain", "node001"), ("power_down_force", "node001"), ("undrain", "node001")]
+    assert r.books.runs == [("slurm_remove_node.yml", ("node001",))]
+    assert r.state("node001") is NodeState.TERMINATED and r.cloud.terminated == ["i-node001"]
+
+
+def test_pause_gives_the_asks_back_and_keep_holds_the_cost_rule(tmp_path: Path) -> None:
+    r = rig(tmp_path)
+    _ready_idle(r, "node001")
+    r.journal.set_paused(NOW, "kernel update")
+    r.journal.set_order("kept", "node001", on=True)
+    r.slurm.ask("node002")
+    r.ask(RequestKind.RESUME, "node002")
+    summary = r.run()
+    assert r.cloud.launched == [] and r.state("node001") is NodeState.READY
+    assert [c[1] for c in r.scontrol("power_down_force")] == ["node002"]
+    assert "given back node002" in summary
+    answers = {n: a for n, _k, _t, a in r.journal.answered_asks()}
+    assert "scaling paused by an admin (kernel update)" in answers["node002"]
+    r.journal.set_paused(None)
+    r.run(5)
+    assert r.state("node001") is NodeState.READY  # kept by the admin: the cost rule does not remove it
+    r.journal.set_order("kept", "node001", on=False)
+    r.run(5)
+    assert r.state("node001") is NodeState.TERMINATED
+
+
+def test_an_admins_drain_removes_the_node_through_the_same_drain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r = rig(tmp_path, policy={"idle_time": 86400})
+    _ready_idle(r, "node001", idle=60)
+    r.journal.set_order("remove", "node001", on=True)
+    r.run()
+    assert r.scontrol() == [("drain", "node001"), ("power_down_force", "node001"), ("undrain", "node001")]
+    assert r.state("node001") is NodeState.TERMINATED
+    assert "an admin asked for its removal" in (r.journal.events("node001")[-1].detail or "")
+
+
+def test_a_warm_pool_stops_an_idle_node_and_starts_it_when_slurm_asks_for_it_again(tmp_path: Path) -> None:
+    r = rig(tmp_path, policy={"warm_pool": {"max_nodes": 2}})
+    _ready_idle(r, "node001")
+    r.run()
+    assert r.state("node001") is NodeState.STOPPED and r.cloud.stopped == ["i-node001"]
+    assert r.scontrol() == [("drain", "node001"), ("power_down_force", "node001"), ("undrain", "node001")]
+    r.slurm.set_flags("node001", "idle", "powered_down")
+    r.slurm.calls = []
+    r.slurm.ask("node001")
+    r.ask(RequestKind.RESUME, "node001")
+    r.run(5)
+    assert r.state("node001") is NodeState.READY and r.cloud.launched == []  # started again, not launched
+    assert r.scontrol() == [("address", "node001", "10.77.0.50")]
+
+
+def test_a_spot_interruption_drains_the_node_requeues_its_jobs_and_it_is_never_pooled(tmp_path: Path) -> None:
+    class Notices:
+        def __init__(self) -> None:
+            self.notices: list[Notice] = []
+
+        def poll(self) -> list[Notice]:
+            out, self.notices = self.notices, []
+            return out
+
+    notices = Notices()
+    r = rig(tmp_path, notices=notices, policy={"warm_pool": {"max_nodes": 2}})
+    _ready_idle(r, "node001", idle=60)
+    r.slurm.jobs = [sjob("7", "RUNNING", ("node001",))]
+    notices.notices = [Notice(NoticeKind.INTERRUPTION, "i-node001", NOW, "spot interruption: terminate")]
+    r.run()
+    assert r.scontrol()[:2] == [("drain", "node001"), ("requeue", "7")]
+    assert "spot-interruption" in r.journal.orders().causes["node001"][0]
+    r.run(5)  # the job went back to wait: the node is idle, and goes for good
+    assert r.state("node001") is NodeState.TERMINATED and r.cloud.stopped == []
+    assert "EC2 spot-interruption notice" in (r.journal.events("node001")[-1].detail or "")
+    assert r.bal.counters.notices == {"spot-interruption": 1} and r.bal.counters.rescheduled == 1
+
+
+def test_a_resume_file_names_the_jobs_in_the_ask(tmp_path: Path) -> None:
+    r = rig(tmp_path)
+    r.slurm.ask("node001")
+    write(r.cfg.slurm.requests, RequestKind.RESUME, "node001", NOW, "job 12 (partition cloud) on node001")
+    r.run()
+    (event,) = [e for e in r.journal.events("node001") if e.state is NodeState.REQUESTED]
+    assert "job 12 (partition cloud)" in (event.detail or "")
+
+
+def test_a_reason_reaches_scontrol_only_with_characters_it_takes() -> None:
+    assert slurm_reason("launching backed off ($x; `rm`) 'q'") == "elb: launching backed off ( x;  rm )  q"
+
+
+def test_the_dry_run_plans_the_same_pass_and_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``elb once --dry-run`` with scheduler: slurm (scripts stand in for sinfo, squeue, scontrol)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    scripts = {
+        "sinfo": "echo 'node001|idle+cloud+powering_up|2|0/2/0/2|cloud*|none'",
+        "squeue": "true",
+        "scontrol": "echo 'ResumeTimeout           = 600 sec'",
+    }
+    for name, body in scripts.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    requests = tmp_path / "requests"
+    requests.mkdir()
+    state = tmp_path / "state"
+    cfg = tmp_path / "elb.yml"
+    cfg.write_text(
+        f"scheduler: slurm\nstate_dir: {state}\ncloud: {{provider: local}}\npolicy: {{slots_per_node: 2}}\n"
+        f"slurm: {{bin_dir: {bin_dir}, requests: {requests}}}\n"
+    )
+    journal = Journal(state / "journal.sqlite")
+    journal.add_asks(AskKind.WANT, ["node001"], time.time(), "", time.time())  # asked now
+    journal.close()
+    assert main(["once", "--dry-run", "-c", str(cfg)]) == Exit.OK
+    out = capsys.readouterr().out
+    assert "add 1 (node001): the scheduler asked for node001" in out
+    assert main(["once", "--dry-run", "--json", "-c", str(cfg)]) == Exit.OK
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["add"] == [{"group": "default", "count": 1, "names": ["node001"]}]
+    journal = Journal(state / "journal.sqlite")
+    assert journal.nodes(include_gone=True) == [] and len(journal.asks()) == 1
+    journal.close()
+
+
+def test_a_slow_scontrol_holds_neither_the_passes_nor_sends_a_give_back_twice(tmp_path: Path) -> None:
+    """A give-back whose scontrol takes its time runs on the executor: passes go on meanwhile
+    and plan no second give-back of the node while the first is under way."""
+    import threading
+
+    from elb.executor import Executor
+
+    r = rig(tmp_path, policy={"max_nodes": 1})
+    r.bal.executor = Executor()
+    gate = threading.Event()
+    real = r.slurm.power_down
+
+    def slow(names: Sequence[str], reason: str, *, force: bool = False) -> None:
+        gate.wait(30)
+        real(names, reason, force=force)
+
+    r.slurm.power_down = slow  # type: ignore[method-assign]
+    r.slurm.ask("node001", "node002")
+    r.ask(RequestKind.RESUME, "node[001-002]")
+    try:
+        r.run()
+        for _ in range(5):  # passes go on while the give-back of node002 waits on scontrol
+            r.run(5)
+        assert "node002" in r.bal.executor.in_flight()
+        assert [c[1] for c in r.scontrol("power_down_force")] == []  # not sent yet, and not queued again
+    finally:
+        gate.set()
+        r.bal.executor.wait()
+    r.run(5)
+    assert [c[1] for c in r.scontrol("power_down_force")] == ["node002"]
+    assert [a.node for a in r.journal.asks()] == []
+    r.bal.executor.shutdown()
