@@ -155,7 +155,7 @@ def test_node_sge_loses_is_kept_under_a_job_and_replaced_when_empty(
             check=True,
         ).stdout
         lines = [line for line in status.splitlines() if line.startswith(lost)]
-        assert len(lines) == 1 and "SGE has not reached it for" in lines[0], status
+        assert len(lines) == 1 and "the scheduler has not reached it for" in lines[0], status
         gone = passes_until(
             bal, "the lost node to be removed", lambda rs: bool(rs[-1].outcomes.repaired), UNREACHABLE + 60
         )
