@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Install (idempotently) every Debian package the elb test cluster needs.
 # Safe to run again: apt-get only installs what is missing. Needs root.
+#
+#   scripts/install-system-deps.sh                every package
+#   scripts/install-system-deps.sh --image-tools  only what builds the node image's root
+#                                                 (mmdebstrap): scripts/test and scripts/demo
+#                                                 build it while the others install
 set -euo pipefail
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -15,14 +20,17 @@ PACKAGES=(
     slurmctld slurm-client munge
     openssh-server openssh-client
     nfs-ganesha nfs-ganesha-vfs rpcbind
-    # nodes: rootful podman and the image build
+    # nodes: rootful podman and the image build (elb/testcluster/image.py)
     podman runc netavark aardvark-dns catatonit fuse-overlayfs
-    debootstrap
+    mmdebstrap
     # plumbing
     iproute2 util-linux procps psmisc iptables
     # checks: promtool (alert rules), systemd-analyze (the unit's sandbox)
     prometheus systemd
 )
+if [ "${1:-}" = "--image-tools" ]; then
+    PACKAGES=(mmdebstrap)
+fi
 
 export DEBIAN_FRONTEND=noninteractive
 # Debian's gridengine must not configure a cell under the machine's hostname:

@@ -5,6 +5,7 @@ jobs and their accounting."""
 from __future__ import annotations
 
 import os
+import random
 import re
 import shutil
 import signal
@@ -76,6 +77,23 @@ def _note_used_names(cfg: Config) -> None:
     finally:
         j.close()
     _highest_used = max([_highest_used, *(n for n in numbers if n is not None)])
+
+
+def race_offsets(
+    races: int, before: tuple[float, float], after: tuple[float, float], rng: random.Random
+) -> list[float]:
+    """When each of ``races`` drain races submits its job, in seconds relative to the drain: one
+    race in ten (at least one) draws from ``after`` (after elb disabled or drained the node), the
+    others from ``before``, spread over it by strata (the k-th of n draws from the k-th of n equal
+    parts), in a random order. A short run covers the whole window, as a long one does."""
+    n_after = max(1, round(races / 10)) if races > 1 else 0
+    n_before = races - n_after
+    lo, hi = before
+    part = (hi - lo) / max(1, n_before)
+    offsets = [rng.uniform(lo + k * part, lo + (k + 1) * part) for k in range(n_before)]
+    offsets += [rng.uniform(*after) for _ in range(n_after)]
+    rng.shuffle(offsets)
+    return offsets
 
 
 def fault_config(tmp: Path, *, boot_timeout: float = 25.0, **policy: object) -> Config:
