@@ -2,11 +2,11 @@
 monitoring files.
 
 The repository keeps ``playbooks/``, ``roles/``, ``plugins/`` and ``inventory/`` at its top
-level, where ``ansible.cfg``, ansible-lint, molecule, the tests and ``elb testcluster`` use them.
+level, where ``ansible.cfg``, ansible-lint, molecule, the tests and ``python -m elbdev testcluster`` use them.
 setuptools' package-data only takes files from inside a package's own directory, and
 data-files are installed outside site-packages, where ``importlib.resources`` cannot find
 them. So ``build_py`` copies them into the build tree, under the paths an installed elb reads
-(``elb/assets.py``):
+(``elb/core/assets.py``):
 
 - ``ansible_collections/elb/cluster/``: the Ansible collection ``elb.cluster`` (``galaxy.yml``,
   the ``README.md`` it names, ``meta/``, ``playbooks/``, ``roles/``, ``plugins/``,

@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from elb.plot import plot_file, plot_stats
-from elb.stats import StatsRow, append_row, read_all
+from elb.cli.plot import plot_file, plot_stats
+from elb.service.stats import StatsRow, append_row, read_all
 
 TARGET_SECONDS = 10.0
 TARGET_MB = 300.0

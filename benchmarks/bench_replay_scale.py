@@ -1,4 +1,4 @@
-"""CPU per job of an ``elb simulate`` replay (the live planner, ``elb.planner.plan_pass``, driving
+"""CPU per job of an ``elb simulate`` replay (the live planner, ``elb.core.planner.plan_pass``, driving
 the policy) as the cluster grows, against a plain event-driven replay of the same policy, and a
 year of a 4,000-node cluster extrapolated. Every figure is measured in this one run and printed
 beside its target.
@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_simulate import DEFAULT_LOGS, LOGS, SPN, scaled
 
-from elb.planner import PassPlan
+from elb.core.planner import PassPlan
 from elb.simulate import runner
 from elb.simulate.engine import SimSettings, Simulator
 from elb.simulate.runner import build_policy, prepare

@@ -2,6 +2,6 @@
 
 import sys
 
-from elb.cli import main
+from elb.cli.main import main
 
 sys.exit(main())

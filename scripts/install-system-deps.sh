@@ -15,12 +15,12 @@ fi
 
 PACKAGES=(
     # master: Grid Engine, sshd, userspace NFS server; Slurm's controller and munge
-    # (elb testcluster slurm)
+    # (python -m elbdev testcluster slurm)
     gridengine-master gridengine-client
     slurmctld slurm-client munge
     openssh-server openssh-client
     nfs-ganesha nfs-ganesha-vfs rpcbind
-    # nodes: rootful podman and the image build (elb/testcluster/image.py)
+    # nodes: rootful podman and the image build (elbdev/testcluster/image.py)
     podman runc netavark aardvark-dns catatonit fuse-overlayfs
     mmdebstrap
     # plumbing
@@ -34,7 +34,7 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 # Debian's gridengine must not configure a cell under the machine's hostname:
-# `elb testcluster up` makes the cell itself, under the hostname `master`.
+# `python -m elbdev testcluster up` makes the cell itself, under the hostname `master`.
 debconf-set-selections <<'SEL'
 gridengine-common gridengine-common/sgeroot string /var/lib/gridengine
 gridengine-common gridengine-common/sgecell string default

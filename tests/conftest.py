@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from elb.testcluster import constants as C
+from elbdev.testcluster import constants as C
 
 CLONE_NEWUTS = 0x04000000
 
@@ -51,7 +51,7 @@ def _cluster_lock() -> Iterator[None]:
 def testcluster(_cluster_lock: None) -> Iterator[object]:
     if os.geteuid() != 0:
         pytest.skip("the test cluster needs root")
-    from elb.testcluster.cluster import TestCluster
+    from elbdev.testcluster.cluster import TestCluster
 
     tc = TestCluster()
     t = time.monotonic()
@@ -73,8 +73,8 @@ def _leftover_workers(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     if "testcluster" not in request.fixturenames:
         return
-    from elb.testcluster._run import TestClusterError
-    from elb.testcluster.cluster import TestCluster
+    from elbdev.testcluster._run import TestClusterError
+    from elbdev.testcluster.cluster import TestCluster
 
     tc = request.getfixturevalue("testcluster")
     assert isinstance(tc, TestCluster)

@@ -1,4 +1,7 @@
-"""Provisioning behind elb.interfaces.Provisioner: Ansible playbooks through ansible-runner."""
+"""Provisioning behind elb.core.interfaces.Provisioner: Ansible playbooks through ansible-runner.
+
+Imports ``elb.core`` only.
+"""
 
 from elb.provision.ansible import AnsibleProvisioner, ProvisionError, RunReport, role_vars
 from elb.provision.inventory import InventoryError, build_inventory

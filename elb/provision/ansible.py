@@ -17,7 +17,7 @@ does (a killed elb's are deleted at the next start); ``suppress_env_files`` keep
 writing ``env/`` files, and an ``env/extravars`` or ``env/ssh_key`` found there is refused (runner
 would hand it to every run and copy the key into the artifacts); what a run leaves in its
 artifact directory under runner's names for secrets is deleted when it ends; the fact cache stays
-in memory. Artifacts are rotated by age and total size after each run (``elb.retention``).
+in memory. Artifacts are rotated by age and total size after each run (``elb.provision.retention``).
 
 Host keys are checked at every SSH contact with a node (``elb.provision.hostkeys``): a node being
 added must have the key elb gave it at launch in the store, else it is FAILED before anything
@@ -45,11 +45,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from elb import assets, retention
-from elb.config import ClusterConfig, ProvisionConfig, RetentionConfig, SgeConfig
-from elb.groups import NodeGroups
-from elb.interfaces import HostResult, NodeSpec, Outcome
-from elb.provision import proctree
+from elb.core import assets
+from elb.core.config import ClusterConfig, ProvisionConfig, RetentionConfig, SgeConfig
+from elb.core.groups import NodeGroups
+from elb.core.interfaces import HostResult, NodeSpec, Outcome
+from elb.provision import proctree, retention
 from elb.provision.hostkeys import HostKeyError, HostKeys
 from elb.provision.inventory import Connection, InventoryError, build_inventory, check_extra_vars
 from elb.provision.outcomes import RunEnd, summarize

@@ -27,7 +27,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from elb.interfaces import NodeSpec
+from elb.core.interfaces import NodeSpec
 
 # A DNS label or dotted name: what SGE accepts as a host name, and nothing Jinja or a shell
 # could read as syntax.

@@ -16,7 +16,7 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from elb.interfaces import HostResult, Outcome
+from elb.core.interfaces import HostResult, Outcome
 
 BUSY_KEY = "elb_busy"
 MESSAGE_LIMIT = 600  # characters of a module's message kept in a HostResult

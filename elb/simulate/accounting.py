@@ -35,7 +35,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from elb.sge.parse import parse_sge_time
+from elb.schedulers.sge.parse import parse_sge_time
 from elb.simulate.swf import SimJob, SwfError, Workload, open_lines, read_swf, window
 
 FIELDS = 45

@@ -32,8 +32,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from elb import spend
-from elb.policy.peers import Limits, StaticParams, StaticPolicy
+from elb.core import spend
+from elb.core.policy.peers import Limits, StaticParams, StaticPolicy
 from elb.simulate.engine import Placement, SimSettings, Simulator
 from elb.simulate.report import percentile
 from elb.simulate.runner import Prepared, SimError

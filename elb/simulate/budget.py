@@ -2,14 +2,14 @@
 replay's money (``--spend-by``).
 
 - ``BudgetMeter``: what the replay's period has cost so far and the rate it spends at now, the
-  figures the live pass reads from its journal (``elb.spend.read_spend``), kept from the
+  figures the live pass reads from its journal (``elb.core.spend.read_spend``), kept from the
   simulated nodes: the lives that ended (taken in as they end), the nodes up now at their
   groups' prices, the warm pools' volumes. The planner paces the launches on them as live
-  (``elb.planner.pace_launches``).
+  (``elb.core.planner.pace_launches``).
 - ``anchored``: the log's jobs moved in time so that the replay starts at the start of a budget
   period (a log's clock is its own; a budget's periods are calendar days, weeks and months).
 - ``replay_split``: every billed node-second of a replay attributed as ``elb spend`` does
-  (``elb.attribution``): the jobs by their slots (by node group, or by the log's user), the rest
+  (``elb.core.attribution``): the jobs by their slots (by node group, or by the log's user), the rest
   to booting, idle and the bill's minimum; the warm pools' volumes apart. It adds up to the
   replay's bill.
 """
@@ -23,11 +23,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from elb.attribution import Attribution, By, JobUse, Part, attribute
-from elb.budget import Budget, Spend, period_bounds
-from elb.sge.accounting import AccountingError, read_lines
+from elb.core.attribution import Attribution, By, JobUse, Part, attribute
+from elb.core.budget import Budget, Spend, period_bounds
+from elb.core.spend import Billing, Life, billed_seconds, overlap
+from elb.schedulers.sge.accounting import AccountingError, read_lines
 from elb.simulate.swf import SimJob, SwfError, Workload, open_lines
-from elb.spend import Billing, Life, billed_seconds, overlap
 
 if TYPE_CHECKING:
     from elb.simulate.engine import SimOutcome, Simulator
@@ -228,7 +228,7 @@ def replay_split(
     prices: Mapping[str, float],
     users: Mapping[int, str] | None = None,
 ) -> Attribution:
-    """A replay's bill attributed (``elb.attribution``): its nodes' lives, the jobs where they
+    """A replay's bill attributed (``elb.core.attribution``): its nodes' lives, the jobs where they
     ran (``out.placements``: a replay with ``record``), the warm pools' volumes apart."""
     found = [
         Life(

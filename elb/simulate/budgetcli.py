@@ -10,11 +10,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from elb.budget import Budget
-from elb.durations import argument as duration
-from elb.durations import minutes
-from elb.extras import plot_missing
-from elb.policy.base import Policy
+from elb.cli.extras import plot_missing
+from elb.core.budget import Budget
+from elb.core.durations import argument as duration
+from elb.core.durations import minutes
+from elb.core.policy.base import Policy
 from elb.simulate.budget import (
     BudgetRun,
     anchored,

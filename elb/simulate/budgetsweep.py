@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from elb.budget import Budget, Period
-from elb.policy.base import Policy
+from elb.core.budget import Budget, Period
+from elb.core.policy.base import Policy
 from elb.simulate.budget import BudgetRun, costliest_period
 from elb.simulate.engine import SimOutcome, SimSettings
 from elb.simulate.report import Billing, Metrics

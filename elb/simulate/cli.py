@@ -12,8 +12,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from elb.durations import minutes
-from elb.extras import plot_missing
+from elb.cli.extras import plot_missing
+from elb.core.durations import minutes
+from elb.core.warmpool import WarmPool
 from elb.simulate.accounting import read_log
 from elb.simulate.bound import Bound, clairvoyant
 from elb.simulate.budgetcli import add_budget_options, anchored, budget_json, budget_of, report_budget
@@ -26,7 +27,6 @@ from elb.simulate.report import Billing, Metrics, group_table, plot, pool_table,
 from elb.simulate.runner import Prepared, SimError, prepare
 from elb.simulate.sweep import Setup, default_workers, plan_runs, replay_all
 from elb.simulate.swf import SwfError, Workload, overrun
-from elb.warmpool import WarmPool
 
 ALL_POLICIES = ("elb", "starcluster", "parallelcluster", "slurm", "static")
 

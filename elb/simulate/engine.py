@@ -1,7 +1,7 @@
 """A simulated SGE cluster on a simulated cloud, driven by elb's own planner and a scaling policy.
 
 Events (job submissions, job ends, nodes becoming ready) move the cluster; every poll interval
-the live pass's planner (``elb.planner.plan_pass``) plans on what the live pass would read: the
+the live pass's planner (``elb.core.planner.plan_pass``) plans on what the live pass would read: the
 scheduler's ``Snapshot``, the journal's ``Node`` records, the cloud's instances, the demand and the
 launch back-off of the bring-ups so far; its actions are carried out as the live executor would
 start them: launched nodes accept jobs ``boot_time`` later, removed nodes (idle ones only: the
@@ -9,7 +9,7 @@ safe drain) stop being billed, the warm pool's stops, restarts and expiries happ
 them, repairs are counted (a replay where nothing breaks has none). With
 ``provision_failure_rate`` a share of bring-ups fails after its boot time, and the back-off the
 live pass computes from its journal holds launches the same way. The replay keeps what a pass
-would otherwise find by a scan of every node (``elb.state.JoinIndex``: the nodes that are not
+would otherwise find by a scan of every node (``elb.core.state.JoinIndex``: the nodes that are not
 steady, each node's instance and record) up to date as events happen, so a decision costs what
 changed, not what the cluster holds.
 
@@ -17,7 +17,7 @@ Dispatch (``dispatch``) is SGE's default scheduler without reservations (``"sge"
 submission order, each one that fits starts, so a later job that fits starts around one that waits
 for room; or strict FIFO (``"fifo"``: nothing starts before the first waiting job), or EASY backfill
 (``"easy"``: a later job starts if it does not delay the first one's reserved start). Where a job
-goes is ``elb.policy.placement``'s rule, the one elb's forecast uses: a job of more slots than a
+goes is ``elb.core.policy.placement``'s rule, the one elb's forecast uses: a job of more slots than a
 node has takes ceil(slots / slots per node) whole empty nodes (lowest-numbered first); a narrower
 job goes on the lowest-numbered ready node that fits it (``placement="first"``, SGE's host order
 when loads tie) or on the one with the fewest free slots (``"best"``). Ready nodes are kept in a
@@ -27,7 +27,7 @@ need (group, and slots on a node or whole nodes: ``elb.simulate.waiting``), so S
 looks at the oldest job of each need until one does not fit, not at every waiting job: a backlog
 that cannot start costs nothing per event (FIFO and EASY still walk the queue in order). A
 snapshot rebuilds the ``Host``/``Node`` values of the nodes that changed only, and each of its
-tuples says what came and went since the last snapshot (``elb.policy.tally.Revised``): the Slurm
+tuples says what came and went since the last snapshot (``elb.core.policy.tally.Revised``): the Slurm
 and StarCluster peers take in those changes instead of every node and job.
 
 Node groups (``groups``, ``elb.simulate.groups``): each job is placed at submission by the live
@@ -35,12 +35,12 @@ demand model on one group (the cheapest that can run it) and runs only on that g
 taking its footprint there (its slots, more when it asks more memory per slot than a node has);
 each group has its own index of ready nodes and its nodes' size. A job no group can run stays
 in the replay, never starts and is reported (``SimOutcome.unservable``); like the live pass, the
-policy never sees it. A policy per node group (``elb.policy.grouped``) is told each waiting job's
+policy never sees it. A policy per node group (``elb.core.policy.grouped``) is told each waiting job's
 group and names the group of each node it launches. Without groups the replay has one group
 with ``slots_per_node`` slots a node and ``max_nodes`` nodes.
 
 Fast-forward: a policy may offer ``quiet_until(state, history)`` (see
-``elb.policy.peers``). After an empty plan the driver then skips the polls before the earlier of
+``elb.core.policy.peers``). After an empty plan the driver then skips the polls before the earlier of
 that time and the next event: nothing the policy sees changes in between, so the result is the
 same as polling every interval (``tests/unit/test_simulate_wakeup.py`` compares both on random
 logs whose jobs overrun their requested time). The hint must bound every rule that changes with
@@ -52,7 +52,7 @@ only, never on the jobs (``watches_jobs = False``: the static cluster), is then 
 for job submissions and ends either, only when a node becomes ready; so its replay costs the
 same per job at any cluster size.
 
-Warm pool (``elb.poolplan``, a group's ``warm_pool``): a removal the planner makes a stop stops the
+Warm pool (``elb.core.poolplan``, a group's ``warm_pool``): a removal the planner makes a stop stops the
 node instead; its compute billing ends there (the stretch it ran is one ``NodeLife``) and its
 volumes cost ``volume_price_per_hour`` while it is stopped. A launch the planner makes a restart
 starts the stopped node under its own name: a new ``NodeLife`` (``restart``, billed from its start
@@ -73,27 +73,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeVar, runtime_checkable
 
-from elb.backoff import Tracker
-from elb.budget import Budget
-from elb.config import Config, PolicyConfig
-from elb.interfaces import Instance
-from elb.journal import Event
-from elb.model import History, Host, Job, Node, NodeState, QueueInstance, Snapshot
-from elb.naming import next_names
-from elb.orders import Orders
-from elb.planner import PassInputs, PassPlan, plan_pass
-from elb.policy.base import Policy
-from elb.policy.grouped import GroupedPolicy
-from elb.policy.placement import FreeIndex, host_order, width
-from elb.policy.tally import Changes
-from elb.servable import DemandSplit
+from elb.core.backoff import Tracker
+from elb.core.budget import Budget
+from elb.core.config import Config, PolicyConfig
+from elb.core.demand import DemandSplit
+from elb.core.interfaces import Instance
+from elb.core.model import Event, History, Host, Job, Node, NodeState, QueueInstance, Snapshot
+from elb.core.naming import next_names
+from elb.core.orders import Orders
+from elb.core.planner import PassInputs, PassPlan, plan_pass
+from elb.core.policy.base import Policy
+from elb.core.policy.grouped import GroupedPolicy
+from elb.core.policy.placement import FreeIndex, host_order, width
+from elb.core.policy.tally import Changes
+from elb.core.spend import Billing
+from elb.core.state import ClusterState, JoinIndex
+from elb.core.warmpool import Pooled, WarmPool, due, keep_time, volume_cost
 from elb.simulate.budget import BudgetMeter
 from elb.simulate.groups import Assignment, SimGroups, assign, one_group
 from elb.simulate.swf import SimJob
 from elb.simulate.waiting import WaitingJobs
-from elb.spend import Billing
-from elb.state import ClusterState, JoinIndex
-from elb.warmpool import Pooled, WarmPool, due, keep_time, volume_cost
 
 QUEUE = "all.q"
 _EPS = 1e-9
@@ -267,7 +266,7 @@ class SimOutcome:
 @dataclass(slots=True)
 class _Changes:
     """What changed since the snapshot last handed out, which the next one's tuples carry
-    (``elb.policy.tally.Revised``): a policy that keeps a tally (Slurm's) takes in the changes
+    (``elb.core.policy.tally.Revised``): a policy that keeps a tally (Slurm's) takes in the changes
     instead of every node and job."""
 
     jobs: Changes[Job] = field(default_factory=Changes)
@@ -365,7 +364,7 @@ class Simulator:
         # The elb config the planner reads, and what the live pass reads of the journal and the
         # cloud, kept event by event: the back-off (its bring-up events), the nodes with a
         # bring-up or a restart under way (in flight), each node's instance, and the nodes that
-        # are not steady (booting or stopped: ``elb.state.JoinIndex``).
+        # are not steady (booting or stopped: ``elb.core.state.JoinIndex``).
         self.config = sim_config(settings, self.groups, self.max_nodes)
         self.backoff = Tracker(initial=settings.backoff_initial, maximum=settings.backoff_max)
         self.failures = random.Random(settings.seed + 1)  # noqa: S311 (seeded failure injection)
@@ -758,7 +757,7 @@ class Simulator:
 
     # -- the pass: the live planner on what the replay shows ----------------------------------
     def _plan(self, now: float) -> PassPlan:
-        """``elb.planner.plan_pass`` on what the live pass would read now: the scheduler's
+        """``elb.core.planner.plan_pass`` on what the live pass would read now: the scheduler's
         snapshot, the journal's records (stopped nodes too) and the cloud's instances, the
         demand (each waiting job's group), the back-off of the bring-ups so far."""
         snapshot, records = self.snapshot(now)
@@ -788,7 +787,7 @@ class Simulator:
         return plan_pass(inputs, self.config, self.policy, now)
 
     def _jobs_on(self, name: str) -> tuple[Job, ...]:
-        """The jobs filed under a node (``elb.state.started_host``: the host of a job's queue
+        """The jobs filed under a node (``elb.core.state.started_host``: the host of a job's queue
         instance, its first node here), as the scan of the snapshot finds them."""
         node = self.nodes.get(name)
         if node is None or node.jobs == 0:

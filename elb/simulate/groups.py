@@ -1,7 +1,7 @@
 """Node groups in a replay: which group each logged job goes to, and what it takes of a node.
 
 A replay with groups reads a YAML file holding elb's own ``node_groups`` list (the same keys as
-the live config, ``elb.groups.NodeGroup``), an optional ``max_nodes`` for all groups together,
+the live config, ``elb.core.groups.NodeGroup``), an optional ``max_nodes`` for all groups together,
 and a ``swf`` section that says how the log's numbers map to what SGE sees::
 
     node_groups:
@@ -12,9 +12,9 @@ and a ``swf`` section that says how the log's numbers map to what SGE sees::
       partitions: {3: gpu.q}            # SWF field 16 -> a hard queue request
       memory: h_vmem                    # SWF field 10 (KB per processor) -> this per-slot request
 
-Each job becomes the ``elb.model.Job`` a live ``qstat -r`` would show (its slots in PE ``mpi``
+Each job becomes the ``elb.core.model.Job`` a live ``qstat -r`` would show (its slots in PE ``mpi``
 when it has more than one, its memory and queue as hard requests) and is placed by the live
-demand model, ``elb.demand.place``: the cheapest group that can run it, or none, with the
+demand model, ``elb.schedulers.sge.demand.place``: the cheapest group that can run it, or none, with the
 reason the live pass would log. The site the jobs are matched against is a small Grid Engine
 8.1.9 complex table with ``memory`` consumable per slot, every other complex a group offers added
 (a number: an integer consumable; text: a string matched as a pattern), and two PEs: ``smp``
@@ -37,14 +37,14 @@ from types import MappingProxyType
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from elb import yamlfile
-from elb.demand import DemandError, JobBinding, Servable, Site, check_offers, place_all
-from elb.groups import NodeGroup, NodeGroups, QueueName
-from elb.model import Job
-from elb.sge.complexes import ComplexType, parse_complexes, parse_number
-from elb.sge.pe import parse_pe
+from elb.core import yamlfile
+from elb.core.groups import NodeGroup, NodeGroups, QueueName
+from elb.core.model import Job
+from elb.core.warmpool import WarmPool
+from elb.schedulers.sge.complexes import ComplexType, parse_complexes, parse_number
+from elb.schedulers.sge.demand import DemandError, JobBinding, Servable, Site, check_offers, place_all
+from elb.schedulers.sge.pe import parse_pe
 from elb.simulate.swf import SimJob
-from elb.warmpool import WarmPool
 
 MPI, SMP = "mpi", "smp"
 
@@ -199,7 +199,7 @@ def job_value(job: SimJob, mapping: SwfMapping) -> tuple[Job, JobBinding | None]
 
 
 def assign(jobs: Sequence[SimJob], sim: SimGroups) -> list[Assignment]:
-    """Each job's group (``elb.demand.place_all``: the cheapest that can run it) and footprint."""
+    """Each job's group (``elb.schedulers.sge.demand.place_all``: the cheapest that can run it) and footprint."""
     values = [job_value(j, sim.mapping) for j in jobs]
     try:
         placements = place_all(

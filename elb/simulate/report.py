@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from elb import spend
+from elb.core import spend
 from elb.simulate.engine import NodeLife, SimOutcome
 from elb.simulate.swf import SimJob
 
@@ -19,7 +19,7 @@ SATURATION_BACKLOG = 3600.0
 
 
 def billed_seconds(life: NodeLife, billing: Billing) -> float:
-    """Per second with a 60 s minimum, or every started hour (``elb.spend.billed_seconds``)."""
+    """Per second with a 60 s minimum, or every started hour (``elb.core.spend.billed_seconds``)."""
     return spend.billed_seconds(life.terminated_at - life.launched_at, billing)
 
 

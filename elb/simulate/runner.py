@@ -8,10 +8,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from elb.config import ClusterConfig, PolicyConfig
-from elb.policy import make_policy
-from elb.policy.base import Policy
-from elb.policy.grouped import GroupedPolicy
+from elb.core.config import ClusterConfig, PolicyConfig
+from elb.core.policy import make_policy
+from elb.core.policy.base import Policy
+from elb.core.policy.grouped import GroupedPolicy
 from elb.simulate.engine import SimOutcome, SimSettings, Simulator
 from elb.simulate.groups import Assignment, SimGroups, SimGroupsError, assign, one_group
 from elb.simulate.report import Billing, Floors, Metrics, floors, metrics
@@ -92,7 +92,7 @@ def build_policy(
     groups: SimGroups | None = None,
 ) -> Policy:
     """The policy as the live daemon would build it, told the simulated cluster's facts; with
-    ``groups``, once per node group as with ``node_groups`` (``elb.policy.grouped``)."""
+    ``groups``, once per node group as with ``node_groups`` (``elb.core.policy.grouped``)."""
     try:
         cfg = PolicyConfig(
             name=name,

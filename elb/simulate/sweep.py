@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from elb.policy.base import Policy
+from elb.core.policy.base import Policy
 from elb.simulate.engine import SimOutcome, SimSettings
 from elb.simulate.groups import SimGroups
 from elb.simulate.report import Billing, Metrics

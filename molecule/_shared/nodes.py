@@ -18,10 +18,10 @@ import socket
 import sys
 from collections.abc import Sequence
 
-from elb.interfaces import NodeSpec
-from elb.testcluster import constants as C
-from elb.testcluster import master
-from elb.testcluster.cluster import TestCluster
+from elb.core.interfaces import NodeSpec
+from elbdev.testcluster import constants as C
+from elbdev.testcluster import master
+from elbdev.testcluster.cluster import TestCluster
 
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 # remove_node.yml works on the master only and finds a node by name: a node whose container is
@@ -46,7 +46,7 @@ def _check(names: Sequence[str]) -> list[str]:
 
 def _require_cluster() -> None:
     if not (master.uts_ready() and master.qmaster_running()):
-        raise NodesError("the test cluster is not up: run `elb testcluster up` first")
+        raise NodesError("the test cluster is not up: run `python -m elbdev testcluster up` first")
     if socket.gethostname() != C.MASTER_NAME:
         raise NodesError(
             f"Molecule must run as the test cluster's master (hostname {C.MASTER_NAME!r}, not "

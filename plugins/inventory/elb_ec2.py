@@ -72,10 +72,10 @@ class InventoryModule(BaseInventoryPlugin):  # type: ignore[misc]
         super().parse(inventory, loader, path, cache)
         self._read_config_data(path)
         try:
-            from elb.cloud.ec2 import Ec2Cloud
-            from elb.cloud.ec2_inventory import ec2_inventory
-            from elb.config import ConfigError, load_config
-            from elb.interfaces import CloudError
+            from elb.clouds.ec2.cloud import Ec2Cloud
+            from elb.clouds.ec2.inventory import ec2_inventory
+            from elb.core.config import ConfigError, load_config
+            from elb.core.interfaces import CloudError
             from elb.provision.inventory import InventoryError
         except ImportError as err:
             raise AnsibleParserError(f"elb_ec2 needs the elb package in Ansible's Python: {err}") from err

@@ -6,11 +6,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from elb.config import ClusterConfig, ProvisionConfig
-from elb.interfaces import Instance, NodeSpec
+from elb.core.config import ClusterConfig, ProvisionConfig
+from elb.core.interfaces import Instance, NodeSpec
 from elb.provision.ansible import AnsibleProvisioner
-from elb.testcluster import constants as C
-from elb.testcluster.cluster import REPO_ROOT, TestCluster
+from elbdev.testcluster import constants as C
+from elbdev.testcluster.cluster import REPO_ROOT, TestCluster
 
 
 def provisioner(tmp: Path, **extra_vars: object) -> AnsibleProvisioner:

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from elb import factory
-from elb.config import Config, parse_config
-from elb.daemon import Balancer
-from elb.journal import Journal
-from elb.passrecord import PassResult
-from elb.testcluster import constants as C
-from elb.testcluster import slurm
-from elb.testcluster.cluster import REPO_ROOT, TestCluster
+from elb.core.config import Config, parse_config
+from elb.service import factory
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
+from elb.service.passrecord import PassResult
+from elbdev.testcluster import constants as C
+from elbdev.testcluster import slurm
+from elbdev.testcluster.cluster import REPO_ROOT, TestCluster
 
 HOME = Path("/home") / C.CLUSTER_USER / "slurm-e2e"
 

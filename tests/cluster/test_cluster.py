@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from elb.cloud.local import LocalCloud
-from elb.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, CloudError, Outcome
-from elb.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
-from elb.testcluster import constants as C
-from elb.testcluster.cluster import TestCluster
+from elb.clouds.local import LocalCloud
+from elb.core.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, CloudError, Outcome
+from elb.schedulers.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
+from elbdev.testcluster import constants as C
+from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state, job_state, provisioner, qconf_words, spec, wait_for
 
 pytestmark = pytest.mark.cluster

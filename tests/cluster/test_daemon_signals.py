@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from elb.config import Config
-from elb.journal import Journal
-from elb.model import NodeState
-from elb.testcluster.cluster import REPO_ROOT, TestCluster
+from elb.core.config import Config
+from elb.core.model import NodeState
+from elb.service.journal import Journal
+from elbdev.testcluster.cluster import REPO_ROOT, TestCluster
 from tests.cluster.helpers import cluster_state
 from tests.faults.support import (
     balancer,

@@ -18,17 +18,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from elb import factory
-from elb.config import Config, parse_config
-from elb.daemon import Balancer
-from elb.journal import Journal
-from elb.model import NodeState
-from elb.passrecord import PassResult
-from elb.sge.commands import SgeCommands
-from elb.sge.driver import GridEngine
-from elb.testcluster import constants as C
-from elb.testcluster.cluster import TestCluster
-from elb.timeline import Step
+from elb.core.config import Config, parse_config
+from elb.core.model import NodeState
+from elb.core.timeline import Step
+from elb.schedulers.sge.commands import SgeCommands
+from elb.schedulers.sge.driver import GridEngine
+from elb.service import factory
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
+from elb.service.passrecord import PassResult
+from elbdev.testcluster import constants as C
+from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state
 
 pytestmark = pytest.mark.cluster

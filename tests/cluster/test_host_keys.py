@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from elb.interfaces import Outcome
+from elb.core.interfaces import Outcome
 from elb.provision.ansible import REACH_TASK
-from elb.sge.driver import ADD_PLAYBOOK
-from elb.testcluster.cluster import TestCluster
+from elb.schedulers.sge.driver import ADD_PLAYBOOK
+from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state, provisioner, qconf_words, spec
 
 pytestmark = pytest.mark.cluster

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from elb.interfaces import Instance
-from elb.testcluster import constants as C
-from elb.testcluster.cluster import TestCluster
+from elb.core.interfaces import Instance
+from elbdev.testcluster import constants as C
+from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.helpers import wait_for
 
 pytestmark = pytest.mark.cluster

@@ -3,8 +3,8 @@
 
 In network and mount namespaces of the test's own (nothing on this machine's network, /run or
 /var/lib/nfs changes): rpcbind, rpc.statd and nfs-ganesha with its lock manager on, exporting a
-temporary directory, as ``elb.testcluster.master`` runs them; two FUSE mounts of it by
-``elb/testcluster/mount_nfs.py``, each with a host name of its own (two nodes). A lock held
+temporary directory, as ``elbdev.testcluster.master`` runs them; two FUSE mounts of it by
+``elbdev/testcluster/mount_nfs.py``, each with a host name of its own (two nodes). A lock held
 through one mount makes the other's non-blocking lock fail and its blocking lock wait until the
 first lets go: ``fcntl``/``lockf`` and ``flock``. Everything runs in the foreground of one process
 group, which the test kills at its end.
@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from elb.testcluster import image
-from elb.testcluster import mount_nfs as mount_nfs_module
+from elbdev.testcluster import image
+from elbdev.testcluster import mount_nfs as mount_nfs_module
 
 pytestmark = [
     pytest.mark.cluster,

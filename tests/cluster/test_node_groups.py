@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from elb.config import Config, parse_config
-from elb.model import NodeState
-from elb.passrecord import PassResult
-from elb.testcluster import constants as C
-from elb.testcluster.cluster import TestCluster
+from elb.core.config import Config, parse_config
+from elb.core.model import NodeState
+from elb.service.passrecord import PassResult
+from elbdev.testcluster import constants as C
+from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state
 from tests.cluster.test_elb_e2e import balancer, passes_until
 

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from elb import factory
-from elb.model import NodeState
-from elb.testcluster import constants as C
-from elb.testcluster import slurm
-from elb.testcluster.cluster import TestCluster
+from elb.core.model import NodeState
+from elb.service import factory
+from elbdev.testcluster import constants as C
+from elbdev.testcluster import slurm
+from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.slurm_support import (
     HOME,
     controller,

@@ -33,16 +33,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from elb.cli import main as elb_main
-from elb.config import Config
-from elb.daemon import Balancer
-from elb.exitcodes import Exit
-from elb.interfaces import Instance, Notice, NoticeKind
-from elb.model import NodeState
-from elb.passrecord import PassResult
-from elb.testcluster import constants as C
-from elb.testcluster import slurm
-from elb.testcluster.cluster import TestCluster
+from elb.cli.main import main as elb_main
+from elb.core.config import Config
+from elb.core.exitcodes import Exit
+from elb.core.interfaces import Instance, Notice, NoticeKind
+from elb.core.model import NodeState
+from elb.service.daemon import Balancer
+from elb.service.passrecord import PassResult
+from elbdev.testcluster import constants as C
+from elbdev.testcluster import slurm
+from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.slurm_support import HOME, job_done, sbatch, sinfo_states, slurm_balancer, slurm_config
 
 pytestmark = pytest.mark.cluster

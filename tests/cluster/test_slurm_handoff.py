@@ -1,5 +1,5 @@
 """Slurm's power saving hands its requests to elb, on a real controller: Debian's slurmctld
-22.05 and munged on this machine (elb.testcluster.slurm), with elb's programs as its
+22.05 and munged on this machine (elbdev.testcluster.slurm), with elb's programs as its
 ResumeProgram and SuspendProgram. A job in the cloud partition makes Slurm resume nodes, which
 elb's program records and the daemon's intake journals; powering the nodes down makes Slurm call
 the suspend program. No slurmd runs (the controller alone), so the job stays CONFIGURING."""
@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from elb.config import parse_config
-from elb.journal import Journal
-from elb.scheduler import AskKind
-from elb.slurm.driver import Slurm
-from elb.slurm.parse import SINFO_ARGV, SQUEUE_ARGV, by_name, parse_sinfo, parse_squeue
-from elb.testcluster import slurm
+from elb.core.config import parse_config
+from elb.core.scheduler import AskKind
+from elb.schedulers.slurm.driver import Slurm
+from elb.schedulers.slurm.parse import SINFO_ARGV, SQUEUE_ARGV, by_name, parse_sinfo, parse_squeue
+from elb.service.journal import Journal
+from elbdev.testcluster import slurm
 
 pytestmark = pytest.mark.cluster
 

@@ -13,17 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from elb import factory
-from elb.config import Config
-from elb.daemon import Balancer
-from elb.interfaces import Notice, NoticeKind
-from elb.journal import Journal
-from elb.model import NodeState
-from elb.passrecord import PassResult
-from elb.sge.commands import SgeCommands
-from elb.sge.driver import GridEngine
-from elb.testcluster import constants as C
-from elb.testcluster.cluster import TestCluster
+from elb.core.config import Config
+from elb.core.interfaces import Notice, NoticeKind
+from elb.core.model import NodeState
+from elb.schedulers.sge.commands import SgeCommands
+from elb.schedulers.sge.driver import GridEngine
+from elb.service import factory
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
+from elb.service.passrecord import PassResult
+from elbdev.testcluster import constants as C
+from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state
 from tests.cluster.test_elb_e2e import e2e_config, passes_until
 

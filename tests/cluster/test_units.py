@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from elb.cloud.local import _parse_time
-from elb.testcluster import mount_nfs
-from elb.testcluster.cluster import _recap
-from elb.testcluster.master import in_master
+from elb.clouds.local import _parse_time
+from elbdev.testcluster import mount_nfs
+from elbdev.testcluster.cluster import _recap
+from elbdev.testcluster.master import in_master
 
 REPO = Path(__file__).resolve().parents[2]
 CONVERTER = REPO / "roles" / "nfs_server" / "files" / "elb-ganesha-exports"

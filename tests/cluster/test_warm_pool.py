@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from elb.daemon import Balancer
-from elb.journal import Journal
-from elb.model import NodeState
-from elb.passrecord import PassResult
-from elb.testcluster import constants as C
-from elb.testcluster.cluster import TestCluster
+from elb.core.model import NodeState
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
+from elb.service.passrecord import PassResult
+from elbdev.testcluster import constants as C
+from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state
 from tests.cluster.test_elb_e2e import balancer, e2e_config, passes_until
 

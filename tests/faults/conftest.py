@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from elb.testcluster.cluster import TestCluster
+from elbdev.testcluster.cluster import TestCluster
 from tests.faults.support import reset_job_outputs
 
 

@@ -1,6 +1,6 @@
 """``python -m tests.faults.killpoint CONFIG STEP``: ``elb once`` that dies by SIGKILL at STEP.
 
-This is elb's own ``once`` command (``elb.cli.main``), unchanged, with one hook that sends
+This is elb's own ``once`` command (``elb.cli.main.main``), unchanged, with one hook that sends
 SIGKILL to the whole process group (elb and any ansible-playbook it started, as systemd does
 to a service's cgroup) at the step named:
 
@@ -25,10 +25,10 @@ import threading
 import time
 from typing import Any
 
-from elb import cli
-from elb.cloud import local
-from elb.journal import Journal
-from elb.model import Node, NodeState
+from elb.cli import main as cli
+from elb.clouds import local
+from elb.core.model import Node, NodeState
+from elb.service.journal import Journal
 
 
 def _die() -> None:

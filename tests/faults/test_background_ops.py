@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from elb.assets import default_playbook_dir
-from elb.config import Config
-from elb.daemon import Balancer
-from elb.executor import Executor
-from elb.model import NodeState
-from elb.passrecord import PassResult
+from elb.core.assets import default_playbook_dir
+from elb.core.config import Config
+from elb.core.model import NodeState
 from elb.provision.ansible import AnsibleProvisioner
-from elb.testcluster.cluster import TestCluster
+from elb.service.daemon import Balancer
+from elb.service.executor import Executor
+from elb.service.passrecord import PassResult
+from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state
 from tests.faults.support import balancer, clean_up, converged, fault_config, submit_jobs
 

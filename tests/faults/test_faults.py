@@ -22,16 +22,16 @@ from pathlib import Path
 
 import pytest
 
-from elb.actuator import Actuator, Outcomes
-from elb.cloud.local import LocalCloud
-from elb.daemon import Balancer
-from elb.demand import Site
-from elb.interfaces import LaunchResult
-from elb.model import Job, NodeState, Snapshot
-from elb.sge.commands import Rescheduled, SgeCommands
-from elb.sge.driver import GridEngine
-from elb.testcluster import constants as C
-from elb.testcluster.cluster import TestCluster
+from elb.clouds.local import LocalCloud
+from elb.core.interfaces import LaunchResult
+from elb.core.model import Job, NodeState, Snapshot
+from elb.schedulers.sge.commands import Rescheduled, SgeCommands
+from elb.schedulers.sge.demand import Site
+from elb.schedulers.sge.driver import GridEngine
+from elb.service.actuator import Actuator, Outcomes
+from elb.service.daemon import Balancer
+from elbdev.testcluster import constants as C
+from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state, job_state, wait_for
 from tests.faults.support import (
     accounting,

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from elb.model import NodeState
-from elb.sge.commands import SgeCommands
-from elb.testcluster.cluster import TestCluster
+from elb.core.model import NodeState
+from elb.schedulers.sge.commands import SgeCommands
+from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state, job_state, wait_for
 from tests.faults.support import (
     accounting,

@@ -26,13 +26,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from elb.actuator import Outcomes
-from elb.config import parse_config
-from elb.daemon import Balancer
-from elb.model import NodeState
-from elb.slurm.commands import SlurmCommands
-from elb.testcluster import slurm
-from elb.testcluster.cluster import TestCluster
+from elb.core.config import parse_config
+from elb.core.model import NodeState
+from elb.schedulers.slurm.commands import SlurmCommands
+from elb.service.actuator import Outcomes
+from elb.service.daemon import Balancer
+from elbdev.testcluster import slurm
+from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.slurm_support import (
     HOME,
     controller,

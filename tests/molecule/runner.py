@@ -55,7 +55,7 @@ def run_scenario(scenario: str, *, timeout: float = SCENARIO_TIMEOUT, echo: bool
     """``molecule test -s scenario`` as the master. The cluster must be up and the lock held."""
     if scenario not in scenarios():
         raise ValueError(f"no such scenario: {scenario!r} (have {scenarios()})")
-    from elb.testcluster import master
+    from elbdev.testcluster import master
 
     venv_bin = str(Path(sys.executable).parent)
     argv = master.in_master(
@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("the test cluster needs root", file=sys.stderr)
         return 2
     wanted = args.scenario or scenarios()
-    from elb.testcluster.cluster import TestCluster
+    from elbdev.testcluster.cluster import TestCluster
 
     results: list[ScenarioRun] = []
     with cluster_lock():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from elb.testcluster.cluster import TestCluster
+from elbdev.testcluster.cluster import TestCluster
 from tests.molecule.runner import run_scenario, scenarios
 
 pytestmark = pytest.mark.cluster

@@ -1,4 +1,4 @@
-"""``elb ec2-check`` (elb.cloud.ec2_cli) against moto: dry runs start and stop nothing.
+"""``elb ec2-check`` (elb.clouds.ec2.cli) against moto: dry runs start and stop nothing.
 
 The only stand-in is the injected UnauthorizedOperation (moto does not enforce IAM policies).
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from elb.cloud.ec2 import Ec2Cloud, preflight
+from elb.clouds.ec2.cloud import Ec2Cloud, preflight
 
 from .conftest import CLUSTER, REGION, FaultyClient, all_instances, client_error, state_of
 
@@ -34,7 +34,7 @@ def write_config(tmp_path: Path, aws_env: str, **ec2: object) -> Path:
 
 def check(config: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "elb.cloud.ec2_cli", "--config", str(config)],
+        [sys.executable, "-m", "elb.clouds.ec2.cli", "--config", str(config)],
         env=dict(os.environ),
         capture_output=True,
         text=True,
@@ -45,7 +45,7 @@ def check(config: Path) -> subprocess.CompletedProcess[str]:
 
 def test_all_good_starts_and_stops_nothing(ec2: Any, ami: str, aws_env: str, tmp_path: Path) -> None:
     cfg = write_config(tmp_path, aws_env, ami=ami, instance_types="[c5.large]")
-    from elb.config import load_config
+    from elb.core.config import load_config
 
     [worker] = Ec2Cloud.from_config(load_config(cfg)).launch(["node001"]).launched
     proc = check(cfg)
@@ -73,8 +73,8 @@ def test_bad_config_is_an_error(tmp_path: Path, aws_env: str) -> None:
 
 
 def test_denied_launch_names_the_permission(ec2: Any, ami: str, aws_env: str) -> None:
-    from elb.cloud.ec2 import make_client
-    from elb.config import Ec2Config
+    from elb.clouds.ec2.cloud import make_client
+    from elb.core.config import Ec2Config
 
     config = Ec2Config(region=REGION, endpoint_url=aws_env, ami=ami, instance_types=["c5.large"])
     client = FaultyClient(make_client(config))
@@ -90,7 +90,7 @@ def test_denied_launch_names_the_permission(ec2: Any, ami: str, aws_env: str) ->
 def test_registers_as_an_elb_subcommand() -> None:
     import argparse
 
-    from elb.cloud import ec2_cli
+    from elb.clouds.ec2 import cli as ec2_cli
 
     parser = argparse.ArgumentParser(prog="elb")
     ec2_cli.register(parser.add_subparsers(dest="command"))

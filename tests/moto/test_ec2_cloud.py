@@ -1,4 +1,4 @@
-"""elb.cloud.ec2 against moto's EC2 server.
+"""elb.clouds.ec2.cloud against moto's EC2 server.
 
 moto runs the real EC2 API calls (launch, tags, describe, terminate, instance types). The only
 stand-ins are in ``FaultyClient`` (conftest.py) and the ``before-send`` hook in the throttling
@@ -19,9 +19,9 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import EndpointConnectionError
 
-from elb.cloud.ec2 import Ec2Cloud, make_client
-from elb.config import Config, Ec2Config, parse_config
-from elb.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, Cloud, CloudError
+from elb.clouds.ec2.cloud import Ec2Cloud, make_client
+from elb.core.config import Config, Ec2Config, parse_config
+from elb.core.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, Cloud, CloudError
 
 from .conftest import (
     CLUSTER,

@@ -1,6 +1,6 @@
 """elb's daemon with the EC2 provider, end to end against moto: launch, provisioning, terminate.
 
-Real here: the config, ``elb.factory.make_cloud`` (so the ``Ec2Cloud`` the daemon really
+Real here: the config, ``elb.service.factory.make_cloud`` (so the ``Ec2Cloud`` the daemon really
 builds), the policy, the actuator, the journal and moto's EC2 API.
 Stand-ins, and why: moto's instances are not machines, so nothing can be provisioned on them
 and no SGE execution host can appear. Provisioning is the recording ``FakeProvisioner`` and SGE
@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 
-from elb.cloud.ec2 import Ec2Cloud
-from elb.config import parse_config
-from elb.daemon import Balancer
-from elb.factory import make_cloud
-from elb.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, NodeSpec, Notice, NoticeKind
-from elb.journal import Journal
-from elb.model import NodeState
-from elb.sge.driver import GridEngine
-from elb.warmpool import WarmPool
+from elb.clouds.ec2.cloud import Ec2Cloud
+from elb.core.config import parse_config
+from elb.core.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, NodeSpec, Notice, NoticeKind
+from elb.core.model import NodeState
+from elb.core.warmpool import WarmPool
+from elb.schedulers.sge.driver import GridEngine
+from elb.service.daemon import Balancer
+from elb.service.factory import make_cloud
+from elb.service.journal import Journal
 from tests.clock import Clock
 from tests.unit.factories import pending
 from tests.unit.fakes import FakeProvisioner, FakeSge

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from elb.cloud.ec2 import Ec2Cloud, impaired
-from elb.config import parse_config
-from elb.daemon import Balancer
-from elb.factory import make_cloud
-from elb.interfaces import NoticeKind
-from elb.journal import Journal
-from elb.model import NodeState
-from elb.sge.driver import GridEngine
+from elb.clouds.ec2.cloud import Ec2Cloud, impaired
+from elb.core.config import parse_config
+from elb.core.interfaces import NoticeKind
+from elb.core.model import NodeState
+from elb.schedulers.sge.driver import GridEngine
+from elb.service.daemon import Balancer
+from elb.service.factory import make_cloud
+from elb.service.journal import Journal
 from tests.unit.factories import pending
 from tests.unit.fakes import FakeProvisioner, FakeSge
 

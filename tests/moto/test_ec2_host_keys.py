@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from elb.cloud.ec2 import Choice, run_arguments
-from elb.cloud.user_data import MAX_BYTES, host_key_cloud_config, with_host_key
-from elb.interfaces import CloudError
+from elb.clouds.ec2.cloud import Choice, run_arguments
+from elb.clouds.ec2.user_data import MAX_BYTES, host_key_cloud_config, with_host_key
+from elb.core.interfaces import CloudError
 from elb.provision.hostkeys import PRUNE_GRACE, HostKeys, generate
 
 from .conftest import FakeClock, client_error

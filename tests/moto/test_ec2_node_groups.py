@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from elb.cloud.ec2 import Ec2Cloud, make_client
-from elb.config import Ec2Config
-from elb.groups import NodeGroup, NodeGroups
+from elb.clouds.ec2.cloud import Ec2Cloud, make_client
+from elb.core.config import Ec2Config
+from elb.core.groups import NodeGroup, NodeGroups
 
 from .conftest import all_instances
 from .test_ec2_cloud import CLUSTER, REGION, FakeClock, FaultyClient, tags

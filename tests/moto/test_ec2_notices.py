@@ -15,9 +15,9 @@ from typing import Any
 import boto3
 import pytest
 
-from elb.cloud.ec2_cli import main as ec2_cli_main
-from elb.cloud.notices import RULES, Ec2Notices, check_events, queue_name, queue_url, setup_events
-from elb.interfaces import CloudError, NoticeKind
+from elb.clouds.ec2.cli import main as ec2_cli_main
+from elb.clouds.ec2.notices import RULES, Ec2Notices, check_events, queue_name, queue_url, setup_events
+from elb.core.interfaces import CloudError, NoticeKind
 
 from .conftest import REGION
 
@@ -96,7 +96,7 @@ def test_a_missing_queue_names_the_fix(clients: tuple[Any, Any]) -> None:
 def test_the_command(aws_env: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = tmp_path / "elb.yml"
     cfg.write_text(f"cloud: {{provider: ec2, ec2: {{region: {REGION}, endpoint_url: '{aws_env}'}}}}\n")
-    from elb.cli import main
+    from elb.cli.main import main
 
     assert main(["ec2-events", "check", "-c", str(cfg)]) == 1
     assert main(["ec2-events", "setup", "-c", str(cfg)]) == 0
@@ -107,8 +107,8 @@ def test_the_command(aws_env: str, tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_the_daemon_reads_the_queue_only_when_asked(clients: tuple[Any, Any], aws_env: str) -> None:
-    from elb import factory
-    from elb.config import parse_config
+    from elb.core.config import parse_config
+    from elb.service import factory
 
     sqs, events = clients
     base = {"provider": "ec2", "ec2": {"region": REGION, "endpoint_url": aws_env}}

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from elb.cloud.ec2 import Choice, LaunchSpec, run_arguments
-from elb.config import ConfigError, parse_config
-from elb.groups import LaunchTemplate
+from elb.clouds.ec2.cloud import Choice, LaunchSpec, run_arguments
+from elb.core.config import ConfigError, parse_config
+from elb.core.groups import LaunchTemplate
 
 from .conftest import all_instances
 from .test_ec2_cloud import cloud_with, tags
@@ -208,7 +208,7 @@ def test_a_spot_fleet_without_capacity_backs_off_its_overrides_and_falls_back_to
     assert result.failed == {}
     markets = [kw["TargetCapacitySpecification"]["DefaultTargetCapacityType"] for kw in client.calls_of("create_fleet")]
     assert markets == ["spot", "on-demand"]
-    from elb.cloud.ec2 import Choice
+    from elb.clouds.ec2.cloud import Choice
 
     assert cloud.backed_off(Choice("c5.large", None, "spot")) and cloud.backed_off(Choice("m5.large", None, "spot"))
     assert not cloud.backed_off(Choice("c5.large", None, "on-demand"))
@@ -250,7 +250,7 @@ def test_a_fleet_error_that_is_not_capacity_stops_the_launch(ec2: Any, ami: str,
 
 
 def test_ec2_check_dry_runs_the_fleet(ec2: Any, ami: str, aws_env: str) -> None:
-    from elb.cloud.ec2 import preflight
+    from elb.clouds.ec2.cloud import preflight
 
     template(ec2, ami)
     cloud, client = cloud_with(

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from elb.interfaces import CloudError
+from elb.core.interfaces import CloudError
 
 from .conftest import FakeClock, client_error, state_of
 from .test_ec2_cloud import cloud_with, crowd  # noqa: F401 (crowd: a fixture used below)

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from elb.cloud.ec2 import Ec2Cloud
-from elb.cloud.ec2_inventory import ec2_inventory
-from elb.config import parse_config
-from elb.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, CloudError
+from elb.clouds.ec2.cloud import Ec2Cloud
+from elb.clouds.ec2.inventory import ec2_inventory
+from elb.core.config import parse_config
+from elb.core.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, CloudError
 
 from .conftest import CLUSTER, REGION, make_instance
 

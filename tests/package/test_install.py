@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING
 import pytest
 import yaml
 
-from elb.testcluster import constants as C
+from elbdev.testcluster import constants as C
 from tests.cluster.helpers import cluster_state, job_state, wait_for
 
 from .conftest import REPO
 
 if TYPE_CHECKING:
-    from elb.testcluster.cluster import TestCluster
+    from elbdev.testcluster.cluster import TestCluster
 
 pytestmark = pytest.mark.package
 
@@ -285,3 +285,13 @@ def test_run_and_once_refuse_to_start_without_the_shipped_playbooks(venv: Venv) 
         assert done.returncode == 3, (command, done.stdout, done.stderr)  # a config error
         assert f"the playbooks shipped with elb: {shipped} is not a directory" in done.stderr + done.stdout
         assert "Traceback" not in done.stderr
+
+
+def test_the_wheel_ships_elb_without_the_development_package(venv: Venv) -> None:
+    site = venv.site_packages
+    assert (site / "elb" / "core" / "planner.py").is_file()
+    assert not (site / "elbdev").exists() and not list(site.glob("elbdev*"))
+    assert (site / "elb" / "_data" / "monitoring" / "elb-alerts.yml").is_file()
+    assert (site / "elb" / "_data" / "monitoring" / "elb-dashboard.json").is_file()
+    shown = venv.run("elb", "--help").stdout
+    assert "validate" in shown and "testcluster" not in shown and "demo" not in shown

@@ -68,7 +68,7 @@ def test_the_unit_the_iam_policy_and_the_license_are_shipped(names: set[str]) ->
     assert "elb/_data/elb.service" in names
     assert "elb/_data/iam-policy.json" in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
-    assert "elb/assets.py" in names
+    assert "elb/core/assets.py" in names
 
 
 def test_the_collection_carries_the_readme_its_galaxy_yml_names(wheel: Path) -> None:

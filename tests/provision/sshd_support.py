@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from elb.config import ProvisionConfig
+from elb.core.config import ProvisionConfig
 from elb.provision.hostkeys import HostKeys
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "ansible" / "playbooks"

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from elb.config import ClusterConfig, ProvisionConfig, RetentionConfig, SgeConfig
-from elb.interfaces import NodeSpec, Outcome
+from elb.core.config import ClusterConfig, ProvisionConfig, RetentionConfig, SgeConfig
+from elb.core.interfaces import NodeSpec, Outcome
 from elb.provision import AnsibleProvisioner, ProvisionError
 from elb.provision.ansible import REACH_TASK
-from elb.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
+from elb.schedulers.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "ansible" / "playbooks"
 FAKE_SECRET = "FAKE-AWS-SECRET-6b1f0e2d"

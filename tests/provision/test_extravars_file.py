@@ -11,10 +11,10 @@ import json
 import stat
 from pathlib import Path
 
-from elb.config import ClusterConfig, ProvisionConfig
-from elb.interfaces import NodeSpec
+from elb.core.config import ClusterConfig, ProvisionConfig
+from elb.core.interfaces import NodeSpec
 from elb.provision import AnsibleProvisioner
-from elb.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
+from elb.schedulers.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "ansible" / "playbooks"
 SECRET = "FAKE-DB-PASSWORD-0c5e91d7"

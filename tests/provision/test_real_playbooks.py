@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from elb.assets import default_playbook_dir
-from elb.config import ClusterConfig, SgeConfig
-from elb.interfaces import NodeSpec
+from elb.core.assets import default_playbook_dir
+from elb.core.config import ClusterConfig, SgeConfig
+from elb.core.interfaces import NodeSpec
 from elb.provision.ansible import REACH_TASK, role_vars
 from elb.provision.inventory import Connection, build_inventory
-from elb.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
+from elb.schedulers.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
 
 PLAYBOOKS = default_playbook_dir()
 BIN = Path(sys.executable).parent

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from elb.assets import default_playbook_dir
-from elb.config import ProvisionConfig
-from elb.interfaces import NodeSpec, Outcome
+from elb.core.assets import default_playbook_dir
+from elb.core.config import ProvisionConfig
+from elb.core.interfaces import NodeSpec, Outcome
 from elb.provision import AnsibleProvisioner
 from elb.provision.ansible import REACH_TASK
-from elb.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
+from elb.schedulers.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
 from tests.provision.sshd_support import FIXTURES, Sshd, SshdFailed, hold_host_key, needs_sshd, start_sshd, stop_sshd
 
 pytestmark = needs_sshd

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from elb.config import ProvisionConfig
-from elb.interfaces import NodeSpec, Outcome
+from elb.core.config import ProvisionConfig
+from elb.core.interfaces import NodeSpec, Outcome
 from elb.provision import AnsibleProvisioner
 from elb.provision.ansible import REACH_TASK
 from elb.provision.hostkeys import HostKeys
-from elb.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
+from elb.schedulers.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
 from tests.provision.sshd_support import (
     FIXTURES,
     Sshd,

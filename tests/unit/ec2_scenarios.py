@@ -26,11 +26,11 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from elb.cloud.ec2 import Ec2Cloud, preflight
-from elb.cloud.ec2_inventory import ec2_inventory
-from elb.cloud.notices import Ec2Notices, check_events, setup_events
-from elb.config import Config, Ec2Config, parse_config
-from elb.groups import NodeGroup, NodeGroups
+from elb.clouds.ec2.cloud import Ec2Cloud, preflight
+from elb.clouds.ec2.inventory import ec2_inventory
+from elb.clouds.ec2.notices import Ec2Notices, check_events, setup_events
+from elb.core.config import Config, Ec2Config, parse_config
+from elb.core.groups import NodeGroup, NodeGroups
 from elb.provision.hostkeys import HostKeys
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "ec2" / "golden"

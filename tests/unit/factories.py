@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from elb.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
+from elb.core.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
 
 T0 = 1_800_000_000.0  # a fixed "now" for tests
 

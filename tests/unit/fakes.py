@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from elb.demand import Site
-from elb.interfaces import CloudError, HostResult, Instance, LaunchResult, NodeSpec, Outcome
-from elb.model import Host, Job, QueueInstance, Snapshot
-from elb.sge.commands import Rescheduled
-from elb.sge.site import build_site
+from elb.core.interfaces import CloudError, HostResult, Instance, LaunchResult, NodeSpec, Outcome
+from elb.core.model import Host, Job, QueueInstance, Snapshot
+from elb.schedulers.sge.commands import Rescheduled
+from elb.schedulers.sge.demand import Site
+from elb.schedulers.sge.site import build_site
 
 GATE_BOUND = 60.0  # seconds a gated playbook waits at most for the test
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from elb.slurm.commands import SlurmError, SlurmRead
-from elb.slurm.parse import SlurmJob, SlurmNode
+from elb.schedulers.slurm.commands import SlurmError, SlurmRead
+from elb.schedulers.slurm.parse import SlurmJob, SlurmNode
 
 NOW = 1_000_000.0
 

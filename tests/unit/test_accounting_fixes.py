@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from elb.cli import main
+from elb.cli.main import main
 from elb.simulate.accounting import is_accounting, parse_accounting, read_log
 from elb.simulate.swf import SwfError, parse_text, window
 from tests.unit.test_accounting import REAL, line

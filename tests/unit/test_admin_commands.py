@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from elb import factory
-from elb.cli import main
-from elb.config import load_config
-from elb.daemon import Balancer
-from elb.exitcodes import Exit
-from elb.journal import Journal
-from elb.model import Node, NodeState, Plan, Removal
-from elb.orders import Orders, apply_orders
-from elb.sge.driver import GridEngine
-from elb.sge.errors import SgeError
+from elb.cli.main import main
+from elb.core.config import load_config
+from elb.core.exitcodes import Exit
+from elb.core.model import Node, NodeState, Plan, Removal
+from elb.core.orders import Orders, apply_orders
+from elb.schedulers.sge.driver import GridEngine
+from elb.schedulers.sge.errors import SgeError
+from elb.service import factory
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 

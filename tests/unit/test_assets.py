@@ -1,4 +1,4 @@
-"""elb.assets in a checkout, the playbook checks of validate/run/once, the Ansible paths of a
+"""elb.core.assets in a checkout, the playbook checks of validate/run/once, the Ansible paths of a
 run, the rule that the shipped Ansible content needs no collection besides ansible-core's, and
 ``elb monitoring`` (where the alert rules and the dashboard are, or a copy of them)."""
 
@@ -16,9 +16,10 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from elb import assets, extras, monitoring
-from elb.cli import main
-from elb.exitcodes import Exit
+from elb.cli import extras, monitoring
+from elb.cli.main import main
+from elb.core import assets
+from elb.core.exitcodes import Exit
 from elb.provision.ansible import DEFAULT_COLLECTIONS_PATHS, ansible_paths
 
 REPO = Path(__file__).resolve().parents[2]

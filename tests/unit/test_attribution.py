@@ -1,7 +1,7 @@
-"""Who spent it: the nodes' billed stretches read from the journal (``elb.spend.lives``), every
+"""Who spent it: the nodes' billed stretches read from the journal (``elb.core.spend.lives``), every
 billed node-second attributed to the jobs on the node by their slots and the rest to booting,
-idle and draining (``elb.attribution``), the parts adding up to the bill to the cent; the
-scheduler's accounting read (``elb.usage``: Grid Engine's file, Slurm's sacct) and ``elb spend``
+idle and draining (``elb.core.attribution``), the parts adding up to the bill to the cent; the
+scheduler's accounting read (``elb.schedulers.usage``: Grid Engine's file, Slurm's sacct) and ``elb spend``
 end to end."""
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from elb.attribution import JobUse, attribute
-from elb.budget import Budget
-from elb.cli import main
-from elb.config import load_config
-from elb.groups import NodeGroup, NodeGroups
-from elb.journal import Journal
-from elb.model import NodeState
-from elb.spend import Life, SpendCache, Stopped, billed_seconds, lives, period_spend, read_spend
-from elb.usage import SACCT_FORMAT, parse_sacct, sacct_argv, sge_uses
-from elb.warmpool import WarmPool
+from elb.cli.main import main
+from elb.core.attribution import JobUse, attribute
+from elb.core.budget import Budget
+from elb.core.config import load_config
+from elb.core.groups import NodeGroup, NodeGroups
+from elb.core.model import NodeState
+from elb.core.spend import Life, SpendCache, Stopped, billed_seconds, lives, period_spend, read_spend
+from elb.core.warmpool import WarmPool
+from elb.schedulers.usage import SACCT_FORMAT, parse_sacct, sacct_argv, sge_uses
+from elb.service.journal import Journal
 from tests.unit.factories import T0
 
 GROUPS = NodeGroups(

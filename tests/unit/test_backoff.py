@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from elb.backoff import Backoff, Cause, compute
-from elb.config import ConfigError, parse_config
-from elb.daemon import Balancer
-from elb.journal import Event, Journal
-from elb.model import NodeState, Plan
-from elb.planner import limit_launches
-from elb.sge.driver import GridEngine
+from elb.core.backoff import Backoff, Cause, compute
+from elb.core.config import ConfigError, parse_config
+from elb.core.model import Event, NodeState, Plan
+from elb.core.planner import limit_launches
+from elb.schedulers.sge.driver import GridEngine
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
 from tests.clock import Clock
 from tests.unit.factories import T0, pending
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from elb.groups import NodeGroup, NodeGroups
+from elb.core.groups import NodeGroup, NodeGroups
 from elb.simulate.bound import busy_periods, clairvoyant, stretches
 from elb.simulate.engine import Placement, SimSettings
 from elb.simulate.groups import SimGroups, SwfMapping, simulated_site

@@ -1,4 +1,4 @@
-"""The budget's rules (``elb.budget``) and the pass that applies them (``plan_pass``): a period's
+"""The budget's rules (``elb.core.budget``) and the pass that applies them (``plan_pass``): a period's
 bounds, the projection, launches held so that the period does not overrun (restarts too), never a
 removal or a kill, Slurm's named asks given back, and the config that turns it on."""
 
@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from elb.backoff import Backoff, Cause
-from elb.budget import Budget, Launch, Spend, holding_now, pace, period_bounds, room, status_lines
-from elb.config import Config, ConfigError, parse_config
-from elb.interfaces import Instance
-from elb.model import History, Node, NodeState, Snapshot
-from elb.orders import Orders
-from elb.planner import PassInputs, PassPlan, plan_pass
-from elb.policy.grouped import policy_for
-from elb.scheduler import Ask, AskKind
-from elb.servable import DemandSplit
+from elb.core.backoff import Backoff, Cause
+from elb.core.budget import Budget, Launch, Spend, holding_now, pace, period_bounds, room, status_lines
+from elb.core.config import Config, ConfigError, parse_config
+from elb.core.demand import DemandSplit
+from elb.core.interfaces import Instance
+from elb.core.model import History, Node, NodeState, Snapshot
+from elb.core.orders import Orders
+from elb.core.planner import PassInputs, PassPlan, plan_pass
+from elb.core.policy.grouped import policy_for
+from elb.core.scheduler import Ask, AskKind
 from tests.unit.factories import T0, host, node, pending, running, snap
 
 # T0 is 2027-01-15 08:00 UTC, a Friday.

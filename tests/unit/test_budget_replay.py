@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from elb.attribution import By
-from elb.budget import Budget
-from elb.cli import main
+from elb.cli.main import main
+from elb.core.attribution import By
+from elb.core.budget import Budget
+from elb.core.spend import Billing
 from elb.simulate.budget import ANCHOR, BudgetRun, costliest_period, log_users, parse_budget, replay_split
 from elb.simulate.budgetsweep import budget_sweep
 from elb.simulate.engine import SimOutcome, SimSettings
@@ -21,7 +22,6 @@ from elb.simulate.report import Metrics
 from elb.simulate.runner import Prepared, build_policy, prepare, replay
 from elb.simulate.sweep import Setup, plan_runs, replay_all
 from elb.simulate.swf import SimJob, Workload
-from elb.spend import Billing
 
 
 def burst_jobs(seed: int = 3, days: float = 2.0) -> list[SimJob]:

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 import yaml
 
-from elb.cli import main
-from elb.config import load_config
-from elb.daemon import Balancer
-from elb.exitcodes import Exit
-from elb.journal import Journal
-from elb.metrics import BalancerCollector
-from elb.model import NodeState
+from elb.cli.main import main
+from elb.core.config import load_config
+from elb.core.exitcodes import Exit
+from elb.core.model import NodeState
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
+from elb.service.metrics import BalancerCollector
 from tests.unit.factories import T0, host, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 from tests.unit.test_cli_once import Stand, stand  # noqa: F401 (the fixture)
@@ -92,7 +92,7 @@ def test_the_gauges_carry_the_budget(tmp_path: Path) -> None:
     cfg = load_config(path)
     journal = Journal(cfg.journal_path)
     sge = FakeSge(T0)
-    from elb.sge.driver import GridEngine
+    from elb.schedulers.sge.driver import GridEngine
 
     bal = Balancer(
         cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=FakeCloud(T0), provisioner=FakeProvisioner(sge)
@@ -117,7 +117,7 @@ def test_without_a_budget_the_budget_s_gauges_have_no_sample(tmp_path: Path) -> 
     cfg = load_config(path)
     journal = Journal(cfg.journal_path)
     sge = FakeSge(T0)
-    from elb.sge.driver import GridEngine
+    from elb.schedulers.sge.driver import GridEngine
 
     bal = Balancer(
         cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=FakeCloud(T0), provisioner=FakeProvisioner(sge)

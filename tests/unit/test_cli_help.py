@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from elb.cli import build_parser
+from elb.cli.main import build_parser
 
 
 def _subparsers() -> dict[str, argparse.ArgumentParser]:

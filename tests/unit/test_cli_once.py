@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from elb import factory
-from elb.cli import main
-from elb.config import Config, load_config
-from elb.daemon import Balancer
-from elb.exitcodes import Exit
-from elb.interfaces import CloudError, Instance
-from elb.journal import Journal
-from elb.sge.driver import GridEngine
+from elb.cli.main import main
+from elb.core.config import Config, load_config
+from elb.core.exitcodes import Exit
+from elb.core.interfaces import CloudError, Instance
+from elb.schedulers.sge.driver import GridEngine
+from elb.service import factory
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 

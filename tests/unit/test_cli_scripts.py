@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from elb.cli import main
-from elb.config import load_config
-from elb.exitcodes import Exit
-from elb.journal import Journal
-from elb.model import NodeState
+from elb.cli.main import main
+from elb.core.config import load_config
+from elb.core.exitcodes import Exit
+from elb.core.model import NodeState
+from elb.service.journal import Journal
 from tests.unit.factories import T0
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from elb.sge.complexes import (
+from elb.schedulers.sge.complexes import (
     Complex,
     ComplexType,
     Consumable,
@@ -21,7 +21,7 @@ from elb.sge.complexes import (
     parse_number,
     satisfies,
 )
-from elb.sge.errors import SgeParseError
+from elb.schedulers.sge.errors import SgeParseError
 
 HANDMADE = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "handmade"
 DEFAULT = parse_complexes((HANDMADE / "qconf-sc-default.txt").read_text())

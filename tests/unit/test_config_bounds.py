@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-import elb.policy.tally
-import elb.policy.view
-from elb import durations
-from elb.config import ClusterConfig, Config, ConfigError, PolicyConfig, load_config
-from elb.model import History
-from elb.naming import MAX_NODES, next_names
-from elb.policy import POLICIES, make_policy
-from elb.state import join
+import elb.core.policy.tally
+import elb.core.policy.view
+from elb.core import durations
+from elb.core.config import ClusterConfig, Config, ConfigError, PolicyConfig, load_config
+from elb.core.model import History
+from elb.core.naming import MAX_NODES, next_names
+from elb.core.policy import POLICIES, make_policy
+from elb.core.state import join
 from tests.unit.factories import T0, host, node, pending, snap
 
 
@@ -195,8 +195,8 @@ def test_a_huge_array_job_at_the_bound_names_only_what_can_be_launched(
         built.append(len(names))
         return names
 
-    monkeypatch.setattr(elb.policy.view, "next_names", counting)
-    monkeypatch.setattr(elb.policy.tally, "next_names", counting)
+    monkeypatch.setattr(elb.core.policy.view, "next_names", counting)
+    monkeypatch.setattr(elb.core.policy.tally, "next_names", counting)
     cfg = PolicyConfig(name=name, max_nodes=MAX_NODES, slots_per_node=4, wait_time=0, stabilization_time=0)
     policy = make_policy(cfg, ClusterConfig())
     s = snap([pending(1, 6000.0, tasks=10**9)], [host("node001", used=8)])

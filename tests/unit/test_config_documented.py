@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from elb.config import Config
+from elb.core.config import Config
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from elb.config import ConfigError, load_config
+from elb.core.config import ConfigError, load_config
 
 TWO_GROUPS = """\
 cloud: {provider: local}

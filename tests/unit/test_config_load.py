@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, PlainValidator
 
-import elb.config
-from elb.cli import main
-from elb.config import Config, ConfigError, load_config
-from elb.exitcodes import Exit
+import elb.core.config
+from elb.cli.main import main
+from elb.core.config import Config, ConfigError, load_config
+from elb.core.exitcodes import Exit
 
 
 def write(tmp_path: Path, text: str | bytes, name: str = "elb.yml") -> Path:
@@ -49,7 +49,7 @@ def nested(path: tuple[str, ...], value: str) -> str:
 
 
 def durations_of(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    """Every time option (``elb.durations``: seconds, or text with a unit)."""
+    """Every time option (``elb.core.durations``: seconds, or text with a unit)."""
     for name, field in model.model_fields.items():
         kind = field.annotation
         if isinstance(kind, type) and issubclass(kind, BaseModel):
@@ -159,7 +159,7 @@ def test_a_merge_key_is_refused(tmp_path: Path) -> None:
 
 def test_no_file_is_an_error_naming_the_file_looked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     default = tmp_path / "etc" / "elb.yml"
-    monkeypatch.setattr(elb.config, "DEFAULT_CONFIG_PATH", default)
+    monkeypatch.setattr(elb.core.config, "DEFAULT_CONFIG_PATH", default)
     with pytest.raises(ConfigError, match=rf"^config {default}: no such file"):
         load_config(None)
     with pytest.raises(ConfigError, match=rf"^config {tmp_path / 'x.yml'}: no such file"):
@@ -173,7 +173,7 @@ def test_an_empty_file_is_an_error_that_gives_the_minimum(tmp_path: Path, text: 
 
 
 def test_the_minimum_config_given_is_a_config(tmp_path: Path) -> None:
-    assert load_config(write(tmp_path, elb.config.MINIMUM_CONFIG + "\n")).cloud.provider == "ec2"
+    assert load_config(write(tmp_path, elb.core.config.MINIMUM_CONFIG + "\n")).cloud.provider == "ec2"
 
 
 def test_a_directory_is_not_a_config_file(tmp_path: Path) -> None:
@@ -257,7 +257,7 @@ def test_cli_run_once_status_without_a_config_exit_3_naming_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     default = tmp_path / "etc" / "elb.yml"
-    monkeypatch.setattr(elb.config, "DEFAULT_CONFIG_PATH", default)
+    monkeypatch.setattr(elb.core.config, "DEFAULT_CONFIG_PATH", default)
     for argv in (["run"], ["once"], ["once", "--dry-run"], ["status"], ["validate"], ["plot"]):
         assert main(argv) == Exit.CONFIG, argv
         err = capsys.readouterr().err

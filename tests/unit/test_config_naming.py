@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from elb.cli import main
-from elb.config import ConfigError, load_config, parse_config
-from elb.exitcodes import Exit
-from elb.naming import next_names, node_number
+from elb.cli.main import main
+from elb.core.config import ConfigError, load_config, parse_config
+from elb.core.exitcodes import Exit
+from elb.core.naming import next_names, node_number
 
 
 def test_defaults_are_the_documented_ones() -> None:

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from elb.config import Config, parse_config
-from elb.daemon import Balancer
-from elb.interfaces import CloudError, Instance
-from elb.journal import Journal
-from elb.model import Host, NodeState, QueueInstance
-from elb.sge.driver import GridEngine
-from elb.stats import read_rows
+from elb.core.config import Config, parse_config
+from elb.core.interfaces import CloudError, Instance
+from elb.core.model import Host, NodeState, QueueInstance
+from elb.schedulers.sge.driver import GridEngine
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
+from elb.service.stats import read_rows
 from tests.clock import Clock
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
@@ -176,7 +176,7 @@ def test_metrics_endpoint_serves_pass_figures(cfg: Config) -> None:
     import socket
     import urllib.request
 
-    from elb.metrics import start_metrics_server
+    from elb.service.metrics import start_metrics_server
 
     r = parts(cfg)
     r.sge.jobs = [pending(1, 20 * 60, slots=1, tasks=12)]

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from elb.config import Config, parse_config
-from elb.daemon import Balancer
-from elb.interfaces import CloudError
-from elb.journal import Journal
-from elb.model import NodeState
-from elb.sge.driver import GridEngine
+from elb.core.config import Config, parse_config
+from elb.core.interfaces import CloudError
+from elb.core.model import NodeState
+from elb.schedulers.sge.driver import GridEngine
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
 from tests.clock import Clock
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
@@ -139,7 +139,7 @@ def test_a_failed_stop_removes_the_node_for_good(cfg: Config) -> None:
 def test_metrics_show_the_pool_and_its_stops_and_restarts(cfg: Config) -> None:
     from prometheus_client import generate_latest
 
-    from elb.metrics import metrics_registry
+    from elb.service.metrics import metrics_registry
 
     r = Rig(cfg)
     launched_and_idle(r)

@@ -15,7 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elb.demand import (
+from elb.core.groups import NodeGroup, NodeGroups
+from elb.core.model import Job
+from elb.schedulers.sge.complexes import parse_complexes
+from elb.schedulers.sge.demand import (
     DemandError,
     JobBinding,
     NotYet,
@@ -26,10 +29,7 @@ from elb.demand import (
     place,
     place_all,
 )
-from elb.groups import NodeGroup, NodeGroups
-from elb.model import Job
-from elb.sge.complexes import parse_complexes
-from elb.sge.pe import AllocationRule, ParallelEnvironment, Spread, parse_pe
+from elb.schedulers.sge.pe import AllocationRule, ParallelEnvironment, Spread, parse_pe
 
 HANDMADE = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "handmade"
 NOW = 1_800_000_000.0
@@ -504,16 +504,20 @@ def test_groups_without_nodes_run_nothing(gs: NodeGroups, expected: Unservable |
 
 
 def test_place_all_places_each_shape_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    import elb.demand
+    import elb.schedulers.sge.demand
 
     shapes = [job(), job(h_vmem="64G"), job(slots=4, pe="smp", pe_range="4"), job(tasks=20)]
     bindings = [None, None, None, JobBinding(start_time=NOW + 60)]
     jobs = [dataclasses.replace(j) for j in shapes * 12_500]  # equal jobs, none the same object
     expected = [place(j, groups(DEFAULT), SITE, NOW, binding=b) for j, b in zip(shapes, bindings, strict=True)]
     placed, narrowed = [], []
-    place_one, candidates = elb.demand._place, elb.demand._candidates
-    monkeypatch.setattr(elb.demand, "_place", lambda j, *a, **k: placed.append(j) or place_one(j, *a, **k))
-    monkeypatch.setattr(elb.demand, "_candidates", lambda j, *a, **k: narrowed.append(j) or candidates(j, *a, **k))
+    place_one, candidates = elb.schedulers.sge.demand._place, elb.schedulers.sge.demand._candidates
+    monkeypatch.setattr(
+        elb.schedulers.sge.demand, "_place", lambda j, *a, **k: placed.append(j) or place_one(j, *a, **k)
+    )
+    monkeypatch.setattr(
+        elb.schedulers.sge.demand, "_candidates", lambda j, *a, **k: narrowed.append(j) or candidates(j, *a, **k)
+    )
     got = place_all(
         jobs, groups(DEFAULT), SITE, NOW, bindings=[dataclasses.replace(b) if b else b for b in bindings * 12_500]
     )

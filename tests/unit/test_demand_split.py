@@ -14,11 +14,12 @@ from collections.abc import Mapping, Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elb.demand import DemandError, JobBinding, NotYet, Servable, check_offers, place
-from elb.groups import NodeGroups
-from elb.model import Job, Snapshot
-from elb.servable import DemandSplit, NotDemand, split_demand
-from elb.starttimes import StartTimes
+from elb.core.demand import DemandSplit, NotDemand
+from elb.core.groups import NodeGroups
+from elb.core.model import Job, Snapshot
+from elb.schedulers.sge.demand import DemandError, JobBinding, NotYet, Servable, check_offers, place
+from elb.schedulers.sge.servable import split_demand
+from elb.schedulers.sge.starttimes import StartTimes
 from tests.unit.test_demand import EXTRA, GROUP_SETS, NOW, PLAIN, SITE, waiting_jobs
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from elb.service.stats import StatsRow
+
 # ruff: noqa: E501 (SGE prints these lines as they are)
-from elb.demo import _row_line, error_reasons, job_states
-from elb.stats import StatsRow
+from elbdev.demo import _row_line, error_reasons, job_states
 
 QSTAT = """job-ID  prior   name       user         state submit/start at     queue                          slots ja-task-ID
 -----------------------------------------------------------------------------------------------------------------

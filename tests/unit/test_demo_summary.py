@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from elb.demo import launch_line
-from elb.journal import Journal
-from elb.model import NodeState
+from elb.core.model import NodeState
+from elb.service.journal import Journal
+from elbdev.demo_steps import launch_line
 
 
 def test_launches_after_the_last_job_are_counted(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from elb.cli import main
-from elb.exitcodes import Exit
-from elb.interfaces import Instance
+from elb.cli.main import main
+from elb.core.exitcodes import Exit
+from elb.core.interfaces import Instance
 from tests.unit.factories import T0, host, pending, running
 from tests.unit.fakes import FakeSge
 from tests.unit.test_cli_once import Stand, stand  # noqa: F401 (the fixture)

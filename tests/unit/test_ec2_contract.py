@@ -1,5 +1,5 @@
 """The contract between elb and AWS: the requests elb sends are the golden ones, pass botocore's
-validation against the service models, keep every documented rule in elb.cloud.contract, and
+validation against the service models, keep every documented rule in elb.clouds.ec2.contract, and
 call nothing the contract (and so the IAM policy) does not list.
 
 Regenerate the golden files after a deliberate change: ``python -m tests.unit.ec2_scenarios --write``.
@@ -20,8 +20,8 @@ import pytest
 from botocore.exceptions import ParamValidationError
 from botocore.validate import validate_parameters
 
-from elb.cloud import contract
-from elb.cloud.contract import CALLS, CONSTRAINTS, Constraint, problems
+from elb.clouds.ec2 import contract
+from elb.clouds.ec2.contract import CALLS, CONSTRAINTS, Constraint, problems
 
 from . import ec2_scenarios
 from .ec2_scenarios import SCENARIOS, World, golden_path, record
@@ -99,7 +99,7 @@ def test_every_golden_request_keeps_the_documented_rules(name: str) -> None:
 def test_every_request_is_a_call_of_the_contract_and_every_call_is_recorded() -> None:
     sent = {(r["service"], r["operation"]) for _n, r in all_golden()}
     listed = {(c.service, c.operation) for c in CALLS}
-    assert sent <= listed, f"calls missing from elb.cloud.contract.CALLS: {sorted(sent - listed)}"
+    assert sent <= listed, f"calls missing from elb.clouds.ec2.contract.CALLS: {sorted(sent - listed)}"
     assert listed <= sent, f"calls of the contract no scenario records: {sorted(listed - sent)}"
 
 
@@ -185,8 +185,8 @@ def test_each_rule_names_its_source_and_is_in_the_docs_table() -> None:
 @pytest.mark.parametrize("cluster", ["c" * 63, "lab.example.org", "a"])
 def test_the_notice_names_keep_the_rules_for_any_cluster_name(cluster: str) -> None:
     """Cluster names go up to 63 characters and may hold dots; SQS and EventBridge take less."""
-    from elb.cloud.notices import setup_events
-    from elb.config import ClusterConfig
+    from elb.clouds.ec2.notices import setup_events
+    from elb.core.config import ClusterConfig
 
     ClusterConfig(name=cluster)  # a cluster name elb accepts
     world = World()
@@ -234,7 +234,7 @@ def test_terminating_more_than_a_call_takes_keeps_the_batch_limit() -> None:
 def test_extra_tags_ec2_would_refuse_are_refused_at_once(extra: dict[str, str], why: str) -> None:
     """EC2 takes 50 tags per resource (elb sets 4), keys up to 128, values up to 256 characters:
     more would refuse every launch."""
-    from elb.interfaces import CloudError
+    from elb.core.interfaces import CloudError
 
     with pytest.raises(CloudError, match=why):
         ec2_scenarios.cloud(World(), ami=ec2_scenarios.AMI, extra_tags=extra)

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from elb.config import Config, parse_config
-from elb.daemon import Balancer
-from elb.executor import Executor
-from elb.journal import Journal
-from elb.model import NodeState
-from elb.sge.driver import GridEngine
+from elb.core.config import Config, parse_config
+from elb.core.model import NodeState
+from elb.schedulers.sge.driver import GridEngine
+from elb.service.daemon import Balancer
+from elb.service.executor import Executor
+from elb.service.journal import Journal
 from tests.clock import Clock
 from tests.unit.factories import T0, pending
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge

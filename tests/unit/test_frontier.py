@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from elb.cli import main
+from elb.cli.main import main
 from elb.simulate.engine import SimSettings
 from elb.simulate.frontier import Point, compare, frontier, frontiers, verdict
 from elb.simulate.runner import SimError, prepare

@@ -11,12 +11,12 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from elb.config import parse_config
-from elb.demand import JobBinding, Servable, Site, Unservable, check_offers, place
-from elb.groups import LaunchTemplate, NodeGroup, NodeGroups, default_group
-from elb.model import Job
-from elb.sge.complexes import parse_complexes
-from elb.sge.pe import parse_pe
+from elb.core.config import parse_config
+from elb.core.groups import LaunchTemplate, NodeGroup, NodeGroups, default_group
+from elb.core.model import Job
+from elb.schedulers.sge.complexes import parse_complexes
+from elb.schedulers.sge.demand import JobBinding, Servable, Site, Unservable, check_offers, place
+from elb.schedulers.sge.pe import parse_pe
 
 BIGMEM: dict[str, Any] = {
     "name": "bigmem",

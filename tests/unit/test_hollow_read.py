@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from elb.config import Config, parse_config
-from elb.daemon import Balancer
-from elb.interfaces import Instance
-from elb.journal import Journal
-from elb.model import NodeState, Snapshot
-from elb.sge.driver import GridEngine
+from elb.core.config import Config, parse_config
+from elb.core.interfaces import Instance
+from elb.core.model import NodeState, Snapshot
+from elb.schedulers.sge.driver import GridEngine
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
 from tests.clock import Clock
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge

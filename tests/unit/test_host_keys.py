@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from elb.cloud.console import decode_output, host_key_in_console
-from elb.interfaces import NodeSpec
+from elb.clouds.ec2.console import decode_output, host_key_in_console
+from elb.core.interfaces import NodeSpec
 from elb.provision.hostkeys import HostKeyError, HostKeys, generate, public_key_line
 from elb.provision.inventory import Connection, InventoryError, build_inventory, host_key_args
 
@@ -136,7 +136,7 @@ def test_every_node_is_checked_and_only_pinned_ones_may_be_taken_at_first_contac
     assert "ansible_ssh_common_args" not in children["master"]["hosts"]["master"]
 
 
-# -- a launch template node's key, from its console output (elb.cloud.console) ----------------
+# -- a launch template node's key, from its console output (elb.clouds.ec2.console) ----------------
 
 
 def test_the_key_is_read_from_the_last_complete_block_of_the_console() -> None:

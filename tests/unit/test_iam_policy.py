@@ -1,4 +1,4 @@
-"""The IAM policy (elb.cloud.iam, ``elb iam-policy``): built from the contract's list of calls,
+"""The IAM policy (elb.clouds.ec2.iam, ``elb iam-policy``): built from the contract's list of calls,
 so a new call cannot ship without its permission, scoped by the config, and ``*`` only for the
 Describe calls AWS does not scope."""
 
@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from elb.cli import main
-from elb.cloud.contract import CALLS
-from elb.cloud.iam import Scope, policy, render_json, statements
-from elb.config import parse_config
-from elb.exitcodes import Exit
+from elb.cli.main import main
+from elb.clouds.ec2.contract import CALLS
+from elb.clouds.ec2.iam import Scope, policy, render_json, statements
+from elb.core.config import parse_config
+from elb.core.exitcodes import Exit
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from elb import init
-from elb.cli import main
-from elb.config import SgeConfig, load_config
-from elb.exitcodes import Exit
+from elb.cli import init
+from elb.cli.main import main
+from elb.core.config import SgeConfig, load_config
+from elb.core.exitcodes import Exit
 
 TOKEN = "tok-123"
 META = {

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from elb.config import parse_config
-from elb.model import NodeState
+from elb.core.config import parse_config
+from elb.core.model import NodeState
 from tests.unit.factories import T0
 from tests.unit.test_daemon import _one_ready_node, parts
 

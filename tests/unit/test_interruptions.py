@@ -1,5 +1,5 @@
 """Jobs that spot interruptions keep requeueing go to on-demand nodes: the pure rule
-(``elb.interruptions``), the journal's count per job, and the daemon giving such a job a hard
+(``elb.core.interruptions``), the journal's count per job, and the daemon giving such a job a hard
 request only on-demand nodes satisfy (``qalter -l``, answer recorded in tests/unit/test_sge_commands.py)."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from elb.config import parse_config
-from elb.daemon import Balancer
-from elb.groups import NodeGroup, NodeGroups
-from elb.interfaces import Notice, NoticeKind
-from elb.interruptions import job_number, moves, on_demand_request
-from elb.journal import Journal
-from elb.metrics import BalancerCollector
-from elb.sge.driver import GridEngine
+from elb.core.config import parse_config
+from elb.core.groups import NodeGroup, NodeGroups
+from elb.core.interfaces import Notice, NoticeKind
+from elb.core.interruptions import job_number, moves, on_demand_request
+from elb.schedulers.sge.driver import GridEngine
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
+from elb.service.metrics import BalancerCollector
 from tests.unit.factories import T0, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 from tests.unit.test_notices import Notices

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from elb.journal import Journal
-from elb.model import NodeState
+from elb.core.model import NodeState
+from elb.service.journal import Journal
 
 
 def test_steps_survive_reopen(tmp_path: Path) -> None:

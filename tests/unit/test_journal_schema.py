@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from elb import migrations
-from elb.journal import Journal, JournalVersionError
-from elb.model import NodeState
+from elb.core.model import NodeState
+from elb.service import migrations
+from elb.service.journal import Journal, JournalVersionError
 
 
 def _version(path: Path) -> int:

@@ -3,7 +3,7 @@ its address while it is free, an address no name had comes next, then the one gi
 
 from __future__ import annotations
 
-from elb.cloud.local import choose_address
+from elb.clouds.local import choose_address
 
 FREE = ["10.9.0.2", "10.9.0.3", "10.9.0.4", "10.9.0.5"]
 

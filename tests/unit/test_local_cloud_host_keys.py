@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from elb.cloud import local
-from elb.cloud.local import NODE_HOST_KEY, LocalCloud
-from elb.config import LocalConfig
-from elb.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE
+from elb.clouds import local
+from elb.clouds.local import NODE_HOST_KEY, LocalCloud
+from elb.core.config import LocalConfig
+from elb.core.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE
 from elb.provision.hostkeys import HostKeys
 
 CLUSTER = "unit"

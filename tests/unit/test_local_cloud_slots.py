@@ -17,10 +17,10 @@ import os
 import sys
 from pathlib import Path
 
-from elb import factory
-from elb.cloud.local import LocalCloud
-from elb.config import Config, parse_config
-from elb.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE
+from elb.clouds.local import LocalCloud
+from elb.core.config import Config, parse_config
+from elb.core.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE
+from elb.service import factory
 
 CLUSTER = "unit"
 

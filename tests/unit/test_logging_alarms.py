@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from elb import logs
-from elb.cli import main
-from elb.config import ConfigError, load_config, parse_config
-from elb.daemon import Balancer
-from elb.exitcodes import Exit
-from elb.journal import Journal
-from elb.sge.driver import GridEngine
-from elb.slurm.commands import SlurmError, SlurmRead
+from elb.cli.main import main
+from elb.core.config import ConfigError, load_config, parse_config
+from elb.core.exitcodes import Exit
+from elb.schedulers.sge.driver import GridEngine
+from elb.schedulers.slurm.commands import SlurmError, SlurmRead
+from elb.service import logs
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
 from tests.clock import Clock
 from tests.unit.factories import T0, pending
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge

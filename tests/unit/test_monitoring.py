@@ -3,7 +3,7 @@ valid, fire on the series elb serves, one alert per elb instance, each with a se
 runbook that exists; the Grafana dashboard shows one cluster's one elb at a time, queries only
 series elb serves, shows every one of them, and gives each panel the unit of its series.
 
-The exported names come from the registry elb serves (``elb.metrics``), built here on a
+The exported names come from the registry elb serves (``elb.service.metrics``), built here on a
 Grid Engine balancer's figures with a priced node group and a warm pool, so every family is in
 it. ``promtool`` (Debian's prometheus package) checks and unit-tests the rules where it is on
 PATH; the pure-Python checks run everywhere.
@@ -25,10 +25,10 @@ import yaml
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 
-from elb.config import Config, parse_config
-from elb.daemon import Counters, LastPass
-from elb.journal import Journal
-from elb.metrics import PassMetrics, metrics_registry
+from elb.core.config import Config, parse_config
+from elb.service.daemon import Counters, LastPass
+from elb.service.journal import Journal
+from elb.service.metrics import PassMetrics, metrics_registry
 
 REPO = Path(__file__).resolve().parents[2]
 MONITORING = REPO / "monitoring"
@@ -46,7 +46,7 @@ needs_promtool = pytest.mark.skipif(
 
 @dataclass
 class Observed:
-    """What ``elb.metrics`` reads of a balancer, with nothing happened yet."""
+    """What ``elb.service.metrics`` reads of a balancer, with nothing happened yet."""
 
     config: Config
     journal: Journal

@@ -1,4 +1,4 @@
-"""The test NFS client's lock requests (``elb.testcluster.mount_nfs``): ONC RPC and NLM v4 in XDR,
+"""The test NFS client's lock requests (``elbdev.testcluster.mount_nfs``): ONC RPC and NLM v4 in XDR,
 byte for byte as RFC 5531 and the NLM v4 protocol lay them out, and a lock manager answered over
 a real TCP connection (a stand-in server on 127.0.0.1 that keeps one lock table, as a server's
 lock manager does). The cluster test (tests/cluster/test_nfs_locks.py) takes the locks through
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from elb.testcluster import mount_nfs as m
+from elbdev.testcluster import mount_nfs as m
 
 
 def test_an_rpc_call_is_laid_out_as_rfc_5531_says() -> None:

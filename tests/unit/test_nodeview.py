@@ -1,11 +1,11 @@
 """What ``elb status`` and ``elb nodes`` show of each node comes from the joined state
-(``elb.state.join``): its predicates, not a second definition of busy, idle or lost."""
+(``elb.core.state.join``): its predicates, not a second definition of busy, idle or lost."""
 
 from __future__ import annotations
 
-from elb.model import Host, Node, NodeState, QueueInstance, Snapshot
-from elb.nodeview import nodes_facts
-from elb.state import join
+from elb.cli.nodeview import nodes_facts
+from elb.core.model import Host, Node, NodeState, QueueInstance, Snapshot
+from elb.core.state import join
 from tests.unit.factories import T0, running
 
 RECORDS = [

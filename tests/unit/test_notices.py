@@ -1,4 +1,4 @@
-"""EC2's notices as elb reads them (``elb.cloud.notices.parse_event``) and what the daemon does
+"""EC2's notices as elb reads them (``elb.clouds.ec2.notices.parse_event``) and what the daemon does
 with one about a managed node. The events are tests/fixtures/ec2 (written from AWS's documented
 shapes: none can be recorded here)."""
 
@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from elb.cloud.notices import NoticeError, parse_event
-from elb.config import parse_config
-from elb.daemon import Balancer
-from elb.interfaces import Notice, NoticeKind
-from elb.journal import Journal
-from elb.metrics import BalancerCollector
-from elb.model import NodeState
-from elb.sge.driver import GridEngine
+from elb.clouds.ec2.notices import NoticeError, parse_event
+from elb.core.config import parse_config
+from elb.core.interfaces import Notice, NoticeKind
+from elb.core.model import NodeState
+from elb.schedulers.sge.driver import GridEngine
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
+from elb.service.metrics import BalancerCollector
 from tests.unit.factories import T0, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from elb.demand import JobBinding, Servable, Site, Unservable, place
-from elb.groups import NodeGroup, NodeGroups
-from elb.sge.complexes import parse_complexes
-from elb.sge.parse import parse_qstat, parse_start_times
-from elb.sge.pe import parse_pe
+from elb.core.groups import NodeGroup, NodeGroups
+from elb.schedulers.sge.complexes import parse_complexes
+from elb.schedulers.sge.demand import JobBinding, Servable, Site, Unservable, place
+from elb.schedulers.sge.parse import parse_qstat, parse_start_times
+from elb.schedulers.sge.pe import parse_pe
 
 HANDMADE = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "handmade"
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from elb.config import Config, parse_config
-from elb.daemon import Balancer
-from elb.journal import Journal
-from elb.model import History, NodeState, Plan
-from elb.policy import make_policy
-from elb.sge.driver import GridEngine
-from elb.state import ClusterState
+from elb.core.config import Config, parse_config
+from elb.core.model import History, NodeState, Plan
+from elb.core.policy import make_policy
+from elb.core.state import ClusterState
+from elb.schedulers.sge.driver import GridEngine
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
 from tests.unit.factories import T0, pending
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 

@@ -1,5 +1,5 @@
 """A pass reads the journal's node records once: its read check, its stats row and the planner's
-inputs all read that one read (with what the pass saw applied, ``elb.state.seen``). What only
+inputs all read that one read (with what the pass saw applied, ``elb.core.state.seen``). What only
 scaling reads (the demand, the back-off's events) is gathered only when repairs let it go on."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from elb.config import Config, parse_config
-from elb.daemon import Balancer
-from elb.interfaces import Instance
-from elb.journal import Event, Journal
-from elb.model import History, Node, NodeState, Plan
-from elb.sge.driver import GridEngine
-from elb.state import ClusterState, seen
-from elb.stats import read_rows
+from elb.core.config import Config, parse_config
+from elb.core.interfaces import Instance
+from elb.core.model import Event, History, Node, NodeState, Plan
+from elb.core.state import ClusterState, seen
+from elb.schedulers.sge.driver import GridEngine
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
+from elb.service.stats import read_rows
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from elb.sge.errors import SgeParseError
-from elb.sge.pe import AllocationRule, Spread, parse_allocation_rule, parse_pe
+from elb.schedulers.sge.errors import SgeParseError
+from elb.schedulers.sge.pe import AllocationRule, Spread, parse_allocation_rule, parse_pe
 
 HANDMADE = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "handmade"
 SMP = (HANDMADE / "qconf-sp-smp.txt").read_text()

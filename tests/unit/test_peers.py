@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elb.config import ClusterConfig, PolicyConfig
-from elb.model import History, Node, NodeState
-from elb.policy import POLICIES, make_policy
-from elb.policy.peers import (
+from elb.core.config import ClusterConfig, PolicyConfig
+from elb.core.model import History, Node, NodeState
+from elb.core.policy import POLICIES, make_policy
+from elb.core.policy.peers import (
     Limits,
     ParallelclusterPolicy,
     SlurmPolicy,
@@ -16,7 +16,7 @@ from elb.policy.peers import (
     StarclusterPolicy,
     StaticPolicy,
 )
-from elb.state import join
+from elb.core.state import join
 from tests.unit.factories import T0, host, node, pending, running, snap
 
 LIM = Limits(max_nodes=10, slots_per_node=8)

@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from elb.policy.forecast import Forecast, _capacity, forecast
-from elb.policy.placement import Bin, FreeIndex, Packing, host_order, named, width
-from elb.policy.view import ClusterView, cluster_view
-from elb.state import join
+from elb.core.policy.forecast import Forecast, _capacity, forecast
+from elb.core.policy.placement import Bin, FreeIndex, Packing, host_order, named, width
+from elb.core.policy.view import ClusterView, cluster_view
+from elb.core.state import join
 from tests.unit.factories import T0, host, pending, snap
 
 

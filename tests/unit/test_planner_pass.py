@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from elb.backoff import Backoff, Cause
-from elb.config import Config, parse_config
-from elb.interfaces import Instance
-from elb.model import History, NodeState, Snapshot
-from elb.orders import Orders
-from elb.planner import PassInputs, PassPlan, plan_pass, scale, scaling_waits
-from elb.policy.grouped import policy_for
-from elb.reconcile import RepairKind
-from elb.servable import DemandSplit
+from elb.core.backoff import Backoff, Cause
+from elb.core.config import Config, parse_config
+from elb.core.demand import DemandSplit
+from elb.core.interfaces import Instance
+from elb.core.model import History, NodeState, Snapshot
+from elb.core.orders import Orders
+from elb.core.planner import PassInputs, PassPlan, plan_pass, scale, scaling_waits
+from elb.core.policy.grouped import policy_for
+from elb.core.reconcile import RepairKind
 from tests.unit.factories import T0, host, node, pending, running, snap
 
 

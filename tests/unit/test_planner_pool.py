@@ -1,4 +1,4 @@
-"""The warm pool in the pure pass (``plan_pass`` with ``elb.poolplan``): stops instead of
+"""The warm pool in the pure pass (``plan_pass`` with ``elb.core.poolplan``): stops instead of
 removals, restarts instead of launches, pooled nodes past their limits terminated; each with
 its reason. Values in, values out."""
 
@@ -7,14 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from elb.backoff import Backoff, Cause
-from elb.config import Config, parse_config
-from elb.interfaces import Instance
-from elb.model import History, Node, NodeState, Snapshot
-from elb.orders import Orders
-from elb.planner import PassInputs, PassPlan, plan_pass
-from elb.policy.grouped import policy_for
-from elb.servable import DemandSplit
+from elb.core.backoff import Backoff, Cause
+from elb.core.config import Config, parse_config
+from elb.core.demand import DemandSplit
+from elb.core.interfaces import Instance
+from elb.core.model import History, Node, NodeState, Snapshot
+from elb.core.orders import Orders
+from elb.core.planner import PassInputs, PassPlan, plan_pass
+from elb.core.policy.grouped import policy_for
 from tests.unit.factories import T0, host, node, pending, snap
 
 

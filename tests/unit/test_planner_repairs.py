@@ -4,8 +4,8 @@ them); and how the failed-passes count of each repair moves from pass to pass.""
 
 from __future__ import annotations
 
-from elb.planner import count_repair_failures, repairs_hold_scaling
-from elb.reconcile import Repair, RepairKind
+from elb.core.planner import count_repair_failures, repairs_hold_scaling
+from elb.core.reconcile import Repair, RepairKind
 
 A = Repair(RepairKind.PROVISION, "node001", "never provisioned")
 B = Repair(RepairKind.VANISHED, "node002", "instance gone")

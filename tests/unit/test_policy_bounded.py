@@ -12,17 +12,17 @@ from typing import TypeVar
 
 import pytest
 
-from elb.config import ClusterConfig, PolicyConfig
-from elb.model import History, Job, Node, NodeState, Plan
-from elb.policy import make_policy
-from elb.policy.forecast import forecast
-from elb.policy.peers import Limits, ParallelclusterPolicy, SlurmPolicy, StarclusterPolicy
-from elb.policy.view import cluster_view
-from elb.sge.parse import parse_qstat
+from elb.core.config import ClusterConfig, PolicyConfig
+from elb.core.model import History, Job, Node, NodeState, Plan
+from elb.core.policy import make_policy
+from elb.core.policy.forecast import forecast
+from elb.core.policy.peers import Limits, ParallelclusterPolicy, SlurmPolicy, StarclusterPolicy
+from elb.core.policy.view import cluster_view
+from elb.core.state import join
+from elb.schedulers.sge.parse import parse_qstat
 from elb.simulate.engine import SimSettings, Simulator
 from elb.simulate.runner import prepare
 from elb.simulate.swf import SimJob, Workload
-from elb.state import join
 from tests.unit.factories import T0, host, node, snap
 
 BILLION = 10**9

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from elb.config import ClusterConfig, PolicyConfig
-from elb.model import History, NodeState
-from elb.policy import make_policy
-from elb.policy.default import ElbPolicy
-from elb.state import join
+from elb.core.config import ClusterConfig, PolicyConfig
+from elb.core.model import History, NodeState
+from elb.core.policy import make_policy
+from elb.core.policy.default import ElbPolicy
+from elb.core.state import join
 from tests.unit.factories import T0, host, node, pending, running, snap
 
 MIN = 60.0

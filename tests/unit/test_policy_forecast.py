@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from elb.config import ClusterConfig, PolicyConfig
-from elb.model import History, Job, Node, NodeState
-from elb.policy import make_policy
-from elb.policy.default import ElbPolicy
-from elb.policy.forecast import forecast
-from elb.policy.view import cluster_view
+from elb.core.config import ClusterConfig, PolicyConfig
+from elb.core.model import History, Job, Node, NodeState
+from elb.core.policy import make_policy
+from elb.core.policy.default import ElbPolicy
+from elb.core.policy.forecast import forecast
+from elb.core.policy.view import cluster_view
+from elb.core.state import join
 from elb.simulate.engine import SimSettings, Simulator
 from elb.simulate.swf import SimJob
-from elb.state import join
 from tests.unit.factories import T0, host, node, pending, snap
 
 MIN = 60.0

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from elb.config import Config, parse_config
-from elb.daemon import Balancer
-from elb.interfaces import NodeSpec
-from elb.journal import Journal
-from elb.model import History, Job, NodeState
-from elb.policy.grouped import GroupedPolicy, policy_for
+from elb.core.config import Config, parse_config
+from elb.core.interfaces import NodeSpec
+from elb.core.model import History, Job, NodeState
+from elb.core.policy.grouped import GroupedPolicy, policy_for
+from elb.core.state import join
 from elb.provision.ansible import AnsibleProvisioner
 from elb.provision.inventory import Connection, InventoryError, build_inventory
-from elb.sge.driver import GridEngine
-from elb.state import join
+from elb.schedulers.sge.driver import GridEngine
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
 from tests.unit.factories import T0, host, node, pending, running, snap
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 

@@ -1,5 +1,5 @@
 """Policies keep no memory at module level: what a policy object remembers of the last cluster
-state it saw is its own (``elb.policy.view.ViewCache``), so two policies, two replays or a
+state it saw is its own (``elb.core.policy.view.ViewCache``), so two policies, two replays or a
 replay and the daemon never see each other's state."""
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import elb.policy
-from elb.config import ClusterConfig, PolicyConfig
-from elb.model import History, Job
-from elb.policy import POLICIES, make_policy
-from elb.policy.view import ViewCache, cluster_view
-from elb.state import join
+import elb.core.policy
+from elb.core.config import ClusterConfig, PolicyConfig
+from elb.core.model import History, Job
+from elb.core.policy import POLICIES, make_policy
+from elb.core.policy.view import ViewCache, cluster_view
+from elb.core.state import join
 from tests.unit.factories import T0, host, node, pending, snap
 
-MODULES = sorted(m.name for m in pkgutil.iter_modules(elb.policy.__path__, "elb.policy."))
+MODULES = sorted(m.name for m in pkgutil.iter_modules(elb.core.policy.__path__, "elb.core.policy."))
 
 
 @pytest.mark.parametrize("name", MODULES)

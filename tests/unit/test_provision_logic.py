@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from elb.interfaces import NodeSpec, Outcome
+from elb.core.interfaces import NodeSpec, Outcome
 from elb.provision import proctree
 from elb.provision.ansible import scrub_env
 from elb.provision.inventory import Connection, InventoryError, build_inventory, check_extra_vars, hosts_of

@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 import ansible_runner.runner
 import pytest
 
-from elb.config import ClusterConfig, ProvisionConfig
-from elb.interfaces import NodeSpec, Outcome
+from elb.core.config import ClusterConfig, ProvisionConfig
+from elb.core.interfaces import NodeSpec, Outcome
 from elb.provision import AnsibleProvisioner, ProvisionError
 from elb.provision.ansible import scrub_artifacts
 from elb.provision.hostkeys import HostKeys

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from elb.interfaces import Instance
-from elb.model import Host, Node, NodeState, QueueInstance, Snapshot
-from elb.reconcile import Repair, RepairKind, plan_repairs
+from elb.core.interfaces import Instance
+from elb.core.model import Host, Node, NodeState, QueueInstance, Snapshot
+from elb.core.reconcile import Repair, RepairKind, plan_repairs
 from tests.unit.factories import T0, host, running, snap
 
 BOOT = 600.0

@@ -1,5 +1,5 @@
 """Reconcile reads the joined cluster state: on generated clusters, each repair it plans agrees
-with the managed node's predicates (``elb.state.ManagedNode``), so a fact of a node (busy, lost
+with the managed node's predicates (``elb.core.state.ManagedNode``), so a fact of a node (busy, lost
 for, its instance gone) is never decided one way by reconcile and another by the state."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elb.interfaces import Instance
-from elb.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
-from elb.reconcile import RepairKind, plan_repairs
-from elb.state import join
+from elb.core.interfaces import Instance
+from elb.core.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
+from elb.core.reconcile import RepairKind, plan_repairs
+from elb.core.state import join
 from tests.unit.factories import T0, running
 
 TIMEOUT = 600.0

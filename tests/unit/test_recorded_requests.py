@@ -1,6 +1,6 @@
 """The demand model on output recorded from the test cluster (SGE 8.1.9): one waiting job per kind
 of request (``tests/fixtures/sge/recorded/groups-waiting.*``, made by
-``elb.testcluster.record_requests``), the site's ``qconf -sc`` with a ``bigmem`` consumable, and
+``elbdev.testcluster.record_requests``), the site's ``qconf -sc`` with a ``bigmem`` consumable, and
 the recorded PEs ``smp`` ($pe_slots) and ``mpi`` ($fill_up), against two node groups."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from elb.demand import JobBinding, NotYet, Servable, Unservable, place
-from elb.groups import NodeGroup, NodeGroups
-from elb.model import Job, Snapshot
-from elb.servable import split_demand
-from elb.sge.parse import parse_qstat, parse_start_times
-from elb.sge.site import Site, build_site
+from elb.core.groups import NodeGroup, NodeGroups
+from elb.core.model import Job, Snapshot
+from elb.schedulers.sge.demand import JobBinding, NotYet, Servable, Unservable, place
+from elb.schedulers.sge.parse import parse_qstat, parse_start_times
+from elb.schedulers.sge.servable import split_demand
+from elb.schedulers.sge.site import Site, build_site
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "recorded"
 GROUPS = NodeGroups(

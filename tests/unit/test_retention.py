@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from elb.config import RetentionConfig
-from elb.retention import DAY, MB, ArtifactRun, artifacts_to_delete, prune_artifacts
+from elb.core.config import RetentionConfig
+from elb.provision.retention import DAY, MB, ArtifactRun, artifacts_to_delete, prune_artifacts
 
 NOW = 100 * DAY
 KEEP = RetentionConfig(artifacts_days=14, artifacts_mb=500, failed_factor=4)

@@ -8,11 +8,11 @@ import sys
 import time
 from pathlib import Path
 
-from elb.config import parse_config
-from elb.daemon import Balancer
-from elb.journal import Journal
+from elb.core.config import parse_config
 from elb.provision.proctree import RunRecords, descendants, start_time
-from elb.sge.driver import GridEngine
+from elb.schedulers.sge.driver import GridEngine
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
 from tests.unit.factories import T0
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from elb import logs
-from elb.assets import systemd_unit
-from elb.cli import main
-from elb.sdnotify import Notifier
-from elb.service import elb_command, render_unit
+from elb.cli.main import main
+from elb.cli.systemd import elb_command, render_unit
+from elb.core.assets import systemd_unit
+from elb.service import logs
+from elb.service.sdnotify import Notifier
 
 SECURITY_TARGET = 4.0  # systemd-analyze security exposure, lower is safer
 
@@ -219,8 +219,8 @@ def test_run_forever_tells_systemd_ready_alive_and_stopping(tmp_path: Path, monk
     import threading
     from types import SimpleNamespace
 
-    from elb.daemon import run_forever
-    from elb.executor import Executor
+    from elb.service.daemon import run_forever
+    from elb.service.executor import Executor
 
     sock, path = _listener(tmp_path)
     monkeypatch.setenv("NOTIFY_SOCKET", path)

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from elb.config import SgeConfig
-from elb.sge.commands import QHOST_ARGS, QSTAT_ARGS, Rescheduled, SgeCommands, run_command
-from elb.sge.errors import SgeError, SgeParseError, SgeTimeoutError
+from elb.core.config import SgeConfig
+from elb.schedulers.sge.commands import QHOST_ARGS, QSTAT_ARGS, Rescheduled, SgeCommands, run_command
+from elb.schedulers.sge.errors import SgeError, SgeParseError, SgeTimeoutError
 
 HANDMADE = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "handmade"
 

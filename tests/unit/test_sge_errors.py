@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from elb.sge.errors import SgeError, hint
+from elb.schedulers.sge.errors import SgeError, hint
 
 
 @pytest.mark.parametrize(

@@ -22,10 +22,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elb.sge.commands import SgeCommands
-from elb.sge.complexes import parse_memory, parse_number
-from elb.sge.errors import SgeError, SgeParseError
-from elb.sge.parse import (
+from elb.schedulers.sge.commands import SgeCommands
+from elb.schedulers.sge.complexes import parse_memory, parse_number
+from elb.schedulers.sge.errors import SgeError, SgeParseError
+from elb.schedulers.sge.parse import (
     _DECIMAL,
     check_agree,
     count_tasks,
@@ -171,7 +171,7 @@ def test_value_parsers_take_ascii_digits_only(digit: str) -> None:
         parse_timestamp(f"202{digit}-11-22T05:00:00")
     with pytest.raises(ValueError):
         parse_memory(f"{digit}G")
-    from elb.sge.complexes import ComplexType
+    from elb.schedulers.sge.complexes import ComplexType
 
     for kind in (ComplexType.INT, ComplexType.DOUBLE, ComplexType.MEMORY, ComplexType.TIME):
         with pytest.raises(ValueError):
@@ -191,7 +191,7 @@ def test_start_times_in_other_digits_are_refused() -> None:
 
 
 def test_qmod_answers_in_other_digits_are_refused() -> None:
-    from elb.sge.commands import CommandResult
+    from elb.schedulers.sge.commands import CommandResult
 
     def runner(argv: object, *, timeout: float, env: object) -> CommandResult:
         del timeout, env

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elb.model import Host, Job, QueueInstance
-from elb.sge.errors import SgeParseError
-from elb.sge.parse import (
+from elb.core.model import Host, Job, QueueInstance
+from elb.schedulers.sge.errors import SgeParseError
+from elb.schedulers.sge.parse import (
     QstatResult,
     check_agree,
     count_tasks,
@@ -608,7 +608,7 @@ def test_garbage_collection_is_back_on_after_parsing() -> None:
 )
 def test_cached_conversion_matches_the_zone_database(moment: datetime, zone: str) -> None:
     """The hot path converts once per hour and adds minutes and seconds: same answer as tzdata."""
-    from elb.sge.parse import _local_seconds
+    from elb.schedulers.sge.parse import _local_seconds
 
     moment = moment.replace(microsecond=0)
     aware = moment.replace(tzinfo=ZoneInfo(zone))
@@ -646,7 +646,7 @@ def test_cached_conversion_matches_the_zone_database(moment: datetime, zone: str
     ],
 )
 def test_cached_conversion_around_clock_changes(monkeypatch: pytest.MonkeyPatch, zone: str, stamps: list[str]) -> None:
-    from elb.sge.parse import _local_seconds
+    from elb.schedulers.sge.parse import _local_seconds
 
     monkeypatch.setenv("TZ", zone)
     time.tzset()

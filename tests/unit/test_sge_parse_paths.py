@@ -23,9 +23,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from elb.model import Job
-from elb.sge.errors import SgeParseError
-from elb.sge.parse import (
+from elb.core.model import Job
+from elb.schedulers.sge.errors import SgeParseError
+from elb.schedulers.sge.parse import (
     _FAST_JOBS,
     QstatMemo,
     QstatResult,

@@ -1,4 +1,4 @@
-"""The rule that refuses hollow or partial reads of SGE (elb.sge.readcheck), on recorded output.
+"""The rule that refuses hollow or partial reads of SGE (elb.schedulers.sge.readcheck), on recorded output.
 
 The reads are real SGE 8.1.9 output (tests/fixtures/sge/recorded/): ``busy-2-nodes`` (node001 and
 node002 running jobs 3-7), ``idle-2-nodes`` (both up, nothing running), ``node-died`` (node002's
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from elb.model import Job, NodeState, Snapshot
-from elb.sge.parse import parse_snapshot
-from elb.sge.readcheck import KnownHosts, Need, ReadVerdict, check_read, expected_hosts, running_jobs
+from elb.core.model import Job, NodeState, Snapshot
+from elb.schedulers.sge.parse import parse_snapshot
+from elb.schedulers.sge.readcheck import KnownHosts, Need, ReadVerdict, check_read, expected_hosts, running_jobs
 from tests.unit.factories import T0, node
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "recorded"

@@ -1,6 +1,6 @@
 """The parsers on XML recorded from the real test cluster (Debian gridengine 8.1.9).
 
-The recordings (tests/fixtures/sge/recorded/, made by ``python -m elb.testcluster.record``) come
+The recordings (tests/fixtures/sge/recorded/, made by ``python -m elbdev.testcluster.record``) come
 in scenarios, each saved as ``<scenario>.qstat-f.xml`` (``qstat -u '*' -xml -r -f``, what elb
 runs), ``<scenario>.qhost.xml`` (``qhost -xml -q -j``) and for some ``<scenario>.qstat.xml``
 (without ``-f``) and ``<scenario>.qstat-f-pri-urg.xml`` (with ``-pri -urg``). Every file must
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from elb.model import Job, Snapshot
-from elb.sge.parse import QstatResult, parse_qhost, parse_qstat, parse_snapshot
+from elb.core.model import Job, Snapshot
+from elb.schedulers.sge.parse import QstatResult, parse_qhost, parse_qstat, parse_snapshot
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "recorded"
 FILES = sorted(RECORDED.glob("*.xml"))

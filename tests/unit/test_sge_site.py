@@ -1,4 +1,4 @@
-"""The site's configuration as ``qconf`` prints it (``elb.sge.site``), and the hard queue list
+"""The site's configuration as ``qconf`` prints it (``elb.schedulers.sge.site``), and the hard queue list
 of a waiting job as ``qstat -xml -r`` prints it."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from elb.sge.errors import SgeParseError
-from elb.sge.parse import parse_jobs
-from elb.sge.site import build_site, parse_complex_values, parse_names
+from elb.schedulers.sge.errors import SgeParseError
+from elb.schedulers.sge.parse import parse_jobs
+from elb.schedulers.sge.site import build_site, parse_complex_values, parse_names
 
 HERE = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "handmade"
 
@@ -102,7 +102,7 @@ def test_the_recorded_site_of_the_test_cluster() -> None:
 
 
 def test_start_times_recorded_from_qstat_j() -> None:
-    from elb.sge.parse import parse_start_times
+    from elb.schedulers.sge.parse import parse_start_times
 
     # job 1: qsub -a 202712011200 (the test cluster's clock is UTC); job 3: no -a
     times = parse_start_times((RECORDED / "qstat-j-execution-time.djob.txt").read_bytes())
@@ -110,7 +110,7 @@ def test_start_times_recorded_from_qstat_j() -> None:
 
 
 def test_start_times_refuse_a_bad_answer() -> None:
-    from elb.sge.parse import parse_start_times
+    from elb.schedulers.sge.parse import parse_start_times
 
     with pytest.raises(SgeParseError, match="root element"):
         parse_start_times(b"<job_info/>")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from elb.cli import main
-from elb.model import History, Job, NodeState, Plan
-from elb.policy.peers import (
+from elb.cli.main import main
+from elb.core.model import History, Job, NodeState, Plan
+from elb.core.policy.peers import (
     Limits,
     ParallelclusterPolicy,
     SlurmPolicy,
@@ -21,12 +21,12 @@ from elb.policy.peers import (
     StaticParams,
     StaticPolicy,
 )
-from elb.policy.placement import host_order
+from elb.core.policy.placement import host_order
+from elb.core.state import ClusterState
 from elb.simulate.engine import NodeLife, SimSettings, Simulator, _Waiting
 from elb.simulate.report import billed_seconds, floors, percentile
 from elb.simulate.runner import SimError, build_policy, prepare, replay, with_param
 from elb.simulate.swf import SimJob, SwfError, Workload, parse_text, read_swf
-from elb.state import ClusterState
 
 
 def swf_line(job_id: int, submit: float, run: float, procs: int, req_procs: int = -1, req_time: float = -1) -> str:
@@ -442,10 +442,10 @@ def test_the_replays_index_is_what_a_scan_of_the_joined_state_finds() -> None:
     decision the planner's whole plan on it equals the plan on the same state found by a scan,
     and the index's suspects, pooled records and instances are the scan's (a warm pool, so that
     nodes stop and start again)."""
-    from elb.groups import NodeGroups
-    from elb.planner import plan_pass
+    from elb.core.groups import NodeGroups
+    from elb.core.planner import plan_pass
+    from elb.core.warmpool import WarmPool
     from elb.simulate.groups import one_group
-    from elb.warmpool import WarmPool
 
     rng = random.Random(5)
     jobs = [SimJob(i, i * 90, rng.choice([100, 700, 2000]), rng.choice([1, 3, 8, 12])) for i in range(1, 150)]
@@ -463,7 +463,7 @@ def test_the_replays_index_is_what_a_scan_of_the_joined_state_finds() -> None:
         assert indexed is not None and indexed.index is not None
         scanned_instances = tuple(sim._instance_values.values())
         scan = dataclasses.replace(indexed, index=None, instances=scanned_instances)
-        from elb.planner import cluster_state
+        from elb.core.planner import cluster_state
 
         a, b = cluster_state(indexed, now), cluster_state(scan, now)
         assert sorted(m.name for m in a.suspects) == sorted(m.name for m in b.suspects)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from elb.cli import main
-from elb.policy.grouped import GroupedPolicy
+from elb.cli.main import main
+from elb.core.policy.grouped import GroupedPolicy
 from elb.simulate.engine import SimSettings
 from elb.simulate.groups import SimGroupsError, assign, footprint, job_value, load_groups
 from elb.simulate.runner import build_policy, prepare, replay

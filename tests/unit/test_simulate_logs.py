@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from elb.policy.base import Policy
+from elb.core.policy.base import Policy
 from elb.simulate.engine import NodeLife, QuietHint, SimOutcome, SimSettings
 from elb.simulate.report import Metrics
 from elb.simulate.runner import Prepared, build_policy, prepare, replay

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from elb.model import History, Plan
+from elb.core.model import History, Plan
+from elb.core.state import ClusterState
 from elb.simulate import runner
 from elb.simulate.engine import SimOutcome, SimSettings, Simulator, _Node, _Waiting
 from elb.simulate.groups import SimGroups, load_groups
 from elb.simulate.runner import Prepared, build_policy, prepare, replay
 from elb.simulate.swf import SimJob, Workload, read_swf
 from elb.simulate.waiting import WaitingJobs
-from elb.state import ClusterState
 from tests.unit.test_simulate_groups import GB, GROUPS
 from tests.unit.test_simulate_logs import KTH, POLICIES, needs_logs
 from tests.unit.test_tally import synthetic_jobs

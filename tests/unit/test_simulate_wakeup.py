@@ -15,9 +15,9 @@ from collections.abc import Callable
 
 import pytest
 
-from elb.config import ClusterConfig, PolicyConfig
-from elb.policy import make_policy
-from elb.policy.base import Policy
+from elb.core.config import ClusterConfig, PolicyConfig
+from elb.core.policy import make_policy
+from elb.core.policy.base import Policy
 from elb.simulate.engine import QuietHint, SimOutcome, SimSettings, Simulator
 from elb.simulate.report import Billing
 from elb.simulate.runner import build_policy, with_param

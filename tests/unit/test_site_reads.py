@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from elb.config import SgeConfig, parse_config
-from elb.daemon import Balancer
-from elb.journal import Journal
-from elb.servable import SITE_TTL, SiteCache
-from elb.sge.commands import MAX_PES, CommandResult, Runner, SgeCommands
-from elb.sge.driver import GridEngine
-from elb.sge.errors import SgeError
-from elb.sge.site import Site
+from elb.core.config import SgeConfig, parse_config
+from elb.schedulers.sge.commands import MAX_PES, CommandResult, Runner, SgeCommands
+from elb.schedulers.sge.driver import GridEngine
+from elb.schedulers.sge.errors import SgeError
+from elb.schedulers.sge.servable import SITE_TTL, SiteCache
+from elb.schedulers.sge.site import Site
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
 from tests.unit.factories import T0, pending
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge, default_site
 

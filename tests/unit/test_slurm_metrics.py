@@ -13,16 +13,17 @@ from pathlib import Path
 import pytest
 from prometheus_client import generate_latest
 
-from elb import commands, factory
-from elb.cli import main
-from elb.config import Config, parse_config
-from elb.daemon import Balancer
-from elb.exitcodes import Exit
-from elb.journal import Journal
-from elb.metrics import metrics_registry
-from elb.slurm.driver import Slurm
-from elb.slurm.parse import SlurmJob
-from elb.slurm.requests import RequestKind, write
+from elb.cli import commands
+from elb.cli.main import main
+from elb.core.config import Config, parse_config
+from elb.core.exitcodes import Exit
+from elb.schedulers.slurm.driver import Slurm
+from elb.schedulers.slurm.parse import SlurmJob
+from elb.schedulers.slurm.requests import RequestKind, write
+from elb.service import factory
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
+from elb.service.metrics import metrics_registry
 from tests.unit.slurm_fakes import NOW, FakeSlurm
 from tests.unit.test_slurm_pass import Cloud, Playbooks
 
@@ -166,7 +167,7 @@ def test_failed_bring_ups_back_off_and_the_held_launches_are_counted(tmp_path: P
 
 
 def test_a_failed_slurm_pass_is_counted_and_keeps_the_last_good_time(tmp_path: Path) -> None:
-    from elb.slurm.commands import SlurmError, SlurmRead
+    from elb.schedulers.slurm.commands import SlurmError, SlurmRead
 
     cfg = slurm_cfg(tmp_path)
     clock = [NOW]

@@ -1,4 +1,4 @@
-"""elb.slurm.parse on output recorded from Slurm 22.05's real daemons
+"""elb.schedulers.slurm.parse on output recorded from Slurm 22.05's real daemons
 (tests/fixtures/slurm/recorded/README.md says how), and on broken output."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from elb.sge.parse import parse_timestamp
-from elb.slurm.parse import (
+from elb.schedulers.sge.parse import parse_timestamp
+from elb.schedulers.slurm.parse import (
     SlurmParseError,
     by_name,
     compress,

@@ -1,4 +1,4 @@
-"""elb's one pass with ``scheduler: slurm``: the Slurm driver (``elb.slurm.driver``) under the
+"""elb's one pass with ``scheduler: slurm``: the Slurm driver (``elb.schedulers.slurm.driver``) under the
 same planner and actuator as Grid Engine, with a stand-in for Slurm's commands
 (tests/unit/slurm_fakes.py), the cloud and the playbooks. What it asks of each, in which order,
 and what it journals. The real slurmctld, cloud and playbooks run in tests/cluster and
@@ -16,16 +16,16 @@ from typing import Any
 
 import pytest
 
-from elb.cli import main
-from elb.config import Config, parse_config
-from elb.daemon import Balancer
-from elb.exitcodes import Exit
-from elb.interfaces import HostResult, Instance, LaunchResult, NodeSpec, Notice, NoticeKind, Outcome
-from elb.journal import Journal
-from elb.model import NodeState
-from elb.scheduler import AskKind
-from elb.slurm.driver import Slurm, slurm_reason
-from elb.slurm.requests import RequestKind, write
+from elb.cli.main import main
+from elb.core.config import Config, parse_config
+from elb.core.exitcodes import Exit
+from elb.core.interfaces import HostResult, Instance, LaunchResult, NodeSpec, Notice, NoticeKind, Outcome
+from elb.core.model import NodeState
+from elb.core.scheduler import AskKind
+from elb.schedulers.slurm.driver import Slurm, slurm_reason
+from elb.schedulers.slurm.requests import RequestKind, write
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
 from tests.clock import Clock
 from tests.unit.slurm_fakes import NOW, FakeSlurm, sjob
 
@@ -400,7 +400,7 @@ def test_a_slow_scontrol_holds_neither_the_passes_nor_sends_a_give_back_twice(tm
     and plan no second give-back of the node while the first is under way."""
     import threading
 
-    from elb.executor import Executor
+    from elb.service.executor import Executor
 
     r = rig(tmp_path, policy={"max_nodes": 1})
     r.bal.executor = Executor()

@@ -1,25 +1,25 @@
 """Slurm's asks as the one planner plans them, on values: the driver's read of the asks
-(``elb.slurm.driver.asks_now``), their actions (``elb.askplan.plan_asks``) and the whole pass
-(``elb.planner.plan_pass``) with a scheduler that names its nodes."""
+(``elb.schedulers.slurm.driver.asks_now``), their actions (``elb.core.askplan.plan_asks``) and the whole pass
+(``elb.core.planner.plan_pass``) with a scheduler that names its nodes."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from elb.askplan import plan_asks, release_retry_at
-from elb.backoff import Backoff, Cause
-from elb.config import Config, parse_config
-from elb.interfaces import Instance
-from elb.model import History, Node, NodeState, Plan, Removal
-from elb.orders import Orders
-from elb.planner import PassInputs, plan_pass
-from elb.scheduler import Ask, AskKind
-from elb.servable import DemandSplit
-from elb.slurm.commands import SlurmRead
-from elb.slurm.driver import asks_now
-from elb.slurm.parse import SlurmNode
-from elb.slurm.view import array_tasks, snapshot
-from elb.state import ClusterState
+from elb.core.askplan import plan_asks, release_retry_at
+from elb.core.backoff import Backoff, Cause
+from elb.core.config import Config, parse_config
+from elb.core.demand import DemandSplit
+from elb.core.interfaces import Instance
+from elb.core.model import History, Node, NodeState, Plan, Removal
+from elb.core.orders import Orders
+from elb.core.planner import PassInputs, plan_pass
+from elb.core.scheduler import Ask, AskKind
+from elb.core.state import ClusterState
+from elb.schedulers.slurm.commands import SlurmRead
+from elb.schedulers.slurm.driver import asks_now
+from elb.schedulers.slurm.parse import SlurmNode
+from elb.schedulers.slurm.view import array_tasks, snapshot
 from tests.unit.slurm_fakes import NOW, sjob, snode
 
 

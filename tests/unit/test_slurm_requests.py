@@ -13,13 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from elb.cli import main
-from elb.config import parse_config
-from elb.journal import Journal
-from elb.scheduler import AskKind
-from elb.slurm.driver import Slurm
-from elb.slurm.programs import RESUME_FILE, resume, run
-from elb.slurm.requests import (
+from elb.cli.main import main
+from elb.core.config import parse_config
+from elb.core.scheduler import AskKind
+from elb.schedulers.slurm.driver import Slurm
+from elb.schedulers.slurm.programs import RESUME_FILE, resume, run
+from elb.schedulers.slurm.requests import (
     ENV_DIR,
     RequestError,
     RequestKind,
@@ -30,6 +29,7 @@ from elb.slurm.requests import (
     touch_heartbeat,
     write,
 )
+from elb.service.journal import Journal
 from tests.unit.factories import T0
 from tests.unit.slurm_fakes import FakeSlurm
 
@@ -100,7 +100,7 @@ def test_elb_slurm_resume_on_the_command_line(tmp_path: Path, capsys: pytest.Cap
 def test_the_installed_program_reads_its_directory_from_the_environment(tmp_path: Path) -> None:
     # as slurmctld runs it: one hostlist argument, no option, the directory from its environment
     env = {**os.environ, ENV_DIR: str(tmp_path)}
-    code = "import sys; from elb.slurm.programs import resume; sys.exit(resume())"
+    code = "import sys; from elb.schedulers.slurm.programs import resume; sys.exit(resume())"
     proc = subprocess.run(
         [sys.executable, "-c", code, "node[010-011]"], env=env, capture_output=True, text=True, timeout=60, check=False
     )

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from elb import factory
-from elb.cli import main
-from elb.config import load_config
-from elb.daemon import Balancer
-from elb.exitcodes import Exit
-from elb.groups import NodeGroup, NodeGroups
-from elb.journal import Journal
-from elb.metrics import BalancerCollector
-from elb.model import Node, NodeState
-from elb.sge.driver import GridEngine
-from elb.spend import billed_seconds, spend_by_group
+from elb.cli.main import main
+from elb.core.config import load_config
+from elb.core.exitcodes import Exit
+from elb.core.groups import NodeGroup, NodeGroups
+from elb.core.model import Node, NodeState
+from elb.core.spend import billed_seconds, spend_by_group
+from elb.schedulers.sge.driver import GridEngine
+from elb.service import factory
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
+from elb.service.metrics import BalancerCollector
 from tests.unit.factories import T0
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from elb.interfaces import Instance
-from elb.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
-from elb.state import InstanceState, instance_state, join, started_host, started_on
+from elb.core.interfaces import Instance
+from elb.core.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
+from elb.core.state import InstanceState, instance_state, join, started_host, started_on
 from tests.unit.factories import T0, running
 
 

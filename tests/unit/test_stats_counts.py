@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from elb.config import load_config
-from elb.daemon import Balancer
-from elb.journal import Journal
-from elb.sge.driver import GridEngine
-from elb.stats import held_and_error, read_rows
+from elb.core.config import load_config
+from elb.schedulers.sge.driver import GridEngine
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
+from elb.service.stats import held_and_error, read_rows
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from elb.cli import main
-from elb.durations import argument as duration
-from elb.exitcodes import Exit
-from elb.stats import StatsRow, append_row, read_all, read_rows, resample, rotated, time_span, window_start
+from elb.cli.main import main
+from elb.core.durations import argument as duration
+from elb.core.exitcodes import Exit
+from elb.service.stats import StatsRow, append_row, read_all, read_rows, resample, rotated, time_span, window_start
 
 
 def row(t: float, **kw: object) -> StatsRow:

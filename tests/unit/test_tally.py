@@ -16,15 +16,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elb.config import ClusterConfig, PolicyConfig
-from elb.model import History, Host, Job, Node, NodeState, Plan, Snapshot
-from elb.policy.default import ElbPolicy
-from elb.policy.peers import Limits, SlurmPolicy, StarclusterPolicy
-from elb.policy.tally import Revised, WorkerTally
+from elb.core.config import ClusterConfig, PolicyConfig
+from elb.core.model import History, Host, Job, Node, NodeState, Plan, Snapshot
+from elb.core.policy.default import ElbPolicy
+from elb.core.policy.peers import Limits, SlurmPolicy, StarclusterPolicy
+from elb.core.policy.tally import Revised, WorkerTally
+from elb.core.state import ClusterState, join
 from elb.simulate.engine import SimSettings, Simulator
 from elb.simulate.runner import prepare, replay
 from elb.simulate.swf import SimJob, Workload, read_swf
-from elb.state import ClusterState, join
 from tests.unit.factories import T0, host, node, pending, running
 from tests.unit.test_simulate_logs import KTH, needs_logs
 

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from elb import migrations
-from elb.config import Config, parse_config
-from elb.daemon import Balancer
-from elb.journal import Journal
-from elb.metrics import PassMetrics
-from elb.model import NodeState
-from elb.sge.driver import GridEngine
-from elb.timeline import DAY, DURATION_NAMES, Step, Timeline, summarize, timeline_of
+from elb.core.config import Config, parse_config
+from elb.core.model import NodeState
+from elb.core.timeline import DAY, DURATION_NAMES, Step, Timeline, summarize, timeline_of
+from elb.schedulers.sge.driver import GridEngine
+from elb.service import migrations
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
+from elb.service.metrics import PassMetrics
 from tests.unit.factories import T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
@@ -295,8 +295,8 @@ def test_a_pass_records_the_launch_steps_and_later_passes_what_sge_shows(cfg: Co
 def test_an_instance_without_an_address_is_not_running_yet(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from elb.actuator import Actuator, Outcomes
-    from elb.interfaces import LaunchResult
+    from elb.core.interfaces import LaunchResult
+    from elb.service.actuator import Actuator, Outcomes
 
     class NoAddress(FakeCloud):
         def launch(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> LaunchResult:
@@ -316,7 +316,7 @@ def test_an_instance_without_an_address_is_not_running_yet(tmp_path: Path) -> No
 
 
 def test_the_metrics_registry_feeds_the_step_histogram_from_the_journal(cfg: Config) -> None:
-    from elb.metrics import metrics_registry
+    from elb.service.metrics import metrics_registry
 
     sge = FakeSge(T0, jobs=[pending(1, 20 * 60, slots=1, tasks=4)])
     journal = Journal(cfg.journal_path)
@@ -350,8 +350,8 @@ STATE_AT = {  # the node's state as the actuator records each of its steps
 def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A config and a journal: node001 booted and ran a job, node002 is provisioning, node003
     was launched two days ago and is gone, node004 launched an hour ago and failed."""
-    from elb import factory
-    from elb.config import load_config
+    from elb.core.config import load_config
+    from elb.service import factory
 
     path = tmp_path / "elb.yml"
     path.write_text(f"state_dir: {tmp_path / 'state'}\npolicy: {{max_nodes: 4, slots_per_node: 8}}\n")
@@ -381,8 +381,8 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_nodes_shows_the_seconds_of_each_boot_step(cli: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from elb.cli import main
-    from elb.exitcodes import Exit
+    from elb.cli.main import main
+    from elb.core.exitcodes import Exit
 
     assert main(["nodes", "-c", str(cli)]) == Exit.OK
     out = capsys.readouterr().out.splitlines()
@@ -400,8 +400,8 @@ def test_nodes_shows_the_seconds_of_each_boot_step(cli: Path, capsys: pytest.Cap
 def test_nodes_json_carries_the_boot_steps(cli: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    from elb.cli import main
-    from elb.exitcodes import Exit
+    from elb.cli.main import main
+    from elb.core.exitcodes import Exit
 
     assert main(["nodes", "-c", str(cli), "--json"]) == Exit.OK
     by_name = {n["name"]: n for n in json.loads(capsys.readouterr().out)["nodes"]}
@@ -420,8 +420,8 @@ def test_nodes_json_carries_the_boot_steps(cli: Path, capsys: pytest.CaptureFixt
 def test_status_sums_up_the_boot_steps_of_the_last_day(cli: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    from elb.cli import main
-    from elb.exitcodes import Exit
+    from elb.cli.main import main
+    from elb.core.exitcodes import Exit
 
     assert main(["status", "-c", str(cli)]) == Exit.OK
     out = capsys.readouterr().out
@@ -438,7 +438,7 @@ def test_status_sums_up_the_boot_steps_of_the_last_day(cli: Path, capsys: pytest
 
 
 def test_status_without_a_recent_launch_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from elb.cli import main
+    from elb.cli.main import main
 
     path = tmp_path / "elb.yml"
     path.write_text(f"state_dir: {tmp_path / 'state'}\ncloud: {{provider: local}}\n")

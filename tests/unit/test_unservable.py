@@ -1,4 +1,4 @@
-"""Waiting jobs no node elb launches could ever run are never demand (``elb.servable``).
+"""Waiting jobs no node elb launches could ever run are never demand (``elb.schedulers.sge.servable``).
 
 Each job below made elb launch nodes and keep them idle before waiting jobs were matched against
 what a new node offers: a queue its nodes do not join, a host that is not one of them, a
@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from elb.config import Config, parse_config
-from elb.daemon import Balancer
-from elb.journal import Journal
-from elb.metrics import BalancerCollector
-from elb.model import Job
-from elb.servable import node_groups, split_demand
-from elb.sge.commands import SgeCommands
-from elb.sge.driver import GridEngine
+from elb.core.config import Config, parse_config
+from elb.core.model import Job
+from elb.schedulers.sge.commands import SgeCommands
+from elb.schedulers.sge.driver import GridEngine
+from elb.schedulers.sge.servable import node_groups, split_demand
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
+from elb.service.metrics import BalancerCollector
 from tests.unit.factories import T0, pending
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge, default_site
 
@@ -140,7 +140,7 @@ def test_the_real_client_reads_the_site_with_four_qconf_calls(tmp_path: Path) ->
     calls: list[tuple[str, ...]] = []
 
     def runner(argv: object, *, timeout: float, env: object) -> object:
-        from elb.sge.commands import CommandResult
+        from elb.schedulers.sge.commands import CommandResult
 
         args = tuple(argv)[1:]  # type: ignore[call-overload]
         calls.append(args)
@@ -151,7 +151,7 @@ def test_the_real_client_reads_the_site_with_four_qconf_calls(tmp_path: Path) ->
     exe = bin_dir / "qconf"
     exe.write_text("#!/bin/sh\n")
     exe.chmod(0o755)
-    from elb.config import SgeConfig
+    from elb.core.config import SgeConfig
 
     sge = SgeCommands(SgeConfig(bin_dir=bin_dir), runner=runner)  # type: ignore[arg-type]
     site = sge.read_site()
@@ -164,8 +164,8 @@ def test_the_real_client_reads_the_site_with_four_qconf_calls(tmp_path: Path) ->
 def test_dry_run_status_and_jobs_name_each_job_that_is_not_demand(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from elb import factory
-    from elb.cli import main
+    from elb.cli.main import main
+    from elb.service import factory
 
     sge = FakeSge(T0, jobs=[*UNSERVABLE[:2], pending(20, LONG)], complexes="qconf-sc-site.txt")
     monkeypatch.setattr(factory, "make_scheduler", lambda cfg, journal: GridEngine(cfg, sge))
@@ -209,7 +209,7 @@ def test_a_job_held_by_qsub_a_is_not_demand_before_its_start_time(cfg: Config) -
 
 
 def test_start_times_are_read_a_bounded_number_per_pass_and_remembered() -> None:
-    from elb.starttimes import StartTimes
+    from elb.schedulers.sge.starttimes import StartTimes
 
     sge = FakeSge(T0, starts={3: T0 + 60})
     jobs = [pending(n, 1000 - n) for n in range(1, 121)]
@@ -225,7 +225,7 @@ def test_start_times_are_read_a_bounded_number_per_pass_and_remembered() -> None
 
 
 def test_unreadable_start_times_count_as_demand_and_are_asked_again(cfg: Config) -> None:
-    from elb.starttimes import StartTimes
+    from elb.schedulers.sge.starttimes import StartTimes
 
     class Failing(FakeSge):
         def start_times(self, job_ids: object) -> dict[int, float | None]:
@@ -242,8 +242,8 @@ def test_dry_run_json_is_the_plan_as_data(
 ) -> None:
     import json
 
-    from elb import factory
-    from elb.cli import main
+    from elb.cli.main import main
+    from elb.service import factory
 
     sge = FakeSge(T0, jobs=[UNSERVABLE[0], pending(20, LONG, slots=2), pending(21, LONG, slots=2)])
     sge.complexes = "qconf-sc-site.txt"

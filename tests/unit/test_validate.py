@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from elb.cli import main
-from elb.exitcodes import Exit
+from elb.cli.main import main
+from elb.core.exitcodes import Exit
 
 
 def write_config(tmp_path: Path, extra: str = "") -> Path:
@@ -109,7 +109,7 @@ def test_a_bad_config_is_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_a_check_is_one_line() -> None:
-    from elb.validate import Check
+    from elb.cli.validate import Check
 
     line = Check("SGE", False, "qstat failed\nerror: unable to contact qmaster", "fix it").line()
     assert line == "FAIL SGE: qstat failed error: unable to contact qmaster -> fix it"

@@ -1,5 +1,5 @@
-"""The policies' view (``elb.policy.view.Worker``) reads the joined cluster state
-(``elb.state.ManagedNode``): on generated clusters, every managed worker is booting, serving, busy
+"""The policies' view (``elb.core.policy.view.Worker``) reads the joined cluster state
+(``elb.core.state.ManagedNode``): on generated clusters, every managed worker is booting, serving, busy
 and idle since the same time as its managed node, and its host's facts agree with the host, when
 the view is built afresh and when it reuses the workers of an earlier view."""
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elb.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
-from elb.policy.view import cluster_view
-from elb.state import join
+from elb.core.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
+from elb.core.policy.view import cluster_view
+from elb.core.state import join
 from tests.unit.factories import T0, running
 
 _node = st.fixed_dictionaries(

@@ -1,4 +1,4 @@
-"""The warm pool: the pure decisions (elb.warmpool), the config, and the simulator's model of it."""
+"""The warm pool: the pure decisions (elb.core.warmpool), the config, and the simulator's model of it."""
 
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from elb.cli import main
-from elb.config import Config
-from elb.groups import NodeGroup
-from elb.sge.driver import GridEngine
+from elb.cli.main import main
+from elb.core.config import Config
+from elb.core.groups import NodeGroup
+from elb.core.warmpool import Pooled, WarmPool, due, expired, keep_time, pick_restart, restart_saving, stop_or_terminate
+from elb.schedulers.sge.driver import GridEngine
 from elb.simulate.engine import SimSettings, Simulator
 from elb.simulate.groups import one_group
 from elb.simulate.report import floors, metrics, pool_table
 from elb.simulate.runner import build_policy, prepare, replay
 from elb.simulate.swf import SimJob, Workload
-from elb.warmpool import Pooled, WarmPool, due, expired, keep_time, pick_restart, restart_saving, stop_or_terminate
 
 # -- decisions -----------------------------------------------------------------------------------
 
@@ -268,9 +268,9 @@ def test_runner_replay_and_pool_table() -> None:
 def test_the_daemon_says_it_stops_idle_nodes_when_a_pool_is_set(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from elb.config import parse_config
-    from elb.daemon import Balancer
-    from elb.journal import Journal
+    from elb.core.config import parse_config
+    from elb.service.daemon import Balancer
+    from elb.service.journal import Journal
     from tests.unit.factories import T0
     from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 

@@ -17,11 +17,11 @@ import pytest
 from apscheduler.events import EVENT_JOB_SUBMITTED
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from elb.config import parse_config
-from elb.daemon import run_forever
-from elb.executor import Executor
-from elb.sdnotify import HUNG_POLLS, KeepAlive, Notifier, hung_after
-from elb.validate import Check, check_watchdog, systemd_seconds, unit_setting
+from elb.cli.validate import Check, check_watchdog, systemd_seconds, unit_setting
+from elb.core.config import parse_config
+from elb.service.daemon import run_forever
+from elb.service.executor import Executor
+from elb.service.sdnotify import HUNG_POLLS, KeepAlive, Notifier, hung_after
 from tests.clock import Clock
 
 WATCHDOG = 600.0

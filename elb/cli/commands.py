@@ -1,0 +1,775 @@
+"""The daemon's own subcommands: run, once, status, nodes, jobs, history, pause, resume, keep,
+release, remove, drain, validate, plot."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import sqlite3
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from elb.cli import extras
+from elb.cli.dryrun import build_cloud, dry_run
+from elb.cli.nodeview import NodeFacts, nodes_facts
+from elb.core import assets
+from elb.core.config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
+from elb.core.demand import DemandSplit, NotDemand
+from elb.core.durations import argument as duration
+from elb.core.durations import minutes
+from elb.core.exitcodes import Exit
+from elb.core.model import Node, NodeState
+from elb.core.scheduler import SchedulerError, SchedulerRead
+from elb.core.spend import GroupSpend, budget_now, spend_by_group
+from elb.core.timeline import DAY, DURATION_NAMES, TimelineSummary, summarize
+from elb.provision.ansible import ProvisionError
+from elb.service import factory, nodesize
+from elb.service.daemon import Balancer, run_forever, snapshot_summary
+from elb.service.journal import Journal, JournalError, JournalVersionError
+from elb.service.logs import setup_logging
+from elb.service.stats import window_start
+
+log = logging.getLogger("elb")
+
+
+def _add_config(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--config", "-c", type=Path, default=None, help=f"config file (default {DEFAULT_CONFIG_PATH}; it must exist)"
+    )
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run the balancer: a pass every poll_interval until SIGTERM",
+        description="The daemon: reads the scheduler and the cloud, plans and acts every poll_interval until SIGTERM "
+        "(under systemd: Type=notify with a watchdog). Needs a config file; exit 3 without a usable one.",
+    )
+    _add_config(p)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "once",
+        help="run one pass",
+        description="One pass of the daemon, then exit: 0 when it went well, 4 when the scheduler or the cloud could "
+        "not be read, 5 when a node operation or repair in it failed. --dry-run reads the same sources "
+        "(the journal read-only), prints the plan and the assumptions it made, and changes nothing.",
+    )
+    _add_config(p)
+    p.add_argument("--dry-run", action="store_true", help="print the snapshot and the plan; change nothing")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="with --dry-run: the plan as one JSON object (nodes to add per group, "
+        "nodes to remove, unservable jobs with their reasons, the snapshot's totals)",
+    )
+    p.set_defaults(func=cmd_once)
+
+    p = sub.add_parser(
+        "status",
+        help="nodes with state, uptime, billing period and jobs; boot timeline; queue summary",
+        description="Each managed node with its state, uptime, position in its billing period and jobs; "
+        "the median and worst seconds of each boot step (boot, ssh, provision, register, first job) over "
+        "the nodes launched in the last 24 h; the scheduler's queue summary; pending orders and the last pass. "
+        "Reads the journal read-only. "
+        "Exit 4 (after printing what it could) when the scheduler cannot be read.",
+    )
+    _add_config(p)
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object: nodes, boot timeline, the scheduler's summary, orders, last pass",
+    )
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser(
+        "nodes",
+        help="every node elb manages: state, instance, age, billing period, boot steps, jobs (--json for scripts)",
+        description="The nodes elb manages, from its journal, with the seconds of each step of their boot "
+        "(boot, ssh, provision, register, first job; '-' when not reached) and the jobs the scheduler lists on each. "
+        "Exit 4 (after printing) when the scheduler cannot be read.",
+    )
+    _add_config(p)
+    p.add_argument("--json", action="store_true", help="one JSON object: {'nodes': [...], 'scheduler_read': bool}")
+    p.add_argument("--all", action="store_true", help="also the nodes elb removed or gave up on")
+    p.set_defaults(func=cmd_nodes)
+
+    p = sub.add_parser(
+        "history",
+        help="a node's journal: every step elb took on it, with when and why",
+        description="Every lifecycle step elb journalled for NODE, oldest first.",
+    )
+    _add_config(p)
+    p.add_argument("node", help="node name, e.g. node003")
+    p.add_argument("--json", action="store_true", help="a JSON list of events")
+    p.set_defaults(func=cmd_history)
+
+    p = sub.add_parser(
+        "pause",
+        help="stop scaling (no launch, no removal by the policy); repairs go on",
+        description="Stops scaling until elb resume: the daemon launches nothing and the policy removes "
+        "nothing; repairs go on. Kept in the journal, so a restarted daemon stays paused.",
+    )
+    _add_config(p)
+    p.add_argument("--reason", default="", help="why, shown in every pass line and in status")
+    p.set_defaults(func=cmd_pause)
+    p = sub.add_parser(
+        "resume", help="scale again after elb pause", description="Ends an elb pause: the next pass scales again."
+    )
+    _add_config(p)
+    p.set_defaults(func=cmd_resume)
+    for name, helptext in (
+        ("keep", "never let the policy remove NODE (until elb release NODE)"),
+        ("release", "let the policy remove NODE again"),
+        ("remove", "remove NODE with the safe drain as soon as the scheduler shows nothing on it (--cancel withdraws)"),
+    ):
+        p = sub.add_parser(name, help=helptext, description=helptext[0].upper() + helptext[1:] + ".")
+        _add_config(p)
+        p.add_argument("node", help="node name, e.g. node003")
+        if name == "remove":
+            p.add_argument("--cancel", action="store_true", help="withdraw the removal order")
+        p.set_defaults(func=cmd_order, order=name)
+
+    _register_drain_and_jobs(sub)
+
+    p = sub.add_parser(
+        "validate",
+        help=f"check a config file and what a first run needs; exit {Exit.CONFIG:d} on any failure",
+        description="Prints the config file read, then one line per check (ok or FAIL, with how to fix it): "
+        "playbooks, SSH key, the scheduler answers, state directory writable, journal, cloud reachable.",
+    )
+    _add_config(p)
+    p.add_argument(
+        "--offline", action="store_true", help="skip the checks that need the network (the scheduler, the cloud)"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="one JSON object: {'config': path, 'checks': [...], 'failed': N}"
+    )
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser(
+        "plot",
+        help="draw waiting jobs, running jobs and nodes over time from the stats file",
+        description="Draws nodes by state and jobs waiting, running, held and in error over time from the "
+        "stats file (rotated files included), reading only the window asked for (--since, --last) and "
+        "resampling it. Needs the plot extra: pip install 'elb[plot]'.",
+    )
+    _add_config(p)
+    p.add_argument("--stats", type=Path, default=None, help="stats file (default: the config's)")
+    p.add_argument("--output", "-o", type=Path, default=Path("elb.png"), help="PNG to write")
+    window = p.add_mutually_exclusive_group()
+    window.add_argument("--since", type=window_start, help="from this time (ISO 8601, e.g. 2026-11-01T08:00)")
+    window.add_argument("--last", type=duration, help="the last DURATION before now (e.g. 90m, 12h, 7d, 4w)")
+    p.set_defaults(func=cmd_plot)
+
+
+def _register_drain_and_jobs(sub: Any) -> None:
+    p = sub.add_parser(
+        "drain",
+        help="drain NODE now: disable it; removed by elb once the scheduler shows nothing on it (--cancel undoes)",
+        description="Disables NODE in the scheduler at once (Grid Engine: its queue instances; Slurm: DRAIN; no "
+        "new job lands), reads the scheduler again and orders its removal, as elb remove does: the daemon "
+        "removes it with the safe drain at the first pass that finds it idle. With jobs on it, the node stays "
+        "disabled until they end. --cancel enables it again and withdraws the order. Exit 4 when the scheduler "
+        "cannot be changed or read.",
+    )
+    _add_config(p)
+    p.add_argument("node", help="node name, e.g. node003")
+    p.add_argument("--cancel", action="store_true", help="enable the node again and withdraw the removal")
+    p.set_defaults(func=cmd_drain)
+
+    p = sub.add_parser(
+        "jobs",
+        help="the waiting jobs: slots, PE, requests, wait, and whether elb counts each as demand (or why not)",
+        description="Every job the scheduler lists as waiting, oldest first, with the policy's verdict. Exit 4 "
+        "when the scheduler cannot be read.",
+    )
+    _add_config(p)
+    p.add_argument("--json", action="store_true", help="one JSON object: {'slots_per_node': N, 'jobs': [...]}")
+    p.set_defaults(func=cmd_jobs)
+
+
+def _error(message: str) -> None:
+    """One line on stderr."""
+    print(f"elb: {message}", file=sys.stderr)
+
+
+def _load(args: argparse.Namespace) -> Config | None:
+    try:
+        return load_config(args.config)
+    except ConfigError as err:
+        _error(str(err))
+        return None
+
+
+def _journal(cfg: Config, *, read_only: bool = False) -> Journal | None:
+    """The journal in state_dir. Read-only: a copy in memory read with ``mode=ro`` (an empty one
+    when there is none yet): nothing is created or written."""
+    path = cfg.journal_path
+    try:
+        if read_only:
+            return Journal.read_only(path)
+        return Journal(path, keep_events_days=cfg.retention.journal_days)
+    except JournalVersionError as err:
+        _error(str(err))
+        return None
+    except (OSError, sqlite3.Error, JournalError) as err:
+        _error(f"state_dir {cfg.state_dir}: cannot open the journal {path}: {err}")
+        return None
+
+
+def _live_balancer(cfg: Config, journal: Journal) -> Balancer | Exit:
+    """A balancer for the configured scheduler with every adapter, or the exit code of the part
+    that could not be built."""
+    try:
+        provisioner = factory.make_provisioner(cfg)
+    except ProvisionError as err:
+        _error(f"config: {err}")
+        return Exit.CONFIG
+    try:
+        cloud = factory.make_cloud(cfg)
+        notices = factory.make_notices(cfg)
+    except Exception as err:  # boto3 without a region or credentials, a broken podman: one line
+        _error(f"cloud {cfg.cloud.provider}: cannot be used: {err}")
+        return Exit.UNREADABLE
+    return Balancer(
+        cfg,
+        scheduler=factory.make_scheduler(cfg, journal),
+        journal=journal,
+        cloud=cloud,
+        provisioner=provisioner,
+        notices=notices,
+    )
+
+
+def _playbooks_missing(cfg: Config) -> bool:
+    """True (and says why on stderr) when elb has no playbooks to provision nodes with."""
+    problem = assets.playbook_dir_problem(cfg.provision.playbook_dir)
+    if problem is not None:
+        _error(f"config: {problem}")
+    return problem is not None
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    path = args.config or DEFAULT_CONFIG_PATH
+    if not args.json:
+        print(f"config: {path.resolve()}")
+    cfg = _load(args)
+    if cfg is None:
+        if args.json:
+            print(json.dumps({"config": str(path.resolve()), "ok": False, "checks": [], "failed": 1}, indent=2))
+        return Exit.CONFIG
+    from elb.cli.validate import run_checks  # noqa: PLC0415
+    from elb.core.checks import Check  # noqa: PLC0415
+
+    summary = (
+        f"policy {cfg.policy.name}, {cfg.policy.min_nodes}-{cfg.policy.max_nodes} nodes, "
+        f"scheduler {cfg.scheduler}, provider {cfg.cloud.provider}, master {cfg.cluster.master}"
+    )
+    checks: list[Check] = [Check("config", True, summary)]
+    if not args.json:
+        print(checks[0].line(), flush=True)
+    for check in run_checks(cfg, offline=args.offline):
+        checks.append(check)
+        if not args.json:
+            print(check.line(), flush=True)
+    failed = sum(not c.ok for c in checks)
+    if args.json:
+        doc = {
+            "config": str(path.resolve()),
+            "ok": failed == 0,
+            "offline": args.offline,
+            "checks": [c.as_json() for c in checks],
+            "failed": failed,
+        }
+        print(json.dumps(doc, indent=2))
+        return Exit.CONFIG if failed else Exit.OK
+    if args.offline:
+        print("(offline: the scheduler and the cloud were not checked)")
+    if failed:
+        _error(f"{failed} check(s) failed: fix them before elb run")
+        return Exit.CONFIG
+    return Exit.OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    cfg = _load(args)
+    if cfg is None or _playbooks_missing(cfg):
+        return Exit.CONFIG
+    setup_logging(cfg.log_format, cfg.log_level)
+    journal = _journal(cfg)
+    if journal is None:
+        return Exit.CONFIG
+    try:
+        balancer = _live_balancer(cfg, journal)
+        if isinstance(balancer, Exit):
+            return balancer
+        if cfg.metrics_port is not None:
+            try:
+                factory.start_metrics(cfg, balancer)
+            except OSError as err:
+                where = cfg.metrics_address
+                _error(f"metrics_port {cfg.metrics_port}: cannot listen on {where}: {err.strerror or err}")
+                return Exit.CONFIG
+        log.info(
+            "elb starting: scheduler %s, poll %s, policy %s, nodes %d-%d, provider %s",
+            cfg.scheduler,
+            minutes(cfg.poll_interval),
+            cfg.policy.name,
+            cfg.policy.min_nodes,
+            cfg.policy.max_nodes,
+            cfg.cloud.provider,
+        )
+        run_forever(balancer, cfg.poll_interval)
+    finally:
+        journal.close()
+    return Exit.OK
+
+
+def cmd_once(args: argparse.Namespace) -> int:
+    if args.json and not args.dry_run:
+        _error("--json goes with --dry-run (a live pass logs what it does)")
+        return Exit.USAGE
+    cfg = _load(args)
+    if cfg is None or (not args.dry_run and _playbooks_missing(cfg)):
+        return Exit.CONFIG
+    setup_logging(cfg.log_format, logging.WARNING if args.dry_run else cfg.log_level)
+    if args.json and not args.dry_run:
+        _error("--json goes with --dry-run (a live pass logs what it does)")
+        return Exit.USAGE
+    if args.dry_run:
+        code, error = dry_run(cfg, factory.make_scheduler, factory.make_cloud, as_json=args.json)
+        if error is not None:
+            _error(f"pass failed, nothing changed: {error}")
+        return code
+    return _once_live(cfg)
+
+
+def _once_live(cfg: Config) -> Exit:
+    """One live pass; its exit code."""
+    journal = _journal(cfg)
+    if journal is None:
+        return Exit.CONFIG
+    try:
+        balancer = _live_balancer(cfg, journal)
+        if isinstance(balancer, Exit):
+            return balancer
+        try:
+            result = balancer.run_pass()
+        except Exception as err:  # the journal holds the last step that started: the next pass repairs
+            log.debug("the pass raised", exc_info=True)
+            _error(f"pass failed: {type(err).__name__}: {err}")
+            return Exit.PASS_FAILED
+    finally:
+        journal.close()
+    if not result.ok:
+        _error(result.summary())
+        return Exit.UNREADABLE
+    print(result.summary())
+    if result.outcomes.failed:
+        _error(f"pass failed: {'; '.join(f'{n}: {why}' for n, why in result.outcomes.failed.items())}")
+        return Exit.PASS_FAILED
+    return Exit.OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    cfg = _load(args)
+    if cfg is None:
+        return Exit.CONFIG
+    journal = _journal(cfg, read_only=True)
+    if journal is None:
+        return Exit.CONFIG
+    nodes = journal.nodes()
+    read = _read_or_none(cfg, journal)  # status still shows the journal when it can't be read, then exits 4
+    snap = read.snapshot if read is not None else None
+    now = snap.now if snap is not None else time.time()
+    period = cfg.policy.billing_period
+    if args.json:
+        print(json.dumps(_status_json(cfg, journal, nodes, read, now), indent=2))
+        journal.close()
+        return Exit.OK if snap is not None else Exit.UNREADABLE
+    print(f"{'node':<12} {'state':<13} {'uptime':>8} {'into period':>12} {'jobs':>5}  instance")
+    for f in nodes_facts(nodes, snap, now, period, journal.timelines()):
+        note = _status_note(f)
+        print(
+            f"{f.name:<12} {f.state:<13} {minutes(f.uptime):>8} {minutes(f.into_period):>12} "
+            f"{len(f.jobs or ()):>5}  {f.instance_id or '-'}{note}"
+        )
+    if not nodes:
+        print("(no nodes managed by elb)")
+    for line in _spend_lines(cfg, journal, nodes, now):
+        print(line)
+    print(_boot_summary(journal, now).describe(DAY / 3600))
+    if read is not None:
+        for line in snapshot_summary(read.snapshot, cfg.cluster.master):
+            print(line)
+        split = _demand_or_none(cfg, journal, read, nodes)
+        for refused in split.not_demand if split is not None else ():
+            print(f"not demand, {refused.describe()}")
+    orders = journal.orders()
+    if orders.paused:
+        since = minutes(now - (orders.paused_since or now))
+        print(f"scaling PAUSED by an admin {since} ago: {orders.pause_reason or '-'}")
+    if orders.kept or orders.remove:
+        kept, remove = ", ".join(sorted(orders.kept)) or "-", ", ".join(sorted(orders.remove)) or "-"
+        print(f"kept by an admin: {kept}; to remove: {remove}")
+    for p in journal.passes(limit=1):
+        print(f"last pass: {'ok' if p.ok else 'FAILED'}, {minutes(now - p.time)} ago: {p.summary}")
+    journal.close()
+    return Exit.OK if snap is not None else Exit.UNREADABLE
+
+
+def _status_note(f: NodeFacts) -> str:
+    """What ``elb status`` adds after a node's line: out of the scheduler's reach, or stopped in a warm pool."""
+    if f.stopped_for is not None:
+        return f"  stopped in the warm pool for {minutes(f.stopped_for)} (its queue instances disabled)"
+    return f"  the scheduler has not reached it for {minutes(f.lost_for)}" if f.lost_for else ""
+
+
+def _not_demand_json(n: NotDemand) -> dict[str, object]:
+    return {
+        "job_id": n.job.job_id,
+        "tasks": n.job.tasks,
+        "unservable": n.unservable,
+        "until": n.until,
+        "reason": n.reason,
+    }
+
+
+def _status_json(
+    cfg: Config, journal: Journal, nodes: Sequence[Node], read: SchedulerRead | None, now: float
+) -> dict[str, object]:
+    orders = journal.orders()
+    snap = None if read is None else read.snapshot
+    split = None if read is None else _demand_or_none(cfg, journal, read, nodes)
+    last = journal.passes(limit=1)
+    boot = _boot_summary(journal, now)
+    return {
+        "time": now,
+        "scheduler_read": snap is not None,
+        "nodes": [asdict(f) for f in nodes_facts(nodes, snap, now, cfg.policy.billing_period, journal.timelines())],
+        "boot_timeline": {
+            "since": boot.since,
+            "nodes": boot.nodes,
+            "steps": {name: asdict(boot.steps[name]) for name in DURATION_NAMES},
+        },
+        "scheduler": None if snap is None else snapshot_summary(snap, cfg.cluster.master),
+        "not_demand": None if split is None else [_not_demand_json(n) for n in split.not_demand],
+        "groups": [asdict(s) for s in _spend(cfg, journal.nodes(), now)],
+        "budget": budget.as_json() if (budget := budget_now(journal, cfg, now)) is not None else None,
+        "orders": {
+            "paused_since": orders.paused_since,
+            "pause_reason": orders.pause_reason,
+            "kept": sorted(orders.kept),
+            "remove": sorted(orders.remove),
+        },
+        "last_pass": None if not last else asdict(last[-1]),
+    }
+
+
+def _boot_summary(journal: Journal, now: float) -> TimelineSummary:
+    """Median and worst of each boot step over the nodes launched in the last day, those gone
+    since included (``elb.core.timeline``)."""
+    return summarize(journal.timelines(include_gone=True).values(), now, DAY)
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+def _spend(cfg: Config, nodes: Sequence[Node], now: float) -> list[GroupSpend]:
+    """Each node group's nodes up now and what they cost so far (``elb.core.spend``)."""
+    p = cfg.policy
+    return spend_by_group(nodes, cfg.groups(p.slots_per_node or 1), now, p.billing, p.billing_period)
+
+
+def _spend_lines(cfg: Config, journal: Journal, nodes: Sequence[Node], now: float) -> list[str]:
+    """Each group's spend, and with ``policy.budget`` the period's spend, projection and whether
+    the budget holds launches (``elb.core.spend.budget_now``)."""
+    lines = [spent.describe() for spent in _spend(cfg, nodes, now)]
+    budget = budget_now(journal, cfg, now)
+    return lines + list(budget.lines if budget is not None else ())
+
+
+def _demand_or_none(cfg: Config, journal: Journal, read: SchedulerRead, nodes: Sequence[Node]) -> DemandSplit | None:
+    """The daemon's split of the waiting jobs (the scheduler's ``demand``, with the node size the
+    daemon plans with: ``elb.service.nodesize.known``), or None (said on stderr) when it cannot be read."""
+    try:
+        return factory.make_scheduler(cfg, journal).demand(read, nodes, _node_size(cfg, journal).slots)
+    except SchedulerError as err:
+        _error(f"cannot tell the demand: {err}")
+        return None
+
+
+def _node_size(cfg: Config, journal: Journal) -> nodesize.NodeSize:
+    """A new node's size, from the one place the daemon reads it (``elb.service.nodesize.known``)."""
+    learnt = journal.node_size()
+    if learnt is not None or cfg.policy.slots_per_node is not None or cfg.node_groups is not None:
+        return nodesize.known(cfg, learnt, None)
+    cloud, why = build_cloud(cfg, factory.make_cloud)
+    return nodesize.known(cfg, None, cloud, why)
+
+
+def _read_or_none(cfg: Config, journal: Journal) -> SchedulerRead | None:
+    """The scheduler's read, or None (said on stderr) when it cannot be read."""
+    scheduler = factory.make_scheduler(cfg, journal)
+    try:
+        return scheduler.read(journal.nodes(), time.time())
+    except Exception as err:  # the journal's view is still worth printing
+        _error(f"cannot read {scheduler.name}: {err}")
+        return None
+
+
+def cmd_nodes(args: argparse.Namespace) -> int:
+    cfg = _load(args)
+    if cfg is None:
+        return Exit.CONFIG
+    journal = _journal(cfg, read_only=True)
+    if journal is None:
+        return Exit.CONFIG
+    read = _read_or_none(cfg, journal)
+    snap = read.snapshot if read is not None else None
+    now = snap.now if snap is not None else time.time()
+    timelines = journal.timelines(include_gone=args.all)
+    facts = nodes_facts(journal.nodes(include_gone=args.all), snap, now, cfg.policy.billing_period, timelines)
+    journal.close()
+    if args.json:
+        doc = {"time": now, "scheduler_read": snap is not None, "nodes": [asdict(f) for f in facts]}
+        print(json.dumps(doc, indent=2))
+    else:
+        print(
+            f"{'node':<12} {'state':<13} {'type':<12} {'uptime':>8} {'into period':>12} {'idle':>8} "
+            f"{'boot':>5} {'ssh':>5} {'provision':>9} {'register':>8} {'first job':>9}  jobs"
+        )
+        for f in facts:
+            jobs = (
+                "?" if f.jobs is None else (",".join(map(str, f.jobs[:8])) + ("..." if len(f.jobs) > 8 else "") or "-")
+            )
+            idle = minutes(f.idle_for) if f.idle_for is not None else "-"
+            boot, ssh, prov, reg, first = (_seconds(f.boot_steps[name]) for name in DURATION_NAMES)
+            print(
+                f"{f.name:<12} {f.state:<13} {f.instance_type or '-':<12} {minutes(f.uptime):>8} "
+                f"{minutes(f.into_period):>12} {idle:>8} {boot:>5} {ssh:>5} {prov:>9} {reg:>8} {first:>9}  {jobs}"
+            )
+        if not facts:
+            print("(no nodes managed by elb)")
+    return Exit.OK if snap is not None else Exit.UNREADABLE
+
+
+def _job_list(jobs: list[int] | None) -> str:
+    if jobs is None:
+        return "?"  # the scheduler not read
+    if not jobs:
+        return "-"
+    return ",".join(map(str, jobs[:8])) + (f" and {len(jobs) - 8} more" if len(jobs) > 8 else "")
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    cfg = _load(args)
+    if cfg is None:
+        return Exit.CONFIG
+    journal = _journal(cfg, read_only=True)
+    if journal is None:
+        return Exit.CONFIG
+    events = journal.events(args.node)
+    journal.close()
+    if not events:
+        if args.json:
+            print("[]")  # what a script parses: no event
+        _error(f"no journal events for {args.node!r} (elb nodes --all lists every node elb knows)")
+        return Exit.FAILED
+    if args.json:
+        print(json.dumps([asdict(e) | {"state": e.state.value} for e in events], indent=2))
+        return Exit.OK
+    for e in events:
+        when = datetime.fromtimestamp(e.time).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+        detail = f": {e.detail}" if e.detail else ""
+        inst = f" [{e.instance_id}]" if e.instance_id else ""
+        print(f"{when}  {e.state.value:<13}{inst}{detail}")
+    return Exit.OK
+
+
+def _writable_journal(args: argparse.Namespace) -> tuple[Config, Journal] | Exit:
+    cfg = _load(args)
+    if cfg is None:
+        return Exit.CONFIG
+    if not cfg.journal_path.exists():
+        _error(f"no journal at {cfg.journal_path}: elb has not run with this config yet")
+        return Exit.CONFIG
+    journal = _journal(cfg)
+    return Exit.CONFIG if journal is None else (cfg, journal)
+
+
+def cmd_pause(args: argparse.Namespace) -> int:
+    opened = _writable_journal(args)
+    if isinstance(opened, Exit):
+        return opened
+    _cfg, journal = opened
+    journal.set_paused(time.time(), args.reason)
+    journal.close()
+    print("scaling paused: no launch and no removal by the policy; repairs go on (elb resume ends it)")
+    return Exit.OK
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    opened = _writable_journal(args)
+    if isinstance(opened, Exit):
+        return opened
+    _cfg, journal = opened
+    was = journal.orders().paused
+    journal.set_paused(None)
+    journal.close()
+    print("scaling resumed" if was else "scaling was not paused")
+    return Exit.OK
+
+
+def cmd_order(args: argparse.Namespace) -> int:
+    opened = _writable_journal(args)
+    if isinstance(opened, Exit):
+        return opened
+    _cfg, journal = opened
+    node = journal.node(args.node)
+    withdraw = args.order == "release" or getattr(args, "cancel", False)
+    order = "kept" if args.order in ("keep", "release") else "remove"
+    if node is None and not withdraw:
+        journal.close()
+        _error(f"{args.node} is not a node elb manages (elb nodes lists them)")
+        return Exit.FAILED
+    orders = journal.orders()
+    if withdraw and args.node not in (orders.kept if order == "kept" else orders.remove):
+        journal.close()
+        what = "kept" if order == "kept" else "ordered removed"
+        _error(f"{args.node} is not {what} (elb status lists the orders)")
+        return Exit.FAILED
+    journal.set_order(order, args.node, on=not withdraw)
+    journal.close()
+    said = {
+        ("kept", True): "kept: the policy will not remove it (elb release {} ends it)",
+        ("kept", False): "released: the policy may remove it again",
+        ("remove", True): "to be removed with the safe drain at the first pass that finds it idle",
+        ("remove", False): "removal order withdrawn",
+    }[(order, not withdraw)]
+    print(f"{args.node}: {said.format(args.node)}")
+    return Exit.OK
+
+
+def cmd_drain(args: argparse.Namespace) -> int:
+    opened = _writable_journal(args)
+    if isinstance(opened, Exit):
+        return opened
+    cfg, journal = opened
+    try:
+        return _drain(cfg, journal, args.node, cancel=args.cancel)
+    finally:
+        journal.close()
+
+
+def _drain(cfg: Config, journal: Journal, name: str, *, cancel: bool) -> Exit:
+    from elb.core.planner import Drain, drain_verdict  # noqa: PLC0415
+
+    node = journal.node(name)
+    if node is None or node.state in (NodeState.TERMINATED, NodeState.FAILED):
+        _error(f"{name} is not a node elb manages (elb nodes lists them)")
+        return Exit.FAILED
+    scheduler = factory.make_scheduler(cfg, journal)
+    if cancel:
+        journal.set_order("remove", name, on=False)
+        try:
+            scheduler.enable_host(name)
+        except Exception as err:
+            _error(f"{name}: removal order withdrawn, but it could not be enabled again: {err}")
+            return Exit.UNREADABLE
+        print(f"{name}: enabled again, removal order withdrawn")
+        return Exit.OK
+    if node.state is not NodeState.READY:
+        _error(f"{name} is {node.state.value}, not ready: elb remove {name} orders its removal once it is")
+        return Exit.FAILED
+    try:
+        scheduler.disable_host(name, "elb drain (an admin)")
+        check = scheduler.drain_check(name)
+    except Exception as err:
+        _error(f"{name}: cannot drain: {err}")
+        return Exit.UNREADABLE
+    journal.set_order("remove", name, on=True)
+    verdict = drain_verdict(check.jobs, check.reserved)
+    if verdict.verdict is Drain.GO:
+        print(f"{name}: disabled and idle ({verdict.reason}): elb removes it at its next pass")
+    else:
+        print(
+            f"{name}: disabled, but {verdict.reason}: no new job lands there; elb removes it at the first pass "
+            f"that finds it idle (elb drain {name} --cancel enables it again)"
+        )
+    return Exit.OK
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    from elb.cli.jobview import waiting_jobs  # noqa: PLC0415
+
+    cfg = _load(args)
+    if cfg is None:
+        return Exit.CONFIG
+    journal = _journal(cfg, read_only=True)
+    if journal is None:
+        return Exit.CONFIG
+    try:
+        nodes = journal.nodes()
+        read = _read_or_none(cfg, journal)
+        if read is None:
+            return Exit.UNREADABLE
+        snap = read.snapshot
+        p = cfg.policy
+        size = _node_size(cfg, journal)
+        split = _demand_or_none(cfg, journal, read, nodes)
+    finally:
+        journal.close()
+    if split is None:
+        return Exit.UNREADABLE
+    reasons = {n.job.job_id: n.verdict for n in split.not_demand}
+    spn, jobs = waiting_jobs(snap, nodes, cfg.cluster.master, size.slots, reasons)
+    if args.json:
+        print(json.dumps({"time": snap.now, "slots_per_node": spn, "jobs": [asdict(j) for j in jobs]}, indent=2))
+        return Exit.OK
+    print(f"{'job':>8} {'owner':<10} {'state':<6} {'slots':>9} {'pe':<10} {'waited':>8}  demand / requests")
+    for j in jobs:
+        slots = f"{j.tasks}x{j.slots}" if j.tasks > 1 else str(j.slots)
+        waited = minutes(j.waited) if j.waited is not None else "-"
+        verdict = "yes" if j.demand else f"no: {j.why_not}"
+        requests = ",".join(f"{k}={v}" for k, v in sorted(j.requests.items()))
+        print(
+            f"{j.job_id:>8} {j.owner[:10]:<10} {j.state:<6} {slots:>9} {(j.pe or '-')[:10]:<10} {waited:>8}  "
+            f"{verdict}{'  [' + requests + ']' if requests else ''}"
+        )
+    if not jobs:
+        print("(no waiting job)")
+    demand = sum(j.demand for j in jobs)
+    print(f"{demand} of {len(jobs)} waiting job(s) count as demand; a new node has {spn} slots, at most {p.max_nodes}")
+    return Exit.OK
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    cfg = _load(args)
+    if cfg is None:
+        return Exit.CONFIG
+    if (missing := extras.plot_missing()) is not None:
+        _error(missing)
+        return Exit.FAILED
+    from elb.cli.plot import plot_file  # noqa: PLC0415 (matplotlib is slow to import: only here)
+
+    path = args.stats or cfg.stats_path
+    since = args.since if args.since is not None else -math.inf
+    if args.last is not None:
+        since = time.time() - args.last
+    try:
+        points = plot_file(path, args.output, title=f"elb: cluster {cfg.cluster.name}", since=since)
+    except (OSError, ValueError) as err:
+        _error(f"cannot plot {path}: {err}")
+        return Exit.FAILED
+    print(f"wrote {args.output} ({points} points)")
+    return Exit.OK

@@ -1,0 +1,76 @@
+"""What an admin sees of a managed node: its journal record joined with what SGE shows of it.
+
+One place for the figures ``elb status`` prints and ``elb nodes`` prints or gives as JSON.
+Pure: the snapshot (None when SGE could not be read) and the time are arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from elb.core.model import Node, NodeState, Snapshot
+from elb.core.state import ManagedNode, join
+from elb.core.timeline import DURATION_NAMES, Timeline
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFacts:
+    name: str
+    state: str
+    instance_id: str | None
+    instance_type: str | None
+    private_ip: str | None
+    slots: int | None
+    launched_at: float
+    ready_at: float | None
+    uptime: float  # seconds since launch or restart (start of billing); 0 while stopped in a warm pool
+    into_period: float  # seconds into its current billing period
+    jobs: list[int] | None  # job ids SGE lists on it; None: SGE not read
+    idle_for: float | None  # seconds a ready node has been idle (``ManagedNode.idle_since``; None: busy or not ready)
+    lost_for: float  # seconds SGE has not reached it (ready nodes; 0 while reached)
+    # Its boot timeline (elb.core.timeline): seconds of each step (None: not reached, or not known),
+    # and when it reached each step it reached (None: at a time not journalled).
+    boot_steps: dict[str, float | None]
+    boot_times: dict[str, float | None]
+    stopped_for: float | None = None  # seconds stopped in a warm pool (None: not stopped)
+
+
+def nodes_facts(
+    records: Sequence[Node],
+    snap: Snapshot | None,
+    now: float,
+    billing_period: float,
+    timelines: Mapping[str, Timeline] | None = None,
+) -> list[NodeFacts]:
+    """The facts of each of ``records``, from one join with the snapshot (``elb.core.state.join``):
+    busy, idle since and lost for are the joined state's predicates, the pass's own."""
+    if snap is None:
+        return [_facts(n, None, now, billing_period, (timelines or {}).get(n.name)) for n in records]
+    state = join(records, (), snap, include_gone=True)
+    return [_facts(m.record, m, now, billing_period, (timelines or {}).get(m.name)) for m in state.nodes]
+
+
+def _facts(n: Node, m: ManagedNode | None, now: float, billing_period: float, timeline: Timeline | None) -> NodeFacts:
+    pooled = n.state is NodeState.STOPPED
+    uptime = 0.0 if pooled else max(0.0, now - n.launched_at)
+    stopped_since = n.stopped_at if n.stopped_at is not None else n.updated_at
+    idle_since = m.idle_since if m is not None else None
+    return NodeFacts(
+        name=n.name,
+        state=n.state.value,
+        instance_id=n.instance_id,
+        instance_type=n.instance_type,
+        private_ip=n.private_ip,
+        slots=n.slots,
+        launched_at=n.launched_at,
+        ready_at=n.ready_at,
+        uptime=uptime,
+        into_period=uptime % billing_period,
+        jobs=sorted({j.job_id for j in m.jobs}) if m is not None else None,
+        idle_for=None if idle_since is None else max(0.0, now - idle_since),
+        lost_for=m.lost_for() if m is not None and m.ready else 0.0,
+        boot_steps=timeline.durations() if timeline is not None else dict.fromkeys(DURATION_NAMES),
+        boot_times={} if timeline is None else {s.value: at for s, at in timeline.steps.items()},
+        stopped_for=max(0.0, now - stopped_since) if pooled and stopped_since is not None else None,
+    )

@@ -1,1 +1,0 @@
-"""Cloud providers behind elb.interfaces.Cloud: ec2 (boto3) and local (podman)."""

@@ -1,0 +1,167 @@
+"""A scheduler that names the nodes it wants (Slurm's power saving): its asks as a pass's
+actions, per node. Pure.
+
+The state is each node's latest ask (``elb.core.scheduler.Ask``), never a request of many nodes: an
+ask is answered once for its node, and a newer ask of the node replaces it.
+
+- ``WANT``: a node that is not alive is launched (or, pooled, started again: ``elb.core.poolplan``)
+  within ``max_nodes`` and its group's; the ones over the limits are declined (given back to the
+  scheduler, which lets their jobs wait again). The ask stays open while the node boots, so a
+  bring-up that fails is launched again (or declined) at a later pass; it is answered once the
+  node is ready.
+- ``RELEASE`` and ``RESET``: a ready node the scheduler is done with (or gave up on) is removed
+  with the safe drain; a booting one no operation carries is abandoned; a reset node that is not
+  alive is given back (the scheduler left it down). A release of a node that is not alive is
+  answered at once.
+- a node of elb's the read shows ``gone`` (powered down) is removed like a release.
+- an ask the read dropped (stale) is answered with why; a give-back that failed is tried again
+  at ``retry_at``, not before (``elb.core.backoff``'s doubling).
+
+Nodes with an operation in flight are left to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from elb.core.model import Node, NodeState, Removal
+from elb.core.scheduler import Ask, AskKind, Dropped
+
+RELEASE_RETRY = 60.0  # seconds before a failed give-back is tried again, doubling per attempt
+RELEASE_RETRY_MAX = 3600.0
+
+
+def release_retry_at(attempts: int, now: float) -> float:
+    """When a give-back that failed ``attempts`` times (this one included) is tried again."""
+    return now + min(RELEASE_RETRY * 2.0 ** min(attempts - 1, 32), RELEASE_RETRY_MAX)
+
+
+@dataclass(frozen=True, slots=True)
+class Decline:
+    """Give ``node`` back to the scheduler (its ask of ``since`` answered once that went through)."""
+
+    node: str
+    since: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    node: str
+    since: float
+    answer: str
+
+
+@dataclass(frozen=True, slots=True)
+class AskPlan:
+    launch: tuple[Ask, ...] = ()  # WANT asks to launch, in order (within the limits)
+    declines: tuple[Decline, ...] = ()
+    answers: tuple[Answer, ...] = ()
+    removals: tuple[Removal, ...] = ()  # ready nodes the scheduler released or showed gone
+    abandon: tuple[Removal, ...] = ()  # booting nodes no operation carries that the scheduler gave up
+    groups: Mapping[str, str] = field(default_factory=dict)  # the group of each node to launch
+
+
+def plan_asks(
+    asks: Sequence[Ask],
+    dropped: Sequence[Dropped],
+    gone: Mapping[str, str],
+    records: Sequence[Node],
+    in_flight: Collection[str],
+    *,
+    max_nodes: int,
+    group_max: Mapping[str, int],
+    first_group: str,
+    master: str,
+    now: float,
+) -> AskPlan:
+    """The asks' actions (see the module's description)."""
+    by_name = {n.name: n for n in records}
+    room = _Room(records, max_nodes=max_nodes, group_max=group_max, first_group=first_group, master=master)
+    out = _Actions(answers=[Answer(d.ask.node, d.ask.since, f"dropped: {d.reason}") for d in dropped])
+    for a in asks:
+        if a.node in in_flight or (a.retry_at is not None and now < a.retry_at):
+            continue
+        node = by_name.get(a.node)
+        if a.kind is AskKind.WANT:
+            _want(a, node, room, out)
+        else:
+            _release(a, node, out)
+    asked = {a.node for a in asks}
+    for name, why in sorted(gone.items()):
+        node = by_name.get(name)
+        if name in asked or name in in_flight or node is None or node.state is not NodeState.READY:
+            continue
+        out.removals.append(Removal(name, why))
+    return AskPlan(
+        tuple(out.launch), tuple(out.declines), tuple(out.answers), tuple(out.removals), tuple(out.abandon), out.groups
+    )
+
+
+@dataclass
+class _Actions:
+    launch: list[Ask] = field(default_factory=list)
+    declines: list[Decline] = field(default_factory=list)
+    answers: list[Answer] = field(default_factory=list)
+    removals: list[Removal] = field(default_factory=list)
+    abandon: list[Removal] = field(default_factory=list)
+    groups: dict[str, str] = field(default_factory=dict)
+
+
+class _Room:
+    """Room for new nodes within ``max_nodes`` and each group's own limit."""
+
+    def __init__(
+        self, records: Sequence[Node], *, max_nodes: int, group_max: Mapping[str, int], first_group: str, master: str
+    ) -> None:
+        self.max_nodes, self.group_max, self.first_group = max_nodes, group_max, first_group
+        alive = [n for n in records if n.state.alive and n.name != master]
+        self.free = max(0, max_nodes - len(alive))
+        self.per_group: dict[str, int] = {}
+        for n in alive:
+            g = self.group(n.group)
+            self.per_group[g] = self.per_group.get(g, 0) + 1
+
+    def group(self, name: str | None) -> str:
+        return name if name is not None and name in self.group_max else self.first_group
+
+    def take(self, group: str) -> str | None:
+        """Take room for one node of ``group``; None when there is, else why not."""
+        if self.free <= 0:
+            return f"max_nodes {self.max_nodes} reached"
+        limit = self.group_max.get(group, self.max_nodes)
+        if self.per_group.get(group, 0) >= limit:
+            return f"group {group}'s max_nodes {limit} reached"
+        self.free -= 1
+        self.per_group[group] = self.per_group.get(group, 0) + 1
+        return None
+
+
+def _want(a: Ask, node: Node | None, room: _Room, out: _Actions) -> None:
+    if node is not None and node.state.alive:
+        if node.state is NodeState.READY:
+            out.answers.append(Answer(a.node, a.since, "ready"))
+        return  # booting (or draining): left open until it is ready, or not alive
+    group = room.group(a.group)
+    full = room.take(group)
+    if full is not None:
+        out.declines.append(Decline(a.node, a.since, full))
+        return
+    out.launch.append(a)
+    out.groups[a.node] = group
+
+
+def _release(a: Ask, node: Node | None, out: _Actions) -> None:
+    why = "the scheduler powered it down" if a.kind is AskKind.RELEASE else "the scheduler gave up on its resume"
+    why += f" ({a.detail})" if a.detail else ""
+    if node is None or not node.state.alive:
+        if a.kind is AskKind.RESET:
+            out.declines.append(Decline(a.node, a.since, why))
+        else:
+            out.answers.append(Answer(a.node, a.since, "done: the node is not running"))
+        return
+    (out.abandon if node.state.booting else out.removals).append(Removal(a.node, why))
+
+
+__all__: Sequence[str] = ("Answer", "AskPlan", "Decline", "plan_asks", "release_retry_at")

@@ -1,0 +1,238 @@
+"""Who spent it: every billed node-second of elb's nodes, attributed to the jobs that ran on the
+node, and the rest to the cost of elasticity. Pure: the nodes' stretches (``elb.core.spend.Life``,
+``Stopped``) and the jobs' uses of nodes (``JobUse``, from the scheduler's accounting:
+``elb.schedulers.usage``) go in, the parts come out.
+
+The rule, for each second EC2 bills of a node (its billed stretch, ``elb.core.spend.billed_span``,
+within the window asked for): the jobs running on it then share it in proportion to their slots,
+each taking ``slots / node's slots`` of it (the node's slots, or the jobs' together when they
+hold more or the node's are not known); what no job holds goes to what the node was doing:
+``booting`` (launch to ready, and a restart from a warm pool), ``idle`` (ready: with no job, or
+the slots no job holds) or ``draining`` (draining, deregistering, stopping, and the time EC2
+bills after the instance ended: its 60 s minimum or the rest of a started hour). A warm pool's
+stopped nodes cost their volumes (``volumes``: money, no node-second). Every part is a share of a
+billed second, so the parts add up to the bill: ``Attribution.billed`` is that bill, computed
+apart (``elb.core.spend.billed_in``), and the sum of the parts equals it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from elb.core.spend import Activity, Billing, Life, Stopped, Window, billed_in, billed_span
+
+By = Literal["user", "project", "queue", "group"]
+BY: tuple[By, ...] = ("user", "project", "queue", "group")
+Kind = Literal["jobs", "booting", "idle", "draining", "volumes"]
+ELASTICITY: tuple[Kind, ...] = ("booting", "idle", "draining", "volumes")
+UNKNOWN = "(unknown)"  # a job whose accounting does not say (no project, say)
+
+
+@dataclass(frozen=True, slots=True)
+class JobUse:
+    """A job (an array task, or a parallel job's part) on one node, as the scheduler's accounting
+    records it: from its start to its end, holding ``slots`` there."""
+
+    job: str
+    host: str
+    start: float
+    end: float
+    slots: float
+    user: str = ""
+    project: str = ""
+    queue: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One line of the attribution: the jobs of one user (project, queue, group), or a kind of
+    elasticity (of one group when attributing by group), with its billed node-seconds and money."""
+
+    key: str  # the user, project, queue or group; "" for elasticity not by group
+    kind: Kind
+    node_seconds: float
+    money: float
+    jobs: int = 0  # jobs with a share in it
+
+    @property
+    def node_hours(self) -> float:
+        return self.node_seconds / 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """The parts of the bill of elb's nodes in [since, until), and the bill itself."""
+
+    by: By
+    since: float
+    until: float
+    parts: tuple[Part, ...]
+    billed: Window
+    unmatched: int = 0  # job uses on no billed node of elb's in the window (other hosts)
+    priced: bool = True  # every node has a price (else money is 0 and only node-hours count)
+
+    @property
+    def jobs(self) -> tuple[Part, ...]:
+        return tuple(p for p in self.parts if p.kind == "jobs")
+
+    @property
+    def elasticity(self) -> tuple[Part, ...]:
+        return tuple(p for p in self.parts if p.kind != "jobs")
+
+    @property
+    def node_seconds(self) -> float:
+        return sum(p.node_seconds for p in self.parts)
+
+    @property
+    def money(self) -> float:
+        return sum(p.money for p in self.parts)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "by": self.by,
+            "since": self.since,
+            "until": self.until,
+            "priced": self.priced,
+            "parts": [
+                {
+                    "key": p.key,
+                    "kind": p.kind,
+                    "jobs": p.jobs,
+                    "node_hours": p.node_hours,
+                    "dollars": p.money if self.priced else None,
+                }
+                for p in self.parts
+            ],
+            "total": {"node_hours": self.node_seconds / 3600.0, "dollars": self.money if self.priced else None},
+            "billed": {
+                "node_hours": self.billed.node_seconds / 3600.0,
+                "dollars": self.billed.money + self.billed.volume_money if self.priced else None,
+                "volume_dollars": self.billed.volume_money if self.priced else None,
+                "stretches": self.billed.lives,
+            },
+            "unmatched_job_records": self.unmatched,
+        }
+
+
+def key_of(use: JobUse, by: By, group: str) -> str:
+    if by == "group":
+        return group
+    value = use.user if by == "user" else use.project if by == "project" else use.queue
+    return value or UNKNOWN
+
+
+@dataclass(slots=True)
+class _Sums:
+    seconds: dict[tuple[str, Kind], float] = field(default_factory=dict)
+    money: dict[tuple[str, Kind], float] = field(default_factory=dict)
+    jobs: dict[tuple[str, Kind], set[str]] = field(default_factory=dict)
+
+    def add(self, key: tuple[str, Kind], seconds: float, price: float, job: str | None = None) -> None:
+        self.seconds[key] = self.seconds.get(key, 0.0) + seconds
+        self.money[key] = self.money.get(key, 0.0) + seconds * price / 3600.0
+        if job is not None:
+            self.jobs.setdefault(key, set()).add(job)
+
+
+def attribute(
+    found: tuple[Sequence[Life], Sequence[Stopped]],
+    uses: Iterable[JobUse],
+    *,
+    by: By,
+    since: float,
+    until: float,
+    billing: Billing,
+    period: float = 3600.0,
+) -> Attribution:
+    """Every billed node-second of ``found``'s stretches in [since, until), attributed."""
+    lives, stopped = found
+    on: dict[str, list[JobUse]] = {}
+    for u in uses:
+        on.setdefault(u.host.split(".", 1)[0], []).append(u)
+    sums = _Sums()
+    matched: set[int] = set()
+    for life in lives:
+        a, b = billed_span(life, until, billing, period)
+        lo, hi = max(a, since), min(b, until)
+        if hi <= lo:
+            continue
+        mine = [u for u in on.get(life.node, ()) if u.end > lo and u.start < hi]
+        matched.update(id(u) for u in mine)
+        _one_life(life, mine, (lo, hi), by, sums)
+    for p in stopped:
+        end = until if p.end is None else min(p.end, until)
+        seconds = max(0.0, min(end, until) - max(p.start, since))
+        if seconds > 0:
+            key: tuple[str, Kind] = (p.group if by == "group" else "", "volumes")
+            sums.money[key] = sums.money.get(key, 0.0) + seconds * p.price_per_hour / 3600.0
+            sums.seconds.setdefault(key, 0.0)
+    unmatched = sum(1 for us in on.values() for u in us if id(u) not in matched and u.end > since and u.start < until)
+    parts = [
+        Part(
+            key, kind, sums.seconds[(key, kind)], sums.money.get((key, kind), 0.0), len(sums.jobs.get((key, kind), ()))
+        )
+        for key, kind in sums.seconds
+    ]
+    order = {k: i for i, k in enumerate(("jobs", *ELASTICITY))}
+    parts.sort(key=lambda p: (order[p.kind], -p.money, -p.node_seconds, p.key))
+    priced = all(life.price_per_hour is not None for life in lives)
+    return Attribution(
+        by, since, until, tuple(parts), billed_in(found, since, until, billing, period), unmatched, priced
+    )
+
+
+def _one_life(life: Life, uses: Sequence[JobUse], window: tuple[float, float], by: By, sums: _Sums) -> None:
+    """One stretch's billed seconds in ``window`` into ``sums``: a sweep over its jobs' starts
+    and ends and its activity's changes."""
+    lo, hi = window
+    uses = [u for u in uses if min(u.end, hi) > max(u.start, lo)]
+    price = life.price_per_hour or 0.0
+    spare_key = life.group if by == "group" else ""
+    points: list[tuple[float, int, int]] = []  # (time, 0: an end / 1: a start, use index)
+    for i, u in enumerate(uses):
+        points.append((max(u.start, lo), 1, i))
+        points.append((min(u.end, hi), 0, i))
+    cuts = sorted({lo, hi, *(t for t, _ in life.activity if lo < t < hi)} | {p[0] for p in points})
+    if life.end is not None and lo < life.end < hi:
+        cuts = sorted({*cuts, life.end})
+    points.sort()
+    active: dict[int, JobUse] = {}
+    k = 0
+    for t0, t1 in itertools.pairwise(cuts):
+        while k < len(points) and points[k][0] <= t0:
+            _, starts, i = points[k]
+            if starts:
+                active[i] = uses[i]
+            else:
+                active.pop(i, None)
+            k += 1
+        dt = t1 - t0
+        if dt <= 0:
+            continue
+        held = sum(u.slots for u in active.values())
+        size = max(float(life.slots or 0), held)
+        for u in active.values():
+            share = dt * u.slots / size
+            sums.add((key_of(u, by, life.group), "jobs"), share, price, u.job)
+        spare = dt - (dt * held / size if size > 0 else 0.0)
+        if spare > 0:
+            sums.add((spare_key, _doing(life, t0)), spare, price)
+
+
+def _doing(life: Life, t: float) -> Activity:
+    """What the node was doing at ``t``: its activity then; after its instance ended (billed
+    still: the minimum, the started hour), draining."""
+    if life.end is not None and t >= life.end:
+        return "draining"
+    doing: Activity = "booting"
+    for since, activity in life.activity:
+        if since > t:
+            break
+        doing = activity
+    return doing
+
+
+__all__: Sequence[str] = ("BY", "ELASTICITY", "Attribution", "By", "JobUse", "Kind", "Part", "attribute", "key_of")

@@ -1,0 +1,109 @@
+"""Back-off of launches after failed bring-ups, computed purely from the journal's events.
+
+A bring-up is a node's way from ``requested`` to ``ready``. It fails when the node reaches
+``failed``, or ``draining`` (its cleanup), first: a launch the cloud refused, an instance that
+never ran, a provisioning play that failed or timed out. Failed bring-ups come in rounds: a launch of seven nodes whose
+playbook fails makes seven failures at once. A failure counts as a new round only once the
+wait the previous round set has passed; each round doubles the wait, from ``initial`` up to
+``max``. A node that becomes ready ends the streak.
+
+While the streak lasts, launching waits until ``next_launch_at``, and then launches a single
+node (a probe) rather than a whole batch, and no other while that probe is on its way, so with
+provisioning failing for good elb launches a handful of nodes an hour, not one batch a pass.
+
+The state survives a restart: it is rebuilt from the journal every pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from elb.core.model import Event, NodeState
+
+PROBE_NODES = 1  # nodes a launch round may start while backing off
+
+
+class Cause(enum.StrEnum):
+    LAUNCH = "launch"  # the cloud gave no running instance
+    PROVISION = "provision"  # the instance ran, the node never became ready
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Where the back-off stands at one instant."""
+
+    rounds: int = 0  # failed rounds in a row (0: no back-off)
+    next_launch_at: float | None = None  # no launch before this
+    cause: Cause | None = None  # of the last failed round
+    last_failure: str = ""  # "node007: provisioning failed at ..." of the last failed round
+    probing: bool = False  # a node requested after the wait is still on its way: no other launch
+
+    def waiting(self, now: float) -> float:
+        """Seconds launching must still wait at ``now`` (0: may launch)."""
+        if self.next_launch_at is None:
+            return 0.0
+        return max(0.0, self.next_launch_at - now)
+
+    @property
+    def active(self) -> bool:
+        return self.rounds > 0
+
+    def cap(self, wanted: int, now: float) -> int:
+        """How many of ``wanted`` new nodes may be launched at ``now``."""
+        if not self.active:
+            return wanted
+        if self.waiting(now) > 0 or self.probing:
+            return 0
+        return min(wanted, PROBE_NODES)
+
+
+def _cause(detail: str | None) -> Cause:
+    text = (detail or "").removeprefix("cleanup: ")
+    return Cause.LAUNCH if text.startswith(("launch failed", "no instance")) else Cause.PROVISION
+
+
+class Tracker:
+    """The back-off folded over bring-up events one at a time (``add``), for a producer that sees
+    them as they happen (the simulator); ``compute`` folds a journal's events with it."""
+
+    def __init__(self, *, initial: float, maximum: float) -> None:
+        self.initial, self.maximum = initial, maximum
+        self._bringing_up: dict[str, float] = {}  # node -> when it was requested
+        self._state = Backoff()
+
+    def add(self, e: Event) -> None:
+        if e.state is NodeState.REQUESTED:
+            self._bringing_up[e.node] = e.time
+        elif e.state is NodeState.READY:
+            if e.node in self._bringing_up:
+                self._state = Backoff()  # a node became ready: launching works again
+            self._bringing_up.pop(e.node, None)
+        elif e.state in (NodeState.FAILED, NodeState.DRAINING) and e.node in self._bringing_up:
+            # a node that never became ready is drained only by its cleanup
+            del self._bringing_up[e.node]
+            state = self._state
+            if state.next_launch_at is not None and e.time < state.next_launch_at:
+                return  # the same round (launched before the wait began)
+            rounds = state.rounds + 1
+            wait = min(self.initial * 2.0 ** min(rounds - 1, 64), self.maximum)
+            self._state = Backoff(rounds, e.time + wait, _cause(e.detail), f"{e.node}: {e.detail or 'failed'}")
+
+    @property
+    def state(self) -> Backoff:
+        """The back-off after the events added so far."""
+        state = self._state
+        if state.next_launch_at is not None:
+            after = state.next_launch_at
+            state = dataclasses.replace(state, probing=any(t >= after for t in self._bringing_up.values()))
+        return state
+
+
+def compute(events: Iterable[Event], *, initial: float, maximum: float) -> Backoff:
+    """The back-off after ``events`` (journal events in the order they were recorded)."""
+    tracker = Tracker(initial=initial, maximum=maximum)
+    for e in events:
+        tracker.add(e)
+    return tracker.state

@@ -1,0 +1,525 @@
+"""elb's configuration: one YAML file, validated on load.
+
+Every option, its default and its meaning is in docs/configuration.md.
+Unknown keys are errors: a typo must not silently fall back to a default.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from ipaddress import IPv4Address
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    IPvAnyAddress,
+    StrictBool,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from elb.core import yamlfile
+from elb.core.budget import Budget
+from elb.core.durations import PacingSeconds, PositiveSeconds, Seconds, parse
+from elb.core.groups import SPOT_NOT_STOPPED, LaunchTemplate, NodeGroup, NodeGroups, default_group
+from elb.core.naming import MAX_NODES
+from elb.core.warmpool import WarmPool
+
+DEFAULT_CONFIG_PATH = Path("/etc/elb/elb.yml")
+
+# Numbers are strict: YAML's true is not 1, 2.5 is not an integer, "60" is not a number. Times
+# (``elb.core.durations``: Seconds, PositiveSeconds, PacingSeconds) are a number of seconds or text
+# with a unit ("60", "15m"), finite, at most a year; PositiveSeconds more than 0; PacingSeconds at
+# least 1 s. Days (retention) are numbers of days, without a unit.
+Factor = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)]
+Count = Annotated[int, Field(strict=True, ge=0)]
+AtLeastOne = Annotated[int, Field(strict=True, ge=1)]
+NodeCount = Annotated[int, Field(strict=True, ge=0, le=MAX_NODES)]
+Days = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=36500)]  # a century at most
+
+MINIMUM_CONFIG = "cloud: {provider: ec2}"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PolicyConfig(_Strict):
+    """When to grow and shrink. Times in seconds."""
+
+    name: Literal["elb", "starcluster", "parallelcluster", "slurm", "static"] = "elb"
+    min_nodes: NodeCount = 0
+    max_nodes: NodeCount = 10  # at most MAX_NODES
+    add_nodes_per_iteration: AtLeastOne = 1
+    wait_time: Seconds = 900.0  # oldest eligible job must have waited longer than this
+    stabilization_time: Seconds = 180.0
+    billing: Literal["hour", "second"] = "hour"
+    billing_period: PositiveSeconds = 3600.0
+    kill_after: Seconds = 2700.0  # per-period billing: removable this far into the period
+    idle_time: Seconds = 600.0  # per-second billing: removable after this long idle
+    slots_per_node: AtLeastOne | None = None  # None: learn from hosts / instance type
+    boot_time: PacingSeconds = 300.0  # expected launch-to-ready time, for planning
+    # elb policy only (see docs/policy.md). "forecast": launch at once for demand no slot meets within
+    # boot_time; "wait_time": the original balancer's rule (oldest job waited > wait_time, stabilization_time).
+    grow: Literal["forecast", "wait_time"] = "forecast"
+    # "cost": keep a paid node to the last poll before its next period (hour) / idle idle_factor x boot_time
+    # (second); "timer": the original rule, kill_after / idle_time, only when no job waits, stabilization_time.
+    shrink: Literal["cost", "timer"] = "cost"
+    poll_interval: PacingSeconds = 60.0  # the daemon's poll interval, for planning (match the top level)
+    removal_lead: Seconds = (
+        60.0  # shrink=cost, per-period billing: a removal must be done this long before the boundary
+    )
+    idle_factor: Factor = 0.5  # shrink=cost, per-second billing: keep an idle node this many boot times
+    period_horizon: Seconds = 0.0  # grow=forecast, per-period billing: wait up to this for slots freed by h_rt
+    launch_delay: Seconds = 0.0  # grow=forecast: count a waiting job as demand once it has waited this long
+    # The one group's warm pool without node_groups (elb.core.warmpool, elb.core.poolplan).
+    warm_pool: WarmPool = Field(default_factory=WarmPool)
+    # At most this much money a day, week or month: launches are paced to it (elb.core.budget; needs
+    # node_groups with a price_per_hour). None: no budget.
+    budget: Budget | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> PolicyConfig:
+        if self.min_nodes > self.max_nodes:
+            raise ValueError(f"min_nodes ({self.min_nodes}) is greater than max_nodes ({self.max_nodes})")
+        if self.removal_lead >= self.billing_period:
+            raise ValueError(
+                f"removal_lead ({self.removal_lead:g}) must be less than billing_period ({self.billing_period:g})"
+            )
+        if self.kill_after >= self.billing_period:
+            raise ValueError(
+                f"kill_after ({self.kill_after:g}) must be less than billing_period ({self.billing_period:g})"
+            )
+        return self
+
+
+class ClusterConfig(_Strict):
+    name: str = Field("elb", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+    master: str = Field("master", pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$")
+    node_prefix: str = Field("node", pattern=r"^[a-z][a-z0-9-]{0,40}$")
+    node_digits: Annotated[int, Field(strict=True, ge=1, le=6)] = 3
+    user: str = Field("sgeuser", pattern=r"^[a-z_][a-z0-9_-]{0,31}$")  # the cluster user
+
+
+class SgeConfig(_Strict):
+    root: Path = Path("/var/lib/gridengine")
+    cell: str = "default"
+    bin_dir: Path | None = None  # None: find qstat on PATH
+    timeout: PositiveSeconds = 30.0
+    queue: str = "all.q"
+    hostgroup: str = "@allhosts"
+
+
+class SlurmConfig(_Strict):
+    """Where elb finds Slurm (``scheduler: slurm``; docs/slurm.md)."""
+
+    conf: Path | None = None  # slurm.conf for the client commands (SLURM_CONF); None: Slurm's default
+    bin_dir: Path | None = None  # None: find squeue, sinfo and scontrol on PATH
+    timeout: PositiveSeconds = 30.0
+    # How long after its add play a node's slurmd has to register with the controller (Slurm no
+    # longer shows it powering up and has it up) before elb fails the node: taken out, terminated,
+    # and given back to Slurm or launched again under the back-off.
+    register_timeout: PositiveSeconds = 120.0
+    # The directory elb's resume and suspend programs write Slurm's requests to.
+    requests: Path = Path("/var/spool/elb/slurm")
+    # The node group of each cloud partition's nodes (partition -> group name); a partition not
+    # named here: the first group.
+    partition_groups: dict[str, str] = Field(default_factory=dict)
+    add_playbook: str = Field("slurm_add_node.yml", pattern=r"^[A-Za-z0-9_.-]+\.ya?ml$")
+    remove_playbook: str = Field("slurm_remove_node.yml", pattern=r"^[A-Za-z0-9_.-]+\.ya?ml$")
+
+
+class Ec2Config(_Strict):
+    region: str | None = None
+    ami: str | None = None  # None: the AMI of the existing workers
+    instance_types: list[str] = Field(default_factory=list)  # ordered; empty: the workers' type
+    subnets: list[str] = Field(default_factory=list)  # ordered; empty: the workers' subnet
+    security_groups: list[str] = Field(default_factory=list)
+    key_name: str | None = None
+    iam_instance_profile: str | None = None
+    root_volume_size: AtLeastOne | None = None  # GiB
+    root_volume_type: str | None = None
+    extra_tags: dict[str, str] = Field(default_factory=dict)
+    user_data: str | None = None
+    spot: StrictBool = False
+    spot_max_price: str | None = None
+    spot_fallback_on_demand: StrictBool = True
+    boot_timeout: PositiveSeconds = 600.0
+    capacity_backoff: Seconds = 600.0
+    endpoint_url: str | None = None  # for tests against moto
+    # A launch template describes the worker; elb then sets only the instance type, the subnet,
+    # the market and its tags (so the settings the template owns are refused here).
+    launch_template: LaunchTemplate | None = None
+    # Instance metadata of a worker elb describes itself: IMDSv2 only ("required") by default.
+    metadata_tokens: Literal["required", "optional"] = "required"
+    # Read EC2's notices about workers (spot interruptions, scheduled changes) each pass from the
+    # queue `elb ec2-events setup` makes (elb-<cluster.name>-notices).
+    notices: StrictBool = False
+    # A job requeued by more spot interruptions than this is bound to the on-demand groups'
+    # queues (qalter -q), so that it next runs on an on-demand node (elb.core.interruptions).
+    spot_interruptions_allowed: AtLeastOne = 2
+
+    @model_validator(mode="after")
+    def _template_owns(self) -> Ec2Config:
+        if self.launch_template is None:
+            return self
+        owned = {
+            "ami": self.ami,
+            "security_groups": self.security_groups or None,
+            "key_name": self.key_name,
+            "iam_instance_profile": self.iam_instance_profile,
+            "root_volume_size": self.root_volume_size,
+            "root_volume_type": self.root_volume_type,
+            "user_data": self.user_data,
+        }
+        clash = [k for k, v in owned.items() if v is not None]
+        if clash:
+            raise ValueError(
+                f"{', '.join(clash)}: set in the launch template, not here (with a launch template elb "
+                "sets only the instance type, the subnet, the market and its tags)"
+            )
+        if "metadata_tokens" in self.model_fields_set:
+            raise ValueError("metadata_tokens: set the template's metadata options instead")
+        return self
+
+
+class LocalConfig(_Strict):
+    """The podman-backed provider of the test cluster (see ``python -m elbdev testcluster``)."""
+
+    image: str = "localhost/elb-node:latest"
+    network: str = "elb"
+    boot_timeout: PositiveSeconds = 120.0
+
+
+class CloudConfig(_Strict):
+    provider: Literal["ec2", "local"] = "ec2"
+    ec2: Ec2Config = Field(default_factory=Ec2Config)
+    local: LocalConfig = Field(default_factory=LocalConfig)
+
+
+class ProvisionConfig(_Strict):
+    playbook_dir: Path | None = None  # None: the playbooks shipped with elb
+    private_data_dir: Path = Path("/var/lib/elb/ansible")
+    ssh_user: str = "root"
+    ssh_private_key: Path | None = None
+    timeout: Seconds = 900.0  # 0: no limit
+    forks: AtLeastOne = 10
+    extra_vars: dict[str, object] = Field(default_factory=dict)
+    # The SSH host keys elb gives its nodes at launch and checks (elb.provision.hostkeys);
+    # None: <private_data_dir>/host-keys.
+    host_keys_dir: Path | None = None
+
+    @property
+    def host_keys_path(self) -> Path:
+        return self.host_keys_dir if self.host_keys_dir is not None else self.private_data_dir / "host-keys"
+
+    @field_validator("extra_vars")
+    @classmethod
+    def _finite(cls, extra: dict[str, object]) -> dict[str, object]:
+        """No .nan or .inf at any depth: Ansible's JSON has no such numbers (the key path says where)."""
+        where = _not_finite(extra)
+        if where is not None:
+            raise ValueError(f"{where}: .nan and .inf are not numbers Ansible can take (quote them to pass text)")
+        return extra
+
+
+def _not_finite(value: object, path: str = "") -> str | None:
+    """The key path (``a.b[2]``) of the first NaN or infinity in ``value``, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path or "(the value)"
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = _not_finite(v, f"{path}.{k}" if path else str(k))
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            found = _not_finite(v, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
+class BackoffConfig(_Strict):
+    """How long launching waits after failed launches or provisionings (doubling per failed round)."""
+
+    initial: PacingSeconds = 60.0
+    max: PacingSeconds = 3600.0
+
+    @model_validator(mode="after")
+    def _check(self) -> BackoffConfig:
+        if self.initial > self.max:
+            raise ValueError(f"initial ({self.initial:g}) is greater than max ({self.max:g})")
+        return self
+
+
+class RetentionConfig(_Strict):
+    """How long elb keeps what it writes: Ansible run artifacts and journal events."""
+
+    artifacts_days: Days = 14.0  # days: a successful run's artifacts are deleted after this
+    artifacts_mb: AtLeastOne = 500  # MB: the oldest artifacts go first past this total
+    failed_factor: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=1)] = 4.0  # failed runs kept longer
+    journal_days: Days = 90.0  # days: older events are pruned (a live node keeps its last ones)
+
+
+class Config(_Strict):
+    poll_interval: PacingSeconds = 60.0
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    # The batch scheduler elb serves: Grid Engine (elb's passes decide growth from the queue) or
+    # Slurm (Slurm's power saving asks for nodes; elb launches, provisions and removes them).
+    scheduler: Literal["sge", "slurm"] = "sge"
+    sge: SgeConfig = Field(default_factory=SgeConfig)
+    slurm: SlurmConfig = Field(default_factory=SlurmConfig)
+    cloud: CloudConfig = Field(default_factory=CloudConfig)
+    provision: ProvisionConfig = Field(default_factory=ProvisionConfig)
+    state_dir: Path = Path("/var/lib/elb")
+    stats_file: Path | None = None  # None: <state_dir>/stats.csv
+    metrics_port: Annotated[int, Field(strict=True, ge=1, le=65535)] | None = None  # None: no metrics endpoint
+    metrics_address: IPvAnyAddress = IPv4Address("127.0.0.1")  # where the metrics endpoint listens
+    log_format: Literal["text", "json"] = "text"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"  # elb -v: debug, whatever this says
+    failed_passes_alarm: AtLeastOne = 3  # say so loudly after this many failed passes
+    orphan_timeout: Seconds = 600.0  # a tagged worker unknown to journal and SGE this long is terminated
+    # A ready node SGE can't reach (absent, or all its queues in state u) this long, with no job
+    # on it, is deregistered and terminated. SGE itself marks a silent execd u after max_unheard (5 min).
+    unreachable_timeout: Seconds = 600.0
+    backoff: BackoffConfig = Field(default_factory=BackoffConfig)
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
+    # The kinds of worker elb adds (elb.core.groups, docs/groups.md). None: one group built from
+    # policy.slots_per_node/min_nodes/max_nodes, sge.queue, sge.hostgroup, cloud.ec2.instance_types.
+    node_groups: list[NodeGroup] | None = Field(None, min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _policy_knows_the_poll(cls, data: object) -> object:
+        """The policy plans with the daemon's poll interval: given once, at the top level."""
+        if isinstance(data, dict) and "poll_interval" in data:
+            policy = data.get("policy")
+            if policy is None:
+                policy = {}
+            if isinstance(policy, dict):
+                if "poll_interval" in policy and _seconds_or_same(policy["poll_interval"]) != _seconds_or_same(
+                    data["poll_interval"]
+                ):
+                    raise ValueError(
+                        f"policy.poll_interval ({policy['poll_interval']}) differs from poll_interval "
+                        f"({data['poll_interval']}); set it once, at the top level"
+                    )
+                data = {**data, "policy": {**policy, "poll_interval": data["poll_interval"]}}
+        return data
+
+    @model_validator(mode="after")
+    def _spot_is_not_stopped(self) -> Config:
+        """The one group's warm pool stops idle nodes; with ``cloud.ec2.spot`` its nodes are
+        one-time spot instances, which EC2 cannot stop (node groups check their own market)."""
+        if self.node_groups is None and self.cloud.ec2.spot and self.policy.warm_pool.enabled:
+            raise ValueError(f"policy.warm_pool: {SPOT_NOT_STOPPED} (cloud.ec2.spot is true)")
+        return self
+
+    @model_validator(mode="after")
+    def _budget_has_prices(self) -> Config:
+        """A budget is money: every node group needs its price (``price_per_hour``)."""
+        if self.policy.budget is not None and (
+            self.node_groups is None or any(g.price_per_hour is None for g in self.node_groups)
+        ):
+            raise ValueError(
+                "policy.budget: a budget needs the nodes' prices: set node_groups, each with a price_per_hour "
+                "(US dollars an hour)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _node_groups(self) -> Config:
+        """With ``node_groups``, each group says its own size, limits, queues and host group:
+        the whole-cluster settings that would contradict them are refused, ``policy.max_nodes``
+        (when set) caps all groups together (else the sum of theirs), and ``policy.min_nodes``
+        becomes the sum of the groups' minimums."""
+        if self.node_groups is None:
+            return self
+        clash = [
+            f"policy.{k}" for k in ("min_nodes", "slots_per_node", "warm_pool") if k in self.policy.model_fields_set
+        ]
+        clash += [f"sge.{k}" for k in ("queue", "hostgroup") if k in self.sge.model_fields_set]
+        if clash:
+            raise ValueError(
+                f"node_groups: {', '.join(clash)} cannot be set with node_groups (each group sets its own "
+                "slots, min_nodes, queues, hostgroup and warm_pool; policy.max_nodes caps all groups together)"
+            )
+        total = None if "max_nodes" not in self.policy.model_fields_set else self.policy.max_nodes
+        try:
+            groups = NodeGroups(groups=self.node_groups, max_nodes=total)
+        except ValidationError as err:
+            why = "; ".join(e["msg"].removeprefix("Value error, ") for e in err.errors())
+            raise ValueError(f"node_groups: {why}") from None
+        policy = self.policy.model_copy(
+            update={"min_nodes": sum(g.min_nodes for g in groups.groups), "max_nodes": groups.total_max_nodes}
+        )
+        return self.model_copy(update={"policy": policy})
+
+    def groups(self, slots_per_node: int) -> NodeGroups:
+        """The node groups elb adds nodes of: ``node_groups``, or the one group today's settings
+        describe (``slots_per_node``: the size of a new node, as the daemon learnt it). Built
+        once per config and size (``_GROUPS``): a pass, and a replay's every decision, asks often."""
+        key = (id(self), slots_per_node)
+        hit = _GROUPS.get(key)
+        if hit is not None and hit[0] is self:
+            return hit[1]
+        groups = self._groups(slots_per_node)
+        if len(_GROUPS) >= _GROUPS_KEPT:
+            _GROUPS.pop(next(iter(_GROUPS)))
+        _GROUPS[key] = (self, groups)  # the config held: its id is not reused while kept
+        return groups
+
+    def _groups(self, slots_per_node: int) -> NodeGroups:
+        if self.node_groups is not None:
+            return NodeGroups(groups=self.node_groups, max_nodes=self.policy.max_nodes)
+        p = self.policy
+        group = default_group(
+            slots_per_node=slots_per_node,
+            max_nodes=p.max_nodes,
+            min_nodes=p.min_nodes,
+            queue=self.sge.queue,
+            hostgroup=self.sge.hostgroup,
+            instance_types=self.cloud.ec2.instance_types,
+            warm_pool=p.warm_pool,
+        )
+        return NodeGroups(groups=[group])
+
+    @property
+    def stats_path(self) -> Path:
+        return self.stats_file if self.stats_file is not None else self.state_dir / "stats.csv"
+
+    @property
+    def scheduler_timeout(self) -> tuple[float, str]:
+        """The time-out of one command of the configured scheduler, and its key."""
+        if self.scheduler == "slurm":
+            return self.slurm.timeout, "slurm.timeout"
+        return self.sge.timeout, "sge.timeout"
+
+    @property
+    def boot_timeout(self) -> float:
+        """Launch-to-ready limit of the configured provider."""
+        c = self.cloud
+        return c.local.boot_timeout if c.provider == "local" else c.ec2.boot_timeout
+
+    @property
+    def journal_path(self) -> Path:
+        return self.state_dir / "journal.sqlite"
+
+
+def _seconds_or_same(value: object) -> object:
+    """A time as seconds when it reads as one (``"1m"`` and ``60`` are the same), else as it is."""
+    if isinstance(value, str):
+        try:
+            return parse(value)
+        except ValueError:
+            return value
+    return value
+
+
+# The node groups of the last configs asked (``Config.groups``), by (config id, slots).
+_GROUPS: dict[tuple[int, int], tuple[Config, NodeGroups]] = {}
+_GROUPS_KEPT = 32
+
+
+class ConfigError(Exception):
+    """The config file cannot be used; the message names the file, the place, the key and the problem."""
+
+
+def _format_errors(err: ValidationError, doc: yamlfile.Document | None) -> str:
+    lines = []
+    errors = err.errors()
+    top = {e["msg"] for e in errors if tuple(e["loc"]) == ("poll_interval",)}
+    for e in errors:
+        loc: Sequence[object] = e["loc"]
+        if tuple(loc) == ("policy", "poll_interval") and e["msg"] in top:
+            continue  # the top level's value, copied into the policy: said once
+        msg = e["msg"].removeprefix("Value error, ")
+        if not loc:  # a check across keys names the key it is about: "Value error, node_groups: ..."
+            named = re.fullmatch(r"([a-z_]+(?:\.[a-z_]+)*): (.*)", msg, re.DOTALL)
+            if named is not None:
+                loc, msg = tuple(named.group(1).split(".")), named.group(2)
+        key = ".".join(str(p) for p in loc) or "(top level)"
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key"
+        where = doc.position(loc) if doc is not None else None
+        lines.append(f"{where}: {key}: {msg}" if where else f"{key}: {msg}")
+    return "; ".join(lines)
+
+
+def parse_config(data: object, source: str = "<config>", doc: yamlfile.Document | None = None) -> Config:
+    """Validate already-loaded data (``{}``: every default). ``doc``: where keys are in the file."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping of keys, not {type(data).__name__}")
+    try:
+        return Config.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(f"{source}: {_format_errors(err, doc)}") from None
+
+
+def check_paths(cfg: Config) -> list[tuple[str, str]]:
+    """Paths the config names that would stop elb later, as (key, problem)."""
+    problems = []
+    dirs = [("state_dir", cfg.state_dir), ("provision.private_data_dir", cfg.provision.private_data_dir)]
+    if cfg.provision.host_keys_dir is not None:  # else under private_data_dir, checked with it
+        dirs.append(("provision.host_keys_dir", cfg.provision.host_keys_dir))
+    for key, path in dirs:
+        if path.exists() and not path.is_dir():
+            problems.append((key, f"{path} exists and is not a directory"))
+        elif not path.exists() and any(p.exists() and not p.is_dir() for p in path.parents):
+            problems.append((key, f"{path} cannot be created: a parent is not a directory"))
+    if cfg.stats_path.is_dir():
+        problems.append(("stats_file", f"{cfg.stats_path} is a directory"))
+    return problems
+
+
+def load_config(path: Path | None = None, *, choose: str = "give another with --config") -> Config:
+    """Load and validate a config file (``None``: ``DEFAULT_CONFIG_PATH``); ``choose`` says, in a
+    missing file's error, how the caller picks another.
+
+    There is no config without a file: elb never runs on defaults alone, and an empty file is
+    an error too. Every error is one ``ConfigError`` line: ``config PATH: line L, column C: ...``.
+    """
+    path = DEFAULT_CONFIG_PATH if path is None else path
+    source = f"config {path}"
+    try:
+        with path.open("rb") as f:
+            raw = f.read(yamlfile.MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: no such file (elb needs a config file; {choose})") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{source}: is a directory, not a file") from None
+    except OSError as err:
+        raise ConfigError(f"{source}: cannot read: {err.strerror or type(err).__name__}") from None
+    if len(raw) > yamlfile.MAX_BYTES:
+        raise ConfigError(f"{source}: larger than {yamlfile.MAX_BYTES} bytes: not a config file")
+    try:
+        doc = yamlfile.load(yamlfile.decode(raw))
+    except yamlfile.YamlFileError as err:
+        raise ConfigError(f"{source}: {err}") from None
+    if doc.data is None or doc.data == {}:
+        raise ConfigError(
+            f"{source}: the file is empty; a config has at least one key, e.g. '{MINIMUM_CONFIG}' "
+            "(every key left out has its default: docs/configuration.md)"
+        )
+    if not isinstance(doc.data, dict):
+        raise ConfigError(
+            f"{source}: line 1, column 1: the top level must be a mapping of keys, not a {type(doc.data).__name__}"
+        )
+    cfg = parse_config(doc.data, source, doc)
+    problems = []
+    for key, problem in check_paths(cfg):
+        where = doc.position(key.split("."))
+        problems.append(f"{where}: {key}: {problem}" if where else f"{key}: {problem}")
+    if problems:
+        raise ConfigError(f"{source}: {'; '.join(problems)}")
+    return cfg

@@ -1,0 +1,63 @@
+"""Which waiting jobs the policy plans for: the pass's snapshot split into demand, each job with
+its node group (``DemandSplit``), and the jobs that are not demand with the reason
+(``NotDemand``). Values every scheduler's driver makes: Grid Engine's by its demand model
+(``elb.schedulers.sge.servable``), Slurm's from its own view.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from elb.core.model import Job, Snapshot
+
+_NO_GROUPS: Mapping[Job, str] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class NotDemand:
+    """A waiting job the policy does not plan for. ``until``: the ``qsub -a`` time after which it
+    is demand; None when no node elb launches could ever run it."""
+
+    job: Job
+    reason: str
+    until: float | None = None
+
+    @property
+    def unservable(self) -> bool:
+        return self.until is None
+
+    @property
+    def verdict(self) -> str:
+        """``unservable: why`` or ``not yet: why``."""
+        return f"{'unservable' if self.unservable else 'not yet'}: {self.reason}"
+
+    def describe(self) -> str:
+        tasks = f" ({self.job.tasks} tasks)" if self.job.tasks > 1 else ""
+        return f"job {self.job.job_id}{tasks}: {self.verdict}"
+
+    def as_json(self) -> dict[str, object]:
+        """JSON-ready: job number, tasks, unservable or not yet (``until``), the reason."""
+        return {
+            "job_id": self.job.job_id,
+            "tasks": self.job.tasks,
+            "unservable": self.unservable,
+            "until": self.until,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DemandSplit:
+    """``snapshot``: what the policy plans on (the jobs in ``not_demand`` left out);
+    ``group_of``: the node group each waiting job in it goes to (``elb.schedulers.sge.demand.place``)."""
+
+    snapshot: Snapshot
+    not_demand: tuple[NotDemand, ...] = ()
+    group_of: Mapping[Job, str] = dataclasses.field(default_factory=lambda: _NO_GROUPS)
+
+    @property
+    def unservable(self) -> tuple[NotDemand, ...]:
+        return tuple(n for n in self.not_demand if n.unservable)

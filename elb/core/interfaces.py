@@ -1,0 +1,184 @@
+"""The narrow interfaces behind which the imperative shell does its I/O.
+
+Implementations: clouds in ``elb.clouds`` (``ec2``, ``local``), the provisioner in
+``elb.provision``. The core never imports an implementation; ``elb.service.factory`` picks one
+from the config.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+# Tag keys every instance elb launches carries (EC2 and local alike).
+TAG_CLUSTER = "elb:cluster"
+TAG_ROLE = "elb:role"  # "master" | "worker"
+TAG_MANAGED_BY = "elb:managed-by"  # always "elb"
+TAG_NAME = "Name"  # node name, e.g. node006
+
+
+class CloudError(Exception):
+    """A cloud call failed. ``retryable`` says whether trying again later may help."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """One worker instance as the cloud reports it."""
+
+    instance_id: str
+    name: str  # node name from the Name tag
+    state: str  # pending | running | stopping | stopped | shutting-down | terminated
+    launched_at: float  # POSIX seconds
+    private_ip: str | None = None
+    instance_type: str | None = None
+    image_id: str | None = None
+    slots: int | None = None
+    tags: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchResult:
+    """Outcome of a launch: the instances that run, and the names that failed with why."""
+
+    launched: tuple[Instance, ...]
+    failed: Mapping[str, str] = field(default_factory=dict, hash=False)  # node name -> reason
+
+
+@runtime_checkable
+class Cloud(Protocol):
+    """Launch, list, stop, start and terminate the workers of one cluster.
+
+    Implementations filter everything by the cluster's tags: they never list or
+    terminate an instance that is not a worker of this cluster, and never the master.
+    """
+
+    def launch(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> LaunchResult:
+        """Start one worker per name, wait until each runs with a private address; ``groups``:
+        the node group of each name (config ``node_groups``), for the way it is launched."""
+        ...
+
+    def list_workers(self) -> list[Instance]:
+        """The cluster's worker instances that are not terminated."""
+        ...
+
+    def terminate(self, instance_ids: Sequence[str]) -> None:
+        """Terminate these workers (ids not belonging to the cluster's workers are refused)."""
+        ...
+
+    def stop(self, instance_ids: Sequence[str]) -> None:
+        """Stop these workers, keeping their disks and names (a warm pool), and wait until they
+        are stopped; ids not belonging to the cluster's workers are refused."""
+        ...
+
+    def start(self, instance_ids: Sequence[str]) -> LaunchResult:
+        """Start these stopped workers and wait until each runs with a private address (it may
+        have changed); the ones that did not run, by node name, in ``failed``."""
+        ...
+
+    def new_node_slots(self) -> int | None:
+        """Slots of a worker ``launch`` would start now (its processors); None if unknown."""
+        ...
+
+
+class Outcome(enum.StrEnum):
+    OK = "ok"
+    FAILED = "failed"
+    UNREACHABLE = "unreachable"
+    BUSY = "busy"  # removal refused: a job landed on the node while draining
+
+
+@dataclass(frozen=True, slots=True)
+class HostResult:
+    """How provisioning went on one host."""
+
+    host: str
+    outcome: Outcome
+    task: str | None = None  # failing task name
+    message: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.OK
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    """What the provisioner needs to know of a node (no cloud call at provisioning time)."""
+
+    name: str
+    private_ip: str
+    slots: int | None = None
+    group: str | None = None  # its node group (config node_groups), as the journal has it
+    # Where it joins SGE and the complex values of its exec host; empty: the provisioner's
+    # defaults (sge.queue, sge.hostgroup, no values of its own). Set from its group.
+    queues: tuple[str, ...] = ()
+    hostgroup: str | None = None
+    complex_values: Mapping[str, str] = field(default_factory=dict, hash=False)
+    market: str | None = None  # its group's market, "on-demand" or "spot"; None: not known
+
+
+@runtime_checkable
+class Provisioner(Protocol):
+    """Configure nodes into the cluster and take them out again (Ansible behind it), with the
+    scheduler's plays (``elb.core.scheduler.Scheduler.add_playbook`` and ``remove_playbook``)."""
+
+    def add_nodes(
+        self,
+        playbook: str,
+        nodes: Sequence[NodeSpec],
+        existing: Sequence[NodeSpec],
+        on_reached: Callable[[str], None] | None = None,
+    ) -> dict[str, HostResult]:
+        """Make ``nodes`` part of the cluster; ``existing`` workers only get their hosts lines
+        updated. ``on_reached(name)``: called once per node, as soon as the run has reached it
+        (its first task there succeeded), from the thread that runs the playbook."""
+        ...
+
+    def remove_nodes(
+        self, playbook: str, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]
+    ) -> dict[str, HostResult]:
+        """Drain-check, deregister and unexport ``nodes``; BUSY if a job landed meanwhile."""
+        ...
+
+
+class NoticeKind(enum.StrEnum):
+    INTERRUPTION = "spot-interruption"  # taken back in about two minutes
+    REBALANCE = "rebalance"  # interruption risk went up
+    SCHEDULED = "scheduled-change"  # AWS Health: retirement, maintenance
+    STATE = "state-change"  # the instance is stopping, shutting down, terminated, ...
+    IMPAIRED = "status-check-failed"  # EC2's instance or system status check reports it impaired
+
+    @property
+    def doomed(self) -> bool:
+        """The instance will go away: no new job should land on it."""
+        return self in (NoticeKind.INTERRUPTION, NoticeKind.SCHEDULED, NoticeKind.IMPAIRED)
+
+    @property
+    def retire(self) -> bool:
+        """Take no new job on the instance and remove it once idle: it will go away, or (a
+        rebalance recommendation) its risk of interruption went up, so its replacement for new
+        work is best started now, before an interruption warning leaves two minutes."""
+        return self.doomed or self is NoticeKind.REBALANCE
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    kind: NoticeKind
+    instance_id: str
+    time: float  # POSIX seconds of the event
+    detail: str  # one line for the log: what AWS said
+
+    def describe(self) -> str:
+        return f"{self.kind.value} for {self.instance_id}: {self.detail}"
+
+
+class NoticeSource(Protocol):
+    """The cloud's notices about workers (EC2: ``elb.clouds.ec2.notices.Ec2Notices``)."""
+
+    def poll(self) -> Sequence[Notice]: ...

@@ -1,0 +1,267 @@
+"""Immutable values shared by every part of elb: the cluster snapshot, node records and plans.
+
+Nothing here does I/O. Times are POSIX seconds (float) on the master's clock.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+# Job state codes that mean "waiting and eligible to start": plain qw, and re-queued
+# (SGE 8.1.9 prints "Rq" for a rescheduled waiting job; "Rqw" is kept for other versions).
+PENDING_STATES = frozenset({"qw", "Rq", "Rqw"})
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One SGE job entry as qstat shows it.
+
+    A pending array job is one entry whose ``tasks`` counts every pending task;
+    a running array task is its own entry with ``tasks == 1``.
+    """
+
+    job_id: int
+    name: str
+    owner: str
+    state: str  # SGE state code: r, qw, hqw, Eqw, t, Rr, dr, ...
+    slots: int  # slots per task
+    submitted: float | None = None
+    started: float | None = None
+    tasks: int = 1
+    task_ids: str | None = None  # "1-20:1", "3", None for a plain job
+    priority: float = 0.0
+    pe: str | None = None
+    pe_range: str | None = None  # requested range, e.g. "16" or "4-8"
+    hard_requests: Mapping[str, str] = field(default_factory=dict, hash=False)
+    queue: str | None = None  # queue instance, e.g. "all.q@node001" (running jobs)
+    hard_runtime: float | None = None  # h_rt in seconds when requested
+    hard_queues: tuple[str, ...] = ()  # the hard queue list (qsub -q), wildcards as given
+    # Open Cluster Scheduler 9's scoped hard requests (qsub -scope master|slave -l ...): for the
+    # host of the master task, and for the hosts of the other tasks of a parallel job.
+    master_requests: Mapping[str, str] = field(default_factory=dict, hash=False)
+    slave_requests: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    @property
+    def host(self) -> str | None:
+        """Host part of the queue instance, for running jobs."""
+        if self.queue is None or "@" not in self.queue:
+            return None
+        return self.queue.split("@", 1)[1]
+
+    @property
+    def is_pending(self) -> bool:
+        """Waiting in the queue and eligible to be scheduled (not held, not in error)."""
+        return self.state in PENDING_STATES
+
+    @property
+    def total_slots(self) -> int:
+        return self.slots * self.tasks
+
+
+@dataclass(frozen=True, slots=True)
+class QueueInstance:
+    """One queue on one host (``all.q@node001``)."""
+
+    queue: str
+    host: str
+    slots_total: int
+    slots_used: int
+    slots_reserved: int = 0
+    states: str = ""  # letters from SGE: a u d E o c s S C D A
+
+    @property
+    def name(self) -> str:
+        return f"{self.queue}@{self.host}"
+
+    @property
+    def disabled(self) -> bool:
+        return "d" in self.states or "D" in self.states
+
+    @property
+    def unreachable(self) -> bool:
+        return "u" in self.states
+
+    @property
+    def usable(self) -> bool:
+        """Can accept new work: reachable, enabled, not in error, not suspended."""
+        return not any(c in self.states for c in "udDEsSCco")
+
+
+@dataclass(frozen=True, slots=True)
+class Host:
+    """One SGE execution host with its queue instances and load values."""
+
+    name: str
+    queues: tuple[QueueInstance, ...] = ()
+    num_proc: int | None = None
+    load: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    @property
+    def slots_total(self) -> int:
+        return sum(q.slots_total for q in self.queues)
+
+    @property
+    def slots_used(self) -> int:
+        return sum(q.slots_used for q in self.queues)
+
+    @property
+    def slots_reserved(self) -> int:
+        return sum(q.slots_reserved for q in self.queues)
+
+    @property
+    def busy(self) -> bool:
+        """Runs a job or holds a reservation in any of its queues."""
+        return any(q.slots_used > 0 or q.slots_reserved > 0 for q in self.queues)
+
+    @property
+    def up(self) -> bool:
+        return bool(self.queues) and any(not q.unreachable for q in self.queues)
+
+    @property
+    def free_slots(self) -> int:
+        return sum(max(0, q.slots_total - q.slots_used - q.slots_reserved) for q in self.queues if q.usable)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What SGE showed at one instant: jobs, execution hosts, and the master's clock."""
+
+    now: float
+    jobs: tuple[Job, ...]
+    hosts: tuple[Host, ...]
+
+    def host(self, name: str) -> Host | None:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        return None
+
+    @property
+    def pending(self) -> tuple[Job, ...]:
+        return tuple(j for j in self.jobs if j.is_pending)
+
+    def jobs_on(self, host: str) -> tuple[Job, ...]:
+        return tuple(j for j in self.jobs if j.host == host)
+
+
+class NodeState(enum.StrEnum):
+    """Lifecycle of a node elb manages; each step is journalled before it starts."""
+
+    REQUESTED = "requested"
+    LAUNCHING = "launching"
+    RUNNING = "running"  # the instance runs; not yet provisioned
+    PROVISIONING = "provisioning"
+    READY = "ready"
+    DRAINING = "draining"
+    DEREGISTERED = "deregistered"
+    # The warm pool (``elb.core.warmpool``): drained like a removal, its queue instances left disabled
+    # (still an exec host, its hosts lines and exports kept), its instance stopped; started again
+    # for demand (``starting``: on its way back to ready, it counts as booting).
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    STARTING = "starting"
+    TERMINATED = "terminated"
+    FAILED = "failed"
+
+    @property
+    def booting(self) -> bool:
+        """On its way to serving jobs: counts toward size and capacity."""
+        return self in _BOOTING
+
+    @property
+    def alive(self) -> bool:
+        """Runs (or is about to) and is not being removed for good; a pooled node is not."""
+        return self in _BOOTING or self in (NodeState.READY, NodeState.DRAINING)
+
+    @property
+    def pooled(self) -> bool:
+        """Stopped in its group's warm pool, or on its way there."""
+        return self in (NodeState.STOPPING, NodeState.STOPPED)
+
+
+_BOOTING = frozenset(
+    {NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.RUNNING, NodeState.PROVISIONING, NodeState.STARTING}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """elb's record of one worker it manages."""
+
+    name: str
+    state: NodeState
+    launched_at: float  # start of billing
+    instance_id: str | None = None
+    ready_at: float | None = None
+    last_busy_at: float | None = None  # last pass that saw a job or reservation on it
+    last_up_at: float | None = None  # last pass that saw SGE reach it (a queue instance not in state u)
+    slots: int | None = None  # expected slots once ready (None: unknown)
+    private_ip: str | None = None
+    instance_type: str | None = None
+    updated_at: float | None = None  # when its last step was journalled
+    group: str | None = None  # its node group (config node_groups); None: the first group
+    stopped_at: float | None = None  # when it was last stopped into the warm pool
+    template_version: str | None = None  # the launch template version it was launched with, if known
+
+    @property
+    def quiet_since(self) -> float:
+        """Since when nothing has been seen running on it: the last pass that saw a job or
+        reservation, or when it became ready, whichever is later; its launch before either.
+        A node is idle since then when it is ready and runs nothing now (the one definition)."""
+        seen = [t for t in (self.last_busy_at, self.ready_at) if t is not None]
+        return max(seen) if seen else self.launched_at
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """What the policy may remember between passes (kept in the journal)."""
+
+    last_change_at: float | None = None  # last launch or removal
+    recent_removals: tuple[float, ...] = ()  # times of removals, newest last
+
+
+@dataclass(frozen=True, slots=True)
+class Removal:
+    node: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The decision of one pass. An empty plan still says why nothing is done."""
+
+    add: int = 0
+    add_names: tuple[str, ...] = ()
+    add_reason: str = ""
+    remove: tuple[Removal, ...] = ()
+    reason: str = ""
+    # The node group of each node to add, by name (node_groups); a name not in it: the first group.
+    add_groups: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    @property
+    def empty(self) -> bool:
+        return self.add == 0 and not self.remove
+
+    def describe(self) -> list[str]:
+        """Plain-words lines for logs and ``--dry-run``."""
+        lines: list[str] = []
+        if self.add:
+            lines.append(f"add {self.add} ({', '.join(self.add_names)}): {self.add_reason}")
+        lines.extend(f"remove {r.node}: {r.reason}" for r in self.remove)
+        if not lines or self.reason:
+            lines.append(self.reason or "nothing to do")
+        return lines
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A step of a node's life as the journal records it (``elb.service.journal``): when, the
+    state reached, the instance, and a detail (why it failed)."""
+
+    time: float
+    node: str
+    state: NodeState
+    instance_id: str | None
+    detail: str | None

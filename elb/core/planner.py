@@ -1,0 +1,530 @@
+"""The pure planner of a pass: what a pass read, joined, in; the actions it takes, as data with
+their reasons, out. No I/O; time is passed in.
+
+- ``plan_pass``: the whole pass: the repairs (reconcile) and the rules that order them before
+  scaling, the policy's plan on the demand, the admin's orders, the warm pool (``elb.core.poolplan``:
+  stops instead of removals, restarts instead of launches, pooled nodes past their limits) and
+  the back-off, in one call
+  that the daemon runs live and its tests run on values;
+- ``limit_launches``: the policy's plan with its launches cut by the back-off;
+- ``pace_launches``: the launches and warm-pool restarts left, cut by the budget (``elb.core.budget``);
+- ``drain_verdict``: after ``qmod -d`` and a fresh read, may the node go on to deregistration?
+- ``cleanup_verdict``: a node whose deregistration play failed: terminate it, or keep it?
+- ``repairs_hold_scaling``: do this pass's repairs make scaling wait for the next pass (a
+  fresh read), or have they all failed so often that scaling must go on around them?
+- ``scaling_waits``: that answer for a pass's inputs, before the shell gathers what only
+  scaling reads (the demand, the back-off);
+- ``count_repair_failures``: the failed-passes-in-a-row count of each repair, after a pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from elb.core.askplan import Answer, AskPlan, Decline, plan_asks
+from elb.core.backoff import Backoff
+from elb.core.budget import BudgetCheck, Launch, Spend, pace, period_bounds, room
+from elb.core.config import Config
+from elb.core.demand import DemandSplit, NotDemand
+from elb.core.durations import minutes
+from elb.core.interfaces import Instance, Notice
+from elb.core.interruptions import Move
+from elb.core.model import History, Job, Node, Plan, Removal, Snapshot
+from elb.core.noticeplan import NoticePlan, plan_moves, plan_notices
+from elb.core.orders import Orders, apply_orders
+from elb.core.policy import Policy
+from elb.core.policy.grouped import decide_demand
+from elb.core.policy.placement import width
+from elb.core.poolplan import PoolPlan, group_of, groups_of, plan_pool, pooled_hosts_left_out
+from elb.core.reconcile import Repair, RepairKind, repairs_of
+from elb.core.scheduler import Ask, Dropped
+from elb.core.state import ClusterState, JoinIndex, join
+
+RepairKey = tuple[RepairKind, str]  # a repair of one kind on one node
+
+
+def limit_launches(plan: Plan, backoff: Backoff, now: float) -> Plan:
+    """``plan`` with no more launches than the back-off allows at ``now`` (removals untouched)."""
+    allowed = backoff.cap(plan.add, now)
+    if allowed >= plan.add:
+        return plan
+    why = held_why(backoff, now, allowed, plan.add)
+    held = f"{plan.add_reason}; " if plan.add_reason and allowed else ""
+    return dataclasses.replace(
+        plan,
+        add=allowed,
+        add_names=plan.add_names[:allowed],
+        add_reason=f"{held}{why}" if allowed else "",
+        reason="; ".join(r for r in (plan.reason, why) if r),
+    )
+
+
+def held_why(backoff: Backoff, now: float, allowed: int, wanted: int) -> str:
+    """Why the back-off lets ``allowed`` of ``wanted`` launches start at ``now``."""
+    if allowed == 0:
+        why = f"launch backed off for {minutes(backoff.waiting(now))} more"
+    else:
+        why = f"launching {allowed} of {wanted} (a probe)"
+    return why + f" after {backoff.rounds} failed launch round(s) in a row ({backoff.cause}: {backoff.last_failure})"
+
+
+def pace_launches(  # noqa: PLR0917 (the plan's two parts, the spend, and the pass's facts)
+    plan: Plan, pool: PoolPlan, spend: Spend, config: Config, now: float, record_of: Callable[[str], Node | None]
+) -> tuple[Plan, PoolPlan, BudgetCheck]:
+    """``plan``'s launches and ``pool``'s restarts that the budget lets start (``elb.core.budget.pace``:
+    restarts first, then launches, in order), the others held, with the budget's verdict. A
+    launch adds its group's price; a restart its price less the volumes its stopped node costs
+    already. Removals, stops and expiries are untouched."""
+    assert config.policy.budget is not None
+    groups = groups_of(config)
+    wanted: list[Launch] = []
+    for r in pool.restarts:
+        record = record_of(r.node)
+        g = group_of(record, groups) if record is not None else groups.groups[0]
+        wanted.append(Launch(r.node, (g.price_per_hour or 0.0) - g.warm_pool.volume_price_per_hour))
+    for name in plan.add_names:
+        g = groups.get(plan.add_groups.get(name, "")) or groups.groups[0]
+        wanted.append(Launch(name, g.price_per_hour or 0.0))
+    check = pace(config.policy.budget, spend, wanted, now)
+    if not check.held:
+        return plan, pool, check
+    held = set(check.held)
+    check = dataclasses.replace(check, restarts_held=sum(1 for r in pool.restarts if r.node in held))
+    pool = dataclasses.replace(pool, restarts=tuple(r for r in pool.restarts if r.node not in held))
+    names = tuple(n for n in plan.add_names if n not in held)
+    why = check.reason
+    kept = f"{plan.add_reason}; " if plan.add_reason and names else ""
+    plan = dataclasses.replace(
+        plan,
+        add=len(names),
+        add_names=names,
+        add_groups=MappingProxyType({n: g for n, g in plan.add_groups.items() if n in names}),
+        add_reason=f"{kept}{why}" if names else "",
+        reason="; ".join(r for r in (plan.reason, why) if r),
+    )
+    return plan, pool, check
+
+
+def within_budget(demand: DemandSplit, nodes: Sequence[Node], spend: Spend, config: Config, now: float) -> DemandSplit:
+    """``demand`` without the wide jobs that need more nodes than the budget lets their group
+    have (its nodes up, and the more nodes ``elb.core.budget.room`` affords): they are not demand
+    this pass (not yet, at the latest when the period ends), so no node is launched for them,
+    none of a few nodes that could never start them, and no idle node is kept for them."""
+    budget = config.policy.budget
+    assert budget is not None
+    groups = groups_of(config)
+    first = groups.groups[0].name
+    prices = {g.name: g.price_per_hour or 0.0 for g in groups.groups}
+    more = room(budget, spend, prices, now)
+    up: dict[str, int] = dict.fromkeys(prices, 0)
+    for n in nodes:
+        if n.state.alive:
+            up[group_of(n, groups).name] += 1
+    _, end = period_bounds(budget, now)
+    held: list[NotDemand] = []
+    for job in demand.snapshot.pending:
+        name = demand.group_of.get(job, first)
+        g = groups.get(name) or groups.groups[0]
+        need = width(job.slots, g.slots)
+        have = up.get(g.name, 0) + more.get(g.name, 0)
+        if need > have:
+            why = f"needs {need} nodes of group {g.name}; the budget lets it have {have} this {budget.period}"
+            held.append(NotDemand(job, why, end))
+    if not held:
+        return demand
+    out = {id(h.job) for h in held}
+    snapshot = dataclasses.replace(demand.snapshot, jobs=tuple(j for j in demand.snapshot.jobs if id(j) not in out))
+    return dataclasses.replace(demand, snapshot=snapshot, not_demand=(*demand.not_demand, *held))
+
+
+class Drain(enum.StrEnum):
+    GO = "go"  # nothing on the node: deregister it
+    KEEP = "keep"  # a job landed, or a slot is reserved: re-enable it, it stays ready
+
+
+@dataclass(frozen=True, slots=True)
+class DrainVerdict:
+    verdict: Drain
+    reason: str
+
+
+def drain_verdict(jobs: Sequence[Job], reserved_slots: int) -> DrainVerdict:
+    """What a disabled node's fresh read says: anything there keeps the node."""
+    if jobs:
+        ids = ", ".join(str(j.job_id) for j in jobs[:5])
+        return DrainVerdict(Drain.KEEP, f"job {ids} landed")
+    if reserved_slots:
+        return DrainVerdict(Drain.KEEP, f"{reserved_slots} slots reserved")
+    return DrainVerdict(Drain.GO, "no job, no reservation")
+
+
+class Cleanup(enum.StrEnum):
+    TERMINATE = "terminate"  # nothing left to deregister: terminate the instance
+    RETRY = "retry"  # SGE lists it (or can't be read): keep it draining, alarm, try again next pass
+
+
+def cleanup_verdict(node: Node, listed: bool | None, failure: str, scheduler: str = "SGE") -> tuple[Cleanup, str]:
+    """A node whose deregistration play failed (``failure``). ``listed``: whether the scheduler
+    still lists it, None if it could not be read.
+
+    A node that never became ready and that SGE does not list can run no job: its instance is
+    terminated at once, and the (master-side) deregistration is retried each pass until what the
+    failed play left on the master (a hosts line, an export) is gone. Any other node is kept
+    draining, and billed, with an ALARM every pass until the play goes through: a node SGE lists
+    is never terminated.
+    """
+    if node.ready_at is None and listed is False:
+        why = (
+            f"deregistration failed ({failure}); never ready and {scheduler} does not list it: instance terminated, "
+            "deregistration retried each pass"
+        )
+        return Cleanup.TERMINATE, why
+    where = f"{scheduler} cannot be read" if listed is None else f"{scheduler} lists it" if listed else "it was ready"
+    return Cleanup.RETRY, f"deregistration failed ({failure}); kept draining and retried each pass ({where})"
+
+
+@dataclass(frozen=True, slots=True)
+class RepairHold:
+    """Whether scaling waits for the next pass, and the repairs stuck for ``alarm`` passes or
+    more (an ALARM when every repair is stuck: scaling then goes on around them)."""
+
+    scaling_waits: bool
+    stuck: tuple[Repair, ...]
+
+
+def repairs_hold_scaling(repairs: Sequence[Repair], fails: Mapping[RepairKey, int], alarm: int) -> RepairHold:
+    """Repairs change the cluster, so scaling decides again next pass on a fresh read; unless
+    every one of them has failed ``alarm`` passes in a row: a repair that never succeeds must not
+    hold growth (or shrinking) for ever. No repair: scaling goes on at once."""
+    if not repairs:
+        return RepairHold(False, ())
+    stuck = tuple(r for r in repairs if fails.get((r.kind, r.node), 0) >= alarm)
+    return RepairHold(len(stuck) < len(repairs), stuck if len(stuck) == len(repairs) else ())
+
+
+def count_repair_failures(
+    before: Mapping[RepairKey, int], repairs: Sequence[Repair], failed: Collection[str], in_flight: Collection[str]
+) -> dict[RepairKey, int]:
+    """Failed passes in a row per repair after a pass that started ``repairs``: one more for
+    each whose node failed, back to none for each that went through; a repair still in flight
+    keeps its count (its outcome is not known yet); repairs no longer planned are forgotten."""
+    counts = {k: n for k, n in before.items() if k[1] in in_flight}
+    for r in repairs:
+        key = (r.kind, r.node)
+        counts[key] = before.get(key, 0) + 1 if r.node in failed else 0
+    return {k: n for k, n in counts.items() if n}
+
+
+@dataclass(frozen=True, slots=True)
+class PassInputs:
+    """Everything one pass read, as values: the planner's whole input besides the configuration,
+    the policy and ``now``."""
+
+    snapshot: Snapshot  # the scheduler's jobs and hosts, checked whole
+    nodes: tuple[Node, ...]  # the journal's records, gone ones included
+    instances: tuple[Instance, ...]  # the cloud's workers
+    # What only scaling reads, gathered when it goes on (``scaling_waits``): the waiting jobs that
+    # are demand (None: not known, ``demand_error``, or not gathered) and the launch back-off
+    # (None: not gathered; scaling then does not go on).
+    demand: DemandSplit | None
+    history: History
+    orders: Orders
+    backoff: Backoff | None
+    in_flight: frozenset[str] = frozenset()  # nodes with an operation of elb under way
+    repair_fails: Mapping[RepairKey, int] = field(default_factory=dict)  # failed passes in a row
+    watched_since: float | None = None  # this run's first live pass (``reconcile.lost_for``)
+    demand_error: str = ""  # why the demand is not known (the site's configuration unreadable)
+    template_versions: Mapping[str, str] = field(default_factory=dict)  # each group's launch template version now
+    # What the scheduler asked by name (None: it never names nodes; elb sizes the demand), the
+    # asks the read dropped, and nodes of elb's it shows gone (``elb.core.scheduler.SchedulerRead``).
+    asks: tuple[Ask, ...] | None = None
+    dropped: tuple[Dropped, ...] = ()
+    gone: Mapping[str, str] = field(default_factory=dict)
+    notices: tuple[Notice, ...] = ()  # the cloud's notices since the last pass
+    interrupted: tuple[tuple[int, int, bool], ...] = ()  # (job, spot interruptions, bound already)
+    scheduler: str = "SGE"  # the scheduler's name, in the reasons
+    index: JoinIndex | None = None  # what the simulator keeps of the joined state (``elb.core.state.JoinIndex``)
+    # The budget's period so far and the rate spent now (``elb.core.spend.read_spend``), gathered with
+    # the demand when ``policy.budget`` is set; None: no budget (launches are not paced).
+    spend: Spend | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PassPlan:
+    """The actions of one pass, each with its reason, in the order the pass starts them: the
+    notices' retirements, repairs; scaling (``scaling``) only when the repairs let it go on
+    (``scaling_note`` says why not); removal orders whose node is gone are done
+    (``orders_done``); the warm pool's actions; the scheduler's asks answered or declined; jobs
+    bound to on-demand nodes."""
+
+    repairs: tuple[Repair, ...] = ()  # to start, in order
+    kept: tuple[Repair, ...] = ()  # lost nodes kept because the scheduler lists work on them (an admin must look)
+    stuck: tuple[Repair, ...] = ()  # every repair failed ``failed_passes_alarm`` passes or more
+    scaling: Plan | None = None  # None: no scaling this pass
+    scaling_note: str = ""  # why there is no scaling this pass
+    wanted: int = 0  # launches the policy (or the scheduler) asked for before the back-off
+    orders_done: tuple[str, ...] = ()  # removal orders to withdraw: their nodes are gone
+    pool: PoolPlan = field(
+        default_factory=PoolPlan
+    )  # the warm pool's stops, restarts and terminations (``elb.core.poolplan``)
+    notices: NoticePlan = field(default_factory=NoticePlan)
+    moves: tuple[Move, ...] = ()  # jobs to bind to on-demand nodes
+    declines: tuple[Decline, ...] = ()  # nodes the scheduler asked for that elb gives back
+    answers: tuple[Answer, ...] = ()  # the scheduler's asks elb is done with
+    budget: BudgetCheck | None = None  # the budget's verdict on the launches (``policy.budget``)
+
+    @property
+    def launches_held(self) -> int:
+        """Launches the back-off held (the budget's: ``budget.held``)."""
+        by_budget = len(self.budget.held) - self.budget.restarts_held if self.budget is not None else 0
+        return self.wanted - (self.scaling.add if self.scaling is not None else 0) - by_budget
+
+    def describe(self) -> list[str]:
+        """Plain-words lines, in the order the pass starts them (``elb once --dry-run``)."""
+        lines = [f"retire {r.node}: EC2 {r.kind.value} notice: {r.reason}" for r in self.notices.retire]
+        lines += [f"repair ({r.kind.value}) {r.node}: {r.reason}" for r in self.repairs]
+        lines += [f"kept {r.node}: {r.reason}" for r in self.kept]
+        lines += [
+            f"ALARM: {r.kind.value} {r.node} failed pass after pass; scaling goes on around it" for r in self.stuck
+        ]
+        lines += [f"removal order for {name} done: the node is gone" for name in self.orders_done]
+        lines += self.pool.describe()
+        if self.scaling is None:
+            lines.append(f"no scaling this pass: {self.scaling_note}")
+        else:
+            lines += self.scaling.describe()
+        if self.budget is not None:
+            lines.append(self.budget.describe())
+        lines += [f"give back {d.node}: {d.reason}" for d in self.declines]
+        lines += [f"bind job {m.job} to on-demand nodes: {m.reason}" for m in self.moves]
+        return lines
+
+
+def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) -> PassPlan:
+    """One pass's actions. The notices' retirements first; then repairs (``elb.core.reconcile``),
+    none on a node with an operation in flight; while any is not stuck, scaling waits for the
+    next pass (it decides on the cluster as the repairs leave it). Scaling is the policy's plan
+    on the demand (with a scheduler that names its nodes, the nodes it asked for, and the ones
+    it is done with removed), the admin's orders applied, the warm pool's stops and restarts,
+    and the launches cut by the back-off; it never removes a node under repair or with an
+    operation in flight."""
+    state = cluster_state(inputs, now)
+    groups = groups_of(config)
+    notices = (
+        plan_notices(
+            inputs.notices,
+            inputs.instances,
+            inputs.nodes,
+            inputs.orders,
+            snapshot=inputs.snapshot,
+            interrupted=inputs.interrupted,
+            allowed=config.cloud.ec2.spot_interruptions_allowed,
+            groups=groups,
+        )
+        if inputs.notices
+        else _NO_NOTICES
+    )
+    asks = _plan_asks(inputs, config, now)
+    todo, kept, hold = _repairs(inputs, state, config, abandon=asks.abandon)
+    done = _orders_done(inputs.orders, state) if inputs.orders.remove else ()
+    # A node under repair, or with an operation under way, is left to it.
+    busy_nodes = inputs.in_flight | {r.node for r in todo} if todo else inputs.in_flight
+    doomed = inputs.orders.doomed | {r.node for r in notices.retire} if notices.retire else inputs.orders.doomed
+    # Pooled nodes past their limits go whether or not scaling runs this pass.
+    pools = bool(state.pooled) or any(g.warm_pool.enabled for g in groups.groups)
+    _, expiring = (
+        plan_pool(Plan(), state.pooled, config, now, in_flight=busy_nodes, template_versions=inputs.template_versions)
+        if pools
+        else (None, _NO_POOL)
+    )
+    moved = (
+        plan_moves(inputs.interrupted, config.cloud.ec2.spot_interruptions_allowed, groups, inputs.snapshot)
+        if inputs.interrupted
+        else ()
+    )
+    base = PassPlan(
+        repairs=todo,
+        kept=kept,
+        stuck=hold.stuck,
+        orders_done=done,
+        pool=expiring,
+        notices=notices,
+        moves=moved,
+        answers=asks.answers,
+    )
+    if hold.scaling_waits:
+        return dataclasses.replace(base, scaling_note="reconciling; scaling waits for the next pass")
+    if inputs.demand is None:
+        return dataclasses.replace(base, scaling_note=inputs.demand_error or "the demand is not known")
+    if inputs.backoff is None:
+        return dataclasses.replace(base, scaling_note="the launch back-off is not known")
+    planned_on = inputs
+    if config.policy.budget is not None and inputs.spend is not None and inputs.demand.snapshot.pending:
+        paced = within_budget(inputs.demand, inputs.nodes, inputs.spend, config, now)
+        planned_on = dataclasses.replace(inputs, demand=paced)
+    plan = scale(planned_on, policy, now, state)
+    declines = list(asks.declines)
+    if inputs.asks is not None:
+        plan, held = _named(plan, asks, inputs.orders)
+        declines += held
+    if any(r.node in busy_nodes for r in plan.remove):
+        plan = dataclasses.replace(plan, remove=tuple(r for r in plan.remove if r.node not in busy_nodes))
+    # Removals that are stops and launches that are restarts (a group's warm pool); the back-off
+    # holds new launches only. A node the cloud is taking back is never pooled.
+    plan, pool = (
+        plan_pool(
+            plan,
+            state.pooled,
+            config,
+            now,
+            in_flight=busy_nodes,
+            template_versions=inputs.template_versions,
+            doomed=doomed,
+            named=inputs.asks is not None,
+            record_of=state.record,
+        )
+        if pools
+        else (plan, _NO_POOL)
+    )
+    wanted = plan.add
+    since = {a.node: a.since for a in asks.launch}
+    if plan.add:
+        limited = limit_launches(plan, inputs.backoff, now)
+        if inputs.asks is not None:
+            cut = [name for name in plan.add_names if name not in limited.add_names]
+            why = held_why(inputs.backoff, now, limited.add, plan.add)
+            declines += [Decline(name, since[name], why) for name in cut if name in since]
+        plan = limited
+    budget = None
+    if config.policy.budget is not None and inputs.spend is not None:
+        plan, pool, budget = pace_launches(plan, pool, inputs.spend, config, now, state.record)
+        if planned_on.demand is not None and inputs.demand is not planned_on.demand:
+            too_wide = len(planned_on.demand.not_demand) - len(inputs.demand.not_demand)
+            budget = dataclasses.replace(budget, too_wide=too_wide)
+        if inputs.asks is not None:
+            declines += [Decline(name, since[name], budget.reason) for name in budget.held if name in since]
+    return dataclasses.replace(base, scaling=plan, wanted=wanted, pool=pool, declines=tuple(declines), budget=budget)
+
+
+_NO_NOTICES = NoticePlan()
+_NO_POOL = PoolPlan()
+_NO_ASKS = AskPlan()
+
+
+def _plan_asks(inputs: PassInputs, config: Config, now: float) -> AskPlan:
+    """The scheduler's asks as actions (``elb.core.askplan``); nothing when it never names nodes."""
+    if inputs.asks is None:
+        if not inputs.dropped:
+            return _NO_ASKS
+        return AskPlan(answers=tuple(Answer(d.ask.node, d.ask.since, f"dropped: {d.reason}") for d in inputs.dropped))
+    groups = groups_of(config)
+    return plan_asks(
+        inputs.asks,
+        inputs.dropped,
+        inputs.gone,
+        inputs.nodes,
+        inputs.in_flight,
+        max_nodes=config.policy.max_nodes,
+        group_max={g.name: groups.max_nodes_of(g) for g in groups.groups},
+        first_group=groups.groups[0].name,
+        master=config.cluster.master,
+        now=now,
+    )
+
+
+def _named(plan: Plan, asks: AskPlan, orders: Orders) -> tuple[Plan, list[Decline]]:
+    """The policy's plan with the scheduler's named nodes as its launches (the policy's own count
+    is not used: the scheduler chose), and the nodes it released as removals (not subject to the
+    admin's pause or keep: the scheduler is done with them). Paused, every launch is declined."""
+    removals = list(plan.remove)
+    planned = {r.node for r in removals}
+    removals += [r for r in asks.removals if r.node not in planned]
+    if orders.paused:
+        why = f"scaling paused by an admin ({orders.pause_reason or 'no reason given'})"
+        held = [Decline(a.node, a.since, why) for a in asks.launch]
+        return dataclasses.replace(
+            plan, add=0, add_names=(), add_groups={}, add_reason="", remove=tuple(removals)
+        ), held
+    names = tuple(a.node for a in asks.launch)
+    detail = {a.node: a.detail for a in asks.launch if a.detail}
+    why = "the scheduler asked for " + ", ".join(f"{n} ({detail[n]})" if n in detail else n for n in names)
+    named = dataclasses.replace(
+        plan,
+        add=len(names),
+        add_names=names,
+        add_groups=MappingProxyType(dict(asks.groups)),
+        add_reason=why if names else "",
+        remove=tuple(removals),
+    )
+    return named, []
+
+
+def scaling_waits(inputs: PassInputs, config: Config, now: float) -> bool:
+    """Whether this pass's repairs hold scaling (``plan_pass`` then plans no scaling): the shell
+    need not gather what only scaling reads (``PassInputs.demand`` and ``backoff``)."""
+    return _repairs(inputs, cluster_state(inputs, now), config)[2].scaling_waits
+
+
+def cluster_state(inputs: PassInputs, now: float) -> ClusterState:
+    """What the pass read, joined once (``elb.core.state.join``): the journal's records (gone ones
+    included), the cloud's workers and SGE's snapshot, with the operations in flight."""
+    return join(
+        inputs.nodes,
+        inputs.instances,
+        inputs.snapshot,
+        inputs.in_flight,
+        include_gone=True,
+        now=now,
+        index=inputs.index,
+    )
+
+
+def _repairs(
+    inputs: PassInputs, state: ClusterState, config: Config, *, abandon: Sequence[Removal] = ()
+) -> tuple[tuple[Repair, ...], tuple[Repair, ...], RepairHold]:
+    """The repairs to start (none on a node with an operation in flight), the lost nodes kept,
+    and whether they hold scaling. ``abandon``: booting nodes the scheduler gave up on, cleaned
+    up and terminated instead of provisioned."""
+    repairs = repairs_of(
+        state,
+        master=config.cluster.master,
+        boot_timeout=config.boot_timeout,
+        orphan_timeout=config.orphan_timeout,
+        unreachable_timeout=config.unreachable_timeout,
+        watched_since=inputs.watched_since,
+        scheduler=inputs.scheduler,
+        skip=inputs.in_flight,
+    )
+    if abandon:
+        given_up = {r.node: r.reason for r in abandon}
+        instances = {r.node: r.instance for r in repairs}
+        repairs = [r for r in repairs if r.node not in given_up]
+        repairs += [Repair(RepairKind.ABANDON, name, why, instances.get(name)) for name, why in given_up.items()]
+    kept = tuple(r for r in repairs if r.kind is RepairKind.KEPT)
+    todo = tuple(r for r in repairs if r.kind is not RepairKind.KEPT and r.node not in inputs.in_flight)
+    return todo, kept, repairs_hold_scaling(todo, inputs.repair_fails, config.failed_passes_alarm)
+
+
+def scale(inputs: PassInputs, policy: Policy, now: float, state: ClusterState | None = None) -> Plan:
+    """The policy's plan on the demand, with the admin's standing orders applied (pause, keep,
+    remove; no node the joined ``state`` shows busy is removed on an order). The dry run's plan
+    too (``state`` then joined here)."""
+    assert inputs.demand is not None
+    demand = inputs.demand
+    # Pooled nodes stay exec hosts (disabled) but are no capacity nor size: the policy plans without them.
+    joined = state if state is not None else cluster_state(inputs, now)
+    seen = pooled_hosts_left_out(demand.snapshot, joined.pooled)
+    plan = decide_demand(policy, joined.seeing(seen), inputs.history, group_of=demand.group_of)
+    orders = inputs.orders
+    if not (orders.paused or orders.kept or orders.remove):
+        return plan
+    return apply_orders(plan, orders, inputs.nodes, {m.name for m in joined.nodes if m.busy})
+
+
+def _orders_done(orders: Orders, state: ClusterState) -> tuple[str, ...]:
+    """Removal orders whose node is gone (or was never one of elb's)."""
+    return tuple(sorted(name for name in orders.remove if (r := state.record(name)) is None or not r.state.alive))

@@ -1,0 +1,629 @@
+"""Our peers' scaling policies, as policy objects the live daemon could run.
+
+Each is modelled on how the peer behaves (see ``docs/simulate.md``), with its own parameters as a
+frozen dataclass whose defaults are the peer's. They read the cluster through ``cluster_view``
+like elb's own policy, and are pure: the time is the joined state's ``now``.
+
+Besides ``decide`` each offers ``quiet_until(state, history)``: a time before which
+``decide`` returns an empty plan as long as the cluster does not change (same jobs, hosts and node
+records; only the clock moves, and a busy node's ``last_busy_at`` follows the clock). The simulator
+uses it to skip polls that provably cannot act. It is only ever asked after an empty plan.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from elb.core.config import ClusterConfig, PolicyConfig
+from elb.core.durations import minutes
+from elb.core.model import History, Job, NodeState, Plan, Removal, Snapshot
+from elb.core.policy.placement import Bin, Packing
+from elb.core.policy.tally import WorkerTally
+from elb.core.policy.view import ClusterView, ViewCache, Worker, new_names, oldest_wait
+from elb.core.state import ClusterState
+
+INF = math.inf
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What every peer shares with elb's config: cluster bounds, node size and naming."""
+
+    min_nodes: int = 0
+    max_nodes: int = 10
+    slots_per_node: int | None = None
+    master: str = "master"
+    node_prefix: str = "node"
+    node_digits: int = 3
+
+    @classmethod
+    def from_config(cls, cfg: PolicyConfig, cluster: ClusterConfig) -> Limits:
+        return cls(
+            min_nodes=cfg.min_nodes,
+            max_nodes=cfg.max_nodes,
+            slots_per_node=cfg.slots_per_node,
+            master=cluster.master,
+            node_prefix=cluster.node_prefix,
+            node_digits=cluster.node_digits,
+        )
+
+
+def _view(cache: ViewCache, limits: Limits, state: ClusterState) -> ClusterView:
+    return cache.view(state, limits.master, limits.slots_per_node)
+
+
+def _names(limits: Limits, state: ClusterState, count: int) -> tuple[str, ...]:
+    return new_names(state.snapshot.hosts, state.records, count, limits.node_prefix, limits.node_digits)
+
+
+def _below_min(limits: Limits, view: ClusterView, state: ClusterState) -> Plan | None:
+    if view.size >= limits.min_nodes:
+        return None
+    n = limits.min_nodes - view.size
+    return Plan(
+        add=n,
+        add_names=_names(limits, state, n),
+        add_reason=f"{view.size} nodes < min_nodes {limits.min_nodes}: adding {_plural(n, 'node')}",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What the peers read off the workers, computed once per cluster state."""
+
+    idle: tuple[tuple[Worker, float], ...]  # managed idle workers and since when
+    free_slots: int  # on ready workers
+    busy: int  # workers booting, running a job or holding a reservation
+    booting: int
+
+
+def _facts(cache: ViewCache, view: ClusterView) -> _Facts:
+    """``_Facts`` of the view's workers, worked out once per set of workers."""
+    return cache.derived("facts", (view.workers,), lambda: _count(view))
+
+
+def _count(view: ClusterView) -> _Facts:
+    idle: list[tuple[Worker, float]] = []
+    free = busy = booting = 0
+    for w in view.workers:  # each worker's predicates, as ``Worker`` works them out
+        if w.booting:
+            booting += 1
+            busy += 1
+            continue
+        if w.ready and w.facts is not None:
+            free += w.facts.free
+        if w.busy:
+            busy += 1
+            continue
+        since = w.idle_since
+        if since is not None:
+            idle.append((w, since))
+    return _Facts(tuple(idle), free, busy, booting)
+
+
+def _keep_min(limits: Limits, view: ClusterView, removals: list[Removal]) -> tuple[Removal, ...]:
+    room = max(0, view.size - limits.min_nodes)
+    return tuple(removals[:room])
+
+
+# --------------------------------------------------------------------------------------------
+# StarCluster
+
+
+@dataclass(frozen=True, slots=True)
+class StarclusterParams:
+    """The original StarCluster SGE balancer's defaults."""
+
+    wait_time: float = 900.0  # the oldest queued job must have waited longer (at least 300 s)
+    add_nodes_per_iteration: int = 1
+    stabilization_time: float = 180.0  # no change within this long of the last one
+    billing_period: float = 3600.0
+    kill_after: float = 2700.0  # idle nodes go only when uptime mod period >= this
+    block_while_booting: bool = True  # a pass is skipped while a node is not up yet
+
+
+@dataclass(frozen=True, slots=True)
+class _StarReads:
+    """What StarCluster's rule reads of the cluster: from the view, or from the tally (the same)."""
+
+    size: int
+    booting: int
+    queued: int  # waiting job entries
+    total: int  # ``count_total_slots``
+    spn: int
+    oldest_wait: Callable[[float], float]  # seconds the oldest waiting job has waited at a time
+    idle: Sequence[tuple[str, float]]  # managed idle workers and their launch times, by name
+    names: Callable[[int], tuple[str, ...]]  # names for new nodes
+
+
+@dataclass(frozen=True, slots=True)
+class StarclusterPolicy:
+    """StarCluster's SGE balancer as its code behaves. Each pass (skipped while a node is still
+    coming up): with queued jobs and no slot at all, add one node at once; with more queued jobs
+    (entries, as ``qstat`` lists them) than slots in the cluster, once it is ``stabilization_time``
+    since the last change and the oldest queued job has waited over ``wait_time``, add
+    ``queued / slots per node`` nodes, at most ``add_nodes_per_iteration``. With nothing queued
+    and the cluster stable, remove idle nodes that are ``kill_after`` into their hour.
+
+    The master is an exec host, as in a StarCluster cluster: its slots count among the cluster's
+    and it runs jobs (``master_exec``: the simulator gives it a node that is never billed).
+
+    Like Slurm's peer it reads the cluster from a ``WorkerTally`` brought up to date by what
+    changed (``incremental``), so a decision does not walk every node and waiting job; without it,
+    from the full view, which gives the same plans."""
+
+    limits: Limits = field(default_factory=Limits)
+    params: StarclusterParams = field(default_factory=StarclusterParams)
+    name: str = "starcluster"
+    incremental: bool = True
+    cache: ViewCache = field(default_factory=ViewCache, compare=False, repr=False)
+    tally: WorkerTally = field(default_factory=WorkerTally, compare=False, repr=False)
+
+    @classmethod
+    def from_config(cls, cfg: PolicyConfig, cluster: ClusterConfig) -> StarclusterPolicy:
+        return cls(Limits.from_config(cfg, cluster))
+
+    def _stabilizing(self, history: History, now: float) -> float | None:
+        last = history.last_change_at
+        if last is not None and now - last < self.params.stabilization_time:
+            return last + self.params.stabilization_time
+        return None
+
+    def _wait(self) -> float:
+        return max(300.0, self.params.wait_time)
+
+    @property
+    def master_exec(self) -> bool:
+        """StarCluster's master is an exec host too."""
+        return True
+
+    def _total_slots(self, view: ClusterView, snapshot: Snapshot) -> int:
+        """``count_total_slots``: the slots of the execution hosts SGE reports, the master's too."""
+        workers = sum(w.facts.total for w in view.workers if w.facts is not None and w.facts.up)
+        master = sum(h.slots_total for h in snapshot.hosts if h.name == self.limits.master and h.up)
+        return workers + master
+
+    def _reads(self, state: ClusterState) -> _StarReads:
+        lim, tally = self.limits, self.tally
+        snapshot, nodes = state.snapshot, state.records
+        if self.incremental and tally.update(snapshot, nodes, lim.master, lim.node_prefix):
+            spn = lim.slots_per_node or self.cache.derived(
+                "spn",
+                (snapshot.hosts, nodes),
+                lambda: _view(self.cache, lim, state).slots_per_node,
+            )
+            return _StarReads(
+                tally.size,
+                len(tally.booting),
+                tally.waiting,
+                tally.total_slots(),
+                spn,
+                tally.oldest_wait,
+                [(name, tally.launched_at(name)) for name in tally.idle],
+                lambda n: tally.new_names(n, lim.node_prefix, lim.node_digits),
+            )
+        view = _view(self.cache, lim, state)
+        facts = _facts(self.cache, view)
+        idle = []
+        for w, _ in facts.idle:
+            assert w.node is not None
+            idle.append((w.name, w.node.launched_at))
+        return _StarReads(
+            view.size,
+            facts.booting,
+            len(view.pending),
+            self._total_slots(view, snapshot),
+            view.slots_per_node,
+            lambda at: oldest_wait(view.pending, at),
+            idle,
+            lambda n: _names(lim, state, n),
+        )
+
+    def decide(self, state: ClusterState, history: History) -> Plan:  # noqa: PLR0911
+        now = state.now
+        p, lim = self.params, self.limits
+        r = self._reads(state)
+        if r.size < lim.min_nodes:
+            n = lim.min_nodes - r.size
+            return Plan(
+                add=n,
+                add_names=r.names(n),
+                add_reason=f"{r.size} nodes < min_nodes {lim.min_nodes}: adding {_plural(n, 'node')}",
+            )
+        if p.block_while_booting and r.booting:
+            return Plan(reason=f"waiting for {_plural(r.booting, 'node')} to come up")
+        queued = r.queued
+        if queued:
+            total = r.total
+            head = f"{_plural(queued, 'job')} queued, {total} slots"
+            if r.size >= lim.max_nodes:
+                return Plan(reason=f"{head}, but at max_nodes ({r.size}/{lim.max_nodes})")
+            room = lim.max_nodes - r.size
+            if total == 0:
+                return Plan(add=1, add_names=r.names(1), add_reason=f"{head}: no slot, adding one")
+            if queued <= total:
+                return Plan(reason=f"{head}: no more jobs queued than slots")
+            if self._stabilizing(history, now) is not None:
+                return Plan(reason=f"{head}: stabilizing after the last change")
+            waited = r.oldest_wait(now)
+            if waited <= self._wait():
+                return Plan(reason=f"{head}, oldest {minutes(waited)} <= {minutes(self._wait())}")
+            n = min(p.add_nodes_per_iteration, max(1, queued // r.spn), room)
+            return Plan(
+                add=n,
+                add_names=r.names(n),
+                add_reason=f"{head}, oldest {minutes(waited)} > {minutes(self._wait())}",
+            )
+        if self._stabilizing(history, now) is not None:
+            assert history.last_change_at is not None
+            return Plan(reason=f"stabilizing: last change {minutes(now - history.last_change_at)} ago")
+        removals = []
+        for name, launched_at in r.idle:
+            into = (now - launched_at) % p.billing_period
+            if into >= p.kill_after:
+                removals.append(Removal(name, f"no job queued; idle, {minutes(into)} into its hour"))
+        chosen = tuple(removals[: max(0, r.size - lim.min_nodes)])
+        if not chosen:
+            return Plan(reason="no job queued; no idle node in the last part of its hour")
+        return Plan(remove=chosen)
+
+    def quiet_until(self, state: ClusterState, history: History) -> float:  # noqa: PLR0911
+        now = state.now
+        p, lim = self.params, self.limits
+        r = self._reads(state)
+        if r.size < lim.min_nodes:
+            return now
+        if p.block_while_booting and r.booting:
+            return INF  # a node coming up is an event
+        stab = self._stabilizing(history, now)
+        if r.queued:
+            total = r.total
+            if r.size >= lim.max_nodes or (total and r.queued <= total):
+                return INF
+            if total == 0:
+                return now
+            if stab is not None:
+                return self.quiet_until(state.at(stab), history)
+            return now + max(0.0, self._wait() - r.oldest_wait(now))
+        if stab is not None:
+            return self.quiet_until(state.at(stab), history)
+        if r.size <= lim.min_nodes:
+            return INF
+        nxt = INF
+        for _, launched_at in r.idle:
+            into = (now - launched_at) % p.billing_period
+            nxt = min(nxt, now if into >= p.kill_after else now + (p.kill_after - into))
+        return nxt
+
+
+# --------------------------------------------------------------------------------------------
+# AWS ParallelCluster (jobwatcher + nodewatcher)
+
+
+@dataclass(frozen=True, slots=True)
+class ParallelclusterParams:
+    """ParallelCluster's SGE jobwatcher/nodewatcher defaults."""
+
+    idle_time: float = 600.0  # scaledown_idletime: 10 minutes
+
+
+@dataclass(frozen=True, slots=True)
+class ParallelclusterPolicy:
+    """ParallelCluster's jobwatcher: desired = busy nodes (booting ones count as busy) +
+    ceil(pending slots / slots per node), capped at max; nodewatcher: a node idle
+    ``idle_time`` while nothing is pending is terminated.
+
+    Counting booting nodes as busy while their demand is still pending makes it ask for the same
+    demand again every pass until they boot: this is how one of its versions really behaved.
+    """
+
+    limits: Limits = field(default_factory=Limits)
+    params: ParallelclusterParams = field(default_factory=ParallelclusterParams)
+    name: str = "parallelcluster"
+    cache: ViewCache = field(default_factory=ViewCache, compare=False, repr=False)
+
+    @classmethod
+    def from_config(cls, cfg: PolicyConfig, cluster: ClusterConfig) -> ParallelclusterPolicy:
+        return cls(Limits.from_config(cfg, cluster))
+
+    def _desired(self, view: ClusterView) -> tuple[int, int, int]:
+        busy = _facts(self.cache, view).busy
+        need = math.ceil(view.pending_slots / view.slots_per_node)
+        return busy, need, min(self.limits.max_nodes, busy + need)
+
+    def decide(self, state: ClusterState, history: History) -> Plan:
+        now = state.now
+        lim = self.limits
+        view = _view(self.cache, lim, state)
+        low = _below_min(lim, view, state)
+        if low is not None:
+            return low
+        busy, need, desired = self._desired(view)
+        if view.pending:
+            if desired > view.size:
+                n = desired - view.size
+                return Plan(
+                    add=n,
+                    add_names=_names(lim, state, n),
+                    add_reason=(
+                        f"desired {busy} busy + {need} for {view.pending_slots} pending slots "
+                        f"= {desired} > {view.size} nodes"
+                    ),
+                )
+            return Plan(reason=f"desired {desired} <= {view.size} nodes")
+        removals = []
+        for w, since in _facts(self.cache, view).idle:
+            if now - since >= self.params.idle_time:
+                removals.append(Removal(w.name, f"nothing pending; idle {minutes(now - since)}"))
+        chosen = _keep_min(lim, view, removals)
+        if not chosen:
+            return Plan(reason="nothing pending; no node idle long enough")
+        return Plan(remove=chosen)
+
+    def quiet_until(self, state: ClusterState, history: History) -> float:
+        now = state.now
+        lim = self.limits
+        view = _view(self.cache, lim, state)
+        if view.size < lim.min_nodes:
+            return now
+        if view.pending:
+            return now if self._desired(view)[2] > view.size else INF
+        if view.size <= lim.min_nodes:
+            return INF
+        nxt = INF
+        for _, since in _facts(self.cache, view).idle:
+            nxt = min(nxt, max(now, since + self.params.idle_time))
+        return nxt
+
+
+# --------------------------------------------------------------------------------------------
+# Slurm power saving
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmParams:
+    """Slurm's power-saving defaults."""
+
+    suspend_time: float = 300.0  # SuspendTime: an idle node is powered down after this long
+    power_save_interval: float = 10.0  # slurmctld's power-saving pass runs this often (its default)
+
+
+@dataclass(frozen=True, slots=True)
+class _Fit:
+    assigned: frozenset[str]  # existing workers that a waiting job would get
+    new_nodes: int  # nodes to power up for the jobs that fit nowhere
+    complete: bool = True  # False: counting stopped past the room under max_nodes (a lower bound)
+
+
+_NO_FIT = _Fit(frozenset(), 0)
+
+
+def _fit(bins: list[Bin], pending: Sequence[Job], spn: int, limit: int) -> _Fit:
+    """Place the waiting jobs, oldest first, on ``bins`` (ready then booting nodes), then on new
+    ones (up to just past ``limit`` of them), by the placement every policy shares
+    (``elb.core.policy.placement``)."""
+    packing = Packing(bins, spn, max(0, limit))
+    for job in pending:
+        packing.place(job.slots, job.tasks)
+    return _Fit(frozenset(packing.assigned), packing.new_nodes, packing.complete)
+
+
+@dataclass(frozen=True, slots=True)
+class _SlurmReads:
+    """What Slurm's rule reads of the cluster: from the view, or from the tally (the same)."""
+
+    size: int
+    pending: Sequence[Job]
+    spn: int
+    idle: Sequence[tuple[str, float]]  # managed idle workers and since when, by name
+    bins: Callable[[], list[Bin]]  # ready workers' free slots, then booting workers', by name
+    names: Callable[[int], tuple[str, ...]]  # names for new nodes
+
+
+def _view_bins(view: ClusterView) -> list[Bin]:
+    spn = view.slots_per_node
+    bins: list[Bin] = []
+    for w in view.workers:
+        facts, node = w.facts, w.node
+        if facts is None or (node is not None and node.state is not NodeState.READY):
+            continue
+        if facts.up:
+            bins.append(Bin(w.name, facts.free, facts.total))
+    for w in view.workers:
+        if w.booting and w.node is not None:
+            s = w.node.slots or spn
+            bins.append(Bin(w.name, s, s))
+    return bins
+
+
+def _tally_bins(tally: WorkerTally, spn: int) -> list[Bin]:
+    """``_view_bins`` without the full ones: a bin with no free slot takes no job, and the first
+    fit among the others is the same."""
+    bins = [Bin(name, *tally.room(name)) for name in tally.ready_room]
+    for name in tally.booting:
+        s = tally.booting_slots(name) or spn
+        bins.append(Bin(name, s, s))
+    return bins
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmPolicy:
+    """Slurm's power saving: power up nodes for exactly the waiting jobs that fit on no ready or
+    booting node; power down a node idle ``suspend_time``. A ready node that a waiting job has been
+    given (a wide job whose other nodes still boot) belongs to that job's allocation: not idle.
+
+    What it reads of the cluster comes from a ``WorkerTally`` brought up to date by what changed
+    since its last call (``incremental``), so a decision's work does not grow with the cluster;
+    without it, from the full view (``cluster_view``), which gives the same plans."""
+
+    limits: Limits = field(default_factory=Limits)
+    params: SlurmParams = field(default_factory=SlurmParams)
+    name: str = "slurm"
+    incremental: bool = True
+    cache: ViewCache = field(default_factory=ViewCache, compare=False, repr=False)
+    tally: WorkerTally = field(default_factory=WorkerTally, compare=False, repr=False)
+
+    @classmethod
+    def from_config(cls, cfg: PolicyConfig, cluster: ClusterConfig) -> SlurmPolicy:
+        return cls(Limits.from_config(cfg, cluster))
+
+    @property
+    def interval(self) -> float:
+        """How often Slurm itself decides (``power_save_interval``): the simulator polls it this
+        often, not at the balancer's poll."""
+        return self.params.power_save_interval
+
+    def _reads(self, state: ClusterState) -> _SlurmReads:
+        lim, tally = self.limits, self.tally
+        snapshot, nodes, now = state.snapshot, state.records, state.now
+        if self.incremental and tally.update(snapshot, nodes, lim.master, lim.node_prefix):
+            configured = lim.slots_per_node
+            spn = configured or self.cache.derived(
+                "spn",
+                (snapshot.hosts, nodes),
+                lambda: _view(self.cache, lim, state).slots_per_node,
+            )
+            return _SlurmReads(
+                tally.size,
+                tally.pending(snapshot, now),
+                spn,
+                [(name, tally.idle_since(name)) for name in tally.idle],
+                lambda: _tally_bins(tally, spn),
+                lambda n: tally.new_names(n, lim.node_prefix, lim.node_digits),
+            )
+        view = _view(self.cache, lim, state)
+        return _SlurmReads(
+            view.size,
+            view.pending,
+            view.slots_per_node,
+            [(w.name, since) for w, since in _facts(self.cache, view).idle],
+            lambda: _view_bins(view),
+            lambda n: _names(lim, state, n),
+        )
+
+    def _fit(self, reads: _SlurmReads) -> _Fit:
+        if not reads.pending:
+            return _NO_FIT
+        return _fit(reads.bins(), reads.pending, reads.spn, self.limits.max_nodes - reads.size)
+
+    def _idle_due(self, reads: _SlurmReads, fit: _Fit, now: float) -> tuple[list[Removal], float]:
+        removals: list[Removal] = []
+        nxt = INF
+        for name, since in reads.idle:
+            if name in fit.assigned:
+                continue
+            due = since + self.params.suspend_time
+            if now >= due:
+                removals.append(Removal(name, f"idle {minutes(now - since)} >= SuspendTime"))
+            else:
+                nxt = min(nxt, due)
+        return removals, nxt
+
+    def _keep_min(self, reads: _SlurmReads, removals: list[Removal]) -> tuple[Removal, ...]:
+        return tuple(removals[: max(0, reads.size - self.limits.min_nodes)])
+
+    def decide(self, state: ClusterState, history: History) -> Plan:
+        now = state.now
+        lim = self.limits
+        reads = self._reads(state)
+        size = reads.size
+        if size < lim.min_nodes:
+            n = lim.min_nodes - size
+            return Plan(
+                add=n,
+                add_names=reads.names(n),
+                add_reason=f"{size} nodes < min_nodes {lim.min_nodes}: adding {_plural(n, 'node')}",
+            )
+        fit = self._fit(reads)
+        add = min(fit.new_nodes, max(0, lim.max_nodes - size))
+        removals, _ = self._idle_due(reads, fit, now)
+        chosen = self._keep_min(reads, removals)
+        if not add and not chosen:
+            why = f"{_plural(len(reads.pending), 'job')} waiting, all placed" if reads.pending else "idle"
+            if fit.new_nodes and not add:
+                wanted = f"{fit.new_nodes}" if fit.complete else f"at least {fit.new_nodes}"
+                why = f"{wanted} more nodes wanted but at max_nodes ({size}/{lim.max_nodes})"
+            return Plan(reason=f"{why}; no node idle {minutes(self.params.suspend_time)}")
+        names = reads.names(add) if add else ()
+        return Plan(
+            add=add,
+            add_names=names,
+            add_reason=f"{_plural(add, 'node')} for waiting jobs that fit on no ready or booting node",
+            remove=chosen,
+        )
+
+    def quiet_until(self, state: ClusterState, history: History) -> float:
+        now = state.now
+        lim = self.limits
+        reads = self._reads(state)
+        if reads.size < lim.min_nodes:
+            return now
+        fit = self._fit(reads)
+        if fit.new_nodes and reads.size < lim.max_nodes:
+            return now
+        if reads.size <= lim.min_nodes:
+            return INF
+        removals, nxt = self._idle_due(reads, fit, now)
+        return now if removals else nxt
+
+
+# --------------------------------------------------------------------------------------------
+# Static
+
+
+@dataclass(frozen=True, slots=True)
+class StaticParams:
+    nodes: int | None = None  # None: max_nodes
+
+
+@dataclass(frozen=True, slots=True)
+class StaticPolicy:
+    """A fixed cluster of ``nodes`` workers: started at once, lost ones replaced, never shrunk."""
+
+    limits: Limits = field(default_factory=Limits)
+    params: StaticParams = field(default_factory=StaticParams)
+    name: str = "static"
+    # Its plans depend on its nodes only: a job's start or end never changes them (the
+    # simulator's fast-forward relies on it).
+    watches_jobs: ClassVar[bool] = False
+    cache: ViewCache = field(default_factory=ViewCache, compare=False, repr=False)
+
+    @classmethod
+    def from_config(cls, cfg: PolicyConfig, cluster: ClusterConfig) -> StaticPolicy:
+        return cls(Limits.from_config(cfg, cluster))
+
+    @property
+    def initial_nodes(self) -> int:
+        return self.params.nodes if self.params.nodes is not None else self.limits.max_nodes
+
+    def _size(self, state: ClusterState) -> int:
+        """``ClusterView.size`` without building the view: exec hosts and alive nodes, not the master."""
+
+        def count() -> int:
+            names = state.hosts.keys() | {n.name for n in state.records if n.state.alive}
+            names.discard(self.limits.master)
+            return len(names)
+
+        return self.cache.derived("size", (state.snapshot.hosts, state.records), count)
+
+    def decide(self, state: ClusterState, history: History) -> Plan:
+        size = self._size(state)
+        want = self.initial_nodes
+        if size < want:
+            n = want - size
+            return Plan(
+                add=n,
+                add_names=_names(self.limits, state, n),
+                add_reason=f"static cluster of {want}: {size} nodes, adding {n}",
+            )
+        return Plan(reason=f"static cluster of {want} nodes")
+
+    def quiet_until(self, state: ClusterState, history: History) -> float:
+        return state.now if self._size(state) < self.initial_nodes else INF

@@ -1,0 +1,559 @@
+"""The workers' facts the Slurm and StarCluster peers decide on, kept from one call to the next and
+brought up to date by what changed, so that a decision's work does not grow with the cluster.
+
+``cluster_view`` joins every host, node record and job at each call: work in proportion to the
+nodes and jobs. A ``WorkerTally`` keeps the objects of the last inputs by identity; at the next
+call it finds the ones that came and went (set operations over object ids, which run in C) and
+works out again only the workers whose host, record or running jobs changed. What it then holds
+is what ``cluster_view`` and the peers' helpers compute from the same inputs: the size, the
+waiting jobs oldest first, the ready workers with free slots, the booting ones and the managed
+idle ones (each in the view's order: by name), the highest node number in use (``new_names``),
+and for StarCluster the slots of the up hosts and the oldest waiting job's submission.
+
+The inputs are the model's frozen values, so an object seen again is the same value, and the
+tally holds every object it has indexed, so an id it compares is never a recycled one. Inputs it
+does not model exactly (the same object twice in one tuple, two hosts or two live records of one
+name) make ``update`` return False and forget everything: the caller then builds the full view.
+
+``CapacityTally`` keeps in addition what elb's own policy reads (``elb.core.policy.default``): the
+ready workers' free and total slots in a ``FreeIndex`` by host order (the forecast's packing reads
+it through, ``elb.core.policy.placement.Overlay``), the running jobs with a requested run time by
+their expected end (the forecast takes the ones ending by its horizon, and the next one to become
+overdue), the idle workers' records (the cost rule's), and the waiting jobs' slots. A forecast
+then costs the booting workers, the jobs ending by its horizon and the bins it touches.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from elb.core.model import PENDING_STATES, Host, Job, Node, NodeState, Snapshot
+from elb.core.naming import next_names
+from elb.core.policy.forecast import OVERDUE_GRACE, Capacity
+from elb.core.policy.placement import Bin, FreeIndex, Key, named, width
+from elb.core.policy.view import host_facts, nodes_for, oldest_first
+from elb.core.state import idle_since, is_busy, serves, started_host
+
+_ALIVE = frozenset(s for s in NodeState if s.alive)
+_BOOTING = frozenset(s for s in NodeState if s.booting)
+
+T = TypeVar("T")
+_NAMES_KEPT = 1 << 16  # names whose number ``WorkerTally`` keeps parsed
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """What one worker adds to the tally."""
+
+    booting: int | None  # a booting record's slots (0: not known); None: not booting
+    room: tuple[int, int] | None  # (free, total) of a ready worker with free slots
+    idle_since: float | None  # a managed worker, ready and idle, since then
+    up_total: int = 0  # its host's slots when the host is up (StarCluster counts these)
+    ready: tuple[int, int] | None = None  # (free, total) of a ready worker, with free slots or not
+
+
+class Revised(tuple[T, ...]):
+    """A tuple that says how it differs from an earlier one (``before``): by the objects that
+    ``came`` and those that are ``gone`` (by identity). A producer that knows its changes (the
+    simulator) hands these, so a ``WorkerTally`` that saw ``before`` takes in the changes alone
+    instead of comparing every element. It keeps ``before``'s id, not ``before``: a tally that
+    holds the earlier tuple knows it is the one meant (a live object's id is its own)."""
+
+    after: int
+    came: tuple[T, ...]
+    gone: tuple[T, ...]
+
+    def __new__(cls, items: Iterable[T], before: tuple[T, ...], came: Iterable[T], gone: Iterable[T]) -> Revised[T]:
+        self = super().__new__(cls, items)
+        self.after, self.came, self.gone = id(before), tuple(came), tuple(gone)
+        return self
+
+
+class Changes(Generic[T]):
+    """The objects that came and went since a tuple was last handed out: what a producer puts in
+    its next ``Revised`` (one that came and went in between is in neither)."""
+
+    def __init__(self) -> None:
+        self._came: dict[int, T] = {}
+        self._gone: dict[int, T] = {}
+
+    def came(self, obj: T) -> None:
+        self._came[id(obj)] = obj
+
+    def went(self, obj: T) -> None:
+        if self._came.pop(id(obj), None) is None:
+            self._gone[id(obj)] = obj
+
+    def revised(self, items: Iterable[T], before: tuple[T, ...] | None) -> tuple[T, ...]:
+        """The next tuple: a ``Revised`` of ``before`` (a plain tuple without one); the changes
+        start again from it."""
+        came, gone = self._came.values(), self._gone.values()
+        out = tuple(items) if before is None else Revised(items, before, came, gone)
+        self._came, self._gone = {}, {}
+        return out
+
+
+class _Seen(Generic[T]):
+    """The objects of the last sequence of one input, by id (holding them keeps the ids theirs)."""
+
+    def __init__(self) -> None:
+        self.seq: Sequence[T] = ()
+        self.ids: dict[int, T] = {}
+
+    def diff(self, seq: Sequence[T]) -> tuple[Sequence[T], Sequence[T]] | None:
+        """Take in ``seq``: the objects no longer there and the new ones; None when ``seq`` holds
+        one object twice (the state is then to be forgotten)."""
+        if seq is self.seq and isinstance(seq, tuple):  # a list may change under the same identity
+            return (), ()
+        if isinstance(seq, Revised) and seq.after == id(self.seq):
+            ids = self.ids
+            for obj in seq.gone:
+                if ids.pop(id(obj), None) is None:
+                    return None
+            for obj in seq.came:
+                if id(obj) in ids:
+                    return None
+                ids[id(obj)] = obj
+            self.seq = seq
+            return seq.gone, seq.came
+        new = dict(zip(map(id, seq), seq, strict=True))
+        if len(new) != len(seq):
+            return None
+        old = self.ids
+        gone = [old[k] for k in old.keys() - new.keys()]
+        came = [new[k] for k in new.keys() - old.keys()]
+        self.seq, self.ids = seq, new
+        return gone, came
+
+
+def _move(names: list[str], name: str, before: bool, after: bool) -> None:
+    """Keep ``names`` (sorted) holding ``name`` when ``after``, as it did when ``before``."""
+    if before and not after:
+        del names[bisect.bisect_left(names, name)]
+    elif after and not before:
+        bisect.insort(names, name)
+
+
+class WorkerTally:
+    """See the module's doc. One per policy object, like ``ViewCache``."""
+
+    def __init__(self) -> None:
+        self._forget("", "")
+
+    def _forget(self, master: str, prefix: str) -> None:
+        self._master, self._prefix = master, prefix
+        self._hosts: _Seen[Host] = _Seen()
+        self._nodes: _Seen[Node] = _Seen()
+        self._jobs: _Seen[Job] = _Seen()
+        self._host: dict[str, Host] = {}
+        self._alive: dict[str, Node] = {}
+        self._running: Counter[str] = Counter()
+        self._pending: dict[int, Job] = {}
+        self._ordered: tuple[Job, ...] | None = ()  # the waiting jobs oldest first (None: to sort)
+        self._oldest: tuple[float | None] | None = (None,)  # the earliest submission (None: to find)
+        self._up_total = 0  # the slots of the workers whose host is up
+        self._entries: dict[str, _Entry] = {}
+        self._numbers: Counter[int] = Counter()  # node numbers in use (hosts and every record)
+        self._number_of: dict[str, int | None] = {}  # each name's number (None: not one of ``prefix``)
+        self._highest: int | None = 0  # the highest of ``_numbers`` (None: to find)
+        self.ready_room: list[str] = []  # ready workers with free slots, by name
+        self.booting: list[str] = []  # booting workers, by name
+        self.idle: list[str] = []  # managed idle workers, by name
+
+    def clear(self) -> None:
+        """Forget everything (the next ``update`` takes its inputs in whole)."""
+        if self._hosts.seq or self._nodes.seq or self._jobs.seq:
+            self._forget(self._master, self._prefix)
+
+    # -- what a decision reads ------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        """``ClusterView.size``: workers that exist or are coming; the master excluded."""
+        return len(self._entries)
+
+    def room(self, name: str) -> tuple[int, int]:
+        """(free, total) slots of a ready worker in ``ready_room``."""
+        room = self._entries[name].room
+        assert room is not None
+        return room
+
+    def booting_slots(self, name: str) -> int:
+        """A booting worker's slots as its record knows them (0: not known)."""
+        slots = self._entries[name].booting
+        assert slots is not None
+        return slots
+
+    def idle_since(self, name: str) -> float:
+        since = self._entries[name].idle_since
+        assert since is not None
+        return since
+
+    def pending(self, snapshot: Snapshot, now: float) -> tuple[Job, ...]:
+        """``ClusterView.pending``: the eligible waiting jobs, oldest submission first, then by
+        number, ties in the snapshot's order."""
+        if self._ordered is not None:
+            return self._ordered
+        jobs = sorted(self._pending.values(), key=lambda j: (j.submitted or 0.0, j.job_id))
+        keys = [(j.submitted, j.job_id) for j in jobs]
+        if any(k[0] is None for k in keys) or len(set(keys)) < len(keys):
+            # Ordered by ``now``, or ties to keep in the snapshot's order: as the view sorts them.
+            return tuple(oldest_first([j for j in snapshot.jobs if id(j) in self._pending], now))
+        self._ordered = tuple(jobs)
+        return self._ordered
+
+    @property
+    def waiting(self) -> int:
+        """``len(ClusterView.pending)``."""
+        return len(self._pending)
+
+    def oldest_wait(self, now: float) -> float:
+        """``ClusterView.oldest_wait`` at ``now``."""
+        if self._oldest is None:
+            self._oldest = (
+                min((j.submitted for j in self._pending.values() if j.submitted is not None), default=None),
+            )
+        first = self._oldest[0]
+        return 0.0 if first is None else max(0.0, now - first)
+
+    def total_slots(self) -> int:
+        """StarCluster's ``count_total_slots``: the slots of every worker whose host is up and
+        the master's when it is an up host."""
+        master = self._host.get(self._master)
+        return self._up_total + (master.slots_total if master is not None and master.up else 0)
+
+    def launched_at(self, name: str) -> float:
+        """A managed worker's launch time (its record's)."""
+        return self._alive[name].launched_at
+
+    def new_names(self, count: int, prefix: str, digits: int) -> tuple[str, ...]:
+        """``elb.core.policy.view.new_names`` of the last inputs (``prefix`` as given to ``update``)."""
+        if self._highest is None:
+            self._highest = max(self._numbers, default=0)
+        return next_names([f"{prefix}{self._highest}"] if self._highest else [], count, prefix, digits)
+
+    # -- bringing it up to date -----------------------------------------------------------------
+    def update(self, snapshot: Snapshot, nodes: Sequence[Node], master: str, prefix: str) -> bool:
+        """Take in these inputs. False: they are not modelled exactly (see the module's doc); the
+        tally is then empty and the caller builds the full view."""
+        if (master, prefix) != (self._master, self._prefix):
+            self._forget(master, prefix)
+        hosts = self._hosts.diff(snapshot.hosts)
+        records = self._nodes.diff(nodes)
+        jobs = self._jobs.diff(snapshot.jobs)
+        if hosts is None or records is None or jobs is None or not self._apply(hosts, records, jobs):
+            self._forget(master, prefix)
+            return False
+        return True
+
+    def _apply(
+        self,
+        hosts: tuple[Sequence[Host], Sequence[Host]],
+        records: tuple[Sequence[Node], Sequence[Node]],
+        jobs: tuple[Sequence[Job], Sequence[Job]],
+    ) -> bool:
+        changed: set[str] = set()
+        if not self._take_hosts(hosts, changed) or not self._take_records(records, changed):
+            return False
+        self._take_jobs(jobs, changed)
+        changed.discard(self._master)
+        for name in changed:
+            self._set(name, self._entry(name))
+        return True
+
+    def _take_hosts(self, hosts: tuple[Sequence[Host], Sequence[Host]], changed: set[str]) -> bool:
+        gone, came = hosts
+        for h in gone:
+            self._count_name(h.name, -1)
+            if self._host.get(h.name) is h:
+                del self._host[h.name]
+                changed.add(h.name)
+        for h in came:
+            self._count_name(h.name, 1)
+            if h.name in self._host:
+                return False
+            self._host[h.name] = h
+            changed.add(h.name)
+        return True
+
+    def _take_records(self, records: tuple[Sequence[Node], Sequence[Node]], changed: set[str]) -> bool:
+        gone, came = records
+        for n in gone:
+            self._count_name(n.name, -1)
+            if self._alive.get(n.name) is n:
+                del self._alive[n.name]
+                changed.add(n.name)
+        for n in came:
+            self._count_name(n.name, 1)
+            if n.state in _ALIVE:
+                if n.name in self._alive:
+                    return False
+                self._alive[n.name] = n
+                changed.add(n.name)
+        return True
+
+    def _take_jobs(self, jobs: tuple[Sequence[Job], Sequence[Job]], changed: set[str]) -> None:
+        gone, came = jobs
+        for j, step in [*((j, -1) for j in gone), *((j, 1) for j in came)]:
+            if j.state in PENDING_STATES:
+                if step > 0:
+                    self._pending[id(j)] = j
+                else:
+                    del self._pending[id(j)]
+                self._ordered = None
+                self._oldest = None
+            on = started_host(j)
+            if on is not None:
+                self._running[on] += step
+                if not self._running[on]:
+                    del self._running[on]
+                changed.add(on)
+
+    def _count_name(self, name: str, step: int) -> None:
+        """Keep the node numbers in use (``new_names`` scans every host and record name). A
+        record replaced goes before its new value comes: the highest is found again only when
+        ``new_names`` asks after it went."""
+        if name in self._number_of:
+            number = self._number_of[name]
+        else:
+            cut = len(self._prefix)
+            digits = name[cut:]
+            ours = name.startswith(self._prefix) and digits.isascii() and digits.isdigit()
+            if len(self._number_of) >= _NAMES_KEPT:  # a bound on names seen once, long gone
+                self._number_of.clear()
+            number = self._number_of[name] = int(digits) if ours else None
+        if number is None:
+            return
+        self._numbers[number] += step
+        if step > 0:
+            if self._highest is not None:
+                self._highest = max(self._highest, number)
+        elif self._numbers[number] <= 0:
+            del self._numbers[number]
+            if number == self._highest:
+                self._highest = None
+
+    def _entry(self, name: str) -> _Entry | None:
+        """The worker ``name`` as ``Worker`` and the peers' ``_count`` and ``_fit`` read it."""
+        node, host = self._alive.get(name), self._host.get(name)
+        if node is None and host is None:
+            return None
+        facts = host_facts(host) if host is not None else None
+        up_total = facts.total if facts is not None and facts.up else 0
+        if node is not None and node.state in _BOOTING:
+            return _Entry(node.slots or 0, None, None, up_total)
+        if facts is None or not serves(node, facts.up):
+            return _Entry(None, None, None, up_total)
+        ready = (facts.free, facts.total)
+        room = ready if facts.free > 0 else None
+        since = idle_since(node, True, is_busy(bool(self._running[name]), facts.busy))
+        return _Entry(None, room, since, up_total, ready)
+
+    def _set(self, name: str, entry: _Entry | None) -> None:
+        old = self._entries.pop(name, None)
+        if entry is not None:
+            self._entries[name] = entry
+        self._up_total += (entry.up_total if entry is not None else 0) - (old.up_total if old is not None else 0)
+        _move(
+            self.ready_room,
+            name,
+            old is not None and old.room is not None,
+            entry is not None and entry.room is not None,
+        )
+        _move(
+            self.booting,
+            name,
+            old is not None and old.booting is not None,
+            entry is not None and entry.booting is not None,
+        )
+        _move(
+            self.idle,
+            name,
+            old is not None and old.idle_since is not None,
+            entry is not None and entry.idle_since is not None,
+        )
+
+
+_Ending = tuple[float, int, int]  # a running job's expected end, a number to break ties, its id
+
+
+class CapacityTally(WorkerTally):
+    """A ``WorkerTally`` with what elb's policy reads besides (see the module's doc). One per
+    policy object; ``slots_per_node`` is the size its forecast counts whole nodes in."""
+
+    def __init__(self) -> None:
+        self._whole = 1
+        super().__init__()
+
+    def _forget(self, master: str, prefix: str) -> None:
+        super()._forget(master, prefix)
+        self.ready_index: FreeIndex[Key] = FreeIndex(self._whole)  # ready workers by ``named``
+        self._ends: list[_Ending] = []  # running jobs filed under a host with an expected end, by it
+        self._ending: dict[int, tuple[_Ending, Job, str]] = {}  # by job id: its place, the job, its host
+        self._numbered = 0
+        self._pending_slots = 0
+        self._pending_odd = 0  # waiting jobs of no slot or no task
+        self._odd = 0  # running jobs of fewer than no slots (not modelled: ``update`` says False)
+        self._idle_workers: tuple[IdleWorker, ...] | None = ()
+
+    def update_for(self, snapshot: Snapshot, nodes: Sequence[Node], master: str, prefix: str, spn: int) -> bool:
+        """``update``, for a forecast in nodes of ``spn`` slots (another size: everything again)."""
+        if spn != self._whole:
+            self._whole = spn
+            self._forget(master, prefix)
+        if not self.update(snapshot, nodes, master, prefix):
+            return False
+        if self._odd:
+            self._forget(master, prefix)
+            return False
+        return True
+
+    # -- what a decision reads ------------------------------------------------------------------
+    @property
+    def pending_slots(self) -> int:
+        """``ClusterView.pending_slots``."""
+        return self._pending_slots
+
+    @property
+    def pending_plain(self) -> bool:
+        """``ClusterView.pending_plain``."""
+        return not self._pending_odd
+
+    def record(self, name: str) -> Node:
+        """A managed worker's record."""
+        return self._alive[name]
+
+    def idle_workers(self) -> tuple[IdleWorker, ...]:
+        """The managed idle workers by name, as a policy reads them (made again after a change)."""
+        if self._idle_workers is None:
+            self._idle_workers = tuple(IdleWorker(name, self._alive[name]) for name in self.idle)
+        return self._idle_workers
+
+    def next_overdue(self, now: float) -> float:
+        """``elb.core.policy.default._next_overdue`` at ``now``: the earliest requested end plus
+        ``OVERDUE_GRACE`` not before ``now`` of a job running on a ready worker; inf with none."""
+        ends, ending, entries = self._ends, self._ending, self._entries
+        for i in range(bisect.bisect_left(ends, (now - OVERDUE_GRACE - 1.0,)), len(ends)):
+            end, _, key = ends[i]
+            entry = entries.get(ending[key][2])
+            if entry is not None and entry.ready is not None and end + OVERDUE_GRACE >= now:
+                return end + OVERDUE_GRACE
+        return math.inf
+
+    def capacity(self, now: float, horizon: float, size: int) -> Capacity:
+        """``elb.core.policy.forecast._capacity`` of the view at ``now`` by ``horizon``: the ready
+        workers' index read through, the ready workers whose running jobs free slots by then and
+        the booting ones as named bins over it, the nodes ending wide jobs free after them."""
+        spn, ends, entries = self._whole, self._ends, self._entries
+        first = bisect.bisect_left(ends, (now - OVERDUE_GRACE,))
+        last = bisect.bisect_right(ends, (horizon, math.inf))
+        gains: dict[str, int] = {}
+        tail: list[Bin] = []
+        freed = 0
+        for _, _, key in ends[first:last]:
+            _, job, host = self._ending[key]
+            entry = entries.get(host)
+            if entry is None or entry.ready is None:
+                continue
+            if job.slots > spn:
+                k = min(width(job.slots, spn), size)
+                tail.extend(Bin(None, spn, spn) for _ in range(k))
+                freed += k * spn
+            else:
+                gains[host] = gains.get(host, 0) + job.total_slots
+        over: list[Bin] = []
+        for host, slots in gains.items():
+            ready = entries[host].ready
+            assert ready is not None
+            free, total = ready
+            after = min(total, free + slots)  # what each job's gain of min(its slots, total - free) adds up to
+            freed += after - free
+            over.append(Bin(host, after, total))
+        for name in self.booting:
+            s = self.booting_slots(name) or spn
+            over.append(Bin(name, s, s))
+        return Capacity(tail, len(self.ready_index), len(self.booting), freed, self.ready_index, over)
+
+    # -- bringing it up to date -----------------------------------------------------------------
+    def _take_jobs(self, jobs: tuple[Sequence[Job], Sequence[Job]], changed: set[str]) -> None:
+        super()._take_jobs(jobs, changed)
+        gone, came = jobs
+        for j in gone:
+            if j.state in PENDING_STATES:
+                self._pending_slots -= j.slots * j.tasks
+                self._pending_odd -= j.slots <= 0 or j.tasks <= 0
+            found = self._ending.pop(id(j), None)
+            if found is not None:
+                del self._ends[bisect.bisect_left(self._ends, found[0])]
+                self._odd -= j.total_slots < 0
+        for j in came:
+            if j.state in PENDING_STATES:
+                self._pending_slots += j.slots * j.tasks
+                self._pending_odd += j.slots <= 0 or j.tasks <= 0
+            host = started_host(j)
+            if host is not None and j.hard_runtime is not None and j.started is not None:
+                self._numbered += 1
+                place = (j.started + j.hard_runtime, self._numbered, id(j))
+                bisect.insort(self._ends, place)
+                self._ending[id(j)] = (place, j, host)
+                self._odd += j.total_slots < 0
+
+    def _set(self, name: str, entry: _Entry | None) -> None:
+        old = self._entries.get(name)
+        super()._set(name, entry)
+        if entry is not None and entry.ready is not None:
+            self.ready_index.set(named(name), *entry.ready)
+        elif old is not None and old.ready is not None:
+            self.ready_index.remove(named(name))
+        if (old is not None and old.idle_since is not None) or (entry is not None and entry.idle_since is not None):
+            self._idle_workers = None  # an idle worker came, went or changed (its record)
+
+
+@dataclass(frozen=True, slots=True)
+class IdleWorker:
+    """A managed worker that is ready and idle (its record), as elb's cost rule reads a ``Worker``."""
+
+    name: str
+    node: Node
+    idle: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TallyView:
+    """A ``CapacityTally`` just brought up to date, read at ``now``: what elb's policy reads of a
+    ``ClusterView`` (the same values), until the tally's next update."""
+
+    tally: CapacityTally
+    now: float
+    pending: tuple[Job, ...]
+    slots_per_node: int
+
+    @property
+    def size(self) -> int:
+        return self.tally.size
+
+    @property
+    def pending_slots(self) -> int:
+        return self.tally.pending_slots
+
+    @property
+    def pending_plain(self) -> bool:
+        return self.tally.pending_plain
+
+    @property
+    def booting(self) -> tuple[str, ...]:
+        """The booting workers (their names)."""
+        return tuple(self.tally.booting)
+
+    def oldest_wait(self) -> float:
+        return self.tally.oldest_wait(self.now)
+
+    def nodes_for(self, jobs: Sequence[Job]) -> int:
+        return nodes_for(jobs, self.slots_per_node)
+
+    def capacity(self, horizon: float) -> Capacity:
+        return self.tally.capacity(self.now, horizon, self.tally.size)

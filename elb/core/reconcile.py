@@ -1,0 +1,249 @@
+"""Reconcile three views of the cluster: the journal, the cloud's tagged workers, the scheduler's hosts.
+
+``repairs_of`` is pure: it reads the three views joined once (``elb.core.state.ClusterState``) and
+says what to repair, with a reason; every fact of a node it asks (booting, ready, draining, busy,
+lost for, its instance gone or live) is a predicate of the joined state's managed node. The
+planner runs it every pass, before the policy, and only when all three views could be read (no
+action on partial data). ``plan_repairs`` joins the three views and runs it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from elb.core.durations import minutes
+from elb.core.interfaces import Instance
+from elb.core.model import Node, NodeState, Snapshot
+from elb.core.state import GONE, LIVE, ClusterState, ManagedNode, instance_state, join
+
+
+class RepairKind(enum.StrEnum):
+    PROVISION = "provision"  # launched but never provisioned (crash mid-add): provision it now
+    ADOPT = "adopt"  # journal lost track of a launch the cloud made: record it, then provision
+    ABANDON = "abandon"  # launch or provisioning never finished within boot_timeout: clean up, terminate
+    FORGET = "forget"  # a launch that never produced an instance: mark failed
+    VANISHED = "vanished"  # instance gone under a registered node: deregister it from SGE, hosts, exports
+    ORPHAN = "orphan"  # tagged worker unknown to the journal and absent from SGE: terminate
+    FINISH_DRAIN = "finish_drain"  # node left draining/deregistered: finish the removal (or keep it)
+    TERMINATE_GONE = "terminate_gone"  # journal says gone but the instance still runs: terminate
+    DEREGISTER_STALE = "deregister_stale"  # SGE still lists a node elb removed: take it out of SGE
+    UNREACHABLE = "unreachable"  # ready node SGE hasn't reached for unreachable_timeout, no job: remove
+    # Not a repair: a lost node (instance gone, or out of SGE's reach) that SGE lists work on. elb never
+    # kills or deletes a job, so it is kept and logged every pass, and scaling goes on around it.
+    KEPT = "kept"
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    kind: RepairKind
+    node: str
+    reason: str
+    instance: Instance | None = None
+
+
+def lost_for(n: Node, snapshot: Snapshot, now: float, watched_since: float | None = None) -> float:
+    """Seconds a ready node has been out of SGE's reach (absent, or every queue instance in
+    state ``u``); 0 while SGE reaches it. Counted from the last pass that saw it up, else
+    from when it became ready, and never from before ``watched_since`` (when this run of elb
+    began to watch: a node found lost at a restart gets the whole time-out, as elb can't tell
+    how long it has been lost). The rule is ``elb.core.state.ManagedNode.lost_for``."""
+    return ManagedNode(n, None, snapshot.host(n.name), (), False, now).lost_for(watched_since)
+
+
+def _unreachable(
+    m: ManagedNode, inst: Instance, *, timeout: float, watched_since: float | None, scheduler: str
+) -> Repair | None:
+    """A ready node SGE hasn't reached for ``timeout`` and that has nothing on it is removed.
+
+    With a job (or a reservation) on it, it is kept: an execd that lost contact may still be
+    running its jobs.
+    """
+    lost = m.lost_for(watched_since)
+    if lost < timeout:
+        return None
+    if m.busy:
+        why = (
+            f"{scheduler} hasn't reached it for {minutes(lost)} but lists {_work_on(m)} there; kept "
+            "(elb never kills a job: check the node, restart its daemon, or end the jobs)"
+        )
+        return Repair(RepairKind.KEPT, m.name, why, inst)
+    where = f"absent from {scheduler}" if m.host is None else f"unreachable in {scheduler} (state u)"
+    why = f"{where} for {minutes(lost)} (unreachable_timeout {minutes(timeout)}), no job on it"
+    return Repair(RepairKind.UNREACHABLE, m.name, why, inst)
+
+
+def _work_on(m: ManagedNode) -> str:
+    """What the scheduler lists on a busy node: 'jobs 4, 7', or 'reserved slots'."""
+    jobs = m.jobs
+    if jobs:
+        more = f" and {len(jobs) - 5} more" if len(jobs) > 5 else ""
+        return f"jobs {', '.join(str(j.job_id) for j in jobs[:5])}{more}"
+    return "reserved slots"
+
+
+def _unfinished(n: Node, watched_since: float | None) -> str:
+    """Why a draining or deregistered node is there: left by a run of elb that stopped, or a
+    removal of this run whose last step failed."""
+    if watched_since is not None and n.updated_at is not None and n.updated_at >= watched_since:
+        return f"{n.state.value}: its removal has not finished (its last step failed); trying again"
+    return f"left {n.state.value} when elb stopped"
+
+
+def _repair_pooled(m: ManagedNode, inst: Instance | None) -> Repair | None:
+    """A node of the warm pool. Stopped: a stopped instance is what it should be (not lost, not
+    a failed boot; the planner restarts or expires it); gone, it is still an exec host, taken
+    out. A stop or a restart that did not finish (elb stopped, or its cloud call failed): its
+    queue instances are disabled and nothing runs there: it is removed for good."""
+    st = m.record.state
+    if st is NodeState.STOPPED:
+        if m.instance_gone:
+            return Repair(RepairKind.VANISHED, m.name, "stopped in the warm pool, its instance gone")
+        return None
+    what = "stop" if st is NodeState.STOPPING else "restart"
+    return Repair(
+        RepairKind.FINISH_DRAIN, m.name, f"left {st.value} (a warm pool {what} that did not finish); removed", inst
+    )
+
+
+def _repair_node(  # noqa: PLR0911, PLR0912 (one return per lifecycle case reads best)
+    m: ManagedNode,
+    inst: Instance | None,
+    *,
+    boot_timeout: float,
+    unreachable_timeout: float,
+    watched_since: float | None,
+    scheduler: str,
+) -> Repair | None:
+    """The repair one journalled node needs, if any. ``inst``: its instance if pending or running."""
+    n = m.record
+    age = m.now - n.launched_at
+    st = n.state
+    if st in (NodeState.REQUESTED, NodeState.LAUNCHING):
+        if inst is not None:
+            return Repair(RepairKind.ADOPT, n.name, "the cloud has the instance of an interrupted launch", inst)
+        if age >= boot_timeout:
+            return Repair(RepairKind.FORGET, n.name, f"no instance {minutes(age)} after the launch")
+        return None
+    if st.pooled or st is NodeState.STARTING:  # the warm pool's
+        return _repair_pooled(m, inst)
+    if m.booting:  # launched (running, provisioning)
+        if inst is None:
+            return Repair(RepairKind.VANISHED, n.name, "instance gone before provisioning finished")
+        if age >= boot_timeout:
+            why = f"not ready {minutes(age)} after launch (boot_timeout {minutes(boot_timeout)})"
+            return Repair(RepairKind.ABANDON, n.name, why, inst)
+        return Repair(RepairKind.PROVISION, n.name, "launched but never provisioned", inst)
+    if m.ready:
+        if inst is not None:
+            return _unreachable(m, inst, timeout=unreachable_timeout, watched_since=watched_since, scheduler=scheduler)
+        if m.busy:  # dead with the machine, but a job is SGE's to end, or an admin's: not elb's
+            why = (
+                f"instance gone (terminated outside elb) but {scheduler} lists {_work_on(m)} there; kept "
+                f"registered until {scheduler} no longer lists them (an admin ends or requeues them)"
+            )
+            return Repair(RepairKind.KEPT, n.name, why)
+        return Repair(RepairKind.VANISHED, n.name, "instance gone (terminated outside elb)")
+    if m.draining:
+        return Repair(RepairKind.FINISH_DRAIN, n.name, _unfinished(n, watched_since), inst)
+    # terminated or failed
+    if m.host is not None:
+        return Repair(RepairKind.DEREGISTER_STALE, n.name, f"{st.value} but still a host of {scheduler}")
+    if m.instance is not None and n.instance_id:
+        return Repair(
+            RepairKind.TERMINATE_GONE, n.name, f"{st.value} but the instance is {m.instance.state}", m.instance
+        )
+    return None
+
+
+def plan_repairs(
+    nodes: Sequence[Node],
+    instances: Sequence[Instance],
+    snapshot: Snapshot,
+    now: float,
+    *,
+    master: str,
+    boot_timeout: float,
+    orphan_timeout: float,
+    unreachable_timeout: float,
+    watched_since: float | None = None,
+    scheduler: str = "SGE",
+) -> list[Repair]:
+    """``repairs_of`` the journal's records (``nodes``, gone ones included), the cloud's
+    instances and SGE's snapshot, joined at ``now``."""
+    return repairs_of(
+        join(nodes, instances, snapshot, include_gone=True, now=now),
+        master=master,
+        boot_timeout=boot_timeout,
+        orphan_timeout=orphan_timeout,
+        unreachable_timeout=unreachable_timeout,
+        watched_since=watched_since,
+        scheduler=scheduler,
+    )
+
+
+def repairs_of(
+    state: ClusterState,
+    *,
+    master: str,
+    boot_timeout: float,
+    orphan_timeout: float,
+    unreachable_timeout: float,
+    watched_since: float | None = None,
+    scheduler: str = "SGE",
+    skip: Collection[str] = frozenset(),
+) -> list[Repair]:
+    """What to repair so that journal, cloud and the scheduler agree. ``state``: the three joined with
+    the journal's gone records included (``join(..., include_gone=True)``); the master and its
+    instance are never repaired.
+
+    ``watched_since``: when the daemon's first pass ran (see ``lost_for``); None: trust the journal.
+    ``scheduler``: its name, in the reasons. ``skip``: nodes left alone (an operation of elb's
+    runs on them: it owns their next steps); their instances are theirs, not orphans.
+    """
+    now = state.now
+    out: list[Repair] = []
+    theirs: set[str] = set()
+    for m in state.suspects:  # a steady node needs nothing
+        if m.name == master:
+            continue
+        if m.name in skip:
+            if m.instance is not None:
+                theirs.add(m.instance.instance_id)
+            continue
+        if m.instance is not None and m.instance.name == master:
+            m = dataclasses.replace(m, instance=None)  # noqa: PLW2901 (the master's is never a worker's)
+        repair = _repair_node(
+            m,
+            m.instance if m.instance_live else None,
+            boot_timeout=boot_timeout,
+            unreachable_timeout=unreachable_timeout,
+            watched_since=watched_since,
+            scheduler=scheduler,
+        )
+        if repair is not None:
+            out.append(repair)
+
+    # Instances the journal does not account for.
+    accounted = {r.instance.instance_id for r in out if r.instance is not None} | theirs
+    for inst in state.unaccounted:
+        if inst.instance_id in accounted or inst.name == master:
+            continue
+        live = instance_state(inst.state) in LIVE
+        found = state.record(inst.name)
+        record = found if found is not None and (state.include_gone or found.state not in GONE) else None
+        if record is None and state.host(inst.name) is not None:
+            if live:
+                why = f"a worker of {scheduler} with elb's tags missing from the journal"
+                out.append(Repair(RepairKind.ADOPT, inst.name, why, inst))
+            continue  # stopped: not provisionable, and SGE still knows the name: left to an admin
+        age = now - inst.launched_at
+        if age < orphan_timeout:
+            continue
+        what = "unknown to the journal" if record is None else f"a second instance named {inst.name}"
+        state_note = "" if live else f" ({inst.state})"
+        why = f"tagged worker{state_note} {what}, not serving in {scheduler}, for {minutes(age)}"
+        out.append(Repair(RepairKind.ORPHAN, inst.name, why, inst))
+    return out

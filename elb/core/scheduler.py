@@ -1,0 +1,171 @@
+"""What elb needs of a batch scheduler, in scheduler-neutral values.
+
+A scheduler driver (Grid Engine: ``elb.schedulers.sge.driver.GridEngine``; Slurm: ``elb.schedulers.slurm.driver.Slurm``)
+implements ``Scheduler``. The pass, the planner, the actuator and the commands speak to it only
+through this interface; ``elb.service.factory`` builds the one the config names. Nothing outside a driver
+and the factory names a scheduler.
+
+- **read**: the scheduler's jobs and hosts as a neutral ``Snapshot`` (``elb.core.model``), checked whole
+  (a read that lost hosts elb knows to be up is refused: ``SchedulerError``), with the nodes the
+  scheduler asked for or gave up by name (``Ask``), when it does that (Slurm's power saving).
+- **demand**: the waiting jobs that new nodes would run (``elb.core.demand.DemandSplit``: each with its
+  node group; the others with why not), read only when scaling goes on.
+- the **drain**: disable and enable a host, what runs or is reserved on it now, and whether the
+  scheduler still lists it after its deregistration.
+- the **plays** that register and deregister a node, and the steps a node's bring-up takes in the
+  scheduler around them (``prepare`` before the play, ``await_registered`` after it).
+- **requeue** the jobs of a host about to be taken back, **bind** a job to on-demand nodes, and
+  **release** nodes the scheduler asked for that elb will not bring up.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from elb.core.model import Job, Node, Snapshot
+
+if TYPE_CHECKING:
+    from elb.core.demand import DemandSplit
+    from elb.core.groups import NodeGroups
+    from elb.core.interfaces import NodeSpec
+
+
+class SchedulerError(Exception):
+    """A read or a command of the scheduler failed, timed out, or gave what elb cannot trust;
+    the message says which and why."""
+
+
+class AskKind(enum.StrEnum):
+    """What the scheduler asked of one node, by name."""
+
+    WANT = "want"  # bring it up: a job waits for it
+    RELEASE = "release"  # the scheduler is done with it (it powered it down, or asks elb to)
+    RESET = "reset"  # the scheduler gave up bringing it up: take it out, give it back
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One node the scheduler asked something of, the latest word for that node."""
+
+    node: str
+    kind: AskKind
+    since: float  # when the scheduler asked
+    detail: str = ""  # what it said (its jobs, its partition), for the log
+    group: str | None = None  # the node group it asks a node of (a partition's group)
+    attempts: int = 0  # releases of this node that failed so far (``retry_at``: not before then)
+    retry_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """An ask the read found stale (the scheduler no longer wants it, or it is older than the
+    scheduler's own time-out): closed with ``reason``, never acted on."""
+
+    ask: Ask
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerRead:
+    """One read of the scheduler: the neutral snapshot, and what it asked by name."""
+
+    snapshot: Snapshot
+    # Nodes the scheduler named: None when it never names nodes (elb sizes the demand itself).
+    asks: tuple[Ask, ...] | None = None
+    dropped: tuple[Dropped, ...] = ()
+    # Managed nodes the scheduler shows down for good or no longer has (a powered-down cloud
+    # node), each with why: removed like a release.
+    gone: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DrainCheck:
+    """What runs on a host, read afresh after it was disabled."""
+
+    jobs: tuple[Job, ...]
+    reserved: int  # slots (CPUs) held for a job that has not started
+
+
+@dataclass(frozen=True, slots=True)
+class Requeued:
+    """What a requeue of a host's jobs did: the entries sent back to wait (``"123"``,
+    ``"123.4"``), and the jobs that cannot be rerun (they go with the node unless they end)."""
+
+    pushed: tuple[str, ...] = ()
+    not_restartable: tuple[int, ...] = ()
+
+
+class Scheduler(Protocol):
+    """A batch scheduler elb adds nodes to (see the module's description)."""
+
+    @property
+    def name(self) -> str:
+        """Its name in messages: "Grid Engine", "Slurm"."""
+        ...
+
+    @property
+    def add_playbook(self) -> str: ...
+
+    @property
+    def remove_playbook(self) -> str: ...
+
+    def take_requests(self, now: float) -> tuple[str, ...]:
+        """Take what the scheduler asked since the last pass into elb's journal (a scheduler that
+        asks by files); lines to log, one per request or file set aside."""
+        ...
+
+    def read(self, records: Sequence[Node], now: float) -> SchedulerRead:
+        """Jobs, hosts and asks now; ``SchedulerError`` when it cannot be read or trusted
+        (``records``: elb's nodes, whose hosts a whole read must show)."""
+        ...
+
+    def demand(self, read: SchedulerRead, records: Sequence[Node], slots: int | None) -> DemandSplit:
+        """The waiting jobs new nodes would run, each given its node group; ``SchedulerError``
+        when what decides it cannot be read (nothing is launched on a guess). ``slots``: a new
+        node's size when known."""
+        ...
+
+    def disable_host(self, host: str, reason: str) -> None: ...
+
+    def enable_host(self, host: str) -> None: ...
+
+    def drain_check(self, host: str) -> DrainCheck: ...
+
+    def listed(self, host: str) -> bool:
+        """Whether the scheduler still has the host as one that may run jobs."""
+        ...
+
+    def prepare(self, node: NodeSpec) -> None:
+        """What the scheduler needs before the add play (Slurm: the node's address)."""
+        ...
+
+    def await_registered(self, names: Sequence[str], stopping: threading.Event) -> dict[str, str] | None:
+        """Wait until the scheduler has each new node up after its play: those that are not, with
+        why (empty: all are); None when ``stopping`` was set meanwhile."""
+        ...
+
+    def out_of_service(self, host: str, reason: str) -> None:
+        """The node no longer serves (its remove play went through, or it was stopped into a warm
+        pool): what the scheduler needs then (Slurm: power it down, so it can be asked for
+        again); nothing for a scheduler whose remove play did it all."""
+        ...
+
+    def resumed(self, host: str) -> None:
+        """A node started again from the warm pool is up: let jobs land on it again."""
+        ...
+
+    def release(self, hosts: Sequence[str], reason: str) -> None:
+        """Give back nodes the scheduler asked for and elb will not bring up (their jobs wait
+        again); a scheduler that never asks for nodes has nothing to give back."""
+        ...
+
+    def requeue(self, host: str) -> Requeued: ...
+
+    def bind_on_demand(self, job: int, requests: Mapping[str, str], groups: NodeGroups) -> None:
+        """Make ``job`` run only on on-demand nodes (``requests``: its hard requests with the
+        on-demand one, ``elb.core.interruptions``)."""
+        ...

@@ -1,0 +1,350 @@
+"""One joined view of the cluster per pass: the journal's node records, the cloud's instances and
+SGE's snapshot, joined once into managed nodes that carry every predicate a pass asks.
+
+Pure: built from values and ``now``. The instance state is provider-neutral (``InstanceState``);
+the cloud adapters' state strings are mapped here, in one place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from elb.core.interfaces import Instance
+from elb.core.model import Host, Job, Node, NodeState, Snapshot
+
+# Records of nodes that are gone for good: kept in the journal, not part of the cluster.
+GONE = frozenset({NodeState.TERMINATED, NodeState.FAILED})
+
+
+def seen(records: Sequence[Node], now: float, *, busy: Collection[str], up: Collection[str]) -> tuple[Node, ...]:
+    """``records`` with what ``Journal.mark_seen(now, busy=..., up=...)`` writes: the pass saw a
+    job or a reservation on ``busy`` and SGE reached ``up``. A pass reads the journal's records
+    once and applies what it saw to them, instead of reading them again."""
+    busy, up = set(busy), set(up)
+    out = []
+    for r in records:
+        if r.name in busy or r.name in up:
+            r = dataclasses.replace(  # noqa: PLW2901
+                r,
+                last_busy_at=now if r.name in busy else r.last_busy_at,
+                last_up_at=now if r.name in up else r.last_up_at,
+            )
+        out.append(r)
+    return tuple(out)
+
+
+def serves(record: Node | None, host_up: bool) -> bool:
+    """Ready to take jobs: SGE reaches its host and elb's record, if it has one (an exec host elb
+    does not manage has none), says READY. The policies' "ready" (``elb.core.policy.view.Worker``)."""
+    return host_up and (record is None or record.state is NodeState.READY)
+
+
+def is_busy(has_jobs: bool, host_busy: bool) -> bool:
+    """Busy: a job filed under the node (``started_host``), or a slot used or reserved on its
+    host. The one rule; ``ManagedNode.busy``, the policies' workers and the peers' tally apply it
+    to what each has at hand."""
+    return has_jobs or host_busy
+
+
+def busy_hosts(snapshot: Snapshot) -> set[str]:
+    """The hosts of a snapshot that are busy (``is_busy``): what a pass remembers as seen busy."""
+    busy = {h.name for h in snapshot.hosts if h.busy}
+    busy.update(h for j in snapshot.jobs if (h := started_host(j)) is not None)
+    return busy
+
+
+def idle_since(record: Node | None, ready: bool, busy: bool) -> float | None:
+    """Since when a ready node that runs nothing has been idle: its record's ``quiet_since``;
+    None when it is busy (a job or a reservation on it), not ready, or not elb's (no record)."""
+    return record.quiet_since if ready and not busy and record is not None else None
+
+
+class InstanceState(enum.StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"  # exists and costs (its disks), can start again
+    GONE = "gone"  # shutting down or terminated
+
+
+# Pending or running. Any other state but gone (stopping, stopped: a spot stop, a crash, an admin,
+# the warm pool) is a machine that still exists, and costs (its disks), and can start again.
+LIVE = frozenset({InstanceState.PENDING, InstanceState.RUNNING})
+
+_FROM_PROVIDER = {
+    "pending": InstanceState.PENDING,
+    "running": InstanceState.RUNNING,
+    "stopping": InstanceState.STOPPING,
+    "stopped": InstanceState.STOPPED,
+    "shutting-down": InstanceState.GONE,
+    "terminated": InstanceState.GONE,
+}
+
+
+def instance_state(provider_state: str) -> InstanceState:
+    """A cloud adapter's state string as a neutral state; an unknown one counts as existing and
+    not running (``stopped``: it may cost, it serves nothing)."""
+    return _FROM_PROVIDER.get(provider_state, InstanceState.STOPPED)
+
+
+@dataclass(frozen=True, slots=True)
+class ManagedNode:
+    """A node elb manages, as the journal, the cloud and SGE show it at ``now``."""
+
+    record: Node
+    instance: Instance | None  # its instance in any state but gone
+    host: Host | None  # SGE's host of that name
+    jobs: tuple[Job, ...]  # what SGE lists on it
+    in_flight: bool  # an operation of elb runs on it
+    now: float
+
+    @property
+    def name(self) -> str:
+        return self.record.name
+
+    @property
+    def instance_state(self) -> InstanceState:
+        return InstanceState.GONE if self.instance is None else instance_state(self.instance.state)
+
+    @property
+    def booting(self) -> bool:
+        return self.record.state.booting
+
+    @property
+    def ready(self) -> bool:
+        return self.record.state is NodeState.READY
+
+    @property
+    def serves(self) -> bool:
+        """Takes jobs: SGE reaches it and its record says READY (``serves``)."""
+        return serves(self.record, self.reachable)
+
+    @property
+    def draining(self) -> bool:
+        return self.record.state in (NodeState.DRAINING, NodeState.DEREGISTERED)
+
+    @property
+    def busy(self) -> bool:
+        """A job or a reservation on it (``is_busy``)."""
+        return is_busy(bool(self.jobs), self.host is not None and self.host.busy)
+
+    @property
+    def reachable(self) -> bool:
+        return self.host is not None and self.host.up
+
+    @property
+    def idle_since(self) -> float | None:
+        """Since when no job or reservation was seen on a node that serves (None: busy, or not serving)."""
+        return idle_since(self.record, self.serves, self.busy)
+
+    def lost_for(self, watched_since: float | None = None) -> float:
+        """Seconds a ready node has been out of SGE's reach (0 while SGE reaches it), counted from
+        the last pass that saw it up and never from before ``watched_since``."""
+        if self.reachable:
+            return 0.0
+        seen = [t for t in (self.record.last_up_at, self.record.ready_at, self.record.launched_at, watched_since)]
+        return max(0.0, self.now - max(t for t in seen if t is not None))
+
+    @property
+    def steady(self) -> bool:
+        """Ready, its instance running, and the scheduler reaches it: nothing to repair, whatever
+        the time (``elb.core.reconcile``'s rules plan nothing for such a node)."""
+        return self.record.state is NodeState.READY and self.instance_live and self.reachable
+
+    @property
+    def instance_gone(self) -> bool:
+        return self.instance_state is InstanceState.GONE
+
+    @property
+    def instance_live(self) -> bool:
+        """Its instance is pending or running."""
+        return self.instance_state in LIVE
+
+
+def started_host(j: Job) -> str | None:
+    """The host a job is filed under: an entry SGE lists with a queue instance there and not
+    waiting. What a node's ``jobs`` are, everywhere a pass or a policy asks."""
+    if j.queue is None or j.state in ("qw", "hqw"):  # ``Job.host``'s first test, without its call
+        return None
+    return j.host
+
+
+def started_on(jobs: Sequence[Job]) -> dict[str, list[Job]]:
+    """The jobs started on each host: ``started_host``'s rule, written out in the loop (it runs
+    over every job of a snapshot at each view a policy builds; a test holds the two equal)."""
+    out: dict[str, list[Job]] = {}
+    for j in jobs:
+        if j.queue is None or j.state in ("qw", "hqw"):
+            continue
+        h = j.host
+        if h is not None:
+            out.setdefault(h, []).append(j)
+    return out
+
+
+POOLED = frozenset({NodeState.STOPPING, NodeState.STOPPED})
+
+
+@dataclass(frozen=True, slots=True)
+class JoinIndex:
+    """What a producer that keeps the joined state up to date event by event (the simulator)
+    knows of it without a scan: the records that may need a repair (every other is ``steady``),
+    the instances no record accounts for, the records in a warm pool, and each record, instance,
+    host and node's jobs by name. With it a pass's planning costs what changed, not what the
+    cluster holds; without it (the live pass) each is found by a scan. A test holds the two equal."""
+
+    suspects: tuple[str, ...]
+    unaccounted: tuple[Instance, ...]
+    pooled: tuple[Node, ...]
+    records: Mapping[str, Node]
+    instances: Mapping[str, Instance]
+    hosts: Mapping[str, Host]
+    jobs_on: Callable[[str], tuple[Job, ...]]
+
+
+@dataclass(frozen=True, eq=False)
+class ClusterState:
+    """The joined view of the cluster at ``now``: the journal's records, the cloud's instances
+    and SGE's snapshot. The pass's planner, reconcile, the policies (``elb.core.policy.view``), the
+    simulator, ``status`` and the stats row read it.
+
+    The join is made when first asked and kept (``cached_property``): a policy that finds the
+    very same records, hosts and jobs as at its last call (the simulator, between events)
+    reads nothing more of it."""
+
+    snapshot: Snapshot
+    records: tuple[Node, ...]  # the journal's records as read (gone ones too when the reader asked)
+    now: float
+    instances: tuple[Instance, ...] = ()  # the cloud's instances in any state but gone, joined or not
+    in_flight: frozenset[str] = frozenset()  # nodes an operation of elb runs on
+    include_gone: bool = False  # ``nodes`` keeps the records of terminated and failed nodes
+    index: JoinIndex | None = None  # what its producer keeps up to date (``JoinIndex``); None: scan
+
+    @cached_property
+    def hosts(self) -> dict[str, Host]:
+        """SGE's hosts by name (the first of a name, as ``Snapshot.host``)."""
+        out: dict[str, Host] = {}
+        for h in self.snapshot.hosts:
+            out.setdefault(h.name, h)
+        return out
+
+    @cached_property
+    def jobs_on(self) -> dict[str, tuple[Job, ...]]:
+        """The started jobs on each host (``started_on``)."""
+        return {h: tuple(js) for h, js in started_on(self.snapshot.jobs).items()}
+
+    @cached_property
+    def _instances_by(self) -> tuple[dict[str, Instance], dict[str, Instance]]:
+        """The instances by id and by name (a pending or running one of a name before any other)."""
+        by_id = {i.instance_id: i for i in self.instances}
+        by_name: dict[str, Instance] = {}
+        for i in sorted(self.instances, key=lambda i: instance_state(i.state) not in LIVE):  # live ones first
+            by_name.setdefault(i.name, i)
+        return by_id, by_name
+
+    def managed(self, record: Node) -> ManagedNode:
+        """``record`` joined with its instance, the scheduler's host and the jobs there.
+
+        A record's instance is the one of its instance id; a record without one (a launch not
+        yet journalled whole) has the instance of its name."""
+        name = record.name
+        index = self.index
+        if index is not None:
+            inst = index.instances.get(name)
+            return ManagedNode(
+                record, inst, index.hosts.get(name), index.jobs_on(name), name in self.in_flight, self.now
+            )
+        by_id, by_name = self._instances_by
+        inst = by_id.get(record.instance_id) if record.instance_id else by_name.get(name)
+        return ManagedNode(
+            record, inst, self.hosts.get(name), self.jobs_on.get(name, ()), name in self.in_flight, self.now
+        )
+
+    @cached_property
+    def suspects(self) -> tuple[ManagedNode, ...]:
+        """The nodes that may need a repair: every one but the ``steady`` (the index's, or a scan)."""
+        index = self.index
+        if index is not None:
+            return tuple(self.managed(index.records[name]) for name in index.suspects)
+        return tuple(m for m in self.nodes if not m.steady)
+
+    @cached_property
+    def unaccounted(self) -> tuple[Instance, ...]:
+        """The instances whose id no record has (the index's, or a scan)."""
+        if self.index is not None:
+            return self.index.unaccounted
+        known = {r.instance_id for r in self.records if r.instance_id}
+        return tuple(i for i in self.instances if i.instance_id not in known)
+
+    @cached_property
+    def pooled(self) -> tuple[Node, ...]:
+        """The records stopping or stopped in a warm pool (the index's, or a scan)."""
+        if self.index is not None:
+            return self.index.pooled
+        return tuple(r for r in self.records if r.state in POOLED)
+
+    @cached_property
+    def _records_by(self) -> Mapping[str, Node]:
+        if self.index is not None:
+            return self.index.records
+        return {r.name: r for r in self.records}
+
+    def record(self, name: str) -> Node | None:
+        """The record of ``name`` (the last of a name, as the journal keeps one a name)."""
+        return self._records_by.get(name)
+
+    def host(self, name: str) -> Host | None:
+        return self.index.hosts.get(name) if self.index is not None else self.hosts.get(name)
+
+    @cached_property
+    def nodes(self) -> tuple[ManagedNode, ...]:
+        """The records (live ones, and gone ones when ``include_gone``), oldest first, each joined
+        (``managed``)."""
+        keep = self.include_gone
+        return tuple(self.managed(r) for r in self.records if keep or r.state not in GONE)
+
+    def node(self, name: str) -> ManagedNode | None:
+        return next((n for n in self.nodes if n.name == name), None)
+
+    def count(self, *states: NodeState) -> int:
+        return sum(1 for n in self.nodes if n.record.state in states)
+
+    @property
+    def booting(self) -> int:
+        return sum(1 for n in self.nodes if n.booting)
+
+    def at(self, now: float) -> ClusterState:
+        """The same state read at another time (the simulator's look ahead on an unchanged cluster)."""
+        return dataclasses.replace(self, now=now)
+
+    def seeing(self, snapshot: Snapshot) -> ClusterState:
+        """The same records and instances joined with another view of the scheduler (the
+        demand's: waiting jobs no group can run left out, pooled nodes' hosts left out)."""
+        return self if snapshot is self.snapshot else dataclasses.replace(self, snapshot=snapshot)
+
+
+def join(
+    records: Sequence[Node],
+    instances: Sequence[Instance],
+    snapshot: Snapshot,
+    in_flight: Collection[str] = (),
+    *,
+    include_gone: bool = False,
+    now: float | None = None,
+    index: JoinIndex | None = None,
+) -> ClusterState:
+    """The journal's live records (and the gone ones when asked: ``elb nodes --all``) joined with
+    their instances and the scheduler's hosts and jobs, at ``now`` (the snapshot's time unless
+    given). With an ``index``, its producer hands only instances that are not gone."""
+    at = snapshot.now if now is None else now
+    present = (
+        tuple(instances)
+        if index is not None
+        else tuple(i for i in instances if instance_state(i.state) is not InstanceState.GONE)
+    )
+    kept = records if isinstance(records, tuple) else tuple(records)  # a producer's tuple kept as is (its identity)
+    return ClusterState(snapshot, kept, at, present, frozenset(in_flight), include_gone, index)

@@ -1,0 +1,819 @@
+"""Which node group a waiting job needs, if any: the demand model.
+
+For one waiting job ``place`` answers:
+
+- ``Servable(group, nodes, slots_per_node, reason)``: the cheapest group whose new nodes SGE
+  could start the job on (price per hour of the nodes it needs, then fewer nodes, then the order
+  of the groups), with how many nodes of it the job can use at once;
+- ``Unservable(reason)``: no group can ever run it (one line saying why); it is never demand;
+- ``NotYet(start_time, reason)``: a group can run it, but ``qsub -a`` holds it until later.
+
+The checks, in order; each narrows the groups still in the running, and the first that leaves
+none gives the reason:
+
+1. every hard request names a complex of the site (by name or shortcut), requestable, with a
+   value of its type; a ``hostname`` request is met only by the name the next new node gets;
+2. the hard queue list (``-q``: ``big.q``, ``all.q@*``, ``*@node*``, ``all.q@@allhosts``): the
+   group joins a matching cluster queue, on a matching host or host group;
+3. the parallel environment (wildcards allowed): defined, and served by the group (``pes``);
+4. each request against what the group's hosts offer (below), then the group's FORCED complexes
+   (a host offering one runs only jobs that request it);
+5. the slots: how the PE's allocation rule spreads them over the group's nodes, within the
+   group's ``max_nodes`` and the PE's own ``slots``.
+
+How a request is met on a group's host (``request relop value``, see ``elb.schedulers.sge.complexes``):
+
+- the group ``offers`` the complex: a consumable ``YES`` needs request x slots on that host
+  within the value (so it limits the slots a node gives the job), ``JOB`` the request once, an
+  ``EXCL`` one the whole host; any other is compared with the complex's relop;
+- the global host offers it (``Site.global_values``): compared there, a ``YES`` consumable for
+  all the job's slots;
+- ``qname``: a queue the group joins;
+- ``mem_total``/``mem_free`` against the group's ``memory``, ``num_proc`` against its ``slots``,
+  when the group does not offer them;
+- other load values every exec host reports (``arch``, ``load_avg``, ``swap_free``, ...) and the
+  queue's own attributes and limits (``h_rt``, ``h_vmem``, ``tmpdir``, ...): taken as met. A new
+  node reports its load values only once it runs, and queue limits are INFINITY unless the site
+  sets them; declare a value in ``offers`` to have it checked;
+- anything else (a site complex such as ``gpu`` that the group does not offer): not met, as SGE
+  says "job requests unknown resource" on such a host.
+
+An array job's ``tasks`` identical tasks are counted with arithmetic (never one by one): a node
+takes as many tasks as its slots allow, and the nodes asked for are capped at the group's
+``max_nodes``. Nothing here does I/O; ``now`` is an argument.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from fnmatch import fnmatchcase
+from functools import partial
+from operator import attrgetter, is_not
+
+from elb.core.groups import NodeGroup, NodeGroups
+from elb.core.model import Job
+from elb.schedulers.sge.complexes import (
+    Complex,
+    ComplexTable,
+    ComplexType,
+    Consumable,
+    Relop,
+    Requestable,
+    check_value,
+    match_expression,
+    parse_bool,
+    parse_number,
+    satisfies,
+)
+from elb.schedulers.sge.pe import ParallelEnvironment, Spread
+from elb.schedulers.sge.site import Site
+
+# SGE's upper end of an open range ("4-"): qstat prints it as 9999999.
+RANGE_INFINITY = 9_999_999
+
+# Load values every execution host reports (sge_execd and its default load sensors).
+HOST_LOAD_VALUES = frozenset(
+    {
+        "arch",
+        "cpu",
+        "display_win_gui",
+        "load_avg",
+        "load_long",
+        "load_medium",
+        "load_short",
+        "m_core",
+        "m_socket",
+        "m_thread",
+        "m_topology",
+        "m_topology_inuse",
+        "mem_free",
+        "mem_total",
+        "mem_used",
+        "np_load_avg",
+        "np_load_long",
+        "np_load_medium",
+        "np_load_short",
+        "num_proc",
+        "swap_free",
+        "swap_rate",
+        "swap_rsvd",
+        "swap_total",
+        "swap_used",
+        "virtual_free",
+        "virtual_total",
+        "virtual_used",
+    }
+)
+# Attributes of every queue instance (queue_conf(5)): fixed values and resource limits.
+QUEUE_VALUES = frozenset(
+    {
+        "calendar",
+        "min_cpu_interval",
+        "rerun",
+        "seq_no",
+        "tmpdir",
+        *(f"{p}_{r}" for p in "hs" for r in ("rt", "cpu", "fsize", "data", "stack", "core", "rss", "vmem")),
+    }
+)
+
+
+# -- inputs -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JobBinding:
+    """What binds a waiting job beyond ``elb.core.model.Job``.
+
+    ``hard_queues``: the hard queue list (``qsub -q``), as ``qstat -xml -r`` prints it in
+    ``<hard_req_queue>`` elements; ``start_time``: the ``qsub -a`` time (POSIX seconds), which
+    only ``qstat -j`` shows (``execution_time``).
+    """
+
+    hard_queues: tuple[str, ...] = ()
+    start_time: float | None = None
+
+
+# -- results ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Servable:
+    """The group the job goes to; ``nodes``: how many new nodes of it the job can use at once
+    (capped by the group's ``max_nodes``); ``slots_per_node``: the most slots it takes on one."""
+
+    group: NodeGroup
+    nodes: int
+    slots_per_node: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unservable:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class NotYet:
+    """A group can run the job, but not before ``start_time`` (``qsub -a``)."""
+
+    start_time: float
+    reason: str
+
+
+Placement = Servable | Unservable | NotYet
+
+
+class DemandError(ValueError):
+    """A job or a group that the demand model cannot take (names what and where)."""
+
+
+# -- the checks ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    given: str  # the name as the job gave it
+    value: str
+    complex: Complex
+    scope: str = ""  # "": every task; "master"/"slave": Open Cluster Scheduler's qsub -scope
+
+    @property
+    def text(self) -> str:
+        return _request_text(self.given, self.value, self.scope)
+
+
+def _request_text(name: str, value: str, scope: str) -> str:
+    scoped = f" for the {'master task' if scope == 'master' else 'other tasks'}" if scope else ""
+    return f"{name}={value}{scoped}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Fit:
+    group: NodeGroup
+    index: int
+    nodes: int  # nodes the job can use at once, within max_nodes
+    wanted: int  # nodes to run all its tasks at once, without the cap
+    slots_per_node: int
+    what: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Short:
+    kind: str  # "host", "max_nodes", "pe_slots", "multiple"
+    head: str  # "4 slots in PE smp ($pe_slots: one host)"
+    limit: int
+    group: str
+    max_nodes: int
+    narrowed: str  # why a node gives the job fewer slots than it has ("" when it does not)
+
+
+@dataclass(frozen=True, slots=True)
+class _Node:
+    """What a new node of one group gives one job."""
+
+    group: NodeGroup
+    index: int  # the group's place in the list (breaks ties)
+    max_nodes: int
+    cap: int  # slots for this job on one node
+    task_cap: int  # tasks of it on one node (RANGE_INFINITY: only slots limit them)
+    narrowed: str  # why cap is below the node's slots ("" when it is not)
+
+
+class _Stop(Exception):
+    """An early exit of the checks, carrying the reason the job is unservable."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def place(
+    job: Job,
+    groups: NodeGroups,
+    site: Site,
+    now: float,
+    *,
+    binding: JobBinding | None = None,
+    new_node_name: str | None = None,
+) -> Placement:
+    """Where the waiting ``job`` can run: the cheapest group, never, or not yet.
+
+    ``new_node_name``: the name the next new node gets (``hostname`` requests and host parts of
+    ``-q`` are matched against it; without it only ``*`` matches a host).
+    """
+    if job.queue is not None:
+        raise DemandError(f"job {job.job_id} runs in {job.queue}: only waiting jobs are demand")
+    return _place(job, groups, site, now, binding=binding or JobBinding(), new_node_name=new_node_name)
+
+
+def _place(
+    job: Job,
+    groups: NodeGroups,
+    site: Site,
+    now: float,
+    *,
+    binding: JobBinding,
+    new_node_name: str | None,
+    narrowed: dict[tuple[object, ...], _Candidates | _Stop] | None = None,
+) -> Placement:
+    """``place``; ``narrowed``: the groups each shape of request leaves, kept across jobs."""
+    try:
+        candidates = _narrowed(job, groups, site, binding=binding, new_node_name=new_node_name, memo=narrowed)
+        fit, considered = _cheapest(job, candidates)
+    except _Stop as stop:
+        return Unservable(stop.reason)
+    each = _plural(fit.slots_per_node, "slot")
+    reason = f"{fit.what} on {_plural(fit.nodes, 'node')} of group {fit.group.name} ({each} on each)"
+    if considered > 1:
+        reason += f", the cheapest of {considered} groups that can run it"
+    if binding.start_time is not None and binding.start_time > now:
+        return NotYet(binding.start_time, f"qsub -a: not before {_when(binding.start_time, now)}; then {reason}")
+    return Servable(fit.group, fit.nodes, fit.slots_per_node, reason)
+
+
+def place_all(
+    jobs: Sequence[Job],
+    groups: NodeGroups,
+    site: Site,
+    now: float,
+    *,
+    bindings: Sequence[JobBinding | None] | None = None,
+    new_node_name: str | None = None,
+) -> list[Placement]:
+    """``place`` for each job (``bindings[i]`` goes with ``jobs[i]``), in order.
+
+    Jobs of the same shape (slots, tasks, PE and range, hard requests, binding) get the same
+    answer, so each shape is placed once: 50,000 waiting entries are typically a few hundred
+    shapes (an array job's task count makes one), and the checks that do not depend on the task
+    count (requests, queues, PE, what a node offers) run once per shape of request. A job's
+    shape is first told by the identity of its request mappings and binding (many jobs share the
+    very same ones, as the quick reader of qstat makes them), and only once per such identity by
+    their contents.
+    """
+    placements, _ = place_shapes(jobs, groups, site, now, bindings=bindings, new_node_name=new_node_name)
+    return placements
+
+
+def place_shapes(
+    jobs: Sequence[Job],
+    groups: NodeGroups,
+    site: Site,
+    now: float,
+    *,
+    bindings: Sequence[JobBinding | None] | None,
+    new_node_name: str | None,
+) -> tuple[list[Placement], list[Placement]]:
+    """``place_all``, and its distinct answers: the jobs of one shape share one object, so a caller
+    can look at a few hundred answers instead of 50,000."""
+    if bindings is not None and len(bindings) != len(jobs):
+        raise DemandError(f"{len(bindings)} bindings for {len(jobs)} jobs")
+    running = next(filter(_IS_NOT_NONE, map(_QUEUE, jobs)), None)
+    if running is not None:
+        job = next(j for j in jobs if j.queue is not None)
+        raise DemandError(f"job {job.job_id} runs in {job.queue}: only waiting jobs are demand")
+    # Each job's shape by identity, built in C (map, zip): the jobs hold their request mappings
+    # and bindings for the whole call, so their ids stay theirs.
+    bound: Sequence[JobBinding | None] = bindings if bindings is not None else [None] * len(jobs)
+    identities = [map(id, map(_HARD, jobs)), map(id, map(_MASTER, jobs)), map(id, map(_SLAVE, jobs))]
+    if bindings is not None:
+        identities.append(map(id, bindings))
+    quick: list[tuple[object, ...]] = list(zip(map(_SHAPE, jobs), *identities, strict=True))
+    one_of_each = dict(zip(quick, zip(jobs, bound, strict=True), strict=True))
+    by_shape: dict[tuple[object, ...], Placement] = {}
+    narrowed: dict[tuple[object, ...], _Candidates | _Stop] = {}
+    unbound = JobBinding()
+    table: dict[tuple[object, ...], Placement] = {}
+    for key, (job, binding) in one_of_each.items():
+        shape = (key[0], _items(job.hard_requests), _items(job.master_requests), _items(job.slave_requests), binding)
+        found = by_shape.get(shape)
+        if found is None:
+            found = by_shape[shape] = _place(
+                job, groups, site, now, binding=binding or unbound, new_node_name=new_node_name, narrowed=narrowed
+            )
+        table[key] = found
+    return list(map(table.__getitem__, quick)), list(by_shape.values())
+
+
+_SHAPE = attrgetter("slots", "tasks", "pe", "pe_range")
+_HARD, _MASTER, _SLAVE = attrgetter("hard_requests"), attrgetter("master_requests"), attrgetter("slave_requests")
+_QUEUE = attrgetter("queue")
+_IS_NOT_NONE = partial(is_not, None)
+
+
+def _items(requests: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(requests.items())) if requests else ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidates:
+    """The groups a job's requests, queues and PE leave, each as what its new node gives the job."""
+
+    nodes: tuple[_Node, ...]
+    pes: tuple[ParallelEnvironment, ...]
+    ranges: tuple[tuple[int, int], ...]
+    left: tuple[tuple[int, NodeGroup], ...]  # the same groups, with their places in the list
+    everyone: tuple[tuple[int, NodeGroup], ...]  # the groups that may have a node
+
+
+def _narrowed(
+    job: Job,
+    groups: NodeGroups,
+    site: Site,
+    *,
+    binding: JobBinding,
+    new_node_name: str | None,
+    memo: dict[tuple[object, ...], _Candidates | _Stop] | None,
+) -> _Candidates:
+    """``_candidates``, or its answer for an earlier job of the same requests, queues and PE
+    (``memo``); its ``_Stop`` is raised again."""
+    if memo is None:
+        return _candidates(job, groups, site, binding, new_node_name)
+    key = (
+        job.slots,
+        job.pe,
+        job.pe_range,
+        _items(job.hard_requests),
+        _items(job.master_requests),
+        _items(job.slave_requests),
+        binding.hard_queues,
+    )
+    found = memo.get(key)
+    if found is None:
+        try:
+            found = _candidates(job, groups, site, binding, new_node_name)
+        except _Stop as stop:
+            found = stop
+        memo[key] = found
+    if isinstance(found, _Stop):
+        raise _Stop(found.reason)
+    return found
+
+
+def _candidates(
+    job: Job, groups: NodeGroups, site: Site, binding: JobBinding, new_node_name: str | None
+) -> _Candidates:
+    """Checks 1 to 4 (see the module's docstring): the groups left, each with what its new node
+    gives the job (``_per_node``). Depends on the job's slots, PE, range and requests, and on the
+    binding's queues; never on its task count."""
+    requests = _requests(job, site.complexes, new_node_name)
+    everyone = [(i, g) for i, g in enumerate(groups.groups) if groups.max_nodes_of(g) > 0]
+    if not everyone:
+        raise _Stop("no node group may have a node (max_nodes 0)")
+    left = everyone
+    if binding.hard_queues:
+        left = [(i, g) for i, g in left if any(_joins(g, q, new_node_name) for q in binding.hard_queues)]
+        if not left:
+            raise _Stop(f"bound to queue {','.join(binding.hard_queues)}: no node group joins it")
+    pes = _pes(job, site)
+    if pes:
+        before = left
+        left = [(i, g) for i, g in left if any(_serves(g, pe.name) for pe in pes)]
+        if not left:
+            raise _Stop(f"parallel environment {job.pe}: no node group serves it{_among(before, everyone)}")
+    ranges = _ranges(job)
+    least = min(lo for lo, _ in ranges)
+    for request in requests:
+        before = left
+        outcomes = [(i, g, _short_of(g, request, site, least)) for i, g in before]
+        left = [(i, g) for i, g, missing in outcomes if missing is None]
+        if not left:
+            raise _Stop(_request_reason(request, [(g, m) for _, g, m in outcomes if m is not None], before, everyone))
+    requested = {r.complex.name for r in requests}
+    before = left
+    left = [(i, g) for i, g in left if not _forced_missing(g, site.complexes, requested)]
+    if not left:
+        missing = sorted({n for _, g in before for n in _forced_missing(g, site.complexes, requested)})
+        raise _Stop(
+            f"does not request {', '.join(missing)}, which every node group left offers as FORCED"
+            f"{_among(before, everyone)}"
+        )
+    nodes = []
+    for i, g in left:
+        cap, task_cap, narrowed = _per_node(g, requests, site)
+        nodes.append(_Node(g, i, groups.max_nodes_of(g), cap, task_cap, narrowed))
+    return _Candidates(tuple(nodes), tuple(pes), tuple(ranges), tuple(left), tuple(everyone))
+
+
+def _cheapest(job: Job, candidates: _Candidates) -> tuple[_Fit, int]:
+    """Check 5: the slots over each group's nodes; the cheapest group that fits, and how many fit."""
+    fits: list[_Fit] = []
+    shorts: list[_Short] = []
+    for node in candidates.nodes:
+        outcome = _fit(job, node, candidates.pes, candidates.ranges)
+        if isinstance(outcome, _Fit):
+            fits.append(outcome)
+        else:
+            shorts.append(outcome)
+    if not fits:
+        raise _Stop(_slots_reason(shorts) + _among(candidates.left, candidates.everyone))
+    priced = all(f.group.price_per_hour is not None for f in fits)
+    best = min(fits, key=lambda f: ((f.group.price_per_hour or 0.0) * f.wanted if priced else 0.0, f.wanted, f.index))
+    return best, len(fits)
+
+
+def _requests(job: Job, complexes: ComplexTable, new_node_name: str | None) -> list[_Request]:
+    """The job's hard requests (and Open Cluster Scheduler's scoped ones) resolved against the
+    complex table, checked for type; ``slots`` and a met ``hostname`` request dropped."""
+    out: list[_Request] = []
+    scoped = (("", job.hard_requests), ("master", job.master_requests), ("slave", job.slave_requests))
+    for scope, name, value in ((s, n, r[n]) for s, r in scoped for n in sorted(r)):
+        text = _request_text(name, value, scope)
+        c = complexes.get(name)
+        if c is None:
+            raise _Stop(f"requests {text}: unknown complex {name} (not in qconf -sc)")
+        if c.requestable is Requestable.NO:
+            raise _Stop(f"requests {text}: {c.name} is not requestable")
+        try:
+            check_value(c, value)
+        except ValueError as err:
+            raise _Stop(f"requests {text}: {err}") from None
+        if c.name == "slots":
+            continue
+        if c.name == "hostname":
+            if new_node_name is None or not satisfies(c, value, new_node_name):
+                raise _Stop(f"bound to host {value} ({text}): new nodes never have that name")
+            continue
+        out.append(_Request(name, value, c, scope))
+    return out
+
+
+def _joins(group: NodeGroup, wanted: str, new_node_name: str | None) -> bool:
+    """Whether a node of ``group`` is a queue instance of ``wanted`` (``cq``, ``cq@host``,
+    ``cq@@hostgroup``; wildcards in each part)."""
+    queue, _, host = wanted.strip().partition("@")
+    queue = queue or "*"
+    if not any(fnmatchcase(q, queue) for q in group.queues):
+        return False
+    if not host:
+        return True
+    if host.startswith("@"):
+        return fnmatchcase(group.hostgroup, host)
+    if new_node_name is None:
+        return host == "*"
+    return fnmatchcase(new_node_name.lower(), host.lower())
+
+
+def _pes(job: Job, site: Site) -> list[ParallelEnvironment]:
+    if job.pe is None:
+        return []
+    found = [pe for name, pe in sorted(site.pes.items()) if fnmatchcase(name, job.pe)]
+    if not found:
+        raise _Stop(f"requests parallel environment {job.pe}: no such PE (qconf -spl)")
+    return found
+
+
+def _serves(group: NodeGroup, pe: str) -> bool:
+    return any(fnmatchcase(pe, pattern) for pattern in group.pes)
+
+
+def _ranges(job: Job) -> list[tuple[int, int]]:
+    """The slot counts a task may get: the PE range (``4``, ``4-8``, ``4-``, ``-8``, ``2,4-6``),
+    or its slots."""
+    if job.pe is None or not job.pe_range:
+        return [(max(1, job.slots), max(1, job.slots))]
+    ranges: list[tuple[int, int]] = []
+    for part in job.pe_range.split(","):
+        lo_text, dash, hi_text = part.strip().partition("-")
+        try:
+            lo = int(lo_text) if lo_text else 1
+            hi = (int(hi_text) if hi_text else RANGE_INFINITY) if dash else lo
+        except ValueError:
+            raise _Stop(f"PE range {job.pe_range!r} is not like 4, 4-8, 4- or -8") from None
+        if lo < 1 or hi < lo:
+            raise _Stop(f"PE range {job.pe_range!r} is empty or starts below 1")
+        ranges.append((lo, min(hi, RANGE_INFINITY)))
+    return ranges
+
+
+def _value(group: NodeGroup, c: Complex, site: Site) -> tuple[str | None, str]:
+    """The value a host of ``group`` offers for ``c`` and where it comes from (``host``,
+    ``global``, ``implied``), or None with how it is treated (``met``, ``absent``).
+
+    A load value the group does not declare is ``met``: a new node reports it only once it
+    runs, so nothing is known before. Queue attributes and limits are ``met`` too: queues'
+    limits are INFINITY unless the site sets them, and groups do not model queue configuration.
+    """
+    if c.name in group.offers:
+        return group.offers[c.name], "host"
+    if c.name in site.global_values:
+        return site.global_values[c.name], "global"
+    if c.name in ("mem_total", "mem_free") and group.memory is not None:
+        return group.memory, "implied"
+    if c.name == "num_proc":
+        return str(group.slots), "implied"
+    if c.name in HOST_LOAD_VALUES or c.name in QUEUE_VALUES:
+        return None, "met"
+    return None, "absent"
+
+
+def _short_of(group: NodeGroup, request: _Request, site: Site, least_slots: int) -> tuple[str, str] | None:
+    """None when a host of ``group`` can meet the request; else what is offered ("" for nothing)
+    and where (``host``, ``global``, ``implied``, ``absent``)."""
+    c = request.complex
+    if c.name == "qname":
+        met = any(match_expression(request.value, q) for q in group.queues)
+        return None if met else (",".join(group.queues), "host")
+    offered, source = _value(group, c, site)
+    if offered is None:
+        return None if source == "met" else ("", source)
+    try:
+        if c.consumable is not Consumable.NO and c.type.numeric:
+            need = parse_number(request.value, c.type)
+            if source == "global" and c.consumable is Consumable.YES:
+                need *= least_slots
+            met = need <= parse_number(offered, c.type)
+        else:
+            met = satisfies(c, request.value, offered)
+    except ValueError as err:
+        raise DemandError(f"node group {group.name}: {c.name}={offered!r}: {err}") from None
+    return None if met else (offered, source)
+
+
+def _request_reason(
+    request: _Request,
+    shorts: Sequence[tuple[NodeGroup, tuple[str, str]]],
+    before: Sequence[tuple[int, NodeGroup]],
+    everyone: Sequence[tuple[int, NodeGroup]],
+) -> str:
+    c = request.complex
+    head = f"requests {request.text}"
+    among = _among(before, everyone)
+    if c.name == "qname":
+        return f"{head}: no node group joins such a queue{among}"
+    if all(source == "absent" for _, (_, source) in shorts):
+        return f"{head}: no node group offers {c.name}{among}"
+    less = c.type.numeric and c.relop in (Relop.LE, Relop.LT)
+    if all(source == "global" for _, (_, source) in shorts):
+        offered = shorts[0][1][0]
+        if less:
+            return f"{head}: more than the global host offers ({offered})"
+        return f"{head}: the global host's value {offered} does not match"
+    offers = ", ".join(f"{g.name}: {offered or 'none'}" for g, (offered, _) in shorts)
+    if less:
+        return f"{head}: more than any node group offers ({offers}){among}"
+    return f"{head}: no node group offers a match ({offers}){among}"
+
+
+def _forced_missing(group: NodeGroup, complexes: ComplexTable, requested: set[str]) -> list[str]:
+    out = []
+    for name in group.offers:
+        c = complexes.get(name)
+        if c is not None and c.requestable is Requestable.FORCED and c.name not in requested:
+            out.append(c.name)
+    return out
+
+
+def _among(narrowed: Sequence[tuple[int, NodeGroup]], everyone: Sequence[tuple[int, NodeGroup]]) -> str:
+    if len(narrowed) == len(everyone):
+        return ""
+    return f" (of the groups the other checks leave: {', '.join(g.name for _, g in narrowed) or 'none'})"
+
+
+# -- slots over nodes ---------------------------------------------------------------------------
+
+
+def _per_node(group: NodeGroup, requests: Sequence[_Request], site: Site) -> tuple[int, int, str]:
+    """Slots a node of ``group`` gives one job of these requests, tasks of it one node takes
+    (``RANGE_INFINITY``: no limit but slots), and why slots are fewer than the node's."""
+    cap, tasks, why = group.slots, RANGE_INFINITY, []
+    requested = {r.complex.name for r in requests}
+    # A master task's request is needed once, on one host (checked in _short_of), not per slot.
+    per_slot: list[tuple[Complex, str, str]] = [
+        (r.complex, r.value, r.text) for r in requests if r.complex.name in group.offers and r.scope != "master"
+    ]
+    # A consumable the job does not request is debited at its default (when not zero).
+    for name in group.offers:
+        c = site.complexes.get(name)
+        if c is not None and c.consumable is not Consumable.NO and c.name not in requested and c.type.numeric:
+            per_slot.append((c, c.default, f"{c.name}={c.default} (default)"))
+    for c, value, text in per_slot:
+        if c.consumable is Consumable.NO:
+            continue
+        offered = group.offers[c.name]
+        if c.relop is Relop.EXCL or c.type is ComplexType.BOOL:
+            if parse_bool(value):
+                tasks = 1
+            continue
+        try:
+            need, has = parse_number(value, c.type), parse_number(offered, c.type)
+        except ValueError as err:
+            raise DemandError(f"node group {group.name}: {text} against {c.name}={offered}: {err}") from None
+        if need <= 0 or math.isinf(has):
+            continue
+        fit = math.floor(has / need + 1e-9) if not math.isinf(need) else 0
+        if c.consumable is Consumable.JOB:
+            tasks = min(tasks, fit)
+            if fit == 0:  # only a default can be more than the node has: requests were checked
+                cap = 0
+                why.append(f"{text} per job, {offered} per node")
+        elif fit < cap:
+            cap = fit
+            why.append(f"{text} per slot, {offered} per node")
+    return cap, tasks, f" ({'; '.join(why)})" if why else ""
+
+
+def _smallest(ranges: Iterable[tuple[int, int]], step: int, limit: int) -> int | None:
+    found = [m for lo, hi in ranges if (m := -(-lo // step) * step) <= min(hi, limit)]
+    return min(found) if found else None
+
+
+def _largest(ranges: Iterable[tuple[int, int]], step: int, limit: int) -> int | None:
+    found = [m for lo, hi in ranges if (m := min(hi, limit) // step * step) >= lo and m > 0]
+    return max(found) if found else None
+
+
+def _fit(job: Job, node: _Node, pes: Sequence[ParallelEnvironment], ranges: Sequence[tuple[int, int]]) -> _Fit | _Short:
+    if not pes:
+        slots = max(1, job.slots)
+        if slots > node.cap:
+            return _short(node, "host", _plural(slots, "slot"), node.cap)
+        what = f"{_tasks(job)}{_plural(slots, 'slot')}"
+        return _spread(job, node, on_node=slots, nodes_per_task=1, at_once=job.tasks, what=what)
+    shorts: list[_Short] = []
+    fits: list[_Fit] = []
+    for pe in pes:
+        if _serves(node.group, pe.name):
+            outcome = _fit_pe(job, node, pe, ranges)
+            if isinstance(outcome, _Fit):
+                fits.append(outcome)
+            else:
+                shorts.append(outcome)
+    if fits:
+        return min(fits, key=lambda f: (f.wanted, f.nodes))
+    return shorts[0]
+
+
+def _short(node: _Node, kind: str, head: str, limit: int) -> _Short:
+    return _Short(kind, head, limit, node.group.name, node.max_nodes, node.narrowed)
+
+
+def _fit_pe(job: Job, node: _Node, pe: ParallelEnvironment, ranges: Sequence[tuple[int, int]]) -> _Fit | _Short:
+    rule, cap = pe.allocation_rule, node.cap
+    wanted = job.pe_range or str(job.slots)
+    if rule.spread is Spread.PE_SLOTS:
+        head = f"{wanted} slots in PE {pe.name} ($pe_slots: one host)"
+        step, total_limit = 1, min(cap, pe.slots)
+    elif rule.spread is Spread.FIXED:
+        step = rule.per_host or 1
+        head = f"{wanted} slots in PE {pe.name} ({_rule(pe)})"
+        if step > cap:
+            return _short(node, "host", head, cap)
+        total_limit = min(pe.slots, step * node.max_nodes)
+    else:
+        head = f"{wanted} slots in PE {pe.name} ({_rule(pe)})"
+        step, total_limit = 1, min(pe.slots, cap * node.max_nodes)
+    if _smallest(ranges, step, pe.slots) is None:
+        if step > 1 and _smallest(ranges, 1, pe.slots) is not None:
+            return _short(node, "multiple", head, step)
+        return _short(node, "pe_slots", head, pe.slots)
+    chosen = _largest(ranges, step, total_limit)
+    if chosen is None:
+        if rule.spread is Spread.PE_SLOTS:
+            return _short(node, "host", head, cap)
+        return _short(node, "max_nodes", head, total_limit)
+    if rule.spread is Spread.FIXED:
+        nodes_per_task, on_node = chosen // step, step
+    else:
+        nodes_per_task, on_node = -(-chosen // cap), min(chosen, cap)
+    at_once = min(job.tasks, pe.slots // chosen)
+    what = f"{_tasks(job)}{chosen} slots in PE {pe.name} ({_rule(pe)})"
+    return _spread(job, node, on_node=on_node, nodes_per_task=nodes_per_task, at_once=at_once, what=what)
+
+
+def _spread(job: Job, node: _Node, *, on_node: int, nodes_per_task: int, at_once: int, what: str) -> _Fit:
+    """Nodes for ``at_once`` tasks that each take ``on_node`` slots on ``nodes_per_task`` nodes."""
+    if nodes_per_task == 1:
+        per_node = max(1, min(node.cap // on_node, node.task_cap))
+        wanted = -(-at_once // per_node)
+        nodes = min(wanted, node.max_nodes)
+        slots_per_node = min(at_once, per_node) * on_node
+    else:
+        wanted = at_once * nodes_per_task
+        nodes = min(at_once, node.max_nodes // nodes_per_task) * nodes_per_task
+        slots_per_node = on_node
+    return _Fit(node.group, node.index, nodes, wanted, slots_per_node, what)
+
+
+def _tasks(job: Job) -> str:
+    return f"{job.tasks} tasks of " if job.tasks > 1 else ""
+
+
+def _slots_reason(shorts: Sequence[_Short]) -> str:
+    first = shorts[0]
+    if any(s.kind != first.kind or s.head != first.head for s in shorts):
+        return "; ".join(f"group {s.group}: {_slots_reason([s])}" for s in shorts)
+    narrowed = next((s.narrowed for s in shorts if s.narrowed), "")
+    single = len(shorts) == 1
+    if first.kind == "host":
+        where = f"group {first.group}'s node" if single else "any group's node"
+        return f"{first.head}: more than the {max(s.limit for s in shorts)} slots of {where}{narrowed}"
+    if first.kind == "max_nodes":
+        if single:
+            return (
+                f"{first.head}: more than the {first.limit} slots of group {first.group} at max_nodes {first.max_nodes}"
+            )
+        each = ", ".join(f"{s.group}: {s.limit} at {s.max_nodes}" for s in shorts)
+        return f"{first.head}: more than any group gives at its max_nodes ({each})"
+    if first.kind == "multiple":
+        return f"{first.head}: no slot count in the range is a multiple of {first.limit}"
+    return f"{first.head}: more than the {first.limit} slots of the PE"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def _rule(pe: ParallelEnvironment) -> str:
+    rule = pe.allocation_rule
+    return f"{rule.per_host} per host" if rule.spread is Spread.FIXED else str(rule)
+
+
+def _when(start: float, now: float) -> str:
+    stamp = datetime.fromtimestamp(start, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    minutes = math.ceil((start - now) / 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{stamp} (in {hours}h{minutes:02d}m)" if hours else f"{stamp} (in {minutes}m)"
+
+
+# -- checking groups against the site -----------------------------------------------------------
+
+
+def check_offers(groups: NodeGroups, site: Site) -> None:
+    """Refuse groups whose ``offers`` the site cannot mean: an unknown complex, a shortcut instead
+    of the name, a value not of the complex's type, or what a group models itself (``hostname``,
+    ``qname``: its nodes and ``queues``). Raises ``DemandError`` naming the group and the key."""
+    for g in groups.groups:
+        for key, value in g.offers.items():
+            where = f"node group {g.name}: offers {key}={value}"
+            c = site.complexes.get(key)
+            if c is None:
+                raise DemandError(f"{where}: no such complex (qconf -sc)")
+            if c.name != key:
+                raise DemandError(f"{where}: {key} is the shortcut of {c.name}; write the name")
+            if c.name in ("hostname", "qname"):
+                raise DemandError(f"{where}: set by SGE from the node's name and queues, not offered")
+            try:
+                check_value(c, value)
+            except ValueError as err:
+                raise DemandError(f"{where}: {err}") from None
+
+
+__all__: Sequence[str] = (
+    "HOST_LOAD_VALUES",
+    "QUEUE_VALUES",
+    "RANGE_INFINITY",
+    "DemandError",
+    "JobBinding",
+    "NotYet",
+    "Placement",
+    "Servable",
+    "Site",
+    "Unservable",
+    "check_offers",
+    "place",
+    "place_all",
+    "place_shapes",
+)

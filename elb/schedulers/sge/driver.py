@@ -1,0 +1,146 @@
+"""Grid Engine as elb's scheduler driver (``elb.core.scheduler.Scheduler``).
+
+Grid Engine never names the nodes it wants: elb sizes the demand from the waiting jobs
+(``elb.schedulers.sge.servable``: each job matched against what a new node of each group offers) and names the
+nodes it launches. A read is refused unless it is whole (``elb.schedulers.sge.readcheck``); the drain is
+``qmod -d``, a fresh ``qstat`` of the host, then ``remove_node.yml``; a spot interruption
+requeues the host's rerunnable jobs (``qmod -rq``); a job bound to on-demand nodes gets a hard
+request only they offer (``qalter -l``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TypeVar
+
+from elb.core.checks import Check
+from elb.core.config import Config
+from elb.core.demand import DemandSplit
+from elb.core.groups import NodeGroups
+from elb.core.interfaces import NodeSpec
+from elb.core.model import Node, Snapshot
+from elb.core.scheduler import DrainCheck, Requeued, SchedulerError, SchedulerRead
+from elb.schedulers.sge.commands import SgeCommands, read_whole
+from elb.schedulers.sge.errors import SgeError, SgeTimeoutError, hint
+from elb.schedulers.sge.readcheck import expected_hosts, running_jobs
+from elb.schedulers.sge.servable import SiteCache, demand_of
+from elb.schedulers.sge.starttimes import StartTimes
+
+ADD_PLAYBOOK = "add_node.yml"
+REMOVE_PLAYBOOK = "remove_node.yml"
+
+
+class GridEngine:
+    """Grid Engine through ``SgeCommands`` (``qstat``, ``qhost``, ``qmod``, ``qconf``, ``qalter``)."""
+
+    name = "SGE"
+    add_playbook = ADD_PLAYBOOK
+    remove_playbook = REMOVE_PLAYBOOK
+
+    def __init__(self, config: Config, commands: SgeCommands | None = None) -> None:
+        self.config = config
+        self.sge = commands if commands is not None else SgeCommands(config.sge)
+        self._site = SiteCache()  # the site's complexes and PEs, read again every SITE_TTL seconds
+        self._start_times = StartTimes()  # qsub -a times of waiting jobs, a few per pass
+        self._last_whole: Snapshot | None = None  # the last read found whole
+
+    def take_requests(self, now: float) -> tuple[str, ...]:
+        return ()  # Grid Engine asks for nothing: elb reads its queue
+
+    def read(self, records: Sequence[Node], now: float) -> SchedulerRead:
+        """qstat and qhost, refused unless whole: hosts elb knows (its records, the hosts of jobs
+        the last whole read saw running) that vanished without being deregistered must be
+        confirmed gone (``read_whole``)."""
+        known = expected_hosts(records, self._last_whole)
+        try:
+            snap = read_whole(self.sge, known_up=known, running_before=running_jobs(self._last_whole))
+        except Exception as err:  # any failure to read, or a partial read
+            raise SchedulerError(str(err)) from err
+        self._last_whole = snap
+        return SchedulerRead(snap)
+
+    def demand(self, read: SchedulerRead, records: Sequence[Node], slots: int | None) -> DemandSplit:
+        snap = read.snapshot
+        if not snap.pending:
+            return DemandSplit(snap)
+        try:
+            site = self._site.get(self.sge, snap.now)
+        except Exception as err:
+            raise SchedulerError(f"reading the site's complexes and parallel environments: {err}") from err
+        starts = self._start_times.update(self.sge, snap.pending)
+        return demand_of(snap, records, self.config, site, slots, start_times=starts)
+
+    def disable_host(self, host: str, reason: str) -> None:
+        _sge(lambda: self.sge.disable_host(host))
+
+    def enable_host(self, host: str) -> None:
+        _sge(lambda: self.sge.enable_host(host))
+
+    def drain_check(self, host: str) -> DrainCheck:
+        jobs = _sge(lambda: self.sge.jobs_on(host))
+        found = _sge(self.sge.read_snapshot).host(host)
+        return DrainCheck(tuple(jobs), found.slots_reserved if found is not None else 0)
+
+    def listed(self, host: str) -> bool:
+        return _sge(self.sge.read_snapshot).host(host) is not None
+
+    def prepare(self, node: NodeSpec) -> None:
+        return None  # the add play makes the exec host
+
+    def await_registered(self, names: Sequence[str], stopping: threading.Event) -> dict[str, str] | None:
+        return {}  # the add play ends with the execd registered
+
+    def out_of_service(self, host: str, reason: str) -> None:
+        return None  # the remove play took the exec host out; a pooled one stays, disabled
+
+    def resumed(self, host: str) -> None:
+        _sge(lambda: self.sge.enable_host(host))  # a pooled node's queue instances stayed disabled
+
+    def release(self, hosts: Sequence[str], reason: str) -> None:
+        return None  # Grid Engine never asks for a node
+
+    def requeue(self, host: str) -> Requeued:
+        done = _sge(lambda: self.sge.reschedule_host(host))
+        return Requeued(tuple(done.pushed), tuple(done.not_restartable))
+
+    def bind_on_demand(self, job: int, requests: Mapping[str, str], groups: NodeGroups) -> None:
+        """``qalter -l``: the job's hard requests with one only on-demand groups offer."""
+        if not requests:
+            raise SchedulerError("no on-demand node group offers a complex value that no spot group offers")
+        _sge(lambda: self.sge.set_hard_requests(job, requests))
+
+
+T = TypeVar("T")
+
+
+def _sge(call: Callable[[], T]) -> T:
+    """``call()``, its ``SgeError`` (a command that failed, timed out or answered what elb cannot
+    use) as the ``SchedulerError`` every driver raises."""
+    try:
+        return call()
+    except SgeError as err:
+        raise SchedulerError(str(err)) from err
+
+
+def checks(cfg: Config) -> Iterator[Check]:
+    """``elb validate``'s check of Grid Engine: qstat answers."""
+    try:
+        SgeCommands(cfg.sge).answers()
+    except SgeTimeoutError as err:
+        yield Check(
+            "SGE",
+            False,
+            f"qstat did not answer within {cfg.sge.timeout:g}s (sge.timeout): {err}",
+            "is the qmaster up and reachable from here?",
+        )
+        return
+    except SgeError as err:
+        # SGE's own answer names the cause where it can (sge.errors.hint): nothing to add then.
+        fix = "" if hint(err.stderr) else "set sge.root, sge.cell and sge.bin_dir for this cluster"
+        yield Check("SGE", False, str(err), fix)
+        return
+    yield Check("SGE", True, f"qstat answers (sge.root {cfg.sge.root}, cell {cfg.sge.cell})")
+
+
+__all__: Sequence[str] = ("ADD_PLAYBOOK", "REMOVE_PLAYBOOK", "GridEngine", "checks")

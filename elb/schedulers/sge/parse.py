@@ -1,0 +1,1449 @@
+"""Pure parsers: the XML of ``qstat -u '*' -xml -r -f`` and ``qhost -xml -q`` into elb's values.
+
+Written for the format of Son of Grid Engine 8.1.9 (Debian's ``gridengine``):
+
+- ``qstat -xml -f``: ``<job_info>`` holds ``<queue_info>`` with one ``<Queue-List>`` per queue
+  instance (``name``, ``qtype``, ``slots_used``, ``slots_resv``, ``slots_total``, optional
+  ``load_avg``/``arch``, ``state``) whose ``<job_list state="running">`` children are the jobs on
+  it, and a second ``<job_info>`` with the ``<job_list state="pending">`` entries (also
+  ``error``/``zombie``/``finished``). A job entry has ``JB_job_number``, ``JAT_prio``,
+  ``JB_name``, ``JB_owner``, ``state``, ``JB_submission_time`` (waiting) or
+  ``JAT_start_time`` (running), ``slots``, ``tasks`` (array jobs) and, with ``-r``,
+  ``requested_pe name=".."``, ``hard_request name=".."``, ``hard_req_queue`` (one per queue of
+  ``qsub -q``) and more.
+- Open Cluster Scheduler 9.x (hpc-gridware) prints the same, except: a waiting job's time is
+  ``JAT_submission_time``, timestamps carry microseconds (``2026-11-24T10:00:00.123456``), and
+  requests scoped with ``qsub -scope`` are ``master_hard_request``/``slave_hard_request`` (read
+  into ``Job.master_requests``/``slave_requests``) and ``master_soft_request`` & co. (soft: not
+  read).
+- A parallel job that spans hosts is listed under every queue instance it occupies, each entry
+  with the slots it holds there; elb keeps one entry per queue instance.
+- ``qhost -xml -q``: ``<qhost>`` of ``<host name='..'>`` with ``<hostvalue name='..'>`` (``-``
+  when unknown) and ``<queue name='..'>`` of ``<queuevalue qname='..' name='..'>`` (``slots``,
+  ``slots_used``, ``slots_resv``, ``state_string``). The ``global`` pseudo-host is skipped.
+- Timestamps are ``YYYY-MM-DDTHH:MM:SS`` in the master's local time, without a zone: they are
+  converted with this process's local time zone (elb runs on the master).
+- SGE writes ``<`` in names as ``%lt;`` (a bug of its XML escaping); it is read back as ``<``.
+
+Anything unexpected (truncated XML, a missing field, an unknown state letter, a DTD or entity
+declaration) raises ``SgeParseError`` naming what and where; nothing is returned half-read.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
+from types import MappingProxyType
+from typing import Any, NamedTuple, cast
+
+import defusedxml
+import defusedxml.ElementTree as DET
+from lxml import etree as LET
+
+from elb.core.gcpause import paused
+from elb.core.model import Host, Job, QueueInstance, Snapshot
+from elb.schedulers.sge.errors import SgeParseError
+
+# Letters of SGE job states (sge_job.c, job_get_state_string): d E S T h R q r s t w x, z for zombies.
+JOB_STATE_LETTERS = frozenset("dESThRqrstwxz")
+# Letters of queue-instance states (qstat(1)): a c d o s u A C D E S.
+QUEUE_STATE_LETTERS = frozenset("acdosuACDES")
+
+# Numbers are ASCII digits only: SGE writes no other, and Python's int() and float() would read
+# other scripts' digits ("\u0663" is 3) and more ("1_000", "nan").
+_TIMESTAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,9}))?")
+_TASK_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_TIME_PART = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
+# Characters XML 1.0 forbids; SGE copies job names verbatim, so a hostile name can carry them.
+_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_MAX_TASK_ID = 2**31
+_NO_REQUESTS: Mapping[str, str] = MappingProxyType({})
+# Open Cluster Scheduler 9's scoped hard requests (master task, other tasks), in Job's order.
+# Soft requests of any scope (soft_request, master_soft_request, ...) never bind a job: not read.
+_SCOPED_REQUESTS = ("master_hard_request", "slave_hard_request")
+
+
+@dataclass(frozen=True, slots=True)
+class QstatResult:
+    """What ``qstat -xml -f`` showed: its job entries and its queue instances."""
+
+    jobs: tuple[Job, ...]
+    queues: tuple[QueueInstance, ...]
+
+
+# -- XML loading --------------------------------------------------------------------------------
+
+
+def _load(data: bytes | str, source: str, root_tag: str) -> ET.Element:
+    """Parse safely; name the failure.
+
+    A document whose prolog holds a DTD (the only place entities can be declared, and SGE never
+    writes one) goes to defusedxml, which refuses it. A document without one cannot declare or
+    reference any entity beyond XML's five, so it is parsed with the C parser, which is twice as
+    fast as defusedxml's pure-Python one on 50,000 jobs.
+    """
+    if not data or data.isspace():
+        raise SgeParseError(f"{source}: empty output, expected <{root_tag}> XML")
+    with paused(keep=True):
+        try:
+            root = _fromstring(data)
+        except ET.ParseError as err:
+            cleaned = _clean(data)
+            if cleaned is None:
+                raise SgeParseError(f"{source}: XML is not well-formed: {err}") from None
+            # SGE copies job names byte for byte: a name in Latin-1 or with control characters
+            # makes its output invalid XML. Read such text with those characters replaced.
+            try:
+                root = _fromstring(cleaned)
+            except ET.ParseError as err2:
+                raise SgeParseError(f"{source}: XML is not well-formed: {err2}") from None
+    if root.tag != root_tag:
+        raise SgeParseError(f"{source}: root element is <{root.tag}>, expected <{root_tag}>")
+    return root
+
+
+def _fromstring(data: bytes | str) -> ET.Element:
+    if _root_start(data) is not None:
+        parser = ET.XMLParser()  # noqa: S314 (no DTD: nothing to expand or fetch; see _load)
+        parser.feed(data)
+        root: ET.Element = parser.close()
+        return root
+    try:
+        root = DET.fromstring(data, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+    except defusedxml.DefusedXmlException as err:
+        raise SgeParseError(
+            f"refused XML with a DTD, entity declaration or external reference (SGE writes none): {err!r}"
+        ) from None
+    return root
+
+
+_WHITESPACE = frozenset(" \t\r\n")
+_PROLOG_LIMIT = 65536  # a longer prolog is left to defusedxml
+
+
+def _root_start(data: bytes | str) -> int | None:
+    """Offset of the root element's "<" when the prolog before it holds only an XML
+    declaration, processing instructions, comments and white space; None otherwise (a DTD,
+    or something odd that the careful parser should judge)."""
+    head = data[:_PROLOG_LIMIT]
+    text = head.decode("latin-1") if isinstance(head, bytes) else head
+    i = 0
+    if text.startswith("\ufeff"):
+        i = 1
+    elif text.startswith("\xef\xbb\xbf"):  # UTF-8 byte order mark, read as Latin-1
+        i = 3
+    n = len(text)
+    while i < n:
+        if text[i] in _WHITESPACE:
+            i += 1
+        elif text.startswith("<?", i):
+            end = text.find("?>", i + 2)
+            if end == -1:
+                return None
+            i = end + 2
+        elif text.startswith("<!--", i):
+            end = text.find("-->", i + 4)
+            if end == -1:
+                return None
+            i = end + 3
+        elif text.startswith("<", i) and i + 1 < n and (text[i + 1].isalpha() or text[i + 1] in "_:"):
+            return i
+        else:
+            return None
+    return None
+
+
+def _clean(data: bytes | str) -> str | None:
+    """Text with undecodable bytes and XML-forbidden characters replaced; None if nothing changed."""
+    if isinstance(data, bytes):
+        text = data.decode("utf-8", errors="replace")
+        changed = "\ufffd" in text
+    else:
+        text = data
+        changed = False
+    cleaned = _XML_FORBIDDEN.sub("\ufffd", text)
+    changed = changed or cleaned != text
+    if not changed:
+        return None
+    # A declaration naming an encoding is wrong for a str that is already decoded.
+    if cleaned.startswith("<?xml"):
+        end = cleaned.find("?>")
+        if end != -1:
+            cleaned = cleaned[end + 2 :]
+    return cleaned
+
+
+# -- small value parsers ------------------------------------------------------------------------
+
+
+def parse_timestamp(text: str) -> float:
+    """``2026-11-22T04:05:06`` in the master's local time -> POSIX seconds."""
+    m = _TIMESTAMP.fullmatch(text.strip())
+    if m is None:
+        raise ValueError(f"timestamp {text!r} is not YYYY-MM-DDTHH:MM:SS")
+    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+    if not (1 <= month <= 12 and 1 <= day <= 31 and hour <= 23 and minute <= 59 and second <= 61):
+        raise ValueError(f"timestamp {text!r} is out of range")
+    try:
+        seconds = time.mktime((year, month, day, hour, minute, second, 0, 0, -1))
+    except (OverflowError, ValueError) as err:
+        raise ValueError(f"timestamp {text!r}: {err}") from None
+    if m.group(7):
+        seconds += float("0." + m.group(7))
+    return seconds
+
+
+def _local_seconds(text: str, hours: dict[str, float | None]) -> float:
+    """parse_timestamp with mktime called about once per distinct hour (50,000 jobs have
+    thousands of distinct seconds but few hours). An hour in which the local offset changes
+    (daylight saving, a half-hour shift) is converted second by second."""
+    stamp = text.strip()
+    if len(stamp) == 19 and stamp[13] == ":" and stamp[16] == ":":  # the usual form, read without a regex
+        mm, ss = stamp[14:16], stamp[17:19]
+        if not (mm.isascii() and mm.isdigit() and ss.isascii() and ss.isdigit()):
+            raise ValueError(f"timestamp {text!r} is not YYYY-MM-DDTHH:MM:SS")
+        minute, second, fraction = int(mm), int(ss), None
+    else:
+        m = _TIMESTAMP.fullmatch(stamp)
+        if m is None:
+            raise ValueError(f"timestamp {text!r} is not YYYY-MM-DDTHH:MM:SS")
+        minute, second, fraction = int(m.group(5)), int(m.group(6)), m.group(7)
+    if minute > 59 or second > 61:
+        raise ValueError(f"timestamp {text!r} is out of range")
+    hour_key = stamp[:13]
+    if hour_key in hours:
+        base = hours[hour_key]
+    else:
+        base = parse_timestamp(hour_key + ":00:00")  # checks the date and hour part
+        if parse_timestamp(hour_key + ":59:59") != base + 3599:
+            base = None  # the offset changes within this hour
+        hours[hour_key] = base
+    if base is None:
+        return parse_timestamp(stamp)
+    seconds = base + minute * 60 + second
+    if fraction:
+        seconds += float("0." + fraction)
+    return seconds
+
+
+def count_tasks(spec: str) -> int:
+    """Number of task ids in an SGE id list: ``1-20:1`` -> 20, ``1-10:3`` -> 4, ``5,7,9`` -> 3."""
+    total = 0
+    for part in spec.strip().split(","):
+        m = _TASK_RANGE.fullmatch(part.strip())
+        if m is None:
+            raise ValueError(f"task range {spec!r} is not like 1-20:1, 1-10:3 or 5,7,9")
+        start = int(m.group(1))
+        end = int(m.group(2)) if m.group(2) is not None else start
+        step = int(m.group(3)) if m.group(3) is not None else 1
+        if start < 1 or end < start or step < 1 or end > _MAX_TASK_ID:
+            raise ValueError(f"task range {spec!r} has an impossible part {part!r}")
+        total += (end - start) // step + 1
+    return total
+
+
+def parse_sge_time(value: str) -> float | None:
+    """An SGE time value in seconds: ``3600``, ``1:00:00``, ``90:00``, ``::30``; None for INFINITY."""
+    text = value.strip()
+    if text.upper() in ("INFINITY", "INF"):
+        return None
+    parts = text.split(":")
+    if not text or len(parts) > 3:
+        raise ValueError(f"time value {value!r} is not [[hours:]minutes:]seconds")
+    total = 0.0
+    for part in parts:
+        if part == "":
+            number = 0.0
+        else:
+            if not _TIME_PART.fullmatch(part):
+                raise ValueError(f"time value {value!r} is not [[hours:]minutes:]seconds")
+            number = float(part)
+        total = total * 60 + number
+    return total
+
+
+def _unescape(text: str) -> str:
+    # SGE's escape_string() writes "<" as "%lt;" (sic).
+    return text.replace("%lt;", "<") if "%lt;" in text else text
+
+
+def _check_job_state(state: str) -> bool:
+    return bool(state) and len(set(state)) == len(state) and JOB_STATE_LETTERS.issuperset(state)
+
+
+def _queue_states(text: str | None, where: str) -> str:
+    states = (text or "").strip()
+    if states == "-":
+        return ""
+    if not QUEUE_STATE_LETTERS.issuperset(states):
+        unknown = "".join(sorted(set(states) - QUEUE_STATE_LETTERS))
+        raise SgeParseError(f"{where}: unknown queue state letter(s) {unknown!r} in {states!r}")
+    return states
+
+
+def ascii_int(text: str) -> int:
+    """``text`` (white space around it aside) as a whole number of ASCII digits; ValueError for
+    anything else, a sign included."""
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdigit()):
+        raise ValueError(f"{text!r} is not a whole number in ASCII digits")
+    return int(digits)
+
+
+def decimal(text: str) -> float:
+    """``text`` as a decimal number of ASCII digits (sign, point and exponent allowed; white
+    space around it).
+
+    The numbers ``float`` reads, less those it reads beyond that: other scripts' digits and
+    spaces (not ASCII), ``1_000``, and ``nan``/``inf``/``infinity`` (the only words it takes, each
+    with an "n"). ``tests/unit/test_sge_odd_reads.py`` holds it to the regular expression
+    ``_DECIMAL``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number in ASCII digits") from None
+    if not text.isascii() or "_" in text or "n" in text or "N" in text:
+        raise ValueError(f"{text!r} is not a number in ASCII digits")
+    return value
+
+
+def _int(text: str | None, what: str, where: str, minimum: int = 0) -> int:
+    if text is None:
+        raise SgeParseError(f"{where}: missing <{what}>")
+    number = text.strip()
+    negative = number.startswith("-")
+    try:
+        value = -ascii_int(number[1:]) if negative else ascii_int(number)
+    except ValueError:
+        raise SgeParseError(f"{where}: <{what}> is {text!r}, not a whole number in ASCII digits") from None
+    if value < minimum:
+        raise SgeParseError(f"{where}: <{what}> is {value}, less than {minimum}")
+    return value
+
+
+# -- qstat --------------------------------------------------------------------------------------
+
+
+def _named_children(el: ET.Element, tag: str, where: str) -> dict[str, str]:
+    """The ``<tag name="...">value</tag>`` children of a job as name -> value (a request list)."""
+    found: dict[str, str] = {}
+    for child in el.iterchildren(tag):  # type: ignore[attr-defined]  # lxml element
+        name = child.get("name")
+        if not name:
+            raise SgeParseError(f"{where}: <{tag}> without a name")
+        found[name] = (child.text or "").strip()
+    return found
+
+
+def _requested_pe(el: ET.Element, fields: dict[str, str | None], where: str) -> tuple[str, str | None]:
+    """A job's ``<requested_pe name="...">range</requested_pe>``: the PE and its range."""
+    pe_el = el.find("requested_pe")
+    pe = pe_el.get("name") if pe_el is not None else None
+    if not pe:
+        raise SgeParseError(f"{where}: <requested_pe> without a name")
+    pe_range = (fields["requested_pe"] or "").strip() or None
+    if pe_range is not None and not pe_range.isascii():
+        raise SgeParseError(f"{where}: <requested_pe> range {pe_range!r} is not ASCII digits")
+    return pe, pe_range
+
+
+class _JobReader:
+    """Turns ``<job_list>`` elements into Jobs; caches the values many jobs share.
+
+    This is the hot loop of a pass (50,000 waiting jobs are 50,000 calls): messages naming
+    where a problem is are only built when there is one.
+    """
+
+    def __init__(self) -> None:
+        self._times: dict[str, float] = {}
+        self._hours: dict[str, float | None] = {}
+        self._tasks: dict[str, int] = {}
+        self._runtimes: dict[str, float | None] = {}
+        self._states: set[str] = set()
+
+    def _time(self, text: str, what: str, section: str, n: int, job_id: int) -> float:
+        cached = self._times.get(text)
+        if cached is None:
+            try:
+                cached = _local_seconds(text, self._hours)
+            except ValueError as err:
+                raise SgeParseError(f"{_at(section, n, job_id)}: <{what}>: {err}") from None
+            self._times[text] = cached
+        return cached
+
+    def _count(self, spec: str, section: str, n: int, job_id: int) -> int:
+        cached = self._tasks.get(spec)
+        if cached is None:
+            try:
+                cached = count_tasks(spec)
+            except ValueError as err:
+                raise SgeParseError(f"{_at(section, n, job_id)}: <tasks>: {err}") from None
+            self._tasks[spec] = cached
+        return cached
+
+    def _runtime(self, text: str, section: str, n: int, job_id: int) -> float | None:
+        if text in self._runtimes:
+            return self._runtimes[text]
+        try:
+            value = parse_sge_time(text)
+        except ValueError as err:
+            raise SgeParseError(f"{_at(section, n, job_id)}: hard request h_rt: {err}") from None
+        self._runtimes[text] = value
+        return value
+
+    def job(self, el: ET.Element, section: str, n: int, queue: str | None) -> Job:
+        # One pass over the children for the fields (an lxml child is a Python object made on
+        # demand, so the repeated ones are fetched by tag in C, and only when present).
+        fields: dict[str, str | None] = {child.tag: child.text for child in el}
+        where = f"{section}: job_list #{n}"
+        hard = _named_children(el, "hard_request", where) if "hard_request" in fields else None
+        scoped = [_named_children(el, tag, where) if tag in fields else {} for tag in _SCOPED_REQUESTS]
+        hard_queues: tuple[str, ...] = ()
+        if "hard_req_queue" in fields:
+            hard_queues = tuple(
+                text
+                for child in el.iterchildren("hard_req_queue")  # type: ignore[attr-defined]  # lxml element
+                if (text := (child.text or "").strip())
+            )
+        pe, pe_range = _requested_pe(el, fields, where) if "requested_pe" in fields else (None, None)
+        try:
+            job_id = ascii_int(fields["JB_job_number"] or "")
+            if job_id < 1:
+                raise ValueError
+            state = (fields["state"] or "").strip()
+            slots = ascii_int(fields["slots"] or "")
+            name = fields["JB_name"] or ""
+            owner = fields["JB_owner"] or ""
+        except (KeyError, ValueError):
+            _explain_job(fields, f"{section}: job_list #{n}")
+            raise  # unreachable: _explain_job raises
+        if state not in self._states:
+            if not _check_job_state(state):
+                raise SgeParseError(f"{section}: job_list #{n} (job {job_id}): unknown job state {state!r}")
+            self._states.add(state)
+
+        times = self._times
+        tag = "JB_submission_time" if "JB_submission_time" in fields else "JAT_submission_time"  # 8.1.9, OCS 9
+        text = fields.get(tag)
+        submitted = (times.get(text) or self._time(text, tag, section, n, job_id)) if text else None
+        text = fields.get("JAT_start_time")
+        started = (times.get(text) or self._time(text, "JAT_start_time", section, n, job_id)) if text else None
+        text = fields.get("tasks")
+        task_ids = (text.strip() or None) if text else None
+        tasks = 1 if task_ids is None else (self._tasks.get(task_ids) or self._count(task_ids, section, n, job_id))
+        text = fields.get("JAT_prio")
+        try:
+            priority = decimal(text) if text else 0.0
+        except ValueError:
+            raise SgeParseError(
+                f"{_at(section, n, job_id)}: <JAT_prio> is {text!r}, not a number in ASCII digits"
+            ) from None
+        text = fields.get("queue_name")
+        if text and text.strip():
+            queue = text.strip()
+        if "%lt;" in name:
+            name = _unescape(name)
+        if "%lt;" in owner:
+            owner = _unescape(owner)
+        runtime = None
+        if hard is not None and "h_rt" in hard:
+            runtime = self._runtime(hard["h_rt"], section, n, job_id)
+        return Job(
+            job_id,
+            name,
+            owner,
+            state,
+            slots,
+            submitted,
+            started,
+            tasks,
+            task_ids,
+            priority,
+            pe,
+            pe_range,
+            MappingProxyType(hard) if hard else _NO_REQUESTS,
+            queue,
+            runtime,
+            hard_queues,
+            MappingProxyType(scoped[0]) if scoped[0] else _NO_REQUESTS,
+            MappingProxyType(scoped[1]) if scoped[1] else _NO_REQUESTS,
+        )
+
+
+def _at(section: str, n: int, job_id: int) -> str:
+    return f"{section}: job_list #{n} (job {job_id})"
+
+
+def _explain_job(fields: Mapping[str, str | None], where: str) -> None:
+    """Raise the SgeParseError that says which required field of a job entry is wrong."""
+    job_id = _int(fields.get("JB_job_number"), "JB_job_number", where, minimum=1)
+    where = f"{where} (job {job_id})"
+    for required in ("JB_name", "JB_owner", "state"):
+        if required not in fields:
+            raise SgeParseError(f"{where}: missing <{required}>")
+    _int(fields.get("slots"), "slots", where)
+    raise SgeParseError(f"{where}: unreadable job entry")  # pragma: no cover
+
+
+def _queue_instance(fields: Mapping[str, str | None], where: str) -> QueueInstance:
+    full = (fields.get("name") or "").strip()
+    if "@" not in full:
+        raise SgeParseError(f"{where}: queue instance name {full!r} is not queue@host")
+    queue, host = full.split("@", 1)
+    if not queue or not host:
+        raise SgeParseError(f"{where}: queue instance name {full!r} is not queue@host")
+    where = f"{where} ({full})"
+    total = _int(fields.get("slots_total"), "slots_total", where)
+    used = _int(fields.get("slots_used"), "slots_used", where)
+    if used > total:
+        raise SgeParseError(f"{where}: slots_used {used} is more than slots_total {total}")
+    resv = _int(fields["slots_resv"], "slots_resv", where) if fields.get("slots_resv") else 0
+    return QueueInstance(queue, host, total, used, resv, _queue_states(fields.get("state"), where))
+
+
+def parse_qstat(data: bytes | str, *, memo: QstatMemo | None = None) -> QstatResult:
+    """Parse ``qstat -u '*' -xml -r -f`` (also accepts the output without ``-f``).
+
+    The quick reader (``_quick_qstat``) reads a document of the regular shape qstat writes; any
+    other goes to the careful reader (``_careful_qstat``), which also gives every error message.
+    ``memo``: the quick reader's memory of the last document it read whole (``QstatMemo``); the
+    result is the same with it or without.
+    """
+    if not data or data.isspace():
+        raise SgeParseError("qstat: empty output, expected <job_info> XML")
+    with paused(keep=True):
+        quick = _quick_qstat(data, memo)
+    return quick if quick is not None else _careful_qstat(data)
+
+
+def _careful_qstat(data: bytes | str) -> QstatResult:
+    """The careful reader, for a document of any shape.
+
+    The XML is read as a stream: each job entry becomes a Job as soon as it is complete and its
+    elements are dropped, so 50,000 waiting jobs never sit in memory as a tree of half a
+    million elements (17 MB at a time instead of 240 MB).
+    """
+    with paused(keep=True):
+        try:
+            return _stream_qstat(data)
+        except ET.ParseError as err:
+            cleaned = _clean(data)
+            if cleaned is None:
+                raise SgeParseError(f"qstat: XML is not well-formed: {err}") from None
+            # SGE copies job names byte for byte: a name in Latin-1 or with control characters
+            # makes its output invalid XML. Read such text with those characters replaced.
+            try:
+                return _stream_qstat(cleaned)
+            except ET.ParseError as err2:
+                raise SgeParseError(f"qstat: XML is not well-formed: {err2}") from None
+
+
+def _stream_qstat(data: bytes | str) -> QstatResult:
+    if _root_start(data) is None:
+        _fromstring(data)  # an unusual prolog: defusedxml refuses a DTD, or it is harmless
+    # From here the document has no DTD, so it can neither declare nor reference entities.
+    # lxml's iterparse hands over only the elements asked for (job entries and queue
+    # instances), which is what makes 50,000 jobs fast; entities are never resolved and
+    # nothing is fetched from the network either way.
+    reader = _JobReader()
+    jobs: list[Job] = []
+    queues: list[QueueInstance] = []
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    events = LET.iterparse(
+        io.BytesIO(raw),
+        events=("end",),
+        tag=("job_list", "Queue-List"),
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        huge_tree=False,
+    )
+    job, add = reader.job, jobs.append
+    try:
+        for _event, el in events:
+            if el.tag == "job_list":
+                # Running entries belong to the queue instance around them: read when it ends.
+                if el.get("state") != "running":
+                    add(job(el, "qstat: job_info", len(jobs) + 1, None))
+                    el.clear()
+            else:
+                _read_queue_list(el, len(queues) + 1, reader, jobs, queues)
+                el.clear()
+        root = events.root
+    except LET.XMLSyntaxError as err:
+        raise ET.ParseError(str(err)) from None
+    if root is None or root.tag != "job_info":
+        found = root.tag if root is not None else "?"
+        raise SgeParseError(f"qstat: root element is <{found}>, expected <job_info>")
+    _read_leftovers(root, reader, jobs)
+    return QstatResult(tuple(jobs), tuple(queues))
+
+
+def _read_leftovers(root: ET.Element, reader: _JobReader, jobs: list[Job]) -> None:
+    """Check the skeleton left after streaming; read running entries not inside a queue instance."""
+    for section in root:
+        if section.tag == "queue_info":
+            for item in section:
+                if item.tag == "job_list" and len(item):  # running jobs without -f
+                    jobs.append(reader.job(item, "qstat: queue_info", len(jobs) + 1, None))
+                elif item.tag not in ("Queue-List", "job_list"):
+                    raise SgeParseError(f"qstat: unexpected <{item.tag}> in <queue_info>")
+        elif section.tag == "job_info":
+            for item in section:
+                if item.tag != "job_list":
+                    raise SgeParseError(f"qstat: unexpected <{item.tag}> in <job_info>")
+                if len(item):  # a "running" entry outside a queue instance
+                    jobs.append(reader.job(item, "qstat: job_info", len(jobs) + 1, None))
+        else:
+            raise SgeParseError(f"qstat: unexpected <{section.tag}> in <job_info>")
+
+
+def _read_queue_list(
+    item: ET.Element, qi: int, reader: _JobReader, jobs: list[Job], queues: list[QueueInstance]
+) -> None:
+    fields: dict[str, str | None] = {}
+    entries: list[ET.Element] = []
+    for child in item:
+        if child.tag == "job_list":
+            entries.append(child)
+        elif child.tag not in fields:
+            fields[child.tag] = child.text
+    where = f"qstat: queue_info/Queue-List #{qi}"
+    qinst = _queue_instance(fields, where)
+    queues.append(qinst)
+    for entry in entries:
+        if not len(entry):
+            raise SgeParseError(f'{where} ({qinst.name}): a job_list that is not state="running"')
+        jobs.append(reader.job(entry, f"qstat: {qinst.name}", len(jobs) + 1, qinst.name))
+
+
+# -- qstat: the quick reader ----------------------------------------------------------------------
+#
+# qstat writes its XML from fixed code: the same elements in the same order for every entry. The
+# quick reader reads that regular shape with regular expressions over the text, builds no element
+# tree, and makes the very values the careful reader above makes. Anything it does not know (an
+# element or attribute out of place, a comment, CDATA, a DTD, an entity other than XML's five and
+# character references, another encoding, a character XML forbids, a truncated or hollow
+# document) makes it decline, and the careful reader reads the whole document: every refusal and
+# every error message is the careful reader's. It accepts only what the careful reader accepts.
+# What it made of each piece of a document can be kept for the next document (``QstatMemo``).
+
+
+class _Decline(Exception):
+    """The document is not of the regular shape the quick reader knows."""
+
+
+_JOB_FIELDS = (
+    "job_id",
+    "name",
+    "owner",
+    "state",
+    "slots",
+    "submitted",
+    "started",
+    "tasks",
+    "task_ids",
+    "priority",
+    "pe",
+    "pe_range",
+    "hard_requests",
+    "queue",
+    "hard_runtime",
+    "hard_queues",
+    "master_requests",
+    "slave_requests",
+)
+
+
+class _JobBuilder:
+    """An object with the very slots of ``Job``, set as plain attributes, then made a ``Job``.
+
+    A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``, which is
+    most of the cost of making 50,000 jobs. The quick reader makes ``_JobBuilder`` objects, sets
+    every field, then changes their class to ``Job`` (CPython allows it between classes of the
+    same layout: the same slots in the same order). What comes out is a ``Job`` in every
+    respect: its type, fields, equality and hash. ``_FAST_JOBS`` says the slots are Job's;
+    when they are not, the quick reader declines every document.
+    """
+
+    __slots__ = _JOB_FIELDS
+    job_id: int
+    name: str
+    owner: str
+    state: str
+    slots: int
+    submitted: float | None
+    started: float | None
+    tasks: int
+    task_ids: str | None
+    priority: float
+    pe: str | None
+    pe_range: str | None
+    hard_requests: Mapping[str, str]
+    queue: str | None
+    hard_runtime: float | None
+    hard_queues: tuple[str, ...]
+    master_requests: Mapping[str, str]
+    slave_requests: Mapping[str, str]
+
+
+_FAST_JOBS = Job.__slots__ == _JOB_FIELDS and tuple(f.name for f in dataclass_fields(Job)) == _JOB_FIELDS
+
+# Characters that text (and, with its quote, an attribute value) may not hold here: "<", those XML
+# forbids, and a carriage return (the careful reader turns it into a line feed). Every character
+# of a document the quick reader accepts is matched by one of the expressions below.
+_NOT_TEXT = "<\\x00-\\x08\\x0b-\\x1f\\ufffe\\uffff"
+_TEXT = f"[^{_NOT_TEXT}]"
+_VALUE = f"(?:\"[^\"\\t\\n{_NOT_TEXT}]{{0,65536}}\"|'[^'\\t\\n{_NOT_TEXT}]{{0,65536}}')"
+_XML_DECLARATION = re.compile(
+    r"<\?xml[ \t\n]+version[ \t\n]*=[ \t\n]*(['\"])1\.0\1"
+    r"(?:[ \t\n]+encoding[ \t\n]*=[ \t\n]*(['\"])[Uu][Tt][Ff]-8\2)?[ \t\n]*\?>"
+)
+_ROOT_OPEN = re.compile(rf'[ \t\n]*<job_info(?:[ \t\n]+xmlns:xsd="[^"&\t\n{_NOT_TEXT}]{{1,4096}}")?[ \t\n]*>[ \t\n]*')
+_SPACE = re.compile(r"[ \t\n]*")
+_REFERENCE = re.compile(r"&(?:(amp|lt|gt|quot|apos)|#([0-9]{1,7})|#x([0-9a-fA-F]{1,6}));")
+_PREDEFINED = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
+# One job entry in the order qstat writes it, after its opening mark (the document is cut at each
+# mark); what follows <full_job_name> (requests, the PE, binding, ...) is the "rest", read by
+# _QuickReader.rest once per distinct text.
+_ENTRY_MARK = '<job_list state="'
+_JOB_ENTRY = re.compile(
+    r'(?:pending|([a-z]{1,32}))">[ \t\n]*'  # None for "pending": no str made
+    r"<JB_job_number>([0-9]{1,18})</JB_job_number>[ \t\n]*"
+    rf"<JAT_prio>({_TEXT}{{0,64}})</JAT_prio>[ \t\n]*"
+    rf"<JB_name>({_TEXT}{{0,65536}})</JB_name>[ \t\n]*"
+    rf"<JB_owner>({_TEXT}{{0,65536}})</JB_owner>[ \t\n]*"
+    r"<state>([A-Za-z]{1,16})</state>[ \t\n]*"
+    # The time: a start time (running), or a submission time by 8.1.9's name or OCS 9's; the
+    # groups are None for the usual JB_submission_time, so no str is made for it.
+    r"<(?:(JAT_start_time)|(JAT_submission_time)|JB_submission_time)>"
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?"
+    r"</(?(7)JAT_start_time|(?(8)JAT_submission_time|JB_submission_time))>[ \t\n]*"
+    rf"(?:<queue_name>({_TEXT}{{0,65536}})</queue_name>[ \t\n]*)?"
+    r"<slots>([0-9]{1,18})</slots>[ \t\n]*"
+    rf"(?:<tasks>({_TEXT}{{0,65536}})</tasks>[ \t\n]*)?"
+    rf"(?:<full_job_name>{_TEXT}{{0,65536}}</full_job_name>[ \t\n]*)?"
+    r"([^<]*+(?:<(?!/job_list>)[^<]*+)*+)</job_list>[ \t\n]*"  # possessive: nothing to give back
+)
+# Any element of text only, or empty; its attributes are read by _attributes.
+_ELEMENT = re.compile(
+    r"<([A-Za-z_][A-Za-z0-9_.-]{0,255})"
+    rf"((?:[ \t\n]+[A-Za-z_][A-Za-z0-9_.-]{{0,255}}[ \t\n]*=[ \t\n]*{_VALUE})*)"
+    rf"[ \t\n]*(?:/>|>({_TEXT}{{0,65536}})</\1[ \t\n]*>)[ \t\n]*"
+)
+_ATTRIBUTE = re.compile(r"[ \t\n]+([A-Za-z_][A-Za-z0-9_.-]*)[ \t\n]*=[ \t\n]*(?:\"([^\"]*)\"|'([^']*)')")
+# Elements of a job entry the fixed part reads (a second one is left to the careful reader) and
+# elements that would be entries of their own.
+_FIXED_PART = frozenset(
+    (
+        "JB_job_number",
+        "JAT_prio",
+        "JB_name",
+        "JB_owner",
+        "state",
+        "JB_submission_time",
+        "JAT_submission_time",
+        "JAT_start_time",
+        "queue_name",
+        "slots",
+        "tasks",
+        "job_list",
+        "Queue-List",
+    )
+)
+_Rest = tuple[
+    Mapping[str, str], str | None, str | None, tuple[str, ...], Mapping[str, str], Mapping[str, str], float | None
+]
+
+
+_ENTRY_PLACES = frozenset(("queue_info", "Queue-List", "job_info"))
+_SECONDS = {f"{n:02d}": n for n in range(62)}  # 60 and 61: leap seconds, as parse_timestamp allows
+
+
+def _priority(text: str) -> float:
+    try:
+        return decimal(text) if text else 0.0
+    except ValueError:
+        raise _Decline from None
+
+
+def _xml_char(code: int) -> bool:
+    return code in (9, 10, 13) or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0xFFFD or 0x10000 <= code <= 0x10FFFF
+
+
+def _reference(m: re.Match[str]) -> str:
+    name, decimal, hexadecimal = m.groups()
+    if name:
+        return _PREDEFINED[name]
+    return chr(int(decimal) if decimal else int(hexadecimal, 16))
+
+
+def _resolve(text: str) -> str:
+    """Text with its references replaced (each one checked beforehand by _QuickReader)."""
+    return _REFERENCE.sub(_reference, text) if "&" in text else text
+
+
+def _attributes(text: str) -> dict[str, str]:
+    """The attributes of an element matched by _ELEMENT; declines a repeated or xml* name."""
+    found: dict[str, str] = {}
+    for name, double, single in _ATTRIBUTE.findall(text):
+        if name in found or name[:3].lower() == "xml":
+            raise _Decline
+        found[name] = _resolve(double or single)
+    return found
+
+
+def _quick_qstat(data: bytes | str, memo: QstatMemo | None = None) -> QstatResult | None:
+    """What ``_careful_qstat`` returns for a document of the regular shape; None for any other.
+    ``memo``: what the last document read whole was made into (updated when this one is)."""
+    text = _plain_text(data)
+    if text is None or not _FAST_JOBS:
+        return None
+    reader = _QuickReader(text, memo)
+    del text  # the reader lets go of the whole text once it is read
+    try:
+        return reader.read()
+    except (_Decline, SgeParseError):
+        return None
+
+
+def _plain_text(data: bytes | str) -> str | None:
+    """The document as text, if it is UTF-8, holds no "]]>" and only references to XML's five
+    entities and to characters XML allows; None otherwise."""
+    try:
+        if isinstance(data, bytes):
+            text = data.decode("utf-8")
+        else:
+            data.encode("utf-8")  # the careful reader's first step; a lone surrogate fails it
+            text = data
+    except UnicodeError:
+        return None
+    if "]" in text and "]]>" in text:
+        return None
+    if "&" in text:
+        refs = 0
+        for m in _REFERENCE.finditer(text):
+            refs += 1
+            if not m.group(1) and not _xml_char(int(m.group(2)) if m.group(2) else int(m.group(3), 16)):
+                return None
+        if refs != text.count("&"):
+            return None
+    return text
+
+
+class _Piece(NamedTuple):
+    """What the quick reader made of one piece of a document (a job entry and what follows it,
+    up to the next entry) that moved it: the job, whether it goes last (a running entry outside a
+    queue instance), the queue instances read after it, and where the reader then stands
+    (``place``, and the queue instance of the entries that follow). A piece that leaves the
+    reader where it was, with a job that does not go last, is remembered as its ``Job`` alone."""
+
+    job: Job
+    late: bool
+    queues: tuple[QueueInstance, ...]
+    place: str
+    queue: str | None
+
+
+class QstatMemo:
+    """What the quick reader made of each piece of the last document it read whole, for the next.
+
+    From one pass to the next most of qstat's entries are the very same text: a piece read from
+    the same place gives the same job and queue instances (a pure function of its text and of
+    where the reader stands; the local time zone aside, which is checked), so it is looked up
+    instead of read again, and the jobs of the last read are reused. (When SGE normalizes its
+    priorities anew, every entry's ``<JAT_prio>`` changes and every piece is read again, as
+    without a memo.) Only the last document's pieces are kept; one memo serves one sequence of
+    reads (``SgeCommands`` keeps one).
+    """
+
+    def __init__(self) -> None:
+        # By where the reader stood (place, queue instance), then by the piece's text.
+        self.pieces: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
+        self.zone: tuple[object, ...] = ()
+
+
+def _zone() -> tuple[object, ...]:
+    """What the conversion of local time stamps depends on (``time.tzset``'s results)."""
+    return (time.timezone, time.altzone, time.daylight, time.tzname)
+
+
+class _QuickReader:
+    """One reading of one document by the quick reader (see above).
+
+    The document is cut at each job entry's opening mark: each piece is a job entry (matched
+    whole by ``_JOB_ENTRY``) and what follows it up to the next entry (section tags, queue
+    instances, the end), read by ``between``, which knows where in the document it is (``place``)
+    and declines anything out of place, so every character is read by one of the two. A piece
+    already read from the same place in the last document read whole (``QstatMemo``) is not read
+    again.
+    """
+
+    def __init__(self, text: str, memo: QstatMemo | None = None) -> None:
+        self.text = text
+        self.memo = memo
+        self.amp = "&" in text
+        self.lt = self.amp or ("%" in text and "%lt;" in text)  # "&#37;lt;" is "%lt;" too
+        self.reader = _JobReader()
+        self.jobs: list[Job] = []
+        self.late: list[Job] = []  # running entries outside a queue instance: last, as the careful reader
+        self.queues: list[QueueInstance] = []
+        self.rests: dict[str, _Rest] = {}
+        self.prios: dict[str, float] = {}
+        self.minutes: dict[str, float] = {}  # "YYYY-MM-DDTHH:MM" -> its start in POSIX seconds
+        self.place = "root"  # root, queue_info, Queue-List, job_info, end (after the root's end)
+        self.fields: dict[str, str | None] | None = None  # of the Queue-List being read, until its first entry
+
+    def read(self) -> QstatResult:
+        whole, mark = self.text, _ENTRY_MARK
+        self.text = ""
+        cut = whole.find(mark)
+        first = whole if cut < 0 else whole[:cut]
+        m = _XML_DECLARATION.match(first)
+        m = _ROOT_OPEN.match(first, m.end() if m else 0)
+        if m is None:
+            raise _Decline
+        queue = self.between(first, m.end())
+        memo, zone = self.memo, _zone()
+        # A remembered piece is let go as soon as it is read again, so the last document's pieces
+        # and this one's are never all held at once.
+        remembered = memo.pieces if memo is not None and memo.zone == zone else {}
+        made: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
+        nothing: dict[str, Job | _Piece] = {}
+        jobs, late, queues, place, find, size = self.jobs, self.late, self.queues, self.place, whole.find, len(mark)
+        known, mine = remembered.get((place, queue), nothing), made.setdefault((place, queue), {})
+        while cut >= 0:
+            start = cut + size
+            cut = find(mark, start)
+            text = whole[start:cut] if cut >= 0 else whole[start:]
+            done = known.pop(text, None)
+            if done is None:
+                done = self.piece(text, place, queue)
+            mine[text] = done
+            if type(done) is Job:  # the reader stays where it is
+                jobs.append(done)
+                continue
+            moved = cast(_Piece, done)
+            (late if moved.late else jobs).append(moved.job)
+            queues.extend(moved.queues)
+            if moved.place != place or moved.queue != queue:
+                place, queue = moved.place, moved.queue
+                known, mine = remembered.get((place, queue), nothing), made.setdefault((place, queue), {})
+        self.place = place
+        if self.place != "end":
+            raise _Decline
+        if not self.jobs and not self.late and not self.queues:
+            raise _Decline  # hollow: the careful reader judges it
+        if memo is not None:
+            memo.pieces, memo.zone = made, zone
+        return QstatResult(tuple(self.jobs + self.late), tuple(self.queues))
+
+    def piece(self, text: str, place: str, queue: str | None) -> Job | _Piece:
+        """Read one piece (a job entry after its mark, and what follows) from ``place``, in the
+        queue instance ``queue`` (None outside one)."""
+        m = _JOB_ENTRY.match(text)
+        if m is None or place not in _ENTRY_PLACES:
+            raise _Decline  # not an entry of the regular shape, or outside the sections
+        fields = m.groups()
+        running = fields[0] == "running"
+        if queue is not None and not running:
+            raise _Decline  # not running inside a queue instance
+        job = self.job(fields, queue)
+        last = running and queue is None
+        if m.end() == len(text):  # nothing after the entry but white space: the reader stays
+            return _Piece(job, last, (), place, queue) if last else job
+        self.place, had = place, len(self.queues)
+        after = self.between(text, m.end())
+        made = tuple(self.queues[had:])
+        del self.queues[had:]
+        return _Piece(job, last, made, self.place, after)
+
+    def between(self, text: str, pos: int = 0) -> str | None:  # noqa: PLR0912, PLR0915 (one flat state machine)
+        """Read what lies between two job entries (or before the first, or after the last); the
+        queue instance of the entries that follow (None outside one)."""
+        end = len(text)
+        pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+        while pos < end:
+            place = self.place
+            if place == "Queue-List":
+                if text.startswith("</Queue-List>", pos):
+                    if self.fields is not None:
+                        self.queue_instance()
+                    self.place = "queue_info"
+                    pos += 13
+                else:
+                    m = _ELEMENT.match(text, pos)
+                    fields = self.fields
+                    if m is None or fields is None:  # a field after the entries is left to the careful reader
+                        raise _Decline
+                    tag, attributes, value = m.groups()
+                    if tag in ("job_list", "Queue-List"):
+                        raise _Decline
+                    if attributes:
+                        _attributes(attributes)
+                    if tag not in fields:
+                        fields[tag] = (_resolve(value) if value and self.amp else value) or None
+                    pos = m.end()
+                    continue
+            elif place == "queue_info":
+                if text.startswith("<Queue-List>", pos):
+                    self.place, self.fields = "Queue-List", {}
+                    pos += 12
+                elif text.startswith("</queue_info>", pos):
+                    self.place = "root"
+                    pos += 13
+                else:
+                    raise _Decline
+            elif place == "job_info":
+                if not text.startswith("</job_info>", pos):
+                    raise _Decline
+                self.place = "root"
+                pos += 11
+            elif place == "root":
+                if text.startswith("<queue_info>", pos):
+                    self.place = "queue_info"
+                    pos += 12
+                elif text.startswith("<job_info>", pos):
+                    self.place = "job_info"
+                    pos += 10
+                elif text.startswith("<queue_info/>", pos) or text.startswith("<job_info/>", pos):
+                    pos = text.index(">", pos) + 1
+                elif text.startswith("</job_info>", pos):
+                    self.place = "end"
+                    pos += 11
+                else:
+                    raise _Decline
+            else:  # after the root's end
+                raise _Decline
+            pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+        if self.place == "Queue-List":
+            if self.fields is not None:
+                self.queue_instance()
+            return self.queues[-1].name
+        return None
+
+    def queue_instance(self) -> None:
+        assert self.fields is not None
+        self.queues.append(_queue_instance(self.fields, "qstat: queue_info/Queue-List"))
+        self.fields = None
+
+    def job(self, fields: tuple[Any, ...], queue: str | None) -> Job:
+        """The Job of one entry's fields (a str each, None for an optional one it lacks);
+        ``queue``: the queue instance around it.
+
+        This runs once per new entry (50,000 times for a large queue read the first time): values
+        that repeat (priorities, task ranges, requests, the minute of a timestamp) are worked out
+        once each, and the Job is made in place (``_JobBuilder``)."""
+        (_entry_state, number, prio, name, owner, state, start_tag, submission_tag, minute, second, fraction,
+         queue_name, slots, task_ids, rest) = fields  # fmt: skip
+        reader = self.reader
+        if self.amp:
+            # The entry's own text, with its references resolved.
+            prio, name, owner = _resolve(prio), _resolve(name), _resolve(owner)
+            queue_name = _resolve(queue_name) if queue_name else queue_name
+            task_ids = _resolve(task_ids) if task_ids else task_ids
+        if self.lt:
+            name, owner = _unescape(name), _unescape(owner)
+        job = object.__new__(_JobBuilder)
+        job.job_id = job_id = int(number)
+        if job_id < 1:
+            raise _Decline
+        states = reader._states
+        if state not in states:
+            if not _check_job_state(state):
+                raise _Decline
+            states.add(state)
+        start = self.minutes.get(minute)
+        seconds_in_minute = _SECONDS.get(second)
+        if start is None or seconds_in_minute is None or fraction:
+            seconds = self.seconds(minute, second, fraction, start_tag or submission_tag or "JB_submission_time")
+        else:
+            seconds = start + seconds_in_minute
+        if start_tag:
+            job.submitted, job.started = None, seconds
+        else:
+            job.submitted, job.started = seconds, None
+        ids = (task_ids.strip() or None) if task_ids else None
+        job.tasks = 1 if ids is None else (reader._tasks.get(ids) or reader._count(ids, "", 0, 0))
+        priority = self.priority(prio)
+        requests = self.rests.get(rest)
+        if requests is None:
+            requests = self.rests[rest] = self.rest(rest)
+        (job.hard_requests, job.pe, job.pe_range, job.hard_queues, job.master_requests, job.slave_requests,
+         job.hard_runtime) = requests  # fmt: skip
+        job.name, job.owner, job.state, job.slots = name, owner, state, int(slots)
+        job.task_ids, job.priority = ids, priority
+        job.queue = queue_name.strip() if queue_name and queue_name.strip() else queue
+        job.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
+        return cast(Job, job)
+
+    def priority(self, text: str) -> float:
+        """The value of a ``<JAT_prio>`` (its references resolved), worked out once a document."""
+        found = self.prios.get(text)
+        if found is None:
+            found = self.prios[text] = _priority(text)
+        return found
+
+    def seconds(self, minute: str, second: str, fraction: str | None, tag: str) -> float:
+        """_local_seconds of ``minute:second[fraction]``, keeping the minute's start (the hour's
+        start plus its minutes, in _local_seconds's order of operations) for the next ones."""
+        base = self.hour_start(minute[:13])
+        minutes, seconds = int(minute[14:16]), _SECONDS.get(second)
+        if base is None or minutes > 59 or seconds is None:  # the offset changes in this hour, or out of range
+            return self.reader._time(f"{minute}:{second}{fraction or ''}", tag, "", 0, 0)
+        start = self.minutes[minute] = base + minutes * 60
+        value = start + seconds
+        if fraction:
+            value += float("0" + fraction)
+        return value
+
+    def hour_start(self, hour: str) -> float | None:
+        """The hour's start as _local_seconds caches it (None: the local offset changes within it)."""
+        hours = self.reader._hours
+        if hour not in hours:
+            try:
+                _local_seconds(hour + ":00:00", hours)
+            except ValueError:
+                raise _Decline from None
+        return hours[hour]
+
+    def rest(self, text: str) -> _Rest:
+        """The requests and PE of what follows <full_job_name> in an entry."""
+        hard: dict[str, str] = {}
+        scoped: dict[str, dict[str, str]] = {tag: {} for tag in _SCOPED_REQUESTS}
+        queues: list[str] = []
+        pe: str | None = None
+        pe_range: str | None = None
+        seen_pe = False
+        pos, end = 0, len(text)
+        while pos < end:
+            m = _ELEMENT.match(text, pos)
+            if m is None:
+                raise _Decline
+            pos = m.end()
+            tag, attribute_text, value = m.groups()
+            if tag in _FIXED_PART:
+                raise _Decline
+            attributes = _attributes(attribute_text) if attribute_text else {}
+            value = (_resolve(value) if value and self.amp else value) or ""
+            if tag == "hard_request" or tag in scoped:
+                name = attributes.get("name")
+                if not name:
+                    raise _Decline
+                (hard if tag == "hard_request" else scoped[tag])[name] = value.strip()
+            elif tag == "hard_req_queue":
+                if value.strip():
+                    queues.append(value.strip())
+            elif tag == "requested_pe":
+                pe = attributes.get("name")
+                if seen_pe or not pe:
+                    raise _Decline
+                seen_pe = True
+                pe_range = value.strip() or None
+                if pe_range is not None and not pe_range.isascii():
+                    raise _Decline
+        runtime = self.reader._runtime(hard["h_rt"], "", 0, 0) if "h_rt" in hard else None
+        master, slave = (scoped[tag] for tag in _SCOPED_REQUESTS)
+        return (
+            MappingProxyType(hard) if hard else _NO_REQUESTS,
+            pe,
+            pe_range,
+            tuple(queues),
+            MappingProxyType(master) if master else _NO_REQUESTS,
+            MappingProxyType(slave) if slave else _NO_REQUESTS,
+            runtime,
+        )
+
+
+# -- qhost --------------------------------------------------------------------------------------
+
+
+def _num_proc(text: str | None, where: str) -> int | None:
+    if text is None or text.strip() in ("", "-"):
+        return None
+    try:
+        value = decimal(text)
+    except ValueError:
+        raise SgeParseError(f"{where}: num_proc is {text!r}, not a number in ASCII digits") from None
+    if value < 0 or value != int(value):
+        raise SgeParseError(f"{where}: num_proc is {text!r}, not a whole number")
+    return int(value)
+
+
+def parse_qhost(data: bytes | str) -> tuple[Host, ...]:
+    """Parse ``qhost -xml -q``: execution hosts with load values and queue instances.
+
+    The quick reader (``_quick_qhost``) reads a document of the regular shape qhost writes; any
+    other goes to the careful reader (``_careful_qhost``), which also gives every error message.
+    """
+    if data and not data.isspace():
+        quick = _quick_qhost(data)
+        if quick is not None:
+            return quick
+    return _careful_qhost(data)
+
+
+def _careful_qhost(data: bytes | str) -> tuple[Host, ...]:
+    """The careful reader: the document as an element tree (``_load``), any shape."""
+    root = _load(data, "qhost", "qhost")
+    hosts: list[Host] = []
+    seen: dict[str, str] = {}  # by the name in lower case: one host to DNS
+    for i, el in enumerate(root, 1):
+        if el.tag != "host":
+            raise SgeParseError(f"qhost: unexpected <{el.tag}> in <qhost>")
+        name = (el.get("name") or "").strip()
+        if not name:
+            raise SgeParseError(f"qhost: host #{i} has no name")
+        if name == "global":
+            continue
+        where = f"qhost: host {name!r}"
+        other = seen.setdefault(name.lower(), name)
+        if other is not name:
+            also = f": as {other!r} too (one host to DNS, whatever the case of its letters)" if other != name else ""
+            raise SgeParseError(f"{where} is listed twice{also}")
+        values: dict[str, str] = {}
+        queues: list[QueueInstance] = []
+        for child in el:
+            if child.tag == "hostvalue":
+                key = child.get("name")
+                if not key:
+                    raise SgeParseError(f"{where}: <hostvalue> without a name")
+                values[key] = (child.text or "").strip()
+            elif child.tag == "queue":
+                queues.append(_qhost_queue(child, name, where))
+            # resourcevalue (-F) and job (-j) entries are not needed: jobs come from qstat.
+        num_proc = _num_proc(values.get("num_proc"), where)
+        load = {k: v for k, v in values.items() if v not in ("", "-")}
+        hosts.append(Host(name, tuple(queues), num_proc, MappingProxyType(load)))
+    return tuple(hosts)
+
+
+def _qhost_queue(el: ET.Element, host: str, where: str) -> QueueInstance:
+    qname = (el.get("name") or "").strip()
+    if not qname:
+        raise SgeParseError(f"{where}: <queue> without a name")
+    where = f"{where} queue {qname!r}"
+    values: dict[str, str | None] = {}
+    for child in el:
+        if child.tag == "queuevalue":
+            key = child.get("name")
+            if not key:
+                raise SgeParseError(f"{where}: <queuevalue> without a name")
+            values[key] = child.text
+    return _qhost_queue_values(qname, host, values, where)
+
+
+def _qhost_queue_values(qname: str, host: str, values: Mapping[str, str | None], where: str) -> QueueInstance:
+    total = _int(values.get("slots"), "queuevalue slots", where)
+    used = _int(values.get("slots_used"), "queuevalue slots_used", where)
+    if used > total:
+        raise SgeParseError(f"{where}: slots_used {used} is more than slots {total}")
+    resv = _int(values["slots_resv"], "queuevalue slots_resv", where) if values.get("slots_resv") else 0
+    return QueueInstance(qname, host, total, used, resv, _queue_states(values.get("state_string"), where))
+
+
+# One <host> of the regular shape: its load values, its queue instances (and the jobs on it, with
+# -j, read by nobody); each part is then read by findall, as every character of it was matched.
+_QHOST_ATTRIBUTE = f"'[^'\\t\\n{_NOT_TEXT}]{{0,4096}}'"
+_QHOST_NAME = f"'[^'\\t\\n{_NOT_TEXT}]{{1,256}}'"
+_HOSTVALUE = f"<hostvalue name=({_QHOST_NAME})>({_TEXT}{{0,65536}})</hostvalue>"
+_QUEUEVALUE = f"<queuevalue qname={_QHOST_ATTRIBUTE} name=({_QHOST_NAME})>({_TEXT}{{0,65536}})</queuevalue>"
+_QHOST_JOB = (
+    f"<job name={_QHOST_ATTRIBUTE}>(?:[ \\t\\n]*<jobvalue jobid={_QHOST_ATTRIBUTE} name={_QHOST_ATTRIBUTE}>"
+    f"{_TEXT}{{0,65536}}</jobvalue>)*[ \\t\\n]*</job>"
+)
+
+
+def _uncaptured(pattern: str) -> str:
+    """The pattern with its groups made non-capturing (for one within a larger one)."""
+    return pattern.replace("(", "(?:").replace("(?:?:", "(?:")
+
+
+_QHOST_QUEUE = f"<queue name=({_QHOST_ATTRIBUTE})>((?:[ \\t\\n]*{_uncaptured(_QUEUEVALUE)})*)[ \\t\\n]*</queue>"
+_HOSTVALUES = re.compile(_HOSTVALUE)
+_QUEUEVALUES = re.compile(_QUEUEVALUE)
+_QHOST_QUEUES = re.compile(_QHOST_QUEUE)
+_QHOST_HOST = re.compile(
+    f"<host name=({_QHOST_ATTRIBUTE})>[ \\t\\n]*"
+    f"((?:{_uncaptured(_HOSTVALUE)}[ \\t\\n]*)*)"
+    f"((?:{_uncaptured(_QHOST_QUEUE)}[ \\t\\n]*)*)"
+    f"(?:{_QHOST_JOB}[ \\t\\n]*)*"
+    "</host>[ \\t\\n]*"
+)
+_QHOST_CLOSE = re.compile(r"</qhost>[ \t\n]*")
+_QHOST_OPEN = re.compile(rf'[ \t\n]*<qhost(?:[ \t\n]+xmlns:xsd="[^"&\t\n{_NOT_TEXT}]{{1,4096}}")?[ \t\n]*>[ \t\n]*')
+
+
+def _quick_qhost(data: bytes | str) -> tuple[Host, ...] | None:
+    """What ``_careful_qhost`` returns for a document of the regular shape; None for any other
+    (the rules of the quick qstat reader above)."""
+    text = _plain_text(data)
+    if text is None:
+        return None
+    pieces = _QHOST_HOST.split(text)
+    width = _QHOST_HOST.groups + 1
+    m = _XML_DECLARATION.match(pieces[0])
+    m = _QHOST_OPEN.fullmatch(pieces[0], m.end() if m else 0)
+    if (
+        m is None
+        or not _QHOST_CLOSE.fullmatch(pieces[-1])
+        or len(pieces) == 1  # no host: the careful reader judges it
+        or any(pieces[k] for k in range(width, len(pieces) - 1, width))  # something between two hosts
+    ):
+        return None
+    amp = "&" in text
+
+    def value(quoted: str) -> str:
+        return _resolve(quoted[1:-1]) if amp else quoted[1:-1]
+
+    def queue_list(text: str) -> list[QueueInstance]:
+        """A host's queue instances, read for a host named "" (hosts in the same state have the
+        same text: each text is read once per document)."""
+        queues = []
+        for quoted_queue, queue_values in _QHOST_QUEUES.findall(text):
+            qname = value(quoted_queue).strip()
+            if not qname:
+                raise _Decline
+            found = {value(key): (_resolve(v) if amp else v) or None for key, v in _QUEUEVALUES.findall(queue_values)}
+            queues.append(_qhost_queue_values(qname, "", found, f"qhost: queue {qname!r}"))
+        return queues
+
+    hosts: list[Host] = []
+    seen: set[str] = set()
+    read: dict[str, list[QueueInstance]] = {}
+    try:
+        for k in range(1, len(pieces) - 1, width):
+            quoted, load_values, queues_text = pieces[k : k + 3]
+            name = value(quoted).strip()
+            if not name or name.lower() in seen:
+                return None
+            if name == "global":
+                continue
+            seen.add(name.lower())
+            values = {value(key): (_resolve(v) if amp else v).strip() for key, v in _HOSTVALUES.findall(load_values)}
+            unnamed = read.get(queues_text)
+            if unnamed is None:
+                unnamed = read[queues_text] = queue_list(queues_text)
+            queues = tuple(
+                QueueInstance(q.queue, name, q.slots_total, q.slots_used, q.slots_reserved, q.states) for q in unnamed
+            )
+            load = {key: v for key, v in values.items() if v not in ("", "-")}
+            num_proc = _num_proc(values.get("num_proc"), f"qhost: host {name!r}")
+            hosts.append(Host(name, queues, num_proc, MappingProxyType(load)))
+    except (SgeParseError, _Decline):
+        return None
+    return tuple(hosts)
+
+
+# -- the snapshot -------------------------------------------------------------------------------
+
+
+def join_snapshot(qstat: QstatResult, hosts: Iterable[Host], now: float) -> Snapshot:
+    """Hosts from qhost, with the queue instances qstat showed next to its jobs where it has them.
+
+    qstat's queue instances come from the same read as the jobs, so they are preferred; a queue
+    instance only qhost shows is kept. A host only qstat shows is left out: it is never a host of
+    the snapshot (``check_agree`` refuses such a pair of reads).
+    """
+    by_host: dict[str, dict[str, QueueInstance]] = {}
+    for q in qstat.queues:
+        by_host.setdefault(q.host, {})[q.queue] = q
+    joined: list[Host] = []
+    for h in hosts:
+        from_qstat = by_host.get(h.name)
+        if from_qstat is None:
+            joined.append(h)
+            continue
+        merged = dict(from_qstat)
+        for q in h.queues:
+            merged.setdefault(q.queue, q)
+        joined.append(Host(h.name, tuple(merged.values()), h.num_proc, h.load))
+    return Snapshot(now=now, jobs=qstat.jobs, hosts=tuple(joined))
+
+
+def check_agree(qstat: QstatResult, hosts: Sequence[Host]) -> None:
+    """Refuse a pair of reads that cannot both be whole.
+
+    ``qstat -f`` lists every queue instance, busy or not. If it lists none while ``qhost`` shows
+    some, qstat answered a hollow document (well-formed, no queue and no job: a qmaster restarting,
+    a wrapper that lost its output): read as an empty queue, it would make every node look idle.
+
+    ``qhost`` lists every execution host SGE has. A queue instance on a host qhost does not list
+    (deregistered between the two reads, or a partial qhost, or the host named in another case)
+    means one of the two is stale: taken as a host, it would count as a worker toward
+    ``max_nodes`` and move elb's numbering; left out, its jobs would run nowhere. The pair is
+    refused, and the next pass reads both again.
+    """
+    shown = sum(len(h.queues) for h in hosts)
+    if shown and not qstat.queues:
+        raise SgeParseError(
+            f"qstat -f lists no queue instance while qhost shows {shown} on {len(hosts)} host(s): "
+            "the two reads disagree, so neither is trusted"
+        )
+    listed = {h.name for h in hosts}
+    stray = next((q for q in qstat.queues if q.host not in listed), None)
+    if stray is not None:
+        more = len({q.host for q in qstat.queues if q.host not in listed}) - 1
+        others = f" (and {more} more host{'s' if more > 1 else ''})" if more else ""
+        raise SgeParseError(
+            f"qstat lists queue instance {stray.name}, on {stray.host}, which qhost does not list{others}: "
+            "the two reads disagree, so neither is trusted"
+        )
+
+
+def parse_snapshot(qstat_xml: bytes | str, qhost_xml: bytes | str, now: float) -> Snapshot:
+    """Both outputs into one Snapshot (``now``: the master's clock when they were read);
+    ``SgeParseError`` when they disagree (``check_agree``)."""
+    qstat, hosts = parse_qstat(qstat_xml), parse_qhost(qhost_xml)
+    check_agree(qstat, hosts)
+    return join_snapshot(qstat, hosts, now)
+
+
+_MICROSECONDS_FROM = 10**11
+
+
+def parse_start_times(data: bytes | str) -> dict[int, float | None]:
+    """Parse ``qstat -xml -j ID,...``: each job's ``qsub -a`` time (``JB_execution_time``, POSIX
+    seconds in 8.1.9, microseconds in Open Cluster Scheduler 9; 0, or absent: none), by job
+    number."""
+    root = _load(data, "qstat -j", "detailed_job_info")
+    out: dict[int, float | None] = {}
+    for info in root:
+        if info.tag != "djob_info":
+            continue
+        for n, el in enumerate(info, 1):
+            where = f"qstat -j: job #{n}"
+            job_id = _int(el.findtext("JB_job_number"), "JB_job_number", where, minimum=1)
+            text = el.findtext("JB_execution_time")
+            when = _int(text, "JB_execution_time", f"{where} (job {job_id})") if text is not None else 0
+            # Open Cluster Scheduler 9 counts microseconds: no time in seconds is this large
+            # before the year 5138, none in microseconds this small after 1970-01-12.
+            out[job_id] = (when / 1e6 if when >= _MICROSECONDS_FROM else float(when)) if when > 0 else None
+    return out
+
+
+def parse_jobs(qstat_xml: bytes | str) -> tuple[Job, ...]:
+    return parse_qstat(qstat_xml).jobs
+
+
+__all__: Sequence[str] = (
+    "JOB_STATE_LETTERS",
+    "QUEUE_STATE_LETTERS",
+    "QstatMemo",
+    "QstatResult",
+    "check_agree",
+    "count_tasks",
+    "join_snapshot",
+    "parse_jobs",
+    "parse_qhost",
+    "parse_qstat",
+    "parse_sge_time",
+    "parse_snapshot",
+    "parse_timestamp",
+)

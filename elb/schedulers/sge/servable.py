@@ -1,0 +1,224 @@
+"""Which waiting jobs are demand for new nodes: the pass's filter before the policy plans.
+
+A waiting job that no node elb can launch could ever run (a queue elb's nodes do not join, a
+complex they do not offer, a host that is not one of them, a ``$pe_slots`` job wider than a
+node, more slots than ``max_nodes`` nodes hold) is never demand: a node launched for it would
+stay idle and billed. A job held by ``qsub -a`` until later is not demand before then. The
+policy plans on the snapshot without these jobs; each is reported with a one-line reason (log,
+``status``, the dry run, ``elb jobs``, the ``elb_unservable_jobs`` metric).
+
+The matching is ``elb.schedulers.sge.demand.place`` against the site's configuration (``qconf -sc``, the PEs,
+the global host's values: ``elb.schedulers.sge.site``, read through ``SiteCache``) and the node groups
+(``Config.groups``: ``node_groups``, or the one group elb's settings describe). Each job that is
+demand goes to one group (``DemandSplit.group_of``), which the policy per group plans for
+(``elb.core.policy.grouped``). Pure but for ``SiteCache``, which reads through the SGE seam: ``now``
+is passed in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import compress, repeat
+from operator import attrgetter
+from types import MappingProxyType
+from typing import Protocol
+
+from elb.core.config import Config
+from elb.core.demand import DemandSplit, NotDemand
+from elb.core.gcpause import paused
+from elb.core.groups import NodeGroups
+from elb.core.model import Job, Node, Snapshot
+from elb.core.policy.view import infer_slots_per_node, new_names
+from elb.schedulers.sge.demand import (
+    DemandError,
+    JobBinding,
+    NotYet,
+    Placement,
+    Servable,
+    Site,
+    check_offers,
+    place_shapes,
+)
+
+_NONE: Mapping[int, float] = MappingProxyType({})
+
+
+# How long a read of the site's configuration (qconf -sc, the PEs, the global host) is reused:
+# it changes when an admin edits it, not from pass to pass, and reading it is 3 + one per PE
+# qconf calls.
+SITE_TTL = 300.0
+
+
+class SiteReader(Protocol):
+    def read_site(self) -> Site: ...
+
+
+class SiteCache:
+    """The site's configuration, read at most once every ``ttl`` seconds of the master's clock
+    (again at once if the clock goes back). A failed read raises and forgets nothing: the
+    caller launches nothing on it."""
+
+    def __init__(self, ttl: float = SITE_TTL) -> None:
+        self.ttl = ttl
+        self._site: Site | None = None
+        self._read_at = 0.0
+
+    def get(self, reader: SiteReader, now: float) -> Site:
+        if self._site is not None and 0 <= now - self._read_at < self.ttl:
+            return self._site
+        site = reader.read_site()
+        self._site, self._read_at = site, now
+        return site
+
+
+def node_groups(config: Config, slots_per_node: int) -> NodeGroups:
+    """The node groups of the config (``node_groups``, or the one group its settings describe,
+    with ``slots_per_node`` slots a node)."""
+    return config.groups(slots_per_node)
+
+
+def demand_of(
+    snapshot: Snapshot,
+    nodes: Sequence[Node],
+    config: Config,
+    site: Site,
+    node_slots: int | None,
+    *,
+    start_times: Mapping[int, float] = _NONE,
+) -> DemandSplit:
+    """``split_demand`` for elb's node group: a new node has ``node_slots`` (None: the workers'
+    most common size, as the policy infers it) and gets the next free name."""
+    cluster = config.cluster
+    workers = [h for h in snapshot.hosts if h.name != cluster.master]
+    alive = [n for n in nodes if n.state.alive and n.name != cluster.master]
+    slots = infer_slots_per_node(workers, alive, node_slots)
+    name = new_names(snapshot.hosts, nodes, 1, cluster.node_prefix, cluster.node_digits)[0]
+    return split_demand(snapshot, node_groups(config, slots), site, new_node_name=name, start_times=start_times)
+
+
+def split_demand(
+    snapshot: Snapshot,
+    groups: NodeGroups,
+    site: Site,
+    *,
+    new_node_name: str | None = None,
+    start_times: Mapping[int, float] = _NONE,
+) -> DemandSplit:
+    """The snapshot's eligible waiting jobs split into demand and the rest (``NotDemand``).
+    ``start_times``: the ``qsub -a`` times known, by job number (``elb.schedulers.sge.starttimes``)."""
+    pending = [j for j in snapshot.jobs if j.is_pending]
+    if not pending:
+        return DemandSplit(snapshot)
+    with paused():  # a few objects per waiting job, all gone by the end (elb.core.gcpause)
+        return _split(snapshot, pending, groups, site, new_node_name=new_node_name, start_times=start_times)
+
+
+def _split(
+    snapshot: Snapshot,
+    pending: list[Job],
+    groups: NodeGroups,
+    site: Site,
+    *,
+    new_node_name: str | None,
+    start_times: Mapping[int, float],
+) -> DemandSplit:
+    try:
+        check_offers(groups, site)
+        placements, distinct = place_shapes(
+            pending, groups, site, snapshot.now, bindings=_bindings(pending, start_times), new_node_name=new_node_name
+        )
+    except DemandError as err:  # the groups do not fit the site: no job is demand until fixed
+        reason = f"the node group configuration does not fit the site: {err}"
+        return DemandSplit(_without(snapshot, set(range(len(pending)))), tuple(NotDemand(j, reason) for j in pending))
+    refused: list[NotDemand] = []
+    left_out: set[int] = set()
+    # Jobs of one shape share one placement: only when one of them is not demand are the jobs
+    # looked at one by one.
+    if any(p.__class__ is not Servable for p in distinct):
+        for n, placement in enumerate(placements):
+            if placement.__class__ is not Servable:
+                left_out.add(n)
+                until = placement.start_time if isinstance(placement, NotYet) else None
+                refused.append(NotDemand(pending[n], placement.reason, until))
+    kept = _without(snapshot, left_out) if refused else snapshot
+    return DemandSplit(kept, tuple(refused), _GroupOf(pending, placements))
+
+
+class _GroupOf(Mapping[Job, str]):
+    """``DemandSplit.group_of``: each servable job's group, made into a dict when first read. A
+    policy for a single group never reads it, and hashing 50,000 jobs into a dict is most of the
+    split's cost."""
+
+    def __init__(self, jobs: Sequence[Job], placements: Sequence[Placement]) -> None:
+        self._jobs, self._placements = jobs, placements
+        self._made: dict[Job, str] | None = None
+
+    def _dict(self) -> dict[Job, str]:
+        if self._made is None:
+            self._made = {
+                j: p.group.name for j, p in zip(self._jobs, self._placements, strict=True) if isinstance(p, Servable)
+            }
+            self._jobs = self._placements = ()
+        return self._made
+
+    def __getitem__(self, job: Job) -> str:
+        return self._dict()[job]
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
+
+    def __repr__(self) -> str:
+        return repr(self._dict())
+
+
+def _bindings(pending: Sequence[Job], start_times: Mapping[int, float]) -> list[JobBinding | None] | None:
+    """Each job's queues and ``qsub -a`` time (None for a job with neither); None when no job
+    has either. Equal bindings are one object, so ``place_all`` tells them apart by identity."""
+    queues = list(map(_HARD_QUEUES, pending))
+    if not start_times and not any(queues):
+        return None
+    shared: dict[tuple[tuple[str, ...], float | None], JobBinding | None] = {
+        (q, None): JobBinding(q) if q else None for q in set(queues)
+    }
+    out = list(map(shared.__getitem__, zip(queues, repeat(None))))
+    if start_times:
+        ids = list(map(_JOB_ID, pending))
+        for n in compress(range(len(ids)), map(start_times.__contains__, ids)):
+            key = (queues[n], start_times[ids[n]])
+            binding = shared.get(key)
+            if binding is None:
+                binding = shared[key] = JobBinding(*key)
+            out[n] = binding
+    return out
+
+
+_HARD_QUEUES, _JOB_ID = attrgetter("hard_queues"), attrgetter("job_id")
+
+
+def _without(snapshot: Snapshot, pending_indices: set[int]) -> Snapshot:
+    """The snapshot without the eligible waiting jobs at these positions (counted among them)."""
+    kept: list[Job] = []
+    n = 0
+    for job in snapshot.jobs:
+        if job.is_pending:
+            drop = n in pending_indices
+            n += 1
+            if drop:
+                continue
+        kept.append(job)
+    return dataclasses.replace(snapshot, jobs=tuple(kept))
+
+
+__all__: Sequence[str] = (
+    "SITE_TTL",
+    "DemandSplit",
+    "NotDemand",
+    "SiteCache",
+    "demand_of",
+    "node_groups",
+    "split_demand",
+)

@@ -1,0 +1,324 @@
+"""Slurm as elb's scheduler driver (``elb.core.scheduler.Scheduler``), behind Slurm's power saving.
+
+Slurm decides *which* nodes its jobs need and asks for them by name: its ``ResumeProgram``,
+``SuspendProgram`` and ``ResumeFailProgram`` (elb's ``elb-slurm-*`` programs) leave request
+files that ``take_requests`` journals, one ask a node, the latest word for each node
+(``Journal.add_asks``). Each read joins the open asks with what Slurm shows now
+(``asks_now``, pure):
+
+- a resume is a ``WANT`` while Slurm still has the node powering up (or elb has the node alive);
+  one Slurm no longer wants (it shows the node powered down, up without elb, or does not know
+  it), or older than Slurm's ``ResumeTimeout`` with no node of elb's behind it, is dropped with
+  why and never acted on;
+- a suspend is a ``RELEASE``, a resume-fail a ``RESET`` (take the node out if elb has it, and give
+  it back to Slurm so it is not left down);
+- a node of elb's Slurm shows powered down is ``gone``: removed like a release.
+
+The neutral snapshot (``elb.schedulers.slurm.view``) has the nodes Slurm has up as hosts, a partition a
+queue, the CPUs the slots. The drain is ``DRAIN``, a fresh read, the remove play, then
+``POWER_DOWN_FORCE`` (and ``UNDRAIN``: the node can be asked for again); giving a node back is
+``POWER_DOWN_FORCE`` (a job waiting for it is requeued, never killed: it had not started). A spot
+interruption requeues the node's jobs (``scontrol requeue``); a job bound to on-demand nodes is
+moved to the on-demand groups' partitions.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Protocol
+
+from elb.core import assets
+from elb.core.checks import Check
+from elb.core.config import Config
+from elb.core.demand import DemandSplit, NotDemand
+from elb.core.groups import NodeGroups
+from elb.core.interfaces import NodeSpec
+from elb.core.model import Node, NodeState
+from elb.core.scheduler import Ask, AskKind, DrainCheck, Dropped, Requeued, SchedulerError, SchedulerRead
+from elb.schedulers.slurm import requests as slurm_requests
+from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
+from elb.schedulers.slurm.parse import SlurmNode, compress, not_demand_reason
+from elb.schedulers.slurm.requests import RequestKind
+from elb.schedulers.slurm.view import jobs_of, node_up, snapshot
+
+log = logging.getLogger("elb.schedulers.slurm")
+
+REGISTER_POLL = 1.0  # seconds between two reads of Slurm while a new node's slurmd registers
+_KIND = {RequestKind.RESUME: AskKind.WANT, RequestKind.SUSPEND: AskKind.RELEASE, RequestKind.RESUME_FAIL: AskKind.RESET}
+_REASON_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 _.,:;=()/+-")
+# How long the programs wait for the daemon to take their requests before they fail, in polls
+# (never less than a minute).
+HEARTBEAT_POLLS = 3
+
+
+def slurm_reason(text: str) -> str:
+    """``text`` as a reason ``scontrol`` takes (letters, digits, spaces and ``_.,:;=()/+-``)."""
+    cleaned = "".join(c if c in _REASON_CHARS else " " for c in f"elb: {text}").strip()
+    return cleaned[:200] or "elb"
+
+
+def asks_now(
+    asks: Sequence[Ask],
+    read: SlurmRead,
+    records: Sequence[Node],
+    *,
+    resume_timeout: float | None,
+    partition_groups: Mapping[str, str],
+    now: float,
+) -> tuple[tuple[Ask, ...], tuple[Dropped, ...], dict[str, str]]:
+    """The open asks as elb acts on them, the ones dropped (with why), and the nodes of elb's
+    Slurm has gone from (see the module's description). Pure."""
+    by_name = {n.name: n for n in read.nodes}
+    alive = {n.name: n for n in records if n.state.alive}
+    kept: list[Ask] = []
+    dropped: list[Dropped] = []
+    for a in asks:
+        sn = by_name.get(a.node)
+        if sn is None:
+            dropped.append(Dropped(a, f"Slurm does not know node {a.node}"))
+            continue
+        group = partition_groups.get(sn.partitions[0]) if sn.partitions else None
+        ask = Ask(a.node, a.kind, a.since, a.detail, group, a.attempts, a.retry_at)
+        if a.kind is not AskKind.WANT or a.node in alive:
+            kept.append(ask)
+            continue
+        age = now - a.since
+        if resume_timeout is not None and age > resume_timeout:
+            why = f"asked {age:.0f} s ago, past Slurm's ResumeTimeout ({resume_timeout:.0f} s): Slurm gave up on it"
+            dropped.append(Dropped(ask, why))
+        elif not sn.powering_up:
+            dropped.append(Dropped(ask, f"Slurm no longer wants it (it shows {sn.shown})"))
+        else:
+            kept.append(ask)
+    gone: dict[str, str] = {}
+    for name, n in alive.items():
+        sn = by_name.get(name)
+        if sn is None or n.state.booting:
+            continue
+        if sn.powered_down or (n.state is NodeState.DRAINING and sn.powering_down):
+            gone[name] = f"Slurm has it {sn.shown}"
+    return tuple(kept), tuple(dropped), gone
+
+
+class RequestJournal(Protocol):
+    """What the driver keeps in the journal (``elb.service.journal.Journal``): Slurm's requests
+    and each node's latest ask."""
+
+    def add_slurm_request(self, kind: str, nodes: str, asked_at: float, source: str, now: float) -> bool: ...
+
+    def add_asks(self, kind: AskKind, nodes: Sequence[str], since: float, detail: str, now: float) -> int: ...
+
+    def asks(self, *, open_only: bool = True) -> list[Ask]: ...
+
+
+class Slurm:
+    """Slurm through ``SlurmCommands`` (``sinfo``, ``squeue``, ``scontrol``) and the request
+    directory its power saving programs write."""
+
+    name = "Slurm"
+
+    def __init__(self, config: Config, journal: RequestJournal, commands: SlurmCommands | None = None) -> None:
+        self.config = config
+        self.journal = journal
+        self.slurm = commands if commands is not None else SlurmCommands(config.slurm)
+        self.add_playbook = config.slurm.add_playbook
+        self.remove_playbook = config.slurm.remove_playbook
+        self._resume_timeout: float | None = None
+        self._resume_timeout_read = False
+        self._last: SlurmRead | None = None
+
+    # -- reads -------------------------------------------------------------------------------
+    def take_requests(self, now: float) -> tuple[str, ...]:
+        """Journal the request files (each node's ask; the request kept in ``slurm_requests``),
+        remove them, and touch the heartbeat the resume program checks."""
+        directory = self.config.slurm.requests
+        found = slurm_requests.pending(directory)
+        lines: list[str] = []
+        for r in found.requests:
+            hostlist = compress(r.nodes)
+            if self.journal.add_slurm_request(r.kind.value, hostlist, r.time, r.source, now):
+                self.journal.add_asks(_KIND[r.kind], r.nodes, r.time, r.detail, now)
+                lines.append(f"Slurm asks to {r.kind.value} {hostlist}{f' ({r.detail})' if r.detail else ''}")
+            slurm_requests.done(directory, r)
+        lines += [f"a request file elb cannot read was set aside: {bad}" for bad in found.bad]
+        stale_after = max(60.0, HEARTBEAT_POLLS * self.config.poll_interval)
+        slurm_requests.touch_heartbeat(directory, now, stale_after)
+        return tuple(lines)
+
+    def read(self, records: Sequence[Node], now: float) -> SchedulerRead:
+        try:
+            read = self.slurm.read()
+        except SlurmError as err:
+            raise SchedulerError(str(err)) from err
+        self._last = read
+        kept, dropped, gone = asks_now(
+            self.journal.asks(),
+            read,
+            records,
+            resume_timeout=self.resume_timeout(),
+            partition_groups=self.config.slurm.partition_groups,
+            now=now,
+        )
+        return SchedulerRead(snapshot(read.jobs, read.nodes, now), kept, dropped, gone)
+
+    def resume_timeout(self) -> float | None:
+        """Slurm's ``ResumeTimeout``, read once (None: it could not be read; no ask is dropped for its age)."""
+        if not self._resume_timeout_read:
+            self._resume_timeout_read = True
+            try:
+                self._resume_timeout = self.slurm.resume_timeout()
+            except SlurmError as err:
+                log.warning("cannot read Slurm's ResumeTimeout (asks are not dropped for their age): %s", err)
+        return self._resume_timeout
+
+    def demand(self, read: SchedulerRead, records: Sequence[Node], slots: int | None) -> DemandSplit:
+        """Slurm's pending jobs waiting for nodes (its others left out, with Slurm's reason); Slurm
+        names the nodes, so no job is matched against the groups."""
+        snap = read.snapshot
+        held = [j for j in snap.jobs if j.state == "hqw"]
+        reasons = {}
+        if self._last is not None:
+            reasons = {int(j.job_id.split("_", 1)[0]): j.reason for j in self._last.jobs if j.pending}
+        return DemandSplit(
+            snap, tuple(NotDemand(j, not_demand_reason(reasons.get(j.job_id, "")) or "held by Slurm") for j in held)
+        )
+
+    # -- the drain and the bring-up ----------------------------------------------------------
+    def _read(self) -> SlurmRead:
+        try:
+            return self.slurm.read()
+        except SlurmError as err:
+            raise SchedulerError(str(err)) from err
+
+    def _node(self, host: str) -> SlurmNode | None:
+        return next((n for n in self._read().nodes if n.name == host), None)
+
+    def disable_host(self, host: str, reason: str) -> None:
+        self._scontrol(lambda: self.slurm.drain(host, slurm_reason(reason)))
+
+    def enable_host(self, host: str) -> None:
+        self._scontrol(lambda: self.slurm.undrain(host))
+
+    def drain_check(self, host: str) -> DrainCheck:
+        read = self._read()
+        sn = next((n for n in read.nodes if n.name == host), None)
+        if sn is None:
+            raise SchedulerError(f"Slurm does not list node {host}")
+        jobs = tuple(j for job in read.jobs_on(host) for j in jobs_of(job) if j.host == host)
+        return DrainCheck(jobs, 0 if jobs else sn.cpus_allocated)
+
+    def listed(self, host: str) -> bool:
+        sn = self._node(host)
+        return sn is not None and node_up(sn)
+
+    def prepare(self, node: NodeSpec) -> None:
+        self._scontrol(lambda: self.slurm.set_address(node.name, node.private_ip))
+
+    def await_registered(self, names: Sequence[str], stopping: threading.Event) -> dict[str, str] | None:
+        """Wait until Slurm has each node up (its slurmd registered), for at most
+        ``slurm.register_timeout``: a slurmd that never registers would hold its node, and the job
+        waiting for it, until Slurm's ResumeTimeout."""
+        timeout = self.config.slurm.register_timeout
+        deadline = time.monotonic() + timeout
+        waiting = set(names)
+        seen: dict[str, str] = {}
+        while True:
+            try:
+                read = self.slurm.read()
+            except SlurmError as err:
+                seen.update((name, f"reading Slurm: {err}") for name in waiting)
+            else:
+                by_name = {n.name: n for n in read.nodes}
+                for name in sorted(waiting):
+                    sn = by_name.get(name)
+                    if sn is not None and node_up(sn):
+                        waiting.discard(name)
+                    else:
+                        seen[name] = "not in Slurm" if sn is None else sn.shown
+            if not waiting:
+                return {}
+            if time.monotonic() >= deadline:
+                return {
+                    name: f"its slurmd did not register within {timeout:g} s of its play (Slurm: {seen[name]})"
+                    for name in waiting
+                }
+            if stopping.wait(REGISTER_POLL):
+                return None
+
+    def out_of_service(self, host: str, reason: str) -> None:
+        """Power the node down in Slurm unless Slurm does already, then undrain it: a cloud node
+        powered down can be asked for again."""
+        sn = self._node(host)
+        if sn is not None and not (sn.powered_down or sn.powering_down):
+            self._scontrol(lambda: self.slurm.power_down([host], slurm_reason(reason), force=True))
+        if sn is not None and sn.drain:
+            self._scontrol(lambda: self.slurm.undrain(host))
+
+    def resumed(self, host: str) -> None:
+        return None  # its slurmd registers by itself when the instance starts
+
+    def release(self, hosts: Sequence[str], reason: str) -> None:
+        self._scontrol(lambda: self.slurm.power_down(list(hosts), slurm_reason(reason), force=True))
+
+    def requeue(self, host: str) -> Requeued:
+        read = self._read()
+        pushed: list[str] = []
+        refused: list[int] = []
+        for job in read.jobs_on(host):
+            if job.pending:
+                continue
+            try:
+                self.slurm.requeue(job.job_id)
+            except SlurmError as err:
+                log.warning("%s: job %s not requeued: %s", host, job.job_id, err)
+                refused.append(int(job.job_id.split("_", 1)[0]))
+            else:
+                pushed.append(job.job_id.replace("_", "."))
+        return Requeued(tuple(pushed), tuple(refused))
+
+    def bind_on_demand(self, job: int, requests: Mapping[str, str], groups: NodeGroups) -> None:
+        """Move the job to the partitions of the on-demand groups (``slurm.partition_groups``)."""
+        on_demand = {g.name for g in groups.groups if g.market == "on-demand"}
+        partitions = sorted(p for p, g in self.config.slurm.partition_groups.items() if g in on_demand)
+        if not partitions:
+            raise SchedulerError("no partition of an on-demand node group (slurm.partition_groups)")
+        self._scontrol(lambda: self.slurm.set_partitions(job, partitions))
+
+    @staticmethod
+    def _scontrol(call: Callable[[], None]) -> None:
+        try:
+            call()
+        except SlurmError as err:
+            raise SchedulerError(str(err)) from err
+
+
+def checks(cfg: Config) -> Iterator[Check]:
+    """``elb validate``'s checks of Slurm: squeue and sinfo answer (sinfo lists nodes), elb can
+    read Slurm's request directory, the Slurm playbooks are there."""
+    try:
+        read = SlurmCommands(cfg.slurm).read()
+    except SlurmError as err:
+        yield Check("Slurm", False, str(err), "set slurm.conf and slurm.bin_dir for this cluster")
+    else:
+        cloud = sum(1 for n in read.nodes if "cloud" in n.flags)
+        yield Check("Slurm", True, f"sinfo lists {len(read.nodes)} node(s), {cloud} of them cloud nodes")
+    requests = cfg.slurm.requests
+    if not requests.is_dir():
+        yield Check(
+            "Slurm requests",
+            False,
+            f"{requests} is not a directory",
+            "create it (owner root, group of SlurmUser, mode 2770): see docs/slurm.md",
+        )
+    else:
+        yield Check("Slurm requests", True, str(requests))
+    for playbook in (cfg.slurm.add_playbook, cfg.slurm.remove_playbook):
+        where = assets.playbook_dir(cfg.provision.playbook_dir) / playbook
+        if not where.is_file():
+            yield Check("Slurm playbooks", False, f"{where} not found", "set slurm.add_playbook/remove_playbook")
+
+
+__all__: Sequence[str] = ("HEARTBEAT_POLLS", "Slurm", "asks_now", "checks", "slurm_reason")

@@ -1,0 +1,272 @@
+"""Pure parsers of what Slurm 22.05 (Debian 12's ``slurm-wlm``) prints for elb's polling loop.
+
+Fixed-format text, not ``--json``: 22.05's JSON output is schema-versioned (``data_parser``
+v0.0.38) and builds every field of every job, where the loop needs a dozen. The formats are
+fixed here (``SQUEUE_ARGV``, ``SINFO_ARGV``) and the parsers read exactly them, one record a
+line, fields separated by ``|``; the one free-text field a user controls (the job's name, the
+node's reason) is last, so a ``|`` in it stays in it. The fixtures in
+tests/fixtures/slurm/recorded were printed by the real daemons.
+
+- ``squeue``: job (``%i``: ``8``, ``8_3``, ``8_[6-100%5]`` for an array's pending tasks),
+  partition, state (long form), reason, nodes, CPUs, node list (a hostlist, empty while
+  pending), submit and start time (local time, ``N/A`` when unknown), time limit (``UNLIMITED``,
+  ``[D-]HH:MM:SS``, ``MM:SS``), user, name.
+- ``sinfo --Node``: node, its complete state (``idle+cloud+powered_down``: the base state and
+  its flags), CPUs, CPUs allocated/idle/other/total, partition (``cloud*`` for the default),
+  reason. A node in several partitions is printed once for each.
+
+Anything else (a missing field, a number that is not one, an unknown base state) raises
+``SlurmParseError`` naming the line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import hostlist  # type: ignore[import-untyped]
+
+from elb.schedulers.sge.parse import parse_timestamp
+
+SQUEUE_FORMAT = "%i|%P|%T|%r|%D|%C|%N|%V|%S|%l|%u|%j"
+SQUEUE_ARGV = (
+    "squeue",
+    "--noheader",
+    "--states=PENDING,CONFIGURING,RUNNING,COMPLETING,SUSPENDED,REQUEUED,RESIZING",
+    f"--format={SQUEUE_FORMAT}",
+)
+SINFO_FORMAT = "NodeList:0|,StateComplete:0|,CPUs:0|,CPUsState:0|,Partition:0|,Reason:0"
+SINFO_ARGV = ("sinfo", "--noheader", "--Node", f"--Format={SINFO_FORMAT}")
+
+# Base node states of Slurm 22.05 (``sinfo -O StateComplete``'s first word, node_state_string).
+BASE_STATES = frozenset(
+    {"allocated", "completing", "down", "drained", "draining", "error", "future", "idle", "mixed", "unknown"}
+)
+
+# Pending reasons of a job no new node would start (held, a dependency, a begin time, a
+# partition or association limit, a node list that cannot be met). Any other reason (None,
+# Resources, Priority, nodes powering up or required nodes down) is a job waiting for nodes.
+NOT_DEMAND_PREFIXES = (
+    "ReqNodeNotAvail",  # a requested node is down, drained or does not exist
+    "Dependency",
+    "DependencyNeverSatisfied",
+    "BeginTime",
+    "JobHeld",  # JobHeldUser, JobHeldAdmin
+    "Partition",  # PartitionNodeLimit, PartitionTimeLimit, PartitionDown, PartitionInactive, PartitionConfig
+    "JobArrayTaskLimit",
+    "Assoc",  # AssocGrp*Limit, AssocMax*
+    "QOS",
+    "Reservation",
+    "InvalidAccount",
+    "InvalidQOS",
+    "BadConstraints",
+    "launch failed requeued held",
+)
+
+
+class SlurmParseError(ValueError):
+    """Slurm's output is not what elb asked for; the message names the line."""
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmJob:
+    job_id: str  # 8, 8_3, or 8_[6-100%5] (an array's tasks still pending)
+    partition: str
+    state: str  # PENDING, CONFIGURING, RUNNING, COMPLETING, ...
+    reason: str
+    nodes: int
+    cpus: int
+    nodelist: tuple[str, ...]  # the nodes it holds (empty while pending)
+    submitted: float | None
+    started: float | None  # expected start while pending (N/A: unknown)
+    time_limit: float | None  # seconds; None: UNLIMITED
+    user: str
+    name: str
+
+    @property
+    def pending(self) -> bool:
+        return self.state == "PENDING"
+
+    @property
+    def demand(self) -> bool:
+        """A pending job waiting for nodes (to free, or to come up), not for anything else."""
+        return self.pending and not_demand_reason(self.reason) is None
+
+
+def not_demand_reason(reason: str) -> str | None:
+    """Why a pending job with Slurm's ``reason`` is not demand for nodes; None when it is."""
+    if reason.startswith(NOT_DEMAND_PREFIXES):
+        return f"Slurm holds it: {reason}"
+    return None  # a reason this elb does not know counts as demand: Slurm powers nodes up for it
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmNode:
+    name: str
+    state: str  # the base state: idle, allocated, mixed, down, drained, ...
+    flags: frozenset[str]  # cloud, powered_down, powering_up, powering_down, drain, not_responding, ...
+    cpus: int
+    cpus_allocated: int
+    partitions: tuple[str, ...]
+    reason: str  # "none" when there is none
+
+    @property
+    def shown(self) -> str:
+        """The state with its flags as ``sinfo`` shows them (``idle+cloud+powering_up``)."""
+        return "+".join([self.state, *sorted(self.flags)])
+
+    @property
+    def powered_down(self) -> bool:
+        return "powered_down" in self.flags
+
+    @property
+    def powering_up(self) -> bool:
+        return "powering_up" in self.flags
+
+    @property
+    def powering_down(self) -> bool:
+        return "powering_down" in self.flags or "power_down" in self.flags
+
+    @property
+    def drain(self) -> bool:
+        return "drain" in self.flags or self.state in ("drained", "draining")
+
+
+def expand(nodelist: str) -> tuple[str, ...]:
+    """A Slurm hostlist (``node[001-003,007]``) as names. python-hostlist implements Slurm's
+    syntax (brackets, ranges with leading zeros, several bracket groups) and is kept by NSC."""
+    text = nodelist.strip()
+    if not text or text == "(null)":
+        return ()
+    try:
+        return tuple(hostlist.expand_hostlist(text))
+    except hostlist.BadHostlist as err:
+        raise ValueError(f"hostlist {text!r}: {err}") from None
+
+
+def compress(names: Sequence[str]) -> str:
+    """Names as a Slurm hostlist, for ``scontrol``."""
+    return str(hostlist.collect_hostlist(list(names)))
+
+
+_LIMIT = re.compile(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)")
+
+
+def parse_time_limit(text: str) -> float | None:
+    """``UNLIMITED`` -> None; ``[D-]HH:MM:SS`` or ``MM:SS`` -> seconds."""
+    value = text.strip()
+    if value in ("UNLIMITED", "INFINITE", "NOT_SET", "N/A"):
+        return None
+    m = _LIMIT.fullmatch(value)
+    if m is None:
+        raise ValueError(f"time limit {text!r} is not [D-]HH:MM:SS, MM:SS or UNLIMITED")
+    days, hours, minutes, seconds = (int(g) if g else 0 for g in m.groups())
+    return float(((days * 24 + hours) * 60 + minutes) * 60 + seconds)
+
+
+def _time(text: str) -> float | None:
+    value = text.strip()
+    if value in ("N/A", "Unknown", "None", ""):
+        return None
+    return parse_timestamp(value)
+
+
+def parse_squeue(text: str) -> list[SlurmJob]:
+    """``SQUEUE_ARGV``'s output."""
+    jobs: list[SlurmJob] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split("|", 11)
+        if len(parts) != 12:
+            raise SlurmParseError(f"squeue: line {number}: {len(parts)} fields, expected 12 ({SQUEUE_FORMAT})")
+        job_id, partition, state, reason, nodes, cpus, nodelist, submitted, started, limit, user, name = parts
+        try:
+            if not job_id or not state.isupper():
+                raise ValueError(f"job {job_id!r} in state {state!r}")
+            jobs.append(
+                SlurmJob(
+                    job_id=job_id,
+                    partition=partition,
+                    state=state,
+                    reason=reason,
+                    nodes=int(nodes),
+                    cpus=int(cpus),
+                    nodelist=expand(nodelist),
+                    submitted=_time(submitted),
+                    started=_time(started),
+                    time_limit=parse_time_limit(limit),
+                    user=user,
+                    name=name,
+                )
+            )
+        except ValueError as err:
+            raise SlurmParseError(f"squeue: line {number}: {err}") from None
+    return jobs
+
+
+def parse_sinfo(text: str) -> list[SlurmNode]:
+    """``SINFO_ARGV``'s output, one node each (its partitions joined)."""
+    found: dict[str, SlurmNode] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split("|", 5)
+        if len(parts) != 6:
+            raise SlurmParseError(f"sinfo: line {number}: {len(parts)} fields, expected 6 ({SINFO_FORMAT})")
+        name, complete, cpus, cpu_states, partition, reason = parts
+        words = complete.strip().lower().split("+")
+        base = words[0].rstrip("*~#!%$@^-")
+        if base not in BASE_STATES:
+            raise SlurmParseError(f"sinfo: line {number}: node {name!r}: unknown state {complete!r}")
+        try:
+            allocated, _idle, _other, total = (int(x) for x in cpu_states.split("/"))
+            node = SlurmNode(
+                name=name.strip(),
+                state=base,
+                flags=frozenset(words[1:]),
+                cpus=int(cpus),
+                cpus_allocated=allocated,
+                partitions=(partition.strip().rstrip("*"),),
+                reason=reason.strip(),
+            )
+            if total != node.cpus:
+                raise ValueError(f"CPUs {cpus} but {total} in {cpu_states!r}")
+        except ValueError as err:
+            raise SlurmParseError(f"sinfo: line {number}: node {name!r}: {err}") from None
+        if not node.name:
+            raise SlurmParseError(f"sinfo: line {number}: no node name")
+        before = found.get(node.name)
+        if before is not None:
+            node = SlurmNode(
+                node.name,
+                node.state,
+                node.flags,
+                node.cpus,
+                node.cpus_allocated,
+                before.partitions + node.partitions,
+                node.reason,
+            )
+        found[node.name] = node
+    return list(found.values())
+
+
+def by_name(nodes: Sequence[SlurmNode]) -> Mapping[str, SlurmNode]:
+    return {n.name: n for n in nodes}
+
+
+__all__: Sequence[str] = (
+    "SINFO_ARGV",
+    "SQUEUE_ARGV",
+    "SlurmJob",
+    "SlurmNode",
+    "SlurmParseError",
+    "by_name",
+    "compress",
+    "expand",
+    "not_demand_reason",
+    "parse_sinfo",
+    "parse_squeue",
+    "parse_time_limit",
+)

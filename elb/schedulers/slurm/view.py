@@ -1,0 +1,97 @@
+"""Slurm's jobs and nodes as elb's scheduler-neutral snapshot (``elb.core.model``), for the policy.
+
+The policy reads hosts with slots and jobs with states; for Slurm a host is a node that is up
+(not powered down nor powering down or up), with one queue instance per partition whose slots
+are the node's CPUs; a job holding nodes runs on each of them; a pending job that is demand
+(``SlurmJob.demand``) waits (``qw``), any other pending job is held (``hqw``). Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from elb.core.model import Host, Job, QueueInstance, Snapshot
+from elb.schedulers.slurm.parse import SlurmJob, SlurmNode
+
+_ARRAY = re.compile(r"^(\d+)(?:_(.*))?$")
+_RANGE = re.compile(r"^(\d+)(?:-(\d+))?(?::(\d+))?$")
+MAX_TASKS = 1_000_000  # an array counts at most this many pending tasks (the policy caps far below)
+
+
+def node_up(node: SlurmNode) -> bool:
+    """Powered up, answering and usable in Slurm's eyes."""
+    if node.powered_down or node.powering_up or node.powering_down:
+        return False
+    return node.state not in ("down", "unknown", "future") and "not_responding" not in node.flags
+
+
+def host_of(node: SlurmNode) -> Host:
+    states = ""
+    if node.drain:
+        states += "d"
+    if not node_up(node):
+        states += "u"
+    queues = tuple(
+        QueueInstance(p, node.name, node.cpus if i == 0 else 0, node.cpus_allocated if i == 0 else 0, 0, states)
+        for i, p in enumerate(node.partitions or ("",))
+    )
+    return Host(node.name, queues, num_proc=node.cpus)
+
+
+def array_tasks(job_id: str) -> int:
+    """Tasks an squeue entry stands for: ``8_[6-100%5]`` (pending tasks of an array) or 1."""
+    m = _ARRAY.match(job_id)
+    if m is None or not m.group(2) or not m.group(2).startswith("["):
+        return 1
+    body = m.group(2).strip("[]").split("%", 1)[0]
+    total = 0
+    for part in body.split(","):
+        r = _RANGE.match(part)
+        if r is None:
+            return 1
+        lo = int(r.group(1))
+        hi = int(r.group(2)) if r.group(2) else lo
+        step = int(r.group(3)) if r.group(3) else 1
+        total += max(0, (hi - lo) // max(step, 1) + 1)
+        if total >= MAX_TASKS:
+            return MAX_TASKS
+    return max(total, 1)
+
+
+def jobs_of(job: SlurmJob) -> list[Job]:
+    m = _ARRAY.match(job.job_id)
+    number = int(m.group(1)) if m else 0
+    per_node = max(1, job.cpus // max(job.nodes, 1))
+    common = {
+        "job_id": number,
+        "name": job.name,
+        "owner": job.user,
+        "submitted": job.submitted,
+        "hard_runtime": job.time_limit,
+    }
+    if job.pending:
+        return [
+            Job(
+                **common,  # type: ignore[arg-type]
+                state="qw" if job.demand else "hqw",
+                slots=job.cpus,
+                tasks=array_tasks(job.job_id),
+            )
+        ]
+    return [
+        Job(**common, state="r", slots=per_node, started=job.started, queue=f"{job.partition}@{n}")  # type: ignore[arg-type]
+        for n in job.nodelist
+    ]
+
+
+def snapshot(jobs: Sequence[SlurmJob], nodes: Sequence[SlurmNode], now: float) -> Snapshot:
+    """The neutral snapshot of one read of Slurm."""
+    return Snapshot(
+        now=now,
+        jobs=tuple(j for job in jobs for j in jobs_of(job)),
+        hosts=tuple(host_of(n) for n in nodes if node_up(n)),
+    )
+
+
+__all__: Sequence[str] = ("array_tasks", "host_of", "node_up", "snapshot")

@@ -1,0 +1,623 @@
+"""The node operations a pass's plan hands the executor, one order of steps for each, for every
+scheduler (``elb.core.scheduler.Scheduler``) and cloud (``elb.core.interfaces.Cloud``):
+
+- **add**: launch -> running -> the scheduler's preparation (Slurm: the node's address) ->
+  provisioning (the scheduler's add play) -> the scheduler has it up -> ready;
+- **remove** (the safe drain): draining -> disabled in the scheduler -> a fresh read: anything
+  there keeps it (enabled again, ready) -> the remove play -> deregistered -> out of the
+  scheduler's service (Slurm: powered down) -> the scheduler no longer lists it -> terminated;
+- the warm pool: **stop** (the safe drain, then the instance stopped), **restart** (started, the
+  add play when its address moved, back in the scheduler's service, ready) and **retire** (a
+  pooled node deregistered and terminated);
+- **repairs** (``elb.core.reconcile``), **retire on a notice** (disabled, its removal ordered with the
+  notice as cause, its jobs requeued on a spot interruption), **give back** nodes the scheduler
+  asked for, **bind** a job to on-demand nodes.
+
+Every step is written to the journal before it starts. A node operation, once begun, is
+finished before elb stops (the caller checks for shutdown only between operations). Nothing
+here decides what to do: the verdicts it needs after a fresh read are the planner's
+(``drain_verdict``, ``cleanup_verdict``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from elb.core.askplan import Decline, release_retry_at
+from elb.core.groups import NodeGroups
+from elb.core.interfaces import Cloud, CloudError, HostResult, Instance, NodeSpec, Outcome, Provisioner
+from elb.core.interruptions import Move, job_number
+from elb.core.model import Node, NodeState
+from elb.core.noticeplan import Retire
+from elb.core.planner import Cleanup, Drain, cleanup_verdict, drain_verdict
+from elb.core.reconcile import Repair, RepairKind
+from elb.core.scheduler import Scheduler, SchedulerError
+from elb.core.timeline import Step
+from elb.service.journal import Journal
+
+log = logging.getLogger("elb.service.actuator")
+
+# The tag EC2 puts on an instance launched from a launch template: the version it was launched with.
+TEMPLATE_VERSION_TAG = "aws:ec2launchtemplate:version"
+
+
+@dataclass
+class Outcomes:
+    """What one pass's actions achieved, for logs and stats."""
+
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # removals refused: a job landed while draining
+    failed: dict[str, str] = field(default_factory=dict)
+    repaired: list[str] = field(default_factory=list)  # "node: what was repaired"
+    postponed: list[str] = field(default_factory=list)  # not started: elb was stopping
+    stopped: list[str] = field(default_factory=list)  # stopped into the warm pool
+    restarted: list[str] = field(default_factory=list)  # started again from the warm pool, ready
+    given_back: list[str] = field(default_factory=list)  # nodes the scheduler asked for, given back
+    requeued: list[str] = field(default_factory=list)  # jobs sent back to wait by a spot interruption
+    moved: list[int] = field(default_factory=list)  # jobs bound to on-demand nodes
+
+    def absorb(self, other: Outcomes) -> None:
+        """Add what ``other`` achieved to this."""
+        self.added += other.added
+        self.removed += other.removed
+        self.kept += other.kept
+        self.failed.update(other.failed)
+        self.repaired += other.repaired
+        self.postponed += other.postponed
+        self.stopped += other.stopped
+        self.restarted += other.restarted
+        self.given_back += other.given_back
+        self.requeued += other.requeued
+        self.moved += other.moved
+
+
+def node_spec(node: Node) -> NodeSpec | None:
+    """What the provisioner needs of a journalled node; None without an address."""
+    if node.private_ip is None:
+        return None
+    return NodeSpec(node.name, node.private_ip, node.slots, group=node.group)
+
+
+def _master_side(node: Node | None, name: str) -> NodeSpec:
+    """The node for a play that only edits the master (its address, if known, for the hosts line)."""
+    spec = node_spec(node) if node is not None else None
+    return spec or NodeSpec(name, "0.0.0.0")  # noqa: S104 (never connected to: master-side only)
+
+
+def _describe(result: HostResult | None) -> str:
+    if result is None:
+        return "no result from provisioning"
+    if result.outcome is Outcome.FAILED:
+        where = f" at task {result.task!r}" if result.task else ""
+        return f"provisioning failed{where}: {result.message or 'no message'}"
+    if result.outcome is Outcome.UNREACHABLE:
+        return f"unreachable: {result.message or 'no message'}"
+    return result.outcome.value
+
+
+class _StepFailed(Exception):
+    """A step of an operation failed; the message says why."""
+
+
+class Actuator:
+    """Carries out node operations on the journal, the scheduler, the cloud and the provisioner."""
+
+    def __init__(
+        self,
+        journal: Journal,
+        scheduler: Scheduler,
+        cloud: Cloud,
+        provisioner: Provisioner,
+        clock: Callable[[], float],
+        *,
+        stopping: threading.Event | None = None,
+        groups: NodeGroups | None = None,
+    ) -> None:
+        self.journal = journal
+        self.scheduler = scheduler
+        self.cloud = cloud
+        self.provisioner = provisioner
+        self.clock = clock
+        self.stopping = stopping or threading.Event()
+        self.groups = groups
+
+    def _workers(self, exclude: Sequence[str] = ()) -> list[NodeSpec]:
+        """The ready nodes (but ``exclude``), for the hosts lines a play updates on them."""
+        out = []
+        for n in self.journal.nodes():
+            spec = node_spec(n)
+            if n.state is NodeState.READY and n.name not in exclude and spec is not None:
+                out.append(spec)
+        return out
+
+    def _add_play(self, specs: Sequence[NodeSpec]) -> dict[str, HostResult]:
+        return self.provisioner.add_nodes(
+            self.scheduler.add_playbook,
+            specs,
+            self._workers([s.name for s in specs]),
+            on_reached=lambda name: self.journal.reach(name, Step.REACHABLE, self.clock()),
+        )
+
+    def _remove_play(self, spec: NodeSpec) -> HostResult | None:
+        results = self.provisioner.remove_nodes(self.scheduler.remove_playbook, [spec], self._workers([spec.name]))
+        return results.get(spec.name)
+
+    # -- grow ----------------------------------------------------------------------------
+    def request(self, names: Sequence[str], reason: str, groups: Mapping[str, str] | None = None) -> None:
+        """Journal the new nodes as requested (they count as booting from now on), each with
+        its node group when ``groups`` names one."""
+        for name in names:
+            group = None if groups is None else groups.get(name)
+            self.journal.record(
+                name, NodeState.REQUESTED, self.clock(), detail=reason, group=group, step=Step.REQUESTED
+            )
+
+    def launch(self, names: Sequence[str], out: Outcomes) -> None:
+        """Launch requested nodes (each journalled ``launching`` first), then bring them up in one
+        play; the ones the cloud could not start are failed with why."""
+        groups: dict[str, str] = {}
+        for name in names:
+            node = self.journal.record(name, NodeState.LAUNCHING, self.clock())
+            if node.group is not None:
+                groups[name] = node.group
+        try:
+            result = self.cloud.launch(list(names), groups or None)
+        except CloudError as err:
+            # The cloud adapter starts nothing it cannot report; reconcile catches the rest by tags.
+            for name in names:
+                self.journal.record(name, NodeState.FAILED, self.clock(), detail=f"launch failed: {err}")
+                out.failed[name] = f"launch failed: {err}"
+            return
+        finally:
+            self.journal.note_change(self.clock())
+        for name, why in result.failed.items():
+            self.journal.record(name, NodeState.FAILED, self.clock(), detail=f"launch failed: {why}")
+            out.failed[name] = f"launch failed: {why}"
+        self.provision([self._record_running(inst.name, inst) for inst in result.launched], out)
+
+    def _record_running(self, name: str, inst: Instance, detail: str | None = None) -> Node:
+        """Node ``name`` runs on ``inst``: record it with what the cloud says of the instance (and,
+        with an address, its ``running`` boot step)."""
+        return self.journal.record(
+            name,
+            NodeState.RUNNING,
+            self.clock(),
+            detail=detail,
+            instance_id=inst.instance_id,
+            private_ip=inst.private_ip,
+            slots=inst.slots,
+            instance_type=inst.instance_type,
+            launched_at=inst.launched_at,
+            step=Step.RUNNING if inst.private_ip is not None else None,
+            template_version=inst.tags.get(TEMPLATE_VERSION_TAG),
+        )
+
+    def provision(self, nodes: Sequence[Node], out: Outcomes) -> None:
+        """Bring running nodes up: the scheduler's preparation, the add play, the scheduler has
+        them up; a node that fails any step is cleaned out of the cluster and terminated."""
+        specs: list[NodeSpec] = []
+        for n in nodes:
+            spec = node_spec(n)
+            if spec is None:
+                self._fail_and_terminate(n, "no private address", out)
+                continue
+            try:
+                self.scheduler.prepare(spec)
+            except SchedulerError as err:
+                self._fail_and_terminate(n, f"{self.scheduler.name}: {err}", out)
+                continue
+            specs.append(spec)
+        if not specs:
+            return
+        for s in specs:
+            self.journal.record(s.name, NodeState.PROVISIONING, self.clock(), step=Step.PROVISIONING)
+        results = self._add_play(specs)
+        played: list[NodeSpec] = []
+        for s in specs:
+            res = results.get(s.name, HostResult(s.name, Outcome.FAILED, message="no result from provisioning"))
+            if res.ok:
+                self.journal.reach(s.name, Step.PROVISIONED, self.clock())
+                played.append(s)
+            else:
+                self._fail_and_terminate(self._node(s.name), _describe(res), out)
+        if not played:
+            return
+        unheard = self.scheduler.await_registered([s.name for s in played], self.stopping)
+        if unheard is None:
+            return  # elb stops: the next start provisions them again where the journal left them
+        for s in played:
+            if s.name in unheard:
+                self._fail_and_terminate(self._node(s.name), unheard[s.name], out)
+                continue
+            self.journal.record(s.name, NodeState.READY, self.clock())
+            out.added.append(s.name)
+            log.info("%s: ready (%s)", s.name, s.private_ip)
+
+    def _node(self, name: str) -> Node:
+        node = self.journal.node(name)
+        assert node is not None, name
+        return node
+
+    def _fail_and_terminate(self, node: Node, why: str, out: Outcomes) -> None:
+        """Take a node that never became ready back out of the scheduler, hosts and exports, then
+        terminate it."""
+        log.error("%s: %s; removing it", node.name, why)
+        self.journal.record(node.name, NodeState.DRAINING, self.clock(), detail=f"cleanup: {why}")
+        spec = node_spec(node)
+        if spec is not None:
+            res = self._remove_play(spec)
+            if res is None or not res.ok:
+                detail = _describe(res)
+                if not self._cleanup_anyway(node, detail, out):
+                    out.failed[node.name] = f"{why}; cleanup failed: {detail}"
+                return
+            self._out_of_service(node.name, why)
+        self.journal.record(node.name, NodeState.DEREGISTERED, self.clock(), detail=why)
+        self._terminate(node, why, out)
+
+    def _out_of_service(self, name: str, why: str) -> None:
+        """What the scheduler needs once the node no longer serves (Slurm: power it down); a
+        failure is said and left to the scheduler's own time-outs."""
+        try:
+            self.scheduler.out_of_service(name, why)
+        except SchedulerError as err:
+            log.error("%s: %s could not be told it is out of service: %s", name, self.scheduler.name, err)
+
+    def _cleanup_anyway(self, node: Node, failure: str, out: Outcomes) -> bool:
+        """The deregistration play of ``node`` failed: terminate it if nothing can be left to
+        deregister (see ``planner.cleanup_verdict``), else keep it draining. True if terminated."""
+        try:
+            listed: bool | None = self.scheduler.listed(node.name)
+        except Exception as err:  # an unreadable scheduler: the node may be listed, so it is kept
+            log.error("%s: cannot read %s after a failed deregistration: %s", node.name, self.scheduler.name, err)
+            listed = None
+        verdict, why = cleanup_verdict(node, listed, failure, self.scheduler.name)
+        if verdict is Cleanup.TERMINATE:
+            # The instance goes now; the record stays draining, so that reconcile runs the
+            # (master-side) deregistration again each pass until the hosts line and exports are gone.
+            log.error("%s: %s", node.name, why)
+            self.journal.record(node.name, NodeState.DRAINING, self.clock(), detail=why)
+            out.failed[node.name] = why
+            if node.instance_id is not None:
+                try:
+                    self.cloud.terminate([node.instance_id])
+                except CloudError as err:
+                    log.error("%s: terminate %s failed: %s", node.name, node.instance_id, err)
+            return True
+        log.error("ALARM: %s: %s", node.name, why)
+        self.journal.record(node.name, NodeState.DRAINING, self.clock(), detail=why)
+        out.failed[node.name] = why
+        return False
+
+    def _terminate(self, node: Node, why: str, out: Outcomes, *, failed: bool = True) -> bool:
+        final = NodeState.FAILED if failed else NodeState.TERMINATED
+        self.journal.record(node.name, final, self.clock(), detail=why)
+        if node.instance_id is None:
+            return True
+        try:
+            self.cloud.terminate([node.instance_id])
+        except CloudError as err:
+            # Journal says gone; reconcile terminates tagged instances whose record is gone.
+            log.error("%s: terminate %s failed: %s", node.name, node.instance_id, err)
+            out.failed[node.name] = f"terminate failed: {err}"
+            return False
+        if failed:
+            out.failed[node.name] = why
+        return True
+
+    # -- shrink --------------------------------------------------------------------------
+    def remove(self, name: str, reason: str, out: Outcomes) -> None:
+        """The safe drain: disable, read again, nothing there -> deregister -> out of the
+        scheduler's service, no longer listed -> terminate."""
+        node = self.journal.node(name)
+        if node is None or node.state is not NodeState.READY:
+            log.warning("%s: not removed: not a ready node elb manages", name)
+            return
+        self.journal.record(name, NodeState.DRAINING, self.clock(), detail=reason)
+        if self._drained(name, reason, "kept: {} while draining", out):
+            self.finish_drain(self.journal.node(name) or node, reason, out)
+        else:
+            out.kept.append(name)
+
+    def _drained(self, name: str, reason: str, kept_why: str, out: Outcomes) -> bool:
+        """Disable the node in the scheduler, then read it again: True if nothing is there.
+
+        Anything there (a job running, transferring or just dispatched, or a slot reserved for
+        a waiting job) re-enables the node and records it ready again with ``kept_why``; so does
+        a scheduler that cannot be told or read (said in ``out``).
+        """
+        try:
+            self.scheduler.disable_host(name, reason)
+            check = self.scheduler.drain_check(name)
+        except SchedulerError as err:
+            self._enable(name)
+            why = f"drain failed: {err}"
+            log.error("%s: %s", name, why)
+            self.journal.record(name, NodeState.READY, self.clock(), detail=kept_why.format(why))
+            out.failed[name] = why
+            return False
+        verdict = drain_verdict(check.jobs, check.reserved)
+        if verdict.verdict is Drain.GO:
+            return True
+        self._enable(name)
+        self.journal.record(name, NodeState.READY, self.clock(), detail=kept_why.format(verdict.reason))
+        return False
+
+    def _enable(self, name: str) -> None:
+        try:
+            self.scheduler.enable_host(name)
+        except SchedulerError as err:
+            log.error("%s: cannot enable it again in %s: %s", name, self.scheduler.name, err)
+
+    def finish_drain(self, node: Node, reason: str, out: Outcomes) -> None:
+        """Deregister a disabled, jobless node and terminate it once the scheduler no longer
+        lists it."""
+        name = node.name
+        res = self._remove_play(_master_side(node, name))
+        if res is not None and res.outcome is Outcome.BUSY:
+            self._enable(name)
+            self.journal.record(name, NodeState.READY, self.clock(), detail="kept: busy at deregistration")
+            out.kept.append(name)
+            return
+        if res is None or not res.ok:
+            self._cleanup_anyway(node, _describe(res), out)
+            return
+        self.journal.record(name, NodeState.DEREGISTERED, self.clock(), detail=reason)
+        self._out_of_service(name, reason)
+        try:
+            listed = self.scheduler.listed(name)
+        except SchedulerError as err:
+            msg = f"{self.scheduler.name} cannot be read after deregistration ({err}); not terminating"
+            out.failed[name] = msg
+            return
+        if listed:
+            msg = f"{self.scheduler.name} still lists the host after deregistration; not terminating"
+            self.journal.record(name, NodeState.DEREGISTERED, self.clock(), detail=msg)
+            out.failed[name] = msg
+            return
+        if self._terminate(node, reason, out, failed=False):
+            out.removed.append(name)
+        self.journal.note_removal(self.clock())
+
+    # -- warm pool -----------------------------------------------------------------------
+    def stop(self, name: str, reason: str, out: Outcomes) -> None:
+        """The safe drain, then stop the instance, out of the scheduler's service. With Grid
+        Engine its queue instances stay disabled and it stays an exec host, its hosts lines and
+        exports kept. A stop that fails removes the node for good (deregistered, terminated)."""
+        node = self.journal.node(name)
+        if node is None or node.state is not NodeState.READY:
+            log.warning("%s: not stopped: not a ready node elb manages", name)
+            return
+        self.journal.record(name, NodeState.DRAINING, self.clock(), detail=reason)
+        if not self._drained(name, reason, "kept: {} while draining", out):
+            out.kept.append(name)
+            return
+        node = self.journal.record(name, NodeState.STOPPING, self.clock(), detail=reason)
+        try:
+            if node.instance_id is None:
+                raise CloudError("no instance id in the journal")
+            self.cloud.stop([node.instance_id])
+        except CloudError as err:
+            why = f"stop failed ({err}); removed instead"
+            log.error("%s: %s", name, why)
+            out.failed[name] = why
+            self.finish_drain(self.journal.record(name, NodeState.DRAINING, self.clock(), detail=why), why, out)
+            return
+        self._out_of_service(name, reason)
+        self.journal.record(name, NodeState.STOPPED, self.clock(), detail=reason)
+        self.journal.note_removal(self.clock())
+        out.stopped.append(name)
+
+    def begin_restart(self, name: str, reason: str) -> bool:
+        """Journal a pooled node as starting (it counts as booting from now on); False if it is
+        not a stopped node elb manages."""
+        node = self.journal.node(name)
+        if node is None or node.state is not NodeState.STOPPED:
+            log.warning("%s: not restarted: not a stopped node of the warm pool", name)
+            return False
+        # Billed again from now; ready again once started (its idle time counts from then).
+        self.journal.record(name, NodeState.STARTING, self.clock(), detail=reason, launched_at=self.clock())
+        self.journal.note_change(self.clock())
+        return True
+
+    def restart(self, name: str, out: Outcomes) -> None:
+        """Start a node ``begin_restart`` journalled as starting, without provisioning it again:
+        the scheduler's preparation, and the add playbook when its address changed or the
+        cloud's instances do not start their services by themselves (``restart_runs_services``;
+        idempotent: it rewrites the hosts lines and brings back what the stop lost); then back in
+        the scheduler's service, and up there. A restart that fails removes the node for good."""
+        node = self.journal.node(name)
+        if node is None or node.state is not NodeState.STARTING or node.instance_id is None:
+            log.warning("%s: not restarted: not a starting node of the warm pool", name)
+            return
+        try:
+            if not self._bring_back(node, node.instance_id):
+                return  # elb stops: the next start finds it starting and removes it
+        except _StepFailed as err:
+            self._restart_failed(self.journal.node(name) or node, str(err), out)
+            return
+        self.journal.record(name, NodeState.READY, self.clock(), detail="restarted from the warm pool")
+        out.restarted.append(name)
+
+    def _bring_back(self, node: Node, instance_id: str) -> bool:
+        """``restart``'s steps; ``_StepFailed`` with why at the first that fails; False when elb
+        stops before the scheduler has the node up."""
+        name = node.name
+        try:
+            result = self.cloud.start([instance_id])
+        except CloudError as err:
+            raise _StepFailed(f"start failed: {err}") from err
+        inst = next((i for i in result.launched if i.instance_id == instance_id), None)
+        if inst is None or inst.private_ip is None:
+            raise _StepFailed(f"start failed: {result.failed.get(name, 'not running')}")
+        moved = inst.private_ip != node.private_ip
+        node = self.journal.record(
+            name, NodeState.STARTING, self.clock(), detail="instance running", private_ip=inst.private_ip
+        )
+        spec = node_spec(node)
+        assert spec is not None
+        try:
+            self.scheduler.prepare(spec)
+            if moved or not getattr(self.cloud, "restart_runs_services", True):
+                res = self._add_play([spec]).get(name)
+                if res is None or not res.ok:
+                    raise _StepFailed(_describe(res))
+            self.scheduler.resumed(name)
+        except SchedulerError as err:
+            raise _StepFailed(f"{self.scheduler.name}: {err}") from err
+        unheard = self.scheduler.await_registered([name], self.stopping)
+        if unheard is not None and name in unheard:
+            raise _StepFailed(unheard[name])
+        return unheard is not None
+
+    def _restart_failed(self, node: Node, why: str, out: Outcomes) -> None:
+        why = f"restart failed ({why}); removed"
+        log.error("%s: %s", node.name, why)
+        out.failed[node.name] = why
+        self.finish_drain(self.journal.record(node.name, NodeState.DRAINING, self.clock(), detail=why), why, out)
+
+    def retire(self, name: str, reason: str, out: Outcomes) -> None:
+        """Remove a pooled node for good: deregister it (from the master's side: it is stopped)
+        and terminate it once the scheduler no longer lists it."""
+        node = self.journal.node(name)
+        if node is None or node.state is not NodeState.STOPPED:
+            log.warning("%s: not terminated: not a stopped node of the warm pool", name)
+            return
+        self.finish_drain(self.journal.record(name, NodeState.DRAINING, self.clock(), detail=reason), reason, out)
+
+    # -- the cloud's notices, the scheduler's asks -----------------------------------------
+    def retire_doomed(self, r: Retire, out: Outcomes) -> None:
+        """A node the cloud is taking back (or put at risk): its removal ordered with the notice
+        as cause (journalled first: a later pass never orders it twice), disabled so no new job
+        lands on it, and on a spot interruption its rerunnable jobs requeued at once, those
+        sent back once too often bound to on-demand nodes (``r.moves``, planned)."""
+        if r.order:
+            log.warning("%s: EC2 notice: %s: disabling it and ordering its removal", r.node, r.reason)
+            self.journal.set_order("remove", r.node, on=True, cause=(r.kind.value, r.reason))
+        try:
+            self.scheduler.disable_host(r.node, f"EC2 {r.kind.value} notice")
+        except SchedulerError as err:  # the order stands; the drain disables it again
+            log.error("%s: could not disable it in %s: %s", r.node, self.scheduler.name, err)
+        if not r.requeue:
+            return
+        pushed = self._requeue(r.node, out)
+        for move in r.moves:
+            if move.job in pushed:
+                self.bind(move, out)
+
+    def _requeue(self, name: str, out: Outcomes) -> set[int]:
+        """Requeue the node's rerunnable jobs, each interruption counted; the jobs sent back."""
+        try:
+            done = self.scheduler.requeue(name)
+        except SchedulerError as err:  # the node goes anyway: said, and the pass goes on
+            log.error("%s: could not requeue its jobs: %s", name, err)
+            out.failed[name] = f"requeue failed: {err}"
+            return set()
+        jobs = [job_number(p) for p in done.pushed]
+        if done.pushed:
+            log.warning("%s: requeued job %s: they start again on another node", name, ", ".join(done.pushed))
+            self.journal.count_interruptions(jobs, self.clock())
+            out.requeued += list(done.pushed)
+        if done.not_restartable:
+            ids = ", ".join(str(j) for j in done.not_restartable)
+            log.error("ALARM: %s: job %s not rerunnable: lost with the node unless it ends in time", name, ids)
+        return set(jobs)
+
+    def give_back(self, d: Decline, out: Outcomes) -> None:
+        """Give a node the scheduler asked for back to it (its jobs wait again); the ask is
+        answered once that went through, else tried again later (``askplan.release_retry_at``)."""
+        log.warning("%s: given back to %s: %s", d.node, self.scheduler.name, d.reason)
+        try:
+            self.scheduler.release([d.node], d.reason)
+        except SchedulerError as err:
+            attempts = 1 + next((a.attempts for a in self.journal.asks() if a.node == d.node), 0)
+            retry = release_retry_at(attempts, self.clock())
+            log.error("%s: cannot give it back (%s); tried again in %.0f s", d.node, err, retry - self.clock())
+            self.journal.ask_failed(d.node, d.since, retry)
+            out.failed[d.node] = f"give back failed: {err}"
+            return
+        self.journal.answer_ask(d.node, d.since, f"given back: {d.reason}", self.clock())
+        out.given_back.append(d.node)
+
+    def bind(self, move: Move, out: Outcomes) -> None:
+        """Bind a job spot interruptions keep sending back to on-demand nodes, once: a binding
+        that fails is said (ALARM) and not tried again."""
+        assert self.groups is not None
+        try:
+            self.scheduler.bind_on_demand(move.job, move.requests, self.groups)
+        except SchedulerError as err:
+            log.error("ALARM: job %d: %s; cannot bind it to on-demand nodes: %s", move.job, move.reason, err)
+        else:
+            log.warning("job %d: %s", move.job, move.reason)
+            out.moved.append(move.job)
+        self.journal.mark_moved(move.job)
+
+    # -- reconcile -----------------------------------------------------------------------
+    def repair(self, r: Repair, out: Outcomes) -> None:
+        """Carry out one repair planned by ``elb.core.reconcile.repairs_of``."""
+        log.warning("reconcile %s: %s: %s", r.node, r.kind.value, r.reason)
+        out.repaired.append(f"{r.node}: {r.kind.value} ({r.reason})")
+        j = self.journal
+        inst = r.instance
+        node = j.node(r.node)
+        if r.kind in (RepairKind.PROVISION, RepairKind.ADOPT):
+            assert inst is not None
+            self.provision([self._record_running(r.node, inst, r.reason)], out)
+        elif r.kind is RepairKind.ABANDON:
+            assert node is not None
+            self._fail_and_terminate(node, r.reason, out)
+        elif r.kind is RepairKind.FORGET:
+            j.record(r.node, NodeState.FAILED, self.clock(), detail=r.reason)
+        elif r.kind in (RepairKind.VANISHED, RepairKind.DEREGISTER_STALE):
+            self._deregister_only(node, r, out)
+        elif r.kind in (RepairKind.ORPHAN, RepairKind.TERMINATE_GONE):
+            assert inst is not None
+            try:
+                self.cloud.terminate([inst.instance_id])
+            except CloudError as err:
+                out.failed[r.node] = f"terminate {inst.instance_id} failed: {err}"
+        elif r.kind is RepairKind.FINISH_DRAIN:
+            assert node is not None
+            self._finish_interrupted_drain(node, r.reason, out)
+        elif r.kind is RepairKind.UNREACHABLE:
+            assert node is not None
+            # The safe drain, from the master's side only: a node out of reach is never logged into.
+            node = j.record(r.node, NodeState.DRAINING, self.clock(), detail=r.reason)
+            self._finish_interrupted_drain(node, r.reason, out)
+
+    def _deregister_only(self, node: Node | None, r: Repair, out: Outcomes) -> None:
+        """Take a node whose instance is gone out of the scheduler, hosts and exports (master side only)."""
+        name = r.node
+        res = self._remove_play(_master_side(node, name))
+        if res is None or not res.ok:
+            out.failed[name] = f"deregistration failed: {_describe(res)}"
+            return
+        self._out_of_service(name, r.reason)
+        if node is not None and node.state not in (NodeState.TERMINATED, NodeState.FAILED):
+            self.journal.record(name, NodeState.FAILED, self.clock(), detail=r.reason)
+
+    def _finish_interrupted_drain(self, node: Node, reason: str, out: Outcomes) -> None:
+        name = node.name
+        if not self.scheduler.listed(name):
+            if node.state is NodeState.DRAINING:
+                # The deregistration play may have stopped after the scheduler and before the
+                # hostgroup, /etc/hosts and the exports: run it again (it is idempotent), then terminate.
+                self.finish_drain(node, reason, out)
+                return
+            # Deregistered: the deregistration went through before elb stopped.
+            if node.state is not NodeState.DEREGISTERED:
+                self.journal.record(name, NodeState.DEREGISTERED, self.clock(), detail="already out of the scheduler")
+            if self._terminate(node, reason, out, failed=False):
+                out.removed.append(name)
+            return
+        if self._drained(name, reason, "drain abandoned: {}", out):
+            self.finish_drain(node, reason, out)
+        else:
+            out.kept.append(name)
+
+
+__all__: Sequence[str] = ("TEMPLATE_VERSION_TAG", "Actuator", "Outcomes", "node_spec")

@@ -1,1 +1,0 @@
-"""Slurm as a scheduler: the programs its power saving calls, and what elb reads of it."""

@@ -1,1 +1,0 @@
-"""elb test cluster."""

@@ -1,0 +1,180 @@
+"""``python -m elbdev demo --scheduler slurm``: the demo's story behind Slurm's power saving.
+
+The test cluster's master also runs Debian's slurmctld (configless, a ``cloud`` partition whose
+ResumeProgram and SuspendProgram are elb's); ``elb run`` with ``scheduler: slurm`` launches and
+provisions the nodes Slurm asks for (slurmd in podman nodes) and removes them by its cost rule
+once idle. A burst of ``sbatch`` jobs as the cluster user; each few seconds a line says what
+Slurm shows (jobs waiting and running, nodes by state) and what elb did.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from elb.core.model import NodeState
+from elb.service.journal import Journal
+from elbdev.demo_steps import launch_line, say, start_elb
+
+if TYPE_CHECKING:
+    from elbdev.testcluster.cluster import TestCluster
+
+JOB = """#!/bin/sh
+start=$(date +%s)
+sleep "$ELB_DEMO_SECONDS"
+echo "$ELB_DEMO_SUBMITTED $start $(date +%s) $(hostname)" > "$HOME/elb-demo-slurm/$SLURM_JOB_ID.done"
+"""
+
+
+def demo_config(state: Path, ssh_key: Path, cluster_name: str, max_nodes: int) -> dict[str, object]:
+    from elbdev.testcluster import slurm  # noqa: PLC0415
+
+    return {
+        "scheduler": "slurm",
+        "poll_interval": 5,
+        "state_dir": str(state),
+        "cluster": {"name": cluster_name, "master": "master"},
+        # Slurm decides which nodes a job needs; elb removes a node idle half a boot time (30 s).
+        "policy": {"max_nodes": max_nodes, "billing": "second", "boot_time": 60, "slots_per_node": slurm.NODE_CPUS},
+        "slurm": {"conf": str(slurm.CONF), "requests": str(slurm.REQUEST_DIR)},
+        "cloud": {"provider": "local"},
+        "provision": {"private_data_dir": str(state / "ansible"), "ssh_private_key": str(ssh_key), "timeout": 300},
+    }
+
+
+def _slurm(argv: list[str]) -> str | None:
+    """What a Slurm command printed; None when it failed or hung (a busy controller)."""
+    from elbdev.testcluster import slurm  # noqa: PLC0415
+
+    env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", **slurm.env()}
+    try:
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30, check=False)
+    except subprocess.TimeoutExpired:
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def _line() -> str | None:
+    """The cluster in one line; None when Slurm did not answer (nothing to print then)."""
+    queue = _slurm(["squeue", "--noheader", "--format=%i %T"])
+    info = _slurm(["sinfo", "--noheader", "--Node", "--Format=StateComplete:0"])
+    if queue is None or info is None:
+        return None
+    jobs = [ln.split() for ln in queue.splitlines() if ln.strip()]
+    waiting = sum(1 for j in jobs if j[1:] == ["PENDING"])
+    running = sum(1 for j in jobs if j[1:] in (["RUNNING"], ["CONFIGURING"], ["COMPLETING"]))
+    states: dict[str, int] = {}
+    for ln in info.splitlines():
+        s = ln.strip()
+        if s and "powered_down" not in s:
+            key = "powering up" if "powering_up" in s else "powering down" if "powering_down" in s else s.split("+")[0]
+            states[key] = states.get(key, 0) + 1
+    nodes = ", ".join(f"{n} {k}" for k, n in sorted(states.items())) or "none"
+    return f"waiting {waiting:>3}  running {running:>3}  nodes up: {nodes}"
+
+
+def run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.Popen[bytes]], state: Path) -> int:
+    from elbdev.testcluster import constants as C  # noqa: PLC0415
+    from elbdev.testcluster import slurm  # noqa: PLC0415
+
+    say("setting up the test cluster and Slurm's controller (first run installs packages and builds an image)")
+    times = cluster.up(nodes=0)
+    slurm.up()
+    say("cluster up: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()) + "; slurmctld up (configless)")
+    config = demo_config(state, C.SSH_KEY, cluster.cluster_name, args.max_nodes)
+    proc, home = start_elb(cluster, state, config, "elb-demo-slurm", procs)
+    say(f"elb running behind Slurm's power saving (log: {state / 'elb.log'}); poll 5 s, max {args.max_nodes} nodes")
+    submitted: dict[str, float] = {}
+    for _ in range(args.jobs):
+        now = time.time()
+        out = cluster.master_run(
+            [
+                "env",
+                f"--chdir={home}",
+                f"SLURM_CONF={slurm.CONF}",
+                "sbatch",
+                "--parsable",
+                "-p",
+                slurm.PARTITION,
+                "-n",
+                "1",
+                "-o",
+                "/dev/null",
+                f"--export=ALL,ELB_DEMO_SUBMITTED={int(now)},ELB_DEMO_SECONDS={int(args.job_seconds)}",
+            ],
+            user=C.CLUSTER_USER,
+            input_text=JOB,  # sbatch reads the script from its standard input
+        )
+        submitted[out.stdout.strip().split(";")[0]] = now
+    say(f"submitted {len(submitted)} jobs of {args.job_seconds} s as {C.CLUSTER_USER} (sbatch -p {slurm.PARTITION})")
+    code = _watch(home, len(submitted), state / "journal.sqlite", timeout=args.timeout, proc=proc)
+    _summary(home, state / "journal.sqlite", len(submitted))
+    return code
+
+
+def _watch(home: Path, njobs: int, journal: Path, *, timeout: float, proc: subprocess.Popen[bytes]) -> int:
+    last = ""
+    deadline = time.monotonic() + timeout
+    seen_nodes = False
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            say(f"elb exited early with code {proc.returncode}; see its log")
+            return 1
+        line = _line()
+        if line is not None and line != last:
+            say(line)
+            last = line
+        done = len(list(home.glob("*.done")))
+        alive = _alive_nodes(journal)
+        seen_nodes |= alive > 0
+        if done >= njobs and seen_nodes and alive == 0:
+            say(f"all {njobs} jobs done and every node removed")
+            return 0
+        time.sleep(3)
+    say(f"gave up after {timeout:.0f} s")
+    return 1
+
+
+def _alive_nodes(path: Path) -> int:
+    if not path.exists():
+        return 0
+    j = Journal.read_only(path)
+    try:
+        return sum(1 for n in j.nodes() if n.state.alive)
+    finally:
+        j.close()
+
+
+def _summary(home: Path, journal_path: Path, njobs: int) -> None:
+    waits: list[int] = []
+    job_ends: list[int] = []
+    hosts: dict[str, int] = {}
+    for f in home.glob("*.done"):
+        parts = f.read_text().split()
+        if len(parts) == 4:
+            waits.append(int(parts[1]) - int(parts[0]))
+            job_ends.append(int(parts[2]))
+            hosts[parts[3]] = hosts.get(parts[3], 0) + 1
+    j = Journal.read_only(journal_path)
+    node_seconds = 0.0
+    now = time.time()
+    for n in j.nodes(include_gone=True):
+        ends = [e.time for e in j.events(n.name) if e.state in (NodeState.TERMINATED, NodeState.FAILED)]
+        node_seconds += (ends[-1] if ends else now) - n.launched_at
+    launches = launch_line(j, max(job_ends, default=None))
+    j.close()
+    print()
+    print("summary")
+    print(f"  jobs run:          {len(waits)} of {njobs} (their result files)")
+    print(f"  ran on:            {', '.join(f'{h} ({c})' for h, c in sorted(hosts.items())) or '-'}")
+    print(f"  node-minutes used: {node_seconds / 60:.1f}")
+    if waits:
+        print(f"  wait:              mean {statistics.fmean(waits):.0f} s, max {max(waits)} s")
+    print(launches)
+
+
+__all__ = ["demo_config", "run"]

@@ -1,0 +1,170 @@
+"""The packages' import rules (docs/architecture.md, each package's ``__init__``), read from the
+source with ``ast``: every import counts, at the top, inside a function or under
+``TYPE_CHECKING``.
+
+- ``elb.core`` imports no other package of elb;
+- ``elb.provision`` imports only ``elb.core``;
+- ``elb.schedulers`` and ``elb.clouds`` import neither ``elb.service`` nor ``elb.cli`` (nor each
+  other);
+- ``elb.service`` does not import ``elb.cli``;
+- nothing in ``elb`` imports ``elbdev`` (the development package, not in the wheel), not even by
+  name (``importlib``);
+- no two modules import each other, directly or through others (at run time: an import under
+  ``TYPE_CHECKING`` names a type for the checker only, and two modules may annotate with each
+  other's types).
+
+The standard library's ``ast`` rather than grimp: who imports whom among our own files is a
+walk over their imports, and the test then needs no extra package in either virtualenv.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from elb.cli.main import build_parser
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("elb", "elbdev")
+DEV_MODULE = re.compile(r"elbdev(\.\w+)*")
+# package -> the packages of elb (besides itself and the root ``elb``) it must not import
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "elb.core": ("elb.schedulers", "elb.clouds", "elb.provision", "elb.service", "elb.cli", "elb.simulate", "elbdev"),
+    "elb.provision": ("elb.schedulers", "elb.clouds", "elb.service", "elb.cli", "elb.simulate", "elbdev"),
+    "elb.schedulers": ("elb.clouds", "elb.service", "elb.cli", "elb.simulate", "elbdev"),
+    "elb.clouds": ("elb.schedulers", "elb.service", "elb.cli", "elb.simulate", "elbdev"),
+    "elb.service": ("elb.cli", "elb.simulate", "elbdev"),
+    "elb": ("elbdev",),
+}
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for top in PACKAGES:
+        for path in sorted((REPO / top).rglob("*.py")):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def imported(module: str, path: Path, known: dict[str, Path], typing: bool) -> Iterator[tuple[str, int]]:
+    """The modules of ``known`` that ``module`` imports, with the line of each import (``typing``:
+    those under ``TYPE_CHECKING`` too)."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for_checker = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for stmt in node.body
+        for inner in ast.walk(stmt)
+    }
+    for node in ast.walk(tree):
+        if not typing and id(node) in for_checker:
+            continue
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                yield (sub if sub in known else base), node.lineno
+
+
+def graph(typing: bool = True) -> dict[str, dict[str, int]]:
+    known = modules()
+    return {
+        m: {dep: line for dep, line in imported(m, p, known, typing) if dep in known and dep != m}
+        for m, p in known.items()
+    }
+
+
+def within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_the_packages_import_only_what_their_rules_allow() -> None:
+    broken = []
+    for module, deps in graph().items():
+        for package, forbidden in FORBIDDEN.items():
+            if not within(module, package):
+                continue
+            for dep, line in deps.items():
+                if any(within(dep, f) for f in forbidden):
+                    broken.append(f"{module}:{line} imports {dep} ({package} must not import it)")
+    assert broken == []
+
+
+def test_elb_names_no_module_of_elbdev_even_as_a_string() -> None:
+    named = [
+        f"{p.relative_to(REPO)}:{node.lineno}: {node.value}"
+        for p in sorted((REPO / "elb").rglob("*.py"))
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and DEV_MODULE.fullmatch(node.value)
+    ]
+    assert named == []
+
+
+def cycles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(graph(typing=False)) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]
+
+
+def test_nothing_but_the_entry_points_at_elbs_top_level() -> None:
+    top = sorted(p.name for p in (REPO / "elb").glob("*.py"))
+    assert top == ["__init__.py", "__main__.py"]
+
+
+@pytest.mark.parametrize("package", sorted(m for m, p in modules().items() if p.name == "__init__.py"))
+def test_every_package_says_what_it_holds_and_may_import(package: str) -> None:
+    doc = ast.get_docstring(ast.parse(modules()[package].read_text(encoding="utf-8")))
+    assert doc and "import" in doc.lower(), f"{package}: its docstring says what lives there and what it may import"
+
+
+def test_elbs_help_lists_the_admins_verbs_only() -> None:
+    shown = build_parser().format_help()
+    assert "testcluster" not in shown and "demo" not in shown
+    assert all(verb in shown for verb in ("run", "once", "status", "validate"))
