@@ -10,8 +10,8 @@ import math
 import sqlite3
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import asdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -43,157 +43,6 @@ def _add_config(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config", "-c", type=Path, default=None, help=f"config file (default {DEFAULT_CONFIG_PATH}; it must exist)"
     )
-
-
-def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "run",
-        help="run the balancer: a pass every poll_interval until SIGTERM",
-        description="The daemon: reads the scheduler and the cloud, plans and acts every poll_interval until SIGTERM "
-        "(under systemd: Type=notify with a watchdog). Needs a config file; exit 3 without a usable one.",
-    )
-    _add_config(p)
-    p.set_defaults(func=cmd_run)
-
-    p = sub.add_parser(
-        "once",
-        help="run one pass",
-        description="One pass of the daemon, then exit: 0 when it went well, 4 when the scheduler or the cloud could "
-        "not be read, 5 when a node operation or repair in it failed. --dry-run reads the same sources "
-        "(the journal read-only), prints the plan and the assumptions it made, and changes nothing.",
-    )
-    _add_config(p)
-    p.add_argument("--dry-run", action="store_true", help="print the snapshot and the plan; change nothing")
-    p.add_argument(
-        "--json",
-        action="store_true",
-        help="with --dry-run: the plan as one JSON object (nodes to add per group, "
-        "nodes to remove, unservable jobs with their reasons, the snapshot's totals)",
-    )
-    p.set_defaults(func=cmd_once)
-
-    p = sub.add_parser(
-        "status",
-        help="nodes with state, uptime, billing period and jobs; boot timeline; queue summary",
-        description="Each managed node with its state, uptime, position in its billing period and jobs; "
-        "the median and worst seconds of each boot step (boot, ssh, provision, register, first job) over "
-        "the nodes launched in the last 24 h; the scheduler's queue summary; pending orders and the last pass. "
-        "Reads the journal read-only. "
-        "Exit 4 (after printing what it could) when the scheduler cannot be read.",
-    )
-    _add_config(p)
-    p.add_argument(
-        "--json",
-        action="store_true",
-        help="one JSON object: nodes, boot timeline, the scheduler's summary, orders, last pass",
-    )
-    p.set_defaults(func=cmd_status)
-
-    p = sub.add_parser(
-        "nodes",
-        help="every node elb manages: state, instance, age, billing period, boot steps, jobs (--json for scripts)",
-        description="The nodes elb manages, from its journal, with the seconds of each step of their boot "
-        "(boot, ssh, provision, register, first job; '-' when not reached) and the jobs the scheduler lists on each. "
-        "Exit 4 (after printing) when the scheduler cannot be read.",
-    )
-    _add_config(p)
-    p.add_argument("--json", action="store_true", help="one JSON object: {'nodes': [...], 'scheduler_read': bool}")
-    p.add_argument("--all", action="store_true", help="also the nodes elb removed or gave up on")
-    p.set_defaults(func=cmd_nodes)
-
-    p = sub.add_parser(
-        "history",
-        help="a node's journal: every step elb took on it, with when and why",
-        description="Every lifecycle step elb journalled for NODE, oldest first.",
-    )
-    _add_config(p)
-    p.add_argument("node", help="node name, e.g. node003")
-    p.add_argument("--json", action="store_true", help="a JSON list of events")
-    p.set_defaults(func=cmd_history)
-
-    p = sub.add_parser(
-        "pause",
-        help="stop scaling (no launch, no removal by the policy); repairs go on",
-        description="Stops scaling until elb resume: the daemon launches nothing and the policy removes "
-        "nothing; repairs go on. Kept in the journal, so a restarted daemon stays paused.",
-    )
-    _add_config(p)
-    p.add_argument("--reason", default="", help="why, shown in every pass line and in status")
-    p.set_defaults(func=cmd_pause)
-    p = sub.add_parser(
-        "resume", help="scale again after elb pause", description="Ends an elb pause: the next pass scales again."
-    )
-    _add_config(p)
-    p.set_defaults(func=cmd_resume)
-    for name, helptext in (
-        ("keep", "never let the policy remove NODE (until elb release NODE)"),
-        ("release", "let the policy remove NODE again"),
-        ("remove", "remove NODE with the safe drain as soon as the scheduler shows nothing on it (--cancel withdraws)"),
-    ):
-        p = sub.add_parser(name, help=helptext, description=helptext[0].upper() + helptext[1:] + ".")
-        _add_config(p)
-        p.add_argument("node", help="node name, e.g. node003")
-        if name == "remove":
-            p.add_argument("--cancel", action="store_true", help="withdraw the removal order")
-        p.set_defaults(func=cmd_order, order=name)
-
-    _register_drain_and_jobs(sub)
-
-    p = sub.add_parser(
-        "validate",
-        help=f"check a config file and what a first run needs; exit {Exit.CONFIG:d} on any failure",
-        description="Prints the config file read, then one line per check (ok or FAIL, with how to fix it): "
-        "playbooks, SSH key, the scheduler answers, state directory writable, journal, cloud reachable.",
-    )
-    _add_config(p)
-    p.add_argument(
-        "--offline", action="store_true", help="skip the checks that need the network (the scheduler, the cloud)"
-    )
-    p.add_argument(
-        "--json", action="store_true", help="one JSON object: {'config': path, 'checks': [...], 'failed': N}"
-    )
-    p.set_defaults(func=cmd_validate)
-
-    p = sub.add_parser(
-        "plot",
-        help="draw waiting jobs, running jobs and nodes over time from the stats file",
-        description="Draws nodes by state and jobs waiting, running, held and in error over time from the "
-        "stats file (rotated files included), reading only the window asked for (--since, --last) and "
-        "resampling it. Needs the plot extra: pip install 'elb[plot]'.",
-    )
-    _add_config(p)
-    p.add_argument("--stats", type=Path, default=None, help="stats file (default: the config's)")
-    p.add_argument("--output", "-o", type=Path, default=Path("elb.png"), help="PNG to write")
-    window = p.add_mutually_exclusive_group()
-    window.add_argument("--since", type=window_start, help="from this time (ISO 8601, e.g. 2026-11-01T08:00)")
-    window.add_argument("--last", type=duration, help="the last DURATION before now (e.g. 90m, 12h, 7d, 4w)")
-    p.set_defaults(func=cmd_plot)
-
-
-def _register_drain_and_jobs(sub: Any) -> None:
-    p = sub.add_parser(
-        "drain",
-        help="drain NODE now: disable it; removed by elb once the scheduler shows nothing on it (--cancel undoes)",
-        description="Disables NODE in the scheduler at once (Grid Engine: its queue instances; Slurm: DRAIN; no "
-        "new job lands), reads the scheduler again and orders its removal, as elb remove does: the daemon "
-        "removes it with the safe drain at the first pass that finds it idle. With jobs on it, the node stays "
-        "disabled until they end. --cancel enables it again and withdraws the order. Exit 4 when the scheduler "
-        "cannot be changed or read.",
-    )
-    _add_config(p)
-    p.add_argument("node", help="node name, e.g. node003")
-    p.add_argument("--cancel", action="store_true", help="enable the node again and withdraw the removal")
-    p.set_defaults(func=cmd_drain)
-
-    p = sub.add_parser(
-        "jobs",
-        help="the waiting jobs: slots, PE, requests, wait, and whether elb counts each as demand (or why not)",
-        description="Every job the scheduler lists as waiting, oldest first, with the policy's verdict. Exit 4 "
-        "when the scheduler cannot be read.",
-    )
-    _add_config(p)
-    p.add_argument("--json", action="store_true", help="one JSON object: {'slots_per_node': N, 'jobs': [...]}")
-    p.set_defaults(func=cmd_jobs)
 
 
 def _error(message: str) -> None:
@@ -773,3 +622,181 @@ def cmd_plot(args: argparse.Namespace) -> int:
         return Exit.FAILED
     print(f"wrote {args.output} ({points} points)")
     return Exit.OK
+
+
+@dataclass(frozen=True, slots=True)
+class Arg:
+    """One ``add_argument`` call: its flags (or name) and its options."""
+
+    flags: tuple[str, ...]
+    options: Mapping[str, Any]
+
+
+def arg(*flags: str, **options: Any) -> Arg:
+    return Arg(flags, options)
+
+
+@dataclass(frozen=True, slots=True)
+class Verb:
+    """One of this module's commands: what ``elb --help`` and ``elb VERB --help`` say, the function
+    that runs it, its arguments (each takes ``--config`` first), and the ones of which at most one
+    may be given (``exclusive``)."""
+
+    name: str
+    help: str
+    description: str
+    func: Callable[[argparse.Namespace], int]
+    args: tuple[Arg, ...] = ()
+    exclusive: tuple[Arg, ...] = ()
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+
+
+NODE = arg("node", help="node name, e.g. node003")
+
+
+def _order(name: str, text: str, *args: Arg) -> Verb:
+    return Verb(name, text, text[0].upper() + text[1:] + ".", cmd_order, (NODE, *args), defaults={"order": name})
+
+
+VERBS: tuple[Verb, ...] = (
+    Verb(
+        "run",
+        "run the balancer: a pass every poll_interval until SIGTERM",
+        "The daemon: reads the scheduler and the cloud, plans and acts every poll_interval until SIGTERM "
+        "(under systemd: Type=notify with a watchdog). Needs a config file; exit 3 without a usable one.",
+        cmd_run,
+    ),
+    Verb(
+        "once",
+        "run one pass",
+        "One pass of the daemon, then exit: 0 when it went well, 4 when the scheduler or the cloud could "
+        "not be read, 5 when a node operation or repair in it failed. --dry-run reads the same sources "
+        "(the journal read-only), prints the plan and the assumptions it made, and changes nothing.",
+        cmd_once,
+        (
+            arg("--dry-run", action="store_true", help="print the snapshot and the plan; change nothing"),
+            arg(
+                "--json",
+                action="store_true",
+                help="with --dry-run: the plan as one JSON object (nodes to add per group, "
+                "nodes to remove, unservable jobs with their reasons, the snapshot's totals)",
+            ),
+        ),
+    ),
+    Verb(
+        "status",
+        "nodes with state, uptime, billing period and jobs; boot timeline; queue summary",
+        "Each managed node with its state, uptime, position in its billing period and jobs; "
+        "the median and worst seconds of each boot step (boot, ssh, provision, register, first job) over "
+        "the nodes launched in the last 24 h; the scheduler's queue summary; pending orders and the last pass. "
+        "Reads the journal read-only. "
+        "Exit 4 (after printing what it could) when the scheduler cannot be read.",
+        cmd_status,
+        (
+            arg(
+                "--json",
+                action="store_true",
+                help="one JSON object: nodes, boot timeline, the scheduler's summary, orders, last pass",
+            ),
+        ),
+    ),
+    Verb(
+        "nodes",
+        "every node elb manages: state, instance, age, billing period, boot steps, jobs (--json for scripts)",
+        "The nodes elb manages, from its journal, with the seconds of each step of their boot "
+        "(boot, ssh, provision, register, first job; '-' when not reached) and the jobs the scheduler lists on each. "
+        "Exit 4 (after printing) when the scheduler cannot be read.",
+        cmd_nodes,
+        (
+            arg("--json", action="store_true", help="one JSON object: {'nodes': [...], 'scheduler_read': bool}"),
+            arg("--all", action="store_true", help="also the nodes elb removed or gave up on"),
+        ),
+    ),
+    Verb(
+        "history",
+        "a node's journal: every step elb took on it, with when and why",
+        "Every lifecycle step elb journalled for NODE, oldest first.",
+        cmd_history,
+        (NODE, arg("--json", action="store_true", help="a JSON list of events")),
+    ),
+    Verb(
+        "pause",
+        "stop scaling (no launch, no removal by the policy); repairs go on",
+        "Stops scaling until elb resume: the daemon launches nothing and the policy removes "
+        "nothing; repairs go on. Kept in the journal, so a restarted daemon stays paused.",
+        cmd_pause,
+        (arg("--reason", default="", help="why, shown in every pass line and in status"),),
+    ),
+    Verb("resume", "scale again after elb pause", "Ends an elb pause: the next pass scales again.", cmd_resume),
+    _order("keep", "never let the policy remove NODE (until elb release NODE)"),
+    _order("release", "let the policy remove NODE again"),
+    _order(
+        "remove",
+        "remove NODE with the safe drain as soon as the scheduler shows nothing on it (--cancel withdraws)",
+        arg("--cancel", action="store_true", help="withdraw the removal order"),
+    ),
+    Verb(
+        "drain",
+        "drain NODE now: disable it; removed by elb once the scheduler shows nothing on it (--cancel undoes)",
+        "Disables NODE in the scheduler at once (Grid Engine: its queue instances; Slurm: DRAIN; no "
+        "new job lands), reads the scheduler again and orders its removal, as elb remove does: the daemon "
+        "removes it with the safe drain at the first pass that finds it idle. With jobs on it, the node stays "
+        "disabled until they end. --cancel enables it again and withdraws the order. Exit 4 when the scheduler "
+        "cannot be changed or read.",
+        cmd_drain,
+        (NODE, arg("--cancel", action="store_true", help="enable the node again and withdraw the removal")),
+    ),
+    Verb(
+        "jobs",
+        "the waiting jobs: slots, PE, requests, wait, and whether elb counts each as demand (or why not)",
+        "Every job the scheduler lists as waiting, oldest first, with the policy's verdict. Exit 4 "
+        "when the scheduler cannot be read.",
+        cmd_jobs,
+        (arg("--json", action="store_true", help="one JSON object: {'slots_per_node': N, 'jobs': [...]}"),),
+    ),
+    Verb(
+        "validate",
+        f"check a config file and what a first run needs; exit {Exit.CONFIG:d} on any failure",
+        "Prints the config file read, then one line per check (ok or FAIL, with how to fix it): "
+        "playbooks, SSH key, the scheduler answers, state directory writable, journal, cloud reachable.",
+        cmd_validate,
+        (
+            arg(
+                "--offline",
+                action="store_true",
+                help="skip the checks that need the network (the scheduler, the cloud)",
+            ),
+            arg("--json", action="store_true", help="one JSON object: {'config': path, 'checks': [...], 'failed': N}"),
+        ),
+    ),
+    Verb(
+        "plot",
+        "draw waiting jobs, running jobs and nodes over time from the stats file",
+        "Draws nodes by state and jobs waiting, running, held and in error over time from the "
+        "stats file (rotated files included), reading only the window asked for (--since, --last) and "
+        "resampling it. Needs the plot extra: pip install 'elb[plot]'.",
+        cmd_plot,
+        (
+            arg("--stats", type=Path, default=None, help="stats file (default: the config's)"),
+            arg("--output", "-o", type=Path, default=Path("elb.png"), help="PNG to write"),
+        ),
+        exclusive=(
+            arg("--since", type=window_start, help="from this time (ISO 8601, e.g. 2026-11-01T08:00)"),
+            arg("--last", type=duration, help="the last DURATION before now (e.g. 90m, 12h, 7d, 4w)"),
+        ),
+    ),
+)
+
+
+def register(sub: Any) -> None:
+    """This module's verbs (``VERBS``) on the ``elb`` parser's subcommands, in their order."""
+    for verb in VERBS:
+        p = sub.add_parser(verb.name, help=verb.help, description=verb.description)
+        _add_config(p)
+        for a in verb.args:
+            p.add_argument(*a.flags, **a.options)
+        if verb.exclusive:
+            group = p.add_mutually_exclusive_group()
+            for a in verb.exclusive:
+                group.add_argument(*a.flags, **a.options)
+        p.set_defaults(func=verb.func, **verb.defaults)

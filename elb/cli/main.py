@@ -36,7 +36,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="elb", description="Elastic load balancer for Grid Engine (SGE) clusters on EC2."
+        prog="elb", description="Elastic load balancer for Grid Engine and Slurm clusters on EC2."
     )
     parser.add_argument("--version", action="version", version=f"elb {__version__}")
     parser.add_argument(
