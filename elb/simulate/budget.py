@@ -24,64 +24,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from elb.core.attribution import Attribution, By, JobUse, Part, attribute
-from elb.core.budget import Budget, Spend, period_bounds
+from elb.core.budget import Budget, period_bounds
 from elb.core.spend import Billing, Life, billed_seconds, overlap
 from elb.schedulers.sge.accounting import AccountingError, read_lines
 from elb.simulate.swf import SimJob, SwfError, Workload, open_lines
 
 if TYPE_CHECKING:
-    from elb.simulate.engine import SimOutcome, Simulator
+    from elb.simulate.engine import SimOutcome
 
 # Replays with a budget start here: a Monday, the first of a month, midnight UTC.
 ANCHOR = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
-
-
-class BudgetMeter:
-    """The replay's spend in its budget's period, kept up as nodes end."""
-
-    def __init__(self, budget: Budget, billing: Billing, period: float = 3600.0) -> None:
-        self.budget = budget
-        self.billing = billing
-        self.period = period
-        self.bounds = (-math.inf, -math.inf)
-        self.closed = 0.0  # the lives that ended, billed in the period
-        self.seen = 0  # lives taken in (``Simulator.dead`` only grows)
-        self.volumes = 0.0  # the warm pools' volumes, money taken in
-        self.volumes_at_start = 0.0
-
-    def spend(self, sim: Simulator, now: float) -> Spend:
-        start, end = period_bounds(self.budget, now)
-        if (start, end) != self.bounds:  # a new period: nothing spent in it yet
-            self.bounds = (start, end)
-            self.closed = 0.0
-            self.volumes_at_start = sum(sim.out.pool_cost.values())
-        for node in sim.dead[self.seen :]:
-            if node.terminated_at is not None and not self._master(sim, node.name):
-                self.closed += self._billed(node.launched_at, node.terminated_at, sim.group_price[node.group], start)
-        self.seen = len(sim.dead)
-        spent = self.closed
-        rate = 0.0
-        for node in sim.nodes.values():
-            if self._master(sim, node.name):
-                continue
-            price = sim.group_price[node.group]
-            billed = billed_seconds(now - node.launched_at, self.billing, self.period)
-            spent += overlap(node.launched_at, node.launched_at + billed, start, now) * price / 3600.0
-            rate += price
-        spent += sum(sim.out.pool_cost.values()) - self.volumes_at_start  # stretches ended in the period
-        for name, pooled in sim.pooled.items():
-            volume = sim.pools[sim.pool_group[name]].volume_price_per_hour
-            spent += overlap(pooled.stopped_at, now, start, now) * volume / 3600.0
-            rate += volume
-        return Spend(spent, rate)
-
-    def _billed(self, launched: float, ended: float, price: float, start: float) -> float:
-        billed = billed_seconds(ended - launched, self.billing, self.period)
-        return overlap(launched, launched + billed, start, math.inf) * price / 3600.0
-
-    @staticmethod
-    def _master(sim: Simulator, name: str) -> bool:
-        return name == sim.s.master and sim.s.master_exec_slots > 0
 
 
 def parse_budget(text: str) -> Budget:
@@ -275,7 +227,6 @@ def split_table(split: Attribution, label: str) -> str:
 
 __all__: Sequence[str] = (
     "ANCHOR",
-    "BudgetMeter",
     "BudgetRun",
     "anchored",
     "budget_plot",

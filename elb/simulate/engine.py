@@ -74,7 +74,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from elb.core.backoff import Tracker
-from elb.core.budget import Budget
+from elb.core.budget import Budget, Spend, period_bounds
 from elb.core.config import Config, PolicyConfig
 from elb.core.demand import DemandSplit
 from elb.core.interfaces import Instance
@@ -86,10 +86,9 @@ from elb.core.policy.base import Policy
 from elb.core.policy.grouped import GroupedPolicy
 from elb.core.policy.placement import FreeIndex, host_order, width
 from elb.core.policy.tally import Changes
-from elb.core.spend import Billing
+from elb.core.spend import Billing, billed_seconds, overlap
 from elb.core.state import ClusterState, JoinIndex
 from elb.core.warmpool import Pooled, WarmPool, due, keep_time, volume_cost
-from elb.simulate.budget import BudgetMeter
 from elb.simulate.groups import Assignment, SimGroups, assign, one_group
 from elb.simulate.swf import SimJob
 from elb.simulate.waiting import WaitingJobs
@@ -162,7 +161,7 @@ class SimSettings:
     backoff_initial: float = 60.0
     backoff_max: float = 3600.0
     # A budget (``policy.budget``): the planner paces launches on the replay's spend in its period
-    # (``elb.simulate.budget.BudgetMeter``), billed by ``billing``. None: no budget.
+    # (``BudgetMeter``), billed by ``billing``. None: no budget.
     budget: Budget | None = None
     billing: Billing = "second"
 
@@ -287,6 +286,54 @@ def _replace(values: dict[str, V], name: str, value: V, changes: Changes[V]) -> 
         changes.went(old)
     values[name] = value
     changes.came(value)
+
+
+class BudgetMeter:
+    """The replay's spend in its budget's period, kept up as nodes end."""
+
+    def __init__(self, budget: Budget, billing: Billing, period: float = 3600.0) -> None:
+        self.budget = budget
+        self.billing = billing
+        self.period = period
+        self.bounds = (-math.inf, -math.inf)
+        self.closed = 0.0  # the lives that ended, billed in the period
+        self.seen = 0  # lives taken in (``Simulator.dead`` only grows)
+        self.volumes = 0.0  # the warm pools' volumes, money taken in
+        self.volumes_at_start = 0.0
+
+    def spend(self, sim: Simulator, now: float) -> Spend:
+        start, end = period_bounds(self.budget, now)
+        if (start, end) != self.bounds:  # a new period: nothing spent in it yet
+            self.bounds = (start, end)
+            self.closed = 0.0
+            self.volumes_at_start = sum(sim.out.pool_cost.values())
+        for node in sim.dead[self.seen :]:
+            if node.terminated_at is not None and not self._master(sim, node.name):
+                self.closed += self._billed(node.launched_at, node.terminated_at, sim.group_price[node.group], start)
+        self.seen = len(sim.dead)
+        spent = self.closed
+        rate = 0.0
+        for node in sim.nodes.values():
+            if self._master(sim, node.name):
+                continue
+            price = sim.group_price[node.group]
+            billed = billed_seconds(now - node.launched_at, self.billing, self.period)
+            spent += overlap(node.launched_at, node.launched_at + billed, start, now) * price / 3600.0
+            rate += price
+        spent += sum(sim.out.pool_cost.values()) - self.volumes_at_start  # stretches ended in the period
+        for name, pooled in sim.pooled.items():
+            volume = sim.pools[sim.pool_group[name]].volume_price_per_hour
+            spent += overlap(pooled.stopped_at, now, start, now) * volume / 3600.0
+            rate += volume
+        return Spend(spent, rate)
+
+    def _billed(self, launched: float, ended: float, price: float, start: float) -> float:
+        billed = billed_seconds(ended - launched, self.billing, self.period)
+        return overlap(launched, launched + billed, start, math.inf) * price / 3600.0
+
+    @staticmethod
+    def _master(sim: Simulator, name: str) -> bool:
+        return name == sim.s.master and sim.s.master_exec_slots > 0
 
 
 class Simulator:
