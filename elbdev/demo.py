@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from elb.cli import extras
-from elb.core.model import NodeState
 from elb.service.journal import Journal
 from elb.service.stats import StatsRow, read_rows
-from elbdev.demo_steps import launch_line, say, start_elb
+from elbdev.demo_steps import launch_line, say, start_elb, used_node_seconds
 
 if TYPE_CHECKING:
     from elbdev.testcluster.cluster import TestCluster
@@ -274,11 +273,7 @@ def _summary(cluster: TestCluster, home: Path, journal_path: Path, submitted: di
     errors = {jid: st for jid, st in states.items() if jid in submitted and "E" in st}
     held = {jid: st for jid, st in states.items() if jid in submitted and "h" in st}
     j = Journal(journal_path)
-    node_seconds = 0.0
-    now = time.time()
-    for n in j.nodes(include_gone=True):
-        ends = [e.time for e in j.events(n.name) if e.state in (NodeState.TERMINATED, NodeState.FAILED)]
-        node_seconds += (ends[-1] if ends else now) - n.launched_at
+    node_seconds = used_node_seconds(j, time.time())
     launches = launch_line(j, max(job_ends, default=None))
     j.close()
     print()

@@ -16,9 +16,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from elb.core.model import NodeState
 from elb.service.journal import Journal
-from elbdev.demo_steps import launch_line, say, start_elb
+from elbdev.demo_steps import launch_line, say, start_elb, used_node_seconds
 
 if TYPE_CHECKING:
     from elbdev.testcluster.cluster import TestCluster
@@ -160,11 +159,7 @@ def _summary(home: Path, journal_path: Path, njobs: int) -> None:
             job_ends.append(int(parts[2]))
             hosts[parts[3]] = hosts.get(parts[3], 0) + 1
     j = Journal.read_only(journal_path)
-    node_seconds = 0.0
-    now = time.time()
-    for n in j.nodes(include_gone=True):
-        ends = [e.time for e in j.events(n.name) if e.state in (NodeState.TERMINATED, NodeState.FAILED)]
-        node_seconds += (ends[-1] if ends else now) - n.launched_at
+    node_seconds = used_node_seconds(j, time.time())
     launches = launch_line(j, max(job_ends, default=None))
     j.close()
     print()

@@ -47,6 +47,16 @@ def start_elb(
     return proc, home
 
 
+def used_node_seconds(journal: Journal, now: float) -> float:
+    """The seconds every node of the journal lived: launch to its end (terminated or failed), or to
+    ``now`` for one still up."""
+    total = 0.0
+    for n in journal.nodes(include_gone=True):
+        ends = [e.time for e in journal.events(n.name) if e.state in (NodeState.TERMINATED, NodeState.FAILED)]
+        total += (ends[-1] if ends else now) - n.launched_at
+    return total
+
+
 def launch_line(journal: Journal, last_end: float | None) -> str:
     """The summary's count of launches from the journal: how many, how many failed, and how many
     came after the last job ended (``last_end``: POSIX seconds; None: no job ended)."""
