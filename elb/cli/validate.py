@@ -183,7 +183,7 @@ def check_watchdog(cfg: Config, units: Sequence[Path] = UNIT_PATHS) -> Iterator[
     if not watchdog:
         yield Check("watchdog", True, f"{unit}: no WatchdogSec: a hung elb is not restarted", "", warning=True)
         return
-    timeout, key = cfg.scheduler_timeout
+    timeout, key = factory.scheduler_timeout(cfg)
     hung = hung_after(cfg.poll_interval, watchdog)
     slow = PASS_COMMANDS * timeout + cfg.poll_interval
     where = f"{unit}: WatchdogSec {watchdog:g} s"

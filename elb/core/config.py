@@ -397,13 +397,6 @@ class Config(_Strict):
         return self.stats_file if self.stats_file is not None else self.state_dir / "stats.csv"
 
     @property
-    def scheduler_timeout(self) -> tuple[float, str]:
-        """The time-out of one command of the configured scheduler, and its key."""
-        if self.scheduler == "slurm":
-            return self.slurm.timeout, "slurm.timeout"
-        return self.sge.timeout, "sge.timeout"
-
-    @property
     def boot_timeout(self) -> float:
         """Launch-to-ready limit of the configured provider."""
         c = self.cloud

@@ -42,6 +42,17 @@ def scheduler_checks(cfg: Config) -> Iterator[Check]:
     return sge_checks(cfg)
 
 
+def scheduler_timeout(cfg: Config) -> tuple[float, str]:
+    """The time-out of one command of the configured scheduler, and its config key."""
+    if cfg.scheduler == "slurm":
+        from elb.schedulers.slurm.driver import command_timeout as slurm_timeout
+
+        return slurm_timeout(cfg)
+    from elb.schedulers.sge.driver import command_timeout as sge_timeout
+
+    return sge_timeout(cfg)
+
+
 def cloud_checks(cfg: Config) -> Iterator[Check]:
     """``elb validate``'s checks of the configured cloud."""
     from elb.clouds.checks import ec2_checks, local_checks

@@ -212,6 +212,16 @@ def test_validate_warns_when_a_slow_scheduler_would_look_hung(tmp_path: Path) ->
     assert not c.warning  # a long poll is no mismatch: hung only after 3 polls
 
 
+def test_validate_weighs_the_configured_schedulers_time_out(tmp_path: Path) -> None:
+    timeouts = {"slurm": {"timeout": 90}, "sge": {"timeout": 5}}
+    (c,) = checks(tmp_path, {"scheduler": "slurm", **timeouts}, unit(tmp_path, "600"))
+    assert c.warning and "10 commands of up to slurm.timeout 90 s" in c.line()
+    other = tmp_path / "other"
+    other.mkdir()
+    (c,) = checks(other, {"scheduler": "sge", **timeouts}, unit(other, "600"))
+    assert not c.warning
+
+
 def test_validate_reads_drop_ins_and_warns_of_a_tiny_or_missing_watchdog(tmp_path: Path) -> None:
     (c,) = checks(tmp_path, {}, unit(tmp_path, "600", dropin="5s"))
     assert c.warning and "WatchdogSec 5 s: keep-alives every 2.5 s may come late" in c.line()

@@ -123,6 +123,11 @@ def _sge(call: Callable[[], T]) -> T:
         raise SchedulerError(str(err)) from err
 
 
+def command_timeout(cfg: Config) -> tuple[float, str]:
+    """The time-out of one Grid Engine command, and its config key."""
+    return cfg.sge.timeout, "sge.timeout"
+
+
 def checks(cfg: Config) -> Iterator[Check]:
     """``elb validate``'s check of Grid Engine: qstat answers."""
     try:

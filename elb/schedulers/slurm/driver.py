@@ -295,6 +295,11 @@ class Slurm:
             raise SchedulerError(str(err)) from err
 
 
+def command_timeout(cfg: Config) -> tuple[float, str]:
+    """The time-out of one Slurm command, and its config key."""
+    return cfg.slurm.timeout, "slurm.timeout"
+
+
 def checks(cfg: Config) -> Iterator[Check]:
     """``elb validate``'s checks of Slurm: squeue and sinfo answer (sinfo lists nodes), elb can
     read Slurm's request directory, the Slurm playbooks are there."""
