@@ -27,6 +27,7 @@ import pytest
 
 from elbdev.testcluster import image
 from elbdev.testcluster import mount_nfs as mount_nfs_module
+from tests.cluster import lockers
 
 pytestmark = [
     pytest.mark.cluster,
@@ -75,26 +76,6 @@ EXPORT {{
     Squash = No_Root_Squash;
     FSAL {{ Name = VFS; }}
 }}
-"""
-
-LOCKER = """
-import fcntl, os, sys, time
-kind, what, path = sys.argv[1:4]
-f = open(path, "a")
-take = fcntl.lockf if kind == "posix" else fcntl.flock
-flags = fcntl.LOCK_EX | (fcntl.LOCK_NB if what == "try" else 0)
-print("asking", flush=True)
-try:
-    take(f, flags)
-except BlockingIOError as err:
-    print("refused", err.errno, flush=True)
-    sys.exit(0)
-print("locked", flush=True)
-if what == "hold":
-    while not os.path.exists(sys.argv[4]):
-        time.sleep(0.1)
-f.close()
-print("released", flush=True)
 """
 
 
@@ -197,39 +178,15 @@ def _children(pid: int) -> list[int]:
     return [int(p) for p in proc.stdout.split()]
 
 
-def locker(lab: Lab, node: str, kind: str, what: str, *args: str) -> subprocess.Popen[str]:
-    return lab.run(sys.executable, "-c", LOCKER, kind, what, *args)
-
-
-def line(proc: subprocess.Popen[str]) -> str:
-    assert proc.stdout is not None
-    return proc.stdout.readline().strip()
-
-
-def finish(proc: subprocess.Popen[str]) -> list[str]:
-    return proc.communicate(timeout=120)[0].split("\n")[:-1]
+def through(lab: Lab, node: str) -> lockers.Node:
+    """Lockers in the lab, on the files of ``node``'s mount."""
+    return lockers.Node(
+        lambda *args: lab.run(*lockers.argv(sys.executable, *args)), lambda name: lab.mounts[node] / name
+    )
 
 
 @pytest.mark.parametrize("kind", ["posix", "bsd"])
 def test_a_lock_through_one_mount_holds_against_the_other(lab: Lab, kind: str) -> None:
-    a, b = lab.mounts["nodea"], lab.mounts["nodeb"]
-    name, release = f"lock-{kind}", f"release-{kind}"
-    holder = locker(lab, "nodea", kind, "hold", str(a / name), str(a / release))
-    waiter: subprocess.Popen[str] | None = None
-    try:
-        assert line(holder) == "asking" and line(holder) == "locked"
-        assert finish(locker(lab, "nodeb", kind, "try", str(b / name))) == ["asking", "refused 11"]
-        waiter = locker(lab, "nodeb", kind, "wait", str(b / name))
-        assert line(waiter) == "asking"
-        assert finish(locker(lab, "nodeb", kind, "try", str(b / name))) == ["asking", "refused 11"]
-        assert waiter.poll() is None  # still waiting while the other mount holds the lock
-        (lab.export / release).write_text("")
-        assert finish(holder)[-1] == "released"
-        assert finish(waiter) == ["locked", "released"]
-        assert finish(locker(lab, "nodea", kind, "try", str(a / name))) == ["asking", "locked", "released"]
-    finally:
-        (lab.export / release).write_text("")
-        for proc in (holder, waiter):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=30)
+    lockers.lock_holds(
+        through(lab, "nodea"), through(lab, "nodeb"), kind, f"lock-{kind}", lab.export / f"release-{kind}"
+    )
