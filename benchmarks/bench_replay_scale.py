@@ -28,18 +28,15 @@ time much more. Each replay runs in a forked child of its own, one at a time.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import platform
 import sys
 import time
-from collections.abc import Callable
-from multiprocessing.connection import Connection
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_simulate import DEFAULT_LOGS, LOGS, SPN, scaled
+from bench_simulate import DEFAULT_LOGS, LOGS, SPN, in_child, scaled
 
 from elb.core.planner import PassPlan
 from elb.simulate import runner
@@ -79,27 +76,6 @@ def _replay(wl: Workload, copies: int, days: float | None, policy_name: str, pla
     return len(big.jobs), cpu, figures
 
 
-def _in_child(fn: Callable[..., Figures], *args: object) -> Figures:
-    """``fn(*args)`` in a forked child process (one at a time)."""
-    ctx = multiprocessing.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
-
-    def run(conn: Connection) -> None:
-        conn.send(fn(*args))
-        conn.close()
-
-    child = ctx.Process(target=run, args=(send,))
-    child.start()
-    send.close()
-    try:
-        figures: Figures = recv.recv()
-    except EOFError:
-        child.join()
-        raise SystemExit(f"a replay's child process failed (exit code {child.exitcode})") from None
-    child.join()
-    return figures
-
-
 def _verdict(met: bool) -> str:
     return "met" if met else "NOT met"
 
@@ -121,7 +97,7 @@ def main() -> None:
 
     runs: dict[tuple[int, bool], Figures] = {}
     for copies, plain in ((args.small, False), (args.large, False), (args.large, True)):
-        runs[copies, plain] = _in_child(_replay, whole, copies, args.days, args.policy, plain)
+        runs[copies, plain] = in_child(_replay, whole, copies, args.days, args.policy, plain)
         jobs, cpu, _ = runs[copies, plain]
         kind = "plain" if plain else "planner"
         print(
@@ -156,7 +132,7 @@ def main() -> None:
     )
     print(f"   (same node-hours, waits and decisions in both replays: {lf['node_hours']:.1f} node-hours)")
     if args.year:
-        jobs, cpu, _ = _in_child(_replay, whole, args.large, None, args.policy, False)
+        jobs, cpu, _ = in_child(_replay, whole, args.large, None, args.policy, False)
         print(
             f"3'. the whole year replayed: {jobs:,} jobs, {cpu:.0f} cpu s".ljust(58)
             + f"{cpu:>8.0f} s  < {YEAR_TARGET_CPU_S:g} s {_verdict(cpu < YEAR_TARGET_CPU_S)}"

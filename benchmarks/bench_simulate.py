@@ -45,6 +45,7 @@ import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import TypeVar
 
 from elb.simulate.engine import SimSettings
 from elb.simulate.runner import build_policy, prepare, replay
@@ -55,6 +56,7 @@ DEFAULT_LOGS = Path(os.environ.get("ELB_TRACES", REPO.parent / "shared" / "trace
 LOGS = ("KTH-SP2-1996-2.2-cln.swf.gz", "NASA-iPSC-1993-3.1-cln.swf.gz")
 SPN = 8
 YEAR_TARGET_CPU_S = 900.0
+T = TypeVar("T")
 YearFigures = tuple[int, float, float, float, int, str]  # jobs, wall, replay cpu, child cpu, peak RSS KiB, profile
 
 
@@ -169,7 +171,7 @@ def _year_at_scale(wl: Workload, policies: list[str], copies: int, profile: bool
         f"{'peak RSS MB':>11} {'load':>5}  target: all cpu <= {YEAR_TARGET_CPU_S:.0f} s"
     )
     for p in policies:
-        r = _in_child(_year_child, wl, p, copies, profile)
+        r = in_child(_year_child, wl, p, copies, profile)
         jobs, wall, cpu, total, rss_kb, top = r
         verdict = "met" if total <= YEAR_TARGET_CPU_S else "NOT met"
         print(
@@ -216,8 +218,9 @@ def _year_child(wl: Workload, policy_name: str, copies: int, profile: bool) -> Y
     return len(big.jobs), wall, cpu, time.process_time() - cpu0, rss_kb, top
 
 
-def _in_child(fn: Callable[..., YearFigures], *args: object) -> YearFigures:
-    """``fn(*args)`` in a forked child process, so its peak RSS is its own; one child at a time."""
+def in_child(fn: Callable[..., T], *args: object) -> T:
+    """``fn(*args)`` in a forked child process, so its CPU time and peak RSS are its own; one child
+    at a time (``bench_replay_scale`` runs its replays here too)."""
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
 
@@ -229,10 +232,10 @@ def _in_child(fn: Callable[..., YearFigures], *args: object) -> YearFigures:
     child.start()
     send.close()
     try:
-        figures: YearFigures = recv.recv()
+        figures: T = recv.recv()
     except EOFError:
         child.join()
-        raise SystemExit(f"the replay's child process failed (exit code {child.exitcode})") from None
+        raise SystemExit(f"a replay's child process failed (exit code {child.exitcode})") from None
     child.join()
     return figures
 
