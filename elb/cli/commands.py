@@ -229,12 +229,10 @@ def _once_live(cfg: Config) -> Exit:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    cfg = _load(args)
-    if cfg is None:
-        return Exit.CONFIG
-    journal = _journal(cfg, read_only=True)
-    if journal is None:
-        return Exit.CONFIG
+    opened = _read_only_journal(args)
+    if isinstance(opened, Exit):
+        return opened
+    cfg, journal = opened
     nodes = journal.nodes()
     read = _read_or_none(cfg, journal)  # status still shows the journal when it can't be read, then exits 4
     snap = read.snapshot if read is not None else None
@@ -377,12 +375,10 @@ def _read_or_none(cfg: Config, journal: Journal) -> SchedulerRead | None:
 
 
 def cmd_nodes(args: argparse.Namespace) -> int:
-    cfg = _load(args)
-    if cfg is None:
-        return Exit.CONFIG
-    journal = _journal(cfg, read_only=True)
-    if journal is None:
-        return Exit.CONFIG
+    opened = _read_only_journal(args)
+    if isinstance(opened, Exit):
+        return opened
+    cfg, journal = opened
     read = _read_or_none(cfg, journal)
     snap = read.snapshot if read is not None else None
     now = snap.now if snap is not None else time.time()
@@ -421,12 +417,10 @@ def _job_list(jobs: list[int] | None) -> str:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    cfg = _load(args)
-    if cfg is None:
-        return Exit.CONFIG
-    journal = _journal(cfg, read_only=True)
-    if journal is None:
-        return Exit.CONFIG
+    opened = _read_only_journal(args)
+    if isinstance(opened, Exit):
+        return opened
+    _cfg, journal = opened
     events = journal.events(args.node)
     journal.close()
     if not events:
@@ -443,6 +437,16 @@ def cmd_history(args: argparse.Namespace) -> int:
         inst = f" [{e.instance_id}]" if e.instance_id else ""
         print(f"{when}  {e.state.value:<13}{inst}{detail}")
     return Exit.OK
+
+
+def _read_only_journal(args: argparse.Namespace) -> tuple[Config, Journal] | Exit:
+    """The config and the journal it names, opened read-only; or ``Exit.CONFIG`` when either
+    cannot be read (said in one line)."""
+    cfg = _load(args)
+    if cfg is None:
+        return Exit.CONFIG
+    journal = _journal(cfg, read_only=True)
+    return Exit.CONFIG if journal is None else (cfg, journal)
 
 
 def _writable_journal(args: argparse.Namespace) -> tuple[Config, Journal] | Exit:
@@ -561,12 +565,10 @@ def _drain(cfg: Config, journal: Journal, name: str, *, cancel: bool) -> Exit:
 def cmd_jobs(args: argparse.Namespace) -> int:
     from elb.cli.jobview import waiting_jobs  # noqa: PLC0415
 
-    cfg = _load(args)
-    if cfg is None:
-        return Exit.CONFIG
-    journal = _journal(cfg, read_only=True)
-    if journal is None:
-        return Exit.CONFIG
+    opened = _read_only_journal(args)
+    if isinstance(opened, Exit):
+        return opened
+    cfg, journal = opened
     try:
         nodes = journal.nodes()
         read = _read_or_none(cfg, journal)

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from elb.cli.commands import _add_config, _error, _journal, _load
+from elb.cli.commands import _add_config, _error, _read_only_journal
 from elb.core.attribution import BY, Attribution, Part, attribute
 from elb.core.durations import argument as duration
 from elb.core.durations import minutes
@@ -57,12 +57,10 @@ def register(sub: Any) -> None:
 
 
 def cmd_spend(args: argparse.Namespace) -> int:
-    cfg = _load(args)
-    if cfg is None:
-        return Exit.CONFIG
-    journal = _journal(cfg, read_only=True)
-    if journal is None:
-        return Exit.CONFIG
+    opened = _read_only_journal(args)
+    if isinstance(opened, Exit):
+        return opened
+    cfg, journal = opened
     until = time.time()
     since = until - args.since
     try:

@@ -203,7 +203,7 @@ def test_a_journal_that_cannot_be_opened_is_one_line_and_exit_3(
 ) -> None:
     path = config(tmp_path)
     (tmp_path / "state" / "journal.sqlite").mkdir(parents=True)  # sqlite cannot open a directory
-    for argv in (["once"], ["run"], ["status"]):
+    for argv in (["once"], ["run"], ["status"], ["nodes"], ["history", "node001"], ["jobs"], ["spend"]):
         assert main([*argv, "-c", str(path)]) == Exit.CONFIG, argv
         err = capsys.readouterr().err
         assert err.startswith(f"elb: state_dir {tmp_path / 'state'}: cannot open the journal ") and err.count("\n") == 1
@@ -251,7 +251,7 @@ def test_a_journal_from_a_newer_elb_is_exit_3_everywhere(
     db = sqlite3.connect(tmp_path / "state" / "journal.sqlite")
     db.execute("PRAGMA user_version = 99")
     db.close()
-    for argv in (["once"], ["status"], ["pause"]):
+    for argv in (["once"], ["status"], ["spend"], ["pause"]):
         assert main([*argv, "-c", str(path)]) == Exit.CONFIG, argv
         err = capsys.readouterr().err
         assert "schema version 99" in err and "newer elb" in err and err.count("\n") == 1, err
