@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from elbdev.testcluster import constants as C
@@ -25,19 +26,23 @@ QSTAT_PLAIN = ["qstat", "-u", "*", "-xml", "-r"]
 QHOST = ["qhost", "-xml", "-q", "-j"]
 
 
-def _save(tc: TestCluster, out: Path, state: str, *, plain: bool = False, pri: bool = False) -> list[str]:
+def save(tc: TestCluster, out: Path, outputs: Iterable[tuple[str, list[str]]]) -> list[str]:
+    """Write what each command (``argv``) prints on the master to its file (``name``) in ``out``,
+    in order; the files' names."""
     written = []
+    for name, argv in outputs:
+        (out / name).write_text(tc.master_run(argv, timeout=30).stdout)
+        written.append(name)
+    return written
+
+
+def _save(tc: TestCluster, out: Path, state: str, *, plain: bool = False, pri: bool = False) -> list[str]:
     cmds = [("qstat-f", QSTAT_F), ("qhost", QHOST)]
     if pri:
         cmds.append(("qstat-f-pri-urg", QSTAT_PRI))
     if plain:
         cmds.append(("qstat", QSTAT_PLAIN))
-    for label, argv in cmds:
-        proc = tc.master_run(argv, timeout=30)
-        path = out / f"{state}.{label}.xml"
-        path.write_text(proc.stdout)
-        written.append(path.name)
-    return written
+    return save(tc, out, ((f"{state}.{label}.xml", argv) for label, argv in cmds))
 
 
 def _wait(what: str, pred: object, timeout: float = 120.0) -> None:
@@ -118,12 +123,18 @@ def _queue_state(tc: TestCluster, name: str) -> str:
     return ""
 
 
-if __name__ == "__main__":  # pragma: no cover - run by hand
+def main(recorder: Callable[[Path], list[str]]) -> None:
+    """Run ``recorder`` on the folder named on the command line (tests/fixtures/sge/recorded when
+    none is) and list the files it wrote; a failure is one line on stderr and exit 1."""
     logging.basicConfig(level=logging.INFO)
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("tests/fixtures/sge/recorded")
     try:
-        for f in record(target):
+        for f in recorder(target):
             print(f)
     except TestClusterError as err:
         print(f"record: {err}", file=sys.stderr)
         sys.exit(1)
+
+
+if __name__ == "__main__":  # pragma: no cover - run by hand
+    main(record)

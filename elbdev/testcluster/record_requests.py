@@ -13,13 +13,13 @@ what SGE prints, then deletes the jobs, the queue and the complex and takes the 
 from __future__ import annotations
 
 import logging
-import sys
 import tempfile
 from pathlib import Path
 
 from elbdev.testcluster import constants as C
 from elbdev.testcluster._run import TestClusterError
 from elbdev.testcluster.cluster import TestCluster
+from elbdev.testcluster.record import main, save
 
 log = logging.getLogger("elbdev.testcluster")
 
@@ -78,18 +78,18 @@ def _record(tc: TestCluster, out: Path) -> list[str]:
                 ids[name] = tc.submit(SLEEP, "-N", name, "-o", "/dev/null", "-j", "y", *args)
             except TestClusterError as err:
                 log.warning("not recorded: job %s (%s): %s", name, " ".join(args), err)
-        for label, argv in (
-            ("groups-waiting.qstat-r-f.xml", ["qstat", "-u", "*", "-xml", "-r", "-f"]),
-            ("groups-waiting.qstat-r.xml", ["qstat", "-u", "*", "-xml", "-r"]),
-            ("qconf-sc-bigmem.txt", ["qconf", "-sc"]),
-            ("qconf-sql-big.txt", ["qconf", "-sql"]),
-        ):
-            (out / label).write_text(tc.master_run(argv, timeout=30).stdout)
-            files.append(label)
         asked = ",".join(ids[n] for n in ("later", "plain") if n in ids)
-        djob = tc.master_run(["qstat", "-xml", "-j", asked], timeout=30).stdout
-        (out / "groups-waiting.qstat-j.djob.txt").write_text(djob)
-        files.append("groups-waiting.qstat-j.djob.txt")
+        files += save(
+            tc,
+            out,
+            (
+                ("groups-waiting.qstat-r-f.xml", ["qstat", "-u", "*", "-xml", "-r", "-f"]),
+                ("groups-waiting.qstat-r.xml", ["qstat", "-u", "*", "-xml", "-r"]),
+                ("qconf-sc-bigmem.txt", ["qconf", "-sc"]),
+                ("qconf-sql-big.txt", ["qconf", "-sql"]),
+                ("groups-waiting.qstat-j.djob.txt", ["qstat", "-xml", "-j", asked]),
+            ),
+        )
         (out / "groups-waiting.jobs.txt").write_text(
             "".join(f"{ids[n]} {n} {' '.join(a)}\n" for n, a in JOBS if n in ids)
         )
@@ -105,11 +105,4 @@ def _record(tc: TestCluster, out: Path) -> list[str]:
 
 
 if __name__ == "__main__":  # pragma: no cover - run by hand
-    logging.basicConfig(level=logging.INFO)
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("tests/fixtures/sge/recorded")
-    try:
-        for f in record(target):
-            print(f)
-    except TestClusterError as err:
-        print(f"record: {err}", file=sys.stderr)
-        sys.exit(1)
+    main(record)
