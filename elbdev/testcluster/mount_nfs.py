@@ -118,6 +118,260 @@ def _start(spec: str, mountpoint: str, opts: dict[str, str]) -> int:
     return 32
 
 
+class NfsOperations:
+    """FUSE's operations on one NFS export, each made with the caller's identity (one connection
+    per (uid, gid), opened at its first use). ``_serve`` mixes it into mfusepy's ``Operations``:
+    ``fuse`` and ``nfs`` are the ``mfusepy`` and ``nfs_rs`` modules, only in the node image.
+    ``locks``: the server's lock manager, if there is one (asked for its port now)."""
+
+    use_ns = True
+
+    def __init__(self, fuse: Any, nfs: Any, url: str, locks: LockManager | None) -> None:
+        self._fuse = fuse
+        self._nfs = nfs
+        self._url = url
+        self._locks = locks
+        self._clients: dict[tuple[int, int], Any] = {}
+        self._lock = threading.Lock()
+        self._files: dict[int, Any] = {}
+        self._next_fh = 1
+        # Fail now, not at the first access, if the server or export is wrong.
+        self._client_for(0, 0)
+        if locks is not None:
+            locks.port()  # and if its lock manager cannot be found
+
+    # ---- connections, one per identity
+    def _client_for(self, uid: int, gid: int) -> Any:
+        key = (uid, gid)
+        with self._lock:
+            c = self._clients.get(key)
+        if c is None:
+            c = self._nfs.Client.connect(self._url, uid=uid, gid=gid, connect_timeout=10, operation_timeout=60)
+            with self._lock:
+                self._clients[key] = c
+        return c
+
+    def _client(self) -> Any:
+        uid, gid, _pid = self._fuse.fuse_get_context()
+        return self._client_for(uid, gid)
+
+    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except self._fuse.FuseOSError:
+            raise
+        except Exception as e:
+            raise self._fuse.FuseOSError(_errno_of(e)) from e
+
+    @staticmethod
+    def _rel(path: str) -> str:
+        return path.lstrip("/") or "."
+
+    # ---- metadata
+    def getattr(self, path: str, fh: int | None = None) -> dict[str, Any]:
+        info = self._call(self._client().stat, self._rel(path))
+        return _attrs(info)
+
+    def readdir(self, path: str, fh: int) -> list[Any]:
+        entries = self._call(lambda: list(self._client().scandir(self._rel(path))))
+        out: list[Any] = [".", ".."]
+        out += [(e.name, _attrs(e.info), 0) for e in entries]
+        return out
+
+    def statfs(self, path: str) -> dict[str, int]:
+        fs = self._call(self._client().fs_stat)
+        bsize = 4096
+        return {
+            "f_bsize": bsize,
+            "f_frsize": bsize,
+            "f_blocks": fs.total_bytes // bsize,
+            "f_bfree": fs.free_bytes // bsize,
+            "f_bavail": fs.available_bytes // bsize,
+            "f_files": fs.total_files,
+            "f_ffree": fs.free_files,
+            "f_favail": fs.available_files,
+            "f_namemax": 255,
+        }
+
+    def chmod(self, path: str, mode: int) -> int:
+        self._call(self._client().chmod, self._rel(path), stat.S_IMODE(mode))
+        return 0
+
+    def chown(self, path: str, uid: int, gid: int) -> int:
+        self._call(self._client().chown, self._rel(path), uid, gid)
+        return 0
+
+    def utimens(self, path: str, times: tuple[int, int] | None = None) -> int:
+        now = time.time_ns()
+        if times is None:
+            atime, mtime = now, now
+        else:
+            atime, mtime = times
+        if UTIME_OMIT in (atime, mtime):
+            info = self._call(self._client().stat, self._rel(path))
+            atime = info.atime if atime == UTIME_OMIT else atime
+            mtime = info.mtime if mtime == UTIME_OMIT else mtime
+        atime = now if atime == UTIME_NOW else atime
+        mtime = now if mtime == UTIME_NOW else mtime
+        self._call(self._client().utime, self._rel(path), ns=(atime, mtime))
+        return 0
+
+    def truncate(self, path: str, length: int, fh: int | None = None) -> int:
+        self._call(self._client().truncate, self._rel(path), length)
+        return 0
+
+    # ---- namespace
+    def mkdir(self, path: str, mode: int) -> int:
+        self._call(self._client().mkdir, self._rel(path), mode=stat.S_IMODE(mode))
+        return 0
+
+    def rmdir(self, path: str) -> int:
+        self._call(self._client().rmdir, self._rel(path))
+        return 0
+
+    def unlink(self, path: str) -> int:
+        self._call(self._client().unlink, self._rel(path))
+        return 0
+
+    def rename(self, old: str, new: str) -> int:
+        self._call(self._client().rename, self._rel(old), self._rel(new))
+        return 0
+
+    def symlink(self, target: str, source: str) -> int:
+        # mfusepy passes (link path, link target)
+        self._call(self._client().symlink, source, self._rel(target))
+        return 0
+
+    def readlink(self, path: str) -> str:
+        return str(self._call(self._client().readlink, self._rel(path)))
+
+    def link(self, target: str, source: str) -> int:
+        self._call(self._client().link, self._rel(source), self._rel(target))
+        return 0
+
+    # ---- files
+    def _register(self, f: Any) -> int:
+        with self._lock:
+            fh = self._next_fh
+            self._next_fh += 1
+            self._files[fh] = f
+        return fh
+
+    def create(self, path: str, mode: int, fi: Any = None) -> int:
+        c = self._client()
+        self._call(c.touch, self._rel(path), exist_ok=True)
+        self._call(c.chmod, self._rel(path), stat.S_IMODE(mode))
+        return self._register(self._call(c.open, self._rel(path), "r+b"))
+
+    def open(self, path: str, flags: int) -> int:
+        c = self._client()
+        acc = flags & os.O_ACCMODE
+        if flags & os.O_TRUNC and acc != os.O_RDONLY:
+            self._call(c.truncate, self._rel(path), 0)
+        mode = "rb" if acc == os.O_RDONLY else "r+b"
+        return self._register(self._call(c.open, self._rel(path), mode))
+
+    def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
+        f = self._files.get(fh)
+        if f is None:
+            raise self._fuse.FuseOSError(errno.EBADF)
+        return bytes(self._call(f.read_at, offset, size))
+
+    def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
+        f = self._files.get(fh)
+        if f is None:
+            raise self._fuse.FuseOSError(errno.EBADF)
+        self._call(f.write_at, data, offset)
+        return len(data)
+
+    def release(self, path: str, fh: int) -> int:
+        with self._lock:
+            f = self._files.pop(fh, None)
+        if f is not None:
+            with contextlib.suppress(Exception):  # closing a finished file cannot be reported
+                f.close()
+        return 0
+
+    def flush(self, path: str, fh: int) -> int:
+        return 0
+
+    def fsync(self, path: str, datasync: int, fh: int) -> int:
+        return 0
+
+
+class LockingNfsOperations(NfsOperations):
+    """NfsOperations with the server's locks (NLM); ``owner``: FUSE's lock owner (see LockingFuse).
+    Without them (``nolock``) FUSE keeps the locks on this node."""
+
+    def _fh_of(self, path: str) -> bytes:
+        parent, name = os.path.split(path.rstrip("/"))
+        for entry in self._call(lambda: list(self._client().scandir(self._rel(parent or "/")))):
+            if entry.name == name and entry.fh:
+                return bytes(entry.fh)
+        raise self._fuse.FuseOSError(errno.ENOLCK)
+
+    def _nlm_lock(self, path: str, owner: int, start: int, length: int) -> bytes:
+        locks = self._locks
+        assert locks is not None
+        offset, count = lock_range(start, length)
+        who = f"{locks.caller}:{owner}".encode()
+        return nlm4_lock(locks.caller, self._fh_of(path), who, owner & 0x7FFFFFFF, start=offset, length=count)
+
+    def _take(self, path: str, owner: int, start: int, length: int, *, exclusive: bool, wait: bool) -> int:
+        """Take a lock from the server; while ``wait``, ask again until it is granted or the
+        process that waits is gone."""
+        locks = self._locks
+        assert locks is not None
+        uid, gid, pid = self._fuse.fuse_get_context()
+        lock = self._nlm_lock(path, owner, start, length)
+        while True:
+            status = self._call(locks.lock, lock, exclusive=exclusive, uid=uid, gid=gid)
+            if status == NLM4_GRANTED:
+                return 0
+            if not wait or status not in (NLM4_DENIED, NLM4_BLOCKED, NLM4_DENIED_GRACE_PERIOD):
+                raise self._fuse.FuseOSError(_NLM_ERRNO.get(status, errno.ENOLCK))
+            if pid and not os.path.exists(f"/proc/{pid}"):
+                raise self._fuse.FuseOSError(errno.EINTR)
+            time.sleep(LOCK_RETRY)
+
+    def _release(self, path: str, owner: int, start: int, length: int) -> int:
+        locks = self._locks
+        assert locks is not None
+        uid, gid, _pid = self._fuse.fuse_get_context()
+        status = self._call(locks.unlock, self._nlm_lock(path, owner, start, length), uid=uid, gid=gid)
+        if status != NLM4_GRANTED:
+            raise self._fuse.FuseOSError(_NLM_ERRNO.get(status, errno.ENOLCK))
+        return 0
+
+    def lock(self, path: str, owner: int, cmd: int, lock: Any) -> int:
+        """fcntl locks (``F_GETLK``, ``F_SETLK``, ``F_SETLKW``) as the server holds them."""
+        fl = lock.contents
+        if cmd == fcntl.F_GETLK:
+            locks = self._locks
+            assert locks is not None
+            uid, gid, _pid = self._fuse.fuse_get_context()
+            want = self._nlm_lock(path, owner, fl.l_start, fl.l_len)
+            holder = self._call(locks.test, want, exclusive=fl.l_type == fcntl.F_WRLCK, uid=uid, gid=gid)
+            if holder is None:
+                fl.l_type = fcntl.F_UNLCK
+            else:
+                excl, _svid, start, length = holder
+                fl.l_type = fcntl.F_WRLCK if excl else fcntl.F_RDLCK
+                fl.l_whence, fl.l_start, fl.l_len, fl.l_pid = os.SEEK_SET, start, length, 0
+            return 0
+        if fl.l_type == fcntl.F_UNLCK:
+            return self._release(path, owner, fl.l_start, fl.l_len)
+        exclusive = fl.l_type == fcntl.F_WRLCK
+        return self._take(path, owner, fl.l_start, fl.l_len, exclusive=exclusive, wait=cmd == fcntl.F_SETLKW)
+
+    def flock(self, path: str, owner: int, op: int) -> int:
+        """flock(2) as a lock of the whole file, as the kernel's NFS client sends it."""
+        if op & fcntl.LOCK_UN:
+            return self._release(path, owner, 0, 0)
+        exclusive = bool(op & fcntl.LOCK_EX)
+        return self._take(path, owner, 0, 0, exclusive=exclusive, wait=not op & fcntl.LOCK_NB)
+
+
 def _serve(spec: str, mountpoint: str, opts: dict[str, str]) -> int:
     # Only in the node image (/opt/elb-mountnfs), not in elb's environment.
     import mfusepy  # type: ignore[import-not-found]  # noqa: PLC0415
@@ -128,244 +382,11 @@ def _serve(spec: str, mountpoint: str, opts: dict[str, str]) -> int:
     ro = "ro" in opts
     locks = None if "nolock" in opts else LockManager(server, os.uname().nodename)
 
-    class NfsFs(mfusepy.Operations):  # type: ignore[misc]
-        use_ns = True
+    class NfsFs(NfsOperations, mfusepy.Operations):  # type: ignore[misc]
+        pass
 
-        def __init__(self) -> None:
-            self._clients: dict[tuple[int, int], Any] = {}
-            self._lock = threading.Lock()
-            self._files: dict[int, Any] = {}
-            self._next_fh = 1
-            # Fail now, not at the first access, if the server or export is wrong.
-            self._client_for(0, 0)
-            if locks is not None:
-                locks.port()  # and if its lock manager cannot be found
-
-        # ---- connections, one per identity
-        def _client_for(self, uid: int, gid: int) -> Any:
-            key = (uid, gid)
-            with self._lock:
-                c = self._clients.get(key)
-            if c is None:
-                c = nfs_rs.Client.connect(url, uid=uid, gid=gid, connect_timeout=10, operation_timeout=60)
-                with self._lock:
-                    self._clients[key] = c
-            return c
-
-        def _client(self) -> Any:
-            uid, gid, _pid = mfusepy.fuse_get_context()
-            return self._client_for(uid, gid)
-
-        def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-            try:
-                return fn(*args, **kwargs)
-            except mfusepy.FuseOSError:
-                raise
-            except Exception as e:
-                raise mfusepy.FuseOSError(_errno_of(e)) from e
-
-        @staticmethod
-        def _rel(path: str) -> str:
-            return path.lstrip("/") or "."
-
-        # ---- metadata
-        def getattr(self, path: str, fh: int | None = None) -> dict[str, Any]:
-            info = self._call(self._client().stat, self._rel(path))
-            return _attrs(info)
-
-        def readdir(self, path: str, fh: int) -> list[Any]:
-            entries = self._call(lambda: list(self._client().scandir(self._rel(path))))
-            out: list[Any] = [".", ".."]
-            out += [(e.name, _attrs(e.info), 0) for e in entries]
-            return out
-
-        def statfs(self, path: str) -> dict[str, int]:
-            fs = self._call(self._client().fs_stat)
-            bsize = 4096
-            return {
-                "f_bsize": bsize,
-                "f_frsize": bsize,
-                "f_blocks": fs.total_bytes // bsize,
-                "f_bfree": fs.free_bytes // bsize,
-                "f_bavail": fs.available_bytes // bsize,
-                "f_files": fs.total_files,
-                "f_ffree": fs.free_files,
-                "f_favail": fs.available_files,
-                "f_namemax": 255,
-            }
-
-        def chmod(self, path: str, mode: int) -> int:
-            self._call(self._client().chmod, self._rel(path), stat.S_IMODE(mode))
-            return 0
-
-        def chown(self, path: str, uid: int, gid: int) -> int:
-            self._call(self._client().chown, self._rel(path), uid, gid)
-            return 0
-
-        def utimens(self, path: str, times: tuple[int, int] | None = None) -> int:
-            now = time.time_ns()
-            if times is None:
-                atime, mtime = now, now
-            else:
-                atime, mtime = times
-            if UTIME_OMIT in (atime, mtime):
-                info = self._call(self._client().stat, self._rel(path))
-                atime = info.atime if atime == UTIME_OMIT else atime
-                mtime = info.mtime if mtime == UTIME_OMIT else mtime
-            atime = now if atime == UTIME_NOW else atime
-            mtime = now if mtime == UTIME_NOW else mtime
-            self._call(self._client().utime, self._rel(path), ns=(atime, mtime))
-            return 0
-
-        def truncate(self, path: str, length: int, fh: int | None = None) -> int:
-            self._call(self._client().truncate, self._rel(path), length)
-            return 0
-
-        # ---- namespace
-        def mkdir(self, path: str, mode: int) -> int:
-            self._call(self._client().mkdir, self._rel(path), mode=stat.S_IMODE(mode))
-            return 0
-
-        def rmdir(self, path: str) -> int:
-            self._call(self._client().rmdir, self._rel(path))
-            return 0
-
-        def unlink(self, path: str) -> int:
-            self._call(self._client().unlink, self._rel(path))
-            return 0
-
-        def rename(self, old: str, new: str) -> int:
-            self._call(self._client().rename, self._rel(old), self._rel(new))
-            return 0
-
-        def symlink(self, target: str, source: str) -> int:
-            # mfusepy passes (link path, link target)
-            self._call(self._client().symlink, source, self._rel(target))
-            return 0
-
-        def readlink(self, path: str) -> str:
-            return str(self._call(self._client().readlink, self._rel(path)))
-
-        def link(self, target: str, source: str) -> int:
-            self._call(self._client().link, self._rel(source), self._rel(target))
-            return 0
-
-        # ---- files
-        def _register(self, f: Any) -> int:
-            with self._lock:
-                fh = self._next_fh
-                self._next_fh += 1
-                self._files[fh] = f
-            return fh
-
-        def create(self, path: str, mode: int, fi: Any = None) -> int:
-            c = self._client()
-            self._call(c.touch, self._rel(path), exist_ok=True)
-            self._call(c.chmod, self._rel(path), stat.S_IMODE(mode))
-            return self._register(self._call(c.open, self._rel(path), "r+b"))
-
-        def open(self, path: str, flags: int) -> int:
-            c = self._client()
-            acc = flags & os.O_ACCMODE
-            if flags & os.O_TRUNC and acc != os.O_RDONLY:
-                self._call(c.truncate, self._rel(path), 0)
-            mode = "rb" if acc == os.O_RDONLY else "r+b"
-            return self._register(self._call(c.open, self._rel(path), mode))
-
-        def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
-            f = self._files.get(fh)
-            if f is None:
-                raise mfusepy.FuseOSError(errno.EBADF)
-            return bytes(self._call(f.read_at, offset, size))
-
-        def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
-            f = self._files.get(fh)
-            if f is None:
-                raise mfusepy.FuseOSError(errno.EBADF)
-            self._call(f.write_at, data, offset)
-            return len(data)
-
-        def release(self, path: str, fh: int) -> int:
-            with self._lock:
-                f = self._files.pop(fh, None)
-            if f is not None:
-                with contextlib.suppress(Exception):  # closing a finished file cannot be reported
-                    f.close()
-            return 0
-
-        def flush(self, path: str, fh: int) -> int:
-            return 0
-
-        def fsync(self, path: str, datasync: int, fh: int) -> int:
-            return 0
-
-    class LockingNfsFs(NfsFs):
-        """NfsFs with the server's locks (NLM); ``owner``: FUSE's lock owner (see LockingFuse).
-        Without them (``nolock``) FUSE keeps the locks on this node."""
-
-        def _fh_of(self, path: str) -> bytes:
-            parent, name = os.path.split(path.rstrip("/"))
-            for entry in self._call(lambda: list(self._client().scandir(self._rel(parent or "/")))):
-                if entry.name == name and entry.fh:
-                    return bytes(entry.fh)
-            raise mfusepy.FuseOSError(errno.ENOLCK)
-
-        def _nlm_lock(self, path: str, owner: int, start: int, length: int) -> bytes:
-            assert locks is not None
-            offset, count = lock_range(start, length)
-            who = f"{locks.caller}:{owner}".encode()
-            return nlm4_lock(locks.caller, self._fh_of(path), who, owner & 0x7FFFFFFF, start=offset, length=count)
-
-        def _take(self, path: str, owner: int, start: int, length: int, *, exclusive: bool, wait: bool) -> int:
-            """Take a lock from the server; while ``wait``, ask again until it is granted or the
-            process that waits is gone."""
-            assert locks is not None
-            uid, gid, pid = mfusepy.fuse_get_context()
-            lock = self._nlm_lock(path, owner, start, length)
-            while True:
-                status = self._call(locks.lock, lock, exclusive=exclusive, uid=uid, gid=gid)
-                if status == NLM4_GRANTED:
-                    return 0
-                if not wait or status not in (NLM4_DENIED, NLM4_BLOCKED, NLM4_DENIED_GRACE_PERIOD):
-                    raise mfusepy.FuseOSError(_NLM_ERRNO.get(status, errno.ENOLCK))
-                if pid and not os.path.exists(f"/proc/{pid}"):
-                    raise mfusepy.FuseOSError(errno.EINTR)
-                time.sleep(LOCK_RETRY)
-
-        def _release(self, path: str, owner: int, start: int, length: int) -> int:
-            assert locks is not None
-            uid, gid, _pid = mfusepy.fuse_get_context()
-            status = self._call(locks.unlock, self._nlm_lock(path, owner, start, length), uid=uid, gid=gid)
-            if status != NLM4_GRANTED:
-                raise mfusepy.FuseOSError(_NLM_ERRNO.get(status, errno.ENOLCK))
-            return 0
-
-        def lock(self, path: str, owner: int, cmd: int, lock: Any) -> int:
-            """fcntl locks (``F_GETLK``, ``F_SETLK``, ``F_SETLKW``) as the server holds them."""
-            fl = lock.contents
-            if cmd == fcntl.F_GETLK:
-                assert locks is not None
-                uid, gid, _pid = mfusepy.fuse_get_context()
-                want = self._nlm_lock(path, owner, fl.l_start, fl.l_len)
-                holder = self._call(locks.test, want, exclusive=fl.l_type == fcntl.F_WRLCK, uid=uid, gid=gid)
-                if holder is None:
-                    fl.l_type = fcntl.F_UNLCK
-                else:
-                    excl, _svid, start, length = holder
-                    fl.l_type = fcntl.F_WRLCK if excl else fcntl.F_RDLCK
-                    fl.l_whence, fl.l_start, fl.l_len, fl.l_pid = os.SEEK_SET, start, length, 0
-                return 0
-            if fl.l_type == fcntl.F_UNLCK:
-                return self._release(path, owner, fl.l_start, fl.l_len)
-            exclusive = fl.l_type == fcntl.F_WRLCK
-            return self._take(path, owner, fl.l_start, fl.l_len, exclusive=exclusive, wait=cmd == fcntl.F_SETLKW)
-
-        def flock(self, path: str, owner: int, op: int) -> int:
-            """flock(2) as a lock of the whole file, as the kernel's NFS client sends it."""
-            if op & fcntl.LOCK_UN:
-                return self._release(path, owner, 0, 0)
-            exclusive = bool(op & fcntl.LOCK_EX)
-            return self._take(path, owner, 0, 0, exclusive=exclusive, wait=not op & fcntl.LOCK_NB)
+    class LockingNfsFs(LockingNfsOperations, mfusepy.Operations):  # type: ignore[misc]
+        pass
 
     class LockingFuse(mfusepy.FUSE):  # type: ignore[misc]
         """mfusepy's FUSE, handing the lock operations FUSE's lock owner instead of a file handle."""
@@ -386,7 +407,7 @@ def _serve(spec: str, mountpoint: str, opts: dict[str, str]) -> int:
                     print(f"mount.nfs: could not release the flock of {path.decode()}: {err}", file=sys.stderr)
             return int(super().release(path, fip))
 
-    fs = NfsFs() if locks is None else LockingNfsFs()
+    fs = NfsFs(mfusepy, nfs_rs, url, locks) if locks is None else LockingNfsFs(mfusepy, nfs_rs, url, locks)
     LockingFuse(
         fs,
         mountpoint,
