@@ -1,7 +1,10 @@
-"""Small builders for snapshots and node records used across unit tests."""
+"""Small builders for snapshots, node records and configs used across unit tests."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from elb.core.config import Config, parse_config
 from elb.core.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
 
 T0 = 1_800_000_000.0  # a fixed "now" for tests
@@ -37,3 +40,9 @@ def node(name: str, age: float, state: NodeState = NodeState.READY, now: float =
 
 def snap(jobs: list[Job] | None = None, hosts: list[Host] | None = None, now: float = T0) -> Snapshot:
     return Snapshot(now, tuple(jobs or ()), tuple(hosts or ()))
+
+
+def small_config(state_dir: Path, **policy: object) -> Config:
+    """The config of most pass tests: state in ``state_dir``, at most 4 nodes of 8 slots; ``policy``
+    adds or changes policy settings."""
+    return parse_config({"state_dir": str(state_dir), "policy": {"max_nodes": 4, "slots_per_node": 8, **policy}})

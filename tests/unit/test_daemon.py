@@ -15,19 +15,14 @@ from elb.service.daemon import Balancer
 from elb.service.journal import Journal
 from elb.service.stats import read_rows
 from tests.clock import Clock
-from tests.unit.factories import T0, pending, running
+from tests.unit.factories import T0, pending, running, small_config
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
 
 @pytest.fixture
 def cfg(tmp_path: Path) -> Config:
-    return parse_config(
-        {
-            "state_dir": str(tmp_path),
-            # the classic timer rules: these tests pin the actuator's steps, not the policy's timing
-            "policy": {"max_nodes": 4, "add_nodes_per_iteration": 2, "slots_per_node": 8, "shrink": "timer"},
-        }
-    )
+    # the classic timer rules: these tests pin the actuator's steps, not the policy's timing
+    return small_config(tmp_path, add_nodes_per_iteration=2, shrink="timer")
 
 
 @dataclass

@@ -10,25 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from elb.core.config import Config, parse_config
+from elb.core.config import Config
 from elb.core.model import NodeState
 from elb.schedulers.sge.driver import GridEngine
 from elb.service.daemon import Balancer
 from elb.service.executor import Executor
 from elb.service.journal import Journal
 from tests.clock import Clock
-from tests.unit.factories import T0, pending
+from tests.unit.factories import T0, pending, small_config
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
 
 @pytest.fixture
 def cfg(tmp_path: Path) -> Config:
-    return parse_config(
-        {
-            "state_dir": str(tmp_path),
-            "policy": {"max_nodes": 4, "add_nodes_per_iteration": 1, "slots_per_node": 8, "shrink": "timer"},
-        }
-    )
+    return small_config(tmp_path, add_nodes_per_iteration=1, shrink="timer")
 
 
 def _rig(cfg: Config) -> tuple[FakeSge, FakeCloud, FakeProvisioner, Journal, Clock, Balancer, Executor]:

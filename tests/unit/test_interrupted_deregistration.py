@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from elb.core.config import parse_config
 from elb.core.model import NodeState
-from tests.unit.factories import T0
+from tests.unit.factories import T0, small_config
 from tests.unit.test_daemon import _one_ready_node, parts
 
 
 def test_drain_interrupted_after_sge_dropped_the_host_reruns_the_deregistration(tmp_path: Path) -> None:
-    cfg = parse_config({"state_dir": str(tmp_path), "policy": {"max_nodes": 4, "slots_per_node": 8, "shrink": "timer"}})
+    cfg = small_config(tmp_path, shrink="timer")
     r = parts(cfg)
     _one_ready_node(r, 50 * 60)
     r.journal.record("node001", NodeState.DRAINING, T0 - 10)
@@ -26,7 +25,7 @@ def test_drain_interrupted_after_sge_dropped_the_host_reruns_the_deregistration(
 
 
 def test_node_left_deregistered_is_only_terminated(tmp_path: Path) -> None:
-    cfg = parse_config({"state_dir": str(tmp_path), "policy": {"max_nodes": 4, "slots_per_node": 8, "shrink": "timer"}})
+    cfg = small_config(tmp_path, shrink="timer")
     r = parts(cfg)
     _one_ready_node(r, 50 * 60)
     r.journal.record("node001", NodeState.DEREGISTERED, T0 - 10)  # the play finished, then elb died

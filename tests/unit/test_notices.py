@@ -12,14 +12,13 @@ from pathlib import Path
 import pytest
 
 from elb.clouds.ec2.notices import NoticeError, parse_event
-from elb.core.config import parse_config
 from elb.core.interfaces import Notice, NoticeKind
 from elb.core.model import NodeState
 from elb.schedulers.sge.driver import GridEngine
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
 from elb.service.metrics import BalancerCollector
-from tests.unit.factories import T0, running
+from tests.unit.factories import T0, running, small_config
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
 EVENTS = Path(__file__).resolve().parents[1] / "fixtures" / "ec2"
@@ -97,7 +96,7 @@ class Notices:
 
 
 def ready_cluster(tmp_path: Path, notices: Notices) -> tuple[Balancer, FakeSge, FakeCloud]:
-    cfg = parse_config({"state_dir": str(tmp_path), "policy": {"max_nodes": 4, "slots_per_node": 8, "min_nodes": 1}})
+    cfg = small_config(tmp_path, min_nodes=1)
     sge, cloud = FakeSge(T0), FakeCloud(T0)
     bal = Balancer(
         cfg,

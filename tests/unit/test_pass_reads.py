@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from elb.core.config import Config, parse_config
+from elb.core.config import Config
 from elb.core.interfaces import Instance
 from elb.core.model import Event, History, Node, NodeState, Plan
 from elb.core.state import ClusterState, seen
@@ -16,7 +16,7 @@ from elb.schedulers.sge.driver import GridEngine
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
 from elb.service.stats import read_rows
-from tests.unit.factories import T0, pending, running
+from tests.unit.factories import T0, pending, running, small_config
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
 
@@ -54,7 +54,7 @@ class Recording:
 
 @pytest.fixture
 def cfg(tmp_path: Path) -> Config:
-    return parse_config({"state_dir": str(tmp_path), "policy": {"max_nodes": 4, "slots_per_node": 8}})
+    return small_config(tmp_path)
 
 
 def _rig(cfg: Config, policy: Recording | None = None) -> tuple[Balancer, CountingJournal, FakeSge]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from elb.core.backoff import Backoff, Cause
-from elb.core.config import Config, parse_config
+from elb.core.config import Config
 from elb.core.demand import DemandSplit
 from elb.core.interfaces import Instance
 from elb.core.model import History, NodeState, Snapshot
@@ -17,17 +17,12 @@ from elb.core.orders import Orders
 from elb.core.planner import PassInputs, PassPlan, plan_pass, scale, scaling_waits
 from elb.core.policy.grouped import policy_for
 from elb.core.reconcile import RepairKind
-from tests.unit.factories import T0, host, node, pending, running, snap
+from tests.unit.factories import T0, host, node, pending, running, small_config, snap
 
 
 @pytest.fixture
 def cfg(tmp_path: Path) -> Config:
-    return parse_config(
-        {
-            "state_dir": str(tmp_path),
-            "policy": {"max_nodes": 4, "add_nodes_per_iteration": 2, "slots_per_node": 8, "shrink": "timer"},
-        }
-    )
+    return small_config(tmp_path, add_nodes_per_iteration=2, shrink="timer")
 
 
 def inputs(snapshot: Snapshot, **kw: object) -> PassInputs:

@@ -8,31 +8,19 @@ from pathlib import Path
 from typing import Any
 
 from elb.core.backoff import Backoff, Cause
-from elb.core.config import Config, parse_config
+from elb.core.config import Config
 from elb.core.demand import DemandSplit
 from elb.core.interfaces import Instance
 from elb.core.model import History, Node, NodeState, Snapshot
 from elb.core.orders import Orders
 from elb.core.planner import PassInputs, PassPlan, plan_pass
 from elb.core.policy.grouped import policy_for
-from tests.unit.factories import T0, host, node, pending, snap
+from tests.unit.factories import T0, host, node, pending, small_config, snap
 
 
 def config(tmp_path: Path, **pool: Any) -> Config:
     warm = {"max_nodes": 2, "max_age": 7200, "restart_time": 60, **pool}
-    return parse_config(
-        {
-            "state_dir": str(tmp_path),
-            "policy": {
-                "max_nodes": 4,
-                "add_nodes_per_iteration": 2,
-                "slots_per_node": 8,
-                "shrink": "timer",
-                "boot_time": 300,
-                "warm_pool": warm,
-            },
-        }
-    )
+    return small_config(tmp_path, add_nodes_per_iteration=2, shrink="timer", boot_time=300, warm_pool=warm)
 
 
 def stopped(name: str, ago: float, **kw: Any) -> Node:
@@ -116,17 +104,8 @@ def test_pooled_hosts_are_no_size_for_the_policy(tmp_path: Path) -> None:
     pooled = (stopped("node001", 600), stopped("node002", 60))
     hosts = [host("node001", states="du"), host("node002", states="du")]
     jobs = [pending(i, 600, slots=8) for i in range(1, 5)]
-    cfg = parse_config(
-        {
-            "state_dir": str(tmp_path),
-            "policy": {
-                "max_nodes": 4,
-                "add_nodes_per_iteration": 4,
-                "slots_per_node": 8,
-                "boot_time": 300,
-                "warm_pool": {"max_nodes": 2, "restart_time": 60},
-            },
-        }
+    cfg = small_config(
+        tmp_path, add_nodes_per_iteration=4, boot_time=300, warm_pool={"max_nodes": 2, "restart_time": 60}
     )
     p = pass_of(cfg, snap(jobs, hosts), pooled)
     assert sorted(r.node for r in p.pool.restarts) == ["node001", "node002"]
