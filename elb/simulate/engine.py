@@ -380,6 +380,11 @@ class Simulator:
         self.history = History()
         self.next_sub = 0
         self.running: dict[int, _Run] = {}
+        # The Job values qstat shows, in the snapshot's order: the waiting ones by their number in
+        # ``pending`` (submission order), the running ones by job id (as ``running``), so that a
+        # snapshot's tuple of jobs is two dict views joined, not a walk over every job.
+        self._pending_values: dict[int, Job] = {}
+        self._running_values: dict[int, Job] = {}
         self.out = SimOutcome([], [], 0.0, [], self.t0, self.t0)
         self._jobs_cache: tuple[Job, ...] | None = None
         self._hosts_cache: tuple[Host, ...] | None = None
@@ -543,7 +548,7 @@ class Simulator:
         changes = self._changes
         given = changes.given
         if self._jobs_cache is None:
-            items = (*(w.value for w in self.pending), *(r.value for r in self.running.values()))
+            items = (*self._pending_values.values(), *self._running_values.values())
             self._jobs_cache = changes.jobs.revised(items, given and given[0])
         if self._stale:
             for name in self._stale:
@@ -598,6 +603,7 @@ class Simulator:
 
     def _start(self, waiting: _Waiting, parts: list[tuple[_Node, int]], now: float) -> None:
         self.pending.remove(waiting.seq)
+        del self._pending_values[waiting.seq]
         job, pending_value = waiting.job, waiting.value
         del self.group_of[pending_value]
         first = parts[0][0].name
@@ -624,6 +630,7 @@ class Simulator:
             node.last_busy_at = now
             self._touch(node)
         self.running[job.job_id] = run
+        self._running_values[job.job_id] = value
         self._changes.jobs.went(pending_value)
         self._changes.jobs.came(value)
         self.seq += 1
@@ -639,6 +646,7 @@ class Simulator:
 
     def _finish(self, run: _Run, now: float) -> None:
         del self.running[run.job.job_id]
+        del self._running_values[run.job.job_id]
         self._changes.jobs.went(run.value)
         for node, used in run.parts:
             node.free += used
@@ -759,6 +767,7 @@ class Simulator:
         )
         waiting = _Waiting(job, value, placed.group, placed.footprint)
         waiting.seq = self.pending.add(waiting, self._need(waiting))
+        self._pending_values[waiting.seq] = value
         self._changes.jobs.came(value)
         self.group_of[value] = placed.group
         self._jobs_cache = None
