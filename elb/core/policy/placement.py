@@ -75,14 +75,19 @@ class FreeIndex(Generic[K]):
 
     def set(self, key: K, free: int, total: int) -> None:
         """Add the node or change its free slots."""
+        entry = (free, total)
         old = self._free.get(key)
         if old is not None:
-            if old == (free, total):
+            if old == entry:
                 return
             self._drop(key, old)
-        self._free[key] = (free, total)
+        self._free[key] = entry
         if free > 0:
-            bisect.insort(self._buckets.setdefault(free, []), key)
+            keys = self._buckets.get(free)
+            if keys is None:
+                self._buckets[free] = [key]
+            else:
+                bisect.insort(keys, key)
         if free == total and total >= self.whole and total > 0:
             bisect.insort(self._empty, key)
 
@@ -95,9 +100,10 @@ class FreeIndex(Generic[K]):
         free, total = old
         if free > 0:
             keys = self._buckets[free]
-            del keys[bisect.bisect_left(keys, key)]
-            if not keys:
+            if len(keys) == 1:
                 del self._buckets[free]
+            else:
+                del keys[bisect.bisect_left(keys, key)]
         if free == total and total >= self.whole and total > 0:
             del self._empty[bisect.bisect_left(self._empty, key)]
 
