@@ -184,6 +184,9 @@ class _Node:
     host: Host | None = None  # cached Host value
     restart: bool = False  # started from the warm pool
     fails: bool = False  # its provisioning fails when its boot time is up
+    order: tuple[int, str] = (0, "")  # its key in the ready nodes' index (``host_order``)
+    # The Host values shown so far, by free slots: one a node's state is made once (equal values).
+    hosts: dict[int, Host] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -450,6 +453,7 @@ class Simulator:
                 boot += self.rng.uniform(0.0, self.s.boot_jitter)
         group = group or self.first_group
         node = _Node(name, slots or self.group_slots[group], group, now, now + boot, restart=restart)
+        node.order = host_order(name)
         rate = self.s.provision_failure_rate
         node.fails = not restart and rate > 0 and self.failures.random() < rate
         self.nodes[name] = node
@@ -489,7 +493,7 @@ class Simulator:
 
     def _touch(self, node: _Node) -> None:
         if node.ready:
-            self._ready[node.group].set(host_order(node.name), node.free, node.slots)
+            self._ready[node.group].set(node.order, node.free, node.slots)
         node.record = None
         node.host = None
         self._stale[node.name] = None
@@ -503,7 +507,7 @@ class Simulator:
         self._suspects.pop(node.name, None)
         self._instance_values.pop(node.name, None)
         self.group_count[node.group] -= 1
-        self._ready[node.group].remove(host_order(node.name))
+        self._ready[node.group].remove(node.order)
         host, record = self._host_values.pop(node.name, None), self._record_values.pop(node.name, None)
         if host is not None:
             self._changes.hosts.went(host)
@@ -534,8 +538,11 @@ class Simulator:
 
     def _host(self, n: _Node) -> Host:
         if n.host is None:
-            q = QueueInstance(self._queue(n.group), n.name, n.slots, n.slots - n.free)
-            n.host = Host(n.name, (q,), num_proc=n.slots)
+            host = n.hosts.get(n.free)
+            if host is None:
+                q = QueueInstance(self._queue(n.group), n.name, n.slots, n.slots - n.free)
+                host = n.hosts[n.free] = Host(n.name, (q,), num_proc=n.slots)
+            n.host = host
         return n.host
 
     def _queue(self, group: str) -> str:
