@@ -176,6 +176,9 @@ class _Node:
     ready: bool = False
     free: int = 0
     jobs: int = 0  # running jobs (parts of jobs) on it
+    # When it last turned busy or idle (its record's): what makes it idle since when it runs
+    # nothing (``Node.quiet_since``); while it stays busy nothing reads it, so a job starting or
+    # ending on a node that stays busy leaves its record as it was.
     last_busy_at: float | None = None
     busy_since: float | None = None
     busy_seconds: float = 0.0
@@ -491,10 +494,12 @@ class Simulator:
         self.backoff.add(Event(now, node.name, NodeState.FAILED, None, "provisioning failed (simulated)"))
         self._terminate(node, now)
 
-    def _touch(self, node: _Node) -> None:
+    def _touch(self, node: _Node, *, record: bool = True) -> None:
+        """The node changed: its free slots (its Host value), and with ``record`` its record's."""
         if node.ready:
             self._ready[node.group].set(node.order, node.free, node.slots)
-        node.record = None
+        if record:
+            node.record = None
         node.host = None
         self._stale[node.name] = None
         self._nodes_cache = None
@@ -631,11 +636,12 @@ class Simulator:
         run = _Run(job, now, now + job.run, max(expected, now), parts, value)
         for node, used in parts:
             node.free -= used
-            if node.jobs == 0:
+            turns_busy = node.jobs == 0
+            if turns_busy:
                 node.busy_since = now
+                node.last_busy_at = now
             node.jobs += 1
-            node.last_busy_at = now
-            self._touch(node)
+            self._touch(node, record=turns_busy)
         self.running[job.job_id] = run
         self._running_values[job.job_id] = value
         self._changes.jobs.went(pending_value)
@@ -658,11 +664,13 @@ class Simulator:
         for node, used in run.parts:
             node.free += used
             node.jobs -= 1
-            node.last_busy_at = now
-            if node.jobs == 0 and node.busy_since is not None:
-                node.busy_seconds += now - node.busy_since
-                node.busy_since = None
-            self._touch(node)
+            turns_idle = node.jobs == 0
+            if turns_idle:
+                node.last_busy_at = now
+                if node.busy_since is not None:
+                    node.busy_seconds += now - node.busy_since
+                    node.busy_since = None
+            self._touch(node, record=turns_idle)
         self._jobs_cache = None
         self.out.last_end = max(self.out.last_end, now)
 
