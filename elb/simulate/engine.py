@@ -67,6 +67,7 @@ toward ``max_nodes``.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -380,6 +381,7 @@ class Simulator:
         self.pending: WaitingJobs[tuple[str, int, int], _Waiting] = WaitingJobs()
         self.group_of: dict[Job, str] = {}  # the waiting jobs' groups, for a policy per group
         self.group_count: dict[str, int] = dict.fromkeys(self.group_slots, 0)  # alive nodes
+        self._queues: dict[str, str] = {}  # each group's queue (``_queue``)
         self.ends: list[tuple[float, int, _Run]] = []
         self.readies: list[tuple[float, str]] = []
         self.seq = 0
@@ -551,8 +553,11 @@ class Simulator:
         return n.host
 
     def _queue(self, group: str) -> str:
-        found = self.groups.groups.get(group)
-        return found.queues[0] if found is not None else QUEUE
+        queue = self._queues.get(group)
+        if queue is None:
+            found = self.groups.groups.get(group)
+            queue = self._queues[group] = found.queues[0] if found is not None else QUEUE
+        return queue
 
     def snapshot(self, now: float) -> tuple[Snapshot, tuple[Node, ...]]:
         """What qstat/qhost and elb's journal would show now (the jobs no group can run are not
@@ -560,7 +565,7 @@ class Simulator:
         changes = self._changes
         given = changes.given
         if self._jobs_cache is None:
-            items = (*self._pending_values.values(), *self._running_values.values())
+            items = itertools.chain(self._pending_values.values(), self._running_values.values())
             self._jobs_cache = changes.jobs.revised(items, given and given[0])
         if self._stale:
             for name in self._stale:
@@ -691,7 +696,10 @@ class Simulator:
         Only the oldest job of each need is looked at until one of that need does not fit
         (``WaitingJobs.start_in_order``): the same jobs start, in the same order, on the same nodes
         as a walk over every waiting job."""
-        if not any(index.most_free > 0 for index in self._ready.values()):
+        for index in self._ready.values():
+            if index.most_free > 0:
+                break
+        else:
             return  # every ready node is full (or there is none): nothing fits
 
         def start(w: _Waiting) -> bool:

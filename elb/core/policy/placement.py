@@ -155,7 +155,7 @@ class FreeIndex(Generic[K]):
     @property
     def most_free(self) -> int:
         """The most free slots any node has (0: every node is full)."""
-        return max(self._buckets, default=0)
+        return max(self._buckets) if self._buckets else 0
 
 
 def _is_empty(entry: tuple[int, int], whole: int) -> bool:
