@@ -364,7 +364,7 @@ class WorkerTally:
             return _Entry(None, None, None, up_total)
         ready = (facts.free, facts.total)
         room = ready if facts.free > 0 else None
-        since = idle_since(node, True, is_busy(bool(self._running[name]), facts.busy))
+        since = idle_since(node, True, is_busy(name in self._running, facts.busy))
         return _Entry(None, room, since, up_total, ready)
 
     def _set(self, name: str, entry: _Entry | None) -> None:
@@ -413,6 +413,7 @@ class CapacityTally(WorkerTally):
         self._pending_odd = 0  # waiting jobs of no slot or no task
         self._odd = 0  # running jobs of fewer than no slots (not modelled: ``update`` says False)
         self._idle_workers: tuple[IdleWorker, ...] | None = ()
+        self._idle_made: dict[str, IdleWorker] = {}  # the last ones made, by name (reused while the record is the same)
 
     def update_for(self, snapshot: Snapshot, nodes: Sequence[Node], master: str, prefix: str, spn: int) -> bool:
         """``update``, for a forecast in nodes of ``spn`` slots (another size: everything again)."""
@@ -444,7 +445,15 @@ class CapacityTally(WorkerTally):
     def idle_workers(self) -> tuple[IdleWorker, ...]:
         """The managed idle workers by name, as a policy reads them (made again after a change)."""
         if self._idle_workers is None:
-            self._idle_workers = tuple(IdleWorker(name, self._alive[name]) for name in self.idle)
+            made, alive = self._idle_made, self._alive
+            out: list[IdleWorker] = []
+            for name in self.idle:
+                w = made.get(name)
+                if w is None or w.node is not alive[name]:
+                    w = IdleWorker(name, alive[name])
+                out.append(w)
+            self._idle_workers = tuple(out)
+            self._idle_made = {w.name: w for w in out}
         return self._idle_workers
 
     def next_overdue(self, now: float) -> float:
