@@ -26,9 +26,11 @@ a job does not walk every node. Waiting jobs are kept in submission order and in
 need (group, and slots on a node or whole nodes: ``elb.simulate.waiting``), so SGE's dispatch
 looks at the oldest job of each need until one does not fit, not at every waiting job: a backlog
 that cannot start costs nothing per event (FIFO and EASY still walk the queue in order). A
-snapshot rebuilds the ``Host``/``Node`` values of the nodes that changed only, and each of its
-tuples says what came and went since the last snapshot (``elb.core.policy.tally.Revised``): the Slurm
-and StarCluster peers take in those changes instead of every node and job.
+snapshot rebuilds the ``Host``/``Node`` values of the nodes that changed only (a node's ``Host`` of
+each free-slot count is made once; its record changes when it turns busy or idle, becomes ready
+or goes), and each of its tuples says what came and went since the last snapshot
+(``elb.core.policy.tally.Revised``): the Slurm and StarCluster peers take in those changes instead
+of every node and job.
 
 Node groups (``groups``, ``elb.simulate.groups``): each job is placed at submission by the live
 demand model on one group (the cheapest that can run it) and runs only on that group's nodes,
