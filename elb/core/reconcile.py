@@ -206,12 +206,10 @@ def repairs_of(
     now = state.now
     out: list[Repair] = []
     theirs: set[str] = set()
-    for m in state.suspects:  # a steady node needs nothing
+    suspects, skipped = state.suspects_apart(skip)  # a steady node needs nothing
+    theirs.update(inst.instance_id for name, inst in skipped if name != master)
+    for m in suspects:
         if m.name == master:
-            continue
-        if m.name in skip:
-            if m.instance is not None:
-                theirs.add(m.instance.instance_id)
             continue
         if m.instance is not None and m.instance.name == master:
             m = dataclasses.replace(m, instance=None)  # noqa: PLW2901 (the master's is never a worker's)

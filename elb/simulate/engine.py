@@ -26,9 +26,11 @@ a job does not walk every node. Waiting jobs are kept in submission order and in
 need (group, and slots on a node or whole nodes: ``elb.simulate.waiting``), so SGE's dispatch
 looks at the oldest job of each need until one does not fit, not at every waiting job: a backlog
 that cannot start costs nothing per event (FIFO and EASY still walk the queue in order). A
-snapshot rebuilds the ``Host``/``Node`` values of the nodes that changed only, and each of its
-tuples says what came and went since the last snapshot (``elb.core.policy.tally.Revised``): the Slurm
-and StarCluster peers take in those changes instead of every node and job.
+snapshot rebuilds the ``Host``/``Node`` values of the nodes that changed only (a node's ``Host`` of
+each free-slot count is made once; its record changes when it turns busy or idle, becomes ready
+or goes), and each of its tuples says what came and went since the last snapshot
+(``elb.core.policy.tally.Revised``): the Slurm and StarCluster peers take in those changes instead
+of every node and job.
 
 Node groups (``groups``, ``elb.simulate.groups``): each job is placed at submission by the live
 demand model on one group (the cheapest that can run it) and runs only on that group's nodes,
@@ -67,6 +69,7 @@ toward ``max_nodes``.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -176,6 +179,9 @@ class _Node:
     ready: bool = False
     free: int = 0
     jobs: int = 0  # running jobs (parts of jobs) on it
+    # When it last turned busy or idle (its record's): what makes it idle since when it runs
+    # nothing (``Node.quiet_since``); while it stays busy nothing reads it, so a job starting or
+    # ending on a node that stays busy leaves its record as it was.
     last_busy_at: float | None = None
     busy_since: float | None = None
     busy_seconds: float = 0.0
@@ -184,6 +190,9 @@ class _Node:
     host: Host | None = None  # cached Host value
     restart: bool = False  # started from the warm pool
     fails: bool = False  # its provisioning fails when its boot time is up
+    order: tuple[int, str] = (0, "")  # its key in the ready nodes' index (``host_order``)
+    # The Host values shown so far, by free slots: one a node's state is made once (equal values).
+    hosts: dict[int, Host] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -374,12 +383,18 @@ class Simulator:
         self.pending: WaitingJobs[tuple[str, int, int], _Waiting] = WaitingJobs()
         self.group_of: dict[Job, str] = {}  # the waiting jobs' groups, for a policy per group
         self.group_count: dict[str, int] = dict.fromkeys(self.group_slots, 0)  # alive nodes
+        self._queues: dict[str, str] = {}  # each group's queue (``_queue``)
         self.ends: list[tuple[float, int, _Run]] = []
         self.readies: list[tuple[float, str]] = []
         self.seq = 0
         self.history = History()
         self.next_sub = 0
         self.running: dict[int, _Run] = {}
+        # The Job values qstat shows, in the snapshot's order: the waiting ones by their number in
+        # ``pending`` (submission order), the running ones by job id (as ``running``), so that a
+        # snapshot's tuple of jobs is two dict views joined, not a walk over every job.
+        self._pending_values: dict[int, Job] = {}
+        self._running_values: dict[int, Job] = {}
         self.out = SimOutcome([], [], 0.0, [], self.t0, self.t0)
         self._jobs_cache: tuple[Job, ...] | None = None
         self._hosts_cache: tuple[Host, ...] | None = None
@@ -445,6 +460,7 @@ class Simulator:
                 boot += self.rng.uniform(0.0, self.s.boot_jitter)
         group = group or self.first_group
         node = _Node(name, slots or self.group_slots[group], group, now, now + boot, restart=restart)
+        node.order = host_order(name)
         rate = self.s.provision_failure_rate
         node.fails = not restart and rate > 0 and self.failures.random() < rate
         self.nodes[name] = node
@@ -482,10 +498,12 @@ class Simulator:
         self.backoff.add(Event(now, node.name, NodeState.FAILED, None, "provisioning failed (simulated)"))
         self._terminate(node, now)
 
-    def _touch(self, node: _Node) -> None:
+    def _touch(self, node: _Node, *, record: bool = True) -> None:
+        """The node changed: its free slots (its Host value), and with ``record`` its record's."""
         if node.ready:
-            self._ready[node.group].set(host_order(node.name), node.free, node.slots)
-        node.record = None
+            self._ready[node.group].set(node.order, node.free, node.slots)
+        if record:
+            node.record = None
         node.host = None
         self._stale[node.name] = None
         self._nodes_cache = None
@@ -498,7 +516,7 @@ class Simulator:
         self._suspects.pop(node.name, None)
         self._instance_values.pop(node.name, None)
         self.group_count[node.group] -= 1
-        self._ready[node.group].remove(host_order(node.name))
+        self._ready[node.group].remove(node.order)
         host, record = self._host_values.pop(node.name, None), self._record_values.pop(node.name, None)
         if host is not None:
             self._changes.hosts.went(host)
@@ -529,13 +547,19 @@ class Simulator:
 
     def _host(self, n: _Node) -> Host:
         if n.host is None:
-            q = QueueInstance(self._queue(n.group), n.name, n.slots, n.slots - n.free)
-            n.host = Host(n.name, (q,), num_proc=n.slots)
+            host = n.hosts.get(n.free)
+            if host is None:
+                q = QueueInstance(self._queue(n.group), n.name, n.slots, n.slots - n.free)
+                host = n.hosts[n.free] = Host(n.name, (q,), num_proc=n.slots)
+            n.host = host
         return n.host
 
     def _queue(self, group: str) -> str:
-        found = self.groups.groups.get(group)
-        return found.queues[0] if found is not None else QUEUE
+        queue = self._queues.get(group)
+        if queue is None:
+            found = self.groups.groups.get(group)
+            queue = self._queues[group] = found.queues[0] if found is not None else QUEUE
+        return queue
 
     def snapshot(self, now: float) -> tuple[Snapshot, tuple[Node, ...]]:
         """What qstat/qhost and elb's journal would show now (the jobs no group can run are not
@@ -543,7 +567,7 @@ class Simulator:
         changes = self._changes
         given = changes.given
         if self._jobs_cache is None:
-            items = (*(w.value for w in self.pending), *(r.value for r in self.running.values()))
+            items = itertools.chain(self._pending_values.values(), self._running_values.values())
             self._jobs_cache = changes.jobs.revised(items, given and given[0])
         if self._stale:
             for name in self._stale:
@@ -598,6 +622,7 @@ class Simulator:
 
     def _start(self, waiting: _Waiting, parts: list[tuple[_Node, int]], now: float) -> None:
         self.pending.remove(waiting.seq)
+        del self._pending_values[waiting.seq]
         job, pending_value = waiting.job, waiting.value
         del self.group_of[pending_value]
         first = parts[0][0].name
@@ -618,12 +643,14 @@ class Simulator:
         run = _Run(job, now, now + job.run, max(expected, now), parts, value)
         for node, used in parts:
             node.free -= used
-            if node.jobs == 0:
+            turns_busy = node.jobs == 0
+            if turns_busy:
                 node.busy_since = now
+                node.last_busy_at = now
             node.jobs += 1
-            node.last_busy_at = now
-            self._touch(node)
+            self._touch(node, record=turns_busy)
         self.running[job.job_id] = run
+        self._running_values[job.job_id] = value
         self._changes.jobs.went(pending_value)
         self._changes.jobs.came(value)
         self.seq += 1
@@ -639,15 +666,18 @@ class Simulator:
 
     def _finish(self, run: _Run, now: float) -> None:
         del self.running[run.job.job_id]
+        del self._running_values[run.job.job_id]
         self._changes.jobs.went(run.value)
         for node, used in run.parts:
             node.free += used
             node.jobs -= 1
-            node.last_busy_at = now
-            if node.jobs == 0 and node.busy_since is not None:
-                node.busy_seconds += now - node.busy_since
-                node.busy_since = None
-            self._touch(node)
+            turns_idle = node.jobs == 0
+            if turns_idle:
+                node.last_busy_at = now
+                if node.busy_since is not None:
+                    node.busy_seconds += now - node.busy_since
+                    node.busy_since = None
+            self._touch(node, record=turns_idle)
         self._jobs_cache = None
         self.out.last_end = max(self.out.last_end, now)
 
@@ -668,7 +698,10 @@ class Simulator:
         Only the oldest job of each need is looked at until one of that need does not fit
         (``WaitingJobs.start_in_order``): the same jobs start, in the same order, on the same nodes
         as a walk over every waiting job."""
-        if not any(index.most_free > 0 for index in self._ready.values()):
+        for index in self._ready.values():
+            if index.most_free > 0:
+                break
+        else:
             return  # every ready node is full (or there is none): nothing fits
 
         def start(w: _Waiting) -> bool:
@@ -759,6 +792,7 @@ class Simulator:
         )
         waiting = _Waiting(job, value, placed.group, placed.footprint)
         waiting.seq = self.pending.add(waiting, self._need(waiting))
+        self._pending_values[waiting.seq] = value
         self._changes.jobs.came(value)
         self.group_of[value] = placed.group
         self._jobs_cache = None

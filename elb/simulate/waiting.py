@@ -78,6 +78,11 @@ class WaitingJobs(Generic[N, T]):
         """Offer items to ``start`` in submission order, each until it declines one: then the
         other items of that need are not offered in this pass. ``start`` returns True when it
         took the item, which it removes (``remove``) before returning; it must not add items."""
+        if len(self._by_need) == 1:  # one need: its queue in order, no heap
+            need = next(iter(self._by_need))
+            while (queue := self._by_need.get(need)) and start(queue[0][1]):
+                pass
+            return
         heads = [(queue[0][0], need) for need, queue in self._by_need.items()]
         heapq.heapify(heads)
         while heads:

@@ -50,6 +50,28 @@ def test_free_index_answers_as_a_scan_of_every_node_would(seed: int) -> None:
         assert len(index) == len(nodes)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_free_index_set_many_builds_the_index_one_set_at_a_time_would(seed: int) -> None:
+    """On an empty index (sorted once) or not, with keys given twice or not."""
+    rng = random.Random(seed)
+    spn = rng.choice([4, 8])
+    entries = []
+    for _ in range(rng.randrange(60)):
+        total = rng.choice([spn, spn, spn // 2, 0])
+        entries.append((rng.randrange(80), rng.randrange(total + 1), total))
+    one: FreeIndex[int] = FreeIndex(spn)
+    many: FreeIndex[int] = FreeIndex(spn)
+    if rng.random() < 0.3:  # not empty: one set at a time
+        one.set(3, 1, spn)
+        many.set(3, 1, spn)
+    for key, free, total in entries:
+        one.set(key, free, total)
+    many.set_many(entries)
+    assert many._free == one._free
+    assert many._buckets == one._buckets
+    assert many._empty == one._empty
+
+
 def _reference(bins: list[tuple[str | None, int, int]], jobs: list[tuple[int, int]], spn: int) -> tuple[int, set[str]]:
     """Task-by-task first fit onto a list of bins, new nodes appended as needed (no limit)."""
     free = [f for _, f, _ in bins]

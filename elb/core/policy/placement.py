@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -75,16 +76,44 @@ class FreeIndex(Generic[K]):
 
     def set(self, key: K, free: int, total: int) -> None:
         """Add the node or change its free slots."""
+        entry = (free, total)
         old = self._free.get(key)
         if old is not None:
-            if old == (free, total):
+            if old == entry:
                 return
             self._drop(key, old)
-        self._free[key] = (free, total)
+        self._free[key] = entry
         if free > 0:
-            bisect.insort(self._buckets.setdefault(free, []), key)
+            keys = self._buckets.get(free)
+            if keys is None:
+                self._buckets[free] = [key]
+            else:
+                bisect.insort(keys, key)
         if free == total and total >= self.whole and total > 0:
             bisect.insort(self._empty, key)
+
+    def set_many(self, entries: Sequence[tuple[K, int, int]]) -> None:
+        """``set`` of each (key, free, total) in turn; on an empty index, with keys that differ,
+        each bucket is sorted once instead of one insertion per key (the same index)."""
+        if self._free or len({e[0] for e in entries}) < len(entries):
+            for key, free, total in entries:
+                self.set(key, free, total)
+            return
+        touched: set[int] = set()
+        for key, free, total in entries:
+            self._free[key] = (free, total)
+            if free > 0:
+                keys = self._buckets.get(free)
+                if keys is None:
+                    self._buckets[free] = [key]
+                else:
+                    keys.append(key)
+                    touched.add(free)
+            if free == total and total >= self.whole and total > 0:
+                self._empty.append(key)
+        for free in touched:
+            self._buckets[free].sort()
+        self._empty.sort()
 
     def remove(self, key: K) -> None:
         old = self._free.pop(key, None)
@@ -95,9 +124,10 @@ class FreeIndex(Generic[K]):
         free, total = old
         if free > 0:
             keys = self._buckets[free]
-            del keys[bisect.bisect_left(keys, key)]
-            if not keys:
+            if len(keys) == 1:
                 del self._buckets[free]
+            else:
+                del keys[bisect.bisect_left(keys, key)]
         if free == total and total >= self.whole and total > 0:
             del self._empty[bisect.bisect_left(self._empty, key)]
 
@@ -125,7 +155,7 @@ class FreeIndex(Generic[K]):
     @property
     def most_free(self) -> int:
         """The most free slots any node has (0: every node is full)."""
-        return max(self._buckets, default=0)
+        return max(self._buckets) if self._buckets else 0
 
 
 def _is_empty(entry: tuple[int, int], whole: int) -> bool:
@@ -161,6 +191,19 @@ class Overlay(Generic[K]):
             if old is not None and _is_empty(old, base.whole):
                 self._hidden_empty += 1
         top.set(key, free, total)
+
+    def set_many(self, entries: Sequence[tuple[K, int, int]]) -> None:
+        """``set`` of each (key, free, total) in turn (``FreeIndex.set_many`` on top)."""
+        base = self.base
+        if base is not None:
+            seen: set[K] = set()
+            for key, _, _ in entries:
+                if key not in seen and key not in self.top:
+                    old = base._free.get(key)
+                    if old is not None and _is_empty(old, base.whole):
+                        self._hidden_empty += 1
+                seen.add(key)
+        self.top.set_many(entries)
 
     def first(self, slots: int) -> K | None:
         best = self.top.first(slots)
@@ -262,13 +305,14 @@ class Packing:
         self._index = Overlay(self.ready, self.slots_per_node)
         self._named = {}
         self._no_room = self.slots_per_node + 1
+        entries: list[tuple[Key, int, int]] = []
         for b in self.over:
             assert b.name is not None
             key = named(b.name)
             self._named[key] = b
-            self._index.set(key, b.free, b.total)
-        for i, b in enumerate(self.bins):
-            self._index.set(_listed(i), b.free, b.total)
+            entries.append((key, b.free, b.total))
+        entries += [(_listed(i), b.free, b.total) for i, b in enumerate(self.bins)]
+        self._index.set_many(entries)
 
     def _bin(self, key: Key) -> Bin:
         if key[0]:

@@ -44,6 +44,7 @@ _BOOTING = frozenset(s for s in NodeState if s.booting)
 
 T = TypeVar("T")
 _NAMES_KEPT = 1 << 16  # names whose number ``WorkerTally`` keeps parsed
+_UNSEEN = -1  # ``WorkerTally._number_of`` has no entry for the name (a number is never negative)
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,59 +268,72 @@ class WorkerTally:
 
     def _take_hosts(self, hosts: tuple[Sequence[Host], Sequence[Host]], changed: set[str]) -> bool:
         gone, came = hosts
+        by_name = self._host
         for h in gone:
-            self._count_name(h.name, -1)
-            if self._host.get(h.name) is h:
-                del self._host[h.name]
+            if by_name.get(h.name) is h:
+                del by_name[h.name]
                 changed.add(h.name)
         for h in came:
-            self._count_name(h.name, 1)
-            if h.name in self._host:
+            if h.name in by_name:
                 return False
-            self._host[h.name] = h
+            by_name[h.name] = h
             changed.add(h.name)
+        self._count_names(gone, came)
         return True
 
     def _take_records(self, records: tuple[Sequence[Node], Sequence[Node]], changed: set[str]) -> bool:
         gone, came = records
+        alive = self._alive
         for n in gone:
-            self._count_name(n.name, -1)
-            if self._alive.get(n.name) is n:
-                del self._alive[n.name]
+            if alive.get(n.name) is n:
+                del alive[n.name]
                 changed.add(n.name)
         for n in came:
-            self._count_name(n.name, 1)
             if n.state in _ALIVE:
-                if n.name in self._alive:
+                if n.name in alive:
                     return False
-                self._alive[n.name] = n
+                alive[n.name] = n
                 changed.add(n.name)
+        self._count_names(gone, came)
         return True
+
+    def _count_names(self, gone: Sequence[Host | Node], came: Sequence[Host | Node]) -> None:
+        """``_count_name`` for the names of the objects that went and came, netted: a name whose
+        object was replaced by another of the same name leaves the numbers in use as they were."""
+        steps: dict[str, int] = {}
+        for obj in gone:
+            steps[obj.name] = steps.get(obj.name, 0) - 1
+        for obj in came:
+            steps[obj.name] = steps.get(obj.name, 0) + 1
+        for name, step in steps.items():
+            if step:
+                self._count_name(name, step)
 
     def _take_jobs(self, jobs: tuple[Sequence[Job], Sequence[Job]], changed: set[str]) -> None:
         gone, came = jobs
-        for j, step in [*((j, -1) for j in gone), *((j, 1) for j in came)]:
-            if j.state in PENDING_STATES:
-                if step > 0:
-                    self._pending[id(j)] = j
-                else:
-                    del self._pending[id(j)]
-                self._ordered = None
-                self._oldest = None
-            on = started_host(j)
-            if on is not None:
-                self._running[on] += step
-                if not self._running[on]:
-                    del self._running[on]
-                changed.add(on)
+        pending, running = self._pending, self._running
+        for step, some in ((-1, gone), (1, came)):
+            for j in some:
+                if j.state in PENDING_STATES:
+                    if step > 0:
+                        pending[id(j)] = j
+                    else:
+                        del pending[id(j)]
+                    self._ordered = None
+                    self._oldest = None
+                on = started_host(j)
+                if on is not None:
+                    running[on] += step
+                    if not running[on]:
+                        del running[on]
+                    changed.add(on)
 
     def _count_name(self, name: str, step: int) -> None:
-        """Keep the node numbers in use (``new_names`` scans every host and record name). A
-        record replaced goes before its new value comes: the highest is found again only when
-        ``new_names`` asks after it went."""
-        if name in self._number_of:
-            number = self._number_of[name]
-        else:
+        """Keep the node numbers in use (``new_names`` scans every host and record name): add
+        ``step`` uses of ``name``'s number. The highest is found again only when ``new_names``
+        asks after it went."""
+        number = self._number_of.get(name, _UNSEEN)
+        if number == _UNSEEN:
             cut = len(self._prefix)
             digits = name[cut:]
             ours = name.startswith(self._prefix) and digits.isascii() and digits.isdigit()
@@ -350,7 +364,7 @@ class WorkerTally:
             return _Entry(None, None, None, up_total)
         ready = (facts.free, facts.total)
         room = ready if facts.free > 0 else None
-        since = idle_since(node, True, is_busy(bool(self._running[name]), facts.busy))
+        since = idle_since(node, True, is_busy(name in self._running, facts.busy))
         return _Entry(None, room, since, up_total, ready)
 
     def _set(self, name: str, entry: _Entry | None) -> None:
@@ -399,6 +413,7 @@ class CapacityTally(WorkerTally):
         self._pending_odd = 0  # waiting jobs of no slot or no task
         self._odd = 0  # running jobs of fewer than no slots (not modelled: ``update`` says False)
         self._idle_workers: tuple[IdleWorker, ...] | None = ()
+        self._idle_made: dict[str, IdleWorker] = {}  # the last ones made, by name (reused while the record is the same)
 
     def update_for(self, snapshot: Snapshot, nodes: Sequence[Node], master: str, prefix: str, spn: int) -> bool:
         """``update``, for a forecast in nodes of ``spn`` slots (another size: everything again)."""
@@ -430,7 +445,15 @@ class CapacityTally(WorkerTally):
     def idle_workers(self) -> tuple[IdleWorker, ...]:
         """The managed idle workers by name, as a policy reads them (made again after a change)."""
         if self._idle_workers is None:
-            self._idle_workers = tuple(IdleWorker(name, self._alive[name]) for name in self.idle)
+            made, alive = self._idle_made, self._alive
+            out: list[IdleWorker] = []
+            for name in self.idle:
+                w = made.get(name)
+                if w is None or w.node is not alive[name]:
+                    w = IdleWorker(name, alive[name])
+                out.append(w)
+            self._idle_workers = tuple(out)
+            self._idle_made = {w.name: w for w in out}
         return self._idle_workers
 
     def next_overdue(self, now: float) -> float:

@@ -38,6 +38,10 @@ class HostFacts:
 def host_facts(host: Host) -> HostFacts:
     """What a policy reads off a host (``Worker.facts`` holds it for each worker)."""
     queues = host.queues
+    if len(queues) == 1 and not queues[0].states:  # one queue, usable (a simulated host's): the same sums
+        q = queues[0]
+        used, reserved, total = q.slots_used, q.slots_reserved, q.slots_total
+        return HostFacts(True, max(0, total - used - reserved), total, used > 0 or reserved > 0)
     if all(not q.states for q in queues):  # no state letter: reachable and usable
         facts = HostFacts(
             bool(queues),
