@@ -1,5 +1,5 @@
 """The drain-race soaks on the real test cluster: the same two fault tests CI runs, with the soak's
-number of races (CI runs 5 SGE and 4 Slurm races; see docs/safety.md). Each race submits a job
+number of races (CI runs 3 SGE and 2 Slurm races; see docs/safety.md). Each race submits a job
 just before, while or just after elb drains the node that would run it; the tests assert that no
 job is lost or killed and no node leaked, and print a FIGURES line (outcomes, jobs, seconds).
 

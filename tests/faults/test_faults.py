@@ -514,7 +514,7 @@ def test_sigkill_at_each_step_then_restart_converges(testcluster: TestCluster, t
 
 # 5 races in CI, their submit times spread over the whole window (``race_offsets``); the soak of 50
 # is a benchmark (benchmarks/bench_fault_soaks.py, docs/safety.md).
-RACES = int(os.environ.get("ELB_FAULT_RACES", "5"))
+RACES = int(os.environ.get("ELB_FAULT_RACES", "3"))
 # Submit this many seconds relative to the drain: < 0 before the removal starts, >= 0 that long after
 # elb's ``qmod -d`` went out. The window is L +- ~1 s before the drain, with L the measured time from qsub
 # to dispatch on the node (SGE schedules every second), so the job is dispatched just before, while or

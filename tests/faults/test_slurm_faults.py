@@ -51,7 +51,7 @@ __all__ = ["controller"]  # the fixture, used by name
 # 4 races in CI, their submit times spread over the whole window (``race_offsets``; each that ends in
 # a power-down needs a new node, about a minute here); the soak of 20 is a benchmark
 # (benchmarks/bench_fault_soaks.py, docs/safety.md).
-RACES = int(os.environ.get("ELB_SLURM_RACES", "4"))
+RACES = int(os.environ.get("ELB_SLURM_RACES", "2"))
 # Long enough that a job given the node just before the drain still holds it when elb reads Slurm again.
 JOB = 'sleep 4; hostname > "$SLURM_JOB_ID.host"'
 # Submit this many seconds relative to the drain: L +- ~1 s before it, L the measured time from
