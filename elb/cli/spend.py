@@ -20,7 +20,8 @@ from elb.core.durations import argument as duration
 from elb.core.durations import minutes
 from elb.core.exitcodes import Exit
 from elb.core.spend import lives
-from elb.schedulers.usage import UsageError, read_uses
+from elb.schedulers.usage import UsageError
+from elb.service import factory
 
 ELASTICITY_WORDS = {
     "booting": "booting (launch to ready, restarts)",
@@ -68,7 +69,7 @@ def cmd_spend(args: argparse.Namespace) -> int:
     finally:
         journal.close()
     try:
-        uses = read_uses(cfg, since, until, args.accounting)
+        uses = factory.job_uses(cfg, since, until, args.accounting)
     except UsageError as err:
         _error(str(err))
         return Exit.UNREADABLE

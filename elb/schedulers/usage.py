@@ -139,14 +139,6 @@ def read_slurm(config: Config, since: float, until: float) -> list[JobUse]:
     return parse_sacct(text, since, until)
 
 
-def read_uses(config: Config, since: float, until: float, accounting: Path | None = None) -> list[JobUse]:
-    """The configured scheduler's job uses in [since, until): Grid Engine's accounting file
-    (``accounting``, else where ``sge.root`` and ``sge.cell`` put it), or Slurm's ``sacct``."""
-    if config.scheduler == "slurm":
-        return read_slurm(config, since, until)
-    return read_sge(accounting or accounting_path(config), since, until)
-
-
 __all__: Sequence[str] = (
     "SACCT_FORMAT",
     "UsageError",
@@ -154,7 +146,6 @@ __all__: Sequence[str] = (
     "parse_sacct",
     "read_sge",
     "read_slurm",
-    "read_uses",
     "sacct_argv",
     "sge_uses",
 )

@@ -10,7 +10,9 @@ from elb.core.config import Config
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
 
+    from elb.core.attribution import JobUse
     from elb.core.checks import Check
     from elb.core.interfaces import Cloud, NoticeSource
     from elb.core.scheduler import Scheduler
@@ -51,6 +53,18 @@ def scheduler_timeout(cfg: Config) -> tuple[float, str]:
     from elb.schedulers.sge.driver import command_timeout as sge_timeout
 
     return sge_timeout(cfg)
+
+
+def job_uses(cfg: Config, since: float, until: float, accounting: Path | None = None) -> list[JobUse]:
+    """The configured scheduler's job uses in [since, until), for ``elb spend`` (``accounting``:
+    Grid Engine's accounting file, when not where ``sge.root`` and ``sge.cell`` put it)."""
+    if cfg.scheduler == "slurm":
+        from elb.schedulers.slurm.driver import job_uses as slurm_uses
+
+        return slurm_uses(cfg, since, until, accounting)
+    from elb.schedulers.sge.driver import job_uses as sge_uses
+
+    return sge_uses(cfg, since, until, accounting)
 
 
 def cloud_checks(cfg: Config) -> Iterator[Check]:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import TypeVar
 
+from elb.core.attribution import JobUse
 from elb.core.checks import Check
 from elb.core.config import Config
 from elb.core.demand import DemandSplit
@@ -26,6 +28,7 @@ from elb.schedulers.sge.errors import SgeError, SgeTimeoutError, hint
 from elb.schedulers.sge.readcheck import expected_hosts, running_jobs
 from elb.schedulers.sge.servable import SiteCache, demand_of
 from elb.schedulers.sge.starttimes import StartTimes
+from elb.schedulers.usage import accounting_path, read_sge
 
 ADD_PLAYBOOK = "add_node.yml"
 REMOVE_PLAYBOOK = "remove_node.yml"
@@ -126,6 +129,12 @@ def _sge(call: Callable[[], T]) -> T:
 def command_timeout(cfg: Config) -> tuple[float, str]:
     """The time-out of one Grid Engine command, and its config key."""
     return cfg.sge.timeout, "sge.timeout"
+
+
+def job_uses(cfg: Config, since: float, until: float, accounting: Path | None = None) -> list[JobUse]:
+    """The job uses in [since, until) of Grid Engine's accounting file (``accounting``, else where
+    ``sge.root`` and ``sge.cell`` put it)."""
+    return read_sge(accounting or accounting_path(cfg), since, until)
 
 
 def checks(cfg: Config) -> Iterator[Check]:

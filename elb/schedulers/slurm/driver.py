@@ -28,9 +28,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Protocol
 
 from elb.core import assets
+from elb.core.attribution import JobUse
 from elb.core.checks import Check
 from elb.core.config import Config
 from elb.core.demand import DemandSplit, NotDemand
@@ -43,6 +45,7 @@ from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
 from elb.schedulers.slurm.parse import SlurmNode, compress, not_demand_reason
 from elb.schedulers.slurm.requests import RequestKind
 from elb.schedulers.slurm.view import jobs_of, node_up, snapshot
+from elb.schedulers.usage import read_slurm
 
 log = logging.getLogger("elb.schedulers.slurm")
 
@@ -298,6 +301,12 @@ class Slurm:
 def command_timeout(cfg: Config) -> tuple[float, str]:
     """The time-out of one Slurm command, and its config key."""
     return cfg.slurm.timeout, "slurm.timeout"
+
+
+def job_uses(cfg: Config, since: float, until: float, accounting: Path | None = None) -> list[JobUse]:
+    """The job uses in [since, until) that ``sacct`` reports (``accounting``: Grid Engine's file,
+    not read here)."""
+    return read_slurm(cfg, since, until)
 
 
 def checks(cfg: Config) -> Iterator[Check]:
