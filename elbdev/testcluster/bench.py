@@ -9,6 +9,14 @@ in one run as a multiple of adding the fewest, next to its target (at most 1.5x 
 for 16), and an estimate on paper for 100 and 1,000 nodes with today's push from the master: a
 fixed part plus a part per node from a least-squares line through the measured points, and the
 floor the master's CPU sets (CPU per node x N / the master's cores), whichever is larger.
+
+Where the play's work runs is counted too (the callback ``callback_plugins/elbdev_task_split.py``):
+the module runs on the master (its own edits: hosts lines, exports, the exec host registration)
+and on the nodes, per node. From those, on paper, the same burst with the node-side roles run at
+boot by each node on its own CPU and the master doing only its own edits: the master's CPU per
+node scaled by the master's share of the module runs (Ansible's controller spends about the same
+per module run wherever it runs: an estimate, said as one), the floor that sets, plus one node's
+own tasks (their wall time in the one-node run), which every node runs at once on its own CPU.
 ``--from-nothing`` first removes the cached node image so that the image build is timed too (the
 packages stay installed: apt is not undone).
 """
@@ -16,10 +24,14 @@ packages stay installed: apt is not undone).
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import resource
+import tempfile
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 from elbdev.testcluster import constants as C
 from elbdev.testcluster._run import run
@@ -28,6 +40,30 @@ from elbdev.testcluster.cluster import TestCluster
 ADD_K_TARGET = 1.5  # adding 4 nodes in one run, as a multiple of adding one
 ADD_16_TARGET = 2.0  # adding 16 nodes in one run, as a multiple of adding one
 PAPER_SIZES = (100, 1000)
+CALLBACKS = Path(__file__).resolve().parent / "callback_plugins"
+
+
+@dataclass(frozen=True)
+class Split:
+    """Where one play run's module runs ran: counts and summed wall seconds, master and nodes."""
+
+    master_runs: int
+    node_runs: int
+    node_seconds: float
+
+    @property
+    def master_share(self) -> float:
+        total = self.master_runs + self.node_runs
+        return self.master_runs / total if total else 0.0
+
+
+def read_split(path: Path) -> Split:
+    """The last play run ``elbdev_task_split`` wrote to ``path``."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    runs = json.loads(lines[-1]) if lines else []
+    master = [r for r in runs if r["where"] == "master"]
+    node = [r for r in runs if r["where"] == "node"]
+    return Split(len(master), len(node), sum(float(r["seconds"]) for r in node))
 
 
 def _children_cpu() -> float:
@@ -45,64 +81,114 @@ def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
     return my - per_node * mx, per_node
 
 
+@dataclass
+class Measured:
+    """What one benchmark run measured: named figures (seconds), and per burst size the master's
+    CPU and where the add play's module runs ran."""
+
+    figures: dict[str, float]
+    master_cpu: dict[int, float]
+    splits: dict[int, Split]
+
+    def added(self, n: int) -> float:
+        return self.figures[f"add_node.yml for {n} node(s) in one run"]
+
+
+def measure(tc: TestCluster, sizes: list[int], split_file: Path) -> Measured:
+    """Up, then for each size: launch, add in one run (timed, the master's CPU), remove."""
+    t = time.monotonic()
+    steps = tc.up(nodes=0)
+    m = Measured({"up": time.monotonic() - t, **{f"up.{k}": v for k, v in steps.items()}}, {}, {})
+    for n in sizes:
+        t = time.monotonic()
+        new = tc.launch(n)
+        m.figures[f"launch {n} node(s) (podman, until sshd answers)"] = time.monotonic() - t
+        cpu = _children_cpu()
+        add = tc.run_playbook("add_node.yml", new_nodes=[tc.spec(i) for i in new])
+        m.figures[f"add_node.yml for {n} node(s) in one run"] = add.seconds
+        m.master_cpu[n] = _children_cpu() - cpu
+        m.figures[f"  master CPU for it ({m.master_cpu[n] / n:.1f} s a node)"] = m.master_cpu[n]
+        m.splits[n] = read_split(split_file)
+        if not add.ok:
+            print(add.stdout[-3000:])
+        t = time.monotonic()
+        pb = tc.remove_nodes([i.name for i in new])
+        m.figures[f"remove {n} node(s), remove_node.yml + terminate"] = time.monotonic() - t
+        if not pb.ok:
+            print(pb.stdout[-3000:])
+    return m
+
+
+def report(m: Measured, sizes: list[int]) -> None:
+    """The figures, the burst ratios next to their targets, and the estimates on paper."""
+    load = os.getloadavg()
+    print(f"\nfigures (2-core machine, load average now {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}):")
+    for k, v in m.figures.items():
+        print(f"  {k:<50} {v:7.1f} s")
+    for n, s in m.splits.items():
+        print(
+            f"  {n} node(s): module runs a node on the master {s.master_runs / n:.1f}, on the node "
+            f"{s.node_runs / n:.1f} (the master's share {s.master_share:.0%}); the nodes' own tasks "
+            f"{s.node_seconds / n:.1f} s a node"
+        )
+    few, many = min(sizes), max(sizes)
+    for n in sizes:
+        if n == few:
+            continue
+        target = ADD_16_TARGET if n >= 16 else ADD_K_TARGET if n <= 4 else None
+        ratio = m.added(n) / m.added(few)
+        verdict = "" if target is None else f" (target <= {target}: {'met' if ratio <= target else 'NOT met'})"
+        print(f"  adding {n} nodes in one run / adding {few}: {ratio:.2f}x{verdict}")
+    if many > few:
+        on_paper(m, few, many)
+
+
+def on_paper(m: Measured, few: int, many: int) -> None:
+    """100 and 1,000 nodes: today's push (the line through the points, the master's CPU floor),
+    and the node-side roles run at boot (the master's own share of the CPU, one node's own tasks)."""
+    fixed, per_node = fit([(n, m.added(n)) for n in m.master_cpu])
+    cpu_per_node = m.master_cpu[many] / many
+    cores = len(os.sched_getaffinity(0))
+    print(f"  on paper (push from the master; line through the points: {fixed:.0f} s + {per_node:.1f} s a node;")
+    print(f"  master CPU {cpu_per_node:.1f} s a node on {cores} cores):")
+    for n in PAPER_SIZES:
+        line, floor = fixed + per_node * n, cpu_per_node * n / cores
+        print(f"    {n:>5} nodes: {max(line, floor) / 60:6.1f} min (line {line / 60:.1f}, CPU floor {floor / 60:.1f})")
+    own = cpu_per_node * m.splits[many].master_share
+    one_node = m.splits[few].node_seconds / few
+    print(
+        "  on paper (node-side roles at boot on each node's CPU, the master's own edits as today's tasks: "
+        f"{own:.1f} s of its CPU a node, one node's own tasks {one_node:.0f} s):"
+    )
+    for n in PAPER_SIZES:
+        print(f"    {n:>5} nodes: {(one_node + own * n / cores) / 60:6.1f} min")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--from-nothing", action="store_true", help="also rebuild the node image")
     ap.add_argument("--sizes", default="1,4", help="node counts to add in one run each (default 1,4)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    sizes = [int(x) for x in args.sizes.split(",")]
+    split_file = Path(tempfile.mkstemp(prefix="elbdev-task-split-", suffix=".jsonl")[1])
+    os.environ |= {
+        "ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS),
+        "ANSIBLE_CALLBACKS_ENABLED": "elbdev_task_split",
+        "ELBDEV_TASK_SPLIT": str(split_file),
+    }
     tc = TestCluster()
     tc.down()
     if args.from_nothing:
         run(["podman", "rmi", "--force", C.IMAGE], check=False, timeout=120)
         for tar in C.IMAGE_DIR.glob("elb-node-*.tar"):
             tar.unlink()
-    t = time.monotonic()
-    steps = tc.up(nodes=0)
-    figures = {"up": time.monotonic() - t, **{f"up.{k}": v for k, v in steps.items()}}
-    sizes = [int(x) for x in args.sizes.split(",")]
-    master_cpu: dict[int, float] = {}
-    for n in sizes:
-        t = time.monotonic()
-        new = tc.launch(n)
-        figures[f"launch {n} node(s) (podman, until sshd answers)"] = time.monotonic() - t
-        cpu = _children_cpu()
-        add = tc.run_playbook("add_node.yml", new_nodes=[tc.spec(i) for i in new])
-        figures[f"add_node.yml for {n} node(s) in one run"] = add.seconds
-        master_cpu[n] = _children_cpu() - cpu
-        figures[f"  master CPU for it ({master_cpu[n] / n:.1f} s a node)"] = master_cpu[n]
-        if not add.ok:
-            print(add.stdout[-3000:])
-        t = time.monotonic()
-        pb = tc.remove_nodes([i.name for i in new])
-        figures[f"remove {n} node(s), remove_node.yml + terminate"] = time.monotonic() - t
-        if not pb.ok:
-            print(pb.stdout[-3000:])
-    tc.down()
-    load = os.getloadavg()
-    print(f"\nfigures (2-core machine, load average now {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}):")
-    for k, v in figures.items():
-        print(f"  {k:<50} {v:7.1f} s")
-    few, many = min(sizes), max(sizes)
-    added = {n: figures[f"add_node.yml for {n} node(s) in one run"] for n in sizes}
-    for n in sizes:
-        if n == few:
-            continue
-        target = ADD_16_TARGET if n >= 16 else ADD_K_TARGET if n <= 4 else None
-        ratio = added[n] / added[few]
-        verdict = "" if target is None else f" (target <= {target}: {'met' if ratio <= target else 'NOT met'})"
-        print(f"  adding {n} nodes in one run / adding {few}: {ratio:.2f}x{verdict}")
-    if many > few:
-        fixed, per_node = fit(list(added.items()))
-        cpu_per_node = master_cpu[many] / many
-        cores = len(os.sched_getaffinity(0))
-        print(f"  on paper (push from the master; line through the points: {fixed:.0f} s + {per_node:.1f} s a node;")
-        print(f"  master CPU {cpu_per_node:.1f} s a node on {cores} cores):")
-        for n in PAPER_SIZES:
-            line, floor = fixed + per_node * n, cpu_per_node * n / cores
-            print(
-                f"    {n:>5} nodes: {max(line, floor) / 60:6.1f} min (line {line / 60:.1f}, CPU floor {floor / 60:.1f})"
-            )
+    try:
+        measured = measure(tc, sizes, split_file)
+    finally:
+        tc.down()
+        split_file.unlink(missing_ok=True)
+    report(measured, sizes)
     return 0
 
 

@@ -1,0 +1,81 @@
+"""The burst benchmark's count of where an add play's module runs ran (no cluster: the Ansible
+callback is driven with stand-ins for Ansible's host, task and result objects)."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from elbdev.testcluster.bench import CALLBACKS, read_split
+
+
+@dataclass
+class Host:
+    name: str
+    vars: dict[str, str] = field(default_factory=dict)
+
+    def get_name(self) -> str:
+        return self.name
+
+
+@dataclass
+class Task:
+    _uuid: str
+    action: str
+    delegate_to: str | None = None
+
+    def get_name(self) -> str:
+        return f"task {self._uuid}"
+
+
+@dataclass
+class Result:
+    _host: Host
+    _task: Task
+
+
+def callback() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("elbdev_task_split", CALLBACKS / "elbdev_task_split.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_module_runs_are_counted_where_they_ran(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "split.jsonl"
+    monkeypatch.setenv("ELBDEV_TASK_SPLIT", str(out))
+    cb = callback().CallbackModule()
+    master = Host("master", {"ansible_connection": "local"})
+    node = Host("node001")
+    runs = [
+        (node, Task("1", "ansible.builtin.lineinfile"), "ok"),  # on the node
+        (node, Task("2", "ansible.builtin.command", delegate_to="master"), "ok"),  # delegated
+        (master, Task("3", "ansible.builtin.command"), "failed"),  # the master itself
+        (node, Task("4", "ansible.builtin.set_fact"), "ok"),  # bookkeeping: no module
+        (node, Task("5", "ansible.builtin.mount"), "skipped"),  # no module ran
+        (node, Task("6", "ansible.builtin.copy"), "unreachable"),
+    ]
+    for host, task, outcome in runs:
+        cb.v2_runner_on_start(host, task)
+        getattr(cb, f"v2_runner_on_{outcome}")(Result(host, task))
+    cb.v2_playbook_on_stats(None)
+    split = read_split(out)
+    assert (split.master_runs, split.node_runs) == (2, 2)
+    assert split.master_share == 0.5
+    assert split.node_seconds >= 0
+
+
+def test_the_last_play_run_is_read(tmp_path: Path) -> None:
+    out = tmp_path / "split.jsonl"
+    out.write_text(
+        '[{"where": "node", "seconds": 9}]\n'
+        '[{"where": "master", "seconds": 1}, {"where": "node", "seconds": 2}, {"where": "node", "seconds": 3}]\n'
+    )
+    split = read_split(out)
+    assert (split.master_runs, split.node_runs, split.node_seconds) == (1, 2, 5.0)
+    assert split.master_share == pytest.approx(1 / 3)
