@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from elb.core.frozen import quick_init
+
 # What orders the nodes of an index: a position, a host order (``host_order``), or a packing's key
 # (``named``: a worker in host order; then the caller's list of bins by position).
 K = TypeVar("K", int, tuple[int, str], tuple[int, int, str])
@@ -261,6 +263,7 @@ class Bin:
     new: bool = False  # a node to launch
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Placed:
     """Where one waiting job entry went."""

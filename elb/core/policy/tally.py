@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from elb.core.frozen import quick_init
 from elb.core.model import PENDING_STATES, Host, Job, Node, NodeState, Snapshot
 from elb.core.naming import next_names
 from elb.core.policy.forecast import OVERDUE_GRACE, Capacity
@@ -47,6 +48,7 @@ _NAMES_KEPT = 1 << 16  # names whose number ``WorkerTally`` keeps parsed
 _UNSEEN = -1  # ``WorkerTally._number_of`` has no entry for the name (a number is never negative)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _Entry:
     """What one worker adds to the tally."""
@@ -536,6 +538,7 @@ class CapacityTally(WorkerTally):
             self._idle_workers = None  # an idle worker came, went or changed (its record)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class IdleWorker:
     """A managed worker that is ready and idle (its record), as elb's cost rule reads a ``Worker``."""
@@ -545,6 +548,7 @@ class IdleWorker:
     idle: bool = True
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class TallyView:
     """A ``CapacityTally`` just brought up to date, read at ``now``: what elb's policy reads of a
