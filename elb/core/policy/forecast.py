@@ -53,10 +53,11 @@ class Forecast:
 @quick_init
 @dataclass(frozen=True, slots=True)
 class Capacity:
-    """What is there by a horizon, as ``Packing`` takes it: the ready workers' (free, total) by
-    host order (``ready``, read and never changed; None: none kept), the named bins over and beside
-    them (``over``: booting workers, ready ones with slots that running jobs free), then ``bins``
-    (whole nodes ending wide jobs free); and the counts a forecast reports."""
+    """What is there by a horizon, as ``Packing`` takes it: workers' (free, total) by host order
+    (``ready``, read and never changed: a tally's ready and booting workers; None: none kept), the
+    named bins over and beside them (``over``: ready workers with slots that running jobs free, and
+    the booting ones not in ``ready``), then ``bins`` (whole nodes ending wide jobs free); and the
+    counts a forecast reports."""
 
     bins: list[Bin]
     ready_count: int

@@ -16,11 +16,12 @@ does not model exactly (the same object twice in one tuple, two hosts or two liv
 name) make ``update`` return False and forget everything: the caller then builds the full view.
 
 ``CapacityTally`` keeps in addition what elb's own policy reads (``elb.core.policy.default``): the
-ready workers' free and total slots in a ``FreeIndex`` by host order (the forecast's packing reads
-it through, ``elb.core.policy.placement.Overlay``), the running jobs with a requested run time by
-their expected end (the forecast takes the ones ending by its horizon, and the next one to become
-overdue), the idle workers' records (the cost rule's), and the waiting jobs' slots. A forecast
-then costs the booting workers, the jobs ending by its horizon and the bins it touches.
+ready workers' free and total slots and the booting workers' slots in a ``FreeIndex`` by host
+order (the forecast's packing reads it through, ``elb.core.policy.placement.Overlay``), the
+running jobs with a requested run time by their expected end (the forecast takes the ones ending
+by its horizon, and the next one to become overdue), the idle workers' records (the cost rule's),
+and the waiting jobs' slots. A forecast then costs the jobs ending by its horizon and the bins it
+touches.
 """
 
 from __future__ import annotations
@@ -302,11 +303,16 @@ class WorkerTally:
     def _count_names(self, gone: Sequence[Host | Node], came: Sequence[Host | Node]) -> None:
         """``_count_name`` for the names of the objects that went and came, netted: a name whose
         object was replaced by another of the same name leaves the numbers in use as they were."""
+        if not gone and not came:
+            return
+        went, come = [obj.name for obj in gone], [obj.name for obj in came]
+        if len(went) == len(come) and (went == come or sorted(went) == sorted(come)):
+            return  # each replaced by another of its name (a host's free slots, a record's turn)
         steps: dict[str, int] = {}
-        for obj in gone:
-            steps[obj.name] = steps.get(obj.name, 0) - 1
-        for obj in came:
-            steps[obj.name] = steps.get(obj.name, 0) + 1
+        for name in went:
+            steps[name] = steps.get(name, 0) - 1
+        for name in come:
+            steps[name] = steps.get(name, 0) + 1
         for name, step in steps.items():
             if step:
                 self._count_name(name, step)
@@ -356,17 +362,26 @@ class WorkerTally:
     def _entry(self, name: str) -> _Entry | None:
         """The worker ``name`` as ``Worker`` and the peers' ``_count`` and ``_fit`` read it."""
         node, host = self._alive.get(name), self._host.get(name)
-        if node is None and host is None:
-            return None
-        facts = host_facts(host) if host is not None else None
-        up_total = facts.total if facts is not None and facts.up else 0
+        if host is None:
+            if node is None:
+                return None
+            return _Entry(node.slots or 0 if node.state in _BOOTING else None, None, None, 0)
+        queues = host.queues
+        if len(queues) == 1 and not queues[0].states:  # ``host_facts`` of one usable queue, inline
+            q = queues[0]
+            used, total = q.slots_used + q.slots_reserved, q.slots_total
+            up, free, busy = True, max(0, total - used), q.slots_used > 0 or q.slots_reserved > 0
+        else:
+            facts = host_facts(host)
+            up, free, total, busy = facts.up, facts.free, facts.total, facts.busy
+        up_total = total if up else 0
         if node is not None and node.state in _BOOTING:
             return _Entry(node.slots or 0, None, None, up_total)
-        if facts is None or not serves(node, facts.up):
+        if not serves(node, up):
             return _Entry(None, None, None, up_total)
-        ready = (facts.free, facts.total)
-        room = ready if facts.free > 0 else None
-        since = idle_since(node, True, is_busy(name in self._running, facts.busy))
+        ready = (free, total)
+        room = ready if free > 0 else None
+        since = idle_since(node, True, is_busy(name in self._running, busy))
         return _Entry(None, room, since, up_total, ready)
 
     def _set(self, name: str, entry: _Entry | None) -> None:
@@ -407,7 +422,10 @@ class CapacityTally(WorkerTally):
 
     def _forget(self, master: str, prefix: str) -> None:
         super()._forget(master, prefix)
-        self.ready_index: FreeIndex[Key] = FreeIndex(self._whole)  # ready workers by ``named``
+        # The bins a forecast packs on, by ``named``: each ready worker's (free, total) slots, and
+        # each booting one's (slots, slots) (its record's slots; unknown: the forecast's node size).
+        self.bins: FreeIndex[Key] = FreeIndex(self._whole)
+        self._ready_count = 0  # the ready workers (the others in ``bins`` are booting)
         self._ends: list[_Ending] = []  # running jobs filed under a host with an expected end, by it
         self._ending: dict[int, tuple[_Ending, Job, str]] = {}  # by job id: its place, the job, its host
         self._numbered = 0
@@ -470,9 +488,9 @@ class CapacityTally(WorkerTally):
         return math.inf
 
     def capacity(self, now: float, horizon: float, size: int) -> Capacity:
-        """``elb.core.policy.forecast._capacity`` of the view at ``now`` by ``horizon``: the ready
-        workers' index read through, the ready workers whose running jobs free slots by then and
-        the booting ones as named bins over it, the nodes ending wide jobs free after them."""
+        """``elb.core.policy.forecast._capacity`` of the view at ``now`` by ``horizon``: the index
+        of the ready and booting workers read through, the ready workers whose running jobs free
+        slots by then as named bins over it, the nodes ending wide jobs free after them."""
         spn, ends, entries = self._whole, self._ends, self._entries
         first = bisect.bisect_left(ends, (now - OVERDUE_GRACE,))
         last = bisect.bisect_right(ends, (horizon, math.inf))
@@ -498,10 +516,7 @@ class CapacityTally(WorkerTally):
             after = min(total, free + slots)  # what each job's gain of min(its slots, total - free) adds up to
             freed += after - free
             over.append(Bin(host, after, total))
-        for name in self.booting:
-            s = self.booting_slots(name) or spn
-            over.append(Bin(name, s, s))
-        return Capacity(tail, len(self.ready_index), len(self.booting), freed, self.ready_index, over)
+        return Capacity(tail, self._ready_count, len(self.booting), freed, self.bins, over)
 
     # -- bringing it up to date -----------------------------------------------------------------
     def _take_jobs(self, jobs: tuple[Sequence[Job], Sequence[Job]], changed: set[str]) -> None:
@@ -530,12 +545,26 @@ class CapacityTally(WorkerTally):
     def _set(self, name: str, entry: _Entry | None) -> None:
         old = self._entries.get(name)
         super()._set(name, entry)
-        if entry is not None and entry.ready is not None:
-            self.ready_index.set(named(name), *entry.ready)
-        elif old is not None and old.ready is not None:
-            self.ready_index.remove(named(name))
+        now_in, was_in = self._bin(entry), self._bin(old)
+        if now_in is not None:
+            self.bins.set(named(name), *now_in)
+        elif was_in is not None:
+            self.bins.remove(named(name))
+        is_ready, was_ready = entry is not None and entry.ready is not None, old is not None and old.ready is not None
+        self._ready_count += is_ready - was_ready
         if (old is not None and old.idle_since is not None) or (entry is not None and entry.idle_since is not None):
             self._idle_workers = None  # an idle worker came, went or changed (its record)
+
+    def _bin(self, entry: _Entry | None) -> tuple[int, int] | None:
+        """A worker's (free, total) in ``bins``: a ready one's slots, a booting one's; None: neither."""
+        if entry is None:
+            return None
+        if entry.ready is not None:
+            return entry.ready
+        if entry.booting is not None:
+            s = entry.booting or self._whole
+            return (s, s)
+        return None
 
 
 @quick_init
