@@ -27,7 +27,7 @@ need (group, and slots on a node or whole nodes: ``elb.simulate.waiting``), so S
 looks at the oldest job of each need until one does not fit, not at every waiting job: a backlog
 that cannot start costs nothing per event (FIFO and EASY still walk the queue in order). A
 snapshot rebuilds the ``Host``/``Node`` values of the nodes that changed only (a node's ``Host`` of
-each free-slot count is made once; its record changes when it turns busy or idle, becomes ready
+each free-slot count is made once; its record changes when it turns idle, becomes ready
 or goes), and each of its tuples says what came and went since the last snapshot
 (``elb.core.policy.tally.Revised``): the Slurm and StarCluster peers take in those changes instead
 of every node and job.
@@ -179,9 +179,10 @@ class _Node:
     ready: bool = False
     free: int = 0
     jobs: int = 0  # running jobs (parts of jobs) on it
-    # When it last turned busy or idle (its record's): what makes it idle since when it runs
-    # nothing (``Node.quiet_since``); while it stays busy nothing reads it, so a job starting or
-    # ending on a node that stays busy leaves its record as it was.
+    # When it last turned idle (its record's): what makes it idle since when it runs nothing
+    # (``Node.quiet_since``). Nothing reads it while the node is busy (a busy node is not idle), so
+    # a node turning busy, and a job starting or ending on a node that stays busy, leave its
+    # record as it was.
     last_busy_at: float | None = None
     busy_since: float | None = None
     busy_seconds: float = 0.0
@@ -643,12 +644,10 @@ class Simulator:
         run = _Run(job, now, now + job.run, max(expected, now), parts, value)
         for node, used in parts:
             node.free -= used
-            turns_busy = node.jobs == 0
-            if turns_busy:
+            if node.jobs == 0:
                 node.busy_since = now
-                node.last_busy_at = now
             node.jobs += 1
-            self._touch(node, record=turns_busy)
+            self._touch(node, record=False)
         self.running[job.job_id] = run
         self._running_values[job.job_id] = value
         self._changes.jobs.went(pending_value)
