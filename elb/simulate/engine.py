@@ -368,6 +368,7 @@ class Simulator:
         self.policy = policy
         self.groups = groups or one_group(settings.slots_per_node, settings.max_nodes)
         self.group_slots = dict(self.groups.slots)
+        self.several_groups = len(self.group_slots) > 1
         self.first_group = self.groups.groups.groups[0].name
         self.group_max = {g.name: self.groups.groups.max_nodes_of(g) for g in self.groups.groups.groups}
         self.max_nodes = min(settings.max_nodes, self.groups.groups.total_max_nodes)
@@ -382,7 +383,9 @@ class Simulator:
         self.dead: list[_Node] = []
         # The waiting jobs in submission order, and by need (``_need``) for SGE's dispatch.
         self.pending: WaitingJobs[tuple[str, int, int], _Waiting] = WaitingJobs()
-        self.group_of: dict[Job, str] = {}  # the waiting jobs' groups, for a policy per group
+        # The waiting jobs' groups, for a policy per group and the budget; with one group, none
+        # (a job not in it goes to the first group).
+        self.group_of: dict[Job, str] = {}
         self.group_count: dict[str, int] = dict.fromkeys(self.group_slots, 0)  # alive nodes
         self._queues: dict[str, str] = {}  # each group's queue (``_queue``)
         self.ends: list[tuple[float, int, _Run]] = []
@@ -625,7 +628,8 @@ class Simulator:
         self.pending.remove(waiting.seq)
         del self._pending_values[waiting.seq]
         job, pending_value = waiting.job, waiting.value
-        del self.group_of[pending_value]
+        if self.several_groups:
+            del self.group_of[pending_value]
         first = parts[0][0].name
         value = Job(
             job_id=job.job_id,
@@ -793,7 +797,8 @@ class Simulator:
         waiting.seq = self.pending.add(waiting, self._need(waiting))
         self._pending_values[waiting.seq] = value
         self._changes.jobs.came(value)
-        self.group_of[value] = placed.group
+        if self.several_groups:
+            self.group_of[value] = placed.group
         self._jobs_cache = None
 
     def _next_event(self) -> float:

@@ -433,6 +433,7 @@ class CapacityTally(WorkerTally):
         self._pending_odd = 0  # waiting jobs of no slot or no task
         self._odd = 0  # running jobs of fewer than no slots (not modelled: ``update`` says False)
         self._idle_workers: tuple[IdleWorker, ...] | None = ()
+        self.idle_by_since: list[tuple[float, str]] = []  # the idle workers by idle since, then name
         self._idle_made: dict[str, IdleWorker] = {}  # the last ones made, by name (reused while the record is the same)
 
     def update_for(self, snapshot: Snapshot, nodes: Sequence[Node], master: str, prefix: str, spn: int) -> bool:
@@ -475,6 +476,16 @@ class CapacityTally(WorkerTally):
             self._idle_workers = tuple(out)
             self._idle_made = {w.name: w for w in out}
         return self._idle_workers
+
+    def idle_for(self, now: float, keep: float) -> tuple[IdleWorker, ...]:
+        """The managed idle workers idle ``keep`` seconds or more at ``now`` (``now - since >=
+        keep``), longest idle first: a prefix of ``idle_by_since``."""
+        out: list[IdleWorker] = []
+        for since, name in self.idle_by_since:
+            if now - since < keep:
+                break
+            out.append(IdleWorker(name, self._alive[name]))
+        return tuple(out)
 
     def next_overdue(self, now: float) -> float:
         """``elb.core.policy.default._next_overdue`` at ``now``: the earliest requested end plus
@@ -552,8 +563,14 @@ class CapacityTally(WorkerTally):
             self.bins.remove(named(name))
         is_ready, was_ready = entry is not None and entry.ready is not None, old is not None and old.ready is not None
         self._ready_count += is_ready - was_ready
-        if (old is not None and old.idle_since is not None) or (entry is not None and entry.idle_since is not None):
+        was, since = old.idle_since if old is not None else None, entry.idle_since if entry is not None else None
+        if was is not None or since is not None:
             self._idle_workers = None  # an idle worker came, went or changed (its record)
+            if was != since:
+                if was is not None:
+                    del self.idle_by_since[bisect.bisect_left(self.idle_by_since, (was, name))]
+                if since is not None:
+                    bisect.insort(self.idle_by_since, (since, name))
 
     def _bin(self, entry: _Entry | None) -> tuple[int, int] | None:
         """A worker's (free, total) in ``bins``: a ready one's slots, a booting one's; None: neither."""
