@@ -61,6 +61,9 @@ class _Entry:
     ready: tuple[int, int] | None = None  # (free, total) of a ready worker, with free slots or not
 
 
+_VOID = _Entry(None, None, None)  # no worker: what a name that comes or goes had, or has
+
+
 class Revised(tuple[T, ...]):
     """A tuple that says how it differs from an earlier one (``before``): by the objects that
     ``came`` and those that are ``gone`` (by identity). A producer that knows its changes (the
@@ -388,25 +391,15 @@ class WorkerTally:
         old = self._entries.pop(name, None)
         if entry is not None:
             self._entries[name] = entry
-        self._up_total += (entry.up_total if entry is not None else 0) - (old.up_total if old is not None else 0)
-        _move(
-            self.ready_room,
-            name,
-            old is not None and old.room is not None,
-            entry is not None and entry.room is not None,
-        )
-        _move(
-            self.booting,
-            name,
-            old is not None and old.booting is not None,
-            entry is not None and entry.booting is not None,
-        )
-        _move(
-            self.idle,
-            name,
-            old is not None and old.idle_since is not None,
-            entry is not None and entry.idle_since is not None,
-        )
+        o, e = old or _VOID, entry or _VOID
+        if o.up_total != e.up_total:
+            self._up_total += e.up_total - o.up_total
+        if (o.room is None) != (e.room is None):
+            _move(self.ready_room, name, o.room is not None, e.room is not None)
+        if (o.booting is None) != (e.booting is None):
+            _move(self.booting, name, o.booting is not None, e.booting is not None)
+        if (o.idle_since is None) != (e.idle_since is None):
+            _move(self.idle, name, o.idle_since is not None, e.idle_since is not None)
 
 
 _Ending = tuple[float, int, int]  # a running job's expected end, a number to break ties, its id
@@ -556,14 +549,18 @@ class CapacityTally(WorkerTally):
     def _set(self, name: str, entry: _Entry | None) -> None:
         old = self._entries.get(name)
         super()._set(name, entry)
-        now_in, was_in = self._bin(entry), self._bin(old)
-        if now_in is not None:
-            self.bins.set(named(name), *now_in)
-        elif was_in is not None:
+        o, e = old or _VOID, entry or _VOID
+        # Its bin (``bins``): a ready worker's (free, total), a booting one's (slots, slots).
+        if e.ready is not None:
+            self.bins.set(named(name), *e.ready)
+        elif e.booting is not None:
+            s = e.booting or self._whole
+            self.bins.set(named(name), s, s)
+        elif o.ready is not None or o.booting is not None:
             self.bins.remove(named(name))
-        is_ready, was_ready = entry is not None and entry.ready is not None, old is not None and old.ready is not None
-        self._ready_count += is_ready - was_ready
-        was, since = old.idle_since if old is not None else None, entry.idle_since if entry is not None else None
+        if (o.ready is None) != (e.ready is None):
+            self._ready_count += 1 if e.ready is not None else -1
+        was, since = o.idle_since, e.idle_since
         if was is not None or since is not None:
             self._idle_workers = None  # an idle worker came, went or changed (its record)
             if was != since:
@@ -571,17 +568,6 @@ class CapacityTally(WorkerTally):
                     del self.idle_by_since[bisect.bisect_left(self.idle_by_since, (was, name))]
                 if since is not None:
                     bisect.insort(self.idle_by_since, (since, name))
-
-    def _bin(self, entry: _Entry | None) -> tuple[int, int] | None:
-        """A worker's (free, total) in ``bins``: a ready one's slots, a booting one's; None: neither."""
-        if entry is None:
-            return None
-        if entry.ready is not None:
-            return entry.ready
-        if entry.booting is not None:
-            s = entry.booting or self._whole
-            return (s, s)
-        return None
 
 
 @quick_init
