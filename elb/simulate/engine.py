@@ -574,13 +574,18 @@ class Simulator:
             items = itertools.chain(self._pending_values.values(), self._running_values.values())
             self._jobs_cache = changes.jobs.revised(items, given and given[0])
         if self._stale:
+            records, hosts = self._record_values, self._host_values
             for name in self._stale:
                 n = self.nodes.get(name)
                 if n is None:
                     continue
-                _replace(self._record_values, name, n.record or self._node_record(n), changes.records)
+                record = n.record or self._node_record(n)
+                if records.get(name) is not record:
+                    _replace(records, name, record, changes.records)
                 if n.ready:
-                    _replace(self._host_values, name, n.host or self._host(n), changes.hosts)
+                    host = n.host or self._host(n)
+                    if hosts.get(name) is not host:
+                        _replace(hosts, name, host, changes.hosts)
             self._stale.clear()
         if self._hosts_cache is None:
             self._hosts_cache = changes.hosts.revised(self._host_values.values(), given and given[1])
