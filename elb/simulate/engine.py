@@ -508,9 +508,9 @@ class Simulator:
             self._ready[node.group].set(node.order, node.free, node.slots)
         if record:
             node.record = None
+            self._nodes_cache = None
         node.host = None
         self._stale[node.name] = None
-        self._nodes_cache = None
         self._hosts_cache = None
 
     def _terminate(self, node: _Node, now: float, *, stopped: bool = False) -> None:
