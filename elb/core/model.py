@@ -217,8 +217,10 @@ class Node:
         """Since when nothing has been seen running on it: the last pass that saw a job or
         reservation, or when it became ready, whichever is later; its launch before either.
         A node is idle since then when it is ready and runs nothing now (the one definition)."""
-        seen = [t for t in (self.last_busy_at, self.ready_at) if t is not None]
-        return max(seen) if seen else self.launched_at
+        busy, ready = self.last_busy_at, self.ready_at
+        if busy is None:
+            return self.launched_at if ready is None else ready
+        return busy if ready is None or busy >= ready else ready
 
 
 @quick_init
