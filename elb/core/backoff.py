@@ -21,6 +21,7 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from elb.core.frozen import quick_init
 from elb.core.model import Event, NodeState
 
 PROBE_NODES = 1  # nodes a launch round may start while backing off
@@ -31,6 +32,7 @@ class Cause(enum.StrEnum):
     PROVISION = "provision"  # the instance ran, the node never became ready
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Backoff:
     """Where the back-off stands at one instant."""

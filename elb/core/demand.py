@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from elb.core.frozen import quick_init
 from elb.core.model import Job, Snapshot
 
 _NO_GROUPS: Mapping[Job, str] = MappingProxyType({})
@@ -49,6 +50,7 @@ class NotDemand:
         }
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class DemandSplit:
     """``snapshot``: what the policy plans on (the jobs in ``not_demand`` left out);

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from elb.core.frozen import quick_init
+
 # Tag keys every instance elb launches carries (EC2 and local alike).
 TAG_CLUSTER = "elb:cluster"
 TAG_ROLE = "elb:role"  # "master" | "worker"
@@ -27,6 +29,7 @@ class CloudError(Exception):
         self.retryable = retryable
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Instance:
     """One worker instance as the cloud reports it."""

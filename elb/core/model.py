@@ -9,11 +9,14 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from elb.core.frozen import quick_init
+
 # Job state codes that mean "waiting and eligible to start": plain qw, and re-queued
 # (SGE 8.1.9 prints "Rq" for a rescheduled waiting job; "Rqw" is kept for other versions).
 PENDING_STATES = frozenset({"qw", "Rq", "Rqw"})
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Job:
     """One SGE job entry as qstat shows it.
@@ -60,6 +63,7 @@ class Job:
         return self.slots * self.tasks
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class QueueInstance:
     """One queue on one host (``all.q@node001``)."""
@@ -89,6 +93,7 @@ class QueueInstance:
         return not any(c in self.states for c in "udDEsSCco")
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Host:
     """One SGE execution host with its queue instances and load values."""
@@ -124,6 +129,7 @@ class Host:
         return sum(max(0, q.slots_total - q.slots_used - q.slots_reserved) for q in self.queues if q.usable)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """What SGE showed at one instant: jobs, execution hosts, and the master's clock."""
@@ -186,6 +192,7 @@ _BOOTING = frozenset(
 )
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Node:
     """elb's record of one worker it manages."""
@@ -210,10 +217,13 @@ class Node:
         """Since when nothing has been seen running on it: the last pass that saw a job or
         reservation, or when it became ready, whichever is later; its launch before either.
         A node is idle since then when it is ready and runs nothing now (the one definition)."""
-        seen = [t for t in (self.last_busy_at, self.ready_at) if t is not None]
-        return max(seen) if seen else self.launched_at
+        busy, ready = self.last_busy_at, self.ready_at
+        if busy is None:
+            return self.launched_at if ready is None else ready
+        return busy if ready is None or busy >= ready else ready
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class History:
     """What the policy may remember between passes (kept in the journal)."""
@@ -222,12 +232,14 @@ class History:
     recent_removals: tuple[float, ...] = ()  # times of removals, newest last
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Removal:
     node: str
     reason: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Plan:
     """The decision of one pass. An empty plan still says why nothing is done."""
@@ -255,6 +267,7 @@ class Plan:
         return lines
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Event:
     """A step of a node's life as the journal records it (``elb.service.journal``): when, the

@@ -31,6 +31,7 @@ from elb.core.budget import BudgetCheck, Launch, Spend, pace, period_bounds, roo
 from elb.core.config import Config
 from elb.core.demand import DemandSplit, NotDemand
 from elb.core.durations import minutes
+from elb.core.frozen import quick_init
 from elb.core.interfaces import Instance, Notice
 from elb.core.interruptions import Move
 from elb.core.model import History, Job, Node, Plan, Removal, Snapshot
@@ -187,6 +188,7 @@ def cleanup_verdict(node: Node, listed: bool | None, failure: str, scheduler: st
     return Cleanup.RETRY, f"deregistration failed ({failure}); kept draining and retried each pass ({where})"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RepairHold:
     """Whether scaling waits for the next pass, and the repairs stuck for ``alarm`` passes or
@@ -219,6 +221,7 @@ def count_repair_failures(
     return {k: n for k, n in counts.items() if n}
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PassInputs:
     """Everything one pass read, as values: the planner's whole input besides the configuration,
@@ -253,6 +256,7 @@ class PassInputs:
     spend: Spend | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PassPlan:
     """The actions of one pass, each with its reason, in the order the pass starts them: the

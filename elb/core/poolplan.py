@@ -25,11 +25,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from elb.core.config import Config
+from elb.core.frozen import quick_init
 from elb.core.groups import NodeGroup, NodeGroups
 from elb.core.model import Node, NodeState, Plan, Removal, Snapshot
 from elb.core.warmpool import Pooled, expired, keep_time, pick_restart, stop_or_terminate
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PoolPlan:
     """The warm pool's actions of one pass, each a node with its reason."""

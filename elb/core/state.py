@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from elb.core.frozen import quick_init
 from elb.core.interfaces import Instance
 from elb.core.model import Host, Job, Node, NodeState, Snapshot
 
@@ -91,6 +92,7 @@ def instance_state(provider_state: str) -> InstanceState:
     return _FROM_PROVIDER.get(provider_state, InstanceState.STOPPED)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ManagedNode:
     """A node elb manages, as the journal, the cloud and SGE show it at ``now``."""
@@ -189,6 +191,7 @@ def started_on(jobs: Sequence[Job]) -> dict[str, list[Job]]:
 POOLED = frozenset({NodeState.STOPPING, NodeState.STOPPED})
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class JoinIndex:
     """What a producer that keeps the joined state up to date event by event (the simulator)

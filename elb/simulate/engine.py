@@ -27,7 +27,7 @@ need (group, and slots on a node or whole nodes: ``elb.simulate.waiting``), so S
 looks at the oldest job of each need until one does not fit, not at every waiting job: a backlog
 that cannot start costs nothing per event (FIFO and EASY still walk the queue in order). A
 snapshot rebuilds the ``Host``/``Node`` values of the nodes that changed only (a node's ``Host`` of
-each free-slot count is made once; its record changes when it turns busy or idle, becomes ready
+each free-slot count is made once; its record changes when it turns idle, becomes ready
 or goes), and each of its tuples says what came and went since the last snapshot
 (``elb.core.policy.tally.Revised``): the Slurm and StarCluster peers take in those changes instead
 of every node and job.
@@ -80,6 +80,7 @@ from elb.core.backoff import Tracker
 from elb.core.budget import Budget, Spend, period_bounds
 from elb.core.config import Config, PolicyConfig
 from elb.core.demand import DemandSplit
+from elb.core.gcpause import paused
 from elb.core.interfaces import Instance
 from elb.core.model import Event, History, Host, Job, Node, NodeState, QueueInstance, Snapshot
 from elb.core.naming import next_names
@@ -179,9 +180,10 @@ class _Node:
     ready: bool = False
     free: int = 0
     jobs: int = 0  # running jobs (parts of jobs) on it
-    # When it last turned busy or idle (its record's): what makes it idle since when it runs
-    # nothing (``Node.quiet_since``); while it stays busy nothing reads it, so a job starting or
-    # ending on a node that stays busy leaves its record as it was.
+    # When it last turned idle (its record's): what makes it idle since when it runs nothing
+    # (``Node.quiet_since``). Nothing reads it while the node is busy (a busy node is not idle), so
+    # a node turning busy, and a job starting or ending on a node that stays busy, leave its
+    # record as it was.
     last_busy_at: float | None = None
     busy_since: float | None = None
     busy_seconds: float = 0.0
@@ -367,6 +369,7 @@ class Simulator:
         self.policy = policy
         self.groups = groups or one_group(settings.slots_per_node, settings.max_nodes)
         self.group_slots = dict(self.groups.slots)
+        self.several_groups = len(self.group_slots) > 1
         self.first_group = self.groups.groups.groups[0].name
         self.group_max = {g.name: self.groups.groups.max_nodes_of(g) for g in self.groups.groups.groups}
         self.max_nodes = min(settings.max_nodes, self.groups.groups.total_max_nodes)
@@ -381,7 +384,9 @@ class Simulator:
         self.dead: list[_Node] = []
         # The waiting jobs in submission order, and by need (``_need``) for SGE's dispatch.
         self.pending: WaitingJobs[tuple[str, int, int], _Waiting] = WaitingJobs()
-        self.group_of: dict[Job, str] = {}  # the waiting jobs' groups, for a policy per group
+        # The waiting jobs' groups, for a policy per group and the budget; with one group, none
+        # (a job not in it goes to the first group).
+        self.group_of: dict[Job, str] = {}
         self.group_count: dict[str, int] = dict.fromkeys(self.group_slots, 0)  # alive nodes
         self._queues: dict[str, str] = {}  # each group's queue (``_queue``)
         self.ends: list[tuple[float, int, _Run]] = []
@@ -504,9 +509,9 @@ class Simulator:
             self._ready[node.group].set(node.order, node.free, node.slots)
         if record:
             node.record = None
+            self._nodes_cache = None
         node.host = None
         self._stale[node.name] = None
-        self._nodes_cache = None
         self._hosts_cache = None
 
     def _terminate(self, node: _Node, now: float, *, stopped: bool = False) -> None:
@@ -570,13 +575,18 @@ class Simulator:
             items = itertools.chain(self._pending_values.values(), self._running_values.values())
             self._jobs_cache = changes.jobs.revised(items, given and given[0])
         if self._stale:
+            records, hosts = self._record_values, self._host_values
             for name in self._stale:
                 n = self.nodes.get(name)
                 if n is None:
                     continue
-                _replace(self._record_values, name, n.record or self._node_record(n), changes.records)
+                record = n.record or self._node_record(n)
+                if records.get(name) is not record:
+                    _replace(records, name, record, changes.records)
                 if n.ready:
-                    _replace(self._host_values, name, n.host or self._host(n), changes.hosts)
+                    host = n.host or self._host(n)
+                    if hosts.get(name) is not host:
+                        _replace(hosts, name, host, changes.hosts)
             self._stale.clear()
         if self._hosts_cache is None:
             self._hosts_cache = changes.hosts.revised(self._host_values.values(), given and given[1])
@@ -624,7 +634,8 @@ class Simulator:
         self.pending.remove(waiting.seq)
         del self._pending_values[waiting.seq]
         job, pending_value = waiting.job, waiting.value
-        del self.group_of[pending_value]
+        if self.several_groups:
+            del self.group_of[pending_value]
         first = parts[0][0].name
         value = Job(
             job_id=job.job_id,
@@ -643,12 +654,10 @@ class Simulator:
         run = _Run(job, now, now + job.run, max(expected, now), parts, value)
         for node, used in parts:
             node.free -= used
-            turns_busy = node.jobs == 0
-            if turns_busy:
+            if node.jobs == 0:
                 node.busy_since = now
-                node.last_busy_at = now
             node.jobs += 1
-            self._touch(node, record=turns_busy)
+            self._touch(node, record=False)
         self.running[job.job_id] = run
         self._running_values[job.job_id] = value
         self._changes.jobs.went(pending_value)
@@ -794,7 +803,8 @@ class Simulator:
         waiting.seq = self.pending.add(waiting, self._need(waiting))
         self._pending_values[waiting.seq] = value
         self._changes.jobs.came(value)
-        self.group_of[value] = placed.group
+        if self.several_groups:
+            self.group_of[value] = placed.group
         self._jobs_cache = None
 
     def _next_event(self) -> float:
@@ -998,6 +1008,14 @@ class Simulator:
         return self.t0 + max(0, k) * self.s.poll_interval
 
     def run(self) -> SimOutcome:
+        """Replay the log; the outcome. A replay makes millions of objects and no reference cycle:
+        the cycle collector waits until it is done (``elb.core.gcpause``; left running, it walks
+        the replay's live objects again and again, about a tenth of the replay's time, and finds
+        nothing to collect)."""
+        with paused():
+            return self._run()
+
+    def _run(self) -> SimOutcome:
         poll = self.t0
         total = max(1.0, self.jobs[-1].submit - self.t0)
         last_report = -1.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import gzip
 import json
 import math
@@ -512,3 +513,29 @@ def test_cli_replays_failing_provisioning_and_reports_the_back_off(
     assert healthy["failed_bringups"] == healthy["launches_held"] == healthy["backoff_rounds"] == 0
     assert main([*args, "--provision-failure-rate", "1"]) == 2
     assert "--provision-failure-rate must be a share" in capsys.readouterr().err
+
+
+class _SeesCollector(StarclusterPolicy):
+    """A peer that notes whether the cycle collector runs while it decides."""
+
+    def decide(self, state: ClusterState, history: History) -> Plan:
+        seen.append(gc.isenabled())
+        return super().decide(state, history)
+
+
+seen: list[bool] = []
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_replay_pauses_the_cycle_collector_and_leaves_it_as_it_found_it(enabled: bool) -> None:
+    seen.clear()
+    jobs = [SimJob(i, 60.0 * i, 600.0, 2) for i in range(1, 6)]
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        Simulator(jobs, _SeesCollector(limits()), SimSettings(max_nodes=4)).run()
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
+    assert seen
+    assert not any(seen)

@@ -1,5 +1,5 @@
-"""A replay makes a node's record again only when the node turns busy or idle (its
-``last_busy_at``): the replay is the same as one whose records say the node was seen busy at every
+"""A replay makes a node's record again only when the node turns idle (its ``last_busy_at``),
+not when it turns busy: the replay is the same as one whose records say the node was seen busy at every
 job start and end on it, as a new record each time. Compared in full (every placement, node life,
 wait, poll and decision) on seeded random logs under every policy, with SGE's dispatch, FIFO and
 EASY, and on KTH's log as interleaved copies when the logs are there.
@@ -68,7 +68,7 @@ def both(jobs: list[SimJob], name: str, settings: SimSettings) -> tuple[SimOutco
 
 @pytest.mark.parametrize("name", POLICIES)
 @pytest.mark.parametrize("dispatch", ["sge", "fifo", "easy"])
-def test_records_made_at_busy_and_idle_turns_replay_the_same(name: str, dispatch: str) -> None:
+def test_records_made_at_idle_turns_replay_the_same(name: str, dispatch: str) -> None:
     for seed in range(3):
         jobs = random_log(seed, 300)
         settings = SimSettings(slots_per_node=8, max_nodes=6, dispatch=dispatch, record=True)  # type: ignore[arg-type]
@@ -79,7 +79,7 @@ def test_records_made_at_busy_and_idle_turns_replay_the_same(name: str, dispatch
 
 @pytest.mark.skipif(not KTH.exists(), reason=f"job logs not found in {TRACES}")
 @pytest.mark.parametrize("name", ["elb", "slurm"])
-def test_records_made_at_busy_and_idle_turns_replay_kth_copies_the_same(name: str) -> None:
+def test_records_made_at_idle_turns_replay_kth_copies_the_same(name: str) -> None:
     whole = read_swf(KTH, start=100 * 86400, days=5)
     copies = [
         dataclasses.replace(j, job_id=j.job_id + c * 1_000_000, submit=j.submit + (c * 937) % 3600)

@@ -101,3 +101,11 @@ def test_started_on_files_every_job_as_started_host_does() -> None:
     assert started_on(jobs) == expected
     assert set(expected) == {"node001", "node002"}
     assert all(j.state not in ("qw", "hqw") for js in expected.values() for j in js)
+
+
+@pytest.mark.parametrize("busy", [None, 5.0, 10.0, 20.0])
+@pytest.mark.parametrize("ready", [None, 10.0])
+def test_quiet_since_is_the_later_of_busy_and_ready_else_launch(busy: float | None, ready: float | None) -> None:
+    record = Node("node001", NodeState.READY, 1.0, ready_at=ready, last_busy_at=busy)
+    seen = [t for t in (busy, ready) if t is not None]
+    assert record.quiet_since == (max(seen) if seen else 1.0)

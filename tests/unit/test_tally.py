@@ -20,7 +20,8 @@ from elb.core.config import ClusterConfig, PolicyConfig
 from elb.core.model import History, Host, Job, Node, NodeState, Plan, Snapshot
 from elb.core.policy.default import ElbPolicy
 from elb.core.policy.peers import Limits, SlurmPolicy, StarclusterPolicy
-from elb.core.policy.tally import Revised, WorkerTally
+from elb.core.policy.placement import named
+from elb.core.policy.tally import CapacityTally, Revised, WorkerTally
 from elb.core.state import ClusterState, join
 from elb.simulate.engine import SimSettings, Simulator
 from elb.simulate.runner import prepare, replay
@@ -252,6 +253,64 @@ def test_a_sequence_of_cluster_states_gets_the_full_views_plans(
         plan = twin.decide(join(made[2], (), snapshot, now=now), history)  # type: ignore[arg-type]
         if plan.empty:
             twin.quiet_until(join(made[2], (), snapshot, now=now), history)  # type: ignore[arg-type]
+
+
+def _kept(tally: CapacityTally) -> tuple[object, ...]:
+    """What a ``CapacityTally`` keeps between updates, as plain values."""
+    bins = tally.bins
+    return (
+        dict(tally._entries),
+        sorted(tally.booting),
+        sorted(tally.idle),
+        tally.idle_by_since,
+        dict(bins._free),
+        {free: list(keys) for free, keys in bins._buckets.items()},
+        list(bins._empty),
+        tally._ready_count,
+        tally.pending_slots,
+        tally.pending_plain,
+        tally.waiting,
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=steps, spn=st.sampled_from([4, 8]))
+def test_a_capacity_tally_kept_up_to_date_equals_one_built_afresh(
+    steps: list[tuple[list[Host], list[Node], list[Job], str, float]], spn: int
+) -> None:
+    """After each step of a random sequence of inputs (as tuples, lists or ``Revised`` tuples
+    saying what changed), the tally brought up to date holds what a new tally taking in the same
+    inputs whole holds: its entries, its booting and idle workers, the idle ones by idle since,
+    the index of bins a forecast packs on (ready and booting workers), the waiting slots."""
+    kept = CapacityTally()
+    last: list[tuple[object, ...]] = []
+    for hosts, nodes, jobs, kind, later in steps:
+        now = T0 + later
+        made: list[Sequence[object]] = []
+        given: tuple[Sequence[object], ...] = (jobs, hosts, nodes)
+        for i, items in enumerate(given):
+            if kind == "list":
+                made.append(list(items))
+            elif kind == "revised" and last:
+                before = last[i]
+                made.append(Revised(items, before, _minus(items, before), _minus(before, items)))
+            else:
+                made.append(tuple(items))
+        if kind != "list":
+            last = [tuple_ for tuple_ in made if isinstance(tuple_, tuple)]
+        snapshot = Snapshot(now, made[0], made[1])  # type: ignore[arg-type]
+        modelled = kept.update_for(snapshot, made[2], "master", "node", spn)  # type: ignore[arg-type]
+        afresh = CapacityTally()
+        whole = Snapshot(now, tuple(jobs), tuple(hosts))
+        assert afresh.update_for(whole, tuple(nodes), "master", "node", spn) is modelled
+        if modelled:
+            assert _kept(kept) == _kept(afresh)
+            assert kept.idle_by_since == sorted((kept.idle_since(n), n) for n in kept.idle)
+            entries = kept._entries.items()
+            bins = {named(n): e.ready for n, e in entries if e.ready is not None}
+            bins |= {named(n): (e.booting or spn, e.booting or spn) for n, e in entries if e.booting is not None}
+            assert kept.bins._free == bins
+            assert kept._ready_count == sum(e.ready is not None for _, e in entries)
 
 
 def test_inputs_it_does_not_model_make_it_forget_and_the_view_decide() -> None:

@@ -36,7 +36,7 @@ from elb.core.config import ClusterConfig, PolicyConfig
 from elb.core.durations import minutes
 from elb.core.model import History, Job, Node, Plan, Removal
 from elb.core.policy.forecast import OVERDUE_GRACE, Forecast, forecast
-from elb.core.policy.tally import CapacityTally, Revised, TallyView
+from elb.core.policy.tally import CapacityTally, IdleWorker, Revised, TallyView
 from elb.core.policy.view import ClusterView, ViewCache, Worker, new_names
 from elb.core.state import ClusterState
 
@@ -118,6 +118,11 @@ class ElbPolicy:
         if isinstance(view, TallyView):
             return view.tally.idle_workers()
         return self.cache.derived("idle", (view.workers,), lambda: _idle_managed(view))
+
+    def _any_idle(self, view: View) -> bool:
+        if isinstance(view, TallyView):
+            return bool(view.tally.idle)
+        return bool(self._idle(view))
 
     def _names(self, view: View, state: ClusterState, count: int) -> tuple[str, ...]:
         """Names for ``count`` new nodes after the highest number in use."""
@@ -268,10 +273,19 @@ class ElbPolicy:
             fc = forecast(view, now + self._horizon(), limit=max(0, self.config.max_nodes - view.size))
         return fc.assigned
 
+    def _idle_due(self, view: View, now: float) -> Sequence[IdleNode]:
+        """The idle workers among which the cost rule finds those due now (``_due``): all of them;
+        with per-second billing and a tally, only those idle ``idle_factor`` boot times or more
+        (the tally keeps them by idle since: the others are not due)."""
+        cfg = self.config
+        if cfg.billing != "hour" and isinstance(view, TallyView):
+            return view.tally.idle_for(now, cfg.idle_factor * cfg.boot_time)
+        return self._idle(view)
+
     def _shrink_cost(self, view: View, now: float, fc: Forecast | None, adding: int) -> Plan:
         cfg = self.config
         candidates: list[tuple[float, str, IdleNode, str]] = []
-        for w in self._idle(view):
+        for w in self._idle_due(view, now):
             due = self._due(w, now)
             if due is None or not due[1]:
                 continue
@@ -325,7 +339,7 @@ class ElbPolicy:
                 for j in view.pending:
                     if j.submitted is not None and now - j.submitted < cfg.launch_delay:
                         until = min(until, j.submitted + cfg.launch_delay)
-            if self._idle(view):
+            if self._any_idle(view):
                 return now  # which idle node a waiting job would take may change with the clock
             room = cfg.max_nodes - view.size
             if room > 0:
@@ -334,11 +348,25 @@ class ElbPolicy:
                 until = min(until, _next_overdue(view))
         if view.size <= cfg.min_nodes:
             return until
+        return min(until, self._next_removal(view, now))
+
+    def _next_removal(self, view: View, now: float) -> float:
+        """When an idle worker's removal window opens (``_due``): ``now`` when one is due; inf with none."""
+        if self.config.billing != "hour" and isinstance(view, TallyView):
+            # Per-second billing: the earliest of ``_due``'s times is the longest idle worker's.
+            by_since = view.tally.idle_by_since
+            if not by_since:
+                return INF
+            name = by_since[0][1]
+            due = self._due(IdleWorker(name, view.tally.record(name)), now)
+            assert due is not None
+            return now if due[1] else due[0]
+        at = INF
         for w in self._idle(view):
             due = self._due(w, now)
             if due is not None:
-                until = min(until, now if due[1] else due[0])
-        return until
+                at = min(at, now if due[1] else due[0])
+        return at
 
     # -- grow ------------------------------------------------------------------------------
     def _grow(self, view: View, names: Callable[[int], tuple[str, ...]]) -> Plan:

@@ -29,11 +29,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from elb.core.frozen import quick_init
 from elb.core.model import Job
 from elb.core.policy.placement import Bin, FreeIndex, Key, Packing, host_order, width
 from elb.core.policy.view import ClusterView
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Forecast:
     """The outcome of placing the waiting jobs on the capacity of the horizon."""
@@ -48,12 +50,14 @@ class Forecast:
     complete: bool = True  # False: counting stopped past ``limit`` (new_nodes is a lower bound)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Capacity:
-    """What is there by a horizon, as ``Packing`` takes it: the ready workers' (free, total) by
-    host order (``ready``, read and never changed; None: none kept), the named bins over and beside
-    them (``over``: booting workers, ready ones with slots that running jobs free), then ``bins``
-    (whole nodes ending wide jobs free); and the counts a forecast reports."""
+    """What is there by a horizon, as ``Packing`` takes it: workers' (free, total) by host order
+    (``ready``, read and never changed: a tally's ready and booting workers; None: none kept), the
+    named bins over and beside them (``over``: ready workers with slots that running jobs free, and
+    the booting ones not in ``ready``), then ``bins`` (whole nodes ending wide jobs free); and the
+    counts a forecast reports."""
 
     bins: list[Bin]
     ready_count: int

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from elb.core.frozen import quick_init
+
 # What orders the nodes of an index: a position, a host order (``host_order``), or a packing's key
 # (``named``: a worker in host order; then the caller's list of bins by position).
 K = TypeVar("K", int, tuple[int, str], tuple[int, int, str])
@@ -81,7 +83,15 @@ class FreeIndex(Generic[K]):
         if old is not None:
             if old == entry:
                 return
-            self._drop(key, old)
+            was, had = old  # ``_drop``, inline (one call less on the hot path)
+            if was > 0:
+                held = self._buckets[was]
+                if len(held) == 1:
+                    del self._buckets[was]
+                else:
+                    del held[bisect.bisect_left(held, key)]
+            if was == had and had >= self.whole and had > 0:
+                del self._empty[bisect.bisect_left(self._empty, key)]
         self._free[key] = entry
         if free > 0:
             keys = self._buckets.get(free)
@@ -261,6 +271,7 @@ class Bin:
     new: bool = False  # a node to launch
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Placed:
     """Where one waiting job entry went."""

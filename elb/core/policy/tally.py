@@ -16,11 +16,12 @@ does not model exactly (the same object twice in one tuple, two hosts or two liv
 name) make ``update`` return False and forget everything: the caller then builds the full view.
 
 ``CapacityTally`` keeps in addition what elb's own policy reads (``elb.core.policy.default``): the
-ready workers' free and total slots in a ``FreeIndex`` by host order (the forecast's packing reads
-it through, ``elb.core.policy.placement.Overlay``), the running jobs with a requested run time by
-their expected end (the forecast takes the ones ending by its horizon, and the next one to become
-overdue), the idle workers' records (the cost rule's), and the waiting jobs' slots. A forecast
-then costs the booting workers, the jobs ending by its horizon and the bins it touches.
+ready workers' free and total slots and the booting workers' slots in a ``FreeIndex`` by host
+order (the forecast's packing reads it through, ``elb.core.policy.placement.Overlay``), the
+running jobs with a requested run time by their expected end (the forecast takes the ones ending
+by its horizon, and the next one to become overdue), the idle workers' records (the cost rule's),
+and the waiting jobs' slots. A forecast then costs the jobs ending by its horizon and the bins it
+touches.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from elb.core.frozen import quick_init
 from elb.core.model import PENDING_STATES, Host, Job, Node, NodeState, Snapshot
 from elb.core.naming import next_names
 from elb.core.policy.forecast import OVERDUE_GRACE, Capacity
@@ -47,6 +49,7 @@ _NAMES_KEPT = 1 << 16  # names whose number ``WorkerTally`` keeps parsed
 _UNSEEN = -1  # ``WorkerTally._number_of`` has no entry for the name (a number is never negative)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _Entry:
     """What one worker adds to the tally."""
@@ -56,6 +59,9 @@ class _Entry:
     idle_since: float | None  # a managed worker, ready and idle, since then
     up_total: int = 0  # its host's slots when the host is up (StarCluster counts these)
     ready: tuple[int, int] | None = None  # (free, total) of a ready worker, with free slots or not
+
+
+_VOID = _Entry(None, None, None)  # no worker: what a name that comes or goes had, or has
 
 
 class Revised(tuple[T, ...]):
@@ -300,11 +306,16 @@ class WorkerTally:
     def _count_names(self, gone: Sequence[Host | Node], came: Sequence[Host | Node]) -> None:
         """``_count_name`` for the names of the objects that went and came, netted: a name whose
         object was replaced by another of the same name leaves the numbers in use as they were."""
+        if not gone and not came:
+            return
+        went, come = [obj.name for obj in gone], [obj.name for obj in came]
+        if len(went) == len(come) and (went == come or sorted(went) == sorted(come)):
+            return  # each replaced by another of its name (a host's free slots, a record's turn)
         steps: dict[str, int] = {}
-        for obj in gone:
-            steps[obj.name] = steps.get(obj.name, 0) - 1
-        for obj in came:
-            steps[obj.name] = steps.get(obj.name, 0) + 1
+        for name in went:
+            steps[name] = steps.get(name, 0) - 1
+        for name in come:
+            steps[name] = steps.get(name, 0) + 1
         for name, step in steps.items():
             if step:
                 self._count_name(name, step)
@@ -354,42 +365,41 @@ class WorkerTally:
     def _entry(self, name: str) -> _Entry | None:
         """The worker ``name`` as ``Worker`` and the peers' ``_count`` and ``_fit`` read it."""
         node, host = self._alive.get(name), self._host.get(name)
-        if node is None and host is None:
-            return None
-        facts = host_facts(host) if host is not None else None
-        up_total = facts.total if facts is not None and facts.up else 0
+        if host is None:
+            if node is None:
+                return None
+            return _Entry(node.slots or 0 if node.state in _BOOTING else None, None, None, 0)
+        queues = host.queues
+        if len(queues) == 1 and not queues[0].states:  # ``host_facts`` of one usable queue, inline
+            q = queues[0]
+            used, total = q.slots_used + q.slots_reserved, q.slots_total
+            up, free, busy = True, max(0, total - used), q.slots_used > 0 or q.slots_reserved > 0
+        else:
+            facts = host_facts(host)
+            up, free, total, busy = facts.up, facts.free, facts.total, facts.busy
+        up_total = total if up else 0
         if node is not None and node.state in _BOOTING:
             return _Entry(node.slots or 0, None, None, up_total)
-        if facts is None or not serves(node, facts.up):
+        if not serves(node, up):
             return _Entry(None, None, None, up_total)
-        ready = (facts.free, facts.total)
-        room = ready if facts.free > 0 else None
-        since = idle_since(node, True, is_busy(name in self._running, facts.busy))
+        ready = (free, total)
+        room = ready if free > 0 else None
+        since = idle_since(node, True, is_busy(name in self._running, busy))
         return _Entry(None, room, since, up_total, ready)
 
     def _set(self, name: str, entry: _Entry | None) -> None:
         old = self._entries.pop(name, None)
         if entry is not None:
             self._entries[name] = entry
-        self._up_total += (entry.up_total if entry is not None else 0) - (old.up_total if old is not None else 0)
-        _move(
-            self.ready_room,
-            name,
-            old is not None and old.room is not None,
-            entry is not None and entry.room is not None,
-        )
-        _move(
-            self.booting,
-            name,
-            old is not None and old.booting is not None,
-            entry is not None and entry.booting is not None,
-        )
-        _move(
-            self.idle,
-            name,
-            old is not None and old.idle_since is not None,
-            entry is not None and entry.idle_since is not None,
-        )
+        o, e = old or _VOID, entry or _VOID
+        if o.up_total != e.up_total:
+            self._up_total += e.up_total - o.up_total
+        if (o.room is None) != (e.room is None):
+            _move(self.ready_room, name, o.room is not None, e.room is not None)
+        if (o.booting is None) != (e.booting is None):
+            _move(self.booting, name, o.booting is not None, e.booting is not None)
+        if (o.idle_since is None) != (e.idle_since is None):
+            _move(self.idle, name, o.idle_since is not None, e.idle_since is not None)
 
 
 _Ending = tuple[float, int, int]  # a running job's expected end, a number to break ties, its id
@@ -405,7 +415,10 @@ class CapacityTally(WorkerTally):
 
     def _forget(self, master: str, prefix: str) -> None:
         super()._forget(master, prefix)
-        self.ready_index: FreeIndex[Key] = FreeIndex(self._whole)  # ready workers by ``named``
+        # The bins a forecast packs on, by ``named``: each ready worker's (free, total) slots, and
+        # each booting one's (slots, slots) (its record's slots; unknown: the forecast's node size).
+        self.bins: FreeIndex[Key] = FreeIndex(self._whole)
+        self._ready_count = 0  # the ready workers (the others in ``bins`` are booting)
         self._ends: list[_Ending] = []  # running jobs filed under a host with an expected end, by it
         self._ending: dict[int, tuple[_Ending, Job, str]] = {}  # by job id: its place, the job, its host
         self._numbered = 0
@@ -413,6 +426,7 @@ class CapacityTally(WorkerTally):
         self._pending_odd = 0  # waiting jobs of no slot or no task
         self._odd = 0  # running jobs of fewer than no slots (not modelled: ``update`` says False)
         self._idle_workers: tuple[IdleWorker, ...] | None = ()
+        self.idle_by_since: list[tuple[float, str]] = []  # the idle workers by idle since, then name
         self._idle_made: dict[str, IdleWorker] = {}  # the last ones made, by name (reused while the record is the same)
 
     def update_for(self, snapshot: Snapshot, nodes: Sequence[Node], master: str, prefix: str, spn: int) -> bool:
@@ -456,6 +470,16 @@ class CapacityTally(WorkerTally):
             self._idle_made = {w.name: w for w in out}
         return self._idle_workers
 
+    def idle_for(self, now: float, keep: float) -> tuple[IdleWorker, ...]:
+        """The managed idle workers idle ``keep`` seconds or more at ``now`` (``now - since >=
+        keep``), longest idle first: a prefix of ``idle_by_since``."""
+        out: list[IdleWorker] = []
+        for since, name in self.idle_by_since:
+            if now - since < keep:
+                break
+            out.append(IdleWorker(name, self._alive[name]))
+        return tuple(out)
+
     def next_overdue(self, now: float) -> float:
         """``elb.core.policy.default._next_overdue`` at ``now``: the earliest requested end plus
         ``OVERDUE_GRACE`` not before ``now`` of a job running on a ready worker; inf with none."""
@@ -468,9 +492,9 @@ class CapacityTally(WorkerTally):
         return math.inf
 
     def capacity(self, now: float, horizon: float, size: int) -> Capacity:
-        """``elb.core.policy.forecast._capacity`` of the view at ``now`` by ``horizon``: the ready
-        workers' index read through, the ready workers whose running jobs free slots by then and
-        the booting ones as named bins over it, the nodes ending wide jobs free after them."""
+        """``elb.core.policy.forecast._capacity`` of the view at ``now`` by ``horizon``: the index
+        of the ready and booting workers read through, the ready workers whose running jobs free
+        slots by then as named bins over it, the nodes ending wide jobs free after them."""
         spn, ends, entries = self._whole, self._ends, self._entries
         first = bisect.bisect_left(ends, (now - OVERDUE_GRACE,))
         last = bisect.bisect_right(ends, (horizon, math.inf))
@@ -496,10 +520,7 @@ class CapacityTally(WorkerTally):
             after = min(total, free + slots)  # what each job's gain of min(its slots, total - free) adds up to
             freed += after - free
             over.append(Bin(host, after, total))
-        for name in self.booting:
-            s = self.booting_slots(name) or spn
-            over.append(Bin(name, s, s))
-        return Capacity(tail, len(self.ready_index), len(self.booting), freed, self.ready_index, over)
+        return Capacity(tail, self._ready_count, len(self.booting), freed, self.bins, over)
 
     # -- bringing it up to date -----------------------------------------------------------------
     def _take_jobs(self, jobs: tuple[Sequence[Job], Sequence[Job]], changed: set[str]) -> None:
@@ -528,14 +549,28 @@ class CapacityTally(WorkerTally):
     def _set(self, name: str, entry: _Entry | None) -> None:
         old = self._entries.get(name)
         super()._set(name, entry)
-        if entry is not None and entry.ready is not None:
-            self.ready_index.set(named(name), *entry.ready)
-        elif old is not None and old.ready is not None:
-            self.ready_index.remove(named(name))
-        if (old is not None and old.idle_since is not None) or (entry is not None and entry.idle_since is not None):
+        o, e = old or _VOID, entry or _VOID
+        # Its bin (``bins``): a ready worker's (free, total), a booting one's (slots, slots).
+        if e.ready is not None:
+            self.bins.set(named(name), *e.ready)
+        elif e.booting is not None:
+            s = e.booting or self._whole
+            self.bins.set(named(name), s, s)
+        elif o.ready is not None or o.booting is not None:
+            self.bins.remove(named(name))
+        if (o.ready is None) != (e.ready is None):
+            self._ready_count += 1 if e.ready is not None else -1
+        was, since = o.idle_since, e.idle_since
+        if was is not None or since is not None:
             self._idle_workers = None  # an idle worker came, went or changed (its record)
+            if was != since:
+                if was is not None:
+                    del self.idle_by_since[bisect.bisect_left(self.idle_by_since, (was, name))]
+                if since is not None:
+                    bisect.insort(self.idle_by_since, (since, name))
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class IdleWorker:
     """A managed worker that is ready and idle (its record), as elb's cost rule reads a ``Worker``."""
@@ -545,6 +580,7 @@ class IdleWorker:
     idle: bool = True
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class TallyView:
     """A ``CapacityTally`` just brought up to date, read at ``now``: what elb's policy reads of a

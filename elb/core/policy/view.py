@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter, mul
 from typing import TypeVar
 
+from elb.core.frozen import quick_init
 from elb.core.model import PENDING_STATES, Host, Job, Node, NodeState
 from elb.core.naming import next_names
 from elb.core.state import ClusterState, ManagedNode, is_busy
@@ -25,6 +26,7 @@ _SLOTS = attrgetter("slots")
 _TASKS = attrgetter("tasks")
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class HostFacts:
     """What a policy reads off a ``Host`` (its properties, each a walk over its queues), once."""
@@ -67,6 +69,7 @@ def new_names(
     return next_names([f"{prefix}{highest}"] if highest else [], count, prefix, digits)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Worker:
     """One worker as a policy sees it: a node elb manages, with its ``ManagedNode``'s predicates

@@ -1,0 +1,68 @@
+"""``quick_init``: a cheaper ``__init__`` for the frozen, slotted dataclasses that a replay makes
+by the hundred thousand (the scheduler's ``Job`` and ``Host`` values, elb's ``Node`` records, a
+tally's entries).
+
+A frozen dataclass's own ``__init__`` sets each field through ``object.__setattr__`` (the class's
+``__setattr__`` refuses): one call per field, several times the cost of a plain attribute store.
+The ``__init__`` that ``quick_init`` gives the class has the same signature, defaults and default
+factories; it makes the new object an instance of a plain class with the same slots (the only
+``object.__setattr__`` call), stores the fields as plain attributes, and makes it an instance of
+the frozen class again. The object is the value the dataclass's own ``__init__`` makes (the same
+fields, equal, hashed alike, frozen); a test holds the two equal for every class decorated.
+
+Only the plain case is handled: a frozen dataclass with ``slots=True`` directly under ``object``,
+every field set by ``__init__`` (no ``init=False``, ``kw_only`` or ``InitVar``) and no
+``__post_init__``; anything else is refused when the class is defined.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+_MISSING = object()  # a field with a default factory that the caller left out
+
+
+def quick_init(cls: type[T]) -> type[T]:
+    """Give the frozen slotted dataclass ``cls`` the cheaper ``__init__`` (see the module's doc)."""
+    params = getattr(cls, "__dataclass_params__", None)
+    if params is None or not params.frozen or "__slots__" not in cls.__dict__ or cls.__bases__ != (object,):
+        raise TypeError(f"{cls.__name__}: quick_init takes a frozen dataclass with slots=True directly under object")
+    if hasattr(cls, "__post_init__"):
+        raise TypeError(f"{cls.__name__}: quick_init does not run __post_init__")
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    if len(fields) != len(getattr(cls, "__dataclass_fields__", {})) or any(not f.init or f.kw_only for f in fields):
+        raise TypeError(f"{cls.__name__}: quick_init takes fields that __init__ sets, by position or keyword")
+    plain = type(f"_{cls.__name__}Plain", (), {"__slots__": cls.__dict__["__slots__"]})
+    namespace: dict[str, Any] = {"_set": object.__setattr__, "_plain": plain, "_cls": cls, "_MISSING": _MISSING}
+    args: list[str] = []
+    body: list[str] = []
+    for f in fields:
+        name = f.name
+        if f.default is not dataclasses.MISSING:
+            namespace[f"_d_{name}"] = f.default
+            args.append(f"{name}=_d_{name}")
+            body.append(f"    self.{name} = {name}")
+        elif f.default_factory is not dataclasses.MISSING:
+            namespace[f"_f_{name}"] = f.default_factory
+            args.append(f"{name}=_MISSING")
+            body.append(f"    self.{name} = _f_{name}() if {name} is _MISSING else {name}")
+        else:
+            args.append(name)
+            body.append(f"    self.{name} = {name}")
+    source = "\n".join(
+        [
+            f"def __init__(self, {', '.join(args)}):",
+            "    _set(self, '__class__', _plain)",
+            *body,
+            "    self.__class__ = _cls",
+        ]
+    )
+    exec(source, namespace)  # noqa: S102 (source made above from the class's own field names)
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__annotations__ = dict(cls.__init__.__annotations__)
+    init.__doc__ = cls.__init__.__doc__
+    cls.__init__ = init  # type: ignore[method-assign]
+    return cls

@@ -1,0 +1,149 @@
+"""``quick_init`` makes the value the dataclass's own ``__init__`` makes: for every class elb
+decorates, and for a class made here, each field is what the dataclass's ``__init__`` sets
+(given by position, by keyword, or left to its default or default factory); the value is equal,
+hashed alike, of the class, frozen; a default factory is called once per value. Classes it
+does not handle are refused."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+import elb.core
+import elb.simulate
+from elb.core.frozen import quick_init
+
+
+def _decorated() -> list[type]:
+    """Every class of ``elb.core`` and ``elb.simulate`` whose ``__init__`` is ``quick_init``'s."""
+    found: dict[str, type] = {}
+    infos = [
+        *pkgutil.walk_packages(elb.core.__path__, "elb.core."),
+        *pkgutil.walk_packages(elb.simulate.__path__, "elb.simulate."),
+    ]
+    for info in infos:
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for obj in vars(module).values():
+            code = getattr(getattr(obj, "__init__", None), "__code__", None)
+            names = code.co_names if code is not None else ()
+            if inspect.isclass(obj) and obj.__module__ == info.name and "_set" in names and "_plain" in names:
+                found[f"{obj.__module__}.{obj.__qualname__}"] = obj
+    return [found[k] for k in sorted(found)]
+
+
+DECORATED = _decorated()
+
+
+def _reference(cls: type) -> type:
+    """The same fields in a frozen slotted dataclass with the dataclass's own ``__init__``."""
+    spec: list[Any] = []
+    for f in dataclasses.fields(cls):
+        if f.default_factory is not dataclasses.MISSING:
+            spec.append((f.name, Any, field(default_factory=f.default_factory)))
+        elif f.default is not dataclasses.MISSING:
+            spec.append((f.name, Any, field(default=f.default)))
+        else:
+            spec.append((f.name, Any))
+    ref: type = dataclasses.make_dataclass(f"{cls.__name__}Ref", spec, frozen=True, slots=True)
+    return ref
+
+
+def _fields(obj: object) -> dict[str, object]:
+    return {name: getattr(obj, name) for name in obj.__slots__}  # type: ignore[attr-defined]
+
+
+def test_elb_decorates_its_hot_values() -> None:
+    names = {c.__name__ for c in DECORATED}
+    assert {"Job", "Host", "QueueInstance", "Node", "Instance", "HostFacts", "ManagedNode", "_Entry"} <= names
+
+
+@pytest.mark.parametrize("cls", DECORATED, ids=lambda c: c.__qualname__)
+def test_quick_init_sets_what_the_dataclass_init_sets(cls: type) -> None:
+    ref = _reference(cls)
+    fields = dataclasses.fields(cls)
+    required = [f for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    given = {f.name: object() for f in fields}  # a distinct object per field
+    least = {f.name: given[f.name] for f in required}
+    for args, kwargs in (
+        ((), least),  # the defaults and default factories
+        ((), given),  # every field by keyword
+        (tuple(given.values()), {}),  # every field by position
+        (tuple(least.values()), {}),
+    ):
+        made, expected = cls(*args, **kwargs), ref(*args, **kwargs)
+        assert type(made) is cls
+        assert _fields(made) == _fields(expected)
+        assert [type(v) for v in _fields(made).values()] == [type(v) for v in _fields(expected).values()]
+        assert made == cls(*args, **kwargs)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(made, fields[0].name, 1)
+    for f in fields:  # a default factory is called once per value (a new object, if it makes one)
+        if f.default_factory is not dataclasses.MISSING:
+            made_twice = getattr(cls(**least), f.name) is getattr(cls(**least), f.name)
+            assert made_twice == (getattr(ref(**least), f.name) is getattr(ref(**least), f.name))
+    with pytest.raises(TypeError):
+        cls(*given.values(), object())  # one argument too many, as the dataclass's own refuses
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
+class _Sample:
+    a: int
+    b: str = "b"
+    c: dict[str, str] = field(default_factory=dict, hash=False)
+    d: tuple[int, ...] = ()
+
+
+def test_a_sample_value_equals_and_hashes_like_the_dataclass_init_makes() -> None:
+    ref = _reference(_Sample)
+    made = _Sample(1, c={"k": "v"})
+    assert _fields(made) == _fields(ref(1, c={"k": "v"}))
+    assert made == _Sample(1, "b", {"k": "v"}, ())
+    assert hash(_Sample(2)) == hash(_Sample(2, "b"))
+    assert dataclasses.replace(made, a=3) == _Sample(3, c={"k": "v"})
+    assert repr(made) == "_Sample(a=1, b='b', c={'k': 'v'}, d=())"
+    with pytest.raises(TypeError):
+        _Sample()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        _Sample(1, e=2)  # type: ignore[call-arg]
+
+
+def test_classes_it_does_not_handle_are_refused() -> None:
+    @dataclass(slots=True)
+    class Open:
+        a: int
+
+    @dataclass(frozen=True)
+    class NoSlots:
+        a: int
+
+    @dataclass(frozen=True, slots=True)
+    class After:
+        a: int
+
+        def __post_init__(self) -> None:
+            pass
+
+    @dataclass(frozen=True, slots=True)
+    class Derived:
+        a: int
+        b: int = field(init=False, default=0)
+
+    @dataclass(frozen=True, slots=True, kw_only=True)
+    class KeywordOnly:
+        a: int
+
+    class Plain:
+        pass
+
+    for cls in (Open, NoSlots, After, Derived, KeywordOnly, Plain):
+        with pytest.raises(TypeError):
+            quick_init(cls)
