@@ -108,7 +108,11 @@ def test_a_spot_interruption_requeues_the_rerunnable_job_and_replaces_the_node(
         done = {p.stem for p in home.glob("*.host")} == {rerun, stays}
         return done and ran(home / f"{rerun}.host")[1] == "1"
 
-    passes_until(bal, "both jobs to end", both_done, timeout=300)
+    try:
+        passes_until(bal, "both jobs to end", both_done, timeout=300)
+    except AssertionError as err:  # what each run of the jobs left, for the reader of a failure
+        left = {p.name: p.read_text().strip() for p in sorted(home.iterdir())}
+        raise AssertionError(f"{err}\nthe jobs' files in {home}: {left}") from None
     assert bal.counters.rescheduled == 1
     assert ran(home / f"{stays}.host") == (doomed, "0")
     replacement, _ = ran(home / f"{rerun}.host")
