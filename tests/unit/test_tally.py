@@ -216,6 +216,26 @@ steps = st.lists(
 )
 
 
+def _as_given(
+    given: tuple[Sequence[object], ...], kind: str, last: list[tuple[object, ...]]
+) -> tuple[list[Sequence[object]], list[tuple[object, ...]]]:
+    """Each of ``given`` as a step of kind ``kind`` hands it: a list, a tuple, or a ``Revised``
+    tuple saying what changed since ``last`` (the tuples handed the step before); and the tuples
+    handed this time (``last`` unchanged when lists were)."""
+    made: list[Sequence[object]] = []
+    for i, items in enumerate(given):
+        if kind == "list":
+            made.append(list(items))
+        elif kind == "revised" and last:
+            before = last[i]
+            made.append(Revised(items, before, _minus(items, before), _minus(before, items)))
+        else:
+            made.append(tuple(items))
+    if kind != "list":
+        last = [tuple_ for tuple_ in made if isinstance(tuple_, tuple)]
+    return made, last
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     steps=steps,
@@ -237,18 +257,7 @@ def test_a_sequence_of_cluster_states_gets_the_full_views_plans(
     last: list[tuple[object, ...]] = []
     for hosts, nodes, jobs, kind, later in steps:
         now = T0 + later
-        made: list[Sequence[object]] = []
-        given: tuple[Sequence[object], ...] = (jobs, hosts, nodes)
-        for i, items in enumerate(given):
-            if kind == "list":
-                made.append(list(items))
-            elif kind == "revised" and last:
-                before = last[i]
-                made.append(Revised(items, before, _minus(items, before), _minus(before, items)))
-            else:
-                made.append(tuple(items))
-        if kind != "list":
-            last = [tuple_ for tuple_ in made if isinstance(tuple_, tuple)]
+        made, last = _as_given((jobs, hosts, nodes), kind, last)
         snapshot = Snapshot(now, made[0], made[1])  # type: ignore[arg-type]
         plan = twin.decide(join(made[2], (), snapshot, now=now), history)  # type: ignore[arg-type]
         if plan.empty:
@@ -286,18 +295,7 @@ def test_a_capacity_tally_kept_up_to_date_equals_one_built_afresh(
     last: list[tuple[object, ...]] = []
     for hosts, nodes, jobs, kind, later in steps:
         now = T0 + later
-        made: list[Sequence[object]] = []
-        given: tuple[Sequence[object], ...] = (jobs, hosts, nodes)
-        for i, items in enumerate(given):
-            if kind == "list":
-                made.append(list(items))
-            elif kind == "revised" and last:
-                before = last[i]
-                made.append(Revised(items, before, _minus(items, before), _minus(before, items)))
-            else:
-                made.append(tuple(items))
-        if kind != "list":
-            last = [tuple_ for tuple_ in made if isinstance(tuple_, tuple)]
+        made, last = _as_given((jobs, hosts, nodes), kind, last)
         snapshot = Snapshot(now, made[0], made[1])  # type: ignore[arg-type]
         modelled = kept.update_for(snapshot, made[2], "master", "node", spn)  # type: ignore[arg-type]
         afresh = CapacityTally()
