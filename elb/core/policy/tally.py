@@ -369,14 +369,8 @@ class WorkerTally:
             if node is None:
                 return None
             return _Entry(node.slots or 0 if node.state in _BOOTING else None, None, None, 0)
-        queues = host.queues
-        if len(queues) == 1 and not queues[0].states:  # ``host_facts`` of one usable queue, inline
-            q = queues[0]
-            used, total = q.slots_used + q.slots_reserved, q.slots_total
-            up, free, busy = True, max(0, total - used), q.slots_used > 0 or q.slots_reserved > 0
-        else:
-            facts = host_facts(host)
-            up, free, total, busy = facts.up, facts.free, facts.total, facts.busy
+        facts = host_facts(host)
+        up, free, total, busy = facts.up, facts.free, facts.total, facts.busy
         up_total = total if up else 0
         if node is not None and node.state in _BOOTING:
             return _Entry(node.slots or 0, None, None, up_total)
