@@ -278,9 +278,16 @@ class ElbPolicy:
         with per-second billing and a tally, only those idle ``idle_factor`` boot times or more
         (the tally keeps them by idle since: the others are not due)."""
         cfg = self.config
-        if cfg.billing != "hour" and isinstance(view, TallyView):
-            return view.tally.idle_for(now, cfg.idle_factor * cfg.boot_time)
+        tally = self._idle_in_order(view)
+        if tally is not None:
+            return tally.idle_for(now, cfg.idle_factor * cfg.boot_time)
         return self._idle(view)
+
+    def _idle_in_order(self, view: View) -> CapacityTally | None:
+        """The tally whose idle workers, longest idle first, are in ``_due``'s order too: with
+        per-second billing a worker's removal window opens ``idle_factor`` boot times after it
+        turned idle (by the hour it depends on each one's launch)."""
+        return view.tally if self.config.billing != "hour" and isinstance(view, TallyView) else None
 
     def _shrink_cost(self, view: View, now: float, fc: Forecast | None, adding: int) -> Plan:
         cfg = self.config
@@ -352,13 +359,13 @@ class ElbPolicy:
 
     def _next_removal(self, view: View, now: float) -> float:
         """When an idle worker's removal window opens (``_due``): ``now`` when one is due; inf with none."""
-        if self.config.billing != "hour" and isinstance(view, TallyView):
-            # Per-second billing: the earliest of ``_due``'s times is the longest idle worker's.
-            by_since = view.tally.idle_by_since
+        tally = self._idle_in_order(view)
+        if tally is not None:  # the earliest of ``_due``'s times is the longest idle worker's
+            by_since = tally.idle_by_since
             if not by_since:
                 return INF
             name = by_since[0][1]
-            due = self._due(IdleWorker(name, view.tally.record(name)), now)
+            due = self._due(IdleWorker(name, tally.record(name)), now)
             assert due is not None
             return now if due[1] else due[0]
         at = INF
