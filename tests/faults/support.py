@@ -96,8 +96,16 @@ def race_offsets(
     return offsets
 
 
+# Time for a launch of several nodes at once: the local cloud gives every container of one launch the
+# same deadline, and under load (CI runs the unit tests beside the cluster tests) six sshds take more
+# than the single node's 25 s to answer.
+BATCH_BOOT_TIMEOUT = 120.0
+
+
 def fault_config(tmp: Path, *, boot_timeout: float = 25.0, **policy: object) -> Config:
-    """Short timescales: poll 1 s, grow as soon as a job waits, shrink after a few idle seconds."""
+    """Short timescales: poll 1 s, grow as soon as a job waits, shrink after a few idle seconds.
+    ``boot_timeout`` is short so that a test whose launch never happens sees it abandoned soon;
+    a test that launches several nodes at once passes ``BATCH_BOOT_TIMEOUT``."""
     pol: dict[str, object] = {
         "max_nodes": 1,
         "wait_time": 0,

@@ -25,7 +25,7 @@ from elb.service.executor import Executor
 from elb.service.passrecord import PassResult
 from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state
-from tests.faults.support import balancer, clean_up, converged, fault_config, submit_jobs
+from tests.faults.support import BATCH_BOOT_TIMEOUT, balancer, clean_up, converged, fault_config, submit_jobs
 
 pytestmark = [pytest.mark.cluster, pytest.mark.faults]
 
@@ -92,7 +92,14 @@ def test_provisioning_failing_for_every_node_launches_a_bounded_number(
 ) -> None:
     tc = testcluster
     baseline = cluster_state(tc)
-    cfg = fault_config(tmp_path, max_nodes=3, add_nodes_per_iteration=3, slots_per_node=1, idle_time=600)
+    cfg = fault_config(
+        tmp_path,
+        boot_timeout=BATCH_BOOT_TIMEOUT,
+        max_nodes=3,
+        add_nodes_per_iteration=3,
+        slots_per_node=1,
+        idle_time=600,
+    )
     cfg = with_playbooks(cfg, playbooks_copy(tmp_path, FAILING_ADD))
     bal = balancer(cfg)
     ex = in_background(bal)

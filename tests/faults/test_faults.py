@@ -34,6 +34,7 @@ from elbdev.testcluster import constants as C
 from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state, job_state, wait_for
 from tests.faults.support import (
+    BATCH_BOOT_TIMEOUT,
     accounting,
     balancer,
     clean_up,
@@ -392,7 +393,14 @@ class BreakOneOfTwo(LocalCloud):
 def test_provisioning_fails_on_one_of_two_new_nodes(testcluster: TestCluster, tmp_path: Path) -> None:
     tc = testcluster
     baseline = cluster_state(tc)
-    cfg = fault_config(tmp_path, max_nodes=2, add_nodes_per_iteration=2, slots_per_node=1, idle_time=600)
+    cfg = fault_config(
+        tmp_path,
+        boot_timeout=BATCH_BOOT_TIMEOUT,
+        max_nodes=2,
+        add_nodes_per_iteration=2,
+        slots_per_node=1,
+        idle_time=600,
+    )
     cloud = BreakOneOfTwo.from_config(cfg)
     bal = balancer(cfg, cloud=cloud)
     t0 = time.monotonic()
@@ -582,7 +590,7 @@ BATCH = min(6, RACES + 1)
 def test_job_submitted_as_the_node_drains_is_never_lost_or_killed(testcluster: TestCluster, tmp_path: Path) -> None:
     tc = testcluster
     baseline = cluster_state(tc)
-    cfg = fault_config(tmp_path, idle_time=600)
+    cfg = fault_config(tmp_path, boot_timeout=BATCH_BOOT_TIMEOUT, idle_time=600)
     bal = balancer(cfg)
     sge = HookedSge(bal.scheduler.sge)  # type: ignore[attr-defined]
     assert bal.cloud is not None and bal.provisioner is not None
