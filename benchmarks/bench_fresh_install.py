@@ -6,28 +6,30 @@ clean clone.
 
     python benchmarks/bench_fresh_install.py [--demo-seconds 281] [--demo-installs-seconds 48]
 
-Needs root, mmdebstrap, unshare and chroot, and the network (Debian's mirror, PyPI). Takes
-about 5 to 10 minutes and 2 GB below /var/tmp, all removed at the end.
+Needs root, mmdebstrap, unshare, chroot and git, and the network (Debian's mirror, PyPI). Takes
+about 5 minutes and 2 GB below /var/tmp, all removed at the end. Runs this checkout's last
+commit (a git clone of it).
 
-What it measures, on this machine, which has every package installed already:
+What it measures, on this machine, which has every package installed already. The fresh machine
+is a bookworm root made with ``mmdebstrap --variant=minbase`` from the mirror apt uses here
+(``elbdev.testcluster.image.APT_SOURCES``), not counted, with the clone in ``/root/elb``; the
+steps run in it under ``chroot``, in a mount and PID namespace of their own, with a clean
+environment and a ``policy-rc.d`` that forbids starting services:
 
-- The Debian packages (``scripts/install-system-deps.sh``, first ``--image-tools``, then every
-  package) in a fresh bookworm root made with ``mmdebstrap --variant=minbase`` from the mirror
-  apt uses here (``elbdev.testcluster.image.APT_SOURCES``). Making that root is not counted: it
-  stands for the fresh machine. The root has no apt lists and an empty apt cache, so the script
-  updates the lists and downloads every package. It runs under ``chroot`` in a mount and PID
-  namespace of its own with a ``policy-rc.d`` that forbids starting services: a real machine
-  also starts sshd, ganesha, munge, slurmctld and prometheus, which is not counted. A minbase
-  root has fewer packages than a Debian 12 server image, so more is downloaded here than there.
-- The virtualenv (``scripts/bootstrap venv``, then ``scripts/bootstrap plot``) in a git clone of
-  this checkout, with Debian's ``/usr/bin/python3``, an empty pip cache and no pip configuration
-  (this machine's points pip at local wheel mirrors; a fresh machine has PyPI only).
+- The Debian packages: ``scripts/install-system-deps.sh --image-tools``, then the script for
+  every package. The root has no apt lists and an empty apt cache, so the script updates the
+  lists and downloads every package. Not counted: a real machine also starts sshd, ganesha,
+  munge, slurmctld and prometheus. A minbase root has fewer packages than a Debian 12 server
+  image, so more is downloaded here than there.
+- The virtualenv: ``scripts/bootstrap venv``, then ``scripts/bootstrap plot``, with the root's
+  python3, an empty pip cache and no pip configuration (PyPI only).
 - The node image's root: the ``mmdebstrap`` of ``elbdev.testcluster.image`` (same package list
-  and options) into a temporary directory with an empty .deb cache, plus the download of its
-  two wheels with an empty pip cache; then the same ``mmdebstrap`` again with the first one's
-  .deb files as cache, the difference being the .deb download share. ``image.py`` builds only
-  below ``/var/lib/elb-testcluster`` (in use by the test cluster), so its finishing steps (the
-  FUSE NFS client, the tarball) and ``podman import`` are not run here; the measured demo
+  and options), run on this machine's mmdebstrap (the same version as bookworm's) into a
+  temporary directory with an empty .deb cache, then the download of its two wheels by the
+  fresh virtualenv's pip; afterwards the same ``mmdebstrap`` again, alone, with the first one's
+  .deb files as its cache: the difference is the .deb download share. ``image.py`` builds only
+  below ``/var/lib/elb-testcluster`` (in use by the test cluster here), so its finishing steps
+  (the FUSE NFS client, the tarball) and ``podman import`` do not run here; the measured demo
   includes them (with a warm .deb cache).
 
 Not measured: ``scripts/demo`` itself on a fresh machine (it needs this machine's packages
@@ -61,8 +63,8 @@ TARGET_SECONDS = 600.0
 DEMO_SECONDS = 281.0
 # The part of that run its installs and the node image took ("0.8 min", docs/testcluster.md).
 DEMO_INSTALLS_SECONDS = 48.0
-DEBIAN_PYTHON = "/usr/bin/python3"
 POLICY_RC_D = "#!/bin/sh\n# No service starts while packages install (the benchmark's fresh root).\nexit 101\n"
+CLONE = Path("/root/elb")  # the checkout in the fresh root
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -149,10 +151,10 @@ def report(run: FreshRun, v: Verdict, demo: float, demo_installs: float, extra: 
 # --- the imperative shell: runs and times the installs -------------------------------------------
 
 
-def _run(argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> float:
+def _run(argv: Sequence[str]) -> float:
     """Run ``argv`` (no shell), its output to ours; the wall-clock seconds it took."""
     start = time.monotonic()
-    proc = subprocess.run(list(argv), env=None if env is None else dict(env), cwd=cwd, check=False)
+    proc = subprocess.run(list(argv), check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"{argv[0]} {' '.join(argv[1:3])}... failed (exit {proc.returncode})")
     return time.monotonic() - start
@@ -178,20 +180,6 @@ def _in_root(root: Path, *argv: str) -> list[str]:
     ]
 
 
-def _pip_env(cache: Path) -> dict[str, str]:
-    """The environment of pip on a fresh machine: PyPI only, an empty cache."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "VIRTUAL_ENV", "PYTHON"))}
-    env.update(
-        PIP_CONFIG_FILE=os.devnull,
-        PIP_CACHE_DIR=str(cache),
-        PIP_DISABLE_PIP_VERSION_CHECK="1",
-        PYTHON=DEBIAN_PYTHON,
-    )
-    if "PIP_CERT" in os.environ:  # the machine's CA bundle, as on the way to PyPI
-        env["PIP_CERT"] = os.environ["PIP_CERT"]
-    return env
-
-
 def _fresh_root(root: Path) -> float:
     """A fresh bookworm machine's root filesystem (not counted), ready for the script."""
     seconds = _run(
@@ -204,7 +192,7 @@ def _fresh_root(root: Path) -> float:
     policy.write_text(POLICY_RC_D)
     policy.chmod(0o755)
     shutil.copyfile("/etc/resolv.conf", root / "etc/resolv.conf")
-    shutil.copyfile(REPO / "scripts/install-system-deps.sh", root / "root/install-system-deps.sh")
+    _run(["git", "clone", "--quiet", str(REPO), str(root / CLONE.relative_to("/"))])
     return seconds
 
 
@@ -231,39 +219,30 @@ def _remove(path: Path) -> None:
 
 
 def measure(work: Path) -> tuple[FreshRun, list[Step]]:
-    root, clone, pip_cache = work / "machine", work / "clone", work / "pip-cache"
+    root = work / "machine"
     cold, warm, hook = work / "image-cold", work / "image-warm", work / "essential-hook"
-    wheels = work / "wheels"
-    pip_cache.mkdir()
     print(f"bench_fresh_install: making the fresh bookworm root in {root} (not counted)", flush=True)
     made = _fresh_root(root)
-    _run(["git", "clone", "--quiet", str(REPO), str(clone)])
     hook.write_text(image.ESSENTIAL_HOOK)
     hook.chmod(0o755)
-    env = _pip_env(pip_cache)
-    bootstrap = ["bash", str(clone / "scripts/bootstrap")]
-    deps = ["bash", "/root/install-system-deps.sh"]
+    bootstrap = ["bash", str(CLONE / "scripts/bootstrap")]
+    deps = ["bash", str(CLONE / "scripts/install-system-deps.sh")]
+    pip_download = [str(CLONE / ".venv/bin/python"), "-m", "pip", "download", "--no-deps", "--only-binary", ":all:"]
 
     print("bench_fresh_install: serial steps", flush=True)
     serial = (
-        Step("scripts/bootstrap venv (empty pip cache)", _run([*bootstrap, "venv"], env=env, cwd=clone)),
-        Step("install-system-deps.sh --image-tools (fresh root)", _run(_in_root(root, *deps, "--image-tools"))),
+        Step("install-system-deps.sh --image-tools", _run(_in_root(root, *deps, "--image-tools"))),
+        Step("scripts/bootstrap venv (empty pip cache)", _run(_in_root(root, *bootstrap, "venv"))),
     )
 
     def image_job() -> float:
-        return _image_root(cold, hook) + _run(
-            [
-                *(DEBIAN_PYTHON, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "-q"),
-                *("-d", str(wheels), *image.WHEELS),
-            ],
-            env=env,
-        )
+        return _image_root(cold, hook) + _run(_in_root(root, *pip_download, "-q", "-d", "/root/wheels", *image.WHEELS))
 
     print("bench_fresh_install: side by side", flush=True)
     side, wall = _side_by_side(
         {
-            "install-system-deps.sh, every package (fresh root)": lambda: _run(_in_root(root, *deps)),
-            "scripts/bootstrap plot (empty pip cache)": lambda: _run([*bootstrap, "plot"], env=env, cwd=clone),
+            "install-system-deps.sh, every package": lambda: _run(_in_root(root, *deps)),
+            "scripts/bootstrap plot (empty pip cache)": lambda: _run(_in_root(root, *bootstrap, "plot")),
             "node image mmdebstrap (empty .deb cache) + wheels": image_job,
         }
     )
@@ -275,14 +254,6 @@ def measure(work: Path) -> tuple[FreshRun, list[Step]]:
         Step("node image mmdebstrap, .deb files cached (run alone)", seeded),
         Step("node image: .deb download share (cold side by side - warm)", cold_s - seeded),
     ]
-    venv_check = subprocess.run(
-        _in_root(root, "python3", "-c", "import ensurepip"), capture_output=True, text=True, check=False
-    )
-    print(
-        "bench_fresh_install: `python3 -m venv` on the fresh root after the script: "
-        + ("possible" if venv_check.returncode == 0 else "NOT possible (" + venv_check.stderr.strip()[-100:] + ")"),
-        flush=True,
-    )
     return FreshRun(serial=serial, side_by_side=side, side_by_side_wall=wall), extra
 
 
@@ -298,8 +269,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("bench_fresh_install: needs root (mmdebstrap, chroot)", file=sys.stderr)
         return 2
     missing = [t for t in ("mmdebstrap", "unshare", "chroot", "git") if shutil.which(t) is None]
-    if missing or not Path(DEBIAN_PYTHON).exists():
-        print(f"bench_fresh_install: missing {', '.join(missing) or DEBIAN_PYTHON}", file=sys.stderr)
+    if missing:
+        print(f"bench_fresh_install: missing {', '.join(missing)}", file=sys.stderr)
         return 2
     started = datetime.now(UTC)
     load_before = os.getloadavg()
