@@ -22,7 +22,8 @@ environment and a ``policy-rc.d`` that forbids starting services:
   munge, slurmctld and prometheus. A minbase root has fewer packages than a Debian 12 server
   image, so more is downloaded here than there.
 - The virtualenv: ``scripts/bootstrap venv``, then ``scripts/bootstrap plot``, with the root's
-  python3, an empty pip cache and no pip configuration (PyPI only).
+  python3, an empty pip cache and no pip configuration (PyPI only; pip is given this machine's
+  CA bundle, which its way to PyPI needs).
 - The node image's root: the ``mmdebstrap`` of ``elbdev.testcluster.image`` (same package list
   and options), run on this machine's mmdebstrap (the same version as bookworm's) into a
   temporary directory with an empty .deb cache, then the download of its two wheels by the
@@ -65,6 +66,9 @@ DEMO_SECONDS = 281.0
 DEMO_INSTALLS_SECONDS = 48.0
 POLICY_RC_D = "#!/bin/sh\n# No service starts while packages install (the benchmark's fresh root).\nexit 101\n"
 CLONE = Path("/root/elb")  # the checkout in the fresh root
+# This machine's CA bundle in the fresh root: its way to PyPI goes through a proxy whose CA pip's
+# own bundle lacks (a machine with a direct way needs none).
+MACHINE_CA = Path("/root/machine-ca.crt")
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -156,7 +160,7 @@ def _run(argv: Sequence[str]) -> float:
     start = time.monotonic()
     proc = subprocess.run(list(argv), check=False)
     if proc.returncode != 0:
-        raise RuntimeError(f"{argv[0]} {' '.join(argv[1:3])}... failed (exit {proc.returncode})")
+        raise RuntimeError(f"... {' '.join(argv[-4:])} failed (exit {proc.returncode})")
     return time.monotonic() - start
 
 
@@ -176,6 +180,7 @@ def _in_root(root: Path, *argv: str) -> list[str]:
         f"PATH={PATH}",
         "HOME=/root",
         "LC_ALL=C",
+        f"PIP_CERT={MACHINE_CA}",
         *argv,
     ]
 
@@ -192,6 +197,7 @@ def _fresh_root(root: Path) -> float:
     policy.write_text(POLICY_RC_D)
     policy.chmod(0o755)
     shutil.copyfile("/etc/resolv.conf", root / "etc/resolv.conf")
+    shutil.copyfile("/etc/ssl/certs/ca-certificates.crt", root / MACHINE_CA.relative_to("/"))
     _run(["git", "clone", "--quiet", str(REPO), str(root / CLONE.relative_to("/"))])
     return seconds
 
