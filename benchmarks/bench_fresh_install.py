@@ -258,7 +258,7 @@ def measure(work: Path) -> tuple[FreshRun, list[Step]]:
     extra = [
         Step("the fresh root made by mmdebstrap --variant=minbase", made),
         Step("node image mmdebstrap, .deb files cached (run alone)", seeded),
-        Step("node image: .deb download share (cold side by side - warm)", cold_s - seeded),
+        Step("node image: .deb download share (cold - warm)", cold_s - seeded),
     ]
     return FreshRun(serial=serial, side_by_side=side, side_by_side_wall=wall), extra
 
