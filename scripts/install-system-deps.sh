@@ -3,9 +3,10 @@
 # Safe to run again: apt-get only installs what is missing. Needs root.
 #
 #   scripts/install-system-deps.sh                every package
-#   scripts/install-system-deps.sh --image-tools  only what builds the node image's root
-#                                                 (mmdebstrap): scripts/test and scripts/demo
-#                                                 build it while the others install
+#   scripts/install-system-deps.sh --image-tools  only what makes the virtualenv (python3-venv)
+#                                                 and builds the node image's root (mmdebstrap):
+#                                                 scripts/test and scripts/demo build it while
+#                                                 the others install
 set -euo pipefail
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -23,13 +24,15 @@ PACKAGES=(
     # nodes: rootful podman and the image build (elbdev/testcluster/image.py)
     podman runc netavark aardvark-dns catatonit fuse-overlayfs
     mmdebstrap
+    # the virtualenv (scripts/bootstrap): Debian's python3 has no ensurepip without it
+    python3-venv
     # plumbing
     iproute2 util-linux procps psmisc iptables
     # checks: promtool (alert rules), systemd-analyze (the unit's sandbox)
     prometheus systemd
 )
 if [ "${1:-}" = "--image-tools" ]; then
-    PACKAGES=(mmdebstrap)
+    PACKAGES=(mmdebstrap python3-venv)
 fi
 
 export DEBIAN_FRONTEND=noninteractive
