@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import threading
 import time
@@ -23,17 +22,11 @@ from elb.core.interfaces import NodeSpec, Outcome
 from elb.provision import AnsibleProvisioner, ProvisionError
 from elb.provision.ansible import REACH_TASK
 from elb.schedulers.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
+from tests.ports import closed_port
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "ansible" / "playbooks"
 FAKE_SECRET = "FAKE-AWS-SECRET-6b1f0e2d"
 FAKE_KEY = "FAKE-PRIVATE-KEY-MATERIAL-93c4a7"
-
-
-def closed_port() -> int:
-    """A local TCP port nothing listens on (bound then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def make(

@@ -12,7 +12,6 @@ import json
 import logging
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -26,6 +25,8 @@ from typing import Any
 import jinja2
 import pytest
 import yaml
+
+from tests.ports import closed_port
 
 REPO = Path(__file__).resolve().parents[2]
 ROLE = REPO / "roles" / "spot_agent"
@@ -248,10 +249,7 @@ def test_a_failing_qmod_is_tried_again_next_poll(
 def test_imds_down_is_logged_and_nothing_is_done(
     qmod: tuple[Path, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    agent = make_agent(f"http://127.0.0.1:{port}", qmod, tmp_path)
+    agent = make_agent(f"http://127.0.0.1:{closed_port()}", qmod, tmp_path)
     assert agent.poll() == agent_mod.FAILED
     assert agent.poll() == agent_mod.FAILED
     assert recorded(qmod[1]) == []
