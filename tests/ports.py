@@ -21,10 +21,12 @@ def ephemeral_range() -> tuple[int, int]:
 def closed_port() -> int:
     """A local TCP port nothing listens on, below the range of ephemeral ports.
 
-    A free port from that range (what binding port 0 gives) is no closed port: a connection to it
-    from 127.0.0.1 may get that same port as its own local port, connect to itself (a TCP
-    self-connect) and be answered, then fail with a broken pipe instead of being refused. A port
-    below the range is never given to a connection; only a listener bound to it by name takes it.
+    A free port from that range (what binding port 0 gives) does not stay closed: any process
+    that binds port 0 for a listener (another test's server, the cluster tests beside these) may
+    get it next, and a connection from 127.0.0.1 may get it as its own local port and connect to
+    itself; either answers, and the connection then fails with a broken pipe instead of being
+    refused. A port below the range is given to neither; only a listener bound to it by number
+    takes it.
     """
     lo, _ = ephemeral_range()
     low = max(1024, lo - 10000)
