@@ -47,6 +47,16 @@ def ran(path: Path) -> tuple[str, str]:
     return host, restarted
 
 
+def runs_of(tc: TestCluster, job_ids: Sequence[str]) -> str:
+    """What SGE's accounting says of each run of the jobs: where, how it ended, its exit status."""
+    keep = ("jobnumber", "hostname", "start_time", "end_time", "failed", "exit_status")
+    out = []
+    for job in job_ids:
+        acct = tc.master_run(["qacct", "-j", job], check=False).stdout
+        out += [line for line in acct.splitlines() if line.split(" ", 1)[0] in keep]
+    return "SGE's accounting of the jobs' runs:\n" + "\n".join(out)
+
+
 class Interruptions:
     """Stand-in for EC2's notice queue: the notices handed to it, each delivered once."""
 
@@ -112,7 +122,7 @@ def test_a_spot_interruption_requeues_the_rerunnable_job_and_replaces_the_node(
         passes_until(bal, "both jobs to end", both_done, timeout=300)
     except AssertionError as err:  # what each run of the jobs left, for the reader of a failure
         left = {p.name: p.read_text().strip() for p in sorted(home.iterdir())}
-        raise AssertionError(f"{err}\nthe jobs' files in {home}: {left}") from None
+        raise AssertionError(f"{err}\nthe jobs' files in {home}: {left}\n{runs_of(tc, (rerun, stays))}") from None
     assert bal.counters.rescheduled == 1
     assert ran(home / f"{stays}.host") == (doomed, "0")
     replacement, _ = ran(home / f"{rerun}.host")
