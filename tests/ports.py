@@ -1,4 +1,5 @@
-"""Local TCP ports for the tests that need one nothing answers on."""
+"""Local TCP ports for the tests: a free one for a listener of their own, a closed one that
+nothing answers on."""
 
 from __future__ import annotations
 
@@ -16,6 +17,13 @@ def ephemeral_range() -> tuple[int, int]:
     except (OSError, ValueError):
         return 32768, 60999
     return lo, hi
+
+
+def free_port() -> int:
+    """A free local TCP port (bound then released) for a listener the test starts next."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def closed_port() -> int:

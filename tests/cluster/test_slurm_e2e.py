@@ -13,7 +13,6 @@ endpoint (``metrics_port``, started as ``elb run`` starts it) is scraped on the 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 import urllib.request
@@ -35,6 +34,7 @@ from tests.cluster.slurm_support import (
     slurm_balancer,
     slurm_config,
 )
+from tests.ports import free_port
 
 pytestmark = pytest.mark.cluster
 __all__ = ["controller"]  # the fixture, used by name
@@ -51,9 +51,7 @@ def test_slurm_resumes_through_elb_jobs_run_over_nfs_and_idle_nodes_go(controlle
     tc = controller
     tc.master_run(["mkdir", "-p", str(HOME)], user=C.CLUSTER_USER)
     hosts_before = Path("/etc/hosts").read_text()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     cfg = slurm_config(tmp_path).model_copy(update={"metrics_port": port})
     bal = slurm_balancer(cfg)
     factory.start_metrics(cfg, bal)

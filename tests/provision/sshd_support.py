@@ -16,6 +16,7 @@ import pytest
 
 from elb.core.config import ProvisionConfig
 from elb.provision.hostkeys import HostKeys
+from tests.ports import free_port
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "ansible" / "playbooks"
 SSHD = Path("/usr/sbin/sshd")
@@ -31,12 +32,6 @@ class Sshd:
 
 class SshdFailed(Exception):
     """The private sshd did not start (its stderr's tail)."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def make_keys(tmp_path_factory: pytest.TempPathFactory) -> Path:

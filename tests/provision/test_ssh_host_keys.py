@@ -18,11 +18,11 @@ from elb.provision import AnsibleProvisioner
 from elb.provision.ansible import REACH_TASK
 from elb.provision.hostkeys import HostKeys
 from elb.schedulers.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
+from tests.ports import free_port
 from tests.provision.sshd_support import (
     FIXTURES,
     Sshd,
     SshdFailed,
-    free_port,
     hold_host_key,
     needs_sshd,
     start_sshd,

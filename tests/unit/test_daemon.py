@@ -15,6 +15,7 @@ from elb.service.daemon import Balancer
 from elb.service.journal import Journal
 from elb.service.stats import read_rows
 from tests.clock import Clock
+from tests.ports import free_port
 from tests.unit.factories import T0, pending, running, small_config
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
@@ -168,7 +169,6 @@ def test_busy_nodes_are_remembered(cfg: Config) -> None:
 
 
 def test_metrics_endpoint_serves_pass_figures(cfg: Config) -> None:
-    import socket
     import urllib.request
 
     from elb.service.metrics import start_metrics_server
@@ -178,9 +178,7 @@ def test_metrics_endpoint_serves_pass_figures(cfg: Config) -> None:
     r.bal.run_pass()
     r.sge.fail_reads = 1
     r.bal.run_pass()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     start_metrics_server("127.0.0.1", port, r.bal, r.bal.metrics)
     body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     assert "elb_waiting_slots 12.0" in body

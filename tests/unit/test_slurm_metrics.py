@@ -6,7 +6,6 @@ localhost."""
 
 from __future__ import annotations
 
-import socket
 import urllib.request
 from pathlib import Path
 
@@ -24,14 +23,9 @@ from elb.service import factory
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
 from elb.service.metrics import metrics_registry
+from tests.ports import free_port
 from tests.unit.slurm_fakes import NOW, FakeSlurm
 from tests.unit.test_slurm_pass import Cloud, Playbooks
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def values(body: str) -> dict[str, float]:
