@@ -225,7 +225,8 @@ class Slurm:
         ``slurm.register_timeout``: a slurmd that never registers would hold its node, and the job
         waiting for it, until Slurm's ResumeTimeout."""
         timeout = self.config.slurm.register_timeout
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = start + timeout
         waiting = set(names)
         seen: dict[str, str] = {}
         while True:
@@ -239,6 +240,7 @@ class Slurm:
                     sn = by_name.get(name)
                     if sn is not None and node_up(sn):
                         waiting.discard(name)
+                        log.info("%s: its slurmd registered %.1f s after its play", name, time.monotonic() - start)
                     else:
                         seen[name] = "not in Slurm" if sn is None else sn.shown
             if not waiting:
