@@ -270,8 +270,12 @@ class Balancer:
         except SchedulerError as err:
             error = f"{err}; no scaling this pass"
         if demand is not None:
+            # Each once, as it appears or its reason changes: a job held for hours would
+            # otherwise fill the log at every pass (``elb status`` and ``elb jobs`` list them all).
+            told = {n.describe() for n in self.last.not_demand}
             for n in demand.not_demand:
-                log.warning("not demand: %s", n.describe())
+                if n.describe() not in told:
+                    log.warning("not demand: %s", n.describe())
             self.last.not_demand = demand.not_demand
             self.last.unservable_jobs = len(demand.unservable)
         b = self.config.backoff

@@ -82,16 +82,24 @@ def test_the_cluster_still_scales_for_the_jobs_it_can_serve(cfg: Config) -> None
     assert [i.name for i in cloud.instances.values()] == ["node001"]  # one 2-slot node for job 20, none for the others
 
 
-def test_each_unservable_job_is_logged_once_per_pass_and_counted_in_a_metric(
+def test_each_unservable_job_is_logged_when_it_appears_or_its_reason_changes_and_counted_in_a_metric(
     cfg: Config, caplog: pytest.LogCaptureFixture
 ) -> None:
-    bal, _sge, _cloud = balancer(cfg, UNSERVABLE[:2])
+    bal, sge, _cloud = balancer(cfg, UNSERVABLE[:2])
+    with caplog.at_level(logging.WARNING, logger="elb"):
+        for _ in range(3):
+            bal.run_pass()
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("not demand")]
+    assert len(lines) == 2 and "job 10" in lines[0]  # once each over three passes
+    caplog.clear()
+    sge.jobs[1] = bound(sge.jobs[1], hard_requests={"hostname": "bar"})  # job 11's reason changes
+    sge.jobs.append(UNSERVABLE[2])  # job 12 appears
     with caplog.at_level(logging.WARNING, logger="elb"):
         bal.run_pass()
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("not demand")]
-    assert len(lines) == 2 and "job 10" in lines[0]
+    assert len(lines) == 2 and "bar" in lines[0] and "job 12" in lines[1]
     metric = {m.name: m.samples[0].value for m in BalancerCollector(bal).collect() if m.samples}
-    assert metric["elb_unservable_jobs"] == 2
+    assert metric["elb_unservable_jobs"] == 3
 
 
 def test_an_unreadable_site_launches_nothing_and_the_pass_goes_on(cfg: Config) -> None:
