@@ -8,8 +8,11 @@ node gets the host key elb made for it before it starts: the private key file is
 read-only over the node's ``/etc/ssh/ssh_host_ed25519_key``, which its sshd loads at start (as
 cloud-init installs an EC2 worker's from the user data); the store keeps that file for the
 container's life, since podman mounts it again at every start, and forgets the key when the
-container is removed. Everything is filtered by the cluster's labels: containers of another cluster,
-the master, or anything elb did not launch are never listed nor terminated.
+container is removed. A node's NFS client log (the test cluster's FUSE client writes it under
+``/var/log/elb-mountnfs``) is a directory of this machine, ``NODE_LOGS/<name>``, so it outlives
+the node for whoever reads a failure after elb removed it. Everything is filtered by the
+cluster's labels: containers of another cluster, the master, or anything elb did not launch are
+never listed nor terminated.
 
 The node image (``localhost/elb-node:latest``) and the network are made by
 ``python -m elbdev testcluster up``; see docs/testcluster.md.
@@ -51,6 +54,9 @@ ADDRESS_LABEL = "elb-address"
 # The addresses given, one "name address" line each, the latest last (see ``LocalCloud._address``).
 ADDRESS_BOOK = Path("/var/lib/elb-testcluster/run/node-addresses")
 _ADDRESS_LOCK = threading.Lock()  # one address chosen and taken at a time in this process
+# Each node's NFS client log, kept here past the node's life (one directory per node name).
+NODE_LOGS = Path("/var/lib/elb-testcluster/node-logs")
+NODE_NFS_LOG = "/var/log/elb-mountnfs"  # where the node image's NFS client writes it
 NODE_HOST_KEY = "/etc/ssh/ssh_host_ed25519_key"  # where a node's sshd finds its ed25519 host key
 _NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 _STATES = {
@@ -83,6 +89,7 @@ class LocalCloud:
         command_timeout: float = 120.0,
         slots_per_node: int | None = None,
         host_keys: HostKeys | None = None,
+        node_logs: Path = NODE_LOGS,
     ) -> None:
         if not cluster:
             raise ValueError("cluster name must not be empty")
@@ -96,6 +103,7 @@ class LocalCloud:
         self.slots_per_node = slots_per_node
         # The nodes' SSH host keys; None: a node makes its own at its first start (unchecked).
         self.host_keys = host_keys
+        self.node_logs = node_logs
 
     @classmethod
     def from_config(cls, config: Config, **kwargs: Any) -> Self:
@@ -194,6 +202,7 @@ class LocalCloud:
                 "--cap-add", "SYS_TIME",
                 "--volume", f"{self.authorized_key}:/root/.ssh/authorized_keys:ro",
             ]  # fmt: skip
+            args += self._log_volume(name)
             for k, v in self._labels(name).items():
                 args += ["--label", f"{k}={v}"]
             fresh = self.host_keys is not None and not self.host_keys.known(name)
@@ -222,6 +231,17 @@ class LocalCloud:
                 self._podman("rm", "--force", "--time", "2", cid, check=False)
                 self._forget_keys([name])
         return LaunchResult(launched=tuple(launched), failed=failed)
+
+    def _log_volume(self, name: str) -> list[str]:
+        """The volume keeping the node's NFS client log on this machine; none if its directory
+        cannot be made (the node then keeps its log to itself)."""
+        where = self.node_logs / name
+        try:
+            where.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            log.warning("%s: its NFS client log stays on the node: %s", name, err)
+            return []
+        return ["--volume", f"{where}:{NODE_NFS_LOG}"]
 
     def _forget_keys(self, names: Sequence[str]) -> None:
         if self.host_keys is not None:

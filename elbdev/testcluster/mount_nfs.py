@@ -9,8 +9,13 @@ until the mount point appears in ``/proc/self/mounts`` and returns, as mount hel
 
 Every request is made with the caller's identity: one NFS connection per (uid, gid) taken
 from the FUSE context, so the server's permission checks and file ownership are those of
-the user on the node. Not for production use: no caching, no reconnect (a connection, one per
-identity, is opened at its first use and kept, failed or not).
+the user on the node. A connection, one per identity, is opened at its first use and kept until
+an operation finds it broken (a connection or RPC error, a time-out, or nfs-rs asking for a
+reopen or a remount): it is dropped, the next operation opens another, and an operation that
+can be sent twice without harm (reads, and writes of the same thing again) is sent once more on
+it. Each broken connection, each failure the server did not answer with an NFS error and each
+operation slower than ``SLOW_OP`` is written, with the time, to the mount's log
+(``/var/log/elb-mountnfs/<mount point>.log``). Not for production use: no caching.
 
 Locks are the server's, as the kernel's NFSv3 client takes them: ``fcntl``/``lockf`` byte-range
 locks (FUSE's ``lock``) and ``flock`` (FUSE's ``flock``, a whole-file lock, as the kernel client
@@ -43,6 +48,13 @@ import time
 from typing import Any
 
 MOUNT_WAIT = 20.0
+SLOW_OP = 5.0  # seconds: an operation that takes longer is logged
+# nfs-rs calls that may be sent again on a new connection when theirs broke: they read, or
+# set again what they set (``touch`` is called with exist_ok, ``read_at``/``write_at`` at offsets).
+RESENDABLE = frozenset(
+    {"stat", "scandir", "fs_stat", "readlink", "chmod", "chown", "utime", "truncate", "touch", "open"}
+    | {"read_at", "write_at"}
+)
 LOCK_RETRY = 0.2  # seconds between two asks for a lock that must wait
 UTIME_NOW = (1 << 30) - 1
 UTIME_OMIT = (1 << 30) - 2
@@ -74,6 +86,36 @@ def _parse_args(argv: list[str]) -> tuple[str, str, dict[str, str], bool]:
     if len(positional) != 2 or ":" not in positional[0]:
         raise SystemExit("usage: mount.nfs SERVER:/EXPORT DIR [-o OPTIONS]")
     return positional[0], positional[1], opts, serve
+
+
+def _log(message: str) -> None:
+    """A line of the mount's log (the serving process's stderr), with the time."""
+    now = time.time()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(now)) + f".{int(now % 1 * 1000):03d}"
+    sys.stderr.write(f"{stamp} mount.nfs[{os.getpid()}]: {message}\n")
+    sys.stderr.flush()
+
+
+def broken(err: BaseException) -> bool:
+    """Whether ``err`` says the connection is no longer usable, rather than the server refusing
+    the operation (nfs-rs's errors: ConnectionError, TimeoutError, an RPC error, a closed client,
+    or a recovery that needs the file reopened or the export mounted again)."""
+    if isinstance(err, (ConnectionError, TimeoutError)):
+        return True
+    if type(err).__name__ in ("NfsRpcError", "NfsClientClosedError"):
+        return True
+    action = getattr(err, "recovery_action", None)
+    return str(getattr(action, "value", action) or "") in ("reopen", "remount")
+
+
+def describe(err: BaseException) -> str:
+    """An nfs-rs error for the log: its class, NFS code and recovery, and its message."""
+    extra = [
+        f"{k}={getattr(v, 'value', v)}"
+        for k in ("code_name", "recovery_action", "outcome")
+        if (v := getattr(err, k, None)) is not None
+    ]
+    return f"{type(err).__name__}({', '.join(extra)}): {err}" if extra else f"{type(err).__name__}: {err}"
 
 
 def _mounted(mountpoint: str) -> bool:
@@ -118,6 +160,21 @@ def _start(spec: str, mountpoint: str, opts: dict[str, str]) -> int:
     return 32
 
 
+class _Handle:
+    """An open file: its path and mode, to open it again on a new connection when its own broke,
+    the identity it was opened with, and the file on the connection it is open on."""
+
+    def __init__(self, path: str, mode: str, key: tuple[int, int]) -> None:
+        self.path, self.mode, self.key = path, mode, key
+        self.file: Any = None
+        self.client: Any = None
+
+
+def _close_quietly(client: Any) -> None:
+    with contextlib.suppress(Exception):  # a broken connection may not close cleanly
+        client.close()
+
+
 class NfsOperations:
     """FUSE's operations on one NFS export, each made with the caller's identity (one connection
     per (uid, gid), opened at its first use). ``_serve`` mixes it into mfusepy's ``Operations``:
@@ -133,7 +190,7 @@ class NfsOperations:
         self._locks = locks
         self._clients: dict[tuple[int, int], Any] = {}
         self._lock = threading.Lock()
-        self._files: dict[int, Any] = {}
+        self._files: dict[int, _Handle] = {}
         self._next_fh = 1
         # Fail now, not at the first access, if the server or export is wrong.
         self._client_for(0, 0)
@@ -146,7 +203,11 @@ class NfsOperations:
         with self._lock:
             c = self._clients.get(key)
         if c is None:
+            started = time.monotonic()
             c = self._nfs.Client.connect(self._url, uid=uid, gid=gid, connect_timeout=10, operation_timeout=60)
+            took = time.monotonic() - started
+            if took > SLOW_OP / 5:
+                _log(f"connecting as {uid}:{gid} took {took:.1f} s")
             with self._lock:
                 self._clients[key] = c
         return c
@@ -154,6 +215,58 @@ class NfsOperations:
     def _client(self) -> Any:
         uid, gid, _pid = self._fuse.fuse_get_context()
         return self._client_for(uid, gid)
+
+    def _drop(self, key: tuple[int, int], client: Any) -> None:
+        """Forget a broken connection (the next operation of its identity opens another) and
+        close it aside: closing waits for what it still owns."""
+        with self._lock:
+            if self._clients.get(key) is client:
+                del self._clients[key]
+        threading.Thread(target=_close_quietly, args=(client,), daemon=True).start()
+
+    def _op(self, name: str, path: str, fn: Any) -> Any:
+        """``fn(client)`` on the caller's connection (``name`` and ``path`` for the log)."""
+        uid, gid, _pid = self._fuse.fuse_get_context()
+        return self._run(name, path, (uid, gid), fn, None)
+
+    def _file_op(self, name: str, fh: int, fn: Any) -> Any:
+        """``fn(file)`` on an open file, opened again on a new connection if its own broke."""
+        handle = self._files.get(fh)
+        if handle is None:
+            raise self._fuse.FuseOSError(errno.EBADF)
+        return self._run(name, handle.path, handle.key, fn, handle)
+
+    def _run(self, name: str, path: str, key: tuple[int, int], fn: Any, handle: _Handle | None) -> Any:
+        """Run ``fn`` on the connection of ``key`` (or on ``handle``'s file). A broken connection
+        is dropped, and a RESENDABLE call is sent once more on a new one; every error becomes
+        the errno FUSE returns."""
+        for attempt in (1, 2):
+            started = time.monotonic()
+            client = None
+            try:
+                client = self._client_for(*key)
+                if handle is not None and handle.client is not client:
+                    handle.file, handle.client = client.open(self._rel(handle.path), handle.mode), client
+                result = fn(client if handle is None else handle.file)
+            except self._fuse.FuseOSError:
+                raise
+            except Exception as e:
+                gone = broken(e)
+                again = gone and attempt == 1 and name in RESENDABLE
+                if gone or _errno_of(e) in (errno.EIO, errno.ETIMEDOUT):
+                    took = time.monotonic() - started
+                    what = f"{name} {path!r} as {key[0]}:{key[1]} failed after {took:.1f} s: {describe(e)}"
+                    _log(what + ("; connection dropped" if gone else "") + ("; sent again" if again else ""))
+                if gone and client is not None:
+                    self._drop(key, client)
+                if not again:
+                    raise self._fuse.FuseOSError(_errno_of(e)) from e
+                continue
+            took = time.monotonic() - started
+            if took > SLOW_OP:
+                _log(f"{name} {path!r} as {key[0]}:{key[1]} took {took:.1f} s")
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover: the second attempt returns or raises
 
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -169,17 +282,16 @@ class NfsOperations:
 
     # ---- metadata
     def getattr(self, path: str, fh: int | None = None) -> dict[str, Any]:
-        info = self._call(self._client().stat, self._rel(path))
-        return _attrs(info)
+        return _attrs(self._op("stat", path, lambda c: c.stat(self._rel(path))))
 
     def readdir(self, path: str, fh: int) -> list[Any]:
-        entries = self._call(lambda: list(self._client().scandir(self._rel(path))))
+        entries = self._op("scandir", path, lambda c: list(c.scandir(self._rel(path))))
         out: list[Any] = [".", ".."]
         out += [(e.name, _attrs(e.info), 0) for e in entries]
         return out
 
     def statfs(self, path: str) -> dict[str, int]:
-        fs = self._call(self._client().fs_stat)
+        fs = self._op("fs_stat", path, lambda c: c.fs_stat())
         bsize = 4096
         return {
             "f_bsize": bsize,
@@ -194,11 +306,11 @@ class NfsOperations:
         }
 
     def chmod(self, path: str, mode: int) -> int:
-        self._call(self._client().chmod, self._rel(path), stat.S_IMODE(mode))
+        self._op("chmod", path, lambda c: c.chmod(self._rel(path), stat.S_IMODE(mode)))
         return 0
 
     def chown(self, path: str, uid: int, gid: int) -> int:
-        self._call(self._client().chown, self._rel(path), uid, gid)
+        self._op("chown", path, lambda c: c.chown(self._rel(path), uid, gid))
         return 0
 
     def utimens(self, path: str, times: tuple[int, int] | None = None) -> int:
@@ -208,88 +320,83 @@ class NfsOperations:
         else:
             atime, mtime = times
         if UTIME_OMIT in (atime, mtime):
-            info = self._call(self._client().stat, self._rel(path))
+            info = self._op("stat", path, lambda c: c.stat(self._rel(path)))
             atime = info.atime if atime == UTIME_OMIT else atime
             mtime = info.mtime if mtime == UTIME_OMIT else mtime
         atime = now if atime == UTIME_NOW else atime
         mtime = now if mtime == UTIME_NOW else mtime
-        self._call(self._client().utime, self._rel(path), ns=(atime, mtime))
+        self._op("utime", path, lambda c: c.utime(self._rel(path), ns=(atime, mtime)))
         return 0
 
     def truncate(self, path: str, length: int, fh: int | None = None) -> int:
-        self._call(self._client().truncate, self._rel(path), length)
+        self._op("truncate", path, lambda c: c.truncate(self._rel(path), length))
         return 0
 
     # ---- namespace
     def mkdir(self, path: str, mode: int) -> int:
-        self._call(self._client().mkdir, self._rel(path), mode=stat.S_IMODE(mode))
+        self._op("mkdir", path, lambda c: c.mkdir(self._rel(path), mode=stat.S_IMODE(mode)))
         return 0
 
     def rmdir(self, path: str) -> int:
-        self._call(self._client().rmdir, self._rel(path))
+        self._op("rmdir", path, lambda c: c.rmdir(self._rel(path)))
         return 0
 
     def unlink(self, path: str) -> int:
-        self._call(self._client().unlink, self._rel(path))
+        self._op("unlink", path, lambda c: c.unlink(self._rel(path)))
         return 0
 
     def rename(self, old: str, new: str) -> int:
-        self._call(self._client().rename, self._rel(old), self._rel(new))
+        self._op("rename", old, lambda c: c.rename(self._rel(old), self._rel(new)))
         return 0
 
     def symlink(self, target: str, source: str) -> int:
         # mfusepy passes (link path, link target)
-        self._call(self._client().symlink, source, self._rel(target))
+        self._op("symlink", target, lambda c: c.symlink(source, self._rel(target)))
         return 0
 
     def readlink(self, path: str) -> str:
-        return str(self._call(self._client().readlink, self._rel(path)))
+        return str(self._op("readlink", path, lambda c: c.readlink(self._rel(path))))
 
     def link(self, target: str, source: str) -> int:
-        self._call(self._client().link, self._rel(source), self._rel(target))
+        self._op("link", target, lambda c: c.link(self._rel(source), self._rel(target)))
         return 0
 
     # ---- files
-    def _register(self, f: Any) -> int:
+    def _register(self, path: str, mode: str) -> int:
+        """Open ``path`` on the caller's connection; its FUSE file handle."""
+        uid, gid, _pid = self._fuse.fuse_get_context()
+        handle = _Handle(path, mode, (uid, gid))
+        self._run("open", path, handle.key, lambda f: f, handle)
         with self._lock:
             fh = self._next_fh
             self._next_fh += 1
-            self._files[fh] = f
+            self._files[fh] = handle
         return fh
 
     def create(self, path: str, mode: int, fi: Any = None) -> int:
-        c = self._client()
-        self._call(c.touch, self._rel(path), exist_ok=True)
-        self._call(c.chmod, self._rel(path), stat.S_IMODE(mode))
-        return self._register(self._call(c.open, self._rel(path), "r+b"))
+        self._op("touch", path, lambda c: c.touch(self._rel(path), exist_ok=True))
+        self._op("chmod", path, lambda c: c.chmod(self._rel(path), stat.S_IMODE(mode)))
+        return self._register(path, "r+b")
 
     def open(self, path: str, flags: int) -> int:
-        c = self._client()
         acc = flags & os.O_ACCMODE
         if flags & os.O_TRUNC and acc != os.O_RDONLY:
-            self._call(c.truncate, self._rel(path), 0)
-        mode = "rb" if acc == os.O_RDONLY else "r+b"
-        return self._register(self._call(c.open, self._rel(path), mode))
+            self._op("truncate", path, lambda c: c.truncate(self._rel(path), 0))
+        return self._register(path, "rb" if acc == os.O_RDONLY else "r+b")
 
     def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
-        f = self._files.get(fh)
-        if f is None:
-            raise self._fuse.FuseOSError(errno.EBADF)
-        return bytes(self._call(f.read_at, offset, size))
+        return bytes(self._file_op("read_at", fh, lambda f: f.read_at(offset, size)))
 
     def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
-        f = self._files.get(fh)
-        if f is None:
-            raise self._fuse.FuseOSError(errno.EBADF)
-        self._call(f.write_at, data, offset)
+        self._file_op("write_at", fh, lambda f: f.write_at(data, offset))
         return len(data)
 
     def release(self, path: str, fh: int) -> int:
         with self._lock:
-            f = self._files.pop(fh, None)
-        if f is not None:
+            handle = self._files.pop(fh, None)
+        if handle is not None and handle.file is not None:
             with contextlib.suppress(Exception):  # closing a finished file cannot be reported
-                f.close()
+                handle.file.close()
         return 0
 
     def flush(self, path: str, fh: int) -> int:
@@ -305,7 +412,8 @@ class LockingNfsOperations(NfsOperations):
 
     def _fh_of(self, path: str) -> bytes:
         parent, name = os.path.split(path.rstrip("/"))
-        for entry in self._call(lambda: list(self._client().scandir(self._rel(parent or "/")))):
+        where = parent or "/"
+        for entry in self._op("scandir", where, lambda c: list(c.scandir(self._rel(where)))):
             if entry.name == name and entry.fh:
                 return bytes(entry.fh)
         raise self._fuse.FuseOSError(errno.ENOLCK)
@@ -408,6 +516,7 @@ def _serve(spec: str, mountpoint: str, opts: dict[str, str]) -> int:
             return int(super().release(path, fip))
 
     fs = NfsFs(mfusepy, nfs_rs, url, locks) if locks is None else LockingNfsFs(mfusepy, nfs_rs, url, locks)
+    _log(f"serving {spec} on {mountpoint} ({'no locks' if locks is None else 'locks from the server'})")
     LockingFuse(
         fs,
         mountpoint,

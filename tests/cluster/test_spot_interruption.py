@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from elb.clouds import local
 from elb.core.config import Config
 from elb.core.interfaces import Notice, NoticeKind
 from elb.core.model import NodeState
@@ -55,6 +56,15 @@ def runs_of(tc: TestCluster, job_ids: Sequence[str]) -> str:
         acct = tc.master_run(["qacct", "-j", job], check=False).stdout
         out += [line for line in acct.splitlines() if line.split(" ", 1)[0] in keep]
     return "SGE's accounting of the jobs' runs:\n" + "\n".join(out)
+
+
+def nfs_logs(names: Sequence[str]) -> str:
+    """The end of each node's NFS client log, kept on this machine past the node's life."""
+    out = []
+    for name in names:
+        for path in sorted((local.NODE_LOGS / name).glob("*.log")):
+            out.append(f"--- {path} (its end):\n{path.read_text(errors='replace')[-3000:]}")
+    return "\n".join(out) or f"no NFS client log of {', '.join(names)} in {local.NODE_LOGS}"
 
 
 class Interruptions:
@@ -122,7 +132,9 @@ def test_a_spot_interruption_requeues_the_rerunnable_job_and_replaces_the_node(
         passes_until(bal, "both jobs to end", both_done, timeout=300)
     except AssertionError as err:  # what each run of the jobs left, for the reader of a failure
         left = {p.name: p.read_text().strip() for p in sorted(home.iterdir())}
-        raise AssertionError(f"{err}\nthe jobs' files in {home}: {left}\n{runs_of(tc, (rerun, stays))}") from None
+        nodes = [n.name for n in bal.journal.nodes(include_gone=True)]
+        why = f"the jobs' files in {home}: {left}\n{runs_of(tc, (rerun, stays))}\n{nfs_logs(nodes)}"
+        raise AssertionError(f"{err}\n{why}") from None
     assert bal.counters.rescheduled == 1
     assert ran(home / f"{stays}.host") == (doomed, "0")
     replacement, _ = ran(home / f"{rerun}.host")

@@ -65,7 +65,10 @@ def cloud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LocalCloud:
     monkeypatch.setattr(local, "_ssh_banner", lambda ip: True)  # the node's sshd answers
     monkeypatch.setattr(local, "ADDRESS_BOOK", tmp_path / "node-addresses")
     keys = HostKeys(tmp_path / "keys")
-    return LocalCloud(LocalConfig(network="elb-test"), CLUSTER, podman=str(fake_podman(tmp_path)), host_keys=keys)
+    podman = str(fake_podman(tmp_path))
+    return LocalCloud(
+        LocalConfig(network="elb-test"), CLUSTER, podman=podman, host_keys=keys, node_logs=tmp_path / "node-logs"
+    )
 
 
 def test_a_node_starts_with_the_key_elb_made_and_loses_it_when_it_goes(cloud: LocalCloud, tmp_path: Path) -> None:
@@ -83,14 +86,29 @@ def test_a_node_starts_with_the_key_elb_made_and_loses_it_when_it_goes(cloud: Lo
     assert not keys.known("node001") and keys.private_key_file("node001") is None
 
 
+def test_a_nodes_nfs_client_log_is_a_directory_of_this_machine(cloud: LocalCloud, tmp_path: Path) -> None:
+    cloud.launch(["node001"])
+    [run] = [c for c in calls(tmp_path) if c[0] == "run"]
+    kept = tmp_path / "node-logs" / "node001"
+    assert kept.is_dir() and run[run.index(f"{kept}:{local.NODE_NFS_LOG}") - 1] == "--volume"
+
+
+def test_a_node_whose_log_directory_cannot_be_made_starts_and_keeps_its_log(cloud: LocalCloud, tmp_path: Path) -> None:
+    (tmp_path / "node-logs").write_text("not a directory")
+    assert [i.name for i in cloud.launch(["node001"]).launched] == ["node001"]
+    [run] = [c for c in calls(tmp_path) if c[0] == "run"]
+    assert not any(a.endswith(f":{local.NODE_NFS_LOG}") for a in run)
+
+
 def test_a_failed_run_keeps_the_key_of_the_container_that_has_the_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(local, "ADDRESS_BOOK", tmp_path / "node-addresses")
     keys = HostKeys(tmp_path / "keys")
     held = keys.issue("node001")  # node001's container exists (elb was restarted meanwhile)
+    podman = str(fake_podman(tmp_path, run_fails=True))
     cloud = LocalCloud(
-        LocalConfig(network="elb-test"), CLUSTER, podman=str(fake_podman(tmp_path, run_fails=True)), host_keys=keys
+        LocalConfig(network="elb-test"), CLUSTER, podman=podman, host_keys=keys, node_logs=tmp_path / "node-logs"
     )
     result = cloud.launch(["node001"])
     assert "already in use" in result.failed["node001"]
@@ -100,8 +118,9 @@ def test_a_failed_run_keeps_the_key_of_the_container_that_has_the_name(
 def test_a_failed_run_of_a_new_name_leaves_no_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local, "ADDRESS_BOOK", tmp_path / "node-addresses")
     keys = HostKeys(tmp_path / "keys")
+    podman = str(fake_podman(tmp_path, run_fails=True))
     cloud = LocalCloud(
-        LocalConfig(network="elb-test"), CLUSTER, podman=str(fake_podman(tmp_path, run_fails=True)), host_keys=keys
+        LocalConfig(network="elb-test"), CLUSTER, podman=podman, host_keys=keys, node_logs=tmp_path / "node-logs"
     )
     assert "node001" in cloud.launch(["node001"]).failed
     assert keys.names() == set()

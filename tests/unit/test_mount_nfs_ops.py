@@ -38,13 +38,18 @@ def info(**changes: Any) -> SimpleNamespace:
 
 
 class File:
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, client: Client | None = None) -> None:
         self.data = data
+        self.client = client
 
     def read_at(self, offset: int, size: int) -> bytes:
+        if self.client is not None:
+            self.client.fail_next("read_at")
         return self.data[offset : offset + size]
 
     def write_at(self, data: bytes, offset: int) -> None:
+        if self.client is not None:
+            self.client.fail_next("write_at")
         self.data = self.data[:offset] + data + self.data[offset + len(data) :]
 
     def close(self) -> None:
@@ -57,11 +62,24 @@ class Client:
     def __init__(self, who: tuple[int, int], calls: list[tuple[Any, ...]]) -> None:
         self.who, self.calls = who, calls
         self.missing: set[str] = set()
+        self.failing: dict[str, Exception] = {}  # call -> what it raises (from now on: broken)
+        self.closed = False
+
+    def fail_next(self, call: str) -> None:
+        if call in self.failing:
+            raise self.failing[call]
 
     def _do(self, *call: object) -> None:
         self.calls.append((self.who, *call))
+        self.fail_next(str(call[0]))
         if call[1] in self.missing:
             raise FileNotFoundError(call[1])
+
+    def mkdir(self, path: str, mode: int) -> None:
+        self._do("mkdir", path)
+
+    def close(self) -> None:
+        self.closed = True
 
     def stat(self, path: str) -> SimpleNamespace:
         self._do("stat", path)
@@ -79,7 +97,7 @@ class Client:
 
     def open(self, path: str, mode: str) -> File:
         self._do("open", path, mode)
-        return File(b"hello")
+        return File(b"hello", self)
 
 
 class Nfs:
@@ -88,11 +106,13 @@ class Nfs:
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
         self.connected: list[tuple[str, int, int]] = []
+        self.clients: list[Client] = []
         self.Client = SimpleNamespace(connect=self.connect)
 
     def connect(self, url: str, *, uid: int, gid: int, connect_timeout: int, operation_timeout: int) -> Client:
         self.connected.append((url, uid, gid))
-        return Client((uid, gid), self.calls)
+        self.clients.append(Client((uid, gid), self.calls))
+        return self.clients[-1]
 
 
 FUSE = SimpleNamespace(FuseOSError=FuseOSError, fuse_get_context=lambda: CALLER)
@@ -164,6 +184,84 @@ def test_open_truncates_only_for_writing_and_handles_are_its_own() -> None:
     with pytest.raises(FuseOSError) as err:
         ops.read("/f", 1, 0, other)
     assert err.value.errno == errno.EBADF
+
+
+class NfsRpcError(RuntimeError):
+    """Named as nfs-rs's: an RPC that got no answer."""
+
+
+class Recovery(RuntimeError):
+    """An nfs-rs error that asks for a recovery (``recovery_action``, an enum in nfs-rs)."""
+
+    def __init__(self, action: str) -> None:
+        super().__init__(f"needs {action}")
+        self.recovery_action = SimpleNamespace(value=action)
+
+
+@pytest.mark.parametrize(
+    ("err", "gone"),
+    [
+        (ConnectionResetError(), True),
+        (TimeoutError(), True),
+        (NfsRpcError("portmapper lookup failed"), True),
+        (Recovery("remount"), True),
+        (Recovery("reopen"), True),
+        (Recovery("retry"), False),
+        (FileNotFoundError(), False),
+        (PermissionError(), False),
+    ],
+)
+def test_a_broken_connection_is_told_from_a_refusal(err: Exception, gone: bool) -> None:
+    assert m.broken(err) is gone
+
+
+def test_a_broken_connection_is_dropped_and_a_read_sent_again_on_a_new_one(capsys: pytest.CaptureFixture[str]) -> None:
+    nfs = Nfs()
+    ops = m.NfsOperations(FUSE, nfs, URL, None)
+    ops.getattr("/a")
+    first = nfs.clients[-1]
+    first.failing["stat"] = ConnectionResetError(errno.ECONNRESET, "reset by peer")
+    assert ops.getattr("/a")["st_size"] == 5  # answered on a new connection
+    assert nfs.connected[1:] == [(URL, 1000, 1000), (URL, 1000, 1000)] and nfs.clients[-1] is not first
+    log = capsys.readouterr().err
+    assert "stat '/a' as 1000:1000 failed after" in log and "connection dropped; sent again" in log
+    ops.getattr("/a")
+    assert len(nfs.connected) == 3  # the new connection is kept
+
+
+def test_a_call_that_must_not_be_sent_twice_fails_and_the_next_gets_a_new_connection(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    nfs = Nfs()
+    ops = m.NfsOperations(FUSE, nfs, URL, None)
+    ops.getattr("/")
+    nfs.clients[-1].failing["mkdir"] = NfsRpcError("no answer")
+    with pytest.raises(FuseOSError) as err:
+        ops.mkdir("/d", 0o755)
+    assert err.value.errno == errno.EIO and [c[1] for c in nfs.calls].count("mkdir") == 1
+    assert "connection dropped" in capsys.readouterr().err
+    ops.mkdir("/d", 0o755)
+    assert len(nfs.connected) == 3
+
+
+def test_an_open_file_whose_connection_broke_is_opened_again_and_the_write_sent_again() -> None:
+    nfs = Nfs()
+    ops = m.NfsOperations(FUSE, nfs, URL, None)
+    fh = ops.open("/f", os.O_WRONLY)
+    nfs.clients[-1].failing["write_at"] = TimeoutError("no reply")
+    assert ops.write("/f", b"J", 0, fh) == 1
+    assert [c[1:] for c in nfs.calls] == [("open", "f", "r+b"), ("open", "f", "r+b")]
+    assert nfs.clients[1] is not nfs.clients[2] and ops.read("/f", 5, 0, fh) == b"Jello"
+
+
+def test_a_refusal_keeps_the_connection_and_is_not_logged(capsys: pytest.CaptureFixture[str]) -> None:
+    nfs = Nfs()
+    ops = m.NfsOperations(FUSE, nfs, URL, None)
+    ops._client().missing.add("gone")
+    for _ in range(2):
+        with pytest.raises(FuseOSError):
+            ops.getattr("/gone")
+    assert len(nfs.connected) == 2 and capsys.readouterr().err == ""
 
 
 class Locks:
