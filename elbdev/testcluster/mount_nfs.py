@@ -9,7 +9,9 @@ until the mount point appears in ``/proc/self/mounts`` and returns, as mount hel
 
 Every request is made with the caller's identity: one NFS connection per (uid, gid) taken
 from the FUSE context, so the server's permission checks and file ownership are those of
-the user on the node. A connection, one per identity, is opened at its first use and kept until
+the user on the node. The NFS and MOUNT ports are asked of the server's rpcbind once, at the
+mount, and given to every connect (``service_ports``; rpcbind is asked again only if they no
+longer answer). A connection, one per identity, is opened at its first use and kept until
 an operation finds it broken (a connection or RPC error, a time-out, or nfs-rs asking for a
 reopen or a remount): it is dropped, the next operation opens another, and an operation that
 can be sent twice without harm (reads, and writes of the same thing again) is sent once more on
@@ -45,6 +47,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 MOUNT_WAIT = 20.0
@@ -183,11 +186,14 @@ class NfsOperations:
 
     use_ns = True
 
-    def __init__(self, fuse: Any, nfs: Any, url: str, locks: LockManager | None) -> None:
+    def __init__(
+        self, fuse: Any, nfs: Any, url: str, locks: LockManager | None, ports: Mapping[str, int] | None = None
+    ) -> None:
         self._fuse = fuse
         self._nfs = nfs
         self._url = url
         self._locks = locks
+        self._ports = dict(ports or {})  # nfs_port and mount_port for every connect (service_ports)
         self._clients: dict[tuple[int, int], Any] = {}
         self._lock = threading.Lock()
         self._files: dict[int, _Handle] = {}
@@ -204,13 +210,25 @@ class NfsOperations:
             c = self._clients.get(key)
         if c is None:
             started = time.monotonic()
-            c = self._nfs.Client.connect(self._url, uid=uid, gid=gid, connect_timeout=10, operation_timeout=60)
+            c = self._connect(uid, gid)
             took = time.monotonic() - started
             if took > SLOW_OP / 5:
                 _log(f"connecting as {uid}:{gid} took {took:.1f} s")
             with self._lock:
                 self._clients[key] = c
         return c
+
+    def _connect(self, uid: int, gid: int) -> Any:
+        """A new connection as (uid, gid), to the ports found at the mount; if that fails (the
+        server was restarted on other ports), to those rpcbind gives now."""
+        connect = self._nfs.Client.connect
+        try:
+            return connect(self._url, uid=uid, gid=gid, connect_timeout=10, operation_timeout=60, **self._ports)
+        except Exception as e:
+            if not self._ports:
+                raise
+            _log(f"connecting as {uid}:{gid} to {self._ports} failed ({describe(e)}): asking rpcbind")
+        return connect(self._url, uid=uid, gid=gid, connect_timeout=10, operation_timeout=60)
 
     def _client(self) -> Any:
         uid, gid, _pid = self._fuse.fuse_get_context()
@@ -515,8 +533,12 @@ def _serve(spec: str, mountpoint: str, opts: dict[str, str]) -> int:
                     print(f"mount.nfs: could not release the flock of {path.decode()}: {err}", file=sys.stderr)
             return int(super().release(path, fip))
 
-    fs = NfsFs(mfusepy, nfs_rs, url, locks) if locks is None else LockingNfsFs(mfusepy, nfs_rs, url, locks)
-    _log(f"serving {spec} on {mountpoint} ({'no locks' if locks is None else 'locks from the server'})")
+    ports = service_ports(server, os.uname().nodename)
+    fs = (
+        NfsFs(mfusepy, nfs_rs, url, locks, ports) if locks is None else LockingNfsFs(mfusepy, nfs_rs, url, locks, ports)
+    )
+    how = ", ".join([f"{k} {v}" for k, v in ports.items()] + ["no locks" if locks is None else "locks from the server"])
+    _log(f"serving {spec} on {mountpoint} ({how})")
     LockingFuse(
         fs,
         mountpoint,
@@ -597,6 +619,7 @@ def _errno_of(e: BaseException) -> int:
 
 PMAP_PROG, PMAP_VERS, PMAP_GETPORT = 100000, 2, 3
 NLM_PROG, NLM_VERS = 100021, 4
+NFS_PROG, MOUNT_PROG = 100003, 100005  # both version 3
 NLM4_TEST, NLM4_LOCK, NLM4_UNLOCK = 1, 2, 4
 NLM4_GRANTED, NLM4_DENIED, NLM4_DENIED_NOLOCKS, NLM4_BLOCKED, NLM4_DENIED_GRACE_PERIOD = 0, 1, 2, 3, 4
 NLM4_DEADLCK, NLM4_ROFS, NLM4_STALE_FH, NLM4_FBIG, NLM4_FAILED = 5, 6, 7, 8, 9
@@ -737,11 +760,17 @@ class LockManager:
                 raise
             raise RpcError(err.errno or errno.EIO, f"NLM at {self.server}:{port}: {err}") from None
 
+    def getport(self, prog: int, vers: int) -> int:
+        """The TCP port of RPC program ``prog`` version ``vers`` on the server, from its rpcbind
+        (0: not registered)."""
+        args = _u32(prog) + _u32(vers) + _u32(IPPROTO_TCP) + _u32(0)
+        (port,) = struct.unpack(">I", self._call(RPCBIND_PORT, (PMAP_PROG, PMAP_VERS, PMAP_GETPORT), args)[:4])
+        return int(port)
+
     def port(self) -> int:
         """The lock manager's TCP port, from the server's rpcbind."""
         if self._port is None:
-            args = _u32(NLM_PROG) + _u32(NLM_VERS) + _u32(IPPROTO_TCP) + _u32(0)
-            (port,) = struct.unpack(">I", self._call(RPCBIND_PORT, (PMAP_PROG, PMAP_VERS, PMAP_GETPORT), args)[:4])
+            port = self.getport(NLM_PROG, NLM_VERS)
             if port == 0:
                 raise RpcError(errno.ENOLCK, f"{self.server} runs no NLM v4 lock manager (rpcbind)")
             self._port = port
@@ -766,6 +795,20 @@ class LockManager:
         if status != NLM4_DENIED:
             raise RpcError(_NLM_ERRNO.get(status, errno.ENOLCK), f"NLM4_TEST: status {status}")
         return nlm4_holder(result)
+
+
+def service_ports(server: str, caller: str) -> dict[str, int]:
+    """The server's NFS and MOUNT (v3, TCP) ports, from its rpcbind, as nfs-rs's ``connect``
+    takes them: asked once at the mount, so the connections of each identity made later do not
+    each ask rpcbind again (an rpcbind that does not answer for a while then fails only the mount).
+    Empty when rpcbind cannot say: nfs-rs then asks at each connect."""
+    rpcbind = LockManager(server, caller)
+    try:
+        ports = {"nfs_port": rpcbind.getport(NFS_PROG, 3), "mount_port": rpcbind.getport(MOUNT_PROG, 3)}
+    except (RpcError, struct.error) as err:
+        _log(f"rpcbind at {server} did not give the NFS and MOUNT ports ({err}): asked at each connect")
+        return {}
+    return ports if all(ports.values()) else {}
 
 
 def lock_range(start: int, length: int) -> tuple[int, int]:

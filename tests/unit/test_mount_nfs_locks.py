@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from elbdev.testcluster import mount_nfs as m
+from tests.ports import closed_port
 
 
 def test_an_rpc_call_is_laid_out_as_rfc_5531_says() -> None:
@@ -137,6 +138,19 @@ def test_two_nodes_contend_for_one_lock(stand_in: StandIn, monkeypatch: pytest.M
     assert b.test(lb, exclusive=True, uid=2000, gid=2000) == (True, 1, 0, 0)
     assert a.unlock(la, uid=2000, gid=2000) == m.NLM4_GRANTED
     assert b.lock(lb, exclusive=True, uid=2000, gid=2000) == m.NLM4_GRANTED
+
+
+def test_the_nfs_and_mount_ports_come_from_rpcbind_once(stand_in: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(m, "RPCBIND_PORT", stand_in.port)
+    assert m.service_ports("127.0.0.1", "nodea") == {"nfs_port": stand_in.port, "mount_port": stand_in.port}
+
+
+def test_without_rpcbind_each_connect_asks_for_the_ports(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(m, "RPCBIND_PORT", closed_port())
+    assert m.service_ports("127.0.0.1", "nodea") == {}
+    assert "did not give the NFS and MOUNT ports" in capsys.readouterr().err
 
 
 def test_a_server_without_a_lock_manager_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

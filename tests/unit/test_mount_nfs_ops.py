@@ -107,10 +107,17 @@ class Nfs:
         self.calls: list[tuple[Any, ...]] = []
         self.connected: list[tuple[str, int, int]] = []
         self.clients: list[Client] = []
+        self.ports: dict[str, int] = {}
+        self.refused: dict[str, int] = {}  # connects to these ports fail
         self.Client = SimpleNamespace(connect=self.connect)
 
-    def connect(self, url: str, *, uid: int, gid: int, connect_timeout: int, operation_timeout: int) -> Client:
+    def connect(
+        self, url: str, *, uid: int, gid: int, connect_timeout: int, operation_timeout: int, **ports: int
+    ) -> Client:
         self.connected.append((url, uid, gid))
+        self.ports = ports
+        if ports and ports == self.refused:
+            raise ConnectionRefusedError(errno.ECONNREFUSED, "nothing listens there now")
         self.clients.append(Client((uid, gid), self.calls))
         return self.clients[-1]
 
@@ -252,6 +259,24 @@ def test_an_open_file_whose_connection_broke_is_opened_again_and_the_write_sent_
     assert ops.write("/f", b"J", 0, fh) == 1
     assert [c[1:] for c in nfs.calls] == [("open", "f", "r+b"), ("open", "f", "r+b")]
     assert nfs.clients[1] is not nfs.clients[2] and ops.read("/f", 5, 0, fh) == b"Jello"
+
+
+def test_the_ports_found_at_the_mount_are_given_to_every_connect() -> None:
+    nfs = Nfs()
+    ops = m.NfsOperations(FUSE, nfs, URL, None, {"nfs_port": 2049, "mount_port": 20048})
+    assert nfs.ports == {"nfs_port": 2049, "mount_port": 20048}
+    nfs.ports = {}
+    ops.getattr("/a")  # the caller's own connection, made now
+    assert len(nfs.connected) == 2 and nfs.ports == {"nfs_port": 2049, "mount_port": 20048}
+
+
+def test_ports_that_no_longer_answer_give_way_to_rpcbinds(capsys: pytest.CaptureFixture[str]) -> None:
+    nfs = Nfs()
+    ops = m.NfsOperations(FUSE, nfs, URL, None, {"nfs_port": 2049, "mount_port": 20048})
+    nfs.refused = {"nfs_port": 2049, "mount_port": 20048}  # the server came back on other ports
+    assert ops.getattr("/a")["st_size"] == 5
+    assert nfs.connected[1:] == [(URL, 1000, 1000), (URL, 1000, 1000)] and nfs.ports == {}
+    assert "asking rpcbind" in capsys.readouterr().err
 
 
 def test_a_refusal_keeps_the_connection_and_is_not_logged(capsys: pytest.CaptureFixture[str]) -> None:
