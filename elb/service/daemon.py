@@ -273,9 +273,9 @@ class Balancer:
             # Each once, as it appears or its reason changes: a job held for hours would
             # otherwise fill the log at every pass (``elb status`` and ``elb jobs`` list them all).
             told = {n.describe() for n in self.last.not_demand}
-            for n in demand.not_demand:
-                if n.describe() not in told:
-                    log.warning("not demand: %s", n.describe())
+            for line in (n.describe() for n in demand.not_demand):
+                if line not in told:
+                    log.warning("not demand: %s", line)
             self.last.not_demand = demand.not_demand
             self.last.unservable_jobs = len(demand.unservable)
         b = self.config.backoff

@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import itertools
 import os
 import socket
@@ -52,6 +53,7 @@ from typing import Any
 
 MOUNT_WAIT = 20.0
 SLOW_OP = 5.0  # seconds: an operation that takes longer is logged
+SLOW_CONNECT = 1.0  # seconds: a connect that takes longer is logged
 # nfs-rs calls that may be sent again on a new connection when theirs broke: they read, or
 # set again what they set (``touch`` is called with exist_ok, ``read_at``/``write_at`` at offsets).
 RESENDABLE = frozenset(
@@ -212,7 +214,7 @@ class NfsOperations:
             started = time.monotonic()
             c = self._connect(uid, gid)
             took = time.monotonic() - started
-            if took > SLOW_OP / 5:
+            if took > SLOW_CONNECT:
                 _log(f"connecting as {uid}:{gid} took {took:.1f} s")
             with self._lock:
                 self._clients[key] = c
@@ -221,18 +223,16 @@ class NfsOperations:
     def _connect(self, uid: int, gid: int) -> Any:
         """A new connection as (uid, gid), to the ports found at the mount; if that fails (the
         server was restarted on other ports), to those rpcbind gives now."""
-        connect = self._nfs.Client.connect
+        connect = functools.partial(
+            self._nfs.Client.connect, self._url, uid=uid, gid=gid, connect_timeout=10, operation_timeout=60
+        )
         try:
-            return connect(self._url, uid=uid, gid=gid, connect_timeout=10, operation_timeout=60, **self._ports)
+            return connect(**self._ports)
         except Exception as e:
             if not self._ports:
                 raise
             _log(f"connecting as {uid}:{gid} to {self._ports} failed ({describe(e)}): asking rpcbind")
-        return connect(self._url, uid=uid, gid=gid, connect_timeout=10, operation_timeout=60)
-
-    def _client(self) -> Any:
-        uid, gid, _pid = self._fuse.fuse_get_context()
-        return self._client_for(uid, gid)
+        return connect()
 
     def _drop(self, key: tuple[int, int], client: Any) -> None:
         """Forget a broken connection (the next operation of its identity opens another) and
@@ -530,7 +530,7 @@ def _serve(spec: str, mountpoint: str, opts: dict[str, str]) -> int:
                 try:
                     self.operations.flock(path.decode(), fip.contents.lock_owner, fcntl.LOCK_UN)
                 except Exception as err:  # the close itself cannot fail for it
-                    print(f"mount.nfs: could not release the flock of {path.decode()}: {err}", file=sys.stderr)
+                    _log(f"could not release the flock of {path.decode()}: {err}")
             return int(super().release(path, fip))
 
     ports = service_ports(server, os.uname().nodename)

@@ -160,7 +160,7 @@ def test_operations_connect_once_per_identity_and_map_errors() -> None:
     ops.getattr("/")
     assert nfs.connected == [(URL, 0, 0), (URL, 1000, 1000)]
     assert nfs.calls == [((1000, 1000), "stat", "a/b"), ((1000, 1000), "stat", ".")]
-    ops._client().missing.add("gone")
+    ops._client_for(*CALLER[:2]).missing.add("gone")
     with pytest.raises(FuseOSError) as err:
         ops.getattr("/gone")
     assert err.value.errno == errno.ENOENT
@@ -282,7 +282,7 @@ def test_ports_that_no_longer_answer_give_way_to_rpcbinds(capsys: pytest.Capture
 def test_a_refusal_keeps_the_connection_and_is_not_logged(capsys: pytest.CaptureFixture[str]) -> None:
     nfs = Nfs()
     ops = m.NfsOperations(FUSE, nfs, URL, None)
-    ops._client().missing.add("gone")
+    ops._client_for(*CALLER[:2]).missing.add("gone")
     for _ in range(2):
         with pytest.raises(FuseOSError):
             ops.getattr("/gone")
