@@ -24,6 +24,9 @@ added must have the key elb gave it at launch in the store, else it is FAILED be
 runs; an existing or departing node whose key the store lacks (elb did not launch it with one)
 has the key it shows at the first contact pinned there. A key that does not match fails the node
 with a message that says so.
+
+Each run reaches each host through one SSH connection, shared by its tasks and closed when the
+run ends (``elb.provision.sshmux``).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from elb.core import assets
 from elb.core.config import ClusterConfig, ProvisionConfig, RetentionConfig, SgeConfig
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import HostResult, NodeSpec, Outcome
-from elb.provision import proctree, retention
+from elb.provision import proctree, retention, sshmux
 from elb.provision.hostkeys import HostKeyError, HostKeys
 from elb.provision.inventory import Connection, InventoryError, build_inventory, check_extra_vars
 from elb.provision.outcomes import RunEnd, summarize
@@ -401,30 +404,32 @@ class AnsibleProvisioner:
         workers = [self._of_group(w) for w in workers if w.name not in moving]
         new_nodes = [self._of_group(n) for n in new_nodes]
         old_nodes = [self._of_group(n) for n in old_nodes]
-        try:
-            keyless = self._keyless(new_nodes)
-            new_nodes = [n for n in new_nodes if n.name not in keyless]
-            pin = self._to_pin([*workers, *old_nodes])
-            inventory = build_inventory(
-                self.connection,
-                workers=workers,
-                new_nodes=new_nodes,
-                old_nodes=old_nodes,
-                group_vars=self.role_vars,
-                pin=pin,
-            )
-        except (InventoryError, HostKeyError) as err:
-            return refuse(f"not provisioned: {err}")
-        if self.cancel_event.is_set():
-            return refuse("provisioning was cancelled (elb is shutting down) before it started", "canceled")
-        if keyless and not new_nodes and not old_nodes:
-            return replace(refuse("no node left to run for"), results=keyless)
-        sink = _EventSink(ident, [t for t in targets if t not in keyless], on_reached)
-        try:
-            report = self._run_runner(path, inventory, ident, started, sink)
-        except Exception as err:  # runner itself broke: report it per host, do not crash the pass
-            log.exception("ansible-runner failed for %s", playbook)
-            return refuse(f"ansible-runner failed: {type(err).__name__}: {err}")
+        with sshmux.shared_connections() as shared:
+            try:
+                keyless = self._keyless(new_nodes)
+                new_nodes = [n for n in new_nodes if n.name not in keyless]
+                pin = self._to_pin([*workers, *old_nodes])
+                inventory = build_inventory(
+                    self.connection,
+                    workers=workers,
+                    new_nodes=new_nodes,
+                    old_nodes=old_nodes,
+                    group_vars=self.role_vars,
+                    pin=pin,
+                    shared_connections=shared,
+                )
+            except (InventoryError, HostKeyError) as err:
+                return refuse(f"not provisioned: {err}")
+            if self.cancel_event.is_set():
+                return refuse("provisioning was cancelled (elb is shutting down) before it started", "canceled")
+            if keyless and not new_nodes and not old_nodes:
+                return replace(refuse("no node left to run for"), results=keyless)
+            sink = _EventSink(ident, [t for t in targets if t not in keyless], on_reached)
+            try:
+                report = self._run_runner(path, inventory, ident, started, sink)
+            except Exception as err:  # runner itself broke: report it per host, do not crash the pass
+                log.exception("ansible-runner failed for %s", playbook)
+                return refuse(f"ansible-runner failed: {type(err).__name__}: {err}")
         results = {n: self._explain_host_key(r) for n, r in report.results.items()}
         return replace(report, results={**results, **keyless})
 

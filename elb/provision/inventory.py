@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from elb.core.interfaces import NodeSpec
+from elb.provision import sshmux
 
 # A DNS label or dotted name: what SGE accepts as a host name, and nothing Jinja or a shell
 # could read as syntax.
@@ -41,14 +42,13 @@ _MARKETS = ("on-demand", "spot")  # a node group's market
 
 GROUPS = ("master", "workers", "new_nodes", "old_nodes")
 
-# Fail fast on dead hosts; no SSH master connection (a node re-created at the same address
-# must not be reached through a stale one, and nothing is left running after a run: pipelining
-# keeps the connection count down instead). Host keys are checked per host (``host_key_args``):
+# Fail fast on dead hosts. Whether a run shares one connection per host is said by
+# ``build_inventory``'s ``shared_connections`` (``elb.provision.sshmux``: only within one run,
+# never across runs). Host keys are checked per host (``host_key_args``):
 # these options come first on ssh's command line, where the first value of an option wins, so
 # they set nothing about host keys; a host without options of its own (the master, when reached
 # over SSH) is checked against the user's known_hosts, strictly (BatchMode never asks).
 SSH_ARGS = (
-    "-o ControlMaster=no "
     "-o ConnectTimeout=10 -o ConnectionAttempts=1 "
     "-o ServerAliveInterval=10 -o ServerAliveCountMax=3 "
     "-o BatchMode=yes -o LogLevel=ERROR"
@@ -84,13 +84,20 @@ def host_key_args(store: Path, name: str, *, pin: bool = False) -> str:
     whatever its address. ``pin``: a node whose key the store lacks (one elb did not launch with
     a key) has the key it shows at the first contact written there (``accept-new``); a changed
     key is refused all the same."""
-    if not _PLAIN_PATH.fullmatch(str(store)):
-        raise InventoryError(f"host key directory {str(store)!r}: expected an absolute path of letters, digits, ._@+-/")
+    _plain_path(store, "host key directory")
     check_host_name(name, "node name")
     return (
         f"-o HostKeyAlias={name} -o UserKnownHostsFile={store}/{name}.known -o GlobalKnownHostsFile=/dev/null "
         f"-o StrictHostKeyChecking={'accept-new' if pin else 'yes'} -o HashKnownHosts=no"
     )
+
+
+def _plain_path(path: Path, what: str) -> str:
+    """``path`` as it goes into SSH options, unquoted: nothing ssh's or Ansible's splitting or
+    templating would read."""
+    if not _PLAIN_PATH.fullmatch(str(path)):
+        raise InventoryError(f"{what} {str(path)!r}: expected an absolute path of letters, digits, ._@+-/")
+    return str(path)
 
 
 def check_host_name(name: object, what: str = "host name") -> str:
@@ -160,8 +167,13 @@ def build_inventory(
     old_nodes: Sequence[NodeSpec] = (),
     group_vars: Mapping[str, object] | None = None,
     pin: Collection[str] = (),
+    shared_connections: Path | None = None,
 ) -> dict[str, object]:
     """The inventory as a YAML/JSON-ready mapping. Raises InventoryError on any bad input.
+
+    ``shared_connections``: the directory of one run's master connections
+    (``elb.provision.sshmux.shared_connections``): each host is reached through one SSH connection
+    for the whole run. None: a connection per task, for an inventory that outlives one run.
 
     A name may appear in one group only, and never be the master's. ``group_vars`` go to
     ``all`` (above the roles' defaults, below extra vars). With ``conn.host_keys`` every node
@@ -203,9 +215,11 @@ def build_inventory(
     all_vars: dict[str, object] = dict(check_extra_vars(group_vars or {}))
     all_vars |= {
         "ansible_user": conn.ssh_user,
-        "ansible_ssh_args": conn.ssh_args,
+        "ansible_ssh_args": f"{sshmux.connection_args(shared_connections)} {conn.ssh_args}",
         "ansible_timeout": conn.connect_timeout,
     }
+    if shared_connections is not None:
+        all_vars["ansible_control_path_dir"] = _plain_path(shared_connections, "shared connections directory")
     if conn.ssh_private_key is not None:
         # The path only: the key itself is never read by elb nor copied anywhere.
         all_vars["ansible_ssh_private_key_file"] = str(conn.ssh_private_key)

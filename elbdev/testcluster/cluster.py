@@ -24,6 +24,7 @@ from elb.clouds.local import LocalCloud
 from elb.core.config import LocalConfig
 from elb.core.interfaces import Instance, NodeSpec
 from elb.core.naming import next_names
+from elb.provision import sshmux
 from elb.provision.hostkeys import HostKeys
 from elb.provision.inventory import Connection, build_inventory
 from elbdev.testcluster import constants as C
@@ -35,7 +36,7 @@ log = logging.getLogger("elbdev.testcluster")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LAST_NODE = C.RUN_DIR / "last-node-name"
 # Host keys are checked per node (elb.provision.inventory.host_key_args), against C.HOST_KEYS.
-SSH_ARGS = "-o ControlMaster=no -o ConnectTimeout=5 -o ConnectionAttempts=1 -o BatchMode=yes -o LogLevel=ERROR"
+SSH_ARGS = "-o ConnectTimeout=5 -o ConnectionAttempts=1 -o BatchMode=yes -o LogLevel=ERROR"
 
 
 @dataclass(frozen=True)
@@ -210,7 +211,9 @@ class TestCluster:
         workers: Sequence[NodeSpec] = (),
         new_nodes: Sequence[NodeSpec] = (),
         old_nodes: Sequence[NodeSpec] = (),
+        shared: Path | None = None,
     ) -> dict[str, object]:
+        """The inventory of one run (``shared``: its directory of shared SSH connections)."""
         # ansible-playbook runs as the master (in its UTS namespace, see run_playbook), so the
         # master is reached with a local connection, as when elb itself runs there.
         conn = Connection(
@@ -224,7 +227,9 @@ class TestCluster:
         # first contact, unless it is being added: that one must have its key here.
         keys = self.host_keys()
         pin = [n.name for n in (*workers, *old_nodes) if not keys.known(n.name)]
-        return build_inventory(conn, workers=workers, new_nodes=new_nodes, old_nodes=old_nodes, pin=pin)
+        return build_inventory(
+            conn, workers=workers, new_nodes=new_nodes, old_nodes=old_nodes, pin=pin, shared_connections=shared
+        )
 
     def run_playbook(
         self,
@@ -237,8 +242,15 @@ class TestCluster:
         timeout: float = 900.0,
         forks: int = 20,
     ) -> PlaybookRun:
-        """Run ``playbooks/<playbook>`` with ansible-playbook (not ansible-runner) on an inventory."""
-        inv = self.inventory(workers=workers, new_nodes=new_nodes, old_nodes=old_nodes)
+        """Run ``playbooks/<playbook>`` with ansible-playbook (not ansible-runner) on an inventory,
+        each host reached through one SSH connection for the run, as elb's provisioner does."""
+        with sshmux.shared_connections() as shared:
+            inv = self.inventory(workers=workers, new_nodes=new_nodes, old_nodes=old_nodes, shared=shared)
+            return self._run_playbook(playbook, inv, extra_vars, timeout, forks)
+
+    def _run_playbook(
+        self, playbook: str, inv: dict[str, object], extra_vars: Mapping[str, object] | None, timeout: float, forks: int
+    ) -> PlaybookRun:
         C.RUN_DIR.mkdir(parents=True, exist_ok=True)
         inv_path = C.RUN_DIR / f"inventory-{os.getpid()}-{time.monotonic_ns()}.yml"
         inv_path.write_text(yaml.safe_dump(inv, sort_keys=False))

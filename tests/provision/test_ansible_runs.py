@@ -72,7 +72,12 @@ def test_add_nodes_ok_and_inventory(tmp_path: Path) -> None:
     assert seen["groups"]["workers"] == ["node009"]
     assert sorted(seen["groups"]["new_nodes"]) == ["node001", "node002"]
     assert seen["groups"]["old_nodes"] == []
-    assert "ControlMaster=no" in seen["ssh_args"] and "ConnectTimeout=10" in seen["ssh_args"]
+    assert "ConnectTimeout=10" in seen["ssh_args"]
+    # One SSH connection per host for the run, its socket in a directory of the run's own,
+    # gone when the run has ended.
+    assert "ControlMaster=auto" in seen["ssh_args"] and "ControlPersist=" in seen["ssh_args"]
+    assert Path(seen["control_path_dir"]).name.startswith("elb-ssh-")
+    assert not Path(seen["control_path_dir"]).exists()
     assert seen["extra"] == {"nested": [1, "two"]}  # extra vars arrive typed
     assert seen["sge_queue"] == "all.q"  # elb's sge config reaches the roles' variables
     assert seen["cluster_user"] == "sgeuser"

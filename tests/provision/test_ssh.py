@@ -1,11 +1,11 @@
 """AnsibleProvisioner over real SSH: a private sshd on 127.0.0.1 that this test starts.
 
 This is the path elb takes to real nodes: the SSH user and key from ProvisionConfig, elb's SSH
-options (no ControlMaster, connect timeout, each node's host key checked against the one elb
-holds for it: the sshd's here), pipelining, and Python discovery
-on the far side; and the real add playbooks' first task against a node whose sshd starts only
-after the play began. Needs root and openssh-server (scripts/install-system-deps.sh installs
-it); skipped otherwise.
+options (one connection per host shared by the run's tasks and closed when it ends, connect
+timeout, each node's host key checked against the one elb holds for it: the sshd's here),
+pipelining, and Python discovery on the far side; and the real add playbooks' first task against
+a node whose sshd starts only after the play began. Needs root and openssh-server
+(scripts/install-system-deps.sh installs it); skipped otherwise.
 """
 
 from __future__ import annotations
@@ -57,10 +57,30 @@ def test_add_and_remove_over_ssh(tmp_path: Path, sshd: Sshd) -> None:
     # The copy module really ran on the far side of the SSH connection.
     seen = json.loads((out / "node001.json").read_text())
     assert seen["ansible_host"] == "127.0.0.1" and seen["elb_slots"] == 2
+    # Two module runs came through one TCP connection (the same client port), the run's shared
+    # one, and the run left no master connection behind it.
+    conns = seen["ssh_connections"]
+    assert len(conns) == 2 and conns[0].startswith("127.0.0.1 ") and conns[0] == conns[1], conns
+    shared = seen["control_path_dir"]
+    assert shared is not None and not Path(shared).exists()
+    assert not _processes_naming(shared)
 
     removed = prov.remove_nodes(REMOVE_PLAYBOOK, nodes, [])
     assert removed["node001"].outcome is Outcome.OK
     assert removed["node002"].outcome is Outcome.BUSY
+
+
+def _processes_naming(text: str) -> list[str]:
+    """The command lines of this machine's processes that contain ``text``."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().decode(errors="replace").replace("\0", " ")
+        except OSError:
+            continue
+        if text in argv:
+            found.append(argv)
+    return found
 
 
 def test_wrong_key_fails_at_the_first_task(tmp_path: Path, sshd: Sshd) -> None:
