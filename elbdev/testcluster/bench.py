@@ -17,8 +17,10 @@ boot by each node on its own CPU and the master doing only its own edits: the ma
 node scaled by the master's share of the module runs (Ansible's controller spends about the same
 per module run wherever it runs: an estimate, said as one), the floor that sets, plus one node's
 own tasks (their wall time in the one-node run), which every node runs at once on its own CPU.
-``--from-nothing`` first removes the cached node image so that the image build is timed too (the
-packages stay installed: apt is not undone).
+``--sharing ROUNDS`` instead adds and removes each size ROUNDS times with one SSH connection per
+node and run (what the test cluster and elb do) and as many times with one per task, alternated,
+and prints both side by side. ``--from-nothing`` first removes the cached node image so that the
+image build is timed too (the packages stay installed: apt is not undone).
 """
 
 from __future__ import annotations
@@ -119,6 +121,40 @@ def measure(tc: TestCluster, sizes: list[int], split_file: Path) -> Measured:
     return m
 
 
+def compare_sharing(tc: TestCluster, sizes: list[int], rounds: int) -> None:
+    """Add and remove ``n`` nodes for each size, ``rounds`` times with one SSH connection per
+    node and run and as many with one per task, alternated; print the means side by side."""
+    tc.up(nodes=0)
+    runs: dict[tuple[int, bool], list[tuple[float, float, float]]] = {}
+    for n in sizes:
+        for _ in range(rounds):
+            for shared in (True, False):
+                tc.share_connections = shared
+                new = tc.launch(n)
+                cpu = _children_cpu()
+                add = tc.run_playbook("add_node.yml", new_nodes=[tc.spec(i) for i in new])
+                cpu = _children_cpu() - cpu
+                t = time.monotonic()
+                pb = tc.remove_nodes([i.name for i in new])
+                removed = time.monotonic() - t
+                if not (add.ok and pb.ok):
+                    raise SystemExit(f"a play failed:\n{add.stdout[-3000:]}\n{pb.stdout[-3000:]}")
+                runs.setdefault((n, shared), []).append((add.seconds, cpu, removed))
+                how = "shared" if shared else "per task"
+                print(f"  {n} node(s), {how}: add {add.seconds:.1f} s ({cpu:.1f} s CPU), remove {removed:.1f} s")
+    tc.share_connections = True
+    load = os.getloadavg()
+    print(f"\nSSH connections per task / shared by the run (means; load average now {load[0]:.1f} {load[1]:.1f}):")
+    for n in sizes:
+        (a0, c0, r0), (a1, c1, r1) = (
+            tuple(sum(x[i] for x in runs[n, shared]) / rounds for i in range(3)) for shared in (False, True)
+        )
+        print(
+            f"  {n} node(s): add {a0:.1f} s / {a1:.1f} s ({a1 / a0 - 1:+.0%}), master CPU {c0:.1f} s / {c1:.1f} s "
+            f"({c1 / c0 - 1:+.0%}), remove {r0:.1f} s / {r1:.1f} s"
+        )
+
+
 def report(m: Measured, sizes: list[int]) -> None:
     """The figures, the burst ratios next to their targets, and the estimates on paper."""
     load = os.getloadavg()
@@ -168,6 +204,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--from-nothing", action="store_true", help="also rebuild the node image")
     ap.add_argument("--sizes", default="1,4", help="node counts to add in one run each (default 1,4)")
+    ap.add_argument(
+        "--sharing",
+        type=int,
+        metavar="ROUNDS",
+        help="instead: SSH connections shared by the run against one per task, alternated, ROUNDS times each",
+    )
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     sizes = [int(x) for x in args.sizes.split(",")]
@@ -179,6 +221,13 @@ def main() -> int:
     }
     tc = TestCluster()
     tc.down()
+    if args.sharing:
+        try:
+            compare_sharing(tc, sizes, args.sharing)
+        finally:
+            tc.down()
+            split_file.unlink(missing_ok=True)
+        return 0
     if args.from_nothing:
         run(["podman", "rmi", "--force", C.IMAGE], check=False, timeout=120)
         for tar in C.IMAGE_DIR.glob("elb-node-*.tar"):

@@ -8,6 +8,7 @@ elb adds nodes. See docs/testcluster.md.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -67,6 +68,9 @@ class TestCluster:
         self.repo = repo
         self.cluster_name = cluster_name
         self.local_config = LocalConfig(image=C.IMAGE, network=C.NETWORK, boot_timeout=120.0)
+        # Each playbook run shares one SSH connection per node (elb.provision.sshmux); off: one
+        # connection per task (the benchmark's comparison).
+        self.share_connections = True
 
     # ------------------------------------------------------------------ up / down
 
@@ -244,7 +248,8 @@ class TestCluster:
     ) -> PlaybookRun:
         """Run ``playbooks/<playbook>`` with ansible-playbook (not ansible-runner) on an inventory,
         each host reached through one SSH connection for the run, as elb's provisioner does."""
-        with sshmux.shared_connections() as shared:
+        sharing = sshmux.shared_connections() if self.share_connections else contextlib.nullcontext(None)
+        with sharing as shared:
             inv = self.inventory(workers=workers, new_nodes=new_nodes, old_nodes=old_nodes, shared=shared)
             return self._run_playbook(playbook, inv, extra_vars, timeout, forks)
 

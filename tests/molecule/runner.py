@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from elb.provision import sshmux
+
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO_DIR = REPO / "molecule"
 LOCK = Path("/var/lib/elb-testcluster.lock")  # the same lock as the `testcluster` fixture (tests/conftest.py)
@@ -55,12 +57,22 @@ def run_scenario(scenario: str, *, timeout: float = SCENARIO_TIMEOUT, echo: bool
     """``molecule test -s scenario`` as the master. The cluster must be up and the lock held."""
     if scenario not in scenarios():
         raise ValueError(f"no such scenario: {scenario!r} (have {scenarios()})")
+    with sshmux.shared_connections() as shared:
+        return _run(scenario, timeout, echo, shared)
+
+
+def _run(scenario: str, timeout: float, echo: bool, shared: Path | None) -> ScenarioRun:
+    """One scenario; ``shared``: the directory of its shared SSH connections (one per node for
+    the scenario's runs, closed when it ends: ``elb.provision.sshmux``), None for one per task."""
     from elbdev.testcluster import master
 
     venv_bin = str(Path(sys.executable).parent)
+    sharing = {}
+    if shared is not None:  # molecule.yml's ssh_args read ELB_MOLECULE_SSH_SHARING
+        sharing = {"ELB_MOLECULE_SSH_SHARING": sshmux.SHARED, "ANSIBLE_SSH_CONTROL_PATH_DIR": str(shared)}
     argv = master.in_master(
         [str(Path(venv_bin) / "molecule"), "test", "-s", scenario],
-        env={"ANSIBLE_NOCOLOR": "1", "PY_COLORS": "0", "ANSIBLE_FORCE_COLOR": "0", "NO_COLOR": "1"},
+        env={"ANSIBLE_NOCOLOR": "1", "PY_COLORS": "0", "ANSIBLE_FORCE_COLOR": "0", "NO_COLOR": "1", **sharing},
     )
     env = dict(os.environ)
     env["PATH"] = f"{venv_bin}{os.pathsep}{env.get('PATH', os.defpath)}"
