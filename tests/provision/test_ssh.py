@@ -62,6 +62,7 @@ def test_add_and_remove_over_ssh(tmp_path: Path, sshd: Sshd) -> None:
     conns = seen["ssh_connections"]
     assert len(conns) == 2 and conns[0].startswith("127.0.0.1 ") and conns[0] == conns[1], conns
     shared = seen["control_path_dir"]
+    assert seen["shared_sockets"] >= 1  # the master connection's socket, in the run's directory
     assert shared is not None and not Path(shared).exists()
     assert not _processes_naming(shared)
 
