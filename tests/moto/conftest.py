@@ -36,7 +36,9 @@ def moto_url() -> Iterator[str]:
 def aws_env(moto_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """Reset moto and point boto3 (and subprocesses) at it with fake credentials."""
     req = urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST")
-    with urllib.request.urlopen(req, timeout=10) as resp:  # local moto server only
+    # A reset rebuilds every backend moto has set up: it took over 10 s on this 2-core machine
+    # with both cores busy and the tests at a lower priority (as scripts/test runs them).
+    with urllib.request.urlopen(req, timeout=120) as resp:  # local moto server only
         assert resp.status == 200
     for var in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
         monkeypatch.delenv(var, raising=False)
