@@ -21,7 +21,7 @@ from elb.cli.dryrun import build_cloud, dry_run
 from elb.cli.nodeview import NodeFacts, nodes_facts
 from elb.core import assets
 from elb.core.config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
-from elb.core.demand import DemandSplit, NotDemand
+from elb.core.demand import DemandSplit
 from elb.core.durations import argument as duration
 from elb.core.durations import minutes
 from elb.core.exitcodes import Exit
@@ -280,16 +280,6 @@ def _status_note(f: NodeFacts) -> str:
     return f"  the scheduler has not reached it for {minutes(f.lost_for)}" if f.lost_for else ""
 
 
-def _not_demand_json(n: NotDemand) -> dict[str, object]:
-    return {
-        "job_id": n.job.job_id,
-        "tasks": n.job.tasks,
-        "unservable": n.unservable,
-        "until": n.until,
-        "reason": n.reason,
-    }
-
-
 def _status_json(
     cfg: Config, journal: Journal, nodes: Sequence[Node], read: SchedulerRead | None, now: float
 ) -> dict[str, object]:
@@ -308,7 +298,7 @@ def _status_json(
             "steps": {name: asdict(boot.steps[name]) for name in DURATION_NAMES},
         },
         "scheduler": None if snap is None else snapshot_summary(snap, cfg.cluster.master),
-        "not_demand": None if split is None else [_not_demand_json(n) for n in split.not_demand],
+        "not_demand": None if split is None else [n.as_json() for n in split.not_demand],
         "groups": [asdict(s) for s in _spend(cfg, journal.nodes(), now)],
         "budget": budget.as_json() if (budget := budget_now(journal, cfg, now)) is not None else None,
         "orders": {

@@ -19,32 +19,38 @@ _NO_GROUPS: Mapping[Job, str] = MappingProxyType({})
 
 @dataclass(frozen=True, slots=True)
 class NotDemand:
-    """A waiting job the policy does not plan for. ``until``: the ``qsub -a`` time after which it
-    is demand; None when no node elb launches could ever run it."""
+    """A waiting job the policy does not plan for, one of three kinds: ``held`` by the scheduler
+    for a reason of its own, whatever nodes there are (Slurm's pending reasons: a dependency, a
+    begin time, a hold, a limit, a node of its own choosing that is not up); not yet, until
+    ``until`` (the ``qsub -a`` time after which it is demand); else unservable: no node elb
+    launches could ever run it."""
 
     job: Job
     reason: str
     until: float | None = None
+    held: bool = False
 
     @property
     def unservable(self) -> bool:
-        return self.until is None
+        return self.until is None and not self.held
 
     @property
     def verdict(self) -> str:
-        """``unservable: why`` or ``not yet: why``."""
-        return f"{'unservable' if self.unservable else 'not yet'}: {self.reason}"
+        """``held: why``, ``not yet: why`` or ``unservable: why``."""
+        kind = "held" if self.held else "unservable" if self.until is None else "not yet"
+        return f"{kind}: {self.reason}"
 
     def describe(self) -> str:
         tasks = f" ({self.job.tasks} tasks)" if self.job.tasks > 1 else ""
         return f"job {self.job.job_id}{tasks}: {self.verdict}"
 
     def as_json(self) -> dict[str, object]:
-        """JSON-ready: job number, tasks, unservable or not yet (``until``), the reason."""
+        """JSON-ready: job number, tasks, unservable, held or not yet (``until``), the reason."""
         return {
             "job_id": self.job.job_id,
             "tasks": self.job.tasks,
             "unservable": self.unservable,
+            "held": self.held,
             "until": self.until,
             "reason": self.reason,
         }

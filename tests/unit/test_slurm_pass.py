@@ -444,3 +444,21 @@ def test_the_asks_the_budget_holds_are_given_back_to_slurm_as_the_back_off_s_are
     assert "given back node002" in summary
     answers = {n: a for n, _k, _t, a in r.journal.answered_asks()}
     assert answers["node002"].startswith("given back: budget: holding 1 of 2 launch(es)")
+
+
+def test_a_job_slurm_holds_is_held_not_unservable(tmp_path: Path) -> None:
+    # A dependency or a powering-down node Slurm itself chose: Slurm holds the job whatever nodes
+    # elb has. It is not demand, and not unservable either (the gauge behind a 30-minute alert).
+    r = rig(tmp_path)
+    r.slurm.jobs += [
+        sjob("7", "PENDING", reason="Dependency"),
+        sjob("8", "PENDING", reason="ReqNodeNotAvail, UnavailableNodes:node002"),
+    ]
+    r.run()
+    assert r.bal.last.unservable_jobs == 0
+    verdicts = sorted(n.describe() for n in r.bal.last.not_demand)
+    assert verdicts == [
+        "job 7: held: Slurm holds it: Dependency",
+        "job 8: held: Slurm holds it: ReqNodeNotAvail, UnavailableNodes:node002",
+    ]
+    assert all(n.as_json()["held"] and not n.as_json()["unservable"] for n in r.bal.last.not_demand)

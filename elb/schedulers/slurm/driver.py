@@ -186,7 +186,10 @@ class Slurm:
         if self._last is not None:
             reasons = {int(j.job_id.split("_", 1)[0]): j.reason for j in self._last.jobs if j.pending}
         return DemandSplit(
-            snap, tuple(NotDemand(j, not_demand_reason(reasons.get(j.job_id, "")) or "held by Slurm") for j in held)
+            snap,
+            tuple(
+                NotDemand(j, not_demand_reason(reasons.get(j.job_id, "")) or "held by Slurm", held=True) for j in held
+            ),
         )
 
     # -- the drain and the bring-up ----------------------------------------------------------
