@@ -4,7 +4,8 @@ brought up to date by what changed, so that a decision's work does not grow with
 ``cluster_view`` joins every host, node record and job at each call: work in proportion to the
 nodes and jobs. A ``WorkerTally`` keeps the objects of the last inputs by identity; at the next
 call it finds the ones that came and went (set operations over object ids, which run in C) and
-works out again only the workers whose host, record or running jobs changed. What it then holds
+works out again only the workers whose host or record changed or that started or stopped running
+any job, and keeps a worker's entry as it was when its facts are the same. What it then holds
 is what ``cluster_view`` and the peers' helpers compute from the same inputs: the size, the
 waiting jobs oldest first, the ready workers with free slots, the booting ones and the managed
 idle ones (each in the view's order: by name), the highest node number in use (``new_names``),
