@@ -912,14 +912,12 @@ class Simulator:
             self._restart(r.node, now, r.reason)
             launched += 1
         room = self.max_nodes - sum(self.group_count.values())
-        in_use = {*self.nodes, *self.pooled} if plan.add_names else set()
         for name in plan.add_names[: max(0, room)]:
             group = plan.add_groups.get(name, self.first_group)
             if group not in self.group_slots or self.group_count[group] >= self.group_max[group]:
                 continue  # the group's own cap (a plan that ignores it gets no node)
-            if name in in_use:  # a name in use (a policy's own naming): the next free one
-                name = next_names(sorted(in_use), 1)[0]  # noqa: PLW2901
-            in_use.add(name)
+            if name in self.nodes or name in self.pooled:  # a name in use (a policy's own naming): the next free one
+                name = next_names(sorted({*self.nodes, *self.pooled}), 1)[0]  # noqa: PLW2901
             self._launch(name, now, group=group)
             launched += 1
         if launched:

@@ -4,7 +4,8 @@ brought up to date by what changed, so that a decision's work does not grow with
 ``cluster_view`` joins every host, node record and job at each call: work in proportion to the
 nodes and jobs. A ``WorkerTally`` keeps the objects of the last inputs by identity; at the next
 call it finds the ones that came and went (set operations over object ids, which run in C) and
-works out again only the workers whose host, record or running jobs changed. What it then holds
+works out again only the workers whose host or record changed or that started or stopped running
+any job, and keeps a worker's entry as it was when its facts are the same. What it then holds
 is what ``cluster_view`` and the peers' helpers compute from the same inputs: the size, the
 waiting jobs oldest first, the ready workers with free slots, the booting ones and the managed
 idle ones (each in the view's order: by name), the highest node number in use (``new_names``),
@@ -275,16 +276,23 @@ class WorkerTally:
     def _take_hosts(self, hosts: tuple[Sequence[Host], Sequence[Host]], changed: set[str]) -> bool:
         gone, came = hosts
         by_name = self._host
+        left: set[str] = set()  # the names of hosts that went, less those of hosts that came
         for h in gone:
             if by_name.get(h.name) is h:
                 del by_name[h.name]
                 changed.add(h.name)
+                left.add(h.name)
         for h in came:
             if h.name in by_name:
                 return False
             by_name[h.name] = h
             changed.add(h.name)
-        self._count_names(gone, came)
+            if h.name in left:  # a host replaced by another of its name (its free slots)
+                left.discard(h.name)
+            else:
+                self._count_name(h.name, 1)
+        for name in left:
+            self._count_name(name, -1)
         return True
 
     def _take_records(self, records: tuple[Sequence[Node], Sequence[Node]], changed: set[str]) -> bool:
@@ -303,7 +311,7 @@ class WorkerTally:
         self._count_names(gone, came)
         return True
 
-    def _count_names(self, gone: Sequence[Host | Node], came: Sequence[Host | Node]) -> None:
+    def _count_names(self, gone: Sequence[Node], came: Sequence[Node]) -> None:
         """``_count_name`` for the names of the objects that went and came, netted: a name whose
         object was replaced by another of the same name leaves the numbers in use as they were."""
         if not gone and not came:
@@ -323,6 +331,7 @@ class WorkerTally:
     def _take_jobs(self, jobs: tuple[Sequence[Job], Sequence[Job]], changed: set[str]) -> None:
         gone, came = jobs
         pending, running = self._pending, self._running
+        ran: dict[str, bool] = {}  # the hosts whose running jobs changed: whether they ran one before
         for step, some in ((-1, gone), (1, came)):
             for j in some:
                 if j.state in PENDING_STATES:
@@ -334,10 +343,13 @@ class WorkerTally:
                     self._oldest = None
                 on = started_host(j)
                 if on is not None:
+                    if on not in ran:
+                        ran[on] = on in running
                     running[on] += step
                     if not running[on]:
                         del running[on]
-                    changed.add(on)
+        # A worker's entry reads whether it runs a job (``_entry``), not how many.
+        changed.update(on for on, before in ran.items() if (on in running) != before)
 
     def _count_name(self, name: str, step: int) -> None:
         """Keep the node numbers in use (``new_names`` scans every host and record name): add
@@ -382,8 +394,12 @@ class WorkerTally:
         return _Entry(None, room, since, up_total, ready)
 
     def _set(self, name: str, entry: _Entry | None) -> None:
-        old = self._entries.pop(name, None)
-        if entry is not None:
+        old = self._entries.get(name)
+        if old == entry:
+            return
+        if entry is None:
+            del self._entries[name]
+        else:
             self._entries[name] = entry
         o, e = old or _VOID, entry or _VOID
         if o.up_total != e.up_total:
@@ -542,6 +558,10 @@ class CapacityTally(WorkerTally):
 
     def _set(self, name: str, entry: _Entry | None) -> None:
         old = self._entries.get(name)
+        if old == entry:  # the same facts; an idle worker's record may be another one
+            if entry is not None and entry.idle_since is not None:
+                self._idle_workers = None
+            return
         super()._set(name, entry)
         o, e = old or _VOID, entry or _VOID
         # Its bin (``bins``): a ready worker's (free, total), a booting one's (slots, slots).
