@@ -13,10 +13,14 @@ the user on the node. The NFS and MOUNT ports are asked of the server's rpcbind 
 mount, and given to every connect (``service_ports``; rpcbind is asked again only if they no
 longer answer). A connection, one per identity, is opened at its first use and kept until
 an operation finds it broken (a connection or RPC error, a time-out, or nfs-rs asking for a
-reopen or a remount): it is dropped, the next operation opens another, and an operation that
-can be sent twice without harm (reads, and writes of the same thing again) is sent once more on
-it. Each broken connection, each failure the server did not answer with an NFS error and each
-operation slower than ``SLOW_OP`` is written, with the time, to the mount's log
+retry, a reopen or a remount): it is dropped, the next operation opens another, and an operation
+that can be sent twice without harm (reads, and writes of the same thing again) is sent again on
+a new one, as a ``hard`` mount of the kernel's client retransmits: at once, then every
+``RESEND_PAUSE`` seconds for as long as its connections keep breaking, up to ``HARD_FOR`` seconds
+(a new node has been seen unable to reach the master for over half a minute under load: a job's
+``stat`` then waits, as it would on a hard mount, instead of failing). Each broken connection,
+each failure the server did not answer with an NFS error and each operation slower than
+``SLOW_OP`` is written, with the time, to the mount's log
 (``/var/log/elb-mountnfs/<mount point>.log``). Not for production use: no caching.
 
 Locks are the server's, as the kernel's NFSv3 client takes them: ``fcntl``/``lockf`` byte-range
@@ -54,6 +58,8 @@ from typing import Any
 MOUNT_WAIT = 20.0
 SLOW_OP = 5.0  # seconds: an operation that takes longer is logged
 SLOW_CONNECT = 1.0  # seconds: a connect that takes longer is logged
+HARD_FOR = 120.0  # seconds a RESENDABLE call is sent again while its connections keep breaking
+RESEND_PAUSE = 1.0  # seconds between two sends of it after the first resend
 # nfs-rs calls that may be sent again on a new connection when theirs broke: they read, or
 # set again what they set (``touch`` is called with exist_ok, ``read_at``/``write_at`` at offsets).
 RESENDABLE = frozenset(
@@ -104,13 +110,13 @@ def _log(message: str) -> None:
 def broken(err: BaseException) -> bool:
     """Whether ``err`` says the connection is no longer usable, rather than the server refusing
     the operation (nfs-rs's errors: ConnectionError, TimeoutError, an RPC error, a closed client,
-    or a recovery that needs the file reopened or the export mounted again)."""
+    or a recovery that asks for the call again, the file reopened or the export mounted again)."""
     if isinstance(err, (ConnectionError, TimeoutError)):
         return True
     if type(err).__name__ in ("NfsRpcError", "NfsClientClosedError"):
         return True
     action = getattr(err, "recovery_action", None)
-    return str(getattr(action, "value", action) or "") in ("reopen", "remount")
+    return str(getattr(action, "value", action) or "") in ("retry", "reopen", "remount")
 
 
 def describe(err: BaseException) -> str:
@@ -256,9 +262,14 @@ class NfsOperations:
 
     def _run(self, name: str, path: str, key: tuple[int, int], fn: Any, handle: _Handle | None) -> Any:
         """Run ``fn`` on the connection of ``key`` (or on ``handle``'s file). A broken connection
-        is dropped, and a RESENDABLE call is sent once more on a new one; every error becomes
-        the errno FUSE returns."""
-        for attempt in (1, 2):
+        is dropped, and a RESENDABLE call is sent again on a new one (at once, then every
+        RESEND_PAUSE while ``HARD_FOR`` has not passed); every error becomes the errno FUSE returns."""
+        first = time.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            if attempt > 2:
+                time.sleep(RESEND_PAUSE)
             started = time.monotonic()
             client = None
             try:
@@ -270,7 +281,7 @@ class NfsOperations:
                 raise
             except Exception as e:
                 gone = broken(e)
-                again = gone and attempt == 1 and name in RESENDABLE
+                again = gone and name in RESENDABLE and (attempt == 1 or time.monotonic() - first < HARD_FOR)
                 if gone or _errno_of(e) in (errno.EIO, errno.ETIMEDOUT):
                     took = time.monotonic() - started
                     what = f"{name} {path!r} as {key[0]}:{key[1]} failed after {took:.1f} s: {describe(e)}"
@@ -284,7 +295,6 @@ class NfsOperations:
             if took > SLOW_OP:
                 _log(f"{name} {path!r} as {key[0]}:{key[1]} took {took:.1f} s")
             return result
-        raise AssertionError("unreachable")  # pragma: no cover: the second attempt returns or raises
 
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:

@@ -109,6 +109,7 @@ class Nfs:
         self.clients: list[Client] = []
         self.ports: dict[str, int] = {}
         self.refused: dict[str, int] = {}  # connects to these ports fail
+        self.broken_clients = 0  # how many of the next connections break at their first stat
         self.Client = SimpleNamespace(connect=self.connect)
 
     def connect(
@@ -119,6 +120,9 @@ class Nfs:
         if ports and ports == self.refused:
             raise ConnectionRefusedError(errno.ECONNREFUSED, "nothing listens there now")
         self.clients.append(Client((uid, gid), self.calls))
+        if self.broken_clients:
+            self.broken_clients -= 1
+            self.clients[-1].failing["stat"] = TimeoutError("no reply")
         return self.clients[-1]
 
 
@@ -213,7 +217,7 @@ class Recovery(RuntimeError):
         (NfsRpcError("portmapper lookup failed"), True),
         (Recovery("remount"), True),
         (Recovery("reopen"), True),
-        (Recovery("retry"), False),
+        (Recovery("retry"), True),
         (FileNotFoundError(), False),
         (PermissionError(), False),
     ],
@@ -234,6 +238,32 @@ def test_a_broken_connection_is_dropped_and_a_read_sent_again_on_a_new_one(capsy
     assert "stat '/a' as 1000:1000 failed after" in log and "connection dropped; sent again" in log
     ops.getattr("/a")
     assert len(nfs.connected) == 3  # the new connection is kept
+
+
+def test_a_read_is_sent_again_while_its_connections_keep_breaking_as_on_a_hard_mount(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(m, "RESEND_PAUSE", 0.0)
+    nfs = Nfs()
+    ops = m.NfsOperations(FUSE, nfs, URL, None)
+    before = len(nfs.clients)
+    nfs.broken_clients = 4  # the node cannot reach the server for a while
+    assert ops.getattr("/a")["st_size"] == 5  # answered by the fifth connection
+    made = nfs.clients[before:]
+    assert len(made) == 5 and all(c.closed for c in made[:4]) and not made[4].closed
+    assert capsys.readouterr().err.count("connection dropped; sent again") == 4
+
+
+def test_a_hard_mounts_resends_end_after_hard_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(m, "RESEND_PAUSE", 0.0)
+    monkeypatch.setattr(m, "HARD_FOR", 0.0)  # only the first resend, which is always made
+    nfs = Nfs()
+    ops = m.NfsOperations(FUSE, nfs, URL, None)
+    before = len(nfs.clients)
+    nfs.broken_clients = 10
+    with pytest.raises(FuseOSError) as err:
+        ops.getattr("/a")
+    assert err.value.errno == errno.ETIMEDOUT and len(nfs.clients) - before == 2
 
 
 def test_a_call_that_must_not_be_sent_twice_fails_and_the_next_gets_a_new_connection(
