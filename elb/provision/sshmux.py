@@ -37,6 +37,8 @@ UNSHARED = "-o ControlMaster=no"
 # A Unix socket's path has at most 107 bytes; Ansible names each socket by a 10-character hash
 # of host, port and user in the directory, and ssh adds a suffix of 17 while it creates it.
 MAX_DIR = 107 - 1 - 10 - 17
+PREFIX = "elb-ssh-"  # a run's directory: this and the 8 random characters mkdtemp adds
+NAME_LEN = len(PREFIX) + 8
 EXIT_TIMEOUT = 5.0  # seconds for one ``ssh -O exit``
 
 
@@ -50,10 +52,10 @@ def shared_connections(parent: Path | None = None) -> Iterator[Path | None]:
     """A new directory (mode 0700) for one run's master connections, closed and deleted at the
     end; None (a connection per task) when no directory short enough can be made."""
     base = Path(parent or tempfile.gettempdir())
-    if len(str(base)) + len("/elb-ssh-xxxxxxxx") > MAX_DIR:
+    if len(str(base)) + 1 + NAME_LEN > MAX_DIR:
         base = Path("/tmp")  # noqa: S108 (a private directory of our own in it, below)
     try:
-        directory = Path(tempfile.mkdtemp(prefix="elb-ssh-", dir=base))
+        directory = Path(tempfile.mkdtemp(prefix=PREFIX, dir=base))
     except OSError as err:
         log.warning("no directory for shared SSH connections in %s (%s): a connection per task", base, err)
         yield None

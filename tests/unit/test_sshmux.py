@@ -43,7 +43,7 @@ def test_a_directory_ssh_or_ansible_would_read_as_syntax_is_refused(bad: str) ->
 
 def test_the_directory_is_private_and_gone_after_the_run() -> None:
     with sshmux.shared_connections() as d:
-        assert d is not None and d.name.startswith("elb-ssh-")
+        assert d is not None and d.name.startswith(sshmux.PREFIX) and len(d.name) == sshmux.NAME_LEN
         assert d.stat().st_mode & 0o777 == 0o700
         (d / "leftover").write_text("x")  # whatever a run left there goes with it
     assert not d.exists()
@@ -54,7 +54,7 @@ def test_a_parent_too_long_for_a_socket_path_falls_back_to_tmp(tmp_path: Path) -
     deep.mkdir()
     with sshmux.shared_connections(deep) as d:
         assert d is not None and d.parent == Path("/tmp")
-    fits = Path("/tmp") / ("d" * (sshmux.MAX_DIR - len("/tmp/") - len("/elb-ssh-xxxxxxxx")))
+    fits = Path("/tmp") / ("d" * (sshmux.MAX_DIR - len("/tmp/") - 1 - sshmux.NAME_LEN))
     fits.mkdir()
     try:
         with sshmux.shared_connections(fits) as d:
