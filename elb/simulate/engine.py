@@ -183,7 +183,8 @@ class _Node:
     # When it last turned idle (its record's): what makes it idle since when it runs nothing
     # (``Node.quiet_since``). Nothing reads it while the node is busy (a busy node is not idle), so
     # a node turning busy, and a job starting or ending on a node that stays busy, leave its
-    # record as it was.
+    # record as it was, and a node that turns idle and busy again between two snapshots keeps
+    # the record the last one showed (``_shown_record``).
     last_busy_at: float | None = None
     busy_since: float | None = None
     busy_seconds: float = 0.0
@@ -527,6 +528,10 @@ class Simulator:
             self._changes.hosts.went(host)
         if record is not None:
             self._changes.records.went(record)
+        # A node that went is kept for its bill alone: its Host values and record go now, so the
+        # replay does not carry every Host shown of every node it ever ran.
+        node.record = node.host = None
+        node.hosts = {}
         self.dead.append(node)
         if stopped:
             self.out.stops += 1
@@ -656,6 +661,8 @@ class Simulator:
             node.free -= used
             if node.jobs == 0:
                 node.busy_since = now
+                if node.record is None:
+                    node.record = self._shown_record(node)
             node.jobs += 1
             self._touch(node, record=False)
         self.running[job.job_id] = run
@@ -672,6 +679,15 @@ class Simulator:
             self.out.placements.append(
                 Placement(job.job_id, job.submit, now, run.end, job.slots, tuple((n.name, u) for n, u in parts))
             )
+
+    def _shown_record(self, node: _Node) -> Node | None:
+        """The record the last snapshot showed of a node that turned idle since and turns busy
+        again now, when it showed the node ready (the same stretch): it stays the node's record,
+        as nothing reads when a busy node last turned idle; None: a record is to be made."""
+        shown = self._record_values.get(node.name)
+        if shown is not None and shown.state is NodeState.READY and shown.launched_at == node.launched_at:
+            return shown
+        return None
 
     def _finish(self, run: _Run, now: float) -> None:
         del self.running[run.job.job_id]

@@ -98,9 +98,12 @@ class Changes(Generic[T]):
             self._gone[id(obj)] = obj
 
     def revised(self, items: Iterable[T], before: tuple[T, ...] | None) -> tuple[T, ...]:
-        """The next tuple: a ``Revised`` of ``before`` (a plain tuple without one); the changes
-        start again from it."""
+        """The next tuple: a ``Revised`` of ``before`` (a plain tuple without one), or ``before``
+        itself when nothing came or went (``items`` then holds its objects in its order); the
+        changes start again from it."""
         came, gone = self._came.values(), self._gone.values()
+        if before is not None and not came and not gone:
+            return before
         out = tuple(items) if before is None else Revised(items, before, came, gone)
         self._came, self._gone = {}, {}
         return out
