@@ -32,14 +32,14 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from elb.core.frozen import quick_init
 from elb.core.model import PENDING_STATES, Host, Job, Node, NodeState, Snapshot
 from elb.core.naming import next_names
 from elb.core.policy.forecast import OVERDUE_GRACE, Capacity
 from elb.core.policy.placement import Bin, FreeIndex, Key, named, width
-from elb.core.policy.view import host_facts, nodes_for, oldest_first
+from elb.core.policy.view import host_numbers, nodes_for, oldest_first
 from elb.core.state import idle_since, is_busy, serves, started_host
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
@@ -50,10 +50,8 @@ _NAMES_KEPT = 1 << 16  # names whose number ``WorkerTally`` keeps parsed
 _UNSEEN = -1  # ``WorkerTally._number_of`` has no entry for the name (a number is never negative)
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    """What one worker adds to the tally."""
+class _Entry(NamedTuple):
+    """What one worker adds to the tally (a named tuple: entries are compared at each change)."""
 
     booting: int | None  # a booting record's slots (0: not known); None: not booting
     room: tuple[int, int] | None  # (free, total) of a ready worker with free slots
@@ -384,8 +382,7 @@ class WorkerTally:
             if node is None:
                 return None
             return _Entry(node.slots or 0 if node.state in _BOOTING else None, None, None, 0)
-        facts = host_facts(host)
-        up, free, total, busy = facts.up, facts.free, facts.total, facts.busy
+        up, free, total, busy = host_numbers(host)
         up_total = total if up else 0
         if node is not None and node.state in _BOOTING:
             return _Entry(node.slots or 0, None, None, up_total)
@@ -398,13 +395,16 @@ class WorkerTally:
 
     def _set(self, name: str, entry: _Entry | None) -> None:
         old = self._entries.get(name)
-        if old == entry:
-            return
+        if old != entry:
+            self._store(name, old or _VOID, entry)
+
+    def _store(self, name: str, o: _Entry, entry: _Entry | None) -> None:
+        """Set ``name``'s entry, which was ``o`` (``_VOID``: none) and differs."""
         if entry is None:
             del self._entries[name]
         else:
             self._entries[name] = entry
-        o, e = old or _VOID, entry or _VOID
+        e = entry or _VOID
         if o.up_total != e.up_total:
             self._up_total += e.up_total - o.up_total
         if (o.room is None) != (e.room is None):
@@ -565,8 +565,8 @@ class CapacityTally(WorkerTally):
             if entry is not None and entry.idle_since is not None:
                 self._idle_workers = None
             return
-        super()._set(name, entry)
         o, e = old or _VOID, entry or _VOID
+        self._store(name, o, entry)
         # Its bin (``bins``): a ready worker's (free, total), a booting one's (slots, slots).
         if e.ready is not None:
             self.bins.set(named(name), *e.ready)
