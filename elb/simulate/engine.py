@@ -207,6 +207,7 @@ class _Waiting:
     group: str
     footprint: int
     seq: int = 0  # its number in ``Simulator.pending``
+    whole: int = -1  # whole nodes it takes, 0 when it fits on one node (-1: not worked out yet)
 
 
 @dataclass(slots=True)
@@ -608,8 +609,11 @@ class Simulator:
 
     # -- dispatch ------------------------------------------------------------------------------
     def _width(self, w: _Waiting) -> int:
-        """Whole nodes a wide job takes; 0 for a job that fits on one node."""
-        return width(w.footprint, self.group_slots[w.group])
+        """Whole nodes a wide job takes; 0 for a job that fits on one node (worked out once: a
+        waiting job is looked at again at each dispatch until it starts)."""
+        if w.whole < 0:
+            w.whole = width(w.footprint, self.group_slots[w.group])
+        return w.whole
 
     def _place_now(self, w: _Waiting, allowed: dict[str, int] | None = None) -> list[tuple[_Node, int]] | None:
         """Where the job would start now (ready nodes of its group), or None. ``allowed``:
