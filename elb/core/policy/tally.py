@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, NamedTuple, TypeVar
@@ -161,13 +160,13 @@ class WorkerTally:
         self._jobs: _Seen[Job] = _Seen()
         self._host: dict[str, Host] = {}
         self._alive: dict[str, Node] = {}
-        self._running: Counter[str] = Counter()
+        self._running: dict[str, int] = {}  # the jobs filed under each host that has any
         self._pending: dict[int, Job] = {}
         self._ordered: tuple[Job, ...] | None = ()  # the waiting jobs oldest first (None: to sort)
         self._oldest: tuple[float | None] | None = (None,)  # the earliest submission (None: to find)
         self._up_total = 0  # the slots of the workers whose host is up
         self._entries: dict[str, _Entry] = {}
-        self._numbers: Counter[int] = Counter()  # node numbers in use (hosts and every record)
+        self._numbers: dict[int, int] = {}  # node numbers in use (hosts and every record), and their uses
         self._number_of: dict[str, int | None] = {}  # each name's number (None: not one of ``prefix``)
         self._highest: int | None = 0  # the highest of ``_numbers`` (None: to find)
         self.ready_room: list[str] = []  # ready workers with free slots, by name
@@ -346,8 +345,10 @@ class WorkerTally:
                 if on is not None:
                     if on not in ran:
                         ran[on] = on in running
-                    running[on] += step
-                    if not running[on]:
+                    count = running.get(on, 0) + step
+                    if count:
+                        running[on] = count
+                    else:
                         del running[on]
         # A worker's entry reads whether it runs a job (``_entry``), not how many.
         changed.update(on for on, before in ran.items() if (on in running) != before)
@@ -366,14 +367,16 @@ class WorkerTally:
             number = self._number_of[name] = int(digits) if ours else None
         if number is None:
             return
-        self._numbers[number] += step
+        uses = self._numbers.get(number, 0) + step
+        if uses > 0:
+            self._numbers[number] = uses
+        else:
+            self._numbers.pop(number, None)
         if step > 0:
             if self._highest is not None:
                 self._highest = max(self._highest, number)
-        elif self._numbers[number] <= 0:
-            del self._numbers[number]
-            if number == self._highest:
-                self._highest = None
+        elif uses <= 0 and number == self._highest:
+            self._highest = None
 
     def _entry(self, name: str) -> _Entry | None:
         """The worker ``name`` as ``Worker`` and the peers' ``_count`` and ``_fit`` read it."""
