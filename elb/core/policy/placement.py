@@ -335,13 +335,12 @@ class Packing:
             b = self._named[key] = Bin(key[2], *entry)
         return b
 
-    def _take(self, key: Key, slots: int) -> Bin:
-        b = self._bin(key)
+    def _take(self, key: Key, b: Bin, slots: int) -> None:
+        """Take ``slots`` of bin ``b`` (``_bin(key)``)."""
         b.free -= slots
         self._index.set(key, b.free, b.total)
         if b.name is not None:
             self.assigned.add(b.name)
-        return b
 
     @property
     def saturated(self) -> bool:
@@ -373,7 +372,8 @@ class Packing:
         while left and index.empty_count:
             taken = index.empties(k)
             for key in taken:
-                self._take(key, self._bin(key).free)
+                b = self._bin(key)
+                self._take(key, b, b.free)
             left -= 1
             if len(taken) < k:
                 short += 1
@@ -397,7 +397,7 @@ class Packing:
             if not counting and b.new:
                 break
             take = min(left, b.free // slots)
-            self._take(key, take * slots)
+            self._take(key, b, take * slots)
             left -= take
             if b.new:
                 short += take  # on a node launched for earlier jobs: it waits for that boot too
