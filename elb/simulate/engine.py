@@ -726,16 +726,27 @@ class Simulator:
         """SGE without reservations: every waiting job that fits now starts, in submission order.
         Only the oldest job of each need is looked at until one of that need does not fit
         (``WaitingJobs.start_in_order``): the same jobs start, in the same order, on the same nodes
-        as a walk over every waiting job."""
+        as a walk over every waiting job. A pass only takes capacity, so once a need of a group
+        does not fit, no need of that group that takes as much or more fits either (more whole
+        nodes, or more slots on one node): it is declined without a look."""
         for index in self._ready.values():
             if index.most_free > 0:
                 break
         else:
             return  # every ready node is full (or there is none): nothing fits
+        # Per group and kind (whole nodes, slots on one node): the least that did not fit.
+        missed: dict[tuple[str, bool], int] = {}
 
         def start(w: _Waiting) -> bool:
+            whole = self._width(w)
+            kind = (w.group, whole > 0)
+            take = whole or w.footprint
+            least = missed.get(kind)
+            if least is not None and take >= least:
+                return False
             parts = self._place_now(w)
             if parts is None:
+                missed[kind] = take  # less than any that missed before
                 return False
             self._start(w, parts, now)
             return True
