@@ -72,8 +72,9 @@ import heapq
 import itertools
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from elb.core.backoff import Tracker
@@ -100,6 +101,7 @@ from elb.simulate.waiting import WaitingJobs
 QUEUE = "all.q"
 _EPS = 1e-9
 _NO_ORDERS = Orders()
+_NO_LOAD: Mapping[str, str] = MappingProxyType({})  # a simulated host's load values (none): one for all
 
 
 def sim_config(settings: SimSettings, groups: SimGroups, max_nodes: int) -> Config:
@@ -561,7 +563,7 @@ class Simulator:
             host = n.hosts.get(n.free)
             if host is None:
                 q = QueueInstance(self._queue(n.group), n.name, n.slots, n.slots - n.free)
-                host = n.hosts[n.free] = Host(n.name, (q,), num_proc=n.slots)
+                host = n.hosts[n.free] = Host(n.name, (q,), num_proc=n.slots, load=_NO_LOAD)
             n.host = host
         return n.host
 
