@@ -161,6 +161,7 @@ class WorkerTally:
         self._host: dict[str, Host] = {}
         self._alive: dict[str, Node] = {}
         self._running: dict[str, int] = {}  # the jobs filed under each host that has any
+        self._filed: dict[int, str] = {}  # by a job's id: the host it is filed under (``started_host``)
         self._pending: dict[int, Job] = {}
         self._ordered: tuple[Job, ...] | None = ()  # the waiting jobs oldest first (None: to sort)
         self._oldest: tuple[float | None] | None = (None,)  # the earliest submission (None: to find)
@@ -330,26 +331,33 @@ class WorkerTally:
 
     def _take_jobs(self, jobs: tuple[Sequence[Job], Sequence[Job]], changed: set[str]) -> None:
         gone, came = jobs
-        pending, running = self._pending, self._running
+        pending, running, filed = self._pending, self._running, self._filed
         ran: dict[str, bool] = {}  # the hosts whose running jobs changed: whether they ran one before
-        for step, some in ((-1, gone), (1, came)):
-            for j in some:
-                if j.state in PENDING_STATES:
-                    if step > 0:
-                        pending[id(j)] = j
-                    else:
-                        del pending[id(j)]
-                    self._ordered = None
-                    self._oldest = None
-                on = started_host(j)
-                if on is not None:
-                    if on not in ran:
-                        ran[on] = on in running
-                    count = running.get(on, 0) + step
-                    if count:
-                        running[on] = count
-                    else:
-                        del running[on]
+        for j in gone:
+            if j.state in PENDING_STATES:
+                del pending[id(j)]
+                self._ordered = None
+                self._oldest = None
+            on = filed.pop(id(j), None)
+            if on is not None:
+                if on not in ran:
+                    ran[on] = on in running
+                count = running[on] - 1
+                if count:
+                    running[on] = count
+                else:
+                    del running[on]
+        for j in came:
+            if j.state in PENDING_STATES:
+                pending[id(j)] = j
+                self._ordered = None
+                self._oldest = None
+            on = started_host(j)
+            if on is not None:
+                filed[id(j)] = on
+                if on not in ran:
+                    ran[on] = on in running
+                running[on] = running.get(on, 0) + 1
         # A worker's entry reads whether it runs a job (``_entry``), not how many.
         changed.update(on for on, before in ran.items() if (on in running) != before)
 
@@ -554,7 +562,7 @@ class CapacityTally(WorkerTally):
             if j.state in PENDING_STATES:
                 self._pending_slots += j.slots * j.tasks
                 self._pending_odd += j.slots <= 0 or j.tasks <= 0
-            host = started_host(j)
+            host = self._filed.get(id(j))
             if host is not None and j.hard_runtime is not None and j.started is not None:
                 self._numbered += 1
                 place = (j.started + j.hard_runtime, self._numbered, id(j))
