@@ -205,10 +205,7 @@ def repairs_of(
     """
     now = state.now
     out: list[Repair] = []
-    theirs: set[str] = set()
-    suspects, skipped = state.suspects_apart(skip)  # a steady node needs nothing
-    theirs.update(inst.instance_id for name, inst in skipped if name != master)
-    for m in suspects:
+    for m in state.suspects_apart(skip):  # a steady node needs nothing
         if m.name == master:
             continue
         if m.instance is not None and m.instance.name == master:
@@ -224,9 +221,13 @@ def repairs_of(
         if repair is not None:
             out.append(repair)
 
-    # Instances the journal does not account for.
-    accounted = {r.instance.instance_id for r in out if r.instance is not None} | theirs
-    for inst in state.unaccounted:
+    # Instances the journal does not account for (the skipped nodes' are theirs, not orphans).
+    unaccounted = state.unaccounted
+    if not unaccounted:
+        return out
+    accounted = {r.instance.instance_id for r in out if r.instance is not None}
+    accounted.update(inst.instance_id for name, inst in state.skipped_instances(skip) if name != master)
+    for inst in unaccounted:
         if inst.instance_id in accounted or inst.name == master:
             continue
         live = instance_state(inst.state) in LIVE

@@ -275,22 +275,20 @@ class ClusterState:
             return tuple(self.managed(index.records[name]) for name in index.suspects)
         return tuple(m for m in self.nodes if not m.steady)
 
-    def suspects_apart(self, skip: Collection[str]) -> tuple[tuple[ManagedNode, ...], tuple[tuple[str, Instance], ...]]:
-        """``suspects`` apart from those named in ``skip``, and the instances of these (by name):
-        with the index, a skipped node is not joined."""
+    def suspects_apart(self, skip: Collection[str]) -> tuple[ManagedNode, ...]:
+        """``suspects`` but those named in ``skip``: with the index, a skipped node is not joined."""
         index = self.index
         if index is None:
-            ms = self.suspects
-            theirs = tuple((m.name, m.instance) for m in ms if m.name in skip and m.instance is not None)
-            return tuple(m for m in ms if m.name not in skip), theirs
-        kept: list[ManagedNode] = []
-        skipped: list[tuple[str, Instance]] = []
-        for name in index.suspects:
-            if name not in skip:
-                kept.append(self.managed(index.records[name]))
-            elif (inst := index.instances.get(name)) is not None:
-                skipped.append((name, inst))
-        return tuple(kept), tuple(skipped)
+            return tuple(m for m in self.suspects if m.name not in skip)
+        return tuple(self.managed(index.records[name]) for name in index.suspects if name not in skip)
+
+    def skipped_instances(self, skip: Collection[str]) -> tuple[tuple[str, Instance], ...]:
+        """The instances of the ``suspects`` named in ``skip`` (by name)."""
+        index = self.index
+        if index is None:
+            return tuple((m.name, m.instance) for m in self.suspects if m.name in skip and m.instance is not None)
+        found = ((name, index.instances.get(name)) for name in index.suspects if name in skip)
+        return tuple((name, inst) for name, inst in found if inst is not None)
 
     @cached_property
     def unaccounted(self) -> tuple[Instance, ...]:

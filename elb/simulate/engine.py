@@ -72,8 +72,9 @@ import heapq
 import itertools
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from elb.core.backoff import Tracker
@@ -100,6 +101,7 @@ from elb.simulate.waiting import WaitingJobs
 QUEUE = "all.q"
 _EPS = 1e-9
 _NO_ORDERS = Orders()
+_NO_LOAD: Mapping[str, str] = MappingProxyType({})  # a simulated host's load values (none): one for all
 
 
 def sim_config(settings: SimSettings, groups: SimGroups, max_nodes: int) -> Config:
@@ -183,7 +185,8 @@ class _Node:
     # When it last turned idle (its record's): what makes it idle since when it runs nothing
     # (``Node.quiet_since``). Nothing reads it while the node is busy (a busy node is not idle), so
     # a node turning busy, and a job starting or ending on a node that stays busy, leave its
-    # record as it was.
+    # record as it was, and a node that turns idle and busy again between two snapshots keeps
+    # the record the last one showed (``_shown_record``).
     last_busy_at: float | None = None
     busy_since: float | None = None
     busy_seconds: float = 0.0
@@ -206,6 +209,7 @@ class _Waiting:
     group: str
     footprint: int
     seq: int = 0  # its number in ``Simulator.pending``
+    whole: int = -1  # whole nodes it takes, 0 when it fits on one node (-1: not worked out yet)
 
 
 @dataclass(slots=True)
@@ -527,6 +531,10 @@ class Simulator:
             self._changes.hosts.went(host)
         if record is not None:
             self._changes.records.went(record)
+        # A node that went is kept for its bill alone: its Host values and record go now, so the
+        # replay does not carry every Host shown of every node it ever ran.
+        node.record = node.host = None
+        node.hosts = {}
         self.dead.append(node)
         if stopped:
             self.out.stops += 1
@@ -555,7 +563,7 @@ class Simulator:
             host = n.hosts.get(n.free)
             if host is None:
                 q = QueueInstance(self._queue(n.group), n.name, n.slots, n.slots - n.free)
-                host = n.hosts[n.free] = Host(n.name, (q,), num_proc=n.slots)
+                host = n.hosts[n.free] = Host(n.name, (q,), num_proc=n.slots, load=_NO_LOAD)
             n.host = host
         return n.host
 
@@ -603,8 +611,11 @@ class Simulator:
 
     # -- dispatch ------------------------------------------------------------------------------
     def _width(self, w: _Waiting) -> int:
-        """Whole nodes a wide job takes; 0 for a job that fits on one node."""
-        return width(w.footprint, self.group_slots[w.group])
+        """Whole nodes a wide job takes; 0 for a job that fits on one node (worked out once: a
+        waiting job is looked at again at each dispatch until it starts)."""
+        if w.whole < 0:
+            w.whole = width(w.footprint, self.group_slots[w.group])
+        return w.whole
 
     def _place_now(self, w: _Waiting, allowed: dict[str, int] | None = None) -> list[tuple[_Node, int]] | None:
         """Where the job would start now (ready nodes of its group), or None. ``allowed``:
@@ -656,6 +667,8 @@ class Simulator:
             node.free -= used
             if node.jobs == 0:
                 node.busy_since = now
+                if node.record is None:
+                    node.record = self._shown_record(node)
             node.jobs += 1
             self._touch(node, record=False)
         self.running[job.job_id] = run
@@ -672,6 +685,15 @@ class Simulator:
             self.out.placements.append(
                 Placement(job.job_id, job.submit, now, run.end, job.slots, tuple((n.name, u) for n, u in parts))
             )
+
+    def _shown_record(self, node: _Node) -> Node | None:
+        """The record the last snapshot showed of a node that turned idle since and turns busy
+        again now, when it showed the node ready (the same stretch): it stays the node's record,
+        as nothing reads when a busy node last turned idle; None: a record is to be made."""
+        shown = self._record_values.get(node.name)
+        if shown is not None and shown.state is NodeState.READY and shown.launched_at == node.launched_at:
+            return shown
+        return None
 
     def _finish(self, run: _Run, now: float) -> None:
         del self.running[run.job.job_id]
@@ -706,16 +728,27 @@ class Simulator:
         """SGE without reservations: every waiting job that fits now starts, in submission order.
         Only the oldest job of each need is looked at until one of that need does not fit
         (``WaitingJobs.start_in_order``): the same jobs start, in the same order, on the same nodes
-        as a walk over every waiting job."""
+        as a walk over every waiting job. A pass only takes capacity, so once a need of a group
+        does not fit, no need of that group that takes as much or more fits either (more whole
+        nodes, or more slots on one node): it is declined without a look."""
         for index in self._ready.values():
             if index.most_free > 0:
                 break
         else:
             return  # every ready node is full (or there is none): nothing fits
+        # Per group and kind (whole nodes, slots on one node): the least that did not fit.
+        missed: dict[tuple[str, bool], int] = {}
 
         def start(w: _Waiting) -> bool:
+            whole = self._width(w)
+            kind = (w.group, whole > 0)
+            take = whole or w.footprint
+            least = missed.get(kind)
+            if least is not None and take >= least:
+                return False
             parts = self._place_now(w)
             if parts is None:
+                missed[kind] = take  # less than any that missed before
                 return False
             self._start(w, parts, now)
             return True

@@ -374,7 +374,10 @@ def test_incremental_snapshots_and_free_index_match_the_nodes_at_every_decision(
             assert {r.name: r.state for r in nodes} == {
                 k: NodeState.READY if n.ready else NodeState.PROVISIONING for k, n in sim.nodes.items()
             }
-            assert {r.name: r.last_busy_at for r in nodes} == {k: n.last_busy_at for k, n in sim.nodes.items()}
+            # When a node last turned idle is read while it is idle only: a busy node's record
+            # may still say when it turned idle before the last snapshot.
+            idle = {k: n.last_busy_at for k, n in sim.nodes.items() if n.jobs == 0}
+            assert {r.name: r.last_busy_at for r in nodes if r.name in idle} == idle
             for slots in (1, 3, 8):
                 fits = sorted((k for k, n in ready.items() if n.free >= slots), key=host_order)
                 key = sim._ready["default"].first(slots)

@@ -83,7 +83,15 @@ class FreeIndex(Generic[K]):
         if old is not None:
             if old == entry:
                 return
-            self._drop(key, old)
+            was, had = old  # ``_drop``, written out: a replay moves nodes millions of times
+            if was > 0:
+                bucket = self._buckets[was]
+                if len(bucket) == 1:
+                    del self._buckets[was]
+                else:
+                    del bucket[bisect.bisect_left(bucket, key)]
+            if was == had and had >= self.whole and had > 0:
+                del self._empty[bisect.bisect_left(self._empty, key)]
         self._free[key] = entry
         if free > 0:
             keys = self._buckets.get(free)
@@ -327,13 +335,12 @@ class Packing:
             b = self._named[key] = Bin(key[2], *entry)
         return b
 
-    def _take(self, key: Key, slots: int) -> Bin:
-        b = self._bin(key)
+    def _take(self, key: Key, b: Bin, slots: int) -> None:
+        """Take ``slots`` of bin ``b`` (``_bin(key)``)."""
         b.free -= slots
         self._index.set(key, b.free, b.total)
         if b.name is not None:
             self.assigned.add(b.name)
-        return b
 
     @property
     def saturated(self) -> bool:
@@ -365,7 +372,8 @@ class Packing:
         while left and index.empty_count:
             taken = index.empties(k)
             for key in taken:
-                self._take(key, self._bin(key).free)
+                b = self._bin(key)
+                self._take(key, b, b.free)
             left -= 1
             if len(taken) < k:
                 short += 1
@@ -389,7 +397,7 @@ class Packing:
             if not counting and b.new:
                 break
             take = min(left, b.free // slots)
-            self._take(key, take * slots)
+            self._take(key, b, take * slots)
             left -= take
             if b.new:
                 short += take  # on a node launched for earlier jobs: it waits for that boot too

@@ -29,17 +29,16 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from elb.core.frozen import quick_init
 from elb.core.model import PENDING_STATES, Host, Job, Node, NodeState, Snapshot
 from elb.core.naming import next_names
 from elb.core.policy.forecast import OVERDUE_GRACE, Capacity
 from elb.core.policy.placement import Bin, FreeIndex, Key, named, width
-from elb.core.policy.view import host_facts, nodes_for, oldest_first
+from elb.core.policy.view import host_numbers, nodes_for, oldest_first
 from elb.core.state import idle_since, is_busy, serves, started_host
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
@@ -50,10 +49,8 @@ _NAMES_KEPT = 1 << 16  # names whose number ``WorkerTally`` keeps parsed
 _UNSEEN = -1  # ``WorkerTally._number_of`` has no entry for the name (a number is never negative)
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    """What one worker adds to the tally."""
+class _Entry(NamedTuple):
+    """What one worker adds to the tally (a named tuple: entries are compared at each change)."""
 
     booting: int | None  # a booting record's slots (0: not known); None: not booting
     room: tuple[int, int] | None  # (free, total) of a ready worker with free slots
@@ -98,9 +95,12 @@ class Changes(Generic[T]):
             self._gone[id(obj)] = obj
 
     def revised(self, items: Iterable[T], before: tuple[T, ...] | None) -> tuple[T, ...]:
-        """The next tuple: a ``Revised`` of ``before`` (a plain tuple without one); the changes
-        start again from it."""
+        """The next tuple: a ``Revised`` of ``before`` (a plain tuple without one), or ``before``
+        itself when nothing came or went (``items`` then holds its objects in its order); the
+        changes start again from it."""
         came, gone = self._came.values(), self._gone.values()
+        if before is not None and not came and not gone:
+            return before
         out = tuple(items) if before is None else Revised(items, before, came, gone)
         self._came, self._gone = {}, {}
         return out
@@ -160,13 +160,14 @@ class WorkerTally:
         self._jobs: _Seen[Job] = _Seen()
         self._host: dict[str, Host] = {}
         self._alive: dict[str, Node] = {}
-        self._running: Counter[str] = Counter()
+        self._running: dict[str, int] = {}  # the jobs filed under each host that has any
+        self._filed: dict[int, str] = {}  # by a job's id: the host it is filed under (``started_host``)
         self._pending: dict[int, Job] = {}
         self._ordered: tuple[Job, ...] | None = ()  # the waiting jobs oldest first (None: to sort)
         self._oldest: tuple[float | None] | None = (None,)  # the earliest submission (None: to find)
         self._up_total = 0  # the slots of the workers whose host is up
         self._entries: dict[str, _Entry] = {}
-        self._numbers: Counter[int] = Counter()  # node numbers in use (hosts and every record)
+        self._numbers: dict[int, int] = {}  # node numbers in use (hosts and every record), and their uses
         self._number_of: dict[str, int | None] = {}  # each name's number (None: not one of ``prefix``)
         self._highest: int | None = 0  # the highest of ``_numbers`` (None: to find)
         self.ready_room: list[str] = []  # ready workers with free slots, by name
@@ -330,24 +331,33 @@ class WorkerTally:
 
     def _take_jobs(self, jobs: tuple[Sequence[Job], Sequence[Job]], changed: set[str]) -> None:
         gone, came = jobs
-        pending, running = self._pending, self._running
+        pending, running, filed = self._pending, self._running, self._filed
         ran: dict[str, bool] = {}  # the hosts whose running jobs changed: whether they ran one before
-        for step, some in ((-1, gone), (1, came)):
-            for j in some:
-                if j.state in PENDING_STATES:
-                    if step > 0:
-                        pending[id(j)] = j
-                    else:
-                        del pending[id(j)]
-                    self._ordered = None
-                    self._oldest = None
-                on = started_host(j)
-                if on is not None:
-                    if on not in ran:
-                        ran[on] = on in running
-                    running[on] += step
-                    if not running[on]:
-                        del running[on]
+        for j in gone:
+            if j.state in PENDING_STATES:
+                del pending[id(j)]
+                self._ordered = None
+                self._oldest = None
+            on = filed.pop(id(j), None)
+            if on is not None:
+                if on not in ran:
+                    ran[on] = on in running
+                count = running[on] - 1
+                if count:
+                    running[on] = count
+                else:
+                    del running[on]
+        for j in came:
+            if j.state in PENDING_STATES:
+                pending[id(j)] = j
+                self._ordered = None
+                self._oldest = None
+            on = started_host(j)
+            if on is not None:
+                filed[id(j)] = on
+                if on not in ran:
+                    ran[on] = on in running
+                running[on] = running.get(on, 0) + 1
         # A worker's entry reads whether it runs a job (``_entry``), not how many.
         changed.update(on for on, before in ran.items() if (on in running) != before)
 
@@ -365,14 +375,16 @@ class WorkerTally:
             number = self._number_of[name] = int(digits) if ours else None
         if number is None:
             return
-        self._numbers[number] += step
+        uses = self._numbers.get(number, 0) + step
+        if uses > 0:
+            self._numbers[number] = uses
+        else:
+            self._numbers.pop(number, None)
         if step > 0:
             if self._highest is not None:
                 self._highest = max(self._highest, number)
-        elif self._numbers[number] <= 0:
-            del self._numbers[number]
-            if number == self._highest:
-                self._highest = None
+        elif uses <= 0 and number == self._highest:
+            self._highest = None
 
     def _entry(self, name: str) -> _Entry | None:
         """The worker ``name`` as ``Worker`` and the peers' ``_count`` and ``_fit`` read it."""
@@ -381,8 +393,7 @@ class WorkerTally:
             if node is None:
                 return None
             return _Entry(node.slots or 0 if node.state in _BOOTING else None, None, None, 0)
-        facts = host_facts(host)
-        up, free, total, busy = facts.up, facts.free, facts.total, facts.busy
+        up, free, total, busy = host_numbers(host)
         up_total = total if up else 0
         if node is not None and node.state in _BOOTING:
             return _Entry(node.slots or 0, None, None, up_total)
@@ -395,13 +406,16 @@ class WorkerTally:
 
     def _set(self, name: str, entry: _Entry | None) -> None:
         old = self._entries.get(name)
-        if old == entry:
-            return
+        if old != entry:
+            self._store(name, old or _VOID, entry)
+
+    def _store(self, name: str, o: _Entry, entry: _Entry | None) -> None:
+        """Set ``name``'s entry, which was ``o`` (``_VOID``: none) and differs."""
         if entry is None:
             del self._entries[name]
         else:
             self._entries[name] = entry
-        o, e = old or _VOID, entry or _VOID
+        e = entry or _VOID
         if o.up_total != e.up_total:
             self._up_total += e.up_total - o.up_total
         if (o.room is None) != (e.room is None):
@@ -548,7 +562,7 @@ class CapacityTally(WorkerTally):
             if j.state in PENDING_STATES:
                 self._pending_slots += j.slots * j.tasks
                 self._pending_odd += j.slots <= 0 or j.tasks <= 0
-            host = started_host(j)
+            host = self._filed.get(id(j))
             if host is not None and j.hard_runtime is not None and j.started is not None:
                 self._numbered += 1
                 place = (j.started + j.hard_runtime, self._numbered, id(j))
@@ -562,8 +576,8 @@ class CapacityTally(WorkerTally):
             if entry is not None and entry.idle_since is not None:
                 self._idle_workers = None
             return
-        super()._set(name, entry)
         o, e = old or _VOID, entry or _VOID
+        self._store(name, o, entry)
         # Its bin (``bins``): a ready worker's (free, total), a booting one's (slots, slots).
         if e.ready is not None:
             self.bins.set(named(name), *e.ready)

@@ -39,21 +39,25 @@ class HostFacts:
 
 def host_facts(host: Host) -> HostFacts:
     """What a policy reads off a host (``Worker.facts`` holds it for each worker)."""
+    return HostFacts(*host_numbers(host))
+
+
+def host_numbers(host: Host) -> tuple[bool, int, int, bool]:
+    """``HostFacts``'s fields of a host (up, free, total, busy), without making one (a tally
+    reads them at each change of a worker)."""
     queues = host.queues
     if len(queues) == 1 and not queues[0].states:  # one queue, usable (a simulated host's): the same sums
         q = queues[0]
         used, reserved, total = q.slots_used, q.slots_reserved, q.slots_total
-        return HostFacts(True, max(0, total - used - reserved), total, used > 0 or reserved > 0)
+        return True, max(0, total - used - reserved), total, used > 0 or reserved > 0
     if all(not q.states for q in queues):  # no state letter: reachable and usable
-        facts = HostFacts(
+        return (
             bool(queues),
             sum(max(0, q.slots_total - q.slots_used - q.slots_reserved) for q in queues),
             sum(q.slots_total for q in queues),
             any(q.slots_used > 0 or q.slots_reserved > 0 for q in queues),
         )
-    else:
-        facts = HostFacts(host.up, host.free_slots, host.slots_total, host.busy)
-    return facts
+    return host.up, host.free_slots, host.slots_total, host.busy
 
 
 def new_names(
