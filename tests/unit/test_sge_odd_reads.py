@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from elb.schedulers.sge.commands import SgeCommands
@@ -213,9 +213,12 @@ def test_qmod_answers_in_other_digits_are_refused() -> None:
         st.sampled_from(["1e999", "-1e-999", "1.", ".5", "+.5e+3", "\u0663", "\uff13.5", "1_0", "nan", "Infinity"]),
     )
 )
+@example("0\xa0")  # white space around it that is not ASCII (a no-break space): refused
+@example("0\x1c")  # ASCII white space to Python (a file separator): taken, as float takes it
 def test_decimal_takes_what_the_regular_expression_of_ascii_numbers_takes(text: str) -> None:
     try:
-        expected: float | None = float(text) if _DECIMAL.fullmatch(text.strip()) else None
+        ascii_number = text.isascii() and _DECIMAL.fullmatch(text.strip())
+        expected: float | None = float(text) if ascii_number else None
     except ValueError:
         expected = None
     try:
