@@ -51,6 +51,17 @@ def cluster_state(tc: TestCluster) -> dict[str, object]:
     }
 
 
+def written(path: Path) -> str | None:
+    """The line a test job wrote into ``path`` (``hostname > FILE``), stripped, once it is there
+    in full; None before. The shell makes the file before the line comes, and the master may see
+    it over NFS in between: an empty file is not yet a job's output."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    return text.strip() if text.endswith("\n") else None
+
+
 def wait_for(what: str, pred: Callable[[], bool], timeout: float = 90.0, interval: float = 0.5) -> None:
     deadline = time.monotonic() + timeout
     while not pred():

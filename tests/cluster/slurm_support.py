@@ -19,6 +19,7 @@ from elb.service.passrecord import PassResult
 from elbdev.testcluster import constants as C
 from elbdev.testcluster import slurm
 from elbdev.testcluster.cluster import REPO_ROOT, TestCluster
+from tests.cluster.helpers import written
 
 HOME = Path("/home") / C.CLUSTER_USER / "slurm-e2e"
 
@@ -138,6 +139,12 @@ def slurmd_log(node: str) -> str:
     return f"\n--- {node} (podman exec, exit {proc.returncode}):\n{proc.stdout}{proc.stderr}"
 
 
+def job_host(job: str) -> str | None:
+    """The host the job wrote into its output file (each test job writes ``$SLURM_JOB_ID.host``
+    into HOME), once written in full; None before."""
+    return written(HOME / f"{job}.host")
+
+
 def job_done(job: str) -> bool:
-    """The job's output file (each test job writes ``$SLURM_JOB_ID.host`` into HOME) exists."""
-    return (HOME / f"{job}.host").exists()
+    """The job wrote its output file in full."""
+    return job_host(job) is not None

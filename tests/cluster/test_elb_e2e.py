@@ -29,7 +29,7 @@ from elb.service.journal import Journal
 from elb.service.passrecord import PassResult
 from elbdev.testcluster import constants as C
 from elbdev.testcluster.cluster import TestCluster
-from tests.cluster.helpers import cluster_state
+from tests.cluster.helpers import cluster_state, written
 
 pytestmark = pytest.mark.cluster
 
@@ -169,10 +169,10 @@ def test_elb_grows_runs_jobs_over_nfs_and_shrinks(testcluster: TestCluster, tmp_
 
     # The jobs run on the new nodes and write into the master's /home over NFS.
     def all_written(_: list[PassResult]) -> bool:
-        return len(list(home.glob("*.host"))) == len(jobs)
+        return sum(written(f) is not None for f in home.glob("*.host")) == len(jobs)
 
     ran = passes_until(bal, "the jobs to finish", all_written, timeout=180)
-    assert {f.read_text().strip() for f in home.glob("*.host")} <= set(added)
+    assert {written(f) for f in home.glob("*.host")} <= set(added)
 
     # Queue empty: once idle half a boot time, each node is drained, deregistered and terminated.
     def all_removed(rs: list[PassResult]) -> bool:

@@ -25,6 +25,7 @@ from elb.service import factory
 from elbdev.testcluster import constants as C
 from elbdev.testcluster import slurm
 from elbdev.testcluster.cluster import TestCluster
+from tests.cluster.helpers import written
 from tests.cluster.slurm_support import (
     HOME,
     controller,
@@ -59,8 +60,8 @@ def test_slurm_resumes_through_elb_jobs_run_over_nfs_and_idle_nodes_go(controlle
     job = sbatch("-N", "1", "-n", "2", "--wrap", 'sleep 2; hostname > "$SLURM_JOB_ID.host"')
     out = HOME / f"{job}.host"
     try:
-        passes_until(bal, f"job {job} to run and write {out}", out.exists, timeout=300)
-        ran_on = out.read_text().strip()
+        passes_until(bal, f"job {job} to run and write {out}", lambda: written(out) is not None, timeout=300)
+        ran_on = written(out)
         print(f"\njob {job} ran on {ran_on} {time.monotonic() - started:.0f} s after sbatch")
         node = bal.journal.node(ran_on)
         assert node is not None and node.state is NodeState.READY

@@ -43,7 +43,7 @@ from elb.service.passrecord import PassResult
 from elbdev.testcluster import constants as C
 from elbdev.testcluster import slurm
 from elbdev.testcluster.cluster import TestCluster
-from tests.cluster.slurm_support import HOME, job_done, sbatch, sinfo_states, slurm_balancer, slurm_config
+from tests.cluster.slurm_support import HOME, job_done, job_host, sbatch, sinfo_states, slurm_balancer, slurm_config
 
 pytestmark = pytest.mark.cluster
 
@@ -177,7 +177,7 @@ def ready_node(bal: Balancer) -> str:
         return ready[0]
     job = sbatch("-N", "1", "-n", str(slurm.NODE_CPUS), "--wrap", JOB)
     until(bal, f"job {job} to run on a new node", lambda _: job_done(job), timeout=300)
-    return (HOME / f"{job}.host").read_text().strip()
+    return job_host(job)
 
 
 def job_state(job: str) -> str:
@@ -201,7 +201,7 @@ def test_paused_elb_gives_slurms_ask_back_and_the_next_ask_after_resume_launches
 
     bal.journal.set_paused(None)
     until(bal, f"job {job} to run on a node launched after the pause", lambda _: job_done(job), timeout=300)
-    ran_on = (HOME / f"{job}.host").read_text().strip()
+    ran_on = job_host(job)
     assert state(bal, ran_on) is NodeState.READY
     assert [w.name for w in rig.tc.workers()] == [ran_on]  # one launch, after the pause
     events = bal.journal.events(ran_on)
@@ -249,7 +249,7 @@ def test_an_admins_drain_drains_in_slurm_removes_the_node_and_slurm_can_ask_for_
     # Slurm can ask for it again: a job pinned to it makes Slurm resume it, elb launches it.
     job = sbatch("-N", "1", "-n", str(slurm.NODE_CPUS), "-w", name, "--wrap", JOB)
     until(bal, f"job {job} to run on {name} again", lambda _: job_done(job), timeout=300)
-    assert (HOME / f"{job}.host").read_text().strip() == name
+    assert job_host(job) == name
     assert state(bal, name) is NodeState.READY
     assert name not in bal.journal.orders().remove  # the order ended with the node it was for
 
@@ -267,7 +267,7 @@ def test_the_warm_pool_stops_an_idle_node_and_starts_it_again_when_slurm_asks_fo
 
     job = sbatch("-N", "1", "-n", str(slurm.NODE_CPUS), "-w", name, "--wrap", JOB)
     results = until(bal, f"job {job} to run on {name} started again", lambda _: job_done(job), timeout=300)
-    assert (HOME / f"{job}.host").read_text().strip() == name
+    assert job_host(job) == name
     assert [n for r in results for n in r.outcomes.restarted] == [name]
     assert [n for r in results for n in r.outcomes.added] == []  # started again, not launched
     assert [(w.instance_id, w.state) for w in rig.instances()] == [(instance, "running")]

@@ -25,7 +25,7 @@ from elb.service.journal import Journal
 from elb.service.passrecord import PassResult
 from elbdev.testcluster import constants as C
 from elbdev.testcluster.cluster import TestCluster
-from tests.cluster.helpers import cluster_state
+from tests.cluster.helpers import cluster_state, written
 from tests.cluster.test_elb_e2e import e2e_config, passes_until
 
 pytestmark = pytest.mark.cluster
@@ -42,9 +42,12 @@ echo "$(hostname) ${RESTARTED:-0}" > "$HOME/spot/$JOB_ID.host"
 """
 
 
-def ran(path: Path) -> tuple[str, str]:
-    """(host, restarted) of the last run of a job that wrote ``path``."""
-    host, restarted = path.read_text().split()
+def ran(path: Path) -> tuple[str, str] | None:
+    """(host, restarted) of the last run of a job that wrote ``path``; None before it did."""
+    line = written(path)
+    if line is None:
+        return None
+    host, restarted = line.split()
     return host, restarted
 
 
@@ -125,8 +128,9 @@ def test_a_spot_interruption_requeues_the_rerunnable_job_and_replaces_the_node(
 
     # The rerunnable job starts again on a new node and ends there; the other ends on the doomed node.
     def both_done(_: list[PassResult]) -> bool:
-        done = {p.stem for p in home.glob("*.host")} == {rerun, stays}
-        return done and ran(home / f"{rerun}.host")[1] == "1"
+        done = {p.stem for p in home.glob("*.host") if written(p) is not None} == {rerun, stays}
+        last = ran(home / f"{rerun}.host")
+        return done and last is not None and last[1] == "1"
 
     try:
         passes_until(bal, "both jobs to end", both_done, timeout=300)
@@ -137,7 +141,9 @@ def test_a_spot_interruption_requeues_the_rerunnable_job_and_replaces_the_node(
         raise AssertionError(f"{err}\n{why}") from None
     assert bal.counters.rescheduled == 1
     assert ran(home / f"{stays}.host") == (doomed, "0")
-    replacement, _ = ran(home / f"{rerun}.host")
+    rerun_ran = ran(home / f"{rerun}.host")
+    assert rerun_ran is not None
+    replacement = rerun_ran[0]
     assert replacement != doomed
 
     def all_gone(_: list[PassResult]) -> bool:

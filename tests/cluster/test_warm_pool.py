@@ -20,7 +20,7 @@ from elb.service.journal import Journal
 from elb.service.passrecord import PassResult
 from elbdev.testcluster import constants as C
 from elbdev.testcluster.cluster import TestCluster
-from tests.cluster.helpers import cluster_state
+from tests.cluster.helpers import cluster_state, written
 from tests.cluster.test_elb_e2e import balancer, e2e_config, passes_until
 
 pytestmark = pytest.mark.cluster
@@ -68,7 +68,7 @@ def test_an_idle_node_is_stopped_restarted_for_demand_and_removed_past_max_age(
     address = bal.journal.node(name).private_ip  # type: ignore[union-attr]
 
     # Idle: stopped into the pool, not terminated.
-    passes_until(bal, "the first job to end", lambda _: (home / f"{first}.host").exists(), timeout=120)
+    passes_until(bal, "the first job to end", lambda _: written(home / f"{first}.host") is not None, timeout=120)
     passes_until(bal, "the idle node to be stopped", lambda _: stopped(bal, name), timeout=120)
     (inst,) = [i for i in bal.cloud.list_workers() if i.name == name]  # type: ignore[union-attr]
     assert (inst.instance_id, inst.state) == (instance, "stopped")  # the same container, stopped
@@ -83,8 +83,8 @@ def test_an_idle_node_is_stopped_restarted_for_demand_and_removed_past_max_age(
     restart_ready = ready_after(bal.journal, name, NodeState.STARTING)
     assert [i.instance_id for i in bal.cloud.list_workers()] == [instance]  # type: ignore[union-attr]
     assert bal.journal.node(name).private_ip == address  # type: ignore[union-attr]  # as on EC2
-    passes_until(bal, "the second job to end", lambda _: (home / f"{second}.host").exists(), timeout=120)
-    assert (home / f"{second}.host").read_text().strip() == name
+    passes_until(bal, "the second job to end", lambda _: written(home / f"{second}.host") is not None, timeout=120)
+    assert written(home / f"{second}.host") == name
     print(
         f"\ntime to ready: new node {new_ready:.1f} s (launch and provisioning), "
         f"restarted from the warm pool {restart_ready:.1f} s"

@@ -29,7 +29,7 @@ from elb.service.journal import Journal
 from elb.service.passrecord import PassResult
 from elbdev.testcluster import constants as C
 from elbdev.testcluster.cluster import REPO_ROOT, TestCluster
-from tests.cluster.helpers import cluster_state
+from tests.cluster.helpers import cluster_state, written
 
 HOME = Path("/home") / C.CLUSTER_USER / "faults"
 NODE_NAME = re.compile(r"\bnode\d+\b")
@@ -287,10 +287,9 @@ def job_hosts(job_ids: Sequence[str]) -> dict[str, str]:
     """The host each job wrote (its last line) into the master's /home over NFS."""
     out = {}
     for jid in job_ids:
-        f = HOME / f"{jid}.host"
-        text = f.read_text() if f.exists() else ""
-        if text.endswith("\n"):  # written in full (the file appears over NFS before its content)
-            out[jid] = text.strip()
+        host = written(HOME / f"{jid}.host")
+        if host is not None:
+            out[jid] = host
     return out
 
 

@@ -34,9 +34,9 @@ from elb.service.daemon import Balancer
 from elbdev.testcluster import slurm
 from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.slurm_support import (
-    HOME,
     controller,
     job_done,
+    job_host,
     passes_until,
     sbatch,
     sinfo_states,
@@ -105,12 +105,21 @@ def job_state(job: str) -> str:
 
 def clean_up(tc: TestCluster, bal: Balancer | None = None) -> None:
     """After a test, pass or fail: the cluster user's jobs cancelled, the journal closed, every
-    worker terminated."""
+    worker left (a test that failed half way) out of the master's hosts file and exports, then
+    terminated, so that the next test starts from the master as it was."""
     subprocess.run(["scancel", "-u", "sgeuser"], env={**os.environ, **slurm.env()}, check=False)
     if bal is not None:
         bal.journal.close()
-    for w in tc.workers():
-        tc.cloud().terminate([w.instance_id])
+    left = tc.cloud().list_workers()
+    if not left:
+        return
+    print(f"\nworkers left: {[w.name for w in left]}; removing them")
+    try:
+        old = [tc.spec(w) for w in left if w.private_ip]
+        if old:
+            tc.run_playbook("slurm_remove_node.yml", old_nodes=old)
+    finally:
+        tc.cloud().terminate([w.instance_id for w in left])
 
 
 def assert_given_back(name: str) -> None:
@@ -139,7 +148,7 @@ def test_job_submitted_as_the_slurm_node_drains_is_never_lost(controller: TestCl
         first = sbatch("-N", "1", "-n", "2", "--wrap", JOB)
         jobs.append(first)
         passes_until(bal, f"job {first} to run", lambda: job_done(first), timeout=300)
-        node = (HOME / f"{first}.host").read_text().strip()
+        node = job_host(first)
         latency = dispatch_latency()
         offsets = (-(latency + EARLY), -max(0.0, latency - LATE))
         # Around the time Slurm takes to give the job a node, before the drain: it lands on the node
@@ -185,12 +194,12 @@ def test_job_submitted_as_the_slurm_node_drains_is_never_lost(controller: TestCl
                     ),
                     timeout=300,
                 )
-                node = (HOME / f"{job}.host").read_text().strip()
+                node = job_host(job)
                 if node == old:  # it ran and ended on the old node before the drain read Slurm
                     starter = sbatch("-N", "1", "-n", "2", "--wrap", JOB)
                     jobs.append(starter)
                     passes_until(bal, f"job {starter} to run", lambda starter=starter: job_done(starter), timeout=300)
-                    node = (HOME / f"{starter}.host").read_text().strip()
+                    node = job_host(starter)
                     print(f"race {i + 1}/{RACES}: offset {offset:+.2f} s, job {job}: {outcomes}", flush=True)
 
         hooked.on_drain = None
@@ -289,7 +298,7 @@ def test_a_ready_node_whose_slurmd_dies_is_given_back_and_taken_out(controller: 
     try:
         job = sbatch("-N", "1", "-n", "2", "--wrap", JOB)
         passes_until(bal, f"job {job} to run", lambda: job_done(job), 300)
-        name = (HOME / f"{job}.host").read_text().strip()
+        name = job_host(job)
         passes_until(bal, f"job {job} to end", lambda: job_state(job) in ("", "COMPLETED"), 60)
         subprocess.run(["podman", "exec", name, "pkill", "-x", "slurmd"], check=True, timeout=30)
         killed = time.monotonic()
