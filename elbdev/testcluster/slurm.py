@@ -54,10 +54,6 @@ SUSPEND_TIMEOUT = 120
 # A node whose slurmd stops answering is marked not responding at the next ping (every third of
 # this) and set down after it: the fault tests see Slurm lose a node within a minute.
 SLURMD_TIMEOUT = 30
-# A job credential's lifetime (``AuthInfo=cred_expire``), and so how long a requeued job waits
-# before it may start again: a job given back or requeued off a node waits this long (Slurm's
-# default, 120 s, is most of a test's time; a job's launch here takes a few seconds).
-CRED_EXPIRE = 20
 
 
 def env() -> Mapping[str, str]:
@@ -130,7 +126,6 @@ def render_conf(
             f"SlurmctldHost={controller}",
             f"SlurmUser={SLURM_USER}",
             "AuthType=auth/munge",
-            f"AuthInfo=cred_expire={CRED_EXPIRE}",
             "CryptoType=crypto/munge",
             f"StateSaveLocation={STATE}",
             "SlurmdSpoolDir=/var/spool/slurmd",
