@@ -411,22 +411,7 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
             budget = dataclasses.replace(budget, too_wide=too_wide)
         if inputs.asks is not None:
             declines += [Decline(name, since[name], budget.reason) for name in budget.held if name in since]
-    # The pass's plan made at once, not as a copy of ``base`` (``dataclasses.replace`` costs
-    # several times more, and a replay plans tens of thousands of passes).
-    return PassPlan(
-        repairs=base.repairs,
-        kept=base.kept,
-        stuck=base.stuck,
-        scaling=plan,
-        wanted=wanted,
-        orders_done=base.orders_done,
-        pool=pool,
-        notices=base.notices,
-        moves=base.moves,
-        declines=tuple(declines),
-        answers=base.answers,
-        budget=budget,
-    )
+    return dataclasses.replace(base, scaling=plan, wanted=wanted, pool=pool, declines=tuple(declines), budget=budget)
 
 
 _NO_NOTICES = NoticePlan()

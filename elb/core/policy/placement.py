@@ -83,15 +83,7 @@ class FreeIndex(Generic[K]):
         if old is not None:
             if old == entry:
                 return
-            was, had = old  # ``_drop``, written out: a replay moves nodes millions of times
-            if was > 0:
-                bucket = self._buckets[was]
-                if len(bucket) == 1:
-                    del self._buckets[was]
-                else:
-                    del bucket[bisect.bisect_left(bucket, key)]
-            if was == had and had >= self.whole and had > 0:
-                del self._empty[bisect.bisect_left(self._empty, key)]
+            self._drop(key, old)
         self._free[key] = entry
         if free > 0:
             keys = self._buckets.get(free)
