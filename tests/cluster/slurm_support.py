@@ -139,6 +139,21 @@ def slurmd_log(node: str) -> str:
     return f"\n--- {node} (podman exec, exit {proc.returncode}):\n{proc.stdout}{proc.stderr}"
 
 
+def remove_left_workers(tc: TestCluster) -> None:
+    """Workers a test left (one that failed half way; stopped ones too): out of the master's hosts
+    file and exports, then terminated, so that the next test starts from the master as it was."""
+    left = tc.cloud().list_workers()
+    if not left:
+        return
+    print(f"\nworkers left: {[w.name for w in left]}; removing them")
+    try:
+        old = [tc.spec(w) for w in left if w.private_ip]
+        if old:
+            tc.run_playbook("slurm_remove_node.yml", old_nodes=old)
+    finally:
+        tc.cloud().terminate([w.instance_id for w in left])
+
+
 def job_host(job: str) -> str | None:
     """The host the job wrote into its output file (each test job writes ``$SLURM_JOB_ID.host``
     into HOME), once written in full; None before."""

@@ -43,7 +43,16 @@ from elb.service.passrecord import PassResult
 from elbdev.testcluster import constants as C
 from elbdev.testcluster import slurm
 from elbdev.testcluster.cluster import TestCluster
-from tests.cluster.slurm_support import HOME, job_done, job_host, sbatch, sinfo_states, slurm_balancer, slurm_config
+from tests.cluster.slurm_support import (
+    HOME,
+    job_done,
+    job_host,
+    remove_left_workers,
+    sbatch,
+    sinfo_states,
+    slurm_balancer,
+    slurm_config,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -111,12 +120,7 @@ def rig(controller: TestCluster, tmp_path_factory: pytest.TempPathFactory) -> It
         subprocess.run(["scancel", "-u", C.CLUSTER_USER], env=slurm_env(), capture_output=True, check=False)
         for bal in r.balancers:
             bal.journal.close()
-        left = r.instances()
-        if left:  # a test that failed half way: out of the hosts files and exports, then terminated
-            print(f"\nworkers left by the Slurm feature tests: {[w.name for w in left]}; removing them")
-            old = [controller.spec(w) for w in left if w.private_ip]
-            controller.run_playbook("slurm_remove_node.yml", old_nodes=old)
-            controller.cloud().terminate([w.instance_id for w in left])
+        remove_left_workers(controller)
 
 
 def slurm_env() -> dict[str, str]:

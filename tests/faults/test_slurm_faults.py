@@ -38,6 +38,7 @@ from tests.cluster.slurm_support import (
     job_done,
     job_host,
     passes_until,
+    remove_left_workers,
     sbatch,
     sinfo_states,
     slurm_balancer,
@@ -110,16 +111,7 @@ def clean_up(tc: TestCluster, bal: Balancer | None = None) -> None:
     subprocess.run(["scancel", "-u", "sgeuser"], env={**os.environ, **slurm.env()}, check=False)
     if bal is not None:
         bal.journal.close()
-    left = tc.cloud().list_workers()
-    if not left:
-        return
-    print(f"\nworkers left: {[w.name for w in left]}; removing them")
-    try:
-        old = [tc.spec(w) for w in left if w.private_ip]
-        if old:
-            tc.run_playbook("slurm_remove_node.yml", old_nodes=old)
-    finally:
-        tc.cloud().terminate([w.instance_id for w in left])
+    remove_left_workers(tc)
 
 
 def assert_given_back(name: str) -> None:
