@@ -37,7 +37,7 @@ JOB = """#!/bin/sh
 #$ -S /bin/sh
 #$ -j y
 touch "$HOME/spot/$JOB_ID.started"
-sleep 40
+sleep 30
 echo "$(hostname) ${RESTARTED:-0}" > "$HOME/spot/$JOB_ID.host"
 """
 

@@ -25,7 +25,7 @@ from tests.cluster.test_elb_e2e import balancer, e2e_config, passes_until
 
 pytestmark = pytest.mark.cluster
 
-MAX_AGE = 45.0  # seconds a stopped node may stay in the pool
+MAX_AGE = 30.0  # seconds a stopped node may stay in the pool
 
 JOB = """#!/bin/sh
 #$ -S /bin/sh

@@ -78,6 +78,11 @@ def in_background(bal: Balancer) -> Executor:
     return bal.executor
 
 
+# Seconds of passes the back-off test runs: with back-off from 5 s doubling, at least three rounds of
+# a failing batch; without it a batch every play's length, far past the bound.
+BACKOFF_WINDOW = 75.0
+
+
 def run_passes(bal: Balancer, seconds: float) -> list[PassResult]:
     results = []
     end = time.monotonic() + seconds
@@ -107,7 +112,7 @@ def test_provisioning_failing_for_every_node_launches_a_bounded_number(
     try:
         submit_jobs(tc, 6, sleep=1, name="backoff")
         time.sleep(1.5)
-        results = run_passes(bal, 120)
+        results = run_passes(bal, BACKOFF_WINDOW)
         ex.shutdown()
         seconds = time.monotonic() - t0
         events = bal.journal.events()
