@@ -1,0 +1,1 @@
+../../roles/sge_exec/library/elb_sge_exec_host.py

@@ -1,0 +1,1 @@
+../../sge_exec/library/elb_sge_exec_host.py

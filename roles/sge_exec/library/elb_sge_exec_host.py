@@ -1,0 +1,466 @@
+#!/usr/bin/python
+"""Register one node with the SGE qmaster in one module run (admin, submit and exec host, host
+group member, the node's slots in each of its queues), or take it out of every one of them."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ansible.module_utils.basic import AnsibleModule
+
+DOCUMENTATION = r"""
+---
+module: elb_sge_exec_host
+short_description: Register a node with the SGE qmaster as an exec host, or take it out, in one run
+description:
+  - Runs on the SGE master (delegate the task to it) and calls C(qconf) there, one command at a
+    time with an argument list (no shell). Reads what the qmaster knows first and changes only
+    what differs, so a second run changes nothing.
+  - Makes O(name) an admin host and a submit host. The qmaster caches a name that failed to
+    resolve for a while, so C(qconf -ah) is tried again O(resolve_retries) times, O(resolve_delay)
+    seconds apart, until it adds the host.
+  - Writes the exec host definition (its slots first, then O(complex_values)) to
+    O(tmpdir)/exechost-NAME and adds it with C(qconf -Ae); an exec host whose definition file
+    changed since the last run is modified with C(qconf -Me).
+  - Puts the node in O(hostgroup), creating the group with the node in it when it does not exist
+    (another node's run making it at the same time is taken as made), adds the host group to the
+    hostlist of each of O(queues) that lacks it, and sets the node's slots in each of them.
+  - Every queue must exist; a missing one fails the run before anything is changed.
+  - "O(state=absent): shuts the node's execd down (C(qconf -ke), whose failure on a dead node is
+    ignored) and purges its settings of every queue when it is an exec host, takes it out of every
+    host group that names it, purges its slots of every queue, then removes it as exec, admin and
+    submit host. It does not drain the node: draining and the check that no job runs there come
+    first (the role C(sge_decommission) does both). In check mode the purges are listed as they
+    would run, whether or not they find something."
+  - What one module run does took a dozen tasks of C(qconf) commands before; one run per node costs
+    the controller one module run instead of about twelve.
+options:
+  name:
+    description: The node's host name, as the qmaster resolves it.
+    type: str
+    required: true
+  state:
+    description: Whether the node is registered (present) or taken out of SGE (absent).
+    type: str
+    choices: [present, absent]
+    default: present
+  slots:
+    description:
+      - The node's slots (its exec host's C(slots) complex value and its slots in each queue).
+      - Required when O(state=present).
+    type: int
+  complex_values:
+    description: Complex values of the exec host besides its slots, by complex name.
+    type: dict
+    default: {}
+  hostgroup:
+    description:
+      - The host group the node joins (a name starting with C(@)).
+      - With O(state=absent), it and every host group the qmaster lists are cleaned.
+    type: str
+    default: "@allhosts"
+  queues:
+    description:
+      - The cluster queues the node serves.
+      - With O(state=absent), these and every queue the qmaster lists are cleaned.
+    type: list
+    elements: str
+    default: [all.q]
+  sge_root:
+    description: SGE_ROOT for C(qconf).
+    type: path
+    default: /var/lib/gridengine
+  sge_cell:
+    description: SGE_CELL for C(qconf).
+    type: str
+    default: default
+  tmpdir:
+    description: Directory on the master for the C(qconf) input files; made (mode 0700) if missing.
+    type: path
+    default: /var/tmp/elb
+  resolve_retries:
+    description: How many more times C(qconf -ah) is tried while the qmaster cannot resolve the name.
+    type: int
+    default: 24
+  resolve_delay:
+    description: Seconds between two tries of C(qconf -ah).
+    type: int
+    default: 5
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+author:
+  - elb developers
+"""
+
+EXAMPLES = r"""
+- name: Register the node with the master
+  elb_sge_exec_host:
+    name: "{{ inventory_hostname }}"
+    slots: 4
+    complex_values: {bigmem: "1"}
+    hostgroup: "@bigmem"
+    queues: [all.q, big.q]
+  delegate_to: master
+
+- name: Take the node out of SGE (drained and idle first)
+  elb_sge_exec_host:
+    name: "{{ inventory_hostname }}"
+    state: absent
+  delegate_to: master
+"""
+
+RETURN = r"""
+commands:
+  description: The C(qconf) commands that changed the qmaster's configuration, in order.
+  type: list
+  elements: list
+  returned: always
+  sample: [["qconf", "-ah", "node004"], ["qconf", "-as", "node004"]]
+"""
+
+# A node's exec host definition; the fields besides hostname and complex_values are SGE's defaults.
+EXECHOST = """\
+hostname              {name}
+load_scaling          NONE
+complex_values        {complex_values}
+user_lists            NONE
+xuser_lists           NONE
+projects              NONE
+xprojects             NONE
+usage_scaling         NONE
+report_variables      NONE
+"""
+HOSTGROUP = "group_name {group}\nhostlist {name}\n"
+
+Run = Callable[[Sequence[str]], "tuple[int, str, str]"]
+
+
+class Files(Protocol):
+    """The scratch directory on the master that holds qconf's input files."""
+
+    def write(self, name: str, text: str) -> bool:
+        """Write file ``name``; whether its text changed."""
+
+    def path(self, name: str) -> str: ...
+
+
+class RegisterError(Exception):
+    """A qconf command failed or a queue is missing: the message says which and what qconf said."""
+
+
+@dataclass(frozen=True)
+class Want:
+    """What the node should be on the qmaster."""
+
+    name: str
+    slots: int
+    complex_values: Mapping[str, str] = field(default_factory=dict)
+    hostgroup: str = "@allhosts"
+    queues: Sequence[str] = ("all.q",)
+
+
+def check_word(what: str, word: str) -> None:
+    if not word or any(c.isspace() or c in ",[]=@" for c in word.removeprefix("@")):
+        raise ValueError(f"{what} must be one word without whitespace, ',', '[', ']', '=' or '@': {word!r}")
+
+
+def check_name(name: str) -> None:
+    """Raise ValueError for a host name qconf would take wrongly (or as a pattern)."""
+    check_word("name", name)
+    if name.startswith("@") or any(c in "*?" for c in name):
+        raise ValueError(f"name must be a host name, not a pattern or host group: {name!r}")
+
+
+def check_want(want: Want) -> None:
+    """Raise ValueError, with a message for the play, for input qconf would take wrongly."""
+    check_name(want.name)
+    for what, word in (("hostgroup", want.hostgroup), *(("queue", q) for q in want.queues)):
+        check_word(what, word)
+    if not want.hostgroup.startswith("@"):
+        raise ValueError(f"hostgroup must start with '@': {want.hostgroup!r}")
+    if want.slots < 1:
+        raise ValueError(f"slots must be at least 1, not {want.slots}")
+    if not want.queues:
+        raise ValueError("queues must name at least one queue")
+    for key, value in want.complex_values.items():
+        if not key or not str(value) or any(c.isspace() or c in ",=" for c in f"{key}{value}"):
+            raise ValueError(f"complex value {key}={value} must be two words without whitespace, ',' or '='")
+
+
+def exechost_text(want: Want) -> str:
+    values = [("slots", str(want.slots)), *sorted((k, str(v)) for k, v in want.complex_values.items())]
+    return EXECHOST.format(name=want.name, complex_values=",".join(f"{k}={v}" for k, v in values))
+
+
+def _said(out: str, err: str) -> str:
+    return f"{out}{err}".strip()
+
+
+class Registrar:
+    """The qconf commands of one registration; ``run`` runs one argument list on the master.
+    In check mode (``apply`` false) only the reads run and each change is recorded as made."""
+
+    def __init__(self, run: Run, *, apply: bool, sleep: Callable[[float], None] = time.sleep) -> None:
+        self._run = run
+        self._apply = apply
+        self._sleep = sleep
+        self.commands: list[list[str]] = []
+
+    def read(self, *args: str) -> tuple[int, str]:
+        rc, out, err = self._run(["qconf", *args])
+        return rc, out if rc == 0 else _said(out, err)
+
+    def listed(self, option: str) -> list[str]:
+        """A host list (``-sh``, ``-ss``, ``-sel``, ``-shgrpl``); qconf exits 1 with "no ...
+        defined" when it is empty."""
+        rc, out = self.read(option)
+        if rc == 0:
+            return out.split()
+        if "defined" in out:
+            return []
+        raise RegisterError(f"qconf {option} failed: {out}")
+
+    def change(self, args: Sequence[str], ok: Sequence[str], *, also: Sequence[str] = ()) -> bool:
+        """Run a changing command. True when it changed something (its output holds a word of
+        ``ok``); False when it says a word of ``also`` (the change is there already)."""
+        argv = ["qconf", *args]
+        if not self._apply:
+            self.commands.append(argv)
+            return True
+        rc, out, err = self._run(argv)
+        said = _said(out, err)
+        if any(word in said for word in ok) and rc == 0:
+            self.commands.append(argv)
+            return True
+        if any(word in said for word in also):
+            return False
+        raise RegisterError(f"{' '.join(argv)} failed (exit {rc}): {said}")
+
+    def attempt(self, args: Sequence[str], ok: Sequence[str]) -> None:
+        """Run a changing command whose failure is no error (nothing to purge, a dead node's
+        daemon); it counts as a change when its output holds a word of ``ok``."""
+        argv = ["qconf", *args]
+        if not self._apply:
+            self.commands.append(argv)
+            return
+        rc, out, err = self._run(argv)
+        if rc == 0 and any(word in _said(out, err) for word in ok):
+            self.commands.append(argv)
+
+    def add_admin_host(self, name: str, retries: int, delay: float) -> None:
+        """``qconf -ah``, tried again while the qmaster cannot resolve the name."""
+        argv = ["qconf", "-ah", name]
+        if not self._apply:
+            self.commands.append(argv)
+            return
+        for attempt in range(retries + 1):
+            rc, out, err = self._run(argv)
+            said = _said(out, err)
+            if rc == 0 and "added" in said:
+                self.commands.append(argv)
+                return
+            if "already exists" in said:
+                return
+            if attempt < retries:
+                self._sleep(delay)
+        raise RegisterError(f"qconf -ah {name} failed {retries + 1} times, last (exit {rc}): {said}")
+
+
+def register(
+    want: Want,
+    run: Run,
+    *,
+    files: Files,
+    retries: int = 24,
+    delay: float = 5.0,
+    apply: bool = True,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[list[str]]:
+    """Bring the qmaster's view of ``want.name`` to ``want``; returns the changing commands run
+    (in check mode, those that would run)."""
+    check_want(want)
+    reg = Registrar(run, apply=apply, sleep=sleep)
+    queue_texts: dict[str, str] = {}
+    for queue in dict.fromkeys(want.queues):
+        rc, text = reg.read("-sq", queue)
+        if rc != 0:
+            raise RegisterError(f"queue {queue} cannot be read (it must exist): {text}")
+        queue_texts[queue] = text
+    admin, submit, execs, groups = (reg.listed(o) for o in ("-sh", "-ss", "-sel", "-shgrpl"))
+
+    if want.name not in admin:
+        reg.add_admin_host(want.name, retries, delay)
+    if want.name not in submit:
+        reg.change(["-as", want.name], ["added"], also=["already exists"])
+
+    # The definition file on the master is the record of what the exec host was last given.
+    exechost = f"exechost-{want.name}"
+    defined = files.write(exechost, exechost_text(want))
+    if want.name not in execs:
+        reg.change(["-Ae", files.path(exechost)], ["added"], also=["already exists"])
+    elif defined:
+        reg.change(["-Me", files.path(exechost)], ["modified"])
+
+    in_group = False
+    if want.hostgroup not in groups:
+        # one file per node: nodes of one play may make the group at the same time
+        hostgroup = f"hostgroup-{want.name}"
+        files.write(hostgroup, HOSTGROUP.format(group=want.hostgroup, name=want.name))
+        # "already exists": another node's run made the group meanwhile; the node then joins it
+        in_group = reg.change(["-Ahgrp", files.path(hostgroup)], ["added"], also=["already exists"])
+    if not in_group:
+        members = [] if want.hostgroup not in groups else _hostgroup_members(reg, want.hostgroup)
+        if want.name not in members:
+            # "already exists": the group was made with the node in it by an earlier attempt
+            reg.change(
+                ["-aattr", "hostgroup", "hostlist", want.name, want.hostgroup],
+                ["modified"],
+                also=["already exists"],
+            )
+
+    for queue, text in queue_texts.items():
+        if want.hostgroup not in text.replace(",", " ").split():
+            reg.change(["-aattr", "queue", "hostlist", want.hostgroup, queue], ["modified"], also=["already exists"])
+        if f"[{want.name}={want.slots}]" not in text:
+            option = "-mattr" if f"[{want.name}=" in text else "-aattr"
+            reg.change([option, "queue", "slots", f"[{want.name}={want.slots}]", queue], ["modified"])
+    return reg.commands
+
+
+def deregister(
+    name: str,
+    run: Run,
+    *,
+    queues: Sequence[str] = (),
+    hostgroups: Sequence[str] = (),
+    apply: bool = True,
+) -> list[list[str]]:
+    """Take ``name`` out of SGE: its execd, queue settings, host groups, exec, admin and submit
+    host; returns the changing commands run. ``queues`` and ``hostgroups`` are cleaned besides
+    every one the qmaster lists. The node must be drained and idle already."""
+    check_name(name)
+    reg = Registrar(run, apply=apply)
+    execs = reg.listed("-sel")
+    all_queues = list(dict.fromkeys([*queues, *reg.listed("-sql")]))
+    all_groups = list(dict.fromkeys([*hostgroups, *reg.listed("-shgrpl")]))
+    if name in execs:
+        reg.attempt(["-ke", name], ["shutdown", "sent"])  # a dead node has no daemon to shut down
+        for queue in all_queues:
+            reg.attempt(["-purge", "queue", "*", f"{queue}@{name}"], ["modified"])
+    for group in all_groups:
+        rc, text = reg.read("-shgrp", group)
+        if rc == 0 and name in text.split():  # a host group that does not exist holds no node
+            reg.change(["-dattr", "hostgroup", "hostlist", name, group], ["modified"])
+    for queue in all_queues:
+        reg.attempt(["-purge", "queue", "slots", f"{queue}@{name}"], ["modified"])
+    if name in execs:
+        reg.change(["-de", name], ["removed"])
+    if name in reg.listed("-sh"):
+        reg.change(["-dh", name], ["removed"])
+    if name in reg.listed("-ss"):
+        reg.change(["-ds", name], ["removed"])
+    return reg.commands
+
+
+def _hostgroup_members(reg: Registrar, group: str) -> list[str]:
+    rc, text = reg.read("-shgrp", group)
+    if rc != 0:
+        raise RegisterError(f"qconf -shgrp {group} failed: {text}")
+    # whitespace-separated words (a wrapped line's backslash is a word of its own)
+    return text.split()
+
+
+class ScratchFiles:
+    """qconf's input files in one directory (made mode 0700 if missing). In check mode nothing is
+    written, and a file counts as changed when its text differs from what is there."""
+
+    def __init__(self, directory: str, *, check: bool) -> None:
+        self.directory = directory
+        self._check = check
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.directory, name)
+
+    def write(self, name: str, text: str) -> bool:
+        path = self.path(name)
+        try:
+            with open(path, encoding="utf-8") as f:
+                if f.read() == text:
+                    return False
+        except FileNotFoundError:
+            pass
+        if self._check:
+            return True
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        tmp = f"{path}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+        return True
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "name": {"type": "str", "required": True},
+            "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+            "slots": {"type": "int"},
+            "complex_values": {"type": "dict", "default": {}},
+            "hostgroup": {"type": "str", "default": "@allhosts"},
+            "queues": {"type": "list", "elements": "str", "default": ["all.q"]},
+            "sge_root": {"type": "path", "default": "/var/lib/gridengine"},
+            "sge_cell": {"type": "str", "default": "default"},
+            "tmpdir": {"type": "path", "default": "/var/tmp/elb"},  # noqa: S108  (the master's scratch directory)
+            "resolve_retries": {"type": "int", "default": 24},
+            "resolve_delay": {"type": "int", "default": 5},
+        },
+        required_if=[("state", "present", ["slots"])],
+        supports_check_mode=True,
+    )
+    p: dict[str, Any] = module.params
+    qconf = module.get_bin_path("qconf", required=True)
+    env = {"SGE_ROOT": p["sge_root"], "SGE_CELL": p["sge_cell"]}
+
+    def run(argv: Sequence[str]) -> tuple[int, str, str]:
+        rc, out, err = module.run_command([qconf, *argv[1:]], environ_update=env)
+        return int(rc), str(out), str(err)
+
+    if p["state"] == "absent":
+        try:
+            commands = deregister(
+                p["name"], run, queues=p["queues"], hostgroups=[p["hostgroup"]], apply=not module.check_mode
+            )
+        except (ValueError, RegisterError) as err:
+            module.fail_json(msg=str(err), changed=False)
+        module.exit_json(changed=bool(commands), commands=commands)
+    want = Want(
+        name=p["name"],
+        slots=p["slots"],
+        complex_values={str(k): str(v) for k, v in p["complex_values"].items()},
+        hostgroup=p["hostgroup"],
+        queues=list(p["queues"]),
+    )
+    try:
+        commands = register(
+            want,
+            run,
+            files=ScratchFiles(p["tmpdir"], check=module.check_mode),
+            retries=max(0, p["resolve_retries"]),
+            delay=max(0, p["resolve_delay"]),
+            apply=not module.check_mode,
+        )
+    except (ValueError, RegisterError, OSError) as err:
+        module.fail_json(msg=str(err), changed=False)
+    module.exit_json(changed=bool(commands), commands=commands)
+
+
+if __name__ == "__main__":
+    main()

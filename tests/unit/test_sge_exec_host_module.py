@@ -1,0 +1,354 @@
+"""The sge_exec role's module (roles/sge_exec/library/elb_sge_exec_host.py) against a stand-in
+qmaster that answers qconf's commands as Grid Engine 8.1.9's qconf does (its messages and exit
+codes, taken from the test cluster's qconf): what a registration runs, that a second one runs
+nothing, the host group made or joined, slots and complex values changed, a missing queue, the
+name the qmaster cannot resolve yet, check mode, and the module as Ansible runs it. The real
+qmaster runs the module in the cluster tests and the Molecule scenarios."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+MODULE_PATH = Path(__file__).resolve().parents[2] / "roles" / "sge_exec" / "library" / "elb_sge_exec_host.py"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("elb_sge_exec_host", MODULE_PATH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up here
+    spec.loader.exec_module(module)
+    return module
+
+
+M = _load()
+
+
+class Qmaster:
+    """What one qmaster knows, changed and shown by qconf's argument lists."""
+
+    def __init__(self) -> None:
+        self.admin = ["master"]
+        self.submit = ["master"]
+        self.execs: dict[str, str] = {}
+        self.groups: dict[str, list[str]] = {"@allhosts": []}
+        self.queues: dict[str, dict[str, object]] = {"all.q": {"hostlist": ["@allhosts"], "slots": {}}}
+        self.unresolvable: dict[str, int] = {}  # name -> how many more -ah fail to resolve it
+        self.calls: list[list[str]] = []
+        self.race_group = False  # another node's run makes the group just before -Ahgrp
+        self.dead: set[str] = set()  # exec hosts whose execd does not answer
+
+    def run(self, argv: Sequence[str]) -> tuple[int, str, str]:
+        self.calls.append(list(argv))
+        assert argv[0] == "qconf"
+        opt, args = argv[1], list(argv[2:])
+        listed = {"-sh": (self.admin, "no admin host defined"), "-ss": (self.submit, "no submit host defined")}
+        if opt in listed:
+            hosts, empty = listed[opt]
+            return (0, "\n".join(hosts) + "\n", "") if hosts else (1, "", empty + "\n")
+        if opt == "-sel":
+            return (0, "\n".join(self.execs) + "\n", "") if self.execs else (1, "", "no execution host defined\n")
+        if opt == "-shgrpl":
+            return (0, "\n".join(self.groups) + "\n", "") if self.groups else (1, "", "no host group list defined\n")
+        if opt == "-shgrp":
+            members = self.groups.get(args[0])
+            if members is None:
+                return 1, "", f'Host group "{args[0]}" does not exist\n'
+            return 0, f"group_name {args[0]}\nhostlist {' '.join(members) or 'NONE'}\n", ""
+        if opt == "-sq":
+            q = self.queues.get(args[0])
+            if q is None:
+                return 1, "", f'No cluster queue or queue instance matches the phrase "{args[0]}"\n'
+            slots = ["1", *(f"[{h}={n}]" for h, n in q["slots"].items())]  # type: ignore[attr-defined]
+            hostlist = " ".join(q["hostlist"]) or "NONE"  # type: ignore[arg-type]
+            return (
+                0,
+                f"qname                 {args[0]}\nhostlist              {hostlist}\n"
+                f"slots                 {','.join(slots)}\n",
+                "",
+            )
+        if opt == "-ah":
+            name = args[0]
+            if self.unresolvable.get(name, 0) > 0:
+                self.unresolvable[name] -= 1
+                return 1, "", f'can\'t resolve hostname "{name}"\n'
+            if name in self.admin:
+                return 1, "", f'adminhost "{name}" already exists\n'
+            self.admin.append(name)
+            return 0, f"{name} added to administrative host list\n", ""
+        if opt == "-as":
+            if args[0] in self.submit:
+                return 1, "", f'submithost "{args[0]}" already exists\n'
+            self.submit.append(args[0])
+            return 0, f"{args[0]} added to submit host list\n", ""
+        if opt in ("-Ae", "-Me"):
+            text = Path(args[0]).read_text()
+            name = text.split()[1]
+            if opt == "-Ae" and name in self.execs:
+                return 1, "", f'exechost "{name}" already exists\n'
+            self.execs[name] = text
+            return 0, f'root@master {"added" if opt == "-Ae" else "modified"} "{name}" to exechost list\n', ""
+        if opt == "-Ahgrp":
+            group, *members = Path(args[0]).read_text().replace("group_name", "").replace("hostlist", "").split()
+            if self.race_group:
+                self.groups[group] = ["othernode"]
+            if group in self.groups:
+                return 1, "", f'host group "{group}" already exists\n'
+            self.groups[group] = members
+            return 0, f'root@master added "{group}" to host group list\n', ""
+        if opt in ("-aattr", "-mattr"):
+            kind, attr, value, target = args
+            if kind == "hostgroup":
+                members = self.groups[target]
+                if value in members:
+                    return 1, "", f'Host object "{value}" already exists\n'
+                members.append(value)
+                return 0, f'root@master modified "{target}" in host group list\n', ""
+            q = self.queues[target]
+            if attr == "hostlist":
+                if value in q["hostlist"]:  # type: ignore[operator]
+                    return 1, "", f'"{value}" already exists\n'
+                q["hostlist"].append(value)  # type: ignore[attr-defined]
+            else:
+                host, n = value.strip("[]").split("=")
+                if (host in q["slots"]) != (opt == "-mattr"):  # type: ignore[operator]
+                    return 1, "", "wrong option for this entry\n"
+                q["slots"][host] = int(n)  # type: ignore[index]
+            return 0, f'root@master modified "{target}" in cluster queue list\n', ""
+        if opt == "-sql":
+            return (0, "\n".join(self.queues) + "\n", "") if self.queues else (1, "", "no cqueue list defined\n")
+        if opt == "-ke":
+            if args[0] not in self.execs:
+                return 1, "", f'denied: host "{args[0]}" is not an execution host\n'
+            if args[0] in self.dead:
+                return 1, "", f'error: failed sending shutdown notification to execution host "{args[0]}"\n'
+            return 0, f"root@master sent shutdown notification to execution host {args[0]}\n", ""
+        if opt == "-purge":
+            what, _, instance = args
+            queue, host = instance.split("@")
+            q = self.queues.get(queue)
+            if q is None or host not in q["slots"]:  # type: ignore[operator]
+                return 1, "", f'"{instance}" has no host-specific {what} settings\n'
+            del q["slots"][host]  # type: ignore[attr-defined]
+            return 0, f'root@master modified "{queue}" in cluster queue list\n', ""
+        if opt == "-dattr":
+            _, _, host, group = args
+            self.groups[group].remove(host)
+            return 0, f'root@master modified "{group}" in host group list\n', ""
+        if opt in ("-de", "-dh", "-ds"):
+            kind = {"-de": "execution", "-dh": "administrative", "-ds": "submit"}[opt]
+            if opt == "-de":
+                assert not any(args[0] in q["slots"] for q in self.queues.values())  # type: ignore[operator]
+                del self.execs[args[0]]
+            else:
+                (self.admin if opt == "-dh" else self.submit).remove(args[0])
+            return 0, f'root@master removed "{args[0]}" from {kind} host list\n', ""
+        raise AssertionError(f"qconf {opt} is not part of the stand-in")
+
+
+def register(qm: Qmaster, tmp: Path, *, apply: bool = True, retries: int = 24, **want: object) -> list[list[str]]:
+    w = M.Want(**{"name": "node004", "slots": 2, **want})
+    sleeps: list[float] = []
+    commands: list[list[str]] = M.register(
+        w,
+        qm.run,
+        files=M.ScratchFiles(str(tmp / "scratch"), check=not apply),
+        retries=retries,
+        delay=5,
+        apply=apply,
+        sleep=sleeps.append,
+    )
+    return commands
+
+
+def changing(commands: list[list[str]]) -> list[str]:
+    return [c[1] for c in commands]
+
+
+def test_a_new_node_is_registered_in_full_and_a_second_run_changes_nothing(tmp_path: Path) -> None:
+    qm = Qmaster()
+    done = register(qm, tmp_path, complex_values={"bigmem": "1"})
+    assert changing(done) == ["-ah", "-as", "-Ae", "-aattr", "-aattr"]
+    assert "node004" in qm.admin and "node004" in qm.submit and qm.groups["@allhosts"] == ["node004"]
+    assert "complex_values        slots=2,bigmem=1\n" in qm.execs["node004"]
+    assert qm.queues["all.q"]["slots"] == {"node004": 2}
+    assert (tmp_path / "scratch").stat().st_mode & 0o777 == 0o700
+    qm.calls.clear()
+    assert register(qm, tmp_path, complex_values={"bigmem": "1"}) == []
+    assert [c[1] for c in qm.calls] == ["-sq", "-sh", "-ss", "-sel", "-shgrpl", "-shgrp"]  # reads only
+
+
+def test_a_missing_host_group_is_made_with_the_node_and_put_on_each_queue(tmp_path: Path) -> None:
+    qm = Qmaster()
+    qm.queues["big.q"] = {"hostlist": [], "slots": {}}
+    done = register(qm, tmp_path, hostgroup="@big", queues=["all.q", "big.q"])
+    assert ["qconf", "-Ahgrp", str(tmp_path / "scratch" / "hostgroup-node004")] in done
+    assert qm.groups["@big"] == ["node004"]
+    assert qm.queues["all.q"]["hostlist"] == ["@allhosts", "@big"] and qm.queues["big.q"]["hostlist"] == ["@big"]
+    assert qm.queues["big.q"]["slots"] == {"node004": 2}
+    # a second node joins the group the first made
+    again = register(qm, tmp_path, name="node005", hostgroup="@big", queues=["all.q", "big.q"])
+    assert ["qconf", "-aattr", "hostgroup", "hostlist", "node005", "@big"] in again
+    assert qm.groups["@big"] == ["node004", "node005"]
+    assert not [c for c in again if c[1] == "-Ahgrp" or c[2:4] == ["queue", "hostlist"]]
+
+
+def test_a_group_another_run_made_meanwhile_is_joined(tmp_path: Path) -> None:
+    qm = Qmaster()
+    qm.race_group = True
+    done = register(qm, tmp_path, hostgroup="@big")
+    assert ["qconf", "-aattr", "hostgroup", "hostlist", "node004", "@big"] in done
+    assert qm.groups["@big"] == ["othernode", "node004"]
+
+
+def test_new_slots_and_complex_values_change_the_exec_host_and_the_queue(tmp_path: Path) -> None:
+    qm = Qmaster()
+    register(qm, tmp_path)
+    done = register(qm, tmp_path, slots=4, complex_values={"h_vmem": "120G"})
+    assert changing(done) == ["-Me", "-mattr"]
+    assert "complex_values        slots=4,h_vmem=120G\n" in qm.execs["node004"]
+    assert qm.queues["all.q"]["slots"] == {"node004": 4}
+
+
+def test_a_missing_queue_fails_before_anything_changes(tmp_path: Path) -> None:
+    qm = Qmaster()
+    with pytest.raises(M.RegisterError, match=r"queue nope\.q cannot be read .*No cluster queue"):
+        register(qm, tmp_path, queues=["all.q", "nope.q"])
+    assert [c[1] for c in qm.calls] == ["-sq", "-sq"] and "node004" not in qm.admin
+
+
+def test_a_name_the_qmaster_cannot_resolve_yet_is_tried_again_then_fails(tmp_path: Path) -> None:
+    qm = Qmaster()
+    qm.unresolvable["node004"] = 2
+    assert changing(register(qm, tmp_path, retries=2))[0] == "-ah"
+    assert "node004" in qm.admin
+    qm2 = Qmaster()
+    qm2.unresolvable["node004"] = 5
+    with pytest.raises(M.RegisterError, match=r"qconf -ah node004 failed 3 times.*can't resolve hostname"):
+        register(qm2, tmp_path / "2", retries=2)
+    assert "node004" not in qm2.submit
+
+
+def test_check_mode_reads_only_and_says_what_would_change(tmp_path: Path) -> None:
+    qm = Qmaster()
+    would = register(qm, tmp_path, apply=False)
+    assert changing(would) == ["-ah", "-as", "-Ae", "-aattr", "-aattr"]
+    assert qm.admin == ["master"] and not qm.execs and not (tmp_path / "scratch").exists()
+    register(qm, tmp_path)
+    assert register(qm, tmp_path, apply=False) == []
+
+
+@pytest.mark.parametrize(
+    ("want", "match"),
+    [
+        ({"name": "node 4"}, "name must be one word"),
+        ({"hostgroup": "allhosts"}, "hostgroup must start with '@'"),
+        ({"slots": 0}, "slots must be at least 1"),
+        ({"queues": []}, "queues must name at least one queue"),
+        ({"queues": ["a.q,b.q"]}, "queue must be one word"),
+        ({"complex_values": {"h_vmem": "1 G"}}, "complex value h_vmem=1 G"),
+    ],
+)
+def test_input_qconf_would_take_wrongly_is_refused_before_any_command(
+    tmp_path: Path, want: dict[str, object], match: str
+) -> None:
+    qm = Qmaster()
+    with pytest.raises(ValueError, match=match):
+        register(qm, tmp_path, **want)
+    assert qm.calls == []
+
+
+def test_absent_takes_the_node_out_of_everything_and_a_second_run_changes_nothing(tmp_path: Path) -> None:
+    qm = Qmaster()
+    qm.queues["big.q"] = {"hostlist": [], "slots": {}}
+    register(qm, tmp_path, hostgroup="@big", queues=["all.q", "big.q"])
+    register(qm, tmp_path, name="node005")
+    done = M.deregister("node004", qm.run)
+    # the queue instances' settings go with "-purge queue *"; the slots' purge then finds nothing
+    assert changing(done) == ["-ke", "-purge", "-purge", "-dattr", "-de", "-dh", "-ds"]
+    assert "node004" not in qm.execs and "node004" not in qm.admin + qm.submit
+    assert qm.groups == {"@allhosts": ["node005"], "@big": []}
+    assert qm.queues["all.q"]["slots"] == {"node005": 2} and qm.queues["big.q"]["slots"] == {}
+    assert M.deregister("node004", qm.run) == []
+    assert "node005" in qm.execs  # the other node is untouched
+
+
+def test_absent_on_a_dead_node_or_one_half_registered(tmp_path: Path) -> None:
+    qm = Qmaster()
+    register(qm, tmp_path)
+    qm.dead.add("node004")
+    assert changing(M.deregister("node004", qm.run)) == ["-purge", "-dattr", "-de", "-dh", "-ds"]
+    qm2 = Qmaster()
+    qm2.admin.append("node004")  # an add that failed after -ah
+    assert M.deregister("node004", qm2.run) == [["qconf", "-dh", "node004"]]
+    with pytest.raises(ValueError, match="not a pattern"):
+        M.deregister("node*", qm2.run)
+
+
+def test_absent_in_check_mode_changes_nothing(tmp_path: Path) -> None:
+    qm = Qmaster()
+    register(qm, tmp_path)
+    would = M.deregister("node004", qm.run, apply=False)
+    assert changing(would) == ["-ke", "-purge", "-dattr", "-purge", "-de", "-dh", "-ds"]  # every purge listed
+    assert "node004" in qm.execs and qm.groups["@allhosts"] == ["node004"]
+
+
+# The module as Ansible runs it: its arguments on stdin, a qconf on PATH that keeps the stand-in's
+# state in a file between its calls.
+FAKE_QCONF = """#!{python}
+import json, os, pickle, sys
+sys.path.insert(0, {tests!r})
+from test_sge_exec_host_module import Qmaster
+state = {state!r}
+qm = pickle.load(open(state, "rb")) if os.path.exists(state) else Qmaster()
+assert os.environ["SGE_ROOT"] == "/opt/sge" and os.environ["SGE_CELL"] == "c1", os.environ
+rc, out, err = qm.run(["qconf", *sys.argv[1:]])
+pickle.dump(qm, open(state, "wb"))
+sys.stdout.write(out); sys.stderr.write(err); sys.exit(rc)
+"""
+
+
+def _run_module(tmp: Path, args: dict[str, object]) -> dict[str, object]:
+    bindir = tmp / "bin"
+    bindir.mkdir(exist_ok=True)
+    qconf = bindir / "qconf"
+    qconf.write_text(
+        FAKE_QCONF.format(python=sys.executable, tests=str(Path(__file__).parent), state=str(tmp / "qmaster.pickle"))
+    )
+    qconf.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
+    proc = subprocess.run(
+        [sys.executable, str(MODULE_PATH)],
+        input=json.dumps({"ANSIBLE_MODULE_ARGS": args}),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    out: dict[str, object] = json.loads(proc.stdout)
+    return out
+
+
+def test_the_module_as_ansible_runs_it(tmp_path: Path) -> None:
+    args = {"name": "node004", "slots": 2, "sge_root": "/opt/sge", "sge_cell": "c1", "tmpdir": str(tmp_path / "s")}
+    first = _run_module(tmp_path, args)
+    assert first["changed"] is True, first
+    assert [c[1] for c in first["commands"]] == ["-ah", "-as", "-Ae", "-aattr", "-aattr"]  # type: ignore[attr-defined]
+    assert _run_module(tmp_path, args)["changed"] is False
+    failed = _run_module(tmp_path, {**args, "queues": ["nope.q"]})
+    assert failed["failed"] is True and "queue nope.q cannot be read" in str(failed["msg"])
+    absent = {k: v for k, v in args.items() if k != "slots"} | {"state": "absent"}
+    assert [c[1] for c in _run_module(tmp_path, absent)["commands"]] == ["-ke", "-purge", "-dattr", "-de", "-dh", "-ds"]  # type: ignore[attr-defined]
+    assert _run_module(tmp_path, absent)["changed"] is False
+    missing = _run_module(tmp_path, {k: v for k, v in args.items() if k != "slots"})
+    assert missing["failed"] is True and "slots" in str(missing["msg"])
