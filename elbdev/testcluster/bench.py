@@ -109,7 +109,8 @@ def measure(tc: TestCluster, sizes: list[int], split_file: Path) -> Measured:
         add = tc.run_playbook("add_node.yml", new_nodes=[tc.spec(i) for i in new])
         m.figures[f"add_node.yml for {n} node(s) in one run"] = add.seconds
         m.master_cpu[n] = _children_cpu() - cpu
-        m.figures[f"  master CPU for it ({m.master_cpu[n] / n:.1f} s a node)"] = m.master_cpu[n]
+        # n in the label: two sizes with the same CPU a node must not share one entry
+        m.figures[f"  master CPU for the {n} ({m.master_cpu[n] / n:.1f} s a node)"] = m.master_cpu[n]
         m.splits[n] = read_split(split_file)
         if not add.ok:
             print(add.stdout[-3000:])
