@@ -36,8 +36,8 @@ description:
     submit host. It does not drain the node: draining and the check that no job runs there come
     first (the role C(sge_decommission) does both). In check mode the purges are listed as they
     would run, whether or not they find something."
-  - What one module run does took a dozen tasks of C(qconf) commands before; one run per node costs
-    the controller one module run instead of about twelve.
+  - One module run per node costs Ansible's controller one module run, where a task per C(qconf)
+    command would cost about twelve.
 options:
   name:
     description: The node's host name, as the qmaster resolves it.
@@ -167,6 +167,7 @@ class Want:
 
 
 def check_word(what: str, word: str) -> None:
+    """Raise ValueError for a queue, host group or host name qconf would not take as one word."""
     if not word or any(c.isspace() or c in ",[]=@" for c in word.removeprefix("@")):
         raise ValueError(f"{what} must be one word without whitespace, ',', '[', ']', '=' or '@': {word!r}")
 
@@ -236,7 +237,7 @@ class Registrar:
             return True
         rc, out, err = self._run(argv)
         said = _said(out, err)
-        if any(word in said for word in ok) and rc == 0:
+        if rc == 0 and any(word in said for word in ok):
             self.commands.append(argv)
             return True
         if any(word in said for word in also):
