@@ -109,6 +109,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except BlockingIOError:
         say("the test cluster is in use (tests or another demo); waiting for it")
         fcntl.flock(lock, fcntl.LOCK_EX)
+    # SIGTERM and SIGHUP (a kill, a closed terminal) end the demo as Ctrl-C does: its daemon
+    # stopped and the test cluster taken down, never a daemon left running on its own.
+    handlers = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         if args.scheduler == "slurm":
             from elbdev import demo_slurm  # noqa: PLC0415
@@ -130,6 +133,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
             except Exception as err:  # the one line a user needs when cleanup fails
                 print(f"cleanup failed ({err}); clean up with: python -m elbdev testcluster down", file=sys.stderr)
         lock.close()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
