@@ -25,10 +25,11 @@ from elb.service import factory
 from elbdev.testcluster import constants as C
 from elbdev.testcluster import slurm
 from elbdev.testcluster.cluster import TestCluster
-from tests.cluster.helpers import written
 from tests.cluster.slurm_support import (
     HOME,
     controller,
+    job_done,
+    job_host,
     passes_until,
     sbatch,
     sinfo_states,
@@ -58,10 +59,9 @@ def test_slurm_resumes_through_elb_jobs_run_over_nfs_and_idle_nodes_go(controlle
     factory.start_metrics(cfg, bal)
     started = time.monotonic()
     job = sbatch("-N", "1", "-n", "2", "--wrap", 'sleep 2; hostname > "$SLURM_JOB_ID.host"')
-    out = HOME / f"{job}.host"
     try:
-        passes_until(bal, f"job {job} to run and write {out}", lambda: written(out) is not None, timeout=300)
-        ran_on = written(out)
+        passes_until(bal, f"job {job} to run and write its output file", lambda: job_done(job), timeout=300)
+        ran_on = job_host(job)
         print(f"\njob {job} ran on {ran_on} {time.monotonic() - started:.0f} s after sbatch")
         node = bal.journal.node(ran_on)
         assert node is not None and node.state is NodeState.READY
