@@ -5,7 +5,6 @@ runs it, and plays editing one hosts file at the same time (processes sharing th
 from __future__ import annotations
 
 import errno
-import importlib.util
 import json
 import multiprocessing
 import os
@@ -13,24 +12,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-MODULE_PATH = Path(__file__).resolve().parents[2] / "roles" / "etc_hosts" / "library" / "elb_hosts_line.py"
+from tests.unit import role_modules
 
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("elb_hosts_line", MODULE_PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
-
-
-M = _load()
+MODULE_PATH = role_modules.module_path("etc_hosts", "elb_hosts_line")
+M = role_modules.load("etc_hosts", "elb_hosts_line")
 
 HOSTS = (
     b"127.0.0.1\tlocalhost\n"

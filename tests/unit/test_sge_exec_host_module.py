@@ -7,30 +7,19 @@ qmaster runs the module in the cluster tests and the Molecule scenarios."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-MODULE_PATH = Path(__file__).resolve().parents[2] / "roles" / "sge_exec" / "library" / "elb_sge_exec_host.py"
+from tests.unit import role_modules
 
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("elb_sge_exec_host", MODULE_PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
-
-
-M = _load()
+MODULE_PATH = role_modules.module_path("sge_exec", "elb_sge_exec_host")
+M = role_modules.load("sge_exec", "elb_sge_exec_host")
 
 
 class Qmaster:
@@ -306,8 +295,8 @@ def test_absent_in_check_mode_changes_nothing(tmp_path: Path) -> None:
 # state in a file between its calls.
 FAKE_QCONF = """#!{python}
 import json, os, pickle, sys
-sys.path.insert(0, {tests!r})
-from test_sge_exec_host_module import Qmaster
+sys.path.insert(0, {repo!r})
+from tests.unit.test_sge_exec_host_module import Qmaster
 state = {state!r}
 qm = pickle.load(open(state, "rb")) if os.path.exists(state) else Qmaster()
 assert os.environ["SGE_ROOT"] == "/opt/sge" and os.environ["SGE_CELL"] == "c1", os.environ
@@ -322,7 +311,7 @@ def _run_module(tmp: Path, args: dict[str, object]) -> dict[str, object]:
     bindir.mkdir(exist_ok=True)
     qconf = bindir / "qconf"
     qconf.write_text(
-        FAKE_QCONF.format(python=sys.executable, tests=str(Path(__file__).parent), state=str(tmp / "qmaster.pickle"))
+        FAKE_QCONF.format(python=sys.executable, repo=str(role_modules.ROLES.parent), state=str(tmp / "qmaster.pickle"))
     )
     qconf.chmod(0o755)
     env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
