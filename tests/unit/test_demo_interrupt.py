@@ -44,12 +44,13 @@ demo.os.geteuid = lambda: 0
 demo.LOCK = out.with_name("lock")
 testcluster.TestCluster = FakeCluster
 demo._run = run
+before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}  # SIGHUP ignored under nohup
 rc = demo.cmd_demo(argparse.Namespace(scheduler="sge", keep=False))
 out.write_text(json.dumps({
     "rc": rc,
     "downs": seen["downs"],
     "daemon_ended": seen["daemon"].poll() is not None,
-    "handlers_back": all(signal.getsignal(s) is signal.SIG_DFL for s in (signal.SIGTERM, signal.SIGHUP)),
+    "handlers_back": all(signal.getsignal(s) == h for s, h in before.items()),
 }))
 """
 
