@@ -51,6 +51,9 @@ def test_a_missing_or_incomplete_playbook_dir_is_named(tmp_path: Path) -> None:
     assert assets.playbook_dir_problem(missing) == f"provision.playbook_dir: {missing} is not a directory"
     (tmp_path / "add_node.yml").write_text("---\n")
     assert assets.playbook_dir_problem(tmp_path) == f"provision.playbook_dir: {tmp_path} has no remove_node.yml"
+    (tmp_path / "remove_node.yml").write_text("---\n")
+    assert assets.playbook_dir_problem(tmp_path) is None
+    assert assets.playbook_dir_problem(tmp_path, boot=True) == f"provision.playbook_dir: {tmp_path} has no admit_nodes.yml"
 
 
 def test_validate_fails_on_a_missing_playbook_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -173,10 +176,19 @@ def test_every_handler_is_notified(role: Path) -> None:
         assert names & sent, f"{role.name}: handler {handler['name']!r} is never notified"
 
 
+def _flattened(tasks_dir: Path, name: str) -> list[dict[str, object]]:
+    """A task file's tasks with each ``include_tasks`` of the role replaced by its tasks, in order."""
+    out: list[dict[str, object]] = []
+    for task in yaml.safe_load((tasks_dir / name).read_text(encoding="utf-8")):
+        included = task.get("ansible.builtin.include_tasks")
+        out.extend(_flattened(tasks_dir, included) if isinstance(included, str) else [task])
+    return out
+
+
 def test_sge_exec_restarts_the_execd_when_its_package_or_directories_change() -> None:
     """The restart is flushed before the role looks for a running execd, so that one started
     with what changed is restarted and a stopped one is not started twice."""
-    tasks = yaml.safe_load((REPO / "roles" / "sge_exec" / "tasks" / "main.yml").read_text(encoding="utf-8"))
+    tasks = _flattened(REPO / "roles" / "sge_exec" / "tasks", "main.yml")
     names = [t["name"] for t in tasks]
     restarting = [t["name"] for t in tasks if "Restart the execution daemon" in notified(t)]
     assert restarting == [
