@@ -100,7 +100,7 @@ def _live_balancer(cfg: Config, journal: Journal) -> Balancer | Exit:
 
 def _playbooks_missing(cfg: Config) -> bool:
     """True (and says why on stderr) when elb has no playbooks to provision nodes with."""
-    problem = assets.playbook_dir_problem(cfg.provision.playbook_dir)
+    problem = assets.playbook_dir_problem(cfg.provision.playbook_dir, boot=cfg.provision.mode == "boot")
     if problem is not None:
         _error(f"config: {problem}")
     return problem is not None

@@ -43,6 +43,7 @@ from elb.core.interfaces import (
     CloudError,
     Instance,
     LaunchResult,
+    NodeBoot,
 )
 from elb.provision.hostkeys import HostKeys
 
@@ -113,7 +114,9 @@ class LocalCloud:
 
     # ------------------------------------------------------------------ helpers
 
-    def _podman(self, *args: str, timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def _podman(
+        self, *args: str, timeout: float | None = None, check: bool = True, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         argv = [self.podman, *args]
         try:
             proc = subprocess.run(
@@ -121,7 +124,7 @@ class LocalCloud:
                 capture_output=True,
                 text=True,
                 timeout=timeout or self.command_timeout,
-                stdin=subprocess.DEVNULL,
+                **({"input": input} if input is not None else {"stdin": subprocess.DEVNULL}),
                 check=False,
             )
         except subprocess.TimeoutExpired as err:
@@ -182,8 +185,15 @@ class LocalCloud:
 
     # ------------------------------------------------------------------ Cloud protocol
 
-    def launch(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> LaunchResult:
-        """Start one podman node per name (every node group's nodes are the same image)."""
+    def launch(
+        self,
+        names: Sequence[str],
+        groups: Mapping[str, str] | None = None,
+        boot: Mapping[str, NodeBoot] | None = None,
+    ) -> LaunchResult:
+        """Start one podman node per name (every node group's nodes are the same image); with
+        ``boot``, each node then runs its boot as cloud-init runs an EC2 worker's
+        (``_start_boot``)."""
         failed: dict[str, str] = {}
         started: dict[str, str] = {}  # name -> container id
         for name in names:
@@ -203,6 +213,8 @@ class LocalCloud:
                 "--volume", f"{self.authorized_key}:/root/.ssh/authorized_keys:ro",
             ]  # fmt: skip
             args += self._log_volume(name)
+            for mount in self.config.mounts:
+                args += ["--volume", f"{mount}:{mount}:ro"]
             for k, v in self._labels(name).items():
                 args += ["--label", f"{k}={v}"]
             fresh = self.host_keys is not None and not self.host_keys.known(name)
@@ -220,10 +232,19 @@ class LocalCloud:
                     self._forget_keys([name])
                 continue
             started[name] = proc.stdout.strip().splitlines()[-1]
+        return self._await_started(started, failed, boot or {})
+
+    def _await_started(
+        self, started: Mapping[str, str], failed: dict[str, str], boot: Mapping[str, NodeBoot]
+    ) -> LaunchResult:
+        """Wait until each started container's sshd answers, then start its boot if it has one;
+        a node that fails either is removed."""
         launched: list[Instance] = []
         deadline = time.monotonic() + self.config.boot_timeout
         for name, cid in started.items():
             inst = self._wait_ready(cid, deadline)
+            if isinstance(inst, Instance) and name in boot:
+                inst = self._start_boot(cid, inst, boot[name])
             if isinstance(inst, Instance):
                 launched.append(inst)
             else:
@@ -231,6 +252,26 @@ class LocalCloud:
                 self._podman("rm", "--force", "--time", "2", cid, check=False)
                 self._forget_keys([name])
         return LaunchResult(launched=tuple(launched), failed=failed)
+
+    def _start_boot(self, cid: str, inst: Instance, boot: NodeBoot) -> Instance | str:
+        """Write the boot's files on the node (root's, mode 0600), then start its command in the
+        background, its output in ``boot.log``: what cloud-init's ``write_files`` and ``runcmd``
+        do on an EC2 worker. The data go as arguments and standard input, never into a shell
+        string."""
+        for path, text in boot.files.items():
+            proc = self._podman(
+                "exec", "-i", cid, "/bin/sh", "-c", 'umask 077 && mkdir -p "${1%/*}" && cat > "$1"', "sh", path,
+                check=False, input=text,
+            )  # fmt: skip
+            if proc.returncode != 0:
+                return f"writing {path} for its boot failed: {proc.stderr.strip()}"
+        proc = self._podman(
+            "exec", "--detach", cid, "/bin/sh", "-c", 'log=$1; shift; exec "$@" > "$log" 2>&1', "sh", boot.log,
+            *boot.argv, check=False,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            return f"starting its boot failed: {proc.stderr.strip()}"
+        return inst
 
     def _log_volume(self, name: str) -> list[str]:
         """The volume keeping the node's NFS client log on this machine; none if its directory

@@ -20,6 +20,7 @@ from pathlib import Path
 
 COLLECTION_PACKAGE = "ansible_collections.elb.cluster"
 PLAYBOOKS = ("add_node.yml", "remove_node.yml")  # what elb runs
+BOOT_PLAYBOOKS = ("admit_nodes.yml",)  # what it runs too with provision.mode: boot
 _DATA_DIR = "_data"  # in the elb package: the unit, the IAM policy, the monitoring files
 MONITORING = ("elb-alerts.yml", "elb-dashboard.json")  # in the monitoring directory
 _CHECKOUT = Path(__file__).resolve().parents[2]  # the repository root, in a checkout
@@ -93,18 +94,20 @@ def playbook_dir(configured: Path | None) -> Path:
     return (configured or default_playbook_dir()).resolve()
 
 
-def playbook_dir_problem(configured: Path | None) -> str | None:
+def playbook_dir_problem(configured: Path | None, *, boot: bool = False) -> str | None:
     """Why elb cannot provision from this playbook directory (None: it can).
 
-    ``configured`` is ``provision.playbook_dir`` (None: the shipped one). The message names
-    the path looked at and, for the shipped directory, says how to repair the install.
+    ``configured`` is ``provision.playbook_dir`` (None: the shipped one); ``boot``: nodes
+    configure themselves at boot (``provision.mode: boot``), and the admit play is needed too.
+    The message names the path looked at and, for the shipped directory, says how to repair the
+    install.
     """
     where = configured if configured is not None else default_playbook_dir()
     setting = "provision.playbook_dir" if configured is not None else "the playbooks shipped with elb"
     if not where.is_dir():
         fix = "" if configured is not None else " (reinstall elb from its wheel, or set provision.playbook_dir)"
         return f"{setting}: {where} is not a directory{fix}"
-    missing = [name for name in PLAYBOOKS if not (where / name).is_file()]
+    missing = [name for name in PLAYBOOKS + (BOOT_PLAYBOOKS if boot else ()) if not (where / name).is_file()]
     if missing:
         return f"{setting}: {where} has no {' and no '.join(missing)}"
     return None

@@ -195,6 +195,10 @@ class LocalConfig(_Strict):
     image: str = "localhost/elb-node:latest"
     network: str = "elb"
     boot_timeout: PositiveSeconds = 120.0
+    # Directories of this machine mounted read-only at the same path in every node: what a node
+    # that configures itself at boot runs (elb's Python environment and playbooks), standing in
+    # for an image that has them.
+    mounts: list[Path] = Field(default_factory=list)
 
 
 class CloudConfig(_Strict):
@@ -203,8 +207,33 @@ class CloudConfig(_Strict):
     local: LocalConfig = Field(default_factory=LocalConfig)
 
 
+class BootConfig(_Strict):
+    """How a node configures itself at boot (``provision.mode: boot``): the command its image
+    runs, by the node's boot document (an Ansible inventory elb writes on the node)."""
+
+    # The node image's ansible-playbook and elb's node_boot.yml on it, the roles beside the
+    # playbooks as elb ships them (docs/provisioning.md). None: the same paths as elb's own on
+    # the master (an image with elb installed where the master has it).
+    ansible_playbook: Path | None = None
+    playbook: Path | None = None
+    # How long elb waits, after the master admitted a node, for the node to have configured
+    # itself and its execd to report; then the node is failed, taken out and terminated.
+    timeout: PositiveSeconds = 600.0
+
+    @field_validator("ansible_playbook", "playbook")
+    @classmethod
+    def _absolute(cls, path: Path | None) -> Path | None:
+        if path is not None and not path.is_absolute():
+            raise ValueError(f"{path}: the path on the node's image must be absolute")
+        return path
+
+
 class ProvisionConfig(_Strict):
     playbook_dir: Path | None = None  # None: the playbooks shipped with elb
+    # push: the master configures each new node over SSH (add play). boot: the master does only
+    # its own part (admit play) and each node configures itself at boot (``boot``); Grid Engine only.
+    mode: Literal["push", "boot"] = "push"
+    boot: BootConfig = Field(default_factory=BootConfig)
     private_data_dir: Path = Path("/var/lib/elb/ansible")
     ssh_user: str = "root"
     ssh_private_key: Path | None = None
@@ -314,6 +343,24 @@ class Config(_Strict):
                     )
                 data = {**data, "policy": {**policy, "poll_interval": data["poll_interval"]}}
         return data
+
+    @model_validator(mode="after")
+    def _boot_is_grid_engine(self) -> Config:
+        """Nodes that configure themselves at boot run Grid Engine's node_boot.yml (Slurm's nodes
+        are configured by the push, ``slurm.add_playbook``), given in their user data."""
+        if self.provision.mode != "boot":
+            return self
+        if self.scheduler != "sge":
+            raise ValueError("provision.mode: boot is for Grid Engine (scheduler: sge); Slurm's nodes take push")
+        templated = self.cloud.ec2.launch_template is not None or any(
+            g.launch_template is not None for g in self.node_groups or ()
+        )
+        if self.cloud.provider == "ec2" and templated:
+            raise ValueError(
+                "provision.mode: boot gives each node its boot in its user data, which a launch template "
+                "holds itself: describe the workers in cloud.ec2 (and node_groups) without launch_template"
+            )
+        return self
 
     @model_validator(mode="after")
     def _spot_is_not_stopped(self) -> Config:

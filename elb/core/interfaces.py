@@ -53,6 +53,17 @@ class LaunchResult:
     failed: Mapping[str, str] = field(default_factory=dict, hash=False)  # node name -> reason
 
 
+@dataclass(frozen=True, slots=True)
+class NodeBoot:
+    """What a new node runs on itself at its first boot (``provision.mode: boot``): ``files``
+    written first (absolute path on the node -> text; root's, mode 0600), then ``argv``, its
+    output kept in ``log`` on the node."""
+
+    files: Mapping[str, str] = field(hash=False)
+    argv: tuple[str, ...]
+    log: str = "/var/log/elb-boot.log"
+
+
 @runtime_checkable
 class Cloud(Protocol):
     """Launch, list, stop, start and terminate the workers of one cluster.
@@ -61,9 +72,16 @@ class Cloud(Protocol):
     terminate an instance that is not a worker of this cluster, and never the master.
     """
 
-    def launch(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> LaunchResult:
+    def launch(
+        self,
+        names: Sequence[str],
+        groups: Mapping[str, str] | None = None,
+        boot: Mapping[str, NodeBoot] | None = None,
+    ) -> LaunchResult:
         """Start one worker per name, wait until each runs with a private address; ``groups``:
-        the node group of each name (config ``node_groups``), for the way it is launched."""
+        the node group of each name (config ``node_groups``), for the way it is launched;
+        ``boot``: what each node runs on itself at its first boot (None: nothing, elb's add play
+        configures it)."""
         ...
 
     def list_workers(self) -> list[Instance]:
@@ -147,6 +165,11 @@ class Provisioner(Protocol):
         self, playbook: str, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]
     ) -> dict[str, HostResult]:
         """Drain-check, deregister and unexport ``nodes``; BUSY if a job landed meanwhile."""
+        ...
+
+    def boot_plans(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> dict[str, NodeBoot]:
+        """What each of ``names`` (launched together) runs on itself at its first boot to
+        configure itself (``provision.mode: boot``); ValueError when it cannot be made."""
         ...
 
 

@@ -113,6 +113,12 @@ class Scheduler(Protocol):
     @property
     def remove_playbook(self) -> str: ...
 
+    @property
+    def admit_playbook(self) -> str | None:
+        """The master's part of adding nodes that configure themselves at boot
+        (``provision.mode: boot``); None: this scheduler's nodes are configured by the add play."""
+        ...
+
     def take_requests(self, now: float) -> tuple[str, ...]:
         """Take what the scheduler asked since the last pass into elb's journal (a scheduler that
         asks by files); lines to log, one per request or file set aside."""

@@ -38,6 +38,7 @@ import pwd
 import re
 import secrets
 import shutil
+import socket
 import sys
 import threading
 import time
@@ -51,8 +52,9 @@ from typing import Any
 from elb.core import assets
 from elb.core.config import ClusterConfig, ProvisionConfig, RetentionConfig, SgeConfig
 from elb.core.groups import NodeGroups
-from elb.core.interfaces import HostResult, NodeSpec, Outcome
+from elb.core.interfaces import HostResult, NodeBoot, NodeSpec, Outcome
 from elb.provision import proctree, retention, sshmux
+from elb.provision.boot import batch_of, boot_inventory, node_boot
 from elb.provision.hostkeys import HostKeyError, HostKeys
 from elb.provision.inventory import Connection, InventoryError, build_inventory, check_extra_vars
 from elb.provision.outcomes import RunEnd, summarize
@@ -78,6 +80,7 @@ _ENV_SECRET = re.compile(r"PASS|SECRET|TOKEN|CREDENTIAL|KEY$|KEY_ID$", re.IGNORE
 
 # What runner reads from ``<private_data_dir>/env`` and passes on to every run: the extra vars
 # (``-e @env/extravars``) and an SSH key (written into the artifacts for ssh-agent).
+BOOT_PLAYBOOK = "node_boot.yml"  # what a node that configures itself at boot runs
 RUNNER_SECRET_FILES = ("env/extravars", "env/ssh_key", "env/passwords")
 # Files that would hold a secret in a run's artifact directory: the extra vars elb once wrote
 # there, runner's copy of an SSH key, and anything under runner's names for its env files.
@@ -138,6 +141,21 @@ def role_vars(cluster: ClusterConfig, sge: SgeConfig) -> dict[str, object]:
         out[f"{role}_queue"] = sge.queue
         out[f"{role}_hostgroup"] = sge.hostgroup
     return out
+
+
+def _master_address(master: str, given: object) -> str:
+    """The master's address as the nodes reach it: ``etc_hosts_master_address`` when set, else
+    the IPv4 address this machine (the master) resolves the master's name to, as the etc_hosts
+    role finds it."""
+    if isinstance(given, str) and given:
+        return given
+    try:
+        found = socket.getaddrinfo(master, None, socket.AF_INET, socket.SOCK_STREAM)
+    except OSError as err:
+        raise InventoryError(
+            f"cannot resolve the master's name {master!r} ({err}); set etc_hosts_master_address in provision.extra_vars"
+        ) from None
+    return str(found[0][4][0])
 
 
 def scrub_artifacts(artifact_dir: Path) -> list[str]:
@@ -281,6 +299,9 @@ class AnsibleProvisioner:
             host_keys=config.host_keys_path,
         )
         self.host_keys = HostKeys(config.host_keys_path)
+        # What a node that configures itself at boot runs: the image's, else elb's own paths.
+        self.boot_ansible_playbook = config.boot.ansible_playbook or Path(sys.executable).with_name("ansible-playbook")
+        self.boot_playbook = config.boot.playbook or self.playbook_dir / BOOT_PLAYBOOK
         self.role_vars = role_vars(self.cluster, self.sge)
         self.runs = proctree.RunRecords(config.private_data_dir / "running")
         self.vars_dir = config.private_data_dir / "vars"  # a running playbook's extra vars file
@@ -322,6 +343,32 @@ class AnsibleProvisioner:
         report = self.run(playbook, workers=existing, new_nodes=nodes, on_reached=on_reached)
         self._log_others(report, [n.name for n in nodes])
         return report.for_hosts([n.name for n in nodes])
+
+    def boot_plans(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> dict[str, NodeBoot]:
+        """What each of ``names`` (one batch, launched together) runs on itself at its first boot
+        (``provision.mode: boot``, ``elb.provision.boot``). Raises InventoryError (a ValueError)
+        on bad input or when the master's address cannot be found."""
+        variables = {**self.role_vars, **self.extra_vars}
+        try:
+            address = _master_address(self.cluster.master, variables.get("etc_hosts_master_address"))
+            batch = batch_of(names)
+            out: dict[str, NodeBoot] = {}
+            for name in names:
+                spec = self._of_group(NodeSpec(name, "0.0.0.0", group=(groups or {}).get(name)))  # noqa: S104
+                inventory = boot_inventory(
+                    name,
+                    batch,
+                    master=self.cluster.master,
+                    master_address=address,
+                    market=spec.market,
+                    variables=variables,
+                )
+                out[name] = node_boot(
+                    inventory, ansible_playbook=self.boot_ansible_playbook, playbook=self.boot_playbook
+                )
+        except InventoryError as err:
+            raise InventoryError(f"the nodes' boot: {err}") from None
+        return out
 
     def remove_nodes(
         self, playbook: str, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]

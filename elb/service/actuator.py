@@ -116,6 +116,7 @@ class Actuator:
         *,
         stopping: threading.Event | None = None,
         groups: NodeGroups | None = None,
+        boot: bool = False,
     ) -> None:
         self.journal = journal
         self.scheduler = scheduler
@@ -124,6 +125,9 @@ class Actuator:
         self.clock = clock
         self.stopping = stopping or threading.Event()
         self.groups = groups
+        # provision.mode boot: new nodes configure themselves at boot (the provisioner's boot
+        # plans go with the launch) and the master runs only the scheduler's admit play.
+        self.boot = boot
 
     def _workers(self, exclude: Sequence[str] = ()) -> list[NodeSpec]:
         """The ready nodes (but ``exclude``), for the hosts lines a play updates on them."""
@@ -134,11 +138,16 @@ class Actuator:
                 out.append(spec)
         return out
 
-    def _add_play(self, specs: Sequence[NodeSpec]) -> dict[str, HostResult]:
+    def _add_play(self, specs: Sequence[NodeSpec], *, admit: bool = False) -> dict[str, HostResult]:
+        """The add play, or with ``admit`` the admit play (nodes that configure themselves at
+        boot: the play does not reach them)."""
+        existing = self._workers([s.name for s in specs])
+        if admit and self.scheduler.admit_playbook is not None:
+            return self.provisioner.add_nodes(self.scheduler.admit_playbook, specs, existing)
         return self.provisioner.add_nodes(
             self.scheduler.add_playbook,
             specs,
-            self._workers([s.name for s in specs]),
+            existing,
             on_reached=lambda name: self.journal.reach(name, Step.REACHABLE, self.clock()),
         )
 
@@ -165,8 +174,9 @@ class Actuator:
             if node.group is not None:
                 groups[name] = node.group
         try:
-            result = self.cloud.launch(list(names), groups or None)
-        except CloudError as err:
+            boot = self.provisioner.boot_plans(list(names), groups or None) if self.boot else None
+            result = self.cloud.launch(list(names), groups or None, boot)
+        except (CloudError, ValueError) as err:  # ValueError: the nodes' boot plans could not be made
             # The cloud adapter starts nothing it cannot report; reconcile catches the rest by tags.
             for name in names:
                 self.journal.record(name, NodeState.FAILED, self.clock(), detail=f"launch failed: {err}")
@@ -177,7 +187,7 @@ class Actuator:
         for name, why in result.failed.items():
             self.journal.record(name, NodeState.FAILED, self.clock(), detail=f"launch failed: {why}")
             out.failed[name] = f"launch failed: {why}"
-        self.provision([self._record_running(inst.name, inst) for inst in result.launched], out)
+        self.provision([self._record_running(inst.name, inst) for inst in result.launched], out, admit=self.boot)
 
     def _record_running(self, name: str, inst: Instance, detail: str | None = None) -> Node:
         """Node ``name`` runs on ``inst``: record it with what the cloud says of the instance (and,
@@ -196,9 +206,10 @@ class Actuator:
             template_version=inst.tags.get(TEMPLATE_VERSION_TAG),
         )
 
-    def provision(self, nodes: Sequence[Node], out: Outcomes) -> None:
-        """Bring running nodes up: the scheduler's preparation, the add play, the scheduler has
-        them up; a node that fails any step is cleaned out of the cluster and terminated."""
+    def provision(self, nodes: Sequence[Node], out: Outcomes, *, admit: bool = False) -> None:
+        """Bring running nodes up: the scheduler's preparation, the add play (``admit``: nodes
+        launched to configure themselves at boot, the admit play), the scheduler has them up; a
+        node that fails any step is cleaned out of the cluster and terminated."""
         specs: list[NodeSpec] = []
         for n in nodes:
             spec = node_spec(n)
@@ -215,7 +226,7 @@ class Actuator:
             return
         for s in specs:
             self.journal.record(s.name, NodeState.PROVISIONING, self.clock(), step=Step.PROVISIONING)
-        results = self._add_play(specs)
+        results = self._add_play(specs, admit=admit)
         played: list[NodeSpec] = []
         for s in specs:
             res = results.get(s.name, HostResult(s.name, Outcome.FAILED, message="no result from provisioning"))

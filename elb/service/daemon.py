@@ -192,6 +192,7 @@ class Balancer:
             self.clock,
             stopping=self.stopping,
             groups=groups_of(self.config),
+            boot=self.config.provision.mode == "boot",
         )
 
     def _read(self, records: Sequence[Node]) -> SchedulerRead:

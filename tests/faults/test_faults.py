@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from elb.clouds.local import LocalCloud
-from elb.core.interfaces import LaunchResult
+from elb.core.interfaces import LaunchResult, NodeBoot
 from elb.core.model import Job, NodeState, Snapshot
 from elb.schedulers.sge.commands import Rescheduled, SgeCommands
 from elb.schedulers.sge.demand import Site
@@ -381,7 +381,9 @@ class BreakOneOfTwo(LocalCloud):
 
     broken: str | None = None
 
-    def launch(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> LaunchResult:
+    def launch(
+        self, names: Sequence[str], groups: Mapping[str, str] | None = None, boot: Mapping[str, NodeBoot] | None = None
+    ) -> LaunchResult:
         res = super().launch(names)
         if self.broken is None and len(res.launched) == 2:
             victim = res.launched[1].name

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from elb.clouds.ec2.cloud import Choice, run_arguments
-from elb.clouds.ec2.user_data import MAX_BYTES, host_key_cloud_config, with_host_key
-from elb.core.interfaces import CloudError
+from elb.clouds.ec2.user_data import MAX_BYTES, host_key_cloud_config, node_user_data
+from elb.core.interfaces import CloudError, NodeBoot
 from elb.provision.hostkeys import PRUNE_GRACE, HostKeys, generate
 
 from .conftest import FakeClock, client_error
@@ -68,8 +68,8 @@ def test_the_admins_user_data_runs_beside_it(ec2: Any, ami: str, aws_env: str, t
 
 def test_mime_user_data_gets_elbs_part_appended() -> None:
     key = generate()
-    theirs = with_host_key("#!/bin/sh\ntrue\n", generate())  # any MIME archive of cloud-init's kind
-    out = with_host_key(theirs, key)
+    theirs = node_user_data("#!/bin/sh\ntrue\n", generate())  # any MIME archive of cloud-init's kind
+    out = node_user_data(theirs, key)
     parts = [p for p in email.message_from_string(out).walk() if not p.is_multipart()]
     assert [p.get_content_type() for p in parts] == ["text/plain", "text/cloud-config", "text/cloud-config"]
     assert cloud_config(parts[-1].get_payload(decode=True).decode())["ssh_keys"]["ed25519_public"] == key.public
@@ -90,10 +90,10 @@ def test_a_launch_sent_again_is_the_same_request(ami: str, aws_env: str, tmp_pat
     cloud.host_keys = HostKeys(tmp_path / "keys")
     choice = Choice("t3.large", None)
     spec = cloud.launch_spec()
-    first = run_arguments(cloud._with_host_key("node001", spec, adopting=False), choice, "elb", "node001")
-    again = run_arguments(cloud._with_host_key("node001", spec, adopting=False), choice, "elb", "node001")
+    first = run_arguments(cloud._with_node_config("node001", spec, adopting=False), choice, "elb", "node001")
+    again = run_arguments(cloud._with_node_config("node001", spec, adopting=False), choice, "elb", "node001")
     assert first["UserData"] == again["UserData"] and first["ClientToken"] == again["ClientToken"]
-    other = run_arguments(cloud._with_host_key("node002", spec, adopting=False), choice, "elb", "node002")
+    other = run_arguments(cloud._with_node_config("node002", spec, adopting=False), choice, "elb", "node002")
     assert other["UserData"] != first["UserData"]
 
 
@@ -231,3 +231,43 @@ def test_an_older_instance_gives_its_buffered_output(
     assert result.failed == {}
     assert store.public_key("node001") == key.public
     assert [c.get("Latest") for c in client.calls_of("get_console_output")] == [True, None]
+
+
+# --------------------------------------------------------------------------- a node's boot
+
+
+BOOT = NodeBoot(files={"/etc/elb/boot-inventory.yml": "all: {}\n"}, argv=("/opt/elb/bin/ansible-playbook", "x.yml"))
+
+
+def test_a_node_that_configures_itself_gets_its_boot_in_its_user_data(
+    ec2: Any, ami: str, aws_env: str, tmp_path: Path
+) -> None:
+    """cloud-init writes the boot document (root's, 0600) and runs the boot as an argument list
+    (no shell reads the data), its output in the boot's log; the host key beside it."""
+    cloud, _ = cloud_with(aws_env, ami=ami, instance_types=["t3.large"])
+    cloud.host_keys = HostKeys(tmp_path / "keys")
+    [inst] = cloud.launch(["node001"], boot={"node001": BOOT}).launched
+    data = cloud_config(user_data_of(ec2, inst.instance_id))
+    assert data["write_files"] == [
+        {"path": "/etc/elb/boot-inventory.yml", "content": "all: {}\n", "owner": "root:root", "permissions": "0600"}
+    ]
+    [cmd] = data["runcmd"]
+    assert cmd[:5] == ["/bin/sh", "-c", 'log=$1; shift; exec "$@" > "$log" 2>&1', "sh", "/var/log/elb-boot.log"]
+    assert cmd[5:] == ["/opt/elb/bin/ansible-playbook", "x.yml"]
+    assert "ed25519_public" in data["ssh_keys"]
+
+
+def test_a_boot_beside_the_admins_user_data(ec2: Any, ami: str, aws_env: str) -> None:
+    cloud, _ = cloud_with(aws_env, ami=ami, instance_types=["t3.large"], user_data="#!/bin/sh\necho elb\n")
+    [inst] = cloud.launch(["node001"], boot={"node001": BOOT}).launched
+    parts = [p for p in email.message_from_string(user_data_of(ec2, inst.instance_id)).walk() if not p.is_multipart()]
+    assert parts[0].get_payload() == "#!/bin/sh\necho elb\n"
+    assert cloud_config(str(parts[1].get_payload()))["runcmd"][0][5:] == list(BOOT.argv)
+
+
+def test_a_launch_template_node_cannot_be_given_a_boot(ec2: Any, ami: str, subnets: list[str], aws_env: str) -> None:
+    template(ec2, ami)
+    cloud, client = cloud_with(aws_env, launch_template={"name": "elb-workers"}, subnets=[subnets[0]])
+    with pytest.raises(CloudError, match="launch template"):
+        cloud.launch(["node001"], boot={"node001": BOOT})
+    assert client.calls_of("run_instances") == []

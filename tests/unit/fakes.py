@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from elb.core.interfaces import CloudError, HostResult, Instance, LaunchResult, NodeSpec, Outcome
+from elb.core.interfaces import CloudError, HostResult, Instance, LaunchResult, NodeBoot, NodeSpec, Outcome
 from elb.core.model import Host, Job, QueueInstance, Snapshot
 from elb.schedulers.sge.commands import Rescheduled
 from elb.schedulers.sge.demand import Site
@@ -127,8 +127,15 @@ class FakeCloud:
     terminated: list[str] = field(default_factory=list)
     stopped: list[str] = field(default_factory=list)
     started: list[str] = field(default_factory=list)
+    boots: dict[str, NodeBoot] = field(default_factory=dict)  # what each launched node ran at boot
 
-    def launch(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> LaunchResult:
+    def launch(
+        self,
+        names: Sequence[str],
+        groups: Mapping[str, str] | None = None,
+        boot: Mapping[str, NodeBoot] | None = None,
+    ) -> LaunchResult:
+        self.boots.update(boot or {})
         if self.raise_on_launch:
             raise CloudError(self.raise_on_launch)
         out = []
@@ -219,6 +226,11 @@ class FakeProvisioner:
                 self.sge.add_host(n.name, n.slots or 8)
                 out[n.name] = HostResult(n.name, Outcome.OK)
         return out
+
+    def boot_plans(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> dict[str, NodeBoot]:
+        """A boot per node that names it (the real ones: elb.provision.boot)."""
+        self.log.append(f"boot plans {','.join(names)}")
+        return {n: NodeBoot(files={"/etc/elb/boot-inventory.yml": n}, argv=("true",)) for n in names}
 
     def remove_nodes(
         self, playbook: str, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]

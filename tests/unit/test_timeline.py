@@ -299,7 +299,9 @@ def test_an_instance_without_an_address_is_not_running_yet(tmp_path: Path) -> No
     from elb.service.actuator import Actuator, Outcomes
 
     class NoAddress(FakeCloud):
-        def launch(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> LaunchResult:
+        def launch(
+            self, names: Sequence[str], groups: Mapping[str, str] | None = None, boot: object = None
+        ) -> LaunchResult:
             done = super().launch(names, groups)
             return LaunchResult(tuple(replace(i, private_ip=None) for i in done.launched), done.failed)
 

@@ -45,7 +45,7 @@ from botocore.exceptions import (
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from elb.clouds.ec2.console import decode_output, host_key_in_console
-from elb.clouds.ec2.user_data import with_host_key
+from elb.clouds.ec2.user_data import node_user_data
 from elb.core.config import Config, Ec2Config
 from elb.core.groups import LaunchTemplate, NodeGroups
 from elb.core.interfaces import (
@@ -56,6 +56,7 @@ from elb.core.interfaces import (
     CloudError,
     Instance,
     LaunchResult,
+    NodeBoot,
     Notice,
     NoticeKind,
 )
@@ -1064,9 +1065,15 @@ class Ec2Cloud:
         assert last is not None
         raise _Fatal(to_cloud_error(last, f"launching {name}"))
 
-    def launch(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> LaunchResult:
+    def launch(
+        self,
+        names: Sequence[str],
+        groups: Mapping[str, str] | None = None,
+        boot: Mapping[str, NodeBoot] | None = None,
+    ) -> LaunchResult:
         """Start one worker per name and wait until each runs with a private address; each as
-        its node group says (``groups``: name -> group; ``spec_for``).
+        its node group says (``groups``: name -> group; ``spec_for``), with its boot (``boot``)
+        in its user data for cloud-init.
 
         Nodes that find no capacity, or do not run within ``boot_timeout`` (then terminated),
         are in ``failed``. A permission or configuration error stops launching; if nothing was
@@ -1093,7 +1100,7 @@ class Ec2Cloud:
         for i, name in enumerate(names):
             try:
                 spec = specs[None if groups is None else groups.get(name)]
-                spec = self._with_host_key(name, spec, adopting=name in existing)
+                spec = self._with_node_config(name, spec, adopting=name in existing, boot=(boot or {}).get(name))
                 inst = self._start_one(name, spec, existing.get(name), ended.get(name, ""))
             except _NoCapacity as err:
                 failed[name] = str(err)
@@ -1175,15 +1182,26 @@ class Ec2Cloud:
             for node in launched:
                 self.host_keys.settle(node.name)
 
-    def _with_host_key(self, name: str, spec: LaunchSpec, *, adopting: bool) -> LaunchSpec:
-        """``spec`` with the node's host key in its user data (``elb.clouds.ec2.user_data``), when elb
-        describes the worker itself and starts it (an adopted instance has the key it was
-        launched with). A launch template holds the user data: the key of its node is read from
-        its console output once it runs (``_console_host_keys``)."""
-        if self.host_keys is None or spec.launch_template is not None or adopting:
+    def _with_node_config(
+        self, name: str, spec: LaunchSpec, *, adopting: bool, boot: NodeBoot | None = None
+    ) -> LaunchSpec:
+        """``spec`` with elb's cloud-config of the node in its user data (``elb.clouds.ec2.user_data``):
+        its host key, when elb describes the worker itself and starts it (an adopted instance has
+        the key it was launched with; a launch template holds the user data, so the key of its
+        node is read from its console output once it runs, ``_console_host_keys``), and its boot.
+        A node of a launch template cannot be given a boot: CloudError."""
+        if spec.launch_template is not None:
+            if boot is not None:
+                raise CloudError(
+                    f"cannot launch {name}: a launch template's user data is its own, so its node cannot be given "
+                    "its boot (provision.mode: boot needs cloud.ec2 to describe the worker, without launch_template)"
+                )
+            return spec
+        if adopting:
             return spec
         try:
-            user_data = with_host_key(spec.user_data, self.host_keys.issue(name))
+            key = None if self.host_keys is None else self.host_keys.issue(name)
+            user_data = node_user_data(spec.user_data, key, boot)
         except ValueError as err:
             raise CloudError(f"cannot launch {name}: {err}") from None
         except OSError as err:

@@ -1,10 +1,15 @@
-"""The user data of an EC2 worker: the admin's (``cloud.ec2.user_data``) with the node's SSH host
-key added for cloud-init (pure).
+"""The user data of an EC2 worker: the admin's (``cloud.ec2.user_data``) with elb's cloud-config
+for cloud-init: the node's SSH host key and, for a node that configures itself at boot
+(``provision.mode: boot``), its boot (pure).
 
 cloud-init's ``ssh`` module installs the host keys given as ``ssh_keys`` in cloud-config before
 the node's sshd starts (cloud-init's units are ordered before it), deleting the image's keys
 (``ssh_deletekeys``) and making no others (``ssh_genkeytypes: []``): the node answers SSH with
 the ed25519 key elb made for it, and only with it.
+
+A node's boot (``elb.core.interfaces.NodeBoot``) is cloud-init's ``write_files`` (its files,
+root's, mode 0600) and one ``runcmd`` entry, an argument list cloud-init runs without a shell: a
+fixed ``sh -c`` that sends the output to the boot's log, then the boot's own argument list.
 
 Without user data of the admin's, the user data is that cloud-config alone. With it, a MIME
 multi-part archive, the admin's part first and elb's last: cloud-init runs a part by what it
@@ -25,6 +30,7 @@ from email.policy import compat32
 
 import yaml
 
+from elb.core.interfaces import NodeBoot
 from elb.provision.hostkeys import HostKey
 
 MAX_BYTES = 16384  # EC2's limit on user data, before base64
@@ -33,23 +39,44 @@ _MIME_STARTS = ("content-type:", "mime-version:")
 
 def host_key_cloud_config(key: HostKey) -> str:
     """The cloud-config that makes ``key`` the node's only SSH host key."""
-    body = {
-        "ssh_deletekeys": True,
-        "ssh_genkeytypes": [],
-        "ssh_keys": {"ed25519_private": key.private, "ed25519_public": key.public},
-    }
+    return node_cloud_config(key, None)
+
+
+# runcmd's entry for a boot: the log file, then the command (argv) as the arguments of sh.
+_BOOT_SHELL = 'log=$1; shift; exec "$@" > "$log" 2>&1'
+
+
+def node_cloud_config(key: HostKey | None, boot: NodeBoot | None) -> str:
+    """elb's cloud-config of a node: ``key`` its only SSH host key, ``boot`` run at its first
+    boot (either None: not given)."""
+    body: dict[str, object] = {}
+    if key is not None:
+        body |= {
+            "ssh_deletekeys": True,
+            "ssh_genkeytypes": [],
+            "ssh_keys": {"ed25519_private": key.private, "ed25519_public": key.public},
+        }
+    if boot is not None:
+        body["write_files"] = [
+            {"path": path, "content": text, "owner": "root:root", "permissions": "0600"}
+            for path, text in sorted(boot.files.items())
+        ]
+        body["runcmd"] = [["/bin/sh", "-c", _BOOT_SHELL, "sh", boot.log, *boot.argv]]
     return "#cloud-config\n" + yaml.safe_dump(body, sort_keys=True, default_flow_style=False)
 
 
-def with_host_key(user_data: str | None, key: HostKey) -> str:
-    """``user_data`` (None: none) with the cloud-config that gives the node ``key``. Raises
-    ValueError when the result exceeds EC2's 16 KiB."""
-    ours = host_key_cloud_config(key)
+def node_user_data(user_data: str | None, key: HostKey | None, boot: NodeBoot | None = None) -> str | None:
+    """``user_data`` (None: none) with elb's cloud-config of the node (``node_cloud_config``);
+    ``user_data`` itself when there is nothing to add. Raises ValueError when the result
+    exceeds EC2's 16 KiB."""
+    if key is None and boot is None:
+        return user_data
+    ours = node_cloud_config(key, boot)
     out = ours if user_data is None or not user_data.strip() else _archive(user_data, ours)
     size = len(out.encode("utf-8"))
     if size > MAX_BYTES:
         raise ValueError(
-            f"the user data with the node's host key is {size} bytes; EC2 takes {MAX_BYTES} "
+            f"the user data with elb's cloud-config of the node is {size} bytes; EC2 takes {MAX_BYTES} "
             "(cloud.ec2.user_data is too long: fetch the rest from the script, e.g. with #include)"
         )
     return out
@@ -57,7 +84,7 @@ def with_host_key(user_data: str | None, key: HostKey) -> str:
 
 def _archive(user_data: str, ours: str) -> str:
     part = MIMEText(ours, "cloud-config", _charset(ours))
-    part.add_header("Content-Disposition", 'attachment; filename="elb-host-key.cfg"')
+    part.add_header("Content-Disposition", 'attachment; filename="elb-node.cfg"')
     boundary = "==elb-" + hashlib.sha256((user_data + ours).encode("utf-8")).hexdigest()[:32] + "=="
     if user_data.lstrip().lower().startswith(_MIME_STARTS):
         found: Message = email.message_from_string(user_data.lstrip(), policy=compat32)

@@ -10,7 +10,9 @@ request only they offer (``qalter -l``).
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -30,8 +32,12 @@ from elb.schedulers.sge.servable import SiteCache, demand_of
 from elb.schedulers.sge.starttimes import StartTimes
 from elb.schedulers.usage import accounting_path, read_sge
 
+log = logging.getLogger("elb.schedulers.sge")
+
 ADD_PLAYBOOK = "add_node.yml"
 REMOVE_PLAYBOOK = "remove_node.yml"
+ADMIT_PLAYBOOK = "admit_nodes.yml"  # the master's part for nodes that configure themselves at boot
+UP_POLL = 2.0  # seconds between the qhost reads that wait for nodes configuring themselves
 
 
 class GridEngine:
@@ -40,6 +46,7 @@ class GridEngine:
     name = "SGE"
     add_playbook = ADD_PLAYBOOK
     remove_playbook = REMOVE_PLAYBOOK
+    admit_playbook = ADMIT_PLAYBOOK
 
     def __init__(self, config: Config, commands: SgeCommands | None = None) -> None:
         self.config = config
@@ -92,7 +99,45 @@ class GridEngine:
         return None  # the add play makes the exec host
 
     def await_registered(self, names: Sequence[str], stopping: threading.Event) -> dict[str, str] | None:
-        return {}  # the add play ends with the execd registered
+        """The add play ends with the execd registered. Nodes that configure themselves at boot
+        (``provision.mode: boot``) are waited for: until qhost shows each up (its execd reports),
+        for at most ``provision.boot.timeout``, a read every ``UP_POLL`` seconds."""
+        if self.config.provision.mode != "boot":
+            return {}
+        timeout = self.config.provision.boot.timeout
+        start = time.monotonic()
+        waiting = set(names)
+        seen: dict[str, str] = dict.fromkeys(names, "not read yet")
+        while True:
+            for name in self._up_of(waiting, seen):
+                waiting.discard(name)
+                log.info("%s: its execd reports, %.1f s after its admission", name, time.monotonic() - start)
+            if not waiting:
+                return {}
+            if time.monotonic() - start >= timeout:
+                return {
+                    name: f"it did not configure itself within {timeout:g} s of its admission (SGE: {seen[name]}; "
+                    "its boot's output is /var/log/elb-boot.log on the node)"
+                    for name in waiting
+                }
+            if stopping.wait(UP_POLL):
+                return None
+
+    def _up_of(self, names: set[str], seen: dict[str, str]) -> list[str]:
+        """The ``names`` qhost shows up now; what it shows of the others goes into ``seen``."""
+        try:
+            snap = self.sge.read_snapshot()
+        except Exception as err:  # a failed read is noted and tried again at the next poll
+            seen.update((name, f"reading qhost: {err}") for name in names)
+            return []
+        up = []
+        for name in sorted(names):
+            host = snap.host(name)
+            if host is not None and host.up:
+                up.append(name)
+            else:
+                seen[name] = "not in qhost" if host is None else "its execd does not report"
+        return up
 
     def out_of_service(self, host: str, reason: str) -> None:
         return None  # the remove play took the exec host out; a pooled one stays, disabled

@@ -129,6 +129,7 @@ class Slurm:
         self.slurm = commands if commands is not None else SlurmCommands(config.slurm)
         self.add_playbook = config.slurm.add_playbook
         self.remove_playbook = config.slurm.remove_playbook
+        self.admit_playbook: str | None = None  # Slurm's nodes are configured by the add play
         self._resume_timeout: float | None = None
         self._resume_timeout_read = False
         self._last: SlurmRead | None = None
