@@ -32,7 +32,7 @@ import os
 import resource
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from elbdev.testcluster import constants as C
@@ -91,13 +91,19 @@ class Measured:
     figures: dict[str, float]
     master_cpu: dict[int, float]
     splits: dict[int, Split]
+    # From the launch until every node is up: the push (launch + add play) and, with --at-boot,
+    # nodes that configure themselves (launch until qhost shows them all), and the master's CPU then.
+    push_total: dict[int, float] = field(default_factory=dict)
+    boot_total: dict[int, float] = field(default_factory=dict)
+    boot_cpu: dict[int, float] = field(default_factory=dict)
 
     def added(self, n: int) -> float:
         return self.figures[f"add_node.yml for {n} node(s) in one run"]
 
 
-def measure(tc: TestCluster, sizes: list[int], split_file: Path) -> Measured:
-    """Up, then for each size: launch, add in one run (timed, the master's CPU), remove."""
+def measure(tc: TestCluster, sizes: list[int], split_file: Path, *, at_boot: bool = False) -> Measured:
+    """Up, then for each size: launch, add in one run (timed, the master's CPU), remove; with
+    ``at_boot``, then the same size again with the nodes configuring themselves (``measure_boot``)."""
     t = time.monotonic()
     steps = tc.up(nodes=0)
     m = Measured({"up": time.monotonic() - t, **{f"up.{k}": v for k, v in steps.items()}}, {}, {})
@@ -105,6 +111,7 @@ def measure(tc: TestCluster, sizes: list[int], split_file: Path) -> Measured:
         t = time.monotonic()
         new = tc.launch(n)
         m.figures[f"launch {n} node(s) (podman, until sshd answers)"] = time.monotonic() - t
+        launched = time.monotonic() - t
         cpu = _children_cpu()
         add = tc.run_playbook("add_node.yml", new_nodes=[tc.spec(i) for i in new])
         m.figures[f"add_node.yml for {n} node(s) in one run"] = add.seconds
@@ -112,6 +119,7 @@ def measure(tc: TestCluster, sizes: list[int], split_file: Path) -> Measured:
         # n in the label: two sizes with the same CPU a node must not share one entry
         m.figures[f"  master CPU for the {n} ({m.master_cpu[n] / n:.1f} s a node)"] = m.master_cpu[n]
         m.splits[n] = read_split(split_file)
+        m.push_total[n] = launched + add.seconds
         if not add.ok:
             print(add.stdout[-3000:])
         t = time.monotonic()
@@ -119,7 +127,32 @@ def measure(tc: TestCluster, sizes: list[int], split_file: Path) -> Measured:
         m.figures[f"remove {n} node(s), remove_node.yml + terminate"] = time.monotonic() - t
         if not pb.ok:
             print(pb.stdout[-3000:])
+        if at_boot:
+            measure_boot(tc, n, m)
     return m
+
+
+def measure_boot(tc: TestCluster, n: int, m: Measured) -> None:
+    """``n`` nodes that configure themselves at boot (node_boot.yml on each, started with the
+    node), admitted by one admit_nodes.yml run on the master: from the launch until qhost shows
+    every one up, and the master's CPU (the admit play; the nodes' own runs are not its children),
+    then removed."""
+    t = time.monotonic()
+    new = tc.launch(n, boot=True)
+    cpu = _children_cpu()
+    slots = len(os.sched_getaffinity(0))  # what a node counts (the admit play cannot ask it)
+    admit = tc.run_playbook("admit_nodes.yml", new_nodes=[replace(tc.spec(i), slots=slots) for i in new])
+    m.boot_cpu[n] = _children_cpu() - cpu
+    if not admit.ok:
+        raise SystemExit(f"admit_nodes.yml failed:\n{admit.stdout[-3000:]}")
+    m.figures[f"at boot: admit_nodes.yml for {n} node(s) in one run"] = admit.seconds
+    tc.wait_up([i.name for i in new], timeout=900)
+    m.boot_total[n] = time.monotonic() - t
+    m.figures[f"at boot: {n} node(s) from the launch until all report"] = m.boot_total[n]
+    m.figures[f"  at boot: master CPU for the {n} ({m.boot_cpu[n] / n:.1f} s a node)"] = m.boot_cpu[n]
+    pb = tc.remove_nodes([i.name for i in new])
+    if not pb.ok:
+        print(pb.stdout[-3000:])
 
 
 def compare_sharing(tc: TestCluster, sizes: list[int], rounds: int) -> None:
@@ -178,6 +211,39 @@ def report(m: Measured, sizes: list[int]) -> None:
         print(f"  adding {n} nodes in one run / adding {few}: {ratio:.2f}x{verdict}")
     if many > few:
         on_paper(m, few, many)
+    if m.boot_total:
+        report_boot(m, sizes)
+
+
+def report_boot(m: Measured, sizes: list[int]) -> None:
+    """Push and boot side by side: from the launch until every node is up, as a multiple of one
+    node, the master's CPU a node; the burst target against the nodes configuring themselves;
+    on paper, 100 and 1,000 nodes at boot (the line through the points, the master's CPU floor)."""
+    few, many = min(sizes), max(sizes)
+    print("\n  from the launch until all are up: push (launch + add_node.yml) / at boot (launch, admit_nodes.yml,")
+    print("  each node's node_boot.yml), measured one after the other in this run:")
+    for n in sizes:
+        p, b = m.push_total[n], m.boot_total[n]
+        print(
+            f"    {n:>3} node(s): push {p:6.1f} s ({p / m.push_total[few]:.2f}x), at boot {b:6.1f} s "
+            f"({b / m.boot_total[few]:.2f}x); master CPU a node {m.master_cpu[n] / n:.1f} s / {m.boot_cpu[n] / n:.1f} s"
+        )
+    if many > few:
+        ratio = m.boot_total[many] / m.boot_total[few]
+        target = ADD_16_TARGET if many >= 16 else ADD_K_TARGET
+        verdict = "met" if ratio <= target else "NOT met"
+        print(
+            f"  at boot, {many} nodes / {few}: {ratio:.2f}x (target <= {target}: {verdict}; the nodes' own runs"
+            " share this machine's cores, which a real cluster's nodes do not)"
+        )
+        fixed, per_node = fit(list(m.boot_total.items()))
+        cores = len(os.sched_getaffinity(0))
+        cpu = m.boot_cpu[many] / many
+        print(f"  on paper at boot (line {fixed:.0f} s + {per_node:.1f} s a node; master CPU {cpu:.1f} s a node):")
+        for n in PAPER_SIZES:
+            line, floor = fixed + per_node * n, cpu * n / cores
+            total = max(line, floor) / 60
+            print(f"    {n:>5} nodes: {total:6.1f} min (line {line / 60:.1f}, CPU floor {floor / 60:.1f})")
 
 
 def on_paper(m: Measured, few: int, many: int) -> None:
@@ -211,6 +277,11 @@ def main() -> int:
         metavar="ROUNDS",
         help="instead: SSH connections shared by the run against one per task, alternated, ROUNDS times each",
     )
+    ap.add_argument(
+        "--at-boot",
+        action="store_true",
+        help="also each size with the nodes configuring themselves at boot, side by side with the push",
+    )
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     sizes = [int(x) for x in args.sizes.split(",")]
@@ -234,7 +305,7 @@ def main() -> int:
         for tar in C.IMAGE_DIR.glob("elb-node-*.tar"):
             tar.unlink()
     try:
-        measured = measure(tc, sizes, split_file)
+        measured = measure(tc, sizes, split_file, at_boot=args.at_boot)
     finally:
         tc.down()
         split_file.unlink(missing_ok=True)

@@ -51,6 +51,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     add = tsub.add_parser("add-nodes", help="launch N nodes and add them with playbooks/add_node.yml")
     add.add_argument("count", type=int)
+    add.add_argument(
+        "--at-boot",
+        action="store_true",
+        help="the nodes configure themselves at boot (node_boot.yml), the master admits them (admit_nodes.yml)",
+    )
     add.set_defaults(func=_add)
 
     rm = tsub.add_parser("remove-nodes", help="remove workers with playbooks/remove_node.yml and terminate them")
@@ -164,7 +169,8 @@ def _add(args: argparse.Namespace) -> int:
     _setup_logging(args)
     t = time.monotonic()
     try:
-        new = TestCluster().add_nodes(args.count)
+        tc = TestCluster()
+        new = tc.add_nodes_at_boot(args.count) if args.at_boot else tc.add_nodes(args.count)
     except TestClusterError as err:
         print(f"python -m elbdev testcluster add-nodes: {err}", file=sys.stderr)
         return 1

@@ -23,9 +23,10 @@ import yaml
 
 from elb.clouds.local import LocalCloud
 from elb.core.config import LocalConfig
-from elb.core.interfaces import Instance, NodeSpec
+from elb.core.interfaces import Instance, NodeBoot, NodeSpec
 from elb.core.naming import next_names
 from elb.provision import sshmux
+from elb.provision.boot import batch_of, boot_inventory, node_boot
 from elb.provision.hostkeys import HostKeys
 from elb.provision.inventory import Connection, build_inventory
 from elbdev.testcluster import constants as C
@@ -188,8 +189,9 @@ class TestCluster:
 
     # ------------------------------------------------------------------ nodes
 
-    def cloud(self) -> LocalCloud:
-        return LocalCloud(self.local_config, self.cluster_name, authorized_key=C.SSH_PUBKEY, host_keys=self.host_keys())
+    def cloud(self, *, mounts: Sequence[Path] = ()) -> LocalCloud:
+        config = self.local_config.model_copy(update={"mounts": list(mounts)}) if mounts else self.local_config
+        return LocalCloud(config, self.cluster_name, authorized_key=C.SSH_PUBKEY, host_keys=self.host_keys())
 
     @staticmethod
     def host_keys() -> HostKeys:
@@ -302,8 +304,10 @@ class TestCluster:
         (C.LOG_DIR / f"{Path(playbook).stem}.last.log").write_text(out)
         return PlaybookRun(playbook=playbook, rc=proc.returncode, stdout=out, seconds=seconds, recap=_recap(out))
 
-    def launch(self, count: int) -> list[Instance]:
-        """Launch ``count`` new node containers (names after the highest in use); no provisioning."""
+    def launch(self, count: int, *, boot: bool = False) -> list[Instance]:
+        """Launch ``count`` new node containers (names after the highest in use); no provisioning.
+        ``boot``: each node runs playbooks/node_boot.yml on itself once started, as a node of
+        ``provision.mode: boot`` does (``boot_plans``)."""
         # Like elb's journal, never give a name twice while the cluster is up: SGE caches
         # names (and failures to resolve them) for a while.
         in_use = [w.name for w in self.cloud().list_workers()] + self.sge_hosts()
@@ -313,7 +317,10 @@ class TestCluster:
         if names:
             C.RUN_DIR.mkdir(parents=True, exist_ok=True)
             LAST_NODE.write_text(names[-1] + "\n")
-        res = self.cloud().launch(names)
+        if boot:
+            res = self.cloud(mounts=self.boot_mounts()).launch(names, boot=self.boot_plans(names))
+        else:
+            res = self.cloud().launch(names)
         if res.failed:
             raise TestClusterError(f"launching nodes failed: {dict(res.failed)}")
         return list(res.launched)
@@ -328,6 +335,61 @@ class TestCluster:
         if not pb.ok:
             raise TestClusterError(f"add_node.yml failed (rc {pb.rc}):\n{pb.stdout[-4000:]}")
         return new
+
+    def boot_mounts(self) -> list[Path]:
+        """What a node that configures itself at boot runs, mounted from this machine: this
+        Python environment (its ansible-playbook), the Python it is made from (unless the
+        system's, which the node image has) and the checkout's playbooks and roles. They stand
+        in for a node image with elb installed (docs/provisioning.md)."""
+        out = [Path(sys.prefix), self.repo]
+        base = Path(sys.base_prefix)
+        if base != Path(sys.prefix) and not base.is_relative_to("/usr"):
+            out.append(base)
+        return out
+
+    def boot_plans(self, names: Sequence[str]) -> dict[str, NodeBoot]:
+        """Each node's boot (elb.provision.boot), with the roles' variables elb gives them."""
+        role_vars = {"cluster_user_name": C.CLUSTER_USER}
+        batch = batch_of(names)
+        return {
+            name: node_boot(
+                boot_inventory(name, batch, master=C.MASTER_NAME, master_address=C.MASTER_IP, variables=role_vars),
+                ansible_playbook=Path(sys.executable).with_name("ansible-playbook"),
+                playbook=self.repo / "playbooks" / "node_boot.yml",
+            )
+            for name in names
+        }
+
+    def add_nodes_at_boot(self, count: int, *, slots: int | None = None, timeout: float = 600.0) -> list[Instance]:
+        """Launch ``count`` nodes that configure themselves at boot (node_boot.yml on each),
+        admit them in one admit_nodes.yml run on the master, and wait until qhost shows every
+        one up; raise if any failed."""
+        existing = [self.spec(w) for w in self.workers()]
+        new = self.launch(count, boot=True)
+        n_slots = slots if slots is not None else len(os.sched_getaffinity(0))
+        specs = [NodeSpec(name=i.name, private_ip=self.spec(i).private_ip, slots=n_slots) for i in new]
+        pb = self.run_playbook("admit_nodes.yml", workers=existing, new_nodes=specs)
+        log.info("admit_nodes.yml for %d node(s): %.1f s", len(new), pb.seconds)
+        if not pb.ok:
+            raise TestClusterError(f"admit_nodes.yml failed (rc {pb.rc}):\n{pb.stdout[-4000:]}")
+        self.wait_up([i.name for i in new], timeout=timeout)
+        return new
+
+    def wait_up(self, names: Sequence[str], *, timeout: float) -> None:
+        """Wait until qhost shows each of ``names`` with load values (its execd reports)."""
+        deadline = time.monotonic() + timeout
+        waiting = set(names)
+        while True:
+            proc = self.master_run(["qhost"], check=False, timeout=30)
+            for line in proc.stdout.splitlines():
+                fields = line.split()
+                if len(fields) > 6 and fields[0] in waiting and fields[6] != "-":
+                    waiting.discard(fields[0])
+            if not waiting:
+                return
+            if time.monotonic() > deadline:
+                raise TestClusterError(f"not up in qhost after {timeout:g} s: {sorted(waiting)}")
+            time.sleep(0.5)
 
     def remove_nodes(self, names: Sequence[str]) -> PlaybookRun:
         """remove_node.yml for these workers, then terminate them (unless the play failed)."""
