@@ -17,7 +17,7 @@ from elb.core import assets
 from elb.core.checks import Check
 from elb.core.config import Config
 from elb.core.durations import minutes
-from elb.provision.ansible import ProvisionError
+from elb.provision.ansible import AnsibleProvisioner, ProvisionError
 from elb.service import factory, migrations
 from elb.service.journal import Journal, JournalError
 from elb.service.sdnotify import hung_after
@@ -31,9 +31,22 @@ def check_playbooks(cfg: Config) -> Iterator[Check]:
         return
     yield Check("playbooks", True, str(where))
     try:
-        factory.make_provisioner(cfg)
+        provisioner = factory.make_provisioner(cfg)
     except ProvisionError as err:
         yield Check("provision settings", False, str(err), "fix the provision section")
+        return
+    if cfg.provision.mode == "boot":
+        yield _check_boot(provisioner)
+
+
+def _check_boot(provisioner: AnsibleProvisioner) -> Check:
+    """A node's boot can be made: the master's address for the nodes, the names, the variables."""
+    try:
+        plan = provisioner.boot_plans(["node-check"])["node-check"]
+    except ValueError as err:
+        return Check("nodes' boot", False, str(err), "set etc_hosts_master_address in provision.extra_vars")
+    runs = " ".join(plan.argv[3:])
+    return Check("nodes' boot", True, f"each new node runs {runs} at its first boot (the image must have them)")
 
 
 def check_ssh_key(cfg: Config) -> Iterator[Check]:

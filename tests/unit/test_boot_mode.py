@@ -201,3 +201,24 @@ def test_the_wait_for_nodes_configuring_themselves_ends_on_stop_and_outlasts_a_f
     sge.add_host("node001")
     sge.fail_reads = 1
     assert driver.await_registered(["node001"], threading.Event()) == {}  # read again after a failure
+
+
+def test_validate_says_what_a_node_runs_at_boot_or_why_it_cannot_be_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from elb.cli.main import main
+
+    path = tmp_path / "elb.yml"
+    path.write_text(
+        f"state_dir: {tmp_path / 'state'}\ncluster:\n  master: localhost\ncloud:\n  provider: local\n"
+        "provision:\n  mode: boot\n  boot:\n    ansible_playbook: /opt/elb/bin/ansible-playbook\n"
+        "    playbook: /opt/elb/playbooks/node_boot.yml\n"
+    )
+    main(["validate", "--offline", "-c", str(path)])
+    out = capsys.readouterr().out
+    assert "ok   nodes' boot: each new node runs /opt/elb/bin/ansible-playbook -i /etc/elb/boot-inventory.yml " in out
+    path.write_text(path.read_text().replace("master: localhost", "master: no-such-master.invalid"))
+    main(["validate", "--offline", "-c", str(path)])
+    assert "FAIL nodes' boot: the nodes' boot: cannot resolve the master's name 'no-such-master.invalid'" in (
+        capsys.readouterr().out
+    )
