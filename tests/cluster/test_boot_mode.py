@@ -34,7 +34,8 @@ def boot_config(tmp: Path, tc: TestCluster) -> Config:
 
 
 def node_file(instance_id: str, path: str) -> str:
-    done = subprocess.run(["podman", "exec", instance_id, "cat", path], capture_output=True, text=True, timeout=30)
+    argv = ["podman", "exec", instance_id, "cat", path]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
     return done.stdout + done.stderr
 
 

@@ -53,7 +53,8 @@ def test_a_missing_or_incomplete_playbook_dir_is_named(tmp_path: Path) -> None:
     assert assets.playbook_dir_problem(tmp_path) == f"provision.playbook_dir: {tmp_path} has no remove_node.yml"
     (tmp_path / "remove_node.yml").write_text("---\n")
     assert assets.playbook_dir_problem(tmp_path) is None
-    assert assets.playbook_dir_problem(tmp_path, boot=True) == f"provision.playbook_dir: {tmp_path} has no admit_nodes.yml"
+    missing_admit = f"provision.playbook_dir: {tmp_path} has no admit_nodes.yml"
+    assert assets.playbook_dir_problem(tmp_path, boot=True) == missing_admit
 
 
 def test_validate_fails_on_a_missing_playbook_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

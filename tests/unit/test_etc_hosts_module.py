@@ -278,6 +278,33 @@ def test_the_module_fails_with_the_reason(tmp_path: Path) -> None:
     assert hosts.read_bytes() == b"127.0.0.1 localhost\n"
 
 
+def test_a_batch_of_names_is_edited_in_one_run_as_one_run_each_would(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts"
+    hosts.write_bytes(HOSTS)
+    lock = str(tmp_path / "lock")
+    batch = {"node002": "10.77.0.22", "node009": "10.77.0.29", "node010": "10.77.0.30"}
+    rc, out = run_module(tmp_path, lines=batch, path=str(hosts), lock_path=lock)
+    one_by_one = HOSTS
+    for name, address in batch.items():
+        one_by_one = edit(one_by_one, name, address)
+    assert rc == 0 and out["changed"] is True and out["found"] == 1  # node002's line was there
+    assert hosts.read_bytes() == one_by_one
+    rc, out = run_module(tmp_path, lines=batch, path=str(hosts), lock_path=lock)
+    assert rc == 0 and out["changed"] is False and out["found"] == 3
+    rc, out = run_module(tmp_path, lines=dict.fromkeys(batch), state="absent", path=str(hosts), lock_path=lock)
+    assert rc == 0 and out["changed"] is True
+    removed = one_by_one
+    for name in batch:
+        removed = edit(removed, name, state="absent")
+    assert hosts.read_bytes() == removed
+    # A bad entry refuses the whole batch: nothing is written.
+    before = hosts.read_bytes()
+    rc, out = run_module(tmp_path, lines={"node011": "10.77.0.31", "node 12": "10.77.0.32"}, path=str(hosts))
+    assert rc != 0 and "without whitespace" in out["msg"] and hosts.read_bytes() == before
+    rc, out = run_module(tmp_path, name="node011", lines={"node012": "10.77.0.32"}, path=str(hosts))
+    assert rc != 0 and "mutually exclusive" in out["msg"]
+
+
 # -- plays at the same time -----------------------------------------------------------------
 
 FORK = multiprocessing.get_context("fork")

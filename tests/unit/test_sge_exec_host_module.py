@@ -341,3 +341,40 @@ def test_the_module_as_ansible_runs_it(tmp_path: Path) -> None:
     assert _run_module(tmp_path, absent)["changed"] is False
     missing = _run_module(tmp_path, {k: v for k, v in args.items() if k != "slots"})
     assert missing["failed"] is True and "slots" in str(missing["msg"])
+
+
+def test_a_batch_is_registered_node_by_node_and_a_failing_node_stops_no_other(tmp_path: Path) -> None:
+    args = {
+        "hosts": [
+            {"name": "node004", "slots": 2},
+            {"name": "node005", "slots": 4, "queues": ["nope.q"]},  # fails alone
+            {"name": "node006", "slots": 2, "complex_values": {"bigmem": "1"}},
+            {"name": "node007"},  # no slots: fails alone, with why
+        ],
+        "sge_root": "/opt/sge",
+        "sge_cell": "c1",
+        "tmpdir": str(tmp_path / "s"),
+    }
+    out = _run_module(tmp_path, args)
+    hosts = out["hosts"]
+    assert out["changed"] is True and not out.get("failed"), out
+    assert isinstance(hosts, dict)
+    assert hosts["node004"]["failed"] is False and hosts["node004"]["changed"] is True
+    assert hosts["node006"]["failed"] is False and [c[1] for c in hosts["node006"]["commands"]][:3] == [
+        "-ah",
+        "-as",
+        "-Ae",
+    ]
+    assert hosts["node005"]["failed"] is True and "queue nope.q cannot be read" in hosts["node005"]["msg"]
+    assert hosts["node007"]["failed"] is True and "slots must be at least 1" in hosts["node007"]["msg"]
+    again = _run_module(
+        tmp_path,
+        {
+            **args,
+            "hosts": [
+                {"name": "node004", "slots": 2},
+                {"name": "node006", "slots": 2, "complex_values": {"bigmem": "1"}},
+            ],
+        },
+    )
+    assert again["changed"] is False

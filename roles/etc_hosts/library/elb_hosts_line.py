@@ -1,5 +1,6 @@
 #!/usr/bin/python
-"""Set or remove the hosts-file line that maps one name, under a lock shared by every run."""
+"""Set or remove the hosts-file lines that map names (one, or a batch in one run), under a lock
+shared by every run."""
 
 from __future__ import annotations
 
@@ -33,14 +34,20 @@ description:
     bind-mounted into a container), or no file can be made beside it, the file is rewritten in
     place, still under the lock.
   - If O(path) is a symbolic link, the file it points to is edited.
+  - O(lines) edits many names in one read and one write (a batch of nodes), as many runs with
+    O(name) one after the other would.
 options:
   name:
-    description: The host name. No whitespace and no C(#).
+    description: The host name. No whitespace and no C(#). One of O(name) and O(lines) is required.
     type: str
-    required: true
   address:
     description: The IPv4 or IPv6 address the name maps to. Required when O(state=present).
     type: str
+  lines:
+    description:
+      - Names and the addresses they map to (the address ignored with O(state=absent)), edited in
+        order in one run, instead of O(name) and O(address).
+    type: dict
   state:
     description: Whether the name's line should exist.
     type: str
@@ -68,6 +75,12 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Map a batch of nodes on the master in one run
+  elb_hosts_line:
+    lines:
+      node004: 10.77.0.14
+      node005: 10.77.0.15
+
 - name: Map node004 on the master
   elb_hosts_line:
     name: node004
@@ -261,7 +274,24 @@ def update(
     ``check``: compute the result and write nothing (no lock is taken). Raises ValueError for
     bad input and FileNotFoundError for a missing file with state=present.
     """
-    check_input(name, address, state)
+    return update_many(path, [(name, address)], state, lock_path=lock_path, check=check, prepare=prepare)
+
+
+def update_many(
+    path: str,
+    entries: list[tuple[str, str | None]],
+    state: str,
+    *,
+    lock_path: str = DEFAULT_LOCK,
+    check: bool = False,
+    prepare: Callable[[str], None] | None = None,
+) -> Result:
+    """``update`` for each (name, address) of ``entries`` in order, in one read and one write;
+    ``found`` counts the lines that mapped any of them."""
+    if not entries:
+        raise ValueError("no name to edit")
+    for name, address in entries:
+        check_input(name, address, state)
     path = os.path.realpath(path)  # a link's target is edited, the link kept
     lock = lock_file(lock_path)
     with contextlib.nullcontext() if check else locked(lock):
@@ -272,7 +302,10 @@ def update(
             if state == "absent":
                 return Result(False, 0, b"", b"", lock)
             raise
-        after, found = edit(before, name, address, state)
+        after, found = before, 0
+        for name, address in entries:
+            after, n = edit(after, name, address, state)
+            found += n
         if after == before:
             return Result(False, found, before, after, lock)
         in_place = False if check else write_atomically(path, after, prepare)
@@ -282,13 +315,15 @@ def update(
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
-            "name": {"type": "str", "required": True},
+            "name": {"type": "str"},
             "address": {"type": "str"},
+            "lines": {"type": "dict"},
             "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
             "path": {"type": "path", "default": "/etc/hosts"},
             "lock_path": {"type": "path", "default": DEFAULT_LOCK},
         },
-        required_if=[("state", "present", ["address"])],
+        required_one_of=[("name", "lines")],
+        mutually_exclusive=[("name", "lines"), ("address", "lines")],
         supports_check_mode=True,
     )
     p: dict[str, Any] = module.params
@@ -299,10 +334,14 @@ def main() -> None:
             module.set_context_if_different(tmp, module.selinux_context(os.path.realpath(path)), False)
 
     try:
-        result = update(
+        entries = (
+            [(str(k), None if v is None else str(v)) for k, v in p["lines"].items()]
+            if p["lines"] is not None
+            else [(p["name"], p["address"])]
+        )
+        result = update_many(
             path,
-            p["name"],
-            p["address"],
+            entries,
             p["state"],
             lock_path=p["lock_path"],
             check=module.check_mode,

@@ -1,6 +1,7 @@
 #!/usr/bin/python
-"""Register one node with the SGE qmaster in one module run (admin, submit and exec host, host
-group member, the node's slots in each of its queues), or take it out of every one of them."""
+"""Register one node (or a batch of nodes) with the SGE qmaster in one module run (admin, submit
+and exec host, host group member, the node's slots in each of its queues), or take one out of
+every one of them."""
 
 from __future__ import annotations
 
@@ -38,11 +39,19 @@ description:
     would run, whether or not they find something."
   - One module run per node costs Ansible's controller one module run, where a task per C(qconf)
     command would cost about twelve.
+  - O(hosts) registers a batch of nodes in one run, one after the other as runs with O(name)
+    would; a node that fails does not stop the others, and the run itself does not fail: each
+    node's outcome is in RV(hosts), for the play to fail that node.
 options:
   name:
-    description: The node's host name, as the qmaster resolves it.
+    description: The node's host name, as the qmaster resolves it. One of O(name) and O(hosts) is required.
     type: str
-    required: true
+  hosts:
+    description:
+      - A batch of nodes to register (O(state=present) only), each with C(name) and C(slots) and, if
+        not the options' own, C(complex_values), C(hostgroup) and C(queues).
+    type: list
+    elements: dict
   state:
     description: Whether the node is registered (present) or taken out of SGE (absent).
     type: str
@@ -411,7 +420,8 @@ class ScratchFiles:
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
-            "name": {"type": "str", "required": True},
+            "name": {"type": "str"},
+            "hosts": {"type": "list", "elements": "dict"},
             "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
             "slots": {"type": "int"},
             "complex_values": {"type": "dict", "default": {}},
@@ -423,7 +433,8 @@ def main() -> None:
             "resolve_retries": {"type": "int", "default": 24},
             "resolve_delay": {"type": "int", "default": 5},
         },
-        required_if=[("state", "present", ["slots"])],
+        required_one_of=[("name", "hosts")],
+        mutually_exclusive=[("name", "hosts"), ("slots", "hosts")],
         supports_check_mode=True,
     )
     p: dict[str, Any] = module.params
@@ -442,15 +453,11 @@ def main() -> None:
         except (ValueError, RegisterError) as err:
             module.fail_json(msg=str(err), changed=False)
         module.exit_json(changed=bool(commands), commands=commands)
-    want = Want(
-        name=p["name"],
-        slots=p["slots"],
-        complex_values={str(k): str(v) for k, v in p["complex_values"].items()},
-        hostgroup=p["hostgroup"],
-        queues=list(p["queues"]),
-    )
-    try:
-        commands = register(
+    if p["hosts"] is None and p["slots"] is None:
+        module.fail_json(msg="slots is required with state=present", changed=False)
+
+    def register_one(want: Want) -> list[str]:
+        return register(
             want,
             run,
             files=ScratchFiles(p["tmpdir"], check=module.check_mode),
@@ -458,9 +465,42 @@ def main() -> None:
             delay=max(0, p["resolve_delay"]),
             apply=not module.check_mode,
         )
+
+    if p["hosts"] is not None:
+        outcomes = register_batch([want_of(h, p) for h in p["hosts"]], register_one)
+        module.exit_json(changed=any(o["changed"] for o in outcomes.values()), hosts=outcomes)
+    try:
+        commands = register_one(want_of({"name": p["name"], "slots": p["slots"]}, p))
     except (ValueError, RegisterError, OSError) as err:
         module.fail_json(msg=str(err), changed=False)
     module.exit_json(changed=bool(commands), commands=commands)
+
+
+def want_of(host: Mapping[str, Any], defaults: Mapping[str, Any]) -> Want:
+    """A node's registration from its entry of O(hosts) (or O(name) and O(slots)), the options
+    standing in for what it does not say."""
+    slots = host.get("slots")
+    return Want(
+        name=str(host.get("name") or ""),
+        slots=int(slots) if isinstance(slots, int | str) and str(slots).isdigit() else 0,
+        complex_values={str(k): str(v) for k, v in (host.get("complex_values") or defaults["complex_values"]).items()},
+        hostgroup=str(host.get("hostgroup") or defaults["hostgroup"]),
+        queues=[str(q) for q in (host.get("queues") or defaults["queues"])],
+    )
+
+
+def register_batch(wants: Sequence[Want], register_one: Callable[[Want], list[str]]) -> dict[str, dict[str, Any]]:
+    """Each node registered in turn; its outcome by name: changed, the commands run, and failed
+    with the message when it could not be (the others go on)."""
+    out: dict[str, dict[str, Any]] = {}
+    for want in wants:
+        try:
+            commands = register_one(want)
+        except (ValueError, RegisterError, OSError) as err:
+            out[want.name] = {"changed": False, "failed": True, "msg": str(err), "commands": []}
+            continue
+        out[want.name] = {"changed": bool(commands), "failed": False, "msg": "", "commands": commands}
+    return out
 
 
 if __name__ == "__main__":

@@ -1,0 +1,1 @@
+../../roles/nfs_server/library/elb_export_lines.py
