@@ -532,6 +532,9 @@ def reset_sge() -> None:
             shutil.rmtree(d)
     for f in ("act_qmaster", "settings.sh", "settings.csh", "sge.module", "accounting"):
         (CELL_COMMON / f).unlink(missing_ok=True)
+    # What the master published for nodes that configure themselves at boot (role node_boot):
+    # the next up gives the same names again.
+    shutil.rmtree(CELL_COMMON / "elb-boot", ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- NFS
