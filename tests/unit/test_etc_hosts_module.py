@@ -5,7 +5,6 @@ runs it, and plays editing one hosts file at the same time (processes sharing th
 from __future__ import annotations
 
 import errno
-import json
 import multiprocessing
 import os
 import subprocess
@@ -235,13 +234,7 @@ def test_an_unusable_lock_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def run_module(tmp_path: Path, **args: Any) -> tuple[int, dict[str, Any]]:
-    """Run the module file as Ansible's module debugging does: its arguments in a JSON file."""
-    args_file = tmp_path / "args.json"
-    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    proc = subprocess.run(
-        [sys.executable, str(MODULE_PATH), str(args_file)], capture_output=True, text=True, timeout=60, check=False
-    )
-    return proc.returncode, json.loads(proc.stdout)
+    return role_modules.run(MODULE_PATH, tmp_path, **args)
 
 
 def test_the_module_reports_changes_and_a_diff_and_supports_check_mode(tmp_path: Path) -> None:

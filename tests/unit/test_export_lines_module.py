@@ -4,10 +4,7 @@ module as Ansible runs it; plays editing one exports file at the same time lose 
 
 from __future__ import annotations
 
-import json
 import multiprocessing
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -71,12 +68,7 @@ def test_what_cannot_make_an_exports_line_is_refused(hosts: list[str], dirs: lis
 
 
 def run_module(tmp_path: Path, **args: Any) -> tuple[int, dict[str, Any]]:
-    args_file = tmp_path / "args.json"
-    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    proc = subprocess.run(
-        [sys.executable, str(MODULE_PATH), str(args_file)], capture_output=True, text=True, timeout=60, check=False
-    )
-    return proc.returncode, json.loads(proc.stdout)
+    return role_modules.run(MODULE_PATH, tmp_path, **args)
 
 
 def test_the_module_as_ansible_runs_it(tmp_path: Path) -> None:
