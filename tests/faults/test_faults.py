@@ -132,7 +132,7 @@ def test_node_sge_loses_is_kept_under_a_job_and_replaced_when_empty(
         (lost,) = [n.name for n in bal.journal.nodes()]
 
         # a) Its execd stops with a job running there: the node is kept, past unreachable_timeout.
-        jobs = submit_held_jobs(tc, 1, name="lost")  # runs until released, after the execd is back
+        jobs = submit_held_jobs(tc, 1, name="lost")  # runs until released, past unreachable_timeout
         wait_for("the job to start", lambda: job_state(tc, jobs[0]) == "r", 60)
         _stop_execd(tc, lost)
         since = time.monotonic()
@@ -144,8 +144,13 @@ def test_node_sge_loses_is_kept_under_a_job_and_replaced_when_empty(
         assert lost in [w.name for w in tc.cloud().list_workers()]
         assert f"{lost}: SGE hasn't reached it for" in caplog.text
         assert f"lists jobs {jobs[0]} there; kept" in caplog.text
-        _start_execd(tc, lost)  # the admin brings it back; the job, never interrupted, ends well
+        # The job, never interrupted, ends well: it ends on the node while the execd is still down,
+        # then the admin brings the execd back, which reports it. (A job that outlives an execd
+        # restart is noticed ending only by the restarted execd's check of its old jobs, once a
+        # minute: 60 s of waiting in this test. One that ended before is reported at its start.)
         release(lost, jobs)
+        wait_for("the job to end on the node", lambda: set(job_hosts(jobs)) == set(jobs), 60)
+        _start_execd(tc, lost)
         wait_gone(tc, jobs)
         assert_jobs_ran_ok(tc, jobs)
         assert job_hosts(jobs) == {jobs[0]: lost}
