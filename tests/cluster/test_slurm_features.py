@@ -140,6 +140,14 @@ def flags(node: str) -> set[str]:
     return set(sinfo_states()[node].split("+"))
 
 
+def powered_down(node: str) -> bool:
+    """Slurm shows the node powered down and done powering down (its ``SuspendTimeout`` over): a
+    job pinned to it that is submitted now makes Slurm ask for it at once. One submitted while it
+    powers down waits for a later scheduling pass of Slurm's: about 13 s more here."""
+    state = flags(node)
+    return "powered_down" in state and "powering_down" not in state
+
+
 def drained(node: str) -> bool:
     """Drained or draining in Slurm (``idle+drain``, ``drained``, ``draining``...)."""
     return "drain" in sinfo_states()[node]
@@ -255,6 +263,7 @@ def test_an_admins_drain_drains_in_slurm_removes_the_node_and_slurm_can_ask_for_
     assert "an admin asked for its removal" in (bal.journal.events(name)[-1].detail or "")
 
     # Slurm can ask for it again: a job pinned to it makes Slurm resume it, elb launches it.
+    until(bal, f"Slurm to power {name} down", lambda _: powered_down(name), timeout=60)
     job = sbatch("-N", "1", "-n", str(slurm.NODE_CPUS), "-w", name, "--wrap", JOB)
     until(bal, f"job {job} to run on {name} again", lambda _: job_done(job), timeout=300)
     assert job_host(job) == name
@@ -273,6 +282,7 @@ def test_the_warm_pool_stops_an_idle_node_and_starts_it_again_when_slurm_asks_fo
     assert [(w.instance_id, w.state) for w in rig.instances()] == [(instance, "stopped")]  # podman stop
     assert flags(name) & POWERED_DOWN and not drained(name), sinfo_states()
 
+    until(bal, f"Slurm to power {name} down", lambda _: powered_down(name), timeout=60)
     job = sbatch("-N", "1", "-n", str(slurm.NODE_CPUS), "-w", name, "--wrap", JOB)
     results = until(bal, f"job {job} to run on {name} started again", lambda _: job_done(job), timeout=300)
     assert job_host(job) == name

@@ -260,6 +260,39 @@ def submit_jobs(tc: TestCluster, n: int, *, sleep: float = 1, name: str = "fault
     return [tc.submit(JOB.format(sleep=sleep), "-w", "n", "-N", f"{name}{i}", "-o", "/dev/null") for i in range(n)]
 
 
+# A job that runs until the test releases it, then writes its host as JOB does: a test that needs a
+# job running across a fault ends it as soon as the fault is over instead of sleeping out a length
+# chosen with a margin. The release is a file in the node's own /tmp (written with podman exec): the
+# node's NFS client may cache the absence of a file in /home for half a minute. Never released, the
+# job fails (exit 3) after ``HELD_MAX`` seconds rather than pass for one that ran as it should.
+HELD_MAX = 600
+HELD_JOB = """#!/bin/sh
+#$ -S /bin/sh
+#$ -j y
+n=0
+while [ ! -e "/tmp/release.$JOB_ID" ]; do
+  n=$((n + 1))
+  [ "$n" -le {max} ] || exit 3
+  sleep 1
+done
+hostname > "$HOME/faults/$JOB_ID.host"
+"""
+
+
+def submit_held_jobs(tc: TestCluster, n: int, *, name: str = "held") -> list[str]:
+    """``n`` jobs that run until ``release`` (on the node they run on) lets them end."""
+    HOME.mkdir(parents=True, exist_ok=True)
+    os.chown(HOME, C.CLUSTER_UID, C.CLUSTER_UID)
+    script = HELD_JOB.format(max=HELD_MAX)
+    return [tc.submit(script, "-w", "n", "-N", f"{name}{i}", "-o", "/dev/null") for i in range(n)]
+
+
+def release(node: str, job_ids: Sequence[str]) -> None:
+    """Let held jobs running on ``node`` end (within a second)."""
+    files = [f"/tmp/release.{jid}" for jid in job_ids]
+    subprocess.run(["podman", "exec", node, "touch", *files], check=True, timeout=60, capture_output=True)
+
+
 def jobs_in_qstat(tc: TestCluster, ids: Sequence[str]) -> set[str]:
     out = tc.master_run(["qstat", "-u", "*"]).stdout
     present = {line.split()[0] for line in out.splitlines() if line.strip() and line.split()[0].isdigit()}

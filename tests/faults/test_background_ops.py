@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -78,16 +79,24 @@ def in_background(bal: Balancer) -> Executor:
     return bal.executor
 
 
-# Seconds of passes the back-off test runs: with back-off from 5 s doubling, at least three rounds of
-# a failing batch; without it a batch every play's length, far past the bound.
-BACKOFF_WINDOW = 75.0
+# The back-off test's passes run until the back-off reached BACKOFF_ROUNDS failed rounds in a row
+# (each doubling the wait, from BACKOFF_INITIAL), at most BACKOFF_WINDOW seconds: without back-off
+# every pass with a free slot launches a batch, one a play's length, far past the bound by then. The
+# initial wait is short so that the rounds come within a few plays; their number, not their length,
+# is what the test checks.
+BACKOFF_INITIAL = 2.0
+BACKOFF_ROUNDS = 3
+BACKOFF_WINDOW = 90.0
 
 
-def run_passes(bal: Balancer, seconds: float) -> list[PassResult]:
+def run_passes(bal: Balancer, seconds: float, until: Callable[[], bool]) -> list[PassResult]:
+    """Passes every poll interval until ``until`` holds after one, or for ``seconds``."""
     results = []
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         results.append(bal.run_pass())
+        if until():
+            break
         time.sleep(bal.config.poll_interval)
     return results
 
@@ -106,13 +115,14 @@ def test_provisioning_failing_for_every_node_launches_a_bounded_number(
         idle_time=600,
     )
     cfg = with_playbooks(cfg, playbooks_copy(tmp_path, FAILING_ADD))
+    cfg = cfg.model_copy(update={"backoff": cfg.backoff.model_copy(update={"initial": BACKOFF_INITIAL})})
     bal = balancer(cfg)
     ex = in_background(bal)
     t0 = time.monotonic()
     try:
         submit_jobs(tc, 6, sleep=1, name="backoff")
         time.sleep(1.5)
-        results = run_passes(bal, BACKOFF_WINDOW)
+        results = run_passes(bal, BACKOFF_WINDOW, lambda: bal.last.backoff_rounds >= BACKOFF_ROUNDS)
         ex.shutdown()
         seconds = time.monotonic() - t0
         events = bal.journal.events()

@@ -29,12 +29,13 @@ from tests.faults.support import (
     job_hosts,
     jobs_in_qstat,
     passes_until,
-    submit_jobs,
+    release,
+    submit_held_jobs,
 )
 
 pytestmark = [pytest.mark.cluster, pytest.mark.faults]
 
-UNREACHABLE = 15.0
+UNREACHABLE = 9.0
 POLL = 3.0
 HOLLOW_FOR = UNREACHABLE + 2 * POLL  # past the time-out by two polls
 FLAG = "hollow"
@@ -101,7 +102,7 @@ def test_hollow_reads_past_unreachable_timeout_remove_nothing_and_lose_no_job(
             bal, "the first node", lambda _: len(bal.journal.nodes()) == 1 and not converged(tc, bal, baseline), 150
         )
         (node,) = [n.name for n in bal.journal.nodes()]
-        jobs = submit_jobs(tc, 1, sleep=HOLLOW_FOR + 10, name="hollow")
+        jobs = submit_held_jobs(tc, 1, name="hollow")  # runs until released, after the hollow period
         wait_for("the job to start", lambda: job_state(tc, jobs[0]) == "r", 60)
         seen = bal.run_pass()  # as every poll does: elb sees the job running on its node
         assert seen.ok and seen.snapshot is not None and seen.snapshot.jobs_on(node), seen.summary()
@@ -134,6 +135,7 @@ def test_hollow_reads_past_unreachable_timeout_remove_nothing_and_lose_no_job(
         back = bal.run_pass()
         assert back.ok, back.summary()
         assert (back.outcomes.added, back.outcomes.removed, back.outcomes.repaired) == ([], [], [])
+        release(node, jobs)
         after = passes_until(bal, "the job to end", lambda _: not jobs_in_qstat(tc, jobs), HOLLOW_FOR + 60)
         acted = [*hollow, back, *after]
         assert job_hosts(jobs) == {jobs[0]: node}
