@@ -265,10 +265,7 @@ class LocalCloud:
             )  # fmt: skip
             if proc.returncode != 0:
                 return f"writing {path} for its boot failed: {proc.stderr.strip()}"
-        proc = self._podman(
-            "exec", "--detach", cid, "/bin/sh", "-c", 'log=$1; shift; exec "$@" > "$log" 2>&1', "sh", boot.log,
-            *boot.argv, check=False,
-        )  # fmt: skip
+        proc = self._podman("exec", "--detach", cid, *boot.command, check=False)
         if proc.returncode != 0:
             return f"starting its boot failed: {proc.stderr.strip()}"
         return inst

@@ -63,6 +63,12 @@ class NodeBoot:
     argv: tuple[str, ...]
     log: str = "/var/log/elb-boot.log"
 
+    @property
+    def command(self) -> tuple[str, ...]:
+        """``argv`` with its output sent to ``log``: a fixed ``sh -c`` taking the log file and
+        the command as its arguments (no data goes into the shell string), what a cloud runs."""
+        return ("/bin/sh", "-c", 'log=$1; shift; exec "$@" > "$log" 2>&1', "sh", self.log, *self.argv)
+
 
 @runtime_checkable
 class Cloud(Protocol):

@@ -8,8 +8,8 @@ the node's sshd starts (cloud-init's units are ordered before it), deleting the 
 the ed25519 key elb made for it, and only with it.
 
 A node's boot (``elb.core.interfaces.NodeBoot``) is cloud-init's ``write_files`` (its files,
-root's, mode 0600) and one ``runcmd`` entry, an argument list cloud-init runs without a shell: a
-fixed ``sh -c`` that sends the output to the boot's log, then the boot's own argument list.
+root's, mode 0600) and one ``runcmd`` entry, the boot's ``command``: an argument list cloud-init
+runs without a shell, which sends the output to the boot's log.
 
 Without user data of the admin's, the user data is that cloud-config alone. With it, a MIME
 multi-part archive, the admin's part first and elb's last: cloud-init runs a part by what it
@@ -42,10 +42,6 @@ def host_key_cloud_config(key: HostKey) -> str:
     return node_cloud_config(key, None)
 
 
-# runcmd's entry for a boot: the log file, then the command (argv) as the arguments of sh.
-_BOOT_SHELL = 'log=$1; shift; exec "$@" > "$log" 2>&1'
-
-
 def node_cloud_config(key: HostKey | None, boot: NodeBoot | None) -> str:
     """elb's cloud-config of a node: ``key`` its only SSH host key, ``boot`` run at its first
     boot (either None: not given)."""
@@ -61,7 +57,7 @@ def node_cloud_config(key: HostKey | None, boot: NodeBoot | None) -> str:
             {"path": path, "content": text, "owner": "root:root", "permissions": "0600"}
             for path, text in sorted(boot.files.items())
         ]
-        body["runcmd"] = [["/bin/sh", "-c", _BOOT_SHELL, "sh", boot.log, *boot.argv]]
+        body["runcmd"] = [list(boot.command)]
     return "#cloud-config\n" + yaml.safe_dump(body, sort_keys=True, default_flow_style=False)
 
 
