@@ -24,12 +24,11 @@ from pathlib import Path
 import yaml
 
 from elb.core.interfaces import NodeBoot
-from elb.provision.inventory import InventoryError, check_address, check_extra_vars, check_host_name
+from elb.provision.inventory import InventoryError, check_address, check_extra_vars, check_host_name, check_market
 
 BOOT_INVENTORY = "/etc/elb/boot-inventory.yml"
 # The roles node_boot.yml runs on the node: their variables (and only theirs) go to the node.
 NODE_VAR_PREFIXES = ("etc_hosts_", "nfs_client_", "cluster_user_", "sge_exec_", "spot_agent_", "node_boot_")
-_MARKETS = ("on-demand", "spot")
 
 
 def node_vars(variables: Mapping[str, object]) -> dict[str, object]:
@@ -61,9 +60,7 @@ def boot_inventory(
         "ansible_python_interpreter": "{{ ansible_playbook_python }}",
     }
     if market is not None:
-        if market not in _MARKETS:
-            raise InventoryError(f"node {name}: market {market!r} is not one of {', '.join(_MARKETS)}")
-        node["elb_market"] = market
+        node["elb_market"] = check_market(market, f"node {name}")
     all_vars = node_vars(variables or {}) | {"node_boot_batch": batch}
     return {
         "all": {

@@ -115,6 +115,13 @@ def check_address(address: object, what: str) -> str:
         raise InventoryError(f"{what}: {address!r} is not an IP address") from None
 
 
+def check_market(market: object, what: str) -> str:
+    """A node group's market, ``on-demand`` or ``spot`` (``elb_market``, for the spot agent)."""
+    if market not in _MARKETS:
+        raise InventoryError(f"{what}: market {market!r} is not one of {', '.join(_MARKETS)}")
+    return str(market)
+
+
 def check_extra_vars(extra_vars: Mapping[str, object]) -> dict[str, object]:
     """Extra vars must have plain variable names (Ansible's rule, and runner quotes none)."""
     for key in extra_vars:
@@ -134,9 +141,7 @@ def _node_vars(node: NodeSpec) -> dict[str, object]:
     if node.group is not None:
         hv["elb_group"] = _checked(_SGE_NAME, node.group, f"node {node.name}: group")
     if node.market is not None:
-        if node.market not in _MARKETS:
-            raise InventoryError(f"node {node.name}: market {node.market!r} is not one of {', '.join(_MARKETS)}")
-        hv["elb_market"] = node.market
+        hv["elb_market"] = check_market(node.market, f"node {node.name}")
     if node.queues:
         hv["sge_exec_queues"] = [_checked(_SGE_NAME, q, f"node {node.name}: queue") for q in node.queues]
     if node.hostgroup is not None:
