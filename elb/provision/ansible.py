@@ -78,9 +78,9 @@ _ENV_KEEP_PREFIXES = ("LC_", "ANSIBLE_", "RUNNER_", "AWX_", "SGE_")
 _ENV_SECRET = re.compile(r"PASS|SECRET|TOKEN|CREDENTIAL|KEY$|KEY_ID$", re.IGNORECASE)
 
 
+BOOT_PLAYBOOK = "node_boot.yml"  # what a node that configures itself at boot runs
 # What runner reads from ``<private_data_dir>/env`` and passes on to every run: the extra vars
 # (``-e @env/extravars``) and an SSH key (written into the artifacts for ssh-agent).
-BOOT_PLAYBOOK = "node_boot.yml"  # what a node that configures itself at boot runs
 RUNNER_SECRET_FILES = ("env/extravars", "env/ssh_key", "env/passwords")
 # Files that would hold a secret in a run's artifact directory: the extra vars elb once wrote
 # there, runner's copy of an SSH key, and anything under runner's names for its env files.
