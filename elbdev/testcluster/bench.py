@@ -37,7 +37,7 @@ import os
 import resource
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from elbdev.testcluster import constants as C
@@ -145,8 +145,7 @@ def measure_boot(tc: TestCluster, n: int, m: Measured) -> None:
     t = time.monotonic()
     new = tc.launch(n, boot=True)
     cpu = _children_cpu()
-    slots = len(os.sched_getaffinity(0))  # what a node counts (the admit play cannot ask it)
-    admit = tc.run_playbook("admit_nodes.yml", new_nodes=[replace(tc.spec(i), slots=slots) for i in new])
+    admit = tc.admit(new)
     m.boot_cpu[n] = _children_cpu() - cpu
     if not admit.ok:
         raise SystemExit(f"admit_nodes.yml failed:\n{admit.stdout[-3000:]}")

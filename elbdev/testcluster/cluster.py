@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -366,14 +366,21 @@ class TestCluster:
         one up; raise if any failed."""
         existing = [self.spec(w) for w in self.workers()]
         new = self.launch(count, boot=True)
-        n_slots = slots if slots is not None else len(os.sched_getaffinity(0))
-        specs = [NodeSpec(name=i.name, private_ip=self.spec(i).private_ip, slots=n_slots) for i in new]
-        pb = self.run_playbook("admit_nodes.yml", workers=existing, new_nodes=specs)
+        pb = self.admit(new, existing=existing, slots=slots)
         log.info("admit_nodes.yml for %d node(s): %.1f s", len(new), pb.seconds)
         if not pb.ok:
             raise TestClusterError(f"admit_nodes.yml failed (rc {pb.rc}):\n{pb.stdout[-4000:]}")
         self.wait_up([i.name for i in new], timeout=timeout)
         return new
+
+    def admit(
+        self, new: Sequence[Instance], *, existing: Sequence[NodeSpec] = (), slots: int | None = None
+    ) -> PlaybookRun:
+        """admit_nodes.yml for nodes launched with their boot, each with ``slots`` (None: this
+        machine's processors, what a node counts: the play does not ask it)."""
+        n_slots = slots if slots is not None else len(os.sched_getaffinity(0))
+        specs = [replace(self.spec(i), slots=n_slots) for i in new]
+        return self.run_playbook("admit_nodes.yml", workers=existing, new_nodes=specs)
 
     def wait_up(self, names: Sequence[str], *, timeout: float) -> None:
         """Wait until qhost shows each of ``names`` with load values (its execd reports)."""
