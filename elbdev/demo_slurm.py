@@ -41,7 +41,12 @@ def demo_config(state: Path, ssh_key: Path, cluster_name: str, max_nodes: int) -
         "policy": {"max_nodes": max_nodes, "billing": "second", "boot_time": 60, "slots_per_node": slurm.NODE_CPUS},
         "slurm": {"conf": str(slurm.CONF), "requests": str(slurm.REQUEST_DIR)},
         "cloud": {"provider": "local"},
-        "provision": {"private_data_dir": str(state / "ansible"), "ssh_private_key": str(ssh_key), "timeout": 300},
+        "provision": {
+            "private_data_dir": str(state / "ansible"),
+            "ssh_private_key": str(ssh_key),
+            "timeout": 300,
+            "extra_vars": dict(slurm.NODE_VARS),
+        },
     }
 
 

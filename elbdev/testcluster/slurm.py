@@ -54,6 +54,15 @@ SUSPEND_TIMEOUT = 120
 # A node whose slurmd stops answering is marked not responding at the next ping (every third of
 # this) and set down after it: the fault tests see Slurm lose a node within a minute.
 SLURMD_TIMEOUT = 30
+# The variables elb's Slurm plays take on the test cluster (``provision.extra_vars``). A container
+# does not boot: the uptime its slurmd reports counts from about the container's start (measured:
+# a second or so before it), and elb starts a container, or restarts a pooled one, within a second
+# or two of Slurm's power-up request when its pass runs just then. Slurm takes such a node for one
+# that booted before the request and ignores its registration (slurmctld: "Still waiting for boot
+# of node") until ResumeTimeout, and elb fails the node after ``slurm.register_timeout``. With
+# ``-b`` slurmd reports its own start as the node's boot, which follows the play, as a real
+# instance's boot follows its launch.
+NODE_VARS: Mapping[str, object] = {"slurm_node_options": ["-b"]}
 
 
 def env() -> Mapping[str, str]:

@@ -60,6 +60,7 @@ def slurm_config(tmp: Path, **policy: object) -> Config:
                 "private_data_dir": str(tmp / "ansible"),
                 "ssh_private_key": str(C.SSH_KEY),
                 "timeout": 600,
+                "extra_vars": dict(slurm.NODE_VARS),
             },
         }
     )

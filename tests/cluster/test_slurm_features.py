@@ -10,6 +10,8 @@ provider and provisions with playbooks/slurm_add_node.yml. No stand-in but EC2's
   powers it down in Slurm, which can ask for it again (a later job pinned to it runs there);
 - warm pool: an idle node is stopped (its container stopped), powered down in Slurm; when Slurm
   asks for it again (a job pinned to it) elb starts the same container again, no launch;
+- a node that seems to have booted before Slurm's power-up request (a container started long
+  before it) registers: the test cluster's slurmd reports its own start as the boot (-b);
 - spot notice: a node running a job is drained in Slurm at once, its job requeued (never lost),
   and it is removed for good (never pooled, a warm pool configured), its history naming the
   notice, not an admin.
@@ -304,6 +306,44 @@ class Interruptions:
     def poll(self) -> Sequence[Notice]:
         out, self.queue = self.queue, []
         return out
+
+
+def slurmd_argv(name: str) -> list[str]:
+    """The command line of the node's running slurmd, as its play started it."""
+    pid = subprocess.run(["podman", "exec", name, "pgrep", "-x", "slurmd"], capture_output=True, text=True, check=True)
+    cmdline = subprocess.run(
+        ["podman", "exec", name, "cat", f"/proc/{pid.stdout.split()[0]}/cmdline"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return cmdline.stdout.rstrip("\0").split("\0")
+
+
+def test_a_node_that_started_before_slurms_power_up_request_registers(rig: Rig) -> None:
+    # A container's uptime is about its own, so a node elb (re)starts at once after Slurm's ask
+    # can seem to have booted before it, and Slurm ignores the registration of a node that booted
+    # before its power-up request (slurmctld: "Still waiting for boot of node"): its job waits for
+    # slurm.register_timeout and a relaunch. The test cluster's slurmd runs with -b
+    # (slurm.NODE_VARS): its boot is its own start. Here the race is made certain: the node's
+    # container runs long before Slurm's request, then its slurmd starts as its play started it.
+    bal = rig.balancer(rig.config(**NO_IDLE_RULE))
+    name = ready_node(bal)
+    argv = slurmd_argv(name)
+    assert "-b" in argv, argv
+    subprocess.run(["podman", "exec", name, "pkill", "-x", "slurmd"], check=True)
+    scontrol = ["scontrol", "update", f"nodename={name}"]
+    subprocess.run([*scontrol, "state=power_down_force", "reason=test"], env=slurm_env(), timeout=60, check=True)
+    wait_for(f"Slurm to power {name} down", lambda: powered_down(name))
+    (address,) = [i.private_ip for i in rig.instances() if i.name == name]
+    subprocess.run([*scontrol, "state=power_up"], env=slurm_env(), timeout=60, check=True)
+    wait_for(f"Slurm to power {name} up", lambda: "powering_up" in flags(name))  # its request time set
+    subprocess.run([*scontrol, f"nodeaddr={address}"], env=slurm_env(), timeout=60, check=True)
+    subprocess.run(["podman", "exec", name, *argv], timeout=60, check=True)
+    wait_for(f"{name}'s slurmd to register", lambda: not flags(name) & {"powering_up", "not_responding"})
+    assert not flags(name) & POWERED_DOWN, sinfo_states()
+    assert bal.run_pass().ok  # Slurm's ask for the node it has: answered, nothing launched
+    assert [w.name for w in rig.tc.workers()] == [name]
 
 
 def test_a_spot_interruption_drains_requeues_and_removes_the_node_for_good(rig: Rig) -> None:

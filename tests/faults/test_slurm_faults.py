@@ -334,7 +334,7 @@ def test_a_node_whose_slurmd_never_registers_fails_and_goes_back_to_slurm(
     impostor = f"node{slurm.CLOUD_NODES:03d}"
     cfg = slurm_config(tmp_path).model_dump(mode="json")
     cfg["slurm"]["register_timeout"] = 10.0
-    cfg["provision"]["extra_vars"] = {"slurm_node_name": impostor}
+    cfg["provision"]["extra_vars"]["slurm_node_name"] = impostor
     tc = controller
     t0 = time.monotonic()
     bal = slurm_balancer(parse_config(cfg))
