@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -31,6 +30,7 @@ from elb.schedulers.sge.readcheck import expected_hosts, running_jobs
 from elb.schedulers.sge.servable import SiteCache, demand_of
 from elb.schedulers.sge.starttimes import StartTimes
 from elb.schedulers.usage import accounting_path, read_sge
+from elb.schedulers.waiting import wait_until_up
 
 log = logging.getLogger("elb.schedulers.sge")
 
@@ -105,23 +105,19 @@ class GridEngine:
         if self.config.provision.mode != "boot":
             return {}
         timeout = self.config.provision.boot.timeout
-        start = time.monotonic()
-        waiting = set(names)
-        seen: dict[str, str] = dict.fromkeys(names, "not read yet")
-        while True:
-            for name in self._up_of(waiting, seen):
-                waiting.discard(name)
-                log.info("%s: its execd reports, %.1f s after its admission", name, time.monotonic() - start)
-            if not waiting:
-                return {}
-            if time.monotonic() - start >= timeout:
-                return {
-                    name: f"it did not configure itself within {timeout:g} s of its admission (SGE: {seen[name]}; "
-                    "its boot's output is /var/log/elb-boot.log on the node)"
-                    for name in waiting
-                }
-            if stopping.wait(UP_POLL):
-                return None
+        return wait_until_up(
+            names,
+            self._up_of,
+            timeout=timeout,
+            poll=UP_POLL,
+            stopping=stopping,
+            log=log,
+            since="its admission",
+            failed=lambda shown: (
+                f"it did not configure itself within {timeout:g} s of its admission (SGE: {shown}; "
+                "its boot's output is /var/log/elb-boot.log on the node)"
+            ),
+        )
 
     def _up_of(self, names: set[str], seen: dict[str, str]) -> list[str]:
         """The ``names`` qhost shows up now; what it shows of the others goes into ``seen``."""

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -46,6 +45,7 @@ from elb.schedulers.slurm.parse import SlurmNode, compress, not_demand_reason
 from elb.schedulers.slurm.requests import RequestKind
 from elb.schedulers.slurm.view import jobs_of, node_up, snapshot
 from elb.schedulers.usage import read_slurm
+from elb.schedulers.waiting import wait_until_up
 
 log = logging.getLogger("elb.schedulers.slurm")
 
@@ -229,33 +229,34 @@ class Slurm:
         ``slurm.register_timeout``: a slurmd that never registers would hold its node, and the job
         waiting for it, until Slurm's ResumeTimeout."""
         timeout = self.config.slurm.register_timeout
-        start = time.monotonic()
-        deadline = start + timeout
-        waiting = set(names)
-        seen: dict[str, str] = {}
-        while True:
-            try:
-                read = self.slurm.read()
-            except SlurmError as err:
-                seen.update((name, f"reading Slurm: {err}") for name in waiting)
+        return wait_until_up(
+            names,
+            self._up_of,
+            timeout=timeout,
+            poll=REGISTER_POLL,
+            stopping=stopping,
+            log=log,
+            since="its play",
+            failed=lambda shown: f"its slurmd did not register within {timeout:g} s of its play (Slurm: {shown})",
+        )
+
+    def _up_of(self, names: set[str], seen: dict[str, str]) -> list[str]:
+        """The ``names`` Slurm has up now (their slurmd registered); what it shows of the others
+        goes into ``seen``."""
+        try:
+            read = self.slurm.read()
+        except SlurmError as err:  # noted; the next poll reads again
+            seen.update((name, f"reading Slurm: {err}") for name in names)
+            return []
+        by_name = {n.name: n for n in read.nodes}
+        up = []
+        for name in sorted(names):
+            sn = by_name.get(name)
+            if sn is not None and node_up(sn):
+                up.append(name)
             else:
-                by_name = {n.name: n for n in read.nodes}
-                for name in sorted(waiting):
-                    sn = by_name.get(name)
-                    if sn is not None and node_up(sn):
-                        waiting.discard(name)
-                        log.info("%s: its slurmd registered %.1f s after its play", name, time.monotonic() - start)
-                    else:
-                        seen[name] = "not in Slurm" if sn is None else sn.shown
-            if not waiting:
-                return {}
-            if time.monotonic() >= deadline:
-                return {
-                    name: f"its slurmd did not register within {timeout:g} s of its play (Slurm: {seen[name]})"
-                    for name in waiting
-                }
-            if stopping.wait(REGISTER_POLL):
-                return None
+                seen[name] = "not in Slurm" if sn is None else sn.shown
+        return up
 
     def out_of_service(self, host: str, reason: str) -> None:
         """Power the node down in Slurm unless Slurm does already, then undrain it: a cloud node
