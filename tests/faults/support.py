@@ -140,6 +140,12 @@ def fault_config(tmp: Path, *, boot_timeout: float = 25.0, **policy: object) -> 
     return cfg
 
 
+def with_backoff(cfg: Config, initial: float) -> Config:
+    """``cfg`` with launches backing off ``initial`` seconds after a first failed bring-up
+    (fault_config's: 5 s), for a test whose nodes fail on purpose."""
+    return cfg.model_copy(update={"backoff": cfg.backoff.model_copy(update={"initial": initial})})
+
+
 def write_config(cfg: Config, path: Path) -> Path:
     path.write_text(yaml.safe_dump(cfg.model_dump(mode="json")))
     return path

@@ -26,7 +26,15 @@ from elb.service.executor import Executor
 from elb.service.passrecord import PassResult
 from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state
-from tests.faults.support import BATCH_BOOT_TIMEOUT, balancer, clean_up, converged, fault_config, submit_jobs
+from tests.faults.support import (
+    BATCH_BOOT_TIMEOUT,
+    balancer,
+    clean_up,
+    converged,
+    fault_config,
+    submit_jobs,
+    with_backoff,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.faults]
 
@@ -114,8 +122,7 @@ def test_provisioning_failing_for_every_node_launches_a_bounded_number(
         slots_per_node=1,
         idle_time=600,
     )
-    cfg = with_playbooks(cfg, playbooks_copy(tmp_path, FAILING_ADD))
-    cfg = cfg.model_copy(update={"backoff": cfg.backoff.model_copy(update={"initial": BACKOFF_INITIAL})})
+    cfg = with_backoff(with_playbooks(cfg, playbooks_copy(tmp_path, FAILING_ADD)), BACKOFF_INITIAL)
     bal = balancer(cfg)
     ex = in_background(bal)
     t0 = time.monotonic()

@@ -51,6 +51,7 @@ from tests.faults.support import (
     release,
     submit_held_jobs,
     submit_jobs,
+    with_backoff,
     write_config,
 )
 
@@ -329,6 +330,11 @@ def _stop_sshd(tc: TestCluster, node: str) -> None:
         os.kill(int(child), signal.SIGSTOP)
 
 
+# The back-off after a failed bring-up in a test whose node fails on purpose and whose next launch
+# is not what it checks (fault_config's: 5 s).
+SHORT_BACKOFF = 1.0
+
+
 def test_node_that_never_comes_up_and_node_that_vanishes_are_cleaned_up(
     testcluster: TestCluster, tmp_path: Path
 ) -> None:
@@ -337,7 +343,7 @@ def test_node_that_never_comes_up_and_node_that_vanishes_are_cleaned_up(
     # The stuck node is abandoned once boot_timeout has passed since its launch, and the test waits
     # that out: short, as a launch here is running within a second or two (its play is done within
     # the pass that launched it, so the replacement is never judged by it).
-    cfg = with_short_backoff(fault_config(tmp_path, boot_timeout=10, idle_time=600))
+    cfg = with_backoff(fault_config(tmp_path, boot_timeout=10, idle_time=600), SHORT_BACKOFF)
     cfg_path = write_config(cfg, tmp_path / "elb.yml")
     t0 = time.monotonic()
     try:
@@ -469,12 +475,6 @@ def with_boot_timeout(cfg: Config, seconds: float) -> Config:
     return cfg.model_copy(update={"cloud": cfg.cloud.model_copy(update={"local": local})})
 
 
-def with_short_backoff(cfg: Config) -> Config:
-    """Launches back off 1 s after a failed bring-up (fault_config's 5 s): for a test whose node
-    fails on purpose and whose next launch is not what it checks."""
-    return cfg.model_copy(update={"backoff": cfg.backoff.model_copy(update={"initial": 1.0})})
-
-
 def test_sigkill_at_each_step_then_restart_converges(testcluster: TestCluster, tmp_path: Path) -> None:
     tc = testcluster
     baseline = cluster_state(tc)
@@ -485,7 +485,11 @@ def test_sigkill_at_each_step_then_restart_converges(testcluster: TestCluster, t
     try:
         for (add_step, add_delay), removal in CRASHES:
             # the forgotten request is a failed bring-up: the launch after it backs off
-            cycle = with_short_backoff(with_boot_timeout(cfg, FORGET_BOOT_TIMEOUT)) if add_step == "requested" else cfg
+            cycle = (
+                with_backoff(with_boot_timeout(cfg, FORGET_BOOT_TIMEOUT), SHORT_BACKOFF)
+                if add_step == "requested"
+                else cfg
+            )
             cfg_path = write_config(cycle, tmp_path / f"elb-{add_step}.yml")
             jobs = submit_jobs(tc, 1, name=add_step[:4])
             all_jobs += jobs
