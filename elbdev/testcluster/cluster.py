@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -29,6 +30,7 @@ from elb.provision import sshmux
 from elb.provision.boot import batch_of, boot_inventory, node_boot
 from elb.provision.hostkeys import HostKeys
 from elb.provision.inventory import Connection, build_inventory
+from elb.schedulers.waiting import wait_until_up
 from elbdev.testcluster import constants as C
 from elbdev.testcluster import image, master, slurm
 from elbdev.testcluster._run import TestClusterError, run
@@ -383,20 +385,31 @@ class TestCluster:
         return self.run_playbook("admit_nodes.yml", workers=existing, new_nodes=specs)
 
     def wait_up(self, names: Sequence[str], *, timeout: float) -> None:
-        """Wait until qhost shows each of ``names`` with load values (its execd reports)."""
-        deadline = time.monotonic() + timeout
-        waiting = set(names)
-        while True:
-            proc = self.master_run(["qhost"], check=False, timeout=30)
-            for line in proc.stdout.splitlines():
-                fields = line.split()
-                if len(fields) > 6 and fields[0] in waiting and fields[6] != "-":
-                    waiting.discard(fields[0])
-            if not waiting:
-                return
-            if time.monotonic() > deadline:
-                raise TestClusterError(f"not up in qhost after {timeout:g} s: {sorted(waiting)}")
-            time.sleep(0.5)
+        """Wait until qhost shows each of ``names`` with load values (its execd reports), with the
+        wait elb's driver runs for nodes that configure themselves (``elb.schedulers.waiting``)."""
+        left = wait_until_up(
+            names,
+            self._up_in_qhost,
+            timeout=timeout,
+            poll=0.5,
+            stopping=threading.Event(),
+            log=log,
+            since="the admit play",
+            failed=str,
+        )
+        if left:
+            raise TestClusterError(f"not up in qhost after {timeout:g} s: {sorted(left)}")
+
+    def _up_in_qhost(self, names: set[str], seen: dict[str, str]) -> list[str]:
+        """The ``names`` qhost shows with load values now (``seen`` stays as it is: a time-out
+        names the nodes alone)."""
+        proc = self.master_run(["qhost"], check=False, timeout=30)
+        up = []
+        for line in proc.stdout.splitlines():
+            fields = line.split()
+            if len(fields) > 6 and fields[0] in names and fields[6] != "-":
+                up.append(fields[0])
+        return up
 
     def remove_nodes(self, names: Sequence[str]) -> PlaybookRun:
         """remove_node.yml for these workers, then terminate them (unless the play failed)."""
