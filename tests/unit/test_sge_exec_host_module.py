@@ -35,6 +35,7 @@ class Qmaster:
         self.calls: list[list[str]] = []
         self.race_group = False  # another node's run makes the group just before -Ahgrp
         self.dead: set[str] = set()  # exec hosts whose execd does not answer
+        self.race_member: str | None = None  # another run adds it to a host group just before -aattr
 
     def run(self, argv: Sequence[str]) -> tuple[int, str, str]:
         self.calls.append(list(argv))
@@ -65,20 +66,24 @@ class Qmaster:
                 f"slots                 {','.join(slots)}\n",
                 "",
             )
-        if opt == "-ah":
-            name = args[0]
-            if self.unresolvable.get(name, 0) > 0:
-                self.unresolvable[name] -= 1
-                return 1, "", f'can\'t resolve hostname "{name}"\n'
-            if name in self.admin:
-                return 1, "", f'adminhost "{name}" already exists\n'
-            self.admin.append(name)
-            return 0, f"{name} added to administrative host list\n", ""
-        if opt == "-as":
-            if args[0] in self.submit:
-                return 1, "", f'submithost "{args[0]}" already exists\n'
-            self.submit.append(args[0])
-            return 0, f"{args[0]} added to submit host list\n", ""
+        if opt in ("-ah", "-as"):  # a comma-separated list: a line a host, exit 1 if one failed
+            rc, out, err = 0, "", ""
+            for name in args[0].split(","):
+                if opt == "-ah" and self.unresolvable.get(name, 0) > 0:
+                    self.unresolvable[name] -= 1
+                    rc, err = 1, err + f'can\'t resolve hostname "{name}"\n'
+                    continue
+                hosts, kind, what = (
+                    (self.admin, "adminhost", "administrative")
+                    if opt == "-ah"
+                    else (self.submit, "submithost", "submit")
+                )
+                if name in hosts:
+                    rc, err = 1, err + f'{kind} "{name}" already exists\n'
+                    continue
+                hosts.append(name)
+                out += f"{name} added to {what} host list\n"
+            return rc, out, err
         if opt in ("-Ae", "-Me"):
             text = Path(args[0]).read_text()
             name = text.split()[1]
@@ -98,20 +103,33 @@ class Qmaster:
             kind, attr, value, target = args
             if kind == "hostgroup":
                 members = self.groups[target]
-                if value in members:
+                if self.race_member:  # another run adds a node just before this command
+                    members.append(self.race_member)
+                    self.race_member = None
+                names = value.split()
+                if len(names) == 1 and value in members:
                     return 1, "", f'Host object "{value}" already exists\n'
-                members.append(value)
+                there = [n for n in names if n in members]
+                if there:  # qconf adds none of a list that names a member
+                    return (
+                        0,
+                        f'No modification because "{there[0]}" already exists in "hostlist" of "hostgroup"\n'
+                        f'root@master modified "{target}" in host group list\n',
+                        "",
+                    )
+                members.extend(names)
                 return 0, f'root@master modified "{target}" in host group list\n', ""
             q = self.queues[target]
             if attr == "hostlist":
                 if value in q["hostlist"]:  # type: ignore[operator]
                     return 1, "", f'"{value}" already exists\n'
                 q["hostlist"].append(value)  # type: ignore[attr-defined]
-            else:
-                host, n = value.strip("[]").split("=")
-                if (host in q["slots"]) != (opt == "-mattr"):  # type: ignore[operator]
+            else:  # "[host=n],[host=n]"
+                entries = [entry.strip("[]").split("=") for entry in value.split(",")]
+                if any((host in q["slots"]) != (opt == "-mattr") for host, _ in entries):  # type: ignore[operator]
                     return 1, "", "wrong option for this entry\n"
-                q["slots"][host] = int(n)  # type: ignore[index]
+                for host, n in entries:
+                    q["slots"][host] = int(n)  # type: ignore[index]
             return 0, f'root@master modified "{target}" in cluster queue list\n', ""
         if opt == "-sql":
             return (0, "\n".join(self.queues) + "\n", "") if self.queues else (1, "", "no cqueue list defined\n")
@@ -378,3 +396,94 @@ def test_a_batch_is_registered_node_by_node_and_a_failing_node_stops_no_other(tm
         },
     )
     assert again["changed"] is False
+
+
+def batch(
+    qm: Qmaster, tmp: Path, wants: Sequence[dict[str, object]], *, apply: bool = True, retries: int = 24
+) -> dict[str, dict[str, object]]:
+    sleeps: list[float] = []
+    out: dict[str, dict[str, object]] = M.register_batch(
+        [M.Want(**{"slots": 2, **w}) for w in wants],
+        qm.run,
+        files=M.ScratchFiles(str(tmp / "scratch"), check=not apply),
+        retries=retries,
+        delay=5,
+        apply=apply,
+        sleep=sleeps.append,
+    )
+    return out
+
+
+def test_a_batch_reads_the_qmaster_once_and_runs_each_list_step_once_whatever_its_size(tmp_path: Path) -> None:
+    qm = Qmaster()
+    nodes = [{"name": f"node{i:03d}"} for i in range(1, 17)]
+    out = batch(qm, tmp_path, nodes)
+    assert all(o["failed"] is False and o["changed"] is True for o in out.values())
+    names = [n["name"] for n in nodes]
+    assert qm.admin == ["master", *names] and qm.submit == ["master", *names] and list(qm.execs) == names
+    assert qm.groups["@allhosts"] == names and qm.queues["all.q"]["slots"] == dict.fromkeys(names, 2)
+    # six reads, -ah, -as, the host group's members, the slots, the group and the queue read
+    # again: twelve commands a batch, and one a node (-Ae), where a registration a node ran eleven
+    assert len(qm.calls) == 12 + 16, [c[1] for c in qm.calls]
+    assert [c[1] for c in out["node007"]["commands"]] == ["-ah", "-as", "-Ae", "-aattr", "-aattr"]  # type: ignore[attr-defined]
+    qm.calls.clear()
+    again = batch(qm, tmp_path, nodes)
+    assert not any(o["changed"] for o in again.values())
+    assert [c[1] for c in qm.calls] == ["-sq", "-sh", "-ss", "-sel", "-shgrpl", "-shgrp"]  # reads only
+
+
+def test_a_node_a_list_step_did_not_take_is_tried_alone_and_fails_alone(tmp_path: Path) -> None:
+    qm = Qmaster()
+    qm.unresolvable = {"node002": 1, "node003": 99}  # node002 resolves on the second try
+    out = batch(qm, tmp_path, [{"name": "node001"}, {"name": "node002"}, {"name": "node003"}], retries=2)
+    assert out["node001"]["failed"] is False and out["node002"]["failed"] is False
+    assert out["node003"]["failed"] is True and "qconf -ah node003 failed 3 times" in str(out["node003"]["msg"])
+    assert ["qconf", "-ah", "node002"] in out["node002"]["commands"]  # type: ignore[operator]
+    assert qm.groups["@allhosts"] == ["node001", "node002"] and "node003" not in qm.submit
+    assert qm.queues["all.q"]["slots"] == {"node001": 2, "node002": 2}
+
+
+def test_a_member_added_meanwhile_makes_qconf_take_none_of_the_list_and_each_joins_alone(tmp_path: Path) -> None:
+    qm = Qmaster()
+    qm.groups["@allhosts"] = ["node000"]
+    qm.race_member = "node002"  # another run adds node002 between the read and the list command
+    out = batch(qm, tmp_path, [{"name": "node001"}, {"name": "node002"}, {"name": "node003"}])
+    assert not any(o["failed"] for o in out.values()), out
+    assert sorted(qm.groups["@allhosts"]) == ["node000", "node001", "node002", "node003"]
+    assert ["qconf", "-aattr", "hostgroup", "hostlist", "node001", "@allhosts"] in out["node001"]["commands"]  # type: ignore[operator]
+
+
+def test_a_batch_makes_a_missing_group_with_its_nodes_and_sets_new_and_changed_slots_once_each(
+    tmp_path: Path,
+) -> None:
+    qm = Qmaster()
+    qm.queues["big.q"] = {"hostlist": [], "slots": {}}
+    batch(qm, tmp_path, [{"name": "node001"}])
+    qm.calls.clear()
+    out = batch(
+        qm,
+        tmp_path,
+        [
+            {"name": "node001", "slots": 4},
+            {"name": "node002"},
+            {"name": "node003", "hostgroup": "@big", "queues": ["big.q"]},
+            {"name": "node004", "hostgroup": "@big", "queues": ["big.q"]},
+        ],
+    )
+    assert not any(o["failed"] for o in out.values()), out
+    changing_calls = [c for c in qm.calls if c[1] not in ("-sq", "-sh", "-ss", "-sel", "-shgrpl", "-shgrp")]
+    assert [c[1] for c in changing_calls].count("-Ahgrp") == 1 and qm.groups["@big"] == ["node003", "node004"]
+    assert ["qconf", "-mattr", "queue", "slots", "[node001=4]", "all.q"] in changing_calls
+    assert ["qconf", "-aattr", "queue", "slots", "[node002=2]", "all.q"] in changing_calls
+    assert ["qconf", "-aattr", "queue", "slots", "[node003=2],[node004=2]", "big.q"] in changing_calls
+    assert qm.queues["big.q"]["hostlist"] == ["@big"]
+    assert qm.queues["all.q"]["slots"] == {"node001": 4, "node002": 2}
+
+
+def test_a_batch_in_check_mode_changes_nothing_and_refuses_bad_input_node_by_node(tmp_path: Path) -> None:
+    qm = Qmaster()
+    out = batch(qm, tmp_path, [{"name": "node001"}, {"name": "node 2"}], apply=False)
+    assert [c[1] for c in out["node001"]["commands"]] == ["-ah", "-as", "-Ae", "-aattr", "-aattr"]  # type: ignore[attr-defined]
+    assert out["node 2"]["failed"] is True and "name must be one word" in str(out["node 2"]["msg"])
+    assert qm.admin == ["master"] and not qm.execs and not (tmp_path / "scratch").exists()
+    assert all(c[1] in ("-sq", "-sh", "-ss", "-sel", "-shgrpl", "-shgrp") for c in qm.calls)

@@ -39,9 +39,13 @@ description:
     would run, whether or not they find something."
   - One module run per node costs Ansible's controller one module run, where a task per C(qconf)
     command would cost about twelve.
-  - O(hosts) registers a batch of nodes in one run, one after the other as runs with O(name)
-    would; a node that fails does not stop the others, and the run itself does not fail: each
-    node's outcome is in RV(hosts), for the play to fail that node.
+  - O(hosts) registers a batch of nodes in one run: what the qmaster knows is read once for the
+    batch, and each step qconf takes a list for runs once for the whole batch (admin and submit
+    hosts, a host group's new members, a queue's new or changed slots); the exec host
+    definitions are one C(qconf -Ae) or C(qconf -Me) per node. A node a list step did not take
+    (a name the qmaster cannot resolve yet, a change made meanwhile) is tried again alone, as a
+    run with O(name) would. A node that fails does not stop the others, and the run itself does
+    not fail: each node's outcome is in RV(hosts), for the play to fail that node.
 options:
   name:
     description: The node's host name, as the qmaster resolves it. One of O(name) and O(hosts) is required.
@@ -132,6 +136,13 @@ commands:
   elements: list
   returned: always
   sample: [["qconf", "-ah", "node004"], ["qconf", "-as", "node004"]]
+hosts:
+  description:
+    - With O(hosts), each node's outcome by name, with C(changed), C(failed), C(msg) (why it
+      failed) and C(commands) (the changing commands that covered it, a list step's for every
+      node of it).
+  type: dict
+  returned: with O(hosts)
 """
 
 # A node's exec host definition; the fields besides hostname and complex_values are SGE's defaults.
@@ -219,7 +230,7 @@ class Registrar:
 
     def __init__(self, run: Run, *, apply: bool, sleep: Callable[[float], None] = time.sleep) -> None:
         self._run = run
-        self._apply = apply
+        self.apply = apply
         self._sleep = sleep
         self.commands: list[list[str]] = []
 
@@ -241,7 +252,7 @@ class Registrar:
         """Run a changing command. True when it changed something (its output holds a word of
         ``ok``); False when it says a word of ``also`` (the change is there already)."""
         argv = ["qconf", *args]
-        if not self._apply:
+        if not self.apply:
             self.commands.append(argv)
             return True
         rc, out, err = self._run(argv)
@@ -257,17 +268,32 @@ class Registrar:
         """Run a changing command whose failure is no error (nothing to purge, a dead node's
         daemon); it counts as a change when its output holds a word of ``ok``."""
         argv = ["qconf", *args]
-        if not self._apply:
+        if not self.apply:
             self.commands.append(argv)
             return
         rc, out, err = self._run(argv)
         if rc == 0 and any(word in _said(out, err) for word in ok):
             self.commands.append(argv)
 
+    def bulk(self, args: Sequence[str], ok: Sequence[str]) -> str | None:
+        """Run a changing command over a list of nodes and return what qconf said (None in check
+        mode, where it is recorded as made). It counts as a change when its output holds a word
+        of ``ok``; a node it did not take is for the caller to find (in the output or by reading
+        again) and to try alone."""
+        argv = ["qconf", *args]
+        if not self.apply:
+            self.commands.append(argv)
+            return None
+        _, out, err = self._run(argv)  # a list command exits 1 when one of its nodes failed
+        said = _said(out, err)
+        if any(word in said for word in ok):
+            self.commands.append(argv)
+        return said
+
     def add_admin_host(self, name: str, retries: int, delay: float) -> None:
         """``qconf -ah``, tried again while the qmaster cannot resolve the name."""
         argv = ["qconf", "-ah", name]
-        if not self._apply:
+        if not self.apply:
             self.commands.append(argv)
             return
         for attempt in range(retries + 1):
@@ -456,21 +482,15 @@ def main() -> None:
     if p["hosts"] is None and p["slots"] is None:
         module.fail_json(msg="slots is required with state=present", changed=False)
 
-    def register_one(want: Want) -> list[str]:
-        return register(
-            want,
-            run,
-            files=ScratchFiles(p["tmpdir"], check=module.check_mode),
-            retries=max(0, p["resolve_retries"]),
-            delay=max(0, p["resolve_delay"]),
-            apply=not module.check_mode,
-        )
-
+    files = ScratchFiles(p["tmpdir"], check=module.check_mode)
+    retries, delay = max(0, p["resolve_retries"]), max(0, p["resolve_delay"])
     if p["hosts"] is not None:
-        outcomes = register_batch([want_of(h, p) for h in p["hosts"]], register_one)
+        wants = [want_of(h, p) for h in p["hosts"]]
+        outcomes = register_batch(wants, run, files=files, retries=retries, delay=delay, apply=not module.check_mode)
         module.exit_json(changed=any(o["changed"] for o in outcomes.values()), hosts=outcomes)
     try:
-        commands = register_one(want_of({"name": p["name"], "slots": p["slots"]}, p))
+        want = want_of({"name": p["name"], "slots": p["slots"]}, p)
+        commands = register(want, run, files=files, retries=retries, delay=delay, apply=not module.check_mode)
     except (ValueError, RegisterError, OSError) as err:
         module.fail_json(msg=str(err), changed=False)
     module.exit_json(changed=bool(commands), commands=commands)
@@ -489,18 +509,216 @@ def want_of(host: Mapping[str, Any], defaults: Mapping[str, Any]) -> Want:
     )
 
 
-def register_batch(wants: Sequence[Want], register_one: Callable[[Want], list[str]]) -> dict[str, dict[str, Any]]:
-    """Each node registered in turn; its outcome by name: changed, the commands run, and failed
-    with the message when it could not be (the others go on)."""
-    out: dict[str, dict[str, Any]] = {}
-    for want in wants:
+def _took(said: str | None, name: str, done: str, exists: str) -> bool:
+    """Whether a list command's output says it took ``name``: a line ``NAME <done>`` or one
+    naming ``"NAME" <exists>`` (qconf prints one line per host of the list). In check mode
+    (``said`` None) every node counts as taken."""
+    if said is None:
+        return True
+    for line in said.splitlines():
+        words = line.split()
+        if (words[:1] == [name] and done in line) or (f'"{name}" {exists}' in line):
+            return True
+    return False
+
+
+class Batch:
+    """The registration of a batch of nodes over one read of what the qmaster knows (see
+    ``register_batch``): each node's changing commands, and why a node failed."""
+
+    def __init__(self, wants: Sequence[Want], reg: Registrar, files: Files, retries: int, delay: float) -> None:
+        self.reg = reg
+        self.files = files
+        self.retries = retries
+        self.delay = delay
+        self.failed: dict[str, str] = {}
+        self.commands: dict[str, list[list[str]]] = {}
+        self.wants: list[Want] = []
+        for want in wants:
+            self.commands[want.name] = []
+            try:
+                check_want(want)
+            except ValueError as err:
+                self.failed[want.name] = str(err)
+            else:
+                self.wants.append(want)
+
+    def live(self) -> list[Want]:
+        """The nodes no step failed yet."""
+        return [w for w in self.wants if w.name not in self.failed]
+
+    def alone(self, name: str, step: Callable[[], object]) -> None:
+        """Run one node's step on its own; its commands go to the node, a failure fails it alone."""
+        before = len(self.reg.commands)
         try:
-            commands = register_one(want)
-        except (ValueError, RegisterError, OSError) as err:
-            out[want.name] = {"changed": False, "failed": True, "msg": str(err), "commands": []}
+            step()
+        except (RegisterError, OSError) as err:
+            self.failed[name] = str(err)
+        self.commands[name].extend(self.reg.commands[before:])
+
+    def listed(self, args: Sequence[str], ok: Sequence[str], names: Sequence[str]) -> str | None:
+        """A list command for ``names``; its record goes to each of them."""
+        before = len(self.reg.commands)
+        said = self.reg.bulk(args, ok)
+        for name in names:
+            self.commands[name].extend(self.reg.commands[before:])
+        return said
+
+    def hosts(self, option: str, known: Sequence[str], done: str, exists: str) -> None:
+        """Admin (``-ah``) or submit (``-as``) hosts: the nodes not yet ``known`` in one command,
+        then each node it did not take alone (``-ah`` tried again while the name does not resolve)."""
+        missing = [w.name for w in self.live() if w.name not in known]
+        if not missing:
+            return
+        said = self.listed([option, ",".join(missing)], ["added"], missing)
+        for name in missing:
+            if _took(said, name, done, exists):
+                continue
+            if option == "-ah":
+                self.alone(name, lambda n=name: self.reg.add_admin_host(n, self.retries, self.delay))
+            else:
+                self.alone(name, lambda n=name: self.reg.change([option, n], ["added"], also=["already exists"]))
+
+    def exec_hosts(self, execs: Sequence[str]) -> None:
+        """Each node's exec host definition, added or modified (one command a node)."""
+        for want in self.live():
+
+            def define(want: Want = want) -> None:
+                exechost = f"exechost-{want.name}"
+                defined = self.files.write(exechost, exechost_text(want))
+                if want.name not in execs:
+                    self.reg.change(["-Ae", self.files.path(exechost)], ["added"], also=["already exists"])
+                elif defined:
+                    self.reg.change(["-Me", self.files.path(exechost)], ["modified"])
+
+            self.alone(want.name, define)
+
+    def hostgroup(self, group: str, exists: bool) -> None:
+        """The nodes of ``group`` made its members: the group made with them, or the missing ones
+        added in one command; then, read again, each one still missing added alone."""
+        names = [w.name for w in self.live() if w.hostgroup == group]
+        if not names:
+            return
+        members: list[str] = _hostgroup_members(self.reg, group) if exists else []
+        missing = [n for n in names if n not in members]
+        if not missing:
+            return
+        if not exists:
+            # one file a batch, named after its first node: two batches may make the group at once
+            path = f"hostgroup-{min(missing)}"
+            self.files.write(path, HOSTGROUP.format(group=group, name=" ".join(missing)))
+            before = len(self.reg.commands)
+            # "already exists": another run made the group meanwhile; the nodes then join it
+            made = self.reg.change(["-Ahgrp", self.files.path(path)], ["added"], also=["already exists"])
+            for name in missing:
+                self.commands[name].extend(self.reg.commands[before:])
+            if made:
+                return
+        else:
+            # qconf adds none of a list that names a member already ("No modification"):
+            # the read again below finds which are still missing
+            self.listed(["-aattr", "hostgroup", "hostlist", " ".join(missing), group], ["modified"], missing)
+        if not self.reg.apply:
+            return
+        members = _hostgroup_members(self.reg, group)
+        for name in missing:
+            if name not in members:
+                self.alone(
+                    name,
+                    lambda n=name: self.reg.change(
+                        ["-aattr", "hostgroup", "hostlist", n, group], ["modified"], also=["already exists"]
+                    ),
+                )
+
+    def queue(self, queue: str, text: str) -> None:
+        """The queue's host list holds the nodes' host groups, and it has each node's slots: new
+        ones in one ``-aattr``, changed ones in one ``-mattr``; then, read again, each node whose
+        slots are still not there set alone."""
+        wants = [w for w in self.live() if queue in w.queues]
+        for group in dict.fromkeys(w.hostgroup for w in wants):
+            if group not in text.replace(",", " ").split():
+                of_group = [w.name for w in wants if w.hostgroup == group]
+                before = len(self.reg.commands)
+                try:
+                    self.reg.change(
+                        ["-aattr", "queue", "hostlist", group, queue], ["modified"], also=["already exists"]
+                    )
+                except RegisterError as err:
+                    self.failed.update(dict.fromkeys(of_group, str(err)))
+                for name in of_group:
+                    self.commands[name].extend(self.reg.commands[before:])
+        wants = [w for w in wants if w.name not in self.failed and f"[{w.name}={w.slots}]" not in text]
+        if not wants:
+            return
+        for option, of_option in (
+            ("-aattr", [w for w in wants if f"[{w.name}=" not in text]),
+            ("-mattr", [w for w in wants if f"[{w.name}=" in text]),
+        ):
+            if of_option:
+                slots = ",".join(f"[{w.name}={w.slots}]" for w in of_option)
+                self.listed([option, "queue", "slots", slots, queue], ["modified"], [w.name for w in of_option])
+        if not self.reg.apply:
+            return
+        rc, now = self.reg.read("-sq", queue)
+        if rc != 0:
+            now = ""
+        for want in wants:
+            if f"[{want.name}={want.slots}]" not in now:
+                option = "-mattr" if f"[{want.name}=" in now else "-aattr"
+                self.alone(
+                    want.name,
+                    lambda w=want, o=option: self.reg.change(
+                        [o, "queue", "slots", f"[{w.name}={w.slots}]", queue], ["modified"]
+                    ),
+                )
+
+
+def register_batch(
+    wants: Sequence[Want],
+    run: Run,
+    *,
+    files: Files,
+    retries: int = 24,
+    delay: float = 5.0,
+    apply: bool = True,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, dict[str, Any]]:
+    """Bring the qmaster's view of every node of ``wants`` to what it wants, the qmaster read once
+    and each step that qconf takes a list for run once for the batch (``Batch``); each node's
+    outcome by name: changed, the commands that covered it, and failed with the message when it
+    could not be registered (the others go on)."""
+    reg = Registrar(run, apply=apply, sleep=sleep)
+    batch = Batch(wants, reg, files, retries, delay)
+    queue_texts: dict[str, str] = {}
+    for queue in dict.fromkeys(q for w in batch.wants for q in w.queues):
+        rc, text = reg.read("-sq", queue)
+        if rc == 0:
+            queue_texts[queue] = text
             continue
-        out[want.name] = {"changed": bool(commands), "failed": False, "msg": "", "commands": commands}
-    return out
+        for want in batch.live():
+            if queue in want.queues:
+                batch.failed[want.name] = f"queue {queue} cannot be read (it must exist): {text}"
+    try:
+        if batch.live():
+            admin, submit, execs, groups = (reg.listed(o) for o in ("-sh", "-ss", "-sel", "-shgrpl"))
+            batch.hosts("-ah", admin, "added to administrative host list", "already exists")
+            batch.hosts("-as", submit, "added to submit host list", "already exists")
+            batch.exec_hosts(execs)
+            for group in dict.fromkeys(w.hostgroup for w in batch.live()):
+                batch.hostgroup(group, group in groups)
+            for queue, text in queue_texts.items():
+                batch.queue(queue, text)
+    except RegisterError as err:  # a read of the whole batch failed: so does every node left
+        batch.failed.update(dict.fromkeys((w.name for w in batch.live()), str(err)))
+    return {
+        name: {
+            "changed": bool(commands),
+            "failed": name in batch.failed,
+            "msg": batch.failed.get(name, ""),
+            "commands": commands,
+        }
+        for name, commands in batch.commands.items()
+    }
 
 
 if __name__ == "__main__":
