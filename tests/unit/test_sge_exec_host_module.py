@@ -147,18 +147,26 @@ class Qmaster:
                 return 1, "", f'"{instance}" has no host-specific {what} settings\n'
             del q["slots"][host]  # type: ignore[attr-defined]
             return 0, f'root@master modified "{queue}" in cluster queue list\n', ""
-        if opt == "-dattr":
-            _, _, host, group = args
-            self.groups[group].remove(host)
-            return 0, f'root@master modified "{group}" in host group list\n', ""
-        if opt in ("-de", "-dh", "-ds"):
+        if opt == "-dattr":  # a whitespace-separated list: qconf removes the members it names
+            _, _, hosts, group = args
+            out = ""
+            for host in hosts.split():
+                if host in self.groups[group]:
+                    self.groups[group].remove(host)
+                else:
+                    out += f'"{host}" does not exist in "hostlist" of "hostgroup"\n'
+            return 0, out + f'root@master modified "{group}" in host group list\n', ""
+        if opt in ("-de", "-dh", "-ds"):  # -dh and -ds: a comma-separated list
             kind = {"-de": "execution", "-dh": "administrative", "-ds": "submit"}[opt]
-            if opt == "-de":
-                assert not any(args[0] in q["slots"] for q in self.queues.values())  # type: ignore[operator]
-                del self.execs[args[0]]
-            else:
-                (self.admin if opt == "-dh" else self.submit).remove(args[0])
-            return 0, f'root@master removed "{args[0]}" from {kind} host list\n', ""
+            out = ""
+            for host in args[0].split(",") if opt != "-de" else args:
+                if opt == "-de":
+                    assert not any(host in q["slots"] for q in self.queues.values())  # type: ignore[operator]
+                    del self.execs[host]
+                else:
+                    (self.admin if opt == "-dh" else self.submit).remove(host)
+                out += f'root@master removed "{host}" from {kind} host list\n'
+            return 0, out, ""
         raise AssertionError(f"qconf {opt} is not part of the stand-in")
 
 
@@ -487,3 +495,42 @@ def test_a_batch_in_check_mode_changes_nothing_and_refuses_bad_input_node_by_nod
     assert out["node 2"]["failed"] is True and "name must be one word" in str(out["node 2"]["msg"])
     assert qm.admin == ["master"] and not qm.execs and not (tmp_path / "scratch").exists()
     assert all(c[1] in ("-sq", "-sh", "-ss", "-sel", "-shgrpl", "-shgrp") for c in qm.calls)
+
+
+def test_a_batch_taken_out_reads_the_qmaster_once_and_lists_the_hosts_once(tmp_path: Path) -> None:
+    qm = Qmaster()
+    names = [f"node{i:03d}" for i in range(1, 9)]
+    batch(qm, tmp_path, [{"name": n} for n in [*names, "node100"]])
+    qm.dead.add("node003")  # its execd does not answer: it is taken out all the same
+    qm.calls.clear()
+    out = M.deregister_batch(names, qm.run, queues=["all.q"], hostgroups=["@allhosts"])
+    assert not any(o["failed"] for o in out.values()), out
+    assert list(qm.execs) == ["node100"] and qm.admin == qm.submit == ["master", "node100"]
+    assert qm.groups["@allhosts"] == ["node100"] and qm.queues["all.q"]["slots"] == {"node100": 2}
+    # reads: -sel, -sql, -shgrpl, the group and the admin and submit hosts before and after;
+    # -dattr, -dh and -ds once; a node: -ke, its queue settings and slots purged, -de
+    assert len(qm.calls) == 12 + 4 * 8, [c[1] for c in qm.calls]
+    assert ["qconf", "-dh", ",".join(names)] in out["node005"]["commands"]  # type: ignore[operator]
+    assert [c[1] for c in out["node003"]["commands"]] == ["-purge", "-dattr", "-de", "-dh", "-ds"]
+    qm.calls.clear()
+    again = M.deregister_batch(names, qm.run)
+    assert not any(o["changed"] or o["failed"] for o in again.values())
+
+
+def test_a_batch_taken_out_in_check_mode_changes_nothing_and_a_bad_name_fails_alone(tmp_path: Path) -> None:
+    qm = Qmaster()
+    batch(qm, tmp_path, [{"name": "node001"}, {"name": "node002"}])
+    out = M.deregister_batch(["node001", "node*", "node002"], qm.run, apply=False)
+    assert out["node*"]["failed"] is True and "not a pattern" in str(out["node*"]["msg"])
+    assert out["node001"]["changed"] is True and out["node002"]["failed"] is False
+    assert list(qm.execs) == ["node001", "node002"] and qm.groups["@allhosts"] == ["node001", "node002"]
+
+
+def test_a_batch_taken_out_with_the_module(tmp_path: Path) -> None:
+    common = {"sge_root": "/opt/sge", "sge_cell": "c1", "tmpdir": str(tmp_path / "s")}
+    _run_module(tmp_path, {"hosts": [{"name": "node004", "slots": 2}, {"name": "node005", "slots": 2}], **common})
+    out = _run_module(tmp_path, {"names": ["node004", "node005"], "state": "absent", **common})
+    assert out["changed"] is True and set(out["hosts"]) == {"node004", "node005"}, out  # type: ignore[arg-type]
+    assert _run_module(tmp_path, {"names": ["node004", "node005"], "state": "absent", **common})["changed"] is False
+    wrong = _run_module(tmp_path, {"names": ["node004"], **common})
+    assert wrong["failed"] is True and "names is for state=absent" in str(wrong["msg"])

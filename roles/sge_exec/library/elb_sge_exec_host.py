@@ -46,16 +46,23 @@ description:
     (a name the qmaster cannot resolve yet, a change made meanwhile) is tried again alone, as a
     run with O(name) would. A node that fails does not stop the others, and the run itself does
     not fail: each node's outcome is in RV(hosts), for the play to fail that node.
+  - O(names) with O(state=absent) takes a batch of nodes out in one run, the qmaster read once:
+    each node's execd, queue settings, slots and exec host as with O(name), each host group's
+    members and the admin and submit hosts in one command each for the batch.
 options:
   name:
-    description: The node's host name, as the qmaster resolves it. One of O(name) and O(hosts) is required.
+    description: The node's host name, as the qmaster resolves it. One of O(name), O(hosts) and O(names) is required.
     type: str
   hosts:
     description:
-      - A batch of nodes to register (O(state=present) only), each with C(name) and C(slots) and, if
+      - A batch of nodes to register (O(state=present)), each with C(name) and C(slots) and, if
         not the options' own, C(complex_values), C(hostgroup) and C(queues).
     type: list
     elements: dict
+  names:
+    description: A batch of nodes to take out of SGE (O(state=absent)), by host name.
+    type: list
+    elements: str
   state:
     description: Whether the node is registered (present) or taken out of SGE (absent).
     type: str
@@ -138,11 +145,11 @@ commands:
   sample: [["qconf", "-ah", "node004"], ["qconf", "-as", "node004"]]
 hosts:
   description:
-    - With O(hosts), each node's outcome by name, with C(changed), C(failed), C(msg) (why it
+    - With O(hosts) or O(names), each node's outcome by name, with C(changed), C(failed), C(msg) (why it
       failed) and C(commands) (the changing commands that covered it, a list step's for every
       node of it).
   type: dict
-  returned: with O(hosts)
+  returned: with O(hosts) or O(names)
 """
 
 # A node's exec host definition; the fields besides hostname and complex_values are SGE's defaults.
@@ -448,6 +455,7 @@ def main() -> None:
         argument_spec={
             "name": {"type": "str"},
             "hosts": {"type": "list", "elements": "dict"},
+            "names": {"type": "list", "elements": "str"},
             "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
             "slots": {"type": "int"},
             "complex_values": {"type": "dict", "default": {}},
@@ -459,8 +467,8 @@ def main() -> None:
             "resolve_retries": {"type": "int", "default": 24},
             "resolve_delay": {"type": "int", "default": 5},
         },
-        required_one_of=[("name", "hosts")],
-        mutually_exclusive=[("name", "hosts"), ("slots", "hosts")],
+        required_one_of=[("name", "hosts", "names")],
+        mutually_exclusive=[("name", "hosts", "names"), ("slots", "hosts"), ("slots", "names")],
         supports_check_mode=True,
     )
     p: dict[str, Any] = module.params
@@ -471,6 +479,13 @@ def main() -> None:
         rc, out, err = module.run_command([qconf, *argv[1:]], environ_update=env)
         return int(rc), str(out), str(err)
 
+    if p["names"] is not None:
+        if p["state"] != "absent":
+            module.fail_json(msg="names is for state=absent; hosts registers a batch", changed=False)
+        outcomes = deregister_batch(
+            p["names"], run, queues=p["queues"], hostgroups=[p["hostgroup"]], apply=not module.check_mode
+        )
+        module.exit_json(changed=any(o["changed"] for o in outcomes.values()), hosts=outcomes)
     if p["state"] == "absent":
         try:
             commands = deregister(
@@ -522,30 +537,14 @@ def _took(said: str | None, name: str, done: str, exists: str) -> bool:
     return False
 
 
-class Batch:
-    """The registration of a batch of nodes over one read of what the qmaster knows (see
-    ``register_batch``): each node's changing commands, and why a node failed."""
+class Outcomes:
+    """Each node's changing commands in a run over a batch of nodes, and why a node failed: a
+    list command's record goes to every node of it, a node's own step to that node alone."""
 
-    def __init__(self, wants: Sequence[Want], reg: Registrar, files: Files, retries: int, delay: float) -> None:
+    def __init__(self, names: Sequence[str], reg: Registrar) -> None:
         self.reg = reg
-        self.files = files
-        self.retries = retries
-        self.delay = delay
         self.failed: dict[str, str] = {}
-        self.commands: dict[str, list[list[str]]] = {}
-        self.wants: list[Want] = []
-        for want in wants:
-            self.commands[want.name] = []
-            try:
-                check_want(want)
-            except ValueError as err:
-                self.failed[want.name] = str(err)
-            else:
-                self.wants.append(want)
-
-    def live(self) -> list[Want]:
-        """The nodes no step failed yet."""
-        return [w for w in self.wants if w.name not in self.failed]
+        self.commands: dict[str, list[list[str]]] = {name: [] for name in names}
 
     def alone(self, name: str, step: Callable[[], object]) -> None:
         """Run one node's step on its own; its commands go to the node, a failure fails it alone."""
@@ -563,6 +562,44 @@ class Batch:
         for name in names:
             self.commands[name].extend(self.reg.commands[before:])
         return said
+
+    def fail_all(self, names: Sequence[str], msg: str) -> None:
+        self.failed.update(dict.fromkeys(names, msg))
+
+    def result(self) -> dict[str, dict[str, Any]]:
+        """Each node's outcome by name: changed, failed, msg, commands."""
+        return {
+            name: {
+                "changed": bool(commands),
+                "failed": name in self.failed,
+                "msg": self.failed.get(name, ""),
+                "commands": commands,
+            }
+            for name, commands in self.commands.items()
+        }
+
+
+class Batch(Outcomes):
+    """The registration of a batch of nodes over one read of what the qmaster knows (see
+    ``register_batch``)."""
+
+    def __init__(self, wants: Sequence[Want], reg: Registrar, files: Files, retries: int, delay: float) -> None:
+        super().__init__([w.name for w in wants], reg)
+        self.files = files
+        self.retries = retries
+        self.delay = delay
+        self.wants: list[Want] = []
+        for want in wants:
+            try:
+                check_want(want)
+            except ValueError as err:
+                self.failed[want.name] = str(err)
+            else:
+                self.wants.append(want)
+
+    def live(self) -> list[Want]:
+        """The nodes no step failed yet."""
+        return [w for w in self.wants if w.name not in self.failed]
 
     def hosts(self, option: str, known: Sequence[str], done: str, exists: str) -> None:
         """Admin (``-ah``) or submit (``-as``) hosts: the nodes not yet ``known`` in one command,
@@ -709,16 +746,112 @@ def register_batch(
             for queue, text in queue_texts.items():
                 batch.queue(queue, text)
     except RegisterError as err:  # a read of the whole batch failed: so does every node left
-        batch.failed.update(dict.fromkeys((w.name for w in batch.live()), str(err)))
-    return {
-        name: {
-            "changed": bool(commands),
-            "failed": name in batch.failed,
-            "msg": batch.failed.get(name, ""),
-            "commands": commands,
-        }
-        for name, commands in batch.commands.items()
-    }
+        batch.fail_all([w.name for w in batch.live()], str(err))
+    return batch.result()
+
+
+class Removal(Outcomes):
+    """Taking a batch of nodes out of SGE (see ``deregister_batch``)."""
+
+    def __init__(self, names: Sequence[str], reg: Registrar) -> None:
+        super().__init__(names, reg)
+        self.names: list[str] = []
+        for name in dict.fromkeys(names):
+            try:
+                check_name(name)
+            except ValueError as err:
+                self.failed[name] = str(err)
+            else:
+                self.names.append(name)
+
+    def live(self) -> list[str]:
+        """The nodes no step failed yet."""
+        return [n for n in self.names if n not in self.failed]
+
+    def stop(self, execs: Sequence[str], queues: Sequence[str]) -> None:
+        """Each exec host's execd shut down (a dead node has no daemon) and its queue settings purged."""
+        for name in self.live():
+            if name in execs:
+
+                def stop(name: str = name) -> None:
+                    self.reg.attempt(["-ke", name], ["shutdown", "sent"])
+                    for queue in queues:
+                        self.reg.attempt(["-purge", "queue", "*", f"{queue}@{name}"], ["modified"])
+
+                self.alone(name, stop)
+
+    def leave(self, group: str) -> None:
+        """The nodes out of ``group`` in one command; read again, each one still in it alone."""
+        rc, text = self.reg.read("-shgrp", group)
+        members = [n for n in self.live() if rc == 0 and n in text.split()]
+        if not members:  # a host group that does not exist holds no node
+            return
+        self.listed(["-dattr", "hostgroup", "hostlist", " ".join(members), group], ["modified"], members)
+        if not self.reg.apply:
+            return
+        rc, text = self.reg.read("-shgrp", group)
+        for name in members:
+            if rc != 0 or name in text.split():
+                self.alone(
+                    name, lambda n=name: self.reg.change(["-dattr", "hostgroup", "hostlist", n, group], ["modified"])
+                )
+
+    def purge(self, execs: Sequence[str], queues: Sequence[str]) -> None:
+        """Each node's slots purged from every queue, then its exec host removed."""
+        for name in self.live():
+
+            def purge(name: str = name) -> None:
+                for queue in queues:
+                    self.reg.attempt(["-purge", "queue", "slots", f"{queue}@{name}"], ["modified"])
+                if name in execs:
+                    self.reg.change(["-de", name], ["removed"])
+
+            self.alone(name, purge)
+
+    def unlist(self, option: str, listing: str) -> None:
+        """The nodes out of the admin (``-dh``, read with ``-sh``) or submit hosts (``-ds``,
+        ``-ss``) in one command; read again, each one still there alone."""
+        known = self.reg.listed(listing)
+        there = [n for n in self.live() if n in known]
+        if not there:
+            return
+        self.listed([option, ",".join(there)], ["removed"], there)
+        if not self.reg.apply:
+            return
+        left = self.reg.listed(listing)
+        for name in there:
+            if name in left:
+                self.alone(name, lambda n=name: self.reg.change([option, n], ["removed"]))
+
+
+def deregister_batch(
+    names: Sequence[str],
+    run: Run,
+    *,
+    queues: Sequence[str] = (),
+    hostgroups: Sequence[str] = (),
+    apply: bool = True,
+) -> dict[str, dict[str, Any]]:
+    """Take every node of ``names`` out of SGE as ``deregister`` takes one, the qmaster read once:
+    per node its execd shut down, its queue settings and slots purged and its exec host removed;
+    for the batch, each host group's members removed and the admin and submit hosts removed in
+    one command each (a node a list command did not take is tried again alone). Each node's
+    outcome by name, as ``register_batch`` gives it."""
+    reg = Registrar(run, apply=apply)
+    out = Removal(names, reg)
+    try:
+        execs = reg.listed("-sel")
+        all_queues = list(dict.fromkeys([*queues, *reg.listed("-sql")]))
+        all_groups = list(dict.fromkeys([*hostgroups, *reg.listed("-shgrpl")]))
+        out.stop(execs, all_queues)
+        for group in all_groups:
+            out.leave(group)
+        out.purge(execs, all_queues)
+        out.unlist("-dh", "-sh")
+        out.unlist("-ds", "-ss")
+    except RegisterError as err:  # a read of the whole batch failed: so does every node left
+        out.fail_all(out.live(), str(err))
+    return out.result()
 
 
 if __name__ == "__main__":

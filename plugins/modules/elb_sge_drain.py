@@ -1,0 +1,1 @@
+../../roles/sge_decommission/library/elb_sge_drain.py
