@@ -26,7 +26,11 @@ on its own CPU (the master's CPU for the admit play as a line through the measur
 one node's own boot). ``--sharing ROUNDS`` instead adds and removes each size ROUNDS times with one SSH connection per
 node and run (what the test cluster and elb do) and as many times with one per task, alternated,
 and prints both side by side. ``--from-nothing`` first removes the cached node image so that the
-image build is timed too (the packages stay installed: apt is not undone).
+image build is timed too (the packages stay installed: apt is not undone). ``--master-part SIZES``
+instead times the master's part alone for bursts too big for this machine's nodes: admit_nodes.yml
+for N nodes that are not started (the play contacts no node: hosts lines, exports, the published
+file and the SGE registration are real) and remove_node.yml for them (every step on the master, as
+for dead nodes), wall and the master's CPU for each size, the most as a multiple of the fewest.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from elb.core.interfaces import NodeSpec
 from elbdev.testcluster import constants as C
 from elbdev.testcluster._run import run
 from elbdev.testcluster.cluster import TestCluster
@@ -49,6 +54,7 @@ ADD_K_TARGET = 1.5  # adding 4 nodes in one run, as a multiple of adding one
 ADD_16_TARGET = 2.0  # adding 16 nodes in one run, as a multiple of adding one
 PAPER_SIZES = (100, 1000)
 CALLBACKS = Path(__file__).resolve().parent / "callback_plugins"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -160,6 +166,57 @@ def measure_boot(tc: TestCluster, n: int, m: Measured) -> None:
     pb = tc.remove_nodes([i.name for i in new])
     if not pb.ok:
         print(pb.stdout[-3000:])
+
+
+# Nodes that are never started, for --master-part: names and addresses no node of the test
+# cluster has (the cluster's nodes are on C.SUBNET).
+UNSTARTED_NAME = "unstarted{:04d}"
+UNSTARTED_NET = "10.78"
+
+
+def unstarted(n: int, first: int) -> list[NodeSpec]:
+    """``n`` nodes that are not started, numbered from ``first``, with slots (the admit play does
+    not ask a node)."""
+    return [
+        NodeSpec(name=UNSTARTED_NAME.format(i), private_ip=f"{UNSTARTED_NET}.{i // 250}.{i % 250 + 1}", slots=2)
+        for i in range(first, first + n)
+    ]
+
+
+def measure_master_part(tc: TestCluster, sizes: list[int]) -> None:
+    """For each size: admit_nodes.yml for that many nodes that are not started, then
+    remove_node.yml for them; the wall time and the master's CPU of each, then the ratios."""
+    tc.up(nodes=0)
+    rows: dict[int, tuple[float, float, float, float]] = {}
+    first = 1
+    for n in sizes:
+        specs = unstarted(n, first)
+        first += n
+        cpu = _children_cpu()
+        admit = tc.run_playbook("admit_nodes.yml", new_nodes=specs)
+        admit_cpu = _children_cpu() - cpu
+        cpu = _children_cpu()
+        remove = tc.run_playbook("remove_node.yml", old_nodes=specs)
+        remove_cpu = _children_cpu() - cpu
+        for what, pb in (("admit_nodes.yml", admit), ("remove_node.yml", remove)):
+            if not pb.ok:
+                raise SystemExit(f"{what} for {n} node(s) failed:\n{pb.stdout[-3000:]}")
+        rows[n] = (admit.seconds, admit_cpu, remove.seconds, remove_cpu)
+        log.info("%d node(s): admit %.1f s, remove %.1f s", n, admit.seconds, remove.seconds)
+    few = min(sizes)
+    load = os.getloadavg()
+    print(f"\nthe master's part alone, nodes not started (2-core machine, load now {load[0]:.1f} {load[1]:.1f}):")
+    print("  nodes   admit_nodes.yml (x fewest, CPU a node)     remove_node.yml (x fewest, CPU a node)")
+    for n, (a, ac, r, rc) in rows.items():
+        print(
+            f"  {n:>5}   {a:6.1f} s ({a / rows[few][0]:5.2f}x, {ac / n:5.2f} s)"
+            f"          {r:6.1f} s ({r / rows[few][2]:5.2f}x, {rc / n:5.2f} s)"
+        )
+    if 16 in rows and few < 16:
+        for what, i in (("admit_nodes.yml", 0), ("remove_node.yml", 2)):
+            ratio = rows[16][i] / rows[few][i]
+            verdict = "met" if ratio <= ADD_16_TARGET else "NOT met"
+            print(f"  {what}, 16 nodes / {few}: {ratio:.2f}x (the burst target, <= {ADD_16_TARGET}: {verdict})")
 
 
 def compare_sharing(tc: TestCluster, sizes: list[int], rounds: int) -> None:
@@ -302,6 +359,11 @@ def main() -> int:
         help="instead: SSH connections shared by the run against one per task, alternated, ROUNDS times each",
     )
     ap.add_argument(
+        "--master-part",
+        metavar="SIZES",
+        help="instead: the admit and remove plays alone for nodes that are not started, e.g. 1,16,100",
+    )
+    ap.add_argument(
         "--at-boot",
         action="store_true",
         help="also each size with the nodes configuring themselves at boot, side by side with the push",
@@ -320,6 +382,13 @@ def main() -> int:
     if args.sharing:
         try:
             compare_sharing(tc, sizes, args.sharing)
+        finally:
+            tc.down()
+            split_file.unlink(missing_ok=True)
+        return 0
+    if args.master_part:
+        try:
+            measure_master_part(tc, [int(x) for x in args.master_part.split(",")])
         finally:
             tc.down()
             split_file.unlink(missing_ok=True)
