@@ -5,9 +5,10 @@ every one of them."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -326,55 +327,12 @@ def register(
     apply: bool = True,
     sleep: Callable[[float], None] = time.sleep,
 ) -> list[list[str]]:
-    """Bring the qmaster's view of ``want.name`` to ``want``; returns the changing commands run
-    (in check mode, those that would run)."""
+    """Bring the qmaster's view of ``want.name`` to ``want`` (a batch of one, ``register_batch``);
+    returns the changing commands run (in check mode, those that would run). Raises ValueError for
+    input qconf would take wrongly, RegisterError when the node could not be registered."""
     check_want(want)
-    reg = Registrar(run, apply=apply, sleep=sleep)
-    queue_texts: dict[str, str] = {}
-    for queue in dict.fromkeys(want.queues):
-        rc, text = reg.read("-sq", queue)
-        if rc != 0:
-            raise RegisterError(f"queue {queue} cannot be read (it must exist): {text}")
-        queue_texts[queue] = text
-    admin, submit, execs, groups = (reg.listed(o) for o in ("-sh", "-ss", "-sel", "-shgrpl"))
-
-    if want.name not in admin:
-        reg.add_admin_host(want.name, retries, delay)
-    if want.name not in submit:
-        reg.change(["-as", want.name], ["added"], also=["already exists"])
-
-    # The definition file on the master is the record of what the exec host was last given.
-    exechost = f"exechost-{want.name}"
-    defined = files.write(exechost, exechost_text(want))
-    if want.name not in execs:
-        reg.change(["-Ae", files.path(exechost)], ["added"], also=["already exists"])
-    elif defined:
-        reg.change(["-Me", files.path(exechost)], ["modified"])
-
-    in_group = False
-    if want.hostgroup not in groups:
-        # one file per node: nodes of one play may make the group at the same time
-        hostgroup = f"hostgroup-{want.name}"
-        files.write(hostgroup, HOSTGROUP.format(group=want.hostgroup, name=want.name))
-        # "already exists": another node's run made the group meanwhile; the node then joins it
-        in_group = reg.change(["-Ahgrp", files.path(hostgroup)], ["added"], also=["already exists"])
-    if not in_group:
-        members = [] if want.hostgroup not in groups else _hostgroup_members(reg, want.hostgroup)
-        if want.name not in members:
-            # "already exists": the group was made with the node in it by an earlier attempt
-            reg.change(
-                ["-aattr", "hostgroup", "hostlist", want.name, want.hostgroup],
-                ["modified"],
-                also=["already exists"],
-            )
-
-    for queue, text in queue_texts.items():
-        if want.hostgroup not in text.replace(",", " ").split():
-            reg.change(["-aattr", "queue", "hostlist", want.hostgroup, queue], ["modified"], also=["already exists"])
-        if f"[{want.name}={want.slots}]" not in text:
-            option = "-mattr" if f"[{want.name}=" in text else "-aattr"
-            reg.change([option, "queue", "slots", f"[{want.name}={want.slots}]", queue], ["modified"])
-    return reg.commands
+    outcome = register_batch([want], run, files=files, retries=retries, delay=delay, apply=apply, sleep=sleep)
+    return _one(outcome[want.name])
 
 
 def deregister(
@@ -385,31 +343,20 @@ def deregister(
     hostgroups: Sequence[str] = (),
     apply: bool = True,
 ) -> list[list[str]]:
-    """Take ``name`` out of SGE: its execd, queue settings, host groups, exec, admin and submit
-    host; returns the changing commands run. ``queues`` and ``hostgroups`` are cleaned besides
-    every one the qmaster lists. The node must be drained and idle already."""
+    """Take ``name`` out of SGE (a batch of one, ``deregister_batch``): its execd, queue settings,
+    host groups, exec, admin and submit host; returns the changing commands run. ``queues`` and
+    ``hostgroups`` are cleaned besides every one the qmaster lists. The node must be drained and
+    idle already."""
     check_name(name)
-    reg = Registrar(run, apply=apply)
-    execs = reg.listed("-sel")
-    all_queues = list(dict.fromkeys([*queues, *reg.listed("-sql")]))
-    all_groups = list(dict.fromkeys([*hostgroups, *reg.listed("-shgrpl")]))
-    if name in execs:
-        reg.attempt(["-ke", name], ["shutdown", "sent"])  # a dead node has no daemon to shut down
-        for queue in all_queues:
-            reg.attempt(["-purge", "queue", "*", f"{queue}@{name}"], ["modified"])
-    for group in all_groups:
-        rc, text = reg.read("-shgrp", group)
-        if rc == 0 and name in text.split():  # a host group that does not exist holds no node
-            reg.change(["-dattr", "hostgroup", "hostlist", name, group], ["modified"])
-    for queue in all_queues:
-        reg.attempt(["-purge", "queue", "slots", f"{queue}@{name}"], ["modified"])
-    if name in execs:
-        reg.change(["-de", name], ["removed"])
-    if name in reg.listed("-sh"):
-        reg.change(["-dh", name], ["removed"])
-    if name in reg.listed("-ss"):
-        reg.change(["-ds", name], ["removed"])
-    return reg.commands
+    return _one(deregister_batch([name], run, queues=queues, hostgroups=hostgroups, apply=apply)[name])
+
+
+def _one(outcome: Mapping[str, Any]) -> list[list[str]]:
+    """A batch of one node's commands; RegisterError with why when the node failed."""
+    if outcome["failed"]:
+        raise RegisterError(outcome["msg"])
+    commands: list[list[str]] = outcome["commands"]
+    return commands
 
 
 def _hostgroup_members(reg: Registrar, group: str) -> list[str]:
@@ -546,22 +493,28 @@ class Outcomes:
         self.failed: dict[str, str] = {}
         self.commands: dict[str, list[list[str]]] = {name: [] for name in names}
 
-    def alone(self, name: str, step: Callable[[], object]) -> None:
-        """Run one node's step on its own; its commands go to the node, a failure fails it alone."""
+    @contextlib.contextmanager
+    def covering(self, names: Sequence[str]) -> Iterator[None]:
+        """The changing commands run inside go to each of ``names`` (also when one raises)."""
         before = len(self.reg.commands)
         try:
-            step()
+            yield
+        finally:
+            for name in names:
+                self.commands[name].extend(self.reg.commands[before:])
+
+    def alone(self, name: str, step: Callable[[], object]) -> None:
+        """Run one node's step on its own; its commands go to the node, a failure fails it alone."""
+        try:
+            with self.covering([name]):
+                step()
         except (RegisterError, OSError) as err:
             self.failed[name] = str(err)
-        self.commands[name].extend(self.reg.commands[before:])
 
     def listed(self, args: Sequence[str], ok: Sequence[str], names: Sequence[str]) -> str | None:
         """A list command for ``names``; its record goes to each of them."""
-        before = len(self.reg.commands)
-        said = self.reg.bulk(args, ok)
-        for name in names:
-            self.commands[name].extend(self.reg.commands[before:])
-        return said
+        with self.covering(names):
+            return self.reg.bulk(args, ok)
 
     def fail_all(self, names: Sequence[str], msg: str) -> None:
         self.failed.update(dict.fromkeys(names, msg))
@@ -644,11 +597,9 @@ class Batch(Outcomes):
             # one file a batch, named after its first node: two batches may make the group at once
             path = f"hostgroup-{min(missing)}"
             self.files.write(path, HOSTGROUP.format(group=group, name=" ".join(missing)))
-            before = len(self.reg.commands)
             # "already exists": another run made the group meanwhile; the nodes then join it
-            made = self.reg.change(["-Ahgrp", self.files.path(path)], ["added"], also=["already exists"])
-            for name in missing:
-                self.commands[name].extend(self.reg.commands[before:])
+            with self.covering(missing):
+                made = self.reg.change(["-Ahgrp", self.files.path(path)], ["added"], also=["already exists"])
             if made:
                 return
         else:
@@ -675,15 +626,13 @@ class Batch(Outcomes):
         for group in dict.fromkeys(w.hostgroup for w in wants):
             if group not in text.replace(",", " ").split():
                 of_group = [w.name for w in wants if w.hostgroup == group]
-                before = len(self.reg.commands)
                 try:
-                    self.reg.change(
-                        ["-aattr", "queue", "hostlist", group, queue], ["modified"], also=["already exists"]
-                    )
+                    with self.covering(of_group):
+                        self.reg.change(
+                            ["-aattr", "queue", "hostlist", group, queue], ["modified"], also=["already exists"]
+                        )
                 except RegisterError as err:
-                    self.failed.update(dict.fromkeys(of_group, str(err)))
-                for name in of_group:
-                    self.commands[name].extend(self.reg.commands[before:])
+                    self.fail_all(of_group, str(err))
         wants = [w for w in wants if w.name not in self.failed and f"[{w.name}={w.slots}]" not in text]
         if not wants:
             return
