@@ -92,29 +92,46 @@ def test_two_nodes_added_in_one_run_run_jobs_that_write_home_and_a_busy_one_is_n
     assert cluster_state(tc) == before
 
 
+def _replace_with_exit(node: str, path: str, rc: int) -> None:
+    """Replace the program at ``path`` on ``node`` with one that exits ``rc`` at once."""
+    script = f"#!/bin/sh\necho broken by the test >&2\nexit {rc}\n"
+    subprocess.run(
+        ["podman", "exec", "-i", node, "sh", "-c", 'cat > "$1" && chmod 755 "$1"', "sh", path],
+        input=script,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+
+
 def test_failed_provisioning_is_reported_and_leaves_nothing_registered(
     testcluster: TestCluster, tmp_path: Path
 ) -> None:
+    """Two nodes in one run, each failing at its own place: one before the registration (its
+    mount), one after it (the worst place to fail). The one that failed first is left out of
+    the registration of the rest; both are reported with where they failed and both are taken
+    out again."""
     tc = testcluster
     before = cluster_state(tc)
-    node = tc.launch(1)[0]
+    early, late = sorted(tc.launch(2), key=lambda i: i.name)
     try:
-        # Break the node's execd: it starts and exits at once, so it never reports to the
-        # qmaster and the play fails after SGE registration (the worst place to fail).
-        tc_exec = ["podman", "exec", node.name, "sh", "-c"]
-        subprocess.run(
-            [*tc_exec, "printf '#!/bin/sh\\nexit 0\\n' > /usr/sbin/sge_execd && chmod 755 /usr/sbin/sge_execd"],
-            check=True,
-            timeout=30,
-        )
+        # The early node's mount fails (the play does not try a mount again by default).
+        _replace_with_exit(early.name, "/usr/bin/mount", 32)
+        # The late node's execd starts and exits at once, so it never reports to the qmaster and
+        # the play fails after the SGE registration.
+        _replace_with_exit(late.name, "/usr/sbin/sge_execd", 0)
         prov = provisioner(tmp_path, sge_exec_wait_retries=3, sge_exec_wait_delay=1)
-        results = prov.add_nodes(ADD_PLAYBOOK, [spec(node)], existing=[])
-        r = results[node.name]
+        results = prov.add_nodes(ADD_PLAYBOOK, [spec(early), spec(late)], existing=[])
+        r = results[early.name]
+        assert r.outcome is Outcome.FAILED, r
+        assert r.task is not None and r.message is not None
+        assert "Mount the master's exports" in (r.task + " " + r.message), r
+        r = results[late.name]
         assert r.outcome is Outcome.FAILED, r
         assert r.task is not None and r.message is not None
         assert "qhost shows the node up" in (r.task + " " + r.message), r
     finally:
-        tc.cloud().terminate([node.instance_id])
+        tc.cloud().terminate([early.instance_id, late.instance_id])
     assert cluster_state(tc) == before
 
 
