@@ -23,7 +23,10 @@ run for the batch), right after the push of the same size, and prints both from 
 every node is up, the master's CPU a node, the admit play's time for the most nodes as a multiple
 of the fewest (the master's part of the burst), and on paper 100 and 1,000 nodes with each node's boot
 on its own CPU (the master's CPU for the admit play as a line through the measured points, plus
-one node's own boot). ``--sharing ROUNDS`` instead adds and removes each size ROUNDS times with one SSH connection per
+one node's own boot). Each way, it also prints what this machine allows at best: the burst's
+whole CPU (the master's and the node containers' own, read from their cgroups) over its cores,
+as a multiple of the fewest nodes' measured time: the test cluster's nodes share the master's
+cores, so no burst spending that CPU can be faster here. ``--sharing ROUNDS`` instead adds and removes each size ROUNDS times with one SSH connection per
 node and run (what the test cluster and elb do) and as many times with one per task, alternated,
 and prints both side by side. ``--from-nothing`` first removes the cached node image so that the
 image build is timed too (the packages stay installed: apt is not undone). ``--master-part SIZES``
@@ -85,6 +88,28 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def containers_cpu(instance_ids: list[str]) -> float | None:
+    """The CPU seconds the node containers have spent since they started (their cgroups' usage,
+    cgroup v1 ``cpuacct`` or v2 ``cpu.stat``); None when a container's cgroup cannot be read."""
+    total = 0.0
+    for cid in instance_ids:
+        proc = run(["podman", "inspect", "--format", "{{.State.CgroupPath}}", cid], check=False, timeout=30)
+        rel = proc.stdout.strip().lstrip("/")
+        v1 = Path("/sys/fs/cgroup/cpuacct") / rel / "cpuacct.usage"
+        v2 = Path("/sys/fs/cgroup") / rel / "cpu.stat"
+        try:
+            if proc.returncode != 0 or not rel:
+                return None
+            if v1.exists():
+                total += int(v1.read_text()) / 1e9
+            else:
+                stat = dict(line.split() for line in v2.read_text().splitlines())
+                total += int(stat["usage_usec"]) / 1e6
+        except (OSError, ValueError, KeyError):
+            return None
+    return total
+
+
 def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
     """Least-squares line ``seconds = fixed + per_node * n`` through ``(n, seconds)`` points."""
     n = len(points)
@@ -109,6 +134,9 @@ class Measured:
     boot_total: dict[int, float] = field(default_factory=dict)
     boot_cpu: dict[int, float] = field(default_factory=dict)
     boot_admit: dict[int, float] = field(default_factory=dict)  # the admit play's wall time
+    # The node containers' own CPU from their launch until every node is up (None: unreadable).
+    push_nodes_cpu: dict[int, float | None] = field(default_factory=dict)
+    boot_nodes_cpu: dict[int, float | None] = field(default_factory=dict)
 
     def added(self, n: int) -> float:
         return self.figures[f"add_node.yml for {n} node(s) in one run"]
@@ -133,6 +161,7 @@ def measure(tc: TestCluster, sizes: list[int], split_file: Path, *, at_boot: boo
         m.figures[f"  master CPU for the {n} ({m.master_cpu[n] / n:.1f} s a node)"] = m.master_cpu[n]
         m.splits[n] = read_split(split_file)
         m.push_total[n] = launched + add.seconds
+        m.push_nodes_cpu[n] = containers_cpu([i.instance_id for i in new])
         if not add.ok:
             print(add.stdout[-3000:])
         t = time.monotonic()
@@ -161,6 +190,7 @@ def measure_boot(tc: TestCluster, n: int, m: Measured) -> None:
     m.boot_admit[n] = admit.seconds
     tc.wait_up([i.name for i in new], timeout=900)
     m.boot_total[n] = time.monotonic() - t
+    m.boot_nodes_cpu[n] = containers_cpu([i.instance_id for i in new])
     m.figures[f"at boot: {n} node(s) from the launch until all report"] = m.boot_total[n]
     m.figures[f"  at boot: master CPU for the {n} ({m.boot_cpu[n] / n:.1f} s a node)"] = m.boot_cpu[n]
     pb = tc.remove_nodes([i.name for i in new])
@@ -277,6 +307,37 @@ def report(m: Measured, sizes: list[int]) -> None:
         on_paper(m, few, many)
     if m.boot_total:
         report_boot(m, sizes)
+    cpu_floor("push", m.master_cpu, m.push_nodes_cpu, m.push_total)
+    if m.boot_total:
+        cpu_floor("at boot", m.boot_cpu, m.boot_nodes_cpu, m.boot_total)
+
+
+def cpu_floor(
+    how: str, master_cpu: dict[int, float], nodes_cpu: dict[int, float | None], total: dict[int, float]
+) -> None:
+    """What this machine allows at best: the burst's whole CPU (the master's and the node
+    containers') spread over its cores, as a multiple of the fewest nodes' measured time. The
+    test cluster's nodes share the master's cores, so no burst spending that CPU can be faster
+    here; a real cluster's nodes each spend theirs on their own CPU."""
+    cores = len(os.sched_getaffinity(0))
+    few, many = min(total), max(total)
+    print(f"\n  {how}: the burst's CPU on this machine's {cores} cores (the master's + the node containers'):")
+    for n in sorted(total):
+        nodes = nodes_cpu.get(n)
+        if nodes is None:
+            print(f"    {n:>3} node(s): the node containers' CPU could not be read")
+            continue
+        whole = master_cpu[n] + nodes
+        print(
+            f"    {n:>3} node(s): master {master_cpu[n] / n:.1f} s + nodes {nodes / n:.1f} s a node; at best "
+            f"{whole / cores:.1f} s on {cores} cores = {whole / cores / total[few]:.2f}x the {few}-node burst's "
+            f"{total[few]:.1f} s (measured {total[n] / total[few]:.2f}x)"
+        )
+    if many > few and nodes_cpu.get(many) is not None:
+        best = (master_cpu[many] + (nodes_cpu[many] or 0.0)) / cores / total[few]
+        target = ADD_16_TARGET if many >= 16 else ADD_K_TARGET
+        reach = "within reach" if best <= target else "out of reach on this machine"
+        print(f"    the target for {many} nodes, <= {target}x: {reach} for plays that spend this CPU")
 
 
 def report_boot(m: Measured, sizes: list[int]) -> None:

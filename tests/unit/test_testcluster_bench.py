@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from elbdev.testcluster.bench import CALLBACKS, read_split
+from elbdev.testcluster.bench import CALLBACKS, cpu_floor, read_split
 
 
 @dataclass
@@ -79,3 +79,23 @@ def test_the_last_play_run_is_read(tmp_path: Path) -> None:
     split = read_split(out)
     assert (split.master_runs, split.node_runs, split.node_seconds) == (1, 2, 5.0)
     assert split.master_share == pytest.approx(1 / 3)
+
+
+def test_the_cpu_floor_puts_the_bursts_whole_cpu_over_the_cores(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: {0, 1})
+    # 16 nodes: the master 16 s and the nodes 96 s of CPU, over 2 cores at least 56 s: 5.6x the
+    # one-node burst's 10 s, against a measured 6x.
+    cpu_floor("push", {1: 5.0, 16: 16.0}, {1: 4.0, 16: 96.0}, {1: 10.0, 16: 60.0})
+    out = capsys.readouterr().out
+    assert "16 node(s): master 1.0 s + nodes 6.0 s a node; at best 56.0 s on 2 cores = 5.60x" in out
+    assert "(measured 6.00x)" in out
+    assert "<= 2.0x: out of reach on this machine" in out
+    # Little CPU a node: the target is within reach; an unreadable size is said as such.
+    cpu_floor("at boot", {1: 1.0, 16: 4.0}, {1: 1.0, 16: None}, {1: 10.0, 16: 15.0})
+    out = capsys.readouterr().out
+    assert "16 node(s): the node containers' CPU could not be read" in out
+    assert "target" not in out
+    cpu_floor("at boot", {1: 1.0, 16: 4.0}, {1: 1.0, 16: 16.0}, {1: 10.0, 16: 15.0})
+    assert "<= 2.0x: within reach" in capsys.readouterr().out
