@@ -26,14 +26,15 @@ on its own CPU (the master's CPU for the admit play as a line through the measur
 one node's own boot). Each way, it also prints what this machine allows at best: the burst's
 whole CPU (the master's and the node containers' own, read from their cgroups) over its cores,
 as a multiple of the fewest nodes' measured time: the test cluster's nodes share the master's
-cores, so no burst spending that CPU can be faster here. ``--sharing ROUNDS`` instead adds and removes each size ROUNDS times with one SSH connection per
-node and run (what the test cluster and elb do) and as many times with one per task, alternated,
-and prints both side by side. ``--from-nothing`` first removes the cached node image so that the
-image build is timed too (the packages stay installed: apt is not undone). ``--master-part SIZES``
-instead times the master's part alone for bursts too big for this machine's nodes: admit_nodes.yml
-for N nodes that are not started (the play contacts no node: hosts lines, exports, the published
-file and the SGE registration are real) and remove_node.yml for them (every step on the master, as
-for dead nodes), wall and the master's CPU for each size, the most as a multiple of the fewest.
+cores, so no burst spending that CPU can be faster here. ``--sharing ROUNDS`` instead adds and
+removes each size ROUNDS times with one SSH connection per node and run (what the test cluster
+and elb do) and as many times with one per task, alternated, and prints both side by side.
+``--from-nothing`` first removes the cached node image so that the image build is timed too (the
+packages stay installed: apt is not undone). ``--master-part SIZES`` instead times the master's
+part alone for bursts too big for this machine's nodes: admit_nodes.yml for N nodes that are not
+started (the play contacts no node: hosts lines, exports, the published file and the SGE
+registration are real) and remove_node.yml for them (every step on the master, as for dead nodes),
+wall and the master's CPU for each size, the most as a multiple of the fewest.
 """
 
 from __future__ import annotations
@@ -373,7 +374,9 @@ def report_boot(m: Measured, sizes: list[int]) -> None:
 
 def on_paper(m: Measured, few: int, many: int) -> None:
     """100 and 1,000 nodes: today's push (the line through the points, the master's CPU floor),
-    and the node-side roles run at boot (the master's own share of the CPU, one node's own tasks)."""
+    and, when the nodes configuring themselves at boot were not measured (``--at-boot`` prints
+    those from the admit play), a rough estimate of them from the push: the master's own share
+    of the CPU, one node's own tasks."""
     fixed, per_node = fit([(n, m.added(n)) for n in m.master_cpu])
     cpu_per_node = m.master_cpu[many] / many
     cores = len(os.sched_getaffinity(0))
@@ -382,10 +385,12 @@ def on_paper(m: Measured, few: int, many: int) -> None:
     for n in PAPER_SIZES:
         line, floor = fixed + per_node * n, cpu_per_node * n / cores
         print(f"    {n:>5} nodes: {max(line, floor) / 60:6.1f} min (line {line / 60:.1f}, CPU floor {floor / 60:.1f})")
+    if m.boot_total:
+        return
     own = cpu_per_node * m.splits[many].master_share
     one_node = m.splits[few].node_seconds / few
     print(
-        "  on paper (node-side roles at boot on each node's CPU, the master's own edits as today's tasks: "
+        "  roughly, on paper (node-side roles at boot on each node's CPU, the master's own edits as today's tasks: "
         f"{own:.1f} s of its CPU a node, one node's own tasks {one_node:.0f} s):"
     )
     for n in PAPER_SIZES:

@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from elbdev.testcluster.bench import CALLBACKS, cpu_floor, read_split
+from elbdev.testcluster.bench import CALLBACKS, Measured, Split, cpu_floor, on_paper, read_split
 
 
 @dataclass
@@ -99,3 +99,23 @@ def test_the_cpu_floor_puts_the_bursts_whole_cpu_over_the_cores(
     assert "target" not in out
     cpu_floor("at boot", {1: 1.0, 16: 4.0}, {1: 1.0, 16: 16.0}, {1: 10.0, 16: 15.0})
     assert "<= 2.0x: within reach" in capsys.readouterr().out
+
+
+def test_the_rough_estimate_at_boot_from_the_push_gives_way_to_the_measured_one(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: {0, 1})
+    figures = {"add_node.yml for 1 node(s) in one run": 14.0, "add_node.yml for 16 node(s) in one run": 59.0}
+    splits = {1: Split(8, 17, 9.0), 16: Split(8, 256, 680.0)}
+    m = Measured(figures, {1: 7.0, 16: 32.0}, splits)
+    on_paper(m, 1, 16)
+    out = capsys.readouterr().out
+    # the push: 11 s + 3 s a node; 100 nodes 311 s (5.2 min), the CPU floor 2 s a node over 2 cores
+    assert "line through the points: 11 s + 3.0 s a node" in out
+    assert "100 nodes:    5.2 min (line 5.2, CPU floor 1.7)" in out
+    assert "roughly, on paper (node-side roles at boot" in out
+    m.boot_total = {1: 14.0, 16: 117.0}
+    on_paper(m, 1, 16)
+    out = capsys.readouterr().out
+    assert "line through the points" in out
+    assert "roughly" not in out
