@@ -92,22 +92,23 @@ def _children_cpu() -> float:
 def containers_cpu(instance_ids: list[str]) -> float | None:
     """The CPU seconds the node containers have spent since they started (their cgroups' usage,
     cgroup v1 ``cpuacct`` or v2 ``cpu.stat``); None when a container's cgroup cannot be read."""
+    proc = run(["podman", "inspect", "--format", "{{.State.CgroupPath}}", *instance_ids], check=False, timeout=60)
+    paths = [line.strip().lstrip("/") for line in proc.stdout.splitlines()]
+    if proc.returncode != 0 or len(paths) != len(instance_ids) or not all(paths):
+        return None
     total = 0.0
-    for cid in instance_ids:
-        proc = run(["podman", "inspect", "--format", "{{.State.CgroupPath}}", cid], check=False, timeout=30)
-        rel = proc.stdout.strip().lstrip("/")
-        v1 = Path("/sys/fs/cgroup/cpuacct") / rel / "cpuacct.usage"
-        v2 = Path("/sys/fs/cgroup") / rel / "cpu.stat"
-        try:
-            if proc.returncode != 0 or not rel:
-                return None
+    try:
+        for rel in paths:
+            v1 = Path("/sys/fs/cgroup/cpuacct") / rel / "cpuacct.usage"
             if v1.exists():
                 total += int(v1.read_text()) / 1e9
             else:
-                stat = dict(line.split() for line in v2.read_text().splitlines())
+                stat = dict(
+                    line.split() for line in (Path("/sys/fs/cgroup") / rel / "cpu.stat").read_text().splitlines()
+                )
                 total += int(stat["usage_usec"]) / 1e6
-        except (OSError, ValueError, KeyError):
-            return None
+    except (OSError, ValueError, KeyError):
+        return None
     return total
 
 
@@ -334,8 +335,9 @@ def cpu_floor(
             f"{whole / cores:.1f} s on {cores} cores = {whole / cores / total[few]:.2f}x the {few}-node burst's "
             f"{total[few]:.1f} s (measured {total[n] / total[few]:.2f}x)"
         )
-    if many > few and nodes_cpu.get(many) is not None:
-        best = (master_cpu[many] + (nodes_cpu[many] or 0.0)) / cores / total[few]
+    nodes_many = nodes_cpu.get(many)
+    if many > few and nodes_many is not None:
+        best = (master_cpu[many] + nodes_many) / cores / total[few]
         target = ADD_16_TARGET if many >= 16 else ADD_K_TARGET
         reach = "within reach" if best <= target else "out of reach on this machine"
         print(f"    the target for {many} nodes, <= {target}x: {reach} for plays that spend this CPU")
