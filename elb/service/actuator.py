@@ -6,6 +6,8 @@ scheduler (``elb.core.scheduler.Scheduler``) and cloud (``elb.core.interfaces.Cl
 - **remove** (the safe drain): draining -> disabled in the scheduler -> a fresh read: anything
   there keeps it (enabled again, ready) -> the remove play -> deregistered -> out of the
   scheduler's service (Slurm: powered down) -> the scheduler no longer lists it -> terminated;
+  a pass's removals go together: each node drained on its own, one remove play for the idle
+  ones, then each node's remaining steps on its own;
 - the warm pool: **stop** (the safe drain, then the instance stopped), **restart** (started, the
   add play when its address moved, back in the scheduler's service, ready) and **retire** (a
   pooled node deregistered and terminated);
@@ -30,7 +32,7 @@ from elb.core.askplan import Decline, release_retry_at
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import Cloud, CloudError, HostResult, Instance, NodeSpec, Outcome, Provisioner
 from elb.core.interruptions import Move, job_number
-from elb.core.model import Node, NodeState
+from elb.core.model import Node, NodeState, Removal
 from elb.core.noticeplan import Retire
 from elb.core.planner import Cleanup, Drain, cleanup_verdict, drain_verdict
 from elb.core.reconcile import Repair, RepairKind
@@ -321,18 +323,29 @@ class Actuator:
         return True
 
     # -- shrink --------------------------------------------------------------------------
-    def remove(self, name: str, reason: str, out: Outcomes) -> None:
-        """The safe drain: disable, read again, nothing there -> deregister -> out of the
-        scheduler's service, no longer listed -> terminate."""
-        node = self.journal.node(name)
-        if node is None or node.state is not NodeState.READY:
-            log.warning("%s: not removed: not a ready node elb manages", name)
-            return
-        self.journal.record(name, NodeState.DRAINING, self.clock(), detail=reason)
-        if self._drained(name, reason, "kept: {} while draining", out):
-            self.finish_drain(self.journal.node(name) or node, reason, out)
-        else:
-            out.kept.append(name)
+    def remove_all(self, removals: Sequence[Removal], out: Outcomes) -> None:
+        """The safe drain of a pass's removals together: each node disabled and read again on
+        its own (anything there keeps it), then one remove play for all the idle ones, then
+        each finished on its own (``finish_drain``). A node that is no longer a ready node elb
+        manages is left out. When elb starts stopping, the nodes not yet disabled stay ready,
+        postponed: the next start decides again; the ones disabled are finished."""
+        drained: list[tuple[Node, str]] = []
+        for i, r in enumerate(removals):
+            if self.stopping.is_set():
+                rest = [x.node for x in removals[i:]]
+                log.info("stopping: %s not removed (the next start decides again)", ", ".join(rest))
+                out.postponed += rest
+                break
+            node = self.journal.node(r.node)
+            if node is None or node.state is not NodeState.READY:
+                log.warning("%s: not removed: not a ready node elb manages", r.node)
+                continue
+            self.journal.record(r.node, NodeState.DRAINING, self.clock(), detail=r.reason)
+            if self._drained(r.node, r.reason, "kept: {} while draining", out):
+                drained.append((self.journal.node(r.node) or node, r.reason))
+            else:
+                out.kept.append(r.node)
+        self._finish_drains(drained, out)
 
     def _drained(self, name: str, reason: str, kept_why: str, out: Outcomes) -> bool:
         """Disable the node in the scheduler, then read it again: True if nothing is there.
@@ -367,8 +380,24 @@ class Actuator:
     def finish_drain(self, node: Node, reason: str, out: Outcomes) -> None:
         """Deregister a disabled, jobless node and terminate it once the scheduler no longer
         lists it."""
+        self._finish_drains([(node, reason)], out)
+
+    def _finish_drains(self, drained: Sequence[tuple[Node, str]], out: Outcomes) -> None:
+        """``finish_drain`` for disabled, jobless nodes (each with its reason), with one remove
+        play for all of them."""
+        if not drained:
+            return
+        specs = [_master_side(node, node.name) for node, _ in drained]
+        names = [s.name for s in specs]
+        results = self.provisioner.remove_nodes(self.scheduler.remove_playbook, specs, self._workers(names))
+        for node, reason in drained:
+            self._deregistered(node, reason, results.get(node.name), out)
+
+    def _deregistered(self, node: Node, reason: str, res: HostResult | None, out: Outcomes) -> None:
+        """After the remove play: a node it found busy is kept (enabled again), a failed one is
+        cleaned up if it can be; a deregistered one is terminated once the scheduler no longer
+        lists it."""
         name = node.name
-        res = self._remove_play(_master_side(node, name))
         if res is not None and res.outcome is Outcome.BUSY:
             self._enable(name)
             self.journal.record(name, NodeState.READY, self.clock(), detail="kept: busy at deregistration")

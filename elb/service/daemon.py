@@ -366,10 +366,9 @@ class Balancer:
             act.request(scaling.add_names, scaling.add_reason, scaling.add_groups)
             names = ",".join(scaling.add_names)
             self.executor.submit(scaling.add_names, names, functools.partial(act.launch, scaling.add_names))
-        for r in scaling.remove:
-            if self._stop_before(r.node, result):
-                break
-            self.executor.submit([r.node], r.node, functools.partial(act.remove, r.node, r.reason))
+        removing = [r.node for r in scaling.remove]
+        if removing and not self._stop_before(",".join(removing), result):
+            self.executor.submit(removing, ",".join(removing), functools.partial(act.remove_all, scaling.remove))
         self._start_pool(plan, act, result, scaling=True)
 
     def _heed_notices(self, plan: PassPlan, act: Actuator, result: PassResult) -> None:

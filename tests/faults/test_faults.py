@@ -25,7 +25,7 @@ import pytest
 from elb.clouds.local import LocalCloud
 from elb.core.config import Config
 from elb.core.interfaces import LaunchResult, NodeBoot
-from elb.core.model import Job, NodeState, Snapshot
+from elb.core.model import Job, NodeState, Removal, Snapshot
 from elb.schedulers.sge.commands import Rescheduled, SgeCommands
 from elb.schedulers.sge.demand import Site
 from elb.schedulers.sge.driver import GridEngine
@@ -685,7 +685,7 @@ def test_job_submitted_as_the_node_drains_is_never_lost_or_killed(testcluster: T
             if offset < 0:
                 time.sleep(-offset)
             out = Outcomes()
-            act.remove(node, "fault test: drain race", out)
+            act.remove_all([Removal(node, "fault test: drain race")], out)
             t.join(60)
             assert submitted, "the submitter did not submit"
             jobs += submitted
@@ -708,7 +708,7 @@ def test_job_submitted_as_the_node_drains_is_never_lost_or_killed(testcluster: T
         hosts = assert_jobs_ran_ok(tc, jobs)
         for name in [node, *spares]:
             out = Outcomes()
-            act.remove(name, "fault test: done", out)
+            act.remove_all([Removal(name, "fault test: done")], out)
             assert out.removed == [name], out
         assert disagreements(tc, bal.journal, baseline) == []
         assert cluster_state(tc) == baseline

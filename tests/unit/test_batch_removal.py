@@ -1,0 +1,113 @@
+"""A pass's removals go as one operation: each node drained on its own, one remove play for the
+idle ones, each node then finished on its own (in-memory stand-ins: tests/unit/fakes.py)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from elb.core.config import Config
+from elb.core.interfaces import Instance
+from elb.core.model import NodeState, Removal
+from elb.service.actuator import Actuator, Outcomes
+from tests.unit.factories import T0, running, small_config
+from tests.unit.test_daemon import Rig, parts
+
+NAMES = ("node001", "node002", "node003")
+
+
+@pytest.fixture
+def cfg(tmp_path: Path) -> Config:
+    return small_config(tmp_path, add_nodes_per_iteration=2, shrink="timer")
+
+
+def _ready(r: Rig, names: tuple[str, ...] = NAMES, age: float = 50 * 60) -> None:
+    """Ready, idle nodes near the end of their hour: the timer rules remove each of them."""
+    for i, name in enumerate(names, start=1):
+        iid, ip = f"i-000{i}", f"10.0.0.{i}"
+        r.journal.record(name, NodeState.READY, T0 - age, instance_id=iid, private_ip=ip, slots=8)
+        r.cloud.instances[iid] = Instance(iid, name, "running", T0 - age, ip)
+        r.sge.add_host(name)
+
+
+def _actuator(r: Rig, stopping: threading.Event | None = None) -> Actuator:
+    return Actuator(r.journal, r.bal.scheduler, r.cloud, r.prov, r.bal.clock, stopping=stopping)
+
+
+def test_a_pass_removing_three_nodes_runs_one_remove_play(cfg: Config) -> None:
+    r = parts(cfg)
+    _ready(r)
+    result = r.bal.run_pass()
+    assert sorted(result.outcomes.removed) == list(NAMES)
+    assert r.prov.playbooks == ["remove_node.yml"]  # one play for the three, not one each
+    assert r.prov.log == [f"remove {n}" for n in NAMES]
+    # each node disabled and read again on its own before the play
+    for n in NAMES:
+        assert r.sge.calls.index(f"disable {n}") < r.sge.calls.index(f"jobs_on {n}")
+    assert sorted(r.cloud.terminated) == ["i-0001", "i-0002", "i-0003"]
+    for n in NAMES:
+        steps = [e.state for e in r.journal.events(n)][-3:]
+        assert steps == [NodeState.DRAINING, NodeState.DEREGISTERED, NodeState.TERMINATED]
+
+
+def test_a_job_landing_on_one_while_draining_keeps_it_and_removes_the_rest(cfg: Config) -> None:
+    r = parts(cfg)
+    _ready(r)
+    r.sge.on_disable = lambda host: r.sge.jobs.append(running(99, host)) if host == "node002" else None
+    result = r.bal.run_pass()
+    assert result.outcomes.kept == ["node002"]
+    assert sorted(result.outcomes.removed) == ["node001", "node003"]
+    assert r.prov.log == ["remove node001", "remove node003"]  # the busy node is not in the play
+    assert "enable node002" in r.sge.calls
+    assert r.journal.node("node002").state is NodeState.READY  # type: ignore[union-attr]
+    assert "i-0002" not in r.cloud.terminated
+
+
+def test_a_node_the_play_finds_busy_stays_and_the_rest_go(cfg: Config) -> None:
+    r = parts(cfg)
+    _ready(r)
+    r.prov.busy_on_remove = {"node003"}
+    result = r.bal.run_pass()
+    assert result.outcomes.kept == ["node003"]
+    assert sorted(result.outcomes.removed) == ["node001", "node002"]
+    assert "enable node003" in r.sge.calls
+    assert r.journal.node("node003").state is NodeState.READY  # type: ignore[union-attr]
+    assert "node003" in r.sge.hosts and "i-0003" not in r.cloud.terminated
+
+
+def test_a_play_failing_on_one_node_leaves_the_others_removed(cfg: Config) -> None:
+    r = parts(cfg)
+    _ready(r)
+    r.prov.fail_remove = {"node001"}
+    result = r.bal.run_pass()
+    assert sorted(result.outcomes.removed) == ["node002", "node003"]
+    assert "node001" in result.outcomes.failed
+    # still listed by the scheduler: kept draining, not terminated (reconcile tries again)
+    assert r.journal.node("node001").state is NodeState.DRAINING  # type: ignore[union-attr]
+    assert "i-0001" not in r.cloud.terminated
+
+
+def test_stopping_while_draining_leaves_the_nodes_not_yet_disabled_ready(cfg: Config) -> None:
+    r = parts(cfg)
+    _ready(r)
+    stopping = threading.Event()
+    r.sge.on_disable = lambda host: stopping.set() if host == "node001" else None
+    out = Outcomes()
+    _actuator(r, stopping).remove_all([Removal(n, "idle") for n in NAMES], out)
+    assert out.removed == ["node001"]  # begun before the stop: finished
+    assert out.postponed == ["node002", "node003"]
+    assert [c for c in r.sge.calls if c.startswith("disable")] == ["disable node001"]
+    for n in ("node002", "node003"):
+        assert r.journal.node(n).state is NodeState.READY  # type: ignore[union-attr]
+
+
+def test_a_node_no_longer_ready_is_left_out_of_the_batch(cfg: Config) -> None:
+    r = parts(cfg)
+    _ready(r)
+    r.journal.record("node002", NodeState.DRAINING, T0, detail="by hand")
+    out = Outcomes()
+    _actuator(r).remove_all([Removal(n, "idle") for n in NAMES], out)
+    assert out.removed == ["node001", "node003"]
+    assert r.prov.log == ["remove node001", "remove node003"]
