@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from elb.core.config import parse_config
-from elb.core.model import NodeState
+from elb.core.model import NodeState, Removal
 from elb.schedulers.slurm.commands import SlurmCommands
 from elb.service.actuator import Outcomes
 from elb.service.daemon import Balancer
@@ -162,7 +162,7 @@ def test_job_submitted_as_the_slurm_node_drains_is_never_lost(controller: TestCl
             if offset < 0:
                 time.sleep(-offset)
             out = Outcomes()
-            bal.actuator().remove(node, "fault test: drain race", out)
+            bal.actuator().remove_all([Removal(node, "fault test: drain race")], out)
             t.join(60)
             assert submitted, "the submitter did not submit"
             job = submitted[0]
@@ -196,7 +196,7 @@ def test_job_submitted_as_the_slurm_node_drains_is_never_lost(controller: TestCl
 
         hooked.on_drain = None
         out = Outcomes()
-        bal.actuator().remove(node, "fault test: done", out)
+        bal.actuator().remove_all([Removal(node, "fault test: done")], out)
         passes_until(bal, "every node gone", lambda: no_elb_nodes_left(bal, tc), timeout=180)
         lost = [j for j in jobs if not job_done(j)]
         assert lost == []
