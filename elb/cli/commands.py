@@ -536,7 +536,9 @@ def _drain(cfg: Config, journal: Journal, name: str, *, cancel: bool) -> Exit:
         return Exit.FAILED
     try:
         scheduler.disable_host(name, "elb drain (an admin)")
-        check = scheduler.drain_check(name)
+        check = scheduler.drain_checks([name]).get(name)
+        if check is None:
+            raise SchedulerError(f"{scheduler.name} does not show the host")
     except Exception as err:
         _error(f"{name}: cannot drain: {err}")
         return Exit.UNREADABLE

@@ -139,10 +139,14 @@ class Scheduler(Protocol):
 
     def enable_host(self, host: str) -> None: ...
 
-    def drain_check(self, host: str) -> DrainCheck: ...
+    def drain_checks(self, hosts: Sequence[str]) -> dict[str, DrainCheck]:
+        """What runs on each of ``hosts`` (disabled before), from one fresh read for all of
+        them; a host the read does not show is left out. ``SchedulerError`` when it cannot be
+        read."""
+        ...
 
-    def listed(self, host: str) -> bool:
-        """Whether the scheduler still has the host as one that may run jobs."""
+    def listed(self, hosts: Sequence[str]) -> frozenset[str]:
+        """Which of ``hosts`` the scheduler still has as hosts that may run jobs (one read)."""
         ...
 
     def prepare(self, node: NodeSpec) -> None:

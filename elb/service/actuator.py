@@ -6,8 +6,8 @@ scheduler (``elb.core.scheduler.Scheduler``) and cloud (``elb.core.interfaces.Cl
 - **remove** (the safe drain): draining -> disabled in the scheduler -> a fresh read: anything
   there keeps it (enabled again, ready) -> the remove play -> deregistered -> out of the
   scheduler's service (Slurm: powered down) -> the scheduler no longer lists it -> terminated;
-  a pass's removals go together: each node drained on its own, one remove play for the idle
-  ones, then each node's remaining steps on its own;
+  a pass's removals go together: each node disabled, one read for all of them, one remove
+  play for the idle ones, one read to see the scheduler no longer lists them;
 - the warm pool: **stop** (the safe drain, then the instance stopped), **restart** (started, the
   add play when its address moved, back in the scheduler's service, ready) and **retire** (a
   pooled node deregistered and terminated);
@@ -284,7 +284,7 @@ class Actuator:
         """The deregistration play of ``node`` failed: terminate it if nothing can be left to
         deregister (see ``planner.cleanup_verdict``), else keep it draining. True if terminated."""
         try:
-            listed: bool | None = self.scheduler.listed(node.name)
+            listed: bool | None = node.name in self.scheduler.listed([node.name])
         except Exception as err:  # an unreadable scheduler: the node may be listed, so it is kept
             log.error("%s: cannot read %s after a failed deregistration: %s", node.name, self.scheduler.name, err)
             listed = None
@@ -324,12 +324,12 @@ class Actuator:
 
     # -- shrink --------------------------------------------------------------------------
     def remove_all(self, removals: Sequence[Removal], out: Outcomes) -> None:
-        """The safe drain of a pass's removals together: each node disabled and read again on
-        its own (anything there keeps it), then one remove play for all the idle ones, then
-        each finished on its own (``finish_drain``). A node that is no longer a ready node elb
-        manages is left out. When elb starts stopping, the nodes not yet disabled stay ready,
-        postponed: the next start decides again; the ones disabled are finished."""
-        drained: list[tuple[Node, str]] = []
+        """The safe drain of a pass's removals together: each node disabled, then one fresh
+        read for all of them (anything there keeps a node), one remove play for the idle ones,
+        one read to see the scheduler no longer lists them, each terminated. A node that is no
+        longer a ready node elb manages is left out. When elb starts stopping, the nodes not yet
+        disabled stay ready, postponed (the next start decides again); the others are finished."""
+        disabled: list[tuple[str, str]] = []
         for i, r in enumerate(removals):
             if self.stopping.is_set():
                 rest = [x.node for x in removals[i:]]
@@ -341,35 +341,64 @@ class Actuator:
                 log.warning("%s: not removed: not a ready node elb manages", r.node)
                 continue
             self.journal.record(r.node, NodeState.DRAINING, self.clock(), detail=r.reason)
-            if self._drained(r.node, r.reason, "kept: {} while draining", out):
-                drained.append((self.journal.node(r.node) or node, r.reason))
+            if self._disable(r.node, r.reason, "kept: {} while draining", out):
+                disabled.append((r.node, r.reason))
             else:
                 out.kept.append(r.node)
-        self._finish_drains(drained, out)
+        idle = set(self._idle([name for name, _ in disabled], "kept: {} while draining", out))
+        out.kept += [name for name, _ in disabled if name not in idle]
+        self._finish_drains([(self._node(name), reason) for name, reason in disabled if name in idle], out)
 
-    def _drained(self, name: str, reason: str, kept_why: str, out: Outcomes) -> bool:
-        """Disable the node in the scheduler, then read it again: True if nothing is there.
+    def _disable(self, name: str, reason: str, kept_why: str, out: Outcomes) -> bool:
+        """Disable the node in the scheduler; False (the node kept, see ``_keep``) if it
+        cannot be told."""
+        try:
+            self.scheduler.disable_host(name, reason)
+        except SchedulerError as err:
+            self._keep(name, kept_why, f"drain failed: {err}", out)
+            return False
+        return True
+
+    def _idle(self, names: Sequence[str], kept_why: str, out: Outcomes) -> list[str]:
+        """Read the disabled nodes ``names`` again, once for all of them: the ones with nothing
+        there.
 
         Anything there (a job running, transferring or just dispatched, or a slot reserved for
         a waiting job) re-enables the node and records it ready again with ``kept_why``; so does
-        a scheduler that cannot be told or read (said in ``out``).
+        a scheduler that cannot be read, or a read that does not show the node (said in ``out``).
         """
+        if not names:
+            return []
         try:
-            self.scheduler.disable_host(name, reason)
-            check = self.scheduler.drain_check(name)
+            checks = self.scheduler.drain_checks(names)
         except SchedulerError as err:
+            for name in names:
+                self._keep(name, kept_why, f"drain failed: {err}", out)
+            return []
+        idle = []
+        for name in names:
+            check = checks.get(name)
+            if check is None:
+                self._keep(name, kept_why, f"drain failed: {self.scheduler.name} does not show the host", out)
+                continue
+            verdict = drain_verdict(check.jobs, check.reserved)
+            if verdict.verdict is Drain.GO:
+                idle.append(name)
+                continue
             self._enable(name)
-            why = f"drain failed: {err}"
-            log.error("%s: %s", name, why)
-            self.journal.record(name, NodeState.READY, self.clock(), detail=kept_why.format(why))
-            out.failed[name] = why
-            return False
-        verdict = drain_verdict(check.jobs, check.reserved)
-        if verdict.verdict is Drain.GO:
-            return True
+            self.journal.record(name, NodeState.READY, self.clock(), detail=kept_why.format(verdict.reason))
+        return idle
+
+    def _drained(self, name: str, reason: str, kept_why: str, out: Outcomes) -> bool:
+        """Disable one node, then read it again: True if nothing is there (see ``_idle``)."""
+        return self._disable(name, reason, kept_why, out) and bool(self._idle([name], kept_why, out))
+
+    def _keep(self, name: str, kept_why: str, why: str, out: Outcomes) -> None:
+        """A drain that failed (``why``): the node enabled again and ready, the failure said."""
         self._enable(name)
-        self.journal.record(name, NodeState.READY, self.clock(), detail=kept_why.format(verdict.reason))
-        return False
+        log.error("%s: %s", name, why)
+        self.journal.record(name, NodeState.READY, self.clock(), detail=kept_why.format(why))
+        out.failed[name] = why
 
     def _enable(self, name: str) -> None:
         try:
@@ -383,45 +412,47 @@ class Actuator:
         self._finish_drains([(node, reason)], out)
 
     def _finish_drains(self, drained: Sequence[tuple[Node, str]], out: Outcomes) -> None:
-        """``finish_drain`` for disabled, jobless nodes (each with its reason), with one remove
-        play for all of them."""
+        """``finish_drain`` for disabled, jobless nodes (each with its reason): one remove play
+        for all of them, then one read for the ones it deregistered. A node the play found busy
+        is kept (enabled again); a failed one is cleaned up if it can be (``_cleanup_anyway``); a
+        deregistered one is terminated once the scheduler no longer lists it."""
         if not drained:
             return
         specs = [_master_side(node, node.name) for node, _ in drained]
-        names = [s.name for s in specs]
-        results = self.provisioner.remove_nodes(self.scheduler.remove_playbook, specs, self._workers(names))
+        results = self.provisioner.remove_nodes(
+            self.scheduler.remove_playbook, specs, self._workers([s.name for s in specs])
+        )
+        gone: list[tuple[Node, str]] = []
         for node, reason in drained:
-            self._deregistered(node, reason, results.get(node.name), out)
-
-    def _deregistered(self, node: Node, reason: str, res: HostResult | None, out: Outcomes) -> None:
-        """After the remove play: a node it found busy is kept (enabled again), a failed one is
-        cleaned up if it can be; a deregistered one is terminated once the scheduler no longer
-        lists it."""
-        name = node.name
-        if res is not None and res.outcome is Outcome.BUSY:
-            self._enable(name)
-            self.journal.record(name, NodeState.READY, self.clock(), detail="kept: busy at deregistration")
-            out.kept.append(name)
+            name, res = node.name, results.get(node.name)
+            if res is not None and res.outcome is Outcome.BUSY:
+                self._enable(name)
+                self.journal.record(name, NodeState.READY, self.clock(), detail="kept: busy at deregistration")
+                out.kept.append(name)
+            elif res is None or not res.ok:
+                self._cleanup_anyway(node, _describe(res), out)
+            else:
+                self.journal.record(name, NodeState.DEREGISTERED, self.clock(), detail=reason)
+                self._out_of_service(name, reason)
+                gone.append((node, reason))
+        if not gone:
             return
-        if res is None or not res.ok:
-            self._cleanup_anyway(node, _describe(res), out)
-            return
-        self.journal.record(name, NodeState.DEREGISTERED, self.clock(), detail=reason)
-        self._out_of_service(name, reason)
         try:
-            listed = self.scheduler.listed(name)
+            listed = self.scheduler.listed([node.name for node, _ in gone])
         except SchedulerError as err:
-            msg = f"{self.scheduler.name} cannot be read after deregistration ({err}); not terminating"
-            out.failed[name] = msg
+            for node, _ in gone:
+                msg = f"{self.scheduler.name} cannot be read after deregistration ({err}); not terminating"
+                out.failed[node.name] = msg
             return
-        if listed:
-            msg = f"{self.scheduler.name} still lists the host after deregistration; not terminating"
-            self.journal.record(name, NodeState.DEREGISTERED, self.clock(), detail=msg)
-            out.failed[name] = msg
-            return
-        if self._terminate(node, reason, out, failed=False):
-            out.removed.append(name)
-        self.journal.note_removal(self.clock())
+        for node, reason in gone:
+            if node.name in listed:
+                msg = f"{self.scheduler.name} still lists the host after deregistration; not terminating"
+                self.journal.record(node.name, NodeState.DEREGISTERED, self.clock(), detail=msg)
+                out.failed[node.name] = msg
+                continue
+            if self._terminate(node, reason, out, failed=False):
+                out.removed.append(node.name)
+            self.journal.note_removal(self.clock())
 
     # -- warm pool -----------------------------------------------------------------------
     def stop(self, name: str, reason: str, out: Outcomes) -> None:
@@ -642,7 +673,7 @@ class Actuator:
 
     def _finish_interrupted_drain(self, node: Node, reason: str, out: Outcomes) -> None:
         name = node.name
-        if not self.scheduler.listed(name):
+        if name not in self.scheduler.listed([name]):
             if node.state is NodeState.DRAINING:
                 # The deregistration play may have stopped after the scheduler and before the
                 # hostgroup, /etc/hosts and the exports: run it again (it is idempotent), then terminate.

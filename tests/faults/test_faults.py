@@ -25,7 +25,7 @@ import pytest
 from elb.clouds.local import LocalCloud
 from elb.core.config import Config
 from elb.core.interfaces import LaunchResult, NodeBoot
-from elb.core.model import Job, NodeState, Removal, Snapshot
+from elb.core.model import NodeState, Removal, Snapshot
 from elb.schedulers.sge.commands import Rescheduled, SgeCommands
 from elb.schedulers.sge.demand import Site
 from elb.schedulers.sge.driver import GridEngine
@@ -606,9 +606,6 @@ class HookedSge:
 
     def reschedule_host(self, host: str) -> Rescheduled:
         return self.real.reschedule_host(host)
-
-    def jobs_on(self, host: str) -> Sequence[Job]:
-        return self.real.jobs_on(host)
 
     def configured_exec_hosts(self) -> frozenset[str]:
         return self.real.configured_exec_hosts()

@@ -86,10 +86,6 @@ class FakeSge:
         self.calls.append(f"qalter -l {','.join(f'{k}={v}' for k, v in requests.items())} {job}")
         self.jobs = [dataclasses.replace(j, hard_requests=dict(requests)) if j.job_id == job else j for j in self.jobs]
 
-    def jobs_on(self, host: str) -> Sequence[Job]:
-        self.calls.append(f"jobs_on {host}")
-        return [j for j in self.jobs if j.host == host]
-
     def configured_exec_hosts(self) -> frozenset[str]:
         """``qconf -sel``: every host registered, reachable or not (``hosts`` here)."""
         self.calls.append("qconf -sel")

@@ -10,7 +10,8 @@ import pytest
 
 from elb.core.config import Config
 from elb.core.interfaces import Instance
-from elb.core.model import NodeState, Removal
+from elb.core.model import Host, NodeState, QueueInstance, Removal, Snapshot
+from elb.schedulers.sge.errors import SgeError
 from elb.service.actuator import Actuator, Outcomes
 from tests.unit.factories import T0, running, small_config
 from tests.unit.test_daemon import Rig, parts
@@ -32,6 +33,10 @@ def _ready(r: Rig, names: tuple[str, ...] = NAMES, age: float = 50 * 60) -> None
         r.sge.add_host(name)
 
 
+def _unreadable() -> Snapshot:
+    raise SgeError("qstat: error: unable to contact qmaster", command=("qstat",), returncode=1)
+
+
 def _actuator(r: Rig, stopping: threading.Event | None = None) -> Actuator:
     return Actuator(r.journal, r.bal.scheduler, r.cloud, r.prov, r.bal.clock, stopping=stopping)
 
@@ -43,9 +48,9 @@ def test_a_pass_removing_three_nodes_runs_one_remove_play(cfg: Config) -> None:
     assert sorted(result.outcomes.removed) == list(NAMES)
     assert r.prov.playbooks == ["remove_node.yml"]  # one play for the three, not one each
     assert r.prov.log == [f"remove {n}" for n in NAMES]
-    # each node disabled and read again on its own before the play
-    for n in NAMES:
-        assert r.sge.calls.index(f"disable {n}") < r.sge.calls.index(f"jobs_on {n}")
+    # every node disabled, then one read for the drain and one to see SGE no longer lists them
+    first = r.sge.calls.index("disable node001")
+    assert r.sge.calls[first:] == [*(f"disable {n}" for n in NAMES), "read", "read"]
     assert sorted(r.cloud.terminated) == ["i-0001", "i-0002", "i-0003"]
     for n in NAMES:
         steps = [e.state for e in r.journal.events(n)][-3:]
@@ -89,18 +94,44 @@ def test_a_play_failing_on_one_node_leaves_the_others_removed(cfg: Config) -> No
     assert "i-0001" not in r.cloud.terminated
 
 
-def test_stopping_while_draining_leaves_the_nodes_not_yet_disabled_ready(cfg: Config) -> None:
+def test_elb_stopping_while_draining_leaves_the_nodes_not_yet_disabled_ready(cfg: Config) -> None:
     r = parts(cfg)
     _ready(r)
     stopping = threading.Event()
-    r.sge.on_disable = lambda host: stopping.set() if host == "node001" else None
+    r.sge.on_disable = lambda host: stopping.set() if host == "node002" else None
     out = Outcomes()
     _actuator(r, stopping).remove_all([Removal(n, "idle") for n in NAMES], out)
-    assert out.removed == ["node001"]  # begun before the stop: finished
-    assert out.postponed == ["node002", "node003"]
-    assert [c for c in r.sge.calls if c.startswith("disable")] == ["disable node001"]
-    for n in ("node002", "node003"):
+    assert out.removed == ["node001", "node002"]  # begun before the stop: finished
+    assert out.postponed == ["node003"]
+    assert "disable node003" not in r.sge.calls
+    assert r.journal.node("node003").state is NodeState.READY  # type: ignore[union-attr]
+
+
+def test_a_drain_read_that_fails_keeps_every_node_enabled(cfg: Config) -> None:
+    r = parts(cfg)
+    _ready(r)
+    r.sge.read_snapshot = _unreadable  # type: ignore[method-assign]
+    out = Outcomes()
+    _actuator(r).remove_all([Removal(n, "idle") for n in NAMES], out)
+    assert out.removed == [] and r.prov.log == []
+    assert sorted(out.kept) == list(NAMES) and sorted(out.failed) == list(NAMES)
+    assert "unable to contact qmaster" in out.failed["node001"]
+    assert r.sge.disabled == set()
+    for n in NAMES:
         assert r.journal.node(n).state is NodeState.READY  # type: ignore[union-attr]
+
+
+def test_a_node_the_drain_read_does_not_show_is_kept_and_the_rest_go(cfg: Config) -> None:
+    r = parts(cfg)
+    _ready(r)
+    del r.sge.hosts["node002"]  # SGE no longer shows it: nothing proves it is idle
+    out = Outcomes()
+    _actuator(r).remove_all([Removal(n, "idle") for n in NAMES], out)
+    assert out.removed == ["node001", "node003"]
+    assert out.kept == ["node002"]
+    assert out.failed["node002"] == "drain failed: SGE does not show the host"
+    assert r.journal.node("node002").state is NodeState.READY  # type: ignore[union-attr]
+    assert "enable node002" in r.sge.calls and "i-0002" not in r.cloud.terminated
 
 
 def test_a_node_no_longer_ready_is_left_out_of_the_batch(cfg: Config) -> None:
@@ -111,3 +142,19 @@ def test_a_node_no_longer_ready_is_left_out_of_the_batch(cfg: Config) -> None:
     _actuator(r).remove_all([Removal(n, "idle") for n in NAMES], out)
     assert out.removed == ["node001", "node003"]
     assert r.prov.log == ["remove node001", "remove node003"]
+
+
+def test_grid_engine_drain_checks_read_once_for_all_hosts(cfg: Config) -> None:
+    r = parts(cfg)
+    _ready(r)
+    q = r.sge.hosts["node003"].queues[0]
+    r.sge.hosts["node003"] = Host("node003", (QueueInstance(q.queue, q.host, q.slots_total, 0, 2),), 8)
+    # a parallel job's entries on two hosts: one per queue instance
+    r.sge.jobs = [running(7, "node001", slots=4), running(7, "node002", slots=4), running(8, "node009")]
+    r.sge.calls.clear()
+    checks = r.bal.scheduler.drain_checks(["node001", "node002", "node003", "node042"])
+    assert r.sge.calls == ["read"]
+    assert sorted(checks) == ["node001", "node002", "node003"]  # node042: not shown, left out
+    assert [j.job_id for j in checks["node001"].jobs] == [7] and [j.job_id for j in checks["node002"].jobs] == [7]
+    assert (checks["node003"].jobs, checks["node003"].reserved) == ((), 2)
+    assert r.bal.scheduler.listed(["node001", "node042"]) == frozenset({"node001"})

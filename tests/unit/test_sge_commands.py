@@ -272,7 +272,7 @@ def test_hostile_host_names_never_reach_a_command(fake: FakeSge, host: str) -> N
     fake.says("qmod", stdout='root@master changed state of "x" (disabled)\n')
     fake.prints("qstat", "qstat_mixed.xml")
     client = fake.client()
-    for action in (client.disable_host, client.enable_host, client.jobs_on):
+    for action in (client.disable_host, client.enable_host):
         with pytest.raises(SgeError, match="refusing host name"):
             action(host)
     with pytest.raises(SgeError, match="refusing queue name"):
@@ -280,19 +280,7 @@ def test_hostile_host_names_never_reach_a_command(fake: FakeSge, host: str) -> N
     assert fake.calls() == []
 
 
-def test_jobs_on_a_host(fake: FakeSge) -> None:
-    fake.prints("qstat", "qstat_mixed.xml")
-    jobs = fake.client().jobs_on("node002")
-    assert [(j.job_id, j.queue, j.slots) for j in jobs] == [(103, "all.q@node002", 4)]
-    assert fake.argv() == [["qstat", *QSTAT_ARGS, "-s", "rs", "-q", "*@node002"]]
-    assert fake.client().jobs_on("node003") == ()
-
-
-def test_jobs_on_an_unknown_host_is_an_error(fake: FakeSge) -> None:
-    # What SGE 8.1.9 does (seen on the test cluster): no output at all, exit status 1.
-    fake.says("qstat", code=1)
-    with pytest.raises(SgeError, match=r"no queue instance on host 'node042'\? \(exit status 1\)"):
-        fake.client().jobs_on("node042")
+def test_a_failure_that_says_nothing_is_an_error(fake: FakeSge) -> None:
     fake.says("qhost", code=1)
     with pytest.raises(SgeError, match=r"failed without saying why \(exit status 1\)"):
         fake.client().run("qhost", QHOST_ARGS)

@@ -227,27 +227,6 @@ class SgeCommands:
             raise SgeParseError(err.message, command=qstat.argv, returncode=qstat.returncode) from None
         return join_snapshot(jobs, hosts, now)
 
-    def jobs_on(self, host: str) -> tuple[Job, ...]:
-        """Jobs running or suspended on ``host`` now (for the safe drain).
-
-        Reads ``qstat -u '*' -xml -r -f -s rs -q '*@host'``; SgeError if SGE does not know the host.
-        """
-        check_host(host)
-        try:
-            result = self.run("qstat", (*QSTAT_ARGS, "-s", "rs", "-q", f"*@{host}"))
-        except SgeError as err:
-            if err.returncode != 1 or err.stderr:
-                raise
-            # SGE 8.1.9 prints nothing and exits 1 when no queue instance matches.
-            raise SgeError(
-                f"failed: no queue instance on host {host!r}?",
-                command=err.command,
-                returncode=err.returncode,
-                stderr=err.stderr,
-            ) from None
-        jobs = self._parsed(parse_qstat, result).jobs
-        return tuple(j for j in jobs if j.host == host)
-
     def disable_host(self, host: str, queues: Sequence[str] | None = None) -> None:
         """``qmod -d`` the host's queue instances (all of them unless ``queues`` names some)."""
         self._qmod("-d", host, queues)

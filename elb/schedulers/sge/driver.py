@@ -22,7 +22,7 @@ from elb.core.config import Config
 from elb.core.demand import DemandSplit
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
-from elb.core.model import Node, Snapshot
+from elb.core.model import Job, Node, Snapshot
 from elb.core.scheduler import DrainCheck, Requeued, SchedulerError, SchedulerRead
 from elb.schedulers.sge.commands import SgeCommands, read_whole
 from elb.schedulers.sge.errors import SgeError, SgeTimeoutError, hint
@@ -87,13 +87,19 @@ class GridEngine:
     def enable_host(self, host: str) -> None:
         _sge(lambda: self.sge.enable_host(host))
 
-    def drain_check(self, host: str) -> DrainCheck:
-        jobs = _sge(lambda: self.sge.jobs_on(host))
-        found = _sge(self.sge.read_snapshot).host(host)
-        return DrainCheck(tuple(jobs), found.slots_reserved if found is not None else 0)
+    def drain_checks(self, hosts: Sequence[str]) -> dict[str, DrainCheck]:
+        """One ``qstat``/``qhost`` read (refused when the two disagree): each host's jobs, one
+        entry per queue instance (a parallel job's other hosts too), and its reserved slots."""
+        snap = _sge(self.sge.read_snapshot)
+        jobs: dict[str, list[Job]] = {h: [] for h in hosts}
+        for j in snap.jobs:
+            if j.host in jobs:
+                jobs[j.host].append(j)
+        return {h.name: DrainCheck(tuple(jobs[h.name]), h.slots_reserved) for h in snap.hosts if h.name in jobs}
 
-    def listed(self, host: str) -> bool:
-        return _sge(self.sge.read_snapshot).host(host) is not None
+    def listed(self, hosts: Sequence[str]) -> frozenset[str]:
+        shown = {h.name for h in _sge(self.sge.read_snapshot).hosts}
+        return frozenset(h for h in hosts if h in shown)
 
     def prepare(self, node: NodeSpec) -> None:
         return None  # the add play makes the exec host

@@ -209,17 +209,20 @@ class Slurm:
     def enable_host(self, host: str) -> None:
         self._scontrol(lambda: self.slurm.undrain(host))
 
-    def drain_check(self, host: str) -> DrainCheck:
+    def drain_checks(self, hosts: Sequence[str]) -> dict[str, DrainCheck]:
         read = self._read()
-        sn = next((n for n in read.nodes if n.name == host), None)
-        if sn is None:
-            raise SchedulerError(f"Slurm does not list node {host}")
-        jobs = tuple(j for job in read.jobs_on(host) for j in jobs_of(job) if j.host == host)
-        return DrainCheck(jobs, 0 if jobs else sn.cpus_allocated)
+        out = {}
+        for host in hosts:
+            sn = read.node(host)
+            if sn is None:
+                continue
+            jobs = tuple(j for job in read.jobs_on(host) for j in jobs_of(job) if j.host == host)
+            out[host] = DrainCheck(jobs, 0 if jobs else sn.cpus_allocated)
+        return out
 
-    def listed(self, host: str) -> bool:
-        sn = self._node(host)
-        return sn is not None and node_up(sn)
+    def listed(self, hosts: Sequence[str]) -> frozenset[str]:
+        read = self._read()
+        return frozenset(h for h in hosts if (sn := read.node(h)) is not None and node_up(sn))
 
     def prepare(self, node: NodeSpec) -> None:
         self._scontrol(lambda: self.slurm.set_address(node.name, node.private_ip))
