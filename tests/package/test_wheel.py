@@ -64,6 +64,13 @@ def test_every_role_is_in_the_collection_whole(names: set[str], role: str) -> No
     assert shipped == in_repo
 
 
+def test_every_module_is_in_the_collection(names: set[str]) -> None:
+    modules = sorted(p.name for p in (REPO / "plugins" / "modules").glob("*.py"))
+    assert "elb_command_until.py" in modules
+    for module in modules:
+        assert f"{COLLECTION}/plugins/modules/{module}" in names, module
+
+
 def test_the_unit_the_iam_policy_and_the_license_are_shipped(names: set[str]) -> None:
     assert "elb/_data/elb.service" in names
     assert "elb/_data/iam-policy.json" in names

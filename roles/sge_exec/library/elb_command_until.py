@@ -1,0 +1,1 @@
+../../../plugins/modules/elb_command_until.py
