@@ -367,8 +367,9 @@ class Balancer:
             names = ",".join(scaling.add_names)
             self.executor.submit(scaling.add_names, names, functools.partial(act.launch, scaling.add_names))
         removing = [r.node for r in scaling.remove]
-        if removing and not self._stop_before(",".join(removing), result):
-            self.executor.submit(removing, ",".join(removing), functools.partial(act.remove_all, scaling.remove))
+        what = ",".join(removing)
+        if removing and not self._stop_before(what, result):
+            self.executor.submit(removing, what, functools.partial(act.remove_all, scaling.remove))
         self._start_pool(plan, act, result, scaling=True)
 
     def _heed_notices(self, plan: PassPlan, act: Actuator, result: PassResult) -> None:

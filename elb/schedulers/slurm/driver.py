@@ -41,7 +41,7 @@ from elb.core.model import Node, NodeState
 from elb.core.scheduler import Ask, AskKind, DrainCheck, Dropped, Requeued, SchedulerError, SchedulerRead
 from elb.schedulers.slurm import requests as slurm_requests
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
-from elb.schedulers.slurm.parse import SlurmNode, compress, not_demand_reason
+from elb.schedulers.slurm.parse import compress, not_demand_reason
 from elb.schedulers.slurm.requests import RequestKind
 from elb.schedulers.slurm.view import jobs_of, node_up, snapshot
 from elb.schedulers.usage import read_slurm
@@ -200,9 +200,6 @@ class Slurm:
         except SlurmError as err:
             raise SchedulerError(str(err)) from err
 
-    def _node(self, host: str) -> SlurmNode | None:
-        return next((n for n in self._read().nodes if n.name == host), None)
-
     def disable_host(self, host: str, reason: str) -> None:
         self._scontrol(lambda: self.slurm.drain(host, slurm_reason(reason)))
 
@@ -264,7 +261,7 @@ class Slurm:
     def out_of_service(self, host: str, reason: str) -> None:
         """Power the node down in Slurm unless Slurm does already, then undrain it: a cloud node
         powered down can be asked for again."""
-        sn = self._node(host)
+        sn = self._read().node(host)
         if sn is not None and not (sn.powered_down or sn.powering_down):
             self._scontrol(lambda: self.slurm.power_down([host], slurm_reason(reason), force=True))
         if sn is not None and sn.drain:
