@@ -158,10 +158,11 @@ class Scheduler(Protocol):
         why (empty: all are); None when ``stopping`` was set meanwhile."""
         ...
 
-    def out_of_service(self, host: str, reason: str) -> None:
-        """The node no longer serves (its remove play went through, or it was stopped into a warm
-        pool): what the scheduler needs then (Slurm: power it down, so it can be asked for
-        again); nothing for a scheduler whose remove play did it all."""
+    def out_of_service(self, reasons: Mapping[str, str]) -> None:
+        """These nodes no longer serve, each with why (their remove play went through, or they
+        were stopped into a warm pool): what the scheduler needs then, for all of them at once
+        (Slurm: power them down, so they can be asked for again); nothing for a scheduler whose
+        remove play did it all."""
         ...
 
     def resumed(self, host: str) -> None:

@@ -268,17 +268,20 @@ class Actuator:
                 if not self._cleanup_anyway(node, detail, out):
                     out.failed[node.name] = f"{why}; cleanup failed: {detail}"
                 return
-            self._out_of_service(node.name, why)
+            self._out_of_service({node.name: why})
         self.journal.record(node.name, NodeState.DEREGISTERED, self.clock(), detail=why)
         self._terminate(node, why, out)
 
-    def _out_of_service(self, name: str, why: str) -> None:
-        """What the scheduler needs once the node no longer serves (Slurm: power it down); a
-        failure is said and left to the scheduler's own time-outs."""
+    def _out_of_service(self, reasons: Mapping[str, str]) -> None:
+        """What the scheduler needs once these nodes no longer serve, each with why (Slurm:
+        power them down); a failure is said and left to the scheduler's own time-outs."""
+        if not reasons:
+            return
         try:
-            self.scheduler.out_of_service(name, why)
+            self.scheduler.out_of_service(reasons)
         except SchedulerError as err:
-            log.error("%s: %s could not be told it is out of service: %s", name, self.scheduler.name, err)
+            names = ", ".join(reasons)
+            log.error("%s: %s could not be told they are out of service: %s", names, self.scheduler.name, err)
 
     def _cleanup_anyway(self, node: Node, failure: str, out: Outcomes) -> bool:
         """The deregistration play of ``node`` failed: terminate it if nothing can be left to
@@ -324,11 +327,16 @@ class Actuator:
 
     # -- shrink --------------------------------------------------------------------------
     def remove_all(self, removals: Sequence[Removal], out: Outcomes) -> None:
-        """The safe drain of a pass's removals together: each node disabled, then one fresh
-        read for all of them (anything there keeps a node), one remove play for the idle ones,
-        one read to see the scheduler no longer lists them, each terminated. A node that is no
-        longer a ready node elb manages is left out. When elb starts stopping, the nodes not yet
-        disabled stay ready, postponed (the next start decides again); the others are finished."""
+        """The safe drain of a pass's removals together (``_drain_all``), then one remove play
+        for the idle ones, one read to see the scheduler no longer lists them, each terminated."""
+        self._finish_drains([(self._node(name), reason) for name, reason in self._drain_all(removals, out)], out)
+
+    def _drain_all(self, removals: Sequence[Removal], out: Outcomes) -> list[tuple[str, str]]:
+        """The safe drain of ready nodes together: each journalled draining and disabled, then one
+        fresh read for all of them (anything there keeps a node, see ``_idle``). The idle ones,
+        each with its reason. A node that is no longer a ready node elb manages is left out. When
+        elb starts stopping, the nodes not yet disabled stay ready, postponed (the next start
+        decides again); the others go on."""
         disabled: list[tuple[str, str]] = []
         for i, r in enumerate(removals):
             if self.stopping.is_set():
@@ -338,7 +346,7 @@ class Actuator:
                 break
             node = self.journal.node(r.node)
             if node is None or node.state is not NodeState.READY:
-                log.warning("%s: not removed: not a ready node elb manages", r.node)
+                log.warning("%s: left alone: not a ready node elb manages", r.node)
                 continue
             self.journal.record(r.node, NodeState.DRAINING, self.clock(), detail=r.reason)
             if self._disable(r.node, r.reason, "kept: {} while draining", out):
@@ -347,7 +355,7 @@ class Actuator:
                 out.kept.append(r.node)
         idle = set(self._idle([name for name, _ in disabled], "kept: {} while draining", out))
         out.kept += [name for name, _ in disabled if name not in idle]
-        self._finish_drains([(self._node(name), reason) for name, reason in disabled if name in idle], out)
+        return [(name, reason) for name, reason in disabled if name in idle]
 
     def _disable(self, name: str, reason: str, kept_why: str, out: Outcomes) -> bool:
         """Disable the node in the scheduler; False (the node kept, see ``_keep``) if it
@@ -433,10 +441,10 @@ class Actuator:
                 self._cleanup_anyway(node, _describe(res), out)
             else:
                 self.journal.record(name, NodeState.DEREGISTERED, self.clock(), detail=reason)
-                self._out_of_service(name, reason)
                 gone.append((node, reason))
         if not gone:
             return
+        self._out_of_service({node.name: reason for node, reason in gone})
         try:
             listed = self.scheduler.listed([node.name for node, _ in gone])
         except SchedulerError as err:
@@ -455,33 +463,36 @@ class Actuator:
             self.journal.note_removal(self.clock())
 
     # -- warm pool -----------------------------------------------------------------------
-    def stop(self, name: str, reason: str, out: Outcomes) -> None:
-        """The safe drain, then stop the instance, out of the scheduler's service. With Grid
-        Engine its queue instances stay disabled and it stays an exec host, its hosts lines and
-        exports kept. A stop that fails removes the node for good (deregistered, terminated)."""
-        node = self.journal.node(name)
-        if node is None or node.state is not NodeState.READY:
-            log.warning("%s: not stopped: not a ready node elb manages", name)
+    def stop_all(self, stops: Sequence[Removal], out: Outcomes) -> None:
+        """The safe drain of these nodes together (``_drain_all``), then their instances stopped
+        in one call, out of the scheduler's service. With Grid Engine their queue instances stay
+        disabled and they stay exec hosts, their hosts lines and exports kept. A stop that fails
+        removes its nodes for good (deregistered, terminated)."""
+        drained = self._drain_all(stops, out)
+        if not drained:
             return
-        self.journal.record(name, NodeState.DRAINING, self.clock(), detail=reason)
-        if not self._drained(name, reason, "kept: {} while draining", out):
-            out.kept.append(name)
-            return
-        node = self.journal.record(name, NodeState.STOPPING, self.clock(), detail=reason)
+        nodes = [self.journal.record(name, NodeState.STOPPING, self.clock(), detail=reason) for name, reason in drained]
+        reasons = dict(drained)
+        ids = [node.instance_id for node in nodes if node.instance_id is not None]
         try:
-            if node.instance_id is None:
+            if len(ids) < len(nodes):
                 raise CloudError("no instance id in the journal")
-            self.cloud.stop([node.instance_id])
+            self.cloud.stop(ids)
         except CloudError as err:
             why = f"stop failed ({err}); removed instead"
-            log.error("%s: %s", name, why)
-            out.failed[name] = why
-            self.finish_drain(self.journal.record(name, NodeState.DRAINING, self.clock(), detail=why), why, out)
+            log.error("%s: %s", ", ".join(reasons), why)
+            for name in reasons:
+                out.failed[name] = why
+            self._finish_drains(
+                [(self.journal.record(name, NodeState.DRAINING, self.clock(), detail=why), why) for name in reasons],
+                out,
+            )
             return
-        self._out_of_service(name, reason)
-        self.journal.record(name, NodeState.STOPPED, self.clock(), detail=reason)
-        self.journal.note_removal(self.clock())
-        out.stopped.append(name)
+        self._out_of_service(reasons)
+        for name, reason in drained:
+            self.journal.record(name, NodeState.STOPPED, self.clock(), detail=reason)
+            self.journal.note_removal(self.clock())
+            out.stopped.append(name)
 
     def begin_restart(self, name: str, reason: str) -> bool:
         """Journal a pooled node as starting (it counts as booting from now on); False if it is
@@ -551,14 +562,17 @@ class Actuator:
         out.failed[node.name] = why
         self.finish_drain(self.journal.record(node.name, NodeState.DRAINING, self.clock(), detail=why), why, out)
 
-    def retire(self, name: str, reason: str, out: Outcomes) -> None:
-        """Remove a pooled node for good: deregister it (from the master's side: it is stopped)
-        and terminate it once the scheduler no longer lists it."""
-        node = self.journal.node(name)
-        if node is None or node.state is not NodeState.STOPPED:
-            log.warning("%s: not terminated: not a stopped node of the warm pool", name)
-            return
-        self.finish_drain(self.journal.record(name, NodeState.DRAINING, self.clock(), detail=reason), reason, out)
+    def retire_all(self, expired: Sequence[Removal], out: Outcomes) -> None:
+        """Remove pooled nodes for good: deregister them (from the master's side: they are
+        stopped) in one remove play and terminate each once the scheduler no longer lists it."""
+        todo = []
+        for r in expired:
+            node = self.journal.node(r.node)
+            if node is None or node.state is not NodeState.STOPPED:
+                log.warning("%s: not terminated: not a stopped node of the warm pool", r.node)
+                continue
+            todo.append((self.journal.record(r.node, NodeState.DRAINING, self.clock(), detail=r.reason), r.reason))
+        self._finish_drains(todo, out)
 
     # -- the cloud's notices, the scheduler's asks -----------------------------------------
     def retire_doomed(self, r: Retire, out: Outcomes) -> None:
@@ -667,7 +681,7 @@ class Actuator:
         if res is None or not res.ok:
             out.failed[name] = f"deregistration failed: {_describe(res)}"
             return
-        self._out_of_service(name, r.reason)
+        self._out_of_service({name: r.reason})
         if node is not None and node.state not in (NodeState.TERMINATED, NodeState.FAILED):
             self.journal.record(name, NodeState.FAILED, self.clock(), detail=r.reason)
 

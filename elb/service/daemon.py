@@ -384,22 +384,25 @@ class Balancer:
 
     def _start_pool(self, plan: PassPlan, act: Actuator, result: PassResult, *, scaling: bool) -> None:
         """Start the warm pool's operations: its terminations (``scaling`` False: they go whether
-        or not scaling runs), or its restarts (journalled as starting before the pass ends, so the
-        next pass counts them as booting) and stops."""
+        or not scaling runs; one operation for all of them), or its restarts (journalled as
+        starting before the pass ends, so the next pass counts them as booting; one operation
+        each) and stops (one operation for all of them)."""
         pool = plan.pool
-        todo = (
-            [("terminate pooled", r, act.retire) for r in pool.expire]
-            if not scaling
-            else [("restart", r, None) for r in pool.restarts] + [("stop", r, act.stop) for r in pool.stops]
-        )
-        for what, r, op in todo:
-            if self._stop_before(r.node, result):
-                break
-            log.info("%s %s: %s", what, r.node, r.reason)
-            if op is not None:
-                self.executor.submit([r.node], r.node, functools.partial(op, r.node, r.reason))
-            elif act.begin_restart(r.node, r.reason):
-                self.executor.submit([r.node], r.node, functools.partial(act.restart, r.node))
+        batch, op = (pool.expire, act.retire_all) if not scaling else (pool.stops, act.stop_all)
+        if scaling:
+            for r in pool.restarts:
+                if self._stop_before(r.node, result):
+                    return
+                log.info("restart %s: %s", r.node, r.reason)
+                if act.begin_restart(r.node, r.reason):
+                    self.executor.submit([r.node], r.node, functools.partial(act.restart, r.node))
+        names = [r.node for r in batch]
+        what = ",".join(names)
+        if not names or self._stop_before(what, result):
+            return
+        for r in batch:
+            log.info("%s %s: %s", "stop" if scaling else "terminate pooled", r.node, r.reason)
+        self.executor.submit(names, what, functools.partial(op, batch))
 
     def _start_repairs(self, plan: PassPlan, inputs: PassInputs, act: Actuator, result: PassResult) -> None:
         """Start the plan's repairs, and count each one's failed passes in a row."""

@@ -122,6 +122,7 @@ class FakeCloud:
     counter: int = 0
     terminated: list[str] = field(default_factory=list)
     stopped: list[str] = field(default_factory=list)
+    stop_calls: list[list[str]] = field(default_factory=list)
     started: list[str] = field(default_factory=list)
     boots: dict[str, NodeBoot] = field(default_factory=dict)  # what each launched node ran at boot
 
@@ -160,6 +161,7 @@ class FakeCloud:
             self.terminated.append(i)
 
     def stop(self, instance_ids: Sequence[str]) -> None:
+        self.stop_calls.append(list(instance_ids))
         for i in instance_ids:
             if i not in self.instances:
                 raise CloudError(f"{i} is not a worker of this cluster")

@@ -75,10 +75,11 @@ class FakeSlurm:
         if self.on_drain is not None:
             self.on_drain(name)
 
-    def undrain(self, name: str) -> None:
-        self._scontrol("undrain", name)
-        n = self.nodes[name]
-        self.nodes[name] = replace(n, flags=n.flags - {"drain"})
+    def undrain(self, names: Sequence[str]) -> None:
+        self._scontrol("undrain", *names)
+        for name in names:
+            n = self.nodes[name]
+            self.nodes[name] = replace(n, flags=n.flags - {"drain"})
 
     def power_down(self, names: Sequence[str], reason: str, *, force: bool = False) -> None:
         self._scontrol("power_down_force" if force else "power_down_asap", *names)

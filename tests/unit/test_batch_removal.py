@@ -1,5 +1,7 @@
-"""A pass's removals go as one operation: each node drained on its own, one remove play for the
-idle ones, each node then finished on its own (in-memory stand-ins: tests/unit/fakes.py)."""
+"""A pass's removals go as one operation, and so do its warm pool's stops and its terminations:
+each node disabled on its own, one read for all of them, one remove play (or one stop) for the
+idle ones, one read to see the scheduler no longer lists them (in-memory stand-ins:
+tests/unit/fakes.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from elb.core.config import Config
-from elb.core.interfaces import Instance
+from elb.core.interfaces import CloudError, Instance
 from elb.core.model import Host, NodeState, QueueInstance, Removal, Snapshot
 from elb.schedulers.sge.errors import SgeError
 from elb.service.actuator import Actuator, Outcomes
@@ -158,3 +160,47 @@ def test_grid_engine_drain_checks_read_once_for_all_hosts(cfg: Config) -> None:
     assert [j.job_id for j in checks["node001"].jobs] == [7] and [j.job_id for j in checks["node002"].jobs] == [7]
     assert (checks["node003"].jobs, checks["node003"].reserved) == ((), 2)
     assert r.bal.scheduler.listed(["node001", "node042"]) == frozenset({"node001"})
+
+
+def test_warm_pool_stops_go_together_and_so_do_its_terminations(cfg: Config) -> None:
+    r = parts(cfg)
+    _ready(r)
+    r.sge.calls.clear()
+    out = Outcomes()
+    _actuator(r).stop_all([Removal(n, "idle; pooled") for n in NAMES], out)
+    assert out.stopped == list(NAMES)
+    assert r.cloud.stop_calls == [["i-0001", "i-0002", "i-0003"]]  # one stop for the three
+    assert r.sge.calls == [*(f"disable {n}" for n in NAMES), "read"]  # one read for the drain
+    assert r.prov.log == [] and sorted(r.sge.disabled) == list(NAMES)  # still exec hosts, disabled
+    out = Outcomes()
+    _actuator(r).retire_all([Removal(n, "past max_age") for n in NAMES], out)
+    assert r.prov.playbooks == ["remove_node.yml"] and r.prov.log == [f"remove {n}" for n in NAMES]
+    assert sorted(out.removed) == list(NAMES) and sorted(r.cloud.terminated) == ["i-0001", "i-0002", "i-0003"]
+
+
+def test_a_stop_that_fails_removes_the_whole_batch_in_one_play(cfg: Config) -> None:
+    r = parts(cfg)
+    _ready(r)
+
+    def refuse(ids: object) -> None:
+        raise CloudError("IncorrectInstanceState", retryable=True)
+
+    r.cloud.stop = refuse  # type: ignore[method-assign,assignment]
+    out = Outcomes()
+    _actuator(r).stop_all([Removal(n, "idle; pooled") for n in NAMES], out)
+    assert out.stopped == [] and sorted(out.removed) == list(NAMES)
+    assert all("stop failed (IncorrectInstanceState)" in out.failed[n] for n in NAMES)
+    assert r.prov.playbooks == ["remove_node.yml"]
+    for n in NAMES:
+        assert r.journal.node(n).state is NodeState.TERMINATED  # type: ignore[union-attr]
+
+
+def test_a_job_landing_on_one_node_while_stopping_keeps_it_and_stops_the_rest(cfg: Config) -> None:
+    r = parts(cfg)
+    _ready(r)
+    r.sge.on_disable = lambda host: r.sge.jobs.append(running(99, host)) if host == "node001" else None
+    out = Outcomes()
+    _actuator(r).stop_all([Removal(n, "idle; pooled") for n in NAMES], out)
+    assert out.kept == ["node001"] and out.stopped == ["node002", "node003"]
+    assert r.cloud.stop_calls == [["i-0002", "i-0003"]]
+    assert r.journal.node("node001").state is NodeState.READY  # type: ignore[union-attr]

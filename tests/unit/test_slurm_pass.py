@@ -35,6 +35,7 @@ class Cloud:
         self.instances: dict[str, Instance] = {}
         self.terminated: list[str] = []
         self.stopped: list[str] = []
+        self.stop_calls: list[list[str]] = []
         self.launched: list[str] = []
 
     def launch(self, names: Sequence[str], groups: object = None, boot: object = None) -> LaunchResult:
@@ -52,6 +53,7 @@ class Cloud:
         self.terminated += ids
 
     def stop(self, ids: Sequence[str]) -> None:
+        self.stop_calls.append(list(ids))
         for i in ids:
             self.instances[i] = Instance(i, self.instances[i].name, "stopped", NOW, "10.77.0.50", slots=2)
         self.stopped += ids
@@ -462,3 +464,47 @@ def test_a_job_slurm_holds_is_held_not_unservable(tmp_path: Path) -> None:
         "job 8: held: Slurm holds it: ReqNodeNotAvail, UnavailableNodes:node002",
     ]
     assert all(n.as_json()["held"] and not n.as_json()["unservable"] for n in r.bal.last.not_demand)
+
+
+def test_a_pass_removing_three_nodes_reads_slurm_and_powers_them_down_together(tmp_path: Path) -> None:
+    r = rig(tmp_path)
+    names = ("node001", "node002", "node003")
+    for name in names:
+        _ready_idle(r, name)
+    r.slurm.reads = 0
+    r.run()
+    assert r.books.runs == [("slurm_remove_node.yml", names)]
+    # each node drained, then one power down and one undrain for the three
+    assert r.scontrol() == [*(("drain", n) for n in names), ("power_down_force", *names), ("undrain", *names)]
+    # the pass's read, the drain's read, the read before the power down, the "no longer listed" read
+    assert r.slurm.reads == 4
+    assert sorted(r.cloud.terminated) == [f"i-{n}" for n in names]
+
+
+def test_a_failed_power_down_leaves_the_batch_drained_and_running(tmp_path: Path) -> None:
+    r = rig(tmp_path)
+    names = ("node001", "node002")
+    for name in names:
+        _ready_idle(r, name)
+    r.slurm.fail = {"power_down_force"}
+    r.run()
+    assert r.scontrol("power_down_force") == [("power_down_force", *names)]
+    assert r.scontrol("undrain") == []  # still drained: no job lands on them
+    # Slurm still has them up: not terminated, said (reconcile deregisters them again)
+    assert r.cloud.terminated == []
+    for n in names:
+        assert r.state(n) is NodeState.DEREGISTERED
+        assert "drain" in r.slurm.nodes[n].flags
+
+
+def test_a_warm_pool_stops_its_idle_nodes_together(tmp_path: Path) -> None:
+    r = rig(tmp_path, policy={"warm_pool": {"max_nodes": 3}})
+    names = ("node001", "node002", "node003")
+    for name in names:
+        _ready_idle(r, name)
+    r.slurm.reads = 0
+    r.run()
+    assert r.cloud.stop_calls == [[f"i-{n}" for n in names]]  # one stop for the three
+    assert r.scontrol() == [*(("drain", n) for n in names), ("power_down_force", *names), ("undrain", *names)]
+    assert r.slurm.reads == 3  # the pass's read, the drain's read, the read before the power down
+    assert [r.state(n) for n in names] == [NodeState.STOPPED] * 3

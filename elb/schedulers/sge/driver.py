@@ -141,8 +141,8 @@ class GridEngine:
                 seen[name] = "not in qhost" if host is None else "its execd does not report"
         return up
 
-    def out_of_service(self, host: str, reason: str) -> None:
-        return None  # the remove play took the exec host out; a pooled one stays, disabled
+    def out_of_service(self, reasons: Mapping[str, str]) -> None:
+        return None  # the remove play took the exec hosts out; pooled ones stay, disabled
 
     def resumed(self, host: str) -> None:
         _sge(lambda: self.sge.enable_host(host))  # a pooled node's queue instances stayed disabled

@@ -131,8 +131,8 @@ class SlurmCommands:
     def drain(self, name: str, reason: str) -> None:
         self.update([name], state="DRAIN", reason=_check_reason(reason))
 
-    def undrain(self, name: str) -> None:
-        self.update([name], state="UNDRAIN")
+    def undrain(self, names: Sequence[str]) -> None:
+        self.update(names, state="UNDRAIN")
 
     def power_down(self, names: Sequence[str], reason: str, *, force: bool = False) -> None:
         """Power nodes down: ``POWER_DOWN_ASAP`` (after their jobs) or, with ``force``,

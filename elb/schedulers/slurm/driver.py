@@ -204,7 +204,7 @@ class Slurm:
         self._scontrol(lambda: self.slurm.drain(host, slurm_reason(reason)))
 
     def enable_host(self, host: str) -> None:
-        self._scontrol(lambda: self.slurm.undrain(host))
+        self._scontrol(lambda: self.slurm.undrain([host]))
 
     def drain_checks(self, hosts: Sequence[str]) -> dict[str, DrainCheck]:
         read = self._read()
@@ -258,14 +258,23 @@ class Slurm:
                 seen[name] = "not in Slurm" if sn is None else sn.shown
         return up
 
-    def out_of_service(self, host: str, reason: str) -> None:
-        """Power the node down in Slurm unless Slurm does already, then undrain it: a cloud node
-        powered down can be asked for again."""
-        sn = self._read().node(host)
-        if sn is not None and not (sn.powered_down or sn.powering_down):
-            self._scontrol(lambda: self.slurm.power_down([host], slurm_reason(reason), force=True))
-        if sn is not None and sn.drain:
-            self._scontrol(lambda: self.slurm.undrain(host))
+    def out_of_service(self, reasons: Mapping[str, str]) -> None:
+        """Power the nodes down in Slurm unless Slurm does already, then undrain them: a cloud
+        node powered down can be asked for again. One read, then one ``scontrol`` for the power
+        down and one for the undrain; a power down that fails leaves them drained (no job lands
+        on a node whose remove play went through). Slurm keeps the reason of a node alone, or of
+        nodes that share it; nodes with reasons of their own share one that points at ``elb
+        history`` (a command per reason would make a batch slow when ``scontrol`` is)."""
+        read = self._read()
+        shown = [(host, sn) for host in reasons if (sn := read.node(host)) is not None]
+        down = [host for host, sn in shown if not (sn.powered_down or sn.powering_down)]
+        drained = [host for host, sn in shown if sn.drain]
+        whys = {reasons[h] for h in down}
+        why = whys.pop() if len(whys) == 1 else f"{len(down)} nodes out of service; why: elb history NODE"
+        if down:
+            self._scontrol(lambda: self.slurm.power_down(down, slurm_reason(why), force=True))
+        if drained:
+            self._scontrol(lambda: self.slurm.undrain(drained))
 
     def resumed(self, host: str) -> None:
         return None  # its slurmd registers by itself when the instance starts
