@@ -126,7 +126,7 @@ def ev(kind: str, host: str | None = None, task: str = "t", **data: Any) -> dict
     return {"event": kind, "event_data": d}
 
 
-def recap(**counts: Mapping[str, int]) -> dict[str, Any]:
+def recap(**counts: Mapping[str, object]) -> dict[str, Any]:
     artifact = counts.pop("artifact_data", {})
     return {"event": "playbook_on_stats", "event_data": {**counts, "artifact_data": artifact}}
 
@@ -355,7 +355,7 @@ def test_slim_events_keep_what_summarize_reads() -> None:
     from elb.provision.ansible import slim_event
 
     big = {"stdout": "x" * 10_000, "invocation": {"module_args": {"content": "y" * 10_000}}}
-    raw = [
+    raw: list[dict[str, Any]] = [
         {"event": "verbose", "stdout": "PLAY [x] ****"},
         {"event": "verbose", "stdout": "[ERROR]: bad"},
         {"event": "runner_on_ok", "event_data": {"host": "a", "task": "T", "res": big, "uuid": "u"}},
