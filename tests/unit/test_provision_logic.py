@@ -367,7 +367,7 @@ def test_slim_events_keep_what_summarize_reads() -> None:
     assert len(slim) == 4
     assert slim[0] == {"event": "verbose", "stdout": "[ERROR]: bad"}
     assert "res" not in slim[1]["event_data"]  # an OK result's payload is not kept
-    s_full = summarize(raw, ["a", "b"])  # type: ignore[arg-type]
+    s_full = summarize(raw, ["a", "b"])
     s_slim = summarize(slim, ["a", "b"])
     assert s_full.results == s_slim.results
     assert s_slim.results["b"].task == "r : T"
