@@ -68,7 +68,8 @@ def _replay(wl: Workload, copies: int, days: float | None, policy_name: str, pla
     policy = build_policy(policy_name, billing="second", slots_per_node=SPN, boot_time=300, max_nodes=cap)
     settings = SimSettings(slots_per_node=SPN, max_nodes=cap, fast_forward=True)
     if plain:  # ``replay`` builds a ``Simulator``: the plain one in this (forked, one-replay) child
-        runner.Simulator = PlainSimulator  # type: ignore[misc]
+        # runner imports Simulator without exporting it; replay looks it up in runner's globals.
+        runner.Simulator = PlainSimulator  # type: ignore[attr-defined]
     cpu = time.process_time()
     m, _ = runner.replay(prepared, policy, settings, billing="second", price=1.0)
     cpu = time.process_time() - cpu

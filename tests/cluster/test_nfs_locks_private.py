@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from elbdev.testcluster import image
+from elbdev.testcluster import constants, image
 from elbdev.testcluster import mount_nfs as mount_nfs_module
 from tests.cluster import lockers
 
@@ -97,7 +97,7 @@ class Lab:
 
 def _python_with_wheels(tmp: Path) -> Path:
     """A virtualenv of this Python with the FUSE client's wheels (as in the node image)."""
-    wheels = sorted(image.C.WHEEL_DIR.glob("*.whl")) or image._download_wheels()
+    wheels = sorted(constants.WHEEL_DIR.glob("*.whl")) or image._download_wheels()
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index", "--no-deps"]

@@ -103,7 +103,8 @@ def test_a_job_gets_a_node_of_the_group_that_offers_what_it_requests(testcluster
 
         grown = passes_until(bal, "two nodes to be added", lambda rs: len(rs[-1].outcomes.added) == 2, timeout=180)
         groups = {n: bal.journal.node(n).group for n in grown[-1].outcomes.added}  # type: ignore[union-attr]
-        assert sorted(groups.values()) == ["big", "small"]
+        # A group may be None for mypy; with one the test fails whatever sorted() does with it.
+        assert sorted(groups.values()) == ["big", "small"]  # type: ignore[type-var]
         big_node = next(n for n, g in groups.items() if g == "big")
         small_node = next(n for n, g in groups.items() if g == "small")
         exechost = tc.master_run(["qconf", "-se", big_node]).stdout

@@ -63,6 +63,7 @@ def test_slurm_resumes_through_elb_jobs_run_over_nfs_and_idle_nodes_go(controlle
         passes_until(bal, f"job {job} to run and write its output file", lambda: job_done(job), timeout=300)
         ran_on = job_host(job)
         print(f"\njob {job} ran on {ran_on} {time.monotonic() - started:.0f} s after sbatch")
+        assert ran_on is not None
         node = bal.journal.node(ran_on)
         assert node is not None and node.state is NodeState.READY
         up = scrape(port)

@@ -191,7 +191,9 @@ def ready_node(bal: Balancer) -> str:
         return ready[0]
     job = sbatch("-N", "1", "-n", str(slurm.NODE_CPUS), "--wrap", JOB)
     until(bal, f"job {job} to run on a new node", lambda _: job_done(job), timeout=300)
-    return job_host(job)
+    host = job_host(job)
+    assert host is not None
+    return host
 
 
 def job_state(job: str) -> str:
@@ -220,6 +222,7 @@ def test_paused_elb_gives_slurms_ask_back_and_the_next_ask_after_resume_launches
     subprocess.run(["scontrol", "update", f"jobid={job}", "StartTime=now"], env=slurm_env(), timeout=60, check=True)
     until(bal, f"job {job} to run on a node launched after the pause", lambda _: job_done(job), timeout=300)
     ran_on = job_host(job)
+    assert ran_on is not None
     assert state(bal, ran_on) is NodeState.READY
     assert [w.name for w in rig.tc.workers()] == [ran_on]  # one launch, after the pause
     events = bal.journal.events(ran_on)

@@ -121,6 +121,7 @@ def test_a_spot_interruption_requeues_the_rerunnable_job_and_replaces_the_node(
     notices.queue = [Notice(NoticeKind.INTERRUPTION, instance, 0.0, "Spot Instance Interruption Warning: terminate")]
     assert bal.run_pass().ok
     # At once: nothing new lands on the node, its rerunnable job is off it, its removal is ordered.
+    assert isinstance(bal.scheduler, GridEngine)
     snap = bal.scheduler.sge.read_snapshot()
     (host,) = [h for h in snap.hosts if h.name == doomed]
     assert all("d" in q.states for q in host.queues)

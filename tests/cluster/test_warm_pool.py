@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from elb.core.model import NodeState
+from elb.schedulers.sge.driver import GridEngine
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
 from elb.service.passrecord import PassResult
@@ -74,6 +75,7 @@ def test_an_idle_node_is_stopped_restarted_for_demand_and_removed_past_max_age(
     passes_until(bal, "the idle node to be stopped", lambda _: stopped(bal, name), timeout=120)
     (inst,) = [i for i in bal.cloud.list_workers() if i.name == name]  # type: ignore[union-attr]
     assert (inst.instance_id, inst.state) == (instance, "stopped")  # the same container, stopped
+    assert isinstance(bal.scheduler, GridEngine)
     assert name in bal.scheduler.sge.configured_exec_hosts()  # still an exec host
     host = bal.scheduler.sge.read_snapshot().host(name)
     assert host is not None and all(q.disabled for q in host.queues)

@@ -21,6 +21,7 @@ from elb.core.assets import default_playbook_dir
 from elb.core.config import Config
 from elb.core.model import NodeState
 from elb.provision.ansible import AnsibleProvisioner
+from elb.schedulers.sge.driver import GridEngine
 from elb.service.daemon import Balancer
 from elb.service.executor import Executor
 from elb.service.passrecord import PassResult
@@ -177,6 +178,7 @@ def test_slow_provisioning_does_not_delay_a_due_removal(testcluster: TestCluster
             first = r.outcomes.added[0] if r.outcomes.added else None
             time.sleep(1)
         # Node A has the one slot configured: SGE cannot start the waiting job beside the busy one.
+        assert isinstance(bal.scheduler, GridEngine)
         host = next(h for h in bal.scheduler.sge.read_snapshot().hosts if h.name == first)
         assert host.slots_total == 1, host
         bal.journal.close()

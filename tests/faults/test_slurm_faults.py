@@ -14,6 +14,7 @@ as the master, slurmd in podman nodes elb launches and provisions).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -141,6 +142,7 @@ def test_job_submitted_as_the_slurm_node_drains_is_never_lost(controller: TestCl
         jobs.append(first)
         passes_until(bal, f"job {first} to run", lambda: job_done(first), timeout=300)
         node = job_host(first)
+        assert node is not None
         latency = dispatch_latency()
         offsets = (-(latency + EARLY), -max(0.0, latency - LATE))
         # Around the time Slurm takes to give the job a node, before the drain: it lands on the node
@@ -172,26 +174,27 @@ def test_job_submitted_as_the_slurm_node_drains_is_never_lost(controller: TestCl
             if out.kept == [node]:
                 outcomes["kept"] += 1
                 assert state.state is NodeState.READY, state
-                passes_until(bal, f"job {job} to end", lambda job=job: job_done(job), timeout=120)
+                passes_until(bal, f"job {job} to end", functools.partial(job_done, job), timeout=120)
                 assert "drain" not in sinfo_states()[node], f"{node} left drained"
             else:
                 assert out.failed == {} and state.state is NodeState.TERMINATED, (out, state)
                 outcomes["powered_down"] += 1
                 old = node
-                passes_until(
-                    bal,
-                    f"job {job} to run on another node and {old} to go",
-                    lambda job=job, old=old: (
+
+                def moved(job: str = job, old: str = old) -> bool:
+                    return (
                         job_done(job) and (n := bal.journal.node(old)) is not None and n.state is NodeState.TERMINATED
-                    ),
-                    timeout=300,
-                )
+                    )
+
+                passes_until(bal, f"job {job} to run on another node and {old} to go", moved, timeout=300)
                 node = job_host(job)
+                assert node is not None
                 if node == old:  # it ran and ended on the old node before the drain read Slurm
                     starter = sbatch("-N", "1", "-n", "2", "--wrap", JOB)
                     jobs.append(starter)
-                    passes_until(bal, f"job {starter} to run", lambda starter=starter: job_done(starter), timeout=300)
+                    passes_until(bal, f"job {starter} to run", functools.partial(job_done, starter), timeout=300)
                     node = job_host(starter)
+                    assert node is not None
                     print(f"race {i + 1}/{RACES}: offset {offset:+.2f} s, job {job}: {outcomes}", flush=True)
 
         hooked.on_drain = None
@@ -222,7 +225,7 @@ def test_job_submitted_as_the_slurm_node_drains_is_never_lost(controller: TestCl
 # and in the middle of the provisioning play; ELB_SLURM_KILLS=all adds just after the journal says
 # it asked for the node (the restart's rule for that case is tested on values in
 # tests/unit/test_slurm_plan.py).
-KILLS = (("launching", 0.0), ("provisioning", 4.0))
+KILLS: tuple[tuple[str, float], ...] = (("launching", 0.0), ("provisioning", 4.0))
 if os.environ.get("ELB_SLURM_KILLS") == "all":
     KILLS = (("requested", 0.0), *KILLS)
 
@@ -250,7 +253,9 @@ def test_sigkill_between_resume_request_and_node_ready_converges(controller: Tes
             assert last is not None and last[1] is NodeState(step), last
             bal = slurm_balancer(cfg)  # elb restarts
             started = time.monotonic()
-            passes = passes_until(bal, f"job {job} to run after a kill at {step}", lambda job=job: job_done(job), 300)
+            passes = passes_until(
+                bal, f"job {job} to run after a kill at {step}", functools.partial(job_done, job), 300
+            )
             crashes.append(
                 {
                     "step": step,
@@ -262,7 +267,7 @@ def test_sigkill_between_resume_request_and_node_ready_converges(controller: Tes
             )
             bal.journal.close()
             bal = slurm_balancer(cfg)
-            passes_until(bal, "the idle node to go", lambda bal=bal: no_elb_nodes_left(bal, tc), 240)
+            passes_until(bal, "the idle node to go", functools.partial(no_elb_nodes_left, bal, tc), 240)
             bal.journal.close()
             assert tc.workers() == []
         lost = [j for j in jobs if not job_done(j)]
@@ -291,6 +296,7 @@ def test_a_ready_node_whose_slurmd_dies_is_given_back_and_taken_out(controller: 
         job = sbatch("-N", "1", "-n", "2", "--wrap", JOB)
         passes_until(bal, f"job {job} to run", lambda: job_done(job), 300)
         name = job_host(job)
+        assert name is not None
         passes_until(bal, f"job {job} to end", lambda: job_state(job) in ("", "COMPLETED"), 60)
         subprocess.run(["podman", "exec", name, "pkill", "-x", "slurmd"], check=True, timeout=30)
         killed = time.monotonic()

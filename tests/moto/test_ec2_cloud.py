@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
+from botocore.compat import HTTPHeaders
 from botocore.exceptions import EndpointConnectionError
 
 from elb.clouds.ec2.cloud import Ec2Cloud, make_client
@@ -34,6 +35,9 @@ from .conftest import (
     state_of,
 )
 
+if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
+
 pytestmark = pytest.mark.moto
 
 
@@ -47,7 +51,8 @@ def cloud_with(
         config,
         CLUSTER,
         slots_per_node=slots,
-        client=client if faulty else client.real,
+        # FaultyClient stands in for the EC2 client: it hands every operation on to the real one.
+        client=cast("EC2Client", client) if faulty else client.real,
         clock=clock,
         sleep=clock.sleep,
         poll_interval=5.0,
@@ -83,15 +88,15 @@ def test_launch_tags_waits_and_reports(ec2: Any, ami: str, subnets: list[str], a
         assert inst.slots == 2  # t3.large has 2 vCPUs in describe_instance_types
     raw = {tags(i)[TAG_NAME]: i for i in all_instances(ec2)}
     assert set(raw) == {"node001", "node002"}
-    for name, inst in raw.items():
-        assert tags(inst) == {
+    for name, raw_inst in raw.items():
+        assert tags(raw_inst) == {
             TAG_CLUSTER: CLUSTER,
             TAG_ROLE: "worker",
             TAG_MANAGED_BY: "elb",
             TAG_NAME: name,
             "team": "genomics",
         }
-        assert inst["SubnetId"] == subnets[1]
+        assert raw_inst["SubnetId"] == subnets[1]
     # tags are given at creation, for the instance and its volumes, never added afterwards
     runs = client.calls_of("run_instances")
     assert len(runs) == 2
@@ -518,7 +523,7 @@ def throttle_hook(times: int) -> tuple[Any, dict[str, int]]:
         count["sent"] += 1
         if count["throttled"] < times:
             count["throttled"] += 1
-            return AWSResponse(request.url, 503, {"Content-Type": "text/xml"}, _Raw(body))
+            return AWSResponse(request.url, 503, HTTPHeaders.from_dict({"Content-Type": "text/xml"}), _Raw(body))
         return None
 
     return hook, count
@@ -538,7 +543,8 @@ class _Raw:
 def test_throttling_is_retried_by_botocore_standard_mode(ec2: Any, ami: str, aws_env: str) -> None:
     config = Ec2Config(region=REGION, endpoint_url=aws_env, ami=ami, instance_types=["t3.large"])
     client = make_client(config, total_attempts=3)
-    assert client.meta.config.retries["mode"] == "standard"
+    # botocore's Config sets its options as attributes at run time; its stubs declare none of them.
+    assert client.meta.config.retries["mode"] == "standard"  # type: ignore[attr-defined]
     hook, count = throttle_hook(2)
     client.meta.events.register("before-send.ec2.DescribeInstances", hook)
     cloud = Ec2Cloud(config, CLUSTER, client=client)

@@ -83,7 +83,8 @@ def test_run_arguments_carry_every_setting() -> None:
         spot_max_price="0.1",
     )
     args = run_arguments(s, Choice("a", "s2", "spot"), "elb", "node007")
-    assert args["ImageId"] == "ami-1" and args["InstanceType"] == "a" and args["SubnetId"] == "s2"
+    # "a" is a made-up instance type, outside the stubs' Literal of EC2's types.
+    assert args["ImageId"] == "ami-1" and args["InstanceType"] == "a" and args["SubnetId"] == "s2"  # type: ignore[comparison-overlap]
     assert (args["MinCount"], args["MaxCount"], args["ClientToken"]) == (1, 1, client_token(args))
     assert args["SecurityGroupIds"] == ["sg-1"] and args["KeyName"] == "k"
     assert args["IamInstanceProfile"] == {"Arn": "arn:aws:iam::1:instance-profile/w"}
@@ -91,9 +92,9 @@ def test_run_arguments_carry_every_setting() -> None:
         {"DeviceName": "/dev/xvda", "Ebs": {"DeleteOnTermination": True, "VolumeSize": 50}}
     ]
     assert args["UserData"] == "#!/bin/sh\n"
-    assert args["InstanceMarketOptions"]["SpotOptions"]["MaxPrice"] == "0.1"  # type: ignore[typeddict-item]
+    assert args["InstanceMarketOptions"]["SpotOptions"]["MaxPrice"] == "0.1"
     for ts in args["TagSpecifications"]:
-        tags = {t["Key"]: t["Value"] for t in ts["Tags"]}  # type: ignore[typeddict-item]
+        tags = {t["Key"]: t["Value"] for t in ts["Tags"]}
         assert tags == {TAG_CLUSTER: "elb", TAG_ROLE: "worker", TAG_MANAGED_BY: "elb", TAG_NAME: "node007", "team": "x"}
     plain = run_arguments(spec(iam_instance_profile="workers"), Choice("a", None), "elb", "n")
     assert plain["IamInstanceProfile"] == {"Name": "workers"}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import email
 import os
+from email.message import Message
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,13 @@ pytestmark = pytest.mark.moto
 def user_data_of(ec2: Any, instance_id: str) -> str:
     ud = ec2.describe_instance_attribute(InstanceId=instance_id, Attribute="userData")
     return base64.b64decode(ud["UserData"]["Value"]).decode()
+
+
+def payload_text(part: Message) -> str:
+    """A non-multipart MIME part's payload, decoded from its transfer encoding."""
+    data = part.get_payload(decode=True)
+    assert isinstance(data, bytes)
+    return data.decode()
 
 
 def cloud_config(text: str) -> dict[str, Any]:
@@ -61,8 +69,8 @@ def test_the_admins_user_data_runs_beside_it(ec2: Any, ami: str, aws_env: str, t
     assert archive.get_content_type() == "multipart/mixed"
     parts = [p for p in archive.walk() if not p.is_multipart()]
     assert [p.get_content_type() for p in parts] == ["text/plain", "text/cloud-config"]
-    assert parts[0].get_payload(decode=True).decode() == script  # cloud-init runs it by its "#!"
-    data = cloud_config(parts[1].get_payload(decode=True).decode())
+    assert payload_text(parts[0]) == script  # cloud-init runs it by its "#!"
+    data = cloud_config(payload_text(parts[1]))
     assert data["ssh_keys"]["ed25519_public"] == store.public_key("node001")
 
 
@@ -70,9 +78,10 @@ def test_mime_user_data_gets_elbs_part_appended() -> None:
     key = generate()
     theirs = node_user_data("#!/bin/sh\ntrue\n", generate())  # any MIME archive of cloud-init's kind
     out = node_user_data(theirs, key)
+    assert out is not None
     parts = [p for p in email.message_from_string(out).walk() if not p.is_multipart()]
     assert [p.get_content_type() for p in parts] == ["text/plain", "text/cloud-config", "text/cloud-config"]
-    assert cloud_config(parts[-1].get_payload(decode=True).decode())["ssh_keys"]["ed25519_public"] == key.public
+    assert cloud_config(payload_text(parts[-1]))["ssh_keys"]["ed25519_public"] == key.public
 
 
 def test_user_data_too_long_for_ec2_is_refused(ami: str, aws_env: str, tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ which checks what elb asks of them and that RunInstances names the group."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -15,9 +15,12 @@ from elb.clouds.ec2.cloud import Ec2Cloud, make_client
 from elb.core.config import Ec2Config
 from elb.core.groups import NodeGroup, NodeGroups
 
-from .conftest import all_instances
-from .test_ec2_cloud import CLUSTER, REGION, FakeClock, FaultyClient, tags
+from .conftest import CLUSTER, REGION, FakeClock, FaultyClient, all_instances
+from .test_ec2_cloud import tags
 from .test_ec2_templates import template
+
+if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
 
 pytestmark = pytest.mark.moto
 
@@ -29,7 +32,8 @@ def grouped_cloud(aws_env: str, groups: list[NodeGroup], **cfg: Any) -> tuple[Ec
     cloud = Ec2Cloud(
         config,
         CLUSTER,
-        client=client,
+        # FaultyClient stands in for the EC2 client: it hands every operation on to the real one.
+        client=cast("EC2Client", client),
         clock=clock,
         sleep=clock.sleep,
         poll_interval=5.0,
@@ -75,8 +79,9 @@ def test_a_placement_group_is_made_once_and_named_by_each_launch(ec2: Any, ami: 
     mpi = NodeGroup(name="mpi", slots=2, instance_types=["c5n.large"], placement_group=True, max_nodes=4)
     cloud, client = grouped_cloud(aws_env, [COMPUTE, mpi], ami=ami, instance_types=["t3.micro"])
     pgs = PlacementGroups()
-    client.describe_placement_groups = pgs.describe_placement_groups  # type: ignore[method-assign]
-    client.create_placement_group = pgs.create_placement_group  # type: ignore[method-assign]
+    # FaultyClient has these operations only through __getattr__: set on the instance, they answer in moto's place.
+    client.describe_placement_groups = pgs.describe_placement_groups  # type: ignore[attr-defined]
+    client.create_placement_group = pgs.create_placement_group  # type: ignore[attr-defined]
     assert cloud.launch(["node001", "node002"], {"node001": "mpi", "node002": "mpi"}).failed == {}
     cloud.launch(["node003"], {"node003": "mpi"})
     (made,) = pgs.created  # once, then known

@@ -105,7 +105,7 @@ def test_spot_with_a_template_sets_the_market() -> None:
         launch_template=LaunchTemplate(name="workers"),
     )
     args = run_arguments(spec, Choice("c5.large", None, "spot"), "elb", "node001")
-    assert args["InstanceMarketOptions"]["MarketType"] == "spot"  # type: ignore[typeddict-item]
+    assert args["InstanceMarketOptions"]["MarketType"] == "spot"
     assert "ImageId" not in args and "MetadataOptions" not in args and "SubnetId" not in args
 
 

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -37,8 +38,14 @@ NEW = [NodeSpec("node004", "10.77.0.14", 4), NodeSpec("node005", "10.77.0.15", 4
 WORKERS = [NodeSpec("node001", "10.77.0.11", 4)]
 
 
-def _inventory(tmp_path: Path, **groups: list[NodeSpec]) -> Path:
-    inv = build_inventory(Connection(), **groups)
+def _inventory(
+    tmp_path: Path,
+    *,
+    workers: Sequence[NodeSpec] = (),
+    new_nodes: Sequence[NodeSpec] = (),
+    old_nodes: Sequence[NodeSpec] = (),
+) -> Path:
+    inv = build_inventory(Connection(), workers=workers, new_nodes=new_nodes, old_nodes=old_nodes)
     path = tmp_path / "inventory.json"
     path.write_text(json.dumps(inv))
     return path

@@ -57,7 +57,8 @@ Request = dict[str, Any]  # {"service", "operation", "params"}
 @functools.cache
 def operations(service: str) -> Mapping[str, str]:
     """boto3 method name -> API operation name, from botocore's service model."""
-    client = boto3.client(service, region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
+    # boto3-stubs type client() for each literal service name only, and ``service`` is any of them.
+    client = boto3.client(service, region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")  # type: ignore[call-overload]
     return dict(client.meta.method_to_api_mapping)
 
 
@@ -239,7 +240,7 @@ def cloud(world: World, node_groups: NodeGroups | None = None, **cfg: Any) -> Ec
     )
 
 
-OWN = {
+OWN: dict[str, Any] = {
     "ami": AMI,
     "instance_types": ["c6i.large"],
     "subnets": SUBNETS[:1],
@@ -251,8 +252,11 @@ OWN = {
     "user_data": "#!/bin/sh\necho ready\n",
     "extra_tags": {"cost-centre": "4711"},
 }
-TEMPLATE = {"launch_template": {"id": TEMPLATE_ID, "version": "3"}, "extra_tags": {"cost-centre": "4711"}}
-FLEET = {**TEMPLATE, "instance_types": ["c6i.large", "c5.large"], "subnets": SUBNETS}
+TEMPLATE: dict[str, Any] = {
+    "launch_template": {"id": TEMPLATE_ID, "version": "3"},
+    "extra_tags": {"cost-centre": "4711"},
+}
+FLEET: dict[str, Any] = {**TEMPLATE, "instance_types": ["c6i.large", "c5.large"], "subnets": SUBNETS}
 
 
 def run_instances_own(world: World) -> None:
@@ -368,7 +372,8 @@ def record(name: str) -> list[Request]:
     """The requests scenario ``name`` sends, in order (as JSON has them)."""
     world = World()
     SCENARIOS[name](world)
-    return json.loads(json.dumps(world.requests))  # tuples as lists, as read back from a file
+    requests: list[Request] = json.loads(json.dumps(world.requests))  # tuples as lists, as read back from a file
+    return requests
 
 
 def golden_path(name: str) -> Path:

@@ -4,6 +4,7 @@ run, the rule that the shipped Ansible content needs no collection besides ansib
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import tomllib
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from elb.cli import extras, monitoring
+from elb.cli import monitoring
 from elb.cli.main import main
 from elb.core import assets
 from elb.core.exitcodes import Exit
@@ -204,7 +205,7 @@ def test_sge_exec_restarts_the_execd_when_its_package_or_directories_change() ->
 def test_plot_without_matplotlib_says_how_to_install_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(extras.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)  # what elb.cli.extras asks
     assert main(["plot", "-c", str(config(tmp_path))]) == 1
     assert "pip install 'elb[plot]'" in capsys.readouterr().err
     assert main(["simulate", "no-such.swf", "--plot", str(tmp_path / "x.png")]) == 2

@@ -45,7 +45,7 @@ def ts(text: str) -> float:
     ],
 )
 def test_a_period_starts_at_midnight_at_the_offset(period: str, offset: str, start: str, end: str) -> None:
-    b = Budget(amount=10.0, period=period, utc_offset=offset)  # type: ignore[arg-type]
+    b = Budget(amount=10.0, period=period, utc_offset=offset)
     assert period_bounds(b, T0) == (ts(start), ts(end))
 
 

@@ -48,7 +48,8 @@ class Command:
 
 
 def test_the_command_runs_until_it_exits_0_sleeping_between_tries() -> None:
-    command, sleeps = Command(ok_at=4), []
+    command = Command(ok_at=4)
+    sleeps: list[float] = []
     outcome = M.until_ok(["mount", "/home"], command.run, tries=150, delay=2, sleep=sleeps.append)
     assert outcome.ok and outcome.tries == 4 and outcome.stdout == "done\n"
     assert command.calls == [["mount", "/home"]] * 4
@@ -56,7 +57,8 @@ def test_the_command_runs_until_it_exits_0_sleeping_between_tries() -> None:
 
 
 def test_a_command_that_never_succeeds_stops_at_the_bound_and_says_its_last_stderr() -> None:
-    command, sleeps = Command(ok_at=99), []
+    command = Command(ok_at=99)
+    sleeps: list[float] = []
     outcome = M.until_ok(["mount", "/home"], command.run, tries=5, delay=2, sleep=sleeps.append)
     assert not outcome.ok and outcome.tries == 5 and len(command.calls) == 5 and len(sleeps) == 4
     msg = M.failure("the export could not be mounted", ["mount", "/home"], outcome, 2)

@@ -510,14 +510,20 @@ def test_place_all_places_each_shape_once(monkeypatch: pytest.MonkeyPatch) -> No
     bindings = [None, None, None, JobBinding(start_time=NOW + 60)]
     jobs = [dataclasses.replace(j) for j in shapes * 12_500]  # equal jobs, none the same object
     expected = [place(j, groups(DEFAULT), SITE, NOW, binding=b) for j, b in zip(shapes, bindings, strict=True)]
-    placed, narrowed = [], []
+    placed: list[Job] = []
+    narrowed: list[Job] = []
     place_one, candidates = elb.schedulers.sge.demand._place, elb.schedulers.sge.demand._candidates
-    monkeypatch.setattr(
-        elb.schedulers.sge.demand, "_place", lambda j, *a, **k: placed.append(j) or place_one(j, *a, **k)
-    )
-    monkeypatch.setattr(
-        elb.schedulers.sge.demand, "_candidates", lambda j, *a, **k: narrowed.append(j) or candidates(j, *a, **k)
-    )
+
+    def counted_place(j: Job, *a: Any, **k: Any) -> object:
+        placed.append(j)
+        return place_one(j, *a, **k)
+
+    def counted_candidates(j: Job, *a: Any, **k: Any) -> object:
+        narrowed.append(j)
+        return candidates(j, *a, **k)
+
+    monkeypatch.setattr(elb.schedulers.sge.demand, "_place", counted_place)
+    monkeypatch.setattr(elb.schedulers.sge.demand, "_candidates", counted_candidates)
     got = place_all(
         jobs, groups(DEFAULT), SITE, NOW, bindings=[dataclasses.replace(b) if b else b for b in bindings * 12_500]
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,7 +34,7 @@ def write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def dry_json(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, object]]:
+def dry_json(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
     code = main(["once", "--dry-run", "--json", "-c", str(path)])
     return code, json.loads(capsys.readouterr().out)
 
@@ -63,7 +64,7 @@ def test_the_plan_per_group_with_unservable_jobs(
         {"group": "gpu", "count": 1, "names": ["node002"]},
     ]
     assert plan["remove"] == []
-    assert [(u["job_id"], u["reason"]) for u in plan["unservable"]] == [  # type: ignore[attr-defined]
+    assert [(u["job_id"], u["reason"]) for u in plan["unservable"]] == [
         (3, "requests gpu=2: more than any node group offers (small: none, gpu: 1)"),
         (4, "bound to queue other.q: no node group joins it"),
     ]
@@ -78,9 +79,9 @@ def test_the_plan_per_group_with_unservable_jobs(
         "slots_used": 1,
         "nodes_managed": 0,
     }
-    assert [g["name"] for g in plan["groups"]] == ["small", "gpu"]  # type: ignore[attr-defined]
+    assert [g["name"] for g in plan["groups"]] == ["small", "gpu"]
     assert plan["max_nodes"] == 5 and plan["not_yet"] == []
-    assert any(line.startswith("add 2 (node001, node002)") for line in plan["lines"])  # type: ignore[attr-defined]
+    assert any(line.startswith("add 2 (node001, node002)") for line in plan["lines"])
 
 
 def test_without_node_groups_the_one_group_is_default(
@@ -130,8 +131,8 @@ def test_the_json_plan_has_the_whole_pass(
     stand.sge = FakeSge(T0, jobs=[pending(1, 600, slots=2)])
     code, plan = dry_json(write(tmp_path, GROUPS), capsys)
     assert code == Exit.OK
-    assert [(r["kind"], r["node"]) for r in plan["repairs"]] == [("orphan", "node007")]  # type: ignore[index,union-attr]
+    assert [(r["kind"], r["node"]) for r in plan["repairs"]] == [("orphan", "node007")]
     assert plan["scaling"] is False and plan["scaling_note"] and plan["add"] == []
     assert plan["cloud"] == "1 listed (read only)"
-    assert plan["lines"][0].startswith("repair (orphan) node007: ")  # type: ignore[index]
+    assert plan["lines"][0].startswith("repair (orphan) node007: ")
     assert set(stand.cloud.instances) == {"i-orphan"}

@@ -47,7 +47,8 @@ def all_golden() -> Iterator[tuple[str, dict[str, Any]]]:
 
 @functools.cache
 def service_model(service: str) -> Any:
-    return boto3.client(service, region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x").meta
+    # boto3-stubs type client() for each literal service name only, and ``service`` is any of them.
+    return boto3.client(service, region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x").meta  # type: ignore[call-overload]
 
 
 # --------------------------------------------------------------------------- golden requests

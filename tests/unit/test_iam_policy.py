@@ -92,7 +92,7 @@ def test_the_shipped_policy_is_the_generators() -> None:
     assert shipped == render_json(Scope.generic()), "regenerate: elb iam-policy --generic --json > docs/iam-policy.json"
 
 
-CONFIG = {
+CONFIG: dict[str, Any] = {
     "cluster": {"name": "genomics"},
     "cloud": {
         "provider": "ec2",
@@ -137,7 +137,7 @@ def test_a_template_by_id_is_scoped_to_it_and_one_by_name_cannot_be() -> None:
 
 
 def test_notices_and_placement_groups_add_their_statements() -> None:
-    cfg = {**CONFIG, "cloud": {"provider": "ec2", "ec2": {**CONFIG["cloud"]["ec2"], "notices": True}}}  # type: ignore[dict-item]
+    cfg = {**CONFIG, "cloud": {"provider": "ec2", "ec2": {**CONFIG["cloud"]["ec2"], "notices": True}}}
     doc = policy(Scope.from_config(parse_config(cfg)))
     (queue,) = [st for st in doc["Statement"] if st["Sid"] == "ReadTheNoticeQueue"]
     assert queue["Resource"] == "arn:aws:sqs:eu-west-1:ACCOUNT_ID:elb-genomics-notices"

@@ -16,7 +16,6 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +25,9 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 
 from elb.core.config import Config, parse_config
-from elb.service.daemon import Counters, LastPass
 from elb.service.journal import Journal
 from elb.service.metrics import PassMetrics, metrics_registry
+from elb.service.passrecord import Counters, LastPass
 
 REPO = Path(__file__).resolve().parents[2]
 MONITORING = REPO / "monitoring"
@@ -44,16 +43,27 @@ needs_promtool = pytest.mark.skipif(
 # -- what elb exports ------------------------------------------------------------------------
 
 
-@dataclass
 class Observed:
-    """What ``elb.service.metrics`` reads of a balancer, with nothing happened yet."""
+    """What ``elb.service.metrics`` reads of a balancer, with nothing happened yet.
 
-    config: Config
-    journal: Journal
-    last: LastPass
-    counters: Counters
-    metrics: PassMetrics
-    clock: Callable[[], float]
+    A plain class: mypy takes a dataclass's Callable field (``clock``) for a read-only
+    attribute, which the metrics' protocol wants settable."""
+
+    def __init__(
+        self,
+        config: Config,
+        journal: Journal,
+        last: LastPass,
+        counters: Counters,
+        metrics: PassMetrics,
+        clock: Callable[[], float],
+    ) -> None:
+        self.config = config
+        self.journal = journal
+        self.last = last
+        self.counters = counters
+        self.metrics = metrics
+        self.clock = clock
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,10 @@ class RaisingPolicy:
         self.inner = make_policy(cfg.policy, cfg.cluster)
         self.raises: BaseException | None = MemoryError()
 
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
     def decide(self, state: ClusterState, history: History) -> Plan:
         if self.raises is not None:
             raise self.raises

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 
 import pytest
 
@@ -72,7 +73,9 @@ def test_free_index_set_many_builds_the_index_one_set_at_a_time_would(seed: int)
     assert many._empty == one._empty
 
 
-def _reference(bins: list[tuple[str | None, int, int]], jobs: list[tuple[int, int]], spn: int) -> tuple[int, set[str]]:
+def _reference(
+    bins: Sequence[tuple[str | None, int, int]], jobs: list[tuple[int, int]], spn: int
+) -> tuple[int, set[str]]:
     """Task-by-task first fit onto a list of bins, new nodes appended as needed (no limit)."""
     free = [f for _, f, _ in bins]
     total = [t for _, _, t in bins]

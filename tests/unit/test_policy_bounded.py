@@ -6,6 +6,7 @@ peak of Python allocations (tracemalloc); the timeout is only a safety net.
 
 from __future__ import annotations
 
+import functools
 import tracemalloc
 from collections.abc import Callable
 from typing import TypeVar
@@ -13,8 +14,9 @@ from typing import TypeVar
 import pytest
 
 from elb.core.config import ClusterConfig, PolicyConfig
-from elb.core.model import History, Job, Node, NodeState, Plan
+from elb.core.model import History, Host, Job, Node, NodeState, Plan
 from elb.core.policy import make_policy
+from elb.core.policy.base import Policy
 from elb.core.policy.forecast import forecast
 from elb.core.policy.peers import Limits, ParallelclusterPolicy, SlurmPolicy, StarclusterPolicy
 from elb.core.policy.view import cluster_view
@@ -46,15 +48,15 @@ def array(job_id: int, tasks: int, slots: int = 1, waited: float = 60.0) -> Job:
     return Job(job_id, f"a{job_id}", "u", "qw", slots, submitted=T0 - waited, tasks=tasks, task_ids=f"1-{tasks}:1")
 
 
-def elb(max_nodes: int = 10, **kw: object) -> object:
+def elb(max_nodes: int = 10, **kw: object) -> Policy:
     return make_policy(
-        PolicyConfig(max_nodes=max_nodes, slots_per_node=8, boot_time=300, billing="second", **kw),  # type: ignore[arg-type]
+        PolicyConfig(max_nodes=max_nodes, slots_per_node=8, boot_time=300, billing="second", **kw),
         ClusterConfig(),
     )
 
 
-def decide(policy: object, jobs: list[Job], hosts: list[object] | None = None, nodes: list[Node] | None = None) -> Plan:
-    plan: Plan = policy.decide(join(tuple(nodes or ()), (), snap(jobs, hosts), now=T0), History())  # type: ignore[attr-defined, arg-type]
+def decide(policy: Policy, jobs: list[Job], hosts: list[Host] | None = None, nodes: list[Node] | None = None) -> Plan:
+    plan: Plan = policy.decide(join(tuple(nodes or ()), (), snap(jobs, hosts), now=T0), History())
     return plan
 
 
@@ -107,11 +109,13 @@ def test_a_huge_job_first_does_not_hide_a_later_job_that_takes_an_idle_node() ->
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("peer", [SlurmPolicy, ParallelclusterPolicy, StarclusterPolicy])
-def test_peers_decide_on_a_billion_task_array_and_slot_job_within_the_cap(peer: type) -> None:
+def test_peers_decide_on_a_billion_task_array_and_slot_job_within_the_cap(
+    peer: type[SlurmPolicy | ParallelclusterPolicy | StarclusterPolicy],
+) -> None:
     policy = peer(Limits(max_nodes=10, slots_per_node=8))
     huge_pe = Job(2, "mpi", "u", "qw", BILLION, submitted=T0 - 60, pe="mpi", pe_range=str(BILLION))
     for jobs in ([array(1, BILLION, waited=1000.0)], [huge_pe]):
-        plan = bounded(lambda jobs=jobs: decide(policy, jobs))
+        plan = bounded(functools.partial(decide, policy, jobs))
         assert plan.add <= 10
         if peer is not StarclusterPolicy:
             assert plan.add == 10

@@ -37,10 +37,11 @@ GPU = {
 
 
 def config(tmp_path: Path, *groups: dict[str, object], **policy: object) -> Config:
+    policy_section: dict[str, object] = {"billing": "second", **policy}
     return parse_config(
         {
             "state_dir": str(tmp_path),
-            "policy": {"billing": "second", **policy},
+            "policy": policy_section,
             "node_groups": [dict(g) for g in groups] or [SMALL, GPU],
         }
     )
@@ -127,7 +128,8 @@ def test_an_idle_node_is_removed_by_its_own_groups_policy(tmp_path: Path) -> Non
         node("node002", 3600, group="gpu", last_busy_at=T0 - 3000),
     ]
     jobs = [pending(5, LONG)]  # a small job waiting: node001 is kept for it, node002 is not needed
-    plan = policy.decide_groups(join(nodes, (), snap(jobs, hosts), now=T0), {jobs[0]: "small"}, History())  # type: ignore[attr-defined]
+    assert isinstance(policy, GroupedPolicy)
+    plan = policy.decide_groups(join(nodes, (), snap(jobs, hosts), now=T0), {jobs[0]: "small"}, History())
     assert [r.node for r in plan.remove] == ["node002"]
     assert "(group gpu)" in plan.remove[0].reason
     assert plan.add == 0
@@ -139,9 +141,10 @@ def test_names_are_unique_across_groups(tmp_path: Path) -> None:
     hosts = [host("node007", 2, used=2)]
     nodes = [node("node007", 600, group="small", last_busy_at=T0)]
     jobs = [running(9, "node007", slots=2), gpu_job(1), pending(2, LONG, slots=2)]
+    assert isinstance(policy, GroupedPolicy)
     plan = policy.decide_groups(
         join(nodes, (), snap(jobs, hosts), now=T0), {jobs[1]: "gpu", jobs[2]: "small"}, History()
-    )  # type: ignore[attr-defined]
+    )
     assert plan.add_names == ("node008", "node009")
     assert dict(plan.add_groups) == {"node008": "small", "node009": "gpu"}
 

@@ -11,8 +11,9 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any, TypedDict
 
 import pytest
 
@@ -20,6 +21,13 @@ from tests.unit import role_modules
 
 MODULE_PATH = role_modules.module_path("sge_exec", "elb_sge_exec_host")
 M = role_modules.load("sge_exec", "elb_sge_exec_host")
+
+
+class Queue(TypedDict):
+    """A cluster queue as the stand-in keeps it: its host list and its per-host slots."""
+
+    hostlist: list[str]
+    slots: dict[str, int]
 
 
 class Qmaster:
@@ -30,7 +38,7 @@ class Qmaster:
         self.submit = ["master"]
         self.execs: dict[str, str] = {}
         self.groups: dict[str, list[str]] = {"@allhosts": []}
-        self.queues: dict[str, dict[str, object]] = {"all.q": {"hostlist": ["@allhosts"], "slots": {}}}
+        self.queues: dict[str, Queue] = {"all.q": {"hostlist": ["@allhosts"], "slots": {}}}
         self.unresolvable: dict[str, int] = {}  # name -> how many more -ah fail to resolve it
         self.calls: list[list[str]] = []
         self.race_group = False  # another node's run makes the group just before -Ahgrp
@@ -58,8 +66,8 @@ class Qmaster:
             q = self.queues.get(args[0])
             if q is None:
                 return 1, "", f'No cluster queue or queue instance matches the phrase "{args[0]}"\n'
-            slots = ["1", *(f"[{h}={n}]" for h, n in q["slots"].items())]  # type: ignore[attr-defined]
-            hostlist = " ".join(q["hostlist"]) or "NONE"  # type: ignore[arg-type]
+            slots = ["1", *(f"[{h}={n}]" for h, n in q["slots"].items())]
+            hostlist = " ".join(q["hostlist"]) or "NONE"
             return (
                 0,
                 f"qname                 {args[0]}\nhostlist              {hostlist}\n"
@@ -121,15 +129,15 @@ class Qmaster:
                 return 0, f'root@master modified "{target}" in host group list\n', ""
             q = self.queues[target]
             if attr == "hostlist":
-                if value in q["hostlist"]:  # type: ignore[operator]
+                if value in q["hostlist"]:
                     return 1, "", f'"{value}" already exists\n'
-                q["hostlist"].append(value)  # type: ignore[attr-defined]
+                q["hostlist"].append(value)
             else:  # "[host=n],[host=n]"
                 entries = [entry.strip("[]").split("=") for entry in value.split(",")]
-                if any((host in q["slots"]) != (opt == "-mattr") for host, _ in entries):  # type: ignore[operator]
+                if any((host in q["slots"]) != (opt == "-mattr") for host, _ in entries):
                     return 1, "", "wrong option for this entry\n"
                 for host, n in entries:
-                    q["slots"][host] = int(n)  # type: ignore[index]
+                    q["slots"][host] = int(n)
             return 0, f'root@master modified "{target}" in cluster queue list\n', ""
         if opt == "-sql":
             return (0, "\n".join(self.queues) + "\n", "") if self.queues else (1, "", "no cqueue list defined\n")
@@ -143,14 +151,14 @@ class Qmaster:
             what, _, instance = args
             queue, host = instance.split("@")
             q = self.queues.get(queue)
-            if q is None or host not in q["slots"]:  # type: ignore[operator]
+            if q is None or host not in q["slots"]:
                 return 1, "", f'"{instance}" has no host-specific {what} settings\n'
-            del q["slots"][host]  # type: ignore[attr-defined]
+            del q["slots"][host]
             return 0, f'root@master modified "{queue}" in cluster queue list\n', ""
         if opt == "-dattr":  # a whitespace-separated list: qconf removes the members it names
-            _, _, hosts, group = args
+            _, _, removed, group = args
             out = ""
-            for host in hosts.split():
+            for host in removed.split():
                 if host in self.groups[group]:
                     self.groups[group].remove(host)
                 else:
@@ -161,7 +169,7 @@ class Qmaster:
             out = ""
             for host in args[0].split(",") if opt != "-de" else args:
                 if opt == "-de":
-                    assert not any(host in q["slots"] for q in self.queues.values())  # type: ignore[operator]
+                    assert not any(host in q["slots"] for q in self.queues.values())
                     del self.execs[host]
                 else:
                     (self.admin if opt == "-dh" else self.submit).remove(host)
@@ -274,7 +282,7 @@ def test_check_mode_reads_only_and_says_what_would_change(tmp_path: Path) -> Non
     ],
 )
 def test_input_qconf_would_take_wrongly_is_refused_before_any_command(
-    tmp_path: Path, want: dict[str, object], match: str
+    tmp_path: Path, want: dict[str, Any], match: str
 ) -> None:
     qm = Qmaster()
     with pytest.raises(ValueError, match=match):
@@ -332,7 +340,7 @@ sys.stdout.write(out); sys.stderr.write(err); sys.exit(rc)
 """
 
 
-def _run_module(tmp: Path, args: dict[str, object]) -> dict[str, object]:
+def _run_module(tmp: Path, args: Mapping[str, object]) -> dict[str, Any]:
     bindir = tmp / "bin"
     bindir.mkdir(exist_ok=True)
     qconf = bindir / "qconf"
@@ -350,7 +358,7 @@ def _run_module(tmp: Path, args: dict[str, object]) -> dict[str, object]:
         timeout=60,
         check=False,
     )
-    out: dict[str, object] = json.loads(proc.stdout)
+    out: dict[str, Any] = json.loads(proc.stdout)
     return out
 
 
@@ -358,12 +366,12 @@ def test_the_module_as_ansible_runs_it(tmp_path: Path) -> None:
     args = {"name": "node004", "slots": 2, "sge_root": "/opt/sge", "sge_cell": "c1", "tmpdir": str(tmp_path / "s")}
     first = _run_module(tmp_path, args)
     assert first["changed"] is True, first
-    assert [c[1] for c in first["commands"]] == ["-ah", "-as", "-Ae", "-aattr", "-aattr"]  # type: ignore[attr-defined]
+    assert [c[1] for c in first["commands"]] == ["-ah", "-as", "-Ae", "-aattr", "-aattr"]
     assert _run_module(tmp_path, args)["changed"] is False
     failed = _run_module(tmp_path, {**args, "queues": ["nope.q"]})
     assert failed["failed"] is True and "queue nope.q cannot be read" in str(failed["msg"])
     absent = {k: v for k, v in args.items() if k != "slots"} | {"state": "absent"}
-    assert [c[1] for c in _run_module(tmp_path, absent)["commands"]] == ["-ke", "-purge", "-dattr", "-de", "-dh", "-ds"]  # type: ignore[attr-defined]
+    assert [c[1] for c in _run_module(tmp_path, absent)["commands"]] == ["-ke", "-purge", "-dattr", "-de", "-dh", "-ds"]
     assert _run_module(tmp_path, absent)["changed"] is False
     missing = _run_module(tmp_path, {k: v for k, v in args.items() if k != "slots"})
     assert missing["failed"] is True and "slots" in str(missing["msg"])
@@ -407,10 +415,10 @@ def test_a_batch_is_registered_node_by_node_and_a_failing_node_stops_no_other(tm
 
 
 def batch(
-    qm: Qmaster, tmp: Path, wants: Sequence[dict[str, object]], *, apply: bool = True, retries: int = 24
-) -> dict[str, dict[str, object]]:
+    qm: Qmaster, tmp: Path, wants: Sequence[Mapping[str, object]], *, apply: bool = True, retries: int = 24
+) -> dict[str, dict[str, Any]]:
     sleeps: list[float] = []
-    out: dict[str, dict[str, object]] = M.register_batch(
+    out: dict[str, dict[str, Any]] = M.register_batch(
         [M.Want(**{"slots": 2, **w}) for w in wants],
         qm.run,
         files=M.ScratchFiles(str(tmp / "scratch"), check=not apply),
@@ -433,7 +441,7 @@ def test_a_batch_reads_the_qmaster_once_and_runs_each_list_step_once_whatever_it
     # six reads, -ah, -as, the host group's members, the slots, the group and the queue read
     # again: twelve commands a batch, and one a node (-Ae), where a registration a node ran eleven
     assert len(qm.calls) == 12 + 16, [c[1] for c in qm.calls]
-    assert [c[1] for c in out["node007"]["commands"]] == ["-ah", "-as", "-Ae", "-aattr", "-aattr"]  # type: ignore[attr-defined]
+    assert [c[1] for c in out["node007"]["commands"]] == ["-ah", "-as", "-Ae", "-aattr", "-aattr"]
     qm.calls.clear()
     again = batch(qm, tmp_path, nodes)
     assert not any(o["changed"] for o in again.values())
@@ -446,7 +454,7 @@ def test_a_node_a_list_step_did_not_take_is_tried_alone_and_fails_alone(tmp_path
     out = batch(qm, tmp_path, [{"name": "node001"}, {"name": "node002"}, {"name": "node003"}], retries=2)
     assert out["node001"]["failed"] is False and out["node002"]["failed"] is False
     assert out["node003"]["failed"] is True and "qconf -ah node003 failed 3 times" in str(out["node003"]["msg"])
-    assert ["qconf", "-ah", "node002"] in out["node002"]["commands"]  # type: ignore[operator]
+    assert ["qconf", "-ah", "node002"] in out["node002"]["commands"]
     assert qm.groups["@allhosts"] == ["node001", "node002"] and "node003" not in qm.submit
     assert qm.queues["all.q"]["slots"] == {"node001": 2, "node002": 2}
 
@@ -458,7 +466,7 @@ def test_a_member_added_meanwhile_makes_qconf_take_none_of_the_list_and_each_joi
     out = batch(qm, tmp_path, [{"name": "node001"}, {"name": "node002"}, {"name": "node003"}])
     assert not any(o["failed"] for o in out.values()), out
     assert sorted(qm.groups["@allhosts"]) == ["node000", "node001", "node002", "node003"]
-    assert ["qconf", "-aattr", "hostgroup", "hostlist", "node001", "@allhosts"] in out["node001"]["commands"]  # type: ignore[operator]
+    assert ["qconf", "-aattr", "hostgroup", "hostlist", "node001", "@allhosts"] in out["node001"]["commands"]
 
 
 def test_a_batch_makes_a_missing_group_with_its_nodes_and_sets_new_and_changed_slots_once_each(
@@ -491,7 +499,7 @@ def test_a_batch_makes_a_missing_group_with_its_nodes_and_sets_new_and_changed_s
 def test_a_batch_in_check_mode_changes_nothing_and_refuses_bad_input_node_by_node(tmp_path: Path) -> None:
     qm = Qmaster()
     out = batch(qm, tmp_path, [{"name": "node001"}, {"name": "node 2"}], apply=False)
-    assert [c[1] for c in out["node001"]["commands"]] == ["-ah", "-as", "-Ae", "-aattr", "-aattr"]  # type: ignore[attr-defined]
+    assert [c[1] for c in out["node001"]["commands"]] == ["-ah", "-as", "-Ae", "-aattr", "-aattr"]
     assert out["node 2"]["failed"] is True and "name must be one word" in str(out["node 2"]["msg"])
     assert qm.admin == ["master"] and not qm.execs and not (tmp_path / "scratch").exists()
     assert all(c[1] in ("-sq", "-sh", "-ss", "-sel", "-shgrpl", "-shgrp") for c in qm.calls)
@@ -510,7 +518,7 @@ def test_a_batch_taken_out_reads_the_qmaster_once_and_lists_the_hosts_once(tmp_p
     # reads: -sel, -sql, -shgrpl, the group and the admin and submit hosts before and after;
     # -dattr, -dh and -ds once; a node: -ke, its queue settings and slots purged, -de
     assert len(qm.calls) == 12 + 4 * 8, [c[1] for c in qm.calls]
-    assert ["qconf", "-dh", ",".join(names)] in out["node005"]["commands"]  # type: ignore[operator]
+    assert ["qconf", "-dh", ",".join(names)] in out["node005"]["commands"]
     assert [c[1] for c in out["node003"]["commands"]] == ["-purge", "-dattr", "-de", "-dh", "-ds"]
     qm.calls.clear()
     again = M.deregister_batch(names, qm.run)
@@ -530,7 +538,7 @@ def test_a_batch_taken_out_with_the_module(tmp_path: Path) -> None:
     common = {"sge_root": "/opt/sge", "sge_cell": "c1", "tmpdir": str(tmp_path / "s")}
     _run_module(tmp_path, {"hosts": [{"name": "node004", "slots": 2}, {"name": "node005", "slots": 2}], **common})
     out = _run_module(tmp_path, {"names": ["node004", "node005"], "state": "absent", **common})
-    assert out["changed"] is True and set(out["hosts"]) == {"node004", "node005"}, out  # type: ignore[arg-type]
+    assert out["changed"] is True and set(out["hosts"]) == {"node004", "node005"}, out
     assert _run_module(tmp_path, {"names": ["node004", "node005"], "state": "absent", **common})["changed"] is False
     wrong = _run_module(tmp_path, {"names": ["node004"], **common})
     assert wrong["failed"] is True and "names is for state=absent" in str(wrong["msg"])

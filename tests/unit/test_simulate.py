@@ -24,7 +24,7 @@ from elb.core.policy.peers import (
 )
 from elb.core.policy.placement import host_order
 from elb.core.state import ClusterState
-from elb.simulate.engine import NodeLife, SimSettings, Simulator, _Waiting
+from elb.simulate.engine import NodeLife, SimOutcome, SimSettings, Simulator, _Waiting
 from elb.simulate.report import billed_seconds, floors, percentile
 from elb.simulate.runner import SimError, build_policy, prepare, replay, with_param
 from elb.simulate.swf import SimJob, SwfError, Workload, parse_text, read_swf
@@ -489,15 +489,15 @@ def test_a_replay_with_failing_provisioning_backs_off_as_the_daemon_does() -> No
     rng = random.Random(7)
     jobs = [SimJob(i, i * 30, rng.choice([600, 1800]), rng.choice([1, 4, 8])) for i in range(1, 200)]
 
-    def replay_with(rate: float) -> object:
+    def replay_with(rate: float) -> SimOutcome:
         settings = SimSettings(max_nodes=20, provision_failure_rate=rate, backoff_initial=60, backoff_max=1800)
         return Simulator(jobs, SlurmPolicy(limits(max_nodes=20)), settings).run()
 
     healthy, failing = replay_with(0.0), replay_with(0.5)
-    assert healthy.failed_bringups == 0 and healthy.backoff_rounds == 0  # type: ignore[attr-defined]
-    assert failing.failed_bringups > 5 and failing.backoff_rounds >= 2 and failing.launches_held > 0  # type: ignore[attr-defined]
+    assert healthy.failed_bringups == 0 and healthy.backoff_rounds == 0
+    assert failing.failed_bringups > 5 and failing.backoff_rounds >= 2 and failing.launches_held > 0
     assert failing.never_started == 0  # every job still ran
-    assert max(failing.waits) > max(healthy.waits)  # type: ignore[attr-defined]
+    assert max(failing.waits) > max(healthy.waits)
 
 
 def test_cli_replays_failing_provisioning_and_reports_the_back_off(

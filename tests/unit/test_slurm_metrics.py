@@ -58,9 +58,9 @@ def balancer(cfg: Config, slurm: FakeSlurm, books: Playbooks, clock: list[float]
     journal = Journal(cfg.journal_path)
     return Balancer(
         cfg,
-        scheduler=Slurm(cfg, journal, slurm),  # type: ignore[arg-type]
+        scheduler=Slurm(cfg, journal, slurm),
         journal=journal,
-        cloud=Cloud(),  # type: ignore[arg-type]
+        cloud=Cloud(),
         provisioner=books,
         clock=lambda: clock[0],
     )
@@ -84,7 +84,7 @@ def test_elb_run_with_slurm_serves_the_metrics_endpoint(tmp_path: Path, monkeypa
     )
     slurm, books = fake_slurm(), Playbooks()
     slurm.ask("node001")
-    monkeypatch.setattr(factory, "make_scheduler", lambda cfg, journal: Slurm(cfg, journal, slurm))  # type: ignore[arg-type]
+    monkeypatch.setattr(factory, "make_scheduler", lambda cfg, journal: Slurm(cfg, journal, slurm))
     monkeypatch.setattr(factory, "make_cloud", lambda cfg: Cloud())
     monkeypatch.setattr(factory, "make_provisioner", lambda cfg: books)
     scraped: list[str] = []

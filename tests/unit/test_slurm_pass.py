@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ import pytest
 from elb.cli.main import main
 from elb.core.config import Config, parse_config
 from elb.core.exitcodes import Exit
-from elb.core.interfaces import HostResult, Instance, LaunchResult, NodeSpec, Notice, NoticeKind, Outcome
+from elb.core.interfaces import HostResult, Instance, LaunchResult, NodeBoot, NodeSpec, Notice, NoticeKind, Outcome
 from elb.core.model import NodeState
 from elb.core.scheduler import AskKind
 from elb.schedulers.slurm.driver import Slurm, slurm_reason
@@ -92,6 +92,9 @@ class Playbooks:
         self.runs.append((playbook, tuple(n.name for n in nodes)))
         return {n.name: HostResult(n.name, Outcome.OK) for n in nodes}
 
+    def boot_plans(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> dict[str, NodeBoot]:
+        raise AssertionError("these tests provision nodes by playbook, never at boot")
+
 
 @dataclass
 class Rig:
@@ -147,9 +150,9 @@ def rig(tmp: Path, *, ok: bool = True, notices: Any = None, **settings: Any) -> 
     cloud, books = Cloud(), Playbooks(ok)
     bal = Balancer(
         cfg,
-        scheduler=Slurm(cfg, journal, slurm),  # type: ignore[arg-type]
+        scheduler=Slurm(cfg, journal, slurm),
         journal=journal,
-        cloud=cloud,  # type: ignore[arg-type]
+        cloud=cloud,
         provisioner=books,
         clock=clock,
         notices=notices,

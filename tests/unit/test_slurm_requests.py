@@ -37,7 +37,7 @@ from tests.unit.slurm_fakes import FakeSlurm
 def take(spool: Path, journal: Journal, now: float) -> tuple[str, ...]:
     """The daemon's intake of the requests in ``spool`` (the Slurm driver's ``take_requests``)."""
     cfg = parse_config({"scheduler": "slurm", "slurm": {"requests": str(spool)}})
-    return Slurm(cfg, journal, FakeSlurm()).take_requests(now)  # type: ignore[arg-type]
+    return Slurm(cfg, journal, FakeSlurm()).take_requests(now)
 
 
 @pytest.fixture(autouse=True)

@@ -14,6 +14,7 @@ from elb.core.exitcodes import Exit
 from elb.core.groups import NodeGroup, NodeGroups
 from elb.core.model import Node, NodeState
 from elb.core.spend import billed_seconds, spend_by_group
+from elb.core.warmpool import WarmPool
 from elb.schedulers.sge.driver import GridEngine
 from elb.service import factory
 from elb.service.daemon import Balancer
@@ -85,7 +86,7 @@ def test_the_rate_counts_the_volumes_of_nodes_stopped_in_the_warm_pool() -> None
     pooled = NodeGroups(
         groups=[
             NodeGroup(
-                name="small", slots=2, max_nodes=4, price_per_hour=0.5, warm_pool={"volume_price_per_hour": 0.02}
+                name="small", slots=2, max_nodes=4, price_per_hour=0.5, warm_pool=WarmPool(volume_price_per_hour=0.02)
             ),
             NodeGroup(name="big", slots=8, max_nodes=2, price_per_hour=2.0),
         ]

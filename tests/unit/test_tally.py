@@ -42,7 +42,7 @@ def peer(name: str, limits: Limits, **elb: object) -> Peer:
             max_nodes=limits.max_nodes,
             slots_per_node=limits.slots_per_node,
             billing=billing,
-            **elb,  # type: ignore[arg-type]
+            **elb,
         )
         return ElbPolicy(cfg, ClusterConfig(master=limits.master, node_prefix=limits.node_prefix))
     return SlurmPolicy(limits) if name == "slurm" else StarclusterPolicy(limits)

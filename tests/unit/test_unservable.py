@@ -10,13 +10,14 @@ tests/unit/fakes.py (whose ``read_site`` answers with the fixture ``qconf`` outp
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
 
 from elb.core.config import Config, parse_config
 from elb.core.model import Job
-from elb.schedulers.sge.commands import SgeCommands
+from elb.schedulers.sge.commands import CommandResult, SgeCommands
 from elb.schedulers.sge.driver import GridEngine
 from elb.schedulers.sge.servable import node_groups, split_demand
 from elb.service.daemon import Balancer
@@ -147,12 +148,10 @@ def test_the_real_client_reads_the_site_with_four_qconf_calls(tmp_path: Path) ->
     }
     calls: list[tuple[str, ...]] = []
 
-    def runner(argv: object, *, timeout: float, env: object) -> object:
-        from elb.schedulers.sge.commands import CommandResult
-
-        args = tuple(argv)[1:]  # type: ignore[call-overload]
+    def runner(argv: Sequence[str], *, timeout: float, env: Mapping[str, str]) -> CommandResult:
+        args = tuple(argv)[1:]
         calls.append(args)
-        return CommandResult(tuple(argv), 0, answers[args], "")  # type: ignore[call-overload]
+        return CommandResult(tuple(argv), 0, answers[args], "")
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -161,7 +160,7 @@ def test_the_real_client_reads_the_site_with_four_qconf_calls(tmp_path: Path) ->
     exe.chmod(0o755)
     from elb.core.config import SgeConfig
 
-    sge = SgeCommands(SgeConfig(bin_dir=bin_dir), runner=runner)  # type: ignore[arg-type]
+    sge = SgeCommands(SgeConfig(bin_dir=bin_dir), runner=runner)
     site = sge.read_site()
     assert sorted(site.pes) == ["mpi", "smp"]
     assert dict(site.global_values) == {"license": "4"}

@@ -109,7 +109,7 @@ def test_a_bad_config_is_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_a_check_is_one_line() -> None:
-    from elb.cli.validate import Check
+    from elb.core.checks import Check
 
     line = Check("SGE", False, "qstat failed\nerror: unable to contact qmaster", "fix it").line()
     assert line == "FAIL SGE: qstat failed error: unable to contact qmaster -> fix it"
@@ -123,9 +123,9 @@ def test_slurm_scheduler_checks_slurm_and_its_request_directory(
     squeue; the real ones answer in tests/cluster/test_slurm_e2e.py)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name, out in (("sinfo", "node001|idle+cloud+powered_down|2|0/2/0/2|cloud*|none"), ("squeue", "")):
+    for name, answer in (("sinfo", "node001|idle+cloud+powered_down|2|0/2/0/2|cloud*|none"), ("squeue", "")):
         script = bin_dir / name
-        script.write_text(f"#!/bin/sh\necho '{out}'\n")
+        script.write_text(f"#!/bin/sh\necho '{answer}'\n")
         script.chmod(0o755)
     requests = tmp_path / "requests"
     path = write_config(tmp_path, f"scheduler: slurm\nslurm: {{bin_dir: {bin_dir}, requests: {requests}}}\n")

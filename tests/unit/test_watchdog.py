@@ -17,7 +17,8 @@ import pytest
 from apscheduler.events import EVENT_JOB_SUBMITTED
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from elb.cli.validate import Check, check_watchdog, systemd_seconds, unit_setting
+from elb.cli.validate import check_watchdog, systemd_seconds, unit_setting
+from elb.core.checks import Check
 from elb.core.config import parse_config
 from elb.service.daemon import run_forever
 from elb.service.executor import Executor

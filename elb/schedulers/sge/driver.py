@@ -14,7 +14,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from elb.core.attribution import JobUse
 from elb.core.checks import Check
@@ -24,11 +24,11 @@ from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
 from elb.core.model import Job, Node, Snapshot
 from elb.core.scheduler import DrainCheck, Requeued, SchedulerError, SchedulerRead
-from elb.schedulers.sge.commands import SgeCommands, read_whole
+from elb.schedulers.sge.commands import Rescheduled, SgeCommands, WholeReader, read_whole
 from elb.schedulers.sge.errors import SgeError, SgeTimeoutError, hint
 from elb.schedulers.sge.readcheck import expected_hosts, running_jobs
-from elb.schedulers.sge.servable import SiteCache, demand_of
-from elb.schedulers.sge.starttimes import StartTimes
+from elb.schedulers.sge.servable import SiteCache, SiteReader, demand_of
+from elb.schedulers.sge.starttimes import StartTimeReader, StartTimes
 from elb.schedulers.usage import accounting_path, read_sge
 from elb.schedulers.waiting import wait_until_up
 
@@ -40,6 +40,18 @@ ADMIT_PLAYBOOK = "admit_nodes.yml"  # the master's part for nodes that configure
 UP_POLL = 2.0  # seconds between the qhost reads that wait for nodes configuring themselves
 
 
+class SgeClient(WholeReader, SiteReader, StartTimeReader, Protocol):
+    """What ``GridEngine`` needs of an SGE client (``SgeCommands``, or a stand-in in tests)."""
+
+    def disable_host(self, host: str) -> None: ...
+
+    def enable_host(self, host: str) -> None: ...
+
+    def reschedule_host(self, host: str) -> Rescheduled: ...
+
+    def set_hard_requests(self, job: int, requests: Mapping[str, str]) -> None: ...
+
+
 class GridEngine:
     """Grid Engine through ``SgeCommands`` (``qstat``, ``qhost``, ``qmod``, ``qconf``, ``qalter``)."""
 
@@ -48,9 +60,9 @@ class GridEngine:
     remove_playbook = REMOVE_PLAYBOOK
     admit_playbook = ADMIT_PLAYBOOK
 
-    def __init__(self, config: Config, commands: SgeCommands | None = None) -> None:
+    def __init__(self, config: Config, commands: SgeClient | None = None) -> None:
         self.config = config
-        self.sge = commands if commands is not None else SgeCommands(config.sge)
+        self.sge: SgeClient = commands if commands is not None else SgeCommands(config.sge)
         self._site = SiteCache()  # the site's complexes and PEs, read again every SITE_TTL seconds
         self._start_times = StartTimes()  # qsub -a times of waiting jobs, a few per pass
         self._last_whole: Snapshot | None = None  # the last read found whole

@@ -117,16 +117,36 @@ class RequestJournal(Protocol):
     def asks(self, *, open_only: bool = True) -> list[Ask]: ...
 
 
+class SlurmClient(Protocol):
+    """What ``Slurm`` needs of a Slurm client (``SlurmCommands``, or a stand-in in tests)."""
+
+    def read(self) -> SlurmRead: ...
+
+    def set_address(self, name: str, address: str) -> None: ...
+
+    def drain(self, name: str, reason: str) -> None: ...
+
+    def undrain(self, name: str) -> None: ...
+
+    def power_down(self, names: Sequence[str], reason: str, *, force: bool = False) -> None: ...
+
+    def requeue(self, job_id: str) -> None: ...
+
+    def set_partitions(self, job: int, partitions: Sequence[str]) -> None: ...
+
+    def resume_timeout(self) -> float: ...
+
+
 class Slurm:
     """Slurm through ``SlurmCommands`` (``sinfo``, ``squeue``, ``scontrol``) and the request
     directory its power saving programs write."""
 
     name = "Slurm"
 
-    def __init__(self, config: Config, journal: RequestJournal, commands: SlurmCommands | None = None) -> None:
+    def __init__(self, config: Config, journal: RequestJournal, commands: SlurmClient | None = None) -> None:
         self.config = config
         self.journal = journal
-        self.slurm = commands if commands is not None else SlurmCommands(config.slurm)
+        self.slurm: SlurmClient = commands if commands is not None else SlurmCommands(config.slurm)
         self.add_playbook = config.slurm.add_playbook
         self.remove_playbook = config.slurm.remove_playbook
         self.admit_playbook: str | None = None  # Slurm's nodes are configured by the add play
