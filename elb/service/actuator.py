@@ -10,7 +10,8 @@ scheduler (``elb.core.scheduler.Scheduler``) and cloud (``elb.core.interfaces.Cl
   play for the idle ones, one read to see the scheduler no longer lists them;
 - the warm pool: **stop** (the safe drain, then the instance stopped), **restart** (started, the
   add play when its address moved, back in the scheduler's service, ready) and **retire** (a
-  pooled node deregistered and terminated);
+  pooled node deregistered and terminated), a pass's stops, restarts and retirements each
+  together (one cloud call, one play);
 - **repairs** (``elb.core.reconcile``), **retire on a notice** (disabled, its removal ordered with the
   notice as cause, its jobs requeued on a spot interruption), **give back** nodes the scheduler
   asked for, **bind** a job to on-demand nodes.
@@ -27,6 +28,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from elb.core.askplan import Decline, release_retry_at
 from elb.core.groups import NodeGroups
@@ -41,6 +43,8 @@ from elb.core.timeline import Step
 from elb.service.journal import Journal
 
 log = logging.getLogger("elb.service.actuator")
+
+R = TypeVar("R")
 
 # The tag EC2 puts on an instance launched from a launch template: the version it was launched with.
 TEMPLATE_VERSION_TAG = "aws:ec2launchtemplate:version"
@@ -99,10 +103,6 @@ def _describe(result: HostResult | None) -> str:
     if result.outcome is Outcome.UNREACHABLE:
         return f"unreachable: {result.message or 'no message'}"
     return result.outcome.value
-
-
-class _StepFailed(Exception):
-    """A step of an operation failed; the message says why."""
 
 
 class Actuator:
@@ -465,34 +465,57 @@ class Actuator:
     # -- warm pool -----------------------------------------------------------------------
     def stop_all(self, stops: Sequence[Removal], out: Outcomes) -> None:
         """The safe drain of these nodes together (``_drain_all``), then their instances stopped
-        in one call, out of the scheduler's service. With Grid Engine their queue instances stay
-        disabled and they stay exec hosts, their hosts lines and exports kept. A stop that fails
-        removes its nodes for good (deregistered, terminated)."""
+        in one call (``_together``), out of the scheduler's service. With Grid Engine their queue
+        instances stay disabled and they stay exec hosts, their hosts lines and exports kept. A
+        node whose stop fails is removed for good (deregistered, terminated)."""
         drained = self._drain_all(stops, out)
         if not drained:
             return
         nodes = [self.journal.record(name, NodeState.STOPPING, self.clock(), detail=reason) for name, reason in drained]
-        reasons = dict(drained)
-        ids = [node.instance_id for node in nodes if node.instance_id is not None]
-        try:
-            if len(ids) < len(nodes):
-                raise CloudError("no instance id in the journal")
-            self.cloud.stop(ids)
-        except CloudError as err:
+        _, failed = self._together(self.cloud.stop, nodes)
+        for name, err in failed.items():
             why = f"stop failed ({err}); removed instead"
-            log.error("%s: %s", ", ".join(reasons), why)
-            for name in reasons:
-                out.failed[name] = why
-            self._finish_drains(
-                [(self.journal.record(name, NodeState.DRAINING, self.clock(), detail=why), why) for name in reasons],
-                out,
-            )
-            return
-        self._out_of_service(reasons)
-        for name, reason in drained:
+            log.error("%s: %s", name, why)
+            out.failed[name] = why
+        self._finish_drains(
+            [
+                (self.journal.record(n, NodeState.DRAINING, self.clock(), detail=out.failed[n]), out.failed[n])
+                for n in failed
+            ],
+            out,
+        )
+        stopped = {name: reason for name, reason in drained if name not in failed}
+        self._out_of_service(stopped)
+        for name, reason in stopped.items():
             self.journal.record(name, NodeState.STOPPED, self.clock(), detail=reason)
             self.journal.note_removal(self.clock())
             out.stopped.append(name)
+
+    def _together(self, call: Callable[[Sequence[str]], R], nodes: Sequence[Node]) -> tuple[list[R], dict[str, str]]:
+        """``call`` (the cloud's stop or start) on the nodes' instances in one call: what it
+        returned, and the nodes it failed for, with why. A call the cloud refuses outright (an
+        error not worth trying again: one instance it will not stop or start refuses them all,
+        and nothing was done) is made again for each node alone, so that one node's refusal is
+        only its own; an error worth trying again later (a time-out, no capacity, a throttle)
+        fails them all, as it would each of them."""
+        ids = {n.name: n.instance_id for n in nodes}
+        if not ids:
+            return [], {}
+        missing = {name: "no instance id in the journal" for name, iid in ids.items() if iid is None}
+        known = {name: iid for name, iid in ids.items() if iid is not None}
+        try:
+            return ([call(list(known.values()))] if known else []), missing
+        except CloudError as err:
+            if err.retryable or len(known) == 1:
+                return [], missing | dict.fromkeys(known, str(err))
+            log.warning("%s: %s; each on its own", ", ".join(known), err)
+        results, failed = [], dict(missing)
+        for name, iid in known.items():
+            try:
+                results.append(call([iid]))
+            except CloudError as err:
+                failed[name] = str(err)
+        return results, failed
 
     def begin_restart(self, name: str, reason: str) -> bool:
         """Journal a pooled node as starting (it counts as booting from now on); False if it is
@@ -506,61 +529,95 @@ class Actuator:
         self.journal.note_change(self.clock())
         return True
 
-    def restart(self, name: str, out: Outcomes) -> None:
-        """Start a node ``begin_restart`` journalled as starting, without provisioning it again:
-        the scheduler's preparation, and the add playbook when its address changed or the
-        cloud's instances do not start their services by themselves (``restart_runs_services``;
-        idempotent: it rewrites the hosts lines and brings back what the stop lost); then back in
-        the scheduler's service, and up there. A restart that fails removes the node for good."""
-        node = self.journal.node(name)
-        if node is None or node.state is not NodeState.STARTING or node.instance_id is None:
-            log.warning("%s: not restarted: not a starting node of the warm pool", name)
-            return
-        try:
-            if not self._bring_back(node, node.instance_id):
-                return  # elb stops: the next start finds it starting and removes it
-        except _StepFailed as err:
-            self._restart_failed(self.journal.node(name) or node, str(err), out)
-            return
-        self.journal.record(name, NodeState.READY, self.clock(), detail="restarted from the warm pool")
-        out.restarted.append(name)
+    def restart_all(self, names: Sequence[str], out: Outcomes) -> None:
+        """Start nodes ``begin_restart`` journalled as starting, together, without provisioning
+        them again: one start call and the scheduler's preparation (``_start_pooled``), one add
+        play where needed and back in the scheduler's service (``_back_in_service``), one wait
+        until the scheduler has them up. A node that fails a step is removed for good (one remove
+        play for all that failed); the others go on. When elb stops during the wait, the nodes
+        not yet up stay starting: the next start removes them."""
+        nodes = []
+        for name in names:
+            node = self.journal.node(name)
+            if node is None or node.state is not NodeState.STARTING or node.instance_id is None:
+                log.warning("%s: not restarted: not a starting node of the warm pool", name)
+                continue
+            nodes.append(node)
+        failed: dict[str, str] = {}
+        back = self._back_in_service(self._start_pooled(nodes, failed), failed)
+        unheard = self.scheduler.await_registered(back, self.stopping) if back else {}
+        if unheard is not None:
+            for name in back:
+                if name in unheard:
+                    failed[name] = unheard[name]
+                    continue
+                self.journal.record(name, NodeState.READY, self.clock(), detail="restarted from the warm pool")
+                out.restarted.append(name)
+        self._restarts_failed(failed, out)
 
-    def _bring_back(self, node: Node, instance_id: str) -> bool:
-        """``restart``'s steps; ``_StepFailed`` with why at the first that fails; False when elb
-        stops before the scheduler has the node up."""
-        name = node.name
-        try:
-            result = self.cloud.start([instance_id])
-        except CloudError as err:
-            raise _StepFailed(f"start failed: {err}") from err
-        inst = next((i for i in result.launched if i.instance_id == instance_id), None)
-        if inst is None or inst.private_ip is None:
-            raise _StepFailed(f"start failed: {result.failed.get(name, 'not running')}")
-        moved = inst.private_ip != node.private_ip
-        node = self.journal.record(
-            name, NodeState.STARTING, self.clock(), detail="instance running", private_ip=inst.private_ip
-        )
-        spec = node_spec(node)
-        assert spec is not None
-        try:
-            self.scheduler.prepare(spec)
-            if moved or not getattr(self.cloud, "restart_runs_services", True):
-                res = self._add_play([spec]).get(name)
+    def _start_pooled(self, nodes: Sequence[Node], failed: dict[str, str]) -> list[tuple[NodeSpec, bool]]:
+        """Start the pooled nodes' instances in one call and prepare each in the scheduler: the
+        ones that got that far, each with whether the add play must run on it again (its address
+        moved, or the cloud's instances do not start their services by themselves,
+        ``restart_runs_services``); the others into ``failed`` with why."""
+        results, refused = self._together(self.cloud.start, nodes)
+        failed.update((name, f"start failed: {err}") for name, err in refused.items())
+        running = {i.instance_id: i for r in results for i in r.launched if i.private_ip is not None}
+        not_run = {name: why for r in results for name, why in r.failed.items()}
+        services = getattr(self.cloud, "restart_runs_services", True)
+        started = []
+        for n in nodes:
+            inst = running.get(n.instance_id or "")
+            if n.name in refused:
+                continue
+            if inst is None:
+                failed[n.name] = f"start failed: {not_run.get(n.name, 'not running')}"
+                continue
+            rec = self.journal.record(
+                n.name, NodeState.STARTING, self.clock(), detail="instance running", private_ip=inst.private_ip
+            )
+            spec = node_spec(rec)
+            assert spec is not None
+            try:
+                self.scheduler.prepare(spec)
+            except SchedulerError as err:
+                failed[n.name] = f"{self.scheduler.name}: {err}"
+                continue
+            started.append((spec, inst.private_ip != n.private_ip or not services))
+        return started
+
+    def _back_in_service(self, started: Sequence[tuple[NodeSpec, bool]], failed: dict[str, str]) -> list[str]:
+        """The add play, in one run, on the started nodes that need it (idempotent: it rewrites
+        the hosts lines and brings back what the stop lost), then each back in the scheduler's
+        service: the names that got there; the others into ``failed`` with why."""
+        replay = [spec for spec, again in started if again]
+        if replay:
+            results = self._add_play(replay)
+            for spec in replay:
+                res = results.get(spec.name)
                 if res is None or not res.ok:
-                    raise _StepFailed(_describe(res))
-            self.scheduler.resumed(name)
-        except SchedulerError as err:
-            raise _StepFailed(f"{self.scheduler.name}: {err}") from err
-        unheard = self.scheduler.await_registered([name], self.stopping)
-        if unheard is not None and name in unheard:
-            raise _StepFailed(unheard[name])
-        return unheard is not None
+                    failed[spec.name] = _describe(res)
+        back = []
+        for spec, _ in started:
+            if spec.name in failed:
+                continue
+            try:
+                self.scheduler.resumed(spec.name)
+            except SchedulerError as err:
+                failed[spec.name] = f"{self.scheduler.name}: {err}"
+                continue
+            back.append(spec.name)
+        return back
 
-    def _restart_failed(self, node: Node, why: str, out: Outcomes) -> None:
-        why = f"restart failed ({why}); removed"
-        log.error("%s: %s", node.name, why)
-        out.failed[node.name] = why
-        self.finish_drain(self.journal.record(node.name, NodeState.DRAINING, self.clock(), detail=why), why, out)
+    def _restarts_failed(self, failed: Mapping[str, str], out: Outcomes) -> None:
+        """Remove for good the nodes whose restart failed (each with why), in one remove play."""
+        drained = []
+        for name, step in failed.items():
+            why = f"restart failed ({step}); removed"
+            log.error("%s: %s", name, why)
+            out.failed[name] = why
+            drained.append((self.journal.record(name, NodeState.DRAINING, self.clock(), detail=why), why))
+        self._finish_drains(drained, out)
 
     def retire_all(self, expired: Sequence[Removal], out: Outcomes) -> None:
         """Remove pooled nodes for good: deregister them (from the master's side: they are

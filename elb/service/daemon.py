@@ -384,18 +384,21 @@ class Balancer:
 
     def _start_pool(self, plan: PassPlan, act: Actuator, result: PassResult, *, scaling: bool) -> None:
         """Start the warm pool's operations: its terminations (``scaling`` False: they go whether
-        or not scaling runs; one operation for all of them), or its restarts (journalled as
-        starting before the pass ends, so the next pass counts them as booting; one operation
-        each) and stops (one operation for all of them)."""
+        or not scaling runs), or its restarts (journalled as starting before the pass ends, so
+        the next pass counts them as booting) and its stops; one operation for each kind."""
         pool = plan.pool
         batch, op = (pool.expire, act.retire_all) if not scaling else (pool.stops, act.stop_all)
-        if scaling:
+        if scaling and pool.restarts:
+            restarting = [r.node for r in pool.restarts]
+            if self._stop_before(",".join(restarting), result):
+                return
+            begun = []
             for r in pool.restarts:
-                if self._stop_before(r.node, result):
-                    return
                 log.info("restart %s: %s", r.node, r.reason)
                 if act.begin_restart(r.node, r.reason):
-                    self.executor.submit([r.node], r.node, functools.partial(act.restart, r.node))
+                    begun.append(r.node)
+            if begun:
+                self.executor.submit(begun, ",".join(begun), functools.partial(act.restart_all, begun))
         names = [r.node for r in batch]
         what = ",".join(names)
         if not names or self._stop_before(what, result):

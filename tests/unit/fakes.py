@@ -124,6 +124,10 @@ class FakeCloud:
     stopped: list[str] = field(default_factory=list)
     stop_calls: list[list[str]] = field(default_factory=list)
     started: list[str] = field(default_factory=list)
+    start_calls: list[list[str]] = field(default_factory=list)
+    not_starting: set[str] = field(default_factory=set)  # instances a start leaves stopped
+    # instances the cloud will not stop or start: a call with any of them is refused, nothing done
+    refused: set[str] = field(default_factory=set)
     boots: dict[str, NodeBoot] = field(default_factory=dict)  # what each launched node ran at boot
 
     def launch(
@@ -162,24 +166,37 @@ class FakeCloud:
 
     def stop(self, instance_ids: Sequence[str]) -> None:
         self.stop_calls.append(list(instance_ids))
+        self._refuse("stop", instance_ids)
         for i in instance_ids:
             if i not in self.instances:
                 raise CloudError(f"{i} is not a worker of this cluster")
             self.instances[i] = dataclasses.replace(self.instances[i], state="stopped")
             self.stopped.append(i)
 
+    def _refuse(self, what: str, instance_ids: Sequence[str]) -> None:
+        bad = [i for i in instance_ids if i in self.refused]
+        if bad:
+            raise CloudError(f"refusing to {what} {', '.join(bad)}")
+
     def start(self, instance_ids: Sequence[str]) -> LaunchResult:
-        """Start stopped instances; each gets a new address (EC2 may give one)."""
+        """Start stopped instances; each gets a new address (EC2 may give one). Those in
+        ``not_starting`` stay stopped, reported failed."""
+        self.start_calls.append(list(instance_ids))
+        self._refuse("start", instance_ids)
         out = []
+        failed = {}
         for i in instance_ids:
             if i not in self.instances:
                 raise CloudError(f"{i} is not a worker of this cluster")
+            if i in self.not_starting:
+                failed[self.instances[i].name] = "InsufficientInstanceCapacity"
+                continue
             self.counter += 1
             inst = dataclasses.replace(self.instances[i], state="running", private_ip=f"10.0.1.{self.counter}")
             self.instances[i] = inst
             self.started.append(i)
             out.append(inst)
-        return LaunchResult(tuple(out), {})
+        return LaunchResult(tuple(out), failed)
 
 
 @dataclass

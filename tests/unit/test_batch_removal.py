@@ -6,6 +6,7 @@ tests/unit/fakes.py)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,97 @@ def test_a_job_landing_on_one_node_while_stopping_keeps_it_and_stops_the_rest(cf
     assert out.kept == ["node001"] and out.stopped == ["node002", "node003"]
     assert r.cloud.stop_calls == [["i-0002", "i-0003"]]
     assert r.journal.node("node001").state is NodeState.READY  # type: ignore[union-attr]
+
+
+def _pooled(r: Rig) -> None:
+    """The three nodes stopped into the warm pool, then journalled as restarting."""
+    _ready(r)
+    _actuator(r).stop_all([Removal(n, "idle; pooled") for n in NAMES], Outcomes())
+    for n in NAMES:
+        assert _actuator(r).begin_restart(n, "demand")
+    r.prov.log.clear()
+    r.prov.playbooks.clear()
+
+
+def test_warm_pool_restarts_go_together(cfg: Config) -> None:
+    r = parts(cfg)
+    _pooled(r)
+    out = Outcomes()
+    _actuator(r).restart_all(list(NAMES), out)
+    assert out.restarted == list(NAMES) and out.failed == {}
+    assert r.cloud.start_calls == [["i-0001", "i-0002", "i-0003"]]  # one start for the three
+    # the fake moves their addresses: one add play for the three (their hosts lines)
+    assert r.prov.playbooks == ["add_node.yml"] and r.prov.log == [f"add {n}" for n in NAMES]
+    for n in NAMES:
+        assert r.journal.node(n).state is NodeState.READY  # type: ignore[union-attr]
+        assert n not in r.sge.disabled
+
+
+def test_a_node_that_does_not_start_is_removed_and_the_others_restart(cfg: Config) -> None:
+    r = parts(cfg)
+    _pooled(r)
+    r.cloud.not_starting = {"i-0002"}
+    out = Outcomes()
+    _actuator(r).restart_all(list(NAMES), out)
+    assert out.restarted == ["node001", "node003"]
+    assert out.failed["node002"] == "restart failed (start failed: InsufficientInstanceCapacity); removed"
+    assert r.prov.playbooks == ["add_node.yml", "remove_node.yml"]
+    assert r.prov.log == ["add node001", "add node003", "remove node002"]
+    assert r.journal.node("node002").state is NodeState.TERMINATED  # type: ignore[union-attr]
+    assert r.cloud.terminated == ["i-0002"]
+
+
+def test_a_start_call_that_fails_removes_every_node_it_was_starting(cfg: Config) -> None:
+    r = parts(cfg)
+    _pooled(r)
+
+    def refuse(ids: object) -> None:
+        raise CloudError("RequestLimitExceeded", retryable=True)
+
+    r.cloud.start = refuse  # type: ignore[method-assign,assignment]
+    out = Outcomes()
+    _actuator(r).restart_all(list(NAMES), out)
+    assert out.restarted == [] and sorted(out.removed) == list(NAMES)
+    assert r.prov.playbooks == ["remove_node.yml"]  # one remove play for the three
+
+
+def test_elb_stopping_while_restarted_nodes_register_leaves_them_starting(cfg: Config) -> None:
+    r = parts(cfg)
+    _pooled(r)
+    waited: list[list[str]] = []
+
+    def stopped_meanwhile(names: Sequence[str], stopping: threading.Event) -> None:
+        waited.append(list(names))  # elb was told to stop while it waited for them
+
+    r.bal.scheduler.await_registered = stopped_meanwhile  # type: ignore[method-assign]
+    out = Outcomes()
+    _actuator(r).restart_all(list(NAMES), out)
+    assert waited == [list(NAMES)]  # one wait for the three
+    assert out.restarted == [] and out.failed == {}
+    for n in NAMES:  # the next start finds them starting and removes them
+        assert r.journal.node(n).state is NodeState.STARTING  # type: ignore[union-attr]
+
+
+def test_a_stop_refused_for_one_node_removes_only_that_one(cfg: Config) -> None:
+    r = parts(cfg)
+    _ready(r)
+    r.cloud.refused = {"i-0002"}  # the cloud refuses the whole call for it, nothing stopped
+    out = Outcomes()
+    _actuator(r).stop_all([Removal(n, "idle; pooled") for n in NAMES], out)
+    # the batch, then each node alone
+    assert r.cloud.stop_calls == [["i-0001", "i-0002", "i-0003"], ["i-0001"], ["i-0002"], ["i-0003"]]
+    assert out.stopped == ["node001", "node003"] and out.removed == ["node002"]
+    assert out.failed["node002"].startswith("stop failed (refusing to stop i-0002")
+    assert r.prov.log == ["remove node002"] and r.cloud.terminated == ["i-0002"]
+    assert r.journal.node("node001").state is NodeState.STOPPED  # type: ignore[union-attr]
+
+
+def test_a_start_refused_for_one_node_removes_only_that_one(cfg: Config) -> None:
+    r = parts(cfg)
+    _pooled(r)
+    r.cloud.refused = {"i-0003"}
+    out = Outcomes()
+    _actuator(r).restart_all(list(NAMES), out)
+    assert r.cloud.start_calls == [["i-0001", "i-0002", "i-0003"], ["i-0001"], ["i-0002"], ["i-0003"]]
+    assert out.restarted == ["node001", "node002"] and out.removed == ["node003"]
+    assert out.failed["node003"].startswith("restart failed (start failed: refusing to start i-0003")
