@@ -473,23 +473,19 @@ class Actuator:
             return
         nodes = [self.journal.record(name, NodeState.STOPPING, self.clock(), detail=reason) for name, reason in drained]
         _, failed = self._together(self.cloud.stop, nodes)
-        for name, err in failed.items():
-            why = f"stop failed ({err}); removed instead"
-            log.error("%s: %s", name, why)
-            out.failed[name] = why
-        self._finish_drains(
-            [
-                (self.journal.record(n, NodeState.DRAINING, self.clock(), detail=out.failed[n]), out.failed[n])
-                for n in failed
-            ],
-            out,
-        )
         stopped = {name: reason for name, reason in drained if name not in failed}
         self._out_of_service(stopped)
         for name, reason in stopped.items():
             self.journal.record(name, NodeState.STOPPED, self.clock(), detail=reason)
             self.journal.note_removal(self.clock())
             out.stopped.append(name)
+        again = []
+        for name, err in failed.items():
+            why = f"stop failed ({err}); removed instead"
+            log.error("%s: %s", name, why)
+            out.failed[name] = why
+            again.append((self.journal.record(name, NodeState.DRAINING, self.clock(), detail=why), why))
+        self._finish_drains(again, out)
 
     def _together(self, call: Callable[[Sequence[str]], R], nodes: Sequence[Node]) -> tuple[list[R], dict[str, str]]:
         """``call`` (the cloud's stop or start) on the nodes' instances in one call: what it
@@ -499,8 +495,6 @@ class Actuator:
         only its own; an error worth trying again later (a time-out, no capacity, a throttle)
         fails them all, as it would each of them."""
         ids = {n.name: n.instance_id for n in nodes}
-        if not ids:
-            return [], {}
         missing = {name: "no instance id in the journal" for name, iid in ids.items() if iid is None}
         known = {name: iid for name, iid in ids.items() if iid is not None}
         try:
