@@ -479,13 +479,7 @@ class Actuator:
             self.journal.record(name, NodeState.STOPPED, self.clock(), detail=reason)
             self.journal.note_removal(self.clock())
             out.stopped.append(name)
-        again = []
-        for name, err in failed.items():
-            why = f"stop failed ({err}); removed instead"
-            log.error("%s: %s", name, why)
-            out.failed[name] = why
-            again.append((self.journal.record(name, NodeState.DRAINING, self.clock(), detail=why), why))
-        self._finish_drains(again, out)
+        self._remove_for_good({name: f"stop failed ({err}); removed instead" for name, err in failed.items()}, out)
 
     def _together(self, call: Callable[[Sequence[str]], R], nodes: Sequence[Node]) -> tuple[list[R], dict[str, str]]:
         """``call`` (the cloud's stop or start) on the nodes' instances in one call: what it
@@ -547,7 +541,7 @@ class Actuator:
                     continue
                 self.journal.record(name, NodeState.READY, self.clock(), detail="restarted from the warm pool")
                 out.restarted.append(name)
-        self._restarts_failed(failed, out)
+        self._remove_for_good({name: f"restart failed ({step}); removed" for name, step in failed.items()}, out)
 
     def _start_pooled(self, nodes: Sequence[Node], failed: dict[str, str]) -> list[tuple[NodeSpec, bool]]:
         """Start the pooled nodes' instances in one call and prepare each in the scheduler: the
@@ -603,11 +597,11 @@ class Actuator:
             back.append(spec.name)
         return back
 
-    def _restarts_failed(self, failed: Mapping[str, str], out: Outcomes) -> None:
-        """Remove for good the nodes whose restart failed (each with why), in one remove play."""
+    def _remove_for_good(self, failed: Mapping[str, str], out: Outcomes) -> None:
+        """Remove for good the warm pool's nodes whose stop or restart failed (each with why, said
+        as the failure), in one remove play."""
         drained = []
-        for name, step in failed.items():
-            why = f"restart failed ({step}); removed"
+        for name, why in failed.items():
             log.error("%s: %s", name, why)
             out.failed[name] = why
             drained.append((self.journal.record(name, NodeState.DRAINING, self.clock(), detail=why), why))
