@@ -152,6 +152,12 @@ class Balancer:
         if not dry_run:
             for line in self.scheduler.take_requests(self.clock()):
                 log.info("%s", line)
+        # The nodes an operation owns, asked before anything else is read: an operation that ends
+        # later in the pass is still left alone (its node is planned for next pass), and one that
+        # ended before has written its last step to the journal read below. Asked after the
+        # records, an add that ended in between would leave a node the records show booting with
+        # no operation owning it, and the pass would repair it (provision it again, abandon it).
+        in_flight = self.executor.in_flight()
         # The journal's node records, read once: the read check, the stats row (the cluster as
         # this pass found it, with what it then did: not after a minute of provisioning) and the
         # planner's inputs (with what this pass saw, ``elb.core.state.seen``) all read these.
@@ -169,7 +175,7 @@ class Balancer:
             instances = self.cloud.list_workers()
         except Exception as err:  # no action on partial data
             raise PassFailed(f"listing the cloud's workers: {err}") from err
-        inputs = self._inputs(read, records, instances, self.executor.in_flight(), self._notices(instances))
+        inputs = self._inputs(read, records, instances, in_flight, self._notices(instances))
         if not scaling_waits(inputs, self.config, snap.now):
             inputs = self._for_scaling(inputs, read)
         plan = plan_pass(inputs, self.config, self.policy, snap.now)
