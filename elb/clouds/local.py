@@ -20,6 +20,7 @@ The node image (``localhost/elb-node:latest``) and the network are made by
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import logging
@@ -190,13 +191,18 @@ class LocalCloud:
         names: Sequence[str],
         groups: Mapping[str, str] | None = None,
         boot: Mapping[str, NodeBoot] | None = None,
+        *,
+        stopping: threading.Event | None = None,
     ) -> LaunchResult:
         """Start one podman node per name (every node group's nodes are the same image); with
         ``boot``, each node then runs its boot as cloud-init runs an EC2 worker's
-        (``_start_boot``)."""
+        (``_start_boot``). Once ``stopping`` is set no other container is started."""
         failed: dict[str, str] = {}
         started: dict[str, str] = {}  # name -> container id
-        for name in names:
+        for i, name in enumerate(names):
+            if stopping is not None and stopping.is_set():
+                result = self._await_started(started, failed, boot or {})
+                return dataclasses.replace(result, not_started=tuple(names[i:]))
             if not _NAME_RE.match(name):
                 failed[name] = "not a valid node name"
                 continue

@@ -83,6 +83,10 @@ class Tracker:
             if e.node in self._bringing_up:
                 self._state = Backoff()  # a node became ready: launching works again
             self._bringing_up.pop(e.node, None)
+        elif e.state is NodeState.TERMINATED:
+            # ended without becoming ready and without failing (a launch elb's stop cut short):
+            # no failure, and no probe on its way
+            self._bringing_up.pop(e.node, None)
         elif e.state in (NodeState.FAILED, NodeState.DRAINING) and e.node in self._bringing_up:
             # a node that never became ready is drained only by its cleanup
             del self._bringing_up[e.node]

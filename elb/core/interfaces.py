@@ -8,6 +8,7 @@ from the config.
 from __future__ import annotations
 
 import enum
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -47,10 +48,12 @@ class Instance:
 
 @dataclass(frozen=True, slots=True)
 class LaunchResult:
-    """Outcome of a launch: the instances that run, and the names that failed with why."""
+    """Outcome of a launch: the instances that run, the names that failed with why, and the names
+    not started because elb was told to stop (nothing of theirs exists in the cloud)."""
 
     launched: tuple[Instance, ...]
     failed: Mapping[str, str] = field(default_factory=dict, hash=False)  # node name -> reason
+    not_started: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,11 +86,14 @@ class Cloud(Protocol):
         names: Sequence[str],
         groups: Mapping[str, str] | None = None,
         boot: Mapping[str, NodeBoot] | None = None,
+        *,
+        stopping: threading.Event | None = None,
     ) -> LaunchResult:
         """Start one worker per name, wait until each runs with a private address; ``groups``:
         the node group of each name (config ``node_groups``), for the way it is launched;
         ``boot``: what each node runs on itself at its first boot (None: nothing, elb's add play
-        configures it)."""
+        configures it). Once ``stopping`` is set no further cloud call starts an instance: the
+        names not yet started are ``not_started``; the ones started are waited for as usual."""
         ...
 
     def list_workers(self) -> list[Instance]:

@@ -177,7 +177,7 @@ class Actuator:
                 groups[name] = node.group
         try:
             boot = self.provisioner.boot_plans(list(names), groups or None) if self.boot else None
-            result = self.cloud.launch(list(names), groups or None, boot)
+            result = self.cloud.launch(list(names), groups or None, boot, stopping=self.stopping)
         except (CloudError, ValueError) as err:  # ValueError: the nodes' boot plans could not be made
             # The cloud adapter starts nothing it cannot report; reconcile catches the rest by tags.
             for name in names:
@@ -189,6 +189,9 @@ class Actuator:
         for name, why in result.failed.items():
             self.journal.record(name, NodeState.FAILED, self.clock(), detail=f"launch failed: {why}")
             out.failed[name] = f"launch failed: {why}"
+        for name in result.not_started:  # nothing of theirs exists, and nothing failed
+            log.info("%s: not launched: elb stops", name)
+            self.journal.record(name, NodeState.TERMINATED, self.clock(), detail="not launched: elb stopped")
         self.provision([self._record_running(inst.name, inst) for inst in result.launched], out, admit=self.boot)
 
     def _record_running(self, name: str, inst: Instance, detail: str | None = None) -> Node:

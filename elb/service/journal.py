@@ -374,12 +374,13 @@ class Journal:
 
     @_locked
     def bring_up_events(self, limit: int = 5000) -> list[Event]:
-        """The newest ``limit`` events that start or end a bring-up (requested, ready, failed),
-        oldest first: what the launch back-off is computed from."""
+        """The newest ``limit`` events that start or end a bring-up (requested, ready, failed,
+        terminated), oldest first: what the launch back-off is computed from."""
+        states = (NodeState.REQUESTED, NodeState.READY, NodeState.FAILED, NodeState.TERMINATED)
         rows = self._db.execute(
-            "SELECT time, node, state, instance_id, detail FROM events WHERE state IN (?, ?, ?) "
+            "SELECT time, node, state, instance_id, detail FROM events WHERE state IN (?, ?, ?, ?) "
             "ORDER BY id DESC LIMIT ?",
-            (NodeState.REQUESTED.value, NodeState.READY.value, NodeState.FAILED.value, limit),
+            (*(s.value for s in states), limit),
         ).fetchall()
         return [Event(float(t), str(n), NodeState(str(s)), i, d) for t, n, s, i, d in reversed(rows)]
 

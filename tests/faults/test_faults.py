@@ -402,9 +402,14 @@ class BreakOneOfTwo(LocalCloud):
     broken: str | None = None
 
     def launch(
-        self, names: Sequence[str], groups: Mapping[str, str] | None = None, boot: Mapping[str, NodeBoot] | None = None
+        self,
+        names: Sequence[str],
+        groups: Mapping[str, str] | None = None,
+        boot: Mapping[str, NodeBoot] | None = None,
+        *,
+        stopping: threading.Event | None = None,
     ) -> LaunchResult:
-        res = super().launch(names)
+        res = super().launch(names, stopping=stopping)
         if self.broken is None and len(res.launched) == 2:
             victim = res.launched[1].name
             subprocess.run(["podman", "exec", victim, "sh", "-c", BREAK_EXECD], check=True, timeout=30)

@@ -135,13 +135,17 @@ class FakeCloud:
         names: Sequence[str],
         groups: Mapping[str, str] | None = None,
         boot: Mapping[str, NodeBoot] | None = None,
+        *,
+        stopping: threading.Event | None = None,
     ) -> LaunchResult:
         self.boots.update(boot or {})
         if self.raise_on_launch:
             raise CloudError(self.raise_on_launch)
-        out = []
-        failed = {}
-        for n in names:
+        out: list[Instance] = []
+        failed: dict[str, str] = {}
+        for i, n in enumerate(names):
+            if stopping is not None and stopping.is_set():
+                return LaunchResult(tuple(out), failed, not_started=tuple(names[i:]))
             if n in self.fail_names:
                 failed[n] = "boot timeout"
                 continue

@@ -38,7 +38,9 @@ class Cloud:
         self.stop_calls: list[list[str]] = []
         self.launched: list[str] = []
 
-    def launch(self, names: Sequence[str], groups: object = None, boot: object = None) -> LaunchResult:
+    def launch(
+        self, names: Sequence[str], groups: object = None, boot: object = None, *, stopping: object = None
+    ) -> LaunchResult:
         new = [Instance(f"i-{n}", n, "running", NOW, private_ip="10.77.0.50", slots=2) for n in names]
         self.launched += names
         self.instances.update({i.instance_id: i for i in new})

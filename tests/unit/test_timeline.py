@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -301,9 +302,9 @@ def test_an_instance_without_an_address_is_not_running_yet(tmp_path: Path) -> No
 
     class NoAddress(FakeCloud):
         def launch(
-            self, names: Sequence[str], groups: Mapping[str, str] | None = None, boot: object = None
+            self, names: Sequence[str], groups: Mapping[str, str] | None = None, boot: object = None, **kw: Any
         ) -> LaunchResult:
-            done = super().launch(names, groups)
+            done = super().launch(names, groups, **kw)
             return LaunchResult(tuple(replace(i, private_ip=None) for i in done.launched), done.failed)
 
     sge = FakeSge(T0)

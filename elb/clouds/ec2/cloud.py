@@ -28,6 +28,7 @@ import hashlib
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -1065,28 +1066,37 @@ class Ec2Cloud:
         assert last is not None
         raise _Fatal(to_cloud_error(last, f"launching {name}"))
 
+    def _check_names(self, names: Sequence[str]) -> None:
+        """``CloudError`` unless ``names`` are distinct plain host names, none the master's."""
+        if len(set(names)) != len(names):
+            raise CloudError(f"duplicate node names in {list(names)}")
+        bad = [n for n in names if not n or n == self.master or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.-]*", n)]
+        if bad:
+            raise CloudError(f"refusing to launch nodes named {bad}")
+
     def launch(
         self,
         names: Sequence[str],
         groups: Mapping[str, str] | None = None,
         boot: Mapping[str, NodeBoot] | None = None,
+        *,
+        stopping: threading.Event | None = None,
     ) -> LaunchResult:
         """Start one worker per name and wait until each runs with a private address; each as
         its node group says (``groups``: name -> group; ``spec_for``), with its boot (``boot``)
-        in its user data for cloud-init.
+        in its user data for cloud-init. Once ``stopping`` is set, no other instance is started
+        (the names left are ``not_started``); the ones started are waited for.
 
         Nodes that find no capacity, or do not run within ``boot_timeout`` (then terminated),
         are in ``failed``. A permission or configuration error stops launching; if nothing was
         started it raises :class:`CloudError`, else the rest are reported failed with the reason.
         A node launched by ``CreateFleet`` has its volumes tagged once it runs.
         """
-        if len(set(names)) != len(names):
-            raise CloudError(f"duplicate node names in {list(names)}")
-        bad = [n for n in names if not n or n == self.master or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.-]*", n)]
-        if bad:
-            raise CloudError(f"refusing to launch nodes named {bad}")
+        self._check_names(names)
         if not names:
             return LaunchResult(launched=())
+        if stopping is not None and stopping.is_set():
+            return LaunchResult(launched=(), not_started=tuple(names))
         specs: dict[str | None, LaunchSpec] = {}
         for name in names:
             group = None if groups is None else groups.get(name)
@@ -1097,7 +1107,11 @@ class Ec2Cloud:
         started: dict[str, str] = {}  # name -> instance id
         volume_tags: dict[str, Mapping[str, str]] = {}  # name -> extra tags, for fleet nodes
         failed: dict[str, str] = {}
+        not_started: tuple[str, ...] = ()
         for i, name in enumerate(names):
+            if stopping is not None and stopping.is_set():
+                not_started = tuple(names[i:])
+                break
             try:
                 spec = specs[None if groups is None else groups.get(name)]
                 spec = self._with_node_config(name, spec, adopting=name in existing, boot=(boot or {}).get(name))
@@ -1121,7 +1135,7 @@ class Ec2Cloud:
         launched, unkeyed = self._console_host_keys(launched, templated, started_at + self.config.boot_timeout)
         failed.update(unkeyed)
         self._settle_host_keys(launched)
-        return LaunchResult(launched=tuple(launched), failed=failed)
+        return LaunchResult(launched=tuple(launched), failed=failed, not_started=not_started)
 
     def _console_host_keys(
         self, launched: Sequence[Instance], templated: set[str], deadline: float
