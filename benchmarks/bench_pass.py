@@ -56,7 +56,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from elb.core.backoff import Backoff
+from elb.core.backoff import Backoffs
 from elb.core.config import ClusterConfig, Config, PolicyConfig, SgeConfig, parse_config
 from elb.core.demand import DemandSplit
 from elb.core.interfaces import Instance
@@ -303,7 +303,7 @@ def one_pass(world: World, mark: Callable[[str], None]) -> tuple[Snapshot, Deman
         site = world.site.get(world.other, snap.now)
         starts = StartTimes().update(world.other, snap.pending)
         demand = demand_of(snap, records, world.config, site, world.config.policy.slots_per_node, start_times=starts)
-        inputs = dataclasses.replace(inputs, demand=demand, backoff=Backoff())
+        inputs = dataclasses.replace(inputs, demand=demand, backoff=Backoffs())
     mark("demand")
     plan = plan_pass(inputs, world.config, world.policy, snap.now)
     mark("plan")

@@ -7,6 +7,9 @@ playbook fails makes seven failures at once. A failure counts as a new round onl
 wait the previous round set has passed; each round doubles the wait, from ``initial`` up to
 ``max``. A node that becomes ready ends the streak.
 
+Each node group has its own streak (``by_group``): a group whose nodes never come up holds back
+its own launches, not another group's.
+
 While the streak lasts, launching waits until ``next_launch_at``, and then launches a single
 node (a probe) rather than a whole batch, and no other while that probe is on its way, so with
 provisioning failing for good elb launches a handful of nodes an hour, not one batch a pass.
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from elb.core.frozen import quick_init
@@ -105,6 +108,76 @@ class Tracker:
             after = state.next_launch_at
             state = dataclasses.replace(state, probing=any(t >= after for t in self._bringing_up.values()))
         return state
+
+
+@dataclass(frozen=True, slots=True)
+class Backoffs:
+    """The launch back-off of each node group: one group's failed bring-ups (a bad AMI, a launch
+    template no instance boots from) hold back that group's launches only. ``default``: the
+    back-off of a group with no entry (no bring-up of its own has failed: none)."""
+
+    groups: tuple[tuple[str, Backoff], ...] = ()
+    default: Backoff = Backoff()
+
+    def of(self, group: str) -> Backoff:
+        for name, b in self.groups:
+            if name == group:
+                return b
+        return self.default
+
+    @property
+    def worst(self) -> Backoff:
+        """The group backed off for the most rounds (the metrics' and the alarm's figure)."""
+        return max((b for _g, b in self.groups), key=lambda b: b.rounds, default=self.default)
+
+    @property
+    def rounds(self) -> int:
+        return max((b.rounds for _g, b in self.groups), default=self.default.rounds)
+
+    @property
+    def active(self) -> bool:
+        return self.default.active or any(b.active for _g, b in self.groups)
+
+    def waiting(self, now: float) -> float:
+        """Seconds the longest-held group must still wait at ``now``."""
+        return max((b.waiting(now) for _g, b in self.groups), default=self.default.waiting(now))
+
+    def next_end(self, now: float) -> float | None:
+        """The soonest instant after ``now`` at which a group's wait ends (None: none waits)."""
+        ends = [b.next_launch_at for _g, b in self.groups if b.next_launch_at is not None and b.next_launch_at > now]
+        if self.default.next_launch_at is not None and self.default.next_launch_at > now:
+            ends.append(self.default.next_launch_at)
+        return min(ends, default=None)
+
+
+class GroupTrackers:
+    """The back-off of each node group folded over bring-up events one at a time (``add``, with
+    the event's node group), for a producer that sees them as they happen (the simulator)."""
+
+    def __init__(self, *, initial: float, maximum: float) -> None:
+        self.initial, self.maximum = initial, maximum
+        self._trackers: dict[str, Tracker] = {}
+
+    def add(self, e: Event, group: str) -> None:
+        tracker = self._trackers.get(group)
+        if tracker is None:
+            tracker = self._trackers[group] = Tracker(initial=self.initial, maximum=self.maximum)
+        tracker.add(e)
+
+    @property
+    def state(self) -> Backoffs:
+        """Each group's back-off after the events added so far (only the groups backed off)."""
+        found = ((g, t.state) for g, t in sorted(self._trackers.items()))
+        return Backoffs(groups=tuple((g, b) for g, b in found if b.active))
+
+
+def by_group(events: Iterable[Event], group_of: Callable[[str], str], *, initial: float, maximum: float) -> Backoffs:
+    """The back-off of each node group after ``events``, each event counted for the group of its
+    node (``group_of``: a node's name -> its group)."""
+    trackers = GroupTrackers(initial=initial, maximum=maximum)
+    for e in events:
+        trackers.add(e, group_of(e.node))
+    return trackers.state
 
 
 def compute(events: Iterable[Event], *, initial: float, maximum: float) -> Backoff:

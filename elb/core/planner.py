@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from elb.core.askplan import Answer, AskPlan, Decline, plan_asks
-from elb.core.backoff import Backoff
+from elb.core.backoff import Backoff, Backoffs
 from elb.core.budget import BudgetCheck, Launch, Spend, pace, period_bounds, room
 from elb.core.config import Config
 from elb.core.demand import DemandSplit, NotDemand
 from elb.core.durations import minutes
 from elb.core.frozen import quick_init
+from elb.core.groups import NodeGroups
 from elb.core.interfaces import Instance, Notice
 from elb.core.interruptions import Move
 from elb.core.model import History, Job, Node, Plan, Removal, Snapshot
@@ -48,28 +49,53 @@ from elb.core.state import ClusterState, JoinIndex, join
 RepairKey = tuple[RepairKind, str]  # a repair of one kind on one node
 
 
-def limit_launches(plan: Plan, backoff: Backoff, now: float) -> Plan:
-    """``plan`` with no more launches than the back-off allows at ``now`` (removals untouched)."""
-    allowed = backoff.cap(plan.add, now)
-    if allowed >= plan.add:
+def limit_launches(plan: Plan, backoffs: Backoffs, now: float, *, group_of: Callable[[str], str]) -> Plan:
+    """``plan`` with no more launches than each node group's back-off allows at ``now`` (removals
+    untouched); ``group_of``: the group of a launch by its name. The launches keep their order."""
+    by_group: dict[str, list[str]] = {}
+    for name in plan.add_names:
+        by_group.setdefault(group_of(name), []).append(name)
+    if not plan.add_names and plan.add:  # a plan that names no node: one group's count
+        allowed = backoffs.default.cap(plan.add, now)
+        if allowed >= plan.add:
+            return plan
+        return _held(plan, plan.add_names[:allowed], [held_why(backoffs.default, now, allowed, plan.add)])
+    keep: set[str] = set()
+    whys: list[str] = []
+    for group, names in by_group.items():
+        b = backoffs.of(group)
+        allowed = b.cap(len(names), now)
+        keep.update(names[:allowed])
+        if allowed < len(names):
+            whys.append(held_why(b, now, allowed, len(names), group=group if len(by_group) > 1 else None))
+    if not whys:
         return plan
-    why = held_why(backoff, now, allowed, plan.add)
+    return _held(plan, tuple(n for n in plan.add_names if n in keep), whys)
+
+
+def _held(plan: Plan, names: tuple[str, ...], whys: Sequence[str]) -> Plan:
+    """``plan`` launching ``names`` alone, the back-off's ``whys`` said."""
+    why = "; ".join(whys)
+    allowed = len(names)
     held = f"{plan.add_reason}; " if plan.add_reason and allowed else ""
     return dataclasses.replace(
         plan,
         add=allowed,
-        add_names=plan.add_names[:allowed],
+        add_names=names,
+        add_groups={n: g for n, g in plan.add_groups.items() if n in names},
         add_reason=f"{held}{why}" if allowed else "",
         reason="; ".join(r for r in (plan.reason, why) if r),
     )
 
 
-def held_why(backoff: Backoff, now: float, allowed: int, wanted: int) -> str:
-    """Why the back-off lets ``allowed`` of ``wanted`` launches start at ``now``."""
+def held_why(backoff: Backoff, now: float, allowed: int, wanted: int, *, group: str | None = None) -> str:
+    """Why the back-off lets ``allowed`` of ``wanted`` launches (of node group ``group``, named
+    when there are several) start at ``now``."""
+    of = f" of group {group}" if group is not None else ""
     if allowed == 0:
-        why = f"launch backed off for {minutes(backoff.waiting(now))} more"
+        why = f"launch{of} backed off for {minutes(backoff.waiting(now))} more"
     else:
-        why = f"launching {allowed} of {wanted} (a probe)"
+        why = f"launching {allowed} of {wanted}{of} (a probe)"
     return why + f" after {backoff.rounds} failed launch round(s) in a row ({backoff.cause}: {backoff.last_failure})"
 
 
@@ -236,7 +262,7 @@ class PassInputs:
     demand: DemandSplit | None
     history: History
     orders: Orders
-    backoff: Backoff | None
+    backoff: Backoffs | None  # each node group's
     in_flight: frozenset[str] = frozenset()  # nodes with an operation of elb under way
     repair_fails: Mapping[RepairKey, int] = field(default_factory=dict)  # failed passes in a row
     watched_since: float | None = None  # this run's first live pass (``reconcile.lost_for``)
@@ -397,12 +423,8 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
     wanted = plan.add
     since = {a.node: a.since for a in asks.launch}
     if plan.add:
-        limited = limit_launches(plan, inputs.backoff, now)
-        if inputs.asks is not None:
-            cut = [name for name in plan.add_names if name not in limited.add_names]
-            why = held_why(inputs.backoff, now, limited.add, plan.add)
-            declines += [Decline(name, since[name], why) for name in cut if name in since]
-        plan = limited
+        plan, held_back = _backed_off(plan, inputs.backoff, groups, since if inputs.asks is not None else {}, now)
+        declines += held_back
     budget = None
     if config.policy.budget is not None and inputs.spend is not None:
         plan, pool, budget = pace_launches(plan, pool, inputs.spend, config, now, state.record)
@@ -412,6 +434,29 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
         if inputs.asks is not None:
             declines += [Decline(name, since[name], budget.reason) for name in budget.held if name in since]
     return dataclasses.replace(base, scaling=plan, wanted=wanted, pool=pool, declines=tuple(declines), budget=budget)
+
+
+def _backed_off(
+    plan: Plan, backoffs: Backoffs, groups: NodeGroups, since: Mapping[str, float], now: float
+) -> tuple[Plan, list[Decline]]:
+    """``plan``'s launches cut by each node group's back-off, and the scheduler's asks for the
+    launches cut (``since``: when each named node was asked for) answered with why."""
+
+    def launch_group(name: str) -> str:
+        g = plan.add_groups.get(name)
+        return ((groups.get(g) if g is not None else None) or groups.groups[0]).name
+
+    limited = limit_launches(plan, backoffs, now, group_of=launch_group)
+    launching = set(limited.add_names)
+    declines: list[Decline] = []
+    for name in plan.add_names:
+        if name in launching or name not in since:
+            continue
+        g = launch_group(name)
+        wanted = sum(1 for n in plan.add_names if launch_group(n) == g)
+        allowed = sum(1 for n in limited.add_names if launch_group(n) == g)
+        declines.append(Decline(name, since[name], held_why(backoffs.of(g), now, allowed, wanted)))
+    return limited, declines
 
 
 _NO_NOTICES = NoticePlan()

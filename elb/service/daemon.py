@@ -20,7 +20,7 @@ from types import FrameType
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from elb.core.backoff import compute as compute_backoff
+from elb.core.backoff import by_group as backoff_by_group
 from elb.core.config import Config
 from elb.core.durations import minutes
 from elb.core.interfaces import Cloud, Instance, Notice, NoticeSource, Provisioner
@@ -29,6 +29,7 @@ from elb.core.planner import PassInputs, PassPlan, count_repair_failures, plan_p
 from elb.core.policy import Policy
 from elb.core.policy.grouped import policy_for
 from elb.core.policy.view import oldest_wait
+from elb.core.poolplan import group_of as pool_group_of
 from elb.core.poolplan import groups_of
 from elb.core.reconcile import RepairKind
 from elb.core.scheduler import Scheduler, SchedulerError, SchedulerRead
@@ -286,7 +287,12 @@ class Balancer:
             self.last.not_demand = demand.not_demand
             self.last.unservable_jobs = len(demand.unservable)
         b = self.config.backoff
-        backoff = compute_backoff(self.journal.bring_up_events(), initial=b.initial, maximum=b.max)
+        groups = groups_of(self.config)
+        group_of = {n.name: pool_group_of(n, groups).name for n in inputs.nodes}
+        first = groups.groups[0].name
+        backoff = backoff_by_group(
+            self.journal.bring_up_events(), lambda name: group_of.get(name, first), initial=b.initial, maximum=b.max
+        )
         now = inputs.snapshot.now
         spend = read_spend(self.journal, self.config, now, records=inputs.nodes, cache=self.spend_cache)
         return dataclasses.replace(inputs, demand=demand, demand_error=error, backoff=backoff, spend=spend)

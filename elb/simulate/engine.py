@@ -77,7 +77,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal, Protocol, TypeVar, runtime_checkable
 
-from elb.core.backoff import Tracker
+from elb.core.backoff import GroupTrackers
 from elb.core.budget import Budget, Spend, period_bounds
 from elb.core.config import Config, PolicyConfig
 from elb.core.demand import DemandSplit
@@ -437,7 +437,7 @@ class Simulator:
         # bring-up or a restart under way (in flight), each node's instance, and the nodes that
         # are not steady (booting or stopped: ``elb.core.state.JoinIndex``).
         self.config = sim_config(settings, self.groups, self.max_nodes)
-        self.backoff = Tracker(initial=settings.backoff_initial, maximum=settings.backoff_max)
+        self.backoff = GroupTrackers(initial=settings.backoff_initial, maximum=settings.backoff_max)
         self.failures = random.Random(settings.seed + 1)  # noqa: S311 (seeded failure injection)
         self._booting: dict[str, None] = {}
         self._instance_values: dict[str, Instance] = {}
@@ -478,7 +478,7 @@ class Simulator:
             self.out.restarts += 1
         else:
             self.out.launches += 1
-            self.backoff.add(Event(now, name, NodeState.REQUESTED, None, None))
+            self.backoff.add(Event(now, name, NodeState.REQUESTED, None, None), group)
         self._instance_values[name] = Instance(f"sim-{name}", name, "running", now)
         self._nodes_cache = None
         self._stale[name] = None
@@ -497,14 +497,14 @@ class Simulator:
         self._booting.pop(node.name, None)
         self._suspects.pop(node.name, None)
         if not node.restart:
-            self.backoff.add(Event(now, node.name, NodeState.READY, None, None))
+            self.backoff.add(Event(now, node.name, NodeState.READY, None, None), node.group)
         self._touch(node)
 
     def _fail(self, node: _Node, now: float) -> None:
         """Its provisioning failed: cleaned up and terminated (billed from its launch), a failed
         bring-up for the back-off."""
         self.out.failed_bringups += 1
-        self.backoff.add(Event(now, node.name, NodeState.FAILED, None, "provisioning failed (simulated)"))
+        self.backoff.add(Event(now, node.name, NodeState.FAILED, None, "provisioning failed (simulated)"), node.group)
         self._terminate(node, now)
 
     def _touch(self, node: _Node, *, record: bool = True) -> None:
@@ -1025,8 +1025,8 @@ class Simulator:
 
     def _backoff_ends(self, now: float) -> float:
         """When a launch the back-off holds may start (the replay wakes then); inf: none held."""
-        b = self.backoff.state
-        return b.next_launch_at if b.active and b.next_launch_at is not None and b.next_launch_at > now else math.inf
+        end = self.backoff.state.next_end(now)
+        return math.inf if end is None else end
 
     def _done(self) -> bool:
         return self.next_sub >= len(self.jobs) and not self.pending and not self.running

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from elb.core.backoff import Backoff, Cause, compute
+from elb.core.backoff import Backoff, Backoffs, Cause, compute
 from elb.core.config import ConfigError, parse_config
 from elb.core.model import Event, NodeState, Plan
 from elb.core.planner import limit_launches
@@ -93,7 +93,7 @@ def test_one_probe_at_a_time() -> None:
 def test_limit_launches(backoff: Backoff, now: float, wanted: int, allowed: int) -> None:
     names = tuple(f"node{i:03d}" for i in range(1, wanted + 1))
     plan = Plan(add=wanted, add_names=names, add_reason="jobs wait")
-    out = limit_launches(plan, backoff, now)
+    out = limit_launches(plan, Backoffs(default=backoff), now, group_of=lambda _name: "default")
     assert out.add == allowed and out.add_names == names[:allowed]
     if allowed < wanted:
         assert "failed launch round" in out.reason

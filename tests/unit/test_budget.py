@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from elb.core.backoff import Backoff, Cause
+from elb.core.backoff import Backoff, Backoffs, Cause
 from elb.core.budget import Budget, Launch, Spend, holding_now, pace, period_bounds, room, status_lines
 from elb.core.config import Config, ConfigError, parse_config
 from elb.core.demand import DemandSplit
@@ -183,7 +183,7 @@ def inputs(snapshot: Snapshot, nodes: tuple[Node, ...] = (), **kw: Any) -> PassI
         "demand": DemandSplit(snapshot),
         "history": History(),
         "orders": Orders(),
-        "backoff": Backoff(),
+        "backoff": Backoffs(),
     }
     values.update(kw)
     return PassInputs(**values)
@@ -229,7 +229,9 @@ def test_an_idle_node_still_goes_while_launches_are_held(tmp_path: Path) -> None
 
 def test_the_budget_cuts_after_the_back_off(tmp_path: Path) -> None:
     cfg = config(tmp_path, {"amount": 100.0, "period": "day"})
-    backoff = Backoff(2, T0 - 1, Cause.PROVISION, "node009: provisioning failed")  # a probe: one launch
+    backoff = Backoffs(
+        default=Backoff(2, T0 - 1, Cause.PROVISION, "node009: provisioning failed")
+    )  # a probe: one launch
     p = plan(cfg, Spend(90.0, 0.0), backoff=backoff)  # 10 left: no 16-dollar launch fits
     assert p.scaling is not None and p.scaling.add == 0
     assert p.wanted == 3 and p.launches_held == 2  # two by the back-off, one by the budget

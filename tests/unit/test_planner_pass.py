@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from elb.core.backoff import Backoff, Cause
+from elb.core.backoff import Backoff, Backoffs, Cause
 from elb.core.config import Config
 from elb.core.demand import DemandSplit
 from elb.core.interfaces import Instance
@@ -34,7 +34,7 @@ def inputs(snapshot: Snapshot, **kw: object) -> PassInputs:
         "demand": DemandSplit(snapshot),
         "history": History(),
         "orders": Orders(),
-        "backoff": Backoff(),
+        "backoff": Backoffs(),
     }
     values.update(kw)
     return PassInputs(**values)  # type: ignore[arg-type]
@@ -107,7 +107,9 @@ def test_scaling_never_removes_a_node_under_repair_or_in_flight(cfg: Config) -> 
 
 
 def test_the_back_off_cuts_the_launches_and_says_how_many_were_held(cfg: Config) -> None:
-    backoff = Backoff(rounds=2, next_launch_at=T0 + 300, cause=Cause.PROVISION, last_failure="node001: failed")
+    backoff = Backoffs(
+        default=Backoff(rounds=2, next_launch_at=T0 + 300, cause=Cause.PROVISION, last_failure="node001: failed")
+    )
     p = plan(cfg, backoff=backoff)
     assert p.scaling is not None and p.scaling.add == 0
     assert p.wanted == 2 and p.launches_held == 2

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from elb.core.backoff import Backoff, Cause
+from elb.core.backoff import Backoff, Backoffs, Cause
 from elb.core.config import Config
 from elb.core.demand import DemandSplit
 from elb.core.interfaces import Instance
@@ -39,7 +39,7 @@ def pass_of(cfg: Config, snapshot: Snapshot, nodes: tuple[Node, ...], **kw: Any)
         demand=kw.pop("demand", DemandSplit(snapshot)),
         history=History(),
         orders=Orders(),
-        backoff=kw.pop("backoff", Backoff()),
+        backoff=kw.pop("backoff", Backoffs()),
         **kw,
     )
     return plan_pass(inputs, cfg, policy_for(cfg), T0)
@@ -114,7 +114,9 @@ def test_pooled_hosts_are_no_size_for_the_policy(tmp_path: Path) -> None:
 
 
 def test_the_back_off_holds_launches_not_restarts(tmp_path: Path) -> None:
-    backoff = Backoff(rounds=2, next_launch_at=T0 + 300, cause=Cause.PROVISION, last_failure="node009: failed")
+    backoff = Backoffs(
+        default=Backoff(rounds=2, next_launch_at=T0 + 300, cause=Cause.PROVISION, last_failure="node009: failed")
+    )
     p = pass_of(config(tmp_path), WAITING, (stopped("node002", 60),), backoff=backoff)
     assert [r.node for r in p.pool.restarts] == ["node002"]
     assert p.launches_held == 0

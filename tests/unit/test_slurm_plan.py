@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from elb.core.askplan import plan_asks, release_retry_at
-from elb.core.backoff import Backoff, Cause
+from elb.core.backoff import Backoff, Backoffs, Cause
 from elb.core.config import Config, parse_config
 from elb.core.demand import DemandSplit
 from elb.core.interfaces import Instance
@@ -203,7 +203,7 @@ def _inputs(asks: Sequence[Ask], records: Sequence[Node] = (), **kw: object) -> 
         demand=DemandSplit(snap),
         history=History(),
         orders=kw.pop("orders", Orders()),  # type: ignore[arg-type]
-        backoff=kw.pop("backoff", Backoff()),  # type: ignore[arg-type]
+        backoff=kw.pop("backoff", Backoffs()),  # type: ignore[arg-type]
         asks=tuple(asks),
         **kw,  # type: ignore[arg-type]
     )
@@ -216,7 +216,7 @@ def test_the_pass_launches_the_nodes_slurm_named_not_the_policys_count() -> None
 
 
 def test_a_backed_off_launch_is_given_back_with_why() -> None:
-    backoff = Backoff(1, NOW + 300, Cause.PROVISION, "node001: provisioning failed")
+    backoff = Backoffs(default=Backoff(1, NOW + 300, Cause.PROVISION, "node001: provisioning failed"))
     p = plan_pass(_inputs([want("node001")], backoff=backoff), config(), Removes(), NOW)
     assert p.scaling is not None and p.scaling.add == 0 and p.launches_held == 1
     (d,) = p.declines
