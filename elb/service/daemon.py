@@ -25,7 +25,7 @@ from elb.core.config import Config
 from elb.core.durations import minutes
 from elb.core.interfaces import Cloud, Instance, Notice, NoticeSource, Provisioner
 from elb.core.model import Node, NodeState, Plan, Snapshot
-from elb.core.planner import PassInputs, PassPlan, count_repair_failures, plan_pass, scale, scaling_waits
+from elb.core.planner import PassInputs, PassPlan, count_repair_failures, plan_pass, scaling_waits
 from elb.core.policy import Policy
 from elb.core.policy.grouped import policy_for
 from elb.core.policy.view import oldest_wait
@@ -66,6 +66,19 @@ def snapshot_summary(snap: Snapshot, master: str) -> list[str]:
         states = ",".join(sorted({q.states for q in h.queues if q.states})) or "ok"
         lines.append(f"  {h.name}: {h.slots_used}/{h.slots_total} slots, state {states}")
     return lines
+
+
+def assumed_instances(records: Sequence[Node]) -> tuple[Instance, ...]:
+    """The cloud's workers as the journal has them, for a dry run that cannot list them: each
+    record that has an instance and is not gone, in the state the record implies (a pooled node's
+    stopped, the others' running). Planned on, no node looks vanished and no instance orphaned."""
+    out = []
+    for n in records:
+        if n.instance_id is None or n.state in GONE:
+            continue
+        state = "stopped" if n.state is NodeState.STOPPED else "running"
+        out.append(Instance(n.instance_id, n.name, state, n.launched_at, n.private_ip, n.instance_type, slots=n.slots))
+    return tuple(out)
 
 
 class PassFailed(Exception):
@@ -212,27 +225,30 @@ class Balancer:
 
     def _dry_pass(self, read: SchedulerRead, records: tuple[Node, ...]) -> PassResult:
         """The plan a live pass would make on what this one read, nothing started (the journal
-        is the dry run's copy in memory). The cloud's workers are listed, read only, when there is
-        a cloud to ask; without them no repair nor warm-pool action is planned (an instance elb
-        cannot see is not gone) and the plan is scaling alone. Operations a running daemon has
-        in flight, and the cloud's notices, are not known here."""
+        is the dry run's copy in memory), by the same ``plan_pass``. The cloud's workers are
+        listed, read only, when there is a cloud to ask; when they cannot be, they are taken as
+        the journal has them (``assumed_instances``): the scheduler's asks, the back-off and the
+        budget still apply, and no repair is planned that only the cloud's list could show (an
+        instance gone, an orphan). Operations a running daemon has in flight, and the cloud's
+        notices, are not known here."""
         snap = read.snapshot
         instances: list[Instance] | None = None
         why = "no cloud to ask"
         if self.cloud is not None:
             try:
                 instances = self.cloud.list_workers()
-            except Exception as err:  # the dry run says so and plans scaling alone
+            except Exception as err:  # the dry run says so and plans on the journal's workers
                 why = f"listing the cloud's workers: {err}"
-        inputs = self._for_scaling(self._inputs(read, records, instances or (), frozenset(), ()), read)
+        if instances is None:
+            listed = assumed_instances(records)
+            note = f"not read ({why}): taken as the journal has them; no repair the cloud's list would show is planned"
+        else:
+            listed = tuple(instances)
+            note = f"{len(instances)} listed (read only)"
+        inputs = self._for_scaling(self._inputs(read, records, listed, frozenset(), ()), read)
         if inputs.demand is None:
             raise PassFailed(inputs.demand_error)
-        if instances is None:
-            plan = PassPlan(scaling=scale(inputs, self.policy, snap.now))
-            note = f"not read ({why}): repairs and the warm pool not planned"
-        else:
-            plan = plan_pass(inputs, self.config, self.policy, snap.now)
-            note = f"{len(instances)} listed (read only)"
+        plan = plan_pass(inputs, self.config, self.policy, snap.now)
         scaling = plan.scaling or Plan(reason=plan.scaling_note)
         return PassResult(True, snap.now, scaling, snap, planned=plan, cloud_note=note)
 

@@ -19,7 +19,7 @@ class PassResult:
     snapshot: Snapshot | None = None
     error: str | None = None
     outcomes: Outcomes = field(default_factory=Outcomes)
-    # The dry run's whole plan (scaling alone when the cloud was not read), and what it read of the cloud.
+    # The dry run's whole plan (on the journal's workers when the cloud was not read), and what it read of the cloud.
     planned: PassPlan | None = None
     cloud_note: str = ""
 

@@ -275,17 +275,17 @@ def test_dry_run_plans_the_whole_pass_on_the_clouds_workers_read_only(
     assert not (tmp_path / "state").exists()
 
 
-def test_dry_run_without_the_clouds_workers_plans_scaling_alone_and_says_so(
+def test_dry_run_without_the_clouds_workers_plans_on_the_journals_and_says_so(
     stand: Stand, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """An instance elb cannot see is not gone: without the cloud's list no repair is planned (a
-    node would look vanished), and the output says why."""
+    """An instance elb cannot see is not gone: without the cloud's list the pass is planned on the
+    workers as the journal has them (no node looks vanished), and the output says so."""
     stand.sge.jobs = list(WAITING)
     stand.cloud = UnlistableCloud(T0)
     path = config(tmp_path, "{max_nodes: 20, slots_per_node: 4}")
     out = dry_run_out(path, capsys)
     assert (
         "  the cloud's workers: not read (listing the cloud's workers: RequestLimitExceeded): "
-        "repairs and the warm pool not planned\n"
+        "taken as the journal has them; no repair the cloud's list would show is planned\n"
     ) in out
     assert "add 3 (node001, node002, node003)" in out

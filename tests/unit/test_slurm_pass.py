@@ -513,3 +513,25 @@ def test_a_warm_pool_stops_its_idle_nodes_together(tmp_path: Path) -> None:
     assert r.scontrol() == [*(("drain", n) for n in names), ("power_down_force", *names), ("undrain", *names)]
     assert r.slurm.reads == 3  # the pass's read, the drain's read, the read before the power down
     assert [r.state(n) for n in names] == [NodeState.STOPPED] * 3
+
+
+def test_a_dry_run_without_the_clouds_workers_plans_the_scheduler_asks_as_the_pass_would(tmp_path: Path) -> None:
+    """The dry run plans with the daemon's ``plan_pass`` even when the cloud's workers cannot be
+    listed (they are taken as the journal has them): Slurm's asks, the back-off and the budget
+    apply, and it says what the live pass would do."""
+    r = rig(tmp_path)
+    r.slurm.ask("node001")
+    r.ask(RequestKind.RESUME, "node001")
+    r.bal.scheduler.take_requests(r.clock.t)
+
+    def unlistable() -> list[Instance]:
+        raise RuntimeError("RequestLimitExceeded")
+
+    r.cloud.list_workers = unlistable  # type: ignore[method-assign]
+    result = r.bal.run_pass(dry_run=True)
+    assert result.ok
+    assert result.planned is not None and result.planned.scaling is not None
+    assert result.planned.scaling.add_names == ("node001",), result.planned.describe()
+    assert "asked" in result.planned.scaling.add_reason, result.planned.scaling.add_reason
+    assert "not read (listing the cloud's workers: RequestLimitExceeded)" in result.cloud_note
+    assert r.cloud.instances == {} and r.books.runs == []
