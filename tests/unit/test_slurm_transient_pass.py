@@ -1,0 +1,79 @@
+"""A node fails only for its own fault: Slurm that does not answer during a bring-up (a
+transient error, still so after the commands' retries) leaves the node in its step, and the next
+pass provisions it again. The pass, planner and actuator are the real ones; Slurm, the cloud and
+the playbooks the stand-ins of tests/unit/test_slurm_pass.py."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from elb.core.model import NodeState
+from elb.schedulers.slurm.commands import SlurmError, SlurmRead
+from elb.schedulers.slurm.requests import RequestKind
+from tests.unit.slurm_fakes import FakeSlurm
+from tests.unit.test_slurm_pass import rig
+
+SOCKET = "sinfo: exit status 1: Socket timed out on send/recv operation"
+
+
+def test_an_address_slurm_does_not_take_in_time_leaves_the_node_for_the_next_pass(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    r = rig(tmp_path)
+    r.slurm.ask("node001")
+    r.ask(RequestKind.RESUME, "node001")
+    r.slurm.fail, r.slurm.fail_transient = {"address"}, True  # scontrol update ... nodeaddr= times out
+    with caplog.at_level(logging.WARNING, logger="elb"):
+        r.run()
+    assert r.state("node001") is NodeState.RUNNING  # not failed, not terminated
+    assert r.cloud.terminated == [] and r.books.runs == []
+    assert any("Slurm did not answer before its play" in rec.getMessage() for rec in caplog.records)
+    r.slurm.fail = set()
+    r.run(5)  # reconcile: launched but never provisioned
+    assert r.state("node001") is NodeState.READY
+    assert r.cloud.launched == ["node001"] and r.cloud.terminated == []
+
+
+def test_an_address_slurm_refuses_still_fails_the_node(tmp_path: Path) -> None:
+    r = rig(tmp_path)
+    r.slurm.ask("node001")
+    r.ask(RequestKind.RESUME, "node001")
+    r.slurm.fail = {"address"}  # an answer, not a time-out: the node's own fault
+    r.run()
+    assert r.state("node001") is NodeState.FAILED and r.cloud.terminated == ["i-node001"]
+
+
+class Unreadable(FakeSlurm):
+    """Slurm that stops answering reads (transiently) once a node's address is first set."""
+
+    down: bool = False
+    addressed: int = 0
+
+    def set_address(self, name: str, address: str) -> None:
+        super().set_address(name, address)
+        self.addressed += 1
+        self.down = self.addressed == 1
+
+    def read(self) -> SlurmRead:
+        if self.down:
+            raise SlurmError(SOCKET, transient=True)
+        return super().read()
+
+
+def test_a_wait_that_ends_on_a_read_slurm_did_not_answer_leaves_the_node_for_the_next_pass(tmp_path: Path) -> None:
+    r = rig(tmp_path, slurm={"register_timeout": 0.5})
+    slurm = Unreadable(nodes=r.slurm.nodes)
+    r.bal.scheduler.slurm = slurm  # type: ignore[attr-defined]
+    r.slurm = slurm
+    slurm.ask("node001")
+    r.ask(RequestKind.RESUME, "node001")
+    r.run()
+    assert r.state("node001") is NodeState.PROVISIONING  # not failed: Slurm could not be read
+    assert r.cloud.terminated == [] and [b[0] for b in r.books.runs] == ["slurm_add_node.yml"]
+    slurm.down = False
+    r.run(5)  # Slurm answers again: reconcile provisions it again
+    assert r.state("node001") is NodeState.READY
+    assert r.cloud.terminated == [] and slurm.addressed == 2
