@@ -77,3 +77,31 @@ def test_a_wait_that_ends_on_a_read_slurm_did_not_answer_leaves_the_node_for_the
     r.run(5)  # Slurm answers again: reconcile provisions it again
     assert r.state("node001") is NodeState.READY
     assert r.cloud.terminated == [] and slurm.addressed == 2
+
+
+def test_a_node_elb_takes_out_gets_its_address_set_back_to_its_name(tmp_path: Path) -> None:
+    """slurmctld keeps no address of an instance that is gone: the power down sets nodeaddr and
+    nodehostname back to the node's name, and so does one command for a node Slurm powers down
+    itself (its SuspendProgram)."""
+    r = rig(tmp_path)
+    r.slurm.ask("node001", "node002")
+    r.ask(RequestKind.RESUME, "node[001-002]")
+    r.run()
+    assert r.slurm.addresses == {"node001": "10.77.0.50", "node002": "10.77.0.50"}
+    r.slurm.set_flags("node002", "idle", "powering_down")  # Slurm's SuspendProgram for node002
+    r.ask(RequestKind.SUSPEND, "node[001-002]")
+    r.run(5)
+    assert r.state("node001") is NodeState.TERMINATED and r.state("node002") is NodeState.TERMINATED
+    assert r.slurm.addresses == {"node001": "node001", "node002": "node002"}
+    assert ("reset_address", "node002") in r.slurm.calls
+
+
+def test_a_node_given_back_that_elb_never_launched_gets_no_address(tmp_path: Path) -> None:
+    r = rig(tmp_path, policy={"max_nodes": 1})
+    r.slurm.ask("node001", "node002")
+    r.ask(RequestKind.RESUME, "node[001-002]")
+    r.run()
+    assert [c[:2] for c in r.scontrol("power_down_force")] == [("power_down_force", "node002")]
+    assert "node002" not in r.slurm.addresses
+    assert not r.scontrol("address", "reset_address")[1:]  # only node001's address, set once
+

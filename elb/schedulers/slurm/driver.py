@@ -326,9 +326,9 @@ class Slurm:
 
     def release(self, hosts: Sequence[str], reason: str) -> None:
         """Give back nodes elb did not bring up: ``POWER_DOWN_FORCE`` (the jobs waiting for them
-        are requeued) with the reason, their addresses set back to their names in the same
-        command (an address elb set on an earlier bring-up is not one Slurm may use now)."""
-        self._scontrol(lambda: self.slurm.power_down(list(hosts), slurm_reason(reason), force=True, reset_address=True))
+        are requeued) with the reason, and nothing else: elb never set an address on them (a
+        node elb took out had its address set back to its name then, ``out_of_service``)."""
+        self._scontrol(lambda: self.slurm.power_down(list(hosts), slurm_reason(reason), force=True))
 
     def requeue(self, host: str) -> Requeued:
         read = self._read()
