@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from elb.core.interfaces import Instance
 from elb.core.model import NodeState
 from elb.schedulers.slurm.commands import SlurmError, SlurmRead
 from elb.schedulers.slurm.requests import RequestKind
-from tests.unit.slurm_fakes import FakeSlurm
+from tests.unit.slurm_fakes import NOW, FakeSlurm, sjob
 from tests.unit.test_slurm_pass import rig
 
 SOCKET = "sinfo: exit status 1: Socket timed out on send/recv operation"
@@ -105,3 +106,26 @@ def test_a_node_given_back_that_elb_never_launched_gets_no_address(tmp_path: Pat
     assert "node002" not in r.slurm.addresses
     assert not r.scontrol("address", "reset_address")[1:]  # only node001's address, set once
 
+
+def test_a_resume_fail_for_a_node_slurm_shows_running_a_job_is_answered_once_not_flapped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Slurm's ResumeFailProgram named a node elb has ready and squeue shows running a job (its
+    slurmd registered late). Taking it out would drain it, find the job, undrain it, and do it
+    all again every pass while the ask stays open: the ask is answered once, the node kept."""
+    r = rig(tmp_path)
+    r.journal.record("node001", NodeState.READY, NOW - 600, instance_id="i-node001", private_ip="10.77.0.9")
+    r.journal.mark_seen(NOW - 60, busy=["node001"], up=["node001"])
+    r.cloud.instances["i-node001"] = Instance("i-node001", "node001", "running", NOW - 600, "10.77.0.9", slots=2)
+    r.slurm.set_flags("node001", "allocated")
+    r.slurm.jobs.append(sjob("5", "RUNNING", ("node001",)))
+    r.ask(RequestKind.RESUME_FAIL, "node001")
+    with caplog.at_level(logging.WARNING, logger="elb"):
+        for _ in range(4):
+            r.run(5)
+    assert r.scontrol("drain", "undrain", "power_down_force") == []  # never drained, never flapped
+    assert r.state("node001") is NodeState.READY and r.cloud.terminated == []
+    assert r.journal.asks() == []
+    (answer,) = [a for n, _k, _t, a in r.journal.answered_asks() if n == "node001"]
+    assert "running job 5" in answer and "kept" in answer
+    assert sum("running job 5" in rec.getMessage() for rec in caplog.records) == 1

@@ -11,7 +11,8 @@ files that ``take_requests`` journals, one ask a node, the latest word for each 
   it), or older than Slurm's ``ResumeTimeout`` with no node of elb's behind it, is dropped with
   why and never acted on;
 - a suspend is a ``RELEASE``, a resume-fail a ``RESET`` (take the node out if elb has it, and give
-  it back to Slurm so it is not left down);
+  it back to Slurm so it is not left down); a reset of a node elb has alive that Slurm shows
+  running a job is dropped (answered once, the node kept: its slurmd registered late);
 - a node of elb's Slurm shows powered down is ``gone``: removed like a release.
 
 The neutral snapshot (``elb.schedulers.slurm.view``) has the nodes Slurm has up as hosts, a partition a
@@ -85,6 +86,13 @@ def asks_now(
             continue
         group = partition_groups.get(sn.partitions[0]) if sn.partitions else None
         ask = Ask(a.node, a.kind, a.since, a.detail, group, a.attempts, a.retry_at)
+        running = [j.job_id for j in read.jobs_on(a.node) if not j.pending]
+        if a.kind is AskKind.RESET and a.node in alive and running:
+            # Its slurmd registered after all and a job runs there: taking it out would drain it,
+            # find the job, undrain it, and again each pass the ask stays open.
+            why = f"Slurm shows it running job {', '.join(running)}: kept, not taken out"
+            dropped.append(Dropped(ask, why))
+            continue
         if a.kind is not AskKind.WANT or a.node in alive:
             kept.append(ask)
             continue
