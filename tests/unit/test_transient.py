@@ -241,3 +241,32 @@ def test_the_slurm_driver_says_which_errors_are_transient() -> None:
         with pytest.raises(SchedulerError) as info:
             driver.prepare(NodeSpec("node001", "10.0.0.1", 2))
         assert info.value.transient is transient
+
+
+def test_the_grid_engine_driver_says_which_errors_are_transient(tmp_path: Path) -> None:
+    from elb.core.config import parse_config
+    from elb.schedulers.sge.driver import GridEngine
+
+    class Failing:
+        def __init__(self, err: SgeError) -> None:
+            self.err = err
+
+        def read_snapshot(self) -> None:
+            raise self.err
+
+        def disable_host(self, host: str) -> None:
+            raise self.err
+
+    cfg = parse_config({"state_dir": str(tmp_path)})
+    for err, transient in (
+        (SgeTimeoutError("no answer within 30 s"), True),
+        (SgeError("failed", stderr="error: unable to contact qmaster"), True),
+        (SgeError("failed", stderr="denied: access denied"), False),
+    ):
+        driver = GridEngine(cfg, Failing(err))  # type: ignore[arg-type]
+        with pytest.raises(SchedulerError) as info:
+            driver.read([], 0.0)
+        assert info.value.transient is transient
+        with pytest.raises(SchedulerError) as info:
+            driver.disable_host("node001", "idle")
+        assert info.value.transient is transient
