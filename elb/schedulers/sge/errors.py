@@ -60,7 +60,7 @@ class SgeError(Exception):
     ``command`` is the argument list that ran (``None`` when no command is involved),
     ``returncode`` its exit status (``None`` when it never finished), ``stderr`` the tail
     of what it printed on standard error. ``transient``: the qmaster did not answer (a time-out,
-    or a line of ``TRANSIENT`` in its stderr): trying again may work.
+    or an entry of ``TRANSIENT`` in its stderr, not a refusal): trying again may work.
     """
 
     # None: transient when its stderr says so; True: always (a time-out); False: never (an
