@@ -121,7 +121,8 @@ class SlurmConfig(_Strict):
 
     conf: Path | None = None  # slurm.conf for the client commands (SLURM_CONF); None: Slurm's default
     bin_dir: Path | None = None  # None: find squeue, sinfo and scontrol on PATH
-    timeout: PositiveSeconds = 30.0
+    timeout: PositiveSeconds = 30.0  # each read (squeue, sinfo, scontrol show)
+    update_timeout: PositiveSeconds = 60.0  # each change (scontrol update, scontrol requeue)
     # How long after its add play a node's slurmd has to register with the controller (Slurm no
     # longer shows it powering up and has it up) before elb fails the node: taken out, terminated,
     # and given back to Slurm or launched again under the back-off.

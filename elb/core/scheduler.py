@@ -36,7 +36,13 @@ if TYPE_CHECKING:
 
 class SchedulerError(Exception):
     """A read or a command of the scheduler failed, timed out, or gave what elb cannot trust;
-    the message says which and why."""
+    the message says which and why. ``transient``: the scheduler did not answer (a time-out, its
+    controller out of reach: each driver's table of transient errors), still so after the driver's
+    retries; not a refusal, so not a node's fault."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class AskKind(enum.StrEnum):

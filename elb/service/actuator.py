@@ -214,19 +214,12 @@ class Actuator:
     def provision(self, nodes: Sequence[Node], out: Outcomes, *, admit: bool = False) -> None:
         """Bring running nodes up: the scheduler's preparation, the add play (``admit``: nodes
         launched to configure themselves at boot, the admit play), the scheduler has them up; a
-        node that fails any step is cleaned out of the cluster and terminated."""
-        specs: list[NodeSpec] = []
-        for n in nodes:
-            spec = node_spec(n)
-            if spec is None:
-                self._fail_and_terminate(n, "no private address", out)
-                continue
-            try:
-                self.scheduler.prepare(spec)
-            except SchedulerError as err:
-                self._fail_and_terminate(n, f"{self.scheduler.name}: {err}", out)
-                continue
-            specs.append(spec)
+        node that fails a step for its own fault (no address, its play failed on it, it was not
+        up within the wait, the scheduler refused it) is cleaned out of the cluster and
+        terminated. A scheduler that did not answer (a transient ``SchedulerError``, after the
+        driver's retries) is no node's fault: the nodes stay in their step, said, and the next
+        pass's reconcile provisions them again (``boot_timeout`` bounds it)."""
+        specs = self._prepared(nodes, out)
         if not specs:
             return
         for s in specs:
@@ -242,7 +235,13 @@ class Actuator:
                 self._fail_and_terminate(self._node(s.name), _describe(res), out)
         if not played:
             return
-        unheard = self.scheduler.await_registered([s.name for s in played], self.stopping)
+        try:
+            unheard = self.scheduler.await_registered([s.name for s in played], self.stopping)
+        except SchedulerError as err:
+            if not err.transient:
+                raise
+            self._not_their_fault([s.name for s in played], "after its play", err)
+            return
         if unheard is None:
             return  # elb stops: the next start provisions them again where the journal left them
         for s in played:
@@ -252,6 +251,35 @@ class Actuator:
             self.journal.record(s.name, NodeState.READY, self.clock())
             out.added.append(s.name)
             log.info("%s: ready (%s)", s.name, s.private_ip)
+
+    def _prepared(self, nodes: Sequence[Node], out: Outcomes) -> list[NodeSpec]:
+        """The scheduler's preparation of each node (see ``provision``): the nodes it prepared."""
+        specs: list[NodeSpec] = []
+        for n in nodes:
+            spec = node_spec(n)
+            if spec is None:
+                self._fail_and_terminate(n, "no private address", out)
+                continue
+            try:
+                self.scheduler.prepare(spec)
+            except SchedulerError as err:
+                if err.transient:
+                    self._not_their_fault([n.name], "before its play", err)
+                else:
+                    self._fail_and_terminate(n, f"{self.scheduler.name}: {err}", out)
+                continue
+            specs.append(spec)
+        return specs
+
+    def _not_their_fault(self, names: Sequence[str], when: str, err: SchedulerError) -> None:
+        """The scheduler did not answer during these nodes' bring-up: left in their step."""
+        log.warning(
+            "%s: %s did not answer %s (%s); left as it is, provisioned again by a later pass",
+            ", ".join(names),
+            self.scheduler.name,
+            when,
+            err,
+        )
 
     def _node(self, name: str) -> Node:
         node = self.journal.node(name)

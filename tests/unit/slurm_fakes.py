@@ -38,6 +38,8 @@ class FakeSlurm:
     calls: list[tuple[str, ...]] = field(default_factory=list)
     silent: set[str] = field(default_factory=set)  # their slurmd never registers
     fail: set[str] = field(default_factory=set)
+    fail_transient: bool = False  # the failures of ``fail`` are transient (after the retries)
+    addresses: dict[str, str] = field(default_factory=dict)  # each node's NodeAddr elb set
     on_drain: Callable[[str], None] | None = None
     resume_timeout_s: float = 600.0
     reads: int = 0
@@ -61,10 +63,14 @@ class FakeSlurm:
     def _scontrol(self, *call: str) -> None:
         self.calls.append(call)
         if call[0] in self.fail or "*" in self.fail:
-            raise SlurmError("scontrol update nodename=node001: exit status 1: Socket timed out on send/recv operation")
+            raise SlurmError(
+                "scontrol update nodename=node001: exit status 1: Socket timed out on send/recv operation",
+                transient=self.fail_transient,
+            )
 
     def set_address(self, name: str, address: str) -> None:
         self._scontrol("address", name, address)
+        self.addresses[name] = address
         if name not in self.silent:
             self.set_flags(name, "idle")
 
@@ -81,11 +87,19 @@ class FakeSlurm:
             n = self.nodes[name]
             self.nodes[name] = replace(n, flags=n.flags - {"drain"})
 
-    def power_down(self, names: Sequence[str], reason: str, *, force: bool = False) -> None:
+    def power_down(
+        self, names: Sequence[str], reason: str, *, force: bool = False, reset_address: bool = False
+    ) -> None:
         self._scontrol("power_down_force" if force else "power_down_asap", *names)
         for name in names:
+            if reset_address:
+                self.addresses[name] = name
             n = self.nodes[name]
             self.nodes[name] = replace(n, state="idle", flags=(n.flags & {"drain", "cloud"}) | {"powering_down"})
+
+    def reset_address(self, names: Sequence[str]) -> None:
+        self._scontrol("reset_address", *names)
+        self.addresses.update((name, name) for name in names)
 
     def requeue(self, job_id: str) -> None:
         self._scontrol("requeue", job_id)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from elb.core.config import SgeConfig
-from elb.schedulers.sge.commands import QHOST_ARGS, QSTAT_ARGS, Rescheduled, SgeCommands, run_command
+from elb.schedulers.sge.commands import QHOST_ARGS, QSTAT_ARGS, Rescheduled, Retry, SgeCommands, run_command
 from elb.schedulers.sge.errors import SgeError, SgeParseError, SgeTimeoutError
 
 HANDMADE = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "handmade"
@@ -39,6 +39,7 @@ class FakeSge:
         self.bin.mkdir()
         self.log = tmp_path / "calls.jsonl"
         self.tmp = tmp_path
+        self.slept: list[float] = []
 
     def command(self, name: str, body: str) -> None:
         path = self.bin / name
@@ -64,9 +65,10 @@ class FakeSge:
     def client(self, timeout: float = 20.0, clock: Any = None, **env: str) -> SgeCommands:
         cfg = SgeConfig(root=self.tmp / "sge-root", cell="testcell", bin_dir=self.bin, timeout=timeout)
         environ = {"PATH": "/usr/bin:/bin", **env}
+        retry = Retry(sleep=self.slept.append)  # the back-off between tries recorded, not slept
         if clock is None:
-            return SgeCommands(cfg, environ=environ)
-        return SgeCommands(cfg, environ=environ, clock=clock)
+            return SgeCommands(cfg, environ=environ, retry=retry)
+        return SgeCommands(cfg, environ=environ, clock=clock, retry=retry)
 
 
 @pytest.fixture
@@ -136,7 +138,10 @@ def test_failing_qstat_names_command_status_and_stderr(fake: FakeSge) -> None:
     assert err.command is not None and err.command[1:] == QSTAT_ARGS
     assert "Connection refused" in err.stderr
     assert "exit status 1" in str(err) and "Connection refused" in str(err)
-    assert fake.argv() == [["qstat", *QSTAT_ARGS]]  # qhost never ran
+    # The qmaster did not answer: tried three times, 1.5 s then 3 s apart; qhost never ran.
+    assert err.transient
+    assert fake.argv() == [["qstat", *QSTAT_ARGS]] * 3
+    assert fake.slept == [1.5, 3.0]
 
 
 def test_a_queue_instance_on_a_host_qhost_does_not_list_is_refused(fake: FakeSge) -> None:

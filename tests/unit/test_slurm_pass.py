@@ -414,9 +414,9 @@ def test_a_slow_scontrol_holds_neither_the_passes_nor_sends_a_give_back_twice(tm
     gate = threading.Event()
     real = r.slurm.power_down
 
-    def slow(names: Sequence[str], reason: str, *, force: bool = False) -> None:
+    def slow(names: Sequence[str], reason: str, *, force: bool = False, reset_address: bool = False) -> None:
         gate.wait(30)
-        real(names, reason, force=force)
+        real(names, reason, force=force, reset_address=reset_address)
 
     r.slurm.power_down = slow  # type: ignore[method-assign]
     r.slurm.ask("node001", "node002")

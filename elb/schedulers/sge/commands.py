@@ -4,7 +4,10 @@ Every command is an argument list (never a shell), runs in a process group of it
 ``SGE_ROOT``/``SGE_CELL`` from the config and ``LC_ALL=C``, and has a timeout: past it the
 whole process group is killed. Any failure raises ``SgeError`` (``SgeTimeoutError`` for a
 timeout, ``SgeParseError`` for output elb cannot read) naming the command, its exit status and
-the tail of its stderr.
+the tail of its stderr. A command that times out or answers that the qmaster did not answer
+(``elb.schedulers.sge.errors.TRANSIENT``) is tried again (``Retry``: 3 tries, 1.5 s then 3 s
+apart, none started later than twice the time-out after the first), but ``qmod -rq``, which
+must not requeue a job twice; the error that ends it says ``transient``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,36 @@ from elb.schedulers.sge.site import Site, build_site, parse_names
 
 Clock = Callable[[], float]
 T = TypeVar("T")
+E = TypeVar("E", bound=Exception)
 log = logging.getLogger("elb.schedulers.sge")
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """How a command whose error is transient is tried again: after each of ``delays`` (so
+    ``len(delays) + 1`` tries), and no try started later than ``budget`` times the command's
+    time-out after the first (a command that timed out twice is not run a third time).
+    ``sleep`` and ``clock`` (monotonic) are injected in tests."""
+
+    delays: tuple[float, ...] = (1.5, 3.0)
+    budget: float = 2.0
+    sleep: Callable[[float], None] = time.sleep
+    clock: Clock = time.monotonic
+
+    def run(self, call: Callable[[], T], error: type[E], *, timeout: float, what: str) -> T:
+        """``call()``; an ``error`` whose ``transient`` is true tried again as above, the last
+        one raised (any other error at once)."""
+        start = self.clock()
+        for delay in self.delays:
+            try:
+                return call()
+            except error as err:
+                if not getattr(err, "transient", False) or self.clock() - start + delay > self.budget * timeout:
+                    raise
+                log.warning("%s: %s; trying again in %g s", what, err, delay)
+            self.sleep(delay)
+        return call()
+
 
 # qstat: every user's jobs (-u '*' is passed literally, no shell), XML, the full format with one
 # block per queue instance and the jobs on it (-f), and each job's requests (-r).
@@ -169,10 +201,12 @@ class SgeCommands:
         clock: Clock = time.time,
         runner: Runner = run_command,
         environ: Mapping[str, str] | None = None,
+        retry: Retry | None = None,
     ) -> None:
         self.config = config if config is not None else SgeConfig()
         self._clock = clock
         self._runner = runner
+        self._retry = retry if retry is not None else Retry()
         base = dict(os.environ if environ is None else environ)
         for key in _DROPPED_ENV:
             base.pop(key, None)
@@ -194,15 +228,22 @@ class SgeCommands:
             raise SgeError(f"{name} not found on PATH; set sge.bin_dir to the SGE bin directory")
         return found
 
-    def run(self, name: str, args: Sequence[str]) -> CommandResult:
-        """Run SGE command ``name`` with ``args``; SgeError unless it exits 0."""
+    def run(self, name: str, args: Sequence[str], *, retry: bool = True) -> CommandResult:
+        """Run SGE command ``name`` with ``args``; SgeError unless it exits 0. A transient error
+        is tried again (``Retry``) unless ``retry`` is false."""
         argv = (self._executable(name), *args)
-        result = self._runner(argv, timeout=self.config.timeout, env=self._env)
-        if result.returncode != 0:
-            detail = result.stderr or result.stdout.decode("utf-8", errors="replace")
-            message = "failed" if detail.strip() else "failed without saying why"
-            raise SgeError(message, command=argv, returncode=result.returncode, stderr=detail)
-        return result
+
+        def once() -> CommandResult:
+            result = self._runner(argv, timeout=self.config.timeout, env=self._env)
+            if result.returncode != 0:
+                detail = result.stderr or result.stdout.decode("utf-8", errors="replace")
+                message = "failed" if detail.strip() else "failed without saying why"
+                raise SgeError(message, command=argv, returncode=result.returncode, stderr=detail)
+            return result
+
+        if not retry:
+            return once()
+        return self._retry.run(once, SgeError, timeout=self.config.timeout, what=" ".join((name, *args))[:200])
 
     @staticmethod
     def _parsed(parse: Callable[[bytes], T], result: CommandResult) -> T:
@@ -240,7 +281,7 @@ class SgeCommands:
         (``qsub -r y``, or a queue with ``rerun TRUE``) and says which it cannot. Any answer but
         those two is an ``SgeError``."""
         check_host(host)
-        result = self.run("qmod", ("-rq", f"*@{host}"))
+        result = self.run("qmod", ("-rq", f"*@{host}"), retry=False)  # twice could requeue a job twice
         text = result.stdout.decode("utf-8", errors="replace") + "\n" + result.stderr
         pushed: list[str] = []
         refused: list[int] = []
@@ -288,6 +329,9 @@ class SgeCommands:
         on stderr and exits 1: that is the empty set, any other failure an ``SgeError``.
         """
         argv = (self._executable("qconf"), "-sel")
+        return self._retry.run(lambda: self._exec_hosts(argv), SgeError, timeout=self.config.timeout, what="qconf -sel")
+
+    def _exec_hosts(self, argv: tuple[str, ...]) -> frozenset[str]:
         result = self._runner(argv, timeout=self.config.timeout, env=self._env)
         text = result.stdout.decode("utf-8", errors="replace") + "\n" + result.stderr
         lines = [line.strip() for line in text.splitlines() if line.strip()]
@@ -433,6 +477,7 @@ __all__ = [
     "QSTAT_ARGS",
     "Clock",
     "CommandResult",
+    "Retry",
     "Runner",
     "SgeCommands",
     "WholeReader",

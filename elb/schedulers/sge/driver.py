@@ -78,7 +78,7 @@ class GridEngine:
         try:
             snap = read_whole(self.sge, known_up=known, running_before=running_jobs(self._last_whole))
         except Exception as err:  # any failure to read, or a partial read
-            raise SchedulerError(str(err)) from err
+            raise SchedulerError(str(err), transient=getattr(err, "transient", False)) from err
         self._last_whole = snap
         return SchedulerRead(snap)
 
@@ -182,7 +182,7 @@ def _sge(call: Callable[[], T]) -> T:
     try:
         return call()
     except SgeError as err:
-        raise SchedulerError(str(err)) from err
+        raise SchedulerError(str(err), transient=err.transient) from err
 
 
 def command_timeout(cfg: Config) -> tuple[float, str]:

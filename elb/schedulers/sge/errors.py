@@ -31,6 +31,20 @@ _HINTS = (
 )
 
 
+# What Grid Engine prints when the qmaster did not answer this once (busy, restarting, the network):
+# worth trying again; any other failure is an answer. A refusal is an answer even when commlib
+# reports it ("commlib error: access denied").
+TRANSIENT = ("unable to contact qmaster", "commlib error", "can't find connection", "failed receiving gdi request")
+REFUSED = ("access denied", "permission denied", "no admin host", "no submit host", "neither submit nor admin host")
+
+
+def is_transient(stderr: str, table: Sequence[str] = TRANSIENT) -> bool:
+    """Whether ``stderr`` says the scheduler did not answer: it has an entry of ``table`` and
+    none of ``REFUSED`` (any case)."""
+    low = stderr.lower()
+    return any(needle in low for needle in table) and not any(refused in low for refused in REFUSED)
+
+
 def hint(stderr: str) -> str | None:
     """What to do about an SGE error, from its message; None when there is nothing to add."""
     low = stderr.lower()
@@ -45,8 +59,13 @@ class SgeError(Exception):
 
     ``command`` is the argument list that ran (``None`` when no command is involved),
     ``returncode`` its exit status (``None`` when it never finished), ``stderr`` the tail
-    of what it printed on standard error.
+    of what it printed on standard error. ``transient``: the qmaster did not answer (a time-out,
+    or an entry of ``TRANSIENT`` in its stderr, not a refusal): trying again may work.
     """
+
+    # None: transient when its stderr says so; True: always (a time-out); False: never (an
+    # answer elb cannot use is an answer).
+    always_transient: bool | None = None
 
     def __init__(
         self,
@@ -60,6 +79,8 @@ class SgeError(Exception):
         self.command = tuple(command) if command is not None else None
         self.returncode = returncode
         self.stderr = tail(stderr)
+        kind = self.always_transient
+        self.transient = is_transient(stderr) if kind is None else kind
         super().__init__(self._render())
 
     def _render(self) -> str:
@@ -80,11 +101,17 @@ class SgeError(Exception):
 class SgeTimeoutError(SgeError):
     """An SGE command ran past its timeout and was killed (with its process group)."""
 
+    always_transient = True
+
 
 class SgeParseError(SgeError):
     """SGE printed something that is not what elb expects: names what is wrong and where."""
+
+    always_transient = False
 
 
 class PartialReadError(SgeError):
     """SGE answered, but the answer is partial (hosts elb knows vanished without being deregistered):
     nothing may be decided on it. The message names the hosts and why the read was refused."""
+
+    always_transient = False

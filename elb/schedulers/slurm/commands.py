@@ -4,6 +4,13 @@ Each command is an argument list (never a shell) run by ``elb.schedulers.sge.com
 own process group, killed past the timeout), with ``SLURM_CONF`` from the config and
 ``LC_ALL=C``. Node names are checked before they reach a command line. Any failure raises
 ``SlurmError`` naming the command, its exit status and the tail of its stderr.
+
+A read has ``slurm.timeout`` (30 s), a change ``slurm.update_timeout`` (60 s). A command that
+times out, or that Slurm answers with one of ``TRANSIENT`` (slurmctld did not answer this once),
+is tried again (``elb.schedulers.sge.commands.Retry``: 3 tries, 1.5 s then 3 s apart, none
+started later than twice the time-out after the first), but ``scontrol requeue`` (twice could
+requeue a job its first try already requeued and that started again); the ``SlurmError`` that
+ends it says ``transient``. ``scontrol update`` names at most ``UPDATE_BATCH`` nodes at a time.
 """
 
 from __future__ import annotations
@@ -15,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from elb.core.config import SlurmConfig
-from elb.schedulers.sge.commands import CommandResult, run_command
-from elb.schedulers.sge.errors import SgeError
+from elb.schedulers.sge.commands import CommandResult, Retry, run_command
+from elb.schedulers.sge.errors import SgeError, SgeTimeoutError, is_transient
 from elb.schedulers.slurm.parse import (
     SINFO_ARGV,
     SQUEUE_ARGV,
@@ -34,10 +41,25 @@ _JOB = re.compile(r"[0-9]{1,12}(?:_[0-9]{1,9})?")
 _REASON = re.compile(r"[A-Za-z0-9 _.,:;=()/+-]{1,200}")
 # Environment variables that change what squeue and sinfo print.
 _DROPPED_ENV = ("SQUEUE_FORMAT", "SQUEUE_FORMAT2", "SINFO_FORMAT", "SQUEUE_SORT", "SINFO_SORT", "SLURM_TIME_FORMAT")
+# What Slurm's commands print when slurmctld did not answer this once (busy, restarting, its
+# agents stalled, the network): worth trying again. Any other failure is an answer.
+TRANSIENT = (
+    "socket timed out on send/recv operation",
+    "unable to contact slurm controller",
+    "zero bytes were transmitted or received",
+    "transport endpoint is not connected",
+    "connection refused",
+)
+UPDATE_BATCH = 100  # the most nodes one ``scontrol update`` names
 
 
 class SlurmError(Exception):
-    """A Slurm command failed, timed out, or printed something elb cannot use."""
+    """A Slurm command failed, timed out, or printed something elb cannot use. ``transient``:
+    slurmctld did not answer (a time-out, or one of ``TRANSIENT``), after the retries."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +95,11 @@ def _check_reason(reason: str) -> str:
 class SlurmCommands:
     """Reads Slurm and changes its nodes' states, as root on the controller's host."""
 
-    def __init__(self, config: SlurmConfig, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, config: SlurmConfig, environ: Mapping[str, str] | None = None, *, retry: Retry | None = None
+    ) -> None:
         self.config = config
+        self.retry = retry if retry is not None else Retry()
         base = dict(os.environ if environ is None else environ)
         for name in _DROPPED_ENV:
             base.pop(name, None)
@@ -88,15 +113,26 @@ class SlurmCommands:
             return str(self.config.bin_dir / name)
         return shutil.which(name, path=self.env.get("PATH")) or name
 
-    def run(self, argv: Sequence[str]) -> CommandResult:
+    def run(self, argv: Sequence[str], *, change: bool = False, retry: bool = True) -> CommandResult:
+        """Run ``argv`` with the time-out of a read (of a change with ``change``); a transient
+        error tried again unless ``retry`` is false."""
+        timeout = self.config.update_timeout if change else self.config.timeout
+        if not retry:
+            return self._once(argv, timeout)
+        return self.retry.run(lambda: self._once(argv, timeout), SlurmError, timeout=timeout, what=" ".join(argv[:3]))
+
+    def _once(self, argv: Sequence[str], timeout: float) -> CommandResult:
         command = [self._executable(argv[0]), *argv[1:]]
         try:
-            result = run_command(command, timeout=self.config.timeout, env=self.env)
+            result = run_command(command, timeout=timeout, env=self.env)
         except SgeError as err:
-            raise SlurmError(f"{argv[0]}: {err}") from None
+            raise SlurmError(f"{argv[0]}: {err}", transient=isinstance(err, SgeTimeoutError)) from None
         if result.returncode != 0:
             tail = result.stderr.strip().splitlines()[-3:]
-            raise SlurmError(f"{' '.join(argv[:3])}: exit status {result.returncode}: {' / '.join(tail)}")
+            raise SlurmError(
+                f"{' '.join(argv[:3])}: exit status {result.returncode}: {' / '.join(tail)}",
+                transient=is_transient(result.stderr, TRANSIENT),
+            )
         return result
 
     def _text(self, argv: Sequence[str]) -> str:
@@ -117,10 +153,17 @@ class SlurmCommands:
             raise SlurmError("sinfo listed no node: a hollow read (is the controller up, is PrivateData=cloud set?)")
         return SlurmRead(tuple(jobs), tuple(nodes))
 
-    def update(self, names: Sequence[str], **fields: str) -> None:
-        """``scontrol update nodename=<hostlist> key=value ...`` (each value checked by the caller)."""
-        hosts = compress([check_node(n) for n in names])
-        self.run(["scontrol", "update", f"nodename={hosts}", *(f"{k}={v}" for k, v in fields.items())])
+    def update(self, names: Sequence[str], *, reset_address: bool = False, **fields: str) -> None:
+        """``scontrol update nodename=<hostlist> key=value ...`` (each value checked by the caller),
+        one command for each ``UPDATE_BATCH`` names. ``reset_address``: each node's address and
+        host name set back to its own name (``nodeaddr=<hostlist> nodehostname=<hostlist>``), so
+        slurmctld keeps no address of an instance that is gone."""
+        checked = [check_node(n) for n in names]
+        for start in range(0, len(checked), UPDATE_BATCH):
+            hosts = compress(checked[start : start + UPDATE_BATCH])
+            names_too = {"nodeaddr": hosts, "nodehostname": hosts} if reset_address else {}
+            pairs = {**names_too, **fields}
+            self.run(["scontrol", "update", f"nodename={hosts}", *(f"{k}={v}" for k, v in pairs.items())], change=True)
 
     def set_address(self, name: str, address: str) -> None:
         """Tell Slurm where the node's slurmd is (a cloud node has no address until elb gives it one)."""
@@ -128,31 +171,38 @@ class SlurmCommands:
             raise SlurmError(f"refusing address {address!r} for {name}")
         self.update([name], nodeaddr=address, nodehostname=check_node(name))
 
+    def reset_address(self, names: Sequence[str]) -> None:
+        """Set each node's address and host name back to its own name (its instance is gone)."""
+        self.update(names, reset_address=True)
+
     def drain(self, name: str, reason: str) -> None:
         self.update([name], state="DRAIN", reason=_check_reason(reason))
 
     def undrain(self, names: Sequence[str]) -> None:
         self.update(names, state="UNDRAIN")
 
-    def power_down(self, names: Sequence[str], reason: str, *, force: bool = False) -> None:
+    def power_down(
+        self, names: Sequence[str], reason: str, *, force: bool = False, reset_address: bool = False
+    ) -> None:
         """Power nodes down: ``POWER_DOWN_ASAP`` (after their jobs) or, with ``force``,
         ``POWER_DOWN_FORCE`` (their jobs are requeued: for a node that never came up). Never
-        ``DOWN``, which keeps a cloud node out of service for good."""
+        ``DOWN``, which keeps a cloud node out of service for good. ``reset_address``: their
+        addresses set back to their names in the same command (nodes whose instance goes)."""
         state = "POWER_DOWN_FORCE" if force else "POWER_DOWN_ASAP"
-        self.update(names, state=state, reason=_check_reason(reason))
+        self.update(names, reset_address=reset_address, state=state, reason=_check_reason(reason))
 
     def requeue(self, job_id: str) -> None:
         """``scontrol requeue JOB``: the job goes back to wait (Slurm refuses one submitted
         ``--no-requeue``)."""
         if _JOB.fullmatch(job_id) is None:
             raise SlurmError(f"refusing job id {job_id!r}")
-        self.run(["scontrol", "requeue", job_id])
+        self.run(["scontrol", "requeue", job_id], change=True, retry=False)
 
     def set_partitions(self, job: int, partitions: Sequence[str]) -> None:
         """``scontrol update jobid=JOB partition=P1,P2``: the job may run only there."""
         if job <= 0 or not partitions or any(_NODE.fullmatch(p) is None for p in partitions):
             raise SlurmError(f"refusing job {job} or partitions {list(partitions)!r}")
-        self.run(["scontrol", "update", f"jobid={job}", f"partition={','.join(partitions)}"])
+        self.run(["scontrol", "update", f"jobid={job}", f"partition={','.join(partitions)}"], change=True)
 
     def resume_timeout(self) -> float:
         """Slurm's ``ResumeTimeout`` in seconds (``scontrol show config``)."""
@@ -166,4 +216,4 @@ class SlurmCommands:
         raise SlurmError("scontrol show config: no ResumeTimeout")
 
 
-__all__: Sequence[str] = ("SlurmCommands", "SlurmError", "SlurmRead", "check_node")
+__all__: Sequence[str] = ("TRANSIENT", "UPDATE_BATCH", "SlurmCommands", "SlurmError", "SlurmRead", "check_node")

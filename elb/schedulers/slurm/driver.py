@@ -11,7 +11,8 @@ files that ``take_requests`` journals, one ask a node, the latest word for each 
   it), or older than Slurm's ``ResumeTimeout`` with no node of elb's behind it, is dropped with
   why and never acted on;
 - a suspend is a ``RELEASE``, a resume-fail a ``RESET`` (take the node out if elb has it, and give
-  it back to Slurm so it is not left down);
+  it back to Slurm so it is not left down); a reset of a node elb has alive that Slurm shows
+  running a job is dropped (answered once, the node kept: its slurmd registered late);
 - a node of elb's Slurm shows powered down is ``gone``: removed like a release.
 
 The neutral snapshot (``elb.schedulers.slurm.view``) has the nodes Slurm has up as hosts, a partition a
@@ -85,6 +86,13 @@ def asks_now(
             continue
         group = partition_groups.get(sn.partitions[0]) if sn.partitions else None
         ask = Ask(a.node, a.kind, a.since, a.detail, group, a.attempts, a.retry_at)
+        running = [j.job_id for j in read.jobs_on(a.node) if not j.pending]
+        if a.kind is AskKind.RESET and a.node in alive and running:
+            # Its slurmd registered after all and a job runs there: taking it out would drain it,
+            # find the job, undrain it, and again each pass the ask stays open.
+            why = f"Slurm shows it running job {', '.join(running)}: kept, not taken out"
+            dropped.append(Dropped(ask, why))
+            continue
         if a.kind is not AskKind.WANT or a.node in alive:
             kept.append(ask)
             continue
@@ -128,7 +136,11 @@ class SlurmClient(Protocol):
 
     def undrain(self, names: Sequence[str]) -> None: ...
 
-    def power_down(self, names: Sequence[str], reason: str, *, force: bool = False) -> None: ...
+    def power_down(
+        self, names: Sequence[str], reason: str, *, force: bool = False, reset_address: bool = False
+    ) -> None: ...
+
+    def reset_address(self, names: Sequence[str]) -> None: ...
 
     def requeue(self, job_id: str) -> None: ...
 
@@ -173,10 +185,7 @@ class Slurm:
         return tuple(lines)
 
     def read(self, records: Sequence[Node], now: float) -> SchedulerRead:
-        try:
-            read = self.slurm.read()
-        except SlurmError as err:
-            raise SchedulerError(str(err)) from err
+        read = self._read()
         self._last = read
         kept, dropped, gone = asks_now(
             self.journal.asks(),
@@ -218,7 +227,7 @@ class Slurm:
         try:
             return self.slurm.read()
         except SlurmError as err:
-            raise SchedulerError(str(err)) from err
+            raise SchedulerError(str(err), transient=err.transient) from err
 
     def disable_host(self, host: str, reason: str) -> None:
         self._scontrol(lambda: self.slurm.drain(host, slurm_reason(reason)))
@@ -247,11 +256,26 @@ class Slurm:
     def await_registered(self, names: Sequence[str], stopping: threading.Event) -> dict[str, str] | None:
         """Wait until Slurm has each node up (its slurmd registered), for at most
         ``slurm.register_timeout``: a slurmd that never registers would hold its node, and the job
-        waiting for it, until Slurm's ResumeTimeout."""
+        waiting for it, until Slurm's ResumeTimeout. When the wait ends with nodes not up and its
+        last read of Slurm failed with a transient error (after its retries), what Slurm has of
+        them is not known, which is not their fault: ``SchedulerError`` (``transient``), for the
+        caller to wait again later."""
         timeout = self.config.slurm.register_timeout
-        return wait_until_up(
+        last: list[SlurmError | None] = [None]
+
+        def up_of(waiting: set[str], seen: dict[str, str]) -> list[str]:
+            try:
+                read = self.slurm.read()
+            except SlurmError as err:  # noted; the next poll reads again
+                last[0] = err
+                seen.update((name, f"reading Slurm: {err}") for name in waiting)
+                return []
+            last[0] = None
+            return self._up_in(read, waiting, seen)
+
+        unheard = wait_until_up(
             names,
-            self._up_of,
+            up_of,
             timeout=timeout,
             poll=REGISTER_POLL,
             stopping=stopping,
@@ -259,15 +283,18 @@ class Slurm:
             since="its play",
             failed=lambda shown: f"its slurmd did not register within {timeout:g} s of its play (Slurm: {shown})",
         )
+        err = last[0]
+        if unheard and err is not None and err.transient:
+            raise SchedulerError(
+                f"{', '.join(unheard)}: not up within {timeout:g} s, and Slurm could not be read at the end: {err}",
+                transient=err.transient,
+            )
+        return unheard
 
-    def _up_of(self, names: set[str], seen: dict[str, str]) -> list[str]:
-        """The ``names`` Slurm has up now (their slurmd registered); what it shows of the others
-        goes into ``seen``."""
-        try:
-            read = self.slurm.read()
-        except SlurmError as err:  # noted; the next poll reads again
-            seen.update((name, f"reading Slurm: {err}") for name in names)
-            return []
+    @staticmethod
+    def _up_in(read: SlurmRead, names: set[str], seen: dict[str, str]) -> list[str]:
+        """The ``names`` Slurm has up in ``read`` (their slurmd registered); what it shows of
+        the others goes into ``seen``."""
         by_name = {n.name: n for n in read.nodes}
         up = []
         for name in sorted(names):
@@ -282,17 +309,23 @@ class Slurm:
         """Power the nodes down in Slurm unless Slurm does already, then undrain them: a cloud
         node powered down can be asked for again. One read, then one ``scontrol`` for the power
         down and one for the undrain; a power down that fails leaves them drained (no job lands
-        on a node whose remove play went through). Slurm keeps the reason of a node alone, or of
-        nodes that share it; nodes with reasons of their own share one that points at ``elb
-        history`` (a command per reason would make a batch slow when ``scontrol`` is)."""
+        on a node whose remove play went through). The power down sets each node's address back
+        to its name (``nodeaddr=NAME nodehostname=NAME``), and so does one ``scontrol`` for the
+        ones Slurm powers down already: slurmctld keeps no address of an instance that is gone
+        (another machine's, later) to send its messages to. Slurm keeps the reason of a node
+        alone, or of nodes that share it; nodes with reasons of their own share one that points
+        at ``elb history`` (a command per reason would make a batch slow when ``scontrol`` is)."""
         read = self._read()
         shown = [(host, sn) for host in reasons if (sn := read.node(host)) is not None]
         down = [host for host, sn in shown if not (sn.powered_down or sn.powering_down)]
+        going = [host for host, sn in shown if sn.powered_down or sn.powering_down]
         drained = [host for host, sn in shown if sn.drain]
         whys = {reasons[h] for h in down}
         why = whys.pop() if len(whys) == 1 else f"{len(down)} nodes out of service; why: elb history NODE"
         if down:
-            self._scontrol(lambda: self.slurm.power_down(down, slurm_reason(why), force=True))
+            self._scontrol(lambda: self.slurm.power_down(down, slurm_reason(why), force=True, reset_address=True))
+        if going:
+            self._scontrol(lambda: self.slurm.reset_address(going))
         if drained:
             self._scontrol(lambda: self.slurm.undrain(drained))
 
@@ -300,6 +333,9 @@ class Slurm:
         return None  # its slurmd registers by itself when the instance starts
 
     def release(self, hosts: Sequence[str], reason: str) -> None:
+        """Give back nodes elb did not bring up: ``POWER_DOWN_FORCE`` (the jobs waiting for them
+        are requeued) with the reason, and nothing else: elb never set an address on them (a
+        node elb took out had its address set back to its name then, ``out_of_service``)."""
         self._scontrol(lambda: self.slurm.power_down(list(hosts), slurm_reason(reason), force=True))
 
     def requeue(self, host: str) -> Requeued:
@@ -331,7 +367,7 @@ class Slurm:
         try:
             call()
         except SlurmError as err:
-            raise SchedulerError(str(err)) from err
+            raise SchedulerError(str(err), transient=err.transient) from err
 
 
 def command_timeout(cfg: Config) -> tuple[float, str]:

@@ -1,0 +1,131 @@
+"""A node fails only for its own fault: Slurm that does not answer during a bring-up (a
+transient error, still so after the commands' retries) leaves the node in its step, and the next
+pass provisions it again. The pass, planner and actuator are the real ones; Slurm, the cloud and
+the playbooks the stand-ins of tests/unit/test_slurm_pass.py."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from elb.core.interfaces import Instance
+from elb.core.model import NodeState
+from elb.schedulers.slurm.commands import SlurmError, SlurmRead
+from elb.schedulers.slurm.requests import RequestKind
+from tests.unit.slurm_fakes import NOW, FakeSlurm, sjob
+from tests.unit.test_slurm_pass import rig
+
+SOCKET = "sinfo: exit status 1: Socket timed out on send/recv operation"
+
+
+def test_an_address_slurm_does_not_take_in_time_leaves_the_node_for_the_next_pass(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    r = rig(tmp_path)
+    r.slurm.ask("node001")
+    r.ask(RequestKind.RESUME, "node001")
+    r.slurm.fail, r.slurm.fail_transient = {"address"}, True  # scontrol update ... nodeaddr= times out
+    with caplog.at_level(logging.WARNING, logger="elb"):
+        r.run()
+    assert r.state("node001") is NodeState.RUNNING  # not failed, not terminated
+    assert r.cloud.terminated == [] and r.books.runs == []
+    assert any("Slurm did not answer before its play" in rec.getMessage() for rec in caplog.records)
+    r.slurm.fail = set()
+    r.run(5)  # reconcile: launched but never provisioned
+    assert r.state("node001") is NodeState.READY
+    assert r.cloud.launched == ["node001"] and r.cloud.terminated == []
+
+
+def test_an_address_slurm_refuses_still_fails_the_node(tmp_path: Path) -> None:
+    r = rig(tmp_path)
+    r.slurm.ask("node001")
+    r.ask(RequestKind.RESUME, "node001")
+    r.slurm.fail = {"address"}  # an answer, not a time-out: the node's own fault
+    r.run()
+    assert r.state("node001") is NodeState.FAILED and r.cloud.terminated == ["i-node001"]
+
+
+class Unreadable(FakeSlurm):
+    """Slurm that stops answering reads (transiently) once a node's address is first set."""
+
+    down: bool = False
+    addressed: int = 0
+
+    def set_address(self, name: str, address: str) -> None:
+        super().set_address(name, address)
+        self.addressed += 1
+        self.down = self.addressed == 1
+
+    def read(self) -> SlurmRead:
+        if self.down:
+            raise SlurmError(SOCKET, transient=True)
+        return super().read()
+
+
+def test_a_wait_that_ends_on_a_read_slurm_did_not_answer_leaves_the_node_for_the_next_pass(tmp_path: Path) -> None:
+    r = rig(tmp_path, slurm={"register_timeout": 0.5})
+    slurm = Unreadable(nodes=r.slurm.nodes)
+    r.bal.scheduler.slurm = slurm  # type: ignore[attr-defined]
+    r.slurm = slurm
+    slurm.ask("node001")
+    r.ask(RequestKind.RESUME, "node001")
+    r.run()
+    assert r.state("node001") is NodeState.PROVISIONING  # not failed: Slurm could not be read
+    assert r.cloud.terminated == [] and [b[0] for b in r.books.runs] == ["slurm_add_node.yml"]
+    slurm.down = False
+    r.run(5)  # Slurm answers again: reconcile provisions it again
+    assert r.state("node001") is NodeState.READY
+    assert r.cloud.terminated == [] and slurm.addressed == 2
+
+
+def test_a_node_elb_takes_out_gets_its_address_set_back_to_its_name(tmp_path: Path) -> None:
+    """slurmctld keeps no address of an instance that is gone: the power down sets nodeaddr and
+    nodehostname back to the node's name, and so does one command for a node Slurm powers down
+    itself (its SuspendProgram)."""
+    r = rig(tmp_path)
+    r.slurm.ask("node001", "node002")
+    r.ask(RequestKind.RESUME, "node[001-002]")
+    r.run()
+    assert r.slurm.addresses == {"node001": "10.77.0.50", "node002": "10.77.0.50"}
+    r.slurm.set_flags("node002", "idle", "powering_down")  # Slurm's SuspendProgram for node002
+    r.ask(RequestKind.SUSPEND, "node[001-002]")
+    r.run(5)
+    assert r.state("node001") is NodeState.TERMINATED and r.state("node002") is NodeState.TERMINATED
+    assert r.slurm.addresses == {"node001": "node001", "node002": "node002"}
+    assert ("reset_address", "node002") in r.slurm.calls
+
+
+def test_a_node_given_back_that_elb_never_launched_gets_no_address(tmp_path: Path) -> None:
+    r = rig(tmp_path, policy={"max_nodes": 1})
+    r.slurm.ask("node001", "node002")
+    r.ask(RequestKind.RESUME, "node[001-002]")
+    r.run()
+    assert [c[:2] for c in r.scontrol("power_down_force")] == [("power_down_force", "node002")]
+    assert "node002" not in r.slurm.addresses
+    assert not r.scontrol("address", "reset_address")[1:]  # only node001's address, set once
+
+
+def test_a_resume_fail_for_a_node_slurm_shows_running_a_job_is_answered_once_not_flapped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Slurm's ResumeFailProgram named a node elb has ready and squeue shows running a job (its
+    slurmd registered late). Taking it out would drain it, find the job, undrain it, and do it
+    all again every pass while the ask stays open: the ask is answered once, the node kept."""
+    r = rig(tmp_path)
+    r.journal.record("node001", NodeState.READY, NOW - 600, instance_id="i-node001", private_ip="10.77.0.9")
+    r.journal.mark_seen(NOW - 60, busy=["node001"], up=["node001"])
+    r.cloud.instances["i-node001"] = Instance("i-node001", "node001", "running", NOW - 600, "10.77.0.9", slots=2)
+    r.slurm.set_flags("node001", "allocated")
+    r.slurm.jobs.append(sjob("5", "RUNNING", ("node001",)))
+    r.ask(RequestKind.RESUME_FAIL, "node001")
+    with caplog.at_level(logging.WARNING, logger="elb"):
+        for _ in range(4):
+            r.run(5)
+    assert r.scontrol("drain", "undrain", "power_down_force") == []  # never drained, never flapped
+    assert r.state("node001") is NodeState.READY and r.cloud.terminated == []
+    assert r.journal.asks() == []
+    (answer,) = [a for n, _k, _t, a in r.journal.answered_asks() if n == "node001"]
+    assert "running job 5" in answer and "kept" in answer
+    assert sum("running job 5" in rec.getMessage() for rec in caplog.records) == 1
