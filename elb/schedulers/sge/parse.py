@@ -1410,8 +1410,11 @@ _MICROSECONDS_FROM = 10**11
 
 def parse_start_times(data: bytes | str) -> dict[int, float | None]:
     """Parse ``qstat -xml -j ID,...``: each job's ``qsub -a`` time (``JB_execution_time``, POSIX
-    seconds in 8.1.9, microseconds in Open Cluster Scheduler 9; 0, or absent: none), by job
-    number."""
+    seconds in 8.1.9, microseconds in Open Cluster Scheduler 9; 0: none), by job number.
+
+    SGE prints ``JB_execution_time`` for every job, 0 when it has none: an entry without it
+    says nothing of the job's start time, so the job is left out of the answer (as a job
+    qstat did not list), never taken to have none."""
     root = _load(data, "qstat -j", "detailed_job_info")
     out: dict[int, float | None] = {}
     for info in root:
@@ -1421,7 +1424,9 @@ def parse_start_times(data: bytes | str) -> dict[int, float | None]:
             where = f"qstat -j: job #{n}"
             job_id = _int(el.findtext("JB_job_number"), "JB_job_number", where, minimum=1)
             text = el.findtext("JB_execution_time")
-            when = _int(text, "JB_execution_time", f"{where} (job {job_id})") if text is not None else 0
+            if text is None:
+                continue
+            when = _int(text, "JB_execution_time", f"{where} (job {job_id})")
             # Open Cluster Scheduler 9 counts microseconds: no time in seconds is this large
             # before the year 5138, none in microseconds this small after 1970-01-12.
             out[job_id] = (when / 1e6 if when >= _MICROSECONDS_FROM else float(when)) if when > 0 else None

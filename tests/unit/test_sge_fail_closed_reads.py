@@ -1,0 +1,187 @@
+"""Reads of Grid Engine that fail closed: what cannot be read is never guessed into work.
+
+- ``qstat -xml -j`` (a waiting job's ``qsub -a`` time) that fails, hangs or prints what cannot be
+  read: its jobs are not demand this pass (a start time can only take a job out of the demand),
+  each reported with why, and counted again once the read works;
+- ``qstat -f``'s queue instances against ``qhost -q``'s: a queue instance listed twice, or with
+  other slots than qhost gives it, is a pair of reads that disagree: refused, naming the host and
+  both numbers;
+- an array job's ``<tasks>`` that is empty: refused, naming the job, never read as one task.
+
+Every document is real-shaped: the recorded outputs of tests/fixtures/sge/recorded, edited in
+one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from elb.core.config import Config, SgeConfig, parse_config
+from elb.core.model import Job
+from elb.schedulers.sge.commands import CommandResult, SgeCommands
+from elb.schedulers.sge.driver import GridEngine
+from elb.schedulers.sge.errors import SgeTimeoutError
+from elb.schedulers.sge.starttimes import StartTimes
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
+from tests.unit.factories import T0, pending
+from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
+
+RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "recorded"
+DJOB = (RECORDED / "qstat-j-execution-time.djob.txt").read_text()
+LONG = 30 * 60  # waited well past every wait rule
+LATER = T0 + 3 * 3600  # the qsub -a time of the held job
+
+
+@pytest.fixture(autouse=True)
+def master_zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("TZ", "UTC")
+    yield
+
+
+def once(text: str, old: str, new: str) -> str:
+    assert old in text, old
+    return text.replace(old, new, 1)
+
+
+def djob(starts: Mapping[int, int]) -> bytes:
+    """``qstat -xml -j`` as SGE 8.1.9 prints it, for these jobs (job number -> JB_execution_time,
+    0: no ``qsub -a``): the recorded answer's first entry, once per job."""
+    head, rest = DJOB.split("    <element>\n      <JB_job_number>1<", 1)
+    entry = (
+        "    <element>\n      <JB_job_number>1<" + rest[: rest.index("\n    </element>\n") + len("\n    </element>\n")]
+    )
+    tail = DJOB[DJOB.index("  </djob_info>") :]
+    entries = [
+        once(
+            once(entry, "<JB_job_number>1<", f"<JB_job_number>{job}<"),
+            "<JB_execution_time>1827662400<",
+            f"<JB_execution_time>{when}<",
+        )
+        for job, when in starts.items()
+    ]
+    return (head + "".join(entries) + tail).encode()
+
+
+Answer = Callable[[tuple[str, ...]], CommandResult]
+
+
+class QstatJ(FakeSge):
+    """The in-memory SGE of tests/unit/fakes.py, but ``qstat -xml -j`` is the real client's,
+    over whatever ``answer`` prints for it (real-shaped XML, garbage, an exit status, a hang)."""
+
+    answer: Answer
+
+    def start_times(self, job_ids: Sequence[int]) -> dict[int, float | None]:
+        self.calls.append(f"qstat -j {','.join(map(str, job_ids))}")
+        return self.client.start_times(job_ids)
+
+    def use(self, answer: Answer, bin_dir: Path) -> None:
+        def runner(argv: Sequence[str], *, timeout: float, env: Mapping[str, str]) -> CommandResult:
+            return answer(tuple(argv))
+
+        self.client = SgeCommands(SgeConfig(bin_dir=bin_dir), runner=runner)
+
+
+def answers(body: bytes, returncode: int = 0, stderr: str = "") -> Answer:
+    return lambda argv: CommandResult(argv, returncode, body, stderr)
+
+
+def hangs(argv: tuple[str, ...]) -> CommandResult:
+    raise SgeTimeoutError("no answer within 30 s; killed its process group", command=argv)
+
+
+FAILURES = {
+    "garbled XML": answers(djob({50: int(LATER)})[:700]),
+    "a time-out": hangs,
+    "exit status 1": answers(b"", 1, "error: failed receiving gdi request response for mid=1 (got syncron message)"),
+    "no JB_execution_time": answers(
+        once(djob({50: int(LATER)}).decode(), "<JB_execution_time>", "<JB_x>")
+        .replace("</JB_execution_time>", "</JB_x>", 1)
+        .encode()
+    ),
+}
+
+
+@pytest.fixture
+def cfg(tmp_path: Path) -> Config:
+    return parse_config({"state_dir": str(tmp_path / "state"), "policy": {"max_nodes": 4, "slots_per_node": 2}})
+
+
+@pytest.fixture
+def bin_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "bin"
+    path.mkdir()
+    exe = path / "qstat"
+    exe.write_text("#!/bin/sh\nexit 1\n")
+    exe.chmod(0o755)
+    return path
+
+
+def balancer(cfg: Config, jobs: list[Job], answer: Answer, bin_dir: Path) -> tuple[Balancer, QstatJ, FakeCloud]:
+    sge = QstatJ(T0, jobs=list(jobs))
+    sge.use(answer, bin_dir)
+    cloud = FakeCloud(T0)
+    bal = Balancer(
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=Journal(cfg.journal_path),
+        cloud=cloud,
+        provisioner=FakeProvisioner(sge),
+    )
+    return bal, sge, cloud
+
+
+# -- qstat -xml -j that fails -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("failure", FAILURES.values(), ids=FAILURES.keys())
+def test_a_job_held_by_qsub_a_is_not_demand_while_qstat_j_fails(cfg: Config, bin_dir: Path, failure: Answer) -> None:
+    bal, sge, cloud = balancer(cfg, [pending(50, LONG, slots=2)], failure, bin_dir)
+    for _ in range(3):  # pass after pass: asked again each time, never launched for
+        assert bal.run_pass().ok
+        assert cloud.counter == 0
+        (refused,) = bal.last.not_demand
+        assert refused.held and not refused.unservable
+        assert refused.describe().startswith("job 50: held: its details could not be read: ")
+        assert bal.last.unservable_jobs == 0
+    assert len([c for c in sge.calls if c.startswith("qstat -j")]) == 3
+    sge.use(answers(djob({50: int(LATER)})), bin_dir)  # the read works: held by qsub -a, not demand
+    bal.run_pass()
+    assert cloud.counter == 0
+    (refused,) = bal.last.not_demand
+    assert refused.until == LATER and refused.describe().startswith("job 50: not yet: qsub -a")
+    sge.now = LATER + 1  # its time has come: it is demand
+    bal.run_pass()
+    assert [i.name for i in cloud.instances.values()] == ["node001"]
+
+
+@pytest.mark.parametrize("failure", FAILURES.values(), ids=FAILURES.keys())
+def test_a_job_whose_qstat_j_failed_counts_again_once_the_read_works(
+    cfg: Config, bin_dir: Path, failure: Answer
+) -> None:
+    bal, sge, cloud = balancer(cfg, [pending(50, LONG, slots=2)], failure, bin_dir)
+    bal.run_pass()
+    assert cloud.counter == 0 and [n.job.job_id for n in bal.last.not_demand] == [50]
+    sge.use(answers(djob({50: 0})), bin_dir)  # no qsub -a: demand
+    bal.run_pass()
+    assert bal.last.not_demand == ()
+    assert [i.name for i in cloud.instances.values()] == ["node001"]
+
+
+def test_only_the_jobs_asked_about_in_vain_are_held_back(bin_dir: Path) -> None:
+    """The answer leaves job 8 out (it lists 7 only): 8 is unread, 7 is known; the next update
+    asks about 8 alone."""
+    sge = QstatJ(T0)
+    sge.use(answers(djob({7: int(LATER)})), bin_dir)
+    times = StartTimes()
+    jobs = [pending(7, 60), pending(8, 50)]
+    assert times.update(sge, jobs) == {7: LATER}
+    assert dict(times.unread) == {8: "qstat -j did not show its start time (qsub -a)"}
+    sge.use(answers(djob({8: 0})), bin_dir)
+    assert times.update(sge, jobs) == {7: LATER}
+    assert dict(times.unread) == {}
+    assert sge.calls == ["qstat -j 7,8", "qstat -j 8"]
