@@ -23,15 +23,19 @@ from elb.core.config import Config, SgeConfig, parse_config
 from elb.core.model import Job
 from elb.schedulers.sge.commands import CommandResult, SgeCommands
 from elb.schedulers.sge.driver import GridEngine
-from elb.schedulers.sge.errors import SgeTimeoutError
+from elb.schedulers.sge.errors import SgeParseError, SgeTimeoutError
+from elb.schedulers.sge.parse import parse_qstat
 from elb.schedulers.sge.starttimes import StartTimes
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
 from tests.unit.factories import T0, pending
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
+from tests.unit.test_sge_parse_paths import check
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "recorded"
 DJOB = (RECORDED / "qstat-j-execution-time.djob.txt").read_text()
+QSTAT = (RECORDED / "busy-2-nodes.qstat-f.xml").read_text()  # job 7: tasks 2-10:1 waiting, task 1 running
+QHOST = (RECORDED / "busy-2-nodes.qhost.xml").read_text()
 LONG = 30 * 60  # waited well past every wait rule
 LATER = T0 + 3 * 3600  # the qsub -a time of the held job
 
@@ -185,3 +189,30 @@ def test_only_the_jobs_asked_about_in_vain_are_held_back(bin_dir: Path) -> None:
     assert times.update(sge, jobs) == {7: LATER}
     assert dict(times.unread) == {}
     assert sge.calls == ["qstat -j 7,8", "qstat -j 8"]
+
+
+# -- an array job's <tasks> that is empty -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("empty", ["<tasks></tasks>", "<tasks/>", "<tasks> </tasks>"])
+def test_an_array_job_with_empty_tasks_is_refused_never_one_task(empty: str) -> None:
+    text = once(QSTAT, "<tasks>2-10:1</tasks>", empty)
+    assert check(text.encode()) is None  # the quick reader declines, the careful one refuses
+    with pytest.raises(SgeParseError, match=r"job_list #\d+ \(job 7\): <tasks> is empty"):
+        parse_qstat(text.encode())
+
+
+def test_a_running_array_task_with_empty_tasks_is_refused() -> None:
+    text = once(QSTAT, "<tasks>1</tasks>", "<tasks></tasks>")
+    assert check(text.encode()) is None
+    with pytest.raises(SgeParseError, match=r"\(job 7\): <tasks> is empty"):
+        parse_qstat(text.encode())
+
+
+@pytest.mark.parametrize(("spec", "tasks"), [("1-54:1", 54), ("3,5-9:2", 4), ("2-10:1", 9), ("7", 1)])
+def test_task_ranges_are_counted(spec: str, tasks: int) -> None:
+    text = once(QSTAT, "<tasks>2-10:1</tasks>", f"<tasks>{spec}</tasks>")
+    quick = check(text.encode())
+    assert quick is not None  # the quick reader reads it, as the careful one does
+    (job,) = [j for j in quick.jobs if j.job_id == 7 and j.is_pending]
+    assert (job.tasks, job.task_ids) == (tasks, spec)

@@ -434,8 +434,13 @@ class _JobReader:
         submitted = (times.get(text) or self._time(text, tag, section, n, job_id)) if text else None
         text = fields.get("JAT_start_time")
         started = (times.get(text) or self._time(text, "JAT_start_time", section, n, job_id)) if text else None
-        text = fields.get("tasks")
-        task_ids = (text.strip() or None) if text else None
+        task_ids = None
+        if "tasks" in fields:  # only an array job's entry has one; empty, it says nothing of how many
+            task_ids = (fields["tasks"] or "").strip()
+            if not task_ids:
+                raise SgeParseError(
+                    f"{_at(section, n, job_id)}: <tasks> is empty: the array job's task ids are missing"
+                )
         tasks = 1 if task_ids is None else (self._tasks.get(task_ids) or self._count(task_ids, section, n, job_id))
         text = fields.get("JAT_prio")
         try:
@@ -1069,7 +1074,11 @@ class _QuickReader:
             job.submitted, job.started = None, seconds
         else:
             job.submitted, job.started = seconds, None
-        ids = (task_ids.strip() or None) if task_ids else None
+        ids = None
+        if task_ids is not None:
+            ids = task_ids.strip()
+            if not ids:
+                raise _Decline  # an empty <tasks>: the careful reader refuses it
         job.tasks = 1 if ids is None else (reader._tasks.get(ids) or reader._count(ids, "", 0, 0))
         priority = self.priority(prio)
         requests = self.rests.get(rest)
