@@ -21,10 +21,11 @@ import pytest
 
 from elb.core.config import Config, SgeConfig, parse_config
 from elb.core.model import Job
+from elb.core.scheduler import SchedulerError
 from elb.schedulers.sge.commands import CommandResult, SgeCommands
 from elb.schedulers.sge.driver import GridEngine
 from elb.schedulers.sge.errors import SgeParseError, SgeTimeoutError
-from elb.schedulers.sge.parse import parse_qstat
+from elb.schedulers.sge.parse import check_agree, join_snapshot, parse_qhost, parse_qstat, parse_snapshot
 from elb.schedulers.sge.starttimes import StartTimes
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
@@ -216,3 +217,85 @@ def test_task_ranges_are_counted(spec: str, tasks: int) -> None:
     assert quick is not None  # the quick reader reads it, as the careful one does
     (job,) = [j for j in quick.jobs if j.job_id == 7 and j.is_pending]
     assert (job.tasks, job.task_ids) == (tasks, spec)
+
+
+# -- qstat's slots against qhost's -------------------------------------------------------------------
+
+# node001 is full in busy-2-nodes (4 of its 4 slots used); a second, empty block for the same queue
+# instance, as a garbled qstat -f could print it, would make it look free.
+EMPTY_NODE001 = """    <Queue-List>
+      <name>all.q@node001</name>
+      <qtype>BIP</qtype>
+      <slots_used>0</slots_used>
+      <slots_resv>0</slots_resv>
+      <slots_total>4</slots_total>
+      <arch>lx-amd64</arch>
+    </Queue-List>
+"""
+TWICE = once(QSTAT, "  </queue_info>", EMPTY_NODE001 + "  </queue_info>")
+ABSURD = once(QSTAT, "<slots_total>4</slots_total>", "<slots_total>400</slots_total>")  # node001's
+
+
+def test_the_reads_as_they_are_agree() -> None:
+    snap = parse_snapshot(QSTAT.encode(), QHOST.encode(), T0)
+    assert {h.name: h.free_slots for h in snap.hosts} == {"node001": 0, "node002": 0}
+
+
+def test_a_queue_instance_qstat_lists_twice_is_refused_not_read_as_free() -> None:
+    qstat, hosts = parse_qstat(TWICE.encode()), parse_qhost(QHOST.encode())
+    assert join_snapshot(qstat, hosts, T0).host("node001").free_slots == 4  # type: ignore[union-attr]  # the last block wins
+    with pytest.raises(
+        SgeParseError,
+        match=r"qstat -f lists queue instance all\.q@node001 twice \(slots_total 4 and 4, slots_used 4 and 0\)",
+    ):
+        check_agree(qstat, hosts)
+    with pytest.raises(SgeParseError, match="node001"):
+        parse_snapshot(TWICE.encode(), QHOST.encode(), T0)
+
+
+def test_slots_total_qhost_does_not_give_the_queue_instance_is_refused() -> None:
+    qstat, hosts = parse_qstat(ABSURD.encode()), parse_qhost(QHOST.encode())
+    assert join_snapshot(qstat, hosts, T0).host("node001").free_slots == 396  # type: ignore[union-attr]  # taken as is
+    with pytest.raises(
+        SgeParseError,
+        match=r"all\.q@node001 on node001 has 400 slots in qstat -f \(slots_total\) but 4 in qhost \(slots\)",
+    ):
+        check_agree(qstat, hosts)
+
+
+def test_a_queue_instance_qhost_does_not_list_on_its_host_is_refused() -> None:
+    """qstat -f lists big.q@node001 (4 free slots), qhost -q lists node001 with all.q alone."""
+    extra = EMPTY_NODE001.replace("all.q@node001", "big.q@node001")
+    qstat = once(QSTAT, "  </queue_info>", extra + "  </queue_info>")
+    with pytest.raises(
+        SgeParseError,
+        match=r"node001 has 8 slots in qstat -f \(slots_total of its queue instances\) but 4 in qhost",
+    ):
+        parse_snapshot(qstat.encode(), QHOST.encode(), T0)
+
+
+def test_a_queue_qhost_lists_twice_on_a_host_is_refused() -> None:
+    start = QHOST.index(" <queue name='all.q'>")
+    block = QHOST[start : QHOST.index(" </queue>", start) + len(" </queue>\n")]
+    qhost = once(QHOST, block, block + block)
+    with pytest.raises(SgeParseError, match=r"qhost lists queue all\.q twice on node001"):
+        parse_snapshot(QSTAT.encode(), qhost.encode(), T0)
+
+
+@pytest.mark.parametrize("qstat", [TWICE, ABSURD], ids=["listed twice", "absurd slots_total"])
+def test_the_driver_refuses_the_read(tmp_path: Path, qstat: str) -> None:
+    """Through the real client: the pass's read fails (SchedulerError), nothing is decided on it."""
+    path = tmp_path / "bin"
+    path.mkdir()
+    for name in ("qstat", "qhost"):
+        (path / name).write_text("#!/bin/sh\nexit 1\n")
+        (path / name).chmod(0o755)
+    out = {"qstat": qstat.encode(), "qhost": QHOST.encode()}
+
+    def runner(argv: Sequence[str], *, timeout: float, env: Mapping[str, str]) -> CommandResult:
+        return CommandResult(tuple(argv), 0, out[Path(argv[0]).name], "")
+
+    cfg = parse_config({"state_dir": str(tmp_path / "state")})
+    driver = GridEngine(cfg, SgeCommands(SgeConfig(bin_dir=path), runner=runner, clock=lambda: T0))
+    with pytest.raises(SchedulerError, match="node001"):
+        driver.read([], T0)

@@ -1356,9 +1356,10 @@ def _quick_qhost(data: bytes | str) -> tuple[Host, ...] | None:
 def join_snapshot(qstat: QstatResult, hosts: Iterable[Host], now: float) -> Snapshot:
     """Hosts from qhost, with the queue instances qstat showed next to its jobs where it has them.
 
-    qstat's queue instances come from the same read as the jobs, so they are preferred; a queue
-    instance only qhost shows is kept. A host only qstat shows is left out: it is never a host of
-    the snapshot (``check_agree`` refuses such a pair of reads).
+    qstat's queue instances come from the same read as the jobs, so their use is preferred
+    (``check_agree`` has made sure both give each the same slots); a queue instance only qhost
+    shows is kept. A host only qstat shows is left out: it is never a host of the snapshot
+    (``check_agree`` refuses such a pair of reads).
     """
     by_host: dict[str, dict[str, QueueInstance]] = {}
     for q in qstat.queues:
@@ -1388,6 +1389,21 @@ def check_agree(qstat: QstatResult, hosts: Sequence[Host]) -> None:
     means one of the two is stale: taken as a host, it would count as a worker toward
     ``max_nodes`` and move elb's numbering; left out, its jobs would run nowhere. The pair is
     refused, and the next pass reads both again.
+
+    The slots of the queue instances must agree too, or a full host can look free (its free
+    slots are qstat's ``slots_total`` less its ``slots_used``). ``slots_total`` (qstat) and
+    ``slots`` (qhost -q) are both the queue instance's configured slots, the same number in two
+    reads a moment apart (what is used may change between them: it is not compared). Agree means:
+
+    - no queue instance is listed twice, in qstat -f or under one host of qhost (which block
+      would be the true one?);
+    - a queue instance both list has the same ``slots_total`` in qstat as ``slots`` in qhost;
+    - qstat lists no queue instance that qhost -q does not list on that host: its slots would
+      be more than qhost gives the host (qhost -q lists each host's queue instances).
+
+    Anything else is refused, naming the host and both numbers. The host's ``num_proc`` is not
+    a bound: a queue may give a host more slots than it has processors (SGE allows it, and the
+    test cluster's nodes have 4 slots on 2 processors).
     """
     shown = sum(len(h.queues) for h in hosts)
     if shown and not qstat.queues:
@@ -1404,6 +1420,43 @@ def check_agree(qstat: QstatResult, hosts: Sequence[Host]) -> None:
             f"qstat lists queue instance {stray.name}, on {stray.host}, which qhost does not list{others}: "
             "the two reads disagree, so neither is trusted"
         )
+    _check_slots(qstat.queues, hosts)
+
+
+def _check_slots(queues: Sequence[QueueInstance], hosts: Sequence[Host]) -> None:
+    """``check_agree``'s rule on slots: each queue instance once, with the slots qhost gives it."""
+    disagree = "the two reads disagree, so neither is trusted"
+    in_qhost: dict[tuple[str, str], QueueInstance] = {}
+    for h in hosts:
+        for q in h.queues:
+            other = in_qhost.setdefault((h.name, q.queue), q)
+            if other is not q:
+                raise SgeParseError(
+                    f"qhost lists queue {q.queue} twice on {h.name} (slots {other.slots_total} and {q.slots_total}): "
+                    f"{disagree}"
+                )
+    in_qstat: dict[str, QueueInstance] = {}
+    for q in queues:
+        other = in_qstat.setdefault(q.name, q)
+        if other is not q:
+            raise SgeParseError(
+                f"qstat -f lists queue instance {q.name} twice (slots_total {other.slots_total} and "
+                f"{q.slots_total}, slots_used {other.slots_used} and {q.slots_used}), on {q.host}: {disagree}"
+            )
+        shown = in_qhost.get((q.host, q.queue))
+        if shown is None:
+            host = next(h for h in hosts if h.name == q.host)  # check_agree: qhost lists every host of qstat's
+            total = sum(x.slots_total for x in queues if x.host == q.host)
+            raise SgeParseError(
+                f"qstat -f lists queue instance {q.name}, which qhost -q does not list on {q.host}: {q.host} has "
+                f"{total} slots in qstat -f (slots_total of its queue instances) but {host.slots_total} in qhost "
+                f"(slots of its queue instances): {disagree}"
+            )
+        if shown.slots_total != q.slots_total:
+            raise SgeParseError(
+                f"queue instance {q.name} on {q.host} has {q.slots_total} slots in qstat -f (slots_total) but "
+                f"{shown.slots_total} in qhost (slots): {disagree}"
+            )
 
 
 def parse_snapshot(qstat_xml: bytes | str, qhost_xml: bytes | str, now: float) -> Snapshot:
