@@ -299,3 +299,52 @@ def test_the_driver_refuses_the_read(tmp_path: Path, qstat: str) -> None:
     driver = GridEngine(cfg, SgeCommands(SgeConfig(bin_dir=path), runner=runner, clock=lambda: T0))
     with pytest.raises(SchedulerError, match="node001"):
         driver.read([], T0)
+
+
+# -- siblings: other fields whose absence would be read as a default that adds or removes work -----
+
+GROUPS = (RECORDED / "groups-waiting.qstat-r-f.xml").read_text()  # job 3: qsub -q big.q
+
+
+def refused(text: str, message: str) -> None:
+    assert check(text.encode()) is None  # the quick reader declines, the careful one refuses
+    with pytest.raises(SgeParseError, match=message):
+        parse_qstat(text.encode())
+
+
+def test_a_waiting_job_without_its_submission_time_is_refused() -> None:
+    """Read without one, the job would have waited for ever: past launch_delay at once."""
+    text = once(QSTAT, "      <JB_submission_time>2026-11-22T05:16:12</JB_submission_time>\n", "")
+    refused(text, r"\(job 10\): no <JB_submission_time>, <JAT_submission_time> or <JAT_start_time>")
+
+
+def test_a_queue_instance_without_slots_resv_is_refused_in_qstat() -> None:
+    """Read as 0, a host holding a reservation for a waiting job would look idle (removable)."""
+    refused(once(QSTAT, "      <slots_resv>0</slots_resv>\n", ""), r"all\.q@node001\): missing <slots_resv>")
+    refused(once(QSTAT, "<slots_resv>0</slots_resv>", "<slots_resv></slots_resv>"), r"all\.q@node001\): .*<slots_resv>")
+
+
+def test_a_queue_without_slots_resv_is_refused_in_qhost() -> None:
+    qhost = once(QHOST, "   <queuevalue qname='all.q' name='slots_resv'>0</queuevalue>\n", "")
+    with pytest.raises(SgeParseError, match=r"host 'node001' queue 'all\.q': missing <queuevalue slots_resv>"):
+        parse_qhost(qhost.encode())
+
+
+def test_an_empty_hard_req_queue_is_refused_not_read_as_unbound() -> None:
+    """Read as no -q, a job bound to a queue elb's nodes do not join would be demand."""
+    refused(
+        once(GROUPS, "<hard_req_queue>big.q</hard_req_queue>", "<hard_req_queue></hard_req_queue>"),
+        r"\(job 3\): an empty <hard_req_queue>",
+    )
+    refused(
+        once(GROUPS, "<hard_req_queue>big.q</hard_req_queue>", "<hard_req_queue/>"),
+        r"\(job 3\): an empty <hard_req_queue>",
+    )
+
+
+def test_a_requested_pe_without_its_range_is_refused() -> None:
+    """Read without a range, the job's slots (the range's smallest) would stand for its width."""
+    refused(
+        once(QSTAT, '<requested_pe name="smp">8</requested_pe>', '<requested_pe name="smp"></requested_pe>'),
+        r"\(job 10\): <requested_pe name=\"smp\"> without its range",
+    )

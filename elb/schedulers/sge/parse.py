@@ -341,14 +341,16 @@ def _named_children(el: ET.Element, tag: str, where: str) -> dict[str, str]:
     return found
 
 
-def _requested_pe(el: ET.Element, fields: dict[str, str | None], where: str) -> tuple[str, str | None]:
+def _requested_pe(el: ET.Element, fields: Mapping[str, str | None], where: str) -> tuple[str, str | None]:
     """A job's ``<requested_pe name="...">range</requested_pe>``: the PE and its range."""
     pe_el = el.find("requested_pe")
     pe = pe_el.get("name") if pe_el is not None else None
     if not pe:
         raise SgeParseError(f"{where}: <requested_pe> without a name")
     pe_range = (fields["requested_pe"] or "").strip() or None
-    if pe_range is not None and not pe_range.isascii():
+    if pe_range is None:  # qsub -pe always gives one: without it the job's width is unknown
+        raise SgeParseError(f'{where}: <requested_pe name="{pe}"> without its range')
+    if not pe_range.isascii():
         raise SgeParseError(f"{where}: <requested_pe> range {pe_range!r} is not ASCII digits")
     return pe, pe_range
 
@@ -397,6 +399,32 @@ class _JobReader:
         self._runtimes[text] = value
         return value
 
+    def _job_times(
+        self, fields: Mapping[str, str | None], section: str, n: int, job_id: int
+    ) -> tuple[float | None, float | None]:
+        """An entry's submission time (waiting) and start time (running); it has one or both."""
+        times = self._times
+        tag = "JB_submission_time" if "JB_submission_time" in fields else "JAT_submission_time"  # 8.1.9, OCS 9
+        text = fields.get(tag)
+        submitted = (times.get(text) or self._time(text, tag, section, n, job_id)) if text else None
+        text = fields.get("JAT_start_time")
+        started = (times.get(text) or self._time(text, "JAT_start_time", section, n, job_id)) if text else None
+        if submitted is None and started is None:  # read as waiting for ever, it would be past every delay
+            raise SgeParseError(
+                f"{_at(section, n, job_id)}: no <JB_submission_time>, <JAT_submission_time> or <JAT_start_time>"
+            )
+        return submitted, started
+
+    def _task_ids(self, fields: Mapping[str, str | None], section: str, n: int, job_id: int) -> tuple[str | None, int]:
+        """An entry's task ids and how many they are (one task for an entry without ``<tasks>``).
+        Only an array job's entry has ``<tasks>``; an empty one says nothing of how many: refused."""
+        if "tasks" not in fields:
+            return None, 1
+        task_ids = (fields["tasks"] or "").strip()
+        if not task_ids:
+            raise SgeParseError(f"{_at(section, n, job_id)}: <tasks> is empty: the array job's task ids are missing")
+        return task_ids, self._tasks.get(task_ids) or self._count(task_ids, section, n, job_id)
+
     def job(self, el: ET.Element, section: str, n: int, queue: str | None) -> Job:
         # One pass over the children for the fields (an lxml child is a Python object made on
         # demand, so the repeated ones are fetched by tag in C, and only when present).
@@ -404,14 +432,6 @@ class _JobReader:
         where = f"{section}: job_list #{n}"
         hard = _named_children(el, "hard_request", where) if "hard_request" in fields else None
         scoped = [_named_children(el, tag, where) if tag in fields else {} for tag in _SCOPED_REQUESTS]
-        hard_queues: tuple[str, ...] = ()
-        if "hard_req_queue" in fields:
-            hard_queues = tuple(
-                text
-                for child in el.iterchildren("hard_req_queue")  # type: ignore[attr-defined]  # lxml element
-                if (text := (child.text or "").strip())
-            )
-        pe, pe_range = _requested_pe(el, fields, where) if "requested_pe" in fields else (None, None)
         try:
             job_id = ascii_int(fields["JB_job_number"] or "")
             if job_id < 1:
@@ -423,25 +443,14 @@ class _JobReader:
         except (KeyError, ValueError):
             _explain_job(fields, f"{section}: job_list #{n}")
             raise  # unreachable: _explain_job raises
+        hard_queues, pe, pe_range = _queues_and_pe(el, fields, section, n, job_id)
         if state not in self._states:
             if not _check_job_state(state):
                 raise SgeParseError(f"{section}: job_list #{n} (job {job_id}): unknown job state {state!r}")
             self._states.add(state)
 
-        times = self._times
-        tag = "JB_submission_time" if "JB_submission_time" in fields else "JAT_submission_time"  # 8.1.9, OCS 9
-        text = fields.get(tag)
-        submitted = (times.get(text) or self._time(text, tag, section, n, job_id)) if text else None
-        text = fields.get("JAT_start_time")
-        started = (times.get(text) or self._time(text, "JAT_start_time", section, n, job_id)) if text else None
-        task_ids = None
-        if "tasks" in fields:  # only an array job's entry has one; empty, it says nothing of how many
-            task_ids = (fields["tasks"] or "").strip()
-            if not task_ids:
-                raise SgeParseError(
-                    f"{_at(section, n, job_id)}: <tasks> is empty: the array job's task ids are missing"
-                )
-        tasks = 1 if task_ids is None else (self._tasks.get(task_ids) or self._count(task_ids, section, n, job_id))
+        submitted, started = self._job_times(fields, section, n, job_id)
+        task_ids, tasks = self._task_ids(fields, section, n, job_id)
         text = fields.get("JAT_prio")
         try:
             priority = decimal(text) if text else 0.0
@@ -485,6 +494,31 @@ def _at(section: str, n: int, job_id: int) -> str:
     return f"{section}: job_list #{n} (job {job_id})"
 
 
+def _queues_and_pe(
+    el: ET.Element, fields: Mapping[str, str | None], section: str, n: int, job_id: int
+) -> tuple[tuple[str, ...], str | None, str | None]:
+    """A job's queues of ``qsub -q`` (``<hard_req_queue>``), and its PE and range."""
+    hard_queues: tuple[str, ...] = ()
+    if "hard_req_queue" in fields:
+        hard_queues = tuple(
+            _queue_request(child.text, section, n, job_id)
+            for child in el.iterchildren("hard_req_queue")  # type: ignore[attr-defined]  # lxml element
+        )
+    if "requested_pe" not in fields:
+        return hard_queues, None, None
+    pe, pe_range = _requested_pe(el, fields, _at(section, n, job_id))
+    return hard_queues, pe, pe_range
+
+
+def _queue_request(text: str | None, section: str, n: int, job_id: int) -> str:
+    """One ``<hard_req_queue>`` (a queue of ``qsub -q``); an empty one is refused: read as no
+    ``-q``, a job bound to a queue elb's nodes do not join would be demand."""
+    queue = (text or "").strip()
+    if not queue:
+        raise SgeParseError(f"{_at(section, n, job_id)}: an empty <hard_req_queue>")
+    return queue
+
+
 def _explain_job(fields: Mapping[str, str | None], where: str) -> None:
     """Raise the SgeParseError that says which required field of a job entry is wrong."""
     job_id = _int(fields.get("JB_job_number"), "JB_job_number", where, minimum=1)
@@ -508,7 +542,9 @@ def _queue_instance(fields: Mapping[str, str | None], where: str) -> QueueInstan
     used = _int(fields.get("slots_used"), "slots_used", where)
     if used > total:
         raise SgeParseError(f"{where}: slots_used {used} is more than slots_total {total}")
-    resv = _int(fields["slots_resv"], "slots_resv", where) if fields.get("slots_resv") else 0
+    # qstat -f prints slots_resv for every queue instance: read as 0, a host holding a
+    # reservation would look idle.
+    resv = _int(fields.get("slots_resv"), "slots_resv", where)
     return QueueInstance(queue, host, total, used, resv, _queue_states(fields.get("state"), where))
 
 
@@ -1147,15 +1183,16 @@ class _QuickReader:
                     raise _Decline
                 (hard if tag == "hard_request" else scoped[tag])[name] = value.strip()
             elif tag == "hard_req_queue":
-                if value.strip():
-                    queues.append(value.strip())
+                if not value.strip():
+                    raise _Decline  # the careful reader refuses an empty one
+                queues.append(value.strip())
             elif tag == "requested_pe":
                 pe = attributes.get("name")
                 if seen_pe or not pe:
                     raise _Decline
                 seen_pe = True
                 pe_range = value.strip() or None
-                if pe_range is not None and not pe_range.isascii():
+                if pe_range is None or not pe_range.isascii():
                     raise _Decline
         runtime = self.reader._runtime(hard["h_rt"], "", 0, 0) if "h_rt" in hard else None
         master, slave = (scoped[tag] for tag in _SCOPED_REQUESTS)
@@ -1253,7 +1290,7 @@ def _qhost_queue_values(qname: str, host: str, values: Mapping[str, str | None],
     used = _int(values.get("slots_used"), "queuevalue slots_used", where)
     if used > total:
         raise SgeParseError(f"{where}: slots_used {used} is more than slots {total}")
-    resv = _int(values["slots_resv"], "queuevalue slots_resv", where) if values.get("slots_resv") else 0
+    resv = _int(values.get("slots_resv"), "queuevalue slots_resv", where)  # printed for every queue: never 0 by default
     return QueueInstance(qname, host, total, used, resv, _queue_states(values.get("state_string"), where))
 
 
