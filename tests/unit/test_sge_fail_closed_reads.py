@@ -348,3 +348,29 @@ def test_a_requested_pe_without_its_range_is_refused() -> None:
         once(QSTAT, '<requested_pe name="smp">8</requested_pe>', '<requested_pe name="smp"></requested_pe>'),
         r"\(job 10\): <requested_pe name=\"smp\"> without its range",
     )
+
+
+def _pending_entry(job: int) -> str:
+    start = QSTAT.index(f'    <job_list state="pending">\n      <JB_job_number>{job}<')
+    return QSTAT[start : QSTAT.index("    </job_list>\n", start) + len("    </job_list>\n")]
+
+
+@pytest.mark.parametrize("job", [10, 7], ids=["a job", "an array job's tasks"])
+def test_a_waiting_entry_qstat_lists_twice_is_refused_not_counted_twice(job: int) -> None:
+    entry = _pending_entry(job)
+    text = once(QSTAT, entry, entry + entry)
+    with pytest.raises(SgeParseError, match=rf"qstat lists waiting job {job}(, tasks 2-10:1,)? twice"):
+        parse_snapshot(text.encode(), QHOST.encode(), T0)
+
+
+def test_an_array_job_in_two_entries_of_other_tasks_is_read() -> None:
+    """SGE lists an array job's tasks in one entry per state: hqw 11-12:1 besides qw 2-10:1."""
+    entry = _pending_entry(7)
+    held = once(
+        once(entry, "<tasks>2-10:1</tasks>", "<tasks>11-12:1</tasks>"), "<state>qw</state>", "<state>hqw</state>"
+    )
+    snap = parse_snapshot(once(QSTAT, entry, entry + held).encode(), QHOST.encode(), T0)
+    assert [(j.state, j.task_ids) for j in snap.jobs if j.job_id == 7 and j.queue is None] == [
+        ("qw", "2-10:1"),
+        ("hqw", "11-12:1"),
+    ]

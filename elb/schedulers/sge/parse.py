@@ -35,6 +35,7 @@ import io
 import re
 import time
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
@@ -1441,6 +1442,9 @@ def check_agree(qstat: QstatResult, hosts: Sequence[Host]) -> None:
     Anything else is refused, naming the host and both numbers. The host's ``num_proc`` is not
     a bound: a queue may give a host more slots than it has processors (SGE allows it, and the
     test cluster's nodes have 4 slots on 2 processors).
+
+    Nor may qstat list a waiting entry twice (``_check_waiting``): counted twice, it would be
+    demand twice.
     """
     shown = sum(len(h.queues) for h in hosts)
     if shown and not qstat.queues:
@@ -1458,6 +1462,25 @@ def check_agree(qstat: QstatResult, hosts: Sequence[Host]) -> None:
             "the two reads disagree, so neither is trusted"
         )
     _check_slots(qstat.queues, hosts)
+    _check_waiting(qstat.jobs)
+
+
+def _check_waiting(jobs: Sequence[Job]) -> None:
+    """Each waiting entry (one not in a queue) once. SGE lists an array job's waiting tasks in one
+    entry per state (``hqw 1-3:1``, ``qw 4-6:1``), each with its own task ids; a job without task
+    ids, or the same task ids, listed twice is a read that would count the same work twice."""
+    ids = [j.job_id for j in jobs if j.queue is None]
+    if len(set(ids)) == len(ids):
+        return
+    for job_id in sorted(i for i, count in Counter(ids).items() if count > 1):
+        entries = [j.task_ids for j in jobs if j.job_id == job_id and j.queue is None]
+        twice = next((t for n, t in enumerate(entries) if t is None or t in entries[:n]), "")
+        if twice != "":
+            tasks = f", tasks {twice}," if twice is not None else ""
+            raise SgeParseError(
+                f"qstat lists waiting job {job_id}{tasks} twice: counted twice it would be demand twice, "
+                "so the read is not trusted"
+            )
 
 
 def _check_slots(queues: Sequence[QueueInstance], hosts: Sequence[Host]) -> None:
