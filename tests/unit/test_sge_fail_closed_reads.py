@@ -374,3 +374,9 @@ def test_an_array_job_in_two_entries_of_other_tasks_is_read() -> None:
         ("qw", "2-10:1"),
         ("hqw", "11-12:1"),
     ]
+
+
+def test_a_job_of_no_slots_is_refused() -> None:
+    """SGE gives every entry at least one slot: 0 would be read as one slot by the demand model."""
+    entry = _pending_entry(9)
+    refused(once(QSTAT, entry, entry.replace("<slots>1</slots>", "<slots>0</slots>")), r"\(job 9\): <slots> is 0")

@@ -449,6 +449,8 @@ class _JobReader:
             if not _check_job_state(state):
                 raise SgeParseError(f"{section}: job_list #{n} (job {job_id}): unknown job state {state!r}")
             self._states.add(state)
+        if slots < 1:  # every entry holds or asks for a slot at least; the demand model would take 1
+            raise SgeParseError(f"{_at(section, n, job_id)}: <slots> is 0: a job takes at least one slot")
 
         submitted, started = self._job_times(fields, section, n, job_id)
         task_ids, tasks = self._task_ids(fields, section, n, job_id)
@@ -1094,7 +1096,8 @@ class _QuickReader:
             name, owner = _unescape(name), _unescape(owner)
         job = object.__new__(_JobBuilder)
         job.job_id = job_id = int(number)
-        if job_id < 1:
+        job.slots = int(slots)
+        if job_id < 1 or not job.slots:  # the careful reader refuses a job of no slots
             raise _Decline
         states = reader._states
         if state not in states:
@@ -1123,7 +1126,7 @@ class _QuickReader:
             requests = self.rests[rest] = self.rest(rest)
         (job.hard_requests, job.pe, job.pe_range, job.hard_queues, job.master_requests, job.slave_requests,
          job.hard_runtime) = requests  # fmt: skip
-        job.name, job.owner, job.state, job.slots = name, owner, state, int(slots)
+        job.name, job.owner, job.state = name, owner, state
         job.task_ids, job.priority = ids, priority
         job.queue = queue_name.strip() if queue_name and queue_name.strip() else queue
         job.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
