@@ -6,10 +6,14 @@
 - ``qstat -f``'s queue instances against ``qhost -q``'s: a queue instance listed twice, or with
   other slots than qhost gives it, is a pair of reads that disagree: refused, naming the host and
   both numbers;
-- an array job's ``<tasks>`` that is empty: refused, naming the job, never read as one task.
+- an array job's ``<tasks>`` that is empty: refused, naming the job, never read as one task;
+- their siblings, fields SGE always prints whose absence would be read as a default that adds or
+  takes away work: a job entry without any time, a queue instance without ``slots_resv``, an
+  empty ``<hard_req_queue>``, a ``<requested_pe>`` without its range, a job of 0 slots, a
+  waiting entry listed twice: each refused.
 
-Every document is real-shaped: the recorded outputs of tests/fixtures/sge/recorded, edited in
-one place.
+Every document is real-shaped: the recorded outputs of tests/fixtures/sge/recorded, edited only
+where each defect is.
 """
 
 from __future__ import annotations
