@@ -193,6 +193,7 @@ def test_unknown_state_from_qhost_is_a_parse_error(fake: FakeSge) -> None:
         stdout="<?xml version='1.0'?>\n<qhost>\n <host name='n1'>\n <queue name='all.q'>\n"
         "   <queuevalue qname='all.q' name='slots'>4</queuevalue>\n"
         "   <queuevalue qname='all.q' name='slots_used'>0</queuevalue>\n"
+        "   <queuevalue qname='all.q' name='slots_resv'>0</queuevalue>\n"
         "   <queuevalue qname='all.q' name='state_string'>X</queuevalue>\n </queue>\n </host>\n</qhost>\n",
     )
     with pytest.raises(SgeParseError, match=r"host 'n1' queue 'all.q': unknown queue state letter"):

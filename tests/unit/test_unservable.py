@@ -231,7 +231,7 @@ def test_start_times_are_read_a_bounded_number_per_pass_and_remembered() -> None
     assert times.update(sge, jobs[3:]) == {}  # job 3 ended: forgotten
 
 
-def test_unreadable_start_times_count_as_demand_and_are_asked_again(cfg: Config) -> None:
+def test_unreadable_start_times_hold_the_jobs_back_and_are_asked_again(cfg: Config) -> None:
     from elb.schedulers.sge.starttimes import StartTimes
 
     class Failing(FakeSge):
@@ -240,8 +240,10 @@ def test_unreadable_start_times_count_as_demand_and_are_asked_again(cfg: Config)
 
     times = StartTimes()
     assert times.update(Failing(T0), [pending(7, 60)]) == {}
+    assert dict(times.unread) == {7: "qstat: Following jobs do not exist: 7"}  # not demand this pass
     sge = FakeSge(T0, starts={7: T0 + 60})
     assert times.update(sge, [pending(7, 60)]) == {7: T0 + 60}
+    assert dict(times.unread) == {}
 
 
 def test_dry_run_json_is_the_plan_as_data(

@@ -91,7 +91,8 @@ class GridEngine:
         except Exception as err:
             raise SchedulerError(f"reading the site's complexes and parallel environments: {err}") from err
         starts = self._start_times.update(self.sge, snap.pending)
-        return demand_of(snap, records, self.config, site, slots, start_times=starts)
+        unread = self._start_times.unread  # qstat -j failed for these: not demand this pass
+        return demand_of(snap, records, self.config, site, slots, start_times=starts, unread=unread)
 
     def disable_host(self, host: str, reason: str) -> None:
         _sge(lambda: self.sge.disable_host(host))

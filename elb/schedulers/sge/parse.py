@@ -35,6 +35,7 @@ import io
 import re
 import time
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
@@ -341,14 +342,16 @@ def _named_children(el: ET.Element, tag: str, where: str) -> dict[str, str]:
     return found
 
 
-def _requested_pe(el: ET.Element, fields: dict[str, str | None], where: str) -> tuple[str, str | None]:
+def _requested_pe(el: ET.Element, fields: Mapping[str, str | None], where: str) -> tuple[str, str | None]:
     """A job's ``<requested_pe name="...">range</requested_pe>``: the PE and its range."""
     pe_el = el.find("requested_pe")
     pe = pe_el.get("name") if pe_el is not None else None
     if not pe:
         raise SgeParseError(f"{where}: <requested_pe> without a name")
     pe_range = (fields["requested_pe"] or "").strip() or None
-    if pe_range is not None and not pe_range.isascii():
+    if pe_range is None:  # qsub -pe always gives one: without it the job's width is unknown
+        raise SgeParseError(f'{where}: <requested_pe name="{pe}"> without its range')
+    if not pe_range.isascii():
         raise SgeParseError(f"{where}: <requested_pe> range {pe_range!r} is not ASCII digits")
     return pe, pe_range
 
@@ -397,6 +400,32 @@ class _JobReader:
         self._runtimes[text] = value
         return value
 
+    def _job_times(
+        self, fields: Mapping[str, str | None], section: str, n: int, job_id: int
+    ) -> tuple[float | None, float | None]:
+        """An entry's submission time (waiting) and start time (running); it has one or both."""
+        times = self._times
+        tag = "JB_submission_time" if "JB_submission_time" in fields else "JAT_submission_time"  # 8.1.9, OCS 9
+        text = fields.get(tag)
+        submitted = (times.get(text) or self._time(text, tag, section, n, job_id)) if text else None
+        text = fields.get("JAT_start_time")
+        started = (times.get(text) or self._time(text, "JAT_start_time", section, n, job_id)) if text else None
+        if submitted is None and started is None:  # read as waiting for ever, it would be past every delay
+            raise SgeParseError(
+                f"{_at(section, n, job_id)}: no <JB_submission_time>, <JAT_submission_time> or <JAT_start_time>"
+            )
+        return submitted, started
+
+    def _task_ids(self, fields: Mapping[str, str | None], section: str, n: int, job_id: int) -> tuple[str | None, int]:
+        """An entry's task ids and how many they are (one task for an entry without ``<tasks>``).
+        Only an array job's entry has ``<tasks>``; an empty one says nothing of how many: refused."""
+        if "tasks" not in fields:
+            return None, 1
+        task_ids = (fields["tasks"] or "").strip()
+        if not task_ids:
+            raise SgeParseError(f"{_at(section, n, job_id)}: <tasks> is empty: the array job's task ids are missing")
+        return task_ids, self._tasks.get(task_ids) or self._count(task_ids, section, n, job_id)
+
     def job(self, el: ET.Element, section: str, n: int, queue: str | None) -> Job:
         # One pass over the children for the fields (an lxml child is a Python object made on
         # demand, so the repeated ones are fetched by tag in C, and only when present).
@@ -404,14 +433,6 @@ class _JobReader:
         where = f"{section}: job_list #{n}"
         hard = _named_children(el, "hard_request", where) if "hard_request" in fields else None
         scoped = [_named_children(el, tag, where) if tag in fields else {} for tag in _SCOPED_REQUESTS]
-        hard_queues: tuple[str, ...] = ()
-        if "hard_req_queue" in fields:
-            hard_queues = tuple(
-                text
-                for child in el.iterchildren("hard_req_queue")  # type: ignore[attr-defined]  # lxml element
-                if (text := (child.text or "").strip())
-            )
-        pe, pe_range = _requested_pe(el, fields, where) if "requested_pe" in fields else (None, None)
         try:
             job_id = ascii_int(fields["JB_job_number"] or "")
             if job_id < 1:
@@ -423,20 +444,16 @@ class _JobReader:
         except (KeyError, ValueError):
             _explain_job(fields, f"{section}: job_list #{n}")
             raise  # unreachable: _explain_job raises
+        hard_queues, pe, pe_range = _queues_and_pe(el, fields, section, n, job_id)
         if state not in self._states:
             if not _check_job_state(state):
                 raise SgeParseError(f"{section}: job_list #{n} (job {job_id}): unknown job state {state!r}")
             self._states.add(state)
+        if slots < 1:  # every entry holds or asks for a slot at least; the demand model would take 1
+            raise SgeParseError(f"{_at(section, n, job_id)}: <slots> is 0: a job takes at least one slot")
 
-        times = self._times
-        tag = "JB_submission_time" if "JB_submission_time" in fields else "JAT_submission_time"  # 8.1.9, OCS 9
-        text = fields.get(tag)
-        submitted = (times.get(text) or self._time(text, tag, section, n, job_id)) if text else None
-        text = fields.get("JAT_start_time")
-        started = (times.get(text) or self._time(text, "JAT_start_time", section, n, job_id)) if text else None
-        text = fields.get("tasks")
-        task_ids = (text.strip() or None) if text else None
-        tasks = 1 if task_ids is None else (self._tasks.get(task_ids) or self._count(task_ids, section, n, job_id))
+        submitted, started = self._job_times(fields, section, n, job_id)
+        task_ids, tasks = self._task_ids(fields, section, n, job_id)
         text = fields.get("JAT_prio")
         try:
             priority = decimal(text) if text else 0.0
@@ -480,6 +497,31 @@ def _at(section: str, n: int, job_id: int) -> str:
     return f"{section}: job_list #{n} (job {job_id})"
 
 
+def _queues_and_pe(
+    el: ET.Element, fields: Mapping[str, str | None], section: str, n: int, job_id: int
+) -> tuple[tuple[str, ...], str | None, str | None]:
+    """A job's queues of ``qsub -q`` (``<hard_req_queue>``), and its PE and range."""
+    hard_queues: tuple[str, ...] = ()
+    if "hard_req_queue" in fields:
+        hard_queues = tuple(
+            _queue_request(child.text, section, n, job_id)
+            for child in el.iterchildren("hard_req_queue")  # type: ignore[attr-defined]  # lxml element
+        )
+    if "requested_pe" not in fields:
+        return hard_queues, None, None
+    pe, pe_range = _requested_pe(el, fields, _at(section, n, job_id))
+    return hard_queues, pe, pe_range
+
+
+def _queue_request(text: str | None, section: str, n: int, job_id: int) -> str:
+    """One ``<hard_req_queue>`` (a queue of ``qsub -q``); an empty one is refused: read as no
+    ``-q``, a job bound to a queue elb's nodes do not join would be demand."""
+    queue = (text or "").strip()
+    if not queue:
+        raise SgeParseError(f"{_at(section, n, job_id)}: an empty <hard_req_queue>")
+    return queue
+
+
 def _explain_job(fields: Mapping[str, str | None], where: str) -> None:
     """Raise the SgeParseError that says which required field of a job entry is wrong."""
     job_id = _int(fields.get("JB_job_number"), "JB_job_number", where, minimum=1)
@@ -503,7 +545,9 @@ def _queue_instance(fields: Mapping[str, str | None], where: str) -> QueueInstan
     used = _int(fields.get("slots_used"), "slots_used", where)
     if used > total:
         raise SgeParseError(f"{where}: slots_used {used} is more than slots_total {total}")
-    resv = _int(fields["slots_resv"], "slots_resv", where) if fields.get("slots_resv") else 0
+    # qstat -f prints slots_resv for every queue instance: read as 0, a host holding a
+    # reservation would look idle.
+    resv = _int(fields.get("slots_resv"), "slots_resv", where)
     return QueueInstance(queue, host, total, used, resv, _queue_states(fields.get("state"), where))
 
 
@@ -1052,7 +1096,8 @@ class _QuickReader:
             name, owner = _unescape(name), _unescape(owner)
         job = object.__new__(_JobBuilder)
         job.job_id = job_id = int(number)
-        if job_id < 1:
+        job.slots = int(slots)
+        if job_id < 1 or not job.slots:  # the careful reader refuses a job of no slots
             raise _Decline
         states = reader._states
         if state not in states:
@@ -1069,7 +1114,11 @@ class _QuickReader:
             job.submitted, job.started = None, seconds
         else:
             job.submitted, job.started = seconds, None
-        ids = (task_ids.strip() or None) if task_ids else None
+        ids = None
+        if task_ids is not None:
+            ids = task_ids.strip()
+            if not ids:
+                raise _Decline  # an empty <tasks>: the careful reader refuses it
         job.tasks = 1 if ids is None else (reader._tasks.get(ids) or reader._count(ids, "", 0, 0))
         priority = self.priority(prio)
         requests = self.rests.get(rest)
@@ -1077,7 +1126,7 @@ class _QuickReader:
             requests = self.rests[rest] = self.rest(rest)
         (job.hard_requests, job.pe, job.pe_range, job.hard_queues, job.master_requests, job.slave_requests,
          job.hard_runtime) = requests  # fmt: skip
-        job.name, job.owner, job.state, job.slots = name, owner, state, int(slots)
+        job.name, job.owner, job.state = name, owner, state
         job.task_ids, job.priority = ids, priority
         job.queue = queue_name.strip() if queue_name and queue_name.strip() else queue
         job.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
@@ -1138,15 +1187,16 @@ class _QuickReader:
                     raise _Decline
                 (hard if tag == "hard_request" else scoped[tag])[name] = value.strip()
             elif tag == "hard_req_queue":
-                if value.strip():
-                    queues.append(value.strip())
+                if not value.strip():
+                    raise _Decline  # the careful reader refuses an empty one
+                queues.append(value.strip())
             elif tag == "requested_pe":
                 pe = attributes.get("name")
                 if seen_pe or not pe:
                     raise _Decline
                 seen_pe = True
                 pe_range = value.strip() or None
-                if pe_range is not None and not pe_range.isascii():
+                if pe_range is None or not pe_range.isascii():
                     raise _Decline
         runtime = self.reader._runtime(hard["h_rt"], "", 0, 0) if "h_rt" in hard else None
         master, slave = (scoped[tag] for tag in _SCOPED_REQUESTS)
@@ -1244,7 +1294,7 @@ def _qhost_queue_values(qname: str, host: str, values: Mapping[str, str | None],
     used = _int(values.get("slots_used"), "queuevalue slots_used", where)
     if used > total:
         raise SgeParseError(f"{where}: slots_used {used} is more than slots {total}")
-    resv = _int(values["slots_resv"], "queuevalue slots_resv", where) if values.get("slots_resv") else 0
+    resv = _int(values.get("slots_resv"), "queuevalue slots_resv", where)  # printed for every queue: never 0 by default
     return QueueInstance(qname, host, total, used, resv, _queue_states(values.get("state_string"), where))
 
 
@@ -1347,9 +1397,10 @@ def _quick_qhost(data: bytes | str) -> tuple[Host, ...] | None:
 def join_snapshot(qstat: QstatResult, hosts: Iterable[Host], now: float) -> Snapshot:
     """Hosts from qhost, with the queue instances qstat showed next to its jobs where it has them.
 
-    qstat's queue instances come from the same read as the jobs, so they are preferred; a queue
-    instance only qhost shows is kept. A host only qstat shows is left out: it is never a host of
-    the snapshot (``check_agree`` refuses such a pair of reads).
+    qstat's queue instances come from the same read as the jobs, so their use is preferred
+    (``check_agree`` has made sure both give each the same slots); a queue instance only qhost
+    shows is kept. A host only qstat shows is left out: it is never a host of the snapshot
+    (``check_agree`` refuses such a pair of reads).
     """
     by_host: dict[str, dict[str, QueueInstance]] = {}
     for q in qstat.queues:
@@ -1379,6 +1430,24 @@ def check_agree(qstat: QstatResult, hosts: Sequence[Host]) -> None:
     means one of the two is stale: taken as a host, it would count as a worker toward
     ``max_nodes`` and move elb's numbering; left out, its jobs would run nowhere. The pair is
     refused, and the next pass reads both again.
+
+    The slots of the queue instances must agree too, or a full host can look free (its free
+    slots are qstat's ``slots_total`` less its ``slots_used``). ``slots_total`` (qstat) and
+    ``slots`` (qhost -q) are both the queue instance's configured slots, the same number in two
+    reads a moment apart (what is used may change between them: it is not compared). Agree means:
+
+    - no queue instance is listed twice, in qstat -f or under one host of qhost (which block
+      would be the true one?);
+    - a queue instance both list has the same ``slots_total`` in qstat as ``slots`` in qhost;
+    - qstat lists no queue instance that qhost -q does not list on that host: its slots would
+      be more than qhost gives the host (qhost -q lists each host's queue instances).
+
+    Anything else is refused, naming the host and both numbers. The host's ``num_proc`` is not
+    a bound: a queue may give a host more slots than it has processors (SGE allows it, and the
+    test cluster's nodes have 4 slots on 2 processors).
+
+    Nor may qstat list a waiting entry twice (``_check_waiting``): counted twice, it would be
+    demand twice.
     """
     shown = sum(len(h.queues) for h in hosts)
     if shown and not qstat.queues:
@@ -1395,6 +1464,62 @@ def check_agree(qstat: QstatResult, hosts: Sequence[Host]) -> None:
             f"qstat lists queue instance {stray.name}, on {stray.host}, which qhost does not list{others}: "
             "the two reads disagree, so neither is trusted"
         )
+    _check_slots(qstat.queues, hosts)
+    _check_waiting(qstat.jobs)
+
+
+def _check_waiting(jobs: Sequence[Job]) -> None:
+    """Each waiting entry (one not in a queue) once. SGE lists an array job's waiting tasks in one
+    entry per state (``hqw 1-3:1``, ``qw 4-6:1``), each with its own task ids; a job without task
+    ids, or the same task ids, listed twice is a read that would count the same work twice."""
+    ids = [j.job_id for j in jobs if j.queue is None]
+    if len(set(ids)) == len(ids):
+        return
+    for job_id in sorted(i for i, count in Counter(ids).items() if count > 1):
+        entries = [j.task_ids for j in jobs if j.job_id == job_id and j.queue is None]
+        twice = next((t for n, t in enumerate(entries) if t is None or t in entries[:n]), "")
+        if twice != "":
+            tasks = f", tasks {twice}," if twice is not None else ""
+            raise SgeParseError(
+                f"qstat lists waiting job {job_id}{tasks} twice: counted twice it would be demand twice, "
+                "so the read is not trusted"
+            )
+
+
+def _check_slots(queues: Sequence[QueueInstance], hosts: Sequence[Host]) -> None:
+    """``check_agree``'s rule on slots: each queue instance once, with the slots qhost gives it."""
+    disagree = "the two reads disagree, so neither is trusted"
+    in_qhost: dict[tuple[str, str], QueueInstance] = {}
+    for h in hosts:
+        for q in h.queues:
+            other = in_qhost.setdefault((h.name, q.queue), q)
+            if other is not q:
+                raise SgeParseError(
+                    f"qhost lists queue {q.queue} twice on {h.name} (slots {other.slots_total} and {q.slots_total}): "
+                    f"{disagree}"
+                )
+    in_qstat: dict[str, QueueInstance] = {}
+    for q in queues:
+        other = in_qstat.setdefault(q.name, q)
+        if other is not q:
+            raise SgeParseError(
+                f"qstat -f lists queue instance {q.name} twice (slots_total {other.slots_total} and "
+                f"{q.slots_total}, slots_used {other.slots_used} and {q.slots_used}), on {q.host}: {disagree}"
+            )
+        shown = in_qhost.get((q.host, q.queue))
+        if shown is None:
+            host = next(h for h in hosts if h.name == q.host)  # check_agree: qhost lists every host of qstat's
+            total = sum(x.slots_total for x in queues if x.host == q.host)
+            raise SgeParseError(
+                f"qstat -f lists queue instance {q.name}, which qhost -q does not list on {q.host}: {q.host} has "
+                f"{total} slots in qstat -f (slots_total of its queue instances) but {host.slots_total} in qhost "
+                f"(slots of its queue instances): {disagree}"
+            )
+        if shown.slots_total != q.slots_total:
+            raise SgeParseError(
+                f"queue instance {q.name} on {q.host} has {q.slots_total} slots in qstat -f (slots_total) but "
+                f"{shown.slots_total} in qhost (slots): {disagree}"
+            )
 
 
 def parse_snapshot(qstat_xml: bytes | str, qhost_xml: bytes | str, now: float) -> Snapshot:
@@ -1410,8 +1535,11 @@ _MICROSECONDS_FROM = 10**11
 
 def parse_start_times(data: bytes | str) -> dict[int, float | None]:
     """Parse ``qstat -xml -j ID,...``: each job's ``qsub -a`` time (``JB_execution_time``, POSIX
-    seconds in 8.1.9, microseconds in Open Cluster Scheduler 9; 0, or absent: none), by job
-    number."""
+    seconds in 8.1.9, microseconds in Open Cluster Scheduler 9; 0: none), by job number.
+
+    SGE prints ``JB_execution_time`` for every job, 0 when it has none: an entry without it
+    says nothing of the job's start time, so the job is left out of the answer (as a job
+    qstat did not list), never taken to have none."""
     root = _load(data, "qstat -j", "detailed_job_info")
     out: dict[int, float | None] = {}
     for info in root:
@@ -1421,7 +1549,9 @@ def parse_start_times(data: bytes | str) -> dict[int, float | None]:
             where = f"qstat -j: job #{n}"
             job_id = _int(el.findtext("JB_job_number"), "JB_job_number", where, minimum=1)
             text = el.findtext("JB_execution_time")
-            when = _int(text, "JB_execution_time", f"{where} (job {job_id})") if text is not None else 0
+            if text is None:
+                continue
+            when = _int(text, "JB_execution_time", f"{where} (job {job_id})")
             # Open Cluster Scheduler 9 counts microseconds: no time in seconds is this large
             # before the year 5138, none in microseconds this small after 1970-01-12.
             out[job_id] = (when / 1e6 if when >= _MICROSECONDS_FROM else float(when)) if when > 0 else None

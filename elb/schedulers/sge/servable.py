@@ -3,7 +3,8 @@
 A waiting job that no node elb can launch could ever run (a queue elb's nodes do not join, a
 complex they do not offer, a host that is not one of them, a ``$pe_slots`` job wider than a
 node, more slots than ``max_nodes`` nodes hold) is never demand: a node launched for it would
-stay idle and billed. A job held by ``qsub -a`` until later is not demand before then. The
+stay idle and billed. A job held by ``qsub -a`` until later is not demand before then, nor is a
+job whose ``qsub -a`` time could not be read this pass (``qstat -j`` failed: ``unread``). The
 policy plans on the snapshot without these jobs; each is reported with a one-line reason (log,
 ``status``, the dry run, ``elb jobs``, the ``elb_unservable_jobs`` metric).
 
@@ -37,11 +38,14 @@ from elb.schedulers.sge.demand import (
     Placement,
     Servable,
     Site,
+    Unservable,
     check_offers,
     place_shapes,
 )
 
 _NONE: Mapping[int, float] = MappingProxyType({})
+_NO_REASONS: Mapping[int, str] = MappingProxyType({})
+UNREAD = "its details could not be read: "  # the reason of a job whose qstat -j failed, before why
 
 
 # How long a read of the site's configuration (qconf -sc, the PEs, the global host) is reused:
@@ -86,6 +90,7 @@ def demand_of(
     node_slots: int | None,
     *,
     start_times: Mapping[int, float] = _NONE,
+    unread: Mapping[int, str] = _NO_REASONS,
 ) -> DemandSplit:
     """``split_demand`` for elb's node group: a new node has ``node_slots`` (None: the workers'
     most common size, as the policy infers it) and gets the next free name."""
@@ -94,7 +99,8 @@ def demand_of(
     alive = [n for n in nodes if n.state.alive and n.name != cluster.master]
     slots = infer_slots_per_node(workers, alive, node_slots)
     name = new_names(snapshot.hosts, nodes, 1, cluster.node_prefix, cluster.node_digits)[0]
-    return split_demand(snapshot, node_groups(config, slots), site, new_node_name=name, start_times=start_times)
+    groups = node_groups(config, slots)
+    return split_demand(snapshot, groups, site, new_node_name=name, start_times=start_times, unread=unread)
 
 
 def split_demand(
@@ -104,14 +110,19 @@ def split_demand(
     *,
     new_node_name: str | None = None,
     start_times: Mapping[int, float] = _NONE,
+    unread: Mapping[int, str] = _NO_REASONS,
 ) -> DemandSplit:
     """The snapshot's eligible waiting jobs split into demand and the rest (``NotDemand``).
-    ``start_times``: the ``qsub -a`` times known, by job number (``elb.schedulers.sge.starttimes``)."""
+    ``start_times``: the ``qsub -a`` times known, by job number (``elb.schedulers.sge.starttimes``);
+    ``unread``: the jobs whose ``qsub -a`` time could not be read this pass, with why: a fact that
+    can only take a job out of the demand, unknown, so each is not demand (``held``) this pass."""
     pending = [j for j in snapshot.jobs if j.is_pending]
     if not pending:
         return DemandSplit(snapshot)
     with paused():  # a few objects per waiting job, all gone by the end (elb.core.gcpause)
-        return _split(snapshot, pending, groups, site, new_node_name=new_node_name, start_times=start_times)
+        return _split(
+            snapshot, pending, groups, site, new_node_name=new_node_name, start_times=start_times, unread=unread
+        )
 
 
 def _split(
@@ -122,6 +133,7 @@ def _split(
     *,
     new_node_name: str | None,
     start_times: Mapping[int, float],
+    unread: Mapping[int, str],
 ) -> DemandSplit:
     try:
         check_offers(groups, site)
@@ -133,14 +145,22 @@ def _split(
         return DemandSplit(_without(snapshot, set(range(len(pending)))), tuple(NotDemand(j, reason) for j in pending))
     refused: list[NotDemand] = []
     left_out: set[int] = set()
+    held: set[int] = set()
+    if unread:
+        placements = list(placements)
+        for n, job in enumerate(pending):
+            why = unread.get(job.job_id)
+            if why is not None:
+                placements[n] = Unservable(UNREAD + why)
+                held.add(n)
     # Jobs of one shape share one placement: only when one of them is not demand are the jobs
     # looked at one by one.
-    if any(p.__class__ is not Servable for p in distinct):
+    if held or any(p.__class__ is not Servable for p in distinct):
         for n, placement in enumerate(placements):
             if placement.__class__ is not Servable:
                 left_out.add(n)
                 until = placement.start_time if isinstance(placement, NotYet) else None
-                refused.append(NotDemand(pending[n], placement.reason, until))
+                refused.append(NotDemand(pending[n], placement.reason, until, held=n in held))
     kept = _without(snapshot, left_out) if refused else snapshot
     return DemandSplit(kept, tuple(refused), _GroupOf(pending, placements))
 
@@ -215,6 +235,7 @@ def _without(snapshot: Snapshot, pending_indices: set[int]) -> Snapshot:
 
 __all__: Sequence[str] = (
     "SITE_TTL",
+    "UNREAD",
     "DemandSplit",
     "NotDemand",
     "SiteCache",

@@ -6,6 +6,11 @@ jobs it has not asked about yet (oldest first, one ``qstat -xml -j`` call) and r
 answers for as long as the job waits: a cluster with 40,000 waiting jobs is read once, over
 passes, never 40,000 jobs in one pass. A job not asked about yet counts as demand (as before the
 answer comes). A start time set later with ``qalter -a`` is not seen.
+
+A start time can only take a job out of the demand, so a job asked about whose start time could
+not be read (``qstat -j`` failed, timed out or printed what cannot be read, or its answer left
+the job out) is not demand this pass: ``StartTimes.unread`` names it with the reason, and it is
+asked about again at the next pass, and counted as soon as the answer comes.
 """
 
 from __future__ import annotations
@@ -32,10 +37,12 @@ class StartTimes:
     def __init__(self, limit: int = READS_PER_PASS) -> None:
         self.limit = limit
         self._known: dict[int, tuple[float | None, float | None]] = {}
+        self.unread: Mapping[int, str] = {}  # the last update's jobs asked about in vain, with why
 
     def update(self, sge: StartTimeReader, pending: Sequence[Job]) -> Mapping[int, float]:
         """Forget jobs no longer waiting, ask about up to ``limit`` new ones, and return the
-        start times known (jobs without one are left out)."""
+        start times known (jobs without one are left out). The jobs asked about whose answer did
+        not come are ``unread`` until the next update (job number -> why)."""
         waiting = {j.job_id: j.submitted for j in pending}  # a job's entries share its submission time
         self._known = {k: v for k, v in self._known.items() if k in waiting and waiting[k] == v[0]}
         known = self._known
@@ -43,15 +50,30 @@ class StartTimes:
         # the smallest few of 50,000, without sorting them all (nor keeping a pair for each).
         new = ((s if s is not None else 0.0, k) for k, s in waiting.items() if k not in known)
         ids = [k for _s, k in heapq.nsmallest(self.limit, new)]
+        unread: dict[int, str] = {}
         if ids:
             try:
                 times = sge.start_times(ids)
-            except Exception as err:  # asked again next pass; meanwhile they count as demand
+            except Exception as err:  # asked again next pass; meanwhile they are not demand
                 log.warning("cannot read the start times (qsub -a) of %d waiting job(s): %s", len(ids), err)
+                why = _one_line(str(err))
+                unread = dict.fromkeys(ids, why)
             else:
                 for job_id in ids:
-                    self._known[job_id] = (waiting[job_id], times.get(job_id))
+                    if job_id in times:
+                        self._known[job_id] = (waiting[job_id], times[job_id])
+                    else:
+                        unread[job_id] = "qstat -j did not show its start time (qsub -a)"
+                if unread:
+                    log.warning("qstat -j did not show the start time (qsub -a) of %d waiting job(s)", len(unread))
+        self.unread = unread
         return {k: t for k, (_s, t) in self._known.items() if t is not None}
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    """``text`` on one line, cut to ``limit`` characters (a reason is shown on one line)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 __all__: Sequence[str] = ("READS_PER_PASS", "StartTimeReader", "StartTimes")
