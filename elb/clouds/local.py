@@ -30,11 +30,12 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Self
 
+from elb.core.checks import Check
 from elb.core.config import Config, LocalConfig
 from elb.core.interfaces import (
     TAG_CLUSTER,
@@ -45,6 +46,7 @@ from elb.core.interfaces import (
     Instance,
     LaunchResult,
     NodeBoot,
+    NoticeSource,
 )
 from elb.provision.hostkeys import HostKeys
 
@@ -502,3 +504,39 @@ def choose_address(name: str, free: Sequence[str], book: Mapping[str, str]) -> s
     unbooked = [a for a in free if a not in booked]
     after = next((a for a in unbooked if int(ipaddress.ip_address(a)) > last), None)
     return after or (unbooked[0] if unbooked else next((a for a in book.values() if a in free), None))
+
+
+# ---------------------------------------------------------------- as cloud.provider: local
+
+
+def make(cfg: Config) -> LocalCloud:
+    """The local cloud of ``cfg`` (``elb.core.registry.CloudModule``)."""
+    return LocalCloud.from_config(cfg)
+
+
+def checks(cfg: Config) -> Iterator[Check]:
+    """podman answers and has the node image."""
+    cloud = LocalCloud(cfg.cloud.local, cfg.cluster.name, command_timeout=30)
+    try:
+        workers = cloud.list_workers()
+    except CloudError as err:
+        yield Check("cloud local (podman)", False, str(err), "install podman and run elb as root")
+        return
+    yield Check("cloud local (podman)", True, f"podman answers, {len(workers)} worker container(s)")
+    image = cfg.cloud.local.image
+    try:
+        found = subprocess.run(["podman", "image", "exists", image], check=False, capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        yield Check("node image", False, f"podman image exists {image}: {err}", "")
+        return
+    yield Check(
+        "node image",
+        found.returncode == 0,
+        image if found.returncode == 0 else f"{image} is not in podman's store",
+        "build it with python -m elbdev testcluster up, or set cloud.local.image",
+    )
+
+
+def notices(cfg: Config) -> NoticeSource | None:
+    """podman sends no notices: a container's end shows in the list of workers."""
+    return None

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -29,6 +30,7 @@ from elb.core.budget import Budget
 from elb.core.durations import PacingSeconds, PositiveSeconds, Seconds, parse
 from elb.core.groups import SPOT_NOT_STOPPED, LaunchTemplate, NodeGroup, NodeGroups, default_group
 from elb.core.naming import MAX_NODES
+from elb.core.registry import CLOUDS, SCHEDULERS, known
 from elb.core.warmpool import WarmPool
 
 DEFAULT_CONFIG_PATH = Path("/etc/elb/elb.yml")
@@ -44,6 +46,11 @@ NodeCount = Annotated[int, Field(strict=True, ge=0, le=MAX_NODES)]
 Days = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=36500)]  # a century at most
 
 MINIMUM_CONFIG = "cloud: {provider: ec2}"
+
+
+# The names elb.core.registry has (the shipped ones, and any a driver or an adapter registered).
+SchedulerName = Annotated[str, AfterValidator(lambda name: known(SCHEDULERS, name, "scheduler"))]
+CloudName = Annotated[str, AfterValidator(lambda name: known(CLOUDS, name, "cloud provider"))]
 
 
 class _Strict(BaseModel):
@@ -203,7 +210,7 @@ class LocalConfig(_Strict):
 
 
 class CloudConfig(_Strict):
-    provider: Literal["ec2", "local"] = "ec2"
+    provider: CloudName = "ec2"  # a cloud of elb.core.registry: ec2, local (podman nodes), or one registered
     ec2: Ec2Config = Field(default_factory=Ec2Config)
     local: LocalConfig = Field(default_factory=LocalConfig)
 
@@ -304,7 +311,7 @@ class Config(_Strict):
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     # The batch scheduler elb serves: Grid Engine (elb's passes decide growth from the queue) or
     # Slurm (Slurm's power saving asks for nodes; elb launches, provisions and removes them).
-    scheduler: Literal["sge", "slurm"] = "sge"
+    scheduler: SchedulerName = "sge"  # a scheduler of elb.core.registry: sge, slurm, or one registered
     sge: SgeConfig = Field(default_factory=SgeConfig)
     slurm: SlurmConfig = Field(default_factory=SlurmConfig)
     cloud: CloudConfig = Field(default_factory=CloudConfig)

@@ -218,3 +218,9 @@ def checks(cfg: Config) -> Iterator[Check]:
 
 
 __all__: Sequence[str] = ("ADD_PLAYBOOK", "REMOVE_PLAYBOOK", "GridEngine", "checks")
+
+
+def make(cfg: Config, journal: object) -> GridEngine:
+    """The Grid Engine driver of ``cfg`` (``elb.core.registry.SchedulerModule``; it keeps nothing
+    in the journal)."""
+    return GridEngine(cfg)

@@ -408,3 +408,8 @@ def checks(cfg: Config) -> Iterator[Check]:
 
 
 __all__: Sequence[str] = ("HEARTBEAT_POLLS", "Slurm", "asks_now", "checks", "slurm_reason")
+
+
+def make(cfg: Config, journal: RequestJournal) -> Slurm:
+    """The Slurm driver of ``cfg`` (``elb.core.registry.SchedulerModule``), its asks kept in ``journal``."""
+    return Slurm(cfg, journal)

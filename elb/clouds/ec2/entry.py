@@ -1,0 +1,40 @@
+"""EC2 as ``cloud.provider: ec2`` (``elb.core.registry.CloudModule``): the adapter, ``elb validate``'s
+checks and the reader of EC2's notices. boto3 is imported when one of them is asked for."""
+
+# ruff: noqa: PLC0415 (boto3 only when asked)
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from elb.core.checks import Check
+from elb.core.config import Config
+from elb.core.interfaces import Cloud, CloudError, NoticeSource
+
+
+def make(cfg: Config) -> Cloud:
+    from elb.clouds.ec2.cloud import Ec2Cloud
+
+    return Ec2Cloud.from_config(cfg)
+
+
+def checks(cfg: Config) -> Iterator[Check]:
+    """What a launch needs of EC2 (``elb.clouds.ec2.cloud.preflight``)."""
+    from elb.clouds.ec2.cloud import Ec2Cloud, preflight
+
+    try:
+        cloud = Ec2Cloud.from_config(cfg)
+    except CloudError as err:
+        yield Check("cloud ec2", False, str(err), "set cloud.ec2.region and AWS credentials (elb ec2-check)")
+        return
+    for c in preflight(cloud):
+        yield Check(f"cloud ec2: {c.what}", c.ok, c.detail, "see elb ec2-check and docs/ec2.md's IAM policy")
+
+
+def notices(cfg: Config) -> NoticeSource | None:
+    """The reader of EC2's notice queue when ``cloud.ec2.notices`` is on, else None."""
+    if not cfg.cloud.ec2.notices:
+        return None
+    from elb.clouds.ec2.notices import Ec2Notices, queue_url, sqs_client
+
+    client = sqs_client(cfg.cloud.ec2)
+    return Ec2Notices(client, queue_url(client, cfg.cluster.name))

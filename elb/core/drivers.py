@@ -1,0 +1,66 @@
+"""What the module of a scheduler driver and of a cloud adapter provides (``SchedulerModule``,
+``CloudModule``), and the module serving a name of ``elb.core.registry``, imported when first
+asked for."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+from elb.core.registry import CLOUDS, SCHEDULERS, known
+
+if TYPE_CHECKING:
+    from elb.core.attribution import JobUse
+    from elb.core.checks import Check
+    from elb.core.config import Config
+    from elb.core.interfaces import Cloud, NoticeSource
+    from elb.core.scheduler import Scheduler
+
+
+class SchedulerModule(Protocol):
+    """What the module of a scheduler driver provides."""
+
+    def make(self, cfg: Config, journal: Any) -> Scheduler:
+        """The driver; ``journal``: where a scheduler that asks for nodes by name keeps its asks."""
+        ...
+
+    def checks(self, cfg: Config) -> Iterator[Check]:
+        """``elb validate``'s checks of this scheduler."""
+        ...
+
+    def command_timeout(self, cfg: Config) -> tuple[float, str]:
+        """The time-out of one of its commands, and its config key."""
+        ...
+
+    def job_uses(self, cfg: Config, since: float, until: float, accounting: Path | None = None) -> list[JobUse]:
+        """The job uses in [since, until), for ``elb spend``."""
+        ...
+
+
+class CloudModule(Protocol):
+    """What the module of a cloud adapter provides."""
+
+    def make(self, cfg: Config) -> Cloud:
+        """The adapter."""
+        ...
+
+    def checks(self, cfg: Config) -> Iterator[Check]:
+        """``elb validate``'s checks of this cloud."""
+        ...
+
+    def notices(self, cfg: Config) -> NoticeSource | None:
+        """The reader of the cloud's notices about its workers, when the config turns it on;
+        None: no such reader (the daemon then learns of a node's end from the cloud's list)."""
+        ...
+
+
+def scheduler_module(name: str) -> SchedulerModule:
+    """The module of the scheduler named ``name`` (``ValueError`` for an unknown name)."""
+    return cast("SchedulerModule", importlib.import_module(SCHEDULERS[known(SCHEDULERS, name, "scheduler")]))
+
+
+def cloud_module(name: str) -> CloudModule:
+    """The module of the cloud named ``name`` (``ValueError`` for an unknown name)."""
+    return cast("CloudModule", importlib.import_module(CLOUDS[known(CLOUDS, name, "cloud provider")]))

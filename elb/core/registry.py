@@ -1,0 +1,39 @@
+"""Schedulers and clouds by name: what a config's ``scheduler`` and ``cloud.provider`` may say, and
+the module that serves each. One entry each; nothing else in elb compares their names.
+
+What each module provides is ``elb.core.drivers``'s ``SchedulerModule`` and ``CloudModule``; the
+modules are imported when first asked for (``elb.core.drivers.scheduler_module``, ``cloud_module``),
+so that a dry run loads neither boto3 nor ansible-runner and the local provider needs no AWS
+library. The tables below name them as data: ``elb.core`` imports none of them.
+
+A driver or an adapter that elb does not ship registers itself (``register_scheduler``,
+``register_cloud``) before the config is read; the config then accepts its name.
+"""
+
+from __future__ import annotations
+
+SCHEDULERS: dict[str, str] = {
+    "sge": "elb.schedulers.sge.driver",
+    "slurm": "elb.schedulers.slurm.driver",
+}
+CLOUDS: dict[str, str] = {
+    "ec2": "elb.clouds.ec2.entry",
+    "local": "elb.clouds.local",
+}
+
+
+def register_scheduler(name: str, module: str) -> None:
+    """Make ``scheduler: NAME`` mean the driver of ``module`` (a ``SchedulerModule``)."""
+    SCHEDULERS[name] = module
+
+
+def register_cloud(name: str, module: str) -> None:
+    """Make ``cloud.provider: NAME`` mean the adapter of ``module`` (a ``CloudModule``)."""
+    CLOUDS[name] = module
+
+
+def known(table: dict[str, str], name: str, what: str) -> str:
+    """``name`` if ``table`` has it, else ``ValueError`` naming the ones it has."""
+    if name not in table:
+        raise ValueError(f"unknown {what} {name!r} (known: {', '.join(sorted(table))})")
+    return name

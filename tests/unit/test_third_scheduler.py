@@ -1,0 +1,283 @@
+"""A third scheduler from this module alone: an in-memory queue ("memq") whose driver is written
+here, registered by name (``elb.core.registry.register_scheduler``), and run through the whole
+pass (plan, launch and provision, journal, the dry run, ``elb nodes``, an idle node's removal)
+with no edit outside this module. The cloud and the playbooks are stood in for here too (this
+module's ``QueueProvisioner`` registers a node in the queue as an add play registers an exec
+host); the registry is what is under test.
+
+The module is what a driver's module provides (``elb.core.drivers.SchedulerModule``): ``make``,
+``checks``, ``command_timeout`` and ``job_uses`` at its top level.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from elb.cli.main import main
+from elb.core.attribution import JobUse
+from elb.core.checks import Check
+from elb.core.config import Config, ConfigError, load_config, parse_config
+from elb.core.demand import DemandSplit
+from elb.core.exitcodes import Exit
+from elb.core.groups import NodeGroups
+from elb.core.interfaces import HostResult, NodeBoot, NodeSpec, Outcome
+from elb.core.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
+from elb.core.registry import SCHEDULERS, register_scheduler
+from elb.core.scheduler import DrainCheck, Requeued, SchedulerError, SchedulerRead
+from elb.service import factory
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
+from tests.clock import Clock
+from tests.unit.fakes import FakeCloud
+
+NOW = 1_800_000_000.0
+SLOTS = 4
+
+
+@dataclass
+class MemQueue:
+    """The scheduler itself: its hosts (name -> slots), the jobs (waiting or on a host), the
+    hosts disabled."""
+
+    hosts: dict[str, int] = field(default_factory=dict)
+    jobs: list[Job] = field(default_factory=list)
+    disabled: set[str] = field(default_factory=set)
+    now: float = NOW
+
+    def submit(self, job_id: int, slots: int = 1) -> None:
+        self.jobs.append(Job(job_id, f"j{job_id}", "user", "qw", slots, submitted=self.now - 900))
+
+    def start_all(self) -> None:
+        """Start each waiting job on the first enabled host with room."""
+        for i, j in enumerate(self.jobs):
+            if j.started is not None:
+                continue
+            for h, slots in self.hosts.items():
+                used = sum(x.slots for x in self.jobs if x.host == h)
+                if h not in self.disabled and slots - used >= j.slots:
+                    self.jobs[i] = replace(j, state="r", started=self.now, queue=f"memq@{h}")
+                    break
+
+    def finish_all(self) -> None:
+        self.jobs = [j for j in self.jobs if j.started is None]
+
+    def snapshot(self) -> Snapshot:
+        hosts = tuple(
+            Host(
+                h,
+                (
+                    QueueInstance(
+                        "memq",
+                        h,
+                        slots,
+                        sum(j.slots for j in self.jobs if j.host == h),
+                        states="d" if h in self.disabled else "",
+                    ),
+                ),
+                slots,
+            )
+            for h, slots in self.hosts.items()
+        )
+        return Snapshot(self.now, tuple(self.jobs), hosts)
+
+
+QUEUE = MemQueue()
+
+
+class MemQ:
+    """The driver: every answer read from ``QUEUE``."""
+
+    name = "MemQ"
+    add_playbook = "memq_add.yml"
+    remove_playbook = "memq_remove.yml"
+    admit_playbook = None
+
+    def __init__(self, queue: MemQueue) -> None:
+        self.queue = queue
+
+    def take_requests(self, now: float) -> tuple[str, ...]:
+        return ()
+
+    def read(self, records: Sequence[Node], now: float) -> SchedulerRead:
+        return SchedulerRead(self.queue.snapshot())
+
+    def demand(self, read: SchedulerRead, records: Sequence[Node], slots: int | None) -> DemandSplit:
+        return DemandSplit(read.snapshot)
+
+    def disable_host(self, host: str, reason: str) -> None:
+        self.queue.disabled.add(host)
+
+    def enable_host(self, host: str) -> None:
+        self.queue.disabled.discard(host)
+
+    def drain_checks(self, hosts: Sequence[str]) -> dict[str, DrainCheck]:
+        return {
+            h: DrainCheck(tuple(j for j in self.queue.jobs if j.host == h), 0) for h in hosts if h in self.queue.hosts
+        }
+
+    def listed(self, hosts: Sequence[str]) -> frozenset[str]:
+        return frozenset(h for h in hosts if h in self.queue.hosts)
+
+    def prepare(self, node: NodeSpec) -> None:
+        return None
+
+    def await_registered(self, names: Sequence[str], stopping: threading.Event) -> dict[str, str] | None:
+        return {n: "not in the queue after its play" for n in names if n not in self.queue.hosts}
+
+    def out_of_service(self, reasons: Mapping[str, str]) -> None:
+        return None
+
+    def resumed(self, host: str) -> None:
+        self.enable_host(host)
+
+    def release(self, hosts: Sequence[str], reason: str) -> None:
+        return None
+
+    def requeue(self, host: str) -> Requeued:
+        return Requeued()
+
+    def bind_on_demand(self, job: int, requests: Mapping[str, str], groups: NodeGroups) -> None:
+        raise SchedulerError("memq cannot bind a job to on-demand nodes")
+
+
+# -------------------------------------------------- what elb.core.drivers.SchedulerModule asks
+
+
+def make(cfg: Config, journal: object) -> MemQ:
+    return MemQ(QUEUE)
+
+
+def checks(cfg: Config) -> Iterator[Check]:
+    yield Check("memq", True, f"{len(QUEUE.hosts)} host(s) in memory")
+
+
+def command_timeout(cfg: Config) -> tuple[float, str]:
+    return 1.0, "policy.poll_interval"
+
+
+def job_uses(cfg: Config, since: float, until: float, accounting: Path | None = None) -> list[JobUse]:
+    return []
+
+
+# -------------------------------------------------- the playbooks, stood in for
+
+
+@dataclass
+class QueueProvisioner:
+    """An add play registers each node in the queue, a remove play takes it out."""
+
+    queue: MemQueue
+    plays: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+
+    def add_nodes(
+        self,
+        playbook: str,
+        nodes: Sequence[NodeSpec],
+        existing: Sequence[NodeSpec],
+        on_reached: Callable[[str], None] | None = None,
+    ) -> dict[str, HostResult]:
+        self.plays.append((playbook, tuple(n.name for n in nodes)))
+        for n in nodes:
+            self.queue.hosts[n.name] = n.slots or SLOTS
+        return {n.name: HostResult(n.name, Outcome.OK) for n in nodes}
+
+    def remove_nodes(
+        self, playbook: str, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]
+    ) -> dict[str, HostResult]:
+        self.plays.append((playbook, tuple(n.name for n in nodes)))
+        for n in nodes:
+            self.queue.hosts.pop(n.name, None)
+            self.queue.disabled.discard(n.name)
+        return {n.name: HostResult(n.name, Outcome.OK) for n in nodes}
+
+    def boot_plans(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> dict[str, NodeBoot]:
+        raise AssertionError("memq's nodes are provisioned by play")
+
+
+# -------------------------------------------------- the tests
+
+
+@pytest.fixture
+def memq(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[tuple[Path, FakeCloud, QueueProvisioner]]:
+    global QUEUE  # noqa: PLW0603 (the scheduler's state, fresh for each test)
+    QUEUE = MemQueue()
+    monkeypatch.setitem(SCHEDULERS, "memq", SCHEDULERS.get("memq", __name__))
+    register_scheduler("memq", __name__)
+    cloud = FakeCloud(NOW)
+    prov = QueueProvisioner(QUEUE)
+    monkeypatch.setattr(factory, "make_cloud", lambda cfg: cloud)
+    monkeypatch.setattr(factory, "make_provisioner", lambda cfg: prov)
+    path = tmp_path / "elb.yml"
+    path.write_text(
+        f"scheduler: memq\nstate_dir: {tmp_path / 'state'}\n"
+        f"policy: {{max_nodes: 3, slots_per_node: {SLOTS}, billing: second, idle_time: 60}}\n"
+    )
+    yield path, cloud, prov
+
+
+def test_a_scheduler_the_registry_does_not_have_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown scheduler 'memq'"):
+        parse_config({"scheduler": "memq"})
+
+
+def test_the_registered_scheduler_runs_the_whole_pass(
+    memq: tuple[Path, FakeCloud, QueueProvisioner], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, cloud, prov = memq
+    for k in range(1, 7):
+        QUEUE.submit(k, slots=2)
+
+    # The dry run plans on the driver's read and changes nothing.
+    assert main(["once", "--dry-run", "-c", str(path)]) == Exit.OK
+    out = capsys.readouterr().out
+    assert "add 3 (node001, node002, node003)" in out, out
+    assert cloud.instances == {} and prov.plays == []
+
+    # The live pass launches, provisions with the driver's play, waits for the driver, journals.
+    assert main(["once", "-c", str(path)]) == Exit.OK
+    capsys.readouterr()
+    assert prov.plays == [("memq_add.yml", ("node001", "node002", "node003"))]
+    assert set(QUEUE.hosts) == {"node001", "node002", "node003"}
+    cfg = load_config(path)
+    journal = Journal(cfg.journal_path)
+    try:
+        assert {n.name: n.state for n in journal.nodes()} == dict.fromkeys(QUEUE.hosts, NodeState.READY)
+    finally:
+        journal.close()
+
+    # elb nodes reads the driver for what runs where.
+    QUEUE.start_all()
+    assert main(["nodes", "-c", str(path), "--json"]) == Exit.OK
+    assert '"node001"' in capsys.readouterr().out
+
+    # The jobs end; idle past idle_time, the nodes are drained through the driver and removed.
+    QUEUE.finish_all()
+    bal = Balancer(
+        cfg,
+        scheduler=factory.make_scheduler(cfg, journal := Journal(cfg.journal_path)),
+        journal=journal,
+        cloud=cloud,
+        provisioner=prov,
+        clock=Clock(NOW + 600),
+    )
+    try:
+        QUEUE.now = NOW + 600
+        result = bal.run_pass()
+        assert result.ok, result.summary()
+        assert sorted(result.outcomes.removed) == ["node001", "node002", "node003"], result.summary()
+        assert ("memq_remove.yml", ("node001", "node002", "node003")) in prov.plays
+        assert QUEUE.hosts == {} and cloud.list_workers() == []
+    finally:
+        journal.close()
+
+
+def test_validate_runs_the_registered_schedulers_checks(memq: tuple[Path, Any, Any]) -> None:
+    path, _cloud, _prov = memq
+    assert factory.scheduler_timeout(load_config(path)) == (1.0, "policy.poll_interval")
+    assert [c.what for c in factory.scheduler_checks(load_config(path))] == ["memq"]
