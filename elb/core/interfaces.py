@@ -220,3 +220,50 @@ class NoticeSource(Protocol):
     """The cloud's notices about workers (EC2: ``elb.clouds.ec2.notices.Ec2Notices``)."""
 
     def poll(self) -> Sequence[Notice]: ...
+
+
+# What a cloud or a provisioner may do beyond its interface: each capability is optional, declared
+# here with what the daemon does without it, and asked for by ``isinstance`` (never by name).
+
+
+@runtime_checkable
+class ReportsHealth(Protocol):
+    """A cloud that reports its workers' status checks (EC2's ``DescribeInstanceStatus``) as
+    notices (``NoticeKind.IMPAIRED``). Without it: no early warning of an impaired worker; the
+    reconcile still sees one that is gone."""
+
+    def health(self, instances: Sequence[Instance]) -> Sequence[Notice]: ...
+
+
+@runtime_checkable
+class VersionsTemplates(Protocol):
+    """A cloud whose node groups launch from versioned launch templates and can say each group's
+    version now (node group name -> version). Without it: a stopped node of the warm pool is
+    never retired for an old template version."""
+
+    def template_versions(self) -> Mapping[str, str]: ...
+
+
+@runtime_checkable
+class RestartsServices(Protocol):
+    """A cloud that says whether a restarted instance starts its services by itself
+    (``restart_runs_services``: EC2's boot runs them; podman's containers do not). Without it: they
+    are taken to start by themselves, and only a moved address gets the add play again."""
+
+    restart_runs_services: bool
+
+
+@runtime_checkable
+class ReapsLeftovers(Protocol):
+    """A provisioner that can stop what a killed predecessor left running (its playbooks).
+    Without it: nothing is reaped at start."""
+
+    def reap_leftovers(self) -> int: ...
+
+
+@runtime_checkable
+class Cancels(Protocol):
+    """A provisioner that can cancel its running playbooks (on a second stop signal). Without it:
+    the second signal waits for them like the first."""
+
+    def cancel(self) -> None: ...

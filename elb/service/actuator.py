@@ -32,7 +32,16 @@ from typing import TypeVar
 
 from elb.core.askplan import Decline, release_retry_at
 from elb.core.groups import NodeGroups
-from elb.core.interfaces import Cloud, CloudError, HostResult, Instance, NodeSpec, Outcome, Provisioner
+from elb.core.interfaces import (
+    Cloud,
+    CloudError,
+    HostResult,
+    Instance,
+    NodeSpec,
+    Outcome,
+    Provisioner,
+    RestartsServices,
+)
 from elb.core.interruptions import Move, job_number
 from elb.core.model import Node, NodeState, Removal
 from elb.core.noticeplan import Retire
@@ -583,7 +592,7 @@ class Actuator:
         failed.update((name, f"start failed: {err}") for name, err in refused.items())
         running = {i.instance_id: i for r in results for i in r.launched if i.private_ip is not None}
         not_run = {name: why for r in results for name, why in r.failed.items()}
-        services = getattr(self.cloud, "restart_runs_services", True)
+        services = self.cloud.restart_runs_services if isinstance(self.cloud, RestartsServices) else True
         started = []
         for n in nodes:
             inst = running.get(n.instance_id or "")

@@ -23,7 +23,17 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from elb.core.backoff import by_group as backoff_by_group
 from elb.core.config import Config
 from elb.core.durations import minutes
-from elb.core.interfaces import Cloud, Instance, Notice, NoticeSource, Provisioner
+from elb.core.interfaces import (
+    Cancels,
+    Cloud,
+    Instance,
+    Notice,
+    NoticeSource,
+    Provisioner,
+    ReapsLeftovers,
+    ReportsHealth,
+    VersionsTemplates,
+)
 from elb.core.model import Node, NodeState, Plan, Snapshot
 from elb.core.planner import PassInputs, PassPlan, count_repair_failures, plan_pass, scaling_waits
 from elb.core.policy import Policy
@@ -133,9 +143,8 @@ class Balancer:
         if pooled:
             log.info("warm pool of %s: idle nodes are stopped, and started again for demand", ", ".join(pooled))
         # Before touching any node: stop the playbooks a killed predecessor left running.
-        reap = getattr(provisioner, "reap_leftovers", None)
-        if callable(reap):
-            reap()
+        if isinstance(provisioner, ReapsLeftovers):
+            provisioner.reap_leftovers()
 
     def run_pass(self, *, dry_run: bool = False) -> PassResult:
         """One pass. Any exception in it (a bug, a MemoryError, a broken journal) makes a failed
@@ -317,11 +326,10 @@ class Balancer:
         """Each group's launch template version now, when a node is stopped in a warm pool and
         the cloud can tell (``Ec2Cloud.template_versions``); unknown ones are left out (no node
         goes for its version)."""
-        versions = getattr(self.cloud, "template_versions", None)
-        if not callable(versions) or not any(n.state is NodeState.STOPPED for n in nodes):
+        if not isinstance(self.cloud, VersionsTemplates) or not any(n.state is NodeState.STOPPED for n in nodes):
             return {}
         try:
-            return dict(versions())
+            return dict(self.cloud.template_versions())
         except Exception as err:  # the pool's other limits still apply
             log.warning("cannot read the launch template versions: %s", err)
             return {}
@@ -336,10 +344,9 @@ class Balancer:
                 found += self.notices.poll()
             except Exception as err:
                 log.warning("cannot read EC2's notices: %s", err)
-        health = getattr(self.cloud, "health", None)
-        if callable(health) and instances:
+        if isinstance(self.cloud, ReportsHealth) and instances:
             try:
-                found += list(health(instances))
+                found += list(self.cloud.health(instances))
             except Exception as err:
                 log.warning("cannot read the workers' status checks: %s", err)
         return tuple(found)
@@ -586,9 +593,8 @@ def run_forever(balancer: Balancer, interval: float) -> None:
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         if stop.is_set():
             log.warning("second signal: cancelling running provisioning")
-            cancel = getattr(balancer.provisioner, "cancel", None)
-            if callable(cancel):
-                cancel()
+            if isinstance(balancer.provisioner, Cancels):
+                balancer.provisioner.cancel()
             return
         log.info("signal %d: stopping after the current step", signum)
         notify.stopping()
