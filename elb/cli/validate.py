@@ -118,7 +118,7 @@ UNIT_PATHS = tuple(
 # Commands a pass may run one after another against a slow scheduler that still answers, each up
 # to sge.timeout (slurm.timeout): its reads of the queue and hosts, a second read to confirm, the
 # site's complexes and parallel environments, start times. An estimate, for the check below. A
-# command tried again after a transient error (``elb.schedulers.sge.commands.Retry``) takes at most
+# command tried again after a transient error (``elb.schedulers.process.Retry``) takes at most
 # about three time-outs, and a pass ends at its first read that still fails: within the ten.
 PASS_COMMANDS = 10
 MIN_WATCHDOG = 10.0  # seconds: a keep-alive every WatchdogSec/2 from a thread may come late below this

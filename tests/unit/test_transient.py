@@ -15,6 +15,8 @@ import pytest
 
 from elb.core.config import SgeConfig, SlurmConfig
 from elb.core.scheduler import SchedulerError
+from elb.schedulers import process
+from elb.schedulers.process import CommandTimeout
 from elb.schedulers.sge.commands import CommandResult, Retry, SgeCommands
 from elb.schedulers.sge.errors import SgeError, SgeParseError, SgeTimeoutError, is_transient
 from elb.schedulers.slurm import commands as slurm_commands
@@ -51,8 +53,8 @@ def test_each_table_names_what_a_scheduler_prints_when_its_controller_does_not_a
         "slurm_load_node: Transport endpoint is not connected",
         "error: slurm_persist_conn_open_without_init: failed to open persistent connection: Connection refused",
     ):
-        assert is_transient(text, TRANSIENT), text
-    assert not is_transient("scontrol: error: Invalid node name specified", TRANSIENT)
+        assert process.is_transient(text, TRANSIENT), text
+    assert not process.is_transient("scontrol: error: Invalid node name specified", TRANSIENT)
 
 
 def test_an_sge_error_says_whether_it_is_transient() -> None:
@@ -134,7 +136,7 @@ class Script:
         self.calls.append(([Path(argv[0]).name, *argv[1:]], timeout))
         answer = self.answers.pop(0) if self.answers else (0, "")
         if answer == "timeout":
-            raise SgeTimeoutError(f"no answer within {timeout:g} s; killed its process group", command=argv)
+            raise CommandTimeout(f"no answer within {timeout:g} s; killed its process group", command=argv)
         code, stderr = answer if isinstance(answer, tuple) else (0, "")
         return CommandResult(tuple(argv), code, b"", stderr)
 

@@ -3,7 +3,8 @@
 ``SgeCommands`` (``elb.schedulers.sge.commands``) runs qstat/qhost/qmod/qconf; ``elb.schedulers.sge.parse`` turns their
 XML into ``elb.core.model`` values. Every failure is an ``SgeError``.
 
-Imports ``elb.core`` only.
+Imports ``elb.core`` and what the drivers share (``elb.schedulers.process``, ``timestamps``,
+``waiting``); never Slurm's driver.
 """
 
 from elb.schedulers.sge.commands import QHOST_ARGS, QSTAT_ARGS, SgeCommands, run_command

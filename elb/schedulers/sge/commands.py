@@ -12,14 +12,11 @@ must not requeue a job twice; the error that ends it says ``transient``.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import os
 import re
 import shutil
-import signal
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +25,8 @@ from typing import Protocol, TypeVar
 
 from elb.core.config import SgeConfig
 from elb.core.model import Job, Snapshot
+from elb.schedulers import process
+from elb.schedulers.process import CommandResult, Retry, Runner
 from elb.schedulers.sge.errors import PartialReadError, SgeError, SgeParseError, SgeTimeoutError
 from elb.schedulers.sge.parse import QstatMemo, check_agree, join_snapshot, parse_qhost, parse_qstat, parse_start_times
 from elb.schedulers.sge.readcheck import Need, check_read
@@ -35,35 +34,7 @@ from elb.schedulers.sge.site import Site, build_site, parse_names
 
 Clock = Callable[[], float]
 T = TypeVar("T")
-E = TypeVar("E", bound=Exception)
 log = logging.getLogger("elb.schedulers.sge")
-
-
-@dataclass(frozen=True, slots=True)
-class Retry:
-    """How a command whose error is transient is tried again: after each of ``delays`` (so
-    ``len(delays) + 1`` tries), and no try started later than ``budget`` times the command's
-    time-out after the first (a command that timed out twice is not run a third time).
-    ``sleep`` and ``clock`` (monotonic) are injected in tests."""
-
-    delays: tuple[float, ...] = (1.5, 3.0)
-    budget: float = 2.0
-    sleep: Callable[[float], None] = time.sleep
-    clock: Clock = time.monotonic
-
-    def run(self, call: Callable[[], T], error: type[E], *, timeout: float, what: str) -> T:
-        """``call()``; an ``error`` whose ``transient`` is true tried again as above, the last
-        one raised (any other error at once)."""
-        start = self.clock()
-        for delay in self.delays:
-            try:
-                return call()
-            except error as err:
-                if not getattr(err, "transient", False) or self.clock() - start + delay > self.budget * timeout:
-                    raise
-                log.warning("%s: %s; trying again in %g s", what, err, delay)
-            self.sleep(delay)
-        return call()
 
 
 # qstat: every user's jobs (-u '*' is passed literally, no shell), XML, the full format with one
@@ -98,69 +69,20 @@ class Rescheduled:
 
 # What qconf -sel prints (on stderr, exit status 1) when SGE has no execution host configured.
 _NO_EXEC_HOST = "no execution host defined"
-_KILL_GRACE = 5.0  # seconds to collect output after killing a timed-out command
 # The most parallel environments read_site reads (one qconf -sp each): a bound on the commands
 # of one read, far above what sites define (a handful).
 MAX_PES = 100
 
 
-@dataclass(frozen=True, slots=True)
-class CommandResult:
-    argv: tuple[str, ...]
-    returncode: int
-    stdout: bytes
-    stderr: str
-
-
-class Runner(Protocol):
-    def __call__(self, argv: Sequence[str], *, timeout: float, env: Mapping[str, str]) -> CommandResult: ...
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError):
-        proc.kill()
-
-
 def run_command(argv: Sequence[str], *, timeout: float, env: Mapping[str, str]) -> CommandResult:
-    """Run ``argv`` without a shell; kill its whole process group after ``timeout`` seconds."""
-    command = tuple(argv)
+    """``elb.schedulers.process.run_command``, its failures as ``SgeError`` (``SgeTimeoutError``
+    past ``timeout``)."""
     try:
-        proc = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env),
-            start_new_session=True,  # its own process group, so a timeout kills its children too
-            close_fds=True,
-        )
-    except OSError as exc:
-        raise SgeError(f"cannot run: {exc.strerror or exc}", command=command) from None
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        try:
-            _, err = proc.communicate(timeout=_KILL_GRACE)
-        except subprocess.TimeoutExpired:
-            # Something outside the group still holds the pipes: stop waiting for it.
-            err = b""
-            for pipe in (proc.stdout, proc.stderr):
-                if pipe is not None:
-                    pipe.close()
-            proc.wait()
-        raise SgeTimeoutError(
-            f"no answer within {timeout:g} s; killed its process group",
-            command=command,
-            stderr=err.decode("utf-8", errors="replace"),
-        ) from None
-    except BaseException:
-        _kill_group(proc)
-        proc.wait()
-        raise
-    return CommandResult(command, proc.returncode, out, err.decode("utf-8", errors="replace"))
+        return process.run_command(argv, timeout=timeout, env=env)
+    except process.CommandTimeout as err:
+        raise SgeTimeoutError(err.message, command=err.command, stderr=err.stderr) from None
+    except process.CommandError as err:
+        raise SgeError(err.message, command=err.command) from None
 
 
 def check_host(host: str) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from elb.schedulers import process
+
 STDERR_TAIL = 2000  # characters of stderr kept in an error
 
 
@@ -38,11 +40,10 @@ TRANSIENT = ("unable to contact qmaster", "commlib error", "can't find connectio
 REFUSED = ("access denied", "permission denied", "no admin host", "no submit host", "neither submit nor admin host")
 
 
-def is_transient(stderr: str, table: Sequence[str] = TRANSIENT) -> bool:
-    """Whether ``stderr`` says the scheduler did not answer: it has an entry of ``table`` and
-    none of ``REFUSED`` (any case)."""
-    low = stderr.lower()
-    return any(needle in low for needle in table) and not any(refused in low for refused in REFUSED)
+def is_transient(stderr: str) -> bool:
+    """Whether ``stderr`` says the qmaster did not answer: an entry of ``TRANSIENT`` and none of
+    ``REFUSED`` (any case)."""
+    return process.is_transient(stderr, TRANSIENT, REFUSED)
 
 
 def hint(stderr: str) -> str | None:

@@ -49,6 +49,7 @@ from lxml import etree as LET
 from elb.core.gcpause import paused
 from elb.core.model import Host, Job, QueueInstance, Snapshot
 from elb.schedulers.sge.errors import SgeParseError
+from elb.schedulers.timestamps import TIMESTAMP, parse_timestamp
 
 # Letters of SGE job states (sge_job.c, job_get_state_string): d E S T h R q r s t w x, z for zombies.
 JOB_STATE_LETTERS = frozenset("dESThRqrstwxz")
@@ -57,7 +58,6 @@ QUEUE_STATE_LETTERS = frozenset("acdosuACDES")
 
 # Numbers are ASCII digits only: SGE writes no other, and Python's int() and float() would read
 # other scripts' digits ("\u0663" is 3) and more ("1_000", "nan").
-_TIMESTAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,9}))?")
 _TASK_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _TIME_PART = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
@@ -183,23 +183,6 @@ def _clean(data: bytes | str) -> str | None:
 # -- small value parsers ------------------------------------------------------------------------
 
 
-def parse_timestamp(text: str) -> float:
-    """``2026-11-22T04:05:06`` in the master's local time -> POSIX seconds."""
-    m = _TIMESTAMP.fullmatch(text.strip())
-    if m is None:
-        raise ValueError(f"timestamp {text!r} is not YYYY-MM-DDTHH:MM:SS")
-    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
-    if not (1 <= month <= 12 and 1 <= day <= 31 and hour <= 23 and minute <= 59 and second <= 61):
-        raise ValueError(f"timestamp {text!r} is out of range")
-    try:
-        seconds = time.mktime((year, month, day, hour, minute, second, 0, 0, -1))
-    except (OverflowError, ValueError) as err:
-        raise ValueError(f"timestamp {text!r}: {err}") from None
-    if m.group(7):
-        seconds += float("0." + m.group(7))
-    return seconds
-
-
 def _local_seconds(text: str, hours: dict[str, float | None]) -> float:
     """parse_timestamp with mktime called about once per distinct hour (50,000 jobs have
     thousands of distinct seconds but few hours). An hour in which the local offset changes
@@ -211,7 +194,7 @@ def _local_seconds(text: str, hours: dict[str, float | None]) -> float:
             raise ValueError(f"timestamp {text!r} is not YYYY-MM-DDTHH:MM:SS")
         minute, second, fraction = int(mm), int(ss), None
     else:
-        m = _TIMESTAMP.fullmatch(stamp)
+        m = TIMESTAMP.fullmatch(stamp)
         if m is None:
             raise ValueError(f"timestamp {text!r} is not YYYY-MM-DDTHH:MM:SS")
         minute, second, fraction = int(m.group(5)), int(m.group(6)), m.group(7)

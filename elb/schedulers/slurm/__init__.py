@@ -1,4 +1,5 @@
 """Slurm as a scheduler: the programs its power saving calls, and what elb reads of it.
 
-Imports ``elb.core`` and Grid Engine's command runner (``elb.schedulers.sge``).
+Imports ``elb.core`` and what the drivers share (``elb.schedulers.process``, ``timestamps``,
+``waiting``); never Grid Engine's driver.
 """

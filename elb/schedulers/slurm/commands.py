@@ -1,13 +1,13 @@
 """The only module that runs Slurm's commands (``squeue``, ``sinfo``, ``scontrol``).
 
-Each command is an argument list (never a shell) run by ``elb.schedulers.sge.commands.run_command`` (its
+Each command is an argument list (never a shell) run by ``elb.schedulers.process.run_command`` (its
 own process group, killed past the timeout), with ``SLURM_CONF`` from the config and
 ``LC_ALL=C``. Node names are checked before they reach a command line. Any failure raises
 ``SlurmError`` naming the command, its exit status and the tail of its stderr.
 
 A read has ``slurm.timeout`` (30 s), a change ``slurm.update_timeout`` (60 s). A command that
 times out, or that Slurm answers with one of ``TRANSIENT`` (slurmctld did not answer this once),
-is tried again (``elb.schedulers.sge.commands.Retry``: 3 tries, 1.5 s then 3 s apart, none
+is tried again (``elb.schedulers.process.Retry``: 3 tries, 1.5 s then 3 s apart, none
 started later than twice the time-out after the first), but ``scontrol requeue`` (twice could
 requeue a job its first try already requeued and that started again); the ``SlurmError`` that
 ends it says ``transient``. ``scontrol update`` names at most ``UPDATE_BATCH`` nodes at a time.
@@ -22,8 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from elb.core.config import SlurmConfig
-from elb.schedulers.sge.commands import CommandResult, Retry, run_command
-from elb.schedulers.sge.errors import SgeError, SgeTimeoutError, is_transient
+from elb.schedulers.process import CommandError, CommandResult, CommandTimeout, Retry, is_transient, run_command
 from elb.schedulers.slurm.parse import (
     SINFO_ARGV,
     SQUEUE_ARGV,
@@ -125,8 +124,8 @@ class SlurmCommands:
         command = [self._executable(argv[0]), *argv[1:]]
         try:
             result = run_command(command, timeout=timeout, env=self.env)
-        except SgeError as err:
-            raise SlurmError(f"{argv[0]}: {err}", transient=isinstance(err, SgeTimeoutError)) from None
+        except CommandError as err:
+            raise SlurmError(f"{argv[0]}: {err}", transient=isinstance(err, CommandTimeout)) from None
         if result.returncode != 0:
             tail = result.stderr.strip().splitlines()[-3:]
             raise SlurmError(

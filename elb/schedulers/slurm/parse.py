@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import hostlist  # type: ignore[import-untyped]
 
-from elb.schedulers.sge.parse import parse_timestamp
+from elb.schedulers.timestamps import parse_timestamp
 
 SQUEUE_FORMAT = "%i|%P|%T|%r|%D|%C|%N|%V|%S|%l|%u|%j"
 SQUEUE_ARGV = (
