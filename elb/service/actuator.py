@@ -32,11 +32,21 @@ from typing import TypeVar
 
 from elb.core.askplan import Decline, release_retry_at
 from elb.core.groups import NodeGroups
-from elb.core.interfaces import Cloud, CloudError, HostResult, Instance, NodeSpec, Outcome, Provisioner
+from elb.core.interfaces import (
+    Cloud,
+    CloudError,
+    HostResult,
+    Instance,
+    JobProcesses,
+    NodeSpec,
+    Outcome,
+    Provisioner,
+    Witness,
+)
 from elb.core.interruptions import Move, job_number
 from elb.core.model import Node, NodeState, Removal
 from elb.core.noticeplan import Retire
-from elb.core.planner import Cleanup, Drain, cleanup_verdict, drain_verdict
+from elb.core.planner import Cleanup, Drain, cleanup_verdict, drain_verdict, witness_needed, witness_verdict
 from elb.core.reconcile import Repair, RepairKind
 from elb.core.scheduler import Scheduler, SchedulerError
 from elb.core.timeline import Step
@@ -333,10 +343,11 @@ class Actuator:
 
     def _drain_all(self, removals: Sequence[Removal], out: Outcomes) -> list[tuple[str, str]]:
         """The safe drain of ready nodes together: each journalled draining and disabled, then one
-        fresh read for all of them (anything there keeps a node, see ``_idle``). The idle ones,
-        each with its reason. A node that is no longer a ready node elb manages is left out. When
-        elb starts stopping, the nodes not yet disabled stay ready, postponed (the next start
-        decides again); the others go on."""
+        fresh read for all of them (anything there keeps a node, see ``_idle``), then one probe of
+        the idle ones the scheduler showed busy before (``_witnessed``: a node that runs job
+        processes, or cannot say, is kept). The idle ones, each with its reason. A node that is
+        no longer a ready node elb manages is left out. When elb starts stopping, the nodes not
+        yet disabled stay ready, postponed (the next start decides again); the others go on."""
         disabled: list[tuple[str, str]] = []
         for i, r in enumerate(removals):
             if self.stopping.is_set():
@@ -355,7 +366,8 @@ class Actuator:
                 out.kept.append(r.node)
         idle = set(self._idle([name for name, _ in disabled], "kept: {} while draining", out))
         out.kept += [name for name, _ in disabled if name not in idle]
-        return [(name, reason) for name, reason in disabled if name in idle]
+        agreed = set(self._witnessed([name for name, _ in disabled if name in idle], out))
+        return [(name, reason) for name, reason in disabled if name in agreed]
 
     def _disable(self, name: str, reason: str, kept_why: str, out: Outcomes) -> bool:
         """Disable the node in the scheduler; False (the node kept, see ``_keep``) if it
@@ -396,6 +408,62 @@ class Actuator:
             self._enable(name)
             self.journal.record(name, NodeState.READY, self.clock(), detail=kept_why.format(verdict.reason))
         return idle
+
+    def _witnessed(self, names: Sequence[str], out: Outcomes) -> list[str]:
+        """Of ``names`` (nodes the scheduler shows idle, on their way out), the ones that may go:
+        each the scheduler showed busy at a read elb trusted (``planner.witness_needed``) is asked
+        itself, all of them in one probe (``Provisioner.probe_jobs``), and goes only if it runs no
+        job process, or cannot say and an admin ordered its removal (``planner.witness_verdict``).
+        A node kept is enabled again and journalled ready with why, an ALARM said (every pass that
+        plans its removal again), and counted kept and failed."""
+        nodes = [n for n in (self.journal.node(name) for name in names) if n is not None]
+        ask = [n for n in nodes if witness_needed(n)]
+        if not ask:
+            return list(names)
+        answers = self._probe(ask)
+        ordered = self._ordered_removals()
+        keep = set()
+        for n in ask:
+            verdict = witness_verdict(n.name, answers.get(n.name), ordered=n.name in ordered)
+            if verdict.verdict is Drain.GO:
+                log.warning("%s: %s", n.name, verdict.reason)
+                continue
+            keep.add(n.name)
+            self._keep_witnessed(n, verdict.reason, out)
+        return [name for name in names if name not in keep]
+
+    def _probe(self, nodes: Sequence[Node]) -> dict[str, Witness]:
+        """The nodes' own answers, one probe for all that have an address; a node without one, or
+        a probe that breaks, has ``UNKNOWN`` with why."""
+        specs = [spec for n in nodes if (spec := node_spec(n)) is not None]
+        answers = {n.name: Witness(n.name, JobProcesses.UNKNOWN, "no address in the journal") for n in nodes}
+        if not specs:
+            return answers
+        try:
+            answers.update(self.provisioner.probe_jobs(specs))
+        except Exception as err:  # the probe is the provisioner's: whatever breaks, nothing is removed on it
+            log.exception("asking %s for job processes failed", ", ".join(s.name for s in specs))
+            answers.update({s.name: Witness(s.name, JobProcesses.UNKNOWN, f"the probe failed: {err}") for s in specs})
+        return answers
+
+    def _ordered_removals(self) -> frozenset[str]:
+        """The nodes an admin ordered removed (``elb remove NODE``; not the cloud's notices)."""
+        orders = self.journal.orders()
+        return frozenset(orders.remove - set(orders.causes))
+
+    def _keep_witnessed(self, node: Node, why: str, out: Outcomes) -> None:
+        """Keep a node the witnesses disagree on: enabled again and ready (a node left
+        deregistered stays so: it is out of the scheduler), with why, an ALARM, kept and failed."""
+        name = node.name
+        log.error("ALARM: %s: %s", name, why)
+        detail = f"kept: {why}"
+        if node.state is NodeState.DEREGISTERED:
+            self.journal.record(name, NodeState.DEREGISTERED, self.clock(), detail=detail)
+        else:
+            self._enable(name)
+            self.journal.record(name, NodeState.READY, self.clock(), detail=detail)
+        out.kept.append(name)
+        out.failed[name] = why
 
     def _drained(self, name: str, reason: str, kept_why: str, out: Outcomes) -> bool:
         """Disable one node, then read it again: True if nothing is there (see ``_idle``)."""
@@ -712,10 +780,14 @@ class Actuator:
                 out.failed[r.node] = f"terminate {inst.instance_id} failed: {err}"
         elif r.kind is RepairKind.FINISH_DRAIN:
             assert node is not None
-            self._finish_interrupted_drain(node, r.reason, out)
+            if inst is None or self._witnessed([r.node], out):  # an instance not running runs no job
+                self._finish_interrupted_drain(node, r.reason, out)
         elif r.kind is RepairKind.UNREACHABLE:
             assert node is not None
-            # The safe drain, from the master's side only: a node out of reach is never logged into.
+            if not self._witnessed([r.node], out):
+                return
+            # The safe drain, from the master's side: the node itself is only asked whether job
+            # processes run there (when the scheduler showed it busy), never changed.
             node = j.record(r.node, NodeState.DRAINING, self.clock(), detail=r.reason)
             self._finish_interrupted_drain(node, r.reason, out)
 
