@@ -218,20 +218,25 @@ class Actuator:
             template_version=inst.tags.get(TEMPLATE_VERSION_TAG),
         )
 
-    def provision(self, nodes: Sequence[Node], out: Outcomes, *, admit: bool = False) -> None:
+    def provision(
+        self, nodes: Sequence[Node], out: Outcomes, *, admit: bool = False, busy: Mapping[str, str] | None = None
+    ) -> None:
         """Bring running nodes up: the scheduler's preparation, the add play (``admit``: nodes
         launched to configure themselves at boot, the admit play), the scheduler has them up; a
-        node that fails any step is cleaned out of the cluster and terminated."""
+        node that fails any step is cleaned out of the cluster and terminated, unless the
+        scheduler lists work on it (``busy``: node -> what, an adopted worker running jobs): that
+        one is kept, said, and provisioned again by the next pass (``_fail_and_terminate``)."""
+        busy = busy or {}
         specs: list[NodeSpec] = []
         for n in nodes:
             spec = node_spec(n)
             if spec is None:
-                self._fail_and_terminate(n, "no private address", out)
+                self._fail_and_terminate(n, "no private address", out, busy.get(n.name))
                 continue
             try:
                 self.scheduler.prepare(spec)
             except SchedulerError as err:
-                self._fail_and_terminate(n, f"{self.scheduler.name}: {err}", out)
+                self._fail_and_terminate(n, f"{self.scheduler.name}: {err}", out, busy.get(n.name))
                 continue
             specs.append(spec)
         if not specs:
@@ -246,7 +251,7 @@ class Actuator:
                 self.journal.reach(s.name, Step.PROVISIONED, self.clock())
                 played.append(s)
             else:
-                self._fail_and_terminate(self._node(s.name), _describe(res), out)
+                self._fail_and_terminate(self._node(s.name), _describe(res), out, busy.get(s.name))
         if not played:
             return
         unheard = self.scheduler.await_registered([s.name for s in played], self.stopping)
@@ -254,7 +259,7 @@ class Actuator:
             return  # elb stops: the next start provisions them again where the journal left them
         for s in played:
             if s.name in unheard:
-                self._fail_and_terminate(self._node(s.name), unheard[s.name], out)
+                self._fail_and_terminate(self._node(s.name), unheard[s.name], out, busy.get(s.name))
                 continue
             self.journal.record(s.name, NodeState.READY, self.clock())
             out.added.append(s.name)
@@ -265,9 +270,18 @@ class Actuator:
         assert node is not None, name
         return node
 
-    def _fail_and_terminate(self, node: Node, why: str, out: Outcomes) -> None:
+    def _fail_and_terminate(self, node: Node, why: str, out: Outcomes, work: str | None = None) -> None:
         """Take a node that never became ready back out of the scheduler, hosts and exports, then
-        terminate it."""
+        terminate it. Not a node that runs a job: one the scheduler lists work on (``work``: what)
+        is kept as it is, ALARM said, and provisioned again by the next pass's repair; one a read
+        showed busy before is asked itself first (``_witnessed``: a node elb cannot reach with
+        the host key it holds cannot answer, and is kept)."""
+        if work is not None:
+            self._keep_unready(node, f"{why}; {self.scheduler.name} lists {work} there", out)
+            return
+        fresh = self.journal.node(node.name) or node
+        if witness_needed(fresh) and not self._witnessed([node.name], out):
+            return
         log.error("%s: %s; removing it", node.name, why)
         self.journal.record(node.name, NodeState.DRAINING, self.clock(), detail=f"cleanup: {why}")
         spec = node_spec(node)
@@ -281,6 +295,15 @@ class Actuator:
             self._out_of_service({node.name: why})
         self.journal.record(node.name, NodeState.DEREGISTERED, self.clock(), detail=why)
         self._terminate(node, why, out)
+
+    def _keep_unready(self, node: Node, why: str, out: Outcomes) -> None:
+        """A node that is not ready and runs a job: kept running (the next pass's repair
+        provisions it again), said with an ALARM, counted kept and failed."""
+        why = f"{why}: kept, never removed while it runs a job; provisioned again next pass"
+        log.error("ALARM: %s: %s", node.name, why)
+        self.journal.record(node.name, NodeState.RUNNING, self.clock(), detail=f"kept: {why}")
+        out.kept.append(node.name)
+        out.failed[node.name] = why
 
     def _out_of_service(self, reasons: Mapping[str, str]) -> None:
         """What the scheduler needs once these nodes no longer serve, each with why (Slurm:
@@ -459,6 +482,8 @@ class Actuator:
         detail = f"kept: {why}"
         if node.state is NodeState.DEREGISTERED:
             self.journal.record(name, NodeState.DEREGISTERED, self.clock(), detail=detail)
+        elif node.state.booting:  # never ready: the next pass's repair provisions it again
+            self.journal.record(name, NodeState.RUNNING, self.clock(), detail=detail)
         else:
             self._enable(name)
             self.journal.record(name, NodeState.READY, self.clock(), detail=detail)
@@ -764,7 +789,12 @@ class Actuator:
         node = j.node(r.node)
         if r.kind in (RepairKind.PROVISION, RepairKind.ADOPT):
             assert inst is not None
-            self.provision([self._record_running(r.node, inst, r.reason)], out)
+            node = self._record_running(r.node, inst, r.reason)
+            busy = None
+            if r.work is not None:  # this pass's read showed it busy: remembered, as for any node it shows so
+                self.journal.mark_seen(self.clock(), busy=[r.node])
+                node, busy = self._node(r.node), {r.node: r.work}
+            self.provision([node], out, busy=busy)
         elif r.kind is RepairKind.ABANDON:
             assert node is not None
             self._fail_and_terminate(node, r.reason, out)

@@ -168,3 +168,68 @@ def test_the_rule_of_the_second_witness() -> None:
     assert witness_verdict("node001", unknown).verdict is Drain.KEEP
     assert witness_verdict("node001", None).verdict is Drain.KEEP
     assert witness_verdict("node001", unknown, ordered=True).verdict is Drain.GO
+
+
+def adopted_busy(cfg: Config) -> Rig:
+    """A first run: two tagged workers elb's journal does not know, each running 2 jobs in SGE."""
+    r = rig(cfg, ready=())
+    for i, name in enumerate(("node001", "node002"), start=1):
+        iid = f"i-{i:04d}"
+        r.cloud.instances[iid] = Instance(iid, name, "running", T0 - 5 * HOUR, f"10.0.0.{i}", slots=8)
+        r.sge.add_host(name)
+    r.cloud.counter = 2
+    r.sge.jobs = [running(1, "node001"), running(2, "node001"), running(3, "node002"), running(4, "node002")]
+    return r
+
+
+REFUSED = "refused: the SSH host key node001 answers with is not the one elb holds for it"
+
+
+def test_an_adopted_busy_node_whose_play_fails_is_kept_and_provisioned_again_never_removed(cfg: Config) -> None:
+    r = adopted_busy(cfg)
+    r.prov.fail = {"node001": REFUSED, "node002": "no SSH host key for node002"}
+    for k in range(3):  # the first pass adopts; the next ones are past boot_timeout: never abandoned
+        r.at(T0 + k * POLL)
+        result = r.bal.run_pass()
+        assert result.outcomes.removed == [] and r.cloud.terminated == [], result.summary()
+        assert "remove_node.yml" not in r.prov.playbooks and not r.sge.disabled
+        assert sorted(result.outcomes.failed) == ["node001", "node002"]  # said every pass
+        assert r.states() == {"node001": NodeState.RUNNING, "node002": NodeState.RUNNING}
+    assert r.prov.playbooks == ["add_node.yml"] * 6  # provisioned again each pass (a repair each)
+    assert "SGE lists jobs 1, 2 there" in r.detail("node001")
+    assert "never removed while it runs a job" in r.detail("node001")
+
+    r.prov.fail = {}  # the admin put the right host keys in place
+    r.at(T0 + 3 * POLL)
+    result = r.bal.run_pass()
+    assert sorted(result.outcomes.added) == ["node001", "node002"], result.summary()
+    assert r.states() == {"node001": NodeState.READY, "node002": NodeState.READY}
+
+
+def test_an_adopted_node_with_nothing_on_it_whose_play_fails_is_still_cleaned_up(cfg: Config) -> None:
+    r = adopted_busy(cfg)
+    r.sge.jobs = [j for j in r.sge.jobs if j.host == "node002"]
+    r.prov.fail = {"node001": REFUSED}
+    result = r.bal.run_pass()
+    assert r.cloud.terminated == ["i-0001"], result.summary()
+    assert r.states() == {"node001": NodeState.FAILED, "node002": NodeState.READY}
+
+
+def test_an_adopted_node_seen_busy_that_cannot_be_asked_is_kept_when_its_jobs_leave_the_scheduler(
+    cfg: Config,
+) -> None:
+    r = adopted_busy(cfg)
+    r.prov.fail = {"node001": REFUSED}
+    r.bal.run_pass()
+    r.sge.jobs = [j for j in r.sge.jobs if j.host == "node002"]  # SGE lists nothing on node001 now
+    r.prov.probe_fails = {"node001": "failed: " + REFUSED}
+    r.at(T0 + POLL)
+    result = r.bal.run_pass()
+    assert r.cloud.terminated == [] and "remove_node.yml" not in r.prov.playbooks, result.summary()
+    assert r.states()["node001"] is NodeState.RUNNING
+    assert "could not be asked whether job processes run there (failed: refused" in r.detail("node001")
+
+    r.journal.set_order("remove", "node001", on=True)  # the admin's word overrides the silence
+    r.at(T0 + 2 * POLL)
+    result = r.bal.run_pass()
+    assert r.cloud.terminated == ["i-0001"], result.summary()
