@@ -475,8 +475,9 @@ class Actuator:
         return frozenset(orders.remove - set(orders.causes))
 
     def _keep_witnessed(self, node: Node, why: str, out: Outcomes) -> None:
-        """Keep a node the witnesses disagree on: enabled again and ready (a node left
-        deregistered stays so: it is out of the scheduler), with why, an ALARM, kept and failed."""
+        """Keep a node the witnesses disagree on: enabled again (when the drain disabled it) and
+        ready; a node left deregistered stays so (it is out of the scheduler), one that never
+        became ready stays running (provisioned again); with why, an ALARM, kept and failed."""
         name = node.name
         log.error("ALARM: %s: %s", name, why)
         detail = f"kept: {why}"
@@ -485,7 +486,8 @@ class Actuator:
         elif node.state.booting:  # never ready: the next pass's repair provisions it again
             self.journal.record(name, NodeState.RUNNING, self.clock(), detail=detail)
         else:
-            self._enable(name)
+            if node.state is not NodeState.READY:  # disabled by the drain (a ready one never was)
+                self._enable(name)
             self.journal.record(name, NodeState.READY, self.clock(), detail=detail)
         out.kept.append(name)
         out.failed[name] = why

@@ -154,6 +154,7 @@ def test_a_busy_host_that_leaves_every_list_is_not_terminated_while_it_runs_job_
     assert r.states()["node002"] is NodeState.READY
     assert "the node runs job processes" in r.detail("node002")
     assert ("node002",) in r.prov.probes
+    assert not any(c.endswith("node002") for c in r.sge.calls)  # never disabled, so never enabled either
 
 
 def test_the_rule_of_the_second_witness() -> None:
