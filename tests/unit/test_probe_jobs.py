@@ -8,6 +8,9 @@ of Grid Engine's and Slurm's jobs and reports them with ``elb_busy``.
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +92,21 @@ def test_the_shipped_probe_asks_pgrep_for_the_job_processes_and_reports_them_bus
     tasks = play[0]["tasks"]
     assert tasks[0]["ansible.builtin.command"]["argv"] == ["pgrep", "-a", "-x", "sge_shepherd|slurmstepd"]
     assert tasks[1]["ansible.builtin.set_stats"]["data"] == {"elb_busy": ["{{ inventory_hostname }}"]}
+
+
+def test_the_shipped_probe_run_for_real_finds_a_job_process(tmp_path: Path) -> None:
+    """One real ansible-playbook run of the probe, on this machine (a local connection in place
+    of SSH): a process named sge_shepherd runs here, so the node answers "found"."""
+    shepherd = tmp_path / "sge_shepherd"
+    shutil.copy("/bin/sleep", shepherd)
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    cfg = ProvisionConfig(private_data_dir=tmp_path / "pdd", timeout=120, extra_vars=local)
+    prov = AnsibleProvisioner(cfg, ClusterConfig(master="localhost"))
+    HostKeys(cfg.host_keys_path).issue("node001")
+    proc = subprocess.Popen([str(shepherd), "60"])
+    try:
+        answer = prov.probe_jobs([NodeSpec("node001", "127.0.0.1")])["node001"]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert answer.answer is JobProcesses.FOUND, answer
