@@ -437,7 +437,7 @@ class Actuator:
         each the scheduler showed busy at a read elb trusted (``planner.witness_needed``) is asked
         itself, all of them in one probe (``Provisioner.probe_jobs``), and goes only if it runs no
         job process, or cannot say and an admin ordered its removal (``planner.witness_verdict``).
-        A node kept is enabled again and journalled ready with why, an ALARM said (every pass that
+        A node kept is journalled with why (``_keep_witnessed``), an ALARM said (every pass that
         plans its removal again), and counted kept and failed."""
         nodes = [n for n in (self.journal.node(name) for name in names) if n is not None]
         ask = [n for n in nodes if witness_needed(n)]
