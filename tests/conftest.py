@@ -21,6 +21,7 @@ import pytest
 from hypothesis import settings
 
 from elbdev.testcluster import constants as C
+from tests.product_paths import PRODUCT_PATHS, fingerprint, written
 
 # ``scripts/test`` (what CI runs) passes ``--hypothesis-profile=ci``: the property tests try the
 # same examples every run, so a run's outcome is the code's, not the draw's; run by hand they
@@ -99,3 +100,16 @@ def _leftover_workers(request: pytest.FixtureRequest) -> Iterator[None]:
     except TestClusterError as err:
         print(f"removing them from the cluster failed: {err}")
     tc.cloud().terminate([w.instance_id for w in tc.workers()])
+
+
+@pytest.fixture(autouse=True)
+def _no_writes_to_product_paths(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test fails if it wrote into elb's own directories (``tests.product_paths``): a config
+    without ``state_dir`` or ``provision.private_data_dir`` (or ``host_keys_dir``) of a tmp path
+    writes there, and a later real run of elb on that machine takes the files for its own."""
+    before = fingerprint()
+    yield
+    changed = written(before, fingerprint())
+    if changed:
+        roots = ", ".join(str(p) for p in PRODUCT_PATHS)
+        pytest.fail(f"{request.node.nodeid} wrote into {roots}: {', '.join(changed[:10])}; use tmp paths")

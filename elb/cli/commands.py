@@ -18,7 +18,7 @@ from typing import Any
 
 from elb.cli import extras
 from elb.cli.dryrun import build_cloud, dry_run
-from elb.cli.nodeview import NodeFacts, nodes_facts
+from elb.cli.nodeview import NodeFacts, kept_why, nodes_facts
 from elb.core import assets
 from elb.core.config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
 from elb.core.demand import DemandSplit
@@ -373,7 +373,9 @@ def cmd_nodes(args: argparse.Namespace) -> int:
     snap = read.snapshot if read is not None else None
     now = snap.now if snap is not None else time.time()
     timelines = journal.timelines(include_gone=args.all)
-    facts = nodes_facts(journal.nodes(include_gone=args.all), snap, now, cfg.policy.billing_period, timelines)
+    nodes = journal.nodes(include_gone=args.all)
+    kept = {n.name: why for n in nodes if (why := kept_why(journal.events(n.name))) is not None}
+    facts = nodes_facts(nodes, snap, now, cfg.policy.billing_period, timelines, kept=kept)
     journal.close()
     if args.json:
         doc = {"time": now, "scheduler_read": snap is not None, "nodes": [asdict(f) for f in facts]}
@@ -395,6 +397,11 @@ def cmd_nodes(args: argparse.Namespace) -> int:
             )
         if not facts:
             print("(no nodes managed by elb)")
+        held = [f for f in facts if f.kept is not None]
+        if held:
+            print("\nkept by elb:")
+            for f in held:
+                print(f"  {f.name}: {f.kept}")
     return Exit.OK if snap is not None else Exit.UNREADABLE
 
 

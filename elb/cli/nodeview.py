@@ -7,9 +7,9 @@ Pure: the snapshot (None when SGE could not be read) and the time are arguments.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from elb.core.model import Node, NodeState, Snapshot
+from elb.core.model import Event, Node, NodeState, Snapshot
 from elb.core.state import ManagedNode, join
 from elb.core.timeline import DURATION_NAMES, Timeline
 
@@ -34,6 +34,20 @@ class NodeFacts:
     boot_steps: dict[str, float | None]
     boot_times: dict[str, float | None]
     stopped_for: float | None = None  # seconds stopped in a warm pool (None: not stopped)
+    # Why elb keeps it when its last journalled step says so (``kept_why``): a removal refused
+    # (a job landed, the node runs job processes the scheduler does not list, it could not be
+    # asked) or a busy node whose provisioning failed. None: not kept.
+    kept: str | None = None
+
+
+KEPT = "kept: "  # how the actuator's journalled detail of a node it keeps begins
+
+
+def kept_why(events: Sequence[Event]) -> str | None:
+    """Why elb keeps a node, from its journal events (oldest first): the detail of the last
+    one when it says the node is kept, else None."""
+    detail = events[-1].detail if events else None
+    return detail.removeprefix(KEPT) if detail is not None and detail.startswith(KEPT) else None
 
 
 def nodes_facts(
@@ -42,13 +56,19 @@ def nodes_facts(
     now: float,
     billing_period: float,
     timelines: Mapping[str, Timeline] | None = None,
+    *,
+    kept: Mapping[str, str] | None = None,
 ) -> list[NodeFacts]:
     """The facts of each of ``records``, from one join with the snapshot (``elb.core.state.join``):
-    busy, idle since and lost for are the joined state's predicates, the pass's own."""
+    busy, idle since and lost for are the joined state's predicates, the pass's own. ``kept``:
+    why elb keeps a node, by name (``kept_why``)."""
+    kept = kept or {}
     if snap is None:
-        return [_facts(n, None, now, billing_period, (timelines or {}).get(n.name)) for n in records]
-    state = join(records, (), snap, include_gone=True)
-    return [_facts(m.record, m, now, billing_period, (timelines or {}).get(m.name)) for m in state.nodes]
+        facts = [_facts(n, None, now, billing_period, (timelines or {}).get(n.name)) for n in records]
+    else:
+        state = join(records, (), snap, include_gone=True)
+        facts = [_facts(m.record, m, now, billing_period, (timelines or {}).get(m.name)) for m in state.nodes]
+    return [replace(f, kept=kept[f.name]) if f.name in kept else f for f in facts]
 
 
 def _facts(n: Node, m: ManagedNode | None, now: float, billing_period: float, timeline: Timeline | None) -> NodeFacts:

@@ -156,6 +156,24 @@ class NodeSpec:
     market: str | None = None  # its group's market, "on-demand" or "spot"; None: not known
 
 
+class JobProcesses(enum.StrEnum):
+    """What a node itself says when asked whether it runs job processes (``Provisioner.probe_jobs``)."""
+
+    FOUND = "found"  # processes of a job run there (Grid Engine's sge_shepherd, Slurm's slurmstepd)
+    NONE = "none"  # it answered, and none run there
+    UNKNOWN = "unknown"  # it could not be asked (SSH failed, no host key held, time-out): why in the detail
+
+
+@dataclass(frozen=True, slots=True)
+class Witness:
+    """A node's own answer about job processes: the second witness asked before a node the
+    scheduler showed busy is removed (``elb.core.planner.witness_needed``)."""
+
+    host: str
+    answer: JobProcesses
+    detail: str = ""  # the processes found, or why it could not be asked
+
+
 @runtime_checkable
 class Provisioner(Protocol):
     """Configure nodes into the cluster and take them out again (Ansible behind it), with the
@@ -182,6 +200,12 @@ class Provisioner(Protocol):
     def boot_plans(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> dict[str, NodeBoot]:
         """What each of ``names`` (launched together) runs on itself at its first boot to
         configure itself (``provision.mode: boot``); ValueError when it cannot be made."""
+        ...
+
+    def probe_jobs(self, nodes: Sequence[NodeSpec]) -> dict[str, Witness]:
+        """Ask each of ``nodes`` itself, in one bounded run over SSH with the host key elb holds
+        for it (never one taken at first contact), whether job processes run there: an answer
+        for every node, ``UNKNOWN`` with why when it could not be asked."""
         ...
 
 

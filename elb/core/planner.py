@@ -9,6 +9,8 @@ their reasons, out. No I/O; time is passed in.
 - ``limit_launches``: the policy's plan with its launches cut by the back-off;
 - ``pace_launches``: the launches and warm-pool restarts left, cut by the budget (``elb.core.budget``);
 - ``drain_verdict``: after ``qmod -d`` and a fresh read, may the node go on to deregistration?
+- ``witness_needed``, ``witness_verdict``: must the node itself be asked before it goes (the
+  scheduler showed it busy), and may it go on what it answered?
 - ``cleanup_verdict``: a node whose deregistration play failed: terminate it, or keep it?
 - ``repairs_hold_scaling``: do this pass's repairs make scaling wait for the next pass (a
   fresh read), or have they all failed so often that scaling must go on around them?
@@ -33,7 +35,7 @@ from elb.core.demand import DemandSplit, NotDemand
 from elb.core.durations import minutes
 from elb.core.frozen import quick_init
 from elb.core.groups import NodeGroups
-from elb.core.interfaces import Instance, Notice
+from elb.core.interfaces import Instance, JobProcesses, Notice, Witness
 from elb.core.interruptions import Move
 from elb.core.model import History, Job, Node, Plan, Removal, Snapshot
 from elb.core.noticeplan import NoticePlan, plan_moves, plan_notices
@@ -187,6 +189,46 @@ def drain_verdict(jobs: Sequence[Job], reserved_slots: int) -> DrainVerdict:
     if reserved_slots:
         return DrainVerdict(Drain.KEEP, f"{reserved_slots} slots reserved")
     return DrainVerdict(Drain.GO, "no job, no reservation")
+
+
+def witness_needed(node: Node) -> bool:
+    """Whether ``node`` must be asked itself (``Provisioner.probe_jobs``) before it is removed or
+    stopped: the scheduler showed it busy at a read elb trusted, i.e. a whole read of some pass
+    saw a job or a reservation on it (the journal's ``last_busy_at`` is set).
+
+    No window limits it: a job that ended and a read that lost it look the same from the
+    scheduler, and a scheduler that lost its spool (or restarted from an old state) may say
+    "nothing there" for as long as it runs. A node no read ever showed busy is removed on the
+    scheduler's word alone."""
+    return node.last_busy_at is not None
+
+
+def witness_verdict(name: str, witness: Witness | None, *, ordered: bool = False) -> DrainVerdict:
+    """What the node's own answer (``witness``; None: no answer for it) says of removing a node
+    the scheduler showed busy and now shows idle (``witness_needed``).
+
+    Job processes there: the two witnesses disagree and the node is kept (elb never kills a
+    job). None there: it goes. Not asked (SSH failed, no host key held, time-out): silence is no
+    witness for "idle", so it is kept, unless an admin ordered its removal (``ordered``: ``elb
+    remove NODE``); a node whose instance is gone or stopped is never asked (nothing runs there).
+    """
+    if witness is not None and witness.answer is JobProcesses.NONE:
+        return DrainVerdict(Drain.GO, "the node itself runs no job process")
+    if witness is not None and witness.answer is JobProcesses.FOUND:
+        found = f" ({witness.detail})" if witness.detail else ""
+        return DrainVerdict(
+            Drain.KEEP,
+            f"the scheduler lists no job on {name} but the node runs job processes{found}; the two disagree, "
+            "so it is kept (elb never kills a job)",
+        )
+    why = witness.detail if witness is not None and witness.detail else "no answer"
+    if ordered:
+        return DrainVerdict(Drain.GO, f"the node could not be asked ({why}); removed as an admin ordered")
+    return DrainVerdict(
+        Drain.KEEP,
+        f"the scheduler showed {name} busy and now lists nothing there, and the node could not be asked "
+        f"whether job processes run there ({why}); kept until it answers (elb remove {name} removes it anyway)",
+    )
 
 
 class Cleanup(enum.StrEnum):

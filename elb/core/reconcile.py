@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from elb.core.durations import minutes
 from elb.core.interfaces import Instance
-from elb.core.model import Node, NodeState, Snapshot
-from elb.core.state import GONE, LIVE, ClusterState, ManagedNode, instance_state, join
+from elb.core.model import Job, Node, NodeState, Snapshot
+from elb.core.state import GONE, LIVE, ClusterState, ManagedNode, instance_state, is_busy, join
 
 
 class RepairKind(enum.StrEnum):
@@ -42,6 +42,10 @@ class Repair:
     node: str
     reason: str
     instance: Instance | None = None
+    # PROVISION, ADOPT: what the scheduler lists on the node ("jobs 4, 7"), None when nothing: a
+    # node running jobs (an adopted worker) is never removed because its provisioning failed (the
+    # actuator keeps it, and the next pass provisions it again).
+    work: str | None = None
 
 
 def lost_for(n: Node, snapshot: Snapshot, now: float, watched_since: float | None = None) -> float:
@@ -77,7 +81,11 @@ def _unreachable(
 
 def _work_on(m: ManagedNode) -> str:
     """What the scheduler lists on a busy node: 'jobs 4, 7', or 'reserved slots'."""
-    jobs = m.jobs
+    return _work(m.jobs)
+
+
+def _work(jobs: Sequence[Job]) -> str:
+    """What the scheduler lists on a busy host with these jobs: 'jobs 4, 7', or 'reserved slots'."""
     if jobs:
         more = f" and {len(jobs) - 5} more" if len(jobs) > 5 else ""
         return f"jobs {', '.join(str(j.job_id) for j in jobs[:5])}{more}"
@@ -123,7 +131,8 @@ def _repair_node(  # noqa: PLR0911, PLR0912 (one return per lifecycle case reads
     st = n.state
     if st in (NodeState.REQUESTED, NodeState.LAUNCHING):
         if inst is not None:
-            return Repair(RepairKind.ADOPT, n.name, "the cloud has the instance of an interrupted launch", inst)
+            why = "the cloud has the instance of an interrupted launch"
+            return Repair(RepairKind.ADOPT, n.name, why, inst, work=_work_on(m) if m.busy else None)
         if age >= boot_timeout:
             return Repair(RepairKind.FORGET, n.name, f"no instance {minutes(age)} after the launch")
         return None
@@ -132,6 +141,9 @@ def _repair_node(  # noqa: PLR0911, PLR0912 (one return per lifecycle case reads
     if m.booting:  # launched (running, provisioning)
         if inst is None:
             return Repair(RepairKind.VANISHED, n.name, "instance gone before provisioning finished")
+        if m.busy:  # an adopted worker running jobs: never abandoned, provisioned again until it is ready
+            why = f"not ready, and {scheduler} lists {_work_on(m)} there: provisioning it again (never removed)"
+            return Repair(RepairKind.PROVISION, n.name, why, inst, work=_work_on(m))
         if age >= boot_timeout:
             why = f"not ready {minutes(age)} after launch (boot_timeout {minutes(boot_timeout)})"
             return Repair(RepairKind.ABANDON, n.name, why, inst)
@@ -233,10 +245,13 @@ def repairs_of(
         live = instance_state(inst.state) in LIVE
         found = state.record(inst.name)
         record = found if found is not None and (state.include_gone or found.state not in GONE) else None
-        if record is None and state.host(inst.name) is not None:
+        host = state.host(inst.name)
+        if record is None and host is not None:
             if live:
                 why = f"a worker of {scheduler} with elb's tags missing from the journal"
-                out.append(Repair(RepairKind.ADOPT, inst.name, why, inst))
+                jobs = state.jobs_on.get(inst.name, ())
+                work = _work(jobs) if is_busy(bool(jobs), host.busy) else None
+                out.append(Repair(RepairKind.ADOPT, inst.name, why, inst, work=work))
             continue  # stopped: not provisionable, and SGE still knows the name: left to an admin
         age = now - inst.launched_at
         if age < orphan_timeout:

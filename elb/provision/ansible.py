@@ -52,7 +52,7 @@ from typing import Any
 from elb.core import assets
 from elb.core.config import ClusterConfig, ProvisionConfig, RetentionConfig, SgeConfig
 from elb.core.groups import NodeGroups
-from elb.core.interfaces import HostResult, NodeBoot, NodeSpec, Outcome
+from elb.core.interfaces import HostResult, JobProcesses, NodeBoot, NodeSpec, Outcome, Witness
 from elb.provision import proctree, retention, sshmux
 from elb.provision.boot import batch_of, boot_inventory, node_boot
 from elb.provision.hostkeys import HostKeyError, HostKeys
@@ -79,6 +79,9 @@ _ENV_SECRET = re.compile(r"PASS|SECRET|TOKEN|CREDENTIAL|KEY$|KEY_ID$", re.IGNORE
 
 
 BOOT_PLAYBOOK = "node_boot.yml"  # what a node that configures itself at boot runs
+# What elb asks a node before it removes one the scheduler showed busy: do job processes run there?
+PROBE_PLAYBOOK = "probe_jobs.yml"
+PROBE_TIMEOUT = 60.0  # seconds one probe run may take at most (less when provision.timeout is less)
 # What runner reads from ``<private_data_dir>/env`` and passes on to every run: the extra vars
 # (``-e @env/extravars``) and an SSH key (written into the artifacts for ssh-agent).
 RUNNER_SECRET_FILES = ("env/extravars", "env/ssh_key", "env/passwords")
@@ -207,6 +210,20 @@ def slim_event(event: Mapping[str, Any]) -> dict[str, Any] | None:
     if kind in _RESULT_EVENTS:
         slim["res"] = data.get("res")
     return {"event": kind, "event_data": slim}
+
+
+def witness_of(host: str, result: HostResult | None) -> Witness:
+    """A node's answer in a run of ``probe_jobs.yml``: reported busy (``elb_busy``), job
+    processes run there; ended well, none do; anything else (failed, unreachable, no result),
+    it could not be asked, with why."""
+    if result is not None and result.outcome is Outcome.BUSY:
+        return Witness(host, JobProcesses.FOUND, "sge_shepherd or slurmstepd processes")
+    if result is not None and result.ok:
+        return Witness(host, JobProcesses.NONE)
+    if result is None:
+        return Witness(host, JobProcesses.UNKNOWN, "no result from the probe")
+    where = f" at task {result.task!r}" if result.task else ""
+    return Witness(host, JobProcesses.UNKNOWN, f"{result.outcome.value}{where}: {result.message or 'no message'}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,6 +400,34 @@ class AnsibleProvisioner:
         self._log_others(report, [n.name for n in nodes])
         return report.for_hosts([n.name for n in nodes])
 
+    def probe_jobs(self, nodes: Sequence[NodeSpec]) -> dict[str, Witness]:
+        """Ask each of ``nodes`` whether job processes run there (``probe_jobs.yml``: ``pgrep -x``
+        for Grid Engine's ``sge_shepherd`` and Slurm's ``slurmstepd``, as ``provision.ssh_user``),
+        in one run bounded by ``PROBE_TIMEOUT`` (or ``provision.timeout`` if less); the playbook
+        directory's ``probe_jobs.yml``, else the one elb ships. Only with the
+        host key elb holds for a node: a node whose key the store lacks is not contacted (its key
+        is never pinned by a probe). An answer for every node: ``UNKNOWN`` with why when it could
+        not be asked (no key held, a key that does not match, SSH failed, the time-out)."""
+        out: dict[str, Witness] = {}
+        asked = []
+        for n in nodes:
+            if self.host_keys.known(n.name):
+                asked.append(n)
+                continue
+            why = f"no SSH host key held for it in {self.host_keys.directory}; not contacted"
+            out[n.name] = Witness(n.name, JobProcesses.UNKNOWN, why)
+        if not asked:
+            return out
+        limit = PROBE_TIMEOUT if self.config.timeout <= 0 else min(PROBE_TIMEOUT, self.config.timeout)
+        # A playbook directory of one's own may lack it: then elb's own (it changes nothing).
+        playbook = self.playbook_dir / PROBE_PLAYBOOK
+        if not playbook.is_file():
+            playbook = assets.default_playbook_dir() / PROBE_PLAYBOOK
+        report = self.run(str(playbook), old_nodes=asked, pin=False, timeout=limit)
+        for n in asked:
+            out[n.name] = witness_of(n.name, report.results.get(n.name))
+        return out
+
     def reap_leftovers(self) -> int:
         """Stop the playbooks a killed predecessor left running (see ``proctree.RunRecords``), and
         delete the secrets its runs left: their extra vars files, and what earlier runs' artifact
@@ -426,9 +471,14 @@ class AnsibleProvisioner:
         new_nodes: Sequence[NodeSpec] = (),
         old_nodes: Sequence[NodeSpec] = (),
         on_reached: Callable[[str], None] | None = None,
+        pin: bool = True,
+        timeout: float | None = None,
     ) -> RunReport:
         """Run one playbook of ``playbook_dir`` over the inventory these groups make.
-        ``on_reached(name)``: once per target, at the first task that succeeded on it.
+        ``on_reached(name)``: once per target, at the first task that succeeded on it. ``pin``:
+        the key an existing or departing node shows at its first contact is pinned when the store
+        lacks one (False: never; such a node's SSH is refused). ``timeout``: the run's time limit
+        (None: ``provision.timeout``).
 
         The report has a result for every host of ``new_nodes`` and ``old_nodes`` (and for
         any other host the run's events mention).
@@ -455,14 +505,14 @@ class AnsibleProvisioner:
             try:
                 keyless = self._keyless(new_nodes)
                 new_nodes = [n for n in new_nodes if n.name not in keyless]
-                pin = self._to_pin([*workers, *old_nodes])
+                pinned = self._to_pin([*workers, *old_nodes]) if pin else set()
                 inventory = build_inventory(
                     self.connection,
                     workers=workers,
                     new_nodes=new_nodes,
                     old_nodes=old_nodes,
                     group_vars=self.role_vars,
-                    pin=pin,
+                    pin=pinned,
                     shared_connections=shared,
                 )
             except (InventoryError, HostKeyError) as err:
@@ -473,7 +523,7 @@ class AnsibleProvisioner:
                 return replace(refuse("no node left to run for"), results=keyless)
             sink = _EventSink(ident, [t for t in targets if t not in keyless], on_reached)
             try:
-                report = self._run_runner(path, inventory, ident, started, sink)
+                report = self._run_runner(path, inventory, ident, started, sink, timeout)
             except Exception as err:  # runner itself broke: report it per host, do not crash the pass
                 log.exception("ansible-runner failed for %s", playbook)
                 return refuse(f"ansible-runner failed: {type(err).__name__}: {err}")
@@ -535,8 +585,14 @@ class AnsibleProvisioner:
             market=group.market,
         )
 
-    def _run_runner(
-        self, path: Path, inventory: dict[str, object], ident: str, started: float, sink: _EventSink
+    def _run_runner(  # noqa: PLR0917 (the run's parts, as run() has them)
+        self,
+        path: Path,
+        inventory: dict[str, object],
+        ident: str,
+        started: float,
+        sink: _EventSink,
+        timeout: float | None = None,
     ) -> RunReport:
         from ansible_runner.runner import Runner  # noqa: PLC0415 (heavy import)
 
@@ -549,7 +605,8 @@ class AnsibleProvisioner:
         inv_path = Path(rc_config.inventory)
         targets = sink.targets
 
-        timeout = self.config.timeout
+        if timeout is None:
+            timeout = self.config.timeout
         deadline = started + timeout if timeout > 0 else None
         ended = {"why": RunEnd.FINISHED}
 

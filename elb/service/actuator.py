@@ -37,15 +37,17 @@ from elb.core.interfaces import (
     CloudError,
     HostResult,
     Instance,
+    JobProcesses,
     NodeSpec,
     Outcome,
     Provisioner,
     RestartsServices,
+    Witness,
 )
 from elb.core.interruptions import Move, job_number
 from elb.core.model import Node, NodeState, Removal
 from elb.core.noticeplan import Retire
-from elb.core.planner import Cleanup, Drain, cleanup_verdict, drain_verdict
+from elb.core.planner import Cleanup, Drain, cleanup_verdict, drain_verdict, witness_needed, witness_verdict
 from elb.core.reconcile import Repair, RepairKind
 from elb.core.scheduler import Scheduler, SchedulerError
 from elb.core.timeline import Step
@@ -220,15 +222,21 @@ class Actuator:
             template_version=inst.tags.get(TEMPLATE_VERSION_TAG),
         )
 
-    def provision(self, nodes: Sequence[Node], out: Outcomes, *, admit: bool = False) -> None:
+    def provision(
+        self, nodes: Sequence[Node], out: Outcomes, *, admit: bool = False, busy: Mapping[str, str] | None = None
+    ) -> None:
         """Bring running nodes up: the scheduler's preparation, the add play (``admit``: nodes
         launched to configure themselves at boot, the admit play), the scheduler has them up; a
         node that fails a step for its own fault (no address, its play failed on it, it was not
         up within the wait, the scheduler refused it) is cleaned out of the cluster and
-        terminated. A scheduler that did not answer (a transient ``SchedulerError``, after the
-        driver's retries) is no node's fault: the nodes stay in their step, said, and the next
-        pass's reconcile provisions them again (``boot_timeout`` bounds it)."""
-        specs = self._prepared(nodes, out)
+        terminated, unless the scheduler lists work on it (``busy``: node -> what, an adopted
+        worker running jobs): that one is kept, said, and provisioned again by the next pass
+        (``_fail_and_terminate``). A scheduler that did not answer (a transient
+        ``SchedulerError``, after the driver's retries) is no node's fault: the nodes stay in
+        their step, said, and the next pass's reconcile provisions them again (``boot_timeout``
+        bounds it)."""
+        busy = busy or {}
+        specs = self._prepared(nodes, out, busy)
         if not specs:
             return
         for s in specs:
@@ -241,7 +249,7 @@ class Actuator:
                 self.journal.reach(s.name, Step.PROVISIONED, self.clock())
                 played.append(s)
             else:
-                self._fail_and_terminate(self._node(s.name), _describe(res), out)
+                self._fail_and_terminate(self._node(s.name), _describe(res), out, busy.get(s.name))
         if not played:
             return
         try:
@@ -255,19 +263,19 @@ class Actuator:
             return  # elb stops: the next start provisions them again where the journal left them
         for s in played:
             if s.name in unheard:
-                self._fail_and_terminate(self._node(s.name), unheard[s.name], out)
+                self._fail_and_terminate(self._node(s.name), unheard[s.name], out, busy.get(s.name))
                 continue
             self.journal.record(s.name, NodeState.READY, self.clock())
             out.added.append(s.name)
             log.info("%s: ready (%s)", s.name, s.private_ip)
 
-    def _prepared(self, nodes: Sequence[Node], out: Outcomes) -> list[NodeSpec]:
+    def _prepared(self, nodes: Sequence[Node], out: Outcomes, busy: Mapping[str, str]) -> list[NodeSpec]:
         """The scheduler's preparation of each node (see ``provision``): the nodes it prepared."""
         specs: list[NodeSpec] = []
         for n in nodes:
             spec = node_spec(n)
             if spec is None:
-                self._fail_and_terminate(n, "no private address", out)
+                self._fail_and_terminate(n, "no private address", out, busy.get(n.name))
                 continue
             try:
                 self.scheduler.prepare(spec)
@@ -275,7 +283,7 @@ class Actuator:
                 if err.transient:
                     self._not_their_fault([n.name], "before its play", err)
                 else:
-                    self._fail_and_terminate(n, f"{self.scheduler.name}: {err}", out)
+                    self._fail_and_terminate(n, f"{self.scheduler.name}: {err}", out, busy.get(n.name))
                 continue
             specs.append(spec)
         return specs
@@ -295,9 +303,18 @@ class Actuator:
         assert node is not None, name
         return node
 
-    def _fail_and_terminate(self, node: Node, why: str, out: Outcomes) -> None:
+    def _fail_and_terminate(self, node: Node, why: str, out: Outcomes, work: str | None = None) -> None:
         """Take a node that never became ready back out of the scheduler, hosts and exports, then
-        terminate it."""
+        terminate it. Not a node that runs a job: one the scheduler lists work on (``work``: what)
+        is kept as it is, ALARM said, and provisioned again by the next pass's repair; one a read
+        showed busy before is asked itself first (``_witnessed``: a node elb cannot reach with
+        the host key it holds cannot answer, and is kept)."""
+        if work is not None:
+            self._keep_unready(node, f"{why}; {self.scheduler.name} lists {work} there", out)
+            return
+        fresh = self.journal.node(node.name) or node
+        if witness_needed(fresh) and not self._witnessed([node.name], out):
+            return
         log.error("%s: %s; removing it", node.name, why)
         self.journal.record(node.name, NodeState.DRAINING, self.clock(), detail=f"cleanup: {why}")
         spec = node_spec(node)
@@ -311,6 +328,15 @@ class Actuator:
             self._out_of_service({node.name: why})
         self.journal.record(node.name, NodeState.DEREGISTERED, self.clock(), detail=why)
         self._terminate(node, why, out)
+
+    def _keep_unready(self, node: Node, why: str, out: Outcomes) -> None:
+        """A node that is not ready and runs a job: kept running (the next pass's repair
+        provisions it again), said with an ALARM, counted kept and failed."""
+        why = f"{why}: kept, never removed while it runs a job; provisioned again next pass"
+        log.error("ALARM: %s: %s", node.name, why)
+        self.journal.record(node.name, NodeState.RUNNING, self.clock(), detail=f"kept: {why}")
+        out.kept.append(node.name)
+        out.failed[node.name] = why
 
     def _out_of_service(self, reasons: Mapping[str, str]) -> None:
         """What the scheduler needs once these nodes no longer serve, each with why (Slurm:
@@ -373,10 +399,11 @@ class Actuator:
 
     def _drain_all(self, removals: Sequence[Removal], out: Outcomes) -> list[tuple[str, str]]:
         """The safe drain of ready nodes together: each journalled draining and disabled, then one
-        fresh read for all of them (anything there keeps a node, see ``_idle``). The idle ones,
-        each with its reason. A node that is no longer a ready node elb manages is left out. When
-        elb starts stopping, the nodes not yet disabled stay ready, postponed (the next start
-        decides again); the others go on."""
+        fresh read for all of them (anything there keeps a node, see ``_idle``), then one probe of
+        the idle ones the scheduler showed busy before (``_witnessed``: a node that runs job
+        processes, or cannot say, is kept). The idle ones, each with its reason. A node that is
+        no longer a ready node elb manages is left out. When elb starts stopping, the nodes not
+        yet disabled stay ready, postponed (the next start decides again); the others go on."""
         disabled: list[tuple[str, str]] = []
         for i, r in enumerate(removals):
             if self.stopping.is_set():
@@ -395,7 +422,8 @@ class Actuator:
                 out.kept.append(r.node)
         idle = set(self._idle([name for name, _ in disabled], "kept: {} while draining", out))
         out.kept += [name for name, _ in disabled if name not in idle]
-        return [(name, reason) for name, reason in disabled if name in idle]
+        agreed = set(self._witnessed([name for name, _ in disabled if name in idle], out))
+        return [(name, reason) for name, reason in disabled if name in agreed]
 
     def _disable(self, name: str, reason: str, kept_why: str, out: Outcomes) -> bool:
         """Disable the node in the scheduler; False (the node kept, see ``_keep``) if it
@@ -436,6 +464,66 @@ class Actuator:
             self._enable(name)
             self.journal.record(name, NodeState.READY, self.clock(), detail=kept_why.format(verdict.reason))
         return idle
+
+    def _witnessed(self, names: Sequence[str], out: Outcomes) -> list[str]:
+        """Of ``names`` (nodes the scheduler shows idle, on their way out), the ones that may go:
+        each the scheduler showed busy at a read elb trusted (``planner.witness_needed``) is asked
+        itself, all of them in one probe (``Provisioner.probe_jobs``), and goes only if it runs no
+        job process, or cannot say and an admin ordered its removal (``planner.witness_verdict``).
+        A node kept is journalled with why (``_keep_witnessed``), an ALARM said (every pass that
+        plans its removal again), and counted kept and failed."""
+        nodes = [n for n in (self.journal.node(name) for name in names) if n is not None]
+        ask = [n for n in nodes if witness_needed(n)]
+        if not ask:
+            return list(names)
+        answers = self._probe(ask)
+        ordered = self._ordered_removals()
+        keep = set()
+        for n in ask:
+            verdict = witness_verdict(n.name, answers.get(n.name), ordered=n.name in ordered)
+            if verdict.verdict is Drain.GO:
+                log.warning("%s: %s", n.name, verdict.reason)
+                continue
+            keep.add(n.name)
+            self._keep_witnessed(n, verdict.reason, out)
+        return [name for name in names if name not in keep]
+
+    def _probe(self, nodes: Sequence[Node]) -> dict[str, Witness]:
+        """The nodes' own answers, one probe for all that have an address; a node without one, or
+        a probe that breaks, has ``UNKNOWN`` with why."""
+        specs = [spec for n in nodes if (spec := node_spec(n)) is not None]
+        answers = {n.name: Witness(n.name, JobProcesses.UNKNOWN, "no address in the journal") for n in nodes}
+        if not specs:
+            return answers
+        try:
+            answers.update(self.provisioner.probe_jobs(specs))
+        except Exception as err:  # the probe is the provisioner's: whatever breaks, nothing is removed on it
+            log.exception("asking %s for job processes failed", ", ".join(s.name for s in specs))
+            answers.update({s.name: Witness(s.name, JobProcesses.UNKNOWN, f"the probe failed: {err}") for s in specs})
+        return answers
+
+    def _ordered_removals(self) -> frozenset[str]:
+        """The nodes an admin ordered removed (``elb remove NODE``; not the cloud's notices)."""
+        orders = self.journal.orders()
+        return frozenset(orders.remove - set(orders.causes))
+
+    def _keep_witnessed(self, node: Node, why: str, out: Outcomes) -> None:
+        """Keep a node the witnesses disagree on: enabled again (when the drain disabled it) and
+        ready; a node left deregistered stays so (it is out of the scheduler), one that never
+        became ready stays running (provisioned again); with why, an ALARM, kept and failed."""
+        name = node.name
+        log.error("ALARM: %s: %s", name, why)
+        detail = f"kept: {why}"
+        if node.state is NodeState.DEREGISTERED:
+            self.journal.record(name, NodeState.DEREGISTERED, self.clock(), detail=detail)
+        elif node.state.booting:  # never ready: the next pass's repair provisions it again
+            self.journal.record(name, NodeState.RUNNING, self.clock(), detail=detail)
+        else:
+            if node.state is not NodeState.READY:  # disabled by the drain (a ready one never was)
+                self._enable(name)
+            self.journal.record(name, NodeState.READY, self.clock(), detail=detail)
+        out.kept.append(name)
+        out.failed[name] = why
 
     def _drained(self, name: str, reason: str, kept_why: str, out: Outcomes) -> bool:
         """Disable one node, then read it again: True if nothing is there (see ``_idle``)."""
@@ -736,7 +824,12 @@ class Actuator:
         node = j.node(r.node)
         if r.kind in (RepairKind.PROVISION, RepairKind.ADOPT):
             assert inst is not None
-            self.provision([self._record_running(r.node, inst, r.reason)], out)
+            node = self._record_running(r.node, inst, r.reason)
+            busy = None
+            if r.work is not None:  # this pass's read showed it busy: remembered, as for any node it shows so
+                self.journal.mark_seen(self.clock(), busy=[r.node])
+                node, busy = self._node(r.node), {r.node: r.work}
+            self.provision([node], out, busy=busy)
         elif r.kind is RepairKind.ABANDON:
             assert node is not None
             self._fail_and_terminate(node, r.reason, out)
@@ -752,10 +845,14 @@ class Actuator:
                 out.failed[r.node] = f"terminate {inst.instance_id} failed: {err}"
         elif r.kind is RepairKind.FINISH_DRAIN:
             assert node is not None
-            self._finish_interrupted_drain(node, r.reason, out)
+            if inst is None or self._witnessed([r.node], out):  # an instance not running runs no job
+                self._finish_interrupted_drain(node, r.reason, out)
         elif r.kind is RepairKind.UNREACHABLE:
             assert node is not None
-            # The safe drain, from the master's side only: a node out of reach is never logged into.
+            if not self._witnessed([r.node], out):
+                return
+            # The safe drain, from the master's side: the node itself is only asked whether job
+            # processes run there (when the scheduler showed it busy), never changed.
             node = j.record(r.node, NodeState.DRAINING, self.clock(), detail=r.reason)
             self._finish_interrupted_drain(node, r.reason, out)
 

@@ -27,6 +27,8 @@ def write_config(tmp_path: Path, aws_env: str, **ec2: object) -> Path:
         f"    endpoint_url: {aws_env}",
     ]
     lines += [f"    {k}: {v}" for k, v in ec2.items()]
+    # Never elb's own directories (the default /var/lib/elb/ansible holds the nodes' host keys).
+    lines += [f"state_dir: {tmp_path / 'state'}", f"provision:\n  private_data_dir: {tmp_path / 'ansible'}"]
     path = tmp_path / "elb.yml"
     path.write_text("\n".join(lines) + "\n")
     return path

@@ -60,6 +60,7 @@ def test_daemon_grows_and_shrinks_on_ec2(ec2: Any, ami: str, subnets: list[str],
     cfg = parse_config(
         {
             "state_dir": str(tmp_path),
+            "provision": {"private_data_dir": str(tmp_path / "ansible")},
             "cluster": {"name": CLUSTER},
             "policy": {"max_nodes": 2, "add_nodes_per_iteration": 2, "wait_time": 60},
             "cloud": {
@@ -132,6 +133,7 @@ def test_daemon_reports_a_launch_without_capacity_and_leaves_nothing(
     cfg = parse_config(
         {
             "state_dir": str(tmp_path),
+            "provision": {"private_data_dir": str(tmp_path / "ansible")},
             "policy": {"max_nodes": 1, "wait_time": 60},
             "cloud": {"ec2": {"region": REGION, "endpoint_url": aws_env, "ami": ami, "instance_types": ["c5.large"]}},
         }
@@ -167,6 +169,7 @@ def test_worker_stopped_outside_elb_is_deregistered_then_terminated(
     cfg = parse_config(
         {
             "state_dir": str(tmp_path),
+            "provision": {"private_data_dir": str(tmp_path / "ansible")},
             "cluster": {"name": CLUSTER},
             "policy": {"max_nodes": 1, "wait_time": 60},
             "cloud": {"ec2": {"region": REGION, "endpoint_url": aws_env, "ami": ami, "instance_types": ["c5.large"]}},
@@ -223,6 +226,7 @@ def test_a_node_aws_is_taking_back_is_terminated_never_stopped_into_the_warm_poo
     cfg = parse_config(
         {
             "state_dir": str(tmp_path),
+            "provision": {"private_data_dir": str(tmp_path / "ansible")},
             "cluster": {"name": CLUSTER},
             "policy": {"max_nodes": 2, "slots_per_node": 8, "billing": "second", "idle_time": 60, "shrink": "timer"},
             "cloud": {

@@ -53,6 +53,7 @@ def _daemon(aws_env: str, ami: str, tmp_path: Path) -> tuple[Balancer, Ec2Cloud,
     cfg = parse_config(
         {
             "state_dir": str(tmp_path),
+            "provision": {"private_data_dir": str(tmp_path / "ansible")},
             "policy": {"max_nodes": 2, "wait_time": 60, "min_nodes": 0},
             "cloud": {"ec2": {"region": REGION, "endpoint_url": aws_env, "ami": ami, "instance_types": ["c5.large"]}},
         }

@@ -14,7 +14,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from elb.core.interfaces import CloudError, HostResult, Instance, LaunchResult, NodeBoot, NodeSpec, Outcome
+from elb.core.interfaces import (
+    CloudError,
+    HostResult,
+    Instance,
+    JobProcesses,
+    LaunchResult,
+    NodeBoot,
+    NodeSpec,
+    Outcome,
+    Witness,
+)
 from elb.core.model import Host, Job, QueueInstance, Snapshot
 from elb.schedulers.sge.commands import Rescheduled
 from elb.schedulers.sge.demand import Site
@@ -217,6 +227,10 @@ class FakeProvisioner:
     fail_remove: set[str] = field(default_factory=set)  # the deregistration play fails on these
     log: list[str] = field(default_factory=list)
     playbooks: list[str] = field(default_factory=list)  # the plays run, in order
+    # probe_jobs: the nodes that run job processes, and the ones that cannot be asked (with why).
+    job_processes: set[str] = field(default_factory=set)
+    probe_fails: dict[str, str] = field(default_factory=dict)
+    probes: list[tuple[str, ...]] = field(default_factory=list)  # the nodes of each probe run
 
     def add_nodes(
         self,
@@ -250,6 +264,18 @@ class FakeProvisioner:
         """A boot per node that names it (the real ones: elb.provision.boot)."""
         self.log.append(f"boot plans {','.join(names)}")
         return {n: NodeBoot(files={"/etc/elb/boot-inventory.yml": n}, argv=("true",)) for n in names}
+
+    def probe_jobs(self, nodes: Sequence[NodeSpec]) -> dict[str, Witness]:
+        self.probes.append(tuple(n.name for n in nodes))
+        out = {}
+        for n in nodes:
+            if n.name in self.probe_fails:
+                out[n.name] = Witness(n.name, JobProcesses.UNKNOWN, self.probe_fails[n.name])
+            elif n.name in self.job_processes:
+                out[n.name] = Witness(n.name, JobProcesses.FOUND, "sge_shepherd")
+            else:
+                out[n.name] = Witness(n.name, JobProcesses.NONE)
+        return out
 
     def remove_nodes(
         self, playbook: str, nodes: Sequence[NodeSpec], existing: Sequence[NodeSpec]

@@ -67,6 +67,20 @@ def test_nodes_json_for_scripts(setup: tuple[Path, FakeSge], capsys: pytest.Capt
     assert by_name["node002"]["instance_id"]
 
 
+def test_nodes_says_why_elb_keeps_a_node(setup: tuple[Path, FakeSge], capsys: pytest.CaptureFixture[str]) -> None:
+    path, _ = setup
+    journal = Journal(load_config(path).journal_path)
+    why = "the scheduler lists no job on node002 but the node runs job processes; the two disagree"
+    journal.record("node002", NodeState.READY, T0 + 60, detail=f"kept: {why}")
+    journal.close()
+    assert main(["nodes", "-c", str(path)]) == Exit.OK
+    out = capsys.readouterr().out
+    assert out.splitlines()[-2:] == ["kept by elb:", f"  node002: {why}"]
+    assert main(["nodes", "-c", str(path), "--json"]) == Exit.OK
+    by_name = {n["name"]: n for n in json.loads(capsys.readouterr().out)["nodes"]}
+    assert by_name["node002"]["kept"] == why and by_name["node001"]["kept"] is None
+
+
 def test_nodes_without_sge_prints_the_journal_and_exits_4(
     setup: tuple[Path, FakeSge], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

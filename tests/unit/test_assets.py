@@ -28,7 +28,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 def config(tmp_path: Path, provision: str = "") -> Path:
     path = tmp_path / "elb.yml"
-    path.write_text(f"state_dir: {tmp_path / 'state'}\ncloud:\n  provider: local\n{provision}")
+    # Tmp paths only: validate writes a probe file into the default /var/lib/elb/ansible when it exists.
+    ansible = f"provision:\n  private_data_dir: {tmp_path / 'ansible'}\n"
+    rest = provision.removeprefix("provision:\n")
+    path.write_text(f"state_dir: {tmp_path / 'state'}\ncloud:\n  provider: local\n{ansible}{rest}")
     return path
 
 

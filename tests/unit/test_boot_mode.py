@@ -211,7 +211,8 @@ def test_validate_says_what_a_node_runs_at_boot_or_why_it_cannot_be_made(
     path = tmp_path / "elb.yml"
     path.write_text(
         f"state_dir: {tmp_path / 'state'}\ncluster:\n  master: localhost\ncloud:\n  provider: local\n"
-        "provision:\n  mode: boot\n  boot:\n    ansible_playbook: /opt/elb/bin/ansible-playbook\n"
+        f"provision:\n  private_data_dir: {tmp_path / 'ansible'}\n  mode: boot\n"
+        "  boot:\n    ansible_playbook: /opt/elb/bin/ansible-playbook\n"
         "    playbook: /opt/elb/playbooks/node_boot.yml\n"
     )
     main(["validate", "--offline", "-c", str(path)])

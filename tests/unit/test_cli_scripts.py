@@ -20,7 +20,8 @@ from tests.unit.factories import T0
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
     path = tmp_path / "elb.yml"
-    path.write_text(f"state_dir: {tmp_path / 'state'}\ncloud: {{provider: local}}\n")
+    ansible = f"provision: {{private_data_dir: {tmp_path / 'ansible'}}}\n"
+    path.write_text(f"state_dir: {tmp_path / 'state'}\ncloud: {{provider: local}}\n{ansible}")
     journal = Journal(load_config(path).journal_path)
     journal.record("node001", NodeState.READY, T0, instance_id="i-1", private_ip="10.0.0.1")
     journal.close()

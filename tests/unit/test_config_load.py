@@ -287,7 +287,11 @@ def test_cli_config_errors_are_one_line_and_exit_3(tmp_path: Path, capsys: pytes
 
 
 def test_validate_prints_the_file_it_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write(tmp_path, f"policy: {{max_nodes: 4}}\ncloud: {{provider: local}}\nstate_dir: {tmp_path / 's'}\n")
+    path = write(
+        tmp_path,
+        f"policy: {{max_nodes: 4}}\ncloud: {{provider: local}}\nstate_dir: {tmp_path / 's'}\n"
+        f"provision: {{private_data_dir: {tmp_path / 'ansible'}}}\n",
+    )
     assert main(["validate", "--offline", "-c", str(path)]) == Exit.OK
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"config: {path.resolve()}"
@@ -296,7 +300,11 @@ def test_validate_prints_the_file_it_read(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_validate_checks_extra_vars_names_as_run_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write(tmp_path, "provision: {extra_vars: {bad-name: 1}}\n")
+    path = write(
+        tmp_path,
+        f"state_dir: {tmp_path / 's'}\n"
+        f"provision: {{extra_vars: {{bad-name: 1}}, private_data_dir: {tmp_path / 'a'}}}\n",
+    )
     assert main(["validate", "--offline", "-c", str(path)]) == Exit.CONFIG
     assert "'bad-name' is not a valid Ansible variable name" in capsys.readouterr().out
 

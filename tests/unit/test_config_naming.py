@@ -53,7 +53,10 @@ def test_yaml_syntax_error(tmp_path: Path) -> None:
 
 def test_validate_command_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good = tmp_path / "good.yml"
-    good.write_text(f"policy:\n  max_nodes: 4\n  wait_time: 30\nstate_dir: {tmp_path / 'state'}\n")
+    good.write_text(
+        f"policy:\n  max_nodes: 4\n  wait_time: 30\nstate_dir: {tmp_path / 'state'}\n"
+        f"provision:\n  private_data_dir: {tmp_path / 'ansible'}\n"
+    )
     bad = tmp_path / "bad.yml"
     bad.write_text("cluster:\n  node_prefix: 'Bad Prefix'\n")
     assert main(["validate", "--offline", "--config", str(good)]) == 0

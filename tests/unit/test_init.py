@@ -134,7 +134,9 @@ def test_init_writes_a_file_that_validates_and_refuses_to_overwrite(
     sge = ["--sge-root", str(tmp_path / "nosge")]
     assert main(["init", "--offline", "-c", str(path), *sge]) == Exit.OK
     text = path.read_text()
-    path.write_text(text.replace("state_dir: /var/lib/elb", f"state_dir: {tmp_path / 'state'}"))
+    # Validated on tmp paths: its checks of the default /var/lib/elb/... write a probe file there.
+    ours = text.replace("state_dir: /var/lib/elb", f"state_dir: {tmp_path / 'state'}")
+    path.write_text(ours.replace("  ssh_user: root", f"  ssh_user: root\n  private_data_dir: {tmp_path / 'ansible'}"))
     assert main(["validate", "--offline", "-c", str(path)]) == Exit.OK
     before = path.read_text()
     capsys.readouterr()

@@ -97,7 +97,9 @@ def test_elb_v_logs_debug_whatever_the_level(tmp_path: Path, root_logging: None)
 
 def test_config_goes_before_the_command_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "elb.yml"
-    path.write_text(f"cloud: {{provider: local}}\nstate_dir: {tmp_path / 's'}\n")
+    path.write_text(
+        f"cloud: {{provider: local}}\nstate_dir: {tmp_path / 's'}\nprovision: {{private_data_dir: {tmp_path / 'a'}}}\n"
+    )
     assert main(["-c", str(path), "validate", "--offline"]) == Exit.OK
     assert capsys.readouterr().out.startswith(f"config: {path.resolve()}\n")
     assert main(["--config", str(path), "validate", "--offline", "-c", str(path)]) == Exit.OK  # the same: fine

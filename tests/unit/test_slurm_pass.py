@@ -19,7 +19,18 @@ import pytest
 from elb.cli.main import main
 from elb.core.config import Config, parse_config
 from elb.core.exitcodes import Exit
-from elb.core.interfaces import HostResult, Instance, LaunchResult, NodeBoot, NodeSpec, Notice, NoticeKind, Outcome
+from elb.core.interfaces import (
+    HostResult,
+    Instance,
+    JobProcesses,
+    LaunchResult,
+    NodeBoot,
+    NodeSpec,
+    Notice,
+    NoticeKind,
+    Outcome,
+    Witness,
+)
 from elb.core.model import NodeState
 from elb.core.scheduler import AskKind
 from elb.schedulers.slurm.driver import Slurm, slurm_reason
@@ -73,6 +84,8 @@ class Cloud:
 class Playbooks:
     ok: bool = True
     runs: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    job_processes: set[str] = field(default_factory=set)  # probe_jobs: the nodes that run slurmstepd
+    probes: list[tuple[str, ...]] = field(default_factory=list)  # the nodes of each probe_jobs
 
     def add_nodes(
         self,
@@ -96,6 +109,11 @@ class Playbooks:
 
     def boot_plans(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> dict[str, NodeBoot]:
         raise AssertionError("these tests provision nodes by playbook, never at boot")
+
+    def probe_jobs(self, nodes: Sequence[NodeSpec]) -> dict[str, Witness]:
+        self.probes.append(tuple(n.name for n in nodes))
+        found = JobProcesses.FOUND
+        return {n.name: Witness(n.name, found if n.name in self.job_processes else JobProcesses.NONE) for n in nodes}
 
 
 @dataclass
@@ -257,6 +275,34 @@ def test_a_ready_node_slurm_lost_is_taken_out_and_powered_down(tmp_path: Path) -
     r.run()
     assert r.books.runs == [("slurm_remove_node.yml", ("node001",))]
     assert [c[:2] for c in r.scontrol("power_down_force")] == [("power_down_force", "node001")]
+    assert r.cloud.terminated == ["i-1"] and r.state("node001") is NodeState.TERMINATED
+
+
+def test_a_busy_node_missing_from_sinfo_with_its_job_missing_from_squeue_is_kept_while_slurmstepd_runs(
+    tmp_path: Path,
+) -> None:
+    """A slurmctld restarted from an old state (or with its spool lost) leaves node001 out of
+    sinfo and its job out of squeue: read as the truth, elb would power it down and terminate
+    it once unreachable_timeout passed. The node itself still runs slurmstepd: it is kept."""
+    r = rig(tmp_path, unreachable_timeout=60)
+    r.journal.record("node001", NodeState.READY, NOW - 3600, instance_id="i-1", private_ip="10.77.0.9")
+    r.cloud.instances["i-1"] = Instance("i-1", "node001", "running", NOW - 3600, "10.77.0.9", slots=2)
+    r.slurm.set_flags("node001", "allocated")
+    r.slurm.jobs = [sjob("5", "RUNNING", ("node001",))]
+    r.bal._watching_since = NOW - 3600
+    r.run()
+    del r.slurm.nodes["node001"]
+    r.slurm.jobs = []
+    r.books.job_processes = {"node001"}
+    for _ in range(3):
+        r.clock.t += 120
+        r.bal.run_pass()
+    assert r.books.probes == [("node001",)] * 3
+    assert r.scontrol("power_down_force") == [] and r.books.runs == []
+    assert r.cloud.terminated == [] and r.state("node001") is NodeState.READY
+    r.books.job_processes = set()  # the job ended: the node agrees with Slurm, and goes
+    r.clock.t += 120
+    r.bal.run_pass()
     assert r.cloud.terminated == ["i-1"] and r.state("node001") is NodeState.TERMINATED
 
 

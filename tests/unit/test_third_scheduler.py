@@ -26,7 +26,7 @@ from elb.core.config import Config, ConfigError, load_config, parse_config
 from elb.core.demand import DemandSplit
 from elb.core.exitcodes import Exit
 from elb.core.groups import NodeGroups
-from elb.core.interfaces import HostResult, NodeBoot, NodeSpec, Outcome
+from elb.core.interfaces import HostResult, JobProcesses, NodeBoot, NodeSpec, Outcome, Witness
 from elb.core.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
 from elb.core.registry import SCHEDULERS, register_scheduler
 from elb.core.scheduler import DrainCheck, Requeued, SchedulerError, SchedulerRead
@@ -174,6 +174,7 @@ class QueueProvisioner:
 
     queue: MemQueue
     plays: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    probes: list[tuple[str, ...]] = field(default_factory=list)
 
     def add_nodes(
         self,
@@ -198,6 +199,12 @@ class QueueProvisioner:
 
     def boot_plans(self, names: Sequence[str], groups: Mapping[str, str] | None = None) -> dict[str, NodeBoot]:
         raise AssertionError("memq's nodes are provisioned by play")
+
+    def probe_jobs(self, nodes: Sequence[NodeSpec]) -> dict[str, Witness]:
+        """The node's own word: a job of the queue runs there or not."""
+        self.probes.append(tuple(n.name for n in nodes))
+        busy = {j.host for j in self.queue.jobs}
+        return {n.name: Witness(n.name, JobProcesses.FOUND if n.name in busy else JobProcesses.NONE) for n in nodes}
 
 
 # -------------------------------------------------- the tests
@@ -256,23 +263,26 @@ def test_the_registered_scheduler_runs_the_whole_pass(
     assert main(["nodes", "-c", str(path), "--json"]) == Exit.OK
     assert '"node001"' in capsys.readouterr().out
 
-    # The jobs end; idle past idle_time, the nodes are drained through the driver and removed.
-    QUEUE.finish_all()
+    # A pass sees the jobs run; they end; idle past idle_time, the nodes are drained through the
+    # driver, each asked itself (a read once showed it busy), and removed.
+    clock = Clock(NOW + 60)
+    journal = Journal(cfg.journal_path)
     bal = Balancer(
-        cfg,
-        scheduler=factory.make_scheduler(cfg, journal := Journal(cfg.journal_path)),
-        journal=journal,
-        cloud=cloud,
-        provisioner=prov,
-        clock=Clock(NOW + 600),
+        cfg, scheduler=factory.make_scheduler(cfg, journal), journal=journal, cloud=cloud, provisioner=prov, clock=clock
     )
     try:
-        QUEUE.now = NOW + 600
+        QUEUE.now = NOW + 60
+        assert bal.run_pass().ok
+        QUEUE.finish_all()
+        clock.t = QUEUE.now = NOW + 600
         result = bal.run_pass()
         assert result.ok, result.summary()
-        assert sorted(result.outcomes.removed) == ["node001", "node002", "node003"], result.summary()
-        assert ("memq_remove.yml", ("node001", "node002", "node003")) in prov.plays
-        assert QUEUE.hosts == {} and cloud.list_workers() == []
+        removed = tuple(sorted(result.outcomes.removed))
+        assert removed, result.summary()
+        assert ("memq_remove.yml", removed) in prov.plays
+        assert prov.probes == [removed]  # each ran a job: asked itself before it went
+        assert not set(removed) & set(QUEUE.hosts)
+        assert {i.name for i in cloud.list_workers()} == set(QUEUE.hosts)
     finally:
         journal.close()
 

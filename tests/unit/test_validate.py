@@ -16,9 +16,12 @@ from elb.cli.main import main
 from elb.core.exitcodes import Exit
 
 
-def write_config(tmp_path: Path, extra: str = "") -> Path:
+def write_config(tmp_path: Path, extra: str = "", provision: str = "") -> Path:
+    """A config of tmp paths only (validate writes a probe file into an existing state_dir or
+    provision.private_data_dir, or their parent: never elb's own /var/lib/elb)."""
     path = tmp_path / "elb.yml"
-    path.write_text(f"state_dir: {tmp_path / 'state'}\ncloud: {{provider: local}}\n{extra}")
+    settings = ", ".join((f"private_data_dir: {tmp_path / 'ansible'}", *([provision] if provision else [])))
+    path.write_text(f"state_dir: {tmp_path / 'state'}\nprovision: {{{settings}}}\ncloud: {{provider: local}}\n{extra}")
     return path
 
 
@@ -48,18 +51,19 @@ def test_offline_ok_and_names_the_file(tmp_path: Path, capsys: pytest.CaptureFix
 
 def test_unreadable_ssh_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     key = tmp_path / "missing_key"
-    code, out = run(write_config(tmp_path, f"provision: {{ssh_private_key: {key}}}\n"), capsys, "--offline")
+    code, out = run(write_config(tmp_path, provision=f"ssh_private_key: {key}"), capsys, "--offline")
     assert code == Exit.CONFIG
     assert f"FAIL SSH key: {key}: cannot be read: No such file or directory" in "\n".join(out)
 
 
 def test_unwritable_state_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "elb.yml"
-    path.write_text("state_dir: /sys/kernel\ncloud: {provider: local}\n")
+    ansible = f"provision: {{private_data_dir: {tmp_path / 'ansible'}}}\n"
+    path.write_text("state_dir: /sys/kernel\ncloud: {provider: local}\n" + ansible)
     code, out = run(path, capsys, "--offline")
     assert code == Exit.CONFIG
     assert any(line.startswith("FAIL state directory: /sys/kernel is not writable") for line in out), out
-    path.write_text("state_dir: /sys/elb-test/state\ncloud: {provider: local}\n")
+    path.write_text("state_dir: /sys/elb-test/state\ncloud: {provider: local}\n" + ansible)
     code, out = run(path, capsys, "--offline")
     assert code == Exit.CONFIG
     assert any("/sys/elb-test/state does not exist and /sys is not writable" in line for line in out), out
