@@ -498,6 +498,11 @@ class Config(_Strict):
         return NodeGroups(groups=[group])
 
     @property
+    def has_warm_pool(self) -> bool:
+        """Whether idle nodes are stopped into a warm pool (``policy.warm_pool`` or a node group's)."""
+        return self.policy.warm_pool.enabled or any(g.warm_pool.enabled for g in self.node_groups or ())
+
+    @property
     def stats_path(self) -> Path:
         return self.stats_file if self.stats_file is not None else self.state_dir / "stats.csv"
 
