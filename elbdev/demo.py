@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from elb.cli import extras
+from elb.core.exitcodes import Exit
 from elb.service.journal import Journal
 from elb.service.stats import StatsRow, read_rows
 from elbdev.demo_steps import launch_line, say, start_elb, used_node_seconds
@@ -58,19 +59,27 @@ def demo_config(state: Path, ssh_key: Path, cluster_name: str, max_nodes: int) -
     }
 
 
+DEFAULT_PLOT = Path("elb-demo.png")
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "demo",
         help="watch elb work on a local SGE cluster (podman nodes); needs root",
         description="Stands up the test cluster (a real qmaster on this machine, exec hosts in podman), "
         "submits a burst of jobs and runs the real daemon against it: nodes are launched, provisioned with "
-        "the shipped playbooks, used and removed. Prints a pass line and a summary; draws a plot.",
+        "the shipped playbooks, used and removed. Prints a pass line and a summary; behind Grid Engine, draws a plot.",
     )
     p.add_argument("--jobs", type=int, default=12, help="jobs in the burst (default 12)")
     p.add_argument("--job-seconds", type=int, default=40, help="run time of each job (default 40)")
     p.add_argument("--max-nodes", type=int, default=4, help="max_nodes for the demo (default 4)")
     p.add_argument("--timeout", type=float, default=900, help="give up after this many seconds (default 900)")
-    p.add_argument("--plot", type=Path, default=Path("elb-demo.png"), help="PNG to write (default elb-demo.png)")
+    p.add_argument(
+        "--plot",
+        type=Path,
+        default=None,
+        help=f"PNG of the Grid Engine demo's passes (default {DEFAULT_PLOT}); the Slurm demo draws none",
+    )
     p.add_argument("--keep", action="store_true", help="leave the test cluster up at the end")
     p.add_argument(
         "--scheduler",
@@ -95,6 +104,11 @@ def _row_line(r: StatsRow) -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    if args.scheduler == "slurm" and args.plot is not None:
+        print(
+            "python -m elbdev demo: --plot: the Slurm demo draws no plot (the Grid Engine demo does)", file=sys.stderr
+        )
+        return Exit.USAGE
     from elbdev.testcluster.cluster import TestCluster  # noqa: PLC0415 (only the demo needs it)
 
     if os.geteuid() != 0:
@@ -179,8 +193,9 @@ def _run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.
     from elb.cli.plot import plot_stats  # noqa: PLC0415 (matplotlib only when needed)
 
     rows = list(read_rows(STATE / "stats.csv"))
-    plot_stats(rows, args.plot, title="elb demo: a burst of jobs on a local SGE cluster")
-    say(f"plot written to {args.plot.resolve()}")
+    path: Path = args.plot or DEFAULT_PLOT
+    plot_stats(rows, path, title="elb demo: a burst of jobs on a local SGE cluster")
+    say(f"plot written to {path.resolve()}")
     return code
 
 
