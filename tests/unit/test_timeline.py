@@ -453,8 +453,6 @@ def test_status_without_a_recent_launch_says_so(tmp_path: Path, capsys: pytest.C
 def test_the_summary_counts_only_the_nodes_elb_launched_and_names_the_adopted_apart() -> None:
     """A node reconcile adopted (no ``requested`` step: elb did not launch it) is not one of the
     nodes "launched in the last 24 h"; the line says how many were adopted instead."""
-    from elb.core.timeline import Step, Timeline, summarize  # noqa: PLC0415
-
     now = 100_000.0
     launched = Timeline("node001", now - 600, {Step.REQUESTED: now - 600, Step.RUNNING: now - 560})
     adopted = Timeline("node002", now - 600, {Step.RUNNING: now - 500, Step.PROVISIONED: now - 400})
