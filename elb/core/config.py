@@ -284,6 +284,7 @@ class ProvisionConfig(_Strict):
     # its own part (admit play) and each node configures itself at boot (``boot``); Grid Engine only.
     mode: Literal["push", "boot"] = "push"
     boot: BootConfig = Field(default_factory=BootConfig)
+    # ansible-runner's directory; not set: <state_dir>/ansible (Config fills it in).
     private_data_dir: Path = Path("/var/lib/elb/ansible")
     ssh_user: str = "root"
     ssh_private_key: Path | None = None
@@ -401,6 +402,15 @@ class Config(_Strict):
                     )
                 data = {**data, "policy": {**policy, "poll_interval": data["poll_interval"]}}
         return data
+
+    @model_validator(mode="after")
+    def _ansible_under_state_dir(self) -> Config:
+        """``provision.private_data_dir`` not set: ``<state_dir>/ansible``, so that ``state_dir``
+        holds everything elb writes (its host keys too, unless ``host_keys_dir``)."""
+        if "private_data_dir" in self.provision.model_fields_set:
+            return self
+        provision = self.provision.model_copy(update={"private_data_dir": self.state_dir / "ansible"})
+        return self.model_copy(update={"provision": provision})
 
     @model_validator(mode="after")
     def _boot_is_grid_engine(self) -> Config:

@@ -150,3 +150,15 @@ def test_what_validate_passed_and_run_crashed_on_is_one_line_naming_the_key(
 def test_the_bounds_themselves_load(tmp_path: Path, text: str) -> None:
     cfg = load_config(write(tmp_path, text + "\n"))
     assert cfg.groups(cfg.policy.slots_per_node or 1).groups
+
+
+def test_the_ansible_directory_follows_state_dir_unless_set() -> None:
+    """docs/configuration.md: state_dir holds the journal, the stats and the Ansible artifacts."""
+    moved = parse_config({"state_dir": "/srv/elb"})
+    assert moved.provision.private_data_dir == Path("/srv/elb/ansible")
+    assert moved.provision.host_keys_path == Path("/srv/elb/ansible/host-keys")
+    assert moved.stats_path == Path("/srv/elb/stats.csv") and moved.journal_path == Path("/srv/elb/journal.sqlite")
+    default = parse_config({})
+    assert default.provision.private_data_dir == Path("/var/lib/elb/ansible")
+    given = parse_config({"state_dir": "/srv/elb", "provision": {"private_data_dir": "/data/ansible"}})
+    assert given.provision.private_data_dir == Path("/data/ansible")
