@@ -24,7 +24,17 @@ from elb.cli import extras
 from elb.core.exitcodes import Exit
 from elb.service.journal import Journal
 from elb.service.stats import StatsRow, read_rows
-from elbdev.demo_steps import launch_line, say, start_elb, used_node_seconds
+from elbdev.demo_steps import (
+    SETUP_LOG,
+    Changes,
+    launch_line,
+    output_to,
+    phase,
+    say,
+    set_up,
+    start_elb,
+    used_node_seconds,
+)
 
 if TYPE_CHECKING:
     from elbdev.testcluster.cluster import TestCluster
@@ -141,8 +151,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if args.keep:
             say("cluster left up; remove it with: python -m elbdev testcluster down")
         else:
+            phase("taking the test cluster down")
             try:
-                cluster.down()
+                with output_to(SETUP_LOG):
+                    cluster.down()
                 say("test cluster removed; the machine is clean")
             except Exception as err:  # the one line a user needs when cleanup fails
                 print(f"cleanup failed ({err}); clean up with: python -m elbdev testcluster down", file=sys.stderr)
@@ -167,15 +179,18 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 def _run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.Popen[bytes]]) -> int:
     from elbdev.testcluster import constants as C  # noqa: PLC0415
 
-    say("setting up the test cluster (master only; first run installs packages and builds an image)")
-    times = cluster.up(nodes=0)
+    phase("setting up the test cluster")
+    say(f"master only; a first run installs packages and builds an image (their output: {SETUP_LOG})")
+    times = set_up(cluster.up)
     say("cluster up: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
+    phase("starting elb as the master")
     config = demo_config(STATE, C.SSH_KEY, cluster.cluster_name, args.max_nodes)
     proc, home = start_elb(cluster, STATE, config, "elb-demo", procs)
     say(
         f"elb running as the master (log: {STATE / 'elb.log'}); policy: elb's default (launch for jobs "
         f"no slot takes within a 60 s boot, remove nodes idle 30 s), poll 5 s, max {args.max_nodes} nodes"
     )
+    phase(f"submitting {args.jobs} jobs")
     submitted: dict[str, float] = {}
     for _ in range(args.jobs):
         now = time.time()
@@ -183,9 +198,10 @@ def _run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.
         jid = cluster.submit(JOB_SCRIPT, "-N", "demo", "-o", str(home), "-v", env)
         submitted[jid] = now
     say(f"submitted {len(submitted)} jobs of {args.job_seconds} s as {C.CLUSTER_USER}")
-
+    phase("watching elb work (a line for each pass that changes what it shows)")
     code = _watch(cluster, STATE / "stats.csv", home, list(submitted), timeout=args.timeout, proc=proc)
     _stop(proc)
+    phase("summary")
     _summary(cluster, home, STATE / "journal.sqlite", submitted)
     if (missing := extras.plot_missing()) is not None:
         say(f"no plot: {missing}")
@@ -248,7 +264,7 @@ def _watch(
     at once why a job went into error."""
     njobs = len(ids)
     seen = 0
-    last = ""  # the line printed last: a pass that changes nothing prints nothing
+    changes = Changes()  # a pass that changes nothing prints nothing
     told: set[str] = set()  # jobs in error, reported
     finished: set[str] = set()
     checked = 0.0
@@ -259,9 +275,8 @@ def _watch(
             return 1
         rows = list(read_rows(stats)) if stats.exists() else []
         for r in rows[seen:]:
-            if (line := _row_line(r)) != last:
+            if changes.new(line := _row_line(r)):
                 say(line)
-                last = line
         seen = len(rows)
         if time.monotonic() - checked >= 10:
             checked = time.monotonic()
