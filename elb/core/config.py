@@ -478,6 +478,18 @@ class Config(_Strict):
         )
         return self.model_copy(update={"policy": policy})
 
+    @model_validator(mode="after")
+    def _partitions_name_groups(self) -> Config:
+        """Each cloud partition's group (``slurm.partition_groups``) is one of the node groups
+        (without ``node_groups``: the one group, ``default``)."""
+        names = [g.name for g in self.node_groups] if self.node_groups is not None else ["default"]
+        for partition, group in self.slurm.partition_groups.items():
+            if group not in names:
+                raise ValueError(
+                    f"slurm.partition_groups: partition {partition}: no node group {group!r} ({', '.join(names)})"
+                )
+        return self
+
     def groups(self, slots_per_node: int) -> NodeGroups:
         """The node groups elb adds nodes of: ``node_groups``, or the one group today's settings
         describe (``slots_per_node``: the size of a new node, as the daemon learnt it). Built

@@ -162,3 +162,12 @@ def test_the_ansible_directory_follows_state_dir_unless_set() -> None:
     assert default.provision.private_data_dir == Path("/var/lib/elb/ansible")
     given = parse_config({"state_dir": "/srv/elb", "provision": {"private_data_dir": "/data/ansible"}})
     assert given.provision.private_data_dir == Path("/data/ansible")
+
+
+def test_a_partition_names_a_node_group_that_exists(tmp_path: Path) -> None:
+    groups = "node_groups: [{name: cloud, slots: 2, max_nodes: 4}]\nscheduler: slurm\n"
+    assert load_config(write(tmp_path, groups + "slurm: {partition_groups: {batch: cloud}}\n"))
+    with pytest.raises(ConfigError, match=r"slurm.partition_groups: partition batch: no node group 'clod' \(cloud\)"):
+        load_config(write(tmp_path, groups + "slurm: {partition_groups: {batch: clod}}\n"))
+    with pytest.raises(ConfigError, match=r"no node group 'cloud' \(default\)"):
+        load_config(write(tmp_path, "scheduler: slurm\nslurm: {partition_groups: {batch: cloud}}\n"))
