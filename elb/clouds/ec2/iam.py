@@ -206,7 +206,10 @@ def daemon_statements(scope: Scope) -> list[Statement]:
                     *([_arn(scope, "spot-instances-request", "*")] if scope.spot else []),
                 ]
             ),
-            "the configured images, subnets, groups, key and launch templates; the node's own volume, interface"
+            "the configured images, subnets, groups, key"
+            + (" and launch templates" if scope.templates else "")
+            + (", the node groups' placement groups" if placement else "")
+            + "; the node's own volume, interface"
             + (", spot request" if scope.spot else "")
             + (" (volumes carry no tag condition: an instant fleet tags them after launch)" if scope.fleet else ""),
         ),
