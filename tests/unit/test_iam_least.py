@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from elb.clouds.ec2.cloud import preflight
 from elb.clouds.ec2.iam import Scope, policy
@@ -126,3 +127,22 @@ def test_ec2_check_tries_stop_and_start_only_with_a_warm_pool(warm_pool: bool) -
     assert ({"StopInstances", "StartInstances"} <= sent) is warm_pool
     assert not ({"StopInstances", "StartInstances"} & sent) or warm_pool
     assert any("TerminateInstances" in c.what for c in checks)
+
+
+def test_a_fleet_nodes_volumes_refused_by_the_policy_say_what_the_template_must_tag(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The policy lets elb tag only volumes already tagged as the cluster's: when EC2 refuses,
+    the warning says what the launch template must give its volumes."""
+    answer = S.World.answer
+
+    def refuse_tags(world: S.World, service: str, operation: str, params: dict[str, Any]) -> Any:
+        if operation == "CreateTags":
+            raise ClientError({"Error": {"Code": "UnauthorizedOperation", "Message": "not authorized"}}, operation)
+        return answer(world, service, operation, params)
+
+    monkeypatch.setattr(S.World, "answer", refuse_tags)
+    with caplog.at_level("WARNING"):
+        S.create_fleet_on_demand(S.World())
+    (line,) = [r.getMessage() for r in caplog.records if "left untagged" in r.getMessage()]
+    assert f"tagged elb:cluster={S.CLUSTER} at creation" in line and "launch template" in line

@@ -1231,7 +1231,15 @@ class Ec2Cloud:
         try:
             self.client.create_tags(**volume_tag_arguments(volumes, self.cluster, name, extra))
         except (BotoCoreError, ClientError) as err:
-            log.warning("%s: volumes %s left untagged: %s", name, ", ".join(volumes), to_cloud_error(err, "tagging"))
+            hint = ""
+            if isinstance(err, ClientError) and error_code(err) in ("UnauthorizedOperation", "AccessDenied"):
+                # elb iam-policy allows this CreateTags only on volumes already tagged as the cluster's.
+                hint = (
+                    f" (elb's IAM policy lets it tag only volumes the launch template tagged "
+                    f"{TAG_CLUSTER}={self.cluster} at creation: add that tag to the template's volume tags)"
+                )
+            why = to_cloud_error(err, "tagging")
+            log.warning("%s: volumes %s left untagged: %s%s", name, ", ".join(volumes), why, hint)
 
     def _wait_running(
         self, started: Mapping[str, str], deadline: float, volume_tags: Mapping[str, Mapping[str, str]]
