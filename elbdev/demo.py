@@ -21,9 +21,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from elb.cli import extras
+from elb.core.exitcodes import Exit
 from elb.service.journal import Journal
 from elb.service.stats import StatsRow, read_rows
-from elbdev.demo_steps import launch_line, say, start_elb, used_node_seconds
+from elbdev.demo_steps import (
+    SETUP_LOG,
+    Changes,
+    launch_line,
+    output_to,
+    phase,
+    say,
+    set_up,
+    start_elb,
+    used_node_seconds,
+)
 
 if TYPE_CHECKING:
     from elbdev.testcluster.cluster import TestCluster
@@ -58,19 +69,27 @@ def demo_config(state: Path, ssh_key: Path, cluster_name: str, max_nodes: int) -
     }
 
 
+DEFAULT_PLOT = Path("elb-demo.png")
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "demo",
         help="watch elb work on a local SGE cluster (podman nodes); needs root",
         description="Stands up the test cluster (a real qmaster on this machine, exec hosts in podman), "
         "submits a burst of jobs and runs the real daemon against it: nodes are launched, provisioned with "
-        "the shipped playbooks, used and removed. Prints a pass line and a summary; draws a plot.",
+        "the shipped playbooks, used and removed. Prints a pass line and a summary; behind Grid Engine, draws a plot.",
     )
     p.add_argument("--jobs", type=int, default=12, help="jobs in the burst (default 12)")
     p.add_argument("--job-seconds", type=int, default=40, help="run time of each job (default 40)")
     p.add_argument("--max-nodes", type=int, default=4, help="max_nodes for the demo (default 4)")
     p.add_argument("--timeout", type=float, default=900, help="give up after this many seconds (default 900)")
-    p.add_argument("--plot", type=Path, default=Path("elb-demo.png"), help="PNG to write (default elb-demo.png)")
+    p.add_argument(
+        "--plot",
+        type=Path,
+        default=None,
+        help=f"PNG of the Grid Engine demo's passes (default {DEFAULT_PLOT}); the Slurm demo draws none",
+    )
     p.add_argument("--keep", action="store_true", help="leave the test cluster up at the end")
     p.add_argument(
         "--scheduler",
@@ -95,6 +114,11 @@ def _row_line(r: StatsRow) -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    if args.scheduler == "slurm" and args.plot is not None:
+        print(
+            "python -m elbdev demo: --plot: the Slurm demo draws no plot (the Grid Engine demo does)", file=sys.stderr
+        )
+        return Exit.USAGE
     from elbdev.testcluster.cluster import TestCluster  # noqa: PLC0415 (only the demo needs it)
 
     if os.geteuid() != 0:
@@ -127,8 +151,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if args.keep:
             say("cluster left up; remove it with: python -m elbdev testcluster down")
         else:
+            phase("taking the test cluster down")
             try:
-                cluster.down()
+                with output_to(SETUP_LOG):
+                    cluster.down()
                 say("test cluster removed; the machine is clean")
             except Exception as err:  # the one line a user needs when cleanup fails
                 print(f"cleanup failed ({err}); clean up with: python -m elbdev testcluster down", file=sys.stderr)
@@ -153,15 +179,18 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 def _run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.Popen[bytes]]) -> int:
     from elbdev.testcluster import constants as C  # noqa: PLC0415
 
-    say("setting up the test cluster (master only; first run installs packages and builds an image)")
-    times = cluster.up(nodes=0)
+    phase("setting up the test cluster")
+    say(f"master only; a first run installs packages and builds an image (their output: {SETUP_LOG})")
+    times = set_up(cluster.up)
     say("cluster up: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
+    phase("starting elb as the master")
     config = demo_config(STATE, C.SSH_KEY, cluster.cluster_name, args.max_nodes)
     proc, home = start_elb(cluster, STATE, config, "elb-demo", procs)
     say(
         f"elb running as the master (log: {STATE / 'elb.log'}); policy: elb's default (launch for jobs "
         f"no slot takes within a 60 s boot, remove nodes idle 30 s), poll 5 s, max {args.max_nodes} nodes"
     )
+    phase(f"submitting {args.jobs} jobs")
     submitted: dict[str, float] = {}
     for _ in range(args.jobs):
         now = time.time()
@@ -169,9 +198,10 @@ def _run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.
         jid = cluster.submit(JOB_SCRIPT, "-N", "demo", "-o", str(home), "-v", env)
         submitted[jid] = now
     say(f"submitted {len(submitted)} jobs of {args.job_seconds} s as {C.CLUSTER_USER}")
-
+    phase("watching elb work (a line for each pass that changes what it shows)")
     code = _watch(cluster, STATE / "stats.csv", home, list(submitted), timeout=args.timeout, proc=proc)
     _stop(proc)
+    phase("summary")
     _summary(cluster, home, STATE / "journal.sqlite", submitted)
     if (missing := extras.plot_missing()) is not None:
         say(f"no plot: {missing}")
@@ -179,8 +209,9 @@ def _run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.
     from elb.cli.plot import plot_stats  # noqa: PLC0415 (matplotlib only when needed)
 
     rows = list(read_rows(STATE / "stats.csv"))
-    plot_stats(rows, args.plot, title="elb demo: a burst of jobs on a local SGE cluster")
-    say(f"plot written to {args.plot.resolve()}")
+    path: Path = args.plot or DEFAULT_PLOT
+    plot_stats(rows, path, title="elb demo: a burst of jobs on a local SGE cluster")
+    say(f"plot written to {path.resolve()}")
     return code
 
 
@@ -233,7 +264,7 @@ def _watch(
     at once why a job went into error."""
     njobs = len(ids)
     seen = 0
-    last = ""  # the line printed last: a pass that changes nothing prints nothing
+    changes = Changes()  # a pass that changes nothing prints nothing
     told: set[str] = set()  # jobs in error, reported
     finished: set[str] = set()
     checked = 0.0
@@ -244,9 +275,8 @@ def _watch(
             return 1
         rows = list(read_rows(stats)) if stats.exists() else []
         for r in rows[seen:]:
-            if (line := _row_line(r)) != last:
+            if changes.new(line := _row_line(r)):
                 say(line)
-                last = line
         seen = len(rows)
         if time.monotonic() - checked >= 10:
             checked = time.monotonic()

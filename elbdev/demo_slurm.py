@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from elb.service.journal import Journal
-from elbdev.demo_steps import launch_line, say, start_elb, used_node_seconds
+from elbdev.demo_steps import SETUP_LOG, Changes, launch_line, phase, say, set_up, start_elb, used_node_seconds
 
 if TYPE_CHECKING:
     from elbdev.testcluster.cluster import TestCluster
@@ -85,13 +85,21 @@ def run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.P
     from elbdev.testcluster import constants as C  # noqa: PLC0415
     from elbdev.testcluster import slurm  # noqa: PLC0415
 
-    say("setting up the test cluster and Slurm's controller (first run installs packages and builds an image)")
-    times = cluster.up(nodes=0)
-    slurm.up()
+    phase("setting up the test cluster and Slurm's controller")
+    say(f"a first run installs packages and builds an image (their output: {SETUP_LOG})")
+
+    def up() -> dict[str, float]:
+        times = cluster.up(nodes=0)
+        slurm.up()
+        return times
+
+    times = set_up(up)
     say("cluster up: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()) + "; slurmctld up (configless)")
+    phase("starting elb behind Slurm's power saving")
     config = demo_config(state, C.SSH_KEY, cluster.cluster_name, args.max_nodes)
     proc, home = start_elb(cluster, state, config, "elb-demo-slurm", procs)
     say(f"elb running behind Slurm's power saving (log: {state / 'elb.log'}); poll 5 s, max {args.max_nodes} nodes")
+    phase(f"submitting {args.jobs} jobs")
     submitted: dict[str, float] = {}
     for _ in range(args.jobs):
         now = time.time()
@@ -115,13 +123,15 @@ def run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.P
         )
         submitted[out.stdout.strip().split(";")[0]] = now
     say(f"submitted {len(submitted)} jobs of {args.job_seconds} s as {C.CLUSTER_USER} (sbatch -p {slurm.PARTITION})")
+    phase("watching elb work (a line each time what Slurm shows changes)")
     code = _watch(home, len(submitted), state / "journal.sqlite", timeout=args.timeout, proc=proc)
+    phase("summary")
     _summary(home, state / "journal.sqlite", len(submitted))
     return code
 
 
 def _watch(home: Path, njobs: int, journal: Path, *, timeout: float, proc: subprocess.Popen[bytes]) -> int:
-    last = ""
+    changes = Changes()
     deadline = time.monotonic() + timeout
     seen_nodes = False
     while time.monotonic() < deadline:
@@ -129,9 +139,8 @@ def _watch(home: Path, njobs: int, journal: Path, *, timeout: float, proc: subpr
             say(f"elb exited early with code {proc.returncode}; see its log")
             return 1
         line = _line()
-        if line is not None and line != last:
+        if line is not None and changes.new(line):
             say(line)
-            last = line
         done = len(list(home.glob("*.done")))
         alive = _alive_nodes(journal)
         seen_nodes |= alive > 0

@@ -1,14 +1,19 @@
 """The steps both demos take (``elbdev.demo`` and ``elbdev.demo_slurm``): a line with the time,
-and ``elb run`` started as the test cluster's master.
+a line per phase (``== NAME (at XmYs)``, as scripts/test prints its stages), status lines only
+when they change, a step's output sent to a log file, and ``elb run`` started as the test
+cluster's master.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
@@ -21,6 +26,65 @@ if TYPE_CHECKING:
 
 def say(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+T = TypeVar("T")
+SETUP_LOG = Path("/var/log/elb-demo/setup.log")  # the test cluster's set-up and take-down (apt, podman)
+_STARTED = time.time()  # the demo's start, when scripts/demo does not give its own (ELB_DEMO_T0)
+
+
+def phase_line(name: str, elapsed: float) -> str:
+    """A phase's line: its name and the whole minutes and seconds since the demo began."""
+    seconds = int(max(0.0, elapsed))
+    return f"== {name} (at {seconds // 60}m{seconds % 60}s)"
+
+
+def phase(name: str) -> None:
+    """Print the line of phase ``name``, timed from scripts/demo's start (``ELB_DEMO_T0``, epoch
+    seconds) when it gave one, else from the demo's."""
+    try:
+        start = float(os.environ.get("ELB_DEMO_T0", ""))
+    except ValueError:
+        start = _STARTED
+    print(phase_line(name, time.time() - start), flush=True)
+
+
+class Changes:
+    """Which status lines to print: each one that differs from the line before it."""
+
+    def __init__(self) -> None:
+        self.last: str | None = None
+
+    def new(self, line: str) -> bool:
+        if line == self.last:
+            return False
+        self.last = line
+        return True
+
+
+@contextlib.contextmanager
+def output_to(log: Path) -> Iterator[None]:
+    """Send everything written to standard output and error, this process's and its children's
+    (apt's and dpkg's progress, podman's), to ``log`` (appended) while the block runs."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    try:
+        with log.open("a", buffering=1) as f:  # line-buffered: lines in the order written
+            os.dup2(f.fileno(), 1)
+            os.dup2(f.fileno(), 2)
+            try:
+                with contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
+                    yield
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+    finally:
+        os.close(saved[0])
+        os.close(saved[1])
 
 
 def start_elb(
@@ -68,3 +132,14 @@ def launch_line(journal: Journal, last_end: float | None) -> str:
                 late += last_end is not None and e.time > last_end
             failed += e.state is NodeState.FAILED
     return f"  launches:          {launches} ({failed} failed); after the last job ended: {late}"
+
+
+def set_up(up: Callable[[], T]) -> T:
+    """Run ``up`` (the test cluster's set-up) with its output in SETUP_LOG; if it fails, say where
+    that output is before the error goes on."""
+    try:
+        with output_to(SETUP_LOG):
+            return up()
+    except Exception:
+        say(f"setting up failed; its output: {SETUP_LOG}")
+        raise

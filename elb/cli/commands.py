@@ -295,6 +295,7 @@ def _status_json(
         "boot_timeline": {
             "since": boot.since,
             "nodes": boot.nodes,
+            "adopted": boot.adopted,
             "steps": {name: asdict(boot.steps[name]) for name in DURATION_NAMES},
         },
         "scheduler": None if snap is None else snapshot_summary(snap, cfg.cluster.master),

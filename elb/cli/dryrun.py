@@ -10,7 +10,9 @@ written: the journal is read (``mode=ro``) into a copy in memory, an empty one w
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from elb.core.config import Config
 from elb.core.demand import NotDemand
@@ -33,6 +35,22 @@ def build_cloud(cfg: Config, make_cloud: Callable[[Config], Cloud]) -> tuple[Clo
         return make_cloud(cfg), ""
     except Exception as err:  # the dry run goes on as the daemon would without the cloud's answers
         return None, f"{type(err).__name__}: {err}"
+
+
+@contextmanager
+def _report_says_not_demand() -> Iterator[None]:
+    """The daemon's "not demand" warnings left out while the dry pass runs: its report lists
+    those jobs (``waiting jobs that are not demand``, ``not_demand`` in JSON), once."""
+
+    def keep(record: logging.LogRecord) -> bool:
+        return not (isinstance(record.msg, str) and record.msg.startswith("not demand: "))
+
+    logger = logging.getLogger("elb")  # elb.service.daemon's logger
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)
 
 
 def dry_run(
@@ -58,7 +76,8 @@ def dry_run(
             policy=nodesize.policy_with(cfg, size),
             node_slots=size.slots,
         )
-        result = balancer.run_pass(dry_run=True)
+        with _report_says_not_demand():
+            result = balancer.run_pass(dry_run=True)
         nodes = journal.nodes(include_gone=True)
         budget = budget_now(journal, cfg, result.now) if result.ok else None
         cloud_read = result.cloud_note or f"not read ({cloud_error})"

@@ -14,6 +14,7 @@ import os
 import socket
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -91,6 +92,25 @@ def read_imds(fetch: Fetch = _http, base: str = IMDS) -> Ec2Facts:
     )
 
 
+def imds_problem(err: OSError | ValueError | KeyError) -> str:
+    """Why ``read_imds`` found no facts, in one line: what the service answered (an HTTP error is
+    an answer), or that it did not answer, and how."""
+    service = f"the instance metadata service ({IMDS})"
+    if isinstance(err, urllib.error.HTTPError):
+        path = urllib.parse.urlsplit(err.url or "").path or "?"
+        method = "PUT" if path.endswith("/api/token") else "GET"
+        return f"{service} answered HTTP {err.code} {err.reason} to {method} {path}: not EC2's IMDSv2 (not on EC2?)"
+    if isinstance(err, KeyError):
+        return f"{service} answered with a document that is not EC2's instance identity (no {err})"
+    if isinstance(err, ValueError):
+        return f"{service} answered with a document that is not EC2's instance identity: not on EC2?"
+    cause: object = err.reason if isinstance(err, urllib.error.URLError) else err
+    if isinstance(cause, TimeoutError | socket.timeout):
+        return f"{service} did not answer within {IMDS_TIMEOUT:g} s: not on EC2?"
+    why = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(cause) or type(cause).__name__
+    return f"{service} did not answer ({why}): not on EC2?"
+
+
 def master_name(sge: SgeConfig) -> str:
     """The qmaster's host as SGE names it (``act_qmaster``), else this host's short name."""
     try:
@@ -115,7 +135,7 @@ def gather(*, offline: bool, sge_config: SgeConfig, fetch: Fetch = _http) -> Fac
         try:
             ec2 = read_imds(fetch)
         except (OSError, ValueError, KeyError) as err:
-            ec2_problem = f"the instance metadata service did not answer ({type(err).__name__}): not on EC2?"
+            ec2_problem = imds_problem(err)
     return Facts(
         master=master_name(sge_config),
         sge_root=str(sge_config.root),

@@ -21,7 +21,7 @@ class NodeFacts:
     instance_id: str | None
     instance_type: str | None
     private_ip: str | None
-    slots: int | None
+    slots: int | None  # the scheduler's host's (what jobs get), else the journal's (the cloud's figure)
     launched_at: float
     ready_at: float | None
     uptime: float  # seconds since launch or restart (start of billing); 0 while stopped in a warm pool
@@ -82,7 +82,7 @@ def _facts(n: Node, m: ManagedNode | None, now: float, billing_period: float, ti
         instance_id=n.instance_id,
         instance_type=n.instance_type,
         private_ip=n.private_ip,
-        slots=n.slots,
+        slots=_slots(n, m),
         launched_at=n.launched_at,
         ready_at=n.ready_at,
         uptime=uptime,
@@ -94,3 +94,11 @@ def _facts(n: Node, m: ManagedNode | None, now: float, billing_period: float, ti
         boot_times={} if timeline is None else {s.value: at for s, at in timeline.steps.items()},
         stopped_for=max(0.0, now - stopped_since) if pooled and stopped_since is not None else None,
     )
+
+
+def _slots(n: Node, m: ManagedNode | None) -> int | None:
+    """A node's slots: its largest queue instance's as the scheduler shows them (a host's queues
+    share its slots), else the journal's figure, else None."""
+    host = m.host if m is not None else None
+    shown = max((q.slots_total for q in host.queues), default=0) if host is not None else 0
+    return shown if shown > 0 else n.slots

@@ -9,6 +9,7 @@ import argparse
 import csv
 import io
 import json
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,11 +17,12 @@ from typing import Any
 
 from elb.cli.commands import _add_config, _error, _read_only_journal
 from elb.core.attribution import BY, Attribution, Part, attribute
+from elb.core.config import Config
 from elb.core.durations import argument as duration
 from elb.core.durations import minutes
 from elb.core.exitcodes import Exit
 from elb.core.spend import lives
-from elb.schedulers.usage import UsageError
+from elb.schedulers.usage import UsageError, accounting_path
 from elb.service import factory
 
 ELASTICITY_WORDS = {
@@ -39,7 +41,8 @@ def register(sub: Any) -> None:
         "ran on the node, in proportion to their slots, and the rest (booting, idle, draining, the warm pool's "
         "volumes) to the cost of elasticity, shown apart; the parts add up to the bill. Reads the journal "
         "(read-only) and the scheduler's accounting: Grid Engine's accounting file, or Slurm's sacct. Exit 4 "
-        "when the accounting cannot be read.",
+        "when the accounting cannot be read (a new Grid Engine cell without its accounting file yet: no job has "
+        "finished, exit 0).",
     )
     _add_config(p)
     p.add_argument("--by", choices=BY, default="user", help="attribute the jobs' share to each (default user)")
@@ -68,8 +71,9 @@ def cmd_spend(args: argparse.Namespace) -> int:
         found = lives(journal.nodes(include_gone=True), journal.events(), cfg.groups(cfg.policy.slots_per_node or 1))
     finally:
         journal.close()
+    unwritten = _accounting_unwritten(cfg, args.accounting)
     try:
-        uses = factory.job_uses(cfg, since, until, args.accounting)
+        uses = [] if unwritten is not None else factory.job_uses(cfg, since, until, args.accounting)
     except UsageError as err:
         _error(str(err))
         return Exit.UNREADABLE
@@ -82,7 +86,24 @@ def cmd_spend(args: argparse.Namespace) -> int:
     else:
         for line in to_text(result, p.billing):
             print(line)
+    if unwritten is not None:
+        note = f"no job has finished yet: Grid Engine writes {unwritten} when the first one ends"
+        if args.json or args.csv:
+            print(f"elb: {note}", file=sys.stderr)  # the document on stdout stays the document
+        else:
+            print(f"({note})")
     return Exit.OK
+
+
+def _accounting_unwritten(cfg: Config, given: Path | None) -> Path | None:
+    """Grid Engine's accounting file when it is not written yet: Grid Engine makes it when the
+    first job ends, so the default file missing from a cell whose ``common`` directory is there
+    means no job has finished. A file named with --accounting, or a cell that is not there, is
+    not this: reading it is the error it is."""
+    if cfg.scheduler != "sge" or given is not None:
+        return None
+    path = accounting_path(cfg)
+    return path if path.parent.is_dir() and not path.exists() and not path.is_symlink() else None
 
 
 def to_csv(result: Attribution) -> str:

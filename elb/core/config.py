@@ -21,6 +21,7 @@ from pydantic import (
     IPvAnyAddress,
     StrictBool,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -28,7 +29,18 @@ from pydantic import (
 from elb.core import yamlfile
 from elb.core.budget import Budget
 from elb.core.durations import PacingSeconds, PositiveSeconds, Seconds, parse
-from elb.core.groups import SPOT_NOT_STOPPED, LaunchTemplate, NodeGroup, NodeGroups, default_group
+from elb.core.groups import (
+    MAX_SLOTS,
+    SPOT_NOT_STOPPED,
+    HostgroupName,
+    InstanceType,
+    LaunchTemplate,
+    NodeGroup,
+    NodeGroups,
+    QueueName,
+    default_group,
+    unique,
+)
 from elb.core.naming import MAX_NODES
 from elb.core.registry import CLOUDS, SCHEDULERS, known
 from elb.core.warmpool import WarmPool
@@ -43,6 +55,8 @@ Factor = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)]
 Count = Annotated[int, Field(strict=True, ge=0)]
 AtLeastOne = Annotated[int, Field(strict=True, ge=1)]
 NodeCount = Annotated[int, Field(strict=True, ge=0, le=MAX_NODES)]
+AddCount = Annotated[int, Field(strict=True, ge=1, le=MAX_NODES)]  # nodes: at least one, at most elb manages
+Slots = Annotated[int, Field(strict=True, ge=1, le=MAX_SLOTS)]  # a node's slots (elb.core.groups.MAX_SLOTS)
 Days = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=36500)]  # a century at most
 
 MINIMUM_CONFIG = "cloud: {provider: ec2}"
@@ -63,14 +77,14 @@ class PolicyConfig(_Strict):
     name: Literal["elb", "starcluster", "parallelcluster", "slurm", "static"] = "elb"
     min_nodes: NodeCount = 0
     max_nodes: NodeCount = 10  # at most MAX_NODES
-    add_nodes_per_iteration: AtLeastOne = 1
+    add_nodes_per_iteration: AddCount = 1
     wait_time: Seconds = 900.0  # oldest eligible job must have waited longer than this
     stabilization_time: Seconds = 180.0
     billing: Literal["hour", "second"] = "hour"
     billing_period: PositiveSeconds = 3600.0
     kill_after: Seconds = 2700.0  # per-period billing: removable this far into the period
     idle_time: Seconds = 600.0  # per-second billing: removable after this long idle
-    slots_per_node: AtLeastOne | None = None  # None: learn from hosts / instance type
+    slots_per_node: Slots | None = None  # None: learn from hosts / instance type
     boot_time: PacingSeconds = 300.0  # expected launch-to-ready time, for planning
     # elb policy only (see docs/policy.md). "forecast": launch at once for demand no slot meets within
     # boot_time; "wait_time": the original balancer's rule (oldest job waited > wait_time, stabilization_time).
@@ -119,8 +133,8 @@ class SgeConfig(_Strict):
     cell: str = "default"
     bin_dir: Path | None = None  # None: find qstat on PATH
     timeout: PositiveSeconds = 30.0
-    queue: str = "all.q"
-    hostgroup: str = "@allhosts"
+    queue: QueueName = "all.q"
+    hostgroup: HostgroupName = "@allhosts"
 
 
 class SlurmConfig(_Strict):
@@ -146,17 +160,19 @@ class SlurmConfig(_Strict):
 class Ec2Config(_Strict):
     region: str | None = None
     ami: str | None = None  # None: the AMI of the existing workers
-    instance_types: list[str] = Field(default_factory=list)  # ordered; empty: the workers' type
+    instance_types: list[InstanceType] = Field(default_factory=list)  # ordered, each once; empty: the workers' type
     subnets: list[str] = Field(default_factory=list)  # ordered; empty: the workers' subnet
     security_groups: list[str] = Field(default_factory=list)
     key_name: str | None = None
     iam_instance_profile: str | None = None
-    root_volume_size: AtLeastOne | None = None  # GiB
-    root_volume_type: str | None = None
+    # The root volume's type and size in GiB, within EC2's bounds for the type (ROOT_VOLUME_GIB;
+    # None: the AMI's). io1/io2 need IOPS elb does not set, st1/sc1 cannot boot: a launch template.
+    root_volume_type: Literal["gp3", "gp2", "standard"] | None = None
+    root_volume_size: AtLeastOne | None = None
     extra_tags: dict[str, str] = Field(default_factory=dict)
     user_data: str | None = None
     spot: StrictBool = False
-    spot_max_price: str | None = None
+    spot_max_price: str | None = None  # US dollars an hour, more than 0 ("0.05"); None: the on-demand price
     spot_fallback_on_demand: StrictBool = True
     boot_timeout: PositiveSeconds = 600.0
     capacity_backoff: Seconds = 600.0
@@ -172,6 +188,34 @@ class Ec2Config(_Strict):
     # A job requeued by more spot interruptions than this is bound to the on-demand groups'
     # queues (qalter -q), so that it next runs on an on-demand node (elb.core.interruptions).
     spot_interruptions_allowed: AtLeastOne = 2
+
+    @field_validator("instance_types", "subnets", "security_groups")
+    @classmethod
+    def _each_once(cls, items: list[str]) -> list[str]:
+        unique(items)
+        return items
+
+    @field_validator("root_volume_size")
+    @classmethod
+    def _volume_bounds(cls, size: int | None, info: ValidationInfo) -> int | None:
+        kind = info.data.get("root_volume_type")
+        most = ROOT_VOLUME_GIB.get(kind or "gp3", ROOT_VOLUME_GIB["gp3"])
+        if size is not None and size > most:
+            raise ValueError(
+                f"at most {most} GiB for a {kind} volume" if kind else f"at most {most} GiB (EC2's largest gp2/gp3)"
+            )
+        return size
+
+    @field_validator("spot_max_price", mode="before")
+    @classmethod
+    def _price(cls, price: object) -> object:
+        if isinstance(price, int | float) and not isinstance(price, bool):
+            price = repr(price)  # 0.05 written unquoted
+        if price is None:
+            return None
+        if not isinstance(price, str) or not _PRICE.fullmatch(price) or float(price) <= 0:
+            raise ValueError(f"{price!r}: a price in US dollars an hour, a number more than 0 ('0.05')")
+        return price
 
     @model_validator(mode="after")
     def _template_owns(self) -> Ec2Config:
@@ -195,6 +239,11 @@ class Ec2Config(_Strict):
         if "metadata_tokens" in self.model_fields_set:
             raise ValueError("metadata_tokens: set the template's metadata options instead")
         return self
+
+
+# EC2's largest root volume of each type elb sets, in GiB (gp2/gp3: 16 TiB; magnetic: 1 TiB).
+ROOT_VOLUME_GIB = {"gp3": 16384, "gp2": 16384, "standard": 1024}
+_PRICE = re.compile(r"[0-9]{1,6}(\.[0-9]{1,10})?")
 
 
 class LocalConfig(_Strict):
@@ -242,6 +291,7 @@ class ProvisionConfig(_Strict):
     # its own part (admit play) and each node configures itself at boot (``boot``); Grid Engine only.
     mode: Literal["push", "boot"] = "push"
     boot: BootConfig = Field(default_factory=BootConfig)
+    # ansible-runner's directory; not set: <state_dir>/ansible (Config fills it in).
     private_data_dir: Path = Path("/var/lib/elb/ansible")
     ssh_user: str = "root"
     ssh_private_key: Path | None = None
@@ -333,6 +383,14 @@ class Config(_Strict):
     # policy.slots_per_node/min_nodes/max_nodes, sge.queue, sge.hostgroup, cloud.ec2.instance_types.
     node_groups: list[NodeGroup] | None = Field(None, min_length=1)
 
+    @field_validator("node_groups")
+    @classmethod
+    def _slots(cls, groups: list[NodeGroup] | None) -> list[NodeGroup] | None:
+        for g in groups or ():
+            if g.slots > MAX_SLOTS:
+                raise ValueError(f"group {g.name!r}: slots: at most {MAX_SLOTS}, a node's most ({g.slots} given)")
+        return groups
+
     @model_validator(mode="before")
     @classmethod
     def _policy_knows_the_poll(cls, data: object) -> object:
@@ -351,6 +409,15 @@ class Config(_Strict):
                     )
                 data = {**data, "policy": {**policy, "poll_interval": data["poll_interval"]}}
         return data
+
+    @model_validator(mode="after")
+    def _ansible_under_state_dir(self) -> Config:
+        """``provision.private_data_dir`` not set: ``<state_dir>/ansible``, so that ``state_dir``
+        holds everything elb writes (its host keys too, unless ``host_keys_dir``)."""
+        if "private_data_dir" in self.provision.model_fields_set:
+            return self
+        provision = self.provision.model_copy(update={"private_data_dir": self.state_dir / "ansible"})
+        return self.model_copy(update={"provision": provision})
 
     @model_validator(mode="after")
     def _boot_is_grid_engine(self) -> Config:
@@ -418,6 +485,18 @@ class Config(_Strict):
         )
         return self.model_copy(update={"policy": policy})
 
+    @model_validator(mode="after")
+    def _partitions_name_groups(self) -> Config:
+        """Each cloud partition's group (``slurm.partition_groups``) is one of the node groups
+        (without ``node_groups``: the one group, ``default``)."""
+        names = [g.name for g in self.node_groups] if self.node_groups is not None else ["default"]
+        for partition, group in self.slurm.partition_groups.items():
+            if group not in names:
+                raise ValueError(
+                    f"slurm.partition_groups: partition {partition}: no node group {group!r} ({', '.join(names)})"
+                )
+        return self
+
     def groups(self, slots_per_node: int) -> NodeGroups:
         """The node groups elb adds nodes of: ``node_groups``, or the one group today's settings
         describe (``slots_per_node``: the size of a new node, as the daemon learnt it). Built
@@ -446,6 +525,11 @@ class Config(_Strict):
             warm_pool=p.warm_pool,
         )
         return NodeGroups(groups=[group])
+
+    @property
+    def has_warm_pool(self) -> bool:
+        """Whether idle nodes are stopped into a warm pool (``policy.warm_pool`` or a node group's)."""
+        return self.policy.warm_pool.enabled or any(g.warm_pool.enabled for g in self.node_groups or ())
 
     @property
     def stats_path(self) -> Path:

@@ -32,7 +32,12 @@ _HOSTGROUP = r"^@[A-Za-z0-9_][A-Za-z0-9_.-]*$"
 _COMPLEX = r"^[A-Za-z_][A-Za-z0-9_.-]*$"
 _INSTANCE_TYPE = r"^[a-z0-9-]+\.[a-z0-9-]+$"  # c5.2xlarge, r6i.metal, u-6tb1.metal
 
+# The most slots a node may have: Slurm counts a node's CPUs in 16 bits (65534 is its largest);
+# EC2's largest instance has 1920 vCPUs, so this leaves Grid Engine room to oversubscribe.
+MAX_SLOTS = 65534
+
 QueueName = Annotated[str, Field(pattern=_QUEUE)]
+HostgroupName = Annotated[str, Field(pattern=_HOSTGROUP)]
 InstanceType = Annotated[str, Field(pattern=_INSTANCE_TYPE)]
 
 
@@ -59,8 +64,8 @@ class NodeGroup(_Model):
 
     name: str = Field(pattern=_NAME)
     queues: list[QueueName] = Field(default_factory=lambda: ["all.q"], min_length=1)
-    hostgroup: str = Field("@allhosts", pattern=_HOSTGROUP)
-    slots: int = Field(gt=0)
+    hostgroup: HostgroupName = "@allhosts"
+    slots: int = Field(gt=0)  # a configured group: at most MAX_SLOTS (checked by elb.core.config)
     # Complex values set on each exec host of the group (its complex_values), by full name:
     # {"h_vmem": "23.5G", "gpu": "1", "arch": "lx-amd64"}. Checked against the site's complex
     # table by elb.schedulers.sge.demand.check_offers.
@@ -93,11 +98,7 @@ class NodeGroup(_Model):
     @classmethod
     def _unique(cls, items: list[str] | None) -> list[str] | None:
         if items is not None:
-            seen: set[str] = set()
-            for item in items:
-                if item in seen:
-                    raise ValueError(f"{item!r} is listed twice")
-                seen.add(item)
+            unique(items)
         return items
 
     @field_validator("pes")
@@ -176,6 +177,15 @@ class NodeGroups(_Model):
         return len(self.groups)
 
 
+def unique(items: Sequence[str]) -> None:
+    """Refuse an item listed twice (ValueError naming it)."""
+    seen: set[str] = set()
+    for item in items:
+        if item in seen:
+            raise ValueError(f"{item!r} is listed twice")
+        seen.add(item)
+
+
 def _matches(pattern: str, text: str) -> bool:
     return re.fullmatch(pattern, text) is not None
 
@@ -207,4 +217,16 @@ def default_group(
     )
 
 
-__all__: Sequence[str] = ("MAX_NODES", "SPOT_NOT_STOPPED", "LaunchTemplate", "NodeGroup", "NodeGroups", "default_group")
+__all__: Sequence[str] = (
+    "MAX_NODES",
+    "MAX_SLOTS",
+    "SPOT_NOT_STOPPED",
+    "HostgroupName",
+    "InstanceType",
+    "LaunchTemplate",
+    "NodeGroup",
+    "NodeGroups",
+    "QueueName",
+    "default_group",
+    "unique",
+)

@@ -128,32 +128,37 @@ class StepSummary:
 
 @dataclass(frozen=True, slots=True)
 class TimelineSummary:
-    """The durations of the nodes launched since ``since``."""
+    """The durations of the nodes elb launched since ``since``."""
 
     since: float
-    nodes: int  # nodes launched since then
+    nodes: int  # nodes elb launched since then
     steps: Mapping[str, StepSummary] = field(default_factory=dict, hash=False)
+    adopted: int = 0  # nodes of the window elb did not launch (adopted by reconcile): not in the figures
 
     def describe(self, hours: float) -> str:
         """One line for ``elb status``: median and worst seconds of each duration."""
         if not self.nodes:
-            return f"boot timeline: no node launched in the last {hours:g} h"
+            tail = f" ({self.adopted} node(s) adopted, not launched by elb)" if self.adopted else ""
+            return f"boot timeline: no node launched in the last {hours:g} h{tail}"
         parts = []
         for name in DURATION_NAMES:
             s = self.steps[name]
             figures = "-" if s.median is None or s.worst is None else f"{s.median:.0f}/{s.worst:.0f}"
             parts.append(f"{name.replace('_', ' ')} {figures}")
+        tail = f"; {self.adopted} node(s) adopted, not launched by elb, are not in it" if self.adopted else ""
         return (
             f"boot timeline of {self.nodes} node(s) launched in the last {hours:g} h, "
-            f"median/worst seconds: {', '.join(parts)}"
+            f"median/worst seconds: {', '.join(parts)}{tail}"
         )
 
 
 def summarize(timelines: Iterable[Timeline], now: float, window: float = DAY) -> TimelineSummary:
     """Median and worst of each duration over the timelines of nodes launched within ``window``
-    seconds before ``now`` (by their record's ``launched_at``)."""
+    seconds before ``now`` (by their record's ``launched_at``): those elb launched (that reached
+    ``requested``); the others, adopted by reconcile, only counted."""
     since = now - window
-    chosen = [t for t in timelines if t.launched_at >= since]
+    recent = [t for t in timelines if t.launched_at >= since]
+    chosen = [t for t in recent if t.reached(Step.REQUESTED)]
     steps: dict[str, StepSummary] = {}
     for name in DURATION_NAMES:
         values = [d for d in (t.duration(name) for t in chosen) if d is not None]
@@ -162,4 +167,4 @@ def summarize(timelines: Iterable[Timeline], now: float, window: float = DAY) ->
             median=statistics.median(values) if values else None,
             worst=max(values) if values else None,
         )
-    return TimelineSummary(since=since, nodes=len(chosen), steps=steps)
+    return TimelineSummary(since=since, nodes=len(chosen), steps=steps, adopted=len(recent) - len(chosen))

@@ -53,10 +53,16 @@ def test_all_good_starts_and_stops_nothing(ec2: Any, ami: str, aws_env: str, tmp
     proc = check(cfg)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
-    assert all(ln.startswith("ok") for ln in lines) and len(lines) == 7
+    assert all(ln.startswith("ok") for ln in lines) and len(lines) == 5  # no warm pool: no stop, no start
     assert "1 elb workers" in lines[0] and "c5.large" in lines[1]
     assert "launch a worker" in lines[3] and "allowed" in lines[3]
     assert worker.instance_id in lines[4] and "allowed" in lines[4]
+    with cfg.open("a") as f:
+        f.write("policy:\n  warm_pool: {max_nodes: 1}\n")
+    proc = check(cfg)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and len(lines) == 7, proc.stdout + proc.stderr
+    assert "stop a worker, for a warm pool" in lines[5] and "start a worker" in lines[6]
     assert len(all_instances(ec2)) == 1
     assert state_of(ec2, worker.instance_id) == "running"
 
@@ -82,7 +88,7 @@ def test_denied_launch_names_the_permission(ec2: Any, ami: str, aws_env: str) ->
     client = FaultyClient(make_client(config))
     msg = "User: arn:aws:sts::1:assumed-role/elb/i-1 is not authorized to perform: iam:PassRole on resource: x"
     client.fail("run_instances", lambda kw: client_error("UnauthorizedOperation", msg, "RunInstances"))
-    checks = preflight(Ec2Cloud(config, CLUSTER, client=client))  # type: ignore[arg-type]
+    checks = preflight(Ec2Cloud(config, CLUSTER, client=client), warm_pool=True)  # type: ignore[arg-type]
     launch = next(c for c in checks if "RunInstances" in c.what)
     assert not launch.ok and "iam:PassRole" in launch.detail
     assert [kw.get("DryRun") for kw in client.calls_of("run_instances")] == [True]

@@ -173,7 +173,7 @@ def test_ec2_check_fails_a_template_that_allows_imdsv1(
         data["MetadataOptions"] = {"HttpTokens": tokens_setting}
     ec2.create_launch_template(LaunchTemplateName="elb-workers", LaunchTemplateData=data)
     cloud, _client = cloud_with(aws_env, launch_template={"name": "elb-workers"})
-    (check,) = [c for c in preflight(cloud) if "IMDSv2" in c.what]
+    (check,) = [c for c in preflight(cloud, warm_pool=True) if "IMDSv2" in c.what]
     assert not check.ok
     assert "HttpTokens" in check.detail and "required" in check.detail
     assert "create-launch-template-version" in check.detail  # the fix, spelt out
@@ -182,7 +182,7 @@ def test_ec2_check_fails_a_template_that_allows_imdsv1(
 def test_ec2_check_passes_a_template_that_requires_imdsv2(ec2: Any, ami: str, aws_env: str) -> None:
     template(ec2, ami)
     cloud, _client = cloud_with(aws_env, launch_template={"name": "elb-workers"})
-    (check,) = [c for c in preflight(cloud) if "IMDSv2" in c.what]
+    (check,) = [c for c in preflight(cloud, warm_pool=True) if "IMDSv2" in c.what]
     assert check.ok, check.detail
 
 

@@ -256,7 +256,7 @@ def test_ec2_check_dry_runs_the_fleet(ec2: Any, ami: str, aws_env: str) -> None:
     cloud, client = cloud_with(
         aws_env, launch_template={"name": "elb-workers"}, instance_types=["c5.large", "m5.large"]
     )
-    checks = {c.what: c for c in preflight(cloud)}
+    checks = {c.what: c for c in preflight(cloud, warm_pool=True)}
     assert "launch a worker (CreateFleet)" in checks
     assert client.calls_of("create_fleet")[0]["DryRun"] is True
     assert "launched by CreateFleet" in checks["launch settings"].detail

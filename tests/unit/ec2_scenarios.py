@@ -312,11 +312,11 @@ def template_versions(world: World) -> None:
 
 def ec2_check(world: World) -> None:
     world.worker("node001")
-    preflight(cloud(world, **OWN))
+    preflight(cloud(world, **OWN), warm_pool=True)
 
 
 def ec2_check_fleet(world: World) -> None:
-    preflight(cloud(world, **FLEET))
+    preflight(cloud(world, **FLEET), warm_pool=False)
 
 
 def inventory(world: World) -> None:

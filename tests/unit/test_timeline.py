@@ -448,3 +448,20 @@ def test_status_without_a_recent_launch_says_so(tmp_path: Path, capsys: pytest.C
     path.write_text(f"state_dir: {tmp_path / 'state'}\ncloud: {{provider: local}}\n")
     main(["status", "-c", str(path)])
     assert "boot timeline: no node launched in the last 24 h" in capsys.readouterr().out
+
+
+def test_the_summary_counts_only_the_nodes_elb_launched_and_names_the_adopted_apart() -> None:
+    """A node reconcile adopted (no ``requested`` step: elb did not launch it) is not one of the
+    nodes "launched in the last 24 h"; the line says how many were adopted instead."""
+    now = 100_000.0
+    launched = Timeline("node001", now - 600, {Step.REQUESTED: now - 600, Step.RUNNING: now - 560})
+    adopted = Timeline("node002", now - 600, {Step.RUNNING: now - 500, Step.PROVISIONED: now - 400})
+    summary = summarize([launched, adopted], now)
+    assert (summary.nodes, summary.adopted) == (1, 1)
+    line = summary.describe(24)
+    assert line.startswith("boot timeline of 1 node(s) launched in the last 24 h")
+    assert line.endswith("; 1 node(s) adopted, not launched by elb, are not in it")
+    only_adopted = summarize([adopted], now)
+    assert only_adopted.describe(24) == (
+        "boot timeline: no node launched in the last 24 h (1 node(s) adopted, not launched by elb)"
+    )

@@ -1231,7 +1231,15 @@ class Ec2Cloud:
         try:
             self.client.create_tags(**volume_tag_arguments(volumes, self.cluster, name, extra))
         except (BotoCoreError, ClientError) as err:
-            log.warning("%s: volumes %s left untagged: %s", name, ", ".join(volumes), to_cloud_error(err, "tagging"))
+            hint = ""
+            if isinstance(err, ClientError) and error_code(err) in ("UnauthorizedOperation", "AccessDenied"):
+                # elb iam-policy allows this CreateTags only on volumes already tagged as the cluster's.
+                hint = (
+                    f" (elb's IAM policy lets it tag only volumes the launch template tagged "
+                    f"{TAG_CLUSTER}={self.cluster} at creation: add that tag to the template's volume tags)"
+                )
+            why = to_cloud_error(err, "tagging")
+            log.warning("%s: volumes %s left untagged: %s%s", name, ", ".join(volumes), why, hint)
 
     def _wait_running(
         self, started: Mapping[str, str], deadline: float, volume_tags: Mapping[str, Mapping[str, str]]
@@ -1484,12 +1492,12 @@ def template_imds_check(template: LaunchTemplate, cloud: Ec2Cloud) -> Check:
     return Check(what, problem is None, problem or "HttpTokens required")
 
 
-def preflight(cloud: Ec2Cloud) -> list[Check]:
+def preflight(cloud: Ec2Cloud, *, warm_pool: bool) -> list[Check]:
     """Check credentials, settings and permissions without starting or stopping anything.
 
     Each launch template the config names must require IMDSv2 (``imds_problem``).
-    ``RunInstances``, ``TerminateInstances``, ``StopInstances`` and ``StartInstances`` (the warm
-    pool's) are called with ``DryRun=True``: EC2 checks the
+    ``RunInstances``, ``TerminateInstances`` and, with a ``warm_pool`` (which the config's IAM
+    policy then allows), ``StopInstances`` and ``StartInstances`` are called with ``DryRun=True``: EC2 checks the
     IAM policy (tag conditions and ``iam:PassRole`` included) and the parameters, and starts nothing.
     """
     checks: list[Check] = []
@@ -1537,7 +1545,8 @@ def preflight(cloud: Ec2Cloud) -> list[Check]:
                 f"terminate a worker (TerminateInstances on {iid})",
             )
         )
-        for verb, call in (("stop", cloud.client.stop_instances), ("start", cloud.client.start_instances)):
+        pool = (("stop", cloud.client.stop_instances), ("start", cloud.client.start_instances)) if warm_pool else ()
+        for verb, call in pool:
             api = f"{verb.capitalize()}Instances"
             checks.append(
                 _dry_run(
@@ -1547,7 +1556,10 @@ def preflight(cloud: Ec2Cloud) -> list[Check]:
             )
     else:
         checks.append(Check("terminate a worker (TerminateInstances)", True, "not tried: no elb worker running"))
-        checks.append(
-            Check("stop and start a worker (StopInstances, StartInstances)", True, "not tried: no elb worker running")
-        )
+        if warm_pool:
+            checks.append(
+                Check(
+                    "stop and start a worker (StopInstances, StartInstances)", True, "not tried: no elb worker running"
+                )
+            )
     return checks

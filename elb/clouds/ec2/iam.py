@@ -1,6 +1,8 @@
 """The IAM policy elb needs, built from the list of calls it makes (``elb.clouds.ec2.contract.CALLS``)
 and scoped by the config: the cluster's tags, its launch templates, subnets, images, security
-groups and key pair.
+groups and key pair. A feature the config does not have (a warm pool, launch templates, spot
+instances, instant fleets, placement groups, EC2's notices, a root volume elb sizes) adds none
+of its permissions: the policy is the least the config's calls need.
 
 Every statement but one names resources and, where AWS offers them, tag conditions: launching
 (``RunInstances``, ``CreateFleet``) only with elb's tags on the instance and the fleet and only
@@ -45,6 +47,12 @@ class Scope:
     security_groups: tuple[str, ...] = ()
     key_name: str | None = None
     launch_templates: tuple[LaunchTemplate, ...] = ()
+    # The features the config has (each True: its permissions are in the policy).
+    templates: bool = True  # a launch template (cloud.ec2 or a node group's)
+    fleet: bool = True  # a node may be launched by an instant fleet (elb.clouds.ec2.cloud.uses_fleet)
+    spot: bool = True  # cloud.ec2.spot or a node group of market spot
+    warm_pool: bool = True  # policy.warm_pool or a node group's warm pool
+    root_volume: bool = True  # cloud.ec2.root_volume_size or _type: the AMI's root device is looked up
     placement_groups: bool = True  # a node group has placement_group: true
     notices: bool = True  # cloud.ec2.notices
 
@@ -68,9 +76,35 @@ class Scope:
             security_groups=tuple(ec2.security_groups),
             key_name=ec2.key_name,
             launch_templates=tuple(dict.fromkeys(t for t in templates if t is not None)),
+            templates=any(t is not None for t in templates),
+            fleet=may_use_fleet(cfg),
+            spot=ec2.spot or any(g.market == "spot" for g in groups),
+            warm_pool=cfg.has_warm_pool,
+            root_volume=ec2.root_volume_size is not None or ec2.root_volume_type is not None,
             placement_groups=any(g.placement_group for g in groups),
             notices=ec2.notices,
         )
+
+
+def may_use_fleet(cfg: Config) -> bool:
+    """Whether a node of ``cfg`` may be launched by an instant fleet: the rule of
+    ``elb.clouds.ec2.cloud.uses_fleet`` (a launch template and more than one instance type or
+    subnet, or spot; never into a placement group) applied to the cluster's way of launching
+    and to each node group's (``Ec2Cloud.spec_for``)."""
+    ec2 = cfg.cloud.ec2
+
+    def several(types: Sequence[str], spot: bool) -> bool:
+        return len(types) > 1 or len(ec2.subnets) > 1 or spot
+
+    if ec2.launch_template is not None and several(ec2.instance_types, ec2.spot):
+        return True
+    for g in cfg.node_groups or ():
+        if g.placement_group or (g.launch_template or ec2.launch_template) is None:
+            continue
+        types = g.instance_types or (ec2.instance_types if g.launch_template is None else ())
+        if several(types, g.market == "spot"):
+            return True
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,14 +152,26 @@ def _templates(scope: Scope) -> list[str]:
     return [_arn(scope, "launch-template", str(t.id)) for t in scope.launch_templates]
 
 
-def _unscoped(caller: Caller) -> tuple[str, ...]:
-    return tuple(c.action for c in CALLS if c.unscoped and caller in c.callers)
+def _unscoped(caller: Caller, scope: Scope) -> tuple[str, ...]:
+    """The unscoped calls of ``caller``, less those of the features ``scope`` lacks."""
+    lacking = {
+        "ec2:DescribeLaunchTemplateVersions": not scope.templates,
+        "ec2:DescribePlacementGroups": not scope.placement_groups,
+        "ec2:DescribeImages": not scope.root_volume,
+    }
+    return tuple(c.action for c in CALLS if c.unscoped and caller in c.callers and not lacking.get(c.action))
 
 
 def daemon_statements(scope: Scope) -> list[Statement]:
     """elb's own identity: the daemon, ``elb ec2-check`` and the inventory."""
     cluster = scope.cluster
-    launch = ("ec2:RunInstances", "ec2:CreateFleet")
+    launch = ("ec2:RunInstances", "ec2:CreateFleet") if scope.fleet else ("ec2:RunInstances",)
+    placement = [_arn(scope, "placement-group", f"elb-{cluster}-*")] if scope.placement_groups else []
+    created_by = [
+        "RunInstances",
+        *(["CreateFleet"] if scope.fleet else []),
+        *(["CreatePlacementGroup"] * bool(placement)),
+    ]
     images = [f"arn:aws:ec2:{scope.region}::image/{i}" for i in scope.images] or [
         f"arn:aws:ec2:{scope.region}::image/*",
         _arn(scope, "image", "*"),
@@ -133,7 +179,7 @@ def daemon_statements(scope: Scope) -> list[Statement]:
     out = [
         Statement(
             "DescribeCallsAwsDoesNotScope",
-            _unscoped("daemon"),
+            _unscoped("daemon", scope),
             ("*",),
             "read the cluster; AWS gives these Describe calls on * only (no resource types), and they only read",
         ),
@@ -145,13 +191,6 @@ def daemon_statements(scope: Scope) -> list[Statement]:
             {"StringEquals": _worker_tags("aws:RequestTag", cluster)},
         ),
         Statement(
-            "LaunchOnlyTaggedFleets",
-            ("ec2:CreateFleet",),
-            (_arn(scope, "fleet", "*"),),
-            "an instant fleet only with this cluster's elb tags",
-            {"StringEquals": _worker_tags("aws:RequestTag", cluster)},
-        ),
-        Statement(
             "LaunchFromTheseResources",
             launch,
             tuple(
@@ -160,15 +199,19 @@ def daemon_statements(scope: Scope) -> list[Statement]:
                     *_each(scope, "subnet", scope.subnets),
                     *_each(scope, "security-group", scope.security_groups),
                     *_each(scope, "key-pair", [scope.key_name] if scope.key_name else []),
-                    *_templates(scope),
-                    _arn(scope, "placement-group", f"elb-{cluster}-*"),
+                    *(_templates(scope) if scope.templates else []),
+                    *placement,
                     _arn(scope, "network-interface", "*"),
                     _arn(scope, "volume", "*"),
-                    _arn(scope, "spot-instances-request", "*"),
+                    *([_arn(scope, "spot-instances-request", "*")] if scope.spot else []),
                 ]
             ),
-            "the configured images, subnets, groups, key and launch templates; the node's own volume, interface, "
-            "spot request (volumes carry no tag condition: an instant fleet tags them after launch)",
+            "the configured images, subnets, groups, key"
+            + (" and launch templates" if scope.templates else "")
+            + (", the node groups' placement groups" if placement else "")
+            + "; the node's own volume, interface"
+            + (", spot request" if scope.spot else "")
+            + (" (volumes carry no tag condition: an instant fleet tags them after launch)" if scope.fleet else ""),
         ),
         Statement(
             "TagOnlyAtCreation",
@@ -176,43 +219,17 @@ def daemon_statements(scope: Scope) -> list[Statement]:
             (
                 _arn(scope, "instance", "*"),
                 _arn(scope, "volume", "*"),
-                _arn(scope, "fleet", "*"),
-                _arn(scope, "spot-instances-request", "*"),
-                _arn(scope, "placement-group", f"elb-{cluster}-*"),
+                *([_arn(scope, "fleet", "*")] if scope.fleet else []),
+                *placement,
             ),
-            "tags only as part of the launch (or of a node group's placement group)",
-            {"StringEquals": {"ec2:CreateAction": ["RunInstances", "CreateFleet", "CreatePlacementGroup"]}},
-        ),
-        Statement(
-            "TagTheVolumesOfFleetWorkers",
-            ("ec2:CreateTags",),
-            (_arn(scope, "volume", "*"),),
-            "a fleet node's volumes get its tags once it runs: only elb's worker tags, on volumes no other "
-            "cluster tagged",
-            {
-                "StringEquals": _worker_tags("aws:RequestTag", cluster),
-                "StringEqualsIfExists": {f"aws:ResourceTag/{TAG_CLUSTER}": cluster},
-            },
+            "tags only as part of the launch" + (" (or of a node group's placement group)" if placement else ""),
+            {"StringEquals": {"ec2:CreateAction": created_by}},
         ),
         Statement(
             "TerminateOnlyThisClustersWorkers",
             ("ec2:TerminateInstances",),
             (_arn(scope, "instance", "*"),),
             "only instances tagged as this cluster's elb workers",
-            {"StringEquals": _worker_tags("aws:ResourceTag", cluster)},
-        ),
-        Statement(
-            "StopAndStartOnlyThisClustersWorkers",
-            ("ec2:StopInstances", "ec2:StartInstances"),
-            (_arn(scope, "instance", "*"),),
-            "a warm pool's stops and starts, only on this cluster's elb workers",
-            {"StringEquals": _worker_tags("aws:ResourceTag", cluster)},
-        ),
-        Statement(
-            "ReadOnlyThisClustersWorkersConsoles",
-            ("ec2:GetConsoleOutput",),
-            (_arn(scope, "instance", "*"),),
-            "the SSH host key of a worker launched from a template, which cloud-init prints on its console",
             {"StringEquals": _worker_tags("aws:ResourceTag", cluster)},
         ),
         Statement(
@@ -223,9 +240,59 @@ def daemon_statements(scope: Scope) -> list[Statement]:
             {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
         ),
     ]
+    if scope.fleet:
+        out[2:2] = [
+            Statement(
+                "LaunchOnlyTaggedFleets",
+                ("ec2:CreateFleet",),
+                (_arn(scope, "fleet", "*"),),
+                "an instant fleet only with this cluster's elb tags",
+                {"StringEquals": _worker_tags("aws:RequestTag", cluster)},
+            )
+        ]
+        at = next(i for i, s in enumerate(out) if s.sid == "TerminateOnlyThisClustersWorkers")
+        out.insert(
+            at,
+            Statement(
+                "TagTheVolumesOfFleetWorkers",
+                ("ec2:CreateTags",),
+                (_arn(scope, "volume", "*"),),
+                "a fleet node's volumes get its tags once it runs: only elb's worker tags, only on volumes the "
+                f"launch template tagged {TAG_CLUSTER}={cluster} at creation (an instant fleet cannot tag them)",
+                {
+                    "StringEquals": {
+                        **_worker_tags("aws:RequestTag", cluster),
+                        f"aws:ResourceTag/{TAG_CLUSTER}": cluster,
+                    }
+                },
+            ),
+        )
+    at = next(i for i, s in enumerate(out) if s.sid == "PassTheWorkersRole")
+    if scope.templates:
+        out.insert(
+            at,
+            Statement(
+                "ReadOnlyThisClustersWorkersConsoles",
+                ("ec2:GetConsoleOutput",),
+                (_arn(scope, "instance", "*"),),
+                "the SSH host key of a worker launched from a template, which cloud-init prints on its console",
+                {"StringEquals": _worker_tags("aws:ResourceTag", cluster)},
+            ),
+        )
+    if scope.warm_pool:
+        out.insert(
+            at,
+            Statement(
+                "StopAndStartOnlyThisClustersWorkers",
+                ("ec2:StopInstances", "ec2:StartInstances"),
+                (_arn(scope, "instance", "*"),),
+                "a warm pool's stops and starts, only on this cluster's elb workers",
+                {"StringEquals": _worker_tags("aws:ResourceTag", cluster)},
+            ),
+        )
     if scope.placement_groups:
         out.insert(
-            4,
+            next(i for i, s in enumerate(out) if s.sid == "TagOnlyAtCreation"),
             Statement(
                 "PlacementGroupsOfNodeGroups",
                 ("ec2:CreatePlacementGroup",),

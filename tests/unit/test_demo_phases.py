@@ -1,0 +1,51 @@
+"""The demos print one line per phase with the time since the demo began, as scripts/test does
+(``== NAME (at XmYs)``), and a status line only when it differs from the one before."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from elbdev import demo_steps
+from elbdev.demo_steps import Changes, phase_line
+
+
+@pytest.mark.parametrize(("elapsed", "at"), [(0.0, "0m0s"), (59.9, "0m59s"), (61.0, "1m1s"), (3725.0, "62m5s")])
+def test_a_phase_line_is_scripts_tests(elapsed: float, at: str) -> None:
+    assert phase_line("starting elb", elapsed) == f"== starting elb (at {at})"
+
+
+def test_a_phase_counts_from_the_start_scripts_demo_gives(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ELB_DEMO_T0", "1000")
+    monkeypatch.setattr("elbdev.demo_steps.time.time", lambda: 1125.0)
+    demo_steps.phase("watching elb work")
+    assert capsys.readouterr().out == "== watching elb work (at 2m5s)\n"
+    monkeypatch.setenv("ELB_DEMO_T0", "not a time")  # then from the demo's own start
+    demo_steps.phase("summary")
+    assert capsys.readouterr().out.startswith("== summary (at ")
+
+
+def test_a_status_line_like_the_one_before_is_not_printed_again() -> None:
+    changes = Changes()
+    lines = ["waiting 4 nodes 0", "waiting 4 nodes 0", "waiting 4 nodes 2", "waiting 4 nodes 2", "waiting 4 nodes 0"]
+    assert [line for line in lines if changes.new(line)] == [
+        "waiting 4 nodes 0",
+        "waiting 4 nodes 2",
+        "waiting 4 nodes 0",
+    ]
+
+
+def test_output_sent_to_a_log_is_not_on_the_terminal(
+    tmp_path: pytest.TempPathFactory, capfd: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "setup.log"  # type: ignore[operator]
+    with demo_steps.output_to(log):
+        subprocess.run(["sh", "-c", "echo 'Unpacking gridengine-master'; echo 'dpkg: progress' >&2"], check=True)
+        print("from python")
+    print("after")
+    out, err = capfd.readouterr()
+    assert out == "after\n" and err == ""
+    assert log.read_text().splitlines() == ["Unpacking gridengine-master", "dpkg: progress", "from python"]
