@@ -68,6 +68,8 @@ def budget_of(args: argparse.Namespace) -> Budget | None:
     """The ``--budget`` asked for (and the options checked), or None."""
     if (args.budget_sweep or args.spend_by) and args.json:
         raise SimError("--budget-sweep and --spend-by print tables: not with --json")
+    if args.budget_sweep is not None:
+        _shares(args.budget_sweep)  # refused before any replay
     if args.budget_plot is not None and not args.budget_sweep:
         raise SimError("--budget-plot draws --budget-sweep's replays: give --budget-sweep")
     if args.budget_plot is not None and (missing := plot_missing()) is not None:

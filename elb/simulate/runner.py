@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from elb.core.policy.grouped import GroupedPolicy
 from elb.simulate.engine import SimOutcome, SimSettings, Simulator
 from elb.simulate.groups import Assignment, SimGroups, SimGroupsError, assign, one_group
 from elb.simulate.report import Billing, Floors, Metrics, floors, metrics
-from elb.simulate.swf import SimJob, Workload
+from elb.simulate.swf import LONGEST, SimJob, Workload
 
 
 class SimError(Exception):
@@ -137,6 +138,9 @@ def prepare(wl: Workload, slots_per_node: int, max_nodes: int | None, *, groups:
     node and ``max_nodes`` nodes (None: the log's zero-wait peak)."""
     if not wl.jobs:
         raise SimError(f"{wl.source}: no job to replay")
+    for j in wl.jobs:  # the readers refuse these; a NaN submission would hang the replay
+        if not all(math.isfinite(v) and abs(v) <= LONGEST for v in (j.submit, j.run)):
+            raise SimError(f"{wl.source}: job {j.job_id}: submit time {j.submit:g} or run time {j.run:g} is not a time")
     if groups is None:
         cap = max_nodes if max_nodes is not None else default_max_nodes(wl.jobs, slots_per_node)
         if cap < 1:
