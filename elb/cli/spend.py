@@ -144,6 +144,11 @@ def to_text(result: Attribution, billing: str) -> list[str]:
         f"billed: {bill.node_seconds / 3600.0:.2f} node-hours, {billed_money}, over {bill.lives} node "
         f"stretch(es) in the journal"
     )
+    if result.master_only:
+        lines.append(
+            f"({result.master_only} parallel job(s) charged to their master's host alone: the accounting has no "
+            "line of their tasks on other hosts, whose slots count as idle)"
+        )
     if result.unmatched:
         lines.append(f"({result.unmatched} job record(s) of the accounting ran on hosts that are not elb's nodes)")
     return lines

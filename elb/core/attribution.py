@@ -44,6 +44,7 @@ class JobUse:
     user: str = ""
     project: str = ""
     queue: str = ""
+    master_only: bool = False  # a parallel job's slots all on its master's host: where else, unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,7 @@ class Attribution:
     billed: Window
     unmatched: int = 0  # job uses on no billed node of elb's in the window (other hosts)
     priced: bool = True  # every node has a price (else money is 0 and only node-hours count)
+    master_only: int = 0  # parallel jobs on elb's nodes charged to their master's host alone
 
     @property
     def jobs(self) -> tuple[Part, ...]:
@@ -114,6 +116,7 @@ class Attribution:
                 "stretches": self.billed.lives,
             },
             "unmatched_job_records": self.unmatched,
+            "parallel_jobs_on_master_host_only": self.master_only,
         }
 
 
@@ -179,8 +182,9 @@ def attribute(
     order = {k: i for i, k in enumerate(("jobs", *ELASTICITY))}
     parts.sort(key=lambda p: (order[p.kind], -p.money, -p.node_seconds, p.key))
     priced = all(life.price_per_hour is not None for life in lives)
+    master_only = len({u.job for us in on.values() for u in us if u.master_only and id(u) in matched})
     return Attribution(
-        by, since, until, tuple(parts), billed_in(found, since, until, billing, period), unmatched, priced
+        by, since, until, tuple(parts), billed_in(found, since, until, billing, period), unmatched, priced, master_only
     )
 
 

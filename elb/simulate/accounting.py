@@ -120,7 +120,7 @@ def parse_accounting(lines: Iterable[str], source: str = "<accounting>") -> Work
         if len(fields) < FIELDS:
             raise SwfError(f"{where}: expected {FIELDS} fields separated by ':', found {len(fields)}")
         submit = _seconds(fields[8], "submission_time", where)
-        if fields[41] not in ("NONE", ""):
+        if fields[41].upper() not in ("NONE", ""):  # Sun Grid Engine 6 writes "none"
             wl.skip("a parallel task's own line (its job's line has the slots)", at=submit)
             continue
         try:
