@@ -475,13 +475,19 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
 
 def _saturation(m: Metrics, cap: int) -> str:
     """Why a replay's queue never drains: the cap when the replay had that many nodes up at once,
-    else the policy, which left jobs waiting with room to launch."""
+    else the budget when it held launches, else the policy, which left jobs waiting with room to
+    launch."""
     head = (
         f"{m.label}: the queue never drains (longest backlog {minutes(m.longest_backlog)}, "
         f"{m.never_started} jobs never started)"
     )
     if m.peak_nodes >= cap:
         return f"{head}: the cluster saturates at {cap} nodes"
+    if m.budget_held:
+        return (
+            f"{head} with at most {m.peak_nodes} of the {cap} nodes up at once: the budget held launches at "
+            f"{m.budget_held} passes, not the cap"
+        )
     return (
         f"{head} with at most {m.peak_nodes} of the {cap} nodes up at once ({m.launches} launches): "
         "the policy left them waiting, not the cap"
