@@ -285,6 +285,15 @@ def _checked_policies(args: argparse.Namespace) -> list[str]:
             raise SimError(f"{flag} must be positive")
     if args.boot_time < 0 or args.boot_jitter < 0 or args.start < 0 or (args.days is not None and args.days <= 0):
         raise SimError("--boot-time, --boot-jitter and --start must be >= 0, --days > 0")
+    year = 365 * 86400.0  # the live config's bound on a pacing time (PolicyConfig)
+    for flag, seconds in (
+        ("--boot-time", args.boot_time),
+        ("--boot-jitter", args.boot_jitter),
+        ("--poll", args.poll),
+        ("--overrun-hours", args.overrun_hours * 3600.0),
+    ):
+        if seconds > year:
+            raise SimError(f"{flag} must be at most a year")
     if not 0 <= args.provision_failure_rate < 1:
         raise SimError("--provision-failure-rate must be a share: 0 <= SHARE < 1")
     return names

@@ -154,3 +154,42 @@ def test_a_number_option_that_is_not_finite_is_refused(
     )
     one_line_error(proc.returncode, proc.stderr)
     assert flag in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--boot-time", "1e300"), ("--poll", "1e300"), ("--boot-jitter", "1e300"), ("--overrun-hours", "1e300")],
+)
+def test_a_duration_beyond_a_year_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str
+) -> None:
+    code, out, err = simulate(capsys, str(good_log(tmp_path)), option, value, "--overrun", "0.5")
+    one_line_error(code, err)
+    assert option in err and out == ""
+
+
+@pytest.mark.parametrize(
+    ("policy", "setting"),
+    [
+        ("elb", "idle_factor=-1"),
+        ("elb", "idle_factor=nan"),
+        ("elb", "launch_delay=1e300"),
+        ("slurm", "suspend_time=nan"),
+        ("slurm", "suspend_time=inf"),
+        ("starcluster", "wait_time=nan"),
+    ],
+)
+def test_a_policy_parameter_out_of_range_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], policy: str, setting: str
+) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "elb", "simulate", str(good_log(tmp_path)), "--policies", policy, "--set", setting],
+        capture_output=True,
+        text=True,
+        timeout=120,  # a safety net: a NaN time in a peer's parameters may never come
+        cwd=REPO,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    one_line_error(proc.returncode, proc.stderr)
+    assert setting.split("=", maxsplit=1)[0] in proc.stderr
