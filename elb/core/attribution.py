@@ -18,8 +18,8 @@ apart (``elb.core.spend.billed_in``), and the sum of the parts equals it.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from elb.core.spend import Activity, Billing, Life, Stopped, Window, billed_in, billed_span
@@ -152,9 +152,13 @@ def attribute(
 ) -> Attribution:
     """Every billed node-second of ``found``'s stretches in [since, until), attributed."""
     lives, stopped = found
+    sizes: dict[str, int] = {}
+    for life in lives:
+        if life.slots:
+            sizes[life.node] = max(sizes.get(life.node, 0), life.slots)
     on: dict[str, list[JobUse]] = {}
-    for u in uses:
-        on.setdefault(u.host.split(".", 1)[0], []).append(u)
+    for u in fit_to_nodes(uses, sizes):
+        on.setdefault(_short(u.host), []).append(u)
     sums = _Sums()
     matched: set[int] = set()
     for life in lives:
@@ -186,6 +190,44 @@ def attribute(
     return Attribution(
         by, since, until, tuple(parts), billed_in(found, since, until, billing, period), unmatched, priced, master_only
     )
+
+
+def _short(host: str) -> str:
+    return host.split(".", 1)[0]
+
+
+def fit_to_nodes(uses: Iterable[JobUse], sizes: Mapping[str, int]) -> list[JobUse]:
+    """``uses`` with a job's slots on a node cut to the node's slots (``sizes``, by node name) and
+    the rest given to the job's other hosts over the same run, up to their slots, in order: a
+    parallel job's accounting may put more of its slots on a host than the host has (Grid
+    Engine's master line holds all the job's slots, and Open MPI starts one task per other host,
+    which counts one slot there). What no other host has room for stays where it was."""
+    out = list(uses)
+    runs: dict[tuple[str, float, float], list[int]] = {}
+    for i, u in enumerate(out):
+        runs.setdefault((u.job, u.start, u.end), []).append(i)
+    for idx in runs.values():
+        if len(idx) < 2:
+            continue
+        cap = {i: float(sizes.get(_short(out[i].host), 0)) for i in idx}
+        slots = {i: out[i].slots for i in idx}
+        excess = sum(max(0.0, slots[i] - cap[i]) for i in idx if cap[i])
+        if excess <= 0:
+            continue
+        for i in idx:
+            if cap[i] and slots[i] > cap[i]:
+                slots[i] = cap[i]
+        for i in idx:
+            room = cap[i] - slots[i] if cap[i] else 0.0
+            if room > 0 and excess > 0:
+                slots[i] += min(room, excess)
+                excess -= min(room, excess)
+        if excess > 0:  # nowhere to put it: back on the first host that had too much
+            first = next(i for i in idx if cap[i] and out[i].slots > cap[i])
+            slots[first] += excess
+        for i in idx:
+            out[i] = replace(out[i], slots=slots[i])
+    return out
 
 
 def _one_life(life: Life, uses: Sequence[JobUse], window: tuple[float, float], by: By, sums: _Sums) -> None:
@@ -239,4 +281,15 @@ def _doing(life: Life, t: float) -> Activity:
     return doing
 
 
-__all__: Sequence[str] = ("BY", "ELASTICITY", "Attribution", "By", "JobUse", "Kind", "Part", "attribute", "key_of")
+__all__: Sequence[str] = (
+    "BY",
+    "ELASTICITY",
+    "Attribution",
+    "By",
+    "JobUse",
+    "Kind",
+    "Part",
+    "attribute",
+    "fit_to_nodes",
+    "key_of",
+)

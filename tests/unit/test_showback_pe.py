@@ -77,3 +77,14 @@ def test_a_time_that_is_not_a_time_is_an_error_not_nan(tmp_path: Path) -> None:
     fields[10] = "nan"
     with pytest.raises(UsageError, match="end_time"):
         parts(tmp_path, [*lines[:-1], ":".join(fields)])
+
+
+def test_one_task_line_per_host_fills_the_hosts_the_job_ran_on(tmp_path: Path) -> None:
+    # Open MPI starts one task (orted) per other host: node002 has one line for its 4 slots; the
+    # master's host cannot hold the 7 slots left, so the 3 over its 4 go to node002, the job's
+    # other host, up to its slots
+    lines = [line for line in FIXTURE.read_text().splitlines() if not any(f":{i}.node" in line for i in range(2, 8))]
+    assert sum(":1.node002:" in line for line in lines) == 1
+    got = parts(tmp_path, lines)
+    assert got["sgeuser"] == pytest.approx(3600 + 450 + 450)
+    assert got["idle"] == pytest.approx((3 * 1800 + 4 * 900 + 2 * 900) / 4)
