@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from elb.cli.main import main
 from elb.core.attribution import attribute
 from elb.core.groups import NodeGroup, NodeGroups
 from elb.core.model import NodeState
@@ -88,3 +89,31 @@ def test_one_task_line_per_host_fills_the_hosts_the_job_ran_on(tmp_path: Path) -
     got = parts(tmp_path, lines)
     assert got["sgeuser"] == pytest.approx(3600 + 450 + 450)
     assert got["idle"] == pytest.approx((3 * 1800 + 4 * 900 + 2 * 900) / 4)
+
+
+CONFIG = """\
+cloud: {provider: local}
+state_dir: STATE
+policy: {billing: second}
+node_groups:
+  - {name: compute, slots: 4, max_nodes: 4, price_per_hour: 1.0}
+"""
+
+
+def test_elb_spend_says_which_parallel_jobs_it_charged_to_their_master_host_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+
+    monkeypatch.setattr("elb.cli.spend.time.time", lambda: T0 + 4000)
+    two_nodes(tmp_path).close()
+    cfg = tmp_path / "elb.yml"
+    cfg.write_text(CONFIG.replace("STATE", str(tmp_path)))
+    acct = tmp_path / "accounting"
+    whole = FIXTURE.read_text().splitlines()
+    acct.write_text("\n".join(whole) + "\n")
+    assert main(["spend", "-c", str(cfg), "--since", "1d", "--accounting", str(acct)]) == 0
+    assert "master's host alone" not in capsys.readouterr().out
+    acct.write_text("\n".join(line for line in whole if ".node00" not in line) + "\n")  # no task lines
+    assert main(["spend", "-c", str(cfg), "--since", "1d", "--accounting", str(acct)]) == 0
+    out = capsys.readouterr().out
+    assert "(1 parallel job(s) charged to their master's host alone" in out
