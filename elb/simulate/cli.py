@@ -483,15 +483,21 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
 
 
 def _saturation(m: Metrics, cap: int) -> str:
-    """Why a replay's queue never drains: the cap when the replay had that many nodes up at once,
-    else the budget when it held launches, else the policy, which left jobs waiting with room to
-    launch."""
+    """Why a replay's queue never drains: the cap when the replay had that many nodes up at once
+    and every job started; else the budget when it held launches, else the policy, which left
+    jobs waiting with room to launch (a job that never started waited at the replay's end with
+    no job running and every node it needs within the cap: unservable jobs are apart)."""
     head = (
         f"{m.label}: the queue never drains (longest backlog {minutes(m.longest_backlog)}, "
         f"{m.never_started} jobs never started)"
     )
-    if m.peak_nodes >= cap:
+    if m.peak_nodes >= cap and not m.never_started:
         return f"{head}: the cluster saturates at {cap} nodes"
+    if m.never_started and not m.budget_held:  # the replay gave up with no job to end: room to launch
+        return (
+            f"{head}: the policy left them waiting though the cap's {cap} nodes could run them "
+            f"(at most {m.peak_nodes} up at once, {m.launches} launches in the replay)"
+        )
     if m.budget_held:
         return (
             f"{head} with at most {m.peak_nodes} of the {cap} nodes up at once: the budget held launches at "

@@ -4,6 +4,7 @@ reached it."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import math
 import subprocess
@@ -130,7 +131,7 @@ def test_the_saturation_warning_blames_the_cap_only_when_the_replay_reached_it(
     err = capsys.readouterr().err
     assert code == 0 and "never drains" in err
     assert "saturates at 2 nodes" not in err
-    assert "at most 1 of the 2 nodes" in err
+    assert "the policy left them waiting" in err and "at most 1 up at once" in err
     # one node and whole-node jobs faster than it runs them: the cap is to blame
     busy = tmp_path / "busy.swf"
     busy.write_text("\n".join(swf_line(i, i * 100, 1000, 8) for i in range(1, 40)) + "\n")
@@ -193,3 +194,22 @@ def test_a_policy_parameter_out_of_range_is_a_one_line_error(
     )
     one_line_error(proc.returncode, proc.stderr)
     assert setting.split("=", maxsplit=1)[0] in proc.stderr
+
+
+def test_jobs_that_never_started_are_not_blamed_on_a_cap_the_replay_reached_once() -> None:
+    # A job that never starts with no job running and the cap's nodes to run it (the replay gave
+    # up: nothing could change) waited on the policy, even if a burst had reached the cap before
+    from elb.simulate.cli import _saturation
+    from elb.simulate.engine import SimOutcome
+    from elb.simulate.report import Floors, metrics
+
+    out = SimOutcome([0.0], [60.0], 60.0, [], 0.0, 60.0, launches=874, never_started=1, longest_backlog=9e4)
+    m = dataclasses.replace(
+        metrics("starcluster", "starcluster", out, Floors(1.0, 1.0, 1), billing="second", price=1.0, slots_per_node=8),
+        peak_nodes=20,
+    )
+    assert m.saturated
+    said = _saturation(m, 20)
+    assert "saturates at 20 nodes" not in said
+    assert "1 jobs never started" in said and "the policy" in said
+    assert "saturates at 20 nodes" in _saturation(dataclasses.replace(m, never_started=0), 20)
