@@ -146,8 +146,8 @@ def to_text(result: Attribution, billing: str) -> list[str]:
     )
     if result.master_only:
         lines.append(
-            f"({result.master_only} parallel job(s) charged to their master's host alone: the accounting has no "
-            "line of their tasks on other hosts, whose slots count as idle)"
+            f"({result.master_only} parallel job(s) charged to their master's host alone though they held more "
+            "slots than it has: the accounting has no line of their tasks on other hosts, whose slots count as idle)"
         )
     if result.unmatched:
         lines.append(f"({result.unmatched} job record(s) of the accounting ran on hosts that are not elb's nodes)")

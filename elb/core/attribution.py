@@ -74,7 +74,7 @@ class Attribution:
     billed: Window
     unmatched: int = 0  # job uses on no billed node of elb's in the window (other hosts)
     priced: bool = True  # every node has a price (else money is 0 and only node-hours count)
-    master_only: int = 0  # parallel jobs on elb's nodes charged to their master's host alone
+    master_only: int = 0  # parallel jobs charged to their master's host alone, with more slots than it has
 
     @property
     def jobs(self) -> tuple[Part, ...]:
@@ -186,7 +186,14 @@ def attribute(
     order = {k: i for i, k in enumerate(("jobs", *ELASTICITY))}
     parts.sort(key=lambda p: (order[p.kind], -p.money, -p.node_seconds, p.key))
     priced = all(life.price_per_hour is not None for life in lives)
-    master_only = len({u.job for us in on.values() for u in us if u.master_only and id(u) in matched})
+    master_only = len(
+        {
+            u.job
+            for host, us in on.items()
+            for u in us
+            if u.master_only and id(u) in matched and u.slots > sizes.get(host, u.slots)
+        }
+    )
     return Attribution(
         by, since, until, tuple(parts), billed_in(found, since, until, billing, period), unmatched, priced, master_only
     )

@@ -25,6 +25,7 @@ GROUPS = NodeGroups(groups=[NodeGroup(name="compute", slots=4, max_nodes=4, pric
 
 def two_nodes(tmp_path: Path) -> Journal:
     """node001 and node002, 4 slots each: launched at T0, ready at T0 + 100, gone at T0 + 3700."""
+    tmp_path.mkdir(exist_ok=True)
     j = Journal(tmp_path / "journal.sqlite")
     for n, name in enumerate(("node001", "node002"), 1):
         j.record(name, NodeState.REQUESTED, T0, group="compute")
@@ -64,6 +65,9 @@ def test_a_pe_job_without_task_lines_is_charged_to_its_master_host_and_said(tmp_
     # node001 wholly the job's for 1800 s (8 slots on a 4-slot node: it has no more to give)
     assert got["sgeuser"] == pytest.approx(1800 + 450 + 450)
     assert got["master_only"] == 1
+    # a job of 4 slots in a PE (smp: $pe_slots) fits its host: nothing to say
+    smp = [line.replace(":mpi:8:", ":smp:4:") for line in lines]
+    assert parts(tmp_path / "smp", smp)["master_only"] == 0
 
 
 def test_none_written_in_lower_case_is_none(tmp_path: Path) -> None:
