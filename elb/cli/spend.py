@@ -40,9 +40,9 @@ def register(sub: Any) -> None:
         description="Attributes every billed node-second of elb's nodes over the window (--since) to the jobs that "
         "ran on the node, in proportion to their slots, and the rest (booting, idle, draining, the warm pool's "
         "volumes) to the cost of elasticity, shown apart; the parts add up to the bill. Reads the journal "
-        "(read-only) and the scheduler's accounting: Grid Engine's accounting file, or Slurm's sacct. Exit 4 "
-        "when the accounting cannot be read (a new Grid Engine cell without its accounting file yet: no job has "
-        "finished, exit 0).",
+        "(read-only) and the scheduler's accounting: Grid Engine's accounting file, or Slurm's sacct. Exit 3 "
+        "when there is no journal, 4 when the accounting cannot be read (a new Grid Engine cell without its "
+        "accounting file yet: no job has finished, exit 0).",
     )
     _add_config(p)
     p.add_argument("--by", choices=BY, default="user", help="attribute the jobs' share to each (default user)")
@@ -65,6 +65,10 @@ def cmd_spend(args: argparse.Namespace) -> int:
     if isinstance(opened, Exit):
         return opened
     cfg, journal = opened
+    if not cfg.journal_path.exists():  # the read-only journal would be an empty one: an all-zero bill
+        journal.close()
+        _error(f"no journal at {cfg.journal_path}: elb has not run with this config yet, so nothing was billed")
+        return Exit.CONFIG
     until = time.time()
     since = until - args.since
     try:
@@ -134,16 +138,18 @@ def to_text(result: Attribution, billing: str) -> list[str]:
     beside the bill."""
     total_money = result.money or 1.0
     total_seconds = result.node_seconds or 1.0
+    labels = [part.key for part in result.jobs] + [f"  {_elasticity_label(p)}" for p in result.elasticity]
+    width = max([42, *(len(label) for label in labels)])  # a label is never cut
 
     def row(label: str, part_jobs: str, seconds: float, money: float | None) -> str:
         share = (money / total_money) if result.priced and money is not None else seconds / total_seconds
         dollars = f"{money:>12.2f}" if result.priced and money is not None else f"{'-':>12}"
-        return f"{label[:42]:<42} {part_jobs:>6} {seconds / 3600.0:>11.2f} {dollars} {share * 100:>6.1f}%"
+        return f"{label:<{width}} {part_jobs:>6} {seconds / 3600.0:>11.2f} {dollars} {share * 100:>6.1f}%"
 
     lines = [
         f"spend from {_when(result.since)} to {_when(result.until)} ({minutes(result.until - result.since)}), "
         f"by {result.by}; billing per {billing}",
-        f"{result.by:<42} {'jobs':>6} {'node-hours':>11} {'US dollars':>12} {'share':>7}",
+        f"{result.by:<{width}} {'jobs':>6} {'node-hours':>11} {'US dollars':>12} {'share':>7}",
     ]
     for part in result.jobs:
         lines.append(row(part.key, str(part.jobs), part.node_seconds, part.money))
@@ -159,6 +165,11 @@ def to_text(result: Attribution, billing: str) -> list[str]:
         f"billed: {bill.node_seconds / 3600.0:.2f} node-hours, {billed_money}, over {bill.lives} node "
         f"stretch(es) in the journal"
     )
+    if result.master_only:
+        lines.append(
+            f"({result.master_only} parallel job(s) charged to their master's host alone though they held more "
+            "slots than it has: the accounting has no line of their tasks on other hosts, whose slots count as idle)"
+        )
     if result.unmatched:
         lines.append(f"({result.unmatched} job record(s) of the accounting ran on hosts that are not elb's nodes)")
     return lines

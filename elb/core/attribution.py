@@ -18,8 +18,8 @@ apart (``elb.core.spend.billed_in``), and the sum of the parts equals it.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from elb.core.spend import Activity, Billing, Life, Stopped, Window, billed_in, billed_span
@@ -44,6 +44,7 @@ class JobUse:
     user: str = ""
     project: str = ""
     queue: str = ""
+    master_only: bool = False  # a parallel job's slots all on its master's host: where else, unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,7 @@ class Attribution:
     billed: Window
     unmatched: int = 0  # job uses on no billed node of elb's in the window (other hosts)
     priced: bool = True  # every node has a price (else money is 0 and only node-hours count)
+    master_only: int = 0  # parallel jobs charged to their master's host alone, with more slots than it has
 
     @property
     def jobs(self) -> tuple[Part, ...]:
@@ -114,6 +116,7 @@ class Attribution:
                 "stretches": self.billed.lives,
             },
             "unmatched_job_records": self.unmatched,
+            "parallel_jobs_on_master_host_only": self.master_only,
         }
 
 
@@ -149,9 +152,13 @@ def attribute(
 ) -> Attribution:
     """Every billed node-second of ``found``'s stretches in [since, until), attributed."""
     lives, stopped = found
+    sizes: dict[str, int] = {}
+    for life in lives:
+        if life.slots:
+            sizes[life.node] = max(sizes.get(life.node, 0), life.slots)
     on: dict[str, list[JobUse]] = {}
-    for u in uses:
-        on.setdefault(u.host.split(".", 1)[0], []).append(u)
+    for u in fit_to_nodes(uses, sizes):
+        on.setdefault(_short(u.host), []).append(u)
     sums = _Sums()
     matched: set[int] = set()
     for life in lives:
@@ -179,9 +186,55 @@ def attribute(
     order = {k: i for i, k in enumerate(("jobs", *ELASTICITY))}
     parts.sort(key=lambda p: (order[p.kind], -p.money, -p.node_seconds, p.key))
     priced = all(life.price_per_hour is not None for life in lives)
-    return Attribution(
-        by, since, until, tuple(parts), billed_in(found, since, until, billing, period), unmatched, priced
+    master_only = len(
+        {
+            u.job
+            for host, us in on.items()
+            for u in us
+            if u.master_only and id(u) in matched and u.slots > sizes.get(host, u.slots)
+        }
     )
+    return Attribution(
+        by, since, until, tuple(parts), billed_in(found, since, until, billing, period), unmatched, priced, master_only
+    )
+
+
+def _short(host: str) -> str:
+    return host.split(".", 1)[0]
+
+
+def fit_to_nodes(uses: Iterable[JobUse], sizes: Mapping[str, int]) -> list[JobUse]:
+    """``uses`` with a job's slots on a node cut to the node's slots (``sizes``, by node name) and
+    the rest given to the job's other hosts over the same run, up to their slots, in order: a
+    parallel job's accounting may put more of its slots on a host than the host has (Grid
+    Engine's master line holds all the job's slots, and Open MPI starts one task per other host,
+    which counts one slot there). What no other host has room for stays where it was."""
+    out = list(uses)
+    runs: dict[tuple[str, float, float], list[int]] = {}
+    for i, u in enumerate(out):
+        runs.setdefault((u.job, u.start, u.end), []).append(i)
+    for idx in runs.values():
+        if len(idx) < 2:
+            continue
+        cap = {i: float(sizes.get(_short(out[i].host), 0)) for i in idx}
+        slots = {i: out[i].slots for i in idx}
+        excess = sum(max(0.0, slots[i] - cap[i]) for i in idx if cap[i])
+        if excess <= 0:
+            continue
+        for i in idx:
+            if cap[i] and slots[i] > cap[i]:
+                slots[i] = cap[i]
+        for i in idx:
+            room = cap[i] - slots[i] if cap[i] else 0.0
+            if room > 0 and excess > 0:
+                slots[i] += min(room, excess)
+                excess -= min(room, excess)
+        if excess > 0:  # nowhere to put it: back on the first host that had too much
+            first = next(i for i in idx if cap[i] and out[i].slots > cap[i])
+            slots[first] += excess
+        for i in idx:
+            out[i] = replace(out[i], slots=slots[i])
+    return out
 
 
 def _one_life(life: Life, uses: Sequence[JobUse], window: tuple[float, float], by: By, sums: _Sums) -> None:
@@ -235,4 +288,15 @@ def _doing(life: Life, t: float) -> Activity:
     return doing
 
 
-__all__: Sequence[str] = ("BY", "ELASTICITY", "Attribution", "By", "JobUse", "Kind", "Part", "attribute", "key_of")
+__all__: Sequence[str] = (
+    "BY",
+    "ELASTICITY",
+    "Attribution",
+    "By",
+    "JobUse",
+    "Kind",
+    "Part",
+    "attribute",
+    "fit_to_nodes",
+    "key_of",
+)

@@ -3,8 +3,9 @@ for ``elb spend`` (``elb.core.attribution``).
 
 - Grid Engine: its accounting file (``elb.schedulers.sge.accounting``): each job's (array task's) line on
   its host, from its start to its end, with its slots, its owner, project and queue. A parallel
-  job's line is its master task's host's, with all its slots: it is counted there alone (its
-  tasks' own lines, under tight integration, carry no slots of their own and are left out).
+  job's own line is its master task's host's, with all its slots; under tight integration each
+  of its tasks has a line of its own on the task's host: the job's slots are spread over those
+  hosts (``pe_uses``). Without task lines all are charged to the master's host, and said.
 - Slurm: ``sacct`` (run as an argument list, never a shell, with the scheduler's time-out:
   ``elb.schedulers.slurm.commands``), one line per job allocation (``--allocations``) with a fixed
   ``--format`` and ``--parsable2``; its CPUs are shared evenly among the nodes of its node list;
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from elb.core.attribution import JobUse
 from elb.core.config import Config
-from elb.schedulers.sge.accounting import AccountingError, read_lines
+from elb.schedulers.sge.accounting import AccountingError, AccountingLine, read_lines
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError
 from elb.schedulers.slurm.parse import expand
 
@@ -38,24 +39,69 @@ def accounting_path(config: Config) -> Path:
 
 
 def sge_uses(lines: Iterable[str], since: float, until: float, source: str = "<accounting>") -> Iterator[JobUse]:
-    """The job uses an accounting file records in [since, until)."""
+    """The job uses an accounting file records in [since, until): each job's (array task's) line
+    on its host; a parallel job's slots spread over the hosts its tasks' lines name (``pe_uses``)."""
     try:
-        for rec in read_lines(lines, source):
-            if rec.is_pe_task or rec.start <= 0 or rec.end <= since or rec.start >= until or rec.end <= rec.start:
-                continue
-            job = f"{rec.job_number}.{rec.task_number}" if rec.task_number else str(rec.job_number)
-            yield JobUse(
-                job=job,
-                host=rec.hostname,
-                start=rec.start,
-                end=rec.end,
-                slots=float(max(1, rec.slots)),
-                user=rec.owner,
-                project=rec.project,
-                queue=rec.qname,
-            )
+        records = list(read_lines(lines, source))
     except AccountingError as err:
         raise UsageError(str(err)) from None
+    tasks: dict[tuple[int, int], list[AccountingLine]] = {}
+    for rec in records:
+        if rec.is_pe_task and rec.start > 0 and rec.end > rec.start:
+            tasks.setdefault((rec.job_number, rec.task_number), []).append(rec)
+    used: set[int] = set()  # the task lines a master line took (by id)
+    for rec in records:
+        if rec.is_pe_task or rec.start <= 0 or rec.end <= rec.start:
+            continue
+        theirs = [t for t in tasks.get((rec.job_number, rec.task_number), ()) if _overlap(t, rec)]
+        used.update(id(t) for t in theirs)
+        if rec.end > since and rec.start < until:
+            yield from pe_uses(rec, theirs)
+    for rec in (t for ts in tasks.values() for t in ts if id(t) not in used):  # no master line in the file
+        if rec.end > since and rec.start < until:
+            yield _use(rec, rec.hostname, 1.0)
+
+
+def _overlap(task: AccountingLine, master: AccountingLine) -> bool:
+    """Whether a task's line belongs to this run of its job (a job number SGE used again runs at
+    another time)."""
+    return task.start < master.end and task.end > master.start
+
+
+def _use(rec: AccountingLine, host: str, slots: float, *, master_only: bool = False) -> JobUse:
+    job = f"{rec.job_number}.{rec.task_number}" if rec.task_number else str(rec.job_number)
+    return JobUse(job, host, rec.start, rec.end, slots, rec.owner, rec.project, rec.qname, master_only=master_only)
+
+
+def pe_uses(master: AccountingLine, tasks: Sequence[AccountingLine]) -> list[JobUse]:
+    """A job's uses of its hosts, from its own (master) line and its parallel tasks' lines, over
+    the job's run (the slots were the job's from its start to its end).
+
+    The master line's ``slots`` are all the job's slots (``sge_granted_slots``); each task's line
+    is on the host the task ran on and, as SGE writes it, repeats the job's slots. A task's line
+    holds one slot on its host, or the slots it says when they are fewer than the job's (a
+    per-host count); the master's host holds the rest of the job's slots, so a task's line on the
+    master's own host adds nothing (the master line counts it). Without task lines (a PE with
+    ``control_slaves FALSE`` or ``accounting_summary TRUE``), where the other slots ran is not
+    in the file: all are charged to the master's host, marked ``master_only``."""
+    total = max(1, master.slots)
+    home = _short(master.hostname)
+    others: dict[str, float] = {}
+    for t in tasks:
+        host = _short(t.hostname)
+        if host != home:
+            others[t.hostname] = others.get(t.hostname, 0.0) + (t.slots if 1 < t.slots < total else 1)
+    if not others:
+        return [_use(master, master.hostname, float(total), master_only=master.granted_pe != "" and total > 1)]
+    rest = total - sum(others.values())
+    out = [_use(master, host, slots) for host, slots in others.items()]
+    if rest > 0:
+        out.insert(0, _use(master, master.hostname, rest))
+    return out
+
+
+def _short(host: str) -> str:
+    return host.split(".", 1)[0]
 
 
 def read_sge(path: Path, since: float, until: float) -> list[JobUse]:
@@ -144,6 +190,7 @@ __all__: Sequence[str] = (
     "UsageError",
     "accounting_path",
     "parse_sacct",
+    "pe_uses",
     "read_sge",
     "read_slurm",
     "sacct_argv",

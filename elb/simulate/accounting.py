@@ -31,12 +31,13 @@ times, a lower bound of the machine's size.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from elb.schedulers.sge.parse import parse_sge_time
-from elb.simulate.swf import SimJob, SwfError, Workload, open_lines, read_swf, window
+from elb.simulate.swf import LONGEST, SimJob, SwfError, Workload, open_lines, read_swf, window
 
 FIELDS = 45
 _H_RT = re.compile(r"(?:^|[\s,])h_rt=([^\s,]+)")
@@ -48,7 +49,10 @@ def _seconds(text: str, what: str, where: str) -> float:
         value = float(text)
     except ValueError:
         raise SwfError(f"{where}: {what} {text!r} is not a number") from None
-    return value / 1e6 if value > _MICROSECONDS else value
+    seconds = value / 1e6 if value > _MICROSECONDS else value
+    if not math.isfinite(seconds) or abs(seconds) > _MICROSECONDS:  # NaN, inf, or beyond the year 5138
+        raise SwfError(f"{where}: {what} {text!r} is not a time")
+    return seconds
 
 
 def requested_runtime(category: str) -> float | None:
@@ -84,6 +88,23 @@ def most_slots_at_once(spans: Iterable[tuple[float, float, int]]) -> int:
     return most
 
 
+def _from_first(wl: Workload) -> None:
+    """Count ``wl``'s times from its first submission, as SWF logs count them; ``SwfError`` when a
+    job comes more than a century after it (a corrupt time, not a job to wait for)."""
+    known = [at for at, _ in wl.skipped_at if at is not None and at > 0]
+    if wl.jobs or known:  # time from the first submission, as SWF logs count it
+        first = min([*known, *(j.submit for j in wl.jobs[:1])])
+        wl.jobs = [dataclasses.replace(j, submit=j.submit - first) for j in wl.jobs]
+        if wl.jobs and wl.jobs[-1].submit > LONGEST:
+            late = wl.jobs[-1]
+            raise SwfError(
+                f"{wl.source}: job {late.job_id // 100_000} was submitted {late.submit / 86400 / 365.25:.0f} years "
+                "after the first: not a time a job log can hold (at most 100 years)"
+            )
+        wl.skipped_at = [(None if at is None or at <= 0 else at - first, why) for at, why in wl.skipped_at]
+        wl.header["UnixStartTime"] = f"{first:.0f}"
+
+
 def parse_accounting(lines: Iterable[str], source: str = "<accounting>") -> Workload:
     """The jobs of an accounting file, oldest submission first; malformed lines are errors."""
     wl = Workload(source, [], {"Format": "Grid Engine accounting"})
@@ -99,7 +120,7 @@ def parse_accounting(lines: Iterable[str], source: str = "<accounting>") -> Work
         if len(fields) < FIELDS:
             raise SwfError(f"{where}: expected {FIELDS} fields separated by ':', found {len(fields)}")
         submit = _seconds(fields[8], "submission_time", where)
-        if fields[41] not in ("NONE", ""):
+        if fields[41].upper() not in ("NONE", ""):  # Sun Grid Engine 6 writes "none"
             wl.skip("a parallel task's own line (its job's line has the slots)", at=submit)
             continue
         try:
@@ -115,6 +136,8 @@ def parse_accounting(lines: Iterable[str], source: str = "<accounting>") -> Work
             wl.skip("never started", at=submit)
             continue
         run = max(0.0, end - start)
+        if run > LONGEST:
+            raise SwfError(f"{where}: start_time to end_time is {run / 86400 / 365.25:.0f} years: not a run time")
         if run <= 0:
             wl.skip("run time <= 0", at=submit)
             continue
@@ -128,12 +151,7 @@ def parse_accounting(lines: Iterable[str], source: str = "<accounting>") -> Work
     if not wl.jobs and not wl.skipped:
         raise SwfError(f"{source}: no job line")
     wl.jobs.sort(key=lambda j: (j.submit, j.job_id))
-    known = [at for at, _ in wl.skipped_at if at is not None and at > 0]
-    if wl.jobs or known:  # time from the first submission, as SWF logs count it
-        first = min([*known, *(j.submit for j in wl.jobs[:1])])
-        wl.jobs = [dataclasses.replace(j, submit=j.submit - first) for j in wl.jobs]
-        wl.skipped_at = [(None if at is None or at <= 0 else at - first, why) for at, why in wl.skipped_at]
-        wl.header["UnixStartTime"] = f"{first:.0f}"
+    _from_first(wl)
     if spans:
         wl.header["MaxProcs"] = f"{most_slots_at_once(spans)} (the most slots its jobs held at once)"
     return wl

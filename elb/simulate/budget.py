@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from elb.core.attribution import Attribution, By, JobUse, Part, attribute
-from elb.core.budget import Budget, period_bounds
+from elb.core.budget import Budget, period_bounds, when
 from elb.core.spend import Billing, Life, billed_seconds, overlap
 from elb.schedulers.sge.accounting import AccountingError, read_lines
 from elb.simulate.swf import SimJob, SwfError, Workload, open_lines
@@ -58,9 +58,11 @@ def anchored(wl: Workload) -> Workload:
     return Workload(wl.source, jobs, dict(wl.header), dict(wl.skipped), wl.overrun)
 
 
-def costliest_period(out: SimOutcome, budget: Budget, billing: Billing, prices: Mapping[str, float]) -> float:
-    """The most a replay spent in one of ``budget``'s periods (compute only: the nodes' billed
-    time, at their groups' prices)."""
+def period_spend(
+    out: SimOutcome, budget: Budget, billing: Billing, prices: Mapping[str, float]
+) -> tuple[tuple[float, float], ...]:
+    """What a replay spent in each of ``budget``'s periods it billed in, by the period's start, in
+    order (compute only: the nodes' billed time, at their groups' prices)."""
     per: dict[float, float] = {}
     for life in out.nodes:
         billed = billed_seconds(life.terminated_at - life.launched_at, billing)
@@ -70,7 +72,40 @@ def costliest_period(out: SimOutcome, budget: Budget, billing: Billing, prices: 
             start, end = period_bounds(budget, t)
             per[start] = per.get(start, 0.0) + overlap(a, b, start, end) * prices.get(life.group, 0.0) / 3600.0
             t = end
-    return max(per.values(), default=0.0)
+    return tuple(sorted(per.items()))
+
+
+def costliest_period(out: SimOutcome, budget: Budget, billing: Billing, prices: Mapping[str, float]) -> float:
+    """The most a replay spent in one of ``budget``'s periods (``period_spend``)."""
+    return max((spent for _, spent in period_spend(out, budget, billing, prices)), default=0.0)
+
+
+SHOWN_PERIODS = 40  # a replay with more periods lists only those over its budget
+
+
+def period_lines(label: str, budget: Budget, spent: Sequence[tuple[float, float]]) -> list[str]:
+    """A budgeted replay's spend in each period against its budget, the periods over it flagged
+    (reporting only: the pacing is the planner's)."""
+    over = [(start, s) for start, s in spent if s > budget.amount * (1 + 1e-9)]
+    rows = spent if len(spent) <= SHOWN_PERIODS else over[:SHOWN_PERIODS]
+    lines = [
+        f"{label}: spend a {budget.period} against the budget of {budget.amount:,.2f}",
+        f"  {'period from':<18} {'spent':>12} {'of budget':>10}",
+    ]
+    for start, s in rows:
+        flag = f"  over budget (+{(s / budget.amount - 1) * 100:.0f}%)" if (start, s) in over else ""
+        lines.append(f"  {when(budget, start)[:16]:<18} {s:>12,.2f} {s / budget.amount * 100:>9.0f}%{flag}")
+    if len(rows) < len(spent):
+        lines.append(f"  ({len(spent) - len(rows)} more period(s) not listed: only those over the budget are)")
+    if over:
+        top_start, top = max(over, key=lambda p: p[1])
+        lines.append(
+            f"  over budget in {len(over)} of {len(spent)} {budget.period}s; the most: {when(budget, top_start)[:16]}, "
+            f"{top:,.2f} (+{(top / budget.amount - 1) * 100:.0f}%)"
+        )
+    else:
+        lines.append(f"  within the budget in every one of {len(spent)} {budget.period}s")
+    return lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +122,7 @@ class BudgetRun:
     wait_max: float
     held: int  # passes at which the budget held a launch
     never_started: int
+    periods: tuple[tuple[float, float], ...] = ()  # each period's start and what was spent in it
 
 
 def budget_table(runs: Sequence[BudgetRun], period: str) -> str:
@@ -234,6 +270,8 @@ __all__: Sequence[str] = (
     "costliest_period",
     "log_users",
     "parse_budget",
+    "period_lines",
+    "period_spend",
     "replay_split",
     "split_table",
 )

@@ -22,6 +22,8 @@ from elb.simulate.budget import (
     budget_table,
     log_users,
     parse_budget,
+    period_lines,
+    period_spend,
     replay_split,
     split_table,
 )
@@ -68,6 +70,8 @@ def budget_of(args: argparse.Namespace) -> Budget | None:
     """The ``--budget`` asked for (and the options checked), or None."""
     if (args.budget_sweep or args.spend_by) and args.json:
         raise SimError("--budget-sweep and --spend-by print tables: not with --json")
+    if args.budget_sweep is not None:
+        _shares(args.budget_sweep)  # refused before any replay
     if args.budget_plot is not None and not args.budget_sweep:
         raise SimError("--budget-plot draws --budget-sweep's replays: give --budget-sweep")
     if args.budget_plot is not None and (missing := plot_missing()) is not None:
@@ -117,6 +121,14 @@ def report_budget(
             split = replay_split(out, prepared.jobs, args.spend_by, billing=args.billing, prices=prices, users=users)
             print()
             print(split_table(split, m.label))
+    if settings.budget is not None and not args.json:  # each period's spend against the budget
+        for _, label, (_, out) in runs:
+            print()
+            print(
+                "\n".join(
+                    period_lines(label, settings.budget, period_spend(out, settings.budget, args.billing, prices))
+                )
+            )
     if not args.budget_sweep:
         return
     shares = _shares(args.budget_sweep)
@@ -140,6 +152,10 @@ def report_budget(
     print(f"{args.budget_period}'s spend without a budget; the replay starts at a {args.budget_period}'s start", end="")
     print(f"; paced {minutes(args.budget_horizon)} ahead" if args.budget_horizon else "; paced to the period's end")
     print(budget_table(swept, args.budget_period))
+    for run in swept:
+        if run.amount is not None:
+            print()
+            print("\n".join(period_lines(run.label, Budget(amount=run.amount, period=args.budget_period), run.periods)))
     if args.budget_plot is not None:
         title = f"{args.log.name}: budgets a {args.budget_period}, per {args.billing} billing"
         budget_plot(swept, args.budget_plot, title)

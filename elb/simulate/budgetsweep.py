@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 from elb.core.budget import Budget, Period
 from elb.core.policy.base import Policy
-from elb.simulate.budget import BudgetRun, costliest_period
+from elb.simulate.budget import BudgetRun, costliest_period, period_spend
 from elb.simulate.engine import SimOutcome, SimSettings
 from elb.simulate.report import Billing, Metrics
 from elb.simulate.runner import Prepared, replay
@@ -43,7 +43,8 @@ def budget_sweep(
         shown = f"{label} {share:g}%"
         paced = dataclasses.replace(unpaced, budget=budget)
         m, out = replay(prepared, policy, paced, billing=billing, price=price, label=shown, progress=progress(shown))
-        spent = costliest_period(out, budget, billing, prices)
+        periods = period_spend(out, budget, billing, prices)
+        spent = max((s for _, s in periods), default=0.0)
         runs.append(
             BudgetRun(
                 shown,
@@ -56,6 +57,7 @@ def budget_sweep(
                 m.wait_max,
                 out.budget_held,
                 m.never_started,
+                periods,
             )
         )
     return runs

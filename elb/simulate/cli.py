@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,7 +183,17 @@ def _max_nodes(raw: str | None, max_procs: int | None, spn: int) -> int | None:
         if raw.endswith("x"):
             if max_procs is None:
                 raise SimError("--max-nodes Kx needs the log's MaxProcs header; give a node count")
-            return max(1, round(float(raw[:-1]) * -(-max_procs // spn)))
+            k = float(raw[:-1])
+            machine = -(-max_procs // spn)
+            if not (math.isfinite(k) and k > 0):
+                raise SimError(f"--max-nodes {raw}: K must be a number above 0")
+            n = round(k * machine)
+            if n < 1:
+                raise SimError(
+                    f"--max-nodes {raw}: {k:g} times the log's machine ({machine} nodes of {spn} slots) is less "
+                    "than one node"
+                )
+            return n
         n = int(raw)
     except ValueError:
         raise SimError(f"--max-nodes: not a count or Kx: {raw!r}") from None
@@ -243,17 +254,46 @@ def _warm_pool(args: argparse.Namespace) -> WarmPool | None:
     return pool
 
 
+_NUMBERS = (
+    "--price",
+    "--boot-time",
+    "--boot-jitter",
+    "--poll",
+    "--overrun",
+    "--overrun-hours",
+    "--start",
+    "--days",
+    "--restart-time",
+    "--volume-price",
+    "--pool-max-age",
+    "--provision-failure-rate",
+)
+
+
 def _checked_policies(args: argparse.Namespace) -> list[str]:
     """The policies asked for; ``SimError`` for an unknown one or a number out of its range."""
     names = [n.strip() for n in args.policies.split(",") if n.strip()]
     unknown = [n for n in names if n not in ALL_POLICIES]
     if unknown or not names:
         raise SimError(f"unknown policy {', '.join(unknown) or '(none)'}; known: {', '.join(ALL_POLICIES)}")
+    for flag in _NUMBERS:  # NaN passes every comparison below, and inf makes a replay without end
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value is not None and not math.isfinite(value):
+            raise SimError(f"{flag} must be a finite number, got {value:g}")
     for flag, value in (("--slots-per-node", args.slots_per_node), ("--poll", args.poll), ("--price", args.price)):
         if value <= 0:
             raise SimError(f"{flag} must be positive")
     if args.boot_time < 0 or args.boot_jitter < 0 or args.start < 0 or (args.days is not None and args.days <= 0):
         raise SimError("--boot-time, --boot-jitter and --start must be >= 0, --days > 0")
+    year = 365 * 86400.0  # the live config's bound on a pacing time (PolicyConfig)
+    for flag, seconds in (
+        ("--boot-time", args.boot_time),
+        ("--boot-jitter", args.boot_jitter),
+        ("--poll", args.poll),
+        ("--overrun-hours", args.overrun_hours * 3600.0),
+    ):
+        if seconds > year:
+            raise SimError(f"{flag} must be at most a year")
     if not 0 <= args.provision_failure_rate < 1:
         raise SimError("--provision-failure-rate must be a share: 0 <= SHARE < 1")
     return names
@@ -366,12 +406,7 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
     """Print the replay's results: a table (and one per group, the frontiers of a sweep), or
     JSON with --json."""
     skipped = dict(wl.skipped)
-    warnings = [
-        f"{m.label}: the queue never drains (longest backlog {minutes(m.longest_backlog)}, "
-        f"{m.never_started} jobs never started): the cluster saturates at {prepared.max_nodes} nodes"
-        for m in results
-        if m.saturated
-    ]
+    warnings = [_saturation(m, prepared.max_nodes) for m in results if m.saturated]
     reasons: dict[str, int] = {}
     for _, why in prepared.unservable:
         reasons[why] = reasons.get(why, 0) + 1
@@ -445,6 +480,33 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
         print(f"unservable job {job.job_id}: {why}", file=sys.stderr)
     if args.plot is not None:
         _draw(args, results, fronts, f"{args.log.name}: {spn}-slot nodes, {args.boot_time:g} s boot, per {billing}")
+
+
+def _saturation(m: Metrics, cap: int) -> str:
+    """Why a replay's queue never drains: the cap when the replay had that many nodes up at once
+    and every job started; else the budget when it held launches, else the policy, which left
+    jobs waiting with room to launch (a job that never started waited at the replay's end with
+    no job running and every node it needs within the cap: unservable jobs are apart)."""
+    head = (
+        f"{m.label}: the queue never drains (longest backlog {minutes(m.longest_backlog)}, "
+        f"{m.never_started} jobs never started)"
+    )
+    if m.peak_nodes >= cap and not m.never_started:
+        return f"{head}: the cluster saturates at {cap} nodes"
+    if m.never_started and not m.budget_held:  # the replay gave up with no job to end: room to launch
+        return (
+            f"{head}: the policy left them waiting though the cap's {cap} nodes could run them "
+            f"(at most {m.peak_nodes} up at once, {m.launches} launches in the replay)"
+        )
+    if m.budget_held:
+        return (
+            f"{head} with at most {m.peak_nodes} of the {cap} nodes up at once: the budget held launches at "
+            f"{m.budget_held} passes, not the cap"
+        )
+    return (
+        f"{head} with at most {m.peak_nodes} of the {cap} nodes up at once ({m.launches} launches): "
+        "the policy left them waiting, not the cap"
+    )
 
 
 def _draw(args: argparse.Namespace, results: list[Metrics], fronts: _Frontiers, title: str) -> None:

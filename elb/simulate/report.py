@@ -128,6 +128,7 @@ class Metrics:
     launches_held: int = 0  # launches the back-off held
     backoff_rounds: int = 0  # the most failed rounds in a row the back-off reached
     budget_held: int = 0  # passes at which the budget held a launch or a restart (--budget)
+    peak_nodes: int = 0  # the most nodes up (launched, not yet gone) at once
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -171,6 +172,11 @@ def metrics(
     # Never drains: jobs never started, or a backlog that lasted a quarter of the replay and at
     # least an hour (in a replay of a few hours, a queue of some minutes is a burst, not saturation).
     saturated = out.never_started > 0 or out.longest_backlog > max(0.25 * span, SATURATION_BACKLOG)
+    deltas = sorted(d for n in out.nodes for d in ((n.launched_at, 1), (n.terminated_at, -1)))
+    up = peak = 0
+    for _, d in deltas:  # by time, a node gone (-1) before one launched at the same instant
+        up += d
+        peak = max(peak, up)
     return Metrics(
         label=label,
         policy=policy,
@@ -204,6 +210,7 @@ def metrics(
         launches_held=out.launches_held,
         backoff_rounds=out.backoff_rounds,
         budget_held=out.budget_held,
+        peak_nodes=peak,
     )
 
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic import ValidationError
 
 from elb.core.config import ClusterConfig, PolicyConfig
 from elb.core.policy import make_policy
@@ -15,14 +18,19 @@ from elb.core.policy.grouped import GroupedPolicy
 from elb.simulate.engine import SimOutcome, SimSettings, Simulator
 from elb.simulate.groups import Assignment, SimGroups, SimGroupsError, assign, one_group
 from elb.simulate.report import Billing, Floors, Metrics, floors, metrics
-from elb.simulate.swf import SimJob, Workload
+from elb.simulate.swf import LONGEST, SimJob, Workload
 
 
 class SimError(Exception):
     """Bad simulation input: the message says what to change."""
 
 
-def _convert(raw: str, like: object) -> object:
+_YEAR = 365 * 86400.0
+
+
+def _convert(raw: str, like: object, *, ranged: bool = True) -> object:
+    """``raw`` as the kind of ``like``; ``ranged``: a number must be from 0 to a year (the peers'
+    parameters, times and counts; PolicyConfig checks its own)."""
     if isinstance(like, bool):
         if raw.lower() in ("1", "true", "yes", "on"):
             return True
@@ -30,11 +38,12 @@ def _convert(raw: str, like: object) -> object:
             return False
         raise SimError(f"not a boolean: {raw!r}")
     try:
-        if isinstance(like, int) and not isinstance(like, bool):
-            return int(raw)
-        return float(raw)
+        value: float = int(raw) if isinstance(like, int) and not isinstance(like, bool) else float(raw)
     except ValueError:
         raise SimError(f"not a number: {raw!r}") from None
+    if ranged and not (math.isfinite(value) and 0 <= value <= _YEAR):  # the peers' parameters: times and counts
+        raise SimError(f"not a number from 0 to a year's seconds ({_YEAR:.0f}): {raw!r}")
+    return value
 
 
 def has_param(policy: Policy, key: str) -> bool:
@@ -63,7 +72,10 @@ def with_param(policy: Policy, key: str, raw: str) -> Policy:
         names = {f.name for f in dataclasses.fields(params)}
         if key in names:
             current = getattr(params, key)
-            value = _convert(raw, current if current is not None else 0)
+            try:
+                value = _convert(raw, current if current is not None else 0)
+            except SimError as err:
+                raise SimError(f"{key}={raw}: {err}") from None
             new_params = dataclasses.replace(params, **{key: value})
             replaced: Policy = dataclasses.replace(policy, params=new_params)  # type: ignore[type-var,unused-ignore]
             return replaced
@@ -71,10 +83,14 @@ def with_param(policy: Policy, key: str, raw: str) -> Policy:
     if isinstance(config, PolicyConfig) and key in PolicyConfig.model_fields:
         data: dict[str, Any] = config.model_dump()
         current = data[key]  # the config's numbers are strict: convert the text to the field's kind
-        data[key] = raw if isinstance(current, str) else _convert(raw, 0 if current is None else current)
         try:
+            data[key] = (
+                raw if isinstance(current, str) else _convert(raw, 0 if current is None else current, ranged=False)
+            )
             new_config = PolicyConfig.model_validate(data)
-        except ValueError as err:
+        except ValidationError as err:
+            raise SimError(f"{key}={raw}: " + "; ".join(str(e["msg"]) for e in err.errors())) from None
+        except SimError as err:
             raise SimError(f"{key}={raw}: {err}") from None
         out: Policy = dataclasses.replace(policy, config=new_config)  # type: ignore[type-var,unused-ignore]
         return out
@@ -103,8 +119,10 @@ def build_policy(
             boot_time=boot_time,
             poll_interval=poll_interval,
         )
-    except ValueError as err:
-        raise SimError(f"policy {name!r}: {err}") from None
+    except ValidationError as err:  # one line: each field and what is wrong with it
+        raise SimError(
+            f"policy {name!r}: " + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+        ) from None
     if groups is not None:
         return GroupedPolicy(cfg, ClusterConfig(), groups.groups)
     return make_policy(cfg, ClusterConfig())
@@ -137,6 +155,9 @@ def prepare(wl: Workload, slots_per_node: int, max_nodes: int | None, *, groups:
     node and ``max_nodes`` nodes (None: the log's zero-wait peak)."""
     if not wl.jobs:
         raise SimError(f"{wl.source}: no job to replay")
+    for j in wl.jobs:  # the readers refuse these; a NaN submission would hang the replay
+        if not all(math.isfinite(v) and abs(v) <= LONGEST for v in (j.submit, j.run)):
+            raise SimError(f"{wl.source}: job {j.job_id}: submit time {j.submit:g} or run time {j.run:g} is not a time")
     if groups is None:
         cap = max_nodes if max_nodes is not None else default_max_nodes(wl.jobs, slots_per_node)
         if cap < 1:

@@ -131,6 +131,9 @@ def plan_runs(
             if setup.pooled is not None:
                 size = setup.pooled.groups.groups.groups[0].warm_pool.max_nodes
                 specs.append(RunSpec(name, spec.sets, swept, f"{label}+pool{size}", pooled=True, default=default))
+    for key, _ in sets:
+        if not any(has_param(setup.base(name), key) for name in names):
+            raise SimError(f"--set: no listed policy ({', '.join(names)}) has a parameter {key!r}")
     for sweep in asked:
         if sweep is not None and sweep[0] not in keys_seen:
             raise SimError(f"no listed policy has a parameter {sweep[0]!r}")

@@ -12,7 +12,9 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import io
+import math
 import random
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +22,19 @@ from pathlib import Path
 
 class SwfError(Exception):
     """The log cannot be read; the message names the file and line."""
+
+
+# A replay spans at most this from its first submission (a century): a time beyond it, or one
+# that is not a finite number, is a corrupt line, not a job to wait for.
+LONGEST = 100 * 365.25 * 86400.0
+
+
+def check_times(submit: float, run: float, where: str) -> None:
+    """``SwfError`` naming ``where`` when a job's submission or run time is not a finite number
+    within ``LONGEST`` (NaN would hang a replay, inf or 1e300 print nonsense in its report)."""
+    for what, value in (("submit time", submit), ("run time", run)):
+        if not math.isfinite(value) or abs(value) > LONGEST:
+            raise SwfError(f"{where}: {what} {value:g} is not a time a job log can hold (at most 100 years)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +91,13 @@ def open_lines(path: Path) -> Iterable[str]:
     except OSError as err:
         raise SwfError(f"{path}: cannot read: {err.strerror or err}") from None
     if magic == b"\x1f\x8b":
-        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as fh:
-            yield from fh
+        lineno = 0
+        try:
+            with gzip.open(path, "rt", encoding="utf-8", errors="replace") as fh:
+                for lineno, line in enumerate(fh, 1):  # noqa: B007 (the last line read, for the error)
+                    yield line
+        except (EOFError, OSError, zlib.error) as err:  # cut short, or not gzip after all
+            raise SwfError(f"{path}: not a whole gzip file after line {lineno}: {err}") from None
     else:
         with path.open(encoding="utf-8", errors="replace") as fh:
             yield from fh
@@ -110,8 +130,13 @@ def parse_swf(lines: Iterable[str], source: str = "<swf>") -> Workload:
             memory = float(fields[9]) if len(fields) > 9 else -1.0
             queue = int(float(fields[14])) if len(fields) > 14 else -1
             partition = int(float(fields[15])) if len(fields) > 15 else -1
-        except ValueError:
+        except (ValueError, OverflowError):  # OverflowError: int(inf)
             raise SwfError(f"{source}:{lineno}: not a number in {text[:60]!r}") from None
+        check_times(submit, run, f"{source}:{lineno}")
+        if not (math.isfinite(requested_time) and requested_time <= LONGEST and math.isfinite(memory)):
+            raise SwfError(
+                f"{source}:{lineno}: requested time or memory is not a finite number (time: 100 years at most)"
+            )
         slots = requested_procs if requested_procs > 0 else allocated
         if submit < 0:
             wl.skip("unknown submit time")

@@ -275,6 +275,7 @@ def test_elb_spend_reconciles_in_text_json_and_csv(tmp_path: Path, capsys: pytes
 def test_elb_spend_says_in_one_line_when_the_accounting_cannot_be_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    journal_of(tmp_path, time.time() - 86400.0).close()
     code, out, err = spend(tmp_path, capsys, "--accounting", str(tmp_path / "missing"))
     assert code == 4 and out == ""
     assert err.startswith("elb: cannot read Grid Engine's accounting file") and len(err.splitlines()) == 1

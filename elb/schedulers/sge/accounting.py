@@ -13,11 +13,11 @@ describes them: 45 separated by colons, comment lines starting with ``#``. The f
  12   failed              not 0: the job did not run as it should
  32   project             ``NONE`` without one
  34   granted_pe          the parallel environment, ``NONE`` without one
- 35   slots
+ 35   slots               the job's granted slots (on its tasks' lines too)
  36   task_number         an array task's index (0 for a plain job)
  40   category            the job's requests as qsub options, e.g. ``-l h_rt=3600 -pe smp 4``
  42   pe_taskid           ``NONE`` for the job itself, else one task of a tightly integrated
-                          parallel job (on its own host)
+                          parallel job (on its own host); Sun Grid Engine 6 writes ``none``
 ====  ==================  ===============================================================
 
 Read by ``elb simulate`` (a workload to replay: ``elb.simulate.accounting``) and ``elb spend``
@@ -26,6 +26,7 @@ Read by ``elb simulate`` (a workload to replay: ``elb.simulate.accounting``) and
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -67,11 +68,15 @@ def _seconds(text: str, what: str, where: str) -> float:
         value = float(text)
     except ValueError:
         raise AccountingError(f"{where}: {what} {text!r} is not a number") from None
-    return value / 1e6 if value > _MICROSECONDS else value
+    seconds = value / 1e6 if value > _MICROSECONDS else value
+    if not math.isfinite(seconds) or abs(seconds) > _MICROSECONDS:  # NaN, inf, or beyond the year 5138
+        raise AccountingError(f"{where}: {what} {text!r} is not a time")
+    return seconds
 
 
 def _none(text: str) -> str:
-    return "" if text in ("NONE", "") else text
+    """The field, or "" for none: ``NONE`` (8.1.9) or ``none`` (Sun Grid Engine 6 writes it so)."""
+    return "" if text.upper() in ("NONE", "") else text
 
 
 def version_of(line: str) -> str | None:

@@ -1,0 +1,58 @@
+"""``elb simulate --budget`` and ``--budget-sweep`` print what each period cost against the
+budget and flag the periods over it (reporting only: the pacing is the planner's). Jobs of a day
+each, launched through day 1 as the budget allows, run on into day 2, whose spend they commit
+before it starts: day 2 goes over the budget."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from elb.cli.main import main
+from elb.core.budget import Budget
+from elb.simulate.budget import ANCHOR, period_lines
+
+
+def steady(tmp_path: Path, jobs: int = 36) -> Path:
+    log = tmp_path / "steady.swf"
+    rows = [f"{i + 1} {i * 2400} 0 86400 8 -1 -1 8 86400 -1 1 1 1 -1 1 -1 -1 -1" for i in range(jobs)]
+    log.write_text("; MaxProcs: 1024\n" + "\n".join(rows) + "\n")
+    return log
+
+
+def test_a_budgeted_replay_prints_each_period_and_flags_those_over_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["simulate", str(steady(tmp_path)), "--policies", "elb", "--max-nodes", "50", "--budget", "200/day"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert "elb: spend a day against the budget of 200.00" in out
+    assert "the budget held launches at" in err and "not the cap" in err and "the policy left" not in err
+    day1 = next(line for line in out.splitlines() if line.strip().startswith("2024-01-01 00:00"))
+    day2 = next(line for line in out.splitlines() if line.strip().startswith("2024-01-02 00:00"))
+    assert "over budget" not in day1 and "over budget (+" in day2
+    assert re.search(r"over budget in [1-9]\d* of \d+ days; the most: 2024-01-0\d 00:00", out)
+
+
+def test_the_budget_sweep_prints_each_budgeted_replay_s_periods(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sweep = ["--budget-sweep", "50", "--budget-period", "day"]
+    code = main(["simulate", str(steady(tmp_path)), "--policies", "elb", "--max-nodes", "50", *sweep])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "elb 50%: spend a day against the budget of" in out
+    assert "elb unconstrained: spend" not in out  # no budget, nothing to be over
+    assert "over budget (+" in out
+
+
+def test_period_lines_list_only_the_periods_over_the_budget_when_there_are_many() -> None:
+    budget = Budget(amount=10.0, period="day")
+    spent = [(ANCHOR + d * 86400.0, 12.0 if d % 10 == 0 else 5.0) for d in range(100)]
+    lines = period_lines("x", budget, spent)
+    assert sum("over budget (+20%)" in line for line in lines) == 10
+    assert "  (90 more period(s) not listed: only those over the budget are)" in lines
+    assert lines[-1] == "  over budget in 10 of 100 days; the most: 2024-01-01 00:00, 12.00 (+20%)"
+    assert period_lines("x", budget, spent[1:3])[-1] == "  within the budget in every one of 2 days"
