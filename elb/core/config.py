@@ -410,14 +410,24 @@ class Config(_Strict):
                 data = {**data, "policy": {**policy, "poll_interval": data["poll_interval"]}}
         return data
 
-    @model_validator(mode="after")
-    def _ansible_under_state_dir(self) -> Config:
+    @model_validator(mode="before")
+    @classmethod
+    def _ansible_under_state_dir(cls, data: object) -> object:
         """``provision.private_data_dir`` not set: ``<state_dir>/ansible``, so that ``state_dir``
-        holds everything elb writes (its host keys too, unless ``host_keys_dir``)."""
-        if "private_data_dir" in self.provision.model_fields_set:
-            return self
-        provision = self.provision.model_copy(update={"private_data_dir": self.state_dir / "ansible"})
-        return self.model_copy(update={"provision": provision})
+        holds everything elb writes (its host keys too, unless ``host_keys_dir``). Without
+        ``state_dir`` the default's (``/var/lib/elb/ansible``); a ``state_dir`` of the wrong kind
+        is left to its own check."""
+        if not isinstance(data, dict) or not isinstance(data.get("state_dir"), str | Path):
+            return data
+        under = Path(data["state_dir"]) / "ansible"
+        provision = data.get("provision", {})
+        if isinstance(provision, ProvisionConfig):
+            if "private_data_dir" in provision.model_fields_set:
+                return data
+            return {**data, "provision": provision.model_copy(update={"private_data_dir": under})}
+        if isinstance(provision, dict) and "private_data_dir" not in provision:
+            return {**data, "provision": {**provision, "private_data_dir": str(under)}}
+        return data
 
     @model_validator(mode="after")
     def _boot_is_grid_engine(self) -> Config:
