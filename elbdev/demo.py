@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from elb.cli import extras
+from elb.core import extras
 from elb.core.exitcodes import Exit
 from elb.service.journal import Journal
 from elb.service.stats import StatsRow, read_rows

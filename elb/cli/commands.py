@@ -16,10 +16,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from elb.cli import extras
 from elb.cli.dryrun import build_cloud, dry_run
 from elb.cli.nodeview import NodeFacts, kept_why, nodes_facts
-from elb.core import assets
+from elb.core import assets, extras
 from elb.core.config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
 from elb.core.demand import DemandSplit
 from elb.core.durations import argument as duration

@@ -1,7 +1,7 @@
 """``elb spend``: who spent the money. The billed node-hours and US dollars of elb's nodes over a
 window, by user, project, queue or node group, and the cost of elasticity apart
 (``elb.core.attribution``); from the journal (the nodes' lives) and the scheduler's accounting (which
-job ran where: ``elb.schedulers.usage``). Text, ``--json`` or ``--csv``; docs/spend.md."""
+job ran where: each driver's ``usage``). Text, ``--json`` or ``--csv``; docs/spend.md."""
 
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from elb.cli.commands import _add_config, _error, _read_only_journal
-from elb.core.attribution import BY, Attribution, Part, attribute
+from elb.core.attribution import BY, Attribution, Part, UsageError, attribute
 from elb.core.config import Config
 from elb.core.durations import argument as duration
 from elb.core.durations import minutes
 from elb.core.exitcodes import Exit
 from elb.core.spend import lives
-from elb.schedulers.usage import UsageError, accounting_path
+from elb.schedulers.sge.usage import accounting_path
 from elb.service import factory
 
 ELASTICITY_WORDS = {

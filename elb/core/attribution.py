@@ -1,7 +1,7 @@
 """Who spent it: every billed node-second of elb's nodes, attributed to the jobs that ran on the
 node, and the rest to the cost of elasticity. Pure: the nodes' stretches (``elb.core.spend.Life``,
 ``Stopped``) and the jobs' uses of nodes (``JobUse``, from the scheduler's accounting:
-``elb.schedulers.usage``) go in, the parts come out.
+each driver's ``usage``) go in, the parts come out.
 
 The rule, for each second EC2 bills of a node (its billed stretch, ``elb.core.spend.billed_span``,
 within the window asked for): the jobs running on it then share it in proportion to their slots,
@@ -29,6 +29,10 @@ BY: tuple[By, ...] = ("user", "project", "queue", "group")
 Kind = Literal["jobs", "booting", "idle", "draining", "volumes"]
 ELASTICITY: tuple[Kind, ...] = ("booting", "idle", "draining", "volumes")
 UNKNOWN = "(unknown)"  # a job whose accounting does not say (no project, say)
+
+
+class UsageError(Exception):
+    """The scheduler's accounting cannot be read: one line saying why."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,10 +10,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from elb.cli.extras import plot_missing
 from elb.core.budget import Budget
 from elb.core.durations import argument as duration
 from elb.core.durations import minutes
+from elb.core.extras import plot_missing
 from elb.core.policy.base import Policy
 from elb.simulate.budget import (
     BudgetRun,

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from elb.cli.extras import plot_missing
 from elb.core.durations import minutes
+from elb.core.extras import plot_missing
 from elb.core.warmpool import WarmPool
 from elb.simulate.accounting import read_log
 from elb.simulate.bound import Bound, clairvoyant

@@ -208,7 +208,7 @@ def test_sge_exec_restarts_the_execd_when_its_package_or_directories_change() ->
 def test_plot_without_matplotlib_says_how_to_install_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)  # what elb.cli.extras asks
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)  # what elb.core.extras asks
     assert main(["plot", "-c", str(config(tmp_path))]) == 1
     assert "pip install 'elb[plot]'" in capsys.readouterr().err
     assert main(["simulate", "no-such.swf", "--plot", str(tmp_path / "x.png")]) == 2

@@ -1,8 +1,8 @@
 """Who spent it: the nodes' billed stretches read from the journal (``elb.core.spend.lives``), every
 billed node-second attributed to the jobs on the node by their slots and the rest to booting,
 idle and draining (``elb.core.attribution``), the parts adding up to the bill to the cent; the
-scheduler's accounting read (``elb.schedulers.usage``: Grid Engine's file, Slurm's sacct) and ``elb spend``
-end to end."""
+scheduler's accounting read (``elb.schedulers.sge.usage``: Grid Engine's file;
+``elb.schedulers.slurm.usage``: Slurm's sacct) and ``elb spend`` end to end."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from elb.core.groups import NodeGroup, NodeGroups
 from elb.core.model import NodeState
 from elb.core.spend import Life, SpendCache, Stopped, billed_seconds, lives, period_spend, read_spend
 from elb.core.warmpool import WarmPool
-from elb.schedulers.usage import SACCT_FORMAT, parse_sacct, sacct_argv, sge_uses
+from elb.schedulers.sge.usage import sge_uses
+from elb.schedulers.slurm.usage import SACCT_FORMAT, parse_sacct, sacct_argv
 from elb.service.journal import Journal
 from tests.unit.factories import T0
 

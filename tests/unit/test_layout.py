@@ -7,6 +7,9 @@ source with ``ast``: every import counts, at the top, inside a function or under
 - ``elb.schedulers`` and ``elb.clouds`` import neither ``elb.service`` nor ``elb.cli`` (nor each
   other);
 - ``elb.service`` does not import ``elb.cli``;
+- ``elb.simulate`` imports ``elb.core`` and ``elb.schedulers`` only (``elb.cli`` loads it by name);
+- a scheduler driver never imports another, not even through a module they share (a driver
+  loads only its own code, the core and what the drivers share);
 - nothing in ``elb`` imports ``elbdev`` (the development package, not in the wheel), not even by
   name (``importlib``);
 - no two modules import each other, directly or through others (imports under ``TYPE_CHECKING``
@@ -37,6 +40,10 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "elb.schedulers": ("elb.clouds", "elb.service", "elb.cli", "elb.simulate", "elbdev"),
     "elb.clouds": ("elb.schedulers", "elb.service", "elb.cli", "elb.simulate", "elbdev"),
     "elb.service": ("elb.cli", "elb.simulate", "elbdev"),
+    "elb.simulate": ("elb.cli", "elb.service", "elb.clouds", "elb.provision", "elbdev"),
+    # a driver imports the core and what the drivers share, never another driver
+    "elb.schedulers.sge": ("elb.schedulers.slurm",),
+    "elb.schedulers.slurm": ("elb.schedulers.sge",),
     "elb": ("elbdev",),
 }
 
@@ -167,3 +174,24 @@ def test_elbs_help_lists_the_admins_verbs_only() -> None:
     shown = build_parser().format_help()
     assert "testcluster" not in shown and "demo" not in shown
     assert all(verb in shown for verb in ("run", "once", "status", "validate"))
+
+
+def loaded_by(module: str, edges: dict[str, dict[str, int]]) -> set[str]:
+    """Every module ``module`` loads, through any chain of imports."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        for dep in edges.get(todo.pop(), {}):
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("driver", "other"),
+    [("elb.schedulers.sge.driver", "elb.schedulers.slurm"), ("elb.schedulers.slurm.driver", "elb.schedulers.sge")],
+)
+def test_a_driver_loads_no_other_driver(driver: str, other: str) -> None:
+    loaded = loaded_by(driver, graph(typing=False))
+    assert sorted(m for m in loaded if within(m, other)) == []

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from elb.cli.main import main
-from elb.core.attribution import attribute
+from elb.core.attribution import UsageError, attribute
 from elb.core.groups import NodeGroup, NodeGroups
 from elb.core.model import NodeState
 from elb.core.spend import lives
-from elb.schedulers.usage import UsageError, sge_uses
+from elb.schedulers.sge.usage import sge_uses
 from elb.service.journal import Journal
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "handmade" / "accounting-pe"

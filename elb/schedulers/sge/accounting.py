@@ -21,7 +21,7 @@ describes them: 45 separated by colons, comment lines starting with ``#``. The f
 ====  ==================  ===============================================================
 
 Read by ``elb simulate`` (a workload to replay: ``elb.simulate.accounting``) and ``elb spend``
-(which job ran on which node: ``elb.schedulers.usage``).
+(which job ran on which node: each driver's ``usage``).
 """
 
 from __future__ import annotations

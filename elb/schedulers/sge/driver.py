@@ -29,7 +29,7 @@ from elb.schedulers.sge.errors import SgeError, SgeTimeoutError, hint
 from elb.schedulers.sge.readcheck import expected_hosts, running_jobs
 from elb.schedulers.sge.servable import SiteCache, SiteReader, demand_of
 from elb.schedulers.sge.starttimes import StartTimeReader, StartTimes
-from elb.schedulers.usage import accounting_path, read_sge
+from elb.schedulers.sge.usage import accounting_path, read_sge
 from elb.schedulers.waiting import wait_until_up
 
 log = logging.getLogger("elb.schedulers.sge")

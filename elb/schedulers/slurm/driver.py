@@ -44,8 +44,8 @@ from elb.schedulers.slurm import requests as slurm_requests
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
 from elb.schedulers.slurm.parse import compress, not_demand_reason
 from elb.schedulers.slurm.requests import RequestKind
+from elb.schedulers.slurm.usage import read_slurm
 from elb.schedulers.slurm.view import jobs_of, node_up, snapshot
-from elb.schedulers.usage import read_slurm
 from elb.schedulers.waiting import wait_until_up
 
 log = logging.getLogger("elb.schedulers.slurm")
