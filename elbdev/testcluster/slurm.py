@@ -122,11 +122,20 @@ def programs() -> dict[str, Path]:
 
 
 def render_conf(
-    host: str, progs: dict[str, Path], address: str | None = None, *, suspend_timeout: int = SUSPEND_TIMEOUT
+    host: str,
+    progs: dict[str, Path],
+    address: str | None = None,
+    *,
+    suspend_timeout: int = SUSPEND_TIMEOUT,
+    cloud_nodes: int = CLOUD_NODES,
 ) -> str:
     """The controller's slurm.conf, with ``progs`` (``programs()``) behind its power saving;
-    ``address``: where the nodes reach the controller (the test cluster's master)."""
-    nodes = f"node[001-{CLOUD_NODES:03d}]"
+    ``address``: where the nodes reach the controller (the test cluster's master);
+    ``cloud_nodes``: how many cloud nodes it defines (a site defines no more than elb's
+    ``policy.max_nodes``, so that Slurm never asks for a node elb must give back)."""
+    if not 1 <= cloud_nodes <= 999:
+        raise ValueError(f"cloud_nodes {cloud_nodes}: 1 to 999")
+    nodes = f"node[001-{cloud_nodes:03d}]"
     controller = f"{host}({address})" if address else host
     return "\n".join(
         [
@@ -197,9 +206,10 @@ def _check_installed() -> None:
             raise TestClusterError(f"{program(name)} is missing: install elb into this environment (pip install -e .)")
 
 
-def up(timeout: float = 60.0, *, suspend_timeout: int = SUSPEND_TIMEOUT) -> None:
+def up(timeout: float = 60.0, *, suspend_timeout: int = SUSPEND_TIMEOUT, cloud_nodes: int = CLOUD_NODES) -> None:
     """Start munged (if not running) and slurmctld with this module's slurm.conf (idempotent; a
-    slurm.conf that changes, such as another ``suspend_timeout``, restarts slurmctld)."""
+    slurm.conf that changes, such as another ``suspend_timeout`` or ``cloud_nodes``, restarts
+    slurmctld)."""
     _check_installed()
     slurm_gid = grp.getgrnam(SLURM_USER).gr_gid
     for d in (STATE, LOGS):
@@ -211,9 +221,11 @@ def up(timeout: float = 60.0, *, suspend_timeout: int = SUSPEND_TIMEOUT) -> None
     C.RUN_DIR.mkdir(parents=True, exist_ok=True)
     in_master = master.uts_ready()
     if in_master:  # the test cluster's master: slurmctld runs under its name, nodes reach its address
-        conf = render_conf(C.MASTER_NAME, programs(), C.MASTER_IP, suspend_timeout=suspend_timeout)
+        conf = render_conf(
+            C.MASTER_NAME, programs(), C.MASTER_IP, suspend_timeout=suspend_timeout, cloud_nodes=cloud_nodes
+        )
     else:
-        conf = render_conf(socket.gethostname(), programs(), suspend_timeout=suspend_timeout)
+        conf = render_conf(socket.gethostname(), programs(), suspend_timeout=suspend_timeout, cloud_nodes=cloud_nodes)
     if not CONF.exists() or CONF.read_text() != conf:
         CONF.write_text(conf)
         if _pid(SLURMCTLD_PID) is not None:
