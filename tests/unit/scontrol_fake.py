@@ -11,7 +11,7 @@ SCONTROL = """#!/bin/sh
 d=$(dirname "$0")
 case "$*" in
   "show config") cat "$d/show-config.txt";;
-  "-o show partition") cat "$d/show-partition.txt";;
+  "-a -o show partition") cat "$d/show-partition.txt";;
   "-o show node") cat "$d/show-node.txt";;
   *) echo "scontrol: error: $*: not faked" >&2; exit 1;;
 esac

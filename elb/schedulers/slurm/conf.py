@@ -19,7 +19,7 @@ from elb.schedulers.slurm.commands import SlurmCommands, SlurmError
 from elb.schedulers.slurm.parse import expand
 
 SHOW_CONFIG = ("scontrol", "show", "config")
-SHOW_PARTITIONS = ("scontrol", "-o", "show", "partition")
+SHOW_PARTITIONS = ("scontrol", "-a", "-o", "show", "partition")  # -a: hidden partitions too
 SHOW_NODES = ("scontrol", "-o", "show", "node")
 _CONFIG_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_]*(?:\[\d+\])?)\s*=\s*(.*)")
 _PAIR = re.compile(r"([A-Za-z][A-Za-z0-9_:]*)=(.*)", re.DOTALL)
