@@ -400,7 +400,12 @@ def checks(cfg: Config) -> Iterator[Check]:
         try:
             facts = slurm_conf.read_facts(commands)
         except SlurmError as err:
-            yield Check("slurm.conf", False, f"cannot be read: {err}", "see that scontrol show config answers")
+            yield Check(
+                "slurm.conf",
+                False,
+                f"cannot be read: {err}",
+                "make scontrol show config, partition and node answer (slurm.conf, slurm.bin_dir)",
+            )
         else:
             yield from conf_checks(cfg, facts)
     requests = cfg.slurm.requests
