@@ -226,3 +226,15 @@ def test_validate_prints_the_checks_and_a_garbled_config_in_one_line(
     out = capsys.readouterr().out.splitlines()
     (line,) = [ln for ln in out if "slurm.conf" in ln]
     assert line.startswith("FAIL slurm.conf: cannot be read: scontrol show config: no 'Key = value' line"), line
+
+
+def test_a_wrapper_is_read_from_its_file(tmp_path: Path) -> None:
+    """The program slurm.conf names is read from disk when its name is not elb's (the test
+    cluster's scripts set the request directory, then run ``python -m elb.schedulers.slurm.programs``)."""
+    wrapper = tmp_path / "resume"
+    wrapper.write_text('#!/bin/sh\nexec /usr/bin/python3 -m elb.schedulers.slurm.programs resume "$@"\n')
+    checks = list(conf_checks(config(), facts(with_line("ResumeProgram", str(wrapper)))))
+    assert not failed(checks), [c.line() for c in checks]
+    wrapper.write_text('#!/bin/sh\nexec /usr/bin/python3 -m elb.schedulers.slurm.programs suspend "$@"\n')
+    (bad,) = failed(list(conf_checks(config(), facts(with_line("ResumeProgram", str(wrapper))))))
+    assert "runs no elb-slurm-resume" in bad.detail
