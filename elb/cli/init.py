@@ -3,7 +3,9 @@
 ``gather`` reads the facts (the master's name, SGE's queues and host groups, and on EC2 this
 instance's subnet, security groups, type and AMI from the instance metadata service, IMDSv2);
 ``render`` turns them into the file (pure); ``cmd_init`` writes it, refusing to overwrite an
-existing file without ``--force``. What could not be read is said in a comment, never guessed.
+existing file without ``--force``. On a Slurm controller (``scontrol`` answers and SGE does not,
+or ``--scheduler slurm``) ``elb.cli.init_slurm`` writes a Slurm config instead. What could not be
+read is said in a comment, never guessed.
 """
 
 from __future__ import annotations
@@ -19,12 +21,15 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from elb.core.config import DEFAULT_CONFIG_PATH, SgeConfig
+from elb.core.config import DEFAULT_CONFIG_PATH, SgeConfig, SlurmConfig
 from elb.core.exitcodes import Exit
 from elb.schedulers.sge.commands import SgeCommands
 from elb.schedulers.sge.errors import SgeError
+
+if TYPE_CHECKING:
+    from elb.schedulers.slurm.conf import SlurmFacts
 
 IMDS = "http://169.254.169.254"
 IMDS_TIMEOUT = 1.0  # seconds per request: off EC2 the first one fails within this
@@ -164,6 +169,50 @@ def _yaml_str(value: str) -> str:
     return json.dumps(value)  # a JSON string is a YAML string
 
 
+def ec2_lines(e: Ec2Facts | None, problem: str | None) -> list[str]:
+    """The ``cloud.ec2`` lines: this instance's facts, or why there are none and what to set."""
+    lines: list[str] = []
+    if e is not None:
+        lines += [
+            "  ec2:",
+            f"    # from this instance ({e.instance_id}): new nodes are launched like the master",
+            f"    region: {_yaml_str(e.region)}",
+            f"    ami: {_yaml_str(e.ami)}  # better: the AMI of a worker (left out: the newest worker's)",
+            f"    instance_types: [{_yaml_str(e.instance_type)}]  # ordered; later types are fall-backs",
+        ]
+        if e.subnet:
+            lines.append(f"    subnets: [{_yaml_str(e.subnet)}]")
+        if e.security_groups:
+            lines.append(f"    security_groups: [{', '.join(_yaml_str(g) for g in e.security_groups)}]")
+    else:
+        lines += [
+            f"  # {_one_line(problem or 'no EC2 facts')}; left out, each comes from the newest worker:",
+            "  # ec2:",
+            "    # region: eu-west-1",
+            "    # ami: ami-0123456789abcdef0",
+            "    # instance_types: [c5.xlarge]",
+            "    # subnets: [subnet-0123456789abcdef0]",
+            "    # security_groups: [sg-0123456789abcdef0]",
+        ]
+    return lines
+
+
+TAIL = [
+    "",
+    "provision:",
+    "  ssh_user: root",
+    "  # ssh_private_key: /root/.ssh/id_ed25519  # left out: ssh's own keys and agent",
+    "",
+    "state_dir: /var/lib/elb  # the journal, the stats file",
+    "",
+    "retention:",
+    "  artifacts_days: 14  # Ansible run artifacts (failed runs: failed_factor x longer)",
+    "  artifacts_mb: 500",
+    "  journal_days: 90  # journal events",
+    "",
+]
+
+
 def render(f: Facts) -> str:
     """The config file for these facts: every choice made, and its alternatives, in comments."""
     queue, group = _pick(f.queues, "all.q"), _pick(f.hostgroups, "@allhosts")
@@ -200,43 +249,8 @@ def render(f: Facts) -> str:
         "cloud:",
         "  provider: ec2",
     ]
-    e = f.ec2
-    if e is not None:
-        lines += [
-            "  ec2:",
-            f"    # from this instance ({e.instance_id}): new nodes are launched like the master",
-            f"    region: {_yaml_str(e.region)}",
-            f"    ami: {_yaml_str(e.ami)}  # better: the AMI of a worker (left out: the newest worker's)",
-            f"    instance_types: [{_yaml_str(e.instance_type)}]  # ordered; later types are fall-backs",
-        ]
-        if e.subnet:
-            lines.append(f"    subnets: [{_yaml_str(e.subnet)}]")
-        if e.security_groups:
-            lines.append(f"    security_groups: [{', '.join(_yaml_str(g) for g in e.security_groups)}]")
-    else:
-        lines += [
-            f"  # {_one_line(f.ec2_problem or 'no EC2 facts')}; left out, each comes from the newest worker:",
-            "  # ec2:",
-            "    # region: eu-west-1",
-            "    # ami: ami-0123456789abcdef0",
-            "    # instance_types: [c5.xlarge]",
-            "    # subnets: [subnet-0123456789abcdef0]",
-            "    # security_groups: [sg-0123456789abcdef0]",
-        ]
-    lines += [
-        "",
-        "provision:",
-        "  ssh_user: root",
-        "  # ssh_private_key: /root/.ssh/id_ed25519  # left out: ssh's own keys and agent",
-        "",
-        "state_dir: /var/lib/elb  # the journal, the stats file",
-        "",
-        "retention:",
-        "  artifacts_days: 14  # Ansible run artifacts (failed runs: failed_factor x longer)",
-        "  artifacts_mb: 500",
-        "  journal_days: 90  # journal events",
-        "",
-    ]
+    lines += ec2_lines(f.ec2, f.ec2_problem)
+    lines += TAIL
     return "\n".join(lines)
 
 
@@ -246,22 +260,56 @@ def render(f: Facts) -> str:
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "init",
-        help="write a commented config from this machine (SGE queues and host groups, EC2 metadata)",
-        description="Writes a config file from what it sees: the qmaster's name, SGE's queues and host "
-        "groups, and on EC2 this instance's region, AMI, type, subnet and security groups (IMDSv2). "
-        "Refuses to overwrite a file without --force. Then: elb validate.",
+        help="write a commented config from this machine (SGE or Slurm, EC2 metadata)",
+        description="Writes a config file from what it sees: on a Grid Engine master the qmaster's name, "
+        "SGE's queues and host groups; on a Slurm controller (scontrol answers and SGE does not, or "
+        "--scheduler slurm) slurm.conf's path and a node group for each cloud partition, then prints the "
+        "slurm.conf lines elb still needs; on EC2 this instance's region, AMI, type, subnet and security "
+        "groups (IMDSv2). Refuses to overwrite a file without --force. Then: elb validate.",
     )
     p.add_argument("--config", "-c", type=Path, default=DEFAULT_CONFIG_PATH, help="file to write (default %(default)s)")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
     p.add_argument("--offline", action="store_true", help="do not ask the EC2 instance metadata service")
     p.add_argument(
+        "--scheduler",
+        choices=("auto", "sge", "slurm"),
+        default="auto",
+        help="the scheduler to write a config for (default auto: Slurm when scontrol answers and SGE does not)",
+    )
+    p.add_argument(
         "--sge-root", type=Path, default=None, help="SGE_ROOT (default: $SGE_ROOT, else /var/lib/gridengine)"
     )
     p.add_argument("--sge-cell", default=None, help="SGE_CELL (default: $SGE_CELL, else default)")
+    p.add_argument("--slurm-conf", type=Path, default=None, help="slurm.conf (default: Slurm's own, or $SLURM_CONF)")
+    p.add_argument(
+        "--slurm-bin-dir", type=Path, default=None, help="where scontrol, sinfo and squeue are (default: PATH)"
+    )
     p.set_defaults(func=cmd_init)
 
 
+def sge_answers(sge_config: SgeConfig) -> bool:
+    """Whether Grid Engine answers (its queues can be listed)."""
+    try:
+        SgeCommands(sge_config).queue_names()
+    except SgeError:
+        return False
+    return True
+
+
+def _write(path: Path, text: str) -> bool:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as err:
+        print(f"elb: cannot write {path}: {err.strerror or err}", file=sys.stderr)
+        return False
+    print(f"wrote {path}")
+    return True
+
+
 def cmd_init(args: argparse.Namespace) -> int:
+    from elb.cli import init_slurm  # noqa: PLC0415 (Slurm's modules only when asked)
+
     path: Path = args.config
     if path.exists() and not args.force:
         print(f"elb: {path} exists; not overwritten (--force to replace it)", file=sys.stderr)
@@ -269,20 +317,63 @@ def cmd_init(args: argparse.Namespace) -> int:
     defaults = SgeConfig()
     root = args.sge_root or Path(os.environ.get("SGE_ROOT") or defaults.root)
     cell = args.sge_cell or os.environ.get("SGE_CELL") or defaults.cell
-    facts = gather(offline=args.offline, sge_config=SgeConfig(root=root, cell=cell, timeout=10))
-    text = render(facts)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as err:
-        print(f"elb: cannot write {path}: {err.strerror or err}", file=sys.stderr)
+    sge_config = SgeConfig(root=root, cell=cell, timeout=10)
+    slurm_config = SlurmConfig(conf=args.slurm_conf, bin_dir=args.slurm_bin_dir, timeout=10)
+    scheduler: str = args.scheduler
+    slurm_read = None
+    if scheduler == "auto":
+        slurm_read = init_slurm.read_slurm(slurm_config)
+        scheduler = "sge"
+        if slurm_read[0] is not None:
+            if sge_answers(sge_config):
+                print("note: both Slurm and Grid Engine answer: a Grid Engine config (--scheduler slurm for Slurm)")
+            else:
+                scheduler = "slurm"
+                print("Slurm's scontrol answers and Grid Engine does not: a Slurm config")
+    if scheduler == "slurm":
+        return _init_slurm(path, args.offline, slurm_config, slurm_read)
+    facts = gather(offline=args.offline, sge_config=sge_config)
+    if not _write(path, render(facts)):
         return Exit.CONFIG
-    print(f"wrote {path}")
     for problem in (
         facts.sge_problem and f"SGE: {facts.sge_problem}",
         facts.ec2_problem and f"EC2: {facts.ec2_problem}",
     ):
         if problem:
             print(f"  note: {_one_line(problem)}")
+    print(f"next: read it, then elb validate -c {path}")
+    return Exit.OK
+
+
+def _init_slurm(
+    path: Path, offline: bool, slurm_config: SlurmConfig, read: tuple[SlurmFacts | None, str | None] | None
+) -> int:
+    from elb.cli import init_slurm  # noqa: PLC0415
+
+    ec2 = None
+    ec2_problem = "not asked (--offline)" if offline else None
+    if not offline:
+        try:
+            ec2 = read_imds()
+        except (OSError, ValueError, KeyError) as err:
+            ec2_problem = imds_problem(err)
+    facts = init_slurm.gather(slurm_config=slurm_config, read=read, ec2_problem=ec2_problem)
+    text = init_slurm.render(facts, ec2_lines(ec2, ec2_problem), TAIL)
+    if not _write(path, text):
+        return Exit.CONFIG
+    for problem in (
+        facts.slurm_problem and f"Slurm: {facts.slurm_problem}",
+        facts.ec2_problem and f"EC2: {facts.ec2_problem}",
+    ):
+        if problem:
+            print(f"  note: {_one_line(problem)}")
+    if facts.slurm is not None:
+        lacking = init_slurm.missing(text, facts.slurm)
+        if lacking:
+            print("slurm.conf still needs (then scontrol reconfigure, or restart slurmctld):")
+            for check in lacking:
+                print(f"  {check.fix}    # {_one_line(check.detail)}")
+        else:
+            print("slurm.conf has what elb needs")
     print(f"next: read it, then elb validate -c {path}")
     return Exit.OK

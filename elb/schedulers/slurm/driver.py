@@ -26,6 +26,9 @@ moved to the on-demand groups' partitions.
 from __future__ import annotations
 
 import logging
+import re
+import shutil
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -40,6 +43,7 @@ from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
 from elb.core.model import Node, NodeState
 from elb.core.scheduler import Ask, AskKind, DrainCheck, Dropped, Requeued, SchedulerError, SchedulerRead
+from elb.schedulers.slurm import conf as slurm_conf
 from elb.schedulers.slurm import requests as slurm_requests
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
 from elb.schedulers.slurm.parse import compress, not_demand_reason
@@ -382,15 +386,28 @@ def job_uses(cfg: Config, since: float, until: float, accounting: Path | None = 
 
 
 def checks(cfg: Config) -> Iterator[Check]:
-    """``elb validate``'s checks of Slurm: squeue and sinfo answer (sinfo lists nodes), elb can
-    read Slurm's request directory, the Slurm playbooks are there."""
+    """``elb validate``'s checks of Slurm: squeue and sinfo answer (sinfo lists nodes), slurm.conf
+    as the controller has it (``conf_checks``), elb can read Slurm's request directory, the Slurm
+    playbooks are there."""
+    commands = SlurmCommands(cfg.slurm)
     try:
-        read = SlurmCommands(cfg.slurm).read()
+        read = commands.read()
     except SlurmError as err:
         yield Check("Slurm", False, str(err), "set slurm.conf and slurm.bin_dir for this cluster")
     else:
         cloud = sum(1 for n in read.nodes if "cloud" in n.flags)
         yield Check("Slurm", True, f"sinfo lists {len(read.nodes)} node(s), {cloud} of them cloud nodes")
+        try:
+            facts = slurm_conf.read_facts(commands)
+        except SlurmError as err:
+            yield Check(
+                "slurm.conf",
+                False,
+                f"cannot be read: {err}",
+                "make scontrol show config, partition and node answer (slurm.conf, slurm.bin_dir)",
+            )
+        else:
+            yield from conf_checks(cfg, facts)
     requests = cfg.slurm.requests
     if not requests.is_dir():
         yield Check(
@@ -407,7 +424,250 @@ def checks(cfg: Config) -> Iterator[Check]:
             yield Check("Slurm playbooks", False, f"{where} not found", "set slurm.add_playbook/remove_playbook")
 
 
-__all__: Sequence[str] = ("HEARTBEAT_POLLS", "Slurm", "asks_now", "checks", "slurm_reason")
+# slurm.conf's program keys and the elb program each must run (pyproject's scripts).
+PROGRAM_KEYS = {
+    "ResumeProgram": "elb-slurm-resume",
+    "SuspendProgram": "elb-slurm-suspend",
+    "ResumeFailProgram": "elb-slurm-resume-fail",
+}
+PROGRAM_DIR = Path("/usr/local/bin")  # where the fixes say the programs are when elb's are not found
+SCRIPT_BYTES = 65536  # the most of a wrapper script read to find the program it runs
+SUSPEND_TIME = 86400  # what docs/slurm.md recommends: Slurm's idle rule only as a safety net
+
+
+def _runs(text: str, program: str) -> bool:
+    """Whether a wrapper script's ``text`` runs elb's ``program`` (``elb-slurm-resume``, ``elb slurm
+    resume``, or the module ``elb.schedulers.slurm.programs resume``)."""
+    kind = program.removeprefix("elb-slurm-")
+    pattern = rf"(elb-slurm-{kind}|elb\s+slurm\s+{kind}|elb\.schedulers\.slurm\.programs\s+{kind})(?![-\w])"
+    return re.search(pattern, text) is not None
+
+
+def read_script(path: str) -> str | None:
+    """The start of the file slurm.conf names (a wrapper script), or None when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(SCRIPT_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def program_path(name: str) -> str:
+    """Where elb's program ``name`` is: on PATH, beside this Python, else ``PROGRAM_DIR``."""
+    beside = Path(sys.executable).parent / name
+    return shutil.which(name) or (str(beside) if beside.is_file() else str(PROGRAM_DIR / name))
+
+
+def idle_kept(cfg: Config) -> float:
+    """The longest elb keeps an idle node before its own rule removes it: to the end of its paid
+    period (``billing: hour``), else ``idle_time`` (``shrink: timer``) or ``idle_factor`` boot times."""
+    p = cfg.policy
+    if p.billing == "hour":
+        return p.billing_period
+    return p.idle_time if p.shrink == "timer" else p.idle_factor * p.boot_time
+
+
+def _group_sizes(cfg: Config) -> dict[str, tuple[int | None, str | None, int]]:
+    """Each node group's slots, memory and max_nodes (without ``node_groups``: the one group,
+    ``default``, of ``policy.slots_per_node``)."""
+    if cfg.node_groups is None:
+        return {"default": (cfg.policy.slots_per_node, None, cfg.policy.max_nodes)}
+    return {g.name: (g.slots, g.memory, g.max_nodes) for g in cfg.node_groups}
+
+
+def node_group(cfg: Config, facts: slurm_conf.SlurmFacts, node: slurm_conf.NodeConf) -> str:
+    """The node group of a cloud node: its first partition's in ``slurm.partition_groups``, else the first group."""
+    first = cfg.node_groups[0].name if cfg.node_groups else "default"
+    partitions = node.partitions or tuple(p.name for p in facts.partitions if node.name in p.nodes)
+    for p in partitions:
+        if p in cfg.slurm.partition_groups:
+            return cfg.slurm.partition_groups[p]
+    return first
+
+
+def conf_checks(
+    cfg: Config, facts: slurm_conf.SlurmFacts, *, script: Callable[[str], str | None] = read_script
+) -> Iterator[Check]:
+    """slurm.conf's facts against this config, each a ``Check`` whose fix is the slurm.conf line
+    to add or change (``script``: a wrapper's text, for a program not named like elb's)."""
+    c = facts.config
+    yield from _check_programs(c, script)
+    yield _check_resume_timeout(cfg, c)
+    yield _check_suspend_time(cfg, c)
+    yield _check_list(c, "PrivateData", "cloud", "sinfo and scontrol show the powered-down cloud nodes")
+    yield _check_list(
+        c, "SlurmctldParameters", "idle_on_node_suspend", "a node Slurm powers down is idle, not down, when it returns"
+    )
+    yield from _check_node_count(cfg, facts)
+    yield from _check_node_sizes(cfg, facts)
+
+
+def _check_programs(c: Mapping[str, str], script: Callable[[str], str | None]) -> Iterator[Check]:
+    wrong = []
+    for key, program in PROGRAM_KEYS.items():
+        value = c.get(key, "").strip()
+        if value in ("", "(null)"):
+            wrong.append((key, program, "not set"))
+            continue
+        if Path(value).name == program:
+            continue
+        text = script(value)
+        if text is None or not _runs(text, program):
+            why = "cannot be read" if text is None else f"runs no {program}"
+            wrong.append((key, program, f"{value} ({why})"))
+    if not wrong:
+        yield Check("Slurm programs", True, ", ".join(f"{k}={c[k]}" for k in PROGRAM_KEYS))
+        return
+    for key, program, why in wrong:
+        yield Check("Slurm programs", False, f"{key}: {why}", f"{key}={program_path(program)}")
+
+
+def _seconds(c: Mapping[str, str], key: str) -> tuple[float | None, str | None]:
+    """A time of ``scontrol show config`` and, when it is not one, why."""
+    try:
+        return slurm_conf.seconds(c.get(key)), None
+    except SlurmError as err:
+        return None, str(err)
+
+
+def _check_resume_timeout(cfg: Config, c: Mapping[str, str]) -> Check:
+    boot, play, register = cfg.boot_timeout, cfg.provision.timeout, cfg.slurm.register_timeout
+    need = boot + play + register
+    parts = f"boot_timeout {boot:g} s + provision.timeout {play:g} s + slurm.register_timeout {register:g} s"
+    value, bad = _seconds(c, "ResumeTimeout")
+    line = f"ResumeTimeout={int(-(-(need + 60) // 60) * 60)}"
+    if bad is not None or value is None:
+        return Check("Slurm ResumeTimeout", False, bad or "not set", line)
+    if play == 0:
+        return Check(
+            "Slurm ResumeTimeout",
+            True,
+            f"{value:g} s; provision.timeout is 0 (no limit): a play may outlast it",
+            "set provision.timeout, then ResumeTimeout above boot, play and registration",
+            warning=True,
+        )
+    if value <= need:
+        return Check(
+            "Slurm ResumeTimeout",
+            False,
+            f"{value:g} s is not above {need:g} s ({parts}): Slurm gives up on a node elb still brings up",
+            line,
+        )
+    return Check("Slurm ResumeTimeout", True, f"{value:g} s, above {need:g} s ({parts})")
+
+
+def _check_suspend_time(cfg: Config, c: Mapping[str, str]) -> Check:
+    kept = idle_kept(cfg) + cfg.poll_interval
+    value, bad = _seconds(c, "SuspendTime")
+    line = f"SuspendTime={max(SUSPEND_TIME, int(kept) + 60)}"
+    if bad is not None:
+        return Check("Slurm SuspendTime", False, bad, line)
+    if value is None:
+        return Check("Slurm SuspendTime", False, "INFINITE: power saving is off, Slurm asks elb for no node", line)
+    if value <= kept:
+        return Check(
+            "Slurm SuspendTime",
+            False,
+            f"{value:g} s: Slurm powers an idle node down before elb's own rule ({kept:g} s with a poll) decides",
+            line,
+        )
+    return Check(
+        "Slurm SuspendTime", True, f"{value:g} s, longer than elb keeps an idle node ({kept:g} s): elb decides"
+    )
+
+
+def _check_list(c: Mapping[str, str], key: str, word: str, why: str) -> Check:
+    have = c.get(key, "")
+    found = slurm_conf.words(have)
+    if word in found:
+        return Check(f"Slurm {key}", True, f"{have}")
+    line = f"{key}={','.join([*sorted(found), word])}"
+    return Check(f"Slurm {key}", False, f"{word} not in {have or 'it'} (so that {why})", line)
+
+
+def _check_node_count(cfg: Config, facts: slurm_conf.SlurmFacts) -> Iterator[Check]:
+    nodes = facts.cloud_nodes()
+    total = cfg.policy.max_nodes
+    line = f"NodeName={cfg.cluster.node_prefix}[001-{total:03d}] State=CLOUD CPUs=... RealMemory=..."
+    hidden = "" if "cloud" in slurm_conf.words(facts.config.get("PrivateData")) else " (without PrivateData=cloud "
+    hidden += "Slurm shows no powered-down cloud node)" if hidden else ""
+    if len(nodes) < total:
+        yield Check(
+            "Slurm cloud nodes",
+            False,
+            f"{len(nodes)} State=CLOUD node(s) for policy.max_nodes {total}: Slurm never asks for more{hidden}",
+            f"{line} (or lower policy.max_nodes to {len(nodes)})",
+        )
+    elif len(nodes) > total:
+        yield Check(
+            "Slurm cloud nodes",
+            True,
+            f"{len(nodes)} State=CLOUD nodes for policy.max_nodes {total}: Slurm's asks past {total} are given back",
+            f"define {total} cloud nodes in slurm.conf, or raise policy.max_nodes",
+            warning=True,
+        )
+    else:
+        yield Check("Slurm cloud nodes", True, f"{len(nodes)} State=CLOUD nodes, policy.max_nodes {total}")
+    if cfg.node_groups is None:
+        return
+    counts: dict[str, int] = {}
+    for n in nodes:
+        group = node_group(cfg, facts, n)
+        counts[group] = counts.get(group, 0) + 1
+    for g in cfg.node_groups:
+        if counts.get(g.name, 0) < g.max_nodes:
+            yield Check(
+                "Slurm cloud nodes",
+                False,
+                f"group {g.name}: {counts.get(g.name, 0)} cloud node(s) in its partitions, max_nodes {g.max_nodes}",
+                "more State=CLOUD nodes in its partitions (slurm.partition_groups), or lower its max_nodes",
+            )
+
+
+def _check_node_sizes(cfg: Config, facts: slurm_conf.SlurmFacts) -> Iterator[Check]:
+    sizes = _group_sizes(cfg)
+    too_many: dict[tuple[str, int], list[str]] = {}
+    too_much: dict[tuple[str, int], list[str]] = {}
+    unknown = []
+    for n in facts.cloud_nodes():
+        group = node_group(cfg, facts, n)
+        slots, memory, _ = sizes.get(group, (None, None, 0))
+        if slots is None:
+            unknown.append(n.name)
+        elif n.cpus is not None and n.cpus > slots:
+            too_many.setdefault((group, slots), []).append(n.name)
+        if memory is not None and n.memory_mb is not None:
+            mib = int(slurm_conf.memory_bytes(memory) // 2**20)
+            if n.memory_mb > mib:
+                too_much.setdefault((group, mib), []).append(n.name)
+    for (group, slots), names in too_many.items():
+        yield Check(
+            "Slurm node sizes",
+            False,
+            f"{compress(names)}: Slurm counts more CPUs than a node of group {group} has ({slots} slots): "
+            "a job sized to them never runs there",
+            f"NodeName={compress(names)} CPUs={slots}",
+        )
+    for (group, mib), names in too_much.items():
+        yield Check(
+            "Slurm node sizes",
+            False,
+            f"{compress(names)}: RealMemory above what a node of group {group} has (memory {mib} MiB)",
+            f"NodeName={compress(names)} RealMemory={mib}",
+        )
+    if unknown and not too_many and not too_much:
+        yield Check(
+            "Slurm node sizes",
+            True,
+            f"{compress(unknown)}: not checked: policy.slots_per_node is not set",
+            "set policy.slots_per_node (or node_groups) to the CPUs of the instance type",
+            warning=True,
+        )
+    elif not too_many and not too_much:
+        yield Check("Slurm node sizes", True, "no cloud node larger in CPUs or memory than its group's nodes")
+
+
+__all__: Sequence[str] = ("HEARTBEAT_POLLS", "Slurm", "asks_now", "checks", "conf_checks", "slurm_reason")
 
 
 def make(cfg: Config, journal: RequestJournal) -> Slurm:
