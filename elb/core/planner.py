@@ -386,6 +386,30 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
     operation in flight."""
     state = cluster_state(inputs, now)
     groups = groups_of(config)
+    asks = _plan_asks(inputs, config, now)
+    base, hold, around = _regardless_of_scaling(inputs, state, config, groups=groups, asks=asks, now=now)
+    waits = _why_scaling_waits(inputs, hold)
+    if waits:
+        return dataclasses.replace(base, scaling_note=waits)
+    return _with_scaling(base, inputs, state, config, policy, asks=asks, around=around, now=now)
+
+
+@dataclass(frozen=True, slots=True)
+class _Around:
+    """What scaling must leave alone or treat apart: the nodes under repair or with an operation
+    under way (``busy``), the nodes the cloud or an order dooms, whether warm pools are in play."""
+
+    busy: frozenset[str]
+    doomed: frozenset[str]
+    pools: bool
+
+
+def _regardless_of_scaling(
+    inputs: PassInputs, state: ClusterState, config: Config, *, groups: NodeGroups, asks: AskPlan, now: float
+) -> tuple[PassPlan, RepairHold, _Around]:
+    """The part of a pass that goes whether or not scaling runs: the notices' retirements, the
+    repairs, the orders done, the warm pool's expired nodes, the jobs to move, the asks'
+    answers."""
     notices = (
         plan_notices(
             inputs.notices,
@@ -400,16 +424,15 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
         if inputs.notices
         else _NO_NOTICES
     )
-    asks = _plan_asks(inputs, config, now)
     todo, kept, hold = _repairs(inputs, state, config, abandon=asks.abandon)
     done = _orders_done(inputs.orders, state) if inputs.orders.remove else ()
     # A node under repair, or with an operation under way, is left to it.
-    busy_nodes = inputs.in_flight | {r.node for r in todo} if todo else inputs.in_flight
+    busy = inputs.in_flight | {r.node for r in todo} if todo else inputs.in_flight
     doomed = inputs.orders.doomed | {r.node for r in notices.retire} if notices.retire else inputs.orders.doomed
     # Pooled nodes past their limits go whether or not scaling runs this pass.
     pools = bool(state.pooled) or any(g.warm_pool.enabled for g in groups.groups)
     _, expiring = (
-        plan_pool(Plan(), state.pooled, config, now, in_flight=busy_nodes, template_versions=inputs.template_versions)
+        plan_pool(Plan(), state.pooled, config, now, in_flight=busy, template_versions=inputs.template_versions)
         if pools
         else (None, _NO_POOL)
     )
@@ -428,12 +451,36 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
         moves=moved,
         answers=asks.answers,
     )
+    return base, hold, _Around(frozenset(busy), frozenset(doomed), pools)
+
+
+def _why_scaling_waits(inputs: PassInputs, hold: RepairHold) -> str:
+    """Why scaling does not run this pass ("": it runs)."""
     if hold.scaling_waits:
-        return dataclasses.replace(base, scaling_note="reconciling; scaling waits for the next pass")
+        return "reconciling; scaling waits for the next pass"
     if inputs.demand is None:
-        return dataclasses.replace(base, scaling_note=inputs.demand_error or "the demand is not known")
+        return inputs.demand_error or "the demand is not known"
     if inputs.backoff is None:
-        return dataclasses.replace(base, scaling_note="the launch back-off is not known")
+        return "the launch back-off is not known"
+    return ""
+
+
+def _with_scaling(
+    base: PassPlan,
+    inputs: PassInputs,
+    state: ClusterState,
+    config: Config,
+    policy: Policy,
+    *,
+    asks: AskPlan,
+    around: _Around,
+    now: float,
+) -> PassPlan:
+    """``base`` with scaling: the policy's plan on the demand (paced by the budget first), the
+    scheduler's named asks, nothing removed that is busy, the warm pool's stops and restarts,
+    the launches cut by the back-off, then paced by the budget."""
+    assert inputs.demand is not None and inputs.backoff is not None  # _why_scaling_waits
+    groups = groups_of(config)
     planned_on = inputs
     if config.policy.budget is not None and inputs.spend is not None and inputs.demand.snapshot.pending:
         paced = within_budget(inputs.demand, inputs.nodes, inputs.spend, config, now)
@@ -443,8 +490,8 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
     if inputs.asks is not None:
         plan, held = _named(plan, asks, inputs.orders)
         declines += held
-    if any(r.node in busy_nodes for r in plan.remove):
-        plan = dataclasses.replace(plan, remove=tuple(r for r in plan.remove if r.node not in busy_nodes))
+    if any(r.node in around.busy for r in plan.remove):
+        plan = dataclasses.replace(plan, remove=tuple(r for r in plan.remove if r.node not in around.busy))
     # Removals that are stops and launches that are restarts (a group's warm pool); the back-off
     # holds new launches only. A node the cloud is taking back is never pooled.
     plan, pool = (
@@ -453,19 +500,19 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
             state.pooled,
             config,
             now,
-            in_flight=busy_nodes,
+            in_flight=around.busy,
             template_versions=inputs.template_versions,
-            doomed=doomed,
+            doomed=around.doomed,
             named=inputs.asks is not None,
             record_of=state.record,
         )
-        if pools
+        if around.pools
         else (plan, _NO_POOL)
     )
     wanted = plan.add
-    since = {a.node: a.since for a in asks.launch}
+    since = {a.node: a.since for a in asks.launch} if inputs.asks is not None else {}
     if plan.add:
-        plan, held_back = _backed_off(plan, inputs.backoff, groups, since if inputs.asks is not None else {}, now)
+        plan, held_back = _backed_off(plan, inputs.backoff, groups, since, now)
         declines += held_back
     budget = None
     if config.policy.budget is not None and inputs.spend is not None:
@@ -473,8 +520,7 @@ def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) ->
         if planned_on.demand is not None and inputs.demand is not planned_on.demand:
             too_wide = len(planned_on.demand.not_demand) - len(inputs.demand.not_demand)
             budget = dataclasses.replace(budget, too_wide=too_wide)
-        if inputs.asks is not None:
-            declines += [Decline(name, since[name], budget.reason) for name in budget.held if name in since]
+        declines += [Decline(name, since[name], budget.reason) for name in budget.held if name in since]
     return dataclasses.replace(base, scaling=plan, wanted=wanted, pool=pool, declines=tuple(declines), budget=budget)
 
 
