@@ -5,7 +5,6 @@ The logs live outside the repository (``../shared/traces`` next to it, or ``$ELB
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -16,13 +15,9 @@ from elb.simulate.engine import NodeLife, QuietHint, SimOutcome, SimSettings
 from elb.simulate.report import Metrics
 from elb.simulate.runner import Prepared, build_policy, prepare, replay
 from elb.simulate.swf import read_swf
+from tests.unit.traces import KTH, NASA, needs
 
-REPO = Path(__file__).resolve().parents[2]
-TRACES = Path(os.environ.get("ELB_TRACES", REPO.parent / "shared" / "traces"))
-KTH = TRACES / "KTH-SP2-1996-2.2-cln.swf.gz"
-NASA = TRACES / "NASA-iPSC-1993-3.1-cln.swf.gz"
-
-needs_logs = pytest.mark.skipif(not KTH.exists() or not NASA.exists(), reason=f"job logs not found in {TRACES}")
+needs_logs = needs(KTH, NASA)
 POLICIES = ("elb", "starcluster", "parallelcluster", "slurm", "static")
 
 

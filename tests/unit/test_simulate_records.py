@@ -8,9 +8,7 @@ EASY, and on KTH's log as interleaved copies when the logs are there.
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
-from pathlib import Path
 
 import pytest
 
@@ -18,10 +16,8 @@ from elb.core.policy.base import Policy
 from elb.simulate.engine import SimOutcome, SimSettings, Simulator, _Node, _Run, _Waiting
 from elb.simulate.runner import build_policy, prepare
 from elb.simulate.swf import SimJob, read_swf
+from tests.unit.traces import KTH, needs
 
-REPO = Path(__file__).resolve().parents[2]
-TRACES = Path(os.environ.get("ELB_TRACES", REPO.parent / "shared" / "traces"))
-KTH = TRACES / "KTH-SP2-1996-2.2-cln.swf.gz"
 POLICIES = ("elb", "starcluster", "parallelcluster", "slurm", "static")
 
 
@@ -77,7 +73,7 @@ def test_records_made_at_idle_turns_replay_the_same(name: str, dispatch: str) ->
         assert made == seen
 
 
-@pytest.mark.skipif(not KTH.exists(), reason=f"job logs not found in {TRACES}")
+@needs(KTH)
 @pytest.mark.parametrize("name", ["elb", "slurm"])
 def test_records_made_at_idle_turns_replay_kth_copies_the_same(name: str) -> None:
     whole = read_swf(KTH, start=100 * 86400, days=5)

@@ -19,8 +19,9 @@ from elb.simulate.runner import Prepared, build_policy, prepare, replay
 from elb.simulate.swf import SimJob, Workload, read_swf
 from elb.simulate.waiting import WaitingJobs
 from tests.unit.test_simulate_groups import GB, GROUPS
-from tests.unit.test_simulate_logs import KTH, POLICIES, needs_logs
+from tests.unit.test_simulate_logs import POLICIES, needs_logs
 from tests.unit.test_tally import synthetic_jobs
+from tests.unit.traces import KTH
 
 Result = tuple[dict[str, object], SimOutcome]
 

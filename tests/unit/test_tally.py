@@ -27,7 +27,8 @@ from elb.simulate.engine import SimSettings, Simulator
 from elb.simulate.runner import prepare, replay
 from elb.simulate.swf import SimJob, Workload, read_swf
 from tests.unit.factories import T0, host, node, pending, running
-from tests.unit.test_simulate_logs import KTH, needs_logs
+from tests.unit.test_simulate_logs import needs_logs
+from tests.unit.traces import KTH
 
 Peer = SlurmPolicy | StarclusterPolicy | ElbPolicy
 
