@@ -35,11 +35,31 @@ def _stack(ax: Axes, t: Sequence[datetime], layers: Sequence[tuple[str, str, Seq
     ax.xaxis_date()
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(bottom=0)
-    ax.legend(loc="upper left", ncols=len(layers), fontsize="small")
+    _legend_beside(ax)
+
+
+def _legend_beside(ax: Axes) -> None:
+    """The panel's legend to the right of it, where it covers no data."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize="small")
+
+
+# Tick labels at each level a span may need (years .. seconds): a clock time whole at every
+# level below a day, never a bare "30" for half a minute.
+_FORMATS = ["%Y", "%b", "%d", "%H:%M", "%H:%M", "%H:%M:%S"]
+_ZERO_FORMATS = ["", "%Y", "%b", "%b-%d", "%H:%M", "%H:%M:%S"]
+_OFFSET_FORMATS = ["", "%Y", "%Y-%b", "%Y-%b-%d", "%Y-%b-%d", "%Y-%b-%d"]
+ADDED, REMOVED = "darkgreen", "firebrick"  # the scale events' lines: strong against the stacks' fills
 
 
 def plot_stats(rows: Sequence[StatsRow], out: Path, title: str = "elb") -> None:
     """Draw the rows into a PNG at ``out``. Raises ValueError with no rows."""
+    fig = stats_figure(rows, title)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100)
+
+
+def stats_figure(rows: Sequence[StatsRow], title: str = "elb") -> Figure:
+    """The two panels of ``rows``. Raises ValueError with no rows."""
     if not rows:
         raise ValueError("no stats rows to plot")
     t = [datetime.fromtimestamp(r.time).astimezone() for r in rows]
@@ -70,21 +90,24 @@ def plot_stats(rows: Sequence[StatsRow], out: Path, title: str = "elb") -> None:
     for r in rows:
         done = datetime.fromtimestamp(r.done_at).astimezone()
         if r.added:
-            ax2.axvline(done, color="tab:green", alpha=0.6, linestyle="--", linewidth=1)
+            ax2.axvline(done, color=ADDED, alpha=0.9, linestyle="--", linewidth=1.6)
         if r.removed:
-            ax2.axvline(done, color="tab:red", alpha=0.6, linestyle=":", linewidth=1.2)
+            ax2.axvline(done, color=REMOVED, alpha=0.9, linestyle=":", linewidth=1.8)
     failed = [when for when, r in zip(t, rows, strict=True) if not r.ok]
     if failed:
         ax2.plot(failed, [0] * len(failed), "kx", markersize=5, label="failed pass", clip_on=False)
-    ax2.plot([], [], color="tab:green", linestyle="--", label="nodes added")
-    ax2.plot([], [], color="tab:red", linestyle=":", label="nodes removed")
-    ax2.legend(loc="upper left", ncols=3, fontsize="small")
+    ax2.plot([], [], color=ADDED, linestyle="--", linewidth=1.6, label="nodes added")
+    ax2.plot([], [], color=REMOVED, linestyle=":", linewidth=1.8, label="nodes removed")
+    _legend_beside(ax2)
     locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
     ax2.xaxis.set_major_locator(locator)
-    ax2.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
+    ax2.xaxis.set_major_formatter(
+        mdates.ConciseDateFormatter(  # type: ignore[no-untyped-call]
+            locator, formats=_FORMATS, zero_formats=_ZERO_FORMATS, offset_formats=_OFFSET_FORMATS
+        )
+    )
     ax2.set_xlabel(f"time ({t[0].strftime('%Z') or t[0].strftime('UTC%z')})")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
+    return fig
 
 
 def plot_file(
