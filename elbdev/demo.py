@@ -52,6 +52,29 @@ echo "$ELB_DEMO_SUBMITTED $start $(date +%s) $(hostname)" > "$HOME/elb-demo/$JOB
 """
 
 
+def after_down(kept: list[Path]) -> str:
+    """What the demo says once the test cluster is down: its nodes, daemons and network are gone;
+    what stays for the next run (the directories of ``kept`` that exist, with their sizes, and
+    the node image) is named, with how to remove it."""
+
+    def size(path: Path) -> int:
+        total = 0
+        for f in path.rglob("*"):
+            try:
+                if f.is_file() and not f.is_symlink():
+                    total += f.stat().st_size
+            except OSError:
+                continue
+        return total
+
+    there = [f"{d} ({size(d) / 1e6:.0f} MB)" for d in kept if d.is_dir()]
+    left = ", ".join([*there, "the node image"])
+    return (
+        "test cluster taken down (its nodes, daemons and network are gone); kept for the next run: "
+        f"{left} (remove them with rm -rf and podman rmi)"
+    )
+
+
 def demo_config(state: Path, ssh_key: Path, cluster_name: str, max_nodes: int) -> dict[str, Any]:
     return {
         "poll_interval": 5,
@@ -119,7 +142,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             "python -m elbdev demo: --plot: the Slurm demo draws no plot (the Grid Engine demo does)", file=sys.stderr
         )
         return Exit.USAGE
-    from elbdev.testcluster.cluster import TestCluster  # noqa: PLC0415 (only the demo needs it)
+    from elbdev.testcluster import constants as C  # noqa: PLC0415 (only the demo needs them)
+    from elbdev.testcluster.cluster import TestCluster  # noqa: PLC0415
 
     if os.geteuid() != 0:
         print("python -m elbdev demo: needs root (rootful podman, a bridge, SGE daemons)", file=sys.stderr)
@@ -155,7 +179,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             try:
                 with output_to(SETUP_LOG):
                     cluster.down()
-                say("test cluster removed; the machine is clean")
+                say(after_down([C.STATE_DIR, SLURM_STATE if args.scheduler == "slurm" else STATE]))
             except Exception as err:  # the one line a user needs when cleanup fails
                 print(f"cleanup failed ({err}); clean up with: python -m elbdev testcluster down", file=sys.stderr)
         lock.close()
