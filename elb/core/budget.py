@@ -16,8 +16,9 @@ therefore counts what a node commits into the next period plainly: **a node up a
 end is paid for the whole next period** (``committed = per_hour x the next period's hours``,
 the launch's price for as long), and the next period's amount must pay for it. Not the job's
 end (its ``h_rt``): the jobs that wait behind it take the node on, and those that have not
-arrived yet are not in any pass's demand (a steady queue of day-long jobs at half what it needs
-held day 1 and paid 178% of the amount every day after on job ends alone).
+arrived yet are not in any pass's demand (a steady queue of day-long jobs at half what it needs,
+priced to the period's end only, held day 1 and paid 178% of the amount every day after; the
+launches' job ends would have held nothing either: docs/results/budget-holds.md).
 
 So a launch goes only if the projection with it stays within the amount *and* the next period's
 committed money with it stays within the next period's amount; the launches the pass wants go in
