@@ -1,5 +1,5 @@
 """A budget: at most an amount of US dollars a day, week or month (``policy.budget``), and the
-pure rule that paces the launches so the period does not overrun.
+pure rule that paces the launches so that every period holds it, not only the first.
 
 The rule (``pace``) reads the money billed so far in the period (``Spend.spent``: the journal's
 nodes at their groups' ``price_per_hour`` by EC2's billing rule, the warm pools' volumes too;
@@ -7,12 +7,32 @@ nodes at their groups' ``price_per_hour`` by EC2's billing rule, the warm pools'
 at their prices, the stopped nodes' volumes) and ``now``. Its projection assumes that whatever
 runs now runs to the period's end: ``projected = spent + per_hour x hours left``. A launch adds
 its group's price for the hours left (a restart from a warm pool its price less the volumes
-already counted); the launches the pass wants go in the pass's order while the projection with
-them stays within the amount, and the rest are held. Nothing else is touched: no removal, no
-kill; a held launch is asked for again at the next pass, and the projection falls as idle nodes
-go. Since the projection never grows without a launch (every second billed was in it), the
-period's spend stays within the amount whatever the cluster does, unless what runs at the
-period's start already costs more: then nothing is launched until enough of it goes.
+already counted).
+
+What runs at the period's end does not stop there: elb stops no busy node, and while jobs wait
+(the only time a launch is wanted) a job the scheduler starts takes the node the last one freed,
+so a node up at midnight is busy into the next period for as long as the queue lasts. The rule
+therefore counts what a node commits into the next period plainly: **a node up at the period's
+end is paid for the whole next period** (``committed = per_hour x the next period's hours``,
+the launch's price for as long), and the next period's amount must pay for it. Not the job's
+end (its ``h_rt``): the jobs that wait behind it take the node on, and those that have not
+arrived yet are not in any pass's demand (a steady queue of day-long jobs at half what it needs,
+priced to the period's end only, held day 1 and paid 178% of the amount every day after; the
+launches' job ends would have held nothing either: docs/results/budget-holds.md).
+
+So a launch goes only if the projection with it stays within the amount *and* the next period's
+committed money with it stays within the next period's amount; the launches the pass wants go in
+the pass's order while both hold, and the first that does not fit and every one after it are
+held. Nothing else is touched: no removal, no kill; a held launch is asked for again at the next
+pass, and both figures fall as idle nodes go. Since the projection never grows without a launch
+(every second billed was in it), a period's spend stays within the amount, unless what runs at
+its start, run to its end, costs more: and what runs at a period's start was paid for by that
+period's amount when it was launched (the committed check), so that happens only when the
+amount is below what must run anyway (``min_nodes``, a budget lowered, a cluster that was over
+it before the budget was set): then nothing is launched until enough of it goes.
+
+With a ``horizon`` (a burst may spend what quiet times left) the committed check is not made:
+that mode is no bound (see ``reach``).
 
 Periods start at midnight (a week on Monday, a month on its first day) at ``utc_offset`` from
 UTC. Pure: time is passed in.
@@ -44,8 +64,9 @@ class Budget(BaseModel):
     amount: Money
     period: Period = "month"
     utc_offset: str = Field("+00:00", pattern=r"^[+-]\d{2}:\d{2}$")
-    # None: the projection runs what runs now to the period's end, against the whole amount (the
-    # period never overruns). A time: it looks this far ahead only, against the amount's share
+    # None: the projection runs what runs now to the period's end, against the whole amount, and
+    # what runs at the end is paid for the whole next period against its amount (every period
+    # holds, see the module's docstring). A time: it looks this far ahead only, against the amount's share
     # accrued by then (a burst may spend what quiet times left; no longer a bound at the end).
     horizon: PositiveSeconds | None = None
 
@@ -119,6 +140,10 @@ class BudgetCheck:
     horizon: float | None = None  # the check looked this far ahead (None: to the period's end)
     limit: float = 0.0  # the most it let the period spend by then
     too_wide: int = 0  # waiting jobs wider than the budget lets their group have: not demand
+    committed: float = 0.0  # the next period's money committed by what runs now (per_hour x its hours)
+    next_after: float = 0.0  # that with the allowed launches
+    next_limit: float | None = None  # the next period's amount (None: no committed check, a horizon)
+    held_for_next: bool = False  # the first held launch fit this period, not what the next can pay
 
     @property
     def holding(self) -> bool:
@@ -133,6 +158,11 @@ class BudgetCheck:
         until = "to the period's end" if self.horizon is None else f"over the next {minutes(self.horizon)}"
         cost = f"; the next adds {self.next_cost:.2f} {until}" if self.next_cost is not None else ""
         paced = "" if self.horizon is None else f" (paced {minutes(self.horizon)} ahead: {self.limit:.2f} by then)"
+        if self.held_for_next and self.next_limit is not None:
+            cost = (
+                f"; the next {self.period} pays {self.next_after:.2f} of {self.next_limit:.2f} for what runs at "
+                f"its start, the next launch would add {self.next_cost or 0.0:.2f} more"
+            )
         return (
             f"budget: holding {len(self.held)} of {wanted} launch(es): {self.spent:.2f} of {self.amount:.2f} "
             f"US dollars spent this {self.period}, {self.projected:.2f} projected at {self.per_hour:.2f}/h"
@@ -184,26 +214,49 @@ def reach(budget: Budget, now: float) -> tuple[float, float]:
     return budget.horizon / 3600.0, budget.amount * (now + budget.horizon - start) / (end - start)
 
 
+def carried_hours(budget: Budget, now: float) -> float | None:
+    """The hours of the period after ``now``'s: what a node up at this period's end is paid for
+    in it (elb stops no busy node, and waiting jobs keep it busy); None with a horizon (no
+    committed check: that mode is no bound)."""
+    if budget.horizon is not None:
+        return None
+    _, end = period_bounds(budget, now)
+    after, following = period_bounds(budget, end)
+    return (following - after) / 3600.0
+
+
 def pace(budget: Budget, spend: Spend, launches: Sequence[Launch], now: float) -> BudgetCheck:
     """Which of ``launches`` (in order) the pass may start without the projection (``reach``:
     to the period's end unless a horizon is set) passing the amount (its share accrued by the
-    horizon's end); the first that does not fit and every one after it are held (a wide job's
-    nodes are launched together or not at all, as the back-off cuts them)."""
+    horizon's end), nor (without a horizon) the next period's committed money (``carried_hours``:
+    what runs at this period's end, paid for the whole next period) passing the next period's
+    amount; the first that does not fit and every one after it are held (a wide job's nodes are
+    launched together or not at all, as the back-off cuts them)."""
     start, end = period_bounds(budget, now)
     projected = spend.spent + spend.per_hour * max(0.0, end - now) / 3600.0
     hours, limit = reach(budget, now)
     total = spend.spent + spend.per_hour * hours
+    carried = carried_hours(budget, now)
+    committed = spend.per_hour * (carried or 0.0)
+    next_total = committed
     allowed: list[str] = []
     held: list[str] = []
     next_cost = None
+    held_for_next = False
     for launch in launches:
-        cost = max(0.0, launch.per_hour) * hours
-        if not held and total + cost <= limit + _EPS:
+        rate = max(0.0, launch.per_hour)
+        cost = rate * hours
+        carry = rate * (carried or 0.0)
+        fits = total + cost <= limit + _EPS
+        fits_next = carried is None or next_total + carry <= budget.amount + _EPS
+        if not held and fits and fits_next:
             total += cost
+            next_total += carry
             allowed.append(launch.name)
         else:
             if not held:
-                next_cost = cost
+                held_for_next = fits
+                next_cost = carry if fits else cost
             held.append(launch.name)
     return BudgetCheck(
         amount=budget.amount,
@@ -220,14 +273,21 @@ def pace(budget: Budget, spend: Spend, launches: Sequence[Launch], now: float) -
         utc_offset=budget.utc_offset,
         horizon=budget.horizon if budget.horizon is not None and budget.horizon < end - now else None,
         limit=limit,
+        committed=committed,
+        next_after=next_total,
+        next_limit=None if carried is None else budget.amount,
+        held_for_next=held_for_next,
     )
 
 
 def room(budget: Budget, spend: Spend, prices: Mapping[str, float], now: float) -> dict[str, int]:
     """How many more nodes of each group (alone) the budget allows now: the headroom of the
-    projection (``reach``) over a node's price for as long (``elb status``)."""
+    projection (``reach``) over a node's price for as long, and (``carried_hours``) of the next
+    period's amount over what runs now and a node's price for the whole next period (``elb status``)."""
     hours, limit = reach(budget, now)
     headroom = limit - (spend.spent + spend.per_hour * hours)
+    carried = carried_hours(budget, now)
+    next_room = None if carried is None else budget.amount - spend.per_hour * carried
     out: dict[str, int] = {}
     for group, price in prices.items():
         cost = price * hours
@@ -237,6 +297,8 @@ def room(budget: Budget, spend: Spend, prices: Mapping[str, float], now: float) 
             out[group] = 10**9  # no time left in the period: nothing more is billed in it
         else:
             out[group] = max(0, math.floor((headroom + _EPS) / cost))
+        if next_room is not None and carried is not None and price > 0:
+            out[group] = min(out[group], max(0, math.floor((next_room + _EPS) / (price * carried))))
     return out
 
 
@@ -272,6 +334,7 @@ __all__: Sequence[str] = (
     "Launch",
     "Period",
     "Spend",
+    "carried_hours",
     "holding_now",
     "pace",
     "period_bounds",

@@ -59,8 +59,9 @@ def test_december_s_month_ends_with_the_year() -> None:
 
 def test_launches_go_while_the_projection_to_the_period_s_end_stays_within_the_amount() -> None:
     b = Budget(amount=100.0, period="day")  # 16 h left at T0
-    # 20 spent, 2/h now: 52 projected; each launch at 1/h adds 16.
-    check = pace(b, Spend(20.0, 2.0), [Launch(f"n{i}", 1.0) for i in range(5)], T0)
+    # 52 spent, nothing up now: 52 projected; each launch at 1/h adds 16 (and 24 to the next day:
+    # four would fit in it, not the bound here).
+    check = pace(b, Spend(52.0, 0.0), [Launch(f"n{i}", 1.0) for i in range(5)], T0)
     assert check.projected == pytest.approx(52.0)
     assert check.allowed == ("n0", "n1", "n2") and check.held == ("n3", "n4")
     assert check.after == pytest.approx(100.0)  # the amount exactly: allowed
@@ -106,7 +107,7 @@ def test_with_a_horizon_a_burst_may_spend_what_quiet_times_left() -> None:
 
 def test_room_and_holding_say_how_many_more_nodes_of_each_group_fit() -> None:
     b = Budget(amount=100.0, period="day")
-    spend = Spend(20.0, 2.0)  # 52 projected, 48 of headroom over 16 h: 3/h
+    spend = Spend(36.0, 1.0)  # 52 projected, 48 of headroom over 16 h: 3/h (the next day: 76 of 100 free)
     assert room(b, spend, {"small": 0.5, "big": 2.0}, T0) == {"small": 6, "big": 1}
     assert not holding_now(b, spend, {"small": 0.5, "big": 2.0}, T0)
     assert holding_now(b, Spend(99.0, 0.0), {"small": 0.5, "big": 2.0}, T0)
@@ -202,13 +203,13 @@ def test_without_a_budget_the_pass_is_what_it_was(tmp_path: Path) -> None:
 
 
 def test_the_budget_holds_the_launches_that_would_overrun_and_says_so(tmp_path: Path) -> None:
-    cfg = config(tmp_path, {"amount": 40.0, "period": "day"})  # 16 h left: 40 affords 2 small nodes
-    p = plan(cfg, Spend(0.0, 0.0))
+    cfg = config(tmp_path, {"amount": 48.0, "period": "day"})  # 16 h left: 40 affords 2 small nodes
+    p = plan(cfg, Spend(8.0, 0.0))  # and the next day pays 24 for each
     assert p.scaling is not None and p.scaling.add_names == ("node001", "node002")
     assert p.budget is not None and p.budget.held == ("node003",)
     assert "budget: holding 1 of 3 launch(es)" in p.scaling.reason
     assert p.wanted == 3 and p.launches_held == 0  # the back-off held none
-    assert any(line.startswith("budget: 0.00 of 40.00") and "holding 1" in line for line in p.describe())
+    assert any(line.startswith("budget: 8.00 of 48.00") and "holding 1" in line for line in p.describe())
 
 
 def test_the_budget_never_removes_a_node_nor_kills_a_job(tmp_path: Path) -> None:
@@ -263,12 +264,12 @@ def test_slurm_s_named_asks_the_budget_holds_are_given_back(tmp_path: Path) -> N
         {
             "state_dir": str(tmp_path),
             "scheduler": "slurm",
-            "policy": {"budget": {"amount": 20.0, "period": "day"}},
+            "policy": {"budget": {"amount": 30.0, "period": "day"}},
             "node_groups": PRICED,
         }
     )
     asks = tuple(Ask(n, AskKind.WANT, T0 - 30) for n in ("node001", "node002"))
-    p = plan_pass(inputs(snap(), asks=asks, spend=Spend(0.0, 0.0)), cfg, policy_for(cfg), T0)
+    p = plan_pass(inputs(snap(), asks=asks, spend=Spend(10.0, 0.0)), cfg, policy_for(cfg), T0)
     assert p.scaling is not None and p.scaling.add_names == ("node001",)
     [given_back] = p.declines
     assert given_back.node == "node002" and given_back.reason.startswith("budget: holding 1 of 2")

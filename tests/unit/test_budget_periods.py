@@ -1,7 +1,8 @@
 """``elb simulate --budget`` and ``--budget-sweep`` print what each period cost against the
 budget and flag the periods over it (reporting only: the pacing is the planner's). Jobs of a day
-each, launched through day 1 as the budget allows, run on into day 2, whose spend they commit
-before it starts: day 2 goes over the budget."""
+each, launched through day 1 as the budget allows, run on into day 2: paced to the period's end,
+each launch is paid for the next day too and every day holds; paced a horizon ahead (no bound),
+the nodes launched late commit the next day's spend before it starts and it goes over."""
 
 from __future__ import annotations
 
@@ -30,16 +31,34 @@ def test_a_budgeted_replay_prints_each_period_and_flags_those_over_it(
     assert code == 0
     assert "elb: spend a day against the budget of 200.00" in out
     assert "the budget held launches at" in err and "not the cap" in err and "the policy left" not in err
-    day1 = next(line for line in out.splitlines() if line.strip().startswith("2024-01-01 00:00"))
+    assert "over budget" not in out and re.search(r"within the budget in every one of \d+ days", out)
+    horizon = ["--budget-horizon", "2h"]
+    assert (
+        main(
+            [
+                "simulate",
+                str(steady(tmp_path)),
+                "--policies",
+                "elb",
+                "--max-nodes",
+                "50",
+                "--budget",
+                "200/day",
+                *horizon,
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
     day2 = next(line for line in out.splitlines() if line.strip().startswith("2024-01-02 00:00"))
-    assert "over budget" not in day1 and "over budget (+" in day2
+    assert "over budget (+" in day2
     assert re.search(r"over budget in [1-9]\d* of \d+ days; the most: 2024-01-0\d 00:00", out)
 
 
 def test_the_budget_sweep_prints_each_budgeted_replay_s_periods(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    sweep = ["--budget-sweep", "50", "--budget-period", "day"]
+    sweep = ["--budget-sweep", "50", "--budget-period", "day", "--budget-horizon", "2h"]
     code = main(["simulate", str(steady(tmp_path)), "--policies", "elb", "--max-nodes", "50", *sweep])
     out = capsys.readouterr().out
     assert code == 0

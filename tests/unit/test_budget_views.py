@@ -55,15 +55,17 @@ def test_status_shows_the_spend_the_projection_and_whether_launches_are_held(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     stand.sge.add_host("node001", 2)
-    path = setup(tmp_path, 33.0)  # 0.50 spent, 8.50 projected: room for 3 small nodes (8 each), no big one (32)
+    # 0.50 spent, 8.50 projected: room for 3 small nodes (8 each) today, no big one (32); but the next
+    # day pays 12 for the node up and 12 for each small node more: room for 1
+    path = setup(tmp_path, 33.0)
     assert main(["status", "-c", str(path)]) == Exit.OK
     out = capsys.readouterr().out
     assert "budget: 0.50 of 33.00 US dollars spent this day (since 2027-01-15 00:00 +00:00), 8.50 projected" in out
-    assert "budget: not holding launches; room for 3 more node(s) of group small, 0 more node(s) of group big" in out
+    assert "budget: not holding launches; room for 1 more node(s) of group small, 0 more node(s) of group big" in out
     assert main(["status", "-c", str(path), "--json"]) == Exit.OK
     doc = json.loads(capsys.readouterr().out)["budget"]
     assert doc["spent"] == pytest.approx(0.5) and doc["projected"] == pytest.approx(8.5)
-    assert doc["holding"] is False and doc["room"] == {"small": 3, "big": 0} and doc["period"] == "day"
+    assert doc["holding"] is False and doc["room"] == {"small": 1, "big": 0} and doc["period"] == "day"
 
 
 def test_the_dry_run_says_which_launches_the_budget_holds(
@@ -74,11 +76,11 @@ def test_the_dry_run_says_which_launches_the_budget_holds(
     stand.sge = FakeSge(T0, jobs=[running(9, "node001", slots=2), *(pending(i, 600, slots=2) for i in range(1, 4))])
     stand.sge.hosts["node001"] = host("node001", 2, used=2)
     stand.cloud = FakeCloud(T0)
-    path = setup(tmp_path, 20.0)  # 8.50 projected: one more small node (8.00) fits, not two
+    path = setup(tmp_path, 24.0)  # 8.50 projected: one more small node (8.00) fits, not two (the next day: 24)
     assert main(["once", "--dry-run", "-c", str(path)]) == Exit.OK
     out = capsys.readouterr().out
     assert "budget: holding 2 of 3 launch(es)" in out
-    assert "budget: 0.50 of 20.00 US dollars spent this day" in out and "holding 2 launch(es)" in out
+    assert "budget: 0.50 of 24.00 US dollars spent this day" in out and "holding 2 launch(es)" in out
     assert main(["once", "--dry-run", "--json", "-c", str(path)]) == Exit.OK
     plan = json.loads(capsys.readouterr().out)
     assert plan["add"] == [{"group": "small", "count": 1, "names": ["node002"]}]

@@ -483,12 +483,11 @@ def test_a_slow_scontrol_holds_neither_the_passes_nor_sends_a_give_back_twice(tm
 
 
 def test_the_asks_the_budget_holds_are_given_back_to_slurm_as_the_back_off_s_are(tmp_path: Path) -> None:
-    """Two asks, a budget with room for one node to the day's end: one is launched, the other
-    goes back to Slurm (``scontrol power_down_force``) and its ask is answered with the budget's
-    reason."""
+    """Two asks, a budget with room for one node (the next day pays 24 for each node up at its
+    start: 30 pays for one): one is launched, the other goes back to Slurm (``scontrol
+    power_down_force``) and its ask is answered with the budget's reason."""
     groups = [{"name": "compute", "slots": 2, "max_nodes": 4, "price_per_hour": 1.0}]
-    hours_left = (86400 - NOW % 86400) / 3600
-    r = rig(tmp_path, policy={"budget": {"amount": 1.5 * hours_left, "period": "day"}}, node_groups=groups)
+    r = rig(tmp_path, policy={"budget": {"amount": 30.0, "period": "day"}}, node_groups=groups)
     r.slurm.ask("node001", "node002")
     r.ask(RequestKind.RESUME, "node001,node002")
     summary = r.run()
