@@ -50,7 +50,7 @@ class MemCloud:
         stopping: threading.Event | None = None,
     ) -> LaunchResult:
         self.calls.append(("launch", tuple(names)))
-        out = []
+        out: list[Instance] = []
         for i, name in enumerate(names):
             if stopping is not None and stopping.is_set():
                 return LaunchResult(tuple(out), not_started=tuple(names[i:]))
