@@ -48,6 +48,16 @@ from tests.faults.soak import Figures, Soak, clean_up, sge_soak_config, slurm_so
 RESULTS = REPO / "docs" / "results" / "soak.json"
 PAGE = REPO / "docs" / "results" / "soak.md"
 LOCK = C.STATE_DIR.parent / "elb-testcluster.lock"
+# What follows this line in the page is written by hand (what the runs found) and kept when the page
+# is written again.
+KEPT = "<!-- written by hand below: kept by bench_soak.py --write -->"
+
+
+def write_page(results: dict[str, Any]) -> None:
+    kept = ""
+    if PAGE.exists() and KEPT in PAGE.read_text():
+        kept = PAGE.read_text().split(KEPT, 1)[1]
+    PAGE.write_text(render(results) + "\n" + KEPT + (kept or "\n"))
 
 
 @contextlib.contextmanager
@@ -122,6 +132,10 @@ def render(results: dict[str, Any]) -> str:
     lines = [
         "# The random-fault soak",
         "",
+        "Written by `python benchmarks/bench_soak.py ... --write` (each section below names its command and",
+        "seed; the figures are kept in `soak.json`); `python benchmarks/bench_soak.py --page-only` writes",
+        "the page again from that file.",
+        "",
         "A seeded synthetic workload on the real test cluster (podman nodes, real Ansible, elb as `elb run`",
         "in a process of its own), run once with no fault and again, same seed, with faults drawn from a",
         "seeded schedule: the controller restarted (`sge_qmaster`, `slurmctld`), the controller stopped",
@@ -175,7 +189,7 @@ def render(results: dict[str, Any]) -> str:
         ):
             lines.append(f"| {key.replace('_', ' ')} | {base[key]} | {fault[key]} |")
         lines += ["", "Faults injected (seconds after the start, what they did):", ""]
-        lines += [f"- {json.dumps(f)}" for f in fault["faults_done"]]
+        lines += [f"- {json.dumps(f)}" for f in sorted(fault["faults_done"], key=lambda f: float(f["at"]))]
         for key in ("wasted", "lost", "killed_by_elb", "busy_terminated", "leaked"):
             if fault[key]:
                 lines += ["", f"{key.replace('_', ' ')}:", ""] + [f"- {x}" for x in fault[key]]
@@ -195,7 +209,7 @@ def main() -> int:
     ap.add_argument("--page-only", action="store_true", help=f"write {PAGE.name} from {RESULTS.name}, run nothing")
     args = ap.parse_args()
     if args.page_only:
-        PAGE.write_text(render(json.loads(RESULTS.read_text())))
+        write_page(json.loads(RESULTS.read_text()))
         return 0
     if os.geteuid() != 0:
         print("bench_soak: the test cluster needs root", file=sys.stderr)
@@ -230,7 +244,7 @@ def main() -> int:
                 results[scheduler] = r
                 if args.write:
                     RESULTS.write_text(json.dumps(results, indent=1) + "\n")
-                    PAGE.write_text(render(results))
+                    write_page(results)
         finally:
             tc.down()
     return 0 if ok else 1
