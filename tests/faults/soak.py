@@ -16,10 +16,11 @@ again; both cores kept busy (``stress-ng --cpu 2``). See elbdev/testcluster/faul
 
 What is counted (``Figures``): tasks lost (never ended, not on a node the soak killed); tasks
 killed by elb (started again after a start on a node the soak did not kill); nodes leaked (after
-the wind-down: containers or live journal records left); busy nodes terminated (elb terminated a
-node while a task ran there); launches wasted (a node launched that failed for a cause not its
-own: not the play the soak broke, not the node it killed); node-seconds from the journal; the
-tasks' waits (start - submission).
+the wind-down: containers or live journal records left; on SGE also any disagreement of the
+journal, podman, SGE, /etc/hosts and the exports with the cluster before the run); busy nodes
+terminated (elb terminated a node while a task ran there); launches wasted (a node launched that
+failed for a cause not its own: not the play the soak broke, not the node it killed);
+node-seconds from the journal; the tasks' waits (start - submission).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ from elb.service.journal import Journal
 from elbdev.testcluster import constants as C
 from elbdev.testcluster import faults as F
 from elbdev.testcluster.cluster import REPO_ROOT, TestCluster
+from tests.cluster.helpers import cluster_state
+from tests.faults.support import BATCH_BOOT_TIMEOUT, disagreements, fault_config, write_config
 
 HOME = Path("/home") / C.CLUSTER_USER / "soak"
 FAULT_KINDS = (
@@ -162,7 +165,7 @@ class Figures:
     killed_by_elb: list[str] = field(default_factory=list)
     busy_terminated: list[str] = field(default_factory=list)
     leaked: list[str] = field(default_factory=list)
-    disagreements: list[str] = field(default_factory=list)
+    disagreements: list[str] = field(default_factory=list)  # SGE: journal, podman and the master (support.py)
 
     def line(self) -> str:
         return "FIGURES " + json.dumps({"test": f"soak_{self.scheduler}", **asdict(self)})
@@ -419,14 +422,13 @@ class Soak:
 
             env.update(slurm.env())
         cfg_path = self.work / "elb.yml"
-        from tests.faults.support import write_config
-
         write_config(self.cfg, cfg_path)
         elb = ElbProcess(cfg_path, self.control, self.work / "elb.log", env)
         self.say(
             f"soak {self.scheduler}: seed {self.seed}, {self.minutes:g} min, {len(subs)} jobs, "
             f"{len(sched)} faults: {[(f.at, f.kind) for f in sched]}; elb's log {elb.log}"
         )
+        baseline = cluster_state(self.tc) if self.scheduler == "sge" else None
         t0 = time.monotonic()
         started = time.time()
         elb.start()
@@ -446,7 +448,16 @@ class Soak:
             with elb.lock:
                 rc = elb.stop()
             self.say(f"elb stopped (exit {rc})")
-        return self._figures(subs, tasks, leaked, started, time.monotonic() - t0)
+        fig = self._figures(subs, tasks, leaked, started, time.monotonic() - t0)
+        if baseline is not None:  # SGE, /etc/hosts and the exports as before the run (tests/faults/support.py)
+            j = Journal(self.cfg.journal_path)
+            try:
+                fig.disagreements = disagreements(self.tc, j, baseline)
+            finally:
+                j.close()
+            fig.leaked += [f"disagreement: {d}" for d in fig.disagreements]
+            fig.nodes_leaked = len(fig.leaked)
+        return fig
 
     def _drain(self, tasks: list[tuple[str, str]], t0: float, elb: ElbProcess) -> None:
         """Wait for every task to end; tasks on nodes the soak killed that are still not done
@@ -584,8 +595,6 @@ def _with(cfg: Config, bin_dir: Path, *, scheduler: str) -> Config:
 
 
 def sge_soak_config(work: Path) -> Config:
-    from tests.faults.support import BATCH_BOOT_TIMEOUT, fault_config
-
     cfg = fault_config(work, boot_timeout=BATCH_BOOT_TIMEOUT, max_nodes=MAX_NODES, idle_time=20, boot_time=40)
     # The roles' own wait for a new execd (20 tries, 1 s apart), not the fault tests' short one.
     cfg = cfg.model_copy(update={"provision": cfg.provision.model_copy(update={"extra_vars": {}})})
