@@ -14,7 +14,8 @@ of seconds, SIGCONT); the scheduler's commands slowed (wrappers in ``sge.bin_dir
 fail; the cloud throttling, out of capacity, or filling a fleet in part; elb SIGKILLed and started
 again; both cores kept busy (``stress-ng --cpu 2``). See elbdev/testcluster/faults.py.
 
-What is counted (``Figures``): tasks lost (never ended, not on a node the soak killed); tasks
+What is counted (``Figures``): tasks lost (not ended when the drain gave up, ``drain_timeout``
+after the workload's end, still waiting included; not on a node the soak killed); tasks
 killed by elb (started again after a start on a node the soak did not kill); nodes leaked (after
 the wind-down: containers or live journal records left; on SGE also any disagreement of the
 journal, podman, SGE, /etc/hosts and the exports with the cluster before the run); busy nodes
@@ -40,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from elb.core.config import Config
-from elb.core.model import NodeState
+from elb.core.model import Event, NodeState
 from elb.service.journal import Journal
 from elbdev.testcluster import constants as C
 from elbdev.testcluster import faults as F
@@ -518,7 +519,7 @@ class Soak:
         fig.faults_done = self.done_faults
         fig.leaked = leaked
         fig.nodes_leaked = len(leaked)
-        own = set(self.killed_nodes)
+        own: dict[str, list[float]] = {n: [t] for n, t in self.killed_nodes.items()}  # name -> when its fault hit
         for line in (
             self.control.with_suffix(".log").read_text().splitlines()
             if self.control.with_suffix(".log").exists()
@@ -526,7 +527,7 @@ class Soak:
         ):
             rec = json.loads(line)
             if rec.get("fault") == "play_fail":
-                own.add(rec["node"])
+                own.setdefault(rec["node"], []).append(float(rec["time"]))
         waits: list[float] = []
         runs: dict[str, list[tuple[float, float | None]]] = {}  # host -> (start, end) of each task's run there
         for tag, task in tasks:
@@ -551,35 +552,78 @@ class Soak:
         fig.tasks_killed_by_elb = len(fig.killed_by_elb)
         fig.wait_p50 = round(percentile(waits, 0.5), 1)
         fig.wait_p95 = round(percentile(waits, 0.95), 1)
-        j = Journal(self.cfg.journal_path)
-        try:
-            events = [e for e in j.events() if e.time >= started - 1]
-        finally:
-            j.close()
-        by_node: dict[str, list[Any]] = {}
-        for e in events:
-            by_node.setdefault(e.node, []).append(e)
-        end_time = time.time()
-        for node, evs in by_node.items():
-            states = [e.state for e in evs]
-            launched = [e.time for e in evs if e.state in (NodeState.LAUNCHING, NodeState.RUNNING)]
-            if not launched or NodeState.RUNNING not in states:
-                continue  # never had an instance (the launch failed in the cloud)
-            fig.launches += 1
-            gone = [e.time for e in evs if e.state in (NodeState.TERMINATED, NodeState.FAILED)]
-            fig.node_seconds += (gone[-1] if gone else end_time) - launched[0]
-            if NodeState.READY not in states:
-                why = next((e.detail for e in reversed(evs) if e.detail), "")
-                (fig.failed_own if node in own else fig.wasted).append(f"{node}: {states[-1].value}: {why}"[:300])
-            for e in evs:
-                if e.state is NodeState.TERMINATED and node not in self.killed_nodes:
-                    busy = [r for r in runs.get(node, []) if r[0] < e.time and (r[1] is None or r[1] > e.time)]
-                    if busy:
-                        fig.busy_terminated.append(f"{node} at {e.time:.0f} with {len(busy)} task(s) running")
+        counts = journal_counts(self.cfg.journal_path, own, self.killed_nodes, runs, started, time.time())
+        fig.launches, fig.node_seconds = counts.launches, counts.node_seconds
+        fig.wasted, fig.failed_own, fig.busy_terminated = counts.wasted, counts.failed_own, counts.busy_terminated
         fig.launches_wasted = len(fig.wasted)
         fig.busy_nodes_terminated = len(fig.busy_terminated)
         fig.node_seconds = round(fig.node_seconds, 1)
         return fig
+
+
+@dataclass
+class JournalCounts:
+    launches: int = 0
+    node_seconds: float = 0.0
+    wasted: list[str] = field(default_factory=list)
+    failed_own: list[str] = field(default_factory=list)
+    busy_terminated: list[str] = field(default_factory=list)
+
+
+def lives(events: list[Event]) -> list[list[Event]]:
+    """A node's events cut into its lives: a name launched again after it was terminated or
+    failed (Slurm's node names come back; elb's own never do) starts another."""
+    out: list[list[Event]] = []
+    for e in events:
+        if not out or out[-1][-1].state in (NodeState.TERMINATED, NodeState.FAILED):
+            out.append([])
+        out[-1].append(e)
+    return out
+
+
+def journal_counts(
+    journal_path: Path,
+    own: dict[str, list[float]],
+    killed: dict[str, float],
+    runs: dict[str, list[tuple[float, float | None]]],
+    since: float,
+    now: float,
+) -> JournalCounts:
+    """From the journal, for each life of a node that had an instance: a launch, its
+    node-seconds (first launch step to terminated or failed; ``now`` if alive), wasted if it
+    never became ready and no fault of its own (``own``: a name and when the fault hit it) fell
+    in it; a termination while one of ``runs`` (the tasks' runs by host) was running there,
+    unless the soak killed that life (``killed``)."""
+    out = JournalCounts()
+    j = Journal(journal_path)
+    try:
+        events = [e for e in j.events() if e.time >= since - 1]
+    finally:
+        j.close()
+    by_node: dict[str, list[Event]] = {}
+    for e in events:
+        by_node.setdefault(e.node, []).append(e)
+    for node, evs in by_node.items():
+        for life in lives(sorted(evs, key=lambda e: e.time)):
+            states = [e.state for e in life]
+            launched = [e.time for e in life if e.state in (NodeState.LAUNCHING, NodeState.RUNNING)]
+            if not launched or NodeState.RUNNING not in states:
+                continue  # never had an instance (the launch failed in the cloud)
+            out.launches += 1
+            ended = life[-1].time if states[-1] in (NodeState.TERMINATED, NodeState.FAILED) else now
+            out.node_seconds += ended - launched[0]
+            hit = any(life[0].time <= t <= ended for t in own.get(node, []))
+            if NodeState.READY not in states:
+                why = next((e.detail for e in reversed(life) if e.detail), "")
+                (out.failed_own if hit else out.wasted).append(f"{node}: {states[-1].value}: {why}"[:300])
+            was_killed = node in killed and life[0].time <= killed[node] <= ended
+            for e in life:
+                if e.state is NodeState.TERMINATED and not was_killed:
+                    busy = [r for r in runs.get(node, []) if r[0] < e.time and (r[1] is None or r[1] > e.time)]
+                    if busy:
+                        out.busy_terminated.append(f"{node} at {e.time:.0f} with {len(busy)} task(s) running")
+    out.node_seconds = round(out.node_seconds, 1)
+    return out
 
 
 # ---------------------------------------------------------------------------------------- configs
