@@ -1,0 +1,671 @@
+"""The random-fault soak: a seeded synthetic workload on the test cluster, with elb running as
+``elb run`` in a process of its own, and faults drawn from a seeded schedule (tests/faults/test_soak.py
+runs it briefly, benchmarks/bench_soak.py for longer and against a fault-free run of the same seed).
+
+The workload (``workload``): jobs arrive in bursts: short and long jobs, array jobs, and jobs
+that need several slots (SGE: the ``smp`` parallel environment, both slots of a node; Slurm: two
+nodes). Every job (each array task) appends ``host start`` to ``<tag>.<task>.start`` in the
+cluster user's home when it starts, and writes ``host end`` to ``<tag>.<task>.done`` when it
+ends: the soak's account of what ran, where and when, the same for both schedulers.
+
+The faults (``fault_schedule``): the controller restarted; the controller stopped (SIGSTOP, tens
+of seconds, SIGCONT); the scheduler's commands slowed (wrappers in ``sge.bin_dir`` /
+``slurm.bin_dir``); a node running a job killed (``podman kill``); the next node's play made to
+fail; the cloud throttling, out of capacity, or filling a fleet in part; elb SIGKILLed and started
+again; both cores kept busy (``stress-ng --cpu 2``). See elbdev/testcluster/faults.py.
+
+What is counted (``Figures``): tasks lost (not ended when the drain gave up, ``drain_timeout``
+after the workload's end, still waiting included; not on a node the soak killed); tasks
+killed by elb (started again after a start on a node the soak did not kill); nodes leaked (after
+the wind-down: containers or live journal records left; on SGE also any disagreement of the
+journal, podman, SGE, /etc/hosts and the exports with the cluster before the run); busy nodes
+terminated (elb terminated a node while a task ran there); launches wasted (a node launched that
+failed for a cause not its own: not the play the soak broke, not the node it killed);
+node-seconds from the journal; the tasks' waits (start - submission).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elb.core.config import Config
+from elb.core.model import Event, NodeState
+from elb.service.journal import Journal
+from elbdev.testcluster import constants as C
+from elbdev.testcluster import faults as F
+from elbdev.testcluster.cluster import REPO_ROOT, TestCluster
+from tests.cluster.helpers import cluster_state
+from tests.faults.support import BATCH_BOOT_TIMEOUT, disagreements, fault_config, write_config
+
+HOME = Path("/home") / C.CLUSTER_USER / "soak"
+FAULT_KINDS = (
+    "ctl_restart",
+    "ctl_stop",
+    "slow_cmds",
+    "node_kill",
+    "play_fail",
+    "throttle",
+    "capacity",
+    "partial",
+    "elb_kill",
+    "stress",
+)
+
+JOB = """#!/bin/sh
+#$ -S /bin/sh
+#$ -j y
+t=${{SGE_TASK_ID:-${{SLURM_ARRAY_TASK_ID:-0}}}}
+case "$t" in undefined) t=0 ;; esac
+f={home}/{tag}.$t
+echo "$(hostname) $(date +%s.%N)" >> "$f.start"
+sleep {seconds}
+echo "$(hostname) $(date +%s.%N)" > "$f.done.tmp" && mv "$f.done.tmp" "$f.done"
+"""
+
+
+@dataclass(frozen=True)
+class Submission:
+    at: float  # seconds after the start of the run
+    tag: str
+    kind: str  # short | long | array | wide (SGE: smp 2; Slurm: 2 nodes)
+    seconds: int
+    tasks: int
+
+
+def workload(minutes: float, seed: int) -> list[Submission]:
+    """Bursts of 2 to 5 jobs every 45 to 90 s over ``minutes`` (the last burst a minute before
+    the end), each job short (10-30 s), long (90-150 s), an array (3 tasks of 10-30 s) or wide
+    (20-50 s). Same seed, same workload, whatever the scheduler."""
+    rng = random.Random(f"workload-{seed}")
+    out: list[Submission] = []
+    t = 5.0
+    end = max(10.0, minutes * 60 - 60)
+    n = 0
+    while t < end:
+        for _ in range(rng.randint(2, 5)):
+            kind = rng.choices(("short", "long", "array", "wide"), weights=(4, 2, 2, 2))[0]
+            seconds = {"short": (10, 30), "long": (90, 150), "array": (10, 30), "wide": (20, 50)}[kind]
+            n += 1
+            out.append(
+                Submission(
+                    round(t + rng.uniform(0, 5), 1),
+                    f"s{n:03d}",
+                    kind,
+                    rng.randint(*seconds),
+                    3 if kind == "array" else 1,
+                )
+            )
+        t += rng.uniform(45, 90)
+    return sorted(out, key=lambda s: s.at)
+
+
+@dataclass(frozen=True)
+class Fault:
+    at: float
+    kind: str
+    seconds: float  # how long it lasts (where it has a length)
+
+
+def fault_schedule(minutes: float, seed: int) -> list[Fault]:
+    """Every kind once, then one more drawn at random for each further 40 s of the run, at times
+    spread by strata over [20 s, end - 45 s] in a random order."""
+    rng = random.Random(f"faults-{seed}")
+    lo, hi = 20.0, max(30.0, minutes * 60 - 45)
+    kinds = list(FAULT_KINDS)
+    extra = max(0, round((hi - lo) / 40) - len(kinds))
+    kinds += [rng.choice(FAULT_KINDS) for _ in range(extra)]
+    rng.shuffle(kinds)
+    part = (hi - lo) / len(kinds)
+    length = {"ctl_stop": (15, 40), "slow_cmds": (30, 60), "stress": (30, 60)}
+    return [
+        Fault(
+            round(rng.uniform(lo + k * part, lo + (k + 1) * part), 1),
+            kind,
+            round(rng.uniform(*length.get(kind, (45, 75))), 1),
+        )
+        for k, kind in enumerate(kinds)
+    ]
+
+
+@dataclass
+class Figures:
+    scheduler: str
+    seed: int
+    minutes: float
+    faults: bool
+    submissions: int = 0
+    tasks: int = 0
+    tasks_done: int = 0
+    tasks_lost: int = 0
+    tasks_killed_by_elb: int = 0
+    tasks_killed_by_fault: int = 0
+    nodes_leaked: int = 0
+    busy_nodes_terminated: int = 0
+    launches: int = 0
+    launches_wasted: int = 0
+    node_seconds: float = 0.0
+    wait_p50: float = 0.0
+    wait_p95: float = 0.0
+    seconds: float = 0.0
+    faults_done: list[dict[str, Any]] = field(default_factory=list)
+    wasted: list[str] = field(default_factory=list)
+    failed_own: list[str] = field(default_factory=list)  # nodes that failed for a fault of their own
+    lost: list[str] = field(default_factory=list)
+    killed_by_elb: list[str] = field(default_factory=list)
+    busy_terminated: list[str] = field(default_factory=list)
+    leaked: list[str] = field(default_factory=list)
+    disagreements: list[str] = field(default_factory=list)  # SGE: journal, podman and the master (support.py)
+
+    def line(self) -> str:
+        return "FIGURES " + json.dumps({"test": f"soak_{self.scheduler}", **asdict(self)})
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
+
+
+def _lines(path: Path) -> list[tuple[str, float]]:
+    try:
+        text = path.read_text()
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        host, _, t = line.partition(" ")
+        try:
+            out.append((host, float(t)))
+        except ValueError:
+            continue
+    return out
+
+
+class ElbProcess:
+    """``elb run`` (with the faulty local cloud) in a session of its own: killed with its
+    playbooks by SIGKILL of the group, or stopped by SIGTERM."""
+
+    def __init__(self, cfg_path: Path, control: Path, log: Path, env: dict[str, str]) -> None:
+        self.cfg_path, self.control, self.log, self.env = cfg_path, control, log, env
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.lock = threading.Lock()
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "elbdev.testcluster.faults", "run", str(self.cfg_path), str(self.control)],
+                cwd=REPO_ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env=self.env,
+            )
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self, timeout: float = 300.0) -> int | None:
+        if self.proc is None or self.proc.poll() is not None:
+            return None if self.proc is None else self.proc.returncode
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return None
+
+
+@dataclass
+class Soak:
+    """One run of the soak on the test cluster (``scheduler``: ``sge`` or ``slurm``; the caller
+    has the cluster up, Slurm's controller too for ``slurm``, and this process in the master's
+    UTS namespace, as the fault tests' fixtures do)."""
+
+    tc: TestCluster
+    scheduler: str
+    cfg: Config  # elb's config; sge.bin_dir / slurm.bin_dir already the slow wrappers
+    work: Path  # a directory of the run's own: control files, elb's log
+    minutes: float
+    seed: int
+    faults: bool = True
+    drain_timeout: float = 600.0
+    wind_down_timeout: float = 300.0
+    say: Callable[[str], None] = print
+    job_ids: dict[str, str] = field(default_factory=dict)
+    submitted_at: dict[str, float] = field(default_factory=dict)
+    killed_nodes: dict[str, float] = field(default_factory=dict)
+    done_faults: list[dict[str, Any]] = field(default_factory=list)
+    ctl_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def control(self) -> Path:
+        return self.work / "cloud-faults.json"
+
+    @property
+    def delay_file(self) -> Path:
+        return self.work / "command-delay"
+
+    # ------------------------------------------------------------------ jobs
+
+    def _script(self, sub: Submission) -> str:
+        return JOB.format(home=HOME, tag=sub.tag, seconds=sub.seconds)
+
+    def submit(self, sub: Submission) -> None:
+        script = self._script(sub)
+        deadline = time.monotonic() + 300
+        while True:
+            with self.ctl_lock:  # never while the controller is down for a fault: a timed-out submit is ambiguous
+                try:
+                    jid = self._submit(sub, script)
+                    break
+                except Exception as err:
+                    if time.monotonic() > deadline:
+                        raise
+                    self.say(f"submit {sub.tag} failed, again in 2 s: {err}")
+            time.sleep(2)
+        self.job_ids[sub.tag] = jid
+        self.submitted_at[sub.tag] = time.time()
+
+    def _submit(self, sub: Submission, script: str) -> str:
+        if self.scheduler == "sge":
+            extra = {"array": ["-t", f"1-{sub.tasks}"], "wide": ["-pe", "smp", "2"]}.get(sub.kind, [])
+            return self.tc.submit(script, "-w", "n", "-N", sub.tag, "-o", "/dev/null", *extra)
+        from elbdev.testcluster import slurm
+
+        path = HOME / "jobs" / f"{sub.tag}.sh"
+        path.write_text(script)
+        extra = {"array": [f"--array=1-{sub.tasks}"], "wide": ["-N", "2", "--ntasks-per-node=1"]}.get(sub.kind, [])
+        proc = subprocess.run(
+            ["runuser", "-u", C.CLUSTER_USER, "--", "sbatch", "--parsable", "-p", slurm.PARTITION, "-J", sub.tag,
+             "-o", "/dev/null", *extra, str(path)],
+            env={**os.environ, **slurm.env()}, cwd=str(HOME), capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            raise RuntimeError(f"sbatch: {proc.stderr.strip()}")
+        return proc.stdout.strip().split(";")[0]
+
+    def _tasks(self, subs: list[Submission]) -> list[tuple[str, str]]:
+        """(tag, task) of every task submitted: task 0 for a job that is not an array."""
+        return [
+            (s.tag, str(t))
+            for s in subs
+            if s.tag in self.job_ids
+            for t in (range(1, s.tasks + 1) if s.kind == "array" else [0])
+        ]
+
+    def _busy_hosts(self) -> dict[str, list[tuple[str, str]]]:
+        """Host -> tasks started there (their last start) and not yet done."""
+        out: dict[str, list[tuple[str, str]]] = {}
+        for start in HOME.glob("*.start"):
+            base = start.name[: -len(".start")]
+            if (HOME / f"{base}.done").exists():
+                continue
+            lines = _lines(start)
+            if lines:
+                tag, _, task = base.partition(".")
+                out.setdefault(lines[-1][0], []).append((tag, task))
+        return out
+
+    def _cancel(self, tasks: list[tuple[str, str]]) -> None:
+        ids = sorted(
+            {self.job_ids[tag] + (f".{task}" if task != "0" else "") for tag, task in tasks if tag in self.job_ids}
+        )
+        if not ids:
+            return
+        if self.scheduler == "sge":
+            self.tc.master_run(["qdel", "-f", *ids], check=False)
+        else:
+            from elbdev.testcluster import slurm
+
+            sl = [i.replace(".", "_") for i in ids]
+            subprocess.run(["scancel", *sl], env={**os.environ, **slurm.env()}, check=False, timeout=60)
+
+    # ------------------------------------------------------------------ faults
+
+    def _cloud_fault(self, key: str, seconds: float) -> dict[str, Any]:
+        F.write_control(self.control, {**F.read_control(self.control), key: time.time() + seconds})
+        return {"for": seconds}
+
+    def inject(self, fault: Fault, elb: ElbProcess) -> dict[str, Any]:
+        kind = fault.kind
+        if kind == "ctl_restart":
+            with self.ctl_lock:
+                t = time.monotonic()
+                F.restart_controller(self.scheduler)
+                return {"took": round(time.monotonic() - t, 1)}
+        if kind == "ctl_stop":
+            with self.ctl_lock:
+                return {"for": fault.seconds, "was_running": F.pause_controller(self.scheduler, fault.seconds)}
+        if kind == "slow_cmds":
+            delay = 3
+            self.delay_file.write_text(f"{delay}\n")
+            time.sleep(fault.seconds)
+            self.delay_file.write_text("")
+            return {"for": fault.seconds, "delay": delay}
+        if kind == "node_kill":
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                workers = {w.name for w in self.tc.cloud().list_workers() if w.state == "running"}
+                busy = {h: ts for h, ts in self._busy_hosts().items() if h in workers}
+                if busy:
+                    node = sorted(busy)[0]
+                    subprocess.run(["podman", "kill", node], check=False, capture_output=True, timeout=60)
+                    self.killed_nodes[node] = time.time()
+                    if self.scheduler == "sge":
+                        # SGE never gives up the jobs of a host it lost (no reschedule_unknown here): the
+                        # operator deletes them, as the soak does half a minute later.
+                        threading.Timer(30, self._cancel, args=(busy[node],)).start()
+                    return {"node": node, "tasks": [f"{a}.{b}" for a, b in busy[node]]}
+                time.sleep(5)
+            return {"skipped": "no node ran a job for a minute"}
+        if kind == "play_fail":
+            ctl = F.read_control(self.control)
+            F.write_control(self.control, {**ctl, "break_next": int(ctl.get("break_next", 0)) + 1})
+            return {}
+        if kind in ("throttle", "capacity", "partial"):
+            return self._cloud_fault(f"{kind}_until", fault.seconds)
+        if kind == "elb_kill":
+            with elb.lock:
+                elb.kill()
+                time.sleep(3)
+                elb.start()
+            return {}
+        if kind == "stress":
+            subprocess.run(["stress-ng", "--cpu", "2", "--timeout", f"{int(fault.seconds)}s", "--quiet"], check=False)
+            return {"for": fault.seconds}
+        raise ValueError(kind)
+
+    def _run_fault(self, fault: Fault, t0: float, elb: ElbProcess) -> None:
+        time.sleep(max(0.0, t0 + fault.at - time.monotonic()))
+        at = round(time.monotonic() - t0, 1)
+        try:
+            what = self.inject(fault, elb)
+        except Exception as err:
+            what = {"error": repr(err)}
+        rec = {"at": at, "kind": fault.kind, **what}
+        self.done_faults.append(rec)
+        self.say(f"[{at:6.1f}] fault {json.dumps(rec)}")
+
+    # ------------------------------------------------------------------ the run
+
+    def run(self) -> Figures:
+        self.work.mkdir(parents=True, exist_ok=True)
+        HOME.mkdir(parents=True, exist_ok=True)
+        (HOME / "jobs").mkdir(exist_ok=True)
+        for p in (HOME, HOME / "jobs"):
+            os.chown(p, C.CLUSTER_UID, C.CLUSTER_UID)
+        for old in HOME.glob("s*.*"):
+            old.unlink()
+        F.write_control(self.control, {"scheduler": self.scheduler})
+        self.delay_file.write_text("")
+        subs = workload(self.minutes, self.seed)
+        sched = fault_schedule(self.minutes, self.seed) if self.faults else []
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+        if self.scheduler == "slurm":
+            from elbdev.testcluster import slurm
+
+            env.update(slurm.env())
+        cfg_path = self.work / "elb.yml"
+        write_config(self.cfg, cfg_path)
+        elb = ElbProcess(cfg_path, self.control, self.work / "elb.log", env)
+        self.say(
+            f"soak {self.scheduler}: seed {self.seed}, {self.minutes:g} min, {len(subs)} jobs, "
+            f"{len(sched)} faults: {[(f.at, f.kind) for f in sched]}; elb's log {elb.log}"
+        )
+        baseline = cluster_state(self.tc) if self.scheduler == "sge" else None
+        t0 = time.monotonic()
+        started = time.time()
+        elb.start()
+        threads = [threading.Thread(target=self._run_fault, args=(f, t0, elb), daemon=True) for f in sched]
+        for th in threads:
+            th.start()
+        try:
+            for sub in subs:
+                time.sleep(max(0.0, t0 + sub.at - time.monotonic()))
+                self.submit(sub)
+            for th in threads:
+                th.join()
+            tasks = self._tasks(subs)
+            self._drain(tasks, t0, elb)
+            leaked = self._wind_down(elb)
+        finally:
+            with elb.lock:
+                rc = elb.stop()
+            self.say(f"elb stopped (exit {rc})")
+        fig = self._figures(subs, tasks, leaked, started, time.monotonic() - t0)
+        if baseline is not None:  # SGE, /etc/hosts and the exports as before the run (tests/faults/support.py)
+            j = Journal(self.cfg.journal_path)
+            try:
+                fig.disagreements = disagreements(self.tc, j, baseline)
+            finally:
+                j.close()
+            fig.leaked += [f"disagreement: {d}" for d in fig.disagreements]
+            fig.nodes_leaked = len(fig.leaked)
+        return fig
+
+    def _drain(self, tasks: list[tuple[str, str]], t0: float, elb: ElbProcess) -> None:
+        """Wait for every task to end; tasks on nodes the soak killed that are still not done
+        once the rest are are cancelled (they were killed by the fault, not by elb)."""
+        deadline = time.monotonic() + self.drain_timeout
+        last = -1
+        while time.monotonic() < deadline:
+            with elb.lock:
+                if elb.proc is not None and elb.proc.poll() is not None:
+                    self.say(f"elb exited ({elb.proc.returncode}); started again")
+                    elb.start()
+            left = [t for t in tasks if not (HOME / f"{t[0]}.{t[1]}.done").exists()]
+            on_killed = [t for t in left if self._last_host(t) in self.killed_nodes]
+            if len(left) != last:
+                self.say(
+                    f"[{time.monotonic() - t0:6.1f}] {len(left)} tasks not done ({len(on_killed)} on killed nodes)"
+                )
+                last = len(left)
+            if len(left) == len(on_killed):
+                self._cancel(on_killed)
+                return
+            time.sleep(5)
+        self.say("drain timed out")
+
+    def _last_host(self, task: tuple[str, str]) -> str | None:
+        lines = _lines(HOME / f"{task[0]}.{task[1]}.start")
+        return lines[-1][0] if lines else None
+
+    def _wind_down(self, elb: ElbProcess) -> list[str]:
+        """With no jobs, elb removes its nodes: what is left after the wind-down is leaked."""
+        deadline = time.monotonic() + self.wind_down_timeout
+        while True:
+            with elb.lock:
+                if elb.proc is not None and elb.proc.poll() is not None:
+                    elb.start()
+            left = self._left()
+            if not left or time.monotonic() > deadline:
+                return left
+            time.sleep(5)
+
+    def _left(self) -> list[str]:
+        j = Journal(self.cfg.journal_path)
+        try:
+            live = {n.name for n in j.nodes() if n.state not in (NodeState.TERMINATED, NodeState.FAILED)}
+        finally:
+            j.close()
+        workers = {w.name for w in self.tc.cloud().list_workers()}
+        return sorted(live | workers)
+
+    # ------------------------------------------------------------------ figures
+
+    def _figures(
+        self, subs: list[Submission], tasks: list[tuple[str, str]], leaked: list[str], started: float, seconds: float
+    ) -> Figures:
+        fig = Figures(self.scheduler, self.seed, self.minutes, self.faults, submissions=len(self.job_ids))
+        fig.tasks = len(tasks)
+        fig.seconds = round(seconds, 1)
+        fig.faults_done = self.done_faults
+        fig.leaked = leaked
+        fig.nodes_leaked = len(leaked)
+        own: dict[str, list[float]] = {n: [t] for n, t in self.killed_nodes.items()}  # name -> when its fault hit
+        for line in (
+            self.control.with_suffix(".log").read_text().splitlines()
+            if self.control.with_suffix(".log").exists()
+            else []
+        ):
+            rec = json.loads(line)
+            if rec.get("fault") == "play_fail":
+                own.setdefault(rec["node"], []).append(float(rec["time"]))
+        waits: list[float] = []
+        runs: dict[str, list[tuple[float, float | None]]] = {}  # host -> (start, end) of each task's run there
+        for tag, task in tasks:
+            starts = _lines(HOME / f"{tag}.{task}.start")
+            done = _lines(HOME / f"{tag}.{task}.done")
+            name = f"{tag}.{task}"
+            if starts:
+                waits.append(max(0.0, starts[0][1] - self.submitted_at[tag]))
+            for k, (host, t) in enumerate(starts):
+                end = done[0][1] if (done and k == len(starts) - 1) else None
+                runs.setdefault(host, []).append((t, end))
+            earlier = [h for h, _ in starts[:-1]]
+            if any(h not in self.killed_nodes for h in earlier):
+                fig.killed_by_elb.append(f"{name} started on {[h for h, _ in starts]}")
+            if done:
+                fig.tasks_done += 1
+            elif starts and starts[-1][0] in self.killed_nodes:
+                fig.tasks_killed_by_fault += 1
+            else:
+                fig.lost.append(f"{name} (starts {[h for h, _ in starts]})")
+        fig.tasks_lost = len(fig.lost)
+        fig.tasks_killed_by_elb = len(fig.killed_by_elb)
+        fig.wait_p50 = round(percentile(waits, 0.5), 1)
+        fig.wait_p95 = round(percentile(waits, 0.95), 1)
+        counts = journal_counts(self.cfg.journal_path, own, self.killed_nodes, runs, started, time.time())
+        fig.launches, fig.node_seconds = counts.launches, counts.node_seconds
+        fig.wasted, fig.failed_own, fig.busy_terminated = counts.wasted, counts.failed_own, counts.busy_terminated
+        fig.launches_wasted = len(fig.wasted)
+        fig.busy_nodes_terminated = len(fig.busy_terminated)
+        fig.node_seconds = round(fig.node_seconds, 1)
+        return fig
+
+
+@dataclass
+class JournalCounts:
+    launches: int = 0
+    node_seconds: float = 0.0
+    wasted: list[str] = field(default_factory=list)
+    failed_own: list[str] = field(default_factory=list)
+    busy_terminated: list[str] = field(default_factory=list)
+
+
+def lives(events: list[Event]) -> list[list[Event]]:
+    """A node's events cut into its lives: a name launched again after it was terminated or
+    failed (Slurm's node names come back; elb's own never do) starts another."""
+    out: list[list[Event]] = []
+    for e in events:
+        if not out or out[-1][-1].state in (NodeState.TERMINATED, NodeState.FAILED):
+            out.append([])
+        out[-1].append(e)
+    return out
+
+
+def journal_counts(
+    journal_path: Path,
+    own: dict[str, list[float]],
+    killed: dict[str, float],
+    runs: dict[str, list[tuple[float, float | None]]],
+    since: float,
+    now: float,
+) -> JournalCounts:
+    """From the journal, for each life of a node that had an instance: a launch, its
+    node-seconds (first launch step to terminated or failed; ``now`` if alive), wasted if it
+    never became ready and no fault of its own (``own``: a name and when the fault hit it) fell
+    in it; a termination while one of ``runs`` (the tasks' runs by host) was running there,
+    unless the soak killed that life (``killed``)."""
+    out = JournalCounts()
+    j = Journal(journal_path)
+    try:
+        events = [e for e in j.events() if e.time >= since - 1]
+    finally:
+        j.close()
+    by_node: dict[str, list[Event]] = {}
+    for e in events:
+        by_node.setdefault(e.node, []).append(e)
+    for node, evs in by_node.items():
+        for life in lives(sorted(evs, key=lambda e: e.time)):
+            states = [e.state for e in life]
+            launched = [e.time for e in life if e.state in (NodeState.LAUNCHING, NodeState.RUNNING)]
+            if not launched or NodeState.RUNNING not in states:
+                continue  # never had an instance (the launch failed in the cloud)
+            out.launches += 1
+            ended = life[-1].time if states[-1] in (NodeState.TERMINATED, NodeState.FAILED) else now
+            out.node_seconds += ended - launched[0]
+            hit = any(life[0].time <= t <= ended for t in own.get(node, []))
+            if NodeState.READY not in states:
+                why = next((e.detail for e in reversed(life) if e.detail), "")
+                (out.failed_own if hit else out.wasted).append(f"{node}: {states[-1].value}: {why}"[:300])
+            was_killed = node in killed and life[0].time <= killed[node] <= ended
+            for e in life:
+                if e.state is NodeState.TERMINATED and not was_killed:
+                    busy = [r for r in runs.get(node, []) if r[0] < e.time and (r[1] is None or r[1] > e.time)]
+                    if busy:
+                        out.busy_terminated.append(f"{node} at {e.time:.0f} with {len(busy)} task(s) running")
+    out.node_seconds = round(out.node_seconds, 1)
+    return out
+
+
+# ---------------------------------------------------------------------------------------- configs
+
+MAX_NODES = 3  # the machine has 2 cores: three nodes and their plays are already a crowd
+
+
+def _with(cfg: Config, bin_dir: Path, *, scheduler: str) -> Config:
+    """``cfg`` with the scheduler's commands through the slow wrappers and a lost node given up
+    after a minute (the daemon's default, 10 min, is longer than the lean run)."""
+    section = getattr(cfg, scheduler).model_copy(update={"bin_dir": bin_dir})
+    return cfg.model_copy(update={scheduler: section, "unreachable_timeout": 60.0})
+
+
+def sge_soak_config(work: Path) -> Config:
+    cfg = fault_config(work, boot_timeout=BATCH_BOOT_TIMEOUT, max_nodes=MAX_NODES, idle_time=20, boot_time=40)
+    # The roles' own wait for a new execd (20 tries, 1 s apart), not the fault tests' short one.
+    cfg = cfg.model_copy(update={"provision": cfg.provision.model_copy(update={"extra_vars": {}})})
+    bins = F.slow_bin_dir(work / "bin", F.SGE_COMMANDS, work / "command-delay")
+    return _with(cfg, bins, scheduler="sge")
+
+
+def slurm_soak_config(work: Path) -> Config:
+    from tests.cluster.slurm_support import slurm_config
+
+    cfg = slurm_config(work, max_nodes=MAX_NODES, boot_time=40)
+    bins = F.slow_bin_dir(work / "bin", F.SLURM_COMMANDS, work / "command-delay")
+    return _with(cfg, bins, scheduler="slurm")
+
+
+def clean_up(tc: TestCluster, scheduler: str) -> None:
+    """After a run, pass or fail: the cluster user's jobs gone, every worker left taken out of the
+    master and terminated (the run's own count of leaks was made before)."""
+    if scheduler == "sge":
+        tc.master_run(["qdel", "-f", "-u", C.CLUSTER_USER], check=False)
+        left = [w.name for w in tc.workers()]
+        if left:
+            tc.remove_nodes(left)
+        tc.cloud().terminate([w.instance_id for w in tc.cloud().list_workers()])
+    else:
+        from elbdev.testcluster import slurm
+        from tests.cluster.slurm_support import remove_left_workers
+
+        subprocess.run(["scancel", "-u", C.CLUSTER_USER], env={**os.environ, **slurm.env()}, check=False)
+        remove_left_workers(tc)

@@ -1,0 +1,71 @@
+"""The random-fault soak, lean: about five minutes per scheduler on the real test cluster.
+
+A seeded workload (short, long, array and wide jobs) runs while elb runs as ``elb run`` in a
+process of its own, and every kind of fault of tests/faults/soak.py is injected once (controller
+restarted and stopped, commands slowed, a busy node killed, a play failing, the cloud throttling,
+out of capacity and filling a fleet in part, elb SIGKILLed and started again, both cores busy).
+The test asserts the zeros: no task lost or killed by elb, no node leaked, no busy node
+terminated. Launches wasted, node-seconds and waits are printed (a FIGURES line), not asserted;
+the benchmark (benchmarks/bench_soak.py) compares them with a fault-free run of the same seed.
+
+``ELB_SOAK_SEED`` fixes the seed (default: the time, printed); ``ELB_SOAK_MINUTES`` the
+workload's length (default 3). Each run's config, journal, elb's log and the cloud's fault log
+are kept in a directory of its own under /tmp (printed).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from elbdev.testcluster.cluster import TestCluster
+from tests.cluster.slurm_support import controller
+from tests.faults import support
+from tests.faults.soak import Figures, Soak, clean_up, sge_soak_config, slurm_soak_config
+
+pytestmark = [pytest.mark.cluster, pytest.mark.faults]
+__all__ = ["controller"]  # the fixture, used by name
+
+MINUTES = float(os.environ.get("ELB_SOAK_MINUTES", "3"))
+
+
+def _seed() -> int:
+    return int(os.environ.get("ELB_SOAK_SEED", str(int(time.time()))))
+
+
+def assert_zeros(fig: Figures) -> None:
+    print(f"\n{fig.line()}")
+    assert fig.lost == [], fig.lost
+    assert fig.killed_by_elb == [], fig.killed_by_elb
+    assert fig.leaked == [], fig.leaked
+    assert fig.busy_terminated == [], fig.busy_terminated
+    assert fig.tasks_done + fig.tasks_killed_by_fault == fig.tasks
+
+
+@pytest.mark.timeout(1800)
+def test_soak_sge(testcluster: TestCluster) -> None:
+    work = Path(tempfile.mkdtemp(prefix="elb-soak-sge-"))
+    cfg = sge_soak_config(work)
+    soak = Soak(testcluster, "sge", cfg, work / "soak", MINUTES, _seed())
+    try:
+        fig = soak.run()
+    finally:
+        support._note_used_names(cfg)
+        clean_up(testcluster, "sge")
+    assert_zeros(fig)
+
+
+@pytest.mark.timeout(1800)
+def test_soak_slurm(controller: TestCluster) -> None:
+    work = Path(tempfile.mkdtemp(prefix="elb-soak-slurm-"))
+    cfg = slurm_soak_config(work)
+    soak = Soak(controller, "slurm", cfg, work / "soak", MINUTES, _seed())
+    try:
+        fig = soak.run()
+    finally:
+        clean_up(controller, "slurm")
+    assert_zeros(fig)
