@@ -150,7 +150,11 @@ def report_budget(
     print()
     print(f"budget sweep: budgets a {args.budget_period} of {', '.join(f'{s:g}%' for s in shares)} of the costliest")
     print(f"{args.budget_period}'s spend without a budget; the replay starts at a {args.budget_period}'s start", end="")
-    print(f"; paced {minutes(args.budget_horizon)} ahead" if args.budget_horizon else "; paced to the period's end and the next period's budget")
+    print(
+        f"; paced {minutes(args.budget_horizon)} ahead"
+        if args.budget_horizon
+        else "; paced to the period's end and the next period's budget"
+    )
     print(budget_table(swept, args.budget_period))
     for run in swept:
         if run.amount is not None:
