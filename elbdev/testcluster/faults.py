@@ -26,6 +26,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -86,6 +87,8 @@ class FaultyLocalCloud(LocalCloud):
         names: Sequence[str],
         groups: Mapping[str, str] | None = None,
         boot: Mapping[str, NodeBoot] | None = None,
+        *,
+        stopping: threading.Event | None = None,
     ) -> LaunchResult:
         ctl = read_control(self.control)
         now = time.time()
@@ -100,9 +103,9 @@ class FaultyLocalCloud(LocalCloud):
             cut = list(names[(len(names) + 1) // 2 :])
             names = list(names[: (len(names) + 1) // 2])
             note(self.log, fault="partial", names=list(names), failed=cut)
-        res = super().launch(names, groups, boot)
+        res = super().launch(names, groups, boot, stopping=stopping)
         failed = {**res.failed, **{n: "InsufficientInstanceCapacity: fleet filled in part (injected)" for n in cut}}
-        res = LaunchResult(res.launched, failed)
+        res = LaunchResult(res.launched, failed, res.not_started)
         breaks = int(ctl.get("break_next", 0))
         if breaks > 0 and res.launched:
             victim = res.launched[0].name
