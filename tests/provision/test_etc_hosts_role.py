@@ -33,14 +33,21 @@ PLAYBOOK = """\
 """
 
 
-def _inventory(tmp_path: Path) -> Path:
+# A worker that died: SSH, on a port of this machine where nothing listens (refused at once).
+DEAD = {"ansible_host": "127.0.0.1", "ansible_port": 1, "ansible_connection": "ssh"}
+
+
+def _inventory(tmp_path: Path, dead: bool = False) -> Path:
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    workers: dict[str, object] = {"node001": {"ansible_host": "10.77.0.11"}}
+    if dead:
+        workers["node002"] = DEAD
     inv = {
         "all": {
             "vars": local,
             "children": {
                 "master": {"hosts": {"master": {"ansible_host": "10.77.0.1"}}},
-                "workers": {"hosts": {"node001": {"ansible_host": "10.77.0.11"}}},
+                "workers": {"hosts": workers},
                 "new_nodes": {"hosts": {"node004": {"ansible_host": "10.77.0.14"}}},
             },
         }
@@ -50,16 +57,19 @@ def _inventory(tmp_path: Path) -> Path:
     return path
 
 
-def _play(tmp_path: Path, state: str, *extra: str) -> dict[str, int]:
-    """Run the role with ``etc_hosts_state``; the recap's changed count of each host."""
+def _play(tmp_path: Path, state: str, *extra: str, dead: bool = False) -> dict[str, int]:
+    """Run the role with ``etc_hosts_state``; the recap's changed count of each host (``dead``:
+    with a worker that does not answer among the peers)."""
     (tmp_path / "play.yml").write_text(PLAYBOOK)
     variables = {
         "etc_hosts_state": state,
         "etc_hosts_path": str(tmp_path / "hosts"),
         "etc_hosts_lock_path": str(tmp_path / "hosts.lock"),
         "etc_hosts_master_address": "10.77.0.1",
+        "etc_hosts_peer_timeout": 2,
     }
-    argv = [str(BIN / "ansible-playbook"), "-i", str(_inventory(tmp_path)), "-e", json.dumps(variables), *extra]
+    inventory = _inventory(tmp_path, dead)
+    argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), "-e", json.dumps(variables), *extra]
     env = {
         **os.environ,
         "ANSIBLE_NOCOLOR": "1",
@@ -93,3 +103,16 @@ def test_present_then_absent_each_twice_the_second_run_changes_nothing(tmp_path:
     assert _play(tmp_path, "absent") == {"node004": 0}
     assert hosts.read_text() == HOSTS + BLOCK.replace("10.77.0.14\tnode004\n", "")
     assert (tmp_path / "hosts.lock").is_file()  # the role's lock path reached the module
+
+
+def test_a_dead_worker_among_the_peers_fails_no_healthy_node(tmp_path: Path) -> None:
+    """A worker that does not answer (dead, its removal under way, or kept while the scheduler
+    still lists its jobs) is left out of the edits; the new node's play goes through, with its
+    lines on the master and the peers that answer."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text(HOSTS)
+    assert _play(tmp_path, "present", dead=True) == {"node004": 2}
+    assert hosts.read_text() == HOSTS + "10.77.0.14\tnode004\n" + BLOCK.replace(
+        "10.77.0.14\tnode004\n", "127.0.0.1\tnode002\n10.77.0.14\tnode004\n"
+    )
+    assert _play(tmp_path, "absent", dead=True) == {"node004": 1}
