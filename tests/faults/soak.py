@@ -253,6 +253,7 @@ class Soak:
     killed_nodes: dict[str, float] = field(default_factory=dict)
     done_faults: list[dict[str, Any]] = field(default_factory=list)
     ctl_lock: threading.Lock = field(default_factory=threading.Lock)
+    on_killed: list[tuple[str, str]] = field(default_factory=list)  # tasks cancelled for the node kills
 
     @property
     def control(self) -> Path:
@@ -478,6 +479,7 @@ class Soak:
                 )
                 last = len(left)
             if len(left) == len(on_killed):
+                self.on_killed = on_killed
                 self._cancel(on_killed)
                 return
             time.sleep(5)
@@ -497,6 +499,9 @@ class Soak:
             left = self._left()
             if not left or time.monotonic() > deadline:
                 return left
+            # qdel -f before the qmaster counts the dead node's execd as gone only marks the job for
+            # deletion (seen once: it stayed running there); asked again, SGE forces it out.
+            self._cancel(self.on_killed)
             time.sleep(5)
 
     def _left(self) -> list[str]:
