@@ -17,12 +17,10 @@ from typing import Any
 
 from elb.cli.commands import _add_config, _error, _read_only_journal
 from elb.core.attribution import BY, Attribution, Part, UsageError, attribute
-from elb.core.config import Config
 from elb.core.durations import argument as duration
 from elb.core.durations import minutes
 from elb.core.exitcodes import Exit
 from elb.core.spend import lives
-from elb.schedulers.sge.usage import accounting_path
 from elb.service import factory
 
 ELASTICITY_WORDS = {
@@ -75,9 +73,9 @@ def cmd_spend(args: argparse.Namespace) -> int:
         found = lives(journal.nodes(include_gone=True), journal.events(), cfg.groups(cfg.policy.slots_per_node or 1))
     finally:
         journal.close()
-    unwritten = _accounting_unwritten(cfg, args.accounting)
+    note = factory.accounting_note(cfg, args.accounting)
     try:
-        uses = [] if unwritten is not None else factory.job_uses(cfg, since, until, args.accounting)
+        uses = factory.job_uses(cfg, since, until, args.accounting)
     except UsageError as err:
         _error(str(err))
         return Exit.UNREADABLE
@@ -90,24 +88,12 @@ def cmd_spend(args: argparse.Namespace) -> int:
     else:
         for line in to_text(result, p.billing):
             print(line)
-    if unwritten is not None:
-        note = f"no job has finished yet: Grid Engine writes {unwritten} when the first one ends"
+    if note is not None:
         if args.json or args.csv:
             print(f"elb: {note}", file=sys.stderr)  # the document on stdout stays the document
         else:
             print(f"({note})")
     return Exit.OK
-
-
-def _accounting_unwritten(cfg: Config, given: Path | None) -> Path | None:
-    """Grid Engine's accounting file when it is not written yet: Grid Engine makes it when the
-    first job ends, so the default file missing from a cell whose ``common`` directory is there
-    means no job has finished. A file named with --accounting, or a cell that is not there, is
-    not this: reading it is the error it is."""
-    if cfg.scheduler != "sge" or given is not None:
-        return None
-    path = accounting_path(cfg)
-    return path if path.parent.is_dir() and not path.exists() and not path.is_symlink() else None
 
 
 def to_csv(result: Attribution) -> str:

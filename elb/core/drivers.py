@@ -38,6 +38,11 @@ class SchedulerModule(Protocol):
         """The job uses in [since, until), for ``elb spend``."""
         ...
 
+    def accounting_note(self, cfg: Config, accounting: Path | None = None) -> str | None:
+        """What ``elb spend`` says when ``job_uses`` is empty for a reason of the scheduler's own
+        (Grid Engine: no job has finished yet); None: nothing to say."""
+        ...
+
 
 class CloudModule(Protocol):
     """What the module of a cloud adapter provides."""

@@ -45,6 +45,11 @@ def job_uses(cfg: Config, since: float, until: float, accounting: Path | None = 
     return scheduler_module(cfg.scheduler).job_uses(cfg, since, until, accounting)
 
 
+def accounting_note(cfg: Config, accounting: Path | None = None) -> str | None:
+    """What ``elb spend`` says of the configured scheduler's accounting (None: nothing)."""
+    return scheduler_module(cfg.scheduler).accounting_note(cfg, accounting)
+
+
 def cloud_checks(cfg: Config) -> Iterator[Check]:
     """``elb validate``'s checks of the configured cloud."""
     return cloud_module(cfg.cloud.provider).checks(cfg)

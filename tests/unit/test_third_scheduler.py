@@ -165,6 +165,10 @@ def job_uses(cfg: Config, since: float, until: float, accounting: Path | None = 
     return []
 
 
+def accounting_note(cfg: Config, accounting: Path | None = None) -> str | None:
+    return None
+
+
 # -------------------------------------------------- the playbooks, stood in for
 
 

@@ -29,7 +29,7 @@ from elb.schedulers.sge.errors import SgeError, SgeTimeoutError, hint
 from elb.schedulers.sge.readcheck import expected_hosts, running_jobs
 from elb.schedulers.sge.servable import SiteCache, SiteReader, demand_of
 from elb.schedulers.sge.starttimes import StartTimeReader, StartTimes
-from elb.schedulers.sge.usage import accounting_path, read_sge
+from elb.schedulers.sge.usage import accounting_path, read_sge, unwritten
 from elb.schedulers.waiting import wait_until_up
 
 log = logging.getLogger("elb.schedulers.sge")
@@ -193,8 +193,17 @@ def command_timeout(cfg: Config) -> tuple[float, str]:
 
 def job_uses(cfg: Config, since: float, until: float, accounting: Path | None = None) -> list[JobUse]:
     """The job uses in [since, until) of Grid Engine's accounting file (``accounting``, else where
-    ``sge.root`` and ``sge.cell`` put it)."""
+    ``sge.root`` and ``sge.cell`` put it); none while no job has finished (``accounting_note``)."""
+    if unwritten(cfg, accounting) is not None:
+        return []
     return read_sge(accounting or accounting_path(cfg), since, until)
+
+
+def accounting_note(cfg: Config, accounting: Path | None = None) -> str | None:
+    """What ``elb spend`` says when the accounting has no job yet: Grid Engine writes its file
+    when the first job ends."""
+    path = unwritten(cfg, accounting)
+    return None if path is None else f"no job has finished yet: Grid Engine writes {path} when the first one ends"
 
 
 def checks(cfg: Config) -> Iterator[Check]:

@@ -23,6 +23,17 @@ def accounting_path(config: Config) -> Path:
     return config.sge.root / config.sge.cell / "common" / "accounting"
 
 
+def unwritten(config: Config, given: Path | None) -> Path | None:
+    """Grid Engine's accounting file when it is not written yet: Grid Engine makes it when the
+    first job ends, so the default file missing from a cell whose ``common`` directory is there
+    means no job has finished. A file named with --accounting (``given``), or a cell that is not
+    there, is not this: reading it is the error it is."""
+    if given is not None:
+        return None
+    path = accounting_path(config)
+    return path if path.parent.is_dir() and not path.exists() and not path.is_symlink() else None
+
+
 def sge_uses(lines: Iterable[str], since: float, until: float, source: str = "<accounting>") -> Iterator[JobUse]:
     """The job uses an accounting file records in [since, until): each job's (array task's) line
     on its host; a parallel job's slots spread over the hosts its tasks' lines name (``pe_uses``)."""

@@ -385,6 +385,11 @@ def job_uses(cfg: Config, since: float, until: float, accounting: Path | None = 
     return read_slurm(cfg, since, until)
 
 
+def accounting_note(cfg: Config, accounting: Path | None = None) -> str | None:
+    """``sacct`` answers for a new cluster too: nothing to say."""
+    return None
+
+
 def checks(cfg: Config) -> Iterator[Check]:
     """``elb validate``'s checks of Slurm: squeue and sinfo answer (sinfo lists nodes), slurm.conf
     as the controller has it (``conf_checks``), elb can read Slurm's request directory, the Slurm
