@@ -126,11 +126,6 @@ class Backoffs:
         return self.default
 
     @property
-    def worst(self) -> Backoff:
-        """The group backed off for the most rounds (the metrics' and the alarm's figure)."""
-        return max((b for _g, b in self.groups), key=lambda b: b.rounds, default=self.default)
-
-    @property
     def rounds(self) -> int:
         return max((b.rounds for _g, b in self.groups), default=self.default.rounds)
 
