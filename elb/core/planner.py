@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -536,14 +537,14 @@ def _backed_off(
 
     limited = limit_launches(plan, backoffs, now, group_of=launch_group)
     launching = set(limited.add_names)
+    wanted = Counter(launch_group(n) for n in plan.add_names)
+    allowed = Counter(launch_group(n) for n in limited.add_names)
     declines: list[Decline] = []
     for name in plan.add_names:
         if name in launching or name not in since:
             continue
         g = launch_group(name)
-        wanted = sum(1 for n in plan.add_names if launch_group(n) == g)
-        allowed = sum(1 for n in limited.add_names if launch_group(n) == g)
-        declines.append(Decline(name, since[name], held_why(backoffs.of(g), now, allowed, wanted)))
+        declines.append(Decline(name, since[name], held_why(backoffs.of(g), now, allowed[g], wanted[g])))
     return limited, declines
 
 
