@@ -57,7 +57,7 @@ from elb.provision import proctree, retention, sshmux
 from elb.provision.boot import batch_of, boot_inventory, node_boot
 from elb.provision.hostkeys import HostKeyError, HostKeys
 from elb.provision.inventory import Connection, InventoryError, build_inventory, check_extra_vars
-from elb.provision.outcomes import RunEnd, summarize
+from elb.provision.outcomes import DONE_KEY, RunEnd, summarize
 
 log = logging.getLogger("elb.provision")
 
@@ -210,6 +210,16 @@ def slim_event(event: Mapping[str, Any]) -> dict[str, Any] | None:
     if kind in _RESULT_EVENTS:
         slim["res"] = data.get("res")
     return {"event": kind, "event_data": slim}
+
+
+def reports_done(path: Path) -> bool:
+    """Whether the playbook reports each host it finished (``set_stats`` data ``elb_done`` at its
+    end, as elb's add and remove playbooks do): its outcomes then count only the hosts it reported.
+    An admin's own playbook without that report is read from the recap alone."""
+    try:
+        return DONE_KEY in path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def witness_of(host: str, result: HostResult | None) -> Witness:
@@ -641,7 +651,7 @@ class AnsibleProvisioner:
         if status == "timeout":  # runner's own limits (none set by us, but be exact)
             end = RunEnd.TIMEOUT
         detail = f"artifacts in {artifact_dir}"
-        summary = summarize(sink.kept(), targets, end=end, rc=rc, detail=detail)
+        summary = summarize(sink.kept(), targets, end=end, rc=rc, detail=detail, require_done=reports_done(path))
         if end is RunEnd.TIMEOUT:
             status = "timeout"
         report = RunReport(

@@ -8,6 +8,11 @@ recap's ``artifact_data``) marks nodes that ``remove_node.yml`` refused to remov
 A host is OK only if the run produced a recap, the recap counts it as processed with no
 failure and no unreachable, and the run was not cut short. Anything else is FAILED with a
 message that says why (no recap: time-out, cancellation or an aborted run).
+
+A playbook that reports each host at its last task (``set_stats`` data ``elb_done``, as elb's
+add and remove playbooks do) is trusted only for the hosts it reported (``require_done``): a
+play can stop working on a host with no failure event (``meta: end_host``, a delegated step
+that ended it), and the recap then counts the host processed with nothing wrong.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from dataclasses import dataclass
 from elb.core.interfaces import HostResult, Outcome
 
 BUSY_KEY = "elb_busy"
+DONE_KEY = "elb_done"
 MESSAGE_LIMIT = 600  # characters of a module's message kept in a HostResult
 
 
@@ -89,11 +95,11 @@ def _counts(stats: Mapping[str, object], key: str) -> Mapping[str, int]:
     return value if isinstance(value, Mapping) else {}
 
 
-def busy_hosts(artifact_data: object) -> frozenset[str]:
-    """Names in the aggregated ``elb_busy`` set_stats data (a list of names, or one name)."""
+def busy_hosts(artifact_data: object, key: str = BUSY_KEY) -> frozenset[str]:
+    """Names in the aggregated ``key`` set_stats data (a list of names, or one name)."""
     if not isinstance(artifact_data, Mapping):
         return frozenset()
-    value = artifact_data.get(BUSY_KEY)
+    value = artifact_data.get(key)
     if isinstance(value, str):
         return frozenset({value})
     if isinstance(value, list | tuple):
@@ -117,11 +123,13 @@ def summarize(
     end: RunEnd = RunEnd.FINISHED,
     rc: int | None = None,
     detail: str = "",
+    require_done: bool = False,
 ) -> RunSummary:
     """Outcome of every host in ``hosts`` (and of any other host the events mention).
 
     ``end`` and ``rc`` say how the process ended; ``detail`` is appended to messages of hosts
-    that get no verdict (for example where the run's artifacts are).
+    that get no verdict (for example where the run's artifacts are). ``require_done``: the
+    playbook reports each host it finished (``elb_done``); a host it did not report is FAILED.
     """
     first_failure: dict[str, _Failure] = {}
     last_failure: dict[str, _Failure] = {}
@@ -163,6 +171,7 @@ def summarize(
             unreachable[host] = _Failure(label, result_message(data.get("res")))
 
     busy = busy_hosts(stats.get("artifact_data")) if stats is not None else frozenset()
+    done = busy_hosts(stats.get("artifact_data"), DONE_KEY) if stats is not None and require_done else None
     notes = [detail, *errors]
     suffix = f" ({'; '.join(n for n in notes if n)})" if any(notes) else ""
     results: dict[str, HostResult] = {}
@@ -179,6 +188,7 @@ def summarize(
             rc=rc,
             aborted_play=aborted_play,
             suffix=suffix,
+            done=done,
         )
     return RunSummary(results=results, busy=busy, recap=stats is not None)
 
@@ -210,6 +220,7 @@ def _verdict(  # noqa: PLR0911 (one return per verdict reads best)
     rc: int | None,
     aborted_play: str | None,
     suffix: str,
+    done: frozenset[str] | None,
 ) -> HostResult:
     if stats is None or end is not RunEnd.FINISHED:
         # No recap, or a recap we cannot trust: this host's run did not finish.
@@ -246,4 +257,12 @@ def _verdict(  # noqa: PLR0911 (one return per verdict reads best)
         )
     if host in busy:
         return HostResult(host, Outcome.BUSY, None, "a job landed on the node while draining; it stays")
+    if done is not None and host not in done:
+        where = f" (the last task that ran on it: '{last_task}')" if last_task else ""
+        return HostResult(
+            host,
+            Outcome.FAILED,
+            last_task,
+            f"the playbook stopped working on this host before its last task, with no failure reported{where}",
+        )
     return HostResult(host, Outcome.OK)

@@ -361,3 +361,19 @@ def test_empty_calls_run_nothing(tmp_path: Path) -> None:
     assert prov.add_nodes(ADD_PLAYBOOK, [], [W9]) == {}
     assert prov.remove_nodes(REMOVE_PLAYBOOK, [], [W9]) == {}
     assert artifact_dirs(tmp_path) == []
+
+
+def test_a_host_the_play_stops_short_on_without_a_failure_is_failed(tmp_path: Path) -> None:
+    # The recap counts node002 processed, no failure, not unreachable, not busy: only the
+    # playbook's report at its end (elb_done) shows that its last steps never ran there.
+    prov = make(tmp_path, fixture_stop_hosts=["node002"], fixture_busy_hosts=["node009"])
+    results = prov.remove_nodes(REMOVE_PLAYBOOK, [N1, N2, W9], [])
+    assert results["node001"].outcome is Outcome.OK
+    assert results["node002"].outcome is Outcome.FAILED
+    assert "before its last task" in (results["node002"].message or "")
+    assert results["node009"].outcome is Outcome.BUSY
+    # Every host the play finished is in the report (set_stats aggregates the lists).
+    both = prov.remove_nodes(REMOVE_PLAYBOOK, [N1, W9], [])
+    assert {n: r.outcome for n, r in both.items()} == {"node001": Outcome.OK, "node009": Outcome.BUSY}
+    prov = make(tmp_path)
+    assert {r.outcome for r in prov.remove_nodes(REMOVE_PLAYBOOK, [N1, N2, W9], []).values()} == {Outcome.OK}

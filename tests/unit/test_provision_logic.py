@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from elb.core.interfaces import NodeSpec, Outcome
 from elb.provision import proctree
-from elb.provision.ansible import scrub_env
+from elb.provision.ansible import reports_done, scrub_env
 from elb.provision.inventory import Connection, InventoryError, build_inventory, check_extra_vars, hosts_of
 from elb.provision.outcomes import RunEnd, result_message, summarize
 
@@ -371,3 +372,44 @@ def test_slim_events_keep_what_summarize_reads() -> None:
     s_slim = summarize(slim, ["a", "b"])
     assert s_full.results == s_slim.results
     assert s_slim.results["b"].task == "r : T"
+
+
+def test_a_playbook_that_reports_done_is_trusted_only_for_the_hosts_it_reports() -> None:
+    # The host the play stopped working on without a failure (meta: end_host, a step that ended
+    # it) is processed with no failure in the recap: only the missing report shows it.
+    events = [
+        ev("runner_on_ok", "a", "Deregister"),
+        ev("runner_on_ok", "b", "Disable"),
+        ev("runner_on_ok", "c", "Disable"),
+        recap(
+            processed={"a": 1, "b": 1, "c": 1},
+            ok={"a": 2, "b": 1, "c": 1},
+            artifact_data={"elb_done": ["a"], "elb_busy": ["c"]},
+        ),
+    ]
+    s = summarize(events, ["a", "b", "c"], require_done=True)
+    assert s.results["a"].outcome is Outcome.OK
+    assert s.results["b"].outcome is Outcome.FAILED
+    assert s.results["b"].task == "Disable"
+    assert "before its last task" in (s.results["b"].message or "")
+    assert s.results["c"].outcome is Outcome.BUSY  # reported busy and ended on purpose
+    # A playbook that reports nothing of the kind is read as before.
+    assert summarize(events, ["a", "b", "c"]).results["b"].outcome is Outcome.OK
+    # No host reported at all: every host failed (the report itself never ran).
+    none = summarize([*events[:-1], recap(processed={"a": 1}, ok={"a": 1})], ["a"], require_done=True)
+    assert none.results["a"].outcome is Outcome.FAILED
+
+
+@pytest.mark.parametrize(
+    "playbook", ["add_node.yml", "remove_node.yml", "admit_nodes.yml", "slurm_add_node.yml", "slurm_remove_node.yml"]
+)
+def test_elbs_add_and_remove_playbooks_end_by_reporting_each_node_done(playbook: str) -> None:
+    path = Path(__file__).resolve().parents[2] / "playbooks" / playbook
+    plays = yaml.safe_load(path.read_text())
+    last = plays[-1]["tasks"][-1]
+    assert last["ansible.builtin.set_stats"] == {
+        "data": {"elb_done": ["{{ inventory_hostname }}"]},
+        "aggregate": True,
+    }
+    assert "when" not in last
+    assert reports_done(path)
