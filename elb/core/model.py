@@ -259,12 +259,27 @@ class Plan:
     def describe(self) -> list[str]:
         """Plain-words lines for logs and ``--dry-run``."""
         lines: list[str] = []
+        reason = self.reason
         if self.add:
             lines.append(f"add {self.add} ({', '.join(self.add_names)}): {self.add_reason}")
+            reason = _said_once(reason, self.add_reason)
         lines.extend(f"remove {r.node}: {r.reason}" for r in self.remove)
-        if not lines or self.reason:
-            lines.append(self.reason or "nothing to do")
+        if not lines or reason:
+            lines.append(reason or "nothing to do")
         return lines
+
+
+def _said_once(reason: str, add_reason: str) -> str:
+    """``reason`` without its last parts when ``add_reason`` ends with them: the back-off's and the
+    budget's why, added to both when they let some launches start, is said once, with the launches."""
+    if not reason or not add_reason:
+        return reason
+    starts = [0, *(i + 2 for i in range(len(reason)) if reason.startswith("; ", i))]
+    for i in starts:  # the longest common end that is whole parts of both
+        end = reason[i:]
+        if add_reason.endswith("; " + end):
+            return reason[: max(0, i - 2)]
+    return reason
 
 
 @quick_init

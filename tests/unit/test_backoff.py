@@ -142,3 +142,19 @@ def test_provisioning_failing_for_every_node_launches_a_handful_an_hour(
     clock.t = sge.now = clock.t + 60
     bal2.run_pass()
     assert len(prov.log) == before
+
+
+def test_a_probes_why_is_said_once_in_the_pass_line() -> None:
+    # The back-off lets one launch of three start: its why goes with that launch and with the
+    # plan's reason (the alarm's text), and the pass's line says it once.
+    backoff = Backoff(rounds=2, next_launch_at=60.0, cause=Cause.PROVISION, last_failure="node004: x; y")
+    names = ("node001", "node002", "node003")
+    plan = Plan(add=3, add_names=names, add_reason="the scheduler asked (job 5; job 7)", reason="no idle node is due")
+    out = limit_launches(plan, Backoffs(default=backoff), 61.0, group_of=lambda _name: "default")
+    assert out.add == 1 and "(a probe)" in out.add_reason and "(a probe)" in out.reason
+    lines = out.describe()
+    assert sum(line.count("(a probe)") for line in lines) == 1, lines
+    assert lines[-1] == "no idle node is due"
+    # Nothing let through: the why is the plan's reason, said once.
+    none = limit_launches(plan, Backoffs(default=backoff), 11.0, group_of=lambda _name: "default")
+    assert none.add == 0 and sum(line.count("backed off") for line in none.describe()) == 1
