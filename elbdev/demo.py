@@ -123,11 +123,19 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_demo)
 
 
+# What the pass lines' node counts mean: a node is "joining" from its launch until elb's play and
+# checks are done, and Grid Engine or Slurm may run jobs on it as soon as its daemon registers.
+NODES_LEGEND = (
+    "nodes: ready (elb is done adding them), joining (launched, being set up: the scheduler may already run "
+    "jobs on one whose daemon registered), draining (being removed)"
+)
+
+
 def _row_line(r: StatsRow) -> str:
     nodes = r.nodes_ready + r.nodes_booting + r.nodes_draining
     line = (
         f"waiting {r.pending_jobs:>3}  running {r.running_jobs:>3}  nodes {nodes} "
-        f"({r.nodes_ready} ready, {r.nodes_booting} booting, {r.nodes_draining} draining)"
+        f"({r.nodes_ready} ready, {r.nodes_booting} joining, {r.nodes_draining} draining)"
     )
     if r.held_jobs or r.error_jobs:
         line += f"  held {r.held_jobs}  in error {r.error_jobs}"
@@ -223,6 +231,7 @@ def _run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.
         submitted[jid] = now
     say(f"submitted {len(submitted)} jobs of {args.job_seconds} s as {C.CLUSTER_USER}")
     phase("watching elb work (a line for each pass that changes what it shows)")
+    say(NODES_LEGEND)
     code = _watch(cluster, STATE / "stats.csv", home, list(submitted), timeout=args.timeout, proc=proc)
     _stop(proc)
     phase("summary")

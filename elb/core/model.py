@@ -6,7 +6,7 @@ Nothing here does I/O. Times are POSIX seconds (float) on the master's clock.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from elb.core.frozen import quick_init
@@ -263,10 +263,18 @@ class Plan:
         if self.add:
             lines.append(f"add {self.add} ({', '.join(self.add_names)}): {self.add_reason}")
             reason = _said_once(reason, self.add_reason)
-        lines.extend(f"remove {r.node}: {r.reason}" for r in self.remove)
+        lines.extend(_removals(self.remove))
         if not lines or reason:
             lines.append(reason or "nothing to do")
         return lines
+
+
+def _removals(removals: Sequence[Removal]) -> list[str]:
+    """One line per reason: the nodes removed for the same reason named together, in order."""
+    by_reason: dict[str, list[str]] = {}
+    for r in removals:
+        by_reason.setdefault(r.reason, []).append(r.node)
+    return [f"remove {', '.join(nodes)}: {reason}" for reason, nodes in by_reason.items()]
 
 
 def _said_once(reason: str, add_reason: str) -> str:

@@ -9,7 +9,7 @@ import pytest
 
 from elb.core.backoff import Backoff, Backoffs, Cause, compute
 from elb.core.config import ConfigError, parse_config
-from elb.core.model import Event, NodeState, Plan
+from elb.core.model import Event, NodeState, Plan, Removal
 from elb.core.planner import limit_launches
 from elb.schedulers.sge.driver import GridEngine
 from elb.service.daemon import Balancer
@@ -158,3 +158,20 @@ def test_a_probes_why_is_said_once_in_the_pass_line() -> None:
     # Nothing let through: the why is the plan's reason, said once.
     none = limit_launches(plan, Backoffs(default=backoff), 11.0, group_of=lambda _name: "default")
     assert none.add == 0 and sum(line.count("backed off") for line in none.describe()) == 1
+
+
+def test_nodes_removed_for_the_same_reason_are_named_on_one_line() -> None:
+    idle = "idle 30 s >= 0.5 x boot time (30 s)"
+    plan = Plan(
+        remove=(
+            Removal("node001", idle),
+            Removal("node002", "idle 35 s >= 0.5 x boot time (30 s)"),
+            Removal("node003", idle),
+        ),
+        reason="no job waits",
+    )
+    assert plan.describe() == [
+        f"remove node001, node003: {idle}",
+        "remove node002: idle 35 s >= 0.5 x boot time (30 s)",
+        "no job waits",
+    ]
