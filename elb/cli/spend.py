@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from elb.cli.commands import _add_config, _error, _read_only_journal
-from elb.core.attribution import BY, Attribution, Part, UsageError, attribute
+from elb.core.attribution import BY, Attribution, Part, UsageError, attribute, placed
 from elb.core.durations import argument as duration
 from elb.core.durations import minutes
 from elb.core.exitcodes import Exit
@@ -71,6 +71,7 @@ def cmd_spend(args: argparse.Namespace) -> int:
     since = until - args.since
     try:
         found = lives(journal.nodes(include_gone=True), journal.events(), cfg.groups(cfg.policy.slots_per_node or 1))
+        seen = journal.job_hosts(since - cfg.retention.journal_days * 86400.0, until)  # a job may start before
     finally:
         journal.close()
     note = factory.accounting_note(cfg, args.accounting)
@@ -79,6 +80,7 @@ def cmd_spend(args: argparse.Namespace) -> int:
     except UsageError as err:
         _error(str(err))
         return Exit.UNREADABLE
+    uses = placed(uses, seen)
     p = cfg.policy
     result = attribute(found, uses, by=args.by, since=since, until=until, billing=p.billing, period=p.billing_period)
     if args.json:
@@ -155,6 +157,11 @@ def to_text(result: Attribution, billing: str) -> list[str]:
         lines.append(
             f"({result.master_only} parallel job(s) charged to their master's host alone though they held more "
             "slots than it has: the accounting has no line of their tasks on other hosts, whose slots count as idle)"
+        )
+    if result.placed:
+        lines.append(
+            f"({result.placed} parallel job(s) charged on every host elb's own reads saw them hold: the accounting "
+            "names only their master's host)"
         )
     if result.unmatched:
         lines.append(f"({result.unmatched} job record(s) of the accounting ran on hosts that are not elb's nodes)")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, Protocol
 
 from elb.core.spend import Activity, Billing, Life, Stopped, Window, billed_in, billed_span
 
@@ -49,6 +49,7 @@ class JobUse:
     project: str = ""
     queue: str = ""
     master_only: bool = False  # a parallel job's slots all on its master's host: where else, unknown
+    placed: bool = False  # the host and slots are where elb's reads saw the job (``placed``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,7 @@ class Attribution:
     unmatched: int = 0  # job uses on no billed node of elb's in the window (other hosts)
     priced: bool = True  # every node has a price (else money is 0 and only node-hours count)
     master_only: int = 0  # parallel jobs charged to their master's host alone, with more slots than it has
+    placed: int = 0  # parallel jobs spread over their hosts as elb's reads saw them (``placed``)
 
     @property
     def jobs(self) -> tuple[Part, ...]:
@@ -121,6 +123,7 @@ class Attribution:
             },
             "unmatched_job_records": self.unmatched,
             "parallel_jobs_on_master_host_only": self.master_only,
+            "parallel_jobs_placed_by_elbs_reads": self.placed,
         }
 
 
@@ -198,9 +201,79 @@ def attribute(
             if u.master_only and id(u) in matched and u.slots > sizes.get(host, u.slots)
         }
     )
+    placed = len({u.job for us in on.values() for u in us if u.placed and id(u) in matched})
     return Attribution(
-        by, since, until, tuple(parts), billed_in(found, since, until, billing, period), unmatched, priced, master_only
+        by,
+        since,
+        until,
+        tuple(parts),
+        billed_in(found, since, until, billing, period),
+        unmatched,
+        priced,
+        master_only,
+        placed,
     )
+
+
+class RunningJob(Protocol):
+    """What ``spanning_jobs`` reads of a job a scheduler's read shows running."""
+
+    @property
+    def job_id(self) -> int: ...
+    @property
+    def task_ids(self) -> str | None: ...
+    @property
+    def slots(self) -> int: ...
+    @property
+    def host(self) -> str | None: ...
+
+
+def spanning_jobs(jobs: Iterable[RunningJob]) -> dict[str, dict[str, int]]:
+    """The running jobs (array tasks) one read shows on more than one host, each with its slots on
+    each host, keyed as the accounting keys a job (``123``, or ``123.4`` for an array task). A job
+    on one host is left out: its accounting line says where it ran."""
+    seen: dict[str, dict[str, int]] = {}
+    for j in jobs:
+        host = j.host
+        if host is None:
+            continue
+        key = f"{j.job_id}.{j.task_ids}" if j.task_ids else str(j.job_id)
+        on = seen.setdefault(key, {})
+        on[host] = on.get(host, 0) + j.slots
+    return {k: v for k, v in seen.items() if len(v) > 1}
+
+
+@dataclass(frozen=True, slots=True)
+class SeenOn:
+    """A stretch of passes whose reads saw a job on a host, holding ``slots`` there."""
+
+    host: str
+    slots: int
+    first: float
+    last: float
+
+
+def placed(uses: Iterable[JobUse], seen: Mapping[str, Sequence[SeenOn]]) -> list[JobUse]:
+    """``uses`` with each parallel job the accounting charged to its master's host alone
+    (``master_only``) spread over the hosts elb's reads saw it on during its run (``seen``: by
+    job, the stretches of ``spanning_jobs`` over the passes): its slots shared out in proportion
+    to the most the reads saw on each host, over the accounting's start and end. Any other use,
+    and a job the reads never saw on several hosts during its run, is kept as it is."""
+    out: list[JobUse] = []
+    for u in uses:
+        hosts: dict[str, int] = {}
+        for s in seen.get(u.job, ()) if u.master_only else ():
+            if s.first <= u.end and s.last >= u.start:
+                hosts[s.host] = max(hosts.get(s.host, 0), s.slots)
+        total = sum(hosts.values())
+        if len(hosts) < 2 or total <= 0:
+            out.append(u)
+            continue
+        out.extend(
+            replace(u, host=host, slots=u.slots * slots / total, master_only=False, placed=True)
+            for host, slots in hosts.items()
+        )
+    return out
 
 
 def _short(host: str) -> str:

@@ -20,6 +20,7 @@ from types import FrameType
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
+from elb.core.attribution import spanning_jobs
 from elb.core.backoff import by_group as backoff_by_group
 from elb.core.config import Config
 from elb.core.durations import minutes
@@ -464,11 +465,12 @@ class Balancer:
 
     def _remember_seen(self, snap: Snapshot, records: tuple[Node, ...], *, journal: bool = True) -> tuple[Node, ...]:
         """``records`` with what the pass saw (busy and reachable nodes), as the journal holds
-        them once it is written (``journal``: the dry run writes nothing)."""
+        them once it is written (``journal``: the dry run writes nothing); the journal keeps too
+        where the jobs that span hosts run (``elb spend``, where the accounting does not say)."""
         busy = sorted(busy_hosts(snap))
         up = [h.name for h in snap.hosts if h.up]
         if journal:
-            self.journal.mark_seen(snap.now, busy=busy, up=up)
+            self.journal.mark_seen(snap.now, busy=busy, up=up, job_hosts=spanning_jobs(snap.jobs))
         return seen(records, snap.now, busy=busy, up=up)
 
     def _watching_from(self, now: float) -> float:

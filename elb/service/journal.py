@@ -11,12 +11,13 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
+from elb.core.attribution import SeenOn
 from elb.core.model import Event, History, Node, NodeState
 from elb.core.orders import Orders
 from elb.core.scheduler import Ask, AskKind
@@ -34,6 +35,7 @@ _GONE = (NodeState.TERMINATED.value, NodeState.FAILED.value)
 _KEEP_PASSES = 50_000
 _KEEP_LIVE_EVENTS = 50  # a live node keeps at least its newest events, however old
 _PRUNE_EVERY = 3600.0  # seconds between two prunings of old events
+_JOB_HOSTS_GAP = 900.0  # seconds: a job seen on a host again within this goes on the same stretch
 log = logging.getLogger("elb.service.journal")
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -306,16 +308,38 @@ class Journal:
             log.exception("%s: the listener of boot step %s failed", name, step.value)
 
     @_locked
-    def mark_seen(self, now: float, *, busy: Sequence[str] = (), up: Sequence[str] = ()) -> None:
+    def mark_seen(
+        self,
+        now: float,
+        *,
+        busy: Sequence[str] = (),
+        up: Sequence[str] = (),
+        job_hosts: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> None:
         """Remember what a pass saw at ``now``: nodes running a job (or holding a reservation),
         and nodes SGE reached (a queue instance not unreachable). The first pass that sees a
         managed node (not terminated nor failed) up records its ``registered`` boot step, the
-        first that sees it busy its ``first_job``. One transaction, one sync to disk, however
-        many nodes."""
-        if not busy and not up:
+        first that sees it busy its ``first_job``. ``job_hosts``: the running jobs that span
+        hosts, with their slots on each (``elb.core.attribution.spanning_jobs``): a stretch seen
+        within ``_JOB_HOSTS_GAP`` seconds goes on, else a new one starts. One transaction, one sync
+        to disk, however many nodes."""
+        if not busy and not up and not job_hosts:
             return
         reached: list[tuple[str, Step]] = []
         with self._tx() as db:
+            for job, hosts in (job_hosts or {}).items():
+                for host, slots in hosts.items():
+                    cur = db.execute(
+                        "UPDATE job_hosts SET last_seen = ?, slots = MAX(slots, ?) WHERE job = ? AND host = ? "
+                        "AND last_seen >= ? AND last_seen <= ?",
+                        (now, slots, job, host, now - _JOB_HOSTS_GAP, now),
+                    )
+                    if not cur.rowcount:
+                        db.execute(
+                            "INSERT OR IGNORE INTO job_hosts (job, host, slots, first_seen, last_seen) "
+                            "VALUES (?, ?, ?, ?, ?)",
+                            (job, host, slots, now, now),
+                        )
             db.executemany("UPDATE nodes SET last_busy_at = ? WHERE name = ?", [(now, n) for n in busy])
             db.executemany("UPDATE nodes SET last_up_at = ? WHERE name = ?", [(now, n) for n in up])
             for step, names in ((Step.REGISTERED, up), (Step.FIRST_JOB, busy)):
@@ -398,6 +422,19 @@ class Journal:
             self.prune_events(now - self.keep_events_days * 86400.0)
 
     @_locked
+    def job_hosts(self, since: float, until: float) -> dict[str, list[SeenOn]]:
+        """The jobs spanning hosts that the passes saw in [since, until]: by job, each stretch of
+        passes that saw it on a host (``mark_seen``'s ``job_hosts``)."""
+        out: dict[str, list[SeenOn]] = {}
+        for job, host, slots, first, last in self._db.execute(
+            "SELECT job, host, slots, first_seen, last_seen FROM job_hosts WHERE last_seen >= ? AND first_seen <= ? "
+            "ORDER BY job, first_seen, host",
+            (since, until),
+        ):
+            out.setdefault(str(job), []).append(SeenOn(str(host), int(slots), float(first), float(last)))
+        return out
+
+    @_locked
     def prune_events(self, before: float) -> int:
         """Delete the events older than ``before``, except the newest ``_KEEP_LIVE_EVENTS`` of each
         live node (not terminated or failed); then the records of gone nodes left with no event.
@@ -416,6 +453,7 @@ class Journal:
             )
             db.execute("DELETE FROM node_timeline WHERE name NOT IN (SELECT name FROM nodes)")
             db.execute("DELETE FROM job_interruptions WHERE last_at < ?", (before,))
+            db.execute("DELETE FROM job_hosts WHERE last_seen < ?", (before,))
             return int(cur.rowcount)
 
     @_locked

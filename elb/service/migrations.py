@@ -123,6 +123,17 @@ def _node_asks(db: sqlite3.Connection) -> None:
     )
 
 
+def _job_hosts(db: sqlite3.Connection) -> None:
+    """Version 8: the hosts each running job that spans hosts held, and its slots on each, as the
+    passes' reads saw them (``elb.core.attribution.spanning_jobs``): one row a job, host and stretch
+    of passes that saw it there, for ``elb spend`` where the accounting does not say."""
+    db.execute(
+        "CREATE TABLE job_hosts (job TEXT NOT NULL, host TEXT NOT NULL, slots INTEGER NOT NULL, "
+        "first_seen REAL NOT NULL, last_seen REAL NOT NULL, PRIMARY KEY (job, host, first_seen))"
+    )
+    db.execute("CREATE INDEX job_hosts_last ON job_hosts(last_seen)")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     _baseline,
     _node_group,
@@ -131,6 +142,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _job_interruptions,
     _warm_pool,
     _node_asks,
+    _job_hosts,
 )
 CURRENT = len(MIGRATIONS)
 

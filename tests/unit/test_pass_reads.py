@@ -4,6 +4,7 @@ scaling reads (the demand, the back-off's events) is gathered only when repairs 
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,13 @@ def test_demand_and_back_off_are_gathered_only_when_scaling_goes_on(cfg: Config,
     assert result.plan is not None and result.plan.reason.startswith("reconciling") is repair
     assert journal.bring_up_reads == (0 if repair else 1)
     assert ("qconf site" in sge.calls) is not repair  # the site's configuration, read for the demand
+
+
+def test_a_pass_keeps_where_the_jobs_that_span_hosts_run(cfg: Config) -> None:
+    bal, journal, sge = _rig(cfg)
+    mpi = running(7, "node001", slots=3)
+    sge.jobs = [running(5, "node001"), mpi, dataclasses.replace(mpi, queue="all.q@node002", slots=1)]
+    assert bal.run_pass().ok
+    assert {k: {s.host: s.slots for s in v} for k, v in journal.job_hosts(T0 - 1, T0 + 1).items()} == {
+        "7": {"node001": 3, "node002": 1}
+    }
