@@ -401,7 +401,15 @@ def test_a_playbook_that_reports_done_is_trusted_only_for_the_hosts_it_reports()
 
 
 @pytest.mark.parametrize(
-    "playbook", ["add_node.yml", "remove_node.yml", "admit_nodes.yml", "slurm_add_node.yml", "slurm_remove_node.yml"]
+    "playbook",
+    [
+        "add_node.yml",
+        "remove_node.yml",
+        "admit_nodes.yml",
+        "slurm_add_node.yml",
+        "slurm_remove_node.yml",
+        "probe_jobs.yml",
+    ],
 )
 def test_elbs_add_and_remove_playbooks_end_by_reporting_each_node_done(playbook: str) -> None:
     path = Path(__file__).resolve().parents[2] / "playbooks" / playbook
