@@ -201,6 +201,8 @@ def replay(
     own = getattr(policy, "interval", None)  # a peer that decides on its own clock (Slurm: 10 s)
     if isinstance(own, int | float) and own > 0:
         settings = dataclasses.replace(settings, poll_interval=float(own))
+    if not policy.name.startswith("elb"):  # the peek is elb's daemon's: a peer's model keeps its own cadence
+        settings = dataclasses.replace(settings, peek_interval=0.0)
     if getattr(policy, "master_exec", False) is True:  # a peer whose master runs jobs (StarCluster)
         settings = dataclasses.replace(settings, master_exec_slots=settings.slots_per_node)
     t = time.perf_counter()
