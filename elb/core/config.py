@@ -96,7 +96,7 @@ class PolicyConfig(_Strict):
     # Between passes, a cheap look at what waits (a driver that can peek: Grid Engine, Slurm) every
     # peek_interval seconds; new waiting work starts a pass at once, never sooner than peek_gap after
     # the last pass began (elb.core.cadence). 0, or not less than poll_interval: plain polling.
-    peek_interval: Seconds = 10.0
+    peek_interval: Seconds = 5.0
     peek_gap: Seconds = 10.0
     removal_lead: Seconds = (
         60.0  # shrink=cost, per-period billing: a removal must be done this long before the boundary

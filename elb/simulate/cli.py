@@ -456,6 +456,8 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
                         "slots_per_node": spn,
                         "boot_time": args.boot_time,
                         "poll": args.poll,
+                        "peek": args.peek,
+                        "peek_gap": args.peek_gap,
                         "max_nodes": prepared.max_nodes,
                         "dispatch": "easy" if args.backfill else args.dispatch,
                         "placement": args.placement,

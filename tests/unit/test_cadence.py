@@ -39,7 +39,7 @@ def test_the_poll_and_the_gap_with_half_a_look_of_slack() -> None:
 
 def test_the_config_takes_peeks_of_a_second_or_more_or_none() -> None:
     cfg = parse_config({"cloud": {"provider": "ec2"}})
-    assert (cfg.policy.peek_interval, cfg.policy.peek_gap) == (10.0, 10.0)
+    assert (cfg.policy.peek_interval, cfg.policy.peek_gap) == (5.0, 10.0)
     off = parse_config({"cloud": {"provider": "ec2"}, "policy": {"peek_interval": 0}})
     assert off.policy.peek_interval == 0.0
     with pytest.raises(ConfigError, match="peek_interval"):
