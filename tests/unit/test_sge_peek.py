@@ -72,3 +72,32 @@ def test_a_client_that_cannot_peek_fails_the_peek_only() -> None:
     driver = GridEngine(Config(), NoPeek())  # type: ignore[arg-type]
     with pytest.raises(SchedulerError, match="cannot peek"):
         driver.peek(5.0)
+
+
+def test_a_header_without_its_rule_or_a_stray_line_among_the_jobs_fails_the_peek() -> None:
+    text = (HANDMADE / "qstat-s-p.txt").read_bytes()
+    head, rule, *jobs = text.splitlines(keepends=True)
+    with pytest.raises(SgeParseError, match="no rule"):
+        waiting_jobs(head + b"".join(jobs))
+    with pytest.raises(SgeParseError, match="not a job's line"):
+        waiting_jobs(head + rule + jobs[0] + b"qstat: warning: something odd\n" + b"".join(jobs[1:]))
+    assert waiting_jobs(head + rule + jobs[0] + b"\n") == {"201"}  # a blank line is nothing
+
+
+def test_an_output_the_same_as_the_last_peeks_is_not_parsed_again(
+    fake: FakeSge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from elb.schedulers.sge import commands
+
+    fake.prints("qstat", "../handmade/qstat-s-p.txt")
+    client = fake.client()
+    parsed: list[bytes] = []
+
+    def counted(out: bytes) -> frozenset[str]:
+        parsed.append(out)
+        return waiting_jobs(out)
+
+    monkeypatch.setattr(commands, "waiting_jobs", counted)
+    first = client.waiting_jobs(5.0)
+    assert client.waiting_jobs(5.0) == first
+    assert len(parsed) == 1

@@ -138,6 +138,7 @@ class SgeCommands:
         base["LC_ALL"] = "C"
         self._env = base
         self._qstat_memo = QstatMemo()  # what the last whole read of qstat was made into
+        self._last_peek: tuple[bytes, frozenset[str]] = (b"", frozenset())  # the last peek's output, parsed
 
     # -- plumbing --------------------------------------------------------------------------
     def _executable(self, name: str) -> str:
@@ -201,7 +202,11 @@ class SgeCommands:
             detail = result.stderr or result.stdout.decode("utf-8", errors="replace")
             message = "failed" if detail.strip() else "failed without saying why"
             raise SgeError(message, command=argv, returncode=result.returncode, stderr=detail)
-        return self._parsed(waiting_jobs, result)
+        if result.stdout == self._last_peek[0]:  # nothing changed since the last peek: no parse
+            return self._last_peek[1]
+        found = self._parsed(waiting_jobs, result)
+        self._last_peek = (result.stdout, found)
+        return found
 
     def disable_host(self, host: str, queues: Sequence[str] | None = None) -> None:
         """``qmod -d`` the host's queue instances (all of them unless ``queues`` names some)."""
