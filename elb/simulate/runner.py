@@ -65,8 +65,15 @@ def param_value(policy: Policy, key: str) -> object:
     raise SimError(f"policy {policy.name} has no parameter {key!r}")
 
 
+# The daemon's settings a replay takes as its own options, not as the policy's parameters: set
+# through the policy they would change nothing in the replay.
+REPLAY_OPTIONS = {"peek_interval": "--peek", "peek_gap": "--peek-gap"}
+
+
 def with_param(policy: Policy, key: str, raw: str) -> Policy:
     """The same policy with one parameter changed (its own params, else its PolicyConfig)."""
+    if key in REPLAY_OPTIONS:
+        raise SimError(f"{key} is the replay's {REPLAY_OPTIONS[key]}, not a parameter of the policy")
     params = getattr(policy, "params", None)
     if params is not None and dataclasses.is_dataclass(params) and not isinstance(params, type):
         names = {f.name for f in dataclasses.fields(params)}

@@ -12,7 +12,7 @@ import pytest
 
 from elb.core.policy.base import Policy
 from elb.simulate.engine import SimOutcome, SimSettings, Simulator
-from elb.simulate.runner import build_policy, prepare, replay
+from elb.simulate.runner import SimError, build_policy, prepare, replay, with_param
 from elb.simulate.swf import SimJob, Workload
 from tests.unit.test_simulate_wakeup import both, random_log
 from tests.unit.test_simulate_wakeup import elb as elb_policy
@@ -108,3 +108,10 @@ def test_a_peers_replay_keeps_its_own_cadence() -> None:
     assert pc.waits == plain.waits
     _, mine = replay(prepared, build_policy("elb", **kw), settings, billing="second", price=1.0)  # type: ignore[arg-type]
     assert mine.quick_passes == 1
+
+
+def test_the_peek_is_the_replays_option_not_a_policy_parameter() -> None:
+    """``--set peek_interval=2`` would change the policy's config and not the replay: refused."""
+    p = build_policy("elb", billing="second", slots_per_node=8, boot_time=BOOT, max_nodes=2)
+    with pytest.raises(SimError, match="--peek"):
+        with_param(p, "peek_interval", "2")
