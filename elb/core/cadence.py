@@ -62,9 +62,11 @@ class Cadence:
         late look without skipping to the next."""
         return last_pass is None or now - last_pass >= self.poll - self.tick / 2
 
-    def quick_allowed(self, now: float, last_pass: float | None) -> bool:
-        """A peek's news may start a pass now: the gap since the last pass has passed."""
-        return last_pass is None or now - last_pass >= self.gap - self.tick / 2
+    def quick_allowed(self, now: float, last_pass: float | None, *, at_least: float = 0.0) -> bool:
+        """A peek's news may start a pass now: the gap since the last pass has passed, and
+        ``at_least`` (the daemon: ten times the last pass's length, see
+        ``elb.service.reaction``)."""
+        return last_pass is None or now - last_pass >= max(self.gap, at_least) - self.tick / 2
 
 
 __all__ = ["Cadence", "news", "peek_every"]

@@ -581,13 +581,7 @@ def run_forever(balancer: Balancer, interval: float, *, clock: Callable[[], floa
     if balancer.executor.inline:
         balancer.executor = Executor()
     reaction = Reaction.of(balancer.config, balancer.scheduler, interval)
-    if reaction.peeker is not None:
-        log.info(
-            "peeking at %s every %g s: new waiting work starts a pass at once (at most one every %g s)",
-            balancer.scheduler.name,
-            reaction.cadence.peek,
-            reaction.cadence.gap,
-        )
+    reaction.announce()
 
     def one_pass() -> None:
         nonlocal first
@@ -598,10 +592,12 @@ def run_forever(balancer: Balancer, interval: float, *, clock: Callable[[], floa
             return
         if why != "poll":
             log.info("%s: a pass now", why)
+        began = clock()
         if first:  # config read, journal open, scheduler running: systemd may call the service up
             notify.ready(f"polling every {interval:g} s")
             first = False
         result = balancer.run_pass()
+        reaction.passed(clock() - began)
         level = logging.INFO if result.ok else logging.WARNING
         log.log(level, "pass: %s", result.summary())
         notify.alive(f"last pass: {'ok' if result.ok else 'failed'}")

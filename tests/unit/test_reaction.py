@@ -70,6 +70,16 @@ def test_news_too_soon_after_a_pass_waits_for_the_gap_and_still_counts() -> None
     assert r.look(20.0) is not None
 
 
+def test_a_long_pass_holds_the_next_peeks_pass_ten_times_its_length() -> None:
+    """A pass of 3 s: the peek's pass waits 30 s from its start, not the 10 s gap."""
+    d = Peeking({"1"}, *([{"1", "2"}] * 6))
+    r = reaction(d)
+    assert r.look(0.0) == "poll"
+    r.passed(3.0)
+    assert [r.look(t) for t in (5.0, 10.0, 15.0, 20.0, 25.0)] == [None] * 5
+    assert r.look(30.0) is not None
+
+
 def test_the_poll_counts_from_the_last_pass_whatever_started_it() -> None:
     d = Peeking({"1"}, {"1", "2"}, *([{"1", "2"}] * 12))
     r = reaction(d)
