@@ -240,6 +240,28 @@ def checks(cfg: Config) -> Iterator[Check]:
         yield Check("SGE", False, str(err), fix)
         return
     yield Check("SGE", True, f"qstat answers (sge.root {cfg.sge.root}, cell {cfg.sge.cell})")
+    if cfg.policy.peek_interval > 0:
+        yield _peek_check(cfg)
+
+
+def _peek_check(cfg: Config) -> Check:
+    """Whether the peek can be read: a warning when not (the daemon then passes every poll only)."""
+    try:
+        waiting = SgeCommands(cfg.sge).waiting_jobs(cfg.sge.timeout)
+    except SgeError as err:
+        return Check(
+            "SGE peek",
+            True,
+            f"qstat -s p -u '*' cannot be read: {err}; elb would pass every poll only",
+            "set policy.peek_interval: 0 to say so, or see why qstat prints this",
+            warning=True,
+        )
+    return Check(
+        "SGE peek",
+        True,
+        f"qstat -s p -u '*' read ({len(waiting)} jobs waiting): new ones start a pass within "
+        f"policy.peek_interval ({cfg.policy.peek_interval:g} s)",
+    )
 
 
 __all__: Sequence[str] = ("ADD_PLAYBOOK", "REMOVE_PLAYBOOK", "GridEngine", "checks")
