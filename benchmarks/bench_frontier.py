@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from elb.core.config import PolicyConfig
 from elb.simulate.bound import Bound, clairvoyant
 from elb.simulate.engine import SimSettings
 from elb.simulate.frontier import Against, Point, compare, frontiers, plot, verdict
@@ -37,9 +38,15 @@ REPO = Path(__file__).resolve().parents[1]
 TRACES = Path(os.environ.get("ELB_TRACES", REPO.parent / "shared" / "traces"))
 POLICIES = ("elb", "slurm", "parallelcluster", "starcluster")
 SPN, BOOT, POLL, CAP = 8, 300.0, 60.0, 4.0
-# elb polls at any interval an admin sets; these replays poll as often as Slurm's own power-saving
-# pass runs (10 s), over the cheaper end of its idle knob: elb at Slurm's cadence.
-FAST_POLL, FAST_IDLE = 10.0, ("0.0625", "0.125", "0.25", "0.5")
+# elb's quick reaction as the daemon's defaults have it: a peek every PEEK s, a pass at the first one
+# that sees a new job waiting, PEEK_GAP s at least after the last pass. Beside the sweep: elb's
+# defaults with plain polling (a pass every 60 s only: the reaction's worth), and the cheaper end of
+# its idle knob.
+PEEK, PEEK_GAP = PolicyConfig().peek_interval, PolicyConfig().peek_gap
+CHEAP_IDLE = "0.0625"
+# And elb as quick as an admin may make it: a peek every 2 s, a pass at most every 2 s, over the
+# default and the longest idle rule.
+QUICKEST, QUICKEST_IDLE = 2.0, ("0.5", "4")
 COMMAND = "python benchmarks/bench_frontier.py"
 WINDOWS = (
     "Windows: the held-out halves of the logs (elb's defaults were chosen on the first halves), "
@@ -109,17 +116,43 @@ def run_case(case: Case, traces: Path, workers: int, days: float | None, out: Pa
     case = dataclasses.replace(case, title=f"{case.name}, jobs submitted on days {case.start:g}-{last:.1f}")
     cap = max(1, round(CAP * -(-(wl.max_procs or max(j.slots for j in wl.jobs)) // SPN)))
     prepared = prepare(wl, SPN, cap)
-    settings = SimSettings(slots_per_node=SPN, max_nodes=prepared.max_nodes, boot_time=BOOT, poll_interval=POLL)
+    settings = SimSettings(
+        slots_per_node=SPN,
+        max_nodes=prepared.max_nodes,
+        boot_time=BOOT,
+        poll_interval=POLL,
+        peek_interval=PEEK,
+        peek_gap=PEEK_GAP,
+    )
     setup = Setup(prepared, None, settings, "second", 1.0, BOOT, POLL, None)
-    specs = plan_runs(setup, POLICIES, [], [""])
-    fast = dataclasses.replace(setup, settings=dataclasses.replace(settings, poll_interval=FAST_POLL), poll=FAST_POLL)
-    fast_specs = [
-        dataclasses.replace(spec, swept=(("poll", f"{FAST_POLL:g}"), *spec.swept), default=False)
-        for spec in plan_runs(fast, ("elb",), [], [f"idle_factor={','.join(FAST_IDLE)}"])
+    specs = [
+        *plan_runs(setup, POLICIES, [], [""]),
+        *(
+            dataclasses.replace(spec, default=False)
+            for spec in plan_runs(setup, ("elb",), [], [f"idle_factor={CHEAP_IDLE}"])
+        ),
+    ]
+    plain = dataclasses.replace(setup, settings=dataclasses.replace(settings, peek_interval=0.0))
+    plain_specs = [
+        dataclasses.replace(spec, swept=(("peek", "0"), *spec.swept), default=False)
+        for spec in plan_runs(plain, ("elb",), [], [])
+    ]
+    quickest = dataclasses.replace(
+        setup, settings=dataclasses.replace(settings, peek_interval=QUICKEST, peek_gap=QUICKEST)
+    )
+    quickest_specs = [
+        dataclasses.replace(
+            spec, swept=(("peek", f"{QUICKEST:g}"), ("peek_gap", f"{QUICKEST:g}"), *spec.swept), default=False
+        )
+        for spec in plan_runs(quickest, ("elb",), [], [f"idle_factor={','.join(QUICKEST_IDLE)}"])
     ]
     t = time.perf_counter()
-    results = run_all(setup, specs, workers) + run_all(fast, fast_specs, workers)
-    specs = [*specs, *fast_specs]
+    results = (
+        run_all(setup, specs, workers)
+        + run_all(plain, plain_specs, workers)
+        + run_all(quickest, quickest_specs, workers)
+    )
+    specs = [*specs, *plain_specs, *quickest_specs]
     bound = clairvoyant(prepared, settings, price=1.0)
     seconds = time.perf_counter() - t
     points = [Point.of(s, m) for s, m in zip(specs, results, strict=True)]
@@ -259,10 +292,44 @@ def bound_sentence(outcomes: list[Outcome]) -> str:
     return "elb's defaults against the bound: " + "; ".join(parts) + "."
 
 
+def beaten(o: Outcome) -> list[Point]:
+    """The peers' draining points that beat elb's defaults on both axes: a p95 and a cost at most
+    elb's, one of them less."""
+    mine = next(p for p in o.points if p.policy == "elb" and p.default)
+    return [
+        p
+        for p in o.points
+        if p.policy != "elb" and p.drains and p.cost <= mine.cost and p.p95 <= mine.p95
+        if p.cost < mine.cost or p.p95 < mine.p95
+    ]
+
+
+def beaten_lines(outcomes: list[Outcome]) -> list[str]:
+    lines = []
+    for o in outcomes:
+        mine = next(p for p in o.points if p.policy == "elb" and p.default)
+        plain = next((p for p in o.points if p.policy == "elb" and p.knobs == "peek=0"), None)
+        text = f"- {o.case.title}: elb's defaults {mine.cost:,.0f} at {mine.p95:.0f} s"
+        if plain is not None:
+            text += f" (with plain polling: {plain.cost:,.0f} at {plain.p95:.0f} s)"
+        by = beaten(o)
+        if by:
+            text += "; beaten on both axes by " + ", ".join(
+                f"{p.policy} {p.knobs} ({p.cost:,.0f} at {p.p95:.0f} s)" for p in by
+            )
+        else:
+            text += "; no peer's point beats them on both axes"
+        lines.append(text + ".")
+    return lines
+
+
 def page(outcomes: list[Outcome], days: float | None, run: dict[str, Any]) -> str:
     wall, workers, load, day = run["wall"], run["workers"], run["load"], run["day"]
     knobs = "; ".join(f"{name}: " + " x ".join(f"`{k}` {', '.join(vs)}" for k, vs in KNOBS[name]) for name in POLICIES)
-    knobs += f"; and elb polling every {FAST_POLL:g} s (Slurm's own cadence) over `idle_factor` {', '.join(FAST_IDLE)}"
+    knobs += (
+        f"; and elb at `idle_factor` {CHEAP_IDLE}, elb's defaults with plain polling (`peek=0`), and elb peeking "
+        f"every {QUICKEST:g} s with a pass at most every {QUICKEST:g} s over `idle_factor` {', '.join(QUICKEST_IDLE)}"
+    )
     head = [
         "# Frontiers: what each wait costs, per policy",
         "",
@@ -271,7 +338,9 @@ def page(outcomes: list[Outcome], days: float | None, run: dict[str, Any]) -> st
         f"{day}).",
         "",
         "Each policy replayed over its own knob (`elb simulate --sweep`): " + knobs + ". Every replay: "
-        "8-slot nodes, 300 s boot, 60 s polls (the fast elb replays: 10 s; Slurm's own pass every 10 s), "
+        f"8-slot nodes, 300 s boot, 60 s polls with elb's quick reaction as the daemon's defaults have it (a peek "
+        f"every {PEEK:g} s, a pass at the first that sees a new job waiting, {PEEK_GAP:g} s at least after the last "
+        "pass: `elb simulate --peek`; `peek=0`: a pass every poll only), Slurm's own pass every 10 s, "
         "per-second billing (EC2's 60 s minimum), price 1 per node-hour, the cluster capped at 4x the "
         "log's machine, SGE's dispatch without reservations. A policy's **frontier** is its replays "
         "that no other of its replays beats on both p95 wait and cost; a replay whose queue never drains (jobs never "
@@ -302,6 +371,10 @@ def page(outcomes: list[Outcome], days: float | None, run: dict[str, Any]) -> st
         *bound_table(outcomes),
         "",
         bound_sentence(outcomes),
+        "",
+        "## elb's defaults against every peer's point",
+        "",
+        *beaten_lines(outcomes),
         "",
         "## Where elb's frontier is not on or below a peer's",
         "",

@@ -93,6 +93,11 @@ class PolicyConfig(_Strict):
     # (second); "timer": the original rule, kill_after / idle_time, only when no job waits, stabilization_time.
     shrink: Literal["cost", "timer"] = "cost"
     poll_interval: PacingSeconds = 60.0  # the daemon's poll interval, for planning (match the top level)
+    # Between passes, a cheap look at what waits (a driver that can peek: Grid Engine, Slurm) every
+    # peek_interval seconds; new waiting work starts a pass at once, never sooner than peek_gap after
+    # the last pass began (elb.core.cadence). 0, or not less than poll_interval: plain polling.
+    peek_interval: Seconds = 5.0
+    peek_gap: Seconds = 10.0
     removal_lead: Seconds = (
         60.0  # shrink=cost, per-period billing: a removal must be done this long before the boundary
     )
@@ -113,6 +118,8 @@ class PolicyConfig(_Strict):
             raise ValueError(
                 f"removal_lead ({self.removal_lead:g}) must be less than billing_period ({self.billing_period:g})"
             )
+        if 0 < self.peek_interval < 1:
+            raise ValueError(f"peek_interval ({self.peek_interval:g}) must be 0 (no peeks) or at least 1 s")
         if self.kill_after >= self.billing_period:
             raise ValueError(
                 f"kill_after ({self.kill_after:g}) must be less than billing_period ({self.billing_period:g})"

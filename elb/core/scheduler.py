@@ -16,6 +16,9 @@ and the factory names a scheduler.
   scheduler around them (``prepare`` before the play, ``await_registered`` after it).
 - **requeue** the jobs of a host about to be taken back, **bind** a job to on-demand nodes, and
   **release** nodes the scheduler asked for that elb will not bring up.
+
+Optional: a driver that can **peek** (``PeeksDemand``) says cheaply, between passes, what waits
+(``Peek``); the daemon runs a pass at once when new waiting work shows (``elb.core.cadence``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import enum
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from elb.core.model import Job, Node, Snapshot
 
@@ -103,6 +106,26 @@ class Requeued:
 
     pushed: tuple[str, ...] = ()
     not_restartable: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Peek:
+    """A cheap look at the scheduler between passes: a key for each piece of work that waits for
+    elb (Grid Engine: the number of each job waiting and eligible to run; Slurm: the name of each
+    request file its power saving left). A key the last look did not have is new waiting work
+    (``elb.core.cadence.news``)."""
+
+    waiting: frozenset[str]
+
+
+@runtime_checkable
+class PeeksDemand(Protocol):
+    """Optional capability of a driver: ``peek``, far cheaper than ``read``, says what waits
+    (``Peek``) without reading the whole scheduler; raises anything when it cannot say (the
+    daemon logs it once and keeps to its poll). ``timeout``: the most seconds its command may
+    take. Without it: the daemon polls, a pass every ``poll_interval``."""
+
+    def peek(self, timeout: float) -> Peek: ...
 
 
 class Scheduler(Protocol):

@@ -53,6 +53,7 @@ from elb.service.journal import Journal
 from elb.service.logs import Alarms
 from elb.service.metrics import PassMetrics
 from elb.service.passrecord import Counters, LastPass, PassResult
+from elb.service.reaction import Reaction
 from elb.service.sdnotify import KeepAlive, Notifier
 from elb.service.stats import StatsRow, append_row, held_and_error
 
@@ -562,10 +563,12 @@ class Balancer:
 SIGNAL_CHECK = 1.0  # seconds between two looks of the main thread at the stop event
 
 
-def run_forever(balancer: Balancer, interval: float) -> None:
-    """Run a pass every ``interval`` seconds (first at once) until SIGINT/SIGTERM.
+def run_forever(balancer: Balancer, interval: float, *, clock: Callable[[], float] = time.monotonic) -> None:
+    """Run a pass every ``interval`` seconds (first at once), and sooner when the driver's peek
+    shows new waiting work (``elb.service.reaction``: every ``policy.peek_interval``, a pass at
+    most once a ``policy.peek_gap``), until SIGINT/SIGTERM.
 
-    One pass at a time; missed runs are coalesced. Node operations run in the background
+    One pass (or peek) at a time, on one thread; missed looks are coalesced. Node operations run in the background
     (``Executor``), so a pass takes as long as its reads, never a launch or a playbook. A signal
     lets the node operations under way finish (a node half added or half removed is what must
     never be left), starts no other one, and stops; a second signal is passed on to the
@@ -579,15 +582,24 @@ def run_forever(balancer: Balancer, interval: float) -> None:
     first = True
     if balancer.executor.inline:
         balancer.executor = Executor()
+    reaction = Reaction.of(balancer.config, balancer.scheduler, interval)
+    reaction.announce()
 
     def one_pass() -> None:
         nonlocal first
         if stop.is_set():
             return
+        why = reaction.look(clock())
+        if why is None:
+            return
+        if why != "poll":
+            log.info("%s: a pass now", why)
+        began = clock()
         if first:  # config read, journal open, scheduler running: systemd may call the service up
             notify.ready(f"polling every {interval:g} s")
             first = False
         result = balancer.run_pass()
+        reaction.passed(clock() - began)
         level = logging.INFO if result.ok else logging.WARNING
         log.log(level, "pass: %s", result.summary())
         notify.alive(f"last pass: {'ok' if result.ok else 'failed'}")
@@ -607,7 +619,7 @@ def run_forever(balancer: Balancer, interval: float) -> None:
     sched.add_job(
         one_pass,
         "interval",
-        seconds=interval,
+        seconds=reaction.cadence.tick,
         max_instances=1,
         coalesce=True,
         next_run_time=datetime.now().astimezone(),  # first pass at once

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from elb.core.config import PolicyConfig
 from elb.core.durations import minutes
 from elb.core.extras import plot_missing
 from elb.core.warmpool import WarmPool
@@ -61,6 +62,20 @@ def register(sub: Any) -> None:
     p.add_argument("--boot-jitter", type=float, default=0.0, help="extra random boot delay up to this (s)")
     p.add_argument("--seed", type=int, default=0, help="seed of the boot jitter")
     p.add_argument("--poll", type=float, default=60.0, help="balancer poll interval, seconds (default 60)")
+    p.add_argument(
+        "--peek",
+        type=float,
+        default=_LIVE.peek_interval,
+        help="elb's quick reaction: a pass at the first peek (this often, seconds) that sees a job submitted since "
+        f"the last pass still waiting, as the daemon's policy.peek_interval (default {_LIVE.peek_interval:g}; "
+        "0: plain polling; the peers keep their own cadence)",
+    )
+    p.add_argument(
+        "--peek-gap",
+        type=float,
+        default=_LIVE.peek_gap,
+        help=f"the least seconds from a pass to one a peek starts, as policy.peek_gap (default {_LIVE.peek_gap:g})",
+    )
     p.add_argument(
         "--max-nodes",
         default=None,
@@ -254,11 +269,14 @@ def _warm_pool(args: argparse.Namespace) -> WarmPool | None:
     return pool
 
 
+_LIVE = PolicyConfig()  # the daemon's defaults, which a replay follows unless told otherwise
 _NUMBERS = (
     "--price",
     "--boot-time",
     "--boot-jitter",
     "--poll",
+    "--peek",
+    "--peek-gap",
     "--overrun",
     "--overrun-hours",
     "--start",
@@ -290,10 +308,14 @@ def _checked_policies(args: argparse.Namespace) -> list[str]:
         ("--boot-time", args.boot_time),
         ("--boot-jitter", args.boot_jitter),
         ("--poll", args.poll),
+        ("--peek", args.peek),
+        ("--peek-gap", args.peek_gap),
         ("--overrun-hours", args.overrun_hours * 3600.0),
     ):
         if seconds > year:
             raise SimError(f"{flag} must be at most a year")
+    if args.peek < 0 or 0 < args.peek < 1 or args.peek_gap < 0:
+        raise SimError("--peek must be 0 (plain polling) or at least 1 s, --peek-gap at least 0")
     if not 0 <= args.provision_failure_rate < 1:
         raise SimError("--provision-failure-rate must be a share: 0 <= SHARE < 1")
     return names
@@ -328,6 +350,8 @@ def _simulate(args: argparse.Namespace) -> int:
         boot_jitter=args.boot_jitter,
         seed=args.seed,
         poll_interval=args.poll,
+        peek_interval=args.peek,
+        peek_gap=args.peek_gap,
         dispatch="easy" if args.backfill else args.dispatch,
         placement=args.placement,
         fast_forward=not args.no_fast_forward,
@@ -432,6 +456,8 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
                         "slots_per_node": spn,
                         "boot_time": args.boot_time,
                         "poll": args.poll,
+                        "peek": args.peek,
+                        "peek_gap": args.peek_gap,
                         "max_nodes": prepared.max_nodes,
                         "dispatch": "easy" if args.backfill else args.dispatch,
                         "placement": args.placement,
@@ -461,7 +487,8 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
             size = f"{len(groups.groups)} node groups ({_describe(groups)}), {prepared.max_nodes} nodes max"
         print(
             f"{args.log.name}: {len(prepared.jobs)} jobs, {size}, "
-            f"boot {args.boot_time:g} s, poll {args.poll:g} s, billing per {billing}"
+            f"boot {args.boot_time:g} s, poll {args.poll:g} s"
+            f"{f' (elb peeks every {args.peek:g} s)' if 0 < args.peek < args.poll else ''}, billing per {billing}"
             f", dispatch {'easy' if args.backfill else args.dispatch}"
         )
         _print_changes(skipped, wl.overrun, wl.failed)

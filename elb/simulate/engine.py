@@ -64,6 +64,11 @@ stopped node goes when the planner expires it (its keep time, billed up to that 
 the next poll sees it; the replay wakes then, fast-forward or not, or the pool's size). Stopped
 nodes are records in the journal's sense (``stopped``), not in the policy's view, and do not count
 toward ``max_nodes``.
+
+Quick reaction (``peek_interval``, ``elb.core.cadence``): as the live daemon with a driver that
+peeks, a pass also comes at the first peek (every ``peek_interval``, the poll divided into whole
+peeks, from the replay's start) at which a job submitted since the last pass still waits, and at
+least ``peek_gap`` after the last pass; the polls then count from that pass. 0: plain polling.
 """
 
 from __future__ import annotations
@@ -79,6 +84,7 @@ from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from elb.core.backoff import GroupTrackers
 from elb.core.budget import Budget, Spend, period_bounds
+from elb.core.cadence import Cadence
 from elb.core.config import Config, PolicyConfig
 from elb.core.demand import DemandSplit
 from elb.core.gcpause import paused
@@ -118,6 +124,8 @@ def sim_config(settings: SimSettings, groups: SimGroups, max_nodes: int) -> Conf
             "max_nodes": max_nodes,
             "boot_time": settings.boot_time + settings.boot_jitter / 2,
             "poll_interval": settings.poll_interval,
+            "peek_interval": settings.peek_interval,
+            "peek_gap": settings.peek_gap,
             "budget": settings.budget,
         }
     )
@@ -149,6 +157,10 @@ class SimSettings:
     boot_jitter: float = 0.0  # extra boot delay, uniform in [0, boot_jitter)
     seed: int = 0
     poll_interval: float = 60.0
+    # The quick reaction (see the module's doc): a pass at the first peek that sees a job submitted
+    # since the last pass still waiting, at least ``peek_gap`` after it. 0: plain polling.
+    peek_interval: float = 0.0
+    peek_gap: float = 10.0
     dispatch: Literal["sge", "fifo", "easy"] = "sge"  # see the module's doc
     placement: Literal["first", "best"] = "first"  # narrow jobs: lowest-numbered node that fits, or fullest
     fast_forward: bool = True  # use the policy's quiet_until when it has one
@@ -275,6 +287,7 @@ class SimOutcome:
     backoff_rounds: int = 0  # the most failed rounds in a row the back-off reached
     repairs: int = 0  # repairs the planner asked for (none on a replay where nothing breaks)
     budget_held: int = 0  # passes at which the budget held a launch or a restart (``SimSettings.budget``)
+    quick_passes: int = 0  # passes a peek brought forward (``SimSettings.peek_interval``)
 
 
 @dataclass(slots=True)
@@ -422,6 +435,13 @@ class Simulator:
         self.quiet = quiet if settings.fast_forward else None
         self.watches_jobs = bool(getattr(policy, "watches_jobs", True))
         self._last_event_at = self.t0  # the time of the last events handled
+        # The quick reaction: the cadence, where the polls count from (the start, or the last
+        # pass a peek brought forward), when the last pass was, and the first waiting job's
+        # number (in ``pending``) that the last pass did not see.
+        self.cadence = Cadence.of(settings.poll_interval, settings.peek_interval, settings.peek_gap)
+        self._origin = self.t0
+        self._last_pass: float | None = None
+        self._unseen = 0
         # Warm pools of the groups that have one, and their stopped nodes (oldest stop first).
         self.pools: dict[str, WarmPool] = {
             g.name: g.warm_pool for g in self.groups.groups.groups if g.warm_pool.enabled
@@ -908,6 +928,7 @@ class Simulator:
             spend=None if self.meter is None else self.meter.spend(self, now),
         )
         self.last_inputs = inputs
+        self._last_pass, self._unseen = now, self.pending.next_number  # what waits now, this pass sees
         return plan_pass(inputs, self.config, self.policy, now)
 
     def _jobs_on(self, name: str) -> tuple[Job, ...]:
@@ -1035,8 +1056,39 @@ class Simulator:
         """First poll instant at or after ``t``."""
         if t == math.inf:
             return t
-        k = math.ceil((t - self.t0) / self.s.poll_interval - _EPS)
-        return self.t0 + max(0, k) * self.s.poll_interval
+        k = math.ceil((t - self._origin) / self.s.poll_interval - _EPS)
+        return self._origin + max(0, k) * self.s.poll_interval
+
+    def _news(self) -> bool:
+        """A job submitted since the last pass still waits: what a peek would see."""
+        newest = self.pending.newest()
+        return newest is not None and newest >= self._unseen
+
+    def _peek_after(self, t: float, quick: float) -> float:
+        """The peek that will see a job that came at ``t`` still waiting (``quick``, when one
+        is due already; inf without peeks or without such a job)."""
+        if quick < math.inf or not self.cadence.peek or not self._news():
+            return quick
+        return self._quick_at(t)
+
+    def _peeked(self, at: float) -> bool:
+        """The peek at ``at``: True when what came since the last pass still waits (a pass now,
+        and the polls count from it)."""
+        if not self._news():
+            return False
+        self._origin = at
+        self.out.quick_passes += 1
+        return True
+
+    def _quick_at(self, t: float) -> float:
+        """The first peek at or after ``t`` and at least ``peek_gap`` after the last pass."""
+        tick, last = self.cadence.peek, self._last_pass
+        if last is not None:  # a poll fast-forward skipped was a pass all the same
+            last = max(
+                last, self._origin + math.floor((t - self._origin) / self.s.poll_interval + _EPS) * self.s.poll_interval
+            )
+        earliest = t if last is None else max(t, last + self.cadence.gap)
+        return self.t0 + max(0, math.ceil((earliest - self.t0) / tick - _EPS)) * tick
 
     def run(self) -> SimOutcome:
         """Replay the log; the outcome. A replay makes millions of objects and no reference cycle:
@@ -1046,18 +1098,24 @@ class Simulator:
         with paused():
             return self._run()
 
-    def _run(self) -> SimOutcome:
+    def _run(self) -> SimOutcome:  # noqa: PLR0912 (the replay's loop, in one place)
         poll = self.t0
+        quick = math.inf  # the peek that will see a new waiting job, when one waits
         total = max(1.0, self.jobs[-1].submit - self.t0)
         last_report = -1.0
         quiet_since: float | None = None
         while True:
             nxt = self._next_event()
-            if nxt <= poll and nxt < math.inf:
+            if nxt <= min(poll, quick) and nxt < math.inf:
                 self._events_at(nxt)
+                quick = self._peek_after(nxt, quick)
                 continue
             if self._done():
                 break
+            if quick < poll and not self._peeked(quick):  # what came started before the peek
+                quick = math.inf
+                continue
+            poll, quick = min(poll, quick), math.inf
             if poll == math.inf:  # asleep until a node event, and none will come: poll again
                 poll = self._grid(self._last_event_at)
             now = poll

@@ -129,6 +129,7 @@ class Metrics:
     backoff_rounds: int = 0  # the most failed rounds in a row the back-off reached
     budget_held: int = 0  # passes at which the budget held a launch or a restart (--budget)
     peak_nodes: int = 0  # the most nodes up (launched, not yet gone) at once
+    quick_passes: int = 0  # passes a peek brought forward (--peek)
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -211,6 +212,7 @@ def metrics(
         backoff_rounds=out.backoff_rounds,
         budget_held=out.budget_held,
         peak_nodes=peak,
+        quick_passes=out.quick_passes,
     )
 
 

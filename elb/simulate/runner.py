@@ -65,8 +65,15 @@ def param_value(policy: Policy, key: str) -> object:
     raise SimError(f"policy {policy.name} has no parameter {key!r}")
 
 
+# The daemon's settings a replay takes as its own options, not as the policy's parameters: set
+# through the policy they would change nothing in the replay.
+REPLAY_OPTIONS = {"peek_interval": "--peek", "peek_gap": "--peek-gap"}
+
+
 def with_param(policy: Policy, key: str, raw: str) -> Policy:
     """The same policy with one parameter changed (its own params, else its PolicyConfig)."""
+    if key in REPLAY_OPTIONS:
+        raise SimError(f"{key} is the replay's {REPLAY_OPTIONS[key]}, not a parameter of the policy")
     params = getattr(policy, "params", None)
     if params is not None and dataclasses.is_dataclass(params) and not isinstance(params, type):
         names = {f.name for f in dataclasses.fields(params)}
@@ -201,6 +208,8 @@ def replay(
     own = getattr(policy, "interval", None)  # a peer that decides on its own clock (Slurm: 10 s)
     if isinstance(own, int | float) and own > 0:
         settings = dataclasses.replace(settings, poll_interval=float(own))
+    if not policy.name.startswith("elb"):  # the peek is elb's daemon's: a peer's model keeps its own cadence
+        settings = dataclasses.replace(settings, peek_interval=0.0)
     if getattr(policy, "master_exec", False) is True:  # a peer whose master runs jobs (StarCluster)
         settings = dataclasses.replace(settings, master_exec_slots=settings.slots_per_node)
     t = time.perf_counter()

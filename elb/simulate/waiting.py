@@ -45,6 +45,15 @@ class WaitingJobs(Generic[N, T]):
         """How many distinct needs the waiting items have."""
         return len(self._by_need)
 
+    @property
+    def next_number(self) -> int:
+        """The number the next ``add`` gives."""
+        return self._seq
+
+    def newest(self) -> int | None:
+        """The number of the newest waiting item, or None."""
+        return next(reversed(self._all), None)
+
     def add(self, item: T, need: N) -> int:
         """Queue ``item`` last; returns its number, which ``remove`` takes."""
         seq = self._seq

@@ -16,6 +16,7 @@ import pytest
 from elb.cli.main import main
 from elb.cli.systemd import elb_command, render_unit
 from elb.core.assets import systemd_unit
+from elb.core.config import Config
 from elb.service import logs
 from elb.service.sdnotify import Notifier
 
@@ -229,6 +230,8 @@ def test_run_forever_tells_systemd_ready_alive_and_stopping(tmp_path: Path, monk
     class OnePassThenTerm:
         stopping = threading.Event()
         provisioner = None
+        config = Config()
+        scheduler = SimpleNamespace(name="SGE")  # it cannot peek: a pass every poll
         executor = Executor(inline=True)
 
         def clock(self) -> float:

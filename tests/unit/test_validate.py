@@ -93,6 +93,22 @@ def test_qstat_that_answers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert "ok   SGE: qstat answers" in out
 
 
+def test_a_peek_that_cannot_be_read_is_a_warning_not_a_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bin_dir = fake_qstat(tmp_path, 'if [ "$1" = "-s" ] && [ "$2" = "p" ]; then echo "something else"; fi; exit 0')
+    path = write_config(tmp_path, f"sge: {{bin_dir: {bin_dir}}}\n")
+    _, out = run(path, capsys)
+    assert any(line.startswith("warn SGE peek: qstat -s p -u '*' cannot be read") for line in out), out
+    assert not any(line.startswith("FAIL SGE") for line in out), out
+    (bin_dir / "qstat").write_text("#!/bin/sh\nexit 0\n")
+    _, out = run(path, capsys)
+    assert any(line.startswith("ok   SGE peek: qstat -s p -u '*' read (0 jobs waiting)") for line in out), out
+    path.write_text(path.read_text() + "policy: {peek_interval: 0}\n")
+    _, out = run(path, capsys)
+    assert not any("SGE peek" in line for line in out), out
+
+
 def test_a_journal_from_a_newer_elb_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import sqlite3
 

@@ -19,7 +19,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from elb.cli.validate import check_watchdog, systemd_seconds, unit_setting
 from elb.core.checks import Check
-from elb.core.config import parse_config
+from elb.core.config import Config, parse_config
 from elb.service.daemon import run_forever
 from elb.service.executor import Executor
 from elb.service.sdnotify import HUNG_POLLS, KeepAlive, Notifier, hung_after
@@ -159,6 +159,8 @@ def test_run_forever_keeps_alive_between_passes_of_a_long_poll(
     class OnePass:
         stopping = threading.Event()
         provisioner = None
+        config = Config()
+        scheduler = SimpleNamespace(name="SGE")  # it cannot peek: a pass every poll
         executor = Executor(inline=True)
 
         def clock(self) -> float:

@@ -29,6 +29,7 @@ from elb.schedulers import process
 from elb.schedulers.process import CommandResult, Retry, Runner
 from elb.schedulers.sge.errors import PartialReadError, SgeError, SgeParseError, SgeTimeoutError
 from elb.schedulers.sge.parse import QstatMemo, check_agree, join_snapshot, parse_qhost, parse_qstat, parse_start_times
+from elb.schedulers.sge.peek import PEEK_ARGS, waiting_jobs
 from elb.schedulers.sge.readcheck import Need, check_read
 from elb.schedulers.sge.site import Site, build_site, parse_names
 
@@ -137,6 +138,7 @@ class SgeCommands:
         base["LC_ALL"] = "C"
         self._env = base
         self._qstat_memo = QstatMemo()  # what the last whole read of qstat was made into
+        self._last_peek: tuple[bytes, frozenset[str]] = (b"", frozenset())  # the last peek's output, parsed
 
     # -- plumbing --------------------------------------------------------------------------
     def _executable(self, name: str) -> str:
@@ -189,6 +191,22 @@ class SgeCommands:
         except SgeParseError as err:
             raise SgeParseError(err.message, command=qstat.argv, returncode=qstat.returncode) from None
         return join_snapshot(jobs, hosts, now)
+
+    def waiting_jobs(self, timeout: float) -> frozenset[str]:
+        """The numbers of the jobs waiting and eligible to run (``qstat -s p -u '*'``, plain text:
+        ``elb.schedulers.sge.peek``), within ``timeout`` (at most ``sge.timeout``), tried once: a
+        peek that fails is not worth a retry, the next one comes in seconds."""
+        argv = (self._executable("qstat"), *PEEK_ARGS)
+        result = self._runner(argv, timeout=min(timeout, self.config.timeout), env=self._env)
+        if result.returncode != 0:
+            detail = result.stderr or result.stdout.decode("utf-8", errors="replace")
+            message = "failed" if detail.strip() else "failed without saying why"
+            raise SgeError(message, command=argv, returncode=result.returncode, stderr=detail)
+        if result.stdout == self._last_peek[0]:  # nothing changed since the last peek: no parse
+            return self._last_peek[1]
+        found = self._parsed(waiting_jobs, result)
+        self._last_peek = (result.stdout, found)
+        return found
 
     def disable_host(self, host: str, queues: Sequence[str] | None = None) -> None:
         """``qmod -d`` the host's queue instances (all of them unless ``queues`` names some)."""

@@ -14,7 +14,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 from elb.core.attribution import JobUse
 from elb.core.checks import Check
@@ -23,7 +23,7 @@ from elb.core.demand import DemandSplit
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
 from elb.core.model import Job, Node, Snapshot
-from elb.core.scheduler import DrainCheck, Requeued, SchedulerError, SchedulerRead
+from elb.core.scheduler import DrainCheck, Peek, Requeued, SchedulerError, SchedulerRead
 from elb.schedulers.sge.commands import Rescheduled, SgeCommands, WholeReader, read_whole
 from elb.schedulers.sge.errors import SgeError, SgeTimeoutError, hint
 from elb.schedulers.sge.readcheck import expected_hosts, running_jobs
@@ -50,6 +50,14 @@ class SgeClient(WholeReader, SiteReader, StartTimeReader, Protocol):
     def reschedule_host(self, host: str) -> Rescheduled: ...
 
     def set_hard_requests(self, job: int, requests: Mapping[str, str]) -> None: ...
+
+
+@runtime_checkable
+class WaitingReader(Protocol):
+    """An SGE client that can peek (``SgeCommands``; a stand-in in tests may not): without it,
+    ``GridEngine.peek`` fails and the daemon polls."""
+
+    def waiting_jobs(self, timeout: float) -> frozenset[str]: ...
 
 
 class GridEngine:
@@ -81,6 +89,14 @@ class GridEngine:
             raise SchedulerError(str(err), transient=getattr(err, "transient", False)) from err
         self._last_whole = snap
         return SchedulerRead(snap)
+
+    def peek(self, timeout: float) -> Peek:
+        """The numbers of the jobs waiting and eligible to run, from ``qstat -s p -u '*'``
+        (``elb.schedulers.sge.peek`` argues the choice), within ``timeout``."""
+        client = self.sge
+        if not isinstance(client, WaitingReader):
+            raise SchedulerError("this SGE client cannot peek")
+        return Peek(_sge(lambda: client.waiting_jobs(timeout)))
 
     def demand(self, read: SchedulerRead, records: Sequence[Node], slots: int | None) -> DemandSplit:
         snap = read.snapshot
@@ -224,6 +240,28 @@ def checks(cfg: Config) -> Iterator[Check]:
         yield Check("SGE", False, str(err), fix)
         return
     yield Check("SGE", True, f"qstat answers (sge.root {cfg.sge.root}, cell {cfg.sge.cell})")
+    if cfg.policy.peek_interval > 0:
+        yield _peek_check(cfg)
+
+
+def _peek_check(cfg: Config) -> Check:
+    """Whether the peek can be read: a warning when not (the daemon then passes every poll only)."""
+    try:
+        waiting = SgeCommands(cfg.sge).waiting_jobs(cfg.sge.timeout)
+    except SgeError as err:
+        return Check(
+            "SGE peek",
+            True,
+            f"qstat -s p -u '*' cannot be read: {err}; elb would pass every poll only",
+            "set policy.peek_interval: 0 to say so, or see why qstat prints this",
+            warning=True,
+        )
+    return Check(
+        "SGE peek",
+        True,
+        f"qstat -s p -u '*' read ({len(waiting)} jobs waiting): new ones start a pass within "
+        f"policy.peek_interval ({cfg.policy.peek_interval:g} s)",
+    )
 
 
 __all__: Sequence[str] = ("ADD_PLAYBOOK", "REMOVE_PLAYBOOK", "GridEngine", "checks")

@@ -42,7 +42,7 @@ from elb.core.demand import DemandSplit, NotDemand
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
 from elb.core.model import Node, NodeState
-from elb.core.scheduler import Ask, AskKind, DrainCheck, Dropped, Requeued, SchedulerError, SchedulerRead
+from elb.core.scheduler import Ask, AskKind, DrainCheck, Dropped, Peek, Requeued, SchedulerError, SchedulerRead
 from elb.schedulers.slurm import conf as slurm_conf
 from elb.schedulers.slurm import requests as slurm_requests
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
@@ -187,6 +187,16 @@ class Slurm:
         stale_after = max(60.0, HEARTBEAT_POLLS * self.config.poll_interval)
         slurm_requests.touch_heartbeat(directory, now, stale_after)
         return tuple(lines)
+
+    def peek(self, timeout: float) -> Peek:
+        """The request files Slurm's power saving left (``requests.waiting``): a new one is a new
+        ask, and the pass takes it. Not ``squeue -t PD``: elb brings up the nodes Slurm asks for,
+        so a job that waits without a request is none of its business, and a listing of a local
+        directory runs no command (``timeout`` bounds nothing here)."""
+        try:
+            return Peek(slurm_requests.waiting(self.config.slurm.requests))
+        except OSError as err:
+            raise SchedulerError(f"listing {self.config.slurm.requests}: {err.strerror or err}") from err
 
     def read(self, records: Sequence[Node], now: float) -> SchedulerRead:
         read = self._read()

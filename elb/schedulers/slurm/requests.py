@@ -192,12 +192,28 @@ class Taken:
     bad: tuple[str, ...]  # why each file set aside was not a request
 
 
+def _is_request(name: str) -> bool:
+    """A request file's name (a temporary file, the heartbeat and a file set aside are not)."""
+    return name.endswith(".json") and not name.startswith(".")
+
+
+def waiting(directory: Path) -> frozenset[str]:
+    """The names of the request files in ``directory`` (none when it does not exist): the peek
+    (``elb.core.scheduler.PeeksDemand``), a listing of a local directory, nothing read. Raises
+    ``OSError`` when it cannot be listed."""
+    try:
+        with os.scandir(directory) as entries:
+            return frozenset(e.name for e in entries if _is_request(e.name))
+    except FileNotFoundError:
+        return frozenset()
+
+
 def pending(directory: Path, limit: int = 1000) -> Taken:
     """The requests waiting in ``directory``, oldest first (at most ``limit``); files that are
     not requests are renamed ``*.bad`` and said why. Nothing is removed: ``done`` does that
     once the request is journalled."""
     try:
-        names = sorted(p.name for p in directory.iterdir() if p.suffix == ".json" and not p.name.startswith("."))
+        names = sorted(p.name for p in directory.iterdir() if _is_request(p.name))
     except FileNotFoundError:
         return Taken((), ())
     except OSError as err:
@@ -237,5 +253,6 @@ __all__: Sequence[str] = (
     "request_dir",
     "resume_detail",
     "touch_heartbeat",
+    "waiting",
     "write",
 )
