@@ -39,6 +39,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, NamedTuple, cast
 
@@ -884,16 +885,35 @@ class QstatMemo:
     From one pass to the next most of qstat's entries are the very same text: a piece read from
     the same place gives the same job and queue instances (a pure function of its text and of
     where the reader stands; the local time zone aside, which is checked), so it is looked up
-    instead of read again, and the jobs of the last read are reused. (When SGE normalizes its
-    priorities anew, every entry's ``<JAT_prio>`` changes and every piece is read again, as
-    without a memo.) Only the last document's pieces are kept; one memo serves one sequence of
-    reads (``SgeCommands`` keeps one).
+    instead of read again, and the jobs of the last read are reused. A piece is found by its
+    text from its first ``</JAT_prio>`` on, and its text before that is compared: when only the
+    priority differs (SGE normalizes priorities anew when the highest or lowest job leaves, and
+    every entry's ``<JAT_prio>`` changes), the job is the remembered one with the new priority
+    (``_QuickReader.reprioritized``). Only the last document's pieces are kept; one memo serves
+    one sequence of reads (``SgeCommands`` keeps one).
     """
 
     def __init__(self) -> None:
-        # By where the reader stood (place, queue instance), then by the piece's text.
-        self.pieces: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
+        # By where the reader stood (place, queue instance), then by the piece's text from its
+        # first </JAT_prio> (the whole text without one): its text up to there, and what it made.
+        self.pieces: dict[tuple[str, str | None], dict[str, tuple[str, Job | _Piece]]] = {}
         self.zone: tuple[object, ...] = ()
+
+
+_PRIO_OPEN, _PRIO_CLOSE = "<JAT_prio>", "</JAT_prio>"
+_PRIO_TEXT = re.compile(f"{_TEXT}{{0,64}}")
+_JOB_VALUES = attrgetter(*_JOB_FIELDS)
+
+
+def _with_priority(job: Job, priority: float) -> Job:
+    """``job`` with another priority, made in place as the quick reader makes jobs."""
+    new = object.__new__(_JobBuilder)
+    (new.job_id, new.name, new.owner, new.state, new.slots, new.submitted, new.started, new.tasks, new.task_ids,
+     new.priority, new.pe, new.pe_range, new.hard_requests, new.queue, new.hard_runtime, new.hard_queues,
+     new.master_requests, new.slave_requests) = _JOB_VALUES(job)  # fmt: skip
+    new.priority = priority
+    new.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
+    return cast(Job, new)
 
 
 def _zone() -> tuple[object, ...]:
@@ -927,7 +947,7 @@ class _QuickReader:
         self.place = "root"  # root, queue_info, Queue-List, job_info, end (after the root's end)
         self.fields: dict[str, str | None] | None = None  # of the Queue-List being read, until its first entry
 
-    def read(self) -> QstatResult:
+    def read(self) -> QstatResult:  # noqa: PLR0912, PLR0915 (one flat loop over the pieces)
         whole, mark = self.text, _ENTRY_MARK
         self.text = ""
         cut = whole.find(mark)
@@ -941,18 +961,32 @@ class _QuickReader:
         # A remembered piece is let go as soon as it is read again, so the last document's pieces
         # and this one's are never all held at once.
         remembered = memo.pieces if memo is not None and memo.zone == zone else {}
-        made: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
-        nothing: dict[str, Job | _Piece] = {}
+        made: dict[tuple[str, str | None], dict[str, tuple[str, Job | _Piece]]] = {}
+        nothing: dict[str, tuple[str, Job | _Piece]] = {}
         jobs, late, queues, place, find, size = self.jobs, self.late, self.queues, self.place, whole.find, len(mark)
         known, mine = remembered.get((place, queue), nothing), made.setdefault((place, queue), {})
+        closed = _PRIO_CLOSE
         while cut >= 0:
             start = cut + size
             cut = find(mark, start)
-            text = whole[start:cut] if cut >= 0 else whole[start:]
-            done = known.pop(text, None)
-            if done is None:
-                done = self.piece(text, place, queue)
-            mine[text] = done
+            end = cut if cut >= 0 else len(whole)
+            # A piece is found by its text from its first </JAT_prio> (the whole text without one);
+            # what comes before (its job number, its priority) is checked against the one found.
+            tail = find(closed, start, end)
+            if tail < 0:
+                key, head = whole[start:end], ""
+            else:
+                key, head = whole[tail:end], whole[start:tail]
+            was = known.pop(key, None)
+            if was is not None and was[0] == head:
+                done = was[1]
+                mine[key] = was  # the same pair: no object made for a piece found
+            else:
+                if was is None:
+                    done = self.piece(whole[start:end], place, queue)
+                else:  # another priority, or another entry of the same text from its priority on
+                    done = self.reprioritized(was, head) or self.piece(whole[start:end], place, queue)
+                mine[key] = (head, done)
             if type(done) is Job:  # the reader stays where it is
                 jobs.append(done)
                 continue
@@ -970,6 +1004,33 @@ class _QuickReader:
         if memo is not None:
             memo.pieces, memo.zone = made, zone
         return QstatResult(tuple(self.jobs + self.late), tuple(self.queues))
+
+    def reprioritized(self, was: tuple[str, Job | _Piece], head: str) -> Job | _Piece | None:
+        """What a remembered piece made (``was``: its text up to its first ``</JAT_prio>``, and
+        what it made) for a piece of the same text from there on whose text up to there is
+        ``head``, when the two differ only in what their first ``<JAT_prio>`` holds; None
+        otherwise (the piece is then read whole).
+
+        The piece reads as the remembered one did but for the job's priority: ``_JOB_ENTRY`` reads
+        it as the text between the entry's first ``<JAT_prio>`` and the ``</JAT_prio>`` after it
+        (no ``<`` in it), and nothing else of the entry, nor what follows it, depends on it. The
+        new priority's text is checked as ``_JOB_ENTRY`` checks it and read as ``job`` reads it."""
+        before, done = was
+        opened = head.find(_PRIO_OPEN) + len(_PRIO_OPEN)
+        if opened < len(_PRIO_OPEN) or not before.startswith(head[:opened]):
+            return None
+        text = head[opened:]
+        # What _JOB_ENTRY allows there (printable text without "<" is; the rest is checked).
+        if (len(text) > 64 or "<" in text or not text.isprintable()) and _PRIO_TEXT.fullmatch(text) is None:
+            return None
+        try:
+            priority = self.priority(_resolve(text) if self.amp else text)
+        except _Decline:
+            return None
+        if type(done) is Job:
+            return _with_priority(done, priority)
+        piece = cast(_Piece, done)
+        return piece._replace(job=_with_priority(piece.job, priority))
 
     def piece(self, text: str, place: str, queue: str | None) -> Job | _Piece:
         """Read one piece (a job entry after its mark, and what follows) from ``place``, in the
