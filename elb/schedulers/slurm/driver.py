@@ -49,7 +49,7 @@ from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
 from elb.schedulers.slurm.parse import compress, not_demand_reason
 from elb.schedulers.slurm.requests import RequestKind
 from elb.schedulers.slurm.usage import read_slurm
-from elb.schedulers.slurm.view import jobs_of, node_up, snapshot
+from elb.schedulers.slurm.view import JobsMemo, jobs_of, node_up, snapshot
 from elb.schedulers.waiting import wait_until_up
 
 log = logging.getLogger("elb.schedulers.slurm")
@@ -90,8 +90,9 @@ def asks_now(
             continue
         group = partition_groups.get(sn.partitions[0]) if sn.partitions else None
         ask = Ask(a.node, a.kind, a.since, a.detail, group, a.attempts, a.retry_at)
-        running = [j.job_id for j in read.jobs_on(a.node) if not j.pending]
-        if a.kind is AskKind.RESET and a.node in alive and running:
+        # (The jobs on the node are looked for only for a reset: a scan of every job.)
+        running = [j.job_id for j in read.jobs_on(a.node) if not j.pending] if a.kind is AskKind.RESET else []
+        if a.node in alive and running:
             # Its slurmd registered after all and a job runs there: taking it out would drain it,
             # find the job, undrain it, and again each pass the ask stays open.
             why = f"Slurm shows it running job {', '.join(running)}: kept, not taken out"
@@ -169,6 +170,7 @@ class Slurm:
         self._resume_timeout: float | None = None
         self._resume_timeout_read = False
         self._last: SlurmRead | None = None
+        self._jobs_memo = JobsMemo()  # the neutral jobs of the last read's squeue lines
 
     # -- reads -------------------------------------------------------------------------------
     def take_requests(self, now: float) -> tuple[str, ...]:
@@ -199,7 +201,7 @@ class Slurm:
             partition_groups=self.config.slurm.partition_groups,
             now=now,
         )
-        return SchedulerRead(snapshot(read.jobs, read.nodes, now), kept, dropped, gone)
+        return SchedulerRead(snapshot(read.jobs, read.nodes, now, memo=self._jobs_memo), kept, dropped, gone)
 
     def resume_timeout(self) -> float | None:
         """Slurm's ``ResumeTimeout``, read once (None: it could not be read; no ask is dropped for its age)."""

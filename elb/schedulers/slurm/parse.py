@@ -22,6 +22,7 @@ Anything else (a missing field, a number that is not one, an unknown base state)
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -172,38 +173,68 @@ def _time(text: str) -> float | None:
     return parse_timestamp(value)
 
 
-def parse_squeue(text: str) -> list[SlurmJob]:
-    """``SQUEUE_ARGV``'s output."""
+class SqueueMemo:
+    """What the last ``parse_squeue`` made of each line, for the next read.
+
+    From one poll to the next most of squeue's lines are the very same text, and a line's job
+    is a pure function of its text (and of the local time zone, which its time stamps are read
+    in: checked), so a line read before is looked up instead of read again. Only the last
+    read's lines are kept; one memo serves one sequence of reads (``SlurmCommands`` keeps one).
+    """
+
+    def __init__(self) -> None:
+        self.lines: dict[str, SlurmJob] = {}
+        self.zone: tuple[object, ...] = ()
+
+
+def _zone() -> tuple[object, ...]:
+    """What the conversion of local time stamps depends on (``time.tzset``'s results)."""
+    return (time.timezone, time.altzone, time.daylight, time.tzname)
+
+
+def parse_squeue(text: str, *, memo: SqueueMemo | None = None) -> list[SlurmJob]:
+    """``SQUEUE_ARGV``'s output; ``memo``: the lines of the read before (updated)."""
+    zone = _zone()
+    known = memo.lines if memo is not None and memo.zone == zone else {}
+    made: dict[str, SlurmJob] = {}
     jobs: list[SlurmJob] = []
     for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        parts = line.split("|", 11)
-        if len(parts) != 12:
-            raise SlurmParseError(f"squeue: line {number}: {len(parts)} fields, expected 12 ({SQUEUE_FORMAT})")
-        job_id, partition, state, reason, nodes, cpus, nodelist, submitted, started, limit, user, name = parts
-        try:
-            if not job_id or not state.isupper():
-                raise ValueError(f"job {job_id!r} in state {state!r}")
-            jobs.append(
-                SlurmJob(
-                    job_id=job_id,
-                    partition=partition,
-                    state=state,
-                    reason=reason,
-                    nodes=int(nodes),
-                    cpus=int(cpus),
-                    nodelist=expand(nodelist),
-                    submitted=_time(submitted),
-                    started=_time(started),
-                    time_limit=parse_time_limit(limit),
-                    user=user,
-                    name=name,
-                )
-            )
-        except ValueError as err:
-            raise SlurmParseError(f"squeue: line {number}: {err}") from None
+        job = known.get(line)
+        if job is None:
+            if not line.strip():
+                continue
+            job = _squeue_line(line, number)
+        made[line] = job
+        jobs.append(job)
+    if memo is not None:
+        memo.lines, memo.zone = made, zone
     return jobs
+
+
+def _squeue_line(line: str, number: int) -> SlurmJob:
+    parts = line.split("|", 11)
+    if len(parts) != 12:
+        raise SlurmParseError(f"squeue: line {number}: {len(parts)} fields, expected 12 ({SQUEUE_FORMAT})")
+    job_id, partition, state, reason, nodes, cpus, nodelist, submitted, started, limit, user, name = parts
+    try:
+        if not job_id or not state.isupper():
+            raise ValueError(f"job {job_id!r} in state {state!r}")
+        return SlurmJob(
+            job_id=job_id,
+            partition=partition,
+            state=state,
+            reason=reason,
+            nodes=int(nodes),
+            cpus=int(cpus),
+            nodelist=expand(nodelist),
+            submitted=_time(submitted),
+            started=_time(started),
+            time_limit=parse_time_limit(limit),
+            user=user,
+            name=name,
+        )
+    except ValueError as err:
+        raise SlurmParseError(f"squeue: line {number}: {err}") from None
 
 
 def parse_sinfo(text: str) -> list[SlurmNode]:
@@ -262,6 +293,7 @@ __all__: Sequence[str] = (
     "SlurmJob",
     "SlurmNode",
     "SlurmParseError",
+    "SqueueMemo",
     "by_name",
     "compress",
     "expand",
