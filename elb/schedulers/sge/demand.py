@@ -326,8 +326,9 @@ def place_shapes(
     narrowed = _Memo()
     unbound = JobBinding()
     table: dict[tuple[object, ...], Placement] = {}
+    items = narrowed.items
     for key, (job, binding) in one_of_each.items():
-        shape = (key[0], _items(job.hard_requests), _items(job.master_requests), _items(job.slave_requests), binding)
+        shape = (key[0], items(job.hard_requests), items(job.master_requests), items(job.slave_requests), binding)
         found = by_shape.get(shape)
         if found is None:
             found = by_shape[shape] = _place(
@@ -369,9 +370,19 @@ class _Memo:
 
     def __init__(self) -> None:
         self.candidates: dict[tuple[object, ...], _Candidates | _Stop] = {}
+        # Each request mapping's items (``_items``) by the mapping's identity: the jobs placed
+        # hold their mappings for as long as the memo lives, so an identity stays theirs.
+        self.sorted: dict[int, tuple[Mapping[str, str], tuple[tuple[str, str], ...]]] = {}
         self.requests: dict[tuple[str, str, str], _Request | str | None] = {}
         self.shorts: dict[tuple[int, str, str, int], tuple[str, str] | None] = {}
         self.per_node: dict[tuple[object, ...], tuple[int, int, str]] = {}
+
+    def items(self, requests: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+        """``_items(requests)``, once for each mapping."""
+        found = self.sorted.get(id(requests))
+        if found is None or found[0] is not requests:
+            found = self.sorted[id(requests)] = (requests, _items(requests))
+        return found[1]
 
 
 def _narrowed(
@@ -387,13 +398,14 @@ def _narrowed(
     (``memo``); its ``_Stop`` is raised again."""
     if memo is None:
         return _candidates(job, groups, site, binding, new_node_name)
+    items = memo.items
     key = (
         job.slots,
         job.pe,
         job.pe_range,
-        _items(job.hard_requests),
-        _items(job.master_requests),
-        _items(job.slave_requests),
+        items(job.hard_requests),
+        items(job.master_requests),
+        items(job.slave_requests),
         binding.hard_queues,
     )
     found = memo.candidates.get(key)
