@@ -676,7 +676,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     results: list[Measured] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name in args.shapes.split(","):
+        for name in filter(None, args.shapes.split(",")):
             results.append(measure_shape(SHAPES[name], args, Path(tmp)))
         if not args.no_memory:
             measure_memory(args, Path(tmp))
