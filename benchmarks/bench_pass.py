@@ -95,6 +95,7 @@ from elb.core.policy.grouped import policy_for
 from elb.core.scheduler import Ask, AskKind
 from elb.core.state import join, seen
 from elb.schedulers.sge.commands import QHOST_ARGS, QSTAT_ARGS, CommandResult, SgeCommands, read_whole
+from elb.schedulers.sge.demand import Placements
 from elb.schedulers.sge.parse import join_snapshot, parse_qhost, parse_qstat
 from elb.schedulers.sge.readcheck import expected_hosts, running_jobs
 from elb.schedulers.sge.servable import SiteCache, demand_of
@@ -415,6 +416,7 @@ class World:
     other: MemorySge
     site: SiteCache
     starts: StartTimes
+    placements: Placements
     last_whole: Snapshot | None = None
 
 
@@ -449,7 +451,10 @@ def make_world(
     site.get(other, NOW)  # read by an earlier pass
     outputs = {"qstat": qstat_xml, "qhost": qhost_xml}
     sge = memory_commands(outputs, bin_dir)
-    return World(outputs, config, policy_for(config), tuple(records), tuple(instances), sge, other, site, StartTimes())
+    policy = policy_for(config)
+    return World(
+        outputs, config, policy, tuple(records), tuple(instances), sge, other, site, StartTimes(), Placements()
+    )
 
 
 PHASES = ("read", "seen", "waits", "demand", "plan")
@@ -490,6 +495,7 @@ def one_pass(world: World, mark: Callable[[str], None]) -> tuple[Snapshot, Deman
             world.config.policy.slots_per_node,
             start_times=starts,
             unread=world.starts.unread,
+            keep=world.placements,
         )
         inputs = dataclasses.replace(inputs, demand=demand, backoff=Backoffs())
     mark("demand")
@@ -561,7 +567,7 @@ def measure_shape(shape: Shape, args: argparse.Namespace, tmp: Path) -> Measured
     world.starts.limit = READS_PER_PASS
     firsts: list[tuple[dict[str, float], float]] = []
     for _ in range(args.first):  # the first pass after a start: nothing remembered, no last whole read
-        world.sge, world.last_whole = memory_commands(world.outputs, tmp), None
+        world.sge, world.last_whole, world.placements = memory_commands(world.outputs, tmp), None, Placements()
         gc.collect()
         cpu, *_ = timed_pass(world)
         c0 = time.process_time()

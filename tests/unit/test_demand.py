@@ -22,12 +22,14 @@ from elb.schedulers.sge.demand import (
     DemandError,
     JobBinding,
     NotYet,
+    Placements,
     Servable,
     Site,
     Unservable,
     check_offers,
     place,
     place_all,
+    place_shapes,
 )
 from elb.schedulers.sge.pe import AllocationRule, ParallelEnvironment, Spread, parse_pe
 
@@ -698,3 +700,44 @@ def test_place_all_answers_as_place_does_on_the_benchmarks_queues(shape: str) ->
         ]
         assert place_all(jobs, gs, site, NOW, bindings=bindings, new_node_name="node0012") == expected
         assert {type(p) for p in expected} >= {Servable, NotYet}
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            waiting_jobs(),
+            st.sampled_from(range(len(GROUP_SETS))),
+            st.sampled_from([SITE, PLAIN, EXTRA]),
+            st.sampled_from([None, "node002"]),
+            st.sampled_from([NOW, NOW + 120]),
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_placements_kept_from_call_to_call_answer_as_place_does(
+    calls: list[tuple[tuple[list[Job], list[JobBinding | None]], int, Site, str | None, float]],
+) -> None:
+    """Calls in a row with what the one before kept (``Placements``), the groups, site, name and
+    now changing or not, the jobs often the same: each job answered as ``place`` does alone."""
+    keep = Placements()
+    for (jobs, bindings), which, site, name, now in calls:
+        gs = GROUP_SETS[which]
+        expected = [place(j, gs, site, now, binding=b, new_node_name=name) for j, b in zip(jobs, bindings, strict=True)]
+        got, _ = place_shapes(jobs, gs, site, now, bindings=bindings, new_node_name=name, keep=keep)
+        assert got == expected
+        again, _ = place_shapes(jobs, gs, site, now + 60, bindings=bindings, new_node_name=name, keep=keep)
+        assert again == [
+            place(j, gs, site, now + 60, binding=b, new_node_name=name) for j, b in zip(jobs, bindings, strict=True)
+        ]
+
+
+def test_placements_are_reused_only_for_the_same_groups_site_and_name() -> None:
+    keep = Placements()
+    jobs = [job(h_vmem="2G"), job(slots=4, pe="smp", pe_range="4")]
+    first, _ = place_shapes(jobs, groups(DEFAULT), SITE, NOW, bindings=None, new_node_name="node002", keep=keep)
+    again, _ = place_shapes(jobs, groups(DEFAULT), SITE, NOW, bindings=None, new_node_name="node002", keep=keep)
+    assert all(a is b for a, b in zip(again, first, strict=True))
+    other, _ = place_shapes(jobs, groups(C5, R5), SITE, NOW, bindings=None, new_node_name="node002", keep=keep)
+    assert other == place_all(jobs, groups(C5, R5), SITE, NOW, new_node_name="node002") != first

@@ -297,6 +297,27 @@ def place_all(
     return placements
 
 
+class Placements:
+    """The answer for each shape of job of the last ``place_shapes`` that was given it, for the
+    next: a pass's waiting jobs are mostly the last pass's. An answer is a pure function of the
+    shape (slots, tasks, PE and range, requests, binding), the groups, the site and the new
+    node's name, but for a ``qsub -a`` time, which is weighed against ``now``: the answers are
+    reused only while the groups, the site and the name are equal, and never for a shape with a
+    start time. Only the last call's shapes are kept."""
+
+    def __init__(self) -> None:
+        self.context: tuple[NodeGroups, Site, str | None] | None = None
+        self.by_shape: dict[tuple[object, ...], Placement] = {}
+
+    def of(self, groups: NodeGroups, site: Site, new_node_name: str | None) -> dict[tuple[object, ...], Placement]:
+        """The answers kept, if they were given for these groups, site and name; else none."""
+        if self.context is None:
+            return {}
+        kept_groups, kept_site, kept_name = self.context
+        same = (kept_site is site or kept_site == site) and kept_name == new_node_name and kept_groups == groups
+        return self.by_shape if same else {}
+
+
 def place_shapes(
     jobs: Sequence[Job],
     groups: NodeGroups,
@@ -305,9 +326,11 @@ def place_shapes(
     *,
     bindings: Sequence[JobBinding | None] | None,
     new_node_name: str | None,
+    keep: Placements | None = None,
 ) -> tuple[list[Placement], list[Placement]]:
     """``place_all``, and its distinct answers: the jobs of one shape share one object, so a caller
-    can look at a few hundred answers instead of 50,000."""
+    can look at a few hundred answers instead of 50,000. ``keep``: the answers of the call
+    before (``Placements``), updated with this call's."""
     if bindings is not None and len(bindings) != len(jobs):
         raise DemandError(f"{len(bindings)} bindings for {len(jobs)} jobs")
     running = next(filter(_IS_NOT_NONE, map(_QUEUE, jobs)), None)
@@ -327,14 +350,24 @@ def place_shapes(
     unbound = JobBinding()
     table: dict[tuple[object, ...], Placement] = {}
     items = narrowed.items
+    before = keep.of(groups, site, new_node_name) if keep is not None else {}
+    after: dict[tuple[object, ...], Placement] = {}  # for the next call: the shapes without a start time
     for key, (job, binding) in one_of_each.items():
         shape = (key[0], items(job.hard_requests), items(job.master_requests), items(job.slave_requests), binding)
         found = by_shape.get(shape)
         if found is None:
-            found = by_shape[shape] = _place(
-                job, groups, site, now, binding=binding or unbound, new_node_name=new_node_name, narrowed=narrowed
-            )
+            timeless = binding is None or binding.start_time is None
+            found = before.get(shape) if timeless else None
+            if found is None:
+                found = _place(
+                    job, groups, site, now, binding=binding or unbound, new_node_name=new_node_name, narrowed=narrowed
+                )
+            by_shape[shape] = found
+            if timeless:
+                after[shape] = found
         table[key] = found
+    if keep is not None:
+        keep.context, keep.by_shape = (groups, site, new_node_name), after
     return list(map(table.__getitem__, quick)), list(by_shape.values())
 
 
@@ -896,6 +929,7 @@ __all__: Sequence[str] = (
     "JobBinding",
     "NotYet",
     "Placement",
+    "Placements",
     "Servable",
     "Site",
     "Unservable",
