@@ -303,19 +303,31 @@ class Placements:
     shape (slots, tasks, PE and range, requests, binding), the groups, the site and the new
     node's name, but for a ``qsub -a`` time, which is weighed against ``now``: the answers are
     reused only while the groups, the site and the name are equal, and never for a shape with a
-    start time. Only the last call's shapes are kept."""
+    start time. A job whose request mappings are the very objects of a job of the call before
+    (the readers make them read-only, and the quick reader's memo hands back the jobs of text
+    read before) is found by their identities, without sorting them again. Only the last call's
+    shapes are kept."""
 
     def __init__(self) -> None:
         self.context: tuple[NodeGroups, Site, str | None] | None = None
         self.by_shape: dict[tuple[object, ...], Placement] = {}
+        # By slots, tasks, PE and range, the identities of the request mappings and the binding:
+        # the mappings themselves (kept, so their identities stay theirs), the shape, the answer.
+        self.known: dict[tuple[object, ...], _Known] = {}
 
-    def of(self, groups: NodeGroups, site: Site, new_node_name: str | None) -> dict[tuple[object, ...], Placement]:
-        """The answers kept, if they were given for these groups, site and name; else none."""
+    def of(
+        self, groups: NodeGroups, site: Site, new_node_name: str | None
+    ) -> tuple[dict[tuple[object, ...], Placement], dict[tuple[object, ...], _Known]]:
+        """The answers kept (by shape, and by identity), if they were given for these groups,
+        site and name; else none."""
         if self.context is None:
-            return {}
+            return {}, {}
         kept_groups, kept_site, kept_name = self.context
         same = (kept_site is site or kept_site == site) and kept_name == new_node_name and kept_groups == groups
-        return self.by_shape if same else {}
+        return (self.by_shape, self.known) if same else ({}, {})
+
+
+_Known = tuple[Mapping[str, str], Mapping[str, str], Mapping[str, str], tuple[object, ...], Placement]
 
 
 def place_shapes(
@@ -350,24 +362,35 @@ def place_shapes(
     unbound = JobBinding()
     table: dict[tuple[object, ...], Placement] = {}
     items = narrowed.items
-    before = keep.of(groups, site, new_node_name) if keep is not None else {}
-    after: dict[tuple[object, ...], Placement] = {}  # for the next call: the shapes without a start time
+    before, known = keep.of(groups, site, new_node_name) if keep is not None else ({}, {})
+    # For the next call, the shapes without a start time: by content, and by the identity of
+    # the request mappings (the jobs read again from the same text hold the very same ones).
+    after: dict[tuple[object, ...], Placement] = {}
+    after_known: dict[tuple[object, ...], _Known] = {}
     for key, (job, binding) in one_of_each.items():
-        shape = (key[0], items(job.hard_requests), items(job.master_requests), items(job.slave_requests), binding)
-        found = by_shape.get(shape)
-        if found is None:
-            timeless = binding is None or binding.start_time is None
-            found = before.get(shape) if timeless else None
-            if found is None:
-                found = _place(
-                    job, groups, site, now, binding=binding or unbound, new_node_name=new_node_name, narrowed=narrowed
-                )
-            by_shape[shape] = found
-            if timeless:
-                after[shape] = found
+        timeless = binding is None or binding.start_time is None
+        ident = (key[0], key[1], key[2], key[3], binding)
+        hard, master, slave = job.hard_requests, job.master_requests, job.slave_requests
+        hit = known.get(ident) if timeless else None
+        if hit is not None and hit[0] is hard and hit[1] is master and hit[2] is slave:
+            shape = hit[3]
+            found = by_shape.setdefault(shape, hit[4])
+        else:
+            shape = (key[0], items(hard), items(master), items(slave), binding)
+            placed = by_shape.get(shape)
+            if placed is None:
+                placed = before.get(shape) if timeless else None
+                if placed is None:
+                    bind, name = binding or unbound, new_node_name
+                    placed = _place(job, groups, site, now, binding=bind, new_node_name=name, narrowed=narrowed)
+                by_shape[shape] = placed
+            found = placed
+        if timeless:
+            after[shape] = found
+            after_known[ident] = (hard, master, slave, shape, found)
         table[key] = found
     if keep is not None:
-        keep.context, keep.by_shape = (groups, site, new_node_name), after
+        keep.context, keep.by_shape, keep.known = (groups, site, new_node_name), after, after_known
     return list(map(table.__getitem__, quick)), list(by_shape.values())
 
 
