@@ -219,3 +219,36 @@ def test_a_squeue_memo_is_not_used_across_a_change_of_time_zone(monkeypatch: pyt
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_the_drivers_demand_with_its_memos_is_a_fresh_drivers() -> None:
+    """Reads in a row (5% of squeue's lines new at each) through one driver, which keeps the
+    lines, their neutral jobs and the held jobs' answers: each read and demand is the one a
+    driver made anew gives."""
+    from elb.core.config import parse_config
+    from elb.core.model import Node, NodeState
+    from elb.schedulers.slurm.driver import Slurm
+
+    bench = _bench()
+    cfg = parse_config(
+        {
+            "scheduler": "slurm",
+            "state_dir": "/nonexistent/state",
+            "policy": {"max_nodes": 100, "slots_per_node": 4},
+            "slurm": {"requests": "/nonexistent/requests"},
+            "cloud": {"provider": "local"},
+        }
+    )
+    records = tuple(Node(f"node{h:04d}", NodeState.READY, 1.0, slots=4) for h in range(1, 41))
+    outputs = {"sinfo": bench.make_sinfo(40)}
+    journal = bench.AskJournal([])
+    kept = Slurm(cfg, journal, bench.MemorySlurm(outputs))
+    for turn in range(5):
+        outputs["squeue"] = bench.make_squeue(600, 40, turn=turn, churn=0.05)
+        read = kept.read(records, 1.0)
+        fresh = Slurm(cfg, journal, bench.MemorySlurm(outputs))
+        plain = fresh.read(records, 1.0)
+        assert read == plain
+        demand = kept.demand(read, records, 4)
+        assert demand == fresh.demand(plain, records, 4)
+        assert len(demand.not_demand) > 50

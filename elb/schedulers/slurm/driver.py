@@ -171,6 +171,7 @@ class Slurm:
         self._resume_timeout_read = False
         self._last: SlurmRead | None = None
         self._jobs_memo = JobsMemo()  # the neutral jobs of the last read's squeue lines
+        self._held: dict[int, NotDemand] = {}  # the last demand's held jobs, by their identity
 
     # -- reads -------------------------------------------------------------------------------
     def take_requests(self, now: float) -> tuple[str, ...]:
@@ -218,15 +219,33 @@ class Slurm:
         names the nodes, so no job is matched against the groups."""
         snap = read.snapshot
         held = [j for j in snap.jobs if j.state == "hqw"]
-        reasons = {}
+        if not held:
+            return DemandSplit(snap)
+        # Each pending job's reason by its number (the last entry's): the neutral jobs the last
+        # read's squeue lines made carry the number (``JobsMemo``), read without splitting ids.
+        reasons: dict[int, str] = {}
         if self._last is not None:
-            reasons = {int(j.job_id.split("_", 1)[0]): j.reason for j in self._last.jobs if j.pending}
-        return DemandSplit(
-            snap,
-            tuple(
-                NotDemand(j, not_demand_reason(reasons.get(j.job_id, "")) or "held by Slurm", held=True) for j in held
-            ),
-        )
+            made = self._jobs_memo.made
+            for sj in self._last.jobs:
+                if sj.state == "PENDING":
+                    found = made.get(id(sj))
+                    if found is not None and found[0] is sj and found[1][0].job_id:  # 0: not a number
+                        reasons[found[1][0].job_id] = sj.reason
+                    else:
+                        reasons[int(sj.job_id.split("_", 1)[0])] = sj.reason
+        # The same job held for the same reason as at the pass before: the same NotDemand.
+        before: dict[int, NotDemand] = self._held
+        kept: dict[int, NotDemand] = {}
+        out: list[NotDemand] = []
+        for job in held:
+            reason = not_demand_reason(reasons.get(job.job_id, "")) or "held by Slurm"
+            told = before.get(id(job))
+            if told is None or told.job is not job or told.reason != reason:
+                told = NotDemand(job, reason, held=True)
+            kept[id(job)] = told
+            out.append(told)
+        self._held = kept
+        return DemandSplit(snap, tuple(out))
 
     # -- the drain and the bring-up ----------------------------------------------------------
     def _read(self) -> SlurmRead:
