@@ -252,3 +252,35 @@ def test_the_drivers_demand_with_its_memos_is_a_fresh_drivers() -> None:
         demand = kept.demand(read, records, 4)
         assert demand == fresh.demand(plain, records, 4)
         assert len(demand.not_demand) > 50
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"])
+def test_time_stamps_from_their_hours_start_are_parse_timestamps(zone: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_time`` with the hours' starts kept (``SqueueMemo.hours``) gives what ``parse_timestamp``
+    gives, or refuses alike, around the changes of the local offset too (Lord Howe's half hour)."""
+    import random
+    import time
+
+    from elb.schedulers.slurm.parse import _time
+
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        rng = random.Random(zone)
+        hours: dict[str, float | None] = {}
+        for _ in range(8000):
+            month, day = rng.choice([3, 4, 10, 11, 13]), rng.choice([1, 2, 4, 5, 6, 7, 8, 29, 31, 32])
+            hour, minute, second = rng.randint(0, 24), rng.choice([0, 1, 29, 30, 31, 59, 60]), rng.randint(0, 62)
+            fraction = rng.choice(["", ".5", ".123456789"])
+            stamp = f"2026-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}{fraction}"
+            assert outcome(_time, stamp, hours) == outcome(parse_timestamp, stamp), stamp
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def outcome(read: Any, *args: object) -> object:
+    try:
+        return read(*args)
+    except ValueError as err:
+        return ("ValueError", str(err))
