@@ -895,8 +895,10 @@ class QstatMemo:
 
     def __init__(self) -> None:
         # By where the reader stood (place, queue instance), then by the piece's text from its
-        # first </JAT_prio> (the whole text without one): its text up to there, and what it made.
-        self.pieces: dict[tuple[str, str | None], dict[str, tuple[str, Job | _Piece]]] = {}
+        # first </JAT_prio> (the whole text without one): what it made, and its text up to there
+        # (two dicts: no object made for each piece).
+        self.pieces: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
+        self.heads: dict[tuple[str, str | None], dict[str, str]] = {}
         self.zone: tuple[object, ...] = ()
 
 
@@ -960,11 +962,19 @@ class _QuickReader:
         memo, zone = self.memo, _zone()
         # A remembered piece is let go as soon as it is read again, so the last document's pieces
         # and this one's are never all held at once.
-        remembered = memo.pieces if memo is not None and memo.zone == zone else {}
-        made: dict[tuple[str, str | None], dict[str, tuple[str, Job | _Piece]]] = {}
-        nothing: dict[str, tuple[str, Job | _Piece]] = {}
+        same = memo is not None and memo.zone == zone
+        remembered = memo.pieces if memo is not None and same else {}
+        remembered_heads = memo.heads if memo is not None and same else {}
+        made: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
+        made_heads: dict[tuple[str, str | None], dict[str, str]] = {}
+        nothing: dict[str, Job | _Piece] = {}
+        no_heads: dict[str, str] = {}
         jobs, late, queues, place, find, size = self.jobs, self.late, self.queues, self.place, whole.find, len(mark)
         known, mine = remembered.get((place, queue), nothing), made.setdefault((place, queue), {})
+        known_heads, mine_heads = (
+            remembered_heads.get((place, queue), no_heads),
+            made_heads.setdefault((place, queue), {}),
+        )
         closed = _PRIO_CLOSE
         while cut >= 0:
             start = cut + size
@@ -978,15 +988,16 @@ class _QuickReader:
             else:
                 key, head = whole[tail:end], whole[start:tail]
             was = known.pop(key, None)
-            if was is not None and was[0] == head:
-                done = was[1]
-                mine[key] = was  # the same pair: no object made for a piece found
+            if was is None:
+                done = self.piece(whole[start:end], place, queue)
             else:
-                if was is None:
-                    done = self.piece(whole[start:end], place, queue)
+                before = known_heads.pop(key)
+                if before == head:
+                    done = was
                 else:  # another priority, or another entry of the same text from its priority on
-                    done = self.reprioritized(was, head) or self.piece(whole[start:end], place, queue)
-                mine[key] = (head, done)
+                    done = self.reprioritized(was, before, head) or self.piece(whole[start:end], place, queue)
+            mine[key] = done
+            mine_heads[key] = head
             if type(done) is Job:  # the reader stays where it is
                 jobs.append(done)
                 continue
@@ -996,18 +1007,20 @@ class _QuickReader:
             if moved.place != place or moved.queue != queue:
                 place, queue = moved.place, moved.queue
                 known, mine = remembered.get((place, queue), nothing), made.setdefault((place, queue), {})
+                known_heads = remembered_heads.get((place, queue), no_heads)
+                mine_heads = made_heads.setdefault((place, queue), {})
         self.place = place
         if self.place != "end":
             raise _Decline
         if not self.jobs and not self.late and not self.queues:
             raise _Decline  # hollow: the careful reader judges it
         if memo is not None:
-            memo.pieces, memo.zone = made, zone
+            memo.pieces, memo.heads, memo.zone = made, made_heads, zone
         return QstatResult(tuple(self.jobs + self.late), tuple(self.queues))
 
-    def reprioritized(self, was: tuple[str, Job | _Piece], head: str) -> Job | _Piece | None:
-        """What a remembered piece made (``was``: its text up to its first ``</JAT_prio>``, and
-        what it made) for a piece of the same text from there on whose text up to there is
+    def reprioritized(self, done: Job | _Piece, before: str, head: str) -> Job | _Piece | None:
+        """What a remembered piece made (``done``; ``before``: its text up to its first
+        ``</JAT_prio>``) for a piece of the same text from there on whose text up to there is
         ``head``, when the two differ only in what their first ``<JAT_prio>`` holds; None
         otherwise (the piece is then read whole).
 
@@ -1015,7 +1028,6 @@ class _QuickReader:
         it as the text between the entry's first ``<JAT_prio>`` and the ``</JAT_prio>`` after it
         (no ``<`` in it), and nothing else of the entry, nor what follows it, depends on it. The
         new priority's text is checked as ``_JOB_ENTRY`` checks it and read as ``job`` reads it."""
-        before, done = was
         opened = head.find(_PRIO_OPEN) + len(_PRIO_OPEN)
         if opened < len(_PRIO_OPEN) or not before.startswith(head[:opened]):
             return None
