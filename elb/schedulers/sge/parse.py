@@ -885,26 +885,57 @@ class QstatMemo:
     From one pass to the next most of qstat's entries are the very same text: a piece read from
     the same place gives the same job and queue instances (a pure function of its text and of
     where the reader stands; the local time zone aside, which is checked), so it is looked up
-    instead of read again, and the jobs of the last read are reused. A piece is found by its
-    text from its first ``</JAT_prio>`` on, and its text before that is compared: when only the
-    priority differs (SGE normalizes priorities anew when the highest or lowest job leaves, and
-    every entry's ``<JAT_prio>`` changes), the job is the remembered one with the new priority
-    (``_QuickReader.reprioritized``). Only the last document's pieces are kept; one memo serves
-    one sequence of reads (``SgeCommands`` keeps one).
+    instead of read again, and the jobs of the last read are reused. When most pieces are not
+    found (SGE normalizes priorities anew when the highest or lowest job leaves, and every
+    entry's ``<JAT_prio>`` changes), the rest are looked up by their text from their first
+    ``</JAT_prio>`` on (``_Reprioritized``): when only the priority differs, the job is the
+    remembered one with the new priority (``_QuickReader.reprioritized``). Only the last
+    document's pieces are kept; one memo serves one sequence of reads (``SgeCommands`` keeps
+    one).
     """
 
     def __init__(self) -> None:
-        # By where the reader stood (place, queue instance), then by the piece's text from its
-        # first </JAT_prio> (the whole text without one): what it made, and its text up to there
-        # (two dicts: no object made for each piece).
+        # By where the reader stood (place, queue instance), then by the piece's text.
         self.pieces: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
-        self.heads: dict[tuple[str, str | None], dict[str, str]] = {}
         self.zone: tuple[object, ...] = ()
 
 
 _PRIO_OPEN, _PRIO_CLOSE = "<JAT_prio>", "</JAT_prio>"
 _PRIO_TEXT = re.compile(f"{_TEXT}{{0,64}}")
 _JOB_VALUES = attrgetter(*_JOB_FIELDS)
+
+
+# Pieces of a document not found in the memo beyond which (and beyond one in ten of those read
+# so far) the rest are looked up without their priority (``_Reprioritized``).
+REPRIORITIZED_AFTER = 16
+
+
+class _Reprioritized:
+    """The memo's pieces by their text from their first ``</JAT_prio>`` on (with their text
+    before it and what they made), each place's indexed when first asked, for a document whose
+    priorities moved."""
+
+    def __init__(self, remembered: dict[tuple[str, str | None], dict[str, Job | _Piece]]) -> None:
+        self.remembered = remembered
+        self.indexes: dict[tuple[str, str | None], dict[str, tuple[str, Job | _Piece]]] = {}
+
+    def find(self, text: str, place: str, queue: str | None, reader: _QuickReader) -> Job | _Piece | None:
+        """What the piece ``text`` read from ``place`` in ``queue`` makes, from a remembered
+        piece that differs from it only in its priority; None when there is none."""
+        tail = text.find(_PRIO_CLOSE)
+        if tail < 0:
+            return None
+        index = self.indexes.get((place, queue))
+        if index is None:
+            index = self.indexes[(place, queue)] = {}
+            for old, was in self.remembered.get((place, queue), {}).items():
+                cut = old.find(_PRIO_CLOSE)
+                if cut >= 0:
+                    index[old[cut:]] = (old[:cut], was)
+        found = index.pop(text[tail:], None)
+        if found is None:
+            return None
+        return reader.reprioritized(found[1], found[0], text[:tail])
 
 
 def _with_priority(job: Job, priority: float) -> Job:
@@ -949,7 +980,7 @@ class _QuickReader:
         self.place = "root"  # root, queue_info, Queue-List, job_info, end (after the root's end)
         self.fields: dict[str, str | None] | None = None  # of the Queue-List being read, until its first entry
 
-    def read(self) -> QstatResult:  # noqa: PLR0912, PLR0915 (one flat loop over the pieces)
+    def read(self) -> QstatResult:
         whole, mark = self.text, _ENTRY_MARK
         self.text = ""
         cut = whole.find(mark)
@@ -962,42 +993,30 @@ class _QuickReader:
         memo, zone = self.memo, _zone()
         # A remembered piece is let go as soon as it is read again, so the last document's pieces
         # and this one's are never all held at once.
-        same = memo is not None and memo.zone == zone
-        remembered = memo.pieces if memo is not None and same else {}
-        remembered_heads = memo.heads if memo is not None and same else {}
+        remembered = memo.pieces if memo is not None and memo.zone == zone else {}
         made: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
-        made_heads: dict[tuple[str, str | None], dict[str, str]] = {}
         nothing: dict[str, Job | _Piece] = {}
-        no_heads: dict[str, str] = {}
         jobs, late, queues, place, find, size = self.jobs, self.late, self.queues, self.place, whole.find, len(mark)
         known, mine = remembered.get((place, queue), nothing), made.setdefault((place, queue), {})
-        known_heads, mine_heads = (
-            remembered_heads.get((place, queue), no_heads),
-            made_heads.setdefault((place, queue), {}),
-        )
-        closed = _PRIO_CLOSE
+        # Pieces read and pieces not found: when most are not found, the priorities moved, and
+        # the rest are looked up without them (``_Reprioritized``).
+        count = misses = 0
+        moved_prios: _Reprioritized | None = None
         while cut >= 0:
             start = cut + size
             cut = find(mark, start)
-            end = cut if cut >= 0 else len(whole)
-            # A piece is found by its text from its first </JAT_prio> (the whole text without one);
-            # what comes before (its job number, its priority) is checked against the one found.
-            tail = find(closed, start, end)
-            if tail < 0:
-                key, head = whole[start:end], ""
-            else:
-                key, head = whole[tail:end], whole[start:tail]
-            was = known.pop(key, None)
-            if was is None:
-                done = self.piece(whole[start:end], place, queue)
-            else:
-                before = known_heads.pop(key)
-                if before == head:
-                    done = was
-                else:  # another priority, or another entry of the same text from its priority on
-                    done = self.reprioritized(was, before, head) or self.piece(whole[start:end], place, queue)
-            mine[key] = done
-            mine_heads[key] = head
+            text = whole[start:cut] if cut >= 0 else whole[start:]
+            count += 1
+            done = known.pop(text, None)
+            if done is None:
+                misses += 1
+                if moved_prios is None and remembered and misses > REPRIORITIZED_AFTER and misses * 10 > count:
+                    moved_prios = _Reprioritized(remembered)
+                if moved_prios is not None:
+                    done = moved_prios.find(text, place, queue, self)
+                if done is None:
+                    done = self.piece(text, place, queue)
+            mine[text] = done
             if type(done) is Job:  # the reader stays where it is
                 jobs.append(done)
                 continue
@@ -1007,15 +1026,13 @@ class _QuickReader:
             if moved.place != place or moved.queue != queue:
                 place, queue = moved.place, moved.queue
                 known, mine = remembered.get((place, queue), nothing), made.setdefault((place, queue), {})
-                known_heads = remembered_heads.get((place, queue), no_heads)
-                mine_heads = made_heads.setdefault((place, queue), {})
         self.place = place
         if self.place != "end":
             raise _Decline
         if not self.jobs and not self.late and not self.queues:
             raise _Decline  # hollow: the careful reader judges it
         if memo is not None:
-            memo.pieces, memo.heads, memo.zone = made, made_heads, zone
+            memo.pieces, memo.zone = made, zone
         return QstatResult(tuple(self.jobs + self.late), tuple(self.queues))
 
     def reprioritized(self, done: Job | _Piece, before: str, head: str) -> Job | _Piece | None:
