@@ -22,12 +22,14 @@ from elb.schedulers.sge.demand import (
     DemandError,
     JobBinding,
     NotYet,
+    Placements,
     Servable,
     Site,
     Unservable,
     check_offers,
     place,
     place_all,
+    place_shapes,
 )
 from elb.schedulers.sge.pe import AllocationRule, ParallelEnvironment, Spread, parse_pe
 
@@ -645,3 +647,97 @@ def test_place_all_answers_as_place_does_for_each_job(
     assert place_all(jobs, gs, site, NOW, bindings=bindings, new_node_name=name) == expected
     no_bindings = [place(j, gs, site, NOW, new_node_name=name) for j in jobs]
     assert place_all(jobs, gs, site, NOW, new_node_name=name) == no_bindings
+
+
+def test_placing_jobs_leaves_no_reference_cycle() -> None:
+    """Unservable shapes (a request no group offers, a queue none joins, a hostname) leave no
+    garbage only the cycle collector would free: the split pauses it over 50,000 jobs, and
+    cycles left there (an exception kept with its traceback, whose frames hold the memo that
+    holds it) cost a pass more than the placing itself."""
+    import gc
+
+    jobs = [job(gpu="1"), job(h_vmem="64G"), job(hostname="elsewhere"), job(), job(slots=4, pe="nosuch", pe_range="4")]
+    bindings = [None, None, None, JobBinding(("other.q",)), None]
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        placed = place_all(jobs, groups(DEFAULT), SITE, NOW, bindings=bindings)
+        assert sum(isinstance(p, Unservable) for p in placed) == 5
+        del placed
+        assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@pytest.mark.parametrize("shape", ["requests", "pe", "arrays", "held"])
+def test_place_all_answers_as_place_does_on_the_benchmarks_queues(shape: str) -> None:
+    """The shapes of benchmarks/bench_pass.py (thousands of distinct requests, PE ranges, task
+    ranges, queue bindings, host names), read as the daemon reads them: place_all, with what it
+    keeps from one job to the next, answers as place does for each job alone."""
+    import importlib.util
+    import random
+    import sys
+    from pathlib import Path
+
+    from elb.schedulers.sge.parse import parse_qstat
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_pass.py"
+    if "bench_pass" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("bench_pass", path)
+        assert spec is not None and spec.loader is not None
+        sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[spec.name])
+    bench = sys.modules["bench_pass"]
+    data = bench.make_qstat(3000, 10, random.Random(3), shape=bench.SHAPES[shape])
+    jobs = [j for j in parse_qstat(data).jobs if j.queue is None]
+    site = bench.MemorySge().site
+    bindings = [JobBinding(j.hard_queues, NOW + 60 if j.job_id % 7 == 0 else None) for j in jobs]
+    for gs in (groups(DEFAULT), groups(C5, R5)):
+        expected = [
+            place(j, gs, site, NOW, binding=b, new_node_name="node0012") for j, b in zip(jobs, bindings, strict=True)
+        ]
+        assert place_all(jobs, gs, site, NOW, bindings=bindings, new_node_name="node0012") == expected
+        assert {type(p) for p in expected} >= {Servable, NotYet}
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            waiting_jobs(),
+            st.sampled_from(range(len(GROUP_SETS))),
+            st.sampled_from([SITE, PLAIN, EXTRA]),
+            st.sampled_from([None, "node002"]),
+            st.sampled_from([NOW, NOW + 120]),
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_placements_kept_from_call_to_call_answer_as_place_does(
+    calls: list[tuple[tuple[list[Job], list[JobBinding | None]], int, Site, str | None, float]],
+) -> None:
+    """Calls in a row with what the one before kept (``Placements``), the groups, site, name and
+    now changing or not, the jobs often the same: each job answered as ``place`` does alone."""
+    keep = Placements()
+    for (jobs, bindings), which, site, name, now in calls:
+        gs = GROUP_SETS[which]
+        expected = [place(j, gs, site, now, binding=b, new_node_name=name) for j, b in zip(jobs, bindings, strict=True)]
+        got, _ = place_shapes(jobs, gs, site, now, bindings=bindings, new_node_name=name, keep=keep)
+        assert got == expected
+        again, _ = place_shapes(jobs, gs, site, now + 60, bindings=bindings, new_node_name=name, keep=keep)
+        assert again == [
+            place(j, gs, site, now + 60, binding=b, new_node_name=name) for j, b in zip(jobs, bindings, strict=True)
+        ]
+
+
+def test_placements_are_reused_only_for_the_same_groups_site_and_name() -> None:
+    keep = Placements()
+    jobs = [job(h_vmem="2G"), job(slots=4, pe="smp", pe_range="4")]
+    first, _ = place_shapes(jobs, groups(DEFAULT), SITE, NOW, bindings=None, new_node_name="node002", keep=keep)
+    again, _ = place_shapes(jobs, groups(DEFAULT), SITE, NOW, bindings=None, new_node_name="node002", keep=keep)
+    assert all(a is b for a, b in zip(again, first, strict=True))
+    other, _ = place_shapes(jobs, groups(C5, R5), SITE, NOW, bindings=None, new_node_name="node002", keep=keep)
+    assert other == place_all(jobs, groups(C5, R5), SITE, NOW, new_node_name="node002") != first

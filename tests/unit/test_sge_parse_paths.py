@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 from xml.sax.saxutils import escape
 
 import pytest
@@ -27,6 +28,7 @@ from elb.core.model import Job
 from elb.schedulers.sge.errors import SgeParseError
 from elb.schedulers.sge.parse import (
     _FAST_JOBS,
+    REPRIORITIZED_AFTER,
     QstatMemo,
     QstatResult,
     _careful_qhost,
@@ -107,13 +109,18 @@ def test_every_regular_fixture_is_listed() -> None:
     assert {p.name for p in QSTAT_FIXTURES} >= READ_QUICKLY
 
 
+def benchmark() -> Any:
+    """benchmarks/bench_pass.py as a module (its queue generators)."""
+    if "bench_pass" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("bench_pass", BENCHMARK)
+        assert spec is not None and spec.loader is not None
+        sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # its dataclasses look their module up
+        spec.loader.exec_module(sys.modules[spec.name])
+    return sys.modules["bench_pass"]
+
+
 def test_the_benchmark_document_is_read_quickly() -> None:
-    spec = importlib.util.spec_from_file_location("bench_pass", BENCHMARK)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, bench)  # its dataclasses look their module up
-    spec.loader.exec_module(sys.modules[spec.name])
-    bench = sys.modules[spec.name]
+    bench = benchmark()
     data = bench.make_qstat(300, 20, random.Random(7))
     quick = check(data)
     assert quick is not None
@@ -535,7 +542,7 @@ def test_a_memo_reads_again_only_what_changed_and_reuses_the_jobs() -> None:
     assert [a is b for a, b in zip(changed.jobs, first.jobs, strict=True)].count(False) == 1
 
 
-def test_new_priorities_are_read_again() -> None:
+def test_new_priorities_are_taken_from_the_text() -> None:
     """SGE normalizes priorities over the waiting jobs: every entry's <JAT_prio> may change at once."""
     data = (FIXTURES / "recorded" / "groups-waiting.qstat-r-f.xml").read_bytes()
     memo = QstatMemo()
@@ -562,3 +569,56 @@ def test_a_memo_is_not_used_across_a_change_of_time_zone(monkeypatch: pytest.Mon
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+@pytest.mark.parametrize("shape", ["mixed", "arrays", "pe", "requests", "held", "users"])
+def test_moved_priorities_are_looked_up_without_them(shape: str) -> None:
+    """Queues of every shape of the benchmark whose priorities all move from one read to the
+    next: with the memo carried, each read is the careful reader's and the plain quick
+    reader's, and the jobs read before are reused but for their priority (their requests are
+    the very mappings of the read before)."""
+    bench = benchmark()
+    memo = QstatMemo()
+    before: QstatResult | None = None
+    for turn in range(4):
+        data = bench.make_qstat(
+            320, 12, random.Random(7), turn=turn, churn=0.05, reprioritize=True,
+            shape=bench.SHAPES[shape],
+        )  # fmt: skip
+        read = parse_qstat(data, memo=memo)
+        assert read == _careful_qstat(data) == _quick_qstat(data)
+        assert [type(j) for j in read.jobs] == [Job] * len(read.jobs)
+        if before is not None:
+            old = {(j.job_id, j.task_ids, j.queue): j for j in before.jobs}
+            kept = [
+                (j, old[(j.job_id, j.task_ids, j.queue)]) for j in read.jobs if (j.job_id, j.task_ids, j.queue) in old
+            ]
+            assert len(kept) > len(read.jobs) * 0.9
+            assert all(j.priority != o.priority for j, o in kept)
+            # All but the pieces read before most were not found, and the entry that was last and
+            # is no longer (its piece held the document's end).
+            assert sum(j.hard_requests is not o.hard_requests for j, o in kept) <= REPRIORITIZED_AFTER + 2
+        before = read
+
+
+PRIORITY_TEXTS = ["0.50000", "1", "-0.25", "1e3", "", " 0.5 ", "&#48;.5", "0.5&amp;", "x", "0.1.2", "9" * 70]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(documents(), st.lists(st.sampled_from(PRIORITY_TEXTS), min_size=1, max_size=8))
+def test_a_document_with_other_priorities_reads_alike_from_the_memo(
+    monkeypatch: pytest.MonkeyPatch, doc: str, prios: list[str]
+) -> None:
+    """Generated documents read again with other priorities (odd ones too), the memo searched
+    without them from the first piece not found: the careful reader's answer, or its refusal."""
+    monkeypatch.setattr("elb.schedulers.sge.parse.REPRIORITIZED_AFTER", 0)
+    memo = QstatMemo()
+    outcome(lambda d: parse_qstat(d, memo=memo), doc)
+    n = iter(range(10**6))
+    other = re.sub(r"<JAT_prio>[^<]*</JAT_prio>", lambda m: f"<JAT_prio>{prios[next(n) % len(prios)]}</JAT_prio>", doc)
+    careful = outcome(_careful_qstat, other)
+    quick = _quick_qstat(other, memo)
+    if quick is not None:
+        assert quick == careful == _quick_qstat(other)
+    if other and not other.isspace():
+        assert outcome(lambda d: parse_qstat(d, memo=memo), other) == careful

@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from elb.schedulers.sge.parse import parse_timestamp
 from elb.schedulers.slurm.parse import (
+    SlurmJob,
     SlurmParseError,
+    SqueueMemo,
     by_name,
     compress,
     expand,
@@ -18,6 +21,7 @@ from elb.schedulers.slurm.parse import (
     parse_squeue,
     parse_time_limit,
 )
+from elb.schedulers.slurm.view import JobsMemo, snapshot
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "slurm" / "recorded"
 
@@ -145,3 +149,138 @@ def test_time_limits() -> None:
     assert parse_time_limit("1:00:00") == 3600.0
     assert parse_time_limit("1-02:03:04") == 93784.0
     assert parse_time_limit("UNLIMITED") is None
+
+
+# -- the memo of squeue's lines and of their neutral jobs -------------------------------------------
+
+
+def _bench() -> Any:
+    """benchmarks/bench_pass.py as a module (its squeue generator)."""
+    import importlib.util
+    import sys
+
+    if "bench_pass" not in sys.modules:
+        path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_pass.py"
+        spec = importlib.util.spec_from_file_location("bench_pass", path)
+        assert spec is not None and spec.loader is not None
+        sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[spec.name])
+    return sys.modules["bench_pass"]
+
+
+def test_a_memo_reads_squeue_as_without_and_reuses_the_lines_read_before() -> None:
+    """Generated squeue texts, 5% of the lines new at each read, and the recorded one: with the
+    memo carried, each read is the plain read, the jobs of the lines seen before are the very
+    objects, and the neutral snapshot is the one made without its memo."""
+    bench = _bench()
+    texts = [bench.make_squeue(600, 40, turn=t, churn=0.05).decode() for t in range(4)]
+    texts.insert(2, read("squeue.txt"))
+    texts.append(texts[-1] + "\n\n")
+    memo, jobs_memo = SqueueMemo(), JobsMemo()
+    before: dict[str, SlurmJob] = {}
+    nodes = parse_sinfo(read("sinfo.txt"))
+    for text in texts:
+        jobs = parse_squeue(text, memo=memo)
+        assert jobs == parse_squeue(text)
+        lines = [line for line in text.splitlines() if line.strip()]
+        reused = [j is before[line] for line, j in zip(lines, jobs, strict=True) if line in before]
+        assert all(reused)
+        before = dict(zip(lines, jobs, strict=True))
+        assert snapshot(jobs, nodes, 1.0, memo=jobs_memo) == snapshot(jobs, nodes, 1.0)
+        assert len(jobs_memo.made) == len(set(map(id, jobs)))
+
+
+def test_a_memo_reads_a_bad_line_as_without() -> None:
+    memo = SqueueMemo()
+    good = read("squeue.txt")
+    parse_squeue(good, memo=memo)
+    bad = good + "9|cloud|PENDING|None|x|1||N/A|N/A|UNLIMITED|root|bad\n"
+    with pytest.raises(SlurmParseError) as plain:
+        parse_squeue(bad)
+    with pytest.raises(SlurmParseError) as remembered:
+        parse_squeue(bad, memo=memo)
+    assert str(remembered.value) == str(plain.value)
+
+
+def test_a_squeue_memo_is_not_used_across_a_change_of_time_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    text = read("squeue.txt")
+    memo = SqueueMemo()
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    in_utc = parse_squeue(text, memo=memo)
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        in_new_york = parse_squeue(text, memo=memo)
+        assert in_new_york == parse_squeue(text)
+        assert in_new_york[0].submitted == in_utc[0].submitted + 5 * 3600  # type: ignore[operator]
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_the_drivers_demand_with_its_memos_is_a_fresh_drivers() -> None:
+    """Reads in a row (5% of squeue's lines new at each) through one driver, which keeps the
+    lines, their neutral jobs and the held jobs' answers: each read and demand is the one a
+    driver made anew gives."""
+    from elb.core.config import parse_config
+    from elb.core.model import Node, NodeState
+    from elb.schedulers.slurm.driver import Slurm
+
+    bench = _bench()
+    cfg = parse_config(
+        {
+            "scheduler": "slurm",
+            "state_dir": "/nonexistent/state",
+            "policy": {"max_nodes": 100, "slots_per_node": 4},
+            "slurm": {"requests": "/nonexistent/requests"},
+            "cloud": {"provider": "local"},
+        }
+    )
+    records = tuple(Node(f"node{h:04d}", NodeState.READY, 1.0, slots=4) for h in range(1, 41))
+    outputs = {"sinfo": bench.make_sinfo(40)}
+    journal = bench.AskJournal([])
+    kept = Slurm(cfg, journal, bench.MemorySlurm(outputs))
+    for turn in range(5):
+        outputs["squeue"] = bench.make_squeue(600, 40, turn=turn, churn=0.05)
+        read = kept.read(records, 1.0)
+        fresh = Slurm(cfg, journal, bench.MemorySlurm(outputs))
+        plain = fresh.read(records, 1.0)
+        assert read == plain
+        demand = kept.demand(read, records, 4)
+        assert demand == fresh.demand(plain, records, 4)
+        assert len(demand.not_demand) > 50
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"])
+def test_time_stamps_from_their_hours_start_are_parse_timestamps(zone: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_time`` with the hours' starts kept (``SqueueMemo.hours``) gives what ``parse_timestamp``
+    gives, or refuses alike, around the changes of the local offset too (Lord Howe's half hour)."""
+    import random
+    import time
+
+    from elb.schedulers.slurm.parse import _time
+
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        rng = random.Random(zone)
+        hours: dict[str, float | None] = {}
+        for _ in range(8000):
+            month, day = rng.choice([3, 4, 10, 11, 13]), rng.choice([1, 2, 4, 5, 6, 7, 8, 29, 31, 32])
+            hour, minute, second = rng.randint(0, 24), rng.choice([0, 1, 29, 30, 31, 59, 60]), rng.randint(0, 62)
+            fraction = rng.choice(["", ".5", ".123456789"])
+            stamp = f"2026-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}{fraction}"
+            assert outcome(_time, stamp, hours) == outcome(parse_timestamp, stamp), stamp
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def outcome(read: Any, *args: object) -> object:
+    try:
+        return read(*args)
+    except ValueError as err:
+        return ("ValueError", str(err))

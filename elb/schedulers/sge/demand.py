@@ -257,7 +257,7 @@ def _place(
     *,
     binding: JobBinding,
     new_node_name: str | None,
-    narrowed: dict[tuple[object, ...], _Candidates | _Stop] | None = None,
+    narrowed: _Memo | None = None,
 ) -> Placement:
     """``place``; ``narrowed``: the groups each shape of request leaves, kept across jobs."""
     try:
@@ -297,6 +297,39 @@ def place_all(
     return placements
 
 
+class Placements:
+    """The answer for each shape of job of the last ``place_shapes`` that was given it, for the
+    next: a pass's waiting jobs are mostly the last pass's. An answer is a pure function of the
+    shape (slots, tasks, PE and range, requests, binding), the groups, the site and the new
+    node's name, but for a ``qsub -a`` time, which is weighed against ``now``: the answers are
+    reused only while the groups, the site and the name are equal, and never for a shape with a
+    start time. A job whose request mappings are the very objects of a job of the call before
+    (the readers make them read-only, and the quick reader's memo hands back the jobs of text
+    read before) is found by their identities, without sorting them again. Only the last call's
+    shapes are kept."""
+
+    def __init__(self) -> None:
+        self.context: tuple[NodeGroups, Site, str | None] | None = None
+        self.by_shape: dict[tuple[object, ...], Placement] = {}
+        # By slots, tasks, PE and range, the identities of the request mappings and the binding:
+        # the mappings themselves (kept, so their identities stay theirs), the shape, the answer.
+        self.known: dict[tuple[object, ...], _Known] = {}
+
+    def of(
+        self, groups: NodeGroups, site: Site, new_node_name: str | None
+    ) -> tuple[dict[tuple[object, ...], Placement], dict[tuple[object, ...], _Known]]:
+        """The answers kept (by shape, and by identity), if they were given for these groups,
+        site and name; else none."""
+        if self.context is None:
+            return {}, {}
+        kept_groups, kept_site, kept_name = self.context
+        same = (kept_site is site or kept_site == site) and kept_name == new_node_name and kept_groups == groups
+        return (self.by_shape, self.known) if same else ({}, {})
+
+
+_Known = tuple[Mapping[str, str], Mapping[str, str], Mapping[str, str], tuple[object, ...], Placement]
+
+
 def place_shapes(
     jobs: Sequence[Job],
     groups: NodeGroups,
@@ -305,9 +338,11 @@ def place_shapes(
     *,
     bindings: Sequence[JobBinding | None] | None,
     new_node_name: str | None,
+    keep: Placements | None = None,
 ) -> tuple[list[Placement], list[Placement]]:
     """``place_all``, and its distinct answers: the jobs of one shape share one object, so a caller
-    can look at a few hundred answers instead of 50,000."""
+    can look at a few hundred answers instead of 50,000. ``keep``: the answers of the call
+    before (``Placements``), updated with this call's."""
     if bindings is not None and len(bindings) != len(jobs):
         raise DemandError(f"{len(bindings)} bindings for {len(jobs)} jobs")
     running = next(filter(_IS_NOT_NONE, map(_QUEUE, jobs)), None)
@@ -323,17 +358,39 @@ def place_shapes(
     quick: list[tuple[object, ...]] = list(zip(map(_SHAPE, jobs), *identities, strict=True))
     one_of_each = dict(zip(quick, zip(jobs, bound, strict=True), strict=True))
     by_shape: dict[tuple[object, ...], Placement] = {}
-    narrowed: dict[tuple[object, ...], _Candidates | _Stop] = {}
+    narrowed = _Memo()
     unbound = JobBinding()
     table: dict[tuple[object, ...], Placement] = {}
+    items = narrowed.items
+    before, known = keep.of(groups, site, new_node_name) if keep is not None else ({}, {})
+    # For the next call, the shapes without a start time: by content, and by the identity of
+    # the request mappings (the jobs read again from the same text hold the very same ones).
+    after: dict[tuple[object, ...], Placement] = {}
+    after_known: dict[tuple[object, ...], _Known] = {}
     for key, (job, binding) in one_of_each.items():
-        shape = (key[0], _items(job.hard_requests), _items(job.master_requests), _items(job.slave_requests), binding)
-        found = by_shape.get(shape)
-        if found is None:
-            found = by_shape[shape] = _place(
-                job, groups, site, now, binding=binding or unbound, new_node_name=new_node_name, narrowed=narrowed
-            )
+        timeless = binding is None or binding.start_time is None
+        ident = (key[0], key[1], key[2], key[3], binding)
+        hard, master, slave = job.hard_requests, job.master_requests, job.slave_requests
+        hit = known.get(ident) if timeless else None
+        if hit is not None and hit[0] is hard and hit[1] is master and hit[2] is slave:
+            shape = hit[3]
+            found = by_shape.setdefault(shape, hit[4])
+        else:
+            shape = (key[0], items(hard), items(master), items(slave), binding)
+            placed = by_shape.get(shape)
+            if placed is None:
+                placed = before.get(shape) if timeless else None
+                if placed is None:
+                    bind, name = binding or unbound, new_node_name
+                    placed = _place(job, groups, site, now, binding=bind, new_node_name=name, narrowed=narrowed)
+                by_shape[shape] = placed
+            found = placed
+        if timeless:
+            after[shape] = found
+            after_known[ident] = (hard, master, slave, shape, found)
         table[key] = found
+    if keep is not None:
+        keep.context, keep.by_shape, keep.known = (groups, site, new_node_name), after, after_known
     return list(map(table.__getitem__, quick)), list(by_shape.values())
 
 
@@ -358,6 +415,32 @@ class _Candidates:
     everyone: tuple[tuple[int, NodeGroup], ...]  # the groups that may have a node
 
 
+class _Memo:
+    """What one placement of many jobs (one site, one set of groups, one new node's name) worked
+    out, for the jobs after: the groups each shape of request leaves (``candidates``), and the
+    parts of that answer that jobs of other shapes share: each request resolved against the
+    complexes (``requests``: a ``_Request``, None for one that drops out, or the reason it
+    stops the job), each request against each group (``shorts``: ``_short_of``'s answer) and
+    what a group's node gives the requests it offers (``per_node``). Each part is the pure
+    function's answer for the same arguments, so a job placed with the memo is placed as without."""
+
+    def __init__(self) -> None:
+        self.candidates: dict[tuple[object, ...], _Candidates | _Stop] = {}
+        # Each request mapping's items (``_items``) by the mapping's identity: the jobs placed
+        # hold their mappings for as long as the memo lives, so an identity stays theirs.
+        self.sorted: dict[int, tuple[Mapping[str, str], tuple[tuple[str, str], ...]]] = {}
+        self.requests: dict[tuple[str, str, str], _Request | str | None] = {}
+        self.shorts: dict[tuple[int, str, str, int], tuple[str, str] | None] = {}
+        self.per_node: dict[tuple[object, ...], tuple[int, int, str]] = {}
+
+    def items(self, requests: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+        """``_items(requests)``, once for each mapping."""
+        found = self.sorted.get(id(requests))
+        if found is None or found[0] is not requests:
+            found = self.sorted[id(requests)] = (requests, _items(requests))
+        return found[1]
+
+
 def _narrowed(
     job: Job,
     groups: NodeGroups,
@@ -365,40 +448,47 @@ def _narrowed(
     *,
     binding: JobBinding,
     new_node_name: str | None,
-    memo: dict[tuple[object, ...], _Candidates | _Stop] | None,
+    memo: _Memo | None,
 ) -> _Candidates:
     """``_candidates``, or its answer for an earlier job of the same requests, queues and PE
     (``memo``); its ``_Stop`` is raised again."""
     if memo is None:
         return _candidates(job, groups, site, binding, new_node_name)
+    items = memo.items
     key = (
         job.slots,
         job.pe,
         job.pe_range,
-        _items(job.hard_requests),
-        _items(job.master_requests),
-        _items(job.slave_requests),
+        items(job.hard_requests),
+        items(job.master_requests),
+        items(job.slave_requests),
         binding.hard_queues,
     )
-    found = memo.get(key)
+    found = memo.candidates.get(key)
     if found is None:
         try:
-            found = _candidates(job, groups, site, binding, new_node_name)
-        except _Stop as stop:
-            found = stop
-        memo[key] = found
+            found = _candidates(job, groups, site, binding, new_node_name, memo=memo)
+        except _Stop as stop:  # kept without its traceback, whose frames would hold it: a cycle
+            found = _Stop(stop.reason)
+        memo.candidates[key] = found
     if isinstance(found, _Stop):
         raise _Stop(found.reason)
     return found
 
 
 def _candidates(
-    job: Job, groups: NodeGroups, site: Site, binding: JobBinding, new_node_name: str | None
+    job: Job,
+    groups: NodeGroups,
+    site: Site,
+    binding: JobBinding,
+    new_node_name: str | None,
+    *,
+    memo: _Memo | None = None,
 ) -> _Candidates:
     """Checks 1 to 4 (see the module's docstring): the groups left, each with what its new node
     gives the job (``_per_node``). Depends on the job's slots, PE, range and requests, and on the
-    binding's queues; never on its task count."""
-    requests = _requests(job, site.complexes, new_node_name)
+    binding's queues; never on its task count. ``memo``: the parts worked out for earlier jobs."""
+    requests = _requests(job, site.complexes, new_node_name, memo)
     everyone = [(i, g) for i, g in enumerate(groups.groups) if groups.max_nodes_of(g) > 0]
     if not everyone:
         raise _Stop("no node group may have a node (max_nodes 0)")
@@ -417,7 +507,10 @@ def _candidates(
     least = min(lo for lo, _ in ranges)
     for request in requests:
         before = left
-        outcomes = [(i, g, _short_of(g, request, site, least)) for i, g in before]
+        if memo is None:
+            outcomes = [(i, g, _short_of(g, request, site, least)) for i, g in before]
+        else:
+            outcomes = [(i, g, _short_of_memo(i, g, request, site, least, memo=memo)) for i, g in before]
         left = [(i, g) for i, g, missing in outcomes if missing is None]
         if not left:
             raise _Stop(_request_reason(request, [(g, m) for _, g, m in outcomes if m is not None], before, everyone))
@@ -432,7 +525,9 @@ def _candidates(
         )
     nodes = []
     for i, g in left:
-        cap, task_cap, narrowed = _per_node(g, requests, site)
+        cap, task_cap, narrowed = (
+            _per_node(g, requests, site) if memo is None else _per_node_memo(i, g, requests, site, memo)
+        )
         nodes.append(_Node(g, i, groups.max_nodes_of(g), cap, task_cap, narrowed))
     return _Candidates(tuple(nodes), tuple(pes), tuple(ranges), tuple(left), tuple(everyone))
 
@@ -454,30 +549,54 @@ def _cheapest(job: Job, candidates: _Candidates) -> tuple[_Fit, int]:
     return best, len(fits)
 
 
-def _requests(job: Job, complexes: ComplexTable, new_node_name: str | None) -> list[_Request]:
+def _requests(
+    job: Job, complexes: ComplexTable, new_node_name: str | None, memo: _Memo | None = None
+) -> list[_Request]:
     """The job's hard requests (and Open Cluster Scheduler's scoped ones) resolved against the
-    complex table, checked for type; ``slots`` and a met ``hostname`` request dropped."""
+    complex table, checked for type; ``slots`` and a met ``hostname`` request dropped. ``memo``:
+    each request's answer for the jobs before."""
     out: list[_Request] = []
     scoped = (("", job.hard_requests), ("master", job.master_requests), ("slave", job.slave_requests))
     for scope, name, value in ((s, n, r[n]) for s, r in scoped for n in sorted(r)):
-        text = _request_text(name, value, scope)
-        c = complexes.get(name)
-        if c is None:
-            raise _Stop(f"requests {text}: unknown complex {name} (not in qconf -sc)")
-        if c.requestable is Requestable.NO:
-            raise _Stop(f"requests {text}: {c.name} is not requestable")
-        try:
-            check_value(c, value)
-        except ValueError as err:
-            raise _Stop(f"requests {text}: {err}") from None
-        if c.name == "slots":
-            continue
-        if c.name == "hostname":
-            if new_node_name is None or not satisfies(c, value, new_node_name):
-                raise _Stop(f"bound to host {value} ({text}): new nodes never have that name")
-            continue
-        out.append(_Request(name, value, c, scope))
+        request: _Request | str | None
+        if memo is None:
+            request = _request(scope, name, value, complexes, new_node_name)
+        else:
+            key = (scope, name, value)
+            if key in memo.requests:
+                request = memo.requests[key]
+            else:
+                try:
+                    request = _request(scope, name, value, complexes, new_node_name)
+                except _Stop as stop:
+                    request = stop.reason
+                memo.requests[key] = request
+        if isinstance(request, str):
+            raise _Stop(request)
+        if request is not None:
+            out.append(request)
     return out
+
+
+def _request(scope: str, name: str, value: str, complexes: ComplexTable, new_node_name: str | None) -> _Request | None:
+    """One request resolved and checked (``_requests``); None for one that drops out."""
+    text = _request_text(name, value, scope)
+    c = complexes.get(name)
+    if c is None:
+        raise _Stop(f"requests {text}: unknown complex {name} (not in qconf -sc)")
+    if c.requestable is Requestable.NO:
+        raise _Stop(f"requests {text}: {c.name} is not requestable")
+    try:
+        check_value(c, value)
+    except ValueError as err:
+        raise _Stop(f"requests {text}: {err}") from None
+    if c.name == "slots":
+        return None
+    if c.name == "hostname":
+        if new_node_name is None or not satisfies(c, value, new_node_name):
+            raise _Stop(f"bound to host {value} ({text}): new nodes never have that name")
+        return None
+    return _Request(name, value, c, scope)
 
 
 def _joins(group: NodeGroup, wanted: str, new_node_name: str | None) -> bool:
@@ -570,6 +689,30 @@ def _short_of(group: NodeGroup, request: _Request, site: Site, least_slots: int)
     except ValueError as err:
         raise DemandError(f"node group {group.name}: {c.name}={offered!r}: {err}") from None
     return None if met else (offered, source)
+
+
+def _short_of_memo(
+    index: int, group: NodeGroup, request: _Request, site: Site, least_slots: int, *, memo: _Memo
+) -> tuple[str, str] | None:
+    """``_short_of``, once for each group (by its place), complex, value and least slots."""
+    key = (index, request.complex.name, request.value, least_slots)
+    if key in memo.shorts:
+        return memo.shorts[key]
+    found = memo.shorts[key] = _short_of(group, request, site, least_slots)
+    return found
+
+
+def _per_node_memo(
+    index: int, group: NodeGroup, requests: Sequence[_Request], site: Site, memo: _Memo
+) -> tuple[int, int, str]:
+    """``_per_node``, once for each group (by its place) and the requests of complexes it offers
+    (the only ones it reads, as given, with their scope)."""
+    offers = group.offers
+    key = (index, *((r.given, r.value, r.scope, r.complex.name) for r in requests if r.complex.name in offers))
+    found = memo.per_node.get(key)
+    if found is None:
+        found = memo.per_node[key] = _per_node(group, requests, site)
+    return found
 
 
 def _request_reason(
@@ -809,6 +952,7 @@ __all__: Sequence[str] = (
     "JobBinding",
     "NotYet",
     "Placement",
+    "Placements",
     "Servable",
     "Site",
     "Unservable",

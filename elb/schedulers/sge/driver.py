@@ -25,6 +25,7 @@ from elb.core.interfaces import NodeSpec
 from elb.core.model import Job, Node, Snapshot
 from elb.core.scheduler import DrainCheck, Peek, Requeued, SchedulerError, SchedulerRead
 from elb.schedulers.sge.commands import Rescheduled, SgeCommands, WholeReader, read_whole
+from elb.schedulers.sge.demand import Placements
 from elb.schedulers.sge.errors import SgeError, SgeTimeoutError, hint
 from elb.schedulers.sge.readcheck import expected_hosts, running_jobs
 from elb.schedulers.sge.servable import SiteCache, SiteReader, demand_of
@@ -73,6 +74,7 @@ class GridEngine:
         self.sge: SgeClient = commands if commands is not None else SgeCommands(config.sge)
         self._site = SiteCache()  # the site's complexes and PEs, read again every SITE_TTL seconds
         self._start_times = StartTimes()  # qsub -a times of waiting jobs, a few per pass
+        self._placements = Placements()  # each shape of waiting job's answer, from the pass before
         self._last_whole: Snapshot | None = None  # the last read found whole
 
     def take_requests(self, now: float) -> tuple[str, ...]:
@@ -108,7 +110,9 @@ class GridEngine:
             raise SchedulerError(f"reading the site's complexes and parallel environments: {err}") from err
         starts = self._start_times.update(self.sge, snap.pending)
         unread = self._start_times.unread  # qstat -j failed for these: not demand this pass
-        return demand_of(snap, records, self.config, site, slots, start_times=starts, unread=unread)
+        return demand_of(
+            snap, records, self.config, site, slots, start_times=starts, unread=unread, keep=self._placements
+        )
 
     def disable_host(self, host: str, reason: str) -> None:
         _sge(lambda: self.sge.disable_host(host))

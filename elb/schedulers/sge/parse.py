@@ -39,6 +39,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, NamedTuple, cast
 
@@ -884,16 +885,68 @@ class QstatMemo:
     From one pass to the next most of qstat's entries are the very same text: a piece read from
     the same place gives the same job and queue instances (a pure function of its text and of
     where the reader stands; the local time zone aside, which is checked), so it is looked up
-    instead of read again, and the jobs of the last read are reused. (When SGE normalizes its
-    priorities anew, every entry's ``<JAT_prio>`` changes and every piece is read again, as
-    without a memo.) Only the last document's pieces are kept; one memo serves one sequence of
-    reads (``SgeCommands`` keeps one).
+    instead of read again, and the jobs of the last read are reused. When most pieces are not
+    found (SGE normalizes priorities anew when the highest or lowest job leaves, and every
+    entry's ``<JAT_prio>`` changes), the rest are looked up by their text from their first
+    ``</JAT_prio>`` on (``_Reprioritized``): when only the priority differs, the job is the
+    remembered one with the new priority (``_QuickReader.reprioritized``). Only the last
+    document's pieces are kept; one memo serves one sequence of reads (``SgeCommands`` keeps
+    one).
     """
 
     def __init__(self) -> None:
         # By where the reader stood (place, queue instance), then by the piece's text.
         self.pieces: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
         self.zone: tuple[object, ...] = ()
+
+
+_PRIO_OPEN, _PRIO_CLOSE = "<JAT_prio>", "</JAT_prio>"
+_PRIO_TEXT = re.compile(f"{_TEXT}{{0,64}}")
+_JOB_VALUES = attrgetter(*_JOB_FIELDS)
+
+
+# Pieces of a document not found in the memo beyond which (and beyond one in ten of those read
+# so far) the rest are looked up without their priority (``_Reprioritized``).
+REPRIORITIZED_AFTER = 16
+
+
+class _Reprioritized:
+    """The memo's pieces by their text from their first ``</JAT_prio>`` on (with their text
+    before it and what they made), each place's indexed when first asked, for a document whose
+    priorities moved."""
+
+    def __init__(self, remembered: dict[tuple[str, str | None], dict[str, Job | _Piece]]) -> None:
+        self.remembered = remembered
+        self.indexes: dict[tuple[str, str | None], dict[str, tuple[str, Job | _Piece]]] = {}
+
+    def find(self, text: str, place: str, queue: str | None, reader: _QuickReader) -> Job | _Piece | None:
+        """What the piece ``text`` read from ``place`` in ``queue`` makes, from a remembered
+        piece that differs from it only in its priority; None when there is none."""
+        tail = text.find(_PRIO_CLOSE)
+        if tail < 0:
+            return None
+        index = self.indexes.get((place, queue))
+        if index is None:
+            index = self.indexes[(place, queue)] = {}
+            for old, was in self.remembered.get((place, queue), {}).items():
+                cut = old.find(_PRIO_CLOSE)
+                if cut >= 0:
+                    index[old[cut:]] = (old[:cut], was)
+        found = index.pop(text[tail:], None)
+        if found is None:
+            return None
+        return reader.reprioritized(found[1], found[0], text[:tail])
+
+
+def _with_priority(job: Job, priority: float) -> Job:
+    """``job`` with another priority, made in place as the quick reader makes jobs."""
+    new = object.__new__(_JobBuilder)
+    (new.job_id, new.name, new.owner, new.state, new.slots, new.submitted, new.started, new.tasks, new.task_ids,
+     new.priority, new.pe, new.pe_range, new.hard_requests, new.queue, new.hard_runtime, new.hard_queues,
+     new.master_requests, new.slave_requests) = _JOB_VALUES(job)  # fmt: skip
+    new.priority = priority
+    new.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
+    return cast(Job, new)
 
 
 def _zone() -> tuple[object, ...]:
@@ -945,13 +998,24 @@ class _QuickReader:
         nothing: dict[str, Job | _Piece] = {}
         jobs, late, queues, place, find, size = self.jobs, self.late, self.queues, self.place, whole.find, len(mark)
         known, mine = remembered.get((place, queue), nothing), made.setdefault((place, queue), {})
+        # Pieces read and pieces not found: when most are not found, the priorities moved, and
+        # the rest are looked up without them (``_Reprioritized``).
+        count = misses = 0
+        moved_prios: _Reprioritized | None = None
         while cut >= 0:
             start = cut + size
             cut = find(mark, start)
             text = whole[start:cut] if cut >= 0 else whole[start:]
+            count += 1
             done = known.pop(text, None)
             if done is None:
-                done = self.piece(text, place, queue)
+                misses += 1
+                if moved_prios is None and remembered and misses > REPRIORITIZED_AFTER and misses * 10 > count:
+                    moved_prios = _Reprioritized(remembered)
+                if moved_prios is not None:
+                    done = moved_prios.find(text, place, queue, self)
+                if done is None:
+                    done = self.piece(text, place, queue)
             mine[text] = done
             if type(done) is Job:  # the reader stays where it is
                 jobs.append(done)
@@ -970,6 +1034,32 @@ class _QuickReader:
         if memo is not None:
             memo.pieces, memo.zone = made, zone
         return QstatResult(tuple(self.jobs + self.late), tuple(self.queues))
+
+    def reprioritized(self, done: Job | _Piece, before: str, head: str) -> Job | _Piece | None:
+        """What a remembered piece made (``done``; ``before``: its text up to its first
+        ``</JAT_prio>``) for a piece of the same text from there on whose text up to there is
+        ``head``, when the two differ only in what their first ``<JAT_prio>`` holds; None
+        otherwise (the piece is then read whole).
+
+        The piece reads as the remembered one did but for the job's priority: ``_JOB_ENTRY`` reads
+        it as the text between the entry's first ``<JAT_prio>`` and the ``</JAT_prio>`` after it
+        (no ``<`` in it), and nothing else of the entry, nor what follows it, depends on it. The
+        new priority's text is checked as ``_JOB_ENTRY`` checks it and read as ``job`` reads it."""
+        opened = head.find(_PRIO_OPEN) + len(_PRIO_OPEN)
+        if opened < len(_PRIO_OPEN) or not before.startswith(head[:opened]):
+            return None
+        text = head[opened:]
+        # What _JOB_ENTRY allows there (printable text without "<" is; the rest is checked).
+        if (len(text) > 64 or "<" in text or not text.isprintable()) and _PRIO_TEXT.fullmatch(text) is None:
+            return None
+        try:
+            priority = self.priority(_resolve(text) if self.amp else text)
+        except _Decline:
+            return None
+        if type(done) is Job:
+            return _with_priority(done, priority)
+        piece = cast(_Piece, done)
+        return piece._replace(job=_with_priority(piece.job, priority))
 
     def piece(self, text: str, place: str, queue: str | None) -> Job | _Piece:
         """Read one piece (a job entry after its mark, and what follows) from ``place``, in the

@@ -36,6 +36,7 @@ from elb.schedulers.sge.demand import (
     JobBinding,
     NotYet,
     Placement,
+    Placements,
     Servable,
     Site,
     Unservable,
@@ -91,6 +92,7 @@ def demand_of(
     *,
     start_times: Mapping[int, float] = _NONE,
     unread: Mapping[int, str] = _NO_REASONS,
+    keep: Placements | None = None,
 ) -> DemandSplit:
     """``split_demand`` for elb's node group: a new node has ``node_slots`` (None: the workers'
     most common size, as the policy infers it) and gets the next free name."""
@@ -100,7 +102,7 @@ def demand_of(
     slots = infer_slots_per_node(workers, alive, node_slots)
     name = new_names(snapshot.hosts, nodes, 1, cluster.node_prefix, cluster.node_digits)[0]
     groups = node_groups(config, slots)
-    return split_demand(snapshot, groups, site, new_node_name=name, start_times=start_times, unread=unread)
+    return split_demand(snapshot, groups, site, new_node_name=name, start_times=start_times, unread=unread, keep=keep)
 
 
 def split_demand(
@@ -111,17 +113,26 @@ def split_demand(
     new_node_name: str | None = None,
     start_times: Mapping[int, float] = _NONE,
     unread: Mapping[int, str] = _NO_REASONS,
+    keep: Placements | None = None,
 ) -> DemandSplit:
     """The snapshot's eligible waiting jobs split into demand and the rest (``NotDemand``).
     ``start_times``: the ``qsub -a`` times known, by job number (``elb.schedulers.sge.starttimes``);
     ``unread``: the jobs whose ``qsub -a`` time could not be read this pass, with why: a fact that
-    can only take a job out of the demand, unknown, so each is not demand (``held``) this pass."""
+    can only take a job out of the demand, unknown, so each is not demand (``held``) this pass;
+    ``keep``: each shape's answer from the split before (``elb.schedulers.sge.demand.Placements``)."""
     pending = [j for j in snapshot.jobs if j.is_pending]
     if not pending:
         return DemandSplit(snapshot)
     with paused():  # a few objects per waiting job, all gone by the end (elb.core.gcpause)
         return _split(
-            snapshot, pending, groups, site, new_node_name=new_node_name, start_times=start_times, unread=unread
+            snapshot,
+            pending,
+            groups,
+            site,
+            new_node_name=new_node_name,
+            start_times=start_times,
+            unread=unread,
+            keep=keep,
         )
 
 
@@ -134,11 +145,18 @@ def _split(
     new_node_name: str | None,
     start_times: Mapping[int, float],
     unread: Mapping[int, str],
+    keep: Placements | None,
 ) -> DemandSplit:
     try:
         check_offers(groups, site)
         placements, distinct = place_shapes(
-            pending, groups, site, snapshot.now, bindings=_bindings(pending, start_times), new_node_name=new_node_name
+            pending,
+            groups,
+            site,
+            snapshot.now,
+            bindings=_bindings(pending, start_times),
+            new_node_name=new_node_name,
+            keep=keep,
         )
     except DemandError as err:  # the groups do not fit the site: no job is demand until fixed
         reason = f"the node group configuration does not fit the site: {err}"

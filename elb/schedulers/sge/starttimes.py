@@ -18,6 +18,7 @@ from __future__ import annotations
 import heapq
 import logging
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from typing import Protocol
 
 from elb.core.model import Job
@@ -32,23 +33,31 @@ class StartTimeReader(Protocol):
 
 
 class StartTimes:
-    """What is known of the waiting jobs' start times: job number -> (submission, start or None)."""
+    """What is known of the waiting jobs' start times: each job number asked about, with the
+    submission time it had then (``_submitted``) and its start time (``_starts``; None: none)."""
 
     def __init__(self, limit: int = READS_PER_PASS) -> None:
         self.limit = limit
-        self._known: dict[int, tuple[float | None, float | None]] = {}
+        self._submitted: dict[int, float | None] = {}
+        self._starts: dict[int, float | None] = {}
+        self._times: dict[int, float] = {}  # the start times known (not None)
         self.unread: Mapping[int, str] = {}  # the last update's jobs asked about in vain, with why
 
     def update(self, sge: StartTimeReader, pending: Sequence[Job]) -> Mapping[int, float]:
         """Forget jobs no longer waiting, ask about up to ``limit`` new ones, and return the
         start times known (jobs without one are left out). The jobs asked about whose answer did
         not come are ``unread`` until the next update (job number -> why)."""
-        waiting = {j.job_id: j.submitted for j in pending}  # a job's entries share its submission time
-        self._known = {k: v for k, v in self._known.items() if k in waiting and waiting[k] == v[0]}
-        known = self._known
+        # A job's entries share its submission time. (Built and compared as whole dicts and
+        # their items: 50,000 waiting jobs are a few milliseconds.)
+        waiting = dict(zip(map(_JOB_ID, pending), map(_SUBMITTED, pending), strict=True))
+        # Forgotten: the jobs no longer waiting, or waiting with another submission time (a job
+        # number used again).
+        for job_id, _submitted in self._submitted.items() - waiting.items():
+            del self._submitted[job_id], self._starts[job_id]
+            self._times.pop(job_id, None)
         # The oldest jobs not asked about yet (no submission time first, then by job number):
-        # the smallest few of 50,000, without sorting them all (nor keeping a pair for each).
-        new = ((s if s is not None else 0.0, k) for k, s in waiting.items() if k not in known)
+        # the smallest few, without sorting them all (nor keeping a pair for each).
+        new = ((s if (s := waiting[k]) is not None else 0.0, k) for k in waiting.keys() - self._submitted.keys())
         ids = [k for _s, k in heapq.nsmallest(self.limit, new)]
         unread: dict[int, str] = {}
         if ids:
@@ -61,13 +70,19 @@ class StartTimes:
             else:
                 for job_id in ids:
                     if job_id in times:
-                        self._known[job_id] = (waiting[job_id], times[job_id])
+                        start = times[job_id]
+                        self._submitted[job_id], self._starts[job_id] = waiting[job_id], start
+                        if start is not None:
+                            self._times[job_id] = start
                     else:
                         unread[job_id] = "qstat -j did not show its start time (qsub -a)"
                 if unread:
                     log.warning("qstat -j did not show the start time (qsub -a) of %d waiting job(s)", len(unread))
         self.unread = unread
-        return {k: t for k, (_s, t) in self._known.items() if t is not None}
+        return dict(self._times)
+
+
+_JOB_ID, _SUBMITTED = attrgetter("job_id"), attrgetter("submitted")
 
 
 def _one_line(text: str, limit: int = 300) -> str:

@@ -29,6 +29,7 @@ from elb.schedulers.slurm.parse import (
     SlurmJob,
     SlurmNode,
     SlurmParseError,
+    SqueueMemo,
     compress,
     parse_sinfo,
     parse_squeue,
@@ -106,6 +107,7 @@ class SlurmCommands:
         if config.conf is not None:
             base["SLURM_CONF"] = str(config.conf)
         self.env = base
+        self._squeue_memo = SqueueMemo()  # what the last read of squeue made of each line
 
     def _executable(self, name: str) -> str:
         if self.config.bin_dir is not None:
@@ -145,7 +147,7 @@ class SlurmCommands:
         """Nodes, then jobs (a job that lands meanwhile is seen on its node by the jobs' read)."""
         try:
             nodes = parse_sinfo(self._text(SINFO_ARGV))
-            jobs = parse_squeue(self._text(SQUEUE_ARGV))
+            jobs = parse_squeue(self._text(SQUEUE_ARGV), memo=self._squeue_memo)
         except SlurmParseError as err:
             raise SlurmError(str(err)) from None
         if not nodes:

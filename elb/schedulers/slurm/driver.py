@@ -49,7 +49,7 @@ from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
 from elb.schedulers.slurm.parse import compress, not_demand_reason
 from elb.schedulers.slurm.requests import RequestKind
 from elb.schedulers.slurm.usage import read_slurm
-from elb.schedulers.slurm.view import jobs_of, node_up, snapshot
+from elb.schedulers.slurm.view import JobsMemo, jobs_of, node_up, snapshot
 from elb.schedulers.waiting import wait_until_up
 
 log = logging.getLogger("elb.schedulers.slurm")
@@ -90,8 +90,9 @@ def asks_now(
             continue
         group = partition_groups.get(sn.partitions[0]) if sn.partitions else None
         ask = Ask(a.node, a.kind, a.since, a.detail, group, a.attempts, a.retry_at)
-        running = [j.job_id for j in read.jobs_on(a.node) if not j.pending]
-        if a.kind is AskKind.RESET and a.node in alive and running:
+        # (The jobs on the node are looked for only for a reset: a scan of every job.)
+        running = [j.job_id for j in read.jobs_on(a.node) if not j.pending] if a.kind is AskKind.RESET else []
+        if a.node in alive and running:
             # Its slurmd registered after all and a job runs there: taking it out would drain it,
             # find the job, undrain it, and again each pass the ask stays open.
             why = f"Slurm shows it running job {', '.join(running)}: kept, not taken out"
@@ -169,6 +170,8 @@ class Slurm:
         self._resume_timeout: float | None = None
         self._resume_timeout_read = False
         self._last: SlurmRead | None = None
+        self._jobs_memo = JobsMemo()  # the neutral jobs of the last read's squeue lines
+        self._held: dict[int, NotDemand] = {}  # the last demand's held jobs, by their identity
 
     # -- reads -------------------------------------------------------------------------------
     def take_requests(self, now: float) -> tuple[str, ...]:
@@ -209,7 +212,7 @@ class Slurm:
             partition_groups=self.config.slurm.partition_groups,
             now=now,
         )
-        return SchedulerRead(snapshot(read.jobs, read.nodes, now), kept, dropped, gone)
+        return SchedulerRead(snapshot(read.jobs, read.nodes, now, memo=self._jobs_memo), kept, dropped, gone)
 
     def resume_timeout(self) -> float | None:
         """Slurm's ``ResumeTimeout``, read once (None: it could not be read; no ask is dropped for its age)."""
@@ -226,15 +229,33 @@ class Slurm:
         names the nodes, so no job is matched against the groups."""
         snap = read.snapshot
         held = [j for j in snap.jobs if j.state == "hqw"]
-        reasons = {}
+        if not held:
+            return DemandSplit(snap)
+        # Each pending job's reason by its number (the last entry's): the neutral jobs the last
+        # read's squeue lines made carry the number (``JobsMemo``), read without splitting ids.
+        reasons: dict[int, str] = {}
         if self._last is not None:
-            reasons = {int(j.job_id.split("_", 1)[0]): j.reason for j in self._last.jobs if j.pending}
-        return DemandSplit(
-            snap,
-            tuple(
-                NotDemand(j, not_demand_reason(reasons.get(j.job_id, "")) or "held by Slurm", held=True) for j in held
-            ),
-        )
+            made = self._jobs_memo.made
+            for sj in self._last.jobs:
+                if sj.state == "PENDING":
+                    found = made.get(id(sj))
+                    if found is not None and found[0] is sj and found[1][0].job_id:  # 0: not a number
+                        reasons[found[1][0].job_id] = sj.reason
+                    else:
+                        reasons[int(sj.job_id.split("_", 1)[0])] = sj.reason
+        # The same job held for the same reason as at the pass before: the same NotDemand.
+        before: dict[int, NotDemand] = self._held
+        kept: dict[int, NotDemand] = {}
+        out: list[NotDemand] = []
+        for job in held:
+            reason = not_demand_reason(reasons.get(job.job_id, "")) or "held by Slurm"
+            told = before.get(id(job))
+            if told is None or told.job is not job or told.reason != reason:
+                told = NotDemand(job, reason, held=True)
+            kept[id(job)] = told
+            out.append(told)
+        self._held = kept
+        return DemandSplit(snap, tuple(out))
 
     # -- the drain and the bring-up ----------------------------------------------------------
     def _read(self) -> SlurmRead:

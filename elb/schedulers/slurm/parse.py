@@ -22,12 +22,13 @@ Anything else (a missing field, a number that is not one, an unknown base state)
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import hostlist  # type: ignore[import-untyped]
 
-from elb.schedulers.timestamps import parse_timestamp
+from elb.schedulers.timestamps import TIMESTAMP, parse_timestamp
 
 SQUEUE_FORMAT = "%i|%P|%T|%r|%D|%C|%N|%V|%S|%l|%u|%j"
 SQUEUE_ARGV = (
@@ -165,45 +166,133 @@ def parse_time_limit(text: str) -> float | None:
     return float(((days * 24 + hours) * 60 + minutes) * 60 + seconds)
 
 
-def _time(text: str) -> float | None:
+def _time(text: str, hours: dict[str, float | None] | None = None) -> float | None:
+    """A time stamp (``parse_timestamp``), None for none. ``hours``: each hour's start as worked
+    out before (None: the local offset changes within it), so that a stamp whose hour is known
+    is its hour's start plus its minutes and seconds, what ``parse_timestamp`` gives it."""
     value = text.strip()
     if value in ("N/A", "Unknown", "None", ""):
         return None
-    return parse_timestamp(value)
+    if hours is None:
+        return parse_timestamp(value)
+    m = TIMESTAMP.fullmatch(value)
+    if m is None or int(m.group(5)) > 59 or int(m.group(6)) > 59:  # (a leap second: read whole)
+        return parse_timestamp(value)
+    hour = value[:13]
+    if hour not in hours:
+        try:
+            first = parse_timestamp(hour + ":00:00")  # checks the date and the hour
+        except ValueError:
+            return parse_timestamp(value)  # refused as itself
+        hours[hour] = first if _plain_hour(first, m) else None
+    start = hours[hour]
+    if start is None:
+        return parse_timestamp(value)
+    seconds = start + int(m.group(5)) * 60 + int(m.group(6))
+    if m.group(7):
+        seconds += float("0." + m.group(7))
+    return seconds
 
 
-def parse_squeue(text: str) -> list[SlurmJob]:
-    """``SQUEUE_ARGV``'s output."""
+class SqueueMemo:
+    """What the last ``parse_squeue`` made of each line, for the next read.
+
+    From one poll to the next most of squeue's lines are the very same text, and a line's job
+    is a pure function of its text (and of the local time zone, which its time stamps are read
+    in: checked), so a line read before is looked up instead of read again. Only the last
+    read's lines are kept; one memo serves one sequence of reads (``SlurmCommands`` keeps one).
+    """
+
+    def __init__(self) -> None:
+        self.lines: dict[str, SlurmJob] = {}
+        self.zone: tuple[object, ...] = ()
+        self.hours: dict[str, float | None] = {}  # each hour's start (``_time``), in ``zone``
+        self.limits: dict[str, float | None] = {}  # time limits read (``parse_time_limit``)
+
+
+def _zone() -> tuple[object, ...]:
+    """What the conversion of local time stamps depends on (``time.tzset``'s results)."""
+    return (time.timezone, time.altzone, time.daylight, time.tzname)
+
+
+def _plain_hour(first: float, m: re.Match[str]) -> bool:
+    """Whether the local hour of the stamp ``m`` that starts at ``first`` is there once, whole,
+    at one offset: its start and its last second read back as themselves, and the seconds just
+    before and just after it are in other hours (an hour the clock goes back over is there
+    twice, and ``mktime`` may take either)."""
+    day_hour = tuple(int(g) for g in m.groups()[:4])
+    start, end = time.localtime(first), time.localtime(first + 3599)
+    return (
+        tuple(start[:6]) == (*day_hour, 0, 0)
+        and tuple(end[:6]) == (*day_hour, 59, 59)
+        and tuple(time.localtime(first - 1)[:4]) != day_hour
+        and tuple(time.localtime(first + 3600)[:4]) != day_hour
+    )
+
+
+def _limit(text: str, limits: dict[str, float | None] | None) -> float | None:
+    """``parse_time_limit``, once for each text (``limits``: the texts read before)."""
+    if limits is None:
+        return parse_time_limit(text)
+    if text not in limits:
+        limits[text] = parse_time_limit(text)  # (a ValueError keeps nothing)
+    return limits[text]
+
+
+def parse_squeue(text: str, *, memo: SqueueMemo | None = None) -> list[SlurmJob]:
+    """``SQUEUE_ARGV``'s output; ``memo``: the lines of the read before (updated)."""
+    zone = _zone()
+    if memo is not None and memo.zone != zone:
+        memo.lines, memo.hours, memo.zone = {}, {}, zone
+    known = memo.lines if memo is not None else {}
+    hours = memo.hours if memo is not None else None
+    limits = memo.limits if memo is not None else None
+    made: dict[str, SlurmJob] = {}
     jobs: list[SlurmJob] = []
     for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        parts = line.split("|", 11)
-        if len(parts) != 12:
-            raise SlurmParseError(f"squeue: line {number}: {len(parts)} fields, expected 12 ({SQUEUE_FORMAT})")
-        job_id, partition, state, reason, nodes, cpus, nodelist, submitted, started, limit, user, name = parts
-        try:
-            if not job_id or not state.isupper():
-                raise ValueError(f"job {job_id!r} in state {state!r}")
-            jobs.append(
-                SlurmJob(
-                    job_id=job_id,
-                    partition=partition,
-                    state=state,
-                    reason=reason,
-                    nodes=int(nodes),
-                    cpus=int(cpus),
-                    nodelist=expand(nodelist),
-                    submitted=_time(submitted),
-                    started=_time(started),
-                    time_limit=parse_time_limit(limit),
-                    user=user,
-                    name=name,
-                )
-            )
-        except ValueError as err:
-            raise SlurmParseError(f"squeue: line {number}: {err}") from None
+        job = known.get(line)
+        if job is None:
+            if not line.strip():
+                continue
+            job = _squeue_line(line, number, hours, limits)
+        made[line] = job
+        jobs.append(job)
+    if memo is not None:
+        memo.lines = made
+        if len(memo.hours) > _KEPT or len(memo.limits) > _KEPT:  # bounded: begun again
+            memo.hours, memo.limits = {}, {}
     return jobs
+
+
+_KEPT = 100_000
+
+
+def _squeue_line(
+    line: str, number: int, hours: dict[str, float | None] | None = None, limits: dict[str, float | None] | None = None
+) -> SlurmJob:
+    parts = line.split("|", 11)
+    if len(parts) != 12:
+        raise SlurmParseError(f"squeue: line {number}: {len(parts)} fields, expected 12 ({SQUEUE_FORMAT})")
+    job_id, partition, state, reason, nodes, cpus, nodelist, submitted, started, limit, user, name = parts
+    try:
+        if not job_id or not state.isupper():
+            raise ValueError(f"job {job_id!r} in state {state!r}")
+        return SlurmJob(
+            job_id=job_id,
+            partition=partition,
+            state=state,
+            reason=reason,
+            nodes=int(nodes),
+            cpus=int(cpus),
+            nodelist=expand(nodelist),
+            submitted=_time(submitted, hours),
+            started=_time(started, hours),
+            time_limit=_limit(limit, limits),
+            user=user,
+            name=name,
+        )
+    except ValueError as err:
+        raise SlurmParseError(f"squeue: line {number}: {err}") from None
 
 
 def parse_sinfo(text: str) -> list[SlurmNode]:
@@ -262,6 +351,7 @@ __all__: Sequence[str] = (
     "SlurmJob",
     "SlurmNode",
     "SlurmParseError",
+    "SqueueMemo",
     "by_name",
     "compress",
     "expand",

@@ -85,13 +85,36 @@ def jobs_of(job: SlurmJob) -> list[Job]:
     ]
 
 
-def snapshot(jobs: Sequence[SlurmJob], nodes: Sequence[SlurmNode], now: float) -> Snapshot:
-    """The neutral snapshot of one read of Slurm."""
-    return Snapshot(
-        now=now,
-        jobs=tuple(j for job in jobs for j in jobs_of(job)),
-        hosts=tuple(host_of(n) for n in nodes if node_up(n)),
-    )
+class JobsMemo:
+    """The neutral jobs each ``SlurmJob`` of the last snapshot made (``jobs_of``, a pure function
+    of it), by its identity: a job read again from the same squeue line is the same object
+    (``elb.schedulers.slurm.parse.SqueueMemo``), and its jobs are reused. The jobs are kept with
+    the ``SlurmJob``, so an identity stays its own while it is kept; only the last snapshot's are
+    kept."""
+
+    def __init__(self) -> None:
+        self.made: dict[int, tuple[SlurmJob, list[Job]]] = {}
 
 
-__all__: Sequence[str] = ("array_tasks", "host_of", "node_up", "snapshot")
+def snapshot(
+    jobs: Sequence[SlurmJob], nodes: Sequence[SlurmNode], now: float, *, memo: JobsMemo | None = None
+) -> Snapshot:
+    """The neutral snapshot of one read of Slurm; ``memo``: the last snapshot's jobs (updated)."""
+    if memo is None:
+        neutral = tuple(j for job in jobs for j in jobs_of(job))
+    else:
+        known, made = memo.made, {}
+        out: list[Job] = []
+        for job in jobs:
+            key = id(job)
+            found = known.get(key)
+            if found is None or found[0] is not job:
+                found = (job, jobs_of(job))
+            made[key] = found
+            out += found[1]
+        memo.made = made
+        neutral = tuple(out)
+    return Snapshot(now=now, jobs=neutral, hosts=tuple(host_of(n) for n in nodes if node_up(n)))
+
+
+__all__: Sequence[str] = ("JobsMemo", "array_tasks", "host_of", "node_up", "snapshot")
