@@ -57,6 +57,7 @@ class _Entry(NamedTuple):
     idle_since: float | None  # a managed worker, ready and idle, since then
     up_total: int = 0  # its host's slots when the host is up (StarCluster counts these)
     ready: tuple[int, int] | None = None  # (free, total) of a ready worker, with free slots or not
+    busy: bool = False  # booting, or a job or a reservation on it (ParallelCluster's busy workers)
 
 
 _VOID = _Entry(None, None, None)  # no worker: what a name that comes or goes had, or has
@@ -166,6 +167,9 @@ class WorkerTally:
         self._ordered: tuple[Job, ...] | None = ()  # the waiting jobs oldest first (None: to sort)
         self._oldest: tuple[float | None] | None = (None,)  # the earliest submission (None: to find)
         self._up_total = 0  # the slots of the workers whose host is up
+        self._busy = 0  # the workers whose entry says busy
+        self._pending_slots = 0
+        self._pending_odd = 0  # waiting jobs of no slot or no task
         self._entries: dict[str, _Entry] = {}
         self._numbers: dict[int, int] = {}  # node numbers in use (hosts and every record), and their uses
         self._number_of: dict[str, int | None] = {}  # each name's number (None: not one of ``prefix``)
@@ -219,6 +223,21 @@ class WorkerTally:
     def waiting(self) -> int:
         """``len(ClusterView.pending)``."""
         return len(self._pending)
+
+    @property
+    def pending_slots(self) -> int:
+        """``ClusterView.pending_slots``."""
+        return self._pending_slots
+
+    @property
+    def pending_plain(self) -> bool:
+        """``ClusterView.pending_plain``."""
+        return not self._pending_odd
+
+    @property
+    def busy(self) -> int:
+        """The workers booting or busy (ParallelCluster's peer counts them, ``peers._count``)."""
+        return self._busy
 
     def oldest_wait(self, now: float) -> float:
         """``ClusterView.oldest_wait`` at ``now``."""
@@ -338,6 +357,8 @@ class WorkerTally:
                 del pending[id(j)]
                 self._ordered = None
                 self._oldest = None
+                self._pending_slots -= j.slots * j.tasks
+                self._pending_odd -= j.slots <= 0 or j.tasks <= 0
             on = filed.pop(id(j), None)
             if on is not None:
                 if on not in ran:
@@ -352,6 +373,8 @@ class WorkerTally:
                 pending[id(j)] = j
                 self._ordered = None
                 self._oldest = None
+                self._pending_slots += j.slots * j.tasks
+                self._pending_odd += j.slots <= 0 or j.tasks <= 0
             on = started_host(j)
             if on is not None:
                 filed[id(j)] = on
@@ -392,17 +415,19 @@ class WorkerTally:
         if host is None:
             if node is None:
                 return None
-            return _Entry(node.slots or 0 if node.state in _BOOTING else None, None, None, 0)
-        up, free, total, busy = host_numbers(host)
+            if node.state in _BOOTING:
+                return _Entry(node.slots or 0, None, None, 0, None, True)
+            return _Entry(None, None, None, 0, None, name in self._running)
+        up, free, total, host_busy = host_numbers(host)
         up_total = total if up else 0
         if node is not None and node.state in _BOOTING:
-            return _Entry(node.slots or 0, None, None, up_total)
+            return _Entry(node.slots or 0, None, None, up_total, None, True)
+        busy = is_busy(name in self._running, host_busy)
         if not serves(node, up):
-            return _Entry(None, None, None, up_total)
+            return _Entry(None, None, None, up_total, None, busy)
         ready = (free, total)
         room = ready if free > 0 else None
-        since = idle_since(node, True, is_busy(name in self._running, busy))
-        return _Entry(None, room, since, up_total, ready)
+        return _Entry(None, room, idle_since(node, True, busy), up_total, ready, busy)
 
     def _set(self, name: str, entry: _Entry | None) -> None:
         old = self._entries.get(name)
@@ -418,6 +443,8 @@ class WorkerTally:
         e = entry or _VOID
         if o.up_total != e.up_total:
             self._up_total += e.up_total - o.up_total
+        if o.busy != e.busy:
+            self._busy += 1 if e.busy else -1
         if (o.room is None) != (e.room is None):
             _move(self.ready_room, name, o.room is not None, e.room is not None)
         if (o.booting is None) != (e.booting is None):
@@ -446,8 +473,6 @@ class CapacityTally(WorkerTally):
         self._ends: list[_Ending] = []  # running jobs filed under a host with an expected end, by it
         self._ending: dict[int, tuple[_Ending, Job, str]] = {}  # by job id: its place, the job, its host
         self._numbered = 0
-        self._pending_slots = 0
-        self._pending_odd = 0  # waiting jobs of no slot or no task
         self._odd = 0  # running jobs of fewer than no slots (not modelled: ``update`` says False)
         self._idle_workers: tuple[IdleWorker, ...] | None = ()
         self.idle_by_since: list[tuple[float, str]] = []  # the idle workers by idle since, then name
@@ -466,16 +491,6 @@ class CapacityTally(WorkerTally):
         return True
 
     # -- what a decision reads ------------------------------------------------------------------
-    @property
-    def pending_slots(self) -> int:
-        """``ClusterView.pending_slots``."""
-        return self._pending_slots
-
-    @property
-    def pending_plain(self) -> bool:
-        """``ClusterView.pending_plain``."""
-        return not self._pending_odd
-
     def record(self, name: str) -> Node:
         """A managed worker's record."""
         return self._alive[name]
@@ -551,17 +566,11 @@ class CapacityTally(WorkerTally):
         super()._take_jobs(jobs, changed)
         gone, came = jobs
         for j in gone:
-            if j.state in PENDING_STATES:
-                self._pending_slots -= j.slots * j.tasks
-                self._pending_odd -= j.slots <= 0 or j.tasks <= 0
             found = self._ending.pop(id(j), None)
             if found is not None:
                 del self._ends[bisect.bisect_left(self._ends, found[0])]
                 self._odd -= j.total_slots < 0
         for j in came:
-            if j.state in PENDING_STATES:
-                self._pending_slots += j.slots * j.tasks
-                self._pending_odd += j.slots <= 0 or j.tasks <= 0
             host = self._filed.get(id(j))
             if host is not None and j.hard_runtime is not None and j.started is not None:
                 self._numbered += 1
