@@ -203,6 +203,7 @@ class Replay:
         self.last_change = -INF  # last launch or removal
         self.billed = 0.0  # node-seconds of the nodes that went
         self.launches = 0
+        self.decisions = 0
         self.waits: list[float] = []
         self.last_end = self.t0
         self.master = policy == "starcluster"
@@ -331,6 +332,7 @@ class Replay:
             if poll == INF:
                 raise RuntimeError("jobs wait that no node will ever run")
             d = self.policy(self, poll)
+            self.decisions += 1
             nums = self.new_nums(d.add)
             for node in d.remove:
                 if node.ready and not node.running and node.num:
@@ -536,6 +538,7 @@ def replay(jobs: Iterable[Job], policy: str, *, spn: int = 8, max_nodes: int, bo
         "cost": sim.billed / 3600.0,
         "wait_mean": sum(sim.waits) / len(sim.waits),
         "launches": float(sim.launches),
+        "decisions": float(sim.decisions),
         "jobs": float(len(sim.waits)),
         "cpu": cpu,
     }
