@@ -543,10 +543,17 @@ class SlurmPolicy:
             lambda n: _names(lim, state, n),
         )
 
-    def _fit(self, reads: _SlurmReads) -> _Fit:
+    def _fit(self, reads: _SlurmReads, state: ClusterState) -> _Fit:
+        """The waiting jobs placed (``_fit``), worked out once for the very same inputs and time
+        (``quiet_until`` after an empty plan asks for the fit ``decide`` made)."""
         if not reads.pending:
             return _NO_FIT
-        return _fit(reads.bins(), reads.pending, reads.spn, self.limits.max_nodes - reads.size)
+        snapshot = state.snapshot
+        return self.cache.derived(
+            "fit",
+            (snapshot.jobs, snapshot.hosts, state.records, state.now),
+            lambda: _fit(reads.bins(), reads.pending, reads.spn, self.limits.max_nodes - reads.size),
+        )
 
     def _idle_due(self, reads: _SlurmReads, fit: _Fit, now: float) -> tuple[list[Removal], float]:
         removals: list[Removal] = []
@@ -576,7 +583,7 @@ class SlurmPolicy:
                 add_names=reads.names(n),
                 add_reason=f"{size} nodes < min_nodes {lim.min_nodes}: adding {_plural(n, 'node')}",
             )
-        fit = self._fit(reads)
+        fit = self._fit(reads, state)
         add = min(fit.new_nodes, max(0, lim.max_nodes - size))
         removals, _ = self._idle_due(reads, fit, now)
         chosen = self._keep_min(reads, removals)
@@ -600,7 +607,7 @@ class SlurmPolicy:
         reads = self._reads(state)
         if reads.size < lim.min_nodes:
             return now
-        fit = self._fit(reads)
+        fit = self._fit(reads, state)
         if fit.new_nodes and reads.size < lim.max_nodes:
             return now
         if reads.size <= lim.min_nodes:
