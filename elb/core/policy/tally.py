@@ -28,6 +28,7 @@ touches.
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -165,7 +166,9 @@ class WorkerTally:
         self._filed: dict[int, str] = {}  # by a job's id: the host it is filed under (``started_host``)
         self._pending: dict[int, Job] = {}
         self._ordered: tuple[Job, ...] | None = ()  # the waiting jobs oldest first (None: to sort)
-        self._oldest: tuple[float | None] | None = (None,)  # the earliest submission (None: to find)
+        # The waiting jobs' submissions, a heap of (time, the job's id) from which the entries of
+        # jobs no longer waiting are dropped when they come to the top (``oldest_wait``).
+        self._submits: list[tuple[float, int]] = []
         self._up_total = 0  # the slots of the workers whose host is up
         self._busy = 0  # the workers whose entry says busy
         self._pending_slots = 0
@@ -241,12 +244,17 @@ class WorkerTally:
 
     def oldest_wait(self, now: float) -> float:
         """``ClusterView.oldest_wait`` at ``now``."""
-        if self._oldest is None:
-            self._oldest = (
-                min((j.submitted for j in self._pending.values() if j.submitted is not None), default=None),
-            )
-        first = self._oldest[0]
-        return 0.0 if first is None else max(0.0, now - first)
+        heap, pending = self._submits, self._pending
+        if len(heap) > 2 * len(pending) + 64:  # mostly entries of jobs gone: made again from the waiting ones
+            heap[:] = [(j.submitted, key) for key, j in pending.items() if j.submitted is not None]
+            heapq.heapify(heap)
+        while heap:
+            first, key = heap[0]
+            job = pending.get(key)
+            if job is not None and job.submitted == first:  # a waiting job submitted then
+                return max(0.0, now - first)
+            heapq.heappop(heap)
+        return 0.0
 
     def total_slots(self) -> int:
         """StarCluster's ``count_total_slots``: the slots of every worker whose host is up and
@@ -356,7 +364,6 @@ class WorkerTally:
             if j.state in PENDING_STATES:
                 del pending[id(j)]
                 self._ordered = None
-                self._oldest = None
                 self._pending_slots -= j.slots * j.tasks
                 self._pending_odd -= j.slots <= 0 or j.tasks <= 0
             on = filed.pop(id(j), None)
@@ -372,7 +379,8 @@ class WorkerTally:
             if j.state in PENDING_STATES:
                 pending[id(j)] = j
                 self._ordered = None
-                self._oldest = None
+                if j.submitted is not None:
+                    heapq.heappush(self._submits, (j.submitted, id(j)))
                 self._pending_slots += j.slots * j.tasks
                 self._pending_odd += j.slots <= 0 or j.tasks <= 0
             on = started_host(j)
