@@ -1,4 +1,4 @@
-"""The workers' facts the Slurm and StarCluster peers decide on, kept from one call to the next and
+"""The workers' facts the Slurm, StarCluster and ParallelCluster peers decide on, kept from one call to the next and
 brought up to date by what changed, so that a decision's work does not grow with the cluster.
 
 ``cluster_view`` joins every host, node record and job at each call: work in proportion to the
@@ -9,7 +9,9 @@ any job, and keeps a worker's entry as it was when its facts are the same. What 
 is what ``cluster_view`` and the peers' helpers compute from the same inputs: the size, the
 waiting jobs oldest first, the ready workers with free slots, the booting ones and the managed
 idle ones (each in the view's order: by name), the highest node number in use (``new_names``),
-and for StarCluster the slots of the up hosts and the oldest waiting job's submission.
+for StarCluster the slots of the up hosts and the oldest waiting job's submission (a heap of the
+waiting jobs' submissions), for ParallelCluster the busy workers (booting, or a job or a
+reservation there) and the waiting jobs' slots.
 
 The inputs are the model's frozen values, so an object seen again is the same value, and the
 tally holds every object it has indexed, so an id it compares is never a recycled one. Inputs it
