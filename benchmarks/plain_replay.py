@@ -24,8 +24,10 @@ minutes, and it models what ``elb simulate --dispatch fifo`` replays:
 The policies, as each peer behaves (``docs/simulate.md`` describes the originals):
 
 - ``slurm``: power up nodes for exactly the waiting jobs (oldest first, first fit on ready nodes'
-  free slots, then booting nodes, then new ones) that fit on no ready or booting node; power
-  down a node idle 300 s that no waiting job would be placed on;
+  free slots, then booting nodes, then new ones, each by number as in Slurm's node list) that fit
+  on no ready or booting node; power down a node idle 300 s that no waiting job would be placed
+  on (elb's Slurm peer takes its nodes by name as text, node1000 before node101: from 1,000
+  nodes the two differ by a few thousandths of a percent);
 - ``parallelcluster``: with jobs waiting, grow to busy nodes (booting ones count as busy) plus
   ceil(waiting slots / spn); with none waiting, remove nodes idle 600 s;
 - ``starcluster``: the master runs jobs too (a node of ``spn`` slots, never billed, within
