@@ -152,8 +152,10 @@ class GroupTrackers:
     def __init__(self, *, initial: float, maximum: float) -> None:
         self.initial, self.maximum = initial, maximum
         self._trackers: dict[str, Tracker] = {}
+        self._state: Backoffs | None = None  # ``state`` since the last event (None: to work out)
 
     def add(self, e: Event, group: str) -> None:
+        self._state = None
         tracker = self._trackers.get(group)
         if tracker is None:
             tracker = self._trackers[group] = Tracker(initial=self.initial, maximum=self.maximum)
@@ -161,9 +163,12 @@ class GroupTrackers:
 
     @property
     def state(self) -> Backoffs:
-        """Each group's back-off after the events added so far (only the groups backed off)."""
-        found = ((g, t.state) for g, t in sorted(self._trackers.items()))
-        return Backoffs(groups=tuple((g, b) for g, b in found if b.active))
+        """Each group's back-off after the events added so far (only the groups backed off); the
+        same value until the next event."""
+        if self._state is None:
+            found = ((g, t.state) for g, t in sorted(self._trackers.items()))
+            self._state = Backoffs(groups=tuple((g, b) for g, b in found if b.active))
+        return self._state
 
 
 def by_group(events: Iterable[Event], group_of: Callable[[str], str], *, initial: float, maximum: float) -> Backoffs:

@@ -29,7 +29,7 @@ that cannot start costs nothing per event (FIFO and EASY still walk the queue in
 snapshot rebuilds the ``Host``/``Node`` values of the nodes that changed only (a node's ``Host`` of
 each free-slot count is made once; its record changes when it turns idle, becomes ready
 or goes), and each of its tuples says what came and went since the last snapshot
-(``elb.core.policy.tally.Revised``): the Slurm and StarCluster peers take in those changes instead
+(``elb.core.policy.tally.Revised``): the peers' and elb's tallies take in those changes instead
 of every node and job.
 
 Node groups (``groups``, ``elb.simulate.groups``): each job is placed at submission by the live

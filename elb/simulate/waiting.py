@@ -80,8 +80,9 @@ class WaitingJobs(Generic[N, T]):
 
     def head(self) -> T | None:
         """The oldest item, or None."""
-        heads = [queue[0] for queue in self._by_need.values()]
-        return min(heads, key=lambda h: h[0])[1] if heads else None
+        if not self._by_need:
+            return None
+        return min(queue[0] for queue in self._by_need.values())[1]  # by number: numbers differ
 
     def start_in_order(self, start: Callable[[T], bool]) -> None:
         """Offer items to ``start`` in submission order, each until it declines one: then the

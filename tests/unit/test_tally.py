@@ -1,4 +1,4 @@
-"""Slurm's and StarCluster's peers reading the cluster from a ``WorkerTally``, and elb's policy
+"""Slurm's, StarCluster's and ParallelCluster's peers reading the cluster from a ``WorkerTally``, and elb's policy
 reading it from a ``CapacityTally`` (each brought up to date by what changed), decide exactly as
 they do from the full view (``cluster_view``), at every call of a replay and on hand-built
 sequences of cluster states; and the simulator's snapshots carry their changes."""
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from elb.core.config import ClusterConfig, PolicyConfig
 from elb.core.model import History, Host, Job, Node, NodeState, Plan, Snapshot
 from elb.core.policy.default import ElbPolicy
-from elb.core.policy.peers import Limits, SlurmPolicy, StarclusterPolicy
+from elb.core.policy.peers import Limits, ParallelclusterPolicy, SlurmPolicy, StarclusterPolicy
 from elb.core.policy.placement import named
 from elb.core.policy.tally import CapacityTally, Revised, WorkerTally
 from elb.core.state import ClusterState, join
@@ -30,11 +30,11 @@ from tests.unit.factories import T0, host, node, pending, running
 from tests.unit.test_simulate_logs import needs_logs
 from tests.unit.traces import KTH
 
-Peer = SlurmPolicy | StarclusterPolicy | ElbPolicy
+Peer = SlurmPolicy | StarclusterPolicy | ParallelclusterPolicy | ElbPolicy
 
 
 def peer(name: str, limits: Limits, **elb: object) -> Peer:
-    """Slurm's or StarCluster's peer, or elb's policy (``name`` "elb", "elb-hour": per-hour
+    """Slurm's, StarCluster's or ParallelCluster's peer, or elb's policy (``name`` "elb", "elb-hour": per-hour
     billing) with these limits and ``elb``'s other options."""
     if name.startswith("elb"):
         billing = "hour" if name == "elb-hour" else "second"
@@ -46,6 +46,8 @@ def peer(name: str, limits: Limits, **elb: object) -> Peer:
             **elb,
         )
         return ElbPolicy(cfg, ClusterConfig(master=limits.master, node_prefix=limits.node_prefix))
+    if name == "parallelcluster":
+        return ParallelclusterPolicy(limits)
     return SlurmPolicy(limits) if name == "slurm" else StarclusterPolicy(limits)
 
 
@@ -87,7 +89,7 @@ def synthetic_jobs(seed: int, count: int = 400) -> list[SimJob]:
     return jobs
 
 
-@pytest.mark.parametrize("name", ["slurm", "starcluster", "elb", "elb-hour"])
+@pytest.mark.parametrize("name", ["slurm", "starcluster", "parallelcluster", "elb", "elb-hour"])
 @pytest.mark.parametrize("dispatch", ["sge", "fifo", "easy"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_every_decision_of_a_replay_is_the_full_views(name: str, dispatch: str, seed: int) -> None:
@@ -138,7 +140,7 @@ def test_every_decision_of_elbs_replay_is_the_full_views_with_other_options(opti
 
 
 @needs_logs
-@pytest.mark.parametrize("name", ["slurm", "starcluster", "elb"])
+@pytest.mark.parametrize("name", ["slurm", "starcluster", "parallelcluster", "elb"])
 @pytest.mark.parametrize("copies", [1, 4])
 def test_a_kth_replay_is_identical_with_and_without_the_tally(name: str, copies: int) -> None:
     """The way the fast-forward test compares: every placement, node life and figure."""
@@ -242,7 +244,7 @@ def _as_given(
     steps=steps,
     configured=st.sampled_from([8, None]),
     min_nodes=st.integers(0, 3),
-    name=st.sampled_from(["slurm", "starcluster", "elb", "elb-hour"]),
+    name=st.sampled_from(["slurm", "starcluster", "parallelcluster", "elb", "elb-hour"]),
     changed=st.sampled_from([None, -100.0, -1000.0]),
 )
 def test_a_sequence_of_cluster_states_gets_the_full_views_plans(
@@ -280,6 +282,7 @@ def _kept(tally: CapacityTally) -> tuple[object, ...]:
         tally.pending_slots,
         tally.pending_plain,
         tally.waiting,
+        tally.busy,
     )
 
 

@@ -171,7 +171,7 @@ class ElbPolicy:
             if cfg.grow == "wait_time":
                 grow = Plan(reason=stabilizing) if stabilizing is not None else self._grow(view, names)
             else:
-                grow, fc = self._grow_forecast(view, names, now)
+                grow, fc = self._grow_forecast(view, names, state)
         # Shrink.
         if cfg.shrink == "timer":
             if view.pending or stabilizing is not None:
@@ -202,10 +202,21 @@ class ElbPolicy:
             return max(cfg.boot_time, cfg.period_horizon)
         return cfg.boot_time
 
+    def _forecast(self, view: View, state: ClusterState, counted: tuple[Job, ...], limit: int) -> Forecast:
+        """``forecast`` of ``counted`` by the horizon, worked out once for the very same inputs,
+        time, jobs and limit (``quiet_until`` after an empty plan asks for the one ``decide`` made)."""
+        snapshot = state.snapshot
+        return self.cache.derived(
+            "forecast",
+            (snapshot.jobs, snapshot.hosts, state.records, state.now, counted, limit),
+            lambda: forecast(view, state.now + self._horizon(), counted, limit=limit),
+        )
+
     def _grow_forecast(
-        self, view: View, names: Callable[[int], tuple[str, ...]], now: float
+        self, view: View, names: Callable[[int], tuple[str, ...]], state: ClusterState
     ) -> tuple[Plan, Forecast | None]:
         cfg = self.config
+        now = state.now
         horizon = self._horizon()
         boot = f"a boot time ({minutes(cfg.boot_time)})" if horizon == cfg.boot_time else minutes(horizon)
         jobs = _plural(len(view.pending), "job")
@@ -214,7 +225,7 @@ class ElbPolicy:
         if not counted:
             return Plan(reason=f"{head}, none yet for launch_delay {minutes(cfg.launch_delay)}"), None
         room = cfg.max_nodes - view.size
-        fc = forecast(view, now + self._horizon(), counted, limit=max(0, room))
+        fc = self._forecast(view, state, counted, max(0, room))
         on = f"{fc.ready} ready + {fc.booting} booting nodes"
         if fc.freed_slots:
             on += f" and {fc.freed_slots} slots running jobs free by their h_rt"
@@ -350,7 +361,7 @@ class ElbPolicy:
                 return now  # which idle node a waiting job would take may change with the clock
             room = cfg.max_nodes - view.size
             if room > 0:
-                if forecast(view, now + self._horizon(), self._counted(view, now), limit=room).new_nodes:
+                if self._forecast(view, state, self._counted(view, now), room).new_nodes:
                     return now  # it would launch now
                 until = min(until, _next_overdue(view))
         if view.size <= cfg.min_nodes:

@@ -63,17 +63,6 @@ def _names(limits: Limits, state: ClusterState, count: int) -> tuple[str, ...]:
     return new_names(state.snapshot.hosts, state.records, count, limits.node_prefix, limits.node_digits)
 
 
-def _below_min(limits: Limits, view: ClusterView, state: ClusterState) -> Plan | None:
-    if view.size >= limits.min_nodes:
-        return None
-    n = limits.min_nodes - view.size
-    return Plan(
-        add=n,
-        add_names=_names(limits, state, n),
-        add_reason=f"{view.size} nodes < min_nodes {limits.min_nodes}: adding {_plural(n, 'node')}",
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class _Facts:
     """What the peers read off the workers, computed once per cluster state."""
@@ -106,11 +95,6 @@ def _count(view: ClusterView) -> _Facts:
         if since is not None:
             idle.append((w, since))
     return _Facts(tuple(idle), free, busy, booting)
-
-
-def _keep_min(limits: Limits, view: ClusterView, removals: list[Removal]) -> tuple[Removal, ...]:
-    room = max(0, view.size - limits.min_nodes)
-    return tuple(removals[:room])
 
 
 # --------------------------------------------------------------------------------------------
@@ -315,6 +299,19 @@ class ParallelclusterParams:
 
 
 @dataclass(frozen=True, slots=True)
+class _PcReads:
+    """What ParallelCluster's rule reads of the cluster: from the view, or from the tally (the same)."""
+
+    size: int
+    pending: int  # waiting job entries
+    pending_slots: int
+    spn: int
+    busy: int  # workers booting, running a job or holding a reservation
+    idle: Sequence[tuple[str, float]]  # managed idle workers and since when, by name
+    names: Callable[[int], tuple[str, ...]]  # names for new nodes
+
+
+@dataclass(frozen=True, slots=True)
 class ParallelclusterPolicy:
     """ParallelCluster's jobwatcher: desired = busy nodes (booting ones count as busy) +
     ceil(pending slots / slots per node), capped at max; nodewatcher: a node idle
@@ -322,47 +319,85 @@ class ParallelclusterPolicy:
 
     Counting booting nodes as busy while their demand is still pending makes it ask for the same
     demand again every pass until they boot: this is how one of its versions really behaved.
+
+    Like Slurm's peer it reads the cluster from a ``WorkerTally`` brought up to date by what
+    changed (``incremental``); without it, from the full view, which gives the same plans.
     """
 
     limits: Limits = field(default_factory=Limits)
     params: ParallelclusterParams = field(default_factory=ParallelclusterParams)
     name: str = "parallelcluster"
+    incremental: bool = True
     cache: ViewCache = field(default_factory=ViewCache, compare=False, repr=False)
+    tally: WorkerTally = field(default_factory=WorkerTally, compare=False, repr=False)
 
     @classmethod
     def from_config(cls, cfg: PolicyConfig, cluster: ClusterConfig) -> ParallelclusterPolicy:
         return cls(Limits.from_config(cfg, cluster))
 
-    def _desired(self, view: ClusterView) -> tuple[int, int, int]:
-        busy = _facts(self.cache, view).busy
-        need = math.ceil(view.pending_slots / view.slots_per_node)
-        return busy, need, min(self.limits.max_nodes, busy + need)
+    def _reads(self, state: ClusterState) -> _PcReads:
+        lim, tally = self.limits, self.tally
+        snapshot, nodes = state.snapshot, state.records
+        if self.incremental and tally.update(snapshot, nodes, lim.master, lim.node_prefix):
+            spn = lim.slots_per_node or self.cache.derived(
+                "spn",
+                (snapshot.hosts, nodes),
+                lambda: _view(self.cache, lim, state).slots_per_node,
+            )
+            return _PcReads(
+                tally.size,
+                tally.waiting,
+                tally.pending_slots,
+                spn,
+                tally.busy,
+                [(name, tally.idle_since(name)) for name in tally.idle],
+                lambda n: tally.new_names(n, lim.node_prefix, lim.node_digits),
+            )
+        view = _view(self.cache, lim, state)
+        facts = _facts(self.cache, view)
+        return _PcReads(
+            view.size,
+            len(view.pending),
+            view.pending_slots,
+            view.slots_per_node,
+            facts.busy,
+            [(w.name, since) for w, since in facts.idle],
+            lambda n: _names(lim, state, n),
+        )
+
+    def _desired(self, r: _PcReads) -> tuple[int, int]:
+        need = math.ceil(r.pending_slots / r.spn)
+        return need, min(self.limits.max_nodes, r.busy + need)
 
     def decide(self, state: ClusterState, history: History) -> Plan:
         now = state.now
         lim = self.limits
-        view = _view(self.cache, lim, state)
-        low = _below_min(lim, view, state)
-        if low is not None:
-            return low
-        busy, need, desired = self._desired(view)
-        if view.pending:
-            if desired > view.size:
-                n = desired - view.size
+        r = self._reads(state)
+        if r.size < lim.min_nodes:
+            n = lim.min_nodes - r.size
+            return Plan(
+                add=n,
+                add_names=r.names(n),
+                add_reason=f"{r.size} nodes < min_nodes {lim.min_nodes}: adding {_plural(n, 'node')}",
+            )
+        if r.pending:
+            need, desired = self._desired(r)
+            if desired > r.size:
+                n = desired - r.size
                 return Plan(
                     add=n,
-                    add_names=_names(lim, state, n),
+                    add_names=r.names(n),
                     add_reason=(
-                        f"desired {busy} busy + {need} for {view.pending_slots} pending slots "
-                        f"= {desired} > {view.size} nodes"
+                        f"desired {r.busy} busy + {need} for {r.pending_slots} pending slots "
+                        f"= {desired} > {r.size} nodes"
                     ),
                 )
-            return Plan(reason=f"desired {desired} <= {view.size} nodes")
+            return Plan(reason=f"desired {desired} <= {r.size} nodes")
         removals = []
-        for w, since in _facts(self.cache, view).idle:
+        for name, since in r.idle:
             if now - since >= self.params.idle_time:
-                removals.append(Removal(w.name, f"nothing pending; idle {minutes(now - since)}"))
-        chosen = _keep_min(lim, view, removals)
+                removals.append(Removal(name, f"nothing pending; idle {minutes(now - since)}"))
+        chosen = tuple(removals[: max(0, r.size - lim.min_nodes)])
         if not chosen:
             return Plan(reason="nothing pending; no node idle long enough")
         return Plan(remove=chosen)
@@ -370,15 +405,15 @@ class ParallelclusterPolicy:
     def quiet_until(self, state: ClusterState, history: History) -> float:
         now = state.now
         lim = self.limits
-        view = _view(self.cache, lim, state)
-        if view.size < lim.min_nodes:
+        r = self._reads(state)
+        if r.size < lim.min_nodes:
             return now
-        if view.pending:
-            return now if self._desired(view)[2] > view.size else INF
-        if view.size <= lim.min_nodes:
+        if r.pending:
+            return now if self._desired(r)[1] > r.size else INF
+        if r.size <= lim.min_nodes:
             return INF
         nxt = INF
-        for _, since in _facts(self.cache, view).idle:
+        for _, since in r.idle:
             nxt = min(nxt, max(now, since + self.params.idle_time))
         return nxt
 
@@ -508,10 +543,17 @@ class SlurmPolicy:
             lambda n: _names(lim, state, n),
         )
 
-    def _fit(self, reads: _SlurmReads) -> _Fit:
+    def _fit(self, reads: _SlurmReads, state: ClusterState) -> _Fit:
+        """The waiting jobs placed (``_fit``), worked out once for the very same inputs and time
+        (``quiet_until`` after an empty plan asks for the fit ``decide`` made)."""
         if not reads.pending:
             return _NO_FIT
-        return _fit(reads.bins(), reads.pending, reads.spn, self.limits.max_nodes - reads.size)
+        snapshot = state.snapshot
+        return self.cache.derived(
+            "fit",
+            (snapshot.jobs, snapshot.hosts, state.records, state.now),
+            lambda: _fit(reads.bins(), reads.pending, reads.spn, self.limits.max_nodes - reads.size),
+        )
 
     def _idle_due(self, reads: _SlurmReads, fit: _Fit, now: float) -> tuple[list[Removal], float]:
         removals: list[Removal] = []
@@ -541,7 +583,7 @@ class SlurmPolicy:
                 add_names=reads.names(n),
                 add_reason=f"{size} nodes < min_nodes {lim.min_nodes}: adding {_plural(n, 'node')}",
             )
-        fit = self._fit(reads)
+        fit = self._fit(reads, state)
         add = min(fit.new_nodes, max(0, lim.max_nodes - size))
         removals, _ = self._idle_due(reads, fit, now)
         chosen = self._keep_min(reads, removals)
@@ -565,7 +607,7 @@ class SlurmPolicy:
         reads = self._reads(state)
         if reads.size < lim.min_nodes:
             return now
-        fit = self._fit(reads)
+        fit = self._fit(reads, state)
         if fit.new_nodes and reads.size < lim.max_nodes:
             return now
         if reads.size <= lim.min_nodes:

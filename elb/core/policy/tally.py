@@ -1,4 +1,4 @@
-"""The workers' facts the Slurm and StarCluster peers decide on, kept from one call to the next and
+"""The workers' facts the Slurm, StarCluster and ParallelCluster peers decide on, kept from one call to the next and
 brought up to date by what changed, so that a decision's work does not grow with the cluster.
 
 ``cluster_view`` joins every host, node record and job at each call: work in proportion to the
@@ -9,7 +9,9 @@ any job, and keeps a worker's entry as it was when its facts are the same. What 
 is what ``cluster_view`` and the peers' helpers compute from the same inputs: the size, the
 waiting jobs oldest first, the ready workers with free slots, the booting ones and the managed
 idle ones (each in the view's order: by name), the highest node number in use (``new_names``),
-and for StarCluster the slots of the up hosts and the oldest waiting job's submission.
+for StarCluster the slots of the up hosts and the oldest waiting job's submission (a heap of the
+waiting jobs' submissions), for ParallelCluster the busy workers (booting, or a job or a
+reservation there) and the waiting jobs' slots.
 
 The inputs are the model's frozen values, so an object seen again is the same value, and the
 tally holds every object it has indexed, so an id it compares is never a recycled one. Inputs it
@@ -28,6 +30,7 @@ touches.
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -57,6 +60,7 @@ class _Entry(NamedTuple):
     idle_since: float | None  # a managed worker, ready and idle, since then
     up_total: int = 0  # its host's slots when the host is up (StarCluster counts these)
     ready: tuple[int, int] | None = None  # (free, total) of a ready worker, with free slots or not
+    busy: bool = False  # booting, or a job or a reservation on it (ParallelCluster's busy workers)
 
 
 _VOID = _Entry(None, None, None)  # no worker: what a name that comes or goes had, or has
@@ -164,8 +168,13 @@ class WorkerTally:
         self._filed: dict[int, str] = {}  # by a job's id: the host it is filed under (``started_host``)
         self._pending: dict[int, Job] = {}
         self._ordered: tuple[Job, ...] | None = ()  # the waiting jobs oldest first (None: to sort)
-        self._oldest: tuple[float | None] | None = (None,)  # the earliest submission (None: to find)
+        # The waiting jobs' submissions, a heap of (time, the job's id) from which the entries of
+        # jobs no longer waiting are dropped when they come to the top (``oldest_wait``).
+        self._submits: list[tuple[float, int]] = []
         self._up_total = 0  # the slots of the workers whose host is up
+        self._busy = 0  # the workers whose entry says busy
+        self._pending_slots = 0
+        self._pending_odd = 0  # waiting jobs of no slot or no task
         self._entries: dict[str, _Entry] = {}
         self._numbers: dict[int, int] = {}  # node numbers in use (hosts and every record), and their uses
         self._number_of: dict[str, int | None] = {}  # each name's number (None: not one of ``prefix``)
@@ -220,14 +229,34 @@ class WorkerTally:
         """``len(ClusterView.pending)``."""
         return len(self._pending)
 
+    @property
+    def pending_slots(self) -> int:
+        """``ClusterView.pending_slots``."""
+        return self._pending_slots
+
+    @property
+    def pending_plain(self) -> bool:
+        """``ClusterView.pending_plain``."""
+        return not self._pending_odd
+
+    @property
+    def busy(self) -> int:
+        """The workers booting or busy (ParallelCluster's peer counts them, ``peers._count``)."""
+        return self._busy
+
     def oldest_wait(self, now: float) -> float:
         """``ClusterView.oldest_wait`` at ``now``."""
-        if self._oldest is None:
-            self._oldest = (
-                min((j.submitted for j in self._pending.values() if j.submitted is not None), default=None),
-            )
-        first = self._oldest[0]
-        return 0.0 if first is None else max(0.0, now - first)
+        heap, pending = self._submits, self._pending
+        if len(heap) > 2 * len(pending) + 64:  # mostly entries of jobs gone: made again from the waiting ones
+            heap[:] = [(j.submitted, key) for key, j in pending.items() if j.submitted is not None]
+            heapq.heapify(heap)
+        while heap:
+            first, key = heap[0]
+            job = pending.get(key)
+            if job is not None and job.submitted == first:  # a waiting job submitted then
+                return max(0.0, now - first)
+            heapq.heappop(heap)
+        return 0.0
 
     def total_slots(self) -> int:
         """StarCluster's ``count_total_slots``: the slots of every worker whose host is up and
@@ -337,7 +366,8 @@ class WorkerTally:
             if j.state in PENDING_STATES:
                 del pending[id(j)]
                 self._ordered = None
-                self._oldest = None
+                self._pending_slots -= j.slots * j.tasks
+                self._pending_odd -= j.slots <= 0 or j.tasks <= 0
             on = filed.pop(id(j), None)
             if on is not None:
                 if on not in ran:
@@ -351,7 +381,10 @@ class WorkerTally:
             if j.state in PENDING_STATES:
                 pending[id(j)] = j
                 self._ordered = None
-                self._oldest = None
+                if j.submitted is not None:
+                    heapq.heappush(self._submits, (j.submitted, id(j)))
+                self._pending_slots += j.slots * j.tasks
+                self._pending_odd += j.slots <= 0 or j.tasks <= 0
             on = started_host(j)
             if on is not None:
                 filed[id(j)] = on
@@ -392,17 +425,19 @@ class WorkerTally:
         if host is None:
             if node is None:
                 return None
-            return _Entry(node.slots or 0 if node.state in _BOOTING else None, None, None, 0)
-        up, free, total, busy = host_numbers(host)
+            if node.state in _BOOTING:
+                return _Entry(node.slots or 0, None, None, 0, None, True)
+            return _Entry(None, None, None, 0, None, name in self._running)
+        up, free, total, host_busy = host_numbers(host)
         up_total = total if up else 0
         if node is not None and node.state in _BOOTING:
-            return _Entry(node.slots or 0, None, None, up_total)
+            return _Entry(node.slots or 0, None, None, up_total, None, True)
+        busy = is_busy(name in self._running, host_busy)
         if not serves(node, up):
-            return _Entry(None, None, None, up_total)
+            return _Entry(None, None, None, up_total, None, busy)
         ready = (free, total)
         room = ready if free > 0 else None
-        since = idle_since(node, True, is_busy(name in self._running, busy))
-        return _Entry(None, room, since, up_total, ready)
+        return _Entry(None, room, idle_since(node, True, busy), up_total, ready, busy)
 
     def _set(self, name: str, entry: _Entry | None) -> None:
         old = self._entries.get(name)
@@ -418,6 +453,8 @@ class WorkerTally:
         e = entry or _VOID
         if o.up_total != e.up_total:
             self._up_total += e.up_total - o.up_total
+        if o.busy != e.busy:
+            self._busy += 1 if e.busy else -1
         if (o.room is None) != (e.room is None):
             _move(self.ready_room, name, o.room is not None, e.room is not None)
         if (o.booting is None) != (e.booting is None):
@@ -446,8 +483,6 @@ class CapacityTally(WorkerTally):
         self._ends: list[_Ending] = []  # running jobs filed under a host with an expected end, by it
         self._ending: dict[int, tuple[_Ending, Job, str]] = {}  # by job id: its place, the job, its host
         self._numbered = 0
-        self._pending_slots = 0
-        self._pending_odd = 0  # waiting jobs of no slot or no task
         self._odd = 0  # running jobs of fewer than no slots (not modelled: ``update`` says False)
         self._idle_workers: tuple[IdleWorker, ...] | None = ()
         self.idle_by_since: list[tuple[float, str]] = []  # the idle workers by idle since, then name
@@ -466,16 +501,6 @@ class CapacityTally(WorkerTally):
         return True
 
     # -- what a decision reads ------------------------------------------------------------------
-    @property
-    def pending_slots(self) -> int:
-        """``ClusterView.pending_slots``."""
-        return self._pending_slots
-
-    @property
-    def pending_plain(self) -> bool:
-        """``ClusterView.pending_plain``."""
-        return not self._pending_odd
-
     def record(self, name: str) -> Node:
         """A managed worker's record."""
         return self._alive[name]
@@ -551,17 +576,11 @@ class CapacityTally(WorkerTally):
         super()._take_jobs(jobs, changed)
         gone, came = jobs
         for j in gone:
-            if j.state in PENDING_STATES:
-                self._pending_slots -= j.slots * j.tasks
-                self._pending_odd -= j.slots <= 0 or j.tasks <= 0
             found = self._ending.pop(id(j), None)
             if found is not None:
                 del self._ends[bisect.bisect_left(self._ends, found[0])]
                 self._odd -= j.total_slots < 0
         for j in came:
-            if j.state in PENDING_STATES:
-                self._pending_slots += j.slots * j.tasks
-                self._pending_odd += j.slots <= 0 or j.tasks <= 0
             host = self._filed.get(id(j))
             if host is not None and j.hard_runtime is not None and j.started is not None:
                 self._numbered += 1
