@@ -74,7 +74,7 @@ def _unreachable(
             "(elb never kills a job: check the node, restart its daemon, or end the jobs)"
         )
         return Repair(RepairKind.KEPT, m.name, why, inst)
-    where = f"absent from {scheduler}" if m.host is None else f"unreachable in {scheduler} (state u)"
+    where = f"absent from {scheduler}" if m.host is None else f"unreachable in {scheduler}"
     why = f"{where} for {minutes(lost)} (unreachable_timeout {minutes(timeout)}), no job on it"
     return Repair(RepairKind.UNREACHABLE, m.name, why, inst)
 
@@ -184,7 +184,7 @@ def plan_repairs(
     scheduler: str = "SGE",
 ) -> list[Repair]:
     """``repairs_of`` the journal's records (``nodes``, gone ones included), the cloud's
-    instances and SGE's snapshot, joined at ``now``."""
+    instances and the scheduler's snapshot, joined at ``now``."""
     return repairs_of(
         join(nodes, instances, snapshot, include_gone=True, now=now),
         master=master,

@@ -15,10 +15,11 @@ from functools import cached_property
 
 from elb.core.frozen import quick_init
 from elb.core.interfaces import Instance
-from elb.core.model import Host, Job, Node, NodeState, Snapshot
+from elb.core.model import Host, Job, JobPhase, Node, NodeState, Snapshot
 
 # Records of nodes that are gone for good: kept in the journal, not part of the cluster.
 GONE = frozenset({NodeState.TERMINATED, NodeState.FAILED})
+_RUNNING = JobPhase.RUNNING  # a job filed under its host (``started_host``)
 
 
 def seen(records: Sequence[Node], now: float, *, busy: Collection[str], up: Collection[str]) -> tuple[Node, ...]:
@@ -168,9 +169,9 @@ class ManagedNode:
 
 
 def started_host(j: Job) -> str | None:
-    """The host a job is filed under: an entry SGE lists with a queue instance there and not
-    waiting. What a node's ``jobs`` are, everywhere a pass or a policy asks."""
-    if j.queue is None or j.state in ("qw", "hqw"):  # ``Job.host``'s first test, without its call
+    """The host a job is filed under: an entry the scheduler lists with a queue instance there,
+    started. What a node's ``jobs`` are, everywhere a pass or a policy asks."""
+    if j.queue is None or j.phase is not _RUNNING:  # ``Job.host``'s first test, without its call
         return None
     return j.host
 
@@ -180,7 +181,7 @@ def started_on(jobs: Sequence[Job]) -> dict[str, list[Job]]:
     over every job of a snapshot at each view a policy builds; a test holds the two equal)."""
     out: dict[str, list[Job]] = {}
     for j in jobs:
-        if j.queue is None or j.state in ("qw", "hqw"):
+        if j.queue is None or j.phase is not _RUNNING:
             continue
         h = j.host
         if h is not None:

@@ -73,7 +73,7 @@ def snapshot_summary(snap: Snapshot, master: str) -> list[str]:
         f"{sum(h.slots_used for h in workers)} used",
     ]
     for h in workers:
-        states = ",".join(sorted({q.states for q in h.queues if q.states})) or "ok"
+        states = ",".join(sorted({str(f.name).lower() for q in h.queues for f in q.flags})) or "ok"
         lines.append(f"  {h.name}: {h.slots_used}/{h.slots_total} slots, state {states}")
     return lines
 

@@ -83,7 +83,7 @@ from elb.core.config import Config, PolicyConfig
 from elb.core.demand import DemandSplit
 from elb.core.gcpause import paused
 from elb.core.interfaces import Instance
-from elb.core.model import Event, History, Host, Job, Node, NodeState, QueueInstance, Snapshot
+from elb.core.model import Event, History, Host, Job, JobPhase, Node, NodeState, QueueInstance, Snapshot
 from elb.core.naming import next_names
 from elb.core.orders import Orders
 from elb.core.planner import PassInputs, PassPlan, plan_pass
@@ -653,6 +653,7 @@ class Simulator:
             name=pending_value.name,
             owner=pending_value.owner,
             state="r",
+            phase=JobPhase.RUNNING,
             slots=job.slots,
             submitted=job.submit,
             started=now,
@@ -826,6 +827,7 @@ class Simulator:
             name=f"job{job.job_id}",
             owner="sgeuser",
             state="qw",
+            phase=JobPhase.WAITING,
             slots=job.slots,
             submitted=job.submit,
             pe="mpi" if wide else ("smp" if job.slots > 1 else None),

@@ -11,7 +11,7 @@ from elb.core.backoff import Backoff, Backoffs, Cause
 from elb.core.config import Config, parse_config
 from elb.core.demand import DemandSplit
 from elb.core.interfaces import Instance
-from elb.core.model import History, Node, NodeState, Plan, Removal
+from elb.core.model import History, JobPhase, Node, NodeState, Plan, Removal
 from elb.core.orders import Orders
 from elb.core.planner import PassInputs, plan_pass
 from elb.core.scheduler import Ask, AskKind
@@ -250,5 +250,5 @@ def test_the_neutral_snapshot_counts_array_tasks_and_holds_jobs_that_are_not_dem
         (snode("node001", "mixed", alloc=1), snode("node002", "idle", "powered_down")),
         NOW,
     )
-    assert [(j.job_id, j.state, j.tasks) for j in snap.pending] == [(8, "qw", 3)]
+    assert [(j.job_id, j.state, j.phase, j.tasks) for j in snap.pending] == [(8, "PENDING", JobPhase.WAITING, 3)]
     assert [h.name for h in snap.hosts] == ["node001"]  # a powered-down node is no host

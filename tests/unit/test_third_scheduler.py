@@ -27,7 +27,7 @@ from elb.core.demand import DemandSplit
 from elb.core.exitcodes import Exit
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import HostResult, JobProcesses, NodeBoot, NodeSpec, Outcome, Witness
-from elb.core.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
+from elb.core.model import NO_FLAGS, Host, Job, JobPhase, Node, NodeState, QueueFlags, QueueInstance, Snapshot
 from elb.core.registry import SCHEDULERS, register_scheduler
 from elb.core.scheduler import DrainCheck, Requeued, SchedulerError, SchedulerRead
 from elb.service import factory
@@ -51,7 +51,9 @@ class MemQueue:
     now: float = NOW
 
     def submit(self, job_id: int, slots: int = 1) -> None:
-        self.jobs.append(Job(job_id, f"j{job_id}", "user", "qw", slots, submitted=self.now - 900))
+        self.jobs.append(
+            Job(job_id, f"j{job_id}", "user", "waiting", JobPhase.WAITING, slots, submitted=self.now - 900)
+        )
 
     def start_all(self) -> None:
         """Start each waiting job on the first enabled host with room."""
@@ -61,7 +63,9 @@ class MemQueue:
             for h, slots in self.hosts.items():
                 used = sum(x.slots for x in self.jobs if x.host == h)
                 if h not in self.disabled and slots - used >= j.slots:
-                    self.jobs[i] = replace(j, state="r", started=self.now, queue=f"memq@{h}")
+                    self.jobs[i] = replace(
+                        j, state="running", phase=JobPhase.RUNNING, started=self.now, queue=f"memq@{h}"
+                    )
                     break
 
     def finish_all(self) -> None:
@@ -77,7 +81,7 @@ class MemQueue:
                         h,
                         slots,
                         sum(j.slots for j in self.jobs if j.host == h),
-                        states="d" if h in self.disabled else "",
+                        flags=QueueFlags.DISABLED if h in self.disabled else NO_FLAGS,
                     ),
                 ),
                 slots,

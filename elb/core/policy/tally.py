@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Generic, NamedTuple, TypeVar
 
 from elb.core.frozen import quick_init
-from elb.core.model import PENDING_STATES, Host, Job, Node, NodeState, Snapshot
+from elb.core.model import Host, Job, JobPhase, Node, NodeState, Snapshot
 from elb.core.naming import next_names
 from elb.core.policy.forecast import OVERDUE_GRACE, Capacity
 from elb.core.policy.placement import Bin, FreeIndex, Key, named, width
@@ -43,6 +43,7 @@ from elb.core.state import idle_since, is_busy, serves, started_host
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
 _BOOTING = frozenset(s for s in NodeState if s.booting)
+_WAITING = JobPhase.WAITING  # a job the policy plans for (``Job.is_pending``)
 
 T = TypeVar("T")
 _NAMES_KEPT = 1 << 16  # names whose number ``WorkerTally`` keeps parsed
@@ -334,7 +335,7 @@ class WorkerTally:
         pending, running, filed = self._pending, self._running, self._filed
         ran: dict[str, bool] = {}  # the hosts whose running jobs changed: whether they ran one before
         for j in gone:
-            if j.state in PENDING_STATES:
+            if j.phase is _WAITING:
                 del pending[id(j)]
                 self._ordered = None
                 self._oldest = None
@@ -348,7 +349,7 @@ class WorkerTally:
                 else:
                     del running[on]
         for j in came:
-            if j.state in PENDING_STATES:
+            if j.phase is _WAITING:
                 pending[id(j)] = j
                 self._ordered = None
                 self._oldest = None
@@ -551,7 +552,7 @@ class CapacityTally(WorkerTally):
         super()._take_jobs(jobs, changed)
         gone, came = jobs
         for j in gone:
-            if j.state in PENDING_STATES:
+            if j.phase is _WAITING:
                 self._pending_slots -= j.slots * j.tasks
                 self._pending_odd -= j.slots <= 0 or j.tasks <= 0
             found = self._ending.pop(id(j), None)
@@ -559,7 +560,7 @@ class CapacityTally(WorkerTally):
                 del self._ends[bisect.bisect_left(self._ends, found[0])]
                 self._odd -= j.total_slots < 0
         for j in came:
-            if j.state in PENDING_STATES:
+            if j.phase is _WAITING:
                 self._pending_slots += j.slots * j.tasks
                 self._pending_odd += j.slots <= 0 or j.tasks <= 0
             host = self._filed.get(id(j))

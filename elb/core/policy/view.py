@@ -15,11 +15,12 @@ from operator import attrgetter, mul
 from typing import TypeVar
 
 from elb.core.frozen import quick_init
-from elb.core.model import PENDING_STATES, Host, Job, Node, NodeState
+from elb.core.model import NO_FLAGS, Host, Job, JobPhase, Node, NodeState
 from elb.core.naming import next_names
 from elb.core.state import ClusterState, ManagedNode, is_busy
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
+_WAITING = JobPhase.WAITING  # a job the policy plans for (``Job.is_pending``)
 _JOB_ID = attrgetter("job_id")
 _SUBMITTED = attrgetter("submitted")
 _SLOTS = attrgetter("slots")
@@ -46,11 +47,11 @@ def host_numbers(host: Host) -> tuple[bool, int, int, bool]:
     """``HostFacts``'s fields of a host (up, free, total, busy), without making one (a tally
     reads them at each change of a worker)."""
     queues = host.queues
-    if len(queues) == 1 and not queues[0].states:  # one queue, usable (a simulated host's): the same sums
+    if len(queues) == 1 and queues[0].flags is NO_FLAGS:  # one queue, usable (a simulated host's): the same sums
         q = queues[0]
         used, reserved, total = q.slots_used, q.slots_reserved, q.slots_total
         return True, max(0, total - used - reserved), total, used > 0 or reserved > 0
-    if all(not q.states for q in queues):  # no state letter: reachable and usable
+    if all(q.flags is NO_FLAGS for q in queues):  # no flag: reachable and usable
         return (
             bool(queues),
             sum(max(0, q.slots_total - q.slots_used - q.slots_reserved) for q in queues),
@@ -194,7 +195,7 @@ def cluster_view(
                 assert host is not None
                 w = Worker.unmanaged(host, jobs)
         workers.append(w)
-    pending = oldest_first([j for j in state.snapshot.jobs if j.state in PENDING_STATES], state.now)  # Job.is_pending
+    pending = oldest_first([j for j in state.snapshot.jobs if j.phase is _WAITING], state.now)  # Job.is_pending
     spn = infer_slots_per_node([h for n, h in hosts.items() if n != master], list(alive.values()), slots_per_node)
     return ClusterView(state.now, tuple(workers), tuple(pending), spn)
 

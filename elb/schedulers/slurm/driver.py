@@ -41,7 +41,7 @@ from elb.core.config import Config
 from elb.core.demand import DemandSplit, NotDemand
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
-from elb.core.model import Node, NodeState
+from elb.core.model import JobPhase, Node, NodeState
 from elb.core.scheduler import Ask, AskKind, DrainCheck, Dropped, Requeued, SchedulerError, SchedulerRead
 from elb.schedulers.slurm import conf as slurm_conf
 from elb.schedulers.slurm import requests as slurm_requests
@@ -215,7 +215,7 @@ class Slurm:
         """Slurm's pending jobs waiting for nodes (its others left out, with Slurm's reason); Slurm
         names the nodes, so no job is matched against the groups."""
         snap = read.snapshot
-        held = [j for j in snap.jobs if j.state == "hqw"]
+        held = [j for j in snap.jobs if j.phase is JobPhase.HELD]
         reasons = {}
         if self._last is not None:
             reasons = {int(j.job_id.split("_", 1)[0]): j.reason for j in self._last.jobs if j.pending}
