@@ -294,6 +294,7 @@ def one_pass(world: World, mark: Callable[[str], None]) -> tuple[Snapshot, Deman
         history=History(),
         orders=Orders(),
         backoff=None,
+        scheduler="SGE",
         watched_since=NOW - 3600,
     )
     waits = scaling_waits(inputs, world.config, snap.now)

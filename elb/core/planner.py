@@ -237,7 +237,7 @@ class Cleanup(enum.StrEnum):
     RETRY = "retry"  # SGE lists it (or can't be read): keep it draining, alarm, try again next pass
 
 
-def cleanup_verdict(node: Node, listed: bool | None, failure: str, scheduler: str = "SGE") -> tuple[Cleanup, str]:
+def cleanup_verdict(node: Node, listed: bool | None, failure: str, scheduler: str) -> tuple[Cleanup, str]:
     """A node whose deregistration play failed (``failure``). ``listed``: whether the scheduler
     still lists it, None if it could not be read.
 
@@ -306,6 +306,7 @@ class PassInputs:
     history: History
     orders: Orders
     backoff: Backoffs | None  # each node group's
+    scheduler: str  # the scheduler's name, in the reasons
     in_flight: frozenset[str] = frozenset()  # nodes with an operation of elb under way
     repair_fails: Mapping[RepairKey, int] = field(default_factory=dict)  # failed passes in a row
     watched_since: float | None = None  # this run's first live pass (``reconcile.lost_for``)
@@ -318,7 +319,6 @@ class PassInputs:
     gone: Mapping[str, str] = field(default_factory=dict)
     notices: tuple[Notice, ...] = ()  # the cloud's notices since the last pass
     interrupted: tuple[tuple[int, int, bool], ...] = ()  # (job, spot interruptions, bound already)
-    scheduler: str = "SGE"  # the scheduler's name, in the reasons
     index: JoinIndex | None = None  # what the simulator keeps of the joined state (``elb.core.state.JoinIndex``)
     # The budget's period so far and the rate spent now (``elb.core.spend.read_spend``), gathered with
     # the demand when ``policy.budget`` is set; None: no budget (launches are not paced).

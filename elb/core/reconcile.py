@@ -181,7 +181,7 @@ def plan_repairs(
     orphan_timeout: float,
     unreachable_timeout: float,
     watched_since: float | None = None,
-    scheduler: str = "SGE",
+    scheduler: str,
 ) -> list[Repair]:
     """``repairs_of`` the journal's records (``nodes``, gone ones included), the cloud's
     instances and the scheduler's snapshot, joined at ``now``."""
@@ -204,7 +204,7 @@ def repairs_of(
     orphan_timeout: float,
     unreachable_timeout: float,
     watched_since: float | None = None,
-    scheduler: str = "SGE",
+    scheduler: str,
     skip: Collection[str] = frozenset(),
 ) -> list[Repair]:
     """What to repair so that journal, cloud and the scheduler agree. ``state``: the three joined with

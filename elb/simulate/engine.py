@@ -904,6 +904,7 @@ class Simulator:
             history=self.history,
             orders=_NO_ORDERS,
             backoff=self.backoff.state,
+            scheduler="SGE",  # the simulated cluster's, in the reasons
             in_flight=frozenset(self._booting),
             watched_since=self.t0,
             index=index,

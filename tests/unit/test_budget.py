@@ -185,6 +185,7 @@ def inputs(snapshot: Snapshot, nodes: tuple[Node, ...] = (), **kw: Any) -> PassI
         "history": History(),
         "orders": Orders(),
         "backoff": Backoffs(),
+        "scheduler": "SGE",
     }
     values.update(kw)
     return PassInputs(**values)

@@ -35,6 +35,7 @@ def inputs(snapshot: Snapshot, **kw: object) -> PassInputs:
         "history": History(),
         "orders": Orders(),
         "backoff": Backoffs(),
+        "scheduler": "SGE",
     }
     values.update(kw)
     return PassInputs(**values)  # type: ignore[arg-type]

@@ -40,6 +40,7 @@ def pass_of(cfg: Config, snapshot: Snapshot, nodes: tuple[Node, ...], **kw: Any)
         history=History(),
         orders=Orders(),
         backoff=kw.pop("backoff", Backoffs()),
+        scheduler="SGE",
         **kw,
     )
     return plan_pass(inputs, cfg, policy_for(cfg), T0)

@@ -37,6 +37,7 @@ def repairs_for(nodes: list[Node], instances: list[Instance], s: Snapshot) -> li
         boot_timeout=BOOT,
         orphan_timeout=ORPHAN,
         unreachable_timeout=UNREACHABLE,
+        scheduler="SGE",
     )
 
 
@@ -196,6 +197,7 @@ def test_node_found_lost_at_a_restart_gets_the_whole_timeout() -> None:
                 boot_timeout=BOOT,
                 orphan_timeout=ORPHAN,
                 unreachable_timeout=UNREACHABLE,
+                scheduler="SGE",
                 watched_since=since,
             )
         ]

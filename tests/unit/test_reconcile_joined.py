@@ -75,6 +75,7 @@ def test_each_repair_agrees_with_the_managed_nodes_predicates(specs: list[dict[s
         boot_timeout=TIMEOUT,
         orphan_timeout=TIMEOUT,
         unreachable_timeout=TIMEOUT,
+        scheduler="SGE",
     )
     # Each record's own repair (an instance the records do not account for is an orphan, apart).
     by_node = {r.node: r.kind for r in repairs if r.kind is not RepairKind.ORPHAN}

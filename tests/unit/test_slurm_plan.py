@@ -205,6 +205,7 @@ def _inputs(asks: Sequence[Ask], records: Sequence[Node] = (), **kw: object) -> 
         orders=kw.pop("orders", Orders()),  # type: ignore[arg-type]
         backoff=kw.pop("backoff", Backoffs()),  # type: ignore[arg-type]
         asks=tuple(asks),
+        scheduler="Slurm",
         **kw,  # type: ignore[arg-type]
     )
 
