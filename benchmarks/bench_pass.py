@@ -59,6 +59,7 @@ from pathlib import Path
 from elb.core.backoff import Backoffs
 from elb.core.config import ClusterConfig, Config, PolicyConfig, SgeConfig, parse_config
 from elb.core.demand import DemandSplit
+from elb.core.drivers import cloud_settings
 from elb.core.interfaces import Instance
 from elb.core.model import History, Node, NodeState, Snapshot
 from elb.core.orders import Orders
@@ -295,6 +296,7 @@ def one_pass(world: World, mark: Callable[[str], None]) -> tuple[Snapshot, Deman
         orders=Orders(),
         backoff=None,
         scheduler="SGE",
+        cloud=cloud_settings(world.config),
         watched_since=NOW - 3600,
     )
     waits = scaling_waits(inputs, world.config, snap.now)

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from elb.core.attribution import JobUse
     from elb.core.checks import Check
     from elb.core.config import Config
-    from elb.core.interfaces import Cloud, NoticeSource
+    from elb.core.interfaces import Cloud, CloudSettings, NoticeSource
     from elb.core.scheduler import Scheduler
 
 
@@ -47,6 +47,10 @@ class SchedulerModule(Protocol):
 class CloudModule(Protocol):
     """What the module of a cloud adapter provides."""
 
+    def settings(self, cfg: Config) -> CloudSettings:
+        """What the pass reads of this cloud's section of the config, in the core's words."""
+        ...
+
     def make(self, cfg: Config) -> Cloud:
         """The adapter."""
         ...
@@ -69,3 +73,8 @@ def scheduler_module(name: str) -> SchedulerModule:
 def cloud_module(name: str) -> CloudModule:
     """The module of the cloud named ``name`` (``ValueError`` for an unknown name)."""
     return cast("CloudModule", importlib.import_module(CLOUDS[known(CLOUDS, name, "cloud provider")]))
+
+
+def cloud_settings(cfg: Config) -> CloudSettings:
+    """The configured cloud's settings the pass reads (``CloudModule.settings``)."""
+    return cloud_module(cfg.cloud.provider).settings(cfg)

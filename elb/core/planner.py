@@ -36,7 +36,7 @@ from elb.core.demand import DemandSplit, NotDemand
 from elb.core.durations import minutes
 from elb.core.frozen import quick_init
 from elb.core.groups import NodeGroups
-from elb.core.interfaces import Instance, JobProcesses, Notice, Witness
+from elb.core.interfaces import CloudSettings, Instance, JobProcesses, Notice, Witness
 from elb.core.interruptions import Move
 from elb.core.model import History, Job, Node, Plan, Removal, Snapshot
 from elb.core.noticeplan import NoticePlan, plan_moves, plan_notices
@@ -307,6 +307,7 @@ class PassInputs:
     orders: Orders
     backoff: Backoffs | None  # each node group's
     scheduler: str  # the scheduler's name, in the reasons
+    cloud: CloudSettings  # what the pass reads of the cloud's settings (``elb.core.drivers.cloud_settings``)
     in_flight: frozenset[str] = frozenset()  # nodes with an operation of elb under way
     repair_fails: Mapping[RepairKey, int] = field(default_factory=dict)  # failed passes in a row
     watched_since: float | None = None  # this run's first live pass (``reconcile.lost_for``)
@@ -358,7 +359,7 @@ class PassPlan:
 
     def describe(self) -> list[str]:
         """Plain-words lines, in the order the pass starts them (``elb once --dry-run``)."""
-        lines = [f"retire {r.node}: EC2 {r.kind.value} notice: {r.reason}" for r in self.notices.retire]
+        lines = [f"retire {r.node}: {r.cloud} {r.kind.value} notice: {r.reason}" for r in self.notices.retire]
         lines += [f"repair ({r.kind.value}) {r.node}: {r.reason}" for r in self.repairs]
         lines += [f"kept {r.node}: {r.reason}" for r in self.kept]
         lines += [
@@ -419,7 +420,8 @@ def _regardless_of_scaling(
             inputs.orders,
             snapshot=inputs.snapshot,
             interrupted=inputs.interrupted,
-            allowed=config.cloud.ec2.spot_interruptions_allowed,
+            allowed=inputs.cloud.interruptions_allowed,
+            cloud=inputs.cloud.name,
             groups=groups,
         )
         if inputs.notices
@@ -438,7 +440,7 @@ def _regardless_of_scaling(
         else (None, _NO_POOL)
     )
     moved = (
-        plan_moves(inputs.interrupted, config.cloud.ec2.spot_interruptions_allowed, groups, inputs.snapshot)
+        plan_moves(inputs.interrupted, inputs.cloud.interruptions_allowed, groups, inputs.snapshot)
         if inputs.interrupted
         else ()
     )
@@ -630,7 +632,7 @@ def _repairs(
     repairs = repairs_of(
         state,
         master=config.cluster.master,
-        boot_timeout=config.boot_timeout,
+        boot_timeout=inputs.cloud.boot_timeout,
         orphan_timeout=config.orphan_timeout,
         unreachable_timeout=config.unreachable_timeout,
         watched_since=inputs.watched_since,

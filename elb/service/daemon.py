@@ -22,6 +22,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from elb.core.backoff import by_group as backoff_by_group
 from elb.core.config import Config
+from elb.core.drivers import cloud_settings
 from elb.core.durations import minutes
 from elb.core.interfaces import (
     Cancels,
@@ -114,7 +115,8 @@ class Balancer:
     ) -> None:
         self.config = config
         self.scheduler = scheduler
-        self.notices = notices  # EC2's notices about workers (elb.clouds.ec2.notices), when set up
+        self.notices = notices  # the cloud's notices about workers (EC2's: elb.clouds.ec2.notices), when set up
+        self.cloud_settings = cloud_settings(config)  # what the pass reads of the cloud's section
         self.journal = journal
         self.cloud = cloud
         self.provisioner = provisioner
@@ -291,6 +293,7 @@ class Balancer:
             notices=tuple(notices),
             interrupted=tuple(self.journal.interrupted_jobs()),
             scheduler=self.scheduler.name,
+            cloud=self.cloud_settings,
         )
 
     def _for_scaling(self, inputs: PassInputs, read: SchedulerRead) -> PassInputs:

@@ -81,6 +81,7 @@ from elb.core.backoff import GroupTrackers
 from elb.core.budget import Budget, Spend, period_bounds
 from elb.core.config import Config, PolicyConfig
 from elb.core.demand import DemandSplit
+from elb.core.drivers import cloud_settings
 from elb.core.gcpause import paused
 from elb.core.interfaces import Instance
 from elb.core.model import Event, History, Host, Job, JobPhase, Node, NodeState, QueueInstance, Snapshot
@@ -437,6 +438,7 @@ class Simulator:
         # bring-up or a restart under way (in flight), each node's instance, and the nodes that
         # are not steady (booting or stopped: ``elb.core.state.JoinIndex``).
         self.config = sim_config(settings, self.groups, self.max_nodes)
+        self.cloud = cloud_settings(self.config)  # the configured cloud's, as the daemon reads them
         self.backoff = GroupTrackers(initial=settings.backoff_initial, maximum=settings.backoff_max)
         self.failures = random.Random(settings.seed + 1)  # noqa: S311 (seeded failure injection)
         self._booting: dict[str, None] = {}
@@ -905,6 +907,7 @@ class Simulator:
             orders=_NO_ORDERS,
             backoff=self.backoff.state,
             scheduler="SGE",  # the simulated cluster's, in the reasons
+            cloud=self.cloud,
             in_flight=frozenset(self._booting),
             watched_since=self.t0,
             index=index,

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from elb.core.config import Config, parse_config
+from elb.core.interfaces import CloudSettings
 from elb.core.model import Host, Job, JobPhase, Node, NodeState, QueueInstance, Snapshot
 from elb.schedulers.sge.states import job_phase, queue_flags
 
 T0 = 1_800_000_000.0  # a fixed "now" for tests
+EC2 = CloudSettings("EC2", 600.0, 2)  # what the pass reads of the default config's cloud.ec2
 
 
 def host(name: str, slots: int = 8, used: int = 0, reserved: int = 0, states: str = "", **extra: int) -> Host:

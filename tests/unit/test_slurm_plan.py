@@ -20,6 +20,7 @@ from elb.schedulers.slurm.commands import SlurmRead
 from elb.schedulers.slurm.driver import asks_now
 from elb.schedulers.slurm.parse import SlurmNode
 from elb.schedulers.slurm.view import array_tasks, snapshot
+from tests.unit.factories import EC2
 from tests.unit.slurm_fakes import NOW, sjob, snode
 
 
@@ -206,6 +207,7 @@ def _inputs(asks: Sequence[Ask], records: Sequence[Node] = (), **kw: object) -> 
         backoff=kw.pop("backoff", Backoffs()),  # type: ignore[arg-type]
         asks=tuple(asks),
         scheduler="Slurm",
+        cloud=EC2,
         **kw,  # type: ignore[arg-type]
     )
 

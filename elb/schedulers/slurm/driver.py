@@ -39,6 +39,7 @@ from elb.core.attribution import JobUse
 from elb.core.checks import Check
 from elb.core.config import Config
 from elb.core.demand import DemandSplit, NotDemand
+from elb.core.drivers import cloud_settings
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
 from elb.core.model import JobPhase, Node, NodeState
@@ -536,7 +537,7 @@ def _seconds(c: Mapping[str, str], key: str) -> tuple[float | None, str | None]:
 
 
 def _check_resume_timeout(cfg: Config, c: Mapping[str, str]) -> Check:
-    boot, play, register = cfg.boot_timeout, cfg.provision.timeout, cfg.slurm.register_timeout
+    boot, play, register = cloud_settings(cfg).boot_timeout, cfg.provision.timeout, cfg.slurm.register_timeout
     need = boot + play + register
     parts = f"boot_timeout {boot:g} s + provision.timeout {play:g} s + slurm.register_timeout {register:g} s"
     value, bad = _seconds(c, "ResumeTimeout")
