@@ -104,11 +104,13 @@ class QueueInstance:
 
     @property
     def disabled(self) -> bool:
-        return QueueFlags.DISABLED in self.flags
+        flags = self.flags
+        return flags is not NO_FLAGS and QueueFlags.DISABLED in flags
 
     @property
     def unreachable(self) -> bool:
-        return QueueFlags.UNREACHABLE in self.flags
+        flags = self.flags
+        return flags is not NO_FLAGS and QueueFlags.UNREACHABLE in flags
 
     @property
     def usable(self) -> bool:
