@@ -8,7 +8,7 @@ their reasons, out. No I/O; time is passed in.
   that the daemon runs live and its tests run on values;
 - ``limit_launches``: the policy's plan with its launches cut by the back-off;
 - ``pace_launches``: the launches and warm-pool restarts left, cut by the budget (``elb.core.budget``);
-- ``drain_verdict``: after ``qmod -d`` and a fresh read, may the node go on to deregistration?
+- ``drain_verdict``: after the scheduler disabled it and a fresh read, may the node go on to deregistration?
 - ``witness_needed``, ``witness_verdict``: must the node itself be asked before it goes (the
   scheduler showed it busy), and may it go on what it answered?
 - ``cleanup_verdict``: a node whose deregistration play failed: terminate it, or keep it?
@@ -234,17 +234,17 @@ def witness_verdict(name: str, witness: Witness | None, *, ordered: bool = False
 
 class Cleanup(enum.StrEnum):
     TERMINATE = "terminate"  # nothing left to deregister: terminate the instance
-    RETRY = "retry"  # SGE lists it (or can't be read): keep it draining, alarm, try again next pass
+    RETRY = "retry"  # the scheduler lists it (or can't be read): keep it draining, alarm, try again next pass
 
 
 def cleanup_verdict(node: Node, listed: bool | None, failure: str, scheduler: str) -> tuple[Cleanup, str]:
     """A node whose deregistration play failed (``failure``). ``listed``: whether the scheduler
     still lists it, None if it could not be read.
 
-    A node that never became ready and that SGE does not list can run no job: its instance is
+    A node that never became ready and that the scheduler does not list can run no job: its instance is
     terminated at once, and the (master-side) deregistration is retried each pass until what the
     failed play left on the master (a hosts line, an export) is gone. Any other node is kept
-    draining, and billed, with an ALARM every pass until the play goes through: a node SGE lists
+    draining, and billed, with an ALARM every pass until the play goes through: a node the scheduler lists
     is never terminated.
     """
     if node.ready_at is None and listed is False:
@@ -611,7 +611,7 @@ def scaling_waits(inputs: PassInputs, config: Config, now: float) -> bool:
 
 def cluster_state(inputs: PassInputs, now: float) -> ClusterState:
     """What the pass read, joined once (``elb.core.state.join``): the journal's records (gone ones
-    included), the cloud's workers and SGE's snapshot, with the operations in flight."""
+    included), the cloud's workers and the scheduler's snapshot, with the operations in flight."""
     return join(
         inputs.nodes,
         inputs.instances,
