@@ -5,7 +5,8 @@ asked for."""
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -19,8 +20,21 @@ if TYPE_CHECKING:
     from elb.core.scheduler import Scheduler
 
 
+@dataclass(frozen=True, slots=True)
+class InitDraft:
+    """What ``elb init`` writes for a scheduler (``SchedulerModule.init``): the config file, what
+    could not be read (one line each, said as notes), and lines said after them (what the
+    scheduler itself still lacks)."""
+
+    text: str
+    notes: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
+
+
 class SchedulerModule(Protocol):
     """What the module of a scheduler driver provides."""
+
+    TITLE: str  # its name in ``elb init``'s sentences ("Grid Engine")
 
     def make(self, cfg: Config, journal: Any) -> Scheduler:
         """The driver; ``journal``: where a scheduler that asks for nodes by name keeps its asks."""
@@ -41,6 +55,17 @@ class SchedulerModule(Protocol):
     def accounting_note(self, cfg: Config, accounting: Path | None = None) -> str | None:
         """What ``elb spend`` says when ``job_uses`` is empty for a reason of the scheduler's own
         (Grid Engine: no job has finished yet); None: nothing to say."""
+        ...
+
+    def init_answers(self, options: Any) -> str | None:
+        """Whether the scheduler answers on this machine, in words ("Slurm's scontrol answers"),
+        for ``elb init --scheduler auto``; None: it does not. ``options``: ``elb init``'s parsed
+        command line."""
+        ...
+
+    def init(self, options: Any, cloud: Sequence[str], tail: Sequence[str]) -> InitDraft:
+        """``elb init``'s config for this scheduler from what this machine shows; ``cloud``: the
+        cloud's lines (under ``cloud:``), ``tail``: the sections after them."""
         ...
 
 

@@ -6,7 +6,8 @@ module's ``QueueProvisioner`` registers a node in the queue as an add play regis
 host); the registry is what is under test.
 
 The module is what a driver's module provides (``elb.core.drivers.SchedulerModule``): ``make``,
-``checks``, ``command_timeout`` and ``job_uses`` at its top level.
+``checks``, ``command_timeout``, ``job_uses``, ``accounting_note`` and ``elb init``'s ``TITLE``,
+``init_answers`` and ``init`` at its top level.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from elb.core.attribution import JobUse
 from elb.core.checks import Check
 from elb.core.config import Config, ConfigError, load_config, parse_config
 from elb.core.demand import DemandSplit
+from elb.core.drivers import InitDraft
 from elb.core.exitcodes import Exit
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import HostResult, JobProcesses, NodeBoot, NodeSpec, Outcome, Witness
@@ -173,6 +175,17 @@ def accounting_note(cfg: Config, accounting: Path | None = None) -> str | None:
     return None
 
 
+TITLE = "memq"
+
+
+def init_answers(options: Any) -> str | None:
+    return None  # never found by elb init --scheduler auto: asked for by name
+
+
+def init(options: Any, cloud: Sequence[str], tail: Sequence[str]) -> InitDraft:
+    return InitDraft("\n".join(["scheduler: memq", "", *cloud, *tail]), after=("memq: nothing more to set",))
+
+
 # -------------------------------------------------- the playbooks, stood in for
 
 
@@ -299,3 +312,12 @@ def test_validate_runs_the_registered_schedulers_checks(memq: tuple[Path, Any, A
     path, _cloud, _prov = memq
     assert factory.scheduler_timeout(load_config(path)) == (1.0, "policy.poll_interval")
     assert [c.what for c in factory.scheduler_checks(load_config(path))] == ["memq"]
+
+
+def test_elb_init_writes_the_registered_schedulers_config(
+    memq: tuple[Path, FakeCloud, QueueProvisioner], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "init.yml"
+    assert main(["init", "--offline", "--scheduler", "memq", "-c", str(path)]) == Exit.OK
+    assert "memq: nothing more to set" in capsys.readouterr().out
+    assert load_config(path).scheduler == "memq"

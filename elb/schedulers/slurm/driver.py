@@ -32,14 +32,14 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from elb.core import assets
+from elb.core import assets, yamlfile
 from elb.core.attribution import JobUse
 from elb.core.checks import Check
-from elb.core.config import Config
+from elb.core.config import Config, SlurmConfig, parse_config
 from elb.core.demand import DemandSplit, NotDemand
-from elb.core.drivers import cloud_settings
+from elb.core.drivers import InitDraft, cloud_settings
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
 from elb.core.model import JobPhase, Node, NodeState
@@ -673,7 +673,58 @@ def _check_node_sizes(cfg: Config, facts: slurm_conf.SlurmFacts) -> Iterator[Che
         yield Check("Slurm node sizes", True, "no cloud node larger in CPUs or memory than its group's nodes")
 
 
-__all__: Sequence[str] = ("HEARTBEAT_POLLS", "Slurm", "asks_now", "checks", "conf_checks", "slurm_reason")
+def conf_missing(text: str, facts: slurm_conf.SlurmFacts) -> list[Check]:
+    """The checks of slurm.conf that fail with the config ``text`` (``elb init``'s): the lines the
+    cluster still lacks."""
+    cfg = parse_config(yamlfile.load(text).data, "the written config")
+    return [c for c in conf_checks(cfg, facts) if not c.ok]
+
+
+TITLE = "Slurm"
+
+
+def _init_config(options: Any) -> SlurmConfig:
+    return SlurmConfig(conf=options.slurm_conf, bin_dir=options.slurm_bin_dir, timeout=10)
+
+
+def init_answers(options: Any) -> str | None:
+    """Whether ``scontrol`` answers here (``--slurm-conf``, ``--slurm-bin-dir``)."""
+    from elb.schedulers.slurm.init import read_slurm  # noqa: PLC0415 (elb init's only)
+
+    facts, _ = read_slurm(_init_config(options))
+    return None if facts is None else "Slurm's scontrol answers"
+
+
+def init(options: Any, cloud: Sequence[str], tail: Sequence[str]) -> InitDraft:
+    """``elb init``'s Slurm config (``elb.schedulers.slurm.init``), what could not be read, and the
+    slurm.conf lines the cluster still lacks."""
+    from elb.schedulers.slurm.init import gather, render  # noqa: PLC0415 (elb init's only)
+
+    facts = gather(slurm_config=_init_config(options))
+    text = render(facts, cloud, tail)
+    notes = (f"Slurm: {facts.slurm_problem}",) if facts.slurm_problem else ()
+    after: list[str] = []
+    if facts.slurm is not None:
+        lacking = conf_missing(text, facts.slurm)
+        if lacking:
+            after.append("slurm.conf still needs (then scontrol reconfigure, or restart slurmctld):")
+            after += [f"  {check.fix}    # {' '.join(check.detail.split())}" for check in lacking]
+        else:
+            after.append("slurm.conf has what elb needs")
+    return InitDraft(text, notes, tuple(after))
+
+
+__all__: Sequence[str] = (
+    "HEARTBEAT_POLLS",
+    "Slurm",
+    "asks_now",
+    "checks",
+    "conf_checks",
+    "conf_missing",
+    "init",
+    "init_answers",
+    "slurm_reason",
+)
 
 
 def make(cfg: Config, journal: RequestJournal) -> Slurm:
