@@ -85,6 +85,7 @@ from typing import NamedTuple
 from elb.core.backoff import Backoffs
 from elb.core.config import ClusterConfig, Config, PolicyConfig, SgeConfig, SlurmConfig, parse_config
 from elb.core.demand import DemandSplit
+from elb.core.drivers import cloud_settings
 from elb.core.interfaces import Instance
 from elb.core.model import History, Node, NodeState, Snapshot
 from elb.core.orders import Orders
@@ -479,6 +480,8 @@ def one_pass(world: World, mark: Callable[[str], None]) -> tuple[Snapshot, Deman
         history=History(),
         orders=Orders(),
         backoff=None,
+        scheduler="SGE",
+        cloud=cloud_settings(world.config),
         watched_since=NOW - 3600,
     )
     waits = scaling_waits(inputs, world.config, snap.now)

@@ -1,35 +1,31 @@
 """``elb init``: write a commented config from what this machine shows.
 
-``gather`` reads the facts (the master's name, SGE's queues and host groups, and on EC2 this
-instance's subnet, security groups, type and AMI from the instance metadata service, IMDSv2);
-``render`` turns them into the file (pure); ``cmd_init`` writes it, refusing to overwrite an
-existing file without ``--force``. On a Slurm controller (``scontrol`` answers and SGE does not,
-or ``--scheduler slurm``) ``elb.cli.init_slurm`` writes a Slurm config instead. What could not be
-read is said in a comment, never guessed.
+The scheduler's part is its driver's (``elb.core.drivers.SchedulerModule.init``: Grid Engine's
+queues and host groups, Slurm's cloud partitions), chosen by ``--scheduler`` or, with ``auto``,
+by which one answers here (``init_answers``); this module reads this instance on EC2 (the
+instance metadata service, IMDSv2) for the ``cloud.ec2`` lines, adds the sections after them,
+and writes the file, refusing to overwrite an existing one without ``--force``. What could not
+be read is said in a comment, never guessed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from elb.core.config import DEFAULT_CONFIG_PATH, SgeConfig, SlurmConfig
+from elb.core.config import DEFAULT_CONFIG_PATH, Config
+from elb.core.drivers import scheduler_module
 from elb.core.exitcodes import Exit
-from elb.schedulers.sge.commands import SgeCommands
-from elb.schedulers.sge.errors import SgeError
-
-if TYPE_CHECKING:
-    from elb.schedulers.slurm.conf import SlurmFacts
+from elb.core.registry import SCHEDULERS, known
 
 IMDS = "http://169.254.169.254"
 IMDS_TIMEOUT = 1.0  # seconds per request: off EC2 the first one fails within this
@@ -43,19 +39,6 @@ class Ec2Facts:
     ami: str
     subnet: str | None
     security_groups: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Facts:
-    master: str
-    sge_root: str
-    sge_cell: str
-    queues: tuple[str, ...] = ()
-    hostgroups: tuple[str, ...] = ()
-    sge_problem: str | None = None  # why SGE could not be read
-    ec2: Ec2Facts | None = None
-    ec2_problem: str | None = None  # why the metadata service could not be read
-    notes: tuple[str, ...] = field(default=())
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -116,48 +99,7 @@ def imds_problem(err: OSError | ValueError | KeyError) -> str:
     return f"{service} did not answer ({why}): not on EC2?"
 
 
-def master_name(sge: SgeConfig) -> str:
-    """The qmaster's host as SGE names it (``act_qmaster``), else this host's short name."""
-    try:
-        name = (sge.root / sge.cell / "common" / "act_qmaster").read_text(encoding="utf-8").strip()
-    except OSError:
-        name = ""
-    return (name or socket.gethostname()).split(".")[0]
-
-
-def gather(*, offline: bool, sge_config: SgeConfig, fetch: Fetch = _http) -> Facts:
-    queues: tuple[str, ...] = ()
-    groups: tuple[str, ...] = ()
-    sge_problem = None
-    try:
-        sge = SgeCommands(sge_config)
-        queues, groups = sge.queue_names(), sge.hostgroup_names()
-    except SgeError as err:
-        sge_problem = str(err)
-    ec2 = None
-    ec2_problem = "not asked (--offline)" if offline else None
-    if not offline:
-        try:
-            ec2 = read_imds(fetch)
-        except (OSError, ValueError, KeyError) as err:
-            ec2_problem = imds_problem(err)
-    return Facts(
-        master=master_name(sge_config),
-        sge_root=str(sge_config.root),
-        sge_cell=sge_config.cell,
-        queues=queues,
-        hostgroups=groups,
-        sge_problem=sge_problem,
-        ec2=ec2,
-        ec2_problem=ec2_problem,
-    )
-
-
 # -- the file -------------------------------------------------------------------------------
-
-
-def _pick(found: Sequence[str], preferred: str) -> str:
-    return preferred if preferred in found or not found else found[0]
 
 
 def _one_line(text: str) -> str:
@@ -197,6 +139,11 @@ def ec2_lines(e: Ec2Facts | None, problem: str | None) -> list[str]:
     return lines
 
 
+def cloud_lines(e: Ec2Facts | None, problem: str | None) -> list[str]:
+    """The ``cloud`` section: EC2, with this instance's facts (``ec2_lines``)."""
+    return ["cloud:", "  provider: ec2", *ec2_lines(e, problem)]
+
+
 TAIL = [
     "",
     "provision:",
@@ -211,47 +158,6 @@ TAIL = [
     "  journal_days: 90  # journal events",
     "",
 ]
-
-
-def render(f: Facts) -> str:
-    """The config file for these facts: every choice made, and its alternatives, in comments."""
-    queue, group = _pick(f.queues, "all.q"), _pick(f.hostgroups, "@allhosts")
-    lines = [
-        "# elb's configuration, written by elb init. Every key left out has its default",
-        "# (docs/configuration.md). Check it with: elb validate",
-        "",
-        "poll_interval: 60  # seconds between two passes",
-        "",
-        "cluster:",
-        f"  master: {_yaml_str(f.master)}  # the SGE qmaster, never a worker",
-        "  name: elb  # tags the cloud instances elb launches (elb:cluster)",
-        "  node_prefix: node  # new nodes are node001, node002, ...",
-        "",
-        "sge:",
-        f"  root: {_yaml_str(f.sge_root)}",
-        f"  cell: {_yaml_str(f.sge_cell)}",
-    ]
-    if f.sge_problem is not None:
-        lines.append(f"  # SGE could not be read when this file was written: {_one_line(f.sge_problem)}")
-    lines.append(f"  queue: {_yaml_str(queue)}  # the queue new nodes join")
-    if len(f.queues) > 1:
-        lines.append(f"  # queues SGE lists: {', '.join(f.queues)}")
-    lines.append(f"  hostgroup: {_yaml_str(group)}  # the host group new nodes join")
-    if len(f.hostgroups) > 1:
-        lines.append(f"  # host groups SGE lists: {', '.join(f.hostgroups)}")
-    lines += [
-        "",
-        "policy:",
-        "  min_nodes: 0",
-        "  max_nodes: 10  # the most nodes elb runs at once: the bound on what it spends",
-        "  billing: hour  # hour: nodes are kept to the end of their paid hour; second: removed when idle",
-        "",
-        "cloud:",
-        "  provider: ec2",
-    ]
-    lines += ec2_lines(f.ec2, f.ec2_problem)
-    lines += TAIL
-    return "\n".join(lines)
 
 
 # -- the command ------------------------------------------------------------------------------
@@ -272,9 +178,9 @@ def register(sub: Any) -> None:
     p.add_argument("--offline", action="store_true", help="do not ask the EC2 instance metadata service")
     p.add_argument(
         "--scheduler",
-        choices=("auto", "sge", "slurm"),
         default="auto",
-        help="the scheduler to write a config for (default auto: Slurm when scontrol answers and SGE does not)",
+        help=f"the scheduler to write a config for: {', '.join(SCHEDULERS)} (default auto: the config's default "
+        "one unless another answers here and it does not)",
     )
     p.add_argument(
         "--sge-root", type=Path, default=None, help="SGE_ROOT (default: $SGE_ROOT, else /var/lib/gridengine)"
@@ -285,15 +191,6 @@ def register(sub: Any) -> None:
         "--slurm-bin-dir", type=Path, default=None, help="where scontrol, sinfo and squeue are (default: PATH)"
     )
     p.set_defaults(func=cmd_init)
-
-
-def sge_answers(sge_config: SgeConfig) -> bool:
-    """Whether Grid Engine answers (its queues can be listed)."""
-    try:
-        SgeCommands(sge_config).queue_names()
-    except SgeError:
-        return False
-    return True
 
 
 def _write(path: Path, text: str) -> bool:
@@ -307,73 +204,57 @@ def _write(path: Path, text: str) -> bool:
     return True
 
 
-def cmd_init(args: argparse.Namespace) -> int:
-    from elb.cli import init_slurm  # noqa: PLC0415 (Slurm's modules only when asked)
+def read_ec2(*, offline: bool, fetch: Fetch = _http) -> tuple[Ec2Facts | None, str | None]:
+    """This instance's EC2 facts, or why there are none (one line)."""
+    if offline:
+        return None, "not asked (--offline)"
+    try:
+        return read_imds(fetch), None
+    except (OSError, ValueError, KeyError) as err:
+        return None, imds_problem(err)
 
+
+def _detect(args: argparse.Namespace) -> str:
+    """The scheduler ``--scheduler auto`` writes for: the config's default one, unless another
+    answers here and it does not."""
+    default = str(Config.model_fields["scheduler"].default)
+    first = scheduler_module(default)
+    for name in SCHEDULERS:
+        if name == default:
+            continue
+        other = scheduler_module(name)
+        answer = other.init_answers(args)
+        if answer is None:
+            continue
+        if first.init_answers(args) is not None:
+            print(
+                f"note: both {other.TITLE} and {first.TITLE} answer: a {first.TITLE} config "
+                f"(--scheduler {name} for {other.TITLE})"
+            )
+            return default
+        print(f"{answer} and {first.TITLE} does not: a {other.TITLE} config")
+        return name
+    return default
+
+
+def cmd_init(args: argparse.Namespace) -> int:
     path: Path = args.config
     if path.exists() and not args.force:
         print(f"elb: {path} exists; not overwritten (--force to replace it)", file=sys.stderr)
         return Exit.CONFIG
-    defaults = SgeConfig()
-    root = args.sge_root or Path(os.environ.get("SGE_ROOT") or defaults.root)
-    cell = args.sge_cell or os.environ.get("SGE_CELL") or defaults.cell
-    sge_config = SgeConfig(root=root, cell=cell, timeout=10)
-    slurm_config = SlurmConfig(conf=args.slurm_conf, bin_dir=args.slurm_bin_dir, timeout=10)
-    scheduler: str = args.scheduler
-    slurm_read = None
-    if scheduler == "auto":
-        slurm_read = init_slurm.read_slurm(slurm_config)
-        scheduler = "sge"
-        if slurm_read[0] is not None:
-            if sge_answers(sge_config):
-                print("note: both Slurm and Grid Engine answer: a Grid Engine config (--scheduler slurm for Slurm)")
-            else:
-                scheduler = "slurm"
-                print("Slurm's scontrol answers and Grid Engine does not: a Slurm config")
-    if scheduler == "slurm":
-        return _init_slurm(path, args.offline, slurm_config, slurm_read)
-    facts = gather(offline=args.offline, sge_config=sge_config)
-    if not _write(path, render(facts)):
+    try:
+        name = _detect(args) if args.scheduler == "auto" else known(SCHEDULERS, args.scheduler, "scheduler")
+    except ValueError as err:
+        print(f"elb: {err}", file=sys.stderr)
         return Exit.CONFIG
-    for problem in (
-        facts.sge_problem and f"SGE: {facts.sge_problem}",
-        facts.ec2_problem and f"EC2: {facts.ec2_problem}",
-    ):
+    ec2, ec2_problem = read_ec2(offline=args.offline)
+    draft = scheduler_module(name).init(args, cloud_lines(ec2, ec2_problem), TAIL)
+    if not _write(path, draft.text):
+        return Exit.CONFIG
+    for problem in (*draft.notes, ec2_problem and f"EC2: {ec2_problem}"):
         if problem:
             print(f"  note: {_one_line(problem)}")
-    print(f"next: read it, then elb validate -c {path}")
-    return Exit.OK
-
-
-def _init_slurm(
-    path: Path, offline: bool, slurm_config: SlurmConfig, read: tuple[SlurmFacts | None, str | None] | None
-) -> int:
-    from elb.cli import init_slurm  # noqa: PLC0415
-
-    ec2 = None
-    ec2_problem = "not asked (--offline)" if offline else None
-    if not offline:
-        try:
-            ec2 = read_imds()
-        except (OSError, ValueError, KeyError) as err:
-            ec2_problem = imds_problem(err)
-    facts = init_slurm.gather(slurm_config=slurm_config, read=read, ec2_problem=ec2_problem)
-    text = init_slurm.render(facts, ec2_lines(ec2, ec2_problem), TAIL)
-    if not _write(path, text):
-        return Exit.CONFIG
-    for problem in (
-        facts.slurm_problem and f"Slurm: {facts.slurm_problem}",
-        facts.ec2_problem and f"EC2: {facts.ec2_problem}",
-    ):
-        if problem:
-            print(f"  note: {_one_line(problem)}")
-    if facts.slurm is not None:
-        lacking = init_slurm.missing(text, facts.slurm)
-        if lacking:
-            print("slurm.conf still needs (then scontrol reconfigure, or restart slurmctld):")
-            for check in lacking:
-                print(f"  {check.fix}    # {_one_line(check.detail)}")
-        else:
-            print("slurm.conf has what elb needs")
+    for line in draft.after:
+        print(line)
     print(f"next: read it, then elb validate -c {path}")
     return Exit.OK

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from elb.core.model import PENDING_STATES, Job, Node, Snapshot
+from elb.core.model import Job, JobPhase, Node, Snapshot
 from elb.core.policy.view import cluster_view
 from elb.core.state import join
 
@@ -34,11 +34,11 @@ class JobFacts:
 def why_not_demand(job: Job, not_demand: Mapping[int, str]) -> str | None:
     """Why the policy does not count this waiting job (None: it does). ``not_demand``: the
     reasons of ``elb.schedulers.sge.servable`` by job number."""
-    if "E" in job.state:
+    if job.phase is JobPhase.ERROR:
         return f"in error ({job.state}): qstat -j {job.job_id} says why, qmod -cj {job.job_id} clears it"
-    if "h" in job.state:
+    if job.phase is JobPhase.HELD:
         return f"held ({job.state}): a hold or a job it waits for (qstat -j {job.job_id})"
-    if job.state not in PENDING_STATES:
+    if job.phase is not JobPhase.WAITING:
         return f"state {job.state}: not waiting to be scheduled"
     return not_demand.get(job.job_id)
 

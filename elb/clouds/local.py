@@ -43,6 +43,7 @@ from elb.core.interfaces import (
     TAG_NAME,
     TAG_ROLE,
     CloudError,
+    CloudSettings,
     Instance,
     LaunchResult,
     NodeBoot,
@@ -540,3 +541,8 @@ def checks(cfg: Config) -> Iterator[Check]:
 def notices(cfg: Config) -> NoticeSource | None:
     """podman sends no notices: a container's end shows in the list of workers."""
     return None
+
+
+def settings(cfg: Config) -> CloudSettings:
+    """Its boot time-out; podman interrupts no node."""
+    return CloudSettings("local", cfg.cloud.local.boot_timeout)

@@ -15,7 +15,7 @@ class Check:
     warning: bool = False  # ok, but worth a look: ``warn``, with the fix
 
     def line(self) -> str:
-        """One line, whatever the detail (an SGE error spans several)."""
+        """One line, whatever the detail (a scheduler's error spans several)."""
         fix = f" -> {self.fix}" if self.fix and (self.warning or not self.ok) else ""
         text = " ".join(f"{self.what}: {self.detail}{fix}".split())
         return f"{'FAIL' if not self.ok else 'warn' if self.warning else 'ok  '} {text}"

@@ -553,12 +553,6 @@ class Config(_Strict):
         return self.stats_file if self.stats_file is not None else self.state_dir / "stats.csv"
 
     @property
-    def boot_timeout(self) -> float:
-        """Launch-to-ready limit of the configured provider."""
-        c = self.cloud
-        return c.local.boot_timeout if c.provider == "local" else c.ec2.boot_timeout
-
-    @property
     def journal_path(self) -> Path:
         return self.state_dir / "journal.sqlite"
 

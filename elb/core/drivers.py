@@ -5,7 +5,8 @@ asked for."""
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -15,12 +16,25 @@ if TYPE_CHECKING:
     from elb.core.attribution import JobUse
     from elb.core.checks import Check
     from elb.core.config import Config
-    from elb.core.interfaces import Cloud, NoticeSource
+    from elb.core.interfaces import Cloud, CloudSettings, NoticeSource
     from elb.core.scheduler import Scheduler
+
+
+@dataclass(frozen=True, slots=True)
+class InitDraft:
+    """What ``elb init`` writes for a scheduler (``SchedulerModule.init``): the config file, what
+    could not be read (one line each, said as notes), and lines said after them (what the
+    scheduler itself still lacks)."""
+
+    text: str
+    notes: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
 
 
 class SchedulerModule(Protocol):
     """What the module of a scheduler driver provides."""
+
+    TITLE: str  # its name in ``elb init``'s sentences ("Grid Engine")
 
     def make(self, cfg: Config, journal: Any) -> Scheduler:
         """The driver; ``journal``: where a scheduler that asks for nodes by name keeps its asks."""
@@ -43,9 +57,24 @@ class SchedulerModule(Protocol):
         (Grid Engine: no job has finished yet); None: nothing to say."""
         ...
 
+    def init_answers(self, options: Any) -> str | None:
+        """Whether the scheduler answers on this machine, in words ("Slurm's scontrol answers"),
+        for ``elb init --scheduler auto``; None: it does not. ``options``: ``elb init``'s parsed
+        command line."""
+        ...
+
+    def init(self, options: Any, cloud: Sequence[str], tail: Sequence[str]) -> InitDraft:
+        """``elb init``'s config for this scheduler from what this machine shows; ``cloud``: the
+        cloud's lines (under ``cloud:``), ``tail``: the sections after them."""
+        ...
+
 
 class CloudModule(Protocol):
     """What the module of a cloud adapter provides."""
+
+    def settings(self, cfg: Config) -> CloudSettings:
+        """What the pass reads of this cloud's section of the config, in the core's words."""
+        ...
 
     def make(self, cfg: Config) -> Cloud:
         """The adapter."""
@@ -69,3 +98,8 @@ def scheduler_module(name: str) -> SchedulerModule:
 def cloud_module(name: str) -> CloudModule:
     """The module of the cloud named ``name`` (``ValueError`` for an unknown name)."""
     return cast("CloudModule", importlib.import_module(CLOUDS[known(CLOUDS, name, "cloud provider")]))
+
+
+def cloud_settings(cfg: Config) -> CloudSettings:
+    """The configured cloud's settings the pass reads (``CloudModule.settings``)."""
+    return cloud_module(cfg.cloud.provider).settings(cfg)

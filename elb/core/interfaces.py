@@ -44,6 +44,19 @@ class Instance:
     image_id: str | None = None
     slots: int | None = None
     tags: Mapping[str, str] = field(default_factory=dict, hash=False)
+    template_version: str | None = None  # the launch template's version it was launched from
+
+
+@dataclass(frozen=True, slots=True)
+class CloudSettings:
+    """What the pass reads of a cloud's section of the config, in the core's words: each cloud's
+    module makes it (``elb.core.drivers.CloudModule.settings``)."""
+
+    name: str  # the cloud in messages ("EC2")
+    boot_timeout: float  # seconds from a launch to a node that runs and answers, at most
+    # Spot interruptions a job may suffer before it is bound to on-demand nodes
+    # (``elb.core.interruptions``); a cloud that interrupts no node leaves the default.
+    interruptions_allowed: int = 1
 
 
 @dataclass(frozen=True, slots=True)

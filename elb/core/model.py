@@ -11,15 +11,37 @@ from dataclasses import dataclass, field
 
 from elb.core.frozen import quick_init
 
-# Job state codes that mean "waiting and eligible to start": plain qw, and re-queued
-# (SGE 8.1.9 prints "Rq" for a rescheduled waiting job; "Rqw" is kept for other versions).
-PENDING_STATES = frozenset({"qw", "Rq", "Rqw"})
+
+class JobPhase(enum.Enum):
+    """Where a job is, in the core's words: each driver translates its scheduler's states into
+    these (Grid Engine's letters in ``elb.schedulers.sge.states``, Slurm's in its view)."""
+
+    WAITING = "waiting"  # in the queue and eligible to start: what the policy plans for
+    HELD = "held"  # in the queue, held (a hold, a job it waits for): not demand until released
+    ERROR = "error"  # in the queue, in error: not demand until an admin clears it
+    RUNNING = "running"  # started on its host(s): running, transferring, suspended, being deleted
+    OTHER = "other"  # none of these (deleted before it started): not demand, on no host
+
+
+class QueueFlags(enum.Flag):
+    """What keeps a queue instance (one queue on one host) from taking new work, in the core's
+    words: each driver translates its scheduler's states into these. No flag: usable."""
+
+    DISABLED = enum.auto()  # disabled (by an admin, a calendar): runs its jobs, starts no new one
+    UNREACHABLE = enum.auto()  # the scheduler does not hear from its host
+    SUSPENDED = enum.auto()  # suspended (by an admin, a subordinate queue, a calendar)
+    ERROR = enum.auto()  # in error, or its configuration in doubt
+    ALARM = enum.auto()  # a load threshold passed: shown, still usable
+
+
+NO_FLAGS = QueueFlags(0)
+_UNUSABLE = QueueFlags.DISABLED | QueueFlags.UNREACHABLE | QueueFlags.SUSPENDED | QueueFlags.ERROR
 
 
 @quick_init
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One SGE job entry as qstat shows it.
+    """One job entry as the scheduler shows it.
 
     A pending array job is one entry whose ``tasks`` counts every pending task;
     a running array task is its own entry with ``tasks == 1``.
@@ -28,7 +50,8 @@ class Job:
     job_id: int
     name: str
     owner: str
-    state: str  # SGE state code: r, qw, hqw, Eqw, t, Rr, dr, ...
+    state: str  # the scheduler's own word for its state (Grid Engine's hqw), shown, never compared
+    phase: JobPhase  # its state in the core's words: what every rule reads
     slots: int  # slots per task
     submitted: float | None = None
     started: float | None = None
@@ -56,7 +79,7 @@ class Job:
     @property
     def is_pending(self) -> bool:
         """Waiting in the queue and eligible to be scheduled (not held, not in error)."""
-        return self.state in PENDING_STATES
+        return self.phase is JobPhase.WAITING
 
     @property
     def total_slots(self) -> int:
@@ -73,7 +96,7 @@ class QueueInstance:
     slots_total: int
     slots_used: int
     slots_reserved: int = 0
-    states: str = ""  # letters from SGE: a u d E o c s S C D A
+    flags: QueueFlags = NO_FLAGS
 
     @property
     def name(self) -> str:
@@ -81,22 +104,25 @@ class QueueInstance:
 
     @property
     def disabled(self) -> bool:
-        return "d" in self.states or "D" in self.states
+        flags = self.flags
+        return flags is not NO_FLAGS and QueueFlags.DISABLED in flags
 
     @property
     def unreachable(self) -> bool:
-        return "u" in self.states
+        flags = self.flags
+        return flags is not NO_FLAGS and QueueFlags.UNREACHABLE in flags
 
     @property
     def usable(self) -> bool:
         """Can accept new work: reachable, enabled, not in error, not suspended."""
-        return not any(c in self.states for c in "udDEsSCco")
+        flags = self.flags
+        return flags is NO_FLAGS or not flags & _UNUSABLE
 
 
 @quick_init
 @dataclass(frozen=True, slots=True)
 class Host:
-    """One SGE execution host with its queue instances and load values."""
+    """One execution host with its queue instances and load values."""
 
     name: str
     queues: tuple[QueueInstance, ...] = ()
@@ -132,7 +158,7 @@ class Host:
 @quick_init
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """What SGE showed at one instant: jobs, execution hosts, and the master's clock."""
+    """What the scheduler showed at one instant: jobs, execution hosts, and the master's clock."""
 
     now: float
     jobs: tuple[Job, ...]
@@ -203,7 +229,7 @@ class Node:
     instance_id: str | None = None
     ready_at: float | None = None
     last_busy_at: float | None = None  # last pass that saw a job or reservation on it
-    last_up_at: float | None = None  # last pass that saw SGE reach it (a queue instance not in state u)
+    last_up_at: float | None = None  # last pass that saw the scheduler reach it (a queue instance not unreachable)
     slots: int | None = None  # expected slots once ready (None: unknown)
     private_ip: str | None = None
     instance_type: str | None = None

@@ -21,7 +21,7 @@ def node_number(name: str, prefix: str) -> int | None:
 def next_names(in_use: Iterable[str], count: int, prefix: str = "node", digits: int = 3) -> tuple[str, ...]:
     """``count`` new names after the highest number in use: node001, node003, node005 -> node006.
 
-    ``in_use`` should hold every name the cluster knows (SGE hosts, journal, cloud), so that
+    ``in_use`` should hold every name the cluster knows (the scheduler's hosts, journal, cloud), so that
     a name is never given twice even while a node is still booting or being removed. More than
     ``MAX_NODES`` names at once is a ``ValueError`` (a plan never launches that many; a bug that
     asks for more fails its pass instead of filling the memory).

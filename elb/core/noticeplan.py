@@ -34,6 +34,7 @@ class Retire:
     node: str
     kind: NoticeKind
     reason: str
+    cloud: str  # the cloud that sent the notice, in messages ("EC2")
     requeue: bool = False
     order: bool = True
     moves: tuple[Move, ...] = ()
@@ -56,12 +57,14 @@ def plan_notices(
     interrupted: Sequence[tuple[int, int, bool]] = (),
     allowed: int = 1,
     groups: NodeGroups | None = None,
+    cloud: str,
 ) -> NoticePlan:
     """What each notice means for elb's nodes (see the module's description). A spot
     interruption seen again (the queue delivers at least once) requeues again, and orders
     nothing more. ``interrupted``, ``allowed`` and ``groups``: the journal's interruption counts,
-    ``cloud.ec2.spot_interruptions_allowed`` and the node groups, for the jobs this interruption
-    sends back once too often (``moves``)."""
+    the spot interruptions a job may suffer (``CloudSettings.interruptions_allowed``) and the node
+    groups, for the jobs this interruption sends back once too often (``moves``); ``cloud``: its
+    name, in messages."""
     if not notices:
         return NoticePlan()
     by_id = {i.instance_id: i.name for i in instances}
@@ -74,7 +77,7 @@ def plan_notices(
         record = records_by_id.get(n.instance_id)
         name = by_id.get(n.instance_id) or (record.name if record is not None else None)
         if name is None:
-            notes.append(f"EC2 notice about an instance that is not one of elb's workers: {n.describe()}")
+            notes.append(f"{cloud} notice about an instance that is not one of elb's workers: {n.describe()}")
             continue
         cause = orders.causes.get(name)
         if n.kind is NoticeKind.IMPAIRED and name in orders.remove:
@@ -82,16 +85,16 @@ def plan_notices(
         counts[n.kind.value] += 1
         if name not in alive:
             state = record.state.value if record is not None else "gone"
-            notes.append(f"{name}: EC2 notice about a node that is {state}: {n.describe()}")
+            notes.append(f"{name}: {cloud} notice about a node that is {state}: {n.describe()}")
         elif not n.kind.retire:
-            notes.append(f"{name}: EC2 notice: {n.describe()}")
+            notes.append(f"{name}: {cloud} notice: {n.describe()}")
         elif n.kind is NoticeKind.INTERRUPTION:
             bound = _bound_once_too_often(name, snapshot, interrupted, allowed, groups)
-            retire[name] = Retire(name, n.kind, n.describe(), requeue=True, order=cause is None, moves=bound)
+            retire[name] = Retire(name, n.kind, n.describe(), cloud, requeue=True, order=cause is None, moves=bound)
         elif cause is not None and cause[0] == n.kind.value:
-            notes.append(f"{name}: EC2 notice seen again, its removal is under way: {n.describe()}")
+            notes.append(f"{name}: {cloud} notice seen again, its removal is under way: {n.describe()}")
         elif name not in retire:
-            retire[name] = Retire(name, n.kind, n.describe())
+            retire[name] = Retire(name, n.kind, n.describe(), cloud)
     return NoticePlan(tuple(retire.values()), tuple(notes), dict(counts))
 
 

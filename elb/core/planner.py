@@ -8,7 +8,7 @@ their reasons, out. No I/O; time is passed in.
   that the daemon runs live and its tests run on values;
 - ``limit_launches``: the policy's plan with its launches cut by the back-off;
 - ``pace_launches``: the launches and warm-pool restarts left, cut by the budget (``elb.core.budget``);
-- ``drain_verdict``: after ``qmod -d`` and a fresh read, may the node go on to deregistration?
+- ``drain_verdict``: after the scheduler disabled it and a fresh read, may the node go on to deregistration?
 - ``witness_needed``, ``witness_verdict``: must the node itself be asked before it goes (the
   scheduler showed it busy), and may it go on what it answered?
 - ``cleanup_verdict``: a node whose deregistration play failed: terminate it, or keep it?
@@ -36,7 +36,7 @@ from elb.core.demand import DemandSplit, NotDemand
 from elb.core.durations import minutes
 from elb.core.frozen import quick_init
 from elb.core.groups import NodeGroups
-from elb.core.interfaces import Instance, JobProcesses, Notice, Witness
+from elb.core.interfaces import CloudSettings, Instance, JobProcesses, Notice, Witness
 from elb.core.interruptions import Move
 from elb.core.model import History, Job, Node, Plan, Removal, Snapshot
 from elb.core.noticeplan import NoticePlan, plan_moves, plan_notices
@@ -234,17 +234,17 @@ def witness_verdict(name: str, witness: Witness | None, *, ordered: bool = False
 
 class Cleanup(enum.StrEnum):
     TERMINATE = "terminate"  # nothing left to deregister: terminate the instance
-    RETRY = "retry"  # SGE lists it (or can't be read): keep it draining, alarm, try again next pass
+    RETRY = "retry"  # the scheduler lists it (or can't be read): keep it draining, alarm, try again next pass
 
 
-def cleanup_verdict(node: Node, listed: bool | None, failure: str, scheduler: str = "SGE") -> tuple[Cleanup, str]:
+def cleanup_verdict(node: Node, listed: bool | None, failure: str, scheduler: str) -> tuple[Cleanup, str]:
     """A node whose deregistration play failed (``failure``). ``listed``: whether the scheduler
     still lists it, None if it could not be read.
 
-    A node that never became ready and that SGE does not list can run no job: its instance is
+    A node that never became ready and that the scheduler does not list can run no job: its instance is
     terminated at once, and the (master-side) deregistration is retried each pass until what the
     failed play left on the master (a hosts line, an export) is gone. Any other node is kept
-    draining, and billed, with an ALARM every pass until the play goes through: a node SGE lists
+    draining, and billed, with an ALARM every pass until the play goes through: a node the scheduler lists
     is never terminated.
     """
     if node.ready_at is None and listed is False:
@@ -306,6 +306,8 @@ class PassInputs:
     history: History
     orders: Orders
     backoff: Backoffs | None  # each node group's
+    scheduler: str  # the scheduler's name, in the reasons
+    cloud: CloudSettings  # what the pass reads of the cloud's settings (``elb.core.drivers.cloud_settings``)
     in_flight: frozenset[str] = frozenset()  # nodes with an operation of elb under way
     repair_fails: Mapping[RepairKey, int] = field(default_factory=dict)  # failed passes in a row
     watched_since: float | None = None  # this run's first live pass (``reconcile.lost_for``)
@@ -318,7 +320,6 @@ class PassInputs:
     gone: Mapping[str, str] = field(default_factory=dict)
     notices: tuple[Notice, ...] = ()  # the cloud's notices since the last pass
     interrupted: tuple[tuple[int, int, bool], ...] = ()  # (job, spot interruptions, bound already)
-    scheduler: str = "SGE"  # the scheduler's name, in the reasons
     index: JoinIndex | None = None  # what the simulator keeps of the joined state (``elb.core.state.JoinIndex``)
     # The budget's period so far and the rate spent now (``elb.core.spend.read_spend``), gathered with
     # the demand when ``policy.budget`` is set; None: no budget (launches are not paced).
@@ -358,7 +359,7 @@ class PassPlan:
 
     def describe(self) -> list[str]:
         """Plain-words lines, in the order the pass starts them (``elb once --dry-run``)."""
-        lines = [f"retire {r.node}: EC2 {r.kind.value} notice: {r.reason}" for r in self.notices.retire]
+        lines = [f"retire {r.node}: {r.cloud} {r.kind.value} notice: {r.reason}" for r in self.notices.retire]
         lines += [f"repair ({r.kind.value}) {r.node}: {r.reason}" for r in self.repairs]
         lines += [f"kept {r.node}: {r.reason}" for r in self.kept]
         lines += [
@@ -419,7 +420,8 @@ def _regardless_of_scaling(
             inputs.orders,
             snapshot=inputs.snapshot,
             interrupted=inputs.interrupted,
-            allowed=config.cloud.ec2.spot_interruptions_allowed,
+            allowed=inputs.cloud.interruptions_allowed,
+            cloud=inputs.cloud.name,
             groups=groups,
         )
         if inputs.notices
@@ -438,7 +440,7 @@ def _regardless_of_scaling(
         else (None, _NO_POOL)
     )
     moved = (
-        plan_moves(inputs.interrupted, config.cloud.ec2.spot_interruptions_allowed, groups, inputs.snapshot)
+        plan_moves(inputs.interrupted, inputs.cloud.interruptions_allowed, groups, inputs.snapshot)
         if inputs.interrupted
         else ()
     )
@@ -609,7 +611,7 @@ def scaling_waits(inputs: PassInputs, config: Config, now: float) -> bool:
 
 def cluster_state(inputs: PassInputs, now: float) -> ClusterState:
     """What the pass read, joined once (``elb.core.state.join``): the journal's records (gone ones
-    included), the cloud's workers and SGE's snapshot, with the operations in flight."""
+    included), the cloud's workers and the scheduler's snapshot, with the operations in flight."""
     return join(
         inputs.nodes,
         inputs.instances,
@@ -630,7 +632,7 @@ def _repairs(
     repairs = repairs_of(
         state,
         master=config.cluster.master,
-        boot_timeout=config.boot_timeout,
+        boot_timeout=inputs.cloud.boot_timeout,
         orphan_timeout=config.orphan_timeout,
         unreachable_timeout=config.unreachable_timeout,
         watched_since=inputs.watched_since,

@@ -63,7 +63,7 @@ def group_of(node: Node, groups: NodeGroups) -> NodeGroup:
 
 
 def pooled_hosts_left_out(snapshot: Snapshot, nodes: Sequence[Node]) -> Snapshot:
-    """``snapshot`` without the exec hosts of pooled nodes: they stay registered in SGE (disabled),
+    """``snapshot`` without the exec hosts of pooled nodes: they stay registered in the scheduler (disabled),
     but are no capacity and no size for the policy."""
     pooled = {n.name for n in nodes if n.state.pooled}
     if not pooled or not any(h.name in pooled for h in snapshot.hosts):

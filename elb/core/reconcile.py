@@ -25,14 +25,15 @@ class RepairKind(enum.StrEnum):
     ADOPT = "adopt"  # journal lost track of a launch the cloud made: record it, then provision
     ABANDON = "abandon"  # launch or provisioning never finished within boot_timeout: clean up, terminate
     FORGET = "forget"  # a launch that never produced an instance: mark failed
-    VANISHED = "vanished"  # instance gone under a registered node: deregister it from SGE, hosts, exports
-    ORPHAN = "orphan"  # tagged worker unknown to the journal and absent from SGE: terminate
+    VANISHED = "vanished"  # instance gone under a registered node: deregister it from the scheduler, hosts, exports
+    ORPHAN = "orphan"  # tagged worker unknown to the journal and absent from the scheduler: terminate
     FINISH_DRAIN = "finish_drain"  # node left draining/deregistered: finish the removal (or keep it)
     TERMINATE_GONE = "terminate_gone"  # journal says gone but the instance still runs: terminate
-    DEREGISTER_STALE = "deregister_stale"  # SGE still lists a node elb removed: take it out of SGE
-    UNREACHABLE = "unreachable"  # ready node SGE hasn't reached for unreachable_timeout, no job: remove
-    # Not a repair: a lost node (instance gone, or out of SGE's reach) that SGE lists work on. elb never
-    # kills or deletes a job, so it is kept and logged every pass, and scaling goes on around it.
+    DEREGISTER_STALE = "deregister_stale"  # the scheduler still lists a node elb removed: take it out
+    UNREACHABLE = "unreachable"  # ready node the scheduler hasn't reached for unreachable_timeout, no job: remove
+    # Not a repair: a lost node (instance gone, or out of the scheduler's reach) that the scheduler
+    # lists work on. elb never kills or deletes a job, so it is kept and logged every pass, and
+    # scaling goes on around it.
     KEPT = "kept"
 
 
@@ -49,8 +50,8 @@ class Repair:
 
 
 def lost_for(n: Node, snapshot: Snapshot, now: float, watched_since: float | None = None) -> float:
-    """Seconds a ready node has been out of SGE's reach (absent, or every queue instance in
-    state ``u``); 0 while SGE reaches it. Counted from the last pass that saw it up, else
+    """Seconds a ready node has been out of the scheduler's reach (absent, or every queue instance
+    unreachable); 0 while the scheduler reaches it. Counted from the last pass that saw it up, else
     from when it became ready, and never from before ``watched_since`` (when this run of elb
     began to watch: a node found lost at a restart gets the whole time-out, as elb can't tell
     how long it has been lost). The rule is ``elb.core.state.ManagedNode.lost_for``."""
@@ -60,7 +61,7 @@ def lost_for(n: Node, snapshot: Snapshot, now: float, watched_since: float | Non
 def _unreachable(
     m: ManagedNode, inst: Instance, *, timeout: float, watched_since: float | None, scheduler: str
 ) -> Repair | None:
-    """A ready node SGE hasn't reached for ``timeout`` and that has nothing on it is removed.
+    """A ready node the scheduler hasn't reached for ``timeout`` and that has nothing on it is removed.
 
     With a job (or a reservation) on it, it is kept: an execd that lost contact may still be
     running its jobs.
@@ -74,7 +75,7 @@ def _unreachable(
             "(elb never kills a job: check the node, restart its daemon, or end the jobs)"
         )
         return Repair(RepairKind.KEPT, m.name, why, inst)
-    where = f"absent from {scheduler}" if m.host is None else f"unreachable in {scheduler} (state u)"
+    where = f"absent from {scheduler}" if m.host is None else f"unreachable in {scheduler}"
     why = f"{where} for {minutes(lost)} (unreachable_timeout {minutes(timeout)}), no job on it"
     return Repair(RepairKind.UNREACHABLE, m.name, why, inst)
 
@@ -151,7 +152,7 @@ def _repair_node(  # noqa: PLR0911, PLR0912 (one return per lifecycle case reads
     if m.ready:
         if inst is not None:
             return _unreachable(m, inst, timeout=unreachable_timeout, watched_since=watched_since, scheduler=scheduler)
-        if m.busy:  # dead with the machine, but a job is SGE's to end, or an admin's: not elb's
+        if m.busy:  # dead with the machine, but a job is the scheduler's to end, or an admin's: not elb's
             why = (
                 f"instance gone (terminated outside elb) but {scheduler} lists {_work_on(m)} there; kept "
                 f"registered until {scheduler} no longer lists them (an admin ends or requeues them)"
@@ -181,10 +182,10 @@ def plan_repairs(
     orphan_timeout: float,
     unreachable_timeout: float,
     watched_since: float | None = None,
-    scheduler: str = "SGE",
+    scheduler: str,
 ) -> list[Repair]:
     """``repairs_of`` the journal's records (``nodes``, gone ones included), the cloud's
-    instances and SGE's snapshot, joined at ``now``."""
+    instances and the scheduler's snapshot, joined at ``now``."""
     return repairs_of(
         join(nodes, instances, snapshot, include_gone=True, now=now),
         master=master,
@@ -204,7 +205,7 @@ def repairs_of(
     orphan_timeout: float,
     unreachable_timeout: float,
     watched_since: float | None = None,
-    scheduler: str = "SGE",
+    scheduler: str,
     skip: Collection[str] = frozenset(),
 ) -> list[Repair]:
     """What to repair so that journal, cloud and the scheduler agree. ``state``: the three joined with
@@ -252,7 +253,7 @@ def repairs_of(
                 jobs = state.jobs_on.get(inst.name, ())
                 work = _work(jobs) if is_busy(bool(jobs), host.busy) else None
                 out.append(Repair(RepairKind.ADOPT, inst.name, why, inst, work=work))
-            continue  # stopped: not provisionable, and SGE still knows the name: left to an admin
+            continue  # stopped: not provisionable, and the scheduler still knows the name: left to an admin
         age = now - inst.launched_at
         if age < orphan_timeout:
             continue

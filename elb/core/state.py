@@ -1,5 +1,5 @@
 """One joined view of the cluster per pass: the journal's node records, the cloud's instances and
-SGE's snapshot, joined once into managed nodes that carry every predicate a pass asks.
+the scheduler's snapshot, joined once into managed nodes that carry every predicate a pass asks.
 
 Pure: built from values and ``now``. The instance state is provider-neutral (``InstanceState``);
 the cloud adapters' state strings are mapped here, in one place.
@@ -15,15 +15,16 @@ from functools import cached_property
 
 from elb.core.frozen import quick_init
 from elb.core.interfaces import Instance
-from elb.core.model import Host, Job, Node, NodeState, Snapshot
+from elb.core.model import Host, Job, JobPhase, Node, NodeState, Snapshot
 
 # Records of nodes that are gone for good: kept in the journal, not part of the cluster.
 GONE = frozenset({NodeState.TERMINATED, NodeState.FAILED})
+_RUNNING = JobPhase.RUNNING  # a job filed under its host (``started_host``)
 
 
 def seen(records: Sequence[Node], now: float, *, busy: Collection[str], up: Collection[str]) -> tuple[Node, ...]:
     """``records`` with what ``Journal.mark_seen(now, busy=..., up=...)`` writes: the pass saw a
-    job or a reservation on ``busy`` and SGE reached ``up``. A pass reads the journal's records
+    job or a reservation on ``busy`` and the scheduler reached ``up``. A pass reads the journal's records
     once and applies what it saw to them, instead of reading them again."""
     busy, up = set(busy), set(up)
     out = []
@@ -39,7 +40,7 @@ def seen(records: Sequence[Node], now: float, *, busy: Collection[str], up: Coll
 
 
 def serves(record: Node | None, host_up: bool) -> bool:
-    """Ready to take jobs: SGE reaches its host and elb's record, if it has one (an exec host elb
+    """Ready to take jobs: the scheduler reaches its host and elb's record, if it has one (an exec host elb
     does not manage has none), says READY. The policies' "ready" (``elb.core.policy.view.Worker``)."""
     return host_up and (record is None or record.state is NodeState.READY)
 
@@ -95,12 +96,12 @@ def instance_state(provider_state: str) -> InstanceState:
 @quick_init
 @dataclass(frozen=True, slots=True)
 class ManagedNode:
-    """A node elb manages, as the journal, the cloud and SGE show it at ``now``."""
+    """A node elb manages, as the journal, the cloud and the scheduler show it at ``now``."""
 
     record: Node
     instance: Instance | None  # its instance in any state but gone
-    host: Host | None  # SGE's host of that name
-    jobs: tuple[Job, ...]  # what SGE lists on it
+    host: Host | None  # the scheduler's host of that name
+    jobs: tuple[Job, ...]  # what the scheduler lists on it
     in_flight: bool  # an operation of elb runs on it
     now: float
 
@@ -122,7 +123,7 @@ class ManagedNode:
 
     @property
     def serves(self) -> bool:
-        """Takes jobs: SGE reaches it and its record says READY (``serves``)."""
+        """Takes jobs: the scheduler reaches it and its record says READY (``serves``)."""
         return serves(self.record, self.reachable)
 
     @property
@@ -144,7 +145,7 @@ class ManagedNode:
         return idle_since(self.record, self.serves, self.busy)
 
     def lost_for(self, watched_since: float | None = None) -> float:
-        """Seconds a ready node has been out of SGE's reach (0 while SGE reaches it), counted from
+        """Seconds a ready node has been out of the scheduler's reach (0 while the scheduler reaches it), counted from
         the last pass that saw it up and never from before ``watched_since``."""
         if self.reachable:
             return 0.0
@@ -168,9 +169,9 @@ class ManagedNode:
 
 
 def started_host(j: Job) -> str | None:
-    """The host a job is filed under: an entry SGE lists with a queue instance there and not
-    waiting. What a node's ``jobs`` are, everywhere a pass or a policy asks."""
-    if j.queue is None or j.state in ("qw", "hqw"):  # ``Job.host``'s first test, without its call
+    """The host a job is filed under: an entry the scheduler lists with a queue instance there,
+    started. What a node's ``jobs`` are, everywhere a pass or a policy asks."""
+    if j.queue is None or j.phase is not _RUNNING:  # ``Job.host``'s first test, without its call
         return None
     return j.host
 
@@ -180,7 +181,7 @@ def started_on(jobs: Sequence[Job]) -> dict[str, list[Job]]:
     over every job of a snapshot at each view a policy builds; a test holds the two equal)."""
     out: dict[str, list[Job]] = {}
     for j in jobs:
-        if j.queue is None or j.state in ("qw", "hqw"):
+        if j.queue is None or j.phase is not _RUNNING:
             continue
         h = j.host
         if h is not None:
@@ -212,7 +213,7 @@ class JoinIndex:
 @dataclass(frozen=True, eq=False)
 class ClusterState:
     """The joined view of the cluster at ``now``: the journal's records, the cloud's instances
-    and SGE's snapshot. The pass's planner, reconcile, the policies (``elb.core.policy.view``), the
+    and the scheduler's snapshot. The pass's planner, reconcile, the policies (``elb.core.policy.view``), the
     simulator, ``status`` and the stats row read it.
 
     The join is made when first asked and kept (``cached_property``): a policy that finds the
@@ -229,7 +230,7 @@ class ClusterState:
 
     @cached_property
     def hosts(self) -> dict[str, Host]:
-        """SGE's hosts by name (the first of a name, as ``Snapshot.host``)."""
+        """the scheduler's hosts by name (the first of a name, as ``Snapshot.host``)."""
         out: dict[str, Host] = {}
         for h in self.snapshot.hosts:
             out.setdefault(h.name, h)

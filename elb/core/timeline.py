@@ -12,14 +12,14 @@ The steps, in order:
 - ``provisioning``: elb starts the playbook on it;
 - ``reachable``: the playbook's first task that ran on it succeeded (it answered over SSH);
 - ``provisioned``: the playbook succeeded on it;
-- ``registered``: the first pass that sees its host up in SGE (a queue instance not unreachable);
+- ``registered``: the first pass that sees its host up in the scheduler (a queue instance not unreachable);
 - ``first_job``: the first pass that sees a job or a reservation on it.
 
 Each duration runs from one step to the next (``DURATIONS``): ``boot`` (requested to running),
 ``ssh`` (running to reachable: the wait for its SSH server, and elb's own until the playbook
 starts), ``provision`` (reachable to provisioned), ``register``
 (provisioned to registered), ``first_job`` (registered to first job). A duration is known when
-both its steps have a journalled time. A pass reads SGE while a playbook runs, so a node can be
+both its steps have a journalled time. A pass reads the scheduler while a playbook runs, so a node can be
 seen up (or busy) before its playbook ends: such a duration is 0, never negative.
 
 A step journalled without a time (``None``) was reached before the journal kept timelines (a

@@ -57,9 +57,6 @@ log = logging.getLogger("elb.service.actuator")
 
 R = TypeVar("R")
 
-# The tag EC2 puts on an instance launched from a launch template: the version it was launched with.
-TEMPLATE_VERSION_TAG = "aws:ec2launchtemplate:version"
-
 
 @dataclass
 class Outcomes:
@@ -219,7 +216,7 @@ class Actuator:
             instance_type=inst.instance_type,
             launched_at=inst.launched_at,
             step=Step.RUNNING if inst.private_ip is not None else None,
-            template_version=inst.tags.get(TEMPLATE_VERSION_TAG),
+            template_version=inst.template_version,
         )
 
     def provision(
@@ -754,10 +751,10 @@ class Actuator:
         lands on it, and on a spot interruption its rerunnable jobs requeued at once, those
         sent back once too often bound to on-demand nodes (``r.moves``, planned)."""
         if r.order:
-            log.warning("%s: EC2 notice: %s: disabling it and ordering its removal", r.node, r.reason)
+            log.warning("%s: %s notice: %s: disabling it and ordering its removal", r.node, r.cloud, r.reason)
             self.journal.set_order("remove", r.node, on=True, cause=(r.kind.value, r.reason))
         try:
-            self.scheduler.disable_host(r.node, f"EC2 {r.kind.value} notice")
+            self.scheduler.disable_host(r.node, f"{r.cloud} {r.kind.value} notice")
         except SchedulerError as err:  # the order stands; the drain disables it again
             log.error("%s: could not disable it in %s: %s", r.node, self.scheduler.name, err)
         if not r.requeue:
@@ -887,4 +884,4 @@ class Actuator:
             out.kept.append(name)
 
 
-__all__: Sequence[str] = ("TEMPLATE_VERSION_TAG", "Actuator", "Outcomes", "node_spec")
+__all__: Sequence[str] = ("Actuator", "Outcomes", "node_spec")

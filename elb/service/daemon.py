@@ -23,6 +23,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from elb.core.attribution import spanning_jobs
 from elb.core.backoff import by_group as backoff_by_group
 from elb.core.config import Config
+from elb.core.drivers import cloud_settings
 from elb.core.durations import minutes
 from elb.core.interfaces import (
     Cancels,
@@ -75,7 +76,7 @@ def snapshot_summary(snap: Snapshot, master: str) -> list[str]:
         f"{sum(h.slots_used for h in workers)} used",
     ]
     for h in workers:
-        states = ",".join(sorted({q.states for q in h.queues if q.states})) or "ok"
+        states = ",".join(sorted({str(f.name).lower() for q in h.queues for f in q.flags})) or "ok"
         lines.append(f"  {h.name}: {h.slots_used}/{h.slots_total} slots, state {states}")
     return lines
 
@@ -116,7 +117,8 @@ class Balancer:
     ) -> None:
         self.config = config
         self.scheduler = scheduler
-        self.notices = notices  # EC2's notices about workers (elb.clouds.ec2.notices), when set up
+        self.notices = notices  # the cloud's notices about workers (EC2's: elb.clouds.ec2.notices), when set up
+        self.cloud_settings = cloud_settings(config)  # what the pass reads of the cloud's section
         self.journal = journal
         self.cloud = cloud
         self.provisioner = provisioner
@@ -293,6 +295,7 @@ class Balancer:
             notices=tuple(notices),
             interrupted=tuple(self.journal.interrupted_jobs()),
             scheduler=self.scheduler.name,
+            cloud=self.cloud_settings,
         )
 
     def _for_scaling(self, inputs: PassInputs, read: SchedulerRead) -> PassInputs:

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime
 from pathlib import Path
 
-from elb.core.model import Job
+from elb.core.model import Job, JobPhase
 
 MAX_BYTES = 10 * 1024 * 1024
 KEEP = 5
@@ -58,14 +58,15 @@ class StatsRow:
 
 def held_and_error(jobs: Iterable[Job]) -> tuple[int, int]:
     """Waiting jobs that are not demand: (held, in error), as ``StatsRow`` counts them. A job
-    both held and in error (``Ehqw``) counts as in error: an admin must look at it first."""
+    both held and in error counts as in error (the driver's ``JobPhase.ERROR``): an admin must
+    look at it first."""
     held = error = 0
     for j in jobs:
         if j.queue is not None:
             continue  # on a host (a hold on a running job does not keep it waiting)
-        if "E" in j.state:
+        if j.phase is JobPhase.ERROR:
             error += 1
-        elif "h" in j.state:
+        elif j.phase is JobPhase.HELD:
             held += 1
     return held, error
 

@@ -87,9 +87,10 @@ from elb.core.budget import Budget, Spend, period_bounds
 from elb.core.cadence import Cadence
 from elb.core.config import Config, PolicyConfig
 from elb.core.demand import DemandSplit
+from elb.core.drivers import cloud_settings
 from elb.core.gcpause import paused
 from elb.core.interfaces import Instance
-from elb.core.model import Event, History, Host, Job, Node, NodeState, QueueInstance, Snapshot
+from elb.core.model import Event, History, Host, Job, JobPhase, Node, NodeState, QueueInstance, Snapshot
 from elb.core.naming import next_names
 from elb.core.orders import Orders
 from elb.core.planner import PassInputs, PassPlan, plan_pass
@@ -457,6 +458,7 @@ class Simulator:
         # bring-up or a restart under way (in flight), each node's instance, and the nodes that
         # are not steady (booting or stopped: ``elb.core.state.JoinIndex``).
         self.config = sim_config(settings, self.groups, self.max_nodes)
+        self.cloud = cloud_settings(self.config)  # the configured cloud's, as the daemon reads them
         self.backoff = GroupTrackers(initial=settings.backoff_initial, maximum=settings.backoff_max)
         self.failures = random.Random(settings.seed + 1)  # noqa: S311 (seeded failure injection)
         self._booting: dict[str, None] = {}
@@ -673,6 +675,7 @@ class Simulator:
             name=pending_value.name,
             owner=pending_value.owner,
             state="r",
+            phase=JobPhase.RUNNING,
             slots=job.slots,
             submitted=job.submit,
             started=now,
@@ -846,6 +849,7 @@ class Simulator:
             name=f"job{job.job_id}",
             owner="sgeuser",
             state="qw",
+            phase=JobPhase.WAITING,
             slots=job.slots,
             submitted=job.submit,
             pe="mpi" if wide else ("smp" if job.slots > 1 else None),
@@ -922,6 +926,8 @@ class Simulator:
             history=self.history,
             orders=_NO_ORDERS,
             backoff=self.backoff.state,
+            scheduler="SGE",  # the simulated cluster's, in the reasons
+            cloud=self.cloud,
             in_flight=frozenset(self._booting),
             watched_since=self.t0,
             index=index,

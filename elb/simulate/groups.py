@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from elb.core import yamlfile
 from elb.core.groups import NodeGroup, NodeGroups, QueueName
-from elb.core.model import Job
+from elb.core.model import Job, JobPhase
 from elb.core.warmpool import WarmPool
 from elb.schedulers.sge.complexes import ComplexType, parse_complexes, parse_number
 from elb.schedulers.sge.demand import DemandError, JobBinding, Servable, Site, check_offers, place_all
@@ -188,6 +188,7 @@ def job_value(job: SimJob, mapping: SwfMapping) -> tuple[Job, JobBinding | None]
         name=f"job{job.job_id}",
         owner="sgeuser",
         state="qw",
+        phase=JobPhase.WAITING,
         slots=job.slots,
         submitted=job.submit,
         pe=MPI if job.slots > 1 else None,

@@ -84,7 +84,7 @@ def passes_until(
     # What SGE showed at the end, to tell a node elb kept for a reason from one SGE lost (state u).
     shown = [r.snapshot for r in results if r.snapshot is not None][-1:]
     hosts = [
-        (h.name, [(q.name, q.slots_used, q.slots_reserved, q.states) for q in h.queues]) for s in shown for h in s.hosts
+        (h.name, [(q.name, q.slots_used, q.slots_reserved, q.flags) for q in h.queues]) for s in shown for h in s.hosts
     ]
     jobs = [(j.job_id, j.state, j.queue) for s in shown for j in s.jobs]
     summaries = [r.summary() for r in results]

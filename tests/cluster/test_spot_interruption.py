@@ -124,7 +124,7 @@ def test_a_spot_interruption_requeues_the_rerunnable_job_and_replaces_the_node(
     assert isinstance(bal.scheduler, GridEngine)
     snap = bal.scheduler.sge.read_snapshot()
     (host,) = [h for h in snap.hosts if h.name == doomed]
-    assert all("d" in q.states for q in host.queues)
+    assert all(q.disabled for q in host.queues)
     assert {j.job_id: j.host for j in snap.jobs}.get(int(rerun)) != doomed
     assert doomed in bal.journal.orders().remove
 

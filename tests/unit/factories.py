@@ -5,20 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 
 from elb.core.config import Config, parse_config
-from elb.core.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
+from elb.core.interfaces import CloudSettings
+from elb.core.model import Host, Job, JobPhase, Node, NodeState, QueueInstance, Snapshot
+from elb.schedulers.sge.states import job_phase, queue_flags
 
 T0 = 1_800_000_000.0  # a fixed "now" for tests
+EC2 = CloudSettings("EC2", 600.0, 2)  # what the pass reads of the default config's cloud.ec2
 
 
 def host(name: str, slots: int = 8, used: int = 0, reserved: int = 0, states: str = "", **extra: int) -> Host:
-    """A host with one all.q instance; ``extra`` adds more queues as name=used (same size)."""
-    queues = [QueueInstance("all.q", name, slots, used, reserved, states)]
-    queues += [QueueInstance(q, name, slots, u, 0, states) for q, u in extra.items()]
+    """A host with one all.q instance; ``extra`` adds more queues as name=used (same size);
+    ``states``: Grid Engine's letters."""
+    flags = queue_flags(states)
+    queues = [QueueInstance("all.q", name, slots, used, reserved, flags)]
+    queues += [QueueInstance(q, name, slots, u, 0, flags) for q, u in extra.items()]
     return Host(name, tuple(queues), num_proc=slots)
 
 
 def pending(job_id: int, waited: float, slots: int = 1, tasks: int = 1, state: str = "qw", now: float = T0) -> Job:
-    return Job(job_id, f"job{job_id}", "sgeuser", state, slots, submitted=now - waited, tasks=tasks)
+    """A waiting job; ``state``: Grid Engine's letters."""
+    return Job(job_id, f"job{job_id}", "sgeuser", state, job_phase(state), slots, submitted=now - waited, tasks=tasks)
 
 
 def running(job_id: int, on: str, slots: int = 1, queue: str = "all.q", now: float = T0) -> Job:
@@ -27,6 +33,7 @@ def running(job_id: int, on: str, slots: int = 1, queue: str = "all.q", now: flo
         f"job{job_id}",
         "sgeuser",
         "r",
+        JobPhase.RUNNING,
         slots,
         submitted=now - 100,
         started=now - 50,

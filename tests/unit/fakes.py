@@ -25,7 +25,7 @@ from elb.core.interfaces import (
     Outcome,
     Witness,
 )
-from elb.core.model import Host, Job, QueueInstance, Snapshot
+from elb.core.model import NO_FLAGS, Host, Job, JobPhase, QueueFlags, QueueInstance, Snapshot
 from elb.schedulers.sge.commands import Rescheduled
 from elb.schedulers.sge.demand import Site
 from elb.schedulers.sge.site import build_site
@@ -56,9 +56,9 @@ class FakeSge:
         return Snapshot(self.now, tuple(self.jobs), hosts)
 
     def _q(self, q: QueueInstance) -> QueueInstance:
-        states = q.states + ("d" if q.host in self.disabled and "d" not in q.states else "")
+        flags = q.flags | (QueueFlags.DISABLED if q.host in self.disabled else NO_FLAGS)
         used = sum(j.slots for j in self.jobs if j.queue == q.name)
-        return QueueInstance(q.queue, q.host, q.slots_total, used, q.slots_reserved, states)
+        return QueueInstance(q.queue, q.host, q.slots_total, used, q.slots_reserved, flags)
 
     def add_host(self, name: str, slots: int = 8) -> None:
         self.hosts[name] = Host(name, (QueueInstance("all.q", name, slots, 0),), slots)
@@ -87,7 +87,7 @@ class FakeSge:
                 kept.append(j)
             else:
                 pushed.append(str(j.job_id))
-                kept.append(dataclasses.replace(j, state="Rq", queue=None, started=None))
+                kept.append(dataclasses.replace(j, state="Rq", phase=JobPhase.WAITING, queue=None, started=None))
         self.jobs = kept
         return Rescheduled(tuple(pushed), tuple(refused))
 

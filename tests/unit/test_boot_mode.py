@@ -16,6 +16,7 @@ from elb.core.model import Host, NodeState, QueueInstance
 from elb.provision.boot import BOOT_INVENTORY, batch_of, boot_inventory, node_boot, node_vars
 from elb.provision.inventory import InventoryError
 from elb.schedulers.sge.driver import GridEngine
+from elb.schedulers.sge.states import queue_flags
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
 from tests.clock import Clock
@@ -167,7 +168,7 @@ def test_boot_plans_that_cannot_be_made_launch_nothing(tmp_path: Path) -> None:
 
 
 def _unreachable(sge: FakeSge, name: str) -> None:
-    sge.hosts[name] = Host(name, (QueueInstance("all.q", name, 8, 0, 0, "au"),), 8)
+    sge.hosts[name] = Host(name, (QueueInstance("all.q", name, 8, 0, 0, queue_flags("au")),), 8)
 
 
 def test_a_node_that_never_configures_itself_is_failed_taken_out_and_terminated(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from elb.core.orders import Orders
 from elb.core.planner import PassInputs, PassPlan, plan_pass
 from elb.core.policy.grouped import policy_for
 from elb.core.scheduler import Ask, AskKind
-from tests.unit.factories import T0, host, node, pending, running, snap
+from tests.unit.factories import EC2, T0, host, node, pending, running, snap
 
 # T0 is 2027-01-15 08:00 UTC, a Friday.
 JAN_16_DAYS_16_HOURS = (16 * 24 + 16) * 3600.0
@@ -185,6 +185,8 @@ def inputs(snapshot: Snapshot, nodes: tuple[Node, ...] = (), **kw: Any) -> PassI
         "history": History(),
         "orders": Orders(),
         "backoff": Backoffs(),
+        "scheduler": "SGE",
+        "cloud": EC2,
     }
     values.update(kw)
     return PassInputs(**values)

@@ -11,6 +11,7 @@ from elb.core.config import Config, parse_config
 from elb.core.interfaces import CloudError, Instance
 from elb.core.model import Host, NodeState, QueueInstance
 from elb.schedulers.sge.driver import GridEngine
+from elb.schedulers.sge.states import queue_flags
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
 from elb.service.stats import read_rows
@@ -244,7 +245,7 @@ def test_reserved_slot_appearing_during_drain_keeps_the_node(cfg: Config) -> Non
     def reserve(host: str) -> None:  # a waiting PE job got a reservation on it meanwhile
         h = r.sge.hosts[host]
         q = h.queues[0]
-        r.sge.hosts[host] = Host(host, (QueueInstance(q.queue, host, q.slots_total, 0, 4, q.states),), h.num_proc)
+        r.sge.hosts[host] = Host(host, (QueueInstance(q.queue, host, q.slots_total, 0, 4, q.flags),), h.num_proc)
 
     r.sge.on_disable = reserve
     result = r.bal.run_pass()
@@ -326,7 +327,7 @@ def test_a_cloud_that_cannot_size_a_node_leaves_the_old_inference(tmp_path: Path
 
 def _lose(r: Rig, name: str) -> None:
     """SGE no longer hears from the node's execd: its queue instance shows state u."""
-    r.sge.hosts[name] = Host(name, (QueueInstance("all.q", name, 8, 0, 0, "au"),), 8)
+    r.sge.hosts[name] = Host(name, (QueueInstance("all.q", name, 8, 0, 0, queue_flags("au")),), 8)
 
 
 def _at(r: Rig, t: float) -> None:
@@ -353,7 +354,7 @@ def test_ready_node_sge_cannot_reach_is_replaced_after_unreachable_timeout(cfg: 
     assert r.cloud.terminated == ["i-0001"] and "node001" not in r.sge.hosts
     events = r.journal.events("node001")[-3:]
     assert [e.state for e in events] == [NodeState.DRAINING, NodeState.DEREGISTERED, NodeState.TERMINATED]
-    assert events[0].detail is not None and "unreachable in SGE (state u) for 10 min" in events[0].detail
+    assert events[0].detail is not None and "unreachable in SGE for 10 min" in events[0].detail
 
 
 def test_unreachable_node_with_a_job_is_kept_and_logged(cfg: Config, caplog: pytest.LogCaptureFixture) -> None:

@@ -32,6 +32,7 @@ from elb.schedulers.sge.demand import (
     place_shapes,
 )
 from elb.schedulers.sge.pe import AllocationRule, ParallelEnvironment, Spread, parse_pe
+from elb.schedulers.sge.states import job_phase
 
 HANDMADE = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "handmade"
 NOW = 1_800_000_000.0
@@ -82,6 +83,7 @@ def job(slots: int = 1, tasks: int = 1, pe: str | None = None, pe_range: str | N
         "job",
         "sgeuser",
         "qw",
+        job_phase("qw"),
         slots,
         submitted=NOW - 600,
         tasks=tasks,
@@ -541,7 +543,7 @@ def test_place_all_needs_one_binding_per_job() -> None:
 
 
 def test_running_job_is_refused() -> None:
-    running = Job(7, "r", "u", "r", 1, queue="all.q@node001")
+    running = Job(7, "r", "u", "r", job_phase("r"), 1, queue="all.q@node001")
     with pytest.raises(DemandError, match=r"job 7 runs in all\.q@node001: only waiting jobs are demand"):
         place(running, groups(DEFAULT), SITE, NOW)
 
@@ -612,11 +614,13 @@ def waiting_jobs(draw: st.DrawFn) -> tuple[list[Job], list[JobBinding | None]]:
         pe, pe_range = draw(PE_SHAPES)
         scoped = draw(st.sampled_from([None, "master", "slave"]))
         requests = draw(REQUESTS)
+        state = draw(st.sampled_from(["qw", "hqw"]))
         j = Job(
             n + 1,
             "job",
             "u",
-            draw(st.sampled_from(["qw", "hqw"])),
+            state,
+            job_phase(state),
             draw(st.sampled_from([0, 1, 2, 4, 16, 64])),
             submitted=NOW - 600,
             tasks=draw(st.sampled_from([1, 1, 2, 3, 20, 499, 10**6])),

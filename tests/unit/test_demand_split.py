@@ -20,6 +20,7 @@ from elb.core.model import Job, Snapshot
 from elb.schedulers.sge.demand import DemandError, JobBinding, NotYet, Servable, check_offers, place
 from elb.schedulers.sge.servable import split_demand
 from elb.schedulers.sge.starttimes import StartTimes
+from elb.schedulers.sge.states import job_phase
 from tests.unit.test_demand import EXTRA, GROUP_SETS, NOW, PLAIN, SITE, waiting_jobs
 
 
@@ -72,7 +73,7 @@ def test_split_demand_is_place_job_by_job(
         dataclasses.replace(j, hard_queues=b.hard_queues if b is not None else (), job_id=j.job_id % 7 + 1)
         for j, b in zip(jobs, bindings, strict=True)
     ]
-    running = Job(99, "r", "u", "r", 1, started=NOW - 60, queue="all.q@node001")
+    running = Job(99, "r", "u", "r", job_phase("r"), 1, started=NOW - 60, queue="all.q@node001")
     snapshot = Snapshot(NOW, (running, *queued), ())
     starts = {n + 1: t for n, t in enumerate(times[:7])}
     gs = GROUP_SETS[which]
@@ -113,7 +114,9 @@ class Recorder:
 def test_start_times_ask_about_the_oldest_jobs_not_asked_about_yet(ids: list[int], limit: int) -> None:
     """Entries of one job share its submission time (array tasks split by state); ties broken
     by job number; a job without a submission time first."""
-    pending = [Job(i, "j", "u", "qw", 1, submitted=None if i % 5 == 0 else NOW - i % 3 * 10) for i in ids]
+    pending = [
+        Job(i, "j", "u", "qw", job_phase("qw"), 1, submitted=None if i % 5 == 0 else NOW - i % 3 * 10) for i in ids
+    ]
     times, sge = StartTimes(limit=limit), Recorder()
     known: set[int] = set()
     for _ in range(4):
@@ -128,7 +131,7 @@ def test_start_times_ask_about_the_oldest_jobs_not_asked_about_yet(ids: list[int
 def test_the_split_leaves_the_cycle_collector_as_it_found_it() -> None:
     import gc
 
-    snapshot = Snapshot(NOW, (Job(1, "j", "u", "qw", 1, submitted=NOW - 60),), ())
+    snapshot = Snapshot(NOW, (Job(1, "j", "u", "qw", job_phase("qw"), 1, submitted=NOW - 60),), ())
     assert gc.isenabled()
     split_demand(snapshot, GROUP_SETS[0], SITE)
     assert gc.isenabled()

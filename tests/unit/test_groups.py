@@ -17,6 +17,7 @@ from elb.core.model import Job
 from elb.schedulers.sge.complexes import parse_complexes
 from elb.schedulers.sge.demand import JobBinding, Servable, Site, Unservable, check_offers, place
 from elb.schedulers.sge.pe import parse_pe
+from elb.schedulers.sge.states import job_phase
 
 BIGMEM: dict[str, Any] = {
     "name": "bigmem",
@@ -209,9 +210,9 @@ def _job(command: str) -> tuple[Job, JobBinding]:
         else:
             raise AssertionError(f"the test does not know {flag}")
     slots = int(pe_range) if pe_range else 1
-    return Job(1, "job.sh", "sgeuser", "qw", slots, pe=pe, pe_range=pe_range, hard_requests=requests), JobBinding(
-        hard_queues=queues
-    )
+    return Job(
+        1, "job.sh", "sgeuser", "qw", job_phase("qw"), slots, pe=pe, pe_range=pe_range, hard_requests=requests
+    ), JobBinding(hard_queues=queues)
 
 
 def test_doc_example_is_valid() -> None:

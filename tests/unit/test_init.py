@@ -19,6 +19,7 @@ from elb.cli import init
 from elb.cli.main import main
 from elb.core.config import SgeConfig, load_config
 from elb.core.exitcodes import Exit
+from elb.schedulers.sge import init as sge_init
 
 TOKEN = "tok-123"
 META = {
@@ -76,16 +77,15 @@ def test_read_imds_off_ec2_fails_fast() -> None:
 
 
 def test_rendered_config_from_every_fact_loads(tmp_path: Path, imds: str) -> None:
-    facts = init.Facts(
+    facts = sge_init.Facts(
         master="master",
         sge_root="/var/lib/gridengine",
         sge_cell="default",
         queues=("big.q", "all.q"),
         hostgroups=("@gpu", "@allhosts"),
-        ec2=init.read_imds(base=imds),
     )
     path = tmp_path / "elb.yml"
-    path.write_text(init.render(facts))
+    path.write_text(sge_init.render(facts, init.cloud_lines(init.read_imds(base=imds), None), init.TAIL))
     cfg = load_config(path)
     assert cfg.cluster.master == "master"
     assert (cfg.sge.queue, cfg.sge.hostgroup) == ("all.q", "@allhosts")
@@ -96,16 +96,15 @@ def test_rendered_config_from_every_fact_loads(tmp_path: Path, imds: str) -> Non
 
 
 def test_first_queue_when_no_all_q_and_problems_are_one_line_comments(tmp_path: Path) -> None:
-    facts = init.Facts(
+    facts = sge_init.Facts(
         master="m1",
         sge_root="/sge",
         sge_cell="c",
         queues=("work.q",),
         sge_problem="qconf failed\nsecond line: x",
-        ec2_problem="no: answer\nat all",
     )
     path = tmp_path / "elb.yml"
-    path.write_text(init.render(facts))
+    path.write_text(sge_init.render(facts, init.cloud_lines(None, "no: answer\nat all"), init.TAIL))
     cfg = load_config(path)
     assert cfg.sge.queue == "work.q" and cfg.sge.hostgroup == "@allhosts"
     assert cfg.cloud.ec2.region is None
@@ -121,10 +120,9 @@ def test_gather_reads_sge_queues_and_hostgroups(tmp_path: Path) -> None:
     common = tmp_path / "sge" / "default" / "common"
     common.mkdir(parents=True)
     (common / "act_qmaster").write_text("head.example.org\n")
-    facts = init.gather(offline=True, sge_config=SgeConfig(root=tmp_path / "sge", bin_dir=bin_dir))
+    facts = sge_init.gather(SgeConfig(root=tmp_path / "sge", bin_dir=bin_dir))
     assert facts.queues == ("all.q", "big.q") and facts.hostgroups == ("@allhosts",)
-    assert facts.master == "head"
-    assert facts.ec2 is None and facts.ec2_problem == "not asked (--offline)"
+    assert facts.master == "head" and facts.sge_problem is None
 
 
 def test_init_writes_a_file_that_validates_and_refuses_to_overwrite(

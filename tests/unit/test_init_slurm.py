@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from elb.cli import init, init_slurm
+from elb.cli import init
 from elb.cli.main import main
 from elb.core.config import SlurmConfig, load_config
 from elb.core.exitcodes import Exit
 from elb.schedulers.slurm import conf
+from elb.schedulers.slurm import init as init_slurm
+from elb.schedulers.slurm.driver import conf_missing
 from tests.unit.scontrol_fake import FIXTURES, fake_slurm
 
 CONFIG = (FIXTURES / "show-config.txt").read_text()
@@ -28,7 +30,7 @@ def facts() -> conf.SlurmFacts:
 
 def write(tmp_path: Path, f: init_slurm.SlurmInitFacts) -> Path:
     path = tmp_path / "elb.yml"
-    path.write_text(init_slurm.render(f, init.ec2_lines(None, "not asked (--offline)"), init.TAIL))
+    path.write_text(init_slurm.render(f, init.cloud_lines(None, "not asked (--offline)"), init.TAIL))
     return path
 
 
@@ -42,7 +44,7 @@ def test_a_cloud_partition_becomes_a_node_group_and_the_config_loads(tmp_path: P
     assert (g.name, g.slots, g.memory, g.max_nodes) == ("cloud", 2, "1000M", 8)
     assert cfg.policy.max_nodes == 8  # the groups' sum
     # The static partition (no CLOUD node) is no group; the written config passes slurm.conf's checks.
-    assert init_slurm.missing(init_slurm.render(f), facts()) == []
+    assert conf_missing(init_slurm.render(f), facts()) == []
 
 
 def test_what_slurm_lacks_is_what_validate_would_fail() -> None:
@@ -50,7 +52,7 @@ def test_what_slurm_lacks_is_what_validate_would_fail() -> None:
     broken = broken.replace("ResumeTimeout           = 1800 sec", "ResumeTimeout           = 600 sec")
     f = conf.SlurmFacts(conf.parse_show_config(broken), facts().partitions, facts().nodes)
     text = init_slurm.render(init_slurm.SlurmInitFacts(master="m", conf=None, bin_dir=None, slurm=f))
-    assert [c.fix for c in init_slurm.missing(text, f)] == ["ResumeTimeout=1680", "PrivateData=cloud"]
+    assert [c.fix for c in conf_missing(text, f)] == ["ResumeTimeout=1680", "PrivateData=cloud"]
 
 
 def test_slurm_not_read_is_said_in_a_comment_and_nothing_guessed(tmp_path: Path) -> None:

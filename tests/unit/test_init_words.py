@@ -10,16 +10,15 @@ from pathlib import Path
 import pytest
 
 from elb.cli import init
-from elb.core.config import SgeConfig
 
 
 def problem(tmp_path: Path, err: Exception) -> str:
     def fetch(method: str, url: str, headers: dict[str, str]) -> str:
         raise err
 
-    facts = init.gather(offline=False, sge_config=SgeConfig(root=tmp_path / "nosge", bin_dir=tmp_path), fetch=fetch)
-    assert facts.ec2 is None and facts.ec2_problem is not None
-    return facts.ec2_problem
+    ec2, said = init.read_ec2(offline=False, fetch=fetch)
+    assert ec2 is None and said is not None
+    return said
 
 
 def test_an_http_error_is_an_answer_and_says_what_it_answered(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from elb.cli.nodeview import nodes_facts
 from elb.core.model import Host, Node, NodeState, QueueInstance, Snapshot
 from elb.core.state import join
+from elb.schedulers.sge.states import queue_flags
 from tests.unit.factories import T0, running
 
 RECORDS = [
@@ -20,7 +21,7 @@ RECORDS = [
 
 
 def _host(name: str, used: int = 0, states: str = "") -> Host:
-    return Host(name, (QueueInstance("all.q", name, 8, used, 0, states),))
+    return Host(name, (QueueInstance("all.q", name, 8, used, 0, queue_flags(states)),))
 
 
 SNAP = Snapshot(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from elb.cli.nodeview import nodes_facts
 from elb.core.model import Host, Node, NodeState, QueueInstance, Snapshot
+from elb.schedulers.sge.states import queue_flags
 from tests.unit.factories import T0
 
 
@@ -17,9 +18,13 @@ def test_a_node_without_slots_in_the_journal_has_the_scheduler_hosts() -> None:
     ]
     hosts = (
         Host(
-            "node001", (QueueInstance("all.q", "node001", 2, 0, 0, ""), QueueInstance("big.q", "node001", 2, 0, 0, ""))
+            "node001",
+            (
+                QueueInstance("all.q", "node001", 2, 0, 0, queue_flags("")),
+                QueueInstance("big.q", "node001", 2, 0, 0, queue_flags("")),
+            ),
         ),
-        Host("node002", (QueueInstance("all.q", "node002", 2, 0, 0, ""),)),
+        Host("node002", (QueueInstance("all.q", "node002", 2, 0, 0, queue_flags("")),)),
     )
     facts = {f.name: f for f in nodes_facts(records, Snapshot(T0, (), hosts), T0, 3600.0)}
     assert facts["node001"].slots == 2  # a queue instance's slots: the host's two queues share them

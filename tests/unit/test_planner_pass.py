@@ -17,7 +17,7 @@ from elb.core.orders import Orders
 from elb.core.planner import PassInputs, PassPlan, plan_pass, scale, scaling_waits
 from elb.core.policy.grouped import policy_for
 from elb.core.reconcile import RepairKind
-from tests.unit.factories import T0, host, node, pending, running, small_config, snap
+from tests.unit.factories import EC2, T0, host, node, pending, running, small_config, snap
 
 
 @pytest.fixture
@@ -35,6 +35,8 @@ def inputs(snapshot: Snapshot, **kw: object) -> PassInputs:
         "history": History(),
         "orders": Orders(),
         "backoff": Backoffs(),
+        "scheduler": "SGE",
+        "cloud": EC2,
     }
     values.update(kw)
     return PassInputs(**values)  # type: ignore[arg-type]

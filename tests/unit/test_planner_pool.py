@@ -15,7 +15,7 @@ from elb.core.model import History, Node, NodeState, Snapshot
 from elb.core.orders import Orders
 from elb.core.planner import PassInputs, PassPlan, plan_pass
 from elb.core.policy.grouped import policy_for
-from tests.unit.factories import T0, host, node, pending, small_config, snap
+from tests.unit.factories import EC2, T0, host, node, pending, small_config, snap
 
 
 def config(tmp_path: Path, **pool: Any) -> Config:
@@ -40,6 +40,8 @@ def pass_of(cfg: Config, snapshot: Snapshot, nodes: tuple[Node, ...], **kw: Any)
         history=History(),
         orders=Orders(),
         backoff=kw.pop("backoff", Backoffs()),
+        scheduler="SGE",
+        cloud=EC2,
         **kw,
     )
     return plan_pass(inputs, cfg, policy_for(cfg), T0)

@@ -22,6 +22,7 @@ from elb.core.policy.peers import Limits, ParallelclusterPolicy, SlurmPolicy, St
 from elb.core.policy.view import cluster_view
 from elb.core.state import join
 from elb.schedulers.sge.parse import parse_qstat
+from elb.schedulers.sge.states import job_phase
 from elb.simulate.engine import SimSettings, Simulator
 from elb.simulate.runner import prepare
 from elb.simulate.swf import SimJob, Workload
@@ -45,7 +46,17 @@ def bounded(fn: Callable[[], R]) -> R:
 
 
 def array(job_id: int, tasks: int, slots: int = 1, waited: float = 60.0) -> Job:
-    return Job(job_id, f"a{job_id}", "u", "qw", slots, submitted=T0 - waited, tasks=tasks, task_ids=f"1-{tasks}:1")
+    return Job(
+        job_id,
+        f"a{job_id}",
+        "u",
+        "qw",
+        job_phase("qw"),
+        slots,
+        submitted=T0 - waited,
+        tasks=tasks,
+        task_ids=f"1-{tasks}:1",
+    )
 
 
 def elb(max_nodes: int = 10, **kw: object) -> Policy:
@@ -71,7 +82,7 @@ def test_elb_decides_on_a_billion_task_array_within_the_cap(tasks: int) -> None:
 
 @pytest.mark.timeout(60)
 def test_elb_decides_on_a_billion_slot_pe_job_within_the_cap() -> None:
-    job = Job(1, "mpi", "u", "qw", BILLION, submitted=T0 - 60, pe="mpi", pe_range=str(BILLION))
+    job = Job(1, "mpi", "u", "qw", job_phase("qw"), BILLION, submitted=T0 - 60, pe="mpi", pe_range=str(BILLION))
     plan = bounded(lambda: decide(elb(), [job]))
     assert plan.add == 10
     assert "(capped at max_nodes; 125000000 wanted)" in plan.add_reason
@@ -83,7 +94,10 @@ def test_huge_array_still_protects_every_idle_node_it_would_take() -> None:
     # idle nodes, so neither may go, however long they have idled.
     hosts = [host("node001", used=8), host("node002"), host("node003")]
     nodes = [node(n, 3000.0, last_busy_at=T0 - 2000) for n in ("node001", "node002", "node003")]
-    jobs = [Job(9, "r", "u", "r", 8, submitted=T0 - 900, started=T0 - 800, queue="all.q@node001"), array(1, BILLION)]
+    jobs = [
+        Job(9, "r", "u", "r", job_phase("r"), 8, submitted=T0 - 900, started=T0 - 800, queue="all.q@node001"),
+        array(1, BILLION),
+    ]
     plan = bounded(lambda: decide(elb(max_nodes=3), jobs, hosts, nodes))
     assert plan.add == 0
     assert plan.remove == ()
@@ -113,7 +127,7 @@ def test_peers_decide_on_a_billion_task_array_and_slot_job_within_the_cap(
     peer: type[SlurmPolicy | ParallelclusterPolicy | StarclusterPolicy],
 ) -> None:
     policy = peer(Limits(max_nodes=10, slots_per_node=8))
-    huge_pe = Job(2, "mpi", "u", "qw", BILLION, submitted=T0 - 60, pe="mpi", pe_range=str(BILLION))
+    huge_pe = Job(2, "mpi", "u", "qw", job_phase("qw"), BILLION, submitted=T0 - 60, pe="mpi", pe_range=str(BILLION))
     for jobs in ([array(1, BILLION, waited=1000.0)], [huge_pe]):
         plan = bounded(functools.partial(decide, policy, jobs))
         assert plan.add <= 10

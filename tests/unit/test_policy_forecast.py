@@ -11,6 +11,7 @@ from elb.core.policy.default import ElbPolicy
 from elb.core.policy.forecast import forecast
 from elb.core.policy.view import cluster_view
 from elb.core.state import join
+from elb.schedulers.sge.states import job_phase
 from elb.simulate.engine import SimSettings, Simulator
 from elb.simulate.swf import SimJob
 from tests.unit.factories import T0, host, node, pending, snap
@@ -33,6 +34,7 @@ def running(job_id: int, on: str, slots: int = 8, started_ago: float = 600.0, h_
         f"job{job_id}",
         "sgeuser",
         "r",
+        job_phase("r"),
         slots,
         submitted=T0 - started_ago - 10,
         started=T0 - started_ago,

@@ -17,6 +17,7 @@ from elb.core.model import History, Job
 from elb.core.policy import POLICIES, make_policy
 from elb.core.policy.view import ViewCache, cluster_view
 from elb.core.state import join
+from elb.schedulers.sge.states import job_phase
 from tests.unit.factories import T0, host, node, pending, snap
 
 MODULES = sorted(m.name for m in pkgutil.iter_modules(elb.core.policy.__path__, "elb.core.policy."))
@@ -65,7 +66,15 @@ def test_waiting_jobs_oldest_first_then_by_number(entries: list[tuple[int, float
     """The view orders waiting jobs by (submission time, or now for none; job number), ties kept
     in qstat's order, as one sort by that pair does."""
     jobs = [
-        Job(job_id, f"job{i}", "sgeuser", "qw" if eligible else "hqw", 1, submitted=None if t is None else T0 - t)
+        Job(
+            job_id,
+            f"job{i}",
+            "sgeuser",
+            "qw" if eligible else "hqw",
+            job_phase("qw" if eligible else "hqw"),
+            1,
+            submitted=None if t is None else T0 - t,
+        )
         for i, (job_id, t, eligible) in enumerate(entries)
     ]
     view = cluster_view(join([], (), snap(jobs), now=T0), "master", 4)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from elb.core.interfaces import Instance
 from elb.core.model import Host, Node, NodeState, QueueInstance, Snapshot
 from elb.core.reconcile import Repair, RepairKind, plan_repairs
+from elb.schedulers.sge.states import queue_flags
 from tests.unit.factories import T0, host, running, snap
 
 BOOT = 600.0
@@ -36,6 +37,7 @@ def repairs_for(nodes: list[Node], instances: list[Instance], s: Snapshot) -> li
         boot_timeout=BOOT,
         orphan_timeout=ORPHAN,
         unreachable_timeout=UNREACHABLE,
+        scheduler="SGE",
     )
 
 
@@ -115,7 +117,7 @@ def test_ready_node_sge_cannot_reach_is_removed_after_unreachable_timeout() -> N
     assert repairs_for([rec("node001", NodeState.READY, old, up_ago=UNREACHABLE - 1)], i, snap([], lost)) == []
     (r,) = repairs_for([rec("node001", NodeState.READY, old, up_ago=UNREACHABLE)], i, snap([], lost))
     assert (r.kind, r.node, r.instance) == (RepairKind.UNREACHABLE, "node001", i[0])
-    assert "unreachable in SGE (state u) for 10 min" in r.reason
+    assert "unreachable in SGE for 10 min" in r.reason
     # reachable now: however long ago the journal last saw it up, nothing to do
     assert repairs_for([rec("node001", NodeState.READY, old, up_ago=old)], i, snap([], [host("node001")])) == []
 
@@ -152,7 +154,9 @@ def test_unreachable_applies_to_ready_nodes_only() -> None:
         assert RepairKind.UNREACHABLE not in [k for k, _ in got]
     node = rec("node001", NodeState.READY, 5 * UNREACHABLE, up_ago=5 * UNREACHABLE)
     # one of its two queues still reached: SGE reaches the host, nothing to do
-    both = Host("node001", (QueueInstance("all.q", "node001", 8, 0, 0, "u"), QueueInstance("b.q", "node001", 8, 0)))
+    both = Host(
+        "node001", (QueueInstance("all.q", "node001", 8, 0, 0, queue_flags("u")), QueueInstance("b.q", "node001", 8, 0))
+    )
     assert repairs_for([node], i, snap([], [both])) == []
     assert repairs_for([node], i, snap([], lost)) != []
 
@@ -193,6 +197,7 @@ def test_node_found_lost_at_a_restart_gets_the_whole_timeout() -> None:
                 boot_timeout=BOOT,
                 orphan_timeout=ORPHAN,
                 unreachable_timeout=UNREACHABLE,
+                scheduler="SGE",
                 watched_since=since,
             )
         ]

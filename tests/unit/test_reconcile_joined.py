@@ -11,6 +11,7 @@ from elb.core.interfaces import Instance
 from elb.core.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
 from elb.core.reconcile import RepairKind, plan_repairs
 from elb.core.state import join
+from elb.schedulers.sge.states import queue_flags
 from tests.unit.factories import T0, running
 
 TIMEOUT = 600.0
@@ -48,7 +49,9 @@ def _cluster(specs: list[dict[str, object]]) -> tuple[list[Node], list[Instance]
         if s["instance"] is not None:
             instances.append(Instance(iid, name, str(s["instance"]), T0 - age, "10.0.0.9"))
         if s["host"] is not None:
-            q = QueueInstance("all.q", name, 8, 1 if s["job"] else 0, 1 if s["reserved"] else 0, str(s["host"]))
+            q = QueueInstance(
+                "all.q", name, 8, 1 if s["job"] else 0, 1 if s["reserved"] else 0, queue_flags(str(s["host"]))
+            )
             hosts.append(Host(name, (q,)))
         if s["job"]:
             jobs.append(running(100 + k, name))
@@ -72,6 +75,7 @@ def test_each_repair_agrees_with_the_managed_nodes_predicates(specs: list[dict[s
         boot_timeout=TIMEOUT,
         orphan_timeout=TIMEOUT,
         unreachable_timeout=TIMEOUT,
+        scheduler="SGE",
     )
     # Each record's own repair (an instance the records do not account for is an orphan, apart).
     by_node = {r.node: r.kind for r in repairs if r.kind is not RepairKind.ORPHAN}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from elb.core.groups import NodeGroup, NodeGroups
-from elb.core.model import Job, Snapshot
+from elb.core.model import Job, QueueFlags, Snapshot
 from elb.schedulers.sge.demand import JobBinding, NotYet, Servable, Unservable, place
 from elb.schedulers.sge.parse import parse_qstat, parse_start_times
 from elb.schedulers.sge.servable import split_demand
@@ -61,7 +61,10 @@ def test_the_recording_holds_every_kind_of_request() -> None:
     assert jobs["array"].tasks == 5
     assert site().complexes["bm"].name == "bigmem"
     queues = parse_qstat((RECORDED / "groups-waiting.qstat-r-f.xml").read_bytes()).queues
-    assert [(q.name, q.states) for q in queues] == [("all.q@node001", "d"), ("big.q@node001", "d")]
+    assert [(q.name, q.flags) for q in queues] == [
+        ("all.q@node001", QueueFlags.DISABLED),
+        ("big.q@node001", QueueFlags.DISABLED),
+    ]
     plain = parse_qstat((RECORDED / "groups-waiting.qstat-r.xml").read_bytes()).jobs
     assert sorted(j.name for j in plain) == sorted(jobs)
 

@@ -5,7 +5,7 @@ and an idle node's removal, with no edit outside this module. The playbooks are 
 too (``FakeProvisioner``); the registry is what is under test.
 
 The module is what a cloud's module provides (``elb.core.drivers.CloudModule``): ``make``,
-``checks`` and ``notices`` at its top level.
+``checks``, ``notices`` and ``settings`` at its top level.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from elb.cli.main import main
 from elb.core.checks import Check
 from elb.core.config import Config, ConfigError, load_config, parse_config
 from elb.core.exitcodes import Exit
-from elb.core.interfaces import CloudError, Instance, LaunchResult, NodeBoot, NoticeSource
+from elb.core.interfaces import CloudError, CloudSettings, Instance, LaunchResult, NodeBoot, NoticeSource
 from elb.core.model import NodeState
 from elb.core.registry import CLOUDS, register_cloud
 from elb.schedulers.sge.driver import GridEngine
@@ -94,6 +94,10 @@ def checks(cfg: Config) -> Iterator[Check]:
 
 def notices(cfg: Config) -> NoticeSource | None:
     return None
+
+
+def settings(cfg: Config) -> CloudSettings:
+    return CloudSettings("memcloud", boot_timeout=60.0)
 
 
 # -------------------------------------------------- the tests

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elb.core.model import Host, Job, QueueInstance
+from elb.core.model import NO_FLAGS, Host, Job, QueueFlags, QueueInstance
 from elb.schedulers.sge.errors import SgeParseError
 from elb.schedulers.sge.parse import (
     QstatResult,
@@ -26,6 +26,7 @@ from elb.schedulers.sge.parse import (
     parse_snapshot,
     parse_timestamp,
 )
+from elb.schedulers.sge.states import queue_flags
 
 HANDMADE = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "handmade"
 QSTAT_HEAD = (
@@ -164,12 +165,12 @@ def test_hostile_names_are_plain_data() -> None:
 
 def test_queue_instances_from_qstat() -> None:
     res = parse_qstat(fixture("qstat_mixed.xml"))
-    assert [(q.name, q.slots_total, q.slots_used, q.slots_reserved, q.states) for q in res.queues] == [
-        ("all.q@master", 0, 0, 0, ""),
-        ("all.q@node001", 4, 4, 0, ""),
-        ("all.q@node002", 4, 4, 0, "au"),
-        ("all.q@node003", 4, 0, 2, "d"),
-        ("long.q@node001", 2, 0, 0, ""),
+    assert [(q.name, q.slots_total, q.slots_used, q.slots_reserved, q.flags) for q in res.queues] == [
+        ("all.q@master", 0, 0, 0, NO_FLAGS),
+        ("all.q@node001", 4, 4, 0, NO_FLAGS),
+        ("all.q@node002", 4, 4, 0, QueueFlags.ALARM | QueueFlags.UNREACHABLE),
+        ("all.q@node003", 4, 0, 2, QueueFlags.DISABLED),
+        ("long.q@node001", 2, 0, 0, NO_FLAGS),
     ]
 
 
@@ -183,7 +184,7 @@ def test_qhost_hosts() -> None:
     assert [(q.queue, q.slots_total, q.slots_used) for q in n1.queues] == [("all.q", 4, 4), ("long.q", 2, 0)]
     assert (n1.slots_total, n1.free_slots, n1.busy) == (6, 2, True)
     n2 = hosts["node002"]
-    assert n2.queues[0].states == "au"
+    assert n2.queues[0].flags == QueueFlags.ALARM | QueueFlags.UNREACHABLE
     assert not n2.up and n2.free_slots == 0
     assert "load_avg" not in n2.load  # "-" is unknown, not a value
     n3 = hosts["node003"]
@@ -220,17 +221,20 @@ def test_join_prefers_qstat_queue_instances_and_keeps_the_hosts_of_qhost() -> No
     qstat = QstatResult(
         jobs=(),
         queues=(
-            QueueInstance("all.q", "node001", 4, 3, 0, ""),  # read with the jobs: preferred
-            QueueInstance("all.q", "node009", 8, 0, 0, ""),  # a host qhost does not list: never a host
+            QueueInstance("all.q", "node001", 4, 3, 0, queue_flags("")),  # read with the jobs: preferred
+            QueueInstance("all.q", "node009", 8, 0, 0, queue_flags("")),  # a host qhost does not list: never a host
         ),
     )
     hosts = (
         Host(
             "node001",
-            (QueueInstance("all.q", "node001", 4, 1, 0, ""), QueueInstance("gpu.q", "node001", 1, 0, 0, "")),
+            (
+                QueueInstance("all.q", "node001", 4, 1, 0, queue_flags("")),
+                QueueInstance("gpu.q", "node001", 1, 0, 0, queue_flags("")),
+            ),
             4,
         ),
-        Host("node002", (QueueInstance("all.q", "node002", 4, 0, 0, "d"),), 4),
+        Host("node002", (QueueInstance("all.q", "node002", 4, 0, 0, queue_flags("d")),), 4),
     )
     snap = join_snapshot(qstat, hosts, 5.0)
     got = {h.name: [(q.queue, q.slots_used) for q in h.queues] for h in snap.hosts}

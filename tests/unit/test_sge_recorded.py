@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from elb.core.model import Job, Snapshot
+from elb.core.model import NO_FLAGS, Job, QueueFlags, Snapshot
 from elb.schedulers.sge.parse import QstatResult, parse_qhost, parse_qstat, parse_snapshot
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "recorded"
@@ -86,8 +86,8 @@ def test_outputs_of_one_scenario_agree(scenario: str) -> None:
         other = parse_qstat(fpri.read_bytes())
         assert [_key(j) for j in other.jobs] == [_key(j) for j in snap.jobs]
         with_f = parse_qstat((RECORDED / f"{scenario}.qstat-f.xml").read_bytes())
-        assert [(q.name, q.slots_total, q.states) for q in other.queues] == [
-            (q.name, q.slots_total, q.states) for q in with_f.queues
+        assert [(q.name, q.slots_total, q.flags) for q in other.queues] == [
+            (q.name, q.slots_total, q.flags) for q in with_f.queues
         ]
 
     plain = RECORDED / f"{scenario}.qstat.xml"
@@ -138,7 +138,7 @@ def _empty_no_nodes(snap: Snapshot) -> None:
 def _idle_2_nodes(snap: Snapshot) -> None:
     assert [h.name for h in snap.hosts] == ["node001", "node002"]
     for h in snap.hosts:
-        assert [(q.queue, q.slots_total, q.slots_used, q.states) for q in h.queues] == [("all.q", 4, 0, "")]
+        assert [(q.queue, q.slots_total, q.slots_used, q.flags) for q in h.queues] == [("all.q", 4, 0, NO_FLAGS)]
         assert h.up and not h.busy and h.free_slots == 4
         assert h.num_proc is not None and h.num_proc >= 1
         assert "load_avg" in h.load
@@ -165,8 +165,8 @@ def _busy_2_nodes(snap: Snapshot) -> None:
     }
     n1, n2 = snap.host("node001"), snap.host("node002")
     assert n1 is not None and n2 is not None
-    assert (n1.slots_used, n1.free_slots, n1.queues[0].states) == (4, 0, "")
-    assert n2.queues[0].states == "d" and n2.queues[0].disabled and n2.free_slots == 0 and n2.up
+    assert (n1.slots_used, n1.free_slots, n1.queues[0].flags) == (4, 0, NO_FLAGS)
+    assert n2.queues[0].flags == QueueFlags.DISABLED and n2.queues[0].disabled and n2.free_slots == 0 and n2.up
     (serial2,) = named(snap, "serial2")
     assert serial2.hard_runtime == 3600.0  # submitted as h_rt=01:00:00; SGE prints seconds
     (smp2,) = named(snap, "smp2")
@@ -185,7 +185,7 @@ def _busy_2_nodes(snap: Snapshot) -> None:
 def _node_died(snap: Snapshot) -> None:
     n2 = snap.host("node002")
     assert n2 is not None
-    assert n2.queues[0].states == "du"
+    assert n2.queues[0].flags == QueueFlags.DISABLED | QueueFlags.UNREACHABLE
     assert not n2.up and n2.queues[0].unreachable and n2.free_slots == 0
     assert "load_avg" not in n2.load and n2.load["mem_total"] == "23.5G"
     # SGE still lists the jobs of the dead node as running

@@ -24,6 +24,7 @@ from elb.core.policy.peers import (
 )
 from elb.core.policy.placement import host_order
 from elb.core.state import ClusterState
+from elb.schedulers.sge.states import job_phase
 from elb.simulate.engine import NodeLife, SimOutcome, SimSettings, Simulator, _Waiting
 from elb.simulate.report import billed_seconds, floors, percentile
 from elb.simulate.runner import SimError, build_policy, prepare, replay, with_param
@@ -196,7 +197,7 @@ def test_host_order_is_numeric() -> None:
     sim = Simulator([SimJob(1, 0, 10, 1)], StaticPolicy(limits(max_nodes=1)), SimSettings(max_nodes=1))
     for name in ("node999", "node1000"):
         sim._launch(name, 0.0, boot=0.0)
-    parts = sim._place_now(_Waiting(SimJob(2, 0, 10, 16), Job(2, "j", "u", "qw", 16), "default", 16))
+    parts = sim._place_now(_Waiting(SimJob(2, 0, 10, 16), Job(2, "j", "u", "qw", job_phase("qw"), 16), "default", 16))
     assert parts is not None
     assert [n.name for n, _ in parts] == ["node999", "node1000"]
 

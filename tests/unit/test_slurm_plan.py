@@ -11,7 +11,7 @@ from elb.core.backoff import Backoff, Backoffs, Cause
 from elb.core.config import Config, parse_config
 from elb.core.demand import DemandSplit
 from elb.core.interfaces import Instance
-from elb.core.model import History, Node, NodeState, Plan, Removal
+from elb.core.model import History, JobPhase, Node, NodeState, Plan, Removal
 from elb.core.orders import Orders
 from elb.core.planner import PassInputs, plan_pass
 from elb.core.scheduler import Ask, AskKind
@@ -20,6 +20,7 @@ from elb.schedulers.slurm.commands import SlurmRead
 from elb.schedulers.slurm.driver import asks_now
 from elb.schedulers.slurm.parse import SlurmNode
 from elb.schedulers.slurm.view import array_tasks, snapshot
+from tests.unit.factories import EC2
 from tests.unit.slurm_fakes import NOW, sjob, snode
 
 
@@ -205,6 +206,8 @@ def _inputs(asks: Sequence[Ask], records: Sequence[Node] = (), **kw: object) -> 
         orders=kw.pop("orders", Orders()),  # type: ignore[arg-type]
         backoff=kw.pop("backoff", Backoffs()),  # type: ignore[arg-type]
         asks=tuple(asks),
+        scheduler="Slurm",
+        cloud=EC2,
         **kw,  # type: ignore[arg-type]
     )
 
@@ -250,5 +253,5 @@ def test_the_neutral_snapshot_counts_array_tasks_and_holds_jobs_that_are_not_dem
         (snode("node001", "mixed", alloc=1), snode("node002", "idle", "powered_down")),
         NOW,
     )
-    assert [(j.job_id, j.state, j.tasks) for j in snap.pending] == [(8, "qw", 3)]
+    assert [(j.job_id, j.state, j.phase, j.tasks) for j in snap.pending] == [(8, "PENDING", JobPhase.WAITING, 3)]
     assert [h.name for h in snap.hosts] == ["node001"]  # a powered-down node is no host

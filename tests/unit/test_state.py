@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from elb.core.interfaces import Instance
-from elb.core.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
+from elb.core.model import Host, Job, JobPhase, Node, NodeState, QueueInstance, Snapshot
 from elb.core.state import InstanceState, instance_state, join, started_host, started_on
+from elb.schedulers.sge.states import job_phase, queue_flags
 from tests.unit.factories import T0, running
 
 
@@ -28,7 +29,7 @@ def test_provider_states_map_to_neutral_ones(raw: str, state: InstanceState) -> 
 
 
 def _host(name: str, used: int = 0, states: str = "") -> Host:
-    return Host(name, (QueueInstance("all.q", name, 8, used, 0, states),))
+    return Host(name, (QueueInstance("all.q", name, 8, used, 0, queue_flags(states)),))
 
 
 def test_join_carries_every_predicate() -> None:
@@ -86,7 +87,7 @@ def test_started_on_files_every_job_as_started_host_does() -> None:
     """``started_on`` (the join's and the view's loop) and ``started_host`` (the tally's, per
     job) are one rule: every combination of state and queue files the same jobs under the same hosts."""
     jobs = [
-        Job(k, "j", "u", state, 1, queue=queue)
+        Job(k, "j", "u", state, job_phase(state), 1, queue=queue)
         for k, (state, queue) in enumerate(
             (s, q)
             for s in ("r", "qw", "hqw", "Eqw", "t", "Rr", "dr")
@@ -100,7 +101,7 @@ def test_started_on_files_every_job_as_started_host_does() -> None:
             expected.setdefault(h, []).append(j)
     assert started_on(jobs) == expected
     assert set(expected) == {"node001", "node002"}
-    assert all(j.state not in ("qw", "hqw") for js in expected.values() for j in js)
+    assert all(j.phase is JobPhase.RUNNING for js in expected.values() for j in js)
 
 
 @pytest.mark.parametrize("busy", [None, 5.0, 10.0, 20.0])

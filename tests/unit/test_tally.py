@@ -23,6 +23,7 @@ from elb.core.policy.peers import Limits, ParallelclusterPolicy, SlurmPolicy, St
 from elb.core.policy.placement import named
 from elb.core.policy.tally import CapacityTally, Revised, WorkerTally
 from elb.core.state import ClusterState, join
+from elb.schedulers.sge.states import job_phase
 from elb.simulate.engine import SimSettings, Simulator
 from elb.simulate.runner import prepare, replay
 from elb.simulate.swf import SimJob, Workload, read_swf
@@ -188,8 +189,8 @@ def _pool() -> tuple[list[Host], list[Node], list[Job]]:
         pending(i, waited, slots, tasks)
         for i, (waited, slots, tasks) in enumerate([(10, 1, 1), (50, 4, 3), (50, 12, 1), (90, 20, 2), (10, 1, 1)], 1)
     ]
-    jobs.append(Job(50, "held", "u", "hqw", 1, submitted=T0 - 5))
-    jobs.append(Job(51, "nosubmit", "u", "qw", 2))
+    jobs.append(Job(50, "held", "u", "hqw", job_phase("hqw"), 1, submitted=T0 - 5))
+    jobs.append(Job(51, "nosubmit", "u", "qw", job_phase("qw"), 2))
     return hosts, nodes, jobs
 
 

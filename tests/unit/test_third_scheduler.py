@@ -6,7 +6,8 @@ module's ``QueueProvisioner`` registers a node in the queue as an add play regis
 host); the registry is what is under test.
 
 The module is what a driver's module provides (``elb.core.drivers.SchedulerModule``): ``make``,
-``checks``, ``command_timeout`` and ``job_uses`` at its top level.
+``checks``, ``command_timeout``, ``job_uses``, ``accounting_note`` and ``elb init``'s ``TITLE``,
+``init_answers`` and ``init`` at its top level.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from elb.core.attribution import JobUse
 from elb.core.checks import Check
 from elb.core.config import Config, ConfigError, load_config, parse_config
 from elb.core.demand import DemandSplit
+from elb.core.drivers import InitDraft
 from elb.core.exitcodes import Exit
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import HostResult, JobProcesses, NodeBoot, NodeSpec, Outcome, Witness
-from elb.core.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
+from elb.core.model import NO_FLAGS, Host, Job, JobPhase, Node, NodeState, QueueFlags, QueueInstance, Snapshot
 from elb.core.registry import SCHEDULERS, register_scheduler
 from elb.core.scheduler import DrainCheck, Requeued, SchedulerError, SchedulerRead
 from elb.service import factory
@@ -51,7 +53,9 @@ class MemQueue:
     now: float = NOW
 
     def submit(self, job_id: int, slots: int = 1) -> None:
-        self.jobs.append(Job(job_id, f"j{job_id}", "user", "qw", slots, submitted=self.now - 900))
+        self.jobs.append(
+            Job(job_id, f"j{job_id}", "user", "waiting", JobPhase.WAITING, slots, submitted=self.now - 900)
+        )
 
     def start_all(self) -> None:
         """Start each waiting job on the first enabled host with room."""
@@ -61,7 +65,9 @@ class MemQueue:
             for h, slots in self.hosts.items():
                 used = sum(x.slots for x in self.jobs if x.host == h)
                 if h not in self.disabled and slots - used >= j.slots:
-                    self.jobs[i] = replace(j, state="r", started=self.now, queue=f"memq@{h}")
+                    self.jobs[i] = replace(
+                        j, state="running", phase=JobPhase.RUNNING, started=self.now, queue=f"memq@{h}"
+                    )
                     break
 
     def finish_all(self) -> None:
@@ -77,7 +83,7 @@ class MemQueue:
                         h,
                         slots,
                         sum(j.slots for j in self.jobs if j.host == h),
-                        states="d" if h in self.disabled else "",
+                        flags=QueueFlags.DISABLED if h in self.disabled else NO_FLAGS,
                     ),
                 ),
                 slots,
@@ -167,6 +173,17 @@ def job_uses(cfg: Config, since: float, until: float, accounting: Path | None = 
 
 def accounting_note(cfg: Config, accounting: Path | None = None) -> str | None:
     return None
+
+
+TITLE = "memq"
+
+
+def init_answers(options: Any) -> str | None:
+    return None  # never found by elb init --scheduler auto: asked for by name
+
+
+def init(options: Any, cloud: Sequence[str], tail: Sequence[str]) -> InitDraft:
+    return InitDraft("\n".join(["scheduler: memq", "", *cloud, *tail]), after=("memq: nothing more to set",))
 
 
 # -------------------------------------------------- the playbooks, stood in for
@@ -295,3 +312,12 @@ def test_validate_runs_the_registered_schedulers_checks(memq: tuple[Path, Any, A
     path, _cloud, _prov = memq
     assert factory.scheduler_timeout(load_config(path)) == (1.0, "policy.poll_interval")
     assert [c.what for c in factory.scheduler_checks(load_config(path))] == ["memq"]
+
+
+def test_elb_init_writes_the_registered_schedulers_config(
+    memq: tuple[Path, FakeCloud, QueueProvisioner], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "init.yml"
+    assert main(["init", "--offline", "--scheduler", "memq", "-c", str(path)]) == Exit.OK
+    assert "memq: nothing more to set" in capsys.readouterr().out
+    assert load_config(path).scheduler == "memq"

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from elb.core.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
 from elb.core.policy.view import cluster_view
 from elb.core.state import join
+from elb.schedulers.sge.states import queue_flags
 from tests.unit.factories import T0, running
 
 _node = st.fixed_dictionaries(
@@ -37,7 +38,9 @@ def test_a_managed_worker_is_its_managed_node_in_the_view(specs: list[dict[str, 
         last_busy = None if busy_ago is None else T0 - float(busy_ago)  # type: ignore[arg-type]
         records.append(Node(name, state, T0 - 1000, f"i-{k}", ready_at=T0 - 600, last_busy_at=last_busy))
         if s["host"] is not None:
-            q = QueueInstance("all.q", name, 8, 1 if s["job"] else 0, 1 if s["reserved"] else 0, str(s["host"]))
+            q = QueueInstance(
+                "all.q", name, 8, 1 if s["job"] else 0, 1 if s["reserved"] else 0, queue_flags(str(s["host"]))
+            )
             hosts.append(Host(name, (q,)))
             if s["job"]:
                 jobs.append(running(100 + k, name))

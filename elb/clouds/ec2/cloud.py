@@ -79,6 +79,9 @@ log = logging.getLogger(__name__)
 MANAGED_BY = "elb"
 ROLE_WORKER = "worker"
 ROLE_MASTER = "master"
+# The tag EC2 puts on an instance launched from a launch template: the version it was launched with
+# (``Instance.template_version``).
+TEMPLATE_VERSION_TAG = "aws:ec2launchtemplate:version"
 
 Market = Literal["spot", "on-demand"]
 _Request = TypeVar("_Request", bound=Mapping[str, Any])
@@ -604,6 +607,7 @@ class Ec2Cloud:
             image_id=raw.get("ImageId"),
             slots=slots,
             tags=tags,
+            template_version=tags.get(TEMPLATE_VERSION_TAG),
         )
 
     def list_workers(self) -> list[Instance]:

@@ -1,5 +1,5 @@
 """EC2 as ``cloud.provider: ec2`` (``elb.core.registry.CloudModule``): the adapter, ``elb validate``'s
-checks and the reader of EC2's notices. boto3 is imported when one of them is asked for."""
+checks, the reader of EC2's notices and its settings the core reads. boto3 is imported when one of them is asked for."""
 
 # ruff: noqa: PLC0415 (boto3 only when asked)
 from __future__ import annotations
@@ -8,7 +8,13 @@ from collections.abc import Iterator
 
 from elb.core.checks import Check
 from elb.core.config import Config
-from elb.core.interfaces import Cloud, CloudError, NoticeSource
+from elb.core.interfaces import Cloud, CloudError, CloudSettings, NoticeSource
+
+
+def settings(cfg: Config) -> CloudSettings:
+    """``cloud.ec2``'s boot time-out and the spot interruptions a job may suffer."""
+    ec2 = cfg.cloud.ec2
+    return CloudSettings("EC2", ec2.boot_timeout, ec2.spot_interruptions_allowed)
 
 
 def make(cfg: Config) -> Cloud:

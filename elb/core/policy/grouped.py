@@ -7,7 +7,7 @@ the joined state by group and asks each group's policy for a plan on its share:
 
 - its nodes: elb's records whose group is this one (a record without a group, or naming a group
   no longer configured, belongs to the first group);
-- its hosts: the SGE hosts of those nodes; an exec host elb does not manage goes to the first
+- its hosts: the scheduler's hosts of those nodes; an exec host elb does not manage goes to the first
   group whose queues it serves (none: it is in no group's share);
 - its jobs: the waiting jobs the demand model placed on it (``elb.schedulers.sge.demand``: the cheapest group
   that can run each), and the jobs running on its hosts.

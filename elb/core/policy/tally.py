@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Generic, NamedTuple, TypeVar
 
 from elb.core.frozen import quick_init
-from elb.core.model import PENDING_STATES, Host, Job, Node, NodeState, Snapshot
+from elb.core.model import Host, Job, JobPhase, Node, NodeState, Snapshot
 from elb.core.naming import next_names
 from elb.core.policy.forecast import OVERDUE_GRACE, Capacity
 from elb.core.policy.placement import Bin, FreeIndex, Key, named, width
@@ -46,6 +46,7 @@ from elb.core.state import idle_since, is_busy, serves, started_host
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
 _BOOTING = frozenset(s for s in NodeState if s.booting)
+_WAITING = JobPhase.WAITING  # a job the policy plans for (``Job.is_pending``)
 
 T = TypeVar("T")
 _NAMES_KEPT = 1 << 16  # names whose number ``WorkerTally`` keeps parsed
@@ -363,7 +364,7 @@ class WorkerTally:
         pending, running, filed = self._pending, self._running, self._filed
         ran: dict[str, bool] = {}  # the hosts whose running jobs changed: whether they ran one before
         for j in gone:
-            if j.state in PENDING_STATES:
+            if j.phase is _WAITING:
                 del pending[id(j)]
                 self._ordered = None
                 self._pending_slots -= j.slots * j.tasks
@@ -378,7 +379,7 @@ class WorkerTally:
                 else:
                     del running[on]
         for j in came:
-            if j.state in PENDING_STATES:
+            if j.phase is _WAITING:
                 pending[id(j)] = j
                 self._ordered = None
                 if j.submitted is not None:

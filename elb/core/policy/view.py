@@ -15,11 +15,12 @@ from operator import attrgetter, mul
 from typing import TypeVar
 
 from elb.core.frozen import quick_init
-from elb.core.model import PENDING_STATES, Host, Job, Node, NodeState
+from elb.core.model import NO_FLAGS, Host, Job, JobPhase, Node, NodeState
 from elb.core.naming import next_names
 from elb.core.state import ClusterState, ManagedNode, is_busy
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
+_WAITING = JobPhase.WAITING  # a job the policy plans for (``Job.is_pending``)
 _JOB_ID = attrgetter("job_id")
 _SUBMITTED = attrgetter("submitted")
 _SLOTS = attrgetter("slots")
@@ -46,11 +47,11 @@ def host_numbers(host: Host) -> tuple[bool, int, int, bool]:
     """``HostFacts``'s fields of a host (up, free, total, busy), without making one (a tally
     reads them at each change of a worker)."""
     queues = host.queues
-    if len(queues) == 1 and not queues[0].states:  # one queue, usable (a simulated host's): the same sums
+    if len(queues) == 1 and queues[0].flags is NO_FLAGS:  # one queue, usable (a simulated host's): the same sums
         q = queues[0]
         used, reserved, total = q.slots_used, q.slots_reserved, q.slots_total
         return True, max(0, total - used - reserved), total, used > 0 or reserved > 0
-    if all(not q.states for q in queues):  # no state letter: reachable and usable
+    if all(q.flags is NO_FLAGS for q in queues):  # no flag: reachable and usable
         return (
             bool(queues),
             sum(max(0, q.slots_total - q.slots_used - q.slots_reserved) for q in queues),
@@ -63,7 +64,7 @@ def host_numbers(host: Host) -> tuple[bool, int, int, bool]:
 def new_names(
     hosts: Sequence[Host], records: Sequence[Node], count: int, prefix: str = "node", digits: int = 3
 ) -> tuple[str, ...]:
-    """``elb.core.naming.next_names`` over every name in use (SGE's hosts and elb's records), with a
+    """``elb.core.naming.next_names`` over every name in use (the scheduler's hosts and elb's records), with a
     scan for the highest number that needs no regular expression per name."""
     cut = len(prefix)
     highest = 0
@@ -81,11 +82,11 @@ class Worker:
 
     name: str
     node: Node | None  # None: an exec host elb does not manage (never removed by elb)
-    host: Host | None  # None: not (yet) in SGE
+    host: Host | None  # None: not (yet) in the scheduler
     jobs: tuple[Job, ...]
-    facts: HostFacts | None  # what SGE shows of its host (None: not in SGE)
+    facts: HostFacts | None  # what the scheduler shows of its host (None: not in it)
     booting: bool  # elb's record says it is still being launched or provisioned
-    ready: bool  # takes jobs (``ManagedNode.serves``; an unmanaged host: SGE reaches it)
+    ready: bool  # takes jobs (``ManagedNode.serves``; an unmanaged host: the scheduler reaches it)
     busy: bool  # runs a job or holds a reservation
     idle_since: float | None  # since when a managed worker has been idle (``ManagedNode.idle_since``)
 
@@ -161,7 +162,7 @@ def oldest_wait(jobs: Sequence[Job], now: float) -> float:
 
 
 def infer_slots_per_node(hosts: Sequence[Host], nodes: Sequence[Node], configured: int | None) -> int:
-    """Configured value, else the most common worker size seen (SGE, then node records), else 1."""
+    """Configured value, else the most common worker size seen (the scheduler's, then node records), else 1."""
     if configured:
         return configured
     seen = Counter(h.slots_total for h in hosts if h.slots_total > 0)
@@ -177,7 +178,7 @@ def cluster_view(
     state: ClusterState, master: str, slots_per_node: int | None = None, *, reuse: Mapping[str, Worker] | None = None
 ) -> ClusterView:
     """The workers of the joined ``state``: its records of nodes that are alive (booting, ready,
-    draining), each read through its ``ManagedNode``, and SGE's other exec hosts. The master is
+    draining), each read through its ``ManagedNode``, and the scheduler's other hosts. The master is
     never a worker. ``reuse``: workers of an earlier view; one whose record, host and jobs are
     the very same objects is taken as is."""
     hosts, jobs_on = state.hosts, state.jobs_on
@@ -194,7 +195,7 @@ def cluster_view(
                 assert host is not None
                 w = Worker.unmanaged(host, jobs)
         workers.append(w)
-    pending = oldest_first([j for j in state.snapshot.jobs if j.state in PENDING_STATES], state.now)  # Job.is_pending
+    pending = oldest_first([j for j in state.snapshot.jobs if j.phase is _WAITING], state.now)  # Job.is_pending
     spn = infer_slots_per_node([h for n, h in hosts.items() if n != master], list(alive.values()), slots_per_node)
     return ClusterView(state.now, tuple(workers), tuple(pending), spn)
 
@@ -202,7 +203,7 @@ def cluster_view(
 def oldest_first(jobs: list[Job], now: float) -> list[Job]:
     """The jobs by submission time (``now`` for none), then job number, each tie in the order
     given: sorted by number, then (stably) by time, which is that order, with keys read in C
-    (qstat lists entries mostly by number, so the first sort is nearly free)."""
+    (a scheduler lists entries mostly by number, so the first sort is nearly free)."""
     jobs.sort(key=_JOB_ID)
     if None in map(_SUBMITTED, jobs):
         jobs.sort(key=lambda j: j.submitted if j.submitted is not None else now)

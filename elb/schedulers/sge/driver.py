@@ -11,15 +11,17 @@ request only they offer (``qalter -l``).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from elb.core.attribution import JobUse
 from elb.core.checks import Check
-from elb.core.config import Config
+from elb.core.config import Config, SgeConfig
 from elb.core.demand import DemandSplit
+from elb.core.drivers import InitDraft
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
 from elb.core.model import Job, Node, Snapshot
@@ -268,7 +270,34 @@ def _peek_check(cfg: Config) -> Check:
     )
 
 
-__all__: Sequence[str] = ("ADD_PLAYBOOK", "REMOVE_PLAYBOOK", "GridEngine", "checks")
+TITLE = "Grid Engine"
+
+
+def _init_config(options: Any) -> SgeConfig:
+    """Where ``elb init`` looks for Grid Engine: ``--sge-root``, else ``$SGE_ROOT``, else the
+    default (and ``--sge-cell`` alike)."""
+    defaults = SgeConfig()
+    root = options.sge_root or Path(os.environ.get("SGE_ROOT") or defaults.root)
+    cell = options.sge_cell or os.environ.get("SGE_CELL") or defaults.cell
+    return SgeConfig(root=root, cell=cell, timeout=10)
+
+
+def init_answers(options: Any) -> str | None:
+    """Whether Grid Engine answers here (its queues can be listed)."""
+    from elb.schedulers.sge.init import answers  # noqa: PLC0415 (elb init's only)
+
+    return "Grid Engine answers" if answers(_init_config(options)) else None
+
+
+def init(options: Any, cloud: Sequence[str], tail: Sequence[str]) -> InitDraft:
+    """``elb init``'s Grid Engine config (``elb.schedulers.sge.init``) and what could not be read."""
+    from elb.schedulers.sge.init import gather, render  # noqa: PLC0415 (elb init's only)
+
+    facts = gather(_init_config(options))
+    return InitDraft(render(facts, cloud, tail), (f"SGE: {facts.sge_problem}",) if facts.sge_problem else ())
+
+
+__all__: Sequence[str] = ("ADD_PLAYBOOK", "REMOVE_PLAYBOOK", "GridEngine", "checks", "init", "init_answers")
 
 
 def make(cfg: Config, journal: object) -> GridEngine:

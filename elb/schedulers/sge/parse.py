@@ -48,8 +48,9 @@ import defusedxml.ElementTree as DET
 from lxml import etree as LET
 
 from elb.core.gcpause import paused
-from elb.core.model import Host, Job, QueueInstance, Snapshot
+from elb.core.model import NO_FLAGS, Host, Job, JobPhase, QueueFlags, QueueInstance, Snapshot
 from elb.schedulers.sge.errors import SgeParseError
+from elb.schedulers.sge.states import job_phase, queue_flags
 from elb.schedulers.timestamps import TIMESTAMP, parse_timestamp
 
 # Letters of SGE job states (sge_job.c, job_get_state_string): d E S T h R q r s t w x, z for zombies.
@@ -262,14 +263,14 @@ def _check_job_state(state: str) -> bool:
     return bool(state) and len(set(state)) == len(state) and JOB_STATE_LETTERS.issuperset(state)
 
 
-def _queue_states(text: str | None, where: str) -> str:
+def _queue_states(text: str | None, where: str) -> QueueFlags:
     states = (text or "").strip()
     if states == "-":
-        return ""
+        return NO_FLAGS
     if not QUEUE_STATE_LETTERS.issuperset(states):
         unknown = "".join(sorted(set(states) - QUEUE_STATE_LETTERS))
         raise SgeParseError(f"{where}: unknown queue state letter(s) {unknown!r} in {states!r}")
-    return states
+    return queue_flags(states)
 
 
 def ascii_int(text: str) -> int:
@@ -460,6 +461,7 @@ class _JobReader:
             name,
             owner,
             state,
+            job_phase(state),
             slots,
             submitted,
             started,
@@ -672,6 +674,7 @@ _JOB_FIELDS = (
     "name",
     "owner",
     "state",
+    "phase",
     "slots",
     "submitted",
     "started",
@@ -705,6 +708,7 @@ class _JobBuilder:
     name: str
     owner: str
     state: str
+    phase: JobPhase
     slots: int
     submitted: float | None
     started: float | None
@@ -1199,7 +1203,7 @@ class _QuickReader:
             requests = self.rests[rest] = self.rest(rest)
         (job.hard_requests, job.pe, job.pe_range, job.hard_queues, job.master_requests, job.slave_requests,
          job.hard_runtime) = requests  # fmt: skip
-        job.name, job.owner, job.state = name, owner, state
+        job.name, job.owner, job.state, job.phase = name, owner, state, job_phase(state)
         job.task_ids, job.priority = ids, priority
         job.queue = queue_name.strip() if queue_name and queue_name.strip() else queue
         job.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
@@ -1454,7 +1458,7 @@ def _quick_qhost(data: bytes | str) -> tuple[Host, ...] | None:
             if unnamed is None:
                 unnamed = read[queues_text] = queue_list(queues_text)
             queues = tuple(
-                QueueInstance(q.queue, name, q.slots_total, q.slots_used, q.slots_reserved, q.states) for q in unnamed
+                QueueInstance(q.queue, name, q.slots_total, q.slots_used, q.slots_reserved, q.flags) for q in unnamed
             )
             load = {key: v for key, v in values.items() if v not in ("", "-")}
             num_proc = _num_proc(values.get("num_proc"), f"qhost: host {name!r}")

@@ -32,16 +32,17 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from elb.core import assets
+from elb.core import assets, yamlfile
 from elb.core.attribution import JobUse
 from elb.core.checks import Check
-from elb.core.config import Config
+from elb.core.config import Config, SlurmConfig, parse_config
 from elb.core.demand import DemandSplit, NotDemand
+from elb.core.drivers import InitDraft, cloud_settings
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
-from elb.core.model import Node, NodeState
+from elb.core.model import JobPhase, Node, NodeState
 from elb.core.scheduler import Ask, AskKind, DrainCheck, Dropped, Peek, Requeued, SchedulerError, SchedulerRead
 from elb.schedulers.slurm import conf as slurm_conf
 from elb.schedulers.slurm import requests as slurm_requests
@@ -228,7 +229,7 @@ class Slurm:
         """Slurm's pending jobs waiting for nodes (its others left out, with Slurm's reason); Slurm
         names the nodes, so no job is matched against the groups."""
         snap = read.snapshot
-        held = [j for j in snap.jobs if j.state == "hqw"]
+        held = [j for j in snap.jobs if j.phase is JobPhase.HELD]
         if not held:
             return DemandSplit(snap)
         # Each pending job's reason by its number (the last entry's): the neutral jobs the last
@@ -567,7 +568,7 @@ def _seconds(c: Mapping[str, str], key: str) -> tuple[float | None, str | None]:
 
 
 def _check_resume_timeout(cfg: Config, c: Mapping[str, str]) -> Check:
-    boot, play, register = cfg.boot_timeout, cfg.provision.timeout, cfg.slurm.register_timeout
+    boot, play, register = cloud_settings(cfg).boot_timeout, cfg.provision.timeout, cfg.slurm.register_timeout
     need = boot + play + register
     parts = f"boot_timeout {boot:g} s + provision.timeout {play:g} s + slurm.register_timeout {register:g} s"
     value, bad = _seconds(c, "ResumeTimeout")
@@ -703,7 +704,58 @@ def _check_node_sizes(cfg: Config, facts: slurm_conf.SlurmFacts) -> Iterator[Che
         yield Check("Slurm node sizes", True, "no cloud node larger in CPUs or memory than its group's nodes")
 
 
-__all__: Sequence[str] = ("HEARTBEAT_POLLS", "Slurm", "asks_now", "checks", "conf_checks", "slurm_reason")
+def conf_missing(text: str, facts: slurm_conf.SlurmFacts) -> list[Check]:
+    """The checks of slurm.conf that fail with the config ``text`` (``elb init``'s): the lines the
+    cluster still lacks."""
+    cfg = parse_config(yamlfile.load(text).data, "the written config")
+    return [c for c in conf_checks(cfg, facts) if not c.ok]
+
+
+TITLE = "Slurm"
+
+
+def _init_config(options: Any) -> SlurmConfig:
+    return SlurmConfig(conf=options.slurm_conf, bin_dir=options.slurm_bin_dir, timeout=10)
+
+
+def init_answers(options: Any) -> str | None:
+    """Whether ``scontrol`` answers here (``--slurm-conf``, ``--slurm-bin-dir``)."""
+    from elb.schedulers.slurm.init import read_slurm  # noqa: PLC0415 (elb init's only)
+
+    facts, _ = read_slurm(_init_config(options))
+    return None if facts is None else "Slurm's scontrol answers"
+
+
+def init(options: Any, cloud: Sequence[str], tail: Sequence[str]) -> InitDraft:
+    """``elb init``'s Slurm config (``elb.schedulers.slurm.init``), what could not be read, and the
+    slurm.conf lines the cluster still lacks."""
+    from elb.schedulers.slurm.init import gather, render  # noqa: PLC0415 (elb init's only)
+
+    facts = gather(slurm_config=_init_config(options))
+    text = render(facts, cloud, tail)
+    notes = (f"Slurm: {facts.slurm_problem}",) if facts.slurm_problem else ()
+    after: list[str] = []
+    if facts.slurm is not None:
+        lacking = conf_missing(text, facts.slurm)
+        if lacking:
+            after.append("slurm.conf still needs (then scontrol reconfigure, or restart slurmctld):")
+            after += [f"  {check.fix}    # {' '.join(check.detail.split())}" for check in lacking]
+        else:
+            after.append("slurm.conf has what elb needs")
+    return InitDraft(text, notes, tuple(after))
+
+
+__all__: Sequence[str] = (
+    "HEARTBEAT_POLLS",
+    "Slurm",
+    "asks_now",
+    "checks",
+    "conf_checks",
+    "conf_missing",
+    "init",
+    "init_answers",
+    "slurm_reason",
+)
 
 
 def make(cfg: Config, journal: RequestJournal) -> Slurm:

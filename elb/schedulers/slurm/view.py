@@ -2,8 +2,9 @@
 
 The policy reads hosts with slots and jobs with states; for Slurm a host is a node that is up
 (not powered down nor powering down or up), with one queue instance per partition whose slots
-are the node's CPUs; a job holding nodes runs on each of them; a pending job that is demand
-(``SlurmJob.demand``) waits (``qw``), any other pending job is held (``hqw``). Pure.
+are the node's CPUs (disabled while it drains, unreachable while it is not up); a job holding
+nodes runs on each of them; a pending job that is demand (``SlurmJob.demand``) waits, any other
+pending job is held. Each job keeps Slurm's own state word (``PENDING``, ``RUNNING``). Pure.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from elb.core.model import Host, Job, QueueInstance, Snapshot
+from elb.core.model import NO_FLAGS, Host, Job, JobPhase, QueueFlags, QueueInstance, Snapshot
 from elb.schedulers.slurm.parse import SlurmJob, SlurmNode
 
 _ARRAY = re.compile(r"^(\d+)(?:_(.*))?$")
@@ -27,13 +28,13 @@ def node_up(node: SlurmNode) -> bool:
 
 
 def host_of(node: SlurmNode) -> Host:
-    states = ""
+    flags = NO_FLAGS
     if node.drain:
-        states += "d"
+        flags |= QueueFlags.DISABLED
     if not node_up(node):
-        states += "u"
+        flags |= QueueFlags.UNREACHABLE
     queues = tuple(
-        QueueInstance(p, node.name, node.cpus if i == 0 else 0, node.cpus_allocated if i == 0 else 0, 0, states)
+        QueueInstance(p, node.name, node.cpus if i == 0 else 0, node.cpus_allocated if i == 0 else 0, 0, flags)
         for i, p in enumerate(node.partitions or ("",))
     )
     return Host(node.name, queues, num_proc=node.cpus)
@@ -63,24 +64,34 @@ def jobs_of(job: SlurmJob) -> list[Job]:
     m = _ARRAY.match(job.job_id)
     number = int(m.group(1)) if m else 0
     per_node = max(1, job.cpus // max(job.nodes, 1))
-    common = {
-        "job_id": number,
-        "name": job.name,
-        "owner": job.user,
-        "submitted": job.submitted,
-        "hard_runtime": job.time_limit,
-    }
     if job.pending:
+        phase = JobPhase.WAITING if job.demand else JobPhase.HELD
         return [
             Job(
-                **common,  # type: ignore[arg-type]
-                state="qw" if job.demand else "hqw",
-                slots=job.cpus,
+                number,
+                job.name,
+                job.user,
+                job.state,
+                phase,
+                job.cpus,
+                submitted=job.submitted,
                 tasks=array_tasks(job.job_id),
+                hard_runtime=job.time_limit,
             )
         ]
     return [
-        Job(**common, state="r", slots=per_node, started=job.started, queue=f"{job.partition}@{n}")  # type: ignore[arg-type]
+        Job(
+            number,
+            job.name,
+            job.user,
+            job.state,
+            JobPhase.RUNNING,
+            per_node,
+            submitted=job.submitted,
+            started=job.started,
+            queue=f"{job.partition}@{n}",
+            hard_runtime=job.time_limit,
+        )
         for n in job.nodelist
     ]
 

@@ -2,14 +2,15 @@
 ``scontrol -o show partition`` and ``scontrol -o show node`` say.
 
 ``gather`` reads the facts (slurm.conf as the controller has it: ``elb.schedulers.slurm.conf``);
-``render`` writes the file (pure; the ``cloud.ec2`` lines and the sections after them are
-``elb.cli.init``'s, which reads this instance on EC2 and calls both):
+``render`` writes the file (pure; the ``cloud`` section and the sections after it are
+``elb.cli.init``'s, which reads this instance on EC2 and asks the driver's ``init``):
 ``scheduler: slurm``, the ``slurm`` section (slurm.conf's path, the commands' directory when
 they are not on PATH), and a node group for each cloud partition (a partition with
 ``State=CLOUD`` nodes: the least of their CPUs its ``slots``, of their ``RealMemory`` its
 ``memory``, their number its ``max_nodes``; ``slurm.partition_groups`` maps the partition to it).
-``missing`` is what ``elb validate`` would fail in slurm.conf with that config: the lines to add
-or change. What could not be read is said in a comment, never guessed.
+``elb.schedulers.slurm.driver.init`` writes it and adds what ``elb validate`` would fail in
+slurm.conf with that config (``conf_missing``): the lines to add or change. What could not be read
+is said in a comment, never guessed.
 """
 
 from __future__ import annotations
@@ -20,13 +21,10 @@ import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from elb.core import yamlfile
-from elb.core.checks import Check
-from elb.core.config import SlurmConfig, parse_config
+from elb.core.config import SlurmConfig
 from elb.core.groups import MAX_SLOTS
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError
 from elb.schedulers.slurm.conf import SlurmFacts, master_name, read_facts
-from elb.schedulers.slurm.driver import conf_checks
 from elb.schedulers.slurm.parse import compress
 
 _GROUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}")
@@ -39,7 +37,6 @@ class SlurmInitFacts:
     bin_dir: str | None  # where scontrol is, when not on PATH
     slurm: SlurmFacts | None = None
     slurm_problem: str | None = None  # why Slurm could not be read
-    ec2_problem: str | None = None  # why this instance's EC2 facts are not in the file
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +62,6 @@ def gather(
     *,
     slurm_config: SlurmConfig,
     read: tuple[SlurmFacts | None, str | None] | None = None,
-    ec2_problem: str | None = None,
 ) -> SlurmInitFacts:
     """The facts for a Slurm config (``read``: Slurm read already, as ``read_slurm`` returns it;
     this instance's EC2 facts are ``elb.cli.init``'s)."""
@@ -80,7 +76,6 @@ def gather(
         bin_dir=str(slurm_config.bin_dir) if slurm_config.bin_dir is not None else None,
         slurm=facts,
         slurm_problem=problem,
-        ec2_problem=ec2_problem,
     )
 
 
@@ -125,8 +120,8 @@ def _one_line(text: str) -> str:
 
 def render(f: SlurmInitFacts, cloud: Sequence[str] = (), tail: Sequence[str] = ("",)) -> str:
     """The config file for these facts: every choice made, and what could not be read, in
-    comments (``cloud``: the ``cloud.ec2`` lines, ``tail``: the sections after it, as
-    ``elb.cli.init`` writes them for Grid Engine too)."""
+    comments (``cloud``: the ``cloud`` section, ``tail``: the sections after it, as
+    ``elb.cli.init`` gives them to every scheduler's ``init``)."""
 
     def s(value: str) -> str:
         return json.dumps(value)  # a JSON string is a YAML string
@@ -187,17 +182,9 @@ def render(f: SlurmInitFacts, cloud: Sequence[str] = (), tail: Sequence[str] = (
                 lines.append(f"    memory: {g.memory_mb}M  # RealMemory (MiB)")
             lines.append(f"    max_nodes: {len(g.nodes)}  # its State=CLOUD nodes")
         lines.append("")
-    lines += ["cloud:", "  provider: ec2"]
     lines += cloud
     lines += tail
     return "\n".join(lines)
 
 
-def missing(text: str, facts: SlurmFacts) -> list[Check]:
-    """The checks of slurm.conf that fail with the config ``text`` (``render``'s): the lines the
-    cluster still lacks."""
-    cfg = parse_config(yamlfile.load(text).data, "the written config")
-    return [c for c in conf_checks(cfg, facts) if not c.ok]
-
-
-__all__: Sequence[str] = ("SlurmInitFacts", "gather", "groups", "missing", "read_slurm", "render")
+__all__: Sequence[str] = ("SlurmInitFacts", "gather", "groups", "read_slurm", "render")
