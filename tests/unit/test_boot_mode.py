@@ -97,9 +97,7 @@ def test_a_batch_is_named_after_its_first_node() -> None:
 # -- the config ----------------------------------------------------------------------------------
 
 
-def test_boot_mode_is_refused_for_slurm_and_for_launch_templates(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="Grid Engine"):
-        parse_config({"state_dir": str(tmp_path), "scheduler": "slurm", "provision": {"mode": "boot"}})
+def test_boot_mode_is_refused_for_launch_templates(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="launch template"):
         parse_config(
             {
