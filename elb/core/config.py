@@ -435,21 +435,6 @@ class Config(_Strict):
         return data
 
     @model_validator(mode="after")
-    def _boot_is_in_user_data(self) -> Config:
-        """Nodes that configure themselves at boot are given their boot in their user data."""
-        if self.provision.mode != "boot":
-            return self
-        templated = self.cloud.ec2.launch_template is not None or any(
-            g.launch_template is not None for g in self.node_groups or ()
-        )
-        if self.cloud.provider == "ec2" and templated:
-            raise ValueError(
-                "provision.mode: boot gives each node its boot in its user data, which a launch template "
-                "holds itself: describe the workers in cloud.ec2 (and node_groups) without launch_template"
-            )
-        return self
-
-    @model_validator(mode="after")
     def _spot_is_not_stopped(self) -> Config:
         """The one group's warm pool stops idle nodes; with ``cloud.ec2.spot`` its nodes are
         one-time spot instances, which EC2 cannot stop (node groups check their own market)."""
