@@ -386,9 +386,11 @@ class Balancer:
         # nodes over a limit are a few commands, not one a node), of the nodes with none under way.
         busy = self.executor.in_flight()
         declines = [d for d in plan.declines if d.node not in busy]
-        if declines and not self._stop_before(",".join(d.node for d in declines), result):
-            what = f"give back {declines[0].node}" if len(declines) == 1 else f"give back {len(declines)} nodes"
-            self.executor.submit([d.node for d in declines], what, functools.partial(act.give_back_all, declines))
+        if declines:
+            names = [d.node for d in declines]
+            nodes = names[0] if len(names) == 1 else f"{len(names)} nodes ({names[0]} ... {names[-1]})"
+            if not self._stop_before(f"give back {nodes}", result):
+                self.executor.submit(names, f"give back {nodes}", functools.partial(act.give_back_all, declines))
         for m in plan.moves:
             act.bind(m, result.outcomes)
 
