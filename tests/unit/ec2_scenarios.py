@@ -339,6 +339,12 @@ def ec2_check_fleet(world: World) -> None:
     preflight(cloud(world, **FLEET), warm_pool=False)
 
 
+def ec2_check_template_boot(world: World) -> None:
+    """The check of a template's nodes that configure themselves at boot: the dry run is the
+    RunInstances they launch with (their user data of their own), not a CreateFleet."""
+    preflight(cloud(world, **FLEET), warm_pool=False, boot=True)
+
+
 def inventory(world: World) -> None:
     world.worker("node001")
     config: Config = parse_config(
@@ -381,6 +387,7 @@ SCENARIOS: dict[str, Callable[[World], None]] = {
         template_versions,
         ec2_check,
         ec2_check_fleet,
+        ec2_check_template_boot,
         inventory,
         notices,
         ec2_events_setup,

@@ -761,7 +761,7 @@ class Ec2Cloud:
             raise CloudError(f"launch template {template.id or template.name} has no version {template.version}")
         return versions[0]
 
-    def _template_user_data(self, template: LaunchTemplate) -> str | None:
+    def template_user_data(self, template: LaunchTemplate) -> str | None:
         """The user data of the launch template's version, as text (None: it has none); a
         CloudError when it is not text (gzip, say: elb cannot put a node's boot beside it)."""
         encoded = self._template_version(template).get("LaunchTemplateData", {}).get("UserData")
@@ -1225,12 +1225,12 @@ class Ec2Cloud:
         node is read from its console output once it runs, ``_console_host_keys``), and its boot.
         A node of a launch template given a boot is launched with user data of its own, which
         replaces the template's: the template version's user data first, then the boot
-        (``_template_user_data``); no host key (read from the console as for the others)."""
+        (``template_user_data``); no host key (read from the console as for the others)."""
         if spec.launch_template is not None:
             if boot is None or adopting:
                 return spec
             try:
-                user_data = node_user_data(self._template_user_data(spec.launch_template), None, boot)
+                user_data = node_user_data(self.template_user_data(spec.launch_template), None, boot)
             except ValueError as err:
                 raise CloudError(f"cannot launch {name}: {err}") from None
             return dataclasses.replace(spec, user_data=user_data)
@@ -1515,13 +1515,20 @@ def template_imds_check(template: LaunchTemplate, cloud: Ec2Cloud) -> Check:
     return Check(what, problem is None, problem or "HttpTokens required")
 
 
-def preflight(cloud: Ec2Cloud, *, warm_pool: bool) -> list[Check]:
+# What the preflight's dry run gives a template's node that configures itself at boot: a boot of
+# the right shape (a file, a command); the node's own is made at its launch.
+PREFLIGHT_BOOT = NodeBoot(files={"/etc/elb/boot-inventory.yml": "{}\n"}, argv=("/bin/true",))
+
+
+def preflight(cloud: Ec2Cloud, *, warm_pool: bool, boot: bool = False) -> list[Check]:
     """Check credentials, settings and permissions without starting or stopping anything.
 
     Each launch template the config names must require IMDSv2 (``imds_problem``).
     ``RunInstances``, ``TerminateInstances`` and, with a ``warm_pool`` (which the config's IAM
     policy then allows), ``StopInstances`` and ``StartInstances`` are called with ``DryRun=True``: EC2 checks the
     IAM policy (tag conditions and ``iam:PassRole`` included) and the parameters, and starts nothing.
+    ``boot`` (``provision.mode: boot``): a launch template's nodes are launched with user data of
+    their own (``RunInstances``, the template's user data first), and that is what is tried.
     """
     checks: list[Check] = []
     try:
@@ -1531,7 +1538,10 @@ def preflight(cloud: Ec2Cloud, *, warm_pool: bool) -> list[Check]:
     checks.append(Check("read the cluster (DescribeInstances)", True, f"{len(workers)} elb workers running"))
     try:
         spec = cloud.launch_spec()
-    except CloudError as err:
+        if boot and spec.launch_template is not None:
+            site = cloud.template_user_data(spec.launch_template)
+            spec = dataclasses.replace(spec, user_data=node_user_data(site, None, PREFLIGHT_BOOT))
+    except (CloudError, ValueError) as err:
         checks.append(Check("launch settings", False, str(err)))
         return checks
     subnets = ", ".join(s or "default" for s in spec.subnets)
