@@ -27,6 +27,7 @@ from elb.service.stats import StatsRow, read_rows
 from elbdev.demo_steps import (
     SETUP_LOG,
     Changes,
+    at_boot,
     launch_line,
     output_to,
     phase,
@@ -119,6 +120,13 @@ def register(sub: Any) -> None:
         choices=("sge", "slurm"),
         default="sge",
         help="slurm: the same story behind Slurm's power saving (slurmctld on the master, slurmd nodes)",
+    )
+    p.add_argument(
+        "--provision",
+        choices=("push", "boot"),
+        default="push",
+        help="boot: the nodes configure themselves at boot (provision.mode: boot), the master runs only its "
+        "own part for each batch; push (default): the master configures each node over SSH",
     )
     p.set_defaults(func=cmd_demo)
 
@@ -217,6 +225,8 @@ def _run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.
     say("cluster up: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
     phase("starting elb as the master")
     config = demo_config(STATE, C.SSH_KEY, cluster.cluster_name, args.max_nodes)
+    if args.provision == "boot":
+        config = at_boot(config, cluster.boot_mounts())
     proc, home = start_elb(cluster, STATE, config, "elb-demo", procs)
     say(
         f"elb running as the master (log: {STATE / 'elb.log'}); policy: elb's default (launch for jobs "

@@ -17,7 +17,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from elb.service.journal import Journal
-from elbdev.demo_steps import SETUP_LOG, Changes, launch_line, phase, say, set_up, start_elb, used_node_seconds
+from elbdev.demo_steps import (
+    SETUP_LOG,
+    Changes,
+    at_boot,
+    launch_line,
+    phase,
+    say,
+    set_up,
+    start_elb,
+    used_node_seconds,
+)
 
 if TYPE_CHECKING:
     from elbdev.testcluster.cluster import TestCluster
@@ -100,8 +110,14 @@ def run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.P
     say("cluster up: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()) + "; slurmctld up (configless)")
     phase("starting elb behind Slurm's power saving")
     config = demo_config(state, C.SSH_KEY, cluster.cluster_name, args.max_nodes)
+    if args.provision == "boot":
+        config = at_boot(config, cluster.boot_mounts())
     proc, home = start_elb(cluster, state, config, "elb-demo-slurm", procs)
-    say(f"elb running behind Slurm's power saving (log: {state / 'elb.log'}); poll 5 s, max {args.max_nodes} nodes")
+    how = "nodes configure themselves at boot" if args.provision == "boot" else "the master configures the nodes"
+    say(
+        f"elb running behind Slurm's power saving (log: {state / 'elb.log'}); poll 5 s, max {args.max_nodes} "
+        f"nodes; {how}"
+    )
     phase(f"submitting {args.jobs} jobs")
     submitted: dict[str, float] = {}
     for _ in range(args.jobs):

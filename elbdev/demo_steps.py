@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -143,3 +143,18 @@ def set_up(up: Callable[[], T]) -> T:
     except Exception:
         say(f"setting up failed; its output: {SETUP_LOG}")
         raise
+
+
+# With ``--provision boot``: how long elb waits for a node to configure itself after the master
+# admitted it. The Slurm demo's bring-up stays within the test cluster's ResumeTimeout (600 s):
+# the local cloud's boot_timeout 120 s + provision.timeout 300 s + this.
+BOOT_WAIT = 150
+
+
+def at_boot(config: dict[str, Any], mounts: Sequence[Path]) -> dict[str, Any]:
+    """``config`` with nodes that configure themselves at boot (``provision.mode: boot``): the
+    local cloud mounts ``mounts`` (this machine's Python environment and checkout, standing in for
+    an image with elb installed) into each node, which runs its boot playbook on itself."""
+    provision = {**config["provision"], "mode": "boot", "boot": {"timeout": BOOT_WAIT}}
+    cloud = {**config["cloud"], "local": {"mounts": [str(m) for m in mounts]}}
+    return {**config, "provision": provision, "cloud": cloud}

@@ -162,6 +162,10 @@ class SlurmConfig(_Strict):
     partition_groups: dict[str, str] = Field(default_factory=dict)
     add_playbook: str = Field("slurm_add_node.yml", pattern=r"^[A-Za-z0-9_.-]+\.ya?ml$")
     remove_playbook: str = Field("slurm_remove_node.yml", pattern=r"^[A-Za-z0-9_.-]+\.ya?ml$")
+    # provision.mode boot: the master's part of adding a batch (its hosts lines, exports, the
+    # munge key pushed to each node, the batch's file) and what each node runs on itself at boot.
+    admit_playbook: str = Field("slurm_admit_nodes.yml", pattern=r"^[A-Za-z0-9_.-]+\.ya?ml$")
+    boot_playbook: str = Field("slurm_node_boot.yml", pattern=r"^[A-Za-z0-9_.-]+\.ya?ml$")
 
 
 class Ec2Config(_Strict):
@@ -281,7 +285,8 @@ class BootConfig(_Strict):
     ansible_playbook: Path | None = None
     playbook: Path | None = None
     # How long elb waits, after the master admitted a node, for the node to have configured
-    # itself and its execd to report; then the node is failed, taken out and terminated.
+    # itself and its scheduler's daemon (execd, slurmd) to report; then the node is failed,
+    # taken out and terminated.
     timeout: PositiveSeconds = 600.0
 
     @field_validator("ansible_playbook", "playbook")
@@ -295,7 +300,7 @@ class BootConfig(_Strict):
 class ProvisionConfig(_Strict):
     playbook_dir: Path | None = None  # None: the playbooks shipped with elb
     # push: the master configures each new node over SSH (add play). boot: the master does only
-    # its own part (admit play) and each node configures itself at boot (``boot``); Grid Engine only.
+    # its own part (admit play) and each node configures itself at boot (``boot``).
     mode: Literal["push", "boot"] = "push"
     boot: BootConfig = Field(default_factory=BootConfig)
     # ansible-runner's directory; not set: <state_dir>/ansible (Config fills it in).
@@ -435,24 +440,6 @@ class Config(_Strict):
         if isinstance(provision, dict) and "private_data_dir" not in provision:
             return {**data, "provision": {**provision, "private_data_dir": str(under)}}
         return data
-
-    @model_validator(mode="after")
-    def _boot_is_grid_engine(self) -> Config:
-        """Nodes that configure themselves at boot run Grid Engine's node_boot.yml (Slurm's nodes
-        are configured by the push, ``slurm.add_playbook``), given in their user data."""
-        if self.provision.mode != "boot":
-            return self
-        if self.scheduler != "sge":
-            raise ValueError("provision.mode: boot is for Grid Engine (scheduler: sge); Slurm's nodes take push")
-        templated = self.cloud.ec2.launch_template is not None or any(
-            g.launch_template is not None for g in self.node_groups or ()
-        )
-        if self.cloud.provider == "ec2" and templated:
-            raise ValueError(
-                "provision.mode: boot gives each node its boot in its user data, which a launch template "
-                "holds itself: describe the workers in cloud.ec2 (and node_groups) without launch_template"
-            )
-        return self
 
     @model_validator(mode="after")
     def _spot_is_not_stopped(self) -> Config:

@@ -54,7 +54,7 @@ from elb.core.config import ClusterConfig, ProvisionConfig, RetentionConfig, Sge
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import HostResult, JobProcesses, NodeBoot, NodeSpec, Outcome, Witness
 from elb.provision import proctree, retention, sshmux
-from elb.provision.boot import batch_of, boot_inventory, node_boot
+from elb.provision.boot import NODE_VAR_PREFIXES, batch_of, boot_inventory, node_boot
 from elb.provision.hostkeys import HostKeyError, HostKeys
 from elb.provision.inventory import Connection, InventoryError, build_inventory, check_extra_vars
 from elb.provision.outcomes import DONE_KEY, RunEnd, summarize
@@ -78,7 +78,7 @@ _ENV_KEEP_PREFIXES = ("LC_", "ANSIBLE_", "RUNNER_", "AWX_", "SGE_")
 _ENV_SECRET = re.compile(r"PASS|SECRET|TOKEN|CREDENTIAL|KEY$|KEY_ID$", re.IGNORECASE)
 
 
-BOOT_PLAYBOOK = "node_boot.yml"  # what a node that configures itself at boot runs
+BOOT_PLAYBOOK = "node_boot.yml"  # what a Grid Engine node that configures itself at boot runs
 # What elb asks a node before it removes one the scheduler showed busy: do job processes run there?
 PROBE_PLAYBOOK = "probe_jobs.yml"
 PROBE_TIMEOUT = 60.0  # seconds one probe run may take at most (less when provision.timeout is less)
@@ -308,6 +308,8 @@ class AnsibleProvisioner:
         cancel_event: threading.Event | None = None,
         retention: RetentionConfig | None = None,
         groups: NodeGroups | None = None,
+        boot_playbook: str = BOOT_PLAYBOOK,
+        boot_vars: tuple[str, ...] = NODE_VAR_PREFIXES,
     ) -> None:
         self.config = config
         # With node_groups: each node joins its group's queues and host group with its slots and
@@ -326,9 +328,12 @@ class AnsibleProvisioner:
             host_keys=config.host_keys_path,
         )
         self.host_keys = HostKeys(config.host_keys_path)
-        # What a node that configures itself at boot runs: the image's, else elb's own paths.
+        # What a node that configures itself at boot runs: the image's, else elb's own paths
+        # (``boot_playbook``: the scheduler's node playbook; ``boot_vars``: the beginnings of the
+        # names of its roles' variables, the only ones its boot document holds).
         self.boot_ansible_playbook = config.boot.ansible_playbook or Path(sys.executable).with_name("ansible-playbook")
-        self.boot_playbook = config.boot.playbook or self.playbook_dir / BOOT_PLAYBOOK
+        self.boot_playbook = config.boot.playbook or self.playbook_dir / boot_playbook
+        self.boot_vars = boot_vars
         self.role_vars = role_vars(self.cluster, self.sge)
         self.runs = proctree.RunRecords(config.private_data_dir / "running")
         self.vars_dir = config.private_data_dir / "vars"  # a running playbook's extra vars file
@@ -389,6 +394,7 @@ class AnsibleProvisioner:
                     master_address=address,
                     market=spec.market,
                     variables=variables,
+                    prefixes=self.boot_vars,
                 )
                 out[name] = node_boot(
                     inventory, ansible_playbook=self.boot_ansible_playbook, playbook=self.boot_playbook

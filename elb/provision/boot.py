@@ -1,8 +1,10 @@
 """The boot document of a node that configures itself at boot (``provision.mode: boot``; pure).
 
-The master does its own part of adding the node (``playbooks/admit_nodes.yml``: hosts lines,
-exports, the exec host registration) and the node the rest, on itself, by running
-``playbooks/node_boot.yml`` from its image at its first boot. What the node needs to know then
+The master does its own part of adding the node (Grid Engine: ``playbooks/admit_nodes.yml``,
+hosts lines, exports, the exec host registration; Slurm: ``playbooks/slurm_admit_nodes.yml``,
+hosts lines, exports, the munge key pushed over SSH) and the node the rest, on itself, by running
+its boot playbook (``playbooks/node_boot.yml``, ``playbooks/slurm_node_boot.yml``) from its
+image at its first boot. What the node needs to know then
 is an Ansible inventory written on the node (``BOOT_INVENTORY``):
 
 - group ``new_nodes``: the node alone, reached with a local connection, with its node group's
@@ -10,7 +12,8 @@ is an Ansible inventory written on the node (``BOOT_INVENTORY``):
 - group ``master``: the master's name and the address the nodes reach it at;
 - vars of ``all``: the node's batch (the nodes launched together: the master publishes one file
   of hosts lines and users' ids per batch, named after its first node), elb's role variables and
-  those of ``provision.extra_vars`` that the node's roles read (``NODE_VAR_PREFIXES``).
+  those of ``provision.extra_vars`` that the node's roles read (``NODE_VAR_PREFIXES``,
+  ``SLURM_NODE_VAR_PREFIXES``).
 
 The document travels as EC2 user data, which the node and whoever may describe the instance can
 read: nothing else of ``provision.extra_vars`` goes into it, and no key.
@@ -29,11 +32,24 @@ from elb.provision.inventory import InventoryError, check_address, check_extra_v
 BOOT_INVENTORY = "/etc/elb/boot-inventory.yml"
 # The roles node_boot.yml runs on the node: their variables (and only theirs) go to the node.
 NODE_VAR_PREFIXES = ("etc_hosts_", "nfs_client_", "cluster_user_", "sge_exec_", "spot_agent_", "node_boot_")
+# Those slurm_node_boot.yml runs (a Slurm node). Of munge's variables only the path of the node's
+# key: the key itself reaches the node over SSH from the master (slurm_admit_nodes.yml), never
+# through the boot document.
+SLURM_NODE_VAR_PREFIXES = (
+    "etc_hosts_",
+    "nfs_client_",
+    "cluster_user_",
+    "slurm_node_",
+    "munge_key_path",
+    "spot_agent_",
+    "node_boot_",
+)
 
 
-def node_vars(variables: Mapping[str, object]) -> dict[str, object]:
-    """The variables of ``variables`` that the node's own roles read."""
-    return {k: v for k, v in check_extra_vars(variables).items() if k.startswith(NODE_VAR_PREFIXES)}
+def node_vars(variables: Mapping[str, object], prefixes: tuple[str, ...] = NODE_VAR_PREFIXES) -> dict[str, object]:
+    """The variables of ``variables`` that the node's own roles read (``prefixes``: their names'
+    beginnings, those of the roles of the node's boot playbook)."""
+    return {k: v for k, v in check_extra_vars(variables).items() if k.startswith(prefixes)}
 
 
 def batch_of(names: Sequence[str]) -> str:
@@ -51,8 +67,10 @@ def boot_inventory(
     master_address: str,
     market: str | None = None,
     variables: Mapping[str, object] | None = None,
+    prefixes: tuple[str, ...] = NODE_VAR_PREFIXES,
 ) -> dict[str, object]:
-    """The inventory node ``name`` runs node_boot.yml with. Raises InventoryError on bad input."""
+    """The inventory node ``name`` runs its boot playbook with (``prefixes``: of the variables
+    that playbook's roles read). Raises InventoryError on bad input."""
     check_host_name(name, "node name")
     check_host_name(batch, "batch name")
     node: dict[str, object] = {
@@ -61,7 +79,7 @@ def boot_inventory(
     }
     if market is not None:
         node["elb_market"] = check_market(market, f"node {name}")
-    all_vars = node_vars(variables or {}) | {"node_boot_batch": batch}
+    all_vars = node_vars(variables or {}, prefixes) | {"node_boot_batch": batch}
     return {
         "all": {
             "vars": all_vars,

@@ -783,20 +783,33 @@ class Actuator:
         return set(jobs)
 
     def give_back(self, d: Decline, out: Outcomes) -> None:
-        """Give a node the scheduler asked for back to it (its jobs wait again); the ask is
-        answered once that went through, else tried again later (``askplan.release_retry_at``)."""
-        log.warning("%s: given back to %s: %s", d.node, self.scheduler.name, d.reason)
-        try:
-            self.scheduler.release([d.node], d.reason)
-        except SchedulerError as err:
-            attempts = 1 + next((a.attempts for a in self.journal.asks() if a.node == d.node), 0)
-            retry = release_retry_at(attempts, self.clock())
-            log.error("%s: cannot give it back (%s); tried again in %.0f s", d.node, err, retry - self.clock())
-            self.journal.ask_failed(d.node, d.since, retry)
-            out.failed[d.node] = f"give back failed: {err}"
-            return
-        self.journal.answer_ask(d.node, d.since, f"given back: {d.reason}", self.clock())
-        out.given_back.append(d.node)
+        """Give one node the scheduler asked for back to it (``give_back_all``)."""
+        self.give_back_all([d], out)
+
+    def give_back_all(self, declines: Sequence[Decline], out: Outcomes) -> None:
+        """Give nodes the scheduler asked for back to it (their jobs wait again): one release for
+        the nodes that share a reason (the driver splits a long list into its commands' batches:
+        Slurm's ``scontrol update`` names at most a hundred), not one a node. Each ask is answered
+        once its release went through, else tried again later (``askplan.release_retry_at``)."""
+        by_reason: dict[str, list[Decline]] = {}
+        for d in declines:
+            by_reason.setdefault(d.reason, []).append(d)
+        for reason, group in by_reason.items():
+            for d in group:
+                log.warning("%s: given back to %s: %s", d.node, self.scheduler.name, reason)
+            try:
+                self.scheduler.release([d.node for d in group], reason)
+            except SchedulerError as err:
+                attempts = {a.node: a.attempts for a in self.journal.asks()}
+                for d in group:
+                    retry = release_retry_at(1 + attempts.get(d.node, 0), self.clock())
+                    log.error("%s: cannot give it back (%s); tried again in %.0f s", d.node, err, retry - self.clock())
+                    self.journal.ask_failed(d.node, d.since, retry)
+                    out.failed[d.node] = f"give back failed: {err}"
+                continue
+            for d in group:
+                self.journal.answer_ask(d.node, d.since, f"given back: {reason}", self.clock())
+                out.given_back.append(d.node)
 
     def bind(self, move: Move, out: Outcomes) -> None:
         """Bind a job spot interruptions keep sending back to on-demand nodes, once: a binding

@@ -387,10 +387,15 @@ class Balancer:
             self.last.backoff_wait = inputs.backoff.waiting(result.now)
         if plan.scaling is not None:
             self._start_scaling(plan, plan.scaling, inputs, act, result)
-        for d in plan.declines:
-            if self._stop_before(d.node, result):
-                break
-            self.executor.submit([d.node], f"give back {d.node}", functools.partial(act.give_back, d))
+        # The pass's give-backs are one operation (one release a reason: a burst's hundreds of
+        # nodes over a limit are a few commands, not one a node), of the nodes with none under way.
+        busy = self.executor.in_flight()
+        declines = [d for d in plan.declines if d.node not in busy]
+        if declines:
+            names = [d.node for d in declines]
+            nodes = names[0] if len(names) == 1 else f"{len(names)} nodes ({names[0]} ... {names[-1]})"
+            if not self._stop_before(f"give back {nodes}", result):
+                self.executor.submit(names, f"give back {nodes}", functools.partial(act.give_back_all, declines))
         for m in plan.moves:
             act.bind(m, result.outcomes)
 

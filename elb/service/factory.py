@@ -69,6 +69,18 @@ def make_provisioner(cfg: Config) -> AnsibleProvisioner:
     from elb.provision import AnsibleProvisioner
 
     groups = cfg.groups(1) if cfg.node_groups is not None else None  # configured groups carry their slots
+    if cfg.scheduler == "slurm":  # a Slurm node's boot: its own playbook and its roles' variables
+        from elb.provision.boot import SLURM_NODE_VAR_PREFIXES
+
+        return AnsibleProvisioner(
+            cfg.provision,
+            cfg.cluster,
+            cfg.sge,
+            retention=cfg.retention,
+            groups=groups,
+            boot_playbook=cfg.slurm.boot_playbook,
+            boot_vars=SLURM_NODE_VAR_PREFIXES,
+        )
     return AnsibleProvisioner(cfg.provision, cfg.cluster, cfg.sge, retention=cfg.retention, groups=groups)
 
 

@@ -34,7 +34,11 @@ packages stay installed: apt is not undone). ``--master-part SIZES`` instead tim
 part alone for bursts too big for this machine's nodes: admit_nodes.yml for N nodes that are not
 started (the play contacts no node: hosts lines, exports, the published file and the SGE
 registration are real) and remove_node.yml for them (every step on the master, as for dead nodes),
-wall and the master's CPU for each size, the most as a multiple of the fewest.
+wall and the master's CPU for each size, the most as a multiple of the fewest. With
+``--scheduler slurm`` it times Slurm's master's part instead, with cloud nodes Slurm powers up
+that are never started (``measure_slurm_master_part``): each node's address (``scontrol update``),
+slurm_admit_nodes.yml without the munge key's write over SSH (the one step that needs the nodes),
+the drains, slurm_remove_node.yml and the batched power down.
 """
 
 from __future__ import annotations
@@ -46,13 +50,15 @@ import os
 import resource
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from elb.core.interfaces import NodeSpec
+from elb.schedulers.slurm.commands import SlurmCommands
 from elbdev.testcluster import constants as C
 from elbdev.testcluster._run import run
-from elbdev.testcluster.cluster import TestCluster
+from elbdev.testcluster.cluster import PlaybookRun, TestCluster
 
 ADD_K_TARGET = 1.5  # adding 4 nodes in one run, as a multiple of adding one
 ADD_16_TARGET = 2.0  # adding 16 nodes in one run, as a multiple of adding one
@@ -251,6 +257,125 @@ def measure_master_part(tc: TestCluster, sizes: list[int]) -> None:
             print(f"  {what}, 16 nodes / {few}: {ratio:.2f}x (the burst target, <= {ADD_16_TARGET}: {verdict})")
 
 
+# The tag of slurm_admit_nodes.yml's one step that reaches the nodes (the munge key's write).
+MUNGE_PUSH_TAG = "munge_push"
+Parts = dict[str, tuple[float, float]]  # a part of the master's work -> (wall, CPU) seconds
+
+
+def measure_slurm_master_part(tc: TestCluster, sizes: list[int]) -> None:
+    """Slurm's master's part alone, for each size, with N cloud nodes Slurm powers up that are
+    never started (distinct names for each size: a node powered down stays powering down for the
+    controller's SuspendTimeout). The bring-up: ``scontrol update ... state=POWER_UP`` (what
+    Slurm does when a job asks; a hundred names a command), then what elb does: each node's
+    address (one ``scontrol update`` a node, the driver's ``prepare``) and slurm_admit_nodes.yml
+    without its one step that reaches the nodes (the munge key's write over SSH, tag
+    ``munge_push``: it needs started nodes). The removal as the actuator's batch does it: a
+    drain a node, slurm_remove_node.yml (one failed ping a node: they are not started), the
+    power down with the address set back and the undrain (a hundred names a command). Wall time
+    and the master's CPU (this process's children) for each part."""
+    from elb.core.config import SlurmConfig  # noqa: PLC0415
+    from elb.schedulers.slurm.commands import SlurmCommands  # noqa: PLC0415
+    from elbdev.testcluster import slurm  # noqa: PLC0415
+
+    tc.up(nodes=0)
+    slurm.up(cloud_nodes=sum(sizes))
+    commands = SlurmCommands(SlurmConfig(conf=slurm.CONF, requests=slurm.REQUEST_DIR))
+    rows: dict[int, Parts] = {}
+    first = 1
+    try:
+        for n in sizes:
+            specs = [
+                NodeSpec(name=f"node{i:03d}", private_ip=f"{UNSTARTED_NET}.{i // 250}.{i % 250 + 1}", slots=2)
+                for i in range(first, first + n)
+            ]
+            first += n
+            rows[n] = slurm_master_part(tc, commands, specs)
+            log.info("%d node(s): %s", n, ", ".join(f"{k} {v[0]:.1f} s" for k, v in rows[n].items()))
+    finally:
+        slurm.down()
+    report_slurm_master_part(rows)
+
+
+def slurm_master_part(
+    tc: TestCluster, commands: SlurmCommands, specs: list[NodeSpec]
+) -> dict[str, tuple[float, float]]:
+    """One size of ``measure_slurm_master_part``: each part's wall and CPU seconds."""
+    from elb.schedulers.slurm.commands import UPDATE_BATCH  # noqa: PLC0415
+    from elb.schedulers.slurm.parse import compress  # noqa: PLC0415
+
+    names = [s.name for s in specs]
+    parts: Parts = {}
+
+    def timed(what: str, step: Callable[[], None]) -> None:
+        t, cpu = time.monotonic(), _children_cpu()
+        step()
+        parts[what] = (time.monotonic() - t, _children_cpu() - cpu)
+
+    def addresses() -> None:
+        for spec in specs:
+            commands.set_address(spec.name, spec.private_ip)
+
+    def admit() -> None:
+        os.environ["ANSIBLE_SKIP_TAGS"] = MUNGE_PUSH_TAG
+        try:
+            _ok(tc.run_playbook("slurm_admit_nodes.yml", new_nodes=specs), "slurm_admit_nodes.yml", len(specs))
+        finally:
+            del os.environ["ANSIBLE_SKIP_TAGS"]
+
+    def drains() -> None:
+        for name in names:
+            commands.drain(name, "elb: benchmark")
+
+    def remove() -> None:
+        _ok(tc.run_playbook("slurm_remove_node.yml", old_nodes=specs), "slurm_remove_node.yml", len(specs))
+
+    def power_down() -> None:
+        commands.power_down(names, "elb: benchmark", force=True, reset_address=True)
+        commands.undrain(names)
+
+    for start in range(0, len(names), UPDATE_BATCH):
+        hosts = compress(names[start : start + UPDATE_BATCH])
+        commands.run(["scontrol", "update", f"nodename={hosts}", "state=POWER_UP"], change=True)
+    for what, step in (
+        ("addresses", addresses),
+        ("admit play", admit),
+        ("drains", drains),
+        ("remove play", remove),
+        ("power down", power_down),
+    ):
+        timed(what, step)
+    return parts
+
+
+def _ok(pb: PlaybookRun, what: str, n: int) -> None:
+    if not pb.ok:
+        raise SystemExit(f"{what} for {n} node(s) failed:\n{pb.stdout[-3000:]}")
+
+
+def report_slurm_master_part(rows: dict[int, Parts]) -> None:
+    """The parts of each size side by side; the master's part to admit (the addresses and the
+    admit play) as a multiple of the fewest nodes', beside the burst target for 16."""
+    few = min(rows)
+    load = os.getloadavg()
+    print(f"\nSlurm's master's part alone, nodes not started (2-core machine, load now {load[0]:.1f} {load[1]:.1f}):")
+    print("  wall seconds (the master's CPU a node); admit = addresses + admit play, x the fewest nodes'")
+    print("  nodes   addresses        admit play       admit (x fewest)   drains           remove play      power down")
+
+    def admit_of(n: int) -> float:
+        return rows[n]["addresses"][0] + rows[n]["admit play"][0]
+
+    for n, p in rows.items():
+        cells = [f"{p[k][0]:6.1f} ({p[k][1] / n:4.2f})" for k in ("addresses", "admit play")]
+        rest = [f"{p[k][0]:6.1f} ({p[k][1] / n:4.2f})" for k in ("drains", "remove play", "power down")]
+        ratio = f"{admit_of(n):6.1f} ({admit_of(n) / admit_of(few):5.2f}x)"
+        print(f"  {n:>5}   " + "   ".join([*cells, ratio, *rest]))
+    if 16 in rows and few < 16:
+        ratio16 = admit_of(16) / admit_of(few)
+        verdict = "met" if ratio16 <= ADD_16_TARGET else "NOT met"
+        print(f"  the master's part to admit, 16 nodes / {few}: {ratio16:.2f}x (target <= {ADD_16_TARGET}: {verdict})")
+    print("  (the munge key's write, one SSH step a node, is not in it: it needs started nodes)")
+
+
 def compare_sharing(tc: TestCluster, sizes: list[int], rounds: int) -> None:
     """Add and remove ``n`` nodes for each size, ``rounds`` times with one SSH connection per
     node and run and as many with one per task, alternated; print the means side by side."""
@@ -432,6 +557,13 @@ def main() -> int:
         help="instead: the admit and remove plays alone for nodes that are not started, e.g. 1,16,100",
     )
     ap.add_argument(
+        "--scheduler",
+        choices=("sge", "slurm"),
+        default="sge",
+        help="with --master-part: slurm measures Slurm's master's part (scontrol updates, "
+        "slurm_admit_nodes.yml without the key's write, the removal) with nodes Slurm powers up",
+    )
+    ap.add_argument(
         "--at-boot",
         action="store_true",
         help="also each size with the nodes configuring themselves at boot, side by side with the push",
@@ -456,7 +588,11 @@ def main() -> int:
         return 0
     if args.master_part:
         try:
-            measure_master_part(tc, [int(x) for x in args.master_part.split(",")])
+            part_sizes = [int(x) for x in args.master_part.split(",")]
+            if args.scheduler == "slurm":
+                measure_slurm_master_part(tc, part_sizes)
+            else:
+                measure_master_part(tc, part_sizes)
         finally:
             tc.down()
             split_file.unlink(missing_ok=True)

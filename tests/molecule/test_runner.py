@@ -9,7 +9,7 @@ from tests.molecule.runner import SCENARIO_DIR, run_scenario, scenarios
 
 def test_scenarios_are_the_directories_with_a_molecule_yml() -> None:
     found = scenarios()
-    assert {"default", "remove", "slurm_node", "spot_agent"} <= set(found)
+    assert {"default", "remove", "slurm_node", "slurm_site", "spot_agent"} <= set(found)
     assert "_shared" not in found
     assert all((SCENARIO_DIR / s / "molecule.yml").is_file() for s in found)
 

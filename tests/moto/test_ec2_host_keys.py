@@ -274,9 +274,42 @@ def test_a_boot_beside_the_admins_user_data(ec2: Any, ami: str, aws_env: str) ->
     assert cloud_config(str(parts[1].get_payload()))["runcmd"][0][5:] == list(BOOT.argv)
 
 
-def test_a_launch_template_node_cannot_be_given_a_boot(ec2: Any, ami: str, subnets: list[str], aws_env: str) -> None:
-    template(ec2, ami)
+def test_a_launch_template_node_gets_its_boot_after_the_templates_user_data(
+    ec2: Any, ami: str, subnets: list[str], aws_env: str
+) -> None:
+    """RunInstances with the template and user data of the node's own, which replaces the
+    template's: the template version's user data first, then elb's cloud-config with the boot."""
+    site = "#!/bin/sh\necho site\n"
+    ec2.create_launch_template(
+        LaunchTemplateName="elb-workers",
+        LaunchTemplateData={
+            "ImageId": ami,
+            "InstanceType": "t3.large",
+            "MetadataOptions": {"HttpTokens": "required"},
+            "UserData": base64.b64encode(site.encode()).decode(),
+        },
+    )
     cloud, client = cloud_with(aws_env, launch_template={"name": "elb-workers"}, subnets=[subnets[0]])
-    with pytest.raises(CloudError, match="launch template"):
+    [inst] = cloud.launch(["node001"], boot={"node001": BOOT}).launched
+    (kw,) = client.calls_of("run_instances")
+    assert kw["LaunchTemplate"]["LaunchTemplateName"] == "elb-workers" and "ImageId" not in kw
+    parts = [p for p in email.message_from_string(user_data_of(ec2, inst.instance_id)).walk() if not p.is_multipart()]
+    assert payload_text(parts[0]) == site
+    assert cloud_config(payload_text(parts[1]))["runcmd"][0][5:] == list(BOOT.argv)
+
+
+def test_a_launch_template_whose_user_data_is_not_text_cannot_take_a_boot(
+    ec2: Any, ami: str, subnets: list[str], aws_env: str
+) -> None:
+    ec2.create_launch_template(
+        LaunchTemplateName="elb-workers",
+        LaunchTemplateData={
+            "ImageId": ami,
+            "InstanceType": "t3.large",
+            "UserData": base64.b64encode(b"\x1f\x8b\x08\xff").decode(),
+        },
+    )
+    cloud, client = cloud_with(aws_env, launch_template={"name": "elb-workers"}, subnets=[subnets[0]])
+    with pytest.raises(CloudError, match="not text"):
         cloud.launch(["node001"], boot={"node001": BOOT})
     assert client.calls_of("run_instances") == []

@@ -22,6 +22,7 @@ from elb.core.assets import default_playbook_dir
 from elb.core.config import ClusterConfig, SgeConfig
 from elb.core.interfaces import NodeSpec
 from elb.provision.ansible import REACH_TASK, role_vars
+from elb.provision.boot import SLURM_NODE_VAR_PREFIXES, boot_inventory
 from elb.provision.inventory import Connection, build_inventory
 from elb.schedulers.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
 
@@ -134,3 +135,42 @@ def test_role_vars_are_variables_the_roles_have() -> None:
     assert not missing, f"no role has these variables: {missing}"
     # With the default config, elb's values are the roles' defaults.
     assert {k: defaults[k] for k in ours} == ours
+
+
+def _tasks(listing: str) -> list[str]:
+    """``--list-tasks`` output: the task names (``ROLE : NAME`` for a role's), in order."""
+    return [line.strip().split("\tTAGS:")[0].strip() for line in listing.splitlines() if "\tTAGS:" in line]
+
+
+def test_slurms_admit_play_runs_on_the_new_nodes_and_only_its_key_step_is_tagged(tmp_path: Path) -> None:
+    inv = _inventory(tmp_path, workers=WORKERS, new_nodes=NEW)
+    book = str(PLAYBOOKS / "slurm_admit_nodes.yml")
+    plays = _play_hosts(_run([str(BIN / "ansible-playbook"), "-i", str(inv), "--list-hosts", book]))
+    assert set().union(*plays.values()) == {"node004", "node005"}, plays
+    every = _tasks(_run([str(BIN / "ansible-playbook"), "-i", str(inv), "--list-tasks", book]))
+    skipped = _tasks(
+        _run([str(BIN / "ansible-playbook"), "-i", str(inv), "--list-tasks", "--skip-tags", "munge_push", book])
+    )
+    key_steps = [t for t in every if t not in skipped]
+    assert key_steps and all(t.startswith("munge : ") for t in key_steps), key_steps
+    assert "munge : Write the munge key on the node" in key_steps
+    assert [t for t in skipped if t.startswith("munge : ")] == []  # the benchmark's run reaches no node
+
+
+def test_a_slurm_nodes_boot_document_runs_slurm_node_boot_on_the_node_alone(tmp_path: Path) -> None:
+    doc = boot_inventory(
+        "node004", "node004", master="master", master_address="10.77.0.1", prefixes=SLURM_NODE_VAR_PREFIXES
+    )
+    inv = tmp_path / "boot-inventory.yml"
+    inv.write_text(yaml.safe_dump(doc))
+    book = str(PLAYBOOKS / "slurm_node_boot.yml")
+    plays = _play_hosts(_run([str(BIN / "ansible-playbook"), "-i", str(inv), "--list-hosts", book]))
+    assert set().union(*plays.values()) == {"node004"}, plays
+
+
+def test_slurm_site_sorts_every_worker(tmp_path: Path) -> None:
+    inv = _inventory(tmp_path, workers=[*WORKERS, NEW[0]])
+    out = _run([str(BIN / "ansible-playbook"), "-i", str(inv), "--list-hosts", str(PLAYBOOKS / "slurm_site.yml")])
+    plays = _play_hosts(out)
+    first = next(iter(plays.values()))  # the first play sorts every worker into live and dead
+    assert first == {"node001", "node004"}, out

@@ -31,6 +31,7 @@ from elb.clouds.ec2.inventory import ec2_inventory
 from elb.clouds.ec2.notices import Ec2Notices, check_events, setup_events
 from elb.core.config import Config, Ec2Config, parse_config
 from elb.core.groups import NodeGroup, NodeGroups
+from elb.core.interfaces import NodeBoot
 from elb.provision.hostkeys import HostKeys
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "ec2" / "golden"
@@ -49,6 +50,14 @@ CONSOLE = (
     "ec2: -----BEGIN SSH HOST KEY KEYS-----\n"
     "ec2: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAOhB7/zzhC+HXDdGOdLwJln5NYwm6UNXx3chmQSVTG4 root@ip-10-0-0-11\n"
     "ec2: -----END SSH HOST KEY KEYS-----\n"
+)
+
+# The site's own boot steps in the launch template's user data (kept first when elb adds a node's boot).
+TEMPLATE_USER_DATA = "#!/bin/sh\necho site\n"
+# A node's boot (provision.mode: boot), as elb.provision.boot makes it.
+BOOT = NodeBoot(
+    files={"/etc/elb/boot-inventory.yml": "all:\n  children: {}\n"},
+    argv=("/usr/bin/env", "ANSIBLE_NOCOLOR=1", "/opt/elb/bin/ansible-playbook", "/opt/elb/playbooks/node_boot.yml"),
 )
 
 Request = dict[str, Any]  # {"service", "operation", "params"}
@@ -150,7 +159,11 @@ class World:
         return {"Images": [{"ImageId": i, "RootDeviceName": "/dev/xvda"} for i in p["ImageIds"]]}
 
     def _ec2_DescribeLaunchTemplateVersions(self, p: dict[str, Any]) -> Any:
-        data = {"InstanceType": "c6i.large", "MetadataOptions": {"HttpTokens": "required"}}
+        data = {
+            "InstanceType": "c6i.large",
+            "MetadataOptions": {"HttpTokens": "required"},
+            "UserData": base64.b64encode(TEMPLATE_USER_DATA.encode()).decode(),
+        }
         return {"LaunchTemplateVersions": [{"VersionNumber": 3, "LaunchTemplateData": data}]}
 
     def _ec2_GetConsoleOutput(self, p: dict[str, Any]) -> Any:
@@ -287,6 +300,13 @@ def run_instances_template_spot_placement_group(world: World) -> None:
     cloud(world, NodeGroups(groups=[group]), **TEMPLATE, subnets=SUBNETS[:1]).launch(["node001"], {"node001": "mpi"})
 
 
+def run_instances_template_boot(world: World) -> None:
+    """A node of a launch template that configures itself at boot: RunInstances (CreateFleet's
+    overrides take no user data) for each choice, even with several types and spot, the
+    template's own user data first and the boot after it in the request's UserData."""
+    cloud(world, **FLEET, spot=True).launch(["node001"], boot={"node001": BOOT})
+
+
 def create_fleet_on_demand(world: World) -> None:
     cloud(world, **FLEET).launch(["node001"])
 
@@ -317,6 +337,12 @@ def ec2_check(world: World) -> None:
 
 def ec2_check_fleet(world: World) -> None:
     preflight(cloud(world, **FLEET), warm_pool=False)
+
+
+def ec2_check_template_boot(world: World) -> None:
+    """The check of a template's nodes that configure themselves at boot: the dry run is the
+    RunInstances they launch with (their user data of their own), not a CreateFleet."""
+    preflight(cloud(world, **FLEET), warm_pool=False, boot=True)
 
 
 def inventory(world: World) -> None:
@@ -354,12 +380,14 @@ SCENARIOS: dict[str, Callable[[World], None]] = {
         run_instances_template,
         run_instances_template_host_key,
         run_instances_template_spot_placement_group,
+        run_instances_template_boot,
         create_fleet_on_demand,
         create_fleet_spot,
         workers,
         template_versions,
         ec2_check,
         ec2_check_fleet,
+        ec2_check_template_boot,
         inventory,
         notices,
         ec2_events_setup,

@@ -4,6 +4,7 @@ for real on the test cluster, tests/cluster/test_boot_mode.py)."""
 
 from __future__ import annotations
 
+import email
 import threading
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from elb.schedulers.sge.states import queue_flags
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
 from tests.clock import Clock
+from tests.unit.ec2_scenarios import BOOT, TEMPLATE_ID, TEMPLATE_USER_DATA, record
 from tests.unit.factories import T0, pending
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
@@ -98,19 +100,33 @@ def test_a_batch_is_named_after_its_first_node() -> None:
 # -- the config ----------------------------------------------------------------------------------
 
 
-def test_boot_mode_is_refused_for_slurm_and_for_launch_templates(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="Grid Engine"):
-        parse_config({"state_dir": str(tmp_path), "scheduler": "slurm", "provision": {"mode": "boot"}})
-    with pytest.raises(ConfigError, match="launch template"):
-        parse_config(
-            {
-                "state_dir": str(tmp_path),
-                "provision": {"mode": "boot"},
-                "cloud": {"ec2": {"launch_template": {"name": "workers"}}},
-            }
-        )
+def test_boot_mode_takes_launch_templates_and_refuses_a_relative_playbook(tmp_path: Path) -> None:
+    cfg = parse_config(
+        {
+            "state_dir": str(tmp_path),
+            "provision": {"mode": "boot"},
+            "cloud": {"ec2": {"launch_template": {"name": "workers"}}},
+        }
+    )
+    assert cfg.provision.mode == "boot"  # the node's boot goes in the request's user data
     with pytest.raises(ConfigError, match="absolute"):
         parse_config({"state_dir": str(tmp_path), "provision": {"mode": "boot", "boot": {"playbook": "node_boot.yml"}}})
+
+
+def test_a_launch_template_node_gets_its_boot_after_the_templates_user_data_by_run_instances() -> None:
+    """CreateFleet's overrides take no user data: a template's node given a boot goes by
+    RunInstances (several types and spot notwithstanding), its UserData the template version's
+    own first, then elb's cloud-config with the boot (the golden request passes botocore's
+    validation: tests/unit/test_ec2_contract.py)."""
+    requests = record("run-instances-template-boot")
+    runs = [r["params"] for r in requests if r["operation"] == "RunInstances"]
+    assert [r["operation"] for r in requests if r["operation"] == "CreateFleet"] == []
+    (run,) = runs
+    assert run["LaunchTemplate"] == {"LaunchTemplateId": TEMPLATE_ID, "Version": "3"}
+    parts = [p for p in email.message_from_string(run["UserData"]).walk() if not p.is_multipart()]
+    assert parts[0].get_payload() == TEMPLATE_USER_DATA
+    body = yaml.safe_load(str(parts[1].get_payload()))
+    assert body["runcmd"] == [list(BOOT.command)] and "ssh_keys" not in body
 
 
 # -- the actuator ----------------------------------------------------------------------------------

@@ -8,6 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from elb.core.config import parse_config
+from elbdev.cli import build_parser
+from elbdev.demo_slurm import demo_config
+from elbdev.demo_steps import at_boot
 from elbdev.testcluster import slurm
 
 PROGS = {kind: Path(f"/usr/bin/elb-slurm-{kind}") for kind in ("resume", "suspend", "resume-fail")}
@@ -27,3 +31,23 @@ def test_the_tests_keep_their_eight_cloud_nodes() -> None:
 def test_a_count_out_of_range_is_refused(count: int) -> None:
     with pytest.raises(ValueError, match="cloud_nodes"):
         slurm.render_conf("master", PROGS, cloud_nodes=count)
+
+
+def test_the_slurm_demo_in_boot_mode_brings_a_node_up_within_the_controllers_resume_timeout(tmp_path: Path) -> None:
+    """``python -m elbdev demo --scheduler slurm --provision boot``: the nodes configure themselves
+    at boot (the checkout and this environment mounted into them), and elb's bound on a
+    bring-up (launch, admit play, the wait for slurmd) stays below the test cluster's
+    ResumeTimeout, so that Slurm never gives up on a node elb still brings up."""
+
+    config = at_boot(demo_config(tmp_path, tmp_path / "key", "elbtest", 3), [Path("/opt/venv"), Path("/srv/elb")])
+    cfg = parse_config(config)
+    assert cfg.provision.mode == "boot" and cfg.cloud.local.mounts == [Path("/opt/venv"), Path("/srv/elb")]
+    assert cfg.provision.extra_vars == {"slurm_node_options": ["-b"]}  # goes into each node's boot document
+    bound = cfg.boot_timeout + cfg.provision.timeout + cfg.provision.boot.timeout
+    assert bound < slurm.RESUME_TIMEOUT
+
+
+def test_the_demo_parser_takes_the_provision_mode() -> None:
+    args = build_parser().parse_args(["demo", "--scheduler", "slurm", "--provision", "boot"])
+    assert (args.scheduler, args.provision) == ("slurm", "boot")
+    assert build_parser().parse_args(["demo"]).provision == "push"

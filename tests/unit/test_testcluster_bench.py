@@ -10,7 +10,15 @@ from types import ModuleType
 
 import pytest
 
-from elbdev.testcluster.bench import CALLBACKS, Measured, Split, cpu_floor, on_paper, read_split
+from elbdev.testcluster.bench import (
+    CALLBACKS,
+    Measured,
+    Split,
+    cpu_floor,
+    on_paper,
+    read_split,
+    report_slurm_master_part,
+)
 
 
 @dataclass
@@ -119,3 +127,14 @@ def test_the_rough_estimate_at_boot_from_the_push_gives_way_to_the_measured_one(
     out = capsys.readouterr().out
     assert "line through the points" in out
     assert "roughly" not in out
+
+
+def test_slurms_master_part_is_reported_with_the_16_node_ratio_beside_its_target(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    parts = ("addresses", "admit play", "drains", "remove play", "power down")
+    rows = {n: dict.fromkeys(parts, (4.0 + 0.1 * n, 0.2 * n)) for n in (1, 16, 100)}
+    report_slurm_master_part(rows)
+    out = capsys.readouterr().out
+    assert "16 nodes / 1: 1.37x (target <= 2.0: met)" in out  # (2 x 5.6) / (2 x 4.1)
+    assert "munge key's write" in out

@@ -82,7 +82,7 @@ def cmd_ec2_check(args: argparse.Namespace) -> int:
     except CloudError as err:
         print(f"elb: {err}", file=sys.stderr)
         return Exit.UNREADABLE
-    checks = preflight(cloud, warm_pool=cfg.has_warm_pool)
+    checks = preflight(cloud, warm_pool=cfg.has_warm_pool, boot=cfg.provision.mode == "boot")
     failed = sum(not c.ok for c in checks)
     if getattr(args, "json", False):
         doc = {"checks": [{"what": c.what, "ok": c.ok, "detail": c.detail} for c in checks], "failed": failed}

@@ -22,6 +22,7 @@ injected so that tests control time.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import functools
 import hashlib
@@ -253,6 +254,8 @@ def run_arguments(
         else:
             ref["LaunchTemplateName"] = template.name or ""
         args["LaunchTemplate"] = ref  # type: ignore[typeddict-item]
+        if spec.user_data is not None:  # a node's boot: replaces the template's, which it holds first
+            args["UserData"] = spec.user_data  # boto3 base64-encodes it
     else:
         _describe_worker(args, spec)
     args["ClientToken"] = client_token(args, after=after, generation=generation)
@@ -261,8 +264,11 @@ def run_arguments(
 
 def uses_fleet(spec: LaunchSpec) -> bool:
     """Whether a node is launched with one ``CreateFleet`` call rather than ``RunInstances`` per
-    choice: with a launch template (a fleet needs one) and more than one way to start it."""
+    choice: with a launch template (a fleet needs one) and more than one way to start it; never
+    for a node given user data of its own (its boot: ``CreateFleet``'s overrides take none)."""
     if spec.placement_group is not None:  # RunInstances places each node in the group
+        return False
+    if spec.launch_template is not None and spec.user_data is not None:
         return False
     return spec.launch_template is not None and (len(spec.instance_types) > 1 or len(spec.subnets) > 1 or spec.spot)
 
@@ -759,6 +765,20 @@ class Ec2Cloud:
             raise CloudError(f"launch template {template.id or template.name} has no version {template.version}")
         return versions[0]
 
+    def template_user_data(self, template: LaunchTemplate) -> str | None:
+        """The user data of the launch template's version, as text (None: it has none); a
+        CloudError when it is not text (gzip, say: elb cannot put a node's boot beside it)."""
+        encoded = self._template_version(template).get("LaunchTemplateData", {}).get("UserData")
+        if not encoded:
+            return None
+        try:
+            return base64.b64decode(encoded, validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            raise CloudError(
+                f"launch template {template.id or template.name}: its user data is not text, so a node's boot "
+                "cannot be added to it (provision.mode: boot)"
+            ) from None
+
     def _template_spec(self, template: LaunchTemplate | None = None, types: Sequence[str] = ()) -> LaunchSpec:
         """A launch template (``template``, a node group's, else ``cloud.ec2.launch_template``)
         describes the worker: the instance types are ``types``, else (the configured template
@@ -1207,14 +1227,17 @@ class Ec2Cloud:
         its host key, when elb describes the worker itself and starts it (an adopted instance has
         the key it was launched with; a launch template holds the user data, so the key of its
         node is read from its console output once it runs, ``_console_host_keys``), and its boot.
-        A node of a launch template cannot be given a boot: CloudError."""
+        A node of a launch template given a boot is launched with user data of its own, which
+        replaces the template's: the template version's user data first, then the boot
+        (``template_user_data``); no host key (read from the console as for the others)."""
         if spec.launch_template is not None:
-            if boot is not None:
-                raise CloudError(
-                    f"cannot launch {name}: a launch template's user data is its own, so its node cannot be given "
-                    "its boot (provision.mode: boot needs cloud.ec2 to describe the worker, without launch_template)"
-                )
-            return spec
+            if boot is None or adopting:
+                return spec
+            try:
+                user_data = node_user_data(self.template_user_data(spec.launch_template), None, boot)
+            except ValueError as err:
+                raise CloudError(f"cannot launch {name}: {err}") from None
+            return dataclasses.replace(spec, user_data=user_data)
         if adopting:
             return spec
         try:
@@ -1496,13 +1519,20 @@ def template_imds_check(template: LaunchTemplate, cloud: Ec2Cloud) -> Check:
     return Check(what, problem is None, problem or "HttpTokens required")
 
 
-def preflight(cloud: Ec2Cloud, *, warm_pool: bool) -> list[Check]:
+# What the preflight's dry run gives a template's node that configures itself at boot: a boot of
+# the right shape (a file, a command); the node's own is made at its launch.
+PREFLIGHT_BOOT = NodeBoot(files={"/etc/elb/boot-inventory.yml": "{}\n"}, argv=("/bin/true",))
+
+
+def preflight(cloud: Ec2Cloud, *, warm_pool: bool, boot: bool = False) -> list[Check]:
     """Check credentials, settings and permissions without starting or stopping anything.
 
     Each launch template the config names must require IMDSv2 (``imds_problem``).
     ``RunInstances``, ``TerminateInstances`` and, with a ``warm_pool`` (which the config's IAM
     policy then allows), ``StopInstances`` and ``StartInstances`` are called with ``DryRun=True``: EC2 checks the
     IAM policy (tag conditions and ``iam:PassRole`` included) and the parameters, and starts nothing.
+    ``boot`` (``provision.mode: boot``): a launch template's nodes are launched with user data of
+    their own (``RunInstances``, the template's user data first), and that is what is tried.
     """
     checks: list[Check] = []
     try:
@@ -1512,7 +1542,10 @@ def preflight(cloud: Ec2Cloud, *, warm_pool: bool) -> list[Check]:
     checks.append(Check("read the cluster (DescribeInstances)", True, f"{len(workers)} elb workers running"))
     try:
         spec = cloud.launch_spec()
-    except CloudError as err:
+        if boot and spec.launch_template is not None:
+            site = cloud.template_user_data(spec.launch_template)
+            spec = dataclasses.replace(spec, user_data=node_user_data(site, None, PREFLIGHT_BOOT))
+    except (CloudError, ValueError) as err:
         checks.append(Check("launch settings", False, str(err)))
         return checks
     subnets = ", ".join(s or "default" for s in spec.subnets)

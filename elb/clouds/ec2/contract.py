@@ -166,7 +166,9 @@ def _check_image_or_template(req: Mapping[str, Any]) -> list[str]:
     if ("ImageId" in req) == ("LaunchTemplate" in req):
         return ["exactly one of ImageId and LaunchTemplate: elb either describes the worker or names the template"]
     if "LaunchTemplate" in req:
-        owned = [k for k in ("ImageId", "SecurityGroupIds", "KeyName", "IamInstanceProfile", "UserData") if k in req]
+        # UserData is the one a request may give beside a template: a node's boot, the template's
+        # own user data first in it (EC2 takes the request's over the template's).
+        owned = [k for k in ("ImageId", "SecurityGroupIds", "KeyName", "IamInstanceProfile") if k in req]
         if owned:
             return [f"{', '.join(owned)} beside a launch template: the template owns them"]
     return []
@@ -362,7 +364,8 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         ("ec2:RunInstances",),
         "EC2 API Reference, RunInstances, Request Parameters: ImageId, LaunchTemplate",
         "An AMI is named in the request or in the launch template; with a template elb sets only the "
-        "type, subnet, market and tags.",
+        "type, subnet, market and tags, and the user data of a node that configures itself at boot "
+        "(the request's replaces the template's).",
         _check_image_or_template,
         _describe_and_name,
     ),

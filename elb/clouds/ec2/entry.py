@@ -32,7 +32,7 @@ def checks(cfg: Config) -> Iterator[Check]:
     except CloudError as err:
         yield Check("cloud ec2", False, str(err), "set cloud.ec2.region and AWS credentials (elb ec2-check)")
         return
-    for c in preflight(cloud, warm_pool=cfg.has_warm_pool):
+    for c in preflight(cloud, warm_pool=cfg.has_warm_pool, boot=cfg.provision.mode == "boot"):
         yield Check(f"cloud ec2: {c.what}", c.ok, c.detail, "see elb ec2-check and docs/ec2.md's IAM policy")
 
 

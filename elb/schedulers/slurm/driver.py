@@ -167,7 +167,8 @@ class Slurm:
         self.slurm: SlurmClient = commands if commands is not None else SlurmCommands(config.slurm)
         self.add_playbook = config.slurm.add_playbook
         self.remove_playbook = config.slurm.remove_playbook
-        self.admit_playbook: str | None = None  # Slurm's nodes are configured by the add play
+        # provision.mode boot: the master's part of adding nodes that configure themselves at boot.
+        self.admit_playbook: str | None = config.slurm.admit_playbook
         self._resume_timeout: float | None = None
         self._resume_timeout_read = False
         self._last: SlurmRead | None = None
@@ -291,12 +292,14 @@ class Slurm:
 
     def await_registered(self, names: Sequence[str], stopping: threading.Event) -> dict[str, str] | None:
         """Wait until Slurm has each node up (its slurmd registered), for at most
-        ``slurm.register_timeout``: a slurmd that never registers would hold its node, and the job
-        waiting for it, until Slurm's ResumeTimeout. When the wait ends with nodes not up and its
-        last read of Slurm failed with a transient error (after its retries), what Slurm has of
-        them is not known, which is not their fault: ``SchedulerError`` (``transient``), for the
-        caller to wait again later."""
-        timeout = self.config.slurm.register_timeout
+        ``slurm.register_timeout`` after the add play, or ``provision.boot.timeout`` after the
+        admit play of nodes that configure themselves at boot (``provision.mode: boot``): a slurmd
+        that never registers would hold its node, and the job waiting for it, until Slurm's
+        ResumeTimeout. When the wait ends with nodes not up and its last read of Slurm failed
+        with a transient error (after its retries), what Slurm has of them is not known, which
+        is not their fault: ``SchedulerError`` (``transient``), for the caller to wait again later."""
+        boot = self.config.provision.mode == "boot"
+        timeout = self.config.provision.boot.timeout if boot else self.config.slurm.register_timeout
         last: list[SlurmError | None] = [None]
 
         def up_of(waiting: set[str], seen: dict[str, str]) -> list[str]:
@@ -316,8 +319,13 @@ class Slurm:
             poll=REGISTER_POLL,
             stopping=stopping,
             log=log,
-            since="its play",
-            failed=lambda shown: f"its slurmd did not register within {timeout:g} s of its play (Slurm: {shown})",
+            since="its admission" if boot else "its play",
+            failed=lambda shown: (
+                f"it did not configure itself within {timeout:g} s of its admission (Slurm: {shown}; "
+                "its boot's output is /var/log/elb-boot.log on the node)"
+                if boot
+                else f"its slurmd did not register within {timeout:g} s of its play (Slurm: {shown})"
+            ),
         )
         err = last[0]
         if unheard and err is not None and err.transient:
@@ -455,10 +463,15 @@ def checks(cfg: Config) -> Iterator[Check]:
         )
     else:
         yield Check("Slurm requests", True, str(requests))
-    for playbook in (cfg.slurm.add_playbook, cfg.slurm.remove_playbook):
+    playbooks = [cfg.slurm.add_playbook, cfg.slurm.remove_playbook]
+    if cfg.provision.mode == "boot":
+        playbooks.append(cfg.slurm.admit_playbook)  # the node's own (boot_playbook) is on its image
+    for playbook in playbooks:
         where = assets.playbook_dir(cfg.provision.playbook_dir) / playbook
         if not where.is_file():
-            yield Check("Slurm playbooks", False, f"{where} not found", "set slurm.add_playbook/remove_playbook")
+            yield Check(
+                "Slurm playbooks", False, f"{where} not found", "set slurm.add_playbook/remove_playbook/admit_playbook"
+            )
 
 
 # slurm.conf's program keys and the elb program each must run (pyproject's scripts).
@@ -568,9 +581,16 @@ def _seconds(c: Mapping[str, str], key: str) -> tuple[float | None, str | None]:
 
 
 def _check_resume_timeout(cfg: Config, c: Mapping[str, str]) -> Check:
-    boot, play, register = cloud_settings(cfg).boot_timeout, cfg.provision.timeout, cfg.slurm.register_timeout
+    """Above the launch, the play and the wait for the slurmd: ``slurm.register_timeout`` after
+    the add play, ``provision.boot.timeout`` after the admit play of nodes that configure
+    themselves at boot."""
+    boot, play = cloud_settings(cfg).boot_timeout, cfg.provision.timeout
+    if cfg.provision.mode == "boot":
+        register, waited = cfg.provision.boot.timeout, "provision.boot.timeout"
+    else:
+        register, waited = cfg.slurm.register_timeout, "slurm.register_timeout"
     need = boot + play + register
-    parts = f"boot_timeout {boot:g} s + provision.timeout {play:g} s + slurm.register_timeout {register:g} s"
+    parts = f"boot_timeout {boot:g} s + provision.timeout {play:g} s + {waited} {register:g} s"
     value, bad = _seconds(c, "ResumeTimeout")
     line = f"ResumeTimeout={int(-(-(need + 60) // 60) * 60)}"
     if bad is not None or value is None:
