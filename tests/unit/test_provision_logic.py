@@ -409,6 +409,7 @@ def test_a_playbook_that_reports_done_is_trusted_only_for_the_hosts_it_reports()
         "slurm_add_node.yml",
         "slurm_remove_node.yml",
         "probe_jobs.yml",
+        "slurm_admit_nodes.yml",
     ],
 )
 def test_elbs_add_and_remove_playbooks_end_by_reporting_each_node_done(playbook: str) -> None:
