@@ -840,6 +840,7 @@ def slurm_pass(
         dropped=read.dropped,
         gone=read.gone,
         scheduler=driver.name,
+        cloud=cloud_settings(config),
     )
     waits = scaling_waits(inputs, config, snap.now)
     mark("waits")

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from elb.core.config import Config
+from elb.core.drivers import cloud_settings
 from elb.core.model import NodeState
 from elb.service.journal import Journal
 from elbdev.testcluster.cluster import REPO_ROOT, TestCluster
@@ -204,7 +205,7 @@ def test_second_sigterm_cancels_the_play_and_the_next_start_repairs(setting: Set
         bal,
         "the restarted elb to converge and run the job",
         lambda _: set(job_hosts(jobs)) == set(jobs) and not converged(tc, bal, s.baseline),
-        cfg.boot_timeout + 240,
+        cloud_settings(cfg).boot_timeout + 240,
     )
     repairs = [x for p in passes for x in p.outcomes.repaired]
     assert any(r.startswith(f"{node}:") for r in repairs), [p.summary() for p in passes]

@@ -24,6 +24,7 @@ import pytest
 
 from elb.clouds.local import LocalCloud
 from elb.core.config import Config
+from elb.core.drivers import cloud_settings
 from elb.core.interfaces import LaunchResult, NodeBoot
 from elb.core.model import NodeState, Removal, Snapshot
 from elb.schedulers.sge.commands import Rescheduled, SgeCommands
@@ -359,7 +360,7 @@ def test_node_that_never_comes_up_and_node_that_vanishes_are_cleaned_up(
         bal = balancer(cfg)
         launched = bal.journal.node(stuck)
         assert launched is not None
-        time.sleep(max(0.0, launched.launched_at + cfg.boot_timeout + 1 - time.time()))
+        time.sleep(max(0.0, launched.launched_at + cloud_settings(cfg).boot_timeout + 1 - time.time()))
         # elb restarts past boot_timeout: reconcile abandons the node, cleans it up, terminates it.
         first = bal.run_pass()
         assert first.ok, first.summary()
@@ -513,7 +514,7 @@ def test_sigkill_at_each_step_then_restart_converges(testcluster: TestCluster, t
                 bal,
                 f"convergence after a kill at {add_step}",
                 lambda _: set(job_hosts(jobs)) == set(jobs) and not converged(tc, bal, baseline),  # noqa: B023 (called at once)
-                cycle.boot_timeout + 180,
+                cloud_settings(cycle).boot_timeout + 180,
             )
             crash["repairs"] = [x for p in passes for x in p.outcomes.repaired]
             crash["passes_to_converge"] = len(passes)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from elb.core.config import parse_config
+from elb.core.drivers import cloud_settings
 from elbdev.cli import build_parser
 from elbdev.demo_slurm import demo_config
 from elbdev.demo_steps import at_boot
@@ -43,7 +44,7 @@ def test_the_slurm_demo_in_boot_mode_brings_a_node_up_within_the_controllers_res
     cfg = parse_config(config)
     assert cfg.provision.mode == "boot" and cfg.cloud.local.mounts == [Path("/opt/venv"), Path("/srv/elb")]
     assert cfg.provision.extra_vars == {"slurm_node_options": ["-b"]}  # goes into each node's boot document
-    bound = cfg.boot_timeout + cfg.provision.timeout + cfg.provision.boot.timeout
+    bound = cloud_settings(cfg).boot_timeout + cfg.provision.timeout + cfg.provision.boot.timeout
     assert bound < slurm.RESUME_TIMEOUT
 
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elb.core.model import Job
+from elb.core.model import Job, JobPhase
 from elb.schedulers.sge.starttimes import StartTimes
 
 
@@ -42,7 +42,7 @@ class Answers:
 
 
 def waiting(numbers: list[tuple[int, int | None]]) -> list[Job]:
-    return [Job(n, "j", "u", "qw", 1, submitted=None if s is None else float(s)) for n, s in numbers]
+    return [Job(n, "j", "u", "qw", JobPhase.WAITING, 1, submitted=None if s is None else float(s)) for n, s in numbers]
 
 
 @settings(max_examples=200, deadline=None)

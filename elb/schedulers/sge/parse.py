@@ -945,9 +945,9 @@ class _Reprioritized:
 def _with_priority(job: Job, priority: float) -> Job:
     """``job`` with another priority, made in place as the quick reader makes jobs."""
     new = object.__new__(_JobBuilder)
-    (new.job_id, new.name, new.owner, new.state, new.slots, new.submitted, new.started, new.tasks, new.task_ids,
-     new.priority, new.pe, new.pe_range, new.hard_requests, new.queue, new.hard_runtime, new.hard_queues,
-     new.master_requests, new.slave_requests) = _JOB_VALUES(job)  # fmt: skip
+    (new.job_id, new.name, new.owner, new.state, new.phase, new.slots, new.submitted, new.started, new.tasks,
+     new.task_ids, new.priority, new.pe, new.pe_range, new.hard_requests, new.queue, new.hard_runtime,
+     new.hard_queues, new.master_requests, new.slave_requests) = _JOB_VALUES(job)  # fmt: skip
     new.priority = priority
     new.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
     return cast(Job, new)
