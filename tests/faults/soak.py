@@ -194,6 +194,20 @@ def _lines(path: Path) -> list[tuple[str, float]]:
     return out
 
 
+def task_runs(starts: list[tuple[str, float]], done: list[tuple[str, float]]) -> list[tuple[str, float, float | None]]:
+    """A task's runs, (host, start, end): the last ends when its ``done`` line says (None: not
+    done); one that started again ended, at the latest, when the next run started (it wrote no
+    end: its node died, or the scheduler sent it back), so it is not counted running on its
+    first host after that."""
+    out: list[tuple[str, float, float | None]] = []
+    for k, (host, t) in enumerate(starts):
+        if k + 1 < len(starts):
+            out.append((host, t, starts[k + 1][1]))
+        else:
+            out.append((host, t, done[0][1] if done else None))
+    return out
+
+
 class ElbProcess:
     """``elb run`` (with the faulty local cloud) in a session of its own: killed with its
     playbooks by SIGKILL of the group, or stopped by SIGTERM."""
@@ -541,8 +555,7 @@ class Soak:
             name = f"{tag}.{task}"
             if starts:
                 waits.append(max(0.0, starts[0][1] - self.submitted_at[tag]))
-            for k, (host, t) in enumerate(starts):
-                end = done[0][1] if (done and k == len(starts) - 1) else None
+            for host, t, end in task_runs(starts, done):
                 runs.setdefault(host, []).append((t, end))
             earlier = [h for h, _ in starts[:-1]]
             if any(h not in self.killed_nodes for h in earlier):

@@ -1,0 +1,20 @@
+"""The random-fault soak's own counting (tests/faults/soak.py): a task's runs from its start and
+done lines, as the busy-terminated count reads them."""
+
+from __future__ import annotations
+
+from tests.faults.soak import task_runs
+
+
+def test_a_run_that_started_again_elsewhere_ended_by_the_next_start() -> None:
+    # s017.0 of a seed-7 soak: started on node001, whose container the soak killed; Slurm ran it
+    # again on node003. node001 came back much later and was removed idle: the first run must not
+    # count as running there then.
+    starts = [("node001", 100.0), ("node003", 580.0)]
+    done = [("node003", 700.0)]
+    assert task_runs(starts, done) == [("node001", 100.0, 580.0), ("node003", 580.0, 700.0)]
+
+
+def test_the_last_run_is_open_until_its_done_line() -> None:
+    assert task_runs([("node002", 5.0)], []) == [("node002", 5.0, None)]
+    assert task_runs([], []) == []
