@@ -163,7 +163,7 @@ def restart_controller(scheduler: str) -> None:
     from elbdev.testcluster import slurm  # noqa: PLC0415
 
     slurm.down_controller()
-    slurm.up()
+    slurm.up(cloud_nodes=slurm.cloud_nodes_now())  # the same slurm.conf: a restart changes nothing of it
 
 
 def pause_controller(scheduler: str, seconds: float) -> bool:

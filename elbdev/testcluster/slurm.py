@@ -20,6 +20,7 @@ from __future__ import annotations
 import grp
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -204,6 +205,16 @@ def _check_installed() -> None:
     for name in ("elb-slurm-resume", "elb-slurm-suspend", "elb-slurm-resume-fail"):
         if not program(name).is_file():
             raise TestClusterError(f"{program(name)} is missing: install elb into this environment (pip install -e .)")
+
+
+def cloud_nodes_now() -> int:
+    """How many cloud nodes the controller's slurm.conf defines now (``CLOUD_NODES`` without one)."""
+    try:
+        text = CONF.read_text()
+    except OSError:
+        return CLOUD_NODES
+    found = re.search(r"^NodeName=node\[001-([0-9]{3})\] ", text, re.MULTILINE)
+    return int(found.group(1)) if found else CLOUD_NODES
 
 
 def up(timeout: float = 60.0, *, suspend_timeout: int = SUSPEND_TIMEOUT, cloud_nodes: int = CLOUD_NODES) -> None:

@@ -52,3 +52,14 @@ def test_the_demo_parser_takes_the_provision_mode() -> None:
     args = build_parser().parse_args(["demo", "--scheduler", "slurm", "--provision", "boot"])
     assert (args.scheduler, args.provision) == ("slurm", "boot")
     assert build_parser().parse_args(["demo"]).provision == "push"
+
+
+def test_a_controller_restart_keeps_the_cloud_nodes_its_slurm_conf_defines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The soak's controller defines max_nodes cloud nodes; its restart fault must not put back 8.
+    conf = tmp_path / "slurm.conf"
+    monkeypatch.setattr(slurm, "CONF", conf)
+    assert slurm.cloud_nodes_now() == slurm.CLOUD_NODES  # no slurm.conf yet
+    conf.write_text(slurm.render_conf("master", slurm.programs(), "10.77.0.1", cloud_nodes=3))
+    assert slurm.cloud_nodes_now() == 3
