@@ -43,7 +43,7 @@ from elbdev.testcluster import constants as C  # noqa: E402
 from elbdev.testcluster import slurm  # noqa: E402
 from elbdev.testcluster.cluster import TestCluster  # noqa: E402
 from tests.faults import support  # noqa: E402
-from tests.faults.soak import MAX_NODES, Figures, Soak, clean_up, sge_soak_config, slurm_soak_config  # noqa: E402
+from tests.faults.soak import Figures, Soak, clean_up, sge_soak_config, slurm_soak_config  # noqa: E402
 
 RESULTS = REPO / "docs" / "results" / "soak.json"
 PAGE = REPO / "docs" / "results" / "soak.md"
@@ -232,7 +232,7 @@ def main() -> int:
                 load = open("/proc/loadavg").read().split()[0]  # noqa: SIM115
                 date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
                 if scheduler == "slurm":
-                    slurm.up(cloud_nodes=MAX_NODES)  # a site as docs/slurm.md asks: no more than max_nodes
+                    slurm.up()
                 try:
                     r = run_scheduler(tc, scheduler, args.minutes, seed, not args.no_baseline)
                 finally:

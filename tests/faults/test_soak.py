@@ -24,11 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from elbdev.testcluster import slurm
 from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.slurm_support import controller
 from tests.faults import support
-from tests.faults.soak import MAX_NODES, Figures, Soak, clean_up, sge_soak_config, slurm_soak_config
+from tests.faults.soak import Figures, Soak, clean_up, sge_soak_config, slurm_soak_config
 
 pytestmark = [pytest.mark.cluster, pytest.mark.faults]
 __all__ = ["controller"]  # the fixture, used by name
@@ -65,9 +64,6 @@ def test_soak_sge(testcluster: TestCluster) -> None:
 
 @pytest.mark.timeout(1800)
 def test_soak_slurm(controller: TestCluster) -> None:
-    # The site as docs/slurm.md asks for it (and elb validate checks): slurm.conf defines no more
-    # cloud nodes than max_nodes, so Slurm asks for no node elb must give back for the cap.
-    slurm.up(cloud_nodes=MAX_NODES)
     work = Path(tempfile.mkdtemp(prefix="elb-soak-slurm-"))
     cfg = slurm_soak_config(work)
     soak = Soak(controller, "slurm", cfg, work / "soak", MINUTES, _seed())
