@@ -73,6 +73,13 @@ class _Facts:
     booting: int
 
 
+def _slots_per_node(cache: ViewCache, lim: Limits, state: ClusterState) -> int:
+    """The limits' slots a node, else the view's (kept while the hosts and records are the same)."""
+    return lim.slots_per_node or cache.derived(
+        "spn", (state.snapshot.hosts, state.records), lambda: _view(cache, lim, state).slots_per_node
+    )
+
+
 def _facts(cache: ViewCache, view: ClusterView) -> _Facts:
     """``_Facts`` of the view's workers, worked out once per set of workers."""
     return cache.derived("facts", (view.workers,), lambda: _count(view))
@@ -178,11 +185,7 @@ class StarclusterPolicy:
         lim, tally = self.limits, self.tally
         snapshot, nodes = state.snapshot, state.records
         if self.incremental and tally.update(snapshot, nodes, lim.master, lim.node_prefix):
-            spn = lim.slots_per_node or self.cache.derived(
-                "spn",
-                (snapshot.hosts, nodes),
-                lambda: _view(self.cache, lim, state).slots_per_node,
-            )
+            spn = _slots_per_node(self.cache, lim, state)
             return _StarReads(
                 tally.size,
                 len(tally.booting),
@@ -339,11 +342,7 @@ class ParallelclusterPolicy:
         lim, tally = self.limits, self.tally
         snapshot, nodes = state.snapshot, state.records
         if self.incremental and tally.update(snapshot, nodes, lim.master, lim.node_prefix):
-            spn = lim.slots_per_node or self.cache.derived(
-                "spn",
-                (snapshot.hosts, nodes),
-                lambda: _view(self.cache, lim, state).slots_per_node,
-            )
+            spn = _slots_per_node(self.cache, lim, state)
             return _PcReads(
                 tally.size,
                 tally.waiting,
