@@ -61,5 +61,5 @@ def test_a_controller_restart_keeps_the_cloud_nodes_its_slurm_conf_defines(
     conf = tmp_path / "slurm.conf"
     monkeypatch.setattr(slurm, "CONF", conf)
     assert slurm.cloud_nodes_now() == slurm.CLOUD_NODES  # no slurm.conf yet
-    conf.write_text(slurm.render_conf("master", slurm.programs(), "10.77.0.1", cloud_nodes=3))
+    conf.write_text(slurm.render_conf("master", PROGS, "10.77.0.1", cloud_nodes=3))
     assert slurm.cloud_nodes_now() == 3
