@@ -178,8 +178,10 @@ class Scheduler(Protocol):
         """Which of ``hosts`` the scheduler still has as hosts that may run jobs (one read)."""
         ...
 
-    def prepare(self, node: NodeSpec) -> None:
-        """What the scheduler needs before the add play (Slurm: the node's address)."""
+    def prepare(self, nodes: Sequence[NodeSpec]) -> dict[str, SchedulerError]:
+        """What the scheduler needs before the add play (Slurm: the nodes' addresses), for all
+        of ``nodes`` at once: the ones it could not prepare, each with its error (``transient``:
+        the scheduler did not answer, which is no node's fault). Empty: all are prepared."""
         ...
 
     def await_registered(self, names: Sequence[str], stopping: threading.Event) -> dict[str, str] | None:

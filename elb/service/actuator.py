@@ -268,21 +268,24 @@ class Actuator:
 
     def _prepared(self, nodes: Sequence[Node], out: Outcomes, busy: Mapping[str, str]) -> list[NodeSpec]:
         """The scheduler's preparation of each node (see ``provision``): the nodes it prepared."""
-        specs: list[NodeSpec] = []
+        addressed: list[tuple[Node, NodeSpec]] = []
         for n in nodes:
             spec = node_spec(n)
             if spec is None:
                 self._fail_and_terminate(n, "no private address", out, busy.get(n.name))
                 continue
-            try:
-                self.scheduler.prepare(spec)
-            except SchedulerError as err:
-                if err.transient:
-                    self._not_their_fault([n.name], "before its play", err)
-                else:
-                    self._fail_and_terminate(n, f"{self.scheduler.name}: {err}", out, busy.get(n.name))
-                continue
-            specs.append(spec)
+            addressed.append((n, spec))
+        errors = self.scheduler.prepare([spec for _, spec in addressed]) if addressed else {}
+        unanswered = [n.name for n, _ in addressed if (e := errors.get(n.name)) is not None and e.transient]
+        if unanswered:
+            self._not_their_fault(unanswered, "before its play", errors[unanswered[0]])
+        specs: list[NodeSpec] = []
+        for n, spec in addressed:
+            err = errors.get(n.name)
+            if err is None:
+                specs.append(spec)
+            elif not err.transient:
+                self._fail_and_terminate(n, f"{self.scheduler.name}: {err}", out, busy.get(n.name))
         return specs
 
     def _not_their_fault(self, names: Sequence[str], when: str, err: SchedulerError) -> None:
@@ -678,7 +681,7 @@ class Actuator:
         running = {i.instance_id: i for r in results for i in r.launched if i.private_ip is not None}
         not_run = {name: why for r in results for name, why in r.failed.items()}
         services = self.cloud.restart_runs_services if isinstance(self.cloud, RestartsServices) else True
-        started = []
+        up: list[tuple[NodeSpec, bool]] = []
         for n in nodes:
             inst = running.get(n.instance_id or "")
             if n.name in refused:
@@ -691,13 +694,10 @@ class Actuator:
             )
             spec = node_spec(rec)
             assert spec is not None
-            try:
-                self.scheduler.prepare(spec)
-            except SchedulerError as err:
-                failed[n.name] = f"{self.scheduler.name}: {err}"
-                continue
-            started.append((spec, inst.private_ip != n.private_ip or not services))
-        return started
+            up.append((spec, inst.private_ip != n.private_ip or not services))
+        errors = self.scheduler.prepare([spec for spec, _ in up]) if up else {}
+        failed.update((name, f"{self.scheduler.name}: {err}") for name, err in errors.items())
+        return [(spec, again) for spec, again in up if spec.name not in errors]
 
     def _back_in_service(self, started: Sequence[tuple[NodeSpec, bool]], failed: dict[str, str]) -> list[str]:
         """The add play, in one run, on the started nodes that need it (idempotent: it rewrites

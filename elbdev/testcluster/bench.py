@@ -38,7 +38,9 @@ wall and the master's CPU for each size, the most as a multiple of the fewest. W
 ``--scheduler slurm`` it times Slurm's master's part instead, with cloud nodes Slurm powers up
 that are never started (``measure_slurm_master_part``): each node's address (``scontrol update``),
 slurm_admit_nodes.yml without the munge key's write over SSH (the one step that needs the nodes),
-the drains, slurm_remove_node.yml and the batched power down.
+the drains, slurm_remove_node.yml and the batched power down. ``--scheduler slurm`` without
+``--master-part`` times Slurm's burst end to end for each of ``--sizes``, pushed and at boot
+(``elbdev.testcluster.slurm_burst``).
 """
 
 from __future__ import annotations
@@ -267,7 +269,7 @@ def measure_slurm_master_part(tc: TestCluster, sizes: list[int]) -> None:
     never started (distinct names for each size: a node powered down stays powering down for the
     controller's SuspendTimeout). The bring-up: ``scontrol update ... state=POWER_UP`` (what
     Slurm does when a job asks; a hundred names a command), then what elb does: each node's
-    address (one ``scontrol update`` a node, the driver's ``prepare``) and slurm_admit_nodes.yml
+    addresses (the driver's ``prepare``: a hundred nodes a ``scontrol update``) and slurm_admit_nodes.yml
     without its one step that reaches the nodes (the munge key's write over SSH, tag
     ``munge_push``: it needs started nodes). The removal as the actuator's batch does it: a
     drain a node, slurm_remove_node.yml (one failed ping a node: they are not started), the
@@ -312,8 +314,7 @@ def slurm_master_part(
         parts[what] = (time.monotonic() - t, _children_cpu() - cpu)
 
     def addresses() -> None:
-        for spec in specs:
-            commands.set_address(spec.name, spec.private_ip)
+        commands.set_addresses([(spec.name, spec.private_ip) for spec in specs])
 
     def admit() -> None:
         os.environ["ANSIBLE_SKIP_TAGS"] = MUNGE_PUSH_TAG
@@ -541,7 +542,7 @@ def on_paper_boot(m: Measured, few: int) -> None:
         print(f"    {n:>5} nodes: {(own + cpu / cores) / 60:6.1f} to {(own + cpu) / 60:.1f} min")
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--from-nothing", action="store_true", help="also rebuild the node image")
     ap.add_argument("--sizes", default="1,4", help="node counts to add in one run each (default 1,4)")
@@ -560,15 +561,20 @@ def main() -> int:
         "--scheduler",
         choices=("sge", "slurm"),
         default="sge",
-        help="with --master-part: slurm measures Slurm's master's part (scontrol updates, "
-        "slurm_admit_nodes.yml without the key's write, the removal) with nodes Slurm powers up",
+        help="slurm: with --master-part, Slurm's master's part (scontrol updates, slurm_admit_nodes.yml "
+        "without the key's write, the removal) with nodes Slurm powers up; else Slurm's burst end to end "
+        "for each of --sizes, pushed and at boot (elbdev.testcluster.slurm_burst)",
     )
     ap.add_argument(
         "--at-boot",
         action="store_true",
         help="also each size with the nodes configuring themselves at boot, side by side with the push",
     )
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> int:
+    args = _parser().parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     sizes = [int(x) for x in args.sizes.split(",")]
     split_file = Path(tempfile.mkstemp(prefix="elbdev-task-split-", suffix=".jsonl")[1])
@@ -596,6 +602,16 @@ def main() -> int:
         finally:
             tc.down()
             split_file.unlink(missing_ok=True)
+        return 0
+    if args.scheduler == "slurm":
+        from elbdev.testcluster.slurm_burst import measure_slurm_burst, report_burst  # noqa: PLC0415
+
+        try:
+            bursts = measure_slurm_burst(tc, sizes)
+        finally:
+            tc.down()
+            split_file.unlink(missing_ok=True)
+        report_burst(bursts, target_4=ADD_K_TARGET, target_16=ADD_16_TARGET)
         return 0
     if args.from_nothing:
         run(["podman", "rmi", "--force", C.IMAGE], check=False, timeout=120)

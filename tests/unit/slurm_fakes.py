@@ -40,6 +40,8 @@ class FakeSlurm:
     fail: set[str] = field(default_factory=set)
     fail_transient: bool = False  # the failures of ``fail`` are transient (after the retries)
     addresses: dict[str, str] = field(default_factory=dict)  # each node's NodeAddr elb set
+    address_batches: list[tuple[str, ...]] = field(default_factory=list)  # the names of each address update
+    refuse_address: set[str] = field(default_factory=set)  # an address update naming one is refused
     on_drain: Callable[[str], None] | None = None
     resume_timeout_s: float = 600.0
     reads: int = 0
@@ -68,11 +70,28 @@ class FakeSlurm:
                 transient=self.fail_transient,
             )
 
+    def set_addresses(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """One ``scontrol update`` for all of ``pairs``, as Slurm takes it: all or nothing; a
+        batch naming a node of ``refuse_address`` is refused (an answer, not a time-out)."""
+        self.address_batches.append(tuple(name for name, _ in pairs))
+        for name, address in pairs:
+            self.calls.append(("address", name, address))
+        if "address" in self.fail or "*" in self.fail:
+            raise SlurmError(
+                "scontrol update nodename=node001: exit status 1: Socket timed out on send/recv operation",
+                transient=self.fail_transient,
+            )
+        if refused := [name for name, _ in pairs if name in self.refuse_address]:
+            raise SlurmError(
+                f"scontrol update nodename={','.join(refused)}: exit status 1: Invalid node name specified"
+            )
+        for name, address in pairs:
+            self.addresses[name] = address
+            if name not in self.silent:
+                self.set_flags(name, "idle")
+
     def set_address(self, name: str, address: str) -> None:
-        self._scontrol("address", name, address)
-        self.addresses[name] = address
-        if name not in self.silent:
-            self.set_flags(name, "idle")
+        self.set_addresses([(name, address)])
 
     def drain(self, name: str, reason: str) -> None:
         self._scontrol("drain", name)

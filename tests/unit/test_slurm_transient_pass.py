@@ -6,6 +6,7 @@ the playbooks the stand-ins of tests/unit/test_slurm_pass.py."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -53,8 +54,8 @@ class Unreadable(FakeSlurm):
     down: bool = False
     addressed: int = 0
 
-    def set_address(self, name: str, address: str) -> None:
-        super().set_address(name, address)
+    def set_addresses(self, pairs: Sequence[tuple[str, str]]) -> None:
+        super().set_addresses(pairs)
         self.addressed += 1
         self.down = self.addressed == 1
 
@@ -129,3 +130,17 @@ def test_a_resume_fail_for_a_node_slurm_shows_running_a_job_is_answered_once_not
     (answer,) = [a for n, _k, _t, a in r.journal.answered_asks() if n == "node001"]
     assert "running job 5" in answer and "kept" in answer
     assert sum("running job 5" in rec.getMessage() for rec in caplog.records) == 1
+
+
+def test_the_addresses_of_a_burst_go_in_one_update_and_a_refusal_fails_only_its_own_node(tmp_path: Path) -> None:
+    names = [f"node{i:03d}" for i in range(1, 5)]
+    r = rig(tmp_path)  # max_nodes 4
+    r.slurm.ask(*names)
+    for name in names:
+        r.ask(RequestKind.RESUME, name)
+    r.slurm.refuse_address = {"node003"}  # Slurm answers: this node's update is refused
+    r.run()
+    assert r.slurm.address_batches[0] == tuple(names)  # one update for the four
+    assert r.slurm.address_batches[1:] == [(n,) for n in names]  # then each alone
+    assert r.state("node003") is NodeState.FAILED
+    assert [r.state(n) for n in names if n != "node003"] == [NodeState.READY] * 3

@@ -130,8 +130,8 @@ class MemQ:
     def listed(self, hosts: Sequence[str]) -> frozenset[str]:
         return frozenset(h for h in hosts if h in self.queue.hosts)
 
-    def prepare(self, node: NodeSpec) -> None:
-        return None
+    def prepare(self, nodes: Sequence[NodeSpec]) -> dict[str, SchedulerError]:
+        return {}
 
     def await_registered(self, names: Sequence[str], stopping: threading.Event) -> dict[str, str] | None:
         return {n: "not in the queue after its play" for n in names if n not in self.queue.hosts}

@@ -232,6 +232,9 @@ def test_the_slurm_driver_says_which_errors_are_transient() -> None:
         def __init__(self, transient: bool) -> None:
             self.transient = transient
 
+        def set_addresses(self, pairs: Sequence[tuple[str, str]]) -> None:
+            raise SlurmError("scontrol update: " + SOCKET, transient=self.transient)
+
         def set_address(self, name: str, address: str) -> None:
             raise SlurmError("scontrol update: " + SOCKET, transient=self.transient)
 
@@ -240,9 +243,9 @@ def test_the_slurm_driver_says_which_errors_are_transient() -> None:
         driver.slurm = Failing(transient)  # type: ignore[assignment]
         from elb.core.interfaces import NodeSpec
 
-        with pytest.raises(SchedulerError) as info:
-            driver.prepare(NodeSpec("node001", "10.0.0.1", 2))
-        assert info.value.transient is transient
+        errors = driver.prepare([NodeSpec("node001", "10.0.0.1", 2), NodeSpec("node002", "10.0.0.2", 2)])
+        assert sorted(errors) == ["node001", "node002"]
+        assert all(e.transient is transient for e in errors.values())
 
 
 def test_the_grid_engine_driver_says_which_errors_are_transient(tmp_path: Path) -> None:
@@ -272,3 +275,29 @@ def test_the_grid_engine_driver_says_which_errors_are_transient(tmp_path: Path) 
         with pytest.raises(SchedulerError) as info:
             driver.disable_host("node001", "idle")
         assert info.value.transient is transient
+
+
+def test_addresses_go_a_hundred_nodes_a_command_each_list_in_the_same_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    # slurmctld pairs nodename, nodeaddr and nodehostname entry by entry; 250 nodes are 3 commands
+    script = Script()
+    pairs = [(f"node{i:03d}", f"10.78.{i // 250}.{i % 250 + 1}") for i in (3, 1, 2, *range(4, 251))]
+    slurm(monkeypatch, script, []).set_addresses(pairs)
+    assert len(script.calls) == 3
+    for (argv, timeout), start in zip(script.calls, (0, 100, 200), strict=True):
+        batch = pairs[start : start + UPDATE_BATCH]
+        assert argv == [
+            "scontrol",
+            "update",
+            "nodename=" + ",".join(n for n, _ in batch),
+            "nodeaddr=" + ",".join(a for _, a in batch),
+            "nodehostname=" + ",".join(n for n, _ in batch),
+        ]
+        assert timeout == 60.0
+    assert script.calls[0][0][2].startswith("nodename=node003,node001,node002,node004")
+
+
+def test_a_bad_address_anywhere_in_the_batch_runs_no_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    script = Script()
+    with pytest.raises(SlurmError, match="refusing address"):
+        slurm(monkeypatch, script, []).set_addresses([("node001", "10.0.0.1"), ("node002", "10.0.0.2 x=1")])
+    assert script.calls == []

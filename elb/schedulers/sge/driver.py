@@ -136,8 +136,8 @@ class GridEngine:
         shown = {h.name for h in _sge(self.sge.read_snapshot).hosts}
         return frozenset(h for h in hosts if h in shown)
 
-    def prepare(self, node: NodeSpec) -> None:
-        return None  # the add play makes the exec host
+    def prepare(self, nodes: Sequence[NodeSpec]) -> dict[str, SchedulerError]:
+        return {}  # the add play makes the exec host
 
     def await_registered(self, names: Sequence[str], stopping: threading.Event) -> dict[str, str] | None:
         """The add play ends with the execd registered. Nodes that configure themselves at boot

@@ -168,9 +168,26 @@ class SlurmCommands:
 
     def set_address(self, name: str, address: str) -> None:
         """Tell Slurm where the node's slurmd is (a cloud node has no address until elb gives it one)."""
-        if _ADDRESS.fullmatch(address) is None:
-            raise SlurmError(f"refusing address {address!r} for {name}")
-        self.update([name], nodeaddr=address, nodehostname=check_node(name))
+        self.set_addresses([(name, address)])
+
+    def set_addresses(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Tell Slurm where each node's slurmd is: one ``scontrol update`` for each
+        ``UPDATE_BATCH`` nodes, ``nodename=a,b nodeaddr=ADDR_A,ADDR_B nodehostname=a,b`` (slurmctld
+        pairs the lists in their order and refuses lists of unequal length). Every name and
+        address is checked before any command runs."""
+        checked = []
+        for name, address in pairs:
+            if _ADDRESS.fullmatch(address) is None:
+                raise SlurmError(f"refusing address {address!r} for {name}")
+            checked.append((check_node(name), address))
+        for start in range(0, len(checked), UPDATE_BATCH):
+            batch = checked[start : start + UPDATE_BATCH]
+            names = ",".join(n for n, _ in batch)
+            addresses = ",".join(a for _, a in batch)
+            self.run(
+                ["scontrol", "update", f"nodename={names}", f"nodeaddr={addresses}", f"nodehostname={names}"],
+                change=True,
+            )
 
     def reset_address(self, names: Sequence[str]) -> None:
         """Set each node's address and host name back to its own name (its instance is gone)."""

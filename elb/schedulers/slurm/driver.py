@@ -138,6 +138,8 @@ class SlurmClient(Protocol):
 
     def set_address(self, name: str, address: str) -> None: ...
 
+    def set_addresses(self, pairs: Sequence[tuple[str, str]]) -> None: ...
+
     def drain(self, name: str, reason: str) -> None: ...
 
     def undrain(self, names: Sequence[str]) -> None: ...
@@ -287,8 +289,23 @@ class Slurm:
         read = self._read()
         return frozenset(h for h in hosts if (sn := read.node(h)) is not None and node_up(sn))
 
-    def prepare(self, node: NodeSpec) -> None:
-        self._scontrol(lambda: self.slurm.set_address(node.name, node.private_ip))
+    def prepare(self, nodes: Sequence[NodeSpec]) -> dict[str, SchedulerError]:
+        """Each node's address, a hundred nodes a command (``set_addresses``). A batch Slurm did
+        not answer fails no node (each gets the transient error); one Slurm refused is tried a
+        node at a time, so that only the nodes Slurm refuses fail."""
+        try:
+            self.slurm.set_addresses([(n.name, n.private_ip) for n in nodes])
+            return {}
+        except SlurmError as err:
+            if err.transient or len(nodes) == 1:
+                return {n.name: SchedulerError(str(err), transient=err.transient) for n in nodes}
+        errors: dict[str, SchedulerError] = {}
+        for n in nodes:
+            try:
+                self.slurm.set_address(n.name, n.private_ip)
+            except SlurmError as err:
+                errors[n.name] = SchedulerError(str(err), transient=err.transient)
+        return errors
 
     def await_registered(self, names: Sequence[str], stopping: threading.Event) -> dict[str, str] | None:
         """Wait until Slurm has each node up (its slurmd registered), for at most
