@@ -212,6 +212,12 @@ def measure_boot(tc: TestCluster, n: int, m: Measured) -> None:
 # cluster has (the cluster's nodes are on C.SUBNET).
 UNSTARTED_NAME = "unstarted{:04d}"
 UNSTARTED_NET = "10.78"
+# Slurm's unstarted nodes have loopback addresses where nothing listens: slurmctld pings a node it
+# powers up, and a ping of an address that does not answer lasts until its time-out; still under
+# way when the removal sets the addresses back to the names (which no longer resolve once the
+# remove play took the hosts lines), it goes on to the names at 10 s a node, and slurmctld answers
+# no command for minutes. A started node answers (or refuses) its ping at once, as these do.
+UNSTARTED_SLURM_NET = "127"
 
 
 def unstarted(n: int, first: int) -> list[NodeSpec]:
@@ -273,7 +279,7 @@ def measure_slurm_master_part(tc: TestCluster, sizes: list[int]) -> None:
     without its one step that reaches the nodes (the munge key's write over SSH, tag
     ``munge_push``: it needs started nodes). The removal as the actuator's batch does it: a
     drain a node, slurm_remove_node.yml (one failed ping a node: they are not started), the
-    power down with the address set back and the undrain (a hundred names a command). Wall time
+    power down with the address set back (a hundred names a command; Slurm's suspend clears the drains). Wall time
     and the master's CPU (this process's children) for each part."""
     from elb.core.config import SlurmConfig  # noqa: PLC0415
     from elb.schedulers.slurm.commands import SlurmCommands  # noqa: PLC0415
@@ -287,7 +293,7 @@ def measure_slurm_master_part(tc: TestCluster, sizes: list[int]) -> None:
     try:
         for n in sizes:
             specs = [
-                NodeSpec(name=f"node{i:03d}", private_ip=f"{UNSTARTED_NET}.{i // 250}.{i % 250 + 1}", slots=2)
+                NodeSpec(name=f"node{i:03d}", private_ip=f"{UNSTARTED_SLURM_NET}.{1 + i // 250}.{i % 250 + 1}", slots=2)
                 for i in range(first, first + n)
             ]
             first += n
@@ -330,9 +336,8 @@ def slurm_master_part(
     def remove() -> None:
         _ok(tc.run_playbook("slurm_remove_node.yml", old_nodes=specs), "slurm_remove_node.yml", len(specs))
 
-    def power_down() -> None:
+    def power_down() -> None:  # as the driver's out_of_service: Slurm's suspend clears the drains
         commands.power_down(names, "elb: benchmark", force=True, reset_address=True)
-        commands.undrain(names)
 
     for start in range(0, len(names), UPDATE_BATCH):
         hosts = compress(names[start : start + UPDATE_BATCH])

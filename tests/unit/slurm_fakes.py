@@ -113,8 +113,8 @@ class FakeSlurm:
         for name in names:
             if reset_address:
                 self.addresses[name] = name
-            n = self.nodes[name]
-            self.nodes[name] = replace(n, state="idle", flags=(n.flags & {"drain", "cloud"}) | {"powering_down"})
+            # idle_on_node_suspend (elb validate requires it): the suspend clears the drain
+            self.nodes[name] = replace(self.nodes[name], state="idle", flags=frozenset({"cloud", "powering_down"}))
 
     def reset_address(self, names: Sequence[str]) -> None:
         self._scontrol("reset_address", *names)

@@ -321,7 +321,7 @@ def test_the_safe_drain_keeps_a_node_a_job_landed_on_and_removes_an_empty_one(tm
     r.slurm.on_drain, r.slurm.jobs, r.slurm.calls = None, [], []
     r.journal.mark_seen(NOW - 7200, busy=[], up=["node001"])
     r.run(5)
-    assert r.scontrol() == [("drain", "node001"), ("power_down_force", "node001"), ("undrain", "node001")]
+    assert r.scontrol() == [("drain", "node001"), ("power_down_force", "node001")]
     assert r.books.runs == [("slurm_remove_node.yml", ("node001",))]
     assert r.state("node001") is NodeState.TERMINATED and r.cloud.terminated == ["i-node001"]
 
@@ -354,7 +354,7 @@ def test_an_admins_drain_removes_the_node_through_the_same_drain(
     _ready_idle(r, "node001", idle=60)
     r.journal.set_order("remove", "node001", on=True)
     r.run()
-    assert r.scontrol() == [("drain", "node001"), ("power_down_force", "node001"), ("undrain", "node001")]
+    assert r.scontrol() == [("drain", "node001"), ("power_down_force", "node001")]
     assert r.state("node001") is NodeState.TERMINATED
     assert "an admin asked for its removal" in (r.journal.events("node001")[-1].detail or "")
 
@@ -364,7 +364,7 @@ def test_a_warm_pool_stops_an_idle_node_and_starts_it_when_slurm_asks_for_it_aga
     _ready_idle(r, "node001")
     r.run()
     assert r.state("node001") is NodeState.STOPPED and r.cloud.stopped == ["i-node001"]
-    assert r.scontrol() == [("drain", "node001"), ("power_down_force", "node001"), ("undrain", "node001")]
+    assert r.scontrol() == [("drain", "node001"), ("power_down_force", "node001")]
     r.slurm.set_flags("node001", "idle", "powered_down")
     r.slurm.calls = []
     r.slurm.ask("node001")
@@ -522,8 +522,9 @@ def test_a_pass_removing_three_nodes_reads_slurm_and_powers_them_down_together(t
     r.slurm.reads = 0
     r.run()
     assert r.books.runs == [("slurm_remove_node.yml", names)]
-    # each node drained, then one power down and one undrain for the three
-    assert r.scontrol() == [*(("drain", n) for n in names), ("power_down_force", *names), ("undrain", *names)]
+    # each node drained, then one power down for the three; Slurm's suspend clears the drain
+    assert r.scontrol() == [*(("drain", n) for n in names), ("power_down_force", *names)]
+    assert not any("drain" in r.slurm.nodes[n].flags for n in names)
     # the pass's read, the drain's read, the read before the power down, the "no longer listed" read
     assert r.slurm.reads == 4
     assert sorted(r.cloud.terminated) == [f"i-{n}" for n in names]
@@ -553,7 +554,7 @@ def test_a_warm_pool_stops_its_idle_nodes_together(tmp_path: Path) -> None:
     r.slurm.reads = 0
     r.run()
     assert r.cloud.stop_calls == [[f"i-{n}" for n in names]]  # one stop for the three
-    assert r.scontrol() == [*(("drain", n) for n in names), ("power_down_force", *names), ("undrain", *names)]
+    assert r.scontrol() == [*(("drain", n) for n in names), ("power_down_force", *names)]
     assert r.slurm.reads == 3  # the pass's read, the drain's read, the read before the power down
     assert [r.state(n) for n in names] == [NodeState.STOPPED] * 3
 
@@ -578,3 +579,20 @@ def test_a_dry_run_without_the_clouds_workers_plans_the_scheduler_asks_as_the_pa
     assert "asked" in result.planned.scaling.add_reason, result.planned.scaling.add_reason
     assert "not read (listing the cloud's workers: RequestLimitExceeded)" in result.cloud_note
     assert r.cloud.instances == {} and r.books.runs == []
+
+
+def test_no_node_slurm_is_powering_down_is_undrained(tmp_path: Path) -> None:
+    """An undrain of a node powering down makes slurmctld ask it for its registration by the name
+    its address was set back to (10 s a node where the name no longer resolves, slurmctld
+    answering no one meanwhile: seen on slurmctld 22.05). The suspend clears the drain
+    (idle_on_node_suspend); only a node powered down before its drain is undrained."""
+    r = rig(tmp_path)
+    r.slurm.set_flags("node001", "idle", "drain")  # up: elb powers it down
+    r.slurm.set_flags("node002", "idle", "powered_down", "drain")  # powered down, then drained
+    r.slurm.set_flags("node003", "idle", "powering_down", "drain")  # powering down
+    r.bal.scheduler.out_of_service({n: "idle" for n in ("node001", "node002", "node003")})
+    assert r.scontrol() == [
+        ("power_down_force", "node001"),
+        ("reset_address", "node002", "node003"),
+        ("undrain", "node002"),
+    ]

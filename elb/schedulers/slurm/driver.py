@@ -367,20 +367,29 @@ class Slurm:
         return up
 
     def out_of_service(self, reasons: Mapping[str, str]) -> None:
-        """Power the nodes down in Slurm unless Slurm does already, then undrain them: a cloud
-        node powered down can be asked for again. One read, then one ``scontrol`` for the power
-        down and one for the undrain; a power down that fails leaves them drained (no job lands
-        on a node whose remove play went through). The power down sets each node's address back
-        to its name (``nodeaddr=NAME nodehostname=NAME``), and so does one ``scontrol`` for the
-        ones Slurm powers down already: slurmctld keeps no address of an instance that is gone
-        (another machine's, later) to send its messages to. Slurm keeps the reason of a node
-        alone, or of nodes that share it; nodes with reasons of their own share one that points
-        at ``elb history`` (a command per reason would make a batch slow when ``scontrol`` is)."""
+        """Power the nodes down in Slurm unless Slurm does already: a cloud node powered down can
+        be asked for again. One read, then one ``scontrol`` for the power down; a power down that
+        fails leaves them drained (no job lands on a node whose remove play went through). The
+        power down sets each node's address back to its name (``nodeaddr=NAME
+        nodehostname=NAME``), and so does one ``scontrol`` for the ones Slurm powers down
+        already: slurmctld keeps no address of an instance that is gone (another machine's,
+        later) to send its messages to.
+
+        The nodes powered down here are not undrained: Slurm clears their drain when it suspends
+        them (``SlurmctldParameters=idle_on_node_suspend``, which ``elb validate`` requires). An
+        undrain of a node that is powering down makes slurmctld ask it for its registration, by
+        the name its address was just set back to; where the name no longer resolves (its hosts
+        line went with the remove play), slurmctld spends 10 s a node on the name, one node after
+        the other, and answers no command meanwhile. Only a drained node Slurm had powered down
+        before (its suspend, and the drain's clearing, came first) is undrained, one ``scontrol``
+        for them. Slurm keeps the reason of a node alone, or of nodes that share it; nodes with
+        reasons of their own share one that points at ``elb history`` (a command per reason would
+        make a batch slow when ``scontrol`` is)."""
         read = self._read()
         shown = [(host, sn) for host in reasons if (sn := read.node(host)) is not None]
         down = [host for host, sn in shown if not (sn.powered_down or sn.powering_down)]
         going = [host for host, sn in shown if sn.powered_down or sn.powering_down]
-        drained = [host for host, sn in shown if sn.drain]
+        drained = [host for host, sn in shown if sn.drain and sn.powered_down and not sn.powering_down]
         whys = {reasons[h] for h in down}
         why = whys.pop() if len(whys) == 1 else f"{len(down)} nodes out of service; why: elb history NODE"
         if down:
