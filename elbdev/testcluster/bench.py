@@ -217,7 +217,7 @@ UNSTARTED_NET = "10.78"
 # way when the removal sets the addresses back to the names (which no longer resolve once the
 # remove play took the hosts lines), it goes on to the names at 10 s a node, and slurmctld answers
 # no command for minutes. A started node answers (or refuses) its ping at once, as these do.
-UNSTARTED_SLURM_NET = "127"
+UNSTARTED_SLURM_NET = "127.0"
 
 
 def unstarted(n: int, first: int) -> list[NodeSpec]:
@@ -272,31 +272,32 @@ Parts = dict[str, tuple[float, float]]  # a part of the master's work -> (wall, 
 
 def measure_slurm_master_part(tc: TestCluster, sizes: list[int]) -> None:
     """Slurm's master's part alone, for each size, with N cloud nodes Slurm powers up that are
-    never started (distinct names for each size: a node powered down stays powering down for the
-    controller's SuspendTimeout). The bring-up: ``scontrol update ... state=POWER_UP`` (what
-    Slurm does when a job asks; a hundred names a command), then what elb does: each node's
-    addresses (the driver's ``prepare``: a hundred nodes a ``scontrol update``) and slurm_admit_nodes.yml
-    without its one step that reaches the nodes (the munge key's write over SSH, tag
-    ``munge_push``: it needs started nodes). The removal as the actuator's batch does it: a
-    drain a node, slurm_remove_node.yml (one failed ping a node: they are not started), the
-    power down with the address set back (a hundred names a command; Slurm's suspend clears the drains). Wall time
-    and the master's CPU (this process's children) for each part."""
+    never started, on a controller started afresh for each size. The bring-up: ``scontrol update
+    ... state=POWER_UP`` (what Slurm does when a job asks; a hundred names a command), then what
+    elb does: the nodes' addresses (the driver's ``prepare``: a hundred nodes a ``scontrol
+    update``) and slurm_admit_nodes.yml without its one step that reaches the nodes (the munge
+    key's write over SSH, tag ``munge_push``: it needs started nodes). The removal as the
+    actuator's batch does it: a drain a node, slurm_remove_node.yml (one failed ping a node: they
+    are not started), the power down with the addresses set back (a hundred names a command;
+    Slurm's suspend clears the drains). Wall time and the master's CPU (this process's children)
+    for each part."""
     from elb.core.config import SlurmConfig  # noqa: PLC0415
     from elb.schedulers.slurm.commands import SlurmCommands  # noqa: PLC0415
     from elbdev.testcluster import slurm  # noqa: PLC0415
 
     tc.up(nodes=0)
-    slurm.up(cloud_nodes=sum(sizes))
     commands = SlurmCommands(SlurmConfig(conf=slurm.CONF, requests=slurm.REQUEST_DIR))
     rows: dict[int, Parts] = {}
-    first = 1
     try:
         for n in sizes:
+            # A controller of its own for each size: the nodes of the size before, powering down
+            # by names nothing resolves any more, are not this size's to wait on.
+            slurm.down()
+            slurm.up(cloud_nodes=n)
             specs = [
                 NodeSpec(name=f"node{i:03d}", private_ip=f"{UNSTARTED_SLURM_NET}.{1 + i // 250}.{i % 250 + 1}", slots=2)
-                for i in range(first, first + n)
+                for i in range(1, n + 1)
             ]
-            first += n
             rows[n] = slurm_master_part(tc, commands, specs)
             log.info("%d node(s): %s", n, ", ".join(f"{k} {v[0]:.1f} s" for k, v in rows[n].items()))
     finally:

@@ -301,3 +301,12 @@ def test_a_bad_address_anywhere_in_the_batch_runs_no_command(monkeypatch: pytest
     with pytest.raises(SlurmError, match="refusing address"):
         slurm(monkeypatch, script, []).set_addresses([("node001", "10.0.0.1"), ("node002", "10.0.0.2 x=1")])
     assert script.calls == []
+
+
+def test_an_error_names_a_long_batch_by_its_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    script = Script((1, "scontrol: error: Invalid node name specified"))
+    pairs = [(f"node{i:03d}", f"10.78.0.{i}") for i in range(1, 101)]
+    with pytest.raises(SlurmError) as info:
+        slurm(monkeypatch, script, []).set_addresses(pairs)
+    assert "scontrol update nodename=node001,node002," in str(info.value)
+    assert "node100" not in str(info.value) and len(str(info.value)) < 200

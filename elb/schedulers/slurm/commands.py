@@ -53,6 +53,15 @@ TRANSIENT = (
 UPDATE_BATCH = 100  # the most nodes one ``scontrol update`` names
 
 
+SHOWN_ARG = 60  # the most of an argument an error or a log line shows
+
+
+def shown(argv: Sequence[str]) -> str:
+    """A command as errors and logs name it: its first three arguments, each cut to ``SHOWN_ARG``
+    characters (a batch's list of names or addresses is hundreds)."""
+    return " ".join(a if len(a) <= SHOWN_ARG else f"{a[: SHOWN_ARG - 3]}..." for a in argv[:3])
+
+
 class SlurmError(Exception):
     """A Slurm command failed, timed out, or printed something elb cannot use. ``transient``:
     slurmctld did not answer (a time-out, or one of ``TRANSIENT``), after the retries."""
@@ -120,7 +129,7 @@ class SlurmCommands:
         timeout = self.config.update_timeout if change else self.config.timeout
         if not retry:
             return self._once(argv, timeout)
-        return self.retry.run(lambda: self._once(argv, timeout), SlurmError, timeout=timeout, what=" ".join(argv[:3]))
+        return self.retry.run(lambda: self._once(argv, timeout), SlurmError, timeout=timeout, what=shown(argv))
 
     def _once(self, argv: Sequence[str], timeout: float) -> CommandResult:
         command = [self._executable(argv[0]), *argv[1:]]
@@ -131,7 +140,7 @@ class SlurmCommands:
         if result.returncode != 0:
             tail = result.stderr.strip().splitlines()[-3:]
             raise SlurmError(
-                f"{' '.join(argv[:3])}: exit status {result.returncode}: {' / '.join(tail)}",
+                f"{shown(argv)}: exit status {result.returncode}: {' / '.join(tail)}",
                 transient=is_transient(result.stderr, TRANSIENT),
             )
         return result
