@@ -29,6 +29,7 @@ from elb.core.interfaces import (
     Cancels,
     Cloud,
     Instance,
+    InstanceState,
     Notice,
     NoticeSource,
     Provisioner,
@@ -89,7 +90,7 @@ def assumed_instances(records: Sequence[Node]) -> tuple[Instance, ...]:
     for n in records:
         if n.instance_id is None or n.state in GONE:
             continue
-        state = "stopped" if n.state is NodeState.STOPPED else "running"
+        state = InstanceState.STOPPED if n.state is NodeState.STOPPED else InstanceState.RUNNING
         out.append(Instance(n.instance_id, n.name, state, n.launched_at, n.private_ip, n.instance_type, slots=n.slots))
     return tuple(out)
 

@@ -89,7 +89,7 @@ from elb.core.config import Config, PolicyConfig
 from elb.core.demand import DemandSplit
 from elb.core.drivers import cloud_settings
 from elb.core.gcpause import paused
-from elb.core.interfaces import Instance
+from elb.core.interfaces import Instance, InstanceState
 from elb.core.model import Event, History, Host, Job, JobPhase, Node, NodeState, QueueInstance, Snapshot
 from elb.core.naming import next_names
 from elb.core.orders import Orders
@@ -501,7 +501,7 @@ class Simulator:
         else:
             self.out.launches += 1
             self.backoff.add(Event(now, name, NodeState.REQUESTED, None, None), group)
-        self._instance_values[name] = Instance(f"sim-{name}", name, "running", now)
+        self._instance_values[name] = Instance(f"sim-{name}", name, InstanceState.RUNNING, now)
         self._nodes_cache = None
         self._stale[name] = None
         if boot <= 0 and not node.fails:
@@ -1010,7 +1010,7 @@ class Simulator:
         self._pooled_records[name] = record
         _replace(self._record_values, name, record, self._changes.records)
         self._nodes_cache = None
-        self._instance_values[name] = Instance(f"sim-{name}", name, "stopped", node.launched_at)
+        self._instance_values[name] = Instance(f"sim-{name}", name, InstanceState.STOPPED, node.launched_at)
         self._suspects[name] = None
         return True
 

@@ -57,6 +57,7 @@ from elb.core.interfaces import (
     TAG_ROLE,
     CloudError,
     Instance,
+    InstanceState,
     LaunchResult,
     NodeBoot,
     Notice,
@@ -132,6 +133,16 @@ TRANSIENT_CODES = frozenset(
 
 LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
 GONE_STATES = frozenset({"shutting-down", "terminated"})
+# EC2's instance states in the core's words (``InstanceState``); one EC2 does not name here
+# counts as existing and not running: it may cost, it serves nothing.
+_STATE_WORDS = {
+    "pending": InstanceState.PENDING,
+    "running": InstanceState.RUNNING,
+    "stopping": InstanceState.STOPPING,
+    "stopped": InstanceState.STOPPED,
+    "shutting-down": InstanceState.GONE,
+    "terminated": InstanceState.GONE,
+}
 _INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
 _PERMISSION = re.compile(r"perform:\s*([A-Za-z0-9-]+:[A-Za-z0-9*]+)")
 _RESERVED_TAGS = frozenset({TAG_CLUSTER, TAG_ROLE, TAG_MANAGED_BY, TAG_NAME})
@@ -435,6 +446,11 @@ def _start_stop_error(err: Exception, doing: str) -> CloudError:
     return out
 
 
+def instance_state(ec2_state: str) -> InstanceState:
+    """EC2's name of an instance's state in the core's words."""
+    return _STATE_WORDS.get(ec2_state, InstanceState.STOPPED)
+
+
 def tags_of(inst: InstanceTypeDef) -> dict[str, str]:
     return {t["Key"]: t["Value"] for t in inst.get("Tags", []) if "Key" in t and "Value" in t}
 
@@ -622,7 +638,7 @@ class Ec2Cloud:
         return Instance(
             instance_id=raw.get("InstanceId", ""),
             name=tags.get(TAG_NAME, ""),
-            state=raw.get("State", {}).get("Name", "unknown"),
+            state=instance_state(raw.get("State", {}).get("Name", "unknown")),
             launched_at=launched.timestamp() if launched is not None else self.clock(),
             private_ip=raw.get("PrivateIpAddress"),
             instance_type=itype,
@@ -650,7 +666,7 @@ class Ec2Cloud:
         """EC2's status checks of ``instances`` (``DescribeInstanceStatus``, 100 ids a call): a
         notice for each whose instance or system status check says ``impaired``. Running
         instances only; ``initializing`` and ``insufficient-data`` are no verdict yet."""
-        ids = [i.instance_id for i in instances if i.state == "running" and i.instance_id]
+        ids = [i.instance_id for i in instances if i.state == InstanceState.RUNNING and i.instance_id]
         out: list[Notice] = []
         try:
             for start in range(0, len(ids), STATUS_BATCH):
