@@ -673,7 +673,7 @@ def scale(inputs: PassInputs, policy: Policy, now: float, state: ClusterState | 
     orders = inputs.orders
     if not (orders.paused or orders.kept or orders.remove):
         return plan
-    return apply_orders(plan, orders, inputs.nodes, {m.name for m in joined.nodes if m.busy})
+    return apply_orders(plan, orders, inputs.nodes, {m.name for m in joined.nodes if m.busy}, cloud=inputs.cloud.name)
 
 
 def _orders_done(orders: Orders, state: ClusterState) -> tuple[str, ...]:
