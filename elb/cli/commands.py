@@ -24,7 +24,7 @@ from elb.core.demand import DemandSplit
 from elb.core.durations import argument as duration
 from elb.core.durations import minutes
 from elb.core.exitcodes import Exit
-from elb.core.model import Node, NodeState
+from elb.core.model import Node, NodeState, Snapshot
 from elb.core.scheduler import SchedulerError, SchedulerRead
 from elb.core.spend import GroupSpend, budget_now, spend_by_group
 from elb.core.timeline import DAY, DURATION_NAMES, TimelineSummary, summarize
@@ -236,13 +236,22 @@ def cmd_status(args: argparse.Namespace) -> int:
     read = _read_or_none(cfg, journal)  # status still shows the journal when it can't be read, then exits 4
     snap = read.snapshot if read is not None else None
     now = snap.now if snap is not None else time.time()
-    period = cfg.policy.billing_period
     if args.json:
         print(json.dumps(_status_json(cfg, journal, nodes, read, now), indent=2))
-        journal.close()
-        return Exit.OK if snap is not None else Exit.UNREADABLE
+    else:
+        _print_status_nodes(cfg, journal, nodes, snap, now)
+        _print_status_scheduler(cfg, journal, nodes, read)
+        _print_status_orders(journal, now)
+    journal.close()
+    return Exit.OK if snap is not None else Exit.UNREADABLE
+
+
+def _print_status_nodes(
+    cfg: Config, journal: Journal, nodes: Sequence[Node], snap: Snapshot | None, now: float
+) -> None:
+    """``elb status``'s table of nodes, then the groups' spend and the boot steps' summary."""
     print(f"{'node':<12} {'state':<13} {'uptime':>8} {'into period':>12} {'jobs':>5}  instance")
-    for f in nodes_facts(nodes, snap, now, period, journal.timelines()):
+    for f in nodes_facts(nodes, snap, now, cfg.policy.billing_period, journal.timelines()):
         note = _status_note(f)
         print(
             f"{f.name:<12} {f.state:<13} {minutes(f.uptime):>8} {minutes(f.into_period):>12} "
@@ -253,12 +262,21 @@ def cmd_status(args: argparse.Namespace) -> int:
     for line in _spend_lines(cfg, journal, nodes, now):
         print(line)
     print(_boot_summary(journal, now).describe(DAY / 3600))
-    if read is not None:
-        for line in snapshot_summary(read.snapshot, cfg.cluster.master):
-            print(line)
-        split = _demand_or_none(cfg, journal, read, nodes)
-        for refused in split.not_demand if split is not None else ():
-            print(f"not demand, {refused.describe()}")
+
+
+def _print_status_scheduler(cfg: Config, journal: Journal, nodes: Sequence[Node], read: SchedulerRead | None) -> None:
+    """The scheduler's summary and the waiting jobs that are not demand (nothing when it was not read)."""
+    if read is None:
+        return
+    for line in snapshot_summary(read.snapshot, cfg.cluster.master):
+        print(line)
+    split = _demand_or_none(cfg, journal, read, nodes)
+    for refused in split.not_demand if split is not None else ():
+        print(f"not demand, {refused.describe()}")
+
+
+def _print_status_orders(journal: Journal, now: float) -> None:
+    """An admin's pause, kept and to-remove nodes, and the last pass."""
     orders = journal.orders()
     if orders.paused:
         since = minutes(now - (orders.paused_since or now))
@@ -268,8 +286,6 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"kept by an admin: {kept}; to remove: {remove}")
     for p in journal.passes(limit=1):
         print(f"last pass: {'ok' if p.ok else 'FAILED'}, {minutes(now - p.time)} ago: {p.summary}")
-    journal.close()
-    return Exit.OK if snap is not None else Exit.UNREADABLE
 
 
 def _status_note(f: NodeFacts) -> str:
@@ -381,28 +397,43 @@ def cmd_nodes(args: argparse.Namespace) -> int:
         doc = {"time": now, "scheduler_read": snap is not None, "nodes": [asdict(f) for f in facts]}
         print(json.dumps(doc, indent=2))
     else:
-        print(
-            f"{'node':<12} {'state':<13} {'type':<12} {'uptime':>8} {'into period':>12} {'idle':>8} "
-            f"{'boot':>5} {'ssh':>5} {'provision':>9} {'register':>8} {'first job':>9}  jobs"
-        )
-        for f in facts:
-            jobs = (
-                "?" if f.jobs is None else (",".join(map(str, f.jobs[:8])) + ("..." if len(f.jobs) > 8 else "") or "-")
-            )
-            idle = minutes(f.idle_for) if f.idle_for is not None else "-"
-            boot, ssh, prov, reg, first = (_seconds(f.boot_steps[name]) for name in DURATION_NAMES)
-            print(
-                f"{f.name:<12} {f.state:<13} {f.instance_type or '-':<12} {minutes(f.uptime):>8} "
-                f"{minutes(f.into_period):>12} {idle:>8} {boot:>5} {ssh:>5} {prov:>9} {reg:>8} {first:>9}  {jobs}"
-            )
-        if not facts:
-            print("(no nodes managed by elb)")
-        held = [f for f in facts if f.kept is not None]
-        if held:
-            print("\nkept by elb:")
-            for f in held:
-                print(f"  {f.name}: {f.kept}")
+        _print_nodes_table(facts)
+        _print_kept(facts)
     return Exit.OK if snap is not None else Exit.UNREADABLE
+
+
+def _print_nodes_table(facts: Sequence[NodeFacts]) -> None:
+    """``elb nodes``'s table: a line a node with its type, times, boot steps and jobs."""
+    print(
+        f"{'node':<12} {'state':<13} {'type':<12} {'uptime':>8} {'into period':>12} {'idle':>8} "
+        f"{'boot':>5} {'ssh':>5} {'provision':>9} {'register':>8} {'first job':>9}  jobs"
+    )
+    for f in facts:
+        idle = minutes(f.idle_for) if f.idle_for is not None else "-"
+        boot, ssh, prov, reg, first = (_seconds(f.boot_steps[name]) for name in DURATION_NAMES)
+        print(
+            f"{f.name:<12} {f.state:<13} {f.instance_type or '-':<12} {minutes(f.uptime):>8} "
+            f"{minutes(f.into_period):>12} {idle:>8} {boot:>5} {ssh:>5} {prov:>9} {reg:>8} {first:>9}  "
+            f"{_jobs_column(f.jobs)}"
+        )
+    if not facts:
+        print("(no nodes managed by elb)")
+
+
+def _jobs_column(jobs: list[int] | None) -> str:
+    """A node's jobs in ``elb nodes``: the first eight ("..." past them), "-" for none, "?" unread."""
+    if jobs is None:
+        return "?"
+    return ",".join(map(str, jobs[:8])) + ("..." if len(jobs) > 8 else "") or "-"
+
+
+def _print_kept(facts: Sequence[NodeFacts]) -> None:
+    """The nodes elb keeps, each with why."""
+    held = [f for f in facts if f.kept is not None]
+    if held:
+        print("\nkept by elb:")
+        for f in held:
+            print(f"  {f.name}: {f.kept}")
 
 
 def _job_list(jobs: list[int] | None) -> str:

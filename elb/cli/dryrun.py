@@ -163,39 +163,12 @@ def plan_json(
 ) -> dict[str, object]:
     """The dry run's plan as one JSON-ready object (docs/operations.md, "The dry run")."""
     master = cfg.cluster.master
-    first = groups.groups[0].name
-    workers = [h for h in snap.hosts if h.name != master]
-    waiting = snap.pending
-    oldest = min((j.submitted for j in waiting if j.submitted is not None), default=None)
     alive = [n for n in nodes if n.state.alive and n.name != master]
-    adding: dict[str, list[str]] = {}
-    for name in plan.add_names:
-        adding.setdefault(plan.add_groups.get(name, first), []).append(name)
     return {
         "ok": True,
         "time": snap.now,
-        "snapshot": {
-            "jobs_running": sum(1 for j in snap.jobs if j.queue is not None),
-            "jobs_waiting": len(waiting),
-            "slots_waiting": sum(j.total_slots for j in waiting),
-            "jobs_held_or_error": sum(1 for j in snap.jobs if not j.is_pending and j.queue is None),
-            "oldest_wait": None if oldest is None else max(0.0, snap.now - oldest),
-            "workers": len(workers),
-            "slots": sum(h.slots_total for h in workers),
-            "slots_used": sum(h.slots_used for h in workers),
-            "nodes_managed": len(alive),
-        },
-        "groups": [
-            {
-                "name": g.name,
-                "slots": g.slots,
-                "min_nodes": g.min_nodes,
-                "max_nodes": groups.max_nodes_of(g),
-                "nodes": sum(1 for n in alive if (n.group if groups.get(n.group or "") else first) == g.name),
-                "price_per_hour": g.price_per_hour,
-            }
-            for g in groups.groups
-        ],
+        "snapshot": _snapshot_json(snap, master, len(alive)),
+        "groups": _groups_json(groups, alive),
         "max_nodes": groups.total_max_nodes,
         "assumptions": {
             "slots_per_node_from": slots_from,
@@ -203,12 +176,10 @@ def plan_json(
             "poll_interval": cfg.poll_interval,
             "policy": cfg.policy.name,
         },
-        "add": [{"group": g, "count": len(names), "names": names} for g, names in adding.items()],
+        "add": _adds_json(plan, groups.groups[0].name),
         "add_reason": plan.add_reason,
         "remove": [{"node": r.node, "reason": r.reason} for r in plan.remove],
-        "unservable": [n.as_json() for n in not_demand if n.unservable],
-        "held": [n.as_json() for n in not_demand if n.held],
-        "not_yet": [n.as_json() for n in not_demand if n.until is not None],
+        **_not_demand_json(not_demand),
         "reason": plan.reason,
         "repairs": [{"kind": r.kind.value, "node": r.node, "reason": r.reason} for r in planned.repairs],
         "kept": [{"node": r.node, "reason": r.reason} for r in planned.kept],
@@ -218,6 +189,63 @@ def plan_json(
         "cloud": cloud,
         "budget": _budget_json(planned, budget),
         "lines": planned.describe(),
+    }
+
+
+def _snapshot_json(snap: Snapshot, master: str, managed: int) -> dict[str, object]:
+    """The scheduler's view in figures: jobs running, waiting and held, the oldest wait, and the
+    workers' slots (the master left out)."""
+    workers = [h for h in snap.hosts if h.name != master]
+    waiting = snap.pending
+    oldest = min((j.submitted for j in waiting if j.submitted is not None), default=None)
+    return {
+        "jobs_running": sum(1 for j in snap.jobs if j.queue is not None),
+        "jobs_waiting": len(waiting),
+        "slots_waiting": sum(j.total_slots for j in waiting),
+        "jobs_held_or_error": sum(1 for j in snap.jobs if not j.is_pending and j.queue is None),
+        "oldest_wait": None if oldest is None else max(0.0, snap.now - oldest),
+        "workers": len(workers),
+        "slots": sum(h.slots_total for h in workers),
+        "slots_used": sum(h.slots_used for h in workers),
+        "nodes_managed": managed,
+    }
+
+
+def _groups_json(groups: NodeGroups, alive: Sequence[Node]) -> list[dict[str, object]]:
+    """Each node group with its bounds, price and live nodes (a node of no known group counts in the
+    first)."""
+    first = groups.groups[0].name
+
+    def group_of(n: Node) -> str:
+        return (n.group or "") if groups.get(n.group or "") else first
+
+    return [
+        {
+            "name": g.name,
+            "slots": g.slots,
+            "min_nodes": g.min_nodes,
+            "max_nodes": groups.max_nodes_of(g),
+            "nodes": sum(1 for n in alive if group_of(n) == g.name),
+            "price_per_hour": g.price_per_hour,
+        }
+        for g in groups.groups
+    ]
+
+
+def _adds_json(plan: Plan, first: str) -> list[dict[str, object]]:
+    """The planned launches by group, in the plan's order (a name of no group goes to the first)."""
+    adding: dict[str, list[str]] = {}
+    for name in plan.add_names:
+        adding.setdefault(plan.add_groups.get(name, first), []).append(name)
+    return [{"group": g, "count": len(names), "names": names} for g, names in adding.items()]
+
+
+def _not_demand_json(not_demand: Sequence[NotDemand]) -> dict[str, list[dict[str, object]]]:
+    """The waiting jobs that are not demand, by why: unservable, held, not yet eligible."""
+    return {
+        "unservable": [n.as_json() for n in not_demand if n.unservable],
+        "held": [n.as_json() for n in not_demand if n.held],
+        "not_yet": [n.as_json() for n in not_demand if n.until is not None],
     }
 
 

@@ -45,6 +45,7 @@ from elb.core.interfaces import (
     CloudError,
     CloudSettings,
     Instance,
+    InstanceState,
     LaunchResult,
     NodeBoot,
     NoticeSource,
@@ -64,16 +65,17 @@ NODE_LOGS = Path("/var/lib/elb-testcluster/node-logs")
 NODE_NFS_LOG = "/var/log/elb-mountnfs"  # where the node image's NFS client writes it
 NODE_HOST_KEY = "/etc/ssh/ssh_host_ed25519_key"  # where a node's sshd finds its ed25519 host key
 _NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+# Podman's container states in the core's words (``InstanceState``); one not named here is pending.
 _STATES = {
-    "created": "pending",
-    "configured": "pending",
-    "initialized": "pending",
-    "running": "running",
-    "paused": "stopped",
-    "stopping": "stopping",
-    "stopped": "stopped",
-    "exited": "stopped",
-    "removing": "shutting-down",
+    "created": InstanceState.PENDING,
+    "configured": InstanceState.PENDING,
+    "initialized": InstanceState.PENDING,
+    "running": InstanceState.RUNNING,
+    "paused": InstanceState.STOPPED,
+    "stopping": InstanceState.STOPPING,
+    "stopped": InstanceState.STOPPED,
+    "exited": InstanceState.STOPPED,
+    "removing": InstanceState.GONE,
 }
 
 
@@ -170,7 +172,7 @@ class LocalCloud:
         return Instance(
             instance_id=str(d["Id"]),
             name=labels.get(TAG_NAME, str(d.get("Name", "")).lstrip("/")),
-            state=_STATES.get(status, "pending"),
+            state=_STATES.get(status, InstanceState.PENDING),
             launched_at=_parse_time(str(d.get("Created", ""))),
             private_ip=ip,
             instance_type="podman",
@@ -366,9 +368,9 @@ class LocalCloud:
             found = self._inspect([cid])
             if found:
                 inst = self._instance(found[0])
-                if inst.state == "stopped":
+                if inst.state == InstanceState.STOPPED:
                     return f"container exited: {found[0].get('State', {}).get('Error') or 'see podman logs'}"
-                if inst.state == "running" and inst.private_ip:
+                if inst.state == InstanceState.RUNNING and inst.private_ip:
                     if _ssh_banner(inst.private_ip):
                         return inst
                     why = f"sshd on {inst.private_ip} does not answer"

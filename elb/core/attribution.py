@@ -159,14 +159,49 @@ def attribute(
 ) -> Attribution:
     """Every billed node-second of ``found``'s stretches in [since, until), attributed."""
     lives, stopped = found
-    sizes: dict[str, int] = {}
-    for life in lives:
-        if life.slots:
-            sizes[life.node] = max(sizes.get(life.node, 0), life.slots)
+    sizes = _node_sizes(lives)
     on: dict[str, list[JobUse]] = {}
     for u in fit_to_nodes(uses, sizes):
         on.setdefault(_short(u.host), []).append(u)
     sums = _Sums()
+    matched = _sum_lives(lives, on, (since, until), by=by, sums=sums, billed=(billing, period))
+    _sum_stopped(stopped, (since, until), by, sums)
+    unmatched = sum(1 for us in on.values() for u in us if id(u) not in matched and u.end > since and u.start < until)
+    return Attribution(
+        by,
+        since,
+        until,
+        _parts(sums),
+        billed_in(found, since, until, billing, period),
+        unmatched,
+        all(life.price_per_hour is not None for life in lives),
+        _master_only(on, matched, sizes),
+        len({u.job for us in on.values() for u in us if u.placed and id(u) in matched}),
+    )
+
+
+def _node_sizes(lives: Sequence[Life]) -> dict[str, int]:
+    """Each node's slots, the most any of its lives had (a life of unknown slots left out)."""
+    sizes: dict[str, int] = {}
+    for life in lives:
+        if life.slots:
+            sizes[life.node] = max(sizes.get(life.node, 0), life.slots)
+    return sizes
+
+
+def _sum_lives(
+    lives: Sequence[Life],
+    on: Mapping[str, Sequence[JobUse]],
+    window: tuple[float, float],
+    *,
+    by: By,
+    sums: _Sums,
+    billed: tuple[Billing, float],
+) -> set[int]:
+    """Each life's billed seconds in ``window`` into ``sums``, shared among the jobs on its node;
+    the ids of the uses matched to a life."""
+    since, until = window
+    billing, period = billed
     matched: set[int] = set()
     for life in lives:
         a, b = billed_span(life, until, billing, period)
@@ -176,6 +211,12 @@ def attribute(
         mine = [u for u in on.get(life.node, ()) if u.end > lo and u.start < hi]
         matched.update(id(u) for u in mine)
         _one_life(life, mine, (lo, hi), by, sums)
+    return matched
+
+
+def _sum_stopped(stopped: Sequence[Stopped], window: tuple[float, float], by: By, sums: _Sums) -> None:
+    """The stopped nodes' volumes in ``window`` into ``sums`` (money, no node-seconds)."""
+    since, until = window
     for p in stopped:
         end = until if p.end is None else min(p.end, until)
         seconds = max(0.0, min(end, until) - max(p.start, since))
@@ -183,7 +224,10 @@ def attribute(
             key: tuple[str, Kind] = (p.group if by == "group" else "", "volumes")
             sums.money[key] = sums.money.get(key, 0.0) + seconds * p.price_per_hour / 3600.0
             sums.seconds.setdefault(key, 0.0)
-    unmatched = sum(1 for us in on.values() for u in us if id(u) not in matched and u.end > since and u.start < until)
+
+
+def _parts(sums: _Sums) -> tuple[Part, ...]:
+    """The sums as parts: jobs first, then the elasticity kinds; within a kind the dearest first."""
     parts = [
         Part(
             key, kind, sums.seconds[(key, kind)], sums.money.get((key, kind), 0.0), len(sums.jobs.get((key, kind), ()))
@@ -192,26 +236,19 @@ def attribute(
     ]
     order = {k: i for i, k in enumerate(("jobs", *ELASTICITY))}
     parts.sort(key=lambda p: (order[p.kind], -p.money, -p.node_seconds, p.key))
-    priced = all(life.price_per_hour is not None for life in lives)
-    master_only = len(
+    return tuple(parts)
+
+
+def _master_only(on: Mapping[str, Sequence[JobUse]], matched: set[int], sizes: Mapping[str, int]) -> int:
+    """How many matched jobs the accounting charged to their master's host alone with more slots
+    than the host has."""
+    return len(
         {
             u.job
             for host, us in on.items()
             for u in us
             if u.master_only and id(u) in matched and u.slots > sizes.get(host, u.slots)
         }
-    )
-    placed = len({u.job for us in on.values() for u in us if u.placed and id(u) in matched})
-    return Attribution(
-        by,
-        since,
-        until,
-        tuple(parts),
-        billed_in(found, since, until, billing, period),
-        unmatched,
-        priced,
-        master_only,
-        placed,
     )
 
 
@@ -291,27 +328,33 @@ def fit_to_nodes(uses: Iterable[JobUse], sizes: Mapping[str, int]) -> list[JobUs
     for i, u in enumerate(out):
         runs.setdefault((u.job, u.start, u.end), []).append(i)
     for idx in runs.values():
-        if len(idx) < 2:
-            continue
-        cap = {i: float(sizes.get(_short(out[i].host), 0)) for i in idx}
-        slots = {i: out[i].slots for i in idx}
-        excess = sum(max(0.0, slots[i] - cap[i]) for i in idx if cap[i])
-        if excess <= 0:
-            continue
-        for i in idx:
-            if cap[i] and slots[i] > cap[i]:
-                slots[i] = cap[i]
-        for i in idx:
-            room = cap[i] - slots[i] if cap[i] else 0.0
-            if room > 0 and excess > 0:
-                slots[i] += min(room, excess)
-                excess -= min(room, excess)
-        if excess > 0:  # nowhere to put it: back on the first host that had too much
-            first = next(i for i in idx if cap[i] and out[i].slots > cap[i])
-            slots[first] += excess
-        for i in idx:
-            out[i] = replace(out[i], slots=slots[i])
+        if len(idx) >= 2:
+            _refit_run(out, idx, sizes)
     return out
+
+
+def _refit_run(out: list[JobUse], idx: Sequence[int], sizes: Mapping[str, int]) -> None:
+    """One run's uses (``idx`` into ``out``) refitted in place: each cut to its node's slots and
+    the excess given to the others with room, in order; what finds no room goes back on the first
+    host that had too much."""
+    cap = {i: float(sizes.get(_short(out[i].host), 0)) for i in idx}
+    slots = {i: out[i].slots for i in idx}
+    excess = sum(max(0.0, slots[i] - cap[i]) for i in idx if cap[i])
+    if excess <= 0:
+        return
+    for i in idx:
+        if cap[i] and slots[i] > cap[i]:
+            slots[i] = cap[i]
+    for i in idx:
+        room = cap[i] - slots[i] if cap[i] else 0.0
+        if room > 0 and excess > 0:
+            slots[i] += min(room, excess)
+            excess -= min(room, excess)
+    if excess > 0:  # nowhere to put it: back on the first host that had too much
+        first = next(i for i in idx if cap[i] and out[i].slots > cap[i])
+        slots[first] += excess
+    for i in idx:
+        out[i] = replace(out[i], slots=slots[i])
 
 
 def _one_life(life: Life, uses: Sequence[JobUse], window: tuple[float, float], by: By, sums: _Sums) -> None:
@@ -319,15 +362,11 @@ def _one_life(life: Life, uses: Sequence[JobUse], window: tuple[float, float], b
     and ends and its activity's changes."""
     lo, hi = window
     uses = [u for u in uses if min(u.end, hi) > max(u.start, lo)]
-    price = life.price_per_hour or 0.0
-    spare_key = life.group if by == "group" else ""
     points: list[tuple[float, int, int]] = []  # (time, 0: an end / 1: a start, use index)
     for i, u in enumerate(uses):
         points.append((max(u.start, lo), 1, i))
         points.append((min(u.end, hi), 0, i))
-    cuts = sorted({lo, hi, *(t for t, _ in life.activity if lo < t < hi)} | {p[0] for p in points})
-    if life.end is not None and lo < life.end < hi:
-        cuts = sorted({*cuts, life.end})
+    cuts = _cuts(life, points, window)
     points.sort()
     active: dict[int, JobUse] = {}
     k = 0
@@ -339,17 +378,35 @@ def _one_life(life: Life, uses: Sequence[JobUse], window: tuple[float, float], b
             else:
                 active.pop(i, None)
             k += 1
-        dt = t1 - t0
-        if dt <= 0:
-            continue
-        held = sum(u.slots for u in active.values())
-        size = max(float(life.slots or 0), held)
-        for u in active.values():
-            share = dt * u.slots / size
-            sums.add((key_of(u, by, life.group), "jobs"), share, price, u.job)
-        spare = dt - (dt * held / size if size > 0 else 0.0)
-        if spare > 0:
-            sums.add((spare_key, _doing(life, t0)), spare, price)
+        if t1 - t0 > 0:
+            _one_stretch(life, active.values(), (t0, t1), by, sums)
+
+
+def _cuts(life: Life, points: Sequence[tuple[float, int, int]], window: tuple[float, float]) -> list[float]:
+    """The times in ``window`` where what a life does or holds changes: the window's ends, its
+    activity's changes, its jobs' starts and ends, and its instance's end."""
+    lo, hi = window
+    cuts = sorted({lo, hi, *(t for t, _ in life.activity if lo < t < hi)} | {p[0] for p in points})
+    if life.end is not None and lo < life.end < hi:
+        cuts = sorted({*cuts, life.end})
+    return cuts
+
+
+def _one_stretch(life: Life, active: Iterable[JobUse], span: tuple[float, float], by: By, sums: _Sums) -> None:
+    """One span between two cuts into ``sums``: each job on the node its share by slots, the
+    rest spare, counted as what the node was doing."""
+    t0, t1 = span
+    dt = t1 - t0
+    price = life.price_per_hour or 0.0
+    on = list(active)
+    held = sum(u.slots for u in on)
+    size = max(float(life.slots or 0), held)
+    for u in on:
+        share = dt * u.slots / size
+        sums.add((key_of(u, by, life.group), "jobs"), share, price, u.job)
+    spare = dt - (dt * held / size if size > 0 else 0.0)
+    if spare > 0:
+        sums.add((life.group if by == "group" else "", _doing(life, t0)), spare, price)
 
 
 def _doing(life: Life, t: float) -> Activity:

@@ -11,7 +11,7 @@ import enum
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from elb.core.frozen import quick_init
 
@@ -20,6 +20,21 @@ TAG_CLUSTER = "elb:cluster"
 TAG_ROLE = "elb:role"  # "master" | "worker"
 TAG_MANAGED_BY = "elb:managed-by"  # always "elb"
 TAG_NAME = "Name"  # node name, e.g. node006
+
+
+class InstanceState(enum.StrEnum):
+    """An instance's state in the core's words; each cloud's adapter translates its own into them
+    (EC2's ``shutting-down`` and ``terminated`` are ``gone``)."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"  # exists and costs (its disks), can start again
+    GONE = "gone"  # shutting down or terminated
+
+
+# The same words as plain strings: an ``Instance`` takes either (a member equals its word).
+InstanceWord = Literal["pending", "running", "stopping", "stopped", "gone"]
 
 
 class CloudError(Exception):
@@ -37,7 +52,7 @@ class Instance:
 
     instance_id: str
     name: str  # node name from the Name tag
-    state: str  # pending | running | stopping | stopped | shutting-down | terminated
+    state: InstanceState | InstanceWord  # in the core's words: its cloud's adapter translates
     launched_at: float  # POSIX seconds
     private_ip: str | None = None
     instance_type: str | None = None

@@ -39,10 +39,11 @@ class Orders:
     def paused(self) -> bool:
         return self.paused_since is not None
 
-    def why_remove(self, node: str) -> str:
-        """The reason a removal order of ``node`` gives."""
+    def why_remove(self, node: str, cloud: str) -> str:
+        """The reason a removal order of ``node`` gives (``cloud``: the cloud's name in messages,
+        ``CloudSettings.name``, for an order its notice gave)."""
         cause = self.causes.get(node)
-        return ADMIN_REMOVAL if cause is None else f"EC2 {cause[0]} notice: {cause[1]}"
+        return ADMIN_REMOVAL if cause is None else f"{cloud} {cause[0]} notice: {cause[1]}"
 
     @property
     def doomed(self) -> frozenset[str]:
@@ -50,8 +51,9 @@ class Orders:
         return frozenset(self.causes)
 
 
-def apply_orders(plan: Plan, orders: Orders, nodes: Sequence[Node], busy_hosts: Collection[str]) -> Plan:
-    """The policy's plan with the orders applied (see the module's description)."""
+def apply_orders(plan: Plan, orders: Orders, nodes: Sequence[Node], busy_hosts: Collection[str], *, cloud: str) -> Plan:
+    """The policy's plan with the orders applied (see the module's description); ``cloud``: the
+    cloud's name in messages."""
     if orders.paused:
         why = f"scaling paused by an admin ({orders.pause_reason or 'no reason given'}; elb resume ends it)"
         held = plan.describe() if not plan.empty else []
@@ -64,7 +66,7 @@ def apply_orders(plan: Plan, orders: Orders, nodes: Sequence[Node], busy_hosts: 
     planned = {r.node for r in plan.remove}
     ready = {n.name for n in nodes if n.state is NodeState.READY}
     asked = tuple(
-        Removal(name, orders.why_remove(name))
+        Removal(name, orders.why_remove(name, cloud))
         for name in sorted(orders.remove)
         if name in ready and name not in planned and name not in busy_hosts
     )

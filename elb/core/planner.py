@@ -110,6 +110,20 @@ def pace_launches(  # noqa: PLR0917 (the plan's two parts, the spend, and the pa
     launch adds its group's price; a restart its price less the volumes its stopped node costs
     already. Removals, stops and expiries are untouched."""
     assert config.policy.budget is not None
+    check = pace(config.policy.budget, spend, _launches_wanted(plan, pool, config, record_of), now)
+    if not check.held:
+        return plan, pool, check
+    held = set(check.held)
+    check = dataclasses.replace(check, restarts_held=sum(1 for r in pool.restarts if r.node in held))
+    pool = dataclasses.replace(pool, restarts=tuple(r for r in pool.restarts if r.node not in held))
+    return _without_held(plan, held, check.reason), pool, check
+
+
+def _launches_wanted(
+    plan: Plan, pool: PoolPlan, config: Config, record_of: Callable[[str], Node | None]
+) -> list[Launch]:
+    """The pass's starts with what each adds to the spend: ``pool``'s restarts first (their group's
+    price less the volumes already paid), then ``plan``'s launches (their group's price)."""
     groups = groups_of(config)
     wanted: list[Launch] = []
     for r in pool.restarts:
@@ -119,16 +133,14 @@ def pace_launches(  # noqa: PLR0917 (the plan's two parts, the spend, and the pa
     for name in plan.add_names:
         g = groups.get(plan.add_groups.get(name, "")) or groups.groups[0]
         wanted.append(Launch(name, g.price_per_hour or 0.0))
-    check = pace(config.policy.budget, spend, wanted, now)
-    if not check.held:
-        return plan, pool, check
-    held = set(check.held)
-    check = dataclasses.replace(check, restarts_held=sum(1 for r in pool.restarts if r.node in held))
-    pool = dataclasses.replace(pool, restarts=tuple(r for r in pool.restarts if r.node not in held))
+    return wanted
+
+
+def _without_held(plan: Plan, held: set[str], why: str) -> Plan:
+    """``plan`` without the launches the budget held, ``why`` said in its reasons."""
     names = tuple(n for n in plan.add_names if n not in held)
-    why = check.reason
     kept = f"{plan.add_reason}; " if plan.add_reason and names else ""
-    plan = dataclasses.replace(
+    return dataclasses.replace(
         plan,
         add=len(names),
         add_names=names,
@@ -136,7 +148,6 @@ def pace_launches(  # noqa: PLR0917 (the plan's two parts, the spend, and the pa
         add_reason=f"{kept}{why}" if names else "",
         reason="; ".join(r for r in (plan.reason, why) if r),
     )
-    return plan, pool, check
 
 
 def within_budget(demand: DemandSplit, nodes: Sequence[Node], spend: Spend, config: Config, now: float) -> DemandSplit:
@@ -662,7 +673,7 @@ def scale(inputs: PassInputs, policy: Policy, now: float, state: ClusterState | 
     orders = inputs.orders
     if not (orders.paused or orders.kept or orders.remove):
         return plan
-    return apply_orders(plan, orders, inputs.nodes, {m.name for m in joined.nodes if m.busy})
+    return apply_orders(plan, orders, inputs.nodes, {m.name for m in joined.nodes if m.busy}, cloud=inputs.cloud.name)
 
 
 def _orders_done(orders: Orders, state: ClusterState) -> tuple[str, ...]:

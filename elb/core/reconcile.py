@@ -216,7 +216,6 @@ def repairs_of(
     ``scheduler``: its name, in the reasons. ``skip``: nodes left alone (an operation of elb's
     runs on them: it owns their next steps); their instances are theirs, not orphans.
     """
-    now = state.now
     out: list[Repair] = []
     for m in state.suspects_apart(skip):  # a steady node needs nothing
         if m.name == master:
@@ -233,7 +232,6 @@ def repairs_of(
         )
         if repair is not None:
             out.append(repair)
-
     # Instances the journal does not account for (the skipped nodes' are theirs, not orphans).
     unaccounted = state.unaccounted
     if not unaccounted:
@@ -243,22 +241,31 @@ def repairs_of(
     for inst in unaccounted:
         if inst.instance_id in accounted or inst.name == master:
             continue
-        live = instance_state(inst.state) in LIVE
-        found = state.record(inst.name)
-        record = found if found is not None and (state.include_gone or found.state not in GONE) else None
-        host = state.host(inst.name)
-        if record is None and host is not None:
-            if live:
-                why = f"a worker of {scheduler} with elb's tags missing from the journal"
-                jobs = state.jobs_on.get(inst.name, ())
-                work = _work(jobs) if is_busy(bool(jobs), host.busy) else None
-                out.append(Repair(RepairKind.ADOPT, inst.name, why, inst, work=work))
-            continue  # stopped: not provisionable, and the scheduler still knows the name: left to an admin
-        age = now - inst.launched_at
-        if age < orphan_timeout:
-            continue
-        what = "unknown to the journal" if record is None else f"a second instance named {inst.name}"
-        state_note = "" if live else f" ({inst.state})"
-        why = f"tagged worker{state_note} {what}, not serving in {scheduler}, for {minutes(age)}"
-        out.append(Repair(RepairKind.ORPHAN, inst.name, why, inst))
+        repair = _repair_unaccounted(state, inst, orphan_timeout=orphan_timeout, scheduler=scheduler)
+        if repair is not None:
+            out.append(repair)
     return out
+
+
+def _repair_unaccounted(state: ClusterState, inst: Instance, *, orphan_timeout: float, scheduler: str) -> Repair | None:
+    """What to do with an instance the journal does not account for: adopt a live one the scheduler
+    serves with; an orphan once it is older than ``orphan_timeout`` and serves nowhere; else nothing
+    (a stopped one the scheduler still knows is left to an admin)."""
+    live = instance_state(inst.state) in LIVE
+    found = state.record(inst.name)
+    record = found if found is not None and (state.include_gone or found.state not in GONE) else None
+    host = state.host(inst.name)
+    if record is None and host is not None:
+        if not live:
+            return None  # stopped: not provisionable, and the scheduler still knows the name: left to an admin
+        why = f"a worker of {scheduler} with elb's tags missing from the journal"
+        jobs = state.jobs_on.get(inst.name, ())
+        work = _work(jobs) if is_busy(bool(jobs), host.busy) else None
+        return Repair(RepairKind.ADOPT, inst.name, why, inst, work=work)
+    age = state.now - inst.launched_at
+    if age < orphan_timeout:
+        return None
+    what = "unknown to the journal" if record is None else f"a second instance named {inst.name}"
+    state_note = "" if live else f" ({inst.state})"
+    why = f"tagged worker{state_note} {what}, not serving in {scheduler}, for {minutes(age)}"
+    return Repair(RepairKind.ORPHAN, inst.name, why, inst)

@@ -406,11 +406,26 @@ def read_spend(
     cache.window(since)
     kept = {n.name for n in mine if n.state in _GONE and cache.gone.get(n.name, (None,))[0] == n.updated_at}
     todo = [n for n in mine if n.name not in kept]
+    found, stopped = lives(todo, _events_of(journal, todo, since), groups, since)
+    _keep_gone(cache, todo, found, stopped)
+    for name in kept:
+        _, old_lives, old_stopped = cache.gone[name]
+        found += old_lives
+        stopped += old_stopped
+    return period_spend((found, stopped), budget, now, p.billing, p.billing_period)
+
+
+def _events_of(journal: SpendJournal, todo: Sequence[Node], since: float) -> list[Event]:
+    """The events since ``since`` of the nodes in ``todo``: of every node in one read when they
+    are more than a few, else node by node."""
     if len(todo) > _FEW:
-        events: list[Event] = journal.events_since(since)
-    else:
-        events = [e for n in todo for e in journal.events(n.name) if e.time >= since]
-    found, stopped = lives(todo, events, groups, since)
+        return journal.events_since(since)
+    return [e for n in todo for e in journal.events(n.name) if e.time >= since]
+
+
+def _keep_gone(cache: SpendCache, todo: Sequence[Node], found: Sequence[Life], stopped: Sequence[Stopped]) -> None:
+    """The stretches of the gone nodes in ``todo`` kept in ``cache``, against their record's last
+    update (a gone node's stretches no longer change)."""
     gone = {n.name: n.updated_at for n in todo if n.state in _GONE}
     for name, at in gone.items():
         cache.gone[name] = (at, [], [])
@@ -420,11 +435,6 @@ def read_spend(
     for pooled in stopped:
         if pooled.node in gone:
             cache.gone[pooled.node][2].append(pooled)
-    for name in kept:
-        _, old_lives, old_stopped = cache.gone[name]
-        found += old_lives
-        stopped += old_stopped
-    return period_spend((found, stopped), budget, now, p.billing, p.billing_period)
 
 
 @dataclass(frozen=True, slots=True)

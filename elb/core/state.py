@@ -1,20 +1,19 @@
 """One joined view of the cluster per pass: the journal's node records, the cloud's instances and
 the scheduler's snapshot, joined once into managed nodes that carry every predicate a pass asks.
 
-Pure: built from values and ``now``. The instance state is provider-neutral (``InstanceState``);
-the cloud adapters' state strings are mapped here, in one place.
+Pure: built from values and ``now``. The instance state is the core's (``InstanceState``): each
+cloud's adapter translates its own words into it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 from elb.core.frozen import quick_init
-from elb.core.interfaces import Instance
+from elb.core.interfaces import Instance, InstanceState, InstanceWord
 from elb.core.model import Host, Job, JobPhase, Node, NodeState, Snapshot
 
 # Records of nodes that are gone for good: kept in the journal, not part of the cluster.
@@ -65,32 +64,14 @@ def idle_since(record: Node | None, ready: bool, busy: bool) -> float | None:
     return record.quiet_since if ready and not busy and record is not None else None
 
 
-class InstanceState(enum.StrEnum):
-    PENDING = "pending"
-    RUNNING = "running"
-    STOPPING = "stopping"
-    STOPPED = "stopped"  # exists and costs (its disks), can start again
-    GONE = "gone"  # shutting down or terminated
-
-
 # Pending or running. Any other state but gone (stopping, stopped: a spot stop, a crash, an admin,
 # the warm pool) is a machine that still exists, and costs (its disks), and can start again.
 LIVE = frozenset({InstanceState.PENDING, InstanceState.RUNNING})
 
-_FROM_PROVIDER = {
-    "pending": InstanceState.PENDING,
-    "running": InstanceState.RUNNING,
-    "stopping": InstanceState.STOPPING,
-    "stopped": InstanceState.STOPPED,
-    "shutting-down": InstanceState.GONE,
-    "terminated": InstanceState.GONE,
-}
 
-
-def instance_state(provider_state: str) -> InstanceState:
-    """A cloud adapter's state string as a neutral state; an unknown one counts as existing and
-    not running (``stopped``: it may cost, it serves nothing)."""
-    return _FROM_PROVIDER.get(provider_state, InstanceState.STOPPED)
+def instance_state(word: InstanceState | InstanceWord) -> InstanceState:
+    """An instance's state (``Instance.state``: a member or its word) as the enum's member."""
+    return InstanceState(word)
 
 
 @quick_init

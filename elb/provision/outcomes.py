@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from elb.core.interfaces import HostResult, Outcome
 
@@ -131,66 +131,74 @@ def summarize(
     that get no verdict (for example where the run's artifacts are). ``require_done``: the
     playbook reports each host it finished (``elb_done``); a host it did not report is FAILED.
     """
-    first_failure: dict[str, _Failure] = {}
-    last_failure: dict[str, _Failure] = {}
-    unreachable: dict[str, _Failure] = {}
-    last_task: dict[str, str] = {}
-    seen: list[str] = []
+    run = _Run()
+    for event in events:
+        run.take(event)
+    stats = run.stats
+    busy = busy_hosts(stats.get("artifact_data")) if stats is not None else frozenset()
+    done = busy_hosts(stats.get("artifact_data"), DONE_KEY) if stats is not None and require_done else None
+    notes = [detail, *run.errors]
+    suffix = f" ({'; '.join(n for n in notes if n)})" if any(notes) else ""
+    ended = _Ended(end, rc, suffix)
+    results: dict[str, HostResult] = {}
+    for host in [*hosts, *(h for h in run.seen if h not in hosts)]:
+        results[host] = _verdict(host, run, busy=busy, ended=ended, done=done)
+    return RunSummary(results=results, busy=busy, recap=stats is not None)
+
+
+@dataclass(slots=True)
+class _Run:
+    """What one run's events said, read event by event (``take``)."""
+
+    first_failure: dict[str, _Failure] = field(default_factory=dict)
+    last_failure: dict[str, _Failure] = field(default_factory=dict)
+    unreachable: dict[str, _Failure] = field(default_factory=dict)
+    last_task: dict[str, str] = field(default_factory=dict)
+    seen: list[str] = field(default_factory=list)
     stats: Mapping[str, object] | None = None
     aborted_play: str | None = None
-    errors: list[str] = []  # Ansible's own error lines (syntax errors and the like)
+    errors: list[str] = field(default_factory=list)  # Ansible's own error lines (syntax errors and the like)
 
-    for event in events:
+    def take(self, event: Mapping[str, object]) -> None:
         kind = event.get("event")
         data = event.get("event_data")
         if not isinstance(data, Mapping):
             data = {}
         if kind == "playbook_on_stats":
-            stats = data
-            continue
-        if kind == "verbose":
+            self.stats = data
+        elif kind == "verbose":
             line = _text(event.get("stdout"))
-            if line.startswith(("[ERROR]", "ERROR!")) and len(errors) < 3:
-                errors.append(line)
-            continue
-        if kind == "playbook_on_no_hosts_remaining":
-            aborted_play = _text(data.get("play")) or "(unnamed play)"
-            continue
+            if line.startswith(("[ERROR]", "ERROR!")) and len(self.errors) < 3:
+                self.errors.append(line)
+        elif kind == "playbook_on_no_hosts_remaining":
+            self.aborted_play = _text(data.get("play")) or "(unnamed play)"
+        elif isinstance(kind, str) and kind.startswith("runner_"):
+            self._runner(kind, data)
+
+    def _runner(self, kind: str, data: Mapping[str, object]) -> None:
+        """A task's event on a host: the host seen, its last task, and its failures."""
         host = data.get("host")
-        if not isinstance(host, str) or not isinstance(kind, str) or not kind.startswith("runner_"):
-            continue
-        if host not in last_task:
-            seen.append(host)
+        if not isinstance(host, str):
+            return
+        if host not in self.last_task:
+            self.seen.append(host)
         label = task_label(data)
-        last_task[host] = label
+        self.last_task[host] = label
         if kind == "runner_on_failed" and not data.get("ignore_errors"):
             failure = _Failure(label, result_message(data.get("res")))
-            first_failure.setdefault(host, failure)
-            last_failure[host] = failure
+            self.first_failure.setdefault(host, failure)
+            self.last_failure[host] = failure
         elif kind == "runner_on_unreachable":
-            unreachable[host] = _Failure(label, result_message(data.get("res")))
+            self.unreachable[host] = _Failure(label, result_message(data.get("res")))
 
-    busy = busy_hosts(stats.get("artifact_data")) if stats is not None else frozenset()
-    done = busy_hosts(stats.get("artifact_data"), DONE_KEY) if stats is not None and require_done else None
-    notes = [detail, *errors]
-    suffix = f" ({'; '.join(n for n in notes if n)})" if any(notes) else ""
-    results: dict[str, HostResult] = {}
-    for host in [*hosts, *(h for h in seen if h not in hosts)]:
-        results[host] = _verdict(
-            host,
-            stats=stats,
-            busy=busy,
-            first=first_failure.get(host),
-            last=last_failure.get(host),
-            unreachable=unreachable.get(host),
-            last_task=last_task.get(host),
-            end=end,
-            rc=rc,
-            aborted_play=aborted_play,
-            suffix=suffix,
-            done=done,
-        )
-    return RunSummary(results=results, busy=busy, recap=stats is not None)
+
+@dataclass(frozen=True, slots=True)
+class _Ended:
+    """How the process ended, and what a message without a verdict ends with."""
+
+    end: RunEnd
+    rc: int | None
+    suffix: str
 
 
 def _no_verdict(end: RunEnd, rc: int | None, last_task: str | None) -> str:
@@ -207,53 +215,49 @@ def _no_verdict(end: RunEnd, rc: int | None, last_task: str | None) -> str:
     return f"ansible-playbook ended{code} without a result for this host{where}"
 
 
-def _verdict(  # noqa: PLR0911 (one return per verdict reads best)
-    host: str,
-    *,
-    stats: Mapping[str, object] | None,
-    busy: frozenset[str],
-    first: _Failure | None,
-    last: _Failure | None,
-    unreachable: _Failure | None,
-    last_task: str | None,
-    end: RunEnd,
-    rc: int | None,
-    aborted_play: str | None,
-    suffix: str,
-    done: frozenset[str] | None,
-) -> HostResult:
-    if stats is None or end is not RunEnd.FINISHED:
+def _verdict(host: str, run: _Run, *, busy: frozenset[str], ended: _Ended, done: frozenset[str] | None) -> HostResult:
+    """One host's outcome: from its events when the recap is missing or cannot be trusted, else
+    from the recap's counts (``_recap_verdict``)."""
+    last_task = run.last_task.get(host)
+    first = run.first_failure.get(host)
+    if run.stats is None or ended.end is not RunEnd.FINISHED:
         # No recap, or a recap we cannot trust: this host's run did not finish.
         if first is not None:
             return HostResult(host, Outcome.FAILED, first.task, _clip(first.message))
+        unreachable = run.unreachable.get(host)
         if unreachable is not None:
             return HostResult(host, Outcome.UNREACHABLE, unreachable.task, _clip(unreachable.message))
-        return HostResult(host, Outcome.FAILED, last_task, _clip(_no_verdict(end, rc, last_task) + suffix))
+        return HostResult(
+            host, Outcome.FAILED, last_task, _clip(_no_verdict(ended.end, ended.rc, last_task) + ended.suffix)
+        )
+    return _recap_verdict(host, run, run.stats, busy=busy, suffix=ended.suffix, done=done)
 
-    failures = _counts(stats, "failures").get(host, 0)
-    dark = _counts(stats, "dark").get(host, 0)
-    processed = host in _counts(stats, "processed")
-    if failures:
-        f = first or last
-        if f is None:
-            return HostResult(host, Outcome.FAILED, last_task, "a task failed (no failure event recorded)")
-        message = f.message
-        if last is not None and first is not None and last.task != first.task:
-            message = f"{message} (the run stopped at '{last.task}': {last.message})"
-        if host in busy:
-            message += " (also reported busy)"
-        return HostResult(host, Outcome.FAILED, f.task, _clip(message))
-    if dark:
-        u = unreachable or _Failure(last_task or "(unknown task)", "host unreachable")
+
+def _recap_verdict(  # noqa: PLR0911 (one return per verdict reads best)
+    host: str,
+    run: _Run,
+    stats: Mapping[str, object],
+    *,
+    busy: frozenset[str],
+    suffix: str,
+    done: frozenset[str] | None,
+) -> HostResult:
+    """One host's outcome by the recap: failed, unreachable, never reached, stopped early, busy,
+    left unfinished, or done."""
+    last_task = run.last_task.get(host)
+    if _counts(stats, "failures").get(host, 0):
+        return _failed(host, run, busy)
+    if _counts(stats, "dark").get(host, 0):
+        u = run.unreachable.get(host) or _Failure(last_task or "(unknown task)", "host unreachable")
         return HostResult(host, Outcome.UNREACHABLE, u.task, _clip(u.message))
-    if not processed:
+    if host not in _counts(stats, "processed"):
         return HostResult(host, Outcome.FAILED, None, "no task of the playbook ran on this host" + suffix)
-    if aborted_play is not None:
+    if run.aborted_play is not None:
         return HostResult(
             host,
             Outcome.FAILED,
             last_task,
-            f"the run stopped early (every host of play '{aborted_play}' failed) before this host finished",
+            f"the run stopped early (every host of play '{run.aborted_play}' failed) before this host finished",
         )
     if host in busy:
         return HostResult(host, Outcome.BUSY, None, "a job landed on the node while draining; it stays")
@@ -266,3 +270,18 @@ def _verdict(  # noqa: PLR0911 (one return per verdict reads best)
             f"the playbook stopped working on this host before its last task, with no failure reported{where}",
         )
     return HostResult(host, Outcome.OK)
+
+
+def _failed(host: str, run: _Run, busy: frozenset[str]) -> HostResult:
+    """A host the recap counts failures on: its first failure, and where the run stopped when
+    that was another task."""
+    first, last = run.first_failure.get(host), run.last_failure.get(host)
+    f = first or last
+    if f is None:
+        return HostResult(host, Outcome.FAILED, run.last_task.get(host), "a task failed (no failure event recorded)")
+    message = f.message
+    if last is not None and first is not None and last.task != first.task:
+        message = f"{message} (the run stopped at '{last.task}': {last.message})"
+    if host in busy:
+        message += " (also reported busy)"
+    return HostResult(host, Outcome.FAILED, f.task, _clip(message))

@@ -29,6 +29,7 @@ from elb.core.interfaces import (
     Cancels,
     Cloud,
     Instance,
+    InstanceState,
     Notice,
     NoticeSource,
     Provisioner,
@@ -89,7 +90,7 @@ def assumed_instances(records: Sequence[Node]) -> tuple[Instance, ...]:
     for n in records:
         if n.instance_id is None or n.state in GONE:
             continue
-        state = "stopped" if n.state is NodeState.STOPPED else "running"
+        state = InstanceState.STOPPED if n.state is NodeState.STOPPED else InstanceState.RUNNING
         out.append(Instance(n.instance_id, n.name, state, n.launched_at, n.private_ip, n.instance_type, slots=n.slots))
     return tuple(out)
 
@@ -340,15 +341,15 @@ class Balancer:
             return {}
 
     def _notices(self, instances: Sequence[Instance]) -> tuple[Notice, ...]:
-        """EC2's notices from the queue (``cloud.ec2.notices``) and the workers' status checks
-        (``Ec2Cloud.health``); none of either when it cannot be read (they are an early
-        warning: reconcile still sees a node that is gone)."""
+        """The cloud's notices (its ``NoticeSource``: EC2's queue, ``cloud.ec2.notices``) and the
+        workers' status checks (``ReportsHealth``); none of either when it cannot be read (they are
+        an early warning: reconcile still sees a node that is gone)."""
         found: list[Notice] = []
         if self.notices is not None:
             try:
                 found += self.notices.poll()
             except Exception as err:
-                log.warning("cannot read EC2's notices: %s", err)
+                log.warning("cannot read %s's notices: %s", self.cloud_settings.name, err)
         if isinstance(self.cloud, ReportsHealth) and instances:
             try:
                 found += list(self.cloud.health(instances))

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from elb.core.budget import Budget
 from elb.core.config import PolicyConfig
 from elb.core.durations import minutes
 from elb.core.extras import plot_missing
@@ -294,16 +295,33 @@ def _checked_policies(args: argparse.Namespace) -> list[str]:
     unknown = [n for n in names if n not in ALL_POLICIES]
     if unknown or not names:
         raise SimError(f"unknown policy {', '.join(unknown) or '(none)'}; known: {', '.join(ALL_POLICIES)}")
+    _check_finite(args)
+    _check_signs(args)
+    _check_bounds(args)
+    return names
+
+
+def _check_finite(args: argparse.Namespace) -> None:
+    """``SimError`` for a number that is not finite."""
     for flag in _NUMBERS:  # NaN passes every comparison below, and inf makes a replay without end
         value = getattr(args, flag[2:].replace("-", "_"))
         if value is not None and not math.isfinite(value):
             raise SimError(f"{flag} must be a finite number, got {value:g}")
+
+
+def _check_signs(args: argparse.Namespace) -> None:
+    """``SimError`` for a size, poll or price not positive, or a time negative."""
     for flag, value in (("--slots-per-node", args.slots_per_node), ("--poll", args.poll), ("--price", args.price)):
         if value <= 0:
             raise SimError(f"{flag} must be positive")
     if args.boot_time < 0 or args.boot_jitter < 0 or args.start < 0 or (args.days is not None and args.days <= 0):
         raise SimError("--boot-time, --boot-jitter and --start must be >= 0, --days > 0")
-    year = 365 * 86400.0  # the live config's bound on a pacing time (PolicyConfig)
+
+
+def _check_bounds(args: argparse.Namespace) -> None:
+    """``SimError`` for a pacing time over a year (the live config's bound, ``PolicyConfig``), a
+    peek neither off nor at least a second, or a failure rate that is not a share."""
+    year = 365 * 86400.0
     for flag, seconds in (
         ("--boot-time", args.boot_time),
         ("--boot-jitter", args.boot_jitter),
@@ -318,7 +336,6 @@ def _checked_policies(args: argparse.Namespace) -> list[str]:
         raise SimError("--peek must be 0 (plain polling) or at least 1 s, --peek-gap at least 0")
     if not 0 <= args.provision_failure_rate < 1:
         raise SimError("--provision-failure-rate must be a share: 0 <= SHARE < 1")
-    return names
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -326,14 +343,7 @@ def _simulate(args: argparse.Namespace) -> int:
     budget = budget_of(args)
     spn = args.slots_per_node
     billing: Billing = args.billing
-    groups = None
-    if args.groups is not None:
-        if args.max_nodes is not None:
-            raise SimError("--max-nodes and --groups: give max_nodes in the groups file")
-        try:
-            groups = load_groups(args.groups)
-        except SimGroupsError as err:
-            raise SimError(str(err)) from None
+    groups = _groups_file(args)
     pool = _warm_pool(args)
     wl = overrun(
         read_log(args.log, start=args.start * 86400.0, days=args.days), args.overrun, args.overrun_hours, args.seed
@@ -343,24 +353,7 @@ def _simulate(args: argparse.Namespace) -> int:
     prepared = prepare(wl, spn, _max_nodes(args.max_nodes, wl.max_procs, spn), groups=groups)
     if groups is not None:  # the first group's size stands for "a node" where one figure is needed
         spn = groups.groups.groups[0].slots
-    settings = SimSettings(
-        slots_per_node=spn,
-        max_nodes=prepared.max_nodes,
-        boot_time=args.boot_time,
-        boot_jitter=args.boot_jitter,
-        seed=args.seed,
-        poll_interval=args.poll,
-        peek_interval=args.peek,
-        peek_gap=args.peek_gap,
-        dispatch="easy" if args.backfill else args.dispatch,
-        placement=args.placement,
-        fast_forward=not args.no_fast_forward,
-        price_per_hour=args.price,
-        provision_failure_rate=args.provision_failure_rate,
-        budget=budget,
-        billing=billing,
-        record=args.spend_by is not None,
-    )
+    settings = _settings(args, spn, prepared.max_nodes, budget)
     # The same replay with the one group's warm pool, beside each run without it.
     pooled = None if pool is None else dataclasses.replace(prepared, groups=one_group(spn, prepared.max_nodes, pool))
     setup = Setup(prepared, pooled, settings, billing, args.price, args.boot_time, args.poll, groups)
@@ -384,6 +377,41 @@ def _simulate(args: argparse.Namespace) -> int:
     runs = [(setup.policy(spec), spec.label, replays[i]) for i, spec in enumerate(specs) if not spec.pooled]
     report_budget(args, prepared, runs, settings, replays=(results, [out for _, out in replays]), tty=tty)
     return 0
+
+
+def _groups_file(args: argparse.Namespace) -> SimGroups | None:
+    """The node groups of ``--groups``, or None; ``SimError`` for one that cannot be read, or
+    with ``--max-nodes`` too."""
+    if args.groups is None:
+        return None
+    if args.max_nodes is not None:
+        raise SimError("--max-nodes and --groups: give max_nodes in the groups file")
+    try:
+        return load_groups(args.groups)
+    except SimGroupsError as err:
+        raise SimError(str(err)) from None
+
+
+def _settings(args: argparse.Namespace, spn: int, max_nodes: int, budget: Budget | None) -> SimSettings:
+    """The replay's settings from the command line (``spn``: a node's slots)."""
+    return SimSettings(
+        slots_per_node=spn,
+        max_nodes=max_nodes,
+        boot_time=args.boot_time,
+        boot_jitter=args.boot_jitter,
+        seed=args.seed,
+        poll_interval=args.poll,
+        peek_interval=args.peek,
+        peek_gap=args.peek_gap,
+        dispatch="easy" if args.backfill else args.dispatch,
+        placement=args.placement,
+        fast_forward=not args.no_fast_forward,
+        price_per_hour=args.price,
+        provision_failure_rate=args.provision_failure_rate,
+        budget=budget,
+        billing=args.billing,
+        record=args.spend_by is not None,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,74 +457,12 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
 ) -> None:
     """Print the replay's results: a table (and one per group, the frontiers of a sweep), or
     JSON with --json."""
-    skipped = dict(wl.skipped)
     warnings = [_saturation(m, prepared.max_nodes) for m in results if m.saturated]
-    reasons: dict[str, int] = {}
-    for _, why in prepared.unservable:
-        reasons[why] = reasons.get(why, 0) + 1
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "log": str(args.log),
-                    "jobs": len(prepared.jobs),
-                    "skipped": skipped,
-                    "failed": wl.failed,
-                    "unservable": {
-                        "jobs": len(prepared.unservable),
-                        "reasons": reasons,
-                        "first": [{"job_id": j.job_id, "reason": why} for j, why in prepared.unservable[:20]],
-                    },
-                    "groups": [g.model_dump() for g in prepared.groups.groups.groups] if groups else None,
-                    "floor_node_hours_by_group": {k: f.floor_node_hours for k, f in prepared.group_floors.items()},
-                    "overrun": wl.overrun,
-                    "settings": {
-                        "billing": billing,
-                        "price": args.price,
-                        "slots_per_node": spn,
-                        "boot_time": args.boot_time,
-                        "poll": args.poll,
-                        "peek": args.peek,
-                        "peek_gap": args.peek_gap,
-                        "max_nodes": prepared.max_nodes,
-                        "dispatch": "easy" if args.backfill else args.dispatch,
-                        "placement": args.placement,
-                        "budget": budget_json(budget_of(args)),
-                        "warm_pool": {
-                            "max_nodes": args.warm_pool,
-                            "restart_time": args.restart_time,
-                            "volume_price_per_hour": args.volume_price,
-                            "max_age": args.pool_max_age,
-                        }
-                        if pairs
-                        else None,
-                    },
-                    "floor_node_hours": prepared.floors.floor_node_hours,
-                    "zero_wait_node_hours": prepared.floors.zero_wait_node_hours,
-                    "results": [m.as_dict() for m in results],
-                    "sweep": fronts.as_dict() if fronts.shown else None,
-                    "warnings": warnings,
-                },
-                indent=2,
-            )
-        )
+        doc = _report_json(args, wl, prepared, results, groups, billing, spn, pairs, fronts)
+        print(json.dumps(doc | {"warnings": warnings}, indent=2))
     else:
-        if groups is None:
-            size = f"{prepared.max_nodes} nodes max of {spn} slots"
-        else:
-            size = f"{len(groups.groups)} node groups ({_describe(groups)}), {prepared.max_nodes} nodes max"
-        print(
-            f"{args.log.name}: {len(prepared.jobs)} jobs, {size}, "
-            f"boot {args.boot_time:g} s, poll {args.poll:g} s"
-            f"{f' (elb peeks every {args.peek:g} s)' if 0 < args.peek < args.poll else ''}, billing per {billing}"
-            f", dispatch {'easy' if args.backfill else args.dispatch}"
-        )
-        _print_changes(skipped, wl.overrun, wl.failed)
-        if reasons:
-            print(
-                f"unservable: {len(prepared.unservable)} jobs no node group can run (in the replay, never "
-                "started, not demand): " + "; ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
-            )
+        _print_head(args, wl, prepared, groups, billing, spn)
         print(table(results, prepared.floors, args.price))
         for part in _more_tables(args, prepared, results, groups, pairs, fronts):
             print()
@@ -507,6 +473,96 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
         print(f"unservable job {job.job_id}: {why}", file=sys.stderr)
     if args.plot is not None:
         _draw(args, results, fronts, f"{args.log.name}: {spn}-slot nodes, {args.boot_time:g} s boot, per {billing}")
+
+
+def _report_json(  # noqa: PLR0917 (the replay's parts, passed on from _report)
+    args: argparse.Namespace,
+    wl: Workload,
+    prepared: Prepared,
+    results: list[Metrics],
+    groups: SimGroups | None,
+    billing: Billing,
+    spn: int,
+    pairs: list[tuple[Metrics, Metrics]],
+    fronts: _Frontiers,
+) -> dict[str, object]:
+    """The replay's results as ``--json`` prints them, but for the warnings."""
+    return {
+        "log": str(args.log),
+        "jobs": len(prepared.jobs),
+        "skipped": dict(wl.skipped),
+        "failed": wl.failed,
+        "unservable": {
+            "jobs": len(prepared.unservable),
+            "reasons": _unservable_reasons(prepared),
+            "first": [{"job_id": j.job_id, "reason": why} for j, why in prepared.unservable[:20]],
+        },
+        "groups": [g.model_dump() for g in prepared.groups.groups.groups] if groups else None,
+        "floor_node_hours_by_group": {k: f.floor_node_hours for k, f in prepared.group_floors.items()},
+        "overrun": wl.overrun,
+        "settings": {
+            "billing": billing,
+            "price": args.price,
+            "slots_per_node": spn,
+            "boot_time": args.boot_time,
+            "poll": args.poll,
+            "peek": args.peek,
+            "peek_gap": args.peek_gap,
+            "max_nodes": prepared.max_nodes,
+            "dispatch": "easy" if args.backfill else args.dispatch,
+            "placement": args.placement,
+            "budget": budget_json(budget_of(args)),
+            "warm_pool": {
+                "max_nodes": args.warm_pool,
+                "restart_time": args.restart_time,
+                "volume_price_per_hour": args.volume_price,
+                "max_age": args.pool_max_age,
+            }
+            if pairs
+            else None,
+        },
+        "floor_node_hours": prepared.floors.floor_node_hours,
+        "zero_wait_node_hours": prepared.floors.zero_wait_node_hours,
+        "results": [m.as_dict() for m in results],
+        "sweep": fronts.as_dict() if fronts.shown else None,
+    }
+
+
+def _print_head(  # noqa: PLR0917 (the replay's parts, passed on from _report)
+    args: argparse.Namespace,
+    wl: Workload,
+    prepared: Prepared,
+    groups: SimGroups | None,
+    billing: Billing,
+    spn: int,
+) -> None:
+    """The table's head: the log, its jobs, the nodes and the settings; the jobs the log changed or
+    left out, and the unservable by why."""
+    if groups is None:
+        size = f"{prepared.max_nodes} nodes max of {spn} slots"
+    else:
+        size = f"{len(groups.groups)} node groups ({_describe(groups)}), {prepared.max_nodes} nodes max"
+    print(
+        f"{args.log.name}: {len(prepared.jobs)} jobs, {size}, "
+        f"boot {args.boot_time:g} s, poll {args.poll:g} s"
+        f"{f' (elb peeks every {args.peek:g} s)' if 0 < args.peek < args.poll else ''}, billing per {billing}"
+        f", dispatch {'easy' if args.backfill else args.dispatch}"
+    )
+    _print_changes(dict(wl.skipped), wl.overrun, wl.failed)
+    reasons = _unservable_reasons(prepared)
+    if reasons:
+        print(
+            f"unservable: {len(prepared.unservable)} jobs no node group can run (in the replay, never "
+            "started, not demand): " + "; ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
+        )
+
+
+def _unservable_reasons(prepared: Prepared) -> dict[str, int]:
+    """How many jobs are unservable for each reason."""
+    reasons: dict[str, int] = {}
+    for _, why in prepared.unservable:
+        reasons[why] = reasons.get(why, 0) + 1
+    return reasons
 
 
 def _saturation(m: Metrics, cap: int) -> str:

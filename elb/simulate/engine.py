@@ -89,7 +89,7 @@ from elb.core.config import Config, PolicyConfig
 from elb.core.demand import DemandSplit
 from elb.core.drivers import cloud_settings
 from elb.core.gcpause import paused
-from elb.core.interfaces import Instance
+from elb.core.interfaces import Instance, InstanceState
 from elb.core.model import Event, History, Host, Job, JobPhase, Node, NodeState, QueueInstance, Snapshot
 from elb.core.naming import next_names
 from elb.core.orders import Orders
@@ -501,7 +501,7 @@ class Simulator:
         else:
             self.out.launches += 1
             self.backoff.add(Event(now, name, NodeState.REQUESTED, None, None), group)
-        self._instance_values[name] = Instance(f"sim-{name}", name, "running", now)
+        self._instance_values[name] = Instance(f"sim-{name}", name, InstanceState.RUNNING, now)
         self._nodes_cache = None
         self._stale[name] = None
         if boot <= 0 and not node.fails:
@@ -1010,7 +1010,7 @@ class Simulator:
         self._pooled_records[name] = record
         _replace(self._record_values, name, record, self._changes.records)
         self._nodes_cache = None
-        self._instance_values[name] = Instance(f"sim-{name}", name, "stopped", node.launched_at)
+        self._instance_values[name] = Instance(f"sim-{name}", name, InstanceState.STOPPED, node.launched_at)
         self._suspects[name] = None
         return True
 
@@ -1104,7 +1104,7 @@ class Simulator:
         with paused():
             return self._run()
 
-    def _run(self) -> SimOutcome:  # noqa: PLR0912 (the replay's loop, in one place)
+    def _run(self) -> SimOutcome:
         poll = self.t0
         quick = math.inf  # the peek that will see a new waiting job, when one waits
         total = max(1.0, self.jobs[-1].submit - self.t0)
@@ -1131,36 +1131,40 @@ class Simulator:
             if changed:
                 self.dispatch(now)
                 self._track_backlog(now)
-            step = now + self.s.poll_interval
-            quiet = (pp.scaling is None or pp.scaling.empty) and pp.pool.empty and not pp.repairs
-            if quiet and self.quiet is not None:  # the hint is only asked after an empty plan
-                state = self.state(now)
-                if isinstance(self.quiet, GroupedPolicy):
-                    until = self.quiet.quiet_until_groups(state, self.group_of, self.history)
-                else:
-                    until = self.quiet.quiet_until(state, self.history)
-                horizon = nxt if self.watches_jobs else self._next_node_event()
-                wake = min(until, horizon, self._next_pool_due(), self._backoff_ends(now))
-                step = max(step, self._grid(wake))
+            step = self._next_poll(pp, now, nxt)
             # Nothing can ever change: no event to come and the policy does nothing.
             # It gives up when the policy says nothing will ever change, or ``stall_limit`` after
             # the first poll from which nothing changed, whichever comes first; either way the
             # nodes are billed up to that first poll, so the result does not depend on
             # fast-forward or on the limit.
-            if not changed and nxt == math.inf:
-                quiet_since = now if quiet_since is None else quiet_since
-                if step > quiet_since + self.s.stall_limit:
-                    self.out.stalled = True
-                    self._stalled_at = quiet_since
-                    break
-            else:
-                quiet_since = None
+            quiet_since = None if changed or nxt < math.inf else (now if quiet_since is None else quiet_since)
+            if quiet_since is not None and step > quiet_since + self.s.stall_limit:
+                self.out.stalled = True
+                self._stalled_at = quiet_since
+                break
             self.out.polls += int((step - now) / self.s.poll_interval + 0.5) if step < math.inf else 1
             poll = step
             if self.progress is not None and now - last_report >= total / 200:
                 last_report = now
                 self.progress(min(1.0, (now - self.t0) / total))
         return self._close()
+
+    def _next_poll(self, pp: PassPlan, now: float, nxt: float) -> float:
+        """The poll after ``now``: a poll interval on; after an empty plan, no sooner than the
+        policy's quiet hint says anything can change (or the next event it watches, a pool's due
+        time or the back-off's end), on the poll grid."""
+        step = now + self.s.poll_interval
+        quiet = (pp.scaling is None or pp.scaling.empty) and pp.pool.empty and not pp.repairs
+        if quiet and self.quiet is not None:  # the hint is only asked after an empty plan
+            state = self.state(now)
+            if isinstance(self.quiet, GroupedPolicy):
+                until = self.quiet.quiet_until_groups(state, self.group_of, self.history)
+            else:
+                until = self.quiet.quiet_until(state, self.history)
+            horizon = nxt if self.watches_jobs else self._next_node_event()
+            wake = min(until, horizon, self._next_pool_due(), self._backoff_ends(now))
+            step = max(step, self._grid(wake))
+        return step
 
     def _close(self) -> SimOutcome:
         end = self.out.last_end

@@ -17,6 +17,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from elb.simulate.bound import Bound
 from elb.simulate.report import Metrics, fmt_wait
@@ -224,46 +225,16 @@ def plot(points: Sequence[Point], path: Path, title: str, bound: Bound | None = 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
-    fronts = frontiers(points)
     drained = [p.p95 / 60 for p in points if p.drains] or [p.p95 / 60 for p in points] or [0.0]
     pad = max(0.25, 0.08 * (max(drained) - min(drained)))
-    lo, hi = min(drained) - pad, max(drained) + pad
-
-    def x(minutes: float) -> float:
-        return min(max(minutes, lo + pad / 3), hi - pad / 3)
-
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
-
-    def edge(p95: float, y: float, colour: str | None, marker: str, label: str) -> None:
-        at = x(p95 / 60)
-        ax.plot(at, y, marker, color=colour, ms=9, markeredgecolor="black" if marker == "D" else None)
-        if at != p95 / 60:
-            right = p95 / 60 > at  # clamped at the right edge: the text goes left, into the axes
-            ax.annotate(
-                f"{label}p95 {fmt_wait(p95)}",
-                (at, y),
-                fontsize=7,
-                xytext=(-6 if right else 6, 4),
-                textcoords="offset points",
-                ha="right" if right else "left",
-            )
-
-    for name, front in fronts.items():
-        colour = _COLOURS.get(name)
-        mine = [p for p in points if p.policy == name]
-        ax.plot([x(p.p95 / 60) for p in mine if p.drains], [p.x_floor for p in mine if p.drains], ".", color=colour,
-                alpha=0.35)  # fmt: skip
-        ax.plot([x(p.p95 / 60) for p in front], [p.x_floor for p in front], "o-", color=colour, label=name,
-                drawstyle="steps-post")  # fmt: skip
-        for p in mine:
-            if not p.drains:
-                edge(p.p95, p.x_floor, colour, "x", f"{name}{' (default)' if p.default else ''}: ")
-            elif p.default:
-                ax.plot(x(p.p95 / 60), p.x_floor, "*", color=colour, markersize=15, markeredgecolor="black")
+    axes = _Axes(ax, min(drained) - pad, max(drained) + pad, pad)
+    for name, front in frontiers(points).items():
+        _draw_policy(axes, name, front, [p for p in points if p.policy == name])
     if bound is not None:
-        edge(bound.wait_p95, bound.cost_over_floor, "black", "D", "bound: ")
+        axes.edge(bound.wait_p95, bound.cost_over_floor, "black", "D", "bound: ")
         ax.plot([], [], "D", color="black", label="clairvoyant bound")
-    ax.set_xlim(lo, hi)
+    ax.set_xlim(axes.lo, axes.hi)
     ax.set_xlabel("p95 wait (minutes)")
     ax.set_ylabel("cost / cost floor")
     ax.set_title(title, fontsize=10)
@@ -275,6 +246,50 @@ def plot(points: Sequence[Point], path: Path, title: str, bound: Bound | None = 
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
+
+
+@dataclass(frozen=True, slots=True)
+class _Axes:
+    """The plot's axes and its range of waits (minutes): ``lo`` to ``hi``, ``pad`` of it a margin."""
+
+    ax: Any
+    lo: float
+    hi: float
+    pad: float
+
+    def x(self, minutes: float) -> float:
+        """A wait as drawn: kept inside the range, off its edges by a third of the margin."""
+        return min(max(minutes, self.lo + self.pad / 3), self.hi - self.pad / 3)
+
+    def edge(self, p95: float, y: float, colour: str | None, marker: str, label: str) -> None:
+        """A point at its wait; one clamped to an edge has its p95 written beside it."""
+        at = self.x(p95 / 60)
+        self.ax.plot(at, y, marker, color=colour, ms=9, markeredgecolor="black" if marker == "D" else None)
+        if at != p95 / 60:
+            right = p95 / 60 > at  # clamped at the right edge: the text goes left, into the axes
+            self.ax.annotate(
+                f"{label}p95 {fmt_wait(p95)}",
+                (at, y),
+                fontsize=7,
+                xytext=(-6 if right else 6, 4),
+                textcoords="offset points",
+                ha="right" if right else "left",
+            )
+
+
+def _draw_policy(axes: _Axes, name: str, front: Sequence[Point], mine: Sequence[Point]) -> None:
+    """One policy's replays (dots), its frontier (a step line), its defaults (a star) and the
+    replays whose queue never drains (an x at the edge)."""
+    ax, x, colour = axes.ax, axes.x, _COLOURS.get(name)
+    ax.plot([x(p.p95 / 60) for p in mine if p.drains], [p.x_floor for p in mine if p.drains], ".", color=colour,
+            alpha=0.35)  # fmt: skip
+    ax.plot([x(p.p95 / 60) for p in front], [p.x_floor for p in front], "o-", color=colour, label=name,
+            drawstyle="steps-post")  # fmt: skip
+    for p in mine:
+        if not p.drains:
+            axes.edge(p.p95, p.x_floor, colour, "x", f"{name}{' (default)' if p.default else ''}: ")
+        elif p.default:
+            ax.plot(x(p.p95 / 60), p.x_floor, "*", color=colour, markersize=15, markeredgecolor="black")
 
 
 __all__ = ("Against", "Point", "bound_line", "compare", "frontier", "frontiers", "plot", "table", "verdict")

@@ -152,20 +152,7 @@ def metrics(
     billed = sum(billed_seconds(n, billing) for n in out.nodes)
     busy = sum(n.busy_seconds for n in out.nodes)
     slot_billed = sum(billed_seconds(n, billing) * (n.slots or slots_per_node) for n in out.nodes)
-    per_group: dict[str, list[NodeLife]] = {name: [] for name in prices or {}}
-    for n in out.nodes:
-        per_group.setdefault(n.group, []).append(n)
-    costs: list[GroupCost] = []
-    for name, lives in per_group.items():
-        hours = sum(billed_seconds(n, billing) for n in lives) / 3600.0
-        rate = (prices or {}).get(name) or price
-        idle = hours - sum(n.busy_seconds for n in lives) / 3600.0
-        restarts = sum(1 for n in lives if n.restart)
-        pooled = out.pooled_seconds.get(name, 0.0) / 3600.0
-        volumes = out.pool_cost.get(name, 0.0)
-        costs.append(
-            GroupCost(name, hours, idle, hours * rate + volumes, rate, len(lives) - restarts, restarts, pooled, volumes)
-        )
+    costs = _group_costs(out, billing, price, prices)
     waits = sorted(out.waits)
     node_hours = billed / 3600.0
     bsld = [max(1.0, (w + r) / max(r, TAU)) for w, r in zip(out.waits, out.runs, strict=True)]
@@ -173,11 +160,6 @@ def metrics(
     # Never drains: jobs never started, or a backlog that lasted a quarter of the replay and at
     # least an hour (in a replay of a few hours, a queue of some minutes is a burst, not saturation).
     saturated = out.never_started > 0 or out.longest_backlog > max(0.25 * span, SATURATION_BACKLOG)
-    deltas = sorted(d for n in out.nodes for d in ((n.launched_at, 1), (n.terminated_at, -1)))
-    up = peak = 0
-    for _, d in deltas:  # by time, a node gone (-1) before one launched at the same instant
-        up += d
-        peak = max(peak, up)
     return Metrics(
         label=label,
         policy=policy,
@@ -211,9 +193,41 @@ def metrics(
         launches_held=out.launches_held,
         backoff_rounds=out.backoff_rounds,
         budget_held=out.budget_held,
-        peak_nodes=peak,
+        peak_nodes=_peak_nodes(out.nodes),
         quick_passes=out.quick_passes,
     )
+
+
+def _group_costs(
+    out: SimOutcome, billing: Billing, price: float, prices: Mapping[str, float | None] | None
+) -> list[GroupCost]:
+    """Each node group's billed and idle node-hours and cost (its stopped nodes' volumes in),
+    launches and restarts; every group ``prices`` names, then any other a node was of."""
+    per_group: dict[str, list[NodeLife]] = {name: [] for name in prices or {}}
+    for n in out.nodes:
+        per_group.setdefault(n.group, []).append(n)
+    costs: list[GroupCost] = []
+    for name, lives in per_group.items():
+        hours = sum(billed_seconds(n, billing) for n in lives) / 3600.0
+        rate = (prices or {}).get(name) or price
+        idle = hours - sum(n.busy_seconds for n in lives) / 3600.0
+        restarts = sum(1 for n in lives if n.restart)
+        pooled = out.pooled_seconds.get(name, 0.0) / 3600.0
+        volumes = out.pool_cost.get(name, 0.0)
+        costs.append(
+            GroupCost(name, hours, idle, hours * rate + volumes, rate, len(lives) - restarts, restarts, pooled, volumes)
+        )
+    return costs
+
+
+def _peak_nodes(nodes: Sequence[NodeLife]) -> int:
+    """The most nodes up (launched, not yet gone) at once."""
+    deltas = sorted(d for n in nodes for d in ((n.launched_at, 1), (n.terminated_at, -1)))
+    up = peak = 0
+    for _, d in deltas:  # by time, a node gone (-1) before one launched at the same instant
+        up += d
+        peak = max(peak, up)
+    return peak
 
 
 def fmt_wait(s: float) -> str:

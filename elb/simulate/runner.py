@@ -160,20 +160,8 @@ def default_max_nodes(jobs: Sequence[SimJob], slots_per_node: int) -> int:
 def prepare(wl: Workload, slots_per_node: int, max_nodes: int | None, *, groups: SimGroups | None = None) -> Prepared:
     """The replay's jobs placed on groups: ``groups``, or one group of ``slots_per_node`` slots a
     node and ``max_nodes`` nodes (None: the log's zero-wait peak)."""
-    if not wl.jobs:
-        raise SimError(f"{wl.source}: no job to replay")
-    for j in wl.jobs:  # the readers refuse these; a NaN submission would hang the replay
-        if not all(math.isfinite(v) and abs(v) <= LONGEST for v in (j.submit, j.run)):
-            raise SimError(f"{wl.source}: job {j.job_id}: submit time {j.submit:g} or run time {j.run:g} is not a time")
-    if groups is None:
-        cap = max_nodes if max_nodes is not None else default_max_nodes(wl.jobs, slots_per_node)
-        if cap < 1:
-            raise SimError("max nodes must be at least 1")
-        groups = one_group(slots_per_node, cap)
-    else:
-        cap = groups.groups.total_max_nodes
-        if cap < 1:
-            raise SimError("the node groups may have no node at all (max_nodes 0)")
+    _check_times(wl)
+    groups, cap = _groups_and_cap(wl, slots_per_node, max_nodes, groups)
     try:
         assignments = assign(wl.jobs, groups)
     except SimGroupsError as err:
@@ -181,17 +169,48 @@ def prepare(wl: Workload, slots_per_node: int, max_nodes: int | None, *, groups:
     unservable = [(j, a.reason) for j, a in zip(wl.jobs, assignments, strict=True) if a.group is None]
     if len(unservable) == len(wl.jobs):
         raise SimError(f"{wl.source}: no node group can run any job (the first: {unservable[0][1]})")
-    per_group: dict[str, list[SimJob]] = {g.name: [] for g in groups.groups.groups}
-    for j, a in zip(wl.jobs, assignments, strict=True):
-        if a.group is not None:
-            per_group[a.group].append(dataclasses.replace(j, slots=a.footprint))
-    group_floors = {g.name: floors(per_group[g.name], g.slots) for g in groups.groups.groups if per_group[g.name]}
+    group_floors = _group_floors(wl.jobs, assignments, groups)
     total = Floors(
         sum(f.floor_node_hours for f in group_floors.values()),
         sum(f.zero_wait_node_hours for f in group_floors.values()),
         sum(f.peak_nodes for f in group_floors.values()),
     )
     return Prepared(list(wl.jobs), assignments, total, group_floors, unservable, cap, groups)
+
+
+def _check_times(wl: Workload) -> None:
+    """``SimError`` for a log without jobs, or a job whose submission or run is not a time."""
+    if not wl.jobs:
+        raise SimError(f"{wl.source}: no job to replay")
+    for j in wl.jobs:  # the readers refuse these; a NaN submission would hang the replay
+        if not all(math.isfinite(v) and abs(v) <= LONGEST for v in (j.submit, j.run)):
+            raise SimError(f"{wl.source}: job {j.job_id}: submit time {j.submit:g} or run time {j.run:g} is not a time")
+
+
+def _groups_and_cap(
+    wl: Workload, slots_per_node: int, max_nodes: int | None, groups: SimGroups | None
+) -> tuple[SimGroups, int]:
+    """The groups to replay on (``groups``, or one of ``slots_per_node`` slots a node) and the most
+    nodes they may have; ``SimError`` when that is none."""
+    if groups is None:
+        cap = max_nodes if max_nodes is not None else default_max_nodes(wl.jobs, slots_per_node)
+        if cap < 1:
+            raise SimError("max nodes must be at least 1")
+        return one_group(slots_per_node, cap), cap
+    cap = groups.groups.total_max_nodes
+    if cap < 1:
+        raise SimError("the node groups may have no node at all (max_nodes 0)")
+    return groups, cap
+
+
+def _group_floors(jobs: Sequence[SimJob], assignments: Sequence[Assignment], groups: SimGroups) -> dict[str, Floors]:
+    """Each group's floors over the jobs assigned to it (each with its footprint there); a group
+    with none left out."""
+    per_group: dict[str, list[SimJob]] = {g.name: [] for g in groups.groups.groups}
+    for j, a in zip(jobs, assignments, strict=True):
+        if a.group is not None:
+            per_group[a.group].append(dataclasses.replace(j, slots=a.footprint))
+    return {g.name: floors(per_group[g.name], g.slots) for g in groups.groups.groups if per_group[g.name]}
 
 
 def replay(

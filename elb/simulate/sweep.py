@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -114,30 +114,58 @@ def plan_runs(
         own = [(k, v) for k, v in sets if has_param(base, k)]
         for key, value in own:
             base = with_param(base, key, value)
-        axes: dict[str, tuple[str, ...]] = {}
-        for sweep in asked:
-            if sweep is None:
-                axes.update(KNOBS.get(name, ()))
-            elif has_param(base, sweep[0]):
-                axes[sweep[0]] = sweep[1]
+        axes = _axes(name, base, asked)
         keys_seen.update(axes)
-        combos = list(itertools.product(*[[(k, v) for v in vs] for k, vs in axes.items()])) or [()]
-        for combo in combos:
-            swept = tuple(combo)
-            default = all(param_value(with_param(base, k, v), k) == param_value(base, k) for k, v in swept)
-            label = f"{name} {' '.join(f'{k}={v}' for k, v in swept)}" if swept else name
-            spec = RunSpec(name, (*own, *swept), swept, label, default=default)
-            specs.append(spec)
-            if setup.pooled is not None:
-                size = setup.pooled.groups.groups.groups[0].warm_pool.max_nodes
-                specs.append(RunSpec(name, spec.sets, swept, f"{label}+pool{size}", pooled=True, default=default))
+        specs += _runs_of(setup, name, base, own, axes)
+    _check_used(setup, names, sets, asked, keys_seen)
+    return specs
+
+
+def _axes(name: str, base: Policy, asked: Sequence[tuple[str, tuple[str, ...]] | None]) -> dict[str, tuple[str, ...]]:
+    """The values to sweep a policy's parameters over: a bare ``--sweep`` its knobs, and each
+    ``KEY=...`` it has."""
+    axes: dict[str, tuple[str, ...]] = {}
+    for sweep in asked:
+        if sweep is None:
+            axes.update(KNOBS.get(name, ()))
+        elif has_param(base, sweep[0]):
+            axes[sweep[0]] = sweep[1]
+    return axes
+
+
+def _runs_of(
+    setup: Setup, name: str, base: Policy, own: Sequence[tuple[str, str]], axes: Mapping[str, tuple[str, ...]]
+) -> list[RunSpec]:
+    """A policy's replays: one for each combination of its swept values, each followed by the
+    same with the warm pool when there is one."""
+    specs: list[RunSpec] = []
+    combos = list(itertools.product(*[[(k, v) for v in vs] for k, vs in axes.items()])) or [()]
+    for combo in combos:
+        swept = tuple(combo)
+        default = all(param_value(with_param(base, k, v), k) == param_value(base, k) for k, v in swept)
+        label = f"{name} {' '.join(f'{k}={v}' for k, v in swept)}" if swept else name
+        spec = RunSpec(name, (*own, *swept), swept, label, default=default)
+        specs.append(spec)
+        if setup.pooled is not None:
+            size = setup.pooled.groups.groups.groups[0].warm_pool.max_nodes
+            specs.append(RunSpec(name, spec.sets, swept, f"{label}+pool{size}", pooled=True, default=default))
+    return specs
+
+
+def _check_used(
+    setup: Setup,
+    names: Sequence[str],
+    sets: Sequence[tuple[str, str]],
+    asked: Sequence[tuple[str, tuple[str, ...]] | None],
+    keys_seen: set[str],
+) -> None:
+    """``SimError`` for a ``--set`` or a ``--sweep`` key no listed policy has."""
     for key, _ in sets:
         if not any(has_param(setup.base(name), key) for name in names):
             raise SimError(f"--set: no listed policy ({', '.join(names)}) has a parameter {key!r}")
     for sweep in asked:
         if sweep is not None and sweep[0] not in keys_seen:
             raise SimError(f"no listed policy has a parameter {sweep[0]!r}")
-    return specs
 
 
 def replay_one(setup: Setup, spec: RunSpec, progress: Callable[[float], None] | None = None) -> Replayed:

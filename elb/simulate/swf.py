@@ -111,56 +111,70 @@ def parse_swf(lines: Iterable[str], source: str = "<swf>") -> Workload:
         if not text:
             continue
         if text.startswith(";"):
-            body = text[1:].strip()
-            if ":" in body:
-                key, _, value = body.partition(":")
-                if key and " " not in key.strip():
-                    wl.header.setdefault(key.strip(), value.strip())
+            _header_line(wl, text[1:].strip())
             continue
-        fields = text.split()
-        if len(fields) < 9:
-            raise SwfError(f"{source}:{lineno}: expected 18 fields, found {len(fields)}")
-        try:
-            job_id = int(fields[0])
-            submit = float(fields[1])
-            run = float(fields[3])
-            allocated = int(float(fields[4]))
-            requested_procs = int(float(fields[7]))
-            requested_time = float(fields[8])
-            memory = float(fields[9]) if len(fields) > 9 else -1.0
-            queue = int(float(fields[14])) if len(fields) > 14 else -1
-            partition = int(float(fields[15])) if len(fields) > 15 else -1
-        except (ValueError, OverflowError):  # OverflowError: int(inf)
-            raise SwfError(f"{source}:{lineno}: not a number in {text[:60]!r}") from None
-        check_times(submit, run, f"{source}:{lineno}")
-        if not (math.isfinite(requested_time) and requested_time <= LONGEST and math.isfinite(memory)):
-            raise SwfError(
-                f"{source}:{lineno}: requested time or memory is not a finite number (time: 100 years at most)"
-            )
-        slots = requested_procs if requested_procs > 0 else allocated
-        if submit < 0:
-            wl.skip("unknown submit time")
-            continue
-        if run <= 0:
-            wl.skip("run time <= 0", at=submit)
-            continue
-        if slots <= 0:
-            wl.skip("slots <= 0", at=submit)
-            continue
-        wl.jobs.append(
-            SimJob(
-                job_id,
-                submit,
-                run,
-                slots,
-                requested_time if requested_time > 0 else None,
-                memory_kb=memory if memory > 0 else None,
-                queue=queue if queue >= 0 else None,
-                partition=partition if partition >= 0 else None,
-            )
-        )
+        job = _job_line(wl, text, f"{source}:{lineno}")
+        if job is not None:
+            wl.jobs.append(job)
     wl.jobs.sort(key=lambda j: (j.submit, j.job_id))
     return wl
+
+
+def _header_line(wl: Workload, body: str) -> None:
+    """A comment line: a ``Key: value`` of the header (the first of a key kept)."""
+    if ":" in body:
+        key, _, value = body.partition(":")
+        if key and " " not in key.strip():
+            wl.header.setdefault(key.strip(), value.strip())
+
+
+def _job_line(wl: Workload, text: str, where: str) -> SimJob | None:
+    """A job's line as a job; None for one left out (counted in ``wl``'s skips). ``SwfError``
+    for a line too short, a field not a number, or a time or memory out of range."""
+    fields = text.split()
+    if len(fields) < 9:
+        raise SwfError(f"{where}: expected 18 fields, found {len(fields)}")
+    try:
+        job_id = int(fields[0])
+        submit = float(fields[1])
+        run = float(fields[3])
+        allocated = int(float(fields[4]))
+        requested_procs = int(float(fields[7]))
+        requested_time = float(fields[8])
+        memory = float(fields[9]) if len(fields) > 9 else -1.0
+        queue = int(float(fields[14])) if len(fields) > 14 else -1
+        partition = int(float(fields[15])) if len(fields) > 15 else -1
+    except (ValueError, OverflowError):  # OverflowError: int(inf)
+        raise SwfError(f"{where}: not a number in {text[:60]!r}") from None
+    check_times(submit, run, where)
+    if not (math.isfinite(requested_time) and requested_time <= LONGEST and math.isfinite(memory)):
+        raise SwfError(f"{where}: requested time or memory is not a finite number (time: 100 years at most)")
+    slots = requested_procs if requested_procs > 0 else allocated
+    why = _left_out(submit, run, slots)
+    if why is not None:
+        wl.skip(why, at=submit if submit >= 0 else None)  # an unknown submission is in no window
+        return None
+    return SimJob(
+        job_id,
+        submit,
+        run,
+        slots,
+        requested_time if requested_time > 0 else None,
+        memory_kb=memory if memory > 0 else None,
+        queue=queue if queue >= 0 else None,
+        partition=partition if partition >= 0 else None,
+    )
+
+
+def _left_out(submit: float, run: float, slots: int) -> str | None:
+    """Why a job is not replayed: its submission unknown, no run time, or no slots; None to replay it."""
+    if submit < 0:
+        return "unknown submit time"
+    if run <= 0:
+        return "run time <= 0"
+    if slots <= 0:
+        return "slots <= 0"
+    return None
 
 
 def read_swf(path: Path, start: float = 0.0, days: float | None = None) -> Workload:

@@ -145,7 +145,7 @@ ADD_AND_REMOVE = Plan(add=1, add_names=("node003",), add_reason="3 jobs wait", r
 )
 def test_orders_applied_to_a_plan(orders: Orders, busy: set[str], add: int, removed: list[str], says: str) -> None:
     nodes = [_node("node001"), _node("node002"), _node("node009", NodeState.PROVISIONING)]
-    plan = apply_orders(ADD_AND_REMOVE, orders, nodes, busy)
+    plan = apply_orders(ADD_AND_REMOVE, orders, nodes, busy, cloud="EC2")
     assert plan.add == add
     assert [r.node for r in plan.remove] == removed
     assert says in plan.reason

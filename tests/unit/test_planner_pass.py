@@ -11,7 +11,7 @@ import pytest
 from elb.core.backoff import Backoff, Backoffs, Cause
 from elb.core.config import Config
 from elb.core.demand import DemandSplit
-from elb.core.interfaces import Instance
+from elb.core.interfaces import Instance, InstanceWord
 from elb.core.model import History, NodeState, Snapshot
 from elb.core.orders import Orders
 from elb.core.planner import PassInputs, PassPlan, plan_pass, scale, scaling_waits
@@ -48,7 +48,7 @@ def plan(cfg: Config, **kw: object) -> PassPlan:
     return plan_pass(inputs(snapshot, **kw), cfg, policy_for(cfg), T0)
 
 
-def instance(name: str, state: str = "running") -> Instance:
+def instance(name: str, state: InstanceWord = "running") -> Instance:
     return Instance(f"i-{name}", name, state, T0 - 3600, private_ip="10.0.0.9")
 
 

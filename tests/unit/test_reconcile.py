@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from elb.core.interfaces import Instance
+from elb.core.interfaces import Instance, InstanceWord
 from elb.core.model import Host, Node, NodeState, QueueInstance, Snapshot
 from elb.core.reconcile import Repair, RepairKind, plan_repairs
 from elb.schedulers.sge.states import queue_flags
@@ -13,7 +13,7 @@ ORPHAN = 600.0
 UNREACHABLE = 600.0
 
 
-def inst(name: str, iid: str, age: float = 100.0, state: str = "running") -> Instance:
+def inst(name: str, iid: str, age: float = 100.0, state: InstanceWord = "running") -> Instance:
     return Instance(iid, name, state, T0 - age, "10.0.0.9")
 
 
@@ -74,7 +74,7 @@ def test_vanished_instance_is_deregistered_unless_sge_lists_jobs_there() -> None
 
 
 def test_terminated_instance_state_counts_as_vanished() -> None:
-    gone = inst("node001", "i-1", state="shutting-down")
+    gone = inst("node001", "i-1", state="gone")
     assert kinds([rec("node001", NodeState.READY)], [gone], ["node001"]) == [(RepairKind.VANISHED, "node001")]
 
 
@@ -176,8 +176,7 @@ def test_stopped_instances_are_terminated_once_elb_is_done_with_them() -> None:
     # unknown, stopped, but SGE knows the name: not adopted (it can't be provisioned), not killed
     assert kinds([], [inst("node009", "i-9", age=ORPHAN, state="stopped")], ["node009"]) == []
     # gone for good: nothing to do
-    for state in ("shutting-down", "terminated"):
-        assert kinds([rec("node001", NodeState.FAILED)], [inst("node001", "i-1", state=state)]) == []
+    assert kinds([rec("node001", NodeState.FAILED)], [inst("node001", "i-1", state="gone")]) == []
 
 
 def test_node_found_lost_at_a_restart_gets_the_whole_timeout() -> None:
@@ -210,7 +209,8 @@ def test_a_pooled_node_with_its_stopped_instance_is_left_to_the_planner() -> Non
     # Stopped in the warm pool: still an exec host (its queue instances disabled and out of
     # reach), its instance stopped for days: neither lost, nor a failed boot, nor stale.
     stopped = rec("node001", NodeState.STOPPED, age=5 * 86400)
-    for state in ("stopped", "stopping", "pending", "running"):
+    words: tuple[InstanceWord, ...] = ("stopped", "stopping", "pending", "running")
+    for state in words:
         assert kinds([stopped], [inst("node001", "i-1", age=5 * 86400, state=state)], ["node001"]) == []
 
 

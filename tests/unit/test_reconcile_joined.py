@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elb.core.interfaces import Instance
+from elb.core.interfaces import Instance, InstanceState
 from elb.core.model import Host, Job, Node, NodeState, QueueInstance, Snapshot
 from elb.core.reconcile import RepairKind, plan_repairs
 from elb.core.state import join
@@ -20,7 +20,7 @@ _node = st.fixed_dictionaries(
     {
         "state": st.sampled_from(list(NodeState)),
         "with_id": st.booleans(),
-        "instance": st.sampled_from([None, "pending", "running", "stopping", "stopped", "terminated"]),
+        "instance": st.sampled_from([None, *InstanceState]),
         "host": st.sampled_from([None, "", "u"]),  # absent, up, unreachable
         "job": st.booleans(),
         "reserved": st.booleans(),
@@ -47,7 +47,7 @@ def _cluster(specs: list[dict[str, object]]) -> tuple[list[Node], list[Instance]
             Node(name, state, T0 - age, iid if s["with_id"] else None, ready_at=T0 - age + 10, last_up_at=up)
         )
         if s["instance"] is not None:
-            instances.append(Instance(iid, name, str(s["instance"]), T0 - age, "10.0.0.9"))
+            instances.append(Instance(iid, name, InstanceState(str(s["instance"])), T0 - age, "10.0.0.9"))
         if s["host"] is not None:
             q = QueueInstance(
                 "all.q", name, 8, 1 if s["job"] else 0, 1 if s["reserved"] else 0, queue_flags(str(s["host"]))

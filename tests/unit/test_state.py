@@ -5,27 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from elb.core.interfaces import Instance
+from elb.core.interfaces import Instance, InstanceState
 from elb.core.model import Host, Job, JobPhase, Node, NodeState, QueueInstance, Snapshot
-from elb.core.state import InstanceState, instance_state, join, started_host, started_on
+from elb.core.state import join, started_host, started_on
 from elb.schedulers.sge.states import job_phase, queue_flags
 from tests.unit.factories import T0, running
-
-
-@pytest.mark.parametrize(
-    ("raw", "state"),
-    [
-        ("pending", InstanceState.PENDING),
-        ("running", InstanceState.RUNNING),
-        ("stopping", InstanceState.STOPPING),
-        ("stopped", InstanceState.STOPPED),
-        ("shutting-down", InstanceState.GONE),
-        ("terminated", InstanceState.GONE),
-        ("exited", InstanceState.STOPPED),  # unknown: exists, serves nothing
-    ],
-)
-def test_provider_states_map_to_neutral_ones(raw: str, state: InstanceState) -> None:
-    assert instance_state(raw) is state
 
 
 def _host(name: str, used: int = 0, states: str = "") -> Host:
@@ -46,7 +30,7 @@ def test_join_carries_every_predicate() -> None:
         Instance("i-2", "node002", "running", T0 - 900),
         Instance("i-3", "node003", "pending", T0 - 60),
         Instance("i-4", "node004", "stopped", T0 - 900),
-        Instance("i-5", "node005", "terminated", T0 - 900),
+        Instance("i-5", "node005", "gone", T0 - 900),
     ]
     snap = Snapshot(
         T0,
@@ -77,7 +61,7 @@ def test_a_record_without_instance_id_joins_the_live_instance_of_its_name() -> N
 def test_join_at_a_given_time_and_keeps_the_cloud_instances() -> None:
     record = Node("node001", NodeState.READY, T0 - 900, "i-1", ready_at=T0 - 800, last_up_at=T0 - 100)
     orphan = Instance("i-9", "node009", "stopped", T0 - 900)
-    gone = Instance("i-8", "node008", "terminated", T0 - 900)
+    gone = Instance("i-8", "node008", "gone", T0 - 900)
     st = join([record], [orphan, gone], Snapshot(T0, (), ()), now=T0 + 50)
     assert st.now == T0 + 50 and st.nodes[0].lost_for() == 150
     assert st.instances == (orphan,)

@@ -57,6 +57,7 @@ from elb.core.interfaces import (
     TAG_ROLE,
     CloudError,
     Instance,
+    InstanceState,
     LaunchResult,
     NodeBoot,
     Notice,
@@ -132,6 +133,16 @@ TRANSIENT_CODES = frozenset(
 
 LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
 GONE_STATES = frozenset({"shutting-down", "terminated"})
+# EC2's instance states in the core's words (``InstanceState``); one EC2 does not name here
+# counts as existing and not running: it may cost, it serves nothing.
+_STATE_WORDS = {
+    "pending": InstanceState.PENDING,
+    "running": InstanceState.RUNNING,
+    "stopping": InstanceState.STOPPING,
+    "stopped": InstanceState.STOPPED,
+    "shutting-down": InstanceState.GONE,
+    "terminated": InstanceState.GONE,
+}
 _INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
 _PERMISSION = re.compile(r"perform:\s*([A-Za-z0-9-]+:[A-Za-z0-9*]+)")
 _RESERVED_TAGS = frozenset({TAG_CLUSTER, TAG_ROLE, TAG_MANAGED_BY, TAG_NAME})
@@ -435,6 +446,11 @@ def _start_stop_error(err: Exception, doing: str) -> CloudError:
     return out
 
 
+def instance_state(ec2_state: str) -> InstanceState:
+    """EC2's name of an instance's state in the core's words."""
+    return _STATE_WORDS.get(ec2_state, InstanceState.STOPPED)
+
+
 def tags_of(inst: InstanceTypeDef) -> dict[str, str]:
     return {t["Key"]: t["Value"] for t in inst.get("Tags", []) if "Key" in t and "Value" in t}
 
@@ -485,6 +501,22 @@ class _Fatal(Exception):
 
 class _NoCapacity(Exception):
     """Every choice for one node failed with a capacity error or is backed off."""
+
+
+@dataclass(slots=True)
+class _Starts:
+    """What starting a launch's nodes came to: the instances started (name -> id), the fleet
+    nodes' volume tags, the nodes failed (name -> why), and the names not started."""
+
+    started: dict[str, str] = field(default_factory=dict)
+    volume_tags: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    not_started: tuple[str, ...] = ()
+
+
+def _group_of(groups: Mapping[str, str] | None, name: str) -> str | None:
+    """The node group ``groups`` gives ``name`` (None: the default group)."""
+    return None if groups is None else groups.get(name)
 
 
 def make_client(cfg: Ec2Config, *, total_attempts: int = 5) -> EC2Client:
@@ -606,7 +638,7 @@ class Ec2Cloud:
         return Instance(
             instance_id=raw.get("InstanceId", ""),
             name=tags.get(TAG_NAME, ""),
-            state=raw.get("State", {}).get("Name", "unknown"),
+            state=instance_state(raw.get("State", {}).get("Name", "unknown")),
             launched_at=launched.timestamp() if launched is not None else self.clock(),
             private_ip=raw.get("PrivateIpAddress"),
             instance_type=itype,
@@ -634,7 +666,7 @@ class Ec2Cloud:
         """EC2's status checks of ``instances`` (``DescribeInstanceStatus``, 100 ids a call): a
         notice for each whose instance or system status check says ``impaired``. Running
         instances only; ``initializing`` and ``insufficient-data`` are no verdict yet."""
-        ids = [i.instance_id for i in instances if i.state == "running" and i.instance_id]
+        ids = [i.instance_id for i in instances if i.state == InstanceState.RUNNING and i.instance_id]
         out: list[Notice] = []
         try:
             for start in range(0, len(ids), STATUS_BATCH):
@@ -1036,17 +1068,30 @@ class Ec2Cloud:
         if found is not None:
             return found
         ids = [i for entry in resp.get("Instances", []) for i in entry.get("InstanceIds", [])]
-        for e in resp.get("Errors", []):
+        self._note_fleet_errors(resp.get("Errors", []), market, tried, fatal=None if ids else doing)
+        if not ids:
+            return "no capacity"
+        return self._fleet_instance(name, market, ids)
+
+    def _note_fleet_errors(
+        self, errors: Sequence[Mapping[str, Any]], market: Market, tried: list[str], *, fatal: str | None
+    ) -> None:
+        """A fleet's errors noted in ``tried``, each capacity error's choice backed off; with
+        ``fatal`` (what was being done, when no instance started), any other error raises _Fatal."""
+        for e in errors:
             code = str(e.get("ErrorCode", ""))
             choice = fleet_choice(e, market)
             what = choice.describe() if choice is not None else f"{market} fleet"
             tried.append(f"{what}: {code}")
             if code in CAPACITY_CODES and choice is not None:
                 self._backoff[choice] = self.clock() + self.config.capacity_backoff
-            elif code not in CAPACITY_CODES and not ids:
-                raise _Fatal(CloudError(f"{doing}: {code}: {e.get('ErrorMessage', '')}"))
-        if not ids:
-            return "no capacity"
+            elif code not in CAPACITY_CODES and fatal is not None:
+                raise _Fatal(CloudError(f"{fatal}: {code}: {e.get('ErrorMessage', '')}"))
+
+    def _fleet_instance(self, name: str, market: Market, ids: list[str]) -> InstanceTypeDef | Literal["again"]:
+        """The node's instance among those a fleet started (a second one terminated), or
+        ``"again"`` when all of them had ended (the token was an earlier life's). Raises _Fatal
+        (the instances terminated) when they cannot be listed."""
         try:
             now = {r.get("InstanceId"): r for r in self._poll(ids)}
         except CloudError as err:
@@ -1121,45 +1166,55 @@ class Ec2Cloud:
             return LaunchResult(launched=())
         if stopping is not None and stopping.is_set():
             return LaunchResult(launched=(), not_started=tuple(names))
-        specs: dict[str | None, LaunchSpec] = {}
-        for name in names:
-            group = None if groups is None else groups.get(name)
-            if group not in specs:
-                specs[group] = self.spec_for(group)
+        specs = {group: self.spec_for(group) for group in dict.fromkeys(_group_of(groups, n) for n in names)}
         started_at = self.clock()
-        existing, ended = self._lives_by_names(names)  # a retry after a crash: adopt, don't start twice
-        started: dict[str, str] = {}  # name -> instance id
-        volume_tags: dict[str, Mapping[str, str]] = {}  # name -> extra tags, for fleet nodes
-        failed: dict[str, str] = {}
-        not_started: tuple[str, ...] = ()
-        for i, name in enumerate(names):
-            if stopping is not None and stopping.is_set():
-                not_started = tuple(names[i:])
-                break
-            try:
-                spec = specs[None if groups is None else groups.get(name)]
-                spec = self._with_node_config(name, spec, adopting=name in existing, boot=(boot or {}).get(name))
-                inst = self._start_one(name, spec, existing.get(name), ended.get(name, ""))
-            except _NoCapacity as err:
-                failed[name] = str(err)
-                continue
-            except (_Fatal, CloudError) as err:
-                error = err.error if isinstance(err, _Fatal) else err
-                if not started:
-                    raise error from None
-                for rest in names[i:]:
-                    failed[rest] = str(error)
-                break
-            started[name] = inst["InstanceId"]
-            if uses_fleet(spec):
-                volume_tags[name] = spec.extra_tags
-        launched, boot_failed = self._wait_running(started, started_at + self.config.boot_timeout, volume_tags)
-        failed.update(boot_failed)
-        templated = {n for n in started if specs[None if groups is None else groups.get(n)].launch_template}
+        starts = self._start_all(names, groups, specs, boot, stopping)
+        launched, boot_failed = self._wait_running(
+            starts.started, started_at + self.config.boot_timeout, starts.volume_tags
+        )
+        failed = starts.failed | boot_failed
+        templated = {n for n in starts.started if specs[_group_of(groups, n)].launch_template}
         launched, unkeyed = self._console_host_keys(launched, templated, started_at + self.config.boot_timeout)
         failed.update(unkeyed)
         self._settle_host_keys(launched)
-        return LaunchResult(launched=tuple(launched), failed=failed, not_started=not_started)
+        return LaunchResult(launched=tuple(launched), failed=failed, not_started=starts.not_started)
+
+    def _start_all(
+        self,
+        names: Sequence[str],
+        groups: Mapping[str, str] | None,
+        specs: Mapping[str | None, LaunchSpec],
+        boot: Mapping[str, NodeBoot] | None,
+        stopping: threading.Event | None,
+    ) -> _Starts:
+        """Start each node in turn (a retry after a crash adopts its live instance, never starts
+        a second); until ``stopping`` is set, the names left then not started. A node with no
+        capacity fails alone; a permission or configuration error raises when nothing started,
+        else fails the rest."""
+        existing, ended = self._lives_by_names(names)  # a retry after a crash: adopt, don't start twice
+        out = _Starts()
+        for i, name in enumerate(names):
+            if stopping is not None and stopping.is_set():
+                out.not_started = tuple(names[i:])
+                break
+            try:
+                spec = specs[_group_of(groups, name)]
+                spec = self._with_node_config(name, spec, adopting=name in existing, boot=(boot or {}).get(name))
+                inst = self._start_one(name, spec, existing.get(name), ended.get(name, ""))
+            except _NoCapacity as err:
+                out.failed[name] = str(err)
+                continue
+            except (_Fatal, CloudError) as err:
+                error = err.error if isinstance(err, _Fatal) else err
+                if not out.started:
+                    raise error from None
+                for rest in names[i:]:
+                    out.failed[rest] = str(error)
+                break
+            out.started[name] = inst["InstanceId"]
+            if uses_fleet(spec):
+                out.volume_tags[name] = spec.extra_tags
+        return out
 
     def _console_host_keys(
         self, launched: Sequence[Instance], templated: set[str], deadline: float

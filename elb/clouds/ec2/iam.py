@@ -163,75 +163,28 @@ def _unscoped(caller: Caller, scope: Scope) -> tuple[str, ...]:
 
 
 def daemon_statements(scope: Scope) -> list[Statement]:
-    """elb's own identity: the daemon, ``elb ec2-check`` and the inventory."""
-    cluster = scope.cluster
-    launch = ("ec2:RunInstances", "ec2:CreateFleet") if scope.fleet else ("ec2:RunInstances",)
-    placement = [_arn(scope, "placement-group", f"elb-{cluster}-*")] if scope.placement_groups else []
-    created_by = [
-        "RunInstances",
-        *(["CreateFleet"] if scope.fleet else []),
-        *(["CreatePlacementGroup"] * bool(placement)),
-    ]
-    images = [f"arn:aws:ec2:{scope.region}::image/{i}" for i in scope.images] or [
-        f"arn:aws:ec2:{scope.region}::image/*",
-        _arn(scope, "image", "*"),
-    ]
-    out = [
+    """elb's own identity: the daemon, ``elb ec2-check`` and the inventory; a feature's statements
+    only when ``scope`` has it."""
+    return [
         Statement(
             "DescribeCallsAwsDoesNotScope",
             _unscoped("daemon", scope),
             ("*",),
             "read the cluster; AWS gives these Describe calls on * only (no resource types), and they only read",
         ),
-        Statement(
-            "LaunchOnlyTaggedWorkers",
-            launch,
-            (_arn(scope, "instance", "*"),),
-            "an instance only with this cluster's elb worker tags at creation",
-            {"StringEquals": _worker_tags("aws:RequestTag", cluster)},
-        ),
-        Statement(
-            "LaunchFromTheseResources",
-            launch,
-            tuple(
-                [
-                    *images,
-                    *_each(scope, "subnet", scope.subnets),
-                    *_each(scope, "security-group", scope.security_groups),
-                    *_each(scope, "key-pair", [scope.key_name] if scope.key_name else []),
-                    *(_templates(scope) if scope.templates else []),
-                    *placement,
-                    _arn(scope, "network-interface", "*"),
-                    _arn(scope, "volume", "*"),
-                    *([_arn(scope, "spot-instances-request", "*")] if scope.spot else []),
-                ]
-            ),
-            "the configured images, subnets, groups, key"
-            + (" and launch templates" if scope.templates else "")
-            + (", the node groups' placement groups" if placement else "")
-            + "; the node's own volume, interface"
-            + (", spot request" if scope.spot else "")
-            + (" (volumes carry no tag condition: an instant fleet tags them after launch)" if scope.fleet else ""),
-        ),
-        Statement(
-            "TagOnlyAtCreation",
-            ("ec2:CreateTags",),
-            (
-                _arn(scope, "instance", "*"),
-                _arn(scope, "volume", "*"),
-                *([_arn(scope, "fleet", "*")] if scope.fleet else []),
-                *placement,
-            ),
-            "tags only as part of the launch" + (" (or of a node group's placement group)" if placement else ""),
-            {"StringEquals": {"ec2:CreateAction": created_by}},
-        ),
+        *_launch_statements(scope),
+        *_placement_group_statements(scope),
+        _tag_at_creation(scope),
+        *_fleet_volume_statements(scope),
         Statement(
             "TerminateOnlyThisClustersWorkers",
             ("ec2:TerminateInstances",),
             (_arn(scope, "instance", "*"),),
             "only instances tagged as this cluster's elb workers",
-            {"StringEquals": _worker_tags("aws:ResourceTag", cluster)},
+            {"StringEquals": _worker_tags("aws:ResourceTag", scope.cluster)},
         ),
+        *_warm_pool_statements(scope),
+        *_console_statements(scope),
         Statement(
             "PassTheWorkersRole",
             ("iam:PassRole",),
@@ -239,77 +192,174 @@ def daemon_statements(scope: Scope) -> list[Statement]:
             "launch workers with their instance profile",
             {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
         ),
+        *_notice_statements(scope),
     ]
-    if scope.fleet:
-        out[2:2] = [
-            Statement(
-                "LaunchOnlyTaggedFleets",
-                ("ec2:CreateFleet",),
-                (_arn(scope, "fleet", "*"),),
-                "an instant fleet only with this cluster's elb tags",
-                {"StringEquals": _worker_tags("aws:RequestTag", cluster)},
-            )
-        ]
-        at = next(i for i, s in enumerate(out) if s.sid == "TerminateOnlyThisClustersWorkers")
-        out.insert(
-            at,
-            Statement(
-                "TagTheVolumesOfFleetWorkers",
-                ("ec2:CreateTags",),
-                (_arn(scope, "volume", "*"),),
-                "a fleet node's volumes get its tags once it runs: only elb's worker tags, only on volumes the "
-                f"launch template tagged {TAG_CLUSTER}={cluster} at creation (an instant fleet cannot tag them)",
-                {
-                    "StringEquals": {
-                        **_worker_tags("aws:RequestTag", cluster),
-                        f"aws:ResourceTag/{TAG_CLUSTER}": cluster,
-                    }
-                },
-            ),
+
+
+def _launches(scope: Scope) -> tuple[str, ...]:
+    """The calls that launch: RunInstances, and CreateFleet with instant fleets."""
+    return ("ec2:RunInstances", "ec2:CreateFleet") if scope.fleet else ("ec2:RunInstances",)
+
+
+def _placement_arns(scope: Scope) -> list[str]:
+    """The node groups' placement groups, named elb-CLUSTER-GROUP (none without them)."""
+    return [_arn(scope, "placement-group", f"elb-{scope.cluster}-*")] if scope.placement_groups else []
+
+
+def _launch_statements(scope: Scope) -> list[Statement]:
+    """A launch: only of tagged workers (and tagged fleets), only from the configured resources."""
+    tagged = Statement(
+        "LaunchOnlyTaggedWorkers",
+        _launches(scope),
+        (_arn(scope, "instance", "*"),),
+        "an instance only with this cluster's elb worker tags at creation",
+        {"StringEquals": _worker_tags("aws:RequestTag", scope.cluster)},
+    )
+    fleets = [
+        Statement(
+            "LaunchOnlyTaggedFleets",
+            ("ec2:CreateFleet",),
+            (_arn(scope, "fleet", "*"),),
+            "an instant fleet only with this cluster's elb tags",
+            {"StringEquals": _worker_tags("aws:RequestTag", scope.cluster)},
         )
-    at = next(i for i, s in enumerate(out) if s.sid == "PassTheWorkersRole")
-    if scope.templates:
-        out.insert(
-            at,
-            Statement(
-                "ReadOnlyThisClustersWorkersConsoles",
-                ("ec2:GetConsoleOutput",),
-                (_arn(scope, "instance", "*"),),
-                "the SSH host key of a worker launched from a template, which cloud-init prints on its console",
-                {"StringEquals": _worker_tags("aws:ResourceTag", cluster)},
-            ),
+    ]
+    return [tagged, *(fleets if scope.fleet else []), _launch_resources(scope)]
+
+
+def _launch_resources(scope: Scope) -> Statement:
+    """The resources a launch may use: the configured images, subnets, groups, key and templates,
+    the placement groups, and the node's own volume, interface and spot request."""
+    images = [f"arn:aws:ec2:{scope.region}::image/{i}" for i in scope.images] or [
+        f"arn:aws:ec2:{scope.region}::image/*",
+        _arn(scope, "image", "*"),
+    ]
+    placement = _placement_arns(scope)
+    return Statement(
+        "LaunchFromTheseResources",
+        _launches(scope),
+        tuple(
+            [
+                *images,
+                *_each(scope, "subnet", scope.subnets),
+                *_each(scope, "security-group", scope.security_groups),
+                *_each(scope, "key-pair", [scope.key_name] if scope.key_name else []),
+                *(_templates(scope) if scope.templates else []),
+                *placement,
+                _arn(scope, "network-interface", "*"),
+                _arn(scope, "volume", "*"),
+                *([_arn(scope, "spot-instances-request", "*")] if scope.spot else []),
+            ]
+        ),
+        "the configured images, subnets, groups, key"
+        + (" and launch templates" if scope.templates else "")
+        + (", the node groups' placement groups" if placement else "")
+        + "; the node's own volume, interface"
+        + (", spot request" if scope.spot else "")
+        + (" (volumes carry no tag condition: an instant fleet tags them after launch)" if scope.fleet else ""),
+    )
+
+
+def _placement_group_statements(scope: Scope) -> list[Statement]:
+    """With node groups in placement groups: making them."""
+    if not scope.placement_groups:
+        return []
+    return [
+        Statement(
+            "PlacementGroupsOfNodeGroups",
+            ("ec2:CreatePlacementGroup",),
+            (_arn(scope, "placement-group", f"elb-{scope.cluster}-*"),),
+            "a node group's cluster placement group, named elb-CLUSTER-GROUP",
         )
-    if scope.warm_pool:
-        out.insert(
-            at,
-            Statement(
-                "StopAndStartOnlyThisClustersWorkers",
-                ("ec2:StopInstances", "ec2:StartInstances"),
-                (_arn(scope, "instance", "*"),),
-                "a warm pool's stops and starts, only on this cluster's elb workers",
-                {"StringEquals": _worker_tags("aws:ResourceTag", cluster)},
-            ),
+    ]
+
+
+def _tag_at_creation(scope: Scope) -> Statement:
+    """Tags only as part of a launch (or of a placement group's creation)."""
+    placement = _placement_arns(scope)
+    created_by = [
+        "RunInstances",
+        *(["CreateFleet"] if scope.fleet else []),
+        *(["CreatePlacementGroup"] * bool(placement)),
+    ]
+    return Statement(
+        "TagOnlyAtCreation",
+        ("ec2:CreateTags",),
+        (
+            _arn(scope, "instance", "*"),
+            _arn(scope, "volume", "*"),
+            *([_arn(scope, "fleet", "*")] if scope.fleet else []),
+            *placement,
+        ),
+        "tags only as part of the launch" + (" (or of a node group's placement group)" if placement else ""),
+        {"StringEquals": {"ec2:CreateAction": created_by}},
+    )
+
+
+def _fleet_volume_statements(scope: Scope) -> list[Statement]:
+    """With instant fleets: tagging a fleet node's volumes once it runs."""
+    if not scope.fleet:
+        return []
+    cluster = scope.cluster
+    return [
+        Statement(
+            "TagTheVolumesOfFleetWorkers",
+            ("ec2:CreateTags",),
+            (_arn(scope, "volume", "*"),),
+            "a fleet node's volumes get its tags once it runs: only elb's worker tags, only on volumes the "
+            f"launch template tagged {TAG_CLUSTER}={cluster} at creation (an instant fleet cannot tag them)",
+            {
+                "StringEquals": {
+                    **_worker_tags("aws:RequestTag", cluster),
+                    f"aws:ResourceTag/{TAG_CLUSTER}": cluster,
+                }
+            },
         )
-    if scope.placement_groups:
-        out.insert(
-            next(i for i, s in enumerate(out) if s.sid == "TagOnlyAtCreation"),
-            Statement(
-                "PlacementGroupsOfNodeGroups",
-                ("ec2:CreatePlacementGroup",),
-                (_arn(scope, "placement-group", f"elb-{cluster}-*"),),
-                "a node group's cluster placement group, named elb-CLUSTER-GROUP",
-            ),
+    ]
+
+
+def _warm_pool_statements(scope: Scope) -> list[Statement]:
+    """With a warm pool: stopping and starting the cluster's workers."""
+    if not scope.warm_pool:
+        return []
+    return [
+        Statement(
+            "StopAndStartOnlyThisClustersWorkers",
+            ("ec2:StopInstances", "ec2:StartInstances"),
+            (_arn(scope, "instance", "*"),),
+            "a warm pool's stops and starts, only on this cluster's elb workers",
+            {"StringEquals": _worker_tags("aws:ResourceTag", scope.cluster)},
         )
-    if scope.notices:
-        out.append(
-            Statement(
-                "ReadTheNoticeQueue",
-                ("sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:DeleteMessage"),
-                (_arn(scope, "", queue_name(cluster), service="sqs"),),
-                "EC2's notices (cloud.ec2.notices), from this cluster's queue only",
-            )
+    ]
+
+
+def _console_statements(scope: Scope) -> list[Statement]:
+    """With launch templates: reading a worker's console for its SSH host key."""
+    if not scope.templates:
+        return []
+    return [
+        Statement(
+            "ReadOnlyThisClustersWorkersConsoles",
+            ("ec2:GetConsoleOutput",),
+            (_arn(scope, "instance", "*"),),
+            "the SSH host key of a worker launched from a template, which cloud-init prints on its console",
+            {"StringEquals": _worker_tags("aws:ResourceTag", scope.cluster)},
         )
-    return out
+    ]
+
+
+def _notice_statements(scope: Scope) -> list[Statement]:
+    """With notices: reading the cluster's notice queue."""
+    if not scope.notices:
+        return []
+    return [
+        Statement(
+            "ReadTheNoticeQueue",
+            ("sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:DeleteMessage"),
+            (_arn(scope, "", queue_name(scope.cluster), service="sqs"),),
+            "EC2's notices (cloud.ec2.notices), from this cluster's queue only",
+        )
+    ]
 
 
 def setup_statements(scope: Scope) -> list[Statement]:

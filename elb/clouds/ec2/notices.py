@@ -20,7 +20,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -85,28 +85,47 @@ def parse_event(body: str) -> list[Notice]:
     if not isinstance(kind_text, str) or not isinstance(source, str) or not isinstance(detail, dict):
         raise NoticeError("not an EventBridge event (detail-type, source, detail)")
     when = _time(event)
-    if source == "aws.ec2" and kind_text == "EC2 Spot Instance Interruption Warning":
-        action = detail.get("instance-action", "?")
-        return [Notice(NoticeKind.INTERRUPTION, _instance(detail), when, f"spot interruption: {action}")]
-    if source == "aws.ec2" and kind_text == "EC2 Instance Rebalance Recommendation":
-        return [Notice(NoticeKind.REBALANCE, _instance(detail), when, "rebalance recommendation")]
-    if source == "aws.ec2" and kind_text == "EC2 Instance State-change Notification":
-        state = detail.get("state", "?")
-        return [Notice(NoticeKind.STATE, _instance(detail), when, f"state {state}")]
-    if source == "aws.health" and kind_text == "AWS Health Event":
-        if detail.get("service") != "EC2" or detail.get("eventTypeCategory") != "scheduledChange":
-            return []
-        code = str(detail.get("eventTypeCode", "?"))
-        entities = detail.get("affectedEntities", [])
-        if not isinstance(entities, list):
-            raise NoticeError("AWS Health event: affectedEntities is not a list")
-        ids = [e.get("entityValue") for e in entities if isinstance(e, dict)]
-        return [
-            Notice(NoticeKind.SCHEDULED, iid, when, f"scheduled change {code}")
-            for iid in ids
-            if isinstance(iid, str) and iid.startswith("i-")
-        ]
-    return []
+    read = _READERS.get((source, kind_text))
+    return [] if read is None else read(detail, when)
+
+
+def _interruption(detail: Mapping[str, Any], when: float) -> list[Notice]:
+    action = detail.get("instance-action", "?")
+    return [Notice(NoticeKind.INTERRUPTION, _instance(detail), when, f"spot interruption: {action}")]
+
+
+def _rebalance(detail: Mapping[str, Any], when: float) -> list[Notice]:
+    return [Notice(NoticeKind.REBALANCE, _instance(detail), when, "rebalance recommendation")]
+
+
+def _state_change(detail: Mapping[str, Any], when: float) -> list[Notice]:
+    state = detail.get("state", "?")
+    return [Notice(NoticeKind.STATE, _instance(detail), when, f"state {state}")]
+
+
+def _scheduled_change(detail: Mapping[str, Any], when: float) -> list[Notice]:
+    """An AWS Health event's notices: one per instance it affects, for EC2's scheduled changes only."""
+    if detail.get("service") != "EC2" or detail.get("eventTypeCategory") != "scheduledChange":
+        return []
+    code = str(detail.get("eventTypeCode", "?"))
+    entities = detail.get("affectedEntities", [])
+    if not isinstance(entities, list):
+        raise NoticeError("AWS Health event: affectedEntities is not a list")
+    ids = [e.get("entityValue") for e in entities if isinstance(e, dict)]
+    return [
+        Notice(NoticeKind.SCHEDULED, iid, when, f"scheduled change {code}")
+        for iid in ids
+        if isinstance(iid, str) and iid.startswith("i-")
+    ]
+
+
+# The events elb acts on, by (source, detail-type): each one's reader of its detail.
+_READERS: Mapping[tuple[str, str], Callable[[Mapping[str, Any], float], list[Notice]]] = {
+    ("aws.ec2", "EC2 Spot Instance Interruption Warning"): _interruption,
+    ("aws.ec2", "EC2 Instance Rebalance Recommendation"): _rebalance,
+    ("aws.ec2", "EC2 Instance State-change Notification"): _state_change,
+    ("aws.health", "AWS Health Event"): _scheduled_change,
+}
 
 
 class Ec2Notices:

@@ -343,19 +343,9 @@ def place_shapes(
     """``place_all``, and its distinct answers: the jobs of one shape share one object, so a caller
     can look at a few hundred answers instead of 50,000. ``keep``: the answers of the call
     before (``Placements``), updated with this call's."""
-    if bindings is not None and len(bindings) != len(jobs):
-        raise DemandError(f"{len(bindings)} bindings for {len(jobs)} jobs")
-    running = next(filter(_IS_NOT_NONE, map(_QUEUE, jobs)), None)
-    if running is not None:
-        job = next(j for j in jobs if j.queue is not None)
-        raise DemandError(f"job {job.job_id} runs in {job.queue}: only waiting jobs are demand")
-    # Each job's shape by identity, built in C (map, zip): the jobs hold their request mappings
-    # and bindings for the whole call, so their ids stay theirs.
+    _check_waiting(jobs, bindings)
+    quick = _quick_shapes(jobs, bindings)
     bound: Sequence[JobBinding | None] = bindings if bindings is not None else [None] * len(jobs)
-    identities = [map(id, map(_HARD, jobs)), map(id, map(_MASTER, jobs)), map(id, map(_SLAVE, jobs))]
-    if bindings is not None:
-        identities.append(map(id, bindings))
-    quick: list[tuple[object, ...]] = list(zip(map(_SHAPE, jobs), *identities, strict=True))
     one_of_each = dict(zip(quick, zip(jobs, bound, strict=True), strict=True))
     by_shape: dict[tuple[object, ...], Placement] = {}
     narrowed = _Memo()
@@ -392,6 +382,25 @@ def place_shapes(
     if keep is not None:
         keep.context, keep.by_shape, keep.known = (groups, site, new_node_name), after, after_known
     return list(map(table.__getitem__, quick)), list(by_shape.values())
+
+
+def _check_waiting(jobs: Sequence[Job], bindings: Sequence[JobBinding | None] | None) -> None:
+    """``DemandError`` unless every job waits and ``bindings`` (when given) has one for each."""
+    if bindings is not None and len(bindings) != len(jobs):
+        raise DemandError(f"{len(bindings)} bindings for {len(jobs)} jobs")
+    running = next(filter(_IS_NOT_NONE, map(_QUEUE, jobs)), None)
+    if running is not None:
+        job = next(j for j in jobs if j.queue is not None)
+        raise DemandError(f"job {job.job_id} runs in {job.queue}: only waiting jobs are demand")
+
+
+def _quick_shapes(jobs: Sequence[Job], bindings: Sequence[JobBinding | None] | None) -> list[tuple[object, ...]]:
+    """Each job's shape by identity, built in C (map, zip): the jobs hold their request mappings
+    and bindings for the whole call, so their ids stay theirs."""
+    identities = [map(id, map(_HARD, jobs)), map(id, map(_MASTER, jobs)), map(id, map(_SLAVE, jobs))]
+    if bindings is not None:
+        identities.append(map(id, bindings))
+    return list(zip(map(_SHAPE, jobs), *identities, strict=True))
 
 
 _SHAPE = attrgetter("slots", "tasks", "pe", "pe_range")
@@ -492,19 +501,50 @@ def _candidates(
     everyone = [(i, g) for i, g in enumerate(groups.groups) if groups.max_nodes_of(g) > 0]
     if not everyone:
         raise _Stop("no node group may have a node (max_nodes 0)")
-    left = everyone
-    if binding.hard_queues:
-        left = [(i, g) for i, g in left if any(_joins(g, q, new_node_name) for q in binding.hard_queues)]
-        if not left:
-            raise _Stop(f"bound to queue {','.join(binding.hard_queues)}: no node group joins it")
+    left = _joining_queues(everyone, binding.hard_queues, new_node_name)
     pes = _pes(job, site)
-    if pes:
-        before = left
-        left = [(i, g) for i, g in left if any(_serves(g, pe.name) for pe in pes)]
-        if not left:
-            raise _Stop(f"parallel environment {job.pe}: no node group serves it{_among(before, everyone)}")
+    left = _serving_pes(left, everyone, job, pes)
     ranges = _ranges(job)
-    least = min(lo for lo, _ in ranges)
+    left = _meeting_requests(left, everyone, requests, site, least=min(lo for lo, _ in ranges), memo=memo)
+    left = _unforced(left, everyone, requests, site)
+    nodes = []
+    for i, g in left:
+        cap, task_cap, narrowed = (
+            _per_node(g, requests, site) if memo is None else _per_node_memo(i, g, requests, site, memo)
+        )
+        nodes.append(_Node(g, i, groups.max_nodes_of(g), cap, task_cap, narrowed))
+    return _Candidates(tuple(nodes), tuple(pes), tuple(ranges), tuple(left), tuple(everyone))
+
+
+_Placed = list[tuple[int, NodeGroup]]  # groups with their places in the list
+
+
+def _joining_queues(left: _Placed, queues: Sequence[str], new_node_name: str | None) -> _Placed:
+    """Check 2: with queues the job is bound to, the groups whose node joins one of them."""
+    if not queues:
+        return left
+    left = [(i, g) for i, g in left if any(_joins(g, q, new_node_name) for q in queues)]
+    if not left:
+        raise _Stop(f"bound to queue {','.join(queues)}: no node group joins it")
+    return left
+
+
+def _serving_pes(left: _Placed, everyone: _Placed, job: Job, pes: Sequence[ParallelEnvironment]) -> _Placed:
+    """Check 3: for a parallel job, the groups that serve one of its PEs."""
+    if not pes:
+        return left
+    before = left
+    left = [(i, g) for i, g in left if any(_serves(g, pe.name) for pe in pes)]
+    if not left:
+        raise _Stop(f"parallel environment {job.pe}: no node group serves it{_among(before, everyone)}")
+    return left
+
+
+def _meeting_requests(
+    left: _Placed, everyone: _Placed, requests: Sequence[_Request], site: Site, *, least: int, memo: _Memo | None
+) -> _Placed:
+    """Check 4: the groups whose node meets each request (``least``: the fewest slots the job may
+    have on it)."""
     for request in requests:
         before = left
         if memo is None:
@@ -514,6 +554,11 @@ def _candidates(
         left = [(i, g) for i, g, missing in outcomes if missing is None]
         if not left:
             raise _Stop(_request_reason(request, [(g, m) for _, g, m in outcomes if m is not None], before, everyone))
+    return left
+
+
+def _unforced(left: _Placed, everyone: _Placed, requests: Sequence[_Request], site: Site) -> _Placed:
+    """Check 4, FORCED complexes: the groups that offer none the job does not request."""
     requested = {r.complex.name for r in requests}
     before = left
     left = [(i, g) for i, g in left if not _forced_missing(g, site.complexes, requested)]
@@ -523,13 +568,7 @@ def _candidates(
             f"does not request {', '.join(missing)}, which every node group left offers as FORCED"
             f"{_among(before, everyone)}"
         )
-    nodes = []
-    for i, g in left:
-        cap, task_cap, narrowed = (
-            _per_node(g, requests, site) if memo is None else _per_node_memo(i, g, requests, site, memo)
-        )
-        nodes.append(_Node(g, i, groups.max_nodes_of(g), cap, task_cap, narrowed))
-    return _Candidates(tuple(nodes), tuple(pes), tuple(ranges), tuple(left), tuple(everyone))
+    return left
 
 
 def _cheapest(job: Job, candidates: _Candidates) -> tuple[_Fit, int]:
@@ -762,6 +801,29 @@ def _per_node(group: NodeGroup, requests: Sequence[_Request], site: Site) -> tup
     """Slots a node of ``group`` gives one job of these requests, tasks of it one node takes
     (``RANGE_INFINITY``: no limit but slots), and why slots are fewer than the node's."""
     cap, tasks, why = group.slots, RANGE_INFINITY, []
+    for c, value, text in _debits(group, requests, site):
+        offered = group.offers[c.name]
+        if c.relop is Relop.EXCL or c.type is ComplexType.BOOL:
+            if parse_bool(value):
+                tasks = 1
+            continue
+        fit = _how_many_fit(group, c, (value, text), offered)
+        if fit is None:
+            continue
+        if c.consumable is Consumable.JOB:
+            tasks = min(tasks, fit)
+            if fit == 0:  # only a default can be more than the node has: requests were checked
+                cap = 0
+                why.append(f"{text} per job, {offered} per node")
+        elif fit < cap:
+            cap = fit
+            why.append(f"{text} per slot, {offered} per node")
+    return cap, tasks, f" ({'; '.join(why)})" if why else ""
+
+
+def _debits(group: NodeGroup, requests: Sequence[_Request], site: Site) -> list[tuple[Complex, str, str]]:
+    """The consumables of ``group``'s node a slot (or the job) of these requests debits: each as
+    its complex, the value debited, and how to say it."""
     requested = {r.complex.name for r in requests}
     # A master task's request is needed once, on one host (checked in _short_of), not per slot.
     per_slot: list[tuple[Complex, str, str]] = [
@@ -772,30 +834,20 @@ def _per_node(group: NodeGroup, requests: Sequence[_Request], site: Site) -> tup
         c = site.complexes.get(name)
         if c is not None and c.consumable is not Consumable.NO and c.name not in requested and c.type.numeric:
             per_slot.append((c, c.default, f"{c.name}={c.default} (default)"))
-    for c, value, text in per_slot:
-        if c.consumable is Consumable.NO:
-            continue
-        offered = group.offers[c.name]
-        if c.relop is Relop.EXCL or c.type is ComplexType.BOOL:
-            if parse_bool(value):
-                tasks = 1
-            continue
-        try:
-            need, has = parse_number(value, c.type), parse_number(offered, c.type)
-        except ValueError as err:
-            raise DemandError(f"node group {group.name}: {text} against {c.name}={offered}: {err}") from None
-        if need <= 0 or math.isinf(has):
-            continue
-        fit = math.floor(has / need + 1e-9) if not math.isinf(need) else 0
-        if c.consumable is Consumable.JOB:
-            tasks = min(tasks, fit)
-            if fit == 0:  # only a default can be more than the node has: requests were checked
-                cap = 0
-                why.append(f"{text} per job, {offered} per node")
-        elif fit < cap:
-            cap = fit
-            why.append(f"{text} per slot, {offered} per node")
-    return cap, tasks, f" ({'; '.join(why)})" if why else ""
+    return [d for d in per_slot if d[0].consumable is not Consumable.NO]
+
+
+def _how_many_fit(group: NodeGroup, c: Complex, debit: tuple[str, str], offered: str) -> int | None:
+    """How many debits of ``debit`` (its value, and how to say it) the node's ``offered`` amount
+    of ``c`` holds; None for no limit (nothing debited, or an unlimited amount)."""
+    value, text = debit
+    try:
+        need, has = parse_number(value, c.type), parse_number(offered, c.type)
+    except ValueError as err:
+        raise DemandError(f"node group {group.name}: {text} against {c.name}={offered}: {err}") from None
+    if need <= 0 or math.isinf(has):
+        return None
+    return math.floor(has / need + 1e-9) if not math.isinf(need) else 0
 
 
 def _smallest(ranges: Iterable[tuple[int, int]], step: int, limit: int) -> int | None:

@@ -47,7 +47,7 @@ from elb.core.scheduler import Ask, AskKind, DrainCheck, Dropped, Peek, Requeued
 from elb.schedulers.slurm import conf as slurm_conf
 from elb.schedulers.slurm import requests as slurm_requests
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
-from elb.schedulers.slurm.parse import compress, not_demand_reason
+from elb.schedulers.slurm.parse import SlurmNode, compress, not_demand_reason
 from elb.schedulers.slurm.requests import RequestKind
 from elb.schedulers.slurm.usage import read_slurm
 from elb.schedulers.slurm.view import JobsMemo, jobs_of, node_up, snapshot
@@ -91,25 +91,39 @@ def asks_now(
             continue
         group = partition_groups.get(sn.partitions[0]) if sn.partitions else None
         ask = Ask(a.node, a.kind, a.since, a.detail, group, a.attempts, a.retry_at)
-        # (The jobs on the node are looked for only for a reset: a scan of every job.)
-        running = [j.job_id for j in read.jobs_on(a.node) if not j.pending] if a.kind is AskKind.RESET else []
-        if a.node in alive and running:
-            # Its slurmd registered after all and a job runs there: taking it out would drain it,
-            # find the job, undrain it, and again each pass the ask stays open.
-            why = f"Slurm shows it running job {', '.join(running)}: kept, not taken out"
-            dropped.append(Dropped(ask, why))
-            continue
-        if a.kind is not AskKind.WANT or a.node in alive:
+        why = _why_dropped(ask, sn, read, alive=a.node in alive, resume_timeout=resume_timeout, now=now)
+        if why is None:
             kept.append(ask)
-            continue
-        age = now - a.since
-        if resume_timeout is not None and age > resume_timeout:
-            why = f"asked {age:.0f} s ago, past Slurm's ResumeTimeout ({resume_timeout:.0f} s): Slurm gave up on it"
-            dropped.append(Dropped(ask, why))
-        elif not sn.powering_up:
-            dropped.append(Dropped(ask, f"Slurm no longer wants it (it shows {sn.shown})"))
         else:
-            kept.append(ask)
+            dropped.append(Dropped(ask, why))
+    return tuple(kept), tuple(dropped), _gone_from_slurm(alive, by_name)
+
+
+def _why_dropped(
+    ask: Ask, sn: SlurmNode, read: SlurmRead, *, alive: bool, resume_timeout: float | None, now: float
+) -> str | None:
+    """Why elb drops an ask Slurm's node ``sn`` is known for, or None to act on it: a reset of a
+    node that runs a job after all; a want Slurm gave up on or no longer has (``alive``: elb's
+    node for it is up)."""
+    # (The jobs on the node are looked for only for a reset: a scan of every job.)
+    running = [j.job_id for j in read.jobs_on(ask.node) if not j.pending] if ask.kind is AskKind.RESET else []
+    if alive and running:
+        # Its slurmd registered after all and a job runs there: taking it out would drain it,
+        # find the job, undrain it, and again each pass the ask stays open.
+        return f"Slurm shows it running job {', '.join(running)}: kept, not taken out"
+    if ask.kind is not AskKind.WANT or alive:
+        return None
+    age = now - ask.since
+    if resume_timeout is not None and age > resume_timeout:
+        return f"asked {age:.0f} s ago, past Slurm's ResumeTimeout ({resume_timeout:.0f} s): Slurm gave up on it"
+    if not sn.powering_up:
+        return f"Slurm no longer wants it (it shows {sn.shown})"
+    return None
+
+
+def _gone_from_slurm(alive: Mapping[str, Node], by_name: Mapping[str, SlurmNode]) -> dict[str, str]:
+    """elb's nodes, booted, that Slurm has powered down (or is powering down while elb drains
+    them), each with what Slurm shows."""
     gone: dict[str, str] = {}
     for name, n in alive.items():
         sn = by_name.get(name)
@@ -117,7 +131,7 @@ def asks_now(
             continue
         if sn.powered_down or (n.state is NodeState.DRAINING and sn.powering_down):
             gone[name] = f"Slurm has it {sn.shown}"
-    return tuple(kept), tuple(dropped), gone
+    return gone
 
 
 class RequestJournal(Protocol):

@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 import re
 import socket
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from elb.core.config import SlurmConfig
 from elb.core.groups import MAX_SLOTS
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError
-from elb.schedulers.slurm.conf import SlurmFacts, master_name, read_facts
+from elb.schedulers.slurm.conf import NodeConf, SlurmFacts, master_name, read_facts
 from elb.schedulers.slurm.parse import compress
 
 _GROUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}")
@@ -94,23 +94,43 @@ def groups(facts: SlurmFacts) -> tuple[list[Group], dict[str, str], list[str]]:
             if first is not None:
                 mapping[p.name] = first
             continue
-        name = p.name if _GROUP_NAME.fullmatch(p.name) else re.sub(r"[^A-Za-z0-9_-]", "-", p.name).strip("-_")[:63]
-        if not name or not _GROUP_NAME.fullmatch(name) or any(g.name == name for g in out):
-            notes.append(f"partition {p.name}: no group name can be made of it; its nodes {compress(mine)} left out")
+        group = _partition_group(p.name, mine, by_name, taken={g.name for g in out}, notes=notes)
+        if group is None:
             continue
-        cpus = [c for n in mine if (c := by_name[n].cpus) is not None]
-        memory = [m for n in mine if (m := by_name[n].memory_mb) is not None]
-        slots = min(cpus) if len(cpus) == len(mine) else None
-        if slots is not None and slots > MAX_SLOTS:
-            notes.append(f"partition {p.name}: {slots} CPUs, more than a node's most slots ({MAX_SLOTS})")
-            slots = None
-        if slots is None:
-            notes.append(f"partition {p.name}: the CPUs of {compress(mine)} could not be read: set its group by hand")
-            continue
-        out.append(Group(name, p.name, mine, slots, min(memory) if len(memory) == len(mine) and memory else None))
-        mapping[p.name] = name
-        counted.update((n, name) for n in mine)
+        out.append(group)
+        mapping[p.name] = group.name
+        counted.update((n, group.name) for n in mine)
     return out, mapping, notes
+
+
+def _partition_group(
+    partition: str, mine: tuple[str, ...], by_name: Mapping[str, NodeConf], *, taken: Set[str], notes: list[str]
+) -> Group | None:
+    """The group of a cloud partition's nodes ``mine``: named for it, as many slots as the least
+    of their CPUs, as much memory as the least of theirs; None (why in ``notes``) when no free
+    group name can be made of it or their CPUs cannot be read."""
+    name = _group_name(partition)
+    if not name or not _GROUP_NAME.fullmatch(name) or name in taken:
+        notes.append(f"partition {partition}: no group name can be made of it; its nodes {compress(mine)} left out")
+        return None
+    cpus = [c for n in mine if (c := by_name[n].cpus) is not None]
+    memory = [m for n in mine if (m := by_name[n].memory_mb) is not None]
+    slots = min(cpus) if len(cpus) == len(mine) else None
+    if slots is not None and slots > MAX_SLOTS:
+        notes.append(f"partition {partition}: {slots} CPUs, more than a node's most slots ({MAX_SLOTS})")
+        slots = None
+    if slots is None:
+        notes.append(f"partition {partition}: the CPUs of {compress(mine)} could not be read: set its group by hand")
+        return None
+    return Group(name, partition, mine, slots, min(memory) if len(memory) == len(mine) and memory else None)
+
+
+def _group_name(partition: str) -> str:
+    """A partition's name as a group name: as it is when it is one, else its other characters
+    made dashes, trimmed, and cut to 63."""
+    if _GROUP_NAME.fullmatch(partition):
+        return partition
+    return re.sub(r"[^A-Za-z0-9_-]", "-", partition).strip("-_")[:63]
 
 
 def _one_line(text: str) -> str:

@@ -1,0 +1,84 @@
+"""An instance's state reaches the core in the core's words (``InstanceState``): each cloud's
+adapter translates its own (EC2's instance states, podman's container states) at its edge, and
+the core names neither."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import get_args
+
+import pytest
+
+from elb.clouds.ec2.cloud import instance_state
+from elb.clouds.local import LocalCloud
+from elb.core.config import parse_config
+from elb.core.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, InstanceState, InstanceWord
+from elb.service import factory
+
+
+def test_the_words_an_instance_takes_are_the_enums() -> None:
+    assert set(get_args(InstanceWord)) == {s.value for s in InstanceState}
+
+
+@pytest.mark.parametrize(
+    ("ec2", "state"),
+    [
+        ("pending", InstanceState.PENDING),
+        ("running", InstanceState.RUNNING),
+        ("stopping", InstanceState.STOPPING),
+        ("stopped", InstanceState.STOPPED),
+        ("shutting-down", InstanceState.GONE),
+        ("terminated", InstanceState.GONE),
+        ("exited", InstanceState.STOPPED),  # not EC2's: exists, serves nothing
+    ],
+)
+def test_ec2_states_in_the_cores_words(ec2: str, state: InstanceState) -> None:
+    assert instance_state(ec2) is state
+
+
+def _podman(tmp: Path, status: str) -> Path:
+    """A ``podman`` that lists one worker container, node003, in ``status``."""
+    labels = {TAG_CLUSTER: "unit", TAG_ROLE: "worker", TAG_MANAGED_BY: "elb", TAG_NAME: "node003"}
+    container = {"Id": "c0ffee", "Name": "node003", "State": {"Status": status}, "Config": {"Labels": labels}}
+    script = tmp / "podman"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import sys\n"
+        "if sys.argv[1] == 'ps':\n"
+        "    print('c0ffee')\n"
+        "elif sys.argv[1:3] == ['container', 'inspect']:\n"
+        f"    print({json.dumps(json.dumps([container]))})\n"
+        "else:\n"
+        "    sys.exit(125)\n"
+    )
+    script.chmod(0o755)
+    return script
+
+
+@pytest.mark.parametrize(
+    ("status", "state"),
+    [
+        ("created", InstanceState.PENDING),
+        ("running", InstanceState.RUNNING),
+        ("paused", InstanceState.STOPPED),
+        ("exited", InstanceState.STOPPED),
+        ("removing", InstanceState.GONE),
+        ("unheard-of", InstanceState.PENDING),
+    ],
+)
+def test_podman_states_in_the_cores_words(tmp_path: Path, status: str, state: InstanceState) -> None:
+    cfg = parse_config(
+        {
+            "state_dir": str(tmp_path / "state"),
+            "cluster": {"name": "unit", "master": "master"},
+            "policy": {"max_nodes": 2, "slots_per_node": 1},
+            "cloud": {"provider": "local", "local": {"network": "elb-test"}},
+        }
+    )
+    cloud = factory.make_cloud(cfg)
+    assert isinstance(cloud, LocalCloud)
+    cloud.podman = str(_podman(tmp_path, status))
+    [node] = cloud.list_workers()
+    assert node.state is state
