@@ -461,8 +461,11 @@ class _Shapes:
         )
         one_of_each = dict(zip(quick, zip(sub_jobs, sub_bound, strict=True), strict=True))
         table = {key: self.record(job, binding) for key, (job, binding) in one_of_each.items()}
-        for n, key in zip(todo, quick, strict=True):
-            records[n] = table[key]
+        if len(todo) == len(records):  # none found by job (the first call, or every job read anew)
+            records[:] = map(table.__getitem__, quick)
+        else:
+            for n, key in zip(todo, quick, strict=True):
+                records[n] = table[key]
         return list(table.values())
 
     def record(self, job: Job, binding: JobBinding | None) -> _Known:

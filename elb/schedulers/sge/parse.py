@@ -905,7 +905,7 @@ class QstatMemo:
     found (SGE normalizes priorities anew when the highest or lowest job leaves, and every
     entry's ``<JAT_prio>`` changes), the rest are looked up by their text from their first
     ``</JAT_prio>`` on (``_Reprioritized``): when only the priority differs, the job is the
-    remembered one with the new priority (``_QuickReader.reprioritized``). Only the last
+    remembered one with the new priority (``_Reprioritized.find``). Only the last
     document's pieces are kept; one memo serves one sequence of reads (``SgeCommands`` keeps
     one).
     """
@@ -934,25 +934,60 @@ class _Reprioritized:
 
     def __init__(self, remembered: dict[tuple[str, str | None], dict[str, Job | _Piece]]) -> None:
         self.remembered = remembered
+        # Each place's pieces by their text from their first ``</JAT_prio>`` on: their text up to
+        # their first ``<JAT_prio>`` and its end ("" for none before the ``</JAT_prio>``), and
+        # what they made.
         self.indexes: dict[tuple[str, str | None], dict[str, tuple[str, Job | _Piece]]] = {}
 
     def find(self, text: str, place: str, queue: str | None, reader: _QuickReader) -> Job | _Piece | None:
         """What the piece ``text`` read from ``place`` in ``queue`` makes, from a remembered
-        piece that differs from it only in its priority; None when there is none."""
+        piece that differs from it only in what its first ``<JAT_prio>`` holds; None when there
+        is none (the piece is then read whole).
+
+        The piece reads as the remembered one did but for the job's priority: ``_JOB_ENTRY`` reads
+        it as the text between the entry's first ``<JAT_prio>`` and the ``</JAT_prio>`` after it
+        (no ``<`` in it), and nothing else of the entry, nor what follows it, depends on it. The
+        new priority's text is checked as ``_JOB_ENTRY`` checks it and read as ``job`` reads it."""
         tail = text.find(_PRIO_CLOSE)
         if tail < 0:
             return None
         index = self.indexes.get((place, queue))
         if index is None:
-            index = self.indexes[(place, queue)] = {}
-            for old, was in self.remembered.get((place, queue), {}).items():
-                cut = old.find(_PRIO_CLOSE)
-                if cut >= 0:
-                    index[old[cut:]] = (old[:cut], was)
+            index = self.indexes[(place, queue)] = self.index(place, queue)
         found = index.pop(text[tail:], None)
-        if found is None:
-            return None
-        return reader.reprioritized(found[1], found[0], text[:tail])
+        return None if found is None else _reprioritized(found[0], found[1], text, tail, reader)
+
+    def index(self, place: str, queue: str | None) -> dict[str, tuple[str, Job | _Piece]]:
+        """The remembered pieces of one place by their text from their first ``</JAT_prio>``."""
+        index: dict[str, tuple[str, Job | _Piece]] = {}
+        for old, was in self.remembered.get((place, queue), {}).items():
+            cut = old.find(_PRIO_CLOSE)
+            if cut >= 0:
+                opened = old.find(_PRIO_OPEN, 0, cut)
+                index[old[cut:]] = (old[: opened + len(_PRIO_OPEN)] if opened >= 0 else "", was)
+        return index
+
+
+def _reprioritized(prefix: str, done: Job | _Piece, text: str, tail: int, reader: _QuickReader) -> Job | _Piece | None:
+    """What a remembered piece made (``done``; ``prefix``: its text up to its first ``<JAT_prio>``)
+    for the piece ``text`` (``tail``: where its first ``</JAT_prio>`` is), when the two differ only
+    in what that ``<JAT_prio>`` holds; None otherwise."""
+    # The same text up to the first <JAT_prio> (none earlier in either: the prefix ends at
+    # the remembered piece's first), and what the new one holds there.
+    if not prefix or not text.startswith(prefix) or len(prefix) > tail:
+        return None
+    prio = text[len(prefix) : tail]
+    # What _JOB_ENTRY allows there (printable text without "<" is; the rest is checked).
+    if (len(prio) > 64 or "<" in prio or not prio.isprintable()) and _PRIO_TEXT.fullmatch(prio) is None:
+        return None
+    try:
+        priority = reader.priority(_resolve(prio) if reader.amp else prio)
+    except _Decline:
+        return None
+    if type(done) is Job:
+        return _with_priority(done, priority)
+    piece = cast(_Piece, done)
+    return piece._replace(job=_with_priority(piece.job, priority))
 
 
 def _with_priority(job: Job, priority: float) -> Job:
@@ -963,7 +998,7 @@ def _with_priority(job: Job, priority: float) -> Job:
      new.hard_queues, new.master_requests, new.slave_requests) = _JOB_VALUES(job)  # fmt: skip
     new.priority = priority
     new.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
-    return cast(Job, new)
+    return new  # type: ignore[return-value]  # a Job now (no call to cast: once a job)
 
 
 def _zone() -> tuple[object, ...]:
@@ -1069,32 +1104,6 @@ class _QuickReader:
         (self.late if piece.late else self.jobs).append(piece.job)
         self.queues.extend(piece.queues)
         return piece.place, piece.queue
-
-    def reprioritized(self, done: Job | _Piece, before: str, head: str) -> Job | _Piece | None:
-        """What a remembered piece made (``done``; ``before``: its text up to its first
-        ``</JAT_prio>``) for a piece of the same text from there on whose text up to there is
-        ``head``, when the two differ only in what their first ``<JAT_prio>`` holds; None
-        otherwise (the piece is then read whole).
-
-        The piece reads as the remembered one did but for the job's priority: ``_JOB_ENTRY`` reads
-        it as the text between the entry's first ``<JAT_prio>`` and the ``</JAT_prio>`` after it
-        (no ``<`` in it), and nothing else of the entry, nor what follows it, depends on it. The
-        new priority's text is checked as ``_JOB_ENTRY`` checks it and read as ``job`` reads it."""
-        opened = head.find(_PRIO_OPEN) + len(_PRIO_OPEN)
-        if opened < len(_PRIO_OPEN) or not before.startswith(head[:opened]):
-            return None
-        text = head[opened:]
-        # What _JOB_ENTRY allows there (printable text without "<" is; the rest is checked).
-        if (len(text) > 64 or "<" in text or not text.isprintable()) and _PRIO_TEXT.fullmatch(text) is None:
-            return None
-        try:
-            priority = self.priority(_resolve(text) if self.amp else text)
-        except _Decline:
-            return None
-        if type(done) is Job:
-            return _with_priority(done, priority)
-        piece = cast(_Piece, done)
-        return piece._replace(job=_with_priority(piece.job, priority))
 
     def piece(self, text: str, place: str, queue: str | None) -> Job | _Piece:
         """Read one piece (a job entry after its mark, and what follows) from ``place``, in the

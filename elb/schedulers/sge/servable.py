@@ -121,7 +121,7 @@ def split_demand(
     ``unread``: the jobs whose ``qsub -a`` time could not be read this pass, with why: a fact that
     can only take a job out of the demand, unknown, so each is not demand (``held``) this pass;
     ``keep``: each shape's answer from the split before (``elb.schedulers.sge.demand.Placements``)."""
-    pending = list(compress(snapshot.jobs, map(_IS_WAITING, map(_PHASE, snapshot.jobs))))
+    pending = list(snapshot.pending)
     if not pending:
         return DemandSplit(snapshot)
     with paused():  # a few objects per waiting job, all gone by the end (elb.core.gcpause)
