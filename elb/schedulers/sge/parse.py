@@ -1027,6 +1027,7 @@ class _QuickReader:
         self.late: list[Job] = []  # running entries outside a queue instance: last, as the careful reader
         self.queues: list[QueueInstance] = []
         self.rests: dict[str, _Rest] = {}
+        self.attributes: dict[str, Mapping[str, str]] = {}  # an element's attributes by their text (rest)
         self.prios: dict[str, float] = {}
         self.minutes: dict[str, float] = {}  # "YYYY-MM-DDTHH:MM" -> its start in POSIX seconds
         self.place = "root"  # root, queue_info, Queue-List, job_info, end (after the root's end)
@@ -1296,8 +1297,10 @@ class _QuickReader:
             tag, attribute_text, value = m.groups()
             if tag in _FIXED_PART:
                 raise _Decline
-            attributes = _attributes(attribute_text) if attribute_text else {}
-            value = self.value(value)
+            attributes = (
+                (self.attributes.get(attribute_text) or self.attributes_of(attribute_text)) if attribute_text else {}
+            )
+            value = (_resolve(value) if value and self.amp else value) or ""
             if tag == "hard_request":
                 hard[_request_name(attributes)] = value.strip()
             elif tag in scoped:
@@ -1310,6 +1313,11 @@ class _QuickReader:
         master, slave = (scoped[tag] for tag in _SCOPED_REQUESTS)
         pe_name, pe_range = pe if pe is not None else (None, None)
         return (_read_only(hard), pe_name, pe_range, tuple(queues), _read_only(master), _read_only(slave), runtime)
+
+    def attributes_of(self, text: str) -> Mapping[str, str]:
+        """``_attributes(text)``, kept for the elements after with the same (``attributes``)."""
+        found = self.attributes[text] = _attributes(text)
+        return found
 
     def value(self, text: str | None) -> str:
         """An element's text, its references resolved ("" for none)."""
