@@ -94,7 +94,7 @@ from elb.core.policy import make_policy
 from elb.core.policy.base import Policy
 from elb.core.policy.grouped import policy_for
 from elb.core.scheduler import Ask, AskKind
-from elb.core.state import join, seen
+from elb.core.state import busy_hosts, join, seen
 from elb.schedulers.sge.commands import QHOST_ARGS, QSTAT_ARGS, CommandResult, SgeCommands, read_whole
 from elb.schedulers.sge.demand import Placements
 from elb.schedulers.sge.parse import join_snapshot, parse_qhost, parse_qstat
@@ -468,7 +468,7 @@ def one_pass(world: World, mark: Callable[[str], None]) -> tuple[Snapshot, Deman
     known = expected_hosts(records, world.last_whole)
     snap = read_whole(world.sge, known_up=known, running_before=running_jobs(world.last_whole))
     mark("read")
-    busy = sorted({h.name for h in snap.hosts if h.busy} | {j.host for j in snap.jobs if j.host})
+    busy = sorted(busy_hosts(snap))  # as the daemon's _remember_seen
     up = [h.name for h in snap.hosts if h.up]
     records = seen(records, snap.now, busy=busy, up=up)
     mark("seen")
@@ -823,7 +823,7 @@ def slurm_pass(
     read = driver.read(records, NOW)
     snap = read.snapshot
     mark("read")
-    busy = sorted({h.name for h in snap.hosts if h.busy} | {j.host for j in snap.jobs if j.host})
+    busy = sorted(busy_hosts(snap))  # as the daemon's _remember_seen
     up = [h.name for h in snap.hosts if h.up]
     records = seen(records, snap.now, busy=busy, up=up)
     mark("seen")

@@ -17,6 +17,7 @@ from elb.core.model import Job, Snapshot
 _NO_GROUPS: Mapping[Job, str] = MappingProxyType({})
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class NotDemand:
     """A waiting job the policy does not plan for, one of three kinds: ``held`` by the scheduler

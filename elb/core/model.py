@@ -8,6 +8,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import compress
+from operator import attrgetter, is_
 
 from elb.core.frozen import quick_init
 
@@ -33,6 +36,8 @@ class QueueFlags(enum.Flag):
     ERROR = enum.auto()  # in error, or its configuration in doubt
     ALARM = enum.auto()  # a load threshold passed: shown, still usable
 
+
+_PHASE, _IS_WAITING = attrgetter("phase"), partial(is_, JobPhase.WAITING)  # Job.is_pending, in C
 
 NO_FLAGS = QueueFlags(0)
 _UNUSABLE = QueueFlags.DISABLED | QueueFlags.UNREACHABLE | QueueFlags.SUSPENDED | QueueFlags.ERROR
@@ -172,7 +177,10 @@ class Snapshot:
 
     @property
     def pending(self) -> tuple[Job, ...]:
-        return tuple(j for j in self.jobs if j.is_pending)
+        """The eligible waiting jobs (``Job.is_pending``), picked out in C: a pass asks for them
+        of 50,000 entries a few times."""
+        jobs = self.jobs
+        return tuple(compress(jobs, map(_IS_WAITING, map(_PHASE, jobs))))
 
     def jobs_on(self, host: str) -> tuple[Job, ...]:
         return tuple(j for j in self.jobs if j.host == host)

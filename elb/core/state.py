@@ -10,7 +10,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
+from itertools import compress
+from operator import attrgetter, is_
 
 from elb.core.frozen import quick_init
 from elb.core.interfaces import Instance, InstanceState, InstanceWord
@@ -19,6 +21,7 @@ from elb.core.model import Host, Job, JobPhase, Node, NodeState, Snapshot
 # Records of nodes that are gone for good: kept in the journal, not part of the cluster.
 GONE = frozenset({NodeState.TERMINATED, NodeState.FAILED})
 _RUNNING = JobPhase.RUNNING  # a job filed under its host (``started_host``)
+_PHASE, _IS_RUNNING = attrgetter("phase"), partial(is_, _RUNNING)
 
 
 def seen(records: Sequence[Node], now: float, *, busy: Collection[str], up: Collection[str]) -> tuple[Node, ...]:
@@ -54,7 +57,7 @@ def is_busy(has_jobs: bool, host_busy: bool) -> bool:
 def busy_hosts(snapshot: Snapshot) -> set[str]:
     """The hosts of a snapshot that are busy (``is_busy``): what a pass remembers as seen busy."""
     busy = {h.name for h in snapshot.hosts if h.busy}
-    busy.update(h for j in snapshot.jobs if (h := started_host(j)) is not None)
+    busy.update(started_on(snapshot.jobs))  # ``started_host``'s hosts
     return busy
 
 
@@ -159,10 +162,11 @@ def started_host(j: Job) -> str | None:
 
 def started_on(jobs: Sequence[Job]) -> dict[str, list[Job]]:
     """The jobs started on each host: ``started_host``'s rule, written out in the loop (it runs
-    over every job of a snapshot at each view a policy builds; a test holds the two equal)."""
+    over every job of a snapshot at each view a policy builds; a test holds the two equal). The
+    running entries are picked out in C first: most of a large queue is waiting."""
     out: dict[str, list[Job]] = {}
-    for j in jobs:
-        if j.queue is None or j.phase is not _RUNNING:
+    for j in compress(jobs, map(_IS_RUNNING, map(_PHASE, jobs))):
+        if j.queue is None:
             continue
         h = j.host
         if h is not None:

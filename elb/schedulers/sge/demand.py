@@ -51,7 +51,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from functools import partial
-from operator import attrgetter, is_not
+from itertools import compress, repeat
+from operator import attrgetter, is_, is_not, itemgetter, not_
 
 from elb.core.groups import NodeGroup, NodeGroups
 from elb.core.model import Job
@@ -298,36 +299,94 @@ def place_all(
 
 
 class Placements:
-    """The answer for each shape of job of the last ``place_shapes`` that was given it, for the
-    next: a pass's waiting jobs are mostly the last pass's. An answer is a pure function of the
-    shape (slots, tasks, PE and range, requests, binding), the groups, the site and the new
-    node's name, but for a ``qsub -a`` time, which is weighed against ``now``: the answers are
-    reused only while the groups, the site and the name are equal, and never for a shape with a
-    start time. A job whose request mappings are the very objects of a job of the call before
-    (the readers make them read-only, and the quick reader's memo hands back the jobs of text
-    read before) is found by their identities, without sorting them again. Only the last call's
-    shapes are kept."""
+    """What the last ``place_shapes`` worked out, for the next: a pass's waiting jobs are mostly
+    the last pass's. An answer is a pure function of the shape (slots, tasks, PE and range,
+    requests, binding), the groups, the site and the new node's name, but for a ``qsub -a`` time,
+    which is weighed against ``now``: the answers are reused only while the groups, the site and
+    the name are equal, and never for a binding with a start time. Kept from the last call, each
+    answer with what told it (a ``_Known``):
+
+    - by job: the very job and binding objects of the last call (the quick reader's memo hands
+      back the jobs of text read before; ``servable`` hands back the same binding for the same
+      queues): found with no look at the job at all. The jobs and bindings are kept, so their
+      identities stay theirs;
+    - by the identities of a job's request mappings and the contents of its binding: a job read
+      anew whose mappings are the very objects of a job before (the readers make them read-only);
+    - by shape (the mappings' contents): a job of a shape placed before.
+
+    And the bindings of queue lists (``binding``), for ``servable`` to hand back the same ones."""
 
     def __init__(self) -> None:
         self.context: tuple[NodeGroups, Site, str | None] | None = None
-        self.by_shape: dict[tuple[object, ...], Placement] = {}
-        # By slots, tasks, PE and range, the identities of the request mappings and the binding:
-        # the mappings themselves (kept, so their identities stay theirs), the shape, the answer.
+        self.by_job: dict[int, _Known] = {}
         self.known: dict[tuple[object, ...], _Known] = {}
+        self.by_shape: dict[tuple[object, ...], Placement] = {}
+        self.held: tuple[Sequence[Job], Sequence[JobBinding | None]] = ((), ())
+        self.bindings: dict[tuple[str, ...], JobBinding] = {}
 
-    def of(
-        self, groups: NodeGroups, site: Site, new_node_name: str | None
-    ) -> tuple[dict[tuple[object, ...], Placement], dict[tuple[object, ...], _Known]]:
-        """The answers kept (by shape, and by identity), if they were given for these groups,
-        site and name; else none."""
+    def same(self, groups: NodeGroups, site: Site, new_node_name: str | None) -> bool:
+        """Whether the answers kept were given for these groups, site and name."""
         if self.context is None:
-            return {}, {}
+            return False
         kept_groups, kept_site, kept_name = self.context
-        same = (kept_site is site or kept_site == site) and kept_name == new_node_name and kept_groups == groups
-        return (self.by_shape, self.known) if same else ({}, {})
+        return (kept_site is site or kept_site == site) and kept_name == new_node_name and kept_groups == groups
+
+    def binding(self, hard_queues: tuple[str, ...]) -> JobBinding:
+        """The binding of these queues and no start time: the one handed out before, if any."""
+        found = self.bindings.get(hard_queues)
+        return found if found is not None else JobBinding(hard_queues)
+
+    def keep_bindings(self, bindings: Iterable[JobBinding]) -> None:
+        """Keeps these bindings (those of the last call) to hand out again."""
+        self.bindings = {b.hard_queues: b for b in bindings}
+
+    def update(
+        self,
+        context: tuple[NodeGroups, Site, str | None],
+        jobs: Sequence[Job],
+        bound: Sequence[JobBinding | None],
+        records: Sequence[_Known],
+        made: Iterable[_Known],
+    ) -> None:
+        """Keeps this call's answers without a start time (``records[i]`` for ``jobs[i]``,
+        bound by ``bound[i]``; ``made``: those not found by job). The answers by identity and by
+        shape of the calls before stay, those of this call added, until they are twice this
+        call's: then only this call's are kept."""
+        timeless = list(map(_TIMELESS, records))
+        if self.context is not context and not self.same(*context):
+            self.known, self.by_shape = {}, {}
+        self.context, self.held = context, (jobs, bound)
+        self.by_job = dict(compress(zip(map(id, jobs), records, strict=True), timeless))
+        if len(self.known) > 2 * len(self.by_job) + _SLACK:
+            self.known, self.by_shape = {}, {}
+            made = records
+        fresh = list(dict(zip(map(id, made), made, strict=False)).values())
+        fresh = list(compress(fresh, map(_TIMELESS, fresh)))
+        self.known.update(zip(map(_IDENT, fresh), fresh, strict=True))
+        self.by_shape.update(zip(map(_SHAPE_OF, fresh), map(_PLACEMENT, fresh), strict=True))
 
 
-_Known = tuple[Mapping[str, str], Mapping[str, str], Mapping[str, str], tuple[object, ...], Placement]
+# Answers kept beyond twice the last call's, before those of the calls before are dropped.
+_SLACK = 1_000
+
+
+# What told an answer: the request mappings (hard, master, slave; kept, so their identities stay
+# theirs), the shape, the answer, the identity key (``Placements.known``), whether the answer
+# holds at any time (no start time) and the binding of the job it was first given to.
+_Known = tuple[
+    Mapping[str, str],
+    Mapping[str, str],
+    Mapping[str, str],
+    tuple[object, ...],
+    Placement,
+    tuple[object, ...],
+    bool,
+    JobBinding | object | None,
+]
+_SHAPE_OF, _PLACEMENT, _IDENT = itemgetter(3), itemgetter(4), itemgetter(5)
+_TIMELESS, _BOUND = itemgetter(6), itemgetter(7)
+# A job not found by identity: its binding is no job's.
+_MISS: _Known = ({}, {}, {}, (), Unservable(""), (), False, object())
 
 
 def place_shapes(
@@ -341,47 +400,94 @@ def place_shapes(
     keep: Placements | None = None,
 ) -> tuple[list[Placement], list[Placement]]:
     """``place_all``, and its distinct answers: the jobs of one shape share one object, so a caller
-    can look at a few hundred answers instead of 50,000. ``keep``: the answers of the call
-    before (``Placements``), updated with this call's."""
+    can look at a few hundred answers instead of 50,000. ``keep``: what the call before worked
+    out (``Placements``), updated with this call's. The jobs and bindings of the call before are
+    found by identity, built in C (map, zip); only the others are looked at."""
     _check_waiting(jobs, bindings)
-    quick = _quick_shapes(jobs, bindings)
     bound: Sequence[JobBinding | None] = bindings if bindings is not None else [None] * len(jobs)
-    one_of_each = dict(zip(quick, zip(jobs, bound, strict=True), strict=True))
-    by_shape: dict[tuple[object, ...], Placement] = {}
-    narrowed = _Memo()
-    unbound = JobBinding()
-    table: dict[tuple[object, ...], Placement] = {}
-    items = narrowed.items
-    before, known = keep.of(groups, site, new_node_name) if keep is not None else ({}, {})
-    # For the next call, the shapes without a start time: by content, and by the identity of
-    # the request mappings (the jobs read again from the same text hold the very same ones).
-    after: dict[tuple[object, ...], Placement] = {}
-    after_known: dict[tuple[object, ...], _Known] = {}
-    for key, (job, binding) in one_of_each.items():
-        timeless = binding is None or binding.start_time is None
-        ident = (key[0], key[1], key[2], key[3], binding)
-        hard, master, slave = job.hard_requests, job.master_requests, job.slave_requests
-        hit = known.get(ident) if timeless else None
-        if hit is not None and hit[0] is hard and hit[1] is master and hit[2] is slave:
-            shape = hit[3]
-            found = by_shape.setdefault(shape, hit[4])
-        else:
-            shape = (key[0], items(hard), items(master), items(slave), binding)
-            placed = by_shape.get(shape)
-            if placed is None:
-                placed = before.get(shape) if timeless else None
-                if placed is None:
-                    bind, name = binding or unbound, new_node_name
-                    placed = _place(job, groups, site, now, binding=bind, new_node_name=name, narrowed=narrowed)
-                by_shape[shape] = placed
-            found = placed
-        if timeless:
-            after[shape] = found
-            after_known[ident] = (hard, master, slave, shape, found)
-        table[key] = found
+    context = (groups, site, new_node_name)
+    kept = keep if keep is not None and keep.same(*context) else None
+    # A job and binding of the call before: its record, its binding the very same object.
+    by_job = kept.by_job if kept is not None else {}
+    records = list(map(by_job.get, map(id, jobs), repeat(_MISS)))
+    same = map(is_, map(_BOUND, records), bound)
+    todo = list(compress(range(len(records)), map(not_, same)))
+    made = _Shapes(groups, site, now, new_node_name, kept).fill(records, todo, jobs, bound) if todo else []
+    placements = list(map(_PLACEMENT, records))
     if keep is not None:
-        keep.context, keep.by_shape, keep.known = (groups, site, new_node_name), after, after_known
-    return list(map(table.__getitem__, quick)), list(by_shape.values())
+        keep.update(context, tuple(jobs), tuple(bound), records, made)
+    return placements, list(dict(zip(map(id, placements), placements, strict=True)).values())
+
+
+class _Shapes:
+    """The answers of the jobs ``place_shapes`` did not find by identity: each distinct shape
+    placed once, or found among the answers kept by the identities of its request mappings or by
+    its contents."""
+
+    def __init__(
+        self, groups: NodeGroups, site: Site, now: float, new_node_name: str | None, kept: Placements | None
+    ) -> None:
+        self.groups, self.site, self.now, self.new_node_name = groups, site, now, new_node_name
+        self.known = kept.known if kept is not None else {}
+        self.before = kept.by_shape if kept is not None else {}
+        self.by_shape: dict[tuple[object, ...], Placement] = {}
+        self.narrowed = _Memo()
+
+    def fill(
+        self,
+        records: list[_Known],
+        todo: Sequence[int],
+        jobs: Sequence[Job],
+        bound: Sequence[JobBinding | None],
+    ) -> list[_Known]:
+        """Sets ``records[n]`` for each ``n`` of ``todo``: jobs of one shape by identity (request
+        mappings, binding) share one record. Returns the records made."""
+        sub_jobs = list(map(jobs.__getitem__, todo))
+        sub_bound = list(map(bound.__getitem__, todo))
+        quick = list(
+            zip(
+                map(_SHAPE, sub_jobs),
+                map(id, map(_HARD, sub_jobs)),
+                map(id, map(_MASTER, sub_jobs)),
+                map(id, map(_SLAVE, sub_jobs)),
+                map(id, sub_bound),
+                strict=True,
+            )
+        )
+        one_of_each = dict(zip(quick, zip(sub_jobs, sub_bound, strict=True), strict=True))
+        table = {key: self.record(job, binding) for key, (job, binding) in one_of_each.items()}
+        if len(todo) == len(records):  # none found by job (the first call, or every job read anew)
+            records[:] = map(table.__getitem__, quick)
+        else:
+            for n, key in zip(todo, quick, strict=True):
+                records[n] = table[key]
+        return list(table.values())
+
+    def record(self, job: Job, binding: JobBinding | None) -> _Known:
+        """The answer for ``job`` bound by ``binding``, with what told it."""
+        timeless = binding is None or binding.start_time is None
+        hard, master, slave = job.hard_requests, job.master_requests, job.slave_requests
+        spec = (job.slots, job.tasks, job.pe, job.pe_range)
+        ident = (spec, id(hard), id(master), id(slave), binding.hard_queues if binding is not None else ())
+        hit = self.known.get(ident) if timeless else None
+        if hit is not None and hit[0] is hard and hit[1] is master and hit[2] is slave:
+            return (hard, master, slave, hit[3], self.by_shape.setdefault(hit[3], hit[4]), ident, True, binding)
+        items = self.narrowed.items
+        told = None if binding is None else (binding.hard_queues, binding.start_time)
+        shape = (spec, items(hard), items(master), items(slave), told)
+        placed = self.by_shape.get(shape)
+        if placed is None:
+            placed = self.by_shape[shape] = self.shape(shape, job, binding, timeless)
+        return (hard, master, slave, shape, placed, ident, timeless, binding)
+
+    def shape(self, shape: tuple[object, ...], job: Job, binding: JobBinding | None, timeless: bool) -> Placement:
+        """The answer for a shape not met before in this call: kept from the call before, else
+        placed (with what earlier jobs of this call worked out)."""
+        placed = self.before.get(shape) if timeless else None
+        if placed is not None:
+            return placed
+        bind, name = binding or _UNBOUND, self.new_node_name
+        return _place(job, self.groups, self.site, self.now, binding=bind, new_node_name=name, narrowed=self.narrowed)
 
 
 def _check_waiting(jobs: Sequence[Job], bindings: Sequence[JobBinding | None] | None) -> None:
@@ -394,19 +500,11 @@ def _check_waiting(jobs: Sequence[Job], bindings: Sequence[JobBinding | None] | 
         raise DemandError(f"job {job.job_id} runs in {job.queue}: only waiting jobs are demand")
 
 
-def _quick_shapes(jobs: Sequence[Job], bindings: Sequence[JobBinding | None] | None) -> list[tuple[object, ...]]:
-    """Each job's shape by identity, built in C (map, zip): the jobs hold their request mappings
-    and bindings for the whole call, so their ids stay theirs."""
-    identities = [map(id, map(_HARD, jobs)), map(id, map(_MASTER, jobs)), map(id, map(_SLAVE, jobs))]
-    if bindings is not None:
-        identities.append(map(id, bindings))
-    return list(zip(map(_SHAPE, jobs), *identities, strict=True))
-
-
 _SHAPE = attrgetter("slots", "tasks", "pe", "pe_range")
 _HARD, _MASTER, _SLAVE = attrgetter("hard_requests"), attrgetter("master_requests"), attrgetter("slave_requests")
 _QUEUE = attrgetter("queue")
 _IS_NOT_NONE = partial(is_not, None)
+_UNBOUND = JobBinding()
 
 
 def _items(requests: Mapping[str, str]) -> tuple[tuple[str, str], ...]:

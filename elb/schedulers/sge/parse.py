@@ -36,7 +36,7 @@ import re
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from operator import attrgetter
@@ -418,48 +418,22 @@ class _JobReader:
         where = f"{section}: job_list #{n}"
         hard = _named_children(el, "hard_request", where) if "hard_request" in fields else None
         scoped = [_named_children(el, tag, where) if tag in fields else {} for tag in _SCOPED_REQUESTS]
-        try:
-            job_id = ascii_int(fields["JB_job_number"] or "")
-            if job_id < 1:
-                raise ValueError
-            state = (fields["state"] or "").strip()
-            slots = ascii_int(fields["slots"] or "")
-            name = fields["JB_name"] or ""
-            owner = fields["JB_owner"] or ""
-        except (KeyError, ValueError):
-            _explain_job(fields, f"{section}: job_list #{n}")
-            raise  # unreachable: _explain_job raises
+        job_id, state, slots, name, owner = _required(fields, section, n)
         hard_queues, pe, pe_range = _queues_and_pe(el, fields, section, n, job_id)
-        if state not in self._states:
-            if not _check_job_state(state):
-                raise SgeParseError(f"{section}: job_list #{n} (job {job_id}): unknown job state {state!r}")
-            self._states.add(state)
-        if slots < 1:  # every entry holds or asks for a slot at least; the demand model would take 1
-            raise SgeParseError(f"{_at(section, n, job_id)}: <slots> is 0: a job takes at least one slot")
-
+        self._check_state_and_slots(state, slots, section, n, job_id)
         submitted, started = self._job_times(fields, section, n, job_id)
         task_ids, tasks = self._task_ids(fields, section, n, job_id)
-        text = fields.get("JAT_prio")
-        try:
-            priority = decimal(text) if text else 0.0
-        except ValueError:
-            raise SgeParseError(
-                f"{_at(section, n, job_id)}: <JAT_prio> is {text!r}, not a number in ASCII digits"
-            ) from None
+        priority = _job_priority(fields.get("JAT_prio"), section, n, job_id)
         text = fields.get("queue_name")
         if text and text.strip():
             queue = text.strip()
-        if "%lt;" in name:
-            name = _unescape(name)
-        if "%lt;" in owner:
-            owner = _unescape(owner)
         runtime = None
         if hard is not None and "h_rt" in hard:
             runtime = self._runtime(hard["h_rt"], section, n, job_id)
         return Job(
             job_id,
-            name,
-            owner,
+            _unescape(name),
+            _unescape(owner),
             state,
             job_phase(state),
             slots,
@@ -470,13 +444,51 @@ class _JobReader:
             priority,
             pe,
             pe_range,
-            MappingProxyType(hard) if hard else _NO_REQUESTS,
+            _read_only(hard),
             queue,
             runtime,
             hard_queues,
-            MappingProxyType(scoped[0]) if scoped[0] else _NO_REQUESTS,
-            MappingProxyType(scoped[1]) if scoped[1] else _NO_REQUESTS,
+            _read_only(scoped[0]),
+            _read_only(scoped[1]),
         )
+
+    def _check_state_and_slots(self, state: str, slots: int, section: str, n: int, job_id: int) -> None:
+        """Refuses an unknown state (each known one checked once) and an entry of no slot."""
+        if state not in self._states:
+            if not _check_job_state(state):
+                raise SgeParseError(f"{section}: job_list #{n} (job {job_id}): unknown job state {state!r}")
+            self._states.add(state)
+        if slots < 1:  # every entry holds or asks for a slot at least; the demand model would take 1
+            raise SgeParseError(f"{_at(section, n, job_id)}: <slots> is 0: a job takes at least one slot")
+
+
+def _required(fields: Mapping[str, str | None], section: str, n: int) -> tuple[int, str, int, str, str]:
+    """An entry's job number, state, slots, name and owner; which one is wrong, if one is."""
+    try:
+        job_id = ascii_int(fields["JB_job_number"] or "")
+        if job_id < 1:
+            raise ValueError
+        state = (fields["state"] or "").strip()
+        slots = ascii_int(fields["slots"] or "")
+        return job_id, state, slots, fields["JB_name"] or "", fields["JB_owner"] or ""
+    except (KeyError, ValueError):
+        _explain_job(fields, f"{section}: job_list #{n}")
+        raise  # unreachable: _explain_job raises
+
+
+def _job_priority(text: str | None, section: str, n: int, job_id: int) -> float:
+    """An entry's ``<JAT_prio>`` (0 without one)."""
+    try:
+        return decimal(text) if text else 0.0
+    except ValueError:
+        raise SgeParseError(
+            f"{_at(section, n, job_id)}: <JAT_prio> is {text!r}, not a number in ASCII digits"
+        ) from None
+
+
+def _read_only(requests: dict[str, str] | None) -> Mapping[str, str]:
+    """Requests as a read-only mapping (the one empty mapping for none)."""
+    return MappingProxyType(requests) if requests else _NO_REQUESTS
 
 
 def _at(section: str, n: int, job_id: int) -> str:
@@ -893,7 +905,7 @@ class QstatMemo:
     found (SGE normalizes priorities anew when the highest or lowest job leaves, and every
     entry's ``<JAT_prio>`` changes), the rest are looked up by their text from their first
     ``</JAT_prio>`` on (``_Reprioritized``): when only the priority differs, the job is the
-    remembered one with the new priority (``_QuickReader.reprioritized``). Only the last
+    remembered one with the new priority (``_Reprioritized.find``). Only the last
     document's pieces are kept; one memo serves one sequence of reads (``SgeCommands`` keeps
     one).
     """
@@ -905,6 +917,7 @@ class QstatMemo:
 
 
 _PRIO_OPEN, _PRIO_CLOSE = "<JAT_prio>", "</JAT_prio>"
+_NOTHING: dict[str, Job | _Piece] = {}  # the pieces remembered from a place the last document had none in
 _PRIO_TEXT = re.compile(f"{_TEXT}{{0,64}}")
 _JOB_VALUES = attrgetter(*_JOB_FIELDS)
 
@@ -921,25 +934,60 @@ class _Reprioritized:
 
     def __init__(self, remembered: dict[tuple[str, str | None], dict[str, Job | _Piece]]) -> None:
         self.remembered = remembered
+        # Each place's pieces by their text from their first ``</JAT_prio>`` on: their text up to
+        # their first ``<JAT_prio>`` and its end ("" for none before the ``</JAT_prio>``), and
+        # what they made.
         self.indexes: dict[tuple[str, str | None], dict[str, tuple[str, Job | _Piece]]] = {}
 
     def find(self, text: str, place: str, queue: str | None, reader: _QuickReader) -> Job | _Piece | None:
         """What the piece ``text`` read from ``place`` in ``queue`` makes, from a remembered
-        piece that differs from it only in its priority; None when there is none."""
+        piece that differs from it only in what its first ``<JAT_prio>`` holds; None when there
+        is none (the piece is then read whole).
+
+        The piece reads as the remembered one did but for the job's priority: ``_JOB_ENTRY`` reads
+        it as the text between the entry's first ``<JAT_prio>`` and the ``</JAT_prio>`` after it
+        (no ``<`` in it), and nothing else of the entry, nor what follows it, depends on it. The
+        new priority's text is checked as ``_JOB_ENTRY`` checks it and read as ``job`` reads it."""
         tail = text.find(_PRIO_CLOSE)
         if tail < 0:
             return None
         index = self.indexes.get((place, queue))
         if index is None:
-            index = self.indexes[(place, queue)] = {}
-            for old, was in self.remembered.get((place, queue), {}).items():
-                cut = old.find(_PRIO_CLOSE)
-                if cut >= 0:
-                    index[old[cut:]] = (old[:cut], was)
+            index = self.indexes[(place, queue)] = self.index(place, queue)
         found = index.pop(text[tail:], None)
-        if found is None:
-            return None
-        return reader.reprioritized(found[1], found[0], text[:tail])
+        return None if found is None else _reprioritized(found[0], found[1], text, tail, reader)
+
+    def index(self, place: str, queue: str | None) -> dict[str, tuple[str, Job | _Piece]]:
+        """The remembered pieces of one place by their text from their first ``</JAT_prio>``."""
+        index: dict[str, tuple[str, Job | _Piece]] = {}
+        for old, was in self.remembered.get((place, queue), {}).items():
+            cut = old.find(_PRIO_CLOSE)
+            if cut >= 0:
+                opened = old.find(_PRIO_OPEN, 0, cut)
+                index[old[cut:]] = (old[: opened + len(_PRIO_OPEN)] if opened >= 0 else "", was)
+        return index
+
+
+def _reprioritized(prefix: str, done: Job | _Piece, text: str, tail: int, reader: _QuickReader) -> Job | _Piece | None:
+    """What a remembered piece made (``done``; ``prefix``: its text up to its first ``<JAT_prio>``)
+    for the piece ``text`` (``tail``: where its first ``</JAT_prio>`` is), when the two differ only
+    in what that ``<JAT_prio>`` holds; None otherwise."""
+    # The same text up to the first <JAT_prio> (none earlier in either: the prefix ends at
+    # the remembered piece's first), and what the new one holds there.
+    if not prefix or not text.startswith(prefix) or len(prefix) > tail:
+        return None
+    prio = text[len(prefix) : tail]
+    # What _JOB_ENTRY allows there (printable text without "<" is; the rest is checked).
+    if (len(prio) > 64 or "<" in prio or not prio.isprintable()) and _PRIO_TEXT.fullmatch(prio) is None:
+        return None
+    try:
+        priority = reader.priority(_resolve(prio) if reader.amp else prio)
+    except _Decline:
+        return None
+    if type(done) is Job:
+        return _with_priority(done, priority)
+    piece = cast(_Piece, done)
+    return piece._replace(job=_with_priority(piece.job, priority))
 
 
 def _with_priority(job: Job, priority: float) -> Job:
@@ -950,7 +998,7 @@ def _with_priority(job: Job, priority: float) -> Job:
      new.hard_queues, new.master_requests, new.slave_requests) = _JOB_VALUES(job)  # fmt: skip
     new.priority = priority
     new.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
-    return cast(Job, new)
+    return new  # type: ignore[return-value]  # a Job now (no call to cast: once a job)
 
 
 def _zone() -> tuple[object, ...]:
@@ -979,10 +1027,16 @@ class _QuickReader:
         self.late: list[Job] = []  # running entries outside a queue instance: last, as the careful reader
         self.queues: list[QueueInstance] = []
         self.rests: dict[str, _Rest] = {}
+        self.attributes: dict[str, Mapping[str, str]] = {}  # an element's attributes by their text (rest)
         self.prios: dict[str, float] = {}
         self.minutes: dict[str, float] = {}  # "YYYY-MM-DDTHH:MM" -> its start in POSIX seconds
         self.place = "root"  # root, queue_info, Queue-List, job_info, end (after the root's end)
         self.fields: dict[str, str | None] | None = None  # of the Queue-List being read, until its first entry
+        # The memo's pieces (if its zone is today's), the pieces not found in it so far, and
+        # the pieces by their text from their priority on, once most are not found.
+        self.remembered: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
+        self.misses = 0
+        self.moved_prios: _Reprioritized | None = None
 
     def read(self) -> QstatResult:
         whole, mark = self.text, _ENTRY_MARK
@@ -997,15 +1051,11 @@ class _QuickReader:
         memo, zone = self.memo, _zone()
         # A remembered piece is let go as soon as it is read again, so the last document's pieces
         # and this one's are never all held at once.
-        remembered = memo.pieces if memo is not None and memo.zone == zone else {}
+        self.remembered = memo.pieces if memo is not None and memo.zone == zone else {}
         made: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
-        nothing: dict[str, Job | _Piece] = {}
-        jobs, late, queues, place, find, size = self.jobs, self.late, self.queues, self.place, whole.find, len(mark)
-        known, mine = remembered.get((place, queue), nothing), made.setdefault((place, queue), {})
-        # Pieces read and pieces not found: when most are not found, the priorities moved, and
-        # the rest are looked up without them (``_Reprioritized``).
-        count = misses = 0
-        moved_prios: _Reprioritized | None = None
+        jobs, place, find, size = self.jobs, self.place, whole.find, len(mark)
+        known, mine = self.remembered.get((place, queue), _NOTHING), made.setdefault((place, queue), {})
+        count = 0
         while cut >= 0:
             start = cut + size
             cut = find(mark, start)
@@ -1013,23 +1063,15 @@ class _QuickReader:
             count += 1
             done = known.pop(text, None)
             if done is None:
-                misses += 1
-                if moved_prios is None and remembered and misses > REPRIORITIZED_AFTER and misses * 10 > count:
-                    moved_prios = _Reprioritized(remembered)
-                if moved_prios is not None:
-                    done = moved_prios.find(text, place, queue, self)
-                if done is None:
-                    done = self.piece(text, place, queue)
+                done = self.unknown(text, place, queue, count)
             mine[text] = done
             if type(done) is Job:  # the reader stays where it is
                 jobs.append(done)
                 continue
-            moved = cast(_Piece, done)
-            (late if moved.late else jobs).append(moved.job)
-            queues.extend(moved.queues)
-            if moved.place != place or moved.queue != queue:
-                place, queue = moved.place, moved.queue
-                known, mine = remembered.get((place, queue), nothing), made.setdefault((place, queue), {})
+            moved = self.moved(cast(_Piece, done))
+            if moved != (place, queue):
+                place, queue = moved
+                known, mine = self.remembered.get(moved, _NOTHING), made.setdefault(moved, {})
         self.place = place
         if self.place != "end":
             raise _Decline
@@ -1039,31 +1081,30 @@ class _QuickReader:
             memo.pieces, memo.zone = made, zone
         return QstatResult(tuple(self.jobs + self.late), tuple(self.queues))
 
-    def reprioritized(self, done: Job | _Piece, before: str, head: str) -> Job | _Piece | None:
-        """What a remembered piece made (``done``; ``before``: its text up to its first
-        ``</JAT_prio>``) for a piece of the same text from there on whose text up to there is
-        ``head``, when the two differ only in what their first ``<JAT_prio>`` holds; None
-        otherwise (the piece is then read whole).
+    def unknown(self, text: str, place: str, queue: str | None, count: int) -> Job | _Piece:
+        """What a piece not found in the memo makes (the ``count``-th of the document): when
+        most pieces so far were not found, the priorities moved, and it is looked up without
+        its priority (``_Reprioritized``); else, or if not found so either, it is read."""
+        self.misses += 1
+        if (
+            self.moved_prios is None
+            and self.remembered
+            and self.misses > REPRIORITIZED_AFTER
+            and self.misses * 10 > count
+        ):
+            self.moved_prios = _Reprioritized(self.remembered)
+        if self.moved_prios is not None:
+            found = self.moved_prios.find(text, place, queue, self)
+            if found is not None:
+                return found
+        return self.piece(text, place, queue)
 
-        The piece reads as the remembered one did but for the job's priority: ``_JOB_ENTRY`` reads
-        it as the text between the entry's first ``<JAT_prio>`` and the ``</JAT_prio>`` after it
-        (no ``<`` in it), and nothing else of the entry, nor what follows it, depends on it. The
-        new priority's text is checked as ``_JOB_ENTRY`` checks it and read as ``job`` reads it."""
-        opened = head.find(_PRIO_OPEN) + len(_PRIO_OPEN)
-        if opened < len(_PRIO_OPEN) or not before.startswith(head[:opened]):
-            return None
-        text = head[opened:]
-        # What _JOB_ENTRY allows there (printable text without "<" is; the rest is checked).
-        if (len(text) > 64 or "<" in text or not text.isprintable()) and _PRIO_TEXT.fullmatch(text) is None:
-            return None
-        try:
-            priority = self.priority(_resolve(text) if self.amp else text)
-        except _Decline:
-            return None
-        if type(done) is Job:
-            return _with_priority(done, priority)
-        piece = cast(_Piece, done)
-        return piece._replace(job=_with_priority(piece.job, priority))
+    def moved(self, piece: _Piece) -> tuple[str, str | None]:
+        """Takes in a piece that moves the reader (its job, its queue instances); where the
+        reader then stands."""
+        (self.late if piece.late else self.jobs).append(piece.job)
+        self.queues.extend(piece.queues)
+        return piece.place, piece.queue
 
     def piece(self, text: str, place: str, queue: str | None) -> Job | _Piece:
         """Read one piece (a job entry after its mark, and what follows) from ``place``, in the
@@ -1085,69 +1126,69 @@ class _QuickReader:
         del self.queues[had:]
         return _Piece(job, last, made, self.place, after)
 
-    def between(self, text: str, pos: int = 0) -> str | None:  # noqa: PLR0912, PLR0915 (one flat state machine)
+    def between(self, text: str, pos: int = 0) -> str | None:
         """Read what lies between two job entries (or before the first, or after the last); the
-        queue instance of the entries that follow (None outside one)."""
+        queue instance of the entries that follow (None outside one). One step of the state
+        machine for each place the reader may stand in (``_STEPS``)."""
         end = len(text)
         pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
         while pos < end:
-            place = self.place
-            if place == "Queue-List":
-                if text.startswith("</Queue-List>", pos):
-                    if self.fields is not None:
-                        self.queue_instance()
-                    self.place = "queue_info"
-                    pos += 13
-                else:
-                    m = _ELEMENT.match(text, pos)
-                    fields = self.fields
-                    if m is None or fields is None:  # a field after the entries is left to the careful reader
-                        raise _Decline
-                    tag, attributes, value = m.groups()
-                    if tag in ("job_list", "Queue-List"):
-                        raise _Decline
-                    if attributes:
-                        _attributes(attributes)
-                    if tag not in fields:
-                        fields[tag] = (_resolve(value) if value and self.amp else value) or None
-                    pos = m.end()
-                    continue
-            elif place == "queue_info":
-                if text.startswith("<Queue-List>", pos):
-                    self.place, self.fields = "Queue-List", {}
-                    pos += 12
-                elif text.startswith("</queue_info>", pos):
-                    self.place = "root"
-                    pos += 13
-                else:
-                    raise _Decline
-            elif place == "job_info":
-                if not text.startswith("</job_info>", pos):
-                    raise _Decline
-                self.place = "root"
-                pos += 11
-            elif place == "root":
-                if text.startswith("<queue_info>", pos):
-                    self.place = "queue_info"
-                    pos += 12
-                elif text.startswith("<job_info>", pos):
-                    self.place = "job_info"
-                    pos += 10
-                elif text.startswith("<queue_info/>", pos) or text.startswith("<job_info/>", pos):
-                    pos = text.index(">", pos) + 1
-                elif text.startswith("</job_info>", pos):
-                    self.place = "end"
-                    pos += 11
-                else:
-                    raise _Decline
-            else:  # after the root's end
+            step = _STEPS.get(self.place)
+            if step is None:  # after the root's end
                 raise _Decline
-            pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+            pos = _SPACE.match(text, step(self, text, pos)).end()  # type: ignore[union-attr]
         if self.place == "Queue-List":
             if self.fields is not None:
                 self.queue_instance()
             return self.queues[-1].name
         return None
+
+    def in_queue_list(self, text: str, pos: int) -> int:
+        """One field of a queue instance, or its end."""
+        if text.startswith("</Queue-List>", pos):
+            if self.fields is not None:
+                self.queue_instance()
+            self.place = "queue_info"
+            return pos + 13
+        m = _ELEMENT.match(text, pos)
+        fields = self.fields
+        if m is None or fields is None:  # a field after the entries is left to the careful reader
+            raise _Decline
+        tag, attributes, value = m.groups()
+        if tag in ("job_list", "Queue-List"):
+            raise _Decline
+        if attributes:
+            _attributes(attributes)
+        if tag not in fields:
+            fields[tag] = self.value(value) or None
+        return m.end()
+
+    def in_queue_info(self, text: str, pos: int) -> int:
+        """A queue instance's start, or the section's end."""
+        if text.startswith("<Queue-List>", pos):
+            self.place, self.fields = "Queue-List", {}
+            return pos + 12
+        if text.startswith("</queue_info>", pos):
+            self.place = "root"
+            return pos + 13
+        raise _Decline
+
+    def in_job_info(self, text: str, pos: int) -> int:
+        """The section's end."""
+        if not text.startswith("</job_info>", pos):
+            raise _Decline
+        self.place = "root"
+        return pos + 11
+
+    def in_root(self, text: str, pos: int) -> int:
+        """A section's start, an empty section, or the root's end."""
+        for mark, place in _ROOT_MARKS:
+            if text.startswith(mark, pos):
+                self.place = place
+                return pos + len(mark)
+        if text.startswith("<queue_info/>", pos) or text.startswith("<job_info/>", pos):
+            return text.index(">", pos) + 1
+        raise _Decline
 
     def queue_instance(self) -> None:
         assert self.fields is not None
@@ -1191,12 +1232,7 @@ class _QuickReader:
             job.submitted, job.started = None, seconds
         else:
             job.submitted, job.started = seconds, None
-        ids = None
-        if task_ids is not None:
-            ids = task_ids.strip()
-            if not ids:
-                raise _Decline  # an empty <tasks>: the careful reader refuses it
-        job.tasks = 1 if ids is None else (reader._tasks.get(ids) or reader._count(ids, "", 0, 0))
+        ids, job.tasks = (None, 1) if task_ids is None else self.tasks(task_ids)
         priority = self.priority(prio)
         requests = self.rests.get(rest)
         if requests is None:
@@ -1208,6 +1244,13 @@ class _QuickReader:
         job.queue = queue_name.strip() if queue_name and queue_name.strip() else queue
         job.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
         return cast(Job, job)
+
+    def tasks(self, text: str) -> tuple[str, int]:
+        """An array job's ``<tasks>``: its task ids and how many they are."""
+        ids = text.strip()
+        if not ids:
+            raise _Decline  # an empty <tasks>: the careful reader refuses it
+        return ids, self.reader._tasks.get(ids) or self.reader._count(ids, "", 0, 0)
 
     def priority(self, text: str) -> float:
         """The value of a ``<JAT_prio>`` (its references resolved), worked out once a document."""
@@ -1244,9 +1287,7 @@ class _QuickReader:
         hard: dict[str, str] = {}
         scoped: dict[str, dict[str, str]] = {tag: {} for tag in _SCOPED_REQUESTS}
         queues: list[str] = []
-        pe: str | None = None
-        pe_range: str | None = None
-        seen_pe = False
+        pe: tuple[str, str] | None = None
         pos, end = 0, len(text)
         while pos < end:
             m = _ELEMENT.match(text, pos)
@@ -1256,36 +1297,65 @@ class _QuickReader:
             tag, attribute_text, value = m.groups()
             if tag in _FIXED_PART:
                 raise _Decline
-            attributes = _attributes(attribute_text) if attribute_text else {}
+            attributes = (
+                (self.attributes.get(attribute_text) or self.attributes_of(attribute_text)) if attribute_text else {}
+            )
             value = (_resolve(value) if value and self.amp else value) or ""
-            if tag == "hard_request" or tag in scoped:
-                name = attributes.get("name")
-                if not name:
-                    raise _Decline
-                (hard if tag == "hard_request" else scoped[tag])[name] = value.strip()
+            if tag == "hard_request":
+                hard[_request_name(attributes)] = value.strip()
+            elif tag in scoped:
+                scoped[tag][_request_name(attributes)] = value.strip()
             elif tag == "hard_req_queue":
-                if not value.strip():
-                    raise _Decline  # the careful reader refuses an empty one
-                queues.append(value.strip())
+                queues.append(_quick_queue(value))
             elif tag == "requested_pe":
-                pe = attributes.get("name")
-                if seen_pe or not pe:
-                    raise _Decline
-                seen_pe = True
-                pe_range = value.strip() or None
-                if pe_range is None or not pe_range.isascii():
-                    raise _Decline
+                pe = _quick_pe(attributes, value, pe)
         runtime = self.reader._runtime(hard["h_rt"], "", 0, 0) if "h_rt" in hard else None
         master, slave = (scoped[tag] for tag in _SCOPED_REQUESTS)
-        return (
-            MappingProxyType(hard) if hard else _NO_REQUESTS,
-            pe,
-            pe_range,
-            tuple(queues),
-            MappingProxyType(master) if master else _NO_REQUESTS,
-            MappingProxyType(slave) if slave else _NO_REQUESTS,
-            runtime,
-        )
+        pe_name, pe_range = pe if pe is not None else (None, None)
+        return (_read_only(hard), pe_name, pe_range, tuple(queues), _read_only(master), _read_only(slave), runtime)
+
+    def attributes_of(self, text: str) -> Mapping[str, str]:
+        """``_attributes(text)``, kept for the elements after with the same (``attributes``)."""
+        found = self.attributes[text] = _attributes(text)
+        return found
+
+    def value(self, text: str | None) -> str:
+        """An element's text, its references resolved ("" for none)."""
+        return (_resolve(text) if text and self.amp else text) or ""
+
+
+# Where the quick reader stands between entries: what it reads there.
+_STEPS: dict[str, Callable[[_QuickReader, str, int], int]] = {
+    "Queue-List": _QuickReader.in_queue_list,
+    "queue_info": _QuickReader.in_queue_info,
+    "job_info": _QuickReader.in_job_info,
+    "root": _QuickReader.in_root,
+}
+_ROOT_MARKS = (("<queue_info>", "queue_info"), ("<job_info>", "job_info"), ("</job_info>", "end"))
+
+
+def _request_name(attributes: Mapping[str, str]) -> str:
+    """The ``name`` of a request element; declines one without."""
+    name = attributes.get("name")
+    if not name:
+        raise _Decline
+    return name
+
+
+def _quick_queue(value: str) -> str:
+    """A ``<hard_req_queue>``'s queue; declines an empty one (the careful reader refuses it)."""
+    if not value.strip():
+        raise _Decline
+    return value.strip()
+
+
+def _quick_pe(attributes: Mapping[str, str], value: str, seen: tuple[str, str] | None) -> tuple[str, str]:
+    """A ``<requested_pe>``'s PE and range; declines a second one (``seen``: the first), one
+    without a name or range, or a range not in ASCII."""
+    pe, pe_range = attributes.get("name"), value.strip()
+    if seen is not None or not pe or not pe_range or not pe_range.isascii():
+        raise _Decline
+    return pe, pe_range
 
 
 # -- qhost --------------------------------------------------------------------------------------

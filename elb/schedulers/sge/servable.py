@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from itertools import compress, repeat
-from operator import attrgetter
+from operator import attrgetter, is_, is_not
 from types import MappingProxyType
 from typing import Protocol
 
@@ -29,7 +30,7 @@ from elb.core.config import Config
 from elb.core.demand import DemandSplit, NotDemand
 from elb.core.gcpause import paused
 from elb.core.groups import NodeGroups
-from elb.core.model import Job, Node, Snapshot
+from elb.core.model import Job, JobPhase, Node, Snapshot
 from elb.core.policy.view import infer_slots_per_node, new_names
 from elb.schedulers.sge.demand import (
     DemandError,
@@ -120,7 +121,7 @@ def split_demand(
     ``unread``: the jobs whose ``qsub -a`` time could not be read this pass, with why: a fact that
     can only take a job out of the demand, unknown, so each is not demand (``held``) this pass;
     ``keep``: each shape's answer from the split before (``elb.schedulers.sge.demand.Placements``)."""
-    pending = [j for j in snapshot.jobs if j.is_pending]
+    pending = list(snapshot.pending)
     if not pending:
         return DemandSplit(snapshot)
     with paused():  # a few objects per waiting job, all gone by the end (elb.core.gcpause)
@@ -154,33 +155,38 @@ def _split(
             groups,
             site,
             snapshot.now,
-            bindings=_bindings(pending, start_times),
+            bindings=_bindings(pending, start_times, keep),
             new_node_name=new_node_name,
             keep=keep,
         )
     except DemandError as err:  # the groups do not fit the site: no job is demand until fixed
         reason = f"the node group configuration does not fit the site: {err}"
-        return DemandSplit(_without(snapshot, set(range(len(pending)))), tuple(NotDemand(j, reason) for j in pending))
-    refused: list[NotDemand] = []
-    left_out: set[int] = set()
-    held: set[int] = set()
+        return DemandSplit(_without(snapshot, range(len(pending))), tuple(NotDemand(j, reason) for j in pending))
+    held: list[int] = []
     if unread:
         placements = list(placements)
-        for n, job in enumerate(pending):
-            why = unread.get(job.job_id)
-            if why is not None:
-                placements[n] = Unservable(UNREAD + why)
-                held.add(n)
+        for n in compress(range(len(pending)), map(unread.__contains__, map(_JOB_ID, pending))):
+            placements[n] = Unservable(UNREAD + unread[pending[n].job_id])
+            held.append(n)
     # Jobs of one shape share one placement: only when one of them is not demand are the jobs
-    # looked at one by one.
-    if held or any(p.__class__ is not Servable for p in distinct):
-        for n, placement in enumerate(placements):
-            if placement.__class__ is not Servable:
-                left_out.add(n)
-                until = placement.start_time if isinstance(placement, NotYet) else None
-                refused.append(NotDemand(pending[n], placement.reason, until, held=n in held))
-    kept = _without(snapshot, left_out) if refused else snapshot
-    return DemandSplit(kept, tuple(refused), _GroupOf(pending, placements))
+    # not demand looked at one by one.
+    if not held and all(p.__class__ is Servable for p in distinct):
+        return DemandSplit(snapshot, (), _GroupOf(pending, placements))
+    left_out = list(compress(range(len(placements)), map(is_not, map(_CLASS, placements), repeat(Servable))))
+    refused = tuple(map(_not_demand, map(pending.__getitem__, left_out), map(placements.__getitem__, left_out)))
+    if held:
+        refused = _held(refused, left_out, set(held))
+    return DemandSplit(_without(snapshot, left_out), refused, _GroupOf(pending, placements))
+
+
+def _not_demand(job: Job, placement: Placement) -> NotDemand:
+    """Why ``job``, placed ``placement`` (not ``Servable``), is not demand."""
+    return NotDemand(job, placement.reason, placement.start_time if isinstance(placement, NotYet) else None)
+
+
+def _held(refused: tuple[NotDemand, ...], left_out: Sequence[int], held: set[int]) -> tuple[NotDemand, ...]:
+    """``refused`` (the jobs at ``left_out``) with those at ``held`` marked held."""
+    return tuple(dataclasses.replace(r, held=True) if n in held else r for r, n in zip(refused, left_out, strict=True))
 
 
 class _GroupOf(Mapping[Job, str]):
@@ -213,14 +219,21 @@ class _GroupOf(Mapping[Job, str]):
         return repr(self._dict())
 
 
-def _bindings(pending: Sequence[Job], start_times: Mapping[int, float]) -> list[JobBinding | None] | None:
+def _bindings(
+    pending: Sequence[Job], start_times: Mapping[int, float], keep: Placements | None
+) -> list[JobBinding | None] | None:
     """Each job's queues and ``qsub -a`` time (None for a job with neither); None when no job
-    has either. Equal bindings are one object, so ``place_all`` tells them apart by identity."""
+    has either. Equal bindings are one object, so ``place_all`` tells them apart by identity;
+    those without a start time are the objects of the split before (``keep``), so a job of the
+    split before is found there by identity."""
     queues = list(map(_HARD_QUEUES, pending))
     if not start_times and not any(queues):
         return None
+    timeless = {q: keep.binding(q) if keep is not None else JobBinding(q) for q in set(queues) if q}
+    if keep is not None:
+        keep.keep_bindings(timeless.values())
     shared: dict[tuple[tuple[str, ...], float | None], JobBinding | None] = {
-        (q, None): JobBinding(q) if q else None for q in set(queues)
+        (q, None): timeless.get(q) for q in set(queues)
     }
     out = list(map(shared.__getitem__, zip(queues, repeat(None))))
     if start_times:
@@ -234,21 +247,23 @@ def _bindings(pending: Sequence[Job], start_times: Mapping[int, float]) -> list[
     return out
 
 
-_HARD_QUEUES, _JOB_ID = attrgetter("hard_queues"), attrgetter("job_id")
+_HARD_QUEUES, _JOB_ID, _PHASE, _CLASS = (
+    attrgetter("hard_queues"),
+    attrgetter("job_id"),
+    attrgetter("phase"),
+    attrgetter("__class__"),
+)
+_IS_WAITING = partial(is_, JobPhase.WAITING)
 
 
-def _without(snapshot: Snapshot, pending_indices: set[int]) -> Snapshot:
+def _without(snapshot: Snapshot, pending_indices: Sequence[int]) -> Snapshot:
     """The snapshot without the eligible waiting jobs at these positions (counted among them)."""
-    kept: list[Job] = []
-    n = 0
-    for job in snapshot.jobs:
-        if job.is_pending:
-            drop = n in pending_indices
-            n += 1
-            if drop:
-                continue
-        kept.append(job)
-    return dataclasses.replace(snapshot, jobs=tuple(kept))
+    jobs = snapshot.jobs
+    at = list(compress(range(len(jobs)), map(_IS_WAITING, map(_PHASE, jobs))))
+    kept = [True] * len(jobs)
+    for n in pending_indices:
+        kept[at[n]] = False
+    return dataclasses.replace(snapshot, jobs=tuple(compress(jobs, kept)))
 
 
 __all__: Sequence[str] = (
