@@ -4,8 +4,9 @@ Two rule sets, each chosen by an option (both new ones on by default; see ``docs
 
 - ``grow``: ``forecast`` launches at once, in whole nodes, for the waiting jobs that no slot will
   meet within a boot time (free slots, nodes already booting, slots that running jobs free by their
-  requested run time); ``wait_time`` is the classic rule (the oldest eligible job has waited longer
-  than ``wait_time``; ``add_nodes_per_iteration`` at a time; ``stabilization_time`` after a change).
+  requested run time, or without one by their age); ``wait_time`` is the classic rule (the oldest
+  eligible job has waited longer than ``wait_time``; ``add_nodes_per_iteration`` at a time;
+  ``stabilization_time`` after a change).
 - ``shrink``: ``cost`` keeps a node as long as it costs less to keep than to lose. Per-period billing:
   an idle node goes at the last poll before its next period begins (the removal done
   ``removal_lead`` before the boundary). Per-second billing: an idle node goes once it has idled
@@ -228,7 +229,7 @@ class ElbPolicy:
         fc = self._forecast(view, state, counted, max(0, room))
         on = f"{fc.ready} ready + {fc.booting} booting nodes"
         if fc.freed_slots:
-            on += f" and {fc.freed_slots} slots running jobs free by their h_rt"
+            on += f" and {fc.freed_slots} slots running jobs free by their h_rt or age"
         if fc.new_nodes == 0:
             return Plan(reason=f"{head}: all can start within {boot} on {on}"), fc
         short = f"{_plural(fc.short_jobs, 'job')} ({fc.short_slots} slots) can't start within {boot} on {on}"
