@@ -37,8 +37,9 @@ The policies, as each peer behaves (``docs/simulate.md`` describes the originals
 - ``elb`` (a simple model of elb's default policy, forecast and cost): launch, in whole nodes,
   for the waiting jobs that fit nowhere within a boot time: ready nodes' free slots, plus the
   slots of running jobs whose requested run time ends by then (not more than 120 s past it
-  already), booting nodes, the nodes ending wide jobs free; remove a node idle half a boot time
-  that no waiting job would be placed on.
+  already) and of those without one that started at most a boot time ago, booting nodes, the
+  nodes ending wide jobs free; remove a node idle half a boot time that no waiting job would be
+  placed on.
 
     python benchmarks/plain_replay.py LOG.swf[.gz] [--policy slurm] [--days 60] [--copies 1]
                                       [--max-nodes N] [--spn 8] [--boot 300]
@@ -200,6 +201,7 @@ class Replay:
         self.readies: list[tuple[float, int]] = []  # heap: booting nodes by ready time
         self.next_sub = 0
         self.requested_ends: list[tuple[float, int, Job]] = []  # running jobs with a requested time, by it
+        self.unrequested: list[tuple[float, int, Job]] = []  # running jobs without one, by their start
         self.idle: dict[int, Node] = {}  # ready nodes that run nothing (not the master), by idle since
         self.busy = 0  # ready nodes running a job (not the master)
         self.last_change = -INF  # last launch or removal
@@ -267,6 +269,8 @@ class Replay:
         heapq.heappush(self.ends, (now + job.run, job.id, job))
         if job.requested is not None:
             bisect.insort(self.requested_ends, (now + job.requested, job.id, job))
+        else:
+            bisect.insort(self.unrequested, (now, job.id, job))
         self.waits.append(now - job.submit)
 
     def _end(self, job: Job, now: float) -> None:
@@ -282,6 +286,8 @@ class Replay:
         if job.requested is not None:
             ends = self.requested_ends
             del ends[bisect.bisect_left(ends, (job.start + job.requested, job.id))]
+        else:
+            del self.unrequested[bisect.bisect_left(self.unrequested, (job.start, job.id))]
         self.last_end = max(self.last_end, now)
 
     def dispatch(self, now: float) -> None:
@@ -491,16 +497,18 @@ def elb(sim: Replay, now: float) -> Decision:
     add, assigned, wake = 0, set(), INF
     if sim.queue:
         # By a boot time: ready nodes' free slots and booting nodes by number, the slots that
-        # running jobs free by their requested end on their (first) node, then the whole nodes
-        # that wide jobs ending by then free.
+        # running jobs free by their requested end on their (first) node, or without one when
+        # they started at most a boot time ago (expected to run as long again), then the whole
+        # nodes that wide jobs ending by then free.
         horizon, ends = now + sim.boot, sim.requested_ends
+        young = sim.unrequested[bisect.bisect_left(sim.unrequested, (now - sim.boot,)) :]
         bins = sim.ready.copy()
         for num in sim.booting:
             bins.set(num, spn)
         freed = LATER
         gains: dict[int, int] = {}
         first = bisect.bisect_left(ends, (now - GRACE,))
-        for _, _, job in ends[first : bisect.bisect_right(ends, (horizon, INF))]:
+        for _, _, job in ends[first : bisect.bisect_right(ends, (horizon, INF))] + young:
             if job.slots > spn:
                 for _ in range(min(math.ceil(job.slots / spn), sim.size)):
                     bins.set(freed, spn)
@@ -514,8 +522,11 @@ def elb(sim: Replay, now: float) -> Decision:
         add, assigned = min(p.new_nodes, max(0, limit)), p.assigned
         if sim.idle:
             wake = now  # which idle node a waiting job would take changes with the clock
-        elif limit > 0 and first < len(ends):  # a job passing its requested end + GRACE: more demand
-            wake = ends[first][0] + GRACE
+        elif limit > 0:  # a job passing its requested end + GRACE, or a boot's age: more demand
+            if first < len(ends):
+                wake = ends[first][0] + GRACE
+            if young:
+                wake = min(wake, young[0][0] + sim.boot)
     remove, _ = sim.idle_for(now, keep, assigned)
     _, due = sim.idle_for(now, keep, set())
     return Decision(add, remove, min(wake, now if remove else due))

@@ -10,6 +10,7 @@ from elb.core.model import Host, Job, JobPhase, Node, NodeState, QueueInstance, 
 from elb.schedulers.sge.states import job_phase, queue_flags
 
 T0 = 1_800_000_000.0  # a fixed "now" for tests
+HOUR = 3600.0
 EC2 = CloudSettings("EC2", 600.0, 2)  # what the pass reads of the default config's cloud.ec2
 
 
@@ -27,7 +28,9 @@ def pending(job_id: int, waited: float, slots: int = 1, tasks: int = 1, state: s
     return Job(job_id, f"job{job_id}", "sgeuser", state, job_phase(state), slots, submitted=now - waited, tasks=tasks)
 
 
-def running(job_id: int, on: str, slots: int = 1, queue: str = "all.q", now: float = T0) -> Job:
+def running(job_id: int, on: str, slots: int = 1, queue: str = "all.q", now: float = T0, ran: float = 50.0) -> Job:
+    """A job running ``ran`` seconds, without h_rt: younger than a boot time, the forecast expects
+    it to end within one (its slots count as about to free); older, it runs on."""
     return Job(
         job_id,
         f"job{job_id}",
@@ -35,8 +38,8 @@ def running(job_id: int, on: str, slots: int = 1, queue: str = "all.q", now: flo
         "r",
         JobPhase.RUNNING,
         slots,
-        submitted=now - 100,
-        started=now - 50,
+        submitted=now - ran - 50,
+        started=now - ran,
         queue=f"{queue}@{on}",
     )
 

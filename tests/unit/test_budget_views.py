@@ -20,7 +20,7 @@ from elb.core.model import NodeState
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
 from elb.service.metrics import BalancerCollector
-from tests.unit.factories import T0, host, pending, running
+from tests.unit.factories import HOUR, T0, host, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 from tests.unit.test_cli_once import Stand, stand  # noqa: F401 (the fixture)
 
@@ -73,7 +73,9 @@ def test_the_dry_run_says_which_launches_the_budget_holds(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    stand.sge = FakeSge(T0, jobs=[running(9, "node001", slots=2), *(pending(i, 600, slots=2) for i in range(1, 4))])
+    stand.sge = FakeSge(
+        T0, jobs=[running(9, "node001", slots=2, ran=HOUR), *(pending(i, 600, slots=2) for i in range(1, 4))]
+    )
     stand.sge.hosts["node001"] = host("node001", 2, used=2)
     stand.cloud = FakeCloud(T0)
     path = setup(tmp_path, 24.0)  # 8.50 projected: one more small node (8.00) fits, not two (the next day: 24)

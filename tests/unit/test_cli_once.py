@@ -18,7 +18,7 @@ from elb.schedulers.sge.driver import GridEngine
 from elb.service import factory
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
-from tests.unit.factories import T0, pending, running
+from tests.unit.factories import HOUR, T0, pending, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
 WAITING = [pending(1, 20 * 60, slots=1, tasks=12)]  # 12 slots wait
@@ -124,7 +124,7 @@ def test_dry_run_without_a_cloud_learns_from_the_workers(
 ) -> None:
     stand.sge.jobs = list(WAITING)
     stand.sge.add_host("node001", slots=4)
-    stand.sge.jobs.append(running(2, "node001", slots=4))
+    stand.sge.jobs.append(running(2, "node001", slots=4, ran=HOUR))
     stand.cloud, stand.cloud_error = None, "botocore: NoCredentialsError"
     out = dry_run_out(config(tmp_path), capsys)
     assert (

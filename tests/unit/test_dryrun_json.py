@@ -14,7 +14,7 @@ import pytest
 from elb.cli.main import main
 from elb.core.exitcodes import Exit
 from elb.core.interfaces import Instance
-from tests.unit.factories import T0, host, pending, running
+from tests.unit.factories import HOUR, T0, host, pending, running
 from tests.unit.fakes import FakeSge
 from tests.unit.test_cli_once import Stand, stand  # noqa: F401 (the fixture)
 
@@ -51,7 +51,7 @@ def test_the_plan_per_group_with_unservable_jobs(
             pending(2, 600, slots=2),
             replace(pending(3, 600), hard_requests={"gpu": "2"}),
             replace(pending(4, 600), hard_queues=("other.q",)),
-            running(5, "static1"),
+            running(5, "static1", ran=HOUR),
         ],
         complexes="qconf-sc-site.txt",
     )

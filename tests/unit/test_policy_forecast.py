@@ -87,7 +87,7 @@ def test_slots_a_running_job_frees_by_its_h_rt_within_a_boot_time(h_rt: float | 
     plan = policy().decide(join([busy_node()], (), s, now=T0), NONE)
     assert plan.add == adds
     if not adds:
-        assert "8 slots running jobs free by their h_rt" in plan.reason
+        assert "8 slots running jobs free by their h_rt or age" in plan.reason
 
 
 @pytest.mark.parametrize(
@@ -104,6 +104,52 @@ def test_a_job_past_its_requested_end_runs_on_and_frees_nothing(h_rt: float, add
     s = snap([pending(1, 0.0, slots=8), running(2, "node001", h_rt=h_rt)], [host("node001", used=8)])
     plan = policy().decide(join([busy_node()], (), s, now=T0), NONE)
     assert plan.add == adds
+
+
+@pytest.mark.parametrize(("age", "adds"), [(60.0, 0), (BOOT, 0), (BOOT + 1, 1), (4 * 3600.0, 1)])
+def test_a_running_job_without_h_rt_frees_its_slots_while_it_is_younger_than_a_boot(age: float, adds: int) -> None:
+    """Without h_rt a job is expected to run as long again as it has run: one that started at most a
+    boot time ago is expected to end before a node launched now is ready; an older one runs on."""
+    s = snap([pending(1, 0.0, slots=8), running(2, "node001", started_ago=age)], [host("node001", used=8)])
+    plan = policy().decide(join([busy_node()], (), s, now=T0), NONE)
+    assert plan.add == adds
+    if not adds:
+        assert "8 slots running jobs free by their h_rt or age" in plan.reason
+
+
+def test_a_wide_job_without_h_rt_that_just_started_frees_its_nodes() -> None:
+    """A 16-slot job started a minute ago frees two whole nodes for a 16-slot job waiting."""
+    s = snap(
+        [pending(1, 0.0, slots=16), running(2, "node001", slots=16, started_ago=MIN)],
+        [host("node001", used=8), host("node002", used=8)],
+    )
+    plan = policy().decide(join([busy_node("node001"), busy_node("node002")], (), s, now=T0), NONE)
+    assert plan.add == 0
+
+
+def test_quiet_until_is_when_a_job_without_h_rt_grows_older_than_a_boot() -> None:
+    """While it is young its slots count as about to free; a boot time after its start they no
+    longer do and the waiting job wants a node: the fast-forward stops there."""
+    s = snap([pending(1, 0.0, slots=8), running(2, "node001", started_ago=100.0)], [host("node001", used=8)])
+    p = policy()
+    assert p.decide(join([busy_node()], (), s, now=T0), NONE).add == 0
+    until = p.quiet_until(join([busy_node()], (), s, now=T0), NONE)
+    assert until == T0 - 100.0 + BOOT
+    later = until + 1
+    assert p.decide(join([busy_node()], (), snap(list(s.jobs), list(s.hosts), now=later), now=later), NONE).add == 1
+
+
+def test_replay_launches_no_node_for_a_job_a_short_running_one_makes_room_for() -> None:
+    """Job 1 (8 slots, no requested time) runs 100 s on the one node from 300 s; job 2 arrives at
+    330 s. Counting job 1 as running on would launch a second node at the 360 s poll that is ready
+    at 660 s and runs nothing (job 2 starts on the first node at 400 s); expecting it to end, the
+    replay launches one node in all and job 2 waits 70 s."""
+    jobs = [SimJob(1, 0.0, 100.0, 8, None), SimJob(2, 330.0, 100.0, 8, None)]
+    settings = SimSettings(slots_per_node=8, max_nodes=4, boot_time=BOOT, record=True)
+    out = Simulator(jobs, policy(max_nodes=4), settings).run()
+    assert out.launches == 1
+    assert all(n.busy_seconds > 0 for n in out.nodes)
+    assert sorted(out.waits) == [70.0, 300.0]
 
 
 def test_wide_job_takes_whole_nodes_and_uses_the_idle_one() -> None:

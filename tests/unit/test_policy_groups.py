@@ -20,7 +20,7 @@ from elb.provision.inventory import Connection, InventoryError, build_inventory
 from elb.schedulers.sge.driver import GridEngine
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
-from tests.unit.factories import T0, host, node, pending, running, snap
+from tests.unit.factories import HOUR, T0, host, node, pending, running, snap
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
 
 LONG = 30 * 60
@@ -140,7 +140,7 @@ def test_names_are_unique_across_groups(tmp_path: Path) -> None:
     policy = policy_for(cfg)
     hosts = [host("node007", 2, used=2)]
     nodes = [node("node007", 600, group="small", last_busy_at=T0)]
-    jobs = [running(9, "node007", slots=2), gpu_job(1), pending(2, LONG, slots=2)]
+    jobs = [running(9, "node007", slots=2, ran=HOUR), gpu_job(1), pending(2, LONG, slots=2)]
     assert isinstance(policy, GroupedPolicy)
     plan = policy.decide_groups(
         join(nodes, (), snap(jobs, hosts), now=T0), {jobs[1]: "gpu", jobs[2]: "small"}, History()

@@ -4,8 +4,9 @@ Two rule sets, each chosen by an option (both new ones on by default; see ``docs
 
 - ``grow``: ``forecast`` launches at once, in whole nodes, for the waiting jobs that no slot will
   meet within a boot time (free slots, nodes already booting, slots that running jobs free by their
-  requested run time); ``wait_time`` is the classic rule (the oldest eligible job has waited longer
-  than ``wait_time``; ``add_nodes_per_iteration`` at a time; ``stabilization_time`` after a change).
+  requested run time, or without one by their age); ``wait_time`` is the classic rule (the oldest
+  eligible job has waited longer than ``wait_time``; ``add_nodes_per_iteration`` at a time;
+  ``stabilization_time`` after a change).
 - ``shrink``: ``cost`` keeps a node as long as it costs less to keep than to lose. Per-period billing:
   an idle node goes at the last poll before its next period begins (the removal done
   ``removal_lead`` before the boundary). Per-second billing: an idle node goes once it has idled
@@ -67,22 +68,22 @@ def _idle_managed(view: ClusterView) -> tuple[Worker, ...]:
     return tuple(w for w in view.workers if w.node is not None and w.idle)
 
 
-def _next_overdue(view: View) -> float:
-    """The last instant before a running job the forecast counts as ending (one with a requested
-    run time on a ready worker, not yet ``OVERDUE_GRACE`` past its requested end) is taken as
-    running on: its requested end plus the grace; ``view.now`` when one is exactly there (it
-    changes at the next poll); inf with none."""
+def _next_overdue(view: View, span: float) -> float:
+    """The last instant before a running job the forecast (``span`` ahead) counts as ending, on a
+    ready worker, is taken as running on: a requested end plus ``OVERDUE_GRACE``, or without a
+    requested run time its start plus ``span`` (it has then run longer than the horizon is
+    ahead); ``view.now`` when one is exactly there (it changes at the next poll); inf with none."""
     now = view.now
     if isinstance(view, TallyView):
-        return view.tally.next_overdue(now)
+        return view.tally.next_overdue(now, span)
     at = INF
     for w in view.workers:
         if not (w.ready and w.facts is not None):
             continue
         for j in w.jobs:
-            if j.hard_runtime is None or j.started is None:
+            if j.started is None:
                 continue
-            overdue = j.started + j.hard_runtime + OVERDUE_GRACE
+            overdue = j.started + span if j.hard_runtime is None else j.started + j.hard_runtime + OVERDUE_GRACE
             if overdue >= now:
                 at = min(at, overdue)
     return at
@@ -228,7 +229,7 @@ class ElbPolicy:
         fc = self._forecast(view, state, counted, max(0, room))
         on = f"{fc.ready} ready + {fc.booting} booting nodes"
         if fc.freed_slots:
-            on += f" and {fc.freed_slots} slots running jobs free by their h_rt"
+            on += f" and {fc.freed_slots} slots running jobs free by their h_rt or age"
         if fc.new_nodes == 0:
             return Plan(reason=f"{head}: all can start within {boot} on {on}"), fc
         short = f"{_plural(fc.short_jobs, 'job')} ({fc.short_slots} slots) can't start within {boot} on {on}"
@@ -338,10 +339,10 @@ class ElbPolicy:
 
         - a waiting job reaching ``launch_delay`` (it becomes demand);
         - while jobs wait and a node may be launched, a running job passing its requested end by
-          more than ``OVERDUE_GRACE``: from then on the forecast takes it as running on, its slots
-          are no longer about to free, and the demand rises (its end entering the horizon only
-          makes the demand fall, which cannot start a launch or a removal on a cluster without an
-          idle node);
+          more than ``OVERDUE_GRACE``, or one without a requested run time growing older than the
+          horizon is ahead: from then on the forecast takes it as running on, its slots are no
+          longer about to free, and the demand rises (its end entering the horizon only makes the
+          demand fall, which cannot start a launch or a removal on a cluster without an idle node);
         - an idle node's removal window opening.
         """
         cfg = self.config
@@ -363,7 +364,7 @@ class ElbPolicy:
             if room > 0:
                 if self._forecast(view, state, self._counted(view, now), room).new_nodes:
                     return now  # it would launch now
-                until = min(until, _next_overdue(view))
+                until = min(until, _next_overdue(view, self._horizon()))
         if view.size <= cfg.min_nodes:
             return until
         return min(until, self._next_removal(view, now))

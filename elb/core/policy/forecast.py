@@ -5,11 +5,16 @@ Pure functions over a ``ClusterView``. The capacity that can serve a waiting job
 
 - the free slots of ready workers now;
 - every node still booting (it is ready within a boot time of its launch, so before the horizon);
-- the slots of running jobs whose requested run time (``h_rt``) ends before the horizon; a job
-  without ``h_rt`` is assumed to run on, and so is one already past its requested end by more
-  than ``OVERDUE_GRACE``: SGE ends a job at its ``h_rt`` within a load report (40 s by default),
-  so one still running later has a limit nothing enforces (a log replay, ``s_rt`` only, a
-  suspended job, a limit raised by ``qalter``) and its slots are not about to free.
+- the slots of running jobs whose requested run time (``h_rt``) ends before the horizon; one
+  already past its requested end by more than ``OVERDUE_GRACE`` is assumed to run on: SGE ends a
+  job at its ``h_rt`` within a load report (40 s by default), so one still running later has a
+  limit nothing enforces (a log replay, ``s_rt`` only, a suspended job, a limit raised by
+  ``qalter``) and its slots are not about to free;
+- the slots of running jobs without ``h_rt`` that have run no longer than the horizon is ahead
+  (``ages_by``): such a job is expected to run as long again as it has run (batch jobs' run times
+  are heavy-tailed: the longer one has run, the longer it is likely to run on; half of those aged
+  ``a`` run ``a`` more or less), so one that started within the last boot time is expected to
+  end before a node launched now is ready. One that has run longer is assumed to run on.
 
 Waiting jobs are placed oldest first, like SGE's FIFO, by ``elb.core.policy.placement`` (the rule the
 simulated dispatcher uses too): a job of at most a node's slots on the first bin in host order it
@@ -90,16 +95,26 @@ class Tallied(Waiting, Protocol):
 OVERDUE_GRACE = 120.0
 
 
+def ages_by(now: float, horizon: float) -> float:
+    """The earliest start of a running job without ``h_rt`` expected to end by ``horizon``: it is
+    expected to end at ``now`` plus its age, so by the horizon when its age is at most
+    ``horizon - now``."""
+    return now - (horizon - now)
+
+
 def _ends_by(job: Job, now: float, horizon: float) -> bool:
-    if job.hard_runtime is None or job.started is None:
+    if job.started is None:
         return False
+    if job.hard_runtime is None:
+        return job.started >= ages_by(now, horizon)
     end = job.started + job.hard_runtime
     return now - OVERDUE_GRACE <= end <= horizon
 
 
 def _capacity(view: ClusterView, horizon: float) -> tuple[list[Bin], int, int, int]:
     """Bins of the slots available by ``horizon``: ready workers (with the slots their running jobs
-    free by h_rt) and booting nodes in host order, then whole nodes that ending wide jobs free."""
+    free by h_rt, or by their age without one) and booting nodes in host order, then whole nodes
+    that ending wide jobs free."""
     spn = view.slots_per_node
     named: list[Bin] = []
     freed_nodes: list[Bin] = []

@@ -22,7 +22,8 @@ name) make ``update`` return False and forget everything: the caller then builds
 ready workers' free and total slots and the booting workers' slots in a ``FreeIndex`` by host
 order (the forecast's packing reads it through, ``elb.core.policy.placement.Overlay``), the
 running jobs with a requested run time by their expected end (the forecast takes the ones ending
-by its horizon, and the next one to become overdue), the idle workers' records (the cost rule's),
+by its horizon, and the next one to become overdue), those without one by their start (the
+forecast takes the ones young enough to end by its horizon, ``ages_by``), the idle workers' records (the cost rule's),
 and the waiting jobs' slots. A forecast then costs the jobs ending by its horizon and the bins it
 touches.
 """
@@ -39,7 +40,7 @@ from typing import Generic, NamedTuple, TypeVar
 from elb.core.frozen import quick_init
 from elb.core.model import Host, Job, JobPhase, Node, NodeState, Snapshot
 from elb.core.naming import next_names
-from elb.core.policy.forecast import OVERDUE_GRACE, Capacity
+from elb.core.policy.forecast import OVERDUE_GRACE, Capacity, ages_by
 from elb.core.policy.placement import Bin, FreeIndex, Key, named, width
 from elb.core.policy.view import host_numbers, nodes_for, oldest_first
 from elb.core.state import idle_since, is_busy, serves, started_host
@@ -464,7 +465,7 @@ class WorkerTally:
             _move(self.idle, name, o.idle_since is not None, e.idle_since is not None)
 
 
-_Ending = tuple[float, int, int]  # a running job's expected end, a number to break ties, its id
+_Ending = tuple[float, int, int]  # a running job's expected end (or start), a number to break ties, its id
 
 
 class CapacityTally(WorkerTally):
@@ -482,6 +483,7 @@ class CapacityTally(WorkerTally):
         self.bins: FreeIndex[Key] = FreeIndex(self._whole)
         self._ready_count = 0  # the ready workers (the others in ``bins`` are booting)
         self._ends: list[_Ending] = []  # running jobs filed under a host with an expected end, by it
+        self._starts: list[_Ending] = []  # running jobs filed under a host without one, by their start
         self._ending: dict[int, tuple[_Ending, Job, str]] = {}  # by job id: its place, the job, its host
         self._numbered = 0
         self._odd = 0  # running jobs of fewer than no slots (not modelled: ``update`` says False)
@@ -530,15 +532,20 @@ class CapacityTally(WorkerTally):
             out.append(IdleWorker(name, self._alive[name]))
         return tuple(out)
 
-    def next_overdue(self, now: float) -> float:
-        """``elb.core.policy.default._next_overdue`` at ``now``: the earliest requested end plus
-        ``OVERDUE_GRACE`` not before ``now`` of a job running on a ready worker; inf with none."""
-        ends, ending, entries = self._ends, self._ending, self._entries
-        for i in range(bisect.bisect_left(ends, (now - OVERDUE_GRACE - 1.0,)), len(ends)):
-            end, _, key = ends[i]
+    def next_overdue(self, now: float, span: float) -> float:
+        """``elb.core.policy.default._next_overdue`` at ``now`` for a horizon ``span`` ahead: the
+        earliest of a requested end plus ``OVERDUE_GRACE``, and of a start plus ``span`` of a job
+        without one, not before ``now``, of a job running on a ready worker; inf with none."""
+        return min(self._first_ready(self._ends, now, OVERDUE_GRACE), self._first_ready(self._starts, now, span))
+
+    def _first_ready(self, places: list[_Ending], now: float, after: float) -> float:
+        """The earliest ``at + after`` not before ``now`` in ``places`` of a job on a ready worker."""
+        ending, entries = self._ending, self._entries
+        for i in range(bisect.bisect_left(places, (now - after - 1.0,)), len(places)):
+            at, _, key = places[i]
             entry = entries.get(ending[key][2])
-            if entry is not None and entry.ready is not None and end + OVERDUE_GRACE >= now:
-                return end + OVERDUE_GRACE
+            if entry is not None and entry.ready is not None and at + after >= now:
+                return at + after
         return math.inf
 
     def capacity(self, now: float, horizon: float, size: int) -> Capacity:
@@ -548,10 +555,11 @@ class CapacityTally(WorkerTally):
         spn, ends, entries = self._whole, self._ends, self._entries
         first = bisect.bisect_left(ends, (now - OVERDUE_GRACE,))
         last = bisect.bisect_right(ends, (horizon, math.inf))
+        young = self._starts[bisect.bisect_left(self._starts, (ages_by(now, horizon),)) :]
         gains: dict[str, int] = {}
         tail: list[Bin] = []
         freed = 0
-        for _, _, key in ends[first:last]:
+        for _, _, key in ends[first:last] + young:
             _, job, host = self._ending[key]
             entry = entries.get(host)
             if entry is None or entry.ready is None:
@@ -579,14 +587,18 @@ class CapacityTally(WorkerTally):
         for j in gone:
             found = self._ending.pop(id(j), None)
             if found is not None:
-                del self._ends[bisect.bisect_left(self._ends, found[0])]
+                places = self._starts if j.hard_runtime is None else self._ends
+                del places[bisect.bisect_left(places, found[0])]
                 self._odd -= j.total_slots < 0
         for j in came:
             host = self._filed.get(id(j))
-            if host is not None and j.hard_runtime is not None and j.started is not None:
+            if host is not None and j.started is not None:
                 self._numbered += 1
-                place = (j.started + j.hard_runtime, self._numbered, id(j))
-                bisect.insort(self._ends, place)
+                if j.hard_runtime is None:
+                    place, places = (j.started, self._numbered, id(j)), self._starts
+                else:
+                    place, places = (j.started + j.hard_runtime, self._numbered, id(j)), self._ends
+                bisect.insort(places, place)
                 self._ending[id(j)] = (place, j, host)
                 self._odd += j.total_slots < 0
 
