@@ -35,7 +35,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -194,17 +194,21 @@ def _lines(path: Path) -> list[tuple[str, float]]:
     return out
 
 
-def task_runs(starts: list[tuple[str, float]], done: list[tuple[str, float]]) -> list[tuple[str, float, float | None]]:
+def task_runs(
+    starts: list[tuple[str, float]], done: list[tuple[str, float]], killed: Mapping[str, float] | None = None
+) -> list[tuple[str, float, float | None]]:
     """A task's runs, (host, start, end): the last ends when its ``done`` line says (None: not
     done); one that started again ended, at the latest, when the next run started (it wrote no
     end: its node died, or the scheduler sent it back), so it is not counted running on its
-    first host after that."""
+    first host after that; and one on a node the soak killed (``killed``: node -> when) ended, at
+    the latest, at the kill (a node of the same name launched later does not run it)."""
     out: list[tuple[str, float, float | None]] = []
     for k, (host, t) in enumerate(starts):
-        if k + 1 < len(starts):
-            out.append((host, t, starts[k + 1][1]))
-        else:
-            out.append((host, t, done[0][1] if done else None))
+        end = starts[k + 1][1] if k + 1 < len(starts) else (done[0][1] if done else None)
+        kill = (killed or {}).get(host)
+        if kill is not None and t <= kill and (end is None or end > kill):
+            end = kill
+        out.append((host, t, end))
     return out
 
 
@@ -555,7 +559,7 @@ class Soak:
             name = f"{tag}.{task}"
             if starts:
                 waits.append(max(0.0, starts[0][1] - self.submitted_at[tag]))
-            for host, t, end in task_runs(starts, done):
+            for host, t, end in task_runs(starts, done, self.killed_nodes):
                 runs.setdefault(host, []).append((t, end))
             earlier = [h for h, _ in starts[:-1]]
             if any(h not in self.killed_nodes for h in earlier):

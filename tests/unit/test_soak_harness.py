@@ -18,3 +18,12 @@ def test_a_run_that_started_again_elsewhere_ended_by_the_next_start() -> None:
 def test_the_last_run_is_open_until_its_done_line() -> None:
     assert task_runs([("node002", 5.0)], []) == [("node002", 5.0, None)]
     assert task_runs([], []) == []
+
+
+def test_a_run_on_a_node_the_soak_killed_ended_at_the_kill() -> None:
+    # The soak killed node001 at 40 s while the task ran there; Slurm ran it again on node002
+    # only at 560 s. A node001 launched again meanwhile (and removed idle at 500 s) did not run it.
+    runs = task_runs([("node001", 30.0), ("node002", 560.0)], [("node002", 700.0)], {"node001": 40.0})
+    assert runs == [("node001", 30.0, 40.0), ("node002", 560.0, 700.0)]
+    # A run that began after the kill (on a node of the same name, launched again) is its own.
+    assert task_runs([("node001", 300.0)], [("node001", 350.0)], {"node001": 40.0}) == [("node001", 300.0, 350.0)]
