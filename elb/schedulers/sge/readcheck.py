@@ -141,24 +141,38 @@ def check_read(
         return ReadVerdict(False, why, Need.CONFIGURED_HOSTS)
     still = vanished & configured_hosts
     if still:
-        them = "them" if len(still) > 1 else "it"
-        jobs = _jobs_text([j for j in traceless if j.host in still])
-        why = (
-            f"partial read: {_names(still)} vanished from qhost but SGE still has {them} configured "
-            f"(qconf -sel){jobs}; no action"
-        )
-        return ReadVerdict(False, why)
+        return _still_configured(still, traceless)
+    every = _every_lost(known_up, leaving, listed, running_before)
+    if every is None:
+        return _some_lost(current, vanished, configured_hosts, second_read)
     gone = f"{_names(vanished)} left SGE's execution hosts (qconf -sel)"
+    there = [j for j in traceless if j.host in vanished]
+    return _all_lost(every, vanished, listed, configured_hosts, jobs_there=there, gone=gone)
+
+
+def _still_configured(still: set[str], traceless: Sequence[Job]) -> ReadVerdict:
+    """Hosts gone from qhost that ``qconf -sel`` still has: a partial read."""
+    them = "them" if len(still) > 1 else "it"
+    jobs = _jobs_text([j for j in traceless if j.host in still])
+    why = (
+        f"partial read: {_names(still)} vanished from qhost but SGE still has {them} configured "
+        f"(qconf -sel){jobs}; no action"
+    )
+    return ReadVerdict(False, why)
+
+
+def _every_lost(
+    known_up: frozenset[str], leaving: frozenset[str] | None, listed: set[str], running_before: Sequence[Job]
+) -> str | None:
+    """Which whole the read lost, in words, when it lost every host elb knows to be up (but for
+    those elb takes out itself) or every host of the running jobs; None when it kept some."""
     job_hosts = {j.host for j in running_before if j.host is not None}
     up = known_up - (leaving if leaving is not None else getattr(known_up, "leaving", frozenset()))
     if up and not up & listed:
-        every = "every host elb knows to be up"
-    elif job_hosts and not job_hosts & listed:
-        every = "every host of the running jobs"
-    else:
-        return _some_lost(current, vanished, configured_hosts, second_read)
-    there = [j for j in traceless if j.host in vanished]
-    return _all_lost(every, vanished, listed, configured_hosts, jobs_there=there, gone=gone)
+        return "every host elb knows to be up"
+    if job_hosts and not job_hosts & listed:
+        return "every host of the running jobs"
+    return None
 
 
 def _all_lost(

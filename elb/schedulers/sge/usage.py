@@ -37,25 +37,44 @@ def unwritten(config: Config, given: Path | None) -> Path | None:
 def sge_uses(lines: Iterable[str], since: float, until: float, source: str = "<accounting>") -> Iterator[JobUse]:
     """The job uses an accounting file records in [since, until): each job's (array task's) line
     on its host; a parallel job's slots spread over the hosts its tasks' lines name (``pe_uses``)."""
-    try:
-        records = list(read_lines(lines, source))
-    except AccountingError as err:
-        raise UsageError(str(err)) from None
-    tasks: dict[tuple[int, int], list[AccountingLine]] = {}
-    for rec in records:
-        if rec.is_pe_task and rec.start > 0 and rec.end > rec.start:
-            tasks.setdefault((rec.job_number, rec.task_number), []).append(rec)
+    records = _records(lines, source)
+    tasks = _pe_tasks(records)
     used: set[int] = set()  # the task lines a master line took (by id)
     for rec in records:
-        if rec.is_pe_task or rec.start <= 0 or rec.end <= rec.start:
+        if rec.is_pe_task or not _ran(rec):
             continue
         theirs = [t for t in tasks.get((rec.job_number, rec.task_number), ()) if _overlap(t, rec)]
         used.update(id(t) for t in theirs)
-        if rec.end > since and rec.start < until:
+        if _within(rec, since, until):
             yield from pe_uses(rec, theirs)
     for rec in (t for ts in tasks.values() for t in ts if id(t) not in used):  # no master line in the file
-        if rec.end > since and rec.start < until:
+        if _within(rec, since, until):
             yield _use(rec, rec.hostname, 1.0)
+
+
+def _records(lines: Iterable[str], source: str) -> list[AccountingLine]:
+    try:
+        return list(read_lines(lines, source))
+    except AccountingError as err:
+        raise UsageError(str(err)) from None
+
+
+def _ran(rec: AccountingLine) -> bool:
+    """Whether the line records a run (a start, and an end after it)."""
+    return rec.start > 0 and rec.end > rec.start
+
+
+def _within(rec: AccountingLine, since: float, until: float) -> bool:
+    return rec.end > since and rec.start < until
+
+
+def _pe_tasks(records: Sequence[AccountingLine]) -> dict[tuple[int, int], list[AccountingLine]]:
+    """The parallel tasks' lines that record a run, by their job's number and task number."""
+    tasks: dict[tuple[int, int], list[AccountingLine]] = {}
+    for rec in records:
+        if rec.is_pe_task and _ran(rec):
+            tasks.setdefault((rec.job_number, rec.task_number), []).append(rec)
+    return tasks
 
 
 def _overlap(task: AccountingLine, master: AccountingLine) -> bool:
