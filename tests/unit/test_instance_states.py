@@ -4,8 +4,6 @@ the core names neither."""
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import get_args
 
@@ -16,6 +14,7 @@ from elb.clouds.local import LocalCloud
 from elb.core.config import parse_config
 from elb.core.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, InstanceState, InstanceWord
 from elb.service import factory
+from tests.unit.test_local_cloud_slots import podman_listing
 
 
 def test_the_words_an_instance_takes_are_the_enums() -> None:
@@ -42,19 +41,7 @@ def _podman(tmp: Path, status: str) -> Path:
     """A ``podman`` that lists one worker container, node003, in ``status``."""
     labels = {TAG_CLUSTER: "unit", TAG_ROLE: "worker", TAG_MANAGED_BY: "elb", TAG_NAME: "node003"}
     container = {"Id": "c0ffee", "Name": "node003", "State": {"Status": status}, "Config": {"Labels": labels}}
-    script = tmp / "podman"
-    script.write_text(
-        f"#!{sys.executable}\n"
-        "import sys\n"
-        "if sys.argv[1] == 'ps':\n"
-        "    print('c0ffee')\n"
-        "elif sys.argv[1:3] == ['container', 'inspect']:\n"
-        f"    print({json.dumps(json.dumps([container]))})\n"
-        "else:\n"
-        "    sys.exit(125)\n"
-    )
-    script.chmod(0o755)
-    return script
+    return podman_listing(tmp, container)
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from elb.clouds.local import LocalCloud
@@ -36,6 +37,12 @@ def fake_podman(tmp: Path) -> Path:
         "Config": {"Labels": {TAG_CLUSTER: CLUSTER, TAG_ROLE: "worker", TAG_MANAGED_BY: "elb", TAG_NAME: "node003"}},
         "NetworkSettings": {"Networks": {"elb-test": {"IPAddress": "10.77.0.13"}}},
     }
+    return podman_listing(tmp, container)
+
+
+def podman_listing(tmp: Path, container: Mapping[str, object]) -> Path:
+    """A ``podman`` in ``tmp`` whose ``ps`` lists one container and whose ``container inspect``
+    shows ``container``; anything else fails as podman does (125)."""
     script = tmp / "podman"
     script.write_text(
         f"#!{sys.executable}\n"
