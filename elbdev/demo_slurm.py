@@ -122,31 +122,25 @@ def run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.P
     submitted: dict[str, float] = {}
     for _ in range(args.jobs):
         now = time.time()
-        out = cluster.master_run(
-            [
-                "env",
-                f"--chdir={home}",
-                f"SLURM_CONF={slurm.CONF}",
-                "sbatch",
-                "--parsable",
-                "-p",
-                slurm.PARTITION,
-                "-n",
-                "1",
-                "-o",
-                "/dev/null",
-                f"--export=ALL,ELB_DEMO_SUBMITTED={int(now)},ELB_DEMO_SECONDS={int(args.job_seconds)}",
-            ],
-            user=C.CLUSTER_USER,
-            input_text=JOB,  # sbatch reads the script from its standard input
-        )
-        submitted[out.stdout.strip().split(";")[0]] = now
+        export = f"--export=ALL,ELB_DEMO_SUBMITTED={int(now)},ELB_DEMO_SECONDS={int(args.job_seconds)}"
+        submitted[sbatch(cluster, home, JOB, "-n", "1", export)] = now
     say(f"submitted {len(submitted)} jobs of {args.job_seconds} s as {C.CLUSTER_USER} (sbatch -p {slurm.PARTITION})")
     phase("watching elb work (a line each time what Slurm shows changes)")
     code = _watch(home, len(submitted), state / "journal.sqlite", timeout=args.timeout, proc=proc)
     phase("summary")
     _summary(home, state / "journal.sqlite", len(submitted))
     return code
+
+
+def sbatch(cluster: TestCluster, home: Path, script: str, *options: str) -> str:
+    """``sbatch`` of ``script`` (read from its standard input) as the cluster user in ``home``, on
+    the test controller's partition, its output discarded: the job's id."""
+    from elbdev.testcluster import constants as C  # noqa: PLC0415
+    from elbdev.testcluster import slurm  # noqa: PLC0415
+
+    argv = ["env", f"--chdir={home}", f"SLURM_CONF={slurm.CONF}", "sbatch", "--parsable", "-p", slurm.PARTITION]
+    out = cluster.master_run([*argv, *options, "-o", "/dev/null"], user=C.CLUSTER_USER, input_text=script)
+    return out.stdout.strip().split(";")[0]
 
 
 def _watch(home: Path, njobs: int, journal: Path, *, timeout: float, proc: subprocess.Popen[bytes]) -> int:

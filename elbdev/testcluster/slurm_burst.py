@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import os
-import resource
 import signal
 import subprocess
 import tempfile
@@ -33,8 +32,9 @@ from typing import TYPE_CHECKING
 
 from elb.core.model import NodeState
 from elb.service.journal import Journal
-from elbdev.demo_slurm import demo_config
+from elbdev.demo_slurm import demo_config, sbatch
 from elbdev.demo_steps import at_boot, start_elb
+from elbdev.testcluster.bench import _children_cpu
 
 if TYPE_CHECKING:
     from elbdev.testcluster.cluster import TestCluster
@@ -62,11 +62,6 @@ class Burst:
     master_cpu: float  # elb's process and its playbook runs, the whole run
     launches: int
     failed: int
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def _slurm_out(argv: list[str]) -> str:
@@ -110,25 +105,7 @@ def one_burst(tc: TestCluster, n: int, mode: str, procs: list[subprocess.Popen[b
     cpu = _children_cpu()
     proc, home = start_elb(tc, state, config, "elb-burst", procs)
     submitted = time.time()
-    out = tc.master_run(
-        [
-            "env",
-            f"--chdir={home}",
-            f"SLURM_CONF={slurm.CONF}",
-            "sbatch",
-            "--parsable",
-            "-p",
-            slurm.PARTITION,
-            "-N",
-            str(n),
-            "--ntasks-per-node=1",
-            "-o",
-            "/dev/null",
-        ],
-        user=C.CLUSTER_USER,
-        input_text=JOB.format(seconds=JOB_SECONDS),
-    )
-    job = out.stdout.strip().split(";")[0]
+    job = sbatch(tc, home, JOB.format(seconds=JOB_SECONDS), "-N", str(n), "--ntasks-per-node=1")
     started_file = home / f"{job}.start"
     _wait(f"job {job} ({n} nodes, {mode}) to start", started_file.exists, START_TIMEOUT, proc)
     _wait(f"job {job}'s start time", lambda: started_file.read_text().strip() != "", 30)
