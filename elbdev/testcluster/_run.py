@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import subprocess
 from collections.abc import Mapping, Sequence
 
@@ -51,3 +52,9 @@ def run(
         out = (proc.stderr.strip() or proc.stdout.strip())[-2000:]
         raise TestClusterError(f"exit {proc.returncode}: {' '.join(argv)}\n{out}")
     return proc
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) used so far by this process's finished child processes."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime

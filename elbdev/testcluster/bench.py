@@ -49,7 +49,6 @@ import argparse
 import json
 import logging
 import os
-import resource
 import tempfile
 import time
 from collections.abc import Callable
@@ -59,7 +58,7 @@ from pathlib import Path
 from elb.core.interfaces import NodeSpec
 from elb.schedulers.slurm.commands import SlurmCommands
 from elbdev.testcluster import constants as C
-from elbdev.testcluster._run import run
+from elbdev.testcluster._run import children_cpu, run
 from elbdev.testcluster.cluster import PlaybookRun, TestCluster
 
 ADD_K_TARGET = 1.5  # adding 4 nodes in one run, as a multiple of adding one
@@ -90,11 +89,6 @@ def read_split(path: Path) -> Split:
     master = [r for r in runs if r["where"] == "master"]
     node = [r for r in runs if r["where"] == "node"]
     return Split(len(master), len(node), sum(float(r["seconds"]) for r in node))
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def containers_cpu(instance_ids: list[str]) -> float | None:
@@ -163,10 +157,10 @@ def measure(tc: TestCluster, sizes: list[int], split_file: Path, *, at_boot: boo
         new = tc.launch(n)
         m.figures[f"launch {n} node(s) (podman, until sshd answers)"] = time.monotonic() - t
         launched = time.monotonic() - t
-        cpu = _children_cpu()
+        cpu = children_cpu()
         add = tc.run_playbook("add_node.yml", new_nodes=[tc.spec(i) for i in new])
         m.figures[f"add_node.yml for {n} node(s) in one run"] = add.seconds
-        m.master_cpu[n] = _children_cpu() - cpu
+        m.master_cpu[n] = children_cpu() - cpu
         # n in the label: two sizes with the same CPU a node must not share one entry
         m.figures[f"  master CPU for the {n} ({m.master_cpu[n] / n:.1f} s a node)"] = m.master_cpu[n]
         m.splits[n] = read_split(split_file)
@@ -191,9 +185,9 @@ def measure_boot(tc: TestCluster, n: int, m: Measured) -> None:
     then removed."""
     t = time.monotonic()
     new = tc.launch(n, boot=True)
-    cpu = _children_cpu()
+    cpu = children_cpu()
     admit = tc.admit(new)
-    m.boot_cpu[n] = _children_cpu() - cpu
+    m.boot_cpu[n] = children_cpu() - cpu
     if not admit.ok:
         raise SystemExit(f"admit_nodes.yml failed:\n{admit.stdout[-3000:]}")
     m.figures[f"at boot: admit_nodes.yml for {n} node(s) in one run"] = admit.seconds
@@ -238,12 +232,12 @@ def measure_master_part(tc: TestCluster, sizes: list[int]) -> None:
     for n in sizes:
         specs = unstarted(n, first)
         first += n
-        cpu = _children_cpu()
+        cpu = children_cpu()
         admit = tc.run_playbook("admit_nodes.yml", new_nodes=specs)
-        admit_cpu = _children_cpu() - cpu
-        cpu = _children_cpu()
+        admit_cpu = children_cpu() - cpu
+        cpu = children_cpu()
         remove = tc.run_playbook("remove_node.yml", old_nodes=specs)
-        remove_cpu = _children_cpu() - cpu
+        remove_cpu = children_cpu() - cpu
         for what, pb in (("admit_nodes.yml", admit), ("remove_node.yml", remove)):
             if not pb.ok:
                 raise SystemExit(f"{what} for {n} node(s) failed:\n{pb.stdout[-3000:]}")
@@ -316,9 +310,9 @@ def slurm_master_part(
     parts: Parts = {}
 
     def timed(what: str, step: Callable[[], None]) -> None:
-        t, cpu = time.monotonic(), _children_cpu()
+        t, cpu = time.monotonic(), children_cpu()
         step()
-        parts[what] = (time.monotonic() - t, _children_cpu() - cpu)
+        parts[what] = (time.monotonic() - t, children_cpu() - cpu)
 
     def addresses() -> None:
         commands.set_addresses([(spec.name, spec.private_ip) for spec in specs])
@@ -393,9 +387,9 @@ def compare_sharing(tc: TestCluster, sizes: list[int], rounds: int) -> None:
             for shared in (True, False):
                 tc.share_connections = shared
                 new = tc.launch(n)
-                cpu = _children_cpu()
+                cpu = children_cpu()
                 add = tc.run_playbook("add_node.yml", new_nodes=[tc.spec(i) for i in new])
-                cpu = _children_cpu() - cpu
+                cpu = children_cpu() - cpu
                 t = time.monotonic()
                 pb = tc.remove_nodes([i.name for i in new])
                 removed = time.monotonic() - t

@@ -34,7 +34,7 @@ from elb.core.model import NodeState
 from elb.service.journal import Journal
 from elbdev.demo_slurm import demo_config, sbatch
 from elbdev.demo_steps import at_boot, start_elb
-from elbdev.testcluster.bench import _children_cpu
+from elbdev.testcluster._run import children_cpu
 
 if TYPE_CHECKING:
     from elbdev.testcluster.cluster import TestCluster
@@ -102,7 +102,7 @@ def one_burst(tc: TestCluster, n: int, mode: str, procs: list[subprocess.Popen[b
     config = demo_config(state, C.SSH_KEY, tc.cluster_name, n)
     if mode == "boot":
         config = at_boot(config, tc.boot_mounts())
-    cpu = _children_cpu()
+    cpu = children_cpu()
     proc, home = start_elb(tc, state, config, "elb-burst", procs)
     submitted = time.time()
     job = sbatch(tc, home, JOB.format(seconds=JOB_SECONDS), "-N", str(n), "--ntasks-per-node=1")
@@ -135,7 +135,7 @@ def one_burst(tc: TestCluster, n: int, mode: str, procs: list[subprocess.Popen[b
         mode=mode,
         to_start=started - submitted,
         removed=max(ends, default=gone) - (started + JOB_SECONDS),
-        master_cpu=_children_cpu() - cpu,
+        master_cpu=children_cpu() - cpu,
         launches=sum(1 for e in events if e.state is NodeState.LAUNCHING),
         failed=sum(1 for e in events if e.state is NodeState.FAILED),
     )
