@@ -28,8 +28,8 @@ PACKAGES=(
     python3-venv
     # plumbing
     iproute2 util-linux procps psmisc iptables
-    # checks: promtool (alert rules), systemd-analyze (the unit's sandbox)
-    prometheus systemd
+    # checks: promtool (alert rules), systemd-analyze (the unit's sandbox); the soak's load (stress-ng)
+    prometheus systemd stress-ng
 )
 if [ "${1:-}" = "--image-tools" ]; then
     PACKAGES=(mmdebstrap python3-venv)

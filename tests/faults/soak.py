@@ -30,6 +30,7 @@ import contextlib
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -436,6 +437,10 @@ class Soak:
         self.delay_file.write_text("")
         subs = workload(self.minutes, self.seed)
         sched = fault_schedule(self.minutes, self.seed) if self.faults else []
+        if any(f.kind == "stress" for f in sched) and shutil.which("stress-ng") is None:
+            raise RuntimeError(
+                "the soak keeps both cores busy with stress-ng: scripts/install-system-deps.sh installs it"
+            )
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
         if self.scheduler == "slurm":
             from elbdev.testcluster import slurm
