@@ -359,6 +359,7 @@ class PassPlan:
     notices: NoticePlan = field(default_factory=NoticePlan)
     moves: tuple[Move, ...] = ()  # jobs to bind to on-demand nodes
     declines: tuple[Decline, ...] = ()  # nodes the scheduler asked for that elb gives back
+    waiting: tuple[Decline, ...] = ()  # asks the back-off holds, left open (launched when it lets them)
     answers: tuple[Answer, ...] = ()  # the scheduler's asks elb is done with
     budget: BudgetCheck | None = None  # the budget's verdict on the launches (``policy.budget``)
 
@@ -385,6 +386,7 @@ class PassPlan:
         if self.budget is not None:
             lines.append(self.budget.describe())
         lines += [f"give back {d.node}: {d.reason}" for d in self.declines]
+        lines += [f"wait {d.node}: {d.reason}" for d in self.waiting]
         lines += [f"bind job {m.job} to on-demand nodes: {m.reason}" for m in self.moves]
         return lines
 
@@ -500,6 +502,8 @@ def _with_scaling(
         paced = within_budget(inputs.demand, inputs.nodes, inputs.spend, config, now)
         planned_on = dataclasses.replace(inputs, demand=paced)
     plan = scale(planned_on, policy, now, state)
+    if plan.remove and inputs.demand.not_demand:
+        plan = kept_for_due(plan, inputs.demand, state, lead=config.policy.boot_time, now=now)
     declines = list(asks.declines)
     if inputs.asks is not None:
         plan, held = _named(plan, asks, inputs.orders)
@@ -524,9 +528,11 @@ def _with_scaling(
         else (plan, _NO_POOL)
     )
     wanted = plan.add
-    since = {a.node: a.since for a in asks.launch} if inputs.asks is not None else {}
+    asked = {a.node: a for a in asks.launch} if inputs.asks is not None else {}
+    since = {name: a.since for name, a in asked.items()}
+    waiting: list[Decline] = []
     if plan.add:
-        plan, held_back = _backed_off(plan, inputs.backoff, groups, since, now)
+        plan, held_back, waiting = _backed_off(plan, inputs.backoff, groups, asked, now, lead=inputs.cloud.boot_timeout)
         declines += held_back
     budget = None
     if config.policy.budget is not None and inputs.spend is not None:
@@ -535,14 +541,58 @@ def _with_scaling(
             too_wide = len(planned_on.demand.not_demand) - len(inputs.demand.not_demand)
             budget = dataclasses.replace(budget, too_wide=too_wide)
         declines += [Decline(name, since[name], budget.reason) for name in budget.held if name in since]
-    return dataclasses.replace(base, scaling=plan, wanted=wanted, pool=pool, declines=tuple(declines), budget=budget)
+    return dataclasses.replace(
+        base,
+        scaling=plan,
+        wanted=wanted,
+        pool=pool,
+        declines=tuple(declines),
+        waiting=tuple(waiting),
+        budget=budget,
+    )
+
+
+def kept_for_due(plan: Plan, demand: DemandSplit, state: ClusterState, *, lead: float, now: float) -> Plan:
+    """``plan`` without the idle removals that jobs due within ``lead`` seconds need: a job the
+    scheduler holds until a known time (``NotDemand.until``: ``qsub -a``, Slurm's begin time)
+    that comes within a boot of now. Keeping a node that long costs at most a boot; removing
+    it and launching another for the job costs a boot and the job's wait. The nodes kept are
+    enough for the due jobs' slots, in the plan's order; the plan's reason says which and why."""
+    due = [nd for nd in demand.not_demand if nd.until is not None and nd.until <= now + lead]
+    if not due:
+        return plan
+    need = sum(nd.job.slots * max(1, nd.job.tasks) for nd in due)
+    kept: list[str] = []
+    removals: list[Removal] = []
+    for r in plan.remove:
+        if need <= 0:
+            removals.append(r)
+            continue
+        host, record = state.host(r.node), state.record(r.node)
+        slots = host.slots_total if host is not None and host.slots_total else None
+        need -= slots or (record.slots if record is not None and record.slots else 1)
+        kept.append(r.node)
+    if not kept:
+        return plan
+    soonest = min(due, key=lambda nd: nd.until or 0.0)
+    when = max(0.0, (soonest.until or now) - now)
+    jobs = ", ".join(str(nd.job.job_id) for nd in due[:5]) + (" ..." if len(due) > 5 else "")
+    why = (
+        f"kept {', '.join(kept)} idle: job(s) {jobs} may start within {minutes(when)} "
+        f"(not yet: {soonest.reason}), sooner than a new node boots"
+    )
+    return dataclasses.replace(plan, remove=tuple(removals), reason=f"{plan.reason}; {why}" if plan.reason else why)
 
 
 def _backed_off(
-    plan: Plan, backoffs: Backoffs, groups: NodeGroups, since: Mapping[str, float], now: float
-) -> tuple[Plan, list[Decline]]:
-    """``plan``'s launches cut by each node group's back-off, and the scheduler's asks for the
-    launches cut (``since``: when each named node was asked for) answered with why."""
+    plan: Plan, backoffs: Backoffs, groups: NodeGroups, asked: Mapping[str, Ask], now: float, *, lead: float
+) -> tuple[Plan, list[Decline], list[Decline]]:
+    """``plan``'s launches cut by each node group's back-off; the scheduler's asks for the
+    launches cut either given back with why, or, when the scheduler keeps waiting for them long
+    enough (``Ask.deadline``) for the back-off to end and a node to boot (``lead``) before it
+    gives up by itself, left open (the third list): launched when the back-off lets them. A
+    give-back makes the scheduler put the job back in line (Slurm holds a requeued job for a
+    while); an ask left open keeps its place."""
 
     def launch_group(name: str) -> str:
         g = plan.add_groups.get(name)
@@ -553,12 +603,19 @@ def _backed_off(
     wanted = Counter(launch_group(n) for n in plan.add_names)
     allowed = Counter(launch_group(n) for n in limited.add_names)
     declines: list[Decline] = []
+    waiting: list[Decline] = []
     for name in plan.add_names:
-        if name in launching or name not in since:
+        ask = asked.get(name)
+        if name in launching or ask is None:
             continue
         g = launch_group(name)
-        declines.append(Decline(name, since[name], held_why(backoffs.of(g), now, allowed[g], wanted[g])))
-    return limited, declines
+        backoff = backoffs.of(g)
+        why = held_why(backoff, now, allowed[g], wanted[g])
+        if ask.deadline is not None and now + backoff.waiting(now) + lead <= ask.deadline:
+            waiting.append(Decline(name, ask.since, f"{why}; the ask stays open until the back-off lets it launch"))
+        else:
+            declines.append(Decline(name, ask.since, why))
+    return limited, declines, waiting
 
 
 _NO_NOTICES = NoticePlan()

@@ -397,6 +397,8 @@ class Balancer:
             nodes = names[0] if len(names) == 1 else f"{len(names)} nodes ({names[0]} ... {names[-1]})"
             if not self._stop_before(f"give back {nodes}", result):
                 self.executor.submit(names, f"give back {nodes}", functools.partial(act.give_back_all, declines))
+        for d in plan.waiting:
+            log.info("%s: %s's ask left open: %s", d.node, self.scheduler.name, d.reason)
         for m in plan.moves:
             act.bind(m, result.outcomes)
 

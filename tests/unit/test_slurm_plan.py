@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from pathlib import Path
 
 from elb.core.askplan import plan_asks, release_retry_at
 from elb.core.backoff import Backoff, Backoffs, Cause
@@ -226,6 +228,54 @@ def test_a_backed_off_launch_is_given_back_with_why() -> None:
     assert d.node == "node001" and "launch backed off for 5 min more" in d.reason
 
 
+def test_a_backed_off_ask_slurm_waits_for_long_enough_stays_open_and_launches_when_it_ends() -> None:
+    """Given back, the job goes back in line (Slurm holds a requeued job 120 s more): an ask
+    whose deadline leaves room for the back-off and a boot (EC2's 600 s here) stays open."""
+    backoff = Backoffs(default=Backoff(1, NOW + 60, Cause.PROVISION, "node005: its slurmd did not register"))
+    ask = want("node001", deadline=NOW - 30 + 1800)
+    p = plan_pass(_inputs([ask], backoff=backoff), config(), Removes(), NOW)
+    assert p.scaling is not None and p.scaling.add == 0 and p.launches_held == 1
+    assert p.declines == ()
+    (w,) = p.waiting
+    assert w.node == "node001" and "stays open" in w.reason and "backed off for 60 s more" in w.reason
+    assert "wait node001: launch backed off" in "\n".join(p.describe())
+    later = plan_pass(_inputs([ask], backoff=backoff), config(), Removes(), NOW + 61)
+    assert later.scaling is not None and later.scaling.add_names == ("node001",) and later.waiting == ()
+
+
+def test_a_backed_off_ask_too_close_to_its_deadline_is_given_back() -> None:
+    backoff = Backoffs(default=Backoff(1, NOW + 60, Cause.PROVISION, "node005: its slurmd did not register"))
+    # The back-off's 60 s and a boot (600 s) end after Slurm gives up (asked 30 s ago, ResumeTimeout 600 s).
+    p = plan_pass(_inputs([want("node001", deadline=NOW - 30 + 600)], backoff=backoff), config(), Removes(), NOW)
+    assert p.waiting == ()
+    (d,) = p.declines
+    assert d.node == "node001" and "backed off" in d.reason
+    # No deadline known (ResumeTimeout unread): given back, as before.
+    p = plan_pass(_inputs([want("node001")], backoff=backoff), config(), Removes(), NOW)
+    assert p.waiting == () and [d.node for d in p.declines] == ["node001"]
+
+
+def test_the_asks_slurm_still_wants_carry_its_deadline() -> None:
+    kept, _, _ = asks_now(
+        [want("node001", NOW - 30)],
+        read(snode("node001", "idle", "powering_up")),
+        [],
+        resume_timeout=600,
+        partition_groups={},
+        now=NOW,
+    )
+    assert [a.deadline for a in kept] == [NOW - 30 + 600]
+    kept, _, _ = asks_now(
+        [want("node001", NOW - 30)],
+        read(snode("node001", "idle", "powering_up")),
+        [],
+        resume_timeout=None,
+        partition_groups={},
+        now=NOW,
+    )
+    assert [a.deadline for a in kept] == [None]
+
+
 def test_paused_every_ask_is_given_back_and_the_scheduler_s_releases_still_go() -> None:
     asks = [want("node002"), Ask("node001", AskKind.RELEASE, NOW)]
     orders = Orders(paused_since=NOW - 10, pause_reason="maintenance", kept=frozenset({"node001"}))
@@ -255,3 +305,55 @@ def test_the_neutral_snapshot_counts_array_tasks_and_holds_jobs_that_are_not_dem
     )
     assert [(j.job_id, j.state, j.phase, j.tasks) for j in snap.pending] == [(8, "PENDING", JobPhase.WAITING, 3)]
     assert [h.name for h in snap.hosts] == ["node001"]  # a powered-down node is no host
+
+
+def test_a_job_slurm_holds_for_its_begin_time_is_not_yet_demand_until_then(tmp_path: Path) -> None:
+    """A requeued job (a node given back or lost) waits for its begin time: elb reads when."""
+    from dataclasses import replace
+
+    from elb.schedulers.slurm.driver import Slurm
+    from elb.service.journal import Journal
+    from tests.unit.slurm_fakes import FakeSlurm
+
+    cfg = parse_config(
+        {
+            "scheduler": "slurm",
+            "state_dir": str(tmp_path / "state"),
+            "slurm": {"requests": str(tmp_path / "requests")},
+            "cloud": {"provider": "local"},
+        }
+    )
+    fake = FakeSlurm()
+    fake.jobs = [
+        replace(sjob("5", "PENDING", reason="BeginTime"), started=NOW + 40),
+        sjob("6", "PENDING", reason="Dependency"),
+    ]
+    driver = Slurm(cfg, Journal(cfg.journal_path), fake)
+    read = driver.read((), NOW)
+    split = {nd.job.job_id: nd for nd in driver.demand(read, (), 2).not_demand}
+    assert split[5].until == NOW + 40 and not split[5].held and "BeginTime" in split[5].reason
+    assert split[6].until is None and split[6].held
+
+
+def test_an_idle_node_is_kept_for_a_job_due_within_a_boot_and_removed_otherwise() -> None:
+    """Slurm would start the requeued job on the idle node at its begin time: removing the node
+    a second before means a launch and a boot for it."""
+    from elb.core.demand import NotDemand
+    from elb.core.model import Job
+
+    job = Job(5, "j", "u", "PENDING", JobPhase.HELD, 2)
+    records = [record("node001")]
+
+    def removing(due_in: float) -> PassInputs:
+        inputs = _inputs([], records)
+        demand = DemandSplit(inputs.snapshot, (NotDemand(job, "Slurm holds it: BeginTime", until=NOW + due_in),))
+        return dataclasses.replace(inputs, demand=demand)
+
+    cfg = config(boot_time=120)
+    p = plan_pass(removing(40), cfg, Removes("node001"), NOW)
+    assert p.scaling is not None and p.scaling.remove == ()
+    assert "kept node001 idle: job(s) 5 may start within 40 s" in p.scaling.reason
+    p = plan_pass(removing(-3), cfg, Removes("node001"), NOW)  # due, not yet started by Slurm
+    assert p.scaling is not None and p.scaling.remove == ()
+    p = plan_pass(removing(600), cfg, Removes("node001"), NOW)
+    assert p.scaling is not None and [r.node for r in p.scaling.remove] == ["node001"]

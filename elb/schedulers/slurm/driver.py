@@ -47,7 +47,7 @@ from elb.core.scheduler import Ask, AskKind, DrainCheck, Dropped, Peek, Requeued
 from elb.schedulers.slurm import conf as slurm_conf
 from elb.schedulers.slurm import requests as slurm_requests
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
-from elb.schedulers.slurm.parse import SlurmNode, compress, not_demand_reason
+from elb.schedulers.slurm.parse import SlurmJob, SlurmNode, compress, not_demand_reason
 from elb.schedulers.slurm.requests import RequestKind
 from elb.schedulers.slurm.usage import read_slurm
 from elb.schedulers.slurm.view import JobsMemo, jobs_of, node_up, snapshot
@@ -90,7 +90,8 @@ def asks_now(
             dropped.append(Dropped(a, f"Slurm does not know node {a.node}"))
             continue
         group = partition_groups.get(sn.partitions[0]) if sn.partitions else None
-        ask = Ask(a.node, a.kind, a.since, a.detail, group, a.attempts, a.retry_at)
+        deadline = a.since + resume_timeout if resume_timeout is not None and a.kind is AskKind.WANT else None
+        ask = Ask(a.node, a.kind, a.since, a.detail, group, a.attempts, a.retry_at, deadline)
         why = _why_dropped(ask, sn, read, alive=a.node in alive, resume_timeout=resume_timeout, now=now)
         if why is None:
             kept.append(ask)
@@ -251,25 +252,28 @@ class Slurm:
             return DemandSplit(snap)
         # Each pending job's reason by its number (the last entry's): the neutral jobs the last
         # read's squeue lines made carry the number (``JobsMemo``), read without splitting ids.
-        reasons: dict[int, str] = {}
+        reasons: dict[int, SlurmJob] = {}
         if self._last is not None:
             made = self._jobs_memo.made
             for sj in self._last.jobs:
                 if sj.state == "PENDING":
                     found = made.get(id(sj))
                     if found is not None and found[0] is sj and found[1][0].job_id:  # 0: not a number
-                        reasons[found[1][0].job_id] = sj.reason
+                        reasons[found[1][0].job_id] = sj
                     else:
-                        reasons[int(sj.job_id.split("_", 1)[0])] = sj.reason
+                        reasons[int(sj.job_id.split("_", 1)[0])] = sj
         # The same job held for the same reason as at the pass before: the same NotDemand.
         before: dict[int, NotDemand] = self._held
         kept: dict[int, NotDemand] = {}
         out: list[NotDemand] = []
         for job in held:
-            reason = not_demand_reason(reasons.get(job.job_id, "")) or "held by Slurm"
+            sj: SlurmJob | None = reasons.get(job.job_id)
+            reason = not_demand_reason(sj.reason if sj is not None else "") or "held by Slurm"
+            # Held for its begin time only: not yet demand, until then (a requeued job's hold too).
+            until = sj.started if sj is not None and sj.reason == "BeginTime" else None
             told = before.get(id(job))
-            if told is None or told.job is not job or told.reason != reason:
-                told = NotDemand(job, reason, held=True)
+            if told is None or told.job is not job or told.reason != reason or told.until != until:
+                told = NotDemand(job, reason, until=until, held=until is None)
             kept[id(job)] = told
             out.append(told)
         self._held = kept
