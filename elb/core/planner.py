@@ -95,7 +95,9 @@ def held_why(backoff: Backoff, now: float, allowed: int, wanted: int, *, group: 
     """Why the back-off lets ``allowed`` of ``wanted`` launches (of node group ``group``, named
     when there are several) start at ``now``."""
     of = f" of group {group}" if group is not None else ""
-    if allowed == 0:
+    if allowed == 0 and backoff.probing and backoff.waiting(now) <= 0:
+        why = f"launch{of} waits for the probe on its way"
+    elif allowed == 0:
         why = f"launch{of} backed off for {minutes(backoff.waiting(now))} more"
     else:
         why = f"launching {allowed} of {wanted}{of} (a probe)"

@@ -327,12 +327,14 @@ def test_a_job_slurm_holds_for_its_begin_time_is_not_yet_demand_until_then(tmp_p
     fake.jobs = [
         replace(sjob("5", "PENDING", reason="BeginTime"), started=NOW + 40),
         sjob("6", "PENDING", reason="Dependency"),
+        sjob("7", "PENDING", reason="BeginTime"),  # its begin time passed: squeue shows N/A
     ]
     driver = Slurm(cfg, Journal(cfg.journal_path), fake)
     read = driver.read((), NOW)
     split = {nd.job.job_id: nd for nd in driver.demand(read, (), 2).not_demand}
     assert split[5].until == NOW + 40 and not split[5].held and "BeginTime" in split[5].reason
     assert split[6].until is None and split[6].held
+    assert split[7].until == NOW and not split[7].held
 
 
 def test_an_idle_node_is_kept_for_a_job_due_within_a_boot_and_removed_otherwise() -> None:
@@ -357,3 +359,11 @@ def test_an_idle_node_is_kept_for_a_job_due_within_a_boot_and_removed_otherwise(
     assert p.scaling is not None and p.scaling.remove == ()
     p = plan_pass(removing(600), cfg, Removes("node001"), NOW)
     assert p.scaling is not None and [r.node for r in p.scaling.remove] == ["node001"]
+
+
+def test_an_ask_waiting_for_the_probe_says_so() -> None:
+    probing = Backoff(1, NOW - 5, Cause.PROVISION, "node005: its slurmd did not register", probing=True)
+    ask = want("node002", deadline=NOW + 1800)
+    p = plan_pass(_inputs([ask], backoff=Backoffs(default=probing)), config(), Removes(), NOW)
+    (w,) = p.waiting
+    assert w.reason.startswith("launch waits for the probe on its way after 1 failed launch round(s)")

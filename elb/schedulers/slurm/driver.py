@@ -267,10 +267,12 @@ class Slurm:
         kept: dict[int, NotDemand] = {}
         out: list[NotDemand] = []
         for job in held:
-            sj: SlurmJob | None = reasons.get(job.job_id)
-            reason = not_demand_reason(sj.reason if sj is not None else "") or "held by Slurm"
-            # Held for its begin time only: not yet demand, until then (a requeued job's hold too).
-            until = sj.started if sj is not None and sj.reason == "BeginTime" else None
+            line: SlurmJob | None = reasons.get(job.job_id)
+            reason = not_demand_reason(line.reason if line is not None else "") or "held by Slurm"
+            # Held for its begin time only: not yet demand, until then (a requeued job's hold too);
+            # a begin time squeue no longer shows (N/A) has passed: the job is due at Slurm's next
+            # scheduling cycle.
+            until = (line.started or snap.now) if line is not None and line.reason == "BeginTime" else None
             told = before.get(id(job))
             if told is None or told.job is not job or told.reason != reason or told.until != until:
                 told = NotDemand(job, reason, until=until, held=until is None)
