@@ -69,9 +69,6 @@ class CloudSettings:
 
     name: str  # the cloud in messages ("EC2")
     boot_timeout: float  # seconds from a launch to a node that runs and answers, at most
-    # Spot interruptions a job may suffer before it is bound to on-demand nodes
-    # (``elb.core.interruptions``); a cloud that interrupts no node leaves the default.
-    interruptions_allowed: int = 1
 
 
 @dataclass(frozen=True, slots=True)

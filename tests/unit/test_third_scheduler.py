@@ -12,6 +12,7 @@ The module is what a driver's module provides (``elb.core.drivers.SchedulerModul
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,11 +28,10 @@ from elb.core.config import Config, ConfigError, load_config, parse_config
 from elb.core.demand import DemandSplit
 from elb.core.drivers import InitDraft
 from elb.core.exitcodes import Exit
-from elb.core.groups import NodeGroups
 from elb.core.interfaces import HostResult, JobProcesses, NodeBoot, NodeSpec, Outcome, Witness
 from elb.core.model import NO_FLAGS, Host, Job, JobPhase, Node, NodeState, QueueFlags, QueueInstance, Snapshot
 from elb.core.registry import SCHEDULERS, register_scheduler
-from elb.core.scheduler import DrainCheck, Requeued, SchedulerError, SchedulerRead
+from elb.core.scheduler import BindsOnDemand, DrainCheck, Requeued, SchedulerError, SchedulerRead
 from elb.service import factory
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
@@ -148,8 +148,7 @@ class MemQ:
     def requeue(self, host: str) -> Requeued:
         return Requeued()
 
-    def bind_on_demand(self, job: int, requests: Mapping[str, str], groups: NodeGroups) -> None:
-        raise SchedulerError("memq cannot bind a job to on-demand nodes")
+    # No bind_on_demand: memq lacks that optional capability (``elb.core.scheduler.BindsOnDemand``).
 
 
 # -------------------------------------------------- what elb.core.drivers.SchedulerModule asks
@@ -304,6 +303,35 @@ def test_the_registered_scheduler_runs_the_whole_pass(
         assert prov.probes == [removed]  # each ran a job: asked itself before it went
         assert not set(removed) & set(QUEUE.hosts)
         assert {i.name for i in cloud.list_workers()} == set(QUEUE.hosts)
+    finally:
+        journal.close()
+
+
+def test_a_driver_that_cannot_bind_leaves_a_job_interrupted_too_often_as_it_is_said_once(
+    memq: tuple[Path, FakeCloud, QueueProvisioner], caplog: pytest.LogCaptureFixture
+) -> None:
+    """``BindsOnDemand`` is optional: without it, a job spot interruptions sent back more often
+    than ``policy.spot_interruptions_allowed`` waits as it is, named once in a warning."""
+    path, cloud, prov = memq
+    cfg = load_config(path)
+    journal = Journal(cfg.journal_path)
+    driver = factory.make_scheduler(cfg, journal)
+    assert not isinstance(driver, BindsOnDemand)
+    for t in range(3):  # three interruptions requeued job 7: one more than allowed (2)
+        journal.count_interruptions([7], NOW - 300 + t)
+    QUEUE.submit(7)
+    bal = Balancer(cfg, scheduler=driver, journal=journal, cloud=cloud, provisioner=prov, clock=Clock(NOW))
+    try:
+        with caplog.at_level(logging.WARNING, logger="elb"):
+            assert bal.run_pass().ok
+            assert bal.run_pass().ok
+        said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("job 7:")]
+        assert said == [
+            "job 7: requeued by 3 spot interruptions (more than 2); MemQ cannot bind a job to on-demand nodes: "
+            "it may land on spot again"
+        ]
+        assert bal.counters.moved_on_demand == 0
+        assert journal.count_interruptions([7], NOW + 1) == [(7, 4, True)]  # marked: not said again
     finally:
         journal.close()
 

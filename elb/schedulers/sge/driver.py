@@ -29,6 +29,7 @@ from elb.core.scheduler import DrainCheck, Peek, Requeued, SchedulerError, Sched
 from elb.schedulers.sge.commands import Rescheduled, SgeCommands, WholeReader, read_whole
 from elb.schedulers.sge.demand import Placements
 from elb.schedulers.sge.errors import SgeError, SgeTimeoutError, hint
+from elb.schedulers.sge.ondemand import NO_REQUEST, on_demand_request, with_request
 from elb.schedulers.sge.readcheck import expected_hosts, running_jobs
 from elb.schedulers.sge.servable import SiteCache, SiteReader, demand_of
 from elb.schedulers.sge.starttimes import StartTimeReader, StartTimes
@@ -189,11 +190,15 @@ class GridEngine:
         done = _sge(lambda: self.sge.reschedule_host(host))
         return Requeued(tuple(done.pushed), tuple(done.not_restartable))
 
-    def bind_on_demand(self, job: int, requests: Mapping[str, str], groups: NodeGroups) -> None:
-        """``qalter -l``: the job's hard requests with one only on-demand groups offer."""
-        if not requests:
-            raise SchedulerError("no on-demand node group offers a complex value that no spot group offers")
-        _sge(lambda: self.sge.set_hard_requests(job, requests))
+    def bind_on_demand(self, job: int, hard_requests: Mapping[str, str], groups: NodeGroups) -> str:
+        """``qalter -l``: the job's hard requests with one only on-demand groups offer
+        (``elb.schedulers.sge.ondemand``)."""
+        request = on_demand_request(groups)
+        if request is None:
+            raise SchedulerError(NO_REQUEST)
+        _sge(lambda: self.sge.set_hard_requests(job, with_request(hard_requests, request)))
+        name, value = request
+        return f"it now requests {name}={value}, which only on-demand nodes offer"
 
 
 T = TypeVar("T")

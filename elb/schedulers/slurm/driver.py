@@ -438,13 +438,15 @@ class Slurm:
                 pushed.append(job.job_id.replace("_", "."))
         return Requeued(tuple(pushed), tuple(refused))
 
-    def bind_on_demand(self, job: int, requests: Mapping[str, str], groups: NodeGroups) -> None:
-        """Move the job to the partitions of the on-demand groups (``slurm.partition_groups``)."""
+    def bind_on_demand(self, job: int, hard_requests: Mapping[str, str], groups: NodeGroups) -> str:
+        """Move the job to the partitions of the on-demand groups (``slurm.partition_groups``):
+        the partition list is the binding, ``hard_requests`` is not used."""
         on_demand = {g.name for g in groups.groups if g.market == "on-demand"}
         partitions = sorted(p for p, g in self.config.slurm.partition_groups.items() if g in on_demand)
         if not partitions:
             raise SchedulerError("no partition of an on-demand node group (slurm.partition_groups)")
         self._scontrol(lambda: self.slurm.set_partitions(job, partitions))
+        return f"it now runs only in {', '.join(partitions)}, the partitions of the on-demand node groups"
 
     @staticmethod
     def _scontrol(call: Callable[[], None]) -> None:
