@@ -13,7 +13,11 @@ source with ``ast``: every import counts, at the top, inside a function or under
 - nothing in ``elb`` imports ``elbdev`` (the development package, not in the wheel), not even by
   name (``importlib``);
 - no two modules import each other, directly or through others (imports under ``TYPE_CHECKING``
-  count too: a module that needs another's types for its annotations does not also serve it).
+  count too: a module that needs another's types for its annotations does not also serve it);
+- ``elb.core``'s code names no scheduler, no scheduler's command and no cloud (its strings other
+  than docstrings, its names and attributes), except where it names them by design: each one's
+  config section (``elb.core.config``) and the registry of names; the spot interruptions' path
+  (``interruptions``, ``noticeplan``) does not even in its docs.
 
 The standard library's ``ast`` rather than grimp: who imports whom among our own files is a
 walk over their imports, and the test then needs no extra package in either virtualenv.
@@ -157,6 +161,66 @@ def test_no_import_cycles() -> None:
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]
+
+
+# A scheduler, a scheduler's command or a cloud, by name (``slurm`` in lower case is also a
+# policy's name, ``policy.name: slurm``, and is left out).
+NAMING = re.compile(
+    r"\b(SGE|sge|Grid Engine|qstat|qmod|qalter|qconf|qhost|qsub"
+    r"|Slurm|scontrol|squeue|sinfo|sbatch|EC2|ec2|AWS|aws|boto3)\b"
+)
+NAMES_THEM = ("elb.core.config", "elb.core.registry")  # each one's config section; the names
+NEUTRAL_DOCS = ("elb.core.interruptions", "elb.core.noticeplan")
+
+
+def code_words(source: str) -> Iterator[tuple[int, str]]:
+    """The words of a module's code, with their lines: its strings other than docstrings, the
+    names it defines and uses, attributes and arguments (comments are not code)."""
+    tree = ast.parse(source)
+    docs = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            yield node.lineno, node.value
+        elif isinstance(node, ast.Name):
+            yield node.lineno, node.id
+        elif isinstance(node, ast.Attribute):
+            yield node.lineno, node.attr
+        elif isinstance(node, ast.arg):
+            yield node.lineno, node.arg
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield node.lineno, node.name
+
+
+def test_the_cores_code_names_no_scheduler_and_no_cloud() -> None:
+    named = [
+        f"{m}:{line}: {word!r}"
+        for m, path in modules().items()
+        if within(m, "elb.core") and m not in NAMES_THEM
+        for line, word in code_words(path.read_text(encoding="utf-8"))
+        if NAMING.search(word)
+    ]
+    assert named == []
+
+
+def test_the_word_finder_finds_names_in_code_and_not_in_docstrings() -> None:
+    source = (
+        '"""Grid Engine."""\n\ndef f(sge: int) -> str:\n    """qalter -l."""\n    return cfg.cloud.ec2 or "qmod -rq"\n'
+    )
+    found = [(line, word) for line, word in code_words(source) if NAMING.search(word)]
+    assert sorted(found) == [(3, "sge"), (5, "ec2"), (5, "qmod -rq")]
+
+
+@pytest.mark.parametrize("module", NEUTRAL_DOCS)
+def test_the_spot_interruptions_path_names_no_scheduler_and_no_cloud_even_in_its_docs(module: str) -> None:
+    text = modules()[module].read_text(encoding="utf-8")
+    assert sorted({m.group(0) for m in NAMING.finditer(text)}) == []
 
 
 def test_nothing_but_the_entry_points_at_elbs_top_level() -> None:
