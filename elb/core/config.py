@@ -147,6 +147,18 @@ class SgeConfig(_Strict):
     queue: QueueName = "all.q"
     hostgroup: HostgroupName = "@allhosts"
 
+    def role_vars(self) -> dict[str, object]:
+        """These settings under the variable names of Grid Engine's roles (``sge_exec``,
+        ``sge_decommission``: roles/*/defaults). (With a non-default root or cell, also set
+        ``nfs_server_exports`` and ``nfs_client_mounts`` in ``provision.extra_vars``.)"""
+        out: dict[str, object] = {}
+        for role in ("sge_exec", "sge_decommission"):
+            out[f"{role}_root"] = str(self.root)
+            out[f"{role}_cell"] = self.cell
+            out[f"{role}_queue"] = self.queue
+            out[f"{role}_hostgroup"] = self.hostgroup
+        return out
+
 
 class SlurmConfig(_Strict):
     """Where elb finds Slurm (``scheduler: slurm``; docs/slurm.md)."""

@@ -21,7 +21,7 @@ from elb.core.attribution import JobUse
 from elb.core.checks import Check
 from elb.core.config import Config, SgeConfig
 from elb.core.demand import DemandSplit
-from elb.core.drivers import InitDraft
+from elb.core.drivers import InitDraft, NodePlays
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
 from elb.core.model import Job, Node, Snapshot
@@ -41,6 +41,8 @@ log = logging.getLogger("elb.schedulers.sge")
 ADD_PLAYBOOK = "add_node.yml"
 REMOVE_PLAYBOOK = "remove_node.yml"
 ADMIT_PLAYBOOK = "admit_nodes.yml"  # the master's part for nodes that configure themselves at boot
+BOOT_PLAYBOOK = "node_boot.yml"  # what a node that configures itself at boot runs on itself
+BOOT_VARS = ("sge_exec_",)  # the variables of its own role there (sge_exec), in its boot document
 UP_POLL = 2.0  # seconds between the qhost reads that wait for nodes configuring themselves
 
 
@@ -211,6 +213,12 @@ def _sge(call: Callable[[], T]) -> T:
         return call()
     except SgeError as err:
         raise SchedulerError(str(err), transient=err.transient) from err
+
+
+def node_plays(cfg: Config) -> NodePlays:
+    """What Grid Engine's nodes need from the provisioner: ``sge``'s settings for its roles, its
+    node's boot playbook and its role's variables there."""
+    return NodePlays(variables=cfg.sge.role_vars(), boot_playbook=BOOT_PLAYBOOK, boot_vars=BOOT_VARS)
 
 
 def command_timeout(cfg: Config) -> tuple[float, str]:

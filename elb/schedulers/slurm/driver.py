@@ -39,7 +39,7 @@ from elb.core.attribution import JobUse
 from elb.core.checks import Check
 from elb.core.config import Config, SlurmConfig, parse_config
 from elb.core.demand import DemandSplit, NotDemand
-from elb.core.drivers import InitDraft, cloud_settings
+from elb.core.drivers import InitDraft, NodePlays, cloud_settings
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
 from elb.core.model import JobPhase, Node, NodeState
@@ -61,6 +61,10 @@ _REASON_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 # How long the programs wait for the daemon to take their requests before they fail, in polls
 # (never less than a minute).
 HEARTBEAT_POLLS = 3
+# The variables of its own roles that a node's boot document carries (slurm_node_boot.yml runs
+# slurm_node and munge). Of munge's only the path of the node's key: the key itself reaches the
+# node over SSH from the master (slurm_admit_nodes.yml), never through the boot document.
+BOOT_VARS = ("slurm_node_", "munge_key_path")
 
 
 def slurm_reason(text: str) -> str:
@@ -454,6 +458,13 @@ class Slurm:
             call()
         except SlurmError as err:
             raise SchedulerError(str(err), transient=err.transient) from err
+
+
+def node_plays(cfg: Config) -> NodePlays:
+    """What Slurm's nodes need from the provisioner: ``slurm.boot_playbook`` and its roles'
+    variables there; its plays get Grid Engine's role variables (``sge``) as well, which none
+    of them reads."""
+    return NodePlays(variables=cfg.sge.role_vars(), boot_playbook=cfg.slurm.boot_playbook, boot_vars=BOOT_VARS)
 
 
 def command_timeout(cfg: Config) -> tuple[float, str]:
