@@ -109,6 +109,10 @@ class PolicyConfig(_Strict):
     # At most this much money a day, week or month: launches are paced to it (elb.core.budget; needs
     # node_groups with a price_per_hour). None: no budget.
     budget: Budget | None = None
+    # A job requeued by more spot interruptions than this is bound to on-demand nodes, so that it
+    # next runs on one (elb.core.interruptions; how: the scheduler's driver). Also read from
+    # cloud.ec2.spot_interruptions_allowed, its older name (Config._interruptions_alias).
+    spot_interruptions_allowed: AtLeastOne = 2
 
     @model_validator(mode="after")
     def _check(self) -> PolicyConfig:
@@ -142,6 +146,18 @@ class SgeConfig(_Strict):
     timeout: PositiveSeconds = 30.0
     queue: QueueName = "all.q"
     hostgroup: HostgroupName = "@allhosts"
+
+    def role_vars(self) -> dict[str, object]:
+        """These settings under the variable names of Grid Engine's roles (``sge_exec``,
+        ``sge_decommission``: roles/*/defaults). (With a non-default root or cell, also set
+        ``nfs_server_exports`` and ``nfs_client_mounts`` in ``provision.extra_vars``.)"""
+        out: dict[str, object] = {}
+        for role in ("sge_exec", "sge_decommission"):
+            out[f"{role}_root"] = str(self.root)
+            out[f"{role}_cell"] = self.cell
+            out[f"{role}_queue"] = self.queue
+            out[f"{role}_hostgroup"] = self.hostgroup
+        return out
 
 
 class SlurmConfig(_Strict):
@@ -196,9 +212,9 @@ class Ec2Config(_Strict):
     # Read EC2's notices about workers (spot interruptions, scheduled changes) each pass from the
     # queue `elb ec2-events setup` makes (elb-<cluster.name>-notices).
     notices: StrictBool = False
-    # A job requeued by more spot interruptions than this is bound to the on-demand groups'
-    # queues (qalter -q), so that it next runs on an on-demand node (elb.core.interruptions).
-    spot_interruptions_allowed: AtLeastOne = 2
+    # The older name of policy.spot_interruptions_allowed, still read (Config._interruptions_alias
+    # sets the policy's from it); None: not given here.
+    spot_interruptions_allowed: AtLeastOne | None = None
 
     @field_validator("instance_types", "subnets", "security_groups")
     @classmethod
@@ -440,6 +456,23 @@ class Config(_Strict):
         if isinstance(provision, dict) and "private_data_dir" not in provision:
             return {**data, "provision": {**provision, "private_data_dir": str(under)}}
         return data
+
+    @model_validator(mode="after")
+    def _interruptions_alias(self) -> Config:
+        """``cloud.ec2.spot_interruptions_allowed``, the setting's older name, is
+        ``policy.spot_interruptions_allowed``: given there, the policy takes it (both given: the
+        same number, else an error)."""
+        old = self.cloud.ec2.spot_interruptions_allowed
+        if old is None:
+            return self
+        given = self.policy.spot_interruptions_allowed
+        if "spot_interruptions_allowed" in self.policy.model_fields_set and given != old:
+            raise ValueError(
+                f"policy.spot_interruptions_allowed: {given} differs from cloud.ec2.spot_interruptions_allowed "
+                f"({old}), its older name; set it once, under policy"
+            )
+        policy = self.policy.model_copy(update={"spot_interruptions_allowed": old})
+        return self.model_copy(update={"policy": policy})
 
     @model_validator(mode="after")
     def _spot_is_not_stopped(self) -> Config:

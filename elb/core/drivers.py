@@ -1,12 +1,12 @@
 """What the module of a scheduler driver and of a cloud adapter provides (``SchedulerModule``,
-``CloudModule``), and the module serving a name of ``elb.core.registry``, imported when first
-asked for."""
+``CloudModule``), what a scheduler's nodes need from the provisioner (``NodePlays``), and the
+module serving a name of ``elb.core.registry``, imported when first asked for."""
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -31,8 +31,30 @@ class InitDraft:
     after: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class NodePlays:
+    """What a scheduler's nodes need from the provisioner, declared by its module's optional
+    ``node_plays(cfg)`` (``node_plays`` below); the defaults are what a scheduler whose module
+    declares nothing gets.
+
+    - ``variables``: its settings under its roles' variable names, given to every play as vars of
+      ``all`` (above the roles' defaults, below ``provision.extra_vars``); default: none;
+    - ``boot_playbook``: what its node runs on itself at its first boot (``provision.mode: boot``),
+      a file of the playbook directory; default None: it ships none, and a node's boot runs
+      ``provision.boot.playbook`` (without it, no boot can be made);
+    - ``boot_vars``: the beginnings of the names of its own roles' variables, which a node's boot
+      document carries besides those of the roles every node runs (``elb.provision.boot``);
+      default: none.
+    """
+
+    variables: Mapping[str, object] = field(default_factory=dict)
+    boot_playbook: str | None = None
+    boot_vars: tuple[str, ...] = ()
+
+
 class SchedulerModule(Protocol):
-    """What the module of a scheduler driver provides."""
+    """What the module of a scheduler driver provides; optionally also ``node_plays(cfg)``, a
+    ``NodePlays`` (without it, ``NodePlays()``)."""
 
     TITLE: str  # its name in ``elb init``'s sentences ("Grid Engine")
 
@@ -93,6 +115,13 @@ class CloudModule(Protocol):
 def scheduler_module(name: str) -> SchedulerModule:
     """The module of the scheduler named ``name`` (``ValueError`` for an unknown name)."""
     return cast("SchedulerModule", importlib.import_module(SCHEDULERS[known(SCHEDULERS, name, "scheduler")]))
+
+
+def node_plays(cfg: Config) -> NodePlays:
+    """What the configured scheduler's nodes need from the provisioner: its module's
+    ``node_plays(cfg)``, or ``NodePlays()`` when it declares none."""
+    declared = getattr(scheduler_module(cfg.scheduler), "node_plays", None)
+    return NodePlays() if declared is None else cast("NodePlays", declared(cfg))
 
 
 def cloud_module(name: str) -> CloudModule:

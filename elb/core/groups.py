@@ -4,7 +4,8 @@ A ``NodeGroup`` says which cluster queues and host group its nodes join, how man
 has, the complex values set on each of its exec hosts (``offers``: ``h_vmem``, ``gpu``, ``arch``,
 ...), the parallel environments its queues serve, how it is launched (instance types or a
 launch template, on-demand or spot) and its size limits. ``NodeGroups`` is the ordered list with
-a cap on all of them together. Which group a waiting job goes to is decided in ``elb.schedulers.sge.demand``.
+a cap on all of them together. Which group a waiting job goes to is the scheduler's driver's
+to say (Grid Engine's demand model, ``elb.schedulers.sge.demand``; Slurm: its partition's group).
 
 Nothing here does I/O.
 """

@@ -69,9 +69,6 @@ class CloudSettings:
 
     name: str  # the cloud in messages ("EC2")
     boot_timeout: float  # seconds from a launch to a node that runs and answers, at most
-    # Spot interruptions a job may suffer before it is bound to on-demand nodes
-    # (``elb.core.interruptions``); a cloud that interrupts no node leaves the default.
-    interruptions_allowed: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,9 +237,9 @@ class Provisioner(Protocol):
 class NoticeKind(enum.StrEnum):
     INTERRUPTION = "spot-interruption"  # taken back in about two minutes
     REBALANCE = "rebalance"  # interruption risk went up
-    SCHEDULED = "scheduled-change"  # AWS Health: retirement, maintenance
+    SCHEDULED = "scheduled-change"  # a retirement or maintenance the cloud scheduled
     STATE = "state-change"  # the instance is stopping, shutting down, terminated, ...
-    IMPAIRED = "status-check-failed"  # EC2's instance or system status check reports it impaired
+    IMPAIRED = "status-check-failed"  # the cloud's status checks of the instance report it impaired
 
     @property
     def doomed(self) -> bool:
@@ -262,7 +259,7 @@ class Notice:
     kind: NoticeKind
     instance_id: str
     time: float  # POSIX seconds of the event
-    detail: str  # one line for the log: what AWS said
+    detail: str  # one line for the log: what the cloud said
 
     def describe(self) -> str:
         return f"{self.kind.value} for {self.instance_id}: {self.detail}"

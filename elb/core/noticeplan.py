@@ -7,8 +7,9 @@
   into a warm pool; a spot interruption also requeues its rerunnable jobs at once (two minutes'
   warning). A notice about an instance whose node is gone (terminated already) is logged and
   counted too; one about an instance elb never had is logged only.
-- ``plan_moves``: a job requeued by more spot interruptions than allowed, waiting again, is bound
-  to on-demand nodes (``elb.core.interruptions``), once.
+- ``plan_moves``: a job requeued by more spot interruptions than allowed
+  (``policy.spot_interruptions_allowed``), waiting again, is bound to on-demand nodes
+  (``elb.core.interruptions``), once.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from elb.core.groups import NodeGroups
 from elb.core.interfaces import Instance, Notice, NoticeKind
 from elb.core.interruptions import Move, moves
 from elb.core.model import Node, Snapshot
@@ -34,7 +34,7 @@ class Retire:
     node: str
     kind: NoticeKind
     reason: str
-    cloud: str  # the cloud that sent the notice, in messages ("EC2")
+    cloud: str  # the cloud that sent the notice, in messages (``CloudSettings.name``)
     requeue: bool = False
     order: bool = True
     moves: tuple[Move, ...] = ()
@@ -56,15 +56,13 @@ def plan_notices(
     snapshot: Snapshot,
     interrupted: Sequence[tuple[int, int, bool]] = (),
     allowed: int = 1,
-    groups: NodeGroups | None = None,
     cloud: str,
 ) -> NoticePlan:
     """What each notice means for elb's nodes (see the module's description). A spot
     interruption seen again (the queue delivers at least once) requeues again, and orders
-    nothing more. ``interrupted``, ``allowed`` and ``groups``: the journal's interruption counts,
-    the spot interruptions a job may suffer (``CloudSettings.interruptions_allowed``) and the node
-    groups, for the jobs this interruption sends back once too often (``moves``); ``cloud``: its
-    name, in messages."""
+    nothing more. ``interrupted`` and ``allowed``: the journal's interruption counts and the spot
+    interruptions a job may suffer (``policy.spot_interruptions_allowed``), for the jobs this
+    interruption sends back once too often (``moves``); ``cloud``: its name, in messages."""
     if not notices:
         return NoticePlan()
     by_id = {i.instance_id: i.name for i in instances}
@@ -89,7 +87,7 @@ def plan_notices(
         elif not n.kind.retire:
             notes.append(f"{name}: {cloud} notice: {n.describe()}")
         elif n.kind is NoticeKind.INTERRUPTION:
-            bound = _bound_once_too_often(name, snapshot, interrupted, allowed, groups)
+            bound = _bound_once_too_often(name, snapshot, interrupted, allowed)
             retire[name] = Retire(name, n.kind, n.describe(), cloud, requeue=True, order=cause is None, moves=bound)
         elif cause is not None and cause[0] == n.kind.value:
             notes.append(f"{name}: {cloud} notice seen again, its removal is under way: {n.describe()}")
@@ -103,30 +101,24 @@ def _bound_once_too_often(
     snapshot: Snapshot,
     interrupted: Sequence[tuple[int, int, bool]],
     allowed: int,
-    groups: NodeGroups | None,
 ) -> tuple[Move, ...]:
     """The jobs running on ``node`` that one more interruption sends back more than ``allowed``
     times, each bound to on-demand nodes (``elb.core.interruptions.moves``)."""
-    if groups is None:
-        return ()
     counts = {job: (times, moved) for job, times, moved in interrupted}
     there = {j.job_id: j for j in snapshot.jobs if j.host == node}
     due = [(job, counts.get(job, (0, False))[0] + 1, counts.get(job, (0, False))[1]) for job in sorted(there)]
-    return tuple(moves(due, allowed, groups, {job: there[job].hard_requests for job in there}))
+    return tuple(moves(due, allowed, {job: there[job].hard_requests for job in there}))
 
 
-def plan_moves(
-    interrupted: Sequence[tuple[int, int, bool]], allowed: int, groups: NodeGroups, snapshot: Snapshot
-) -> tuple[Move, ...]:
+def plan_moves(interrupted: Sequence[tuple[int, int, bool]], allowed: int, snapshot: Snapshot) -> tuple[Move, ...]:
     """The jobs spot interruptions requeued more than ``allowed`` times that wait again and are
-    not bound to on-demand nodes yet, each with its hard requests and the on-demand one
-    (``elb.core.interruptions.moves``)."""
+    not bound to on-demand nodes yet, each with its hard requests (``elb.core.interruptions.moves``)."""
     if not interrupted:
         return ()
     waiting = {j.job_id: j for j in snapshot.jobs if j.is_pending}
     due = [(job, times, moved) for job, times, moved in interrupted if job in waiting]
     requests = {job: waiting[job].hard_requests for job, _, _ in due}
-    return tuple(moves(due, allowed, groups, requests))
+    return tuple(moves(due, allowed, requests))
 
 
 __all__: Sequence[str] = ("NoticePlan", "Retire", "plan_moves", "plan_notices")

@@ -435,9 +435,8 @@ def _regardless_of_scaling(
             inputs.orders,
             snapshot=inputs.snapshot,
             interrupted=inputs.interrupted,
-            allowed=inputs.cloud.interruptions_allowed,
+            allowed=config.policy.spot_interruptions_allowed,
             cloud=inputs.cloud.name,
-            groups=groups,
         )
         if inputs.notices
         else _NO_NOTICES
@@ -455,7 +454,7 @@ def _regardless_of_scaling(
         else (None, _NO_POOL)
     )
     moved = (
-        plan_moves(inputs.interrupted, inputs.cloud.interruptions_allowed, groups, inputs.snapshot)
+        plan_moves(inputs.interrupted, config.policy.spot_interruptions_allowed, inputs.snapshot)
         if inputs.interrupted
         else ()
     )

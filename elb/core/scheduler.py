@@ -14,11 +14,14 @@ and the factory names a scheduler.
   scheduler still lists it after its deregistration.
 - the **plays** that register and deregister a node, and the steps a node's bring-up takes in the
   scheduler around them (``prepare`` before the play, ``await_registered`` after it).
-- **requeue** the jobs of a host about to be taken back, **bind** a job to on-demand nodes, and
-  **release** nodes the scheduler asked for that elb will not bring up.
+- **requeue** the jobs of a host about to be taken back, and **release** nodes the scheduler
+  asked for that elb will not bring up.
 
-Optional: a driver that can **peek** (``PeeksDemand``) says cheaply, between passes, what waits
-(``Peek``); the daemon runs a pass at once when new waiting work shows (``elb.core.cadence``).
+Optional, each declared here with what the daemon does without it and asked for by
+``isinstance``: a driver that can **peek** (``PeeksDemand``) says cheaply, between passes, what
+waits (``Peek``); the daemon runs a pass at once when new waiting work shows
+(``elb.core.cadence``). A driver that can **bind** a job to on-demand nodes (``BindsOnDemand``)
+does it for a job spot interruptions sent back too often (``elb.core.interruptions``).
 """
 
 from __future__ import annotations
@@ -130,6 +133,19 @@ class PeeksDemand(Protocol):
     def peek(self, timeout: float) -> Peek: ...
 
 
+@runtime_checkable
+class BindsOnDemand(Protocol):
+    """Optional capability of a driver: ``bind_on_demand`` makes ``job`` run only on on-demand
+    nodes from now on (Grid Engine: a hard request only on-demand node groups offer; Slurm: the
+    on-demand groups' partitions) and says how, in words for the log; ``SchedulerError`` when it
+    cannot (why in its message). ``hard_requests``: the job's as the read listed them
+    (``elb.core.model.Job.hard_requests``); ``groups``: the node groups. Without it: a job spot
+    interruptions send back more often than ``policy.spot_interruptions_allowed`` is left as it
+    is, named once in a warning (it may land on a spot node again)."""
+
+    def bind_on_demand(self, job: int, hard_requests: Mapping[str, str], groups: NodeGroups) -> str: ...
+
+
 class Scheduler(Protocol):
     """A batch scheduler elb adds nodes to (see the module's description)."""
 
@@ -208,8 +224,3 @@ class Scheduler(Protocol):
         ...
 
     def requeue(self, host: str) -> Requeued: ...
-
-    def bind_on_demand(self, job: int, requests: Mapping[str, str], groups: NodeGroups) -> None:
-        """Make ``job`` run only on on-demand nodes (``requests``: its hard requests with the
-        on-demand one, ``elb.core.interruptions``)."""
-        ...

@@ -50,7 +50,8 @@ from types import MappingProxyType
 from typing import Any
 
 from elb.core import assets
-from elb.core.config import ClusterConfig, ProvisionConfig, RetentionConfig, SgeConfig
+from elb.core.config import ClusterConfig, ProvisionConfig, RetentionConfig
+from elb.core.drivers import NodePlays
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import HostResult, JobProcesses, NodeBoot, NodeSpec, Outcome, Witness
 from elb.provision import proctree, retention, sshmux
@@ -78,7 +79,6 @@ _ENV_KEEP_PREFIXES = ("LC_", "ANSIBLE_", "RUNNER_", "AWX_", "SGE_")
 _ENV_SECRET = re.compile(r"PASS|SECRET|TOKEN|CREDENTIAL|KEY$|KEY_ID$", re.IGNORECASE)
 
 
-BOOT_PLAYBOOK = "node_boot.yml"  # what a Grid Engine node that configures itself at boot runs
 # What elb asks a node before it removes one the scheduler showed busy: do job processes run there?
 PROBE_PLAYBOOK = "probe_jobs.yml"
 PROBE_TIMEOUT = 60.0  # seconds one probe run may take at most (less when provision.timeout is less)
@@ -130,20 +130,14 @@ def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def role_vars(cluster: ClusterConfig, sge: SgeConfig) -> dict[str, object]:
-    """What elb's config says about the cluster, under the roles' variable names (roles/*/defaults).
+def role_vars(cluster: ClusterConfig, scheduler: Mapping[str, object]) -> dict[str, object]:
+    """What elb's config says about the cluster, under the roles' variable names (roles/*/defaults):
+    the cluster's user, then the scheduler's settings (``NodePlays.variables``).
 
     Inventory vars of ``all``: they override the roles' defaults, and ``provision.extra_vars``
-    overrides them. (With a non-default SGE root or cell, also set ``nfs_server_exports`` and
-    ``nfs_client_mounts`` in ``provision.extra_vars``.)
+    overrides them.
     """
-    out: dict[str, object] = {"cluster_user_name": cluster.user}
-    for role in ("sge_exec", "sge_decommission"):
-        out[f"{role}_root"] = str(sge.root)
-        out[f"{role}_cell"] = sge.cell
-        out[f"{role}_queue"] = sge.queue
-        out[f"{role}_hostgroup"] = sge.hostgroup
-    return out
+    return {"cluster_user_name": cluster.user, **scheduler}
 
 
 def _master_address(master: str, given: object) -> str:
@@ -302,21 +296,19 @@ class AnsibleProvisioner:
         self,
         config: ProvisionConfig,
         cluster: ClusterConfig | None = None,
-        sge: SgeConfig | None = None,
+        plays: NodePlays | None = None,
         *,
         master_address: str | None = None,
         cancel_event: threading.Event | None = None,
         retention: RetentionConfig | None = None,
         groups: NodeGroups | None = None,
-        boot_playbook: str = BOOT_PLAYBOOK,
-        boot_vars: tuple[str, ...] = NODE_VAR_PREFIXES,
     ) -> None:
         self.config = config
         # With node_groups: each node joins its group's queues and host group with its slots and
-        # complex values (host vars); None: every node as sge.queue/sge.hostgroup say.
+        # complex values (host vars); None: every node as the scheduler's variables say.
         self.groups = groups
         self.cluster = cluster or ClusterConfig()
-        self.sge = sge or SgeConfig()
+        plays = plays or NodePlays()
         self.cancel_event = cancel_event or threading.Event()
         self.retention = retention or RetentionConfig()
         self.playbook_dir = assets.playbook_dir(config.playbook_dir)
@@ -329,12 +321,14 @@ class AnsibleProvisioner:
         )
         self.host_keys = HostKeys(config.host_keys_path)
         # What a node that configures itself at boot runs: the image's, else elb's own paths
-        # (``boot_playbook``: the scheduler's node playbook; ``boot_vars``: the beginnings of the
-        # names of its roles' variables, the only ones its boot document holds).
+        # (the scheduler's node playbook; None: it ships none). Its boot document holds the
+        # variables of the roles every node runs and of the scheduler's own (``boot_vars``: the
+        # beginnings of their names), and no others.
         self.boot_ansible_playbook = config.boot.ansible_playbook or Path(sys.executable).with_name("ansible-playbook")
-        self.boot_playbook = config.boot.playbook or self.playbook_dir / boot_playbook
-        self.boot_vars = boot_vars
-        self.role_vars = role_vars(self.cluster, self.sge)
+        shipped = None if plays.boot_playbook is None else self.playbook_dir / plays.boot_playbook
+        self.boot_playbook: Path | None = config.boot.playbook or shipped
+        self.boot_vars = NODE_VAR_PREFIXES + plays.boot_vars
+        self.role_vars = role_vars(self.cluster, plays.variables)
         self.runs = proctree.RunRecords(config.private_data_dir / "running")
         self.vars_dir = config.private_data_dir / "vars"  # a running playbook's extra vars file
         found = [f for f in RUNNER_SECRET_FILES if (config.private_data_dir / f).exists()]
@@ -382,6 +376,9 @@ class AnsibleProvisioner:
         on bad input or when the master's address cannot be found."""
         variables = {**self.role_vars, **self.extra_vars}
         try:
+            if self.boot_playbook is None:
+                raise InventoryError("the scheduler ships no playbook for a node's boot: set provision.boot.playbook")
+            playbook = self.boot_playbook
             address = _master_address(self.cluster.master, variables.get("etc_hosts_master_address"))
             batch = batch_of(names)
             out: dict[str, NodeBoot] = {}
@@ -396,9 +393,7 @@ class AnsibleProvisioner:
                     variables=variables,
                     prefixes=self.boot_vars,
                 )
-                out[name] = node_boot(
-                    inventory, ansible_playbook=self.boot_ansible_playbook, playbook=self.boot_playbook
-                )
+                out[name] = node_boot(inventory, ansible_playbook=self.boot_ansible_playbook, playbook=playbook)
         except InventoryError as err:
             raise InventoryError(f"the nodes' boot: {err}") from None
         return out

@@ -12,8 +12,8 @@ is an Ansible inventory written on the node (``BOOT_INVENTORY``):
 - group ``master``: the master's name and the address the nodes reach it at;
 - vars of ``all``: the node's batch (the nodes launched together: the master publishes one file
   of hosts lines and users' ids per batch, named after its first node), elb's role variables and
-  those of ``provision.extra_vars`` that the node's roles read (``NODE_VAR_PREFIXES``,
-  ``SLURM_NODE_VAR_PREFIXES``).
+  those of ``provision.extra_vars`` that the node's roles read: those every node runs
+  (``NODE_VAR_PREFIXES``) and its scheduler's own (``elb.core.drivers.NodePlays.boot_vars``).
 
 The document travels as EC2 user data, which the node and whoever may describe the instance can
 read: nothing else of ``provision.extra_vars`` goes into it, and no key.
@@ -30,20 +30,9 @@ from elb.core.interfaces import NodeBoot
 from elb.provision.inventory import InventoryError, check_address, check_extra_vars, check_host_name, check_market
 
 BOOT_INVENTORY = "/etc/elb/boot-inventory.yml"
-# The roles node_boot.yml runs on the node: their variables (and only theirs) go to the node.
-NODE_VAR_PREFIXES = ("etc_hosts_", "nfs_client_", "cluster_user_", "sge_exec_", "spot_agent_", "node_boot_")
-# Those slurm_node_boot.yml runs (a Slurm node). Of munge's variables only the path of the node's
-# key: the key itself reaches the node over SSH from the master (slurm_admit_nodes.yml), never
-# through the boot document.
-SLURM_NODE_VAR_PREFIXES = (
-    "etc_hosts_",
-    "nfs_client_",
-    "cluster_user_",
-    "slurm_node_",
-    "munge_key_path",
-    "spot_agent_",
-    "node_boot_",
-)
+# The roles every node's boot playbook runs on the node, whatever its scheduler: their variables
+# go to the node, with those of the scheduler's own roles (``NodePlays.boot_vars``), and no others.
+NODE_VAR_PREFIXES = ("etc_hosts_", "nfs_client_", "cluster_user_", "spot_agent_", "node_boot_")
 
 
 def node_vars(variables: Mapping[str, object], prefixes: tuple[str, ...] = NODE_VAR_PREFIXES) -> dict[str, object]:

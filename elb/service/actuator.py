@@ -49,7 +49,7 @@ from elb.core.model import Node, NodeState, Removal
 from elb.core.noticeplan import Retire
 from elb.core.planner import Cleanup, Drain, cleanup_verdict, drain_verdict, witness_needed, witness_verdict
 from elb.core.reconcile import Repair, RepairKind
-from elb.core.scheduler import Scheduler, SchedulerError
+from elb.core.scheduler import BindsOnDemand, Scheduler, SchedulerError
 from elb.core.timeline import Step
 from elb.service.journal import Journal
 
@@ -812,16 +812,26 @@ class Actuator:
                 out.given_back.append(d.node)
 
     def bind(self, move: Move, out: Outcomes) -> None:
-        """Bind a job spot interruptions keep sending back to on-demand nodes, once: a binding
-        that fails is said (ALARM) and not tried again."""
-        assert self.groups is not None
-        try:
-            self.scheduler.bind_on_demand(move.job, move.requests, self.groups)
-        except SchedulerError as err:
-            log.error("ALARM: job %d: %s; cannot bind it to on-demand nodes: %s", move.job, move.reason, err)
+        """Bind a job spot interruptions keep sending back to on-demand nodes, once, the way its
+        scheduler's driver does it (``BindsOnDemand``): a binding that fails is said (ALARM) and
+        not tried again; a driver that cannot bind leaves the job as it is, said once."""
+        sched = self.scheduler
+        if not isinstance(sched, BindsOnDemand):
+            log.warning(
+                "job %d: %s; %s cannot bind a job to on-demand nodes: it may land on spot again",
+                move.job,
+                move.reason,
+                sched.name,
+            )
         else:
-            log.warning("job %d: %s", move.job, move.reason)
-            out.moved.append(move.job)
+            assert self.groups is not None
+            try:
+                how = sched.bind_on_demand(move.job, move.hard_requests, self.groups)
+            except SchedulerError as err:
+                log.error("ALARM: job %d: %s; cannot bind it to on-demand nodes: %s", move.job, move.reason, err)
+            else:
+                log.warning("job %d: %s: %s", move.job, move.reason, how)
+                out.moved.append(move.job)
         self.journal.mark_moved(move.job)
 
     # -- reconcile -----------------------------------------------------------------------

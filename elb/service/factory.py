@@ -1,6 +1,7 @@
 """Build the adapters a config names: the scheduler's and the cloud's by their names in
-``elb.core.registry``, the provisioner and the metrics server. Imports are lazy so that a dry run
-loads neither boto3 nor ansible-runner, and the local provider needs no AWS libraries."""
+``elb.core.registry``, the provisioner (with what the scheduler's nodes need of it) and the
+metrics server. Imports are lazy so that a dry run loads neither boto3 nor ansible-runner, and
+the local provider needs no AWS libraries."""
 
 # ruff: noqa: PLC0415
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from elb.core.config import Config
-from elb.core.drivers import cloud_module, scheduler_module
+from elb.core.drivers import cloud_module, node_plays, scheduler_module
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -66,22 +67,12 @@ def make_notices(cfg: Config) -> NoticeSource | None:
 
 
 def make_provisioner(cfg: Config) -> AnsibleProvisioner:
+    """The provisioner, with what the configured scheduler's nodes need of it
+    (``elb.core.drivers.node_plays``)."""
     from elb.provision import AnsibleProvisioner
 
     groups = cfg.groups(1) if cfg.node_groups is not None else None  # configured groups carry their slots
-    if cfg.scheduler == "slurm":  # a Slurm node's boot: its own playbook and its roles' variables
-        from elb.provision.boot import SLURM_NODE_VAR_PREFIXES
-
-        return AnsibleProvisioner(
-            cfg.provision,
-            cfg.cluster,
-            cfg.sge,
-            retention=cfg.retention,
-            groups=groups,
-            boot_playbook=cfg.slurm.boot_playbook,
-            boot_vars=SLURM_NODE_VAR_PREFIXES,
-        )
-    return AnsibleProvisioner(cfg.provision, cfg.cluster, cfg.sge, retention=cfg.retention, groups=groups)
+    return AnsibleProvisioner(cfg.provision, cfg.cluster, node_plays(cfg), retention=cfg.retention, groups=groups)
 
 
 def start_metrics(cfg: Config, balancer: Observed) -> None:

@@ -317,7 +317,7 @@ class Journal:
         job_hosts: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
         """Remember what a pass saw at ``now``: nodes running a job (or holding a reservation),
-        and nodes SGE reached (a queue instance not unreachable). The first pass that sees a
+        and nodes the scheduler reached (``Host.up``). The first pass that sees a
         managed node (not terminated nor failed) up records its ``registered`` boot step, the
         first that sees it busy its ``first_job``. ``job_hosts``: the running jobs that span
         hosts, with their slots on each (``elb.core.attribution.spanning_jobs``): a stretch seen

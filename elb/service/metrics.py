@@ -36,11 +36,11 @@ if TYPE_CHECKING:
     from elb.service.journal import Journal
     from elb.service.passrecord import Counters, LastPass
 
-# A pass reads SGE and the cloud and starts operations: seconds, up to SGE's time-outs.
+# A pass reads the scheduler and the cloud and starts operations: seconds, up to their time-outs.
 PASS_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 # Launch to ready: boot plus provisioning, one to fifteen minutes.
 READY_BUCKETS = (30, 60, 90, 120, 180, 240, 300, 450, 600, 900, 1800)
-# One step of a boot: from seconds (SGE seeing a provisioned node) to an hour (a first job).
+# One step of a boot: from seconds (the scheduler seeing a provisioned node) to an hour (a first job).
 STEP_BUCKETS = (1, 5, 10, 30, 60, 90, 120, 180, 300, 600, 900, 1800, 3600)
 
 
@@ -213,7 +213,7 @@ class BalancerCollector(Collector):
             ),
             (
                 "elb_jobs_rescheduled",
-                "Rerunnable jobs requeued from nodes EC2 was taking back (spot interruption)",
+                "Rerunnable jobs requeued from nodes the cloud was taking back (spot interruption)",
                 b.counters.rescheduled,
             ),
             (
@@ -240,7 +240,8 @@ class BalancerCollector(Collector):
         yield g
         budget = budget_now(b.journal, b.config, b.clock(), cache=self.spend_cache) if p.budget is not None else None
         yield from budget_families(budget)
-        c = CounterMetricFamily("elb_ec2_notices", "EC2 notices about managed nodes, by kind", labels=["kind"])
+        # Named elb_ec2_notices whatever the cloud: the shipped dashboard and admins' alerts read that name.
+        c = CounterMetricFamily("elb_ec2_notices", "The cloud's notices about managed nodes, by kind", labels=["kind"])
         for kind, count in sorted(b.counters.notices.items()):
             c.add_metric([kind], count)
         yield c

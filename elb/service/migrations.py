@@ -67,8 +67,8 @@ def _node_timeline(db: sqlite3.Connection) -> None:
 
     The nodes a journal already holds get what their events tell: the first ``requested``,
     ``running`` and ``provisioning`` events, and the first ``ready`` event without a detail (the
-    playbook's success; a ready event with a detail is a drain called off). A node SGE was seen
-    to reach, or to run a job, gets ``registered`` or ``first_job`` without a time: when that
+    playbook's success; a ready event with a detail is a drain called off). A node the scheduler was
+    seen to reach, or to run a job, gets ``registered`` or ``first_job`` without a time: when that
     first happened was not journalled, and no later pass may pass itself off as the first."""
     db.execute("CREATE TABLE node_timeline (name TEXT NOT NULL, step TEXT NOT NULL, at REAL, PRIMARY KEY (name, step))")
     for state, step, only_plain in (
@@ -96,7 +96,7 @@ def _node_timeline(db: sqlite3.Connection) -> None:
 
 def _job_interruptions(db: sqlite3.Connection) -> None:
     """Version 5: per job, how many spot interruptions requeued it, when last, and whether elb
-    bound it to on-demand queues (``elb.core.interruptions``)."""
+    bound it to on-demand nodes (``elb.core.interruptions``)."""
     db.execute(
         "CREATE TABLE job_interruptions (job INTEGER PRIMARY KEY, times INTEGER NOT NULL, last_at REAL NOT NULL, "
         "moved INTEGER NOT NULL DEFAULT 0)"

@@ -57,7 +57,7 @@ class LastPass:
     oldest_wait: float = 0.0
     duration: float = 0.0
     last_good: float = 0.0
-    lost_kept: int = 0  # lost nodes kept because SGE lists work on them (an admin must look)
+    lost_kept: int = 0  # lost nodes kept because the scheduler lists work on them (an admin must look)
     backoff_rounds: int = 0  # failed launch rounds in a row (0: launching is not backed off)
     backoff_wait: float = 0.0  # seconds before the next launch may start
     unservable_jobs: int = 0  # waiting jobs no node elb launches could ever run (never demand)
@@ -72,9 +72,9 @@ class Counters:
     failed_passes: int = 0
     repairs: int = 0
     launches_held: int = 0  # launches the policy wanted and the back-off did not allow
-    notices: dict[str, int] = field(default_factory=dict)  # EC2 notices about managed nodes, by kind
+    notices: dict[str, int] = field(default_factory=dict)  # the cloud's notices about managed nodes, by kind
     rescheduled: int = 0  # jobs requeued from a node about to be taken back (spot interruption)
-    moved_on_demand: int = 0  # jobs bound to on-demand queues after too many spot interruptions
+    moved_on_demand: int = 0  # jobs bound to on-demand nodes after too many spot interruptions
     stopped: int = 0  # nodes stopped into a warm pool
     restarted: int = 0  # nodes started again from a warm pool, ready
     given_back: int = 0  # nodes the scheduler asked for and elb gave back

@@ -1,6 +1,6 @@
 """The stats file: one CSV row per pass, for plots (``elb plot``) and later analysis.
 
-A row is the cluster as its pass found it (``time``: when SGE was read; jobs from that snapshot,
+A row is the cluster as its pass found it (``time``: when the scheduler was read; jobs from that snapshot,
 nodes by state from the journal at that moment) and what the pass then did (``added``,
 ``removed``, ``action``; ``finished``: when the pass ended): nodes a pass adds are counted from
 the next row on.

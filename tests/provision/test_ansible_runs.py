@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from elb.core.config import ClusterConfig, ProvisionConfig, RetentionConfig, SgeConfig
+from elb.core.drivers import NodePlays
 from elb.core.interfaces import NodeSpec, Outcome
 from elb.provision import AnsibleProvisioner, ProvisionError
 from elb.provision.ansible import REACH_TASK
@@ -44,7 +45,7 @@ def make(
         forks=5,
         extra_vars=extra,
     )
-    return AnsibleProvisioner(cfg, ClusterConfig(), retention=retention)
+    return AnsibleProvisioner(cfg, ClusterConfig(), NodePlays(SgeConfig().role_vars()), retention=retention)
 
 
 def artifact_dirs(tmp_path: Path) -> list[Path]:
@@ -91,7 +92,7 @@ def test_config_reaches_the_roles_and_extra_vars_win(tmp_path: Path) -> None:
         private_data_dir=tmp_path / "pdd",
         extra_vars={"fixture_out": str(tmp_path / "out"), "cluster_user_name": "override"},
     )
-    prov = AnsibleProvisioner(cfg, ClusterConfig(user="hpc"), SgeConfig(queue="big.q"))
+    prov = AnsibleProvisioner(cfg, ClusterConfig(user="hpc"), NodePlays(SgeConfig(queue="big.q").role_vars()))
     assert prov.add_nodes(ADD_PLAYBOOK, [N1], [])["node001"].ok
     seen = json.loads((tmp_path / "out" / "node001.json").read_text())
     assert seen["sge_queue"] == "big.q"

@@ -22,9 +22,10 @@ from elb.core.assets import default_playbook_dir
 from elb.core.config import ClusterConfig, SgeConfig
 from elb.core.interfaces import NodeSpec
 from elb.provision.ansible import REACH_TASK, role_vars
-from elb.provision.boot import SLURM_NODE_VAR_PREFIXES, boot_inventory
+from elb.provision.boot import NODE_VAR_PREFIXES, boot_inventory
 from elb.provision.inventory import Connection, build_inventory
 from elb.schedulers.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
+from elb.schedulers.slurm.driver import BOOT_VARS as SLURM_BOOT_VARS
 
 PLAYBOOKS = default_playbook_dir()
 BIN = Path(sys.executable).parent
@@ -130,7 +131,7 @@ def test_role_vars_are_variables_the_roles_have() -> None:
     defaults: dict[str, object] = {}
     for f in (PLAYBOOKS.parent / "roles").glob("*/defaults/main.yml"):
         defaults.update(yaml.safe_load(f.read_text()) or {})
-    ours = role_vars(ClusterConfig(), SgeConfig())
+    ours = role_vars(ClusterConfig(), SgeConfig().role_vars())
     missing = sorted(k for k in ours if k not in defaults)
     assert not missing, f"no role has these variables: {missing}"
     # With the default config, elb's values are the roles' defaults.
@@ -159,7 +160,7 @@ def test_slurms_admit_play_runs_on_the_new_nodes_and_only_its_key_step_is_tagged
 
 def test_a_slurm_nodes_boot_document_runs_slurm_node_boot_on_the_node_alone(tmp_path: Path) -> None:
     doc = boot_inventory(
-        "node004", "node004", master="master", master_address="10.77.0.1", prefixes=SLURM_NODE_VAR_PREFIXES
+        "node004", "node004", master="master", master_address="10.77.0.1", prefixes=NODE_VAR_PREFIXES + SLURM_BOOT_VARS
     )
     inv = tmp_path / "boot-inventory.yml"
     inv.write_text(yaml.safe_dump(doc))

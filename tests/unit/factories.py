@@ -11,7 +11,7 @@ from elb.schedulers.sge.states import job_phase, queue_flags
 
 T0 = 1_800_000_000.0  # a fixed "now" for tests
 HOUR = 3600.0
-EC2 = CloudSettings("EC2", 600.0, 2)  # what the pass reads of the default config's cloud.ec2
+EC2 = CloudSettings("EC2", 600.0)  # what the pass reads of the default config's cloud.ec2
 
 
 def host(name: str, slots: int = 8, used: int = 0, reserved: int = 0, states: str = "", **extra: int) -> Host:

@@ -13,7 +13,15 @@ source with ``ast``: every import counts, at the top, inside a function or under
 - nothing in ``elb`` imports ``elbdev`` (the development package, not in the wheel), not even by
   name (``importlib``);
 - no two modules import each other, directly or through others (imports under ``TYPE_CHECKING``
-  count too: a module that needs another's types for its annotations does not also serve it).
+  count too: a module that needs another's types for its annotations does not also serve it);
+- ``elb.core``'s code names no scheduler, no scheduler's command and no cloud (its strings other
+  than docstrings, its names and attributes), except where it names them by design: each one's
+  config section (``elb.core.config``) and the registry of names; the spot interruptions' path
+  (``interruptions``, ``noticeplan``) does not even in its docs;
+- nothing in ``elb`` outside the registry (``elb.core.registry``, ``elb.core.drivers``), the
+  drivers (``elb.schedulers``) and the adapters (``elb.clouds``) compares a config's scheduler or
+  cloud (``scheduler``, ``provider``) with a registered name (``== "slurm"``, ``in ("sge", ...)``,
+  ``case "ec2"``): what differs by scheduler or cloud is asked of its module.
 
 The standard library's ``ast`` rather than grimp: who imports whom among our own files is a
 walk over their imports, and the test then needs no extra package in either virtualenv.
@@ -29,6 +37,7 @@ from pathlib import Path
 import pytest
 
 from elb.cli.main import build_parser
+from elb.core.registry import CLOUDS, SCHEDULERS
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("elb", "elbdev")
@@ -159,6 +168,66 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]
 
 
+# A scheduler, a scheduler's command or a cloud, by name (``slurm`` in lower case is also a
+# policy's name, ``policy.name: slurm``, and is left out).
+NAMING = re.compile(
+    r"\b(SGE|sge|Grid Engine|qstat|qmod|qalter|qconf|qhost|qsub"
+    r"|Slurm|scontrol|squeue|sinfo|sbatch|EC2|ec2|AWS|aws|boto3)\b"
+)
+NAMES_THEM = ("elb.core.config", "elb.core.registry")  # each one's config section; the names
+NEUTRAL_DOCS = ("elb.core.interruptions", "elb.core.noticeplan")
+
+
+def code_words(source: str) -> Iterator[tuple[int, str]]:
+    """The words of a module's code, with their lines: its strings other than docstrings, the
+    names it defines and uses, attributes and arguments (comments are not code)."""
+    tree = ast.parse(source)
+    docs = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            yield node.lineno, node.value
+        elif isinstance(node, ast.Name):
+            yield node.lineno, node.id
+        elif isinstance(node, ast.Attribute):
+            yield node.lineno, node.attr
+        elif isinstance(node, ast.arg):
+            yield node.lineno, node.arg
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield node.lineno, node.name
+
+
+def test_the_cores_code_names_no_scheduler_and_no_cloud() -> None:
+    named = [
+        f"{m}:{line}: {word!r}"
+        for m, path in modules().items()
+        if within(m, "elb.core") and m not in NAMES_THEM
+        for line, word in code_words(path.read_text(encoding="utf-8"))
+        if NAMING.search(word)
+    ]
+    assert named == []
+
+
+def test_the_word_finder_finds_names_in_code_and_not_in_docstrings() -> None:
+    source = (
+        '"""Grid Engine."""\n\ndef f(sge: int) -> str:\n    """qalter -l."""\n    return cfg.cloud.ec2 or "qmod -rq"\n'
+    )
+    found = [(line, word) for line, word in code_words(source) if NAMING.search(word)]
+    assert sorted(found) == [(3, "sge"), (5, "ec2"), (5, "qmod -rq")]
+
+
+@pytest.mark.parametrize("module", NEUTRAL_DOCS)
+def test_the_spot_interruptions_path_names_no_scheduler_and_no_cloud_even_in_its_docs(module: str) -> None:
+    text = modules()[module].read_text(encoding="utf-8")
+    assert sorted({m.group(0) for m in NAMING.finditer(text)}) == []
+
+
 def test_nothing_but_the_entry_points_at_elbs_top_level() -> None:
     top = sorted(p.name for p in (REPO / "elb").glob("*.py"))
     assert top == ["__init__.py", "__main__.py"]
@@ -195,3 +264,62 @@ def loaded_by(module: str, edges: dict[str, dict[str, int]]) -> set[str]:
 def test_a_driver_loads_no_other_driver(driver: str, other: str) -> None:
     loaded = loaded_by(driver, graph(typing=False))
     assert sorted(m for m in loaded if within(m, other)) == []
+
+
+# Where a scheduler's or a cloud's name may be compared: the registry, the drivers, the adapters.
+COMPARES_NAMES = ("elb.core.registry", "elb.core.drivers", "elb.schedulers", "elb.clouds")
+NAMED = re.compile(r"scheduler|provider")  # what a config or a command line calls them
+
+
+def _names_in(node: ast.expr) -> set[str]:
+    """The strings of a constant or of a literal tuple, list or set of constants."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return set().union(*(_names_in(e) for e in node.elts)) if node.elts else set()
+    return set()
+
+
+def _says_which(node: ast.expr) -> bool:
+    """``cfg.scheduler``, ``cfg.cloud.provider``, ``args.scheduler``, ``scheduler``: an expression
+    whose last name says it holds a scheduler's or a cloud's name."""
+    last = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    return bool(NAMED.search(last))
+
+
+def name_comparisons(source: str, names: set[str]) -> Iterator[tuple[int, str]]:
+    """Where ``source`` compares a scheduler's or a cloud's name (an expression ``_says_which``)
+    with one of ``names``: ``==``, ``!=``, ``in``, ``not in``, and ``match``'s ``case``."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(_says_which(x) for x in sides):
+                yield from ((node.lineno, n) for x in sides for n in sorted(_names_in(x) & names))
+        elif isinstance(node, ast.Match) and _says_which(node.subject):
+            for case in node.cases:
+                for m in ast.walk(case.pattern):
+                    if isinstance(m, ast.MatchValue):
+                        yield from ((m.lineno, n) for n in sorted(_names_in(m.value) & names))
+
+
+def test_only_the_registry_the_drivers_and_the_adapters_compare_a_scheduler_or_a_cloud_by_name() -> None:
+    names = set(SCHEDULERS) | set(CLOUDS)
+    compared = [
+        f"{m}:{line}: {name!r}"
+        for m, path in modules().items()
+        if within(m, "elb") and not any(within(m, p) for p in COMPARES_NAMES)
+        for line, name in name_comparisons(path.read_text(encoding="utf-8"), names)
+    ]
+    assert compared == []
+
+
+def test_the_comparison_finder_finds_each_way_of_comparing_a_name() -> None:
+    source = (
+        'if cfg.scheduler == "slurm":\n    pass\n'
+        'ok = "ec2" != cfg.cloud.provider\n'
+        'ok = args.scheduler in ("sge", "memq", "auto")\n'
+        'match cfg.scheduler:\n    case "sge":\n        pass\n'
+        'ok = args.scheduler == "auto" or policy.name == "slurm" or c.ansible_connection == "local"\n'
+    )
+    found = sorted(name_comparisons(source, {"sge", "slurm", "ec2", "local"}))
+    assert found == [(1, "slurm"), (3, "ec2"), (4, "sge"), (6, "sge")]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from elb.core.config import Config, parse_config
+from elb.core.drivers import node_plays
 from elb.core.interfaces import NodeSpec
 from elb.core.model import History, Job, NodeState
 from elb.core.policy.grouped import GroupedPolicy, policy_for
@@ -153,7 +154,7 @@ def provisioner(tmp_path: Path, cfg: Config) -> AnsibleProvisioner:
     return AnsibleProvisioner(
         cfg.provision.model_copy(update={"private_data_dir": tmp_path / "a"}),
         cfg.cluster,
-        cfg.sge,
+        node_plays(cfg),
         groups=cfg.groups(1),
     )
 

@@ -20,8 +20,8 @@ from elb.core.config import Config, parse_config
 from elb.core.interfaces import HostResult, Instance, LaunchResult, NodeBoot, NodeSpec, Outcome, Witness
 from elb.core.model import NodeState
 from elb.provision.ansible import AnsibleProvisioner
-from elb.provision.boot import BOOT_INVENTORY, SLURM_NODE_VAR_PREFIXES
-from elb.schedulers.slurm.driver import Slurm, conf_checks
+from elb.provision.boot import BOOT_INVENTORY
+from elb.schedulers.slurm.driver import BOOT_VARS, Slurm, conf_checks
 from elb.schedulers.slurm.requests import RequestKind, write
 from elb.service import factory
 from elb.service.daemon import Balancer
@@ -85,7 +85,7 @@ def test_a_slurm_nodes_boot_runs_slurm_node_boot_with_its_roles_variables_and_no
 
 
 def test_the_slurm_prefixes_name_no_munge_variable_but_the_nodes_key_path() -> None:
-    munge = [p for p in SLURM_NODE_VAR_PREFIXES if p.startswith("munge")]
+    munge = [p for p in BOOT_VARS if p.startswith("munge")]
     assert munge == ["munge_key_path"]
 
 

@@ -7,31 +7,38 @@ host); the registry is what is under test.
 
 The module is what a driver's module provides (``elb.core.drivers.SchedulerModule``): ``make``,
 ``checks``, ``command_timeout``, ``job_uses``, ``accounting_note`` and ``elb init``'s ``TITLE``,
-``init_answers`` and ``init`` at its top level.
+``init_answers`` and ``init`` at its top level, and the optional ``node_plays``: what its nodes
+need from elb's own provisioner (``elb.service.factory.make_provisioner``, built here for it
+with ansible-runner stood in for), without which they get ``NodePlays()``.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+import ansible_runner.runner
 import pytest
+import yaml
 
 from elb.cli.main import main
 from elb.core.attribution import JobUse
 from elb.core.checks import Check
 from elb.core.config import Config, ConfigError, load_config, parse_config
 from elb.core.demand import DemandSplit
-from elb.core.drivers import InitDraft
+from elb.core.drivers import InitDraft, NodePlays
 from elb.core.exitcodes import Exit
-from elb.core.groups import NodeGroups
 from elb.core.interfaces import HostResult, JobProcesses, NodeBoot, NodeSpec, Outcome, Witness
 from elb.core.model import NO_FLAGS, Host, Job, JobPhase, Node, NodeState, QueueFlags, QueueInstance, Snapshot
 from elb.core.registry import SCHEDULERS, register_scheduler
-from elb.core.scheduler import DrainCheck, Requeued, SchedulerError, SchedulerRead
+from elb.core.scheduler import BindsOnDemand, DrainCheck, Requeued, SchedulerError, SchedulerRead
+from elb.provision.boot import BOOT_INVENTORY
 from elb.service import factory
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
@@ -94,6 +101,7 @@ class MemQueue:
 
 
 QUEUE = MemQueue()
+MAKE_PROVISIONER = factory.make_provisioner  # elb's own, which the pass's tests stand in for
 
 
 class MemQ:
@@ -148,8 +156,7 @@ class MemQ:
     def requeue(self, host: str) -> Requeued:
         return Requeued()
 
-    def bind_on_demand(self, job: int, requests: Mapping[str, str], groups: NodeGroups) -> None:
-        raise SchedulerError("memq cannot bind a job to on-demand nodes")
+    # No bind_on_demand: memq lacks that optional capability (``elb.core.scheduler.BindsOnDemand``).
 
 
 # -------------------------------------------------- what elb.core.drivers.SchedulerModule asks
@@ -184,6 +191,11 @@ def init_answers(options: Any) -> str | None:
 
 def init(options: Any, cloud: Sequence[str], tail: Sequence[str]) -> InitDraft:
     return InitDraft("\n".join(["scheduler: memq", "", *cloud, *tail]), after=("memq: nothing more to set",))
+
+
+def node_plays(cfg: Config) -> NodePlays:
+    """Its roles' settings for every play, its node's boot playbook, its role's variables there."""
+    return NodePlays(variables={"memq_exec_queue": "memq"}, boot_playbook="memq_boot.yml", boot_vars=("memq_exec_",))
 
 
 # -------------------------------------------------- the playbooks, stood in for
@@ -308,6 +320,35 @@ def test_the_registered_scheduler_runs_the_whole_pass(
         journal.close()
 
 
+def test_a_driver_that_cannot_bind_leaves_a_job_interrupted_too_often_as_it_is_said_once(
+    memq: tuple[Path, FakeCloud, QueueProvisioner], caplog: pytest.LogCaptureFixture
+) -> None:
+    """``BindsOnDemand`` is optional: without it, a job spot interruptions sent back more often
+    than ``policy.spot_interruptions_allowed`` waits as it is, named once in a warning."""
+    path, cloud, prov = memq
+    cfg = load_config(path)
+    journal = Journal(cfg.journal_path)
+    driver = factory.make_scheduler(cfg, journal)
+    assert not isinstance(driver, BindsOnDemand)
+    for t in range(3):  # three interruptions requeued job 7: one more than allowed (2)
+        journal.count_interruptions([7], NOW - 300 + t)
+    QUEUE.submit(7)
+    bal = Balancer(cfg, scheduler=driver, journal=journal, cloud=cloud, provisioner=prov, clock=Clock(NOW))
+    try:
+        with caplog.at_level(logging.WARNING, logger="elb"):
+            assert bal.run_pass().ok
+            assert bal.run_pass().ok
+        said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("job 7:")]
+        assert said == [
+            "job 7: requeued by 3 spot interruptions (more than 2); MemQ cannot bind a job to on-demand nodes: "
+            "it may land on spot again"
+        ]
+        assert bal.counters.moved_on_demand == 0
+        assert journal.count_interruptions([7], NOW + 1) == [(7, 4, True)]  # marked: not said again
+    finally:
+        journal.close()
+
+
 def test_validate_runs_the_registered_schedulers_checks(memq: tuple[Path, Any, Any]) -> None:
     path, _cloud, _prov = memq
     assert factory.scheduler_timeout(load_config(path)) == (1.0, "policy.poll_interval")
@@ -321,3 +362,103 @@ def test_elb_init_writes_the_registered_schedulers_config(
     assert main(["init", "--offline", "--scheduler", "memq", "-c", str(path)]) == Exit.OK
     assert "memq: nothing more to set" in capsys.readouterr().out
     assert load_config(path).scheduler == "memq"
+
+
+# -------------------------------------------------- elb's own provisioner, for memq
+
+
+class InventoryRunner:
+    """Stands in for ``ansible_runner.runner.Runner``: keeps the inventory of each run."""
+
+    inventories: ClassVar[list[dict[str, Any]]] = []
+
+    def __init__(self, config: Any, event_handler: Any = None, cancel_callback: Any = None) -> None:
+        self.config = config
+
+    def run(self) -> tuple[str, int]:
+        inventory = json.loads(Path(self.config.inventory).read_text())
+        InventoryRunner.inventories.append(inventory)
+        (Path(self.config.artifact_dir) / "stdout").write_text("PLAY RECAP\n")
+        return "successful", 0
+
+
+def role_vars(inventories: Sequence[Mapping[str, Any]]) -> list[dict[str, object]]:
+    """The vars of ``all`` of each inventory but the connection's (``ansible_*``)."""
+    return [{k: v for k, v in i["all"]["vars"].items() if not k.startswith("ansible_")} for i in inventories]
+
+
+BOOT_EXTRA_VARS = {
+    "etc_hosts_master_address": "10.77.0.1",
+    "memq_exec_spool": "/var/spool/memq",
+    "sge_exec_root": "/opt/sge",  # another scheduler's role: never in memq's boot document
+    "munge_key": "SECRET-KEY",
+}
+
+
+def memq_provisioner(tmp_path: Path, **boot: object) -> Any:
+    """elb's provisioner built for memq by the factory (``provision.mode: boot``), with a playbook
+    directory of memq's remove play."""
+    books = tmp_path / "playbooks"
+    books.mkdir(exist_ok=True)
+    (books / "memq_remove.yml").write_text("---\n")
+    cfg = parse_config(
+        {
+            "scheduler": "memq",
+            "state_dir": str(tmp_path / "state"),
+            "cluster": {"master": "localhost", "user": "hpc"},
+            "cloud": {"provider": "local"},
+            "provision": {
+                "mode": "boot",
+                "boot": boot,
+                "playbook_dir": str(books),
+                "private_data_dir": str(tmp_path / "ansible"),
+                "extra_vars": BOOT_EXTRA_VARS,
+            },
+        }
+    )
+    return MAKE_PROVISIONER(cfg)
+
+
+def test_elbs_provisioner_gives_memqs_plays_and_boot_what_its_module_declares(
+    memq: tuple[Path, FakeCloud, QueueProvisioner], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ansible_runner.runner, "Runner", InventoryRunner)
+    InventoryRunner.inventories = []
+    prov = memq_provisioner(tmp_path)
+
+    # A play: memq's settings are vars of all, beside the cluster's.
+    prov.remove_nodes(MemQ.remove_playbook, [NodeSpec("node001", "10.77.0.11")], [])
+    assert role_vars(InventoryRunner.inventories) == [{"cluster_user_name": "hpc", "memq_exec_queue": "memq"}]
+
+    # A node's boot: memq's playbook, with its role's variables and those every node's roles read.
+    plan = prov.boot_plans(["node001"])["node001"]
+    assert plan.argv[-1] == str(tmp_path / "playbooks" / "memq_boot.yml")
+    assert yaml.safe_load(plan.files[BOOT_INVENTORY])["all"]["vars"] == {
+        "cluster_user_name": "hpc",
+        "etc_hosts_master_address": "10.77.0.1",
+        "memq_exec_queue": "memq",
+        "memq_exec_spool": "/var/spool/memq",
+        "node_boot_batch": "node001",
+    }
+
+
+def test_a_scheduler_that_declares_nothing_gets_no_variables_and_boots_only_the_configured_playbook(
+    memq: tuple[Path, FakeCloud, QueueProvisioner], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delattr(sys.modules[__name__], "node_plays")
+    monkeypatch.setattr(ansible_runner.runner, "Runner", InventoryRunner)
+    InventoryRunner.inventories = []
+    prov = memq_provisioner(tmp_path)
+    prov.remove_nodes(MemQ.remove_playbook, [NodeSpec("node001", "10.77.0.11")], [])
+    assert role_vars(InventoryRunner.inventories) == [{"cluster_user_name": "hpc"}]
+    with pytest.raises(ValueError, match=r"ships no playbook for a node.s boot: set provision\.boot\.playbook"):
+        prov.boot_plans(["node001"])
+
+    prov = memq_provisioner(tmp_path, playbook="/opt/memq/boot.yml")
+    plan = prov.boot_plans(["node001"])["node001"]
+    assert plan.argv[-1] == "/opt/memq/boot.yml"
+    assert yaml.safe_load(plan.files[BOOT_INVENTORY])["all"]["vars"] == {
+        "cluster_user_name": "hpc",
+        "etc_hosts_master_address": "10.77.0.1",
+        "node_boot_batch": "node001",
+    }

@@ -12,9 +12,8 @@ from elb.core.interfaces import Cloud, CloudError, CloudSettings, NoticeSource
 
 
 def settings(cfg: Config) -> CloudSettings:
-    """``cloud.ec2``'s boot time-out and the spot interruptions a job may suffer."""
-    ec2 = cfg.cloud.ec2
-    return CloudSettings("EC2", ec2.boot_timeout, ec2.spot_interruptions_allowed)
+    """``cloud.ec2``'s boot time-out."""
+    return CloudSettings("EC2", cfg.cloud.ec2.boot_timeout)
 
 
 def make(cfg: Config) -> Cloud:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from elb.clouds.ec2.cloud import ROLE_MASTER, ROLE_WORKER, Ec2Cloud, tags_of
 from elb.core.config import Config
+from elb.core.drivers import node_plays
 from elb.core.interfaces import TAG_CLUSTER, TAG_NAME, TAG_ROLE, CloudError, NodeSpec
 from elb.provision.ansible import role_vars
 from elb.provision.hostkeys import HostKeys
@@ -97,5 +98,5 @@ def ec2_inventory(config: Config, cloud: Ec2Cloud, *, master_local: bool = True)
     pin = [s.name for s in specs if not keys.known(s.name)]
     # The roles get what elb's config says, as elb's provisioner passes it (provision.extra_vars
     # win; here they are group vars of ``all``, so a play's own vars still come first).
-    group_vars = {**role_vars(config.cluster, config.sge), **check_extra_vars(prov.extra_vars)}
+    group_vars = {**role_vars(config.cluster, node_plays(config).variables), **check_extra_vars(prov.extra_vars)}
     return Ec2Inventory(build_inventory(conn, workers=specs, group_vars=group_vars, pin=pin), warnings)

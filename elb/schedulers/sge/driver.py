@@ -21,7 +21,7 @@ from elb.core.attribution import JobUse
 from elb.core.checks import Check
 from elb.core.config import Config, SgeConfig
 from elb.core.demand import DemandSplit
-from elb.core.drivers import InitDraft
+from elb.core.drivers import InitDraft, NodePlays
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
 from elb.core.model import Job, Node, Snapshot
@@ -29,6 +29,7 @@ from elb.core.scheduler import DrainCheck, Peek, Requeued, SchedulerError, Sched
 from elb.schedulers.sge.commands import Rescheduled, SgeCommands, WholeReader, read_whole
 from elb.schedulers.sge.demand import Placements
 from elb.schedulers.sge.errors import SgeError, SgeTimeoutError, hint
+from elb.schedulers.sge.ondemand import NO_REQUEST, on_demand_request, with_request
 from elb.schedulers.sge.readcheck import expected_hosts, running_jobs
 from elb.schedulers.sge.servable import SiteCache, SiteReader, demand_of
 from elb.schedulers.sge.starttimes import StartTimeReader, StartTimes
@@ -40,6 +41,8 @@ log = logging.getLogger("elb.schedulers.sge")
 ADD_PLAYBOOK = "add_node.yml"
 REMOVE_PLAYBOOK = "remove_node.yml"
 ADMIT_PLAYBOOK = "admit_nodes.yml"  # the master's part for nodes that configure themselves at boot
+BOOT_PLAYBOOK = "node_boot.yml"  # what a node that configures itself at boot runs on itself
+BOOT_VARS = ("sge_exec_",)  # the variables of its own role there (sge_exec), in its boot document
 UP_POLL = 2.0  # seconds between the qhost reads that wait for nodes configuring themselves
 
 
@@ -189,11 +192,15 @@ class GridEngine:
         done = _sge(lambda: self.sge.reschedule_host(host))
         return Requeued(tuple(done.pushed), tuple(done.not_restartable))
 
-    def bind_on_demand(self, job: int, requests: Mapping[str, str], groups: NodeGroups) -> None:
-        """``qalter -l``: the job's hard requests with one only on-demand groups offer."""
-        if not requests:
-            raise SchedulerError("no on-demand node group offers a complex value that no spot group offers")
-        _sge(lambda: self.sge.set_hard_requests(job, requests))
+    def bind_on_demand(self, job: int, hard_requests: Mapping[str, str], groups: NodeGroups) -> str:
+        """``qalter -l``: the job's hard requests with one only on-demand groups offer
+        (``elb.schedulers.sge.ondemand``)."""
+        request = on_demand_request(groups)
+        if request is None:
+            raise SchedulerError(NO_REQUEST)
+        _sge(lambda: self.sge.set_hard_requests(job, with_request(hard_requests, request)))
+        name, value = request
+        return f"it now requests {name}={value}, which only on-demand nodes offer"
 
 
 T = TypeVar("T")
@@ -206,6 +213,12 @@ def _sge(call: Callable[[], T]) -> T:
         return call()
     except SgeError as err:
         raise SchedulerError(str(err), transient=err.transient) from err
+
+
+def node_plays(cfg: Config) -> NodePlays:
+    """What Grid Engine's nodes need from the provisioner: ``sge``'s settings for its roles, its
+    node's boot playbook and its role's variables there."""
+    return NodePlays(variables=cfg.sge.role_vars(), boot_playbook=BOOT_PLAYBOOK, boot_vars=BOOT_VARS)
 
 
 def command_timeout(cfg: Config) -> tuple[float, str]:

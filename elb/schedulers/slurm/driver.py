@@ -39,7 +39,7 @@ from elb.core.attribution import JobUse
 from elb.core.checks import Check
 from elb.core.config import Config, SlurmConfig, parse_config
 from elb.core.demand import DemandSplit, NotDemand
-from elb.core.drivers import InitDraft, cloud_settings
+from elb.core.drivers import InitDraft, NodePlays, cloud_settings
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
 from elb.core.model import JobPhase, Node, NodeState
@@ -61,6 +61,10 @@ _REASON_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 # How long the programs wait for the daemon to take their requests before they fail, in polls
 # (never less than a minute).
 HEARTBEAT_POLLS = 3
+# The variables of its own roles that a node's boot document carries (slurm_node_boot.yml runs
+# slurm_node and munge). Of munge's only the path of the node's key: the key itself reaches the
+# node over SSH from the master (slurm_admit_nodes.yml), never through the boot document.
+BOOT_VARS = ("slurm_node_", "munge_key_path")
 
 
 def slurm_reason(text: str) -> str:
@@ -444,13 +448,15 @@ class Slurm:
                 pushed.append(job.job_id.replace("_", "."))
         return Requeued(tuple(pushed), tuple(refused))
 
-    def bind_on_demand(self, job: int, requests: Mapping[str, str], groups: NodeGroups) -> None:
-        """Move the job to the partitions of the on-demand groups (``slurm.partition_groups``)."""
+    def bind_on_demand(self, job: int, hard_requests: Mapping[str, str], groups: NodeGroups) -> str:
+        """Move the job to the partitions of the on-demand groups (``slurm.partition_groups``):
+        the partition list is the binding, ``hard_requests`` is not used."""
         on_demand = {g.name for g in groups.groups if g.market == "on-demand"}
         partitions = sorted(p for p, g in self.config.slurm.partition_groups.items() if g in on_demand)
         if not partitions:
             raise SchedulerError("no partition of an on-demand node group (slurm.partition_groups)")
         self._scontrol(lambda: self.slurm.set_partitions(job, partitions))
+        return f"it now runs only in {', '.join(partitions)}, the partitions of the on-demand node groups"
 
     @staticmethod
     def _scontrol(call: Callable[[], None]) -> None:
@@ -458,6 +464,13 @@ class Slurm:
             call()
         except SlurmError as err:
             raise SchedulerError(str(err), transient=err.transient) from err
+
+
+def node_plays(cfg: Config) -> NodePlays:
+    """What Slurm's nodes need from the provisioner: ``slurm.boot_playbook`` and its roles'
+    variables there; its plays get Grid Engine's role variables (``sge``) as well, which none
+    of them reads."""
+    return NodePlays(variables=cfg.sge.role_vars(), boot_playbook=cfg.slurm.boot_playbook, boot_vars=BOOT_VARS)
 
 
 def command_timeout(cfg: Config) -> tuple[float, str]:
