@@ -1,6 +1,7 @@
 """Slurm's power saving in a replay of elb behind Slurm (``--scheduler slurm``): the nodes it
 asks elb for by name, and what it does with elb's answers. Pure: each step takes the model's
-state and what the replay shows, and gives the next state.
+state (``Asked``) and what the replay shows, and gives the next state (the peer's rule keeps a
+tally between calls, which plans as its full view does).
 
 Behind Slurm elb does not size the demand: Slurm's power saving names the nodes its waiting jobs
 need (its ResumeProgram) and the nodes it is done with (its SuspendProgram), and the planner's
@@ -12,7 +13,7 @@ of elb's:
   model of Slurm's power saving the peers' replays use), read on Slurm's view of the cluster:
   elb's nodes, and the nodes it asked for that elb has not launched yet (powering up, as
   ``sinfo`` shows them). A node for exactly the waiting jobs that fit on no node up or powering
-  up, within the cloud nodes slurm.conf names (``SlurmSide.nodes``): each is a *want* of that
+  up, within the cloud nodes slurm.conf names (``PowerSaving.nodes``): each is a *want* of that
   node, since the pass that first sees it. A node of elb's idle ``suspend_time`` (SuspendTime)
   is a *release*.
 - **Each node's ask is its latest word**, as elb's journal keeps it (``node_asks``): a want stays
@@ -26,8 +27,8 @@ of elb's:
 Slurm is asked at elb's passes (the replay's polls and peeks): live, Slurm asks within its
 power-saving interval and elb's peek sees the request file within ``policy.peek_interval``. The
 replay's dispatch starts a waiting job on the first ready node it fits, not necessarily the node
-Slurm asked for it (Slurm binds it to that node): the same nodes run, a job may start on a node
-another job's end freed sooner. ResumeTimeout is not modelled: elb launches or gives back each
+Slurm asked for it (Slurm binds it to that node): as many nodes are asked for, and a job may
+start on a node another job's end freed sooner. ResumeTimeout is not modelled: elb launches or gives back each
 want at the pass that sees it.
 """
 
