@@ -13,9 +13,10 @@ of elb's:
   model of Slurm's power saving the peers' replays use), read on Slurm's view of the cluster:
   elb's nodes, and the nodes it asked for that elb has not launched yet (powering up, as
   ``sinfo`` shows them). A node for exactly the waiting jobs that fit on no node up or powering
-  up, within the cloud nodes slurm.conf names (``PowerSaving.nodes``): each is a *want* of that
-  node, since the pass that first sees it. A node of elb's idle ``suspend_time`` (SuspendTime)
-  is a *release*.
+  up, within the cloud nodes slurm.conf names (``PowerSaving.nodes``), the first of its list
+  neither up nor powering up (a node elb stopped into a warm pool is powered down in Slurm, and
+  asked for in its turn): each is a *want* of that node, since the pass that first sees it. A
+  node of elb's idle ``suspend_time`` (SuspendTime) is a *release*.
 - **Each node's ask is its latest word**, as elb's journal keeps it (``node_asks``): a want stays
   open until the planner answers it (its node is ready) or gives the node back (a decline).
   A release is asked again at each pass while the node is idle and elb has it.
@@ -34,8 +35,9 @@ want at the pass that sees it.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
@@ -105,7 +107,9 @@ class PowerSaving:
         the model's state with the new wants."""
         plan = self.rule.decide(self.view(asked, snapshot, records, now), history)
         wants = dict(asked.wants)
-        for name in plan.add_names:
+        alive = {n.name for n in records if n.state.alive}
+        names = self._free_names(plan.add, alive | wants.keys()) if plan.add else ()
+        for name in names:
             want = Ask(name, AskKind.WANT, now, "for waiting jobs that fit on no node up or powering up")
             wants[name] = (want, Node(name, NodeState.REQUESTED, now, slots=self.slots_per_node))
         mine = {n.name: n for n in records}
@@ -114,8 +118,16 @@ class PowerSaving:
             for r in plan.remove
             if (n := mine.get(r.node)) is not None and n.state is NodeState.READY
         )
-        after = replace(asked, wants=MappingProxyType(wants), asked=asked.asked + len(plan.add_names))
+        after = replace(asked, wants=MappingProxyType(wants), asked=asked.asked + len(names))
         return after, (*(a for a, _ in wants.values()), *releases)
+
+    def _free_names(self, count: int, taken: Collection[str]) -> tuple[str, ...]:
+        """The first ``count`` of slurm.conf's cloud nodes (``node001`` to the ``nodes``-th, in
+        order) neither up nor powering up: Slurm resumes the powered-down nodes of its list
+        first to last (a node elb stopped into a warm pool among them)."""
+        lim = self.rule.limits
+        free = (f"{lim.node_prefix}{i:0{lim.node_digits}d}" for i in range(1, self.nodes + 1))
+        return tuple(itertools.islice((n for n in free if n not in taken), count))
 
     def answered(self, asked: Asked, plan: PassPlan, now: float) -> Asked:
         """The model's state after elb's pass: the wants it answered (their node is ready) or

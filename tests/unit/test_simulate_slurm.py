@@ -19,7 +19,9 @@ from elb.core.askplan import Decline
 from elb.core.model import History, Host, Job, JobPhase, Node, NodeState, QueueInstance, Snapshot
 from elb.core.planner import PassPlan
 from elb.core.scheduler import AskKind
+from elb.core.warmpool import WarmPool
 from elb.simulate.engine import SimOutcome, SimSettings, Simulator
+from elb.simulate.groups import one_group
 from elb.simulate.powersave import CRED_EXPIRE, Asked, PowerSaving
 from elb.simulate.runner import build_policy, prepare, replay, with_param
 from elb.simulate.swf import SimJob, Workload
@@ -81,6 +83,18 @@ def test_slurm_asks_for_the_nodes_its_waiting_jobs_need_once_and_holds_them_afte
     assert [a.node for a in asks4][2:] == ["node003"]  # the hold is over: asked for again
 
 
+def test_slurm_asks_for_the_first_nodes_of_its_list_neither_up_nor_powering_up() -> None:
+    power = PowerSaving(nodes=3, slots_per_node=8)
+    up = Node("node002", NodeState.READY, 0.0, ready_at=300.0, slots=8)
+    gone = Node("node001", NodeState.TERMINATED, 0.0, slots=8)
+    pooled = Node("node003", NodeState.STOPPED, 0.0, slots=8, stopped_at=500.0)
+    host = Host("node002", (QueueInstance("all.q", "node002", 8, 8),), num_proc=8)
+    jobs = tuple(_waiting(i, 600.0) for i in (1, 2, 3))
+    asked, asks = power.ask(Asked(), Snapshot(600.0, jobs, (host,)), (gone, up, pooled), History(), 600.0)
+    assert [a.node for a in asks] == ["node001", "node003"]  # the list has three nodes, one is up
+    assert asked.asked == 2
+
+
 def test_slurm_releases_a_node_idle_its_suspend_time() -> None:
     power = PowerSaving(nodes=4, slots_per_node=8, suspend_time=600.0)
     node = Node("node001", NodeState.READY, 0.0, ready_at=300.0, last_busy_at=1000.0, slots=8)
@@ -137,6 +151,19 @@ def test_behind_slurm_the_cluster_scales_back_to_zero_by_elbs_rule_or_slurms_sus
     _, short = _replay(jobs, scheduler="slurm", sets={"idle_factor": "4"}, suspend_time=120.0)
     ended = BOOT + 600.0
     assert all(ended + 120.0 <= n.terminated_at <= ended + 120.0 + 60.0 for n in short.nodes[:2])
+
+
+def test_behind_slurm_a_node_stopped_into_the_warm_pool_is_started_again_when_slurm_asks_for_it() -> None:
+    jobs = [SimJob(1, 0.0, 600.0, 8), SimJob(2, 2000.0, 600.0, 8), SimJob(3, 4000.0, 600.0, 8)]
+    pool = WarmPool(max_nodes=2, restart_time=60.0)
+    policy = build_policy("elb", billing="second", slots_per_node=8, boot_time=BOOT, max_nodes=2)
+    settings = SimSettings(slots_per_node=8, max_nodes=2, boot_time=BOOT, record=True, scheduler="slurm")
+    sim = Simulator(jobs, policy, settings, groups=one_group(8, 2, pool))
+    out = sim.run()
+    assert (out.launches, out.stops, out.restarts) == (1, 2, 2)
+    assert [n.name for n in out.nodes] == ["node001"] * 3
+    assert out.waits == [BOOT, 40.0 + 60.0, 20.0 + 60.0]  # the next poll, then a restart, not a boot
+    assert sim.asked.asked == 3
 
 
 def _peak(out: SimOutcome) -> int:
