@@ -17,6 +17,7 @@ from elb.core.budget import Budget
 from elb.core.config import PolicyConfig
 from elb.core.durations import minutes
 from elb.core.extras import plot_missing
+from elb.core.naming import MAX_NODES
 from elb.core.warmpool import WarmPool
 from elb.simulate.accounting import read_log
 from elb.simulate.bound import Bound, clairvoyant
@@ -26,6 +27,7 @@ from elb.simulate.frontier import Point, bound_line, compare, frontiers
 from elb.simulate.frontier import plot as frontier_plot
 from elb.simulate.frontier import table as frontier_table
 from elb.simulate.groups import SimGroups, SimGroupsError, load_groups, one_group
+from elb.simulate.powersave import SUSPEND_TIME
 from elb.simulate.report import Billing, Metrics, group_table, plot, pool_table, table
 from elb.simulate.runner import Prepared, SimError, prepare
 from elb.simulate.sweep import Setup, default_workers, plan_runs, replay_all
@@ -178,6 +180,29 @@ def register(sub: Any) -> None:
         help="make this share (0..1) of the bring-ups fail after their boot time (seeded by --seed): "
         "the launch back-off then holds launches as it does live",
     )
+    p.add_argument(
+        "--scheduler",
+        choices=("sge", "slurm"),
+        default="sge",
+        help="the scheduler elb runs behind: Grid Engine (sge, default: elb's policy counts the demand) or Slurm "
+        "(Slurm's power saving asks for nodes by name and elb launches, gives back and removes on its asks; "
+        "elb's policy only; one node group)",
+    )
+    p.add_argument(
+        "--slurm-nodes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="behind Slurm: the cloud nodes slurm.conf names, which Slurm may ask for (default: the cap, "
+        "--max-nodes); more than the cap: elb gives back what Slurm asks past it",
+    )
+    p.add_argument(
+        "--suspend-time",
+        type=float,
+        default=SUSPEND_TIME,
+        help=f"behind Slurm: Slurm's SuspendTime, after which it releases an idle node (default {SUSPEND_TIME:g}, "
+        "docs/slurm.md's slurm.conf: elb's idle rule decides first)",
+    )
     p.add_argument("--no-fast-forward", action="store_true", help="call the policy at every poll")
     add_budget_options(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -286,6 +311,7 @@ _NUMBERS = (
     "--volume-price",
     "--pool-max-age",
     "--provision-failure-rate",
+    "--suspend-time",
 )
 
 
@@ -336,6 +362,21 @@ def _check_bounds(args: argparse.Namespace) -> None:
         raise SimError("--peek must be 0 (plain polling) or at least 1 s, --peek-gap at least 0")
     if not 0 <= args.provision_failure_rate < 1:
         raise SimError("--provision-failure-rate must be a share: 0 <= SHARE < 1")
+    _check_slurm(args)
+
+
+def _check_slurm(args: argparse.Namespace) -> None:
+    """``SimError`` for Slurm's options out of range, or given behind Grid Engine; a replay behind
+    Slurm has one node group."""
+    slurm = args.scheduler == "slurm"
+    if not slurm and (args.slurm_nodes is not None or args.suspend_time != SUSPEND_TIME):
+        raise SimError("--slurm-nodes and --suspend-time are Slurm's: they go with --scheduler slurm")
+    if args.slurm_nodes is not None and not 1 <= args.slurm_nodes <= MAX_NODES:
+        raise SimError(f"--slurm-nodes must be from 1 to {MAX_NODES}")
+    if not 0 < args.suspend_time <= 365 * 86400.0:
+        raise SimError("--suspend-time must be above 0 and at most a year")
+    if slurm and args.groups is not None:
+        raise SimError("--scheduler slurm replays one node group: --groups is not for it")
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -411,6 +452,9 @@ def _settings(args: argparse.Namespace, spn: int, max_nodes: int, budget: Budget
         budget=budget,
         billing=args.billing,
         record=args.spend_by is not None,
+        scheduler=args.scheduler,
+        slurm_nodes=args.slurm_nodes,
+        suspend_time=args.suspend_time,
     )
 
 
@@ -464,6 +508,9 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
     else:
         _print_head(args, wl, prepared, groups, billing, spn)
         print(table(results, prepared.floors, args.price))
+        for m in results:
+            if m.scheduler == "slurm":
+                print(f"{m.label} behind Slurm: {m.asked} nodes asked for, {m.given_back} given back")
         for part in _more_tables(args, prepared, results, groups, pairs, fronts):
             print()
             print(part)
@@ -511,6 +558,10 @@ def _report_json(  # noqa: PLR0917 (the replay's parts, passed on from _report)
             "max_nodes": prepared.max_nodes,
             "dispatch": "easy" if args.backfill else args.dispatch,
             "placement": args.placement,
+            "scheduler": args.scheduler,
+            "slurm": {"nodes": args.slurm_nodes or prepared.max_nodes, "suspend_time": args.suspend_time}
+            if args.scheduler == "slurm"
+            else None,
             "budget": budget_json(budget_of(args)),
             "warm_pool": {
                 "max_nodes": args.warm_pool,
@@ -548,6 +599,12 @@ def _print_head(  # noqa: PLR0917 (the replay's parts, passed on from _report)
         f"{f' (elb peeks every {args.peek:g} s)' if 0 < args.peek < args.poll else ''}, billing per {billing}"
         f", dispatch {'easy' if args.backfill else args.dispatch}"
     )
+    if args.scheduler == "slurm":
+        nodes = args.slurm_nodes or prepared.max_nodes
+        print(
+            f"behind Slurm: its power saving asks elb for nodes by name ({nodes} cloud nodes in slurm.conf, "
+            f"SuspendTime {args.suspend_time:g} s); the peers are replayed as themselves"
+        )
     _print_changes(dict(wl.skipped), wl.overrun, wl.failed)
     reasons = _unservable_reasons(prepared)
     if reasons:

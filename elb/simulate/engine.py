@@ -102,6 +102,7 @@ from elb.core.spend import Billing, billed_seconds, overlap
 from elb.core.state import ClusterState, JoinIndex
 from elb.core.warmpool import Pooled, WarmPool, due, keep_time, volume_cost
 from elb.simulate.groups import Assignment, SimGroups, assign, one_group
+from elb.simulate.powersave import SUSPEND_TIME, Asked, PowerSaving
 from elb.simulate.swf import SimJob
 from elb.simulate.waiting import WaitingJobs
 
@@ -183,6 +184,13 @@ class SimSettings:
     # (``BudgetMeter``), billed by ``billing``. None: no budget.
     budget: Budget | None = None
     billing: Billing = "second"
+    # The scheduler elb runs behind: Grid Engine (``"sge"``: the policy counts the demand) or
+    # Slurm (``"slurm"``: Slurm's power saving, ``elb.simulate.powersave``, asks for nodes by name
+    # and the planner acts on its asks), with the cloud nodes slurm.conf names (None:
+    # ``max_nodes``) and its SuspendTime. One node group only.
+    scheduler: Literal["sge", "slurm"] = "sge"
+    slurm_nodes: int | None = None
+    suspend_time: float = SUSPEND_TIME
 
 
 @dataclass(slots=True)
@@ -467,11 +475,27 @@ class Simulator:
         self._pooled_records: dict[str, Node] = {}
         self.last_inputs: PassInputs | None = None  # the planner's inputs at the last decision
         self.meter = None if settings.budget is None else BudgetMeter(settings.budget, settings.billing)
+        # Behind Slurm: its power saving, which asks for the nodes, and its asks so far.
+        self.power = self._power_saving(settings)
+        self.asked = Asked()
         for name in next_names((), initial_nodes):
             self._launch(name, self.t0, boot=0.0)
         if settings.master_exec_slots > 0:
             self._launch(settings.master, self.t0, boot=0.0, slots=settings.master_exec_slots)
             self.out.launches -= 1  # not a launch of the policy's (but a node within max_nodes)
+
+    def _power_saving(self, settings: SimSettings) -> PowerSaving | None:
+        """Slurm's power saving when the replay runs behind Slurm, else None."""
+        if settings.scheduler != "slurm":
+            return None
+        if self.several_groups:
+            raise ValueError("a replay behind Slurm has one node group")
+        return PowerSaving(
+            settings.slurm_nodes or self.max_nodes,
+            self.group_slots[self.first_group],
+            settings.suspend_time,
+            master=settings.master,
+        )
 
     # -- cluster state -------------------------------------------------------------------------
     def _launch(  # noqa: PLR0917 (a node's facts)
@@ -918,6 +942,9 @@ class Simulator:
             hosts=self._host_values,
             jobs_on=self._jobs_on,
         )
+        asks = None
+        if self.power is not None:  # behind Slurm: what its power saving asks by name
+            self.asked, asks = self.power.ask(self.asked, snapshot, records, self.history, now)
         inputs = PassInputs(
             snapshot=snapshot,
             nodes=records,
@@ -926,16 +953,20 @@ class Simulator:
             history=self.history,
             orders=_NO_ORDERS,
             backoff=self.backoff.state,
-            scheduler="SGE",  # the simulated cluster's, in the reasons
+            scheduler="SGE" if asks is None else "Slurm",  # the simulated cluster's, in the reasons
             cloud=self.cloud,
             in_flight=frozenset(self._booting),
             watched_since=self.t0,
             index=index,
             spend=None if self.meter is None else self.meter.spend(self, now),
+            asks=asks,
         )
         self.last_inputs = inputs
         self._last_pass, self._unseen = now, self.pending.next_number  # what waits now, this pass sees
-        return plan_pass(inputs, self.config, self.policy, now)
+        pp = plan_pass(inputs, self.config, self.policy, now)
+        if self.power is not None:
+            self.asked = self.power.answered(self.asked, pp, now)
+        return pp
 
     def _jobs_on(self, name: str) -> tuple[Job, ...]:
         """The jobs filed under a node (``elb.core.state.started_host``: the host of a job's queue
@@ -1162,9 +1193,17 @@ class Simulator:
             else:
                 until = self.quiet.quiet_until(state, self.history)
             horizon = nxt if self.watches_jobs else self._next_node_event()
-            wake = min(until, horizon, self._next_pool_due(), self._backoff_ends(now))
+            wake = min(until, horizon, self._next_pool_due(), self._backoff_ends(now), self._slurm_wakes(now))
             step = max(step, self._grid(wake))
         return step
+
+    def _slurm_wakes(self, now: float) -> float:
+        """Behind Slurm: before when its power saving asks nothing new while the cluster does
+        not change (``PowerSaving.wake``); inf behind Grid Engine."""
+        if self.power is None:
+            return math.inf
+        snapshot, records = self.snapshot(now)
+        return self.power.wake(self.asked, snapshot, records, self.history, now)
 
     def _close(self) -> SimOutcome:
         end = self.out.last_end

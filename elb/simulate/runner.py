@@ -228,7 +228,8 @@ def replay(
     if isinstance(own, int | float) and own > 0:
         settings = dataclasses.replace(settings, poll_interval=float(own))
     if not policy.name.startswith("elb"):  # the peek is elb's daemon's: a peer's model keeps its own cadence
-        settings = dataclasses.replace(settings, peek_interval=0.0)
+        # and a peer is a whole system of its own, replayed as itself behind either scheduler
+        settings = dataclasses.replace(settings, peek_interval=0.0, scheduler="sge")
     if getattr(policy, "master_exec", False) is True:  # a peer whose master runs jobs (StarCluster)
         settings = dataclasses.replace(settings, master_exec_slots=settings.slots_per_node)
     t = time.perf_counter()
@@ -254,4 +255,6 @@ def replay(
         replay_seconds=elapsed,
         prices={g.name: g.price_per_hour for g in prepared.groups.groups.groups},
     )
+    if sim.power is not None:
+        m = dataclasses.replace(m, scheduler="slurm", asked=sim.asked.asked, given_back=sim.asked.given_back)
     return m, out
