@@ -6,7 +6,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from elb.core.config import ClusterConfig, ProvisionConfig
+from elb.core.config import ClusterConfig, ProvisionConfig, SgeConfig
+from elb.core.drivers import NodePlays
 from elb.core.interfaces import Instance, NodeSpec
 from elb.provision.ansible import AnsibleProvisioner
 from elbdev.testcluster import constants as C
@@ -22,7 +23,8 @@ def provisioner(tmp: Path, **extra_vars: object) -> AnsibleProvisioner:
         extra_vars=dict(extra_vars),
         host_keys_dir=C.HOST_KEYS,  # the keys TestCluster.launch gives its nodes
     )
-    return AnsibleProvisioner(cfg, ClusterConfig(name=C.CLUSTER_NAME))
+    # Grid Engine's settings as elb's SGE driver gives them to its plays (their defaults).
+    return AnsibleProvisioner(cfg, ClusterConfig(name=C.CLUSTER_NAME), NodePlays(variables=SgeConfig().role_vars()))
 
 
 def spec(inst: Instance, slots: int | None = None) -> NodeSpec:
