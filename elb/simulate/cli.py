@@ -27,7 +27,7 @@ from elb.simulate.frontier import Point, bound_line, compare, frontiers
 from elb.simulate.frontier import plot as frontier_plot
 from elb.simulate.frontier import table as frontier_table
 from elb.simulate.groups import SimGroups, SimGroupsError, load_groups, one_group
-from elb.simulate.powersave import SUSPEND_TIME
+from elb.simulate.powersave import SUSPEND_TIME, Behind
 from elb.simulate.report import Billing, Metrics, group_table, plot, pool_table, table
 from elb.simulate.runner import Prepared, SimError, prepare
 from elb.simulate.sweep import Setup, default_workers, plan_runs, replay_all
@@ -182,8 +182,9 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--scheduler",
-        choices=("sge", "slurm"),
-        default="sge",
+        type=Behind,
+        choices=tuple(Behind),
+        default=Behind.SGE,
         help="the scheduler elb runs behind: Grid Engine (sge, default: elb's policy counts the demand) or Slurm "
         "(Slurm's power saving asks for nodes by name and elb launches, gives back and removes on its asks; "
         "elb's policy only; one node group)",
@@ -368,7 +369,7 @@ def _check_bounds(args: argparse.Namespace) -> None:
 def _check_slurm(args: argparse.Namespace) -> None:
     """``SimError`` for Slurm's options out of range, or given behind Grid Engine; a replay behind
     Slurm has one node group."""
-    slurm = args.scheduler == "slurm"
+    slurm = args.scheduler is Behind.SLURM
     if not slurm and (args.slurm_nodes is not None or args.suspend_time != SUSPEND_TIME):
         raise SimError("--slurm-nodes and --suspend-time are Slurm's: they go with --scheduler slurm")
     if args.slurm_nodes is not None and not 1 <= args.slurm_nodes <= MAX_NODES:
@@ -509,7 +510,7 @@ def _report(  # noqa: PLR0917 (the replay's parts, passed on from _simulate)
         _print_head(args, wl, prepared, groups, billing, spn)
         print(table(results, prepared.floors, args.price))
         for m in results:
-            if m.scheduler == "slurm":
+            if m.scheduler == Behind.SLURM:
                 print(f"{m.label} behind Slurm: {m.asked} nodes asked for, {m.given_back} given back")
         for part in _more_tables(args, prepared, results, groups, pairs, fronts):
             print()
@@ -560,7 +561,7 @@ def _report_json(  # noqa: PLR0917 (the replay's parts, passed on from _report)
             "placement": args.placement,
             "scheduler": args.scheduler,
             "slurm": {"nodes": args.slurm_nodes or prepared.max_nodes, "suspend_time": args.suspend_time}
-            if args.scheduler == "slurm"
+            if args.scheduler is Behind.SLURM
             else None,
             "budget": budget_json(budget_of(args)),
             "warm_pool": {
@@ -599,7 +600,7 @@ def _print_head(  # noqa: PLR0917 (the replay's parts, passed on from _report)
         f"{f' (elb peeks every {args.peek:g} s)' if 0 < args.peek < args.poll else ''}, billing per {billing}"
         f", dispatch {'easy' if args.backfill else args.dispatch}"
     )
-    if args.scheduler == "slurm":
+    if args.scheduler is Behind.SLURM:
         nodes = args.slurm_nodes or prepared.max_nodes
         print(
             f"behind Slurm: its power saving asks elb for nodes by name ({nodes} cloud nodes in slurm.conf, "

@@ -102,7 +102,7 @@ from elb.core.spend import Billing, billed_seconds, overlap
 from elb.core.state import ClusterState, JoinIndex
 from elb.core.warmpool import Pooled, WarmPool, due, keep_time, volume_cost
 from elb.simulate.groups import Assignment, SimGroups, assign, one_group
-from elb.simulate.powersave import SUSPEND_TIME, Asked, PowerSaving
+from elb.simulate.powersave import SUSPEND_TIME, Asked, Behind, PowerSaving
 from elb.simulate.swf import SimJob
 from elb.simulate.waiting import WaitingJobs
 
@@ -188,7 +188,7 @@ class SimSettings:
     # Slurm (``"slurm"``: Slurm's power saving, ``elb.simulate.powersave``, asks for nodes by name
     # and the planner acts on its asks), with the cloud nodes slurm.conf names (None:
     # ``max_nodes``) and its SuspendTime. One node group only.
-    scheduler: Literal["sge", "slurm"] = "sge"
+    scheduler: Behind = Behind.SGE
     slurm_nodes: int | None = None
     suspend_time: float = SUSPEND_TIME
 
@@ -486,7 +486,7 @@ class Simulator:
 
     def _power_saving(self, settings: SimSettings) -> PowerSaving | None:
         """Slurm's power saving when the replay runs behind Slurm, else None."""
-        if settings.scheduler != "slurm":
+        if settings.scheduler is not Behind.SLURM:
             return None
         if self.several_groups:
             raise ValueError("a replay behind Slurm has one node group")

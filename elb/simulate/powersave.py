@@ -35,6 +35,7 @@ want at the pass that sees it.
 
 from __future__ import annotations
 
+import enum
 import itertools
 import math
 from collections.abc import Collection, Mapping, Sequence
@@ -48,6 +49,17 @@ from elb.core.scheduler import Ask, AskKind
 from elb.core.state import ClusterState
 
 CRED_EXPIRE = 120.0  # Slurm's AuthInfo cred_expire default: a requeued job's hold, seconds
+
+
+class Behind(enum.StrEnum):
+    """The scheduler a replay puts elb behind, as the simulator models it (``--scheduler``): the
+    simulator's own two models, not the registry's drivers. ``SGE``: elb's policy counts the
+    demand; ``SLURM``: Slurm's power saving (this module) asks for nodes by name."""
+
+    SGE = "sge"
+    SLURM = "slurm"
+
+
 SUSPEND_TIME = 86400.0  # the SuspendTime docs/slurm.md's slurm.conf sets: Slurm's idle rule as a safety net
 
 

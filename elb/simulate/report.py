@@ -130,7 +130,7 @@ class Metrics:
     budget_held: int = 0  # passes at which the budget held a launch or a restart (--budget)
     peak_nodes: int = 0  # the most nodes up (launched, not yet gone) at once
     quick_passes: int = 0  # passes a peek brought forward (--peek)
-    scheduler: str = "sge"  # the scheduler elb ran behind (--scheduler; a peer: its own model)
+    scheduler: str = "sge"  # the scheduler elb ran behind (a powersave.Behind) (--scheduler; a peer: its own model)
     asked: int = 0  # behind Slurm: nodes its power saving asked for
     given_back: int = 0  # behind Slurm: nodes asked for that elb gave back
 

@@ -17,6 +17,7 @@ from elb.core.policy.base import Policy
 from elb.core.policy.grouped import GroupedPolicy
 from elb.simulate.engine import SimOutcome, SimSettings, Simulator
 from elb.simulate.groups import Assignment, SimGroups, SimGroupsError, assign, one_group
+from elb.simulate.powersave import Behind
 from elb.simulate.report import Billing, Floors, Metrics, floors, metrics
 from elb.simulate.swf import LONGEST, SimJob, Workload
 
@@ -229,7 +230,7 @@ def replay(
         settings = dataclasses.replace(settings, poll_interval=float(own))
     if not policy.name.startswith("elb"):  # the peek is elb's daemon's: a peer's model keeps its own cadence
         # and a peer is a whole system of its own, replayed as itself behind either scheduler
-        settings = dataclasses.replace(settings, peek_interval=0.0, scheduler="sge")
+        settings = dataclasses.replace(settings, peek_interval=0.0, scheduler=Behind.SGE)
     if getattr(policy, "master_exec", False) is True:  # a peer whose master runs jobs (StarCluster)
         settings = dataclasses.replace(settings, master_exec_slots=settings.slots_per_node)
     t = time.perf_counter()
@@ -256,5 +257,5 @@ def replay(
         prices={g.name: g.price_per_hour for g in prepared.groups.groups.groups},
     )
     if sim.power is not None:
-        m = dataclasses.replace(m, scheduler="slurm", asked=sim.asked.asked, given_back=sim.asked.given_back)
+        m = dataclasses.replace(m, scheduler=Behind.SLURM, asked=sim.asked.asked, given_back=sim.asked.given_back)
     return m, out

@@ -10,7 +10,6 @@ import dataclasses
 import json
 import random
 from pathlib import Path
-from typing import Literal
 
 import pytest
 
@@ -22,7 +21,7 @@ from elb.core.scheduler import AskKind
 from elb.core.warmpool import WarmPool
 from elb.simulate.engine import SimOutcome, SimSettings, Simulator
 from elb.simulate.groups import one_group
-from elb.simulate.powersave import CRED_EXPIRE, Asked, PowerSaving
+from elb.simulate.powersave import CRED_EXPIRE, Asked, Behind, PowerSaving
 from elb.simulate.runner import build_policy, prepare, replay, with_param
 from elb.simulate.swf import SimJob, Workload
 
@@ -32,7 +31,7 @@ BOOT = 300.0
 def _replay(
     jobs: list[SimJob],
     *,
-    scheduler: Literal["sge", "slurm"],
+    scheduler: Behind,
     max_nodes: int = 4,
     sets: dict[str, str] | None = None,
     **kw: object,
@@ -114,8 +113,8 @@ def test_behind_slurm_elb_launches_what_slurm_asks_for_not_its_own_count() -> No
     """elb's ``launch_delay`` is its policy's count, which the asks path does not use: behind
     Grid Engine the job waits the delay and a boot, behind Slurm the boot alone (Slurm asked)."""
     jobs = [SimJob(1, 0.0, 600.0, 8), SimJob(2, 0.0, 600.0, 16)]
-    sge_sim, sge = _replay(jobs, scheduler="sge", sets={"launch_delay": "600"})
-    slurm_sim, slurm = _replay(jobs, scheduler="slurm", sets={"launch_delay": "600"})
+    sge_sim, sge = _replay(jobs, scheduler=Behind.SGE, sets={"launch_delay": "600"})
+    slurm_sim, slurm = _replay(jobs, scheduler=Behind.SLURM, sets={"launch_delay": "600"})
     assert min(sge.waits) >= 600 + BOOT
     assert slurm.waits == [BOOT, BOOT]
     assert slurm.launches == slurm_sim.asked.asked == 3 and slurm_sim.asked.given_back == 0
@@ -126,7 +125,7 @@ def test_behind_slurm_elb_launches_what_slurm_asks_for_not_its_own_count() -> No
 
 def test_behind_slurm_what_is_asked_past_max_nodes_is_given_back_and_every_job_runs() -> None:
     jobs = [SimJob(i, 10.0 * i, 1800.0, 8) for i in range(1, 7)]
-    sim, out = _replay(jobs, scheduler="slurm", max_nodes=2, slurm_nodes=8)
+    sim, out = _replay(jobs, scheduler=Behind.SLURM, max_nodes=2, slurm_nodes=8)
     assert out.never_started == 0 and len(out.waits) == 6
     assert out.launches == 2  # never more than max_nodes up: two nodes run all six jobs in turn
     assert _peak(out) == 2
@@ -135,20 +134,20 @@ def test_behind_slurm_what_is_asked_past_max_nodes_is_given_back_and_every_job_r
     span = max(p.start for p in out.placements)
     assert sim.asked.given_back <= 4 * (span / CRED_EXPIRE + 1)
     # With no more cloud nodes in slurm.conf than elb may launch, nothing is given back.
-    fit_sim, fit = _replay(jobs, scheduler="slurm", max_nodes=2)
+    fit_sim, fit = _replay(jobs, scheduler=Behind.SLURM, max_nodes=2)
     assert fit_sim.asked.given_back == 0 and fit.waits == out.waits
 
 
 def test_behind_slurm_the_cluster_scales_back_to_zero_by_elbs_rule_or_slurms_suspend_time() -> None:
     jobs = [SimJob(1, 0.0, 600.0, 8), SimJob(2, 0.0, 600.0, 8), SimJob(3, 50000.0, 60.0, 8)]
-    _, sge = _replay(jobs, scheduler="sge", sets={"idle_factor": "4"})  # elb keeps an idle node 4 boots
-    _, slurm = _replay(jobs, scheduler="slurm", sets={"idle_factor": "4"})
+    _, sge = _replay(jobs, scheduler=Behind.SGE, sets={"idle_factor": "4"})  # elb keeps an idle node 4 boots
+    _, slurm = _replay(jobs, scheduler=Behind.SLURM, sets={"idle_factor": "4"})
     first = [n for n in slurm.nodes if n.launched_at < 50000.0]
     assert len(first) == 2 and all(n.terminated_at < 50000.0 for n in first)  # none up between the bursts
     assert [n.terminated_at for n in slurm.nodes] == [n.terminated_at for n in sge.nodes]
     assert all(n.terminated_at - (BOOT + 600.0) >= 4 * BOOT for n in first)
     # A SuspendTime shorter than elb's keep: Slurm releases the idle node and elb removes it.
-    _, short = _replay(jobs, scheduler="slurm", sets={"idle_factor": "4"}, suspend_time=120.0)
+    _, short = _replay(jobs, scheduler=Behind.SLURM, sets={"idle_factor": "4"}, suspend_time=120.0)
     ended = BOOT + 600.0
     assert all(ended + 120.0 <= n.terminated_at <= ended + 120.0 + 60.0 for n in short.nodes[:2])
 
@@ -157,7 +156,7 @@ def test_behind_slurm_a_node_stopped_into_the_warm_pool_is_started_again_when_sl
     jobs = [SimJob(1, 0.0, 600.0, 8), SimJob(2, 2000.0, 600.0, 8), SimJob(3, 4000.0, 600.0, 8)]
     pool = WarmPool(max_nodes=2, restart_time=60.0)
     policy = build_policy("elb", billing="second", slots_per_node=8, boot_time=BOOT, max_nodes=2)
-    settings = SimSettings(slots_per_node=8, max_nodes=2, boot_time=BOOT, record=True, scheduler="slurm")
+    settings = SimSettings(slots_per_node=8, max_nodes=2, boot_time=BOOT, record=True, scheduler=Behind.SLURM)
     sim = Simulator(jobs, policy, settings, groups=one_group(8, 2, pool))
     out = sim.run()
     assert (out.launches, out.stops, out.restarts) == (1, 2, 2)
@@ -189,8 +188,8 @@ def _random_jobs(seed: int, count: int = 150) -> list[SimJob]:
 @pytest.mark.parametrize("seed", [1, 2])
 def test_behind_slurm_the_same_jobs_run_as_behind_grid_engine_at_a_like_cost(seed: int) -> None:
     jobs = _random_jobs(seed)
-    _, sge = _replay(jobs, scheduler="sge", max_nodes=8)
-    sim, slurm = _replay(jobs, scheduler="slurm", max_nodes=8)
+    _, sge = _replay(jobs, scheduler=Behind.SGE, max_nodes=8)
+    sim, slurm = _replay(jobs, scheduler=Behind.SLURM, max_nodes=8)
     assert slurm.never_started == sge.never_started == 0
     assert sorted(p.job_id for p in slurm.placements) == sorted(p.job_id for p in sge.placements)
     assert slurm.slot_seconds == sge.slot_seconds
@@ -206,8 +205,8 @@ def test_behind_slurm_fast_forward_changes_nothing(seed: int) -> None:
     the replay of every poll, give-backs, holds and a short SuspendTime included."""
     jobs = _random_jobs(seed, 80)
     kw = {"max_nodes": 3, "slurm_nodes": 6, "suspend_time": 240.0, "peek_interval": 5.0}
-    fast_sim, fast = _replay(jobs, scheduler="slurm", **kw)  # type: ignore[arg-type]
-    slow_sim, slow = _replay(jobs, scheduler="slurm", fast_forward=False, **kw)  # type: ignore[arg-type]
+    fast_sim, fast = _replay(jobs, scheduler=Behind.SLURM, **kw)  # type: ignore[arg-type]
+    slow_sim, slow = _replay(jobs, scheduler=Behind.SLURM, fast_forward=False, **kw)  # type: ignore[arg-type]
     assert fast_sim.asked.given_back > 0
     assert fast.placements == slow.placements
     assert fast.nodes == slow.nodes
@@ -224,7 +223,7 @@ def test_a_peer_is_replayed_as_itself_behind_either_scheduler() -> None:
         policy = build_policy(name, **kw)  # type: ignore[arg-type]
         m_sge, sge = replay(prepared, policy, settings, billing="second", price=1.0)
         policy = build_policy(name, **kw)  # type: ignore[arg-type]
-        behind = dataclasses.replace(settings, scheduler="slurm")
+        behind = dataclasses.replace(settings, scheduler=Behind.SLURM)
         m_slurm, slurm = replay(prepared, policy, behind, billing="second", price=1.0)
         assert (slurm.waits, slurm.launches) == (sge.waits, sge.launches)
         assert m_slurm.scheduler == m_sge.scheduler == "sge"
