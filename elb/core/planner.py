@@ -502,9 +502,7 @@ def _with_scaling(
     if config.policy.budget is not None and inputs.spend is not None and inputs.demand.snapshot.pending:
         paced = within_budget(inputs.demand, inputs.nodes, inputs.spend, config, now)
         planned_on = dataclasses.replace(inputs, demand=paced)
-    plan = scale(planned_on, policy, now, state)
-    if plan.remove and inputs.demand.not_demand:
-        plan = kept_for_due(plan, inputs.demand, state, lead=config.policy.boot_time, now=now)
+    plan = scale(planned_on, policy, now, state, due_lead=config.policy.boot_time)
     declines = list(asks.declines)
     if inputs.asks is not None:
         plan, held = _named(plan, asks, inputs.orders)
@@ -718,16 +716,21 @@ def _repairs(
     return todo, kept, repairs_hold_scaling(todo, inputs.repair_fails, config.failed_passes_alarm)
 
 
-def scale(inputs: PassInputs, policy: Policy, now: float, state: ClusterState | None = None) -> Plan:
-    """The policy's plan on the demand, with the admin's standing orders applied (pause, keep,
-    remove; no node the joined ``state`` shows busy is removed on an order). The dry run's plan
-    too (``state`` then joined here)."""
+def scale(
+    inputs: PassInputs, policy: Policy, now: float, state: ClusterState | None = None, *, due_lead: float = 0.0
+) -> Plan:
+    """The policy's plan on the demand, its idle removals cut for the jobs due within
+    ``due_lead`` (``kept_for_due``), with the admin's standing orders applied (pause, keep,
+    remove; no node the joined ``state`` shows busy is removed on an order: an ordered removal is
+    never kept for a due job). ``state``: joined here when None."""
     assert inputs.demand is not None
     demand = inputs.demand
     # Pooled nodes stay exec hosts (disabled) but are no capacity nor size: the policy plans without them.
     joined = state if state is not None else cluster_state(inputs, now)
     seen = pooled_hosts_left_out(demand.snapshot, joined.pooled)
     plan = decide_demand(policy, joined.seeing(seen), inputs.history, group_of=demand.group_of)
+    if plan.remove and demand.not_demand and due_lead > 0:
+        plan = kept_for_due(plan, demand, joined, lead=due_lead, now=now)
     orders = inputs.orders
     if not (orders.paused or orders.kept or orders.remove):
         return plan

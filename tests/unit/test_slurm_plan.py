@@ -367,3 +367,17 @@ def test_an_ask_waiting_for_the_probe_says_so() -> None:
     p = plan_pass(_inputs([ask], backoff=Backoffs(default=probing)), config(), Removes(), NOW)
     (w,) = p.waiting
     assert w.reason.startswith("launch waits for the probe on its way after 1 failed launch round(s)")
+
+
+def test_a_node_ordered_out_is_removed_though_a_job_comes_due() -> None:
+    """A removal the admin or a notice ordered (a spot interruption's node) is never kept for a
+    job held until soon: only the cost rule's removals are."""
+    from elb.core.demand import NotDemand
+    from elb.core.model import Job
+
+    job = Job(5, "j", "u", "PENDING", JobPhase.HELD, 2)
+    orders = Orders(remove=frozenset({"node001"}), causes={"node001": ("spot-interruption", "2 min")})
+    inputs = _inputs([], [record("node001")], orders=orders)
+    demand = DemandSplit(inputs.snapshot, (NotDemand(job, "Slurm holds it: BeginTime", until=NOW + 10),))
+    p = plan_pass(dataclasses.replace(inputs, demand=demand), config(boot_time=120), Removes(), NOW)
+    assert p.scaling is not None and [r.node for r in p.scaling.remove] == ["node001"]
