@@ -498,10 +498,7 @@ def _with_scaling(
     the launches cut by the back-off, then paced by the budget."""
     assert inputs.demand is not None and inputs.backoff is not None  # _why_scaling_waits
     groups = groups_of(config)
-    planned_on = inputs
-    if config.policy.budget is not None and inputs.spend is not None and inputs.demand.snapshot.pending:
-        paced = within_budget(inputs.demand, inputs.nodes, inputs.spend, config, now)
-        planned_on = dataclasses.replace(inputs, demand=paced)
+    planned_on = _paced_demand(inputs, config, now)
     plan = scale(planned_on, policy, now, state, due_lead=config.policy.boot_time)
     declines = list(asks.declines)
     if inputs.asks is not None:
@@ -533,13 +530,8 @@ def _with_scaling(
     if plan.add:
         plan, held_back, waiting = _backed_off(plan, inputs.backoff, groups, asked, now, lead=inputs.cloud.boot_timeout)
         declines += held_back
-    budget = None
-    if config.policy.budget is not None and inputs.spend is not None:
-        plan, pool, budget = pace_launches(plan, pool, inputs.spend, config, now, state.record)
-        if planned_on.demand is not None and inputs.demand is not planned_on.demand:
-            too_wide = len(planned_on.demand.not_demand) - len(inputs.demand.not_demand)
-            budget = dataclasses.replace(budget, too_wide=too_wide)
-        declines += [Decline(name, since[name], budget.reason) for name in budget.held if name in since]
+    plan, pool, budget, held_by_budget = _budgeted(plan, pool, inputs, planned_on, config, now, state, since)
+    declines += held_by_budget
     return dataclasses.replace(
         base,
         scaling=plan,
@@ -549,6 +541,36 @@ def _with_scaling(
         waiting=tuple(waiting),
         budget=budget,
     )
+
+
+def _paced_demand(inputs: PassInputs, config: Config, now: float) -> PassInputs:
+    """``inputs`` with the demand the budget lets the policy plan on (``within_budget``: the jobs
+    too wide for it left out); ``inputs`` itself with no budget or nothing waiting."""
+    assert inputs.demand is not None
+    if config.policy.budget is None or inputs.spend is None or not inputs.demand.snapshot.pending:
+        return inputs
+    return dataclasses.replace(inputs, demand=within_budget(inputs.demand, inputs.nodes, inputs.spend, config, now))
+
+
+def _budgeted(  # noqa: PLR0917 (the plan's two parts, the demand before and after pacing, the pass's facts)
+    plan: Plan,
+    pool: PoolPlan,
+    inputs: PassInputs,
+    planned_on: PassInputs,
+    config: Config,
+    now: float,
+    state: ClusterState,
+    since: Mapping[str, float],
+) -> tuple[Plan, PoolPlan, BudgetCheck | None, list[Decline]]:
+    """The launches and restarts the budget lets start (``pace_launches``), its verdict (with the
+    jobs too wide for it counted), and the scheduler's asks it held (``since``: when each was
+    asked for), given back; everything as it was with no budget."""
+    if config.policy.budget is None or inputs.spend is None:
+        return plan, pool, None, []
+    plan, pool, budget = pace_launches(plan, pool, inputs.spend, config, now, state.record)
+    if planned_on.demand is not None and inputs.demand is not None and inputs.demand is not planned_on.demand:
+        budget = dataclasses.replace(budget, too_wide=len(planned_on.demand.not_demand) - len(inputs.demand.not_demand))
+    return plan, pool, budget, [Decline(name, since[name], budget.reason) for name in budget.held if name in since]
 
 
 def kept_for_due(plan: Plan, demand: DemandSplit, state: ClusterState, *, lead: float, now: float) -> Plan:
