@@ -195,6 +195,14 @@ def _lines(path: Path) -> list[tuple[str, float]]:
     return out
 
 
+def on_killed_node(host: str, start: float, killed: Mapping[str, float]) -> bool:
+    """Whether a run that started on ``host`` at ``start`` ran on a node the soak killed: ``host``
+    was killed (``killed``: node -> when) after the run began. Slurm gives a name back to a new
+    node: a run that began after the kill is on that new node, which the soak did not kill."""
+    kill = killed.get(host)
+    return kill is not None and start <= kill
+
+
 def task_runs(
     starts: list[tuple[str, float]], done: list[tuple[str, float]], killed: Mapping[str, float] | None = None
 ) -> list[tuple[str, float, float | None]]:
@@ -495,7 +503,7 @@ class Soak:
                     self.say(f"elb exited ({elb.proc.returncode}); started again")
                     elb.start()
             left = [t for t in tasks if not (HOME / f"{t[0]}.{t[1]}.done").exists()]
-            on_killed = [t for t in left if self._last_host(t) in self.killed_nodes]
+            on_killed = [t for t in left if self._last_run_killed(t)]
             if len(left) != last:
                 self.say(
                     f"[{time.monotonic() - t0:6.1f}] {len(left)} tasks not done ({len(on_killed)} on killed nodes)"
@@ -508,9 +516,10 @@ class Soak:
             time.sleep(5)
         self.say("drain timed out")
 
-    def _last_host(self, task: tuple[str, str]) -> str | None:
+    def _last_run_killed(self, task: tuple[str, str]) -> bool:
+        """Whether the task's last run was on a node the soak killed (``on_killed_node``)."""
         lines = _lines(HOME / f"{task[0]}.{task[1]}.start")
-        return lines[-1][0] if lines else None
+        return bool(lines) and on_killed_node(*lines[-1], self.killed_nodes)
 
     def _wind_down(self, elb: ElbProcess) -> list[str]:
         """With no jobs, elb removes its nodes: what is left after the wind-down is leaked."""
@@ -566,12 +575,11 @@ class Soak:
                 waits.append(max(0.0, starts[0][1] - self.submitted_at[tag]))
             for host, t, end in task_runs(starts, done, self.killed_nodes):
                 runs.setdefault(host, []).append((t, end))
-            earlier = [h for h, _ in starts[:-1]]
-            if any(h not in self.killed_nodes for h in earlier):
+            if any(not on_killed_node(h, t, self.killed_nodes) for h, t in starts[:-1]):
                 fig.killed_by_elb.append(f"{name} started on {[h for h, _ in starts]}")
             if done:
                 fig.tasks_done += 1
-            elif starts and starts[-1][0] in self.killed_nodes:
+            elif starts and on_killed_node(*starts[-1], self.killed_nodes):
                 fig.tasks_killed_by_fault += 1
             else:
                 fig.lost.append(f"{name} (starts {[h for h, _ in starts]})")

@@ -3,7 +3,7 @@ done lines, as the busy-terminated count reads them."""
 
 from __future__ import annotations
 
-from tests.faults.soak import task_runs
+from tests.faults.soak import on_killed_node, task_runs
 
 
 def test_a_run_that_started_again_elsewhere_ended_by_the_next_start() -> None:
@@ -27,3 +27,14 @@ def test_a_run_on_a_node_the_soak_killed_ended_at_the_kill() -> None:
     assert runs == [("node001", 30.0, 40.0), ("node002", 560.0, 700.0)]
     # A run that began after the kill (on a node of the same name, launched again) is its own.
     assert task_runs([("node001", 300.0)], [("node001", 350.0)], {"node001": 40.0}) == [("node001", 300.0, 350.0)]
+
+
+def test_a_run_on_a_node_of_the_same_name_launched_after_the_kill_is_not_the_faults() -> None:
+    # A Slurm soak (seed 1): the soak killed node001 at 09:28:19 while s001.0 ran there; Slurm
+    # gave the name to a new node001 at 09:35, and ran s008.0 there at 09:37:21. That run is on
+    # a node the soak did not kill: not to be cancelled as the fault's, nor counted as killed by it.
+    killed = {"node001": 1000.0}
+    assert on_killed_node("node001", 990.0, killed)
+    assert on_killed_node("node001", 1000.0, killed)
+    assert not on_killed_node("node001", 1550.0, killed)
+    assert not on_killed_node("node002", 990.0, killed)
