@@ -5,7 +5,9 @@ A bring-up is a node's way from ``requested`` to ``ready``. It fails when the no
 never ran, a provisioning play that failed or timed out. Failed bring-ups come in rounds: a launch of seven nodes whose
 playbook fails makes seven failures at once. A failure counts as a new round only once the
 wait the previous round set has passed; each round doubles the wait, from ``initial`` up to
-``max``. A node that becomes ready ends the streak.
+``max``. A node that becomes ready ends the streak; so does the probe's instance running when
+the last round was launches the cloud refused (no capacity, throttling): the cloud launching
+again is all the probe had to show, and the batch need not wait for the probe's boot and play.
 
 Each node group has its own streak (``by_group``): a group whose nodes never come up holds back
 its own launches, not another group's.
@@ -86,6 +88,9 @@ class Tracker:
             if e.node in self._bringing_up:
                 self._state = Backoff()  # a node became ready: launching works again
             self._bringing_up.pop(e.node, None)
+        elif e.state is NodeState.RUNNING and self._answers_refusals(e.node):
+            # the cloud launched the probe after refused launches: that was the question
+            self._state = Backoff()
         elif e.state is NodeState.TERMINATED:
             # ended without becoming ready and without failing (a launch elb's stop cut short):
             # no failure, and no probe on its way
@@ -99,6 +104,15 @@ class Tracker:
             rounds = state.rounds + 1
             wait = min(self.initial * 2.0 ** min(rounds - 1, 64), self.maximum)
             self._state = Backoff(rounds, e.time + wait, _cause(e.detail), f"{e.node}: {e.detail or 'failed'}")
+
+    def _answers_refusals(self, node: str) -> bool:
+        """Whether ``node`` running ends the streak: the streak's last round was launches the
+        cloud refused, and the node was requested after its wait (the probe, not a node of the
+        refused round that ran anyway)."""
+        state, asked = self._state, self._bringing_up.get(node)
+        if state.cause is not Cause.LAUNCH or state.next_launch_at is None or asked is None:
+            return False
+        return asked >= state.next_launch_at
 
     @property
     def state(self) -> Backoff:

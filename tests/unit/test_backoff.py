@@ -81,6 +81,27 @@ def test_one_probe_at_a_time() -> None:
     assert not b.probing and b.rounds == 2 and b.cap(3, now=130 + 120) == 1
 
 
+RUN = NodeState.RUNNING
+
+
+def test_a_probe_the_cloud_launched_ends_a_refusal_streak() -> None:
+    """After launches the cloud refused (no capacity, throttled), the probe asks only whether the
+    cloud launches again: its instance running answers it, so the batch need not wait for the
+    probe's boot and play. A probe after failed plays must still become ready."""
+    refused = [ev(0, "n1", R), ev(2, "n1", F, "launch failed: InsufficientInstanceCapacity"), ev(70, "n2", R)]
+    b = compute([*refused, ev(75, "n2", RUN)], initial=60, maximum=1000)
+    assert not b.active and b.cap(3, now=76) == 3
+    # a node of the refused round that ran anyway (a fleet filled in part) is no probe
+    partial = [ev(0, "n1", R), ev(0, "n3", R), ev(2, "n1", F, "launch failed: x"), ev(5, "n3", RUN)]
+    assert compute(partial, initial=60, maximum=1000).rounds == 1
+    played = [ev(0, "n1", R), ev(40, "n1", F, "provisioning failed"), ev(100, "n2", R), ev(105, "n2", RUN)]
+    b = compute(played, initial=60, maximum=1000)
+    assert b.active and b.probing and b.cap(3, now=106) == 0
+    # the probe that ran and then failed its play starts a round of its own cause
+    b = compute([*refused, ev(75, "n2", RUN), ev(140, "n2", F, "provisioning failed")], initial=60, maximum=1000)
+    assert (b.rounds, b.cause, b.next_launch_at) == (1, Cause.PROVISION, 200)
+
+
 @pytest.mark.parametrize(
     ("backoff", "now", "wanted", "allowed"),
     [
