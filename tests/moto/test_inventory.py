@@ -125,6 +125,22 @@ def test_list_has_the_host_variables_the_roles_need(ec2: Any, cluster: dict[str,
     assert sorted(data["workers"]["hosts"]) == ["node001", "node002"]
 
 
+def test_each_worker_carries_its_market_for_the_spot_agent(ec2: Any, ami: str, aws_env: str, elb_config: Path) -> None:
+    """EC2 says which instances are spot (InstanceLifecycle): those are elb_market spot, the
+    others on-demand, so that the site playbooks start the spot agent on the spot ones only."""
+    make_instance(ec2, ami, {TAG_CLUSTER: CLUSTER, TAG_ROLE: "master", TAG_NAME: "master"})
+    spot = {"MarketType": "spot", "SpotOptions": {"SpotInstanceType": "one-time"}}
+    make_instance(ec2, ami, worker("node001", **{TAG_MANAGED_BY: "elb"}), InstanceMarketOptions=spot)
+    make_instance(ec2, ami, worker("node002", **{TAG_MANAGED_BY: "elb"}))
+    proc = run(["ansible-inventory", "-i", "inventory/", "--list"], elb_config)
+    assert proc.returncode == 0, proc.stderr
+    hv = json.loads(proc.stdout)["_meta"]["hostvars"]
+    assert {h: plain(hv[h].get("elb_market")) for h in ("node001", "node002")} == {
+        "node001": "spot",
+        "node002": "on-demand",
+    }
+
+
 def test_site_playbook_targets_the_inventorys_workers(cluster: dict[str, str], elb_config: Path) -> None:
     proc = run(["ansible-playbook", "-i", "inventory/", "playbooks/site.yml", "--list-hosts"], elb_config)
     assert proc.returncode == 0, proc.stderr

@@ -160,17 +160,42 @@ def _render(value: Any, names: dict[str, Any]) -> Any:
     raise AssertionError(f"{value!r} does not resolve")
 
 
+# The playbooks that configure a worker, by scheduler: each starts the agent on a spot worker.
+WORKER_PLAYBOOKS = {
+    "sge": ["add_node.yml", "node_boot.yml", "site.yml"],
+    "slurm": ["slurm_add_node.yml", "slurm_node_boot.yml", "slurm_site.yml"],
+}
+
+
+def spot_agent_includes(playbook: str) -> list[dict[str, Any]]:
+    """The tasks of ``playbook`` (in its plays and their blocks) that include the spot_agent role."""
+    found: list[dict[str, Any]] = []
+    todo = [t for play in yaml.safe_load((REPO / "playbooks" / playbook).read_text()) for t in play.get("tasks", [])]
+    while todo:
+        task = todo.pop(0)
+        todo.extend(task.get("block", []))
+        if task.get("ansible.builtin.include_role", {}).get("name") == "spot_agent":
+            found.append(task)
+    return found
+
+
+@pytest.mark.parametrize(("scheduler", "playbook"), [(s, p) for s, books in WORKER_PLAYBOOKS.items() for p in books])
+def test_each_worker_playbook_starts_the_agent_on_a_spot_node_with_its_schedulers_vars(
+    scheduler: str, playbook: str
+) -> None:
+    (include,) = spot_agent_includes(playbook)
+    assert include["when"] == "elb_market | default('on-demand') == 'spot'"
+    assert include["ansible.builtin.include_role"].get("vars_from") == ("slurm" if scheduler == "slurm" else None)
+    assert "vars" not in include  # the scheduler's command is the role's, in one place
+
+
 def role_vars(scheduler: str) -> dict[str, Any]:
-    """The spot_agent role's variables on node007: its defaults, and for Slurm the vars of
-    playbooks/slurm_add_node.yml's include of the role."""
+    """The spot_agent role's variables on node007: its defaults, and for Slurm its vars/slurm.yml
+    (the Slurm playbooks include the role with vars_from: slurm)."""
     names: dict[str, Any] = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
     names["inventory_hostname"] = "node007"
     if scheduler == "slurm":
-        play = yaml.safe_load((REPO / "playbooks" / "slurm_add_node.yml").read_text())
-        tasks = [t for block in play[0]["tasks"] for t in block.get("block", [block])]
-        (include,) = [t for t in tasks if t.get("ansible.builtin.include_role", {}).get("name") == "spot_agent"]
-        assert include["when"] == "elb_market | default('on-demand') == 'spot'"
-        names.update(include["vars"])
+        names.update(yaml.safe_load((ROLE / "vars" / "slurm.yml").read_text()))
     return {k: _render(v, names) for k, v in names.items()}
 
 

@@ -3,8 +3,10 @@
 The result has the shape of the inventory elb's provisioner builds (``elb.provision.inventory``):
 group ``master`` (the configured master host), group ``workers`` (the cluster's running workers,
 elb's and the admin's, by tag), host names = node names (``Name`` tag), ``ansible_host`` = private
-address, ``elb_slots`` = slots (configured, else the instance type's vCPUs); as vars of ``all``
-the connection settings and the role variables elb's provisioner passes. Instances whose
+address, ``elb_slots`` = slots (configured, else the instance type's vCPUs), ``elb_market`` =
+``spot`` for a spot instance (EC2's ``InstanceLifecycle``), else ``on-demand`` (the site playbooks
+start the spot agent on spot workers); as vars of ``all`` the connection settings and the role
+variables elb's provisioner passes. Instances whose
 ``Name`` tag is not a plain host name, or that share a name, are left out with a warning:
 Ansible templates inventory values, so a tag must never reach it unchecked.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from elb.clouds.ec2.cloud import ROLE_MASTER, ROLE_WORKER, Ec2Cloud, tags_of
 from elb.core.config import Config
@@ -29,11 +32,21 @@ from elb.provision.inventory import (
     check_host_name,
 )
 
+if TYPE_CHECKING:
+    from mypy_boto3_ec2.type_defs import InstanceTypeDef
+
 
 @dataclass
 class Ec2Inventory:
     inventory: dict[str, object]
     warnings: list[str] = field(default_factory=list)
+
+
+def market_of(raw: InstanceTypeDef) -> str:
+    """A running instance's market as EC2 describes it: ``spot`` for a spot instance, else
+    ``on-demand`` (EC2 gives ``InstanceLifecycle`` for spot, scheduled and capacity-block
+    instances only; of those, only spot ones are interrupted)."""
+    return "spot" if raw.get("InstanceLifecycle") == "spot" else "on-demand"
 
 
 def ec2_inventory(config: Config, cloud: Ec2Cloud, *, master_local: bool = True) -> Ec2Inventory:
@@ -83,7 +96,7 @@ def ec2_inventory(config: Config, cloud: Ec2Cloud, *, master_local: bool = True)
                 slots = cloud.slots_for(itype)
             except CloudError as err:
                 warnings.append(f"{name}: no elb_slots: {err}")
-        specs.append(NodeSpec(name, ip, slots))
+        specs.append(NodeSpec(name, ip, slots, market=market_of(raw)))
     prov = config.provision
     conn = Connection(
         master=config.cluster.master,
