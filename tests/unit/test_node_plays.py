@@ -26,7 +26,7 @@ EXTRA_VARS = {
     "node_boot_wait": 30,
     "ansible_become_password": "SECRET-PASS",
 }
-# What Grid Engine's settings below put in every play's inventory (Slurm's plays get them too).
+# What Grid Engine's settings below put in every play's inventory.
 SGE_ROLE_VARS = {
     "cluster_user_name": "hpc",
     "sge_exec_root": "/opt/sge",
@@ -109,9 +109,9 @@ def test_grid_engines_plays_get_its_settings_and_its_nodes_boot_its_roles_variab
                                       "sge_exec_spool": "/var/spool/sge"})  # fmt: skip
 
 
-def test_slurms_plays_get_the_same_settings_and_its_nodes_boot_its_roles_variables(tmp_path: Path) -> None:
+def test_slurms_plays_get_no_grid_engine_settings_and_its_nodes_boot_its_roles_variables(tmp_path: Path) -> None:
     role_vars, extra_vars, document, playbook = plays_get(config(tmp_path, "slurm"))
-    assert role_vars == SGE_ROLE_VARS
+    assert role_vars == {"cluster_user_name": "hpc"}
     assert extra_vars == EXTRA_VARS
     assert playbook == "slurm_node_boot.yml"
     assert document == boot_document(

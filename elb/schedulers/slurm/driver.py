@@ -468,9 +468,9 @@ class Slurm:
 
 def node_plays(cfg: Config) -> NodePlays:
     """What Slurm's nodes need from the provisioner: ``slurm.boot_playbook`` and its roles'
-    variables there; its plays get Grid Engine's role variables (``sge``) as well, which none
-    of them reads."""
-    return NodePlays(variables=cfg.sge.role_vars(), boot_playbook=cfg.slurm.boot_playbook, boot_vars=BOOT_VARS)
+    variables there. Its plays take no settings of elb's under their roles' names: those
+    of ``slurm`` are the driver's own (the playbooks' names, the controller's commands)."""
+    return NodePlays(boot_playbook=cfg.slurm.boot_playbook, boot_vars=BOOT_VARS)
 
 
 def command_timeout(cfg: Config) -> tuple[float, str]:
