@@ -44,12 +44,21 @@ class NodePlays:
       ``provision.boot.playbook`` (without it, no boot can be made);
     - ``boot_vars``: the beginnings of the names of its own roles' variables, which a node's boot
       document carries besides those of the roles every node runs (``elb.provision.boot``);
-      default: none.
+      default: none;
+    - ``master_playbooks``: the plays the master runs for its nodes (adding and removing one),
+      files the playbook directory must hold; ``admit_playbooks``: those it must hold too with
+      ``provision.mode: boot`` (the master's part of a node's boot); default: none.
     """
 
     variables: Mapping[str, object] = field(default_factory=dict)
     boot_playbook: str | None = None
     boot_vars: tuple[str, ...] = ()
+    master_playbooks: tuple[str, ...] = ()
+    admit_playbooks: tuple[str, ...] = ()
+
+    def needed(self, *, boot: bool) -> tuple[str, ...]:
+        """The playbooks elb runs on the master in this mode (``boot``: ``provision.mode: boot``)."""
+        return self.master_playbooks + (self.admit_playbooks if boot else ())
 
 
 class SchedulerModule(Protocol):

@@ -217,8 +217,14 @@ def _sge(call: Callable[[], T]) -> T:
 
 def node_plays(cfg: Config) -> NodePlays:
     """What Grid Engine's nodes need from the provisioner: ``sge``'s settings for its roles, its
-    node's boot playbook and its role's variables there."""
-    return NodePlays(variables=cfg.sge.role_vars(), boot_playbook=BOOT_PLAYBOOK, boot_vars=BOOT_VARS)
+    node's boot playbook and its role's variables there, the master's plays."""
+    return NodePlays(
+        variables=cfg.sge.role_vars(),
+        boot_playbook=BOOT_PLAYBOOK,
+        boot_vars=BOOT_VARS,
+        master_playbooks=(ADD_PLAYBOOK, REMOVE_PLAYBOOK),
+        admit_playbooks=(ADMIT_PLAYBOOK,),
+    )
 
 
 def command_timeout(cfg: Config) -> tuple[float, str]:
