@@ -5,7 +5,7 @@ module serving a name of ``elb.core.registry``, imported when first asked for.""
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from elb.core.attribution import JobUse
     from elb.core.checks import Check
     from elb.core.config import Config
+    from elb.core.groups import NodeGroup
     from elb.core.interfaces import Cloud, CloudSettings, NoticeSource
     from elb.core.scheduler import Scheduler
 
@@ -29,6 +30,11 @@ class InitDraft:
     text: str
     notes: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
+
+
+def _no_vars(group: NodeGroup) -> Mapping[str, object]:
+    """A scheduler's nodes take nothing of their group under their roles' names."""
+    return {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +53,10 @@ class NodePlays:
       default: none;
     - ``master_playbooks``: the plays the master runs for its nodes (adding and removing one),
       files the playbook directory must hold; ``admit_playbooks``: those it must hold too with
-      ``provision.mode: boot`` (the master's part of a node's boot); default: none.
+      ``provision.mode: boot`` (the master's part of a node's boot); default: none;
+    - ``group_vars``: a node's variables for its roles from its node group (where it joins the
+      scheduler, what it offers there), host vars of the plays' inventory (``NodeSpec.host_vars``);
+      default: none.
     """
 
     variables: Mapping[str, object] = field(default_factory=dict)
@@ -55,6 +64,7 @@ class NodePlays:
     boot_vars: tuple[str, ...] = ()
     master_playbooks: tuple[str, ...] = ()
     admit_playbooks: tuple[str, ...] = ()
+    group_vars: Callable[[NodeGroup], Mapping[str, object]] = _no_vars
 
     def needed(self, *, boot: bool) -> tuple[str, ...]:
         """The playbooks elb runs on the master in this mode (``boot``: ``provision.mode: boot``)."""

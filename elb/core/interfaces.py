@@ -173,12 +173,12 @@ class NodeSpec:
     private_ip: str
     slots: int | None = None
     group: str | None = None  # its node group (config node_groups), as the journal has it
-    # Where it joins SGE and the complex values of its exec host; empty: the provisioner's
-    # defaults (sge.queue, sge.hostgroup, no values of its own). Set from its group.
-    queues: tuple[str, ...] = ()
-    hostgroup: str | None = None
-    complex_values: Mapping[str, str] = field(default_factory=dict, hash=False)
     market: str | None = None  # its group's market, "on-demand" or "spot"; None: not known
+    # Its scheduler's variables for this node's roles, made from its group by the scheduler's
+    # module (``elb.core.drivers.NodePlays.group_vars``: where it joins the scheduler, what it
+    # offers there); opaque here, host vars of the plays' inventory. Empty: the roles' settings
+    # of every node (``NodePlays.variables``).
+    host_vars: Mapping[str, object] = field(default_factory=dict, hash=False)
 
 
 class JobProcesses(enum.StrEnum):

@@ -19,8 +19,8 @@ from packaging.version import Version
 
 from elb.cli import monitoring
 from elb.cli.main import main
-from elb.core import assets
 from elb.cli.validate import check_playbooks
+from elb.core import assets
 from elb.core.config import parse_config
 from elb.core.exitcodes import Exit
 from elb.provision.ansible import DEFAULT_COLLECTIONS_PATHS, ansible_paths

@@ -468,8 +468,9 @@ class Slurm:
 
 def node_plays(cfg: Config) -> NodePlays:
     """What Slurm's nodes need from the provisioner: ``slurm.boot_playbook`` and its roles'
-    variables there, the master's plays (``slurm.*_playbook``). Its plays take no settings of elb's under their roles' names: those
-    of ``slurm`` are the driver's own (the playbooks' names, the controller's commands)."""
+    variables there, the master's plays (``slurm.*_playbook``). Its plays take no settings of
+    elb's under their roles' names, nor a node's from its group: those of ``slurm`` are the
+    driver's own (the playbooks' names, the controller's commands)."""
     return NodePlays(
         boot_playbook=cfg.slurm.boot_playbook,
         boot_vars=BOOT_VARS,
