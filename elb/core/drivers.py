@@ -75,7 +75,7 @@ class SchedulerModule(Protocol):
     """What the module of a scheduler driver provides; optionally also ``node_plays(cfg)``, a
     ``NodePlays`` (without it, ``NodePlays()``)."""
 
-    TITLE: str  # its name in ``elb init``'s sentences ("Grid Engine")
+    TITLE: str  # its name in ``elb init``'s sentences, as its users write it
 
     def make(self, cfg: Config, journal: Any) -> Scheduler:
         """The driver; ``journal``: where a scheduler that asks for nodes by name keeps its asks."""
@@ -95,7 +95,7 @@ class SchedulerModule(Protocol):
 
     def accounting_note(self, cfg: Config, accounting: Path | None = None) -> str | None:
         """What ``elb spend`` says when ``job_uses`` is empty for a reason of the scheduler's own
-        (Grid Engine: no job has finished yet); None: nothing to say."""
+        (an accounting file that has no line before a job finishes); None: nothing to say."""
         ...
 
     def init_answers(self, options: Any) -> str | None:

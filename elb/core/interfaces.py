@@ -184,7 +184,7 @@ class NodeSpec:
 class JobProcesses(enum.StrEnum):
     """What a node itself says when asked whether it runs job processes (``Provisioner.probe_jobs``)."""
 
-    FOUND = "found"  # processes of a job run there (Grid Engine's sge_shepherd, Slurm's slurmstepd)
+    FOUND = "found"  # processes of a job run there (the scheduler's per-job process on the node)
     NONE = "none"  # it answered, and none run there
     UNKNOWN = "unknown"  # it could not be asked (SSH failed, no host key held, time-out): why in the detail
 
