@@ -18,7 +18,7 @@ from typing import Any
 
 from elb.cli.dryrun import build_cloud, dry_run
 from elb.cli.nodeview import NodeFacts, kept_why, nodes_facts
-from elb.core import assets, extras
+from elb.core import extras
 from elb.core.config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
 from elb.core.demand import DemandSplit
 from elb.core.durations import argument as duration
@@ -99,7 +99,7 @@ def _live_balancer(cfg: Config, journal: Journal) -> Balancer | Exit:
 
 def _playbooks_missing(cfg: Config) -> bool:
     """True (and says why on stderr) when elb has no playbooks to provision nodes with."""
-    problem = assets.playbook_dir_problem(cfg.provision.playbook_dir, boot=cfg.provision.mode == "boot")
+    problem = factory.playbooks_problem(cfg)
     if problem is not None:
         _error(f"config: {problem}")
     return problem is not None

@@ -24,7 +24,7 @@ from elb.service.sdnotify import hung_after
 
 
 def check_playbooks(cfg: Config) -> Iterator[Check]:
-    problem = assets.playbook_dir_problem(cfg.provision.playbook_dir, boot=cfg.provision.mode == "boot")
+    problem = factory.playbooks_problem(cfg)
     where = assets.playbook_dir(cfg.provision.playbook_dir)
     if problem is not None:
         yield Check("playbooks", False, problem, "set provision.playbook_dir to a directory with the playbooks")

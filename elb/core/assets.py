@@ -3,7 +3,7 @@ IAM policy and the monitoring files (Prometheus alert rules, Grafana dashboard).
 
 Installed from a wheel (``pip install .``), the collection is
 ``site-packages/ansible_collections/elb/cluster`` (a directory ansible-core scans for
-collections, so ``elb.cluster.add_node`` and ``elb.cluster.sge_exec`` resolve by name) and the
+collections, so its playbooks and roles resolve by name, ``elb.cluster.<name>``) and the
 unit, the policy and the monitoring directory are in ``elb/_data``
 (``site-packages/elb/_data/monitoring``); both are found with ``importlib.resources``. In a
 checkout (editable install, tests, ``python -m elbdev testcluster``) they are the repository's own
@@ -15,12 +15,11 @@ other.
 from __future__ import annotations
 
 import importlib.resources
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 COLLECTION_PACKAGE = "ansible_collections.elb.cluster"
-PLAYBOOKS = ("add_node.yml", "remove_node.yml")  # what elb runs
-BOOT_PLAYBOOKS = ("admit_nodes.yml",)  # what it runs too with provision.mode: boot
 _DATA_DIR = "_data"  # in the elb package: the unit, the IAM policy, the monitoring files
 MONITORING = ("elb-alerts.yml", "elb-dashboard.json")  # in the monitoring directory
 _CHECKOUT = Path(__file__).resolve().parents[2]  # the repository root, in a checkout
@@ -94,12 +93,12 @@ def playbook_dir(configured: Path | None) -> Path:
     return (configured or default_playbook_dir()).resolve()
 
 
-def playbook_dir_problem(configured: Path | None, *, boot: bool = False) -> str | None:
+def playbook_dir_problem(configured: Path | None, needed: Sequence[str]) -> str | None:
     """Why elb cannot provision from this playbook directory (None: it can).
 
-    ``configured`` is ``provision.playbook_dir`` (None: the shipped one); ``boot``: nodes
-    configure themselves at boot (``provision.mode: boot``), and the admit play is needed too.
-    The message names the path looked at and, for the shipped directory, says how to repair the
+    ``configured`` is ``provision.playbook_dir`` (None: the shipped one); ``needed``: the
+    playbooks elb runs from it (the scheduler's, ``elb.core.drivers.NodePlays.needed``). The
+    message names the path looked at and, for the shipped directory, says how to repair the
     install.
     """
     where = configured if configured is not None else default_playbook_dir()
@@ -107,7 +106,7 @@ def playbook_dir_problem(configured: Path | None, *, boot: bool = False) -> str 
     if not where.is_dir():
         fix = "" if configured is not None else " (reinstall elb from its wheel, or set provision.playbook_dir)"
         return f"{setting}: {where} is not a directory{fix}"
-    missing = [name for name in PLAYBOOKS + (BOOT_PLAYBOOKS if boot else ()) if not (where / name).is_file()]
+    missing = [name for name in needed if not (where / name).is_file()]
     if missing:
         return f"{setting}: {where} has no {' and no '.join(missing)}"
     return None

@@ -401,9 +401,10 @@ class Config(_Strict):
     log_format: Literal["text", "json"] = "text"
     log_level: Literal["debug", "info", "warning", "error"] = "info"  # elb -v: debug, whatever this says
     failed_passes_alarm: AtLeastOne = 3  # say so loudly after this many failed passes
-    orphan_timeout: Seconds = 600.0  # a tagged worker unknown to journal and SGE this long is terminated
-    # A ready node SGE can't reach (absent, or all its queues in state u) this long, with no job
-    # on it, is deregistered and terminated. SGE itself marks a silent execd u after max_unheard (5 min).
+    orphan_timeout: Seconds = 600.0  # a tagged worker unknown to the journal and the scheduler this long is terminated
+    # A ready node the scheduler can't reach (absent, or all its queue instances unreachable) this
+    # long, with no job on it, is deregistered and terminated. (Grid Engine itself marks a silent
+    # execd unreachable after its max_unheard, 5 min.)
     unreachable_timeout: Seconds = 600.0
     backoff: BackoffConfig = Field(default_factory=BackoffConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)

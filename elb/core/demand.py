@@ -1,7 +1,7 @@
 """Which waiting jobs the policy plans for: the pass's snapshot split into demand, each job with
 its node group (``DemandSplit``), and the jobs that are not demand with the reason
-(``NotDemand``). Values every scheduler's driver makes: Grid Engine's by its demand model
-(``elb.schedulers.sge.servable``), Slurm's from its own view.
+(``NotDemand``). Values every scheduler's driver makes from its own view of its jobs
+(``elb.core.scheduler.Scheduler.demand``).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class NotDemand:
 @dataclass(frozen=True, slots=True)
 class DemandSplit:
     """``snapshot``: what the policy plans on (the jobs in ``not_demand`` left out);
-    ``group_of``: the node group each waiting job in it goes to (``elb.schedulers.sge.demand.place``)."""
+    ``group_of``: the node group each waiting job in it goes to, as the driver placed it."""
 
     snapshot: Snapshot
     not_demand: tuple[NotDemand, ...] = ()

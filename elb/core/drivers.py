@@ -5,7 +5,7 @@ module serving a name of ``elb.core.registry``, imported when first asked for.""
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from elb.core.attribution import JobUse
     from elb.core.checks import Check
     from elb.core.config import Config
+    from elb.core.groups import NodeGroup
     from elb.core.interfaces import Cloud, CloudSettings, NoticeSource
     from elb.core.scheduler import Scheduler
 
@@ -31,6 +32,11 @@ class InitDraft:
     after: tuple[str, ...] = ()
 
 
+def _no_vars(group: NodeGroup) -> Mapping[str, object]:
+    """A scheduler's nodes take nothing of their group under their roles' names."""
+    return {}
+
+
 @dataclass(frozen=True, slots=True)
 class NodePlays:
     """What a scheduler's nodes need from the provisioner, declared by its module's optional
@@ -44,19 +50,32 @@ class NodePlays:
       ``provision.boot.playbook`` (without it, no boot can be made);
     - ``boot_vars``: the beginnings of the names of its own roles' variables, which a node's boot
       document carries besides those of the roles every node runs (``elb.provision.boot``);
+      default: none;
+    - ``master_playbooks``: the plays the master runs for its nodes (adding and removing one),
+      files the playbook directory must hold; ``admit_playbooks``: those it must hold too with
+      ``provision.mode: boot`` (the master's part of a node's boot); default: none;
+    - ``group_vars``: a node's variables for its roles from its node group (where it joins the
+      scheduler, what it offers there), host vars of the plays' inventory (``NodeSpec.host_vars``);
       default: none.
     """
 
     variables: Mapping[str, object] = field(default_factory=dict)
     boot_playbook: str | None = None
     boot_vars: tuple[str, ...] = ()
+    master_playbooks: tuple[str, ...] = ()
+    admit_playbooks: tuple[str, ...] = ()
+    group_vars: Callable[[NodeGroup], Mapping[str, object]] = _no_vars
+
+    def needed(self, *, boot: bool) -> tuple[str, ...]:
+        """The playbooks elb runs on the master in this mode (``boot``: ``provision.mode: boot``)."""
+        return self.master_playbooks + (self.admit_playbooks if boot else ())
 
 
 class SchedulerModule(Protocol):
     """What the module of a scheduler driver provides; optionally also ``node_plays(cfg)``, a
     ``NodePlays`` (without it, ``NodePlays()``)."""
 
-    TITLE: str  # its name in ``elb init``'s sentences ("Grid Engine")
+    TITLE: str  # its name in ``elb init``'s sentences, as its users write it
 
     def make(self, cfg: Config, journal: Any) -> Scheduler:
         """The driver; ``journal``: where a scheduler that asks for nodes by name keeps its asks."""
@@ -76,7 +95,7 @@ class SchedulerModule(Protocol):
 
     def accounting_note(self, cfg: Config, accounting: Path | None = None) -> str | None:
         """What ``elb spend`` says when ``job_uses`` is empty for a reason of the scheduler's own
-        (Grid Engine: no job has finished yet); None: nothing to say."""
+        (an accounting file that has no line before a job finishes); None: nothing to say."""
         ...
 
     def init_answers(self, options: Any) -> str | None:

@@ -173,18 +173,18 @@ class NodeSpec:
     private_ip: str
     slots: int | None = None
     group: str | None = None  # its node group (config node_groups), as the journal has it
-    # Where it joins SGE and the complex values of its exec host; empty: the provisioner's
-    # defaults (sge.queue, sge.hostgroup, no values of its own). Set from its group.
-    queues: tuple[str, ...] = ()
-    hostgroup: str | None = None
-    complex_values: Mapping[str, str] = field(default_factory=dict, hash=False)
     market: str | None = None  # its group's market, "on-demand" or "spot"; None: not known
+    # Its scheduler's variables for this node's roles, made from its group by the scheduler's
+    # module (``elb.core.drivers.NodePlays.group_vars``: where it joins the scheduler, what it
+    # offers there); opaque here, host vars of the plays' inventory. Empty: the roles' settings
+    # of every node (``NodePlays.variables``).
+    host_vars: Mapping[str, object] = field(default_factory=dict, hash=False)
 
 
 class JobProcesses(enum.StrEnum):
     """What a node itself says when asked whether it runs job processes (``Provisioner.probe_jobs``)."""
 
-    FOUND = "found"  # processes of a job run there (Grid Engine's sge_shepherd, Slurm's slurmstepd)
+    FOUND = "found"  # processes of a job run there (the scheduler's per-job process on the node)
     NONE = "none"  # it answered, and none run there
     UNKNOWN = "unknown"  # it could not be asked (SSH failed, no host key held, time-out): why in the detail
 

@@ -17,7 +17,7 @@ from elb.core.frozen import quick_init
 
 class JobPhase(enum.Enum):
     """Where a job is, in the core's words: each driver translates its scheduler's states into
-    these (Grid Engine's letters in ``elb.schedulers.sge.states``, Slurm's in its view)."""
+    these at its edge; nothing in the core reads a scheduler's own state."""
 
     WAITING = "waiting"  # in the queue and eligible to start: what the policy plans for
     HELD = "held"  # in the queue, held (a hold, a job it waits for): not demand until released
@@ -55,7 +55,7 @@ class Job:
     job_id: int
     name: str
     owner: str
-    state: str  # the scheduler's own word for its state (Grid Engine's hqw), shown, never compared
+    state: str  # the scheduler's own word for its state, as its commands show it: shown, never compared
     phase: JobPhase  # its state in the core's words: what every rule reads
     slots: int  # slots per task
     submitted: float | None = None

@@ -304,8 +304,8 @@ class AnsibleProvisioner:
         groups: NodeGroups | None = None,
     ) -> None:
         self.config = config
-        # With node_groups: each node joins its group's queues and host group with its slots and
-        # complex values (host vars); None: every node as the scheduler's variables say.
+        # With node_groups: each node gets its group's slots and market and the scheduler's
+        # variables for its group (host vars); None: every node as the scheduler's variables say.
         self.groups = groups
         self.cluster = cluster or ClusterConfig()
         plays = plays or NodePlays()
@@ -329,6 +329,7 @@ class AnsibleProvisioner:
         self.boot_playbook: Path | None = config.boot.playbook or shipped
         self.boot_vars = NODE_VAR_PREFIXES + plays.boot_vars
         self.role_vars = role_vars(self.cluster, plays.variables)
+        self.group_vars = plays.group_vars
         self.runs = proctree.RunRecords(config.private_data_dir / "running")
         self.vars_dir = config.private_data_dir / "vars"  # a running playbook's extra vars file
         found = [f for f in RUNNER_SECRET_FILES if (config.private_data_dir / f).exists()]
@@ -581,8 +582,8 @@ class AnsibleProvisioner:
         return replace(result, outcome=Outcome.FAILED, message=why)
 
     def _of_group(self, node: NodeSpec) -> NodeSpec:
-        """``node`` with its group's slots, queues, host group, complex values and market (a node
-        whose group is unknown is of the first group)."""
+        """``node`` with its group's slots and market, and the scheduler's variables for a node of
+        its group (``NodePlays.group_vars``; a node whose group is unknown is of the first group)."""
         if self.groups is None:
             return node
         group = self.groups.get(node.group or "") or self.groups.groups[0]
@@ -590,10 +591,8 @@ class AnsibleProvisioner:
             node,
             group=group.name,
             slots=group.slots,
-            queues=tuple(group.queues),
-            hostgroup=group.hostgroup,
-            complex_values=MappingProxyType(dict(group.offers)),
             market=group.market,
+            host_vars=MappingProxyType(dict(self.group_vars(group))),
         )
 
     def _run_runner(  # noqa: PLR0917 (the run's parts, as run() has them)

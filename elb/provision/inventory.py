@@ -2,16 +2,17 @@
 
 Groups, as ``playbooks/`` expect them:
 
-- ``master``: exactly one host, the SGE master (elb runs there, so by default it is reached
-  with ``ansible_connection: local``);
+- ``master``: exactly one host, the scheduler's master (elb runs there, so by default it is
+  reached with ``ansible_connection: local``);
 - ``workers``: workers that are ready and stay;
 - ``new_nodes``: nodes being added (``playbooks/add_node.yml``);
 - ``old_nodes``: nodes being removed (``playbooks/remove_node.yml``).
 
 Host vars: ``ansible_host`` (private address) and, when known, ``elb_slots``; a node of a
 configured node group also gets ``elb_group``, ``elb_market`` (``on-demand`` or ``spot``: its group's
-market, for the spot_agent role), ``sge_exec_queues``, ``sge_exec_hostgroup`` and
-``sge_exec_complex_values`` (its group's). Connection
+market, for the spot_agent role) and the scheduler's variables for its group
+(``NodeSpec.host_vars``: Grid Engine's ``sge_exec_queues``, ``sge_exec_hostgroup`` and
+``sge_exec_complex_values``), their values plain names and values or lists and maps of them. Connection
 settings (user, key file, SSH options) are group vars of ``all``; with a host key store
 (``Connection.host_keys``, see ``elb.provision.hostkeys``) each node also gets SSH options that
 check its host key against the one elb holds for it (``host_key_args``). Names and addresses are
@@ -36,8 +37,9 @@ _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOST_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
 _USER_NAME = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_SGE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
-_SGE_VALUE = re.compile(r"[A-Za-z0-9_.:+-]{1,256}")  # 120G, 1, TRUE, lx-amd64, 2.5
+_GROUP_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+# A plain name or value of a scheduler's: all.q, @gpu, 120G, TRUE, lx-amd64, 2.5.
+_PLAIN = re.compile(r"[A-Za-z0-9_.:+@-]{1,256}")
 _MARKETS = ("on-demand", "spot")  # a node group's market
 
 GROUPS = ("master", "workers", "new_nodes", "old_nodes")
@@ -137,30 +139,32 @@ def _node_vars(node: NodeSpec) -> dict[str, object]:
         if isinstance(node.slots, bool) or not isinstance(node.slots, int) or node.slots < 1:
             raise InventoryError(f"node {node.name}: slots must be a positive integer, not {node.slots!r}")
         hv["elb_slots"] = node.slots
-    # Its node group's place in SGE (host vars: above the role_vars of ``all``).
+    # Its node group and what the scheduler's roles take of it (host vars: above the role_vars of ``all``).
     if node.group is not None:
-        hv["elb_group"] = _checked(_SGE_NAME, node.group, f"node {node.name}: group")
+        hv["elb_group"] = _checked(_GROUP_NAME, node.group, f"node {node.name}: group")
     if node.market is not None:
         hv["elb_market"] = check_market(node.market, f"node {node.name}")
-    if node.queues:
-        hv["sge_exec_queues"] = [_checked(_SGE_NAME, q, f"node {node.name}: queue") for q in node.queues]
-    if node.hostgroup is not None:
-        hv["sge_exec_hostgroup"] = "@" + _checked(
-            _SGE_NAME, node.hostgroup.removeprefix("@"), f"node {node.name}: hostgroup"
-        )
-    if node.complex_values:
-        hv["sge_exec_complex_values"] = {
-            _checked(_SGE_NAME, k, f"node {node.name}: complex"): _checked(_SGE_VALUE, v, f"node {node.name}: {k}")
-            for k, v in node.complex_values.items()
-        }
+    for key, value in node.host_vars.items():
+        if not isinstance(key, str) or not _VAR_NAME.fullmatch(key) or key in hv:
+            raise InventoryError(f"node {node.name}: {key!r} is not a variable its scheduler may set")
+        hv[key] = _plain(value, f"node {node.name}: {key}")
     return hv
+
+
+def _plain(value: object, what: str) -> object:
+    """``value`` when it is a plain name or value, or a list or map of them."""
+    if isinstance(value, Mapping):
+        return {_checked(_PLAIN, k, what): _checked(_PLAIN, v, f"{what}: {k}") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_checked(_PLAIN, v, what) for v in value]
+    return _checked(_PLAIN, value, what)
 
 
 def _checked(pattern: re.Pattern[str], text: object, what: str) -> str:
     """``text`` when it is a plain name or value: Ansible templates inventory values, so
     nothing it could read as syntax ({{, {%) may reach it."""
     if not isinstance(text, str) or not pattern.fullmatch(text):
-        raise InventoryError(f"{what} {text!r}: not a plain SGE name or value")
+        raise InventoryError(f"{what} {text!r}: not a plain name or value")
     return text
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from elb.core import assets
 from elb.core.config import Config
 from elb.core.drivers import cloud_module, node_plays, scheduler_module
 
@@ -73,6 +74,13 @@ def make_provisioner(cfg: Config) -> AnsibleProvisioner:
 
     groups = cfg.groups(1) if cfg.node_groups is not None else None  # configured groups carry their slots
     return AnsibleProvisioner(cfg.provision, cfg.cluster, node_plays(cfg), retention=cfg.retention, groups=groups)
+
+
+def playbooks_problem(cfg: Config) -> str | None:
+    """Why elb cannot provision from the configured playbook directory: a playbook the
+    configured scheduler runs on the master is not there (``NodePlays.needed``); None: it can."""
+    needed = node_plays(cfg).needed(boot=cfg.provision.mode == "boot")
+    return assets.playbook_dir_problem(cfg.provision.playbook_dir, needed)
 
 
 def start_metrics(cfg: Config, balancer: Observed) -> None:

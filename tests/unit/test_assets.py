@@ -19,7 +19,9 @@ from packaging.version import Version
 
 from elb.cli import monitoring
 from elb.cli.main import main
+from elb.cli.validate import check_playbooks
 from elb.core import assets
+from elb.core.config import parse_config
 from elb.core.exitcodes import Exit
 from elb.provision.ansible import DEFAULT_COLLECTIONS_PATHS, ansible_paths
 
@@ -47,18 +49,43 @@ def test_a_checkout_uses_its_own_top_level_directories() -> None:
     assert found.monitoring == REPO / "monitoring"
     assert all((found.monitoring / name).is_file() for name in assets.MONITORING)
     assert found.collections_path is None
-    assert assets.playbook_dir_problem(None) is None
+    assert assets.playbook_dir_problem(None, ("add_node.yml", "slurm_add_node.yml")) is None
 
 
 def test_a_missing_or_incomplete_playbook_dir_is_named(tmp_path: Path) -> None:
+    plays = ("add.yml", "remove.yml")
     missing = tmp_path / "nowhere"
-    assert assets.playbook_dir_problem(missing) == f"provision.playbook_dir: {missing} is not a directory"
-    (tmp_path / "add_node.yml").write_text("---\n")
-    assert assets.playbook_dir_problem(tmp_path) == f"provision.playbook_dir: {tmp_path} has no remove_node.yml"
-    (tmp_path / "remove_node.yml").write_text("---\n")
-    assert assets.playbook_dir_problem(tmp_path) is None
-    missing_admit = f"provision.playbook_dir: {tmp_path} has no admit_nodes.yml"
-    assert assets.playbook_dir_problem(tmp_path, boot=True) == missing_admit
+    assert assets.playbook_dir_problem(missing, plays) == f"provision.playbook_dir: {missing} is not a directory"
+    (tmp_path / "add.yml").write_text("---\n")
+    assert assets.playbook_dir_problem(tmp_path, plays) == f"provision.playbook_dir: {tmp_path} has no remove.yml"
+    (tmp_path / "remove.yml").write_text("---\n")
+    assert assets.playbook_dir_problem(tmp_path, plays) is None
+    missing_admit = f"provision.playbook_dir: {tmp_path} has no admit.yml"
+    assert assets.playbook_dir_problem(tmp_path, (*plays, "admit.yml")) == missing_admit
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "plays", "boot_plays"),
+    [
+        ("sge", ("add_node.yml", "remove_node.yml"), ("admit_nodes.yml",)),
+        ("slurm", ("slurm_add_node.yml", "slurm_remove_node.yml"), ("slurm_admit_nodes.yml",)),
+    ],
+)
+def test_a_playbook_dir_needs_the_configured_schedulers_plays_only(
+    tmp_path: Path, scheduler: str, plays: tuple[str, ...], boot_plays: tuple[str, ...]
+) -> None:
+    books = tmp_path / "books"
+    books.mkdir()
+    for name in plays:
+        (books / name).write_text("---\n")
+    cfg = parse_config({"scheduler": scheduler, "state_dir": str(tmp_path / "state"), "cloud": {"provider": "local"},
+                        "slurm": {"requests": str(tmp_path)}, "provision": {"playbook_dir": str(books)}})  # fmt: skip
+    first = next(check_playbooks(cfg))
+    assert (first.what, first.ok, first.detail) == ("playbooks", True, str(books))
+    boot = cfg.model_copy(update={"provision": cfg.provision.model_copy(update={"mode": "boot"})})
+    first = next(check_playbooks(boot))
+    assert (first.what, first.ok) == ("playbooks", False)
+    assert first.detail == f"provision.playbook_dir: {books} has no {boot_plays[0]}"
 
 
 def test_validate_fails_on_a_missing_playbook_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,7 +12,9 @@ from typing import Any
 import yaml
 
 from elb.core.config import Config, parse_config
+from elb.core.interfaces import NodeSpec
 from elb.provision.boot import BOOT_INVENTORY
+from elb.provision.inventory import Connection, build_inventory
 from elb.service import factory
 
 EXTRA_VARS = {
@@ -26,7 +28,7 @@ EXTRA_VARS = {
     "node_boot_wait": 30,
     "ansible_become_password": "SECRET-PASS",
 }
-# What Grid Engine's settings below put in every play's inventory (Slurm's plays get them too).
+# What Grid Engine's settings below put in every play's inventory.
 SGE_ROLE_VARS = {
     "cluster_user_name": "hpc",
     "sge_exec_root": "/opt/sge",
@@ -109,11 +111,44 @@ def test_grid_engines_plays_get_its_settings_and_its_nodes_boot_its_roles_variab
                                       "sge_exec_spool": "/var/spool/sge"})  # fmt: skip
 
 
-def test_slurms_plays_get_the_same_settings_and_its_nodes_boot_its_roles_variables(tmp_path: Path) -> None:
+def test_slurms_plays_get_no_grid_engine_settings_and_its_nodes_boot_its_roles_variables(tmp_path: Path) -> None:
     role_vars, extra_vars, document, playbook = plays_get(config(tmp_path, "slurm"))
-    assert role_vars == SGE_ROLE_VARS
+    assert role_vars == {"cluster_user_name": "hpc"}
     assert extra_vars == EXTRA_VARS
     assert playbook == "slurm_node_boot.yml"
     assert document == boot_document(
         {**SHARED_BOOT_VARS, "slurm_node_options": ["-b"], "munge_key_path": "/etc/munge/munge.key"}
     )
+
+
+def group_host_vars(tmp: Path, scheduler: str) -> dict[str, object]:
+    """The inventory's host vars of a node of a configured node group (queues big.q and gpu.q,
+    host group @gpu, complex value gpu=1) as the provisioner the factory builds makes them."""
+    given = config(tmp, scheduler).model_dump(mode="json", exclude_unset=True)
+    group = {"name": "gpu", "slots": 4, "max_nodes": 2, "queues": ["big.q", "gpu.q"], "hostgroup": "@gpu"}
+    given["sge"] = {"root": "/opt/sge", "cell": "c1"}  # queue and host group: the group's own
+    cfg = parse_config({**given, "node_groups": [{**group, "offers": {"gpu": "1"}, "market": "spot"}]})
+    prov = factory.make_provisioner(cfg)
+    inventory = build_inventory(Connection(), new_nodes=[prov._of_group(NodeSpec("node002", "10.0.0.2", group="gpu"))])
+    return dict(inventory["all"]["children"]["new_nodes"]["hosts"]["node002"])  # type: ignore[index]
+
+
+def test_grid_engines_node_of_a_group_joins_its_groups_queues_hostgroup_and_complex_values(tmp_path: Path) -> None:
+    assert group_host_vars(tmp_path, "sge") == {
+        "ansible_host": "10.0.0.2",
+        "elb_slots": 4,
+        "elb_group": "gpu",
+        "elb_market": "spot",
+        "sge_exec_queues": ["big.q", "gpu.q"],
+        "sge_exec_hostgroup": "@gpu",
+        "sge_exec_complex_values": {"gpu": "1"},
+    }
+
+
+def test_slurms_node_of_a_group_gets_no_grid_engine_host_vars(tmp_path: Path) -> None:
+    assert group_host_vars(tmp_path, "slurm") == {
+        "ansible_host": "10.0.0.2",
+        "elb_slots": 4,
+        "elb_group": "gpu",
+        "elb_market": "spot",
+    }

@@ -194,6 +194,6 @@ def test_a_spot_groups_node_gets_elb_market_spot_in_the_inventory(tmp_path: Path
 
 @pytest.mark.parametrize("value", ["{{ lookup('pipe', 'id') }}", "a b", "{%x%}"])
 def test_a_complex_value_ansible_would_template_is_refused(value: str) -> None:
-    spec = NodeSpec("node002", "10.0.0.2", 4, complex_values={"gpu": value})
-    with pytest.raises(InventoryError, match="not a plain SGE name or value"):
+    spec = NodeSpec("node002", "10.0.0.2", 4, host_vars={"sge_exec_complex_values": {"gpu": value}})
+    with pytest.raises(InventoryError, match="not a plain name or value"):
         build_inventory(Connection(), new_nodes=[spec])

@@ -9,8 +9,8 @@ the joined state by group and asks each group's policy for a plan on its share:
   no longer configured, belongs to the first group);
 - its hosts: the scheduler's hosts of those nodes; an exec host elb does not manage goes to the first
   group whose queues it serves (none: it is in no group's share);
-- its jobs: the waiting jobs the demand model placed on it (``elb.schedulers.sge.demand``: the cheapest group
-  that can run each), and the jobs running on its hosts.
+- its jobs: the waiting jobs the driver's demand placed on it (``DemandSplit.group_of``: the
+  cheapest group that can run each), and the jobs running on its hosts.
 
 The plans are joined: removals as planned, launches in group order within the global
 ``max_nodes`` (the workers of every group count), and the new nodes named after the highest

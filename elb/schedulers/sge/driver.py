@@ -22,7 +22,7 @@ from elb.core.checks import Check
 from elb.core.config import Config, SgeConfig
 from elb.core.demand import DemandSplit
 from elb.core.drivers import InitDraft, NodePlays
-from elb.core.groups import NodeGroups
+from elb.core.groups import NodeGroup, NodeGroups
 from elb.core.interfaces import NodeSpec
 from elb.core.model import Job, Node, Snapshot
 from elb.core.scheduler import DrainCheck, Peek, Requeued, SchedulerError, SchedulerRead
@@ -217,8 +217,25 @@ def _sge(call: Callable[[], T]) -> T:
 
 def node_plays(cfg: Config) -> NodePlays:
     """What Grid Engine's nodes need from the provisioner: ``sge``'s settings for its roles, its
-    node's boot playbook and its role's variables there."""
-    return NodePlays(variables=cfg.sge.role_vars(), boot_playbook=BOOT_PLAYBOOK, boot_vars=BOOT_VARS)
+    node's boot playbook and its role's variables there, the master's plays, a node's variables
+    from its group."""
+    return NodePlays(
+        variables=cfg.sge.role_vars(),
+        boot_playbook=BOOT_PLAYBOOK,
+        boot_vars=BOOT_VARS,
+        master_playbooks=(ADD_PLAYBOOK, REMOVE_PLAYBOOK),
+        admit_playbooks=(ADMIT_PLAYBOOK,),
+        group_vars=group_vars,
+    )
+
+
+def group_vars(group: NodeGroup) -> dict[str, object]:
+    """A node of ``group`` joins its queues and host group, and its exec host gets the complex
+    values the group offers (the sge_exec role's variables)."""
+    out: dict[str, object] = {"sge_exec_queues": list(group.queues), "sge_exec_hostgroup": group.hostgroup}
+    if group.offers:
+        out["sge_exec_complex_values"] = dict(group.offers)
+    return out
 
 
 def command_timeout(cfg: Config) -> tuple[float, str]:

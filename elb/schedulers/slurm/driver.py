@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from elb.core import assets, yamlfile
+from elb.core import yamlfile
 from elb.core.attribution import JobUse
 from elb.core.checks import Check
 from elb.core.config import Config, SlurmConfig, parse_config
@@ -468,9 +468,15 @@ class Slurm:
 
 def node_plays(cfg: Config) -> NodePlays:
     """What Slurm's nodes need from the provisioner: ``slurm.boot_playbook`` and its roles'
-    variables there; its plays get Grid Engine's role variables (``sge``) as well, which none
-    of them reads."""
-    return NodePlays(variables=cfg.sge.role_vars(), boot_playbook=cfg.slurm.boot_playbook, boot_vars=BOOT_VARS)
+    variables there, the master's plays (``slurm.*_playbook``). Its plays take no settings of
+    elb's under their roles' names, nor a node's from its group: those of ``slurm`` are the
+    driver's own (the playbooks' names, the controller's commands)."""
+    return NodePlays(
+        boot_playbook=cfg.slurm.boot_playbook,
+        boot_vars=BOOT_VARS,
+        master_playbooks=(cfg.slurm.add_playbook, cfg.slurm.remove_playbook),
+        admit_playbooks=(cfg.slurm.admit_playbook,),
+    )
 
 
 def command_timeout(cfg: Config) -> tuple[float, str]:
@@ -491,8 +497,8 @@ def accounting_note(cfg: Config, accounting: Path | None = None) -> str | None:
 
 def checks(cfg: Config) -> Iterator[Check]:
     """``elb validate``'s checks of Slurm: squeue and sinfo answer (sinfo lists nodes), slurm.conf
-    as the controller has it (``conf_checks``), elb can read Slurm's request directory, the Slurm
-    playbooks are there."""
+    as the controller has it (``conf_checks``), elb can read Slurm's request directory. (Its
+    playbooks are ``node_plays``'s, which validate's playbook check looks for.)"""
     commands = SlurmCommands(cfg.slurm)
     try:
         read = commands.read()
@@ -522,15 +528,6 @@ def checks(cfg: Config) -> Iterator[Check]:
         )
     else:
         yield Check("Slurm requests", True, str(requests))
-    playbooks = [cfg.slurm.add_playbook, cfg.slurm.remove_playbook]
-    if cfg.provision.mode == "boot":
-        playbooks.append(cfg.slurm.admit_playbook)  # the node's own (boot_playbook) is on its image
-    for playbook in playbooks:
-        where = assets.playbook_dir(cfg.provision.playbook_dir) / playbook
-        if not where.is_file():
-            yield Check(
-                "Slurm playbooks", False, f"{where} not found", "set slurm.add_playbook/remove_playbook/admit_playbook"
-            )
 
 
 # slurm.conf's program keys and the elb program each must run (pyproject's scripts).
