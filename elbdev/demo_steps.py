@@ -50,15 +50,16 @@ def phase(name: str) -> None:
 
 
 class Changes:
-    """Which status lines to print: each one that differs from the line before it."""
+    """Which status lines to print: one whose status differs from the last printed, or that says
+    what a pass did (an event, even when the counts it shows are the same)."""
 
     def __init__(self) -> None:
         self.last: str | None = None
 
-    def new(self, line: str) -> bool:
-        if line == self.last:
+    def new(self, status: str, did: str = "") -> bool:
+        if status == self.last and not did:
             return False
-        self.last = line
+        self.last = status
         return True
 
 

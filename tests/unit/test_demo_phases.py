@@ -7,7 +7,9 @@ import subprocess
 
 import pytest
 
+from elb.service.stats import StatsRow
 from elbdev import demo_steps
+from elbdev.demo import pass_lines
 from elbdev.demo_steps import Changes, phase_line
 
 
@@ -49,3 +51,26 @@ def test_output_sent_to_a_log_is_not_on_the_terminal(
     out, err = capfd.readouterr()
     assert out == "after\n" and err == ""
     assert log.read_text().splitlines() == ["Unpacking gridengine-master", "dpkg: progress", "from python"]
+
+
+def row(at: float, waiting: int, running: int, ready: int, action: str = "", added: int = 0) -> StatsRow:
+    return StatsRow(at, True, waiting, waiting, 0.0, running, 0, ready, 0, added, 0, action)
+
+
+def test_a_pass_that_repeats_the_counts_of_the_line_before_is_not_printed() -> None:
+    """The pass after one that did something shows the same counts: no line for it (the demo
+    printed it, a status line like the one before but for the action)."""
+    added = "4 jobs can't start, at max_nodes (4/4); added node001, node002, node003, node004"
+    rows = [
+        row(1.0, 4, 8, 4, added, added=4),
+        row(3.0, 4, 8, 4, "nothing to do"),  # the same counts, nothing done
+        row(5.0, 4, 4, 4, "nothing to do"),
+        row(7.0, 4, 4, 4, "remove node003: idle 35 s"),  # the same counts, an action: printed
+    ]
+    lines = pass_lines(rows, Changes())
+    assert [line.split("  |")[0].split()[:4] for line in lines] == [
+        ["waiting", "4", "running", "8"],
+        ["waiting", "4", "running", "4"],
+        ["waiting", "4", "running", "4"],
+    ]
+    assert lines[0].endswith("| " + added) and lines[2].endswith("| remove node003: idle 35 s")
