@@ -34,6 +34,7 @@ from elbdev.demo_steps import (
     phase,
     say,
     set_up,
+    setup_note,
     start_elb,
     used_node_seconds,
 )
@@ -239,7 +240,7 @@ def _run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.
     from elbdev.testcluster import constants as C  # noqa: PLC0415
 
     phase("setting up the test cluster")
-    say(f"master only; a first run installs packages and builds an image (their output: {SETUP_LOG})")
+    say(f"master only; {setup_note(os.environ)}")
     times = set_up(cluster.up)
     say("cluster up: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
     phase("starting elb as the master")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -74,3 +75,15 @@ def test_a_pass_that_repeats_the_counts_of_the_line_before_is_not_printed() -> N
         ["waiting", "4", "running", "4"],
     ]
     assert lines[0].endswith("| " + added) and lines[2].endswith("| remove node003: idle 35 s")
+
+
+def test_the_set_up_says_what_it_is_about_to_do_after_scripts_demos_installs() -> None:
+    """scripts/demo installs the packages and the node image before it starts the demo, which
+    then said 'a first run installs packages and builds an image', after those installs."""
+    script = (Path(__file__).resolve().parents[2] / "scripts" / "demo").read_text()
+    (start,) = [line for line in script.splitlines() if line.startswith("exec ")]
+    assert f"{demo_steps.INSTALLED}=1" in start and "-m elbdev demo" in start
+    after = demo_steps.setup_note({demo_steps.INSTALLED: "1"})
+    assert "install" not in after.replace("installed above", "") and "first run" not in after
+    alone = demo_steps.setup_note({})
+    assert alone.startswith("installs what is missing first") and str(demo_steps.SETUP_LOG) in alone
