@@ -51,15 +51,16 @@ def phase(name: str) -> None:
 
 class Changes:
     """Which status lines to print: one whose status differs from the last printed, or that says
-    what a pass did (an event, even when the counts it shows are the same)."""
+    what a pass did (an event, even when the counts it shows are the same), unless the line
+    before said the same."""
 
     def __init__(self) -> None:
-        self.last: str | None = None
+        self.last: tuple[str, str] | None = None
 
     def new(self, status: str, did: str = "") -> bool:
-        if status == self.last and not did:
+        if self.last is not None and status == self.last[0] and did in ("", self.last[1]):
             return False
-        self.last = status
+        self.last = (status, did)
         return True
 
 

@@ -67,6 +67,7 @@ def test_a_pass_that_repeats_the_counts_of_the_line_before_is_not_printed() -> N
         row(3.0, 4, 8, 4, "nothing to do"),  # the same counts, nothing done
         row(5.0, 4, 4, 4, "nothing to do"),
         row(7.0, 4, 4, 4, "remove node003: idle 35 s"),  # the same counts, an action: printed
+        row(9.0, 4, 4, 4, "remove node003: idle 35 s"),  # the line before again: not printed
     ]
     lines = pass_lines(rows, Changes())
     assert [line.split("  |")[0].split()[:4] for line in lines] == [
