@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,7 @@ from elbdev.demo_steps import (
     phase,
     say,
     set_up,
+    setup_note,
     start_elb,
     used_node_seconds,
 )
@@ -140,6 +142,13 @@ NODES_LEGEND = (
 
 
 def _row_line(r: StatsRow) -> str:
+    """A pass's line: its status, then what it did when it did something to show."""
+    status, did = _row_status(r), _row_action(r)
+    return f"{status}  | {did}" if did else status
+
+
+def _row_status(r: StatsRow) -> str:
+    """The jobs and nodes as the pass found them."""
     nodes = r.nodes_ready + r.nodes_booting + r.nodes_draining
     line = (
         f"waiting {r.pending_jobs:>3}  running {r.running_jobs:>3}  nodes {nodes} "
@@ -147,9 +156,20 @@ def _row_line(r: StatsRow) -> str:
     )
     if r.held_jobs or r.error_jobs:
         line += f"  held {r.held_jobs}  in error {r.error_jobs}"
-    if r.added or r.removed or not r.ok or "add" in r.action or "remove" in r.action:
-        line += f"  | {r.action}"
     return line
+
+
+def _row_action(r: StatsRow) -> str:
+    """What the pass did or tried ("" when it added, removed and failed nothing)."""
+    if r.added or r.removed or not r.ok or "add" in r.action or "remove" in r.action:
+        return r.action
+    return ""
+
+
+def pass_lines(rows: Iterable[StatsRow], changes: Changes) -> list[str]:
+    """The lines to print for ``rows``: a pass that did something, or found the jobs or nodes
+    changed since the last line printed; not a pass that repeats that line's counts."""
+    return [_row_line(r) for r in rows if changes.new(_row_status(r), _row_action(r))]
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -220,7 +240,7 @@ def _run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.
     from elbdev.testcluster import constants as C  # noqa: PLC0415
 
     phase("setting up the test cluster")
-    say(f"master only; a first run installs packages and builds an image (their output: {SETUP_LOG})")
+    say(f"master only; {setup_note(os.environ)}")
     times = set_up(cluster.up)
     say("cluster up: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
     phase("starting elb as the master")
@@ -317,9 +337,8 @@ def _watch(
             say(f"elb exited early with code {proc.returncode}; see its log")
             return 1
         rows = list(read_rows(stats)) if stats.exists() else []
-        for r in rows[seen:]:
-            if changes.new(line := _row_line(r)):
-                say(line)
+        for line in pass_lines(rows[seen:], changes):
+            say(line)
         seen = len(rows)
         if time.monotonic() - checked >= 10:
             checked = time.monotonic()

@@ -10,6 +10,7 @@ Slurm shows (jobs waiting and running, nodes by state) and what elb did.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import time
@@ -18,13 +19,13 @@ from typing import TYPE_CHECKING
 
 from elb.service.journal import Journal
 from elbdev.demo_steps import (
-    SETUP_LOG,
     Changes,
     at_boot,
     launch_line,
     phase,
     say,
     set_up,
+    setup_note,
     start_elb,
     used_node_seconds,
 )
@@ -96,7 +97,7 @@ def run(cluster: TestCluster, args: argparse.Namespace, procs: list[subprocess.P
     from elbdev.testcluster import slurm  # noqa: PLC0415
 
     phase("setting up the test cluster and Slurm's controller")
-    say(f"a first run installs packages and builds an image (their output: {SETUP_LOG})")
+    say(setup_note(os.environ))
 
     def up() -> dict[str, float]:
         times = cluster.up(nodes=0)

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -50,15 +50,17 @@ def phase(name: str) -> None:
 
 
 class Changes:
-    """Which status lines to print: each one that differs from the line before it."""
+    """Which status lines to print: one whose status differs from the last printed, or that says
+    what a pass did (an event, even when the counts it shows are the same), unless the line
+    before said the same."""
 
     def __init__(self) -> None:
-        self.last: str | None = None
+        self.last: tuple[str, str] | None = None
 
-    def new(self, line: str) -> bool:
-        if line == self.last:
+    def new(self, status: str, did: str = "") -> bool:
+        if self.last is not None and status == self.last[0] and did in ("", self.last[1]):
             return False
-        self.last = line
+        self.last = (status, did)
         return True
 
 
@@ -132,6 +134,21 @@ def launch_line(journal: Journal, last_end: float | None) -> str:
                 late += last_end is not None and e.time > last_end
             failed += e.state is NodeState.FAILED
     return f"  launches:          {launches} ({failed} failed); after the last job ended: {late}"
+
+
+INSTALLED = "ELB_DEMO_INSTALLED"  # set by scripts/demo once its installs (packages, the node image) are done
+
+
+def setup_note(env: Mapping[str, str]) -> str:
+    """What the set-up is about to do, said before it starts: after scripts/demo's installs
+    (``INSTALLED`` set in ``env``), check them and start the master; else install what is
+    missing first."""
+    if env.get(INSTALLED) == "1":
+        return f"packages and node image installed above: checked, then the master started (output: {SETUP_LOG})"
+    return (
+        "installs what is missing first (packages, the node image: minutes on a first run), "
+        f"then starts the master (output: {SETUP_LOG})"
+    )
 
 
 def set_up(up: Callable[[], T]) -> T:

@@ -24,7 +24,7 @@ from elb.core.demand import DemandSplit
 from elb.core.durations import argument as duration
 from elb.core.durations import minutes
 from elb.core.exitcodes import Exit
-from elb.core.model import Node, NodeState, Snapshot
+from elb.core.model import Node, NodeState, Snapshot, by_reason
 from elb.core.scheduler import SchedulerError, SchedulerRead
 from elb.core.spend import GroupSpend, budget_now, spend_by_group
 from elb.core.timeline import DAY, DURATION_NAMES, TimelineSummary, summarize
@@ -222,7 +222,7 @@ def _once_live(cfg: Config) -> Exit:
         return Exit.UNREADABLE
     print(result.summary())
     if result.outcomes.failed:
-        _error(f"pass failed: {'; '.join(f'{n}: {why}' for n, why in result.outcomes.failed.items())}")
+        _error(f"pass failed: {'; '.join(by_reason(result.outcomes.failed.items()))}")
         return Exit.PASS_FAILED
     return Exit.OK
 

@@ -6,7 +6,7 @@ Nothing here does I/O. Times are POSIX seconds (float) on the master's clock.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress
@@ -305,10 +305,16 @@ class Plan:
 
 def _removals(removals: Sequence[Removal]) -> list[str]:
     """One line per reason: the nodes removed for the same reason named together, in order."""
-    by_reason: dict[str, list[str]] = {}
-    for r in removals:
-        by_reason.setdefault(r.reason, []).append(r.node)
-    return [f"remove {', '.join(nodes)}: {reason}" for reason, nodes in by_reason.items()]
+    return [f"remove {line}" for line in by_reason((r.node, r.reason) for r in removals)]
+
+
+def by_reason(said: Iterable[tuple[str, str]]) -> list[str]:
+    """``NODE: REASON`` parts, one per reason: the nodes given the same reason named together
+    (``node001, node002: REASON``), in the order each reason first comes."""
+    nodes: dict[str, list[str]] = {}
+    for node, reason in said:
+        nodes.setdefault(reason, []).append(node)
+    return [f"{', '.join(names)}: {reason}" for reason, names in nodes.items()]
 
 
 def _said_once(reason: str, add_reason: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from elb.core.demand import NotDemand
-from elb.core.model import Plan, Snapshot
+from elb.core.model import Plan, Snapshot, by_reason
 from elb.core.planner import PassPlan
 from elb.service.actuator import Outcomes
 
@@ -39,13 +39,19 @@ class PassResult:
             parts.append(f"stopped into the warm pool {', '.join(o.stopped)}")
         if o.restarted:
             parts.append(f"restarted from the warm pool {', '.join(o.restarted)}")
-        parts.extend(f"repaired {r}" for r in o.repaired)
-        parts.extend(f"{n}: {why}" for n, why in o.failed.items())
+        parts.extend(f"repaired {r}" for r in by_reason(_node_and_what(r) for r in o.repaired))
+        parts.extend(by_reason(o.failed.items()))
         if o.given_back:
             parts.append(f"given back {', '.join(o.given_back)}")
         if o.postponed:
             parts.append(f"stopping: not started {', '.join(o.postponed)}")
         return "; ".join(parts)
+
+
+def _node_and_what(repaired: str) -> tuple[str, str]:
+    """A repair as ``Outcomes.repaired`` holds it (``NODE: what was repaired``): the node and what."""
+    node, _, what = repaired.partition(": ")
+    return node, what
 
 
 @dataclass

@@ -176,10 +176,7 @@ def test_once_exit_codes(stand: Stand, tmp_path: Path, capsys: pytest.CaptureFix
     stand.sge.jobs = list(WAITING)
     assert main(["once", "-c", path]) == Exit.PASS_FAILED
     last = capsys.readouterr().err.splitlines()[-1]  # after the pass's log lines
-    assert last == (
-        "elb: pass failed: node001: launch failed: InsufficientInstanceCapacity; "
-        "node002: launch failed: InsufficientInstanceCapacity"
-    )
+    assert last == "elb: pass failed: node001, node002: launch failed: InsufficientInstanceCapacity"
 
     stand.cloud = FakeCloud(T0)
     assert main(["once", "-c", path]) == Exit.OK

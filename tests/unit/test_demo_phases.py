@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
+from elb.service.stats import StatsRow
 from elbdev import demo_steps
+from elbdev.demo import pass_lines
 from elbdev.demo_steps import Changes, phase_line
 
 
@@ -49,3 +52,39 @@ def test_output_sent_to_a_log_is_not_on_the_terminal(
     out, err = capfd.readouterr()
     assert out == "after\n" and err == ""
     assert log.read_text().splitlines() == ["Unpacking gridengine-master", "dpkg: progress", "from python"]
+
+
+def row(at: float, waiting: int, running: int, ready: int, action: str = "", added: int = 0) -> StatsRow:
+    return StatsRow(at, True, waiting, waiting, 0.0, running, 0, ready, 0, added, 0, action)
+
+
+def test_a_pass_that_repeats_the_counts_of_the_line_before_is_not_printed() -> None:
+    """The pass after one that did something shows the same counts: no line for it (the demo
+    printed it, a status line like the one before but for the action)."""
+    added = "4 jobs can't start, at max_nodes (4/4); added node001, node002, node003, node004"
+    rows = [
+        row(1.0, 4, 8, 4, added, added=4),
+        row(3.0, 4, 8, 4, "nothing to do"),  # the same counts, nothing done
+        row(5.0, 4, 4, 4, "nothing to do"),
+        row(7.0, 4, 4, 4, "remove node003: idle 35 s"),  # the same counts, an action: printed
+        row(9.0, 4, 4, 4, "remove node003: idle 35 s"),  # the line before again: not printed
+    ]
+    lines = pass_lines(rows, Changes())
+    assert [line.split("  |")[0].split()[:4] for line in lines] == [
+        ["waiting", "4", "running", "8"],
+        ["waiting", "4", "running", "4"],
+        ["waiting", "4", "running", "4"],
+    ]
+    assert lines[0].endswith("| " + added) and lines[2].endswith("| remove node003: idle 35 s")
+
+
+def test_the_set_up_says_what_it_is_about_to_do_after_scripts_demos_installs() -> None:
+    """scripts/demo installs the packages and the node image before it starts the demo, which
+    then said 'a first run installs packages and builds an image', after those installs."""
+    script = (Path(__file__).resolve().parents[2] / "scripts" / "demo").read_text()
+    (start,) = [line for line in script.splitlines() if line.startswith("exec ")]
+    assert f"{demo_steps.INSTALLED}=1" in start and "-m elbdev demo" in start
+    after = demo_steps.setup_note({demo_steps.INSTALLED: "1"})
+    assert "install" not in after.replace("installed above", "") and "first run" not in after
+    alone = demo_steps.setup_note({})
+    assert alone.startswith("installs what is missing first") and str(demo_steps.SETUP_LOG) in alone

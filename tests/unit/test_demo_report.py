@@ -5,7 +5,7 @@ from __future__ import annotations
 from elb.service.stats import StatsRow
 
 # ruff: noqa: E501 (SGE prints these lines as they are)
-from elbdev.demo import _row_line, error_reasons, job_states
+from elbdev.demo import NODES_LEGEND, _row_line, error_reasons, job_states
 
 QSTAT = """job-ID  prior   name       user         state submit/start at     queue                          slots ja-task-ID
 -----------------------------------------------------------------------------------------------------------------
@@ -41,3 +41,12 @@ def test_pass_line_counts_held_and_error_jobs() -> None:
     assert "held 1  in error 2" in _row_line(row)
     quiet = StatsRow(1.0, True, 3, 3, 0.0, 2, 0, 1, 0, 0, 0, "nothing to do")
     assert "held" not in _row_line(quiet)
+
+
+def test_nodes_jobs_may_run_on_are_joining_not_booting_and_the_legend_says_why() -> None:
+    """Grid Engine runs jobs on a node whose execd registered while elb is still checking it: the
+    line calls such nodes joining (not booting, which read as not up yet), and the legend says
+    the scheduler may already run jobs on them."""
+    line = _row_line(StatsRow(1.0, True, 8, 8, 0.0, 4, 4, 0, 0, 0, 0, "nothing to do"))
+    assert "running   4" in line and "4 joining" in line and "booting" not in line
+    assert "joining (launched, being set up: the scheduler may already run jobs" in NODES_LEGEND
