@@ -58,6 +58,7 @@ from elb.service.passrecord import Counters, LastPass, PassResult
 from elb.service.reaction import Reaction
 from elb.service.sdnotify import KeepAlive, Notifier
 from elb.service.stats import StatsRow, append_row, held_and_error
+from elb.service.witnesshold import WitnessHolds
 
 log = logging.getLogger("elb")
 
@@ -133,6 +134,7 @@ class Balancer:
         # Node operations: inline (the pass ends when they end) unless run_forever gives one
         # that runs them in the background.
         self.executor = executor or Executor(inline=True)
+        self.witness_holds = WitnessHolds()  # nodes kept on their own word, not drained again for a while
         self.failed_in_a_row = 0
         self.alarms = Alarms(log)  # ALARM lines once per change (elb.service.logs)
         self.last = LastPass()
@@ -227,6 +229,7 @@ class Balancer:
             stopping=self.stopping,
             groups=groups_of(self.config),
             boot=self.config.provision.mode == "boot",
+            holds=self.witness_holds,
         )
 
     def _read(self, records: Sequence[Node]) -> SchedulerRead:
