@@ -101,7 +101,7 @@ from elb.schedulers.sge.parse import join_snapshot, parse_qhost, parse_qstat
 from elb.schedulers.sge.readcheck import expected_hosts, running_jobs
 from elb.schedulers.sge.servable import SiteCache, demand_of
 from elb.schedulers.sge.site import Site, build_site
-from elb.schedulers.sge.starttimes import READS_PER_PASS, StartTimes
+from elb.schedulers.sge.starttimes import BATCH, READS_PER_PASS, StartTimes
 from elb.schedulers.slurm.commands import SlurmCommands
 from elb.schedulers.slurm.driver import Slurm
 
@@ -565,9 +565,9 @@ def measure_shape(shape: Shape, args: argparse.Namespace, tmp: Path) -> Measured
     qstat_xml, qhost_xml = make_inputs(args.jobs, args.hosts, tmp, shape=shape)
     world = make_world(qstat_xml, qhost_xml, args.hosts, tmp, tmp / "state", shape)
     # The qsub -a times asked about by the passes before (all of them, READS_PER_PASS at a time).
-    world.starts.limit = args.jobs * 2
+    world.starts.batch = world.starts.per_pass = args.jobs * 2
     world.starts.update(world.other, join_snapshot(parse_qstat(qstat_xml), (), NOW).pending)
-    world.starts.limit = READS_PER_PASS
+    world.starts.batch, world.starts.per_pass = BATCH, READS_PER_PASS
     firsts: list[tuple[dict[str, float], float]] = []
     for _ in range(args.first):  # the first pass after a start: nothing remembered, no last whole read
         world.sge, world.last_whole, world.placements = memory_commands(world.outputs, tmp), None, Placements()

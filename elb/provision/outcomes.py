@@ -12,7 +12,9 @@ message that says why (no recap: time-out, cancellation or an aborted run).
 A playbook that reports each host at its last task (``set_stats`` data ``elb_done``, as elb's
 add and remove playbooks do) is trusted only for the hosts it reported (``require_done``): a
 play can stop working on a host with no failure event (``meta: end_host``, a delegated step
-that ended it), and the recap then counts the host processed with nothing wrong.
+that ended it), and the recap then counts the host processed with nothing wrong. A playbook
+that reports nothing of the kind is trusted for a host only when ansible-playbook exited 0:
+with any other exit code no event proves the host's part ended, so it is FAILED.
 """
 
 from __future__ import annotations
@@ -230,7 +232,7 @@ def _verdict(host: str, run: _Run, *, busy: frozenset[str], ended: _Ended, done:
         return HostResult(
             host, Outcome.FAILED, last_task, _clip(_no_verdict(ended.end, ended.rc, last_task) + ended.suffix)
         )
-    return _recap_verdict(host, run, run.stats, busy=busy, suffix=ended.suffix, done=done)
+    return _recap_verdict(host, run, run.stats, busy=busy, ended=ended, done=done)
 
 
 def _recap_verdict(  # noqa: PLR0911 (one return per verdict reads best)
@@ -239,12 +241,13 @@ def _recap_verdict(  # noqa: PLR0911 (one return per verdict reads best)
     stats: Mapping[str, object],
     *,
     busy: frozenset[str],
-    suffix: str,
+    ended: _Ended,
     done: frozenset[str] | None,
 ) -> HostResult:
     """One host's outcome by the recap: failed, unreachable, never reached, stopped early, busy,
     left unfinished, or done."""
     last_task = run.last_task.get(host)
+    suffix = ended.suffix
     if _counts(stats, "failures").get(host, 0):
         return _failed(host, run, busy)
     if _counts(stats, "dark").get(host, 0):
@@ -268,6 +271,15 @@ def _recap_verdict(  # noqa: PLR0911 (one return per verdict reads best)
             Outcome.FAILED,
             last_task,
             f"the playbook stopped working on this host before its last task, with no failure reported{where}",
+        )
+    if done is None and ended.rc not in (0, None):
+        where = f" (the last task that ran on it: '{last_task}')" if last_task else ""
+        return HostResult(
+            host,
+            Outcome.FAILED,
+            last_task,
+            f"ansible-playbook ended with exit code {ended.rc} and the playbook does not report its hosts done:"
+            f" nothing shows this host's part ended{where}{suffix}",
         )
     return HostResult(host, Outcome.OK)
 

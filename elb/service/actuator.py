@@ -52,6 +52,7 @@ from elb.core.reconcile import Repair, RepairKind
 from elb.core.scheduler import BindsOnDemand, Scheduler, SchedulerError
 from elb.core.timeline import Step
 from elb.service.journal import Journal
+from elb.service.witnesshold import WitnessHolds
 
 log = logging.getLogger("elb.service.actuator")
 
@@ -127,6 +128,7 @@ class Actuator:
         stopping: threading.Event | None = None,
         groups: NodeGroups | None = None,
         boot: bool = False,
+        holds: WitnessHolds | None = None,
     ) -> None:
         self.journal = journal
         self.scheduler = scheduler
@@ -138,6 +140,8 @@ class Actuator:
         # provision.mode boot: new nodes configure themselves at boot (the provisioner's boot
         # plans go with the launch) and the master runs only the scheduler's admit play.
         self.boot = boot
+        # Nodes kept on their own word (they run job processes): not drained again for a while.
+        self.holds = holds if holds is not None else WitnessHolds()
 
     def _workers(self, exclude: Sequence[str] = ()) -> list[NodeSpec]:
         """The ready nodes (but ``exclude``), for the hosts lines a play updates on them."""
@@ -403,7 +407,8 @@ class Actuator:
         the idle ones the scheduler showed busy before (``_witnessed``: a node that runs job
         processes, or cannot say, is kept). The idle ones, each with its reason. A node that is
         no longer a ready node elb manages is left out. When elb starts stopping, the nodes not
-        yet disabled stay ready, postponed (the next start decides again); the others go on."""
+        yet disabled stay ready, postponed (the next start decides again); the others go on. A
+        node kept on its own word lately (``WitnessHolds``) is not disabled again: kept, said."""
         disabled: list[tuple[str, str]] = []
         for i, r in enumerate(removals):
             if self.stopping.is_set():
@@ -414,6 +419,12 @@ class Actuator:
             node = self.journal.node(r.node)
             if node is None or node.state is not NodeState.READY:
                 log.warning("%s: left alone: not a ready node elb manages", r.node)
+                continue
+            held = self.holds.held(node, self.clock())
+            if held is not None:
+                log.error("ALARM: %s: kept: %s", r.node, held)
+                out.kept.append(r.node)
+                out.failed[r.node] = held
                 continue
             self.journal.record(r.node, NodeState.DRAINING, self.clock(), detail=r.reason)
             if self._disable(r.node, r.reason, "kept: {} while draining", out):
@@ -471,7 +482,8 @@ class Actuator:
         itself, all of them in one probe (``Provisioner.probe_jobs``), and goes only if it runs no
         job process, or cannot say and an admin ordered its removal (``planner.witness_verdict``).
         A node kept is journalled with why (``_keep_witnessed``), an ALARM said (every pass that
-        plans its removal again), and counted kept and failed."""
+        plans its removal again), and counted kept and failed; one kept because it runs job
+        processes is held out of the drain for a while (``WitnessHolds``)."""
         nodes = [n for n in (self.journal.node(name) for name in names) if n is not None]
         ask = [n for n in nodes if witness_needed(n)]
         if not ask:
@@ -486,6 +498,9 @@ class Actuator:
                 continue
             keep.add(n.name)
             self._keep_witnessed(n, verdict.reason, out)
+            answer = answers.get(n.name)
+            if answer is not None and answer.answer is JobProcesses.FOUND:
+                self.holds.keep(n, verdict.reason, self.clock())
         return [name for name in names if name not in keep]
 
     def _probe(self, nodes: Sequence[Node]) -> dict[str, Witness]:

@@ -58,6 +58,7 @@ from elb.service.passrecord import Counters, LastPass, PassResult
 from elb.service.reaction import Reaction
 from elb.service.sdnotify import KeepAlive, Notifier
 from elb.service.stats import StatsRow, append_row, held_and_error
+from elb.service.witnesshold import WitnessHolds
 
 log = logging.getLogger("elb")
 
@@ -133,6 +134,9 @@ class Balancer:
         # Node operations: inline (the pass ends when they end) unless run_forever gives one
         # that runs them in the background.
         self.executor = executor or Executor(inline=True)
+        # The asks left open under the back-off already said: (node, asked since, back-off round).
+        self._asks_said_open: frozenset[tuple[str, float, int]] = frozenset()
+        self.witness_holds = WitnessHolds()  # nodes kept on their own word, not drained again for a while
         self.failed_in_a_row = 0
         self.alarms = Alarms(log)  # ALARM lines once per change (elb.service.logs)
         self.last = LastPass()
@@ -227,6 +231,7 @@ class Balancer:
             stopping=self.stopping,
             groups=groups_of(self.config),
             boot=self.config.provision.mode == "boot",
+            holds=self.witness_holds,
         )
 
     def _read(self, records: Sequence[Node]) -> SchedulerRead:
@@ -397,10 +402,22 @@ class Balancer:
             nodes = names[0] if len(names) == 1 else f"{len(names)} nodes ({names[0]} ... {names[-1]})"
             if not self._stop_before(f"give back {nodes}", result):
                 self.executor.submit(names, f"give back {nodes}", functools.partial(act.give_back_all, declines))
-        for d in plan.waiting:
-            log.info("%s: %s's ask left open: %s", d.node, self.scheduler.name, d.reason)
+        self._say_open_asks(plan, inputs)
         for m in plan.moves:
             act.bind(m, result.outcomes)
+
+    def _say_open_asks(self, plan: PassPlan, inputs: PassInputs) -> None:
+        """Say each of the scheduler's asks the back-off leaves open once per ask and back-off
+        round (not every pass while the back-off lasts). Remembered from the passes where
+        scaling went on (the back-off read): a pass where it waits forgets nothing."""
+        if inputs.backoff is None:
+            return
+        rounds = inputs.backoff.rounds
+        now_open = frozenset((d.node, d.since, rounds) for d in plan.waiting)
+        for d in plan.waiting:
+            if (d.node, d.since, rounds) not in self._asks_said_open:
+                log.info("%s: %s's ask left open: %s", d.node, self.scheduler.name, d.reason)
+        self._asks_said_open = now_open
 
     def _start_scaling(
         self, plan: PassPlan, scaling: Plan, inputs: PassInputs, act: Actuator, result: PassResult

@@ -117,7 +117,7 @@ def test_start_times_ask_about_the_oldest_jobs_not_asked_about_yet(ids: list[int
     pending = [
         Job(i, "j", "u", "qw", job_phase("qw"), 1, submitted=None if i % 5 == 0 else NOW - i % 3 * 10) for i in ids
     ]
-    times, sge = StartTimes(limit=limit), Recorder()
+    times, sge = StartTimes(per_pass=limit), Recorder()
     known: set[int] = set()
     for _ in range(4):
         calls = len(sge.asked)

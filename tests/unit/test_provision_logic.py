@@ -400,6 +400,27 @@ def test_a_playbook_that_reports_done_is_trusted_only_for_the_hosts_it_reports()
     assert none.results["a"].outcome is Outcome.FAILED
 
 
+def test_a_run_that_ended_badly_is_no_success_for_a_host_it_did_not_prove_done() -> None:
+    # remove_node.yml on node007: deregistered, then the hosts lines step on a dead peer was
+    # unreachable ("...ignoring"), and the play ended with rc 2 before the exports step: the recap
+    # counts the host processed, no failure, no dark; nothing proves its part ended.
+    events = [
+        ev("runner_on_ok", "node007", "Deregister", role="sge_decommission"),
+        ev("runner_on_unreachable", "node007", "Map the play's nodes on the other workers", res={"msg": "gone"}),
+        recap(processed={"node007": 1}, ok={"node007": 3}, ignored={"node007": 1}),
+    ]
+    for require_done in (False, True):
+        r = summarize(events, ["node007"], rc=2, require_done=require_done).results["node007"]
+        assert r.outcome is Outcome.FAILED, require_done
+        assert r.task == "Map the play's nodes on the other workers"
+    assert "exit code 2" in (summarize(events, ["node007"], rc=2).results["node007"].message or "")
+    # The same events with rc 0 (the run went on to its end) read OK, as before.
+    assert summarize(events, ["node007"], rc=0).results["node007"].outcome is Outcome.OK
+    # A host the playbook reported done is proven done even when another host made rc 2.
+    done = [*events[:-1], recap(processed={"node007": 1}, ok={"node007": 4}, artifact_data={"elb_done": ["node007"]})]
+    assert summarize(done, ["node007"], rc=2, require_done=True).results["node007"].outcome is Outcome.OK
+
+
 @pytest.mark.parametrize(
     "playbook",
     [

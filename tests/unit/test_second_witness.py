@@ -23,6 +23,7 @@ from elb.core.planner import Drain, witness_needed, witness_verdict
 from elb.schedulers.sge.driver import GridEngine
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
+from elb.service.witnesshold import WITNESS_HOLD
 from tests.clock import Clock
 from tests.unit.factories import T0, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
@@ -234,3 +235,40 @@ def test_an_adopted_node_seen_busy_that_cannot_be_asked_is_kept_when_its_jobs_le
     r.at(T0 + 2 * POLL)
     result = r.bal.run_pass()
     assert r.cloud.terminated == ["i-0001"], result.summary()
+
+
+def test_a_node_kept_on_its_own_word_is_not_drained_again_every_pass(cfg: Config) -> None:
+    """Kept because it runs job processes: the next passes neither disable and enable it again
+    nor ask it again; it stays kept and said. Asked again once the hold has passed, or at once
+    when the scheduler's view of it changes (a read shows it busy again)."""
+    r = rig(cfg)
+    busy_then_hollow(r)
+    r.prov.job_processes = {"node001", "node002"}
+
+    def cycles() -> list[str]:
+        return [c for c in r.sge.calls if c.startswith(("disable", "enable"))]
+
+    r.at(T0 + HOUR)
+    assert r.bal.run_pass().ok
+    assert len(cycles()) == 4 and len(r.prov.probes) == 1  # each disabled, found busy, enabled again
+    for k in range(1, 4):
+        r.at(T0 + HOUR + k * POLL)
+        result = r.bal.run_pass()
+        assert sorted(result.outcomes.kept) == ["node001", "node002"], result.summary()
+        assert sorted(result.outcomes.failed) == ["node001", "node002"]  # still said, and counted
+        assert result.outcomes.removed == []
+    assert len(cycles()) == 4 and len(r.prov.probes) == 1  # no flapping, no new probe
+    assert r.sge.disabled == set()
+
+    r.sge.jobs = [running(9, "node001")]  # the scheduler shows node001 busy again: its hold ends
+    r.at(T0 + HOUR + 5 * POLL)
+    assert r.bal.run_pass().ok
+    r.sge.jobs = []
+    r.at(T0 + HOUR + 5 * POLL + cfg.policy.idle_time + POLL)  # idle long enough to be removed again
+    r.bal.run_pass()
+    assert r.prov.probes[1:] == [("node001",)]  # node001 asked again; node002 still held
+
+    r.at(T0 + HOUR + WITNESS_HOLD + POLL)  # the hold has passed: node002 is asked again
+    r.bal.run_pass()
+    assert r.prov.probes[2:] == [("node002",)], r.prov.probes
+    assert r.cloud.terminated == []

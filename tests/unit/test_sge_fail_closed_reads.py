@@ -30,7 +30,7 @@ from elb.schedulers.sge.commands import CommandResult, SgeCommands
 from elb.schedulers.sge.driver import GridEngine
 from elb.schedulers.sge.errors import SgeParseError, SgeTimeoutError
 from elb.schedulers.sge.parse import check_agree, join_snapshot, parse_qhost, parse_qstat, parse_snapshot
-from elb.schedulers.sge.starttimes import StartTimes
+from elb.schedulers.sge.starttimes import BATCH, StartTimes
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
 from tests.unit.factories import T0, pending
@@ -384,3 +384,60 @@ def test_a_job_of_no_slots_is_refused() -> None:
     """SGE gives every entry at least one slot: 0 would be read as one slot by the demand model."""
     entry = _pending_entry(9)
     refused(once(QSTAT, entry, entry.replace("<slots>1</slots>", "<slots>0</slots>")), r"\(job 9\): <slots> is 0")
+
+
+# -- more new waiting jobs than one qstat -j call asks about ------------------------------------------
+
+
+def test_a_burst_of_qsub_a_jobs_is_read_in_one_pass_and_none_counts_before_it_is_read(cfg: Config) -> None:
+    """120 new jobs, every one held by qsub -a until later: they are read in one pass (calls of
+    at most ``BATCH`` jobs each), so no job counts as demand before its start time is read."""
+    jobs = [pending(n, LONG, slots=2) for n in range(1, 121)]
+    sge = FakeSge(T0, jobs=list(jobs), starts=dict.fromkeys(range(1, 121), LATER))
+    cloud = FakeCloud(T0)
+    bal = Balancer(
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=Journal(cfg.journal_path),
+        cloud=cloud,
+        provisioner=FakeProvisioner(sge),
+    )
+    assert bal.run_pass().ok
+    assert cloud.counter == 0
+    asked = [c for c in sge.calls if c.startswith("qstat -j")]
+    assert len(asked) == 3 and all(len(c.split(",")) <= BATCH for c in asked)
+    assert {n.job.job_id for n in bal.last.not_demand} == set(range(1, 121))
+    assert all(n.until == LATER for n in bal.last.not_demand)
+
+
+def test_jobs_past_the_passs_bound_are_held_until_asked_about() -> None:
+    """More new jobs than a pass reads: the oldest are read, in calls of ``batch``; the others
+    are not demand this pass (held, with why) and are read the next pass."""
+    sge = FakeSge(T0, starts={})
+    times = StartTimes(batch=2, per_pass=4)
+    jobs = [pending(n, 100 - n) for n in range(1, 7)]
+    assert times.update(sge, jobs) == {}
+    assert sge.calls == ["qstat -j 1,2", "qstat -j 3,4"]
+    assert set(times.unread) == {5, 6}
+    assert all("not asked about it yet" in why for why in times.unread.values())
+    sge.calls.clear()
+    times.update(sge, jobs)
+    assert sge.calls == ["qstat -j 5,6"] and dict(times.unread) == {}
+
+
+def test_after_a_failed_qstat_j_call_the_pass_asks_no_more() -> None:
+    """A call that fails (a time-out, qmaster down): its jobs and the ones not asked yet are
+    held this pass; the pass does not wait on more calls."""
+
+    class Down(FakeSge):
+        def start_times(self, job_ids: Sequence[int]) -> dict[int, float | None]:
+            self.calls.append(f"qstat -j {','.join(map(str, job_ids))}")
+            raise SgeTimeoutError("no answer within 30 s", command=("qstat",))
+
+    sge = Down(T0)
+    times = StartTimes(batch=2, per_pass=6)
+    jobs = [pending(n, 100 - n) for n in range(1, 7)]
+    assert times.update(sge, jobs) == {}
+    assert sge.calls == ["qstat -j 1,2"]
+    assert set(times.unread) == set(range(1, 7))
+    assert "no answer" in times.unread[1] and "not asked about it yet" in times.unread[3]

@@ -597,3 +597,23 @@ def test_no_node_slurm_is_powering_down_is_undrained(tmp_path: Path) -> None:
         ("reset_address", "node002", "node003"),
         ("undrain", "node002"),
     ]
+
+
+def test_an_ask_left_open_under_the_back_off_is_said_once_per_ask_and_back_off_round(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    r = rig(tmp_path, slurm={"register_timeout": 0.5})
+    r.slurm.resume_timeout_s = 7200.0  # Slurm waits long enough for the back-off and a boot
+    r.slurm.silent.add("node005")
+    r.slurm.ask("node005")
+    r.ask(RequestKind.RESUME, "node005")
+    r.run()  # node005 never registers: the launches are backed off
+    assert r.state("node005") is NodeState.FAILED
+    r.slurm.ask("node001")
+    r.ask(RequestKind.RESUME, "node001")
+    caplog.set_level(logging.INFO, logger="elb")
+    for _ in range(4):
+        r.run(5)
+    said = [m for m in caplog.messages if m.startswith("node001: Slurm's ask left open")]
+    assert len(said) == 1, said
+    assert r.cloud.launched == ["node005"]  # still held: the ask stayed open all along

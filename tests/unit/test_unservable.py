@@ -220,7 +220,7 @@ def test_start_times_are_read_a_bounded_number_per_pass_and_remembered() -> None
 
     sge = FakeSge(T0, starts={3: T0 + 60})
     jobs = [pending(n, 1000 - n) for n in range(1, 121)]
-    times = StartTimes(limit=50)
+    times = StartTimes(per_pass=50)
     assert times.update(sge, jobs) == {3: T0 + 60}
     assert times.update(sge, jobs) == {3: T0 + 60}
     times.update(sge, jobs)

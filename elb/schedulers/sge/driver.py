@@ -78,7 +78,7 @@ class GridEngine:
         self.config = config
         self.sge: SgeClient = commands if commands is not None else SgeCommands(config.sge)
         self._site = SiteCache()  # the site's complexes and PEs, read again every SITE_TTL seconds
-        self._start_times = StartTimes()  # qsub -a times of waiting jobs, a few per pass
+        self._start_times = StartTimes()  # qsub -a times of waiting jobs, in bounded batches
         self._placements = Placements()  # each shape of waiting job's answer, from the pass before
         self._last_whole: Snapshot | None = None  # the last read found whole
 

@@ -1,16 +1,19 @@
-"""The ``qsub -a`` start times of waiting jobs, read a bounded number at a time.
+"""The ``qsub -a`` start times of waiting jobs, read in bounded batches.
 
 A job submitted with ``qsub -a`` is plain ``qw`` in ``qstat -xml``; only ``qstat -j`` shows its
-start time, at about 4.5 kB of XML per job. So each pass asks about at most ``limit`` waiting
-jobs it has not asked about yet (oldest first, one ``qstat -xml -j`` call) and remembers the
-answers for as long as the job waits: a cluster with 40,000 waiting jobs is read once, over
-passes, never 40,000 jobs in one pass. A job not asked about yet counts as demand (as before the
-answer comes). A start time set later with ``qalter -a`` is not seen.
+start time, at about 4.5 kB of XML per job. So each pass asks about the waiting jobs it has not
+asked about yet, oldest first, ``batch`` jobs to a ``qstat -xml -j ID,...`` call and at most
+``per_pass`` jobs in all, and remembers the answers for as long as the job waits: a burst of
+1,000 new jobs is read in one pass (20 calls), a cluster with 40,000 waiting jobs over 40 passes,
+never 40,000 jobs in one pass. A start time set later with ``qalter -a`` is not seen.
 
-A start time can only take a job out of the demand, so a job asked about whose start time could
-not be read (``qstat -j`` failed, timed out or printed what cannot be read, or its answer left
-the job out) is not demand this pass: ``StartTimes.unread`` names it with the reason, and it is
-asked about again at the next pass, and counted as soon as the answer comes.
+A start time can only take a job out of the demand, so a job whose start time is not known is
+not demand this pass: one not asked about yet (past the pass's bound, or after a call that
+failed), and one asked about whose answer did not come (``qstat -j`` failed, timed out or
+printed what cannot be read, or its answer left the job out). ``StartTimes.unread`` names each
+with the reason; it is asked about at the next pass, and counted as soon as the answer comes.
+The first call that fails ends the pass's asking: a master that does not answer costs one
+time-out, not one per batch.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from elb.core.model import Job
 
 log = logging.getLogger("elb")
 
-READS_PER_PASS = 50
+BATCH = 50  # jobs per qstat -xml -j call (about 225 kB of XML)
+READS_PER_PASS = 1000  # jobs asked about per pass at most (20 calls)
+NOT_ASKED = "qstat -j not asked about it yet (at most {n} new waiting jobs a pass, oldest first)"
 
 
 class StartTimeReader(Protocol):
@@ -36,17 +41,19 @@ class StartTimes:
     """What is known of the waiting jobs' start times: each job number asked about, with the
     submission time it had then (``_submitted``) and its start time (``_starts``; None: none)."""
 
-    def __init__(self, limit: int = READS_PER_PASS) -> None:
-        self.limit = limit
+    def __init__(self, batch: int = BATCH, per_pass: int = READS_PER_PASS) -> None:
+        self.batch = batch
+        self.per_pass = per_pass
         self._submitted: dict[int, float | None] = {}
         self._starts: dict[int, float | None] = {}
         self._times: dict[int, float] = {}  # the start times known (not None)
-        self.unread: Mapping[int, str] = {}  # the last update's jobs asked about in vain, with why
+        self.unread: Mapping[int, str] = {}  # the last update's jobs not known, with why
 
     def update(self, sge: StartTimeReader, pending: Sequence[Job]) -> Mapping[int, float]:
-        """Forget jobs no longer waiting, ask about up to ``limit`` new ones, and return the
-        start times known (jobs without one are left out). The jobs asked about whose answer did
-        not come are ``unread`` until the next update (job number -> why)."""
+        """Forget jobs no longer waiting, ask about the new ones (``batch`` a call, at most
+        ``per_pass``), and return the start times known (jobs without one are left out). The
+        new jobs whose answer did not come, asked about or not, are ``unread`` until the next
+        update (job number -> why)."""
         # A job's entries share its submission time. (Built and compared as whole dicts and
         # their items: 50,000 waiting jobs are a few milliseconds.)
         waiting = dict(zip(map(_JOB_ID, pending), map(_SUBMITTED, pending), strict=True))
@@ -55,31 +62,41 @@ class StartTimes:
         for job_id, _submitted in self._submitted.items() - waiting.items():
             del self._submitted[job_id], self._starts[job_id]
             self._times.pop(job_id, None)
+        new_ids = waiting.keys() - self._submitted.keys()
         # The oldest jobs not asked about yet (no submission time first, then by job number):
         # the smallest few, without sorting them all (nor keeping a pair for each).
-        new = ((s if (s := waiting[k]) is not None else 0.0, k) for k in waiting.keys() - self._submitted.keys())
-        ids = [k for _s, k in heapq.nsmallest(self.limit, new)]
-        unread: dict[int, str] = {}
-        if ids:
-            try:
-                times = sge.start_times(ids)
-            except Exception as err:  # asked again next pass; meanwhile they are not demand
-                log.warning("cannot read the start times (qsub -a) of %d waiting job(s): %s", len(ids), err)
-                why = _one_line(str(err))
-                unread = dict.fromkeys(ids, why)
-            else:
-                for job_id in ids:
-                    if job_id in times:
-                        start = times[job_id]
-                        self._submitted[job_id], self._starts[job_id] = waiting[job_id], start
-                        if start is not None:
-                            self._times[job_id] = start
-                    else:
-                        unread[job_id] = "qstat -j did not show its start time (qsub -a)"
-                if unread:
-                    log.warning("qstat -j did not show the start time (qsub -a) of %d waiting job(s)", len(unread))
+        new = ((s if (s := waiting[k]) is not None else 0.0, k) for k in new_ids)
+        ids = [k for _s, k in heapq.nsmallest(self.per_pass, new)]
+        unread = dict.fromkeys(new_ids, NOT_ASKED.format(n=self.per_pass))
+        for at in range(0, len(ids), self.batch):
+            if not self._ask(sge, ids[at : at + self.batch], waiting, unread):
+                break
+        if len(unread) > len(new_ids) - len(ids):
+            log.warning("the start time (qsub -a) of %d waiting job(s) could not be read", len(unread))
         self.unread = unread
         return dict(self._times)
+
+    def _ask(
+        self, sge: StartTimeReader, ids: Sequence[int], waiting: Mapping[int, float | None], unread: dict[int, str]
+    ) -> bool:
+        """One ``qstat -j`` call for ``ids``: the answers kept, each job answered taken out of
+        ``unread``, each job left out of the answer given why. False if the call failed."""
+        try:
+            times = sge.start_times(ids)
+        except Exception as err:  # asked again next pass; meanwhile they are not demand
+            log.warning("cannot read the start times (qsub -a) of %d waiting job(s): %s", len(ids), err)
+            unread.update(dict.fromkeys(ids, _one_line(str(err))))
+            return False
+        for job_id in ids:
+            if job_id in times:
+                start = times[job_id]
+                self._submitted[job_id], self._starts[job_id] = waiting[job_id], start
+                if start is not None:
+                    self._times[job_id] = start
+                del unread[job_id]
+            else:
+                unread[job_id] = "qstat -j did not show its start time (qsub -a)"
+        return True
 
 
 _JOB_ID, _SUBMITTED = attrgetter("job_id"), attrgetter("submitted")
@@ -91,4 +108,4 @@ def _one_line(text: str, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-__all__: Sequence[str] = ("READS_PER_PASS", "StartTimeReader", "StartTimes")
+__all__: Sequence[str] = ("BATCH", "NOT_ASKED", "READS_PER_PASS", "StartTimeReader", "StartTimes")
