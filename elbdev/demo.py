@@ -137,7 +137,7 @@ def register(sub: Any) -> None:
 # checks are done, and Grid Engine or Slurm may run jobs on it as soon as its daemon registers.
 NODES_LEGEND = (
     "nodes: ready (elb is done adding them), joining (launched, being set up: the scheduler may already run "
-    "jobs on one whose daemon registered), draining (being removed)"
+    "jobs on one whose daemon registered; elb's reasons count them as booting), draining (being removed)"
 )
 
 

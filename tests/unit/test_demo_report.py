@@ -50,3 +50,5 @@ def test_nodes_jobs_may_run_on_are_joining_not_booting_and_the_legend_says_why()
     line = _row_line(StatsRow(1.0, True, 8, 8, 0.0, 4, 4, 0, 0, 0, 0, "nothing to do"))
     assert "running   4" in line and "4 joining" in line and "booting" not in line
     assert "joining (launched, being set up: the scheduler may already run jobs" in NODES_LEGEND
+    # the planner's reasons on the same lines say "booting" for these nodes: the legend ties the words
+    assert "reasons count them as booting" in NODES_LEGEND
