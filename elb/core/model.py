@@ -38,6 +38,7 @@ class QueueFlags(enum.Flag):
 
 
 _PHASE, _IS_WAITING = attrgetter("phase"), partial(is_, JobPhase.WAITING)  # Job.is_pending, in C
+_IS_HELD = partial(is_, JobPhase.HELD)
 
 NO_FLAGS = QueueFlags(0)
 _UNUSABLE = QueueFlags.DISABLED | QueueFlags.UNREACHABLE | QueueFlags.SUSPENDED | QueueFlags.ERROR
@@ -181,6 +182,12 @@ class Snapshot:
         of 50,000 entries a few times."""
         jobs = self.jobs
         return tuple(compress(jobs, map(_IS_WAITING, map(_PHASE, jobs))))
+
+    @property
+    def held(self) -> tuple[Job, ...]:
+        """The held waiting jobs (``JobPhase.HELD``), picked out in C."""
+        jobs = self.jobs
+        return tuple(compress(jobs, map(_IS_HELD, map(_PHASE, jobs))))
 
     def jobs_on(self, host: str) -> tuple[Job, ...]:
         return tuple(j for j in self.jobs if j.host == host)

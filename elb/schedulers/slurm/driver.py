@@ -42,7 +42,7 @@ from elb.core.demand import DemandSplit, NotDemand
 from elb.core.drivers import InitDraft, NodePlays, cloud_settings
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
-from elb.core.model import JobPhase, Node, NodeState
+from elb.core.model import Node, NodeState
 from elb.core.scheduler import Ask, AskKind, DrainCheck, Dropped, Peek, Requeued, SchedulerError, SchedulerRead
 from elb.schedulers.slurm import conf as slurm_conf
 from elb.schedulers.slurm import requests as slurm_requests
@@ -226,7 +226,8 @@ class Slurm:
 
     def read(self, records: Sequence[Node], now: float) -> SchedulerRead:
         read = self._read()
-        self._last = read
+        snap = snapshot(read.jobs, read.nodes, now, memo=self._jobs_memo)
+        self._last = read  # (after the snapshot: its memo has each of its jobs)
         kept, dropped, gone = asks_now(
             self.journal.asks(),
             read,
@@ -235,7 +236,7 @@ class Slurm:
             partition_groups=self.config.slurm.partition_groups,
             now=now,
         )
-        return SchedulerRead(snapshot(read.jobs, read.nodes, now, memo=self._jobs_memo), kept, dropped, gone)
+        return SchedulerRead(snap, kept, dropped, gone)
 
     def resume_timeout(self) -> float | None:
         """Slurm's ``ResumeTimeout``, read once (None: it could not be read; no ask is dropped for its age)."""
@@ -251,21 +252,17 @@ class Slurm:
         """Slurm's pending jobs waiting for nodes (its others left out, with Slurm's reason); Slurm
         names the nodes, so no job is matched against the groups."""
         snap = read.snapshot
-        held = [j for j in snap.jobs if j.phase is JobPhase.HELD]
+        held = snap.held
         if not held:
             return DemandSplit(snap)
-        # Each pending job's reason by its number (the last entry's): the neutral jobs the last
-        # read's squeue lines made carry the number (``JobsMemo``), read without splitting ids.
+        # Each pending job's reason by its number (the last entry's, in squeue's order): the
+        # neutral job the last read made of each pending line carries the number (``JobsMemo``).
         reasons: dict[int, SlurmJob] = {}
         if self._last is not None:
             made = self._jobs_memo.made
             for sj in self._last.jobs:
                 if sj.state == "PENDING":
-                    found = made.get(id(sj))
-                    if found is not None and found[0] is sj and found[1][0].job_id:  # 0: not a number
-                        reasons[found[1][0].job_id] = sj
-                    else:
-                        reasons[int(sj.job_id.split("_", 1)[0])] = sj
+                    reasons[made[id(sj)][1][0].job_id] = sj
         # The same job held for the same reason as at the pass before: the same NotDemand.
         before: dict[int, NotDemand] = self._held
         kept: dict[int, NotDemand] = {}

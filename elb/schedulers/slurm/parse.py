@@ -21,13 +21,18 @@ Anything else (a missing field, a number that is not one, an unknown base state)
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import not_
+from typing import cast
 
 import hostlist  # type: ignore[import-untyped]
 
+from elb.core.gcpause import paused
 from elb.schedulers.timestamps import TIMESTAMP, parse_timestamp
 
 SQUEUE_FORMAT = "%i|%P|%T|%r|%D|%C|%N|%V|%S|%l|%u|%j"
@@ -95,8 +100,10 @@ class SlurmJob:
         return self.pending and not_demand_reason(self.reason) is None
 
 
+@functools.lru_cache(maxsize=1024)
 def not_demand_reason(reason: str) -> str | None:
-    """Why a pending job with Slurm's ``reason`` is not demand for nodes; None when it is."""
+    """Why a pending job with Slurm's ``reason`` is not demand for nodes; None when it is (each
+    reason's answer kept: a queue has a few dozen reasons, each on thousands of jobs)."""
     if reason.startswith(NOT_DEMAND_PREFIXES):
         return f"Slurm holds it: {reason}"
     return None  # a reason this elb does not know counts as demand: Slurm powers nodes up for it
@@ -240,27 +247,33 @@ def _limit(text: str, limits: dict[str, float | None] | None) -> float | None:
 
 
 def parse_squeue(text: str, *, memo: SqueueMemo | None = None) -> list[SlurmJob]:
-    """``SQUEUE_ARGV``'s output; ``memo``: the lines of the read before (updated)."""
+    """``SQUEUE_ARGV``'s output; ``memo``: the lines of the read before (updated). The lines are
+    looked up in the memo all at once, and only the ones it lacks are read; the cycle collector
+    waits meanwhile (``elb.core.gcpause``: the jobs live until the next read)."""
     zone = _zone()
     if memo is not None and memo.zone != zone:
         memo.lines, memo.hours, memo.zone = {}, {}, zone
     known = memo.lines if memo is not None else {}
     hours = memo.hours if memo is not None else None
     limits = memo.limits if memo is not None else None
-    made: dict[str, SlurmJob] = {}
-    jobs: list[SlurmJob] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        job = known.get(line)
-        if job is None:
-            if not line.strip():
-                continue
-            job = _squeue_line(line, number, hours, limits)
-        made[line] = job
-        jobs.append(job)
-    if memo is not None:
-        memo.lines = made
-        if len(memo.hours) > _KEPT or len(memo.limits) > _KEPT:  # bounded: begun again
-            memo.hours, memo.limits = {}, {}
+    lines = text.splitlines()
+    with paused(keep=True):
+        found: list[SlurmJob | None] = list(map(known.get, lines))
+        blank = False
+        for i in itertools.compress(range(len(found)), map(not_, found)):  # the lines not read before
+            line = lines[i]
+            if line.strip():
+                found[i] = _squeue_line(line, i + 1, hours, limits)
+            else:
+                blank = True
+        if blank:
+            kept = [i for i, job in enumerate(found) if job is not None]
+            lines, found = [lines[i] for i in kept], [found[i] for i in kept]
+        jobs = cast("list[SlurmJob]", found)
+        if memo is not None:
+            memo.lines = dict(zip(lines, jobs, strict=True))
+            if len(memo.hours) > _KEPT or len(memo.limits) > _KEPT:  # bounded: begun again
+                memo.hours, memo.limits = {}, {}
     return jobs
 
 

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import chain, compress
+from operator import itemgetter, not_
+from typing import cast
 
+from elb.core.gcpause import paused
 from elb.core.model import NO_FLAGS, Host, Job, JobPhase, QueueFlags, QueueInstance, Snapshot
 from elb.schedulers.slurm.parse import SlurmJob, SlurmNode
 
@@ -100,8 +104,8 @@ class JobsMemo:
     """The neutral jobs each ``SlurmJob`` of the last snapshot made (``jobs_of``, a pure function
     of it), by its identity: a job read again from the same squeue line is the same object
     (``elb.schedulers.slurm.parse.SqueueMemo``), and its jobs are reused. The jobs are kept with
-    the ``SlurmJob``, so an identity stays its own while it is kept; only the last snapshot's are
-    kept."""
+    the ``SlurmJob``, so an identity stays its own while it is kept (no other object can have
+    it); only the last snapshot's are kept."""
 
     def __init__(self) -> None:
         self.made: dict[int, tuple[SlurmJob, list[Job]]] = {}
@@ -110,22 +114,21 @@ class JobsMemo:
 def snapshot(
     jobs: Sequence[SlurmJob], nodes: Sequence[SlurmNode], now: float, *, memo: JobsMemo | None = None
 ) -> Snapshot:
-    """The neutral snapshot of one read of Slurm; ``memo``: the last snapshot's jobs (updated)."""
-    if memo is None:
-        neutral = tuple(j for job in jobs for j in jobs_of(job))
-    else:
-        known, made = memo.made, {}
-        out: list[Job] = []
-        for job in jobs:
-            key = id(job)
-            found = known.get(key)
-            if found is None or found[0] is not job:
-                found = (job, jobs_of(job))
-            made[key] = found
-            out += found[1]
-        memo.made = made
-        neutral = tuple(out)
-    return Snapshot(now=now, jobs=neutral, hosts=tuple(host_of(n) for n in nodes if node_up(n)))
+    """The neutral snapshot of one read of Slurm; ``memo``: the last snapshot's jobs (updated),
+    looked up all at once, the cycle collector waiting meanwhile (``elb.core.gcpause``)."""
+    with paused(keep=True):
+        if memo is None:
+            neutral = tuple(j for job in jobs for j in jobs_of(job))
+        else:
+            keys = list(map(id, jobs))
+            found: list[tuple[SlurmJob, list[Job]] | None] = list(map(memo.made.get, keys))
+            for i in compress(range(len(found)), map(not_, found)):  # the jobs not seen before
+                found[i] = (jobs[i], jobs_of(jobs[i]))
+            made = cast("list[tuple[SlurmJob, list[Job]]]", found)
+            memo.made = dict(zip(keys, made, strict=True))
+            neutral = tuple(chain.from_iterable(map(itemgetter(1), made)))
+        hosts = tuple(host_of(n) for n in nodes if node_up(n))
+    return Snapshot(now=now, jobs=neutral, hosts=hosts)
 
 
 __all__: Sequence[str] = ("JobsMemo", "array_tasks", "host_of", "node_up", "snapshot")

@@ -1,0 +1,139 @@
+"""The memoised reads of Slurm against the plain ones, on generated squeue texts: ``parse_squeue``
+(its lines looked up all at once) is each non-blank line read on its own, ``snapshot`` with its
+memo is the one made without, and the driver's demand (each held job's reason found through the
+neutral jobs the read made) is the one worked out line by line, the last pending entry of a
+number giving the reason."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from elb.core.config import parse_config
+from elb.core.demand import NotDemand
+from elb.core.model import JobPhase, Node, NodeState
+from elb.schedulers.slurm.commands import SlurmRead
+from elb.schedulers.slurm.driver import Slurm
+from elb.schedulers.slurm.parse import (
+    SlurmJob,
+    SqueueMemo,
+    _squeue_line,
+    not_demand_reason,
+    parse_sinfo,
+    parse_squeue,
+)
+from elb.schedulers.slurm.view import JobsMemo, snapshot
+
+SINFO = "node001|allocated+cloud|4|4/0/0/4|cloud*|none\nnode002|idle+cloud|4|0/4/0/4|cloud*|none\n"
+REASONS = ("None", "Priority", "Resources", "JobHeldUser", "Dependency", "BeginTime", "QOSMaxJobsPerUserLimit")
+STAMPS = ("N/A", "2026-11-24T16:01:06", "2026-11-24T17:30:59", "2026-11-25T00:00:00")
+
+
+@st.composite
+def squeue_line(draw: st.DrawFn) -> str:
+    """One line of ``SQUEUE_ARGV``'s output: plain, array task and array pending-task ids of a
+    few numbers (so that numbers repeat), pending or running, with every kind of reason."""
+    number = draw(st.integers(1, 12))
+    job_id = draw(
+        st.sampled_from(
+            (str(number), f"{number}_{draw(st.integers(0, 9))}", f"{number}_[1-{draw(st.integers(1, 900))}%5]")
+        )
+    )
+    pending = draw(st.booleans())
+    state, nodelist = ("PENDING", "") if pending else ("RUNNING", draw(st.sampled_from(("node001", "node[001-002]"))))
+    reason = draw(st.sampled_from(REASONS)) if pending else "None"
+    nodes, cpus = draw(st.integers(1, 3)), draw(st.integers(1, 12))
+    submitted, started = draw(st.sampled_from(STAMPS)), draw(st.sampled_from(STAMPS))
+    limit = draw(st.sampled_from(("UNLIMITED", "30:00", "1-00:00:00")))
+    name = draw(st.sampled_from(("a", "b|c", "job name")))
+    return f"{job_id}|cloud|{state}|{reason}|{nodes}|{cpus}|{nodelist}|{submitted}|{started}|{limit}|user|{name}"
+
+
+def _texts(draw: st.DrawFn) -> list[str]:
+    """Reads in a row, drawn from one pool of lines (so lines come again), some blank lines."""
+    pool = draw(st.lists(squeue_line(), min_size=1, max_size=30))
+    reads = draw(st.lists(st.lists(st.sampled_from([*pool, "", "  "]), max_size=40), min_size=1, max_size=4))
+    return ["\n".join(lines) + draw(st.sampled_from(("", "\n"))) for lines in reads]
+
+
+texts = st.composite(_texts)
+
+
+def line_by_line(text: str) -> list[SlurmJob]:
+    return [_squeue_line(line, n) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts())
+def test_a_memoised_read_is_each_line_read_on_its_own(reads: list[str]) -> None:
+    memo, jobs_memo = SqueueMemo(), JobsMemo()
+    nodes = parse_sinfo(SINFO)
+    for text in reads:
+        jobs = parse_squeue(text, memo=memo)
+        assert jobs == line_by_line(text)
+        assert parse_squeue(text) == jobs
+        assert snapshot(jobs, nodes, 5.0, memo=jobs_memo) == snapshot(jobs, nodes, 5.0)
+
+
+def held_line_by_line(jobs: list[SlurmJob], now: float) -> list[NotDemand]:
+    """The held jobs' answers worked out plainly: each pending squeue entry's number and the
+    last pending entry of that number's reason."""
+    last: dict[int, SlurmJob] = {}
+    for sj in jobs:
+        if sj.pending:
+            last[int(sj.job_id.split("_", 1)[0])] = sj
+    out = []
+    for job in snapshot(jobs, [], now).jobs:
+        if job.phase is not JobPhase.HELD:
+            continue
+        line = last.get(job.job_id)
+        reason = not_demand_reason(line.reason if line is not None else "") or "held by Slurm"
+        until = (line.started or now) if line is not None and line.reason == "BeginTime" else None
+        out.append(NotDemand(job, reason, until=until, held=until is None))
+    return out
+
+
+class Answers:
+    """A Slurm client that answers each read with the next of ``reads``."""
+
+    def __init__(self, reads: list[str]) -> None:
+        self.reads = iter(reads)
+        self.memo = SqueueMemo()
+
+    def read(self) -> SlurmRead:
+        jobs = parse_squeue(next(self.reads), memo=self.memo)
+        return SlurmRead(tuple(jobs), tuple(parse_sinfo(SINFO)))
+
+    def resume_timeout(self) -> float:
+        return 600.0
+
+
+class NoAsks:
+    def add_slurm_request(self, kind: str, nodes: str, asked_at: float, source: str, now: float) -> bool:
+        return False
+
+    def add_asks(self, kind: object, nodes: object, since: float, detail: str, now: float) -> int:
+        return 0
+
+    def asks(self, *, open_only: bool = True) -> list[object]:
+        return []
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts())
+def test_the_drivers_held_jobs_are_the_ones_worked_out_line_by_line(reads: list[str]) -> None:
+    cfg = parse_config(
+        {
+            "scheduler": "slurm",
+            "state_dir": "/nonexistent/state",
+            "policy": {"max_nodes": 10, "slots_per_node": 4},
+            "slurm": {"requests": "/nonexistent/requests"},
+            "cloud": {"provider": "local"},
+        }
+    )
+    records = (Node("node001", NodeState.READY, 1.0, slots=4),)
+    driver = Slurm(cfg, NoAsks(), Answers(reads))  # type: ignore[arg-type]
+    for text in reads:
+        read = driver.read(records, 7.0)
+        demand = driver.demand(read, records, 4)
+        assert list(demand.not_demand) == held_line_by_line(line_by_line(text), 7.0)
