@@ -120,6 +120,9 @@ def test_a_node_in_two_partitions_is_one_node() -> None:
         ("1|cloud|PENDING|None|1|1||N/A|N/A|soon|u|n\n", "time limit"),
         ("1|cloud|pending|None|1|1||N/A|N/A|UNLIMITED|u|n\n", "state"),
         ("1|cloud|RUNNING|None|1|1|node[1-|N/A|N/A|UNLIMITED|u|n\n", "hostlist"),
+        # a job id squeue never prints (it starts with the job's number): no job 0 made of it
+        ("x1|cloud|PENDING|None|1|1||N/A|N/A|UNLIMITED|u|n\n", "job 'x1'"),
+        ("_3|cloud|PENDING|None|1|1||N/A|N/A|UNLIMITED|u|n\n", "job '_3'"),
     ],
 )
 def test_broken_squeue_is_a_clear_error(text: str, message: str) -> None:

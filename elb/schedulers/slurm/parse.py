@@ -288,7 +288,7 @@ def _squeue_line(
         raise SlurmParseError(f"squeue: line {number}: {len(parts)} fields, expected 12 ({SQUEUE_FORMAT})")
     job_id, partition, state, reason, nodes, cpus, nodelist, submitted, started, limit, user, name = parts
     try:
-        if not job_id or not state.isupper():
+        if not job_id[:1].isdigit() or not state.isupper():  # squeue's ids start with the job's number
             raise ValueError(f"job {job_id!r} in state {state!r}")
         return SlurmJob(
             job_id=job_id,
