@@ -195,6 +195,40 @@ def _lines(path: Path) -> list[tuple[str, float]]:
     return out
 
 
+def submit_once(
+    tag: str,
+    submit: Callable[[], str],
+    find: Callable[[], str | None],
+    say: Callable[[str], None],
+    *,
+    limit: float = 300,
+) -> str:
+    """Submit a job once: a submission that failed may have got in all the same (the controller
+    took it, then its answer timed out: Slurm's sbatch says ``Socket timed out``), so before
+    submitting again ``find`` asks the scheduler whether it did (asked again until it can say).
+    A copy submitted twice would run twice, and count as a job elb started again."""
+    deadline = time.monotonic() + limit
+    while True:
+        try:
+            return submit()
+        except Exception as err:
+            if time.monotonic() > deadline:
+                raise
+            say(f"submit {tag} failed: {err}; is it in?")
+        while True:
+            time.sleep(2)
+            try:
+                found = find()
+                break
+            except Exception as err:
+                if time.monotonic() > deadline:
+                    raise
+                say(f"cannot tell whether {tag} got in, asked again in 2 s: {err}")
+        if found is not None:
+            say(f"{tag} got in all the same (job {found})")
+            return found
+
+
 def on_killed_node(host: str, start: float, killed: Mapping[str, float]) -> bool:
     """Whether a run that started on ``host`` at ``start`` ran on a node the soak killed: ``host``
     was killed (``killed``: node -> when) after the run began. Slurm gives a name back to a new
@@ -297,19 +331,39 @@ class Soak:
 
     def submit(self, sub: Submission) -> None:
         script = self._script(sub)
-        deadline = time.monotonic() + 300
-        while True:
-            with self.ctl_lock:  # never while the controller is down for a fault: a timed-out submit is ambiguous
-                try:
-                    jid = self._submit(sub, script)
-                    break
-                except Exception as err:
-                    if time.monotonic() > deadline:
-                        raise
-                    self.say(f"submit {sub.tag} failed, again in 2 s: {err}")
-            time.sleep(2)
-        self.job_ids[sub.tag] = jid
+
+        def once() -> str:
+            with self.ctl_lock:  # never while the controller is down for a fault
+                return self._submit(sub, script)
+
+        def find() -> str | None:
+            with self.ctl_lock:
+                return self._submitted(sub)
+
+        self.job_ids[sub.tag] = submit_once(sub.tag, once, find, self.say)
         self.submitted_at[sub.tag] = time.time()
+
+    def _submitted(self, sub: Submission) -> str | None:
+        """The id of the job ``sub`` made, if a submission that seemed to fail got in (None: it
+        did not); raises when the scheduler cannot say."""
+        if self.scheduler == "sge":
+            proc = self.tc.master_run(["qstat", "-u", C.CLUSTER_USER], check=False)
+            if proc.returncode != 0:
+                raise RuntimeError(f"qstat: exit {proc.returncode}")
+            ids = [f.split()[0] for f in proc.stdout.splitlines()[2:] if f.split()[2:3] == [sub.tag[:10]]]
+        else:
+            from elbdev.testcluster import slurm
+
+            proc = subprocess.run(
+                ["squeue", "-h", "-t", "all", "-u", C.CLUSTER_USER, "-n", sub.tag, "-o", "%A"],
+                env={**os.environ, **slurm.env()}, capture_output=True, text=True, timeout=60, check=False,
+            )  # fmt: skip
+            if proc.returncode != 0:
+                raise RuntimeError(f"squeue: {proc.stderr.strip()}")
+            ids = proc.stdout.split()
+        if not ids and any(HOME.glob(f"{sub.tag}.*.start")):
+            return "ran"  # it got in and ran already (its id no longer listed): nothing to cancel
+        return ids[0] if ids else None
 
     def _submit(self, sub: Submission, script: str) -> str:
         if self.scheduler == "sge":
@@ -353,7 +407,11 @@ class Soak:
 
     def _cancel(self, tasks: list[tuple[str, str]]) -> None:
         ids = sorted(
-            {self.job_ids[tag] + (f".{task}" if task != "0" else "") for tag, task in tasks if tag in self.job_ids}
+            {
+                self.job_ids[tag] + (f".{task}" if task != "0" else "")
+                for tag, task in tasks
+                if self.job_ids.get(tag, "").isdigit()
+            }
         )
         if not ids:
             return

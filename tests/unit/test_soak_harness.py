@@ -1,9 +1,13 @@
-"""The random-fault soak's own counting (tests/faults/soak.py): a task's runs from its start and
-done lines, as the busy-terminated count reads them."""
+"""The random-fault soak's own counting and submitting (tests/faults/soak.py): a task's runs
+from its start and done lines, as the busy-terminated count reads them; a job submitted once."""
 
 from __future__ import annotations
 
-from tests.faults.soak import on_killed_node, task_runs
+import time
+
+import pytest
+
+from tests.faults.soak import on_killed_node, submit_once, task_runs
 
 
 def test_a_run_that_started_again_elsewhere_ended_by_the_next_start() -> None:
@@ -38,3 +42,40 @@ def test_a_run_on_a_node_of_the_same_name_launched_after_the_kill_is_not_the_fau
     assert on_killed_node("node001", 1000.0, killed)
     assert not on_killed_node("node001", 1550.0, killed)
     assert not on_killed_node("node002", 990.0, killed)
+
+
+def test_a_submission_that_timed_out_but_got_in_is_not_submitted_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """slurmctld busy: sbatch said 'Socket timed out' though the job got in; submitted again, the
+    job ran twice and the soak counted it started again by elb (seed 7, s024)."""
+    monkeypatch.setattr(time, "sleep", lambda _s: None)
+    submitted: list[str] = []
+    said: list[str] = []
+
+    def submit() -> str:
+        submitted.append("98")
+        raise RuntimeError("sbatch: error: Batch job submission failed: Socket timed out on send/recv operation")
+
+    answers: list[str | Exception | None] = [RuntimeError("squeue: timed out"), "98"]
+
+    def find() -> str | None:
+        a = answers.pop(0)
+        if isinstance(a, Exception):
+            raise a
+        return a
+
+    assert submit_once("s024", submit, find, said.append) == "98"
+    assert submitted == ["98"]
+    assert any("cannot tell" in s for s in said)
+
+
+def test_a_submission_that_did_not_get_in_is_made_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(time, "sleep", lambda _s: None)
+    tries = iter([RuntimeError("sbatch: Unable to contact slurm controller"), None])
+
+    def submit() -> str:
+        t = next(tries)
+        if t is not None:
+            raise t
+        return "99"
+
+    assert submit_once("s025", submit, lambda: None, lambda _m: None) == "99"
