@@ -219,8 +219,17 @@ def _kv(text: str, what: str) -> tuple[str, str]:
 
 
 def _max_nodes(raw: str | None, max_procs: int | None, spn: int) -> int | None:
+    """``--max-nodes`` as a count of nodes, from 1 to the most a cluster may have (None: not given)."""
     if raw is None:
         return None
+    n = _nodes_asked(raw, max_procs, spn)
+    if n > MAX_NODES:
+        raise SimError(f"--max-nodes {raw}: more than the {MAX_NODES} nodes a cluster may have")
+    return n
+
+
+def _nodes_asked(raw: str, max_procs: int | None, spn: int) -> int:
+    """``--max-nodes``' count (N, or K times the log's machine), at least 1."""
     try:
         if raw.endswith("x"):
             if max_procs is None:
@@ -229,7 +238,7 @@ def _max_nodes(raw: str | None, max_procs: int | None, spn: int) -> int | None:
             machine = -(-max_procs // spn)
             if not (math.isfinite(k) and k > 0):
                 raise SimError(f"--max-nodes {raw}: K must be a number above 0")
-            n = round(k * machine)
+            n = round(min(k * machine, MAX_NODES + 1.0))  # K so large the product is inf: past the most
             if n < 1:
                 raise SimError(
                     f"--max-nodes {raw}: {k:g} times the log's machine ({machine} nodes of {spn} slots) is less "

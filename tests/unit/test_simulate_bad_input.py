@@ -107,6 +107,13 @@ def test_a_cap_of_no_node_is_refused_not_made_one(tmp_path: Path, capsys: pytest
     assert "--max-nodes" in err and out == ""
 
 
+@pytest.mark.parametrize("cap", ["1e9x", "1e308x", "20000", "10001"])
+def test_a_cap_above_the_most_nodes_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], cap: str) -> None:
+    code, out, err = simulate(capsys, str(good_log(tmp_path)), f"--max-nodes={cap}")
+    one_line_error(code, err)
+    assert "--max-nodes" in err and "10000" in err and out == ""
+
+
 def test_a_bad_budget_sweep_is_refused_before_any_replay(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
