@@ -117,6 +117,19 @@ def test_a_cap_above_the_most_nodes_is_refused(tmp_path: Path, capsys: pytest.Ca
     assert "--max-nodes" in err and "10000" in err and out == ""
 
 
+@pytest.mark.parametrize("procs", [100_000, 10**20])
+def test_a_default_cap_above_the_most_nodes_asks_for_max_nodes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], procs: int
+) -> None:
+    log = good_log(tmp_path)
+    log.write_text(log.read_text() + swf_line(99, 600, 3600, 8, procs) + "\n")
+    code, out, err = simulate(capsys, str(log))
+    one_line_error(code, err)
+    assert "zero-wait peak" in err and "--max-nodes" in err and out == ""
+    code, out, err = simulate(capsys, str(log), "--max-nodes", "10")  # the wide job left out, counted
+    assert code == 0 and "unservable: 1 jobs" in err + out
+
+
 def test_a_bad_budget_sweep_is_refused_before_any_replay(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
