@@ -86,14 +86,14 @@ SHOWN_PERIODS = 40  # a replay with more periods lists only those over its budge
 def period_lines(label: str, budget: Budget, spent: Sequence[tuple[float, float]]) -> list[str]:
     """A budgeted replay's spend in each period against its budget, the periods over it flagged
     (reporting only: the pacing is the planner's)."""
-    over = [(start, s) for start, s in spent if s > budget.amount * (1 + 1e-9)]
+    over = [(start, s) for start, s in spent if _over(s, budget.amount)]
     rows = spent if len(spent) <= SHOWN_PERIODS else over[:SHOWN_PERIODS]
     lines = [
         f"{label}: spend a {budget.period} against the budget of {budget.amount:,.2f}",
         f"  {'period from':<18} {'spent':>12} {'of budget':>10}",
     ]
     for start, s in rows:
-        flag = f"  over budget (+{(s / budget.amount - 1) * 100:.0f}%)" if (start, s) in over else ""
+        flag = f"  over budget ({_over(s, budget.amount)})" if (start, s) in over else ""
         lines.append(f"  {when(budget, start)[:16]:<18} {s:>12,.2f} {s / budget.amount * 100:>9.0f}%{flag}")
     if len(rows) < len(spent):
         lines.append(f"  ({len(spent) - len(rows)} more period(s) not listed: only those over the budget are)")
@@ -101,7 +101,7 @@ def period_lines(label: str, budget: Budget, spent: Sequence[tuple[float, float]
         top_start, top = max(over, key=lambda p: p[1])
         lines.append(
             f"  over budget in {len(over)} of {len(spent)} {budget.period}s; the most: {when(budget, top_start)[:16]}, "
-            f"{top:,.2f} (+{(top / budget.amount - 1) * 100:.0f}%)"
+            f"{top:,.2f} ({_over(top, budget.amount)})"
         )
     else:
         lines.append(f"  within the budget in every one of {len(spent)} {budget.period}s")
@@ -126,18 +126,28 @@ class BudgetRun:
 
 
 def budget_table(runs: Sequence[BudgetRun], period: str) -> str:
+    """The sweep's replays, one a line; "over budget": how far a budgeted replay's costliest
+    period went past its budget (blank when every period held)."""
     head = (
         f"{'budget':<24} {'a ' + period:>12} {'cost':>10} {'costliest':>10} {'mean wait':>10} {'p95 wait':>10} "
-        f"{'max wait':>10} {'held':>7}"  # held: passes
+        f"{'max wait':>10} {'held':>7} {'over budget':>11}"  # held: passes
     )
     lines = [head, "-" * len(head)]
     for r in runs:
         amount = "none" if r.amount is None else f"{r.amount:.0f}"
+        over = _over(r.costliest_period, r.amount)
         lines.append(
             f"{r.label:<24} {amount:>12} {r.cost:>10.0f} {r.costliest_period:>10.0f} {_h(r.wait_mean):>10} "
-            f"{_h(r.wait_p95):>10} {_h(r.wait_max):>10} {r.held:>7}"
+            f"{_h(r.wait_p95):>10} {_h(r.wait_max):>10} {r.held:>7} {over:>11}".rstrip()
         )
     return "\n".join(lines)
+
+
+def _over(spent: float, amount: float | None) -> str:
+    """``+N%`` when ``spent`` is past the budget ``amount``, else blank (as ``period_lines`` flags)."""
+    if amount is None or spent <= amount * (1 + 1e-9):
+        return ""
+    return f"+{(spent / amount - 1) * 100:.0f}%"
 
 
 def _h(seconds: float) -> str:

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from elb.simulate.groups import SimGroups, SimGroupsError, load_groups, one_grou
 from elb.simulate.powersave import SUSPEND_TIME, Behind
 from elb.simulate.report import Billing, Metrics, group_table, plot, pool_table, table
 from elb.simulate.runner import Prepared, SimError, prepare
-from elb.simulate.sweep import Setup, default_workers, plan_runs, replay_all
+from elb.simulate.sweep import Replayed, RunSpec, Setup, default_workers, plan_runs, replay_all, run_all
 from elb.simulate.swf import SwfError, Workload, overrun
 
 ALL_POLICIES = ("elb", "starcluster", "parallelcluster", "slurm", "static")
@@ -219,8 +220,17 @@ def _kv(text: str, what: str) -> tuple[str, str]:
 
 
 def _max_nodes(raw: str | None, max_procs: int | None, spn: int) -> int | None:
+    """``--max-nodes`` as a count of nodes, from 1 to the most a cluster may have (None: not given)."""
     if raw is None:
         return None
+    n = _nodes_asked(raw, max_procs, spn)
+    if n > MAX_NODES:
+        raise SimError(f"--max-nodes {raw}: more than the {MAX_NODES} nodes a cluster may have")
+    return n
+
+
+def _nodes_asked(raw: str, max_procs: int | None, spn: int) -> int:
+    """``--max-nodes``' count (N, or K times the log's machine), at least 1."""
     try:
         if raw.endswith("x"):
             if max_procs is None:
@@ -229,7 +239,7 @@ def _max_nodes(raw: str | None, max_procs: int | None, spn: int) -> int | None:
             machine = -(-max_procs // spn)
             if not (math.isfinite(k) and k > 0):
                 raise SimError(f"--max-nodes {raw}: K must be a number above 0")
-            n = round(k * machine)
+            n = round(min(k * machine, MAX_NODES + 1.0))  # K so large the product is inf: past the most
             if n < 1:
                 raise SimError(
                     f"--max-nodes {raw}: {k:g} times the log's machine ({machine} nodes of {spn} slots) is less "
@@ -401,24 +411,31 @@ def _simulate(args: argparse.Namespace) -> int:
     setup = Setup(prepared, pooled, settings, billing, args.price, args.boot_time, args.poll, groups)
     specs = plan_runs(setup, names, [_kv(s, "--set") for s in args.set], args.sweep or [])
     tty = sys.stderr.isatty() and not args.json
-    workers = args.workers or default_workers()
-    replays = replay_all(
-        setup,
-        specs,
-        workers,
-        progress=_Progress if tty else None,
-        done=_count_done if tty else None,
-    )
-    results = [m for m, _ in replays]
+    results, replays = _replayed(args, setup, specs, tty)
     pairs = [(results[i - 1], results[i]) for i, spec in enumerate(specs) if spec.pooled]
     bound = clairvoyant(prepared, settings, price=args.price) if args.bound else None
     points = [Point.of(spec, m) for spec, m in zip(specs, results, strict=True) if not spec.pooled]
     _report(
         args, wl, prepared, results, groups, billing, spn, pairs, _Frontiers(points, bound, bool(args.sweep), args.poll)
     )
-    runs = [(setup.policy(spec), spec.label, replays[i]) for i, spec in enumerate(specs) if not spec.pooled]
-    report_budget(args, prepared, runs, settings, replays=(results, [out for _, out in replays]), tty=tty)
+    if replays is not None:
+        runs = [(setup.policy(spec), spec.label, replays[i]) for i, spec in enumerate(specs) if not spec.pooled]
+        report_budget(args, prepared, runs, settings, replays=(results, [out for _, out in replays]), tty=tty)
     return 0
+
+
+def _replayed(
+    args: argparse.Namespace, setup: Setup, specs: Sequence[RunSpec], tty: bool
+) -> tuple[list[Metrics], list[Replayed] | None]:
+    """Every replay's metrics, and their raw outcomes (per-job waits, node lives) only when the
+    budget's reports or ``--spend-by`` read them: a sweep's replays of a large log would otherwise
+    all be held here at once."""
+    workers = args.workers or default_workers()
+    progress, done = (_Progress, _count_done) if tty else (None, None)
+    if args.budget is None and not args.budget_sweep and args.spend_by is None:
+        return run_all(setup, specs, workers, progress=progress, done=done), None
+    replays = replay_all(setup, specs, workers, progress=progress, done=done)
+    return [m for m, _ in replays], replays
 
 
 def _groups_file(args: argparse.Namespace) -> SimGroups | None:

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from elb.core.config import ClusterConfig, PolicyConfig
+from elb.core.naming import MAX_NODES
 from elb.core.policy import make_policy
 from elb.core.policy.base import Policy
 from elb.core.policy.grouped import GroupedPolicy
@@ -197,6 +198,11 @@ def _groups_and_cap(
         cap = max_nodes if max_nodes is not None else default_max_nodes(wl.jobs, slots_per_node)
         if cap < 1:
             raise SimError("max nodes must be at least 1")
+        if max_nodes is None and cap > MAX_NODES:  # a job (or jobs at once) wider than any cluster
+            raise SimError(
+                f"{wl.source}: the log's zero-wait peak is {cap} nodes of {slots_per_node} slots, more than the "
+                f"{MAX_NODES} a cluster may have: give --max-nodes"
+            )
         return one_group(slots_per_node, cap), cap
     cap = groups.groups.total_max_nodes
     if cap < 1:

@@ -13,7 +13,7 @@ import pytest
 
 from elb.cli.main import main
 from elb.core.budget import Budget
-from elb.simulate.budget import ANCHOR, period_lines
+from elb.simulate.budget import ANCHOR, BudgetRun, budget_table, period_lines
 
 
 def steady(tmp_path: Path, jobs: int = 36) -> Path:
@@ -75,3 +75,16 @@ def test_period_lines_list_only_the_periods_over_the_budget_when_there_are_many(
     assert "  (90 more period(s) not listed: only those over the budget are)" in lines
     assert lines[-1] == "  over budget in 10 of 100 days; the most: 2024-01-01 00:00, 12.00 (+20%)"
     assert period_lines("x", budget, spent[1:3])[-1] == "  within the budget in every one of 2 days"
+
+
+def test_the_budget_sweep_s_table_flags_a_costliest_period_over_its_budget() -> None:
+    def run(label: str, amount: float | None, costliest: float) -> BudgetRun:
+        return BudgetRun(label, amount, None if amount is None else 50.0, 9000.0, costliest, 60.0, 120.0, 600.0, 0, 0)
+
+    lines = budget_table([run("elb unconstrained", None, 1728.0), run("elb 50%", 864.0, 1536.0)], "day").splitlines()
+    header, rows = lines[0], {line.split()[1]: line for line in lines[2:]}
+    assert header.rstrip().endswith("over budget")
+    assert rows["50%"].rstrip().endswith("+78%")
+    assert not rows["unconstrained"].rstrip().endswith("%")  # no budget: nothing to be over
+    held = budget_table([run("elb 50%", 864.0, 864.0)], "day").splitlines()[2]
+    assert not held.rstrip().endswith("%")

@@ -1,6 +1,6 @@
 """``elb simulate`` on bad input: a one-line error and exit 2, never a traceback, a hang, or
-``nan``/``inf`` in a report; and the saturation warning blames the cap only when the replay
-reached it."""
+``nan``/``inf`` in a report; the saturation warning blames the cap only when the replay
+reached it; and a sweep's replays come back without their raw outcomes unless a report reads them."""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from elb.cli.main import main
+from elb.simulate import sweep
+from elb.simulate.engine import SimOutcome
 from elb.simulate.runner import SimError, prepare
 from elb.simulate.swf import SimJob, Workload
 from tests.unit.test_attribution import accounting
@@ -105,6 +108,26 @@ def test_a_cap_of_no_node_is_refused_not_made_one(tmp_path: Path, capsys: pytest
     code, out, err = simulate(capsys, str(good_log(tmp_path)), f"--max-nodes={cap}")
     one_line_error(code, err)
     assert "--max-nodes" in err and out == ""
+
+
+@pytest.mark.parametrize("cap", ["1e9x", "1e308x", "20000", "10001"])
+def test_a_cap_above_the_most_nodes_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], cap: str) -> None:
+    code, out, err = simulate(capsys, str(good_log(tmp_path)), f"--max-nodes={cap}")
+    one_line_error(code, err)
+    assert "--max-nodes" in err and "10000" in err and out == ""
+
+
+@pytest.mark.parametrize("procs", [100_000, 10**20])
+def test_a_default_cap_above_the_most_nodes_asks_for_max_nodes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], procs: int
+) -> None:
+    log = good_log(tmp_path)
+    log.write_text(log.read_text() + swf_line(99, 600, 3600, 8, procs) + "\n")
+    code, out, err = simulate(capsys, str(log))
+    one_line_error(code, err)
+    assert "zero-wait peak" in err and "--max-nodes" in err and out == ""
+    code, out, err = simulate(capsys, str(log), "--max-nodes", "10")  # the wide job left out, counted
+    assert code == 0 and "unservable: 1 jobs" in err + out
 
 
 def test_a_bad_budget_sweep_is_refused_before_any_replay(
@@ -213,3 +236,41 @@ def test_jobs_that_never_started_are_not_blamed_on_a_cap_the_replay_reached_once
     assert "saturates at 20 nodes" not in said
     assert "1 jobs never started" in said and "the policy" in said
     assert "saturates at 20 nodes" in _saturation(dataclasses.replace(m, never_started=0), 20)
+
+
+def _held_by_the_parent(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every replay result handed back to the command (in this process or from its workers)."""
+    held: list[object] = []
+    real = sweep._map
+
+    def kept(*args: Any) -> list[Any]:
+        results = real(*args)
+        held.extend(results)
+        return results
+
+    monkeypatch.setattr(sweep, "_map", kept)
+    return held
+
+
+def _outcomes(held: list[object]) -> list[SimOutcome]:
+    return [o for r in held for o in (r if isinstance(r, tuple) else (r,)) if isinstance(o, SimOutcome)]
+
+
+def test_a_sweep_keeps_no_replays_raw_outcome(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    held = _held_by_the_parent(monkeypatch)
+    code, out, _ = simulate(capsys, str(good_log(tmp_path)), "--sweep", "idle_factor=0.5,1,2", "--workers", "1")
+    assert code == 0 and "idle_factor=2" in out
+    assert len(held) == 3 and _outcomes(held) == []
+
+
+def test_a_budgeted_sweep_keeps_the_outcomes_it_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    held = _held_by_the_parent(monkeypatch)
+    code, out, _ = simulate(
+        capsys, str(good_log(tmp_path)), "--sweep", "idle_factor=0.5,1", "--budget", "40/day", "--workers", "1"
+    )
+    assert code == 0 and "against the budget" in out
+    assert len(_outcomes(held)) == 2
