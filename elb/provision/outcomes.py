@@ -264,8 +264,8 @@ def _recap_verdict(  # noqa: PLR0911 (one return per verdict reads best)
         )
     if host in busy:
         return HostResult(host, Outcome.BUSY, None, "a job landed on the node while draining; it stays")
+    where = f" (the last task that ran on it: '{last_task}')" if last_task else ""
     if done is not None and host not in done:
-        where = f" (the last task that ran on it: '{last_task}')" if last_task else ""
         return HostResult(
             host,
             Outcome.FAILED,
@@ -273,7 +273,6 @@ def _recap_verdict(  # noqa: PLR0911 (one return per verdict reads best)
             f"the playbook stopped working on this host before its last task, with no failure reported{where}",
         )
     if done is None and ended.rc not in (0, None):
-        where = f" (the last task that ran on it: '{last_task}')" if last_task else ""
         return HostResult(
             host,
             Outcome.FAILED,
