@@ -130,9 +130,8 @@ def bin_dir(tmp_path: Path) -> Path:
     return path
 
 
-def balancer(cfg: Config, jobs: list[Job], answer: Answer, bin_dir: Path) -> tuple[Balancer, QstatJ, FakeCloud]:
-    sge = QstatJ(T0, jobs=list(jobs))
-    sge.use(answer, bin_dir)
+def balancer_over(cfg: Config, sge: FakeSge) -> tuple[Balancer, FakeCloud]:
+    """A balancer over ``sge``, with a cloud of its own."""
     cloud = FakeCloud(T0)
     bal = Balancer(
         cfg,
@@ -141,6 +140,13 @@ def balancer(cfg: Config, jobs: list[Job], answer: Answer, bin_dir: Path) -> tup
         cloud=cloud,
         provisioner=FakeProvisioner(sge),
     )
+    return bal, cloud
+
+
+def balancer(cfg: Config, jobs: list[Job], answer: Answer, bin_dir: Path) -> tuple[Balancer, QstatJ, FakeCloud]:
+    sge = QstatJ(T0, jobs=list(jobs))
+    sge.use(answer, bin_dir)
+    bal, cloud = balancer_over(cfg, sge)
     return bal, sge, cloud
 
 
@@ -394,14 +400,7 @@ def test_a_burst_of_qsub_a_jobs_is_read_in_one_pass_and_none_counts_before_it_is
     at most ``BATCH`` jobs each), so no job counts as demand before its start time is read."""
     jobs = [pending(n, LONG, slots=2) for n in range(1, 121)]
     sge = FakeSge(T0, jobs=list(jobs), starts=dict.fromkeys(range(1, 121), LATER))
-    cloud = FakeCloud(T0)
-    bal = Balancer(
-        cfg,
-        scheduler=GridEngine(cfg, sge),
-        journal=Journal(cfg.journal_path),
-        cloud=cloud,
-        provisioner=FakeProvisioner(sge),
-    )
+    bal, cloud = balancer_over(cfg, sge)
     assert bal.run_pass().ok
     assert cloud.counter == 0
     asked = [c for c in sge.calls if c.startswith("qstat -j")]
