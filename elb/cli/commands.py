@@ -390,7 +390,12 @@ def cmd_nodes(args: argparse.Namespace) -> int:
     now = snap.now if snap is not None else time.time()
     timelines = journal.timelines(include_gone=args.all)
     nodes = journal.nodes(include_gone=args.all)
-    kept = {n.name: why for n in nodes if (why := kept_why(journal.events(n.name))) is not None}
+    ordered = journal.orders().by_admin
+    kept = {
+        n.name: why
+        for n in nodes
+        if (why := kept_why(journal.events(n.name), n, now, ordered=n.name in ordered)) is not None
+    }
     facts = nodes_facts(nodes, snap, now, cfg.policy.billing_period, timelines, kept=kept)
     journal.close()
     if args.json:

@@ -183,6 +183,7 @@ def plan_json(
         "reason": plan.reason,
         "repairs": [{"kind": r.kind.value, "node": r.node, "reason": r.reason} for r in planned.repairs],
         "kept": [{"node": r.node, "reason": r.reason} for r in planned.kept],
+        "held": [{"node": r.node, "reason": r.reason} for r in planned.held],
         "pool": planned.pool.describe(),
         "scaling": planned.scaling is not None,
         "scaling_note": planned.scaling_note,

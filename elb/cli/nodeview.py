@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from elb.core.model import Event, Node, NodeState, Snapshot
+from elb.core.planner import witness_hold
 from elb.core.state import ManagedNode, join
 from elb.core.timeline import DURATION_NAMES, Timeline
 
@@ -43,11 +44,18 @@ class NodeFacts:
 KEPT = "kept: "  # how the actuator's journalled detail of a node it keeps begins
 
 
-def kept_why(events: Sequence[Event]) -> str | None:
+def kept_why(
+    events: Sequence[Event], node: Node | None = None, now: float = 0.0, *, ordered: bool = False
+) -> str | None:
     """Why elb keeps a node, from its journal events (oldest first): the detail of the last
-    one when it says the node is kept, else None."""
+    one when it says the node is kept, else None. With its record (``node``), one kept on its own
+    word that the pass at ``now`` would not drain again (``elb.core.planner.witness_hold``;
+    ``ordered``: an admin ordered its removal) says so, and for how long, as the pass does."""
     detail = events[-1].detail if events else None
-    return detail.removeprefix(KEPT) if detail is not None and detail.startswith(KEPT) else None
+    if detail is None or not detail.startswith(KEPT):
+        return None
+    held = witness_hold(node, now, ordered=ordered) if node is not None else None
+    return held if held is not None else detail.removeprefix(KEPT)
 
 
 def nodes_facts(

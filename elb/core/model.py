@@ -235,6 +235,19 @@ _BOOTING = frozenset(
 
 @quick_init
 @dataclass(frozen=True, slots=True)
+class WitnessKeep:
+    """The last time a node was kept on its own word (``elb.core.planner.witness_verdict``): the
+    scheduler showed it idle, and the node said it runs job processes (``found``) or could not be
+    asked. When (``at``), its ``last_busy_at`` then, and why it was kept."""
+
+    at: float
+    busy_at: float | None
+    found: bool
+    why: str
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
 class Node:
     """elb's record of one worker it manages."""
 
@@ -252,6 +265,7 @@ class Node:
     group: str | None = None  # its node group (config node_groups); None: the first group
     stopped_at: float | None = None  # when it was last stopped into the warm pool
     template_version: str | None = None  # the launch template version it was launched with, if known
+    witness_keep: WitnessKeep | None = None  # the last time it was kept on its own word (None: never)
 
     @property
     def quiet_since(self) -> float:

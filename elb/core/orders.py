@@ -46,6 +46,11 @@ class Orders:
         return ADMIN_REMOVAL if cause is None else f"{cloud} {cause[0]} notice: {cause[1]}"
 
     @property
+    def by_admin(self) -> frozenset[str]:
+        """Nodes an admin ordered removed (``elb remove NODE``), not the cloud's notices."""
+        return self.remove - frozenset(self.causes)
+
+    @property
     def doomed(self) -> frozenset[str]:
         """Nodes the cloud is taking back, or put at risk: removed for good, never pooled."""
         return frozenset(self.causes)

@@ -11,6 +11,7 @@ their reasons, out. No I/O; time is passed in.
 - ``drain_verdict``: after the scheduler disabled it and a fresh read, may the node go on to deregistration?
 - ``witness_needed``, ``witness_verdict``: must the node itself be asked before it goes (the
   scheduler showed it busy), and may it go on what it answered?
+- ``witness_hold``: is a node kept on its own word lately held out of the drain this pass?
 - ``cleanup_verdict``: a node whose deregistration play failed: terminate it, or keep it?
 - ``repairs_hold_scaling``: do this pass's repairs make scaling wait for the next pass (a
   fresh read), or have they all failed so often that scaling must go on around them?
@@ -245,6 +246,32 @@ def witness_verdict(name: str, witness: Witness | None, *, ordered: bool = False
     )
 
 
+WITNESS_HOLD = 30 * 60.0  # seconds a node that said it runs job processes is not drained again
+WITNESS_SILENT_HOLD = 10 * 60.0  # seconds a node that could not be asked is not drained again
+
+
+def witness_hold(node: Node, now: float, *, ordered: bool = False) -> str | None:
+    """Why ``node`` is not drained at ``now``, or None when it may be: a node kept on its own
+    word (``Node.witness_keep``, journalled when ``witness_verdict`` kept it) is held out of the
+    drain, so that each pass does not disable it, find it busy and enable it again (a flapping
+    queue turns away the jobs the scheduler places there) nor ask it again.
+
+    The hold lasts ``WITNESS_HOLD`` seconds after a node said it runs job processes,
+    ``WITNESS_SILENT_HOLD`` after it could not be asked (silence may end any time: an sshd
+    restarted, a network back), and ends at once when the scheduler's view of it changes (a read
+    shows a job or a reservation there: its ``last_busy_at`` moves); the node is then asked
+    again. An admin's removal order (``ordered``) ends the hold of a node that could not be
+    asked (``witness_verdict`` lets it go on the order), never that of one that runs job processes."""
+    keep = node.witness_keep
+    if keep is None or node.last_busy_at != keep.busy_at or (ordered and not keep.found):
+        return None
+    hold = WITNESS_HOLD if keep.found else WITNESS_SILENT_HOLD
+    left = min(hold, keep.at + hold - now)  # a keep journalled after ``now`` is held no longer than ``hold``
+    if left <= 0:
+        return None
+    return f"{keep.why}; not drained again for {minutes(left)} unless the scheduler shows it busy again"
+
+
 class Cleanup(enum.StrEnum):
     TERMINATE = "terminate"  # nothing left to deregister: terminate the instance
     RETRY = "retry"  # the scheduler lists it (or can't be read): keep it draining, alarm, try again next pass
@@ -364,6 +391,7 @@ class PassPlan:
     waiting: tuple[Decline, ...] = ()  # asks the back-off holds, left open (launched when it lets them)
     answers: tuple[Answer, ...] = ()  # the scheduler's asks elb is done with
     budget: BudgetCheck | None = None  # the budget's verdict on the launches (``policy.budget``)
+    held: tuple[Removal, ...] = ()  # removals not planned: nodes kept on their own word lately (``witness_hold``)
 
     @property
     def launches_held(self) -> int:
@@ -385,6 +413,7 @@ class PassPlan:
             lines.append(f"no scaling this pass: {self.scaling_note}")
         else:
             lines += self.scaling.describe()
+        lines += [f"kept {r.node}: {r.reason}" for r in self.held]
         if self.budget is not None:
             lines.append(self.budget.describe())
         lines += [f"give back {d.node}: {d.reason}" for d in self.declines]
@@ -506,6 +535,7 @@ def _with_scaling(
         declines += held
     if any(r.node in around.busy for r in plan.remove):
         plan = dataclasses.replace(plan, remove=tuple(r for r in plan.remove if r.node not in around.busy))
+    plan, held_out = _witness_held(plan, state, inputs.orders, now) if plan.remove else (plan, ())
     # Removals that are stops and launches that are restarts (a group's warm pool); the back-off
     # holds new launches only. A node the cloud is taking back is never pooled.
     plan, pool = (
@@ -540,7 +570,25 @@ def _with_scaling(
         declines=tuple(declines),
         waiting=tuple(waiting),
         budget=budget,
+        held=held_out,
     )
+
+
+def _witness_held(plan: Plan, state: ClusterState, orders: Orders, now: float) -> tuple[Plan, tuple[Removal, ...]]:
+    """``plan`` without the removals (and so the stops) of nodes kept on their own word lately
+    (``witness_hold``), and those nodes, each with why it is held."""
+    held: list[Removal] = []
+    for r in plan.remove:
+        record = state.record(r.node)
+        if record is None or record.witness_keep is None:
+            continue
+        why = witness_hold(record, now, ordered=r.node in orders.by_admin)
+        if why is not None:
+            held.append(Removal(r.node, why))
+    if not held:
+        return plan, ()
+    out = {r.node for r in held}
+    return dataclasses.replace(plan, remove=tuple(r for r in plan.remove if r.node not in out)), tuple(held)
 
 
 def _paced_demand(inputs: PassInputs, config: Config, now: float) -> PassInputs:

@@ -45,14 +45,13 @@ from elb.core.interfaces import (
     Witness,
 )
 from elb.core.interruptions import Move, job_number
-from elb.core.model import Node, NodeState, Removal
+from elb.core.model import Node, NodeState, Removal, WitnessKeep
 from elb.core.noticeplan import Retire
 from elb.core.planner import Cleanup, Drain, cleanup_verdict, drain_verdict, witness_needed, witness_verdict
 from elb.core.reconcile import Repair, RepairKind
 from elb.core.scheduler import BindsOnDemand, Scheduler, SchedulerError
 from elb.core.timeline import Step
 from elb.service.journal import Journal
-from elb.service.witnesshold import WitnessHolds
 
 log = logging.getLogger("elb.service.actuator")
 
@@ -128,7 +127,6 @@ class Actuator:
         stopping: threading.Event | None = None,
         groups: NodeGroups | None = None,
         boot: bool = False,
-        holds: WitnessHolds | None = None,
     ) -> None:
         self.journal = journal
         self.scheduler = scheduler
@@ -140,8 +138,6 @@ class Actuator:
         # provision.mode boot: new nodes configure themselves at boot (the provisioner's boot
         # plans go with the launch) and the master runs only the scheduler's admit play.
         self.boot = boot
-        # Nodes kept on their own word (they run job processes): not drained again for a while.
-        self.holds = holds if holds is not None else WitnessHolds()
 
     def _workers(self, exclude: Sequence[str] = ()) -> list[NodeSpec]:
         """The ready nodes (but ``exclude``), for the hosts lines a play updates on them."""
@@ -407,8 +403,7 @@ class Actuator:
         the idle ones the scheduler showed busy before (``_witnessed``: a node that runs job
         processes, or cannot say, is kept). The idle ones, each with its reason. A node that is
         no longer a ready node elb manages is left out. When elb starts stopping, the nodes not
-        yet disabled stay ready, postponed (the next start decides again); the others go on. A
-        node kept on its own word lately (``WitnessHolds``) is not disabled again: kept, said."""
+        yet disabled stay ready, postponed (the next start decides again); the others go on."""
         disabled: list[tuple[str, str]] = []
         for i, r in enumerate(removals):
             if self.stopping.is_set():
@@ -419,12 +414,6 @@ class Actuator:
             node = self.journal.node(r.node)
             if node is None or node.state is not NodeState.READY:
                 log.warning("%s: left alone: not a ready node elb manages", r.node)
-                continue
-            held = self.holds.held(node, self.clock())
-            if held is not None:
-                log.error("ALARM: %s: kept: %s", r.node, held)
-                out.kept.append(r.node)
-                out.failed[r.node] = held
                 continue
             self.journal.record(r.node, NodeState.DRAINING, self.clock(), detail=r.reason)
             if self._disable(r.node, r.reason, "kept: {} while draining", out):
@@ -481,26 +470,24 @@ class Actuator:
         each the scheduler showed busy at a read elb trusted (``planner.witness_needed``) is asked
         itself, all of them in one probe (``Provisioner.probe_jobs``), and goes only if it runs no
         job process, or cannot say and an admin ordered its removal (``planner.witness_verdict``).
-        A node kept is journalled with why (``_keep_witnessed``), an ALARM said (every pass that
-        plans its removal again), and counted kept and failed; one kept because it runs job
-        processes is held out of the drain for a while (``WitnessHolds``)."""
+        A node kept is journalled with why and what it answered (``_keep_witnessed``: the
+        planner's ``witness_hold`` reads it), an ALARM said, and counted kept and failed."""
         nodes = [n for n in (self.journal.node(name) for name in names) if n is not None]
         ask = [n for n in nodes if witness_needed(n)]
         if not ask:
             return list(names)
         answers = self._probe(ask)
-        ordered = self._ordered_removals()
+        ordered = self.journal.orders().by_admin
         keep = set()
         for n in ask:
-            verdict = witness_verdict(n.name, answers.get(n.name), ordered=n.name in ordered)
+            answer = answers.get(n.name)
+            verdict = witness_verdict(n.name, answer, ordered=n.name in ordered)
             if verdict.verdict is Drain.GO:
                 log.warning("%s: %s", n.name, verdict.reason)
                 continue
             keep.add(n.name)
-            self._keep_witnessed(n, verdict.reason, out)
-            answer = answers.get(n.name)
-            if answer is not None and answer.answer is JobProcesses.FOUND:
-                self.holds.keep(n, verdict.reason, self.clock())
+            found = answer is not None and answer.answer is JobProcesses.FOUND
+            self._keep_witnessed(n, WitnessKeep(self.clock(), n.last_busy_at, found, verdict.reason), out)
         return [name for name in names if name not in keep]
 
     def _probe(self, nodes: Sequence[Node]) -> dict[str, Witness]:
@@ -517,26 +504,21 @@ class Actuator:
             answers.update({s.name: Witness(s.name, JobProcesses.UNKNOWN, f"the probe failed: {err}") for s in specs})
         return answers
 
-    def _ordered_removals(self) -> frozenset[str]:
-        """The nodes an admin ordered removed (``elb remove NODE``; not the cloud's notices)."""
-        orders = self.journal.orders()
-        return frozenset(orders.remove - set(orders.causes))
-
-    def _keep_witnessed(self, node: Node, why: str, out: Outcomes) -> None:
-        """Keep a node the witnesses disagree on: enabled again (when the drain disabled it) and
-        ready; a node left deregistered stays so (it is out of the scheduler), one that never
-        became ready stays running (provisioned again); with why, an ALARM, kept and failed."""
-        name = node.name
+    def _keep_witnessed(self, node: Node, keep: WitnessKeep, out: Outcomes) -> None:
+        """Keep a node the witnesses disagree on (``keep``: when, what it answered, why): enabled
+        again (when the drain disabled it) and ready; a node left deregistered stays so (it is
+        out of the scheduler), one that never became ready stays running (provisioned again);
+        journalled with ``keep``, an ALARM said, counted kept and failed."""
+        name, why = node.name, keep.why
         log.error("ALARM: %s: %s", name, why)
-        detail = f"kept: {why}"
+        state = NodeState.READY
         if node.state is NodeState.DEREGISTERED:
-            self.journal.record(name, NodeState.DEREGISTERED, self.clock(), detail=detail)
+            state = NodeState.DEREGISTERED
         elif node.state.booting:  # never ready: the next pass's repair provisions it again
-            self.journal.record(name, NodeState.RUNNING, self.clock(), detail=detail)
-        else:
-            if node.state is not NodeState.READY:  # disabled by the drain (a ready one never was)
-                self._enable(name)
-            self.journal.record(name, NodeState.READY, self.clock(), detail=detail)
+            state = NodeState.RUNNING
+        elif node.state is not NodeState.READY:  # disabled by the drain (a ready one never was)
+            self._enable(name)
+        self.journal.record(name, state, self.clock(), detail=f"kept: {why}", witness_keep=keep)
         out.kept.append(name)
         out.failed[name] = why
 

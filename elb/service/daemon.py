@@ -58,7 +58,6 @@ from elb.service.passrecord import Counters, LastPass, PassResult
 from elb.service.reaction import Reaction
 from elb.service.sdnotify import KeepAlive, Notifier
 from elb.service.stats import StatsRow, append_row, held_and_error
-from elb.service.witnesshold import WitnessHolds
 
 log = logging.getLogger("elb")
 
@@ -136,7 +135,6 @@ class Balancer:
         self.executor = executor or Executor(inline=True)
         # The asks left open under the back-off already said: (node, asked since, back-off round).
         self._asks_said_open: frozenset[tuple[str, float, int]] = frozenset()
-        self.witness_holds = WitnessHolds()  # nodes kept on their own word, not drained again for a while
         self.failed_in_a_row = 0
         self.alarms = Alarms(log)  # ALARM lines once per change (elb.service.logs)
         self.last = LastPass()
@@ -231,7 +229,6 @@ class Balancer:
             stopping=self.stopping,
             groups=groups_of(self.config),
             boot=self.config.provision.mode == "boot",
-            holds=self.witness_holds,
         )
 
     def _read(self, records: Sequence[Node]) -> SchedulerRead:
@@ -431,6 +428,10 @@ class Balancer:
             act.request(scaling.add_names, scaling.add_reason, scaling.add_groups)
             names = ",".join(scaling.add_names)
             self.executor.submit(scaling.add_names, names, functools.partial(act.launch, scaling.add_names))
+        for h in plan.held:  # kept on its own word lately: said every pass, counted kept and failed
+            log.error("ALARM: %s: kept: %s", h.node, h.reason)
+            result.outcomes.kept.append(h.node)
+            result.outcomes.failed[h.node] = h.reason
         removing = [r.node for r in scaling.remove]
         what = ",".join(removing)
         if removing and not self._stop_before(what, result):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 from elb.core.attribution import SeenOn
-from elb.core.model import Event, History, Node, NodeState
+from elb.core.model import Event, History, Node, NodeState, WitnessKeep
 from elb.core.orders import Orders
 from elb.core.scheduler import Ask, AskKind
 from elb.core.timeline import Step, Timeline, timeline_of
@@ -29,7 +29,7 @@ __all__ = ["Journal", "JournalError", "JournalVersionError", "PassRecord"]
 
 _NODE_COLUMNS = (
     "name, state, launched_at, instance_id, ready_at, last_busy_at, last_up_at, slots, private_ip, instance_type, "
-    "updated_at, node_group, stopped_at, template_version"
+    "updated_at, node_group, stopped_at, template_version, kept_at, kept_busy_at, kept_found, kept_why"
 )
 _GONE = (NodeState.TERMINATED.value, NodeState.FAILED.value)
 _KEEP_PASSES = 50_000
@@ -166,7 +166,7 @@ class Journal:
     # -- nodes ---------------------------------------------------------------------------
     @staticmethod
     def _node(row: Sequence[object]) -> Node:
-        name, state, launched, iid, ready, busy, up, slots, ip, itype, updated, group, stopped, version = row
+        name, state, launched, iid, ready, busy, up, slots, ip, itype, updated, group, stopped, version = row[:14]
         return Node(
             name=str(name),
             state=NodeState(str(state)),
@@ -182,6 +182,20 @@ class Journal:
             group=group if group is None else str(group),
             stopped_at=None if stopped is None else float(stopped),  # type: ignore[arg-type]
             template_version=version if version is None else str(version),
+            witness_keep=Journal._witness_keep(row[14:]),
+        )
+
+    @staticmethod
+    def _witness_keep(row: Sequence[object]) -> WitnessKeep | None:
+        """A node's last keep on its own word, from its record's kept_* columns (None: never)."""
+        at, busy, found, why = row
+        if at is None:
+            return None
+        return WitnessKeep(
+            at=float(at),  # type: ignore[arg-type]
+            busy_at=None if busy is None else float(busy),  # type: ignore[arg-type]
+            found=bool(found),
+            why=str(why or ""),
         )
 
     @_locked
@@ -217,12 +231,15 @@ class Journal:
         group: str | None = None,
         step: Step | None = None,
         template_version: str | None = None,
+        witness_keep: WitnessKeep | None = None,
     ) -> Node:
         """Move a node to ``state`` (creating its record if new) and log the step. ``group``:
         its node group (kept once set). ``step``: the boot step (``elb.core.timeline``) this reaches,
         recorded at ``now`` unless the node reached it before. A node requested anew under the
         name of a gone one starts a timeline of its own. Recorded ``stopped``, its ``stopped_at`` is
-        ``now``; ``template_version``: the launch template version it runs (kept once set)."""
+        ``now``; ``template_version``: the launch template version it runs (kept once set);
+        ``witness_keep``: the node was kept on its own word (kept until the next such keep, or a
+        node requested anew under its name)."""
         new_step = False
         with self._tx() as db:
             row = db.execute("SELECT state FROM nodes WHERE name = ?", (name,)).fetchone()
@@ -258,6 +275,10 @@ class Journal:
                 sets.append("ready_at = NULL")
             if state is NodeState.REQUESTED:  # a new node under this name: nothing of the old one
                 sets.append("stopped_at = NULL, template_version = NULL")
+                sets.append("kept_at = NULL, kept_busy_at = NULL, kept_found = NULL, kept_why = NULL")
+            if witness_keep is not None:
+                sets.append("kept_at = ?, kept_busy_at = ?, kept_found = ?, kept_why = ?")
+                vals += [witness_keep.at, witness_keep.busy_at, int(witness_keep.found), witness_keep.why]
             db.execute(f"UPDATE nodes SET {', '.join(sets)} WHERE name = ?", (*vals, name))  # noqa: S608
             iid = db.execute("SELECT instance_id FROM nodes WHERE name = ?", (name,)).fetchone()[0]
             db.execute(

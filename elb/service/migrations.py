@@ -134,6 +134,14 @@ def _job_hosts(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX job_hosts_last ON job_hosts(last_seen)")
 
 
+def _witness_keeps(db: sqlite3.Connection) -> None:
+    """Version 9: the last time each node was kept on its own word (``elb.core.model.WitnessKeep``):
+    when, its ``last_busy_at`` then, whether it said it runs job processes (1) or could not be
+    asked (0), and why (NULL: never kept so)."""
+    for column in ("kept_at REAL", "kept_busy_at REAL", "kept_found INTEGER", "kept_why TEXT"):
+        db.execute(f"ALTER TABLE nodes ADD COLUMN {column}")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     _baseline,
     _node_group,
@@ -143,6 +151,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _warm_pool,
     _node_asks,
     _job_hosts,
+    _witness_keeps,
 )
 CURRENT = len(MIGRATIONS)
 

@@ -12,7 +12,7 @@ import pytest
 from elb.cli.main import main
 from elb.core.config import load_config
 from elb.core.exitcodes import Exit
-from elb.core.model import Node, NodeState, Plan, Removal
+from elb.core.model import Node, NodeState, Plan, Removal, WitnessKeep
 from elb.core.orders import Orders, apply_orders
 from elb.schedulers.sge.driver import GridEngine
 from elb.schedulers.sge.errors import SgeError
@@ -79,6 +79,22 @@ def test_nodes_says_why_elb_keeps_a_node(setup: tuple[Path, FakeSge], capsys: py
     assert main(["nodes", "-c", str(path), "--json"]) == Exit.OK
     by_name = {n["name"]: n for n in json.loads(capsys.readouterr().out)["nodes"]}
     assert by_name["node002"]["kept"] == why and by_name["node001"]["kept"] is None
+
+
+def test_nodes_says_how_long_a_node_kept_on_its_own_word_is_held(
+    setup: tuple[Path, FakeSge], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The hold's reason, as the pass gives it (``planner.witness_hold``), while it lasts."""
+    path, _ = setup
+    journal = Journal(load_config(path).journal_path)
+    why = "the scheduler lists no job on node002 but the node runs job processes; the two disagree"
+    busy_at = journal.node("node002").last_busy_at  # type: ignore[union-attr]
+    keep = WitnessKeep(at=T0 - 60, busy_at=busy_at, found=True, why=why)
+    journal.record("node002", NodeState.READY, T0 - 60, detail=f"kept: {why}", witness_keep=keep)
+    journal.close()
+    assert main(["nodes", "-c", str(path)]) == Exit.OK
+    held = f"{why}; not drained again for 29 min unless the scheduler shows it busy again"
+    assert capsys.readouterr().out.splitlines()[-2:] == ["kept by elb:", f"  node002: {held}"]
 
 
 def test_nodes_without_sge_prints_the_journal_and_exits_4(

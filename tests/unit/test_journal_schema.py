@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from elb.core.model import NodeState
+from elb.core.model import NodeState, WitnessKeep
 from elb.service import migrations
 from elb.service.journal import Journal, JournalVersionError
 
@@ -165,5 +165,29 @@ def test_a_version_5_journal_gains_the_warm_pool_columns(tmp_path: Path) -> None
     j.record("node001", NodeState.TERMINATED, 40.0)
     again = j.record("node001", NodeState.REQUESTED, 50.0)  # a new node under the old name
     assert (again.stopped_at, again.template_version) == (None, None)
+    j.close()
+    assert _version(path) == migrations.CURRENT
+
+
+def test_a_version_8_journal_gains_the_nodes_last_keep_on_their_own_word(tmp_path: Path) -> None:
+    """What the planner's witness hold reads (``planner.witness_hold``): kept across records and
+    across a reopening (a restarted daemon), replaced by the next keep, gone with a new node."""
+    path = tmp_path / "j.sqlite"
+    db = sqlite3.connect(path, isolation_level=None)
+    migrations.migrate(db, "old", migrations.MIGRATIONS[:8])  # as elb wrote it before the witness hold
+    db.execute("INSERT INTO nodes (name, state, launched_at, updated_at) VALUES ('node001', 'ready', 1.0, 2.0)")
+    db.close()
+    j = Journal(path)
+    assert j.node("node001").witness_keep is None  # type: ignore[union-attr]
+    found = WitnessKeep(at=10.0, busy_at=5.0, found=True, why="it runs job processes")
+    assert j.record("node001", NodeState.READY, 10.0, detail="kept: x", witness_keep=found).witness_keep == found
+    j.record("node001", NodeState.READY, 11.0)
+    j.close()
+    j = Journal(path)
+    assert j.node("node001").witness_keep == found  # type: ignore[union-attr]
+    silent = WitnessKeep(at=20.0, busy_at=None, found=False, why="it could not be asked")
+    assert j.record("node001", NodeState.READY, 20.0, witness_keep=silent).witness_keep == silent
+    j.record("node001", NodeState.TERMINATED, 30.0)
+    assert j.record("node001", NodeState.REQUESTED, 40.0).witness_keep is None  # a new node under the old name
     j.close()
     assert _version(path) == migrations.CURRENT

@@ -4,6 +4,7 @@ no cloud, no SGE: the daemon's tests check that it carries the plan out."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,17 @@ from elb.core.backoff import Backoff, Backoffs, Cause
 from elb.core.config import Config
 from elb.core.demand import DemandSplit
 from elb.core.interfaces import Instance, InstanceWord
-from elb.core.model import History, NodeState, Snapshot
+from elb.core.model import History, Node, NodeState, Snapshot, WitnessKeep
 from elb.core.orders import Orders
-from elb.core.planner import PassInputs, PassPlan, plan_pass, scale, scaling_waits
+from elb.core.planner import (
+    WITNESS_HOLD,
+    WITNESS_SILENT_HOLD,
+    PassInputs,
+    PassPlan,
+    plan_pass,
+    scale,
+    scaling_waits,
+)
 from elb.core.policy.grouped import policy_for
 from elb.core.reconcile import RepairKind
 from tests.unit.factories import EC2, T0, host, node, pending, running, small_config, snap
@@ -186,3 +195,66 @@ def test_scaling_waits_says_beforehand_what_the_plan_does_and_an_unknown_back_of
     assert not scaling_waits(free, cfg, T0)
     p = plan_pass(free, cfg, policy_for(cfg), T0)  # a shell that did not gather the back-off
     assert p.scaling is None and p.scaling_note == "the launch back-off is not known"
+
+
+def kept_on_its_word(name: str, *, found: bool, at: float, busy_at: float = T0 - 3000) -> Node:
+    """An idle ready node a read showed busy at ``busy_at``, kept on its own word at ``at``."""
+    why = f"{name} says so" if found else f"{name} could not be asked"
+    keep = WitnessKeep(at=at, busy_at=busy_at, found=found, why=why)
+    return node(name, 3500, instance_id=f"i-{name}", last_busy_at=busy_at, witness_keep=keep)
+
+
+def idle_pass(cfg: Config, *records: Node, orders: Orders | None = None) -> PassPlan:
+    """The pass on ``records`` as idle ready nodes, each with its instance, no job waiting."""
+    idle = snap(hosts=[host(n.name) for n in records])
+    instances = tuple(instance(n.name) for n in records)
+    return plan_pass(
+        inputs(idle, nodes=records, instances=instances, orders=orders or Orders()), cfg, policy_for(cfg), T0
+    )
+
+
+def test_a_node_kept_on_its_own_word_lately_is_not_removed_and_the_plan_says_why(cfg: Config) -> None:
+    held = kept_on_its_word("node001", found=True, at=T0 - 60)
+    other = node("node002", 3500, instance_id="i-node002")
+    p = idle_pass(cfg, held, other)
+    assert p.scaling is not None and [r.node for r in p.scaling.remove] == ["node002"]
+    assert [r.node for r in p.held] == ["node001"]
+    why = "node001 says so; not drained again for 29 min unless the scheduler shows it busy again"
+    assert p.held[0].reason == why
+    assert f"kept node001: {why}" in p.describe()
+
+
+def test_the_hold_ends_with_its_time_or_when_the_scheduler_shows_the_node_busy_again(cfg: Config) -> None:
+    over = kept_on_its_word("node001", found=True, at=T0 - WITNESS_HOLD)
+    moved = kept_on_its_word("node002", found=True, at=T0 - 60, busy_at=T0 - 3000)
+    moved = replace(moved, last_busy_at=T0 - 30)  # a read since showed it busy
+    silent_over = kept_on_its_word("node003", found=False, at=T0 - WITNESS_SILENT_HOLD)
+    silent = kept_on_its_word("node004", found=False, at=T0 - WITNESS_SILENT_HOLD + 60)
+    p = idle_pass(cfg, over, moved, silent_over, silent)
+    assert p.scaling is not None
+    assert {r.node for r in p.scaling.remove} == {"node001", "node002", "node003"}, p.describe()
+    assert [r.node for r in p.held] == ["node004"]
+    assert "node004 could not be asked; not drained again for 60 s" in p.held[0].reason
+
+
+def test_an_admin_order_ends_the_hold_of_a_node_that_could_not_be_asked_not_of_one_that_runs_jobs(
+    cfg: Config,
+) -> None:
+    found = kept_on_its_word("node001", found=True, at=T0 - 60)
+    silent = kept_on_its_word("node002", found=False, at=T0 - 60)
+    p = idle_pass(cfg, found, silent, orders=Orders(remove=frozenset({"node001", "node002"})))
+    assert p.scaling is not None and [r.node for r in p.scaling.remove] == ["node002"], p.describe()
+    assert [r.node for r in p.held] == ["node001"]
+    # A removal the cloud's notice ordered is no admin's word: the silent node stays held.
+    cause = {"node002": ("rebalance", "instance at elevated risk")}
+    p = idle_pass(cfg, found, silent, orders=Orders(remove=frozenset({"node002"}), causes=cause))
+    assert sorted(r.node for r in p.held) == ["node001", "node002"], p.describe()
+
+
+def test_a_node_held_on_its_own_word_is_not_stopped_into_a_warm_pool_either(tmp_path: Path) -> None:
+    cfg = small_config(tmp_path, shrink="timer", warm_pool={"max_nodes": 2, "max_age": 7200, "restart_time": 60})
+    held = kept_on_its_word("node001", found=True, at=T0 - 60)
+    other = node("node002", 3500, instance_id="i-node002")
+    p = idle_pass(cfg, held, other)
+    assert [r.node for r in p.pool.stops] == ["node002"], p.describe()
+    assert [r.node for r in p.held] == ["node001"]

@@ -19,11 +19,10 @@ import pytest
 from elb.core.config import Config, parse_config
 from elb.core.interfaces import Instance, JobProcesses, Witness
 from elb.core.model import Node, NodeState
-from elb.core.planner import Drain, witness_needed, witness_verdict
+from elb.core.planner import WITNESS_HOLD, WITNESS_SILENT_HOLD, Drain, witness_needed, witness_verdict
 from elb.schedulers.sge.driver import GridEngine
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
-from elb.service.witnesshold import WITNESS_HOLD
 from tests.clock import Clock
 from tests.unit.factories import T0, running
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
@@ -44,6 +43,12 @@ class Rig:
     def at(self, t: float) -> None:
         self.sge.now = self.cloud.now = t
         self.bal.clock = Clock(t)
+
+    def restart(self) -> None:
+        """A new daemon over the same journal, scheduler, cloud and nodes: nothing kept in memory."""
+        self.journal.close()
+        self.journal = Journal(self.cfg.journal_path)
+        self.bal = balancer(self.cfg, self.sge, self.cloud, self.prov, self.journal, self.bal.clock())
 
     def states(self) -> dict[str, NodeState]:
         return {n.name: n.state for n in self.journal.nodes(include_gone=True)}
@@ -76,8 +81,13 @@ def rig(cfg: Config, ready: tuple[str, ...] = ("node001", "node002")) -> Rig:
         cloud.instances[iid] = Instance(iid, name, "running", launched, ip, slots=8)
         sge.add_host(name)
     cloud.counter = len(ready)
-    bal = Balancer(cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=cloud, provisioner=prov, clock=Clock(T0))
-    return Rig(cfg, sge, cloud, prov, journal, bal)
+    return Rig(cfg, sge, cloud, prov, journal, balancer(cfg, sge, cloud, prov, journal, T0))
+
+
+def balancer(
+    cfg: Config, sge: FakeSge, cloud: FakeCloud, prov: FakeProvisioner, journal: Journal, t: float
+) -> Balancer:
+    return Balancer(cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=cloud, provisioner=prov, clock=Clock(t))
 
 
 def busy_then_hollow(r: Rig) -> None:
@@ -272,3 +282,76 @@ def test_a_node_kept_on_its_own_word_is_not_drained_again_every_pass(cfg: Config
     r.bal.run_pass()
     assert r.prov.probes[2:] == [("node002",)], r.prov.probes
     assert r.cloud.terminated == []
+
+
+def flaps(r: Rig, name: str) -> int:
+    """How many times the scheduler was told to disable or enable ``name``."""
+    return sum(1 for c in r.sge.calls if c.startswith(("disable", "enable")) and c.endswith(name))
+
+
+def test_a_node_kept_on_its_own_word_is_still_held_after_a_restart(cfg: Config) -> None:
+    """The hold is the journal's: a new daemon over it neither disables nor asks the node again."""
+    r = rig(cfg)
+    busy_then_hollow(r)
+    r.prov.job_processes = {"node001", "node002"}
+    r.at(T0 + HOUR)
+    assert r.bal.run_pass().ok
+    assert flaps(r, "node001") == 2 and len(r.prov.probes) == 1
+
+    r.restart()
+    r.at(T0 + HOUR + POLL)
+    dry = r.bal.run_pass(dry_run=True).planned  # what elb once --dry-run shows
+    assert dry is not None and [h.node for h in dry.held] == ["node001", "node002"]
+    assert any(line.startswith("kept node001: ") for line in dry.describe())
+    result = r.bal.run_pass()
+    assert sorted(result.outcomes.kept) == ["node001", "node002"], result.summary()
+    assert flaps(r, "node001") == 2 and len(r.prov.probes) == 1  # not disabled, enabled nor asked again
+    assert sorted(result.outcomes.failed) == ["node001", "node002"]  # still said, and counted
+    assert "not drained again for 29 min unless the scheduler shows it busy again" in result.outcomes.failed["node001"]
+    assert r.states() == {"node001": NodeState.READY, "node002": NodeState.READY}
+
+
+def test_a_node_that_cannot_be_asked_is_not_disabled_again_every_pass(cfg: Config) -> None:
+    """Silence keeps a node as an answer does, and the passes after neither disable it nor ask it
+    again for a while; an admin's removal order still removes it at once."""
+    r = rig(cfg, ready=("node001",))
+    r.sge.jobs = [running(7, "node001")]
+    assert r.bal.run_pass().ok
+    r.sge.jobs = []
+    r.prov.probe_fails = {"node001": "unreachable: ssh: connect to host 10.0.0.1 port 22: No route to host"}
+    r.at(T0 + HOUR)
+    result = r.bal.run_pass()
+    assert result.outcomes.removed == [] and result.outcomes.kept == ["node001"], result.summary()
+    assert flaps(r, "node001") == 2 and r.prov.probes == [("node001",)]
+    for k in (1, 2, 3):
+        r.at(T0 + HOUR + k * POLL)
+        result = r.bal.run_pass()
+        assert result.outcomes.kept == ["node001"] and result.outcomes.removed == [], result.summary()
+        assert flaps(r, "node001") == 2 and len(r.prov.probes) == 1  # no flapping, no new probe
+        assert "could not be asked" in result.outcomes.failed["node001"]
+        assert "not drained again for" in result.outcomes.failed["node001"]
+    assert r.sge.disabled == set()
+
+    r.journal.set_order("remove", "node001", on=True)  # the admin's word: removed now, silence or not
+    r.at(T0 + HOUR + 4 * POLL)
+    result = r.bal.run_pass()
+    assert result.outcomes.removed == ["node001"], result.summary()
+    assert r.prov.probes[1:] == [("node001",)]  # asked once more: an answer of job processes would keep it
+
+
+def test_a_node_that_cannot_be_asked_is_asked_again_once_its_hold_has_passed(cfg: Config) -> None:
+    r = rig(cfg, ready=("node001",))
+    r.sge.jobs = [running(7, "node001")]
+    assert r.bal.run_pass().ok
+    r.sge.jobs = []
+    r.prov.probe_fails = {"node001": "timed out"}
+    r.at(T0 + HOUR)
+    assert r.bal.run_pass().outcomes.kept == ["node001"]
+    r.at(T0 + HOUR + WITNESS_SILENT_HOLD - 1)
+    assert r.bal.run_pass().outcomes.kept == ["node001"]
+    assert len(r.prov.probes) == 1
+    r.prov.probe_fails = {}  # it answers again: no job process there
+    r.at(T0 + HOUR + WITNESS_SILENT_HOLD)
+    result = r.bal.run_pass()
+    assert result.outcomes.removed == ["node001"], result.summary()
+    assert len(r.prov.probes) == 2
