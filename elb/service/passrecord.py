@@ -33,8 +33,9 @@ class PassResult:
             parts.append(f"added {', '.join(o.added)}")
         if o.removed:
             parts.append(f"removed {', '.join(o.removed)}")
-        if o.kept:
-            parts.append(f"kept (job landed) {', '.join(o.kept)}")
+        landed = [n for n in o.kept if n not in o.failed]  # the others are said by their reason
+        if landed:
+            parts.append(f"kept (job landed) {', '.join(landed)}")
         if o.stopped:
             parts.append(f"stopped into the warm pool {', '.join(o.stopped)}")
         if o.restarted:

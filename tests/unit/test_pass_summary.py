@@ -28,3 +28,14 @@ def test_nodes_repaired_the_same_way_share_it() -> None:
     said = summary(o)
     assert said.count("vanished") == 1
     assert "repaired node001, node002: vanished (gone from the cloud)" in said
+
+
+def test_a_node_kept_for_a_reason_is_said_once_by_it_not_as_a_job_landed() -> None:
+    """A node kept on its own word is kept and failed with why: said once, by why. Only the nodes
+    kept without a reason (a job landed while draining) are said as such."""
+    why = "the scheduler lists no job on node001 but the node runs job processes; so it is kept"
+    o = Outcomes(kept=["node001", "node002"], failed={"node001": why})
+    said = summary(o)
+    assert said.count("node001") == 2  # its reason names it: "node001: ... no job on node001 ..."
+    assert "kept (job landed) node002" in said
+    assert f"node001: {why}" in said
