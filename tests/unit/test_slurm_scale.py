@@ -11,7 +11,7 @@ import pytest
 
 from elb.core.config import SlurmConfig
 from elb.schedulers.process import CommandResult
-from elb.schedulers.slurm.commands import UPDATE_BATCH, SlurmCommands
+from elb.schedulers.slurm.commands import NO_INSTANCE, UPDATE_BATCH, SlurmCommands
 from elb.schedulers.slurm.parse import expand
 from elb.schedulers.slurm.requests import RequestKind, pending, write
 from tests.unit.test_slurm_pass import rig
@@ -41,12 +41,16 @@ def named(argv: Sequence[str]) -> list[str]:
 @pytest.mark.parametrize("n", [250, 1000])
 def test_an_update_of_hundreds_of_names_is_one_scontrol_a_hundred(n: int) -> None:
     cmd = Recorded()
-    cmd.power_down(names(n), "elb: max_nodes reached", force=True)
+    cmd.power_down(names(n), "elb: max_nodes reached", force=True, park=True)
     assert len(cmd.argvs) == -(-n // UPDATE_BATCH)
     batches = [named(a) for a in cmd.argvs]
     assert all(len(b) <= UPDATE_BATCH for b in batches)
     assert [name for b in batches for name in b] == names(n)  # each once, in order
     assert all("state=POWER_DOWN_FORCE" in a for a in cmd.argvs)
+    # slurmctld refuses a nodeaddr list whose length is not the nodename list's
+    for argv, batch in zip(cmd.argvs, batches, strict=True):
+        (addresses,) = [a.split("=", 1)[1].split(",") for a in argv if a.startswith("nodeaddr=")]
+        assert addresses == [NO_INSTANCE] * len(batch)
 
 
 @pytest.mark.parametrize("n", [250, 1000])
