@@ -40,7 +40,6 @@ class FakeSlurm:
     fail: set[str] = field(default_factory=set)
     fail_transient: bool = False  # the failures of ``fail`` are transient (after the retries)
     addresses: dict[str, str] = field(default_factory=dict)  # each node's NodeAddr elb set
-    parked: list[tuple[str, ...]] = field(default_factory=list)  # the names each power down parked
     address_batches: list[tuple[str, ...]] = field(default_factory=list)  # the names of each address update
     refuse_address: set[str] = field(default_factory=set)  # an address update naming one is refused
     on_drain: Callable[[str], None] | None = None
@@ -109,8 +108,6 @@ class FakeSlurm:
 
     def power_down(self, names: Sequence[str], reason: str, *, force: bool = False, park: bool = False) -> None:
         self._scontrol("power_down_force" if force else "power_down_asap", *names)
-        if park:
-            self.parked.append(tuple(names))
         for name in names:
             if park:
                 self.addresses[name] = NO_INSTANCE

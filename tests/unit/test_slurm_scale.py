@@ -53,6 +53,27 @@ def test_an_update_of_hundreds_of_names_is_one_scontrol_a_hundred(n: int) -> Non
         assert addresses == [NO_INSTANCE] * len(batch)
 
 
+def test_a_give_back_of_1000_nodes_parks_them_all_before_it_powers_any_down() -> None:
+    """Powering down one node of a job requeues the job, and slurmctld sends the kill to every
+    node of the job at once: each given-back node has its parked address before the first power
+    down, the hundred-name batches after the first included."""
+    from elb.schedulers.slurm.driver import Slurm
+
+    cmd = Recorded()
+    driver = Slurm.__new__(Slurm)
+    driver.slurm = cmd
+    driver.release(names(1000), "max_nodes reached")
+    parks, downs = cmd.argvs[:10], cmd.argvs[10:]
+    assert len(downs) == 10
+    assert [name for a in parks for name in named(a)] == names(1000)
+    assert [name for a in downs for name in named(a)] == names(1000)
+    for argv in parks:
+        (addresses,) = [a.split("=", 1)[1].split(",") for a in argv if a.startswith("nodeaddr=")]
+        assert addresses == [NO_INSTANCE] * len(named(argv)) and not any(a.startswith("state=") for a in argv)
+    for argv in downs:
+        assert "state=POWER_DOWN_FORCE" in argv and "reason=elb: max_nodes reached" in argv
+
+
 @pytest.mark.parametrize("n", [250, 1000])
 def test_a_resume_of_hundreds_of_names_is_read_whole_from_one_file(tmp_path: Path, n: int) -> None:
     write(tmp_path, RequestKind.RESUME, f"node[0001-{n:04d}]", 1_000_000.0)

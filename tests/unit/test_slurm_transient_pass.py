@@ -98,7 +98,7 @@ def test_a_node_elb_takes_out_is_parked_at_the_address_of_no_host(tmp_path: Path
     assert ("park", "node002") in r.slurm.calls
 
 
-def test_a_node_given_back_that_elb_never_launched_is_parked_in_the_same_command(tmp_path: Path) -> None:
+def test_a_node_given_back_that_elb_never_launched_is_parked_before_its_power_down(tmp_path: Path) -> None:
     """The give-back requeues the job Slurm allocated to the node, and slurmctld sends the kill to
     the node's address: parked, the send fails at once instead of resolving the node's name (10 s
     a name on Debian's slurmctld, which answers no command meanwhile)."""
@@ -106,10 +106,9 @@ def test_a_node_given_back_that_elb_never_launched_is_parked_in_the_same_command
     r.slurm.ask("node001", "node002")
     r.ask(RequestKind.RESUME, "node[001-002]")
     r.run()
-    assert [c[:2] for c in r.scontrol("power_down_force")] == [("power_down_force", "node002")]
+    assert r.scontrol("park", "power_down_force") == [("park", "node002"), ("power_down_force", "node002")]
     assert r.slurm.addresses == {"node001": "10.77.0.50", "node002": NO_INSTANCE}
-    assert r.slurm.parked == [("node002",)]  # in the power down's command, not one of its own
-    assert not r.scontrol("address", "park")[1:]  # only node001's address, set once
+    assert [c[:2] for c in r.scontrol("address")] == [("address", "node001")]  # set once
 
 
 def test_a_resume_fail_for_a_node_slurm_shows_running_a_job_is_answered_once_not_flapped(

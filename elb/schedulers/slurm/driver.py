@@ -422,13 +422,16 @@ class Slurm:
         return None  # its slurmd registers by itself when the instance starts
 
     def release(self, hosts: Sequence[str], reason: str) -> None:
-        """Give back nodes elb did not bring up: ``POWER_DOWN_FORCE`` (the jobs waiting for them
-        are requeued) with the reason, the nodes parked in the same command. The requeue makes
-        slurmctld send each job's kill (``REQUEST_TERMINATE_JOB``) to its nodes, these included;
-        parked, the send fails at once, where the node's name (its address until elb sets one)
-        would be looked up, for 10 s a name on Debian's slurmctld, which answers no command
-        meanwhile."""
-        self._scontrol(lambda: self.slurm.power_down(list(hosts), slurm_reason(reason), force=True, park=True))
+        """Give back nodes elb did not bring up: park them all, then ``POWER_DOWN_FORCE`` (the jobs
+        waiting for them are requeued) with the reason. The requeue of a job makes slurmctld send
+        its kill (``REQUEST_TERMINATE_JOB``) to every node of the job at once; parked, the send to
+        these fails at once, where each node's name (its address until elb sets one) would be
+        looked up, for 10 s a name on Debian's slurmctld, which answers no command meanwhile. All
+        are parked first: the power down of the first hundred would requeue a job that has nodes
+        in the next hundred too."""
+        names = list(hosts)
+        self._scontrol(lambda: self.slurm.park(names))
+        self._scontrol(lambda: self.slurm.power_down(names, slurm_reason(reason), force=True))
 
     def requeue(self, host: str) -> Requeued:
         read = self._read()
