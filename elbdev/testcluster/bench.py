@@ -332,7 +332,7 @@ def slurm_master_part(
         _ok(tc.run_playbook("slurm_remove_node.yml", old_nodes=specs), "slurm_remove_node.yml", len(specs))
 
     def power_down() -> None:  # as the driver's out_of_service: Slurm's suspend clears the drains
-        commands.power_down(names, "elb: benchmark", force=True, reset_address=True)
+        commands.power_down(names, "elb: benchmark", force=True, park=True)
 
     for start in range(0, len(names), UPDATE_BATCH):
         hosts = compress(names[start : start + UPDATE_BATCH])

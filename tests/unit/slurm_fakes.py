@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from elb.schedulers.slurm.commands import SlurmError, SlurmRead
+from elb.schedulers.slurm.commands import NO_INSTANCE, SlurmError, SlurmRead
 from elb.schedulers.slurm.parse import SlurmJob, SlurmNode
 
 NOW = 1_000_000.0
@@ -106,19 +106,17 @@ class FakeSlurm:
             n = self.nodes[name]
             self.nodes[name] = replace(n, flags=n.flags - {"drain"})
 
-    def power_down(
-        self, names: Sequence[str], reason: str, *, force: bool = False, reset_address: bool = False
-    ) -> None:
+    def power_down(self, names: Sequence[str], reason: str, *, force: bool = False, park: bool = False) -> None:
         self._scontrol("power_down_force" if force else "power_down_asap", *names)
         for name in names:
-            if reset_address:
-                self.addresses[name] = name
+            if park:
+                self.addresses[name] = NO_INSTANCE
             # idle_on_node_suspend (elb validate requires it): the suspend clears the drain
             self.nodes[name] = replace(self.nodes[name], state="idle", flags=frozenset({"cloud", "powering_down"}))
 
-    def reset_address(self, names: Sequence[str]) -> None:
-        self._scontrol("reset_address", *names)
-        self.addresses.update((name, name) for name in names)
+    def park(self, names: Sequence[str]) -> None:
+        self._scontrol("park", *names)
+        self.addresses.update((name, NO_INSTANCE) for name in names)
 
     def requeue(self, job_id: str) -> None:
         self._scontrol("requeue", job_id)

@@ -459,9 +459,9 @@ def test_a_slow_scontrol_holds_neither_the_passes_nor_sends_a_give_back_twice(tm
     gate = threading.Event()
     real = r.slurm.power_down
 
-    def slow(names: Sequence[str], reason: str, *, force: bool = False, reset_address: bool = False) -> None:
+    def slow(names: Sequence[str], reason: str, *, force: bool = False, park: bool = False) -> None:
         gate.wait(30)
-        real(names, reason, force=force, reset_address=reset_address)
+        real(names, reason, force=force, park=park)
 
     r.slurm.power_down = slow  # type: ignore[method-assign]
     r.slurm.ask("node001", "node002")
@@ -594,7 +594,7 @@ def test_no_node_slurm_is_powering_down_is_undrained(tmp_path: Path) -> None:
     r.bal.scheduler.out_of_service({n: "idle" for n in ("node001", "node002", "node003")})
     assert r.scontrol() == [
         ("power_down_force", "node001"),
-        ("reset_address", "node002", "node003"),
+        ("park", "node002", "node003"),
         ("undrain", "node002"),
     ]
 

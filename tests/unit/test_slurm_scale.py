@@ -11,7 +11,7 @@ import pytest
 
 from elb.core.config import SlurmConfig
 from elb.schedulers.process import CommandResult
-from elb.schedulers.slurm.commands import UPDATE_BATCH, SlurmCommands
+from elb.schedulers.slurm.commands import NO_INSTANCE, UPDATE_BATCH, SlurmCommands
 from elb.schedulers.slurm.parse import expand
 from elb.schedulers.slurm.requests import RequestKind, pending, write
 from tests.unit.test_slurm_pass import rig
@@ -41,12 +41,37 @@ def named(argv: Sequence[str]) -> list[str]:
 @pytest.mark.parametrize("n", [250, 1000])
 def test_an_update_of_hundreds_of_names_is_one_scontrol_a_hundred(n: int) -> None:
     cmd = Recorded()
-    cmd.power_down(names(n), "elb: max_nodes reached", force=True)
+    cmd.power_down(names(n), "elb: max_nodes reached", force=True, park=True)
     assert len(cmd.argvs) == -(-n // UPDATE_BATCH)
     batches = [named(a) for a in cmd.argvs]
     assert all(len(b) <= UPDATE_BATCH for b in batches)
     assert [name for b in batches for name in b] == names(n)  # each once, in order
     assert all("state=POWER_DOWN_FORCE" in a for a in cmd.argvs)
+    # slurmctld refuses a nodeaddr list whose length is not the nodename list's
+    for argv, batch in zip(cmd.argvs, batches, strict=True):
+        (addresses,) = [a.split("=", 1)[1].split(",") for a in argv if a.startswith("nodeaddr=")]
+        assert addresses == [NO_INSTANCE] * len(batch)
+
+
+def test_a_give_back_of_1000_nodes_parks_them_all_before_it_powers_any_down() -> None:
+    """Powering down one node of a job requeues the job, and slurmctld sends the kill to every
+    node of the job at once: each given-back node has its parked address before the first power
+    down, the hundred-name batches after the first included."""
+    from elb.schedulers.slurm.driver import Slurm
+
+    cmd = Recorded()
+    driver = Slurm.__new__(Slurm)
+    driver.slurm = cmd
+    driver.release(names(1000), "max_nodes reached")
+    parks, downs = cmd.argvs[:10], cmd.argvs[10:]
+    assert len(downs) == 10
+    assert [name for a in parks for name in named(a)] == names(1000)
+    assert [name for a in downs for name in named(a)] == names(1000)
+    for argv in parks:
+        (addresses,) = [a.split("=", 1)[1].split(",") for a in argv if a.startswith("nodeaddr=")]
+        assert addresses == [NO_INSTANCE] * len(named(argv)) and not any(a.startswith("state=") for a in argv)
+    for argv in downs:
+        assert "state=POWER_DOWN_FORCE" in argv and "reason=elb: max_nodes reached" in argv
 
 
 @pytest.mark.parametrize("n", [250, 1000])

@@ -8,6 +8,9 @@ the back-off goes to a list, the clock is a counter.
 
 from __future__ import annotations
 
+import errno
+import socket
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -194,18 +197,52 @@ def test_scontrol_update_names_at_most_100_nodes(monkeypatch: pytest.MonkeyPatch
     ]
 
 
-def test_a_power_down_can_set_the_addresses_back_to_the_names(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_power_down_can_park_the_nodes_at_the_address_of_no_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each node's address is NO_INSTANCE (one entry a node: slurmctld pairs the lists), its host
+    # name its own name, in the command that powers it down
     script = Script()
-    slurm(monkeypatch, script, []).power_down(["node001", "node002"], "elb: idle", force=True, reset_address=True)
+    slurm(monkeypatch, script, []).power_down(["node001", "node002"], "elb: idle", force=True, park=True)
     assert script.calls[0][0] == [
         "scontrol",
         "update",
         "nodename=node[001-002]",
-        "nodeaddr=node[001-002]",
+        "nodeaddr=255.255.255.255,255.255.255.255",
         "nodehostname=node[001-002]",
         "state=POWER_DOWN_FORCE",
         "reason=elb: idle",
     ]
+
+
+def test_parking_250_nodes_is_three_commands_each_address_list_as_long_as_its_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    script = Script()
+    names = [f"node{i:03d}" for i in range(1, 251)]
+    slurm(monkeypatch, script, []).park(names)
+    assert [argv for argv, _ in script.calls] == [
+        [
+            "scontrol",
+            "update",
+            f"nodename=node[{lo:03d}-{hi:03d}]",
+            "nodeaddr=" + ",".join(["255.255.255.255"] * (hi - lo + 1)),
+            f"nodehostname=node[{lo:03d}-{hi:03d}]",
+        ]
+        for lo, hi in ((1, 100), (101, 200), (201, 250))
+    ]
+
+
+def test_no_instance_is_an_address_a_tcp_connect_to_fails_at_once() -> None:
+    """slurmctld's message to a parked node fails in its connect(): Linux refuses a TCP connection
+    to the limited broadcast address (ENETUNREACH) before any packet leaves, so no host can answer
+    and slurmctld spends no time-out on it (a routable address that does not answer costs
+    TCPTimeout a try, one that refuses costs a second a try, about ten tries)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(5)
+        start = time.monotonic()
+        with pytest.raises(OSError) as info:
+            sock.connect((slurm_commands.NO_INSTANCE, 6818))
+        assert info.value.errno == errno.ENETUNREACH
+        assert time.monotonic() - start < 1
 
 
 def test_sge_qmod_rq_is_never_run_twice() -> None:

@@ -11,6 +11,7 @@ is tried again (``elb.schedulers.process.Retry``: 3 tries, 1.5 s then 3 s apart,
 started later than twice the time-out after the first), but ``scontrol requeue`` (twice could
 requeue a job its first try already requeued and that started again); the ``SlurmError`` that
 ends it says ``transient``. ``scontrol update`` names at most ``UPDATE_BATCH`` nodes at a time.
+A node with no instance behind it is parked: its address set to ``NO_INSTANCE``.
 """
 
 from __future__ import annotations
@@ -51,6 +52,13 @@ TRANSIENT = (
     "connection refused",
 )
 UPDATE_BATCH = 100  # the most nodes one ``scontrol update`` names
+# The address of a node with no instance behind it (never launched, or gone): the limited
+# broadcast address. No host has it, and Linux refuses a TCP connection to it (ENETUNREACH)
+# before any packet leaves, so slurmctld's message to such a node fails at once. The node's name
+# would be looked up first (10 s a name on Debian's slurmctld, answering no command meanwhile);
+# an address of no one that the network routes costs slurmctld a time-out a try, one that refuses
+# a second a try (about ten tries), and one of a real host (the master's) may reach a slurmd.
+NO_INSTANCE = "255.255.255.255"
 
 
 SHOWN_ARG = 60  # the most of an argument an error or a log line shows
@@ -163,16 +171,18 @@ class SlurmCommands:
             raise SlurmError("sinfo listed no node: a hollow read (is the controller up, is PrivateData=cloud set?)")
         return SlurmRead(tuple(jobs), tuple(nodes))
 
-    def update(self, names: Sequence[str], *, reset_address: bool = False, **fields: str) -> None:
+    def update(self, names: Sequence[str], *, park: bool = False, **fields: str) -> None:
         """``scontrol update nodename=<hostlist> key=value ...`` (each value checked by the caller),
-        one command for each ``UPDATE_BATCH`` names. ``reset_address``: each node's address and
-        host name set back to its own name (``nodeaddr=<hostlist> nodehostname=<hostlist>``), so
-        slurmctld keeps no address of an instance that is gone."""
+        one command for each ``UPDATE_BATCH`` names. ``park``: each node's address set to
+        ``NO_INSTANCE`` and its host name to its own name (``nodeaddr=NO_INSTANCE,...
+        nodehostname=<hostlist>``, an address for each name: slurmctld pairs the lists), so
+        slurmctld keeps no address of an instance that is gone and resolves no name to reach it."""
         checked = [check_node(n) for n in names]
         for start in range(0, len(checked), UPDATE_BATCH):
-            hosts = compress(checked[start : start + UPDATE_BATCH])
-            names_too = {"nodeaddr": hosts, "nodehostname": hosts} if reset_address else {}
-            pairs = {**names_too, **fields}
+            batch = checked[start : start + UPDATE_BATCH]
+            hosts = compress(batch)
+            parked = {"nodeaddr": ",".join([NO_INSTANCE] * len(batch)), "nodehostname": hosts} if park else {}
+            pairs = {**parked, **fields}
             self.run(["scontrol", "update", f"nodename={hosts}", *(f"{k}={v}" for k, v in pairs.items())], change=True)
 
     def set_address(self, name: str, address: str) -> None:
@@ -198,9 +208,10 @@ class SlurmCommands:
                 change=True,
             )
 
-    def reset_address(self, names: Sequence[str]) -> None:
-        """Set each node's address and host name back to its own name (its instance is gone)."""
-        self.update(names, reset_address=True)
+    def park(self, names: Sequence[str]) -> None:
+        """Set each node's address to ``NO_INSTANCE`` and its host name to its name (no instance
+        is behind it)."""
+        self.update(names, park=True)
 
     def drain(self, name: str, reason: str) -> None:
         self.update([name], state="DRAIN", reason=_check_reason(reason))
@@ -208,15 +219,14 @@ class SlurmCommands:
     def undrain(self, names: Sequence[str]) -> None:
         self.update(names, state="UNDRAIN")
 
-    def power_down(
-        self, names: Sequence[str], reason: str, *, force: bool = False, reset_address: bool = False
-    ) -> None:
+    def power_down(self, names: Sequence[str], reason: str, *, force: bool = False, park: bool = False) -> None:
         """Power nodes down: ``POWER_DOWN_ASAP`` (after their jobs) or, with ``force``,
         ``POWER_DOWN_FORCE`` (their jobs are requeued: for a node that never came up). Never
-        ``DOWN``, which keeps a cloud node out of service for good. ``reset_address``: their
-        addresses set back to their names in the same command (nodes whose instance goes)."""
+        ``DOWN``, which keeps a cloud node out of service for good. ``park``: their addresses
+        set to ``NO_INSTANCE`` in the same command, which slurmctld applies before the state
+        (nodes with no instance behind them: the kill of a job it requeues goes nowhere at once)."""
         state = "POWER_DOWN_FORCE" if force else "POWER_DOWN_ASAP"
-        self.update(names, reset_address=reset_address, state=state, reason=_check_reason(reason))
+        self.update(names, park=park, state=state, reason=_check_reason(reason))
 
     def requeue(self, job_id: str) -> None:
         """``scontrol requeue JOB``: the job goes back to wait (Slurm refuses one submitted
@@ -243,4 +253,12 @@ class SlurmCommands:
         raise SlurmError("scontrol show config: no ResumeTimeout")
 
 
-__all__: Sequence[str] = ("TRANSIENT", "UPDATE_BATCH", "SlurmCommands", "SlurmError", "SlurmRead", "check_node")
+__all__: Sequence[str] = (
+    "NO_INSTANCE",
+    "TRANSIENT",
+    "UPDATE_BATCH",
+    "SlurmCommands",
+    "SlurmError",
+    "SlurmRead",
+    "check_node",
+)

@@ -18,9 +18,11 @@ files that ``take_requests`` journals, one ask a node, the latest word for each 
 The neutral snapshot (``elb.schedulers.slurm.view``) has the nodes Slurm has up as hosts, a partition a
 queue, the CPUs the slots. The drain is ``DRAIN``, a fresh read, the remove play, then
 ``POWER_DOWN_FORCE`` (and ``UNDRAIN``: the node can be asked for again); giving a node back is
-``POWER_DOWN_FORCE`` (a job waiting for it is requeued, never killed: it had not started). A spot
-interruption requeues the node's jobs (``scontrol requeue``); a job bound to on-demand nodes is
-moved to the on-demand groups' partitions.
+``POWER_DOWN_FORCE`` (a job waiting for it is requeued, never killed: it had not started). Both
+park the node (``nodeaddr=255.255.255.255``, ``commands.NO_INSTANCE``): no instance is behind it,
+and slurmctld's messages to it fail at once. A spot interruption requeues the node's jobs
+(``scontrol requeue``); a job bound to on-demand nodes is moved to the on-demand groups'
+partitions.
 """
 
 from __future__ import annotations
@@ -163,11 +165,9 @@ class SlurmClient(Protocol):
 
     def undrain(self, names: Sequence[str]) -> None: ...
 
-    def power_down(
-        self, names: Sequence[str], reason: str, *, force: bool = False, reset_address: bool = False
-    ) -> None: ...
+    def power_down(self, names: Sequence[str], reason: str, *, force: bool = False, park: bool = False) -> None: ...
 
-    def reset_address(self, names: Sequence[str]) -> None: ...
+    def park(self, names: Sequence[str]) -> None: ...
 
     def requeue(self, job_id: str) -> None: ...
 
@@ -391,21 +391,19 @@ class Slurm:
         """Power the nodes down in Slurm unless Slurm does already: a cloud node powered down can
         be asked for again. One read, then one ``scontrol`` for the power down; a power down that
         fails leaves them drained (no job lands on a node whose remove play went through). The
-        power down sets each node's address back to its name (``nodeaddr=NAME
-        nodehostname=NAME``), and so does one ``scontrol`` for the ones Slurm powers down
-        already: slurmctld keeps no address of an instance that is gone (another machine's,
-        later) to send its messages to.
+        power down parks each node (``nodeaddr=NO_INSTANCE nodehostname=NAME``), and so does one
+        ``scontrol`` for the ones Slurm powers down already: slurmctld keeps no address of an
+        instance that is gone (another machine's, later) to send its messages to, and resolves no
+        name (whose hosts line the remove play took) to reach it.
 
         The nodes powered down here are not undrained: Slurm clears their drain when it suspends
-        them (``SlurmctldParameters=idle_on_node_suspend``, which ``elb validate`` requires). An
-        undrain of a node that is powering down makes slurmctld ask it for its registration, by
-        the name its address was just set back to; where the name no longer resolves (its hosts
-        line went with the remove play), slurmctld spends 10 s a node on the name, one node after
-        the other, and answers no command meanwhile. Only a drained node Slurm had powered down
-        before (its suspend, and the drain's clearing, came first) is undrained, one ``scontrol``
-        for them. Slurm keeps the reason of a node alone, or of nodes that share it; nodes with
-        reasons of their own share one that points at ``elb history`` (a command per reason would
-        make a batch slow when ``scontrol`` is)."""
+        them (``SlurmctldParameters=idle_on_node_suspend``, which ``elb validate`` requires), and
+        an undrain of a node that is powering down makes slurmctld ask the node for its
+        registration. Only a drained node Slurm had powered down before (its suspend, and the
+        drain's clearing, came first) is undrained, one ``scontrol`` for them. Slurm keeps the
+        reason of a node alone, or of nodes that share it; nodes with reasons of their own share
+        one that points at ``elb history`` (a command per reason would make a batch slow when
+        ``scontrol`` is)."""
         read = self._read()
         shown = [(host, sn) for host in reasons if (sn := read.node(host)) is not None]
         down = [host for host, sn in shown if not (sn.powered_down or sn.powering_down)]
@@ -414,9 +412,9 @@ class Slurm:
         whys = {reasons[h] for h in down}
         why = whys.pop() if len(whys) == 1 else f"{len(down)} nodes out of service; why: elb history NODE"
         if down:
-            self._scontrol(lambda: self.slurm.power_down(down, slurm_reason(why), force=True, reset_address=True))
+            self._scontrol(lambda: self.slurm.power_down(down, slurm_reason(why), force=True, park=True))
         if going:
-            self._scontrol(lambda: self.slurm.reset_address(going))
+            self._scontrol(lambda: self.slurm.park(going))
         if drained:
             self._scontrol(lambda: self.slurm.undrain(drained))
 
@@ -424,10 +422,16 @@ class Slurm:
         return None  # its slurmd registers by itself when the instance starts
 
     def release(self, hosts: Sequence[str], reason: str) -> None:
-        """Give back nodes elb did not bring up: ``POWER_DOWN_FORCE`` (the jobs waiting for them
-        are requeued) with the reason, and nothing else: elb never set an address on them (a
-        node elb took out had its address set back to its name then, ``out_of_service``)."""
-        self._scontrol(lambda: self.slurm.power_down(list(hosts), slurm_reason(reason), force=True))
+        """Give back nodes elb did not bring up: park them all, then ``POWER_DOWN_FORCE`` (the jobs
+        waiting for them are requeued) with the reason. The requeue of a job makes slurmctld send
+        its kill (``REQUEST_TERMINATE_JOB``) to every node of the job at once; parked, the send to
+        these fails at once, where each node's name (its address until elb sets one) would be
+        looked up, for 10 s a name on Debian's slurmctld, which answers no command meanwhile. All
+        are parked first: the power down of the first hundred would requeue a job that has nodes
+        in the next hundred too."""
+        names = list(hosts)
+        self._scontrol(lambda: self.slurm.park(names))
+        self._scontrol(lambda: self.slurm.power_down(names, slurm_reason(reason), force=True))
 
     def requeue(self, host: str) -> Requeued:
         read = self._read()
