@@ -20,6 +20,10 @@ TAG_CLUSTER = "elb:cluster"
 TAG_ROLE = "elb:role"  # "master" | "worker"
 TAG_MANAGED_BY = "elb:managed-by"  # always "elb"
 TAG_NAME = "Name"  # node name, e.g. node006
+# The node group of a worker EC2 launched (config node_groups; "default" without them): what
+# the dynamic inventory places it by. Not on a worker launched before elb set it, nor on the
+# local cloud's containers.
+TAG_GROUP = "elb:group"
 
 
 class InstanceState(enum.StrEnum):

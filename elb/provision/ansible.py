@@ -46,7 +46,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from elb.core import assets
@@ -57,7 +56,7 @@ from elb.core.interfaces import HostResult, JobProcesses, NodeBoot, NodeSpec, Ou
 from elb.provision import proctree, retention, sshmux
 from elb.provision.boot import NODE_VAR_PREFIXES, batch_of, boot_inventory, node_boot
 from elb.provision.hostkeys import HostKeyError, HostKeys
-from elb.provision.inventory import Connection, InventoryError, build_inventory, check_extra_vars
+from elb.provision.inventory import Connection, InventoryError, build_inventory, check_extra_vars, in_group
 from elb.provision.outcomes import DONE_KEY, RunEnd, summarize
 
 log = logging.getLogger("elb.provision")
@@ -587,13 +586,7 @@ class AnsibleProvisioner:
         if self.groups is None:
             return node
         group = self.groups.get(node.group or "") or self.groups.groups[0]
-        return replace(
-            node,
-            group=group.name,
-            slots=group.slots,
-            market=group.market,
-            host_vars=MappingProxyType(dict(self.group_vars(group))),
-        )
+        return in_group(node, group, self.group_vars)
 
     def _run_runner(  # noqa: PLR0917 (the run's parts, as run() has them)
         self,

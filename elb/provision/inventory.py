@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from types import MappingProxyType
 
+from elb.core.groups import NodeGroup
 from elb.core.interfaces import NodeSpec
 from elb.provision import sshmux
 
@@ -130,6 +132,25 @@ def check_extra_vars(extra_vars: Mapping[str, object]) -> dict[str, object]:
         if not isinstance(key, str) or not _VAR_NAME.fullmatch(key):
             raise InventoryError(f"extra_vars: {key!r} is not a valid Ansible variable name")
     return dict(extra_vars)
+
+
+def in_group(node: NodeSpec, group: NodeGroup, group_vars: Callable[[NodeGroup], Mapping[str, object]]) -> NodeSpec:
+    """``node`` as a node of ``group``: the group's name, slots and market, and the scheduler's
+    variables for a node of it (``group_vars``: ``elb.core.drivers.NodePlays.group_vars``), as
+    elb's plays and the dynamic inventory give them."""
+    return replace(
+        node,
+        group=group.name,
+        slots=group.slots,
+        market=group.market,
+        host_vars=MappingProxyType(dict(group_vars(group))),
+    )
+
+
+def keyed_group(group: str) -> str:
+    """The inventory group of the workers of node group ``group`` (``elb_group_gpu``): an Ansible
+    group name takes no ``-``, so it is ``_`` there."""
+    return "elb_group_" + _checked(_GROUP_NAME, group, "node group").replace("-", "_").replace(".", "_")
 
 
 def _node_vars(node: NodeSpec) -> dict[str, object]:

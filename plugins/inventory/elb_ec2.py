@@ -5,7 +5,7 @@ a checkout, enable it with ``inventory_plugins = plugins/inventory`` in ansible.
 environment variable ANSIBLE_INVENTORY_PLUGINS) and ``plugin: elb_ec2``, as
 ``inventory/elb.elb_ec2.yml`` does. It runs in Ansible's Python, which is elb's (elb depends on
 ansible-core), and reads elb's own config file for the cluster name, master, region, endpoint,
-SSH user and slots: one source of truth.
+SSH user, slots and node groups: one source of truth.
 """
 
 # ruff: noqa: PLC0415  (elb is imported lazily, so that a missing elb is a clear parser error)
@@ -25,6 +25,11 @@ description:
   - Lists the running EC2 instances tagged C(elb:cluster=<cluster.name>) with C(elb:role) master
     or worker, as groups C(master) and C(workers); host names are the Name tags, C(ansible_host)
     is the private address and C(elb_slots) the slots (configured, else the type's vCPUs).
+  - Each worker is of the node group its C(elb:group) tag names (C(elb_group), and a group
+    C(elb_group_<name>) per node group) and gets the variables elb's plays give a node of that
+    group (Grid Engine its queues, host group, complex values and the group's slots). With
+    several C(node_groups), a Grid Engine worker whose group cannot be known (no tag, or a group
+    no longer configured) is left out with a warning.
   - Uses the standard boto3 credentials chain (environment, ~/.aws, instance profile).
   - The inventory file name must end in C(elb_ec2.yml) or C(elb_ec2.yaml).
 options:

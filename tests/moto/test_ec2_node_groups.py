@@ -14,6 +14,7 @@ import pytest
 from elb.clouds.ec2.cloud import Ec2Cloud, make_client
 from elb.core.config import Ec2Config
 from elb.core.groups import NodeGroup, NodeGroups
+from elb.core.interfaces import TAG_GROUP, TAG_NAME
 
 from .conftest import CLUSTER, REGION, FakeClock, FaultyClient, all_instances
 from .test_ec2_cloud import tags
@@ -55,7 +56,16 @@ def test_each_node_is_launched_as_its_group_says(ec2: Any, ami: str, aws_env: st
     big = by_name["node002"]
     assert big["InstanceType"] == "r5.large" and big.get("InstanceLifecycle") == "spot"
     assert by_name["node003"]["InstanceType"] == "t3.micro"  # no group: the cluster's own way
-    run = {kw["TagSpecifications"][0]["Tags"][-1]["Value"]: kw for kw in client.calls_of("run_instances")}
+    # Each carries its group's name, for whoever reads EC2 (the dynamic inventory).
+    assert {n: tags(i).get(TAG_GROUP) for n, i in by_name.items()} == {
+        "node001": "compute",
+        "node002": "bigmem",
+        "node003": None,
+    }
+    run = {
+        next(t["Value"] for t in kw["TagSpecifications"][0]["Tags"] if t["Key"] == TAG_NAME): kw
+        for kw in client.calls_of("run_instances")
+    }
     assert "Placement" not in run["node001"] and "Placement" not in run["node003"]
 
 

@@ -19,7 +19,7 @@ import pytest
 from elb.clouds.ec2.cloud import Ec2Cloud
 from elb.clouds.ec2.inventory import ec2_inventory
 from elb.core.config import parse_config
-from elb.core.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, CloudError
+from elb.core.interfaces import TAG_CLUSTER, TAG_GROUP, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, CloudError
 
 from .conftest import CLUSTER, REGION, make_instance
 
@@ -82,6 +82,10 @@ def plain(value: Any) -> Any:
     """ansible-inventory --list marks plugin strings as unsafe: {"__ansible_unsafe": "..."}."""
     if isinstance(value, dict) and set(value) == {"__ansible_unsafe"}:
         return value["__ansible_unsafe"]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
     return value
 
 
@@ -139,6 +143,42 @@ def test_each_worker_carries_its_market_for_the_spot_agent(ec2: Any, ami: str, a
         "node001": "spot",
         "node002": "on-demand",
     }
+
+
+def test_each_worker_is_placed_in_its_node_group_by_its_tag(ec2: Any, ami: str, tmp_path: Path, aws_env: str) -> None:
+    """With node_groups, site.yml gets each worker's group's queues, host group and complex
+    values (a group per node group, too); a worker whose group cannot be known is left out with
+    a warning rather than put in another group's queues."""
+    elb_config = tmp_path / "groups.yml"
+    elb_config.write_text(
+        f"cluster:\n  name: {CLUSTER}\n"
+        f"cloud:\n  provider: ec2\n  ec2:\n    region: {REGION}\n    endpoint_url: {aws_env}\n"
+        "node_groups:\n"
+        "  - {name: cpu, slots: 2, max_nodes: 4}\n"
+        "  - {name: gpu, slots: 4, max_nodes: 2, queues: [gpu.q], hostgroup: '@gpu', offers: {gpu: '1'}}\n"
+    )
+    make_instance(ec2, ami, {TAG_CLUSTER: CLUSTER, TAG_ROLE: "master", TAG_NAME: "master"})
+    managed = {TAG_MANAGED_BY: "elb"}
+    make_instance(ec2, ami, worker("node001", **managed, **{TAG_GROUP: "gpu"}))
+    make_instance(ec2, ami, worker("node002", **managed, **{TAG_GROUP: "cpu"}))
+    make_instance(ec2, ami, worker("node003", **managed))  # launched by an elb that set no group tag
+    proc = run(["ansible-inventory", "-i", "inventory/", "--list"], elb_config)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    hv = {h: {k: plain(v) for k, v in vs.items()} for h, vs in data["_meta"]["hostvars"].items()}
+    assert set(hv) == {"master", "node001", "node002"}
+    gpu = {k: hv["node001"][k] for k in ("elb_group", "elb_slots", "sge_exec_queues", "sge_exec_hostgroup")}
+    assert gpu == {"elb_group": "gpu", "elb_slots": 4, "sge_exec_queues": ["gpu.q"], "sge_exec_hostgroup": "@gpu"}
+    assert hv["node001"]["sge_exec_complex_values"] == {"gpu": "1"}
+    assert (hv["node002"]["sge_exec_queues"], hv["node002"]["sge_exec_hostgroup"]) == (["all.q"], "@allhosts")
+    assert (data["elb_group_gpu"]["hosts"], data["elb_group_cpu"]["hosts"]) == (["node001"], ["node002"])
+    assert "node003" in proc.stderr and f"no {TAG_GROUP} tag" in proc.stderr
+    # one node group's workers, as docs/provisioning.md runs site.yml for them
+    limit = ["ansible-playbook", "-i", "inventory/", "playbooks/site.yml", "--list-hosts", "--limit", "elb_group_gpu"]
+    proc = run(limit, elb_config)
+    assert proc.returncode == 0, proc.stderr
+    first_play = proc.stdout.split("play #2")[0]
+    assert "hosts (1)" in first_play and "node001" in first_play
 
 
 def test_site_playbook_targets_the_inventorys_workers(cluster: dict[str, str], elb_config: Path) -> None:

@@ -315,6 +315,13 @@ def create_fleet_spot(world: World) -> None:
     cloud(world, **FLEET, spot=True, spot_max_price="0.20").launch(["node001"])
 
 
+def create_fleet_group(world: World) -> None:
+    """A node group's node by an instant fleet: the fleet, the instance and (once it runs, with
+    CreateTags) its volumes carry the group's name (elb:group)."""
+    group = NodeGroup(name="gpu", slots=4, max_nodes=2, queues=["gpu.q"], hostgroup="@gpu")
+    cloud(world, NodeGroups(groups=[group]), **FLEET).launch(["node001"], {"node001": "gpu"})
+
+
 def workers(world: World) -> None:
     """List, status checks, slots, stop and start (a warm pool), terminate."""
     first, second = world.worker("node001"), world.worker("node002")
@@ -383,6 +390,7 @@ SCENARIOS: dict[str, Callable[[World], None]] = {
         run_instances_template_boot,
         create_fleet_on_demand,
         create_fleet_spot,
+        create_fleet_group,
         workers,
         template_versions,
         ec2_check,

@@ -227,16 +227,16 @@ def test_terminating_more_than_a_call_takes_keeps_the_batch_limit() -> None:
 @pytest.mark.parametrize(
     ("extra", "why"),
     [
-        ({f"k{n}": "v" for n in range(47)}, "at most 46"),
+        ({f"k{n}": "v" for n in range(46)}, "at most 45"),
         ({"k" * 129: "v"}, "128"),
         ({"team": "v" * 257}, "256"),
     ],
 )
 def test_extra_tags_ec2_would_refuse_are_refused_at_once(extra: dict[str, str], why: str) -> None:
-    """EC2 takes 50 tags per resource (elb sets 4), keys up to 128, values up to 256 characters:
+    """EC2 takes 50 tags per resource (elb sets 5), keys up to 128, values up to 256 characters:
     more would refuse every launch."""
     from elb.core.interfaces import CloudError
 
     with pytest.raises(CloudError, match=why):
         ec2_scenarios.cloud(World(), ami=ec2_scenarios.AMI, extra_tags=extra)
-    ec2_scenarios.cloud(World(), ami=ec2_scenarios.AMI, extra_tags={f"k{n}": "v" for n in range(46)})
+    ec2_scenarios.cloud(World(), ami=ec2_scenarios.AMI, extra_tags={f"k{n}": "v" for n in range(45)})

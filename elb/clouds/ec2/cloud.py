@@ -3,7 +3,7 @@
 Safety rules, enforced here whatever the caller passes:
 
 * every instance elb launches is tagged at creation (``TagSpecifications``) with the cluster,
-  role ``worker``, ``elb:managed-by=elb`` and ``Name`` = node name;
+  role ``worker``, ``elb:managed-by=elb``, ``Name`` = node name and ``elb:group`` = its node group;
 * listing and terminating are filtered by those tags (server side, then checked again on the
   answer): ids that are not running workers of this cluster are refused, the master never matches;
 * launching is idempotent: an existing live worker of the same name is adopted, and the
@@ -52,6 +52,7 @@ from elb.core.config import Config, Ec2Config
 from elb.core.groups import LaunchTemplate, NodeGroups
 from elb.core.interfaces import (
     TAG_CLUSTER,
+    TAG_GROUP,
     TAG_MANAGED_BY,
     TAG_NAME,
     TAG_ROLE,
@@ -145,7 +146,7 @@ _STATE_WORDS = {
 }
 _INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
 _PERMISSION = re.compile(r"perform:\s*([A-Za-z0-9-]+:[A-Za-z0-9*]+)")
-_RESERVED_TAGS = frozenset({TAG_CLUSTER, TAG_ROLE, TAG_MANAGED_BY, TAG_NAME})
+_RESERVED_TAGS = frozenset({TAG_CLUSTER, TAG_ROLE, TAG_MANAGED_BY, TAG_NAME, TAG_GROUP})
 _MAX_TAGS = 50  # tags per EC2 resource
 _MAX_TOKEN_GENERATIONS = 4
 _MAX_SEND_ATTEMPTS = 2  # a launch request is sent with one token (botocore retries inside each)
@@ -189,6 +190,7 @@ class LaunchSpec:
     launch_template: LaunchTemplate | None = None
     metadata_tokens: str = "required"
     placement_group: str | None = None  # a cluster placement group the node goes into
+    group: str | None = None  # the node group of its nodes, their elb:group tag; None: no such tag
 
 
 def choices(spec: LaunchSpec) -> list[Choice]:
@@ -220,14 +222,18 @@ def client_token(request: Mapping[str, Any], *, after: str = "", generation: int
     return "elb-" + hashlib.sha256(key.encode()).hexdigest()[:56]
 
 
-def worker_tags(cluster: str, name: str, extra: Mapping[str, str]) -> list[TagTypeDef]:
-    tags: list[TagTypeDef] = [{"Key": k, "Value": v} for k, v in sorted(extra.items())]
+def worker_tags(spec: LaunchSpec, cluster: str, name: str) -> list[TagTypeDef]:
+    """The tags of node ``name`` launched as ``spec`` says: its ``extra_tags``, elb's, and its
+    node group's name when ``spec`` has one."""
+    tags: list[TagTypeDef] = [{"Key": k, "Value": v} for k, v in sorted(spec.extra_tags.items())]
     tags += [
         {"Key": TAG_CLUSTER, "Value": cluster},
         {"Key": TAG_ROLE, "Value": ROLE_WORKER},
         {"Key": TAG_MANAGED_BY, "Value": MANAGED_BY},
         {"Key": TAG_NAME, "Value": name},
     ]
+    if spec.group is not None:
+        tags.append({"Key": TAG_GROUP, "Value": spec.group})
     return tags
 
 
@@ -240,7 +246,7 @@ def run_arguments(
     market and the tags (EC2 merges them over the template's); without one, elb describes the
     worker itself, with IMDSv2 required unless ``metadata_tokens`` says otherwise.
     """
-    tags = worker_tags(cluster, name, spec.extra_tags)
+    tags = worker_tags(spec, cluster, name)
     tag_specs: list[TagSpecificationTypeDef] = [
         {"ResourceType": "instance", "Tags": tags},
         {"ResourceType": "volume", "Tags": tags},
@@ -319,7 +325,7 @@ def fleet_arguments(
         elif spec.spot_max_price:
             o["MaxPrice"] = spec.spot_max_price
         overrides.append(o)
-    tags = worker_tags(cluster, name, spec.extra_tags)
+    tags = worker_tags(spec, cluster, name)
     args: dict[str, Any] = {
         "Type": "instant",
         "LaunchTemplateConfigs": [{"LaunchTemplateSpecification": ref, "Overrides": overrides}],
@@ -346,10 +352,10 @@ def volume_ids(inst: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def volume_tag_arguments(volumes: Sequence[str], cluster: str, name: str, extra: Mapping[str, str]) -> dict[str, Any]:
+def volume_tag_arguments(volumes: Sequence[str], tags: Sequence[TagTypeDef]) -> dict[str, Any]:
     """The keyword arguments of the ``CreateTags`` that gives a fleet node's volumes the node's
-    tags (pure): an instant fleet cannot tag volumes at creation."""
-    return {"Resources": list(volumes), "Tags": worker_tags(cluster, name, extra)}
+    tags (``worker_tags``; pure): an instant fleet cannot tag volumes at creation."""
+    return {"Resources": list(volumes), "Tags": list(tags)}
 
 
 def fleet_choice(error: Mapping[str, Any], market: Market) -> Choice | None:
@@ -506,10 +512,10 @@ class _NoCapacity(Exception):
 @dataclass(slots=True)
 class _Starts:
     """What starting a launch's nodes came to: the instances started (name -> id), the fleet
-    nodes' volume tags, the nodes failed (name -> why), and the names not started."""
+    nodes' volume tags (``worker_tags``), the nodes failed (name -> why), and the names not started."""
 
     started: dict[str, str] = field(default_factory=dict)
-    volume_tags: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    volume_tags: dict[str, list[TagTypeDef]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
     not_started: tuple[str, ...] = ()
 
@@ -844,10 +850,11 @@ class Ec2Cloud:
         """How a node of node group ``group`` is launched: the cluster's way (``launch_spec``)
         with the group's launch template or instance types, its market (spot: without falling
         back to on-demand, which is another group's business) and its placement group. Without
-        node groups, or a group not configured: ``launch_spec``."""
+        node groups, or a group not configured: ``launch_spec``. Its nodes are tagged with
+        ``group`` (``TAG_GROUP``) whenever it is given."""
         g = None if self.node_groups is None or group is None else self.node_groups.get(group)
         if g is None:
-            return self.launch_spec()
+            return dataclasses.replace(self.launch_spec(), group=group)
         if g.launch_template is not None:
             base = self._template_spec(g.launch_template, g.instance_types or ())
         else:
@@ -861,6 +868,7 @@ class Ec2Cloud:
             spot=spot,
             spot_fallback_on_demand=False if spot else base.spot_fallback_on_demand,
             placement_group=placement,
+            group=g.name,
         )
 
     def _placement_group(self, group: str) -> str:
@@ -1213,7 +1221,7 @@ class Ec2Cloud:
                 break
             out.started[name] = inst["InstanceId"]
             if uses_fleet(spec):
-                out.volume_tags[name] = spec.extra_tags
+                out.volume_tags[name] = worker_tags(spec, self.cluster, name)
         return out
 
     def _console_host_keys(
@@ -1304,14 +1312,14 @@ class Ec2Cloud:
             raise CloudError(f"cannot launch {name}: its host key cannot be kept: {err}") from None
         return dataclasses.replace(spec, user_data=user_data)
 
-    def _tag_volumes(self, name: str, raw: InstanceTypeDef, extra: Mapping[str, str]) -> None:
+    def _tag_volumes(self, name: str, raw: InstanceTypeDef, tags: Sequence[TagTypeDef]) -> None:
         """Give a running fleet node's volumes the node's tags (``CreateTags``). A failure is
         logged: the instance, tagged at creation, is what elb lists and terminates by."""
         volumes = volume_ids(raw)
         if not volumes:
             return
         try:
-            self.client.create_tags(**volume_tag_arguments(volumes, self.cluster, name, extra))
+            self.client.create_tags(**volume_tag_arguments(volumes, tags))
         except (BotoCoreError, ClientError) as err:
             hint = ""
             if isinstance(err, ClientError) and error_code(err) in ("UnauthorizedOperation", "AccessDenied"):
@@ -1324,7 +1332,7 @@ class Ec2Cloud:
             log.warning("%s: volumes %s left untagged: %s%s", name, ", ".join(volumes), why, hint)
 
     def _wait_running(
-        self, started: Mapping[str, str], deadline: float, volume_tags: Mapping[str, Mapping[str, str]]
+        self, started: Mapping[str, str], deadline: float, volume_tags: Mapping[str, Sequence[TagTypeDef]]
     ) -> tuple[list[Instance], dict[str, str]]:
         """Poll until every instance runs with a private IP; terminate those that don't in time.
         The volumes of the nodes in ``volume_tags`` get their tags once they run."""
