@@ -4,7 +4,8 @@ For each case below (a held-out window of each shared log, KTH also with overrun
 Slurm, ParallelCluster and StarCluster over their own knobs (``elb simulate --sweep``: the same
 ``elb.simulate.sweep`` code, the replays in ``--workers`` processes), runs the clairvoyant replay
 (``elb.simulate.bound``), draws each case's frontiers into ``docs/results/frontier-<case>.png``
-and writes the page with the tables and the verdicts. Usage::
+and writes the page with the tables and the verdicts; what follows its marker (``KEPT``) is written
+by hand and kept when the page is written again. Usage::
 
     python benchmarks/bench_frontier.py                 # every case: the page and its pictures
     python benchmarks/bench_frontier.py --days 5 --out /tmp/fr   # a quick look elsewhere
@@ -48,6 +49,9 @@ CHEAP_IDLE = "0.0625"
 # default and the longest idle rule.
 QUICKEST, QUICKEST_IDLE = 2.0, ("0.5", "4")
 COMMAND = "python benchmarks/bench_frontier.py"
+# What follows this line in the page is written by hand (what the figures were found to mean) and
+# kept when the page is written again.
+KEPT = "<!-- written by hand below: kept by bench_frontier.py -->"
 WINDOWS = (
     "Windows: the held-out halves of the logs (elb's defaults were chosen on the first halves), "
     "KTH's first 60 days of its half. NASA's log records no requested run times, so overruns "
@@ -391,6 +395,15 @@ def page(outcomes: list[Outcome], days: float | None, run: dict[str, Any]) -> st
     return "\n".join(head + body)
 
 
+def write_page(path: Path, generated: str) -> None:
+    """The page at ``path``: ``generated``, then the marker and the part written by hand below the
+    marker of the page there now (none on a new page)."""
+    kept = ""
+    if path.exists() and KEPT in (old := path.read_text()):
+        kept = old.split(KEPT, 1)[1]
+    path.write_text(generated + "\n" + KEPT + (kept or "\n"))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--traces", type=Path, default=TRACES)
@@ -429,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
         saved.write_text(json.dumps({**run, "outcomes": [o.as_dict() for o in outcomes]}, indent=1) + "\n")
     for o in outcomes:
         draw(o, args.out)
-    (args.out / "frontiers.md").write_text(page(outcomes, run["days"], run) + "\n")
+    write_page(args.out / "frontiers.md", page(outcomes, run["days"], run))
     print(f"wrote {args.out / 'frontiers.md'}", file=sys.stderr)
     return 0
 
