@@ -39,6 +39,7 @@ from elb.core.checks import Check
 from elb.core.config import Config, LocalConfig
 from elb.core.interfaces import (
     TAG_CLUSTER,
+    TAG_GROUP,
     TAG_MANAGED_BY,
     TAG_NAME,
     TAG_ROLE,
@@ -141,8 +142,10 @@ class LocalCloud:
             raise CloudError(f"podman {' '.join(args[:2])}: {proc.stderr.strip() or proc.stdout.strip()}")
         return proc
 
-    def _labels(self, name: str) -> dict[str, str]:
-        return {TAG_CLUSTER: self.cluster, TAG_ROLE: "worker", TAG_MANAGED_BY: "elb", TAG_NAME: name}
+    def _labels(self, name: str, group: str | None = None) -> dict[str, str]:
+        """elb's labels of a node, as EC2's tags (``group``: its node group, ``TAG_GROUP``)."""
+        labels = {TAG_CLUSTER: self.cluster, TAG_ROLE: "worker", TAG_MANAGED_BY: "elb", TAG_NAME: name}
+        return labels if group is None else {**labels, TAG_GROUP: group}
 
     def _container_ids(self, *filters: str) -> list[str]:
         """The ids of this machine's containers, running or stopped, that pass every ``podman ps``
@@ -178,7 +181,7 @@ class LocalCloud:
             instance_type="podman",
             image_id=str(d.get("ImageName") or d.get("Image") or ""),
             slots=self.slots_per_node,
-            tags={k: v for k, v in labels.items() if k in (TAG_CLUSTER, TAG_ROLE, TAG_MANAGED_BY, TAG_NAME)},
+            tags={k: v for k, v in labels.items() if k in (TAG_CLUSTER, TAG_ROLE, TAG_MANAGED_BY, TAG_NAME, TAG_GROUP)},
         )
 
     def _ours(self, d: dict[str, Any]) -> bool:
@@ -226,7 +229,7 @@ class LocalCloud:
             args += self._log_volume(name)
             for mount in self.config.mounts:
                 args += ["--volume", f"{mount}:{mount}:ro"]
-            for k, v in self._labels(name).items():
+            for k, v in self._labels(name, (groups or {}).get(name)).items():
                 args += ["--label", f"{k}={v}"]
             fresh = self.host_keys is not None and not self.host_keys.known(name)
             if self.host_keys is not None:

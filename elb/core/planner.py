@@ -775,6 +775,7 @@ def _repairs(
         watched_since=inputs.watched_since,
         scheduler=inputs.scheduler,
         skip=inputs.in_flight,
+        groups=[g.name for g in config.node_groups or ()],
     )
     if abandon:
         given_up = {r.node: r.reason for r in abandon}

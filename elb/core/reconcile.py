@@ -15,7 +15,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from elb.core.durations import minutes
-from elb.core.interfaces import Instance
+from elb.core.interfaces import TAG_GROUP, Instance
 from elb.core.model import Job, Node, NodeState, Snapshot
 from elb.core.state import GONE, LIVE, ClusterState, ManagedNode, instance_state, is_busy, join
 
@@ -47,6 +47,9 @@ class Repair:
     # node running jobs (an adopted worker) is never removed because its provisioning failed (the
     # actuator keeps it, and the next pass provisions it again).
     work: str | None = None
+    # ADOPT of an instance the journal does not know: the node group its ``TAG_GROUP`` label names,
+    # when that group is configured (its play then gets the group's variables); None otherwise.
+    group: str | None = None
 
 
 def lost_for(n: Node, snapshot: Snapshot, now: float, watched_since: float | None = None) -> float:
@@ -207,6 +210,7 @@ def repairs_of(
     watched_since: float | None = None,
     scheduler: str,
     skip: Collection[str] = frozenset(),
+    groups: Collection[str] = (),
 ) -> list[Repair]:
     """What to repair so that journal, cloud and the scheduler agree. ``state``: the three joined with
     the journal's gone records included (``join(..., include_gone=True)``); the master and its
@@ -215,6 +219,7 @@ def repairs_of(
     ``watched_since``: when the daemon's first pass ran (see ``lost_for``); None: trust the journal.
     ``scheduler``: its name, in the reasons. ``skip``: nodes left alone (an operation of elb's
     runs on them: it owns their next steps); their instances are theirs, not orphans.
+    ``groups``: the configured node groups' names (an adopted instance joins the one it is labelled with).
     """
     out: list[Repair] = []
     for m in state.suspects_apart(skip):  # a steady node needs nothing
@@ -241,16 +246,19 @@ def repairs_of(
     for inst in unaccounted:
         if inst.instance_id in accounted or inst.name == master:
             continue
-        repair = _repair_unaccounted(state, inst, orphan_timeout=orphan_timeout, scheduler=scheduler)
+        repair = _repair_unaccounted(state, inst, orphan_timeout=orphan_timeout, scheduler=scheduler, groups=groups)
         if repair is not None:
             out.append(repair)
     return out
 
 
-def _repair_unaccounted(state: ClusterState, inst: Instance, *, orphan_timeout: float, scheduler: str) -> Repair | None:
+def _repair_unaccounted(
+    state: ClusterState, inst: Instance, *, orphan_timeout: float, scheduler: str, groups: Collection[str]
+) -> Repair | None:
     """What to do with an instance the journal does not account for: adopt a live one the scheduler
-    serves with; an orphan once it is older than ``orphan_timeout`` and serves nowhere; else nothing
-    (a stopped one the scheduler still knows is left to an admin)."""
+    serves with (into the configured node group of ``groups`` its label names, if any); an orphan
+    once it is older than ``orphan_timeout`` and serves nowhere; else nothing (a stopped one the
+    scheduler still knows is left to an admin)."""
     live = instance_state(inst.state) in LIVE
     found = state.record(inst.name)
     record = found if found is not None and (state.include_gone or found.state not in GONE) else None
@@ -261,7 +269,9 @@ def _repair_unaccounted(state: ClusterState, inst: Instance, *, orphan_timeout: 
         why = f"a worker of {scheduler} with elb's tags missing from the journal"
         jobs = state.jobs_on.get(inst.name, ())
         work = _work(jobs) if is_busy(bool(jobs), host.busy) else None
-        return Repair(RepairKind.ADOPT, inst.name, why, inst, work=work)
+        tagged = inst.tags.get(TAG_GROUP)
+        group = tagged if tagged in groups else None
+        return Repair(RepairKind.ADOPT, inst.name, why, inst, work=work, group=group)
     age = state.now - inst.launched_at
     if age < orphan_timeout:
         return None

@@ -202,9 +202,9 @@ class Actuator:
             self.journal.record(name, NodeState.TERMINATED, self.clock(), detail="not launched: elb stopped")
         self.provision([self._record_running(inst.name, inst) for inst in result.launched], out, admit=self.boot)
 
-    def _record_running(self, name: str, inst: Instance, detail: str | None = None) -> Node:
+    def _record_running(self, name: str, inst: Instance, detail: str | None = None, group: str | None = None) -> Node:
         """Node ``name`` runs on ``inst``: record it with what the cloud says of the instance (and,
-        with an address, its ``running`` boot step)."""
+        with an address, its ``running`` boot step); ``group``: its node group, when known."""
         return self.journal.record(
             name,
             NodeState.RUNNING,
@@ -215,6 +215,7 @@ class Actuator:
             slots=inst.slots,
             instance_type=inst.instance_type,
             launched_at=inst.launched_at,
+            group=group,
             step=Step.RUNNING if inst.private_ip is not None else None,
             template_version=inst.template_version,
         )
@@ -841,7 +842,7 @@ class Actuator:
         node = j.node(r.node)
         if r.kind in (RepairKind.PROVISION, RepairKind.ADOPT):
             assert inst is not None
-            node = self._record_running(r.node, inst, r.reason)
+            node = self._record_running(r.node, inst, r.reason, group=r.group)
             busy = None
             if r.work is not None:  # this pass's read showed it busy: remembered, as for any node it shows so
                 self.journal.mark_seen(self.clock(), busy=[r.node])

@@ -13,7 +13,7 @@ import pytest
 from elb.clouds import local
 from elb.clouds.local import NODE_HOST_KEY, LocalCloud
 from elb.core.config import LocalConfig
-from elb.core.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE
+from elb.core.interfaces import TAG_CLUSTER, TAG_GROUP, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE
 from elb.provision.hostkeys import HostKeys
 
 CLUSTER = "unit"
@@ -124,3 +124,10 @@ def test_a_failed_run_of_a_new_name_leaves_no_key(tmp_path: Path, monkeypatch: p
     )
     assert "node001" in cloud.launch(["node001"]).failed
     assert keys.names() == set()
+
+
+def test_a_node_of_a_group_is_labelled_with_it_as_ec2_tags_it(cloud: LocalCloud, tmp_path: Path) -> None:
+    """Labels are the local cloud's tags: a node launched for a group carries ``elb:group``."""
+    cloud.launch(["node001"], {"node001": "gpu"})
+    [run] = [c for c in calls(tmp_path) if c[0] == "run"]
+    assert run[run.index(f"{TAG_GROUP}=gpu") - 1] == "--label"

@@ -12,7 +12,7 @@ import pytest
 
 from elb.core.config import Config, parse_config
 from elb.core.drivers import node_plays
-from elb.core.interfaces import NodeSpec
+from elb.core.interfaces import TAG_GROUP, Instance, NodeSpec
 from elb.core.model import History, Job, NodeState
 from elb.core.policy.grouped import GroupedPolicy, policy_for
 from elb.core.state import join
@@ -197,3 +197,21 @@ def test_a_complex_value_ansible_would_template_is_refused(value: str) -> None:
     spec = NodeSpec("node002", "10.0.0.2", 4, host_vars={"sge_exec_complex_values": {"gpu": value}})
     with pytest.raises(InventoryError, match="not a plain name or value"):
         build_inventory(Connection(), new_nodes=[spec])
+
+
+def test_an_adopted_worker_joins_the_node_group_its_tag_names_when_that_group_is_configured(tmp_path: Path) -> None:
+    """A tagged worker the journal does not know (a lost journal, a first run over a running
+    cluster) is adopted into the group its ``elb:group`` tag names, so its play gets that group's
+    queues and host group; a tag naming no configured group, or none, leaves it without one."""
+    cfg = config(tmp_path)
+    bal, sge, cloud, journal = balancer(cfg, [])
+    for i, (name, tag) in enumerate((("node001", "gpu"), ("node002", "retired"), ("node003", None)), start=1):
+        iid = f"i-{i:04d}"
+        tags = {} if tag is None else {TAG_GROUP: tag}
+        cloud.instances[iid] = Instance(iid, name, "running", T0 - 5 * HOUR, f"10.0.0.{i}", slots=4, tags=tags)
+        sge.add_host(name)
+    cloud.counter = 3
+    result = bal.run_pass()
+    assert result.ok, result.error
+    groups = {n.name: n.group for n in journal.nodes()}
+    assert groups == {"node001": "gpu", "node002": None, "node003": None}, result.summary()
