@@ -87,7 +87,7 @@ def test_slots_a_running_job_frees_by_its_h_rt_within_a_boot_time(h_rt: float | 
     plan = policy().decide(join([busy_node()], (), s, now=T0), NONE)
     assert plan.add == adds
     if not adds:
-        assert "8 slots running jobs free by their h_rt or age" in plan.reason
+        assert "8 slots running jobs free by their run time limit or age" in plan.reason
 
 
 @pytest.mark.parametrize(
@@ -114,7 +114,7 @@ def test_a_running_job_without_h_rt_frees_its_slots_while_it_is_younger_than_a_b
     plan = policy().decide(join([busy_node()], (), s, now=T0), NONE)
     assert plan.add == adds
     if not adds:
-        assert "8 slots running jobs free by their h_rt or age" in plan.reason
+        assert "8 slots running jobs free by their run time limit or age" in plan.reason
 
 
 def test_a_wide_job_without_h_rt_that_just_started_frees_its_nodes() -> None:

@@ -229,7 +229,7 @@ class ElbPolicy:
         fc = self._forecast(view, state, counted, max(0, room))
         on = f"{fc.ready} ready + {fc.booting} booting nodes"
         if fc.freed_slots:
-            on += f" and {fc.freed_slots} slots running jobs free by their h_rt or age"
+            on += f" and {fc.freed_slots} slots running jobs free by their run time limit or age"
         if fc.new_nodes == 0:
             return Plan(reason=f"{head}: all can start within {boot} on {on}"), fc
         short = f"{_plural(fc.short_jobs, 'job')} ({fc.short_slots} slots) can't start within {boot} on {on}"
