@@ -68,7 +68,8 @@ class Job:
     pe_range: str | None = None  # requested range, e.g. "16" or "4-8"
     hard_requests: Mapping[str, str] = field(default_factory=dict, hash=False)
     queue: str | None = None  # queue instance, e.g. "all.q@node001" (running jobs)
-    hard_runtime: float | None = None  # the requested run time limit in seconds (Grid Engine's h_rt, Slurm's --time), None: none
+    # The requested run time limit in seconds (Grid Engine's h_rt, Slurm's --time); None: none.
+    hard_runtime: float | None = None
     hard_queues: tuple[str, ...] = ()  # the hard queue list (qsub -q), wildcards as given
     # Open Cluster Scheduler 9's scoped hard requests (qsub -scope master|slave -l ...): for the
     # host of the master task, and for the hosts of the other tasks of a parallel job.
