@@ -97,7 +97,7 @@ class Answers:
     """A Slurm client that answers each read with the next of ``reads``."""
 
     def __init__(self, reads: list[str]) -> None:
-        self.reads = iter(reads)
+        self.reads = iter([*reads, reads[-1]])
         self.memo = SqueueMemo()
 
     def read(self) -> SlurmRead:
@@ -122,6 +122,9 @@ class NoAsks:
 @settings(max_examples=150, deadline=None)
 @given(texts())
 def test_the_drivers_held_jobs_are_the_ones_worked_out_line_by_line(reads: list[str]) -> None:
+    """At each read, later each time, the held jobs' answers of the driver (the ones of the read
+    before kept for the very same line) are the plain ones: lines come and go, a number's last
+    pending entry changes, a begin time squeue no longer shows is now at each read."""
     cfg = parse_config(
         {
             "scheduler": "slurm",
@@ -133,7 +136,8 @@ def test_the_drivers_held_jobs_are_the_ones_worked_out_line_by_line(reads: list[
     )
     records = (Node("node001", NodeState.READY, 1.0, slots=4),)
     driver = Slurm(cfg, NoAsks(), Answers(reads))  # type: ignore[arg-type]
-    for text in reads:
-        read = driver.read(records, 7.0)
+    for i, text in enumerate([*reads, reads[-1]]):  # the last read twice: the same lines at a later time
+        now = 7.0 + i
+        read = driver.read(records, now)
         demand = driver.demand(read, records, 4)
-        assert list(demand.not_demand) == held_line_by_line(line_by_line(text), 7.0)
+        assert list(demand.not_demand) == held_line_by_line(line_by_line(text), now)
