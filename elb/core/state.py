@@ -32,13 +32,21 @@ def seen(records: Sequence[Node], now: float, *, busy: Collection[str], up: Coll
     out = []
     for r in records:
         if r.name in busy or r.name in up:
-            r = dataclasses.replace(  # noqa: PLW2901
-                r,
-                last_busy_at=now if r.name in busy else r.last_busy_at,
-                last_up_at=now if r.name in up else r.last_up_at,
-            )
+            fields = list(
+                _NODE_FIELDS(r)
+            )  # (``dataclasses.replace``, without its checks: a pass does it for every node)
+            if r.name in busy:
+                fields[_LAST_BUSY] = now
+            if r.name in up:
+                fields[_LAST_UP] = now
+            r = Node(*fields)  # noqa: PLW2901
         out.append(r)
     return tuple(out)
+
+
+_NAMES = tuple(f.name for f in dataclasses.fields(Node))
+_NODE_FIELDS = attrgetter(*_NAMES)  # a record's fields in their order, as ``Node(...)`` takes them
+_LAST_BUSY, _LAST_UP = _NAMES.index("last_busy_at"), _NAMES.index("last_up_at")
 
 
 def serves(record: Node | None, host_up: bool) -> bool:
