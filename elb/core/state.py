@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property, partial
 from itertools import compress
 from operator import attrgetter, is_
+from types import MappingProxyType
 
 from elb.core.frozen import quick_init
 from elb.core.interfaces import Instance, InstanceState, InstanceWord
@@ -65,7 +66,7 @@ def is_busy(has_jobs: bool, host_busy: bool) -> bool:
 def busy_hosts(snapshot: Snapshot) -> set[str]:
     """The hosts of a snapshot that are busy (``is_busy``): what a pass remembers as seen busy."""
     busy = {h.name for h in snapshot.hosts if h.busy}
-    busy.update(started_on(snapshot.jobs))  # ``started_host``'s hosts
+    busy.update(jobs_started_on(snapshot.jobs))  # ``started_host``'s hosts
     return busy
 
 
@@ -187,6 +188,30 @@ def started_on(jobs: Sequence[Job]) -> dict[str, list[Job]]:
     return out
 
 
+class _LastStarted:
+    """``jobs_started_on``'s answer for the last tuple of jobs it was asked about, kept with that
+    tuple (so its identity stays its own): a pass asks it of one snapshot's jobs for its busy
+    hosts and at each join of the snapshot (the repairs', the scaling's), each a scan of every
+    job. One pair, replaced whole."""
+
+    pair: tuple[tuple[Job, ...], Mapping[str, tuple[Job, ...]]] | None = None
+
+
+_LAST_STARTED = _LastStarted()
+
+
+def jobs_started_on(jobs: tuple[Job, ...]) -> Mapping[str, tuple[Job, ...]]:
+    """``started_on`` with each host's jobs as a tuple, read only, worked out once for the very
+    same tuple of jobs asked about again (only a tuple: a list may change meanwhile)."""
+    pair = _LAST_STARTED.pair
+    if pair is not None and pair[0] is jobs:
+        return pair[1]
+    on = MappingProxyType({h: tuple(js) for h, js in started_on(jobs).items()})
+    if type(jobs) is tuple:
+        _LAST_STARTED.pair = (jobs, on)
+    return on
+
+
 POOLED = frozenset({NodeState.STOPPING, NodeState.STOPPED})
 
 
@@ -235,9 +260,9 @@ class ClusterState:
         return out
 
     @cached_property
-    def jobs_on(self) -> dict[str, tuple[Job, ...]]:
-        """The started jobs on each host (``started_on``)."""
-        return {h: tuple(js) for h, js in started_on(self.snapshot.jobs).items()}
+    def jobs_on(self) -> Mapping[str, tuple[Job, ...]]:
+        """The started jobs on each host (``jobs_started_on``)."""
+        return jobs_started_on(self.snapshot.jobs)
 
     @cached_property
     def _instances_by(self) -> tuple[dict[str, Instance], dict[str, Instance]]:
