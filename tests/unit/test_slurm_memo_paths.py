@@ -22,7 +22,7 @@ from elb.schedulers.slurm.parse import (
     parse_sinfo,
     parse_squeue,
 )
-from elb.schedulers.slurm.view import JobsMemo, snapshot
+from elb.schedulers.slurm.view import _ARRAY, JobsMemo, array_tasks, job_number, snapshot
 
 SINFO = "node001|allocated+cloud|4|4/0/0/4|cloud*|none\nnode002|idle+cloud|4|0/4/0/4|cloud*|none\n"
 REASONS = ("None", "Priority", "Resources", "JobHeldUser", "Dependency", "BeginTime", "QOSMaxJobsPerUserLimit")
@@ -141,3 +141,26 @@ def test_the_drivers_held_jobs_are_the_ones_worked_out_line_by_line(reads: list[
         read = driver.read(records, now)
         demand = driver.demand(read, records, 4)
         assert list(demand.not_demand) == held_line_by_line(line_by_line(text), now)
+
+
+def number_by_expression(job_id: str) -> int:
+    """The job's number as ``_ARRAY`` reads it (the digits it starts with, before a ``_`` or the end)."""
+    m = _ARRAY.match(job_id)
+    return int(m.group(1)) if m else 0
+
+
+_ID_CHARS = st.sampled_from(["0", "7", "12", "_", "[", "]", "-", "%", ",", ":", "+", "a", " ", "٣", "²"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_ID_CHARS, max_size=8).map("".join))
+def test_a_job_number_and_its_tasks_are_the_expressions(job_id: str) -> None:
+    """``job_number`` and ``array_tasks``'s quick answer (no ``_[``: one task) are what the
+    expressions read from every id of one line: numbers, arrays, heterogeneous ids, other
+    decimal digits and digits that are not decimal."""
+    assert job_number(job_id) == number_by_expression(job_id)
+    m = _ARRAY.match(job_id)
+    if m is None or not (m.group(2) or "").startswith("["):  # the expression's one task
+        assert array_tasks(job_id) == 1
+    else:
+        assert "_[" in job_id  # (read through the expression)

@@ -46,6 +46,8 @@ def host_of(node: SlurmNode) -> Host:
 
 def array_tasks(job_id: str) -> int:
     """Tasks an squeue entry stands for: ``8_[6-100%5]`` (pending tasks of an array) or 1."""
+    if "_[" not in job_id:  # (no array's tasks: 1, without the expression)
+        return 1
     m = _ARRAY.match(job_id)
     if m is None or not m.group(2) or not m.group(2).startswith("["):
         return 1
@@ -64,9 +66,16 @@ def array_tasks(job_id: str) -> int:
     return max(total, 1)
 
 
+def job_number(job_id: str) -> int:
+    """The job's number in squeue's id (``8``, ``8_3``, ``8_[6-100%5]``: 8; 0 for an id that does
+    not start with one): the decimal digits before the first ``_``, or the whole id, what
+    ``_ARRAY`` matches in an id of one line, without the expression."""
+    head = job_id.partition("_")[0]
+    return int(head) if head.isdecimal() else 0  # (isdecimal: the digits \d matches)
+
+
 def jobs_of(job: SlurmJob) -> list[Job]:
-    m = _ARRAY.match(job.job_id)
-    number = int(m.group(1)) if m else 0
+    number = job_number(job.job_id)
     per_node = max(1, job.cpus // max(job.nodes, 1))
     if job.pending:
         phase = JobPhase.WAITING if job.demand else JobPhase.HELD
