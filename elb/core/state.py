@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property, partial
 from itertools import compress
 from operator import attrgetter, is_
+from types import MappingProxyType
 
 from elb.core.frozen import quick_init
 from elb.core.interfaces import Instance, InstanceState, InstanceWord
@@ -32,13 +33,21 @@ def seen(records: Sequence[Node], now: float, *, busy: Collection[str], up: Coll
     out = []
     for r in records:
         if r.name in busy or r.name in up:
-            r = dataclasses.replace(  # noqa: PLW2901
-                r,
-                last_busy_at=now if r.name in busy else r.last_busy_at,
-                last_up_at=now if r.name in up else r.last_up_at,
-            )
+            fields = list(
+                _NODE_FIELDS(r)
+            )  # (``dataclasses.replace``, without its checks: a pass does it for every node)
+            if r.name in busy:
+                fields[_LAST_BUSY] = now
+            if r.name in up:
+                fields[_LAST_UP] = now
+            r = Node(*fields)  # noqa: PLW2901
         out.append(r)
     return tuple(out)
+
+
+_NAMES = tuple(f.name for f in dataclasses.fields(Node))
+_NODE_FIELDS = attrgetter(*_NAMES)  # a record's fields in their order, as ``Node(...)`` takes them
+_LAST_BUSY, _LAST_UP = _NAMES.index("last_busy_at"), _NAMES.index("last_up_at")
 
 
 def serves(record: Node | None, host_up: bool) -> bool:
@@ -57,7 +66,7 @@ def is_busy(has_jobs: bool, host_busy: bool) -> bool:
 def busy_hosts(snapshot: Snapshot) -> set[str]:
     """The hosts of a snapshot that are busy (``is_busy``): what a pass remembers as seen busy."""
     busy = {h.name for h in snapshot.hosts if h.busy}
-    busy.update(started_on(snapshot.jobs))  # ``started_host``'s hosts
+    busy.update(jobs_started_on(snapshot.jobs))  # ``started_host``'s hosts
     return busy
 
 
@@ -72,9 +81,14 @@ def idle_since(record: Node | None, ready: bool, busy: bool) -> float | None:
 LIVE = frozenset({InstanceState.PENDING, InstanceState.RUNNING})
 
 
+_STATES: dict[str, InstanceState] = {s.value: s for s in InstanceState}  # a member is found by itself too
+
+
 def instance_state(word: InstanceState | InstanceWord) -> InstanceState:
-    """An instance's state (``Instance.state``: a member or its word) as the enum's member."""
-    return InstanceState(word)
+    """An instance's state (``Instance.state``: a member or its word) as the enum's member (found
+    in a dict: the enum's own call is several times slower, and a pass asks it of every node)."""
+    state = _STATES.get(word)
+    return state if state is not None else InstanceState(word)  # (an unknown word: the enum's error)
 
 
 @quick_init
@@ -174,6 +188,30 @@ def started_on(jobs: Sequence[Job]) -> dict[str, list[Job]]:
     return out
 
 
+class _LastStarted:
+    """``jobs_started_on``'s answer for the last tuple of jobs it was asked about, kept with that
+    tuple (so its identity stays its own): a pass asks it of one snapshot's jobs for its busy
+    hosts and at each join of the snapshot (the repairs', the scaling's), each a scan of every
+    job. One pair, replaced whole."""
+
+    pair: tuple[tuple[Job, ...], Mapping[str, tuple[Job, ...]]] | None = None
+
+
+_LAST_STARTED = _LastStarted()
+
+
+def jobs_started_on(jobs: tuple[Job, ...]) -> Mapping[str, tuple[Job, ...]]:
+    """``started_on`` with each host's jobs as a tuple, read only, worked out once for the very
+    same tuple of jobs asked about again (only a tuple: a list may change meanwhile)."""
+    pair = _LAST_STARTED.pair
+    if pair is not None and pair[0] is jobs:
+        return pair[1]
+    on = MappingProxyType({h: tuple(js) for h, js in started_on(jobs).items()})
+    if type(jobs) is tuple:
+        _LAST_STARTED.pair = (jobs, on)
+    return on
+
+
 POOLED = frozenset({NodeState.STOPPING, NodeState.STOPPED})
 
 
@@ -222,9 +260,9 @@ class ClusterState:
         return out
 
     @cached_property
-    def jobs_on(self) -> dict[str, tuple[Job, ...]]:
-        """The started jobs on each host (``started_on``)."""
-        return {h: tuple(js) for h, js in started_on(self.snapshot.jobs).items()}
+    def jobs_on(self) -> Mapping[str, tuple[Job, ...]]:
+        """The started jobs on each host (``jobs_started_on``)."""
+        return jobs_started_on(self.snapshot.jobs)
 
     @cached_property
     def _instances_by(self) -> tuple[dict[str, Instance], dict[str, Instance]]:
@@ -345,10 +383,40 @@ def join(
     their instances and the scheduler's hosts and jobs, at ``now`` (the snapshot's time unless
     given). With an ``index``, its producer hands only instances that are not gone."""
     at = snapshot.now if now is None else now
+    flying = frozenset(in_flight)
+    pair = _LAST_JOIN.pair
+    if (
+        pair is not None
+        and type(records) is tuple
+        and type(instances) is tuple
+        and (last := pair[0]).snapshot is snapshot
+        and last.records is records
+        and pair[1] is instances
+        and last.index is index
+        and last.now == at
+        and last.include_gone == include_gone
+        and last.in_flight == flying
+    ):
+        return last
     present = (
         tuple(instances)
         if index is not None
         else tuple(i for i in instances if instance_state(i.state) is not InstanceState.GONE)
     )
     kept = records if isinstance(records, tuple) else tuple(records)  # a producer's tuple kept as is (its identity)
-    return ClusterState(snapshot, kept, at, present, frozenset(in_flight), include_gone, index)
+    state = ClusterState(snapshot, kept, at, present, frozenset(in_flight), include_gone, index)
+    if type(records) is tuple and type(instances) is tuple:
+        _LAST_JOIN.pair = (state, instances)
+    return state
+
+
+class _LastJoin:
+    """``join``'s last state made of tuples, with the tuple of instances it was given: the same
+    records, instances, snapshot and index (the very objects) at the same time, with the same
+    nodes in flight, are the same state (a pass joins what it read for its repairs and again for
+    scaling; the state works out what it is asked once, ``cached_property``)."""
+
+    pair: tuple[ClusterState, tuple[Instance, ...]] | None = None  # replaced whole
+
+
+_LAST_JOIN = _LastJoin()

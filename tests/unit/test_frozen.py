@@ -16,16 +16,19 @@ from typing import Any
 import pytest
 
 import elb.core
+import elb.schedulers
 import elb.simulate
 from elb.core.frozen import quick_init
 
 
 def _decorated() -> list[type]:
-    """Every class of ``elb.core`` and ``elb.simulate`` whose ``__init__`` is ``quick_init``'s."""
+    """Every class of ``elb.core``, ``elb.simulate`` and ``elb.schedulers`` whose ``__init__`` is
+    ``quick_init``'s."""
     found: dict[str, type] = {}
     infos = [
         *pkgutil.walk_packages(elb.core.__path__, "elb.core."),
         *pkgutil.walk_packages(elb.simulate.__path__, "elb.simulate."),
+        *pkgutil.walk_packages(elb.schedulers.__path__, "elb.schedulers."),
     ]
     for info in infos:
         if info.name.endswith("__main__"):
@@ -62,7 +65,7 @@ def _fields(obj: object) -> dict[str, object]:
 
 def test_elb_decorates_its_hot_values() -> None:
     names = {c.__name__ for c in DECORATED}
-    assert {"Job", "Host", "QueueInstance", "Node", "Instance", "HostFacts", "ManagedNode"} <= names
+    assert {"Job", "Host", "QueueInstance", "Node", "Instance", "HostFacts", "ManagedNode", "SlurmJob"} <= names
 
 
 @pytest.mark.parametrize("cls", DECORATED, ids=lambda c: c.__qualname__)

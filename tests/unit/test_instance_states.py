@@ -13,12 +13,24 @@ from elb.clouds.ec2.cloud import instance_state
 from elb.clouds.local import LocalCloud
 from elb.core.config import parse_config
 from elb.core.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, InstanceState, InstanceWord
+from elb.core.state import instance_state as core_state
 from elb.service import factory
 from tests.unit.test_local_cloud_slots import podman_listing
 
 
 def test_the_words_an_instance_takes_are_the_enums() -> None:
     assert set(get_args(InstanceWord)) == {s.value for s in InstanceState}
+
+
+@pytest.mark.parametrize("state", list(InstanceState))
+def test_the_core_reads_a_member_or_its_word_as_the_member(state: InstanceState) -> None:
+    assert core_state(state) is state
+    assert core_state(str(state.value)) is state  # type: ignore[arg-type]
+
+
+def test_the_core_refuses_a_word_that_is_no_state_as_the_enum_does() -> None:
+    with pytest.raises(ValueError, match="is not a valid InstanceState"):
+        core_state("shutting-down")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from elb.core.config import ClusterConfig, PolicyConfig
 from elb.core.model import History, Job, Node, NodeState
@@ -383,3 +385,23 @@ def test_replay_with_overruns_the_forecast_launches_for_jobs_behind_an_overdue_o
     result = Simulator(jobs, policy(max_nodes=2), settings).run()
     assert len(result.waits) == 2
     assert max(result.waits) < 2 * BOOT  # a second node came for job 2; it did not wait 3.5 h for the first
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from((1, 1, 2, 8, 12, 0)), st.sampled_from((1, 3, 0))), max_size=40),
+    st.lists(st.sampled_from((0, 7, 8)), max_size=3),
+    st.integers(0, 2),
+)
+def test_a_forecast_of_the_views_own_waiting_jobs_is_the_forecast_of_all_of_them(
+    sizes: list[tuple[int, int]], used: list[int], limit: int
+) -> None:
+    """The view's very tuple of waiting jobs, handed as ``counted`` (as ``decide`` does when no
+    launch_delay holds any back), is forecast as when none is handed: past saturation both count
+    the rest from the view's totals (or, with a job of no slot or task, one by one)."""
+    jobs = [pending(i, 100.0 - i, slots=s, tasks=t) for i, (s, t) in enumerate(sizes, 1)]
+    hosts = [host(f"node{i:03d}", used=u) for i, u in enumerate(used, 1)]
+    nodes = [node(h.name, 3000.0) for h in hosts]
+    view = cluster_view(join(nodes, (), snap(jobs, hosts), now=T0), "master", 8)
+    assert forecast(view, T0 + BOOT, view.pending, limit=limit) == forecast(view, T0 + BOOT, limit=limit)
+    assert forecast(view, T0 + BOOT, tuple(list(view.pending)), limit=limit) == forecast(view, T0 + BOOT, limit=limit)

@@ -22,7 +22,7 @@ from elb.schedulers.slurm.parse import (
     parse_sinfo,
     parse_squeue,
 )
-from elb.schedulers.slurm.view import JobsMemo, snapshot
+from elb.schedulers.slurm.view import _ARRAY, JobsMemo, array_tasks, job_number, snapshot
 
 SINFO = "node001|allocated+cloud|4|4/0/0/4|cloud*|none\nnode002|idle+cloud|4|0/4/0/4|cloud*|none\n"
 REASONS = ("None", "Priority", "Resources", "JobHeldUser", "Dependency", "BeginTime", "QOSMaxJobsPerUserLimit")
@@ -97,7 +97,7 @@ class Answers:
     """A Slurm client that answers each read with the next of ``reads``."""
 
     def __init__(self, reads: list[str]) -> None:
-        self.reads = iter(reads)
+        self.reads = iter([*reads, reads[-1]])
         self.memo = SqueueMemo()
 
     def read(self) -> SlurmRead:
@@ -122,6 +122,9 @@ class NoAsks:
 @settings(max_examples=150, deadline=None)
 @given(texts())
 def test_the_drivers_held_jobs_are_the_ones_worked_out_line_by_line(reads: list[str]) -> None:
+    """At each read, later each time, the held jobs' answers of the driver (the ones of the read
+    before kept for the very same line) are the plain ones: lines come and go, a number's last
+    pending entry changes, a begin time squeue no longer shows is now at each read."""
     cfg = parse_config(
         {
             "scheduler": "slurm",
@@ -133,7 +136,31 @@ def test_the_drivers_held_jobs_are_the_ones_worked_out_line_by_line(reads: list[
     )
     records = (Node("node001", NodeState.READY, 1.0, slots=4),)
     driver = Slurm(cfg, NoAsks(), Answers(reads))  # type: ignore[arg-type]
-    for text in reads:
-        read = driver.read(records, 7.0)
+    for i, text in enumerate([*reads, reads[-1]]):  # the last read twice: the same lines at a later time
+        now = 7.0 + i
+        read = driver.read(records, now)
         demand = driver.demand(read, records, 4)
-        assert list(demand.not_demand) == held_line_by_line(line_by_line(text), 7.0)
+        assert list(demand.not_demand) == held_line_by_line(line_by_line(text), now)
+
+
+def number_by_expression(job_id: str) -> int:
+    """The job's number as ``_ARRAY`` reads it (the digits it starts with, before a ``_`` or the end)."""
+    m = _ARRAY.match(job_id)
+    return int(m.group(1)) if m else 0
+
+
+_ID_CHARS = st.sampled_from(["0", "7", "12", "_", "[", "]", "-", "%", ",", ":", "+", "a", " ", "٣", "²"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_ID_CHARS, max_size=8).map("".join))
+def test_a_job_number_and_its_tasks_are_the_expressions(job_id: str) -> None:
+    """``job_number`` and ``array_tasks``'s quick answer (no ``_[``: one task) are what the
+    expressions read from every id of one line: numbers, arrays, heterogeneous ids, other
+    decimal digits and digits that are not decimal."""
+    assert job_number(job_id) == number_by_expression(job_id)
+    m = _ARRAY.match(job_id)
+    if m is None or not (m.group(2) or "").startswith("["):  # the expression's one task
+        assert array_tasks(job_id) == 1
+    else:
+        assert "_[" in job_id  # (read through the expression)

@@ -1,7 +1,8 @@
 """The policies' view (``elb.core.policy.view.Worker``) reads the joined cluster state
 (``elb.core.state.ManagedNode``): on generated clusters, every managed worker is booting, serving, busy
 and idle since the same time as its managed node, and its host's facts agree with the host, when
-the view is built afresh and when it reuses the workers of an earlier view."""
+the view is built afresh and when it reuses the workers of an earlier view; hosts of one queue, of
+several (each usable, unreachable or disabled), or of none."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ _node = st.fixed_dictionaries(
         "job": st.booleans(),
         "reserved": st.booleans(),
         "busy_ago": st.sampled_from([None, 30.0, 900.0]),
+        "more": st.lists(st.sampled_from(["", "u", "d"]), max_size=2),  # other queues (Slurm's partitions)
+        "none": st.booleans(),  # a host of no queue at all (its queues replaced by none)
     }
 )
 
@@ -41,7 +44,9 @@ def test_a_managed_worker_is_its_managed_node_in_the_view(specs: list[dict[str, 
             q = QueueInstance(
                 "all.q", name, 8, 1 if s["job"] else 0, 1 if s["reserved"] else 0, queue_flags(str(s["host"]))
             )
-            hosts.append(Host(name, (q,)))
+            flags: list[str] = s["more"]  # type: ignore[assignment]
+            more = [QueueInstance(f"q{i}", name, 8, 0, 0, queue_flags(f)) for i, f in enumerate(flags)]
+            hosts.append(Host(name, () if s["none"] else (q, *more)))
             if s["job"]:
                 jobs.append(running(100 + k, name))
     snap = Snapshot(T0, tuple(jobs), tuple(hosts))

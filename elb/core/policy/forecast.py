@@ -156,7 +156,8 @@ def view_capacity(view: ClusterView, horizon: float) -> Capacity:
 def forecast(
     view: ClusterView | Tallied, horizon: float, counted: tuple[Job, ...] | None = None, *, limit: int
 ) -> Forecast:
-    """Place ``counted`` waiting jobs (default: all of ``view.pending``) on what is there by ``horizon``.
+    """Place ``counted`` waiting jobs (default, or the very tuple: all of ``view.pending``) on what is
+    there by ``horizon``.
 
     New nodes stop being counted once past ``limit`` (the room left under ``max_nodes``); the
     jobs after that are still placed on the existing workers, so ``assigned`` is whole.
@@ -181,8 +182,9 @@ def place_waiting(capacity: Capacity, view: Waiting, counted: tuple[Job, ...] | 
             short_jobs += 1
             short_slots += short * slots
             if short == tasks and packing.saturated:
-                # Every job after this one is short of all its tasks: counted without placing.
-                if counted is None and view.pending_plain:  # the view's totals, less the jobs placed
+                # Every job after this one is short of all its tasks: counted without placing; the
+                # whole of the view's waiting jobs by its totals, less the jobs placed.
+                if (counted is None or counted is view.pending) and view.pending_plain:
                     short_jobs += len(jobs) - i - 1
                     short_slots += view.pending_slots - done
                     break

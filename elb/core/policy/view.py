@@ -17,7 +17,7 @@ from typing import TypeVar
 from elb.core.frozen import quick_init
 from elb.core.model import NO_FLAGS, Host, Job, JobPhase, Node, NodeState
 from elb.core.naming import next_names
-from elb.core.state import ClusterState, ManagedNode, is_busy
+from elb.core.state import ClusterState, ManagedNode, idle_since, is_busy, serves
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
 _WAITING = JobPhase.WAITING  # a job the policy plans for (``Job.is_pending``)
@@ -97,11 +97,15 @@ class Worker:
 
     @classmethod
     def of(cls, m: ManagedNode) -> Worker:
-        host = m.host
+        """``m``'s predicates (``serves``, ``busy``, ``idle_since``) read off its host's facts once
+        (a host's ``HostFacts`` are its ``up`` and ``busy``)."""
+        host, record, jobs = m.host, m.record, m.jobs
+        facts = host_facts(host) if host is not None else None
+        ready = serves(record, facts is not None and facts.up)
+        busy = is_busy(bool(jobs), facts is not None and facts.busy)
         return cls(
-            m.name, m.record, host, m.jobs, host_facts(host) if host is not None else None,
-            m.booting, m.serves, m.busy, m.idle_since,
-        )  # fmt: skip
+            record.name, record, host, jobs, facts, record.state.booting, ready, busy, idle_since(record, ready, busy)
+        )
 
     @classmethod
     def unmanaged(cls, host: Host, jobs: tuple[Job, ...]) -> Worker:

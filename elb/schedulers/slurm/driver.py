@@ -27,14 +27,18 @@ partitions.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import shutil
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
+from itertools import count, repeat
+from operator import attrgetter, eq, is_not
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from elb.core import yamlfile
 from elb.core.attribution import JobUse
@@ -42,9 +46,10 @@ from elb.core.checks import Check
 from elb.core.config import Config, SlurmConfig, parse_config
 from elb.core.demand import DemandSplit, NotDemand
 from elb.core.drivers import InitDraft, NodePlays, cloud_settings
+from elb.core.gcpause import paused
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
-from elb.core.model import Node, NodeState
+from elb.core.model import Job, JobPhase, Node, NodeState
 from elb.core.scheduler import Ask, AskKind, DrainCheck, Dropped, Peek, Requeued, SchedulerError, SchedulerRead
 from elb.schedulers.slurm import conf as slurm_conf
 from elb.schedulers.slurm import requests as slurm_requests
@@ -58,6 +63,9 @@ from elb.schedulers.waiting import wait_until_up
 log = logging.getLogger("elb.schedulers.slurm")
 
 REGISTER_POLL = 1.0  # seconds between two reads of Slurm while a new node's slurmd registers
+_STATE, _PHASE, _JOB_ID = attrgetter("state"), attrgetter("phase"), attrgetter("job_id")
+_IS_PENDING, _NOT_RUNNING = partial(eq, "PENDING"), partial(is_not, JobPhase.RUNNING)  # (``SlurmJob.pending``)
+_UNSEEN, _AGAIN = object(), object()  # no line kept for a job; its answer to work out at every pass
 _KIND = {RequestKind.RESUME: AskKind.WANT, RequestKind.SUSPEND: AskKind.RELEASE, RequestKind.RESUME_FAIL: AskKind.RESET}
 _REASON_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 _.,:;=()/+-")
 # How long the programs wait for the daemon to take their requests before they fail, in polls
@@ -141,6 +149,24 @@ def _gone_from_slurm(alive: Mapping[str, Node], by_name: Mapping[str, SlurmNode]
     return gone
 
 
+def _held_answer(
+    job: Job, line: SlurmJob | None, now: float, before: NotDemand | None
+) -> tuple[NotDemand, SlurmJob | object]:
+    """A held job's answer from ``line`` (the last pending entry of its number, None: none), the
+    one ``before`` when it says the same; and what the next pass compares its line with (the
+    line, or ``_AGAIN`` when the answer reads ``now``)."""
+    reason = not_demand_reason(line.reason if line is not None else "") or "held by Slurm"
+    # Held for its begin time only: not yet demand, until then (a requeued job's hold too); a
+    # begin time squeue no longer shows (N/A) has passed: the job is due at Slurm's next
+    # scheduling cycle.
+    begins = line is not None and line.reason == "BeginTime"
+    until = ((line.started or now) if line is not None else None) if begins else None
+    told = before
+    if told is None or told.job is not job or told.reason != reason or told.until != until:
+        told = NotDemand(job, reason, until=until, held=until is None)
+    return told, (_AGAIN if begins and line is not None and line.started is None else line)
+
+
 class RequestJournal(Protocol):
     """What the driver keeps in the journal (``elb.service.journal.Journal``): Slurm's requests
     and each node's latest ask."""
@@ -195,6 +221,7 @@ class Slurm:
         self._last: SlurmRead | None = None
         self._jobs_memo = JobsMemo()  # the neutral jobs of the last read's squeue lines
         self._held: dict[int, NotDemand] = {}  # the last demand's held jobs, by their identity
+        self._held_lines: dict[int, SlurmJob | object] = {}  # the line each answer was read from (``_held_answer``)
 
     # -- reads -------------------------------------------------------------------------------
     def take_requests(self, now: float) -> tuple[str, ...]:
@@ -225,8 +252,9 @@ class Slurm:
             raise SchedulerError(f"listing {self.config.slurm.requests}: {err.strerror or err}") from err
 
     def read(self, records: Sequence[Node], now: float) -> SchedulerRead:
-        read = self._read()
-        snap = snapshot(read.jobs, read.nodes, now, memo=self._jobs_memo)
+        with paused(keep=True):  # the read's and the snapshot's jobs kept at once (``elb.core.gcpause``)
+            read = self._read()
+            snap = snapshot(read.jobs, read.nodes, now, memo=self._jobs_memo)
         self._last = read  # (after the snapshot: its memo has each of its jobs)
         kept, dropped, gone = asks_now(
             self.journal.asks(),
@@ -255,32 +283,24 @@ class Slurm:
         held = snap.held
         if not held:
             return DemandSplit(snap)
-        # Each pending job's reason by its number (the last entry's, in squeue's order): the
-        # neutral job the last read made of each pending line carries the number (``JobsMemo``).
+        # Each pending job's reason by its number (the last entry's, in squeue's order): each
+        # pending line made one neutral job, waiting or held, in the same order (``jobs_of``).
         reasons: dict[int, SlurmJob] = {}
         if self._last is not None:
-            made = self._jobs_memo.made
-            for sj in self._last.jobs:
-                if sj.state == "PENDING":
-                    reasons[made[id(sj)][1][0].job_id] = sj
-        # The same job held for the same reason as at the pass before: the same NotDemand.
-        before: dict[int, NotDemand] = self._held
-        kept: dict[int, NotDemand] = {}
-        out: list[NotDemand] = []
-        for job in held:
-            line: SlurmJob | None = reasons.get(job.job_id)
-            reason = not_demand_reason(line.reason if line is not None else "") or "held by Slurm"
-            # Held for its begin time only: not yet demand, until then (a requeued job's hold too);
-            # a begin time squeue no longer shows (N/A) has passed: the job is due at Slurm's next
-            # scheduling cycle.
-            until = (line.started or snap.now) if line is not None and line.reason == "BeginTime" else None
-            told = before.get(id(job))
-            if told is None or told.job is not job or told.reason != reason or told.until != until:
-                told = NotDemand(job, reason, until=until, held=until is None)
-            kept[id(job)] = told
-            out.append(told)
-        self._held = kept
-        return DemandSplit(snap, tuple(out))
+            pending = itertools.compress(self._last.jobs, map(_IS_PENDING, map(_STATE, self._last.jobs)))
+            queued = itertools.compress(snap.jobs, map(_NOT_RUNNING, map(_PHASE, snap.jobs)))
+            reasons = dict(zip(map(_JOB_ID, queued), pending, strict=True))  # the last of a number kept
+        # A job held at the pass before whose reason is the very same line: the same NotDemand,
+        # found all at once; the others (and those whose answer reads the time) worked out.
+        ids = list(map(id, held))
+        lines = list(map(reasons.get, map(_JOB_ID, held)))
+        out = cast("list[NotDemand | None]", list(map(self._held.get, ids)))
+        keys = list(map(self._held_lines.get, ids, repeat(_UNSEEN)))
+        for i in list(itertools.compress(count(), map(is_not, lines, keys))):
+            out[i], keys[i] = _held_answer(held[i], lines[i], snap.now, out[i])
+        told = cast("list[NotDemand]", out)
+        self._held, self._held_lines = dict(zip(ids, told, strict=True)), dict(zip(ids, keys, strict=True))
+        return DemandSplit(snap, tuple(told))
 
     # -- the drain and the bring-up ----------------------------------------------------------
     def _read(self) -> SlurmRead:

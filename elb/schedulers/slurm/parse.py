@@ -32,6 +32,7 @@ from typing import cast
 
 import hostlist  # type: ignore[import-untyped]
 
+from elb.core.frozen import quick_init
 from elb.core.gcpause import paused
 from elb.schedulers.timestamps import TIMESTAMP, parse_timestamp
 
@@ -75,6 +76,7 @@ class SlurmParseError(ValueError):
     """Slurm's output is not what elb asked for; the message names the line."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SlurmJob:
     job_id: str  # 8, 8_3, or 8_[6-100%5] (an array's tasks still pending)

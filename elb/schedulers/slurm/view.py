@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from itertools import chain, compress
-from operator import itemgetter, not_
+from itertools import chain, compress, count, repeat
+from operator import is_
 from typing import cast
 
 from elb.core.gcpause import paused
@@ -46,6 +46,8 @@ def host_of(node: SlurmNode) -> Host:
 
 def array_tasks(job_id: str) -> int:
     """Tasks an squeue entry stands for: ``8_[6-100%5]`` (pending tasks of an array) or 1."""
+    if "_[" not in job_id:  # (no array's tasks: 1, without the expression)
+        return 1
     m = _ARRAY.match(job_id)
     if m is None or not m.group(2) or not m.group(2).startswith("["):
         return 1
@@ -64,9 +66,16 @@ def array_tasks(job_id: str) -> int:
     return max(total, 1)
 
 
+def job_number(job_id: str) -> int:
+    """The job's number in squeue's id (``8``, ``8_3``, ``8_[6-100%5]``: 8; 0 for an id that does
+    not start with one): the decimal digits before the first ``_``, or the whole id, what
+    ``_ARRAY`` matches in an id of one line, without the expression."""
+    head = job_id.partition("_")[0]
+    return int(head) if head.isdecimal() else 0  # (isdecimal: the digits \d matches)
+
+
 def jobs_of(job: SlurmJob) -> list[Job]:
-    m = _ARRAY.match(job.job_id)
-    number = int(m.group(1)) if m else 0
+    number = job_number(job.job_id)
     per_node = max(1, job.cpus // max(job.nodes, 1))
     if job.pending:
         phase = JobPhase.WAITING if job.demand else JobPhase.HELD
@@ -103,12 +112,35 @@ def jobs_of(job: SlurmJob) -> list[Job]:
 class JobsMemo:
     """The neutral jobs each ``SlurmJob`` of the last snapshot made (``jobs_of``, a pure function
     of it), by its identity: a job read again from the same squeue line is the same object
-    (``elb.schedulers.slurm.parse.SqueueMemo``), and its jobs are reused. The jobs are kept with
-    the ``SlurmJob``, so an identity stays its own while it is kept (no other object can have
-    it); only the last snapshot's are kept."""
+    (``elb.schedulers.slurm.parse.SqueueMemo``), and its jobs are reused. The last snapshot's
+    ``SlurmJob`` values are kept (``jobs``), so an identity stays its own while it is kept (no
+    other object can have it); only theirs are kept. A line that makes one job (every pending
+    one) is kept as that job, any other as the tuple of its jobs: no container a line."""
 
     def __init__(self) -> None:
-        self.made: dict[int, tuple[SlurmJob, list[Job]]] = {}
+        self.jobs: Sequence[SlurmJob] = ()
+        self.made: dict[int, Job | tuple[Job, ...]] = {}
+
+
+def _made(job: SlurmJob) -> Job | tuple[Job, ...]:
+    """``jobs_of(job)`` as ``JobsMemo`` keeps it: the one job, or the tuple of them."""
+    made = jobs_of(job)
+    return made[0] if len(made) == 1 else tuple(made)
+
+
+def _flat(made: list[Job | tuple[Job, ...]]) -> tuple[Job, ...]:
+    """The jobs of ``made`` (each a job or a tuple of them) in their order: the stretches of
+    single jobs taken whole, the few tuples (running jobs over several nodes, or none) spliced in."""
+    several = list(compress(count(), map(is_, map(type, made), repeat(tuple))))
+    if not several:
+        return tuple(cast("list[Job]", made))
+    pieces: list[Sequence[Job]] = []
+    start = 0
+    for i in several:
+        pieces += (cast("list[Job]", made[start:i]), cast("tuple[Job, ...]", made[i]))
+        start = i + 1
+    pieces.append(cast("list[Job]", made[start:]))
+    return tuple(chain.from_iterable(pieces))
 
 
 def snapshot(
@@ -121,12 +153,12 @@ def snapshot(
             neutral = tuple(j for job in jobs for j in jobs_of(job))
         else:
             keys = list(map(id, jobs))
-            found: list[tuple[SlurmJob, list[Job]] | None] = list(map(memo.made.get, keys))
-            for i in compress(range(len(found)), map(not_, found)):  # the jobs not seen before
-                found[i] = (jobs[i], jobs_of(jobs[i]))
-            made = cast("list[tuple[SlurmJob, list[Job]]]", found)
-            memo.made = dict(zip(keys, made, strict=True))
-            neutral = tuple(chain.from_iterable(map(itemgetter(1), made)))
+            found: list[Job | tuple[Job, ...] | None] = list(map(memo.made.get, keys))
+            for i in compress(range(len(found)), map(is_, found, repeat(None))):  # the jobs not seen before
+                found[i] = _made(jobs[i])
+            made = cast("list[Job | tuple[Job, ...]]", found)
+            memo.jobs, memo.made = jobs, dict(zip(keys, made, strict=True))
+            neutral = _flat(made)
         hosts = tuple(host_of(n) for n in nodes if node_up(n))
     return Snapshot(now=now, jobs=neutral, hosts=hosts)
 
