@@ -422,15 +422,18 @@ class PassPlan:
         return lines
 
 
-def plan_pass(inputs: PassInputs, config: Config, policy: Policy, now: float) -> PassPlan:
+def plan_pass(
+    inputs: PassInputs, config: Config, policy: Policy, now: float, state: ClusterState | None = None
+) -> PassPlan:
     """One pass's actions. The notices' retirements first; then repairs (``elb.core.reconcile``),
     none on a node with an operation in flight; while any is not stuck, scaling waits for the
     next pass (it decides on the cluster as the repairs leave it). Scaling is the policy's plan
     on the demand (with a scheduler that names its nodes, the nodes it asked for, and the ones
     it is done with removed), the admin's orders applied, the warm pool's stops and restarts,
     and the launches cut by the back-off; it never removes a node under repair or with an
-    operation in flight."""
-    state = cluster_state(inputs, now)
+    operation in flight. ``state``: what ``cluster_state`` joined of these inputs' read, when the
+    shell joined it already (``scaling_waits``): a pass joins its read once."""
+    state = cluster_state(inputs, now) if state is None else state
     groups = groups_of(config)
     asks = _plan_asks(inputs, config, now)
     base, hold, around = _regardless_of_scaling(inputs, state, config, groups=groups, asks=asks, now=now)
@@ -740,10 +743,12 @@ def _named(plan: Plan, asks: AskPlan, orders: Orders) -> tuple[Plan, list[Declin
     return named, []
 
 
-def scaling_waits(inputs: PassInputs, config: Config, now: float) -> bool:
+def scaling_waits(inputs: PassInputs, config: Config, now: float, state: ClusterState | None = None) -> bool:
     """Whether this pass's repairs hold scaling (``plan_pass`` then plans no scaling): the shell
-    need not gather what only scaling reads (``PassInputs.demand`` and ``backoff``)."""
-    return _repairs(inputs, cluster_state(inputs, now), config)[2].scaling_waits
+    need not gather what only scaling reads (``PassInputs.demand`` and ``backoff``). ``state``:
+    ``cluster_state(inputs, now)``, joined by the shell to give ``plan_pass`` too."""
+    joined = cluster_state(inputs, now) if state is None else state
+    return _repairs(inputs, joined, config)[2].scaling_waits
 
 
 def cluster_state(inputs: PassInputs, now: float) -> ClusterState:

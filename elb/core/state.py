@@ -383,40 +383,10 @@ def join(
     their instances and the scheduler's hosts and jobs, at ``now`` (the snapshot's time unless
     given). With an ``index``, its producer hands only instances that are not gone."""
     at = snapshot.now if now is None else now
-    flying = frozenset(in_flight)
-    pair = _LAST_JOIN.pair
-    if (
-        pair is not None
-        and type(records) is tuple
-        and type(instances) is tuple
-        and (last := pair[0]).snapshot is snapshot
-        and last.records is records
-        and pair[1] is instances
-        and last.index is index
-        and last.now == at
-        and last.include_gone == include_gone
-        and last.in_flight == flying
-    ):
-        return last
     present = (
         tuple(instances)
         if index is not None
         else tuple(i for i in instances if instance_state(i.state) is not InstanceState.GONE)
     )
     kept = records if isinstance(records, tuple) else tuple(records)  # a producer's tuple kept as is (its identity)
-    state = ClusterState(snapshot, kept, at, present, frozenset(in_flight), include_gone, index)
-    if type(records) is tuple and type(instances) is tuple:
-        _LAST_JOIN.pair = (state, instances)
-    return state
-
-
-class _LastJoin:
-    """``join``'s last state made of tuples, with the tuple of instances it was given: the same
-    records, instances, snapshot and index (the very objects) at the same time, with the same
-    nodes in flight, are the same state (a pass joins what it read for its repairs and again for
-    scaling; the state works out what it is asked once, ``cached_property``)."""
-
-    pair: tuple[ClusterState, tuple[Instance, ...]] | None = None  # replaced whole
-
-
-_LAST_JOIN = _LastJoin()
+    return ClusterState(snapshot, kept, at, present, frozenset(in_flight), include_gone, index)

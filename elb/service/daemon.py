@@ -38,7 +38,7 @@ from elb.core.interfaces import (
     VersionsTemplates,
 )
 from elb.core.model import Node, NodeState, Plan, Snapshot
-from elb.core.planner import PassInputs, PassPlan, count_repair_failures, plan_pass, scaling_waits
+from elb.core.planner import PassInputs, PassPlan, cluster_state, count_repair_failures, plan_pass, scaling_waits
 from elb.core.policy import Policy
 from elb.core.policy.grouped import policy_for
 from elb.core.policy.view import oldest_wait
@@ -206,9 +206,10 @@ class Balancer:
         except Exception as err:  # no action on partial data
             raise PassFailed(f"listing the cloud's workers: {err}") from err
         inputs = self._inputs(read, records, instances, in_flight, self._notices(instances))
-        if not scaling_waits(inputs, self.config, snap.now):
+        state = cluster_state(inputs, snap.now)  # joined once: scaling's inputs add no record, instance or job
+        if not scaling_waits(inputs, self.config, snap.now, state):
             inputs = self._for_scaling(inputs, read)
-        plan = plan_pass(inputs, self.config, self.policy, snap.now)
+        plan = plan_pass(inputs, self.config, self.policy, snap.now, state)
         result = PassResult(True, snap.now, plan.scaling or Plan(reason=plan.scaling_note), snap, planned=plan)
         self._carry_out(plan, inputs, self.actuator(), result)
         self.collect_finished(result)

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from elb.core import planner
 from elb.core.config import Config, parse_config
 from elb.core.drivers import node_plays
 from elb.core.interfaces import TAG_GROUP, Instance, NodeSpec
@@ -215,3 +217,20 @@ def test_an_adopted_worker_joins_the_node_group_its_tag_names_when_that_group_is
     assert result.ok, result.error
     groups = {n.name: n.group for n in journal.nodes()}
     assert groups == {"node001": "gpu", "node002": None, "node003": None}, result.summary()
+
+
+def test_a_live_pass_joins_its_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The repairs' verdict on scaling and the plan read one joined state: the shell joins the
+    pass's read once and gives it to both (``planner.cluster_state``)."""
+    joins: list[object] = []
+    real = planner.join  # type: ignore[attr-defined]  # the planner's own import, counted
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        joins.append(args)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(planner, "join", counted)
+    bal, _, _, _ = balancer(config(tmp_path), [pending(1, LONG)])
+    result = bal.run_pass()
+    assert result.ok and result.plan is not None and result.plan.add == 1, result.summary()
+    assert len(joins) == 1

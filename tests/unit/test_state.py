@@ -111,37 +111,3 @@ def test_the_jobs_started_on_each_host_are_worked_out_again_for_other_jobs() -> 
     snap = Snapshot(T0, one, ())
     assert join([], (), snap).jobs_on == join([], (), snap).jobs_on == jobs_started_on(one)
     assert busy_hosts(snap) == {"node000", "node001", "node002"}
-
-
-def test_a_join_of_the_very_same_read_is_the_same_state_and_any_other_a_new_one() -> None:
-    """A pass joins its read for its repairs and again for scaling: the very same tuples of
-    records and instances, snapshot and index, at the same time with the same nodes in flight,
-    give the state joined before (what it worked out kept); anything else another state, the one
-    a first join makes."""
-    records = (
-        Node("node001", NodeState.READY, T0 - 900, "i-1", ready_at=T0 - 800),
-        Node("node002", NodeState.TERMINATED, T0 - 900, "i-2"),
-    )
-    instances = (Instance("i-1", "node001", "running", T0 - 900), Instance("i-2", "node002", "gone", T0 - 900))
-    snap = Snapshot(T0, (Job(1, "j", "u", "r", JobPhase.RUNNING, 1, queue="all.q@node001"),), ())
-    first = join(records, instances, snap, include_gone=True, now=T0)
-    assert join(records, instances, snap, include_gone=True, now=T0) is first
-    others = [
-        join(records, instances, snap, now=T0),
-        join(records, instances, snap, include_gone=True, now=T0 + 1),
-        join(records, instances, snap, ("node001",), include_gone=True, now=T0),
-        join(records[:1] + records[1:], instances, snap, include_gone=True, now=T0),
-        join(records, instances[:1], snap, include_gone=True, now=T0),
-        join(records, instances, Snapshot(T0, (), ()), include_gone=True, now=T0),
-    ]
-    for st in others:
-        assert st is not first
-    assert [m.name for m in others[0].nodes] == ["node001"]
-    assert others[1].now == T0 + 1 and others[2].in_flight == {"node001"}
-    assert others[4].instances == (instances[0],) and others[5].jobs_on == {}
-    changing = list(instances)
-    listed = join(records, changing, snap, include_gone=True, now=T0)
-    changing.pop()
-    again = join(records, changing, snap, include_gone=True, now=T0)
-    assert again is not listed and again.instances == (instances[0],)
-    assert join(records, instances, snap, include_gone=True, now=T0).jobs_on == first.jobs_on
