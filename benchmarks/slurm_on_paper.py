@@ -16,9 +16,9 @@ the master's work for the n - 1 nodes more:
   alone (nodes not started, up to 250; measured at load 6, so above its CPU), which runs on one
   core (each step is one module run for the batch), plus the munge key's write over SSH, which the
   master's part alone leaves out (it needs the nodes): its module runs a node on the node (wait for
-  SSH, the init system's stat, the key's stat, the write, its owner and mode) at what Ansible's
-  controller spends a module run (0.13 s, the Grid Engine push's split), spread over the cores at
-  best and on one at worst.
+  SSH, then the key's writer, which compares, writes, sets owner and mode and restarts munged in
+  one run) at what Ansible's controller spends a module run (0.13 s, the Grid Engine push's
+  split), spread over the cores at best and on one at worst.
 
 Not in the figures: EC2's own time to start a thousand instances (its request rates), Slurm's
 handling of a resume request and of the registrations of a thousand nodes (each is one request
@@ -44,7 +44,7 @@ PUSH_CPU = [(1, 24.4), (4, 4 * 14.2), (8, 8 * 11.1), (16, 16 * 8.5)]
 ADMIT_WALL = [(1, 17.6), (16, 28.3), (100, 49.3), (250, 119.0)]
 # The master's part alone: nodes, the remove play's wall seconds.
 REMOVE_WALL = [(1, 8.5), (16, 17.5), (100, 40.2), (250, 65.2)]
-KEY_RUNS = 5  # the munge key's module runs on each node (roles/munge/tasks/push.yml)
+KEY_RUNS = 2  # the munge key's module runs on each node (roles/munge/tasks/push.yml)
 RUN_CPU = 0.13  # Ansible's controller CPU a module run (seconds)
 
 

@@ -279,8 +279,45 @@ def test_every_munge_task_that_holds_the_key_is_not_logged() -> None:
         for t in _tasks(f)
         if "block" not in t and ("ansible.builtin.slurp" in t or "munge_master_key.content" in str(t))
     ]
-    assert len(carrying) == 4  # main and push each read the key once and write it once
+    assert len(carrying) == 2  # key.yml (main's and push's) reads it once and writes it once
     assert all(t.get("no_log") is True for t in carrying), [t["name"] for t in carrying]
+
+
+# Actions that run on Ansible's controller alone: no module run on the node.
+CONTROLLER_ONLY = {"ansible.builtin.assert", "ansible.builtin.fail", "ansible.builtin.set_fact", "ansible.builtin.meta"}
+
+
+def _with_imports(tasks_dir: Path, name: str) -> list[dict[str, Any]]:
+    """A task file's tasks with each ``import_tasks`` of the role replaced by its tasks, in order."""
+    out: list[dict[str, Any]] = []
+    for t in _tasks(tasks_dir / name):
+        imported = t.get("ansible.builtin.import_tasks")
+        out.extend(_with_imports(tasks_dir, imported) if isinstance(imported, str) else [t])
+    return out
+
+
+def test_the_push_costs_each_node_the_module_runs_the_paper_estimate_counts() -> None:
+    tasks = _with_imports(REPO / "roles" / "munge" / "tasks", "push.yml")
+    on_node = [
+        t["name"] for t in tasks if not t.get("run_once") and "delegate_to" not in t and not CONTROLLER_ONLY & t.keys()
+    ]
+    assert on_node == ["Wait until the node answers SSH", "Write the munge key on the node"]
+    assert not any("notify" in t for t in tasks)  # no handler runs more on the node: the writer restarts munged
+    paper = (REPO / "benchmarks" / "slurm_on_paper.py").read_text()
+    assert f"KEY_RUNS = {len(on_node)} " in paper
+
+
+def test_the_key_goes_to_the_roles_writer_on_its_stdin_alone() -> None:
+    (write_task,) = [
+        t for t in _tasks(REPO / "roles" / "munge" / "tasks" / "key.yml") if "ansible.builtin.command" in t
+    ]
+    cmd = write_task["ansible.builtin.command"]
+    assert cmd["argv"][:2] == ["python3", "-c"] and "munge_key_writer.py" in cmd["argv"][2]
+    assert (REPO / "roles" / "munge" / "files" / "munge_key_writer.py").is_file()
+    assert "munge_master_key" not in str(cmd["argv"]) and cmd["stdin"] == "{{ munge_master_key.content }}"
+    assert write_task["no_log"] is True and write_task["failed_when"] is False  # its failure is said by the next task
+    main = _with_imports(REPO / "roles" / "munge" / "tasks", "main.yml")
+    assert write_task in main  # the pushed mode's path writes the key with the same writer
 
 
 def test_the_admit_play_pushes_the_key_before_it_publishes_the_file_the_node_waits_for() -> None:
