@@ -79,10 +79,8 @@ class WaitingJobs(Generic[N, T]):
             del self._by_need[need]
 
     def head(self) -> T | None:
-        """The oldest item, or None."""
-        if not self._by_need:
-            return None
-        return min(queue[0] for queue in self._by_need.values())[1]  # by number: numbers differ
+        """The oldest item, or None: the first of ``_all`` (in submission order, as ``add`` made it)."""
+        return next(iter(self._all.values()), None)
 
     def start_in_order(self, start: Callable[[T], bool]) -> None:
         """Offer items to ``start`` in submission order, each until it declines one: then the
