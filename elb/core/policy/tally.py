@@ -126,14 +126,13 @@ class _Seen(Generic[T]):
             return (), ()
         if isinstance(seq, Revised) and seq.after == id(self.seq):
             ids = self.ids
-            went = list(map(id, seq.gone))
-            arrived = dict(zip(map(id, seq.came), seq.came, strict=True))
-            known = len(ids)
-            for key in went:
-                ids.pop(key, None)
-            if len(ids) != known - len(went) or len(arrived) != len(seq.came) or not arrived.keys().isdisjoint(ids):
-                return None  # one that went was not there, or one that came is there or came twice
-            ids.update(arrived)
+            for obj in seq.gone:
+                if ids.pop(id(obj), None) is None:
+                    return None
+            for obj in seq.came:
+                if id(obj) in ids:
+                    return None
+                ids[id(obj)] = obj
             self.seq = seq
             return seq.gone, seq.came
         new = dict(zip(map(id, seq), seq, strict=True))
