@@ -314,30 +314,34 @@ class ClusterState:
         found = ((name, index.instances.get(name)) for name in index.suspects if name in skip)
         return tuple((name, inst) for name, inst in found if inst is not None)
 
-    @cached_property
+    # What the index holds is read off it as it is (a plain property: a pass asks a few of these,
+    # and Python 3.11's ``cached_property`` takes a lock at each read); without one, a scan kept.
+    @property
     def unaccounted(self) -> tuple[Instance, ...]:
         """The instances whose id no record has (the index's, or a scan)."""
-        if self.index is not None:
-            return self.index.unaccounted
+        return self.index.unaccounted if self.index is not None else self._unaccounted_scan
+
+    @cached_property
+    def _unaccounted_scan(self) -> tuple[Instance, ...]:
         known = {r.instance_id for r in self.records if r.instance_id}
         return tuple(i for i in self.instances if i.instance_id not in known)
 
-    @cached_property
+    @property
     def pooled(self) -> tuple[Node, ...]:
         """The records stopping or stopped in a warm pool (the index's, or a scan)."""
-        if self.index is not None:
-            return self.index.pooled
+        return self.index.pooled if self.index is not None else self._pooled_scan
+
+    @cached_property
+    def _pooled_scan(self) -> tuple[Node, ...]:
         return tuple(r for r in self.records if r.state in POOLED)
 
     @cached_property
-    def _records_by(self) -> Mapping[str, Node]:
-        if self.index is not None:
-            return self.index.records
+    def _records_scan(self) -> Mapping[str, Node]:
         return {r.name: r for r in self.records}
 
     def record(self, name: str) -> Node | None:
         """The record of ``name`` (the last of a name, as the journal keeps one a name)."""
-        return self._records_by.get(name)
+        return (self.index.records if self.index is not None else self._records_scan).get(name)
 
     def host(self, name: str) -> Host | None:
         return self.index.hosts.get(name) if self.index is not None else self.hosts.get(name)

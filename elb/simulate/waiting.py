@@ -29,6 +29,7 @@ class WaitingJobs(Generic[N, T]):
         self._need: dict[int, N] = {}  # seq -> its need
         self._by_need: dict[N, deque[tuple[int, T]]] = {}  # oldest first; needs with no item are dropped
         self._seq = 0
+        self._first = 0  # no number below it waits (``head``)
 
     def __len__(self) -> int:
         return len(self._all)
@@ -79,10 +80,13 @@ class WaitingJobs(Generic[N, T]):
             del self._by_need[need]
 
     def head(self) -> T | None:
-        """The oldest item, or None."""
-        if not self._by_need:
-            return None
-        return min(queue[0] for queue in self._by_need.values())[1]  # by number: numbers differ
+        """The oldest item, or None: the lowest number still waiting (every number below
+        ``_first`` is taken out, so each is passed over once)."""
+        first, waiting = self._first, self._all
+        while first < self._seq and first not in waiting:
+            first += 1
+        self._first = first
+        return waiting.get(first)
 
     def start_in_order(self, start: Callable[[T], bool]) -> None:
         """Offer items to ``start`` in submission order, each until it declines one: then the

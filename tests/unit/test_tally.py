@@ -297,12 +297,15 @@ def test_a_capacity_tally_kept_up_to_date_equals_one_built_afresh(
     inputs whole holds: its entries, its booting and idle workers, the idle ones by idle since,
     the index of bins a forecast packs on (ready and booting workers), the waiting slots."""
     kept = CapacityTally()
+    late = CapacityTally()  # its ready workers with room read only after the last step
     last: list[tuple[object, ...]] = []
+    modelled = True
     for hosts, nodes, jobs, kind, later in steps:
         now = T0 + later
         made, last = _as_given((jobs, hosts, nodes), kind, last)
         snapshot = Snapshot(now, made[0], made[1])  # type: ignore[arg-type]
         modelled = kept.update_for(snapshot, made[2], "master", "node", spn)  # type: ignore[arg-type]
+        assert late.update_for(snapshot, made[2], "master", "node", spn) is modelled  # type: ignore[arg-type]
         afresh = CapacityTally()
         whole = Snapshot(now, tuple(jobs), tuple(hosts))
         assert afresh.update_for(whole, tuple(nodes), "master", "node", spn) is modelled
@@ -314,6 +317,9 @@ def test_a_capacity_tally_kept_up_to_date_equals_one_built_afresh(
             bins |= {named(n): (e.booting or spn, e.booting or spn) for n, e in entries if e.booting is not None}
             assert kept.bins._free == bins
             assert kept._ready_count == sum(e.ready is not None for _, e in entries)
+            assert kept.ready_room == sorted(n for n, e in entries if e.room is not None)
+    if modelled:
+        assert late.ready_room == kept.ready_room
 
 
 def test_inputs_it_does_not_model_make_it_forget_and_the_view_decide() -> None:
@@ -324,6 +330,14 @@ def test_inputs_it_does_not_model_make_it_forget_and_the_view_decide() -> None:
     assert tally.update(Snapshot(T0, (), (h, host("node001", used=2))), (), "master", "node") is False
     assert tally.update(Snapshot(T0, (), (h,)), (), "master", "node") is True
     assert tally.size == 1
+    # A change said to go that was never there, or to come that is there already, or twice.
+    other = host("node002")
+    for came, gone in (((other,), (other,)), ((h,), ()), ((other, other), ())):
+        before = (h,)
+        assert tally.update(Snapshot(T0, (), before), (), "master", "node") is True
+        revised = Revised((h, *came), before, came, gone)
+        assert tally.update(Snapshot(T0, (), revised), (), "master", "node") is False
+        assert tally.size == 0
 
 
 def test_a_list_changed_in_place_is_taken_in_again() -> None:

@@ -181,7 +181,7 @@ class WorkerTally:
         self._numbers: dict[int, int] = {}  # node numbers in use (hosts and every record), and their uses
         self._number_of: dict[str, int | None] = {}  # each name's number (None: not one of ``prefix``)
         self._highest: int | None = 0  # the highest of ``_numbers`` (None: to find)
-        self.ready_room: list[str] = []  # ready workers with free slots, by name
+        self._ready_room: list[str] | None = None  # ``ready_room`` once read (None: not kept)
         self.booting: list[str] = []  # booting workers, by name
         self.idle: list[str] = []  # managed idle workers, by name
 
@@ -191,6 +191,15 @@ class WorkerTally:
             self._forget(self._master, self._prefix)
 
     # -- what a decision reads ------------------------------------------------------------------
+    @property
+    def ready_room(self) -> list[str]:
+        """The ready workers with free slots, by name: made at the first read, then kept up to
+        date (Slurm's peer reads it; elb's policy and the other peers never do, and do not pay
+        for keeping it)."""
+        if self._ready_room is None:
+            self._ready_room = sorted(name for name, e in self._entries.items() if e.room is not None)
+        return self._ready_room
+
     @property
     def size(self) -> int:
         """``ClusterView.size``: workers that exist or are coming; the master excluded."""
@@ -457,8 +466,8 @@ class WorkerTally:
             self._up_total += e.up_total - o.up_total
         if o.busy != e.busy:
             self._busy += 1 if e.busy else -1
-        if (o.room is None) != (e.room is None):
-            _move(self.ready_room, name, o.room is not None, e.room is not None)
+        if (o.room is None) != (e.room is None) and self._ready_room is not None:
+            _move(self._ready_room, name, o.room is not None, e.room is not None)
         if (o.booting is None) != (e.booting is None):
             _move(self.booting, name, o.booting is not None, e.booting is not None)
         if (o.idle_since is None) != (e.idle_since is None):
