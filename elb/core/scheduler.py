@@ -146,6 +146,17 @@ class BindsOnDemand(Protocol):
     def bind_on_demand(self, job: int, hard_requests: Mapping[str, str], groups: NodeGroups) -> str: ...
 
 
+@runtime_checkable
+class ParksNodes(Protocol):
+    """Optional capability of a driver: ``before_launch`` is told, in the pass, the names of the
+    nodes elb is about to launch, before the pass starts their launch and its give-backs (Slurm:
+    their addresses parked, so that a job's kill that reaches them before their instances have
+    an address in Slurm looks no name up); ``SchedulerError`` when it could not, which stops
+    nothing. Without it: nothing is done before a launch."""
+
+    def before_launch(self, names: Sequence[str]) -> None: ...
+
+
 class Scheduler(Protocol):
     """A batch scheduler elb adds nodes to (see the module's description)."""
 

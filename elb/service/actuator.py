@@ -49,7 +49,7 @@ from elb.core.model import Node, NodeState, Removal, WitnessKeep
 from elb.core.noticeplan import Retire
 from elb.core.planner import Cleanup, Drain, cleanup_verdict, drain_verdict, witness_needed, witness_verdict
 from elb.core.reconcile import Repair, RepairKind
-from elb.core.scheduler import BindsOnDemand, Scheduler, SchedulerError
+from elb.core.scheduler import BindsOnDemand, ParksNodes, Scheduler, SchedulerError
 from elb.core.timeline import Step
 from elb.service.journal import Journal
 
@@ -168,12 +168,18 @@ class Actuator:
     # -- grow ----------------------------------------------------------------------------
     def request(self, names: Sequence[str], reason: str, groups: Mapping[str, str] | None = None) -> None:
         """Journal the new nodes as requested (they count as booting from now on), each with
-        its node group when ``groups`` names one."""
+        its node group when ``groups`` names one, and tell a driver that ``ParksNodes`` (in the
+        pass: before their launch and the pass's give-backs start)."""
         for name in names:
             group = None if groups is None else groups.get(name)
             self.journal.record(
                 name, NodeState.REQUESTED, self.clock(), detail=reason, group=group, step=Step.REQUESTED
             )
+        if isinstance(self.scheduler, ParksNodes) and names:
+            try:
+                self.scheduler.before_launch(names)
+            except SchedulerError as err:
+                log.warning("%s: before their launch: %s", ", ".join(names), err)
 
     def launch(self, names: Sequence[str], out: Outcomes) -> None:
         """Launch requested nodes (each journalled ``launching`` first), then bring them up in one

@@ -106,7 +106,11 @@ def test_a_node_given_back_that_elb_never_launched_is_parked_before_its_power_do
     r.slurm.ask("node001", "node002")
     r.ask(RequestKind.RESUME, "node[001-002]")
     r.run()
-    assert r.scontrol("park", "power_down_force") == [("park", "node002"), ("power_down_force", "node002")]
+    assert r.scontrol("park", "power_down_force") == [
+        ("park", "node001"),  # launched: parked until its instance's address is set
+        ("park", "node002"),
+        ("power_down_force", "node002"),
+    ]
     assert r.slurm.addresses == {"node001": "10.77.0.50", "node002": NO_INSTANCE}
     assert [c[:2] for c in r.scontrol("address")] == [("address", "node001")]  # set once
 
@@ -147,3 +151,18 @@ def test_the_addresses_of_a_burst_go_in_one_update_and_a_refusal_fails_only_its_
     assert r.slurm.address_batches[1:] == [(n,) for n in names]  # then each alone
     assert r.state("node003") is NodeState.FAILED
     assert [r.state(n) for n in names if n != "node003"] == [NodeState.READY] * 3
+
+
+def test_the_nodes_a_pass_launches_are_parked_before_its_give_backs_and_their_addresses(tmp_path: Path) -> None:
+    """A job Slurm put on two nodes, one elb launches and one it gives back: the give-back
+    requeues the job and slurmctld sends its kill to both, the launched one too, whose instance
+    has no address in Slurm yet. Parked in the pass, before the give-back and the launch start,
+    that send looks no name up either; the node's address is set as it comes up."""
+    r = rig(tmp_path, policy={"max_nodes": 1})
+    r.slurm.ask("node001", "node002")
+    r.ask(RequestKind.RESUME, "node[001-002]")
+    r.run()
+    order = [c[:2] for c in r.scontrol("park", "power_down_force", "address")]
+    assert order.index(("park", "node001")) < order.index(("power_down_force", "node002"))
+    assert order.index(("park", "node001")) < order.index(("address", "node001"))
+    assert r.slurm.addresses == {"node001": "10.77.0.50", "node002": NO_INSTANCE}

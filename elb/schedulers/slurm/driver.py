@@ -438,6 +438,12 @@ class Slurm:
         if drained:
             self._scontrol(lambda: self.slurm.undrain(drained))
 
+    def before_launch(self, names: Sequence[str]) -> None:
+        """Park the nodes elb is about to launch (``ParksNodes``): a give-back of the same pass
+        requeues a job Slurm put on them too, and its kill reaches them before their instances
+        have an address in Slurm (``prepare`` sets it)."""
+        self._scontrol(lambda: self.slurm.park(list(names)))
+
     def resumed(self, host: str) -> None:
         return None  # its slurmd registers by itself when the instance starts
 
