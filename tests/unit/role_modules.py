@@ -3,13 +3,14 @@ for the unit tests that call their functions and run their files as Ansible does
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from tests.unit.loadfile import load_file
 
 ROLES = Path(__file__).resolve().parents[2] / "roles"
 
@@ -19,12 +20,7 @@ def module_path(role: str, name: str) -> Path:
 
 
 def load(role: str, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, module_path(role, name))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
+    return load_file(module_path(role, name), name)
 
 
 def run(module: Path, tmp_path: Path, **args: Any) -> tuple[int, dict[str, Any]]:

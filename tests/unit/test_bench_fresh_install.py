@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.unit.loadfile import load_file
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_fresh_install.py"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_fresh_install", BENCHMARK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_file(BENCHMARK, "bench_fresh_install")
 
 
 def _run(bench: ModuleType, wall: float) -> object:

@@ -3,8 +3,6 @@ nothing (launched for jobs other nodes took first) apart: their boots and idle t
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -12,18 +10,14 @@ import pytest
 
 from elb.simulate.engine import NodeLife
 from elb.simulate.swf import SimJob
+from tests.unit.loadfile import load_file
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "bound_gap.py"
 
 
 @pytest.fixture(scope="module")
 def gap() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bound_gap", BENCHMARK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_file(BENCHMARK, "bound_gap")
 
 
 def test_the_nodes_that_ran_nothing_are_split_apart(gap: ModuleType) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import grp
-import importlib.util
 import json
 import os
 import pwd
@@ -21,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from tests.unit.loadfile import load_file
+
 WRITER = Path(__file__).resolve().parents[2] / "roles" / "munge" / "files" / "munge_key_writer.py"
 KEY = bytes(range(256)) * 4  # munge's keys are binary: 1024 bytes here
 OTHER = b"the image's own key" * 50
@@ -30,16 +31,7 @@ MY_GROUP = grp.getgrgid(os.getgid()).gr_name
 
 @pytest.fixture(scope="module")
 def writer() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("munge_key_writer", WRITER)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # no __pycache__ in the role
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.dont_write_bytecode = saved
-    return module
+    return load_file(WRITER, "munge_key_writer", bytecode=False)  # no __pycache__ in the role
 
 
 def write(tmp_path: Path, key: bytes = KEY, *, owner: str = ME, stdin: str | None = None) -> tuple[int, dict[str, Any]]:

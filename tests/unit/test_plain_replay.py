@@ -5,9 +5,7 @@ whole-node jobs in bursts, with and without a requested time) and on KTH."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -16,6 +14,7 @@ import pytest
 from elb.simulate.engine import SimSettings
 from elb.simulate.runner import build_policy, prepare, replay
 from elb.simulate.swf import SimJob, Workload, read_swf
+from tests.unit.loadfile import load_file
 from tests.unit.traces import KTH, needs
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "plain_replay.py"
@@ -24,12 +23,7 @@ POLICIES = ["elb", "slurm", "parallelcluster", "starcluster"]
 
 @pytest.fixture(scope="module")
 def plain() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("plain_replay", BENCHMARK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_file(BENCHMARK, "plain_replay")
 
 
 def _log(path: Path, seed: int, count: int = 300) -> Path:

@@ -4,13 +4,14 @@ points, and the table of docs/results/testcluster-add.md that it prints."""
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.unit.loadfile import load_file
 
 REPO = Path(__file__).resolve().parents[2]
 BENCHMARK = REPO / "benchmarks" / "slurm_on_paper.py"
@@ -19,12 +20,7 @@ RESULTS = REPO / "docs" / "results" / "testcluster-add.md"
 
 @pytest.fixture(scope="module")
 def paper() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("slurm_on_paper", BENCHMARK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_file(BENCHMARK, "slurm_on_paper")
 
 
 def test_one_node_waits_what_one_node_was_measured_to(paper: ModuleType) -> None:
