@@ -46,8 +46,9 @@ SPN, BOOT, POLL, CAP = 8, 300.0, 60.0, 4.0
 PEEK, PEEK_GAP = PolicyConfig().peek_interval, PolicyConfig().peek_gap
 CHEAP_IDLE = "0.0625"
 # And elb as quick as an admin may make it: a peek every 2 s, a pass at most every 2 s, over the
-# default and the longest idle rule.
-QUICKEST, QUICKEST_IDLE = 2.0, ("0.5", "4")
+# default idle rule and longer ones, up to idle nodes kept 16 boots (the peers' quickest points keep
+# theirs 30 minutes and more: elb's frontier is compared with them at the quick end too).
+QUICKEST, QUICKEST_IDLE = 2.0, ("0.5", "4", "6", "8", "12", "16")
 COMMAND = "python benchmarks/bench_frontier.py"
 # What follows this line in the page is written by hand (what the figures were found to mean) and
 # kept when the page is written again.
@@ -334,10 +335,11 @@ def page(outcomes: list[Outcome], days: float | None, run: dict[str, Any]) -> st
         f"; and elb at `idle_factor` {CHEAP_IDLE}, elb's defaults with plain polling (`peek=0`), and elb peeking "
         f"every {QUICKEST:g} s with a pass at most every {QUICKEST:g} s over `idle_factor` {', '.join(QUICKEST_IDLE)}"
     )
+    procs = "process" if workers == 1 else "processes"
     head = [
         "# Frontiers: what each wait costs, per policy",
         "",
-        f"Regenerate: `{COMMAND}` (the page and its pictures; {wall / 60:.0f} min on {workers} processes of a "
+        f"Regenerate: `{COMMAND}` (the page and its pictures; {wall / 60:.0f} min on {workers} {procs} of a "
         f"2-core machine shared with other work, load average {load:.1f} at the end; "
         f"{day}).",
         "",
