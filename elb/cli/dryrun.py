@@ -119,10 +119,10 @@ def dry_run(
         out(f"  a new node has {slots} slot{'s' if slots != 1 else ''} ({source})")
     else:
         for g in groups.groups:
-            offers = ", ".join(f"{k}={v}" for k, v in g.offers.items()) or "no complex values"
+            own = g.scheduler_options.describe()  # the driver's words for its settings of the group
             out(
-                f"  group {g.name}: {g.slots} slot{'s' if g.slots != 1 else ''} a node, {offers}, "
-                f"queues {','.join(g.queues)}, {g.min_nodes}-{g.max_nodes} nodes"
+                f"  group {g.name}: {g.slots} slot{'s' if g.slots != 1 else ''} a node, {own + ', ' if own else ''}"
+                f"{g.min_nodes}-{g.max_nodes} nodes"
             )
     out(f"  a new node is ready {minutes(p.boot_time)} after launch (policy.boot_time)")
     out(f"  a pass every {minutes(cfg.poll_interval)} (poll_interval)")

@@ -35,6 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Self
 
+from elb.clouds.ec2.groupoptions import Ec2GroupOptions
 from elb.core.checks import Check
 from elb.core.config import Config, LocalConfig
 from elb.core.interfaces import (
@@ -513,6 +514,12 @@ def choose_address(name: str, free: Sequence[str], book: Mapping[str, str]) -> s
 
 
 # ---------------------------------------------------------------- as cloud.provider: local
+
+
+# A node group's own settings: EC2's keys (instance types or a launch template, a placement
+# group), so that a group written for EC2 runs unchanged on the test cluster, which stands in for
+# it. The containers are all one kind: the local cloud reads none of them.
+GROUP_OPTIONS = Ec2GroupOptions
 
 
 def make(cfg: Config) -> LocalCloud:

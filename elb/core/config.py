@@ -29,6 +29,7 @@ from pydantic import (
 from elb.core import yamlfile
 from elb.core.budget import Budget
 from elb.core.durations import PacingSeconds, PositiveSeconds, Seconds, parse
+from elb.core.groupoptions import cloud_options, scheduler_options
 from elb.core.groups import (
     MAX_SLOTS,
     SPOT_NOT_STOPPED,
@@ -42,7 +43,7 @@ from elb.core.groups import (
     unique,
 )
 from elb.core.naming import MAX_NODES
-from elb.core.registry import CLOUDS, SCHEDULERS, known
+from elb.core.registry import CLOUDS, DEFAULT_CLOUD, DEFAULT_SCHEDULER, SCHEDULERS, known
 from elb.core.warmpool import WarmPool
 
 DEFAULT_CONFIG_PATH = Path("/etc/elb/elb.yml")
@@ -286,7 +287,7 @@ class LocalConfig(_Strict):
 
 
 class CloudConfig(_Strict):
-    provider: CloudName = "ec2"  # a cloud of elb.core.registry: ec2, local (podman nodes), or one registered
+    provider: CloudName = DEFAULT_CLOUD  # a cloud of elb.core.registry: ec2, local (podman nodes), or one registered
     ec2: Ec2Config = Field(default_factory=Ec2Config)
     local: LocalConfig = Field(default_factory=LocalConfig)
 
@@ -389,7 +390,7 @@ class Config(_Strict):
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     # The batch scheduler elb serves: Grid Engine (elb's passes decide growth from the queue) or
     # Slurm (Slurm's power saving asks for nodes; elb launches, provisions and removes them).
-    scheduler: SchedulerName = "sge"  # a scheduler of elb.core.registry: sge, slurm, or one registered
+    scheduler: SchedulerName = DEFAULT_SCHEDULER  # a scheduler of elb.core.registry: sge, slurm, or one registered
     sge: SgeConfig = Field(default_factory=SgeConfig)
     slurm: SlurmConfig = Field(default_factory=SlurmConfig)
     cloud: CloudConfig = Field(default_factory=CloudConfig)
@@ -419,6 +420,28 @@ class Config(_Strict):
             if g.slots > MAX_SLOTS:
                 raise ValueError(f"group {g.name!r}: slots: at most {MAX_SLOTS}, a node's most ({g.slots} given)")
         return groups
+
+    @model_validator(mode="before")
+    @classmethod
+    def _groups_of_the_drivers(cls, data: object) -> object:
+        """Each node group's keys of the configured scheduler and cloud go to their options
+        (``elb.core.groups.NodeGroup``): the groups are read here, knowing which they are. A
+        scheduler or cloud elb does not know leaves them to its own error."""
+        if not isinstance(data, dict) or not isinstance(data.get("node_groups"), list):
+            return data
+        scheduler = data.get("scheduler", DEFAULT_SCHEDULER)
+        cloud = data.get("cloud", {})
+        provider = cloud.provider if isinstance(cloud, CloudConfig) else DEFAULT_CLOUD
+        if isinstance(cloud, dict):
+            provider = cloud.get("provider", DEFAULT_CLOUD)
+        if not (
+            isinstance(scheduler, str) and scheduler in SCHEDULERS and isinstance(provider, str) and provider in CLOUDS
+        ):
+            return data
+        read = _ReadGroups.model_validate(
+            {"node_groups": data["node_groups"]}, context={"scheduler": scheduler, "cloud": provider}
+        )
+        return {**data, "node_groups": read.node_groups}
 
     @model_validator(mode="before")
     @classmethod
@@ -557,10 +580,9 @@ class Config(_Strict):
             slots_per_node=slots_per_node,
             max_nodes=p.max_nodes,
             min_nodes=p.min_nodes,
-            queue=self.sge.queue,
-            hostgroup=self.sge.hostgroup,
-            instance_types=self.cloud.ec2.instance_types,
             warm_pool=p.warm_pool,
+            scheduler_options=scheduler_options(self.scheduler).of_config(self),
+            cloud_options=cloud_options(self.cloud.provider).of_config(self),
         )
         return NodeGroups(groups=[group])
 
@@ -586,6 +608,14 @@ def _seconds_or_same(value: object) -> object:
         except ValueError:
             return value
     return value
+
+
+class _ReadGroups(BaseModel):
+    """``node_groups`` read with the configured scheduler and cloud (``Config._groups_of_the_drivers``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    node_groups: list[NodeGroup] = Field(min_length=1)
 
 
 # The node groups of the last configs asked (``Config.groups``), by (config id, slots).

@@ -1,16 +1,16 @@
 """What the module of a scheduler driver and of a cloud adapter provides (``SchedulerModule``,
 ``CloudModule``), what a scheduler's nodes need from the provisioner (``NodePlays``), and the
-module serving a name of ``elb.core.registry``, imported when first asked for."""
+module serving a name of ``elb.core.registry``, imported when first asked for (the models of
+their own settings of a node group: ``elb.core.groupoptions``)."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from elb.core.registry import CLOUDS, SCHEDULERS, known
+from elb.core.registry import CLOUDS, SCHEDULERS, load
 
 if TYPE_CHECKING:
     from elb.core.attribution import JobUse
@@ -73,7 +73,8 @@ class NodePlays:
 
 class SchedulerModule(Protocol):
     """What the module of a scheduler driver provides; optionally also ``node_plays(cfg)``, a
-    ``NodePlays`` (without it, ``NodePlays()``)."""
+    ``NodePlays`` (without it, ``NodePlays()``), and its own settings of a node group
+    (``GROUP_OPTIONS`` and ``group_options(cfg)``: ``elb.core.groupoptions``)."""
 
     TITLE: str  # its name in ``elb init``'s sentences, as its users write it
 
@@ -111,7 +112,8 @@ class SchedulerModule(Protocol):
 
 
 class CloudModule(Protocol):
-    """What the module of a cloud adapter provides."""
+    """What the module of a cloud adapter provides; optionally also its own settings of a node
+    group (``GROUP_OPTIONS`` and ``group_options(cfg)``: ``elb.core.groupoptions``)."""
 
     def settings(self, cfg: Config) -> CloudSettings:
         """What the pass reads of this cloud's section of the config, in the core's words."""
@@ -133,7 +135,7 @@ class CloudModule(Protocol):
 
 def scheduler_module(name: str) -> SchedulerModule:
     """The module of the scheduler named ``name`` (``ValueError`` for an unknown name)."""
-    return cast("SchedulerModule", importlib.import_module(SCHEDULERS[known(SCHEDULERS, name, "scheduler")]))
+    return cast("SchedulerModule", load(SCHEDULERS, name, "scheduler"))
 
 
 def node_plays(cfg: Config) -> NodePlays:
@@ -145,7 +147,7 @@ def node_plays(cfg: Config) -> NodePlays:
 
 def cloud_module(name: str) -> CloudModule:
     """The module of the cloud named ``name`` (``ValueError`` for an unknown name)."""
-    return cast("CloudModule", importlib.import_module(CLOUDS[known(CLOUDS, name, "cloud provider")]))
+    return cast("CloudModule", load(CLOUDS, name, "cloud provider"))
 
 
 def cloud_settings(cfg: Config) -> CloudSettings:

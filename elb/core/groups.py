@@ -1,11 +1,16 @@
-"""Node groups: the kinds of worker elb can add, each with what its nodes offer SGE.
+"""Node groups: the kinds of worker elb can add.
 
-A ``NodeGroup`` says which cluster queues and host group its nodes join, how many slots each
-has, the complex values set on each of its exec hosts (``offers``: ``h_vmem``, ``gpu``, ``arch``,
-...), the parallel environments its queues serve, how it is launched (instance types or a
-launch template, on-demand or spot) and its size limits. ``NodeGroups`` is the ordered list with
-a cap on all of them together. Which group a waiting job goes to is the scheduler's driver's
-to say (Grid Engine's demand model, ``elb.schedulers.sge.demand``; Slurm: its partition's group).
+A ``NodeGroup`` holds what every scheduler and cloud share: its name, how many slots a node
+has, its memory, its size limits, its market (on-demand or spot), its price and its warm pool.
+What only the configured scheduler's driver or only the configured cloud reads of a group (Grid
+Engine: the queues and host group its nodes join, the complex values they offer, the parallel
+environments they serve; EC2: the instance types or launch template, the placement group) is
+that driver's or that cloud's own, held opaquely in ``scheduler_options`` and ``cloud_options``:
+each a pydantic model the module of its registry entry declares (``elb.core.groupoptions``). A
+config writes those keys flat in the group, beside the common ones; ``NodeGroup`` hands each to
+the model that declares it, and dumps them flat again. ``NodeGroups`` is the ordered list with a
+cap on all of them together. Which group a waiting job goes to is the scheduler's driver's to
+say (Grid Engine's demand model, ``elb.schedulers.sge.demand``; Slurm: its partition's group).
 
 Nothing here does I/O.
 """
@@ -13,12 +18,22 @@ Nothing here does I/O.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
+from elb.core.groupoptions import GroupOptions, SchedulerGroupOptions, cloud_options, scheduler_options
 from elb.core.naming import MAX_NODES
 from elb.core.warmpool import WarmPool
 
@@ -30,7 +45,6 @@ SPOT_NOT_STOPPED = (
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"
 _QUEUE = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"  # a cluster queue: no wildcard, no @host
 _HOSTGROUP = r"^@[A-Za-z0-9_][A-Za-z0-9_.-]*$"
-_COMPLEX = r"^[A-Za-z_][A-Za-z0-9_.-]*$"
 _INSTANCE_TYPE = r"^[a-z0-9-]+\.[a-z0-9-]+$"  # c5.2xlarge, r6i.metal, u-6tb1.metal
 
 # The most slots a node may have: Slurm counts a node's CPUs in 16 bits (65534 is its largest);
@@ -61,54 +75,42 @@ class LaunchTemplate(_Model):
 
 
 class NodeGroup(_Model):
-    """One kind of worker: where it joins SGE, what it offers, how it is launched, how many."""
+    """One kind of worker: its size, its limits, how it is bought; the configured driver's and
+    cloud's own settings of it in ``scheduler_options`` and ``cloud_options``."""
 
     name: str = Field(pattern=_NAME)
-    queues: list[QueueName] = Field(default_factory=lambda: ["all.q"], min_length=1)
-    hostgroup: HostgroupName = "@allhosts"
     slots: int = Field(gt=0)  # a configured group: at most MAX_SLOTS (checked by elb.core.config)
-    # Complex values set on each exec host of the group (its complex_values), by full name:
-    # {"h_vmem": "23.5G", "gpu": "1", "arch": "lx-amd64"}. Checked against the site's complex
-    # table by elb.schedulers.sge.demand.check_offers.
-    offers: dict[str, str] = Field(default_factory=dict)
     memory: str | None = Field(None, pattern=r"^\d+(\.\d+)?[kKmMgGtT]?$")  # RAM of a node, an SGE MEMORY value
-    instance_types: list[InstanceType] | None = Field(None, min_length=1)  # ordered: the first that launches
-    launch_template: LaunchTemplate | None = None
     min_nodes: int = Field(0, ge=0, le=MAX_NODES)
     max_nodes: int = Field(ge=0, le=MAX_NODES)
     market: Literal["on-demand", "spot"] = "on-demand"
     price_per_hour: float | None = Field(None, gt=0)  # of one node; compares groups that can run a job
-    pes: list[str] = Field(default_factory=lambda: ["*"])  # parallel environments it serves (wildcards)
-    placement_group: bool = False
     # Idle nodes stopped instead of terminated, started again for demand (elb.core.warmpool, elb.core.poolplan).
     warm_pool: WarmPool = Field(default_factory=WarmPool)
+    # The configured driver's and cloud's own keys of the group, each validated by the model its
+    # module declares (``elb.core.groupoptions``); read only by that driver or cloud.
+    scheduler_options: SerializeAsAny[SchedulerGroupOptions] = Field(default_factory=SchedulerGroupOptions)
+    cloud_options: SerializeAsAny[GroupOptions] = Field(default_factory=GroupOptions)
 
-    @field_validator("offers")
+    @model_validator(mode="before")
     @classmethod
-    def _offers(cls, offers: dict[str, str]) -> dict[str, str]:
-        for key, value in offers.items():
-            if not _matches(_COMPLEX, key):
-                raise ValueError(f"offers: {key!r} is not a complex name")
-            if key in ("slots", "s"):
-                raise ValueError("offers: slots is the group's own 'slots' setting")
-            if not value.strip() or any(c.isspace() for c in value.strip()):
-                raise ValueError(f"offers: {key}={value!r} is not one value")
-        return offers
+    def _route(cls, data: object, info: ValidationInfo) -> object:
+        """A config's group is flat: each key that is not a common one goes to the option model of
+        the scheduler or cloud that declares it (``info.context``'s ``scheduler`` and ``cloud``;
+        without a context, the defaults of ``elb.core.registry``). A key neither declares is left
+        for the common fields' check to refuse as unknown."""
+        if not isinstance(data, dict):
+            return data
+        context = info.context if isinstance(info.context, dict) else {}
+        scheduler, cloud = context.get("scheduler"), context.get("cloud")
+        return route(data, set(cls.model_fields), scheduler_options(scheduler).model, cloud_options(cloud).model)
 
-    @field_validator("instance_types", "queues", "pes")
-    @classmethod
-    def _unique(cls, items: list[str] | None) -> list[str] | None:
-        if items is not None:
-            unique(items)
-        return items
-
-    @field_validator("pes")
-    @classmethod
-    def _pes(cls, items: list[str]) -> list[str]:
-        for item in items:
-            if not item or any(c.isspace() or c in "@," for c in item):
-                raise ValueError(f"{item!r} is not a parallel environment name or pattern")
-        return items
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Dumped flat, as a config writes it: the options' keys beside the common ones."""
+        out: dict[str, Any] = handler(self)
+        scheduler, cloud = out.pop("scheduler_options", {}), out.pop("cloud_options", {})
+        return {**out, **scheduler, **cloud}
 
     @field_validator("price_per_hour")
     @classmethod
@@ -121,11 +123,35 @@ class NodeGroup(_Model):
     def _check(self) -> NodeGroup:
         if self.min_nodes > self.max_nodes:
             raise ValueError(f"min_nodes ({self.min_nodes}) is greater than max_nodes ({self.max_nodes})")
-        if self.instance_types is not None and self.launch_template is not None:
-            raise ValueError("give instance_types or launch_template, not both")
         if self.market == "spot" and self.warm_pool.enabled:
             raise ValueError(f"warm_pool: {SPOT_NOT_STOPPED} (market is spot)")
         return self
+
+
+def route(
+    data: dict[str, Any], common: set[str], scheduler: type[SchedulerGroupOptions], cloud: type[GroupOptions]
+) -> dict[str, Any]:
+    """``data``, a flat group, with the keys ``scheduler``'s and ``cloud``'s models declare taken
+    out into its ``scheduler_options`` and ``cloud_options``, validated (an error is placed at its
+    key, as if the key were the group's own). Options given as a model (as a driver or a cloud
+    built them) are kept as they are; given as a mapping, or with flat keys beside a model of the
+    declared one, they are read together."""
+    out = dict(data)
+    taken: dict[str, str] = {}
+    for holder, model in (("scheduler_options", scheduler), ("cloud_options", cloud)):
+        given = {k: out.pop(k) for k in list(out) if k in model.model_fields and k not in common}
+        for key in given:
+            if key in taken:
+                raise ValueError(f"{key}: declared by both the scheduler's and the cloud's options")
+            taken[key] = holder
+        held = out.get(holder)
+        if isinstance(held, BaseModel) and not given:
+            continue
+        if held is not None and not isinstance(held, (model, dict)):
+            raise ValueError(f"{holder}: not the configured {holder.split('_')[0]}'s options ({type(held).__name__})")
+        before = held.model_dump() if isinstance(held, BaseModel) else dict(held or {})
+        out[holder] = model.model_validate({**before, **given})
+    return out
 
 
 class NodeGroups(_Model):
@@ -187,34 +213,29 @@ def unique(items: Sequence[str]) -> None:
         seen.add(item)
 
 
-def _matches(pattern: str, text: str) -> bool:
-    return re.fullmatch(pattern, text) is not None
-
-
 def default_group(
     *,
     slots_per_node: int,
     max_nodes: int,
     min_nodes: int = 0,
-    queue: str = "all.q",
-    hostgroup: str = "@allhosts",
-    instance_types: Sequence[str] = (),
     name: str = "default",
     warm_pool: WarmPool | None = None,
+    scheduler_options: SchedulerGroupOptions | None = None,
+    cloud_options: GroupOptions | None = None,
 ) -> NodeGroup:
     """The one group elb's settings without groups describe (``policy.slots_per_node``,
-    ``policy.max_nodes``, ``policy.min_nodes``, ``sge.queue``, ``sge.hostgroup``,
-    ``cloud.ec2.instance_types``, ``policy.warm_pool``): every parallel environment, no complex
-    values of its own."""
-    return NodeGroup(
-        name=name,
-        queues=[queue],
-        hostgroup=hostgroup,
-        slots=slots_per_node,
-        instance_types=list(instance_types) or None,
-        min_nodes=min_nodes,
-        max_nodes=max_nodes,
-        warm_pool=warm_pool or WarmPool(),
+    ``policy.max_nodes``, ``policy.min_nodes``, ``policy.warm_pool``; its driver's and cloud's
+    options from their sections, ``elb.core.groupoptions.Declared.of_config``)."""
+    options = {"scheduler_options": scheduler_options, "cloud_options": cloud_options}
+    return NodeGroup.model_validate(
+        {
+            "name": name,
+            "slots": slots_per_node,
+            "min_nodes": min_nodes,
+            "max_nodes": max_nodes,
+            "warm_pool": warm_pool or WarmPool(),
+            **{k: v for k, v in options.items() if v is not None},
+        }
     )
 
 
@@ -222,12 +243,15 @@ __all__: Sequence[str] = (
     "MAX_NODES",
     "MAX_SLOTS",
     "SPOT_NOT_STOPPED",
+    "GroupOptions",
     "HostgroupName",
     "InstanceType",
     "LaunchTemplate",
     "NodeGroup",
     "NodeGroups",
     "QueueName",
+    "SchedulerGroupOptions",
     "default_group",
+    "route",
     "unique",
 )

@@ -12,6 +12,14 @@ A driver or an adapter that elb does not ship registers itself (``register_sched
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+
+# What a config that names none has (``scheduler``, ``cloud.provider``), and whose options a node
+# group read without a config takes (``elb.core.groups.NodeGroup``).
+DEFAULT_SCHEDULER = "sge"
+DEFAULT_CLOUD = "ec2"
+
 SCHEDULERS: dict[str, str] = {
     "sge": "elb.schedulers.sge.driver",
     "slurm": "elb.schedulers.slurm.driver",
@@ -37,3 +45,9 @@ def known(table: dict[str, str], name: str, what: str) -> str:
     if name not in table:
         raise ValueError(f"unknown {what} {name!r} (known: {', '.join(sorted(table))})")
     return name
+
+
+def load(table: dict[str, str], name: str, what: str) -> ModuleType:
+    """The module ``table`` has for ``name``, imported when first asked for (``ValueError`` for
+    an unknown name, as ``known``)."""
+    return importlib.import_module(table[known(table, name, what)])

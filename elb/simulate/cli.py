@@ -20,6 +20,7 @@ from elb.core.durations import minutes
 from elb.core.extras import plot_missing
 from elb.core.naming import MAX_NODES
 from elb.core.warmpool import WarmPool
+from elb.schedulers.sge.groupoptions import sge_options
 from elb.simulate.accounting import read_log
 from elb.simulate.bound import Bound, clairvoyant
 from elb.simulate.budgetcli import add_budget_options, anchored, budget_json, budget_of, report_budget
@@ -704,7 +705,7 @@ def _more_tables(  # noqa: PLR0917 (the replay's parts, passed on from _report)
 def _describe(groups: SimGroups) -> str:
     return ", ".join(
         f"{g.name}: {g.slots} slots"
-        + (f" {', '.join(f'{k}={v}' for k, v in g.offers.items())}" if g.offers else "")
+        + (f" {', '.join(f'{k}={v}' for k, v in sge_options(g).offers.items())}" if sge_options(g).offers else "")
         + f", max {groups.groups.max_nodes_of(g)}"
         + (f", {g.price_per_hour:g}/h" if g.price_per_hour is not None else "")
         for g in groups.groups.groups

@@ -101,6 +101,7 @@ from elb.core.policy.tally import Changes
 from elb.core.spend import Billing, billed_seconds, overlap
 from elb.core.state import ClusterState, JoinIndex
 from elb.core.warmpool import Pooled, WarmPool, due, keep_time, volume_cost
+from elb.schedulers.sge.groupoptions import sge_options
 from elb.simulate.groups import Assignment, SimGroups, assign, one_group
 from elb.simulate.powersave import SUSPEND_TIME, Asked, Behind, PowerSaving
 from elb.simulate.swf import SimJob
@@ -617,7 +618,7 @@ class Simulator:
         queue = self._queues.get(group)
         if queue is None:
             found = self.groups.groups.get(group)
-            queue = self._queues[group] = found.queues[0] if found is not None else QUEUE
+            queue = self._queues[group] = sge_options(found).queues[0] if found is not None else QUEUE
         return queue
 
     def snapshot(self, now: float) -> tuple[Snapshot, tuple[Node, ...]]:

@@ -43,6 +43,7 @@ from elb.core.model import Job, JobPhase
 from elb.core.warmpool import WarmPool
 from elb.schedulers.sge.complexes import ComplexType, parse_complexes, parse_number
 from elb.schedulers.sge.demand import DemandError, JobBinding, Servable, Site, check_offers, place_all
+from elb.schedulers.sge.groupoptions import sge_options
 from elb.schedulers.sge.pe import parse_pe
 from elb.simulate.swf import SimJob
 
@@ -147,7 +148,7 @@ def simulated_site(groups: NodeGroups, mapping: SwfMapping) -> Site:
     lines.append(f"{mapping.memory} {mapping.memory} MEMORY <= YES YES 0 0")
     known.add(mapping.memory)
     for g in groups.groups:
-        for name, value in sorted(g.offers.items()):
+        for name, value in sorted(sge_options(g).offers.items()):
             if name in known:
                 continue
             known.add(name)
@@ -219,7 +220,7 @@ def assign(jobs: Sequence[SimJob], sim: SimGroups) -> list[Assignment]:
 
 def footprint(job: SimJob, group: NodeGroup, mapping: SwfMapping) -> int:
     """The slots ``job`` takes on nodes of ``group``, its memory counted as slot shares."""
-    offered = group.offers.get(mapping.memory)
+    offered = sge_options(group).offers.get(mapping.memory)
     if job.memory_kb is None or offered is None:
         return job.slots
     node = parse_number(offered, ComplexType.MEMORY)

@@ -43,8 +43,10 @@ def grouped_cloud(aws_env: str, groups: list[NodeGroup], **cfg: Any) -> tuple[Ec
     return cloud, client
 
 
-COMPUTE = NodeGroup(name="compute", slots=2, instance_types=["c5.large"], max_nodes=4)
-BIGMEM = NodeGroup(name="bigmem", slots=2, instance_types=["r5.large", "r5a.large"], market="spot", max_nodes=2)
+COMPUTE = NodeGroup.model_validate(dict(name="compute", slots=2, instance_types=["c5.large"], max_nodes=4))
+BIGMEM = NodeGroup.model_validate(
+    dict(name="bigmem", slots=2, instance_types=["r5.large", "r5a.large"], market="spot", max_nodes=2)
+)
 
 
 def test_each_node_is_launched_as_its_group_says(ec2: Any, ami: str, aws_env: str) -> None:
@@ -86,7 +88,9 @@ class PlacementGroups:
 
 
 def test_a_placement_group_is_made_once_and_named_by_each_launch(ec2: Any, ami: str, aws_env: str) -> None:
-    mpi = NodeGroup(name="mpi", slots=2, instance_types=["c5n.large"], placement_group=True, max_nodes=4)
+    mpi = NodeGroup.model_validate(
+        dict(name="mpi", slots=2, instance_types=["c5n.large"], placement_group=True, max_nodes=4)
+    )
     cloud, client = grouped_cloud(aws_env, [COMPUTE, mpi], ami=ami, instance_types=["t3.micro"])
     pgs = PlacementGroups()
     # FaultyClient has these operations only through __getattr__: set on the instance, they answer in moto's place.
@@ -112,7 +116,7 @@ def test_a_spot_group_does_not_fall_back_to_on_demand(ec2: Any, ami: str, aws_en
 
 def test_a_group_with_its_own_launch_template(ec2: Any, ami: str, aws_env: str) -> None:
     template(ec2, ami, name="gpu-workers", instance_type="g4dn.xlarge")
-    gpu = NodeGroup(name="gpu", slots=4, launch_template={"name": "gpu-workers"}, max_nodes=1)  # type: ignore[arg-type]
+    gpu = NodeGroup.model_validate(dict(name="gpu", slots=4, launch_template={"name": "gpu-workers"}, max_nodes=1))
     cloud, client = grouped_cloud(aws_env, [COMPUTE, gpu], ami=ami, instance_types=["t3.micro"])
     assert cloud.launch(["node001"], {"node001": "gpu"}).failed == {}
     (kw,) = client.calls_of("run_instances")

@@ -294,8 +294,8 @@ def run_instances_template_host_key(world: World) -> None:
 
 def run_instances_template_spot_placement_group(world: World) -> None:
     """A node group in a placement group launches by RunInstances (each node into the group)."""
-    group = NodeGroup(
-        name="mpi", slots=2, instance_types=["c6i.large"], market="spot", placement_group=True, max_nodes=4
+    group = NodeGroup.model_validate(
+        dict(name="mpi", slots=2, instance_types=["c6i.large"], market="spot", placement_group=True, max_nodes=4)
     )
     cloud(world, NodeGroups(groups=[group]), **TEMPLATE, subnets=SUBNETS[:1]).launch(["node001"], {"node001": "mpi"})
 
@@ -318,7 +318,7 @@ def create_fleet_spot(world: World) -> None:
 def create_fleet_group(world: World) -> None:
     """A node group's node by an instant fleet: the fleet, the instance and (once it runs, with
     CreateTags) its volumes carry the group's name (elb:group)."""
-    group = NodeGroup(name="gpu", slots=4, max_nodes=2, queues=["gpu.q"], hostgroup="@gpu")
+    group = NodeGroup.model_validate(dict(name="gpu", slots=4, max_nodes=2, queues=["gpu.q"], hostgroup="@gpu"))
     cloud(world, NodeGroups(groups=[group]), **FLEET).launch(["node001"], {"node001": "gpu"})
 
 

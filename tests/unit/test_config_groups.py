@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from elb.clouds.ec2.groupoptions import ec2_options
 from elb.core.config import ConfigError, load_config
+from elb.schedulers.sge.groupoptions import sge_options
 
 TWO_GROUPS = """\
 cloud: {provider: local}
@@ -43,9 +45,10 @@ def test_two_groups(tmp_path: Path) -> None:
     groups = cfg.groups(99)  # the size learnt is for the default group only
     assert [g.name for g in groups.groups] == ["small", "bigmem"]
     big = groups.groups[1]
-    assert (big.queues, big.hostgroup, big.slots, big.offers) == (["all.q", "big.q"], "@bigmem", 2, {"bigmem": "1"})
-    assert (big.instance_types, big.min_nodes, big.max_nodes, big.market) == (["r5.xlarge", "r5a.xlarge"], 1, 2, "spot")
-    assert (big.pes, big.placement_group, big.memory) == (["smp"], True, "8G")
+    sge, ec2 = sge_options(big), ec2_options(big)
+    assert (sge.queues, sge.hostgroup, big.slots, sge.offers) == (["all.q", "big.q"], "@bigmem", 2, {"bigmem": "1"})
+    assert (ec2.instance_types, big.min_nodes, big.max_nodes, big.market) == (["r5.xlarge", "r5a.xlarge"], 1, 2, "spot")
+    assert (sge.pes, ec2.placement_group, big.memory) == (["smp"], True, "8G")
     # policy.max_nodes caps the groups together; min_nodes is the sum of theirs
     assert (groups.max_nodes, groups.total_max_nodes) == (5, 5)
     assert (cfg.policy.min_nodes, cfg.policy.max_nodes) == (1, 5)
@@ -68,7 +71,8 @@ cloud: {ec2: {instance_types: [c5.xlarge]}}
     groups = cfg.groups(4)
     (g,) = groups.groups
     assert (g.name, g.slots, g.min_nodes, g.max_nodes) == ("default", 4, 1, 7)
-    assert (g.queues, g.hostgroup, g.instance_types, g.pes, g.offers) == (
+    sge, ec2 = sge_options(g), ec2_options(g)
+    assert (sge.queues, sge.hostgroup, ec2.instance_types, sge.pes, sge.offers) == (
         ["work.q"],
         "@work",
         ["c5.xlarge"],

@@ -17,7 +17,7 @@ from elb.core.interfaces import TAG_GROUP, CloudError
 from . import ec2_scenarios
 from .ec2_scenarios import FLEET, OWN, TEMPLATE, World
 
-GPU = NodeGroup(name="gpu", slots=4, max_nodes=2, queues=["gpu.q"], hostgroup="@gpu")
+GPU = NodeGroup.model_validate(dict(name="gpu", slots=4, max_nodes=2, queues=["gpu.q"], hostgroup="@gpu"))
 CPU = NodeGroup(name="cpu-small", slots=2, max_nodes=8)
 GROUPS = NodeGroups(groups=[CPU, GPU])
 

@@ -1,4 +1,5 @@
-"""The node group model: what a group may say, and the default group built from today's settings."""
+"""The node group model: what a group may say (its common keys, Grid Engine's and EC2's, written
+flat and read back from the options each holds), and the default group built from today's settings."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from elb.clouds.ec2.groupoptions import Ec2GroupOptions, ec2_options
 from elb.core.config import parse_config
-from elb.core.groups import LaunchTemplate, NodeGroup, NodeGroups, default_group
+from elb.core.groups import GroupOptions, LaunchTemplate, NodeGroup, NodeGroups, SchedulerGroupOptions, default_group
 from elb.core.model import Job
 from elb.schedulers.sge.complexes import parse_complexes
 from elb.schedulers.sge.demand import JobBinding, Servable, Site, Unservable, check_offers, place
+from elb.schedulers.sge.groupoptions import SgeGroupOptions, sge_options
 from elb.schedulers.sge.pe import parse_pe
 from elb.schedulers.sge.states import job_phase
 
@@ -39,15 +42,50 @@ BIGMEM: dict[str, Any] = {
 def test_full_group() -> None:
     g = NodeGroup(**BIGMEM)
     assert (g.name, g.slots, g.max_nodes, g.market, g.price_per_hour) == ("bigmem", 16, 4, "spot", 0.4)
-    assert g.instance_types == ["r5.4xlarge", "r5a.4xlarge"]
-    assert g.offers == {"h_vmem": "120G", "arch": "lx-amd64"}
+    assert ec2_options(g).instance_types == ["r5.4xlarge", "r5a.4xlarge"]
+    assert sge_options(g).offers == {"h_vmem": "120G", "arch": "lx-amd64"}
+
+
+def test_a_group_is_dumped_flat_as_a_config_writes_it() -> None:
+    g = NodeGroup(**BIGMEM)
+    dumped = g.model_dump()
+    assert {k: dumped[k] for k in BIGMEM} == BIGMEM
+    assert "scheduler_options" not in dumped and "cloud_options" not in dumped
+    assert NodeGroup.model_validate(dumped) == g
 
 
 def test_defaults() -> None:
     g = NodeGroup(name="default", slots=8, max_nodes=10)
-    assert (g.queues, g.hostgroup, g.offers, g.pes, g.min_nodes) == (["all.q"], "@allhosts", {}, ["*"], 0)
-    assert (g.instance_types, g.launch_template, g.market, g.price_per_hour) == (None, None, "on-demand", None)
-    assert g.placement_group is False
+    sge, ec2 = sge_options(g), ec2_options(g)
+    assert (sge.queues, sge.hostgroup, sge.offers, sge.pes, g.min_nodes) == (["all.q"], "@allhosts", {}, ["*"], 0)
+    assert (ec2.instance_types, ec2.launch_template, g.market, g.price_per_hour) == (None, None, "on-demand", None)
+    assert ec2.placement_group is False
+
+
+def test_the_keys_go_to_the_options_of_the_scheduler_and_cloud_named() -> None:
+    """Read for Slurm (no settings of its own) on the local cloud (EC2's keys, which it stands in
+    for), a group takes the common keys and EC2's: Grid Engine's are unknown there."""
+    slurm = {"scheduler": "slurm", "cloud": "local"}
+    g = NodeGroup.model_validate(
+        {"name": "a", "slots": 4, "max_nodes": 2, "instance_types": ["c5.large"]}, context=slurm
+    )
+    assert type(g.scheduler_options) is SchedulerGroupOptions
+    assert ec2_options(g).instance_types == ["c5.large"]
+    with pytest.raises(ValidationError, match=r"(?s)queues\n  Extra inputs are not permitted"):
+        NodeGroup.model_validate({"name": "a", "slots": 4, "max_nodes": 2, "queues": ["all.q"]}, context=slurm)
+    with pytest.raises(TypeError, match="node group 'a' holds no Grid Engine settings"):
+        sge_options(g)
+
+
+def test_a_cloud_without_options_takes_none_of_ec2s_keys() -> None:
+    g = NodeGroup(name="a", slots=4, max_nodes=2)
+    assert type(g.cloud_options) is Ec2GroupOptions  # the default cloud's
+    bare = NodeGroup.model_validate(
+        {"name": "a", "slots": 4, "max_nodes": 2, "cloud_options": GroupOptions()}, context={"cloud": "local"}
+    )
+    assert type(bare.cloud_options) is GroupOptions
+    with pytest.raises(TypeError, match="node group 'a' holds no EC2 settings"):
+        ec2_options(bare)
 
 
 @pytest.mark.parametrize(
@@ -60,7 +98,7 @@ def test_defaults() -> None:
 )
 def test_launch_template(template: dict[str, str], expected: LaunchTemplate) -> None:
     g = NodeGroup(**{**BIGMEM, "instance_types": None, "launch_template": template})
-    assert g.launch_template == expected
+    assert ec2_options(g).launch_template == expected
 
 
 INVALID = [
@@ -146,24 +184,31 @@ def test_global_cap(max_nodes: int | None, total: int, of_a: int, of_b: int) -> 
 
 def test_default_group_from_todays_settings() -> None:
     g = default_group(
-        slots_per_node=8, max_nodes=10, min_nodes=1, queue="work.q", hostgroup="@workers", instance_types=["c5.2xlarge"]
-    )
-    assert g == NodeGroup(
-        name="default",
-        queues=["work.q"],
-        hostgroup="@workers",
-        slots=8,
-        instance_types=["c5.2xlarge"],
-        min_nodes=1,
+        slots_per_node=8,
         max_nodes=10,
+        min_nodes=1,
+        scheduler_options=SgeGroupOptions(queues=["work.q"], hostgroup="@workers"),
+        cloud_options=Ec2GroupOptions(instance_types=["c5.2xlarge"]),
     )
-    assert g.pes == ["*"]
-    assert g.offers == {}
+    assert g == NodeGroup.model_validate(
+        {
+            "name": "default",
+            "queues": ["work.q"],
+            "hostgroup": "@workers",
+            "slots": 8,
+            "instance_types": ["c5.2xlarge"],
+            "min_nodes": 1,
+            "max_nodes": 10,
+        }
+    )
+    assert sge_options(g).pes == ["*"]
+    assert sge_options(g).offers == {}
 
 
 def test_default_group_without_instance_types_uses_the_clouds_defaults() -> None:
     g = default_group(slots_per_node=4, max_nodes=2)
-    assert (g.queues, g.hostgroup, g.instance_types, g.launch_template) == (["all.q"], "@allhosts", None, None)
+    sge, ec2 = sge_options(g), ec2_options(g)
+    assert (sge.queues, sge.hostgroup, ec2.instance_types, ec2.launch_template) == (["all.q"], "@allhosts", None, None)
 
 
 def test_default_group_refuses_bad_settings() -> None:

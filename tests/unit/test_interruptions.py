@@ -33,7 +33,7 @@ from tests.unit.test_notices import Notices
 
 def groups(*offers: tuple[str, dict[str, str]]) -> NodeGroups:
     made = [
-        NodeGroup(name=f"g{i}", slots=8, max_nodes=4, market=market, offers=o)  # type: ignore[arg-type]
+        NodeGroup.model_validate(dict(name=f"g{i}", slots=8, max_nodes=4, market=market, offers=o))
         for i, (market, o) in enumerate(offers)
     ]
     return NodeGroups(groups=made)

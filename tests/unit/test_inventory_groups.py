@@ -29,6 +29,8 @@ GPU = {
     "queues": ["all.q", "gpu.q"],
     "hostgroup": "@gpu",
 }
+# The gpu group as a Slurm config writes it: Grid Engine's keys are not a Slurm group's.
+GPU_SLURM = {k: v for k, v in GPU.items() if k not in ("offers", "queues", "hostgroup")}
 GROUP_VARS = ("elb_group", "elb_slots", "sge_exec_queues", "sge_exec_hostgroup", "sge_exec_complex_values")
 
 
@@ -134,7 +136,7 @@ def test_without_node_groups_every_worker_is_of_the_one_group_with_the_cluster_w
 def test_slurm_workers_get_their_group_and_no_grid_engine_variables(tmp_path: Path) -> None:
     world = World()
     worker(world, "node001", "gpu")
-    hosts, groups, _warnings = read(world, config(tmp_path, CPU, GPU, scheduler="slurm"))
+    hosts, groups, _warnings = read(world, config(tmp_path, CPU, GPU_SLURM, scheduler="slurm"))
     assert hosts["node001"]["elb_group"] == "gpu" and groups["elb_group_gpu"] == ["node001"]
     assert not any(k.startswith("sge_") for k in hosts["node001"])
 
@@ -152,7 +154,7 @@ def test_a_slurm_worker_whose_group_cannot_be_known_is_listed_without_one(tmp_pa
     slurm_site.yml from converging it. It is listed, with no elb_group, and a warning."""
     world = World()
     worker(world, "node001")
-    hosts, groups, warnings = read(world, config(tmp_path, CPU, GPU, scheduler="slurm"))
+    hosts, groups, warnings = read(world, config(tmp_path, CPU, GPU_SLURM, scheduler="slurm"))
     assert sorted(hosts) == ["node001"] and "elb_group" not in hosts["node001"]
     assert hosts["node001"]["elb_slots"] == 2  # the instance type's vCPUs
     assert not any(g.startswith("elb_group_") for g in groups)

@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
-from elb.core.config import Config, parse_config
+from elb.core.config import Config, ConfigError, parse_config
 from elb.core.interfaces import NodeSpec
 from elb.provision.boot import BOOT_INVENTORY
 from elb.provision.inventory import Connection, build_inventory
@@ -122,12 +123,15 @@ def test_slurms_plays_get_no_grid_engine_settings_and_its_nodes_boot_its_roles_v
 
 
 def group_host_vars(tmp: Path, scheduler: str) -> dict[str, object]:
-    """The inventory's host vars of a node of a configured node group (queues big.q and gpu.q,
-    host group @gpu, complex value gpu=1) as the provisioner the factory builds makes them."""
+    """The inventory's host vars of a node of a configured node group (for Grid Engine: queues
+    big.q and gpu.q, host group @gpu, complex value gpu=1) as the provisioner the factory builds
+    makes them."""
     given = config(tmp, scheduler).model_dump(mode="json", exclude_unset=True)
-    group = {"name": "gpu", "slots": 4, "max_nodes": 2, "queues": ["big.q", "gpu.q"], "hostgroup": "@gpu"}
+    group = {"name": "gpu", "slots": 4, "max_nodes": 2, "market": "spot"}
+    if scheduler == "sge":  # Grid Engine's own keys of the group (another scheduler's group has none)
+        group |= {"queues": ["big.q", "gpu.q"], "hostgroup": "@gpu", "offers": {"gpu": "1"}}
     given["sge"] = {"root": "/opt/sge", "cell": "c1"}  # queue and host group: the group's own
-    cfg = parse_config({**given, "node_groups": [{**group, "offers": {"gpu": "1"}, "market": "spot"}]})
+    cfg = parse_config({**given, "node_groups": [group]})
     prov = factory.make_provisioner(cfg)
     inventory = build_inventory(Connection(), new_nodes=[prov._of_group(NodeSpec("node002", "10.0.0.2", group="gpu"))])
     return dict(inventory["all"]["children"]["new_nodes"]["hosts"]["node002"])  # type: ignore[index]
@@ -143,6 +147,13 @@ def test_grid_engines_node_of_a_group_joins_its_groups_queues_hostgroup_and_comp
         "sge_exec_hostgroup": "@gpu",
         "sge_exec_complex_values": {"gpu": "1"},
     }
+
+
+def test_slurms_node_group_refuses_grid_engines_keys(tmp_path: Path) -> None:
+    given = config(tmp_path, "slurm").model_dump(mode="json", exclude_unset=True)
+    group = {"name": "gpu", "slots": 4, "max_nodes": 2, "queues": ["gpu.q"]}
+    with pytest.raises(ConfigError, match=r"^<config>: node_groups\.0\.queues: unknown key$"):
+        parse_config({**given, "node_groups": [group]})
 
 
 def test_slurms_node_of_a_group_gets_no_grid_engine_host_vars(tmp_path: Path) -> None:

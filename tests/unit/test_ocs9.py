@@ -67,14 +67,18 @@ def site() -> Site:
 
 def test_a_master_task_request_no_node_offers_makes_the_job_unservable() -> None:
     scoped = {j.job_id: j for j in parse_qstat((HANDMADE / "ocs9_qstat_r.xml").read_bytes()).jobs}[302]
-    small = NodeGroups(groups=[NodeGroup(name="small", slots=4, max_nodes=4, offers={"h_vmem": "16G"})])
+    small = NodeGroups(
+        groups=[NodeGroup.model_validate(dict(name="small", slots=4, max_nodes=4, offers={"h_vmem": "16G"}))]
+    )
     placed = place(scoped, small, site(), 1795514500.0, binding=JobBinding(scoped.hard_queues))
     assert placed == Unservable("requests h_vmem=64G for the master task: more than any node group offers (small: 16G)")
 
 
 def test_a_master_task_request_is_needed_once_not_per_slot() -> None:
     scoped = {j.job_id: j for j in parse_qstat((HANDMADE / "ocs9_qstat_r.xml").read_bytes()).jobs}[302]
-    big = NodeGroups(groups=[NodeGroup(name="big", slots=4, max_nodes=4, offers={"h_vmem": "64G"})])
+    big = NodeGroups(
+        groups=[NodeGroup.model_validate(dict(name="big", slots=4, max_nodes=4, offers={"h_vmem": "64G"}))]
+    )
     placed = place(scoped, big, site(), 1795514500.0, binding=JobBinding(scoped.hard_queues))
     # 64G for the master task fits a node once; the other tasks' 2G a slot leave the 4 slots a node
     assert isinstance(placed, Servable)
@@ -83,7 +87,9 @@ def test_a_master_task_request_is_needed_once_not_per_slot() -> None:
 
 def test_the_other_tasks_request_is_per_slot() -> None:
     scoped = {j.job_id: j for j in parse_qstat((HANDMADE / "ocs9_qstat_r.xml").read_bytes()).jobs}[302]
-    tight = NodeGroups(groups=[NodeGroup(name="tight", slots=4, max_nodes=2, offers={"h_vmem": "64G"})])
+    tight = NodeGroups(
+        groups=[NodeGroup.model_validate(dict(name="tight", slots=4, max_nodes=2, offers={"h_vmem": "64G"}))]
+    )
     from dataclasses import replace
 
     wide = replace(scoped, slave_requests={"h_vmem": "32G"})  # two slots a node: 8 slots need 4 nodes

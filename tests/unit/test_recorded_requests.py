@@ -21,8 +21,10 @@ from elb.schedulers.sge.site import Site, build_site
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "recorded"
 GROUPS = NodeGroups(
     groups=[
-        NodeGroup(name="small", slots=2, max_nodes=2, offers={"h_vmem": "8G"}),
-        NodeGroup(name="big", slots=4, max_nodes=2, queues=["all.q", "big.q"], offers={"bigmem": "1", "h_vmem": "32G"}),
+        NodeGroup.model_validate(dict(name="small", slots=2, max_nodes=2, offers={"h_vmem": "8G"})),
+        NodeGroup.model_validate(
+            dict(name="big", slots=4, max_nodes=2, queues=["all.q", "big.q"], offers={"bigmem": "1", "h_vmem": "32G"})
+        ),
     ]
 )
 

@@ -47,6 +47,7 @@ from botocore.exceptions import (
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from elb.clouds.ec2.console import decode_output, host_key_in_console
+from elb.clouds.ec2.groupoptions import ec2_options
 from elb.clouds.ec2.user_data import node_user_data
 from elb.core.config import Config, Ec2Config
 from elb.core.groups import LaunchTemplate, NodeGroups
@@ -765,7 +766,7 @@ class Ec2Cloud:
         ``node_groups``, from ``cloud.ec2.launch_template``) are keyed by group name."""
         groups: list[tuple[str, LaunchTemplate | None]]
         if self.node_groups is not None:
-            groups = [(g.name, g.launch_template) for g in self.node_groups.groups]
+            groups = [(g.name, ec2_options(g).launch_template) for g in self.node_groups.groups]
         else:
             groups = [("default", self.config.launch_template)]
         out: dict[str, str] = {}
@@ -780,7 +781,7 @@ class Ec2Cloud:
         """The launch templates the config names (``cloud.ec2`` and the node groups'), once each."""
         found = [self.config.launch_template]
         if self.node_groups is not None:
-            found += [g.launch_template for g in self.node_groups.groups]
+            found += [ec2_options(g).launch_template for g in self.node_groups.groups]
         return list(dict.fromkeys(t for t in found if t is not None))
 
     def template_version(self, template: LaunchTemplate) -> Any:
@@ -855,14 +856,15 @@ class Ec2Cloud:
         g = None if self.node_groups is None or group is None else self.node_groups.get(group)
         if g is None:
             return dataclasses.replace(self.launch_spec(), group=group)
-        if g.launch_template is not None:
-            base = self._template_spec(g.launch_template, g.instance_types or ())
+        options = ec2_options(g)
+        if options.launch_template is not None:
+            base = self._template_spec(options.launch_template, options.instance_types or ())
         else:
             base = self.launch_spec()
-            if g.instance_types:
-                base = dataclasses.replace(base, instance_types=tuple(g.instance_types))
+            if options.instance_types:
+                base = dataclasses.replace(base, instance_types=tuple(options.instance_types))
         spot = g.market == "spot"
-        placement = self._placement_group(g.name) if g.placement_group else None
+        placement = self._placement_group(g.name) if options.placement_group else None
         return dataclasses.replace(
             base,
             spot=spot,

@@ -6,9 +6,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from elb.clouds.ec2.groupoptions import Ec2GroupOptions
 from elb.core.checks import Check
 from elb.core.config import Config
 from elb.core.interfaces import Cloud, CloudError, CloudSettings, NoticeSource
+
+# A node group's own EC2 settings (``elb.core.drivers``): its instance types or launch template,
+# its placement group.
+GROUP_OPTIONS = Ec2GroupOptions
+
+
+def group_options(cfg: Config) -> Ec2GroupOptions:
+    """The one group of a config without ``node_groups`` launches ``cloud.ec2.instance_types``
+    (none: the workers' type)."""
+    return Ec2GroupOptions(instance_types=list(cfg.cloud.ec2.instance_types) or None)
 
 
 def settings(cfg: Config) -> CloudSettings:

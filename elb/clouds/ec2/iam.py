@@ -26,6 +26,7 @@ from typing import Any
 
 from elb.clouds.ec2.cloud import MANAGED_BY, ROLE_WORKER
 from elb.clouds.ec2.contract import CALLS, Caller
+from elb.clouds.ec2.groupoptions import ec2_options
 from elb.clouds.ec2.notices import RULES, queue_name, rule_name
 from elb.core.config import Config
 from elb.core.groups import LaunchTemplate
@@ -65,7 +66,7 @@ class Scope:
     def from_config(cls, cfg: Config, *, account: str | None = None, worker_role: str | None = None) -> Scope:
         ec2 = cfg.cloud.ec2
         groups = cfg.node_groups or []
-        templates = [ec2.launch_template, *(g.launch_template for g in groups)]
+        templates = [ec2.launch_template, *(ec2_options(g).launch_template for g in groups)]
         return cls(
             cluster=cfg.cluster.name,
             region=ec2.region or "REGION",
@@ -81,7 +82,7 @@ class Scope:
             spot=ec2.spot or any(g.market == "spot" for g in groups),
             warm_pool=cfg.has_warm_pool,
             root_volume=ec2.root_volume_size is not None or ec2.root_volume_type is not None,
-            placement_groups=any(g.placement_group for g in groups),
+            placement_groups=any(ec2_options(g).placement_group for g in groups),
             notices=ec2.notices,
         )
 
@@ -99,9 +100,10 @@ def may_use_fleet(cfg: Config) -> bool:
     if ec2.launch_template is not None and several(ec2.instance_types, ec2.spot):
         return True
     for g in cfg.node_groups or ():
-        if g.placement_group or (g.launch_template or ec2.launch_template) is None:
+        own = ec2_options(g)
+        if own.placement_group or (own.launch_template or ec2.launch_template) is None:
             continue
-        types = g.instance_types or (ec2.instance_types if g.launch_template is None else ())
+        types = own.instance_types or (ec2.instance_types if own.launch_template is None else ())
         if several(types, g.market == "spot"):
             return True
     return False

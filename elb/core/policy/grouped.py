@@ -120,9 +120,10 @@ class GroupedPolicy:
         return out
 
     def _serving(self, host: Host) -> str | None:
-        """The first group whose queues the unmanaged ``host`` serves."""
+        """The first group whose nodes serve a queue the unmanaged ``host`` serves (the driver's
+        word: ``SchedulerGroupOptions.joins``)."""
         queues = {q.queue for q in host.queues}
-        return next((g.name for g in self.groups.groups if queues & set(g.queues)), None)
+        return next((g.name for g in self.groups.groups if any(map(g.scheduler_options.joins, queues))), None)
 
     def _join(self, plans: Sequence[tuple[NodeGroup, Plan]], state: ClusterState) -> Plan:
         snapshot, nodes = state.snapshot, state.records

@@ -69,6 +69,7 @@ from elb.schedulers.sge.complexes import (
     parse_number,
     satisfies,
 )
+from elb.schedulers.sge.groupoptions import sge_options
 from elb.schedulers.sge.pe import ParallelEnvironment, Spread
 from elb.schedulers.sge.site import Site
 
@@ -741,12 +742,12 @@ def _joins(group: NodeGroup, wanted: str, new_node_name: str | None) -> bool:
     ``cq@@hostgroup``; wildcards in each part)."""
     queue, _, host = wanted.strip().partition("@")
     queue = queue or "*"
-    if not any(fnmatchcase(q, queue) for q in group.queues):
+    if not any(fnmatchcase(q, queue) for q in sge_options(group).queues):
         return False
     if not host:
         return True
     if host.startswith("@"):
-        return fnmatchcase(group.hostgroup, host)
+        return fnmatchcase(sge_options(group).hostgroup, host)
     if new_node_name is None:
         return host == "*"
     return fnmatchcase(new_node_name.lower(), host.lower())
@@ -762,7 +763,7 @@ def _pes(job: Job, site: Site) -> list[ParallelEnvironment]:
 
 
 def _serves(group: NodeGroup, pe: str) -> bool:
-    return any(fnmatchcase(pe, pattern) for pattern in group.pes)
+    return any(fnmatchcase(pe, pattern) for pattern in sge_options(group).pes)
 
 
 def _ranges(job: Job) -> list[tuple[int, int]]:
@@ -792,8 +793,9 @@ def _value(group: NodeGroup, c: Complex, site: Site) -> tuple[str | None, str]:
     runs, so nothing is known before. Queue attributes and limits are ``met`` too: queues'
     limits are INFINITY unless the site sets them, and groups do not model queue configuration.
     """
-    if c.name in group.offers:
-        return group.offers[c.name], "host"
+    offers = sge_options(group).offers
+    if c.name in offers:
+        return offers[c.name], "host"
     if c.name in site.global_values:
         return site.global_values[c.name], "global"
     if c.name in ("mem_total", "mem_free") and group.memory is not None:
@@ -810,8 +812,9 @@ def _short_of(group: NodeGroup, request: _Request, site: Site, least_slots: int)
     and where (``host``, ``global``, ``implied``, ``absent``)."""
     c = request.complex
     if c.name == "qname":
-        met = any(match_expression(request.value, q) for q in group.queues)
-        return None if met else (",".join(group.queues), "host")
+        queues = sge_options(group).queues
+        met = any(match_expression(request.value, q) for q in queues)
+        return None if met else (",".join(queues), "host")
     offered, source = _value(group, c, site)
     if offered is None:
         return None if source == "met" else ("", source)
@@ -844,7 +847,7 @@ def _per_node_memo(
 ) -> tuple[int, int, str]:
     """``_per_node``, once for each group (by its place) and the requests of complexes it offers
     (the only ones it reads, as given, with their scope)."""
-    offers = group.offers
+    offers = sge_options(group).offers
     key = (index, *((r.given, r.value, r.scope, r.complex.name) for r in requests if r.complex.name in offers))
     found = memo.per_node.get(key)
     if found is None:
@@ -879,7 +882,7 @@ def _request_reason(
 
 def _forced_missing(group: NodeGroup, complexes: ComplexTable, requested: set[str]) -> list[str]:
     out = []
-    for name in group.offers:
+    for name in sge_options(group).offers:
         c = complexes.get(name)
         if c is not None and c.requestable is Requestable.FORCED and c.name not in requested:
             out.append(c.name)
@@ -900,7 +903,7 @@ def _per_node(group: NodeGroup, requests: Sequence[_Request], site: Site) -> tup
     (``RANGE_INFINITY``: no limit but slots), and why slots are fewer than the node's."""
     cap, tasks, why = group.slots, RANGE_INFINITY, []
     for c, value, text in _debits(group, requests, site):
-        offered = group.offers[c.name]
+        offered = sge_options(group).offers[c.name]
         if c.relop is Relop.EXCL or c.type is ComplexType.BOOL:
             if parse_bool(value):
                 tasks = 1
@@ -923,12 +926,13 @@ def _debits(group: NodeGroup, requests: Sequence[_Request], site: Site) -> list[
     """The consumables of ``group``'s node a slot (or the job) of these requests debits: each as
     its complex, the value debited, and how to say it."""
     requested = {r.complex.name for r in requests}
+    offers = sge_options(group).offers
     # A master task's request is needed once, on one host (checked in _short_of), not per slot.
     per_slot: list[tuple[Complex, str, str]] = [
-        (r.complex, r.value, r.text) for r in requests if r.complex.name in group.offers and r.scope != "master"
+        (r.complex, r.value, r.text) for r in requests if r.complex.name in offers and r.scope != "master"
     ]
     # A consumable the job does not request is debited at its default (when not zero).
-    for name in group.offers:
+    for name in offers:
         c = site.complexes.get(name)
         if c is not None and c.consumable is not Consumable.NO and c.name not in requested and c.type.numeric:
             per_slot.append((c, c.default, f"{c.name}={c.default} (default)"))
@@ -1079,7 +1083,7 @@ def check_offers(groups: NodeGroups, site: Site) -> None:
     of the name, a value not of the complex's type, or what a group models itself (``hostname``,
     ``qname``: its nodes and ``queues``). Raises ``DemandError`` naming the group and the key."""
     for g in groups.groups:
-        for key, value in g.offers.items():
+        for key, value in sge_options(g).offers.items():
             where = f"node group {g.name}: offers {key}={value}"
             c = site.complexes.get(key)
             if c is None:

@@ -29,6 +29,7 @@ from elb.core.scheduler import DrainCheck, Peek, Requeued, SchedulerError, Sched
 from elb.schedulers.sge.commands import Rescheduled, SgeCommands, WholeReader, read_whole
 from elb.schedulers.sge.demand import Placements
 from elb.schedulers.sge.errors import SgeError, SgeTimeoutError, hint
+from elb.schedulers.sge.groupoptions import SgeGroupOptions, sge_options
 from elb.schedulers.sge.ondemand import NO_REQUEST, on_demand_request, with_request
 from elb.schedulers.sge.readcheck import expected_hosts, running_jobs
 from elb.schedulers.sge.servable import SiteCache, SiteReader, demand_of
@@ -232,10 +233,21 @@ def node_plays(cfg: Config) -> NodePlays:
 def group_vars(group: NodeGroup) -> dict[str, object]:
     """A node of ``group`` joins its queues and host group, and its exec host gets the complex
     values the group offers (the sge_exec role's variables)."""
-    out: dict[str, object] = {"sge_exec_queues": list(group.queues), "sge_exec_hostgroup": group.hostgroup}
-    if group.offers:
-        out["sge_exec_complex_values"] = dict(group.offers)
+    options = sge_options(group)
+    out: dict[str, object] = {"sge_exec_queues": list(options.queues), "sge_exec_hostgroup": options.hostgroup}
+    if options.offers:
+        out["sge_exec_complex_values"] = dict(options.offers)
     return out
+
+
+# A node group's own Grid Engine settings (``elb.core.drivers``): its queues, host group, complex
+# values and parallel environments.
+GROUP_OPTIONS = SgeGroupOptions
+
+
+def group_options(cfg: Config) -> SgeGroupOptions:
+    """The one group of a config without ``node_groups`` joins ``sge.queue`` and ``sge.hostgroup``."""
+    return SgeGroupOptions(queues=[cfg.sge.queue], hostgroup=cfg.sge.hostgroup)
 
 
 def command_timeout(cfg: Config) -> tuple[float, str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from elb.core.groups import NodeGroups
+from elb.schedulers.sge.groupoptions import sge_options
 
 NO_REQUEST = "no on-demand node group offers a complex value that no spot group offers: it may land on spot again"
 
@@ -24,11 +25,11 @@ NO_REQUEST = "no on-demand node group offers a complex value that no spot group 
 def on_demand_request(groups: NodeGroups) -> tuple[str, str] | None:
     """The first complex value (name, value), in the groups' order, that an on-demand group
     offers and no spot group offers with the same value; None when there is none."""
-    spot = {(k, v) for g in groups.groups if g.market == "spot" for k, v in g.offers.items()}
+    spot = {(k, v) for g in groups.groups if g.market == "spot" for k, v in sge_options(g).offers.items()}
     for g in groups.groups:
         if g.market != "on-demand":
             continue
-        for k, v in g.offers.items():
+        for k, v in sge_options(g).offers.items():
             if (k, v) not in spot:
                 return k, v
     return None
