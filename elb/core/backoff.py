@@ -6,7 +6,7 @@ never ran, a provisioning play that failed or timed out. Failed bring-ups come i
 playbook fails makes seven failures at once. A failure counts as a new round only once the
 wait the previous round set has passed; each round doubles the wait, from ``initial`` up to
 ``max``. A node that becomes ready ends the streak; so does the probe's instance running when
-the last round was launches the cloud refused (no capacity, throttling): the cloud launching
+the last round was launches the cloud refused (no capacity): the cloud launching
 again is all the probe had to show, and the batch need not wait for the probe's boot and play.
 
 Each node group has its own streak (``by_group``): a group whose nodes never come up holds back
@@ -16,25 +16,35 @@ While the streak lasts, launching waits until ``next_launch_at``, and then launc
 node (a probe) rather than a whole batch, and no other while that probe is on its way, so with
 provisioning failing for good elb launches a handful of nodes an hour, not one batch a pass.
 
+A launch the cloud refused for the account's API request rate (EC2's ``RequestLimitExceeded``,
+``Throttling``, still so after botocore's retries; the event's ``Cause.THROTTLED``) is no round:
+it says nothing of the group's capacity or its nodes, and every group shares the account's rate.
+It pauses the group's launches instead, ``THROTTLE_INITIAL`` (5 s) after the first throttled
+launch and doubling with each one in a row up to ``THROTTLE_MAX`` (2 minutes); after the pause
+the whole batch may launch (no probe). The pause's streak ends when a node becomes ready or the
+cloud answers a launch otherwise (a node it launched fails, or it has no capacity); it neither
+starts nor lengthens the streak of failed rounds, which goes on where it stood.
+
+A failure's cause is the one its event was recorded with (``Event.cause``); an event of an older
+journal, recorded without one, is classified by its detail (a launch's "launch failed ...").
+
 The state survives a restart: it is rebuilt from the journal every pass.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from elb.core.frozen import quick_init
-from elb.core.model import Event, NodeState
+from elb.core.model import Cause, Event, NodeState
+
+__all__ = ["Backoff", "Backoffs", "Cause", "GroupTrackers", "Tracker", "by_group", "compute"]
 
 PROBE_NODES = 1  # nodes a launch round may start while backing off
-
-
-class Cause(enum.StrEnum):
-    LAUNCH = "launch"  # the cloud gave no running instance
-    PROVISION = "provision"  # the instance ran, the node never became ready
+THROTTLE_INITIAL = 5.0  # seconds of the first pause after a launch the cloud throttled
+THROTTLE_MAX = 120.0  # the longest such pause, however many throttled rounds in a row
 
 
 @quick_init
@@ -44,31 +54,44 @@ class Backoff:
 
     rounds: int = 0  # failed rounds in a row (0: no back-off)
     next_launch_at: float | None = None  # no launch before this
-    cause: Cause | None = None  # of the last failed round
+    cause: Cause | None = None  # of the last failed round (throttled or not)
     last_failure: str = ""  # "node007: provisioning failed at ..." of the last failed round
     probing: bool = False  # a node requested after the wait is still on its way: no other launch
+    throttled: int = 0  # throttled launch rounds in a row (0: no pause)
+    paused_until: float | None = None  # no launch before this either: the pause after throttling
+
+    @property
+    def until(self) -> float | None:
+        """The instant launching may start again (None: no wait was set)."""
+        ends = [t for t in (self.next_launch_at, self.paused_until) if t is not None]
+        return max(ends, default=None)
 
     def waiting(self, now: float) -> float:
         """Seconds launching must still wait at ``now`` (0: may launch)."""
-        if self.next_launch_at is None:
-            return 0.0
-        return max(0.0, self.next_launch_at - now)
+        until = self.until
+        return 0.0 if until is None else max(0.0, until - now)
 
     @property
     def active(self) -> bool:
-        return self.rounds > 0
+        return self.rounds > 0 or self.throttled > 0
 
     def cap(self, wanted: int, now: float) -> int:
-        """How many of ``wanted`` new nodes may be launched at ``now``."""
+        """How many of ``wanted`` new nodes may be launched at ``now``: none while waiting or a
+        probe is on its way; a probe after failed rounds; all after throttled rounds alone."""
         if not self.active:
             return wanted
         if self.waiting(now) > 0 or self.probing:
             return 0
-        return min(wanted, PROBE_NODES)
+        return min(wanted, PROBE_NODES) if self.rounds else wanted
 
 
-def _cause(detail: str | None) -> Cause:
-    text = (detail or "").removeprefix("cleanup: ")
+def _cause(e: Event) -> Cause:
+    """The cause the event was recorded with; an event of an older journal, recorded without one,
+    by its detail: "launch failed" or "no instance" (its cleanup's "cleanup: ..." too) is the
+    cloud's, anything else provisioning's."""
+    if e.cause is not None:
+        return e.cause
+    text = (e.detail or "").removeprefix("cleanup: ")
     return Cause.LAUNCH if text.startswith(("launch failed", "no instance")) else Cause.PROVISION
 
 
@@ -79,18 +102,19 @@ class Tracker:
     def __init__(self, *, initial: float, maximum: float) -> None:
         self.initial, self.maximum = initial, maximum
         self._bringing_up: dict[str, float] = {}  # node -> when it was requested
-        self._state = Backoff()
+        self._state = Backoff()  # the streak of failed rounds
+        self._pause = Backoff()  # the streak of throttled rounds (``throttled``, ``paused_until``)
 
     def add(self, e: Event) -> None:
         if e.state is NodeState.REQUESTED:
             self._bringing_up[e.node] = e.time
         elif e.state is NodeState.READY:
             if e.node in self._bringing_up:
-                self._state = Backoff()  # a node became ready: launching works again
+                self._state = self._pause = Backoff()  # a node became ready: launching works again
             self._bringing_up.pop(e.node, None)
         elif e.state is NodeState.RUNNING and self._answers_refusals(e.node):
             # the cloud launched the probe after refused launches: that was the question
-            self._state = Backoff()
+            self._state = self._pause = Backoff()
         elif e.state is NodeState.TERMINATED:
             # ended without becoming ready and without failing (a launch elb's stop cut short):
             # no failure, and no probe on its way
@@ -98,12 +122,38 @@ class Tracker:
         elif e.state in (NodeState.FAILED, NodeState.DRAINING) and e.node in self._bringing_up:
             # a node that never became ready is drained only by its cleanup
             del self._bringing_up[e.node]
-            state = self._state
-            if state.next_launch_at is not None and e.time < state.next_launch_at:
-                return  # the same round (launched before the wait began)
-            rounds = state.rounds + 1
-            wait = min(self.initial * 2.0 ** min(rounds - 1, 64), self.maximum)
-            self._state = Backoff(rounds, e.time + wait, _cause(e.detail), f"{e.node}: {e.detail or 'failed'}")
+            cause = _cause(e)
+            if cause is Cause.THROTTLED:
+                self._throttled(e)
+            else:
+                self._failed(e, cause)
+
+    def _failed(self, e: Event, cause: Cause) -> None:
+        """A failed bring-up: a new round of the streak unless of the round under way. The cloud
+        answered the launch (it ran, or it had no capacity): a throttling pause is over."""
+        self._pause = Backoff()
+        state = self._state
+        if state.next_launch_at is not None and e.time < state.next_launch_at:
+            return  # the same round (launched before the wait began)
+        rounds = state.rounds + 1
+        wait = min(self.initial * 2.0 ** min(rounds - 1, 64), self.maximum)
+        self._state = Backoff(rounds, e.time + wait, cause, f"{e.node}: {e.detail or 'failed'}")
+
+    def _throttled(self, e: Event) -> None:
+        """A launch the cloud refused for the account's request rate: a new pause unless of the
+        one under way, doubling from ``THROTTLE_INITIAL`` to ``THROTTLE_MAX``; the failure streak
+        is left as it is (no capacity was asked about, no node failed)."""
+        pause = self._pause
+        if pause.paused_until is not None and e.time < pause.paused_until:
+            return  # the same launch round
+        n = pause.throttled + 1
+        wait = min(THROTTLE_INITIAL * 2.0 ** min(n - 1, 64), THROTTLE_MAX)
+        self._pause = Backoff(
+            cause=Cause.THROTTLED,
+            last_failure=f"{e.node}: {e.detail or 'throttled'}",
+            throttled=n,
+            paused_until=e.time + wait,
+        )
 
     def _answers_refusals(self, node: str) -> bool:
         """Whether ``node`` running ends the streak: the streak's last round was launches the
@@ -121,6 +171,15 @@ class Tracker:
         if state.next_launch_at is not None:
             after = state.next_launch_at
             state = dataclasses.replace(state, probing=any(t >= after for t in self._bringing_up.values()))
+        pause = self._pause
+        if pause.throttled:  # the latest failure (any other ends the pause)
+            state = dataclasses.replace(
+                state,
+                cause=pause.cause,
+                last_failure=pause.last_failure,
+                throttled=pause.throttled,
+                paused_until=pause.paused_until,
+            )
         return state
 
 
@@ -153,9 +212,7 @@ class Backoffs:
 
     def next_end(self, now: float) -> float | None:
         """The soonest instant after ``now`` at which a group's wait ends (None: none waits)."""
-        ends = [b.next_launch_at for _g, b in self.groups if b.next_launch_at is not None and b.next_launch_at > now]
-        if self.default.next_launch_at is not None and self.default.next_launch_at > now:
-            ends.append(self.default.next_launch_at)
+        ends = [t for b in (*(b for _g, b in self.groups), self.default) if (t := b.until) is not None and t > now]
         return min(ends, default=None)
 
 

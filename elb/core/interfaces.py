@@ -42,11 +42,14 @@ InstanceWord = Literal["pending", "running", "stopping", "stopped", "gone"]
 
 
 class CloudError(Exception):
-    """A cloud call failed. ``retryable`` says whether trying again later may help."""
+    """A cloud call failed. ``retryable`` says whether trying again later may help; ``throttled``:
+    the cloud refused it for the account's API request rate (retryable, and no fault of what was
+    asked for: the launch back-off pauses briefly, ``elb.core.backoff``)."""
 
-    def __init__(self, message: str, *, retryable: bool = False) -> None:
+    def __init__(self, message: str, *, retryable: bool = False, throttled: bool = False) -> None:
         super().__init__(message)
-        self.retryable = retryable
+        self.retryable = retryable or throttled
+        self.throttled = throttled
 
 
 @quick_init
@@ -77,12 +80,14 @@ class CloudSettings:
 
 @dataclass(frozen=True, slots=True)
 class LaunchResult:
-    """Outcome of a launch: the instances that run, the names that failed with why, and the names
-    not started because elb was told to stop (nothing of theirs exists in the cloud)."""
+    """Outcome of a launch: the instances that run, the names that failed with why (``throttled``:
+    those of them whose launch the cloud refused for the account's API request rate), and the
+    names not started because elb was told to stop (nothing of theirs exists in the cloud)."""
 
     launched: tuple[Instance, ...]
     failed: Mapping[str, str] = field(default_factory=dict, hash=False)  # node name -> reason
     not_started: tuple[str, ...] = ()
+    throttled: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -359,14 +359,25 @@ def _said_once(reason: str, add_reason: str) -> str:
     return reason
 
 
+class Cause(enum.StrEnum):
+    """Why a bring-up failed, as the launch back-off (``elb.core.backoff``) tells failures apart."""
+
+    LAUNCH = "launch"  # the cloud gave no running instance
+    THROTTLED = "throttled"  # the cloud refused the launch for the account's API request rate
+    PROVISION = "provision"  # the instance ran, the node never became ready
+
+
 @quick_init
 @dataclass(frozen=True, slots=True)
 class Event:
     """A step of a node's life as the journal records it (``elb.service.journal``): when, the
-    state reached, the instance, and a detail (why it failed)."""
+    state reached, the instance, a detail (why it failed), and the failure's ``cause`` when its
+    recorder knew it (None: not recorded, as in an older journal; ``elb.core.backoff`` reads it
+    from the detail then)."""
 
     time: float
     node: str
     state: NodeState
     instance_id: str | None
     detail: str | None
+    cause: Cause | None = None

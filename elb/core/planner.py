@@ -102,7 +102,10 @@ def held_why(backoff: Backoff, now: float, allowed: int, wanted: int, *, group: 
         why = f"launch{of} backed off for {minutes(backoff.waiting(now))} more"
     else:
         why = f"launching {allowed} of {wanted}{of} (a probe)"
-    return why + f" after {backoff.rounds} failed launch round(s) in a row ({backoff.cause}: {backoff.last_failure})"
+    streak = (
+        f"{backoff.rounds} failed launch round(s)" if backoff.rounds else f"{backoff.throttled} throttled launch(es)"
+    )
+    return why + f" after {streak} in a row ({backoff.cause}: {backoff.last_failure})"
 
 
 def pace_launches(  # noqa: PLR0917 (the plan's two parts, the spend, and the pass's facts)

@@ -45,7 +45,7 @@ from elb.core.interfaces import (
     Witness,
 )
 from elb.core.interruptions import Move, job_number
-from elb.core.model import Node, NodeState, Removal, WitnessKeep
+from elb.core.model import Cause, Node, NodeState, Removal, WitnessKeep
 from elb.core.noticeplan import Retire
 from elb.core.planner import Cleanup, Drain, cleanup_verdict, drain_verdict, witness_needed, witness_verdict
 from elb.core.reconcile import Repair, RepairKind
@@ -194,19 +194,25 @@ class Actuator:
             result = self.cloud.launch(list(names), groups or None, boot, stopping=self.stopping)
         except (CloudError, ValueError) as err:  # ValueError: the nodes' boot plans could not be made
             # The cloud adapter starts nothing it cannot report; reconcile catches the rest by tags.
+            throttled = isinstance(err, CloudError) and err.throttled
             for name in names:
-                self.journal.record(name, NodeState.FAILED, self.clock(), detail=f"launch failed: {err}")
-                out.failed[name] = f"launch failed: {err}"
+                self._launch_failed(name, str(err), out, throttled=throttled)
             return
         finally:
             self.journal.note_change(self.clock())
         for name, why in result.failed.items():
-            self.journal.record(name, NodeState.FAILED, self.clock(), detail=f"launch failed: {why}")
-            out.failed[name] = f"launch failed: {why}"
+            self._launch_failed(name, why, out, throttled=name in result.throttled)
         for name in result.not_started:  # nothing of theirs exists, and nothing failed
             log.info("%s: not launched: elb stops", name)
             self.journal.record(name, NodeState.TERMINATED, self.clock(), detail="not launched: elb stopped")
         self.provision([self._record_running(inst.name, inst) for inst in result.launched], out, admit=self.boot)
+
+    def _launch_failed(self, name: str, why: str, out: Outcomes, *, throttled: bool) -> None:
+        """The cloud gave ``name`` no running instance: failed, with the cause the launch
+        back-off counts it by (``throttled``: refused for the account's API request rate)."""
+        cause = Cause.THROTTLED if throttled else Cause.LAUNCH
+        self.journal.record(name, NodeState.FAILED, self.clock(), detail=f"launch failed: {why}", cause=cause)
+        out.failed[name] = f"launch failed: {why}"
 
     def _record_running(self, name: str, inst: Instance, detail: str | None = None, group: str | None = None) -> Node:
         """Node ``name`` runs on ``inst``: record it with what the cloud says of the instance (and,

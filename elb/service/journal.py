@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 from elb.core.attribution import SeenOn
-from elb.core.model import Event, History, Node, NodeState, WitnessKeep
+from elb.core.model import Cause, Event, History, Node, NodeState, WitnessKeep
 from elb.core.orders import Orders
 from elb.core.scheduler import Ask, AskKind
 from elb.core.timeline import Step, Timeline, timeline_of
@@ -65,6 +65,20 @@ class SlurmRequestRecord:
     received_at: float
     done_at: float | None
     outcome: str | None
+
+
+def _event(row: Sequence[object]) -> Event:
+    """An event from its row: time, node, state, instance, detail, cause (NULL in rows written
+    before causes were recorded, and in events of no failure)."""
+    t, n, s, i, d, c = row
+    return Event(
+        float(t),  # type: ignore[arg-type]
+        str(n),
+        NodeState(str(s)),
+        None if i is None else str(i),
+        None if d is None else str(d),
+        None if c is None else Cause(str(c)),
+    )
 
 
 def _locked(method: Callable[P, R]) -> Callable[P, R]:
@@ -232,6 +246,7 @@ class Journal:
         step: Step | None = None,
         template_version: str | None = None,
         witness_keep: WitnessKeep | None = None,
+        cause: Cause | None = None,
     ) -> Node:
         """Move a node to ``state`` (creating its record if new) and log the step. ``group``:
         its node group (kept once set). ``step``: the boot step (``elb.core.timeline``) this reaches,
@@ -239,7 +254,7 @@ class Journal:
         name of a gone one starts a timeline of its own. Recorded ``stopped``, its ``stopped_at`` is
         ``now``; ``template_version``: the launch template version it runs (kept once set);
         ``witness_keep``: the node was kept on its own word (kept until the next such keep, or a
-        node requested anew under its name)."""
+        node requested anew under its name); ``cause``: why a bring-up failed, in the event."""
         new_step = False
         with self._tx() as db:
             row = db.execute("SELECT state FROM nodes WHERE name = ?", (name,)).fetchone()
@@ -282,8 +297,8 @@ class Journal:
             db.execute(f"UPDATE nodes SET {', '.join(sets)} WHERE name = ?", (*vals, name))  # noqa: S608
             iid = db.execute("SELECT instance_id FROM nodes WHERE name = ?", (name,)).fetchone()[0]
             db.execute(
-                "INSERT INTO events (time, node, state, instance_id, detail) VALUES (?, ?, ?, ?, ?)",
-                (now, name, state.value, iid, detail),
+                "INSERT INTO events (time, node, state, instance_id, detail, cause) VALUES (?, ?, ?, ?, ?, ?)",
+                (now, name, state.value, iid, detail, None if cause is None else cause.value),
             )
             if step is not None:
                 new_step = self._reach(db, name, step, now)
@@ -401,21 +416,21 @@ class Journal:
 
     @_locked
     def events(self, node: str | None = None) -> list[Event]:
-        sql = "SELECT time, node, state, instance_id, detail FROM events"
+        sql = "SELECT time, node, state, instance_id, detail, cause FROM events"
         args: tuple[str, ...] = ()
         if node is not None:
             sql += " WHERE node = ?"
             args = (node,)
         rows = self._db.execute(sql + " ORDER BY id", args).fetchall()
-        return [Event(float(t), str(n), NodeState(str(s)), i, d) for t, n, s, i, d in rows]
+        return [_event(row) for row in rows]
 
     @_locked
     def events_since(self, since: float) -> list[Event]:
         """The events at or after ``since``, oldest first (what a budget's spend is read from)."""
         rows = self._db.execute(
-            "SELECT time, node, state, instance_id, detail FROM events WHERE time >= ? ORDER BY id", (since,)
+            "SELECT time, node, state, instance_id, detail, cause FROM events WHERE time >= ? ORDER BY id", (since,)
         ).fetchall()
-        return [Event(float(t), str(n), NodeState(str(s)), i, d) for t, n, s, i, d in rows]
+        return [_event(row) for row in rows]
 
     @_locked
     def bring_up_events(self, limit: int = 5000) -> list[Event]:
@@ -423,11 +438,11 @@ class Journal:
         terminated), oldest first: what the launch back-off is computed from."""
         states = (NodeState.REQUESTED, NodeState.READY, NodeState.FAILED, NodeState.TERMINATED)
         rows = self._db.execute(
-            "SELECT time, node, state, instance_id, detail FROM events WHERE state IN (?, ?, ?, ?) "
+            "SELECT time, node, state, instance_id, detail, cause FROM events WHERE state IN (?, ?, ?, ?) "
             "ORDER BY id DESC LIMIT ?",
             (*(s.value for s in states), limit),
         ).fetchall()
-        return [Event(float(t), str(n), NodeState(str(s)), i, d) for t, n, s, i, d in reversed(rows)]
+        return [_event(row) for row in reversed(rows)]
 
     # -- passes and policy memory ---------------------------------------------------------
     @_locked

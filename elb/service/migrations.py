@@ -142,6 +142,12 @@ def _witness_keeps(db: sqlite3.Connection) -> None:
         db.execute(f"ALTER TABLE nodes ADD COLUMN {column}")
 
 
+def _event_causes(db: sqlite3.Connection) -> None:
+    """Version 10: why a bring-up failed, as its recorder knew it (``elb.core.model.Cause``; NULL:
+    not recorded, the back-off reads the detail, as for the events before this version)."""
+    db.execute("ALTER TABLE events ADD COLUMN cause TEXT")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     _baseline,
     _node_group,
@@ -152,6 +158,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _node_asks,
     _job_hosts,
     _witness_keeps,
+    _event_causes,
 )
 CURRENT = len(MIGRATIONS)
 

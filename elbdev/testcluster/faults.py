@@ -94,7 +94,7 @@ class FaultyLocalCloud(LocalCloud):
         now = time.time()
         if now < float(ctl.get("throttle_until", 0)):
             note(self.log, fault="throttle", names=list(names))
-            raise CloudError("RequestLimitExceeded: Request limit exceeded (injected)", retryable=True)
+            raise CloudError("RequestLimitExceeded: Request limit exceeded (injected)", retryable=True, throttled=True)
         if now < float(ctl.get("capacity_until", 0)):
             note(self.log, fault="capacity", names=list(names))
             return LaunchResult((), {n: "InsufficientInstanceCapacity (injected)" for n in names})

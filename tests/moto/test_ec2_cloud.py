@@ -560,8 +560,27 @@ def test_throttling_beyond_the_retries_is_a_retryable_error(ec2: Any, ami: str, 
     cloud = Ec2Cloud(config, CLUSTER, client=client)
     with pytest.raises(CloudError, match="RequestLimitExceeded") as info:
         cloud.list_workers()
-    assert info.value.retryable is True
+    assert info.value.retryable is True and info.value.throttled is True
     assert count["sent"] == 2  # total attempts, then give up: no storm
+
+
+def test_a_launch_throttled_after_its_first_node_fails_the_rest_as_throttled(ec2: Any, ami: str, aws_env: str) -> None:
+    """RunInstances refused for the request rate (after botocore's retries and elb's second send)
+    once a node started: the others failed, and marked throttled for the launch back-off."""
+    cloud, client = cloud_with(aws_env, ami=ami, instance_types=["t3.large"])
+    calls = {"n": 0}
+
+    def throttled_after_one(kwargs: dict[str, Any]) -> Exception | None:
+        calls["n"] += 1
+        return (
+            client_error("RequestLimitExceeded", "Request limit exceeded.", "RunInstances") if calls["n"] > 1 else None
+        )
+
+    client.fail("run_instances", throttled_after_one)
+    result = cloud.launch(["node001", "node002", "node003"])
+    assert [i.name for i in result.launched] == ["node001"]
+    assert set(result.failed) == {"node002", "node003"} and "RequestLimitExceeded" in result.failed["node002"]
+    assert result.throttled == {"node002", "node003"}
 
 
 def test_no_credentials_is_a_clear_error(aws_env: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -117,7 +117,10 @@ def test_missing_permission_is_read_from_the_message() -> None:
 def test_errors_are_classified() -> None:
     denied = to_cloud_error(client_error("UnauthorizedOperation", "nope", "TerminateInstances"), "terminating")
     assert not denied.retryable and "ec2:TerminateInstances" in str(denied)
-    assert to_cloud_error(client_error("RequestLimitExceeded", "slow down", "RunInstances"), "x").retryable
+    assert to_cloud_error(client_error("RequestLimitExceeded", "slow down", "RunInstances"), "x").throttled
+    assert to_cloud_error(client_error("Throttling", "slow down", "DescribeInstances"), "x").throttled
+    busy = to_cloud_error(client_error("InternalError", "oops", "RunInstances"), "x")
+    assert busy.retryable and not busy.throttled
     assert not to_cloud_error(client_error("InvalidAMIID.NotFound", "no", "RunInstances"), "x").retryable
     assert to_cloud_error(EndpointConnectionError(endpoint_url="http://x"), "x").retryable
     assert to_cloud_error(ReadTimeoutError(endpoint_url="http://x"), "x").retryable

@@ -31,6 +31,7 @@ from elb.schedulers.sge.demand import Site
 from elb.schedulers.sge.site import build_site
 
 GATE_BOUND = 60.0  # seconds a gated playbook waits at most for the test
+THROTTLED = "RequestLimitExceeded after retries: Request limit exceeded."  # EC2 refusing for the request rate
 
 
 @dataclass
@@ -129,6 +130,7 @@ class FakeCloud:
     instances: dict[str, Instance] = field(default_factory=dict)
     fail_names: set[str] = field(default_factory=set)
     raise_on_launch: str | None = None
+    throttled_launches: int = 0  # the next N launch calls are refused for the account's request rate
     counter: int = 0
     terminated: list[str] = field(default_factory=list)
     stopped: list[str] = field(default_factory=list)
@@ -151,6 +153,9 @@ class FakeCloud:
         self.boots.update(boot or {})
         if self.raise_on_launch:
             raise CloudError(self.raise_on_launch)
+        if self.throttled_launches:
+            self.throttled_launches -= 1
+            raise CloudError(f"launching {names[0]}: {THROTTLED}", retryable=True, throttled=True)
         out: list[Instance] = []
         failed: dict[str, str] = {}
         for i, n in enumerate(names):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from elb.core.backoff import compute
 from elb.core.interfaces import Instance
 from elb.core.model import NodeState
 from elb.schedulers.slurm.commands import NO_INSTANCE, SlurmError, SlurmRead
@@ -75,10 +76,44 @@ def test_a_wait_that_ends_on_a_read_slurm_did_not_answer_leaves_the_node_for_the
     r.run()
     assert r.state("node001") is NodeState.PROVISIONING  # not failed: Slurm could not be read
     assert r.cloud.terminated == [] and [b[0] for b in r.books.runs] == ["slurm_add_node.yml"]
+    assert not compute(r.journal.bring_up_events(), initial=60, maximum=3600).active  # no failed round
     slurm.down = False
     r.run(5)  # Slurm answers again: reconcile provisions it again
     assert r.state("node001") is NodeState.READY
     assert r.cloud.terminated == [] and slurm.addressed == 2
+
+
+class Busy(FakeSlurm):
+    """slurmctld busy after a node's address is set: its next ``stalls`` reads time out
+    (transiently), then it answers again, the node's slurmd registered meanwhile."""
+
+    stalls: int = 0
+
+    def set_addresses(self, pairs: Sequence[tuple[str, str]]) -> None:
+        super().set_addresses(pairs)
+        self.stalls = 3
+
+    def read(self) -> SlurmRead:
+        if self.stalls:
+            self.stalls -= 1
+            raise SlurmError(SOCKET, transient=True)
+        return super().read()
+
+
+def test_a_registration_slurm_delays_past_the_timeout_by_not_answering_makes_the_node_ready(tmp_path: Path) -> None:
+    """The wait counts the time Slurm answered in: reads that time out for longer than
+    ``slurm.register_timeout`` (three reads a second apart, 1.5 s) do not use it up, and the node
+    Slurm shows registered after them is ready in the same pass: not failed, no back-off."""
+    r = rig(tmp_path, slurm={"register_timeout": 1.5})
+    slurm = Busy(nodes=r.slurm.nodes)
+    r.bal.scheduler.slurm = slurm  # type: ignore[attr-defined]
+    r.slurm = slurm
+    slurm.ask("node001")
+    r.ask(RequestKind.RESUME, "node001")
+    r.run()
+    assert r.state("node001") is NodeState.READY and slurm.stalls == 0
+    assert r.cloud.terminated == [] and [b[0] for b in r.books.runs] == ["slurm_add_node.yml"]
+    assert not compute(r.journal.bring_up_events(), initial=60, maximum=3600).active
 
 
 def test_a_node_elb_takes_out_is_parked_at_the_address_of_no_host(tmp_path: Path) -> None:

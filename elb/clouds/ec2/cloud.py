@@ -120,6 +120,8 @@ AUTH_CODES = frozenset(
         "Blocked",
     }
 )
+# The account's API request rate: no fault of what was asked for (``CloudError.throttled``).
+THROTTLE_CODES = frozenset({"RequestLimitExceeded", "Throttling", "ThrottlingException"})
 # Still failing after botocore's own retries; trying again on a later pass may help.
 TRANSIENT_CODES = frozenset(
     {
@@ -429,7 +431,7 @@ def to_cloud_error(err: Exception, doing: str) -> CloudError:
                 retryable=False,
             )
         if code in TRANSIENT_CODES:
-            return CloudError(f"{doing}: {code} after retries: {msg}", retryable=True)
+            return CloudError(f"{doing}: {code} after retries: {msg}", retryable=True, throttled=code in THROTTLE_CODES)
         return CloudError(f"{doing}: {code}: {msg}", retryable=False)
     if isinstance(err, NoCredentialsError):
         return CloudError(
@@ -519,6 +521,7 @@ class _Starts:
     volume_tags: dict[str, list[TagTypeDef]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
     not_started: tuple[str, ...] = ()
+    throttled: set[str] = field(default_factory=set)  # of ``failed``: refused for the request rate
 
 
 def _group_of(groups: Mapping[str, str] | None, name: str) -> str | None:
@@ -1187,7 +1190,12 @@ class Ec2Cloud:
         launched, unkeyed = self._console_host_keys(launched, templated, started_at + self.config.boot_timeout)
         failed.update(unkeyed)
         self._settle_host_keys(launched)
-        return LaunchResult(launched=tuple(launched), failed=failed, not_started=starts.not_started)
+        return LaunchResult(
+            launched=tuple(launched),
+            failed=failed,
+            not_started=starts.not_started,
+            throttled=frozenset(starts.throttled),
+        )
 
     def _start_all(
         self,
@@ -1220,6 +1228,8 @@ class Ec2Cloud:
                     raise error from None
                 for rest in names[i:]:
                     out.failed[rest] = str(error)
+                if error.throttled:
+                    out.throttled.update(names[i:])
                 break
             out.started[name] = inst["InstanceId"]
             if uses_fleet(spec):

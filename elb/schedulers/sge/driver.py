@@ -146,7 +146,9 @@ class GridEngine:
     def await_registered(self, names: Sequence[str], stopping: threading.Event) -> dict[str, str] | None:
         """The add play ends with the execd registered. Nodes that configure themselves at boot
         (``provision.mode: boot``) are waited for: until qhost shows each up (its execd reports),
-        for at most ``provision.boot.timeout``, a read every ``UP_POLL`` seconds."""
+        for at most ``provision.boot.timeout`` of qhost answering (``wait_until_up``), a read every
+        ``UP_POLL`` seconds; a transient ``SchedulerError`` when Grid Engine did not answer for a
+        good part of the wait."""
         if self.config.provision.mode != "boot":
             return {}
         timeout = self.config.provision.boot.timeout
@@ -168,9 +170,10 @@ class GridEngine:
         """The ``names`` qhost shows up now; what it shows of the others goes into ``seen``."""
         try:
             snap = self.sge.read_snapshot()
-        except Exception as err:  # a failed read is noted and tried again at the next poll
-            seen.update((name, f"reading qhost: {err}") for name in names)
-            return []
+        except SgeError as err:
+            raise SchedulerError(f"reading qhost: {err}", transient=err.transient) from err
+        except Exception as err:  # what it failed with is noted; the wait reads again at the next poll
+            raise SchedulerError(f"reading qhost: {err}") from err
         up = []
         for name in sorted(names):
             host = snap.host(name)

@@ -353,24 +353,21 @@ class Slurm:
         ``slurm.register_timeout`` after the add play, or ``provision.boot.timeout`` after the
         admit play of nodes that configure themselves at boot (``provision.mode: boot``): a slurmd
         that never registers would hold its node, and the job waiting for it, until Slurm's
-        ResumeTimeout. When the wait ends with nodes not up and its last read of Slurm failed
-        with a transient error (after its retries), what Slurm has of them is not known, which
-        is not their fault: ``SchedulerError`` (``transient``), for the caller to wait again later."""
+        ResumeTimeout. The timeout counts the time Slurm answered in (``wait_until_up``): a busy
+        slurmctld delays a registration, which slurmd retries by itself; a wait that ends with
+        nodes not up while Slurm did not answer for a good part of it raises the transient
+        ``SchedulerError``, for the caller to wait again later."""
         boot = self.config.provision.mode == "boot"
         timeout = self.config.provision.boot.timeout if boot else self.config.slurm.register_timeout
-        last: list[SlurmError | None] = [None]
 
         def up_of(waiting: set[str], seen: dict[str, str]) -> list[str]:
             try:
                 read = self.slurm.read()
-            except SlurmError as err:  # noted; the next poll reads again
-                last[0] = err
-                seen.update((name, f"reading Slurm: {err}") for name in waiting)
-                return []
-            last[0] = None
+            except SlurmError as err:
+                raise SchedulerError(f"reading Slurm: {err}", transient=err.transient) from err
             return self._up_in(read, waiting, seen)
 
-        unheard = wait_until_up(
+        return wait_until_up(
             names,
             up_of,
             timeout=timeout,
@@ -385,13 +382,6 @@ class Slurm:
                 else f"its slurmd did not register within {timeout:g} s of its play (Slurm: {shown})"
             ),
         )
-        err = last[0]
-        if unheard and err is not None and err.transient:
-            raise SchedulerError(
-                f"{', '.join(unheard)}: not up within {timeout:g} s, and Slurm could not be read at the end: {err}",
-                transient=err.transient,
-            )
-        return unheard
 
     @staticmethod
     def _up_in(read: SlurmRead, names: set[str], seen: dict[str, str]) -> list[str]:
