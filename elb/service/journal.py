@@ -434,11 +434,19 @@ class Journal:
 
     @_locked
     def bring_up_events(self, limit: int = 5000) -> list[Event]:
-        """The newest ``limit`` events that start or end a bring-up (requested, ready, failed,
-        terminated), oldest first: what the launch back-off is computed from."""
-        states = (NodeState.REQUESTED, NodeState.READY, NodeState.FAILED, NodeState.TERMINATED)
+        """The newest ``limit`` events that start, answer or end a bring-up (requested, running,
+        ready, draining, failed, terminated), oldest first: what the launch back-off is computed
+        from (``elb.core.backoff``: every event its rules read, as the simulator feeds it)."""
+        states = (
+            NodeState.REQUESTED,
+            NodeState.RUNNING,
+            NodeState.READY,
+            NodeState.DRAINING,
+            NodeState.FAILED,
+            NodeState.TERMINATED,
+        )
         rows = self._db.execute(
-            "SELECT time, node, state, instance_id, detail, cause FROM events WHERE state IN (?, ?, ?, ?) "
+            "SELECT time, node, state, instance_id, detail, cause FROM events WHERE state IN (?, ?, ?, ?, ?, ?) "
             "ORDER BY id DESC LIMIT ?",
             (*(s.value for s in states), limit),
         ).fetchall()

@@ -196,3 +196,23 @@ def test_nodes_removed_for_the_same_reason_are_named_on_one_line() -> None:
         "remove node002: idle 35 s >= 0.5 x boot time (30 s)",
         "no job waits",
     ]
+
+
+def test_the_journals_bring_up_events_end_a_refused_launch_streak_at_the_probes_instance_running(
+    tmp_path: Path,
+) -> None:
+    """After launches the cloud refused (no capacity), the probe's instance running answers the
+    question the wait asked: the daemon's back-off (from the journal's bring-up events) ends there,
+    as the simulator's (fed every event) does, not only once the probe is ready after its play."""
+    journal = Journal(tmp_path / "journal.sqlite")
+    journal.record("a", NodeState.REQUESTED, 0.0)
+    journal.record("a", NodeState.FAILED, 1.0, detail="launch failed: no capacity", cause=Cause.LAUNCH)
+    events = journal.bring_up_events()
+    assert compute(events, initial=60, maximum=3600).active
+    journal.record("probe", NodeState.REQUESTED, 70.0)
+    journal.record("probe", NodeState.LAUNCHING, 71.0)
+    journal.record("probe", NodeState.RUNNING, 90.0)
+    fed_all = compute(journal.events("a") + journal.events("probe"), initial=60, maximum=3600)
+    assert not fed_all.active  # the rule, every event at hand
+    assert not compute(journal.bring_up_events(), initial=60, maximum=3600).active
+    journal.close()
