@@ -15,7 +15,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from elb.core.durations import minutes
-from elb.core.interfaces import TAG_GROUP, Instance
+from elb.core.interfaces import TAG_GROUP, Instance, InstanceState
 from elb.core.model import Job, Node, NodeState, Snapshot
 from elb.core.state import GONE, LIVE, ClusterState, ManagedNode, instance_state, is_busy, join
 
@@ -107,13 +107,19 @@ def _unfinished(n: Node, watched_since: float | None) -> str:
 def _repair_pooled(m: ManagedNode, inst: Instance | None) -> Repair | None:
     """A node of the warm pool. Stopped: a stopped instance is what it should be (not lost, not
     a failed boot; the planner restarts or expires it); gone, it is still an exec host, taken
-    out. A stop or a restart that did not finish (elb stopped, or its cloud call failed): its
-    queue instances are disabled and nothing runs there: it is removed for good."""
+    out. A restart that did not finish with its instance running (the wait for the scheduler
+    ended unanswered, or elb stopped during it): that instance is the node's, started and paid
+    for, and is provisioned again (its play, the scheduler's wait). Any other stop or restart
+    that did not finish (elb stopped, or its cloud call failed): its queue instances are disabled
+    and nothing runs there: it is removed for good."""
     st = m.record.state
     if st is NodeState.STOPPED:
         if m.instance_gone:
             return Repair(RepairKind.VANISHED, m.name, "stopped in the warm pool, its instance gone")
         return None
+    if st is NodeState.STARTING and inst is not None and instance_state(inst.state) is InstanceState.RUNNING:
+        why = "a warm pool restart that did not finish, its instance running: provisioning it again"
+        return Repair(RepairKind.PROVISION, m.name, why, inst, work=_work_on(m) if m.busy else None)
     what = "stop" if st is NodeState.STOPPING else "restart"
     return Repair(
         RepairKind.FINISH_DRAIN, m.name, f"left {st.value} (a warm pool {what} that did not finish); removed", inst

@@ -660,8 +660,9 @@ class Actuator:
         them again: one start call and the scheduler's preparation (``_start_pooled``), one add
         play where needed and back in the scheduler's service (``_back_in_service``), one wait
         until the scheduler has them up. A node that fails a step is removed for good (one remove
-        play for all that failed); the others go on. When elb stops during the wait, the nodes
-        not yet up stay starting: the next start removes them."""
+        play for all that failed); the others go on. When elb stops during the wait, or the
+        scheduler did not answer it (a transient ``SchedulerError``: no node's fault), the nodes
+        not yet up stay starting: the next pass provisions again the ones whose instance runs."""
         nodes = []
         for name in names:
             node = self.journal.node(name)
@@ -671,7 +672,13 @@ class Actuator:
             nodes.append(node)
         failed: dict[str, str] = {}
         back = self._back_in_service(self._start_pooled(nodes, failed), failed)
-        unheard = self.scheduler.await_registered(back, self.stopping) if back else {}
+        try:
+            unheard = self.scheduler.await_registered(back, self.stopping) if back else {}
+        except SchedulerError as err:
+            if not err.transient:
+                raise
+            self._not_their_fault(back, "after its restart", err)
+            unheard = None  # left starting: the next pass provisions them again (``reconcile``)
         if unheard is not None:
             for name in back:
                 if name in unheard:

@@ -5,6 +5,7 @@ tests/cluster/test_warm_pool.py runs them)."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from elb.core.config import Config, parse_config
 from elb.core.interfaces import CloudError
 from elb.core.model import NodeState
+from elb.core.scheduler import SchedulerError
 from elb.schedulers.sge.driver import GridEngine
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
@@ -149,3 +151,33 @@ def test_metrics_show_the_pool_and_its_stops_and_restarts(cfg: Config) -> None:
     assert 'elb_warm_pool_nodes{group="default"} 1.0' in body
     assert 'elb_nodes{state="stopped"} 1.0' in body
     assert "elb_nodes_stopped_total 1.0" in body and "elb_nodes_restarted_total 0.0" in body
+
+
+def test_a_restart_whose_scheduler_did_not_answer_is_left_starting_then_provisioned_again(
+    cfg: Config, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The wait for the scheduler after a restart ends with it not answering (a busy controller,
+    after the driver's retries): no node's fault. The restarted node is not removed for good (a
+    launch anew for the next demand): it is left starting, and the next pass provisions it again
+    on the same instance."""
+    r = Rig(cfg)
+    launched_and_idle(r)
+    r.at(T0 + 3000)
+    assert r.bal.run_pass().outcomes.stopped == ["node001"]
+
+    def unanswered(self: GridEngine, names: object, stopping: object) -> dict[str, str]:
+        raise SchedulerError("qstat: unable to contact qmaster", transient=True)
+
+    r.at(T0 + 3600)
+    r.sge.jobs = [pending(2, 600, slots=8)]
+    with monkeypatch.context() as m, caplog.at_level(logging.WARNING):
+        m.setattr(GridEngine, "await_registered", unanswered)
+        result = r.bal.run_pass()
+    assert result.outcomes.restarted == [] and result.outcomes.removed == []
+    assert "did not answer after its restart" in caplog.text and "operation failed" not in caplog.text
+    assert r.state("node001") is NodeState.STARTING and r.cloud.terminated == []
+
+    r.at(T0 + 3660)
+    result = r.bal.run_pass()
+    assert r.state("node001") is NodeState.READY
+    assert r.cloud.terminated == [] and list(r.cloud.instances) == ["i-0001"]  # the same instance, none launched

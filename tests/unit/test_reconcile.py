@@ -218,6 +218,20 @@ def test_a_pooled_node_whose_instance_went_is_deregistered() -> None:
     assert kinds([rec("node001", NodeState.STOPPED)], [], ["node001"]) == [(RepairKind.VANISHED, "node001")]
 
 
+def test_a_restart_left_unfinished_with_its_instance_running_is_provisioned_again_not_removed() -> None:
+    """A warm pool restart whose wait for the scheduler ended unanswered (a busy controller), or
+    that elb's stop cut short, left its node starting with its instance running: that instance is
+    the node's, started and paid for; it is provisioned again (its play, the scheduler's wait),
+    not removed for good and launched anew. One still pending is not running yet: removed."""
+    found = repairs_for([rec("node001", NodeState.STARTING)], [inst("node001", "i-1")], snap([], [host("node001")]))
+    assert [(r.kind, r.node) for r in found] == [(RepairKind.PROVISION, "node001")]
+    assert "restart" in found[0].reason
+    pending = repairs_for(
+        [rec("node001", NodeState.STARTING)], [inst("node001", "i-1", state="pending")], snap([], [host("node001")])
+    )
+    assert [(r.kind, r.node) for r in pending] == [(RepairKind.FINISH_DRAIN, "node001")]
+
+
 def test_a_stop_or_restart_left_unfinished_is_removed_for_good() -> None:
     for state in (NodeState.STOPPING, NodeState.STARTING):
         found = repairs_for(
