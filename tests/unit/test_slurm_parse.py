@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import operator
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,10 @@ from elb.schedulers.slurm.parse import (
     parse_sinfo,
     parse_squeue,
     parse_time_limit,
+    read_squeue,
+    stale_bound,
 )
-from elb.schedulers.slurm.view import JobsMemo, snapshot
+from elb.schedulers.slurm.view import made_of, snapshot
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "slurm" / "recorded"
 
@@ -173,28 +176,70 @@ def _bench() -> Any:
 
 def test_a_memo_reads_squeue_as_without_and_reuses_the_lines_read_before() -> None:
     """Generated squeue texts, 5% of the lines new at each read, and the recorded one: with the
-    memo carried, each read is the plain read, the jobs of the lines seen before are the very
-    objects, and the neutral snapshot is the one made without its memo."""
+    memo carried, each read is the plain read, the jobs and the neutral jobs of the lines seen
+    before are the very objects, and the neutral snapshot is the one made without the memo."""
     bench = _bench()
     texts = [bench.make_squeue(600, 40, turn=t, churn=0.05).decode() for t in range(4)]
     texts.insert(2, read("squeue.txt"))
     texts.append(texts[-1] + "\n\n")
-    memo, jobs_memo = SqueueMemo(), JobsMemo()
-    before: dict[str, SlurmJob] = {}
+    memo = SqueueMemo(made_of)
+    before: dict[str, tuple[SlurmJob, object]] = {}
     nodes = parse_sinfo(read("sinfo.txt"))
     for text in texts:
-        jobs = parse_squeue(text, memo=memo)
+        jobs, made = read_squeue(text, memo)
         assert jobs == parse_squeue(text)
+        assert made == list(map(made_of, jobs))
         lines = [line for line in text.splitlines() if line.strip()]
-        reused = [j is before[line] for line, j in zip(lines, jobs, strict=True) if line in before]
-        assert all(reused)
-        before = dict(zip(lines, jobs, strict=True))
-        assert snapshot(jobs, nodes, 1.0, memo=jobs_memo) == snapshot(jobs, nodes, 1.0)
-        assert len(jobs_memo.made) == len(set(map(id, jobs)))
+        pairs = list(zip(jobs, made, strict=True))
+        again = [(line, p) for line, p in zip(lines, pairs, strict=True) if line in before]
+        assert all(p[0] is before[line][0] and p[1] is before[line][1] for line, p in again)
+        before = dict(zip(lines, pairs, strict=True))
+        assert snapshot(jobs, nodes, 1.0, made=made) == snapshot(jobs, nodes, 1.0)
+
+
+def pending_lines(numbers: range, reason: str = "Priority") -> list[str]:
+    return [f"{n}|cloud|PENDING|{reason}|1|1||2026-11-24T16:01:06|N/A|30:00|user|job{n}" for n in numbers]
+
+
+def squeue_text(lines: list[str]) -> str:
+    return "\n".join(lines) + "\n"
+
+
+def test_a_memo_keeps_the_lines_that_left_up_to_its_bound_then_only_the_last_reads() -> None:
+    """Lines that left a read stay in the memo (a read that brings them back finds their very
+    jobs) until more than ``stale_bound`` of the memo's lines are not in the last read: then the
+    memo holds the last read's lines alone. A changed line is read anew."""
+    memo = SqueueMemo(made_of)
+    first = pending_lines(range(1, 2001))
+    jobs_first, made_first = read_squeue(squeue_text(first), memo)
+    second = pending_lines(range(101, 2101))  # 100 left, 100 came
+    second[5] = second[5].replace("Priority", "Resources")  # a line changed
+    jobs, made = read_squeue(squeue_text(second), memo)
+    assert jobs == parse_squeue(squeue_text(second)) and made == list(map(made_of, jobs))
+    assert jobs[5].reason == "Resources"
+    assert set(first) | set(second) == memo.lines.keys()  # 101 not in the last read: kept
+    again, made_again = read_squeue(squeue_text(first), memo)  # they come back
+    assert all(map(operator.is_, again, jobs_first)) and all(map(operator.is_, made_again, made_first))
+    assert stale_bound(2000) == 1000
+    third = pending_lines(range(3001, 4001)) + first[1000:]  # 1000 of the last read's left, and 101 before
+    jobs, made = read_squeue(squeue_text(third), memo)
+    assert jobs == parse_squeue(squeue_text(third)) and made == list(map(made_of, jobs))
+    assert memo.lines.keys() == set(third)  # made anew: the lines that left are gone
+
+
+def test_a_memo_stays_within_its_bound_over_many_reads() -> None:
+    """Reads in a row, each with a tenth of its lines new: the memo holds every line of the last
+    read and at most ``stale_bound`` others."""
+    memo = SqueueMemo(made_of)
+    for turn in range(30):
+        lines = pending_lines(range(1 + turn * 300, 3001 + turn * 300))
+        read_squeue(squeue_text(lines), memo)
+        assert set(lines) <= memo.lines.keys()
+        assert len(memo.lines) - len(lines) <= stale_bound(len(lines))
 
 
 def test_a_memo_reads_a_bad_line_as_without() -> None:
-    memo = SqueueMemo()
+    memo = SqueueMemo(made_of)
     good = read("squeue.txt")
     parse_squeue(good, memo=memo)
     bad = good + "9|cloud|PENDING|None|x|1||N/A|N/A|UNLIMITED|root|bad\n"
@@ -209,7 +254,7 @@ def test_a_squeue_memo_is_not_used_across_a_change_of_time_zone(monkeypatch: pyt
     import time
 
     text = read("squeue.txt")
-    memo = SqueueMemo()
+    memo = SqueueMemo(made_of)
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     in_utc = parse_squeue(text, memo=memo)

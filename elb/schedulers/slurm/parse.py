@@ -25,16 +25,18 @@ import functools
 import itertools
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import not_
-from typing import cast
+from operator import itemgetter, not_
+from typing import Generic, TypeVar, cast
 
 import hostlist  # type: ignore[import-untyped]
 
 from elb.core.frozen import quick_init
 from elb.core.gcpause import paused
 from elb.schedulers.timestamps import TIMESTAMP, parse_timestamp
+
+T = TypeVar("T")
 
 SQUEUE_FORMAT = "%i|%P|%T|%r|%D|%C|%N|%V|%S|%l|%u|%j"
 SQUEUE_ARGV = (
@@ -175,15 +177,24 @@ def parse_time_limit(text: str) -> float | None:
     return float(((days * 24 + hours) * 60 + minutes) * 60 + seconds)
 
 
+_SIXTY = {f"{n:02d}": n for n in range(60)}  # a minute's or a second's two digits
+
+
 def _time(text: str, hours: dict[str, float | None] | None = None) -> float | None:
     """A time stamp (``parse_timestamp``), None for none. ``hours``: each hour's start as worked
     out before (None: the local offset changes within it), so that a stamp whose hour is known
-    is its hour's start plus its minutes and seconds, what ``parse_timestamp`` gives it."""
+    is its hour's start plus its minutes and seconds, what ``parse_timestamp`` gives it (a stamp
+    of whole seconds, its hour known, read off its characters)."""
     value = text.strip()
     if value in ("N/A", "Unknown", "None", ""):
         return None
     if hours is None:
         return parse_timestamp(value)
+    if len(value) == 19 and value[13] == ":" == value[16]:  # a whole second of an hour known
+        start = hours.get(value[:13])  # (only an hour of a whole stamp is kept)
+        minute, second = _SIXTY.get(value[14:16]), _SIXTY.get(value[17:19])
+        if start is not None and minute is not None and second is not None:
+            return start + minute * 60 + second
     m = TIMESTAMP.fullmatch(value)
     if m is None or int(m.group(5)) > 59 or int(m.group(6)) > 59:  # (a leap second: read whole)
         return parse_timestamp(value)
@@ -203,20 +214,38 @@ def _time(text: str, hours: dict[str, float | None] | None = None) -> float | No
     return seconds
 
 
-class SqueueMemo:
-    """What the last ``parse_squeue`` made of each line, for the next read.
+Entry = tuple[SlurmJob, T]  # a line's job and what the memo's ``derive`` made of it
+
+
+class SqueueMemo(Generic[T]):
+    """What the last reads of squeue made of each line, for the next read: the line's job and
+    what ``derive`` made of that job (the driver's neutral jobs), together, so that a line read
+    before costs one lookup.
 
     From one poll to the next most of squeue's lines are the very same text, and a line's job
     is a pure function of its text (and of the local time zone, which its time stamps are read
-    in: checked), so a line read before is looked up instead of read again. Only the last
-    read's lines are kept; one memo serves one sequence of reads (``SlurmCommands`` keeps one).
+    in: checked), so a line read before is looked up instead of read again. The lines of the
+    last read are kept, and those of the reads before until more than ``STALE`` of them (a
+    quarter of the last read's lines, at least ``STALE_LEAST``) are not in the last read: then
+    the memo is made anew of the last read's lines alone (a dict of every line built at most
+    once in several reads, and its size bounded). One memo serves one sequence of reads
+    (``SlurmCommands`` keeps one).
     """
 
-    def __init__(self) -> None:
-        self.lines: dict[str, SlurmJob] = {}
+    def __init__(self, derive: Callable[[SlurmJob], T]) -> None:
+        self.derive = derive
+        self.lines: dict[str, Entry[T]] = {}
         self.zone: tuple[object, ...] = ()
         self.hours: dict[str, float | None] = {}  # each hour's start (``_time``), in ``zone``
         self.limits: dict[str, float | None] = {}  # time limits read (``parse_time_limit``)
+
+
+STALE_LEAST = 1_000  # lines no longer read a memo keeps at least before it is made anew
+
+
+def stale_bound(lines: int) -> int:
+    """How many lines that are not in a read of ``lines`` lines its memo keeps at most."""
+    return max(STALE_LEAST, lines // 4)
 
 
 def _zone() -> tuple[object, ...]:
@@ -248,35 +277,60 @@ def _limit(text: str, limits: dict[str, float | None] | None) -> float | None:
     return limits[text]
 
 
-def parse_squeue(text: str, *, memo: SqueueMemo | None = None) -> list[SlurmJob]:
-    """``SQUEUE_ARGV``'s output; ``memo``: the lines of the read before (updated). The lines are
-    looked up in the memo all at once, and only the ones it lacks are read; the cycle collector
-    waits meanwhile (``elb.core.gcpause``: the jobs live until the next read)."""
+def parse_squeue(text: str, *, memo: SqueueMemo[T] | None = None) -> list[SlurmJob]:
+    """``SQUEUE_ARGV``'s output; ``memo``: the lines of the reads before (updated, ``read_squeue``)."""
+    if memo is not None:
+        return read_squeue(text, memo)[0]
+    with paused(keep=True):
+        return [_squeue_line(line, i) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+def read_squeue(text: str, memo: SqueueMemo[T]) -> tuple[list[SlurmJob], list[T]]:
+    """``SQUEUE_ARGV``'s output: its jobs, and what ``memo.derive`` made of each, in their order;
+    ``memo``: the lines of the reads before (updated). The lines are looked up in the memo all at
+    once, and only the ones it lacks are read; the cycle collector waits meanwhile
+    (``elb.core.gcpause``: the jobs live until the next read)."""
     zone = _zone()
-    if memo is not None and memo.zone != zone:
+    if memo.zone != zone:
         memo.lines, memo.hours, memo.zone = {}, {}, zone
-    known = memo.lines if memo is not None else {}
-    hours = memo.hours if memo is not None else None
-    limits = memo.limits if memo is not None else None
+    known = memo.lines
     lines = text.splitlines()
     with paused(keep=True):
-        found: list[SlurmJob | None] = list(map(known.get, lines))
+        found: list[Entry[T] | None] = list(map(known.get, lines))
+        fresh: list[tuple[str, Entry[T]]] = []
         blank = False
         for i in itertools.compress(range(len(found)), map(not_, found)):  # the lines not read before
             line = lines[i]
             if line.strip():
-                found[i] = _squeue_line(line, i + 1, hours, limits)
+                job = _squeue_line(line, i + 1, memo.hours, memo.limits)
+                found[i] = entry = (job, memo.derive(job))
+                fresh.append((line, entry))
             else:
                 blank = True
         if blank:
-            kept = [i for i, job in enumerate(found) if job is not None]
+            kept = [i for i, entry in enumerate(found) if entry is not None]
             lines, found = [lines[i] for i in kept], [found[i] for i in kept]
-        jobs = cast("list[SlurmJob]", found)
-        if memo is not None:
-            memo.lines = dict(zip(lines, jobs, strict=True))
-            if len(memo.hours) > _KEPT or len(memo.limits) > _KEPT:  # bounded: begun again
-                memo.hours, memo.limits = {}, {}
-    return jobs
+        entries = cast("list[Entry[T]]", found)
+        _remember(memo, lines, entries, fresh)
+    return list(map(_FIRST, entries)), list(map(_SECOND, entries))
+
+
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+
+
+def _remember(
+    memo: SqueueMemo[T], lines: list[str], entries: list[Entry[T]], fresh: list[tuple[str, Entry[T]]]
+) -> None:
+    """Keeps a read's ``lines`` (no blank one) and their ``entries``, ``fresh`` those of them the
+    memo lacked: added to the memo, or the memo made anew of them alone when more than
+    ``stale_bound`` of its lines are not in this read."""
+    found_before = len(lines) - len(fresh)
+    if len(memo.lines) - found_before > stale_bound(len(lines)):
+        memo.lines = dict(zip(lines, entries, strict=True))
+    else:
+        memo.lines.update(fresh)
+    if len(memo.hours) > _KEPT or len(memo.limits) > _KEPT:  # bounded: begun again
+        memo.hours, memo.limits = {}, {}
 
 
 _KEPT = 100_000
@@ -374,4 +428,6 @@ __all__: Sequence[str] = (
     "parse_sinfo",
     "parse_squeue",
     "parse_time_limit",
+    "read_squeue",
+    "stale_bound",
 )
