@@ -332,3 +332,45 @@ def outcome(read: Any, *args: object) -> object:
         return read(*args)
     except ValueError as err:
         return ("ValueError", str(err))
+
+
+def test_the_drivers_held_answers_stay_within_their_bound() -> None:
+    """Reads in a row through one driver, each with a tenth of its held jobs new: every held job's
+    answer is a fresh driver's, and the answers kept for the next demand are those of the jobs
+    held now and at most ``stale_bound`` others; when more have left, the kept ones are those of
+    the last demand alone."""
+    from elb.core.config import parse_config
+    from elb.core.model import Node, NodeState
+    from elb.schedulers.slurm.driver import Slurm
+
+    bench = _bench()
+    cfg = parse_config(
+        {
+            "scheduler": "slurm",
+            "state_dir": "/nonexistent/state",
+            "policy": {"max_nodes": 100, "slots_per_node": 4},
+            "slurm": {"requests": "/nonexistent/requests"},
+            "cloud": {"provider": "local"},
+        }
+    )
+    records = (Node("node0001", NodeState.READY, 1.0, slots=4),)
+    outputs = {"sinfo": bench.make_sinfo(1)}
+    kept = Slurm(cfg, bench.AskJournal([]), bench.MemorySlurm(outputs))
+    before: set[int] = set()
+    sizes = []
+    for turn in range(12):
+        numbers = range(1 + turn * 300, 3001 + turn * 300)
+        outputs["squeue"] = squeue_text(pending_lines(numbers, "JobHeldUser")).encode()
+        read = kept.read(records, 1.0)
+        demand = kept.demand(read, records, 4)
+        fresh = Slurm(cfg, bench.AskJournal([]), bench.MemorySlurm(outputs))
+        assert demand == fresh.demand(fresh.read(records, 1.0), records, 4)
+        now = {id(n.job) for n in demand.not_demand}
+        assert len(now) == 3000 and now <= kept._held.keys() and kept._held.keys() == kept._held_lines.keys()
+        assert len(kept._held) - len(now) <= stale_bound(3000)
+        if turn == 1:
+            assert before - now <= kept._held.keys()  # the 300 that left, kept
+        sizes.append(len(kept._held))
+        before = now
+    assert 3000 in sizes[2:]  # made anew of the held jobs alone
+    assert max(sizes) > 3000  # and between, the ones that left kept

@@ -180,6 +180,19 @@ def parse_time_limit(text: str) -> float | None:
 _SIXTY = {f"{n:02d}": n for n in range(60)}  # a minute's or a second's two digits
 
 
+def _known_second(value: str, hours: dict[str, float | None]) -> float | None:
+    """The stamp ``value`` of whole seconds (``YYYY-MM-DDTHH:MM:SS``) whose hour's start is in
+    ``hours``, read off its characters (only the hour of a stamp that was read whole is kept);
+    None for any other."""
+    if len(value) != 19 or value[13] != ":" or value[16] != ":":
+        return None
+    start = hours.get(value[:13])
+    minute, second = _SIXTY.get(value[14:16]), _SIXTY.get(value[17:19])
+    if start is None or minute is None or second is None:
+        return None
+    return start + minute * 60 + second
+
+
 def _time(text: str, hours: dict[str, float | None] | None = None) -> float | None:
     """A time stamp (``parse_timestamp``), None for none. ``hours``: each hour's start as worked
     out before (None: the local offset changes within it), so that a stamp whose hour is known
@@ -190,11 +203,13 @@ def _time(text: str, hours: dict[str, float | None] | None = None) -> float | No
         return None
     if hours is None:
         return parse_timestamp(value)
-    if len(value) == 19 and value[13] == ":" == value[16]:  # a whole second of an hour known
-        start = hours.get(value[:13])  # (only an hour of a whole stamp is kept)
-        minute, second = _SIXTY.get(value[14:16]), _SIXTY.get(value[17:19])
-        if start is not None and minute is not None and second is not None:
-            return start + minute * 60 + second
+    known = _known_second(value, hours)
+    return known if known is not None else _from_hour(value, hours)
+
+
+def _from_hour(value: str, hours: dict[str, float | None]) -> float:
+    """The stamp ``value`` as its hour's start (worked out and kept in ``hours`` the first time)
+    plus its minutes and seconds; read whole when that hour is not plain (``_plain_hour``)."""
     m = TIMESTAMP.fullmatch(value)
     if m is None or int(m.group(5)) > 59 or int(m.group(6)) > 59:  # (a leap second: read whole)
         return parse_timestamp(value)
