@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import operator
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,9 @@ import pytest
 
 from elb.schedulers.sge.parse import parse_timestamp
 from elb.schedulers.slurm.parse import (
+    SinfoMemo,
     SlurmJob,
+    SlurmNode,
     SlurmParseError,
     SqueueMemo,
     by_name,
@@ -374,3 +377,53 @@ def test_the_drivers_held_answers_stay_within_their_bound() -> None:
         before = now
     assert 3000 in sizes[2:]  # made anew of the held jobs alone
     assert max(sizes) > 3000  # and between, the ones that left kept
+
+
+# -- the memo of sinfo's lines and of their hosts ---------------------------------------------------
+
+
+def test_a_sinfo_memo_reads_as_without_and_keeps_the_nodes_whose_lines_are_the_same() -> None:
+    """Reads in a row with the memo are the plain reads: a node of one line that did not change
+    is the very node of the read before (and its host the very host, through ``HostsMemo``), a
+    changed line is read anew, a node in two partitions is joined at each read, a line that
+    left is forgotten, and the snapshot is the one made without its memos."""
+    from elb.schedulers.slurm.view import HostsMemo
+
+    bench = _bench()
+    memo, hosts = SinfoMemo(), HostsMemo()
+    two = bench.make_sinfo(30, "arrays").decode().splitlines()  # each node in two partitions
+    one = bench.make_sinfo(5).decode().replace("node", "solo").splitlines()
+    changed = [line.replace("|allocated+cloud|4|4/0/0/4|", "|mixed+cloud|4|2/2/0/4|", 1) for line in one[:2]]
+    texts = ["\n".join(two + one) + "\n", "\n".join(two + changed + one[2:]), "\n".join(two + changed + one[2:-1])]
+    last: dict[str, SlurmNode] = {}
+    last_hosts: Mapping[str, object] = {}
+    before: set[str] = set()
+    for text in texts:
+        nodes = parse_sinfo(text, memo=memo)
+        assert nodes == parse_sinfo(text)
+        snap = snapshot((), nodes, 1.0, hosts=hosts)
+        assert snap == snapshot((), nodes, 1.0)
+        assert memo.lines.keys() == {line for line in text.splitlines() if line.strip()}
+        by = {n.name: n for n in nodes}
+        lines = set(text.splitlines())
+        solo = [line.split("|")[0] for line in lines & before if line.startswith("solo")]  # one line each, unchanged
+        assert all(by[name] is last[name] for name in solo)
+        if text is texts[1]:  # the two lines changed: read anew
+            assert by["solo0001"] is not last["solo0001"] and by["solo0001"].state == "mixed"
+        on = {h.name: h for h in snap.hosts}
+        assert all(on[name] is last_hosts[name] for name in solo if name in on)
+        last, last_hosts, before = by, on, lines
+    assert changed != one[:2] and one[-1].split("|")[0] not in last
+
+
+def test_a_sinfo_memo_reads_a_bad_line_as_without() -> None:
+    memo = SinfoMemo()
+    good = read("sinfo.txt")
+    parse_sinfo(good, memo=memo)
+    bad = good + "n1|sleepy+cloud|4|0/4/0/4|a|none\n"
+    with pytest.raises(SlurmParseError) as plain:
+        parse_sinfo(bad)
+    with pytest.raises(SlurmParseError) as remembered:
+        parse_sinfo(bad, memo=memo)
+    assert str(remembered.value) == str(plain.value)
+    assert parse_sinfo(good, memo=memo) == parse_sinfo(good)

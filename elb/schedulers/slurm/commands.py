@@ -27,6 +27,7 @@ from elb.schedulers.process import CommandError, CommandResult, CommandTimeout, 
 from elb.schedulers.slurm.parse import (
     SINFO_ARGV,
     SQUEUE_ARGV,
+    SinfoMemo,
     SlurmJob,
     SlurmNode,
     SlurmParseError,
@@ -129,6 +130,7 @@ class SlurmCommands:
             base["SLURM_CONF"] = str(config.conf)
         self.env = base
         self._squeue_memo = SqueueMemo(made_of)  # each squeue line's job and neutral jobs, for the next read
+        self._sinfo_memo = SinfoMemo()  # each sinfo line's node, for the next read
 
     def _executable(self, name: str) -> str:
         if self.config.bin_dir is not None:
@@ -167,7 +169,7 @@ class SlurmCommands:
     def read(self) -> SlurmRead:
         """Nodes, then jobs (a job that lands meanwhile is seen on its node by the jobs' read)."""
         try:
-            nodes = parse_sinfo(self._text(SINFO_ARGV))
+            nodes = parse_sinfo(self._text(SINFO_ARGV), memo=self._sinfo_memo)
             jobs, made = read_squeue(self._text(SQUEUE_ARGV), self._squeue_memo)
         except SlurmParseError as err:
             raise SlurmError(str(err)) from None

@@ -57,7 +57,7 @@ from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
 from elb.schedulers.slurm.parse import SlurmJob, SlurmNode, compress, not_demand_reason, stale_bound
 from elb.schedulers.slurm.requests import RequestKind
 from elb.schedulers.slurm.usage import read_slurm
-from elb.schedulers.slurm.view import jobs_of, node_up, snapshot
+from elb.schedulers.slurm.view import HostsMemo, jobs_of, node_up, snapshot
 from elb.schedulers.waiting import wait_until_up
 
 log = logging.getLogger("elb.schedulers.slurm")
@@ -219,6 +219,7 @@ class Slurm:
         self._resume_timeout: float | None = None
         self._resume_timeout_read = False
         self._last: SlurmRead | None = None
+        self._hosts = HostsMemo()  # the last snapshot's hosts, by their nodes
         self._held: dict[int, NotDemand] = {}  # the held jobs' answers, by their identity (``_keep_held``)
         self._held_lines: dict[int, SlurmJob | object] = {}  # the line each answer was read from (``_held_answer``)
 
@@ -253,7 +254,7 @@ class Slurm:
     def read(self, records: Sequence[Node], now: float) -> SchedulerRead:
         with paused(keep=True):  # the read's and the snapshot's jobs kept at once (``elb.core.gcpause``)
             read = self._read()
-            snap = snapshot(read.jobs, read.nodes, now, made=read.made)
+            snap = snapshot(read.jobs, read.nodes, now, made=read.made, hosts=self._hosts)
         self._last = read
         kept, dropped, gone = asks_now(
             self.journal.asks(),

@@ -379,37 +379,29 @@ def _squeue_line(
         raise SlurmParseError(f"squeue: line {number}: {err}") from None
 
 
-def parse_sinfo(text: str) -> list[SlurmNode]:
-    """``SINFO_ARGV``'s output, one node each (its partitions joined)."""
+class SinfoMemo:
+    """What the last read of sinfo made of each line (its node, in that line's partition), for
+    the next read: a line's node is a pure function of its text. Only the last read's lines are
+    kept (a node a line: a thousand nodes are a dict of a thousand). ``SlurmCommands`` keeps one."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, SlurmNode] = {}
+
+
+def parse_sinfo(text: str, *, memo: SinfoMemo | None = None) -> list[SlurmNode]:
+    """``SINFO_ARGV``'s output, one node each (its partitions joined); ``memo``: the lines of the
+    read before (updated), each found there read no more. A node whose lines are the very ones
+    of the read before is the same object (its lines' node, when it has one line)."""
+    known = memo.lines if memo is not None else {}
+    kept: dict[str, SlurmNode] = {}
     found: dict[str, SlurmNode] = {}
     for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        parts = line.split("|", 5)
-        if len(parts) != 6:
-            raise SlurmParseError(f"sinfo: line {number}: {len(parts)} fields, expected 6 ({SINFO_FORMAT})")
-        name, complete, cpus, cpu_states, partition, reason = parts
-        words = complete.strip().lower().split("+")
-        base = words[0].rstrip("*~#!%$@^-")
-        if base not in BASE_STATES:
-            raise SlurmParseError(f"sinfo: line {number}: node {name!r}: unknown state {complete!r}")
-        try:
-            allocated, _idle, _other, total = (int(x) for x in cpu_states.split("/"))
-            node = SlurmNode(
-                name=name.strip(),
-                state=base,
-                flags=frozenset(words[1:]),
-                cpus=int(cpus),
-                cpus_allocated=allocated,
-                partitions=(partition.strip().rstrip("*"),),
-                reason=reason.strip(),
-            )
-            if total != node.cpus:
-                raise ValueError(f"CPUs {cpus} but {total} in {cpu_states!r}")
-        except ValueError as err:
-            raise SlurmParseError(f"sinfo: line {number}: node {name!r}: {err}") from None
-        if not node.name:
-            raise SlurmParseError(f"sinfo: line {number}: no node name")
+        node = known.get(line)
+        if node is None:
+            if not line.strip():
+                continue
+            node = _sinfo_line(line, number)
+        kept[line] = node
         before = found.get(node.name)
         if before is not None:
             node = SlurmNode(
@@ -422,7 +414,40 @@ def parse_sinfo(text: str) -> list[SlurmNode]:
                 node.reason,
             )
         found[node.name] = node
+    if memo is not None:
+        memo.lines = kept
     return list(found.values())
+
+
+def _sinfo_line(line: str, number: int) -> SlurmNode:
+    """One line of ``SINFO_ARGV``'s output (``number``: its line's, for an error): its node, in
+    this line's partition."""
+    parts = line.split("|", 5)
+    if len(parts) != 6:
+        raise SlurmParseError(f"sinfo: line {number}: {len(parts)} fields, expected 6 ({SINFO_FORMAT})")
+    name, complete, cpus, cpu_states, partition, reason = parts
+    words = complete.strip().lower().split("+")
+    base = words[0].rstrip("*~#!%$@^-")
+    if base not in BASE_STATES:
+        raise SlurmParseError(f"sinfo: line {number}: node {name!r}: unknown state {complete!r}")
+    try:
+        allocated, _idle, _other, total = (int(x) for x in cpu_states.split("/"))
+        node = SlurmNode(
+            name=name.strip(),
+            state=base,
+            flags=frozenset(words[1:]),
+            cpus=int(cpus),
+            cpus_allocated=allocated,
+            partitions=(partition.strip().rstrip("*"),),
+            reason=reason.strip(),
+        )
+        if total != node.cpus:
+            raise ValueError(f"CPUs {cpus} but {total} in {cpu_states!r}")
+    except ValueError as err:
+        raise SlurmParseError(f"sinfo: line {number}: node {name!r}: {err}") from None
+    if not node.name:
+        raise SlurmParseError(f"sinfo: line {number}: no node name")
+    return node
 
 
 def by_name(nodes: Sequence[SlurmNode]) -> Mapping[str, SlurmNode]:
@@ -432,6 +457,7 @@ def by_name(nodes: Sequence[SlurmNode]) -> Mapping[str, SlurmNode]:
 __all__: Sequence[str] = (
     "SINFO_ARGV",
     "SQUEUE_ARGV",
+    "SinfoMemo",
     "SlurmJob",
     "SlurmNode",
     "SlurmParseError",

@@ -134,16 +134,48 @@ def _flat(made: Sequence[Made]) -> tuple[Job, ...]:
     return tuple(chain.from_iterable(pieces))
 
 
+class HostsMemo:
+    """The host each node of the last snapshot made (``host_of``, None: not up), by the node's
+    identity: a node whose sinfo lines are the very ones of the read before is the same object
+    (``elb.schedulers.slurm.parse.SinfoMemo``), and its host is reused. The nodes are kept with
+    their hosts, so an identity stays its own while it is kept; only the last snapshot's are kept."""
+
+    def __init__(self) -> None:
+        self.made: dict[int, tuple[SlurmNode, Host | None]] = {}
+
+
+def _host_or_none(node: SlurmNode) -> Host | None:
+    return host_of(node) if node_up(node) else None
+
+
+def _hosts(nodes: Sequence[SlurmNode], memo: HostsMemo | None) -> tuple[Host, ...]:
+    """The hosts of the ``nodes`` that are up, in their order; ``memo``: the last snapshot's (updated)."""
+    if memo is None:
+        return tuple(host_of(n) for n in nodes if node_up(n))
+    last = memo.made
+    made: dict[int, tuple[SlurmNode, Host | None]] = {}
+    for node in nodes:
+        hit = last.get(id(node))
+        made[id(node)] = hit if hit is not None else (node, _host_or_none(node))
+    memo.made = made
+    return tuple(host for _, host in made.values() if host is not None)
+
+
 def snapshot(
-    jobs: Sequence[SlurmJob], nodes: Sequence[SlurmNode], now: float, *, made: Sequence[Made] | None = None
+    jobs: Sequence[SlurmJob],
+    nodes: Sequence[SlurmNode],
+    now: float,
+    *,
+    made: Sequence[Made] | None = None,
+    hosts: HostsMemo | None = None,
 ) -> Snapshot:
     """The neutral snapshot of one read of Slurm; ``made``: each job's ``made_of``, when the read
-    kept them (its squeue lines' memo), else worked out; the cycle collector waits meanwhile
-    (``elb.core.gcpause``)."""
+    kept them (its squeue lines' memo), else worked out; ``hosts``: the hosts of the snapshot
+    before (updated); the cycle collector waits meanwhile (``elb.core.gcpause``)."""
     with paused(keep=True):
         neutral = _flat(list(map(made_of, jobs)) if made is None else made)
-        hosts = tuple(host_of(n) for n in nodes if node_up(n))
-    return Snapshot(now=now, jobs=neutral, hosts=hosts)
+        up = _hosts(nodes, hosts)
+    return Snapshot(now=now, jobs=neutral, hosts=up)
 
 
-__all__: Sequence[str] = ("Made", "array_tasks", "host_of", "made_of", "node_up", "snapshot")
+__all__: Sequence[str] = ("HostsMemo", "Made", "array_tasks", "host_of", "made_of", "node_up", "snapshot")
