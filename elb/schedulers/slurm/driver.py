@@ -310,12 +310,15 @@ class Slurm:
     def _keep_held(self, ids: list[int], told: list[NotDemand], keys: list[object], changed: list[int]) -> None:
         """Keeps the held jobs' answers (``told``, by their jobs' ``ids``) and the lines they were
         read from (``keys``), for the next demand: the ``changed`` ones added to those kept, or,
-        when more than ``stale_bound`` of the kept ones are not held now, these alone. (A kept
+        when more than ``stale_bound`` of the kept ones are not held now or more than half of
+        these changed, these alone. (A kept
         answer holds its job: an identity kept stays its job's.)"""
-        self._held.update((ids[i], told[i]) for i in changed)
-        self._held_lines.update((ids[i], keys[i]) for i in changed)
-        if len(self._held) - len(ids) > stale_bound(len(ids)):  # (a job held twice counted twice)
+        stale = len(self._held) + len(changed) - len(ids)  # (at least; a job held twice counted twice)
+        if stale > stale_bound(len(ids)) or len(changed) > len(ids) // 2:  # (made anew: no dearer than added to)
             self._held, self._held_lines = dict(zip(ids, told, strict=True)), dict(zip(ids, keys, strict=True))
+        else:
+            self._held.update((ids[i], told[i]) for i in changed)
+            self._held_lines.update((ids[i], keys[i]) for i in changed)
 
     # -- the drain and the bring-up ----------------------------------------------------------
     def _read(self) -> SlurmRead:

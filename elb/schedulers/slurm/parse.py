@@ -25,7 +25,7 @@ import functools
 import itertools
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter, not_
 from typing import Generic, TypeVar, cast
@@ -312,21 +312,22 @@ def read_squeue(text: str, memo: SqueueMemo[T]) -> tuple[list[SlurmJob], list[T]
     lines = text.splitlines()
     with paused(keep=True):
         found: list[Entry[T] | None] = list(map(known.get, lines))
-        fresh: list[tuple[str, Entry[T]]] = []
+        new: list[int] = []  # the indices of the lines read now
         blank = False
         for i in itertools.compress(range(len(found)), map(not_, found)):  # the lines not read before
             line = lines[i]
             if line.strip():
                 job = _squeue_line(line, i + 1, memo.hours, memo.limits)
-                found[i] = entry = (job, memo.derive(job))
-                fresh.append((line, entry))
+                found[i] = (job, memo.derive(job))
+                new.append(i)
             else:
                 blank = True
+        fresh = zip(map(lines.__getitem__, new), map(found.__getitem__, new), strict=True)  # (the lists as now)
         if blank:
             kept = [i for i, entry in enumerate(found) if entry is not None]
             lines, found = [lines[i] for i in kept], [found[i] for i in kept]
         entries = cast("list[Entry[T]]", found)
-        _remember(memo, lines, entries, fresh)
+        _remember(memo, lines, entries, fresh, len(new))
     return list(map(_FIRST, entries)), list(map(_SECOND, entries))
 
 
@@ -334,16 +335,20 @@ _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
 def _remember(
-    memo: SqueueMemo[T], lines: list[str], entries: list[Entry[T]], fresh: list[tuple[str, Entry[T]]]
+    memo: SqueueMemo[T],
+    lines: list[str],
+    entries: list[Entry[T]],
+    fresh: Iterable[tuple[str, Entry[T] | None]],
+    new: int,
 ) -> None:
-    """Keeps a read's ``lines`` (no blank one) and their ``entries``, ``fresh`` those of them the
-    memo lacked: added to the memo, or the memo made anew of them alone when more than
-    ``stale_bound`` of its lines are not in this read."""
-    found_before = len(lines) - len(fresh)
+    """Keeps a read's ``lines`` (no blank one) and their ``entries``, ``fresh`` the ``new`` ones
+    of them the memo lacked: added to the memo, or the memo made anew of them alone when more
+    than ``stale_bound`` of its lines are not in this read."""
+    found_before = len(lines) - new
     if len(memo.lines) - found_before > stale_bound(len(lines)):
         memo.lines = dict(zip(lines, entries, strict=True))
     else:
-        memo.lines.update(fresh)
+        memo.lines.update(cast("Iterable[tuple[str, Entry[T]]]", fresh))
     if len(memo.hours) > _KEPT or len(memo.limits) > _KEPT:  # bounded: begun again
         memo.hours, memo.limits = {}, {}
 
