@@ -427,3 +427,14 @@ def test_a_sinfo_memo_reads_a_bad_line_as_without() -> None:
         parse_sinfo(bad, memo=memo)
     assert str(remembered.value) == str(plain.value)
     assert parse_sinfo(good, memo=memo) == parse_sinfo(good)
+
+
+def test_hosts_through_their_memo_are_the_plain_ones_for_a_node_given_twice() -> None:
+    from elb.schedulers.slurm.view import HostsMemo
+
+    nodes = parse_sinfo(read("sinfo.txt"))
+    up = parse_sinfo("n1|idle+cloud|4|0/4/0/4|cloud*|none\n")[0]
+    memo = HostsMemo()
+    for given in ([up, up, *nodes], [*nodes, up, up]):
+        assert snapshot((), given, 1.0, hosts=memo) == snapshot((), given, 1.0)
+        assert len(snapshot((), given, 1.0, hosts=memo).hosts) >= 2

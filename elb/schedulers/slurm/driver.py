@@ -311,8 +311,8 @@ class Slurm:
         """Keeps the held jobs' answers (``told``, by their jobs' ``ids``) and the lines they were
         read from (``keys``), for the next demand: the ``changed`` ones added to those kept, or,
         when more than ``stale_bound`` of the kept ones are not held now or more than half of
-        these changed, these alone. (A kept
-        answer holds its job: an identity kept stays its job's.)"""
+        these changed, these alone. (A kept answer holds its job: an identity kept stays its
+        job's.)"""
         stale = len(self._held) + len(changed) - len(ids)  # (at least; a job held twice counted twice)
         if stale > stale_bound(len(ids)) or len(changed) > len(ids) // 2:  # (made anew: no dearer than added to)
             self._held, self._held_lines = dict(zip(ids, told, strict=True)), dict(zip(ids, keys, strict=True))

@@ -240,10 +240,10 @@ class SqueueMemo(Generic[T]):
     From one poll to the next most of squeue's lines are the very same text, and a line's job
     is a pure function of its text (and of the local time zone, which its time stamps are read
     in: checked), so a line read before is looked up instead of read again. The lines of the
-    last read are kept, and those of the reads before until more than ``STALE`` of them (a
+    last read are kept, and those of the reads before until more than ``stale_bound`` of them (a
     quarter of the last read's lines, at least ``STALE_LEAST``) are not in the last read: then
-    the memo is made anew of the last read's lines alone (a dict of every line built at most
-    once in several reads, and its size bounded). One memo serves one sequence of reads
+    the memo is made anew of the last read's lines alone (a dict of every line built once in
+    several reads, and its size bounded). One memo serves one sequence of reads
     (``SlurmCommands`` keeps one).
     """
 

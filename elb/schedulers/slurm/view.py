@@ -154,11 +154,14 @@ def _hosts(nodes: Sequence[SlurmNode], memo: HostsMemo | None) -> tuple[Host, ..
         return tuple(host_of(n) for n in nodes if node_up(n))
     last = memo.made
     made: dict[int, tuple[SlurmNode, Host | None]] = {}
+    up: list[Host] = []
     for node in nodes:
-        hit = last.get(id(node))
-        made[id(node)] = hit if hit is not None else (node, _host_or_none(node))
+        entry = last.get(id(node)) or made.get(id(node)) or (node, _host_or_none(node))
+        made[id(node)] = entry
+        if entry[1] is not None:
+            up.append(entry[1])
     memo.made = made
-    return tuple(host for _, host in made.values() if host is not None)
+    return tuple(up)
 
 
 def snapshot(
