@@ -21,8 +21,9 @@ from elb.schedulers.slurm.parse import (
     not_demand_reason,
     parse_sinfo,
     parse_squeue,
+    read_squeue,
 )
-from elb.schedulers.slurm.view import _ARRAY, JobsMemo, array_tasks, job_number, snapshot
+from elb.schedulers.slurm.view import _ARRAY, array_tasks, job_number, made_of, snapshot
 
 SINFO = "node001|allocated+cloud|4|4/0/0/4|cloud*|none\nnode002|idle+cloud|4|0/4/0/4|cloud*|none\n"
 REASONS = ("None", "Priority", "Resources", "JobHeldUser", "Dependency", "BeginTime", "QOSMaxJobsPerUserLimit")
@@ -66,13 +67,14 @@ def line_by_line(text: str) -> list[SlurmJob]:
 @settings(max_examples=150, deadline=None)
 @given(texts())
 def test_a_memoised_read_is_each_line_read_on_its_own(reads: list[str]) -> None:
-    memo, jobs_memo = SqueueMemo(), JobsMemo()
+    memo = SqueueMemo(made_of)
     nodes = parse_sinfo(SINFO)
     for text in reads:
-        jobs = parse_squeue(text, memo=memo)
+        jobs, made = read_squeue(text, memo)
         assert jobs == line_by_line(text)
         assert parse_squeue(text) == jobs
-        assert snapshot(jobs, nodes, 5.0, memo=jobs_memo) == snapshot(jobs, nodes, 5.0)
+        assert made == list(map(made_of, jobs))
+        assert snapshot(jobs, nodes, 5.0, made=made) == snapshot(jobs, nodes, 5.0)
 
 
 def held_line_by_line(jobs: list[SlurmJob], now: float) -> list[NotDemand]:
@@ -98,11 +100,11 @@ class Answers:
 
     def __init__(self, reads: list[str]) -> None:
         self.reads = iter([*reads, reads[-1]])
-        self.memo = SqueueMemo()
+        self.memo = SqueueMemo(made_of)
 
     def read(self) -> SlurmRead:
-        jobs = parse_squeue(next(self.reads), memo=self.memo)
-        return SlurmRead(tuple(jobs), tuple(parse_sinfo(SINFO)))
+        jobs, made = read_squeue(next(self.reads), self.memo)
+        return SlurmRead(tuple(jobs), tuple(parse_sinfo(SINFO)), made)
 
     def resume_timeout(self) -> float:
         return 600.0

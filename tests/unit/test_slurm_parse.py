@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +12,9 @@ import pytest
 
 from elb.schedulers.sge.parse import parse_timestamp
 from elb.schedulers.slurm.parse import (
+    SinfoMemo,
     SlurmJob,
+    SlurmNode,
     SlurmParseError,
     SqueueMemo,
     by_name,
@@ -20,8 +24,10 @@ from elb.schedulers.slurm.parse import (
     parse_sinfo,
     parse_squeue,
     parse_time_limit,
+    read_squeue,
+    stale_bound,
 )
-from elb.schedulers.slurm.view import JobsMemo, snapshot
+from elb.schedulers.slurm.view import made_of, snapshot
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "slurm" / "recorded"
 
@@ -173,28 +179,70 @@ def _bench() -> Any:
 
 def test_a_memo_reads_squeue_as_without_and_reuses_the_lines_read_before() -> None:
     """Generated squeue texts, 5% of the lines new at each read, and the recorded one: with the
-    memo carried, each read is the plain read, the jobs of the lines seen before are the very
-    objects, and the neutral snapshot is the one made without its memo."""
+    memo carried, each read is the plain read, the jobs and the neutral jobs of the lines seen
+    before are the very objects, and the neutral snapshot is the one made without the memo."""
     bench = _bench()
     texts = [bench.make_squeue(600, 40, turn=t, churn=0.05).decode() for t in range(4)]
     texts.insert(2, read("squeue.txt"))
     texts.append(texts[-1] + "\n\n")
-    memo, jobs_memo = SqueueMemo(), JobsMemo()
-    before: dict[str, SlurmJob] = {}
+    memo = SqueueMemo(made_of)
+    before: dict[str, tuple[SlurmJob, object]] = {}
     nodes = parse_sinfo(read("sinfo.txt"))
     for text in texts:
-        jobs = parse_squeue(text, memo=memo)
+        jobs, made = read_squeue(text, memo)
         assert jobs == parse_squeue(text)
+        assert made == list(map(made_of, jobs))
         lines = [line for line in text.splitlines() if line.strip()]
-        reused = [j is before[line] for line, j in zip(lines, jobs, strict=True) if line in before]
-        assert all(reused)
-        before = dict(zip(lines, jobs, strict=True))
-        assert snapshot(jobs, nodes, 1.0, memo=jobs_memo) == snapshot(jobs, nodes, 1.0)
-        assert len(jobs_memo.made) == len(set(map(id, jobs)))
+        pairs = list(zip(jobs, made, strict=True))
+        again = [(line, p) for line, p in zip(lines, pairs, strict=True) if line in before]
+        assert all(p[0] is before[line][0] and p[1] is before[line][1] for line, p in again)
+        before = dict(zip(lines, pairs, strict=True))
+        assert snapshot(jobs, nodes, 1.0, made=made) == snapshot(jobs, nodes, 1.0)
+
+
+def pending_lines(numbers: range, reason: str = "Priority") -> list[str]:
+    return [f"{n}|cloud|PENDING|{reason}|1|1||2026-11-24T16:01:06|N/A|30:00|user|job{n}" for n in numbers]
+
+
+def squeue_text(lines: list[str]) -> str:
+    return "\n".join(lines) + "\n"
+
+
+def test_a_memo_keeps_the_lines_that_left_up_to_its_bound_then_only_the_last_reads() -> None:
+    """Lines that left a read stay in the memo (a read that brings them back finds their very
+    jobs) until more than ``stale_bound`` of the memo's lines are not in the last read: then the
+    memo holds the last read's lines alone. A changed line is read anew."""
+    memo = SqueueMemo(made_of)
+    first = pending_lines(range(1, 2001))
+    jobs_first, made_first = read_squeue(squeue_text(first), memo)
+    second = pending_lines(range(101, 2101))  # 100 left, 100 came
+    second[5] = second[5].replace("Priority", "Resources")  # a line changed
+    jobs, made = read_squeue(squeue_text(second), memo)
+    assert jobs == parse_squeue(squeue_text(second)) and made == list(map(made_of, jobs))
+    assert jobs[5].reason == "Resources"
+    assert set(first) | set(second) == memo.lines.keys()  # 101 not in the last read: kept
+    again, made_again = read_squeue(squeue_text(first), memo)  # they come back
+    assert all(map(operator.is_, again, jobs_first)) and all(map(operator.is_, made_again, made_first))
+    assert stale_bound(2000) == 1000
+    third = pending_lines(range(3001, 4001)) + first[1000:]  # 1000 of the last read's left, and 101 before
+    jobs, made = read_squeue(squeue_text(third), memo)
+    assert jobs == parse_squeue(squeue_text(third)) and made == list(map(made_of, jobs))
+    assert memo.lines.keys() == set(third)  # made anew: the lines that left are gone
+
+
+def test_a_memo_stays_within_its_bound_over_many_reads() -> None:
+    """Reads in a row, each with a tenth of its lines new: the memo holds every line of the last
+    read and at most ``stale_bound`` others."""
+    memo = SqueueMemo(made_of)
+    for turn in range(30):
+        lines = pending_lines(range(1 + turn * 300, 3001 + turn * 300))
+        read_squeue(squeue_text(lines), memo)
+        assert set(lines) <= memo.lines.keys()
+        assert len(memo.lines) - len(lines) <= stale_bound(len(lines))
 
 
 def test_a_memo_reads_a_bad_line_as_without() -> None:
-    memo = SqueueMemo()
+    memo = SqueueMemo(made_of)
     good = read("squeue.txt")
     parse_squeue(good, memo=memo)
     bad = good + "9|cloud|PENDING|None|x|1||N/A|N/A|UNLIMITED|root|bad\n"
@@ -209,7 +257,7 @@ def test_a_squeue_memo_is_not_used_across_a_change_of_time_zone(monkeypatch: pyt
     import time
 
     text = read("squeue.txt")
-    memo = SqueueMemo()
+    memo = SqueueMemo(made_of)
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     in_utc = parse_squeue(text, memo=memo)
@@ -287,3 +335,106 @@ def outcome(read: Any, *args: object) -> object:
         return read(*args)
     except ValueError as err:
         return ("ValueError", str(err))
+
+
+def test_the_drivers_held_answers_stay_within_their_bound() -> None:
+    """Reads in a row through one driver, each with a tenth of its held jobs new: every held job's
+    answer is a fresh driver's, and the answers kept for the next demand are those of the jobs
+    held now and at most ``stale_bound`` others; when more have left, the kept ones are those of
+    the last demand alone."""
+    from elb.core.config import parse_config
+    from elb.core.model import Node, NodeState
+    from elb.schedulers.slurm.driver import Slurm
+
+    bench = _bench()
+    cfg = parse_config(
+        {
+            "scheduler": "slurm",
+            "state_dir": "/nonexistent/state",
+            "policy": {"max_nodes": 100, "slots_per_node": 4},
+            "slurm": {"requests": "/nonexistent/requests"},
+            "cloud": {"provider": "local"},
+        }
+    )
+    records = (Node("node0001", NodeState.READY, 1.0, slots=4),)
+    outputs = {"sinfo": bench.make_sinfo(1)}
+    kept = Slurm(cfg, bench.AskJournal([]), bench.MemorySlurm(outputs))
+    before: set[int] = set()
+    sizes = []
+    for turn in range(12):
+        numbers = range(1 + turn * 300, 3001 + turn * 300)
+        outputs["squeue"] = squeue_text(pending_lines(numbers, "JobHeldUser")).encode()
+        read = kept.read(records, 1.0)
+        demand = kept.demand(read, records, 4)
+        fresh = Slurm(cfg, bench.AskJournal([]), bench.MemorySlurm(outputs))
+        assert demand == fresh.demand(fresh.read(records, 1.0), records, 4)
+        now = {id(n.job) for n in demand.not_demand}
+        assert len(now) == 3000 and now <= kept._held.keys() and kept._held.keys() == kept._held_lines.keys()
+        assert len(kept._held) - len(now) <= stale_bound(3000)
+        if turn == 1:
+            assert before - now <= kept._held.keys()  # the 300 that left, kept
+        sizes.append(len(kept._held))
+        before = now
+    assert 3000 in sizes[2:]  # made anew of the held jobs alone
+    assert max(sizes) > 3000  # and between, the ones that left kept
+
+
+# -- the memo of sinfo's lines and of their hosts ---------------------------------------------------
+
+
+def test_a_sinfo_memo_reads_as_without_and_keeps_the_nodes_whose_lines_are_the_same() -> None:
+    """Reads in a row with the memo are the plain reads: a node of one line that did not change
+    is the very node of the read before (and its host the very host, through ``HostsMemo``), a
+    changed line is read anew, a node in two partitions is joined at each read, a line that
+    left is forgotten, and the snapshot is the one made without its memos."""
+    from elb.schedulers.slurm.view import HostsMemo
+
+    bench = _bench()
+    memo, hosts = SinfoMemo(), HostsMemo()
+    two = bench.make_sinfo(30, "arrays").decode().splitlines()  # each node in two partitions
+    one = bench.make_sinfo(5).decode().replace("node", "solo").splitlines()
+    changed = [line.replace("|allocated+cloud|4|4/0/0/4|", "|mixed+cloud|4|2/2/0/4|", 1) for line in one[:2]]
+    texts = ["\n".join(two + one) + "\n", "\n".join(two + changed + one[2:]), "\n".join(two + changed + one[2:-1])]
+    last: dict[str, SlurmNode] = {}
+    last_hosts: Mapping[str, object] = {}
+    before: set[str] = set()
+    for text in texts:
+        nodes = parse_sinfo(text, memo=memo)
+        assert nodes == parse_sinfo(text)
+        snap = snapshot((), nodes, 1.0, hosts=hosts)
+        assert snap == snapshot((), nodes, 1.0)
+        assert memo.lines.keys() == {line for line in text.splitlines() if line.strip()}
+        by = {n.name: n for n in nodes}
+        lines = set(text.splitlines())
+        solo = [line.split("|")[0] for line in lines & before if line.startswith("solo")]  # one line each, unchanged
+        assert all(by[name] is last[name] for name in solo)
+        if text is texts[1]:  # the two lines changed: read anew
+            assert by["solo0001"] is not last["solo0001"] and by["solo0001"].state == "mixed"
+        on = {h.name: h for h in snap.hosts}
+        assert all(on[name] is last_hosts[name] for name in solo if name in on)
+        last, last_hosts, before = by, on, lines
+    assert changed != one[:2] and one[-1].split("|")[0] not in last
+
+
+def test_a_sinfo_memo_reads_a_bad_line_as_without() -> None:
+    memo = SinfoMemo()
+    good = read("sinfo.txt")
+    parse_sinfo(good, memo=memo)
+    bad = good + "n1|sleepy+cloud|4|0/4/0/4|a|none\n"
+    with pytest.raises(SlurmParseError) as plain:
+        parse_sinfo(bad)
+    with pytest.raises(SlurmParseError) as remembered:
+        parse_sinfo(bad, memo=memo)
+    assert str(remembered.value) == str(plain.value)
+    assert parse_sinfo(good, memo=memo) == parse_sinfo(good)
+
+
+def test_hosts_through_their_memo_are_the_plain_ones_for_a_node_given_twice() -> None:
+    from elb.schedulers.slurm.view import HostsMemo
+
+    nodes = parse_sinfo(read("sinfo.txt"))
+    up = parse_sinfo("n1|idle+cloud|4|0/4/0/4|cloud*|none\n")[0]
+    memo = HostsMemo()
+    for given in ([up, up, *nodes], [*nodes, up, up]):
+        assert snapshot((), given, 1.0, hosts=memo) == snapshot((), given, 1.0)
+        assert len(snapshot((), given, 1.0, hosts=memo).hosts) >= 2

@@ -27,14 +27,16 @@ from elb.schedulers.process import CommandError, CommandResult, CommandTimeout, 
 from elb.schedulers.slurm.parse import (
     SINFO_ARGV,
     SQUEUE_ARGV,
+    SinfoMemo,
     SlurmJob,
     SlurmNode,
     SlurmParseError,
     SqueueMemo,
     compress,
     parse_sinfo,
-    parse_squeue,
+    read_squeue,
 )
+from elb.schedulers.slurm.view import Made, made_of
 
 _NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 _ADDRESS = re.compile(r"[0-9A-Fa-f.:]{2,45}")
@@ -81,10 +83,13 @@ class SlurmError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class SlurmRead:
-    """What one read of Slurm showed: its jobs and its nodes."""
+    """What one read of Slurm showed: its jobs and its nodes; ``made``: each job's neutral jobs
+    (``elb.schedulers.slurm.view.made_of``), in the jobs' order, when the read kept them (None:
+    the snapshot works them out)."""
 
     jobs: tuple[SlurmJob, ...]
     nodes: tuple[SlurmNode, ...]
+    made: Sequence[Made] | None = None
 
     def node(self, name: str) -> SlurmNode | None:
         for n in self.nodes:
@@ -124,7 +129,8 @@ class SlurmCommands:
         if config.conf is not None:
             base["SLURM_CONF"] = str(config.conf)
         self.env = base
-        self._squeue_memo = SqueueMemo()  # what the last read of squeue made of each line
+        self._squeue_memo = SqueueMemo(made_of)  # each squeue line's job and neutral jobs, for the next read
+        self._sinfo_memo = SinfoMemo()  # each sinfo line's node, for the next read
 
     def _executable(self, name: str) -> str:
         if self.config.bin_dir is not None:
@@ -163,13 +169,13 @@ class SlurmCommands:
     def read(self) -> SlurmRead:
         """Nodes, then jobs (a job that lands meanwhile is seen on its node by the jobs' read)."""
         try:
-            nodes = parse_sinfo(self._text(SINFO_ARGV))
-            jobs = parse_squeue(self._text(SQUEUE_ARGV), memo=self._squeue_memo)
+            nodes = parse_sinfo(self._text(SINFO_ARGV), memo=self._sinfo_memo)
+            jobs, made = read_squeue(self._text(SQUEUE_ARGV), self._squeue_memo)
         except SlurmParseError as err:
             raise SlurmError(str(err)) from None
         if not nodes:
             raise SlurmError("sinfo listed no node: a hollow read (is the controller up, is PrivateData=cloud set?)")
-        return SlurmRead(tuple(jobs), tuple(nodes))
+        return SlurmRead(tuple(jobs), tuple(nodes), made)
 
     def update(self, names: Sequence[str], *, park: bool = False, **fields: str) -> None:
         """``scontrol update nodename=<hostlist> key=value ...`` (each value checked by the caller),

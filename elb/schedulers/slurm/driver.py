@@ -49,15 +49,15 @@ from elb.core.drivers import InitDraft, NodePlays, cloud_settings
 from elb.core.gcpause import paused
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
-from elb.core.model import Job, JobPhase, Node, NodeState
+from elb.core.model import Job, JobPhase, Node, NodeState, Snapshot
 from elb.core.scheduler import Ask, AskKind, DrainCheck, Dropped, Peek, Requeued, SchedulerError, SchedulerRead
 from elb.schedulers.slurm import conf as slurm_conf
 from elb.schedulers.slurm import requests as slurm_requests
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
-from elb.schedulers.slurm.parse import SlurmJob, SlurmNode, compress, not_demand_reason
+from elb.schedulers.slurm.parse import SlurmJob, SlurmNode, compress, not_demand_reason, stale_bound
 from elb.schedulers.slurm.requests import RequestKind
 from elb.schedulers.slurm.usage import read_slurm
-from elb.schedulers.slurm.view import JobsMemo, jobs_of, node_up, snapshot
+from elb.schedulers.slurm.view import HostsMemo, jobs_of, node_up, snapshot
 from elb.schedulers.waiting import wait_until_up
 
 log = logging.getLogger("elb.schedulers.slurm")
@@ -219,8 +219,8 @@ class Slurm:
         self._resume_timeout: float | None = None
         self._resume_timeout_read = False
         self._last: SlurmRead | None = None
-        self._jobs_memo = JobsMemo()  # the neutral jobs of the last read's squeue lines
-        self._held: dict[int, NotDemand] = {}  # the last demand's held jobs, by their identity
+        self._hosts = HostsMemo()  # the last snapshot's hosts, by their nodes
+        self._held: dict[int, NotDemand] = {}  # the held jobs' answers, by their identity (``_keep_held``)
         self._held_lines: dict[int, SlurmJob | object] = {}  # the line each answer was read from (``_held_answer``)
 
     # -- reads -------------------------------------------------------------------------------
@@ -254,8 +254,8 @@ class Slurm:
     def read(self, records: Sequence[Node], now: float) -> SchedulerRead:
         with paused(keep=True):  # the read's and the snapshot's jobs kept at once (``elb.core.gcpause``)
             read = self._read()
-            snap = snapshot(read.jobs, read.nodes, now, memo=self._jobs_memo)
-        self._last = read  # (after the snapshot: its memo has each of its jobs)
+            snap = snapshot(read.jobs, read.nodes, now, made=read.made, hosts=self._hosts)
+        self._last = read
         kept, dropped, gone = asks_now(
             self.journal.asks(),
             read,
@@ -280,9 +280,13 @@ class Slurm:
         """Slurm's pending jobs waiting for nodes (its others left out, with Slurm's reason); Slurm
         names the nodes, so no job is matched against the groups."""
         snap = read.snapshot
-        held = snap.held
-        if not held:
-            return DemandSplit(snap)
+        with paused():  # lists as long as the queue, gone by the end (``elb.core.gcpause``)
+            held = snap.held
+            return DemandSplit(snap, self._held_answers(held, snap)) if held else DemandSplit(snap)
+
+    def _held_answers(self, held: Sequence[Job], snap: Snapshot) -> tuple[NotDemand, ...]:
+        """The ``held`` jobs' answers (``NotDemand``): each one's reason is the one of the last
+        pending entry of its number."""
         # Each pending job's reason by its number (the last entry's, in squeue's order): each
         # pending line made one neutral job, waiting or held, in the same order (``jobs_of``).
         reasons: dict[int, SlurmJob] = {}
@@ -296,11 +300,25 @@ class Slurm:
         lines = list(map(reasons.get, map(_JOB_ID, held)))
         out = cast("list[NotDemand | None]", list(map(self._held.get, ids)))
         keys = list(map(self._held_lines.get, ids, repeat(_UNSEEN)))
-        for i in list(itertools.compress(count(), map(is_not, lines, keys))):
+        changed = list(itertools.compress(count(), map(is_not, lines, keys)))
+        for i in changed:
             out[i], keys[i] = _held_answer(held[i], lines[i], snap.now, out[i])
         told = cast("list[NotDemand]", out)
-        self._held, self._held_lines = dict(zip(ids, told, strict=True)), dict(zip(ids, keys, strict=True))
-        return DemandSplit(snap, tuple(told))
+        self._keep_held(ids, told, keys, changed)
+        return tuple(told)
+
+    def _keep_held(self, ids: list[int], told: list[NotDemand], keys: list[object], changed: list[int]) -> None:
+        """Keeps the held jobs' answers (``told``, by their jobs' ``ids``) and the lines they were
+        read from (``keys``), for the next demand: the ``changed`` ones added to those kept, or,
+        when more than ``stale_bound`` of the kept ones are not held now or more than half of
+        these changed, these alone. (A kept answer holds its job: an identity kept stays its
+        job's.)"""
+        stale = len(self._held) + len(changed) - len(ids)  # (at least; a job held twice counted twice)
+        if stale > stale_bound(len(ids)) or len(changed) > len(ids) // 2:  # (made anew: no dearer than added to)
+            self._held, self._held_lines = dict(zip(ids, told, strict=True)), dict(zip(ids, keys, strict=True))
+        else:
+            self._held.update((ids[i], told[i]) for i in changed)
+            self._held_lines.update((ids[i], keys[i]) for i in changed)
 
     # -- the drain and the bring-up ----------------------------------------------------------
     def _read(self) -> SlurmRead:

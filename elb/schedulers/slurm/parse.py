@@ -25,16 +25,18 @@ import functools
 import itertools
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import not_
-from typing import cast
+from operator import itemgetter, not_
+from typing import Generic, TypeVar, cast
 
 import hostlist  # type: ignore[import-untyped]
 
 from elb.core.frozen import quick_init
 from elb.core.gcpause import paused
 from elb.schedulers.timestamps import TIMESTAMP, parse_timestamp
+
+T = TypeVar("T")
 
 SQUEUE_FORMAT = "%i|%P|%T|%r|%D|%C|%N|%V|%S|%l|%u|%j"
 SQUEUE_ARGV = (
@@ -175,15 +177,39 @@ def parse_time_limit(text: str) -> float | None:
     return float(((days * 24 + hours) * 60 + minutes) * 60 + seconds)
 
 
+_SIXTY = {f"{n:02d}": n for n in range(60)}  # a minute's or a second's two digits
+
+
+def _known_second(value: str, hours: dict[str, float | None]) -> float | None:
+    """The stamp ``value`` of whole seconds (``YYYY-MM-DDTHH:MM:SS``) whose hour's start is in
+    ``hours``, read off its characters (only the hour of a stamp that was read whole is kept);
+    None for any other."""
+    if len(value) != 19 or value[13] != ":" or value[16] != ":":
+        return None
+    start = hours.get(value[:13])
+    minute, second = _SIXTY.get(value[14:16]), _SIXTY.get(value[17:19])
+    if start is None or minute is None or second is None:
+        return None
+    return start + minute * 60 + second
+
+
 def _time(text: str, hours: dict[str, float | None] | None = None) -> float | None:
     """A time stamp (``parse_timestamp``), None for none. ``hours``: each hour's start as worked
     out before (None: the local offset changes within it), so that a stamp whose hour is known
-    is its hour's start plus its minutes and seconds, what ``parse_timestamp`` gives it."""
+    is its hour's start plus its minutes and seconds, what ``parse_timestamp`` gives it (a stamp
+    of whole seconds, its hour known, read off its characters)."""
     value = text.strip()
     if value in ("N/A", "Unknown", "None", ""):
         return None
     if hours is None:
         return parse_timestamp(value)
+    known = _known_second(value, hours)
+    return known if known is not None else _from_hour(value, hours)
+
+
+def _from_hour(value: str, hours: dict[str, float | None]) -> float:
+    """The stamp ``value`` as its hour's start (worked out and kept in ``hours`` the first time)
+    plus its minutes and seconds; read whole when that hour is not plain (``_plain_hour``)."""
     m = TIMESTAMP.fullmatch(value)
     if m is None or int(m.group(5)) > 59 or int(m.group(6)) > 59:  # (a leap second: read whole)
         return parse_timestamp(value)
@@ -203,20 +229,38 @@ def _time(text: str, hours: dict[str, float | None] | None = None) -> float | No
     return seconds
 
 
-class SqueueMemo:
-    """What the last ``parse_squeue`` made of each line, for the next read.
+Entry = tuple[SlurmJob, T]  # a line's job and what the memo's ``derive`` made of it
+
+
+class SqueueMemo(Generic[T]):
+    """What the last reads of squeue made of each line, for the next read: the line's job and
+    what ``derive`` made of that job (the driver's neutral jobs), together, so that a line read
+    before costs one lookup.
 
     From one poll to the next most of squeue's lines are the very same text, and a line's job
     is a pure function of its text (and of the local time zone, which its time stamps are read
-    in: checked), so a line read before is looked up instead of read again. Only the last
-    read's lines are kept; one memo serves one sequence of reads (``SlurmCommands`` keeps one).
+    in: checked), so a line read before is looked up instead of read again. The lines of the
+    last read are kept, and those of the reads before until more than ``stale_bound`` of them (a
+    quarter of the last read's lines, at least ``STALE_LEAST``) are not in the last read: then
+    the memo is made anew of the last read's lines alone (a dict of every line built once in
+    several reads, and its size bounded). One memo serves one sequence of reads
+    (``SlurmCommands`` keeps one).
     """
 
-    def __init__(self) -> None:
-        self.lines: dict[str, SlurmJob] = {}
+    def __init__(self, derive: Callable[[SlurmJob], T]) -> None:
+        self.derive = derive
+        self.lines: dict[str, Entry[T]] = {}
         self.zone: tuple[object, ...] = ()
         self.hours: dict[str, float | None] = {}  # each hour's start (``_time``), in ``zone``
         self.limits: dict[str, float | None] = {}  # time limits read (``parse_time_limit``)
+
+
+STALE_LEAST = 1_000  # lines no longer read a memo keeps at least before it is made anew
+
+
+def stale_bound(lines: int) -> int:
+    """How many lines that are not in a read of ``lines`` lines its memo keeps at most."""
+    return max(STALE_LEAST, lines // 4)
 
 
 def _zone() -> tuple[object, ...]:
@@ -248,35 +292,65 @@ def _limit(text: str, limits: dict[str, float | None] | None) -> float | None:
     return limits[text]
 
 
-def parse_squeue(text: str, *, memo: SqueueMemo | None = None) -> list[SlurmJob]:
-    """``SQUEUE_ARGV``'s output; ``memo``: the lines of the read before (updated). The lines are
-    looked up in the memo all at once, and only the ones it lacks are read; the cycle collector
-    waits meanwhile (``elb.core.gcpause``: the jobs live until the next read)."""
+def parse_squeue(text: str, *, memo: SqueueMemo[T] | None = None) -> list[SlurmJob]:
+    """``SQUEUE_ARGV``'s output; ``memo``: the lines of the reads before (updated, ``read_squeue``)."""
+    if memo is not None:
+        return read_squeue(text, memo)[0]
+    with paused(keep=True):
+        return [_squeue_line(line, i) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+def read_squeue(text: str, memo: SqueueMemo[T]) -> tuple[list[SlurmJob], list[T]]:
+    """``SQUEUE_ARGV``'s output: its jobs, and what ``memo.derive`` made of each, in their order;
+    ``memo``: the lines of the reads before (updated). The lines are looked up in the memo all at
+    once, and only the ones it lacks are read; the cycle collector waits meanwhile
+    (``elb.core.gcpause``: the jobs live until the next read)."""
     zone = _zone()
-    if memo is not None and memo.zone != zone:
+    if memo.zone != zone:
         memo.lines, memo.hours, memo.zone = {}, {}, zone
-    known = memo.lines if memo is not None else {}
-    hours = memo.hours if memo is not None else None
-    limits = memo.limits if memo is not None else None
+    known = memo.lines
     lines = text.splitlines()
     with paused(keep=True):
-        found: list[SlurmJob | None] = list(map(known.get, lines))
+        found: list[Entry[T] | None] = list(map(known.get, lines))
+        new: list[int] = []  # the indices of the lines read now
         blank = False
         for i in itertools.compress(range(len(found)), map(not_, found)):  # the lines not read before
             line = lines[i]
             if line.strip():
-                found[i] = _squeue_line(line, i + 1, hours, limits)
+                job = _squeue_line(line, i + 1, memo.hours, memo.limits)
+                found[i] = (job, memo.derive(job))
+                new.append(i)
             else:
                 blank = True
+        fresh = zip(map(lines.__getitem__, new), map(found.__getitem__, new), strict=True)  # (the lists as now)
         if blank:
-            kept = [i for i, job in enumerate(found) if job is not None]
+            kept = [i for i, entry in enumerate(found) if entry is not None]
             lines, found = [lines[i] for i in kept], [found[i] for i in kept]
-        jobs = cast("list[SlurmJob]", found)
-        if memo is not None:
-            memo.lines = dict(zip(lines, jobs, strict=True))
-            if len(memo.hours) > _KEPT or len(memo.limits) > _KEPT:  # bounded: begun again
-                memo.hours, memo.limits = {}, {}
-    return jobs
+        entries = cast("list[Entry[T]]", found)
+        _remember(memo, lines, entries, fresh, len(new))
+    return list(map(_FIRST, entries)), list(map(_SECOND, entries))
+
+
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+
+
+def _remember(
+    memo: SqueueMemo[T],
+    lines: list[str],
+    entries: list[Entry[T]],
+    fresh: Iterable[tuple[str, Entry[T] | None]],
+    new: int,
+) -> None:
+    """Keeps a read's ``lines`` (no blank one) and their ``entries``, ``fresh`` the ``new`` ones
+    of them the memo lacked: added to the memo, or the memo made anew of them alone when more
+    than ``stale_bound`` of its lines are not in this read."""
+    found_before = len(lines) - new
+    if len(memo.lines) - found_before > stale_bound(len(lines)):
+        memo.lines = dict(zip(lines, entries, strict=True))
+    else:
+        memo.lines.update(cast("Iterable[tuple[str, Entry[T]]]", fresh))
+    if len(memo.hours) > _KEPT or len(memo.limits) > _KEPT:  # bounded: begun again
+        memo.hours, memo.limits = {}, {}
 
 
 _KEPT = 100_000
@@ -310,37 +384,29 @@ def _squeue_line(
         raise SlurmParseError(f"squeue: line {number}: {err}") from None
 
 
-def parse_sinfo(text: str) -> list[SlurmNode]:
-    """``SINFO_ARGV``'s output, one node each (its partitions joined)."""
+class SinfoMemo:
+    """What the last read of sinfo made of each line (its node, in that line's partition), for
+    the next read: a line's node is a pure function of its text. Only the last read's lines are
+    kept (a node a line: a thousand nodes are a dict of a thousand). ``SlurmCommands`` keeps one."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, SlurmNode] = {}
+
+
+def parse_sinfo(text: str, *, memo: SinfoMemo | None = None) -> list[SlurmNode]:
+    """``SINFO_ARGV``'s output, one node each (its partitions joined); ``memo``: the lines of the
+    read before (updated), each found there read no more. A node whose lines are the very ones
+    of the read before is the same object (its lines' node, when it has one line)."""
+    known = memo.lines if memo is not None else {}
+    kept: dict[str, SlurmNode] = {}
     found: dict[str, SlurmNode] = {}
     for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        parts = line.split("|", 5)
-        if len(parts) != 6:
-            raise SlurmParseError(f"sinfo: line {number}: {len(parts)} fields, expected 6 ({SINFO_FORMAT})")
-        name, complete, cpus, cpu_states, partition, reason = parts
-        words = complete.strip().lower().split("+")
-        base = words[0].rstrip("*~#!%$@^-")
-        if base not in BASE_STATES:
-            raise SlurmParseError(f"sinfo: line {number}: node {name!r}: unknown state {complete!r}")
-        try:
-            allocated, _idle, _other, total = (int(x) for x in cpu_states.split("/"))
-            node = SlurmNode(
-                name=name.strip(),
-                state=base,
-                flags=frozenset(words[1:]),
-                cpus=int(cpus),
-                cpus_allocated=allocated,
-                partitions=(partition.strip().rstrip("*"),),
-                reason=reason.strip(),
-            )
-            if total != node.cpus:
-                raise ValueError(f"CPUs {cpus} but {total} in {cpu_states!r}")
-        except ValueError as err:
-            raise SlurmParseError(f"sinfo: line {number}: node {name!r}: {err}") from None
-        if not node.name:
-            raise SlurmParseError(f"sinfo: line {number}: no node name")
+        node = known.get(line)
+        if node is None:
+            if not line.strip():
+                continue
+            node = _sinfo_line(line, number)
+        kept[line] = node
         before = found.get(node.name)
         if before is not None:
             node = SlurmNode(
@@ -353,7 +419,40 @@ def parse_sinfo(text: str) -> list[SlurmNode]:
                 node.reason,
             )
         found[node.name] = node
+    if memo is not None:
+        memo.lines = kept
     return list(found.values())
+
+
+def _sinfo_line(line: str, number: int) -> SlurmNode:
+    """One line of ``SINFO_ARGV``'s output (``number``: its line's, for an error): its node, in
+    this line's partition."""
+    parts = line.split("|", 5)
+    if len(parts) != 6:
+        raise SlurmParseError(f"sinfo: line {number}: {len(parts)} fields, expected 6 ({SINFO_FORMAT})")
+    name, complete, cpus, cpu_states, partition, reason = parts
+    words = complete.strip().lower().split("+")
+    base = words[0].rstrip("*~#!%$@^-")
+    if base not in BASE_STATES:
+        raise SlurmParseError(f"sinfo: line {number}: node {name!r}: unknown state {complete!r}")
+    try:
+        allocated, _idle, _other, total = (int(x) for x in cpu_states.split("/"))
+        node = SlurmNode(
+            name=name.strip(),
+            state=base,
+            flags=frozenset(words[1:]),
+            cpus=int(cpus),
+            cpus_allocated=allocated,
+            partitions=(partition.strip().rstrip("*"),),
+            reason=reason.strip(),
+        )
+        if total != node.cpus:
+            raise ValueError(f"CPUs {cpus} but {total} in {cpu_states!r}")
+    except ValueError as err:
+        raise SlurmParseError(f"sinfo: line {number}: node {name!r}: {err}") from None
+    if not node.name:
+        raise SlurmParseError(f"sinfo: line {number}: no node name")
+    return node
 
 
 def by_name(nodes: Sequence[SlurmNode]) -> Mapping[str, SlurmNode]:
@@ -363,6 +462,7 @@ def by_name(nodes: Sequence[SlurmNode]) -> Mapping[str, SlurmNode]:
 __all__: Sequence[str] = (
     "SINFO_ARGV",
     "SQUEUE_ARGV",
+    "SinfoMemo",
     "SlurmJob",
     "SlurmNode",
     "SlurmParseError",
@@ -374,4 +474,6 @@ __all__: Sequence[str] = (
     "parse_sinfo",
     "parse_squeue",
     "parse_time_limit",
+    "read_squeue",
+    "stale_bound",
 )

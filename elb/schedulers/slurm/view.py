@@ -109,26 +109,17 @@ def jobs_of(job: SlurmJob) -> list[Job]:
     ]
 
 
-class JobsMemo:
-    """The neutral jobs each ``SlurmJob`` of the last snapshot made (``jobs_of``, a pure function
-    of it), by its identity: a job read again from the same squeue line is the same object
-    (``elb.schedulers.slurm.parse.SqueueMemo``), and its jobs are reused. The last snapshot's
-    ``SlurmJob`` values are kept (``jobs``), so an identity stays its own while it is kept (no
-    other object can have it); only theirs are kept. A line that makes one job (every pending
-    one) is kept as that job, any other as the tuple of its jobs: no container a line."""
-
-    def __init__(self) -> None:
-        self.jobs: Sequence[SlurmJob] = ()
-        self.made: dict[int, Job | tuple[Job, ...]] = {}
+Made = Job | tuple[Job, ...]  # the jobs of one squeue line (``made_of``)
 
 
-def _made(job: SlurmJob) -> Job | tuple[Job, ...]:
-    """``jobs_of(job)`` as ``JobsMemo`` keeps it: the one job, or the tuple of them."""
+def made_of(job: SlurmJob) -> Made:
+    """``jobs_of(job)`` as a line's jobs are kept (``elb.schedulers.slurm.parse.SqueueMemo``):
+    the one job (every pending line), or the tuple of them: no container a line."""
     made = jobs_of(job)
     return made[0] if len(made) == 1 else tuple(made)
 
 
-def _flat(made: list[Job | tuple[Job, ...]]) -> tuple[Job, ...]:
+def _flat(made: Sequence[Made]) -> tuple[Job, ...]:
     """The jobs of ``made`` (each a job or a tuple of them) in their order: the stretches of
     single jobs taken whole, the few tuples (running jobs over several nodes, or none) spliced in."""
     several = list(compress(count(), map(is_, map(type, made), repeat(tuple))))
@@ -143,24 +134,51 @@ def _flat(made: list[Job | tuple[Job, ...]]) -> tuple[Job, ...]:
     return tuple(chain.from_iterable(pieces))
 
 
+class HostsMemo:
+    """The host each node of the last snapshot made (``host_of``, None: not up), by the node's
+    identity: a node whose sinfo lines are the very ones of the read before is the same object
+    (``elb.schedulers.slurm.parse.SinfoMemo``), and its host is reused. The nodes are kept with
+    their hosts, so an identity stays its own while it is kept; only the last snapshot's are kept."""
+
+    def __init__(self) -> None:
+        self.made: dict[int, tuple[SlurmNode, Host | None]] = {}
+
+
+def _host_or_none(node: SlurmNode) -> Host | None:
+    return host_of(node) if node_up(node) else None
+
+
+def _hosts(nodes: Sequence[SlurmNode], memo: HostsMemo | None) -> tuple[Host, ...]:
+    """The hosts of the ``nodes`` that are up, in their order; ``memo``: the last snapshot's (updated)."""
+    if memo is None:
+        return tuple(host_of(n) for n in nodes if node_up(n))
+    last = memo.made
+    made: dict[int, tuple[SlurmNode, Host | None]] = {}
+    up: list[Host] = []
+    for node in nodes:
+        entry = last.get(id(node)) or made.get(id(node)) or (node, _host_or_none(node))
+        made[id(node)] = entry
+        if entry[1] is not None:
+            up.append(entry[1])
+    memo.made = made
+    return tuple(up)
+
+
 def snapshot(
-    jobs: Sequence[SlurmJob], nodes: Sequence[SlurmNode], now: float, *, memo: JobsMemo | None = None
+    jobs: Sequence[SlurmJob],
+    nodes: Sequence[SlurmNode],
+    now: float,
+    *,
+    made: Sequence[Made] | None = None,
+    hosts: HostsMemo | None = None,
 ) -> Snapshot:
-    """The neutral snapshot of one read of Slurm; ``memo``: the last snapshot's jobs (updated),
-    looked up all at once, the cycle collector waiting meanwhile (``elb.core.gcpause``)."""
+    """The neutral snapshot of one read of Slurm; ``made``: each job's ``made_of``, when the read
+    kept them (its squeue lines' memo), else worked out; ``hosts``: the hosts of the snapshot
+    before (updated); the cycle collector waits meanwhile (``elb.core.gcpause``)."""
     with paused(keep=True):
-        if memo is None:
-            neutral = tuple(j for job in jobs for j in jobs_of(job))
-        else:
-            keys = list(map(id, jobs))
-            found: list[Job | tuple[Job, ...] | None] = list(map(memo.made.get, keys))
-            for i in compress(range(len(found)), map(is_, found, repeat(None))):  # the jobs not seen before
-                found[i] = _made(jobs[i])
-            made = cast("list[Job | tuple[Job, ...]]", found)
-            memo.jobs, memo.made = jobs, dict(zip(keys, made, strict=True))
-            neutral = _flat(made)
-        hosts = tuple(host_of(n) for n in nodes if node_up(n))
-    return Snapshot(now=now, jobs=neutral, hosts=hosts)
+        neutral = _flat(list(map(made_of, jobs)) if made is None else made)
+        up = _hosts(nodes, hosts)
+    return Snapshot(now=now, jobs=neutral, hosts=up)
 
 
-__all__: Sequence[str] = ("JobsMemo", "array_tasks", "host_of", "node_up", "snapshot")
+__all__: Sequence[str] = ("HostsMemo", "Made", "array_tasks", "host_of", "made_of", "node_up", "snapshot")
