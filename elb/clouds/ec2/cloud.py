@@ -352,6 +352,20 @@ def volume_ids(inst: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def group_tag_arguments(groups: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The keyword arguments of the ``CreateTags`` calls that give each instance (id -> node
+    group name) its group's tag (``TAG_GROUP``; pure): one tag set a call, so a call per group
+    (in the order the groups first come), of ``TAG_BATCH`` instances at most."""
+    ids: dict[str, list[str]] = {}
+    for iid, group in groups.items():
+        ids.setdefault(group, []).append(iid)
+    return [
+        {"Resources": members[start : start + TAG_BATCH], "Tags": [{"Key": TAG_GROUP, "Value": group}]}
+        for group, members in ids.items()
+        for start in range(0, len(members), TAG_BATCH)
+    ]
+
+
 def volume_tag_arguments(volumes: Sequence[str], tags: Sequence[TagTypeDef]) -> dict[str, Any]:
     """The keyword arguments of the ``CreateTags`` that gives a fleet node's volumes the node's
     tags (``worker_tags``; pure): an instant fleet cannot tag volumes at creation."""
@@ -468,6 +482,7 @@ def _launch_time(inst: InstanceTypeDef) -> float:
 
 STATUS_BATCH = 100  # instance ids per DescribeInstanceStatus call (EC2 takes at most 100 with ids)
 TERMINATE_BATCH = 1000  # instance ids per TerminateInstances call (EC2 takes at most 1000)
+TAG_BATCH = 1000  # resource ids per CreateTags call (EC2 takes at most 1000)
 
 
 def impaired(status: Mapping[str, Any], now: float) -> Notice | None:
@@ -683,6 +698,17 @@ class Ec2Cloud:
         except (BotoCoreError, ClientError) as err:
             raise to_cloud_error(err, "reading the workers' status checks") from None
         return out
+
+    def tag_groups(self, groups: Mapping[str, str]) -> None:
+        """Give each worker (instance id -> node group name) its group's tag, ``TAG_GROUP``
+        (``CreateTags``, ``group_tag_arguments``): a worker launched before elb set it. The IAM
+        policy lets elb add that tag alone, on the cluster's workers only."""
+        for kwargs in group_tag_arguments(groups):
+            ids = kwargs["Resources"]
+            try:
+                self.client.create_tags(**kwargs)
+            except (BotoCoreError, ClientError) as err:
+                raise to_cloud_error(err, f"tagging {', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''}") from None
 
     def new_node_slots(self) -> int | None:
         """Slots of the node ``launch`` would start first: configured, else the vCPUs of the first
