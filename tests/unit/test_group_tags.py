@@ -262,3 +262,24 @@ def test_ec2_says_what_refused_the_tags() -> None:
     world.answer = refuse  # type: ignore[method-assign]
     with pytest.raises(CloudError, match="tagging"):
         ec2_scenarios.cloud(world, **ec2_scenarios.OWN).tag_groups({iid: "default"})
+
+
+@pytest.mark.parametrize("tagged", [False, True])
+def test_ec2_check_tries_the_group_tag_when_a_worker_lacks_it(tagged: bool) -> None:
+    """``elb ec2-check`` tries the tag (``DryRun``) on a worker without it: an IAM policy from
+    before the daemon tagged workers is named there, not only in the daemon's log."""
+    from elb.clouds.ec2.cloud import preflight
+
+    world = ec2_scenarios.World()
+    iid = world.worker("node001")
+    if tagged:
+        world.instances[iid]["Tags"].append({"Key": TAG_GROUP, "Value": "default"})
+    checks = preflight(ec2_scenarios.cloud(world, **ec2_scenarios.OWN), warm_pool=False)
+    sent = [r["params"] for r in world.requests if r["operation"] == "CreateTags"]
+    said = [c for c in checks if "CreateTags" in c.what]
+    if tagged:
+        assert sent == [] and said == []
+        return
+    assert sent == [{"Resources": [iid], "Tags": [{"Key": TAG_GROUP, "Value": "default"}], "DryRun": True}]
+    (check,) = said
+    assert check.ok and iid in check.what and "node group" in check.what

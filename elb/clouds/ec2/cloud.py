@@ -1574,6 +1574,17 @@ def _dry_run(call: Callable[[], object], what: str) -> Check:
     return Check(what, False, "the dry run was not refused: the endpoint ignores DryRun")
 
 
+def _group_tag_check(cloud: Ec2Cloud, iid: str) -> Check:
+    """The tag the daemon gives a worker launched before elb tagged its node group (``tag_groups``),
+    tried with ``DryRun`` on ``iid``: the IAM policy must allow it (an older policy does not)."""
+    group = cloud.node_groups.groups[0].name if cloud.node_groups is not None else "default"
+    (kwargs,) = group_tag_arguments({iid: group})
+    return _dry_run(
+        lambda: cloud.client.create_tags(**kwargs, DryRun=True),
+        f"tag a worker launched before {TAG_GROUP} with its node group (CreateTags on {iid})",
+    )
+
+
 def _image_or_template(spec: LaunchSpec) -> str:
     t = spec.launch_template
     if t is None:
@@ -1617,7 +1628,8 @@ def preflight(cloud: Ec2Cloud, *, warm_pool: bool, boot: bool = False) -> list[C
     """Check credentials, settings and permissions without starting or stopping anything.
 
     Each launch template the config names must require IMDSv2 (``imds_problem``).
-    ``RunInstances``, ``TerminateInstances`` and, with a ``warm_pool`` (which the config's IAM
+    ``RunInstances``, ``TerminateInstances``, ``CreateTags`` of a worker's node group when one
+    lacks it (``tag_groups``) and, with a ``warm_pool`` (which the config's IAM
     policy then allows), ``StopInstances`` and ``StartInstances`` are called with ``DryRun=True``: EC2 checks the
     IAM policy (tag conditions and ``iam:PassRole`` included) and the parameters, and starts nothing.
     ``boot`` (``provision.mode: boot``): a launch template's nodes are launched with user data of
@@ -1680,6 +1692,9 @@ def preflight(cloud: Ec2Cloud, *, warm_pool: bool, boot: bool = False) -> list[C
                     f"{verb} a worker, for a warm pool ({api} on {iid})",
                 )
             )
+        untagged = [w for w in workers if TAG_GROUP not in w.tags]
+        if untagged:
+            checks.append(_group_tag_check(cloud, untagged[0].instance_id))
     else:
         checks.append(Check("terminate a worker (TerminateInstances)", True, "not tried: no elb worker running"))
         if warm_pool:
