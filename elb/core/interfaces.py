@@ -62,6 +62,8 @@ class Instance:
     instance_type: str | None = None
     image_id: str | None = None
     slots: int | None = None
+    # Its tags as the cloud listed them (EC2: all of them; the local cloud: elb's labels): the
+    # planner reads whether it has its node group's (``TAG_GROUP``).
     tags: Mapping[str, str] = field(default_factory=dict, hash=False)
     template_version: str | None = None  # the launch template's version it was launched from
 
