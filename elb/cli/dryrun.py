@@ -184,6 +184,10 @@ def plan_json(
         "repairs": [{"kind": r.kind.value, "node": r.node, "reason": r.reason} for r in planned.repairs],
         "kept": [{"node": r.node, "reason": r.reason} for r in planned.kept],
         "held": [{"node": r.node, "reason": r.reason} for r in planned.held],
+        "group_tags": [
+            {"node": t.node, "instance": t.instance_id, "group": t.group, "reason": t.reason}
+            for t in planned.group_tags
+        ],
         "pool": planned.pool.describe(),
         "scaling": planned.scaling is not None,
         "scaling_note": planned.scaling_note,

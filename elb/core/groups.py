@@ -204,6 +204,16 @@ class NodeGroups(_Model):
         return len(self.groups)
 
 
+def known_group(name: str | None, groups: NodeGroups) -> NodeGroup | None:
+    """The configured node group a worker is of, by the group its record or its tag names
+    (``name``; None: none named): the group named; none named, the one group when there is only
+    one. None when it cannot be known: none named among several groups, or a group no longer
+    configured (its group decides where it joins the scheduler, so none is guessed)."""
+    if name is None:
+        return groups.groups[0] if len(groups.groups) == 1 else None
+    return groups.get(name)
+
+
 def unique(items: Sequence[str]) -> None:
     """Refuse an item listed twice (ValueError naming it)."""
     seen: set[str] = set()
@@ -252,6 +262,7 @@ __all__: Sequence[str] = (
     "QueueName",
     "SchedulerGroupOptions",
     "default_group",
+    "known_group",
     "route",
     "unique",
 )

@@ -20,9 +20,9 @@ TAG_CLUSTER = "elb:cluster"
 TAG_ROLE = "elb:role"  # "master" | "worker"
 TAG_MANAGED_BY = "elb:managed-by"  # always "elb"
 TAG_NAME = "Name"  # node name, e.g. node006
-# The node group of a worker EC2 launched (config node_groups; "default" without them): what
-# the dynamic inventory places it by. Not on a worker launched before elb set it, nor on the
-# local cloud's containers.
+# The node group of a worker elb launched (config node_groups; "default" without them): what
+# the dynamic inventory and an adoption place it by. A worker launched before elb set it gets it
+# from the daemon when the cloud can tag (``TagsGroups``).
 TAG_GROUP = "elb:group"
 
 
@@ -65,6 +65,8 @@ class Instance:
     instance_type: str | None = None
     image_id: str | None = None
     slots: int | None = None
+    # Its tags as the cloud listed them (EC2: all of them; the local cloud: elb's labels): the
+    # planner reads whether it has its node group's (``TAG_GROUP``).
     tags: Mapping[str, str] = field(default_factory=dict, hash=False)
     template_version: str | None = None  # the launch template's version it was launched from
 
@@ -309,6 +311,17 @@ class RestartsServices(Protocol):
     are taken to start by themselves, and only a moved address gets the add play again."""
 
     restart_runs_services: bool
+
+
+@runtime_checkable
+class TagsGroups(Protocol):
+    """A cloud that can tag a running or stopped worker afterwards: ``tag_groups`` gives each
+    instance (id -> node group name) its group's ``TAG_GROUP`` tag; ``CloudError`` when the
+    cloud refused (some may be tagged). The planner plans it for a worker whose instance lacks
+    the tag (launched before elb set it; ``elb.core.tagplan``). Without it (the local cloud:
+    podman sets a container's labels at its creation only): such a worker stays untagged."""
+
+    def tag_groups(self, groups: Mapping[str, str]) -> None: ...
 
 
 @runtime_checkable

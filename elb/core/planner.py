@@ -3,8 +3,8 @@ their reasons, out. No I/O; time is passed in.
 
 - ``plan_pass``: the whole pass: the repairs (reconcile) and the rules that order them before
   scaling, the policy's plan on the demand, the admin's orders, the warm pool (``elb.core.poolplan``:
-  stops instead of removals, restarts instead of launches, pooled nodes past their limits) and
-  the back-off, in one call
+  stops instead of removals, restarts instead of launches, pooled nodes past their limits), the
+  back-off and the node group tags workers lack (``elb.core.tagplan``), in one call
   that the daemon runs live and its tests run on values;
 - ``limit_launches``: the policy's plan with its launches cut by the back-off;
 - ``pace_launches``: the launches and warm-pool restarts left, cut by the budget (``elb.core.budget``);
@@ -49,6 +49,7 @@ from elb.core.poolplan import PoolPlan, group_of, groups_of, plan_pool, pooled_h
 from elb.core.reconcile import Repair, RepairKind, repairs_of
 from elb.core.scheduler import Ask, Dropped
 from elb.core.state import ClusterState, JoinIndex, join
+from elb.core.tagplan import GroupTag, describe_tags, plan_group_tags
 
 RepairKey = tuple[RepairKind, str]  # a repair of one kind on one node
 
@@ -367,14 +368,17 @@ class PassInputs:
     # The budget's period so far and the rate spent now (``elb.core.spend.read_spend``), gathered with
     # the demand when ``policy.budget`` is set; None: no budget (launches are not paced).
     spend: Spend | None = None
+    # The cloud can tag a worker with its node group afterwards (``TagsGroups``) and ``instances``
+    # carry their tags as the cloud listed them: the workers that lack it are tagged.
+    tags_groups: bool = False
 
 
 @quick_init
 @dataclass(frozen=True, slots=True)
 class PassPlan:
     """The actions of one pass, each with its reason, in the order the pass starts them: the
-    notices' retirements, repairs; scaling (``scaling``) only when the repairs let it go on
-    (``scaling_note`` says why not); removal orders whose node is gone are done
+    notices' retirements, repairs, the workers' node group tags; scaling (``scaling``) only when
+    the repairs let it go on (``scaling_note`` says why not); removal orders whose node is gone are done
     (``orders_done``); the warm pool's actions; the scheduler's asks answered or declined; jobs
     bound to on-demand nodes."""
 
@@ -395,6 +399,7 @@ class PassPlan:
     answers: tuple[Answer, ...] = ()  # the scheduler's asks elb is done with
     budget: BudgetCheck | None = None  # the budget's verdict on the launches (``policy.budget``)
     held: tuple[Removal, ...] = ()  # removals not planned: nodes kept on their own word lately (``witness_hold``)
+    group_tags: tuple[GroupTag, ...] = ()  # workers whose instances get their node group's tag (``elb.core.tagplan``)
 
     @property
     def launches_held(self) -> int:
@@ -406,6 +411,7 @@ class PassPlan:
         """Plain-words lines, in the order the pass starts them (``elb once --dry-run``)."""
         lines = [f"retire {r.node}: {r.cloud} {r.kind.value} notice: {r.reason}" for r in self.notices.retire]
         lines += [f"repair ({r.kind.value}) {r.node}: {r.reason}" for r in self.repairs]
+        lines += describe_tags(self.group_tags)
         lines += [f"kept {r.node}: {r.reason}" for r in self.kept]
         lines += [
             f"ALARM: {r.kind.value} {r.node} failed pass after pass; scaling goes on around it" for r in self.stuck
@@ -461,7 +467,7 @@ def _regardless_of_scaling(
 ) -> tuple[PassPlan, RepairHold, _Around]:
     """The part of a pass that goes whether or not scaling runs: the notices' retirements, the
     repairs, the orders done, the warm pool's expired nodes, the jobs to move, the asks'
-    answers."""
+    answers, the workers' node group tags."""
     notices = (
         plan_notices(
             inputs.notices,
@@ -502,6 +508,7 @@ def _regardless_of_scaling(
         notices=notices,
         moves=moved,
         answers=asks.answers,
+        group_tags=plan_group_tags(state, groups) if inputs.tags_groups else (),
     )
     return base, hold, _Around(frozenset(busy), frozenset(doomed), pools)
 

@@ -14,7 +14,8 @@ scheduler (``elb.core.scheduler.Scheduler``) and cloud (``elb.core.interfaces.Cl
   together (one cloud call, one play);
 - **repairs** (``elb.core.reconcile``), **retire on a notice** (disabled, its removal ordered with the
   notice as cause, its jobs requeued on a spot interruption), **give back** nodes the scheduler
-  asked for, **bind** a job to on-demand nodes.
+  asked for, **bind** a job to on-demand nodes, **tag** workers with their node group (a cloud
+  that ``TagsGroups``).
 
 Every step is written to the journal before it starts. A node operation, once begun, is
 finished before elb stops (the caller checks for shutdown only between operations). Nothing
@@ -33,6 +34,7 @@ from typing import TypeVar
 from elb.core.askplan import Decline, release_retry_at
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import (
+    TAG_GROUP,
     Cloud,
     CloudError,
     HostResult,
@@ -42,6 +44,7 @@ from elb.core.interfaces import (
     Outcome,
     Provisioner,
     RestartsServices,
+    TagsGroups,
     Witness,
 )
 from elb.core.interruptions import Move, job_number
@@ -50,6 +53,7 @@ from elb.core.noticeplan import Retire
 from elb.core.planner import Cleanup, Drain, cleanup_verdict, drain_verdict, witness_needed, witness_verdict
 from elb.core.reconcile import Repair, RepairKind
 from elb.core.scheduler import BindsOnDemand, ParksNodes, Scheduler, SchedulerError
+from elb.core.tagplan import GroupTag, describe_tags
 from elb.core.timeline import Step
 from elb.service.journal import Journal
 
@@ -850,6 +854,24 @@ class Actuator:
                 log.warning("job %d: %s: %s", move.job, move.reason, how)
                 out.moved.append(move.job)
         self.journal.mark_moved(move.job)
+
+    def tag_groups(self, tags: Sequence[GroupTag]) -> None:
+        """Give the planned workers their node group's tag, in one call to a cloud that
+        ``TagsGroups``: said per group when done; an error is said once and fails no node (the
+        next pass, finding them untagged still, plans them again)."""
+        cloud = self.cloud
+        if not tags or not isinstance(cloud, TagsGroups):
+            return
+        try:
+            cloud.tag_groups({t.instance_id: t.group for t in tags})
+        except Exception as err:  # the workers serve as they did; their tags wait for the next pass
+            names = ", ".join(t.node for t in tags[:5]) + (f" and {len(tags) - 5} more" if len(tags) > 5 else "")
+            log.warning(
+                "%s: cannot tag them with their node group (%s): %s; tried again next pass", names, TAG_GROUP, err
+            )
+            return
+        for line in describe_tags(tags):
+            log.info("tagged %s", line.removeprefix("tag "))
 
     # -- reconcile -----------------------------------------------------------------------
     def repair(self, r: Repair, out: Outcomes) -> None:

@@ -35,6 +35,7 @@ from elb.core.interfaces import (
     Provisioner,
     ReapsLeftovers,
     ReportsHealth,
+    TagsGroups,
     VersionsTemplates,
 )
 from elb.core.model import Node, NodeState, Plan, Snapshot
@@ -205,7 +206,7 @@ class Balancer:
             instances = self.cloud.list_workers()
         except Exception as err:  # no action on partial data
             raise PassFailed(f"listing the cloud's workers: {err}") from err
-        inputs = self._inputs(read, records, instances, in_flight, self._notices(instances))
+        inputs = self._inputs(read, records, instances, in_flight, self._notices(instances), listed=True)
         state = cluster_state(inputs, snap.now)  # joined once: scaling's inputs add no record, instance or job
         if not scaling_waits(inputs, self.config, snap.now, state):
             inputs = self._for_scaling(inputs, read)
@@ -262,7 +263,9 @@ class Balancer:
         else:
             listed = tuple(instances)
             note = f"{len(instances)} listed (read only)"
-        inputs = self._for_scaling(self._inputs(read, records, listed, frozenset(), ()), read)
+        inputs = self._for_scaling(
+            self._inputs(read, records, listed, frozenset(), (), listed=instances is not None), read
+        )
         if inputs.demand is None:
             raise PassFailed(inputs.demand_error)
         plan = plan_pass(inputs, self.config, self.policy, snap.now)
@@ -276,10 +279,14 @@ class Balancer:
         instances: Sequence[Instance],
         busy: frozenset[str],
         notices: Sequence[Notice],
+        *,
+        listed: bool,
     ) -> PassInputs:
         """What the planner plans on, read once: the journal (``nodes``, the pass's one read of
         its records), the scheduler's read, the cloud's workers and notices; without what only
-        scaling reads (``_for_scaling``)."""
+        scaling reads (``_for_scaling``). ``listed``: ``instances`` are the cloud's list, with
+        their tags (not the journal's workers taken for it): a cloud that ``TagsGroups`` tags
+        the workers that lack their node group's tag."""
         snap = read.snapshot
         return PassInputs(
             snapshot=snap,
@@ -300,6 +307,7 @@ class Balancer:
             interrupted=tuple(self.journal.interrupted_jobs()),
             scheduler=self.scheduler.name,
             cloud=self.cloud_settings,
+            tags_groups=listed and isinstance(self.cloud, TagsGroups),
         )
 
     def _for_scaling(self, inputs: PassInputs, read: SchedulerRead) -> PassInputs:
@@ -385,6 +393,7 @@ class Balancer:
         if inputs.demand_error:
             log.error("%s", inputs.demand_error)
         self._start_repairs(plan, inputs, act, result)
+        act.tag_groups(plan.group_tags)
         self._start_pool(plan, act, result, scaling=False)
         if inputs.backoff is not None:  # gathered when scaling went on; else the last one stands
             self.last.backoff_rounds = inputs.backoff.rounds

@@ -49,7 +49,8 @@ def test_all_good_starts_and_stops_nothing(ec2: Any, ami: str, aws_env: str, tmp
     cfg = write_config(tmp_path, aws_env, ami=ami, instance_types="[c5.large]")
     from elb.core.config import load_config
 
-    [worker] = Ec2Cloud.from_config(load_config(cfg)).launch(["node001"]).launched
+    # Launched as the daemon launches it, with its group's tag (a worker without one adds its check).
+    [worker] = Ec2Cloud.from_config(load_config(cfg)).launch(["node001"], {"node001": "default"}).launched
     proc = check(cfg)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()

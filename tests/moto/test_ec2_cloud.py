@@ -782,3 +782,18 @@ def test_connection_lost_mid_batch_keeps_the_started_and_reports_the_rest(ec2: A
     sent = [kw["ClientToken"] for kw in client.calls_of("run_instances")]
     assert len(sent) == 3 and sent[1] == sent[2]  # node002 sent twice with one token, node003 never
     assert len(live(ec2)) == 1
+
+
+def test_a_worker_launched_without_its_group_tag_gets_it_and_keeps_its_others(ec2: Any, ami: str, aws_env: str) -> None:
+    """``tag_groups`` adds ``elb:group`` (EC2's ``CreateTags``): the listing shows it, the
+    worker's other tags stay."""
+    from elb.core.interfaces import TAG_GROUP
+
+    cloud, client = cloud_with(aws_env, ami=ami, instance_types=["t3.large"])
+    old, other = cloud.launch(["node001", "node002"]).launched  # as an elb that set no group tag
+    assert all(TAG_GROUP not in i.tags for i in cloud.list_workers())
+    cloud.tag_groups({old.instance_id: "gpu", other.instance_id: "cpu"})
+    listed = {i.name: i.tags for i in cloud.list_workers()}
+    assert (listed["node001"][TAG_GROUP], listed["node002"][TAG_GROUP]) == ("gpu", "cpu")
+    assert listed["node001"][TAG_NAME] == "node001" and listed["node001"][TAG_CLUSTER] == CLUSTER
+    assert [kw["Resources"] for kw in client.calls_of("create_tags")] == [[old.instance_id], [other.instance_id]]

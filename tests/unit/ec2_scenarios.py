@@ -183,6 +183,15 @@ class World:
             self.instances[i]["State"] = {"Name": state}
         return {}
 
+    def _ec2_CreateTags(self, p: dict[str, Any]) -> Any:
+        """Tags on instances replace those of the same keys (a volume's are not kept here)."""
+        for iid in p["Resources"]:
+            if iid in self.instances:
+                keys = {t["Key"] for t in p["Tags"]}
+                kept = [t for t in self.instances[iid]["Tags"] if t["Key"] not in keys]
+                self.instances[iid]["Tags"] = kept + [dict(t) for t in p["Tags"]]
+        return {}
+
     def _ec2_TerminateInstances(self, p: dict[str, Any]) -> Any:
         return self._set_state(p["InstanceIds"], "terminated")
 
@@ -333,6 +342,12 @@ def workers(world: World) -> None:
     c.terminate([first, second])
 
 
+def group_tags(world: World) -> None:
+    """Workers launched before elb tagged their node group get the tag, a call per group."""
+    first, second, third = world.worker("node001"), world.worker("node002"), world.worker("node003")
+    cloud(world, **OWN).tag_groups({first: "gpu", second: "cpu-small", third: "gpu"})
+
+
 def template_versions(world: World) -> None:
     cloud(world, **FLEET).template_versions()
 
@@ -392,6 +407,7 @@ SCENARIOS: dict[str, Callable[[World], None]] = {
         create_fleet_spot,
         create_fleet_group,
         workers,
+        group_tags,
         template_versions,
         ec2_check,
         ec2_check_fleet,

@@ -136,3 +136,33 @@ def test_the_json_plan_has_the_whole_pass(
     assert plan["cloud"] == "1 listed (read only)"
     assert plan["lines"][0].startswith("repair (orphan) node007: ")
     assert set(stand.cloud.instances) == {"i-orphan"}
+
+
+def test_the_json_plan_names_the_group_tags_it_would_set(
+    stand: Stand,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A worker whose instance lacks its node group's tag (launched before elb set it), on a
+    cloud that can tag: the dry run says it would tag it, and why, and tags nothing."""
+    from elb.core.config import load_config
+    from elb.core.interfaces import TAG_GROUP
+    from elb.core.model import NodeState
+    from elb.service.journal import Journal
+    from tests.unit.test_group_tags import TaggingCloud
+
+    path = write(tmp_path, GROUPS)
+    journal = Journal(load_config(path).journal_path)
+    journal.record("node001", NodeState.RUNNING, T0 - HOUR, instance_id="i-0001", private_ip="10.0.0.1", group="gpu")
+    journal.record("node001", NodeState.READY, T0 - HOUR + 60)
+    journal.close()
+    cloud = TaggingCloud(T0)
+    cloud.instances["i-0001"] = Instance("i-0001", "node001", "running", T0 - HOUR, "10.0.0.1", slots=4)
+    stand.cloud = cloud
+    stand.sge.add_host("node001", slots=4)
+    code, plan = dry_json(path, capsys)
+    assert code == Exit.OK
+    (tag,) = plan["group_tags"]
+    assert (tag["node"], tag["instance"], tag["group"]) == ("node001", "i-0001", "gpu") and tag["reason"]
+    assert any(line.startswith(f"tag node001 {TAG_GROUP}=gpu: ") for line in plan["lines"])
+    assert cloud.tag_calls == []

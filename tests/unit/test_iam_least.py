@@ -30,7 +30,7 @@ def config(ec2: dict[str, Any], **top: Any) -> dict[str, Any]:
 TEMPLATE_ONE = {**S.TEMPLATE, "instance_types": ["c6i.large"], "subnets": S.SUBNETS[:1]}
 # feature -> (the config that has it, the scenarios whose requests that config makes)
 FEATURES: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
-    "none": (config(S.OWN), ("run-instances-own", "inventory")),
+    "none": (config(S.OWN), ("run-instances-own", "inventory", "group-tags")),
     "warm pool": (config(S.OWN, policy={"warm_pool": {"max_nodes": 2}}), ("workers", "ec2-check")),
     "launch template": (config(TEMPLATE_ONE), ("run-instances-template", "run-instances-template-host-key")),
     "spot": (config({**S.OWN, "spot": True, "spot_max_price": "0.20"}), ("run-instances-own-spot",)),
@@ -146,3 +146,19 @@ def test_a_fleet_nodes_volumes_refused_by_the_policy_say_what_the_template_must_
         S.create_fleet_on_demand(S.World())
     (line,) = [r.getMessage() for r in caplog.records if "left untagged" in r.getMessage()]
     assert f"tagged elb:cluster={S.CLUSTER} at creation" in line and "launch template" in line
+
+
+def test_a_worker_may_be_given_its_group_tag_alone_and_only_on_the_clusters_workers() -> None:
+    """A worker launched before elb tagged its node group gets ``elb:group`` afterwards
+    (``Ec2Cloud.tag_groups``): the policy lets elb add that one tag key, on instances tagged as
+    this cluster's elb workers, whatever the config's features."""
+    for data, _ in FEATURES.values():
+        doc = policy(Scope.from_config(parse_config(data)))
+        (st,) = [s for s in doc["Statement"] if s["Sid"] == "TagTheGroupOfThisClustersWorkers"]
+        assert st["Action"] == "ec2:CreateTags" and st["Resource"] == f"arn:aws:ec2:{S.REGION}:ACCOUNT_ID:instance/*"
+        assert st["Condition"]["StringEquals"] == {
+            f"aws:ResourceTag/elb:{k}": v
+            for k, v in (("cluster", S.CLUSTER), ("role", "worker"), ("managed-by", "elb"))
+        }
+        assert st["Condition"]["ForAllValues:StringEquals"] == {"aws:TagKeys": ["elb:group"]}
+    assert "group-tags" in FEATURES["none"][1]

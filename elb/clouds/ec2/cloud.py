@@ -355,6 +355,20 @@ def volume_ids(inst: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def group_tag_arguments(groups: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The keyword arguments of the ``CreateTags`` calls that give each instance (id -> node
+    group name) its group's tag (``TAG_GROUP``; pure): one tag set a call, so a call per group
+    (in the order the groups first come), of ``TAG_BATCH`` instances at most."""
+    ids: dict[str, list[str]] = {}
+    for iid, group in groups.items():
+        ids.setdefault(group, []).append(iid)
+    return [
+        {"Resources": members[start : start + TAG_BATCH], "Tags": [{"Key": TAG_GROUP, "Value": group}]}
+        for group, members in ids.items()
+        for start in range(0, len(members), TAG_BATCH)
+    ]
+
+
 def volume_tag_arguments(volumes: Sequence[str], tags: Sequence[TagTypeDef]) -> dict[str, Any]:
     """The keyword arguments of the ``CreateTags`` that gives a fleet node's volumes the node's
     tags (``worker_tags``; pure): an instant fleet cannot tag volumes at creation."""
@@ -471,6 +485,7 @@ def _launch_time(inst: InstanceTypeDef) -> float:
 
 STATUS_BATCH = 100  # instance ids per DescribeInstanceStatus call (EC2 takes at most 100 with ids)
 TERMINATE_BATCH = 1000  # instance ids per TerminateInstances call (EC2 takes at most 1000)
+TAG_BATCH = 1000  # resource ids per CreateTags call (EC2 takes at most 1000)
 
 
 def impaired(status: Mapping[str, Any], now: float) -> Notice | None:
@@ -687,6 +702,17 @@ class Ec2Cloud:
         except (BotoCoreError, ClientError) as err:
             raise to_cloud_error(err, "reading the workers' status checks") from None
         return out
+
+    def tag_groups(self, groups: Mapping[str, str]) -> None:
+        """Give each worker (instance id -> node group name) its group's tag, ``TAG_GROUP``
+        (``CreateTags``, ``group_tag_arguments``): a worker launched before elb set it. The IAM
+        policy lets elb add that tag alone, on the cluster's workers only."""
+        for kwargs in group_tag_arguments(groups):
+            ids = kwargs["Resources"]
+            try:
+                self.client.create_tags(**kwargs)
+            except (BotoCoreError, ClientError) as err:
+                raise to_cloud_error(err, f"tagging {', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''}") from None
 
     def new_node_slots(self) -> int | None:
         """Slots of the node ``launch`` would start first: configured, else the vCPUs of the first
@@ -1560,6 +1586,17 @@ def _dry_run(call: Callable[[], object], what: str) -> Check:
     return Check(what, False, "the dry run was not refused: the endpoint ignores DryRun")
 
 
+def _group_tag_check(cloud: Ec2Cloud, iid: str) -> Check:
+    """The tag the daemon gives a worker launched before elb tagged its node group (``tag_groups``),
+    tried with ``DryRun`` on ``iid``: the IAM policy must allow it (an older policy does not)."""
+    group = cloud.node_groups.groups[0].name if cloud.node_groups is not None else "default"
+    (kwargs,) = group_tag_arguments({iid: group})
+    return _dry_run(
+        lambda: cloud.client.create_tags(**kwargs, DryRun=True),
+        f"tag a worker launched before {TAG_GROUP} with its node group (CreateTags on {iid})",
+    )
+
+
 def _image_or_template(spec: LaunchSpec) -> str:
     t = spec.launch_template
     if t is None:
@@ -1603,7 +1640,8 @@ def preflight(cloud: Ec2Cloud, *, warm_pool: bool, boot: bool = False) -> list[C
     """Check credentials, settings and permissions without starting or stopping anything.
 
     Each launch template the config names must require IMDSv2 (``imds_problem``).
-    ``RunInstances``, ``TerminateInstances`` and, with a ``warm_pool`` (which the config's IAM
+    ``RunInstances``, ``TerminateInstances``, ``CreateTags`` of a worker's node group when one
+    lacks it (``tag_groups``) and, with a ``warm_pool`` (which the config's IAM
     policy then allows), ``StopInstances`` and ``StartInstances`` are called with ``DryRun=True``: EC2 checks the
     IAM policy (tag conditions and ``iam:PassRole`` included) and the parameters, and starts nothing.
     ``boot`` (``provision.mode: boot``): a launch template's nodes are launched with user data of
@@ -1666,6 +1704,9 @@ def preflight(cloud: Ec2Cloud, *, warm_pool: bool, boot: bool = False) -> list[C
                     f"{verb} a worker, for a warm pool ({api} on {iid})",
                 )
             )
+        untagged = [w for w in workers if TAG_GROUP not in w.tags]
+        if untagged:
+            checks.append(_group_tag_check(cloud, untagged[0].instance_id))
     else:
         checks.append(Check("terminate a worker (TerminateInstances)", True, "not tried: no elb worker running"))
         if warm_pool:

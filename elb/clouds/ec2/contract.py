@@ -52,7 +52,13 @@ CALLS: tuple[Call, ...] = (
     Call("ec2", "CreatePlacementGroup", ("daemon",), "make a node group's placement group"),
     Call("ec2", "RunInstances", ("daemon",), "launch a worker (and the instant fleet's launches)"),
     Call("ec2", "CreateFleet", ("daemon",), "launch a worker by an instant EC2 Fleet"),
-    Call("ec2", "CreateTags", ("daemon",), "tags at creation; a fleet node's volumes once it runs"),
+    Call(
+        "ec2",
+        "CreateTags",
+        ("daemon",),
+        "tags at creation; a fleet node's volumes once it runs; the node group tag of a worker launched before "
+        "elb set it",
+    ),
     Call("ec2", "TerminateInstances", ("daemon",), "terminate a worker"),
     Call("ec2", "StopInstances", ("daemon",), "stop a worker into a warm pool"),
     Call("ec2", "StartInstances", ("daemon",), "start a warm pool's worker"),
@@ -427,7 +433,7 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         "create-tags-batch",
         ("ec2:CreateTags",),
         "EC2 API Reference, CreateTags, Request Parameters: ResourceId.N",
-        "Up to 1000 resource ids per call.",
+        "Up to 1000 resource ids per call (elb.clouds.ec2.cloud.TAG_BATCH).",
         _check_create_tags,
         _set(("Resources",), []),
     ),

@@ -7,7 +7,8 @@ of its permissions: the policy is the least the config's calls need.
 Every statement but one names resources and, where AWS offers them, tag conditions: launching
 (``RunInstances``, ``CreateFleet``) only with elb's tags on the instance and the fleet and only
 from the configured template, subnets and images; terminating, stopping and starting only
-instances tagged as this cluster's elb workers. The exception is the ``Describe`` calls, which
+instances tagged as this cluster's elb workers, and tagging one afterwards with its node group
+alone. The exception is the ``Describe`` calls, which
 AWS does not scope to resources (the Service Authorization Reference lists no resource type for
 them): they can only be given on ``"*"``, and they only read.
 
@@ -30,7 +31,7 @@ from elb.clouds.ec2.groupoptions import ec2_options
 from elb.clouds.ec2.notices import RULES, queue_name, rule_name
 from elb.core.config import Config
 from elb.core.groups import LaunchTemplate
-from elb.core.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_ROLE
+from elb.core.interfaces import TAG_CLUSTER, TAG_GROUP, TAG_MANAGED_BY, TAG_ROLE
 
 VERSION = "2012-10-17"
 
@@ -178,6 +179,7 @@ def daemon_statements(scope: Scope) -> list[Statement]:
         *_placement_group_statements(scope),
         _tag_at_creation(scope),
         *_fleet_volume_statements(scope),
+        _group_tag_statement(scope),
         Statement(
             "TerminateOnlyThisClustersWorkers",
             ("ec2:TerminateInstances",),
@@ -318,6 +320,22 @@ def _fleet_volume_statements(scope: Scope) -> list[Statement]:
             },
         )
     ]
+
+
+def _group_tag_statement(scope: Scope) -> Statement:
+    """A worker launched before elb tagged its node group gets that tag afterwards: the one tag
+    key, only on this cluster's elb workers."""
+    return Statement(
+        "TagTheGroupOfThisClustersWorkers",
+        ("ec2:CreateTags",),
+        (_arn(scope, "instance", "*"),),
+        f"a worker launched before elb tagged its node group gets {TAG_GROUP}, no other tag, only on instances "
+        "tagged as this cluster's elb workers",
+        {
+            "StringEquals": _worker_tags("aws:ResourceTag", scope.cluster),
+            "ForAllValues:StringEquals": {"aws:TagKeys": [TAG_GROUP]},
+        },
+    )
 
 
 def _warm_pool_statements(scope: Scope) -> list[Statement]:

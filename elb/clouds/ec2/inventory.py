@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from elb.clouds.ec2.cloud import ROLE_MASTER, ROLE_WORKER, Ec2Cloud, tags_of
 from elb.core.config import Config
 from elb.core.drivers import NodePlays, node_plays
-from elb.core.groups import NodeGroup, NodeGroups
+from elb.core.groups import NodeGroup, NodeGroups, known_group
 from elb.core.interfaces import TAG_CLUSTER, TAG_GROUP, TAG_NAME, TAG_ROLE, CloudError, NodeSpec
 from elb.provision.ansible import role_vars
 from elb.provision.hostkeys import HostKeys
@@ -168,18 +168,16 @@ def worker_group(tag: str | None, groups: NodeGroups, what: str) -> NodeGroup:
     InventoryError when it cannot be known (no tag among several groups: launched by an elb that
     set none, or by hand; a group no longer configured): its group's variables place it in the
     scheduler (Grid Engine: queues, host group, complex values, slots), and no other group's may."""
+    found = known_group(tag, groups)
+    if found is not None:
+        return found
     names = ", ".join(g.name for g in groups.groups)
     if tag is None:
-        if len(groups.groups) == 1:
-            return groups.groups[0]
         raise InventoryError(
             f"{what} has no {TAG_GROUP} tag and the config has node groups {names}: its group cannot be "
             f"known; tag it {TAG_GROUP}=<group>"
         )
-    found = groups.get(tag)
-    if found is None:
-        raise InventoryError(f"{what}: its {TAG_GROUP} tag {tag[:64]!r} names no configured node group ({names})")
-    return found
+    raise InventoryError(f"{what}: its {TAG_GROUP} tag {tag[:64]!r} names no configured node group ({names})")
 
 
 def _with_keyed_groups(inventory: dict[str, object], specs: Sequence[NodeSpec]) -> dict[str, object]:

@@ -1,0 +1,285 @@
+"""A worker launched before elb tagged workers with their node group (``elb:group``) gets the tag
+from the daemon: the planner plans it, with why, for each worker of the journal whose group is
+known and whose instance lacks it, when the cloud can tag (``TagsGroups``); the actuator has the
+cloud tag them in the pass, and an error is logged once a pass and tried again the next, failing
+no node. EC2 tags them with ``CreateTags``, one call per group and 1000 instances at most."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from elb.clouds.ec2.contract import problems
+from elb.clouds.local import LocalCloud
+from elb.core.backoff import Backoffs
+from elb.core.config import Config, LocalConfig, parse_config
+from elb.core.demand import DemandSplit
+from elb.core.groups import NodeGroup, NodeGroups
+from elb.core.interfaces import TAG_GROUP, CloudError, Instance, TagsGroups
+from elb.core.model import History, Node, NodeState
+from elb.core.orders import Orders
+from elb.core.planner import PassInputs, PassPlan, plan_pass
+from elb.core.policy.grouped import policy_for
+from elb.schedulers.sge.driver import GridEngine
+from elb.service.daemon import Balancer
+from elb.service.journal import Journal
+from tests.unit import ec2_scenarios
+from tests.unit.factories import EC2, T0, host, node, snap
+from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
+
+GPU = {"name": "gpu", "slots": 4, "max_nodes": 2, "queues": ["gpu.q"], "hostgroup": "@gpu"}
+SMALL = {"name": "small", "slots": 2, "max_nodes": 3}
+
+
+def config(tmp_path: Path, *groups: dict[str, object]) -> Config:
+    return parse_config(
+        {"state_dir": str(tmp_path), "policy": {"billing": "second"}, "node_groups": [dict(g) for g in groups]}
+    )
+
+
+def instance(name: str, group: str | None = None, state: str = "running") -> Instance:
+    tags = {} if group is None else {TAG_GROUP: group}
+    return Instance(f"i-{name}", name, state, T0 - 3600, private_ip="10.0.0.9", tags=tags)  # type: ignore[arg-type]
+
+
+def plan(cfg: Config, nodes: tuple[Node, ...], instances: tuple[Instance, ...], *, tags: bool = True) -> PassPlan:
+    snapshot = snap(hosts=[host(n.name) for n in nodes])
+    inputs = PassInputs(
+        snapshot=snapshot,
+        nodes=nodes,
+        instances=instances,
+        demand=DemandSplit(snapshot),
+        history=History(),
+        orders=Orders(),
+        backoff=Backoffs(),
+        scheduler="SGE",
+        cloud=EC2,
+        tags_groups=tags,
+    )
+    return plan_pass(inputs, cfg, policy_for(cfg), T0)
+
+
+def ready(name: str, group: str | None) -> Node:
+    return node(name, 3600, instance_id=f"i-{name}", private_ip="10.0.0.9", group=group)
+
+
+# --------------------------------------------------------------------------- the planner
+
+
+def test_a_worker_whose_instance_lacks_its_groups_tag_is_planned_to_get_it_with_why(tmp_path: Path) -> None:
+    cfg = config(tmp_path, SMALL, GPU)
+    p = plan(
+        cfg, (ready("node001", "gpu"), ready("node002", "small")), (instance("node001"), instance("node002", "small"))
+    )
+    assert [(t.node, t.instance_id, t.group) for t in p.group_tags] == [("node001", "i-node001", "gpu")]
+    (why,) = {t.reason for t in p.group_tags}
+    assert TAG_GROUP in why and "launched before" in why
+    (line,) = [line for line in p.describe() if line.startswith("tag ")]
+    assert line.startswith(f"tag node001 {TAG_GROUP}=gpu: ") and why in line
+    assert p.scaling is not None  # a tag is no repair: scaling goes on in the same pass
+
+
+def test_nothing_is_planned_when_the_cloud_cannot_tag(tmp_path: Path) -> None:
+    cfg = config(tmp_path, SMALL, GPU)
+    assert plan(cfg, (ready("node001", "gpu"),), (instance("node001"),), tags=False).group_tags == ()
+
+
+def test_only_a_known_group_is_tagged(tmp_path: Path) -> None:
+    """Among several groups a record without one (the first group's variables, for elb's plays)
+    is not tagged: its group is not known, and a tag would place it for good. A group no longer
+    configured is not tagged either; a tagged instance, a gone record, a gone instance neither."""
+    cfg = config(tmp_path, SMALL, GPU)
+    nodes = (
+        ready("node001", None),
+        ready("node002", "retired"),
+        ready("node003", "small"),
+        dataclasses.replace(ready("node004", "gpu"), state=NodeState.TERMINATED),
+        ready("node005", "gpu"),
+    )
+    instances = (
+        instance("node001"),
+        instance("node002"),
+        instance("node003", "small"),
+        instance("node004"),
+        instance("node005", state="gone"),
+    )
+    assert plan(cfg, nodes, instances).group_tags == ()
+
+
+def test_with_one_group_a_record_without_one_is_of_that_group(tmp_path: Path) -> None:
+    cfg = config(tmp_path, GPU)
+    p = plan(cfg, (ready("node001", None),), (instance("node001"),))
+    assert [(t.node, t.group) for t in p.group_tags] == [("node001", "gpu")]
+
+
+def test_without_node_groups_a_worker_is_tagged_with_the_one_group(tmp_path: Path) -> None:
+    """As elb launches it: ``default``."""
+    cfg = parse_config({"state_dir": str(tmp_path), "policy": {"slots_per_node": 8}})
+    p = plan(cfg, (ready("node001", None), ready("node002", "default")), (instance("node001"), instance("node002")))
+    assert [(t.node, t.group) for t in p.group_tags] == [("node001", "default"), ("node002", "default")]
+    (line,) = [line for line in p.describe() if line.startswith("tag ")]
+    assert line.startswith(f"tag node001, node002 {TAG_GROUP}=default: ")
+
+
+def test_a_stopped_worker_of_the_warm_pool_is_tagged_too(tmp_path: Path) -> None:
+    cfg = config(tmp_path, SMALL, GPU)
+    pooled = dataclasses.replace(ready("node001", "gpu"), state=NodeState.STOPPED, stopped_at=T0 - 60)
+    p = plan(cfg, (pooled,), (instance("node001", state="stopped"),))
+    assert [t.node for t in p.group_tags] == ["node001"]
+
+
+# --------------------------------------------------------------------------- the daemon
+
+
+@dataclass
+class TaggingCloud(FakeCloud):
+    """A cloud that tags: each call recorded; ``error``: every call refused."""
+
+    tag_calls: list[dict[str, str]] = field(default_factory=list)
+    error: str | None = None
+
+    def tag_groups(self, groups: Mapping[str, str]) -> None:
+        self.tag_calls.append(dict(groups))
+        if self.error is not None:
+            raise CloudError(self.error)
+        for iid, group in groups.items():
+            inst = self.instances[iid]
+            self.instances[iid] = dataclasses.replace(inst, tags={**inst.tags, TAG_GROUP: group})
+
+
+def rig(tmp_path: Path, cloud: FakeCloud) -> tuple[Balancer, Journal]:
+    """Two ready workers the journal has with their groups (kept: each its group's minimum),
+    whose instances have no group tag."""
+    cfg = config(tmp_path, {**SMALL, "min_nodes": 1}, {**GPU, "min_nodes": 1})
+    sge = FakeSge(T0)
+    journal = Journal(cfg.journal_path)
+    bal = Balancer(cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=cloud, provisioner=FakeProvisioner(sge))
+    for i, (name, group) in enumerate((("node001", "gpu"), ("node002", "small")), start=1):
+        iid = f"i-{i:04d}"
+        cloud.instances[iid] = Instance(iid, name, "running", T0 - 3600, f"10.0.0.{i}", slots=4)
+        journal.record(name, NodeState.RUNNING, T0 - 3600, instance_id=iid, private_ip=f"10.0.0.{i}", group=group)
+        journal.record(name, NodeState.READY, T0 - 3500)
+        sge.add_host(name)
+    cloud.counter = 2
+    return bal, journal
+
+
+def test_the_daemon_tags_each_untagged_worker_once(tmp_path: Path) -> None:
+    cloud = TaggingCloud(T0)
+    bal, journal = rig(tmp_path, cloud)
+    assert isinstance(cloud, TagsGroups)
+    result = bal.run_pass()
+    assert result.ok, result.error
+    assert cloud.tag_calls == [{"i-0001": "gpu", "i-0002": "small"}]
+    assert bal.run_pass().ok
+    assert len(cloud.tag_calls) == 1  # tagged: nothing more to do
+    assert {n.name: n.state for n in journal.nodes()} == {"node001": NodeState.READY, "node002": NodeState.READY}
+
+
+def test_a_tagging_error_is_logged_once_a_pass_fails_no_node_and_is_tried_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cloud = TaggingCloud(T0, error="UnauthorizedOperation: not authorized to perform: ec2:CreateTags")
+    bal, journal = rig(tmp_path, cloud)
+    with caplog.at_level("WARNING"):
+        result = bal.run_pass()
+    assert result.ok, result.error
+    said = [r.getMessage() for r in caplog.records if "CreateTags" in r.getMessage()]
+    assert len(said) == 1 and "node001" in said[0] and "next pass" in said[0]
+    assert not result.outcomes.failed
+    assert {n.state for n in journal.nodes()} == {NodeState.READY}
+    cloud.error = None
+    assert bal.run_pass().ok
+    assert len(cloud.tag_calls) == 2 and cloud.instances["i-0001"].tags[TAG_GROUP] == "gpu"
+
+
+def test_the_dry_run_shows_the_tags_it_would_set_and_sets_none(tmp_path: Path) -> None:
+    cloud = TaggingCloud(T0)
+    bal, _ = rig(tmp_path, cloud)
+    result = bal.run_pass(dry_run=True)
+    assert result.ok and result.planned is not None, result.error
+    lines = result.planned.describe()
+    assert f"tag node001 {TAG_GROUP}=gpu: " in "\n".join(lines)
+    assert cloud.tag_calls == []
+
+
+def test_a_dry_run_that_cannot_list_the_cloud_plans_no_tag(tmp_path: Path) -> None:
+    """The journal's workers taken for the cloud's carry no tags: nothing is known to lack one."""
+
+    @dataclass
+    class Unlisted(TaggingCloud):
+        def list_workers(self) -> list[Instance]:
+            raise CloudError("no credentials")
+
+    bal, _ = rig(tmp_path, Unlisted(T0))
+    result = bal.run_pass(dry_run=True)
+    assert result.ok and result.planned is not None, result.error
+    assert result.planned.group_tags == ()
+
+
+# --------------------------------------------------------------------------- the clouds
+
+
+def test_ec2_tags_and_the_local_cloud_cannot(tmp_path: Path) -> None:
+    """Podman sets a container's labels when it makes it, never after: the local cloud does not tag."""
+    ec2 = ec2_scenarios.cloud(ec2_scenarios.World(), **ec2_scenarios.OWN)
+    local = LocalCloud(LocalConfig(), "unit", authorized_key=tmp_path / "key.pub", podman="/bin/false")
+    assert isinstance(ec2, TagsGroups) and not isinstance(local, TagsGroups)
+
+
+def test_ec2_tags_each_group_in_calls_of_at_most_1000_instances() -> None:
+    world = ec2_scenarios.World()
+    gpu = [world.worker(f"node{n:04d}") for n in range(1001)]
+    small = world.worker("node9999")
+    groups = NodeGroups(
+        groups=[NodeGroup(name="small", slots=2, max_nodes=3), NodeGroup(name="gpu", slots=4, max_nodes=2000)]
+    )
+    cloud = ec2_scenarios.cloud(world, groups, **ec2_scenarios.OWN)
+    cloud.tag_groups({**dict.fromkeys(gpu, "gpu"), small: "small"})
+    sent = [r["params"] for r in world.requests if r["operation"] == "CreateTags"]
+    assert [len(p["Resources"]) for p in sent] == [1000, 1, 1]
+    assert [p["Tags"] for p in sent] == [[{"Key": TAG_GROUP, "Value": g}] for g in ("gpu", "gpu", "small")]
+    assert [problems("ec2", "CreateTags", p) for p in sent] == [[]] * 3
+    assert {t["Value"] for i in world.instances.values() for t in i["Tags"] if t["Key"] == TAG_GROUP} == {
+        "gpu",
+        "small",
+    }
+
+
+def test_ec2_says_what_refused_the_tags() -> None:
+    from botocore.exceptions import ClientError
+
+    world = ec2_scenarios.World()
+    iid = world.worker("node001")
+
+    def refuse(service: str, operation: str, params: dict[str, object]) -> object:
+        raise ClientError({"Error": {"Code": "UnauthorizedOperation", "Message": "not authorized"}}, operation)
+
+    world.answer = refuse  # type: ignore[method-assign]
+    with pytest.raises(CloudError, match="tagging"):
+        ec2_scenarios.cloud(world, **ec2_scenarios.OWN).tag_groups({iid: "default"})
+
+
+@pytest.mark.parametrize("tagged", [False, True])
+def test_ec2_check_tries_the_group_tag_when_a_worker_lacks_it(tagged: bool) -> None:
+    """``elb ec2-check`` tries the tag (``DryRun``) on a worker without it: an IAM policy from
+    before the daemon tagged workers is named there, not only in the daemon's log."""
+    from elb.clouds.ec2.cloud import preflight
+
+    world = ec2_scenarios.World()
+    iid = world.worker("node001")
+    if tagged:
+        world.instances[iid]["Tags"].append({"Key": TAG_GROUP, "Value": "default"})
+    checks = preflight(ec2_scenarios.cloud(world, **ec2_scenarios.OWN), warm_pool=False)
+    sent = [r["params"] for r in world.requests if r["operation"] == "CreateTags"]
+    said = [c for c in checks if "CreateTags" in c.what]
+    if tagged:
+        assert sent == [] and said == []
+        return
+    assert sent == [{"Resources": [iid], "Tags": [{"Key": TAG_GROUP, "Value": "default"}], "DryRun": True}]
+    (check,) = said
+    assert check.ok and iid in check.what and "node group" in check.what
