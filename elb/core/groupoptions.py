@@ -75,3 +75,19 @@ def cloud_options(name: str | None) -> Declared[GroupOptions]:
     module = load(CLOUDS, name or DEFAULT_CLOUD, "cloud provider")
     model = cast("type[GroupOptions]", getattr(module, "GROUP_OPTIONS", GroupOptions))
     return Declared(model, getattr(module, "group_options", None))
+
+
+def other_owner(key: str, scheduler: str | None, cloud: str | None) -> str | None:
+    """Which other registered scheduler or cloud (not the configured ``scheduler``, ``cloud``)
+    declares the group key ``key``, said for an admin ("a setting of the sge scheduler's node
+    groups; this config's scheduler is slurm"); None when none does. Asked only of a key the
+    configured ones refuse: it imports the other registered modules."""
+    for table, configured, default, what, declared in (
+        (SCHEDULERS, scheduler, DEFAULT_SCHEDULER, "scheduler", scheduler_options),
+        (CLOUDS, cloud, DEFAULT_CLOUD, "cloud", cloud_options),
+    ):
+        mine = configured or default
+        for name in table:
+            if name != mine and key in declared(name).model.model_fields:
+                return f"a setting of the {name} {what}'s node groups; this config's {what} is {mine}"
+    return None

@@ -71,7 +71,10 @@ def test_the_keys_go_to_the_options_of_the_scheduler_and_cloud_named() -> None:
     )
     assert type(g.scheduler_options) is SchedulerGroupOptions
     assert ec2_options(g).instance_types == ["c5.large"]
-    with pytest.raises(ValidationError, match=r"(?s)queues\n  Extra inputs are not permitted"):
+    with pytest.raises(
+        ValidationError,
+        match=r"(?s)queues\n  a setting of the sge scheduler's node groups; this config's scheduler is slurm",
+    ):
         NodeGroup.model_validate({"name": "a", "slots": 4, "max_nodes": 2, "queues": ["all.q"]}, context=slurm)
     with pytest.raises(TypeError, match="node group 'a' holds no Grid Engine settings"):
         sge_options(g)

@@ -152,7 +152,14 @@ def test_grid_engines_node_of_a_group_joins_its_groups_queues_hostgroup_and_comp
 def test_slurms_node_group_refuses_grid_engines_keys(tmp_path: Path) -> None:
     given = config(tmp_path, "slurm").model_dump(mode="json", exclude_unset=True)
     group = {"name": "gpu", "slots": 4, "max_nodes": 2, "queues": ["gpu.q"]}
-    with pytest.raises(ConfigError, match=r"^<config>: node_groups\.0\.queues: unknown key$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^<config>: node_groups\.0\.queues: a setting of the sge scheduler's node groups; "
+        r"this config's scheduler is slurm$",
+    ):
+        parse_config({**given, "node_groups": [group]})
+    group = {"name": "gpu", "slots": 4, "max_nodes": 2, "queus": ["gpu.q"]}  # no one's key: unknown
+    with pytest.raises(ConfigError, match=r"^<config>: node_groups\.0\.queus: unknown key$"):
         parse_config({**given, "node_groups": [group]})
 
 
