@@ -49,7 +49,7 @@ from elb.core.poolplan import PoolPlan, group_of, groups_of, plan_pool, pooled_h
 from elb.core.reconcile import Repair, RepairKind, repairs_of
 from elb.core.scheduler import Ask, Dropped
 from elb.core.state import ClusterState, JoinIndex, join
-from elb.core.tagplan import GroupTag, describe_tags, plan_group_tags
+from elb.core.tagplan import GroupTag, describe_tags, plan_group_tags, tags_due
 
 RepairKey = tuple[RepairKind, str]  # a repair of one kind on one node
 
@@ -371,6 +371,7 @@ class PassInputs:
     # The cloud can tag a worker with its node group afterwards (``TagsGroups``) and ``instances``
     # carry their tags as the cloud listed them: the workers that lack it are tagged.
     tags_groups: bool = False
+    tags_refused_at: float | None = None  # the cloud's last refusal to tag (``elb.core.tagplan.tags_due``)
 
 
 @quick_init
@@ -508,7 +509,9 @@ def _regardless_of_scaling(
         notices=notices,
         moves=moved,
         answers=asks.answers,
-        group_tags=plan_group_tags(state, groups) if inputs.tags_groups else (),
+        group_tags=(
+            plan_group_tags(state, groups) if inputs.tags_groups and tags_due(inputs.tags_refused_at, state.now) else ()
+        ),
     )
     return base, hold, _Around(frozenset(busy), frozenset(doomed), pools)
 

@@ -29,6 +29,17 @@ class GroupTag:
     reason: str
 
 
+# After the cloud refused to tag (a site whose IAM policy predates the tag's statement: every call
+# refused), the tags wait this long before they are asked for again: not a call and a warning a pass.
+TAG_RETRY = 3600.0
+
+
+def tags_due(refused_at: float | None, now: float) -> bool:
+    """Whether a pass at ``now`` may ask the cloud for tags, the last refusal at ``refused_at``
+    (None: none since elb started, or the last call went through)."""
+    return refused_at is None or now - refused_at >= TAG_RETRY
+
+
 UNTAGGED = (
     f"its instance has no {TAG_GROUP} tag (launched before elb set it), which the dynamic inventory and an "
     "adoption place a worker by"

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from elb.core.askplan import Decline, release_retry_at
+from elb.core.durations import minutes
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import (
     TAG_GROUP,
@@ -53,7 +54,7 @@ from elb.core.noticeplan import Retire
 from elb.core.planner import Cleanup, Drain, cleanup_verdict, drain_verdict, witness_needed, witness_verdict
 from elb.core.reconcile import Repair, RepairKind
 from elb.core.scheduler import BindsOnDemand, ParksNodes, Scheduler, SchedulerError
-from elb.core.tagplan import GroupTag, describe_tags
+from elb.core.tagplan import TAG_RETRY, GroupTag, describe_tags
 from elb.core.timeline import Step
 from elb.service.journal import Journal
 
@@ -855,23 +856,28 @@ class Actuator:
                 out.moved.append(move.job)
         self.journal.mark_moved(move.job)
 
-    def tag_groups(self, tags: Sequence[GroupTag]) -> None:
+    def tag_groups(self, tags: Sequence[GroupTag]) -> bool:
         """Give the planned workers their node group's tag, in one call to a cloud that
-        ``TagsGroups``: said per group when done; an error is said once and fails no node (the
-        next pass, finding them untagged still, plans them again)."""
+        ``TagsGroups``: said per group when done. False when the cloud refused: said once, fails
+        no node (a later pass, finding them untagged still, plans them again: ``tags_due``)."""
         cloud = self.cloud
         if not tags or not isinstance(cloud, TagsGroups):
-            return
+            return True
         try:
             cloud.tag_groups({t.instance_id: t.group for t in tags})
-        except Exception as err:  # the workers serve as they did; their tags wait for the next pass
+        except CloudError as err:  # the workers serve as they did; their tags wait
             names = ", ".join(t.node for t in tags[:5]) + (f" and {len(tags) - 5} more" if len(tags) > 5 else "")
             log.warning(
-                "%s: cannot tag them with their node group (%s): %s; tried again next pass", names, TAG_GROUP, err
+                "%s: cannot tag them with their node group (%s): %s; tried again in %s",
+                names,
+                TAG_GROUP,
+                err,
+                minutes(TAG_RETRY),
             )
-            return
+            return False
         for line in describe_tags(tags):
             log.info("tagged %s", line.removeprefix("tag "))
+        return True
 
     # -- reconcile -----------------------------------------------------------------------
     def repair(self, r: Repair, out: Outcomes) -> None:

@@ -146,6 +146,7 @@ class Balancer:
         self._nodes_at_start: list[Node] = []
         self._watching_since: float | None = None  # the first live pass's time (see reconcile.lost_for)
         self._repair_fails: dict[tuple[RepairKind, str], int] = {}  # failed passes in a row, per repair
+        self._tags_refused_at: float | None = None  # when the cloud last refused to tag (``tags_due``)
         self.spend_cache = SpendCache()  # the budget's gone nodes, kept between passes (elb.core.spend.read_spend)
         pooled = [g.name for g in groups_of(config).groups if g.warm_pool.enabled]
         if pooled:
@@ -308,6 +309,7 @@ class Balancer:
             scheduler=self.scheduler.name,
             cloud=self.cloud_settings,
             tags_groups=listed and isinstance(self.cloud, TagsGroups),
+            tags_refused_at=self._tags_refused_at,
         )
 
     def _for_scaling(self, inputs: PassInputs, read: SchedulerRead) -> PassInputs:
@@ -393,7 +395,8 @@ class Balancer:
         if inputs.demand_error:
             log.error("%s", inputs.demand_error)
         self._start_repairs(plan, inputs, act, result)
-        act.tag_groups(plan.group_tags)
+        if plan.group_tags:
+            self._tags_refused_at = None if act.tag_groups(plan.group_tags) else result.now
         self._start_pool(plan, act, result, scaling=False)
         if inputs.backoff is not None:  # gathered when scaling went on; else the last one stands
             self.last.backoff_rounds = inputs.backoff.rounds

@@ -7,7 +7,8 @@ no node. EC2 tags them with ``CreateTags``, one call per group and 1000 instance
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,9 +25,11 @@ from elb.core.model import History, Node, NodeState
 from elb.core.orders import Orders
 from elb.core.planner import PassInputs, PassPlan, plan_pass
 from elb.core.policy.grouped import policy_for
+from elb.core.tagplan import TAG_RETRY
 from elb.schedulers.sge.driver import GridEngine
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
+from tests.clock import Clock
 from tests.unit import ec2_scenarios
 from tests.unit.factories import EC2, T0, host, node, snap
 from tests.unit.fakes import FakeCloud, FakeProvisioner, FakeSge
@@ -151,13 +154,20 @@ class TaggingCloud(FakeCloud):
             self.instances[iid] = dataclasses.replace(inst, tags={**inst.tags, TAG_GROUP: group})
 
 
-def rig(tmp_path: Path, cloud: FakeCloud) -> tuple[Balancer, Journal]:
+def rig(tmp_path: Path, cloud: FakeCloud, clock: Callable[[], float] = time.time) -> tuple[Balancer, Journal]:
     """Two ready workers the journal has with their groups (kept: each its group's minimum),
     whose instances have no group tag."""
     cfg = config(tmp_path, {**SMALL, "min_nodes": 1}, {**GPU, "min_nodes": 1})
     sge = FakeSge(T0)
     journal = Journal(cfg.journal_path)
-    bal = Balancer(cfg, scheduler=GridEngine(cfg, sge), journal=journal, cloud=cloud, provisioner=FakeProvisioner(sge))
+    bal = Balancer(
+        cfg,
+        scheduler=GridEngine(cfg, sge),
+        journal=journal,
+        cloud=cloud,
+        provisioner=FakeProvisioner(sge),
+        clock=clock,
+    )
     for i, (name, group) in enumerate((("node001", "gpu"), ("node002", "small")), start=1):
         iid = f"i-{i:04d}"
         cloud.instances[iid] = Instance(iid, name, "running", T0 - 3600, f"10.0.0.{i}", slots=4)
@@ -180,7 +190,7 @@ def test_the_daemon_tags_each_untagged_worker_once(tmp_path: Path) -> None:
     assert {n.name: n.state for n in journal.nodes()} == {"node001": NodeState.READY, "node002": NodeState.READY}
 
 
-def test_a_tagging_error_is_logged_once_a_pass_fails_no_node_and_is_tried_again(
+def test_a_tagging_error_is_logged_once_fails_no_node_and_is_tried_again_later(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     cloud = TaggingCloud(T0, error="UnauthorizedOperation: not authorized to perform: ec2:CreateTags")
@@ -189,12 +199,38 @@ def test_a_tagging_error_is_logged_once_a_pass_fails_no_node_and_is_tried_again(
         result = bal.run_pass()
     assert result.ok, result.error
     said = [r.getMessage() for r in caplog.records if "CreateTags" in r.getMessage()]
-    assert len(said) == 1 and "node001" in said[0] and "next pass" in said[0]
+    assert len(said) == 1 and "node001" in said[0] and "tried again in 60 min" in said[0]
     assert not result.outcomes.failed
     assert {n.state for n in journal.nodes()} == {NodeState.READY}
     cloud.error = None
+    bal.scheduler.sge.now = cloud.now = T0 + TAG_RETRY  # type: ignore[attr-defined]
     assert bal.run_pass().ok
     assert len(cloud.tag_calls) == 2 and cloud.instances["i-0001"].tags[TAG_GROUP] == "gpu"
+
+
+def test_a_refused_tagging_is_asked_again_an_hour_later_not_every_pass(tmp_path: Path) -> None:
+    """A site whose IAM policy predates the tag's statement has every ``CreateTags`` refused: a
+    call every pass would be a retry without back-off (and a warning a minute). After a refusal
+    the tags wait ``TAG_RETRY``; then they are asked for again."""
+    clock = Clock(T0)
+    cloud = TaggingCloud(T0, error="UnauthorizedOperation: not authorized to perform: ec2:CreateTags")
+    bal, _journal = rig(tmp_path, cloud, clock)
+    sge = bal.scheduler.sge  # type: ignore[attr-defined]
+
+    def at(t: float) -> None:
+        clock.t = cloud.now = sge.now = T0 + t
+
+    for t in (0.0, 60.0, 120.0, TAG_RETRY - 60):
+        at(t)
+        assert bal.run_pass().ok
+    assert len(cloud.tag_calls) == 1
+    at(TAG_RETRY)
+    assert bal.run_pass().ok
+    assert len(cloud.tag_calls) == 2
+    cloud.error = None
+    at(2 * TAG_RETRY)
+    assert bal.run_pass().ok
+    assert len(cloud.tag_calls) == 3 and cloud.instances["i-0001"].tags[TAG_GROUP] == "gpu"
 
 
 def test_the_dry_run_shows_the_tags_it_would_set_and_sets_none(tmp_path: Path) -> None:
