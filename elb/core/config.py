@@ -19,6 +19,8 @@ from pydantic import (
     ConfigDict,
     Field,
     IPvAnyAddress,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
     StrictBool,
     ValidationError,
     ValidationInfo,
@@ -44,6 +46,7 @@ from elb.core.groups import (
 )
 from elb.core.naming import MAX_NODES
 from elb.core.registry import CLOUDS, DEFAULT_CLOUD, DEFAULT_SCHEDULER, SCHEDULERS, known
+from elb.core.sections import Section, take
 from elb.core.warmpool import WarmPool
 
 DEFAULT_CONFIG_PATH = Path("/etc/elb/elb.yml")
@@ -290,6 +293,27 @@ class CloudConfig(_Strict):
     provider: CloudName = DEFAULT_CLOUD  # a cloud of elb.core.registry: ec2, local (podman nodes), or one registered
     ec2: Ec2Config = Field(default_factory=Ec2Config)
     local: LocalConfig = Field(default_factory=LocalConfig)
+    # A registered cloud's own settings, ``cloud.<provider>`` (elb.core.sections); None: it declares none.
+    _section: Section | None = PrivateAttr(None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _provider_section(cls, data: object, handler: ModelWrapValidatorHandler[CloudConfig]) -> CloudConfig:
+        """``cloud.<provider>`` of a registered cloud read by its ``CONFIG_SECTION``
+        (``elb.core.sections.take``)."""
+        if not isinstance(data, dict):
+            return handler(data)
+        rest, held = take(
+            data,
+            table=CLOUDS,
+            configured=data.get("provider", DEFAULT_CLOUD),
+            builtin=cls.model_fields,
+            what="cloud",
+            owner="cloud provider",
+        )
+        out = handler(rest)
+        out._section = held
+        return out
 
 
 class BootConfig(_Strict):
@@ -412,6 +436,33 @@ class Config(_Strict):
     # The kinds of worker elb adds (elb.core.groups, docs/groups.md). None: one group built from
     # policy.slots_per_node/min_nodes/max_nodes, sge.queue, sge.hostgroup, cloud.ec2.instance_types.
     node_groups: list[NodeGroup] | None = Field(None, min_length=1)
+    # A registered scheduler's own settings, the key named as it (elb.core.sections); None: it declares none.
+    _section: Section | None = PrivateAttr(None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _scheduler_section(cls, data: object, handler: ModelWrapValidatorHandler[Config]) -> Config:
+        """The key named as a registered scheduler read by its ``CONFIG_SECTION``
+        (``elb.core.sections.take``)."""
+        if not isinstance(data, dict):
+            return handler(data)
+        rest, held = take(
+            data,
+            table=SCHEDULERS,
+            configured=data.get("scheduler", DEFAULT_SCHEDULER),
+            builtin=cls.model_fields,
+            what="scheduler",
+            owner="scheduler",
+        )
+        out = handler(rest)
+        out._section = held
+        return out
+
+    @property
+    def sections(self) -> tuple[Section, ...]:
+        """The configured scheduler's and cloud's own settings, those that declare them
+        (``elb.core.sections.section`` reads them)."""
+        return tuple(s for s in (self._section, self.cloud._section) if s is not None)
 
     @field_validator("node_groups")
     @classmethod

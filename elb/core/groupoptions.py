@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from elb.core.registry import CLOUDS, DEFAULT_CLOUD, DEFAULT_SCHEDULER, SCHEDULERS, load
+from elb.core.registry import CLOUDS, DEFAULT_CLOUD, DEFAULT_SCHEDULER, SCHEDULERS, declared, load
 
 
 class GroupOptions(BaseModel):
@@ -66,14 +66,14 @@ class Declared(Generic[Options]):
 def scheduler_options(name: str | None) -> Declared[SchedulerGroupOptions]:
     """What the scheduler ``name`` declares (None: ``elb.core.registry``'s default)."""
     module = load(SCHEDULERS, name or DEFAULT_SCHEDULER, "scheduler")
-    model = cast("type[SchedulerGroupOptions]", getattr(module, "GROUP_OPTIONS", SchedulerGroupOptions))
+    model = declared(module, "GROUP_OPTIONS", SchedulerGroupOptions) or SchedulerGroupOptions
     return Declared(model, getattr(module, "group_options", None))
 
 
 def cloud_options(name: str | None) -> Declared[GroupOptions]:
     """What the cloud ``name`` declares (None: ``elb.core.registry``'s default)."""
     module = load(CLOUDS, name or DEFAULT_CLOUD, "cloud provider")
-    model = cast("type[GroupOptions]", getattr(module, "GROUP_OPTIONS", GroupOptions))
+    model = declared(module, "GROUP_OPTIONS", GroupOptions) or GroupOptions
     return Declared(model, getattr(module, "group_options", None))
 
 
@@ -82,12 +82,12 @@ def other_owner(key: str, scheduler: str | None, cloud: str | None) -> str | Non
     declares the group key ``key``, said for an admin ("a setting of the sge scheduler's node
     groups; this config's scheduler is slurm"); None when none does. Asked only of a key the
     configured ones refuse: it imports the other registered modules."""
-    for table, configured, default, what, declared in (
+    for table, configured, default, what, declares in (
         (SCHEDULERS, scheduler, DEFAULT_SCHEDULER, "scheduler", scheduler_options),
         (CLOUDS, cloud, DEFAULT_CLOUD, "cloud", cloud_options),
     ):
         mine = configured or default
         for name in table:
-            if name != mine and key in declared(name).model.model_fields:
+            if name != mine and key in declares(name).model.model_fields:
                 return f"a setting of the {name} {what}'s node groups; this config's {what} is {mine}"
     return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import TypeVar
 
 # What a config that names none has (``scheduler``, ``cloud.provider``), and whose options a node
 # group read without a config takes (``elb.core.groups.NodeGroup``).
@@ -28,6 +29,9 @@ CLOUDS: dict[str, str] = {
     "ec2": "elb.clouds.ec2.entry",
     "local": "elb.clouds.local",
 }
+
+
+T = TypeVar("T")
 
 
 def register_scheduler(name: str, module: str) -> None:
@@ -51,3 +55,15 @@ def load(table: dict[str, str], name: str, what: str) -> ModuleType:
     """The module ``table`` has for ``name``, imported when first asked for (``ValueError`` for
     an unknown name, as ``known``)."""
     return importlib.import_module(table[known(table, name, what)])
+
+
+def declared(module: ModuleType, name: str, base: type[T]) -> type[T] | None:
+    """The class ``module`` declares as ``name`` at its top level (``GROUP_OPTIONS``,
+    ``CONFIG_SECTION``): a subclass of ``base``, or None when it declares none (``TypeError``
+    naming the module when what it declares is not one)."""
+    given: object = vars(module).get(name)
+    if given is None:
+        return None
+    if not (isinstance(given, type) and issubclass(given, base)):
+        raise TypeError(f"{module.__name__}.{name}: not a subclass of {base.__name__}")
+    return given

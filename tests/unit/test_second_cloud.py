@@ -5,7 +5,9 @@ and an idle node's removal, with no edit outside this module. The playbooks are 
 too (``FakeProvisioner``); the registry is what is under test.
 
 The module is what a cloud's module provides (``elb.core.drivers.CloudModule``): ``make``,
-``checks``, ``notices`` and ``settings`` at its top level.
+``checks``, ``notices`` and ``settings`` at its top level, and the optional ``CONFIG_SECTION``:
+its own settings, ``cloud.memcloud`` in the config file, read typed by the adapter
+(``elb.core.sections.section``).
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import pytest
 from elb.cli.main import main
 from elb.core.checks import Check
 from elb.core.config import Config, ConfigError, load_config, parse_config
+from elb.core.durations import PositiveSeconds
 from elb.core.exitcodes import Exit
 from elb.core.interfaces import CloudError, CloudSettings, Instance, LaunchResult, NodeBoot, NoticeSource
 from elb.core.model import NodeState
 from elb.core.registry import CLOUDS, register_cloud
+from elb.core.sections import Section, section
 from elb.schedulers.sge.driver import GridEngine
 from elb.service import factory
 from elb.service.daemon import Balancer
@@ -84,6 +88,15 @@ CLOUD = MemCloud()
 # -------------------------------------------------- what elb.core.drivers.CloudModule asks
 
 
+class MemcloudSettings(Section):
+    """memcloud's own settings (``CONFIG_SECTION``): the config file's ``cloud.memcloud``."""
+
+    boot_time: PositiveSeconds = 60.0  # how long a node may take to boot
+
+
+CONFIG_SECTION = MemcloudSettings
+
+
 def make(cfg: Config) -> MemCloud:
     return CLOUD
 
@@ -97,7 +110,7 @@ def notices(cfg: Config) -> NoticeSource | None:
 
 
 def settings(cfg: Config) -> CloudSettings:
-    return CloudSettings("memcloud", boot_timeout=60.0)
+    return CloudSettings("memcloud", boot_timeout=section(cfg, MemcloudSettings).boot_time)
 
 
 # -------------------------------------------------- the tests
@@ -115,7 +128,7 @@ def memcloud(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[tuple[
     monkeypatch.setattr(factory, "make_provisioner", lambda cfg: prov)
     path = tmp_path / "elb.yml"
     path.write_text(
-        f"cloud: {{provider: memcloud}}\nstate_dir: {tmp_path / 'state'}\n"
+        f"cloud: {{provider: memcloud, memcloud: {{boot_time: 2m}}}}\nstate_dir: {tmp_path / 'state'}\n"
         f"policy: {{max_nodes: 3, slots_per_node: {SLOTS}, shrink: timer}}\n"
     )
     yield path, sge, prov
@@ -181,3 +194,57 @@ def test_validate_runs_the_registered_clouds_checks(memcloud: tuple[Path, FakeSg
     cfg = load_config(path)
     assert [c.what for c in factory.cloud_checks(cfg)] == ["memcloud"]
     assert factory.make_notices(cfg) is None
+
+
+def test_the_adapter_reads_its_own_section_of_the_config_typed(
+    memcloud: tuple[Path, FakeSge, FakeProvisioner],
+) -> None:
+    """``cloud.memcloud`` is memcloud's ``CONFIG_SECTION``: the boot time the daemon reads of the
+    cloud is the file's; a config without the key has the section's defaults."""
+    path, _sge, _prov = memcloud
+    cfg = load_config(path)
+    assert section(cfg, MemcloudSettings) == MemcloudSettings(boot_time=120.0)
+    journal = Journal(cfg.journal_path)
+    try:
+        bal = Balancer(cfg, scheduler=factory.make_scheduler(cfg, journal), journal=journal, cloud=CLOUD)
+        assert bal.cloud_settings.boot_timeout == 120.0
+    finally:
+        journal.close()
+    assert section(parse_config({"cloud": {"provider": "memcloud"}}), MemcloudSettings) == MemcloudSettings()
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("memcloud: {boot_time: soon}", "cloud.memcloud.boot_time: not a duration"),
+        ("memcloud: {boot: 2m}", "cloud.memcloud.boot: unknown key"),
+    ],
+)
+def test_a_wrong_value_in_the_section_is_one_config_error_at_its_key(
+    memcloud: tuple[Path, FakeSge, FakeProvisioner], text: str, error: str
+) -> None:
+    path, _sge, _prov = memcloud
+    path.write_text(path.read_text().replace("memcloud: {boot_time: 2m}", text))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(err.value).startswith(f"config {path}: line 1, column ")
+    assert error in str(err.value) and ";" not in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_section_of_a_cloud_not_configured_is_refused_saying_whose(
+    memcloud: tuple[Path, FakeSge, FakeProvisioner],
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config({"cloud": {"provider": "local", "memcloud": {"boot_time": 5}}})
+    assert str(err.value) == (
+        "<config>: cloud.memcloud: the settings of the memcloud cloud; this config's cloud provider is local"
+    )
+
+
+def test_a_cloud_named_as_a_built_in_keeps_the_built_ins_section(
+    memcloud: tuple[Path, FakeSge, FakeProvisioner], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(CLOUDS, "local", __name__)
+    cfg = parse_config({"cloud": {"provider": "local", "local": {"boot_timeout": 30}}})
+    assert cfg.cloud.local.boot_timeout == 30.0
+    assert section(cfg, MemcloudSettings) == MemcloudSettings()

@@ -9,7 +9,9 @@ The module is what a driver's module provides (``elb.core.drivers.SchedulerModul
 ``checks``, ``command_timeout``, ``job_uses``, ``accounting_note`` and ``elb init``'s ``TITLE``,
 ``init_answers`` and ``init`` at its top level, and the optional ``node_plays``: what its nodes
 need from elb's own provisioner (``elb.service.factory.make_provisioner``, built here for it
-with ansible-runner stood in for), without which they get ``NodePlays()``.
+with ansible-runner stood in for), without which they get ``NodePlays()``, and the optional
+``CONFIG_SECTION``: its own settings, a ``memq:`` key of the config file, read typed by the driver
+(``elb.core.sections.section``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from elb.core.interfaces import HostResult, JobProcesses, NodeBoot, NodeSpec, Ou
 from elb.core.model import NO_FLAGS, Host, Job, JobPhase, Node, NodeState, QueueFlags, QueueInstance, Snapshot
 from elb.core.registry import SCHEDULERS, register_scheduler
 from elb.core.scheduler import BindsOnDemand, DrainCheck, Requeued, SchedulerError, SchedulerRead
+from elb.core.sections import Section, section
 from elb.provision.boot import BOOT_INVENTORY
 from elb.service import factory
 from elb.service.daemon import Balancer
@@ -80,13 +83,13 @@ class MemQueue:
     def finish_all(self) -> None:
         self.jobs = [j for j in self.jobs if j.started is None]
 
-    def snapshot(self) -> Snapshot:
+    def snapshot(self, queue: str = "memq") -> Snapshot:
         hosts = tuple(
             Host(
                 h,
                 (
                     QueueInstance(
-                        "memq",
+                        queue,
                         h,
                         slots,
                         sum(j.slots for j in self.jobs if j.host == h),
@@ -104,22 +107,29 @@ QUEUE = MemQueue()
 MAKE_PROVISIONER = factory.make_provisioner  # elb's own, which the pass's tests stand in for
 
 
+class MemqSettings(Section):
+    """memq's own settings (``CONFIG_SECTION``): the config file's ``memq:``."""
+
+    queue: str = "memq"  # the queue its nodes serve
+
+
 class MemQ:
-    """The driver: every answer read from ``QUEUE``."""
+    """The driver: every answer read from ``QUEUE``, its hosts shown in the configured queue."""
 
     name = "MemQ"
     add_playbook = "memq_add.yml"
     remove_playbook = "memq_remove.yml"
     admit_playbook = None
 
-    def __init__(self, queue: MemQueue) -> None:
+    def __init__(self, queue: MemQueue, settings: MemqSettings) -> None:
         self.queue = queue
+        self.settings = settings
 
     def take_requests(self, now: float) -> tuple[str, ...]:
         return ()
 
     def read(self, records: Sequence[Node], now: float) -> SchedulerRead:
-        return SchedulerRead(self.queue.snapshot())
+        return SchedulerRead(self.queue.snapshot(self.settings.queue))
 
     def demand(self, read: SchedulerRead, records: Sequence[Node], slots: int | None) -> DemandSplit:
         return DemandSplit(read.snapshot)
@@ -162,8 +172,11 @@ class MemQ:
 # -------------------------------------------------- what elb.core.drivers.SchedulerModule asks
 
 
+CONFIG_SECTION = MemqSettings
+
+
 def make(cfg: Config, journal: object) -> MemQ:
-    return MemQ(QUEUE)
+    return MemQ(QUEUE, section(cfg, MemqSettings))
 
 
 def checks(cfg: Config) -> Iterator[Check]:
@@ -195,7 +208,11 @@ def init(options: Any, cloud: Sequence[str], tail: Sequence[str]) -> InitDraft:
 
 def node_plays(cfg: Config) -> NodePlays:
     """Its roles' settings for every play, its node's boot playbook, its role's variables there."""
-    return NodePlays(variables={"memq_exec_queue": "memq"}, boot_playbook="memq_boot.yml", boot_vars=("memq_exec_",))
+    return NodePlays(
+        variables={"memq_exec_queue": section(cfg, MemqSettings).queue},
+        boot_playbook="memq_boot.yml",
+        boot_vars=("memq_exec_",),
+    )
 
 
 # -------------------------------------------------- the playbooks, stood in for
@@ -257,6 +274,7 @@ def memq(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[tuple[Path
     path.write_text(
         f"scheduler: memq\nstate_dir: {tmp_path / 'state'}\n"
         f"policy: {{max_nodes: 3, slots_per_node: {SLOTS}, billing: second, idle_time: 60}}\n"
+        "memq: {queue: short}\n"
     )
     yield path, cloud, prov
 
@@ -347,6 +365,67 @@ def test_a_driver_that_cannot_bind_leaves_a_job_interrupted_too_often_as_it_is_s
         assert journal.count_interruptions([7], NOW + 1) == [(7, 4, True)]  # marked: not said again
     finally:
         journal.close()
+
+
+def test_the_driver_reads_its_own_section_of_the_config_typed(
+    memq: tuple[Path, FakeCloud, QueueProvisioner], tmp_path: Path
+) -> None:
+    """``memq: {queue: short}`` is memq's ``CONFIG_SECTION``: the driver shows its hosts in that
+    queue; a config without the key has the section's defaults."""
+    path, _cloud, _prov = memq
+    cfg = load_config(path)
+    assert section(cfg, MemqSettings) == MemqSettings(queue="short")
+    QUEUE.hosts["node001"] = SLOTS
+    journal = Journal(tmp_path / "journal.sqlite")
+    try:
+        read = factory.make_scheduler(cfg, journal).read([], NOW)
+    finally:
+        journal.close()
+    assert [q.queue for h in read.snapshot.hosts for q in h.queues] == ["short"]
+    assert section(parse_config({"scheduler": "memq"}), MemqSettings) == MemqSettings()
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        ("memq: {queue: 5}", "line 4, column 8: memq.queue: Input should be a valid string"),
+        ("memq: {queu: short}", "line 4, column 8: memq.queu: unknown key"),
+        ("memq: short", "line 4, column 1: memq: Input should be a valid dictionary or instance of MemqSettings"),
+    ],
+)
+def test_a_wrong_value_in_the_section_is_one_config_error_at_its_key(
+    memq: tuple[Path, FakeCloud, QueueProvisioner], line: str, error: str
+) -> None:
+    path, _cloud, _prov = memq
+    path.write_text(path.read_text().replace("memq: {queue: short}", line))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(err.value) == f"config {path}: {error}"
+
+
+def test_the_section_of_a_scheduler_not_configured_is_refused_saying_whose(
+    memq: tuple[Path, FakeCloud, QueueProvisioner],
+) -> None:
+    path, _cloud, _prov = memq
+    path.write_text(path.read_text().replace("scheduler: memq", "scheduler: sge"))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(err.value) == (
+        f"config {path}: line 4, column 1: memq: the settings of the memq scheduler; this config's scheduler is sge"
+    )
+
+
+def test_a_scheduler_named_as_a_built_in_keeps_the_built_ins_section(
+    memq: tuple[Path, FakeCloud, QueueProvisioner], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Registered as ``slurm``, memq's module does not take ``slurm:``: Slurm's typed section
+    reads it, and memq's section has its defaults."""
+    monkeypatch.setitem(SCHEDULERS, "slurm", __name__)
+    cfg = parse_config({"scheduler": "slurm", "slurm": {"timeout": 5}})
+    assert cfg.slurm.timeout == 5.0
+    assert section(cfg, MemqSettings) == MemqSettings()
+    with pytest.raises(ConfigError, match=r"slurm\.queue: unknown key"):
+        parse_config({"scheduler": "slurm", "slurm": {"queue": "short"}})
 
 
 def test_validate_runs_the_registered_schedulers_checks(memq: tuple[Path, Any, Any]) -> None:
