@@ -428,6 +428,14 @@ def test_a_scheduler_named_as_a_built_in_keeps_the_built_ins_section(
         parse_config({"scheduler": "slurm", "slurm": {"queue": "short"}})
 
 
+def test_a_section_that_is_not_a_section_model_is_the_modules_error(
+    memq: tuple[Path, FakeCloud, QueueProvisioner], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys.modules[__name__], "CONFIG_SECTION", dict)
+    with pytest.raises(TypeError, match=r"test_third_scheduler\.CONFIG_SECTION: not a subclass of Section"):
+        parse_config({"scheduler": "memq"})
+
+
 def test_validate_runs_the_registered_schedulers_checks(memq: tuple[Path, Any, Any]) -> None:
     path, _cloud, _prov = memq
     assert factory.scheduler_timeout(load_config(path)) == (1.0, "policy.poll_interval")
