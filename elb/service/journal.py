@@ -445,8 +445,9 @@ class Journal:
             NodeState.FAILED,
             NodeState.TERMINATED,
         )
+        marks = ", ".join("?" * len(states))
         rows = self._db.execute(
-            "SELECT time, node, state, instance_id, detail, cause FROM events WHERE state IN (?, ?, ?, ?, ?, ?) "
+            f"SELECT time, node, state, instance_id, detail, cause FROM events WHERE state IN ({marks}) "  # noqa: S608 (marks: only "?")
             "ORDER BY id DESC LIMIT ?",
             (*(s.value for s in states), limit),
         ).fetchall()
