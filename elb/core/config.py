@@ -32,18 +32,7 @@ from elb.core import yamlfile
 from elb.core.budget import Budget
 from elb.core.durations import PacingSeconds, PositiveSeconds, Seconds, parse
 from elb.core.groupoptions import cloud_options, scheduler_options
-from elb.core.groups import (
-    MAX_SLOTS,
-    SPOT_NOT_STOPPED,
-    HostgroupName,
-    InstanceType,
-    LaunchTemplate,
-    NodeGroup,
-    NodeGroups,
-    QueueName,
-    default_group,
-    unique,
-)
+from elb.core.groups import MAX_SLOTS, SPOT_NOT_STOPPED, NodeGroup, NodeGroups, default_group, unique
 from elb.core.naming import MAX_NODES
 from elb.core.registry import CLOUDS, DEFAULT_CLOUD, DEFAULT_SCHEDULER, SCHEDULERS, known
 from elb.core.sections import Section, take
@@ -143,6 +132,12 @@ class ClusterConfig(_Strict):
     user: str = Field("sgeuser", pattern=r"^[a-z_][a-z0-9_-]{0,31}$")  # the cluster user
 
 
+# The names Grid Engine's settings are written in, here and in its node groups' settings
+# (``elb.schedulers.sge.groupoptions``): a cluster queue (no wildcard, no @host) and a host group.
+QueueName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")]
+HostgroupName = Annotated[str, Field(pattern=r"^@[A-Za-z0-9_][A-Za-z0-9_.-]*$")]
+
+
 class SgeConfig(_Strict):
     root: Path = Path("/var/lib/gridengine")
     cell: str = "default"
@@ -186,6 +181,27 @@ class SlurmConfig(_Strict):
     # munge key pushed to each node, the batch's file) and what each node runs on itself at boot.
     admit_playbook: str = Field("slurm_admit_nodes.yml", pattern=r"^[A-Za-z0-9_.-]+\.ya?ml$")
     boot_playbook: str = Field("slurm_node_boot.yml", pattern=r"^[A-Za-z0-9_.-]+\.ya?ml$")
+
+
+# What EC2's settings name, here and in its node groups' settings (``elb.clouds.ec2.groupoptions``):
+# an instance type (c5.2xlarge, r6i.metal, u-6tb1.metal) and a launch template.
+InstanceType = Annotated[str, Field(pattern=r"^[a-z0-9-]+\.[a-z0-9-]+$")]
+
+
+class LaunchTemplate(BaseModel):
+    """An EC2 launch template, by id or by name, and its version."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    id: str | None = Field(None, pattern=r"^lt-[0-9a-f]{8,17}$")
+    name: str | None = Field(None, pattern=r"^[A-Za-z0-9()./_-]{3,128}$")
+    version: str = Field("$Default", pattern=r"^(\$Default|\$Latest|[1-9][0-9]*)$")
+
+    @model_validator(mode="after")
+    def _one_key(self) -> LaunchTemplate:
+        if (self.id is None) == (self.name is None):
+            raise ValueError("give the launch template's id or its name (exactly one)")
+        return self
 
 
 class Ec2Config(_Strict):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -45,35 +45,14 @@ SPOT_NOT_STOPPED = (
 )
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"
-_QUEUE = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"  # a cluster queue: no wildcard, no @host
-_HOSTGROUP = r"^@[A-Za-z0-9_][A-Za-z0-9_.-]*$"
-_INSTANCE_TYPE = r"^[a-z0-9-]+\.[a-z0-9-]+$"  # c5.2xlarge, r6i.metal, u-6tb1.metal
 
 # The most slots a node may have: Slurm counts a node's CPUs in 16 bits (65534 is its largest);
 # EC2's largest instance has 1920 vCPUs, so this leaves Grid Engine room to oversubscribe.
 MAX_SLOTS = 65534
 
-QueueName = Annotated[str, Field(pattern=_QUEUE)]
-HostgroupName = Annotated[str, Field(pattern=_HOSTGROUP)]
-InstanceType = Annotated[str, Field(pattern=_INSTANCE_TYPE)]
-
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class LaunchTemplate(_Model):
-    """An EC2 launch template, by id or by name, and its version."""
-
-    id: str | None = Field(None, pattern=r"^lt-[0-9a-f]{8,17}$")
-    name: str | None = Field(None, pattern=r"^[A-Za-z0-9()./_-]{3,128}$")
-    version: str = Field("$Default", pattern=r"^(\$Default|\$Latest|[1-9][0-9]*)$")
-
-    @model_validator(mode="after")
-    def _one_key(self) -> LaunchTemplate:
-        if (self.id is None) == (self.name is None):
-            raise ValueError("give the launch template's id or its name (exactly one)")
-        return self
 
 
 class NodeGroup(_Model):
@@ -263,12 +242,8 @@ __all__: Sequence[str] = (
     "MAX_SLOTS",
     "SPOT_NOT_STOPPED",
     "GroupOptions",
-    "HostgroupName",
-    "InstanceType",
-    "LaunchTemplate",
     "NodeGroup",
     "NodeGroups",
-    "QueueName",
     "SchedulerGroupOptions",
     "default_group",
     "known_group",

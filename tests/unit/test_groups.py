@@ -13,8 +13,8 @@ import yaml
 from pydantic import ValidationError
 
 from elb.clouds.ec2.groupoptions import Ec2GroupOptions, ec2_options
-from elb.core.config import parse_config
-from elb.core.groups import GroupOptions, LaunchTemplate, NodeGroup, NodeGroups, SchedulerGroupOptions, default_group
+from elb.core.config import LaunchTemplate, parse_config
+from elb.core.groups import GroupOptions, NodeGroup, NodeGroups, SchedulerGroupOptions, default_group
 from elb.core.model import Job
 from elb.schedulers.sge.complexes import parse_complexes
 from elb.schedulers.sge.demand import JobBinding, Servable, Site, Unservable, check_offers, place
