@@ -18,6 +18,7 @@ Nothing here does I/O.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -46,6 +47,13 @@ SPOT_NOT_STOPPED = (
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"
 
+# A node's memory, a size: a number with an optional suffix, k m g t (powers of 1000) or K M G T
+# (powers of 1024): ``32g``, ``128G``, ``30000M`` (read as bytes by ``memory_bytes``).
+_SIZE = r"\d+(\.\d+)?[kKmMgGtT]?"
+_SIZE_UNITS = {
+    "k": 1e3, "K": 2.0**10, "m": 1e6, "M": 2.0**20, "g": 1e9, "G": 2.0**30, "t": 1e12, "T": 2.0**40,
+}  # fmt: skip
+
 # The most slots a node may have: Slurm counts a node's CPUs in 16 bits (65534 is its largest);
 # EC2's largest instance has 1920 vCPUs, so this leaves Grid Engine room to oversubscribe.
 MAX_SLOTS = 65534
@@ -61,7 +69,7 @@ class NodeGroup(_Model):
 
     name: str = Field(pattern=_NAME)
     slots: int = Field(gt=0)  # a configured group: at most MAX_SLOTS (checked by elb.core.config)
-    memory: str | None = Field(None, pattern=r"^\d+(\.\d+)?[kKmMgGtT]?$")  # RAM of a node, an SGE MEMORY value
+    memory: str | None = Field(None, pattern=f"^{_SIZE}$")  # RAM of a node, a size (``memory_bytes``)
     min_nodes: int = Field(0, ge=0, le=MAX_NODES)
     max_nodes: int = Field(ge=0, le=MAX_NODES)
     market: Literal["on-demand", "spot"] = "on-demand"
@@ -114,6 +122,16 @@ class NodeGroup(_Model):
         if self.market == "spot" and self.warm_pool.enabled:
             raise ValueError(f"warm_pool: {SPOT_NOT_STOPPED} (market is spot)")
         return self
+
+
+def memory_bytes(size: str) -> float:
+    """A node group's ``memory`` (a size: ``30G``, ``30000M``, ``32g``) in bytes; ``ValueError``
+    for text that is not a size."""
+    text = size.strip()
+    if re.fullmatch(_SIZE, text) is None:
+        raise ValueError(f"{size!r} is not a memory value")
+    unit = _SIZE_UNITS.get(text[-1])
+    return float(text) if unit is None else float(text[:-1]) * unit
 
 
 def route(
@@ -247,6 +265,7 @@ __all__: Sequence[str] = (
     "SchedulerGroupOptions",
     "default_group",
     "known_group",
+    "memory_bytes",
     "route",
     "unique",
 )

@@ -14,13 +14,14 @@ from pydantic import ValidationError
 
 from elb.clouds.ec2.groupoptions import Ec2GroupOptions, ec2_options
 from elb.core.config import LaunchTemplate, parse_config
-from elb.core.groups import GroupOptions, NodeGroup, NodeGroups, SchedulerGroupOptions, default_group
+from elb.core.groups import GroupOptions, NodeGroup, NodeGroups, SchedulerGroupOptions, default_group, memory_bytes
 from elb.core.model import Job
-from elb.schedulers.sge.complexes import parse_complexes
+from elb.schedulers.sge.complexes import parse_complexes, parse_memory
 from elb.schedulers.sge.demand import JobBinding, Servable, Site, Unservable, check_offers, place
 from elb.schedulers.sge.groupoptions import SgeGroupOptions, sge_options
 from elb.schedulers.sge.pe import parse_pe
 from elb.schedulers.sge.states import job_phase
+from elb.schedulers.slurm import conf as slurm_conf
 
 BIGMEM: dict[str, Any] = {
     "name": "bigmem",
@@ -89,6 +90,30 @@ def test_a_cloud_without_options_takes_none_of_ec2s_keys() -> None:
     assert type(bare.cloud_options) is GroupOptions
     with pytest.raises(TypeError, match="node group 'a' holds no EC2 settings"):
         ec2_options(bare)
+
+
+@pytest.mark.parametrize(
+    ("size", "expected"),
+    [
+        ("512", 512.0),
+        ("2k", 2e3),
+        ("2K", 2048.0),
+        ("1.5m", 1.5e6),
+        ("3M", 3 * 2.0**20),
+        ("128G", 128 * 2.0**30),
+        ("32g", 32e9),
+        ("1t", 1e12),
+        ("2T", 2 * 2.0**40),
+    ],
+)
+def test_a_groups_memory_is_a_size_read_by_one_rule(size: str, expected: float) -> None:
+    """``memory`` is a size, k m g t powers of 1000, K M G T of 1024: every scheduler reads it by
+    ``memory_bytes`` (Slurm's RealMemory check), and Grid Engine, which takes it as the implied
+    mem_total of a group's host, reads the same text to the same bytes."""
+    assert NodeGroup(name="a", slots=1, max_nodes=1, memory=size).memory == size
+    assert memory_bytes(size) == expected
+    assert slurm_conf.memory_bytes is memory_bytes
+    assert parse_memory(size) == expected
 
 
 @pytest.mark.parametrize(
