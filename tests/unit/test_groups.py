@@ -3,6 +3,7 @@ flat and read back from the options each holds), and the default group built fro
 
 from __future__ import annotations
 
+import importlib
 import re
 import shlex
 from pathlib import Path
@@ -14,8 +15,11 @@ from pydantic import ValidationError
 
 from elb.clouds.ec2.groupoptions import Ec2GroupOptions, ec2_options
 from elb.core.config import LaunchTemplate, parse_config
+from elb.core.drivers import DeclaresNodePlays
+from elb.core.groupoptions import DescribesDefaultGroup, cloud_options, scheduler_options
 from elb.core.groups import GroupOptions, NodeGroup, NodeGroups, SchedulerGroupOptions, default_group, memory_bytes
 from elb.core.model import Job
+from elb.core.registry import CLOUDS, SCHEDULERS
 from elb.schedulers.sge.complexes import parse_complexes, parse_memory
 from elb.schedulers.sge.demand import JobBinding, Servable, Site, Unservable, check_offers, place
 from elb.schedulers.sge.groupoptions import SgeGroupOptions, sge_options
@@ -79,6 +83,25 @@ def test_the_keys_go_to_the_options_of_the_scheduler_and_cloud_named() -> None:
         NodeGroup.model_validate({"name": "a", "slots": 4, "max_nodes": 2, "queues": ["all.q"]}, context=slurm)
     with pytest.raises(TypeError, match="node group 'a' holds no Grid Engine settings"):
         sge_options(g)
+
+
+def test_what_a_module_may_declare_is_asked_of_it_by_its_protocol() -> None:
+    """``group_options(cfg)`` and ``node_plays(cfg)`` are typed optional declarations, asked for
+    by ``isinstance``: Grid Engine and EC2 describe their one group, the local cloud does not (its
+    group options are EC2's model's defaults); both shipped drivers declare their node plays."""
+    sge, slurm = (importlib.import_module(SCHEDULERS[n]) for n in ("sge", "slurm"))
+    ec2, local = (importlib.import_module(CLOUDS[n]) for n in ("ec2", "local"))
+    assert isinstance(sge, DescribesDefaultGroup) and isinstance(ec2, DescribesDefaultGroup)
+    assert not isinstance(slurm, DescribesDefaultGroup) and not isinstance(local, DescribesDefaultGroup)
+    assert isinstance(sge, DeclaresNodePlays) and isinstance(slurm, DeclaresNodePlays)
+    cfg = parse_config({"scheduler": "slurm", "cloud": {"provider": "local"}})
+    assert cloud_options("local").of_config(cfg) == Ec2GroupOptions()
+    assert scheduler_options("slurm").of_config(cfg) == SchedulerGroupOptions()
+    sized = parse_config({"sge": {"queue": "big.q"}, "cloud": {"ec2": {"instance_types": ["c5.large"]}}})
+    assert sge_options(
+        default_group(slots_per_node=2, max_nodes=1, scheduler_options=scheduler_options(None).of_config(sized))
+    ).queues == ["big.q"]
+    assert cloud_options("ec2").of_config(sized).instance_types == ["c5.large"]
 
 
 def test_a_cloud_without_options_takes_none_of_ec2s_keys() -> None:
