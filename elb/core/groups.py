@@ -28,15 +28,14 @@ from pydantic import (
     Field,
     SerializeAsAny,
     SerializerFunctionWrapHandler,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
 
 from elb.core.groupoptions import GroupOptions, SchedulerGroupOptions, cloud_options, other_owner, scheduler_options
+from elb.core.keyerrors import refused
 from elb.core.naming import MAX_NODES
 from elb.core.warmpool import WarmPool
 
@@ -95,10 +94,7 @@ class NodeGroup(_Model):
         routed = route(data, set(cls.model_fields), scheduler_options(scheduler).model, cloud_options(cloud).model)
         for key in routed:
             if key not in cls.model_fields and (owner := other_owner(key, scheduler, cloud)) is not None:
-                raise ValidationError.from_exception_data(
-                    cls.__name__,
-                    [{"type": PydanticCustomError("other_owner", owner), "loc": (key,), "input": routed[key]}],
-                )
+                raise refused(cls.__name__, "other_owner", {key: owner}, routed)
         return routed
 
     @model_serializer(mode="wrap")

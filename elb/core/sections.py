@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
+from elb.core.keyerrors import refused
 from elb.core.registry import declared, load
 
 
@@ -82,21 +82,13 @@ def take(data: Mapping[str, Any], holder: Holder, builtin: Collection[str]) -> t
     configured = data.get(holder.key, holder.default)
     if not isinstance(configured, str) or configured not in table:
         return dict(data), None
-    others = [k for k in data if k in table and k != configured and k not in builtin]
+    others = {
+        k: f"the settings of the {k} {what}; this config's {owner} is {configured}"
+        for k in data
+        if k in table and k != configured and k not in builtin
+    }
     if others:
-        raise ValidationError.from_exception_data(
-            "Config",
-            [
-                {
-                    "type": PydanticCustomError(
-                        "other_section", f"the settings of the {k} {what}; this config's {owner} is {configured}"
-                    ),
-                    "loc": (k,),
-                    "input": data[k],
-                }
-                for k in others
-            ],
-        )
+        raise refused("Config", "other_section", others, data)
     if configured in builtin:
         return dict(data), None
     model = declared(load(table, configured, what), "CONFIG_SECTION", Section)

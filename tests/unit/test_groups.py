@@ -14,7 +14,7 @@ import yaml
 from pydantic import ValidationError
 
 from elb.clouds.ec2.groupoptions import Ec2GroupOptions, ec2_options
-from elb.core.config import LaunchTemplate, parse_config
+from elb.core.config import Config, LaunchTemplate, parse_config
 from elb.core.drivers import DeclaresNodePlays
 from elb.core.groupoptions import DescribesDefaultGroup, cloud_options, scheduler_options
 from elb.core.groups import GroupOptions, NodeGroup, NodeGroups, SchedulerGroupOptions, default_group, memory_bytes
@@ -67,6 +67,9 @@ def test_defaults() -> None:
     assert ec2.placement_group is False
 
 
+SLURM = {"scheduler": "slurm", "cloud": "local"}
+
+
 def test_the_keys_go_to_the_options_of_the_scheduler_and_cloud_named() -> None:
     """Read for Slurm (no settings of its own) on the local cloud (EC2's keys, which it stands in
     for), a group takes the common keys and EC2's: Grid Engine's are unknown there."""
@@ -83,6 +86,18 @@ def test_the_keys_go_to_the_options_of_the_scheduler_and_cloud_named() -> None:
         NodeGroup.model_validate({"name": "a", "slots": 4, "max_nodes": 2, "queues": ["all.q"]}, context=slurm)
     with pytest.raises(TypeError, match="node group 'a' holds no Grid Engine settings"):
         sge_options(g)
+
+
+def test_another_schedulers_key_is_refused_at_the_key_nested_or_not() -> None:
+    """The refusal is placed at the key (``elb.core.keyerrors.refused``), and pydantic prefixes
+    the group's place in a config: a config error names the key at its line."""
+    with pytest.raises(ValidationError) as err:
+        NodeGroup.model_validate({"name": "a", "slots": 4, "max_nodes": 2, "queues": ["all.q"]}, context=SLURM)
+    assert [(e["type"], e["loc"], e["input"]) for e in err.value.errors()] == [("other_owner", ("queues",), ["all.q"])]
+    group = {"name": "a", "slots": 4, "max_nodes": 2, "hostgroup": "@big"}
+    with pytest.raises(ValidationError) as err:
+        Config.model_validate({"scheduler": "slurm", "node_groups": [group]})
+    assert [(e["type"], e["loc"]) for e in err.value.errors()] == [("other_owner", ("node_groups", 0, "hostgroup"))]
 
 
 def test_what_a_module_may_declare_is_asked_of_it_by_its_protocol() -> None:
