@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from ipaddress import IPv4Address
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -32,21 +32,10 @@ from elb.core import yamlfile
 from elb.core.budget import Budget
 from elb.core.durations import PacingSeconds, PositiveSeconds, Seconds, parse
 from elb.core.groupoptions import cloud_options, scheduler_options
-from elb.core.groups import (
-    MAX_SLOTS,
-    SPOT_NOT_STOPPED,
-    HostgroupName,
-    InstanceType,
-    LaunchTemplate,
-    NodeGroup,
-    NodeGroups,
-    QueueName,
-    default_group,
-    unique,
-)
+from elb.core.groups import MAX_SLOTS, SPOT_NOT_STOPPED, NodeGroup, NodeGroups, default_group, unique
 from elb.core.naming import MAX_NODES
 from elb.core.registry import CLOUDS, DEFAULT_CLOUD, DEFAULT_SCHEDULER, SCHEDULERS, known
-from elb.core.sections import Section, take
+from elb.core.sections import Holder, Section, take
 from elb.core.warmpool import WarmPool
 
 DEFAULT_CONFIG_PATH = Path("/etc/elb/elb.yml")
@@ -143,6 +132,12 @@ class ClusterConfig(_Strict):
     user: str = Field("sgeuser", pattern=r"^[a-z_][a-z0-9_-]{0,31}$")  # the cluster user
 
 
+# The names Grid Engine's settings are written in, here and in its node groups' settings
+# (``elb.schedulers.sge.groupoptions``): a cluster queue (no wildcard, no @host) and a host group.
+QueueName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")]
+HostgroupName = Annotated[str, Field(pattern=r"^@[A-Za-z0-9_][A-Za-z0-9_.-]*$")]
+
+
 class SgeConfig(_Strict):
     root: Path = Path("/var/lib/gridengine")
     cell: str = "default"
@@ -186,6 +181,27 @@ class SlurmConfig(_Strict):
     # munge key pushed to each node, the batch's file) and what each node runs on itself at boot.
     admit_playbook: str = Field("slurm_admit_nodes.yml", pattern=r"^[A-Za-z0-9_.-]+\.ya?ml$")
     boot_playbook: str = Field("slurm_node_boot.yml", pattern=r"^[A-Za-z0-9_.-]+\.ya?ml$")
+
+
+# What EC2's settings name, here and in its node groups' settings (``elb.clouds.ec2.groupoptions``):
+# an instance type (c5.2xlarge, r6i.metal, u-6tb1.metal) and a launch template.
+InstanceType = Annotated[str, Field(pattern=r"^[a-z0-9-]+\.[a-z0-9-]+$")]
+
+
+class LaunchTemplate(BaseModel):
+    """An EC2 launch template, by id or by name, and its version."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    id: str | None = Field(None, pattern=r"^lt-[0-9a-f]{8,17}$")
+    name: str | None = Field(None, pattern=r"^[A-Za-z0-9()./_-]{3,128}$")
+    version: str = Field("$Default", pattern=r"^(\$Default|\$Latest|[1-9][0-9]*)$")
+
+    @model_validator(mode="after")
+    def _one_key(self) -> LaunchTemplate:
+        if (self.id is None) == (self.name is None):
+            raise ValueError("give the launch template's id or its name (exactly one)")
+        return self
 
 
 class Ec2Config(_Strict):
@@ -289,31 +305,33 @@ class LocalConfig(_Strict):
     mounts: list[Path] = Field(default_factory=list)
 
 
-class CloudConfig(_Strict):
-    provider: CloudName = DEFAULT_CLOUD  # a cloud of elb.core.registry: ec2, local (podman nodes), or one registered
-    ec2: Ec2Config = Field(default_factory=Ec2Config)
-    local: LocalConfig = Field(default_factory=LocalConfig)
-    # A registered cloud's own settings, ``cloud.<provider>`` (elb.core.sections); None: it declares none.
+class _HoldsSection(_Strict):
+    """A mapping of the config that holds the configured module's own settings (``CONFIG_SECTION``)
+    under its name, as ``HOLDER`` says (``elb.core.sections``): read by its model, kept in
+    ``_section``; None when it declares none."""
+
+    HOLDER: ClassVar[Holder]
     _section: Section | None = PrivateAttr(None)
 
     @model_validator(mode="wrap")
     @classmethod
-    def _provider_section(cls, data: object, handler: ModelWrapValidatorHandler[CloudConfig]) -> CloudConfig:
-        """``cloud.<provider>`` of a registered cloud read by its ``CONFIG_SECTION``
-        (``elb.core.sections.take``)."""
+    def _registered_section(cls, data: object, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        """The section named as the configured module read by its model (``elb.core.sections.take``)."""
         if not isinstance(data, dict):
             return handler(data)
-        rest, held = take(
-            data,
-            table=CLOUDS,
-            configured=data.get("provider", DEFAULT_CLOUD),
-            builtin=cls.model_fields,
-            what="cloud",
-            owner="cloud provider",
-        )
+        rest, held = take(data, cls.HOLDER, cls.model_fields)
         out = handler(rest)
         out._section = held
         return out
+
+
+class CloudConfig(_HoldsSection):
+    # A registered cloud's own settings: ``cloud.<provider>``.
+    HOLDER: ClassVar[Holder] = Holder(CLOUDS, "provider", DEFAULT_CLOUD, "cloud", "cloud provider")
+
+    provider: CloudName = DEFAULT_CLOUD  # a cloud of elb.core.registry: ec2, local (podman nodes), or one registered
+    ec2: Ec2Config = Field(default_factory=Ec2Config)
+    local: LocalConfig = Field(default_factory=LocalConfig)
 
 
 class BootConfig(_Strict):
@@ -408,7 +426,10 @@ class RetentionConfig(_Strict):
     journal_days: Days = 90.0  # days: older events are pruned (a live node keeps its last ones)
 
 
-class Config(_Strict):
+class Config(_HoldsSection):
+    # A registered scheduler's own settings: the top-level key named as it.
+    HOLDER: ClassVar[Holder] = Holder(SCHEDULERS, "scheduler", DEFAULT_SCHEDULER, "scheduler", "scheduler")
+
     poll_interval: PacingSeconds = 60.0
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
@@ -436,27 +457,6 @@ class Config(_Strict):
     # The kinds of worker elb adds (elb.core.groups, docs/groups.md). None: one group built from
     # policy.slots_per_node/min_nodes/max_nodes, sge.queue, sge.hostgroup, cloud.ec2.instance_types.
     node_groups: list[NodeGroup] | None = Field(None, min_length=1)
-    # A registered scheduler's own settings, the key named as it (elb.core.sections); None: it declares none.
-    _section: Section | None = PrivateAttr(None)
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _scheduler_section(cls, data: object, handler: ModelWrapValidatorHandler[Config]) -> Config:
-        """The key named as a registered scheduler read by its ``CONFIG_SECTION``
-        (``elb.core.sections.take``)."""
-        if not isinstance(data, dict):
-            return handler(data)
-        rest, held = take(
-            data,
-            table=SCHEDULERS,
-            configured=data.get("scheduler", DEFAULT_SCHEDULER),
-            builtin=cls.model_fields,
-            what="scheduler",
-            owner="scheduler",
-        )
-        out = handler(rest)
-        out._section = held
-        return out
 
     @property
     def sections(self) -> tuple[Section, ...]:

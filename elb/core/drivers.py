@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from elb.core.registry import CLOUDS, SCHEDULERS, load
 
@@ -71,10 +71,19 @@ class NodePlays:
         return self.master_playbooks + (self.admit_playbooks if boot else ())
 
 
+@runtime_checkable
+class DeclaresNodePlays(Protocol):
+    """Optional for the module of a scheduler driver: ``node_plays(cfg)``, what its nodes need
+    from the provisioner; asked for by ``isinstance``. Without it: ``NodePlays()``."""
+
+    def node_plays(self, cfg: Config) -> NodePlays: ...
+
+
 class SchedulerModule(Protocol):
-    """What the module of a scheduler driver provides; optionally also ``node_plays(cfg)``, a
-    ``NodePlays`` (without it, ``NodePlays()``), and its own settings of a node group
-    (``GROUP_OPTIONS`` and ``group_options(cfg)``: ``elb.core.groupoptions``)."""
+    """What the module of a scheduler driver provides; optionally also ``node_plays(cfg)``
+    (``DeclaresNodePlays``), its own settings of a node group (``GROUP_OPTIONS`` and
+    ``group_options(cfg)``: ``elb.core.groupoptions``) and of the config file (``CONFIG_SECTION``:
+    ``elb.core.sections``)."""
 
     TITLE: str  # its name in ``elb init``'s sentences, as its users write it
 
@@ -113,7 +122,8 @@ class SchedulerModule(Protocol):
 
 class CloudModule(Protocol):
     """What the module of a cloud adapter provides; optionally also its own settings of a node
-    group (``GROUP_OPTIONS`` and ``group_options(cfg)``: ``elb.core.groupoptions``)."""
+    group (``GROUP_OPTIONS`` and ``group_options(cfg)``: ``elb.core.groupoptions``) and of the
+    config file (``CONFIG_SECTION``: ``elb.core.sections``)."""
 
     def settings(self, cfg: Config) -> CloudSettings:
         """What the pass reads of this cloud's section of the config, in the core's words."""
@@ -141,8 +151,8 @@ def scheduler_module(name: str) -> SchedulerModule:
 def node_plays(cfg: Config) -> NodePlays:
     """What the configured scheduler's nodes need from the provisioner: its module's
     ``node_plays(cfg)``, or ``NodePlays()`` when it declares none."""
-    declared = getattr(scheduler_module(cfg.scheduler), "node_plays", None)
-    return NodePlays() if declared is None else cast("NodePlays", declared(cfg))
+    module = scheduler_module(cfg.scheduler)
+    return module.node_plays(cfg) if isinstance(module, DeclaresNodePlays) else NodePlays()
 
 
 def cloud_module(name: str) -> CloudModule:

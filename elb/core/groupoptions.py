@@ -8,8 +8,9 @@ top level:
   driver) or ``GroupOptions`` (a cloud), frozen and refusing unknown keys; its fields are keys a
   config writes in a node group, beside the common ones (``elb.core.groups.NodeGroup``), and no
   two of the configured driver's and cloud's share a name. Without it: the empty model, no key.
-- ``group_options(cfg)``: its settings of the one group a config without ``node_groups``
-  describes, from its own config section. Without it: the model's defaults.
+- ``group_options(cfg)`` (``DescribesDefaultGroup``): its settings of the one group a config
+  without ``node_groups`` describes, from its own config section. Without it: the model's
+  defaults.
 
 What the core asks of a group in a driver's words is a method of ``SchedulerGroupOptions``.
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -48,6 +49,17 @@ class SchedulerGroupOptions(GroupOptions):
 
 
 Options = TypeVar("Options", bound=GroupOptions)
+Described_co = TypeVar("Described_co", bound=GroupOptions, covariant=True)
+
+
+@runtime_checkable
+class DescribesDefaultGroup(Protocol[Described_co]):
+    """Optional for the module of a registry entry that declares ``GROUP_OPTIONS``:
+    ``group_options(cfg)``, its settings of the one group a config without ``node_groups``
+    describes (``cfg``: an ``elb.core.config.Config``), read from its own section; asked for by
+    ``isinstance``. Without it: the model's defaults."""
+
+    def group_options(self, cfg: Any) -> Described_co: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,14 +79,14 @@ def scheduler_options(name: str | None) -> Declared[SchedulerGroupOptions]:
     """What the scheduler ``name`` declares (None: ``elb.core.registry``'s default)."""
     module = load(SCHEDULERS, name or DEFAULT_SCHEDULER, "scheduler")
     model = declared(module, "GROUP_OPTIONS", SchedulerGroupOptions) or SchedulerGroupOptions
-    return Declared(model, getattr(module, "group_options", None))
+    return Declared(model, module.group_options if isinstance(module, DescribesDefaultGroup) else None)
 
 
 def cloud_options(name: str | None) -> Declared[GroupOptions]:
     """What the cloud ``name`` declares (None: ``elb.core.registry``'s default)."""
     module = load(CLOUDS, name or DEFAULT_CLOUD, "cloud provider")
     model = declared(module, "GROUP_OPTIONS", GroupOptions) or GroupOptions
-    return Declared(model, getattr(module, "group_options", None))
+    return Declared(model, module.group_options if isinstance(module, DescribesDefaultGroup) else None)
 
 
 def other_owner(key: str, scheduler: str | None, cloud: str | None) -> str | None:

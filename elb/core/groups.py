@@ -18,8 +18,9 @@ Nothing here does I/O.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -27,15 +28,14 @@ from pydantic import (
     Field,
     SerializeAsAny,
     SerializerFunctionWrapHandler,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
 
 from elb.core.groupoptions import GroupOptions, SchedulerGroupOptions, cloud_options, other_owner, scheduler_options
+from elb.core.keyerrors import refused
 from elb.core.naming import MAX_NODES
 from elb.core.warmpool import WarmPool
 
@@ -45,35 +45,21 @@ SPOT_NOT_STOPPED = (
 )
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"
-_QUEUE = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"  # a cluster queue: no wildcard, no @host
-_HOSTGROUP = r"^@[A-Za-z0-9_][A-Za-z0-9_.-]*$"
-_INSTANCE_TYPE = r"^[a-z0-9-]+\.[a-z0-9-]+$"  # c5.2xlarge, r6i.metal, u-6tb1.metal
+
+# A node's memory, a size: a number with an optional suffix, k m g t (powers of 1000) or K M G T
+# (powers of 1024): ``32g``, ``128G``, ``30000M`` (read as bytes by ``memory_bytes``).
+_SIZE = r"\d+(\.\d+)?[kKmMgGtT]?"
+_SIZE_UNITS = {
+    "k": 1e3, "K": 2.0**10, "m": 1e6, "M": 2.0**20, "g": 1e9, "G": 2.0**30, "t": 1e12, "T": 2.0**40,
+}  # fmt: skip
 
 # The most slots a node may have: Slurm counts a node's CPUs in 16 bits (65534 is its largest);
 # EC2's largest instance has 1920 vCPUs, so this leaves Grid Engine room to oversubscribe.
 MAX_SLOTS = 65534
 
-QueueName = Annotated[str, Field(pattern=_QUEUE)]
-HostgroupName = Annotated[str, Field(pattern=_HOSTGROUP)]
-InstanceType = Annotated[str, Field(pattern=_INSTANCE_TYPE)]
-
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class LaunchTemplate(_Model):
-    """An EC2 launch template, by id or by name, and its version."""
-
-    id: str | None = Field(None, pattern=r"^lt-[0-9a-f]{8,17}$")
-    name: str | None = Field(None, pattern=r"^[A-Za-z0-9()./_-]{3,128}$")
-    version: str = Field("$Default", pattern=r"^(\$Default|\$Latest|[1-9][0-9]*)$")
-
-    @model_validator(mode="after")
-    def _one_key(self) -> LaunchTemplate:
-        if (self.id is None) == (self.name is None):
-            raise ValueError("give the launch template's id or its name (exactly one)")
-        return self
 
 
 class NodeGroup(_Model):
@@ -82,7 +68,7 @@ class NodeGroup(_Model):
 
     name: str = Field(pattern=_NAME)
     slots: int = Field(gt=0)  # a configured group: at most MAX_SLOTS (checked by elb.core.config)
-    memory: str | None = Field(None, pattern=r"^\d+(\.\d+)?[kKmMgGtT]?$")  # RAM of a node, an SGE MEMORY value
+    memory: str | None = Field(None, pattern=f"^{_SIZE}$")  # RAM of a node, a size (``memory_bytes``)
     min_nodes: int = Field(0, ge=0, le=MAX_NODES)
     max_nodes: int = Field(ge=0, le=MAX_NODES)
     market: Literal["on-demand", "spot"] = "on-demand"
@@ -108,10 +94,7 @@ class NodeGroup(_Model):
         routed = route(data, set(cls.model_fields), scheduler_options(scheduler).model, cloud_options(cloud).model)
         for key in routed:
             if key not in cls.model_fields and (owner := other_owner(key, scheduler, cloud)) is not None:
-                raise ValidationError.from_exception_data(
-                    cls.__name__,
-                    [{"type": PydanticCustomError("other_owner", owner), "loc": (key,), "input": routed[key]}],
-                )
+                raise refused(cls.__name__, "other_owner", {key: owner}, routed)
         return routed
 
     @model_serializer(mode="wrap")
@@ -135,6 +118,16 @@ class NodeGroup(_Model):
         if self.market == "spot" and self.warm_pool.enabled:
             raise ValueError(f"warm_pool: {SPOT_NOT_STOPPED} (market is spot)")
         return self
+
+
+def memory_bytes(size: str) -> float:
+    """A node group's ``memory`` (a size: ``30G``, ``30000M``, ``32g``) in bytes; ``ValueError``
+    for text that is not a size."""
+    text = size.strip()
+    if re.fullmatch(_SIZE, text) is None:
+        raise ValueError(f"{size!r} is not a memory value")
+    unit = _SIZE_UNITS.get(text[-1])
+    return float(text) if unit is None else float(text[:-1]) * unit
 
 
 def route(
@@ -263,15 +256,12 @@ __all__: Sequence[str] = (
     "MAX_SLOTS",
     "SPOT_NOT_STOPPED",
     "GroupOptions",
-    "HostgroupName",
-    "InstanceType",
-    "LaunchTemplate",
     "NodeGroup",
     "NodeGroups",
-    "QueueName",
     "SchedulerGroupOptions",
     "default_group",
     "known_group",
+    "memory_bytes",
     "route",
     "unique",
 )

@@ -19,12 +19,13 @@ or ``Model()`` when the file has none.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
+from elb.core.keyerrors import refused
 from elb.core.registry import declared, load
 
 
@@ -58,38 +59,36 @@ def _keyed(model: type[Section]) -> TypeAdapter[dict[str, Section]]:
     return TypeAdapter(dict[str, model])  # type: ignore[valid-type]
 
 
-def take(
-    data: Mapping[str, Any],
-    *,
-    table: dict[str, str],
-    configured: object,
-    builtin: Collection[str],
-    what: str,
-    owner: str,
-) -> tuple[dict[str, Any], Section | None]:
-    """``data`` (the mapping that holds the sections: the config's top level for a scheduler,
-    ``cloud`` for a cloud) without the configured module's section, and that section read by its
-    model (None when the module declares none). ``table``: the registry's names; ``configured``:
-    the name the config gives (a name the registry lacks is left to its own check); ``builtin``:
-    the keys that are not sections; ``what``: the kind of module, ``owner``: the key that names
-    it, for an error. A ``ValidationError`` places each error at its key."""
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """A mapping of the config that holds a registered module's section: the config's top level
+    a scheduler's, ``cloud`` a cloud's. ``table``: the registry's names; ``key``: the key of the
+    mapping that names the configured one, ``default`` when it is not given; ``what``: the kind of
+    module and ``owner``: the setting that names it, for an error."""
+
+    table: dict[str, str]
+    key: str
+    default: str
+    what: str
+    owner: str
+
+
+def take(data: Mapping[str, Any], holder: Holder, builtin: Collection[str]) -> tuple[dict[str, Any], Section | None]:
+    """``data`` (a mapping ``holder`` describes) without the configured module's section, and that
+    section read by its model (None when the module declares none). ``builtin``: the keys that are
+    not sections. A name the registry lacks is left to its own check. A ``ValidationError``
+    places each error at its key."""
+    table, what, owner = holder.table, holder.what, holder.owner
+    configured = data.get(holder.key, holder.default)
     if not isinstance(configured, str) or configured not in table:
         return dict(data), None
-    others = [k for k in data if k in table and k != configured and k not in builtin]
+    others = {
+        k: f"the settings of the {k} {what}; this config's {owner} is {configured}"
+        for k in data
+        if k in table and k != configured and k not in builtin
+    }
     if others:
-        raise ValidationError.from_exception_data(
-            "Config",
-            [
-                {
-                    "type": PydanticCustomError(
-                        "other_section", f"the settings of the {k} {what}; this config's {owner} is {configured}"
-                    ),
-                    "loc": (k,),
-                    "input": data[k],
-                }
-                for k in others
-            ],
-        )
+        raise refused("Config", "other_section", others, data)
     if configured in builtin:
         return dict(data), None
     model = declared(load(table, configured, what), "CONFIG_SECTION", Section)

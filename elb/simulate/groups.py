@@ -38,7 +38,8 @@ from types import MappingProxyType
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from elb.core import yamlfile
-from elb.core.groups import NodeGroup, NodeGroups, QueueName
+from elb.core.config import QueueName
+from elb.core.groups import NodeGroup, NodeGroups
 from elb.core.model import Job, JobPhase
 from elb.core.warmpool import WarmPool
 from elb.schedulers.sge.complexes import ComplexType, parse_complexes, parse_number

@@ -3,6 +3,7 @@ flat and read back from the options each holds), and the default group built fro
 
 from __future__ import annotations
 
+import importlib
 import re
 import shlex
 from pathlib import Path
@@ -13,14 +14,18 @@ import yaml
 from pydantic import ValidationError
 
 from elb.clouds.ec2.groupoptions import Ec2GroupOptions, ec2_options
-from elb.core.config import parse_config
-from elb.core.groups import GroupOptions, LaunchTemplate, NodeGroup, NodeGroups, SchedulerGroupOptions, default_group
+from elb.core.config import Config, LaunchTemplate, parse_config
+from elb.core.drivers import DeclaresNodePlays
+from elb.core.groupoptions import DescribesDefaultGroup, cloud_options, scheduler_options
+from elb.core.groups import GroupOptions, NodeGroup, NodeGroups, SchedulerGroupOptions, default_group, memory_bytes
 from elb.core.model import Job
-from elb.schedulers.sge.complexes import parse_complexes
+from elb.core.registry import CLOUDS, SCHEDULERS
+from elb.schedulers.sge.complexes import parse_complexes, parse_memory
 from elb.schedulers.sge.demand import JobBinding, Servable, Site, Unservable, check_offers, place
 from elb.schedulers.sge.groupoptions import SgeGroupOptions, sge_options
 from elb.schedulers.sge.pe import parse_pe
 from elb.schedulers.sge.states import job_phase
+from elb.schedulers.slurm import conf as slurm_conf
 
 BIGMEM: dict[str, Any] = {
     "name": "bigmem",
@@ -62,6 +67,9 @@ def test_defaults() -> None:
     assert ec2.placement_group is False
 
 
+SLURM = {"scheduler": "slurm", "cloud": "local"}
+
+
 def test_the_keys_go_to_the_options_of_the_scheduler_and_cloud_named() -> None:
     """Read for Slurm (no settings of its own) on the local cloud (EC2's keys, which it stands in
     for), a group takes the common keys and EC2's: Grid Engine's are unknown there."""
@@ -80,6 +88,35 @@ def test_the_keys_go_to_the_options_of_the_scheduler_and_cloud_named() -> None:
         sge_options(g)
 
 
+def test_another_schedulers_key_is_refused_at_the_key_nested_or_not() -> None:
+    """The refusal is placed at the key (``elb.core.keyerrors.refused``), and pydantic prefixes
+    the group's place in a config: a config error names the key at its line."""
+    with pytest.raises(ValidationError) as err:
+        NodeGroup.model_validate({"name": "a", "slots": 4, "max_nodes": 2, "queues": ["all.q"]}, context=SLURM)
+    assert [(e["type"], e["loc"], e["input"]) for e in err.value.errors()] == [("other_owner", ("queues",), ["all.q"])]
+    group = {"name": "a", "slots": 4, "max_nodes": 2, "hostgroup": "@big"}
+    with pytest.raises(ValidationError) as err:
+        Config.model_validate({"scheduler": "slurm", "node_groups": [group]})
+    assert [(e["type"], e["loc"]) for e in err.value.errors()] == [("other_owner", ("node_groups", 0, "hostgroup"))]
+
+
+def test_what_a_module_may_declare_is_asked_of_it_by_its_protocol() -> None:
+    """``group_options(cfg)`` and ``node_plays(cfg)`` are typed optional declarations, asked for
+    by ``isinstance``: Grid Engine and EC2 describe their one group, the local cloud does not (its
+    group options are EC2's model's defaults); both shipped drivers declare their node plays."""
+    sge, slurm = (importlib.import_module(SCHEDULERS[n]) for n in ("sge", "slurm"))
+    ec2, local = (importlib.import_module(CLOUDS[n]) for n in ("ec2", "local"))
+    assert isinstance(sge, DescribesDefaultGroup) and isinstance(ec2, DescribesDefaultGroup)
+    assert not isinstance(slurm, DescribesDefaultGroup) and not isinstance(local, DescribesDefaultGroup)
+    assert isinstance(sge, DeclaresNodePlays) and isinstance(slurm, DeclaresNodePlays)
+    cfg = parse_config({"scheduler": "slurm", "cloud": {"provider": "local"}})
+    assert cloud_options("local").of_config(cfg) == Ec2GroupOptions()
+    assert scheduler_options("slurm").of_config(cfg) == SchedulerGroupOptions()
+    sized = parse_config({"sge": {"queue": "big.q"}, "cloud": {"ec2": {"instance_types": ["c5.large"]}}})
+    assert scheduler_options(None).of_config(sized) == SgeGroupOptions(queues=["big.q"])
+    assert cloud_options("ec2").of_config(sized) == Ec2GroupOptions(instance_types=["c5.large"])
+
+
 def test_a_cloud_without_options_takes_none_of_ec2s_keys() -> None:
     g = NodeGroup(name="a", slots=4, max_nodes=2)
     assert type(g.cloud_options) is Ec2GroupOptions  # the default cloud's
@@ -89,6 +126,30 @@ def test_a_cloud_without_options_takes_none_of_ec2s_keys() -> None:
     assert type(bare.cloud_options) is GroupOptions
     with pytest.raises(TypeError, match="node group 'a' holds no EC2 settings"):
         ec2_options(bare)
+
+
+@pytest.mark.parametrize(
+    ("size", "expected"),
+    [
+        ("512", 512.0),
+        ("2k", 2e3),
+        ("2K", 2048.0),
+        ("1.5m", 1.5e6),
+        ("3M", 3 * 2.0**20),
+        ("128G", 128 * 2.0**30),
+        ("32g", 32e9),
+        ("1t", 1e12),
+        ("2T", 2 * 2.0**40),
+    ],
+)
+def test_a_groups_memory_is_a_size_read_by_one_rule(size: str, expected: float) -> None:
+    """``memory`` is a size, k m g t powers of 1000, K M G T of 1024: every scheduler reads it by
+    ``memory_bytes`` (Slurm's RealMemory check), and Grid Engine, which takes it as the implied
+    mem_total of a group's host, reads the same text to the same bytes."""
+    assert NodeGroup(name="a", slots=1, max_nodes=1, memory=size).memory == size
+    assert memory_bytes(size) == expected
+    assert slurm_conf.memory_bytes is memory_bytes
+    assert parse_memory(size) == expected
 
 
 @pytest.mark.parametrize(

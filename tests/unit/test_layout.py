@@ -214,6 +214,20 @@ def test_the_cores_code_names_no_scheduler_and_no_cloud() -> None:
     assert named == []
 
 
+# The types a scheduler's or a cloud's settings are written in (Grid Engine's queue and host group
+# names, EC2's instance types and launch templates): with their sections (``elb.core.config``) and
+# their modules, never in the core's model of a node group, which holds the fields all share.
+OWN_TYPES = re.compile(r"\b(QueueName|HostgroupName|InstanceType|LaunchTemplate)\b")
+NEUTRAL_GROUPS = ("elb.core.groups", "elb.core.groupoptions")
+
+
+@pytest.mark.parametrize("module", NEUTRAL_GROUPS)
+def test_the_cores_node_group_model_holds_no_scheduler_or_cloud_type(module: str) -> None:
+    text = modules()[module].read_text(encoding="utf-8")
+    named = [f"{module}:{line}: {word!r}" for line, word in code_words(text) if OWN_TYPES.search(word)]
+    assert named == []
+
+
 def test_the_word_finder_finds_names_in_code_and_not_in_docstrings() -> None:
     source = (
         '"""Grid Engine."""\n\ndef f(sge: int) -> str:\n    """qalter -l."""\n    return cfg.cloud.ec2 or "qmod -rq"\n'

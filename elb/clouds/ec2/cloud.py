@@ -49,8 +49,8 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 from elb.clouds.ec2.console import decode_output, host_key_in_console
 from elb.clouds.ec2.groupoptions import ec2_options
 from elb.clouds.ec2.user_data import node_user_data
-from elb.core.config import Config, Ec2Config
-from elb.core.groups import LaunchTemplate, NodeGroups
+from elb.core.config import Config, Ec2Config, LaunchTemplate
+from elb.core.groups import NodeGroups
 from elb.core.interfaces import (
     TAG_CLUSTER,
     TAG_GROUP,

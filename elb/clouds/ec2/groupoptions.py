@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
-from elb.core.groups import GroupOptions, InstanceType, LaunchTemplate, NodeGroup, unique
+from elb.core.config import InstanceType, LaunchTemplate
+from elb.core.groups import GroupOptions, NodeGroup, unique
 
 
 class Ec2GroupOptions(GroupOptions):

@@ -29,8 +29,7 @@ from elb.clouds.ec2.cloud import MANAGED_BY, ROLE_WORKER
 from elb.clouds.ec2.contract import CALLS, Caller
 from elb.clouds.ec2.groupoptions import ec2_options
 from elb.clouds.ec2.notices import RULES, queue_name, rule_name
-from elb.core.config import Config
-from elb.core.groups import LaunchTemplate
+from elb.core.config import Config, LaunchTemplate
 from elb.core.interfaces import TAG_CLUSTER, TAG_GROUP, TAG_MANAGED_BY, TAG_ROLE
 
 VERSION = "2012-10-17"

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from elb.core.groups import memory_bytes
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError
 from elb.schedulers.slurm.parse import expand
 
@@ -24,11 +25,6 @@ SHOW_NODES = ("scontrol", "-o", "show", "node")
 _CONFIG_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_]*(?:\[\d+\])?)\s*=\s*(.*)")
 _PAIR = re.compile(r"([A-Za-z][A-Za-z0-9_:]*)=(.*)", re.DOTALL)
 _UNSET = frozenset({"NONE", "INFINITE", "UNLIMITED", "(null)", "(NULL)", "N/A"})
-# An SGE-style memory value (a node group's ``memory``): k/m/g/t are powers of 1000, K/M/G/T of 1024.
-_MEMORY = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT]?)")
-_MEMORY_UNITS = {
-    "": 1, "k": 1e3, "K": 2**10, "m": 1e6, "M": 2**20, "g": 1e9, "G": 2**30, "t": 1e12, "T": 2**40,
-}  # fmt: skip
 
 
 class SlurmConfError(SlurmError):
@@ -172,14 +168,6 @@ def words(value: str | None) -> frozenset[str]:
     if value is None:
         return frozenset()
     return frozenset(w.strip().lower() for w in value.split(",") if w.strip() and w.strip().upper() not in _UNSET)
-
-
-def memory_bytes(text: str) -> float:
-    """A node group's ``memory`` (``30G``, ``30000M``, ``32g``) in bytes."""
-    m = _MEMORY.fullmatch(text.strip())
-    if m is None:
-        raise ValueError(f"{text!r} is not a memory value")
-    return float(m.group(1)) * _MEMORY_UNITS[m.group(2)]
 
 
 def master_name(config: Mapping[str, str]) -> str | None:
