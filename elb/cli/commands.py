@@ -24,9 +24,13 @@ from elb.core.demand import DemandSplit
 from elb.core.durations import argument as duration
 from elb.core.durations import minutes
 from elb.core.exitcodes import Exit
+from elb.core.interfaces import CloudError, TagsGroups
 from elb.core.model import Node, NodeState, Snapshot, by_reason
+from elb.core.poolplan import groups_of
 from elb.core.scheduler import SchedulerError, SchedulerRead
 from elb.core.spend import GroupSpend, budget_now, spend_by_group
+from elb.core.state import join
+from elb.core.tagplan import UntaggedWorker, untagged_workers
 from elb.core.timeline import DAY, DURATION_NAMES, TimelineSummary, summarize
 from elb.provision.ansible import ProvisionError
 from elb.service import factory, nodesize
@@ -397,14 +401,53 @@ def cmd_nodes(args: argparse.Namespace) -> int:
         if (why := kept_why(journal.events(n.name), n, now, ordered=n.name in ordered)) is not None
     }
     facts = nodes_facts(nodes, snap, now, cfg.policy.billing_period, timelines, kept=kept)
+    tags = _group_tags(cfg, journal, nodes, snap, now)
     journal.close()
     if args.json:
-        doc = {"time": now, "scheduler_read": snap is not None, "nodes": [asdict(f) for f in facts]}
+        doc: dict[str, object] = {"time": now, "scheduler_read": snap is not None, "nodes": [asdict(f) for f in facts]}
+        if tags.shown:
+            doc["untagged"] = None if tags.untagged is None else [u.as_json() for u in tags.untagged]
         print(json.dumps(doc, indent=2))
     else:
         _print_nodes_table(facts)
         _print_kept(facts)
+        _print_untagged(tags.untagged or ())
     return Exit.OK if snap is not None else Exit.UNREADABLE
+
+
+@dataclass(frozen=True, slots=True)
+class _GroupTags:
+    """What ``elb nodes`` says of the workers' node group tags."""
+
+    shown: bool  # the cloud tags workers (``TagsGroups``); else nothing is said of tags
+    untagged: tuple[UntaggedWorker, ...] | None = None  # None: its workers could not be listed
+
+
+def _group_tags(cfg: Config, journal: Journal, nodes: Sequence[Node], snap: Snapshot | None, now: float) -> _GroupTags:
+    """The workers whose instances the cloud lists without their node group's tag, each with
+    whether the next pass asks for it or when (``elb.core.tagplan.untagged_workers``, the pass's
+    rule, after the refusal the daemon journalled). Not shown on a cloud that does not tag;
+    None (said on stderr) when its workers cannot be listed."""
+    cloud, why = build_cloud(cfg, factory.make_cloud)
+    if cloud is not None and not isinstance(cloud, TagsGroups):
+        return _GroupTags(shown=False)
+    try:
+        if cloud is None:
+            raise CloudError(why)
+        instances = cloud.list_workers()
+    except Exception as err:  # the journal's and the scheduler's view are still worth printing
+        _error(f"cannot list {cfg.cloud.provider}'s workers (their node group tags not shown): {err}")
+        return _GroupTags(shown=True)
+    state = join(nodes, instances, snap or Snapshot(now, (), ()), now=now)
+    return _GroupTags(True, untagged_workers(state, groups_of(cfg), journal.tags_refused(), now))
+
+
+def _print_untagged(untagged: Sequence[UntaggedWorker]) -> None:
+    """The workers still without their node group's tag, each with when it is set."""
+    if untagged:
+        print("\nnode group tags:")
+        for u in untagged:
+            print(f"  {u.tag.node}: {u.describe()}")
 
 
 def _print_nodes_table(facts: Sequence[NodeFacts]) -> None:

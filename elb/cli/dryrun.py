@@ -188,6 +188,7 @@ def plan_json(
             {"node": t.node, "instance": t.instance_id, "group": t.group, "reason": t.reason}
             for t in planned.group_tags
         ],
+        "tags_waiting": [u.as_json() for u in planned.tags_waiting],
         "pool": planned.pool.describe(),
         "scaling": planned.scaling is not None,
         "scaling_note": planned.scaling_note,

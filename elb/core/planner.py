@@ -49,7 +49,7 @@ from elb.core.poolplan import PoolPlan, group_of, groups_of, plan_pool, pooled_h
 from elb.core.reconcile import Repair, RepairKind, repairs_of
 from elb.core.scheduler import Ask, Dropped
 from elb.core.state import ClusterState, JoinIndex, join
-from elb.core.tagplan import GroupTag, describe_tags, plan_group_tags, tags_due
+from elb.core.tagplan import GroupTag, TagRefusal, UntaggedWorker, describe_tags, untagged_workers
 
 RepairKey = tuple[RepairKind, str]  # a repair of one kind on one node
 
@@ -371,7 +371,7 @@ class PassInputs:
     # The cloud can tag a worker with its node group afterwards (``TagsGroups``) and ``instances``
     # carry their tags as the cloud listed them: the workers that lack it are tagged.
     tags_groups: bool = False
-    tags_refused_at: float | None = None  # the cloud's last refusal to tag (``elb.core.tagplan.tags_due``)
+    tags_refused: TagRefusal | None = None  # the cloud's last refusal to tag, journalled (``tagplan.tags_due``)
 
 
 @quick_init
@@ -401,6 +401,7 @@ class PassPlan:
     budget: BudgetCheck | None = None  # the budget's verdict on the launches (``policy.budget``)
     held: tuple[Removal, ...] = ()  # removals not planned: nodes kept on their own word lately (``witness_hold``)
     group_tags: tuple[GroupTag, ...] = ()  # workers whose instances get their node group's tag (``elb.core.tagplan``)
+    tags_waiting: tuple[UntaggedWorker, ...] = ()  # workers whose tag waits out the cloud's refusal (``tags_due``)
 
     @property
     def launches_held(self) -> int:
@@ -413,6 +414,7 @@ class PassPlan:
         lines = [f"retire {r.node}: {r.cloud} {r.kind.value} notice: {r.reason}" for r in self.notices.retire]
         lines += [f"repair ({r.kind.value}) {r.node}: {r.reason}" for r in self.repairs]
         lines += describe_tags(self.group_tags)
+        lines += [f"{u.tag.node}: {u.describe()}" for u in self.tags_waiting]
         lines += [f"kept {r.node}: {r.reason}" for r in self.kept]
         lines += [
             f"ALARM: {r.kind.value} {r.node} failed pass after pass; scaling goes on around it" for r in self.stuck
@@ -500,6 +502,7 @@ def _regardless_of_scaling(
         if inputs.interrupted
         else ()
     )
+    untagged = untagged_workers(state, groups, inputs.tags_refused, state.now) if inputs.tags_groups else ()
     base = PassPlan(
         repairs=todo,
         kept=kept,
@@ -509,9 +512,8 @@ def _regardless_of_scaling(
         notices=notices,
         moves=moved,
         answers=asks.answers,
-        group_tags=(
-            plan_group_tags(state, groups) if inputs.tags_groups and tags_due(inputs.tags_refused_at, state.now) else ()
-        ),
+        group_tags=tuple(u.tag for u in untagged if u.due),
+        tags_waiting=tuple(u for u in untagged if not u.due),
     )
     return base, hold, _Around(frozenset(busy), frozenset(doomed), pools)
 

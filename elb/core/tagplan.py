@@ -7,12 +7,17 @@ journal (not gone) whose instance the cloud lists without it, when its group is 
 (``elb.core.groups.known_group``: the group its record names, or the one group there is): a
 record without a group among several is given the first group's variables by elb's plays, but
 that is no knowledge of its group, and a tag would place it there for good.
+
+After the cloud refused (``TagRefusal``, kept in the journal so that ``elb nodes`` reads it too),
+the tags wait ``TAG_RETRY`` (``tags_due``). ``untagged_workers`` is what a pass and ``elb nodes``
+both say of each worker still without its tag: whether this pass asks for it, or when it will.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from elb.core.groups import NodeGroups, known_group
 from elb.core.interfaces import TAG_GROUP
@@ -34,10 +39,58 @@ class GroupTag:
 TAG_RETRY = 3600.0
 
 
-def tags_due(refused_at: float | None, now: float) -> bool:
-    """Whether a pass at ``now`` may ask the cloud for tags, the last refusal at ``refused_at``
-    (None: none since elb started, or the last call went through)."""
-    return refused_at is None or now - refused_at >= TAG_RETRY
+@dataclass(frozen=True, slots=True)
+class TagRefusal:
+    """The cloud's last refusal to tag: when, and its error."""
+
+    at: float
+    error: str
+
+    @property
+    def retry_at(self) -> float:
+        """When the tags may be asked for again."""
+        return self.at + TAG_RETRY
+
+
+def tags_due(refused: TagRefusal | None, now: float) -> bool:
+    """Whether a pass at ``now`` may ask the cloud for tags, the last refusal ``refused`` (None:
+    none, or the last call went through)."""
+    return refused is None or now >= refused.retry_at
+
+
+def _when(t: float) -> str:
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+@dataclass(frozen=True, slots=True)
+class UntaggedWorker:
+    """A worker whose instance lacks its node group's tag (``tag``); ``due``: a pass at the time
+    it was found asks the cloud for it (``tags_due``), else it waits out ``refused``."""
+
+    tag: GroupTag
+    refused: TagRefusal | None
+    due: bool
+
+    def describe(self) -> str:
+        """``group tag elb:group=gpu not yet set: ...``: set at the next pass, or refused and when
+        it is asked again."""
+        head = f"group tag {TAG_GROUP}={self.tag.group} not yet set"
+        if self.refused is None:
+            return f"{head}: set at the next pass"
+        again = "at the next pass" if self.due else f"at {_when(self.refused.retry_at)}"
+        return f"{head}: the cloud refused it at {_when(self.refused.at)} ({self.refused.error}), asked again {again}"
+
+    def as_json(self) -> dict[str, object]:
+        r = self.refused
+        return {
+            "node": self.tag.node,
+            "instance": self.tag.instance_id,
+            "group": self.tag.group,
+            "refused_at": None if r is None else r.at,
+            "refusal": None if r is None else r.error,
+            "asked_again_at": None if r is None or self.due else r.retry_at,
+            "line": self.describe(),
+        }
 
 
 UNTAGGED = (
@@ -58,6 +111,16 @@ def plan_group_tags(state: ClusterState, groups: NodeGroups) -> tuple[GroupTag, 
         if group is not None:
             out.append(GroupTag(m.name, inst.instance_id, group.name, UNTAGGED))
     return tuple(out)
+
+
+def untagged_workers(
+    state: ClusterState, groups: NodeGroups, refused: TagRefusal | None, now: float
+) -> tuple[UntaggedWorker, ...]:
+    """Each of ``state``'s workers whose tag ``plan_group_tags`` plans, with whether a pass at
+    ``now`` asks for it after ``refused`` (``tags_due``): the pass's decision, and what
+    ``elb nodes`` says of each."""
+    due = tags_due(refused, now)
+    return tuple(UntaggedWorker(t, refused, due) for t in plan_group_tags(state, groups))
 
 
 def describe_tags(tags: Sequence[GroupTag]) -> list[str]:

@@ -856,13 +856,13 @@ class Actuator:
                 out.moved.append(move.job)
         self.journal.mark_moved(move.job)
 
-    def tag_groups(self, tags: Sequence[GroupTag]) -> bool:
+    def tag_groups(self, tags: Sequence[GroupTag]) -> str | None:
         """Give the planned workers their node group's tag, in one call to a cloud that
-        ``TagsGroups``: said per group when done. False when the cloud refused: said once, fails
-        no node (a later pass, finding them untagged still, plans them again: ``tags_due``)."""
+        ``TagsGroups``: said per group when done. The cloud's error when it refused: said once,
+        fails no node (a later pass, finding them untagged still, plans them again: ``tags_due``)."""
         cloud = self.cloud
         if not tags or not isinstance(cloud, TagsGroups):
-            return True
+            return None
         try:
             cloud.tag_groups({t.instance_id: t.group for t in tags})
         except CloudError as err:  # the workers serve as they did; their tags wait
@@ -874,10 +874,10 @@ class Actuator:
                 err,
                 minutes(TAG_RETRY),
             )
-            return False
+            return str(err)
         for line in describe_tags(tags):
             log.info("tagged %s", line.removeprefix("tag "))
-        return True
+        return None
 
     # -- reconcile -----------------------------------------------------------------------
     def repair(self, r: Repair, out: Outcomes) -> None:

@@ -49,6 +49,7 @@ from elb.core.reconcile import RepairKind
 from elb.core.scheduler import Scheduler, SchedulerError, SchedulerRead
 from elb.core.spend import SpendCache, read_spend
 from elb.core.state import GONE, busy_hosts, join, seen
+from elb.core.tagplan import TagRefusal
 from elb.service import nodesize
 from elb.service.actuator import Actuator
 from elb.service.executor import Executor
@@ -146,7 +147,6 @@ class Balancer:
         self._nodes_at_start: list[Node] = []
         self._watching_since: float | None = None  # the first live pass's time (see reconcile.lost_for)
         self._repair_fails: dict[tuple[RepairKind, str], int] = {}  # failed passes in a row, per repair
-        self._tags_refused_at: float | None = None  # when the cloud last refused to tag (``tags_due``)
         self.spend_cache = SpendCache()  # the budget's gone nodes, kept between passes (elb.core.spend.read_spend)
         pooled = [g.name for g in groups_of(config).groups if g.warm_pool.enabled]
         if pooled:
@@ -289,6 +289,7 @@ class Balancer:
         their tags (not the journal's workers taken for it): a cloud that ``TagsGroups`` tags
         the workers that lack their node group's tag."""
         snap = read.snapshot
+        tags = listed and isinstance(self.cloud, TagsGroups)
         return PassInputs(
             snapshot=snap,
             nodes=nodes,
@@ -308,8 +309,8 @@ class Balancer:
             interrupted=tuple(self.journal.interrupted_jobs()),
             scheduler=self.scheduler.name,
             cloud=self.cloud_settings,
-            tags_groups=listed and isinstance(self.cloud, TagsGroups),
-            tags_refused_at=self._tags_refused_at,
+            tags_groups=tags,
+            tags_refused=self.journal.tags_refused() if tags else None,
         )
 
     def _for_scaling(self, inputs: PassInputs, read: SchedulerRead) -> PassInputs:
@@ -396,7 +397,8 @@ class Balancer:
             log.error("%s", inputs.demand_error)
         self._start_repairs(plan, inputs, act, result)
         if plan.group_tags:
-            self._tags_refused_at = None if act.tag_groups(plan.group_tags) else result.now
+            error = act.tag_groups(plan.group_tags)
+            self.journal.set_tags_refused(None if error is None else TagRefusal(result.now, error))
         self._start_pool(plan, act, result, scaling=False)
         if inputs.backoff is not None:  # gathered when scaling went on; else the last one stands
             self.last.backoff_rounds = inputs.backoff.rounds

@@ -21,6 +21,7 @@ from elb.core.attribution import SeenOn
 from elb.core.model import Cause, Event, History, Node, NodeState, WitnessKeep
 from elb.core.orders import Orders
 from elb.core.scheduler import Ask, AskKind
+from elb.core.tagplan import TagRefusal
 from elb.core.timeline import Step, Timeline, timeline_of
 from elb.service import migrations
 from elb.service.migrations import JournalVersionError
@@ -639,6 +640,20 @@ class Journal:
         found = self._get_meta("node_size")
         if isinstance(found, list) and len(found) == 2 and isinstance(found[0], int) and found[0] > 0:
             return int(found[0]), str(found[1])
+        return None
+
+    @_locked
+    def set_tags_refused(self, refused: TagRefusal | None) -> None:
+        """The cloud's last refusal to tag the workers with their node groups (None: the last call
+        went through): the daemon's to decide when to ask again, ``elb nodes``'s to say it."""
+        self._set_meta("tags_refused", None if refused is None else [refused.at, refused.error])
+
+    @_locked
+    def tags_refused(self) -> TagRefusal | None:
+        """What ``set_tags_refused`` last wrote, or None."""
+        found = self._get_meta("tags_refused")
+        if isinstance(found, list) and len(found) == 2 and isinstance(found[0], int | float):
+            return TagRefusal(float(found[0]), str(found[1]))
         return None
 
     # -- what a scheduler asked of each node (Slurm's power saving) ---------------------------

@@ -1,12 +1,14 @@
 """A worker launched before elb tagged workers with their node group (``elb:group``) gets the tag
 from the daemon: the planner plans it, with why, for each worker of the journal whose group is
 known and whose instance lacks it, when the cloud can tag (``TagsGroups``); the actuator has the
-cloud tag them in the pass, and an error is logged once a pass and tried again the next, failing
-no node. EC2 tags them with ``CreateTags``, one call per group and 1000 instances at most."""
+cloud tag them in the pass; a refusal is logged, fails no node, is journalled and asked again an
+hour later. ``elb nodes`` and the dry run say which workers still lack the tag and when it is set.
+EC2 tags them with ``CreateTags``, one call per group and 1000 instances at most."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -14,11 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from elb.cli.dryrun import dry_run
+from elb.cli.main import main
 from elb.clouds.ec2.contract import problems
 from elb.clouds.local import LocalCloud
 from elb.core.backoff import Backoffs
-from elb.core.config import Config, LocalConfig, parse_config
+from elb.core.config import Config, LocalConfig, load_config, parse_config
 from elb.core.demand import DemandSplit
+from elb.core.exitcodes import Exit
 from elb.core.groups import NodeGroup, NodeGroups
 from elb.core.interfaces import TAG_GROUP, CloudError, Instance, TagsGroups
 from elb.core.model import History, Node, NodeState
@@ -27,6 +32,7 @@ from elb.core.planner import PassInputs, PassPlan, plan_pass
 from elb.core.policy.grouped import policy_for
 from elb.core.tagplan import TAG_RETRY
 from elb.schedulers.sge.driver import GridEngine
+from elb.service import factory
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
 from tests.clock import Clock
@@ -255,6 +261,123 @@ def test_a_dry_run_that_cannot_list_the_cloud_plans_no_tag(tmp_path: Path) -> No
     result = bal.run_pass(dry_run=True)
     assert result.ok and result.planned is not None, result.error
     assert result.planned.group_tags == ()
+
+
+# --------------------------------------------------------------------------- what an admin sees
+
+REFUSED = "UnauthorizedOperation: not authorized to perform: ec2:CreateTags"
+REFUSED_LINE = (
+    f"group tag {TAG_GROUP}=gpu not yet set: the cloud refused it at 2027-01-15 08:00 UTC "
+    f"(tagging i-0001, i-0002: {REFUSED}), asked again at 2027-01-15 09:00 UTC"
+)
+
+
+class ForTagging(TaggingCloud):
+    """The refusal as EC2's adapter words it: what the call tagged, then the cloud's error."""
+
+    def tag_groups(self, groups: Mapping[str, str]) -> None:
+        try:
+            super().tag_groups(groups)
+        except CloudError as err:
+            raise CloudError(f"tagging {', '.join(groups)}: {err}") from None
+
+
+def on_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cloud: FakeCloud
+) -> tuple[Path, Balancer, Journal]:
+    """``rig``'s cluster, with its config written for the command line and the factory handing
+    out its scheduler and ``cloud``."""
+    bal, journal = rig(tmp_path, cloud)
+    path = tmp_path / "elb.yml"
+    groups = [{**SMALL, "min_nodes": 1}, {**GPU, "min_nodes": 1}]
+    path.write_text(json.dumps({"state_dir": str(tmp_path), "policy": {"billing": "second"}, "node_groups": groups}))
+    monkeypatch.setattr(factory, "make_scheduler", lambda cfg, journal: GridEngine(cfg, bal.scheduler.sge))  # type: ignore[attr-defined]
+    monkeypatch.setattr(factory, "make_cloud", lambda cfg: cloud)
+    return path, bal, journal
+
+
+def nodes_out(path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> str:
+    assert main(["nodes", "-c", str(path), *extra]) == Exit.OK
+    return capsys.readouterr().out
+
+
+def test_the_refusal_is_journalled_and_a_restarted_daemon_waits_it_out(tmp_path: Path) -> None:
+    """The refusal is the cloud's answer to elb's permissions, not to one process: kept in the
+    journal, a restarted daemon (or ``elb once``) asks again when the hour is out, not at once."""
+    cloud = TaggingCloud(T0, error=REFUSED)
+    bal, journal = rig(tmp_path, cloud)
+    assert bal.run_pass().ok and len(cloud.tag_calls) == 1
+    refused = journal.tags_refused()
+    assert refused is not None and refused.at == T0 and REFUSED in refused.error
+    again = Balancer(bal.config, scheduler=bal.scheduler, journal=journal, cloud=cloud, provisioner=bal.provisioner)
+    assert again.run_pass().ok
+    assert len(cloud.tag_calls) == 1
+    cloud.error = None
+    bal.scheduler.sge.now = cloud.now = T0 + TAG_RETRY  # type: ignore[attr-defined]
+    assert again.run_pass().ok
+    assert len(cloud.tag_calls) == 2 and journal.tags_refused() is None
+
+
+def test_nodes_says_which_workers_lack_their_group_tag_and_that_the_next_pass_sets_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, bal, journal = on_the_command_line(tmp_path, monkeypatch, TaggingCloud(T0))
+    out = nodes_out(path, capsys).splitlines()
+    at = out.index("node group tags:")
+    assert out[at + 1 :] == [
+        f"  node001: group tag {TAG_GROUP}=gpu not yet set: set at the next pass",
+        f"  node002: group tag {TAG_GROUP}=small not yet set: set at the next pass",
+    ]
+    doc = json.loads(nodes_out(path, capsys, "--json"))
+    assert [(u["node"], u["group"], u["refused_at"]) for u in doc["untagged"]] == [
+        ("node001", "gpu", None),
+        ("node002", "small", None),
+    ]
+    assert bal.run_pass().ok  # tagged
+    journal.close()
+    assert "node group tags:" not in nodes_out(path, capsys)
+    assert json.loads(nodes_out(path, capsys, "--json"))["untagged"] == []
+
+
+def test_nodes_says_the_cloud_refused_the_tags_and_when_they_are_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The daemon's refusal, read from the journal by ``elb nodes`` (another process), with the
+    time the daemon asks again (``tags_due``, the pass's own rule); the dry run says the same."""
+    cloud = ForTagging(T0, error=REFUSED)
+    path, bal, journal = on_the_command_line(tmp_path, monkeypatch, cloud)
+    assert bal.run_pass().ok
+    journal.close()
+    bal.scheduler.sge.now = T0 + 60  # type: ignore[attr-defined]
+    out = nodes_out(path, capsys).splitlines()
+    assert f"  node001: {REFUSED_LINE}" in out
+    doc = json.loads(nodes_out(path, capsys, "--json"))
+    (gpu,) = [u for u in doc["untagged"] if u["node"] == "node001"]
+    assert (gpu["refused_at"], gpu["asked_again_at"], gpu["line"]) == (T0, T0 + TAG_RETRY, REFUSED_LINE)
+    assert REFUSED in gpu["refusal"]
+    lines: list[str] = []
+    cfg = load_config(path)
+    assert dry_run(cfg, factory.make_scheduler, factory.make_cloud, lines.append) == (Exit.OK, None)
+    assert f"  node001: {REFUSED_LINE}" in lines
+    assert not any(line.strip().startswith("tag ") for line in lines)  # not asked for in this pass
+    lines.clear()
+    assert dry_run(cfg, factory.make_scheduler, factory.make_cloud, lines.append, as_json=True) == (Exit.OK, None)
+    plan = json.loads(lines[0])
+    assert plan["group_tags"] == [] and [u["line"] for u in plan["tags_waiting"]][:1] == [REFUSED_LINE]
+    assert len(cloud.tag_calls) == 1
+    bal.scheduler.sge.now = T0 + TAG_RETRY  # type: ignore[attr-defined]
+    out = nodes_out(path, capsys).splitlines()
+    due = REFUSED_LINE.removesuffix("at 2027-01-15 09:00 UTC") + "at the next pass"  # the daemon down since
+    assert f"  node001: {due}" in out
+
+
+def test_nodes_says_nothing_of_tags_on_a_cloud_that_cannot_tag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, _, journal = on_the_command_line(tmp_path, monkeypatch, FakeCloud(T0))
+    journal.close()
+    assert "tag" not in nodes_out(path, capsys)
+    assert "untagged" not in json.loads(nodes_out(path, capsys, "--json"))
 
 
 # --------------------------------------------------------------------------- the clouds

@@ -49,10 +49,10 @@ def test_a_cloud_partition_becomes_a_node_group_and_the_config_loads(tmp_path: P
 
 def test_what_slurm_lacks_is_what_validate_would_fail() -> None:
     broken = CONFIG.replace("PrivateData             = cloud", "PrivateData             = none")
-    broken = broken.replace("ResumeTimeout           = 1800 sec", "ResumeTimeout           = 600 sec")
+    broken = broken.replace("ResumeTimeout           = 1920 sec", "ResumeTimeout           = 600 sec")
     f = conf.SlurmFacts(conf.parse_show_config(broken), facts().partitions, facts().nodes)
     text = init_slurm.render(init_slurm.SlurmInitFacts(master="m", conf=None, bin_dir=None, slurm=f))
-    assert [c.fix for c in conf_missing(text, f)] == ["ResumeTimeout=1680", "PrivateData=cloud"]
+    assert [c.fix for c in conf_missing(text, f)] == ["ResumeTimeout=1920", "PrivateData=cloud"]
 
 
 def test_slurm_not_read_is_said_in_a_comment_and_nothing_guessed(tmp_path: Path) -> None:
