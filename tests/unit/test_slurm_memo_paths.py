@@ -6,7 +6,9 @@ number giving the reason."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+import time
+
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from elb.core.config import parse_config
@@ -14,6 +16,7 @@ from elb.core.demand import NotDemand
 from elb.core.model import JobPhase, Node, NodeState
 from elb.schedulers.slurm.commands import SlurmRead
 from elb.schedulers.slurm.driver import Slurm
+from elb.schedulers.slurm.held import line_of
 from elb.schedulers.slurm.parse import (
     SlurmJob,
     SqueueMemo,
@@ -27,7 +30,9 @@ from elb.schedulers.slurm.view import _ARRAY, array_tasks, job_number, made_of, 
 
 SINFO = "node001|allocated+cloud|4|4/0/0/4|cloud*|none\nnode002|idle+cloud|4|0/4/0/4|cloud*|none\n"
 REASONS = ("None", "Priority", "Resources", "JobHeldUser", "Dependency", "BeginTime", "QOSMaxJobsPerUserLimit")
-STAMPS = ("N/A", "2026-11-24T16:01:06", "2026-11-24T17:30:59", "2026-11-25T00:00:00")
+# (The start of the epoch in local time: a begin time of 0 s, which is no time for ``or``.)
+EPOCH = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(0))
+STAMPS = ("N/A", "2026-11-24T16:01:06", "2026-11-24T17:30:59", "2026-11-25T00:00:00", EPOCH)
 
 
 @st.composite
@@ -100,11 +105,11 @@ class Answers:
 
     def __init__(self, reads: list[str]) -> None:
         self.reads = iter([*reads, reads[-1]])
-        self.memo = SqueueMemo(made_of)
+        self.memo = SqueueMemo(line_of)  # (``SlurmCommands``'s)
 
     def read(self) -> SlurmRead:
-        jobs, made = read_squeue(next(self.reads), self.memo)
-        return SlurmRead(tuple(jobs), tuple(parse_sinfo(SINFO)), made)
+        jobs, lines = read_squeue(next(self.reads), self.memo)
+        return SlurmRead(tuple(jobs), tuple(parse_sinfo(SINFO)), lines)
 
     def resume_timeout(self) -> float:
         return 600.0
@@ -123,6 +128,7 @@ class NoAsks:
 
 @settings(max_examples=150, deadline=None)
 @given(texts())
+@example([f"5|cloud|PENDING|BeginTime|1|1||{EPOCH}|{EPOCH}|UNLIMITED|user|a\n"])  # a begin time of 0 s: now
 def test_the_drivers_held_jobs_are_the_ones_worked_out_line_by_line(reads: list[str]) -> None:
     """At each read, later each time, the held jobs' answers of the driver (the ones of the read
     before kept for the very same line) are the plain ones: lines come and go, a number's last

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from elb.core.config import SlurmConfig
 from elb.schedulers.process import CommandError, CommandResult, CommandTimeout, Retry, is_transient, run_command
+from elb.schedulers.slurm.held import Line, line_of
 from elb.schedulers.slurm.parse import (
     SINFO_ARGV,
     SQUEUE_ARGV,
@@ -36,7 +37,6 @@ from elb.schedulers.slurm.parse import (
     parse_sinfo,
     read_squeue,
 )
-from elb.schedulers.slurm.view import Made, made_of
 
 _NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 _ADDRESS = re.compile(r"[0-9A-Fa-f.:]{2,45}")
@@ -83,13 +83,13 @@ class SlurmError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class SlurmRead:
-    """What one read of Slurm showed: its jobs and its nodes; ``made``: each job's neutral jobs
-    (``elb.schedulers.slurm.view.made_of``), in the jobs' order, when the read kept them (None:
-    the snapshot works them out)."""
+    """What one read of Slurm showed: its jobs and its nodes; ``lines``: each job's line
+    (``elb.schedulers.slurm.held.line_of``: its neutral jobs and its held job's answer), in the
+    jobs' order, when the read kept them (None: the driver works them out)."""
 
     jobs: tuple[SlurmJob, ...]
     nodes: tuple[SlurmNode, ...]
-    made: Sequence[Made] | None = None
+    lines: Sequence[Line] | None = None
 
     def node(self, name: str) -> SlurmNode | None:
         for n in self.nodes:
@@ -129,7 +129,7 @@ class SlurmCommands:
         if config.conf is not None:
             base["SLURM_CONF"] = str(config.conf)
         self.env = base
-        self._squeue_memo = SqueueMemo(made_of)  # each squeue line's job and neutral jobs, for the next read
+        self._squeue_memo = SqueueMemo(line_of)  # each squeue line's job and ``Line``, for the next read
         self._sinfo_memo = SinfoMemo()  # each sinfo line's node, for the next read
 
     def _executable(self, name: str) -> str:
@@ -170,12 +170,12 @@ class SlurmCommands:
         """Nodes, then jobs (a job that lands meanwhile is seen on its node by the jobs' read)."""
         try:
             nodes = parse_sinfo(self._text(SINFO_ARGV), memo=self._sinfo_memo)
-            jobs, made = read_squeue(self._text(SQUEUE_ARGV), self._squeue_memo)
+            jobs, lines = read_squeue(self._text(SQUEUE_ARGV), self._squeue_memo)
         except SlurmParseError as err:
             raise SlurmError(str(err)) from None
         if not nodes:
             raise SlurmError("sinfo listed no node: a hollow read (is the controller up, is PrivateData=cloud set?)")
-        return SlurmRead(tuple(jobs), tuple(nodes), made)
+        return SlurmRead(tuple(jobs), tuple(nodes), lines)
 
     def update(self, names: Sequence[str], *, park: bool = False, **fields: str) -> None:
         """``scontrol update nodename=<hostlist> key=value ...`` (each value checked by the caller),
