@@ -6,6 +6,7 @@ number giving the reason."""
 
 from __future__ import annotations
 
+import re
 import time
 
 from hypothesis import example, given, settings
@@ -22,11 +23,13 @@ from elb.schedulers.slurm.parse import (
     SqueueMemo,
     _squeue_line,
     not_demand_reason,
+    paired,
     parse_sinfo,
     parse_squeue,
+    read_entries,
     read_squeue,
 )
-from elb.schedulers.slurm.view import _ARRAY, array_tasks, job_number, made_of, snapshot
+from elb.schedulers.slurm.view import MAX_TASKS, array_tasks, job_number, made_of, snapshot
 
 SINFO = "node001|allocated+cloud|4|4/0/0/4|cloud*|none\nnode002|idle+cloud|4|0/4/0/4|cloud*|none\n"
 REASONS = ("None", "Priority", "Resources", "JobHeldUser", "Dependency", "BeginTime", "QOSMaxJobsPerUserLimit")
@@ -72,7 +75,7 @@ def line_by_line(text: str) -> list[SlurmJob]:
 @settings(max_examples=150, deadline=None)
 @given(texts())
 def test_a_memoised_read_is_each_line_read_on_its_own(reads: list[str]) -> None:
-    memo = SqueueMemo(made_of)
+    memo = SqueueMemo(paired(made_of))
     nodes = parse_sinfo(SINFO)
     for text in reads:
         jobs, made = read_squeue(text, memo)
@@ -108,8 +111,7 @@ class Answers:
         self.memo = SqueueMemo(line_of)  # (``SlurmCommands``'s)
 
     def read(self) -> SlurmRead:
-        jobs, lines = read_squeue(next(self.reads), self.memo)
-        return SlurmRead(tuple(jobs), tuple(parse_sinfo(SINFO)), lines)
+        return SlurmRead(tuple(parse_sinfo(SINFO)), read_entries(next(self.reads), self.memo))
 
     def resume_timeout(self) -> float:
         return 600.0
@@ -151,10 +153,34 @@ def test_the_drivers_held_jobs_are_the_ones_worked_out_line_by_line(reads: list[
         assert list(demand.not_demand) == held_line_by_line(line_by_line(text), now)
 
 
+_ARRAY = re.compile(r"^(\d+)(?:_(.*))?$")
+_RANGE = re.compile(r"^(\d+)(?:-(\d+))?(?::(\d+))?$")
+
+
 def number_by_expression(job_id: str) -> int:
     """The job's number as ``_ARRAY`` reads it (the digits it starts with, before a ``_`` or the end)."""
     m = _ARRAY.match(job_id)
     return int(m.group(1)) if m else 0
+
+
+def tasks_by_expression(job_id: str) -> int:
+    """An entry's tasks as the expressions read them: ``_ARRAY``'s tail in brackets, each part
+    of it ``_RANGE``'s."""
+    m = _ARRAY.match(job_id)
+    if m is None or not m.group(2) or not m.group(2).startswith("["):
+        return 1
+    total = 0
+    for part in m.group(2).strip("[]").split("%", 1)[0].split(","):
+        r = _RANGE.match(part)
+        if r is None:
+            return 1
+        lo = int(r.group(1))
+        hi = int(r.group(2)) if r.group(2) else lo
+        step = int(r.group(3)) if r.group(3) else 1
+        total += max(0, (hi - lo) // max(step, 1) + 1)
+        if total >= MAX_TASKS:
+            return MAX_TASKS
+    return max(total, 1)
 
 
 _ID_CHARS = st.sampled_from(["0", "7", "12", "_", "[", "]", "-", "%", ",", ":", "+", "a", " ", "٣", "²"])
@@ -163,12 +189,20 @@ _ID_CHARS = st.sampled_from(["0", "7", "12", "_", "[", "]", "-", "%", ",", ":", 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_ID_CHARS, max_size=8).map("".join))
 def test_a_job_number_and_its_tasks_are_the_expressions(job_id: str) -> None:
-    """``job_number`` and ``array_tasks``'s quick answer (no ``_[``: one task) are what the
-    expressions read from every id of one line: numbers, arrays, heterogeneous ids, other
-    decimal digits and digits that are not decimal."""
+    """``job_number`` and ``array_tasks`` are what the expressions read from every id of one line:
+    numbers, arrays, heterogeneous ids, other decimal digits and digits that are not decimal."""
     assert job_number(job_id) == number_by_expression(job_id)
-    m = _ARRAY.match(job_id)
-    if m is None or not (m.group(2) or "").startswith("["):  # the expression's one task
-        assert array_tasks(job_id) == 1
-    else:
-        assert "_[" in job_id  # (read through the expression)
+    assert array_tasks(job_id) == tasks_by_expression(job_id)
+
+
+_ARRAY_PARTS = st.sampled_from(["3", "12", "٣", "²", "-", ":", ",", "%", "5", "]", "[", " ", "1000000"])
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(["8_[", "8_", "٣_[", "x_[", "8_[1-", "_["]), st.lists(_ARRAY_PARTS, max_size=10).map("".join))
+def test_an_arrays_tasks_are_the_expressions(head: str, tail: str) -> None:
+    """``array_tasks`` of ids that mostly are arrays' pending tasks, of every form and many near
+    misses (an empty part, a range without its end, a step of 0, digits that are not decimal, past
+    ``MAX_TASKS``), is what the expressions read."""
+    job_id = head + tail
+    assert array_tasks(job_id) == tasks_by_expression(job_id)

@@ -22,6 +22,7 @@ from elb.schedulers.slurm.parse import (
     compress,
     expand,
     not_demand_reason,
+    paired,
     parse_sinfo,
     parse_squeue,
     parse_time_limit,
@@ -186,7 +187,7 @@ def test_a_memo_reads_squeue_as_without_and_reuses_the_lines_read_before() -> No
     texts = [bench.make_squeue(600, 40, turn=t, churn=0.05).decode() for t in range(4)]
     texts.insert(2, read("squeue.txt"))
     texts.append(texts[-1] + "\n\n")
-    memo = SqueueMemo(made_of)
+    memo = SqueueMemo(paired(made_of))
     before: dict[str, tuple[SlurmJob, object]] = {}
     nodes = parse_sinfo(read("sinfo.txt"))
     for text in texts:
@@ -213,7 +214,7 @@ def test_a_memo_keeps_the_lines_that_left_up_to_its_bound_then_only_the_last_rea
     """Lines that left a read stay in the memo (a read that brings them back finds their very
     jobs) until more than ``stale_bound`` of the memo's lines are not in the last read: then the
     memo holds the last read's lines alone. A changed line is read anew."""
-    memo = SqueueMemo(made_of)
+    memo = SqueueMemo(paired(made_of))
     first = pending_lines(range(1, 2001))
     jobs_first, made_first = read_squeue(squeue_text(first), memo)
     second = pending_lines(range(101, 2101))  # 100 left, 100 came
@@ -234,7 +235,7 @@ def test_a_memo_keeps_the_lines_that_left_up_to_its_bound_then_only_the_last_rea
 def test_a_memo_stays_within_its_bound_over_many_reads() -> None:
     """Reads in a row, each with a tenth of its lines new: the memo holds every line of the last
     read and at most ``stale_bound`` others."""
-    memo = SqueueMemo(made_of)
+    memo = SqueueMemo(paired(made_of))
     for turn in range(30):
         lines = pending_lines(range(1 + turn * 300, 3001 + turn * 300))
         read_squeue(squeue_text(lines), memo)
@@ -243,7 +244,7 @@ def test_a_memo_stays_within_its_bound_over_many_reads() -> None:
 
 
 def test_a_memo_reads_a_bad_line_as_without() -> None:
-    memo = SqueueMemo(made_of)
+    memo = SqueueMemo(paired(made_of))
     good = read("squeue.txt")
     parse_squeue(good, memo=memo)
     bad = good + "9|cloud|PENDING|None|x|1||N/A|N/A|UNLIMITED|root|bad\n"
@@ -258,7 +259,7 @@ def test_a_squeue_memo_is_not_used_across_a_change_of_time_zone(monkeypatch: pyt
     import time
 
     text = read("squeue.txt")
-    memo = SqueueMemo(made_of)
+    memo = SqueueMemo(paired(made_of))
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     in_utc = parse_squeue(text, memo=memo)
@@ -376,7 +377,7 @@ def test_the_drivers_held_answers_are_kept_with_their_lines_within_the_memos_bou
         assert len(stayed) == (2700 if turn else 0) and all(now[n] is before[n] for n in stayed)
         memo = client._squeue_memo.lines
         assert len(memo) - 3000 <= stale_bound(3000)
-        assert {id(line[2]) for _, line in memo.values()} >= {id(n) for n in demand.not_demand}
+        assert {id(line[3]) for line in memo.values()} >= {id(n) for n in demand.not_demand}
         sizes.append(len(memo))
         before = now
     assert 3000 in sizes[2:]  # made anew of the last read's lines alone

@@ -50,8 +50,8 @@ from elb.core.scheduler import Ask, AskKind, DrainCheck, Dropped, Peek, Requeued
 from elb.schedulers.slurm import conf as slurm_conf
 from elb.schedulers.slurm import requests as slurm_requests
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
-from elb.schedulers.slurm.held import MADE, Line, held_answers, line_of
-from elb.schedulers.slurm.parse import SlurmJob, SlurmNode, compress
+from elb.schedulers.slurm.held import Line, held_answers, made
+from elb.schedulers.slurm.parse import SlurmNode, compress
 from elb.schedulers.slurm.requests import RequestKind
 from elb.schedulers.slurm.usage import read_slurm
 from elb.schedulers.slurm.view import HostsMemo, jobs_of, node_up, snapshot
@@ -194,7 +194,7 @@ class Slurm:
         self.admit_playbook: str | None = config.slurm.admit_playbook
         self._resume_timeout: float | None = None
         self._resume_timeout_read = False
-        self._last: tuple[Snapshot, Sequence[SlurmJob], Sequence[Line]] | None = None  # the last read's, its lines'
+        self._last: tuple[Snapshot, Sequence[Line]] | None = None  # the last snapshot, its read's lines
         self._hosts = HostsMemo()  # the last snapshot's hosts, by their nodes
 
     # -- reads -------------------------------------------------------------------------------
@@ -228,9 +228,8 @@ class Slurm:
     def read(self, records: Sequence[Node], now: float) -> SchedulerRead:
         with paused(keep=True):  # the read's and the snapshot's jobs kept at once (``elb.core.gcpause``)
             read = self._read()
-            lines = read.lines if read.lines is not None else list(map(line_of, read.jobs))
-            snap = snapshot(read.jobs, read.nodes, now, made=list(map(MADE, lines)), hosts=self._hosts)
-            self._last = snap, read.jobs, lines
+            snap = snapshot((), read.nodes, now, made=made(read.lines), hosts=self._hosts)  # (jobs: as made)
+            self._last = snap, read.lines
         kept, dropped, gone = asks_now(
             self.journal.asks(),
             read,
@@ -258,9 +257,8 @@ class Slurm:
         snap = read.snapshot
         if self._last is None or self._last[0] is not snap:  # another driver's read: no squeue line to read
             return DemandSplit(snap, tuple(NotDemand(job, "held by Slurm", held=True) for job in snap.held))
-        _, jobs, lines = self._last
         with paused():  # lists as long as the queue, gone by the end (``elb.core.gcpause``)
-            return DemandSplit(snap, held_answers(jobs, lines, snap.now))
+            return DemandSplit(snap, held_answers(self._last[1], snap.now))
 
     # -- the drain and the bring-up ----------------------------------------------------------
     def _read(self) -> SlurmRead:

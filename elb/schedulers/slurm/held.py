@@ -26,11 +26,11 @@ from elb.schedulers.slurm.view import Made, made_of
 
 READS_NOW: Final = object()  # a held line whose answer reads the time: worked out at each pass
 
-# A squeue line's neutral jobs (``made_of``), the number of its pending job (None: the line
-# is not pending), and its held job's answer from the line alone (None: not held; ``READS_NOW``).
-Line = tuple[Made, int | None, NotDemand | object | None]
+# A squeue line's job, its neutral jobs (``made_of``), the number of its pending job (None: the
+# line is not pending), and its held job's answer from the line alone (None: not held; ``READS_NOW``).
+Line = tuple[SlurmJob, Made, int | None, NotDemand | object | None]
 
-MADE, _NUMBER, _ANSWER = itemgetter(0), itemgetter(1), itemgetter(2)
+_JOB, _MADE, _NUMBER, _ANSWER = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
 
 
 def answer(job: Job, line: SlurmJob, now: float, before: NotDemand | None = None) -> NotDemand:
@@ -47,16 +47,16 @@ def answer(job: Job, line: SlurmJob, now: float, before: NotDemand | None = None
 
 
 def line_of(job: SlurmJob) -> Line:
-    """The line of ``job``: its neutral jobs, its pending number, its held job's own answer."""
+    """The line of ``job``: the job, its neutral jobs, its pending number, its held job's own answer."""
     made = made_of(job)
     if not job.pending:
-        return made, None, None
+        return job, made, None, None
     neutral = cast("Job", made)  # (a pending line makes one job)
     if neutral.phase is not JobPhase.HELD:
-        return made, neutral.job_id, None
+        return job, made, neutral.job_id, None
     if job.reason == "BeginTime" and not job.started:  # (until: now)
-        return made, neutral.job_id, READS_NOW
-    return made, neutral.job_id, answer(neutral, job, 0.0)  # (the time is not read)
+        return job, made, neutral.job_id, READS_NOW
+    return job, made, neutral.job_id, answer(neutral, job, 0.0)  # (the time is not read)
 
 
 def _shared(numbers: list[int | None]) -> set[int]:
@@ -68,26 +68,34 @@ def _shared(numbers: list[int | None]) -> set[int]:
     return {n for n, times in Counter(numbers).items() if times > 1 and n is not None}
 
 
-def held_answers(jobs: Sequence[SlurmJob], lines: Sequence[Line], now: float) -> tuple[NotDemand, ...]:
-    """The answers of the held jobs of a read (its squeue ``jobs`` and their ``lines``), in the
+def held_answers(lines: Sequence[Line], now: float) -> tuple[NotDemand, ...]:
+    """The answers of the held jobs of a read (its squeue ``lines``, in squeue's order), in the
     order of the snapshot's held jobs: each line's own, but for the numbers on several pending
     lines (the last one's reason) and the answers that read ``now``."""
     answers = list(map(_ANSWER, lines))
     again = list(compress(count(), map(is_, answers, repeat(READS_NOW))))
     numbers = list(map(_NUMBER, lines))
     shared = _shared(numbers)
+    last: dict[int, int] = {}  # each shared number's last pending line
     if shared:
         on_shared = list(compress(count(), map(shared.__contains__, numbers)))
         last = {cast("int", numbers[i]): i for i in on_shared}  # (the last line of each number kept)
         again += (i for i in on_shared if answers[i] is not None and answers[i] is not READS_NOW)
-    else:
-        last = {}
     for i in again:
-        own = answers[i]
-        line = jobs[last.get(cast("int", numbers[i]), i)]
+        own, neutral = answers[i], cast("Job", lines[i][1])  # (a pending line's one job)
         before = own if isinstance(own, NotDemand) else None
-        answers[i] = answer(cast("Job", lines[i][0]), line, now, before)
+        answers[i] = answer(neutral, lines[last.get(cast("int", numbers[i]), i)][0], now, before)
     return tuple(cast("list[NotDemand]", list(compress(answers, map(is_not, answers, repeat(None))))))
 
 
-__all__: Sequence[str] = ("MADE", "READS_NOW", "Line", "answer", "held_answers", "line_of")
+def jobs(lines: Sequence[Line]) -> tuple[SlurmJob, ...]:
+    """The squeue jobs of ``lines``, in their order."""
+    return tuple(map(_JOB, lines))
+
+
+def made(lines: Sequence[Line]) -> list[Made]:
+    """The neutral jobs of each of ``lines``, in their order (``snapshot``'s ``made``)."""
+    return list(map(_MADE, lines))
+
+
+__all__: Sequence[str] = ("READS_NOW", "Line", "answer", "held_answers", "jobs", "line_of", "made")
