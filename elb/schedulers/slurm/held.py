@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from itertools import compress, count, repeat
-from operator import is_, is_not, itemgetter
+from operator import is_, itemgetter
 from typing import Final, cast
 
 from elb.core.demand import NotDemand
@@ -73,9 +73,13 @@ def held_answers(lines: Sequence[Line], now: float) -> tuple[NotDemand, ...]:
     order of the snapshot's held jobs: each line's own, but for the numbers on several pending
     lines (the last one's reason) and the answers that read ``now``."""
     answers = list(map(_ANSWER, lines))
-    again = list(compress(count(), map(is_, answers, repeat(READS_NOW))))
     numbers = list(map(_NUMBER, lines))
     shared = _shared(numbers)
+    if not shared:
+        held = tuple(filter(None, answers))  # (an answer is true, None is not)
+        if not any(map(is_, held, repeat(READS_NOW))):
+            return cast("tuple[NotDemand, ...]", held)
+    again = list(compress(count(), map(is_, answers, repeat(READS_NOW))))
     last: dict[int, int] = {}  # each shared number's last pending line
     if shared:
         on_shared = list(compress(count(), map(shared.__contains__, numbers)))
@@ -85,7 +89,7 @@ def held_answers(lines: Sequence[Line], now: float) -> tuple[NotDemand, ...]:
         own, neutral = answers[i], cast("Job", lines[i][1])  # (a pending line's one job)
         before = own if isinstance(own, NotDemand) else None
         answers[i] = answer(neutral, lines[last.get(cast("int", numbers[i]), i)][0], now, before)
-    return tuple(cast("list[NotDemand]", list(compress(answers, map(is_not, answers, repeat(None))))))
+    return tuple(cast("list[NotDemand]", list(filter(None, answers))))
 
 
 def jobs(lines: Sequence[Line]) -> tuple[SlurmJob, ...]:
