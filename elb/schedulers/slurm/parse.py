@@ -406,7 +406,7 @@ def _squeue_line(
             reason=reason,
             nodes=int(nodes),
             cpus=int(cpus),
-            nodelist=expand(nodelist),
+            nodelist=expand(nodelist) if nodelist else (),  # (a pending job's: none)
             submitted=_stamp(submitted, hours, stamps),
             started=_stamp(started, hours, stamps),
             time_limit=_limit(limit, limits),

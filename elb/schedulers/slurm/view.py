@@ -16,7 +16,7 @@ from typing import cast
 
 from elb.core.gcpause import paused
 from elb.core.model import NO_FLAGS, Host, Job, JobPhase, QueueFlags, QueueInstance, Snapshot
-from elb.schedulers.slurm.parse import SlurmJob, SlurmNode
+from elb.schedulers.slurm.parse import SlurmJob, SlurmNode, not_demand_reason
 
 MAX_TASKS = 1_000_000  # an array counts at most this many pending tasks (the policy caps far below)
 
@@ -83,9 +83,8 @@ def job_number(job_id: str) -> int:
 
 def jobs_of(job: SlurmJob) -> list[Job]:
     number = job_number(job.job_id)
-    per_node = max(1, job.cpus // max(job.nodes, 1))
-    if job.pending:
-        phase = JobPhase.WAITING if job.demand else JobPhase.HELD
+    if job.pending:  # (waiting when ``job.demand``: pending, for no reason of ``not_demand_reason``)
+        phase = JobPhase.WAITING if not_demand_reason(job.reason) is None else JobPhase.HELD
         return [
             Job(
                 number,
@@ -99,6 +98,7 @@ def jobs_of(job: SlurmJob) -> list[Job]:
                 hard_runtime=job.time_limit,
             )
         ]
+    per_node = max(1, job.cpus // max(job.nodes, 1))
     return [
         Job(
             number,
