@@ -206,3 +206,29 @@ def test_an_arrays_tasks_are_the_expressions(head: str, tail: str) -> None:
     ``MAX_TASKS``), is what the expressions read."""
     job_id = head + tail
     assert array_tasks(job_id) == tasks_by_expression(job_id)
+
+
+def test_a_snapshot_another_driver_read_has_its_held_jobs_held_by_slurm() -> None:
+    """``elb status`` reads with one driver and splits the demand with another: the second has
+    no squeue lines behind that snapshot, and answers each held job "held by Slurm" (its waiting
+    jobs stay demand), where the driver that read it gives each its reason."""
+    cfg = parse_config(
+        {
+            "scheduler": "slurm",
+            "state_dir": "/nonexistent/state",
+            "policy": {"max_nodes": 10, "slots_per_node": 4},
+            "slurm": {"requests": "/nonexistent/requests"},
+            "cloud": {"provider": "local"},
+        }
+    )
+    text = (
+        "5|cloud|PENDING|JobHeldUser|1|1||N/A|N/A|UNLIMITED|user|a\n"
+        "6|cloud|PENDING|Priority|1|1||N/A|N/A|UNLIMITED|user|b\n"
+    )
+    records = (Node("node001", NodeState.READY, 1.0, slots=4),)
+    reader = Slurm(cfg, NoAsks(), Answers([text]))  # type: ignore[arg-type]
+    read = reader.read(records, 7.0)
+    other = Slurm(cfg, NoAsks(), Answers([text]))  # type: ignore[arg-type]
+    told = other.demand(read, records, 4).not_demand
+    assert [(n.job.job_id, n.reason, n.held) for n in told] == [(5, "held by Slurm", True)]
+    assert [n.reason for n in reader.demand(read, records, 4).not_demand] == ["Slurm holds it: JobHeldUser"]
