@@ -60,7 +60,7 @@ class FakeSlurm:
 
     def read(self) -> SlurmRead:
         self.reads += 1
-        return SlurmRead(tuple(self.jobs), tuple(self.nodes.values()))
+        return SlurmRead.of(self.jobs, tuple(self.nodes.values()))
 
     def _scontrol(self, *call: str) -> None:
         self.calls.append(call)

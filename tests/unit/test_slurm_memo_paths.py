@@ -6,7 +6,10 @@ number giving the reason."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+import re
+import time
+
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from elb.core.config import parse_config
@@ -14,20 +17,25 @@ from elb.core.demand import NotDemand
 from elb.core.model import JobPhase, Node, NodeState
 from elb.schedulers.slurm.commands import SlurmRead
 from elb.schedulers.slurm.driver import Slurm
+from elb.schedulers.slurm.held import line_of
 from elb.schedulers.slurm.parse import (
     SlurmJob,
     SqueueMemo,
     _squeue_line,
     not_demand_reason,
+    paired,
     parse_sinfo,
     parse_squeue,
+    read_entries,
     read_squeue,
 )
-from elb.schedulers.slurm.view import _ARRAY, array_tasks, job_number, made_of, snapshot
+from elb.schedulers.slurm.view import MAX_TASKS, array_tasks, job_number, made_of, snapshot
 
 SINFO = "node001|allocated+cloud|4|4/0/0/4|cloud*|none\nnode002|idle+cloud|4|0/4/0/4|cloud*|none\n"
 REASONS = ("None", "Priority", "Resources", "JobHeldUser", "Dependency", "BeginTime", "QOSMaxJobsPerUserLimit")
-STAMPS = ("N/A", "2026-11-24T16:01:06", "2026-11-24T17:30:59", "2026-11-25T00:00:00")
+# (The start of the epoch in local time: a begin time of 0 s, which is no time for ``or``.)
+EPOCH = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(0))
+STAMPS = ("N/A", "2026-11-24T16:01:06", "2026-11-24T17:30:59", "2026-11-25T00:00:00", EPOCH)
 
 
 @st.composite
@@ -67,7 +75,7 @@ def line_by_line(text: str) -> list[SlurmJob]:
 @settings(max_examples=150, deadline=None)
 @given(texts())
 def test_a_memoised_read_is_each_line_read_on_its_own(reads: list[str]) -> None:
-    memo = SqueueMemo(made_of)
+    memo = SqueueMemo(paired(made_of))
     nodes = parse_sinfo(SINFO)
     for text in reads:
         jobs, made = read_squeue(text, memo)
@@ -100,11 +108,10 @@ class Answers:
 
     def __init__(self, reads: list[str]) -> None:
         self.reads = iter([*reads, reads[-1]])
-        self.memo = SqueueMemo(made_of)
+        self.memo = SqueueMemo(line_of)  # (``SlurmCommands``'s)
 
     def read(self) -> SlurmRead:
-        jobs, made = read_squeue(next(self.reads), self.memo)
-        return SlurmRead(tuple(jobs), tuple(parse_sinfo(SINFO)), made)
+        return SlurmRead(tuple(parse_sinfo(SINFO)), read_entries(next(self.reads), self.memo))
 
     def resume_timeout(self) -> float:
         return 600.0
@@ -123,6 +130,7 @@ class NoAsks:
 
 @settings(max_examples=150, deadline=None)
 @given(texts())
+@example([f"5|cloud|PENDING|BeginTime|1|1||{EPOCH}|{EPOCH}|UNLIMITED|user|a\n"])  # a begin time of 0 s: now
 def test_the_drivers_held_jobs_are_the_ones_worked_out_line_by_line(reads: list[str]) -> None:
     """At each read, later each time, the held jobs' answers of the driver (the ones of the read
     before kept for the very same line) are the plain ones: lines come and go, a number's last
@@ -145,10 +153,34 @@ def test_the_drivers_held_jobs_are_the_ones_worked_out_line_by_line(reads: list[
         assert list(demand.not_demand) == held_line_by_line(line_by_line(text), now)
 
 
+_ARRAY = re.compile(r"^(\d+)(?:_(.*))?$")
+_RANGE = re.compile(r"^(\d+)(?:-(\d+))?(?::(\d+))?$")
+
+
 def number_by_expression(job_id: str) -> int:
     """The job's number as ``_ARRAY`` reads it (the digits it starts with, before a ``_`` or the end)."""
     m = _ARRAY.match(job_id)
     return int(m.group(1)) if m else 0
+
+
+def tasks_by_expression(job_id: str) -> int:
+    """An entry's tasks as the expressions read them: ``_ARRAY``'s tail in brackets, each part
+    of it ``_RANGE``'s."""
+    m = _ARRAY.match(job_id)
+    if m is None or not m.group(2) or not m.group(2).startswith("["):
+        return 1
+    total = 0
+    for part in m.group(2).strip("[]").split("%", 1)[0].split(","):
+        r = _RANGE.match(part)
+        if r is None:
+            return 1
+        lo = int(r.group(1))
+        hi = int(r.group(2)) if r.group(2) else lo
+        step = int(r.group(3)) if r.group(3) else 1
+        total += max(0, (hi - lo) // max(step, 1) + 1)
+        if total >= MAX_TASKS:
+            return MAX_TASKS
+    return max(total, 1)
 
 
 _ID_CHARS = st.sampled_from(["0", "7", "12", "_", "[", "]", "-", "%", ",", ":", "+", "a", " ", "٣", "²"])
@@ -157,12 +189,46 @@ _ID_CHARS = st.sampled_from(["0", "7", "12", "_", "[", "]", "-", "%", ",", ":", 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_ID_CHARS, max_size=8).map("".join))
 def test_a_job_number_and_its_tasks_are_the_expressions(job_id: str) -> None:
-    """``job_number`` and ``array_tasks``'s quick answer (no ``_[``: one task) are what the
-    expressions read from every id of one line: numbers, arrays, heterogeneous ids, other
-    decimal digits and digits that are not decimal."""
+    """``job_number`` and ``array_tasks`` are what the expressions read from every id of one line:
+    numbers, arrays, heterogeneous ids, other decimal digits and digits that are not decimal."""
     assert job_number(job_id) == number_by_expression(job_id)
-    m = _ARRAY.match(job_id)
-    if m is None or not (m.group(2) or "").startswith("["):  # the expression's one task
-        assert array_tasks(job_id) == 1
-    else:
-        assert "_[" in job_id  # (read through the expression)
+    assert array_tasks(job_id) == tasks_by_expression(job_id)
+
+
+_ARRAY_PARTS = st.sampled_from(["3", "12", "٣", "²", "-", ":", ",", "%", "5", "]", "[", " ", "1000000"])
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(["8_[", "8_", "٣_[", "x_[", "8_[1-", "_["]), st.lists(_ARRAY_PARTS, max_size=10).map("".join))
+def test_an_arrays_tasks_are_the_expressions(head: str, tail: str) -> None:
+    """``array_tasks`` of ids that mostly are arrays' pending tasks, of every form and many near
+    misses (an empty part, a range without its end, a step of 0, digits that are not decimal, past
+    ``MAX_TASKS``), is what the expressions read."""
+    job_id = head + tail
+    assert array_tasks(job_id) == tasks_by_expression(job_id)
+
+
+def test_a_snapshot_another_driver_read_has_its_held_jobs_held_by_slurm() -> None:
+    """``elb status`` reads with one driver and splits the demand with another: the second has
+    no squeue lines behind that snapshot, and answers each held job "held by Slurm" (its waiting
+    jobs stay demand), where the driver that read it gives each its reason."""
+    cfg = parse_config(
+        {
+            "scheduler": "slurm",
+            "state_dir": "/nonexistent/state",
+            "policy": {"max_nodes": 10, "slots_per_node": 4},
+            "slurm": {"requests": "/nonexistent/requests"},
+            "cloud": {"provider": "local"},
+        }
+    )
+    text = (
+        "5|cloud|PENDING|JobHeldUser|1|1||N/A|N/A|UNLIMITED|user|a\n"
+        "6|cloud|PENDING|Priority|1|1||N/A|N/A|UNLIMITED|user|b\n"
+    )
+    records = (Node("node001", NodeState.READY, 1.0, slots=4),)
+    reader = Slurm(cfg, NoAsks(), Answers([text]))  # type: ignore[arg-type]
+    read = reader.read(records, 7.0)
+    other = Slurm(cfg, NoAsks(), Answers([text]))  # type: ignore[arg-type]
+    told = other.demand(read, records, 4).not_demand
+    assert [(n.job.job_id, n.reason, n.held) for n in told] == [(5, "held by Slurm", True)]
+    assert [n.reason for n in reader.demand(read, records, 4).not_demand] == ["Slurm holds it: JobHeldUser"]

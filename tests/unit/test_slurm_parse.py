@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from elb.core.demand import NotDemand
 from elb.schedulers.sge.parse import parse_timestamp
 from elb.schedulers.slurm.parse import (
     SinfoMemo,
@@ -21,6 +22,7 @@ from elb.schedulers.slurm.parse import (
     compress,
     expand,
     not_demand_reason,
+    paired,
     parse_sinfo,
     parse_squeue,
     parse_time_limit,
@@ -185,7 +187,7 @@ def test_a_memo_reads_squeue_as_without_and_reuses_the_lines_read_before() -> No
     texts = [bench.make_squeue(600, 40, turn=t, churn=0.05).decode() for t in range(4)]
     texts.insert(2, read("squeue.txt"))
     texts.append(texts[-1] + "\n\n")
-    memo = SqueueMemo(made_of)
+    memo = SqueueMemo(paired(made_of))
     before: dict[str, tuple[SlurmJob, object]] = {}
     nodes = parse_sinfo(read("sinfo.txt"))
     for text in texts:
@@ -212,7 +214,7 @@ def test_a_memo_keeps_the_lines_that_left_up_to_its_bound_then_only_the_last_rea
     """Lines that left a read stay in the memo (a read that brings them back finds their very
     jobs) until more than ``stale_bound`` of the memo's lines are not in the last read: then the
     memo holds the last read's lines alone. A changed line is read anew."""
-    memo = SqueueMemo(made_of)
+    memo = SqueueMemo(paired(made_of))
     first = pending_lines(range(1, 2001))
     jobs_first, made_first = read_squeue(squeue_text(first), memo)
     second = pending_lines(range(101, 2101))  # 100 left, 100 came
@@ -233,7 +235,7 @@ def test_a_memo_keeps_the_lines_that_left_up_to_its_bound_then_only_the_last_rea
 def test_a_memo_stays_within_its_bound_over_many_reads() -> None:
     """Reads in a row, each with a tenth of its lines new: the memo holds every line of the last
     read and at most ``stale_bound`` others."""
-    memo = SqueueMemo(made_of)
+    memo = SqueueMemo(paired(made_of))
     for turn in range(30):
         lines = pending_lines(range(1 + turn * 300, 3001 + turn * 300))
         read_squeue(squeue_text(lines), memo)
@@ -242,7 +244,7 @@ def test_a_memo_stays_within_its_bound_over_many_reads() -> None:
 
 
 def test_a_memo_reads_a_bad_line_as_without() -> None:
-    memo = SqueueMemo(made_of)
+    memo = SqueueMemo(paired(made_of))
     good = read("squeue.txt")
     parse_squeue(good, memo=memo)
     bad = good + "9|cloud|PENDING|None|x|1||N/A|N/A|UNLIMITED|root|bad\n"
@@ -257,7 +259,7 @@ def test_a_squeue_memo_is_not_used_across_a_change_of_time_zone(monkeypatch: pyt
     import time
 
     text = read("squeue.txt")
-    memo = SqueueMemo(made_of)
+    memo = SqueueMemo(paired(made_of))
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     in_utc = parse_squeue(text, memo=memo)
@@ -337,11 +339,11 @@ def outcome(read: Any, *args: object) -> object:
         return ("ValueError", str(err))
 
 
-def test_the_drivers_held_answers_stay_within_their_bound() -> None:
+def test_the_drivers_held_answers_are_kept_with_their_lines_within_the_memos_bound() -> None:
     """Reads in a row through one driver, each with a tenth of its held jobs new: every held job's
-    answer is a fresh driver's, and the answers kept for the next demand are those of the jobs
-    held now and at most ``stale_bound`` others; when more have left, the kept ones are those of
-    the last demand alone."""
+    answer is a fresh driver's; a job whose line stays keeps its very answer (kept with the line
+    in squeue's memo); the answers kept are those of the lines of the last read and at most
+    ``stale_bound`` others."""
     from elb.core.config import parse_config
     from elb.core.model import Node, NodeState
     from elb.schedulers.slurm.driver import Slurm
@@ -358,8 +360,9 @@ def test_the_drivers_held_answers_stay_within_their_bound() -> None:
     )
     records = (Node("node0001", NodeState.READY, 1.0, slots=4),)
     outputs = {"sinfo": bench.make_sinfo(1)}
-    kept = Slurm(cfg, bench.AskJournal([]), bench.MemorySlurm(outputs))
-    before: set[int] = set()
+    client = bench.MemorySlurm(outputs)
+    kept = Slurm(cfg, bench.AskJournal([]), client)
+    before: dict[int, NotDemand] = {}
     sizes = []
     for turn in range(12):
         numbers = range(1 + turn * 300, 3001 + turn * 300)
@@ -368,14 +371,16 @@ def test_the_drivers_held_answers_stay_within_their_bound() -> None:
         demand = kept.demand(read, records, 4)
         fresh = Slurm(cfg, bench.AskJournal([]), bench.MemorySlurm(outputs))
         assert demand == fresh.demand(fresh.read(records, 1.0), records, 4)
-        now = {id(n.job) for n in demand.not_demand}
-        assert len(now) == 3000 and now <= kept._held.keys() and kept._held.keys() == kept._held_lines.keys()
-        assert len(kept._held) - len(now) <= stale_bound(3000)
-        if turn == 1:
-            assert before - now <= kept._held.keys()  # the 300 that left, kept
-        sizes.append(len(kept._held))
+        now = {n.job.job_id: n for n in demand.not_demand}
+        assert len(now) == 3000
+        stayed = now.keys() & before.keys()
+        assert len(stayed) == (2700 if turn else 0) and all(now[n] is before[n] for n in stayed)
+        memo = client._squeue_memo.lines
+        assert len(memo) - 3000 <= stale_bound(3000)
+        assert {id(line[3]) for line in memo.values()} >= {id(n) for n in demand.not_demand}
+        sizes.append(len(memo))
         before = now
-    assert 3000 in sizes[2:]  # made anew of the held jobs alone
+    assert 3000 in sizes[2:]  # made anew of the last read's lines alone
     assert max(sizes) > 3000  # and between, the ones that left kept
 
 

@@ -54,7 +54,7 @@ def want(name: str, at: float = NOW - 30, **kw: object) -> Ask:
 
 
 def read(*nodes: SlurmNode) -> SlurmRead:
-    return SlurmRead((), tuple(nodes))
+    return SlurmRead.of((), nodes)
 
 
 def test_an_ask_slurm_still_wants_is_kept_with_its_partitions_group() -> None:

@@ -16,6 +16,7 @@ A node with no instance behind it is parked: its address set to ``NO_INSTANCE``.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -24,6 +25,8 @@ from dataclasses import dataclass
 
 from elb.core.config import SlurmConfig
 from elb.schedulers.process import CommandError, CommandResult, CommandTimeout, Retry, is_transient, run_command
+from elb.schedulers.slurm.held import Line, line_of
+from elb.schedulers.slurm.held import jobs as jobs_of_lines
 from elb.schedulers.slurm.parse import (
     SINFO_ARGV,
     SQUEUE_ARGV,
@@ -34,9 +37,8 @@ from elb.schedulers.slurm.parse import (
     SqueueMemo,
     compress,
     parse_sinfo,
-    read_squeue,
+    read_entries,
 )
-from elb.schedulers.slurm.view import Made, made_of
 
 _NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 _ADDRESS = re.compile(r"[0-9A-Fa-f.:]{2,45}")
@@ -81,15 +83,24 @@ class SlurmError(Exception):
         self.transient = transient
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class SlurmRead:
-    """What one read of Slurm showed: its jobs and its nodes; ``made``: each job's neutral jobs
-    (``elb.schedulers.slurm.view.made_of``), in the jobs' order, when the read kept them (None:
-    the snapshot works them out)."""
+    """What one read of Slurm showed: its nodes, and each squeue line's ``Line``
+    (``elb.schedulers.slurm.held.line_of``: its job, its neutral jobs, its held job's answer), in
+    squeue's order (``of``: a read of jobs and nodes). The jobs alone are picked out when asked
+    for (a pass asks for them only for a node's jobs)."""
 
-    jobs: tuple[SlurmJob, ...]
     nodes: tuple[SlurmNode, ...]
-    made: Sequence[Made] | None = None
+    lines: Sequence[Line]
+
+    @classmethod
+    def of(cls, jobs: Sequence[SlurmJob], nodes: Sequence[SlurmNode]) -> SlurmRead:
+        """The read of these ``jobs`` (each line made anew) and ``nodes``."""
+        return cls(tuple(nodes), list(map(line_of, jobs)))
+
+    @functools.cached_property
+    def jobs(self) -> tuple[SlurmJob, ...]:
+        return jobs_of_lines(self.lines)
 
     def node(self, name: str) -> SlurmNode | None:
         for n in self.nodes:
@@ -129,7 +140,7 @@ class SlurmCommands:
         if config.conf is not None:
             base["SLURM_CONF"] = str(config.conf)
         self.env = base
-        self._squeue_memo = SqueueMemo(made_of)  # each squeue line's job and neutral jobs, for the next read
+        self._squeue_memo = SqueueMemo(line_of)  # each squeue line's job and ``Line``, for the next read
         self._sinfo_memo = SinfoMemo()  # each sinfo line's node, for the next read
 
     def _executable(self, name: str) -> str:
@@ -170,12 +181,12 @@ class SlurmCommands:
         """Nodes, then jobs (a job that lands meanwhile is seen on its node by the jobs' read)."""
         try:
             nodes = parse_sinfo(self._text(SINFO_ARGV), memo=self._sinfo_memo)
-            jobs, made = read_squeue(self._text(SQUEUE_ARGV), self._squeue_memo)
+            lines = read_entries(self._text(SQUEUE_ARGV), self._squeue_memo)
         except SlurmParseError as err:
             raise SlurmError(str(err)) from None
         if not nodes:
             raise SlurmError("sinfo listed no node: a hollow read (is the controller up, is PrivateData=cloud set?)")
-        return SlurmRead(tuple(jobs), tuple(nodes), made)
+        return SlurmRead(tuple(nodes), lines)
 
     def update(self, names: Sequence[str], *, park: bool = False, **fields: str) -> None:
         """``scontrol update nodename=<hostlist> key=value ...`` (each value checked by the caller),

@@ -27,18 +27,14 @@ partitions.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import re
 import shutil
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from functools import partial
-from itertools import count, repeat
-from operator import attrgetter, eq, is_not
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from elb.core import yamlfile
 from elb.core.attribution import JobUse
@@ -49,12 +45,13 @@ from elb.core.drivers import InitDraft, NodePlays, cloud_settings
 from elb.core.gcpause import paused
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
-from elb.core.model import Job, JobPhase, Node, NodeState, Snapshot
+from elb.core.model import Node, NodeState, Snapshot
 from elb.core.scheduler import Ask, AskKind, DrainCheck, Dropped, Peek, Requeued, SchedulerError, SchedulerRead
 from elb.schedulers.slurm import conf as slurm_conf
 from elb.schedulers.slurm import requests as slurm_requests
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
-from elb.schedulers.slurm.parse import SlurmJob, SlurmNode, compress, not_demand_reason, stale_bound
+from elb.schedulers.slurm.held import Line, held_answers, made
+from elb.schedulers.slurm.parse import SlurmNode, compress
 from elb.schedulers.slurm.requests import RequestKind
 from elb.schedulers.slurm.usage import read_slurm
 from elb.schedulers.slurm.view import HostsMemo, jobs_of, node_up, snapshot
@@ -63,9 +60,6 @@ from elb.schedulers.waiting import WAIT_CAP, wait_until_up
 log = logging.getLogger("elb.schedulers.slurm")
 
 REGISTER_POLL = 1.0  # seconds between two reads of Slurm while a new node's slurmd registers
-_STATE, _PHASE, _JOB_ID = attrgetter("state"), attrgetter("phase"), attrgetter("job_id")
-_IS_PENDING, _NOT_RUNNING = partial(eq, "PENDING"), partial(is_not, JobPhase.RUNNING)  # (``SlurmJob.pending``)
-_UNSEEN, _AGAIN = object(), object()  # no line kept for a job; its answer to work out at every pass
 _KIND = {RequestKind.RESUME: AskKind.WANT, RequestKind.SUSPEND: AskKind.RELEASE, RequestKind.RESUME_FAIL: AskKind.RESET}
 _REASON_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 _.,:;=()/+-")
 # How long the programs wait for the daemon to take their requests before they fail, in polls
@@ -149,24 +143,6 @@ def _gone_from_slurm(alive: Mapping[str, Node], by_name: Mapping[str, SlurmNode]
     return gone
 
 
-def _held_answer(
-    job: Job, line: SlurmJob | None, now: float, before: NotDemand | None
-) -> tuple[NotDemand, SlurmJob | object]:
-    """A held job's answer from ``line`` (the last pending entry of its number, None: none), the
-    one ``before`` when it says the same; and what the next pass compares its line with (the
-    line, or ``_AGAIN`` when the answer reads ``now``)."""
-    reason = not_demand_reason(line.reason if line is not None else "") or "held by Slurm"
-    # Held for its begin time only: not yet demand, until then (a requeued job's hold too); a
-    # begin time squeue no longer shows (N/A) has passed: the job is due at Slurm's next
-    # scheduling cycle.
-    begins = line is not None and line.reason == "BeginTime"
-    until = ((line.started or now) if line is not None else None) if begins else None
-    told = before
-    if told is None or told.job is not job or told.reason != reason or told.until != until:
-        told = NotDemand(job, reason, until=until, held=until is None)
-    return told, (_AGAIN if begins and line is not None and line.started is None else line)
-
-
 class RequestJournal(Protocol):
     """What the driver keeps in the journal (``elb.service.journal.Journal``): Slurm's requests
     and each node's latest ask."""
@@ -218,10 +194,8 @@ class Slurm:
         self.admit_playbook: str | None = config.slurm.admit_playbook
         self._resume_timeout: float | None = None
         self._resume_timeout_read = False
-        self._last: SlurmRead | None = None
+        self._last: tuple[Snapshot, Sequence[Line]] | None = None  # the last snapshot, its read's lines
         self._hosts = HostsMemo()  # the last snapshot's hosts, by their nodes
-        self._held: dict[int, NotDemand] = {}  # the held jobs' answers, by their identity (``_keep_held``)
-        self._held_lines: dict[int, SlurmJob | object] = {}  # the line each answer was read from (``_held_answer``)
 
     # -- reads -------------------------------------------------------------------------------
     def take_requests(self, now: float) -> tuple[str, ...]:
@@ -254,8 +228,8 @@ class Slurm:
     def read(self, records: Sequence[Node], now: float) -> SchedulerRead:
         with paused(keep=True):  # the read's and the snapshot's jobs kept at once (``elb.core.gcpause``)
             read = self._read()
-            snap = snapshot(read.jobs, read.nodes, now, made=read.made, hosts=self._hosts)
-        self._last = read
+            snap = snapshot((), read.nodes, now, made=made(read.lines), hosts=self._hosts)  # (jobs: as made)
+            self._last = snap, read.lines
         kept, dropped, gone = asks_now(
             self.journal.asks(),
             read,
@@ -277,48 +251,14 @@ class Slurm:
         return self._resume_timeout
 
     def demand(self, read: SchedulerRead, records: Sequence[Node], slots: int | None) -> DemandSplit:
-        """Slurm's pending jobs waiting for nodes (its others left out, with Slurm's reason); Slurm
-        names the nodes, so no job is matched against the groups."""
+        """Slurm's pending jobs waiting for nodes (its others left out, with Slurm's reason:
+        ``elb.schedulers.slurm.held``; of a snapshot another driver read, "held by Slurm": its
+        squeue lines are not here); Slurm names the nodes, so no job is matched against the groups."""
         snap = read.snapshot
+        if self._last is None or self._last[0] is not snap:  # another driver's read: no squeue line to read
+            return DemandSplit(snap, tuple(NotDemand(job, "held by Slurm", held=True) for job in snap.held))
         with paused():  # lists as long as the queue, gone by the end (``elb.core.gcpause``)
-            held = snap.held
-            return DemandSplit(snap, self._held_answers(held, snap)) if held else DemandSplit(snap)
-
-    def _held_answers(self, held: Sequence[Job], snap: Snapshot) -> tuple[NotDemand, ...]:
-        """The ``held`` jobs' answers (``NotDemand``): each one's reason is the one of the last
-        pending entry of its number."""
-        # Each pending job's reason by its number (the last entry's, in squeue's order): each
-        # pending line made one neutral job, waiting or held, in the same order (``jobs_of``).
-        reasons: dict[int, SlurmJob] = {}
-        if self._last is not None:
-            pending = itertools.compress(self._last.jobs, map(_IS_PENDING, map(_STATE, self._last.jobs)))
-            queued = itertools.compress(snap.jobs, map(_NOT_RUNNING, map(_PHASE, snap.jobs)))
-            reasons = dict(zip(map(_JOB_ID, queued), pending, strict=True))  # the last of a number kept
-        # A job held at the pass before whose reason is the very same line: the same NotDemand,
-        # found all at once; the others (and those whose answer reads the time) worked out.
-        ids = list(map(id, held))
-        lines = list(map(reasons.get, map(_JOB_ID, held)))
-        out = cast("list[NotDemand | None]", list(map(self._held.get, ids)))
-        keys = list(map(self._held_lines.get, ids, repeat(_UNSEEN)))
-        changed = list(itertools.compress(count(), map(is_not, lines, keys)))
-        for i in changed:
-            out[i], keys[i] = _held_answer(held[i], lines[i], snap.now, out[i])
-        told = cast("list[NotDemand]", out)
-        self._keep_held(ids, told, keys, changed)
-        return tuple(told)
-
-    def _keep_held(self, ids: list[int], told: list[NotDemand], keys: list[object], changed: list[int]) -> None:
-        """Keeps the held jobs' answers (``told``, by their jobs' ``ids``) and the lines they were
-        read from (``keys``), for the next demand: the ``changed`` ones added to those kept, or,
-        when more than ``stale_bound`` of the kept ones are not held now or more than half of
-        these changed, these alone. (A kept answer holds its job: an identity kept stays its
-        job's.)"""
-        stale = len(self._held) + len(changed) - len(ids)  # (at least; a job held twice counted twice)
-        if stale > stale_bound(len(ids)) or len(changed) > len(ids) // 2:  # (made anew: no dearer than added to)
-            self._held, self._held_lines = dict(zip(ids, told, strict=True)), dict(zip(ids, keys, strict=True))
-        else:
-            self._held.update((ids[i], told[i]) for i in changed)
-            self._held_lines.update((ids[i], keys[i]) for i in changed)
+            return DemandSplit(snap, held_answers(self._last[1], snap.now))
 
     # -- the drain and the bring-up ----------------------------------------------------------
     def _read(self) -> SlurmRead:

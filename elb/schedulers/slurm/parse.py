@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter, not_
-from typing import Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 import hostlist  # type: ignore[import-untyped]
 
@@ -37,6 +37,7 @@ from elb.core.gcpause import paused
 from elb.schedulers.timestamps import TIMESTAMP, parse_timestamp
 
 T = TypeVar("T")
+E = TypeVar("E", bound=tuple[Any, ...])  # what a memo keeps of a line (``SqueueMemo``): a tuple, its job first
 
 SQUEUE_FORMAT = "%i|%P|%T|%r|%D|%C|%N|%V|%S|%l|%u|%j"
 SQUEUE_ARGV = (
@@ -229,13 +230,20 @@ def _from_hour(value: str, hours: dict[str, float | None]) -> float:
     return seconds
 
 
-Entry = tuple[SlurmJob, T]  # a line's job and what the memo's ``derive`` made of it
+def paired(derive: Callable[[SlurmJob], T]) -> Callable[[SlurmJob], tuple[SlurmJob, T]]:
+    """A memo's ``derive`` of a line's job and what ``derive`` makes of it."""
+
+    def pair(job: SlurmJob) -> tuple[SlurmJob, T]:
+        return job, derive(job)
+
+    return pair
 
 
-class SqueueMemo(Generic[T]):
-    """What the last reads of squeue made of each line, for the next read: the line's job and
-    what ``derive`` made of that job (the driver's neutral jobs), together, so that a line read
-    before costs one lookup.
+class SqueueMemo(Generic[E]):
+    """What the last reads of squeue made of each line, for the next read: its entry, what
+    ``derive`` makes of the line's job (a tuple, the job first: the driver's
+    ``elb.schedulers.slurm.held.Line``; ``paired``: the job and what another function makes of
+    it), so that a line read before costs one lookup.
 
     From one poll to the next most of squeue's lines are the very same text, and a line's job
     is a pure function of its text (and of the local time zone, which its time stamps are read
@@ -247,12 +255,13 @@ class SqueueMemo(Generic[T]):
     (``SlurmCommands`` keeps one).
     """
 
-    def __init__(self, derive: Callable[[SlurmJob], T]) -> None:
-        self.derive = derive
-        self.lines: dict[str, Entry[T]] = {}
+    def __init__(self, derive: Callable[[SlurmJob], E]) -> None:
+        self.derive = derive  # a line's entry of its job (the job its first item)
+        self.lines: dict[str, E] = {}
         self.zone: tuple[object, ...] = ()
         self.hours: dict[str, float | None] = {}  # each hour's start (``_time``), in ``zone``
         self.limits: dict[str, float | None] = {}  # time limits read (``parse_time_limit``)
+        self.stamps: dict[str, float | None] = {}  # time stamps read (``_time``), in ``zone``
 
 
 STALE_LEAST = 1_000  # lines no longer read a memo keeps at least before it is made anew
@@ -283,6 +292,19 @@ def _plain_hour(first: float, m: re.Match[str]) -> bool:
     )
 
 
+def _stamp(text: str, hours: dict[str, float | None] | None, stamps: dict[str, float | None] | None) -> float | None:
+    """``_time``, once for each text (``stamps``: the texts read before, in the same zone)."""
+    if stamps is None:
+        return _time(text, hours)
+    value = stamps.get(text, _UNREAD)
+    if value is _UNREAD:
+        value = stamps[text] = _time(text, hours)  # (a ValueError keeps nothing)
+    return cast("float | None", value)
+
+
+_UNREAD = object()  # a time stamp not in ``stamps``
+
+
 def _limit(text: str, limits: dict[str, float | None] | None) -> float | None:
     """``parse_time_limit``, once for each text (``limits``: the texts read before)."""
     if limits is None:
@@ -292,33 +314,40 @@ def _limit(text: str, limits: dict[str, float | None] | None) -> float | None:
     return limits[text]
 
 
-def parse_squeue(text: str, *, memo: SqueueMemo[T] | None = None) -> list[SlurmJob]:
-    """``SQUEUE_ARGV``'s output; ``memo``: the lines of the reads before (updated, ``read_squeue``)."""
+def parse_squeue(text: str, *, memo: SqueueMemo[Any] | None = None) -> list[SlurmJob]:
+    """``SQUEUE_ARGV``'s output; ``memo``: the lines of the reads before (updated, ``read_entries``)."""
     if memo is not None:
-        return read_squeue(text, memo)[0]
+        return list(map(_FIRST, read_entries(text, memo)))
     with paused(keep=True):
         return [_squeue_line(line, i) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
-def read_squeue(text: str, memo: SqueueMemo[T]) -> tuple[list[SlurmJob], list[T]]:
-    """``SQUEUE_ARGV``'s output: its jobs, and what ``memo.derive`` made of each, in their order;
+def read_squeue(text: str, memo: SqueueMemo[tuple[SlurmJob, T]]) -> tuple[list[SlurmJob], list[T]]:
+    """``SQUEUE_ARGV``'s output: its jobs, and what the memo's ``derive`` (``paired``) made of
+    each, in their order (``read_entries``'s, apart)."""
+    entries = read_entries(text, memo)
+    return list(map(_FIRST, entries)), list(map(_SECOND, entries))
+
+
+def read_entries(text: str, memo: SqueueMemo[E]) -> list[E]:
+    """``SQUEUE_ARGV``'s output: each line's entry (``memo.derive`` of its job), in their order;
     ``memo``: the lines of the reads before (updated). The lines are looked up in the memo all at
     once, and only the ones it lacks are read; the cycle collector waits meanwhile
     (``elb.core.gcpause``: the jobs live until the next read)."""
     zone = _zone()
     if memo.zone != zone:
-        memo.lines, memo.hours, memo.zone = {}, {}, zone
+        memo.lines, memo.hours, memo.stamps, memo.zone = {}, {}, {}, zone
     known = memo.lines
     lines = text.splitlines()
     with paused(keep=True):
-        found: list[Entry[T] | None] = list(map(known.get, lines))
+        found: list[E | None] = list(map(known.get, lines))
         new: list[int] = []  # the indices of the lines read now
         blank = False
         for i in itertools.compress(range(len(found)), map(not_, found)):  # the lines not read before
             line = lines[i]
             if line.strip():
-                job = _squeue_line(line, i + 1, memo.hours, memo.limits)
-                found[i] = (job, memo.derive(job))
+                job = _squeue_line(line, i + 1, memo.hours, memo.limits, memo.stamps)
+                found[i] = memo.derive(job)
                 new.append(i)
             else:
                 blank = True
@@ -326,19 +355,19 @@ def read_squeue(text: str, memo: SqueueMemo[T]) -> tuple[list[SlurmJob], list[T]
         if blank:
             kept = [i for i, entry in enumerate(found) if entry is not None]
             lines, found = [lines[i] for i in kept], [found[i] for i in kept]
-        entries = cast("list[Entry[T]]", found)
+        entries = cast("list[E]", found)
         _remember(memo, lines, entries, fresh, len(new))
-    return list(map(_FIRST, entries)), list(map(_SECOND, entries))
+    return entries
 
 
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
 def _remember(
-    memo: SqueueMemo[T],
+    memo: SqueueMemo[E],
     lines: list[str],
-    entries: list[Entry[T]],
-    fresh: Iterable[tuple[str, Entry[T] | None]],
+    entries: list[E],
+    fresh: Iterable[tuple[str, E | None]],
     new: int,
 ) -> None:
     """Keeps a read's ``lines`` (no blank one) and their ``entries``, ``fresh`` the ``new`` ones
@@ -348,16 +377,20 @@ def _remember(
     if len(memo.lines) - found_before > stale_bound(len(lines)):
         memo.lines = dict(zip(lines, entries, strict=True))
     else:
-        memo.lines.update(cast("Iterable[tuple[str, Entry[T]]]", fresh))
-    if len(memo.hours) > _KEPT or len(memo.limits) > _KEPT:  # bounded: begun again
-        memo.hours, memo.limits = {}, {}
+        memo.lines.update(cast("Iterable[tuple[str, E]]", fresh))
+    if max(len(memo.hours), len(memo.limits), len(memo.stamps)) > _KEPT:  # bounded: begun again
+        memo.hours, memo.limits, memo.stamps = {}, {}, {}
 
 
 _KEPT = 100_000
 
 
 def _squeue_line(
-    line: str, number: int, hours: dict[str, float | None] | None = None, limits: dict[str, float | None] | None = None
+    line: str,
+    number: int,
+    hours: dict[str, float | None] | None = None,
+    limits: dict[str, float | None] | None = None,
+    stamps: dict[str, float | None] | None = None,
 ) -> SlurmJob:
     parts = line.split("|", 11)
     if len(parts) != 12:
@@ -373,9 +406,9 @@ def _squeue_line(
             reason=reason,
             nodes=int(nodes),
             cpus=int(cpus),
-            nodelist=expand(nodelist),
-            submitted=_time(submitted, hours),
-            started=_time(started, hours),
+            nodelist=expand(nodelist) if nodelist else (),  # (a pending job's: none)
+            submitted=_stamp(submitted, hours, stamps),
+            started=_stamp(started, hours, stamps),
             time_limit=_limit(limit, limits),
             user=user,
             name=name,
@@ -471,9 +504,11 @@ __all__: Sequence[str] = (
     "compress",
     "expand",
     "not_demand_reason",
+    "paired",
     "parse_sinfo",
     "parse_squeue",
     "parse_time_limit",
+    "read_entries",
     "read_squeue",
     "stale_bound",
 )

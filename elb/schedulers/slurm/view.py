@@ -9,7 +9,6 @@ pending job is held. Each job keeps Slurm's own state word (``PENDING``, ``RUNNI
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from itertools import chain, compress, count, repeat
 from operator import is_
@@ -17,10 +16,8 @@ from typing import cast
 
 from elb.core.gcpause import paused
 from elb.core.model import NO_FLAGS, Host, Job, JobPhase, QueueFlags, QueueInstance, Snapshot
-from elb.schedulers.slurm.parse import SlurmJob, SlurmNode
+from elb.schedulers.slurm.parse import SlurmJob, SlurmNode, not_demand_reason
 
-_ARRAY = re.compile(r"^(\d+)(?:_(.*))?$")
-_RANGE = re.compile(r"^(\d+)(?:-(\d+))?(?::(\d+))?$")
 MAX_TASKS = 1_000_000  # an array counts at most this many pending tasks (the policy caps far below)
 
 
@@ -45,40 +42,49 @@ def host_of(node: SlurmNode) -> Host:
 
 
 def array_tasks(job_id: str) -> int:
-    """Tasks an squeue entry stands for: ``8_[6-100%5]`` (pending tasks of an array) or 1."""
+    """Tasks an squeue entry stands for: ``8_[6-100%5]`` (pending tasks of an array: the job's
+    decimal digits, ``_[``, then parts ``N``, ``N-M`` or ``N-M:S`` of decimal digits joined by
+    ``,``, and a limit after ``%``) or 1 (anything else)."""
     if "_[" not in job_id:  # (no array's tasks: 1, without the expression)
         return 1
-    m = _ARRAY.match(job_id)
-    if m is None or not m.group(2) or not m.group(2).startswith("["):
+    head, _, tail = job_id.partition("_")
+    if not head.isdecimal() or not tail.startswith("["):
         return 1
-    body = m.group(2).strip("[]").split("%", 1)[0]
     total = 0
-    for part in body.split(","):
-        r = _RANGE.match(part)
-        if r is None:
+    for part in tail.strip("[]").split("%", 1)[0].split(","):
+        tasks = _range_tasks(part)
+        if tasks is None:
             return 1
-        lo = int(r.group(1))
-        hi = int(r.group(2)) if r.group(2) else lo
-        step = int(r.group(3)) if r.group(3) else 1
-        total += max(0, (hi - lo) // max(step, 1) + 1)
+        total += tasks
         if total >= MAX_TASKS:
             return MAX_TASKS
     return max(total, 1)
 
 
+def _range_tasks(part: str) -> int | None:
+    """The tasks of one part of an array's expression (``6``, ``6-100``, ``6-100:5``), None for
+    any other text."""
+    span, colon, step_text = part.partition(":")
+    first, dash, last = span.partition("-")
+    if not first.isdecimal() or (dash and not last.isdecimal()) or (colon and not step_text.isdecimal()):
+        return None
+    lo = int(first)
+    hi = int(last) if dash else lo
+    step = int(step_text) if colon else 1
+    return max(0, (hi - lo) // max(step, 1) + 1)
+
+
 def job_number(job_id: str) -> int:
     """The job's number in squeue's id (``8``, ``8_3``, ``8_[6-100%5]``: 8; 0 for an id that does
-    not start with one): the decimal digits before the first ``_``, or the whole id, what
-    ``_ARRAY`` matches in an id of one line, without the expression."""
+    not start with one): the decimal digits before the first ``_``, or the whole id."""
     head = job_id.partition("_")[0]
     return int(head) if head.isdecimal() else 0  # (isdecimal: the digits \d matches)
 
 
 def jobs_of(job: SlurmJob) -> list[Job]:
     number = job_number(job.job_id)
-    per_node = max(1, job.cpus // max(job.nodes, 1))
-    if job.pending:
-        phase = JobPhase.WAITING if job.demand else JobPhase.HELD
+    if job.pending:  # (waiting when ``job.demand``: pending, for no reason of ``not_demand_reason``)
+        phase = JobPhase.WAITING if not_demand_reason(job.reason) is None else JobPhase.HELD
         return [
             Job(
                 number,
@@ -92,6 +98,7 @@ def jobs_of(job: SlurmJob) -> list[Job]:
                 hard_runtime=job.time_limit,
             )
         ]
+    per_node = max(1, job.cpus // max(job.nodes, 1))
     return [
         Job(
             number,

@@ -1,0 +1,105 @@
+"""Slurm's held jobs' answers (``elb.core.demand.NotDemand``), each worked out once for its squeue line.
+
+A held job (a pending entry Slurm holds for a reason of its own, ``SlurmJob.demand`` false)
+is answered from the last pending entry of its number, in squeue's order: its reason, and,
+while it waits for its begin time, that time (``until``; a begin time squeue no longer shows
+has passed: the job is due now). Almost every number has one pending entry, whose answer is
+then a function of its line alone: ``line_of`` works it out with the line's neutral jobs, and
+squeue's memo (``elb.schedulers.slurm.parse.SqueueMemo``, ``line_of`` its ``derive``) keeps it
+with them, so a line read before brings its answer along. ``held_answers`` takes those, and
+works out again only the answers of numbers on several pending entries and those that read
+the time. Pure.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from itertools import compress, count, repeat
+from operator import is_, itemgetter
+from typing import Final, cast
+
+from elb.core.demand import NotDemand
+from elb.core.model import Job, JobPhase
+from elb.schedulers.slurm.parse import SlurmJob, not_demand_reason
+from elb.schedulers.slurm.view import Made, made_of
+
+READS_NOW: Final = object()  # a held line whose answer reads the time: worked out at each pass
+
+# A squeue line's job, its neutral jobs (``made_of``), the number of its pending job (None: the
+# line is not pending), and its held job's answer from the line alone (None: not held; ``READS_NOW``).
+Line = tuple[SlurmJob, Made, int | None, NotDemand | object | None]
+
+_JOB, _MADE, _NUMBER, _ANSWER = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
+
+
+def answer(job: Job, line: SlurmJob, now: float, before: NotDemand | None = None) -> NotDemand:
+    """The held ``job``'s answer from ``line`` (the last pending entry of its number), the one
+    ``before`` when it says the same."""
+    reason = not_demand_reason(line.reason) or "held by Slurm"
+    # Held for its begin time only: not yet demand, until then (a requeued job's hold too); a
+    # begin time squeue no longer shows (N/A) has passed: the job is due at Slurm's next
+    # scheduling cycle.
+    until = (line.started or now) if line.reason == "BeginTime" else None
+    if before is not None and before.job is job and before.reason == reason and before.until == until:
+        return before
+    return NotDemand(job, reason, until=until, held=until is None)
+
+
+def line_of(job: SlurmJob) -> Line:
+    """The line of ``job``: the job, its neutral jobs, its pending number, its held job's own answer."""
+    made = made_of(job)
+    if not job.pending:
+        return job, made, None, None
+    neutral = cast("Job", made)  # (a pending line makes one job)
+    if neutral.phase is not JobPhase.HELD:
+        return job, made, neutral.job_id, None
+    if job.reason == "BeginTime" and not job.started:  # (until: now)
+        return job, made, neutral.job_id, READS_NOW
+    return job, made, neutral.job_id, answer(neutral, job, 0.0)  # (the time is not read)
+
+
+def _shared(numbers: list[int | None]) -> set[int]:
+    """The numbers of more than one pending line (``numbers``: each line's, None: not pending)."""
+    distinct = set(numbers)
+    distinct.discard(None)
+    if len(distinct) == len(numbers) - numbers.count(None):
+        return set()
+    return {n for n, times in Counter(numbers).items() if times > 1 and n is not None}
+
+
+def held_answers(lines: Sequence[Line], now: float) -> tuple[NotDemand, ...]:
+    """The answers of the held jobs of a read (its squeue ``lines``, in squeue's order), in the
+    order of the snapshot's held jobs: each line's own, but for the numbers on several pending
+    lines (the last one's reason) and the answers that read ``now``."""
+    answers = list(map(_ANSWER, lines))
+    numbers = list(map(_NUMBER, lines))
+    shared = _shared(numbers)
+    if not shared:
+        held = tuple(filter(None, answers))  # (an answer is true, None is not)
+        if not any(map(is_, held, repeat(READS_NOW))):
+            return cast("tuple[NotDemand, ...]", held)
+    again = list(compress(count(), map(is_, answers, repeat(READS_NOW))))
+    last: dict[int, int] = {}  # each shared number's last pending line
+    if shared:
+        on_shared = list(compress(count(), map(shared.__contains__, numbers)))
+        last = {cast("int", numbers[i]): i for i in on_shared}  # (the last line of each number kept)
+        again += (i for i in on_shared if answers[i] is not None and answers[i] is not READS_NOW)
+    for i in again:
+        own, neutral = answers[i], cast("Job", lines[i][1])  # (a pending line's one job)
+        before = own if isinstance(own, NotDemand) else None
+        answers[i] = answer(neutral, lines[last.get(cast("int", numbers[i]), i)][0], now, before)
+    return tuple(cast("list[NotDemand]", list(filter(None, answers))))
+
+
+def jobs(lines: Sequence[Line]) -> tuple[SlurmJob, ...]:
+    """The squeue jobs of ``lines``, in their order."""
+    return tuple(map(_JOB, lines))
+
+
+def made(lines: Sequence[Line]) -> list[Made]:
+    """The neutral jobs of each of ``lines``, in their order (``snapshot``'s ``made``)."""
+    return list(map(_MADE, lines))
+
+
+__all__: Sequence[str] = ("READS_NOW", "Line", "answer", "held_answers", "jobs", "line_of", "made")
