@@ -12,7 +12,7 @@ import time
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from elb.core.config import parse_config
+from elb.core.config import Config, parse_config
 from elb.core.demand import NotDemand
 from elb.core.model import JobPhase, Node, NodeState
 from elb.schedulers.slurm.commands import SlurmRead
@@ -70,6 +70,19 @@ texts = st.composite(_texts)
 
 def line_by_line(text: str) -> list[SlurmJob]:
     return [_squeue_line(line, n) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+def _slurm_config() -> Config:
+    """A Slurm config of 10 nodes of 4 slots that reads nothing from disk (its paths do not exist)."""
+    return parse_config(
+        {
+            "scheduler": "slurm",
+            "state_dir": "/nonexistent/state",
+            "policy": {"max_nodes": 10, "slots_per_node": 4},
+            "slurm": {"requests": "/nonexistent/requests"},
+            "cloud": {"provider": "local"},
+        }
+    )
 
 
 @settings(max_examples=150, deadline=None)
@@ -135,15 +148,7 @@ def test_the_drivers_held_jobs_are_the_ones_worked_out_line_by_line(reads: list[
     """At each read, later each time, the held jobs' answers of the driver (the ones of the read
     before kept for the very same line) are the plain ones: lines come and go, a number's last
     pending entry changes, a begin time squeue no longer shows is now at each read."""
-    cfg = parse_config(
-        {
-            "scheduler": "slurm",
-            "state_dir": "/nonexistent/state",
-            "policy": {"max_nodes": 10, "slots_per_node": 4},
-            "slurm": {"requests": "/nonexistent/requests"},
-            "cloud": {"provider": "local"},
-        }
-    )
+    cfg = _slurm_config()
     records = (Node("node001", NodeState.READY, 1.0, slots=4),)
     driver = Slurm(cfg, NoAsks(), Answers(reads))  # type: ignore[arg-type]
     for i, text in enumerate([*reads, reads[-1]]):  # the last read twice: the same lines at a later time
@@ -212,15 +217,7 @@ def test_a_snapshot_another_driver_read_has_its_held_jobs_held_by_slurm() -> Non
     """``elb status`` reads with one driver and splits the demand with another: the second has
     no squeue lines behind that snapshot, and answers each held job "held by Slurm" (its waiting
     jobs stay demand), where the driver that read it gives each its reason."""
-    cfg = parse_config(
-        {
-            "scheduler": "slurm",
-            "state_dir": "/nonexistent/state",
-            "policy": {"max_nodes": 10, "slots_per_node": 4},
-            "slurm": {"requests": "/nonexistent/requests"},
-            "cloud": {"provider": "local"},
-        }
-    )
+    cfg = _slurm_config()
     text = (
         "5|cloud|PENDING|JobHeldUser|1|1||N/A|N/A|UNLIMITED|user|a\n"
         "6|cloud|PENDING|Priority|1|1||N/A|N/A|UNLIMITED|user|b\n"
