@@ -11,14 +11,13 @@ import io
 import json
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from elb.cli.commands import _add_config, _error, _read_only_journal
 from elb.core.attribution import BY, Attribution, Part, UsageError, attribute, placed
 from elb.core.durations import argument as duration
-from elb.core.durations import minutes
+from elb.core.durations import minutes, utc_minute
 from elb.core.exitcodes import Exit
 from elb.core.spend import lives
 from elb.service import factory
@@ -117,10 +116,6 @@ def _money_csv(result: Attribution, money: float) -> str:
     return f"{money:.4f}" if result.priced else ""
 
 
-def _when(t: float) -> str:
-    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
 def to_text(result: Attribution, billing: str) -> list[str]:
     """The attribution as a table: the jobs' parts, the cost of elasticity apart, the total
     beside the bill."""
@@ -135,7 +130,8 @@ def to_text(result: Attribution, billing: str) -> list[str]:
         return f"{label:<{width}} {part_jobs:>6} {seconds / 3600.0:>11.2f} {dollars} {share * 100:>6.1f}%"
 
     lines = [
-        f"spend from {_when(result.since)} to {_when(result.until)} ({minutes(result.until - result.since)}), "
+        f"spend from {utc_minute(result.since)} to {utc_minute(result.until)} "
+        f"({minutes(result.until - result.since)}), "
         f"by {result.by}; billing per {billing}",
         f"{result.by:<{width}} {'jobs':>6} {'node-hours':>11} {'US dollars':>12} {'share':>7}",
     ]

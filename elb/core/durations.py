@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+from datetime import UTC, datetime
 from typing import Annotated
 
 from pydantic import PlainValidator
@@ -89,3 +90,8 @@ def minutes(seconds: float) -> str:
     if seconds < 3 * 3600:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def utc_minute(t: float) -> str:
+    """An instant to the minute in UTC, for lines an admin reads: '2027-01-15 08:00 UTC'."""
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
+from elb.core.durations import utc_minute
 from elb.core.groups import NodeGroups, known_group
 from elb.core.interfaces import TAG_GROUP
 from elb.core.state import GONE, ClusterState
@@ -58,10 +58,6 @@ def tags_due(refused: TagRefusal | None, now: float) -> bool:
     return refused is None or now >= refused.retry_at
 
 
-def _when(t: float) -> str:
-    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
 @dataclass(frozen=True, slots=True)
 class UntaggedWorker:
     """A worker whose instance lacks its node group's tag (``tag``); ``due``: a pass at the time
@@ -77,8 +73,9 @@ class UntaggedWorker:
         head = f"group tag {TAG_GROUP}={self.tag.group} not yet set"
         if self.refused is None:
             return f"{head}: set at the next pass"
-        again = "at the next pass" if self.due else f"at {_when(self.refused.retry_at)}"
-        return f"{head}: the cloud refused it at {_when(self.refused.at)} ({self.refused.error}), asked again {again}"
+        again = "at the next pass" if self.due else f"at {utc_minute(self.refused.retry_at)}"
+        refused = f"the cloud refused it at {utc_minute(self.refused.at)} ({self.refused.error})"
+        return f"{head}: {refused}, asked again {again}"
 
     def as_json(self) -> dict[str, object]:
         r = self.refused
