@@ -16,6 +16,11 @@ ask is answered once for its node, and a newer ask of the node replaces it.
 - a node of elb's the read shows ``gone`` (powered down) is removed like a release.
 - an ask the read dropped (stale) is answered with why; a give-back that failed is tried again
   at ``retry_at``, not before (``elb.core.backoff``'s doubling).
+- the names the scheduler may pick next (``NamePool``, a driver that ``HoldsNames``): as many stay
+  open as there is room for within ``max_nodes`` and each group's once this pass's launches are
+  counted, the rest are held (``NameHolds``), so the scheduler puts no job on a node elb would give
+  back (a give-back sends the job to wait again, and the scheduler would pick another such name).
+  Names of the warm pool's nodes are kept open first, then the names open now, then the lowest.
 
 Nodes with an operation in flight are left to it.
 """
@@ -26,7 +31,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from elb.core.model import Node, NodeState, Removal
-from elb.core.scheduler import Ask, AskKind, Dropped
+from elb.core.scheduler import Ask, AskKind, Dropped, NamePool
 
 RELEASE_RETRY = 60.0  # seconds before a failed give-back is tried again, doubling per attempt
 RELEASE_RETRY_MAX = 3600.0
@@ -54,6 +59,20 @@ class Answer:
 
 
 @dataclass(frozen=True, slots=True)
+class NameHolds:
+    """Names to keep from the scheduler's next asks (``hold``, with ``reason``) and names to let it
+    pick again (``reopen``)."""
+
+    hold: tuple[str, ...] = ()
+    reopen: tuple[str, ...] = ()
+    reason: str = ""
+
+    def describe(self) -> list[str]:
+        lines = [f"hold {name} from the scheduler's asks: {self.reason}" for name in self.hold]
+        return lines + [f"reopen {name} to the scheduler's asks: there is room for it" for name in self.reopen]
+
+
+@dataclass(frozen=True, slots=True)
 class AskPlan:
     launch: tuple[Ask, ...] = ()  # WANT asks to launch, in order (within the limits)
     declines: tuple[Decline, ...] = ()
@@ -61,6 +80,7 @@ class AskPlan:
     removals: tuple[Removal, ...] = ()  # ready nodes the scheduler released or showed gone
     abandon: tuple[Removal, ...] = ()  # booting nodes no operation carries that the scheduler gave up
     groups: Mapping[str, str] = field(default_factory=dict)  # the group of each node to launch
+    holds: NameHolds = field(default_factory=NameHolds)  # the names kept from (or opened to) its next asks
 
 
 def plan_asks(
@@ -75,8 +95,10 @@ def plan_asks(
     first_group: str,
     master: str,
     now: float,
+    names: NamePool | None = None,
 ) -> AskPlan:
-    """The asks' actions (see the module's description)."""
+    """The asks' actions (see the module's description). ``names``: the names the scheduler may
+    pick next (None: not read, none held or opened)."""
     by_name = {n.name: n for n in records}
     room = _Room(records, max_nodes=max_nodes, group_max=group_max, first_group=first_group, master=master)
     out = _Actions(answers=[Answer(d.ask.node, d.ask.since, f"dropped: {d.reason}") for d in dropped])
@@ -94,9 +116,47 @@ def plan_asks(
         if name in asked or name in in_flight or node is None or node.state is not NodeState.READY:
             continue
         out.removals.append(Removal(name, why))
+    holds = NameHolds() if names is None else _holds(names, room, records)
     return AskPlan(
-        tuple(out.launch), tuple(out.declines), tuple(out.answers), tuple(out.removals), tuple(out.abandon), out.groups
+        tuple(out.launch),
+        tuple(out.declines),
+        tuple(out.answers),
+        tuple(out.removals),
+        tuple(out.abandon),
+        out.groups,
+        holds,
     )
+
+
+def _holds(names: NamePool, room: _Room, records: Sequence[Node]) -> NameHolds:
+    """The names to hold and to reopen so that as many are open as ``room`` has left, each group
+    within its own (see the module's description)."""
+    pooled = {n.name for n in records if n.state.pooled}
+    ranked = sorted(
+        [(p, True) for p in names.open] + [(p, False) for p in names.held],
+        key=lambda pair: (pair[0].name not in pooled, not pair[1], pair[0].name),
+    )
+    left = room.free
+    group_left = {g: limit - room.per_group.get(g, 0) for g, limit in room.group_max.items()}
+    hold: list[str] = []
+    reopen: list[str] = []
+    total_full = False
+    for p, is_open in ranked:
+        group = room.group(p.group)
+        limit = group_left.get(group)
+        if left > 0 and (limit is None or limit > 0):
+            left -= 1
+            if limit is not None:
+                group_left[group] = limit - 1
+            if not is_open:
+                reopen.append(p.name)
+        elif is_open:
+            hold.append(p.name)
+            total_full = total_full or left <= 0
+    if not hold and not reopen:
+        return NameHolds()
+    reason = f"no room within max_nodes {room.max_nodes}" if total_full else "no room within its group's max_nodes"
+    return NameHolds(tuple(sorted(hold)), tuple(sorted(reopen)), reason if hold else "")
 
 
 @dataclass
@@ -164,4 +224,4 @@ def _release(a: Ask, node: Node | None, out: _Actions) -> None:
     (out.abandon if node.state.booting else out.removals).append(Removal(a.node, why))
 
 
-__all__: Sequence[str] = ("Answer", "AskPlan", "Decline", "plan_asks", "release_retry_at")
+__all__: Sequence[str] = ("Answer", "AskPlan", "Decline", "NameHolds", "plan_asks", "release_retry_at")

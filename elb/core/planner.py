@@ -29,7 +29,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from elb.core.askplan import Answer, AskPlan, Decline, plan_asks
+from elb.core.askplan import Answer, AskPlan, Decline, NameHolds, plan_asks
 from elb.core.backoff import Backoff, Backoffs
 from elb.core.budget import BudgetCheck, Launch, Spend, pace, period_bounds, room
 from elb.core.config import Config
@@ -47,7 +47,7 @@ from elb.core.policy.grouped import decide_demand
 from elb.core.policy.placement import width
 from elb.core.poolplan import PoolPlan, group_of, groups_of, plan_pool, pooled_hosts_left_out
 from elb.core.reconcile import Repair, RepairKind, repairs_of
-from elb.core.scheduler import Ask, Dropped
+from elb.core.scheduler import Ask, Dropped, NamePool
 from elb.core.state import ClusterState, JoinIndex, join
 from elb.core.tagplan import GroupTag, TagRefusal, UntaggedWorker, describe_tags, untagged_workers
 
@@ -362,6 +362,7 @@ class PassInputs:
     asks: tuple[Ask, ...] | None = None
     dropped: tuple[Dropped, ...] = ()
     gone: Mapping[str, str] = field(default_factory=dict)
+    names: NamePool | None = None  # the names it may ask for next (``HoldsNames``); None: not read
     notices: tuple[Notice, ...] = ()  # the cloud's notices since the last pass
     interrupted: tuple[tuple[int, int, bool], ...] = ()  # (job, spot interruptions, bound already)
     index: JoinIndex | None = None  # what the simulator keeps of the joined state (``elb.core.state.JoinIndex``)
@@ -398,6 +399,7 @@ class PassPlan:
     declines: tuple[Decline, ...] = ()  # nodes the scheduler asked for that elb gives back
     waiting: tuple[Decline, ...] = ()  # asks the back-off holds, left open (launched when it lets them)
     answers: tuple[Answer, ...] = ()  # the scheduler's asks elb is done with
+    names: NameHolds = field(default_factory=NameHolds)  # names kept from (or opened to) its next asks
     budget: BudgetCheck | None = None  # the budget's verdict on the launches (``policy.budget``)
     held: tuple[Removal, ...] = ()  # removals not planned: nodes kept on their own word lately (``witness_hold``)
     group_tags: tuple[GroupTag, ...] = ()  # workers whose instances get their node group's tag (``elb.core.tagplan``)
@@ -430,6 +432,7 @@ class PassPlan:
             lines.append(self.budget.describe())
         lines += [f"give back {d.node}: {d.reason}" for d in self.declines]
         lines += [f"wait {d.node}: {d.reason}" for d in self.waiting]
+        lines += self.names.describe()
         lines += [f"bind job {m.job} to on-demand nodes: {m.reason}" for m in self.moves]
         return lines
 
@@ -512,6 +515,7 @@ def _regardless_of_scaling(
         notices=notices,
         moves=moved,
         answers=asks.answers,
+        names=asks.holds,
         group_tags=tuple(u.tag for u in untagged if u.due),
         tags_waiting=tuple(u for u in untagged if not u.due),
     )
@@ -728,6 +732,7 @@ def _plan_asks(inputs: PassInputs, config: Config, now: float) -> AskPlan:
         first_group=groups.groups[0].name,
         master=config.cluster.master,
         now=now,
+        names=inputs.names,
     )
 
 

@@ -21,7 +21,11 @@ Optional, each declared here with what the daemon does without it and asked for 
 ``isinstance``: a driver that can **peek** (``PeeksDemand``) says cheaply, between passes, what
 waits (``Peek``); the daemon runs a pass at once when new waiting work shows
 (``elb.core.cadence``). A driver that can **bind** a job to on-demand nodes (``BindsOnDemand``)
-does it for a job spot interruptions sent back too often (``elb.core.interruptions``).
+does it for a job spot interruptions sent back too often (``elb.core.interruptions``). A driver
+whose scheduler names its nodes may **hold names** (``HoldsNames``): its read then lists the names
+the scheduler may pick next (``NamePool``), and elb keeps only as many of them open as there is room
+within ``max_nodes`` (``elb.core.askplan``), so the scheduler never puts a job on a node elb would
+give back; without it, an ask past the limits is given back (its job waits again).
 """
 
 from __future__ import annotations
@@ -84,6 +88,24 @@ class Dropped:
 
 
 @dataclass(frozen=True, slots=True)
+class PoolName:
+    """A node name the scheduler may ask for next, and its node group (None: the first group)."""
+
+    name: str
+    group: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NamePool:
+    """The names a scheduler that names its nodes may pick for its next asks (Slurm: its cloud
+    nodes powered down), split by whether elb holds them from it (``HoldsNames``). A name the
+    scheduler keeps from its jobs for another reason (an admin's drain) is in neither."""
+
+    open: tuple[PoolName, ...] = ()  # the scheduler may pick any of these
+    held: tuple[PoolName, ...] = ()  # held by elb: the scheduler picks none of these until reopened
+
+
+@dataclass(frozen=True, slots=True)
 class SchedulerRead:
     """One read of the scheduler: the neutral snapshot, and what it asked by name."""
 
@@ -94,6 +116,8 @@ class SchedulerRead:
     # Managed nodes the scheduler shows down for good or no longer has (a powered-down cloud
     # node), each with why: removed like a release.
     gone: Mapping[str, str] = field(default_factory=dict)
+    # The names it may ask for next (a driver that ``HoldsNames``); None: not read.
+    names: NamePool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +168,21 @@ class BindsOnDemand(Protocol):
     is, named once in a warning (it may land on a spot node again)."""
 
     def bind_on_demand(self, job: int, hard_requests: Mapping[str, str], groups: NodeGroups) -> str: ...
+
+
+@runtime_checkable
+class HoldsNames(Protocol):
+    """Optional: keep names from the scheduler's next asks, and open them again (a scheduler
+    that names its nodes). Without it the daemon gives back each ask past the limits."""
+
+    def hold(self, names: Sequence[str], reason: str) -> None:
+        """Keep ``names`` (each in the read's ``NamePool.open``) from the scheduler's jobs, with
+        ``reason``; ``SchedulerError`` if the scheduler refused (the next pass sees what stuck)."""
+        ...
+
+    def reopen(self, names: Sequence[str]) -> None:
+        """Let the scheduler pick ``names`` (each held by elb) again."""
+        ...
 
 
 @runtime_checkable

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from elb.core.askplan import Decline, release_retry_at
+from elb.core.askplan import Decline, NameHolds, release_retry_at
 from elb.core.durations import minutes
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import (
@@ -53,7 +53,7 @@ from elb.core.model import Cause, Node, NodeState, Removal, WitnessKeep
 from elb.core.noticeplan import Retire
 from elb.core.planner import Cleanup, Drain, cleanup_verdict, drain_verdict, witness_needed, witness_verdict
 from elb.core.reconcile import Repair, RepairKind
-from elb.core.scheduler import BindsOnDemand, ParksNodes, Scheduler, SchedulerError
+from elb.core.scheduler import BindsOnDemand, HoldsNames, ParksNodes, Scheduler, SchedulerError
 from elb.core.tagplan import TAG_RETRY, GroupTag, describe_tags
 from elb.core.timeline import Step
 from elb.service.journal import Journal
@@ -76,6 +76,8 @@ class Outcomes:
     stopped: list[str] = field(default_factory=list)  # stopped into the warm pool
     restarted: list[str] = field(default_factory=list)  # started again from the warm pool, ready
     given_back: list[str] = field(default_factory=list)  # nodes the scheduler asked for, given back
+    held: list[str] = field(default_factory=list)  # names kept from the scheduler's next asks
+    reopened: list[str] = field(default_factory=list)  # names the scheduler may ask for again
     requeued: list[str] = field(default_factory=list)  # jobs sent back to wait by a spot interruption
     moved: list[int] = field(default_factory=list)  # jobs bound to on-demand nodes
 
@@ -90,6 +92,8 @@ class Outcomes:
         self.stopped += other.stopped
         self.restarted += other.restarted
         self.given_back += other.given_back
+        self.held += other.held
+        self.reopened += other.reopened
         self.requeued += other.requeued
         self.moved += other.moved
 
@@ -832,6 +836,26 @@ class Actuator:
             for d in group:
                 self.journal.answer_ask(d.node, d.since, f"given back: {reason}", self.clock())
                 out.given_back.append(d.node)
+
+    def hold_names(self, holds: NameHolds, out: Outcomes) -> None:
+        """Keep names from the scheduler's next asks and open others to them (``HoldsNames``; a
+        scheduler without it gets nothing: its asks past the limits are given back). A refusal is
+        said; the next pass reads what stuck and plans again."""
+        sched = self.scheduler
+        if not isinstance(sched, HoldsNames):
+            return
+        if holds.reopen:
+            try:
+                sched.reopen(holds.reopen)
+                out.reopened += holds.reopen
+            except SchedulerError as err:
+                log.error("cannot open %s to %s's asks again: %s", ", ".join(holds.reopen), sched.name, err)
+        if holds.hold:
+            try:
+                sched.hold(holds.hold, holds.reason)
+                out.held += holds.hold
+            except SchedulerError as err:
+                log.error("cannot hold %s from %s's asks: %s", ", ".join(holds.hold), sched.name, err)
 
     def bind(self, move: Move, out: Outcomes) -> None:
         """Bind a job spot interruptions keep sending back to on-demand nodes, once, the way its

@@ -305,6 +305,7 @@ class Balancer:
             asks=read.asks,
             dropped=read.dropped,
             gone=read.gone,
+            names=read.names,
             notices=tuple(notices),
             interrupted=tuple(self.journal.interrupted_jobs()),
             scheduler=self.scheduler.name,
@@ -405,8 +406,16 @@ class Balancer:
             self.last.backoff_wait = inputs.backoff.waiting(result.now)
         if plan.scaling is not None:
             self._start_scaling(plan, plan.scaling, inputs, act, result)
-        # The pass's give-backs are one operation (one release a reason: a burst's hundreds of
-        # nodes over a limit are a few commands, not one a node), of the nodes with none under way.
+        self._give_back(plan, act, result)
+        self._say_open_asks(plan, inputs)
+        for m in plan.moves:
+            act.bind(m, result.outcomes)
+
+    def _give_back(self, plan: PassPlan, act: Actuator, result: PassResult) -> None:
+        """Give back the asks the pass declines and hold (or reopen) the names the scheduler may
+        pick next. The give-backs are one operation (one release a reason: a burst's hundreds of
+        nodes over a limit are a few commands, not one a node), of the nodes with none under way;
+        the holds another."""
         busy = self.executor.in_flight()
         declines = [d for d in plan.declines if d.node not in busy]
         if declines:
@@ -414,9 +423,10 @@ class Balancer:
             nodes = names[0] if len(names) == 1 else f"{len(names)} nodes ({names[0]} ... {names[-1]})"
             if not self._stop_before(f"give back {nodes}", result):
                 self.executor.submit(names, f"give back {nodes}", functools.partial(act.give_back_all, declines))
-        self._say_open_asks(plan, inputs)
-        for m in plan.moves:
-            act.bind(m, result.outcomes)
+        holds = plan.names
+        what = f"hold {len(holds.hold)} and reopen {len(holds.reopen)} names"
+        if (holds.hold or holds.reopen) and not self._stop_before(what, result):
+            self.executor.submit((*holds.hold, *holds.reopen), what, functools.partial(act.hold_names, holds))
 
     def _say_open_asks(self, plan: PassPlan, inputs: PassInputs) -> None:
         """Say each of the scheduler's asks the back-off leaves open once per ask and back-off

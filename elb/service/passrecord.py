@@ -44,6 +44,10 @@ class PassResult:
         parts.extend(by_reason(o.failed.items()))
         if o.given_back:
             parts.append(f"given back {', '.join(o.given_back)}")
+        if o.held:
+            parts.append(f"held from the scheduler's asks {', '.join(o.held)}")
+        if o.reopened:
+            parts.append(f"reopened to the scheduler's asks {', '.join(o.reopened)}")
         if o.postponed:
             parts.append(f"stopping: not started {', '.join(o.postponed)}")
         return "; ".join(parts)

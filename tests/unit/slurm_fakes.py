@@ -100,11 +100,17 @@ class FakeSlurm:
         if self.on_drain is not None:
             self.on_drain(name)
 
+    def drain_all(self, names: Sequence[str], reason: str) -> None:
+        self._scontrol("drain_all", *names)
+        for name in names:
+            n = self.nodes[name]
+            self.nodes[name] = replace(n, flags=n.flags | {"drain"}, reason=reason)
+
     def undrain(self, names: Sequence[str]) -> None:
         self._scontrol("undrain", *names)
         for name in names:
             n = self.nodes[name]
-            self.nodes[name] = replace(n, flags=n.flags - {"drain"})
+            self.nodes[name] = replace(n, flags=n.flags - {"drain"}, reason="none")
 
     def power_down(self, names: Sequence[str], reason: str, *, force: bool = False, park: bool = False) -> None:
         self._scontrol("power_down_force" if force else "power_down_asap", *names)

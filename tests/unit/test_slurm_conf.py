@@ -197,13 +197,14 @@ def test_slurmctld_parameters_without_idle_on_node_suspend_fail() -> None:
     assert bad.fix == "SlurmctldParameters=enable_configless,idle_on_node_suspend"
 
 
-def test_fewer_cloud_nodes_than_max_nodes_fail_and_more_warn() -> None:
+def test_fewer_cloud_nodes_than_max_nodes_fail_and_more_are_held() -> None:
     (bad,) = failed(run(config(policy={"max_nodes": 10, "slots_per_node": 2}), facts()))
     assert bad.what == "Slurm cloud nodes" and "8 State=CLOUD node(s) for policy.max_nodes 10" in bad.detail
     assert bad.fix.startswith("NodeName=node[001-010] State=CLOUD")
     checks = run(config(policy={"max_nodes": 4, "slots_per_node": 2}), facts())
-    assert not failed(checks)
-    assert [c.what for c in checks if c.warning] == ["Slurm cloud nodes"]
+    assert not failed(checks) and not [c for c in checks if c.warning]
+    (cloud,) = [c for c in checks if c.what == "Slurm cloud nodes"]
+    assert "8 State=CLOUD nodes for policy.max_nodes 4: elb drains the powered-down ones past its room" in cloud.detail
 
 
 def test_a_group_short_of_its_partitions_nodes_fails() -> None:

@@ -10,7 +10,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -143,7 +143,9 @@ class Rig:
         return None if n is None else n.state
 
     def scontrol(self, *what: str) -> list[tuple[str, ...]]:
-        return [c for c in self.slurm.calls if not what or c[0] in what]
+        """The updates of the kinds ``what`` (none: every kind but the holds of names past
+        ``max_nodes``, which the rig's six names and four nodes make at the first pass)."""
+        return [c for c in self.slurm.calls if c[0] in what or (not what and c[0] != "drain_all")]
 
 
 def rig(tmp: Path, *, ok: bool = True, notices: Any = None, **settings: Any) -> Rig:
@@ -617,3 +619,39 @@ def test_an_ask_left_open_under_the_back_off_is_said_once_per_ask_and_back_off_r
     said = [m for m in caplog.messages if m.startswith("node001: Slurm's ask left open")]
     assert len(said) == 1, said
     assert r.cloud.launched == ["node005"]  # still held: the ask stayed open all along
+
+
+def test_names_past_max_nodes_are_held_from_slurm_and_reopened_when_room_frees(tmp_path: Path) -> None:
+    """Slurm puts a job on any powered-down cloud node; one past max_nodes was given back, the
+    job requeued with a begin time, and put on the next such node: minutes of waiting while
+    elb's nodes sat idle. elb now keeps only as many names open as it may launch."""
+    r = rig(tmp_path, policy={"max_nodes": 2})
+    _ready_idle(r, idle=0.0)
+    r.slurm.nodes["node004"] = replace(
+        r.slurm.nodes["node004"], flags=frozenset({"cloud", "powered_down", "drain"}), reason="disk check"
+    )
+    summary = r.run()
+    assert r.scontrol("drain_all") == [("drain_all", "node003", "node005", "node006")]
+    held = {n for n, sn in r.slurm.nodes.items() if sn.reason.startswith("elb: held: no room within max_nodes 2")}
+    assert held == {"node003", "node005", "node006"}
+    assert "held from the scheduler's asks node003, node005, node006" in summary
+    r.run(5)
+    assert len(r.scontrol("drain_all")) == 1 and r.scontrol("undrain") == []  # held once, not every pass
+    r.journal.record("node001", NodeState.TERMINATED, r.clock.t)  # removed; Slurm still powers it down
+    r.slurm.set_flags("node001", "idle", "powering_down")
+    r.run(5)
+    assert r.scontrol("undrain") == [("undrain", "node003")]  # room for two: node002 and node003
+    r.slurm.set_flags("node001", "idle", "powered_down")
+    r.run(5)
+    assert r.scontrol("drain_all")[-1] == ("drain_all", "node003")  # node001's name is back: two open
+    assert "drain" in r.slurm.nodes["node004"].flags  # an admin's drain is never undone
+
+
+def test_a_refused_hold_is_said_and_the_pass_goes_on(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    r = rig(tmp_path, policy={"max_nodes": 2})
+    r.slurm.fail = {"drain_all"}
+    r.run()
+    assert "cannot hold node003, node004, node005, node006 from Slurm's asks" in caplog.text
+    r.slurm.fail = set()
+    r.run(5)
+    assert r.scontrol("drain_all")[-1] == ("drain_all", "node003", "node004", "node005", "node006")

@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from elb.core.askplan import plan_asks, release_retry_at
+from elb.core.askplan import NameHolds, plan_asks, release_retry_at
 from elb.core.backoff import Backoff, Backoffs, Cause
 from elb.core.config import Config, parse_config
 from elb.core.demand import DemandSplit
@@ -16,10 +16,10 @@ from elb.core.interfaces import Instance
 from elb.core.model import History, JobPhase, Node, NodeState, Plan, Removal
 from elb.core.orders import Orders
 from elb.core.planner import PassInputs, plan_pass
-from elb.core.scheduler import Ask, AskKind
+from elb.core.scheduler import Ask, AskKind, NamePool, PoolName
 from elb.core.state import ClusterState
 from elb.schedulers.slurm.commands import SlurmRead
-from elb.schedulers.slurm.driver import asks_now
+from elb.schedulers.slurm.driver import asks_now, name_pool
 from elb.schedulers.slurm.parse import SlurmNode
 from elb.schedulers.slurm.view import array_tasks, snapshot
 from tests.unit.factories import EC2
@@ -381,3 +381,98 @@ def test_a_node_ordered_out_is_removed_though_a_job_comes_due() -> None:
     demand = DemandSplit(inputs.snapshot, (NotDemand(job, "Slurm holds it: BeginTime", until=NOW + 10),))
     p = plan_pass(dataclasses.replace(inputs, demand=demand), config(boot_time=120), Removes(), NOW)
     assert p.scaling is not None and [r.node for r in p.scaling.remove] == ["node001"]
+
+
+# The names Slurm may pick next: as many open as elb may launch, the rest held (drained).
+
+
+def _holds(
+    pool: NamePool,
+    records: Sequence[Node] = (),
+    asks: Sequence[Ask] = (),
+    *,
+    max_nodes: int = 3,
+    group_max: dict[str, int] | None = None,
+) -> NameHolds:
+    return plan_asks(
+        asks,
+        (),
+        {},
+        records,
+        frozenset(),
+        max_nodes=max_nodes,
+        group_max=group_max or {"default": max_nodes},
+        first_group="default",
+        master="master",
+        now=NOW,
+        names=pool,
+    ).holds
+
+
+def _open(*names: str, group: str | None = None) -> tuple[PoolName, ...]:
+    return tuple(PoolName(n, group) for n in names)
+
+
+def test_at_max_nodes_every_name_slurm_may_pick_is_held() -> None:
+    """The soak's churn: three nodes up at max_nodes 3, five names powered down; Slurm put the
+    next job on one of them, elb gave it back, the job waited two minutes and went to another."""
+    alive = [record(f"node00{i}") for i in (1, 2, 3)]
+    h = _holds(NamePool(open=_open("node004", "node005", "node006", "node007", "node008")), alive)
+    assert h.hold == ("node004", "node005", "node006", "node007", "node008") and h.reopen == ()
+    assert h.reason == "no room within max_nodes 3"
+    assert "hold node004 from the scheduler's asks: no room within max_nodes 3" in h.describe()
+
+
+def test_as_many_names_stay_open_as_there_is_room_the_lowest_first() -> None:
+    h = _holds(NamePool(open=_open("node005", "node002", "node004", "node003")), [record("node001")])
+    assert h.hold == ("node004", "node005") and h.reopen == ()
+
+
+def test_this_passes_launches_take_room_first() -> None:
+    h = _holds(NamePool(open=_open("node003", "node004")), [record("node001")], [want("node002")])
+    assert h.hold == ("node004",)
+
+
+def test_held_names_are_reopened_when_room_frees_and_nothing_changes_when_it_fits() -> None:
+    pool = NamePool(open=_open("node002"), held=_open("node005", "node003", "node004"))
+    h = _holds(pool, [record("node001")])
+    assert h.hold == () and h.reopen == ("node003",)
+    assert _holds(NamePool(open=_open("node002", "node003"), held=_open("node004")), [record("node001")]) == NameHolds()
+
+
+def test_a_warm_pool_nodes_name_stays_open_before_the_others() -> None:
+    stopped = record("node006", NodeState.STOPPED)
+    h = _holds(NamePool(open=_open("node004", "node005", "node006")), [record("node001"), record("node002"), stopped])
+    assert h.hold == ("node004", "node005")
+
+
+def test_each_group_keeps_open_only_what_its_own_max_nodes_leaves() -> None:
+    cpu = dataclasses.replace(record("node001"), group="cpu")
+    pool = NamePool(open=(*_open("node002", "node003", group="cpu"), *_open("gpu001", "gpu002", group="gpu")))
+    h = _holds(pool, [cpu], max_nodes=4, group_max={"cpu": 2, "gpu": 1})
+    assert h.hold == ("gpu002", "node003") and h.reason == "no room within its group's max_nodes"
+
+
+def test_without_a_name_pool_nothing_is_held() -> None:
+    p = plan_asks(
+        [], (), {}, [record("node001")], frozenset(), max_nodes=1, group_max={"default": 1},
+        first_group="default", master="master", now=NOW,
+    )  # fmt: skip
+    assert p.holds == NameHolds()
+
+
+def test_the_pool_is_slurms_powered_down_cloud_nodes_an_admins_drain_left_alone() -> None:
+    held = dataclasses.replace(snode("node003", "idle", "powered_down", "drain"), reason="elb: held: no room")
+    admin = dataclasses.replace(snode("node004", "idle", "powered_down", "drain"), reason="disk check")
+    nodes = (
+        snode("node001", "idle"),  # up
+        snode("node002", "idle", "powered_down", partition="gpu"),
+        held,
+        admin,
+        snode("node005", "idle", "powering_up"),
+        snode("node006", "down", "powered_down"),
+        snode("node007", "idle", "powered_down"),  # elb's record is alive: gone, not free
+        SlurmNode("static1", "idle", frozenset(), 2, 0, ("cloud",), "none"),
+    )
+    pool = name_pool(read(*nodes), [record("node007")], {"gpu": "gpus"})
+    assert pool == NamePool(open=(PoolName("node002", "gpus"),), held=(PoolName("node003"),))

@@ -231,7 +231,11 @@ class SlurmCommands:
         self.update(names, park=True)
 
     def drain(self, name: str, reason: str) -> None:
-        self.update([name], state="DRAIN", reason=_check_reason(reason))
+        self.drain_all([name], reason)
+
+    def drain_all(self, names: Sequence[str], reason: str) -> None:
+        """``scontrol update nodename=<hostlist> state=DRAIN reason=...``, a hundred names a command."""
+        self.update(names, state="DRAIN", reason=_check_reason(reason))
 
     def undrain(self, names: Sequence[str]) -> None:
         self.update(names, state="UNDRAIN")

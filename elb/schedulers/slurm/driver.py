@@ -46,7 +46,18 @@ from elb.core.gcpause import paused
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
 from elb.core.model import Node, NodeState, Snapshot
-from elb.core.scheduler import Ask, AskKind, DrainCheck, Dropped, Peek, Requeued, SchedulerError, SchedulerRead
+from elb.core.scheduler import (
+    Ask,
+    AskKind,
+    DrainCheck,
+    Dropped,
+    NamePool,
+    Peek,
+    PoolName,
+    Requeued,
+    SchedulerError,
+    SchedulerRead,
+)
 from elb.schedulers.slurm import conf as slurm_conf
 from elb.schedulers.slurm import requests as slurm_requests
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
@@ -75,6 +86,28 @@ def slurm_reason(text: str) -> str:
     """``text`` as a reason ``scontrol`` takes (letters, digits, spaces and ``_.,:;=()/+-``)."""
     cleaned = "".join(c if c in _REASON_CHARS else " " for c in f"elb: {text}").strip()
     return cleaned[:200] or "elb"
+
+
+HELD = "elb: held"  # how the reason of a name elb holds from Slurm's asks starts (``name_pool``)
+
+
+def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mapping[str, str]) -> NamePool:
+    """The cloud nodes Slurm may power up for its next jobs: powered down and idle, no node of
+    elb's behind them; ``held``: those elb drained with a reason that starts with ``HELD``. A node
+    drained for another reason (an admin's) is in neither: elb never undrains it. Pure."""
+    alive = {n.name for n in records if n.state.alive}
+    open_: list[PoolName] = []
+    held: list[PoolName] = []
+    for sn in read.nodes:
+        if "cloud" not in sn.flags or not sn.powered_down or sn.powering_up or sn.name in alive:
+            continue
+        name = PoolName(sn.name, partition_groups.get(sn.partitions[0]) if sn.partitions else None)
+        if not sn.drain:
+            if sn.state == "idle":
+                open_.append(name)
+        elif sn.reason.startswith(HELD):
+            held.append(name)
+    return NamePool(tuple(open_), tuple(held))
 
 
 def asks_now(
@@ -165,6 +198,8 @@ class SlurmClient(Protocol):
 
     def drain(self, name: str, reason: str) -> None: ...
 
+    def drain_all(self, names: Sequence[str], reason: str) -> None: ...
+
     def undrain(self, names: Sequence[str]) -> None: ...
 
     def power_down(self, names: Sequence[str], reason: str, *, force: bool = False, park: bool = False) -> None: ...
@@ -238,7 +273,8 @@ class Slurm:
             partition_groups=self.config.slurm.partition_groups,
             now=now,
         )
-        return SchedulerRead(snap, kept, dropped, gone)
+        names = name_pool(read, records, self.config.slurm.partition_groups)
+        return SchedulerRead(snap, kept, dropped, gone, names)
 
     def resume_timeout(self) -> float | None:
         """Slurm's ``ResumeTimeout``, read once (None: it could not be read; no ask is dropped for its age)."""
@@ -406,6 +442,16 @@ class Slurm:
         names = list(hosts)
         self._scontrol(lambda: self.slurm.park(names))
         self._scontrol(lambda: self.slurm.power_down(names, slurm_reason(reason), force=True))
+
+    def hold(self, names: Sequence[str], reason: str) -> None:
+        """Drain powered-down nodes (``HoldsNames``): Slurm puts no job on a drained node, so it
+        asks for none of them; the reason starts with ``HELD`` (``name_pool`` reads them back)."""
+        why = slurm_reason(f"held: {reason}")
+        self._scontrol(lambda: self.slurm.drain_all(list(names), why))
+
+    def reopen(self, names: Sequence[str]) -> None:
+        """Undrain nodes elb held (``HoldsNames``): Slurm may power them up for its jobs again."""
+        self._scontrol(lambda: self.slurm.undrain(list(names)))
 
     def requeue(self, host: str) -> Requeued:
         read = self._read()
@@ -708,9 +754,8 @@ def _check_node_count(cfg: Config, facts: slurm_conf.SlurmFacts) -> Iterator[Che
         yield Check(
             "Slurm cloud nodes",
             True,
-            f"{len(nodes)} State=CLOUD nodes for policy.max_nodes {total}: Slurm's asks past {total} are given back",
-            f"define {total} cloud nodes in slurm.conf, or raise policy.max_nodes",
-            warning=True,
+            f"{len(nodes)} State=CLOUD nodes for policy.max_nodes {total}: elb drains the powered-down ones past "
+            f"its room (reason {HELD!r}...), so Slurm puts no job on a node elb would give back",
         )
     else:
         yield Check("Slurm cloud nodes", True, f"{len(nodes)} State=CLOUD nodes, policy.max_nodes {total}")
