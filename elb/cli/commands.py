@@ -27,7 +27,7 @@ from elb.core.exitcodes import Exit
 from elb.core.interfaces import CloudError, TagsGroups
 from elb.core.model import Node, NodeState, Snapshot, by_reason
 from elb.core.poolplan import groups_of
-from elb.core.scheduler import SchedulerError, SchedulerRead
+from elb.core.scheduler import Scheduler, SchedulerError, SchedulerRead
 from elb.core.spend import GroupSpend, budget_now, spend_by_group
 from elb.core.state import join
 from elb.core.tagplan import UntaggedWorker, untagged_workers
@@ -237,14 +237,14 @@ def cmd_status(args: argparse.Namespace) -> int:
         return opened
     cfg, journal = opened
     nodes = journal.nodes()
-    read = _read_or_none(cfg, journal)  # status still shows the journal when it can't be read, then exits 4
+    scheduler, read = _read_or_none(cfg, journal)  # status shows the journal when it can't be read, then exits 4
     snap = read.snapshot if read is not None else None
     now = snap.now if snap is not None else time.time()
     if args.json:
-        print(json.dumps(_status_json(cfg, journal, nodes, read, now), indent=2))
+        print(json.dumps(_status_json(cfg, journal, nodes, (scheduler, read), now), indent=2))
     else:
         _print_status_nodes(cfg, journal, nodes, snap, now)
-        _print_status_scheduler(cfg, journal, nodes, read)
+        _print_status_scheduler(cfg, journal, nodes, scheduler, read)
         _print_status_orders(journal, now)
     journal.close()
     return Exit.OK if snap is not None else Exit.UNREADABLE
@@ -268,13 +268,15 @@ def _print_status_nodes(
     print(_boot_summary(journal, now).describe(DAY / 3600))
 
 
-def _print_status_scheduler(cfg: Config, journal: Journal, nodes: Sequence[Node], read: SchedulerRead | None) -> None:
+def _print_status_scheduler(
+    cfg: Config, journal: Journal, nodes: Sequence[Node], scheduler: Scheduler, read: SchedulerRead | None
+) -> None:
     """The scheduler's summary and the waiting jobs that are not demand (nothing when it was not read)."""
     if read is None:
         return
     for line in snapshot_summary(read.snapshot, cfg.cluster.master):
         print(line)
-    split = _demand_or_none(cfg, journal, read, nodes)
+    split = _demand_or_none(cfg, journal, scheduler, read, nodes)
     for refused in split.not_demand if split is not None else ():
         print(f"not demand, {refused.describe()}")
 
@@ -300,11 +302,12 @@ def _status_note(f: NodeFacts) -> str:
 
 
 def _status_json(
-    cfg: Config, journal: Journal, nodes: Sequence[Node], read: SchedulerRead | None, now: float
+    cfg: Config, journal: Journal, nodes: Sequence[Node], reading: tuple[Scheduler, SchedulerRead | None], now: float
 ) -> dict[str, object]:
     orders = journal.orders()
+    scheduler, read = reading
     snap = None if read is None else read.snapshot
-    split = None if read is None else _demand_or_none(cfg, journal, read, nodes)
+    split = None if read is None else _demand_or_none(cfg, journal, scheduler, read, nodes)
     last = journal.passes(limit=1)
     boot = _boot_summary(journal, now)
     return {
@@ -355,11 +358,14 @@ def _spend_lines(cfg: Config, journal: Journal, nodes: Sequence[Node], now: floa
     return lines + list(budget.lines if budget is not None else ())
 
 
-def _demand_or_none(cfg: Config, journal: Journal, read: SchedulerRead, nodes: Sequence[Node]) -> DemandSplit | None:
-    """The daemon's split of the waiting jobs (the scheduler's ``demand``, with the node size the
-    daemon plans with: ``elb.service.nodesize.known``), or None (said on stderr) when it cannot be read."""
+def _demand_or_none(
+    cfg: Config, journal: Journal, scheduler: Scheduler, read: SchedulerRead, nodes: Sequence[Node]
+) -> DemandSplit | None:
+    """The daemon's split of the waiting jobs (the ``demand`` of the scheduler that made ``read``:
+    a driver splits its own read, Slurm's with each job's reason; with the node size the daemon
+    plans with: ``elb.service.nodesize.known``), or None (said on stderr) when it cannot be read."""
     try:
-        return factory.make_scheduler(cfg, journal).demand(read, nodes, _node_size(cfg, journal).slots)
+        return scheduler.demand(read, nodes, _node_size(cfg, journal).slots)
     except SchedulerError as err:
         _error(f"cannot tell the demand: {err}")
         return None
@@ -374,14 +380,14 @@ def _node_size(cfg: Config, journal: Journal) -> nodesize.NodeSize:
     return nodesize.known(cfg, None, cloud, why)
 
 
-def _read_or_none(cfg: Config, journal: Journal) -> SchedulerRead | None:
-    """The scheduler's read, or None (said on stderr) when it cannot be read."""
+def _read_or_none(cfg: Config, journal: Journal) -> tuple[Scheduler, SchedulerRead | None]:
+    """The scheduler and its read, or None (said on stderr) when it cannot be read."""
     scheduler = factory.make_scheduler(cfg, journal)
     try:
-        return scheduler.read(journal.nodes(), time.time())
+        return scheduler, scheduler.read(journal.nodes(), time.time())
     except Exception as err:  # the journal's view is still worth printing
         _error(f"cannot read {scheduler.name}: {err}")
-        return None
+        return scheduler, None
 
 
 def cmd_nodes(args: argparse.Namespace) -> int:
@@ -389,7 +395,7 @@ def cmd_nodes(args: argparse.Namespace) -> int:
     if isinstance(opened, Exit):
         return opened
     cfg, journal = opened
-    read = _read_or_none(cfg, journal)
+    _, read = _read_or_none(cfg, journal)
     snap = read.snapshot if read is not None else None
     now = snap.now if snap is not None else time.time()
     timelines = journal.timelines(include_gone=args.all)
@@ -649,13 +655,13 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     cfg, journal = opened
     try:
         nodes = journal.nodes()
-        read = _read_or_none(cfg, journal)
+        scheduler, read = _read_or_none(cfg, journal)
         if read is None:
             return Exit.UNREADABLE
         snap = read.snapshot
         p = cfg.policy
         size = _node_size(cfg, journal)
-        split = _demand_or_none(cfg, journal, read, nodes)
+        split = _demand_or_none(cfg, journal, scheduler, read, nodes)
     finally:
         journal.close()
     if split is None:

@@ -33,14 +33,18 @@ class JobFacts:
 
 def why_not_demand(job: Job, not_demand: Mapping[int, str]) -> str | None:
     """Why the policy does not count this waiting job (None: it does). ``not_demand``: the
-    reasons of ``elb.schedulers.sge.servable`` by job number."""
+    verdicts of the scheduler's split by job number (Grid Engine's ``elb.schedulers.sge.servable``,
+    Slurm's pending reasons), said first; a job it left out of its split is said by its phase."""
+    said = not_demand.get(job.job_id)
+    if said is not None:
+        return said
     if job.phase is JobPhase.ERROR:
         return f"in error ({job.state}): qstat -j {job.job_id} says why, qmod -cj {job.job_id} clears it"
     if job.phase is JobPhase.HELD:
         return f"held ({job.state}): a hold or a job it waits for (qstat -j {job.job_id})"
     if job.phase is not JobPhase.WAITING:
         return f"state {job.state}: not waiting to be scheduled"
-    return not_demand.get(job.job_id)
+    return None
 
 
 def waiting_jobs(

@@ -655,3 +655,34 @@ def test_a_refused_hold_is_said_and_the_pass_goes_on(tmp_path: Path, caplog: pyt
     r.slurm.fail = set()
     r.run(5)
     assert r.scontrol("drain_all")[-1] == ("drain_all", "node003", "node004", "node005", "node006")
+
+
+def test_elb_status_and_jobs_say_slurms_own_reason_for_a_job_that_is_not_demand(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``elb status`` and ``elb jobs`` split the read with the driver that made it: Slurm's
+    reason of each job (its squeue line), not "held by Slurm" for every one."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    later = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() + 3600))
+    scripts = {
+        "sinfo": "echo 'node001|idle+cloud+powered_down|2|0/2/0/2|cloud*|none'",
+        "squeue": f"echo '5|cloud|PENDING|BeginTime|1|1||{later}|{later}|UNLIMITED|user|a'",
+        "scontrol": "echo 'ResumeTimeout           = 600 sec'",
+    }
+    for name, body in scripts.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    (tmp_path / "requests").mkdir()
+    cfg = tmp_path / "elb.yml"
+    cfg.write_text(
+        f"scheduler: slurm\nstate_dir: {tmp_path / 'state'}\ncloud: {{provider: local}}\n"
+        f"policy: {{slots_per_node: 2}}\nslurm: {{bin_dir: {bin_dir}, requests: {tmp_path / 'requests'}}}\n"
+    )
+    Journal(tmp_path / "state" / "journal.sqlite").close()
+    assert main(["status", "-c", str(cfg)]) == Exit.OK
+    out = capsys.readouterr().out
+    assert "not demand, job 5" in out and "BeginTime" in out and "held by Slurm" not in out
+    assert main(["jobs", "-c", str(cfg)]) == Exit.OK
+    out = capsys.readouterr().out
+    assert "BeginTime" in out and "held by Slurm" not in out
