@@ -47,7 +47,11 @@ PARTITION = "cloud"
 CLOUD_NODES = 8
 NODE_CPUS = 2
 SLURM_USER = "slurm"
-RESUME_TIMEOUT = 600  # above boot plus provisioning (docs/slurm.md)
+# Above the local cloud's boot_timeout (120 s), provision.timeout (300 s) and three times the wait
+# for a registration (slurm.register_timeout 120 s, or the demo's provision.boot.timeout 150 s with
+# --provision boot): the wall-clock cap of that wait, which counts only the time slurmctld
+# answered (``elb validate``'s ResumeTimeout check).
+RESUME_TIMEOUT = 900
 SUSPEND_TIME = 86400  # Slurm's own idle rule: a safety net behind elb's
 # How long Slurm shows a node it powered down as powering down before it may ask for it again;
 # ``up(suspend_timeout=...)`` sets another (tests that ask for the same node again soon after).
