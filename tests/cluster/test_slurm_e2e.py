@@ -106,3 +106,52 @@ def test_slurm_resumes_through_elb_jobs_run_over_nfs_and_idle_nodes_go(controlle
         bal.journal.close()
         for w in tc.workers():
             tc.cloud().terminate([w.instance_id])
+
+
+def test_names_past_max_nodes_are_held_so_slurm_puts_no_job_on_a_node_elb_would_give_back(
+    controller: TestCluster, tmp_path: Path
+) -> None:
+    """max_nodes 1 and eight cloud nodes: the first pass drains the seven names past the room
+    (``elb: held: ...``); two one-node jobs make Slurm resume one node only, the second job
+    waits (Resources) instead of being put on a held node, given back and requeued."""
+    tc = controller
+    bal = slurm_balancer(slurm_config(tmp_path, max_nodes=1))
+    jobs: list[str] = []
+    try:
+        first = bal.run_pass()
+        assert first.ok, first.summary()
+        held = {n for n, s in sinfo_reasons().items() if s.startswith("elb: held: no room within max_nodes 1")}
+        assert len(held) == slurm.CLOUD_NODES - 1, sinfo_reasons()
+        jobs = [sbatch("-N", "1", "-n", str(slurm.NODE_CPUS), "--wrap", 'sleep 5; hostname > "$SLURM_JOB_ID.host"')]
+        jobs.append(sbatch("-N", "1", "-n", str(slurm.NODE_CPUS), "--wrap", 'sleep 5; hostname > "$SLURM_JOB_ID.host"'))
+        results = passes_until(bal, "both jobs to run", lambda: all(job_done(j) for j in jobs), timeout=420)
+        assert not [r for r in results if r.outcomes.given_back], [r.summary() for r in results]
+        launches = [n for r in (first, *results) for n in r.outcomes.added]
+        assert len(launches) == len(set(launches)) <= len(jobs)  # no node asked for twice
+    finally:
+        for job in jobs:
+            subprocess.run(["scancel", job], env={**os.environ, **slurm.env()}, capture_output=True, check=False)
+        bal.journal.close()
+        for w in tc.workers():
+            tc.cloud().terminate([w.instance_id])
+        held_now = sorted(n for n, s in sinfo_reasons().items() if s.startswith("elb: held"))
+        if held_now:  # the next test of this module starts with every name open
+            subprocess.run(
+                ["scontrol", "update", f"nodename={','.join(held_now)}", "state=UNDRAIN"],
+                env={**os.environ, **slurm.env()},
+                capture_output=True,
+                check=False,
+            )
+
+
+def sinfo_reasons() -> dict[str, str]:
+    """Each node's reason as ``sinfo`` shows it (``none`` when it has none)."""
+    proc = subprocess.run(
+        ["sinfo", "--noheader", "--Node", "--Format=NodeList:0|,Reason:0"],
+        env={**os.environ, **slurm.env()},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return dict(line.split("|", 1) for line in proc.stdout.splitlines() if "|" in line)
