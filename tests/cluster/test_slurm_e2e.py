@@ -127,7 +127,7 @@ def test_names_past_max_nodes_are_held_so_slurm_puts_no_job_on_a_node_elb_would_
         results = passes_until(bal, "both jobs to run", lambda: all(job_done(j) for j in jobs), timeout=420)
         assert not [r for r in results if r.outcomes.given_back], [r.summary() for r in results]
         launches = [n for r in (first, *results) for n in r.outcomes.added]
-        assert len(launches) == len(set(launches)) <= len(jobs)  # no node asked for twice
+        assert len(launches) <= len(jobs)  # a launch a job at most: none given back and asked for again
     finally:
         for job in jobs:
             subprocess.run(["scancel", job], env={**os.environ, **slurm.env()}, capture_output=True, check=False)
