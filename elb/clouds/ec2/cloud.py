@@ -1671,6 +1671,15 @@ def preflight(cloud: Ec2Cloud, *, warm_pool: bool, boot: bool = False) -> list[C
             + ("; launched by CreateFleet" if uses_fleet(spec) else ""),
         )
     )
+    checks += _launch_checks(cloud, spec)
+    checks += _worker_checks(cloud, workers, warm_pool=warm_pool)
+    return checks
+
+
+def _launch_checks(cloud: Ec2Cloud, spec: LaunchSpec) -> list[Check]:
+    """The preflight's checks of a launch: the first choice's slots, each launch template's IMDS
+    setting, and the launch itself with ``DryRun=True`` (``CreateFleet`` or ``RunInstances``)."""
+    checks: list[Check] = []
     first = choices(spec)[0]
     try:
         checks.append(Check("slots (DescribeInstanceTypes)", True, f"{cloud.slots_for(first.instance_type)}"))
@@ -1687,32 +1696,36 @@ def preflight(cloud: Ec2Cloud, *, warm_pool: bool, boot: bool = False) -> list[C
         args = run_arguments(spec, first, cloud.cluster, "elb-preflight")
         args["DryRun"] = True
         checks.append(_dry_run(lambda: cloud.client.run_instances(**args), "launch a worker (RunInstances)"))
-    if workers:
-        iid = workers[0].instance_id
+    return checks
+
+
+def _worker_checks(cloud: Ec2Cloud, workers: Sequence[Instance], *, warm_pool: bool) -> list[Check]:
+    """The preflight's checks on a running worker, with ``DryRun=True``: its termination, with a
+    ``warm_pool`` its stop and start, and its node group's tag where one lacks it; none tried
+    without a worker."""
+    if not workers:
+        checks = [Check("terminate a worker (TerminateInstances)", True, "not tried: no elb worker running")]
+        if warm_pool:
+            what = "stop and start a worker (StopInstances, StartInstances)"
+            checks.append(Check(what, True, "not tried: no elb worker running"))
+        return checks
+    iid = workers[0].instance_id
+    checks = [
+        _dry_run(
+            lambda: cloud.client.terminate_instances(InstanceIds=[iid], DryRun=True),
+            f"terminate a worker (TerminateInstances on {iid})",
+        )
+    ]
+    pool = (("stop", cloud.client.stop_instances), ("start", cloud.client.start_instances)) if warm_pool else ()
+    for verb, call in pool:
+        api = f"{verb.capitalize()}Instances"
         checks.append(
             _dry_run(
-                lambda: cloud.client.terminate_instances(InstanceIds=[iid], DryRun=True),
-                f"terminate a worker (TerminateInstances on {iid})",
+                functools.partial(call, InstanceIds=[iid], DryRun=True),
+                f"{verb} a worker, for a warm pool ({api} on {iid})",
             )
         )
-        pool = (("stop", cloud.client.stop_instances), ("start", cloud.client.start_instances)) if warm_pool else ()
-        for verb, call in pool:
-            api = f"{verb.capitalize()}Instances"
-            checks.append(
-                _dry_run(
-                    functools.partial(call, InstanceIds=[iid], DryRun=True),
-                    f"{verb} a worker, for a warm pool ({api} on {iid})",
-                )
-            )
-        untagged = [w for w in workers if TAG_GROUP not in w.tags]
-        if untagged:
-            checks.append(_group_tag_check(cloud, untagged[0].instance_id))
-    else:
-        checks.append(Check("terminate a worker (TerminateInstances)", True, "not tried: no elb worker running"))
-        if warm_pool:
-            checks.append(
-                Check(
-                    "stop and start a worker (StopInstances, StartInstances)", True, "not tried: no elb worker running"
-                )
-            )
+    untagged = [w for w in workers if TAG_GROUP not in w.tags]
+    if untagged:
+        checks.append(_group_tag_check(cloud, untagged[0].instance_id))
     return checks
