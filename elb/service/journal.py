@@ -32,6 +32,22 @@ _NODE_COLUMNS = (
     "name, state, launched_at, instance_id, ready_at, last_busy_at, last_up_at, slots, private_ip, instance_type, "
     "updated_at, node_group, stopped_at, template_version, kept_at, kept_busy_at, kept_found, kept_why"
 )
+# A node's own facts, of one life: a node requested under the name of a gone one has none of them
+# until given (``Journal.record``); launched_at, state, updated_at and reason are set anew besides.
+_KEPT_COLUMNS = ("kept_at", "kept_busy_at", "kept_found", "kept_why")
+_LIFE_COLUMNS = (
+    "instance_id",
+    "ready_at",
+    "last_busy_at",
+    "last_up_at",
+    "slots",
+    "private_ip",
+    "instance_type",
+    "node_group",
+    "stopped_at",
+    "template_version",
+    *_KEPT_COLUMNS,
+)
 _GONE = (NodeState.TERMINATED.value, NodeState.FAILED.value)
 _KEEP_PASSES = 50_000
 _KEEP_LIVE_EVENTS = 50  # a live node keeps at least its newest events, however old
@@ -80,6 +96,31 @@ def _event(row: Sequence[object]) -> Event:
         None if d is None else str(d),
         None if c is None else Cause(str(c)),
     )
+
+
+def _changes(state: NodeState, now: float, detail: str | None, *, anew: bool) -> dict[str, tuple[str, object]]:
+    """What recording ``state`` at ``now`` sets in a node's record, column by column (its SQL
+    expression with one ``?``, and the value for it), before the values the call gives. ``anew``:
+    a node requested under the name of a gone one: its record is a new life's, nothing of the
+    old node's kept (launched now, no instance, address, size, type, readiness, last sight busy
+    or up, node group, stop, template version nor keep until given)."""
+    sets: dict[str, tuple[str, object]] = {
+        "state": ("?", state.value),
+        "updated_at": ("?", now),
+        "reason": ("?", detail),
+    }
+    if anew:
+        sets.update(dict.fromkeys(_LIFE_COLUMNS, ("?", None)))
+        sets["launched_at"] = ("?", now)
+    if state is NodeState.READY:
+        sets["ready_at"] = ("COALESCE(ready_at, ?)", now)
+    elif state is NodeState.STOPPED:
+        sets["stopped_at"] = ("?", now)
+    elif state is NodeState.STARTING:  # ready again once started: idle from then on
+        sets["ready_at"] = ("?", None)
+    elif state is NodeState.REQUESTED:  # a new node under this name: no stop, template version nor keep of the old one
+        sets.update(dict.fromkeys(("stopped_at", "template_version", *_KEPT_COLUMNS), ("?", None)))
+    return sets
 
 
 def _locked(method: Callable[P, R]) -> Callable[P, R]:
@@ -251,8 +292,11 @@ class Journal:
     ) -> Node:
         """Move a node to ``state`` (creating its record if new) and log the step. ``group``:
         its node group (kept once set). ``step``: the boot step (``elb.core.timeline``) this reaches,
-        recorded at ``now`` unless the node reached it before. A node requested anew under the
-        name of a gone one starts a timeline of its own. Recorded ``stopped``, its ``stopped_at`` is
+        recorded at ``now`` unless the node reached it before. A node requested under the name of
+        a gone one (terminated or failed) starts a life of its own: a timeline of its own, and a
+        record with nothing of the gone node's (launched ``now``, its instance, address, size,
+        type, readiness, last sight busy or up, node group and keep none until given, see
+        ``_LIFE_COLUMNS``). Recorded ``stopped``, its ``stopped_at`` is
         ``now``; ``template_version``: the launch template version it runs (kept once set);
         ``witness_keep``: the node was kept on its own word (kept until the next such keep, or a
         node requested anew under its name); ``cause``: why a bring-up failed, in the event."""
@@ -260,15 +304,15 @@ class Journal:
         with self._tx() as db:
             row = db.execute("SELECT state FROM nodes WHERE name = ?", (name,)).fetchone()
             exists = row is not None
-            if state is NodeState.REQUESTED and (row is None or str(row[0]) in _GONE):
+            fresh = state is NodeState.REQUESTED and (row is None or str(row[0]) in _GONE)
+            if fresh:
                 db.execute("DELETE FROM node_timeline WHERE name = ?", (name,))
             if not exists:
                 db.execute(
                     "INSERT INTO nodes (name, state, launched_at, updated_at) VALUES (?, ?, ?, ?)",
                     (name, state.value, launched_at if launched_at is not None else now, now),
                 )
-            sets = ["state = ?", "updated_at = ?", "reason = ?"]
-            vals: list[object] = [state.value, now, detail]
+            sets = _changes(state, now, detail, anew=fresh and exists)
             for col, val in (
                 ("instance_id", instance_id),
                 ("private_ip", private_ip),
@@ -279,23 +323,13 @@ class Journal:
                 ("template_version", template_version),
             ):
                 if val is not None:
-                    sets.append(f"{col} = ?")
-                    vals.append(val)
-            if state is NodeState.READY:
-                sets.append("ready_at = COALESCE(ready_at, ?)")
-                vals.append(now)
-            if state is NodeState.STOPPED:
-                sets.append("stopped_at = ?")
-                vals.append(now)
-            if state is NodeState.STARTING:  # ready again once started: idle from then on
-                sets.append("ready_at = NULL")
-            if state is NodeState.REQUESTED:  # a new node under this name: nothing of the old one
-                sets.append("stopped_at = NULL, template_version = NULL")
-                sets.append("kept_at = NULL, kept_busy_at = NULL, kept_found = NULL, kept_why = NULL")
+                    sets[col] = ("?", val)
             if witness_keep is not None:
-                sets.append("kept_at = ?, kept_busy_at = ?, kept_found = ?, kept_why = ?")
-                vals += [witness_keep.at, witness_keep.busy_at, int(witness_keep.found), witness_keep.why]
-            db.execute(f"UPDATE nodes SET {', '.join(sets)} WHERE name = ?", (*vals, name))  # noqa: S608
+                keep = (witness_keep.at, witness_keep.busy_at, int(witness_keep.found), witness_keep.why)
+                sets.update({col: ("?", val) for col, val in zip(_KEPT_COLUMNS, keep, strict=True)})
+            assignments = ", ".join(f"{col} = {expr}" for col, (expr, _) in sets.items())
+            values = [val for _, val in sets.values()]
+            db.execute(f"UPDATE nodes SET {assignments} WHERE name = ?", (*values, name))  # noqa: S608 (constant columns)
             iid = db.execute("SELECT instance_id FROM nodes WHERE name = ?", (name,)).fetchone()[0]
             db.execute(
                 "INSERT INTO events (time, node, state, instance_id, detail, cause) VALUES (?, ?, ?, ?, ?, ?)",

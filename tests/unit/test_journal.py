@@ -90,3 +90,55 @@ def test_journal_of_an_older_elb_gains_the_new_columns(tmp_path: Path) -> None:
     assert j.node("node001").last_up_at == 5.0  # type: ignore[union-attr]
     j.close()
     assert Journal(path).node("node001").last_up_at == 5.0  # type: ignore[union-attr]
+
+
+def _one_life(j: Journal, name: str, t: float, group: str | None = None) -> None:
+    """A whole life of node ``name`` from ``t``: launched, running, ready, busy, up, terminated."""
+    j.record(name, NodeState.REQUESTED, t, group=group)
+    j.record(name, NodeState.LAUNCHING, t + 1)
+    j.record(
+        name,
+        NodeState.RUNNING,
+        t + 10,
+        instance_id="i-1",
+        private_ip="10.0.0.1",
+        slots=2,
+        instance_type="m5.large",
+        launched_at=t + 2,
+        template_version="7",
+    )
+    j.record(name, NodeState.READY, t + 20)
+    j.mark_seen(t + 300, busy=[name], up=[name])
+    j.record(name, NodeState.TERMINATED, t + 400)
+
+
+def test_a_name_requested_again_after_its_node_went_starts_a_clean_life(tmp_path: Path) -> None:
+    """Nothing of the gone node's life is the new node's: it launches now, with no instance,
+    address, size, type, readiness, or last sight busy or up, in the group the request names."""
+    j = Journal(tmp_path / "j.sqlite")
+    _one_life(j, "node001", 100.0, group="big")
+    again = j.record("node001", NodeState.REQUESTED, 1000.0, detail="asked again")
+    assert again.launched_at == 1000.0
+    cleared = (again.instance_id, again.private_ip, again.slots, again.instance_type, again.template_version)
+    assert cleared == (None, None, None, None, None)
+    assert (again.ready_at, again.last_busy_at, again.last_up_at, again.group) == (None, None, None, None)
+    assert again.quiet_since == 1000.0
+    j.record("node001", NodeState.LAUNCHING, 1001.0)
+    j.record("node001", NodeState.RUNNING, 1010.0, instance_id="i-2", launched_at=1003.0)
+    ready = j.record("node001", NodeState.READY, 1030.0)
+    assert (ready.launched_at, ready.ready_at, ready.quiet_since) == (1003.0, 1030.0, 1030.0)
+    # ``elb history``: each life's events carry its own instance, none the other's.
+    by_state = [(e.state, e.instance_id) for e in j.events("node001")[-4:]]
+    assert by_state == [
+        (NodeState.REQUESTED, None),
+        (NodeState.LAUNCHING, None),
+        (NodeState.RUNNING, "i-2"),
+        (NodeState.READY, "i-2"),
+    ]
+
+
+def test_a_request_again_keeps_what_it_is_given(tmp_path: Path) -> None:
+    j = Journal(tmp_path / "j.sqlite")
+    _one_life(j, "node001", 100.0)
+    again = j.record("node001", NodeState.REQUESTED, 1000.0, group="big", launched_at=990.0)
+    assert (again.group, again.launched_at, again.instance_id) == ("big", 990.0, None)

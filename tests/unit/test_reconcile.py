@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from elb.core.interfaces import Instance, InstanceWord
 from elb.core.model import Host, Node, NodeState, QueueInstance, Snapshot
 from elb.core.reconcile import Repair, RepairKind, plan_repairs
 from elb.schedulers.sge.states import queue_flags
+from elb.service.journal import Journal
 from tests.unit.factories import T0, host, running, snap
 
 BOOT = 600.0
@@ -239,3 +242,32 @@ def test_a_stop_or_restart_left_unfinished_is_removed_for_good() -> None:
         )
         assert [(r.kind, r.node) for r in found] == [(RepairKind.FINISH_DRAIN, "node001")]
         assert "did not finish" in found[0].reason
+
+
+def relaunched(tmp_path: Path) -> list[Node]:
+    """The journal's records of node002 relaunched under its old name 8 s ago, its previous node
+    terminated 13 minutes ago (elb stopped during the relaunch: requested and launching journalled)."""
+    j = Journal(tmp_path / "journal.sqlite")
+    j.record("node002", NodeState.REQUESTED, T0 - 3600)
+    j.record("node002", NodeState.LAUNCHING, T0 - 3599)
+    j.record("node002", NodeState.RUNNING, T0 - 3590, instance_id="i-1", private_ip="10.0.0.2", launched_at=T0 - 3598)
+    j.record("node002", NodeState.READY, T0 - 3500)
+    j.mark_seen(T0 - 1000, busy=["node002"], up=["node002"])
+    j.record("node002", NodeState.TERMINATED, T0 - 13 * 60)
+    j.record("node002", NodeState.REQUESTED, T0 - 8)
+    j.record("node002", NodeState.LAUNCHING, T0 - 8)
+    records = j.nodes(include_gone=True)
+    j.close()
+    return records
+
+
+def test_a_reused_name_s_interrupted_relaunch_waits_for_its_instance_then_adopts_it(tmp_path: Path) -> None:
+    """The relaunch's age is its own, not the gone node's: no instance yet is no failed launch
+    before ``boot_timeout``; the instance the interrupted launch made is adopted."""
+    records = relaunched(tmp_path)
+    old = inst("node002", "i-1", age=3598, state="gone")
+    assert kinds(records, [old]) == []
+    new = inst("node002", "i-2", age=5, state="pending")
+    assert kinds(records, [old, new]) == [(RepairKind.ADOPT, "node002")]
+    [adopt] = repairs_for(records, [old, new], snap())
+    assert adopt.instance == new

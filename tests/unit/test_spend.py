@@ -13,7 +13,7 @@ from elb.core.config import load_config
 from elb.core.exitcodes import Exit
 from elb.core.groups import NodeGroup, NodeGroups
 from elb.core.model import Node, NodeState
-from elb.core.spend import billed_seconds, spend_by_group
+from elb.core.spend import billed_seconds, lives, spend_by_group
 from elb.core.warmpool import WarmPool
 from elb.schedulers.sge.driver import GridEngine
 from elb.service import factory
@@ -147,3 +147,23 @@ def test_status_and_the_gauge_give_each_groups_spend(
     spend = next(m for m in BalancerCollector(bal).collect() if m.name == "elb_spend_dollars_per_hour")
     assert {s.labels["group"]: s.value for s in spend.samples} == {"small": 0.5, "big": 2.0}
     journal.close()
+
+
+def test_each_life_of_a_reused_name_is_billed_from_its_own_launch(tmp_path: Path) -> None:
+    """node001 of group small ran an hour and went; launched again under its name 8 s ago: the
+    spend of the nodes up now bills the new node from its request, not from the gone one's
+    launch; the journal's stretches give each life its own."""
+    j = Journal(tmp_path / "journal.sqlite")
+    j.record("node001", NodeState.REQUESTED, T0 - 7200, group="small")
+    j.record("node001", NodeState.RUNNING, T0 - 7190, instance_id="i-1", slots=2, launched_at=T0 - 7195)
+    j.record("node001", NodeState.READY, T0 - 7100)
+    j.record("node001", NodeState.TERMINATED, T0 - 3600)
+    j.record("node001", NodeState.REQUESTED, T0 - 8, group="small")
+    small, _big = spend_by_group(j.nodes(), groups(), T0, "second")
+    assert small.nodes == 1 and small.node_hours == pytest.approx(60 / 3600)  # EC2's minimum
+    booting, _ = lives(j.nodes(include_gone=True), j.events(), groups())
+    assert [(life.start, life.end) for life in booting] == [(T0 - 7190, T0 - 3600)]  # the new one runs no instance yet
+    j.record("node001", NodeState.RUNNING, T0 + 20, instance_id="i-2", slots=2, launched_at=T0 + 15)
+    found, _ = lives(j.nodes(include_gone=True), j.events(), groups())
+    j.close()
+    assert [(life.start, life.end, life.slots) for life in found] == [(T0 - 7190, T0 - 3600, 2), (T0 + 15, None, 2)]
