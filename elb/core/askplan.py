@@ -21,6 +21,7 @@ ask is answered once for its node, and a newer ask of the node replaces it.
   counted, the rest are held (``NameHolds``), so the scheduler puts no job on a node elb would give
   back (a give-back sends the job to wait again, and the scheduler would pick another such name).
   Names of the warm pool's nodes are kept open first, then the names open now, then the lowest.
+  With ``policy.budget``, a group's open names are also within the nodes the budget affords now.
 
 Nodes with an operation in flight are left to it.
 """
@@ -96,9 +97,12 @@ def plan_asks(
     master: str,
     now: float,
     names: NamePool | None = None,
+    afford: Mapping[str, int] | None = None,
 ) -> AskPlan:
     """The asks' actions (see the module's description). ``names``: the names the scheduler may
-    pick next (None: not read, none held or opened)."""
+    pick next (None: not read, none held or opened); ``afford``: how many more nodes of each
+    group the budget allows now (``elb.core.budget.room``; None: no budget), a limit on the
+    names kept open besides ``max_nodes``."""
     by_name = {n.name: n for n in records}
     room = _Room(records, max_nodes=max_nodes, group_max=group_max, first_group=first_group, master=master)
     out = _Actions(answers=[Answer(d.ask.node, d.ask.since, f"dropped: {d.reason}") for d in dropped])
@@ -116,7 +120,7 @@ def plan_asks(
         if name in asked or name in in_flight or node is None or node.state is not NodeState.READY:
             continue
         out.removals.append(Removal(name, why))
-    holds = NameHolds() if names is None else _holds(names, room, records)
+    holds = NameHolds() if names is None else _holds(names, room, records, afford, out.groups)
     return AskPlan(
         tuple(out.launch),
         tuple(out.declines),
@@ -128,9 +132,16 @@ def plan_asks(
     )
 
 
-def _holds(names: NamePool, room: _Room, records: Sequence[Node]) -> NameHolds:
+def _holds(
+    names: NamePool,
+    room: _Room,
+    records: Sequence[Node],
+    afford: Mapping[str, int] | None,
+    launched: Mapping[str, str],
+) -> NameHolds:
     """The names to hold and to reopen so that as many are open as ``room`` has left, each group
-    within its own (see the module's description)."""
+    within its own and within what the budget affords (``afford``, less this pass's launches of
+    the group: ``launched``, each node's group); see the module's description."""
     pooled = {n.name for n in records if n.state.pooled}
     ranked = sorted(
         [(p, True) for p in names.open] + [(p, False) for p in names.held],
@@ -138,25 +149,41 @@ def _holds(names: NamePool, room: _Room, records: Sequence[Node]) -> NameHolds:
     )
     left = room.free
     group_left = {g: limit - room.per_group.get(g, 0) for g, limit in room.group_max.items()}
+    money_left = dict(afford) if afford is not None else {}
+    for group in launched.values():
+        if group in money_left:
+            money_left[group] = max(0, money_left[group] - 1)
     hold: list[str] = []
     reopen: list[str] = []
-    total_full = False
+    why: set[str] = set()
     for p, is_open in ranked:
         group = room.group(p.group)
-        limit = group_left.get(group)
-        if left > 0 and (limit is None or limit > 0):
+        full = _full(left, group_left.get(group), money_left.get(group), room.max_nodes)
+        if full is None:
             left -= 1
-            if limit is not None:
-                group_left[group] = limit - 1
+            for limits in (group_left, money_left):
+                if group in limits:
+                    limits[group] -= 1
             if not is_open:
                 reopen.append(p.name)
         elif is_open:
             hold.append(p.name)
-            total_full = total_full or left <= 0
+            why.add(full)
     if not hold and not reopen:
         return NameHolds()
-    reason = f"no room within max_nodes {room.max_nodes}" if total_full else "no room within its group's max_nodes"
-    return NameHolds(tuple(sorted(hold)), tuple(sorted(reopen)), reason if hold else "")
+    return NameHolds(tuple(sorted(hold)), tuple(sorted(reopen)), "; ".join(sorted(why)))
+
+
+def _full(left: int, group_left: int | None, money_left: int | None, max_nodes: int) -> str | None:
+    """Why no name more of a group may stay open (None: one may): ``max_nodes``, the group's own,
+    or the budget."""
+    if left <= 0:
+        return f"no room within max_nodes {max_nodes}"
+    if group_left is not None and group_left <= 0:
+        return "no room within its group's max_nodes"
+    if money_left is not None and money_left <= 0:
+        return "the budget affords no more node of its group now"
+    return None
 
 
 @dataclass

@@ -721,6 +721,12 @@ def _plan_asks(inputs: PassInputs, config: Config, now: float) -> AskPlan:
             return _NO_ASKS
         return AskPlan(answers=tuple(Answer(d.ask.node, d.ask.since, f"dropped: {d.reason}") for d in inputs.dropped))
     groups = groups_of(config)
+    budget, names, afford = config.policy.budget, inputs.names, None
+    if budget is not None and names is not None:
+        if inputs.spend is None:  # what the budget affords is not known: the names stay as they are
+            names = None
+        else:
+            afford = room(budget, inputs.spend, {g.name: g.price_per_hour or 0.0 for g in groups.groups}, now)
     return plan_asks(
         inputs.asks,
         inputs.dropped,
@@ -732,7 +738,8 @@ def _plan_asks(inputs: PassInputs, config: Config, now: float) -> AskPlan:
         first_group=groups.groups[0].name,
         master=config.cluster.master,
         now=now,
-        names=inputs.names,
+        names=names,
+        afford=afford,
     )
 
 

@@ -497,6 +497,9 @@ def test_the_asks_the_budget_holds_are_given_back_to_slurm_as_the_back_off_s_are
     assert "given back node002" in summary
     answers = {n: a for n, _k, _t, a in r.journal.answered_asks()}
     assert answers["node002"].startswith("given back: budget: holding 1 of 2 launch(es)")
+    # Nor does Slurm put the next job on a name the budget cannot pay for: they are held.
+    assert r.scontrol("drain_all") == [("drain_all", "node003", "node004", "node005", "node006")]
+    assert r.slurm.nodes["node003"].reason == "elb: held: the budget affords no more node of its group now"
 
 
 def test_a_job_slurm_holds_is_held_not_unservable(tmp_path: Path) -> None:

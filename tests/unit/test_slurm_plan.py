@@ -393,6 +393,7 @@ def _holds(
     *,
     max_nodes: int = 3,
     group_max: dict[str, int] | None = None,
+    afford: dict[str, int] | None = None,
 ) -> NameHolds:
     return plan_asks(
         asks,
@@ -406,6 +407,7 @@ def _holds(
         master="master",
         now=NOW,
         names=pool,
+        afford=afford,
     ).holds
 
 
@@ -476,3 +478,29 @@ def test_the_pool_is_slurms_powered_down_cloud_nodes_an_admins_drain_left_alone(
     )
     pool = name_pool(read(*nodes), [record("node007")], {"gpu": "gpus"})
     assert pool == NamePool(open=(PoolName("node002", "gpus"),), held=(PoolName("node003"),))
+
+
+def test_the_budget_keeps_open_only_the_names_it_affords_after_this_passs_launches() -> None:
+    """With policy.budget, an ask the budget holds was given back (its job requeued behind
+    Slurm's hold, then put on the next name): the names past what it affords are held too."""
+    pool = NamePool(open=_open("node003", "node004", "node005"))
+    h = _holds(pool, [record("node001")], [want("node002")], max_nodes=8, afford={"default": 2})
+    assert h.hold == ("node004", "node005") and h.reason == "the budget affords no more node of its group now"
+    broke = _holds(pool, [record("node001")], max_nodes=8, afford={"default": 0})
+    assert broke.hold == ("node003", "node004", "node005")
+    both = _holds(NamePool(open=_open("node003", "node004")), [record("node001")], max_nodes=1, afford={"default": 0})
+    assert both.reason == "no room within max_nodes 1" and both.hold == ("node003", "node004")
+
+
+def test_with_a_budget_whose_spend_is_not_read_the_names_stay_as_they_are() -> None:
+    groups = [{"name": "default", "slots": 2, "max_nodes": 4, "price_per_hour": 1.0}]
+    cfg = parse_config(
+        {
+            "scheduler": "slurm",
+            "policy": {"max_nodes": 4, "budget": {"amount": 100, "period": "day"}},
+            "node_groups": groups,
+        }
+    )
+    inputs = dataclasses.replace(_inputs([], [record("node001")]), names=NamePool(open=_open("node003", "node004")))
+    assert inputs.spend is None
+    assert plan_pass(inputs, cfg, Removes(), NOW).names == NameHolds()
