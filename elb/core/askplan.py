@@ -98,11 +98,13 @@ def plan_asks(
     now: float,
     names: NamePool | None = None,
     afford: Mapping[str, int] | None = None,
+    paused: str = "",
 ) -> AskPlan:
     """The asks' actions (see the module's description). ``names``: the names the scheduler may
     pick next (None: not read, none held or opened); ``afford``: how many more nodes of each
     group the budget allows now (``elb.core.budget.room``; None: no budget), a limit on the
-    names kept open besides ``max_nodes``."""
+    names kept open besides ``max_nodes``; ``paused``: why scaling is paused ("": it is not),
+    every name held then (every launch is declined)."""
     by_name = {n.name: n for n in records}
     room = _Room(records, max_nodes=max_nodes, group_max=group_max, first_group=first_group, master=master)
     out = _Actions(answers=[Answer(d.ask.node, d.ask.since, f"dropped: {d.reason}") for d in dropped])
@@ -120,7 +122,12 @@ def plan_asks(
         if name in asked or name in in_flight or node is None or node.state is not NodeState.READY:
             continue
         out.removals.append(Removal(name, why))
-    holds = NameHolds() if names is None else _holds(names, room, records, afford, out.groups)
+    if names is None:
+        holds = NameHolds()
+    elif paused:
+        holds = NameHolds(tuple(sorted(p.name for p in names.open)), (), paused) if names.open else NameHolds()
+    else:
+        holds = _holds(names, room, records, afford, out.groups)
     return AskPlan(
         tuple(out.launch),
         tuple(out.declines),

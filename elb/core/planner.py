@@ -740,7 +740,13 @@ def _plan_asks(inputs: PassInputs, config: Config, now: float) -> AskPlan:
         now=now,
         names=names,
         afford=afford,
+        paused=_pause_reason(inputs.orders),
     )
+
+
+def _pause_reason(orders: Orders) -> str:
+    """Why scaling is paused ("": it is not)."""
+    return f"scaling paused by an admin ({orders.pause_reason or 'no reason given'})" if orders.paused else ""
 
 
 def _named(plan: Plan, asks: AskPlan, orders: Orders) -> tuple[Plan, list[Decline]]:
@@ -751,7 +757,7 @@ def _named(plan: Plan, asks: AskPlan, orders: Orders) -> tuple[Plan, list[Declin
     planned = {r.node for r in removals}
     removals += [r for r in asks.removals if r.node not in planned]
     if orders.paused:
-        why = f"scaling paused by an admin ({orders.pause_reason or 'no reason given'})"
+        why = _pause_reason(orders)
         held = [Decline(a.node, a.since, why) for a in asks.launch]
         return dataclasses.replace(
             plan, add=0, add_names=(), add_groups={}, add_reason="", remove=tuple(removals)

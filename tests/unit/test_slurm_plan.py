@@ -504,3 +504,12 @@ def test_with_a_budget_whose_spend_is_not_read_the_names_stay_as_they_are() -> N
     inputs = dataclasses.replace(_inputs([], [record("node001")]), names=NamePool(open=_open("node003", "node004")))
     assert inputs.spend is None
     assert plan_pass(inputs, cfg, Removes(), NOW).names == NameHolds()
+
+
+def test_scaling_paused_by_an_admin_holds_every_name_slurm_may_pick() -> None:
+    orders = Orders(paused_since=NOW - 60, pause_reason="maintenance")
+    inputs = dataclasses.replace(
+        _inputs([], [record("node001")], orders=orders), names=NamePool(open=_open("node003", "node002"))
+    )
+    h = plan_pass(inputs, config(), Removes(), NOW).names
+    assert h.hold == ("node002", "node003") and h.reason == "scaling paused by an admin (maintenance)"
