@@ -21,13 +21,16 @@ ask is answered once for its node, and a newer ask of the node replaces it.
   counted, the rest are held (``NameHolds``), so the scheduler puts no job on a node elb would give
   back (a give-back sends the job to wait again, and the scheduler would pick another such name).
   Names of the warm pool's nodes are kept open first, then the names open now, then the lowest.
-  With ``policy.budget``, a group's open names are also within the nodes the budget affords now.
+  With ``policy.budget``, a group's open names are also within the nodes the budget affords now;
+  while scaling is paused, every name is held. A held name whose node is alive (the scheduler
+  put a job on it as elb held it) is reopened, whatever the room.
 
 Nodes with an operation in flight are left to it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -125,9 +128,13 @@ def plan_asks(
     if names is None:
         holds = NameHolds()
     elif paused:
-        holds = NameHolds(tuple(sorted(p.name for p in names.open)), (), paused) if names.open else NameHolds()
+        holds = NameHolds(tuple(sorted(p.name for p in names.open)), (), paused)
     else:
         holds = _holds(names, room, records, afford, out.groups)
+    if names is not None and names.held_alive:
+        holds = dataclasses.replace(holds, reopen=tuple(sorted({*holds.reopen, *names.held_alive})))
+    if not holds.hold:
+        holds = dataclasses.replace(holds, reason="")
     return AskPlan(
         tuple(out.launch),
         tuple(out.declines),

@@ -103,6 +103,9 @@ class NamePool:
 
     open: tuple[PoolName, ...] = ()  # the scheduler may pick any of these
     held: tuple[PoolName, ...] = ()  # held by elb: the scheduler picks none of these until reopened
+    # Names elb holds whose node is alive all the same (the scheduler put a job on it as elb held
+    # it): reopened whatever the room, so that the hold is not taken for an admin's drain.
+    held_alive: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

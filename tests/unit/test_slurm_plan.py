@@ -474,10 +474,22 @@ def test_the_pool_is_slurms_powered_down_cloud_nodes_an_admins_drain_left_alone(
         snode("node005", "idle", "powering_up"),
         snode("node006", "down", "powered_down"),
         snode("node007", "idle", "powered_down"),  # elb's record is alive: gone, not free
+        dataclasses.replace(snode("node008", "allocated", "drain"), reason="elb: held: no room"),
         SlurmNode("static1", "idle", frozenset(), 2, 0, ("cloud",), "none"),
     )
-    pool = name_pool(read(*nodes), [record("node007")], {"gpu": "gpus"})
-    assert pool == NamePool(open=(PoolName("node002", "gpus"),), held=(PoolName("node003"),))
+    pool = name_pool(read(*nodes), [record("node007"), record("node008")], {"gpu": "gpus"})
+    assert pool == NamePool(open=(PoolName("node002", "gpus"),), held=(PoolName("node003"),), held_alive=("node008",))
+
+
+def test_a_held_name_whose_node_is_alive_is_reopened_whatever_the_room() -> None:
+    """Slurm put a job on a name as elb held it, and elb launched it: the hold must not stay on a
+    node elb has (it would read as an admin's drain)."""
+    pool = NamePool(open=_open("node003"), held_alive=("node002",))
+    h = _holds(pool, [record("node001"), record("node002")], max_nodes=2)
+    assert h.hold == ("node003",) and h.reopen == ("node002",)
+    orders = Orders(paused_since=NOW - 60, pause_reason="maintenance")
+    inputs = dataclasses.replace(_inputs([], [record("node002")], orders=orders), names=pool)
+    assert plan_pass(inputs, config(), Removes(), NOW).names.reopen == ("node002",)
 
 
 def test_the_budget_keeps_open_only_the_names_it_affords_after_this_passs_launches() -> None:

@@ -93,12 +93,16 @@ HELD = "elb: held"  # how the reason of a name elb holds from Slurm's asks start
 
 def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mapping[str, str]) -> NamePool:
     """The cloud nodes Slurm may power up for its next jobs: powered down and idle, no node of
-    elb's behind them; ``held``: those elb drained with a reason that starts with ``HELD``. A node
-    drained for another reason (an admin's) is in neither: elb never undrains it. Pure."""
+    elb's behind them; ``held``: those elb drained with a reason that starts with ``HELD``; and
+    ``held_alive``: elb's nodes drained with that reason (Slurm put a job on one as elb held it).
+    A node drained for another reason (an admin's) is in none: elb never undrains it. Pure."""
     alive = {n.name for n in records if n.state.alive}
     open_: list[PoolName] = []
     held: list[PoolName] = []
+    held_alive: list[str] = []
     for sn in read.nodes:
+        if sn.name in alive and sn.drain and sn.reason.startswith(HELD):
+            held_alive.append(sn.name)
         if "cloud" not in sn.flags or not sn.powered_down or sn.powering_up or sn.name in alive:
             continue
         name = PoolName(sn.name, partition_groups.get(sn.partitions[0]) if sn.partitions else None)
@@ -107,7 +111,7 @@ def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mappin
                 open_.append(name)
         elif sn.reason.startswith(HELD):
             held.append(name)
-    return NamePool(tuple(open_), tuple(held))
+    return NamePool(tuple(open_), tuple(held), tuple(held_alive))
 
 
 def asks_now(
