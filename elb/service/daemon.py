@@ -415,7 +415,7 @@ class Balancer:
         """Give back the asks the pass declines and hold (or reopen) the names the scheduler may
         pick next. The give-backs are one operation (one release a reason: a burst's hundreds of
         nodes over a limit are a few commands, not one a node), of the nodes with none under way;
-        the holds another."""
+        the holds another, of the names with none under way."""
         busy = self.executor.in_flight()
         declines = [d for d in plan.declines if d.node not in busy]
         if declines:
@@ -423,7 +423,11 @@ class Balancer:
             nodes = names[0] if len(names) == 1 else f"{len(names)} nodes ({names[0]} ... {names[-1]})"
             if not self._stop_before(f"give back {nodes}", result):
                 self.executor.submit(names, f"give back {nodes}", functools.partial(act.give_back_all, declines))
-        holds = plan.names
+        holds = dataclasses.replace(
+            plan.names,
+            hold=tuple(n for n in plan.names.hold if n not in busy),
+            reopen=tuple(n for n in plan.names.reopen if n not in busy),
+        )
         what = f"hold {len(holds.hold)} and reopen {len(holds.reopen)} names"
         if (holds.hold or holds.reopen) and not self._stop_before(what, result):
             self.executor.submit((*holds.hold, *holds.reopen), what, functools.partial(act.hold_names, holds))
