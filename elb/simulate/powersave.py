@@ -38,7 +38,7 @@ from __future__ import annotations
 import enum
 import itertools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
@@ -95,10 +95,14 @@ class PowerSaving:
     cred_expire: float = CRED_EXPIRE
     master: str = "master"
     rule: SlurmPolicy = field(init=False, compare=False, repr=False)
+    # slurm.conf's cloud nodes, ``node001`` to the ``nodes``-th in order, each as a read lists it
+    cloud: Mapping[str, PoolName] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         limits = Limits(max_nodes=self.nodes, slots_per_node=self.slots_per_node, master=self.master)
         object.__setattr__(self, "rule", SlurmPolicy(limits, SlurmParams(suspend_time=self.suspend_time)))
+        every = (f"{limits.node_prefix}{i:0{limits.node_digits}d}" for i in range(1, self.nodes + 1))
+        object.__setattr__(self, "cloud", MappingProxyType({n: PoolName(n) for n in every}))
 
     def view(self, asked: Asked, snapshot: Snapshot, records: Sequence[Node], now: float) -> ClusterState:
         """What Slurm's power saving reads now: the jobs it may ask nodes for (the held ones
@@ -120,7 +124,8 @@ class PowerSaving:
         nodes idle SuspendTime; and the model's state with the new wants."""
         plan = self.rule.decide(self.view(asked, snapshot, records, now), history)
         wants = dict(asked.wants)
-        names = tuple(itertools.islice(self._free(asked, records), plan.add)) if plan.add else ()
+        alive = {n.name for n in records if n.state.alive}
+        names = tuple(itertools.islice(self._free(asked, alive), plan.add)) if plan.add else ()
         for name in names:
             want = Ask(name, AskKind.WANT, now, "for waiting jobs that fit on no node up or powering up")
             wants[name] = (want, Node(name, NodeState.REQUESTED, now, slots=self.slots_per_node))
@@ -133,21 +138,19 @@ class PowerSaving:
         after = replace(asked, wants=MappingProxyType(wants), asked=asked.asked + len(names))
         return after, (*(a for a, _ in wants.values()), *releases)
 
-    def _free(self, asked: Asked, records: Sequence[Node]) -> Iterator[str]:
-        """slurm.conf's cloud nodes (``node001`` to the ``nodes``-th, in order) neither up, nor
-        powering up, nor drained by elb: those Slurm may power up, first to last (a node elb
-        stopped into a warm pool among them)."""
-        lim = self.rule.limits
-        taken = {n.name for n in records if n.state.alive} | asked.wants.keys() | asked.drained
-        every = (f"{lim.node_prefix}{i:0{lim.node_digits}d}" for i in range(1, self.nodes + 1))
-        return (n for n in every if n not in taken)
+    def _free(self, asked: Asked, alive: Collection[str]) -> Iterator[str]:
+        """slurm.conf's cloud nodes neither up (``alive``), nor powering up, nor drained by elb:
+        those Slurm may power up, first to last (a node elb stopped into a warm pool among them)."""
+        wants, drained = asked.wants, asked.drained
+        return (n for n in self.cloud if n not in alive and n not in wants and n not in drained)
 
     def names(self, asked: Asked, records: Sequence[Node]) -> NamePool:
         """The names Slurm may pick next as elb's read of Slurm lists them (``NamePool``): open,
         those it may power up; held, those elb drained that are neither up nor powering up."""
         alive = {n.name for n in records if n.state.alive}
         held = sorted(n for n in asked.drained if n not in alive and n not in asked.wants)
-        return NamePool(tuple(PoolName(n) for n in self._free(asked, records)), tuple(PoolName(n) for n in held))
+        cloud = self.cloud
+        return NamePool(tuple(cloud[n] for n in self._free(asked, alive)), tuple(cloud[n] for n in held))
 
     def answered(self, asked: Asked, plan: PassPlan, now: float) -> Asked:
         """The model's state after elb's pass: the names it held drained and those it reopened
