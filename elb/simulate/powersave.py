@@ -14,12 +14,18 @@ of elb's:
   elb's nodes, and the nodes it asked for that elb has not launched yet (powering up, as
   ``sinfo`` shows them). A node for exactly the waiting jobs that fit on no node up or powering
   up, within the cloud nodes slurm.conf names (``PowerSaving.nodes``), the first of its list
-  neither up nor powering up (a node elb stopped into a warm pool is powered down in Slurm, and
-  asked for in its turn): each is a *want* of that node, since the pass that first sees it. A
+  neither up, nor powering up, nor drained by elb (a node elb stopped into a warm pool is
+  powered down in Slurm, and asked for in its turn): each is a *want* of that node, since the pass that first sees it. A
   node of elb's idle ``suspend_time`` (SuspendTime) is a *release*.
 - **Each node's ask is its latest word**, as elb's journal keeps it (``node_asks``): a want stays
   open until the planner answers it (its node is ready) or gives the node back (a decline).
   A release is asked again at each pass while the node is idle and elb has it.
+- **The names Slurm may pick next** are handed to the pass as elb's read of Slurm lists them
+  (``PowerSaving.names``, a ``NamePool``): open, the cloud nodes neither up, powering up nor
+  drained; held, those elb drained. A name the pass holds (``PassPlan.names``) is drained, one it
+  reopens undrained, and Slurm picks no drained name: how many to hold is the planner's rule,
+  the model only honours the drains elb made. It starts with none drained (an elb started on a
+  running Slurm): what Slurm asked for before elb's first pass is launched or given back.
 - **A give-back** powers the node down in Slurm, which requeues the job that waited for it and
   holds it for a job credential's lifetime (``cred_expire``, 120 s by default): no node is asked
   for the jobs that waited when the declined node was asked for until the hold ends (which jobs
