@@ -15,8 +15,8 @@ of elb's:
   ``sinfo`` shows them). A node for exactly the waiting jobs that fit on no node up or powering
   up, within the cloud nodes slurm.conf names (``PowerSaving.nodes``), the first of its list
   neither up, nor powering up, nor drained by elb (a node elb stopped into a warm pool is
-  powered down in Slurm, and asked for in its turn): each is a *want* of that node, since the pass that first sees it. A
-  node of elb's idle ``suspend_time`` (SuspendTime) is a *release*.
+  powered down in Slurm, and asked for in its turn): each is a *want* of that node, since the
+  pass that first sees it. A node of elb's idle ``suspend_time`` (SuspendTime) is a *release*.
 - **Each node's ask is its latest word**, as elb's journal keeps it (``node_asks``): a want stays
   open until the planner answers it (its node is ready) or gives the node back (a decline).
   A release is asked again at each pass while the node is idle and elb has it.
