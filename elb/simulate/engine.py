@@ -98,6 +98,7 @@ from elb.core.policy.base import Policy
 from elb.core.policy.grouped import GroupedPolicy
 from elb.core.policy.placement import FreeIndex, host_order, width
 from elb.core.policy.tally import Changes
+from elb.core.scheduler import Ask, NamePool
 from elb.core.spend import Billing, billed_seconds, overlap
 from elb.core.state import ClusterState, JoinIndex
 from elb.core.warmpool import Pooled, WarmPool, due, keep_time, volume_cost
@@ -943,9 +944,11 @@ class Simulator:
             hosts=self._host_values,
             jobs_on=self._jobs_on,
         )
-        asks = None
-        if self.power is not None:  # behind Slurm: what its power saving asks by name
+        asks: tuple[Ask, ...] | None = None
+        names: NamePool | None = None
+        if self.power is not None:  # behind Slurm: what its power saving asks by name, and may ask for next
             self.asked, asks = self.power.ask(self.asked, snapshot, records, self.history, now)
+            names = self.power.names(self.asked, records)
         inputs = PassInputs(
             snapshot=snapshot,
             nodes=records,
@@ -961,6 +964,7 @@ class Simulator:
             index=index,
             spend=None if self.meter is None else self.meter.spend(self, now),
             asks=asks,
+            names=names,
         )
         self.last_inputs = inputs
         self._last_pass, self._unseen = now, self.pending.next_number  # what waits now, this pass sees

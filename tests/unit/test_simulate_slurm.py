@@ -1,8 +1,8 @@
 """``elb simulate --scheduler slurm``: elb replayed behind Slurm, where Slurm's power saving
 (``elb.simulate.powersave``) names the nodes and the planner's asks path acts on them: the launches
-are Slurm's asks, what it asks past ``max_nodes`` is given back (its jobs held a while), idle nodes
-go by elb's rule or Slurm's SuspendTime, and the outcome is that of the Grid Engine replay's
-within reason."""
+are Slurm's asks, the names past elb's room are held from Slurm (what it asked past ``max_nodes``
+before is given back, its jobs held a while), idle nodes go by elb's rule or Slurm's SuspendTime,
+and the outcome is that of the Grid Engine replay's within reason."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from elb.cli.main import main
-from elb.core.askplan import Decline
+from elb.core.askplan import Decline, NameHolds
 from elb.core.model import History, Host, Job, JobPhase, Node, NodeState, QueueInstance, Snapshot
 from elb.core.planner import PassPlan
-from elb.core.scheduler import AskKind
+from elb.core.scheduler import AskKind, NamePool, PoolName
 from elb.core.warmpool import WarmPool
 from elb.simulate.engine import SimOutcome, SimSettings, Simulator
 from elb.simulate.groups import one_group
@@ -94,6 +94,27 @@ def test_slurm_asks_for_the_first_nodes_of_its_list_neither_up_nor_powering_up()
     assert asked.asked == 2
 
 
+def test_slurm_asks_for_no_name_elb_drained_and_the_pass_reads_which_it_may_pick() -> None:
+    power = PowerSaving(nodes=4, slots_per_node=8)
+    up = Node("node001", NodeState.READY, 0.0, ready_at=300.0, slots=8)
+    host = Host("node001", (QueueInstance("all.q", "node001", 8, 8),), num_proc=8)
+    assert power.names(Asked(), (up,)) == NamePool(tuple(PoolName(f"node00{i}") for i in (2, 3, 4)))
+    # elb holds two names: Slurm's drain keeps them from its asks, and the read lists them held.
+    hold = PassPlan(names=NameHolds(hold=("node003", "node004"), reason="no room within max_nodes 2"))
+    drained = power.answered(Asked(), hold, 600.0)
+    assert drained.drained == {"node003", "node004"}
+    assert power.names(drained, (up,)) == NamePool((PoolName("node002"),), (PoolName("node003"), PoolName("node004")))
+    snapshot = Snapshot(600.0, tuple(_waiting(i, 600.0) for i in (1, 2, 3)), (host,))
+    asked, asks = power.ask(drained, snapshot, (up,), History(), 600.0)
+    assert [a.node for a in asks] == ["node002"]  # three jobs wait, one name is open
+    assert power.names(asked, (up,)) == NamePool((), (PoolName("node003"), PoolName("node004")))
+    # elb reopens node004 (undrained): Slurm may ask for it again, and does.
+    reopened = power.answered(asked, PassPlan(names=NameHolds(reopen=("node004",))), 630.0)
+    assert reopened.drained == {"node003"}
+    _, asks = power.ask(reopened, dataclasses.replace(snapshot, now=660.0), (up,), History(), 660.0)
+    assert [a.node for a in asks] == ["node002", "node004"]
+
+
 def test_slurm_releases_a_node_idle_its_suspend_time() -> None:
     power = PowerSaving(nodes=4, slots_per_node=8, suspend_time=600.0)
     node = Node("node001", NodeState.READY, 0.0, ready_at=300.0, last_busy_at=1000.0, slots=8)
@@ -124,18 +145,32 @@ def test_behind_slurm_elb_launches_what_slurm_asks_for_not_its_own_count() -> No
 
 
 def test_behind_slurm_what_is_asked_past_max_nodes_is_given_back_and_every_job_runs() -> None:
-    jobs = [SimJob(i, 10.0 * i, 1800.0, 8) for i in range(1, 7)]
+    """A burst Slurm asks for before elb's first pass: what is past ``max_nodes`` is given back
+    (its jobs held a while), the names past elb's room are held from then on, every job runs."""
+    jobs = [SimJob(i, 0.0, 1800.0, 8) for i in range(1, 7)]
     sim, out = _replay(jobs, scheduler=Behind.SLURM, max_nodes=2, slurm_nodes=8)
     assert out.never_started == 0 and len(out.waits) == 6
     assert out.launches == 2  # never more than max_nodes up: two nodes run all six jobs in turn
     assert _peak(out) == 2
-    assert sim.asked.given_back > 0
-    # Slurm asks again only once a given-back job's hold is over: at most a round per cred_expire.
-    span = max(p.start for p in out.placements)
-    assert sim.asked.given_back <= 4 * (span / CRED_EXPIRE + 1)
+    assert (sim.asked.asked, sim.asked.given_back) == (6, 4)  # asked once each, no name asked again
+    assert sim.asked.held_until == CRED_EXPIRE
     # With no more cloud nodes in slurm.conf than elb may launch, nothing is given back.
     fit_sim, fit = _replay(jobs, scheduler=Behind.SLURM, max_nodes=2)
     assert fit_sim.asked.given_back == 0 and fit.waits == out.waits
+
+
+def test_behind_slurm_the_names_past_max_nodes_are_held_so_slurm_asks_for_none_to_be_given_back() -> None:
+    """Waves of jobs, each wider than ``max_nodes``, on a slurm.conf with four times the cloud
+    nodes: elb holds (drains) the names past its room at its first pass, so what is given back is
+    at most what Slurm asked for before that pass, whatever the waves; the waits are those of a
+    slurm.conf with no more cloud nodes than ``max_nodes``."""
+    jobs = [SimJob(10 * w + i, 3000.0 * w + 10.0 * i, 900.0, 8) for w in range(4) for i in range(1, 7)]
+    sim, out = _replay(jobs, scheduler=Behind.SLURM, max_nodes=2, slurm_nodes=8)
+    fit_sim, fit = _replay(jobs, scheduler=Behind.SLURM, max_nodes=2)
+    assert out.never_started == 0 and len(out.waits) == len(jobs) and _peak(out) == 2
+    assert sim.asked.given_back <= 8 - 2
+    assert sim.asked.drained == {f"node00{i}" for i in range(3, 9)}  # no room for them now
+    assert out.waits == fit.waits and fit_sim.asked.given_back == 0
 
 
 def test_behind_slurm_the_cluster_scales_back_to_zero_by_elbs_rule_or_slurms_suspend_time() -> None:
@@ -202,15 +237,16 @@ def test_behind_slurm_the_same_jobs_run_as_behind_grid_engine_at_a_like_cost(see
 @pytest.mark.parametrize("seed", [3, 4])
 def test_behind_slurm_fast_forward_changes_nothing(seed: int) -> None:
     """Skipping the polls at which nothing can change (the policy's and Slurm's wake-ups) gives
-    the replay of every poll, give-backs, holds and a short SuspendTime included."""
-    jobs = _random_jobs(seed, 80)
+    the replay of every poll, give-backs (a burst before elb's first pass), held names and a
+    short SuspendTime included."""
+    jobs = [SimJob(1000 + i, 0.0, 600.0, 8) for i in range(1, 5)] + _random_jobs(seed, 80)
     kw = {"max_nodes": 3, "slurm_nodes": 6, "suspend_time": 240.0, "peek_interval": 5.0}
     fast_sim, fast = _replay(jobs, scheduler=Behind.SLURM, **kw)  # type: ignore[arg-type]
     slow_sim, slow = _replay(jobs, scheduler=Behind.SLURM, fast_forward=False, **kw)  # type: ignore[arg-type]
-    assert fast_sim.asked.given_back > 0
+    assert fast_sim.asked.given_back > 0 and fast_sim.asked.drained
     assert fast.placements == slow.placements
     assert fast.nodes == slow.nodes
-    assert (fast_sim.asked.asked, fast_sim.asked.given_back) == (slow_sim.asked.asked, slow_sim.asked.given_back)
+    assert fast_sim.asked == slow_sim.asked
     assert fast.decisions < slow.decisions
 
 
@@ -253,7 +289,7 @@ def test_cli_replays_behind_slurm(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert doc["settings"]["slurm"] == {"nodes": 6, "suspend_time": 86400.0}
     elb, peer = doc["results"]
     assert (elb["scheduler"], peer["scheduler"]) == ("slurm", "sge")
-    assert elb["asked"] > 0 and elb["given_back"] > 0 and elb["never_started"] == 0
+    assert elb["asked"] > 0 and elb["given_back"] <= 6 - 2 and elb["never_started"] == 0
     assert main([*args, "--scheduler", "slurm"]) == 0
     out = capsys.readouterr().out
     assert "behind Slurm: its power saving asks elb for nodes by name (2 cloud nodes" in out
