@@ -85,7 +85,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from elb.core.backoff import Backoffs
-from elb.core.config import ClusterConfig, Config, PolicyConfig, SgeConfig, SlurmConfig, parse_config
+from elb.core.config import ClusterConfig, Config, PolicyConfig, parse_config
 from elb.core.demand import DemandSplit
 from elb.core.drivers import cloud_settings
 from elb.core.interfaces import Instance
@@ -98,6 +98,7 @@ from elb.core.policy.grouped import policy_for
 from elb.core.scheduler import Ask, AskKind
 from elb.core.state import busy_hosts, join, seen
 from elb.schedulers.sge.commands import QHOST_ARGS, QSTAT_ARGS, CommandResult, SgeCommands, read_whole
+from elb.schedulers.sge.config import SgeConfig
 from elb.schedulers.sge.demand import Placements
 from elb.schedulers.sge.parse import join_snapshot, parse_qhost, parse_qstat
 from elb.schedulers.sge.readcheck import expected_hosts, running_jobs
@@ -105,6 +106,7 @@ from elb.schedulers.sge.servable import SiteCache, demand_of
 from elb.schedulers.sge.site import Site, build_site
 from elb.schedulers.sge.starttimes import BATCH, READS_PER_PASS, StartTimes
 from elb.schedulers.slurm.commands import SlurmCommands
+from elb.schedulers.slurm.config import SlurmConfig
 from elb.schedulers.slurm.driver import Slurm
 
 RECORDED = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "sge" / "recorded"

@@ -39,11 +39,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_pass import make_qhost, make_qstat
 
 from elb.core.cadence import news
-from elb.core.config import SgeConfig
 from elb.core.model import Job
 from elb.core.scheduler import Peek
 from elb.schedulers.process import CommandResult, run_command
 from elb.schedulers.sge.commands import QHOST_ARGS, QSTAT_ARGS, SgeCommands
+from elb.schedulers.sge.config import SgeConfig
 from elb.schedulers.sge.peek import PEEK_ARGS
 
 NOW = 1_800_000_000.0

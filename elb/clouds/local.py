@@ -35,9 +35,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Self
 
+from pydantic import Field
+
 from elb.clouds.ec2.groupoptions import Ec2GroupOptions
 from elb.core.checks import Check
-from elb.core.config import Config, LocalConfig
+from elb.core.config import Config
+from elb.core.durations import PositiveSeconds
 from elb.core.interfaces import (
     TAG_CLUSTER,
     TAG_GROUP,
@@ -52,6 +55,7 @@ from elb.core.interfaces import (
     NodeBoot,
     NoticeSource,
 )
+from elb.core.sections import HoldsSections, Section, section
 from elb.provision.hostkeys import HostKeys
 
 log = logging.getLogger("elb.clouds.local")
@@ -67,7 +71,27 @@ NODE_LOGS = Path("/var/lib/elb-testcluster/node-logs")
 NODE_NFS_LOG = "/var/log/elb-mountnfs"  # where the node image's NFS client writes it
 NODE_HOST_KEY = "/etc/ssh/ssh_host_ed25519_key"  # where a node's sshd finds its ed25519 host key
 _NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+
+
 # Podman's container states in the core's words (``InstanceState``); one not named here is pending.
+class LocalConfig(Section):
+    """The podman-backed provider of the test cluster's own settings, the config file's
+    ``cloud.local`` (this module's ``CONFIG_SECTION``; see ``python -m elbdev testcluster``)."""
+
+    image: str = "localhost/elb-node:latest"
+    network: str = "elb"
+    boot_timeout: PositiveSeconds = 120.0
+    # Directories of this machine mounted read-only at the same path in every node: what a node
+    # that configures itself at boot runs (elb's Python environment and playbooks), standing in
+    # for an image that has them.
+    mounts: list[Path] = Field(default_factory=list)
+
+
+def local_settings(cfg: HoldsSections) -> LocalConfig:
+    """``cfg``'s ``cloud.local`` (its defaults when the file has none)."""
+    return section(cfg, LocalConfig)
+
+
 _STATES = {
     "created": InstanceState.PENDING,
     "configured": InstanceState.PENDING,
@@ -118,7 +142,7 @@ class LocalCloud:
     def from_config(cls, config: Config, **kwargs: Any) -> Self:
         """The local cloud of elb's settings (its nodes carry ``policy.slots_per_node``)."""
         kwargs.setdefault("host_keys", HostKeys(config.provision.host_keys_path))
-        return cls(config.cloud.local, config.cluster.name, slots_per_node=config.policy.slots_per_node, **kwargs)
+        return cls(local_settings(config), config.cluster.name, slots_per_node=config.policy.slots_per_node, **kwargs)
 
     # ------------------------------------------------------------------ helpers
 
@@ -520,6 +544,8 @@ def choose_address(name: str, free: Sequence[str], book: Mapping[str, str]) -> s
 # group), so that a group written for EC2 runs unchanged on the test cluster, which stands in for
 # it. The containers are all one kind: the local cloud reads none of them.
 GROUP_OPTIONS = Ec2GroupOptions
+# The provider's own settings, ``cloud.local``.
+CONFIG_SECTION = LocalConfig
 
 
 def make(cfg: Config) -> LocalCloud:
@@ -529,14 +555,14 @@ def make(cfg: Config) -> LocalCloud:
 
 def checks(cfg: Config) -> Iterator[Check]:
     """podman answers and has the node image."""
-    cloud = LocalCloud(cfg.cloud.local, cfg.cluster.name, command_timeout=30)
+    cloud = LocalCloud(local_settings(cfg), cfg.cluster.name, command_timeout=30)
     try:
         workers = cloud.list_workers()
     except CloudError as err:
         yield Check("cloud local (podman)", False, str(err), "install podman and run elb as root")
         return
     yield Check("cloud local (podman)", True, f"podman answers, {len(workers)} worker container(s)")
-    image = cfg.cloud.local.image
+    image = local_settings(cfg).image
     try:
         found = subprocess.run(["podman", "image", "exists", image], check=False, capture_output=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as err:
@@ -557,4 +583,4 @@ def notices(cfg: Config) -> NoticeSource | None:
 
 def settings(cfg: Config) -> CloudSettings:
     """Its boot time-out; podman interrupts no node."""
-    return CloudSettings("local", cfg.cloud.local.boot_timeout)
+    return CloudSettings("local", local_settings(cfg).boot_timeout)

@@ -21,20 +21,27 @@ from pydantic import (
     IPvAnyAddress,
     ModelWrapValidatorHandler,
     PrivateAttr,
-    StrictBool,
     ValidationError,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 from elb.core import yamlfile
 from elb.core.budget import Budget
 from elb.core.durations import PacingSeconds, PositiveSeconds, Seconds, parse
 from elb.core.groupoptions import cloud_options, scheduler_options
-from elb.core.groups import MAX_SLOTS, SPOT_NOT_STOPPED, NodeGroup, NodeGroups, default_group, unique
+from elb.core.groups import MAX_SLOTS, NodeGroup, NodeGroups, default_group
 from elb.core.naming import MAX_NODES
-from elb.core.registry import CLOUDS, DEFAULT_CLOUD, DEFAULT_SCHEDULER, SCHEDULERS, known
+from elb.core.registry import (
+    CLOUDS,
+    DEFAULT_CLOUD,
+    DEFAULT_SCHEDULER,
+    SCHEDULERS,
+    SHIPPED_CLOUDS,
+    SHIPPED_SCHEDULERS,
+    known,
+)
 from elb.core.sections import Holder, Section, take
 from elb.core.warmpool import WarmPool
 
@@ -52,7 +59,7 @@ AddCount = Annotated[int, Field(strict=True, ge=1, le=MAX_NODES)]  # nodes: at l
 Slots = Annotated[int, Field(strict=True, ge=1, le=MAX_SLOTS)]  # a node's slots (elb.core.groups.MAX_SLOTS)
 Days = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=36500)]  # a century at most
 
-MINIMUM_CONFIG = "cloud: {provider: ec2}"
+MINIMUM_CONFIG = f"cloud: {{provider: {DEFAULT_CLOUD}}}"  # the default cloud, named
 
 
 # The names elb.core.registry has (the shipped ones, and any a driver or an adapter registered).
@@ -103,8 +110,8 @@ class PolicyConfig(_Strict):
     # node_groups with a price_per_hour). None: no budget.
     budget: Budget | None = None
     # A job requeued by more spot interruptions than this is bound to on-demand nodes, so that it
-    # next runs on one (elb.core.interruptions; how: the scheduler's driver). Also read from
-    # cloud.ec2.spot_interruptions_allowed, its older name (Config._interruptions_alias).
+    # next runs on one (elb.core.interruptions; how: the scheduler's driver). A cloud's section
+    # may set it under an older name (its ``settled``: elb.core.sections).
     spot_interruptions_allowed: AtLeastOne = 2
 
     @model_validator(mode="after")
@@ -132,206 +139,73 @@ class ClusterConfig(_Strict):
     user: str = Field("sgeuser", pattern=r"^[a-z_][a-z0-9_-]{0,31}$")  # the cluster user
 
 
-# The names Grid Engine's settings are written in, here and in its node groups' settings
-# (``elb.schedulers.sge.groupoptions``): a cluster queue (no wildcard, no @host) and a host group.
-QueueName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")]
-HostgroupName = Annotated[str, Field(pattern=r"^@[A-Za-z0-9_][A-Za-z0-9_.-]*$")]
-
-
-class SgeConfig(_Strict):
-    root: Path = Path("/var/lib/gridengine")
-    cell: str = "default"
-    bin_dir: Path | None = None  # None: find qstat on PATH
-    timeout: PositiveSeconds = 30.0
-    queue: QueueName = "all.q"
-    hostgroup: HostgroupName = "@allhosts"
-
-    def role_vars(self) -> dict[str, object]:
-        """These settings under the variable names of Grid Engine's roles (``sge_exec``,
-        ``sge_decommission``: roles/*/defaults). (With a non-default root or cell, also set
-        ``nfs_server_exports`` and ``nfs_client_mounts`` in ``provision.extra_vars``.)"""
-        out: dict[str, object] = {}
-        for role in ("sge_exec", "sge_decommission"):
-            out[f"{role}_root"] = str(self.root)
-            out[f"{role}_cell"] = self.cell
-            out[f"{role}_queue"] = self.queue
-            out[f"{role}_hostgroup"] = self.hostgroup
-        return out
-
-
-class SlurmConfig(_Strict):
-    """Where elb finds Slurm (``scheduler: slurm``; docs/slurm.md)."""
-
-    conf: Path | None = None  # slurm.conf for the client commands (SLURM_CONF); None: Slurm's default
-    bin_dir: Path | None = None  # None: find squeue, sinfo and scontrol on PATH
-    timeout: PositiveSeconds = 30.0  # each read (squeue, sinfo, scontrol show)
-    update_timeout: PositiveSeconds = 60.0  # each change (scontrol update, scontrol requeue)
-    # How long after its add play a node's slurmd has to register with the controller (Slurm no
-    # longer shows it powering up and has it up) before elb fails the node: taken out, terminated,
-    # and given back to Slurm or launched again under the back-off.
-    register_timeout: PositiveSeconds = 120.0
-    # The directory elb's resume and suspend programs write Slurm's requests to.
-    requests: Path = Path("/var/spool/elb/slurm")
-    # The node group of each cloud partition's nodes (partition -> group name); a partition not
-    # named here: the first group.
-    partition_groups: dict[str, str] = Field(default_factory=dict)
-    add_playbook: str = Field("slurm_add_node.yml", pattern=r"^[A-Za-z0-9_.-]+\.ya?ml$")
-    remove_playbook: str = Field("slurm_remove_node.yml", pattern=r"^[A-Za-z0-9_.-]+\.ya?ml$")
-    # provision.mode boot: the master's part of adding a batch (its hosts lines, exports, the
-    # munge key pushed to each node, the batch's file) and what each node runs on itself at boot.
-    admit_playbook: str = Field("slurm_admit_nodes.yml", pattern=r"^[A-Za-z0-9_.-]+\.ya?ml$")
-    boot_playbook: str = Field("slurm_node_boot.yml", pattern=r"^[A-Za-z0-9_.-]+\.ya?ml$")
-
-
-# What EC2's settings name, here and in its node groups' settings (``elb.clouds.ec2.groupoptions``):
-# an instance type (c5.2xlarge, r6i.metal, u-6tb1.metal) and a launch template.
-InstanceType = Annotated[str, Field(pattern=r"^[a-z0-9-]+\.[a-z0-9-]+$")]
-
-
-class LaunchTemplate(BaseModel):
-    """An EC2 launch template, by id or by name, and its version."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    id: str | None = Field(None, pattern=r"^lt-[0-9a-f]{8,17}$")
-    name: str | None = Field(None, pattern=r"^[A-Za-z0-9()./_-]{3,128}$")
-    version: str = Field("$Default", pattern=r"^(\$Default|\$Latest|[1-9][0-9]*)$")
-
-    @model_validator(mode="after")
-    def _one_key(self) -> LaunchTemplate:
-        if (self.id is None) == (self.name is None):
-            raise ValueError("give the launch template's id or its name (exactly one)")
-        return self
-
-
-class Ec2Config(_Strict):
-    region: str | None = None
-    ami: str | None = None  # None: the AMI of the existing workers
-    instance_types: list[InstanceType] = Field(default_factory=list)  # ordered, each once; empty: the workers' type
-    subnets: list[str] = Field(default_factory=list)  # ordered; empty: the workers' subnet
-    security_groups: list[str] = Field(default_factory=list)
-    key_name: str | None = None
-    iam_instance_profile: str | None = None
-    # The root volume's type and size in GiB, within EC2's bounds for the type (ROOT_VOLUME_GIB;
-    # None: the AMI's). io1/io2 need IOPS elb does not set, st1/sc1 cannot boot: a launch template.
-    root_volume_type: Literal["gp3", "gp2", "standard"] | None = None
-    root_volume_size: AtLeastOne | None = None
-    extra_tags: dict[str, str] = Field(default_factory=dict)
-    user_data: str | None = None
-    spot: StrictBool = False
-    spot_max_price: str | None = None  # US dollars an hour, more than 0 ("0.05"); None: the on-demand price
-    spot_fallback_on_demand: StrictBool = True
-    boot_timeout: PositiveSeconds = 600.0
-    capacity_backoff: Seconds = 600.0
-    endpoint_url: str | None = None  # for tests against moto
-    # A launch template describes the worker; elb then sets only the instance type, the subnet,
-    # the market and its tags (so the settings the template owns are refused here).
-    launch_template: LaunchTemplate | None = None
-    # Instance metadata of a worker elb describes itself: IMDSv2 only ("required") by default.
-    metadata_tokens: Literal["required", "optional"] = "required"
-    # Read EC2's notices about workers (spot interruptions, scheduled changes) each pass from the
-    # queue `elb ec2-events setup` makes (elb-<cluster.name>-notices).
-    notices: StrictBool = False
-    # The older name of policy.spot_interruptions_allowed, still read (Config._interruptions_alias
-    # sets the policy's from it); None: not given here.
-    spot_interruptions_allowed: AtLeastOne | None = None
-
-    @field_validator("instance_types", "subnets", "security_groups")
-    @classmethod
-    def _each_once(cls, items: list[str]) -> list[str]:
-        unique(items)
-        return items
-
-    @field_validator("root_volume_size")
-    @classmethod
-    def _volume_bounds(cls, size: int | None, info: ValidationInfo) -> int | None:
-        kind = info.data.get("root_volume_type")
-        most = ROOT_VOLUME_GIB.get(kind or "gp3", ROOT_VOLUME_GIB["gp3"])
-        if size is not None and size > most:
-            raise ValueError(
-                f"at most {most} GiB for a {kind} volume" if kind else f"at most {most} GiB (EC2's largest gp2/gp3)"
-            )
-        return size
-
-    @field_validator("spot_max_price", mode="before")
-    @classmethod
-    def _price(cls, price: object) -> object:
-        if isinstance(price, int | float) and not isinstance(price, bool):
-            price = repr(price)  # 0.05 written unquoted
-        if price is None:
-            return None
-        if not isinstance(price, str) or not _PRICE.fullmatch(price) or float(price) <= 0:
-            raise ValueError(f"{price!r}: a price in US dollars an hour, a number more than 0 ('0.05')")
-        return price
-
-    @model_validator(mode="after")
-    def _template_owns(self) -> Ec2Config:
-        if self.launch_template is None:
-            return self
-        owned = {
-            "ami": self.ami,
-            "security_groups": self.security_groups or None,
-            "key_name": self.key_name,
-            "iam_instance_profile": self.iam_instance_profile,
-            "root_volume_size": self.root_volume_size,
-            "root_volume_type": self.root_volume_type,
-            "user_data": self.user_data,
-        }
-        clash = [k for k, v in owned.items() if v is not None]
-        if clash:
-            raise ValueError(
-                f"{', '.join(clash)}: set in the launch template, not here (with a launch template elb "
-                "sets only the instance type, the subnet, the market and its tags)"
-            )
-        if "metadata_tokens" in self.model_fields_set:
-            raise ValueError("metadata_tokens: set the template's metadata options instead")
-        return self
-
-
-# EC2's largest root volume of each type elb sets, in GiB (gp2/gp3: 16 TiB; magnetic: 1 TiB).
-ROOT_VOLUME_GIB = {"gp3": 16384, "gp2": 16384, "standard": 1024}
-_PRICE = re.compile(r"[0-9]{1,6}(\.[0-9]{1,10})?")
-
-
-class LocalConfig(_Strict):
-    """The podman-backed provider of the test cluster (see ``python -m elbdev testcluster``)."""
-
-    image: str = "localhost/elb-node:latest"
-    network: str = "elb"
-    boot_timeout: PositiveSeconds = 120.0
-    # Directories of this machine mounted read-only at the same path in every node: what a node
-    # that configures itself at boot runs (elb's Python environment and playbooks), standing in
-    # for an image that has them.
-    mounts: list[Path] = Field(default_factory=list)
-
-
 class _HoldsSection(_Strict):
-    """A mapping of the config that holds the configured module's own settings (``CONFIG_SECTION``)
-    under its name, as ``HOLDER`` says (``elb.core.sections``): read by its model, kept in
-    ``_section``; None when it declares none."""
+    """A mapping of the config that holds the sections of registered modules (``CONFIG_SECTION``)
+    under their names, as ``HOLDER`` says (``elb.core.sections``): read by their models, kept in
+    ``_sections`` by name."""
 
     HOLDER: ClassVar[Holder]
-    _section: Section | None = PrivateAttr(None)
+    _sections: dict[str, Section] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="wrap")
     @classmethod
-    def _registered_section(cls, data: object, handler: ModelWrapValidatorHandler[Self]) -> Self:
-        """The section named as the configured module read by its model (``elb.core.sections.take``)."""
+    def _registered_sections(cls, data: object, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        """The sections read by their models (``elb.core.sections.take``), the rest by this
+        model; the errors of both said together, each section's where its key is among the keys."""
         if not isinstance(data, dict):
             return handler(data)
-        rest, held = take(data, cls.HOLDER, cls.model_fields)
-        out = handler(rest)
-        out._section = held
-        return out
+        rest, given, reader = take(data, cls.HOLDER, cls.model_fields)
+        held: dict[str, Section] = {}
+        wrong: list[ErrorDetails] = []
+        if reader is not None:
+            try:
+                held = reader.validate_python(given)
+            except ValidationError as err:
+                wrong = err.errors()
+        try:
+            out = handler(rest)
+        except ValidationError as err:
+            raise _joined(cls, err.errors(), wrong) from None
+        if wrong:
+            raise _joined(cls, [], wrong)
+        out._sections = held
+        return out._settled()
+
+    def _settled(self) -> Self:
+        """This mapping once its sections are read (by default: as it is)."""
+        return self
+
+    def _replaced(self, held: Section) -> Self | None:
+        """This mapping with ``held`` in place of the section of its model, None when it holds none."""
+        for name, old in self._sections.items():
+            if type(old) is type(held):
+                out = self.model_copy()
+                out._sections = {**self._sections, name: held}
+                return out
+        return None
+
+
+def _joined(model: type[_HoldsSection], errors: list[ErrorDetails], wrong: list[ErrorDetails]) -> ValidationError:
+    """One error of ``model``: ``errors`` of its fields, and ``wrong`` of its sections after those
+    of the fields up to the key that names the configured module (where a field would stand)."""
+    order = list(model.model_fields)
+    at = order.index(model.HOLDER.key) + 1
+    before = [e for e in errors if e["loc"] and e["loc"][0] in order[:at]]
+    after = [e for e in errors if e not in before]
+    return ValidationError.from_exception_data(
+        model.__name__,
+        [
+            {"type": PydanticCustomError(e["type"], e["msg"]), "loc": tuple(e["loc"]), "input": e["input"]}
+            for e in before + wrong + after
+        ],
+    )
 
 
 class CloudConfig(_HoldsSection):
     # A registered cloud's own settings: ``cloud.<provider>``.
-    HOLDER: ClassVar[Holder] = Holder(CLOUDS, "provider", DEFAULT_CLOUD, "cloud", "cloud provider")
+    HOLDER: ClassVar[Holder] = Holder(CLOUDS, SHIPPED_CLOUDS, "provider", DEFAULT_CLOUD, "cloud", "cloud provider")
 
     provider: CloudName = DEFAULT_CLOUD  # a cloud of elb.core.registry: ec2, local (podman nodes), or one registered
-    ec2: Ec2Config = Field(default_factory=Ec2Config)
-    local: LocalConfig = Field(default_factory=LocalConfig)
 
 
 class BootConfig(_Strict):
@@ -428,7 +302,9 @@ class RetentionConfig(_Strict):
 
 class Config(_HoldsSection):
     # A registered scheduler's own settings: the top-level key named as it.
-    HOLDER: ClassVar[Holder] = Holder(SCHEDULERS, "scheduler", DEFAULT_SCHEDULER, "scheduler", "scheduler")
+    HOLDER: ClassVar[Holder] = Holder(
+        SCHEDULERS, SHIPPED_SCHEDULERS, "scheduler", DEFAULT_SCHEDULER, "scheduler", "scheduler"
+    )
 
     poll_interval: PacingSeconds = 60.0
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
@@ -436,8 +312,6 @@ class Config(_HoldsSection):
     # The batch scheduler elb serves: Grid Engine (elb's passes decide growth from the queue) or
     # Slurm (Slurm's power saving asks for nodes; elb launches, provisions and removes them).
     scheduler: SchedulerName = DEFAULT_SCHEDULER  # a scheduler of elb.core.registry: sge, slurm, or one registered
-    sge: SgeConfig = Field(default_factory=SgeConfig)
-    slurm: SlurmConfig = Field(default_factory=SlurmConfig)
     cloud: CloudConfig = Field(default_factory=CloudConfig)
     provision: ProvisionConfig = Field(default_factory=ProvisionConfig)
     state_dir: Path = Path("/var/lib/elb")
@@ -455,14 +329,31 @@ class Config(_HoldsSection):
     backoff: BackoffConfig = Field(default_factory=BackoffConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     # The kinds of worker elb adds (elb.core.groups, docs/groups.md). None: one group built from
-    # policy.slots_per_node/min_nodes/max_nodes, sge.queue, sge.hostgroup, cloud.ec2.instance_types.
+    # policy.slots_per_node/min_nodes/max_nodes and the scheduler's and cloud's sections
+    # (their ``group_options``: elb.core.groupoptions).
     node_groups: list[NodeGroup] | None = Field(None, min_length=1)
 
     @property
     def sections(self) -> tuple[Section, ...]:
-        """The configured scheduler's and cloud's own settings, those that declare them
-        (``elb.core.sections.section`` reads them)."""
-        return tuple(s for s in (self._section, self.cloud._section) if s is not None)
+        """The schedulers' and clouds' own settings this config holds (``elb.core.sections.section``
+        reads them)."""
+        return tuple(s for _, s in self.placed_sections)
+
+    def with_section(self, held: Section) -> Config:
+        """This config with ``held`` in place of the section of its model it holds, not checked
+        again (``KeyError`` when it holds none)."""
+        cloud = self.cloud._replaced(held)
+        if cloud is not None:
+            return self.model_copy(update={"cloud": cloud})
+        out = self._replaced(held)
+        if out is None:
+            raise KeyError(f"this config holds no {type(held).__name__}")
+        return out
+
+    @property
+    def placed_sections(self) -> tuple[tuple[str, Section], ...]:
+        """The sections this config holds, each with its key (``cloud.`` before a cloud's name)."""
+        return tuple(self._sections.items()) + tuple((f"cloud.{k}", s) for k, s in self.cloud._sections.items())
 
     @field_validator("node_groups")
     @classmethod
@@ -533,31 +424,6 @@ class Config(_HoldsSection):
         return data
 
     @model_validator(mode="after")
-    def _interruptions_alias(self) -> Config:
-        """``cloud.ec2.spot_interruptions_allowed``, the setting's older name, is
-        ``policy.spot_interruptions_allowed``: given there, the policy takes it (both given: the
-        same number, else an error)."""
-        old = self.cloud.ec2.spot_interruptions_allowed
-        if old is None:
-            return self
-        given = self.policy.spot_interruptions_allowed
-        if "spot_interruptions_allowed" in self.policy.model_fields_set and given != old:
-            raise ValueError(
-                f"policy.spot_interruptions_allowed: {given} differs from cloud.ec2.spot_interruptions_allowed "
-                f"({old}), its older name; set it once, under policy"
-            )
-        policy = self.policy.model_copy(update={"spot_interruptions_allowed": old})
-        return self.model_copy(update={"policy": policy})
-
-    @model_validator(mode="after")
-    def _spot_is_not_stopped(self) -> Config:
-        """The one group's warm pool stops idle nodes; with ``cloud.ec2.spot`` its nodes are
-        one-time spot instances, which EC2 cannot stop (node groups check their own market)."""
-        if self.node_groups is None and self.cloud.ec2.spot and self.policy.warm_pool.enabled:
-            raise ValueError(f"policy.warm_pool: {SPOT_NOT_STOPPED} (cloud.ec2.spot is true)")
-        return self
-
-    @model_validator(mode="after")
     def _budget_has_prices(self) -> Config:
         """A budget is money: every node group needs its price (``price_per_hour``)."""
         if self.policy.budget is not None and (
@@ -569,7 +435,17 @@ class Config(_HoldsSection):
             )
         return self
 
-    @model_validator(mode="after")
+    def _settled(self) -> Config:
+        """The config as its sections settle it (``elb.core.sections.Section.settled``: the
+        scheduler's, then the cloud's), then with ``node_groups`` (``_node_groups``)."""
+        cfg = self
+        for key, held in self.placed_sections:
+            settled = held.settled(key, cfg)
+            if not isinstance(settled, Config):
+                raise TypeError(f"{type(held).__name__}.settled: not a Config")
+            cfg = settled
+        return cfg._node_groups()
+
     def _node_groups(self) -> Config:
         """With ``node_groups``, each group says its own size, limits, queues and host group:
         the whole-cluster settings that would contradict them are refused, ``policy.max_nodes``
@@ -580,7 +456,9 @@ class Config(_HoldsSection):
         clash = [
             f"policy.{k}" for k in ("min_nodes", "slots_per_node", "warm_pool") if k in self.policy.model_fields_set
         ]
-        clash += [f"sge.{k}" for k in ("queue", "hostgroup") if k in self.sge.model_fields_set]
+        clash += [
+            f"{key}.{k}" for key, held in self.placed_sections for k in held.GROUP_KEYS if k in held.model_fields_set
+        ]
         if clash:
             raise ValueError(
                 f"node_groups: {', '.join(clash)} cannot be set with node_groups (each group sets its own "
@@ -596,18 +474,6 @@ class Config(_HoldsSection):
             update={"min_nodes": sum(g.min_nodes for g in groups.groups), "max_nodes": groups.total_max_nodes}
         )
         return self.model_copy(update={"policy": policy})
-
-    @model_validator(mode="after")
-    def _partitions_name_groups(self) -> Config:
-        """Each cloud partition's group (``slurm.partition_groups``) is one of the node groups
-        (without ``node_groups``: the one group, ``default``)."""
-        names = [g.name for g in self.node_groups] if self.node_groups is not None else ["default"]
-        for partition, group in self.slurm.partition_groups.items():
-            if group not in names:
-                raise ValueError(
-                    f"slurm.partition_groups: partition {partition}: no node group {group!r} ({', '.join(names)})"
-                )
-        return self
 
     def groups(self, slots_per_node: int) -> NodeGroups:
         """The node groups elb adds nodes of: ``node_groups``, or the one group today's settings

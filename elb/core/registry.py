@@ -13,7 +13,8 @@ A driver or an adapter that elb does not ship registers itself (``register_sched
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
+from collections.abc import Mapping
+from types import MappingProxyType, ModuleType
 from typing import TypeVar
 
 # What a config that names none has (``scheduler``, ``cloud.provider``), and whose options a node
@@ -29,6 +30,10 @@ CLOUDS: dict[str, str] = {
     "ec2": "elb.clouds.ec2.entry",
     "local": "elb.clouds.local",
 }
+# The modules elb ships, under their names whatever is registered since: a config may hold the
+# settings of each (``elb.core.sections``), the configured one or not.
+SHIPPED_SCHEDULERS: Mapping[str, str] = MappingProxyType(dict(SCHEDULERS))
+SHIPPED_CLOUDS: Mapping[str, str] = MappingProxyType(dict(CLOUDS))
 
 
 T = TypeVar("T")
@@ -44,14 +49,14 @@ def register_cloud(name: str, module: str) -> None:
     CLOUDS[name] = module
 
 
-def known(table: dict[str, str], name: str, what: str) -> str:
+def known(table: Mapping[str, str], name: str, what: str) -> str:
     """``name`` if ``table`` has it, else ``ValueError`` naming the ones it has."""
     if name not in table:
         raise ValueError(f"unknown {what} {name!r} (known: {', '.join(sorted(table))})")
     return name
 
 
-def load(table: dict[str, str], name: str, what: str) -> ModuleType:
+def load(table: Mapping[str, str], name: str, what: str) -> ModuleType:
     """The module ``table`` has for ``name``, imported when first asked for (``ValueError`` for
     an unknown name, as ``known``)."""
     return importlib.import_module(table[known(table, name, what)])

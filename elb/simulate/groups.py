@@ -38,11 +38,11 @@ from types import MappingProxyType
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from elb.core import yamlfile
-from elb.core.config import QueueName
 from elb.core.groups import NodeGroup, NodeGroups
 from elb.core.model import Job, JobPhase
 from elb.core.warmpool import WarmPool
 from elb.schedulers.sge.complexes import ComplexType, parse_complexes, parse_number
+from elb.schedulers.sge.config import QueueName
 from elb.schedulers.sge.demand import DemandError, JobBinding, Servable, Site, check_offers, place_all
 from elb.schedulers.sge.groupoptions import sge_options
 from elb.schedulers.sge.pe import parse_pe

@@ -275,8 +275,8 @@ def measure_slurm_master_part(tc: TestCluster, sizes: list[int]) -> None:
     are not started), the power down with the addresses set back (a hundred names a command;
     Slurm's suspend clears the drains). Wall time and the master's CPU (this process's children)
     for each part."""
-    from elb.core.config import SlurmConfig  # noqa: PLC0415
     from elb.schedulers.slurm.commands import SlurmCommands  # noqa: PLC0415
+    from elb.schedulers.slurm.config import SlurmConfig  # noqa: PLC0415
     from elbdev.testcluster import slurm  # noqa: PLC0415
 
     tc.up(nodes=0)

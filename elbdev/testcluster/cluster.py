@@ -22,8 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from elb.clouds.local import LocalCloud
-from elb.core.config import LocalConfig
+from elb.clouds.local import LocalCloud, LocalConfig
 from elb.core.interfaces import Instance, NodeBoot, NodeSpec
 from elb.core.naming import next_names
 from elb.provision import sshmux

@@ -6,10 +6,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from elb.core.config import ClusterConfig, ProvisionConfig, SgeConfig
+from elb.core.config import ClusterConfig, ProvisionConfig
 from elb.core.drivers import NodePlays
 from elb.core.interfaces import Instance, NodeSpec
 from elb.provision.ansible import AnsibleProvisioner
+from elb.schedulers.sge.config import SgeConfig
 from elbdev.testcluster import constants as C
 from elbdev.testcluster.cluster import REPO_ROOT, TestCluster
 

@@ -22,6 +22,7 @@ from elb.core.config import Config, parse_config
 from elb.core.model import NodeState
 from elb.core.timeline import Step
 from elb.schedulers.sge.commands import SgeCommands
+from elb.schedulers.sge.config import sge_settings
 from elb.schedulers.sge.driver import GridEngine
 from elb.service import factory
 from elb.service.daemon import Balancer
@@ -62,7 +63,7 @@ def e2e_config(tmp: Path, **policy: object) -> Config:
 def balancer(cfg: Config) -> Balancer:
     return Balancer(
         cfg,
-        scheduler=GridEngine(cfg, SgeCommands(cfg.sge)),
+        scheduler=GridEngine(cfg, SgeCommands(sge_settings(cfg))),
         journal=Journal(cfg.journal_path),
         cloud=factory.make_cloud(cfg),
         provisioner=factory.make_provisioner(cfg),

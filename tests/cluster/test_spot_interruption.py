@@ -18,6 +18,7 @@ from elb.core.config import Config
 from elb.core.interfaces import Notice, NoticeKind
 from elb.core.model import NodeState
 from elb.schedulers.sge.commands import SgeCommands
+from elb.schedulers.sge.config import sge_settings
 from elb.schedulers.sge.driver import GridEngine
 from elb.service import factory
 from elb.service.daemon import Balancer
@@ -94,7 +95,7 @@ def test_a_spot_interruption_requeues_the_rerunnable_job_and_replaces_the_node(
     notices = Interruptions()
     bal = Balancer(
         cfg,
-        scheduler=GridEngine(cfg, SgeCommands(cfg.sge)),
+        scheduler=GridEngine(cfg, SgeCommands(sge_settings(cfg))),
         journal=Journal(cfg.journal_path),
         cloud=factory.make_cloud(cfg),
         provisioner=factory.make_provisioner(cfg),

@@ -22,6 +22,7 @@ from elb.core.interfaces import Cloud
 from elb.core.model import NodeState
 from elb.core.naming import node_number
 from elb.schedulers.sge.commands import SgeCommands
+from elb.schedulers.sge.config import sge_settings
 from elb.schedulers.sge.driver import GridEngine
 from elb.service import factory
 from elb.service.daemon import Balancer
@@ -155,7 +156,7 @@ def balancer(cfg: Config, *, cloud: Cloud | None = None, sge: SgeCommands | None
     """elb (re)started in this process: a fresh Balancer reading the journal on disk."""
     return Balancer(
         cfg,
-        scheduler=GridEngine(cfg, sge or SgeCommands(cfg.sge)),
+        scheduler=GridEngine(cfg, sge or SgeCommands(sge_settings(cfg))),
         journal=Journal(cfg.journal_path),
         cloud=cloud or factory.make_cloud(cfg),
         provisioner=factory.make_provisioner(cfg),

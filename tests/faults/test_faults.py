@@ -22,12 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from elb.clouds.local import LocalCloud
+from elb.clouds.local import LocalCloud, local_settings
 from elb.core.config import Config
 from elb.core.drivers import cloud_settings
 from elb.core.interfaces import LaunchResult, NodeBoot
 from elb.core.model import NodeState, Removal, Snapshot
 from elb.schedulers.sge.commands import Rescheduled, SgeCommands
+from elb.schedulers.sge.config import sge_settings
 from elb.schedulers.sge.demand import Site
 from elb.schedulers.sge.driver import GridEngine
 from elb.service.actuator import Actuator, Outcomes
@@ -261,7 +262,7 @@ def test_qstat_failing_or_lying_changes_nothing_then_elb_recovers(testcluster: T
     bin_dir = lying_sge_dir(tmp_path)
     mode = bin_dir / "mode"
     base = fault_config(tmp_path)
-    cfg = base.model_copy(update={"sge": base.sge.model_copy(update={"bin_dir": bin_dir, "timeout": 3.0})})
+    cfg = base.with_section(sge_settings(base).model_copy(update={"bin_dir": bin_dir, "timeout": 3.0}))
     bal = balancer(cfg)
     t0 = time.monotonic()
     lying = 0
@@ -477,8 +478,8 @@ FORGET_BOOT_TIMEOUT = 10.0
 
 
 def with_boot_timeout(cfg: Config, seconds: float) -> Config:
-    local = cfg.cloud.local.model_copy(update={"boot_timeout": seconds})
-    return cfg.model_copy(update={"cloud": cfg.cloud.model_copy(update={"local": local})})
+    local = local_settings(cfg).model_copy(update={"boot_timeout": seconds})
+    return cfg.with_section(local)
 
 
 def test_sigkill_at_each_step_then_restart_converges(testcluster: TestCluster, tmp_path: Path) -> None:

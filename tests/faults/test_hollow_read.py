@@ -18,6 +18,7 @@ import pytest
 
 from elb.core.model import NodeState
 from elb.schedulers.sge.commands import SgeCommands
+from elb.schedulers.sge.config import sge_settings
 from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state, job_state, wait_for
 from tests.faults.support import (
@@ -88,16 +89,15 @@ def test_hollow_reads_past_unreachable_timeout_remove_nothing_and_lose_no_job(
             "poll_interval": POLL,
             "policy": base.policy.model_copy(update={"poll_interval": POLL}),
             "unreachable_timeout": UNREACHABLE,
-            "sge": base.sge.model_copy(update={"bin_dir": bin_dir}),
         }
-    )
+    ).with_section(sge_settings(base).model_copy(update={"bin_dir": bin_dir}))
     t0 = time.monotonic()
     bal = balancer(cfg)
     try:
         # No exec host yet: what SGE 8.1.9's qconf -sel answers then is the empty set, and the
         # honest empty cluster is read as such (min_nodes adds the first node).
         assert baseline["exechosts"] == []
-        assert SgeCommands(cfg.sge).configured_exec_hosts() == frozenset()  # qconf -sel exits 1 here
+        assert SgeCommands(sge_settings(cfg)).configured_exec_hosts() == frozenset()  # qconf -sel exits 1 here
         passes_until(
             bal, "the first node", lambda _: len(bal.journal.nodes()) == 1 and not converged(tc, bal, baseline), 150
         )

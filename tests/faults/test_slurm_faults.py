@@ -30,6 +30,7 @@ import yaml
 from elb.core.config import parse_config
 from elb.core.model import NodeState, Removal
 from elb.schedulers.slurm.commands import SlurmCommands
+from elb.schedulers.slurm.config import slurm_settings
 from elb.service.actuator import Outcomes
 from elb.service.daemon import Balancer
 from elbdev.testcluster import slurm
@@ -130,7 +131,7 @@ def test_job_submitted_as_the_slurm_node_drains_is_never_lost(controller: TestCl
     tc = controller
     cfg = slurm_config(tmp_path, idle_time=3600, boot_time=3600)  # elb's own idle rule stays out of the races
     bal = slurm_balancer(cfg)
-    hooked = HookedSlurm(cfg.slurm)
+    hooked = HookedSlurm(slurm_settings(cfg))
     bal.scheduler.slurm = hooked  # type: ignore[attr-defined]
     seed = int(os.environ.get("ELB_FAULT_SEED", str(int(time.time()))))
     rng = random.Random(seed)

@@ -83,7 +83,7 @@ def test_bad_config_is_an_error(tmp_path: Path, aws_env: str) -> None:
 
 def test_denied_launch_names_the_permission(ec2: Any, ami: str, aws_env: str) -> None:
     from elb.clouds.ec2.cloud import make_client
-    from elb.core.config import Ec2Config
+    from elb.clouds.ec2.config import Ec2Config
 
     config = Ec2Config(region=REGION, endpoint_url=aws_env, ami=ami, instance_types=["c5.large"])
     client = FaultyClient(make_client(config))

@@ -21,7 +21,8 @@ from botocore.compat import HTTPHeaders
 from botocore.exceptions import EndpointConnectionError
 
 from elb.clouds.ec2.cloud import Ec2Cloud, make_client
-from elb.core.config import Config, Ec2Config, parse_config
+from elb.clouds.ec2.config import Ec2Config
+from elb.core.config import Config, parse_config
 from elb.core.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, Cloud, CloudError
 
 from .conftest import (

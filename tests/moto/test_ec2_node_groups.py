@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pytest
 
 from elb.clouds.ec2.cloud import Ec2Cloud, make_client
-from elb.core.config import Ec2Config
+from elb.clouds.ec2.config import Ec2Config
 from elb.core.groups import NodeGroup, NodeGroups
 from elb.core.interfaces import TAG_GROUP, TAG_NAME
 

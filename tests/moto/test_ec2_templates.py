@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from elb.clouds.ec2.cloud import Choice, LaunchSpec, run_arguments
-from elb.core.config import ConfigError, LaunchTemplate, parse_config
+from elb.clouds.ec2.config import LaunchTemplate
+from elb.core.config import ConfigError, parse_config
 
 from .conftest import all_instances
 from .test_ec2_cloud import cloud_with, tags

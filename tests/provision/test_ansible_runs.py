@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from elb.core.config import ClusterConfig, ProvisionConfig, RetentionConfig, SgeConfig
+from elb.core.config import ClusterConfig, ProvisionConfig, RetentionConfig
 from elb.core.drivers import NodePlays
 from elb.core.interfaces import NodeSpec, Outcome
 from elb.provision import AnsibleProvisioner, ProvisionError
 from elb.provision.ansible import REACH_TASK
+from elb.schedulers.sge.config import SgeConfig
 from elb.schedulers.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
 from tests.ports import closed_port
 

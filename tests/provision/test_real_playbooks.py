@@ -19,11 +19,12 @@ import pytest
 import yaml
 
 from elb.core.assets import default_playbook_dir
-from elb.core.config import ClusterConfig, SgeConfig
+from elb.core.config import ClusterConfig
 from elb.core.interfaces import NodeSpec
 from elb.provision.ansible import REACH_TASK, role_vars
 from elb.provision.boot import NODE_VAR_PREFIXES, boot_inventory
 from elb.provision.inventory import Connection, build_inventory
+from elb.schedulers.sge.config import SgeConfig
 from elb.schedulers.sge.driver import ADD_PLAYBOOK, REMOVE_PLAYBOOK
 from elb.schedulers.slurm.driver import BOOT_VARS as SLURM_BOOT_VARS
 

@@ -27,9 +27,10 @@ import boto3
 from botocore.exceptions import ClientError
 
 from elb.clouds.ec2.cloud import Ec2Cloud, preflight
+from elb.clouds.ec2.config import Ec2Config
 from elb.clouds.ec2.inventory import ec2_inventory
 from elb.clouds.ec2.notices import Ec2Notices, check_events, setup_events
-from elb.core.config import Config, Ec2Config, parse_config
+from elb.core.config import Config, parse_config
 from elb.core.groups import NodeGroup, NodeGroups
 from elb.core.interfaces import NodeBoot
 from elb.provision.hostkeys import HostKeys

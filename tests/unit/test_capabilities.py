@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from elb.clouds.local import LocalCloud
-from elb.core.config import LocalConfig
+from elb.clouds.local import LocalCloud, LocalConfig
 from elb.core.interfaces import Cancels, ReapsLeftovers, ReportsHealth, RestartsServices, VersionsTemplates
 from elb.provision.ansible import AnsibleProvisioner
 from tests.unit import ec2_scenarios

@@ -13,12 +13,14 @@ import pytest
 
 import elb.core.policy.tally
 import elb.core.policy.view
+from elb.clouds.ec2.config import ec2_settings
 from elb.core import durations
 from elb.core.config import ClusterConfig, Config, ConfigError, PolicyConfig, load_config
 from elb.core.model import History
 from elb.core.naming import MAX_NODES, next_names
 from elb.core.policy import POLICIES, make_policy
 from elb.core.state import join
+from elb.schedulers.sge.config import sge_settings
 from tests.unit.factories import T0, host, node, pending, snap
 
 
@@ -47,9 +49,9 @@ def test_every_kind_of_config_time_takes_units(tmp_path: Path) -> None:
         "provision: {timeout: 2h}\ncloud: {ec2: {boot_timeout: 10m}}\n"
     )
     cfg = load(tmp_path, text)
-    assert cfg.sge.timeout == 60 and cfg.policy.wait_time == 900 and cfg.policy.boot_time == 300
+    assert sge_settings(cfg).timeout == 60 and cfg.policy.wait_time == 900 and cfg.policy.boot_time == 300
     assert cfg.policy.warm_pool.max_age == 86400 and cfg.provision.timeout == 7200
-    assert cfg.cloud.ec2.boot_timeout == 600
+    assert ec2_settings(cfg).boot_timeout == 600
 
 
 def test_the_command_line_and_the_config_read_durations_alike(tmp_path: Path) -> None:
@@ -99,7 +101,7 @@ def test_a_time_too_short_to_mean_anything_is_refused(tmp_path: Path, text: str)
 
 
 def test_time_outs_take_less_than_a_second_but_not_zero(tmp_path: Path) -> None:
-    assert load(tmp_path, "sge: {timeout: 0.5s}\n").sge.timeout == 0.5
+    assert sge_settings(load(tmp_path, "sge: {timeout: 0.5s}\n")).timeout == 0.5
     with pytest.raises(ConfigError, match=r"sge\.timeout: more than 0 s"):
         load(tmp_path, "sge: {timeout: 0m}\n")
 

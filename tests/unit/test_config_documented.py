@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from elb.core.config import Config
+from tests.unit.shipped import shipped_sections
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
@@ -40,7 +41,9 @@ def documented(text: str) -> set[str]:
 
 
 def test_every_option_is_in_the_reference_tables() -> None:
-    keys = option_keys(Config)
+    keys = option_keys(Config) + [
+        k for path, model in shipped_sections() for k in option_keys(model, ".".join(path) + ".")
+    ]
     assert "unreachable_timeout" in keys and "cloud.ec2.spot" in keys  # the walk reaches every level
     missing = sorted(set(keys) - documented(REFERENCE.read_text()))
     assert missing == [], f"options missing from docs/configuration.md's tables: {missing}"

@@ -13,8 +13,10 @@ from pydantic import BaseModel, PlainValidator
 
 import elb.core.config
 from elb.cli.main import main
+from elb.clouds.ec2.config import ec2_settings
 from elb.core.config import Config, ConfigError, load_config
 from elb.core.exitcodes import Exit
+from tests.unit.shipped import shipped_sections
 
 
 def write(tmp_path: Path, text: str | bytes, name: str = "elb.yml") -> Path:
@@ -58,10 +60,12 @@ def durations_of(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> Iterat
             yield (*prefix, name)
 
 
-FLOATS = [p for p, kind in fields_of(Config) if kind is float]
-DURATIONS = list(durations_of(Config))
-INTS = [p for p, kind in fields_of(Config) if kind is int]
-BOOLS = [p for p, kind in fields_of(Config) if kind is bool]
+# Every option: the config's own, and each shipped scheduler's and cloud's section at its key.
+OPTIONS = [*fields_of(Config), *(o for path, model in shipped_sections() for o in fields_of(model, path))]
+FLOATS = [p for p, kind in OPTIONS if kind is float]
+DURATIONS = [*durations_of(Config), *(d for path, model in shipped_sections() for d in durations_of(model, path))]
+INTS = [p for p, kind in OPTIONS if kind is int]
+BOOLS = [p for p, kind in OPTIONS if kind is bool]
 
 
 def test_the_walk_finds_every_kind_of_number() -> None:
@@ -128,7 +132,7 @@ def test_every_boolean_option_wants_a_boolean(tmp_path: Path, path: tuple[str, .
 
 def test_integers_are_numbers_and_true_is_a_boolean(tmp_path: Path) -> None:
     cfg = load_config(write(tmp_path, "poll_interval: 30\ncloud: {ec2: {spot: true}}\npolicy: {max_nodes: 4}\n"))
-    assert cfg.poll_interval == 30.0 and cfg.cloud.ec2.spot is True and cfg.policy.max_nodes == 4
+    assert cfg.poll_interval == 30.0 and ec2_settings(cfg).spot is True and cfg.policy.max_nodes == 4
 
 
 def test_a_duplicate_key_names_the_key_and_both_lines(tmp_path: Path) -> None:

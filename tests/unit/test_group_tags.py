@@ -19,9 +19,9 @@ import pytest
 from elb.cli.dryrun import dry_run
 from elb.cli.main import main
 from elb.clouds.ec2.contract import problems
-from elb.clouds.local import LocalCloud
+from elb.clouds.local import LocalCloud, LocalConfig
 from elb.core.backoff import Backoffs
-from elb.core.config import Config, LocalConfig, load_config, parse_config
+from elb.core.config import Config, load_config, parse_config
 from elb.core.demand import DemandSplit
 from elb.core.exitcodes import Exit
 from elb.core.groups import NodeGroup, NodeGroups

@@ -13,8 +13,9 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from elb.clouds.ec2.config import LaunchTemplate
 from elb.clouds.ec2.groupoptions import Ec2GroupOptions, ec2_options
-from elb.core.config import Config, LaunchTemplate, parse_config
+from elb.core.config import Config, parse_config
 from elb.core.drivers import DeclaresNodePlays
 from elb.core.groupoptions import DescribesDefaultGroup, cloud_options, scheduler_options
 from elb.core.groups import GroupOptions, NodeGroup, NodeGroups, SchedulerGroupOptions, default_group, memory_bytes

@@ -17,9 +17,11 @@ import pytest
 
 from elb.cli import init
 from elb.cli.main import main
-from elb.core.config import SgeConfig, load_config
+from elb.clouds.ec2.config import ec2_settings
+from elb.core.config import load_config
 from elb.core.exitcodes import Exit
 from elb.schedulers.sge import init as sge_init
+from elb.schedulers.sge.config import SgeConfig, sge_settings
 
 TOKEN = "tok-123"
 META = {
@@ -88,8 +90,8 @@ def test_rendered_config_from_every_fact_loads(tmp_path: Path, imds: str) -> Non
     path.write_text(sge_init.render(facts, init.cloud_lines(init.read_imds(base=imds), None), init.TAIL))
     cfg = load_config(path)
     assert cfg.cluster.master == "master"
-    assert (cfg.sge.queue, cfg.sge.hostgroup) == ("all.q", "@allhosts")
-    e = cfg.cloud.ec2
+    assert (sge_settings(cfg).queue, sge_settings(cfg).hostgroup) == ("all.q", "@allhosts")
+    e = ec2_settings(cfg)
     assert (e.region, e.ami, e.instance_types, e.subnets) == ("eu-west-1", "ami-0123", ["c5.large"], ["subnet-42"])
     assert e.security_groups == ["sg-1", "sg-2"]
     assert "# queues SGE lists: big.q, all.q" in path.read_text()
@@ -106,8 +108,8 @@ def test_first_queue_when_no_all_q_and_problems_are_one_line_comments(tmp_path: 
     path = tmp_path / "elb.yml"
     path.write_text(sge_init.render(facts, init.cloud_lines(None, "no: answer\nat all"), init.TAIL))
     cfg = load_config(path)
-    assert cfg.sge.queue == "work.q" and cfg.sge.hostgroup == "@allhosts"
-    assert cfg.cloud.ec2.region is None
+    assert sge_settings(cfg).queue == "work.q" and sge_settings(cfg).hostgroup == "@allhosts"
+    assert ec2_settings(cfg).region is None
 
 
 def test_gather_reads_sge_queues_and_hostgroups(tmp_path: Path) -> None:

@@ -10,10 +10,11 @@ import pytest
 
 from elb.cli import init
 from elb.cli.main import main
-from elb.core.config import SlurmConfig, load_config
+from elb.core.config import load_config
 from elb.core.exitcodes import Exit
 from elb.schedulers.slurm import conf
 from elb.schedulers.slurm import init as init_slurm
+from elb.schedulers.slurm.config import SlurmConfig, slurm_settings
 from elb.schedulers.slurm.driver import conf_missing
 from tests.unit.scontrol_fake import FIXTURES, fake_slurm
 
@@ -38,8 +39,8 @@ def test_a_cloud_partition_becomes_a_node_group_and_the_config_loads(tmp_path: P
     f = init_slurm.SlurmInitFacts(master="master", conf="/etc/slurm/slurm.conf", bin_dir=None, slurm=facts())
     cfg = load_config(write(tmp_path, f))
     assert cfg.scheduler == "slurm" and cfg.cluster.master == "master"
-    assert cfg.slurm.conf == Path("/etc/slurm/slurm.conf") and cfg.slurm.bin_dir is None
-    assert cfg.slurm.partition_groups == {"cloud": "cloud"}
+    assert slurm_settings(cfg).conf == Path("/etc/slurm/slurm.conf") and slurm_settings(cfg).bin_dir is None
+    assert slurm_settings(cfg).partition_groups == {"cloud": "cloud"}
     (g,) = cfg.node_groups or []
     assert (g.name, g.slots, g.memory, g.max_nodes) == ("cloud", 2, "1000M", 8)
     assert cfg.policy.max_nodes == 8  # the groups' sum
@@ -62,8 +63,8 @@ def test_slurm_not_read_is_said_in_a_comment_and_nothing_guessed(tmp_path: Path)
     path = write(tmp_path, f)
     cfg = load_config(path)
     text = path.read_text()
-    assert cfg.scheduler == "slurm" and cfg.node_groups is None and cfg.slurm.partition_groups == {}
-    assert cfg.slurm.bin_dir == Path("/opt/slurm/bin")
+    assert cfg.scheduler == "slurm" and cfg.node_groups is None and slurm_settings(cfg).partition_groups == {}
+    assert slurm_settings(cfg).bin_dir == Path("/opt/slurm/bin")
     assert "# Slurm could not be read when this file was written: scontrol: exit status 1 second line" in text
 
 
@@ -91,8 +92,8 @@ def test_init_on_a_slurm_controller_detects_it_writes_and_prints_the_lines(
     assert "Slurm's scontrol answers and Grid Engine does not: a Slurm config" in out
     assert "  SlurmctldParameters=enable_configless,idle_on_node_suspend    # idle_on_node_suspend not in" in out
     cfg = load_config(path)
-    assert cfg.scheduler == "slurm" and cfg.slurm.bin_dir == bin_dir
-    assert cfg.slurm.conf == Path("/etc/slurm/slurm.conf")
+    assert cfg.scheduler == "slurm" and slurm_settings(cfg).bin_dir == bin_dir
+    assert slurm_settings(cfg).conf == Path("/etc/slurm/slurm.conf")
     # Without scontrol, the same machine is a Grid Engine master as before.
     assert main([*argv, "--force", "--slurm-bin-dir", str(tmp_path / "none")]) == Exit.OK
     assert load_config(path).scheduler == "sge"

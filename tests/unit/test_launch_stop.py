@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from elb.clouds.local import LocalCloud
+from elb.clouds.local import LocalCloud, local_settings
 from elb.core.backoff import compute
 from elb.core.config import Config
 from elb.core.interfaces import Instance
@@ -65,8 +65,10 @@ def test_ec2_stopped_before_the_round_starts_nothing() -> None:
 
 def test_the_local_cloud_starts_no_container_after_the_stop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = local_config(tmp_path)
-    assert cfg.cloud.local is not None
-    cloud = LocalCloud(cfg.cloud.local, "unit", authorized_key=tmp_path / "key.pub", podman=str(fake_podman(tmp_path)))
+    assert local_settings(cfg) is not None
+    cloud = LocalCloud(
+        local_settings(cfg), "unit", authorized_key=tmp_path / "key.pub", podman=str(fake_podman(tmp_path))
+    )
     stopping = threading.Event()
     runs: list[str] = []
 

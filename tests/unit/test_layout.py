@@ -174,7 +174,7 @@ NAMING = re.compile(
     r"\b(SGE|sge|Grid Engine|qstat|qmod|qalter|qconf|qhost|qsub"
     r"|Slurm|scontrol|squeue|sinfo|sbatch|EC2|ec2|AWS|aws|boto3)\b"
 )
-NAMES_THEM = ("elb.core.config", "elb.core.registry")  # each one's config section; the names
+NAMES_THEM = ("elb.core.registry",)  # the names, and the modules serving them
 NEUTRAL_DOCS = ("elb.core.interruptions", "elb.core.noticeplan")
 
 
@@ -215,9 +215,11 @@ def test_the_cores_code_names_no_scheduler_and_no_cloud() -> None:
 
 
 # The types a scheduler's or a cloud's settings are written in (Grid Engine's queue and host group
-# names, EC2's instance types and launch templates): with their sections (``elb.core.config``) and
-# their modules, never in the core's model of a node group, which holds the fields all share.
+# names, EC2's instance types and launch templates): with their sections, in their drivers'
+# packages, never in the core's model of a node group, which holds the fields all share.
 OWN_TYPES = re.compile(r"\b(QueueName|HostgroupName|InstanceType|LaunchTemplate)\b")
+# The models of the shipped schedulers' and clouds' own settings: each its driver's ``CONFIG_SECTION``.
+SECTIONS = re.compile(r"\b(SgeConfig|SlurmConfig|Ec2Config|LocalConfig|ROOT_VOLUME_GIB)\b")
 NEUTRAL_GROUPS = ("elb.core.groups", "elb.core.groupoptions")
 
 
@@ -225,6 +227,20 @@ NEUTRAL_GROUPS = ("elb.core.groups", "elb.core.groupoptions")
 def test_the_cores_node_group_model_holds_no_scheduler_or_cloud_type(module: str) -> None:
     text = modules()[module].read_text(encoding="utf-8")
     named = [f"{module}:{line}: {word!r}" for line, word in code_words(text) if OWN_TYPES.search(word)]
+    assert named == []
+
+
+def test_the_core_mentions_no_schedulers_or_clouds_section_even_in_its_docs() -> None:
+    """Each shipped scheduler's and cloud's settings are its driver's ``CONFIG_SECTION``, in its
+    package, read as a registered one's: the core names neither their models nor their types."""
+    named = [
+        f"{m}:{n}: {hit.group(0)!r}"
+        for m, path in modules().items()
+        if within(m, "elb.core")
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        for hit in (SECTIONS.search(line) or OWN_TYPES.search(line),)
+        if hit is not None
+    ]
     assert named == []
 
 

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from elb.clouds import local
-from elb.clouds.local import NODE_HOST_KEY, LocalCloud
-from elb.core.config import LocalConfig
+from elb.clouds.local import NODE_HOST_KEY, LocalCloud, LocalConfig
 from elb.core.interfaces import TAG_CLUSTER, TAG_GROUP, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE
 from elb.provision.hostkeys import HostKeys
 

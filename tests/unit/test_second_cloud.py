@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from elb.cli.main import main
+from elb.clouds.local import local_settings
 from elb.core.checks import Check
 from elb.core.config import Config, ConfigError, load_config, parse_config
 from elb.core.durations import PositiveSeconds
@@ -246,5 +247,5 @@ def test_a_cloud_named_as_a_built_in_keeps_the_built_ins_section(
 ) -> None:
     monkeypatch.setitem(CLOUDS, "local", __name__)
     cfg = parse_config({"cloud": {"provider": "local", "local": {"boot_timeout": 30}}})
-    assert cfg.cloud.local.boot_timeout == 30.0
+    assert local_settings(cfg).boot_timeout == 30.0
     assert section(cfg, MemcloudSettings) == MemcloudSettings()

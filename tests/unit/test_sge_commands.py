@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from elb.core.config import SgeConfig
 from elb.schedulers.sge.commands import QHOST_ARGS, QSTAT_ARGS, Rescheduled, Retry, SgeCommands, run_command
+from elb.schedulers.sge.config import SgeConfig
 from elb.schedulers.sge.errors import SgeError, SgeParseError, SgeTimeoutError
 
 HANDMADE = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "handmade"

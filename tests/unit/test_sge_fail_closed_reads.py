@@ -23,10 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from elb.core.config import Config, SgeConfig, parse_config
+from elb.core.config import Config, parse_config
 from elb.core.model import Job
 from elb.core.scheduler import SchedulerError
 from elb.schedulers.sge.commands import CommandResult, SgeCommands
+from elb.schedulers.sge.config import SgeConfig
 from elb.schedulers.sge.driver import GridEngine
 from elb.schedulers.sge.errors import SgeParseError, SgeTimeoutError
 from elb.schedulers.sge.parse import check_agree, join_snapshot, parse_qhost, parse_qstat, parse_snapshot

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from elb.core.config import SgeConfig, parse_config
+from elb.core.config import parse_config
 from elb.schedulers.sge.commands import MAX_PES, CommandResult, Runner, SgeCommands
+from elb.schedulers.sge.config import SgeConfig
 from elb.schedulers.sge.driver import GridEngine
 from elb.schedulers.sge.errors import SgeError
 from elb.schedulers.sge.servable import SITE_TTL, SiteCache

@@ -21,6 +21,7 @@ from elb.core.interfaces import HostResult, Instance, LaunchResult, NodeBoot, No
 from elb.core.model import NodeState
 from elb.provision.ansible import AnsibleProvisioner
 from elb.provision.boot import BOOT_INVENTORY
+from elb.schedulers.slurm.config import slurm_settings
 from elb.schedulers.slurm.driver import BOOT_VARS, Slurm, conf_checks
 from elb.schedulers.slurm.requests import RequestKind, write
 from elb.service import factory
@@ -51,7 +52,10 @@ def slurm_boot_config(tmp: Path, **provision: object) -> Config:
 def test_boot_mode_is_taken_for_slurm_with_its_own_admit_and_boot_playbooks(tmp_path: Path) -> None:
     cfg = slurm_boot_config(tmp_path)
     assert cfg.provision.mode == "boot"
-    assert (cfg.slurm.admit_playbook, cfg.slurm.boot_playbook) == ("slurm_admit_nodes.yml", "slurm_node_boot.yml")
+    assert (slurm_settings(cfg).admit_playbook, slurm_settings(cfg).boot_playbook) == (
+        "slurm_admit_nodes.yml",
+        "slurm_node_boot.yml",
+    )
 
 
 # -- the boot document ---------------------------------------------------------------------------
@@ -198,7 +202,7 @@ def test_boot_mode_launches_each_node_with_its_boot_sets_its_address_then_runs_o
 ) -> None:
     bal, slurm, cloud, books, cfg = boot_rig(tmp_path)
     slurm.ask("node001", "node002")
-    write(cfg.slurm.requests, RequestKind.RESUME, "node[001-002]", NOW)
+    write(slurm_settings(cfg).requests, RequestKind.RESUME, "node[001-002]", NOW)
     result = bal.run_pass()
     assert result.ok, result.summary()
     assert set(cloud.boots) == {"node001", "node002"}
@@ -213,7 +217,7 @@ def test_a_slurm_node_whose_slurmd_never_registers_after_its_admission_is_failed
     bal, slurm, cloud, books, cfg = boot_rig(tmp_path, boot={"timeout": 0.5})
     slurm.silent.add("node001")
     slurm.ask("node001")
-    write(cfg.slurm.requests, RequestKind.RESUME, "node001", NOW)
+    write(slurm_settings(cfg).requests, RequestKind.RESUME, "node001", NOW)
     result = bal.run_pass()
     why = result.outcomes.failed["node001"]
     assert "did not configure itself within 0.5 s of its admission" in why and "/var/log/elb-boot.log" in why

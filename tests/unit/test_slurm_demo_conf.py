@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from elb.clouds.local import local_settings
 from elb.core.config import parse_config
 from elb.core.drivers import cloud_settings
 from elb.schedulers.waiting import WAIT_CAP
@@ -43,7 +44,7 @@ def test_the_slurm_demo_in_boot_mode_brings_a_node_up_within_the_controllers_res
 
     config = at_boot(demo_config(tmp_path, tmp_path / "key", "elbtest", 3), [Path("/opt/venv"), Path("/srv/elb")])
     cfg = parse_config(config)
-    assert cfg.provision.mode == "boot" and cfg.cloud.local.mounts == [Path("/opt/venv"), Path("/srv/elb")]
+    assert cfg.provision.mode == "boot" and local_settings(cfg).mounts == [Path("/opt/venv"), Path("/srv/elb")]
     assert cfg.provision.extra_vars == {"slurm_node_options": ["-b"]}  # goes into each node's boot document
     bound = cloud_settings(cfg).boot_timeout + cfg.provision.timeout + WAIT_CAP * cfg.provision.boot.timeout
     assert bound < slurm.RESUME_TIMEOUT

@@ -16,6 +16,7 @@ from elb.cli import commands
 from elb.cli.main import main
 from elb.core.config import Config, parse_config
 from elb.core.exitcodes import Exit
+from elb.schedulers.slurm.config import slurm_settings
 from elb.schedulers.slurm.driver import Slurm
 from elb.schedulers.slurm.parse import SlurmJob
 from elb.schedulers.slurm.requests import RequestKind, write
@@ -92,7 +93,7 @@ def test_elb_run_with_slurm_serves_the_metrics_endpoint(tmp_path: Path, monkeypa
     def one_pass_then_scrape(bal: Balancer, interval: float) -> None:
         import time
 
-        write(bal.config.slurm.requests, RequestKind.RESUME, "node001", time.time() - 1)
+        write(slurm_settings(bal.config).requests, RequestKind.RESUME, "node001", time.time() - 1)
         assert bal.run_pass().ok
         url = f"http://127.0.0.1:{port}/metrics"
         scraped.append(urllib.request.urlopen(url, timeout=5).read().decode())
@@ -112,7 +113,7 @@ def test_the_slurm_pass_feeds_the_gauges_and_counters(tmp_path: Path) -> None:
     slurm.jobs = [waiting_job("7", 4, 600), waiting_job("8_[1-3]", 2, 60)]
     slurm.ask("node001")
     bal = balancer(cfg, slurm, books, clock)
-    write(cfg.slurm.requests, RequestKind.RESUME, "node001", NOW - 1)
+    write(slurm_settings(cfg).requests, RequestKind.RESUME, "node001", NOW - 1)
     assert bal.run_pass().ok
     got = scrape(bal)
     assert got['elb_nodes{state="ready"}'] == 1.0 and got['elb_nodes{state="provisioning"}'] == 0.0
@@ -129,7 +130,7 @@ def test_the_slurm_pass_feeds_the_gauges_and_counters(tmp_path: Path) -> None:
     clock[0] = NOW + 60
     slurm.jobs = []
     slurm.set_flags("node001", "idle", "powering_down")
-    write(cfg.slurm.requests, RequestKind.SUSPEND, "node001", NOW + 59)
+    write(slurm_settings(cfg).requests, RequestKind.SUSPEND, "node001", NOW + 59)
     assert bal.run_pass().ok
     got = scrape(bal)
     assert got['elb_nodes{state="ready"}'] == 0.0 and got["elb_nodes_removed_total"] == 1.0
@@ -143,7 +144,7 @@ def test_failed_bring_ups_back_off_and_the_held_launches_are_counted(tmp_path: P
     slurm, books = fake_slurm(), Playbooks(ok=False)
     slurm.ask("node001")
     bal = balancer(cfg, slurm, books, clock)
-    write(cfg.slurm.requests, RequestKind.RESUME, "node001", NOW - 1)
+    write(slurm_settings(cfg).requests, RequestKind.RESUME, "node001", NOW - 1)
     assert bal.run_pass().ok
     got = scrape(bal)
     assert got["elb_node_failures_total"] == 1.0 and got["elb_nodes_added_total"] == 0.0
@@ -151,7 +152,7 @@ def test_failed_bring_ups_back_off_and_the_held_launches_are_counted(tmp_path: P
     # The back-off this pass planned with is the one before the failure; the next pass sees it.
     clock[0] = NOW + 10
     slurm.ask("node001")  # the failed node was given back (powered down); Slurm asks again
-    write(cfg.slurm.requests, RequestKind.RESUME, "node001", NOW + 9)
+    write(slurm_settings(cfg).requests, RequestKind.RESUME, "node001", NOW + 9)
     assert bal.run_pass().ok
     got = scrape(bal)
     assert got["elb_launch_backoff_rounds"] == 1.0

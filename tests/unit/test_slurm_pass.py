@@ -33,6 +33,7 @@ from elb.core.interfaces import (
 )
 from elb.core.model import NodeState
 from elb.core.scheduler import AskKind
+from elb.schedulers.slurm.config import slurm_settings
 from elb.schedulers.slurm.driver import Slurm, slurm_reason
 from elb.schedulers.slurm.requests import RequestKind, write
 from elb.service.daemon import Balancer
@@ -130,7 +131,7 @@ class Rig:
         return self.bal.journal
 
     def ask(self, kind: RequestKind, hostlist: str, at: float | None = None) -> None:
-        write(self.cfg.slurm.requests, kind, hostlist, self.clock.t if at is None else at)
+        write(slurm_settings(self.cfg).requests, kind, hostlist, self.clock.t if at is None else at)
 
     def run(self, after: float = 0.0) -> str:
         self.clock.t += after
@@ -403,7 +404,7 @@ def test_a_spot_interruption_drains_the_node_requeues_its_jobs_and_it_is_never_p
 def test_a_resume_file_names_the_jobs_in_the_ask(tmp_path: Path) -> None:
     r = rig(tmp_path)
     r.slurm.ask("node001")
-    write(r.cfg.slurm.requests, RequestKind.RESUME, "node001", NOW, "job 12 (partition cloud) on node001")
+    write(slurm_settings(r.cfg).requests, RequestKind.RESUME, "node001", NOW, "job 12 (partition cloud) on node001")
     r.run()
     (event,) = [e for e in r.journal.events("node001") if e.state is NodeState.REQUESTED]
     assert "job 12 (partition cloud)" in (event.detail or "")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from elb.core.config import SlurmConfig
 from elb.schedulers.process import CommandResult
 from elb.schedulers.slurm.commands import NO_INSTANCE, UPDATE_BATCH, SlurmCommands
+from elb.schedulers.slurm.config import SlurmConfig
 from elb.schedulers.slurm.parse import expand
 from elb.schedulers.slurm.requests import RequestKind, pending, write
 from tests.unit.test_slurm_pass import rig

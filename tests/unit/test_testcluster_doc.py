@@ -9,7 +9,9 @@ from pathlib import Path
 
 import yaml
 
+from elb.clouds.local import local_settings
 from elb.core.config import parse_config
+from elb.schedulers.sge.config import sge_settings
 from elbdev.testcluster import constants as C
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "testcluster.md"
@@ -23,8 +25,8 @@ def test_the_documented_config_is_the_test_clusters() -> None:
     assert cfg.cloud.provider == "local"
     assert (cfg.cluster.name, cfg.cluster.master) == (C.CLUSTER_NAME, C.MASTER_NAME)
     assert cfg.provision.ssh_private_key == C.SSH_KEY
-    assert (cfg.cloud.local.network, cfg.cloud.local.image) == (C.NETWORK, C.IMAGE)
-    assert (cfg.sge.root, cfg.sge.cell, cfg.sge.queue, cfg.sge.hostgroup) == (
+    assert (local_settings(cfg).network, local_settings(cfg).image) == (C.NETWORK, C.IMAGE)
+    assert (sge_settings(cfg).root, sge_settings(cfg).cell, sge_settings(cfg).queue, sge_settings(cfg).hostgroup) == (
         C.SGE_ROOT,
         C.SGE_CELL,
         C.QUEUE,

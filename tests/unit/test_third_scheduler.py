@@ -42,6 +42,7 @@ from elb.core.registry import SCHEDULERS, register_scheduler
 from elb.core.scheduler import BindsOnDemand, DrainCheck, Requeued, SchedulerError, SchedulerRead
 from elb.core.sections import Section, section
 from elb.provision.boot import BOOT_INVENTORY
+from elb.schedulers.slurm.config import slurm_settings
 from elb.service import factory
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
@@ -422,7 +423,7 @@ def test_a_scheduler_named_as_a_built_in_keeps_the_built_ins_section(
     reads it, and memq's section has its defaults."""
     monkeypatch.setitem(SCHEDULERS, "slurm", __name__)
     cfg = parse_config({"scheduler": "slurm", "slurm": {"timeout": 5}})
-    assert cfg.slurm.timeout == 5.0
+    assert slurm_settings(cfg).timeout == 5.0
     assert section(cfg, MemqSettings) == MemqSettings()
     with pytest.raises(ConfigError, match=r"slurm\.queue: unknown key"):
         parse_config({"scheduler": "slurm", "slurm": {"queue": "short"}})

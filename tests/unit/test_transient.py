@@ -16,14 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from elb.core.config import SgeConfig, SlurmConfig
 from elb.core.scheduler import SchedulerError
 from elb.schedulers import process
 from elb.schedulers.process import CommandTimeout
 from elb.schedulers.sge.commands import CommandResult, Retry, SgeCommands
+from elb.schedulers.sge.config import SgeConfig
 from elb.schedulers.sge.errors import SgeError, SgeParseError, SgeTimeoutError, is_transient
 from elb.schedulers.slurm import commands as slurm_commands
 from elb.schedulers.slurm.commands import TRANSIENT, UPDATE_BATCH, SlurmCommands, SlurmError
+from elb.schedulers.slurm.config import SlurmConfig
 
 SOCKET = "slurm_update error: Socket timed out on send/recv operation"
 

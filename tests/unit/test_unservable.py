@@ -158,7 +158,7 @@ def test_the_real_client_reads_the_site_with_four_qconf_calls(tmp_path: Path) ->
     exe = bin_dir / "qconf"
     exe.write_text("#!/bin/sh\n")
     exe.chmod(0o755)
-    from elb.core.config import SgeConfig
+    from elb.schedulers.sge.config import SgeConfig
 
     sge = SgeCommands(SgeConfig(bin_dir=bin_dir), runner=runner)
     site = sge.read_site()

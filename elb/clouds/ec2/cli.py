@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from elb.clouds.ec2.config import ec2_settings
 from elb.core.config import ConfigError, load_config
 from elb.core.exitcodes import Exit
 from elb.core.interfaces import CloudError
@@ -102,7 +103,7 @@ def cmd_ec2_events(args: argparse.Namespace) -> int:
         print(f"elb: {err}", file=sys.stderr)
         return Exit.CONFIG
     try:
-        sqs, events = sqs_client(cfg.cloud.ec2), events_client(cfg.cloud.ec2)
+        sqs, events = sqs_client(ec2_settings(cfg)), events_client(ec2_settings(cfg))
         if args.action == "setup":
             for line in setup_events(sqs, events, cfg.cluster.name):
                 print(f"ok   {line}")

@@ -46,10 +46,11 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from elb.clouds.ec2.config import Ec2Config, LaunchTemplate, ec2_settings
 from elb.clouds.ec2.console import decode_output, host_key_in_console
 from elb.clouds.ec2.groupoptions import ec2_options
 from elb.clouds.ec2.user_data import node_user_data
-from elb.core.config import Config, Ec2Config, LaunchTemplate
+from elb.core.config import Config
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import (
     TAG_CLUSTER,
@@ -620,7 +621,7 @@ class Ec2Cloud:
     @classmethod
     def from_config(cls, config: Config, **kwargs: Any) -> Ec2Cloud:
         return cls(
-            config.cloud.ec2,
+            ec2_settings(config),
             config.cluster.name,
             master=config.cluster.master,
             slots_per_node=config.policy.slots_per_node,

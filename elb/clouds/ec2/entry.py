@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from elb.clouds.ec2.config import Ec2Config, ec2_settings
 from elb.clouds.ec2.groupoptions import Ec2GroupOptions
 from elb.core.checks import Check
 from elb.core.config import Config
@@ -14,17 +15,19 @@ from elb.core.interfaces import Cloud, CloudError, CloudSettings, NoticeSource
 # A node group's own EC2 settings (``elb.core.drivers``): its instance types or launch template,
 # its placement group.
 GROUP_OPTIONS = Ec2GroupOptions
+# EC2's own settings: the config file's ``cloud.ec2``.
+CONFIG_SECTION = Ec2Config
 
 
 def group_options(cfg: Config) -> Ec2GroupOptions:
     """The one group of a config without ``node_groups`` launches ``cloud.ec2.instance_types``
     (none: the workers' type)."""
-    return Ec2GroupOptions(instance_types=list(cfg.cloud.ec2.instance_types) or None)
+    return Ec2GroupOptions(instance_types=list(ec2_settings(cfg).instance_types) or None)
 
 
 def settings(cfg: Config) -> CloudSettings:
     """``cloud.ec2``'s boot time-out."""
-    return CloudSettings("EC2", cfg.cloud.ec2.boot_timeout)
+    return CloudSettings("EC2", ec2_settings(cfg).boot_timeout)
 
 
 def make(cfg: Config) -> Cloud:
@@ -48,9 +51,9 @@ def checks(cfg: Config) -> Iterator[Check]:
 
 def notices(cfg: Config) -> NoticeSource | None:
     """The reader of EC2's notice queue when ``cloud.ec2.notices`` is on, else None."""
-    if not cfg.cloud.ec2.notices:
+    if not ec2_settings(cfg).notices:
         return None
     from elb.clouds.ec2.notices import Ec2Notices, queue_url, sqs_client
 
-    client = sqs_client(cfg.cloud.ec2)
+    client = sqs_client(ec2_settings(cfg))
     return Ec2Notices(client, queue_url(client, cfg.cluster.name))

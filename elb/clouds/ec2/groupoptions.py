@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
-from elb.core.config import InstanceType, LaunchTemplate
+from elb.clouds.ec2.config import InstanceType, LaunchTemplate
 from elb.core.groups import GroupOptions, NodeGroup, unique
 
 

@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elb.clouds.ec2.cloud import MANAGED_BY, ROLE_WORKER
+from elb.clouds.ec2.config import LaunchTemplate, ec2_settings
 from elb.clouds.ec2.contract import CALLS, Caller
 from elb.clouds.ec2.groupoptions import ec2_options
 from elb.clouds.ec2.notices import RULES, queue_name, rule_name
-from elb.core.config import Config, LaunchTemplate
+from elb.core.config import Config
 from elb.core.interfaces import TAG_CLUSTER, TAG_GROUP, TAG_MANAGED_BY, TAG_ROLE
 
 VERSION = "2012-10-17"
@@ -64,7 +65,7 @@ class Scope:
 
     @classmethod
     def from_config(cls, cfg: Config, *, account: str | None = None, worker_role: str | None = None) -> Scope:
-        ec2 = cfg.cloud.ec2
+        ec2 = ec2_settings(cfg)
         groups = cfg.node_groups or []
         templates = [ec2.launch_template, *(ec2_options(g).launch_template for g in groups)]
         return cls(
@@ -92,7 +93,7 @@ def may_use_fleet(cfg: Config) -> bool:
     ``elb.clouds.ec2.cloud.uses_fleet`` (a launch template and more than one instance type or
     subnet, or spot; never into a placement group) applied to the cluster's way of launching
     and to each node group's (``Ec2Cloud.spec_for``)."""
-    ec2 = cfg.cloud.ec2
+    ec2 = ec2_settings(cfg)
 
     def several(types: Sequence[str], spot: bool) -> bool:
         return len(types) > 1 or len(ec2.subnets) > 1 or spot

@@ -28,7 +28,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from elb.core.config import Ec2Config
+from elb.clouds.ec2.config import Ec2Config
 from elb.core.interfaces import CloudError, Notice, NoticeKind
 
 log = logging.getLogger("elb")

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from elb.core.config import SgeConfig
 from elb.core.model import Job, Snapshot
 from elb.schedulers import process
 from elb.schedulers.process import CommandResult, Retry, Runner
+from elb.schedulers.sge.config import SgeConfig
 from elb.schedulers.sge.errors import PartialReadError, SgeError, SgeParseError, SgeTimeoutError
 from elb.schedulers.sge.parse import QstatMemo, check_agree, join_snapshot, parse_qhost, parse_qstat, parse_start_times
 from elb.schedulers.sge.peek import PEEK_ARGS, waiting_jobs

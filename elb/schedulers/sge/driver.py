@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from elb.core.attribution import JobUse
 from elb.core.checks import Check
-from elb.core.config import Config, SgeConfig
+from elb.core.config import Config
 from elb.core.demand import DemandSplit
 from elb.core.drivers import InitDraft, NodePlays
 from elb.core.groups import NodeGroup, NodeGroups
@@ -27,6 +27,7 @@ from elb.core.interfaces import NodeSpec
 from elb.core.model import Job, Node, Snapshot
 from elb.core.scheduler import DrainCheck, Peek, Requeued, SchedulerError, SchedulerRead
 from elb.schedulers.sge.commands import Rescheduled, SgeCommands, WholeReader, read_whole
+from elb.schedulers.sge.config import SgeConfig, sge_settings
 from elb.schedulers.sge.demand import Placements
 from elb.schedulers.sge.errors import SgeError, SgeTimeoutError, hint
 from elb.schedulers.sge.groupoptions import SgeGroupOptions, sge_options
@@ -77,7 +78,7 @@ class GridEngine:
 
     def __init__(self, config: Config, commands: SgeClient | None = None) -> None:
         self.config = config
-        self.sge: SgeClient = commands if commands is not None else SgeCommands(config.sge)
+        self.sge: SgeClient = commands if commands is not None else SgeCommands(sge_settings(config))
         self._site = SiteCache()  # the site's complexes and PEs, read again every SITE_TTL seconds
         self._start_times = StartTimes()  # qsub -a times of waiting jobs, in bounded batches
         self._placements = Placements()  # each shape of waiting job's answer, from the pass before
@@ -224,7 +225,7 @@ def node_plays(cfg: Config) -> NodePlays:
     node's boot playbook and its role's variables there, the master's plays, a node's variables
     from its group."""
     return NodePlays(
-        variables=cfg.sge.role_vars(),
+        variables=sge_settings(cfg).role_vars(),
         boot_playbook=BOOT_PLAYBOOK,
         boot_vars=BOOT_VARS,
         master_playbooks=(ADD_PLAYBOOK, REMOVE_PLAYBOOK),
@@ -246,16 +247,19 @@ def group_vars(group: NodeGroup) -> dict[str, object]:
 # A node group's own Grid Engine settings (``elb.core.drivers``): its queues, host group, complex
 # values and parallel environments.
 GROUP_OPTIONS = SgeGroupOptions
+# Grid Engine's own settings: the config file's ``sge:``.
+CONFIG_SECTION = SgeConfig
 
 
 def group_options(cfg: Config) -> SgeGroupOptions:
     """The one group of a config without ``node_groups`` joins ``sge.queue`` and ``sge.hostgroup``."""
-    return SgeGroupOptions(queues=[cfg.sge.queue], hostgroup=cfg.sge.hostgroup)
+    sge = sge_settings(cfg)
+    return SgeGroupOptions(queues=[sge.queue], hostgroup=sge.hostgroup)
 
 
 def command_timeout(cfg: Config) -> tuple[float, str]:
     """The time-out of one Grid Engine command, and its config key."""
-    return cfg.sge.timeout, "sge.timeout"
+    return sge_settings(cfg).timeout, "sge.timeout"
 
 
 def job_uses(cfg: Config, since: float, until: float, accounting: Path | None = None) -> list[JobUse]:
@@ -275,13 +279,14 @@ def accounting_note(cfg: Config, accounting: Path | None = None) -> str | None:
 
 def checks(cfg: Config) -> Iterator[Check]:
     """``elb validate``'s check of Grid Engine: qstat answers."""
+    sge = sge_settings(cfg)
     try:
-        SgeCommands(cfg.sge).answers()
+        SgeCommands(sge).answers()
     except SgeTimeoutError as err:
         yield Check(
             "SGE",
             False,
-            f"qstat did not answer within {cfg.sge.timeout:g}s (sge.timeout): {err}",
+            f"qstat did not answer within {sge.timeout:g}s (sge.timeout): {err}",
             "is the qmaster up and reachable from here?",
         )
         return
@@ -290,7 +295,7 @@ def checks(cfg: Config) -> Iterator[Check]:
         fix = "" if hint(err.stderr) else "set sge.root, sge.cell and sge.bin_dir for this cluster"
         yield Check("SGE", False, str(err), fix)
         return
-    yield Check("SGE", True, f"qstat answers (sge.root {cfg.sge.root}, cell {cfg.sge.cell})")
+    yield Check("SGE", True, f"qstat answers (sge.root {sge.root}, cell {sge.cell})")
     if cfg.policy.peek_interval > 0:
         yield _peek_check(cfg)
 
@@ -298,7 +303,8 @@ def checks(cfg: Config) -> Iterator[Check]:
 def _peek_check(cfg: Config) -> Check:
     """Whether the peek can be read: a warning when not (the daemon then passes every poll only)."""
     try:
-        waiting = SgeCommands(cfg.sge).waiting_jobs(cfg.sge.timeout)
+        sge = sge_settings(cfg)
+        waiting = SgeCommands(sge).waiting_jobs(sge.timeout)
     except SgeError as err:
         return Check(
             "SGE peek",

@@ -10,8 +10,8 @@ import re
 
 from pydantic import Field, field_validator
 
-from elb.core.config import HostgroupName, QueueName
 from elb.core.groups import NodeGroup, SchedulerGroupOptions, unique
+from elb.schedulers.sge.config import HostgroupName, QueueName
 
 _COMPLEX = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 

@@ -13,8 +13,8 @@ import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from elb.core.config import SgeConfig
 from elb.schedulers.sge.commands import SgeCommands
+from elb.schedulers.sge.config import SgeConfig
 from elb.schedulers.sge.errors import SgeError
 
 

@@ -16,11 +16,13 @@ from pathlib import Path
 from elb.core.attribution import JobUse, UsageError
 from elb.core.config import Config
 from elb.schedulers.sge.accounting import AccountingError, AccountingLine, read_lines
+from elb.schedulers.sge.config import sge_settings
 
 
 def accounting_path(config: Config) -> Path:
     """Grid Engine's accounting file: ``<sge.root>/<sge.cell>/common/accounting``."""
-    return config.sge.root / config.sge.cell / "common" / "accounting"
+    sge = sge_settings(config)
+    return sge.root / sge.cell / "common" / "accounting"
 
 
 def unwritten(config: Config, given: Path | None) -> Path | None:

@@ -23,8 +23,8 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from elb.core.config import SlurmConfig
 from elb.schedulers.process import CommandError, CommandResult, CommandTimeout, Retry, is_transient, run_command
+from elb.schedulers.slurm.config import SlurmConfig
 from elb.schedulers.slurm.held import Line, line_of
 from elb.schedulers.slurm.held import jobs as jobs_of_lines
 from elb.schedulers.slurm.parse import (

@@ -39,7 +39,7 @@ from typing import Any, Protocol
 from elb.core import yamlfile
 from elb.core.attribution import JobUse
 from elb.core.checks import Check
-from elb.core.config import Config, SlurmConfig, parse_config
+from elb.core.config import Config, parse_config
 from elb.core.demand import DemandSplit, NotDemand
 from elb.core.drivers import InitDraft, NodePlays, cloud_settings
 from elb.core.gcpause import paused
@@ -61,6 +61,7 @@ from elb.core.scheduler import (
 from elb.schedulers.slurm import conf as slurm_conf
 from elb.schedulers.slurm import requests as slurm_requests
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
+from elb.schedulers.slurm.config import SlurmConfig, slurm_settings
 from elb.schedulers.slurm.held import Line, held_answers, made
 from elb.schedulers.slurm.parse import SlurmNode, compress
 from elb.schedulers.slurm.requests import RequestKind
@@ -226,11 +227,12 @@ class Slurm:
     def __init__(self, config: Config, journal: RequestJournal, commands: SlurmClient | None = None) -> None:
         self.config = config
         self.journal = journal
-        self.slurm: SlurmClient = commands if commands is not None else SlurmCommands(config.slurm)
-        self.add_playbook = config.slurm.add_playbook
-        self.remove_playbook = config.slurm.remove_playbook
+        settings = slurm_settings(config)
+        self.slurm: SlurmClient = commands if commands is not None else SlurmCommands(settings)
+        self.add_playbook = settings.add_playbook
+        self.remove_playbook = settings.remove_playbook
         # provision.mode boot: the master's part of adding nodes that configure themselves at boot.
-        self.admit_playbook: str | None = config.slurm.admit_playbook
+        self.admit_playbook: str | None = settings.admit_playbook
         self._resume_timeout: float | None = None
         self._resume_timeout_read = False
         self._last: tuple[Snapshot, Sequence[Line]] | None = None  # the last snapshot, its read's lines
@@ -240,7 +242,7 @@ class Slurm:
     def take_requests(self, now: float) -> tuple[str, ...]:
         """Journal the request files (each node's ask; the request kept in ``slurm_requests``),
         remove them, and touch the heartbeat the resume program checks."""
-        directory = self.config.slurm.requests
+        directory = slurm_settings(self.config).requests
         found = slurm_requests.pending(directory)
         lines: list[str] = []
         for r in found.requests:
@@ -259,10 +261,11 @@ class Slurm:
         ask, and the pass takes it. Not ``squeue -t PD``: elb brings up the nodes Slurm asks for,
         so a job that waits without a request is none of its business, and a listing of a local
         directory runs no command (``timeout`` bounds nothing here)."""
+        directory = slurm_settings(self.config).requests
         try:
-            return Peek(slurm_requests.waiting(self.config.slurm.requests))
+            return Peek(slurm_requests.waiting(directory))
         except OSError as err:
-            raise SchedulerError(f"listing {self.config.slurm.requests}: {err.strerror or err}") from err
+            raise SchedulerError(f"listing {directory}: {err.strerror or err}") from err
 
     def read(self, records: Sequence[Node], now: float) -> SchedulerRead:
         with paused(keep=True):  # the read's and the snapshot's jobs kept at once (``elb.core.gcpause``)
@@ -274,7 +277,7 @@ class Slurm:
             read,
             records,
             resume_timeout=self.resume_timeout(),
-            partition_groups=self.config.slurm.partition_groups,
+            partition_groups=slurm_settings(self.config).partition_groups,
             now=now,
         )
         names = name_pool(read, records, self.config.slurm.partition_groups)
@@ -356,7 +359,7 @@ class Slurm:
         nodes not up while Slurm did not answer for a good part of it raises the transient
         ``SchedulerError``, for the caller to wait again later."""
         boot = self.config.provision.mode == "boot"
-        timeout = self.config.provision.boot.timeout if boot else self.config.slurm.register_timeout
+        timeout = self.config.provision.boot.timeout if boot else slurm_settings(self.config).register_timeout
 
         def up_of(waiting: set[str], seen: dict[str, str]) -> list[str]:
             try:
@@ -477,7 +480,7 @@ class Slurm:
         """Move the job to the partitions of the on-demand groups (``slurm.partition_groups``):
         the partition list is the binding, ``hard_requests`` is not used."""
         on_demand = {g.name for g in groups.groups if g.market == "on-demand"}
-        partitions = sorted(p for p, g in self.config.slurm.partition_groups.items() if g in on_demand)
+        partitions = sorted(p for p, g in slurm_settings(self.config).partition_groups.items() if g in on_demand)
         if not partitions:
             raise SchedulerError("no partition of an on-demand node group (slurm.partition_groups)")
         self._scontrol(lambda: self.slurm.set_partitions(job, partitions))
@@ -496,17 +499,18 @@ def node_plays(cfg: Config) -> NodePlays:
     variables there, the master's plays (``slurm.*_playbook``). Its plays take no settings of
     elb's under their roles' names, nor a node's from its group: those of ``slurm`` are the
     driver's own (the playbooks' names, the controller's commands)."""
+    slurm = slurm_settings(cfg)
     return NodePlays(
-        boot_playbook=cfg.slurm.boot_playbook,
+        boot_playbook=slurm.boot_playbook,
         boot_vars=BOOT_VARS,
-        master_playbooks=(cfg.slurm.add_playbook, cfg.slurm.remove_playbook),
-        admit_playbooks=(cfg.slurm.admit_playbook,),
+        master_playbooks=(slurm.add_playbook, slurm.remove_playbook),
+        admit_playbooks=(slurm.admit_playbook,),
     )
 
 
 def command_timeout(cfg: Config) -> tuple[float, str]:
     """The time-out of one Slurm command, and its config key."""
-    return cfg.slurm.timeout, "slurm.timeout"
+    return slurm_settings(cfg).timeout, "slurm.timeout"
 
 
 def job_uses(cfg: Config, since: float, until: float, accounting: Path | None = None) -> list[JobUse]:
@@ -524,7 +528,7 @@ def checks(cfg: Config) -> Iterator[Check]:
     """``elb validate``'s checks of Slurm: squeue and sinfo answer (sinfo lists nodes), slurm.conf
     as the controller has it (``conf_checks``), elb can read Slurm's request directory. (Its
     playbooks are ``node_plays``'s, which validate's playbook check looks for.)"""
-    commands = SlurmCommands(cfg.slurm)
+    commands = SlurmCommands(slurm_settings(cfg))
     try:
         read = commands.read()
     except SlurmError as err:
@@ -543,7 +547,7 @@ def checks(cfg: Config) -> Iterator[Check]:
             )
         else:
             yield from conf_checks(cfg, facts)
-    requests = cfg.slurm.requests
+    requests = slurm_settings(cfg).requests
     if not requests.is_dir():
         yield Check(
             "Slurm requests",
@@ -610,9 +614,10 @@ def node_group(cfg: Config, facts: slurm_conf.SlurmFacts, node: slurm_conf.NodeC
     """The node group of a cloud node: its first partition's in ``slurm.partition_groups``, else the first group."""
     first = cfg.node_groups[0].name if cfg.node_groups else "default"
     partitions = node.partitions or tuple(p.name for p in facts.partitions if node.name in p.nodes)
+    groups = slurm_settings(cfg).partition_groups
     for p in partitions:
-        if p in cfg.slurm.partition_groups:
-            return cfg.slurm.partition_groups[p]
+        if p in groups:
+            return groups[p]
     return first
 
 
@@ -673,7 +678,7 @@ def _check_resume_timeout(cfg: Config, c: Mapping[str, str]) -> Check:
     if cfg.provision.mode == "boot":
         register, waited = cfg.provision.boot.timeout, "provision.boot.timeout"
     else:
-        register, waited = cfg.slurm.register_timeout, "slurm.register_timeout"
+        register, waited = slurm_settings(cfg).register_timeout, "slurm.register_timeout"
     need, longest = boot + play + register, boot + play + WAIT_CAP * register
     parts = f"boot_timeout {boot:g} s + provision.timeout {play:g} s + {waited} {register:g} s"
     value, bad = _seconds(c, "ResumeTimeout")
@@ -830,6 +835,8 @@ def conf_missing(text: str, facts: slurm_conf.SlurmFacts) -> list[Check]:
 
 
 TITLE = "Slurm"
+# Slurm's own settings: the config file's ``slurm:``.
+CONFIG_SECTION = SlurmConfig
 
 
 def _init_config(options: Any) -> SlurmConfig:

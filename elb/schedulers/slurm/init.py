@@ -21,10 +21,10 @@ import socket
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
-from elb.core.config import SlurmConfig
 from elb.core.groups import MAX_SLOTS
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError
 from elb.schedulers.slurm.conf import NodeConf, SlurmFacts, master_name, read_facts
+from elb.schedulers.slurm.config import SlurmConfig
 from elb.schedulers.slurm.parse import compress
 
 _GROUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}")

@@ -14,6 +14,7 @@ from datetime import datetime
 from elb.core.attribution import JobUse, UsageError
 from elb.core.config import Config
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError
+from elb.schedulers.slurm.config import slurm_settings
 from elb.schedulers.slurm.parse import expand
 
 SACCT_FORMAT = "JobID,User,Account,Partition,NodeList,AllocCPUS,Start,End"
@@ -81,7 +82,7 @@ def parse_sacct(text: str, since: float, until: float) -> list[JobUse]:
 def read_slurm(config: Config, since: float, until: float) -> list[JobUse]:
     """The job uses ``sacct`` reports."""
     try:
-        result = SlurmCommands(config.slurm).run(sacct_argv(since, until))
+        result = SlurmCommands(slurm_settings(config)).run(sacct_argv(since, until))
         text = result.stdout.decode("utf-8", errors="replace")
     except SlurmError as err:
         raise UsageError(f"cannot read Slurm's accounting: {err}") from None
