@@ -11,6 +11,7 @@ import pytest
 from elb.clouds.local import local_settings
 from elb.core.config import parse_config
 from elb.core.drivers import cloud_settings
+from elb.schedulers.slurm.config import slurm_settings
 from elb.schedulers.waiting import WAIT_CAP
 from elbdev.cli import build_parser
 from elbdev.demo_slurm import demo_config
@@ -57,7 +58,7 @@ def test_the_slurm_demo_brings_a_node_up_within_the_resume_timeout_even_while_sl
     times ``slurm.register_timeout`` on the clock: the test cluster's ResumeTimeout is above
     that too, as ``elb validate`` asks (no warning on the demo's own controller)."""
     cfg = parse_config(demo_config(tmp_path, tmp_path / "key", "elbtest", 3))
-    bound = cloud_settings(cfg).boot_timeout + cfg.provision.timeout + WAIT_CAP * cfg.slurm.register_timeout
+    bound = cloud_settings(cfg).boot_timeout + cfg.provision.timeout + WAIT_CAP * slurm_settings(cfg).register_timeout
     assert bound < slurm.RESUME_TIMEOUT
 
 

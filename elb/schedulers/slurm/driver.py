@@ -272,15 +272,16 @@ class Slurm:
             read = self._read()
             snap = snapshot((), read.nodes, now, made=made(read.lines), hosts=self._hosts)  # (jobs: as made)
             self._last = snap, read.lines
+        partition_groups = slurm_settings(self.config).partition_groups
         kept, dropped, gone = asks_now(
             self.journal.asks(),
             read,
             records,
             resume_timeout=self.resume_timeout(),
-            partition_groups=slurm_settings(self.config).partition_groups,
+            partition_groups=partition_groups,
             now=now,
         )
-        names = name_pool(read, records, self.config.slurm.partition_groups)
+        names = name_pool(read, records, partition_groups)
         return SchedulerRead(snap, kept, dropped, gone, names)
 
     def resume_timeout(self) -> float | None:
