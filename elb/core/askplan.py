@@ -20,7 +20,8 @@ ask is answered once for its node, and a newer ask of the node replaces it.
   open as there is room for within ``max_nodes`` and each group's once this pass's launches are
   counted, the rest are held (``NameHolds``), so the scheduler puts no job on a node elb would give
   back (a give-back sends the job to wait again, and the scheduler would pick another such name).
-  Names of the warm pool's nodes are kept open first, then the names open now, then the lowest.
+  Names of the warm pool's nodes are kept open first, then the names a waiting job asks for by
+  name, then the names open now, then the lowest.
   With ``policy.budget``, a group's open names are also within the nodes the budget affords now;
   while scaling is paused, every name is held. A held name whose node is alive (the scheduler
   put a job on it as elb held it) is reopened, whatever the room.
@@ -157,9 +158,10 @@ def _holds(
     within its own and within what the budget affords (``afford``, less this pass's launches of
     the group: ``launched``, each node's group); see the module's description."""
     pooled = {n.name for n in records if n.state.pooled}
+    wanted = set(names.wanted)
     ranked = sorted(
         [(p, True) for p in names.open] + [(p, False) for p in names.held],
-        key=lambda pair: (pair[0].name not in pooled, not pair[1], pair[0].name),
+        key=lambda pair: (pair[0].name not in pooled, pair[0].name not in wanted, not pair[1], pair[0].name),
     )
     left = room.free
     group_left = {g: limit - room.per_group.get(g, 0) for g, limit in room.group_max.items()}

@@ -106,6 +106,8 @@ class NamePool:
     # Names elb holds whose node is alive all the same (the scheduler put a job on it as elb held
     # it): reopened whatever the room, so that the hold is not taken for an admin's drain.
     held_alive: tuple[str, ...] = ()
+    # Names a waiting job asks for by name (``sbatch -w``): kept open before the others.
+    wanted: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -525,3 +525,17 @@ def test_scaling_paused_by_an_admin_holds_every_name_slurm_may_pick() -> None:
     )
     h = plan_pass(inputs, config(), Removes(), NOW).names
     assert h.hold == ("node002", "node003") and h.reason == "scaling paused by an admin (maintenance)"
+
+
+def test_a_name_a_waiting_job_asks_for_by_name_is_kept_open_before_the_others() -> None:
+    """``sbatch -w node005`` while elb held node005: Slurm says ``ReqNodeNotAvail,
+    UnavailableNodes:node005``; the name is reopened (another held in its place), not left
+    held with its job waiting for ever."""
+    nodes = [snode(f"node00{i}", "idle", "powered_down") for i in (2, 3)]
+    nodes += [dataclasses.replace(snode("node005", "idle", "powered_down", "drain"), reason="elb: held: no room")]
+    jobs = [sjob("9", "PENDING", reason="ReqNodeNotAvail, UnavailableNodes:node[005-006]"), sjob("10", "PENDING")]
+    pool = name_pool(SlurmRead.of(jobs, nodes), [record("node001")], {})
+    assert pool.wanted == ("node005", "node006")
+    h = _holds(pool, [record("node001")], max_nodes=3)
+    assert h.reopen == ("node005",) and h.hold == ("node003",)
+    assert name_pool(SlurmRead.of(jobs, nodes[:2]), [], {}).wanted == ()  # nothing held: not read

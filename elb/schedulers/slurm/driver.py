@@ -63,7 +63,7 @@ from elb.schedulers.slurm import requests as slurm_requests
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
 from elb.schedulers.slurm.config import SlurmConfig, slurm_settings
 from elb.schedulers.slurm.held import Line, held_answers, made
-from elb.schedulers.slurm.parse import SlurmNode, compress
+from elb.schedulers.slurm.parse import SlurmNode, compress, expand
 from elb.schedulers.slurm.requests import RequestKind
 from elb.schedulers.slurm.usage import read_slurm
 from elb.schedulers.slurm.view import HostsMemo, jobs_of, node_up, snapshot
@@ -95,7 +95,8 @@ HELD = "elb: held"  # how the reason of a name elb holds from Slurm's asks start
 def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mapping[str, str]) -> NamePool:
     """The cloud nodes Slurm may power up for its next jobs: powered down and idle, no node of
     elb's behind them; ``held``: those elb drained with a reason that starts with ``HELD``; and
-    ``held_alive``: elb's nodes drained with that reason (Slurm put a job on one as elb held it).
+    ``held_alive``: elb's nodes drained with that reason (Slurm put a job on one as elb held it);
+    while it holds any, ``wanted``: the names pending jobs wait for by name.
     A node drained for another reason (an admin's) is in none: elb never undrains it. Pure."""
     alive = {n.name for n in records if n.state.alive}
     open_: list[PoolName] = []
@@ -112,7 +113,28 @@ def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mappin
                 open_.append(name)
         elif sn.reason.startswith(HELD):
             held.append(name)
-    return NamePool(tuple(open_), tuple(held), tuple(held_alive))
+    wanted = _named_by_jobs(read) if held else ()
+    return NamePool(tuple(open_), tuple(held), tuple(held_alive), wanted)
+
+
+_UNAVAILABLE = "ReqNodeNotAvail, UnavailableNodes:"
+
+
+def _named_by_jobs(read: SlurmRead) -> tuple[str, ...]:
+    """The nodes pending jobs wait for by name that Slurm shows unavailable: a job submitted with
+    ``-w`` to a node elb holds has the reason ``ReqNodeNotAvail, UnavailableNodes:node003``
+    (slurmctld 22.05; a job that names no node waits with ``Nodes required for job are DOWN,
+    DRAINED or reserved ...`` instead). Read only while elb holds names: one look at each
+    squeue line's reason."""
+    names: set[str] = set()
+    for line in read.lines:
+        job = line[0]
+        if job.reason.startswith(_UNAVAILABLE) and job.pending:
+            try:
+                names.update(expand(job.reason[len(_UNAVAILABLE) :]))
+            except ValueError:
+                continue  # a reason that names no hostlist: nothing to keep open for it
+    return tuple(sorted(names))
 
 
 def asks_now(
