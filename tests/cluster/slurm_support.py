@@ -110,6 +110,19 @@ def sinfo_states() -> dict[str, str]:
     return dict(line.split("|", 1) for line in proc.stdout.splitlines() if "|" in line)
 
 
+def sinfo_reasons() -> dict[str, str]:
+    """Each node's reason as ``sinfo`` shows it (``none`` when it has none)."""
+    proc = subprocess.run(
+        ["sinfo", "--noheader", "--Node", "--Format=NodeList:0|,Reason:0"],
+        env={**os.environ, **slurm.env()},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return dict(line.split("|", 1) for line in proc.stdout.splitlines() if "|" in line)
+
+
 def passes_until(bal: Balancer, what: str, done: Callable[[], bool], timeout: float) -> list[PassResult]:
     results: list[PassResult] = []
     deadline = time.monotonic() + timeout

@@ -32,6 +32,7 @@ from tests.cluster.slurm_support import (
     job_host,
     passes_until,
     sbatch,
+    sinfo_reasons,
     sinfo_states,
     slurm_balancer,
     slurm_config,
@@ -142,16 +143,3 @@ def test_names_past_max_nodes_are_held_so_slurm_puts_no_job_on_a_node_elb_would_
                 capture_output=True,
                 check=False,
             )
-
-
-def sinfo_reasons() -> dict[str, str]:
-    """Each node's reason as ``sinfo`` shows it (``none`` when it has none)."""
-    proc = subprocess.run(
-        ["sinfo", "--noheader", "--Node", "--Format=NodeList:0|,Reason:0"],
-        env={**os.environ, **slurm.env()},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return dict(line.split("|", 1) for line in proc.stdout.splitlines() if "|" in line)
