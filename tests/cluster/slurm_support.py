@@ -153,9 +153,25 @@ def slurmd_log(node: str) -> str:
     return f"\n--- {node} (podman exec, exit {proc.returncode}):\n{proc.stdout}{proc.stderr}"
 
 
+def release_held_names() -> None:
+    """Undrain the cloud nodes an elb of a test held from Slurm's asks (reason ``elb: held: ...``),
+    so that the next test's Slurm may ask for any of them before its elb's first pass."""
+    held = sorted(n for n, why in sinfo_reasons().items() if why.startswith("elb: held"))
+    if held:
+        subprocess.run(
+            ["scontrol", "update", f"nodename={','.join(held)}", "state=UNDRAIN"],
+            env={**os.environ, **slurm.env()},
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+
+
 def remove_left_workers(tc: TestCluster) -> None:
     """Workers a test left (one that failed half way; stopped ones too): out of the master's hosts
-    file and exports, then terminated, so that the next test starts from the master as it was."""
+    file and exports, then terminated, so that the next test starts from the master as it was;
+    and the names its elb held from Slurm's asks opened again."""
+    release_held_names()
     left = tc.cloud().list_workers()
     if not left:
         return

@@ -31,6 +31,7 @@ from tests.cluster.slurm_support import (
     job_done,
     job_host,
     passes_until,
+    release_held_names,
     sbatch,
     sinfo_reasons,
     sinfo_states,
@@ -135,11 +136,4 @@ def test_names_past_max_nodes_are_held_so_slurm_puts_no_job_on_a_node_elb_would_
         bal.journal.close()
         for w in tc.workers():
             tc.cloud().terminate([w.instance_id])
-        held_now = sorted(n for n, s in sinfo_reasons().items() if s.startswith("elb: held"))
-        if held_now:  # the next test of this module starts with every name open
-            subprocess.run(
-                ["scontrol", "update", f"nodename={','.join(held_now)}", "state=UNDRAIN"],
-                env={**os.environ, **slurm.env()},
-                capture_output=True,
-                check=False,
-            )
+        release_held_names()  # the next test of this module starts with every name open
