@@ -276,6 +276,9 @@ def _print_status_scheduler(
         return
     for line in snapshot_summary(read.snapshot, cfg.cluster.master):
         print(line)
+    if read.names is not None and read.names.held:
+        held = [p.name for p in read.names.held]
+        print(f"held from {scheduler.name}'s asks (no room to launch them now): {', '.join(held)}")
     split = _demand_or_none(cfg, journal, scheduler, read, nodes)
     for refused in split.not_demand if split is not None else ():
         print(f"not demand, {refused.describe()}")
@@ -322,6 +325,7 @@ def _status_json(
         },
         "scheduler": None if snap is None else snapshot_summary(snap, cfg.cluster.master),
         "not_demand": None if split is None else [n.as_json() for n in split.not_demand],
+        "names_held": None if read is None or read.names is None else [p.name for p in read.names.held],
         "groups": [asdict(s) for s in _spend(cfg, journal.nodes(), now)],
         "budget": budget.as_json() if (budget := budget_now(journal, cfg, now)) is not None else None,
         "orders": {

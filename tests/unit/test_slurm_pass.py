@@ -670,7 +670,8 @@ def test_elb_status_and_jobs_say_slurms_own_reason_for_a_job_that_is_not_demand(
     bin_dir.mkdir()
     later = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() + 3600))
     scripts = {
-        "sinfo": "echo 'node001|idle+cloud+powered_down|2|0/2/0/2|cloud*|none'",
+        "sinfo": "echo 'node001|idle+cloud+powered_down|2|0/2/0/2|cloud*|none'; "
+        "echo 'node002|idle+cloud+drain+powered_down|2|0/2/0/2|cloud*|elb: held: no room within max_nodes 1'",
         "squeue": f"echo '5|cloud|PENDING|BeginTime|1|1||{later}|{later}|UNLIMITED|user|a'",
         "scontrol": "echo 'ResumeTimeout           = 600 sec'",
     }
@@ -687,6 +688,7 @@ def test_elb_status_and_jobs_say_slurms_own_reason_for_a_job_that_is_not_demand(
     assert main(["status", "-c", str(cfg)]) == Exit.OK
     out = capsys.readouterr().out
     assert "not demand, job 5" in out and "BeginTime" in out and "held by Slurm" not in out
+    assert "held from Slurm's asks (no room to launch them now): node002" in out
     assert main(["jobs", "-c", str(cfg)]) == Exit.OK
     out = capsys.readouterr().out
     assert "BeginTime" in out and "held by Slurm" not in out
