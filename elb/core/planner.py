@@ -647,9 +647,12 @@ def kept_for_due(plan: Plan, demand: DemandSplit, state: ClusterState, *, lead: 
     """``plan`` without the idle removals that jobs due within ``lead`` seconds need: a job the
     scheduler holds until a known time (``NotDemand.until``: ``qsub -a``, Slurm's begin time)
     that comes within a boot of now. Keeping a node that long costs at most a boot; removing
-    it and launching another for the job costs a boot and the job's wait. The nodes kept are
-    enough for the due jobs' slots, in the plan's order; the plan's reason says which and why."""
-    due = [nd for nd in demand.not_demand if nd.until is not None and nd.until <= now + lead]
+    it and launching another for the job costs a boot and the job's wait. A job due for longer
+    than a boot that the scheduler has not started (Slurm still shows its begin time passed) is
+    no reason: it waits for something else, and a node kept for it could be kept for ever. The
+    nodes kept are enough for the due jobs' slots, in the plan's order; the plan's reason says
+    which and why."""
+    due = [nd for nd in demand.not_demand if nd.until is not None and now - lead <= nd.until <= now + lead]
     if not due:
         return plan
     need = sum(nd.job.slots * max(1, nd.job.tasks) for nd in due)

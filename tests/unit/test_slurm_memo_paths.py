@@ -98,21 +98,29 @@ def test_a_memoised_read_is_each_line_read_on_its_own(reads: list[str]) -> None:
         assert snapshot(jobs, nodes, 5.0, made=made) == snapshot(jobs, nodes, 5.0)
 
 
-def held_line_by_line(jobs: list[SlurmJob], now: float) -> list[NotDemand]:
+def held_line_by_line(jobs: list[SlurmJob], now: float, due_since: dict[str, float]) -> list[NotDemand]:
     """The held jobs' answers worked out plainly: each pending squeue entry's number and the
-    last pending entry of that number's reason."""
+    last pending entry of that number's reason; a begin time squeue no longer shows is due since
+    the first read that showed it so (``due_since``, by squeue's id, kept across reads)."""
     last: dict[int, SlurmJob] = {}
     for sj in jobs:
         if sj.pending:
             last[int(sj.job_id.split("_", 1)[0])] = sj
     out = []
+    seen: dict[str, float] = {}
     for job in snapshot(jobs, [], now).jobs:
         if job.phase is not JobPhase.HELD:
             continue
         line = last.get(job.job_id)
         reason = not_demand_reason(line.reason if line is not None else "") or "held by Slurm"
-        until = (line.started or now) if line is not None and line.reason == "BeginTime" else None
+        until = None
+        if line is not None and line.reason == "BeginTime":
+            until = line.started or None  # (a begin time of 0 s is squeue's N/A too)
+            if until is None:
+                until = seen[line.job_id] = due_since.get(line.job_id, now)
         out.append(NotDemand(job, reason, until=until, held=until is None))
+    due_since.clear()
+    due_since.update(seen)
     return out
 
 
@@ -147,15 +155,17 @@ class NoAsks:
 def test_the_drivers_held_jobs_are_the_ones_worked_out_line_by_line(reads: list[str]) -> None:
     """At each read, later each time, the held jobs' answers of the driver (the ones of the read
     before kept for the very same line) are the plain ones: lines come and go, a number's last
-    pending entry changes, a begin time squeue no longer shows is now at each read."""
+    pending entry changes, a begin time squeue no longer shows is due since the first read that
+    showed it so."""
     cfg = _slurm_config()
     records = (Node("node001", NodeState.READY, 1.0, slots=4),)
     driver = Slurm(cfg, NoAsks(), Answers(reads))  # type: ignore[arg-type]
+    due_since: dict[str, float] = {}
     for i, text in enumerate([*reads, reads[-1]]):  # the last read twice: the same lines at a later time
         now = 7.0 + i
         read = driver.read(records, now)
         demand = driver.demand(read, records, 4)
-        assert list(demand.not_demand) == held_line_by_line(line_by_line(text), now)
+        assert list(demand.not_demand) == held_line_by_line(line_by_line(text), now, due_since)
 
 
 _ARRAY = re.compile(r"^(\d+)(?:_(.*))?$")

@@ -258,6 +258,7 @@ class Slurm:
         self._resume_timeout: float | None = None
         self._resume_timeout_read = False
         self._last: tuple[Snapshot, Sequence[Line]] | None = None  # the last snapshot, its read's lines
+        self._due_since: dict[str, float] = {}  # when each job was first read due (``held_answers``)
         self._hosts = HostsMemo()  # the last snapshot's hosts, by their nodes
 
     # -- reads -------------------------------------------------------------------------------
@@ -324,7 +325,7 @@ class Slurm:
         if self._last is None or self._last[0] is not snap:  # another driver's read: no squeue line to read
             return DemandSplit(snap, tuple(NotDemand(job, "held by Slurm", held=True) for job in snap.held))
         with paused():  # lists as long as the queue, gone by the end (``elb.core.gcpause``)
-            return DemandSplit(snap, held_answers(self._last[1], snap.now))
+            return DemandSplit(snap, held_answers(self._last[1], snap.now, self._due_since))
 
     # -- the drain and the bring-up ----------------------------------------------------------
     def _read(self) -> SlurmRead:

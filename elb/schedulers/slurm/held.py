@@ -14,7 +14,7 @@ the time. Pure.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from itertools import compress, count, repeat
 from operator import is_, itemgetter
 from typing import Final, cast
@@ -68,16 +68,23 @@ def _shared(numbers: list[int | None]) -> set[int]:
     return {n for n, times in Counter(numbers).items() if times > 1 and n is not None}
 
 
-def held_answers(lines: Sequence[Line], now: float) -> tuple[NotDemand, ...]:
+def held_answers(
+    lines: Sequence[Line], now: float, due_since: MutableMapping[str, float] | None = None
+) -> tuple[NotDemand, ...]:
     """The answers of the held jobs of a read (its squeue ``lines``, in squeue's order), in the
     order of the snapshot's held jobs: each line's own, but for the numbers on several pending
-    lines (the last one's reason) and the answers that read ``now``."""
+    lines (the last one's reason) and the answers that read ``now``. ``due_since``: when each
+    job (squeue's id) was first read due (its begin time passed, squeue showing N/A), kept by the
+    caller from one read to the next: such a job's answer is due since then, not since ``now``
+    (the entries of jobs no longer read due are dropped)."""
     answers = list(map(_ANSWER, lines))
     numbers = list(map(_NUMBER, lines))
     shared = _shared(numbers)
     if not shared:
         held = tuple(filter(None, answers))  # (an answer is true, None is not)
         if not any(map(is_, held, repeat(READS_NOW))):
+            if due_since:
+                due_since.clear()  # no job is read due now
             return cast("tuple[NotDemand, ...]", held)
     again = list(compress(count(), map(is_, answers, repeat(READS_NOW))))
     last: dict[int, int] = {}  # each shared number's last pending line
@@ -85,10 +92,18 @@ def held_answers(lines: Sequence[Line], now: float) -> tuple[NotDemand, ...]:
         on_shared = list(compress(count(), map(shared.__contains__, numbers)))
         last = {cast("int", numbers[i]): i for i in on_shared}  # (the last line of each number kept)
         again += (i for i in on_shared if answers[i] is not None and answers[i] is not READS_NOW)
+    seen: dict[str, float] = {}
     for i in again:
         own, neutral = answers[i], cast("Job", lines[i][1])  # (a pending line's one job)
         before = own if isinstance(own, NotDemand) else None
-        answers[i] = answer(neutral, lines[last.get(cast("int", numbers[i]), i)][0], now, before)
+        line = lines[last.get(cast("int", numbers[i]), i)][0]
+        at = now
+        if due_since is not None and own is READS_NOW:
+            at = seen[line.job_id] = due_since.get(line.job_id, now)
+        answers[i] = answer(neutral, line, at, before)
+    if due_since is not None:
+        due_since.clear()
+        due_since.update(seen)
     return tuple(cast("list[NotDemand]", list(filter(None, answers))))
 
 
