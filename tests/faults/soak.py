@@ -30,6 +30,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -547,7 +548,7 @@ class Soak:
             finally:
                 j.close()
             fig.leaked += [f"disagreement: {d}" for d in fig.disagreements]
-            fig.nodes_leaked = len(fig.leaked)
+            fig.nodes_leaked = leaked_count(leaked, fig.disagreements)
         return fig
 
     def _drain(self, tasks: list[tuple[str, str]], t0: float, elb: ElbProcess) -> None:
@@ -745,6 +746,13 @@ def slurm_soak_config(work: Path) -> Config:
     cfg = slurm_config(work, max_nodes=MAX_NODES, boot_time=40)
     bins = F.slow_bin_dir(work / "bin", F.SLURM_COMMANDS, work / "command-delay")
     return _with(cfg, bins, scheduler="slurm")
+
+
+def leaked_count(left: list[str], disagreements: list[str]) -> int:
+    """The nodes leaked: those ``left`` after the wind-down, and each disagreement that names none
+    of them (a node left is counted once, whatever the disagreements say of it)."""
+    named = [d for d in disagreements if not any(re.search(rf"\b{re.escape(n)}\b", d) for n in left)]
+    return len(left) + len(named)
 
 
 def clean_up(tc: TestCluster, scheduler: str) -> None:

@@ -79,3 +79,14 @@ def test_a_submission_that_did_not_get_in_is_made_again(monkeypatch: pytest.Monk
         return "99"
 
     assert submit_once("s025", submit, lambda: None, lambda _m: None) == "99"
+
+
+def test_a_node_left_is_counted_once_whatever_the_disagreements_say_of_it() -> None:
+    """The hour of Grid Engine counted node088 twice: left after the wind-down, and the journal's
+    disagreement about it ("journal: node088 ready but its container is gone")."""
+    from tests.faults.soak import leaked_count
+
+    said = ["journal: node088 ready but its container is gone", "/etc/hosts: a line for node0881"]
+    assert leaked_count(["node088"], said) == 2  # node0881 is another node
+    assert leaked_count(["node088"], said[:1]) == 1
+    assert leaked_count([], said[:1]) == 1
