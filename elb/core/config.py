@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from ipaddress import IPv4Address
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -21,8 +21,11 @@ from pydantic import (
     IPvAnyAddress,
     ModelWrapValidatorHandler,
     PrivateAttr,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
     ValidationError,
     field_validator,
+    model_serializer,
     model_validator,
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
@@ -170,6 +173,23 @@ class _HoldsSection(_Strict):
             raise _joined(cls, [], wrong)
         out._sections = held
         return out._settled()
+
+    @model_serializer(mode="wrap")
+    def _with_sections(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        """This mapping as its fields dump it, its sections under their names as their models
+        dump them (a dumped config, read again, is the same config)."""
+        data = handler(self)
+        if not isinstance(data, dict):
+            return data
+        for name, held in self._sections.items():
+            data[name] = held.model_dump(
+                mode=info.mode,
+                by_alias=bool(info.by_alias),
+                exclude_unset=info.exclude_unset,
+                exclude_defaults=info.exclude_defaults,
+                exclude_none=info.exclude_none,
+            )
+        return data
 
     def _settled(self) -> Self:
         """This mapping once its sections are read (by default: as it is)."""

@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from elb.core.config import Config
+from elb.core.config import Config, parse_config
 from elb.core.model import Event, NodeState
 from elb.service.journal import Journal
 from elbdev.testcluster import constants as C
@@ -728,8 +728,9 @@ MAX_NODES = 3  # the machine has 2 cores: three nodes and their plays are alread
 def _with(cfg: Config, bin_dir: Path, *, scheduler: str) -> Config:
     """``cfg`` with the scheduler's commands through the slow wrappers and a lost node given up
     after a minute (the daemon's default, 10 min, is longer than the lean run)."""
-    section = getattr(cfg, scheduler).model_copy(update={"bin_dir": bin_dir})
-    return cfg.model_copy(update={scheduler: section, "unreachable_timeout": 60.0})
+    data = cfg.model_dump(mode="json")
+    data.setdefault(scheduler, {})["bin_dir"] = str(bin_dir)
+    return parse_config({**data, "unreachable_timeout": 60.0})
 
 
 def sge_soak_config(work: Path) -> Config:

@@ -52,3 +52,22 @@ def test_a_section_is_replaced_typed_and_a_section_not_held_is_a_key_error() -> 
     assert local_settings(local).boot_timeout == 9.0 and sge_settings(local).timeout == 5.0
     with pytest.raises(KeyError, match="SlurmConfig"):
         cfg.with_section(SlurmConfig(timeout=2))
+
+
+def test_a_dumped_config_read_again_is_the_same_config_its_sections_included() -> None:
+    """The tests and tools that write a config file from a ``Config`` (``model_dump``) lost the
+    drivers' sections: an elb started on that file read Slurm's default requests directory."""
+    import yaml
+
+    from elb.core.config import parse_config
+
+    cfg = parse_config(
+        {
+            "scheduler": "slurm",
+            "slurm": {"requests": "/srv/requests", "register_timeout": 10},
+            "cloud": {"provider": "local", "local": {"network": "lab"}},
+        }
+    )
+    dumped = cfg.model_dump(mode="json", exclude_none=True)
+    assert dumped["slurm"]["requests"] == "/srv/requests" and dumped["cloud"]["local"]["network"] == "lab"
+    assert parse_config(yaml.safe_load(yaml.safe_dump(dumped))) == cfg
