@@ -131,7 +131,7 @@ def plan_asks(
     elif paused:
         holds = NameHolds(tuple(sorted(p.name for p in names.open)), (), paused)
     else:
-        holds = _holds(names, room, records, afford, out.groups)
+        holds = _holds(names, room, records, afford, out.groups, {d.node for d in out.declines})
     if names is not None and names.held_alive:
         holds = dataclasses.replace(holds, reopen=tuple(sorted({*holds.reopen, *names.held_alive})))
     if not holds.hold:
@@ -147,12 +147,13 @@ def plan_asks(
     )
 
 
-def _holds(
+def _holds(  # noqa: PLR0917 (the pool, the room and what this pass does with both)
     names: NamePool,
     room: _Room,
     records: Sequence[Node],
     afford: Mapping[str, int] | None,
     launched: Mapping[str, str],
+    declined: set[str],
 ) -> NameHolds:
     """The names to hold and to reopen so that as many are open as ``room`` has left, each group
     within its own and within what the budget affords (``afford``, less this pass's launches of
@@ -163,7 +164,8 @@ def _holds(
         [(p, True) for p in names.open] + [(p, False) for p in names.held],
         key=lambda pair: (pair[0].name not in pooled, pair[0].name not in wanted, not pair[1], pair[0].name),
     )
-    left = room.free
+    # A name the scheduler brings up before elb has its ask takes room as this pass's launches do.
+    left = room.free - len(set(names.pending) - set(launched) - declined)
     group_left = {g: limit - room.per_group.get(g, 0) for g, limit in room.group_max.items()}
     money_left = dict(afford) if afford is not None else {}
     for group in launched.values():

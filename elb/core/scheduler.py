@@ -108,6 +108,9 @@ class NamePool:
     held_alive: tuple[str, ...] = ()
     # Names a waiting job asks for by name (``sbatch -w``): kept open before the others.
     wanted: tuple[str, ...] = ()
+    # Names the scheduler is bringing up for a job with no node of elb's behind them yet (its ask
+    # may come a pass later): each takes room as a launch does.
+    pending: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -496,7 +496,20 @@ def test_the_pool_is_slurms_powered_down_cloud_nodes_an_admins_drain_left_alone(
         SlurmNode("static1", "idle", frozenset(), 2, 0, ("cloud",), "none"),
     )
     pool = name_pool(read(*nodes), [record("node007"), record("node008")], {"gpu": "gpus"})
-    assert pool == NamePool(open=(PoolName("node002", "gpus"),), held=(PoolName("node003"),), held_alive=("node008",))
+    assert pool == NamePool(
+        open=(PoolName("node002", "gpus"),), held=(PoolName("node003"),), held_alive=("node008",), pending=("node005",)
+    )
+
+
+def test_a_name_slurm_brings_up_before_elb_reads_its_ask_takes_room() -> None:
+    """Seen on the real slurmctld: a job made Slurm power node001 up; elb's next pass read it
+    powering up a pass before its resume request came, counted room for one more, reopened
+    node002, Slurm put the second job there, and elb gave it back."""
+    pool = NamePool(held=_open("node002", "node003"), pending=("node001",))
+    assert _holds(pool, max_nodes=1) == NameHolds()
+    asked = _holds(pool, asks=[want("node001")], max_nodes=1)  # its ask read: launched, counted once
+    assert asked == NameHolds()
+    assert _holds(pool, max_nodes=2).reopen == ("node002",)
 
 
 def test_a_held_name_whose_node_is_alive_is_reopened_whatever_the_room() -> None:

@@ -96,15 +96,19 @@ def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mappin
     """The cloud nodes Slurm may power up for its next jobs: powered down and idle, no node of
     elb's behind them; ``held``: those elb drained with a reason that starts with ``HELD``; and
     ``held_alive``: elb's nodes drained with that reason (Slurm put a job on one as elb held it);
-    while it holds any, ``wanted``: the names pending jobs wait for by name.
+    while it holds any, ``wanted``: the names pending jobs wait for by name; ``pending``: the
+    cloud nodes Slurm powers up with no node of elb's behind them (their asks may come later).
     A node drained for another reason (an admin's) is in none: elb never undrains it. Pure."""
     alive = {n.name for n in records if n.state.alive}
     open_: list[PoolName] = []
     held: list[PoolName] = []
     held_alive: list[str] = []
+    pending: list[str] = []
     for sn in read.nodes:
         if sn.name in alive and sn.drain and sn.reason.startswith(HELD):
             held_alive.append(sn.name)
+        if "cloud" in sn.flags and sn.powering_up and sn.name not in alive:
+            pending.append(sn.name)
         if "cloud" not in sn.flags or not sn.powered_down or sn.powering_up or sn.name in alive:
             continue
         name = PoolName(sn.name, partition_groups.get(sn.partitions[0]) if sn.partitions else None)
@@ -114,7 +118,7 @@ def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mappin
         elif sn.reason.startswith(HELD):
             held.append(name)
     wanted = _named_by_jobs(read) if held else ()
-    return NamePool(tuple(open_), tuple(held), tuple(held_alive), wanted)
+    return NamePool(tuple(open_), tuple(held), tuple(held_alive), wanted, tuple(pending))
 
 
 _UNAVAILABLE = "ReqNodeNotAvail, UnavailableNodes:"
