@@ -507,6 +507,9 @@ def test_a_name_slurm_brings_up_before_elb_reads_its_ask_takes_room() -> None:
     node002, Slurm put the second job there, and elb gave it back."""
     pool = NamePool(held=_open("node002", "node003"), pending=("node001",))
     assert _holds(pool, max_nodes=1) == NameHolds()
+    for flags in (("powering_up",), ("power_up",), ("powered_down",)):  # the last: allocated, not yet powering up
+        shown = name_pool(read(snode("node001", "allocated", *flags), snode("node002", "idle", "powered_down")), [], {})
+        assert shown.pending == ("node001",) and [p.name for p in shown.open] == ["node002"], flags
     asked = _holds(pool, asks=[want("node001")], max_nodes=1)  # its ask read: launched, counted once
     assert asked == NameHolds()
     assert _holds(pool, max_nodes=2).reopen == ("node002",)

@@ -107,7 +107,7 @@ def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mappin
     for sn in read.nodes:
         if sn.name in alive and sn.drain and sn.reason.startswith(HELD):
             held_alive.append(sn.name)
-        if "cloud" in sn.flags and sn.powering_up and sn.name not in alive:
+        if "cloud" in sn.flags and sn.name not in alive and _coming_up(sn):
             pending.append(sn.name)
         if "cloud" not in sn.flags or not sn.powered_down or sn.powering_up or sn.name in alive:
             continue
@@ -119,6 +119,16 @@ def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mappin
             held.append(name)
     wanted = _named_by_jobs(read) if held else ()
     return NamePool(tuple(open_), tuple(held), tuple(held_alive), wanted, tuple(pending))
+
+
+def _coming_up(sn: SlurmNode) -> bool:
+    """Slurm brings the node up for a job: asked to power up, powering up, or given a job while
+    still shown powered down (the power up not yet begun)."""
+    if sn.powering_down:
+        return False
+    if sn.powering_up or "power_up" in sn.flags:
+        return True
+    return sn.powered_down and sn.state in ("allocated", "mixed", "completing")
 
 
 _UNAVAILABLE = "ReqNodeNotAvail, UnavailableNodes:"
