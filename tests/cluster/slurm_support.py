@@ -99,21 +99,19 @@ def sbatch(*args: str) -> str:
 
 
 def sinfo_states() -> dict[str, str]:
-    proc = subprocess.run(
-        ["sinfo", "--noheader", "--Node", "--Format=NodeList:0|,StateComplete:0"],
-        env={**os.environ, **slurm.env()},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return dict(line.split("|", 1) for line in proc.stdout.splitlines() if "|" in line)
+    """Each node's state and flags as ``sinfo`` shows them (``idle+cloud+powered_down``)."""
+    return _sinfo_column("StateComplete")
 
 
 def sinfo_reasons() -> dict[str, str]:
     """Each node's reason as ``sinfo`` shows it (``none`` when it has none)."""
+    return _sinfo_column("Reason")
+
+
+def _sinfo_column(field: str) -> dict[str, str]:
+    """Each node's ``field`` of ``sinfo --Node``, by node."""
     proc = subprocess.run(
-        ["sinfo", "--noheader", "--Node", "--Format=NodeList:0|,Reason:0"],
+        ["sinfo", "--noheader", "--Node", f"--Format=NodeList:0|,{field}:0"],
         env={**os.environ, **slurm.env()},
         capture_output=True,
         text=True,
