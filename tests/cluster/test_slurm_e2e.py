@@ -125,8 +125,15 @@ def test_names_past_max_nodes_are_held_so_slurm_puts_no_job_on_a_node_elb_would_
         def held() -> set[str]:
             return {n for n, why in sinfo_reasons().items() if why.startswith("elb: held: ")}
 
-        # (the pass starts the holds as an operation of its own: they may land after it returns)
-        first = passes_until(bal, "the names past the room held", lambda: len(held()) == slurm.CLOUD_NODES - 1, 60)
+        # (the pass starts the holds as an operation of its own: they may land after it returns;
+        # a name the previous test's node left powering down joins the pool only once Slurm shows
+        # it powered down, up to SuspendTimeout later)
+        first = passes_until(
+            bal,
+            "the names past the room held",
+            lambda: len(held()) == slurm.CLOUD_NODES - 1,
+            slurm.SUSPEND_TIMEOUT + 60,
+        )
         jobs = [sbatch("-N", "1", "-n", str(slurm.NODE_CPUS), "--wrap", 'sleep 5; hostname > "$SLURM_JOB_ID.host"')]
         jobs.append(sbatch("-N", "1", "-n", str(slurm.NODE_CPUS), "--wrap", 'sleep 5; hostname > "$SLURM_JOB_ID.host"'))
         results = passes_until(bal, "both jobs to run", lambda: all(job_done(j) for j in jobs), timeout=420)

@@ -47,6 +47,7 @@ from elb.core.model import Event, NodeState
 from elb.service.journal import Journal
 from elbdev.testcluster import constants as C
 from elbdev.testcluster import faults as F
+from elbdev.testcluster._run import TestClusterError
 from elbdev.testcluster.cluster import REPO_ROOT, TestCluster
 from tests.cluster.helpers import cluster_state
 from tests.faults.support import BATCH_BOOT_TIMEOUT, disagreements, fault_config, write_config
@@ -406,7 +407,7 @@ class Soak:
                 out.setdefault(lines[-1][0], []).append((tag, task))
         return out
 
-    def _cancel(self, tasks: list[tuple[str, str]]) -> None:
+    def _cancel(self, tasks: list[tuple[str, str]]) -> bool:
         ids = sorted(
             {
                 self.job_ids[tag] + (f".{task}" if task != "0" else "")
@@ -415,14 +416,26 @@ class Soak:
             }
         )
         if not ids:
-            return
-        if self.scheduler == "sge":
-            self.tc.master_run(["qdel", "-f", *ids], check=False)
-        else:
-            from elbdev.testcluster import slurm
+            return True
+        try:
+            if self.scheduler == "sge":
+                self.tc.master_run(["qdel", "-f", *ids], check=False)
+            else:
+                from elbdev.testcluster import slurm
 
-            sl = [i.replace(".", "_") for i in ids]
-            subprocess.run(["scancel", *sl], env={**os.environ, **slurm.env()}, check=False, timeout=60)
+                sl = [i.replace(".", "_") for i in ids]
+                subprocess.run(["scancel", *sl], env={**os.environ, **slurm.env()}, check=False, timeout=60)
+        except (TestClusterError, subprocess.TimeoutExpired) as err:
+            # a controller the soak stopped or slowed: the operator asks again later
+            self.say(f"cancelling {' '.join(ids)} failed ({err}); asked again later")
+            return False
+        return True
+
+    def _cancel_until_done(self, tasks: list[tuple[str, str]], tries: int = 20) -> None:
+        """Cancel the tasks of a killed node, and ask again every half minute (a bounded number
+        of times) while the controller is stopped or too slow to answer."""
+        if not self._cancel(tasks) and tries > 1:
+            threading.Timer(30, self._cancel_until_done, args=(tasks, tries - 1)).start()
 
     # ------------------------------------------------------------------ faults
 
@@ -458,7 +471,7 @@ class Soak:
                     if self.scheduler == "sge":
                         # SGE never gives up the jobs of a host it lost (no reschedule_unknown here): the
                         # operator deletes them, as the soak does half a minute later.
-                        threading.Timer(30, self._cancel, args=(busy[node],)).start()
+                        threading.Timer(30, self._cancel_until_done, args=(busy[node],)).start()
                     return {"node": node, "tasks": [f"{a}.{b}" for a, b in busy[node]]}
                 time.sleep(5)
             return {"skipped": "no node ran a job for a minute"}
