@@ -199,6 +199,14 @@ def render(results: dict[str, Any]) -> str:
         for key in ("wasted", "lost", "killed_by_elb", "busy_terminated", "leaked"):
             if fault[key]:
                 lines += ["", f"{key.replace('_', ' ')}:", ""] + [f"- {x}" for x in fault[key]]
+        for run, figs in (("fault-free", base), ("faulted", fault)):
+            if figs.get("slowest"):
+                lines += [
+                    "",
+                    f"The waits at or past the p95, {run} run, and the faults met while waiting:",
+                    "",
+                ]
+                lines += [f"- {x}" for x in figs["slowest"]]
         if r.get("notes"):
             lines += ["", r["notes"]]
         lines.append("")

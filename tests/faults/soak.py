@@ -170,9 +170,27 @@ class Figures:
     busy_terminated: list[str] = field(default_factory=list)
     leaked: list[str] = field(default_factory=list)
     disagreements: list[str] = field(default_factory=list)  # SGE: journal, podman and the master (support.py)
+    slowest: list[str] = field(default_factory=list)  # the waits at or past the p95, with the faults they met
 
     def line(self) -> str:
         return "FIGURES " + json.dumps({"test": f"soak_{self.scheduler}", **asdict(self)})
+
+
+def slowest(waited: list[tuple[float, str, float]], p95: float, faults: list[dict[str, Any]]) -> list[str]:
+    """Each task that waited at least ``p95`` (longest first), its wait and submission (seconds
+    after the start) and the faults that were under way while it waited: where the tail of the
+    waits comes from."""
+    out = []
+    for wait, name, at in sorted(waited, reverse=True):
+        if wait < p95 or not wait:
+            break
+        met = [
+            f"{f['kind']}@{f['at']:.0f}"
+            for f in faults
+            if f["at"] <= at + wait and f["at"] + float(f.get("for", f.get("took", 0.0))) >= at
+        ]
+        out.append(f"{name}: waited {wait:.0f} s from +{at:.0f} s; faults under way: {', '.join(met) or 'none'}")
+    return out
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -638,6 +656,7 @@ class Soak:
             if rec.get("fault") == "play_fail":
                 own.setdefault(rec["node"], []).append(float(rec["time"]))
         waits: list[float] = []
+        waited: list[tuple[float, str, float]] = []  # wait, task, submitted (seconds after the start)
         runs: dict[str, list[tuple[float, float | None]]] = {}  # host -> (start, end) of each task's run there
         for tag, task in tasks:
             starts = _lines(HOME / f"{tag}.{task}.start")
@@ -645,6 +664,7 @@ class Soak:
             name = f"{tag}.{task}"
             if starts:
                 waits.append(max(0.0, starts[0][1] - self.submitted_at[tag]))
+                waited.append((waits[-1], name, self.submitted_at[tag] - started))
             for host, t, end in task_runs(starts, done, self.killed_nodes):
                 runs.setdefault(host, []).append((t, end))
             if any(not on_killed_node(h, t, self.killed_nodes) for h, t in starts[:-1]):
@@ -659,6 +679,7 @@ class Soak:
         fig.tasks_killed_by_elb = len(fig.killed_by_elb)
         fig.wait_p50 = round(percentile(waits, 0.5), 1)
         fig.wait_p95 = round(percentile(waits, 0.95), 1)
+        fig.slowest = slowest(waited, fig.wait_p95, self.done_faults)
         counts = journal_counts(self.cfg.journal_path, own, self.killed_nodes, runs, started, time.time())
         fig.launches, fig.node_seconds = counts.launches, counts.node_seconds
         fig.wasted, fig.failed_own, fig.busy_terminated = counts.wasted, counts.failed_own, counts.busy_terminated

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.faults.soak import on_killed_node, submit_once, task_runs
+from tests.faults.soak import on_killed_node, slowest, submit_once, task_runs
 
 
 def test_a_run_that_started_again_elsewhere_ended_by_the_next_start() -> None:
@@ -90,3 +90,17 @@ def test_a_node_left_is_counted_once_whatever_the_disagreements_say_of_it() -> N
     assert leaked_count(["node088"], said) == 2  # node0881 is another node
     assert leaked_count(["node088"], said[:1]) == 1
     assert leaked_count([], said[:1]) == 1
+
+
+def test_the_slowest_waits_name_the_faults_under_way_while_they_waited() -> None:
+    faults = [
+        {"at": 100.0, "kind": "capacity", "for": 60.0},
+        {"at": 300.0, "kind": "elb_kill"},
+        {"at": 500.0, "kind": "ctl_restart", "took": 5.0},
+    ]
+    waited = [(20.0, "s001.0", 10.0), (130.0, "s002.0", 90.0), (90.0, "s003.0", 280.0), (95.0, "s004.0", 700.0)]
+    assert slowest(waited, 90.0, faults) == [
+        "s002.0: waited 130 s from +90 s; faults under way: capacity@100",
+        "s004.0: waited 95 s from +700 s; faults under way: none",
+        "s003.0: waited 90 s from +280 s; faults under way: elb_kill@300",
+    ]
