@@ -159,7 +159,11 @@ def render(results: dict[str, Any]) -> str:
         "ran there (the tasks' own start and end times); **launches wasted**: nodes that had an",
         "instance and never became ready, for a cause not their own (not the play the soak broke, not",
         "the node it killed); **cost**: node-seconds from the journal (first launch step to terminated",
-        "or failed); **wait**: a task's first start minus its job's submission.",
+        "or failed); **wait**: a task's first start minus its job's submission; **tasks clear**: the",
+        "tasks whose wait met none of the faults that stop every launch or the scheduler while they",
+        "last (throttling, no capacity, the controller stopped or restarting), **wait p95 clear** their",
+        "p95: what elb's own choices, and the faults it can work through, made of the waits. The waits",
+        "at or past the p95 are listed with the faults under way while they waited.",
         "",
         "Jobs on a node the soak kills are killed by the fault: on SGE (no `reschedule_unknown`) the",
         "soak deletes them (`qdel -f`) half a minute later, as an operator would; they are counted",
@@ -191,9 +195,12 @@ def render(results: dict[str, Any]) -> str:
             "node_seconds",
             "wait_p50",
             "wait_p95",
+            "tasks_clear",
+            "wait_p95_clear",
             "seconds",
         ):
-            lines.append(f"| {key.replace('_', ' ')} | {base[key]} | {fault[key]} |")
+            if key in fault:
+                lines.append(f"| {key.replace('_', ' ')} | {base.get(key, '')} | {fault[key]} |")
         lines += ["", "Faults injected (seconds after the start, what they did):", ""]
         lines += [f"- {json.dumps(f)}" for f in sorted(fault["faults_done"], key=lambda f: float(f["at"]))]
         for key in ("wasted", "lost", "killed_by_elb", "busy_terminated", "leaked"):

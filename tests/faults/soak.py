@@ -171,9 +171,21 @@ class Figures:
     leaked: list[str] = field(default_factory=list)
     disagreements: list[str] = field(default_factory=list)  # SGE: journal, podman and the master (support.py)
     slowest: list[str] = field(default_factory=list)  # the waits at or past the p95, with the faults they met
+    tasks_clear: int = 0  # tasks whose wait met no BLOCKING fault
+    wait_p95_clear: float = 0.0  # their p95
 
     def line(self) -> str:
         return "FIGURES " + json.dumps({"test": f"soak_{self.scheduler}", **asdict(self)})
+
+
+# Faults that stop every launch, or the scheduler itself, while they last: the cloud refuses
+# each launch (throttling, no capacity), or the controller neither schedules nor answers.
+BLOCKING = frozenset({"throttle", "capacity", "ctl_stop", "ctl_restart"})
+
+
+def _met(faults: list[dict[str, Any]], at: float, wait: float) -> list[dict[str, Any]]:
+    """The faults under way at some time of a wait from ``at`` (seconds after the start)."""
+    return [f for f in faults if f["at"] <= at + wait and f["at"] + float(f.get("for", f.get("took", 0.0))) >= at]
 
 
 def slowest(waited: list[tuple[float, str, float]], p95: float, faults: list[dict[str, Any]]) -> list[str]:
@@ -184,13 +196,16 @@ def slowest(waited: list[tuple[float, str, float]], p95: float, faults: list[dic
     for wait, name, at in sorted(waited, reverse=True):
         if wait < p95 or not wait:
             break
-        met = [
-            f"{f['kind']}@{f['at']:.0f}"
-            for f in faults
-            if f["at"] <= at + wait and f["at"] + float(f.get("for", f.get("took", 0.0))) >= at
-        ]
+        met = [f"{f['kind']}@{f['at']:.0f}" for f in _met(faults, at, wait)]
         out.append(f"{name}: waited {wait:.0f} s from +{at:.0f} s; faults under way: {', '.join(met) or 'none'}")
     return out
+
+
+def clear_waits(waited: list[tuple[float, str, float]], faults: list[dict[str, Any]]) -> list[float]:
+    """The waits that met no ``BLOCKING`` fault: what elb's own choices and the faults that leave
+    launching and scheduling possible (slow commands, busy cores, elb killed, a node killed, a play
+    broken, a fleet filled in part) made of them."""
+    return [wait for wait, _, at in waited if not any(f["kind"] in BLOCKING for f in _met(faults, at, wait))]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -680,6 +695,8 @@ class Soak:
         fig.wait_p50 = round(percentile(waits, 0.5), 1)
         fig.wait_p95 = round(percentile(waits, 0.95), 1)
         fig.slowest = slowest(waited, fig.wait_p95, self.done_faults)
+        clear = clear_waits(waited, self.done_faults)
+        fig.tasks_clear, fig.wait_p95_clear = len(clear), round(percentile(clear, 0.95), 1)
         counts = journal_counts(self.cfg.journal_path, own, self.killed_nodes, runs, started, time.time())
         fig.launches, fig.node_seconds = counts.launches, counts.node_seconds
         fig.wasted, fig.failed_own, fig.busy_terminated = counts.wasted, counts.failed_own, counts.busy_terminated

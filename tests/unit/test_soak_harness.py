@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.faults.soak import on_killed_node, slowest, submit_once, task_runs
+from tests.faults.soak import clear_waits, on_killed_node, slowest, submit_once, task_runs
 
 
 def test_a_run_that_started_again_elsewhere_ended_by_the_next_start() -> None:
@@ -104,3 +104,14 @@ def test_the_slowest_waits_name_the_faults_under_way_while_they_waited() -> None
         "s004.0: waited 95 s from +700 s; faults under way: none",
         "s003.0: waited 90 s from +280 s; faults under way: elb_kill@300",
     ]
+
+
+def test_a_wait_is_clear_when_it_met_no_fault_that_stops_launching_or_scheduling() -> None:
+    faults = [
+        {"at": 100.0, "kind": "capacity", "for": 60.0},
+        {"at": 300.0, "kind": "stress", "for": 50.0},
+        {"at": 500.0, "kind": "ctl_restart", "took": 5.0},
+    ]
+    waited = [(30.0, "s001.0", 50.0), (80.0, "s002.0", 90.0), (60.0, "s003.0", 280.0), (20.0, "s004.0", 490.0)]
+    # s002 waited through the capacity fault, s004 through the restart; s003 met only busy cores
+    assert clear_waits(waited, faults) == [30.0, 60.0]
