@@ -51,10 +51,10 @@ def in_order(
     """Each of ``lines``'s entries (None: a line ``known`` lacks) and the lines themselves, those
     found in place as ``before``'s objects (``before``: the last read's lines, ``entries`` theirs;
     ``known``: every line's entry a memo keeps, the last read's among them). At most ``turns``
-    lines out of place (default: a sixteenth of ``lines``) and ``seek_budget`` of ``before``'s
+    lines out of place (default: a thirty-second of ``lines``) and ``seek_budget`` of ``before``'s
     lines looked through to find them (default: twice ``lines``); then the rest looked up."""
     n, m = len(lines), len(before)
-    turns_left = n // 16 if turns is None else turns
+    turns_left = n // 32 if turns is None else turns
     budget = 2 * n if seek_budget is None else seek_budget
     found: list[E | None] = []
     kept: list[str] = []
