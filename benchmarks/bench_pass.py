@@ -60,10 +60,13 @@ steps, lists and limits, jobs over several of eight partitions, each node in two
 steady pass (``Slurm.read`` over ``SlurmCommands`` answered with the bytes, the busy hosts, the
 repairs, ``Slurm.demand``, ``plan_pass``) against the yardstick of splitting the same output into
 lines and fields (a plain ``line.split("|")`` loop, nothing of elb's), target at most 2x; and the
-first pass (a driver made anew).
+first pass (a driver made anew). Unless ``--no-memory``: the mixed shape's peak memory over
+``--memory-passes`` steady passes in a row through one driver (tracemalloc, what each pass
+before left included), so that a memo that grows shows in the figures of the later passes.
 
     python benchmarks/bench_pass.py [--jobs 50000] [--hosts 1000] [--repeat 5] [--first 3] [--churn 0.05]
         [--shapes mixed,arrays,...] [--slurm-shapes mixed,arrays] [--no-slurm] [--no-memory] [--no-scale]
+        [--memory-passes 10]
 """
 
 from __future__ import annotations
@@ -682,6 +685,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-slurm", action="store_true", help="skip Slurm")
     ap.add_argument("--no-memory", action="store_true", help="skip the peak memory")
     ap.add_argument("--no-scale", action="store_true", help="skip decide alone at two sizes")
+    ap.add_argument("--memory-passes", type=int, default=10, help="Slurm's steady passes traced for memory")
     args = ap.parse_args(argv)
 
     print(
@@ -701,6 +705,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_slurm:
         for shape in filter(None, args.slurm_shapes.split(",")):
             bench_slurm(args, shape)
+        if not args.no_memory:
+            slurm_memory(args)
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     if not args.no_scale:
         _decide_scaling(args.scale_jobs, args.scale_hosts, 3)
@@ -896,32 +902,70 @@ def _split_fields(*outputs: bytes) -> None:
             line.split("|")
 
 
+def _slurm_world(args: argparse.Namespace, tmp: str) -> tuple[Config, list[Node], list[Instance], AskJournal]:
+    """The config, the records and instances of ``--hosts`` nodes up, and the journal of the
+    nodes Slurm asked for, of a Slurm benchmark in ``tmp``."""
+    config = parse_config(
+        {
+            "scheduler": "slurm",
+            "state_dir": str(Path(tmp) / "state"),
+            "cluster": {"node_digits": 4},
+            "policy": {"max_nodes": args.hosts * 2, "slots_per_node": SLURM_CPUS},
+            "slurm": {"requests": str(Path(tmp) / "requests")},
+            "cloud": {"provider": "local"},
+        }
+    )
+    records, instances = [], []
+    for h in range(1, args.hosts + 1):  # the nodes Slurm asks for are not launched yet
+        name, iid, launched = f"node{h:04d}", f"i-{h:08x}", NOW - 3000 - h
+        records.append(
+            Node(
+                name, NodeState.READY, launched, instance_id=iid, ready_at=NOW - 2800, slots=SLURM_CPUS,
+                private_ip="10.0.0.1",
+            )
+        )  # fmt: skip
+        instances.append(Instance(iid, name, "running", launched, "10.0.0.1", slots=SLURM_CPUS))
+    asks = [Ask(f"node{h:04d}", AskKind.WANT, NOW - 30) for h in range(args.hosts + 1, args.hosts + SLURM_ASKS + 1)]
+    return config, records, instances, AskJournal(asks)
+
+
+def slurm_memory(args: argparse.Namespace) -> None:
+    """Peak memory of each of ``--memory-passes`` steady Slurm passes in a row through one driver
+    (the mixed shape; tracemalloc, what the pass before left included)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        config, records, instances, journal = _slurm_world(args, tmp)
+        outputs = {"sinfo": make_sinfo(args.hosts), "squeue": make_squeue(args.jobs, args.hosts)}
+        texts = [make_squeue(args.jobs, args.hosts, turn=t, churn=args.churn) for t in range(1, args.memory_passes + 2)]
+        driver = Slurm(config, journal, MemorySlurm(outputs))
+        policy = policy_for(config)
+        peaks: list[float] = []
+        lefts: list[float] = []
+        gc.collect()
+        tracemalloc.start()
+        for turn, text in enumerate(texts):
+            outputs["squeue"] = text
+            left, _ = tracemalloc.get_traced_memory()
+            tracemalloc.reset_peak()
+            slurm_pass(driver, config, policy, tuple(records), tuple(instances), lambda _phase: None)
+            _, peak = tracemalloc.get_traced_memory()
+            if turn:  # (the first pass reads everything: not steady)
+                peaks.append(peak / 2**20)
+                lefts.append(left / 2**20)
+        tracemalloc.stop()
+    print(
+        f"\nSlurm mixed shape, {len(peaks)} steady passes through one driver: peak memory of each (tracemalloc) "
+        + ", ".join(f"{p:.0f}" for p in peaks)
+        + " MiB; of which left by the pass before "
+        + ", ".join(f"{v:.0f}" for v in lefts)
+        + " MiB"
+    )
+
+
 def bench_slurm(args: argparse.Namespace, shape: str) -> None:
     """Slurm's steady pass at ``--jobs`` pending entries of ``shape`` and ``--hosts`` nodes beside
     splitting the same output into fields; and its first pass (the driver made anew)."""
     with tempfile.TemporaryDirectory() as tmp:
-        config = parse_config(
-            {
-                "scheduler": "slurm",
-                "state_dir": str(Path(tmp) / "state"),
-                "cluster": {"node_digits": 4},
-                "policy": {"max_nodes": args.hosts * 2, "slots_per_node": SLURM_CPUS},
-                "slurm": {"requests": str(Path(tmp) / "requests")},
-                "cloud": {"provider": "local"},
-            }
-        )
-        records, instances = [], []
-        for h in range(1, args.hosts + 1):  # the nodes Slurm asks for are not launched yet
-            name, iid, launched = f"node{h:04d}", f"i-{h:08x}", NOW - 3000 - h
-            state = NodeState.READY
-            records.append(
-                Node(
-                    name, state, launched, instance_id=iid, ready_at=NOW - 2800, slots=SLURM_CPUS, private_ip="10.0.0.1"
-                )
-            )
-            instances.append(Instance(iid, name, "running", launched, "10.0.0.1", slots=SLURM_CPUS))
-        asks = [Ask(f"node{h:04d}", AskKind.WANT, NOW - 30) for h in range(args.hosts + 1, args.hosts + SLURM_ASKS + 1)]
-        journal = AskJournal(asks)
+        config, records, instances, journal = _slurm_world(args, tmp)
         outputs = {"sinfo": make_sinfo(args.hosts, shape), "squeue": make_squeue(args.jobs, args.hosts, shape=shape)}
         policy = policy_for(config)
         rows: dict[str, list[tuple[dict[str, float], float]]] = {"first": [], "steady": []}

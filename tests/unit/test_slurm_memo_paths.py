@@ -152,6 +152,19 @@ class NoAsks:
 @settings(max_examples=150, deadline=None)
 @given(texts())
 @example([f"5|cloud|PENDING|BeginTime|1|1||{EPOCH}|{EPOCH}|UNLIMITED|user|a\n"])  # a begin time of 0 s: now
+@example(  # a begin time passed, on a number whose last pending entry waits for nothing: not read due then
+    [
+        "1_[1-1%5]|cloud|PENDING|BeginTime|1|1||N/A|N/A|UNLIMITED|user|a\n"
+        "1_[1-1%5]|cloud|PENDING|None|1|1||N/A|N/A|UNLIMITED|user|a",
+        "1_[1-1%5]|cloud|PENDING|BeginTime|1|1||N/A|N/A|UNLIMITED|user|a",
+    ]
+)
+@example(  # the last pending entry of a number is the one whose begin time passed: due since it was read so
+    [
+        "2|cloud|PENDING|JobHeldUser|1|1||N/A|N/A|UNLIMITED|user|a\n2|cloud|PENDING|BeginTime|1|1||N/A|N/A|UNLIMITED|user|a",
+        "2|cloud|PENDING|JobHeldUser|1|1||N/A|N/A|UNLIMITED|user|a\n2|cloud|PENDING|BeginTime|1|1||N/A|N/A|UNLIMITED|user|a",
+    ]
+)
 def test_the_drivers_held_jobs_are_the_ones_worked_out_line_by_line(reads: list[str]) -> None:
     """At each read, later each time, the held jobs' answers of the driver (the ones of the read
     before kept for the very same line) are the plain ones: lines come and go, a number's last

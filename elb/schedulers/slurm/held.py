@@ -75,8 +75,10 @@ def held_answers(
     order of the snapshot's held jobs: each line's own, but for the numbers on several pending
     lines (the last one's reason) and the answers that read ``now``. ``due_since``: when each
     job (squeue's id) was first read due (its begin time passed, squeue showing N/A), kept by the
-    caller from one read to the next: such a job's answer is due since then, not since ``now``
-    (the entries of jobs no longer read due are dropped)."""
+    caller from one read to the next: such a job's answer is due since then, not since ``now``;
+    the line that answers for a job is the last pending one of its number, so a job is read due
+    when that line shows its begin time passed (the entries of jobs no longer read due are
+    dropped)."""
     answers = list(map(_ANSWER, lines))
     numbers = list(map(_NUMBER, lines))
     shared = _shared(numbers)
@@ -98,7 +100,7 @@ def held_answers(
         before = own if isinstance(own, NotDemand) else None
         line = lines[last.get(cast("int", numbers[i]), i)][0]
         at = now
-        if due_since is not None and own is READS_NOW:
+        if due_since is not None and line.reason == "BeginTime" and not line.started:  # (the answer reads the time)
             at = seen[line.job_id] = due_since.get(line.job_id, now)
         answers[i] = answer(neutral, line, at, before)
     if due_since is not None:

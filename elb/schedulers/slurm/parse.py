@@ -34,6 +34,7 @@ import hostlist  # type: ignore[import-untyped]
 
 from elb.core.frozen import quick_init
 from elb.core.gcpause import paused
+from elb.schedulers.slurm.aligned import in_order
 from elb.schedulers.timestamps import TIMESTAMP, parse_timestamp
 
 T = TypeVar("T")
@@ -243,7 +244,9 @@ class SqueueMemo(Generic[E]):
     """What the last reads of squeue made of each line, for the next read: its entry, what
     ``derive`` makes of the line's job (a tuple, the job first: the driver's
     ``elb.schedulers.slurm.held.Line``; ``paired``: the job and what another function makes of
-    it), so that a line read before costs one lookup.
+    it), so that a line read before costs one lookup, or none: the last read's lines and entries
+    are kept in their order (``last``), and a line in its place there takes its entry with no
+    lookup (``elb.schedulers.slurm.aligned``).
 
     From one poll to the next most of squeue's lines are the very same text, and a line's job
     is a pure function of its text (and of the local time zone, which its time stamps are read
@@ -262,6 +265,8 @@ class SqueueMemo(Generic[E]):
         self.hours: dict[str, float | None] = {}  # each hour's start (``_time``), in ``zone``
         self.limits: dict[str, float | None] = {}  # time limits read (``parse_time_limit``)
         self.stamps: dict[str, float | None] = {}  # time stamps read (``_time``), in ``zone``
+        self.last: list[str] = []  # the last read's lines (no blank one), in its order
+        self.last_entries: list[E] = []  # their entries
 
 
 STALE_LEAST = 1_000  # lines no longer read a memo keeps at least before it is made anew
@@ -331,16 +336,17 @@ def read_squeue(text: str, memo: SqueueMemo[tuple[SlurmJob, T]]) -> tuple[list[S
 
 def read_entries(text: str, memo: SqueueMemo[E]) -> list[E]:
     """``SQUEUE_ARGV``'s output: each line's entry (``memo.derive`` of its job), in their order;
-    ``memo``: the lines of the reads before (updated). The lines are looked up in the memo all at
-    once, and only the ones it lacks are read; the cycle collector waits meanwhile
-    (``elb.core.gcpause``: the jobs live until the next read)."""
+    ``memo``: the lines of the reads before (updated). The lines are compared in place with the
+    last read's, in their order, and those out of place looked up in the memo
+    (``elb.schedulers.slurm.aligned.in_order``); only the ones it lacks are read; the cycle
+    collector waits meanwhile (``elb.core.gcpause``: the jobs live until the next read)."""
     zone = _zone()
     if memo.zone != zone:
         memo.lines, memo.hours, memo.stamps, memo.zone = {}, {}, {}, zone
+        memo.last, memo.last_entries = [], []
     known = memo.lines
-    lines = text.splitlines()
     with paused(keep=True):
-        found: list[E | None] = list(map(known.get, lines))
+        found, lines = in_order(text.splitlines(), memo.last, memo.last_entries, known)
         new: list[int] = []  # the indices of the lines read now
         blank = False
         for i in itertools.compress(range(len(found)), map(not_, found)):  # the lines not read before
@@ -357,6 +363,7 @@ def read_entries(text: str, memo: SqueueMemo[E]) -> list[E]:
             lines, found = [lines[i] for i in kept], [found[i] for i in kept]
         entries = cast("list[E]", found)
         _remember(memo, lines, entries, fresh, len(new))
+        memo.last, memo.last_entries = lines, entries
     return entries
 
 
