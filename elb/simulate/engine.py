@@ -28,7 +28,9 @@ looks at the oldest job of each need until one does not fit, not at every waitin
 that cannot start costs nothing per event (FIFO and EASY still walk the queue in order). A
 snapshot rebuilds the ``Host``/``Node`` values of the nodes that changed only (a node's ``Host`` of
 each free-slot count is made once; its record changes when it turns idle, becomes ready
-or goes), and each of its tuples says what came and went since the last snapshot
+or goes; a waiting job's ``Job`` value is made by the first snapshot that shows it, so a job that
+starts before any does is never made waiting), and each of its tuples says what came and went
+since the last snapshot
 (``elb.core.policy.tally.Revised``): the peers' and elb's tallies take in those changes instead
 of every node and job.
 
