@@ -885,7 +885,7 @@ class Simulator:
     # -- the loop ------------------------------------------------------------------------------
     def _submit(self, job: SimJob, placed: Assignment) -> None:
         """The job waits. What qstat shows of it is made by the next snapshot (``_shown``): a
-        job that starts before then (most, while there is room) was never shown waiting."""
+        job that starts before then (many do, while there is room) was never shown waiting."""
         if placed.group is None:
             self.out.unservable.append((job, placed.reason))
             return
