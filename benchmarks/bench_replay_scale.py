@@ -6,7 +6,7 @@ beside its target.
 
     python benchmarks/bench_replay_scale.py [--logs DIR] [--days 60] [--small 20] [--large 77]
                                             [--policy elb] [--compare elb,slurm,parallelcluster,starcluster]
-                                            [--compare-copies 20,77] [--year]
+                                            [--compare-copies 20,77] [--year] [--against DIR]
 
 The workload is the first ``--days`` of KTH-SP2 interleaved into copies
 (``bench_simulate.scaled``: each job submitted once per copy, copy c shifted by c x 937 s mod 1 h,
@@ -18,7 +18,9 @@ the cap the copies times KTH's 52 nodes): ``--small`` copies (20: 1,040 nodes) a
    with ``--dispatch fifo`` and the plain replay (its own SWF reader, FIFO dispatch, the policy
    in a few lines, no code of elb's): the CPU of each and their ratio (target <= 3), and the cost
    (node-hours billed) by each and their difference: the plain replay is a second opinion on the
-   figures as well as a yardstick.
+   figures as well as a yardstick. With ``--against DIR`` (an export of another commit, e.g.
+   ``git archive main | tar -x -C DIR``), the same ``elb simulate`` replay with DIR's code, right
+   after this code's, and the CPU of this code over DIR's: a change measured side by side.
 2. scale: CPU ms per job of ``--policy`` (default dispatch, SGE's) at the small and at the large
    cluster, and their ratio. Target <= 1.5.
 3. year: a year of the large cluster extrapolated: the large replay's CPU per job times the jobs
@@ -33,8 +35,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -77,6 +81,38 @@ def _plain(jobs: list[plain_replay.Job], copies: int, days: float, policy_name: 
     return len(big), figures.pop("cpu"), dict(figures)
 
 
+# ``_replay`` with another tree's code (``--against``): its elb and benchmarks first on the path.
+_AGAINST = """
+import json, sys, time
+from pathlib import Path
+tree, logs, copies, days, name = sys.argv[1:]
+sys.path[:0] = [tree, tree + "/benchmarks"]
+from bench_simulate import LOGS, SPN, scaled
+from elb.simulate.engine import SimSettings
+from elb.simulate.runner import build_policy, prepare, replay
+from elb.simulate.swf import read_swf
+big = scaled(read_swf(Path(logs) / LOGS[0]), int(copies), float(days))
+cap = 52 * int(copies)
+prepared = prepare(big, SPN, cap)
+policy = build_policy(name, billing="second", slots_per_node=SPN, boot_time=300, max_nodes=cap)
+settings = SimSettings(slots_per_node=SPN, max_nodes=cap, fast_forward=True, dispatch="fifo")
+cpu = time.process_time()
+m, _ = replay(prepared, policy, settings, billing="second", price=1.0)
+print(json.dumps([len(big.jobs), time.process_time() - cpu, m.as_dict()["cost"]]))
+"""
+
+
+def _against(tree: Path, logs: Path, copies: int, days: float, name: str) -> tuple[int, float, float]:
+    """Jobs, CPU s and cost of ``elb simulate --dispatch fifo`` with ``tree``'s code (a process
+    of its own, started from nothing: its modules are not this code's)."""
+    tree = tree.resolve()
+    argv = [sys.executable, "-c", _AGAINST, str(tree), str(logs.resolve()), str(copies), str(days), name]
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    out = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, check=True)
+    jobs, cpu, cost = json.loads(out.stdout.splitlines()[-1])
+    return int(jobs), float(cpu), float(cost)
+
+
 def _verdict(met: bool) -> str:
     return "met" if met else "NOT met"
 
@@ -100,11 +136,18 @@ def _compare(args: argparse.Namespace, whole: Workload) -> None:
                 raise SystemExit(f"the plain replay read {pn} jobs, elb's {n}")
             ratio = cpu / pcpu
             cost, pcost = float(elb["cost"]), float(plain["cost"])  # type: ignore[arg-type]
+            against = ""
+            if args.against is not None:
+                an, acpu, acost = _against(args.against, args.logs, copies, args.days, name)
+                if (an, round(acost, 3)) != (n, round(cost, 3)):
+                    against = f"  {args.against}: {an} jobs, cost {acost:.1f}: NOT the same replay"
+                else:
+                    against = f"  {args.against}: {acpu:.2f} cpu s ({acpu / pcpu:.1f}x), this / it {cpu / acpu:.2f}"
             print(
                 f"{name:<16} {KTH_NODES * copies:>5} {n:>7} {cpu:>8.2f} {pcpu:>9.2f} {ratio:>5.1f}x  <= "
                 f"{PLAIN_TARGET:g}x {_verdict(ratio <= PLAIN_TARGET):<7} {cost:>10.1f} {pcost:>10.1f} "
                 f"{100 * (pcost - cost) / cost:>+7.3f}%  {float(elb['wait_mean']):>8.1f} "  # type: ignore[arg-type]
-                f"{plain['wait_mean']:>10.1f}",
+                f"{plain['wait_mean']:>10.1f}{against}",
                 flush=True,
             )
 
@@ -120,6 +163,7 @@ def main() -> None:
     ap.add_argument("--compare-copies", default="20", help="figure 1's clusters, in copies (x 52 nodes)")
     ap.add_argument("--no-scale", action="store_true", help="figure 1 only")
     ap.add_argument("--year", action="store_true", help="also replay the whole year at the large cluster")
+    ap.add_argument("--against", type=Path, help="figure 1 with another tree's code too (an export of a commit)")
     args = ap.parse_args()
     if min(args.small, args.large) < 1 or args.days <= 0:
         ap.error("--small and --large must be at least 1, --days above 0")

@@ -28,7 +28,9 @@ looks at the oldest job of each need until one does not fit, not at every waitin
 that cannot start costs nothing per event (FIFO and EASY still walk the queue in order). A
 snapshot rebuilds the ``Host``/``Node`` values of the nodes that changed only (a node's ``Host`` of
 each free-slot count is made once; its record changes when it turns idle, becomes ready
-or goes), and each of its tuples says what came and went since the last snapshot
+or goes; a waiting job's ``Job`` value is made by the first snapshot that shows it, so a job that
+starts before any does is never made waiting), and each of its tuples says what came and went
+since the last snapshot
 (``elb.core.policy.tally.Revised``): the peers' and elb's tallies take in those changes instead
 of every node and job.
 
@@ -110,6 +112,7 @@ from elb.simulate.waiting import WaitingJobs
 
 QUEUE = "all.q"
 _EPS = 1e-9
+_OWNER = "sgeuser"  # the owner qstat shows of every replayed job
 _NO_ORDERS = Orders()
 _NO_LOAD: Mapping[str, str] = MappingProxyType({})  # a simulated host's load values (none): one for all
 
@@ -225,10 +228,11 @@ class _Node:
 
 @dataclass(slots=True)
 class _Waiting:
-    """A job in the queue: what qstat shows of it, its group and what it takes there."""
+    """A job in the queue: what qstat shows of it (made at the first snapshot that shows it:
+    None while none has), its group and what it takes there."""
 
     job: SimJob
-    value: Job
+    value: Job | None
     group: str
     footprint: int
     seq: int = 0  # its number in ``Simulator.pending``
@@ -427,6 +431,7 @@ class Simulator:
         # ``pending`` (submission order), the running ones by job id (as ``running``), so that a
         # snapshot's tuple of jobs is two dict views joined, not a walk over every job.
         self._pending_values: dict[int, Job] = {}
+        self._unshown: dict[int, _Waiting] = {}  # waiting jobs no snapshot showed yet, by number
         self._running_values: dict[int, Job] = {}
         self.out = SimOutcome([], [], 0.0, [], self.t0, self.t0)
         self._jobs_cache: tuple[Job, ...] | None = None
@@ -475,6 +480,10 @@ class Simulator:
         self._instance_values: dict[str, Instance] = {}
         self._suspects: dict[str, None] = {}
         self._pooled_records: dict[str, Node] = {}
+        # The frozen values a pass reads of the last three, made again only after they change.
+        self._frozen_booting: frozenset[str] | None = None
+        self._frozen_suspects: tuple[str, ...] | None = None
+        self._frozen_pooled: tuple[Node, ...] | None = None
         self.last_inputs: PassInputs | None = None  # the planner's inputs at the last decision
         self.meter = None if settings.budget is None else BudgetMeter(settings.budget, settings.billing)
         # Behind Slurm: its power saving, which asks for the nodes, and its asks so far.
@@ -535,6 +544,7 @@ class Simulator:
         else:
             self._booting[name] = None
             self._suspects[name] = None
+            self._frozen_booting = self._frozen_suspects = None
             heapq.heappush(self.readies, (node.ready_at, name))
 
     def _set_ready(self, node: _Node, now: float) -> None:
@@ -544,6 +554,7 @@ class Simulator:
         node.last_busy_at = None
         self._booting.pop(node.name, None)
         self._suspects.pop(node.name, None)
+        self._frozen_booting = self._frozen_suspects = None
         if not node.restart:
             self.backoff.add(Event(now, node.name, NodeState.READY, None, None), node.group)
         self._touch(node)
@@ -571,6 +582,7 @@ class Simulator:
         del self.nodes[node.name]
         self._booting.pop(node.name, None)
         self._suspects.pop(node.name, None)
+        self._frozen_booting = self._frozen_suspects = None
         self._instance_values.pop(node.name, None)
         self.group_count[node.group] -= 1
         self._ready[node.group].remove(node.order)
@@ -628,6 +640,8 @@ class Simulator:
         changes = self._changes
         given = changes.given
         if self._jobs_cache is None:
+            if self._unshown:
+                self._shown()
             items = itertools.chain(self._pending_values.values(), self._running_values.values())
             self._jobs_cache = changes.jobs.revised(items, given and given[0])
         if self._stale:
@@ -691,22 +705,27 @@ class Simulator:
 
     def _start(self, waiting: _Waiting, parts: list[tuple[_Node, int]], now: float) -> None:
         self.pending.remove(waiting.seq)
-        del self._pending_values[waiting.seq]
         job, pending_value = waiting.job, waiting.value
-        if self.several_groups:
-            del self.group_of[pending_value]
+        if pending_value is None:  # no snapshot showed it waiting
+            del self._unshown[waiting.seq]
+        else:
+            del self._pending_values[waiting.seq]
+            self._changes.jobs.went(pending_value)
+            if self.several_groups:
+                del self.group_of[pending_value]
         first = parts[0][0].name
+        pe, pe_range = self._pe(job, waiting.group)
         value = Job(
             job_id=job.job_id,
-            name=pending_value.name,
-            owner=pending_value.owner,
+            name=f"job{job.job_id}",
+            owner=_OWNER,
             state="r",
             phase=JobPhase.RUNNING,
             slots=job.slots,
             submitted=job.submit,
             started=now,
-            pe=pending_value.pe,
-            pe_range=pending_value.pe_range,
+            pe=pe,
+            pe_range=pe_range,
             queue=f"{self._queue(waiting.group)}@{first}",
             hard_runtime=job.requested,
         )
@@ -722,7 +741,6 @@ class Simulator:
             self._touch(node, record=False)
         self.running[job.job_id] = run
         self._running_values[job.job_id] = value
-        self._changes.jobs.went(pending_value)
         self._changes.jobs.came(value)
         self.seq += 1
         heapq.heappush(self.ends, (run.end, self.seq, run))
@@ -866,29 +884,46 @@ class Simulator:
 
     # -- the loop ------------------------------------------------------------------------------
     def _submit(self, job: SimJob, placed: Assignment) -> None:
+        """The job waits. What qstat shows of it is made by the next snapshot (``_shown``): a
+        job that starts before then (many do, while there is room) was never shown waiting."""
         if placed.group is None:
             self.out.unservable.append((job, placed.reason))
             return
-        wide = job.slots > self.group_slots[placed.group]
-        value = Job(
-            job_id=job.job_id,
-            name=f"job{job.job_id}",
-            owner="sgeuser",
-            state="qw",
-            phase=JobPhase.WAITING,
-            slots=job.slots,
-            submitted=job.submit,
-            pe="mpi" if wide else ("smp" if job.slots > 1 else None),
-            pe_range=str(job.slots) if job.slots > 1 else None,
-            hard_runtime=job.requested,
-        )
-        waiting = _Waiting(job, value, placed.group, placed.footprint)
+        waiting = _Waiting(job, None, placed.group, placed.footprint)
         waiting.seq = self.pending.add(waiting, self._need(waiting))
-        self._pending_values[waiting.seq] = value
-        self._changes.jobs.came(value)
-        if self.several_groups:
-            self.group_of[value] = placed.group
+        self._unshown[waiting.seq] = waiting
         self._jobs_cache = None
+
+    def _pe(self, job: SimJob, group: str) -> tuple[str | None, str | None]:
+        """The parallel environment and its range qstat shows of a job of ``group``."""
+        if job.slots <= 1:
+            return None, None
+        return ("mpi" if job.slots > self.group_slots[group] else "smp"), str(job.slots)
+
+    def _shown(self) -> None:
+        """Make what qstat shows of the jobs submitted since the last snapshot that still wait,
+        in submission order (after every job a snapshot showed waiting)."""
+        for seq, waiting in self._unshown.items():
+            job = waiting.job
+            pe, pe_range = self._pe(job, waiting.group)
+            value = Job(
+                job_id=job.job_id,
+                name=f"job{job.job_id}",
+                owner=_OWNER,
+                state="qw",
+                phase=JobPhase.WAITING,
+                slots=job.slots,
+                submitted=job.submit,
+                pe=pe,
+                pe_range=pe_range,
+                hard_runtime=job.requested,
+            )
+            waiting.value = value
+            self._pending_values[seq] = value
+            self._changes.jobs.came(value)
+            if self.several_groups:
+                self.group_of[value] = waiting.group
+        self._unshown.clear()
 
     def _next_event(self) -> float:
         t = math.inf
@@ -936,9 +971,9 @@ class Simulator:
         demand (each waiting job's group), the back-off of the bring-ups so far."""
         snapshot, records = self.snapshot(now)
         index = JoinIndex(
-            suspects=tuple(self._suspects),
+            suspects=self._suspects_now(),
             unaccounted=(),
-            pooled=tuple(self._pooled_records.values()),
+            pooled=self._pooled_now(),
             records=self._record_values,
             instances=self._instance_values,
             hosts=self._host_values,
@@ -959,7 +994,7 @@ class Simulator:
             backoff=self.backoff.state,
             scheduler="SGE" if asks is None else "Slurm",  # the simulated cluster's, in the reasons
             cloud=self.cloud,
-            in_flight=frozenset(self._booting),
+            in_flight=self._in_flight_now(),
             watched_since=self.t0,
             index=index,
             spend=None if self.meter is None else self.meter.spend(self, now),
@@ -972,6 +1007,24 @@ class Simulator:
         if self.power is not None:
             self.asked = self.power.answered(self.asked, pp, now)
         return pp
+
+    def _in_flight_now(self) -> frozenset[str]:
+        """The nodes with a bring-up or a restart under way, as a pass reads them."""
+        if self._frozen_booting is None:
+            self._frozen_booting = frozenset(self._booting)
+        return self._frozen_booting
+
+    def _suspects_now(self) -> tuple[str, ...]:
+        """The nodes that are not steady (booting or stopped), as a pass reads them."""
+        if self._frozen_suspects is None:
+            self._frozen_suspects = tuple(self._suspects)
+        return self._frozen_suspects
+
+    def _pooled_now(self) -> tuple[Node, ...]:
+        """The stopped nodes' records, as a pass reads them."""
+        if self._frozen_pooled is None:
+            self._frozen_pooled = tuple(self._pooled_records.values())
+        return self._frozen_pooled
 
     def _jobs_on(self, name: str) -> tuple[Job, ...]:
         """The jobs filed under a node (``elb.core.state.started_host``: the host of a job's queue
@@ -1044,10 +1097,12 @@ class Simulator:
             group=node.group, stopped_at=now,
         )  # fmt: skip
         self._pooled_records[name] = record
+        self._frozen_pooled = None
         _replace(self._record_values, name, record, self._changes.records)
         self._nodes_cache = None
         self._instance_values[name] = Instance(f"sim-{name}", name, InstanceState.STOPPED, node.launched_at)
         self._suspects[name] = None
+        self._frozen_suspects = None
         return True
 
     def _unpool(self, name: str, until: float) -> str:
@@ -1055,12 +1110,14 @@ class Simulator:
         p = self.pooled.pop(name)
         group = self.pool_group.pop(name)
         record = self._pooled_records.pop(name)
+        self._frozen_pooled = None
         if self._record_values.get(name) is record:
             del self._record_values[name]
             self._changes.records.went(record)
             self._nodes_cache = None
         self._instance_values.pop(name, None)
         self._suspects.pop(name, None)
+        self._frozen_suspects = None
         seconds = max(0.0, until - p.stopped_at)
         self.out.pooled_seconds[group] = self.out.pooled_seconds.get(group, 0.0) + seconds
         self.out.pool_cost[group] = self.out.pool_cost.get(group, 0.0) + volume_cost(seconds, self.pools[group])
@@ -1084,6 +1141,8 @@ class Simulator:
 
     def _next_pool_due(self) -> float:
         """When the next stopped node is due to go (its keep time): the replay wakes then."""
+        if not self.pooled:
+            return math.inf
         return min((due(p, self.pools[self.pool_group[n]]) for n, p in self.pooled.items()), default=math.inf)
 
     def _backoff_ends(self, now: float) -> float:
