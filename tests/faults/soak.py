@@ -452,15 +452,25 @@ class Soak:
             return True
         try:
             if self.scheduler == "sge":
-                self.tc.master_run(["qdel", "-f", *ids], check=False)
+                proc = self.tc.master_run(["qdel", "-f", *ids], check=False)
             else:
                 from elbdev.testcluster import slurm
 
                 sl = [i.replace(".", "_") for i in ids]
-                subprocess.run(["scancel", *sl], env={**os.environ, **slurm.env()}, check=False, timeout=60)
+                proc = subprocess.run(
+                    ["scancel", *sl],
+                    env={**os.environ, **slurm.env()},
+                    check=False,
+                    timeout=60,
+                    capture_output=True,
+                    text=True,
+                )
         except (TestClusterError, subprocess.TimeoutExpired) as err:
             # a controller the soak stopped or slowed: the operator asks again later
             self.say(f"cancelling {' '.join(ids)} failed ({err}); asked again later")
+            return False
+        if proc.returncode != 0:  # said, so that a job the scheduler will not let go of has its why in the log
+            self.say(f"cancelling {' '.join(ids)}: exit {proc.returncode}: {(proc.stdout + proc.stderr).strip()[:300]}")
             return False
         return True
 
