@@ -32,11 +32,12 @@ Nodes with an operation in flight are left to it.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from elb.core.model import Node, NodeState, Removal
-from elb.core.scheduler import Ask, AskKind, Dropped, NamePool
+from elb.core.scheduler import Ask, AskKind, Dropped, NamePool, PoolName
 
 RELEASE_RETRY = 60.0  # seconds before a failed give-back is tried again, doubling per attempt
 RELEASE_RETRY_MAX = 3600.0
@@ -129,7 +130,8 @@ def plan_asks(
     if names is None:
         holds = NameHolds()
     elif paused:
-        holds = NameHolds(tuple(sorted(p.name for p in names.open)), (), paused)
+        stale = [p.name for p in names.held if not _says(p.reason, paused)]
+        holds = NameHolds(tuple(sorted([*(p.name for p in names.open), *stale])), (), paused)
     else:
         holds = _holds(names, room, records, afford, out.groups, {d.node for d in out.declines})
     if names is not None and names.held_alive:
@@ -173,6 +175,7 @@ def _holds(  # noqa: PLR0917 (the pool, the room and what this pass does with bo
             money_left[group] = max(0, money_left[group] - 1)
     hold: list[str] = []
     reopen: list[str] = []
+    kept: list[PoolName] = []  # held, and held still
     why: set[str] = set()
     for p, is_open in ranked:
         group = room.group(p.group)
@@ -184,12 +187,31 @@ def _holds(  # noqa: PLR0917 (the pool, the room and what this pass does with bo
                     limits[group] -= 1
             if not is_open:
                 reopen.append(p.name)
-        elif is_open:
+            continue
+        why.add(full)
+        if is_open:
             hold.append(p.name)
-            why.add(full)
+        else:
+            kept.append(p)
+    reason = "; ".join(sorted(why))
+    # A name held for a reason no longer the pass's is held again with it (what the scheduler
+    # shows an admin is why the name is held now).
+    hold += [p.name for p in kept if not _says(p.reason, reason)]
     if not hold and not reopen:
         return NameHolds()
-    return NameHolds(tuple(sorted(hold)), tuple(sorted(reopen)), "; ".join(sorted(why)))
+    return NameHolds(tuple(sorted(hold)), tuple(sorted(reopen)), reason)
+
+
+def _says(shown: str | None, reason: str) -> bool:
+    """Whether a held name's reason as the scheduler shows it (``PoolName.reason``) is ``reason``:
+    the same words, whatever the punctuation the scheduler takes (None: not known in full, taken
+    as the same, so that a reason the scheduler cuts is not written again every pass)."""
+    if shown is None:
+        return True
+    return _WORDS.findall(shown.lower()) == _WORDS.findall(reason.lower())
+
+
+_WORDS = re.compile(r"[0-9a-z]+")
 
 
 def _full(left: int, group_left: int | None, money_left: int | None, max_nodes: int) -> str | None:

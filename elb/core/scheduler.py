@@ -93,6 +93,9 @@ class PoolName:
 
     name: str
     group: str | None = None
+    # A held name's reason as the scheduler shows it, elb's prefix taken off (its words may differ
+    # from elb's in punctuation); None: not known in full (the scheduler cut it), or not held.
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

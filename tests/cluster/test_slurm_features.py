@@ -229,6 +229,9 @@ def test_paused_elb_holds_slurms_cloud_names_and_the_ask_after_resume_launches(r
     assert [w.name for w in rig.tc.workers()] == [ran_on]  # one launch, after the pause
     events = bal.journal.events(ran_on)
     assert events[0].state is NodeState.REQUESTED and "the scheduler asked for" in (events[0].detail or "")
+    # the names held still (past the room) say why now: the room, no longer the pause
+    still = {n: why for n, why in sinfo_reasons().items() if why.startswith("elb: held: ")}
+    assert still and not [why for why in still.values() if "paused" in why], still
 
 
 def test_a_kept_idle_node_outlives_the_cost_rule_and_goes_once_released(rig: Rig) -> None:

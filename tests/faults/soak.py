@@ -672,6 +672,7 @@ class Soak:
         fig.leaked = leaked
         fig.nodes_leaked = len(leaked)
         own: dict[str, list[float]] = {n: [t] for n, t in self.killed_nodes.items()}  # name -> when its fault hit
+        hits: list[dict[str, Any]] = []
         for line in (
             self.control.with_suffix(".log").read_text().splitlines()
             if self.control.with_suffix(".log").exists()
@@ -680,6 +681,8 @@ class Soak:
             rec = json.loads(line)
             if rec.get("fault") == "play_fail":
                 own.setdefault(rec["node"], []).append(float(rec["time"]))
+                # where the play the soak broke hit: the wait it lengthens is for that node
+                hits.append({"at": float(rec["time"]) - started, "kind": f"play_fail({rec['node']})"})
         waits: list[float] = []
         waited: list[tuple[float, str, float]] = []  # wait, task, submitted (seconds after the start)
         runs: dict[str, list[tuple[float, float | None]]] = {}  # host -> (start, end) of each task's run there
@@ -704,7 +707,7 @@ class Soak:
         fig.tasks_killed_by_elb = len(fig.killed_by_elb)
         fig.wait_p50 = round(percentile(waits, 0.5), 1)
         fig.wait_p95 = round(percentile(waits, 0.95), 1)
-        fig.slowest = slowest(waited, fig.wait_p95, self.done_faults)
+        fig.slowest = slowest(waited, fig.wait_p95, [*self.done_faults, *hits])
         clear = clear_waits(waited, self.done_faults)
         fig.tasks_clear, fig.wait_p95_clear = len(clear), round(percentile(clear, 0.95), 1)
         counts = journal_counts(self.cfg.journal_path, own, self.killed_nodes, runs, started, time.time())

@@ -497,7 +497,10 @@ def test_the_pool_is_slurms_powered_down_cloud_nodes_an_admins_drain_left_alone(
     )
     pool = name_pool(read(*nodes), [record("node007"), record("node008")], {"gpu": "gpus"})
     assert pool == NamePool(
-        open=(PoolName("node002", "gpus"),), held=(PoolName("node003"),), held_alive=("node008",), pending=("node005",)
+        open=(PoolName("node002", "gpus"),),
+        held=(PoolName("node003", None, "no room"),),
+        held_alive=("node008",),
+        pending=("node005",),
     )
 
 
@@ -573,3 +576,51 @@ def test_a_name_a_waiting_job_asks_for_by_name_is_kept_open_before_the_others() 
     h = _holds(pool, [record("node001")], max_nodes=3)
     assert h.reopen == ("node005",) and h.hold == ("node003",)
     assert name_pool(SlurmRead.of(jobs, nodes[:2]), [], {}).wanted == ()  # nothing held: not read
+
+
+def _held(name: str, reason: str | None) -> PoolName:
+    return PoolName(name, None, reason)
+
+
+def test_a_held_name_that_shows_another_reason_is_held_again_with_this_passes() -> None:
+    """Paused, then resumed at max_nodes: the names still held must not go on saying "paused"
+    (an admin reading ``sinfo -R`` would take elb for paused still)."""
+    pool = NamePool(open=_open("node002"), held=(_held("node003", "scaling paused by an admin (maintenance)"),))
+    h = _holds(pool, [record("node001")], max_nodes=2)
+    assert h.hold == ("node003",) and h.reopen == () and h.reason == "no room within max_nodes 2"
+
+
+def test_a_held_name_that_shows_this_passes_reason_as_slurm_cleans_it_is_left_as_it_is() -> None:
+    """Slurm's reasons take no apostrophe (the driver writes a space): the same words are the
+    same reason, so a steady pass holds nothing again."""
+    cpu = dataclasses.replace(record("node001"), group="cpu")
+    pool = NamePool(
+        open=_open("node002", group="cpu"),
+        held=(PoolName("node003", "cpu", "no room within its group s max_nodes"),),
+    )
+    assert _holds(pool, [cpu], max_nodes=4, group_max={"cpu": 2}) == NameHolds()
+
+
+def test_a_held_name_whose_reason_is_not_known_is_left_as_it_is() -> None:
+    pool = NamePool(open=_open("node002"), held=(_held("node003", None),))
+    assert _holds(pool, [record("node001")], max_nodes=2) == NameHolds()
+
+
+def test_the_names_still_held_when_scaling_is_paused_say_so() -> None:
+    orders = Orders(paused_since=NOW - 60, pause_reason="maintenance")
+    held = (_held("node003", "no room within max_nodes 2"), _held("node004", None))
+    pool = NamePool(open=_open("node002"), held=held)
+    inputs = dataclasses.replace(_inputs([], [record("node001")], orders=orders), names=pool)
+    h = plan_pass(inputs, config(), Removes(), NOW).names
+    assert h.hold == ("node002", "node003") and h.reason == "scaling paused by an admin (maintenance)"
+
+
+def test_the_driver_reads_back_the_reason_of_each_name_it_held() -> None:
+    drained = [snode(n, "idle", "powered_down", "drain") for n in ("node003", "node004")]
+    nodes = [
+        dataclasses.replace(drained[0], reason="elb: held: no room within max_nodes 2"),
+        dataclasses.replace(drained[1], reason="elb: held: " + "x" * 189),
+    ]
+    pool = name_pool(SlurmRead.of([], nodes), [], {})
+    # a reason Slurm shows cut at its length limit is not known in full: None
+    assert [(p.name, p.reason) for p in pool.held] == [("node003", "no room within max_nodes 2"), ("node004", None)]

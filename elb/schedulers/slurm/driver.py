@@ -83,13 +83,23 @@ HEARTBEAT_POLLS = 3
 BOOT_VARS = ("slurm_node_", "munge_key_path")
 
 
+_REASON_LIMIT = 200  # the longest reason elb writes
+
+
 def slurm_reason(text: str) -> str:
     """``text`` as a reason ``scontrol`` takes (letters, digits, spaces and ``_.,:;=()/+-``)."""
     cleaned = "".join(c if c in _REASON_CHARS else " " for c in f"elb: {text}").strip()
-    return cleaned[:200] or "elb"
+    return cleaned[:_REASON_LIMIT] or "elb"
 
 
 HELD = "elb: held"  # how the reason of a name elb holds from Slurm's asks starts (``name_pool``)
+
+
+def _held_reason(shown: str) -> str | None:
+    """What a hold's reason says after ``HELD`` (None: Slurm shows it cut at elb's limit)."""
+    if len(shown) >= _REASON_LIMIT:
+        return None
+    return shown.removeprefix(HELD).removeprefix(":").strip()
 
 
 def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mapping[str, str]) -> NamePool:
@@ -116,7 +126,7 @@ def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mappin
             if sn.state == "idle":
                 open_.append(name)
         elif sn.reason.startswith(HELD):
-            held.append(name)
+            held.append(PoolName(name.name, name.group, _held_reason(sn.reason)))
     wanted = _named_by_jobs(read) if held else ()
     return NamePool(tuple(open_), tuple(held), tuple(held_alive), wanted, tuple(pending))
 
