@@ -714,21 +714,8 @@ class Simulator:
             if self.several_groups:
                 del self.group_of[pending_value]
         first = parts[0][0].name
-        pe, pe_range = self._pe(job, waiting.group)
-        value = Job(
-            job_id=job.job_id,
-            name=f"job{job.job_id}",
-            owner=_OWNER,
-            state="r",
-            phase=JobPhase.RUNNING,
-            slots=job.slots,
-            submitted=job.submit,
-            started=now,
-            pe=pe,
-            pe_range=pe_range,
-            queue=f"{self._queue(waiting.group)}@{first}",
-            hard_runtime=job.requested,
-        )
+        where = f"{self._queue(waiting.group)}@{first}"
+        value = self._job_value(job, waiting.group, "r", JobPhase.RUNNING, started=now, queue=where)
         expected = now + (job.requested if job.requested is not None else job.run)
         run = _Run(job, now, now + job.run, max(expected, now), parts, value)
         for node, used in parts:
@@ -894,30 +881,41 @@ class Simulator:
         self._unshown[waiting.seq] = waiting
         self._jobs_cache = None
 
-    def _pe(self, job: SimJob, group: str) -> tuple[str | None, str | None]:
-        """The parallel environment and its range qstat shows of a job of ``group``."""
-        if job.slots <= 1:
-            return None, None
-        return ("mpi" if job.slots > self.group_slots[group] else "smp"), str(job.slots)
+    def _job_value(
+        self,
+        job: SimJob,
+        group: str,
+        state: str,
+        phase: JobPhase,
+        *,
+        started: float | None = None,
+        queue: str | None = None,
+    ) -> Job:
+        """What qstat shows of a job of ``group``: waiting (``qw``) or running (``r``, since
+        ``started`` in ``queue``); a parallel job in ``mpi`` when it is wider than a node, else ``smp``."""
+        pe = pe_range = None
+        if job.slots > 1:
+            pe, pe_range = ("mpi" if job.slots > self.group_slots[group] else "smp"), str(job.slots)
+        return Job(
+            job_id=job.job_id,
+            name=f"job{job.job_id}",
+            owner=_OWNER,
+            state=state,
+            phase=phase,
+            slots=job.slots,
+            submitted=job.submit,
+            started=started,
+            pe=pe,
+            pe_range=pe_range,
+            queue=queue,
+            hard_runtime=job.requested,
+        )
 
     def _shown(self) -> None:
         """Make what qstat shows of the jobs submitted since the last snapshot that still wait,
         in submission order (after every job a snapshot showed waiting)."""
         for seq, waiting in self._unshown.items():
-            job = waiting.job
-            pe, pe_range = self._pe(job, waiting.group)
-            value = Job(
-                job_id=job.job_id,
-                name=f"job{job.job_id}",
-                owner=_OWNER,
-                state="qw",
-                phase=JobPhase.WAITING,
-                slots=job.slots,
-                submitted=job.submit,
-                pe=pe,
-                pe_range=pe_range,
-                hard_runtime=job.requested,
-            )
+            value = self._job_value(waiting.job, waiting.group, "qw", JobPhase.WAITING)
             waiting.value = value
             self._pending_values[seq] = value
             self._changes.jobs.came(value)
