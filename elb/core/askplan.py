@@ -130,8 +130,7 @@ def plan_asks(
     if names is None:
         holds = NameHolds()
     elif paused:
-        stale = [p.name for p in names.held if not _says(p.reason, paused)]
-        holds = NameHolds(tuple(sorted([*(p.name for p in names.open), *stale])), (), paused)
+        holds = NameHolds(tuple(sorted([*(p.name for p in names.open), *_stale(names.held, paused)])), (), paused)
     else:
         holds = _holds(names, room, records, afford, out.groups, {d.node for d in out.declines})
     if names is not None and names.held_alive:
@@ -194,12 +193,16 @@ def _holds(  # noqa: PLR0917 (the pool, the room and what this pass does with bo
         else:
             kept.append(p)
     reason = "; ".join(sorted(why))
-    # A name held for a reason no longer the pass's is held again with it (what the scheduler
-    # shows an admin is why the name is held now).
-    hold += [p.name for p in kept if not _says(p.reason, reason)]
+    hold += _stale(kept, reason)
     if not hold and not reopen:
         return NameHolds()
     return NameHolds(tuple(sorted(hold)), tuple(sorted(reopen)), reason)
+
+
+def _stale(held: Sequence[PoolName], reason: str) -> list[str]:
+    """The held names whose hold says another reason than ``reason``: held again with it, so that
+    what the scheduler shows an admin is why each name is held now."""
+    return [p.name for p in held if not _says(p.reason, reason)]
 
 
 def _says(shown: str | None, reason: str) -> bool:
