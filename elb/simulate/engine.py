@@ -82,7 +82,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal, Protocol, TypeVar, runtime_checkable
+from typing import Literal, TypeVar
 
 from elb.core.backoff import GroupTrackers
 from elb.core.budget import Budget, Spend, period_bounds
@@ -96,7 +96,7 @@ from elb.core.model import Event, History, Host, Job, JobPhase, Node, NodeState,
 from elb.core.naming import next_names
 from elb.core.orders import Orders
 from elb.core.planner import PassInputs, PassPlan, plan_pass
-from elb.core.policy.base import Policy
+from elb.core.policy.base import Policy, QuietHint
 from elb.core.policy.grouped import GroupedPolicy
 from elb.core.policy.placement import FreeIndex, host_order, width
 from elb.core.policy.tally import Changes
@@ -147,13 +147,6 @@ def sim_config(settings: SimSettings, groups: SimGroups, max_nodes: int) -> Conf
             ),
         }
     )
-
-
-@runtime_checkable
-class QuietHint(Protocol):
-    """Optional: until when ``decide`` returns an empty plan for an unchanged cluster."""
-
-    def quiet_until(self, state: ClusterState, history: History) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from elb.core import planner
 from elb.core.config import Config, parse_config
 from elb.core.drivers import node_plays
 from elb.core.interfaces import TAG_GROUP, Instance, NodeSpec
-from elb.core.model import History, Job, NodeState
+from elb.core.model import History, Job, NodeState, Plan
 from elb.core.policy.grouped import GroupedPolicy, policy_for
 from elb.core.state import join
 from elb.provision.ansible import AnsibleProvisioner
@@ -234,3 +234,33 @@ def test_a_live_pass_joins_its_read_once(tmp_path: Path, monkeypatch: pytest.Mon
     result = bal.run_pass()
     assert result.ok and result.plan is not None and result.plan.add == 1, result.summary()
     assert len(joins) == 1
+
+
+def test_the_groups_quiet_hint_is_the_earliest_of_their_policies_and_now_when_one_declares_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``quiet_until`` is a policy's optional capability (``QuietHint``): a group whose policy
+    does not declare it is asked at every poll, so the groups' hint is then ``now``."""
+    from elb.core.policy import POLICIES
+    from elb.core.policy.base import QuietHint
+
+    class Plain:
+        """A policy with ``decide`` alone."""
+
+        name = "plain"
+
+        def decide(self, state: object, history: History) -> Plan:
+            return Plan()
+
+    cfg = config(tmp_path)
+    policy = policy_for(cfg)
+    assert isinstance(policy, GroupedPolicy)
+    state = join([], (), snap([], []))  # nothing runs, nothing waits
+    hinted = policy.quiet_until_groups(state, {}, History())
+    assert all(isinstance(policy.policy_of(g), QuietHint) for g in policy.groups.groups)
+    assert hinted > state.now  # elb's policy: nothing can change on an empty, quiet cluster
+
+    monkeypatch.setitem(POLICIES, "elb", lambda _cfg, _cluster: Plain())
+    plain = policy_for(cfg)
+    assert isinstance(plain, GroupedPolicy) and not isinstance(plain.policy_of(plain.groups.groups[0]), QuietHint)
+    assert plain.quiet_until_groups(state, {}, History()) == state.now

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from elb.core.policy.base import Policy
-from elb.simulate.engine import NodeLife, QuietHint, SimOutcome, SimSettings
+from elb.core.policy.base import Policy, QuietHint
+from elb.simulate.engine import NodeLife, SimOutcome, SimSettings
 from elb.simulate.report import Metrics
 from elb.simulate.runner import Prepared, build_policy, prepare, replay
 from elb.simulate.swf import read_swf

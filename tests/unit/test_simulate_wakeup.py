@@ -17,8 +17,8 @@ import pytest
 
 from elb.core.config import ClusterConfig, PolicyConfig
 from elb.core.policy import make_policy
-from elb.core.policy.base import Policy
-from elb.simulate.engine import QuietHint, SimOutcome, SimSettings, Simulator
+from elb.core.policy.base import Policy, QuietHint
+from elb.simulate.engine import SimOutcome, SimSettings, Simulator
 from elb.simulate.report import Billing
 from elb.simulate.runner import build_policy, with_param
 from elb.simulate.swf import SimJob

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from elb.core.config import ClusterConfig, PolicyConfig
-from elb.core.policy.base import Policy
+from elb.core.policy.base import Policy, QuietHint
 from elb.core.policy.default import ElbPolicy
 from elb.core.policy.peers import ParallelclusterPolicy, SlurmPolicy, StarclusterPolicy, StaticPolicy
 
@@ -31,4 +31,4 @@ def make_policy(config: PolicyConfig, cluster: ClusterConfig) -> Policy:
     return factory(config, cluster)
 
 
-__all__ = ["POLICIES", "Policy", "make_policy"]
+__all__ = ["POLICIES", "Policy", "QuietHint", "make_policy"]

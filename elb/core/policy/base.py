@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from elb.core.model import History, Plan
 from elb.core.state import ClusterState
@@ -19,3 +19,12 @@ class Policy(Protocol):
     def name(self) -> str: ...
 
     def decide(self, state: ClusterState, history: History) -> Plan: ...
+
+
+@runtime_checkable
+class QuietHint(Protocol):
+    """Optional for a policy: until when ``decide`` returns an empty plan for an unchanged
+    cluster, so a simulator may skip the polls before it. A policy without it is asked at every
+    poll."""
+
+    def quiet_until(self, state: ClusterState, history: History) -> float: ...

@@ -29,6 +29,7 @@ from elb.core.config import ClusterConfig, Config, PolicyConfig
 from elb.core.groups import NodeGroup, NodeGroups
 from elb.core.model import History, Host, Job, Plan, Removal, Snapshot
 from elb.core.policy import Policy, make_policy
+from elb.core.policy.base import QuietHint
 from elb.core.policy.view import new_names
 from elb.core.state import ClusterState
 
@@ -87,10 +88,9 @@ class GroupedPolicy:
         until = float("inf")
         for s in self.shares(state, group_of):
             policy = self.policy_of(s.group)
-            hint = getattr(policy, "quiet_until", None)
-            if hint is None:
+            if not isinstance(policy, QuietHint):
                 return state.now
-            until = min(until, float(hint(s.state, history)))
+            until = min(until, float(policy.quiet_until(s.state, history)))
         return until
 
     def shares(self, state: ClusterState, group_of: Mapping[Job, str]) -> list[GroupShare]:
