@@ -524,7 +524,7 @@ class CapacityTally(WorkerTally):
             for name in self.idle:
                 w = made.get(name)
                 if w is None or w.node is not alive[name]:
-                    w = IdleWorker(name, alive[name])
+                    w = IdleWorker(name, alive[name], self.idle_since(name))
                 out.append(w)
             self._idle_workers = tuple(out)
             self._idle_made = {w.name: w for w in out}
@@ -537,7 +537,7 @@ class CapacityTally(WorkerTally):
         for since, name in self.idle_by_since:
             if now - since < keep:
                 break
-            out.append(IdleWorker(name, self._alive[name]))
+            out.append(IdleWorker(name, self._alive[name], since))
         return tuple(out)
 
     def next_overdue(self, now: float, span: float) -> float:
@@ -641,11 +641,12 @@ class CapacityTally(WorkerTally):
 @quick_init
 @dataclass(frozen=True, slots=True)
 class IdleWorker:
-    """A managed worker that is ready and idle (its record), as elb's cost rule reads a ``Worker``."""
+    """A managed worker that is ready and idle (its record, and since when: its entry's
+    ``idle_since``), as elb's cost rule reads a ``Worker``."""
 
     name: str
     node: Node
-    idle: bool = True
+    idle_since: float
 
 
 @quick_init
