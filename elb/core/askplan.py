@@ -113,6 +113,30 @@ def plan_asks(
     by_name = {n.name: n for n in records}
     room = _Room(records, max_nodes=max_nodes, group_max=group_max, first_group=first_group, master=master)
     out = _Actions(answers=[Answer(d.ask.node, d.ask.since, f"dropped: {d.reason}") for d in dropped])
+    _answer_asks(asks, by_name, in_flight, now, room, out)
+    _remove_gone(gone, by_name, {a.node for a in asks}, in_flight, out)
+    holds = _name_holds(names, paused, room, records, afford, out)
+    return AskPlan(
+        tuple(out.launch),
+        tuple(out.declines),
+        tuple(out.answers),
+        tuple(out.removals),
+        tuple(out.abandon),
+        out.groups,
+        holds,
+    )
+
+
+def _answer_asks(  # noqa: PLR0917 (the asks, what the pass knows of their nodes, and where the actions go)
+    asks: Sequence[Ask],
+    by_name: Mapping[str, Node],
+    in_flight: Collection[str],
+    now: float,
+    room: _Room,
+    out: _Actions,
+) -> None:
+    """Each ask's actions into ``out``: a want within ``room``, a release or reset; an ask of a node
+    an operation carries, or whose give-back is not due again yet (``retry_at``), is left."""
     for a in asks:
         if a.node in in_flight or (a.retry_at is not None and now < a.retry_at):
             continue
@@ -121,12 +145,35 @@ def plan_asks(
             _want(a, node, room, out)
         else:
             _release(a, node, out)
-    asked = {a.node for a in asks}
+
+
+def _remove_gone(
+    gone: Mapping[str, str],
+    by_name: Mapping[str, Node],
+    asked: Collection[str],
+    in_flight: Collection[str],
+    out: _Actions,
+) -> None:
+    """The ready nodes of elb's the read shows gone, removed like a release (by name, with why),
+    unless an ask of the node or an operation on it has it already."""
     for name, why in sorted(gone.items()):
         node = by_name.get(name)
         if name in asked or name in in_flight or node is None or node.state is not NodeState.READY:
             continue
         out.removals.append(Removal(name, why))
+
+
+def _name_holds(  # noqa: PLR0917 (the pool, why paused, the room and what this pass does with both)
+    names: NamePool | None,
+    paused: str,
+    room: _Room,
+    records: Sequence[Node],
+    afford: Mapping[str, int] | None,
+    out: _Actions,
+) -> NameHolds:
+    """The names to hold and to reopen (none without a pool): every open one while ``paused``
+    (and the held ones that say another reason), else ``_holds``'s; a held name whose node is
+    alive reopened whatever the room; no reason when nothing is held."""
     if names is None:
         holds = NameHolds()
     elif paused:
@@ -137,15 +184,7 @@ def plan_asks(
         holds = dataclasses.replace(holds, reopen=tuple(sorted({*holds.reopen, *names.held_alive})))
     if not holds.hold:
         holds = dataclasses.replace(holds, reason="")
-    return AskPlan(
-        tuple(out.launch),
-        tuple(out.declines),
-        tuple(out.answers),
-        tuple(out.removals),
-        tuple(out.abandon),
-        out.groups,
-        holds,
-    )
+    return holds
 
 
 def _holds(  # noqa: PLR0917 (the pool, the room and what this pass does with both)

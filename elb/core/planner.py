@@ -48,7 +48,7 @@ from elb.core.policy.placement import width
 from elb.core.poolplan import PoolPlan, group_of, groups_of, plan_pool, pooled_hosts_left_out
 from elb.core.reconcile import Repair, RepairKind, repairs_of
 from elb.core.scheduler import Ask, Dropped, NamePool
-from elb.core.state import ClusterState, JoinIndex, join
+from elb.core.state import ClusterState, JoinIndex, join, worker_slots
 from elb.core.tagplan import GroupTag, TagRefusal, UntaggedWorker, describe_tags, untagged_workers
 
 RepairKey = tuple[RepairKind, str]  # a repair of one kind on one node
@@ -662,9 +662,7 @@ def kept_for_due(plan: Plan, demand: DemandSplit, state: ClusterState, *, lead: 
         if need <= 0:
             removals.append(r)
             continue
-        host, record = state.host(r.node), state.record(r.node)
-        slots = host.slots_total if host is not None and host.slots_total else None
-        need -= slots or (record.slots if record is not None and record.slots else 1)
+        need -= worker_slots(state.record(r.node), state.host(r.node), otherwise=1)
         kept.append(r.node)
     if not kept:
         return plan

@@ -70,6 +70,21 @@ def busy_hosts(snapshot: Snapshot) -> set[str]:
     return busy
 
 
+def worker_slots(record: Node | None, host: Host | None = None, *, otherwise: int) -> int:
+    """A worker's slots: its host's as the scheduler counts them (``Host.slots_total``, every queue
+    instance's) when it shows any; else its record's (what it was launched with); else ``otherwise``,
+    the caller's size of a node it knows nothing of (the policy's ``slots_per_node``, or 1). A booting
+    worker is counted by its record alone (its callers pass no host: one the scheduler shows already
+    serves nothing yet)."""
+    if host is not None:
+        total = host.slots_total
+        if total:
+            return total
+    if record is not None and record.slots:
+        return record.slots
+    return otherwise
+
+
 def idle_since(record: Node | None, ready: bool, busy: bool) -> float | None:
     """Since when a ready node that runs nothing has been idle: its record's ``quiet_since``;
     None when it is busy (a job or a reservation on it), not ready, or not elb's (no record)."""

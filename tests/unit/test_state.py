@@ -7,6 +7,7 @@ import pytest
 
 from elb.core.interfaces import Instance, InstanceState
 from elb.core.model import Host, Job, JobPhase, Node, NodeState, QueueInstance, Snapshot
+from elb.core.policy.view import host_facts, host_numbers
 from elb.core.state import busy_hosts, jobs_started_on, join, started_host, started_on
 from elb.schedulers.sge.states import job_phase, queue_flags
 from tests.unit.factories import T0, running
@@ -111,3 +112,20 @@ def test_the_jobs_started_on_each_host_are_worked_out_again_for_other_jobs() -> 
     snap = Snapshot(T0, one, ())
     assert join([], (), snap).jobs_on == join([], (), snap).jobs_on == jobs_started_on(one)
     assert busy_hosts(snap) == {"node000", "node001", "node002"}
+
+
+@pytest.mark.parametrize(
+    "h",
+    [
+        _host("node001"),
+        _host("node001", used=1),
+        Host("node001", (QueueInstance("all.q", "node001", 8, 0, 2),)),  # a reservation
+        _host("node001", used=1, states="d"),  # disabled, still running one
+        Host("node001", (QueueInstance("a.q", "node001", 8, 0, 0), QueueInstance("b.q", "node001", 8, 3, 0))),
+        Host("node001", ()),
+    ],
+)
+def test_a_policy_reads_a_host_busy_by_the_host_s_rule(h: Host) -> None:
+    """``HostFacts.busy`` (the policies' and the tally's) is ``Host.busy``, whatever path finds it."""
+    assert host_numbers(h)[3] is h.busy
+    assert host_facts(h).busy is h.busy

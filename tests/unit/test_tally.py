@@ -312,6 +312,9 @@ def test_a_capacity_tally_kept_up_to_date_equals_one_built_afresh(
         if modelled:
             assert _kept(kept) == _kept(afresh)
             assert kept.idle_by_since == sorted((kept.idle_since(n), n) for n in kept.idle)
+            idle = kept.idle_workers()  # what the cost rule reads: each one's idle since, the one rule's
+            assert [(w.name, w.idle_since) for w in idle] == [(n, kept.idle_since(n)) for n in kept.idle]
+            assert all(w.idle_since == w.node.quiet_since for w in idle)
             entries = kept._entries.items()
             bins = {named(n): e.ready for n, e in entries if e.ready is not None}
             bins |= {named(n): (e.booting or spn, e.booting or spn) for n, e in entries if e.booting is not None}

@@ -54,7 +54,7 @@ class IdleNode(Protocol):
     @property
     def node(self) -> Node | None: ...
     @property
-    def idle(self) -> bool: ...
+    def idle_since(self) -> float | None: ...
 
 
 def _told_changes(*inputs: Sequence[object]) -> bool:
@@ -252,8 +252,8 @@ class ElbPolicy:
         """(time, why) for an idle managed worker: removable now when ``why`` is set, else not before
         ``time``; None for a worker that is not idle or not elb's."""
         cfg = self.config
-        node = w.node
-        if node is None or not w.idle:
+        node, since = w.node, w.idle_since
+        if node is None or since is None:
             return None
         if cfg.billing == "hour":
             period, lead, poll = cfg.billing_period, cfg.removal_lead, cfg.poll_interval
@@ -267,7 +267,6 @@ class ElbPolicy:
             # The window opens when remaining drops below lead + poll (this period or the next).
             wait = remaining - lead - poll if remaining >= lead + poll else remaining + period - lead - poll
             return now + max(0.0, wait), ""
-        since = node.quiet_since
         keep = cfg.idle_factor * cfg.boot_time
         idle_for = now - since
         if idle_for >= keep:
@@ -308,12 +307,12 @@ class ElbPolicy:
             due = self._due(w, now)
             if due is None or not due[1]:
                 continue
-            node = w.node
-            assert node is not None
+            node, since = w.node, w.idle_since
+            assert node is not None and since is not None
             if cfg.billing == "hour":
                 order = cfg.billing_period - (now - node.launched_at) % cfg.billing_period
             else:
-                order = -(now - node.quiet_since)
+                order = -(now - since)
             candidates.append((order, w.name, w, due[1]))
         if not candidates:
             return Plan(reason="no idle node is due for removal")
@@ -377,7 +376,7 @@ class ElbPolicy:
             if not by_since:
                 return INF
             name = by_since[0][1]
-            due = self._due(IdleWorker(name, tally.record(name)), now)
+            due = self._due(IdleWorker(name, tally.record(name), by_since[0][0]), now)
             assert due is not None
             return now if due[1] else due[0]
         at = INF
@@ -414,8 +413,8 @@ class ElbPolicy:
     def _removable(self, w: Worker, now: float) -> str | None:
         """Why this worker may go now, or None."""
         cfg = self.config
-        node = w.node
-        if node is None or not w.idle:
+        node, since = w.node, w.idle_since
+        if node is None or since is None:
             return None
         if cfg.billing == "hour":
             into = (now - node.launched_at) % cfg.billing_period
@@ -425,7 +424,6 @@ class ElbPolicy:
                 f"idle, {minutes(into)} into its paid {minutes(cfg.billing_period)} "
                 f">= kill_after {minutes(cfg.kill_after)}"
             )
-        since = node.quiet_since
         idle_for = now - since
         if idle_for < cfg.idle_time:
             return None

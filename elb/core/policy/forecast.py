@@ -38,6 +38,7 @@ from elb.core.frozen import quick_init
 from elb.core.model import Job
 from elb.core.policy.placement import Bin, FreeIndex, Key, Packing, host_order, width
 from elb.core.policy.view import ClusterView
+from elb.core.state import worker_slots
 
 
 @quick_init
@@ -121,7 +122,7 @@ def _capacity(view: ClusterView, horizon: float) -> tuple[list[Bin], int, int, i
     ready = booting = freed = 0
     for w in view.workers:
         if w.booting and w.node is not None:
-            s = w.node.slots or spn
+            s = worker_slots(w.node, otherwise=spn)
             named.append(Bin(w.name, s, s))
             booting += 1
             continue

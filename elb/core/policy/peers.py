@@ -23,7 +23,7 @@ from elb.core.model import History, Job, NodeState, Plan, Removal, Snapshot
 from elb.core.policy.placement import Bin, Packing
 from elb.core.policy.tally import WorkerTally
 from elb.core.policy.view import ClusterView, ViewCache, Worker, new_names, oldest_wait
-from elb.core.state import ClusterState
+from elb.core.state import ClusterState, worker_slots
 
 INF = math.inf
 
@@ -472,7 +472,7 @@ def _view_bins(view: ClusterView) -> list[Bin]:
             bins.append(Bin(w.name, facts.free, facts.total))
     for w in view.workers:
         if w.booting and w.node is not None:
-            s = w.node.slots or spn
+            s = worker_slots(w.node, otherwise=spn)
             bins.append(Bin(w.name, s, s))
     return bins
 
@@ -482,7 +482,7 @@ def _tally_bins(tally: WorkerTally, spn: int) -> list[Bin]:
     fit among the others is the same."""
     bins = [Bin(name, *tally.room(name)) for name in tally.ready_room]
     for name in tally.booting:
-        s = tally.booting_slots(name) or spn
+        s = tally.booting_slots(name, spn)
         bins.append(Bin(name, s, s))
     return bins
 

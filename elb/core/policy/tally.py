@@ -43,7 +43,7 @@ from elb.core.naming import next_names
 from elb.core.policy.forecast import OVERDUE_GRACE, Capacity, ages_by
 from elb.core.policy.placement import Bin, FreeIndex, Key, named, width
 from elb.core.policy.view import host_numbers, nodes_for, oldest_first
-from elb.core.state import idle_since, is_busy, serves, started_host
+from elb.core.state import idle_since, is_busy, serves, started_host, worker_slots
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
 _BOOTING = frozenset(s for s in NodeState if s.booting)
@@ -211,11 +211,10 @@ class WorkerTally:
         assert room is not None
         return room
 
-    def booting_slots(self, name: str) -> int:
-        """A booting worker's slots as its record knows them (0: not known)."""
-        slots = self._entries[name].booting
-        assert slots is not None
-        return slots
+    def booting_slots(self, name: str, otherwise: int) -> int:
+        """A booting worker's slots (``worker_slots`` of its record; ``otherwise``: not known)."""
+        assert self._entries[name].booting is not None
+        return worker_slots(self._alive[name], otherwise=otherwise)
 
     def idle_since(self, name: str) -> float:
         since = self._entries[name].idle_since
@@ -437,12 +436,12 @@ class WorkerTally:
             if node is None:
                 return None
             if node.state in _BOOTING:
-                return _Entry(node.slots or 0, None, None, 0, None, True)
+                return _Entry(worker_slots(node, otherwise=0), None, None, 0, None, True)
             return _Entry(None, None, None, 0, None, name in self._running)
         up, free, total, host_busy = host_numbers(host)
         up_total = total if up else 0
         if node is not None and node.state in _BOOTING:
-            return _Entry(node.slots or 0, None, None, up_total, None, True)
+            return _Entry(worker_slots(node, otherwise=0), None, None, up_total, None, True)
         busy = is_busy(name in self._running, host_busy)
         if not serves(node, up):
             return _Entry(None, None, None, up_total, None, busy)
@@ -525,7 +524,7 @@ class CapacityTally(WorkerTally):
             for name in self.idle:
                 w = made.get(name)
                 if w is None or w.node is not alive[name]:
-                    w = IdleWorker(name, alive[name])
+                    w = IdleWorker(name, alive[name], self.idle_since(name))
                 out.append(w)
             self._idle_workers = tuple(out)
             self._idle_made = {w.name: w for w in out}
@@ -538,7 +537,7 @@ class CapacityTally(WorkerTally):
         for since, name in self.idle_by_since:
             if now - since < keep:
                 break
-            out.append(IdleWorker(name, self._alive[name]))
+            out.append(IdleWorker(name, self._alive[name], since))
         return tuple(out)
 
     def next_overdue(self, now: float, span: float) -> float:
@@ -623,7 +622,7 @@ class CapacityTally(WorkerTally):
         if e.ready is not None:
             self.bins.set(named(name), *e.ready)
         elif e.booting is not None:
-            s = e.booting or self._whole
+            s = self.booting_slots(name, self._whole)
             self.bins.set(named(name), s, s)
         elif o.ready is not None or o.booting is not None:
             self.bins.remove(named(name))
@@ -642,11 +641,12 @@ class CapacityTally(WorkerTally):
 @quick_init
 @dataclass(frozen=True, slots=True)
 class IdleWorker:
-    """A managed worker that is ready and idle (its record), as elb's cost rule reads a ``Worker``."""
+    """A managed worker that is ready and idle (its record, and since when: its entry's
+    ``idle_since``), as elb's cost rule reads a ``Worker``."""
 
     name: str
     node: Node
-    idle: bool = True
+    idle_since: float
 
 
 @quick_init

@@ -50,13 +50,13 @@ def host_numbers(host: Host) -> tuple[bool, int, int, bool]:
     if len(queues) == 1 and queues[0].flags is NO_FLAGS:  # one queue, usable (a simulated host's): the same sums
         q = queues[0]
         used, reserved, total = q.slots_used, q.slots_reserved, q.slots_total
-        return True, max(0, total - used - reserved), total, used > 0 or reserved > 0
+        return True, max(0, total - used - reserved), total, host.busy
     if all(q.flags is NO_FLAGS for q in queues):  # no flag: reachable and usable
         return (
             bool(queues),
             sum(max(0, q.slots_total - q.slots_used - q.slots_reserved) for q in queues),
             sum(q.slots_total for q in queues),
-            any(q.slots_used > 0 or q.slots_reserved > 0 for q in queues),
+            host.busy,
         )
     return host.up, host.free_slots, host.slots_total, host.busy
 
