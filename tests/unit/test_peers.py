@@ -60,6 +60,20 @@ def test_starcluster_adds_when_more_jobs_queue_than_the_cluster_has_slots_and_th
     assert p.decide(join(nodes, (), snap(nine, full), now=T0), History(last_change_at=T0 - 180)).add == 1
 
 
+def test_starcluster_s_quiet_hint_ends_at_the_stabilization_time_even_where_floats_round() -> None:
+    """``last + stabilization_time`` minus ``last`` is a hair under the stabilization time for
+    some times (76.4 + 180 - 76.4 < 180 in floating point): the hint, asked at the end of the
+    stabilization, must find it over there, not ask itself again for ever."""
+    last = 76.4
+    assert (last + 180.0) - last < 180.0  # the rounding the rule must not trip on
+    p = StarclusterPolicy(LIM)
+    nodes = [node("node001", 50 * 60, now=last + 60)]
+    idle = join(nodes, (), snap([], [host("node001")], now=last + 60), now=last + 60)
+    until = p.quiet_until(idle, History(last_change_at=last))
+    assert until == last + 180.0  # the node, idle 52 min into its hour, goes once the cluster is stable
+    assert [r.node for r in p.decide(idle.at(until), History(last_change_at=last)).remove] == ["node001"]
+
+
 def test_starcluster_adds_a_node_at_once_when_the_cluster_has_no_slot() -> None:
     plan = StarclusterPolicy(LIM).decide(join([], (), snap([pending(1, 0)]), now=T0), History(last_change_at=T0 - 1))
     assert plan.add == 1 and "no slot" in plan.add_reason

@@ -163,9 +163,11 @@ class StarclusterPolicy:
 
     def _stabilizing(self, history: History, now: float) -> float | None:
         last = history.last_change_at
-        if last is not None and now - last < self.params.stabilization_time:
-            return last + self.params.stabilization_time
-        return None
+        if last is None:
+            return None
+        # compared with the end itself: ``now - last`` at that end may round a hair under the time
+        end = last + self.params.stabilization_time
+        return end if now < end else None
 
     def _wait(self) -> float:
         return max(300.0, self.params.wait_time)
