@@ -96,7 +96,7 @@ from elb.core.model import Event, History, Host, Job, JobPhase, Node, NodeState,
 from elb.core.naming import next_names
 from elb.core.orders import Orders
 from elb.core.planner import PassInputs, PassPlan, plan_pass
-from elb.core.policy.base import Policy, QuietHint
+from elb.core.policy.base import FixedSize, Policy, QuietHint
 from elb.core.policy.grouped import GroupedPolicy
 from elb.core.policy.placement import FreeIndex, host_order, width
 from elb.core.policy.tally import Changes
@@ -442,7 +442,7 @@ class Simulator:
         self._ready = {g: FreeIndex[tuple[int, str]](n) for g, n in self.group_slots.items()}
         quiet = policy if isinstance(policy, QuietHint | GroupedPolicy) else None
         self.quiet = quiet if settings.fast_forward else None
-        self.watches_jobs = bool(getattr(policy, "watches_jobs", True))
+        self.watches_jobs = policy.watches_jobs if isinstance(policy, FixedSize) else True
         self._last_event_at = self.t0  # the time of the last events handled
         # The quick reaction: the cadence, where the polls count from (the start, or the last
         # pass a peek brought forward), when the last pass was, and the first waiting job's

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from elb.core.config import ClusterConfig, PolicyConfig
 from elb.core.naming import MAX_NODES
 from elb.core.policy import make_policy
-from elb.core.policy.base import Policy
+from elb.core.policy.base import ConfigKnobs, FixedSize, MasterRunsJobs, OwnClock, PeerKnobs, Policy
 from elb.core.policy.grouped import GroupedPolicy
 from elb.simulate.engine import SimOutcome, SimSettings, Simulator
 from elb.simulate.groups import Assignment, SimGroups, SimGroupsError, assign, one_group
@@ -48,21 +48,31 @@ def _convert(raw: str, like: object, *, ranged: bool = True) -> object:
     return value
 
 
+def _params(policy: Policy) -> object | None:
+    """The policy's own knobs (``PeerKnobs``), if it has any."""
+    return policy.params if isinstance(policy, PeerKnobs) else None
+
+
+def _config(policy: Policy) -> PolicyConfig | None:
+    """The policy's ``policy`` section (``ConfigKnobs``), if it is configured by one."""
+    config = policy.config if isinstance(policy, ConfigKnobs) else None
+    return config if isinstance(config, PolicyConfig) else None
+
+
 def has_param(policy: Policy, key: str) -> bool:
-    params = getattr(policy, "params", None)
+    params = _params(policy)
     if params is not None and dataclasses.is_dataclass(params) and key in {f.name for f in dataclasses.fields(params)}:
         return True
-    config = getattr(policy, "config", None)
-    return isinstance(config, PolicyConfig) and key in PolicyConfig.model_fields
+    return _config(policy) is not None and key in PolicyConfig.model_fields
 
 
 def param_value(policy: Policy, key: str) -> object:
     """The value of a parameter ``has_param`` finds (its own params first, then its PolicyConfig)."""
-    params = getattr(policy, "params", None)
+    params = _params(policy)
     if params is not None and dataclasses.is_dataclass(params) and key in {f.name for f in dataclasses.fields(params)}:
         return getattr(params, key)
-    config = getattr(policy, "config", None)
-    if isinstance(config, PolicyConfig) and key in PolicyConfig.model_fields:
+    config = _config(policy)
+    if config is not None and key in PolicyConfig.model_fields:
         return getattr(config, key)
     raise SimError(f"policy {policy.name} has no parameter {key!r}")
 
@@ -76,7 +86,7 @@ def with_param(policy: Policy, key: str, raw: str) -> Policy:
     """The same policy with one parameter changed (its own params, else its PolicyConfig)."""
     if key in REPLAY_OPTIONS:
         raise SimError(f"{key} is the replay's {REPLAY_OPTIONS[key]}, not a parameter of the policy")
-    params = getattr(policy, "params", None)
+    params = _params(policy)
     if params is not None and dataclasses.is_dataclass(params) and not isinstance(params, type):
         names = {f.name for f in dataclasses.fields(params)}
         if key in names:
@@ -88,8 +98,8 @@ def with_param(policy: Policy, key: str, raw: str) -> Policy:
             new_params = dataclasses.replace(params, **{key: value})
             replaced: Policy = dataclasses.replace(policy, params=new_params)  # type: ignore[type-var,unused-ignore]
             return replaced
-    config = getattr(policy, "config", None)
-    if isinstance(config, PolicyConfig) and key in PolicyConfig.model_fields:
+    config = _config(policy)
+    if config is not None and key in PolicyConfig.model_fields:
         data: dict[str, Any] = config.model_dump()
         current = data[key]  # the config's numbers are strict: convert the text to the field's kind
         try:
@@ -230,14 +240,13 @@ def replay(
     label: str | None = None,
     progress: Callable[[float], None] | None = None,
 ) -> tuple[Metrics, SimOutcome]:
-    initial = int(getattr(policy, "initial_nodes", 0) or 0)
-    own = getattr(policy, "interval", None)  # a peer that decides on its own clock (Slurm: 10 s)
-    if isinstance(own, int | float) and own > 0:
-        settings = dataclasses.replace(settings, poll_interval=float(own))
+    initial = policy.initial_nodes if isinstance(policy, FixedSize) else 0
+    if isinstance(policy, OwnClock) and policy.interval > 0:  # a peer that decides on its own clock (Slurm: 10 s)
+        settings = dataclasses.replace(settings, poll_interval=float(policy.interval))
     if not policy.name.startswith("elb"):  # the peek is elb's daemon's: a peer's model keeps its own cadence
         # and a peer is a whole system of its own, replayed as itself behind either scheduler
         settings = dataclasses.replace(settings, peek_interval=0.0, scheduler=Behind.SGE)
-    if getattr(policy, "master_exec", False) is True:  # a peer whose master runs jobs (StarCluster)
+    if isinstance(policy, MasterRunsJobs) and policy.master_exec:  # a peer whose master runs jobs (StarCluster)
         settings = dataclasses.replace(settings, master_exec_slots=settings.slots_per_node)
     t = time.perf_counter()
     sim = Simulator(

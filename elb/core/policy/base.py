@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from elb.core.config import PolicyConfig
 from elb.core.model import History, Plan
 from elb.core.state import ClusterState
 
@@ -28,3 +29,54 @@ class QuietHint(Protocol):
     poll."""
 
     def quiet_until(self, state: ClusterState, history: History) -> float: ...
+
+
+@runtime_checkable
+class OwnClock(Protocol):
+    """Optional for a policy: it decides on a clock of its own (Slurm's power saving, every
+    ``power_save_interval``); a replay polls it at that clock instead of the balancer's poll."""
+
+    @property
+    def interval(self) -> float: ...
+
+
+@runtime_checkable
+class MasterRunsJobs(Protocol):
+    """Optional for a policy: the cluster it models runs jobs on its master too (StarCluster);
+    a replay gives the master a node's slots, never billed. Without it the master runs none."""
+
+    @property
+    def master_exec(self) -> bool: ...
+
+
+@runtime_checkable
+class FixedSize(Protocol):
+    """Optional for a policy: a cluster of a fixed size, started at once (``initial_nodes``)
+    and planned on its nodes alone (``watches_jobs`` False: a job's start or end never changes
+    its plan, so a replay's fast-forward need not stop at them). Without it a replay starts
+    with no node and takes every policy to watch the jobs."""
+
+    @property
+    def initial_nodes(self) -> int: ...
+
+    @property
+    def watches_jobs(self) -> bool: ...
+
+
+@runtime_checkable
+class PeerKnobs(Protocol):
+    """Optional for a policy: knobs of its own, a dataclass (``params``) that a replay's
+    ``--set`` and ``--sweep`` change by name. Without it (and without ``ConfigKnobs``) a
+    policy has no knob a replay can set."""
+
+    @property
+    def params(self) -> object: ...
+
+
+@runtime_checkable
+class ConfigKnobs(Protocol):
+    """Optional for a policy: it is configured by the config's ``policy`` section, whose keys
+    a replay's ``--set`` and ``--sweep`` change by name."""
+
+    @property
+    def config(self) -> PolicyConfig: ...
