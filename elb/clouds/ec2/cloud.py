@@ -41,13 +41,12 @@ from botocore.exceptions import (
     BotoCoreError,
     ClientError,
     HTTPClientError,
-    NoCredentialsError,
-    NoRegionError,
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from elb.clouds.ec2.config import Ec2Config, LaunchTemplate, ec2_settings
 from elb.clouds.ec2.console import decode_output, host_key_in_console
+from elb.clouds.ec2.errors import CAPACITY_CODES, TRANSIENT_CODES, error_code, to_cloud_error
 from elb.clouds.ec2.groupoptions import ec2_options
 from elb.clouds.ec2.user_data import node_user_data
 from elb.core.config import Config
@@ -91,51 +90,6 @@ TEMPLATE_VERSION_TAG = "aws:ec2launchtemplate:version"
 Market = Literal["spot", "on-demand"]
 _Request = TypeVar("_Request", bound=Mapping[str, Any])
 
-# Error codes that mean "no room for this choice now": try the next type / subnet.
-CAPACITY_CODES = frozenset(
-    {
-        "InsufficientInstanceCapacity",
-        "InsufficientCapacity",
-        "InsufficientHostCapacity",
-        "InstanceLimitExceeded",
-        "VcpuLimitExceeded",
-        "Unsupported",  # e.g. instance type not supported in the subnet's AZ
-        "InsufficientFreeAddressesInSubnet",
-        "MaxSpotInstanceCountExceeded",
-        "SpotMaxPriceTooLow",
-    }
-)
-# Authentication and permission errors: never retried, the message names the permission.
-AUTH_CODES = frozenset(
-    {
-        "UnauthorizedOperation",
-        "AccessDenied",
-        "AccessDeniedException",
-        "AuthFailure",
-        "InvalidClientTokenId",
-        "UnrecognizedClientException",
-        "SignatureDoesNotMatch",
-        "ExpiredToken",
-        "RequestExpired",
-        "OptInRequired",
-        "Blocked",
-    }
-)
-# The account's API request rate: no fault of what was asked for (``CloudError.throttled``).
-THROTTLE_CODES = frozenset({"RequestLimitExceeded", "Throttling", "ThrottlingException"})
-# Still failing after botocore's own retries; trying again on a later pass may help.
-TRANSIENT_CODES = frozenset(
-    {
-        "RequestLimitExceeded",
-        "Throttling",
-        "ThrottlingException",
-        "InternalError",
-        "InternalFailure",
-        "ServiceUnavailable",
-        "Unavailable",
-    }
-)
-
 LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
 GONE_STATES = frozenset({"shutting-down", "terminated"})
 # EC2's instance states in the core's words (``InstanceState``); one EC2 does not name here
@@ -149,7 +103,6 @@ _STATE_WORDS = {
     "terminated": InstanceState.GONE,
 }
 _INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
-_PERMISSION = re.compile(r"perform:\s*([A-Za-z0-9-]+:[A-Za-z0-9*]+)")
 _RESERVED_TAGS = frozenset({TAG_CLUSTER, TAG_ROLE, TAG_MANAGED_BY, TAG_NAME, TAG_GROUP})
 _MAX_TAGS = 50  # tags per EC2 resource
 _MAX_TOKEN_GENERATIONS = 4
@@ -415,50 +368,6 @@ def _describe_worker(args: RunInstancesRequestTypeDef, spec: LaunchSpec) -> None
         if spec.root_volume_type is not None:
             ebs["VolumeType"] = spec.root_volume_type  # type: ignore[typeddict-item]
         args["BlockDeviceMappings"] = [{"DeviceName": spec.root_device_name, "Ebs": ebs}]
-
-
-def error_code(err: ClientError) -> str:
-    return str(err.response.get("Error", {}).get("Code", "Unknown"))
-
-
-def error_message(err: ClientError) -> str:
-    return str(err.response.get("Error", {}).get("Message", ""))
-
-
-def missing_permission(message: str, operation: str) -> str:
-    """The IAM action an access-denied message names, else ``ec2:<operation>``."""
-    m = _PERMISSION.search(message)
-    if m:
-        return m.group(1)
-    return f"ec2:{operation}" if operation else "an EC2 permission"
-
-
-def to_cloud_error(err: Exception, doing: str) -> CloudError:
-    """Turn a botocore exception into a :class:`CloudError` with plain words and ``retryable`` set."""
-    if isinstance(err, ClientError):
-        code, msg = error_code(err), error_message(err)
-        op = str(getattr(err, "operation_name", "") or "")
-        if code in AUTH_CODES:
-            perm = missing_permission(msg, op)
-            return CloudError(
-                f"{doing}: permission denied ({code}): elb's AWS identity needs {perm}; "
-                f"see elb iam-policy. AWS said: {msg.split(' Encoded authorization')[0]}",
-                retryable=False,
-            )
-        if code in TRANSIENT_CODES:
-            return CloudError(f"{doing}: {code} after retries: {msg}", retryable=True, throttled=code in THROTTLE_CODES)
-        return CloudError(f"{doing}: {code}: {msg}", retryable=False)
-    if isinstance(err, NoCredentialsError):
-        return CloudError(
-            f"{doing}: no AWS credentials found (environment, ~/.aws, or the instance profile)",
-            retryable=False,
-        )
-    if isinstance(err, NoRegionError):
-        return CloudError(f"{doing}: no AWS region: set cloud.ec2.region or AWS_DEFAULT_REGION", retryable=False)
-    # Connection failures and time-outs may pass; anything else (bad parameters, broken
-    # credentials files) will not.
-    transient = isinstance(err, BotoConnectionError | HTTPClientError)
-    return CloudError(f"{doing}: {type(err).__name__}: {err}", retryable=transient)
 
 
 def _start_stop_error(err: Exception, doing: str) -> CloudError:
