@@ -16,10 +16,10 @@ from elb.clouds.ec2.cloud import (
     LaunchSpec,
     choices,
     client_token,
-    is_cluster_worker,
     run_arguments,
 )
 from elb.clouds.ec2.errors import missing_permission, to_cloud_error
+from elb.clouds.ec2.tags import is_cluster_worker
 from elb.core.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, CloudError
 
 from .conftest import client_error

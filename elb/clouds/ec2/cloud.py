@@ -48,6 +48,18 @@ from elb.clouds.ec2.config import Ec2Config, LaunchTemplate, ec2_settings
 from elb.clouds.ec2.console import decode_output, host_key_in_console
 from elb.clouds.ec2.errors import CAPACITY_CODES, TRANSIENT_CODES, error_code, to_cloud_error
 from elb.clouds.ec2.groupoptions import ec2_options
+from elb.clouds.ec2.tags import (
+    MANAGED_BY,
+    ROLE_MASTER,
+    ROLE_WORKER,
+    TEMPLATE_VERSION_TAG,
+    check_extra_tags,
+    group_tag_arguments,
+    is_cluster_worker,
+    tag_groups,
+    tag_volumes,
+    tags_of,
+)
 from elb.clouds.ec2.user_data import node_user_data
 from elb.core.config import Config
 from elb.core.groups import NodeGroups
@@ -80,13 +92,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MANAGED_BY = "elb"
-ROLE_WORKER = "worker"
-ROLE_MASTER = "master"
-# The tag EC2 puts on an instance launched from a launch template: the version it was launched with
-# (``Instance.template_version``).
-TEMPLATE_VERSION_TAG = "aws:ec2launchtemplate:version"
-
 Market = Literal["spot", "on-demand"]
 _Request = TypeVar("_Request", bound=Mapping[str, Any])
 
@@ -103,8 +108,6 @@ _STATE_WORDS = {
     "terminated": InstanceState.GONE,
 }
 _INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
-_RESERVED_TAGS = frozenset({TAG_CLUSTER, TAG_ROLE, TAG_MANAGED_BY, TAG_NAME, TAG_GROUP})
-_MAX_TAGS = 50  # tags per EC2 resource
 _MAX_TOKEN_GENERATIONS = 4
 _MAX_SEND_ATTEMPTS = 2  # a launch request is sent with one token (botocore retries inside each)
 _ENDED_STATES = ("shutting-down", "terminated")
@@ -300,35 +303,6 @@ def fleet_arguments(
     return args
 
 
-def volume_ids(inst: Mapping[str, Any]) -> list[str]:
-    """The EBS volumes attached to an instance, as DescribeInstances lists them."""
-    return [
-        str(m["Ebs"]["VolumeId"])
-        for m in inst.get("BlockDeviceMappings", [])
-        if isinstance(m.get("Ebs"), Mapping) and m["Ebs"].get("VolumeId")
-    ]
-
-
-def group_tag_arguments(groups: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The keyword arguments of the ``CreateTags`` calls that give each instance (id -> node
-    group name) its group's tag (``TAG_GROUP``; pure): one tag set a call, so a call per group
-    (in the order the groups first come), of ``TAG_BATCH`` instances at most."""
-    ids: dict[str, list[str]] = {}
-    for iid, group in groups.items():
-        ids.setdefault(group, []).append(iid)
-    return [
-        {"Resources": members[start : start + TAG_BATCH], "Tags": [{"Key": TAG_GROUP, "Value": group}]}
-        for group, members in ids.items()
-        for start in range(0, len(members), TAG_BATCH)
-    ]
-
-
-def volume_tag_arguments(volumes: Sequence[str], tags: Sequence[TagTypeDef]) -> dict[str, Any]:
-    """The keyword arguments of the ``CreateTags`` that gives a fleet node's volumes the node's
-    tags (``worker_tags``; pure): an instant fleet cannot tag volumes at creation."""
-    return {"Resources": list(volumes), "Tags": list(tags)}
-
-
 def fleet_choice(error: Mapping[str, Any], market: Market) -> Choice | None:
     """The choice a ``CreateFleet`` error entry is about (its override), if it names one."""
     o = error.get("LaunchTemplateAndOverrides", {}).get("Overrides", {})
@@ -384,10 +358,6 @@ def instance_state(ec2_state: str) -> InstanceState:
     return _STATE_WORDS.get(ec2_state, InstanceState.STOPPED)
 
 
-def tags_of(inst: InstanceTypeDef) -> dict[str, str]:
-    return {t["Key"]: t["Value"] for t in inst.get("Tags", []) if "Key" in t and "Value" in t}
-
-
 def _launch_time(inst: InstanceTypeDef) -> float:
     launched = inst.get("LaunchTime")
     return launched.timestamp() if launched is not None else 0.0
@@ -395,7 +365,6 @@ def _launch_time(inst: InstanceTypeDef) -> float:
 
 STATUS_BATCH = 100  # instance ids per DescribeInstanceStatus call (EC2 takes at most 100 with ids)
 TERMINATE_BATCH = 1000  # instance ids per TerminateInstances call (EC2 takes at most 1000)
-TAG_BATCH = 1000  # resource ids per CreateTags call (EC2 takes at most 1000)
 
 
 def impaired(status: Mapping[str, Any], now: float) -> Notice | None:
@@ -409,17 +378,6 @@ def impaired(status: Mapping[str, Any], now: float) -> Notice | None:
     if not failed or not isinstance(iid, str):
         return None
     return Notice(NoticeKind.IMPAIRED, iid, now, f"{' and '.join(failed)} status check impaired")
-
-
-def is_cluster_worker(tags: Mapping[str, str], cluster: str, master: str) -> bool:
-    """The tag test elb applies to everything it lists or terminates."""
-    return (
-        tags.get(TAG_CLUSTER) == cluster
-        and tags.get(TAG_ROLE) == ROLE_WORKER
-        and tags.get(TAG_MANAGED_BY) == MANAGED_BY
-        and bool(tags.get(TAG_NAME))
-        and tags.get(TAG_NAME) != master
-    )
 
 
 # --------------------------------------------------------------------------- the adapter
@@ -490,20 +448,7 @@ class Ec2Cloud:
         node_groups: NodeGroups | None = None,
         host_keys: HostKeys | None = None,
     ) -> None:
-        bad = sorted(k for k in config.extra_tags if k in _RESERVED_TAGS or k.lower().startswith("aws:"))
-        if bad:
-            raise CloudError(f"cloud.ec2.extra_tags may not set {', '.join(bad)}: elb sets those itself")
-        room = _MAX_TAGS - len(_RESERVED_TAGS)
-        if len(config.extra_tags) > room:
-            raise CloudError(
-                f"cloud.ec2.extra_tags has {len(config.extra_tags)} tags: EC2 takes {_MAX_TAGS} per resource and "
-                f"elb sets {len(_RESERVED_TAGS)}, so at most {room}"
-            )
-        long = sorted(k[:40] for k, v in config.extra_tags.items() if not 1 <= len(k) <= 128 or len(v) > 256)
-        if long:
-            raise CloudError(
-                f"cloud.ec2.extra_tags {', '.join(long)}: EC2 takes keys of 1 to 128 characters, values of at most 256"
-            )
+        check_extra_tags(config.extra_tags)
         bad_sg = [g for g in config.security_groups if not g.startswith("sg-")]
         if bad_sg:
             raise CloudError(f"cloud.ec2.security_groups takes group ids (sg-...), not {', '.join(bad_sg)}")
@@ -614,15 +559,8 @@ class Ec2Cloud:
         return out
 
     def tag_groups(self, groups: Mapping[str, str]) -> None:
-        """Give each worker (instance id -> node group name) its group's tag, ``TAG_GROUP``
-        (``CreateTags``, ``group_tag_arguments``): a worker launched before elb set it. The IAM
-        policy lets elb add that tag alone, on the cluster's workers only."""
-        for kwargs in group_tag_arguments(groups):
-            ids = kwargs["Resources"]
-            try:
-                self.client.create_tags(**kwargs)
-            except (BotoCoreError, ClientError) as err:
-                raise to_cloud_error(err, f"tagging {', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''}") from None
+        """Give each worker (instance id -> node group name) its group's tag (``tags.tag_groups``)."""
+        tag_groups(self.client, groups)
 
     def new_node_slots(self) -> int | None:
         """Slots of the node ``launch`` would start first: configured, else the vCPUs of the first
@@ -1260,25 +1198,6 @@ class Ec2Cloud:
             raise CloudError(f"cannot launch {name}: its host key cannot be kept: {err}") from None
         return dataclasses.replace(spec, user_data=user_data)
 
-    def _tag_volumes(self, name: str, raw: InstanceTypeDef, tags: Sequence[TagTypeDef]) -> None:
-        """Give a running fleet node's volumes the node's tags (``CreateTags``). A failure is
-        logged: the instance, tagged at creation, is what elb lists and terminates by."""
-        volumes = volume_ids(raw)
-        if not volumes:
-            return
-        try:
-            self.client.create_tags(**volume_tag_arguments(volumes, tags))
-        except (BotoCoreError, ClientError) as err:
-            hint = ""
-            if isinstance(err, ClientError) and error_code(err) in ("UnauthorizedOperation", "AccessDenied"):
-                # elb iam-policy allows this CreateTags only on volumes already tagged as the cluster's.
-                hint = (
-                    f" (elb's IAM policy lets it tag only volumes the launch template tagged "
-                    f"{TAG_CLUSTER}={self.cluster} at creation: add that tag to the template's volume tags)"
-                )
-            why = to_cloud_error(err, "tagging")
-            log.warning("%s: volumes %s left untagged: %s%s", name, ", ".join(volumes), why, hint)
-
     def _wait_running(
         self, started: Mapping[str, str], deadline: float, volume_tags: Mapping[str, Sequence[TagTypeDef]]
     ) -> tuple[list[Instance], dict[str, str]]:
@@ -1300,7 +1219,7 @@ class Ec2Cloud:
                         ready.append(self._to_instance(raw))
                         del waiting[name]
                         if name in volume_tags:
-                            self._tag_volumes(name, raw, volume_tags[name])
+                            tag_volumes(self.client, self.cluster, name, raw, volume_tags[name])
                     elif state not in ("pending", "running"):
                         reason = raw.get("StateReason", {}).get("Message", "")
                         failed[name] = f"instance {iid} went {state} while booting {reason}".strip()

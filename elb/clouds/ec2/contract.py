@@ -433,7 +433,7 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         "create-tags-batch",
         ("ec2:CreateTags",),
         "EC2 API Reference, CreateTags, Request Parameters: ResourceId.N",
-        "Up to 1000 resource ids per call (elb.clouds.ec2.cloud.TAG_BATCH).",
+        "Up to 1000 resource ids per call (elb.clouds.ec2.tags.TAG_BATCH).",
         _check_create_tags,
         _set(("Resources",), []),
     ),

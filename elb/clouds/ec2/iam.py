@@ -25,11 +25,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from elb.clouds.ec2.cloud import MANAGED_BY, ROLE_WORKER
 from elb.clouds.ec2.config import LaunchTemplate, ec2_settings
 from elb.clouds.ec2.contract import CALLS, Caller
 from elb.clouds.ec2.groupoptions import ec2_options
 from elb.clouds.ec2.notices import RULES, queue_name, rule_name
+from elb.clouds.ec2.tags import MANAGED_BY, ROLE_WORKER
 from elb.core.config import Config
 from elb.core.interfaces import TAG_CLUSTER, TAG_GROUP, TAG_MANAGED_BY, TAG_ROLE
 
