@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import EndpointConnectionError
 
-from elb.clouds.ec2.cloud import Choice, preflight
+from elb.clouds.ec2.launch_requests import Choice
+from elb.clouds.ec2.preflight import preflight
 
 from .conftest import FaultyClient, all_instances
 from .test_ec2_cloud import cloud_with, live, tags

@@ -11,14 +11,8 @@ import boto3
 import pytest
 from botocore.exceptions import EndpointConnectionError, NoCredentialsError, ParamValidationError, ReadTimeoutError
 
-from elb.clouds.ec2.cloud import (
-    Choice,
-    LaunchSpec,
-    choices,
-    client_token,
-    run_arguments,
-)
 from elb.clouds.ec2.errors import missing_permission, to_cloud_error
+from elb.clouds.ec2.launch_requests import Choice, LaunchSpec, choices, client_token, run_arguments
 from elb.clouds.ec2.tags import is_cluster_worker
 from elb.core.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, CloudError
 

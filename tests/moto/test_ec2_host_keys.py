@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from elb.clouds.ec2.cloud import Choice, run_arguments
+from elb.clouds.ec2.launch_requests import Choice, run_arguments
 from elb.clouds.ec2.user_data import MAX_BYTES, host_key_cloud_config, node_user_data
 from elb.core.interfaces import CloudError, NodeBoot
 from elb.provision.hostkeys import PRUNE_GRACE, HostKeys, generate

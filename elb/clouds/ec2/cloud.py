@@ -25,8 +25,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import functools
-import hashlib
-import json
 import logging
 import re
 import threading
@@ -48,13 +46,23 @@ from elb.clouds.ec2.config import Ec2Config, LaunchTemplate, ec2_settings
 from elb.clouds.ec2.console import decode_output, host_key_in_console
 from elb.clouds.ec2.errors import CAPACITY_CODES, TRANSIENT_CODES, error_code, to_cloud_error
 from elb.clouds.ec2.groupoptions import ec2_options
+from elb.clouds.ec2.launch_requests import (
+    Choice,
+    LaunchSpec,
+    Market,
+    choices,
+    fleet_arguments,
+    fleet_choice,
+    run_arguments,
+    uses_fleet,
+    worker_tags,
+)
 from elb.clouds.ec2.tags import (
     MANAGED_BY,
     ROLE_MASTER,
     ROLE_WORKER,
     TEMPLATE_VERSION_TAG,
     check_extra_tags,
-    group_tag_arguments,
     is_cluster_worker,
     tag_groups,
     tag_volumes,
@@ -65,7 +73,6 @@ from elb.core.config import Config
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import (
     TAG_CLUSTER,
-    TAG_GROUP,
     TAG_MANAGED_BY,
     TAG_NAME,
     TAG_ROLE,
@@ -82,17 +89,14 @@ from elb.provision.hostkeys import HostKeys
 if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
     from mypy_boto3_ec2.type_defs import (
-        EbsBlockDeviceTypeDef,
         FilterTypeDef,
         InstanceTypeDef,
         RunInstancesRequestTypeDef,
-        TagSpecificationTypeDef,
         TagTypeDef,
     )
 
 log = logging.getLogger(__name__)
 
-Market = Literal["spot", "on-demand"]
 _Request = TypeVar("_Request", bound=Mapping[str, Any])
 
 LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
@@ -115,233 +119,6 @@ _NO_FRESH_REQUEST = "no fresh ClientToken: EC2 answered each with an ended insta
 
 
 # --------------------------------------------------------------------------- pure helpers
-
-
-@dataclass(frozen=True, slots=True)
-class Choice:
-    """One way to start a worker: instance type, subnet (None: EC2's default) and market."""
-
-    instance_type: str
-    subnet: str | None
-    market: Market = "on-demand"
-
-    def describe(self) -> str:
-        return f"{self.instance_type} in {self.subnet or 'default subnet'} ({self.market})"
-
-
-@dataclass(frozen=True, slots=True)
-class LaunchSpec:
-    """Everything ``RunInstances`` needs besides the node name, resolved from config and workers."""
-
-    image_id: str | None  # None only with a launch template (the template's image)
-    instance_types: tuple[str, ...]
-    subnets: tuple[str | None, ...]
-    security_groups: tuple[str, ...] = ()
-    key_name: str | None = None
-    iam_instance_profile: str | None = None
-    root_device_name: str | None = None
-    root_volume_size: int | None = None
-    root_volume_type: str | None = None
-    user_data: str | None = None
-    extra_tags: Mapping[str, str] = field(default_factory=dict)
-    spot: bool = False
-    spot_max_price: str | None = None
-    spot_fallback_on_demand: bool = True
-    launch_template: LaunchTemplate | None = None
-    metadata_tokens: str = "required"
-    placement_group: str | None = None  # a cluster placement group the node goes into
-    group: str | None = None  # the node group of its nodes, their elb:group tag; None: no such tag
-
-
-def choices(spec: LaunchSpec) -> list[Choice]:
-    """The ordered choices: each instance type over each subnet; spot first, then on-demand if allowed."""
-    markets: list[Market] = ["on-demand"]
-    if spec.spot:
-        markets = ["spot", "on-demand"] if spec.spot_fallback_on_demand else ["spot"]
-    return [Choice(t, s, m) for m in markets for t in spec.instance_types for s in spec.subnets]
-
-
-def client_token(request: Mapping[str, Any], *, after: str = "", generation: int = 0) -> str:
-    """The ``ClientToken`` of one launch request, ``RunInstances`` or ``CreateFleet`` (<= 64 ASCII
-    characters): a digest of the request (its ``ClientToken`` and ``DryRun`` left out), of
-    ``after`` and of ``generation``.
-
-    One rule for both calls. The request is in it because EC2 refuses a token it has seen with
-    other parameters (``IdempotentParameterMismatch``): another choice, another set of fleet
-    overrides (a back-off took one out), another template version is another attempt. ``after``
-    is the newest ended instance that had the node's name (``""`` when none is listed): Slurm
-    and elb reuse names, and EC2 answers a token it has seen with the instance it started
-    then, even terminated, for longer than it lists terminated instances. ``generation`` is
-    raised when EC2 answers with an ended instance all the same, and past a token this process
-    spent on a request that launched nothing (an instant fleet of errors only is still a fleet,
-    which EC2 would answer again with the same errors). A retry of one attempt builds the same
-    request with the same ``after`` and so sends the same token.
-    """
-    body = {k: v for k, v in request.items() if k not in ("ClientToken", "DryRun")}
-    key = json.dumps([body, after, generation], sort_keys=True, separators=(",", ":"), default=str)
-    return "elb-" + hashlib.sha256(key.encode()).hexdigest()[:56]
-
-
-def worker_tags(spec: LaunchSpec, cluster: str, name: str) -> list[TagTypeDef]:
-    """The tags of node ``name`` launched as ``spec`` says: its ``extra_tags``, elb's, and its
-    node group's name when ``spec`` has one."""
-    tags: list[TagTypeDef] = [{"Key": k, "Value": v} for k, v in sorted(spec.extra_tags.items())]
-    tags += [
-        {"Key": TAG_CLUSTER, "Value": cluster},
-        {"Key": TAG_ROLE, "Value": ROLE_WORKER},
-        {"Key": TAG_MANAGED_BY, "Value": MANAGED_BY},
-        {"Key": TAG_NAME, "Value": name},
-    ]
-    if spec.group is not None:
-        tags.append({"Key": TAG_GROUP, "Value": spec.group})
-    return tags
-
-
-def run_arguments(
-    spec: LaunchSpec, choice: Choice, cluster: str, name: str, *, after: str = "", generation: int = 0
-) -> RunInstancesRequestTypeDef:
-    """The keyword arguments of one ``RunInstances`` call (pure), with its ``client_token``.
-
-    With a launch template the request names it and sets only the instance type, the subnet, the
-    market and the tags (EC2 merges them over the template's); without one, elb describes the
-    worker itself, with IMDSv2 required unless ``metadata_tokens`` says otherwise.
-    """
-    tags = worker_tags(spec, cluster, name)
-    tag_specs: list[TagSpecificationTypeDef] = [
-        {"ResourceType": "instance", "Tags": tags},
-        {"ResourceType": "volume", "Tags": tags},
-    ]
-    args: RunInstancesRequestTypeDef = {
-        "InstanceType": choice.instance_type,  # type: ignore[typeddict-item]
-        "MinCount": 1,
-        "MaxCount": 1,
-        "TagSpecifications": tag_specs,
-    }
-    if choice.subnet is not None:
-        args["SubnetId"] = choice.subnet
-    if choice.market == "spot":
-        args["InstanceMarketOptions"] = _spot_options(spec)
-    if spec.placement_group is not None:
-        args["Placement"] = {"GroupName": spec.placement_group}
-    template = spec.launch_template
-    if template is not None:
-        ref: dict[str, str] = {"Version": template.version}
-        if template.id is not None:
-            ref["LaunchTemplateId"] = template.id
-        else:
-            ref["LaunchTemplateName"] = template.name or ""
-        args["LaunchTemplate"] = ref  # type: ignore[typeddict-item]
-        if spec.user_data is not None:  # a node's boot: replaces the template's, which it holds first
-            args["UserData"] = spec.user_data  # boto3 base64-encodes it
-    else:
-        _describe_worker(args, spec)
-    args["ClientToken"] = client_token(args, after=after, generation=generation)
-    return args
-
-
-def uses_fleet(spec: LaunchSpec) -> bool:
-    """Whether a node is launched with one ``CreateFleet`` call rather than ``RunInstances`` per
-    choice: with a launch template (a fleet needs one) and more than one way to start it; never
-    for a node given user data of its own (its boot: ``CreateFleet``'s overrides take none)."""
-    if spec.placement_group is not None:  # RunInstances places each node in the group
-        return False
-    if spec.launch_template is not None and spec.user_data is not None:
-        return False
-    return spec.launch_template is not None and (len(spec.instance_types) > 1 or len(spec.subnets) > 1 or spec.spot)
-
-
-def fleet_arguments(
-    spec: LaunchSpec,
-    options: Sequence[Choice],
-    cluster: str,
-    name: str,
-    *,
-    after: str = "",
-    generation: int = 0,
-) -> dict[str, Any]:
-    """The keyword arguments of one ``CreateFleet`` (type ``instant``) for one node, with its
-    ``client_token``: the template with ``options`` (one market) as overrides in order of
-    preference; spot by price-capacity-optimized, on-demand prioritized in that order (pure).
-
-    An instant fleet tags only the ``fleet`` and its ``instance``s at creation (the volumes are
-    tagged once the instance runs: ``volume_tag_arguments``); the fleet carries elb's tags too,
-    which is what the IAM policy's conditions on ``CreateFleet`` test."""
-    template = spec.launch_template
-    if template is None or not options or len({c.market for c in options}) != 1:
-        raise CloudError("a fleet request needs a launch template and choices of one market")
-    market = options[0].market
-    ref: dict[str, str] = {"Version": template.version}
-    if template.id is not None:
-        ref["LaunchTemplateId"] = template.id
-    else:
-        ref["LaunchTemplateName"] = template.name or ""
-    overrides: list[dict[str, Any]] = []
-    for priority, c in enumerate(options):
-        o: dict[str, Any] = {"InstanceType": c.instance_type}
-        if c.subnet is not None:
-            o["SubnetId"] = c.subnet
-        if market == "on-demand":
-            o["Priority"] = float(priority)
-        elif spec.spot_max_price:
-            o["MaxPrice"] = spec.spot_max_price
-        overrides.append(o)
-    tags = worker_tags(spec, cluster, name)
-    args: dict[str, Any] = {
-        "Type": "instant",
-        "LaunchTemplateConfigs": [{"LaunchTemplateSpecification": ref, "Overrides": overrides}],
-        "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": market},
-        "TagSpecifications": [
-            {"ResourceType": "fleet", "Tags": tags},
-            {"ResourceType": "instance", "Tags": tags},
-        ],
-    }
-    if market == "spot":
-        args["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
-    else:
-        args["OnDemandOptions"] = {"AllocationStrategy": "prioritized"}
-    args["ClientToken"] = client_token(args, after=after, generation=generation)
-    return args
-
-
-def fleet_choice(error: Mapping[str, Any], market: Market) -> Choice | None:
-    """The choice a ``CreateFleet`` error entry is about (its override), if it names one."""
-    o = error.get("LaunchTemplateAndOverrides", {}).get("Overrides", {})
-    if not o.get("InstanceType"):
-        return None
-    return Choice(str(o["InstanceType"]), o.get("SubnetId"), market)
-
-
-def _spot_options(spec: LaunchSpec) -> Any:
-    spot_opts: dict[str, Any] = {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"}
-    if spec.spot_max_price:
-        spot_opts["MaxPrice"] = spec.spot_max_price
-    return {"MarketType": "spot", "SpotOptions": spot_opts}
-
-
-def _describe_worker(args: RunInstancesRequestTypeDef, spec: LaunchSpec) -> None:
-    """The parts of a ``RunInstances`` request a launch template would otherwise hold."""
-    if spec.image_id is None:
-        raise CloudError("no AMI and no launch template: set cloud.ec2.ami or cloud.ec2.launch_template")
-    args["ImageId"] = spec.image_id
-    args["MetadataOptions"] = {"HttpTokens": spec.metadata_tokens, "HttpEndpoint": "enabled"}  # type: ignore[typeddict-item]
-    if spec.security_groups:
-        args["SecurityGroupIds"] = list(spec.security_groups)
-    if spec.key_name:
-        args["KeyName"] = spec.key_name
-    if spec.iam_instance_profile:
-        prof = spec.iam_instance_profile
-        args["IamInstanceProfile"] = {"Arn": prof} if prof.startswith("arn:") else {"Name": prof}
-    if spec.user_data is not None:
-        args["UserData"] = spec.user_data  # boto3 base64-encodes it
-    if spec.root_volume_size is not None or spec.root_volume_type is not None:
-        if spec.root_device_name is None:
-            raise CloudError(f"cannot size the root volume: AMI {spec.image_id} has no root device name")
-        ebs: EbsBlockDeviceTypeDef = {"DeleteOnTermination": True}
-        if spec.root_volume_size is not None:
-            ebs["VolumeSize"] = spec.root_volume_size
-        if spec.root_volume_type is not None:
-            ebs["VolumeType"] = spec.root_volume_type  # type: ignore[typeddict-item]
-        args["BlockDeviceMappings"] = [{"DeviceName": spec.root_device_name, "Ebs": ebs}]
 
 
 def _start_stop_error(err: Exception, doing: str) -> CloudError:
@@ -1388,173 +1165,3 @@ class Ec2Cloud:
                 break
             self.sleep(min(self.poll_interval, max(0.0, deadline - self.clock())))
         return done, failed
-
-
-# --------------------------------------------------------------------------- preflight
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    """One line of ``elb ec2-check``."""
-
-    what: str
-    ok: bool
-    detail: str
-
-
-def _dry_run(call: Callable[[], object], what: str) -> Check:
-    """EC2 answers a permitted dry run with the error DryRunOperation."""
-    try:
-        call()
-    except ClientError as err:
-        if error_code(err) == "DryRunOperation":
-            return Check(what, True, "allowed")
-        return Check(what, False, str(to_cloud_error(err, what)))
-    except BotoCoreError as err:
-        return Check(what, False, str(to_cloud_error(err, what)))
-    return Check(what, False, "the dry run was not refused: the endpoint ignores DryRun")
-
-
-def _group_tag_check(cloud: Ec2Cloud, iid: str) -> Check:
-    """The tag the daemon gives a worker launched before elb tagged its node group (``tag_groups``),
-    tried with ``DryRun`` on ``iid``: the IAM policy must allow it (an older policy does not)."""
-    group = cloud.node_groups.groups[0].name if cloud.node_groups is not None else "default"
-    (kwargs,) = group_tag_arguments({iid: group})
-    return _dry_run(
-        lambda: cloud.client.create_tags(**kwargs, DryRun=True),
-        f"tag a worker launched before {TAG_GROUP} with its node group (CreateTags on {iid})",
-    )
-
-
-def _image_or_template(spec: LaunchSpec) -> str:
-    t = spec.launch_template
-    if t is None:
-        return str(spec.image_id)
-    return f"launch template {t.id or t.name} version {t.version}"
-
-
-def imds_problem(template: LaunchTemplate, data: Mapping[str, Any]) -> str | None:
-    """Why a launch template version's data lets a worker use IMDSv1, with the fix; None when
-    it requires IMDSv2 (``MetadataOptions.HttpTokens: required``). Pure."""
-    tokens = data.get("MetadataOptions", {}).get("HttpTokens")
-    if tokens == "required":
-        return None
-    which = f"--launch-template-id {template.id}" if template.id else f"--launch-template-name {template.name}"
-    said = f"is {tokens!r}" if tokens else "is not set (the AMI's or the account's default applies)"
-    return (
-        f"MetadataOptions.HttpTokens {said}, so a worker answers IMDSv1 requests; elb requires 'required': "
-        f"aws ec2 create-launch-template-version {which} --source-version {template.version} "
-        """--launch-template-data '{"MetadataOptions":{"HttpTokens":"required"}}', then make it the """
-        "default (aws ec2 modify-launch-template --default-version N) or name it in version:"
-    )
-
-
-def template_imds_check(template: LaunchTemplate, cloud: Ec2Cloud) -> Check:
-    """One ``elb ec2-check`` line: does the launch template version require IMDSv2?"""
-    what = f"IMDSv2 in launch template {template.id or template.name} version {template.version}"
-    try:
-        version = cloud.template_version(template)
-    except CloudError as err:
-        return Check(what, False, str(err))
-    problem = imds_problem(template, version.get("LaunchTemplateData", {}))
-    return Check(what, problem is None, problem or "HttpTokens required")
-
-
-# What the preflight's dry run gives a template's node that configures itself at boot: a boot of
-# the right shape (a file, a command); the node's own is made at its launch.
-PREFLIGHT_BOOT = NodeBoot(files={"/etc/elb/boot-inventory.yml": "{}\n"}, argv=("/bin/true",))
-
-
-def preflight(cloud: Ec2Cloud, *, warm_pool: bool, boot: bool = False) -> list[Check]:
-    """Check credentials, settings and permissions without starting or stopping anything.
-
-    Each launch template the config names must require IMDSv2 (``imds_problem``).
-    ``RunInstances``, ``TerminateInstances``, ``CreateTags`` of a worker's node group when one
-    lacks it (``tag_groups``) and, with a ``warm_pool`` (which the config's IAM
-    policy then allows), ``StopInstances`` and ``StartInstances`` are called with ``DryRun=True``: EC2 checks the
-    IAM policy (tag conditions and ``iam:PassRole`` included) and the parameters, and starts nothing.
-    ``boot`` (``provision.mode: boot``): a launch template's nodes are launched with user data of
-    their own (``RunInstances``, the template's user data first), and that is what is tried.
-    """
-    checks: list[Check] = []
-    try:
-        workers = cloud.list_workers()
-    except CloudError as err:
-        return [Check("read the cluster (DescribeInstances)", False, str(err))]
-    checks.append(Check("read the cluster (DescribeInstances)", True, f"{len(workers)} elb workers running"))
-    try:
-        spec = cloud.launch_spec()
-        if boot and spec.launch_template is not None:
-            site = cloud.template_user_data(spec.launch_template)
-            spec = dataclasses.replace(spec, user_data=node_user_data(site, None, PREFLIGHT_BOOT))
-    except (CloudError, ValueError) as err:
-        checks.append(Check("launch settings", False, str(err)))
-        return checks
-    subnets = ", ".join(s or "default" for s in spec.subnets)
-    checks.append(
-        Check(
-            "launch settings",
-            True,
-            f"{_image_or_template(spec)}; types {', '.join(spec.instance_types)}; subnets {subnets}"
-            + ("; spot" if spec.spot else "")
-            + ("; launched by CreateFleet" if uses_fleet(spec) else ""),
-        )
-    )
-    checks += _launch_checks(cloud, spec)
-    checks += _worker_checks(cloud, workers, warm_pool=warm_pool)
-    return checks
-
-
-def _launch_checks(cloud: Ec2Cloud, spec: LaunchSpec) -> list[Check]:
-    """The preflight's checks of a launch: the first choice's slots, each launch template's IMDS
-    setting, and the launch itself with ``DryRun=True`` (``CreateFleet`` or ``RunInstances``)."""
-    checks: list[Check] = []
-    first = choices(spec)[0]
-    try:
-        checks.append(Check("slots (DescribeInstanceTypes)", True, f"{cloud.slots_for(first.instance_type)}"))
-    except CloudError as err:
-        checks.append(Check("slots (DescribeInstanceTypes)", False, str(err)))
-    for template in cloud.launch_templates():
-        checks.append(template_imds_check(template, cloud))
-    if uses_fleet(spec):
-        options = [c for c in choices(spec) if c.market == first.market]
-        fleet = fleet_arguments(spec, options, cloud.cluster, "elb-preflight")
-        fleet["DryRun"] = True
-        checks.append(_dry_run(lambda: cloud.client.create_fleet(**fleet), "launch a worker (CreateFleet)"))
-    else:
-        args = run_arguments(spec, first, cloud.cluster, "elb-preflight")
-        args["DryRun"] = True
-        checks.append(_dry_run(lambda: cloud.client.run_instances(**args), "launch a worker (RunInstances)"))
-    return checks
-
-
-def _worker_checks(cloud: Ec2Cloud, workers: Sequence[Instance], *, warm_pool: bool) -> list[Check]:
-    """The preflight's checks on a running worker, with ``DryRun=True``: its termination, with a
-    ``warm_pool`` its stop and start, and its node group's tag where one lacks it; none tried
-    without a worker."""
-    if not workers:
-        checks = [Check("terminate a worker (TerminateInstances)", True, "not tried: no elb worker running")]
-        if warm_pool:
-            what = "stop and start a worker (StopInstances, StartInstances)"
-            checks.append(Check(what, True, "not tried: no elb worker running"))
-        return checks
-    iid = workers[0].instance_id
-    checks = [
-        _dry_run(
-            lambda: cloud.client.terminate_instances(InstanceIds=[iid], DryRun=True),
-            f"terminate a worker (TerminateInstances on {iid})",
-        )
-    ]
-    pool = (("stop", cloud.client.stop_instances), ("start", cloud.client.start_instances)) if warm_pool else ()
-    for verb, call in pool:
-        api = f"{verb.capitalize()}Instances"
-        checks.append(
-            _dry_run(
-                functools.partial(call, InstanceIds=[iid], DryRun=True),
-                f"{verb} a worker, for a warm pool ({api} on {iid})",
-            )
-        )
-    untagged = [w for w in workers if TAG_GROUP not in w.tags]
-    if untagged:
-        checks.append(_group_tag_check(cloud, untagged[0].instance_id))
-    return checks
