@@ -29,9 +29,9 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 import boto3
 from botocore.config import Config as BotoConfig
@@ -44,8 +44,11 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from elb.clouds.ec2.config import Ec2Config, LaunchTemplate, ec2_settings
 from elb.clouds.ec2.console import decode_output, host_key_in_console
+from elb.clouds.ec2.context import Ec2Context
 from elb.clouds.ec2.errors import CAPACITY_CODES, TRANSIENT_CODES, error_code, to_cloud_error
 from elb.clouds.ec2.groupoptions import ec2_options
+from elb.clouds.ec2.health import status_checks
+from elb.clouds.ec2.instances import GONE_STATES, Instances
 from elb.clouds.ec2.launch_requests import (
     Choice,
     LaunchSpec,
@@ -57,16 +60,11 @@ from elb.clouds.ec2.launch_requests import (
     uses_fleet,
     worker_tags,
 )
+from elb.clouds.ec2.lifecycle import Lifecycle, terminate_quietly
 from elb.clouds.ec2.tags import (
     MANAGED_BY,
-    ROLE_MASTER,
-    ROLE_WORKER,
-    TEMPLATE_VERSION_TAG,
     check_extra_tags,
-    is_cluster_worker,
     tag_groups,
-    tag_volumes,
-    tags_of,
 )
 from elb.clouds.ec2.user_data import node_user_data
 from elb.core.config import Config
@@ -74,15 +72,11 @@ from elb.core.groups import NodeGroups
 from elb.core.interfaces import (
     TAG_CLUSTER,
     TAG_MANAGED_BY,
-    TAG_NAME,
-    TAG_ROLE,
     CloudError,
     Instance,
-    InstanceState,
     LaunchResult,
     NodeBoot,
     Notice,
-    NoticeKind,
 )
 from elb.provision.hostkeys import HostKeys
 
@@ -98,63 +92,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _Request = TypeVar("_Request", bound=Mapping[str, Any])
+T = TypeVar("T")
 
-LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
-GONE_STATES = frozenset({"shutting-down", "terminated"})
-# EC2's instance states in the core's words (``InstanceState``); one EC2 does not name here
-# counts as existing and not running: it may cost, it serves nothing.
-_STATE_WORDS = {
-    "pending": InstanceState.PENDING,
-    "running": InstanceState.RUNNING,
-    "stopping": InstanceState.STOPPING,
-    "stopped": InstanceState.STOPPED,
-    "shutting-down": InstanceState.GONE,
-    "terminated": InstanceState.GONE,
-}
-_INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
 _MAX_TOKEN_GENERATIONS = 4
 _MAX_SEND_ATTEMPTS = 2  # a launch request is sent with one token (botocore retries inside each)
-_ENDED_STATES = ("shutting-down", "terminated")
 _NO_FRESH_REQUEST = "no fresh ClientToken: EC2 answered each with an ended instance or another request"
-
-
-# --------------------------------------------------------------------------- pure helpers
-
-
-def _start_stop_error(err: Exception, doing: str) -> CloudError:
-    """A StartInstances or StopInstances failure: retryable also when EC2 has no capacity to
-    start it now, or the instance is between states (IncorrectInstanceState)."""
-    out = to_cloud_error(err, doing)
-    if isinstance(err, ClientError) and error_code(err) in (*CAPACITY_CODES, "IncorrectInstanceState"):
-        out.retryable = True
-    return out
-
-
-def instance_state(ec2_state: str) -> InstanceState:
-    """EC2's name of an instance's state in the core's words."""
-    return _STATE_WORDS.get(ec2_state, InstanceState.STOPPED)
-
-
-def _launch_time(inst: InstanceTypeDef) -> float:
-    launched = inst.get("LaunchTime")
-    return launched.timestamp() if launched is not None else 0.0
-
-
-STATUS_BATCH = 100  # instance ids per DescribeInstanceStatus call (EC2 takes at most 100 with ids)
-TERMINATE_BATCH = 1000  # instance ids per TerminateInstances call (EC2 takes at most 1000)
-
-
-def impaired(status: Mapping[str, Any], now: float) -> Notice | None:
-    """A ``DescribeInstanceStatus`` entry as a notice when a status check says ``impaired``."""
-    failed = [
-        what
-        for what, key in (("instance", "InstanceStatus"), ("system", "SystemStatus"))
-        if status.get(key, {}).get("Status") == "impaired"
-    ]
-    iid = status.get("InstanceId")
-    if not failed or not isinstance(iid, str):
-        return None
-    return Notice(NoticeKind.IMPAIRED, iid, now, f"{' and '.join(failed)} status check impaired")
 
 
 # --------------------------------------------------------------------------- the adapter
@@ -204,12 +146,36 @@ def make_client(cfg: Ec2Config, *, total_attempts: int = 5) -> EC2Client:
         raise to_cloud_error(err, "creating the EC2 client") from None
 
 
+class _Shared(Generic[T]):
+    """An attribute of the adapter that its parts share: kept in its ``context``, read and set there."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, cloud: Ec2Cloud, owner: type | None = None) -> T:
+        return cast("T", getattr(cloud.context, self.name))
+
+    def __set__(self, cloud: Ec2Cloud, value: T) -> None:
+        setattr(cloud.context, self.name, value)
+
+
 class Ec2Cloud:
     """:class:`elb.core.interfaces.Cloud` on EC2 for one cluster."""
 
     # A started instance boots: systemd starts the exec daemon the sge_exec role enabled, and
     # mounts the shared directories from fstab (the nfs_client role's lines).
     restart_runs_services = True
+
+    config: _Shared[Ec2Config] = _Shared()
+    cluster: _Shared[str] = _Shared()
+    master: _Shared[str] = _Shared()
+    slots_per_node: _Shared[int | None] = _Shared()
+    client: _Shared[EC2Client] = _Shared()
+    clock: _Shared[Callable[[], float]] = _Shared()
+    sleep: _Shared[Callable[[float], None]] = _Shared()
+    poll_interval: _Shared[float] = _Shared()
+    node_groups: _Shared[NodeGroups | None] = _Shared()
+    host_keys: _Shared[HostKeys | None] = _Shared()
 
     def __init__(
         self,
@@ -229,25 +195,26 @@ class Ec2Cloud:
         bad_sg = [g for g in config.security_groups if not g.startswith("sg-")]
         if bad_sg:
             raise CloudError(f"cloud.ec2.security_groups takes group ids (sg-...), not {', '.join(bad_sg)}")
-        self.config = config
-        self.cluster = cluster
-        self.master = master
-        self.slots_per_node = slots_per_node
-        self.client: EC2Client = client if client is not None else make_client(config)
-        self.clock = clock
-        self.sleep = sleep
-        self.poll_interval = poll_interval
+        self.context = Ec2Context(
+            config=config,
+            cluster=cluster,
+            master=master,
+            slots_per_node=slots_per_node,
+            client=client if client is not None else make_client(config),
+            clock=clock,
+            sleep=sleep,
+            poll_interval=poll_interval,
+            node_groups=node_groups,
+            host_keys=host_keys,
+        )
+        self.instances = Instances(self.context)
+        self.lifecycle = Lifecycle(self.context, self.instances)
         self._backoff: dict[Choice, float] = {}  # choice -> avoid until (clock seconds)
-        self._vcpus: dict[str, int] = {}
         self._root_devices: dict[str, str | None] = {}
-        self.node_groups = node_groups  # config node_groups: each group's types, template, market
         self._placement_groups: set[str] = set()  # known to exist
         # Tokens whose request launched nothing (a capacity error; a fleet of errors only, which
         # EC2 would answer again as it did): never sent again by this process.
         self._spent: set[str] = set()
-        # The nodes' SSH host keys: each node elb describes itself gets its key in its user data
-        # (``elb.clouds.ec2.user_data``). None: nodes make their own at first boot (unchecked).
-        self.host_keys = host_keys
 
     @classmethod
     def from_config(cls, config: Config, **kwargs: Any) -> Ec2Cloud:
@@ -264,76 +231,15 @@ class Ec2Cloud:
 
     def describe(self, filters: Sequence[FilterTypeDef], doing: str) -> list[InstanceTypeDef]:
         """All instances matching ``filters`` (every page); errors become CloudError."""
-        out: list[InstanceTypeDef] = []
-        try:
-            pages = self.client.get_paginator("describe_instances").paginate(Filters=list(filters))
-            for page in pages:
-                for res in page.get("Reservations", []):
-                    out.extend(res.get("Instances", []))
-        except (BotoCoreError, ClientError) as err:
-            raise to_cloud_error(err, doing) from None
-        return out
-
-    def _worker_filters(self, states: Iterable[str] = LIVE_STATES) -> list[FilterTypeDef]:
-        return [
-            {"Name": f"tag:{TAG_CLUSTER}", "Values": [self.cluster]},
-            {"Name": f"tag:{TAG_ROLE}", "Values": [ROLE_WORKER]},
-            {"Name": f"tag:{TAG_MANAGED_BY}", "Values": [MANAGED_BY]},
-            {"Name": "instance-state-name", "Values": list(states)},
-        ]
-
-    def _to_instance(self, raw: InstanceTypeDef) -> Instance:
-        tags = tags_of(raw)
-        itype = raw.get("InstanceType")
-        slots: int | None = None
-        if itype:
-            try:
-                slots = self.slots_for(itype)
-            except CloudError as err:
-                log.warning("slots of %s unknown: %s", itype, err)
-        launched = raw.get("LaunchTime")
-        return Instance(
-            instance_id=raw.get("InstanceId", ""),
-            name=tags.get(TAG_NAME, ""),
-            state=instance_state(raw.get("State", {}).get("Name", "unknown")),
-            launched_at=launched.timestamp() if launched is not None else self.clock(),
-            private_ip=raw.get("PrivateIpAddress"),
-            instance_type=itype,
-            image_id=raw.get("ImageId"),
-            slots=slots,
-            tags=tags,
-            template_version=tags.get(TEMPLATE_VERSION_TAG),
-        )
+        return self.instances.describe(filters, doing)
 
     def list_workers(self) -> list[Instance]:
         """The cluster's elb-managed workers that are not terminated (or terminating)."""
-        raws = self.describe(self._worker_filters(), "listing the cluster's workers")
-        out = [
-            self._to_instance(r)
-            for r in raws
-            if is_cluster_worker(tags_of(r), self.cluster, self.master)
-            and r.get("State", {}).get("Name") not in GONE_STATES
-        ]
-        if self.host_keys is not None:  # the keys of nodes gone without elb (spot, by hand)
-            for name in self.host_keys.prune({i.name for i in out}, time.time()):  # the files' clock
-                log.info("%s: gone; its host key forgotten", name)
-        return sorted(out, key=lambda i: (i.name, i.instance_id))
+        return self.instances.workers()
 
     def health(self, instances: Sequence[Instance]) -> list[Notice]:
-        """EC2's status checks of ``instances`` (``DescribeInstanceStatus``, 100 ids a call): a
-        notice for each whose instance or system status check says ``impaired``. Running
-        instances only; ``initializing`` and ``insufficient-data`` are no verdict yet."""
-        ids = [i.instance_id for i in instances if i.state == InstanceState.RUNNING and i.instance_id]
-        out: list[Notice] = []
-        try:
-            for start in range(0, len(ids), STATUS_BATCH):
-                # With instance ids, one answer holds them all (no pages).
-                page = self.client.describe_instance_status(InstanceIds=ids[start : start + STATUS_BATCH])
-                statuses: Sequence[Mapping[str, Any]] = page.get("InstanceStatuses", [])
-                out.extend(n for st in statuses if (n := impaired(st, self.clock())))
-        except (BotoCoreError, ClientError) as err:
-            raise to_cloud_error(err, "reading the workers' status checks") from None
-        return out
+        """EC2's status checks of ``instances``: a notice for each impaired one (``health.status_checks``)."""
+        return status_checks(self.client, instances, self.clock)
 
     def tag_groups(self, groups: Mapping[str, str]) -> None:
         """Give each worker (instance id -> node group name) its group's tag (``tags.tag_groups``)."""
@@ -346,48 +252,15 @@ class Ec2Cloud:
             return self.slots_per_node
         try:
             types = self.launch_spec().instance_types if self.config.launch_template else ()
-            types = types or self._instance_types(None if self.config.instance_types else self._reference())
-            return self.slots_for(types[0]) if types else None
+            types = types or self._instance_types(None if self.config.instance_types else self.instances.reference())
+            return self.instances.slots_for(types[0]) if types else None
         except CloudError as err:
             log.warning("slots of a new node unknown: %s", err)
             return None
 
     def slots_for(self, instance_type: str) -> int:
         """Slots of a node of this type: configured, else its default vCPUs (cached)."""
-        if self.slots_per_node is not None:
-            return self.slots_per_node
-        if instance_type not in self._vcpus:
-            try:
-                resp = self.client.describe_instance_types(InstanceTypes=[instance_type])  # type: ignore[list-item]
-            except (BotoCoreError, ClientError) as err:
-                raise to_cloud_error(err, f"looking up instance type {instance_type}") from None
-            types = resp.get("InstanceTypes", [])
-            vcpus = types[0].get("VCpuInfo", {}).get("DefaultVCpus") if types else None
-            if not vcpus:
-                raise CloudError(f"EC2 does not report the vCPUs of instance type {instance_type}")
-            self._vcpus[instance_type] = int(vcpus)
-        return self._vcpus[instance_type]
-
-    def _reference(self) -> InstanceTypeDef | None:
-        """The newest live worker of the cluster (elb's or the admin's): the model for new ones."""
-        filters: list[FilterTypeDef] = [
-            {"Name": f"tag:{TAG_CLUSTER}", "Values": [self.cluster]},
-            {"Name": f"tag:{TAG_ROLE}", "Values": [ROLE_WORKER]},
-            {"Name": "instance-state-name", "Values": ["pending", "running"]},
-        ]
-        raws = self.describe(filters, "finding the cluster's workers")
-        if not raws:
-            return None
-        return max(raws, key=_launch_time)
-
-    def _master_subnet(self) -> str | None:
-        filters: list[FilterTypeDef] = [
-            {"Name": f"tag:{TAG_CLUSTER}", "Values": [self.cluster]},
-            {"Name": f"tag:{TAG_ROLE}", "Values": [ROLE_MASTER]},
-            {"Name": "instance-state-name", "Values": ["running"]},
-        ]
-        raws = self.describe(filters, "finding the cluster's master")
-        return raws[0].get("SubnetId") if raws else None
+        return self.instances.slots_for(instance_type)
 
     def _root_device(self, image_id: str) -> str | None:
         if image_id not in self._root_devices:
@@ -482,7 +355,7 @@ class Ec2Cloud:
         template = template or cfg.launch_template
         if not types:
             found = self._template_type(template)
-            ref = None if found else self._reference()
+            ref = None if found else self.instances.reference()
             types = (found,) if found else self._instance_types(ref)
         if not types:
             raise CloudError(
@@ -565,7 +438,7 @@ class Ec2Cloud:
         cfg = self.config
         if cfg.launch_template is not None:
             return self._template_spec()
-        ref = self._reference()
+        ref = self.instances.reference()
         ref_profile = (ref or {}).get("IamInstanceProfile", {}).get("Arn") if ref else None
         image = cfg.ami or (ref.get("ImageId") if ref else None)
         if not image:
@@ -575,7 +448,7 @@ class Ec2Cloud:
             raise CloudError("no instance type: the cluster has no worker to copy from; set cloud.ec2.instance_types")
         subnets: tuple[str | None, ...] = tuple(cfg.subnets)
         if not subnets:
-            subnet = ref.get("SubnetId") if ref else self._master_subnet()
+            subnet = ref.get("SubnetId") if ref else self.instances.master_subnet()
             subnets = (subnet,)
         groups = tuple(cfg.security_groups)
         if not groups and ref:
@@ -606,31 +479,6 @@ class Ec2Cloud:
     def backed_off(self, choice: Choice) -> bool:
         until = self._backoff.get(choice)
         return until is not None and self.clock() < until
-
-    def _lives_by_names(self, names: Sequence[str]) -> tuple[dict[str, InstanceTypeDef], dict[str, str]]:
-        """The cluster's pending or running elb workers with these names, and for each name the
-        newest of its ended instances that EC2 still lists (one call)."""
-        filters = self._worker_filters(("pending", "running", *_ENDED_STATES))
-        filters.append({"Name": f"tag:{TAG_NAME}", "Values": list(names)})
-        live: dict[str, InstanceTypeDef] = {}
-        ended: dict[str, list[InstanceTypeDef]] = {}
-        for raw in self.describe(filters, f"looking for {', '.join(names)}"):
-            name = tags_of(raw).get(TAG_NAME, "")
-            if name not in names or not is_cluster_worker(tags_of(raw), self.cluster, self.master):
-                continue
-            state = raw.get("State", {}).get("Name")
-            if state in ("pending", "running"):
-                live.setdefault(name, raw)
-            elif state in _ENDED_STATES:
-                ended.setdefault(name, []).append(raw)
-        after = {
-            n: str(max(raws, key=lambda r: (_launch_time(r), r.get("InstanceId", ""))).get("InstanceId", ""))
-            for n, raws in ended.items()
-        }
-        return live, after
-
-    def _live_by_name(self, name: str) -> InstanceTypeDef | None:
-        return self._lives_by_names([name])[0].get(name)
 
     def _run(self, args: RunInstancesRequestTypeDef) -> InstanceTypeDef:
         resp = self.client.run_instances(**args)
@@ -757,9 +605,9 @@ class Ec2Cloud:
         ``"again"`` when all of them had ended (the token was an earlier life's). Raises _Fatal
         (the instances terminated) when they cannot be listed."""
         try:
-            now = {r.get("InstanceId"): r for r in self._poll(ids)}
+            now = {r.get("InstanceId"): r for r in self.instances.poll(ids)}
         except CloudError as err:
-            self._terminate_quietly(ids)
+            terminate_quietly(self.client, ids)
             raise _Fatal(err) from None
         # Not listed yet (eventual consistency): taken as just started.
         live = [i for i in ids if now.get(i, {}).get("State", {}).get("Name") not in GONE_STATES]
@@ -768,7 +616,7 @@ class Ec2Cloud:
             log.info("%s: token of ended %s, retrying with a new one", name, ", ".join(ids))
             return "again"
         if len(live) > 1:  # one node, one instance: never keep a second one billing
-            self._terminate_quietly(live[1:])
+            terminate_quietly(self.client, live[1:])
         log.info("%s: launched %s by CreateFleet (%s)", name, live[0], market)
         return now.get(live[0]) or {"InstanceId": live[0], "State": {"Code": 0, "Name": "pending"}}
 
@@ -789,7 +637,7 @@ class Ec2Cloud:
                 last = err
             log.warning("%s: %s failed (%s); checking whether it started anyway", name, operation, last)
             try:
-                found = self._live_by_name(name)
+                found = self.instances.live_by_name(name)
             except CloudError as err:
                 # Cannot look: sending again with the same ClientToken is still safe.
                 log.warning("%s: %s", name, err)
@@ -833,7 +681,7 @@ class Ec2Cloud:
         specs = {group: self.spec_for(group) for group in dict.fromkeys(_group_of(groups, n) for n in names)}
         started_at = self.clock()
         starts = self._start_all(names, groups, specs, boot, stopping)
-        launched, boot_failed = self._wait_running(
+        launched, boot_failed = self.lifecycle.wait_running(
             starts.started, started_at + self.config.boot_timeout, starts.volume_tags
         )
         failed = starts.failed | boot_failed
@@ -860,7 +708,7 @@ class Ec2Cloud:
         a second); until ``stopping`` is set, the names left then not started. A node with no
         capacity fails alone; a permission or configuration error raises when nothing started,
         else fails the rest."""
-        existing, ended = self._lives_by_names(names)  # a retry after a crash: adopt, don't start twice
+        existing, ended = self.instances.lives_by_names(names)  # a retry after a crash: adopt, don't start twice
         out = _Starts()
         for i, name in enumerate(names):
             if stopping is not None and stopping.is_set():
@@ -911,7 +759,7 @@ class Ec2Cloud:
                 self.sleep(min(self.poll_interval, max(0.0, deadline - self.clock())))
         except CloudError as err:
             why = f"its SSH host key cannot be read from its console output: {err}"
-        self._terminate_quietly([i.instance_id for i in waiting.values()])
+        terminate_quietly(self.client, [i.instance_id for i in waiting.values()])
         failed = {
             n: f"instance {i.instance_id}: {why} (a node of a launch template; terminated)" for n, i in waiting.items()
         }
@@ -975,193 +823,16 @@ class Ec2Cloud:
             raise CloudError(f"cannot launch {name}: its host key cannot be kept: {err}") from None
         return dataclasses.replace(spec, user_data=user_data)
 
-    def _wait_running(
-        self, started: Mapping[str, str], deadline: float, volume_tags: Mapping[str, Sequence[TagTypeDef]]
-    ) -> tuple[list[Instance], dict[str, str]]:
-        """Poll until every instance runs with a private IP; terminate those that don't in time.
-        The volumes of the nodes in ``volume_tags`` get their tags once they run."""
-        waiting = dict(started)
-        ready: list[Instance] = []
-        failed: dict[str, str] = {}
-        to_kill: list[str] = []
-        try:
-            while waiting:
-                for raw in self._poll(list(waiting.values())):
-                    iid = raw.get("InstanceId", "")
-                    name = next((n for n, i in waiting.items() if i == iid), None)
-                    if name is None:
-                        continue
-                    state = raw.get("State", {}).get("Name", "unknown")
-                    if state == "running" and raw.get("PrivateIpAddress"):
-                        ready.append(self._to_instance(raw))
-                        del waiting[name]
-                        if name in volume_tags:
-                            tag_volumes(self.client, self.cluster, name, raw, volume_tags[name])
-                    elif state not in ("pending", "running"):
-                        reason = raw.get("StateReason", {}).get("Message", "")
-                        failed[name] = f"instance {iid} went {state} while booting {reason}".strip()
-                        to_kill.append(iid)
-                        del waiting[name]
-                if not waiting:
-                    break
-                if self.clock() >= deadline:
-                    for name, iid in waiting.items():
-                        failed[name] = (
-                            f"instance {iid} not running with a private address within "
-                            f"{self.config.boot_timeout:g}s; terminated"
-                        )
-                        to_kill.append(iid)
-                    waiting.clear()
-                    break
-                self.sleep(min(self.poll_interval, max(0.0, deadline - self.clock())))
-        except CloudError:
-            # Cannot watch them any more: do not leave them behind.
-            self._terminate_quietly([*waiting.values(), *to_kill])
-            raise
-        self._terminate_quietly(to_kill)
-        return ready, failed
-
-    def _poll(self, ids: list[str]) -> list[InstanceTypeDef]:
-        try:
-            resp = self.client.describe_instances(InstanceIds=ids)
-        except ClientError as err:
-            if error_code(err) == "InvalidInstanceID.NotFound":  # eventual consistency right after launch
-                return []
-            raise to_cloud_error(err, "waiting for new instances") from None
-        except BotoCoreError as err:
-            raise to_cloud_error(err, "waiting for new instances") from None
-        return [i for r in resp.get("Reservations", []) for i in r.get("Instances", [])]
-
-    def _terminate_quietly(self, ids: Sequence[str]) -> None:
-        if not ids:
-            return
-        try:
-            self.client.terminate_instances(InstanceIds=list(ids))
-            log.warning("terminated %s", ", ".join(ids))
-        except (BotoCoreError, ClientError) as err:
-            log.error("could not terminate %s: %s", ", ".join(ids), to_cloud_error(err, "terminating"))
-
     # ------------------------------------------------------------------ terminate, stop, start
-
-    def _owned(self, ids: Sequence[str], verb: str) -> dict[str, InstanceTypeDef]:
-        """The instances ``ids`` (terminated ones included), each an elb-managed worker of this
-        cluster; any other id, or a malformed one, refuses the whole call (``CloudError``)."""
-        malformed = [i for i in ids if not _INSTANCE_ID.fullmatch(i)]
-        if malformed:
-            raise CloudError(f"refusing to {verb}: not instance ids: {malformed}")
-        filters = self._worker_filters((*LIVE_STATES, "terminated"))
-        filters.append({"Name": "instance-id", "Values": list(ids)})
-        raws = self.describe(filters, f"checking the instances to {verb}")
-        owned = {
-            r["InstanceId"]: r
-            for r in raws
-            if "InstanceId" in r and is_cluster_worker(tags_of(r), self.cluster, self.master)
-        }
-        refused = [i for i in ids if i not in owned]
-        if refused:
-            raise CloudError(
-                f"refusing to {verb} {', '.join(refused)}: not elb-managed workers of cluster {self.cluster}"
-            )
-        return owned
 
     def terminate(self, instance_ids: Sequence[str]) -> None:
         """Terminate workers of this cluster. Any other id refuses the whole call (nothing terminated)."""
-        ids = list(dict.fromkeys(instance_ids))
-        if not ids:
-            return
-        raws = self._owned(ids, "terminate")
-        owned = {i: r.get("State", {}).get("Name", "") for i, r in raws.items()}
-        live = [i for i in ids if owned[i] != "terminated"]
-        for start in range(0, len(live), TERMINATE_BATCH):
-            batch = live[start : start + TERMINATE_BATCH]
-            try:
-                self.client.terminate_instances(InstanceIds=batch)
-            except (BotoCoreError, ClientError) as err:
-                raise to_cloud_error(err, f"terminating {', '.join(batch)}") from None
-            log.info("terminating %s", ", ".join(batch))
-        if self.host_keys is not None:  # the nodes are gone: so are their keys
-            self.host_keys.forget(n for n in (tags_of(raws[i]).get(TAG_NAME) for i in ids) if n)
+        self.lifecycle.terminate(instance_ids)
 
     def stop(self, instance_ids: Sequence[str]) -> None:
-        """Stop workers of this cluster (``StopInstances``) and wait until they are stopped, at
-        most ``boot_timeout``. An instance-store root (lost on stop) is refused, as is a spot
-        worker (EC2 refuses to stop a one-time request's instance) and any id that is not a
-        worker of this cluster: nothing is stopped. Stopped ones are left as they are."""
-        ids = list(dict.fromkeys(instance_ids))
-        if not ids:
-            return
-        owned = self._owned(ids, "stop")
-        gone = [i for i in ids if owned[i].get("State", {}).get("Name") in GONE_STATES]
-        if gone:
-            raise CloudError(f"cannot stop {', '.join(gone)}: terminated")
-        store = [i for i in ids if owned[i].get("RootDeviceType") == "instance-store"]
-        if store:
-            raise CloudError(f"refusing to stop {', '.join(store)}: an instance-store root is lost on stop")
-        spot = [i for i in ids if owned[i].get("InstanceLifecycle") == "spot"]
-        if spot:
-            raise CloudError(
-                f"refusing to stop {', '.join(spot)}: EC2 stops no spot instance of a one-time request (elb's spot "
-                "workers are all such)"
-            )
-        todo = [i for i in ids if owned[i].get("State", {}).get("Name") not in ("stopping", "stopped")]
-        if todo:
-            try:
-                self.client.stop_instances(InstanceIds=todo)
-            except (BotoCoreError, ClientError) as err:
-                raise _start_stop_error(err, f"stopping {', '.join(todo)}") from None
-            log.info("stopping %s", ", ".join(todo))
-        waited = self._wait_state(ids, "stopped", self.clock() + self.config.boot_timeout, "stopping")
-        if waited[1]:
-            raise CloudError("; ".join(waited[1].values()), retryable=True)
+        """Stop workers of this cluster and wait until they are stopped (``Lifecycle.stop``)."""
+        self.lifecycle.stop(instance_ids)
 
     def start(self, instance_ids: Sequence[str]) -> LaunchResult:
-        """Start stopped workers of this cluster (``StartInstances``) and wait until each runs
-        with a private address, at most ``boot_timeout``; the address may differ from the one it
-        had. Any id that is not a worker of this cluster refuses the whole call. An instance that
-        does not run in time is in ``failed`` (by node name) and left as it is."""
-        ids = list(dict.fromkeys(instance_ids))
-        if not ids:
-            return LaunchResult(launched=())
-        owned = self._owned(ids, "start")
-        gone = [i for i in ids if owned[i].get("State", {}).get("Name") in GONE_STATES]
-        if gone:
-            raise CloudError(f"cannot start {', '.join(gone)}: terminated")
-        todo = [i for i in ids if owned[i].get("State", {}).get("Name") in ("stopped", "stopping")]
-        if todo:
-            try:
-                self.client.start_instances(InstanceIds=todo)
-            except (BotoCoreError, ClientError) as err:
-                raise _start_stop_error(err, f"starting {', '.join(todo)}") from None
-            log.info("starting %s", ", ".join(todo))
-        running, failed = self._wait_state(ids, "running", self.clock() + self.config.boot_timeout, "starting")
-        names = {i: tags_of(r).get(TAG_NAME, i) for i, r in owned.items()}
-        return LaunchResult(launched=tuple(running), failed={names[i]: why for i, why in failed.items()})
-
-    def _wait_state(
-        self, ids: Sequence[str], target: str, deadline: float, doing: str
-    ) -> tuple[list[Instance], dict[str, str]]:
-        """Poll until each instance is in ``target`` (running: with a private address): those
-        that are, and why each other is not (by id), once all are or at ``deadline``."""
-        waiting = set(ids)
-        done: list[Instance] = []
-        failed: dict[str, str] = {}
-        while waiting:
-            for raw in self._poll(sorted(waiting)):
-                iid = raw.get("InstanceId", "")
-                state = raw.get("State", {}).get("Name", "unknown")
-                if iid not in waiting:
-                    continue
-                if state == target and (target != "running" or raw.get("PrivateIpAddress")):
-                    done.append(self._to_instance(raw))
-                    waiting.discard(iid)
-                elif state in GONE_STATES:
-                    failed[iid] = f"instance {iid} went {state} while {doing}"
-                    waiting.discard(iid)
-            if not waiting:
-                break
-            if self.clock() >= deadline:
-                for iid in sorted(waiting):
-                    failed[iid] = f"instance {iid} not {target} within {self.config.boot_timeout:g}s of {doing}"
-                break
-            self.sleep(min(self.poll_interval, max(0.0, deadline - self.clock())))
-        return done, failed
+        """Start stopped workers of this cluster and wait until each runs (``Lifecycle.start``)."""
+        return self.lifecycle.start(instance_ids)
