@@ -22,7 +22,6 @@ injected so that tests control time.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import functools
 import logging
@@ -46,7 +45,6 @@ from elb.clouds.ec2.config import Ec2Config, LaunchTemplate, ec2_settings
 from elb.clouds.ec2.console import decode_output, host_key_in_console
 from elb.clouds.ec2.context import Ec2Context
 from elb.clouds.ec2.errors import CAPACITY_CODES, TRANSIENT_CODES, error_code, to_cloud_error
-from elb.clouds.ec2.groupoptions import ec2_options
 from elb.clouds.ec2.health import status_checks
 from elb.clouds.ec2.instances import GONE_STATES, Instances
 from elb.clouds.ec2.launch_requests import (
@@ -61,17 +59,16 @@ from elb.clouds.ec2.launch_requests import (
     worker_tags,
 )
 from elb.clouds.ec2.lifecycle import Lifecycle, terminate_quietly
+from elb.clouds.ec2.specs import Specs
 from elb.clouds.ec2.tags import (
-    MANAGED_BY,
     check_extra_tags,
     tag_groups,
 )
+from elb.clouds.ec2.templates import Templates
 from elb.clouds.ec2.user_data import node_user_data
 from elb.core.config import Config
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import (
-    TAG_CLUSTER,
-    TAG_MANAGED_BY,
     CloudError,
     Instance,
     LaunchResult,
@@ -209,9 +206,9 @@ class Ec2Cloud:
         )
         self.instances = Instances(self.context)
         self.lifecycle = Lifecycle(self.context, self.instances)
+        self.templates = Templates(self.context)
+        self.specs = Specs(self.context, self.instances, self.templates)
         self._backoff: dict[Choice, float] = {}  # choice -> avoid until (clock seconds)
-        self._root_devices: dict[str, str | None] = {}
-        self._placement_groups: set[str] = set()  # known to exist
         # Tokens whose request launched nothing (a capacity error; a fleet of errors only, which
         # EC2 would answer again as it did): never sent again by this process.
         self._spent: set[str] = set()
@@ -245,234 +242,37 @@ class Ec2Cloud:
         """Give each worker (instance id -> node group name) its group's tag (``tags.tag_groups``)."""
         tag_groups(self.client, groups)
 
-    def new_node_slots(self) -> int | None:
-        """Slots of the node ``launch`` would start first: configured, else the vCPUs of the first
-        instance type (configured, or the newest worker's). None, with a warning, if EC2 can't say."""
-        if self.slots_per_node is not None:
-            return self.slots_per_node
-        try:
-            types = self.launch_spec().instance_types if self.config.launch_template else ()
-            types = types or self._instance_types(None if self.config.instance_types else self.instances.reference())
-            return self.instances.slots_for(types[0]) if types else None
-        except CloudError as err:
-            log.warning("slots of a new node unknown: %s", err)
-            return None
-
     def slots_for(self, instance_type: str) -> int:
         """Slots of a node of this type: configured, else its default vCPUs (cached)."""
         return self.instances.slots_for(instance_type)
 
-    def _root_device(self, image_id: str) -> str | None:
-        if image_id not in self._root_devices:
-            try:
-                imgs = self.client.describe_images(ImageIds=[image_id]).get("Images", [])
-            except (BotoCoreError, ClientError) as err:
-                raise to_cloud_error(err, f"looking up AMI {image_id}") from None
-            if not imgs:
-                raise CloudError(f"AMI {image_id} not found")
-            self._root_devices[image_id] = imgs[0].get("RootDeviceName")
-        return self._root_devices[image_id]
-
-    def _instance_types(self, ref: InstanceTypeDef | None) -> tuple[str, ...]:
-        """The types to launch, in order: configured, else the reference worker's."""
-        return tuple(self.config.instance_types) or ((ref["InstanceType"],) if ref and ref.get("InstanceType") else ())
-
-    def _template_type(self, template: LaunchTemplate | None = None) -> str | None:
-        """The instance type the launch template's version sets (``template``, else the
-        configured one), if any."""
-        template = template or self.config.launch_template
-        if template is None:
-            return None
-        found = self._template_version(template).get("LaunchTemplateData", {}).get("InstanceType")
-        return str(found) if found else None
+    def new_node_slots(self) -> int | None:
+        """Slots of the node ``launch`` would start first (``Specs.new_node_slots``)."""
+        return self.specs.new_node_slots()
 
     def template_versions(self) -> dict[str, str]:
-        """Each node group's launch template version now (its ``version``, ``$Default`` and
-        ``$Latest`` resolved to a number): a node stopped in a warm pool that was launched with
-        another one is not restarted. Groups without a template (and the one group without
-        ``node_groups``, from ``cloud.ec2.launch_template``) are keyed by group name."""
-        groups: list[tuple[str, LaunchTemplate | None]]
-        if self.node_groups is not None:
-            groups = [(g.name, ec2_options(g).launch_template) for g in self.node_groups.groups]
-        else:
-            groups = [("default", self.config.launch_template)]
-        out: dict[str, str] = {}
-        for name, template in groups:
-            if template is not None:
-                number = self._template_version(template).get("VersionNumber")
-                if number is not None:
-                    out[name] = str(number)
-        return out
+        """Each node group's launch template version now, by group name (``Templates.versions``)."""
+        return self.templates.versions()
 
     def launch_templates(self) -> list[LaunchTemplate]:
         """The launch templates the config names (``cloud.ec2`` and the node groups'), once each."""
-        found = [self.config.launch_template]
-        if self.node_groups is not None:
-            found += [ec2_options(g).launch_template for g in self.node_groups.groups]
-        return list(dict.fromkeys(t for t in found if t is not None))
+        return self.templates.launch_templates()
 
     def template_version(self, template: LaunchTemplate) -> Any:
         """The launch template version ``template`` names, as DescribeLaunchTemplateVersions has it."""
-        return self._template_version(template)
-
-    def _template_version(self, template: LaunchTemplate) -> Any:
-        """The launch template version ``template`` names, as DescribeLaunchTemplateVersions has it."""
-        key: dict[str, Any] = {"Versions": [template.version]}
-        if template.id is not None:
-            key["LaunchTemplateId"] = template.id
-        else:
-            key["LaunchTemplateName"] = template.name
-        try:
-            resp = self.client.describe_launch_template_versions(**key)
-        except (BotoCoreError, ClientError) as err:
-            raise to_cloud_error(err, "reading the launch template") from None
-        versions = resp.get("LaunchTemplateVersions", [])
-        if not versions:
-            raise CloudError(f"launch template {template.id or template.name} has no version {template.version}")
-        return versions[0]
+        return self.templates.version(template)
 
     def template_user_data(self, template: LaunchTemplate) -> str | None:
-        """The user data of the launch template's version, as text (None: it has none); a
-        CloudError when it is not text (gzip, say: elb cannot put a node's boot beside it)."""
-        encoded = self._template_version(template).get("LaunchTemplateData", {}).get("UserData")
-        if not encoded:
-            return None
-        try:
-            return base64.b64decode(encoded, validate=True).decode("utf-8")
-        except (ValueError, UnicodeDecodeError):
-            raise CloudError(
-                f"launch template {template.id or template.name}: its user data is not text, so a node's boot "
-                "cannot be added to it (provision.mode: boot)"
-            ) from None
-
-    def _template_spec(self, template: LaunchTemplate | None = None, types: Sequence[str] = ()) -> LaunchSpec:
-        """A launch template (``template``, a node group's, else ``cloud.ec2.launch_template``)
-        describes the worker: the instance types are ``types``, else (the configured template
-        only) ``cloud.ec2.instance_types``, else the template's, else the newest worker's;
-        subnets configured, else the template's."""
-        cfg = self.config
-        types = tuple(types) or (tuple(cfg.instance_types) if template is None else ())
-        template = template or cfg.launch_template
-        if not types:
-            found = self._template_type(template)
-            ref = None if found else self.instances.reference()
-            types = (found,) if found else self._instance_types(ref)
-        if not types:
-            raise CloudError(
-                "no instance type: the launch template sets none and the cluster has no worker to copy "
-                "from; set cloud.ec2.instance_types"
-            )
-        subnets: tuple[str | None, ...] = tuple(cfg.subnets) or (None,)
-        return LaunchSpec(
-            image_id=None,
-            instance_types=types,
-            subnets=subnets,
-            extra_tags=dict(cfg.extra_tags),
-            spot=cfg.spot,
-            spot_max_price=cfg.spot_max_price,
-            spot_fallback_on_demand=cfg.spot_fallback_on_demand,
-            launch_template=template,
-        )
-
-    def spec_for(self, group: str | None) -> LaunchSpec:
-        """How a node of node group ``group`` is launched: the cluster's way (``launch_spec``)
-        with the group's launch template or instance types, its market (spot: without falling
-        back to on-demand, which is another group's business) and its placement group. Without
-        node groups, or a group not configured: ``launch_spec``. Its nodes are tagged with
-        ``group`` (``TAG_GROUP``) whenever it is given."""
-        g = None if self.node_groups is None or group is None else self.node_groups.get(group)
-        if g is None:
-            return dataclasses.replace(self.launch_spec(), group=group)
-        options = ec2_options(g)
-        if options.launch_template is not None:
-            base = self._template_spec(options.launch_template, options.instance_types or ())
-        else:
-            base = self.launch_spec()
-            if options.instance_types:
-                base = dataclasses.replace(base, instance_types=tuple(options.instance_types))
-        spot = g.market == "spot"
-        placement = self._placement_group(g.name) if options.placement_group else None
-        return dataclasses.replace(
-            base,
-            spot=spot,
-            spot_fallback_on_demand=False if spot else base.spot_fallback_on_demand,
-            placement_group=placement,
-            group=g.name,
-        )
-
-    def _placement_group(self, group: str) -> str:
-        """The cluster placement group of node group ``group`` (``elb-CLUSTER-GROUP``), made
-        with elb's tags when missing."""
-        name = f"elb-{self.cluster}-{group}"
-        if name in self._placement_groups:
-            return name
-        try:
-            try:
-                found = self.client.describe_placement_groups(GroupNames=[name]).get("PlacementGroups", [])
-            except ClientError as err:
-                if error_code(err) != "InvalidPlacementGroup.Unknown":
-                    raise
-                found = []
-            if not found:
-                self.client.create_placement_group(
-                    GroupName=name,
-                    Strategy="cluster",
-                    TagSpecifications=[
-                        {
-                            "ResourceType": "placement-group",
-                            "Tags": [
-                                {"Key": TAG_CLUSTER, "Value": self.cluster},
-                                {"Key": TAG_MANAGED_BY, "Value": MANAGED_BY},
-                            ],
-                        }
-                    ],
-                )
-        except (BotoCoreError, ClientError) as err:
-            raise to_cloud_error(err, f"making the placement group {name}") from None
-        self._placement_groups.add(name)
-        return name
+        """The user data of the launch template's version, as text (None: it has none)."""
+        return self.templates.user_data(template)
 
     def launch_spec(self) -> LaunchSpec:
-        """Config first; what config leaves open comes from the newest worker (or the master's
-        subnet). With a launch template, the template (``_template_spec``)."""
-        cfg = self.config
-        if cfg.launch_template is not None:
-            return self._template_spec()
-        ref = self.instances.reference()
-        ref_profile = (ref or {}).get("IamInstanceProfile", {}).get("Arn") if ref else None
-        image = cfg.ami or (ref.get("ImageId") if ref else None)
-        if not image:
-            raise CloudError("no AMI: the cluster has no worker to copy from; set cloud.ec2.ami")
-        types = self._instance_types(ref)
-        if not types:
-            raise CloudError("no instance type: the cluster has no worker to copy from; set cloud.ec2.instance_types")
-        subnets: tuple[str | None, ...] = tuple(cfg.subnets)
-        if not subnets:
-            subnet = ref.get("SubnetId") if ref else self.instances.master_subnet()
-            subnets = (subnet,)
-        groups = tuple(cfg.security_groups)
-        if not groups and ref:
-            groups = tuple(g["GroupId"] for g in ref.get("SecurityGroups", []) if "GroupId" in g)
-        root_device = None
-        if cfg.root_volume_size is not None or cfg.root_volume_type is not None:
-            root_device = self._root_device(image)
-        return LaunchSpec(
-            image_id=image,
-            instance_types=types,
-            subnets=subnets,
-            security_groups=groups,
-            key_name=cfg.key_name or (ref.get("KeyName") if ref else None),
-            iam_instance_profile=cfg.iam_instance_profile or ref_profile,
-            root_device_name=root_device,
-            root_volume_size=cfg.root_volume_size,
-            root_volume_type=cfg.root_volume_type,
-            user_data=cfg.user_data,
-            extra_tags=dict(cfg.extra_tags),
-            spot=cfg.spot,
-            spot_max_price=cfg.spot_max_price,
-            spot_fallback_on_demand=cfg.spot_fallback_on_demand,
-            metadata_tokens=cfg.metadata_tokens,
-        )
+        """How a node is launched without node groups (``Specs.launch_spec``)."""
+        return self.specs.launch_spec()
+
+    def spec_for(self, group: str | None) -> LaunchSpec:
+        """How a node of node group ``group`` is launched (``Specs.spec_for``)."""
+        return self.specs.spec_for(group)
 
     # ------------------------------------------------------------------ launch
 
@@ -808,7 +608,7 @@ class Ec2Cloud:
             if boot is None or adopting:
                 return spec
             try:
-                user_data = node_user_data(self.template_user_data(spec.launch_template), None, boot)
+                user_data = node_user_data(self.templates.user_data(spec.launch_template), None, boot)
             except ValueError as err:
                 raise CloudError(f"cannot launch {name}: {err}") from None
             return dataclasses.replace(spec, user_data=user_data)
