@@ -177,7 +177,7 @@ def fleet_arguments(
     preference; spot by price-capacity-optimized, on-demand prioritized in that order (pure).
 
     An instant fleet tags only the ``fleet`` and its ``instance``s at creation (the volumes are
-    tagged once the instance runs: ``volume_tag_arguments``); the fleet carries elb's tags too,
+    tagged once the instance runs: ``tags.tag_volumes``); the fleet carries elb's tags too,
     which is what the IAM policy's conditions on ``CreateFleet`` test."""
     template = spec.launch_template
     if template is None or not options or len({c.market for c in options}) != 1:
