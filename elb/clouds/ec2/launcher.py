@@ -92,6 +92,7 @@ class Launcher:
         self._spent: set[str] = set()
 
     def backed_off(self, choice: Choice) -> bool:
+        """Whether ``choice`` failed for capacity less than ``capacity_backoff`` seconds ago."""
         until = self.backoff.get(choice)
         return until is not None and self.ctx.clock() < until
 
