@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from elb.clouds.ec2.cloud import Ec2Cloud, preflight
+from elb.clouds.ec2.cloud import Ec2Cloud
+from elb.clouds.ec2.preflight import preflight
 
 from .conftest import CLUSTER, REGION, FaultyClient, all_instances, client_error, state_of
 

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import EndpointConnectionError
 
-from elb.clouds.ec2.cloud import Choice, preflight
+from elb.clouds.ec2.launch_requests import Choice
+from elb.clouds.ec2.preflight import preflight
 
 from .conftest import FaultyClient, all_instances
 from .test_ec2_cloud import cloud_with, live, tags
@@ -119,7 +120,7 @@ def test_another_set_of_overrides_is_another_token(ec2: Any, ami: str, aws_env: 
     cloud, client = cloud_with(aws_env, **FLEET)
     (first,) = cloud.launch(["node001"]).launched
     cloud.terminate([first.instance_id])
-    cloud._backoff[Choice("c5.large", None, "on-demand")] = cloud.clock() + 600
+    cloud.launcher.backoff[Choice("c5.large", None, "on-demand")] = cloud.clock() + 600
     assert cloud.launch(["node001"]).failed == {}
     overrides = [
         [o["InstanceType"] for o in kw["LaunchTemplateConfigs"][0]["Overrides"]]

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from elb.clouds.ec2.cloud import Ec2Cloud, impaired
+from elb.clouds.ec2.cloud import Ec2Cloud
+from elb.clouds.ec2.health import impaired
 from elb.core.config import parse_config
 from elb.core.interfaces import NoticeKind
 from elb.core.model import NodeState

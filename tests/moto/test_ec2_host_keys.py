@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from elb.clouds.ec2.cloud import Choice, run_arguments
+from elb.clouds.ec2.launch_requests import Choice, run_arguments
 from elb.clouds.ec2.user_data import MAX_BYTES, host_key_cloud_config, node_user_data
 from elb.core.interfaces import CloudError, NodeBoot
 from elb.provision.hostkeys import PRUNE_GRACE, HostKeys, generate
@@ -99,10 +99,10 @@ def test_a_launch_sent_again_is_the_same_request(ami: str, aws_env: str, tmp_pat
     cloud.host_keys = HostKeys(tmp_path / "keys")
     choice = Choice("t3.large", None)
     spec = cloud.launch_spec()
-    first = run_arguments(cloud._with_node_config("node001", spec, adopting=False), choice, "elb", "node001")
-    again = run_arguments(cloud._with_node_config("node001", spec, adopting=False), choice, "elb", "node001")
+    first = run_arguments(cloud.node_config.with_node_config("node001", spec, adopting=False), choice, "elb", "node001")
+    again = run_arguments(cloud.node_config.with_node_config("node001", spec, adopting=False), choice, "elb", "node001")
     assert first["UserData"] == again["UserData"] and first["ClientToken"] == again["ClientToken"]
-    other = run_arguments(cloud._with_node_config("node002", spec, adopting=False), choice, "elb", "node002")
+    other = run_arguments(cloud.node_config.with_node_config("node002", spec, adopting=False), choice, "elb", "node002")
     assert other["UserData"] != first["UserData"]
 
 

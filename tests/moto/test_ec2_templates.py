@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from elb.clouds.ec2.cloud import Choice, LaunchSpec, run_arguments
 from elb.clouds.ec2.config import LaunchTemplate
+from elb.clouds.ec2.launch_requests import Choice, LaunchSpec, run_arguments
 from elb.core.config import ConfigError, parse_config
 
 from .conftest import all_instances
@@ -208,7 +208,7 @@ def test_a_spot_fleet_without_capacity_backs_off_its_overrides_and_falls_back_to
     assert result.failed == {}
     markets = [kw["TargetCapacitySpecification"]["DefaultTargetCapacityType"] for kw in client.calls_of("create_fleet")]
     assert markets == ["spot", "on-demand"]
-    from elb.clouds.ec2.cloud import Choice
+    from elb.clouds.ec2.launch_requests import Choice
 
     assert cloud.backed_off(Choice("c5.large", None, "spot")) and cloud.backed_off(Choice("m5.large", None, "spot"))
     assert not cloud.backed_off(Choice("c5.large", None, "on-demand"))
@@ -250,7 +250,7 @@ def test_a_fleet_error_that_is_not_capacity_stops_the_launch(ec2: Any, ami: str,
 
 
 def test_ec2_check_dry_runs_the_fleet(ec2: Any, ami: str, aws_env: str) -> None:
-    from elb.clouds.ec2.cloud import preflight
+    from elb.clouds.ec2.preflight import preflight
 
     template(ec2, ami)
     cloud, client = cloud_with(

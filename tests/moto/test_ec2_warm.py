@@ -72,12 +72,12 @@ def test_stop_refuses_an_instance_store_root(ec2: Any, ami: str, aws_env: str) -
     cloud, client = cloud_with(aws_env, ami=ami, instance_types=["t3.large"])
     [inst] = cloud.launch(["node001"]).launched
 
-    real = cloud.describe
+    real = cloud.instances.describe
 
     def instance_store(filters: Any, doing: str) -> list[Any]:
         return [{**raw, "RootDeviceType": "instance-store"} for raw in real(filters, doing)]
 
-    cloud.describe = instance_store  # type: ignore[method-assign]
+    cloud.instances.describe = instance_store  # type: ignore[method-assign]
     with pytest.raises(CloudError, match="instance-store"):
         cloud.stop([inst.instance_id])
     assert client.calls_of("stop_instances") == []

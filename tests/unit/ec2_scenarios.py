@@ -26,10 +26,11 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from elb.clouds.ec2.cloud import Ec2Cloud, preflight
+from elb.clouds.ec2.cloud import Ec2Cloud
 from elb.clouds.ec2.config import Ec2Config
 from elb.clouds.ec2.inventory import ec2_inventory
 from elb.clouds.ec2.notices import Ec2Notices, check_events, setup_events
+from elb.clouds.ec2.preflight import preflight
 from elb.core.config import Config, parse_config
 from elb.core.groups import NodeGroup, NodeGroups
 from elb.core.interfaces import NodeBoot

@@ -427,7 +427,7 @@ def test_ec2_says_what_refused_the_tags() -> None:
 def test_ec2_check_tries_the_group_tag_when_a_worker_lacks_it(tagged: bool) -> None:
     """``elb ec2-check`` tries the tag (``DryRun``) on a worker without it: an IAM policy from
     before the daemon tagged workers is named there, not only in the daemon's log."""
-    from elb.clouds.ec2.cloud import preflight
+    from elb.clouds.ec2.preflight import preflight
 
     world = ec2_scenarios.World()
     iid = world.worker("node001")

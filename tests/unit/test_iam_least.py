@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from elb.clouds.ec2.cloud import preflight
 from elb.clouds.ec2.iam import Scope, policy
+from elb.clouds.ec2.preflight import preflight
 from elb.core.config import parse_config
 
 from . import ec2_scenarios as S

@@ -9,7 +9,7 @@ from typing import get_args
 
 import pytest
 
-from elb.clouds.ec2.cloud import instance_state
+from elb.clouds.ec2.instances import instance_state
 from elb.clouds.local import LocalCloud
 from elb.core.config import parse_config
 from elb.core.interfaces import TAG_CLUSTER, TAG_MANAGED_BY, TAG_NAME, TAG_ROLE, InstanceState, InstanceWord

@@ -34,7 +34,7 @@ def test_ec2_starts_no_instance_after_the_stop() -> None:
     world = ec2.World()
     cloud = ec2.cloud(world, **ec2.OWN)
     stopping = threading.Event()
-    real = cloud._start_one
+    real = cloud.launcher.start_one
     calls: list[str] = []
 
     def start_one(name: str, *args: Any) -> Any:
@@ -43,7 +43,7 @@ def test_ec2_starts_no_instance_after_the_stop() -> None:
         stopping.set()  # the signal comes while the first instance starts
         return inst
 
-    cloud._start_one = start_one  # type: ignore[method-assign,assignment]  # a spy on one start
+    cloud.launcher.start_one = start_one  # type: ignore[method-assign,assignment]  # a spy on one start
     result = cloud.launch(NAMES, stopping=stopping)
     assert calls == ["node001"]
     assert [i.name for i in result.launched] == ["node001"]

@@ -71,7 +71,8 @@ def register(sub: Any) -> None:
 
 
 def cmd_ec2_check(args: argparse.Namespace) -> int:
-    from elb.clouds.ec2.cloud import Ec2Cloud, preflight  # noqa: PLC0415  (boto3 only when asked)
+    from elb.clouds.ec2.cloud import Ec2Cloud  # noqa: PLC0415  (boto3 only when asked)
+    from elb.clouds.ec2.preflight import preflight  # noqa: PLC0415  (boto3 only when asked)
 
     try:
         cfg = load_config(args.config)

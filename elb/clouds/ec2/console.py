@@ -5,7 +5,7 @@ between ``-----BEGIN SSH HOST KEY KEYS-----`` and ``-----END SSH HOST KEY KEYS--
 put a prefix such as ``ec2:`` before each line). Only root on the node writes to its console, and
 EC2 keeps the output apart from the network: a key read there is the node's own. elb reads it
 (``GetConsoleOutput``) for a worker launched from a launch template, whose user data elb cannot
-add a key to (``elb.clouds.ec2.cloud``).
+add a key to (``elb.clouds.ec2.node_config``).
 """
 
 from __future__ import annotations

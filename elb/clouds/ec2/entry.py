@@ -37,8 +37,9 @@ def make(cfg: Config) -> Cloud:
 
 
 def checks(cfg: Config) -> Iterator[Check]:
-    """What a launch needs of EC2 (``elb.clouds.ec2.cloud.preflight``)."""
-    from elb.clouds.ec2.cloud import Ec2Cloud, preflight
+    """What a launch needs of EC2 (``elb.clouds.ec2.preflight.preflight``)."""
+    from elb.clouds.ec2.cloud import Ec2Cloud
+    from elb.clouds.ec2.preflight import preflight
 
     try:
         cloud = Ec2Cloud.from_config(cfg)

@@ -25,11 +25,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from elb.clouds.ec2.cloud import MANAGED_BY, ROLE_WORKER
 from elb.clouds.ec2.config import LaunchTemplate, ec2_settings
 from elb.clouds.ec2.contract import CALLS, Caller
 from elb.clouds.ec2.groupoptions import ec2_options
 from elb.clouds.ec2.notices import RULES, queue_name, rule_name
+from elb.clouds.ec2.tags import MANAGED_BY, ROLE_WORKER
 from elb.core.config import Config
 from elb.core.interfaces import TAG_CLUSTER, TAG_GROUP, TAG_MANAGED_BY, TAG_ROLE
 
@@ -51,7 +51,7 @@ class Scope:
     launch_templates: tuple[LaunchTemplate, ...] = ()
     # The features the config has (each True: its permissions are in the policy).
     templates: bool = True  # a launch template (cloud.ec2 or a node group's)
-    fleet: bool = True  # a node may be launched by an instant fleet (elb.clouds.ec2.cloud.uses_fleet)
+    fleet: bool = True  # a node may be launched by an instant fleet (elb.clouds.ec2.launch_requests.uses_fleet)
     spot: bool = True  # cloud.ec2.spot or a node group of market spot
     warm_pool: bool = True  # policy.warm_pool or a node group's warm pool
     root_volume: bool = True  # cloud.ec2.root_volume_size or _type: the AMI's root device is looked up
@@ -90,7 +90,7 @@ class Scope:
 
 def may_use_fleet(cfg: Config) -> bool:
     """Whether a node of ``cfg`` may be launched by an instant fleet: the rule of
-    ``elb.clouds.ec2.cloud.uses_fleet`` (a launch template and more than one instance type or
+    ``elb.clouds.ec2.launch_requests.uses_fleet`` (a launch template and more than one instance type or
     subnet, or spot; never into a placement group) applied to the cluster's way of launching
     and to each node group's (``Ec2Cloud.spec_for``)."""
     ec2 = ec2_settings(cfg)

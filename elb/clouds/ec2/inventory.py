@@ -26,7 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from elb.clouds.ec2.cloud import ROLE_MASTER, ROLE_WORKER, Ec2Cloud, tags_of
+from elb.clouds.ec2.cloud import Ec2Cloud
+from elb.clouds.ec2.tags import ROLE_MASTER, ROLE_WORKER, tags_of
 from elb.core.config import Config
 from elb.core.drivers import NodePlays, node_plays
 from elb.core.groups import NodeGroup, NodeGroups, known_group
