@@ -73,6 +73,8 @@ class Instances:
         return out
 
     def worker_filters(self, states: Iterable[str] = LIVE_STATES) -> list[FilterTypeDef]:
+        """``DescribeInstances`` filters for this cluster's workers that elb manages (their tags),
+        in ``states``."""
         return [
             {"Name": f"tag:{TAG_CLUSTER}", "Values": [self.ctx.cluster]},
             {"Name": f"tag:{TAG_ROLE}", "Values": [ROLE_WORKER]},
@@ -81,6 +83,9 @@ class Instances:
         ]
 
     def to_instance(self, raw: InstanceTypeDef) -> Instance:
+        """The core's ``Instance`` of one described instance: its name tag, state, launch time
+        (now when EC2 gives none), address, type, image, tags, launch template version and
+        slots (``slots_for`` its type; None, and a warning, when that cannot be looked up)."""
         tags = tags_of(raw)
         itype = raw.get("InstanceType")
         slots: int | None = None
