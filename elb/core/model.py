@@ -23,6 +23,10 @@ class JobPhase(enum.Enum):
     HELD = "held"  # in the queue, held (a hold, a job it waits for): not demand until released
     ERROR = "error"  # in the queue, in error: not demand until an admin clears it
     RUNNING = "running"  # started on its host(s): running, transferring, suspended, being deleted
+    # Given its hosts, not started on them yet (Slurm's CONFIGURING: it waits for the nodes it
+    # was given to power up): not demand, and no host is busy for it (``started_host``: none);
+    # a host's own slots say whether it is taken.
+    STARTING = "starting"
     OTHER = "other"  # none of these (deleted before it started): not demand, on no host
 
 

@@ -443,3 +443,24 @@ def test_hosts_through_their_memo_are_the_plain_ones_for_a_node_given_twice() ->
     for given in ([up, up, *nodes], [*nodes, up, up]):
         assert snapshot((), given, 1.0, hosts=memo) == snapshot((), given, 1.0)
         assert len(snapshot((), given, 1.0, hosts=memo).hosts) >= 2
+
+
+def test_a_job_slurm_gave_nodes_still_powering_up_runs_on_none_and_makes_none_busy() -> None:
+    """CONFIGURING: Slurm gave the job node001 (powering up) and node002 (up); it runs on
+    neither yet. node001 is not busy (its allocated CPUs wait for it to come up); node002's
+    allocated CPUs still keep it taken, and the job is still listed on both (a drain sees it)."""
+    from elb.core.model import JobPhase
+    from elb.core.state import is_busy, jobs_started_on
+    from elb.schedulers.slurm.view import host_of, jobs_of
+    from tests.unit.slurm_fakes import sjob, snode
+
+    job = sjob("7", "CONFIGURING", ("node001", "node002"))
+    made = jobs_of(job)
+    assert [j.phase for j in made] == [JobPhase.STARTING] * 2
+    assert [j.host for j in made] == ["node001", "node002"]
+    assert jobs_started_on(tuple(made)) == {}
+    booting = host_of(snode("node001", "allocated", "powering_up", alloc=2))
+    up = host_of(snode("node002", "allocated", alloc=2))
+    assert not is_busy(False, booting.busy) and is_busy(False, up.busy)
+    running = jobs_of(sjob("8", "RUNNING", ("node002",)))
+    assert [j.phase for j in running] == [JobPhase.RUNNING] and set(jobs_started_on(tuple(running))) == {"node002"}

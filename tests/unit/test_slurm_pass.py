@@ -267,6 +267,30 @@ def test_a_node_whose_slurmd_never_registers_fails_and_is_given_back_under_the_b
     assert r.cloud.launched == ["node001"] and r.journal.asks() == []
 
 
+def test_a_node_elb_restarts_beside_whose_slurmd_never_registers_fails_though_slurm_gave_it_a_job(
+    tmp_path: Path,
+) -> None:
+    """Slurm gives a waiting job the nodes it powers up: squeue shows it CONFIGURING on them, and
+    sinfo their CPUs allocated, before any slurmd has registered. elb restarted while such a
+    node's play ran: read as a job running there, the repair provisioned it again for ever ("kept,
+    never removed while it runs a job", an ALARM every two minutes) while its slurmd, broken,
+    never registered and a third of the cluster stood still. Nothing runs there: the node fails
+    for its own fault, and Slurm requeues the job."""
+    r = rig(tmp_path, slurm={"register_timeout": 0.5})
+    r.journal.record("node001", NodeState.REQUESTED, NOW - 40)
+    r.journal.record("node001", NodeState.PROVISIONING, NOW - 30, instance_id="i-node001", private_ip="10.77.0.50")
+    r.cloud.instances["i-node001"] = Instance("i-node001", "node001", "running", NOW - 40, "10.77.0.50", slots=2)
+    r.slurm.nodes["node001"] = replace(
+        r.slurm.nodes["node001"], state="allocated", flags=frozenset(("cloud", "powering_up")), cpus_allocated=2
+    )
+    r.slurm.jobs.append(sjob("7", "CONFIGURING", ("node001",)))
+    r.slurm.silent.add("node001")
+    r.run()
+    assert r.state("node001") is NodeState.FAILED
+    assert "did not register within 0.5 s" in (r.journal.events("node001")[-1].detail or "")
+    assert r.cloud.terminated == ["i-node001"]
+
+
 def test_a_ready_node_slurm_lost_is_taken_out_and_powered_down(tmp_path: Path) -> None:
     r = rig(tmp_path)
     r.journal.record("node001", NodeState.READY, NOW - 3600, instance_id="i-1", private_ip="10.77.0.9")

@@ -199,7 +199,11 @@ def _why_dropped(
     node that runs a job after all; a want Slurm gave up on or no longer has (``alive``: elb's
     node for it is up)."""
     # (The jobs on the node are looked for only for a reset: a scan of every job.)
-    running = [j.job_id for j in read.jobs_on(ask.node) if not j.pending] if ask.kind is AskKind.RESET else []
+    running = (
+        [j.job_id for j in read.jobs_on(ask.node) if not j.pending and not j.configuring]
+        if ask.kind is AskKind.RESET
+        else []
+    )
     if alive and running:
         # Its slurmd registered after all and a job runs there: taking it out would drain it,
         # find the job, undrain it, and again each pass the ask stays open.

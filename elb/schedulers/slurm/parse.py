@@ -101,6 +101,11 @@ class SlurmJob:
         return self.state == "PENDING"
 
     @property
+    def configuring(self) -> bool:
+        """Given its nodes, waiting for them to power up: started on none of them yet."""
+        return self.state == "CONFIGURING"
+
+    @property
     def demand(self) -> bool:
         """A pending job waiting for nodes (to free, or to come up), not for anything else."""
         return self.pending and not_demand_reason(self.reason) is None

@@ -34,8 +34,10 @@ def host_of(node: SlurmNode) -> Host:
         flags |= QueueFlags.DISABLED
     if not node_up(node):
         flags |= QueueFlags.UNREACHABLE
+    # A node powering up runs nothing yet: the CPUs Slurm allocated there are a job's that waits for it.
+    used = 0 if node.powering_up else node.cpus_allocated
     queues = tuple(
-        QueueInstance(p, node.name, node.cpus if i == 0 else 0, node.cpus_allocated if i == 0 else 0, 0, flags)
+        QueueInstance(p, node.name, node.cpus if i == 0 else 0, used if i == 0 else 0, 0, flags)
         for i, p in enumerate(node.partitions or ("",))
     )
     return Host(node.name, queues, num_proc=node.cpus)
@@ -99,13 +101,15 @@ def jobs_of(job: SlurmJob) -> list[Job]:
             )
         ]
     per_node = max(1, job.cpus // max(job.nodes, 1))
+    # CONFIGURING: Slurm gave the job nodes that are still powering up; it runs on none of them
+    phase = JobPhase.STARTING if job.configuring else JobPhase.RUNNING
     return [
         Job(
             number,
             job.name,
             job.user,
             job.state,
-            JobPhase.RUNNING,
+            phase,
             per_node,
             submitted=job.submitted,
             started=job.started,
