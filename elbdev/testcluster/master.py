@@ -554,8 +554,19 @@ NFS_CORE_PARAM {{
 NFSV4 {{
     Graceless = true;
 }}
+# The master's own processes (SGE, the tests, an admin) change the exported trees directly, not
+# over NFS, as they do beside the kernel's NFS server. The kernel's server keeps no cache of its
+# own of names and attributes; ganesha does (60 s by default), and a directory removed and made
+# again on the master under the same name within that time was seen by a new node as its old,
+# removed self (NFS3ERR_STALE, then "No such file or directory" for a job's output file). Neither
+# cache outlives a change here: attributes are read again at each use, and a directory whose
+# attributes changed has its names read again.
 EXPORT_DEFAULTS {{
     Access_Type = None;
+    Attr_Expiration_Time = 0;
+}}
+MDCACHE {{
+    Use_Getattr_Directory_Invalidation = true;
 }}
 LOG {{
     Default_Log_Level = EVENT;
