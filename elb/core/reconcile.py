@@ -126,6 +126,14 @@ def _repair_pooled(m: ManagedNode, inst: Instance | None) -> Repair | None:
     )
 
 
+def _machine_lost(m: ManagedNode) -> str:
+    """What became of a ready node's machine that neither runs nor starts: stopped (or stopping,
+    shutting down) outside elb, its instance still listed; or gone."""
+    if m.instance is not None:
+        return f"instance {m.instance.state} outside elb"
+    return "instance gone (terminated outside elb)"
+
+
 def _repair_node(  # noqa: PLR0911, PLR0912 (one return per lifecycle case reads best)
     m: ManagedNode,
     inst: Instance | None,
@@ -161,13 +169,14 @@ def _repair_node(  # noqa: PLR0911, PLR0912 (one return per lifecycle case reads
     if m.ready:
         if inst is not None:
             return _unreachable(m, inst, timeout=unreachable_timeout, watched_since=watched_since, scheduler=scheduler)
+        lost = _machine_lost(m)
         if m.busy:  # dead with the machine, but a job is the scheduler's to end, or an admin's: not elb's
             why = (
-                f"instance gone (terminated outside elb) but {scheduler} lists {_work_on(m)} there; kept "
+                f"{lost} but {scheduler} lists {_work_on(m)} there; kept "
                 f"registered until {scheduler} no longer lists them (an admin ends or requeues them)"
             )
             return Repair(RepairKind.KEPT, n.name, why)
-        return Repair(RepairKind.VANISHED, n.name, "instance gone (terminated outside elb)")
+        return Repair(RepairKind.VANISHED, n.name, lost)
     if m.draining:
         return Repair(RepairKind.FINISH_DRAIN, n.name, _unfinished(n, watched_since), inst)
     # terminated or failed

@@ -76,6 +76,18 @@ def test_vanished_instance_is_deregistered_unless_sge_lists_jobs_there() -> None
     assert "instance gone (terminated outside elb) but SGE lists jobs 42, 43 there; kept" in r.reason
 
 
+def test_a_ready_nodes_instance_stopped_outside_elb_is_said_stopped_not_gone() -> None:
+    """A machine that went down (a crash, a kill, an admin's stop) is still there, stopped: the
+    repair says so, kept under the jobs the scheduler lists there, else taken out as vanished."""
+    stopped = inst("node001", "i-1", state="stopped")
+    s = snap([running(42, "node001")], [host("node001", used=1)])
+    (kept,) = repairs_for([rec("node001", NodeState.READY)], [stopped], s)
+    assert (kept.kind, kept.node) == (RepairKind.KEPT, "node001")
+    assert kept.reason.startswith("instance stopped outside elb but SGE lists jobs 42 there; kept"), kept.reason
+    (gone,) = repairs_for([rec("node001", NodeState.READY)], [stopped], snap([], [host("node001")]))
+    assert (gone.kind, gone.reason) == (RepairKind.VANISHED, "instance stopped outside elb")
+
+
 def test_terminated_instance_state_counts_as_vanished() -> None:
     gone = inst("node001", "i-1", state="gone")
     assert kinds([rec("node001", NodeState.READY)], [gone], ["node001"]) == [(RepairKind.VANISHED, "node001")]
