@@ -74,11 +74,20 @@ def _slurm_out(argv: list[str]) -> str:
 
 
 def free_nodes() -> int:
-    """The cloud nodes Slurm may ask for now: powered down (``idle~``), not powering down."""
+    """The cloud nodes Slurm may ask for now, or once the next run's elb opens them: powered down
+    and not powering down, either open (``idle~``) or held by elb (``drain~`` with elb's hold as
+    the reason: the run before held the names past its ``max_nodes``, and the next run's first
+    pass opens as many as its own room)."""
+    from elb.schedulers.slurm.driver import HELD  # noqa: PLC0415
     from elbdev.testcluster import slurm  # noqa: PLC0415
 
-    states = _slurm_out(["sinfo", "--noheader", "--Node", "-p", slurm.PARTITION, "-o", "%N %t"]).split("\n")
-    return sum(1 for line in states if line.split()[1:] == ["idle~"])
+    rows = _slurm_out(["sinfo", "--noheader", "--Node", "-p", slurm.PARTITION, "-o", "%N|%t|%E"]).splitlines()
+    free = 0
+    for row in rows:
+        _name, state, reason = [*row.split("|", 2), "", ""][:3]
+        if state == "idle~" or (state == "drain~" and reason.startswith(HELD)):
+            free += 1
+    return free
 
 
 def _wait(what: str, done: Callable[[], bool], timeout: float, proc: subprocess.Popen[bytes] | None = None) -> None:
