@@ -30,7 +30,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config as BotoConfig
@@ -57,8 +57,6 @@ if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
     from mypy_boto3_ec2.type_defs import FilterTypeDef, InstanceTypeDef
 
-T = TypeVar("T")
-
 
 def make_client(cfg: Ec2Config, *, total_attempts: int = 5) -> EC2Client:
     """A boto3 EC2 client: the standard credentials chain, standard retry mode, time-outs."""
@@ -75,36 +73,12 @@ def make_client(cfg: Ec2Config, *, total_attempts: int = 5) -> EC2Client:
         raise to_cloud_error(err, "creating the EC2 client") from None
 
 
-class _Shared(Generic[T]):
-    """An attribute of the adapter that its parts share: kept in its ``context``, read and set there."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, cloud: Ec2Cloud, owner: type | None = None) -> T:
-        return cast("T", getattr(cloud.context, self.name))
-
-    def __set__(self, cloud: Ec2Cloud, value: T) -> None:
-        setattr(cloud.context, self.name, value)
-
-
 class Ec2Cloud:
     """:class:`elb.core.interfaces.Cloud` on EC2 for one cluster."""
 
     # A started instance boots: systemd starts the exec daemon the sge_exec role enabled, and
     # mounts the shared directories from fstab (the nfs_client role's lines).
     restart_runs_services = True
-
-    config: _Shared[Ec2Config] = _Shared()
-    cluster: _Shared[str] = _Shared()
-    master: _Shared[str] = _Shared()
-    slots_per_node: _Shared[int | None] = _Shared()
-    client: _Shared[EC2Client] = _Shared()
-    clock: _Shared[Callable[[], float]] = _Shared()
-    sleep: _Shared[Callable[[float], None]] = _Shared()
-    poll_interval: _Shared[float] = _Shared()
-    node_groups: _Shared[NodeGroups | None] = _Shared()
-    host_keys: _Shared[HostKeys | None] = _Shared()
 
     def __init__(
         self,
@@ -142,6 +116,45 @@ class Ec2Cloud:
         self.specs = Specs(self.context, self.instances, self.templates)
         self.node_config = NodeConfig(self.context, self.templates)
         self.launcher = Launcher(self.context, self.instances, self.node_config)
+
+    # What the adapter's parts share lives in its ``context``; the adapter shows what its callers
+    # read, and takes the client and the host keys a caller sets after it is made (tests, a
+    # stubbed client), so that every part sees them.
+    @property
+    def config(self) -> Ec2Config:
+        return self.context.config
+
+    @property
+    def cluster(self) -> str:
+        return self.context.cluster
+
+    @property
+    def master(self) -> str:
+        return self.context.master
+
+    @property
+    def node_groups(self) -> NodeGroups | None:
+        return self.context.node_groups
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self.context.clock
+
+    @property
+    def client(self) -> EC2Client:
+        return self.context.client
+
+    @client.setter
+    def client(self, client: EC2Client) -> None:
+        self.context.client = client
+
+    @property
+    def host_keys(self) -> HostKeys | None:
+        return self.context.host_keys
+
+    @host_keys.setter
+    def host_keys(self, keys: HostKeys | None) -> None:
+        self.context.host_keys = keys
 
     @classmethod
     def from_config(cls, config: Config, **kwargs: Any) -> Ec2Cloud:
