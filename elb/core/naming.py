@@ -3,7 +3,6 @@ nodes elb manages in one cluster."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 # The most workers of one cluster (policy.max_nodes, a node group's max_nodes and warm pool): a
@@ -13,9 +12,13 @@ MAX_NODES = 10_000
 
 
 def node_number(name: str, prefix: str) -> int | None:
-    """The number in ``node006`` for prefix ``node``; None if the name is not one of ours."""
-    m = re.fullmatch(re.escape(prefix) + r"(\d+)", name)
-    return int(m.group(1)) if m else None
+    """The number in ``node006`` for prefix ``node``; None if the name is not one of ours (the
+    prefix then ASCII digits only). String tests, not a regular expression: the policies ask it of
+    every name in use."""
+    digits = name[len(prefix) :]
+    if name.startswith(prefix) and digits.isascii() and digits.isdigit():
+        return int(digits)
+    return None
 
 
 def next_names(in_use: Iterable[str], count: int, prefix: str = "node", digits: int = 3) -> tuple[str, ...]:

@@ -36,7 +36,7 @@ from typing import Protocol
 from elb.core.config import ClusterConfig, PolicyConfig
 from elb.core.durations import minutes
 from elb.core.model import History, Job, Node, Plan, Removal
-from elb.core.policy.forecast import OVERDUE_GRACE, Forecast, forecast
+from elb.core.policy.forecast import Forecast, forecast, overdue_at
 from elb.core.policy.tally import CapacityTally, IdleWorker, Revised, TallyView
 from elb.core.policy.view import ClusterView, ViewCache, Worker, new_names
 from elb.core.state import ClusterState
@@ -83,7 +83,7 @@ def _next_overdue(view: View, span: float) -> float:
         for j in w.jobs:
             if j.started is None:
                 continue
-            overdue = j.started + span if j.hard_runtime is None else j.started + j.hard_runtime + OVERDUE_GRACE
+            overdue = overdue_at(j, span)
             if overdue >= now:
                 at = min(at, overdue)
     return at

@@ -103,13 +103,44 @@ def ages_by(now: float, horizon: float) -> float:
     return now - (horizon - now)
 
 
-def _ends_by(job: Job, now: float, horizon: float) -> bool:
+Window = tuple[float, float, float]  # ``ending_window``'s (earliest end, latest end, earliest start)
+
+
+def ending_window(now: float, horizon: float) -> Window:
+    """Which running jobs count as ending by ``horizon`` (``ends_by``): one with a requested run
+    time whose requested end is between the first two (not past it by more than
+    ``OVERDUE_GRACE``, and by the horizon); one without that started at the third or later
+    (``ages_by``). A tally finds them by these bounds in its indexes."""
+    return now - OVERDUE_GRACE, horizon, ages_by(now, horizon)
+
+
+def ends_by(job: Job, window: Window) -> bool:
+    """Whether a running job counts as ending within the ``ending_window``."""
     if job.started is None:
         return False
+    earliest, latest, young = window
     if job.hard_runtime is None:
-        return job.started >= ages_by(now, horizon)
-    end = job.started + job.hard_runtime
-    return now - OVERDUE_GRACE <= end <= horizon
+        return job.started >= young
+    return earliest <= job.started + job.hard_runtime <= latest
+
+
+def freed_by(job: Job, spn: int, size: int) -> tuple[int, int]:
+    """What a running job that ends frees, (whole nodes, slots): a wide job (more slots than a
+    node of ``spn``) whole nodes, never more than the ``size`` of the cluster (the others are other
+    hosts); a narrow one its slots on its own host."""
+    if job.slots > spn:
+        return min(width(job.slots, spn), size), 0
+    return 0, job.total_slots
+
+
+def overdue_at(job: Job, span: float) -> float:
+    """The instant from which a running job is taken as running on by a forecast ``span`` ahead:
+    its requested end plus ``OVERDUE_GRACE``, or without a requested run time its start plus
+    ``span`` (it has then run longer than the horizon is ahead). The job has started."""
+    assert job.started is not None
+    if job.hard_runtime is None:
+        return job.started + span
+    return job.started + job.hard_runtime + OVERDUE_GRACE
 
 
 def _capacity(view: ClusterView, horizon: float) -> tuple[list[Bin], int, int, int]:
@@ -120,6 +151,8 @@ def _capacity(view: ClusterView, horizon: float) -> tuple[list[Bin], int, int, i
     named: list[Bin] = []
     freed_nodes: list[Bin] = []
     ready = booting = freed = 0
+    window = ending_window(view.now, horizon)
+    size = len(view.workers)
     for w in view.workers:
         if w.booting and w.node is not None:
             s = worker_slots(w.node, otherwise=spn)
@@ -132,15 +165,14 @@ def _capacity(view: ClusterView, horizon: float) -> tuple[list[Bin], int, int, i
         ready += 1
         total, free = facts.total, facts.free
         for j in w.jobs:
-            if not _ends_by(j, view.now, horizon):
+            if not ends_by(j, window):
                 continue
-            if j.slots > spn:
-                # A wide job frees whole nodes (the others are other hosts); never more than there are.
-                k = min(width(j.slots, spn), len(view.workers))
+            k, slots = freed_by(j, spn, size)
+            if k:
                 freed_nodes.extend(Bin(None, spn, spn) for _ in range(k))
                 freed += k * spn
             else:
-                gain = min(j.total_slots, total - free)
+                gain = min(slots, total - free)
                 free += gain
                 freed += gain
         named.append(Bin(w.name, free, total))

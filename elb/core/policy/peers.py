@@ -13,13 +13,13 @@ uses it to skip polls that provably cannot act. It is only ever asked after an e
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from elb.core.config import ClusterConfig, PolicyConfig
 from elb.core.durations import minutes
-from elb.core.model import History, Job, NodeState, Plan, Removal, Snapshot
+from elb.core.model import History, Job, Plan, Removal, Snapshot
 from elb.core.policy.placement import Bin, Packing
 from elb.core.policy.tally import WorkerTally
 from elb.core.policy.view import ClusterView, ViewCache, Worker, new_names, oldest_wait
@@ -89,14 +89,13 @@ def _count(view: ClusterView) -> _Facts:
     idle: list[tuple[Worker, float]] = []
     free = busy = booting = 0
     for w in view.workers:  # each worker's predicates, as ``Worker`` works them out
+        busy += w.occupied
         if w.booting:
             booting += 1
-            busy += 1
             continue
         if w.ready and w.facts is not None:
             free += w.facts.free
         if w.busy:
-            busy += 1
             continue
         since = w.idle_since
         if since is not None:
@@ -463,30 +462,30 @@ class _SlurmReads:
     names: Callable[[int], tuple[str, ...]]  # names for new nodes
 
 
-def _view_bins(view: ClusterView) -> list[Bin]:
-    spn = view.slots_per_node
-    bins: list[Bin] = []
-    for w in view.workers:
-        facts, node = w.facts, w.node
-        if facts is None or (node is not None and node.state is not NodeState.READY):
-            continue
-        if facts.up:
-            bins.append(Bin(w.name, facts.free, facts.total))
-    for w in view.workers:
-        if w.booting and w.node is not None:
-            s = worker_slots(w.node, otherwise=spn)
-            bins.append(Bin(w.name, s, s))
+def _bins(ready: Iterable[tuple[str, int, int]], booting: Iterable[tuple[str, int]]) -> list[Bin]:
+    """The bins Slurm's rule places waiting jobs on: the ready workers (name, free, total) with a
+    free slot (a full one takes no job), then the booting ones (name, slots: ``worker_slots`` of
+    the record), each in name order."""
+    bins = [Bin(name, free, total) for name, free, total in ready if free > 0]
+    bins.extend(Bin(name, s, s) for name, s in booting)
     return bins
+
+
+def _view_bins(view: ClusterView) -> list[Bin]:
+    """``_bins`` of the view's workers."""
+    spn = view.slots_per_node
+    return _bins(
+        ((w.name, w.facts.free, w.facts.total) for w in view.workers if w.ready and w.facts is not None),
+        ((w.name, worker_slots(w.node, otherwise=spn)) for w in view.workers if w.booting and w.node is not None),
+    )
 
 
 def _tally_bins(tally: WorkerTally, spn: int) -> list[Bin]:
-    """``_view_bins`` without the full ones: a bin with no free slot takes no job, and the first
-    fit among the others is the same."""
-    bins = [Bin(name, *tally.room(name)) for name in tally.ready_room]
-    for name in tally.booting:
-        s = tally.booting_slots(name, spn)
-        bins.append(Bin(name, s, s))
-    return bins
+    """``_bins`` of the tally's workers (it keeps the ready ones with a free slot apart)."""
+    return _bins(
+        ((name, *tally.room(name)) for name in tally.ready_room),
+        ((name, tally.booting_slots(name, spn)) for name in tally.booting),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,13 @@ for StarCluster the slots of the up hosts and the oldest waiting job's submissio
 waiting jobs' submissions), for ParallelCluster the busy workers (booting, or a job or a
 reservation there) and the waiting jobs' slots.
 
+The rules are not the tally's own: a worker's entry is ``worker_state``'s reading of it (the
+view's ``Worker`` takes the same), ParallelCluster's busy is ``occupies``, a node's number is
+``elb.core.naming.node_number``, the running jobs that end by a horizon are those within
+``ending_window`` (its bounds are where the tally looks in its indexes) and what each frees is
+``freed_by``, a job's overdue time ``overdue_at``. What the tally adds is bookkeeping: indexes
+and counts kept up to date, so that the same rules are asked of what changed alone.
+
 The inputs are the model's frozen values, so an object seen again is the same value, and the
 tally holds every object it has indexed, so an id it compares is never a recycled one. Inputs it
 does not model exactly (the same object twice in one tuple, two hosts or two live records of one
@@ -39,14 +46,13 @@ from typing import Generic, NamedTuple, TypeVar
 
 from elb.core.frozen import quick_init
 from elb.core.model import Host, Job, JobPhase, Node, NodeState, Snapshot
-from elb.core.naming import next_names
-from elb.core.policy.forecast import OVERDUE_GRACE, Capacity, ages_by
-from elb.core.policy.placement import Bin, FreeIndex, Key, named, width
-from elb.core.policy.view import host_numbers, nodes_for, oldest_first
-from elb.core.state import idle_since, is_busy, serves, started_host, worker_slots
+from elb.core.naming import next_names, node_number
+from elb.core.policy.forecast import OVERDUE_GRACE, Capacity, ending_window, freed_by, overdue_at
+from elb.core.policy.placement import Bin, FreeIndex, Key, named
+from elb.core.policy.view import host_numbers, nodes_for, occupies, oldest_first, worker_state
+from elb.core.state import started_host, worker_slots
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
-_BOOTING = frozenset(s for s in NodeState if s.booting)
 _WAITING = JobPhase.WAITING  # a job the policy plans for (``Job.is_pending``)
 
 T = TypeVar("T")
@@ -62,7 +68,7 @@ class _Entry(NamedTuple):
     idle_since: float | None  # a managed worker, ready and idle, since then
     up_total: int = 0  # its host's slots when the host is up (StarCluster counts these)
     ready: tuple[int, int] | None = None  # (free, total) of a ready worker, with free slots or not
-    busy: bool = False  # booting, or a job or a reservation on it (ParallelCluster's busy workers)
+    busy: bool = False  # booting, or a job or a reservation on it (``occupies``: ParallelCluster's busy workers)
 
 
 _VOID = _Entry(None, None, None)  # no worker: what a name that comes or goes had, or has
@@ -410,12 +416,9 @@ class WorkerTally:
         asks after it went."""
         number = self._number_of.get(name, _UNSEEN)
         if number == _UNSEEN:
-            cut = len(self._prefix)
-            digits = name[cut:]
-            ours = name.startswith(self._prefix) and digits.isascii() and digits.isdigit()
             if len(self._number_of) >= _NAMES_KEPT:  # a bound on names seen once, long gone
                 self._number_of.clear()
-            number = self._number_of[name] = int(digits) if ours else None
+            number = self._number_of[name] = node_number(name, self._prefix)
         if number is None:
             return
         uses = self._numbers.get(number, 0) + step
@@ -430,24 +433,23 @@ class WorkerTally:
             self._highest = None
 
     def _entry(self, name: str) -> _Entry | None:
-        """The worker ``name`` as ``Worker`` and the peers' ``_count`` and ``_fit`` read it."""
+        """The worker ``name`` as ``Worker`` reads it (``worker_state``), in the terms the peers'
+        ``_count`` and ``_fit`` and elb's forecast read it."""
         node, host = self._alive.get(name), self._host.get(name)
         if host is None:
             if node is None:
                 return None
-            if node.state in _BOOTING:
-                return _Entry(worker_slots(node, otherwise=0), None, None, 0, None, True)
-            return _Entry(None, None, None, 0, None, name in self._running)
-        up, free, total, host_busy = host_numbers(host)
+            up, free, total, host_busy = False, 0, 0, False
+        else:
+            up, free, total, host_busy = host_numbers(host)
+        booting, ready, busy, since = worker_state(node, up, host_busy, name in self._running)
         up_total = total if up else 0
-        if node is not None and node.state in _BOOTING:
-            return _Entry(worker_slots(node, otherwise=0), None, None, up_total, None, True)
-        busy = is_busy(name in self._running, host_busy)
-        if not serves(node, up):
-            return _Entry(None, None, None, up_total, None, busy)
-        ready = (free, total)
-        room = ready if free > 0 else None
-        return _Entry(None, room, idle_since(node, True, busy), up_total, ready, busy)
+        if booting:
+            return _Entry(worker_slots(node, otherwise=0), None, None, up_total, None, occupies(booting, busy))
+        if not ready:
+            return _Entry(None, None, None, up_total, None, occupies(booting, busy))
+        room = (free, total)
+        return _Entry(None, room if free > 0 else None, since, up_total, room, occupies(booting, busy))
 
     def _set(self, name: str, entry: _Entry | None) -> None:
         old = self._entries.get(name)
@@ -544,16 +546,21 @@ class CapacityTally(WorkerTally):
         """``elb.core.policy.default._next_overdue`` at ``now`` for a horizon ``span`` ahead: the
         earliest of a requested end plus ``OVERDUE_GRACE``, and of a start plus ``span`` of a job
         without one, not before ``now``, of a job running on a ready worker; inf with none."""
-        return min(self._first_ready(self._ends, now, OVERDUE_GRACE), self._first_ready(self._starts, now, span))
+        return min(
+            self._first_ready(self._ends, now, OVERDUE_GRACE, span), self._first_ready(self._starts, now, span, span)
+        )
 
-    def _first_ready(self, places: list[_Ending], now: float, after: float) -> float:
-        """The earliest ``at + after`` not before ``now`` in ``places`` of a job on a ready worker."""
+    def _first_ready(self, places: list[_Ending], now: float, after: float, span: float) -> float:
+        """The earliest ``overdue_at`` not before ``now`` of a job in ``places`` on a ready
+        worker (its place is that time less ``after``)."""
         ending, entries = self._ending, self._entries
         for i in range(bisect.bisect_left(places, (now - after - 1.0,)), len(places)):
-            at, _, key = places[i]
-            entry = entries.get(ending[key][2])
-            if entry is not None and entry.ready is not None and at + after >= now:
-                return at + after
+            _, job, host = ending[places[i][2]]
+            entry = entries.get(host)
+            if entry is not None and entry.ready is not None:
+                at = overdue_at(job, span)
+                if at >= now:
+                    return at
         return math.inf
 
     def capacity(self, now: float, horizon: float, size: int) -> Capacity:
@@ -561,23 +568,24 @@ class CapacityTally(WorkerTally):
         of the ready and booting workers read through, the ready workers whose running jobs free
         slots by then as named bins over it, the nodes ending wide jobs free after them."""
         spn, ends, entries = self._whole, self._ends, self._entries
-        first = bisect.bisect_left(ends, (now - OVERDUE_GRACE,))
-        last = bisect.bisect_right(ends, (horizon, math.inf))
-        young = self._starts[bisect.bisect_left(self._starts, (ages_by(now, horizon),)) :]
+        earliest, latest, young = ending_window(now, horizon)  # ``ends_by``'s bounds, as the indexes are kept
+        first = bisect.bisect_left(ends, (earliest,))
+        last = bisect.bisect_right(ends, (latest, math.inf))
+        starts = self._starts[bisect.bisect_left(self._starts, (young,)) :]
         gains: dict[str, int] = {}
         tail: list[Bin] = []
         freed = 0
-        for _, _, key in ends[first:last] + young:
+        for _, _, key in ends[first:last] + starts:
             _, job, host = self._ending[key]
             entry = entries.get(host)
             if entry is None or entry.ready is None:
                 continue
-            if job.slots > spn:
-                k = min(width(job.slots, spn), size)
+            k, slots = freed_by(job, spn, size)
+            if k:
                 tail.extend(Bin(None, spn, spn) for _ in range(k))
                 freed += k * spn
             else:
-                gains[host] = gains.get(host, 0) + job.total_slots
+                gains[host] = gains.get(host, 0) + slots
         over: list[Bin] = []
         for host, slots in gains.items():
             ready = entries[host].ready

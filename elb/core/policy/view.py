@@ -64,14 +64,8 @@ def host_numbers(host: Host) -> tuple[bool, int, int, bool]:
 def new_names(
     hosts: Sequence[Host], records: Sequence[Node], count: int, prefix: str = "node", digits: int = 3
 ) -> tuple[str, ...]:
-    """``elb.core.naming.next_names`` over every name in use (the scheduler's hosts and elb's records), with a
-    scan for the highest number that needs no regular expression per name."""
-    cut = len(prefix)
-    highest = 0
-    for name in [h.name for h in hosts] + [n.name for n in records]:
-        if name.startswith(prefix) and name[cut:].isascii() and name[cut:].isdigit():
-            highest = max(highest, int(name[cut:]))
-    return next_names([f"{prefix}{highest}"] if highest else [], count, prefix, digits)
+    """``elb.core.naming.next_names`` over every name in use (the scheduler's hosts and elb's records)."""
+    return next_names([h.name for h in hosts] + [n.name for n in records], count, prefix, digits)
 
 
 @quick_init
@@ -95,22 +89,44 @@ class Worker:
         """Ready and not busy."""
         return self.ready and not self.busy
 
+    @property
+    def occupied(self) -> bool:
+        """Booting or busy (``occupies``)."""
+        return occupies(self.booting, self.busy)
+
     @classmethod
     def of(cls, m: ManagedNode) -> Worker:
-        """``m``'s predicates (``serves``, ``busy``, ``idle_since``) read off its host's facts once
-        (a host's ``HostFacts`` are its ``up`` and ``busy``)."""
+        """``m``'s predicates (``worker_state``) read off its host's facts once (a host's
+        ``HostFacts`` are its ``up`` and ``busy``)."""
         host, record, jobs = m.host, m.record, m.jobs
         facts = host_facts(host) if host is not None else None
-        ready = serves(record, facts is not None and facts.up)
-        busy = is_busy(bool(jobs), facts is not None and facts.busy)
-        return cls(
-            record.name, record, host, jobs, facts, record.state.booting, ready, busy, idle_since(record, ready, busy)
-        )
+        state = worker_state(record, facts is not None and facts.up, facts is not None and facts.busy, bool(jobs))
+        return cls(record.name, record, host, jobs, facts, *state)
 
     @classmethod
     def unmanaged(cls, host: Host, jobs: tuple[Job, ...]) -> Worker:
         facts = host_facts(host)
-        return cls(host.name, None, host, jobs, facts, False, facts.up, is_busy(bool(jobs), facts.busy), None)
+        return cls(host.name, None, host, jobs, facts, *worker_state(None, facts.up, facts.busy, bool(jobs)))
+
+
+def worker_state(
+    record: Node | None, up: bool, host_busy: bool, runs_job: bool
+) -> tuple[bool, bool, bool, float | None]:
+    """A worker's predicates, (booting, ready, busy, idle since), from its record (None: an exec
+    host elb does not manage), whether the scheduler reaches its host and shows a slot used or
+    reserved there, and whether a job is filed under it: the one reading that ``Worker`` and the
+    tally's entries (``elb.core.policy.tally``) both take. ``ready`` is ``serves``, ``busy``
+    ``is_busy``, the idle time ``idle_since``."""
+    booting = record is not None and record.state.booting
+    ready = serves(record, up)
+    busy = is_busy(runs_job, host_busy)
+    return booting, ready, busy, idle_since(record, ready, busy)
+
+
+def occupies(booting: bool, busy: bool) -> bool:
+    """A worker ParallelCluster's rule counts as busy: booting (its demand may still be waiting),
+    or busy."""
+    return booting or busy
 
 
 @dataclass(frozen=True, slots=True)
