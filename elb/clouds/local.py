@@ -37,10 +37,10 @@ from typing import Any, Self
 
 from pydantic import Field
 
-from elb.clouds.ec2.groupoptions import Ec2GroupOptions
 from elb.core.checks import Check
 from elb.core.config import Config
 from elb.core.durations import PositiveSeconds
+from elb.core.groupoptions import GroupOptions
 from elb.core.interfaces import (
     TAG_CLUSTER,
     TAG_GROUP,
@@ -540,10 +540,19 @@ def choose_address(name: str, free: Sequence[str], book: Mapping[str, str]) -> s
 # ---------------------------------------------------------------- as cloud.provider: local
 
 
-# A node group's own settings: EC2's keys (instance types or a launch template, a placement
-# group), so that a group written for EC2 runs unchanged on the test cluster, which stands in for
-# it. The containers are all one kind: the local cloud reads none of them.
-GROUP_OPTIONS = Ec2GroupOptions
+class LocalGroupOptions(GroupOptions):
+    """A node group's own settings on the local cloud: EC2's keys (instance types or a launch
+    template, a placement group) are taken, so that a group written for EC2 runs unchanged on the
+    test cluster, which stands in for it. The containers are all one kind: none is read, and
+    their values are EC2's adapter's to check (``elb.clouds.ec2.groupoptions``), not this one's,
+    which loads no other cloud."""
+
+    instance_types: list[str] | None = Field(None, min_length=1)
+    launch_template: dict[str, str] | None = None
+    placement_group: bool = False
+
+
+GROUP_OPTIONS = LocalGroupOptions
 # The provider's own settings, ``cloud.local``.
 CONFIG_SECTION = LocalConfig
 

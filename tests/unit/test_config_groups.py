@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from elb.clouds.ec2.groupoptions import ec2_options
+from elb.clouds.local import LocalGroupOptions
 from elb.core.config import ConfigError, load_config
 from elb.schedulers.sge.groupoptions import sge_options
 
@@ -45,7 +46,8 @@ def test_two_groups(tmp_path: Path) -> None:
     groups = cfg.groups(99)  # the size learnt is for the default group only
     assert [g.name for g in groups.groups] == ["small", "bigmem"]
     big = groups.groups[1]
-    sge, ec2 = sge_options(big), ec2_options(big)
+    sge, ec2 = sge_options(big), big.cloud_options
+    assert isinstance(ec2, LocalGroupOptions)  # EC2's keys, as the local cloud takes them
     assert (sge.queues, sge.hostgroup, big.slots, sge.offers) == (["all.q", "big.q"], "@bigmem", 2, {"bigmem": "1"})
     assert (ec2.instance_types, big.min_nodes, big.max_nodes, big.market) == (["r5.xlarge", "r5a.xlarge"], 1, 2, "spot")
     assert (sge.pes, ec2.placement_group, big.memory) == (["smp"], True, "8G")

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from elb.clouds.ec2.config import LaunchTemplate
 from elb.clouds.ec2.groupoptions import Ec2GroupOptions, ec2_options
+from elb.clouds.local import LocalGroupOptions
 from elb.core.config import Config, parse_config
 from elb.core.drivers import DeclaresNodePlays
 from elb.core.groupoptions import DescribesDefaultGroup, cloud_options, scheduler_options
@@ -79,7 +80,7 @@ def test_the_keys_go_to_the_options_of_the_scheduler_and_cloud_named() -> None:
         {"name": "a", "slots": 4, "max_nodes": 2, "instance_types": ["c5.large"]}, context=slurm
     )
     assert type(g.scheduler_options) is SchedulerGroupOptions
-    assert ec2_options(g).instance_types == ["c5.large"]
+    assert g.cloud_options == LocalGroupOptions(instance_types=["c5.large"])
     with pytest.raises(
         ValidationError,
         match=r"(?s)queues\n  a setting of the sge scheduler's node groups; this config's scheduler is slurm",
@@ -104,14 +105,14 @@ def test_another_schedulers_key_is_refused_at_the_key_nested_or_not() -> None:
 def test_what_a_module_may_declare_is_asked_of_it_by_its_protocol() -> None:
     """``group_options(cfg)`` and ``node_plays(cfg)`` are typed optional declarations, asked for
     by ``isinstance``: Grid Engine and EC2 describe their one group, the local cloud does not (its
-    group options are EC2's model's defaults); both shipped drivers declare their node plays."""
+    group options take EC2's keys, and read none); both shipped drivers declare their node plays."""
     sge, slurm = (importlib.import_module(SCHEDULERS[n]) for n in ("sge", "slurm"))
     ec2, local = (importlib.import_module(CLOUDS[n]) for n in ("ec2", "local"))
     assert isinstance(sge, DescribesDefaultGroup) and isinstance(ec2, DescribesDefaultGroup)
     assert not isinstance(slurm, DescribesDefaultGroup) and not isinstance(local, DescribesDefaultGroup)
     assert isinstance(sge, DeclaresNodePlays) and isinstance(slurm, DeclaresNodePlays)
     cfg = parse_config({"scheduler": "slurm", "cloud": {"provider": "local"}})
-    assert cloud_options("local").of_config(cfg) == Ec2GroupOptions()
+    assert cloud_options("local").of_config(cfg) == LocalGroupOptions()
     assert scheduler_options("slurm").of_config(cfg) == SchedulerGroupOptions()
     sized = parse_config({"sge": {"queue": "big.q"}, "cloud": {"ec2": {"instance_types": ["c5.large"]}}})
     assert scheduler_options(None).of_config(sized) == SgeGroupOptions(queues=["big.q"])
