@@ -9,7 +9,7 @@ source with ``ast``: every import counts, at the top, inside a function or under
 - ``elb.service`` does not import ``elb.cli``;
 - ``elb.simulate`` imports ``elb.core`` and ``elb.schedulers`` only (``elb.cli`` loads it by name);
 - a scheduler driver never imports another, not even through a module they share (a driver
-  loads only its own code, the core and what the drivers share);
+  loads only its own code, the core and what the drivers share); nor does a cloud;
 - nothing in ``elb`` imports ``elbdev`` (the development package, not in the wheel), not even by
   name (``importlib``);
 - no two modules import each other, directly or through others (imports under ``TYPE_CHECKING``
@@ -293,6 +293,15 @@ def loaded_by(module: str, edges: dict[str, dict[str, int]]) -> set[str]:
 )
 def test_a_driver_loads_no_other_driver(driver: str, other: str) -> None:
     loaded = loaded_by(driver, graph(typing=False))
+    assert sorted(m for m in loaded if within(m, other)) == []
+
+
+@pytest.mark.parametrize(
+    ("cloud", "other"), [("elb.clouds.ec2.entry", "elb.clouds.local"), ("elb.clouds.local", "elb.clouds.ec2")]
+)
+def test_a_cloud_loads_no_other_cloud(cloud: str, other: str) -> None:
+    """The local cloud takes EC2's keys of a node group with a model of its own, not EC2's."""
+    loaded = loaded_by(cloud, graph(typing=True))
     assert sorted(m for m in loaded if within(m, other)) == []
 
 
