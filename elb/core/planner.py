@@ -580,7 +580,9 @@ def _with_scaling(
     since = {name: a.since for name, a in asked.items()}
     waiting: list[Decline] = []
     if plan.add:
-        plan, held_back, waiting = _backed_off(plan, inputs.backoff, groups, asked, now, lead=inputs.cloud.boot_timeout)
+        # A node launched when the back-off ends boots and is provisioned before its ask's deadline.
+        lead = inputs.cloud.boot_timeout + config.provision.timeout
+        plan, held_back, waiting = _backed_off(plan, inputs.backoff, groups, asked, now, lead=lead)
         declines += held_back
     plan, pool, budget, held_by_budget = _budgeted(plan, pool, inputs, planned_on, config, now, state, since)
     declines += held_by_budget
@@ -681,7 +683,8 @@ def _backed_off(
 ) -> tuple[Plan, list[Decline], list[Decline]]:
     """``plan``'s launches cut by each node group's back-off; the scheduler's asks for the
     launches cut either given back with why, or, when the scheduler keeps waiting for them long
-    enough (``Ask.deadline``) for the back-off to end and a node to boot (``lead``) before it
+    enough (``Ask.deadline``) for the back-off to end and a node to boot and be provisioned
+    (``lead``: the cloud's ``boot_timeout`` and ``provision.timeout``) before it
     gives up by itself, left open (the third list): launched when the back-off lets them. A
     give-back makes the scheduler put the job back in line (Slurm holds a requeued job for a
     while); an ask left open keeps its place."""

@@ -74,7 +74,8 @@ class Ask:
     group: str | None = None  # the node group it asks a node of (a partition's group)
     attempts: int = 0  # releases of this node that failed so far (``retry_at``: not before then)
     retry_at: float | None = None
-    # When the scheduler gives up on a want by itself (Slurm: asked + ResumeTimeout); None: not known.
+    # By when a node for a want must be provisioned, or the scheduler has given up on it by itself
+    # (Slurm: asked + ResumeTimeout, less the driver's wait for a registration); None: not known.
     deadline: float | None = None
 
 

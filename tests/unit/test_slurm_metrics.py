@@ -142,6 +142,8 @@ def test_failed_bring_ups_back_off_and_the_held_launches_are_counted(tmp_path: P
     cfg = slurm_cfg(tmp_path)
     clock = [NOW]
     slurm, books = fake_slurm(), Playbooks(ok=False)
+    # A ResumeTimeout above boot, play and registration (what ``elb validate`` asks for).
+    slurm.resume_timeout_s = 1920.0
     slurm.ask("node001")
     bal = balancer(cfg, slurm, books, clock)
     write(slurm_settings(cfg).requests, RequestKind.RESUME, "node001", NOW - 1)
@@ -158,7 +160,8 @@ def test_failed_bring_ups_back_off_and_the_held_launches_are_counted(tmp_path: P
     assert got["elb_launch_backoff_rounds"] == 1.0
     assert 0 < got["elb_launch_backoff_seconds"] <= cfg.backoff.initial
     assert got["elb_launches_held_total"] == 1.0  # launching backed off
-    # Slurm waits ResumeTimeout for the node: the ask stays open for the back-off's end.
+    # Slurm waits ResumeTimeout for the node, long enough for the back-off, a boot, a play and a
+    # registration: the ask stays open for the back-off's end.
     assert got["elb_nodes_given_back_total"] == 0.0
 
 

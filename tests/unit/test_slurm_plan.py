@@ -63,6 +63,7 @@ def test_an_ask_slurm_still_wants_is_kept_with_its_partitions_group() -> None:
         read(snode("node001", "idle", "powering_up", partition="gpu")),
         [],
         resume_timeout=600,
+        register_wait=0,
         partition_groups={"gpu": "gpus"},
         now=NOW,
     )
@@ -76,6 +77,7 @@ def test_a_stale_ask_is_dropped_never_acted_on() -> None:
         read(snode("node001", "idle", "powering_up"), snode("node002", "idle", "powered_down")),
         [],
         resume_timeout=600,
+        register_wait=0,
         partition_groups={},
         now=NOW,
     )
@@ -92,6 +94,7 @@ def test_an_old_ask_of_a_node_elb_brings_up_is_left_to_the_bring_up() -> None:
         read(snode("node001", "idle", "powering_up")),
         [record("node001", NodeState.PROVISIONING)],
         resume_timeout=600,
+        register_wait=0,
         partition_groups={},
         now=NOW,
     )
@@ -104,6 +107,7 @@ def test_a_node_slurm_powered_down_under_elb_is_gone() -> None:
         read(snode("node001", "idle", "powered_down"), snode("node002", "idle")),
         [record("node001"), record("node002")],
         resume_timeout=None,
+        register_wait=0,
         partition_groups={},
         now=NOW,
     )
@@ -255,21 +259,40 @@ def test_a_backed_off_ask_too_close_to_its_deadline_is_given_back() -> None:
     assert p.waiting == () and [d.node for d in p.declines] == ["node001"]
 
 
-def test_the_asks_slurm_still_wants_carry_its_deadline() -> None:
+def test_a_backed_off_ask_with_room_for_a_boot_but_not_for_the_play_is_given_back() -> None:
+    """Launched when the back-off ends, the node boots (EC2's ``boot_timeout``, 600 s) and is
+    provisioned (``provision.timeout``, 900 s) before its ask's deadline, or Slurm has given up on
+    it by then and the launch is wasted: an ask with room for the boot alone is given back."""
+    backoff = Backoffs(default=Backoff(1, NOW + 60, Cause.PROVISION, "node005: its slurmd did not register"))
+    ask = want("node001", deadline=NOW - 30 + 1000)  # 60 s + 600 s fit before it; 60 + 600 + 900 do not
+    p = plan_pass(_inputs([ask], backoff=backoff), config(), Removes(), NOW)
+    assert p.waiting == ()
+    assert [d.node for d in p.declines] == ["node001"]
+    # With a play bounded at 200 s, the same ask has room: left open.
+    short = parse_config({"scheduler": "slurm", "policy": {"max_nodes": 4}, "provision": {"timeout": 200}})
+    p = plan_pass(_inputs([ask], backoff=backoff), short, Removes(), NOW)
+    assert p.declines == () and [w.node for w in p.waiting] == ["node001"]
+
+
+def test_the_asks_slurm_still_wants_carry_its_deadline_less_the_drivers_wait_for_a_registration() -> None:
+    """Slurm gives up ResumeTimeout after its ask; the node must have been provisioned by that
+    less the wait for its slurmd to register (``slurm.register_timeout`` after the play)."""
     kept, _, _ = asks_now(
         [want("node001", NOW - 30)],
         read(snode("node001", "idle", "powering_up")),
         [],
         resume_timeout=600,
+        register_wait=120,
         partition_groups={},
         now=NOW,
     )
-    assert [a.deadline for a in kept] == [NOW - 30 + 600]
+    assert [a.deadline for a in kept] == [NOW - 30 + 600 - 120]
     kept, _, _ = asks_now(
         [want("node001", NOW - 30)],
         read(snode("node001", "idle", "powering_up")),
         [],
         resume_timeout=None,
+        register_wait=120,
         partition_groups={},
         now=NOW,
     )

@@ -167,11 +167,14 @@ def asks_now(
     records: Sequence[Node],
     *,
     resume_timeout: float | None,
+    register_wait: float,
     partition_groups: Mapping[str, str],
     now: float,
 ) -> tuple[tuple[Ask, ...], tuple[Dropped, ...], dict[str, str]]:
     """The open asks as elb acts on them, the ones dropped (with why), and the nodes of elb's
-    Slurm has gone from (see the module's description). Pure."""
+    Slurm has gone from (see the module's description). A want's deadline is when Slurm gives up
+    on it (asked + ResumeTimeout) less ``register_wait``, the driver's own wait for the slurmd of
+    a node just provisioned: by then elb must have the node provisioned. Pure."""
     by_name = {n.name: n for n in read.nodes}
     alive = {n.name: n for n in records if n.state.alive}
     kept: list[Ask] = []
@@ -182,7 +185,8 @@ def asks_now(
             dropped.append(Dropped(a, f"Slurm does not know node {a.node}"))
             continue
         group = partition_groups.get(sn.partitions[0]) if sn.partitions else None
-        deadline = a.since + resume_timeout if resume_timeout is not None and a.kind is AskKind.WANT else None
+        wants = resume_timeout is not None and a.kind is AskKind.WANT
+        deadline = a.since + resume_timeout - register_wait if wants and resume_timeout is not None else None
         ask = Ask(a.node, a.kind, a.since, a.detail, group, a.attempts, a.retry_at, deadline)
         why = _why_dropped(ask, sn, read, alive=a.node in alive, resume_timeout=resume_timeout, now=now)
         if why is None:
@@ -329,6 +333,7 @@ class Slurm:
             read,
             records,
             resume_timeout=self.resume_timeout(),
+            register_wait=self._register_wait(),
             partition_groups=partition_groups,
             now=now,
         )
@@ -401,6 +406,14 @@ class Slurm:
                 errors[n.name] = SchedulerError(str(err), transient=err.transient)
         return errors
 
+    def _register_wait(self) -> float:
+        """How long ``await_registered`` waits for a node's slurmd: ``slurm.register_timeout``
+        after the add play, ``provision.boot.timeout`` after the admit play (``provision.mode:
+        boot``)."""
+        if self.config.provision.mode == "boot":
+            return self.config.provision.boot.timeout
+        return slurm_settings(self.config).register_timeout
+
     def await_registered(self, names: Sequence[str], stopping: threading.Event) -> dict[str, str] | None:
         """Wait until Slurm has each node up (its slurmd registered), for at most
         ``slurm.register_timeout`` after the add play, or ``provision.boot.timeout`` after the
@@ -411,7 +424,7 @@ class Slurm:
         nodes not up while Slurm did not answer for a good part of it raises the transient
         ``SchedulerError``, for the caller to wait again later."""
         boot = self.config.provision.mode == "boot"
-        timeout = self.config.provision.boot.timeout if boot else slurm_settings(self.config).register_timeout
+        timeout = self._register_wait()
 
         def up_of(waiting: set[str], seen: dict[str, str]) -> list[str]:
             try:
