@@ -163,7 +163,7 @@ def set_up(up: Callable[[], T]) -> T:
 
 
 # With ``--provision boot``: how long elb waits for a node to configure itself after the master
-# admitted it. The Slurm demo's bring-up stays within the test cluster's ResumeTimeout (900 s):
+# admitted it. The Slurm demo's bring-up stays within the test cluster's ResumeTimeout (1200 s):
 # the local cloud's boot_timeout 120 s + provision.timeout 300 s + three times this.
 BOOT_WAIT = 150
 

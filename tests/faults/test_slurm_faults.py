@@ -335,7 +335,7 @@ def test_a_node_whose_slurmd_never_registers_fails_and_goes_back_to_slurm(
     # The add play starts the node's slurmd under another node's name (provision.extra_vars
     # override the role's slurm_node_name): it fetches its configuration and runs, so the play
     # succeeds, but the node Slurm waits for never registers. Without a bound elb kept it, and the
-    # job waiting for it, until Slurm's ResumeTimeout (900 s here). The job running on a node
+    # job waiting for it, until Slurm's ResumeTimeout (1200 s here). The job running on a node
     # elb launches next is the give-back path the SIGKILL test takes; here the job is checked
     # requeued, not lost (its rerun waits for Slurm's SuspendTimeout, 120 s, a documented run).
     impostor = f"node{slurm.CLOUD_NODES:03d}"

@@ -62,6 +62,19 @@ def test_the_slurm_demo_brings_a_node_up_within_the_resume_timeout_even_while_sl
     assert bound < slurm.RESUME_TIMEOUT
 
 
+def test_the_cluster_tests_bring_a_node_up_within_the_resume_timeout_even_while_slurmctld_is_slow(
+    tmp_path: Path,
+) -> None:
+    """The same for the config of the Slurm cluster tests and the soak (a longer play time-out,
+    600 s, for a loaded machine): a launch left open under the back-off is then launched only
+    while a whole bring-up fits before Slurm gives up (docs/slurm.md)."""
+    from tests.cluster.slurm_support import slurm_config
+
+    cfg = slurm_config(tmp_path)
+    bound = cloud_settings(cfg).boot_timeout + cfg.provision.timeout + WAIT_CAP * slurm_settings(cfg).register_timeout
+    assert bound < slurm.RESUME_TIMEOUT
+
+
 def test_the_demo_parser_takes_the_provision_mode() -> None:
     args = build_parser().parse_args(["demo", "--scheduler", "slurm", "--provision", "boot"])
     assert (args.scheduler, args.provision) == ("slurm", "boot")
