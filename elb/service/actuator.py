@@ -504,8 +504,8 @@ class Actuator:
         for n in ask:
             answer = answers.get(n.name)
             verdict = witness_verdict(n.name, answer, ordered=n.name in ordered)
-            if verdict.verdict is Drain.GO:
-                log.warning("%s: %s", n.name, verdict.reason)
+            if verdict.verdict is Drain.GO:  # the two witnesses agree: the usual scale-down
+                log.info("%s: %s: it goes", n.name, verdict.reason)
                 continue
             keep.add(n.name)
             found = answer is not None and answer.answer is JobProcesses.FOUND

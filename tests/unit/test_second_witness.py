@@ -11,6 +11,7 @@ while the two disagree or the node cannot answer, unless an admin ordered its re
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,13 +114,20 @@ def test_hosts_listed_without_their_jobs_are_kept_while_the_nodes_run_job_proces
     assert "the node runs job processes (sge_shepherd); the two disagree" in r.detail("node001")
 
 
-def test_the_nodes_agreeing_that_they_are_idle_are_removed(cfg: Config) -> None:
+def test_the_nodes_agreeing_that_they_are_idle_are_removed(cfg: Config, caplog: pytest.LogCaptureFixture) -> None:
+    """The usual scale-down of a node that ran jobs: said at INFO, not as a warning (nothing is
+    wrong when the node confirms the scheduler)."""
     r = rig(cfg)
     busy_then_hollow(r)  # the jobs really ended
     r.at(T0 + HOUR)
-    result = r.bal.run_pass()
+    with caplog.at_level(logging.INFO):
+        result = r.bal.run_pass()
     assert sorted(result.outcomes.removed) == ["node001", "node002"], result.summary()
     assert r.prov.probes == [("node001", "node002")]
+    said = [rec for rec in caplog.records if "the node itself runs no job process" in rec.getMessage()]
+    assert [(rec.levelno, rec.getMessage()) for rec in said] == [
+        (logging.INFO, f"{name}: the node itself runs no job process: it goes") for name in ("node001", "node002")
+    ]
 
 
 def test_a_node_never_seen_busy_is_removed_without_asking_it(cfg: Config) -> None:
