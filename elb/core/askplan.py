@@ -21,7 +21,9 @@ ask is answered once for its node, and a newer ask of the node replaces it.
   counted, the rest are held (``NameHolds``), so the scheduler puts no job on a node elb would give
   back (a give-back sends the job to wait again, and the scheduler would pick another such name).
   Names of the warm pool's nodes are kept open first, then the names a waiting job asks for by
-  name, then the names open now, then the lowest.
+  name, then the names open now, then the held ones (reopened), then the names still on their
+  way down, then the lowest: room goes first to a name the scheduler can bring up now. A name on
+  its way down is held like the others: the scheduler may pick it the moment it is down.
   With ``policy.budget``, a group's open names are also within the nodes the budget affords now;
   while scaling is paused, every name is held. A held name whose node is alive (the scheduler
   put a job on it as elb held it) is reopened, whatever the room.
@@ -199,10 +201,16 @@ def _holds(  # noqa: PLR0917 (the pool, the room and what this pass does with bo
     within its own and within what the budget affords (``afford``, less this pass's launches of
     the group: ``launched``, each node's group); see the module's description."""
     pooled = {n.name for n in records if n.state.pooled}
-    wanted = set(names.wanted)
+    wanted, settling = set(names.wanted), set(names.settling)
     ranked = sorted(
         [(p, True) for p in names.open] + [(p, False) for p in names.held],
-        key=lambda pair: (pair[0].name not in pooled, pair[0].name not in wanted, not pair[1], pair[0].name),
+        key=lambda pair: (
+            pair[0].name not in pooled,
+            pair[0].name not in wanted,
+            pair[0].name in settling,
+            not pair[1],
+            pair[0].name,
+        ),
     )
     # A name the scheduler brings up before elb has its ask takes room as this pass's launches do.
     left = room.free - len(set(names.pending) - set(launched) - declined)

@@ -115,6 +115,10 @@ class NamePool:
     # Names the scheduler is bringing up for a job with no node of elb's behind them yet (its ask
     # may come a pass later): each takes room as a launch does.
     pending: tuple[str, ...] = ()
+    # Names of ``open`` still on their way down (Slurm: powering down): the scheduler may pick
+    # them the moment they are down, so they are held like the others, and kept open last (after
+    # the held names, which the scheduler can bring up as soon as they are reopened).
+    settling: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -527,6 +527,40 @@ def test_the_pool_is_slurms_powered_down_cloud_nodes_an_admins_drain_left_alone(
     )
 
 
+def test_a_name_still_powering_down_is_in_the_pool_and_held_when_there_is_no_room() -> None:
+    """Seen in the soak: elb removed node002, Slurm powered it down for its SuspendTimeout; a pass
+    used the last room and held the names open then, not node002, which came back to Slurm's
+    pool two seconds later; Slurm asked for it and elb gave it back. slurmctld 22.05 drains a
+    powering-down node (IDLE+CLOUD+DRAIN+POWERING_DOWN): such a name is in the pool, marked
+    settling, and held like the others."""
+    nodes = (
+        snode("node002", "idle", "powering_down"),
+        dataclasses.replace(
+            snode("node003", "idle", "powering_down", "drain"), reason="elb: held: no room within max_nodes 3"
+        ),
+        snode("node004", "idle", "powered_down"),
+    )
+    pool = name_pool(read(*nodes), [], {})
+    assert pool == NamePool(
+        open=(PoolName("node002", None), PoolName("node004", None)),
+        held=(PoolName("node003", None, "no room within max_nodes 3"),),
+        settling=("node002",),
+    )
+    alive = [record(f"node00{i}") for i in (1, 5, 6)]
+    h = _holds(pool, alive)
+    assert h.hold == ("node002", "node004") and h.reopen == ()
+
+
+def test_a_name_still_powering_down_is_kept_open_after_the_ones_slurm_can_power_up_now() -> None:
+    h = _holds(NamePool(open=_open("node002", "node004"), settling=("node002",)), [record("node001")], max_nodes=2)
+    assert h.hold == ("node002",)
+    # and after a held one, which an undrain makes Slurm's at once
+    h = _holds(
+        NamePool(open=_open("node002"), held=_open("node005"), settling=("node002",)), [record("node001")], max_nodes=2
+    )
+    assert h.hold == ("node002",) and h.reopen == ("node005",)
+
+
 def test_a_name_slurm_brings_up_before_elb_reads_its_ask_takes_room() -> None:
     """Seen on the real slurmctld: a job made Slurm power node001 up; elb's next pass read it
     powering up a pass before its resume request came, counted room for one more, reopened

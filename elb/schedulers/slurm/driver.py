@@ -104,7 +104,9 @@ def _held_reason(shown: str) -> str | None:
 
 def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mapping[str, str]) -> NamePool:
     """The cloud nodes Slurm may power up for its next jobs: powered down and idle, no node of
-    elb's behind them; ``held``: those elb drained with a reason that starts with ``HELD``; and
+    elb's behind them, or on their way down (``settling``: Slurm may pick one the moment it is
+    down, and slurmctld drains a powering-down node); ``held``: those elb drained with a reason
+    that starts with ``HELD``; and
     ``held_alive``: elb's nodes drained with that reason (Slurm put a job on one as elb held it);
     while it holds any, ``wanted``: the names pending jobs wait for by name; ``pending``: the
     cloud nodes Slurm powers up with no node of elb's behind them (their asks may come later).
@@ -114,21 +116,25 @@ def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mappin
     held: list[PoolName] = []
     held_alive: list[str] = []
     pending: list[str] = []
+    settling: list[str] = []
     for sn in read.nodes:
         if sn.name in alive and sn.drain and sn.reason.startswith(HELD):
             held_alive.append(sn.name)
         if "cloud" in sn.flags and sn.name not in alive and _coming_up(sn):
             pending.append(sn.name)
-        if "cloud" not in sn.flags or not sn.powered_down or sn.powering_up or sn.name in alive:
+        down = sn.powered_down or sn.powering_down
+        if "cloud" not in sn.flags or not down or sn.powering_up or sn.name in alive:
             continue
         name = PoolName(sn.name, partition_groups.get(sn.partitions[0]) if sn.partitions else None)
         if not sn.drain:
             if sn.state == "idle":
                 open_.append(name)
+                if not sn.powered_down:
+                    settling.append(sn.name)
         elif sn.reason.startswith(HELD):
             held.append(PoolName(name.name, name.group, _held_reason(sn.reason)))
     wanted = _named_by_jobs(read) if held else ()
-    return NamePool(tuple(open_), tuple(held), tuple(held_alive), wanted, tuple(pending))
+    return NamePool(tuple(open_), tuple(held), tuple(held_alive), wanted, tuple(pending), tuple(settling))
 
 
 def _coming_up(sn: SlurmNode) -> bool:
