@@ -226,6 +226,8 @@ def _holds(  # noqa: PLR0917 (the pool, the room and what this pass does with bo
     for p, is_open in ranked:
         group = room.group(p.group)
         full = _full(left, group_left.get(group), money_left.get(group), room.max_nodes)
+        if full is None and not is_open and p.name in settling:
+            continue  # held on its way down: reopened once down (the scheduler can use it only then)
         if full is None:
             left -= 1
             for limits in (group_left, money_left):

@@ -115,9 +115,10 @@ class NamePool:
     # Names the scheduler is bringing up for a job with no node of elb's behind them yet (its ask
     # may come a pass later): each takes room as a launch does.
     pending: tuple[str, ...] = ()
-    # Names of ``open`` still on their way down (Slurm: powering down): the scheduler may pick
-    # them the moment they are down, so they are held like the others, and kept open last (after
-    # the held names, which the scheduler can bring up as soon as they are reopened).
+    # Names of ``open`` and ``held`` still on their way down (Slurm: powering down): the scheduler
+    # may pick an open one the moment it is down, so they are held like the others, and kept open
+    # last (after the held names, which the scheduler can bring up as soon as they are reopened);
+    # a held one is reopened only once it is down.
     settling: tuple[str, ...] = ()
 
 

@@ -544,7 +544,7 @@ def test_a_name_still_powering_down_is_in_the_pool_and_held_when_there_is_no_roo
     assert pool == NamePool(
         open=(PoolName("node002", None), PoolName("node004", None)),
         held=(PoolName("node003", None, "no room within max_nodes 3"),),
-        settling=("node002",),
+        settling=("node002", "node003"),
     )
     alive = [record(f"node00{i}") for i in (1, 5, 6)]
     h = _holds(pool, alive)
@@ -559,6 +559,14 @@ def test_a_name_still_powering_down_is_kept_open_after_the_ones_slurm_can_power_
         NamePool(open=_open("node002"), held=_open("node005"), settling=("node002",)), [record("node001")], max_nodes=2
     )
     assert h.hold == ("node002",) and h.reopen == ("node005",)
+
+
+def test_a_held_name_still_powering_down_is_reopened_only_once_it_is_down() -> None:
+    """An undrain of a node that is powering down makes slurmctld 22.05 ask the node for its
+    registration; Slurm could not use it before it is down anyway."""
+    pool = NamePool(held=_open("node002", "node003"), settling=("node002",))
+    assert _holds(pool, max_nodes=2) == NameHolds((), ("node003",), "")
+    assert _holds(dataclasses.replace(pool, settling=()), max_nodes=2).reopen == ("node002", "node003")
 
 
 def test_a_name_slurm_brings_up_before_elb_reads_its_ask_takes_room() -> None:

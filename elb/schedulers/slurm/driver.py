@@ -105,8 +105,9 @@ def _held_reason(shown: str) -> str | None:
 def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mapping[str, str]) -> NamePool:
     """The cloud nodes Slurm may power up for its next jobs: powered down and idle, no node of
     elb's behind them, or on their way down (``settling``: Slurm may pick one the moment it is
-    down, and slurmctld drains a powering-down node); ``held``: those elb drained with a reason
-    that starts with ``HELD``; and
+    down, and slurmctld drains a powering-down node, but an undrain of one makes it ask the node
+    for its registration, so a held one is reopened only once down); ``held``: those elb
+    drained with a reason that starts with ``HELD``; and
     ``held_alive``: elb's nodes drained with that reason (Slurm put a job on one as elb held it);
     while it holds any, ``wanted``: the names pending jobs wait for by name; ``pending``: the
     cloud nodes Slurm powers up with no node of elb's behind them (their asks may come later).
@@ -133,6 +134,8 @@ def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mappin
                     settling.append(sn.name)
         elif sn.reason.startswith(HELD):
             held.append(PoolName(name.name, name.group, _held_reason(sn.reason)))
+            if not sn.powered_down:
+                settling.append(sn.name)
     wanted = _named_by_jobs(read) if held else ()
     return NamePool(tuple(open_), tuple(held), tuple(held_alive), wanted, tuple(pending), tuple(settling))
 
