@@ -443,13 +443,13 @@ class WorkerTally:
         else:
             up, free, total, host_busy = host_numbers(host)
         booting, ready, busy, since = worker_state(node, up, host_busy, name in self._running)
-        up_total = total if up else 0
+        up_total, occupied = total if up else 0, occupies(booting, busy)
         if booting:
-            return _Entry(worker_slots(node, otherwise=0), None, None, up_total, None, occupies(booting, busy))
+            return _Entry(worker_slots(node, otherwise=0), None, None, up_total, None, occupied)
         if not ready:
-            return _Entry(None, None, None, up_total, None, occupies(booting, busy))
+            return _Entry(None, None, None, up_total, None, occupied)
         room = (free, total)
-        return _Entry(None, room if free > 0 else None, since, up_total, room, occupies(booting, busy))
+        return _Entry(None, room if free > 0 else None, since, up_total, room, occupied)
 
     def _set(self, name: str, entry: _Entry | None) -> None:
         old = self._entries.get(name)

@@ -127,15 +127,14 @@ def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mappin
         if "cloud" not in sn.flags or not down or sn.powering_up or sn.name in alive:
             continue
         name = PoolName(sn.name, partition_groups.get(sn.partitions[0]) if sn.partitions else None)
-        if not sn.drain:
-            if sn.state == "idle":
-                open_.append(name)
-                if not sn.powered_down:
-                    settling.append(sn.name)
-        elif sn.reason.startswith(HELD):
+        if not sn.drain and sn.state == "idle":
+            open_.append(name)
+        elif sn.drain and sn.reason.startswith(HELD):
             held.append(PoolName(name.name, name.group, _held_reason(sn.reason)))
-            if not sn.powered_down:
-                settling.append(sn.name)
+        else:
+            continue
+        if not sn.powered_down:
+            settling.append(sn.name)
     wanted = _named_by_jobs(read) if held else ()
     return NamePool(tuple(open_), tuple(held), tuple(held_alive), wanted, tuple(pending), tuple(settling))
 
@@ -194,7 +193,7 @@ def asks_now(
             dropped.append(Dropped(a, f"Slurm does not know node {a.node}"))
             continue
         group = partition_groups.get(sn.partitions[0]) if sn.partitions else None
-        wants = resume_timeout is not None and a.kind is AskKind.WANT
+        wants = a.kind is AskKind.WANT
         deadline = a.since + resume_timeout - register_wait if wants and resume_timeout is not None else None
         ask = Ask(a.node, a.kind, a.since, a.detail, group, a.attempts, a.retry_at, deadline)
         why = _why_dropped(ask, sn, read, alive=a.node in alive, resume_timeout=resume_timeout, now=now)
