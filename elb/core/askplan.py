@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 from elb.core.model import Node, NodeState, Removal
 from elb.core.scheduler import Ask, AskKind, Dropped, NamePool, PoolName
+from elb.core.state import worker_names
 
 RELEASE_RETRY = 60.0  # seconds before a failed give-back is tried again, doubling per attempt
 RELEASE_RETRY_MAX = 3600.0
@@ -106,14 +107,16 @@ def plan_asks(
     names: NamePool | None = None,
     afford: Mapping[str, int] | None = None,
     paused: str = "",
+    down: Collection[str] = (),
 ) -> AskPlan:
     """The asks' actions (see the module's description). ``names``: the names the scheduler may
     pick next (None: not read, none held or opened); ``afford``: how many more nodes of each
     group the budget allows now (``elb.core.budget.room``; None: no budget), a limit on the
     names kept open besides ``max_nodes``; ``paused``: why scaling is paused ("": it is not),
-    every name held then (every launch is declined)."""
+    every name held then (every launch is declined); ``down``: the nodes that are down
+    (``elb.core.state.ClusterState.down``), which take no room."""
     by_name = {n.name: n for n in records}
-    room = _Room(records, max_nodes=max_nodes, group_max=group_max, first_group=first_group, master=master)
+    room = _Room(records, max_nodes=max_nodes, group_max=group_max, first_group=first_group, master=master, down=down)
     out = _Actions(answers=[Answer(d.ask.node, d.ask.since, f"dropped: {d.reason}") for d in dropped])
     _answer_asks(asks, by_name, in_flight, now, room, out)
     _remove_gone(gone, by_name, {a.node for a in asks}, in_flight, out)
@@ -289,13 +292,22 @@ class _Actions:
 
 
 class _Room:
-    """Room for new nodes within ``max_nodes`` and each group's own limit."""
+    """Room for new nodes within ``max_nodes`` and each group's own limit: each alive record
+    takes one (``worker_names``: a node that is down takes none)."""
 
     def __init__(
-        self, records: Sequence[Node], *, max_nodes: int, group_max: Mapping[str, int], first_group: str, master: str
+        self,
+        records: Sequence[Node],
+        *,
+        max_nodes: int,
+        group_max: Mapping[str, int],
+        first_group: str,
+        master: str,
+        down: Collection[str],
     ) -> None:
         self.max_nodes, self.group_max, self.first_group = max_nodes, group_max, first_group
-        alive = [n for n in records if n.state.alive and n.name != master]
+        places = worker_names((), [n.name for n in records if n.state.alive], master, down)
+        alive = [n for n in records if n.name in places]
         self.free = max(0, max_nodes - len(alive))
         self.per_group: dict[str, int] = {}
         for n in alive:

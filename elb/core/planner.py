@@ -450,7 +450,7 @@ def plan_pass(
     shell joined it already (``scaling_waits``): a pass joins its read once."""
     state = cluster_state(inputs, now) if state is None else state
     groups = groups_of(config)
-    asks = _plan_asks(inputs, config, now)
+    asks = _plan_asks(inputs, config, now, down=state.down)
     base, hold, around = _regardless_of_scaling(inputs, state, config, groups=groups, asks=asks, now=now)
     waits = _why_scaling_waits(inputs, hold)
     if waits:
@@ -718,8 +718,9 @@ _NO_POOL = PoolPlan()
 _NO_ASKS = AskPlan()
 
 
-def _plan_asks(inputs: PassInputs, config: Config, now: float) -> AskPlan:
-    """The scheduler's asks as actions (``elb.core.askplan``); nothing when it never names nodes."""
+def _plan_asks(inputs: PassInputs, config: Config, now: float, *, down: Collection[str]) -> AskPlan:
+    """The scheduler's asks as actions (``elb.core.askplan``); nothing when it never names nodes.
+    ``down``: the nodes that are down, which take no room under ``max_nodes``."""
     if inputs.asks is None:
         if not inputs.dropped:
             return _NO_ASKS
@@ -745,6 +746,7 @@ def _plan_asks(inputs: PassInputs, config: Config, now: float) -> AskPlan:
         names=names,
         afford=afford,
         paused=_pause_reason(inputs.orders),
+        down=down,
     )
 
 

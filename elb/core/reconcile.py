@@ -175,6 +175,8 @@ def _repair_node(  # noqa: PLR0911, PLR0912 (one return per lifecycle case reads
                 f"{lost} but {scheduler} lists {_work_on(m)} there; kept "
                 f"registered until {scheduler} no longer lists them (an admin ends or requeues them)"
             )
+            if m.down:
+                why += "; it takes no place under max_nodes meanwhile"
             return Repair(RepairKind.KEPT, n.name, why)
         return Repair(RepairKind.VANISHED, n.name, lost)
     if m.draining:

@@ -94,6 +94,10 @@ def idle_since(record: Node | None, ready: bool, busy: bool) -> float | None:
 # Pending or running. Any other state but gone (stopping, stopped: a spot stop, a crash, an admin,
 # the warm pool) is a machine that still exists, and costs (its disks), and can start again.
 LIVE = frozenset({InstanceState.PENDING, InstanceState.RUNNING})
+# The states of an instance that exists but runs nothing: a ready node's machine stopped outside
+# elb (elb stops only the warm pool's, whose records say so).
+HALTED = frozenset({InstanceState.STOPPING, InstanceState.STOPPED})
+NO_NAMES: frozenset[str] = frozenset()  # ``ClusterState.down`` with none (one object: a cache compares it by identity)
 
 
 _STATES: dict[str, InstanceState] = {s.value: s for s in InstanceState}  # a member is found by itself too
@@ -176,9 +180,33 @@ class ManagedNode:
         return self.instance_state is InstanceState.GONE
 
     @property
+    def down(self) -> bool:
+        """Ready by its record, but the cloud lists its instance as stopping or stopped (``is_down``)."""
+        return is_down(self.record, self.instance)
+
+    @property
     def instance_live(self) -> bool:
         """Its instance is pending or running."""
         return self.instance_state in LIVE
+
+
+def is_down(record: Node, instance: Instance | None) -> bool:
+    """A ready node whose machine the cloud lists as stopping or stopped: it runs nothing, whatever
+    the scheduler still lists there, and takes no place under ``max_nodes`` while the scheduler
+    lets go of its jobs (``ClusterState.down``). Only a listed state is taken as evidence: an
+    instance missing from a listing is not down (a listing may be hollow; EC2's terminated ones
+    are ``gone``), and keeps its place."""
+    return record.state is NodeState.READY and instance is not None and instance_state(instance.state) in HALTED
+
+
+def worker_names(hosts: Collection[str], alive: Collection[str], master: str, down: Collection[str]) -> set[str]:
+    """The workers' names, whose count is the cluster's size under ``max_nodes``: the scheduler's
+    hosts and the alive records, but the master and the nodes that are down
+    (``is_down``: a machine that runs nothing takes no place; its name stays in
+    use, ``elb.core.policy.view.new_names`` reads every record)."""
+    names = set(hosts) | set(alive)
+    names.discard(master)
+    return names.difference(down) if down else names
 
 
 def started_host(j: Job) -> str | None:
@@ -313,6 +341,18 @@ class ClusterState:
         if index is not None:
             return tuple(self.managed(index.records[name]) for name in index.suspects)
         return tuple(m for m in self.nodes if not m.steady)
+
+    @cached_property
+    def down(self) -> frozenset[str]:
+        """The names of the nodes that are down (``is_down``): among the ``suspects``, as a
+        down node is never ``steady`` (the index's, or a scan)."""
+        index = self.index
+        if index is not None:
+            records, instances = index.records, index.instances
+            found = [n for n in index.suspects if is_down(records[n], instances.get(n))]
+        else:
+            found = [m.name for m in self.suspects if m.down]
+        return frozenset(found) if found else NO_NAMES
 
     def suspects_apart(self, skip: Collection[str]) -> tuple[ManagedNode, ...]:
         """``suspects`` but those named in ``skip``: with the index, a skipped node is not joined."""

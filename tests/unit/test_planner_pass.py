@@ -258,3 +258,35 @@ def test_a_node_held_on_its_own_word_is_not_stopped_into_a_warm_pool_either(tmp_
     p = idle_pass(cfg, held, other)
     assert [r.node for r in p.pool.stops] == ["node002"], p.describe()
     assert [r.node for r in p.held] == ["node001"]
+
+
+# A cluster at max_nodes (4) whose node004 died under a job: its instance is listed as stopped,
+# Grid Engine no longer reaches its host and still lists the job there. Two 8-slot jobs wait.
+def _died_under_a_job(cfg: Config, dead: InstanceWord | None) -> PassPlan:
+    names = ("node001", "node002", "node003", "node004")
+    records = tuple(node(n, 3600, instance_id=f"i-{n}") for n in names)
+    hosts = [host(n, used=8) for n in names[:3]] + [host("node004", used=8, states="au")]
+    jobs = [running(10 + i, n, slots=8, ran=3000) for i, n in enumerate(names)]
+    found = tuple(instance(n) for n in names[:3]) + (() if dead is None else (instance("node004", dead),))
+    snapshot = snap([*jobs, pending(1, 900, slots=8), pending(2, 900, slots=8)], hosts)
+    return plan_pass(inputs(snapshot, nodes=records, instances=found), cfg, policy_for(cfg), T0)
+
+
+@pytest.mark.parametrize("dead", ["stopped", "stopping"])
+def test_a_node_whose_instance_is_listed_stopped_under_a_job_is_kept_and_takes_no_place(
+    cfg: Config, dead: InstanceWord
+) -> None:
+    p = _died_under_a_job(cfg, dead)
+    (kept,) = p.kept
+    assert kept.node == "node004" and "takes no place under max_nodes" in kept.reason
+    assert p.scaling is not None and p.scaling.remove == ()
+    # Its place is taken by a new node, named after every name in use (node004's included).
+    assert p.scaling.add == 1 and p.scaling.add_names == ("node005",), p.scaling.reason
+
+
+def test_a_node_whose_instance_is_missing_from_the_listing_keeps_its_place(cfg: Config) -> None:
+    # Not listed at all: the listing may be hollow; that is no evidence the machine is down.
+    p = _died_under_a_job(cfg, None)
+    (kept,) = p.kept
+    assert kept.node == "node004" and "takes no place" not in kept.reason
+    assert p.scaling is not None and p.scaling.add == 0 and "max_nodes (4/4)" in p.scaling.reason

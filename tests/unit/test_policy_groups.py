@@ -16,7 +16,7 @@ from elb.core.config import Config, parse_config
 from elb.core.drivers import node_plays
 from elb.core.interfaces import TAG_GROUP, Instance, NodeSpec
 from elb.core.model import History, Job, NodeState, Plan
-from elb.core.policy.grouped import GroupedPolicy, policy_for
+from elb.core.policy.grouped import GroupedPolicy, decide_demand, policy_for
 from elb.core.state import join
 from elb.provision.ansible import AnsibleProvisioner
 from elb.provision.inventory import Connection, InventoryError, build_inventory
@@ -264,3 +264,34 @@ def test_the_groups_quiet_hint_is_the_earliest_of_their_policies_and_now_when_on
     plain = policy_for(cfg)
     assert isinstance(plain, GroupedPolicy) and not isinstance(plain.policy_of(plain.groups.groups[0]), QuietHint)
     assert plain.quiet_until_groups(state, {}, History()) == state.now
+
+
+@pytest.mark.parametrize(("listed", "added"), [("stopped", 1), (None, 0)])
+def test_a_node_that_is_down_takes_no_place_in_its_group_nor_under_the_global_max(
+    tmp_path: Path, listed: str | None, added: int
+) -> None:
+    """At the global max_nodes 3 and gpu's 1, gpu's node003 died under a job: its instance is listed as
+    stopped, Grid Engine no longer reaches its host and lists the job there. A waiting gpu job
+    then gets a node. An instance missing from the listing is no evidence: it keeps its place."""
+    cfg = config(tmp_path, SMALL, {**GPU, "max_nodes": 1}, max_nodes=3)
+    records = (
+        node("node001", HOUR, group="small", instance_id="i-1"),
+        node("node002", HOUR, group="small", instance_id="i-2"),
+        node("node003", HOUR, group="gpu", instance_id="i-3"),
+    )
+    hosts = [
+        host("node001", slots=2, used=2),
+        host("node002", slots=2, used=2),
+        host("node003", slots=4, used=4, states="u"),
+    ]
+    jobs = [running(1, "node001", slots=2, ran=HOUR), running(2, "node002", slots=2, ran=HOUR)]
+    waiting = gpu_job(4)
+    jobs += [running(3, "node003", slots=4, ran=HOUR), waiting]
+    instances = [Instance(f"i-{i}", f"node00{i}", "running", T0 - HOUR) for i in (1, 2)]
+    if listed is not None:
+        instances.append(Instance("i-3", "node003", listed, T0 - HOUR))  # type: ignore[arg-type]
+    state = join(records, instances, snap(jobs, hosts))
+    plan = decide_demand(policy_for(cfg), state, History(), group_of={waiting: "gpu"})
+    assert plan.add == added, plan.reason
+    if added:
+        assert dict(plan.add_groups) == {"node004": "gpu"}

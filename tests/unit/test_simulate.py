@@ -473,6 +473,7 @@ def test_the_replays_index_is_what_a_scan_of_the_joined_state_finds() -> None:
         a, b = cluster_state(indexed, now), cluster_state(scan, now)
         assert sorted(m.name for m in a.suspects) == sorted(m.name for m in b.suspects)
         assert sorted(r.name for r in a.pooled) == sorted(r.name for r in b.pooled)
+        assert a.down == b.down
         assert b.unaccounted == ()
         assert plan_pass(scan, sim.config, SlurmPolicy(limits(max_nodes=12)), now).describe() == pp.describe()
         checked.append(len(a.suspects))

@@ -689,3 +689,31 @@ def test_the_driver_reads_back_the_reason_of_each_name_it_held() -> None:
     pool = name_pool(SlurmRead.of([], nodes), [], {})
     # a reason Slurm shows cut at its length limit is not known in full: None
     assert [(p.name, p.reason) for p in pool.held] == [("node003", "no room within max_nodes 2"), ("node004", None)]
+
+
+def _died_under_a_job(dead: str | None) -> PassInputs:
+    """node001-node004 (max_nodes 4) ready; node004 died under job 7: Slurm still has it
+    allocated and lists the job there, its instance is listed as ``dead`` (None: not listed).
+    Slurm asks for node005."""
+    records = [record(f"node00{i}") for i in range(1, 5)]
+    nodes = [snode(f"node00{i}", "idle") for i in range(1, 4)] + [snode("node004", "allocated", alloc=2)]
+    snap = snapshot((sjob("7", nodes=("node004",)),), nodes, NOW)
+    instances = [Instance(f"i-{n.name}", n.name, "running", n.launched_at, n.private_ip) for n in records[:3]]
+    if dead is not None:
+        instances.append(Instance("i-node004", "node004", dead, NOW - 600, "10.0.0.5"))  # type: ignore[arg-type]
+    return dataclasses.replace(
+        _inputs([want("node005")], records), snapshot=snap, demand=DemandSplit(snap), instances=tuple(instances)
+    )
+
+
+def test_a_node_whose_instance_is_listed_stopped_under_a_job_takes_no_room_from_slurms_asks() -> None:
+    p = plan_pass(_died_under_a_job("stopped"), config(), Removes(), NOW)
+    assert [k.node for k in p.kept] == ["node004"] and "takes no place under max_nodes" in p.kept[0].reason
+    assert p.scaling is not None and p.scaling.add_names == ("node005",) and p.declines == ()
+
+
+def test_a_node_whose_instance_is_missing_keeps_its_room_under_slurms_asks() -> None:
+    # Not listed: the listing may be hollow, no evidence the machine is down.
+    p = plan_pass(_died_under_a_job(None), config(), Removes(), NOW)
+    assert [k.node for k in p.kept] == ["node004"]
+    assert [(d.node, d.reason) for d in p.declines] == [("node005", "max_nodes 4 reached")]

@@ -353,3 +353,32 @@ def test_a_list_changed_in_place_is_taken_in_again() -> None:
     records[1] = node("node002", 900.0, last_busy_at=T0 - 600)  # idle past SuspendTime now
     plan = twin.decide(join(records, (), snapshot, now=T0), History())
     assert [r.node for r in plan.remove] == ["node002"]
+
+
+@pytest.mark.parametrize("name", ["slurm", "starcluster", "parallelcluster", "elb"])
+def test_a_node_that_is_down_takes_no_place_and_the_tally_leaves_it_to_the_view(name: str) -> None:
+    """node002 died under a job: its instance is listed as stopped, the scheduler no longer
+    reaches it and still lists the job there. At max_nodes 2 the node takes no place, so the
+    waiting jobs get a node (named after node002, whose name stays in use); the tally does not
+    model it and the full view decides, in a row of states the tally kept up to date before."""
+    from elb.core.interfaces import Instance
+
+    twin = Twin(peer(name, Limits(min_nodes=0, max_nodes=2, slots_per_node=8)))
+    records = (node("node001", 900.0, instance_id="i-1"), node("node002", 900.0, instance_id="i-2"))
+    hosts = (host("node001", used=8), host("node002", used=8))
+    busy = (running(1, "node001", slots=8, ran=3000), running(2, "node002", slots=8, ran=3000))
+    waiting = tuple(pending(3 + i, 900) for i in range(9))  # more than the 8 slots up (StarCluster's rule)
+
+    def instances(second: str) -> tuple[Instance, ...]:
+        return (Instance("i-1", "node001", "running", T0 - 900), Instance("i-2", "node002", second, T0 - 900))  # type: ignore[arg-type]
+
+    full = twin.decide(join(records, instances("running"), Snapshot(T0, (*busy, *waiting), hosts), now=T0), History())
+    assert full.add == 0
+    dead = (hosts[0], host("node002", used=8, states="u"))
+    state = join(records, instances("stopped"), Snapshot(T0 + 60, (*busy, *waiting), dead), now=T0 + 60)
+    assert state.down == {"node002"}
+    plan = twin.decide(state, History())
+    assert plan.add == 1 and plan.add_names == ("node003",), plan.reason
+    # Not listed at all: no evidence; the node keeps its place.
+    hollow = join(records, instances("running")[:1], Snapshot(T0 + 60, (*busy, *waiting), dead), now=T0 + 60)
+    assert hollow.down == frozenset() and twin.decide(hollow, History()).add == 0

@@ -108,7 +108,7 @@ class ElbPolicy:
         spn = cfg.slots_per_node
         snapshot, records = state.snapshot, state.records
         if self.incremental and spn and cfg.shrink == "cost" and _told_changes(snapshot.jobs, snapshot.hosts, records):
-            if self.tally.update_for(snapshot, records, cluster.master, cluster.node_prefix, spn):
+            if self.tally.update_for(snapshot, records, cluster.master, cluster.node_prefix, spn, state.down):
                 return TallyView(self.tally, state.now, self.tally.pending(snapshot, state.now), spn)
         else:
             self.tally.clear()

@@ -31,7 +31,7 @@ from elb.core.model import History, Host, Job, Plan, Removal, Snapshot
 from elb.core.policy import Policy, make_policy
 from elb.core.policy.base import QuietHint
 from elb.core.policy.view import new_names
-from elb.core.state import ClusterState
+from elb.core.state import ClusterState, worker_names
 
 _NO_GROUPS: Mapping[Job, str] = MappingProxyType({})
 
@@ -128,8 +128,8 @@ class GroupedPolicy:
     def _join(self, plans: Sequence[tuple[NodeGroup, Plan]], state: ClusterState) -> Plan:
         snapshot, nodes = state.snapshot, state.records
         master = self.cluster.master
-        alive = {n.name for n in nodes if n.state.alive and n.name != master}
-        size = len(alive | {h.name for h in snapshot.hosts if h.name != master})
+        alive = [n.name for n in nodes if n.state.alive]
+        size = len(worker_names([h.name for h in snapshot.hosts], alive, master, state.down))
         room = max(0, self.groups.total_max_nodes - size)
         counts: list[tuple[NodeGroup, int, str]] = []
         reasons: list[str] = []

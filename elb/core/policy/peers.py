@@ -185,7 +185,7 @@ class StarclusterPolicy:
     def _reads(self, state: ClusterState) -> _StarReads:
         lim, tally = self.limits, self.tally
         snapshot, nodes = state.snapshot, state.records
-        if self.incremental and tally.update(snapshot, nodes, lim.master, lim.node_prefix):
+        if self.incremental and tally.update(snapshot, nodes, lim.master, lim.node_prefix, state.down):
             spn = _slots_per_node(self.cache, lim, state)
             return _StarReads(
                 tally.size,
@@ -342,7 +342,7 @@ class ParallelclusterPolicy:
     def _reads(self, state: ClusterState) -> _PcReads:
         lim, tally = self.limits, self.tally
         snapshot, nodes = state.snapshot, state.records
-        if self.incremental and tally.update(snapshot, nodes, lim.master, lim.node_prefix):
+        if self.incremental and tally.update(snapshot, nodes, lim.master, lim.node_prefix, state.down):
             spn = _slots_per_node(self.cache, lim, state)
             return _PcReads(
                 tally.size,
@@ -518,7 +518,7 @@ class SlurmPolicy:
     def _reads(self, state: ClusterState) -> _SlurmReads:
         lim, tally = self.limits, self.tally
         snapshot, nodes, now = state.snapshot, state.records, state.now
-        if self.incremental and tally.update(snapshot, nodes, lim.master, lim.node_prefix):
+        if self.incremental and tally.update(snapshot, nodes, lim.master, lim.node_prefix, state.down):
             configured = lim.slots_per_node
             spn = configured or self.cache.derived(
                 "spn",

@@ -23,7 +23,8 @@ and counts kept up to date, so that the same rules are asked of what changed alo
 The inputs are the model's frozen values, so an object seen again is the same value, and the
 tally holds every object it has indexed, so an id it compares is never a recycled one. Inputs it
 does not model exactly (the same object twice in one tuple, two hosts or two live records of one
-name) make ``update`` return False and forget everything: the caller then builds the full view.
+name, a node that is down: the tally reads no instance) make ``update`` return False and forget
+everything: the caller then builds the full view.
 
 ``CapacityTally`` keeps in addition what elb's own policy reads (``elb.core.policy.default``): the
 ready workers' free and total slots and the booting workers' slots in a ``FreeIndex`` by host
@@ -40,7 +41,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, NamedTuple, TypeVar
 
@@ -291,9 +292,15 @@ class WorkerTally:
         return next_names([f"{prefix}{self._highest}"] if self._highest else [], count, prefix, digits)
 
     # -- bringing it up to date -----------------------------------------------------------------
-    def update(self, snapshot: Snapshot, nodes: Sequence[Node], master: str, prefix: str) -> bool:
+    def update(
+        self, snapshot: Snapshot, nodes: Sequence[Node], master: str, prefix: str, down: Collection[str] = ()
+    ) -> bool:
         """Take in these inputs. False: they are not modelled exactly (see the module's doc); the
-        tally is then empty and the caller builds the full view."""
+        tally is then empty and the caller builds the full view. ``down``: the nodes that are
+        down (``elb.core.state.ClusterState.down``), which the tally does not model."""
+        if down:
+            self._forget(master, prefix)
+            return False
         if (master, prefix) != (self._master, self._prefix):
             self._forget(master, prefix)
         hosts = self._hosts.diff(snapshot.hosts)
@@ -501,12 +508,14 @@ class CapacityTally(WorkerTally):
         self.idle_by_since: list[tuple[float, str]] = []  # the idle workers by idle since, then name
         self._idle_made: dict[str, IdleWorker] = {}  # the last ones made, by name (reused while the record is the same)
 
-    def update_for(self, snapshot: Snapshot, nodes: Sequence[Node], master: str, prefix: str, spn: int) -> bool:
+    def update_for(  # noqa: PLR0917 (``update``'s inputs and the forecast's node size)
+        self, snapshot: Snapshot, nodes: Sequence[Node], master: str, prefix: str, spn: int, down: Collection[str] = ()
+    ) -> bool:
         """``update``, for a forecast in nodes of ``spn`` slots (another size: everything again)."""
         if spn != self._whole:
             self._whole = spn
             self._forget(master, prefix)
-        if not self.update(snapshot, nodes, master, prefix):
+        if not self.update(snapshot, nodes, master, prefix, down):
             return False
         if self._odd:
             self._forget(master, prefix)

@@ -17,7 +17,7 @@ from typing import TypeVar
 from elb.core.frozen import quick_init
 from elb.core.model import NO_FLAGS, Host, Job, JobPhase, Node, NodeState
 from elb.core.naming import next_names
-from elb.core.state import ClusterState, ManagedNode, idle_since, is_busy, serves
+from elb.core.state import ClusterState, ManagedNode, idle_since, is_busy, serves, worker_names
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
 _WAITING = JobPhase.WAITING  # a job the policy plans for (``Job.is_pending``)
@@ -198,14 +198,14 @@ def cluster_view(
     state: ClusterState, master: str, slots_per_node: int | None = None, *, reuse: Mapping[str, Worker] | None = None
 ) -> ClusterView:
     """The workers of the joined ``state``: its records of nodes that are alive (booting, ready,
-    draining), each read through its ``ManagedNode``, and the scheduler's other hosts. The master is
-    never a worker. ``reuse``: workers of an earlier view; one whose record, host and jobs are
-    the very same objects is taken as is."""
+    draining), each read through its ``ManagedNode``, and the scheduler's other hosts
+    (``worker_names``): a node that is down is none, and the master never is. ``reuse``: workers
+    of an earlier view; one whose record, host and jobs are the very same objects is taken as is."""
     hosts, jobs_on = state.hosts, state.jobs_on
     alive = {n.name: n for n in state.records if n.state in _ALIVE and n.name != master}
     last = reuse or {}
     workers: list[Worker] = []
-    for name in sorted((hosts.keys() | alive.keys()) - {master}):
+    for name in sorted(worker_names(hosts.keys(), alive.keys(), master, state.down)):
         node, host, jobs = alive.get(name), hosts.get(name), jobs_on.get(name, ())
         w = last.get(name)
         if w is None or w.node is not node or w.host is not host or w.jobs != jobs:
@@ -256,7 +256,7 @@ class ViewCache:
     def view(self, state: ClusterState, master: str, slots_per_node: int | None) -> ClusterView:
         """``cluster_view`` of ``state``, built again only when its records, hosts or jobs changed."""
         now = state.now
-        key = (state.snapshot.jobs, state.snapshot.hosts, state.records, master, slots_per_node)
+        key = (state.snapshot.jobs, state.snapshot.hosts, state.records, state.down, master, slots_per_node)
         old = self._view
         if (
             old is not None
