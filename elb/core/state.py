@@ -345,8 +345,10 @@ class ClusterState:
     @cached_property
     def down(self) -> frozenset[str]:
         """The names of the nodes that are down (``is_down``): among the ``suspects``, as a
-        down node is never ``steady`` (the index's, or a scan)."""
+        down node is never ``steady`` (the index's, or a scan; none without an instance)."""
         index = self.index
+        if index is None and not self.instances:
+            return NO_NAMES
         if index is not None:
             records, instances = index.records, index.instances
             found = [n for n in index.suspects if is_down(records[n], instances.get(n))]
