@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -388,6 +389,34 @@ def test_instance_gone_under_a_listed_job_is_kept_registered_and_scaling_goes_on
     r.sge.jobs = [j for j in r.sge.jobs if j.job_id != 7]  # an admin's qdel -f
     assert [x.split(" (")[0] for x in r.bal.run_pass().outcomes.repaired] == ["node001: vanished"]
     assert "node001" not in r.sge.hosts
+
+
+def test_a_node_stopped_under_a_listed_job_is_kept_and_replaced_at_max_nodes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A static cluster of one node (max_nodes 1) whose machine stopped under job 7: the cloud
+    lists its instance stopped, SGE no longer reaches it and lists job 7 there. The node is kept
+    registered and takes no place, so job 8 gets node002 at once; once SGE lets go of job 7 the
+    node is deregistered, and its stopped instance terminated the pass after."""
+    r = parts(small_config(tmp_path, max_nodes=1, add_nodes_per_iteration=2, shrink="timer"))
+    _one_ready_node(r, 5 * 60)
+    r.sge.jobs = [running(7, "node001"), pending(8, 20 * 60)]
+    r.cloud.instances["i-0001"] = dataclasses.replace(r.cloud.instances["i-0001"], state="stopped")
+    r.cloud.counter = 1  # instance ids are never reused
+    _lose(r, "node001")
+    result = r.bal.run_pass()
+    assert "node001: instance stopped outside elb but SGE lists jobs 7 there" in caplog.text
+    assert "takes no place under max_nodes meanwhile" in caplog.text
+    assert result.outcomes.repaired == [] and "remove node001" not in r.prov.log
+    assert result.outcomes.added == ["node002"]
+    assert r.bal.run_pass().outcomes.added == []  # one replacement, no more: node002 fills max_nodes
+    r.sge.jobs = [j for j in r.sge.jobs if j.job_id != 7]  # SGE lets go of it (an admin's qdel -f)
+    third = r.bal.run_pass()
+    repaired = third.outcomes.repaired
+    assert [x.split(" (")[0] for x in repaired] == ["node001: vanished"], third.summary()
+    assert "node001" not in r.sge.hosts
+    r.bal.run_pass()  # then its stopped instance, which costs its disks, is terminated
+    assert r.cloud.terminated == ["i-0001"]
 
 
 def test_node_found_lost_at_start_is_removed_only_after_a_whole_timeout(cfg: Config) -> None:
