@@ -748,7 +748,8 @@ def journal_counts(
     now: float,
 ) -> JournalCounts:
     """From the journal, for each life of a node that had an instance: a launch, its
-    node-seconds (first launch step to terminated or failed; ``now`` if alive), wasted if it
+    node-seconds (first launch step to terminated or failed, ``now`` if alive, or the soak's
+    kill of its machine, ``killed``: a stopped instance bills no compute), wasted if it
     never became ready and no fault of its own (``own``: a name and when the fault hit it) fell
     in it; a termination while one of ``runs`` (the tasks' runs by host) was running there,
     unless the soak killed that life (``killed``)."""
@@ -769,7 +770,10 @@ def journal_counts(
                 continue  # never had an instance (the launch failed in the cloud)
             out.launches += 1
             ended = life[-1].time if states[-1] in (NodeState.TERMINATED, NodeState.FAILED) else now
-            out.node_seconds += ended - launched[0]
+            # A machine the soak killed is paid for until the kill: a stopped instance bills no compute.
+            kill = killed.get(node)
+            paid_until = kill if kill is not None and life[0].time <= kill <= ended else ended
+            out.node_seconds += paid_until - launched[0]
             hit = any(life[0].time <= t <= ended for t in own.get(node, []))
             if NodeState.READY not in states:
                 why = next((e.detail for e in reversed(life) if e.detail), "")

@@ -4,10 +4,13 @@ from its start and done lines, as the busy-terminated count reads them; a job su
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
-from tests.faults.soak import clear_waits, on_killed_node, slowest, submit_once, task_runs
+from elb.core.model import NodeState
+from elb.service.journal import Journal
+from tests.faults.soak import clear_waits, journal_counts, on_killed_node, slowest, submit_once, task_runs
 
 
 def test_a_run_that_started_again_elsewhere_ended_by_the_next_start() -> None:
@@ -115,3 +118,23 @@ def test_a_wait_is_clear_when_it_met_no_fault_that_stops_launching_or_scheduling
     waited = [(30.0, "s001.0", 50.0), (80.0, "s002.0", 90.0), (60.0, "s003.0", 280.0), (20.0, "s004.0", 490.0)]
     # s002 waited through the capacity fault, s004 through the restart; s003 met only busy cores
     assert clear_waits(waited, faults) == [30.0, 60.0]
+
+
+def test_a_node_the_soak_killed_is_paid_for_until_the_kill(tmp_path: Path) -> None:
+    """A stopped instance bills no compute: node001, killed 100 s after its launch and kept
+    registered 900 s more (its job still listed), costs 100 s; node002, never killed, costs its
+    whole life (launch to termination), and node003, alive at the end, until ``now``."""
+    path = tmp_path / "journal.sqlite"
+    j = Journal(path)
+    try:
+        for name, t in (("node001", 1000.0), ("node002", 1000.0), ("node003", 1500.0)):
+            j.record(name, NodeState.LAUNCHING, t)
+            j.record(name, NodeState.RUNNING, t + 1)
+            j.record(name, NodeState.READY, t + 30)
+        j.record("node001", NodeState.TERMINATED, 2000.0)
+        j.record("node002", NodeState.TERMINATED, 1600.0)
+    finally:
+        j.close()
+    counts = journal_counts(path, {}, {"node001": 1100.0}, {}, since=900.0, now=1800.0)
+    assert counts.launches == 3
+    assert counts.node_seconds == 100.0 + 600.0 + 300.0
