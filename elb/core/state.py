@@ -347,13 +347,13 @@ class ClusterState:
         """The names of the nodes that are down (``is_down``): among the ``suspects``, as a
         down node is never ``steady`` (the index's, or a scan; none without an instance)."""
         index = self.index
-        if index is None and not self.instances:
-            return NO_NAMES
         if index is not None:
             records, instances = index.records, index.instances
             found = [n for n in index.suspects if is_down(records[n], instances.get(n))]
-        else:
+        elif self.instances:
             found = [m.name for m in self.suspects if m.down]
+        else:
+            return NO_NAMES
         return frozenset(found) if found else NO_NAMES
 
     def suspects_apart(self, skip: Collection[str]) -> tuple[ManagedNode, ...]:
@@ -426,8 +426,14 @@ class ClusterState:
 
     def seeing(self, snapshot: Snapshot) -> ClusterState:
         """The same records and instances joined with another view of the scheduler (the
-        demand's: waiting jobs no group can run left out, pooled nodes' hosts left out)."""
-        return self if snapshot is self.snapshot else dataclasses.replace(self, snapshot=snapshot)
+        demand's: waiting jobs no group can run left out, pooled nodes' hosts left out). The nodes
+        down depend on the records and instances alone: worked out here already, they are kept."""
+        if snapshot is self.snapshot:
+            return self
+        other = dataclasses.replace(self, snapshot=snapshot)
+        if "down" in self.__dict__:
+            other.__dict__["down"] = self.down  # the ``cached_property``'s own slot, as it fills it
+        return other
 
 
 def join(

@@ -377,6 +377,8 @@ def test_a_node_that_is_down_takes_no_place_and_the_tally_leaves_it_to_the_view(
     dead = (hosts[0], host("node002", used=8, states="u"))
     state = join(records, instances("stopped"), Snapshot(T0 + 60, (*busy, *waiting), dead), now=T0 + 60)
     assert state.down == {"node002"}
+    fewer = Snapshot(T0 + 60, busy, dead)  # another view of the scheduler: the same nodes down
+    assert state.seeing(fewer).down == join(records, instances("stopped"), fewer, now=T0 + 60).down == {"node002"}
     plan = twin.decide(state, History())
     assert plan.add == 1 and plan.add_names == ("node003",), plan.reason
     # Not listed at all: no evidence; the node keeps its place.
