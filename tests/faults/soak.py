@@ -44,6 +44,8 @@ from typing import Any
 
 from elb.core.config import Config, parse_config
 from elb.core.model import Event, NodeState
+from elb.schedulers.sge.commands import QSTAT_ARGS
+from elb.schedulers.sge.parse import parse_qstat
 from elb.service.journal import Journal
 from elbdev.testcluster import constants as C
 from elbdev.testcluster import faults as F
@@ -272,6 +274,45 @@ def on_killed_node(host: str, start: float, killed: Mapping[str, float]) -> bool
     return kill is not None and start <= kill
 
 
+def listed_on(qstat_xml: bytes | str, node: str) -> list[str]:
+    """The jobs Grid Engine lists on ``node`` in ``qstat -u '*' -xml -r -f`` (read by elb's own
+    parser), as qdel takes them: ``id``, or ``id.task`` for an array task."""
+    jobs = parse_qstat(qstat_xml).jobs
+    return sorted(
+        {
+            f"{j.job_id}.{j.task_ids}" if j.task_ids else str(j.job_id)
+            for j in jobs
+            if j.queue and j.queue.partition("@")[2] == node
+        },
+        key=lambda i: tuple(int(p) for p in i.split(".")),
+    )
+
+
+def tasks_of(ids: list[str], job_ids: Mapping[str, str]) -> list[tuple[str, str]]:
+    """qdel's ids (``id`` or ``id.task``) as the soak's (tag, task), task 0 for a job that is
+    not an array; an id the soak did not submit is left out."""
+    tag_of = {jid: tag for tag, jid in job_ids.items() if jid.isdigit()}
+    out = []
+    for i in ids:
+        jid, _, task = i.partition(".")
+        if jid in tag_of:
+            out.append((tag_of[jid], task or "0"))
+    return out
+
+
+def fate(
+    starts: list[tuple[str, float]], done: list[tuple[str, float]], killed: Mapping[str, float], *, released: bool
+) -> str:
+    """What became of a task: ``done``; ``killed by the fault`` (its last run was on a node the
+    soak killed, or the operator deleted it off a dead node where the scheduler listed it, though
+    it never wrote its start there: ``released``); else ``lost``."""
+    if done:
+        return "done"
+    if (starts and on_killed_node(*starts[-1], killed)) or released:
+        return "killed by the fault"
+    return "lost"
+
+
 def task_runs(
     starts: list[tuple[str, float]], done: list[tuple[str, float]], killed: Mapping[str, float] | None = None
 ) -> list[tuple[str, float, float | None]]:
@@ -350,6 +391,7 @@ class Soak:
     done_faults: list[dict[str, Any]] = field(default_factory=list)
     ctl_lock: threading.Lock = field(default_factory=threading.Lock)
     on_killed: list[tuple[str, str]] = field(default_factory=list)  # tasks cancelled for the node kills
+    released: set[tuple[str, str]] = field(default_factory=set)  # tasks the operator deleted off dead nodes (SGE)
 
     @property
     def control(self) -> Path:
@@ -474,11 +516,34 @@ class Soak:
             return False
         return True
 
-    def _cancel_until_done(self, tasks: list[tuple[str, str]], tries: int = 20) -> None:
-        """Cancel the tasks of a killed node, and ask again every half minute (a bounded number
-        of times) while the controller is stopped or too slow to answer."""
-        if not self._cancel(tasks) and tries > 1:
-            threading.Timer(30, self._cancel_until_done, args=(tasks, tries - 1)).start()
+    def _listed_on(self, node: str) -> list[str]:
+        """The jobs Grid Engine lists on ``node`` (``listed_on``); raises when qstat cannot say."""
+        proc = self.tc.master_run(["qstat", *QSTAT_ARGS], check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"qstat: exit {proc.returncode}: {proc.stderr.strip()[:200]}")
+        return listed_on(proc.stdout, node)
+
+    def _release(self, node: str, seen: list[tuple[str, str]], tries: int = 20) -> None:
+        """The operator's part when Grid Engine lost a node under jobs (no ``reschedule_unknown``
+        here, so SGE lists them there until someone deletes them): delete the tasks seen start
+        there and every job SGE lists there (one may have been dispatched as the node died, its
+        start never written); ask again every half minute (a bounded number of times) while qstat
+        cannot say, the delete fails, or SGE still lists a job there (``qdel -f`` before the
+        qmaster counts the execd gone only marks a job for deletion). Once SGE lists nothing on
+        the dead node its name is free, and the stand-in stops: a new node of that name is not its
+        business."""
+        try:
+            listed: list[str] | None = self._listed_on(node)
+        except (TestClusterError, subprocess.TimeoutExpired, RuntimeError, ValueError) as err:
+            self.say(f"the jobs on {node} cannot be listed ({err}); asked again later")
+            listed = None
+        if listed:
+            self.say(f"{node} (killed): SGE lists {' '.join(listed)} there; deleted")
+        tasks = sorted({*seen, *tasks_of(listed or [], self.job_ids)})
+        self.released.update(tasks)
+        cancelled = self._cancel(tasks)
+        if (listed is None or listed or not cancelled) and tries > 1:
+            threading.Timer(30, self._release, args=(node, seen, tries - 1)).start()
 
     # ------------------------------------------------------------------ faults
 
@@ -514,7 +579,7 @@ class Soak:
                     if self.scheduler == "sge":
                         # SGE never gives up the jobs of a host it lost (no reschedule_unknown here): the
                         # operator deletes them, as the soak does half a minute later.
-                        threading.Timer(30, self._cancel_until_done, args=(busy[node],)).start()
+                        threading.Timer(30, self._release, args=(node, busy[node])).start()
                     return {"node": node, "tasks": [f"{a}.{b}" for a, b in busy[node]]}
                 time.sleep(5)
             return {"skipped": "no node ran a job for a minute"}
@@ -697,9 +762,10 @@ class Soak:
                 runs.setdefault(host, []).append((t, end))
             if any(not on_killed_node(h, t, self.killed_nodes) for h, t in starts[:-1]):
                 fig.killed_by_elb.append(f"{name} started on {[h for h, _ in starts]}")
-            if done:
+            what = fate(starts, done, self.killed_nodes, released=(tag, task) in self.released)
+            if what == "done":
                 fig.tasks_done += 1
-            elif starts and on_killed_node(*starts[-1], self.killed_nodes):
+            elif what == "killed by the fault":
                 fig.tasks_killed_by_fault += 1
             else:
                 fig.lost.append(f"{name} (starts {[h for h, _ in starts]})")

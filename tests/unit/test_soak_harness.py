@@ -10,7 +10,19 @@ import pytest
 
 from elb.core.model import NodeState
 from elb.service.journal import Journal
-from tests.faults.soak import clear_waits, journal_counts, on_killed_node, slowest, submit_once, task_runs
+from tests.faults.soak import (
+    clear_waits,
+    fate,
+    journal_counts,
+    listed_on,
+    on_killed_node,
+    slowest,
+    submit_once,
+    task_runs,
+    tasks_of,
+)
+
+RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "recorded"
 
 
 def test_a_run_that_started_again_elsewhere_ended_by_the_next_start() -> None:
@@ -45,6 +57,32 @@ def test_a_run_on_a_node_of_the_same_name_launched_after_the_kill_is_not_the_fau
     assert on_killed_node("node001", 1000.0, killed)
     assert not on_killed_node("node001", 1550.0, killed)
     assert not on_killed_node("node002", 990.0, killed)
+
+
+def test_the_operator_deletes_every_job_sge_lists_on_a_dead_node() -> None:
+    # A Grid Engine hour (seed 7): the soak killed node077 under job 283, and SGE also listed
+    # job 287, dispatched there around the kill, whose start the soak never saw. The operator's
+    # stand-in deleted only 283; SGE listed 287 on the dead node to the end, and elb rightly kept
+    # it. The stand-in now deletes what SGE lists there (a recorded qstat -f: node002 died under
+    # a PE job's master, a PE job's slave task and an array task).
+    xml = (RECORDED / "node-died.qstat-f.xml").read_bytes()
+    assert listed_on(xml, "node002") == ["5", "6", "7.1"]
+    assert listed_on(xml, "node001") == ["3", "4", "6"]
+    assert listed_on(xml, "node003") == []
+    # qdel's ids back to the soak's (tag, task): a plain job is task 0.
+    job_ids = {"s001": "5", "s002": "7", "s003": "ran", "s004": "6"}
+    assert tasks_of(["5", "6", "7.1", "9"], job_ids) == [("s001", "0"), ("s004", "0"), ("s002", "1")]
+
+
+def test_a_task_the_operator_deleted_off_a_dead_node_was_killed_by_the_fault() -> None:
+    killed = {"node077": 1000.0}
+    assert fate([("node003", 10.0)], [("node003", 50.0)], killed, released=False) == "done"
+    assert fate([("node077", 990.0)], [], killed, released=False) == "killed by the fault"
+    # dispatched to the dead node at the kill: it never wrote its start, and the operator deleted it
+    assert fate([], [], killed, released=True) == "killed by the fault"
+    assert fate([], [], killed, released=False) == "lost"
+    # a run on a node of the same name launched after the kill is not the fault's
+    assert fate([("node077", 1500.0)], [], killed, released=False) == "lost"
 
 
 def test_a_submission_that_timed_out_but_got_in_is_not_submitted_again(monkeypatch: pytest.MonkeyPatch) -> None:
