@@ -543,7 +543,9 @@ class Soak:
         self.released.update(tasks)
         cancelled = self._cancel(tasks)
         if (listed is None or listed or not cancelled) and tries > 1:
-            threading.Timer(30, self._release, args=(node, seen, tries - 1)).start()
+            # what SGE lists there covers the tasks seen, once qstat answers
+            again = seen if listed is None else []
+            threading.Timer(30, self._release, args=(node, again, tries - 1)).start()
 
     # ------------------------------------------------------------------ faults
 
@@ -683,15 +685,15 @@ class Soak:
                     self.say(f"elb exited ({elb.proc.returncode}); started again")
                     elb.start()
             left = [t for t in tasks if not (HOME / f"{t[0]}.{t[1]}.done").exists()]
-            on_killed = [t for t in left if self._last_run_killed(t)]
+            on_killed = [t for t in left if t in self.released or self._last_run_killed(t)]
             if len(left) != last:
                 self.say(
                     f"[{time.monotonic() - t0:6.1f}] {len(left)} tasks not done ({len(on_killed)} on killed nodes)"
                 )
                 last = len(left)
             if len(left) == len(on_killed):
-                self.on_killed = on_killed
-                self._cancel(on_killed)
+                self.on_killed = [t for t in on_killed if t not in self.released]  # those the stand-in deletes
+                self._cancel(self.on_killed)
                 return
             time.sleep(5)
         self.say("drain timed out")
