@@ -54,12 +54,15 @@ class StartTimes:
         ``per_pass``), and return the start times known (jobs without one are left out). The
         new jobs whose answer did not come, asked about or not, are ``unread`` until the next
         update (job number -> why)."""
-        # A job's entries share its submission time. (Built and compared as whole dicts and
-        # their items: 50,000 waiting jobs are a few milliseconds.)
+        # A job's entries share its submission time. (Built as a whole dict in C: 50,000
+        # waiting jobs are a few milliseconds.)
         waiting = dict(zip(map(_JOB_ID, pending), map(_SUBMITTED, pending), strict=True))
         # Forgotten: the jobs no longer waiting, or waiting with another submission time (a job
-        # number used again).
-        for job_id, _submitted in self._submitted.items() - waiting.items():
+        # number used again). One lookup a job asked about (the difference of the two dicts'
+        # items would make and hash a pair for each, at twice the cost).
+        get = waiting.get
+        gone = [job_id for job_id, submitted in self._submitted.items() if get(job_id, _GONE) != submitted]
+        for job_id in gone:
             del self._submitted[job_id], self._starts[job_id]
             self._times.pop(job_id, None)
         new_ids = waiting.keys() - self._submitted.keys()
@@ -100,6 +103,7 @@ class StartTimes:
 
 
 _JOB_ID, _SUBMITTED = attrgetter("job_id"), attrgetter("submitted")
+_GONE = object()  # no job's submission time
 
 
 def _one_line(text: str, limit: int = 300) -> str:
