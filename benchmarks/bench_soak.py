@@ -167,8 +167,9 @@ def render(results: dict[str, Any]) -> str:
         "at or past the p95 are listed with the faults under way while they waited.",
         "",
         "Jobs on a node the soak kills are killed by the fault: on SGE (no `reschedule_unknown`) the",
-        "soak deletes them (`qdel -f`) half a minute later, as an operator would; they are counted",
-        "apart, not as lost.",
+        "soak deletes every job `qstat` lists there (`qdel -f`) half a minute later, and again while",
+        "it lists any, as an operator would (a job dispatched there as the node died, which never",
+        "started, too); they are counted apart, not as lost.",
         "",
     ]
     for scheduler in ("sge", "slurm"):
