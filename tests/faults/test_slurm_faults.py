@@ -10,6 +10,8 @@ as the master, slurmd in podman nodes elb launches and provisions).
    ``slurm.register_timeout`` and given back to Slurm, which requeues the job waiting for it.
 4. A ready node whose slurmd dies: Slurm stops hearing from it; once ``unreachable_timeout``
    has passed with no job running there, elb gives it back to Slurm and takes it out.
+5. The controller restarted after elb held and reopened the names it leaves open: a job
+   submitted after the restart runs (Slurm brings those names back not responding).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from elb.schedulers.slurm.commands import SlurmCommands
 from elb.schedulers.slurm.config import slurm_settings
 from elb.service.actuator import Outcomes
 from elb.service.daemon import Balancer
+from elbdev.testcluster import faults as F
 from elbdev.testcluster import slurm
 from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.slurm_support import (
@@ -375,3 +378,37 @@ def test_a_node_whose_slurmd_never_registers_fails_and_goes_back_to_slurm(
             env={**os.environ, **slurm.env()},
             check=False,
         )
+
+
+@pytest.mark.timeout(900)
+def test_names_elb_reopened_before_the_controller_restarts_are_asked_for_after_it(
+    controller: TestCluster, tmp_path: Path
+) -> None:
+    # slurmctld 22.05, restarted, brings back each powered-down cloud node drained and undrained
+    # since its last power-down as not responding, and puts no job on one until an update
+    # touches it. In an hour of the soak the names elb had held and reopened were so for 15
+    # minutes: every job pending (ReqNodeNotAvail, UnavailableNodes: every node), no node asked for.
+    cfg = slurm_config(tmp_path)
+    tc = controller
+    bal = slurm_balancer(cfg)
+    try:
+        bal.run_pass()  # names past max_nodes (2) held, node001 and node002 left open
+        # elb's hold and reopen of the open names, as a pass at max_nodes and the next make them
+        for state, extra in (("DRAIN", ["reason=elb: held: no room within max_nodes 2"]), ("UNDRAIN", [])):
+            subprocess.run(
+                ["scontrol", "update", "nodename=node001,node002", f"state={state}", *extra],
+                env={**os.environ, **slurm.env()}, check=True, capture_output=True, timeout=60,
+            )  # fmt: skip
+        F.restart_controller("slurm")
+        restarted = time.monotonic()
+        shown = sinfo_states()
+        assert all("not_responding" in shown[n] for n in ("node001", "node002")), shown
+        job = sbatch("-N", "1", "-n", "2", "--wrap", JOB)
+        passes_until(bal, f"job {job} to run after the restart", lambda: job_done(job), 240)
+        figures(
+            "slurm_restart_reopened_names",
+            after_restart=shown,
+            seconds_to_job_done=round(time.monotonic() - restarted, 1),
+        )
+    finally:
+        clean_up(tc, bal)

@@ -717,3 +717,37 @@ def test_a_node_whose_instance_is_missing_keeps_its_room_under_slurms_asks() -> 
     p = plan_pass(_died_under_a_job(None), config(), Removes(), NOW)
     assert [k.node for k in p.kept] == ["node004"]
     assert [(d.node, d.reason) for d in p.declines] == [("node005", "max_nodes 4 reached")]
+
+
+def test_an_open_name_slurm_cannot_use_after_a_restart_is_reopened() -> None:
+    """Reproduced on the test cluster: slurmctld 22.05, restarted, brings back each powered-down
+    cloud node elb had held and reopened since its last power-down as not responding, and puts
+    no job on it until an update touches it (an undrain does; the flag stays until the node
+    powers up). In an hour of the soak every job waited so for 15 minutes (``ReqNodeNotAvail,
+    UnavailableNodes:node[001-008]``) on three names elb had left open. Such a name, while a job
+    waits on the nodes' availability, is in the pool as held (no reason of elb's shown), so
+    that room reopens it: an undrain."""
+    stuck = snode("node003", "idle", "powered_down", "not_responding")
+    fine = snode("node002", "idle", "powered_down")
+    waits = [sjob("9", "PENDING", reason="ReqNodeNotAvail, UnavailableNodes:node[001-008]")]
+    pool = name_pool(SlurmRead.of(waits, [fine, stuck]), [], {})
+    assert pool.open == (PoolName("node002", None),) and pool.held == (PoolName("node003", None, None),)
+    h = _holds(pool, [record("node001")], max_nodes=3)
+    assert h.reopen == ("node003",) and h.hold == ()
+    # The other words Slurm gives a job that names no node, for the same cause.
+    other = [
+        sjob(
+            "9",
+            "PENDING",
+            reason="Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions",
+        )
+    ]
+    assert name_pool(SlurmRead.of(other, [fine, stuck]), [], {}).held == (PoolName("node003", None, None),)
+    # No job waiting on it: left open as it is (nothing touched every pass).
+    idle = [sjob("10", "PENDING", reason="Resources")]
+    assert name_pool(SlurmRead.of(idle, [fine, stuck]), [], {}).open == (
+        PoolName("node002", None),
+        PoolName("node003", None),
+    )
+    # No room: held as it is, never drained (no reason of elb's to write on it).
+    assert _holds(pool, [record("node001"), record("node004")], max_nodes=3) == NameHolds((), (), "")

@@ -111,13 +111,20 @@ def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mappin
     ``held_alive``: elb's nodes drained with that reason (Slurm put a job on one as elb held it);
     while it holds any, ``wanted``: the names pending jobs wait for by name; ``pending``: the
     cloud nodes Slurm powers up with no node of elb's behind them (their asks may come later).
-    A node drained for another reason (an admin's) is in none: elb never undrains it. Pure."""
+    A node drained for another reason (an admin's) is in none: elb never undrains it.
+
+    An open name Slurm shows powered down and not responding is held (no reason of elb's) while
+    a pending job waits on the nodes' availability: slurmctld 22.05, restarted, brings back each
+    powered-down cloud node drained and undrained since its last power-down so, and puts no job
+    on it until an update touches it; room reopens it (an undrain, which does). The flag stays
+    until the node powers up, so without a job waiting so it is left open as it is. Pure."""
     alive = {n.name for n in records if n.state.alive}
     open_: list[PoolName] = []
     held: list[PoolName] = []
     held_alive: list[str] = []
     pending: list[str] = []
     settling: list[str] = []
+    unusable: list[PoolName] = []  # open, powered down and not responding (see the docstring)
     for sn in read.nodes:
         if sn.name in alive and sn.drain and sn.reason.startswith(HELD):
             held_alive.append(sn.name)
@@ -129,12 +136,17 @@ def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mappin
         name = PoolName(sn.name, partition_groups.get(sn.partitions[0]) if sn.partitions else None)
         if not sn.drain and sn.state == "idle":
             open_.append(name)
+            if sn.powered_down and "not_responding" in sn.flags:
+                unusable.append(name)
         elif sn.drain and sn.reason.startswith(HELD):
             held.append(PoolName(name.name, name.group, _held_reason(sn.reason)))
         else:
             continue
         if not sn.powered_down:
             settling.append(sn.name)
+    if unusable and _waiting_on_nodes(read):
+        open_ = [p for p in open_ if p not in unusable]
+        held += unusable
     wanted = _named_by_jobs(read) if held else ()
     return NamePool(tuple(open_), tuple(held), tuple(held_alive), wanted, tuple(pending), tuple(settling))
 
@@ -150,6 +162,14 @@ def _coming_up(sn: SlurmNode) -> bool:
 
 
 _UNAVAILABLE = "ReqNodeNotAvail, UnavailableNodes:"
+# What squeue gives a pending job that waits because the nodes it could run on are not available
+# (by name, or for a job that names none).
+_WAITING_ON_NODES = (_UNAVAILABLE, "Nodes required for job are DOWN, DRAINED or reserved")
+
+
+def _waiting_on_nodes(read: SlurmRead) -> bool:
+    """Whether a pending job waits because Slurm shows the nodes it could run on unavailable."""
+    return any(line[0].pending and line[0].reason.startswith(_WAITING_ON_NODES) for line in read.lines)
 
 
 def _named_by_jobs(read: SlurmRead) -> tuple[str, ...]:
