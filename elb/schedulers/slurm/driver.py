@@ -145,7 +145,8 @@ def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mappin
         if not sn.powered_down:
             settling.append(sn.name)
     if unusable and _waiting_on_nodes(read):
-        open_ = [p for p in open_ if p not in unusable]
+        stuck = set(unusable)
+        open_ = [p for p in open_ if p not in stuck]
         held += unusable
     wanted = _named_by_jobs(read) if held else ()
     return NamePool(tuple(open_), tuple(held), tuple(held_alive), wanted, tuple(pending), tuple(settling))
