@@ -12,12 +12,14 @@ the benchmark (benchmarks/bench_soak.py) compares them with a fault-free run of 
 failure there is one a developer can run again; ``ELB_SOAK_SEED=random`` draws one from the
 time, printed); ``ELB_SOAK_MINUTES`` the
 workload's length (default 3). Each run's config, journal, elb's log and the cloud's fault log
-are kept in a directory of its own under /tmp (printed).
+are written to a directory of its own under /tmp (printed), kept when the test fails and removed
+when it passes.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -60,6 +62,7 @@ def test_soak_sge(testcluster: TestCluster) -> None:
         support._note_used_names(cfg)
         clean_up(testcluster, "sge")
     assert_zeros(fig)
+    shutil.rmtree(work, ignore_errors=True)
 
 
 @pytest.mark.timeout(1800)
@@ -72,3 +75,4 @@ def test_soak_slurm(controller: TestCluster) -> None:
     finally:
         clean_up(controller, "slurm")
     assert_zeros(fig)
+    shutil.rmtree(work, ignore_errors=True)
