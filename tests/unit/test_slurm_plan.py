@@ -744,10 +744,30 @@ def test_an_open_name_slurm_cannot_use_after_a_restart_is_reopened() -> None:
     ]
     assert name_pool(SlurmRead.of(other, [fine, stuck]), [], {}).held == (PoolName("node003", None, None),)
     # No job waiting on it: left open as it is (nothing touched every pass).
-    idle = [sjob("10", "PENDING", reason="Resources")]
+    idle = [sjob("10", "PENDING", reason="Dependency"), sjob("11", "PENDING", reason="BeginTime")]
     assert name_pool(SlurmRead.of(idle, [fine, stuck]), [], {}).open == (
         PoolName("node002", None),
         PoolName("node003", None),
     )
     # No room: held as it is, never drained (no reason of elb's to write on it).
     assert _holds(pool, [record("node001"), record("node004")], max_nodes=3) == NameHolds((), (), "")
+
+
+def test_an_open_name_slurm_cannot_use_is_reopened_for_a_job_that_waits_for_resources() -> None:
+    """Seen in an hour of the soak: after restarts, the one name elb left open (``node005``) came
+    back powered down and not responding while two nodes ran jobs; a job of two nodes waited
+    with the reason ``Resources`` (and the jobs behind it with ``Priority``), Slurm asked for no
+    node, and the cluster served with two nodes of three for minutes. A job that waits for
+    resources waits on the nodes Slurm can use as much as one Slurm tells is kept off them."""
+    stuck = snode("node005", "idle", "powered_down", "not_responding")
+    busy = [snode("node003", "allocated"), snode("node004", "allocated")]
+    waits = [
+        sjob("348", "PENDING", reason="Resources"),
+        sjob("349_[1-3]", "PENDING", reason="Priority"),
+        sjob("337", "RUNNING", nodes=("node003",)),
+        sjob("344", "RUNNING", nodes=("node004",)),
+    ]
+    pool = name_pool(SlurmRead.of(waits, [*busy, stuck]), [record("node003"), record("node004")], {})
+    assert pool.open == () and pool.held == (PoolName("node005", None, None),)
+    h = _holds(pool, [record("node003"), record("node004")], max_nodes=3)
+    assert h.reopen == ("node005",) and h.hold == ()

@@ -114,7 +114,7 @@ def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mappin
     A node drained for another reason (an admin's) is in none: elb never undrains it.
 
     An open name Slurm shows powered down and not responding is held (no reason of elb's) while
-    a pending job waits on the nodes' availability: slurmctld 22.05, restarted, brings back each
+    a pending job waits for nodes (``_waiting_on_nodes``): slurmctld 22.05, restarted, brings back each
     powered-down cloud node drained and undrained since its last power-down so, and puts no job
     on it until an update touches it; room reopens it (an undrain, which does). The flag stays
     until the node powers up, so without a job waiting so it is left open as it is. Pure."""
@@ -163,13 +163,14 @@ def _coming_up(sn: SlurmNode) -> bool:
 
 
 _UNAVAILABLE = "ReqNodeNotAvail, UnavailableNodes:"
-# What squeue gives a pending job that waits because the nodes it could run on are not available
-# (by name, or for a job that names none).
-_WAITING_ON_NODES = (_UNAVAILABLE, "Nodes required for job are DOWN, DRAINED or reserved")
+# What squeue gives a pending job that waits for nodes: the ones it could run on are not
+# available (by name, or for a job that names none), or too few of them are free.
+_WAITING_ON_NODES = (_UNAVAILABLE, "Nodes required for job are DOWN, DRAINED or reserved", "Resources")
 
 
 def _waiting_on_nodes(read: SlurmRead) -> bool:
-    """Whether a pending job waits because Slurm shows the nodes it could run on unavailable."""
+    """Whether a pending job waits for nodes: Slurm shows the nodes it could run on unavailable,
+    or too few free (``Resources``: a name Slurm will not use counts among those it lacks)."""
     return any(line[0].pending and line[0].reason.startswith(_WAITING_ON_NODES) for line in read.lines)
 
 
