@@ -12,6 +12,8 @@ as the master, slurmd in podman nodes elb launches and provisions).
    has passed with no job running there, elb gives it back to Slurm and takes it out.
 5. The controller restarted after elb held and reopened the names it leaves open: a job
    submitted after the restart runs (Slurm brings those names back not responding).
+6. A node whose slurmd exits right after its start: its play fails on it, and elb fails it at
+   once for its own fault instead of waiting ``slurm.register_timeout`` for it.
 """
 
 from __future__ import annotations
@@ -378,6 +380,45 @@ def test_a_node_whose_slurmd_never_registers_fails_and_goes_back_to_slurm(
             env={**os.environ, **slurm.env()},
             check=False,
         )
+
+
+@pytest.mark.timeout(600)
+def test_a_node_whose_slurmd_exits_after_its_start_fails_its_play(controller: TestCluster, tmp_path: Path) -> None:
+    # The node's slurmd is replaced by a program that exits 0 at once (as the soak breaks a
+    # play): its start "succeeds" and nothing runs. The play must say so on that node, so that
+    # elb fails the node for its own fault at once, not after ``slurm.register_timeout`` (the
+    # daemon's 120 s here) with the job waiting for it all that time.
+    cfg = slurm_config(tmp_path)
+    control = tmp_path / "cloud-control.json"
+    F.write_control(control, {"break_next": 1, "scheduler": "slurm"})
+    cloud = F.FaultyLocalCloud.from_config(cfg)
+    cloud.control = control
+    tc = controller
+    bal = slurm_balancer(cfg, cloud=cloud)
+    try:
+        job = sbatch("-N", "1", "-n", "2", "--wrap", JOB)
+        failed = passes_until(
+            bal,
+            "the broken node's bring-up to fail",
+            lambda: (
+                bool(bal.journal.nodes(include_gone=True))
+                and any(n.state is NodeState.FAILED for n in bal.journal.nodes(include_gone=True))
+            ),
+            300,
+        )
+        (broken,) = [n for n in bal.journal.nodes(include_gone=True) if n.state is NodeState.FAILED]
+        noted = [json.loads(line) for line in cloud.log.read_text().splitlines()]
+        assert [x["node"] for x in noted if x["fault"] == "play_fail"] == [broken.name], noted
+        why = bal.journal.events(broken.name)[-1].detail or ""
+        assert "provisioning failed" in why and "slurmd does not run" in why, why
+        assert "did not register" not in why, why
+        assert broken.name in failed[-1].outcomes.failed, failed[-1].summary()
+        # The job is served by a node launched after it; nothing is left behind.
+        passes_until(bal, f"job {job} to run", lambda: job_done(job), 400)
+        assert job_host(job) != broken.name
+        figures("slurm_slurmd_exits", failed=broken.name, why=why[:200], job_ran_on=job_host(job))
+    finally:
+        clean_up(tc, bal)
 
 
 @pytest.mark.timeout(900)
