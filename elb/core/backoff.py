@@ -12,6 +12,12 @@ again is all the probe had to show, and the batch need not wait for the probe's 
 Each node group has its own streak (``by_group``): a group whose nodes never come up holds back
 its own launches, not another group's.
 
+A node whose play failed (or that never became ready) after its instance ran, while another node
+of its group became ready after it was requested, failed for its own reasons: the group's image,
+play and cloud worked at the same time. Such a failure starts no round and is replaced at once. Each node that
+became ready excuses one such failure at most, so a group that fails more often than it works
+still backs off, and a forgiven failure never costs more launches than the group's good ones.
+
 While the streak lasts, launching waits until ``next_launch_at``, and then launches a single
 node (a probe) rather than a whole batch, and no other while that probe is on its way, so with
 provisioning failing for good elb launches a handful of nodes an hour, not one batch a pass.
@@ -102,6 +108,9 @@ class Tracker:
     def __init__(self, *, initial: float, maximum: float) -> None:
         self.initial, self.maximum = initial, maximum
         self._bringing_up: dict[str, float] = {}  # node -> when it was requested
+        # When each bring-up became ready, not yet used to excuse a failure (``_excused``);
+        # those before the request of every node still coming up can excuse none and are let go.
+        self._credits: list[float] = []
         self._state = Backoff()  # the streak of failed rounds
         self._pause = Backoff()  # the streak of throttled rounds (``throttled``, ``paused_until``)
 
@@ -109,9 +118,10 @@ class Tracker:
         if e.state is NodeState.REQUESTED:
             self._bringing_up[e.node] = e.time
         elif e.state is NodeState.READY:
-            if e.node in self._bringing_up:
+            asked = self._bringing_up.pop(e.node, None)
+            if asked is not None:
                 self._state = self._pause = Backoff()  # a node became ready: launching works again
-            self._bringing_up.pop(e.node, None)
+                self._credits.append(e.time)
         elif e.state is NodeState.RUNNING and self._answers_refusals(e.node):
             # the cloud launched the probe after refused launches: that was the question
             self._state = self._pause = Backoff()
@@ -121,12 +131,26 @@ class Tracker:
             self._bringing_up.pop(e.node, None)
         elif e.state in (NodeState.FAILED, NodeState.DRAINING) and e.node in self._bringing_up:
             # a node that never became ready is drained only by its cleanup
-            del self._bringing_up[e.node]
+            asked = self._bringing_up.pop(e.node)
             cause = _cause(e)
             if cause is Cause.THROTTLED:
                 self._throttled(e)
+            elif cause is Cause.PROVISION and self._excused(asked):
+                self._pause = Backoff()  # the cloud launched it: a throttling pause is over
             else:
                 self._failed(e, cause)
+
+    def _excused(self, asked: float) -> bool:
+        """Whether a node requested at ``asked`` that failed after its instance ran failed for
+        its own reasons: another bring-up of the group became ready after ``asked`` and has not
+        excused another failure yet (it is used up here)."""
+        oldest = min([asked, *self._bringing_up.values()])
+        self._credits = [t for t in self._credits if t >= oldest]
+        for i, t in enumerate(self._credits):
+            if t >= asked:
+                del self._credits[i]
+                return True
+        return False
 
     def _failed(self, e: Event, cause: Cause) -> None:
         """A failed bring-up: a new round of the streak unless of the round under way. The cloud
