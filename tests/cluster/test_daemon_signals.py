@@ -109,6 +109,15 @@ def journal_after(journal_path: Path, node: str, since: float) -> tuple[list[Nod
     return steps, passes
 
 
+def history(journal_path: Path, node: str) -> list[str]:
+    """The node's recorded steps with their times and details, for a failure's message."""
+    j = Journal(journal_path)
+    try:
+        return [f"{e.time:.2f} {e.state.value}: {e.detail or ''}" for e in j.events(node)]
+    finally:
+        j.close()
+
+
 def _started_before(passes: list[float], signalled: float) -> bool:
     """No pass started after the signal. A pass is recorded at the time of its SGE read, and
     passes are short (node operations run in the background), so the one under way when the
@@ -176,7 +185,9 @@ def test_sigterm_mid_add_and_mid_removal_finishes_the_node_then_stops(setting: S
     signalled = run.signal()
     assert run.wait(600) == 0, run.output()[-3000:]
     steps, passes = journal_after(cfg.journal_path, node, signalled)
-    assert steps[-1] is NodeState.TERMINATED, f"after SIGTERM {node} went through {steps}"
+    assert steps[-1] is NodeState.TERMINATED, (
+        f"after SIGTERM {node} went through {steps}: {history(cfg.journal_path, node)}\n{run.output()[-4000:]}"
+    )
     assert _started_before(passes, signalled), "a pass started after the signal"
     assert tc.cloud().list_workers() == []
     assert cluster_state(tc) == baseline
