@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from elb.core.config import Config, parse_config
+from elb.core.config import BackoffConfig, Config, PolicyConfig, parse_config
 from elb.core.model import Event, NodeState
 from elb.schedulers.sge.commands import QSTAT_ARGS
 from elb.schedulers.sge.parse import parse_qstat
@@ -861,12 +861,22 @@ def journal_counts(
 MAX_NODES = 3  # the machine has 2 cores: three nodes and their plays are already a crowd
 
 
+def soak_backoff(boot_time: float) -> dict[str, float]:
+    """The launch back-off both schedulers' soaks run with: the daemon's default scaled to the
+    soak's timescale as its ``policy.boot_time`` is scaled (40 s against the daemon's 300 s:
+    8 s doubling up to 480 s, against 60 s up to an hour)."""
+    scale = boot_time / PolicyConfig().boot_time
+    default = BackoffConfig()
+    return {"initial": default.initial * scale, "max": default.max * scale}
+
+
 def _with(cfg: Config, bin_dir: Path, *, scheduler: str) -> Config:
-    """``cfg`` with the scheduler's commands through the slow wrappers and a lost node given up
-    after a minute (the daemon's default, 10 min, is longer than the lean run)."""
+    """``cfg`` with the scheduler's commands through the slow wrappers, a lost node given up
+    after a minute (the daemon's default, 10 min, is longer than the lean run) and the soaks'
+    back-off (``soak_backoff``)."""
     data = cfg.model_dump(mode="json")
     data.setdefault(scheduler, {})["bin_dir"] = str(bin_dir)
-    return parse_config({**data, "unreachable_timeout": 60.0})
+    return parse_config({**data, "unreachable_timeout": 60.0, "backoff": soak_backoff(cfg.policy.boot_time)})
 
 
 def sge_soak_config(work: Path) -> Config:
