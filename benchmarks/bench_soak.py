@@ -128,6 +128,17 @@ def run_scheduler(tc: TestCluster, scheduler: str, minutes: float, seed: int, ba
     return out
 
 
+def reuse(old: dict[str, Any]) -> dict[str, Any]:
+    """What a faulted run takes from the kept entry ``old`` it is set beside: its fault-free
+    figures and log, and where they came from."""
+    origin = old.get("fault_free_from") or f"the run of {old['date']}: `{old['command']}`"
+    return {
+        "fault_free": old["fault_free"],
+        "elb_log_fault_free": old.get("elb_log_fault_free", ""),
+        "fault_free_from": origin,
+    }
+
+
 def short_of_the_hour(minutes: float) -> str:
     """What the page says of a run shorter than the hour per scheduler the benchmark is meant for."""
     return ", not the hour the benchmark is meant for" if minutes < 60 else ""
@@ -186,6 +197,7 @@ def render(results: dict[str, Any]) -> str:
             "",
             f"Measured {r['date']}: `{r['command']}` ({r['minutes']:g} minutes of workload per run"
             f"{short_of_the_hour(r['minutes'])}; seed {r['seed']}; load average at the start {r['load']}).",
+            *([f"The fault-free run is the one kept from {r['fault_free_from']}."] if r.get("fault_free_from") else []),
             "",
             table(base, fault),
             "",
@@ -232,6 +244,12 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=60.0, help="the workload's length per run (default 60)")
     ap.add_argument("--seed", type=int, default=None, help="the workload's and the faults' seed (default: the time)")
     ap.add_argument("--no-baseline", action="store_true", help="the faulted run only (no ratios)")
+    ap.add_argument(
+        "--reuse-fault-free",
+        action="store_true",
+        help=f"the faulted run only, set beside the fault-free run {RESULTS.name} keeps for the scheduler "
+        "(same seed and minutes): for a change that acts only on faults",
+    )
     ap.add_argument("--write", action="store_true", help=f"keep the figures in {RESULTS.name}, write {PAGE.name}")
     ap.add_argument("--page-only", action="store_true", help=f"write {PAGE.name} from {RESULTS.name}, run nothing")
     args = ap.parse_args()
@@ -243,7 +261,20 @@ def main() -> int:
         return 2
     seed = args.seed if args.seed is not None else int(time.time())
     schedulers = ("sge", "slurm") if args.scheduler == "both" else (args.scheduler,)
-    results: dict[str, Any] = json.loads(RESULTS.read_text()) if (args.write and RESULTS.exists()) else {}
+    kept: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    results: dict[str, Any] = kept if args.write else {}
+    reused: dict[str, dict[str, Any]] = {}
+    if args.reuse_fault_free:
+        for scheduler in schedulers:
+            old = kept.get(scheduler, {})
+            if "fault_free" not in old or (old.get("seed"), old.get("minutes")) != (seed, args.minutes):
+                print(
+                    f"bench_soak: {RESULTS.name} keeps no fault-free run of {scheduler} with seed {seed} and "
+                    f"{args.minutes:g} minutes to reuse",
+                    file=sys.stderr,
+                )
+                return 2
+            reused[scheduler] = old
     command = "python benchmarks/bench_soak.py " + shlex.join(sys.argv[1:])
     ok = True
     from tests.conftest import _enter_master_uts  # noqa: PLC0415 (the fault tests' own entry into the master)
@@ -259,12 +290,15 @@ def main() -> int:
                 date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
                 if scheduler == "slurm":
                     slurm.up()
+                baseline = not (args.no_baseline or args.reuse_fault_free)
                 try:
-                    r = run_scheduler(tc, scheduler, args.minutes, seed, not args.no_baseline)
+                    r = run_scheduler(tc, scheduler, args.minutes, seed, baseline)
                 finally:
                     if scheduler == "slurm":
                         slurm.down()
                 r.update(command=command, seed=seed, minutes=args.minutes, date=date, load=load)
+                if scheduler in reused:
+                    r.update(reuse(reused[scheduler]))
                 if "fault_free" in r:
                     print(f"\n{scheduler}: seed {seed}, {args.minutes:g} min\n{table(r['fault_free'], r['faulted'])}")
                     ok &= all(met for *_, met in verdicts(r["fault_free"], r["faulted"]))
