@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from elb.core.config import Config, parse_config
-from elb.core.interfaces import Cloud
 from elb.service import factory
 from elb.service.daemon import Balancer
 from elb.service.journal import Journal
@@ -67,15 +66,16 @@ def slurm_config(tmp: Path, **policy: object) -> Config:
     )
 
 
-def slurm_balancer(cfg: Config, cloud: Cloud | None = None, **kw: object) -> Balancer:
-    """elb's one pass with Slurm's driver, the test cluster's cloud (or ``cloud``) and the real
-    playbooks."""
+def slurm_balancer(cfg: Config, **kw: object) -> Balancer:
+    """elb's one pass with Slurm's driver, the test cluster's cloud (or ``kw``'s ``cloud``) and
+    the real playbooks."""
     journal = Journal(cfg.journal_path)
+    if "cloud" not in kw:
+        kw["cloud"] = factory.make_cloud(cfg)
     return Balancer(
         cfg,
         scheduler=factory.make_scheduler(cfg, journal),
         journal=journal,
-        cloud=cloud if cloud is not None else factory.make_cloud(cfg),
         provisioner=factory.make_provisioner(cfg),
         **kw,  # type: ignore[arg-type]
     )
