@@ -81,15 +81,16 @@ class ElbRun:
         return self.log_path.read_text()
 
 
-def wait_for_state(journal_path: Path, run: ElbRun, state: NodeState, timeout: float) -> str:
-    """Wait until elb's journal records a node entering ``state``; that node's name."""
+def wait_for_state(journal_path: Path, run: ElbRun, state: NodeState, timeout: float, since: float = 0.0) -> str:
+    """Wait until elb's journal records a node entering ``state`` (at ``since`` or later); that
+    node's name."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert run.proc.poll() is None, f"elb run exited early:\n{run.output()[-3000:]}"
         if journal_path.exists():
             j = Journal(journal_path)
             try:
-                hits = [e.node for e in j.events() if e.state is state]
+                hits = [e.node for e in j.events() if e.state is state and e.time >= since]
             finally:
                 j.close()
             if hits:
@@ -178,13 +179,23 @@ def test_sigterm_mid_add_and_mid_removal_finishes_the_node_then_stops(setting: S
         time.sleep(0.5)
     assert job_hosts(jobs) == {jobs[0]: node}
 
-    # 2. SIGTERM as soon as the removal starts (drain, then the deregistration play).
+    # 2. SIGTERM as soon as the removal starts (drain, then the deregistration play). A removal
+    # elb calls off itself for safety (the node kept, ready: the drain's re-read saw a job or a
+    # reservation, or the node's own word was "busy" or nothing) is no removal left half done:
+    # elb is started once more and signalled at its next drain. A drain command that failed is
+    # no such keep (the signal must not be what broke it).
     cfg2 = cfg.model_copy(update={"policy": cfg.policy.model_copy(update={"idle_time": 2.0})})
-    run = ElbRun(write_config(cfg2, s.tmp / "elb-shrink.yml"), s.tmp / "shrink.log")
-    assert wait_for_state(cfg.journal_path, run, NodeState.DRAINING, 120) == node
-    signalled = run.signal()
-    assert run.wait(600) == 0, run.output()[-3000:]
-    steps, passes = journal_after(cfg.journal_path, node, signalled)
+    for attempt in range(2):
+        run = ElbRun(write_config(cfg2, s.tmp / "elb-shrink.yml"), s.tmp / f"shrink{attempt}.log")
+        assert wait_for_state(cfg.journal_path, run, NodeState.DRAINING, 120, since=time.time()) == node
+        signalled = run.signal()
+        assert run.wait(600) == 0, run.output()[-3000:]
+        steps, passes = journal_after(cfg.journal_path, node, signalled)
+        said = history(cfg.journal_path, node)[-1]
+        if attempt == 0 and steps[-1] is NodeState.READY and "kept: " in said and "drain failed" not in said:
+            print(f"\nthe removal under SIGTERM was called off for safety ({said}); elb started again")
+            continue
+        break
     assert steps[-1] is NodeState.TERMINATED, (
         f"after SIGTERM {node} went through {steps}: {history(cfg.journal_path, node)}\n{run.output()[-4000:]}"
     )
