@@ -14,9 +14,10 @@ its own launches, not another group's.
 
 A node whose play failed (or that never became ready) after its instance ran, while another node
 of its group became ready after it was requested, failed for its own reasons: the group's image,
-play and cloud worked at the same time. Such a failure starts no round and is replaced at once. Each node that
-became ready excuses one such failure at most, so a group that fails more often than it works
-still backs off, and a forgiven failure never costs more launches than the group's good ones.
+play and cloud worked at the same time. Such a failure starts no round and is replaced at once.
+Each node that became ready excuses one such failure at most, so a group that fails more often
+than it works still backs off, and a forgiven failure never costs more launches than the group's
+good ones.
 
 While the streak lasts, launching waits until ``next_launch_at``, and then launches a single
 node (a probe) rather than a whole batch, and no other while that probe is on its way, so with
@@ -139,6 +140,9 @@ class Tracker:
                 self._pause = Backoff()  # the cloud launched it: a throttling pause is over
             else:
                 self._failed(e, cause)
+        if self._credits and not self._bringing_up:
+            # no node is coming up: one requested from now on can use none from before now
+            self._credits = [t for t in self._credits if t >= e.time]
 
     def _excused(self, asked: float) -> bool:
         """Whether a node requested at ``asked`` that failed after its instance ran failed for

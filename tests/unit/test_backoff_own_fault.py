@@ -11,7 +11,7 @@ found later, a slurmd that never registered or a play of another pass.)
 
 from __future__ import annotations
 
-from elb.core.backoff import Cause, compute
+from elb.core.backoff import Cause, Tracker, compute
 from elb.core.model import Event, NodeState
 
 R, RUN, OK, F = NodeState.REQUESTED, NodeState.RUNNING, NodeState.READY, NodeState.FAILED
@@ -63,3 +63,19 @@ def test_a_group_whose_nodes_all_fail_backs_off_as_before() -> None:
         events += [ev(t, f"n{k}", R), ev(t + 30, f"n{k}", RUN), ev(t + 40, f"n{k}", F, PLAY, Cause.PROVISION)]
     b = compute(events, initial=60, maximum=3600)
     assert (b.rounds, b.next_launch_at) == (4, 640 + 480)
+
+
+def test_a_tracker_keeps_no_ready_that_no_node_could_use() -> None:
+    """A ready excuses only a node requested before it: once nothing is coming up, the readies
+    before are of no use, so a long history (a replay, a journal folded each pass) holds none."""
+    t = Tracker(initial=60, maximum=3600)
+    for k in range(1000):
+        t.add(ev(10 * k, f"n{k}", R))
+        t.add(ev(10 * k + 5, f"n{k}", OK))
+    assert len(t._credits) <= 1
+    # what is kept still excuses a failure of a node requested with it
+    t.add(ev(10_000, "m1", R))
+    t.add(ev(10_000, "m2", R))
+    t.add(ev(10_040, "m1", OK))
+    t.add(ev(10_050, "m2", F, PLAY, Cause.PROVISION))
+    assert not t.state.active
