@@ -400,10 +400,7 @@ def test_a_node_whose_slurmd_exits_after_its_start_fails_its_play(controller: Te
         failed = passes_until(
             bal,
             "the broken node's bring-up to fail",
-            lambda: (
-                bool(bal.journal.nodes(include_gone=True))
-                and any(n.state is NodeState.FAILED for n in bal.journal.nodes(include_gone=True))
-            ),
+            lambda: any(n.state is NodeState.FAILED for n in bal.journal.nodes(include_gone=True)),
             300,
         )
         (broken,) = [n for n in bal.journal.nodes(include_gone=True) if n.state is NodeState.FAILED]
