@@ -8,6 +8,9 @@ wait the previous round set has passed; each round doubles the wait, from ``init
 ``max``. A node that becomes ready ends the streak; so does the probe's instance running when
 the last round was launches the cloud refused (no capacity): the cloud launching
 again is all the probe had to show, and the batch need not wait for the probe's boot and play.
+Such a round (``Cause.LAUNCH``) costs no money, only an API call, while a capacity shortage
+can end at any moment: its wait stops doubling at ``REFUSED_MAX_FACTOR`` (4) times ``initial``
+(the daemon's default: 4 minutes), not at ``max``, so a probe finds capacity back within minutes.
 
 Each node group has its own streak (``by_group``): a group whose nodes never come up holds back
 its own launches, not another group's.
@@ -52,6 +55,7 @@ __all__ = ["Backoff", "Backoffs", "Cause", "GroupTrackers", "Tracker", "by_group
 PROBE_NODES = 1  # nodes a launch round may start while backing off
 THROTTLE_INITIAL = 5.0  # seconds of the first pause after a launch the cloud throttled
 THROTTLE_MAX = 120.0  # the longest such pause, however many throttled rounds in a row
+REFUSED_MAX_FACTOR = 4.0  # a round of launches the cloud refused waits at most this many ``initial`` waits
 
 
 @quick_init
@@ -164,7 +168,8 @@ class Tracker:
         if state.next_launch_at is not None and e.time < state.next_launch_at:
             return  # the same round (launched before the wait began)
         rounds = state.rounds + 1
-        wait = min(self.initial * 2.0 ** min(rounds - 1, 64), self.maximum)
+        longest = self.maximum if cause is not Cause.LAUNCH else min(self.maximum, REFUSED_MAX_FACTOR * self.initial)
+        wait = min(self.initial * 2.0 ** min(rounds - 1, 64), longest)
         self._state = Backoff(rounds, e.time + wait, cause, f"{e.node}: {e.detail or 'failed'}")
 
     def _throttled(self, e: Event) -> None:

@@ -102,6 +102,31 @@ def test_a_probe_the_cloud_launched_ends_a_refusal_streak() -> None:
     assert (b.rounds, b.cause, b.next_launch_at) == (1, Cause.PROVISION, 200)
 
 
+def test_refused_launches_stop_doubling_at_four_initial_waits() -> None:
+    """A launch the cloud refused (no capacity) costs nothing but an API call, and capacity can
+    come back at any moment: its rounds wait at most 4 initial waits (60, 120, 240, 240 s), where
+    failed plays, which cost an instance each, double on up to ``max``."""
+
+    def rounds(detail: str) -> list[float]:
+        waits, events = [], []
+        t = 0.0
+        for k in range(6):
+            events += [ev(t, f"n{k}", R), ev(t + 1, f"n{k}", F, detail)]
+            b = compute(events, initial=60, maximum=3600)
+            assert b.next_launch_at is not None
+            waits.append(b.next_launch_at - (t + 1))
+            t = b.next_launch_at
+        return waits
+
+    assert rounds("launch failed: InsufficientInstanceCapacity") == [60, 120, 240, 240, 240, 240]
+    assert rounds("provisioning failed") == [60, 120, 240, 480, 960, 1920]
+    # never past max
+    few = [ev(0, "n1", R), ev(1, "n1", F, "launch failed: x")]
+    assert compute(few, initial=60, maximum=100).next_launch_at == 61
+    more = [*few, ev(61, "n2", R), ev(62, "n2", F, "launch failed: x")]
+    assert compute(more, initial=60, maximum=100).next_launch_at == 162
+
+
 @pytest.mark.parametrize(
     ("backoff", "now", "wanted", "allowed"),
     [
