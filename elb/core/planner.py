@@ -558,6 +558,8 @@ def _with_scaling(
     if any(r.node in around.busy for r in plan.remove):
         plan = dataclasses.replace(plan, remove=tuple(r for r in plan.remove if r.node not in around.busy))
     plan, held_out = _witness_held(plan, state, inputs.orders, now) if plan.remove else (plan, ())
+    if plan.remove and inputs.backoff.active:
+        plan = kept_while_held(plan, inputs.backoff, state, config, now, ordered=inputs.orders.by_admin)
     # Removals that are stops and launches that are restarts (a group's warm pool); the back-off
     # holds new launches only. A node the cloud is taking back is never pooled.
     plan, pool = (
@@ -676,6 +678,54 @@ def kept_for_due(plan: Plan, demand: DemandSplit, state: ClusterState, *, lead: 
         f"(not yet: {soonest.reason}), sooner than a new node boots"
     )
     return dataclasses.replace(plan, remove=tuple(removals), reason=f"{plan.reason}; {why}" if plan.reason else why)
+
+
+def idle_kept(config: Config) -> float:
+    """The longest elb keeps an idle node: to the end of its paid period (``billing: hour``), else
+    the shrink rule's limit (``idle_time`` with ``shrink: timer``, or ``idle_factor`` boot times)
+    and ``backoff.max`` more while its group's launches are held (``kept_while_held``)."""
+    p = config.policy
+    if p.billing == "hour":
+        return p.billing_period
+    return (p.idle_time if p.shrink == "timer" else p.idle_factor * p.boot_time) + config.backoff.max
+
+
+def kept_while_held(
+    plan: Plan, backoffs: Backoffs, state: ClusterState, config: Config, now: float, *, ordered: Collection[str] = ()
+) -> Plan:
+    """``plan`` without the idle removals of nodes whose group cannot launch now: its back-off
+    waits, or its probe is on its way. With per-second billing an idle node goes when keeping it
+    is expected to cost more than a relaunch; while the group's launches are held, a relaunch
+    costs the hold too, and a job that comes meanwhile waits for all of it (the cloud out of
+    capacity, a bad image). Such a node is kept until it has idled ``backoff.max`` past the
+    shrink rule's own limit (``idle_time``, or ``idle_factor`` boot times), so a hold that lasts
+    costs each idle node at most that. Per-period billing keeps an idle node to the end of its
+    paid period anyway: nothing is kept here. A removal the admin ordered, or of a node that is
+    not idle, is never kept; the plan's reason says which nodes are kept and why."""
+    if config.policy.billing == "hour":
+        return plan
+    limit = idle_kept(config)
+    groups = groups_of(config)
+    kept: list[str] = []
+    why: dict[str, str] = {}
+    removals: list[Removal] = []
+    for r in plan.remove:
+        managed = state.node(r.node)
+        since = managed.idle_since if managed is not None and r.node not in ordered else None
+        if managed is None or since is None or now - since >= limit:
+            removals.append(r)
+            continue
+        group = group_of(managed.record, groups).name
+        backoff = backoffs.of(group)
+        if backoff.waiting(now) <= 0 and not backoff.probing:
+            removals.append(r)
+            continue
+        kept.append(r.node)
+        why.setdefault(group, held_why(backoff, now, 0, 1, group=group if len(groups.groups) > 1 else None))
+    if not kept:
+        return plan
+    text = f"kept {', '.join(kept)} idle while launches are held ({'; '.join(why.values())})"
+    return dataclasses.replace(plan, remove=tuple(removals), reason=f"{plan.reason}; {text}" if plan.reason else text)
 
 
 def _backed_off(

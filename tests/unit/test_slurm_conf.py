@@ -183,6 +183,16 @@ def test_a_suspend_time_shorter_than_elbs_idle_rule_fails() -> None:
     assert "power saving is off" in bad.detail
 
 
+def test_a_suspend_time_within_the_keep_while_launches_are_held_fails() -> None:
+    """Per second, elb keeps an idle node ``backoff.max`` past its rule while the node's group
+    cannot launch: Slurm must not power it down first."""
+    per_second = config(policy={"max_nodes": 8, "slots_per_node": 2, "billing": "second"}, backoff={"max": 1800})
+    # idle_factor 0.5 x boot_time 300 s + backoff.max 1800 s + a poll of 60 s = 2010 s
+    (bad,) = failed(run(per_second, facts(with_line("SuspendTime", "2000 sec"))))
+    assert bad.what == "Slurm SuspendTime" and "2010 s" in bad.detail
+    assert not failed(run(per_second, facts(with_line("SuspendTime", "2100 sec"))))
+
+
 def test_private_data_without_cloud_fails() -> None:
     bad = failed(run(config(), facts(with_line("PrivateData", "none"))))
     assert [c.what for c in bad] == ["Slurm PrivateData"]

@@ -46,6 +46,7 @@ from elb.core.gcpause import paused
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
 from elb.core.model import Node, NodeState, Snapshot
+from elb.core.planner import idle_kept
 from elb.core.scheduler import (
     Ask,
     AskKind,
@@ -686,15 +687,6 @@ def program_path(name: str) -> str:
     """Where elb's program ``name`` is: on PATH, beside this Python, else ``PROGRAM_DIR``."""
     beside = Path(sys.executable).parent / name
     return shutil.which(name) or (str(beside) if beside.is_file() else str(PROGRAM_DIR / name))
-
-
-def idle_kept(cfg: Config) -> float:
-    """The longest elb keeps an idle node before its own rule removes it: to the end of its paid
-    period (``billing: hour``), else ``idle_time`` (``shrink: timer``) or ``idle_factor`` boot times."""
-    p = cfg.policy
-    if p.billing == "hour":
-        return p.billing_period
-    return p.idle_time if p.shrink == "timer" else p.idle_factor * p.boot_time
 
 
 def _group_sizes(cfg: Config) -> dict[str, tuple[int | None, str | None, int]]:
