@@ -119,8 +119,8 @@ _NO_LOAD: Mapping[str, str] = MappingProxyType({})  # a simulated host's load va
 
 def sim_config(settings: SimSettings, groups: SimGroups, max_nodes: int) -> Config:
     """The elb config the planner reads in a replay: the replay's node groups (a group without a
-    price at ``settings.price_per_hour``), ``max_nodes``, the poll, the boot time (its mean with
-    jitter), the back-off. Built from values already checked (``model_copy``: the replay may use
+    price at ``settings.price_per_hour``), ``max_nodes``, the billing, the poll, the boot time (its
+    mean with jitter), the back-off. Built from values already checked (``model_copy``: the replay may use
     times the live config refuses, such as an instant boot)."""
     node_groups = [
         g if g.price_per_hour is not None else g.model_copy(update={"price_per_hour": settings.price_per_hour})
@@ -129,6 +129,7 @@ def sim_config(settings: SimSettings, groups: SimGroups, max_nodes: int) -> Conf
     policy = PolicyConfig().model_copy(
         update={
             "max_nodes": max_nodes,
+            "billing": settings.billing,
             "boot_time": settings.boot_time + settings.boot_jitter / 2,
             "poll_interval": settings.poll_interval,
             "peek_interval": settings.peek_interval,

@@ -11,8 +11,9 @@ import pytest
 
 from elb.cli.main import main
 from elb.core.policy.grouped import GroupedPolicy
-from elb.simulate.engine import SimSettings
-from elb.simulate.groups import SimGroupsError, assign, footprint, job_value, load_groups
+from elb.core.spend import Billing
+from elb.simulate.engine import SimSettings, sim_config
+from elb.simulate.groups import SimGroupsError, assign, footprint, job_value, load_groups, one_group
 from elb.simulate.runner import build_policy, prepare, replay
 from elb.simulate.swf import SimJob, Workload, parse_text
 
@@ -175,3 +176,12 @@ def test_groups_and_max_nodes_together_are_refused(
     log.write_text(swf_line(1, 0, 100, 1) + "\n")
     assert main(["simulate", str(log), "--groups", str(groups_file), "--max-nodes", "3"]) == 2
     assert "give max_nodes in the groups file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("billing", ["second", "hour"])
+def test_the_planner_reads_the_replays_billing(billing: Billing) -> None:
+    """The planner's own rules that depend on billing (idle nodes kept while launches are held:
+    per second only) see the replay's, not the config's default."""
+    settings = SimSettings(billing=billing)
+    cfg = sim_config(settings, one_group(settings.slots_per_node, 10), 10)
+    assert cfg.policy.billing == billing
