@@ -677,6 +677,11 @@ def kept_for_due(plan: Plan, demand: DemandSplit, state: ClusterState, *, lead: 
         f"kept {', '.join(kept)} idle: job(s) {jobs} may start within {minutes(when)} "
         f"(not yet: {soonest.reason}), sooner than a new node boots"
     )
+    return _kept(plan, removals, why)
+
+
+def _kept(plan: Plan, removals: Sequence[Removal], why: str) -> Plan:
+    """``plan`` with only ``removals`` left, ``why`` the others are kept added to its reason."""
     return dataclasses.replace(plan, remove=tuple(removals), reason=f"{plan.reason}; {why}" if plan.reason else why)
 
 
@@ -721,11 +726,12 @@ def kept_while_held(
             removals.append(r)
             continue
         kept.append(r.node)
-        why.setdefault(group, held_why(backoff, now, 0, 1, group=group if len(groups.groups) > 1 else None))
+        if group not in why:
+            why[group] = held_why(backoff, now, 0, 1, group=group if len(groups.groups) > 1 else None)
     if not kept:
         return plan
     text = f"kept {', '.join(kept)} idle while launches are held ({'; '.join(why.values())})"
-    return dataclasses.replace(plan, remove=tuple(removals), reason=f"{plan.reason}; {text}" if plan.reason else text)
+    return _kept(plan, removals, text)
 
 
 def _backed_off(
