@@ -8,10 +8,12 @@ owns. Every policy (elb's and the peers') reads the cluster through this.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from operator import attrgetter, mul
+from itertools import compress, count, repeat
+from operator import attrgetter, eq, is_, is_not, mul
 from typing import TypeVar
 
 from elb.core.frozen import quick_init
@@ -145,6 +147,22 @@ class ClusterView:
         object.__setattr__(self, "pending_slots", sum(map(mul, slots, tasks)))
         object.__setattr__(self, "pending_plain", min(slots, default=1) > 0 and min(tasks, default=1) > 0)
 
+    @classmethod
+    def of_waiting(cls, now: float, workers: tuple[Worker, ...], waiting: Waiting, slots_per_node: int) -> ClusterView:
+        """The view with ``waiting``'s jobs and totals (``Waiting``: what ``__post_init__`` works
+        out of them, worked out already)."""
+        view = object.__new__(cls)
+        for name, value in (
+            ("now", now),
+            ("workers", workers),
+            ("pending", waiting.pending),
+            ("slots_per_node", slots_per_node),
+            ("pending_slots", waiting.slots),
+            ("pending_plain", waiting.plain),
+        ):
+            object.__setattr__(view, name, value)
+        return view
+
     @property
     def size(self) -> int:
         """Workers that exist or are coming (booting, ready, draining); the master excluded."""
@@ -195,12 +213,18 @@ def infer_slots_per_node(hosts: Sequence[Host], nodes: Sequence[Node], configure
 
 
 def cluster_view(
-    state: ClusterState, master: str, slots_per_node: int | None = None, *, reuse: Mapping[str, Worker] | None = None
+    state: ClusterState,
+    master: str,
+    slots_per_node: int | None = None,
+    *,
+    reuse: Mapping[str, Worker] | None = None,
+    waiting: Waiting | None = None,
 ) -> ClusterView:
     """The workers of the joined ``state``: its records of nodes that are alive (booting, ready,
     draining), each read through its ``ManagedNode``, and the scheduler's other hosts
     (``worker_names``): a node that is down is none, and the master never is. ``reuse``: workers
-    of an earlier view; one whose record, host and jobs are the very same objects is taken as is."""
+    of an earlier view; one whose record, host and jobs are the very same objects is taken as is.
+    ``waiting``: ``waiting_of`` the state's jobs, worked out already."""
     hosts, jobs_on = state.hosts, state.jobs_on
     alive = {n.name: n for n in state.records if n.state in _ALIVE and n.name != master}
     last = reuse or {}
@@ -215,21 +239,222 @@ def cluster_view(
                 assert host is not None
                 w = Worker.unmanaged(host, jobs)
         workers.append(w)
-    pending = oldest_first([j for j in state.snapshot.jobs if j.phase is _WAITING], state.now)  # Job.is_pending
     spn = infer_slots_per_node([h for n, h in hosts.items() if n != master], list(alive.values()), slots_per_node)
-    return ClusterView(state.now, tuple(workers), tuple(pending), spn)
+    if waiting is None:
+        pending = oldest_first([j for j in state.snapshot.jobs if j.phase is _WAITING], state.now)  # Job.is_pending
+        return ClusterView(state.now, tuple(workers), tuple(pending), spn)
+    return ClusterView.of_waiting(state.now, tuple(workers), waiting, spn)
 
 
 def oldest_first(jobs: list[Job], now: float) -> list[Job]:
     """The jobs by submission time (``now`` for none), then job number, each tie in the order
     given: sorted by number, then (stably) by time, which is that order, with keys read in C
     (a scheduler lists entries mostly by number, so the first sort is nearly free)."""
+    _sort_oldest_first(jobs, now)
+    return jobs
+
+
+def _sort_oldest_first(jobs: list[Job], now: float) -> bool:
+    """``oldest_first`` in place; whether a job has no submission time (the order then depends on ``now``)."""
     jobs.sort(key=_JOB_ID)
     if None in map(_SUBMITTED, jobs):
         jobs.sort(key=lambda j: j.submitted if j.submitted is not None else now)
-    else:
-        jobs.sort(key=_SUBMITTED)
-    return jobs
+        return True
+    jobs.sort(key=_SUBMITTED)
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """The waiting jobs of a snapshot's ``jobs`` in the view's order (``oldest_first``), with what
+    ``ClusterView`` counts of them, kept for the next snapshot's (``waiting_of``)."""
+
+    jobs: tuple[Job, ...]  # the snapshot's jobs
+    pending: tuple[Job, ...]  # its waiting jobs, oldest first
+    slots: int  # ``ClusterView.pending_slots``
+    plain: bool  # ``ClusterView.pending_plain``
+    timeless: bool  # a waiting job has no submission time: the order depends on ``now``
+    submitted: list[float] | None = None  # ``pending``'s submission times, when worked out (``_since``)
+
+
+CHANGED_MOST = 4  # a snapshot's order is worked out from the last one's when at most 1/4 of its jobs changed
+SEEK_JOBS = 4_096  # how far on in either snapshot a job out of place is looked for
+_WINDOWS = (8, 64, 512, SEEK_JOBS)  # the stretches looked through for it, in turn
+
+
+def waiting_of(jobs: tuple[Job, ...], now: float, last: Waiting | None = None) -> Waiting:
+    """The waiting jobs of ``jobs`` in the view's order, and their totals. ``last``: those of an
+    earlier snapshot (another tuple of jobs, read at another time): when most of the jobs are
+    the very same objects in the same order, the order is the last one's less the waiting jobs
+    that left, with the new ones put in their places (``_since``): the order the sort gives (a
+    job without a submission time, or a new job whose place among the others ties, is sorted
+    anew with them all)."""
+    if last is not None and not last.timeless and type(jobs) is tuple and type(last.jobs) is tuple:
+        if jobs is last.jobs:
+            return last
+        found = _since(jobs, last)
+        if found is not None:
+            return found
+    pending = [j for j in jobs if j.phase is _WAITING]  # Job.is_pending
+    timeless = _sort_oldest_first(pending, now)
+    slots, tasks = list(map(_SLOTS, pending)), list(map(_TASKS, pending))
+    plain = min(slots, default=1) > 0 and min(tasks, default=1) > 0
+    return Waiting(jobs, tuple(pending), sum(map(mul, slots, tasks)), plain, timeless)
+
+
+def _same_run(new: Sequence[Job], i: int, old: Sequence[Job], j: int) -> int:
+    """How many of ``new`` from ``i`` are, in their order, the very objects of ``old`` from ``j``."""
+    limit = min(len(new) - i, len(old) - j)
+    done, width = 0, 64
+    while done < limit:
+        width = min(width, limit - done)
+        ours, theirs = new[i + done : i + done + width], old[j + done : j + done + width]
+        miss = next(compress(count(), map(is_not, ours, theirs)), None)
+        if miss is not None:
+            return done + miss
+        done += width
+        width *= 2
+    return done
+
+
+def _find(job: Job, among: Sequence[Job], start: int, stop: int) -> int | None:
+    """Where ``job`` itself is in ``among[start:stop]`` (the first place), None when it is not."""
+    return next(compress(count(start), map(is_, among[start:stop], repeat(job))), None)
+
+
+def _changes(new: tuple[Job, ...], old: tuple[Job, ...]) -> tuple[list[Job], list[Job]] | None:
+    """The jobs of ``old`` that are not in ``new`` and those of ``new`` not in ``old``, each
+    where it is, from a walk of the two side by side: stretches of the very same objects are
+    passed over; at a job out of place the other side is looked through, a little further each
+    time, for the one that is not (jobs left, or came, before it), and a job replaced by another
+    is both. None when more than ``len(new) // CHANGED_MOST`` changed, or past looking through
+    twice as many jobs as ``new`` has. (A job that moved is one that left and one that came.)"""
+    n, m = len(new), len(old)
+    most, budget = n // CHANGED_MOST, 2 * n
+    removed: list[Job] = []
+    added: list[Job] = []
+    i = j = 0
+    while i < n and j < m:
+        run = _same_run(new, i, old, j)
+        i += run
+        j += run
+        if i >= n or j >= m:
+            break
+        for width in _WINDOWS:
+            at = _find(new[i], old, j + 1, j + width)
+            if at is not None:  # old's jobs up to it left
+                removed += old[j:at]
+                j = at
+                break
+            at = _find(old[j], new, i + 1, i + width)
+            if at is not None:  # new's jobs up to it came
+                added += new[i:at]
+                i = at
+                break
+            budget -= 2 * width
+            if width == _WINDOWS[0] and i + 1 < n and j + 1 < m and new[i + 1] is old[j + 1]:
+                break  # one job in place of another
+        else:
+            budget = -1
+        if at is None:  # one in place of the other (or further apart than looked)
+            removed.append(old[j])
+            added.append(new[i])
+            i += 1
+            j += 1
+        if budget < 0 or len(removed) + len(added) > most:
+            return None
+    removed += old[j:]
+    added += new[i:]
+    return (removed, added) if len(removed) + len(added) <= most else None
+
+
+def _since(jobs: tuple[Job, ...], last: Waiting) -> Waiting | None:
+    """``waiting_of(jobs)`` from ``last``'s (see there), or None when it is sorted anew: more
+    than a quarter of the jobs changed, a new waiting job has no submission time or ties with
+    another (its place among them is its place in ``jobs``), a job that left is there twice, or
+    a job had no slot or no task (``pending_plain``)."""
+    changes = _changes(jobs, last.jobs)
+    if changes is None or not last.plain:
+        return None
+    removed = [j for j in changes[0] if j.phase is _WAITING]
+    added = [j for j in changes[1] if j.phase is _WAITING]
+    if not removed and not added:
+        return Waiting(jobs, last.pending, last.slots, last.plain, False, last.submitted)
+    if None in map(_SUBMITTED, added):
+        return None
+    times = last.submitted if last.submitted is not None else list(map(_SUBMITTED, last.pending))
+    kept = _without(last.pending, times, removed) if removed else (last.pending, times)
+    found = _with(kept[0], kept[1], added) if kept is not None and added else kept
+    if found is None:
+        return None
+    slots = last.slots - sum(j.slots * j.tasks for j in removed) + sum(j.slots * j.tasks for j in added)
+    plain = all(j.slots > 0 and j.tasks > 0 for j in added)
+    return Waiting(jobs, tuple(found[0]), slots, plain, False, found[1])
+
+
+def _without(
+    pending: Sequence[Job], times: list[float], removed: list[Job]
+) -> tuple[Sequence[Job], list[float]] | None:
+    """``pending`` (in the view's order, ``times`` their submission times) without ``removed``,
+    and their times; None when one is not found at its place (a tie before it), or is there twice."""
+    places = []
+    for job in removed:
+        at = _place(job, pending, times)
+        if at == len(pending) or pending[at] is not job:
+            return None
+        places.append(at)
+    places.sort()
+    if any(map(eq, places, places[1:])):
+        return None
+    kept: list[Job] = []
+    kept_times: list[float] = []
+    start = 0
+    for at in places:
+        kept += pending[start:at]
+        kept_times += times[start:at]
+        start = at + 1
+    kept += pending[start:]
+    kept_times += times[start:]
+    return kept, kept_times
+
+
+def _with(pending: Sequence[Job], times: list[float], added: list[Job]) -> tuple[Sequence[Job], list[float]] | None:
+    """``pending`` (in the view's order, ``times`` their submission times) with ``added`` (each
+    with a submission time) in their places, and their times; None at a tie."""
+    added.sort(key=_JOB_ID)
+    added.sort(key=_SUBMITTED)
+    order: list[Job] = []
+    order_times: list[float] = []
+    start = 0
+    for job in added:
+        at = _place(job, pending, times)
+        order += pending[start:at]
+        order_times += times[start:at]
+        key = _key(job)
+        if (order and _key(order[-1]) == key) or (at < len(pending) and _key(pending[at]) == key):
+            return None  # its place is its place in the snapshot's jobs
+        order.append(job)
+        order_times.append(key[0])
+        start = at
+    order += pending[start:]
+    order_times += times[start:]
+    return order, order_times
+
+
+def _key(job: Job) -> tuple[float, int]:
+    """The order of a job with a submission time."""
+    assert job.submitted is not None
+    return job.submitted, job.job_id
+
+
+def _place(job: Job, pending: Sequence[Job], times: list[float]) -> int:
+    """Where ``job`` goes in ``pending`` (in the view's order, ``times`` their submission times):
+    before the first job of a greater (submission time, number), or at the first of the same."""
+    when, number = _key(job)
+    at = bisect_left(times, when)
+    while at < len(times) and times[at] == when and pending[at].job_id < number:
+        at += 1
+    return at
 
 
 T = TypeVar("T")
@@ -251,6 +476,7 @@ class ViewCache:
         self._view: ClusterView | None = None
         self._timeless = False  # a waiting job of the kept view has no submission time: ordered by ``now``
         self._workers: dict[str, Worker] = {}
+        self._waiting: Waiting | None = None  # the kept view's waiting jobs (``waiting_of``)
         self._derived: dict[str, tuple[tuple[object, ...], object]] = {}
 
     def view(self, state: ClusterState, master: str, slots_per_node: int | None) -> ClusterView:
@@ -265,10 +491,11 @@ class ViewCache:
             and not self._timeless
         ):
             return old if old.now == now else replace(old, now=now)
-        view = cluster_view(state, master, slots_per_node, reuse=self._workers)
+        waiting = waiting_of(state.snapshot.jobs, now, self._waiting)
+        view = cluster_view(state, master, slots_per_node, reuse=self._workers, waiting=waiting)
         self._workers = {w.name: w for w in view.workers}
-        self._key, self._view = key, view
-        self._timeless = None in map(_SUBMITTED, view.pending)
+        self._key, self._view, self._waiting = key, view, waiting
+        self._timeless = waiting.timeless
         return view
 
     def derived(self, name: str, key: tuple[object, ...], make: Callable[[], T]) -> T:

@@ -1,0 +1,156 @@
+"""The waiting jobs of a view worked out from the last snapshot's (``elb.core.policy.view.waiting_of``
+with ``last``) are the very jobs, in the very order, with the same totals, that a view of the
+snapshot alone has: whatever left, came, moved, is there twice, ties, or has no submission
+time, slot or task."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import elb.core.policy.view as view_module
+from elb.core.model import Job, JobPhase
+from elb.core.policy.view import ClusterView, ViewCache, Waiting, cluster_view, waiting_of
+from elb.core.state import join
+from tests.unit.factories import T0, snap
+
+
+def _job(k: int, rng: random.Random, *, plain: bool = True, timeless: float = 0.0) -> Job:
+    """A job of the pool: most waiting, some held or running; submission times from a few
+    values or many, ``timeless`` of them none; job numbers that repeat now and then (ties);
+    unless ``plain``, some of no slot."""
+    phase = rng.choice([JobPhase.WAITING] * 6 + [JobPhase.HELD, JobPhase.RUNNING])
+    when = rng.choice([0.0, 10.0, 60.0, 600.0]) if rng.random() < 0.1 else float(rng.randint(0, 99_999))
+    submitted = None if rng.random() < timeless else T0 - when
+    slots = rng.choice([1, 1, 2, 4]) if plain or rng.random() < 0.9 else 0
+    number = rng.randint(1, 50) if rng.random() < 0.1 else rng.randint(1, 10**6)
+    return Job(number, f"job{k}", "user", "PENDING", phase, slots, submitted=submitted, tasks=rng.randint(1, 3))
+
+
+def _fresh(jobs: tuple[Job, ...], now: float) -> ClusterView:
+    return cluster_view(join([], (), snap(list(jobs), now=now), now=now), "master", 4)
+
+
+def _same(got: Waiting | ClusterView, want: ClusterView) -> None:
+    slots = got.slots if isinstance(got, Waiting) else got.pending_slots
+    plain = got.plain if isinstance(got, Waiting) else got.pending_plain
+    assert [id(j) for j in got.pending] == [id(j) for j in want.pending]
+    assert (slots, plain) == (want.pending_slots, want.pending_plain)
+
+
+def _next(jobs: list[Job], pool: list[Job], rng: random.Random, k: int, timeless: float = 0.0) -> list[Job]:
+    """A next snapshot of ``jobs``: a stretch gone, jobs come (new ones, or ones of the pool:
+    back, moved, or there twice), one replaced in place, two swapped."""
+    out = list(jobs)
+    for _ in range(rng.randint(0, 3)):
+        kind = rng.randrange(5)
+        if kind == 0 and out:
+            at = rng.randrange(len(out))
+            del out[at : at + rng.choice([1, 2, 9, 70, 600])]
+        elif kind == 1:
+            at = rng.randint(0, len(out))
+            out[at:at] = [_job(k * 10_000 + n, rng, timeless=timeless) for n in range(rng.choice([1, 3, 20, 100, 700]))]
+        elif kind == 2 and pool:
+            out.insert(rng.randint(0, len(out)), rng.choice(pool))
+        elif kind == 3 and out:
+            out[rng.randrange(len(out))] = _job(k * 10_000 + 9_999, rng)
+        elif kind == 4 and len(out) > 1:
+            a, b = rng.randrange(len(out)), rng.randrange(len(out))
+            out[a], out[b] = out[b], out[a]
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32), st.integers(0, 1500), st.booleans(), st.sampled_from([0.0, 0.0, 0.001, 0.05]))
+def test_the_order_from_the_last_snapshot_is_the_order_of_a_sort(
+    seed: int, size: int, plain: bool, timeless: float
+) -> None:
+    rng = random.Random(seed)
+    jobs = [_job(n, rng, plain=plain, timeless=timeless) for n in range(size)]
+    pool = list(jobs)
+    last = waiting_of(tuple(jobs), T0)
+    for k in range(1, 6):
+        jobs = _next(jobs, pool, rng, k, timeless)
+        pool += jobs[-3:]
+        now = T0 + k
+        got = waiting_of(tuple(jobs), now, last)
+        _same(got, _fresh(tuple(jobs), now))
+        last = got
+
+
+def test_most_orders_of_those_examples_come_from_the_last_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The examples above go through the work from the last order (not only through the sort)."""
+    made: list[bool] = []
+    since = view_module._since
+
+    def counted(jobs: tuple[Job, ...], last: Waiting) -> Waiting | None:
+        found = since(jobs, last)
+        made.append(found is not None)
+        return found
+
+    monkeypatch.setattr(view_module, "_since", counted)
+    for seed in range(40):
+        rng = random.Random(seed)
+        jobs = [_job(n, rng) for n in range(rng.randint(0, 1500))]
+        last = waiting_of(tuple(jobs), T0)
+        for k in range(1, 4):
+            jobs = _next(jobs, [], rng, k)
+            last = waiting_of(tuple(jobs), T0 + k, last)
+            _same(last, _fresh(tuple(jobs), T0 + k))
+    assert made.count(True) > len(made) // 2
+
+
+def test_a_large_queue_with_stretches_gone_and_come_and_jobs_replaced() -> None:
+    """The shapes of a daemon's passes: a stretch of the oldest gone, new ones at the end and in
+    the middle, running ones replaced in place, each pass from the last one's."""
+    rng = random.Random(7)
+    jobs = [_job(n, rng) for n in range(6000)]
+    last = waiting_of(tuple(jobs), T0)
+    for k in range(1, 5):
+        del jobs[100 : 100 + 700]
+        jobs += [_job(k * 10_000 + n, rng) for n in range(600)]
+        jobs[3000:3000] = [_job(k * 20_000 + n, rng) for n in range(50)]
+        for at in range(0, len(jobs), 97):
+            jobs[at] = _job(k * 30_000 + at, rng)
+        got = waiting_of(tuple(jobs), T0 + k, last)
+        _same(got, _fresh(tuple(jobs), T0 + k))
+        last = got
+
+
+def test_nothing_waiting_changed_keeps_the_order_itself() -> None:
+    rng = random.Random(3)
+    jobs = [j for j in (_job(n, rng) for n in range(500)) if j.submitted is not None]
+    last = waiting_of(tuple(jobs), T0)
+    running = Job(1, "r", "user", "RUNNING", JobPhase.RUNNING, 1, submitted=T0)
+    got = waiting_of((*jobs[:200], running, *jobs[200:]), T0 + 1, last)
+    assert got.pending is last.pending
+    _same(got, _fresh((*jobs[:200], running, *jobs[200:]), T0 + 1))
+
+
+def test_the_cache_views_from_one_snapshot_to_the_next_equal_fresh_ones() -> None:
+    rng = random.Random(11)
+    cache = ViewCache()
+    jobs = [_job(n, rng) for n in range(2000)]
+    pool = list(jobs)
+    for k in range(8):
+        now = T0 + k
+        view = cache.view(join([], (), snap(jobs, now=now), now=now), "master", 4)
+        _same(view, _fresh(tuple(jobs), now))
+        jobs = _next(jobs, pool, rng, k + 1)
+
+
+def test_a_job_there_twice_leaves_once_or_both_times() -> None:
+    rng = random.Random(5)
+    jobs = [j for j in (_job(n, rng) for n in range(300)) if j.submitted is not None]
+    twice = next(j for j in jobs if j.phase is JobPhase.WAITING)
+    start = (*jobs[:50], twice, *jobs[50:])
+    for nxt in (
+        tuple(j for j in start if j is not twice),  # both gone
+        (*jobs[:50], *jobs[51:]) if jobs[50] is not twice else start[1:],  # one gone
+        (*start[:150], twice, *start[150:]),  # there three times
+    ):
+        last = waiting_of(start, T0)
+        _same(waiting_of(nxt, T0 + 1, last), _fresh(nxt, T0 + 1))
