@@ -464,3 +464,64 @@ def test_a_job_slurm_gave_nodes_still_powering_up_runs_on_none_and_makes_none_bu
     assert not is_busy(False, booting.busy) and is_busy(False, up.busy)
     running = jobs_of(sjob("8", "RUNNING", ("node002",)))
     assert [j.phase for j in running] == [JobPhase.RUNNING] and set(jobs_started_on(tuple(running))) == {"node002"}
+
+
+def _neutral(job: SlurmJob) -> list[Any]:
+    """The neutral jobs of ``job`` built field by field (``Job``'s own defaults), to hold
+    ``jobs_of`` and ``line_of`` to."""
+    from elb.core.model import Job, JobPhase
+    from elb.schedulers.slurm.view import array_tasks, job_number
+
+    number = job_number(job.job_id)
+    if job.pending:
+        phase = JobPhase.WAITING if not_demand_reason(job.reason) is None else JobPhase.HELD
+        return [
+            Job(
+                number,
+                job.name,
+                job.user,
+                job.state,
+                phase,
+                job.cpus,
+                submitted=job.submitted,
+                tasks=array_tasks(job.job_id),
+                hard_runtime=job.time_limit,
+            )
+        ]
+    phase = JobPhase.STARTING if job.configuring else JobPhase.RUNNING
+    per_node = max(1, job.cpus // max(job.nodes, 1))
+    return [
+        Job(
+            number,
+            job.name,
+            job.user,
+            job.state,
+            phase,
+            per_node,
+            submitted=job.submitted,
+            started=job.started,
+            queue=f"{job.partition}@{n}",
+            hard_runtime=job.time_limit,
+        )
+        for n in job.nodelist
+    ]
+
+
+def test_a_lines_neutral_jobs_are_its_jobs_field_by_field() -> None:
+    """``jobs_of``, ``made_of`` and ``line_of`` (which share read-only empty request mappings)
+    make the jobs a field-by-field build makes, equal and hashed alike."""
+    from elb.schedulers.slurm.held import line_of
+    from elb.schedulers.slurm.view import jobs_of
+
+    extra = (
+        "9_[1-5,7-20:3%2]|long|PENDING|Priority|1|2||2026-11-24T16:01:06|N/A|1:00:00|u|arr\n"
+        "10|cloud|PENDING|BeginTime|1|1||2026-11-24T16:01:06|2026-11-24T19:01:06|30:00|u|later\n"
+        "11|cloud|PENDING|BeginTime|1|1||2026-11-24T16:01:06|N/A|UNLIMITED|u|due\n"
+        "12|cloud|COMPLETING|None|2|8|n[1-2]|2026-11-24T16:01:06|2026-11-24T16:02:06|1-00:00:00|u|done\n"
+    )
+    for job in parse_squeue(read("squeue.txt") + extra):
+        want = _neutral(job)
+        assert jobs_of(job) == want and list(map(hash, jobs_of(job))) == list(map(hash, want))
+        line = line_of(job)
+        assert line[1] == made_of(job) == (want[0] if len(want) == 1 else tuple(want))
+        assert all(not j.hard_requests and not j.master_requests and not j.slave_requests for j in jobs_of(job))

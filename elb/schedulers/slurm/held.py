@@ -22,7 +22,7 @@ from typing import Final, cast
 from elb.core.demand import NotDemand
 from elb.core.model import Job, JobPhase
 from elb.schedulers.slurm.parse import SlurmJob, not_demand_reason
-from elb.schedulers.slurm.view import Made, made_of
+from elb.schedulers.slurm.view import Made, made_of, pending_job
 
 READS_NOW: Final = object()  # a held line whose answer reads the time: worked out at each pass
 
@@ -48,15 +48,17 @@ def answer(job: Job, line: SlurmJob, now: float, before: NotDemand | None = None
 
 def line_of(job: SlurmJob) -> Line:
     """The line of ``job``: the job, its neutral jobs, its pending number, its held job's own answer."""
-    made = made_of(job)
-    if not job.pending:
-        return job, made, None, None
-    neutral = cast("Job", made)  # (a pending line makes one job)
-    if neutral.phase is not JobPhase.HELD:
-        return job, made, neutral.job_id, None
+    if job.state != "PENDING":  # (not ``job.pending``)
+        return job, made_of(job), None, None
+    neutral = pending_job(job)  # (a pending line makes one job: ``made_of``'s)
+    if neutral.phase is not _HELD:
+        return job, neutral, neutral.job_id, None
     if job.reason == "BeginTime" and not job.started:  # (until: now)
-        return job, made, neutral.job_id, READS_NOW
-    return job, made, neutral.job_id, answer(neutral, job, 0.0)  # (the time is not read)
+        return job, neutral, neutral.job_id, READS_NOW
+    return job, neutral, neutral.job_id, answer(neutral, job, 0.0)  # (the time is not read)
+
+
+_HELD = JobPhase.HELD
 
 
 def _shared(numbers: list[int | None]) -> set[int]:

@@ -312,7 +312,7 @@ def _stamp(text: str, hours: dict[str, float | None] | None, stamps: dict[str, f
     return cast("float | None", value)
 
 
-_UNREAD = object()  # a time stamp not in ``stamps``
+_UNREAD: Any = object()  # a text not in ``stamps`` or ``limits`` (Any: it is never passed on)
 
 
 def _limit(text: str, limits: dict[str, float | None] | None) -> float | None:
@@ -411,19 +411,29 @@ def _squeue_line(
     try:
         if not job_id[:1].isdigit() or not state.isupper():  # squeue's ids start with the job's number
             raise ValueError(f"job {job_id!r} in state {state!r}")
+        # A text read before is looked up here (``_stamp`` and ``_limit`` when it was not).
+        when = _UNREAD if stamps is None else stamps.get(submitted, _UNREAD)
+        if when is _UNREAD:
+            when = _stamp(submitted, hours, stamps)
+        start = _UNREAD if stamps is None else stamps.get(started, _UNREAD)
+        if start is _UNREAD:
+            start = _stamp(started, hours, stamps)
+        seconds = _UNREAD if limits is None else limits.get(limit, _UNREAD)
+        if seconds is _UNREAD:
+            seconds = _limit(limit, limits)
         return SlurmJob(
-            job_id=job_id,
-            partition=partition,
-            state=state,
-            reason=reason,
-            nodes=int(nodes),
-            cpus=int(cpus),
-            nodelist=expand(nodelist) if nodelist else (),  # (a pending job's: none)
-            submitted=_stamp(submitted, hours, stamps),
-            started=_stamp(started, hours, stamps),
-            time_limit=_limit(limit, limits),
-            user=user,
-            name=name,
+            job_id,
+            partition,
+            state,
+            reason,
+            int(nodes),
+            int(cpus),
+            expand(nodelist) if nodelist else (),  # (a pending job's: none)
+            when,
+            start,
+            seconds,
+            user,
+            name,
         )
     except ValueError as err:
         raise SlurmParseError(f"squeue: line {number}: {err}") from None

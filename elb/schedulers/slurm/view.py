@@ -9,9 +9,10 @@ pending job is held. Each job keeps Slurm's own state word (``PENDING``, ``RUNNI
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import chain, compress, count, repeat
 from operator import is_
+from types import MappingProxyType
 from typing import cast
 
 from elb.core.gcpause import paused
@@ -83,23 +84,36 @@ def job_number(job_id: str) -> int:
     return int(head) if head.isdecimal() else 0  # (isdecimal: the digits \d matches)
 
 
+# A Slurm job asks for no resource by name: each neutral job shares these empty read-only mappings.
+_NO_REQUESTS: Mapping[str, str] = MappingProxyType({})
+_WAITING, _HELD = JobPhase.WAITING, JobPhase.HELD
+
+
+def pending_job(job: SlurmJob) -> Job:
+    """The neutral job of a pending ``job`` (``jobs_of``'s one): waiting when ``job.demand``
+    (pending, for no reason of ``not_demand_reason``), else held."""
+    job_id = job.job_id
+    return Job(
+        job_number(job_id),
+        job.name,
+        job.user,
+        job.state,
+        _WAITING if not_demand_reason(job.reason) is None else _HELD,
+        job.cpus,
+        job.submitted,
+        None,
+        array_tasks(job_id),
+        hard_requests=_NO_REQUESTS,
+        hard_runtime=job.time_limit,
+        master_requests=_NO_REQUESTS,
+        slave_requests=_NO_REQUESTS,
+    )
+
+
 def jobs_of(job: SlurmJob) -> list[Job]:
+    if job.pending:
+        return [pending_job(job)]
     number = job_number(job.job_id)
-    if job.pending:  # (waiting when ``job.demand``: pending, for no reason of ``not_demand_reason``)
-        phase = JobPhase.WAITING if not_demand_reason(job.reason) is None else JobPhase.HELD
-        return [
-            Job(
-                number,
-                job.name,
-                job.user,
-                job.state,
-                phase,
-                job.cpus,
-                submitted=job.submitted,
-                tasks=array_tasks(job.job_id),
-                hard_runtime=job.time_limit,
-            )
-        ]
     per_node = max(1, job.cpus // max(job.nodes, 1))
     # CONFIGURING: Slurm gave the job nodes that are still powering up; it runs on none of them
     phase = JobPhase.STARTING if job.configuring else JobPhase.RUNNING
@@ -113,8 +127,11 @@ def jobs_of(job: SlurmJob) -> list[Job]:
             per_node,
             submitted=job.submitted,
             started=job.started,
+            hard_requests=_NO_REQUESTS,
             queue=f"{job.partition}@{n}",
             hard_runtime=job.time_limit,
+            master_requests=_NO_REQUESTS,
+            slave_requests=_NO_REQUESTS,
         )
         for n in job.nodelist
     ]
@@ -192,4 +209,13 @@ def snapshot(
     return Snapshot(now=now, jobs=neutral, hosts=up)
 
 
-__all__: Sequence[str] = ("HostsMemo", "Made", "array_tasks", "host_of", "made_of", "node_up", "snapshot")
+__all__: Sequence[str] = (
+    "HostsMemo",
+    "Made",
+    "array_tasks",
+    "host_of",
+    "made_of",
+    "node_up",
+    "pending_job",
+    "snapshot",
+)
