@@ -91,4 +91,129 @@ def in_order(
     return found, kept
 
 
-__all__: Sequence[str] = ("in_order", "same_run")
+# What ``str.splitlines`` splits an ASCII text at besides ``\n``: a text with any of them is read as lines.
+_OTHER_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e"
+
+
+def plain_text(text: str) -> bool:
+    """Whether ``text`` may be walked as text (``in_text``): ASCII, every line ended by ``\n``."""
+    return text.isascii() and (not text or text[-1] == "\n")
+
+
+def one_break(text: str) -> bool:
+    """Whether ``str.splitlines`` splits the ASCII ``text`` at ``\n`` alone (a scan in C for each other)."""
+    return not any(c in text for c in _OTHER_BREAKS)
+
+
+def plain_lines(lines: list[str]) -> bool:
+    """Whether none of ``lines`` (of an ASCII text split at ``\n``) is blank, and ``str.splitlines``
+    splits none of them."""
+    return all(map(str.strip, lines)) and one_break("".join(lines))
+
+
+def same_text_run(text: str, pos: int, before: str, at: int, *, sizes: Sequence[int], j: int) -> tuple[int, int]:
+    """How many of ``before``'s lines from line ``j`` (at character ``at``; ``sizes``: each line's
+    length without its ``\n``) ``text`` has from character ``pos``, the very characters, and
+    the characters they take. Compared a stretch of lines at a time (a slice of characters
+    compared in C), the first stretch that differs narrowed down by halves."""
+    limit = len(sizes) - j
+    done = chars = 0
+    width = FIRST_SLICE
+    while done < limit:
+        width = min(width, limit - done)
+        span = sum(sizes[j + done : j + done + width]) + width
+        if text.startswith(before[at + chars : at + chars + span], pos + chars):
+            done += width
+            chars += span
+            width *= 2
+            continue
+        while width > 1:  # the first line that differs is within these ``width``
+            half = width // 2
+            span = sum(sizes[j + done : j + done + half]) + half
+            if text.startswith(before[at + chars : at + chars + span], pos + chars):
+                done += half
+                chars += span
+                width -= half
+            else:
+                width = half
+        return done, chars
+    return done, chars
+
+
+def in_text(
+    text: str,
+    before: str,
+    sizes: list[int],
+    entries: list[E],
+    known: Mapping[str, E],
+    *,
+    turns: int | None = None,
+    seek_budget: int | None = None,
+) -> tuple[list[E | None], list[int], list[tuple[int, str]]] | None:
+    """``in_order`` on texts: each line's entry (None: a line ``known`` lacks), each line's
+    length, and the lines not taken in place (their index and text, in order), of ``text``
+    beside ``before`` (the last read's text, ``sizes`` its lines' lengths, ``entries`` their
+    entries), without splitting the lines taken in place: a stretch of ``before``'s lines is
+    compared with ``text`` as characters (``same_text_run``). Both texts are ``plain_text``, and
+    ``before``'s lines ``plain_lines``; None when a line of ``text`` split out is not (then
+    ``text`` is read as lines). The same walk and bounds as ``in_order`` (``turns`` a
+    thirty-second of ``before``'s lines by default)."""
+    n, m = len(text), len(sizes)
+    turns_left = m // 32 if turns is None else turns
+    budget = 2 * m if seek_budget is None else seek_budget
+    found: list[E | None] = []
+    lengths: list[int] = []
+    loose: list[tuple[int, str]] = []
+    pos = at = j = 0  # where ``text`` is; where ``before`` is, and its line
+    while pos < n:
+        if j < m:
+            run, chars = same_text_run(text, pos, before, at, sizes=sizes, j=j)
+            if run:
+                found += entries[j : j + run]
+                lengths += sizes[j : j + run]
+                pos += chars
+                at += chars
+                j += run
+                continue
+        if j >= m or turns_left <= 0:  # nothing left to compare in place, or too many lines out of it
+            rest = text[pos:-1].split("\n")
+            if not plain_lines(rest):
+                return None
+            loose += zip(count(len(found)), rest)
+            found += map(known.get, rest)
+            lengths += map(len, rest)
+            break
+        turns_left -= 1
+        end = text.index("\n", pos)
+        line = text[pos:end]
+        if not (line.strip() and one_break(line)):
+            return None
+        entry = known.get(line)
+        loose.append((len(found), line))
+        found.append(entry)
+        lengths.append(len(line))
+        pos = end + 1
+        if entry is not None and budget > 0:  # a line read before: the lines up to it in ``before`` left
+            lines = min(m - j, SEEK, budget)
+            stop = at + sum(sizes[j : j + lines]) + lines
+            where = _line_at(before, line, at, stop)
+            if where is None:
+                budget -= lines
+            else:
+                skipped = before.count("\n", at, where)
+                budget -= skipped
+                j += skipped + 1
+                at = where + len(line) + 1
+    return found, lengths, loose
+
+
+def _line_at(text: str, line: str, start: int, stop: int) -> int | None:
+    """Where the whole line ``line`` starts in ``text[start:stop]`` (``start`` a line's start)."""
+    whole = line + "\n"
+    where = text.find(whole, start, stop)
+    while where > start and text[where - 1] != "\n":
+        where = text.find(whole, where + 1, stop)
+    return where if where >= 0 else None
+
+
+__all__: Sequence[str] = ("in_order", "in_text", "one_break", "plain_lines", "plain_text", "same_run", "same_text_run")

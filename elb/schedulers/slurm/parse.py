@@ -25,7 +25,7 @@ import functools
 import itertools
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter, not_
 from typing import Any, Generic, TypeVar, cast
@@ -34,7 +34,7 @@ import hostlist  # type: ignore[import-untyped]
 
 from elb.core.frozen import quick_init
 from elb.core.gcpause import paused
-from elb.schedulers.slurm.aligned import in_order
+from elb.schedulers.slurm.aligned import in_order, in_text, one_break, plain_text
 from elb.schedulers.timestamps import TIMESTAMP, parse_timestamp
 
 T = TypeVar("T")
@@ -251,7 +251,8 @@ class SqueueMemo(Generic[E]):
     ``elb.schedulers.slurm.held.Line``; ``paired``: the job and what another function makes of
     it), so that a line read before costs one lookup, or none: the last read's lines and entries
     are kept in their order (``last``), and a line in its place there takes its entry with no
-    lookup (``elb.schedulers.slurm.aligned``).
+    lookup (``elb.schedulers.slurm.aligned``); when the last read's text is kept (``text``), the
+    new text is walked beside it as text, and only the lines out of place are split out.
 
     From one poll to the next most of squeue's lines are the very same text, and a line's job
     is a pure function of its text (and of the local time zone, which its time stamps are read
@@ -270,8 +271,18 @@ class SqueueMemo(Generic[E]):
         self.hours: dict[str, float | None] = {}  # each hour's start (``_time``), in ``zone``
         self.limits: dict[str, float | None] = {}  # time limits read (``parse_time_limit``)
         self.stamps: dict[str, float | None] = {}  # time stamps read (``_time``), in ``zone``
-        self.last: list[str] = []  # the last read's lines (no blank one), in its order
+        self.last: list[str] | None = []  # the last read's lines (no blank one), in its order (None: ``text``'s)
         self.last_entries: list[E] = []  # their entries
+        # The last read's text when ``in_text`` may walk it (``plain_text``, no blank line, ``\n``
+        # its only line break), and its lines' lengths; else None.
+        self.text: str | None = None
+        self.sizes: list[int] = []
+
+    def last_lines(self) -> list[str]:
+        """The last read's lines (no blank one), in its order."""
+        if self.last is None:
+            self.last = self.text.splitlines() if self.text is not None else []
+        return self.last
 
 
 STALE_LEAST = 1_000  # lines no longer read a memo keeps at least before it is made anew
@@ -343,32 +354,46 @@ def read_entries(text: str, memo: SqueueMemo[E]) -> list[E]:
     """``SQUEUE_ARGV``'s output: each line's entry (``memo.derive`` of its job), in their order;
     ``memo``: the lines of the reads before (updated). The lines are compared in place with the
     last read's, in their order, and those out of place looked up in the memo
-    (``elb.schedulers.slurm.aligned.in_order``); only the ones it lacks are read; the cycle
-    collector waits meanwhile (``elb.core.gcpause``: the jobs live until the next read)."""
+    (``elb.schedulers.slurm.aligned.in_order``, or ``in_text`` on the two texts when both are
+    plain); only the ones it lacks are read; the cycle collector waits meanwhile
+    (``elb.core.gcpause``: the jobs live until the next read)."""
     zone = _zone()
     if memo.zone != zone:
         memo.lines, memo.hours, memo.stamps, memo.zone = {}, {}, {}, zone
-        memo.last, memo.last_entries = [], []
+        memo.last, memo.last_entries, memo.text, memo.sizes = [], [], None, []
     known = memo.lines
     with paused(keep=True):
-        found, lines = in_order(text.splitlines(), memo.last, memo.last_entries, known)
-        new: list[int] = []  # the indices of the lines read now
+        walked = None
+        if memo.text is not None and plain_text(text):
+            walked = in_text(text, memo.text, memo.sizes, memo.last_entries, known)
+        if walked is not None:
+            found, sizes, loose = walked
+            lines: list[str] | None = None
+            out = [(i, line) for i, line in loose if found[i] is None]  # the lines not read before
+        else:
+            found, lines = in_order(text.splitlines(), memo.last_lines(), memo.last_entries, known)
+            out = [(i, lines[i]) for i in itertools.compress(range(len(found)), map(not_, found))]
+        new: list[tuple[str, E]] = []  # the lines read now, and their entries
         blank = False
-        for i in itertools.compress(range(len(found)), map(not_, found)):  # the lines not read before
-            line = lines[i]
+        for i, line in out:
             if line.strip():
                 job = _squeue_line(line, i + 1, memo.hours, memo.limits, memo.stamps)
-                found[i] = memo.derive(job)
-                new.append(i)
+                found[i] = entry = memo.derive(job)
+                new.append((line, entry))
             else:
                 blank = True
-        fresh = zip(map(lines.__getitem__, new), map(found.__getitem__, new), strict=True)  # (the lists as now)
         if blank:
             kept = [i for i, entry in enumerate(found) if entry is not None]
-            lines, found = [lines[i] for i in kept], [found[i] for i in kept]
+            lines, found = [cast("list[str]", lines)[i] for i in kept], [found[i] for i in kept]
         entries = cast("list[E]", found)
-        _remember(memo, lines, entries, fresh, len(new))
-        memo.last, memo.last_entries = lines, entries
+        _remember(memo, lines if lines is not None else text.splitlines, entries, new)
+        memo.last_entries = entries
+        if walked is not None:
+            memo.last, memo.text, memo.sizes = None, text, sizes
+        else:
+            read = cast("list[str]", lines)
+            plain = plain_text(text) and not blank and one_break(text)
+            memo.last, memo.text, memo.sizes = read, (text if plain else None), (list(map(len, read)) if plain else [])
     return entries
 
 
@@ -376,20 +401,17 @@ _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
 def _remember(
-    memo: SqueueMemo[E],
-    lines: list[str],
-    entries: list[E],
-    fresh: Iterable[tuple[str, E | None]],
-    new: int,
+    memo: SqueueMemo[E], lines: list[str] | Callable[[], list[str]], entries: list[E], new: list[tuple[str, E]]
 ) -> None:
-    """Keeps a read's ``lines`` (no blank one) and their ``entries``, ``fresh`` the ``new`` ones
-    of them the memo lacked: added to the memo, or the memo made anew of them alone when more
-    than ``stale_bound`` of its lines are not in this read."""
-    found_before = len(lines) - new
-    if len(memo.lines) - found_before > stale_bound(len(lines)):
-        memo.lines = dict(zip(lines, entries, strict=True))
+    """Keeps a read's ``lines`` (no blank one; or what gives them, when they are needed) and their
+    ``entries``, ``new`` the lines of them the memo lacked with theirs: added to the memo, or
+    the memo made anew of them alone when more than ``stale_bound`` of its lines are not in
+    this read."""
+    found_before = len(entries) - len(new)
+    if len(memo.lines) - found_before > stale_bound(len(entries)):
+        memo.lines = dict(zip(lines if isinstance(lines, list) else lines(), entries, strict=True))
     else:
-        memo.lines.update(cast("Iterable[tuple[str, E]]", fresh))
+        memo.lines.update(new)
     if max(len(memo.hours), len(memo.limits), len(memo.stamps)) > _KEPT:  # bounded: begun again
         memo.hours, memo.limits, memo.stamps = {}, {}, {}
 

@@ -1,0 +1,149 @@
+"""A read of squeue walked as text beside the last read's (``elb.schedulers.slurm.aligned.in_text``)
+is the read of its lines (``in_order``) and each line read on its own: lines that change, leave,
+come back, move or are there twice; and a text that cannot be walked so (a blank line, a line
+break other than ``\\n``, a character past ASCII, no ``\\n`` at the end) is read as lines, and the
+next one walked again."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import elb.schedulers.slurm.parse as parse_module
+from elb.schedulers.slurm import aligned
+from elb.schedulers.slurm.aligned import in_order, in_text
+from elb.schedulers.slurm.held import line_of
+from elb.schedulers.slurm.parse import SlurmJob, SqueueMemo, _squeue_line, read_entries
+from elb.schedulers.slurm.view import made_of
+from tests.unit.test_slurm_memo_paths import squeue_line
+
+
+def line_by_line(text: str) -> list[SlurmJob]:
+    return [_squeue_line(line, n) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([f"line {k}" for k in range(12)]), max_size=60),
+    st.lists(st.sampled_from([f"line {k}" for k in range(16)]), max_size=60),
+    st.sampled_from([None, 0, 1, 3]),
+    st.sampled_from([None, 0, 2, 10]),
+)
+def test_in_text_is_in_order(before: list[str], lines: list[str], turns: int | None, budget: int | None) -> None:
+    """The entries (the very objects), the lines' lengths and the lines out of place of the walk
+    on texts are ``in_order``'s on the texts' lines, whatever the bounds."""
+    entries = [object() for _ in before]
+    known = dict(zip(before, entries, strict=True)) | {"line 13": object()}
+    text, last = "".join(f"{line}\n" for line in lines), "".join(f"{line}\n" for line in before)
+    walked = in_text(text, last, list(map(len, before)), entries, known, turns=turns, seek_budget=budget)
+    assert walked is not None
+    found, lengths, loose = walked
+    want, kept = in_order(lines, before, entries, known, turns=turns, seek_budget=budget)
+    assert list(map(id, found)) == list(map(id, want)) and kept == lines and lengths == list(map(len, lines))
+    assert all(lines[i] == line for i, line in loose)
+    assert {i for i, _ in loose} >= {i for i, entry in enumerate(found) if entry is None}
+
+
+def _pool(rng: random.Random, size: int) -> list[str]:
+    """Distinct squeue lines, pending and running (``squeue_line``'s kinds), each its own job."""
+    states = ("PENDING", "RUNNING", "PENDING", "PENDING")
+    lines = []
+    for k in range(size):
+        state = rng.choice(states)
+        nodes = "" if state == "PENDING" else rng.choice(("node001", "node[001-002]"))
+        reason = rng.choice(("Priority", "Resources", "JobHeldUser", "BeginTime")) if state == "PENDING" else "None"
+        lines.append(
+            f"{k + 1}|cloud|{state}|{reason}|1|{rng.randint(1, 8)}|{nodes}|2026-11-24T16:01:06|N/A|30:00|user|job {k}"
+        )
+    return lines
+
+
+def _reads(rng: random.Random, pool: list[str], count: int) -> list[list[str]]:
+    """Reads in a row: most lines as they were, a stretch gone, some new, some back, one moved,
+    one replaced, now and then a line twice."""
+    read = pool[: len(pool) // 2]
+    reads = [read]
+    for _ in range(count):
+        read = list(read)
+        at = rng.randrange(max(1, len(read)))
+        del read[at : at + rng.choice((1, 5, 40, 300))]
+        for _ in range(rng.randint(0, 4)):
+            where = rng.randint(0, len(read))
+            read[where:where] = rng.sample(pool, rng.choice((1, 3, 30)))
+        if read:
+            read[rng.randrange(len(read))] = rng.choice(pool)
+            read.insert(rng.randint(0, len(read)), read.pop(rng.randrange(len(read))))
+        reads.append(read)
+    return reads
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_reads_walked_as_text_are_the_lines_read_on_their_own(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(seed)
+    pool = _pool(rng, rng.choice((40, 400, 3000)))
+    walks: list[bool] = []
+    walk = aligned.in_text
+
+    def counted(*args: object, **kw: object) -> object:
+        found = walk(*args, **kw)  # type: ignore[arg-type]
+        walks.append(found is not None)
+        return found
+
+    monkeypatch.setattr(parse_module, "in_text", counted)
+    memo = SqueueMemo(line_of)
+    for lines in _reads(rng, pool, 8):
+        text = "".join(f"{line}\n" for line in lines)
+        entries = read_entries(text, memo)
+        jobs = line_by_line(text)
+        assert [e[0] for e in entries] == jobs and [e[1] for e in entries] == list(map(made_of, jobs))
+        assert memo.text == text
+    assert walks and all(walks)
+
+
+_LINE = "{}|cloud|PENDING|Priority|1|1||N/A|N/A|30:00|user|{}"
+ODD = (
+    _LINE.format(20, "a") + "\r" + _LINE.format(21, "b") + "\n",  # another break: two lines
+    _LINE.format(20, "a") + "\x1c" + _LINE.format(21, "b") + "\n",
+    _LINE.format(20, "a") + "\r\n",
+    _LINE.format(22, "caf\u00e9") + "\n",  # past ASCII
+    _LINE.format(20, "x") + "\u2028" + _LINE.format(21, "y") + "\n",
+    "\n",  # a blank line
+    "   \n",
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(squeue_line(), min_size=1, max_size=20, unique=True), st.data())
+def test_a_text_not_walked_is_read_as_lines_and_the_next_walked_again(pool: list[str], data: st.DataObject) -> None:
+    memo = SqueueMemo(line_of)
+    for _ in range(4):
+        lines = data.draw(st.lists(st.sampled_from(pool), max_size=25))
+        text = "".join(f"{line}\n" for line in lines)
+        odd = data.draw(st.sampled_from(("", *ODD)))
+        if odd:
+            at = data.draw(st.integers(0, len(lines)))
+            text = "".join(f"{line}\n" for line in lines[:at]) + odd + "".join(f"{line}\n" for line in lines[at:])
+        if data.draw(st.booleans()):
+            text = text.removesuffix("\n")  # no ``\n`` at the end
+        entries = read_entries(text, memo)
+        jobs = line_by_line(text)
+        assert [e[0] for e in entries] == jobs and [e[1] for e in entries] == list(map(made_of, jobs))
+
+
+@pytest.mark.parametrize("odd", ODD)
+def test_a_line_not_walked_within_a_text_walked_so_far(odd: str) -> None:
+    """A line out of place that cannot be walked (among lines in place, so looked at on its own)
+    has the text read as lines; the next text, plain, is walked again."""
+    lines = _pool(random.Random(1), 300)
+    memo = SqueueMemo(line_of)
+    for text in (
+        "".join(f"{line}\n" for line in lines),
+        "".join(f"{line}\n" for line in lines[:150]) + odd + "".join(f"{line}\n" for line in lines[150:]),
+        "".join(f"{line}\n" for line in lines[1:]),
+    ):
+        entries = read_entries(text, memo)
+        assert [e[0] for e in entries] == line_by_line(text)
+    assert memo.text is not None
