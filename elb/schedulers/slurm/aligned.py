@@ -156,11 +156,11 @@ def in_text(
     entries), without splitting the lines taken in place: a stretch of ``before``'s lines is
     compared with ``text`` as characters (``same_text_run``). Both texts are ``plain_text``, and
     ``before``'s lines ``plain_lines``; None when a line of ``text`` split out is not (then
-    ``text`` is read as lines). The same walk and bounds as ``in_order`` (``turns`` a
-    thirty-second of ``before``'s lines by default)."""
+    ``text`` is read as lines). The same walk and bounds as ``in_order``."""
     n, m = len(text), len(sizes)
-    turns_left = m // 32 if turns is None else turns
-    budget = 2 * m if seek_budget is None else seek_budget
+    lines_in = text.count("\n")  # (the new lines, as ``in_order``'s bounds count them)
+    turns_left = lines_in // 32 if turns is None else turns
+    budget = 2 * lines_in if seek_budget is None else seek_budget
     found: list[E | None] = []
     lengths: list[int] = []
     loose: list[tuple[int, str]] = []

@@ -323,7 +323,7 @@ def _stamp(text: str, hours: dict[str, float | None] | None, stamps: dict[str, f
     return cast("float | None", value)
 
 
-_UNREAD: Any = object()  # a text not in ``stamps`` or ``limits`` (Any: it is never passed on)
+_UNREAD: Any = object()  # a text not in ``stamps`` or ``limits`` (a lookup's default, replaced before any use)
 
 
 def _limit(text: str, limits: dict[str, float | None] | None) -> float | None:
