@@ -327,10 +327,11 @@ def _changes(new: tuple[Job, ...], old: tuple[Job, ...]) -> tuple[list[Job], lis
     where it is, from a walk of the two side by side: stretches of the very same objects are
     passed over; at a job out of place the other side is looked through, a little further each
     time, for the one that is not (jobs left, or came, before it), and a job replaced by another
-    is both. None when more than ``len(new) // CHANGED_MOST`` changed, or past looking through
-    twice as many jobs as ``new`` has. (A job that moved is one that left and one that came.)"""
+    is both (a job that moved is one that left and one that came). None when more than
+    ``len(new) // CHANGED_MOST`` changed, or past looking through half as many jobs as ``new``
+    has (so that a snapshot of other jobs costs little before it is sorted)."""
     n, m = len(new), len(old)
-    most, budget = n // CHANGED_MOST, 2 * n
+    most, budget = n // CHANGED_MOST, n // 2
     removed: list[Job] = []
     added: list[Job] = []
     i = j = 0
