@@ -167,6 +167,25 @@ def release_held_names() -> None:
         )
 
 
+def start_requeued_now(job: str) -> None:
+    """Let a job Slurm requeued start at once: Slurm holds a requeued job for a job credential's
+    lifetime (120 s by default; ``squeue`` shows the reason ``BeginTime``) before it may start
+    again. A test that is about elb, not that timer, clears it as an admin would
+    (``scontrol update jobid=N StartTime=now``); nothing is done to a job not so held."""
+    env = {**os.environ, **slurm.env()}
+    shown = subprocess.run(
+        ["squeue", "-h", "-j", job, "-o", "%r"], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    if shown.stdout.strip() == "BeginTime":
+        subprocess.run(
+            ["scontrol", "update", f"jobid={job}", "StartTime=now"],
+            env=env,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+
+
 def remove_left_workers(tc: TestCluster) -> None:
     """Workers a test left (one that failed half way; stopped ones too): out of the master's hosts
     file and exports, then terminated, so that the next test starts from the master as it was;
