@@ -117,6 +117,12 @@ class PolicyConfig(_Strict):
     # may set it under an older name (its ``settled``: elb.core.sections).
     spot_interruptions_allowed: AtLeastOne = 2
 
+    @property
+    def idle_limit(self) -> float:
+        """With per-second billing, how long an idle node is kept before the shrink rule may remove
+        it: ``idle_time`` under ``shrink: timer``, ``idle_factor`` boot times under ``cost``."""
+        return self.idle_time if self.shrink == "timer" else self.idle_factor * self.boot_time
+
     @model_validator(mode="after")
     def _check(self) -> PolicyConfig:
         if self.min_nodes > self.max_nodes:

@@ -692,7 +692,7 @@ def idle_kept(config: Config) -> float:
     p = config.policy
     if p.billing == "hour":
         return p.billing_period
-    return (p.idle_time if p.shrink == "timer" else p.idle_factor * p.boot_time) + config.backoff.max
+    return p.idle_limit + config.backoff.max
 
 
 def kept_while_held(

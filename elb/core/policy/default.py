@@ -267,7 +267,7 @@ class ElbPolicy:
             # The window opens when remaining drops below lead + poll (this period or the next).
             wait = remaining - lead - poll if remaining >= lead + poll else remaining + period - lead - poll
             return now + max(0.0, wait), ""
-        keep = cfg.idle_factor * cfg.boot_time
+        keep = cfg.idle_limit  # the cost rule: idle_factor boot times
         idle_for = now - since
         if idle_for >= keep:
             return now, (
@@ -291,7 +291,7 @@ class ElbPolicy:
         cfg = self.config
         tally = self._idle_in_order(view)
         if tally is not None:
-            return tally.idle_for(now, cfg.idle_factor * cfg.boot_time)
+            return tally.idle_for(now, cfg.idle_limit)
         return self._idle(view)
 
     def _idle_in_order(self, view: View) -> CapacityTally | None:
