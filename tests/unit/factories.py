@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from elb.core.config import Config, parse_config
-from elb.core.interfaces import CloudSettings
+from elb.core.interfaces import CloudSettings, Instance, InstanceWord
 from elb.core.model import Host, Job, JobPhase, Node, NodeState, QueueInstance, Snapshot
 from elb.schedulers.sge.states import job_phase, queue_flags
 
@@ -56,3 +56,8 @@ def small_config(state_dir: Path, **policy: object) -> Config:
     """The config of most pass tests: state in ``state_dir``, at most 4 nodes of 8 slots; ``policy``
     adds or changes policy settings."""
     return parse_config({"state_dir": str(state_dir), "policy": {"max_nodes": 4, "slots_per_node": 8, **policy}})
+
+
+def instance(name: str, state: InstanceWord = "running") -> Instance:
+    """The cloud's instance of node ``name``, launched an hour before ``T0``."""
+    return Instance(f"i-{name}", name, state, T0 - 3600, private_ip="10.0.0.9")

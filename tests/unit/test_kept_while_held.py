@@ -14,8 +14,7 @@ from elb.core.model import History, Node, Snapshot
 from elb.core.orders import Orders
 from elb.core.planner import PassInputs, PassPlan, plan_pass
 from elb.core.policy.grouped import policy_for
-from tests.unit.factories import EC2, T0, host, node, snap
-from tests.unit.test_planner_pass import instance
+from tests.unit.factories import EC2, T0, host, instance, node, snap
 
 REFUSED = Backoff(
     rounds=3, next_launch_at=T0 + 120, cause=Cause.LAUNCH, last_failure="node009: launch failed: no capacity"

@@ -12,7 +12,7 @@ import pytest
 from elb.core.backoff import Backoff, Backoffs, Cause
 from elb.core.config import Config
 from elb.core.demand import DemandSplit
-from elb.core.interfaces import Instance, InstanceWord
+from elb.core.interfaces import InstanceWord
 from elb.core.model import History, Node, NodeState, Snapshot, WitnessKeep
 from elb.core.orders import Orders
 from elb.core.planner import (
@@ -26,7 +26,7 @@ from elb.core.planner import (
 )
 from elb.core.policy.grouped import policy_for
 from elb.core.reconcile import RepairKind
-from tests.unit.factories import EC2, T0, host, node, pending, running, small_config, snap
+from tests.unit.factories import EC2, T0, host, instance, node, pending, running, small_config, snap
 
 
 @pytest.fixture
@@ -55,10 +55,6 @@ def plan(cfg: Config, **kw: object) -> PassPlan:
     snapshot = kw.pop("snapshot", snap([pending(1, 600, slots=8), pending(2, 600, slots=8)]))
     assert isinstance(snapshot, Snapshot)
     return plan_pass(inputs(snapshot, **kw), cfg, policy_for(cfg), T0)
-
-
-def instance(name: str, state: InstanceWord = "running") -> Instance:
-    return Instance(f"i-{name}", name, state, T0 - 3600, private_ip="10.0.0.9")
 
 
 # A node the journal has as ready whose instance the cloud no longer lists: a repair.
