@@ -516,18 +516,19 @@ def test_place_all_places_each_shape_once(monkeypatch: pytest.MonkeyPatch) -> No
     expected = [place(j, groups(DEFAULT), SITE, NOW, binding=b) for j, b in zip(shapes, bindings, strict=True)]
     placed: list[Job] = []
     narrowed: list[Job] = []
-    place_one, candidates = elb.schedulers.sge.demand._place, elb.schedulers.sge.demand._candidates
+    memo = elb.schedulers.sge.demand._Memo
+    place_one, candidates = memo.place, memo._candidates
 
-    def counted_place(j: Job, *a: Any, **k: Any) -> object:
+    def counted_place(self: Any, j: Job, *a: Any, **k: Any) -> object:
         placed.append(j)
-        return place_one(j, *a, **k)
+        return place_one(self, j, *a, **k)
 
-    def counted_candidates(j: Job, *a: Any, **k: Any) -> object:
+    def counted_candidates(self: Any, j: Job, *a: Any, **k: Any) -> object:
         narrowed.append(j)
-        return candidates(j, *a, **k)
+        return candidates(self, j, *a, **k)
 
-    monkeypatch.setattr(elb.schedulers.sge.demand, "_place", counted_place)
-    monkeypatch.setattr(elb.schedulers.sge.demand, "_candidates", counted_candidates)
+    monkeypatch.setattr(memo, "place", counted_place)
+    monkeypatch.setattr(memo, "_candidates", counted_candidates)
     got = place_all(
         jobs, groups(DEFAULT), SITE, NOW, bindings=[dataclasses.replace(b) if b else b for b in bindings * 12_500]
     )
