@@ -468,7 +468,7 @@ class _Shapes:
             )
         )
         one_of_each = dict(zip(quick, zip(sub_jobs, sub_bound, strict=True), strict=True))
-        table = {key: self.record(job, binding) for key, (job, binding) in one_of_each.items()}
+        table = {key: self.record(job, binding, key[0]) for key, (job, binding) in one_of_each.items()}
         if len(todo) == len(records):  # none found by job (the first call, or every job read anew)
             records[:] = map(table.__getitem__, quick)
         else:
@@ -476,34 +476,27 @@ class _Shapes:
                 records[n] = table[key]
         return list(table.values())
 
-    def record(self, job: Job, binding: JobBinding | None) -> _Known:
-        """The answer for ``job`` bound by ``binding``, with what told it."""
+    def record(self, job: Job, binding: JobBinding | None, spec: tuple[object, ...]) -> _Known:
+        """The answer for ``job`` bound by ``binding``, with what told it; ``spec``: the job's
+        slots, tasks, PE and range. A shape not met before in this call is answered as the call
+        before answered it, else placed (with what earlier jobs of this call worked out)."""
         timeless = binding is None or binding.start_time is None
         hard, master, slave = job.hard_requests, job.master_requests, job.slave_requests
-        spec = (job.slots, job.tasks, job.pe, job.pe_range)
         ident = (spec, id(hard), id(master), id(slave), binding.hard_queues if binding is not None else ())
-        hit = self.known.get(ident) if timeless else None
+        hit = self.known.get(ident) if timeless and self.known else None
         if hit is not None and hit[0] is hard and hit[1] is master and hit[2] is slave:
             return (hard, master, slave, hit[3], self.by_shape.setdefault(hit[3], hit[4]), ident, True, binding)
         items = self.narrowed.items
         told = None if binding is None else (binding.hard_queues, binding.start_time)
-        requested = (items(hard), items(master), items(slave))
+        requested = (items(hard) if hard else (), items(master) if master else (), items(slave) if slave else ())
         shape = (spec, *requested, told)
         placed = self.by_shape.get(shape)
         if placed is None:
-            placed = self.by_shape[shape] = self.shape(shape, job, binding, requested, timeless)
+            placed = self.before.get(shape) if timeless and self.before else None
+            if placed is None:
+                placed = self.narrowed.place(job, binding or _UNBOUND, requested, self.now)
+            self.by_shape[shape] = placed
         return (hard, master, slave, shape, placed, ident, timeless, binding)
-
-    def shape(
-        self, shape: tuple[object, ...], job: Job, binding: JobBinding | None, requested: _Requested, timeless: bool
-    ) -> Placement:
-        """The answer for a shape not met before in this call: kept from the call before, else
-        placed (with what earlier jobs of this call worked out). ``requested``: the items of the
-        job's hard, master and slave requests."""
-        placed = self.before.get(shape) if timeless else None
-        if placed is not None:
-            return placed
-        return self.narrowed.place(job, binding or _UNBOUND, requested, self.now)
 
 
 def _check_waiting(jobs: Sequence[Job], bindings: Sequence[JobBinding | None] | None) -> None:
@@ -521,10 +514,6 @@ _HARD, _MASTER, _SLAVE = attrgetter("hard_requests"), attrgetter("master_request
 _QUEUE = attrgetter("queue")
 _IS_NOT_NONE = partial(is_not, None)
 _UNBOUND = JobBinding()
-
-
-def _items(requests: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted(requests.items())) if requests else ()
 
 
 _Items = tuple[tuple[str, str], ...]
@@ -583,12 +572,18 @@ class _Memo:
         self.forced = any(_forced_missing(g, site.complexes, set()) for _, g in self.everyone)
         # The complexes each group offers: what its node gives a job depends on those requests.
         self.offers = [sge_options(g).offers for g in self.by_place]
-        # Each request mapping's items (``_items``) by the mapping's identity: the jobs placed
+        # Each request mapping's items (``items``) by the mapping's identity: the jobs placed
         # hold their mappings for as long as the memo lives, so an identity stays theirs.
         self.sorted: dict[int, tuple[Mapping[str, str], _Items]] = {}
+        # One object for each (name, value) item: the items of 50,000 jobs' mappings are mostly
+        # the same few hundred, and those kept with the answers (``Placements``) are then few.
+        self.pairs: dict[tuple[str, str], tuple[str, str]] = {}
+        # One object for equal items of mappings, so that ``candidates`` is keyed by identity.
+        self.same_items: dict[_Items, _Items] = {(): ()}
         self.candidates: dict[tuple[object, ...], _Candidates | str] = {}
         # By scope ("", "master", "slave"), each request by its name and value.
         self.known: tuple[dict[tuple[str, str], _Request | None], ...] = ({}, {}, {})
+        self.hard_request = self.known[0].__getitem__
         self.stopping: tuple[dict[tuple[str, str], str], ...] = ({}, {}, {})
         self.bound: dict[tuple[object, ...], _Bound | str] = {}
         self.shorts: dict[tuple[int, str, str, int], tuple[str, str] | None] = {}
@@ -603,15 +598,18 @@ class _Memo:
         self.unservable: dict[str, Unservable] = {}
 
     def items(self, requests: Mapping[str, str]) -> _Items:
-        """``_items(requests)``, once for each mapping."""
+        """The items of ``requests``, sorted (by name), once for each mapping."""
         found = self.sorted.get(id(requests))
         if found is None or found[0] is not requests:
-            found = self.sorted[id(requests)] = (requests, _items(requests))
+            pairs = sorted(requests.items())
+            items = tuple(map(self.pairs.setdefault, pairs, pairs))
+            found = self.sorted[id(requests)] = (requests, self.same_items.setdefault(items, items))
         return found[1]
 
     def place(self, job: Job, binding: JobBinding, requested: _Requested, now: float) -> Placement:
-        """``_place`` for ``job``, whose requests' items are ``requested``."""
-        key = (job.slots, job.pe, job.pe_range, *requested, binding.hard_queues)
+        """``_place`` for ``job``, whose requests' items are ``requested`` (by ``items``)."""
+        hard, master, slave = requested
+        key = (job.slots, job.pe, job.pe_range, id(hard), id(master), id(slave), binding.hard_queues)
         candidates = self.candidates.get(key)
         if candidates is None:
             candidates = self.candidates[key] = self._candidates(job, requested, binding.hard_queues)
@@ -665,7 +663,7 @@ class _Memo:
                 return unforced
             left = unforced
         nodes = tuple(self._node(i, requests) for i in left)
-        interned_key = (job.pe, ranges, *map(id, nodes))
+        interned_key = (id(pes), id(ranges), *map(id, nodes))
         found = self.interned.get(interned_key)
         if found is None:
             placed = tuple(self._placed(left))
@@ -678,11 +676,12 @@ class _Memo:
     def _requests(self, requested: _Requested) -> list[_Request] | str:
         """Check 1 (``_requests``): the requests resolved, or the reason the first that stops the
         job gives."""
-        out: list[_Request] = []
+        hard, master, slave = requested
         try:
-            for known, items in zip(self.known, requested, strict=True):
-                if items:
-                    out.extend(filter(None, map(known.__getitem__, items)))
+            out = list(filter(None, map(self.hard_request, hard)))
+            if master or slave:
+                out.extend(filter(None, map(self.known[1].__getitem__, master)))
+                out.extend(filter(None, map(self.known[2].__getitem__, slave)))
         except KeyError:  # a request not met before, or one that stops the job
             return self._resolve(requested)
         return out
@@ -785,7 +784,10 @@ class _Memo:
         once for the requests of complexes it offers (the only ones it reads, as given, with
         their scope), one object for equal answers."""
         offers = self.offers[index]
-        key = (index, *((r.given, r.value, r.scope, r.complex.name) for r in requests if r.complex.name in offers))
+        if offers:
+            key = (index, *((r.given, r.value, r.scope, r.complex.name) for r in requests if r.complex.name in offers))
+        else:
+            key = (index,)
         found = self.per_node.get(key)
         if found is None:
             found = self.per_node[key] = _per_node(self.by_place[index], requests, self.site)
