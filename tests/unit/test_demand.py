@@ -746,3 +746,21 @@ def test_placements_are_reused_only_for_the_same_groups_site_and_name() -> None:
     assert all(a is b for a, b in zip(again, first, strict=True))
     other, _ = place_shapes(jobs, groups(C5, R5), SITE, NOW, bindings=None, new_node_name="node002", keep=keep)
     assert other == place_all(jobs, groups(C5, R5), SITE, NOW, new_node_name="node002") != first
+
+
+def test_place_all_reads_a_groups_value_only_where_place_does() -> None:
+    """A group whose offered value cannot be read (no ``check_offers`` before): ``place`` reads
+    it only for the jobs its other checks leave it to, and raises ``DemandError`` there alone;
+    ``place_all``, which works out each request against all the groups at once, does the same."""
+    bad = group("bad", offers={"h_vmem": "lots"}, queues=["bad.q"])
+    gs = groups(DEFAULT, bad)
+    jobs = [job(h_vmem="2G"), job(h_vmem="64G"), job(h_vmem="2G")]
+    bindings = [JobBinding(("all.q",)), JobBinding(("all.q",)), None]
+    expected = [place(j, gs, SITE, NOW, binding=b) for j, b in zip(jobs[:2], bindings[:2], strict=True)]
+    assert place_all(jobs[:2], gs, SITE, NOW, bindings=bindings[:2]) == expected
+    assert [type(p) for p in expected] == [Servable, Unservable]
+    with pytest.raises(DemandError, match="node group bad: h_vmem='lots'") as alone:
+        place(jobs[2], gs, SITE, NOW)
+    with pytest.raises(DemandError) as together:
+        place_all(jobs, gs, SITE, NOW, bindings=bindings)
+    assert str(together.value) == str(alone.value)

@@ -482,14 +482,18 @@ class _Shapes:
         before answered it, else placed (with what earlier jobs of this call worked out)."""
         timeless = binding is None or binding.start_time is None
         hard, master, slave = job.hard_requests, job.master_requests, job.slave_requests
-        ident = (spec, id(hard), id(master), id(slave), binding.hard_queues if binding is not None else ())
+        # Both keys flat (no tuple within but the items): they are kept with the answers, and
+        # each tuple kept is one more for the cycle collector to walk.
+        ident = (*spec, id(hard), id(master), id(slave), binding.hard_queues if binding is not None else ())
         hit = self.known.get(ident) if timeless and self.known else None
         if hit is not None and hit[0] is hard and hit[1] is master and hit[2] is slave:
             return (hard, master, slave, hit[3], self.by_shape.setdefault(hit[3], hit[4]), ident, True, binding)
         items = self.narrowed.items
-        told = None if binding is None else (binding.hard_queues, binding.start_time)
         requested = (items(hard) if hard else (), items(master) if master else (), items(slave) if slave else ())
-        shape = (spec, *requested, told)
+        if binding is None:
+            shape = (*spec, *requested, None, None)
+        else:
+            shape = (*spec, *requested, binding.hard_queues, binding.start_time)
         placed = self.by_shape.get(shape)
         if placed is None:
             placed = self.before.get(shape) if timeless and self.before else None
