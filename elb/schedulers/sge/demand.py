@@ -555,15 +555,16 @@ class _Memo:
       it stops the job;
     - ``bound``: what a queue list, a PE and a range leave (checks 2 and 3; the slot ranges and
       the fewest slots of them), or the reason;
-    - ``shorts``: a request against a group (``_short_of``); ``failing``: the groups whose node
-      cannot meet a request with the fewest slots (None when a group's value cannot be read: the
+    - ``shorts``: a request against a group (``_short_of``); ``failing``: by the fewest slots, the
+      groups whose node cannot meet a request (None when a group's value cannot be read: the
       requests are then checked as ``_meeting_requests`` does); ``met``: by the fewest slots, the
       requests every group's node meets; ``unmet_reasons``: why none of the groups left meets a
       request; ``unforced``: the FORCED complexes' check on the groups left;
     - ``per_node``: what a group's node gives the requests of complexes it offers (``_per_node``),
       and ``nodes``: one ``_Node`` object for equal ones; ``interned``: one ``_Candidates`` object
-      for equal ones, so that ``answers`` (``_cheapest``'s answer as a placement without a start
-      time) is worked out once for each, with the job's slots, tasks and range.
+      for the same parts (PEs, ranges, nodes), so that ``answers`` (``_cheapest``'s answer as a
+      placement without a start time) is worked out once for each, with the job's slots, tasks
+      and range.
 
     A key that holds an object's identity holds that of an object the memo keeps."""
 
@@ -576,6 +577,7 @@ class _Memo:
         self.forced = any(_forced_missing(g, site.complexes, set()) for _, g in self.everyone)
         # The complexes each group offers: what its node gives a job depends on those requests.
         self.offers = [sge_options(g).offers for g in self.by_place]
+        self.offering = any(self.offers)
         # Each request mapping's items (``items``) by the mapping's identity: the jobs placed
         # hold their mappings for as long as the memo lives, so an identity stays theirs.
         self.sorted: dict[int, tuple[Mapping[str, str], _Items]] = {}
@@ -591,7 +593,7 @@ class _Memo:
         self.stopping: tuple[dict[tuple[str, str], str], ...] = ({}, {}, {})
         self.bound: dict[tuple[object, ...], _Bound | str] = {}
         self.shorts: dict[tuple[int, str, str, int], tuple[str, str] | None] = {}
-        self.failing: dict[tuple[int, int], frozenset[int] | None] = {}
+        self.failing: dict[int, dict[int, frozenset[int] | None]] = {}
         self.met: dict[int, set[int]] = {}
         self.unmet_reasons: dict[tuple[int, int, _Left], str] = {}
         self.unforced: dict[tuple[_Left, frozenset[str]], _Left | str] = {}
@@ -666,10 +668,14 @@ class _Memo:
             if isinstance(unforced, str):
                 return unforced
             left = unforced
-        nodes = tuple(self._node(i, requests) for i in left)
-        interned_key = (id(pes), id(ranges), *map(id, nodes))
+        # When no group offers a complex, a group's node gives any requests the same: the groups
+        # left tell the nodes.
+        nodes = tuple(self._node(i, requests) for i in left) if self.offering else None
+        interned_key = (id(pes), id(ranges), left if nodes is None else tuple(map(id, nodes)))
         found = self.interned.get(interned_key)
         if found is None:
+            if nodes is None:
+                nodes = tuple(self._node(i, requests) for i in left)
             placed = tuple(self._placed(left))
             found = self.interned[interned_key] = _Candidates(nodes, pes, ranges, placed, tuple(self.everyone))
         return found
@@ -722,12 +728,14 @@ class _Memo:
     def _meeting(self, requests: Sequence[_Request], least: int, start: _Left) -> _Left | str:
         """Check 4 (``_meeting_requests``) on the groups ``start``: those left, or the reason."""
         met = self.met.setdefault(least, set())
+        failing_at = self.failing.setdefault(least, {})
         left = start
         for request in requests:
-            key = (id(request), least)
-            if key not in self.failing:
-                self.failing[key] = self._failing(request, least)
-            failing = self.failing[key]
+            if id(request) in met:
+                continue
+            if id(request) not in failing_at:
+                failing_at[id(request)] = self._failing(request, least)
+            failing = failing_at[id(request)]
             if failing is None:
                 try:
                     placed = _meeting_requests(self._placed(start), self.everyone, requests, self.site, least=least)
