@@ -654,6 +654,34 @@ def test_place_all_answers_as_place_does_for_each_job(
     assert place_all(jobs, gs, site, NOW, new_node_name=name) == no_bindings
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    waiting_jobs(),
+    waiting_jobs(),
+    st.sampled_from(range(len(GROUP_SETS))),
+    st.sampled_from([SITE, PLAIN, EXTRA]),
+    st.sampled_from([None, "node002"]),
+)
+def test_place_all_answers_the_same_in_any_order(
+    first: tuple[list[Job], list[JobBinding | None]],
+    second: tuple[list[Job], list[JobBinding | None]],
+    which: int,
+    site: Site,
+    name: str | None,
+) -> None:
+    """What ``place_all`` works out for some jobs and keeps for the jobs after (a request met or
+    not by each group, a queue list, a node's answer) does not depend on which job came first:
+    two queues together, in either order and reversed, are answered job by job as ``place`` does."""
+    jobs, bindings = first[0] + second[0], first[1] + second[1]
+    gs = GROUP_SETS[which]
+    expected = [place(j, gs, site, NOW, binding=b, new_node_name=name) for j, b in zip(jobs, bindings, strict=True)]
+    assert place_all(jobs, gs, site, NOW, bindings=bindings, new_node_name=name) == expected
+    swapped = place_all(second[0] + first[0], gs, site, NOW, bindings=second[1] + first[1], new_node_name=name)
+    assert swapped == expected[len(first[0]) :] + expected[: len(first[0])]
+    backwards = place_all(jobs[::-1], gs, site, NOW, bindings=bindings[::-1], new_node_name=name)
+    assert backwards == expected[::-1]
+
+
 def test_placing_jobs_leaves_no_reference_cycle() -> None:
     """Unservable shapes (a request no group offers, a queue none joins, a hostname) leave no
     garbage only the cycle collector would free: the split pauses it over 50,000 jobs, and
