@@ -581,8 +581,8 @@ class _Memo:
         # Each request mapping's items (``items``) by the mapping's identity: the jobs placed
         # hold their mappings for as long as the memo lives, so an identity stays theirs.
         self.sorted: dict[int, tuple[Mapping[str, str], _Items]] = {}
-        # One object for each (name, value) item: the items of 50,000 jobs' mappings are mostly
-        # the same few hundred, and those kept with the answers (``Placements``) are then few.
+        # One object for each (name, value) item: many jobs' mappings share items, and those
+        # kept with the answers (``Placements``) are then one object each, not one per mapping.
         self.pairs: dict[tuple[str, str], tuple[str, str]] = {}
         # One object for equal items of mappings, so that ``candidates`` is keyed by identity.
         self.same_items: dict[_Items, _Items] = {(): ()}
