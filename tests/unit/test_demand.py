@@ -516,18 +516,19 @@ def test_place_all_places_each_shape_once(monkeypatch: pytest.MonkeyPatch) -> No
     expected = [place(j, groups(DEFAULT), SITE, NOW, binding=b) for j, b in zip(shapes, bindings, strict=True)]
     placed: list[Job] = []
     narrowed: list[Job] = []
-    place_one, candidates = elb.schedulers.sge.demand._place, elb.schedulers.sge.demand._candidates
+    memo = elb.schedulers.sge.demand._Memo
+    place_one, candidates = memo.place, memo._candidates
 
-    def counted_place(j: Job, *a: Any, **k: Any) -> object:
+    def counted_place(self: Any, j: Job, *a: Any, **k: Any) -> object:
         placed.append(j)
-        return place_one(j, *a, **k)
+        return place_one(self, j, *a, **k)
 
-    def counted_candidates(j: Job, *a: Any, **k: Any) -> object:
+    def counted_candidates(self: Any, j: Job, *a: Any, **k: Any) -> object:
         narrowed.append(j)
-        return candidates(j, *a, **k)
+        return candidates(self, j, *a, **k)
 
-    monkeypatch.setattr(elb.schedulers.sge.demand, "_place", counted_place)
-    monkeypatch.setattr(elb.schedulers.sge.demand, "_candidates", counted_candidates)
+    monkeypatch.setattr(memo, "place", counted_place)
+    monkeypatch.setattr(memo, "_candidates", counted_candidates)
     got = place_all(
         jobs, groups(DEFAULT), SITE, NOW, bindings=[dataclasses.replace(b) if b else b for b in bindings * 12_500]
     )
@@ -653,6 +654,34 @@ def test_place_all_answers_as_place_does_for_each_job(
     assert place_all(jobs, gs, site, NOW, new_node_name=name) == no_bindings
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    waiting_jobs(),
+    waiting_jobs(),
+    st.sampled_from(range(len(GROUP_SETS))),
+    st.sampled_from([SITE, PLAIN, EXTRA]),
+    st.sampled_from([None, "node002"]),
+)
+def test_place_all_answers_the_same_in_any_order(
+    first: tuple[list[Job], list[JobBinding | None]],
+    second: tuple[list[Job], list[JobBinding | None]],
+    which: int,
+    site: Site,
+    name: str | None,
+) -> None:
+    """What ``place_all`` works out for some jobs and keeps for the jobs after (a request met or
+    not by each group, a queue list, a node's answer) does not depend on which job came first:
+    two queues together, in either order and reversed, are answered job by job as ``place`` does."""
+    jobs, bindings = first[0] + second[0], first[1] + second[1]
+    gs = GROUP_SETS[which]
+    expected = [place(j, gs, site, NOW, binding=b, new_node_name=name) for j, b in zip(jobs, bindings, strict=True)]
+    assert place_all(jobs, gs, site, NOW, bindings=bindings, new_node_name=name) == expected
+    swapped = place_all(second[0] + first[0], gs, site, NOW, bindings=second[1] + first[1], new_node_name=name)
+    assert swapped == expected[len(first[0]) :] + expected[: len(first[0])]
+    backwards = place_all(jobs[::-1], gs, site, NOW, bindings=bindings[::-1], new_node_name=name)
+    assert backwards == expected[::-1]
+
+
 def test_placing_jobs_leaves_no_reference_cycle() -> None:
     """Unservable shapes (a request no group offers, a queue none joins, a hostname) leave no
     garbage only the cycle collector would free: the split pauses it over 50,000 jobs, and
@@ -745,3 +774,21 @@ def test_placements_are_reused_only_for_the_same_groups_site_and_name() -> None:
     assert all(a is b for a, b in zip(again, first, strict=True))
     other, _ = place_shapes(jobs, groups(C5, R5), SITE, NOW, bindings=None, new_node_name="node002", keep=keep)
     assert other == place_all(jobs, groups(C5, R5), SITE, NOW, new_node_name="node002") != first
+
+
+def test_place_all_reads_a_groups_value_only_where_place_does() -> None:
+    """A group whose offered value cannot be read (no ``check_offers`` before): ``place`` reads
+    it only for the jobs its other checks leave it to, and raises ``DemandError`` there alone;
+    ``place_all``, which works out each request against all the groups at once, does the same."""
+    bad = group("bad", offers={"h_vmem": "lots"}, queues=["bad.q"])
+    gs = groups(DEFAULT, bad)
+    jobs = [job(h_vmem="2G"), job(h_vmem="64G"), job(h_vmem="2G")]
+    bindings = [JobBinding(("all.q",)), JobBinding(("all.q",)), None]
+    expected = [place(j, gs, SITE, NOW, binding=b) for j, b in zip(jobs[:2], bindings[:2], strict=True)]
+    assert place_all(jobs[:2], gs, SITE, NOW, bindings=bindings[:2]) == expected
+    assert [type(p) for p in expected] == [Servable, Unservable]
+    with pytest.raises(DemandError, match="node group bad: h_vmem='lots'") as alone:
+        place(jobs[2], gs, SITE, NOW)
+    with pytest.raises(DemandError) as together:
+        place_all(jobs, gs, SITE, NOW, bindings=bindings)
+    assert str(together.value) == str(alone.value)

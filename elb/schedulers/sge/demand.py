@@ -259,21 +259,31 @@ def _place(
     *,
     binding: JobBinding,
     new_node_name: str | None,
-    narrowed: _Memo | None = None,
 ) -> Placement:
-    """``place``; ``narrowed``: the groups each shape of request leaves, kept across jobs."""
+    """``place``, for a job known to wait."""
     try:
-        candidates = _narrowed(job, groups, site, binding=binding, new_node_name=new_node_name, memo=narrowed)
+        candidates = _candidates(job, groups, site, binding, new_node_name)
         fit, considered = _cheapest(job, candidates)
     except _Stop as stop:
         return Unservable(stop.reason)
+    servable = _servable(fit, considered)
+    return _not_before(servable, binding.start_time, now)
+
+
+def _servable(fit: _Fit, considered: int) -> Servable:
+    """The answer for the cheapest fit of ``considered`` groups that can run the job."""
     each = _plural(fit.slots_per_node, "slot")
     reason = f"{fit.what} on {_plural(fit.nodes, 'node')} of group {fit.group.name} ({each} on each)"
     if considered > 1:
         reason += f", the cheapest of {considered} groups that can run it"
-    if binding.start_time is not None and binding.start_time > now:
-        return NotYet(binding.start_time, f"qsub -a: not before {_when(binding.start_time, now)}; then {reason}")
     return Servable(fit.group, fit.nodes, fit.slots_per_node, reason)
+
+
+def _not_before(servable: Servable, start_time: float | None, now: float) -> Servable | NotYet:
+    """``servable``, or not yet when ``qsub -a`` holds the job until after ``now``."""
+    if start_time is not None and start_time > now:
+        return NotYet(start_time, f"qsub -a: not before {_when(start_time, now)}; then {servable.reason}")
+    return servable
 
 
 def place_all(
@@ -290,7 +300,9 @@ def place_all(
     Jobs of the same shape (slots, tasks, PE and range, hard requests, binding) get the same
     answer, so each shape is placed once: 50,000 waiting entries are typically a few hundred
     shapes (an array job's task count makes one), and the checks that do not depend on the task
-    count (requests, queues, PE, what a node offers) run once per shape of request. A job's
+    count (requests, queues, PE, what a node offers) run once per shape of request, put together
+    from parts that shapes share (each request, queue list, PE and range, what a node gives),
+    each worked out once. A job's
     shape is first told by the identity of its request mappings and binding (many jobs share the
     very same ones, as the quick reader of qstat makes them), and only once per such identity by
     their contents.
@@ -432,7 +444,7 @@ class _Shapes:
         self.known = kept.known if kept is not None else {}
         self.before = kept.by_shape if kept is not None else {}
         self.by_shape: dict[tuple[object, ...], Placement] = {}
-        self.narrowed = _Memo()
+        self.narrowed = _Memo(groups, site, new_node_name)
 
     def fill(
         self,
@@ -456,7 +468,7 @@ class _Shapes:
             )
         )
         one_of_each = dict(zip(quick, zip(sub_jobs, sub_bound, strict=True), strict=True))
-        table = {key: self.record(job, binding) for key, (job, binding) in one_of_each.items()}
+        table = {key: self.record(job, binding, key[0]) for key, (job, binding) in one_of_each.items()}
         if len(todo) == len(records):  # none found by job (the first call, or every job read anew)
             records[:] = map(table.__getitem__, quick)
         else:
@@ -464,31 +476,31 @@ class _Shapes:
                 records[n] = table[key]
         return list(table.values())
 
-    def record(self, job: Job, binding: JobBinding | None) -> _Known:
-        """The answer for ``job`` bound by ``binding``, with what told it."""
+    def record(self, job: Job, binding: JobBinding | None, spec: tuple[object, ...]) -> _Known:
+        """The answer for ``job`` bound by ``binding``, with what told it; ``spec``: the job's
+        slots, tasks, PE and range. A shape not met before in this call is answered as the call
+        before answered it, else placed (with what earlier jobs of this call worked out)."""
         timeless = binding is None or binding.start_time is None
         hard, master, slave = job.hard_requests, job.master_requests, job.slave_requests
-        spec = (job.slots, job.tasks, job.pe, job.pe_range)
-        ident = (spec, id(hard), id(master), id(slave), binding.hard_queues if binding is not None else ())
-        hit = self.known.get(ident) if timeless else None
+        # Both keys flat (no tuple within but the items): they are kept with the answers, and
+        # each tuple kept is one more for the cycle collector to walk.
+        ident = (*spec, id(hard), id(master), id(slave), binding.hard_queues if binding is not None else ())
+        hit = self.known.get(ident) if timeless and self.known else None
         if hit is not None and hit[0] is hard and hit[1] is master and hit[2] is slave:
             return (hard, master, slave, hit[3], self.by_shape.setdefault(hit[3], hit[4]), ident, True, binding)
         items = self.narrowed.items
-        told = None if binding is None else (binding.hard_queues, binding.start_time)
-        shape = (spec, items(hard), items(master), items(slave), told)
+        requested = (items(hard) if hard else (), items(master) if master else (), items(slave) if slave else ())
+        if binding is None:
+            shape = (*spec, *requested, None, None)
+        else:
+            shape = (*spec, *requested, binding.hard_queues, binding.start_time)
         placed = self.by_shape.get(shape)
         if placed is None:
-            placed = self.by_shape[shape] = self.shape(shape, job, binding, timeless)
+            placed = self.before.get(shape) if timeless and self.before else None
+            if placed is None:
+                placed = self.narrowed.place(job, binding or _UNBOUND, requested, self.now)
+            self.by_shape[shape] = placed
         return (hard, master, slave, shape, placed, ident, timeless, binding)
-
-    def shape(self, shape: tuple[object, ...], job: Job, binding: JobBinding | None, timeless: bool) -> Placement:
-        """The answer for a shape not met before in this call: kept from the call before, else
-        placed (with what earlier jobs of this call worked out)."""
-        placed = self.before.get(shape) if timeless else None
-        if placed is not None:
-            return placed
-        bind, name = binding or _UNBOUND, self.new_node_name
-        return _place(job, self.groups, self.site, self.now, binding=bind, new_node_name=name, narrowed=self.narrowed)
 
 
 def _check_waiting(jobs: Sequence[Job], bindings: Sequence[JobBinding | None] | None) -> None:
@@ -508,8 +520,13 @@ _IS_NOT_NONE = partial(is_not, None)
 _UNBOUND = JobBinding()
 
 
-def _items(requests: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted(requests.items())) if requests else ()
+_Items = tuple[tuple[str, str], ...]
+_Requested = tuple[_Items, _Items, _Items]  # the items of a job's hard, master and slave requests
+_Left = tuple[int, ...]  # groups, by their places in the list
+_Ranges = tuple[tuple[int, int], ...]
+_SCOPES = ("", "master", "slave")
+# What checks 2 and 3 leave: the groups, the PEs, the slot ranges and the fewest slots of them.
+_Bound = tuple[_Left, tuple[ParallelEnvironment, ...], _Ranges, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -518,70 +535,283 @@ class _Candidates:
 
     nodes: tuple[_Node, ...]
     pes: tuple[ParallelEnvironment, ...]
-    ranges: tuple[tuple[int, int], ...]
+    ranges: _Ranges
     left: tuple[tuple[int, NodeGroup], ...]  # the same groups, with their places in the list
     everyone: tuple[tuple[int, NodeGroup], ...]  # the groups that may have a node
 
 
 class _Memo:
-    """What one placement of many jobs (one site, one set of groups, one new node's name) worked
-    out, for the jobs after: the groups each shape of request leaves (``candidates``), and the
-    parts of that answer that jobs of other shapes share: each request resolved against the
-    complexes (``requests``: a ``_Request``, None for one that drops out, or the reason it
-    stops the job), each request against each group (``shorts``: ``_short_of``'s answer) and
-    what a group's node gives the requests it offers (``per_node``). Each part is the pure
-    function's answer for the same arguments, so a job placed with the memo is placed as without."""
+    """What one placement of many jobs (one site, one set of groups, one new node's name) works
+    out, for the jobs after. A job's answer is put together from parts that jobs of other shapes
+    share, each worked out once by the functions of the plain checks and kept. ``place`` looks
+    them up in the order ``_candidates`` runs the checks, so the first check that leaves no group
+    gives the reason, as there; each part is the pure function's answer for the same arguments,
+    so a job placed with the memo is placed as without. The parts:
 
-    def __init__(self) -> None:
-        self.candidates: dict[tuple[object, ...], _Candidates | _Stop] = {}
-        # Each request mapping's items (``_items``) by the mapping's identity: the jobs placed
+    - ``candidates``: what checks 1 to 4 leave for a shape of request (slots, PE and range,
+      requests, queues; not the task count): a ``_Candidates``, or the reason none is left;
+    - ``known`` and ``stopping``: each request, by its scope, name and value, resolved against
+      the complexes (``_request``: a ``_Request``, or None for one that drops out), or the reason
+      it stops the job;
+    - ``bound``: what a queue list, a PE and a range leave (checks 2 and 3; the slot ranges and
+      the fewest slots of them), or the reason;
+    - ``shorts``: a request against a group (``_short_of``); ``failing``: by the fewest slots, the
+      groups whose node cannot meet a request (None when a group's value cannot be read: the
+      requests are then checked as ``_meeting_requests`` does); ``met``: by the fewest slots, the
+      requests every group's node meets; ``unmet_reasons``: why none of the groups left meets a
+      request; ``unforced``: the FORCED complexes' check on the groups left;
+    - ``per_node``: what a group's node gives the requests of complexes it offers (``_per_node``),
+      and ``nodes``: one ``_Node`` object for equal ones; ``interned``: one ``_Candidates`` object
+      for the same parts (PEs, ranges, nodes), so that ``answers`` (``_cheapest``'s answer as a
+      placement without a start time) is worked out once for each, with the job's slots, tasks
+      and range.
+
+    A key that holds an object's identity holds that of an object the memo keeps."""
+
+    def __init__(self, groups: NodeGroups, site: Site, new_node_name: str | None) -> None:
+        self.groups, self.site, self.new_node_name = groups, site, new_node_name
+        self.by_place = list(groups.groups)
+        self.everyone: _Placed = [(i, g) for i, g in enumerate(self.by_place) if groups.max_nodes_of(g) > 0]
+        # With no group offering a FORCED complex (the usual site), the second half of check 4
+        # leaves every group.
+        self.forced = any(_forced_missing(g, site.complexes, set()) for _, g in self.everyone)
+        # The complexes each group offers: what its node gives a job depends on those requests.
+        self.offers = [sge_options(g).offers for g in self.by_place]
+        self.offering = any(self.offers)
+        # Each request mapping's items (``items``) by the mapping's identity: the jobs placed
         # hold their mappings for as long as the memo lives, so an identity stays theirs.
-        self.sorted: dict[int, tuple[Mapping[str, str], tuple[tuple[str, str], ...]]] = {}
-        self.requests: dict[tuple[str, str, str], _Request | str | None] = {}
+        self.sorted: dict[int, tuple[Mapping[str, str], _Items]] = {}
+        # One object for each (name, value) item: many jobs' mappings share items, and those
+        # kept with the answers (``Placements``) are then one object each, not one per mapping.
+        self.pairs: dict[tuple[str, str], tuple[str, str]] = {}
+        # One object for equal items of mappings, so that ``candidates`` is keyed by identity.
+        self.same_items: dict[_Items, _Items] = {(): ()}
+        self.candidates: dict[tuple[object, ...], _Candidates | str] = {}
+        # By scope ("", "master", "slave"), each request by its name and value.
+        self.known: tuple[dict[tuple[str, str], _Request | None], ...] = ({}, {}, {})
+        self.hard_request = self.known[0].__getitem__
+        self.stopping: tuple[dict[tuple[str, str], str], ...] = ({}, {}, {})
+        self.bound: dict[tuple[object, ...], _Bound | str] = {}
         self.shorts: dict[tuple[int, str, str, int], tuple[str, str] | None] = {}
+        self.failing: dict[int, dict[int, frozenset[int] | None]] = {}
+        self.met: dict[int, set[int]] = {}
+        self.unmet_reasons: dict[tuple[int, int, _Left], str] = {}
+        self.unforced: dict[tuple[_Left, frozenset[str]], _Left | str] = {}
         self.per_node: dict[tuple[object, ...], tuple[int, int, str]] = {}
+        self.nodes: dict[tuple[int, int, int, str], _Node] = {}
+        self.interned: dict[tuple[object, ...], _Candidates] = {}
+        self.answers: dict[tuple[int, int, int, str | None], Servable | Unservable] = {}
+        self.unservable: dict[str, Unservable] = {}
 
-    def items(self, requests: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-        """``_items(requests)``, once for each mapping."""
+    def items(self, requests: Mapping[str, str]) -> _Items:
+        """The items of ``requests``, sorted (by name), once for each mapping."""
         found = self.sorted.get(id(requests))
         if found is None or found[0] is not requests:
-            found = self.sorted[id(requests)] = (requests, _items(requests))
+            pairs = sorted(requests.items())
+            items = tuple(map(self.pairs.setdefault, pairs, pairs))
+            found = self.sorted[id(requests)] = (requests, self.same_items.setdefault(items, items))
         return found[1]
 
+    def place(self, job: Job, binding: JobBinding, requested: _Requested, now: float) -> Placement:
+        """``_place`` for ``job``, whose requests' items are ``requested`` (by ``items``)."""
+        hard, master, slave = requested
+        key = (job.slots, job.pe, job.pe_range, id(hard), id(master), id(slave), binding.hard_queues)
+        candidates = self.candidates.get(key)
+        if candidates is None:
+            candidates = self.candidates[key] = self._candidates(job, requested, binding.hard_queues)
+        if isinstance(candidates, str):
+            return self._unservable(candidates)
+        answer_key = (id(candidates), job.slots, job.tasks, job.pe_range)
+        answer = self.answers.get(answer_key)
+        if answer is None:
+            answer = self.answers[answer_key] = self._answer(job, candidates)
+        if isinstance(answer, Unservable) or binding.start_time is None:
+            return answer
+        return _not_before(answer, binding.start_time, now)
 
-def _narrowed(
-    job: Job,
-    groups: NodeGroups,
-    site: Site,
-    *,
-    binding: JobBinding,
-    new_node_name: str | None,
-    memo: _Memo | None,
-) -> _Candidates:
-    """``_candidates``, or its answer for an earlier job of the same requests, queues and PE
-    (``memo``); its ``_Stop`` is raised again."""
-    if memo is None:
-        return _candidates(job, groups, site, binding, new_node_name)
-    items = memo.items
-    key = (
-        job.slots,
-        job.pe,
-        job.pe_range,
-        items(job.hard_requests),
-        items(job.master_requests),
-        items(job.slave_requests),
-        binding.hard_queues,
-    )
-    found = memo.candidates.get(key)
-    if found is None:
+    def _answer(self, job: Job, candidates: _Candidates) -> Servable | Unservable:
+        """Check 5 (``_cheapest``), which reads the job's slots, tasks and range."""
         try:
-            found = _candidates(job, groups, site, binding, new_node_name, memo=memo)
-        except _Stop as stop:  # kept without its traceback, whose frames would hold it: a cycle
-            found = _Stop(stop.reason)
-        memo.candidates[key] = found
-    if isinstance(found, _Stop):
-        raise _Stop(found.reason)
-    return found
+            fit, considered = _cheapest(job, candidates)
+        except _Stop as stop:
+            return self._unservable(stop.reason)
+        return _servable(fit, considered)
+
+    def _unservable(self, reason: str) -> Unservable:
+        found = self.unservable.get(reason)
+        if found is None:
+            found = self.unservable[reason] = Unservable(reason)
+        return found
+
+    def _candidates(self, job: Job, requested: _Requested, queues: tuple[str, ...]) -> _Candidates | str:
+        """``_candidates`` from the parts kept: the groups left, or why none is."""
+        requests = self._requests(requested)
+        if isinstance(requests, str):
+            return requests
+        if not self.everyone:
+            return _NO_NODES
+        bound_key = (queues, job.pe, job.pe_range, job.slots)
+        bound = self.bound.get(bound_key)
+        if bound is None:
+            bound = self.bound[bound_key] = self._bound(job, queues)
+        if isinstance(bound, str):
+            return bound
+        left, pes, ranges, least = bound
+        met = self.met.get(least)
+        if met is None or not met.issuperset(map(id, requests)):
+            meeting = self._meeting(requests, least, left)
+            if isinstance(meeting, str):
+                return meeting
+            left = meeting
+        if self.forced:
+            unforced = self._unforced(left, requests)
+            if isinstance(unforced, str):
+                return unforced
+            left = unforced
+        # When no group offers a complex, a group's node gives any requests the same: the groups
+        # left tell the nodes.
+        nodes = tuple(self._node(i, requests) for i in left) if self.offering else None
+        interned_key = (id(pes), id(ranges), left if nodes is None else tuple(map(id, nodes)))
+        found = self.interned.get(interned_key)
+        if found is None:
+            if nodes is None:
+                nodes = tuple(self._node(i, requests) for i in left)
+            placed = tuple(self._placed(left))
+            found = self.interned[interned_key] = _Candidates(nodes, pes, ranges, placed, tuple(self.everyone))
+        return found
+
+    def _placed(self, left: _Left) -> _Placed:
+        return [(i, self.by_place[i]) for i in left]
+
+    def _requests(self, requested: _Requested) -> list[_Request] | str:
+        """Check 1 (``_requests``): the requests resolved, or the reason the first that stops the
+        job gives."""
+        hard, master, slave = requested
+        try:
+            out = list(filter(None, map(self.hard_request, hard)))
+            if master or slave:
+                out.extend(filter(None, map(self.known[1].__getitem__, master)))
+                out.extend(filter(None, map(self.known[2].__getitem__, slave)))
+        except KeyError:  # a request not met before, or one that stops the job
+            return self._resolve(requested)
+        return out
+
+    def _resolve(self, requested: _Requested) -> list[_Request] | str:
+        """``_requests``, resolving each request not met before (``_request``)."""
+        out: list[_Request] = []
+        for scope, known, stopping, items in zip(_SCOPES, self.known, self.stopping, requested, strict=True):
+            for item in items:
+                if item not in known and item not in stopping:
+                    try:
+                        known[item] = _request(scope, *item, self.site.complexes, self.new_node_name)
+                    except _Stop as stop:
+                        stopping[item] = stop.reason
+                if item in stopping:
+                    return stopping[item]
+                request = known[item]
+                if request is not None:
+                    out.append(request)
+        return out
+
+    def _bound(self, job: Job, queues: tuple[str, ...]) -> _Bound | str:
+        """Checks 2 and 3 and the slot ranges (``_candidates``): the groups left, the PEs, the
+        ranges and the fewest slots of them, or the reason."""
+        try:
+            left = _joining_queues(self.everyone, queues, self.new_node_name)
+            pes = _pes(job, self.site)
+            left = _serving_pes(left, self.everyone, job, pes)
+            ranges = _ranges(job)
+        except _Stop as stop:
+            return stop.reason
+        return tuple(i for i, _ in left), tuple(pes), tuple(ranges), min(lo for lo, _ in ranges)
+
+    def _meeting(self, requests: Sequence[_Request], least: int, start: _Left) -> _Left | str:
+        """Check 4 (``_meeting_requests``) on the groups ``start``: those left, or the reason."""
+        met = self.met.setdefault(least, set())
+        failing_at = self.failing.setdefault(least, {})
+        left = start
+        for request in requests:
+            if id(request) in met:
+                continue
+            if id(request) not in failing_at:
+                failing_at[id(request)] = self._failing(request, least)
+            failing = failing_at[id(request)]
+            if failing is None:
+                try:
+                    placed = _meeting_requests(self._placed(start), self.everyone, requests, self.site, least=least)
+                except _Stop as stop:
+                    return stop.reason
+                return tuple(i for i, _ in placed)
+            if not failing:
+                met.add(id(request))
+                continue
+            kept = tuple(i for i in left if i not in failing)
+            if not kept:
+                return self._unmet_reason(request, least, left)
+            left = kept
+        return left
+
+    def _short(self, index: int, request: _Request, least: int) -> tuple[str, str] | None:
+        """``_short_of``, once for each group (by its place), complex, value and least slots."""
+        key = (index, request.complex.name, request.value, least)
+        if key in self.shorts:
+            return self.shorts[key]
+        found = self.shorts[key] = _short_of(self.by_place[index], request, self.site, least)
+        return found
+
+    def _failing(self, request: _Request, least: int) -> frozenset[int] | None:
+        """The groups (of those that may have a node) whose node cannot meet ``request``; None
+        when a group's value cannot be read, which ``_meeting_requests`` raises, or not, as the
+        groups a job leaves have it or not."""
+        try:
+            return frozenset(i for i, _ in self.everyone if self._short(i, request, least) is not None)
+        except Exception:
+            return None
+
+    def _unmet_reason(self, request: _Request, least: int, left: _Left) -> str:
+        """Why none of the groups ``left`` meets ``request`` (``_meeting_requests``)."""
+        key = (id(request), least, left)
+        found = self.unmet_reasons.get(key)
+        if found is None:
+            before = self._placed(left)
+            shorts = [(g, m) for i, g in before if (m := self._short(i, request, least)) is not None]
+            found = self.unmet_reasons[key] = _request_reason(request, shorts, before, self.everyone)
+        return found
+
+    def _unforced(self, left: _Left, requests: Sequence[_Request]) -> _Left | str:
+        """The FORCED complexes' check (``_unforced``) on the groups ``left``."""
+        key = (left, frozenset(r.complex.name for r in requests))
+        found = self.unforced.get(key)
+        if found is None:
+            try:
+                placed = _unforced(self._placed(left), self.everyone, requests, self.site)
+            except _Stop as stop:
+                found = self.unforced[key] = stop.reason
+            else:
+                found = self.unforced[key] = tuple(i for i, _ in placed)
+        return found
+
+    def _node(self, index: int, requests: Sequence[_Request]) -> _Node:
+        """What a node of the group at ``index`` gives these requests (``_per_node``): worked out
+        once for the requests of complexes it offers (the only ones it reads, as given, with
+        their scope), one object for equal answers."""
+        offers = self.offers[index]
+        if offers:
+            key = (index, *((r.given, r.value, r.scope, r.complex.name) for r in requests if r.complex.name in offers))
+        else:
+            key = (index,)
+        found = self.per_node.get(key)
+        if found is None:
+            found = self.per_node[key] = _per_node(self.by_place[index], requests, self.site)
+        node_key = (index, *found)
+        node = self.nodes.get(node_key)
+        if node is None:
+            group = self.by_place[index]
+            node = self.nodes[node_key] = _Node(group, index, self.groups.max_nodes_of(group), *found)
+        return node
+
+
+_NO_NODES = "no node group may have a node (max_nodes 0)"
 
 
 def _candidates(
@@ -590,27 +820,23 @@ def _candidates(
     site: Site,
     binding: JobBinding,
     new_node_name: str | None,
-    *,
-    memo: _Memo | None = None,
 ) -> _Candidates:
     """Checks 1 to 4 (see the module's docstring): the groups left, each with what its new node
     gives the job (``_per_node``). Depends on the job's slots, PE, range and requests, and on the
-    binding's queues; never on its task count. ``memo``: the parts worked out for earlier jobs."""
-    requests = _requests(job, site.complexes, new_node_name, memo)
+    binding's queues; never on its task count."""
+    requests = _requests(job, site.complexes, new_node_name)
     everyone = [(i, g) for i, g in enumerate(groups.groups) if groups.max_nodes_of(g) > 0]
     if not everyone:
-        raise _Stop("no node group may have a node (max_nodes 0)")
+        raise _Stop(_NO_NODES)
     left = _joining_queues(everyone, binding.hard_queues, new_node_name)
     pes = _pes(job, site)
     left = _serving_pes(left, everyone, job, pes)
     ranges = _ranges(job)
-    left = _meeting_requests(left, everyone, requests, site, least=min(lo for lo, _ in ranges), memo=memo)
+    left = _meeting_requests(left, everyone, requests, site, least=min(lo for lo, _ in ranges))
     left = _unforced(left, everyone, requests, site)
     nodes = []
     for i, g in left:
-        cap, task_cap, narrowed = (
-            _per_node(g, requests, site) if memo is None else _per_node_memo(i, g, requests, site, memo)
-        )
+        cap, task_cap, narrowed = _per_node(g, requests, site)
         nodes.append(_Node(g, i, groups.max_nodes_of(g), cap, task_cap, narrowed))
     return _Candidates(tuple(nodes), tuple(pes), tuple(ranges), tuple(left), tuple(everyone))
 
@@ -640,16 +866,13 @@ def _serving_pes(left: _Placed, everyone: _Placed, job: Job, pes: Sequence[Paral
 
 
 def _meeting_requests(
-    left: _Placed, everyone: _Placed, requests: Sequence[_Request], site: Site, *, least: int, memo: _Memo | None
+    left: _Placed, everyone: _Placed, requests: Sequence[_Request], site: Site, *, least: int
 ) -> _Placed:
     """Check 4: the groups whose node meets each request (``least``: the fewest slots the job may
     have on it)."""
     for request in requests:
         before = left
-        if memo is None:
-            outcomes = [(i, g, _short_of(g, request, site, least)) for i, g in before]
-        else:
-            outcomes = [(i, g, _short_of_memo(i, g, request, site, least, memo=memo)) for i, g in before]
+        outcomes = [(i, g, _short_of(g, request, site, least)) for i, g in before]
         left = [(i, g) for i, g, missing in outcomes if missing is None]
         if not left:
             raise _Stop(_request_reason(request, [(g, m) for _, g, m in outcomes if m is not None], before, everyone))
@@ -687,30 +910,13 @@ def _cheapest(job: Job, candidates: _Candidates) -> tuple[_Fit, int]:
     return best, len(fits)
 
 
-def _requests(
-    job: Job, complexes: ComplexTable, new_node_name: str | None, memo: _Memo | None = None
-) -> list[_Request]:
+def _requests(job: Job, complexes: ComplexTable, new_node_name: str | None) -> list[_Request]:
     """The job's hard requests (and Open Cluster Scheduler's scoped ones) resolved against the
-    complex table, checked for type; ``slots`` and a met ``hostname`` request dropped. ``memo``:
-    each request's answer for the jobs before."""
+    complex table, checked for type; ``slots`` and a met ``hostname`` request dropped."""
     out: list[_Request] = []
     scoped = (("", job.hard_requests), ("master", job.master_requests), ("slave", job.slave_requests))
     for scope, name, value in ((s, n, r[n]) for s, r in scoped for n in sorted(r)):
-        request: _Request | str | None
-        if memo is None:
-            request = _request(scope, name, value, complexes, new_node_name)
-        else:
-            key = (scope, name, value)
-            if key in memo.requests:
-                request = memo.requests[key]
-            else:
-                try:
-                    request = _request(scope, name, value, complexes, new_node_name)
-                except _Stop as stop:
-                    request = stop.reason
-                memo.requests[key] = request
-        if isinstance(request, str):
-            raise _Stop(request)
+        request = _request(scope, name, value, complexes, new_node_name)
         if request is not None:
             out.append(request)
     return out
@@ -829,30 +1035,6 @@ def _short_of(group: NodeGroup, request: _Request, site: Site, least_slots: int)
     except ValueError as err:
         raise DemandError(f"node group {group.name}: {c.name}={offered!r}: {err}") from None
     return None if met else (offered, source)
-
-
-def _short_of_memo(
-    index: int, group: NodeGroup, request: _Request, site: Site, least_slots: int, *, memo: _Memo
-) -> tuple[str, str] | None:
-    """``_short_of``, once for each group (by its place), complex, value and least slots."""
-    key = (index, request.complex.name, request.value, least_slots)
-    if key in memo.shorts:
-        return memo.shorts[key]
-    found = memo.shorts[key] = _short_of(group, request, site, least_slots)
-    return found
-
-
-def _per_node_memo(
-    index: int, group: NodeGroup, requests: Sequence[_Request], site: Site, memo: _Memo
-) -> tuple[int, int, str]:
-    """``_per_node``, once for each group (by its place) and the requests of complexes it offers
-    (the only ones it reads, as given, with their scope)."""
-    offers = sge_options(group).offers
-    key = (index, *((r.given, r.value, r.scope, r.complex.name) for r in requests if r.complex.name in offers))
-    found = memo.per_node.get(key)
-    if found is None:
-        found = memo.per_node[key] = _per_node(group, requests, site)
-    return found
 
 
 def _request_reason(
