@@ -30,6 +30,13 @@ class Queue(TypedDict):
     slots: dict[str, int]
 
 
+# What qconf says while the qmaster restarts (Debian's gridengine 8.1.9).
+RESTARTING = (
+    "error: commlib error: got select error (Connection refused)\n"
+    'unable to send message to qmaster using port 6444 on host "master": got send error\n'
+)
+
+
 class Qmaster:
     """What one qmaster knows, changed and shown by qconf's argument lists."""
 
@@ -44,10 +51,14 @@ class Qmaster:
         self.race_group = False  # another node's run makes the group just before -Ahgrp
         self.dead: set[str] = set()  # exec hosts whose execd does not answer
         self.race_member: str | None = None  # another run adds it to a host group just before -aattr
+        self.restarting = 0  # how many more qconf calls find the qmaster down
 
     def run(self, argv: Sequence[str]) -> tuple[int, str, str]:
         self.calls.append(list(argv))
         assert argv[0] == "qconf"
+        if self.restarting > 0:  # the qmaster restarting: qconf cannot reach it
+            self.restarting -= 1
+            return 1, "", RESTARTING
         opt, args = argv[1], list(argv[2:])
         listed = {"-sh": (self.admin, "no admin host defined"), "-ss": (self.submit, "no submit host defined")}
         if opt in listed:
@@ -247,6 +258,22 @@ def test_a_missing_queue_fails_before_anything_changes(tmp_path: Path) -> None:
     with pytest.raises(M.RegisterError, match=r"queue nope\.q cannot be read .*No cluster queue"):
         register(qm, tmp_path, queues=["all.q", "nope.q"])
     assert [c[1] for c in qm.calls] == ["-sq", "-sq"] and "node004" not in qm.admin
+
+
+def test_a_read_that_meets_the_qmaster_restarting_is_tried_again(tmp_path: Path) -> None:
+    # A restart of the qmaster (seconds) during a node's play fails no node: qconf's reads that
+    # cannot reach it are tried again, a bounded number of times, a few seconds apart.
+    qm = Qmaster()
+    qm.restarting = 2
+    done = register(qm, tmp_path)
+    assert changing(done) == ["-ah", "-as", "-Ae", "-aattr", "-aattr"]
+    assert qm.queues["all.q"]["slots"] == {"node004": 2}
+    assert [c[1] for c in qm.calls[:3]] == ["-sq", "-sq", "-sq"]
+    qm2 = Qmaster()
+    qm2.restarting = 100  # down for good: the node fails, saying why, after the bounded tries
+    with pytest.raises(M.RegisterError, match=r"queue all\.q cannot be read .*commlib error"):
+        register(qm2, tmp_path / "2")
+    assert len(qm2.calls) == M.QMASTER_TRIES
 
 
 def test_a_name_the_qmaster_cannot_resolve_yet_is_tried_again_then_fails(tmp_path: Path) -> None:

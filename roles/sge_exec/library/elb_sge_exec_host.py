@@ -166,6 +166,13 @@ usage_scaling         NONE
 report_variables      NONE
 """
 HOSTGROUP = "group_name {group}\nhostlist {name}\n"
+# qconf's answers while it cannot reach the qmaster (restarting, or busy): a read that meets one
+# is tried again, QMASTER_TRIES times in all, QMASTER_WAIT seconds apart (a restart takes seconds).
+# The same words as elb's own reads take for transient (elb.schedulers.sge.errors; a module runs
+# on the master alone, so it cannot import them); "access denied" is an answer, not among them.
+TRANSIENT = ("unable to contact qmaster", "commlib error", "can't find connection", "failed receiving gdi request")
+QMASTER_TRIES = 6
+QMASTER_WAIT = 5.0
 
 Run = Callable[[Sequence[str]], "tuple[int, str, str]"]
 
@@ -243,7 +250,15 @@ class Registrar:
         self.commands: list[list[str]] = []
 
     def read(self, *args: str) -> tuple[int, str]:
-        rc, out, err = self._run(["qconf", *args])
+        """A read's exit code and its output (what qconf said, when it failed); one that could
+        not reach the qmaster is tried again (``TRANSIENT``), a bounded number of times."""
+        argv = ["qconf", *args]
+        rc, out, err = self._run(argv)
+        tries = 1
+        while rc != 0 and tries < QMASTER_TRIES and any(word in _said(out, err) for word in TRANSIENT):
+            self._sleep(QMASTER_WAIT)
+            rc, out, err = self._run(argv)
+            tries += 1
         return rc, out if rc == 0 else _said(out, err)
 
     def listed(self, option: str) -> list[str]:
