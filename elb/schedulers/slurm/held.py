@@ -48,17 +48,14 @@ def answer(job: Job, line: SlurmJob, now: float, before: NotDemand | None = None
 
 def line_of(job: SlurmJob) -> Line:
     """The line of ``job``: the job, its neutral jobs, its pending number, its held job's own answer."""
-    if job.state != "PENDING":  # (not ``job.pending``)
+    if not job.pending:
         return job, made_of(job), None, None
     neutral = pending_job(job)  # (a pending line makes one job: ``made_of``'s)
-    if neutral.phase is not _HELD:
+    if neutral.phase is not JobPhase.HELD:
         return job, neutral, neutral.job_id, None
     if job.reason == "BeginTime" and not job.started:  # (until: now)
         return job, neutral, neutral.job_id, READS_NOW
     return job, neutral, neutral.job_id, answer(neutral, job, 0.0)  # (the time is not read)
-
-
-_HELD = JobPhase.HELD
 
 
 def _shared(numbers: list[int | None]) -> set[int]:
