@@ -89,10 +89,36 @@ class Submission:
     tasks: int
 
 
-def workload(minutes: float, seed: int) -> list[Submission]:
+@dataclass(frozen=True)
+class Pace:
+    """How long a run's jobs and faults last, in seconds (uniform between the bounds): the
+    benchmark's hour (``HOUR``) or CI's few minutes (``LEAN``)."""
+
+    job_seconds: Mapping[str, tuple[int, int]]  # by kind of job
+    fault_seconds: Mapping[str, tuple[float, float]]  # by kind of fault, where it has a length
+    fault_default: tuple[float, float]  # the other faults with a length (the cloud's)
+
+
+HOUR = Pace(
+    {"short": (10, 30), "long": (90, 150), "array": (10, 30), "wide": (20, 50)},
+    {"ctl_stop": (15, 40), "slow_cmds": (30, 60), "stress": (30, 60)},
+    (45, 75),
+)
+# A few minutes of workload meet every fault once: with the hour's lengths the cloud's three
+# refusals alone would cover the whole run and the drain would wait on long jobs started late.
+# Each fault still lasts several of the lean run's polls (its elb polls every few seconds).
+LEAN = Pace(
+    {"short": (10, 20), "long": (40, 60), "array": (10, 20), "wide": (15, 30)},
+    {"ctl_stop": (10, 20), "slow_cmds": (15, 25), "stress": (15, 25)},
+    (15, 25),
+)
+
+
+def workload(minutes: float, seed: int, pace: Pace = HOUR) -> list[Submission]:
     """Bursts of 2 to 5 jobs every 45 to 90 s over ``minutes`` (the last burst a minute before
-    the end), each job short (10-30 s), long (90-150 s), an array (3 tasks of 10-30 s) or wide
-    (20-50 s). Same seed, same workload, whatever the scheduler."""
+    the end), each job short, long, an array (3 tasks) or wide, of ``pace``'s lengths (the
+    hour's: 10-30, 90-150, 10-30 and 20-50 s). Same seed and pace, same workload, whatever the
+    scheduler."""
     rng = random.Random(f"workload-{seed}")
     out: list[Submission] = []
     t = 5.0
@@ -101,14 +127,13 @@ def workload(minutes: float, seed: int) -> list[Submission]:
     while t < end:
         for _ in range(rng.randint(2, 5)):
             kind = rng.choices(("short", "long", "array", "wide"), weights=(4, 2, 2, 2))[0]
-            seconds = {"short": (10, 30), "long": (90, 150), "array": (10, 30), "wide": (20, 50)}[kind]
             n += 1
             out.append(
                 Submission(
                     round(t + rng.uniform(0, 5), 1),
                     f"s{n:03d}",
                     kind,
-                    rng.randint(*seconds),
+                    rng.randint(*pace.job_seconds[kind]),
                     3 if kind == "array" else 1,
                 )
             )
@@ -123,9 +148,9 @@ class Fault:
     seconds: float  # how long it lasts (where it has a length)
 
 
-def fault_schedule(minutes: float, seed: int) -> list[Fault]:
+def fault_schedule(minutes: float, seed: int, pace: Pace = HOUR) -> list[Fault]:
     """Every kind once, then one more drawn at random for each further 40 s of the run, at times
-    spread by strata over [20 s, end - 45 s] in a random order."""
+    spread by strata over [20 s, end - 45 s] in a random order, each lasting as ``pace`` says."""
     rng = random.Random(f"faults-{seed}")
     lo, hi = 20.0, max(30.0, minutes * 60 - 45)
     kinds = list(FAULT_KINDS)
@@ -133,12 +158,11 @@ def fault_schedule(minutes: float, seed: int) -> list[Fault]:
     kinds += [rng.choice(FAULT_KINDS) for _ in range(extra)]
     rng.shuffle(kinds)
     part = (hi - lo) / len(kinds)
-    length = {"ctl_stop": (15, 40), "slow_cmds": (30, 60), "stress": (30, 60)}
     return [
         Fault(
             round(rng.uniform(lo + k * part, lo + (k + 1) * part), 1),
             kind,
-            round(rng.uniform(*length.get(kind, (45, 75))), 1),
+            round(rng.uniform(*pace.fault_seconds.get(kind, pace.fault_default)), 1),
         )
         for k, kind in enumerate(kinds)
     ]
@@ -382,6 +406,10 @@ class Soak:
     minutes: float
     seed: int
     faults: bool = True
+    pace: Pace = HOUR
+    # Let a job Slurm requeued off a killed node start at once, not after the 120 s it holds such
+    # a job for (``start_requeued_now``): the lean run's, whose length is that wait otherwise.
+    hurry_requeued: bool = False
     drain_timeout: float = 600.0
     wind_down_timeout: float = 300.0
     say: Callable[[str], None] = print
@@ -547,6 +575,29 @@ class Soak:
             again = seen if listed is None else []
             threading.Timer(30, self._release, args=(node, again, tries - 1)).start()
 
+    def _hurry_requeued(self, until: float) -> None:
+        """``hurry_requeued``: every 5 s until ``until``, each of the cluster user's jobs that
+        Slurm holds as requeued (reason ``BeginTime``: the soak asks for no begin time) let start."""
+        from elbdev.testcluster import slurm
+        from tests.cluster.slurm_support import start_requeued_now
+
+        env = {**os.environ, **slurm.env()}
+        while time.monotonic() < until:
+            with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+                shown = subprocess.run(
+                    ["squeue", "-h", "-u", C.CLUSTER_USER, "-t", "PD", "-o", "%i %r"],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    check=False,
+                )
+                for job, _, reason in (line.partition(" ") for line in shown.stdout.splitlines()):
+                    if reason.strip() == "BeginTime":
+                        self.say(f"{job}: requeued, held by Slurm until its credential expires; let start")
+                        start_requeued_now(job)
+            time.sleep(5)
+
     # ------------------------------------------------------------------ faults
 
     def _cloud_fault(self, key: str, seconds: float) -> dict[str, Any]:
@@ -570,7 +621,7 @@ class Soak:
             self.delay_file.write_text("")
             return {"for": fault.seconds, "delay": delay}
         if kind == "node_kill":
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
                 workers = {w.name for w in self.tc.cloud().list_workers() if w.state == "running"}
                 busy = {h: ts for h, ts in self._busy_hosts().items() if h in workers}
@@ -582,9 +633,12 @@ class Soak:
                         # SGE never gives up the jobs of a host it lost (no reschedule_unknown here): the
                         # operator deletes them, as the soak does half a minute later.
                         threading.Timer(30, self._release, args=(node, busy[node])).start()
+                    elif self.hurry_requeued:
+                        until = time.monotonic() + 300
+                        threading.Thread(target=self._hurry_requeued, args=(until,), daemon=True).start()
                     return {"node": node, "tasks": [f"{a}.{b}" for a, b in busy[node]]}
                 time.sleep(5)
-            return {"skipped": "no node ran a job for a minute"}
+            return {"skipped": "no node ran a job in two minutes"}
         if kind == "play_fail":
             ctl = F.read_control(self.control)
             F.write_control(self.control, {**ctl, "break_next": int(ctl.get("break_next", 0)) + 1})
@@ -625,8 +679,8 @@ class Soak:
             old.unlink()
         F.write_control(self.control, {"scheduler": self.scheduler})
         self.delay_file.write_text("")
-        subs = workload(self.minutes, self.seed)
-        sched = fault_schedule(self.minutes, self.seed) if self.faults else []
+        subs = workload(self.minutes, self.seed, self.pace)
+        sched = fault_schedule(self.minutes, self.seed, self.pace) if self.faults else []
         if any(f.kind == "stress" for f in sched) and shutil.which("stress-ng") is None:
             raise RuntimeError(
                 "the soak keeps both cores busy with stress-ng: scripts/install-system-deps.sh installs it"

@@ -1,8 +1,10 @@
 """The random-fault soak's own counting and submitting (tests/faults/soak.py): a task's runs
-from its start and done lines, as the busy-terminated count reads them; a job submitted once."""
+from its start and done lines, as the busy-terminated count reads them; a job submitted once;
+its workload and fault schedule, the hour's and the lean run's."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from pathlib import Path
 
@@ -11,8 +13,12 @@ import pytest
 from elb.core.model import NodeState
 from elb.service.journal import Journal
 from tests.faults.soak import (
+    FAULT_KINDS,
+    HOUR,
+    LEAN,
     clear_waits,
     fate,
+    fault_schedule,
     journal_counts,
     listed_on,
     on_killed_node,
@@ -20,6 +26,7 @@ from tests.faults.soak import (
     submit_once,
     task_runs,
     tasks_of,
+    workload,
 )
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "sge" / "recorded"
@@ -176,3 +183,28 @@ def test_a_node_the_soak_killed_is_paid_for_until_the_kill(tmp_path: Path) -> No
     counts = journal_counts(path, {}, {"node001": 1100.0}, {}, since=900.0, now=1800.0)
     assert counts.launches == 3
     assert counts.node_seconds == 100.0 + 600.0 + 300.0
+
+
+def _digest(minutes: float, seed: int) -> str:
+    subs = [(s.at, s.tag, s.kind, s.seconds, s.tasks) for s in workload(minutes, seed)]
+    faults = [(f.at, f.kind, f.seconds) for f in fault_schedule(minutes, seed)]
+    return hashlib.sha256(repr(subs + faults).encode()).hexdigest()[:16]
+
+
+def test_the_hours_workload_and_faults_stay_those_of_the_kept_runs() -> None:
+    # benchmarks/bench_soak.py compares a faulted hour with a kept fault-free hour of the same seed
+    # (--reuse-fault-free): the seed-7 hour's jobs and faults must stay what they were.
+    assert _digest(60, 7) == "a684a2ae578efc42"
+    assert workload(60, 7) == workload(60, 7, HOUR)
+    assert fault_schedule(60, 7) == fault_schedule(60, 7, HOUR)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 7, 1234])
+def test_the_lean_run_meets_every_fault_once_each_short(seed: int) -> None:
+    faults = fault_schedule(3, seed, LEAN)
+    assert sorted(f.kind for f in faults) == sorted(FAULT_KINDS)
+    assert all(20 <= f.at <= 3 * 60 - 45 for f in faults)
+    assert all(10 <= f.seconds <= 25 for f in faults)
+    jobs = workload(3, seed, LEAN)
+    assert jobs and max(j.seconds for j in jobs) <= 60
+    assert max(j.seconds for j in jobs) < max(j.seconds for j in workload(3, seed))
