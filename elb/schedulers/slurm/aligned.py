@@ -51,11 +51,11 @@ def in_order(
     """Each of ``lines``'s entries (None: a line ``known`` lacks) and the lines themselves, those
     found in place as ``before``'s objects (``before``: the last read's lines, ``entries`` theirs;
     ``known``: every line's entry a memo keeps, the last read's among them). At most ``turns``
-    lines out of place (default: a thirty-second of ``lines``) and ``seek_budget`` of ``before``'s
-    lines looked through to find them (default: twice ``lines``); then the rest looked up."""
+    lines out of place (default: a thirty-second of ``before``'s) and ``seek_budget`` of ``before``'s
+    lines looked through to find them (default: twice as many as it has); then the rest looked up."""
     n, m = len(lines), len(before)
-    turns_left = n // 32 if turns is None else turns
-    budget = 2 * n if seek_budget is None else seek_budget
+    turns_left = m // 32 if turns is None else turns
+    budget = 2 * m if seek_budget is None else seek_budget
     found: list[E | None] = []
     kept: list[str] = []
     i = j = 0
@@ -158,9 +158,8 @@ def in_text(
     ``before``'s lines ``plain_lines``; None when a line of ``text`` split out is not (then
     ``text`` is read as lines). The same walk and bounds as ``in_order``."""
     n, m = len(text), len(sizes)
-    lines_in = text.count("\n")  # (the new lines, as ``in_order``'s bounds count them)
-    turns_left = lines_in // 32 if turns is None else turns
-    budget = 2 * lines_in if seek_budget is None else seek_budget
+    turns_left = m // 32 if turns is None else turns  # (``before``'s lines, as ``in_order``'s bounds count them)
+    budget = 2 * m if seek_budget is None else seek_budget
     found: list[E | None] = []
     lengths: list[int] = []
     loose: list[tuple[int, str]] = []
