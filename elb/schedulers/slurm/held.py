@@ -43,7 +43,7 @@ def answer(job: Job, line: SlurmJob, now: float, before: NotDemand | None = None
     until = (line.started or now) if line.reason == "BeginTime" else None
     if before is not None and before.job is job and before.reason == reason and before.until == until:
         return before
-    return NotDemand(job, reason, until=until, held=until is None)
+    return NotDemand(job, reason, until, until is None)  # (until, held: by position, as cheaper)
 
 
 def line_of(job: SlurmJob) -> Line:
