@@ -484,21 +484,32 @@ def _squeue_line(
         raise SlurmParseError(f"squeue: line {number}: {err}") from None
 
 
+# A node of several sinfo lines as the read before joined it: the node of its lines before the
+# last, the last line's node, and the node joined of them (``SinfoMemo.joined``).
+_Joined = tuple[SlurmNode, SlurmNode, SlurmNode]
+
+
 class SinfoMemo:
     """What the last read of sinfo made of each line (its node, in that line's partition), for
-    the next read: a line's node is a pure function of its text. Only the last read's lines are
-    kept (a node a line: a thousand nodes are a dict of a thousand). ``SlurmCommands`` keeps one."""
+    the next read: a line's node is a pure function of its text; and the nodes it joined of
+    several lines (a node in several partitions), by the identities of the nodes joined. Only
+    the last read's are kept (a node a line: a thousand nodes are a dict of a thousand).
+    ``SlurmCommands`` keeps one."""
 
     def __init__(self) -> None:
         self.lines: dict[str, SlurmNode] = {}
+        self.joined: dict[tuple[int, int], _Joined] = {}
 
 
 def parse_sinfo(text: str, *, memo: SinfoMemo | None = None) -> list[SlurmNode]:
     """``SINFO_ARGV``'s output, one node each (its partitions joined); ``memo``: the lines of the
     read before (updated), each found there read no more. A node whose lines are the very ones
-    of the read before is the same object (its lines' node, when it has one line)."""
+    of the read before is the same object (its lines' node, when it has one line; the node the
+    read before joined of them, when several)."""
     known = memo.lines if memo is not None else {}
+    joins = memo.joined if memo is not None else {}
     kept: dict[str, SlurmNode] = {}
+    joined: dict[tuple[int, int], _Joined] = {}
     found: dict[str, SlurmNode] = {}
     for number, line in enumerate(text.splitlines(), 1):
         node = known.get(line)
@@ -509,18 +520,26 @@ def parse_sinfo(text: str, *, memo: SinfoMemo | None = None) -> list[SlurmNode]:
         kept[line] = node
         before = found.get(node.name)
         if before is not None:
-            node = SlurmNode(
-                node.name,
-                node.state,
-                node.flags,
-                node.cpus,
-                node.cpus_allocated,
-                before.partitions + node.partitions,
-                node.reason,
-            )
+            key = (id(before), id(node))
+            hit = joins.get(key)
+            if hit is not None and hit[0] is before and hit[1] is node:
+                joined[key] = hit
+                node = hit[2]
+            else:
+                both = SlurmNode(
+                    node.name,
+                    node.state,
+                    node.flags,
+                    node.cpus,
+                    node.cpus_allocated,
+                    before.partitions + node.partitions,
+                    node.reason,
+                )
+                joined[key] = (before, node, both)
+                node = both
         found[node.name] = node
     if memo is not None:
-        memo.lines = kept
+        memo.lines, memo.joined = kept, joined
     return list(found.values())
 
 
