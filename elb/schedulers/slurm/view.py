@@ -47,7 +47,8 @@ def host_of(node: SlurmNode) -> Host:
 def array_tasks(job_id: str) -> int:
     """Tasks an squeue entry stands for: ``8_[6-100%5]`` (pending tasks of an array: the job's
     decimal digits, ``_[``, then parts ``N``, ``N-M`` or ``N-M:S`` of decimal digits joined by
-    ``,``, and a limit after ``%``) or 1 (anything else)."""
+    ``,``, and a limit after ``%``) or 1 (anything else). Each part read in the loop (a read
+    works it out for each new line, and an array's expression has several parts)."""
     if "_[" not in job_id:  # (no array's tasks: 1, without the expression)
         return 1
     head, _, tail = job_id.partition("_")
@@ -55,26 +56,20 @@ def array_tasks(job_id: str) -> int:
         return 1
     total = 0
     for part in tail.strip("[]").split("%", 1)[0].split(","):
-        tasks = _range_tasks(part)
-        if tasks is None:
+        span, colon, step_text = part.partition(":")
+        first, dash, last = span.partition("-")
+        if not first.isdecimal() or (dash and not last.isdecimal()) or (colon and not step_text.isdecimal()):
             return 1
-        total += tasks
+        if dash:  # N-M or N-M:S: (M - N) // S + 1, none when M < N (a step of 0 counts as 1)
+            step = int(step_text) if colon else 1
+            tasks = (int(last) - int(first)) // (step or 1) + 1
+            if tasks > 0:
+                total += tasks
+        else:  # N (or N:S): one task
+            total += 1
         if total >= MAX_TASKS:
             return MAX_TASKS
-    return max(total, 1)
-
-
-def _range_tasks(part: str) -> int | None:
-    """The tasks of one part of an array's expression (``6``, ``6-100``, ``6-100:5``), None for
-    any other text."""
-    span, colon, step_text = part.partition(":")
-    first, dash, last = span.partition("-")
-    if not first.isdecimal() or (dash and not last.isdecimal()) or (colon and not step_text.isdecimal()):
-        return None
-    lo = int(first)
-    hi = int(last) if dash else lo
-    step = int(step_text) if colon else 1
-    return max(0, (hi - lo) // max(step, 1) + 1)
+    return total or 1
 
 
 def job_number(job_id: str) -> int:
