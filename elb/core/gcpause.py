@@ -14,8 +14,9 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-# Work kept (``paused(keep=True)``) this many times between two sweeps of the whole heap.
-SWEEP_EVERY = 100
+# Work kept (``paused(keep=True)``) this many times between two sweeps of the whole heap (a
+# pass of the daemon keeps its read, and Slurm's its demand too: a sweep every 100-200 passes).
+SWEEP_EVERY = 200
 
 _kept = 0  # works kept since the last sweep
 

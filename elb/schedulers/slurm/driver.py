@@ -388,7 +388,7 @@ class Slurm:
         snap = read.snapshot
         if self._last is None or self._last[0] is not snap:  # another driver's read: no squeue line to read
             return DemandSplit(snap, tuple(NotDemand(job, "held by Slurm", held=True) for job in snap.held))
-        with paused():  # lists as long as the queue, gone by the end (``elb.core.gcpause``)
+        with paused(keep=True):  # the answers kept with the demand; the lists as long as the queue gone by the end
             return DemandSplit(snap, held_answers(self._last[1], snap.now, self._due_since))
 
     # -- the drain and the bring-up ----------------------------------------------------------
