@@ -118,4 +118,11 @@ def made(lines: Sequence[Line]) -> list[Made]:
     return list(map(_MADE, lines))
 
 
-__all__: Sequence[str] = ("READS_NOW", "Line", "answer", "held_answers", "jobs", "line_of", "made")
+def several(lines: Sequence[Line], made: Sequence[Made]) -> list[int]:
+    """The indices of ``lines`` whose neutral jobs (``made``, theirs) are a tuple (``snapshot``'s
+    ``several``): only a line that is not pending may have other than one (``line_of``), so
+    only those are looked at, picked out by their number (None) without reading their jobs."""
+    return [i for i in compress(count(), map(is_, map(_NUMBER, lines), repeat(None))) if type(made[i]) is tuple]
+
+
+__all__: Sequence[str] = ("READS_NOW", "Line", "answer", "held_answers", "jobs", "line_of", "made", "several")

@@ -155,10 +155,12 @@ def made_of(job: SlurmJob) -> Made:
     return made[0] if len(made) == 1 else tuple(made)
 
 
-def _flat(made: Sequence[Made]) -> tuple[Job, ...]:
+def _flat(made: Sequence[Made], several: Sequence[int] | None = None) -> tuple[Job, ...]:
     """The jobs of ``made`` (each a job or a tuple of them) in their order: the stretches of
-    single jobs taken whole, the few tuples (running jobs over several nodes, or none) spliced in."""
-    several = list(compress(count(), map(is_, map(type, made), repeat(tuple))))
+    single jobs taken whole, the few tuples (running jobs over several nodes, or none) spliced
+    in; ``several``: their indices, when known (else found by the type of each)."""
+    if several is None:
+        several = list(compress(count(), map(is_, map(type, made), repeat(tuple))))
     if not several:
         return tuple(cast("list[Job]", made))
     pieces: list[Sequence[Job]] = []
@@ -206,13 +208,15 @@ def snapshot(
     now: float,
     *,
     made: Sequence[Made] | None = None,
+    several: Sequence[int] | None = None,
     hosts: HostsMemo | None = None,
 ) -> Snapshot:
     """The neutral snapshot of one read of Slurm; ``made``: each job's ``made_of``, when the read
-    kept them (its squeue lines' memo), else worked out; ``hosts``: the hosts of the snapshot
-    before (updated); the cycle collector waits meanwhile (``elb.core.gcpause``)."""
+    kept them (its squeue lines' memo), else worked out; ``several``: the indices of ``made``'s
+    tuples, when known; ``hosts``: the hosts of the snapshot before (updated); the cycle
+    collector waits meanwhile (``elb.core.gcpause``)."""
     with paused(keep=True):
-        neutral = _flat(list(map(made_of, jobs)) if made is None else made)
+        neutral = _flat(list(map(made_of, jobs)), None) if made is None else _flat(made, several)
         up = _hosts(nodes, hosts)
     return Snapshot(now=now, jobs=neutral, hosts=up)
 
