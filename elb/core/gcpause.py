@@ -14,16 +14,27 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+# Work kept (``paused(keep=True)``) this many times between two sweeps of the whole heap (a
+# pass of the daemon keeps its read, and Slurm's its demand too: a sweep every 100-200 passes).
+SWEEP_EVERY = 200
+
+_kept = 0  # works kept since the last sweep
+
 
 @contextmanager
 def paused(*, keep: bool = False) -> Iterator[None]:
     """The collector paused meanwhile (if it was running).
 
-    ``keep``: what was made meanwhile lives on (50,000 jobs live until the next pass): it goes
-    to the oldest generation at once, in one collection of the two younger ones; left to the
-    next allocations, the same objects would be walked twice, once by each of them. Otherwise
-    what was made meanwhile is expected to be mostly gone by the end, and nothing is collected.
+    ``keep``: what was made meanwhile lives on (50,000 jobs live until the next pass): every
+    object then alive is set aside (``gc.freeze``, no walk of them), so that no collection walks
+    them again; left to the collector, the same objects would be walked by each generation's
+    collection in turn, the oldest's a walk of the whole heap every few passes. Garbage goes by
+    reference counting as before; only a reference cycle alive at the freeze and dropped later
+    waits for the sweep: every ``SWEEP_EVERY`` kept works the heap set aside is given back to the
+    collector and collected whole, once. Otherwise what was made meanwhile is expected to be
+    mostly gone by the end, and nothing is collected.
     """
+    global _kept  # noqa: PLW0603 (the process's one count, as the collector is the process's one)
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -31,8 +42,13 @@ def paused(*, keep: bool = False) -> Iterator[None]:
     finally:
         if enabled:
             if keep:
-                gc.collect(1)
+                _kept += 1
+                if _kept >= SWEEP_EVERY:
+                    _kept = 0
+                    gc.unfreeze()
+                    gc.collect()
+                gc.freeze()
             gc.enable()
 
 
-__all__ = ["paused"]
+__all__ = ["SWEEP_EVERY", "paused"]

@@ -17,7 +17,7 @@ from elb.core.demand import NotDemand
 from elb.core.model import JobPhase, Node, NodeState
 from elb.schedulers.slurm.commands import SlurmRead
 from elb.schedulers.slurm.driver import Slurm
-from elb.schedulers.slurm.held import line_of
+from elb.schedulers.slurm.held import jobs, line_of, made, several
 from elb.schedulers.slurm.parse import (
     SlurmJob,
     SqueueMemo,
@@ -41,7 +41,8 @@ STAMPS = ("N/A", "2026-11-24T16:01:06", "2026-11-24T17:30:59", "2026-11-25T00:00
 @st.composite
 def squeue_line(draw: st.DrawFn) -> str:
     """One line of ``SQUEUE_ARGV``'s output: plain, array task and array pending-task ids of a
-    few numbers (so that numbers repeat), pending or running, with every kind of reason."""
+    few numbers (so that numbers repeat), pending or running (on one node, two or none), with every
+    kind of reason."""
     number = draw(st.integers(1, 12))
     job_id = draw(
         st.sampled_from(
@@ -49,7 +50,9 @@ def squeue_line(draw: st.DrawFn) -> str:
         )
     )
     pending = draw(st.booleans())
-    state, nodelist = ("PENDING", "") if pending else ("RUNNING", draw(st.sampled_from(("node001", "node[001-002]"))))
+    state, nodelist = (
+        ("PENDING", "") if pending else ("RUNNING", draw(st.sampled_from(("node001", "node[001-002]", ""))))
+    )
     reason = draw(st.sampled_from(REASONS)) if pending else "None"
     nodes, cpus = draw(st.integers(1, 3)), draw(st.integers(1, 12))
     submitted, started = draw(st.sampled_from(STAMPS)), draw(st.sampled_from(STAMPS))
@@ -96,6 +99,21 @@ def test_a_memoised_read_is_each_line_read_on_its_own(reads: list[str]) -> None:
         assert parse_squeue(text) == jobs
         assert made == list(map(made_of, jobs))
         assert snapshot(jobs, nodes, 5.0, made=made) == snapshot(jobs, nodes, 5.0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts())
+def test_the_lines_of_other_than_one_job_are_found_by_their_numbers(reads: list[str]) -> None:
+    """``several`` (the lines whose neutral jobs are a tuple: running over several nodes, or on
+    none) is what the type of each line's jobs says, and the snapshot made with it the plain one."""
+    memo = SqueueMemo(line_of)
+    nodes = parse_sinfo(SINFO)
+    for text in reads:
+        lines = read_entries(text, memo)
+        each = made(lines)
+        want = [i for i, m in enumerate(each) if type(m) is tuple]
+        assert several(lines, each) == want
+        assert snapshot((), nodes, 5.0, made=each, several=want) == snapshot(jobs(lines), nodes, 5.0)
 
 
 def held_line_by_line(jobs: list[SlurmJob], now: float, due_since: dict[str, float]) -> list[NotDemand]:

@@ -390,8 +390,9 @@ def test_the_drivers_held_answers_are_kept_with_their_lines_within_the_memos_bou
 def test_a_sinfo_memo_reads_as_without_and_keeps_the_nodes_whose_lines_are_the_same() -> None:
     """Reads in a row with the memo are the plain reads: a node of one line that did not change
     is the very node of the read before (and its host the very host, through ``HostsMemo``), a
-    changed line is read anew, a node in two partitions is joined at each read, a line that
-    left is forgotten, and the snapshot is the one made without its memos."""
+    changed line is read anew, a node in two partitions whose lines did not change is the node
+    the read before joined (and its host the very host), a line that left is forgotten, and the
+    snapshot is the one made without its memos."""
     from elb.schedulers.slurm.view import HostsMemo
 
     bench = _bench()
@@ -417,6 +418,11 @@ def test_a_sinfo_memo_reads_as_without_and_keeps_the_nodes_whose_lines_are_the_s
             assert by["solo0001"] is not last["solo0001"] and by["solo0001"].state == "mixed"
         on = {h.name: h for h in snap.hosts}
         assert all(on[name] is last_hosts[name] for name in solo if name in on)
+        pairs = [name for name in by if name.startswith("node")]  # two lines each, unchanged: joined once
+        assert len(pairs) == 70 and all(len(by[name].partitions) == 2 for name in pairs)
+        if last:
+            assert all(by[name] is last[name] for name in pairs)
+            assert all(on[name] is last_hosts[name] for name in pairs if name in on)
         last, last_hosts, before = by, on, lines
     assert changed != one[:2] and one[-1].split("|")[0] not in last
 

@@ -7,6 +7,7 @@ next one walked again."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -16,7 +17,7 @@ import elb.schedulers.slurm.parse as parse_module
 from elb.schedulers.slurm import aligned
 from elb.schedulers.slurm.aligned import in_order, in_text
 from elb.schedulers.slurm.held import line_of
-from elb.schedulers.slurm.parse import SlurmJob, SqueueMemo, _squeue_line, read_entries
+from elb.schedulers.slurm.parse import SlurmJob, SqueueMemo, _squeue_line, read_entries, stale_bound
 from elb.schedulers.slurm.view import made_of
 from tests.unit.test_slurm_memo_paths import squeue_line
 
@@ -40,11 +41,15 @@ def test_in_text_is_in_order(before: list[str], lines: list[str], turns: int | N
     text, last = "".join(f"{line}\n" for line in lines), "".join(f"{line}\n" for line in before)
     walked = in_text(text, last, list(map(len, before)), entries, known, turns=turns, seek_budget=budget)
     assert walked is not None
-    found, lengths, loose = walked
+    found, lengths, loose, left = walked
     want, kept = in_order(lines, before, entries, known, turns=turns, seek_budget=budget)
     assert list(map(id, found)) == list(map(id, want)) and kept == lines and lengths == list(map(len, lines))
     assert all(lines[i] == line for i, line in loose)
     assert {i for i, _ in loose} >= {i for i, entry in enumerate(found) if entry is None}
+    if left is not None:  # the stretches passed over: whole lines of ``before``, every one that left among them
+        assert all(stretch.endswith("\n") for stretch in left)
+        passed = "".join(left).splitlines()
+        assert set(passed) <= set(before) and set(before) - set(lines) <= set(passed)
 
 
 def _pool(rng: random.Random, size: int) -> list[str]:
@@ -78,6 +83,54 @@ def _reads(rng: random.Random, pool: list[str], count: int) -> list[list[str]]:
             read.insert(rng.randint(0, len(read)), read.pop(rng.randrange(len(read))))
         reads.append(read)
     return reads
+
+
+def _sliding(rng: random.Random, pool: list[str], count: int) -> list[list[str]]:
+    """Reads in a row of a sixth of ``pool``: some lines gone from the start, as many new at the
+    end, and in some a line replaced, or one back from a read before (lines that move are the
+    other tests': a small read's walk gives up on them soon)."""
+    start, width = 0, len(pool) // 6
+    reads = []
+    for _ in range(count):
+        read = pool[start : start + width]
+        at = rng.randrange(len(read) - 10)
+        change = rng.choice(("none", "replaced", "back"))
+        if change == "replaced":
+            read[at] = read[at] + " changed"
+        elif change == "back" and start:
+            read.insert(at, pool[rng.randrange(start)])
+        reads.append(read)
+        start = min(start + rng.randint(20, 60), len(pool) - width)
+    return reads
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_memo_of_reads_walked_as_text_takes_out_the_lines_that_left(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reads walked as text in a row, lines leaving, coming, changing and coming back: past the
+    memo's bound the lines the walks passed over are taken out (the memo is not made anew), each
+    read is its lines read on their own, and the memo keeps at most ``stale_bound`` lines that
+    are not in the last read."""
+    rng = random.Random(seed)
+    pool = _pool(rng, 6000)
+    pruned: list[int] = []
+    prune = parse_module._prune
+
+    def counted(known: dict[str, Any], left: list[str]) -> None:
+        pruned.append(len(known))
+        prune(known, left)
+
+    monkeypatch.setattr(parse_module, "_prune", counted)
+    memo = SqueueMemo(line_of)
+    for lines in _sliding(rng, pool, 80):
+        text = "".join(f"{line}\n" for line in lines)
+        entries = read_entries(text, memo)
+        jobs = line_by_line(text)
+        assert [e[0] for e in entries] == jobs and [e[1] for e in entries] == list(map(made_of, jobs))
+        assert len(memo.lines.keys() - set(lines)) <= stale_bound(len(lines))
+        assert all(memo.lines[line][0] == job for line, job in zip(lines, jobs, strict=True) if line in memo.lines)
+    assert pruned
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -51,11 +51,11 @@ def in_order(
     """Each of ``lines``'s entries (None: a line ``known`` lacks) and the lines themselves, those
     found in place as ``before``'s objects (``before``: the last read's lines, ``entries`` theirs;
     ``known``: every line's entry a memo keeps, the last read's among them). At most ``turns``
-    lines out of place (default: a thirty-second of ``lines``) and ``seek_budget`` of ``before``'s
-    lines looked through to find them (default: twice ``lines``); then the rest looked up."""
+    lines out of place (default: a thirty-second of ``before``'s) and ``seek_budget`` of ``before``'s
+    lines looked through to find them (default: twice as many as it has); then the rest looked up."""
     n, m = len(lines), len(before)
-    turns_left = n // 32 if turns is None else turns
-    budget = 2 * n if seek_budget is None else seek_budget
+    turns_left = m // 32 if turns is None else turns
+    budget = 2 * m if seek_budget is None else seek_budget
     found: list[E | None] = []
     kept: list[str] = []
     i = j = 0
@@ -149,21 +149,24 @@ def in_text(
     *,
     turns: int | None = None,
     seek_budget: int | None = None,
-) -> tuple[list[E | None], list[int], list[tuple[int, str]]] | None:
+) -> tuple[list[E | None], list[int], list[tuple[int, str]], list[str] | None] | None:
     """``in_order`` on texts: each line's entry (None: a line ``known`` lacks), each line's
-    length, and the lines not taken in place (their index and text, in order), of ``text``
-    beside ``before`` (the last read's text, ``sizes`` its lines' lengths, ``entries`` their
-    entries), without splitting the lines taken in place: a stretch of ``before``'s lines is
-    compared with ``text`` as characters (``same_text_run``). Both texts are ``plain_text``, and
-    ``before``'s lines ``plain_lines``; None when a line of ``text`` split out is not (then
-    ``text`` is read as lines). The same walk and bounds as ``in_order``."""
+    length, the lines not taken in place (their index and text, in order), and the stretches
+    of ``before`` the walk passed over (each whole lines, ``\n`` ended: lines that left, or
+    moved further than the walk looked; None when the walk stopped walking before the end of
+    ``before``, past its bounds), of ``text`` beside ``before`` (the last read's text, ``sizes``
+    its lines' lengths, ``entries`` their entries), without splitting the lines taken in place:
+    a stretch of ``before``'s lines is compared with ``text`` as characters
+    (``same_text_run``). Both texts are ``plain_text``, and ``before``'s lines ``plain_lines``;
+    None when a line of ``text`` split out is not (then ``text`` is read as lines). The same
+    walk and bounds as ``in_order``."""
     n, m = len(text), len(sizes)
-    lines_in = text.count("\n")  # (the new lines, as ``in_order``'s bounds count them)
-    turns_left = lines_in // 32 if turns is None else turns
-    budget = 2 * lines_in if seek_budget is None else seek_budget
+    turns_left = m // 32 if turns is None else turns  # (``before``'s lines, as ``in_order``'s bounds count them)
+    budget = 2 * m if seek_budget is None else seek_budget
     found: list[E | None] = []
     lengths: list[int] = []
     loose: list[tuple[int, str]] = []
+    left: list[str] | None = []
     pos = at = j = 0  # where ``text`` is; where ``before`` is, and its line
     while pos < n:
         if j < m:
@@ -182,6 +185,8 @@ def in_text(
             loose += zip(count(len(found)), rest)
             found += map(known.get, rest)
             lengths += map(len, rest)
+            if j < m:  # (``before``'s lines from ``j`` not walked)
+                left = None
             break
         turns_left -= 1
         end = text.index("\n", pos)
@@ -203,8 +208,16 @@ def in_text(
                 skipped = before.count("\n", at, where)
                 budget -= skipped
                 j += skipped + 1
+                _passed(left, before, at, where)
                 at = where + len(line) + 1
-    return found, lengths, loose
+    _passed(left, before, at, len(before))  # (``text`` ended first)
+    return found, lengths, loose, left
+
+
+def _passed(left: list[str] | None, before: str, at: int, where: int) -> None:
+    """Keeps in ``left`` (unless None) the lines of ``before`` from ``at`` to ``where`` (line starts), if any."""
+    if left is not None and where > at:
+        left.append(before[at:where])
 
 
 def _line_at(text: str, line: str, start: int, stop: int) -> int | None:

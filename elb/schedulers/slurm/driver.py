@@ -63,7 +63,7 @@ from elb.schedulers.slurm import conf as slurm_conf
 from elb.schedulers.slurm import requests as slurm_requests
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
 from elb.schedulers.slurm.config import SlurmConfig, slurm_settings
-from elb.schedulers.slurm.held import Line, held_answers, made
+from elb.schedulers.slurm.held import Line, held_answers, made, several
 from elb.schedulers.slurm.parse import SlurmNode, compress, expand
 from elb.schedulers.slurm.requests import RequestKind
 from elb.schedulers.slurm.usage import read_slurm
@@ -356,7 +356,8 @@ class Slurm:
     def read(self, records: Sequence[Node], now: float) -> SchedulerRead:
         with paused(keep=True):  # the read's and the snapshot's jobs kept at once (``elb.core.gcpause``)
             read = self._read()
-            snap = snapshot((), read.nodes, now, made=made(read.lines), hosts=self._hosts)  # (jobs: as made)
+            jobs = made(read.lines)
+            snap = snapshot((), read.nodes, now, made=jobs, several=several(read.lines, jobs), hosts=self._hosts)
             self._last = snap, read.lines
         partition_groups = slurm_settings(self.config).partition_groups
         kept, dropped, gone = asks_now(
@@ -388,7 +389,7 @@ class Slurm:
         snap = read.snapshot
         if self._last is None or self._last[0] is not snap:  # another driver's read: no squeue line to read
             return DemandSplit(snap, tuple(NotDemand(job, "held by Slurm", held=True) for job in snap.held))
-        with paused():  # lists as long as the queue, gone by the end (``elb.core.gcpause``)
+        with paused(keep=True):  # the answers kept with the demand; the lists as long as the queue gone by the end
             return DemandSplit(snap, held_answers(self._last[1], snap.now, self._due_since))
 
     # -- the drain and the bring-up ----------------------------------------------------------

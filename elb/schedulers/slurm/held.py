@@ -43,7 +43,7 @@ def answer(job: Job, line: SlurmJob, now: float, before: NotDemand | None = None
     until = (line.started or now) if line.reason == "BeginTime" else None
     if before is not None and before.job is job and before.reason == reason and before.until == until:
         return before
-    return NotDemand(job, reason, until=until, held=until is None)
+    return NotDemand(job, reason, until, until is None)  # (until, held: by position, as cheaper)
 
 
 def line_of(job: SlurmJob) -> Line:
@@ -118,4 +118,11 @@ def made(lines: Sequence[Line]) -> list[Made]:
     return list(map(_MADE, lines))
 
 
-__all__: Sequence[str] = ("READS_NOW", "Line", "answer", "held_answers", "jobs", "line_of", "made")
+def several(lines: Sequence[Line], made: Sequence[Made]) -> list[int]:
+    """The indices of ``lines`` whose neutral jobs (``made``, theirs) are a tuple (``snapshot``'s
+    ``several``): only a line that is not pending may have other than one (``line_of``), so
+    only those are looked at, picked out by their number (None) without reading their jobs."""
+    return [i for i in compress(count(), map(is_, map(_NUMBER, lines), repeat(None))) if type(made[i]) is tuple]
+
+
+__all__: Sequence[str] = ("READS_NOW", "Line", "answer", "held_answers", "jobs", "line_of", "made", "several")

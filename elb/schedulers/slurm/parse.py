@@ -259,9 +259,10 @@ class SqueueMemo(Generic[E]):
     in: checked), so a line read before is looked up instead of read again. The lines of the
     last read are kept, and those of the reads before until more than ``stale_bound`` of them (a
     quarter of the last read's lines, at least ``STALE_LEAST``) are not in the last read: then
-    the memo is made anew of the last read's lines alone (a dict of every line built once in
-    several reads, and its size bounded). One memo serves one sequence of reads
-    (``SlurmCommands`` keeps one).
+    the lines the walks passed over since (``left``) are taken out of it, or, when they are not
+    known or the memo is still past the bound, the memo is made anew of the last read's lines
+    alone (a dict of every line built once in several reads, and its size bounded). One memo
+    serves one sequence of reads (``SlurmCommands`` keeps one).
     """
 
     def __init__(self, derive: Callable[[SlurmJob], E]) -> None:
@@ -277,6 +278,10 @@ class SqueueMemo(Generic[E]):
         # its only line break), and its lines' lengths; else None.
         self.text: str | None = None
         self.sizes: list[int] = []
+        # The lines the walks of the texts passed over (``in_text``'s stretches of the text before:
+        # lines that left a read) since the memo was last made anew or pruned; None: not known
+        # (a read walked as lines, or one past the walk's bounds).
+        self.left: list[str] | None = []
 
     def last_lines(self) -> list[str]:
         """The last read's lines (no blank one), in its order."""
@@ -359,7 +364,7 @@ def read_entries(text: str, memo: SqueueMemo[E]) -> list[E]:
     (``elb.core.gcpause``: the jobs live until the next read)."""
     zone = _zone()
     if memo.zone != zone:
-        memo.lines, memo.hours, memo.stamps, memo.zone = {}, {}, {}, zone
+        memo.lines, memo.hours, memo.stamps, memo.zone, memo.left = {}, {}, {}, zone, []
         memo.last, memo.last_entries, memo.text, memo.sizes = [], [], None, []
     known = memo.lines
     with paused(keep=True):
@@ -367,12 +372,15 @@ def read_entries(text: str, memo: SqueueMemo[E]) -> list[E]:
         if memo.text is not None and plain_text(text):
             walked = in_text(text, memo.text, memo.sizes, memo.last_entries, known)
         if walked is not None:
-            found, sizes, loose = walked
+            found, sizes, loose, left = walked
             lines: list[str] | None = None
             out = [(i, line) for i, line in loose if found[i] is None]  # the lines not read before
+            if memo.left is not None:
+                memo.left = None if left is None else memo.left + left
         else:
             found, lines = in_order(text.splitlines(), memo.last_lines(), memo.last_entries, known)
             out = [(i, lines[i]) for i in itertools.compress(range(len(found)), map(not_, found))]
+            memo.left = None
         new: list[tuple[str, E]] = []  # the lines read now, and their entries
         blank = False
         for i, line in out:
@@ -404,12 +412,19 @@ def _remember(
     memo: SqueueMemo[E], lines: list[str] | Callable[[], list[str]], entries: list[E], new: list[tuple[str, E]]
 ) -> None:
     """Keeps a read's ``lines`` (no blank one; or what gives them, when they are needed) and their
-    ``entries``, ``new`` the lines of them the memo lacked with theirs: added to the memo, or
-    the memo made anew of them alone when more than ``stale_bound`` of its lines are not in
-    this read."""
+    ``entries``, ``new`` the lines of them the memo lacked with theirs: added to the memo. When
+    more than ``stale_bound`` of its lines are not in this read, the lines the walks passed over
+    (``SqueueMemo.left``) are taken out first (one of them that moved or came back since is read
+    again the next time it is out of place), and when that is not known or not enough the memo
+    is made anew of this read's lines alone."""
     found_before = len(entries) - len(new)
-    if len(memo.lines) - found_before > stale_bound(len(entries)):
+    bound = stale_bound(len(entries))
+    if len(memo.lines) - found_before > bound and memo.left is not None:
+        _prune(memo.lines, memo.left)
+        memo.left = []
+    if len(memo.lines) - found_before > bound:
         memo.lines = dict(zip(lines if isinstance(lines, list) else lines(), entries, strict=True))
+        memo.left = []
     else:
         memo.lines.update(new)
     if max(len(memo.hours), len(memo.limits), len(memo.stamps)) > _KEPT:  # bounded: begun again
@@ -417,6 +432,14 @@ def _remember(
 
 
 _KEPT = 100_000
+
+
+def _prune(known: dict[str, E], left: list[str]) -> None:
+    """Takes the lines of ``left`` (stretches of whole lines, each ended by ``\n``) out of ``known``."""
+    drop = known.pop
+    for stretch in left:
+        for line in stretch.split("\n"):
+            drop(line, None)
 
 
 def _squeue_line(
@@ -461,21 +484,32 @@ def _squeue_line(
         raise SlurmParseError(f"squeue: line {number}: {err}") from None
 
 
+# A node of several sinfo lines as the read before joined it: the node of its lines before the
+# last, the last line's node, and the node joined of them (``SinfoMemo.joined``).
+_Joined = tuple[SlurmNode, SlurmNode, SlurmNode]
+
+
 class SinfoMemo:
     """What the last read of sinfo made of each line (its node, in that line's partition), for
-    the next read: a line's node is a pure function of its text. Only the last read's lines are
-    kept (a node a line: a thousand nodes are a dict of a thousand). ``SlurmCommands`` keeps one."""
+    the next read: a line's node is a pure function of its text; and the nodes it joined of
+    several lines (a node in several partitions), by the identities of the nodes joined. Only
+    the last read's are kept (a node a line: a thousand nodes are a dict of a thousand).
+    ``SlurmCommands`` keeps one."""
 
     def __init__(self) -> None:
         self.lines: dict[str, SlurmNode] = {}
+        self.joined: dict[tuple[int, int], _Joined] = {}
 
 
 def parse_sinfo(text: str, *, memo: SinfoMemo | None = None) -> list[SlurmNode]:
     """``SINFO_ARGV``'s output, one node each (its partitions joined); ``memo``: the lines of the
     read before (updated), each found there read no more. A node whose lines are the very ones
-    of the read before is the same object (its lines' node, when it has one line)."""
+    of the read before is the same object (its lines' node, when it has one line; the node the
+    read before joined of them, when several)."""
     known = memo.lines if memo is not None else {}
+    joins = memo.joined if memo is not None else {}
     kept: dict[str, SlurmNode] = {}
+    joined: dict[tuple[int, int], _Joined] = {}
     found: dict[str, SlurmNode] = {}
     for number, line in enumerate(text.splitlines(), 1):
         node = known.get(line)
@@ -486,18 +520,26 @@ def parse_sinfo(text: str, *, memo: SinfoMemo | None = None) -> list[SlurmNode]:
         kept[line] = node
         before = found.get(node.name)
         if before is not None:
-            node = SlurmNode(
-                node.name,
-                node.state,
-                node.flags,
-                node.cpus,
-                node.cpus_allocated,
-                before.partitions + node.partitions,
-                node.reason,
-            )
+            key = (id(before), id(node))
+            hit = joins.get(key)
+            if hit is not None and hit[0] is before and hit[1] is node:
+                joined[key] = hit
+                node = hit[2]
+            else:
+                both = SlurmNode(
+                    node.name,
+                    node.state,
+                    node.flags,
+                    node.cpus,
+                    node.cpus_allocated,
+                    before.partitions + node.partitions,
+                    node.reason,
+                )
+                joined[key] = (before, node, both)
+                node = both
         found[node.name] = node
     if memo is not None:
-        memo.lines = kept
+        memo.lines, memo.joined = kept, joined
     return list(found.values())
 
 

@@ -47,7 +47,8 @@ def host_of(node: SlurmNode) -> Host:
 def array_tasks(job_id: str) -> int:
     """Tasks an squeue entry stands for: ``8_[6-100%5]`` (pending tasks of an array: the job's
     decimal digits, ``_[``, then parts ``N``, ``N-M`` or ``N-M:S`` of decimal digits joined by
-    ``,``, and a limit after ``%``) or 1 (anything else)."""
+    ``,``, and a limit after ``%``) or 1 (anything else). Each part read in the loop (a read
+    works it out for each new line, and an array's expression has several parts)."""
     if "_[" not in job_id:  # (no array's tasks: 1, without the expression)
         return 1
     head, _, tail = job_id.partition("_")
@@ -55,26 +56,20 @@ def array_tasks(job_id: str) -> int:
         return 1
     total = 0
     for part in tail.strip("[]").split("%", 1)[0].split(","):
-        tasks = _range_tasks(part)
-        if tasks is None:
+        span, colon, step_text = part.partition(":")
+        first, dash, last = span.partition("-")
+        if not first.isdecimal() or (dash and not last.isdecimal()) or (colon and not step_text.isdecimal()):
             return 1
-        total += tasks
+        if dash:  # N-M or N-M:S: (M - N) // S + 1, none when M < N (a step of 0 counts as 1)
+            step = int(step_text) if colon else 1
+            tasks = (int(last) - int(first)) // (step or 1) + 1
+            if tasks > 0:
+                total += tasks
+        else:  # N (or N:S): one task
+            total += 1
         if total >= MAX_TASKS:
             return MAX_TASKS
-    return max(total, 1)
-
-
-def _range_tasks(part: str) -> int | None:
-    """The tasks of one part of an array's expression (``6``, ``6-100``, ``6-100:5``), None for
-    any other text."""
-    span, colon, step_text = part.partition(":")
-    first, dash, last = span.partition("-")
-    if not first.isdecimal() or (dash and not last.isdecimal()) or (colon and not step_text.isdecimal()):
-        return None
-    lo = int(first)
-    hi = int(last) if dash else lo
-    step = int(step_text) if colon else 1
-    return max(0, (hi - lo) // max(step, 1) + 1)
+    return total or 1
 
 
 def job_number(job_id: str) -> int:
@@ -91,7 +86,8 @@ _WAITING, _HELD = JobPhase.WAITING, JobPhase.HELD
 
 def pending_job(job: SlurmJob) -> Job:
     """The neutral job of a pending ``job`` (``jobs_of``'s one): waiting when ``job.demand``
-    (pending, for no reason of ``not_demand_reason``), else held."""
+    (pending, for no reason of ``not_demand_reason``), else held. Every field given by position
+    (a call with keywords costs half as much again, and a read makes one for each new line)."""
     job_id = job.job_id
     return Job(
         job_number(job_id),
@@ -101,12 +97,18 @@ def pending_job(job: SlurmJob) -> Job:
         _WAITING if not_demand_reason(job.reason) is None else _HELD,
         job.cpus,
         job.submitted,
-        None,
+        None,  # started
         array_tasks(job_id),
-        hard_requests=_NO_REQUESTS,
-        hard_runtime=job.time_limit,
-        master_requests=_NO_REQUESTS,
-        slave_requests=_NO_REQUESTS,
+        None,  # task_ids
+        0.0,  # priority
+        None,  # pe
+        None,  # pe_range
+        _NO_REQUESTS,  # hard_requests
+        None,  # queue
+        job.time_limit,  # hard_runtime
+        (),  # hard_queues
+        _NO_REQUESTS,  # master_requests
+        _NO_REQUESTS,  # slave_requests
     )
 
 
@@ -125,13 +127,19 @@ def jobs_of(job: SlurmJob) -> list[Job]:
             job.state,
             phase,
             per_node,
-            submitted=job.submitted,
-            started=job.started,
-            hard_requests=_NO_REQUESTS,
-            queue=f"{job.partition}@{n}",
-            hard_runtime=job.time_limit,
-            master_requests=_NO_REQUESTS,
-            slave_requests=_NO_REQUESTS,
+            job.submitted,
+            job.started,
+            1,  # tasks
+            None,  # task_ids
+            0.0,  # priority
+            None,  # pe
+            None,  # pe_range
+            _NO_REQUESTS,  # hard_requests
+            f"{job.partition}@{n}",  # queue
+            job.time_limit,  # hard_runtime
+            (),  # hard_queues
+            _NO_REQUESTS,  # master_requests
+            _NO_REQUESTS,  # slave_requests
         )
         for n in job.nodelist
     ]
@@ -147,10 +155,12 @@ def made_of(job: SlurmJob) -> Made:
     return made[0] if len(made) == 1 else tuple(made)
 
 
-def _flat(made: Sequence[Made]) -> tuple[Job, ...]:
+def _flat(made: Sequence[Made], several: Sequence[int] | None = None) -> tuple[Job, ...]:
     """The jobs of ``made`` (each a job or a tuple of them) in their order: the stretches of
-    single jobs taken whole, the few tuples (running jobs over several nodes, or none) spliced in."""
-    several = list(compress(count(), map(is_, map(type, made), repeat(tuple))))
+    single jobs taken whole, the few tuples (running jobs over several nodes, or none) spliced
+    in; ``several``: their indices, when known (else found by the type of each)."""
+    if several is None:
+        several = list(compress(count(), map(is_, map(type, made), repeat(tuple))))
     if not several:
         return tuple(cast("list[Job]", made))
     pieces: list[Sequence[Job]] = []
@@ -198,13 +208,15 @@ def snapshot(
     now: float,
     *,
     made: Sequence[Made] | None = None,
+    several: Sequence[int] | None = None,
     hosts: HostsMemo | None = None,
 ) -> Snapshot:
     """The neutral snapshot of one read of Slurm; ``made``: each job's ``made_of``, when the read
-    kept them (its squeue lines' memo), else worked out; ``hosts``: the hosts of the snapshot
-    before (updated); the cycle collector waits meanwhile (``elb.core.gcpause``)."""
+    kept them (its squeue lines' memo), else worked out; ``several``: the indices of ``made``'s
+    tuples, when known; ``hosts``: the hosts of the snapshot before (updated); the cycle
+    collector waits meanwhile (``elb.core.gcpause``)."""
     with paused(keep=True):
-        neutral = _flat(list(map(made_of, jobs)) if made is None else made)
+        neutral = _flat(list(map(made_of, jobs)), None) if made is None else _flat(made, several)
         up = _hosts(nodes, hosts)
     return Snapshot(now=now, jobs=neutral, hosts=up)
 
