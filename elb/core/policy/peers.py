@@ -129,7 +129,9 @@ class _StarReads:
     total: int  # ``count_total_slots``
     spn: int
     oldest_wait: Callable[[float], float]  # seconds the oldest waiting job has waited at a time
-    idle: Sequence[tuple[str, float]]  # managed idle workers and their launch times, by name
+    # The managed idle workers and their launch times, by name: listed when asked (the rule reads
+    # them only while no job is queued).
+    idle: Callable[[], Sequence[tuple[str, float]]]
     names: Callable[[int], tuple[str, ...]]  # names for new nodes
 
 
@@ -194,15 +196,19 @@ class StarclusterPolicy:
                 tally.total_slots(),
                 spn,
                 tally.oldest_wait,
-                [(name, tally.launched_at(name)) for name in tally.idle],
+                lambda: [(name, tally.launched_at(name)) for name in tally.idle],
                 lambda n: tally.new_names(n, lim.node_prefix, lim.node_digits),
             )
         view = _view(self.cache, lim, state)
         facts = _facts(self.cache, view)
-        idle = []
-        for w, _ in facts.idle:
-            assert w.node is not None
-            idle.append((w.name, w.node.launched_at))
+
+        def idle() -> list[tuple[str, float]]:
+            out = []
+            for w, _ in facts.idle:
+                assert w.node is not None
+                out.append((w.name, w.node.launched_at))
+            return out
+
         return _StarReads(
             view.size,
             facts.booting,
@@ -253,7 +259,7 @@ class StarclusterPolicy:
             assert history.last_change_at is not None
             return Plan(reason=f"stabilizing: last change {minutes(now - history.last_change_at)} ago")
         removals = []
-        for name, launched_at in r.idle:
+        for name, launched_at in r.idle():
             into = (now - launched_at) % p.billing_period
             if into >= p.kill_after:
                 removals.append(Removal(name, f"no job queued; idle, {minutes(into)} into its hour"))
@@ -285,7 +291,7 @@ class StarclusterPolicy:
         if r.size <= lim.min_nodes:
             return INF
         nxt = INF
-        for _, launched_at in r.idle:
+        for _, launched_at in r.idle():
             into = (now - launched_at) % p.billing_period
             nxt = min(nxt, now if into >= p.kill_after else now + (p.kill_after - into))
         return nxt
@@ -311,7 +317,9 @@ class _PcReads:
     pending_slots: int
     spn: int
     busy: int  # workers booting, running a job or holding a reservation
-    idle: Sequence[tuple[str, float]]  # managed idle workers and since when, by name
+    # The managed idle workers and since when, by name: listed when asked (the rule reads them
+    # only while nothing waits).
+    idle: Callable[[], Sequence[tuple[str, float]]]
     names: Callable[[int], tuple[str, ...]]  # names for new nodes
 
 
@@ -350,7 +358,7 @@ class ParallelclusterPolicy:
                 tally.pending_slots,
                 spn,
                 tally.busy,
-                [(name, tally.idle_since(name)) for name in tally.idle],
+                lambda: [(name, tally.idle_since(name)) for name in tally.idle],
                 lambda n: tally.new_names(n, lim.node_prefix, lim.node_digits),
             )
         view = _view(self.cache, lim, state)
@@ -361,7 +369,7 @@ class ParallelclusterPolicy:
             view.pending_slots,
             view.slots_per_node,
             facts.busy,
-            [(w.name, since) for w, since in facts.idle],
+            lambda: [(w.name, since) for w, since in facts.idle],
             lambda n: _names(lim, state, n),
         )
 
@@ -394,7 +402,7 @@ class ParallelclusterPolicy:
                 )
             return Plan(reason=f"desired {desired} <= {r.size} nodes")
         removals = []
-        for name, since in r.idle:
+        for name, since in r.idle():
             if now - since >= self.params.idle_time:
                 removals.append(Removal(name, f"nothing pending; idle {minutes(now - since)}"))
         chosen = tuple(removals[: max(0, r.size - lim.min_nodes)])
@@ -413,7 +421,7 @@ class ParallelclusterPolicy:
         if r.size <= lim.min_nodes:
             return INF
         nxt = INF
-        for _, since in r.idle:
+        for _, since in r.idle():
             nxt = min(nxt, max(now, since + self.params.idle_time))
         return nxt
 
