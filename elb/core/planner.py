@@ -461,6 +461,7 @@ def plan_pass(
     return _with_scaling(base, inputs, state, config, policy, asks=asks, around=around, now=now)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _Around:
     """What scaling must leave alone or treat apart: the nodes under repair or with an operation

@@ -89,7 +89,7 @@ from elb.core.cadence import Cadence
 from elb.core.config import Config, PolicyConfig
 from elb.core.demand import DemandSplit
 from elb.core.drivers import cloud_settings
-from elb.core.frozen import maker
+from elb.core.frozen import maker, quick_init
 from elb.core.gcpause import paused
 from elb.core.interfaces import Instance, InstanceState
 from elb.core.model import Event, History, Host, Job, JobPhase, Node, NodeState, QueueInstance, Snapshot
@@ -249,6 +249,7 @@ class _Run:
     value: Job  # the running Job entry qstat would show
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Placement:
     job_id: int
@@ -259,6 +260,7 @@ class Placement:
     nodes: tuple[tuple[str, int], ...]  # (node, slots used on it)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class NodeLife:
     name: str

@@ -19,6 +19,7 @@ from typing import ClassVar
 
 from elb.core.config import ClusterConfig, PolicyConfig
 from elb.core.durations import minutes
+from elb.core.frozen import quick_init
 from elb.core.model import History, Job, Plan, Removal, Snapshot
 from elb.core.policy.placement import Bin, Packing
 from elb.core.policy.tally import WorkerTally
@@ -119,6 +120,7 @@ class StarclusterParams:
     block_while_booting: bool = True  # a pass is skipped while a node is not up yet
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _StarReads:
     """What StarCluster's rule reads of the cluster: from the view, or from the tally (the same)."""
@@ -308,6 +310,7 @@ class ParallelclusterParams:
     idle_time: float = 600.0  # scaledown_idletime: 10 minutes
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _PcReads:
     """What ParallelCluster's rule reads of the cluster: from the view, or from the tally (the same)."""
@@ -438,6 +441,7 @@ class SlurmParams:
     power_save_interval: float = 10.0  # slurmctld's power-saving pass runs this often (its default)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _Fit:
     assigned: frozenset[str]  # existing workers that a waiting job would get
@@ -458,6 +462,7 @@ def _fit(bins: list[Bin], pending: Sequence[Job], spn: int, limit: int) -> _Fit:
     return _Fit(frozenset(packing.assigned), packing.new_nodes, packing.complete)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _SlurmReads:
     """What Slurm's rule reads of the cluster: from the view, or from the tally (the same)."""
