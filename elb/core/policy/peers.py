@@ -452,11 +452,10 @@ class _Fit:
 _NO_FIT = _Fit(frozenset(), 0)
 
 
-def _fit(bins: list[Bin], pending: Sequence[Job], spn: int, limit: int) -> _Fit:
-    """Place the waiting jobs, oldest first, on ``bins`` (ready then booting nodes), then on new
-    ones (up to just past ``limit`` of them), by the placement every policy shares
+def _fit(packing: Packing, pending: Sequence[Job]) -> _Fit:
+    """Place the waiting jobs, oldest first, on ``packing``'s bins (ready then booting nodes),
+    then on new ones (up to just past its limit), by the placement every policy shares
     (``elb.core.policy.placement``)."""
-    packing = Packing(bins, spn, max(0, limit))
     for job in pending:
         packing.place(job.slots, job.tasks)
     return _Fit(frozenset(packing.assigned), packing.new_nodes, packing.complete)
@@ -471,7 +470,9 @@ class _SlurmReads:
     pending: Sequence[Job]
     spn: int
     idle: Sequence[tuple[str, float]]  # managed idle workers and since when, by name
-    bins: Callable[[], list[Bin]]  # ready workers' free slots, then booting workers', by name
+    # A packing, new nodes counted up to just past the limit given, on the ready workers' free
+    # slots, then the booting workers', each by name (``_bins``).
+    packing: Callable[[int], Packing]
     names: Callable[[int], tuple[str, ...]]  # names for new nodes
 
 
@@ -493,12 +494,10 @@ def _view_bins(view: ClusterView) -> list[Bin]:
     )
 
 
-def _tally_bins(tally: WorkerTally, spn: int) -> list[Bin]:
-    """``_bins`` of the tally's workers (it keeps the ready ones with a free slot apart)."""
-    return _bins(
-        ((name, *tally.room(name)) for name in tally.ready_room),
-        ((name, tally.booting_slots(name, spn)) for name in tally.booting),
-    )
+def _tally_packing(tally: WorkerTally, spn: int, limit: int) -> Packing:
+    """A packing on ``_bins`` of the tally's workers, read through the index of them it keeps in
+    that order (``WorkerTally.name_bins``)."""
+    return Packing([], spn, limit, ready=tally.name_bins(spn))
 
 
 @dataclass(frozen=True, slots=True)
@@ -543,7 +542,7 @@ class SlurmPolicy:
                 tally.pending(snapshot, now),
                 spn,
                 [(name, tally.idle_since(name)) for name in tally.idle],
-                lambda: _tally_bins(tally, spn),
+                lambda limit: _tally_packing(tally, spn, limit),
                 lambda n: tally.new_names(n, lim.node_prefix, lim.node_digits),
             )
         view = _view(self.cache, lim, state)
@@ -552,7 +551,7 @@ class SlurmPolicy:
             view.pending,
             view.slots_per_node,
             [(w.name, since) for w, since in _facts(self.cache, view).idle],
-            lambda: _view_bins(view),
+            lambda limit: Packing(_view_bins(view), view.slots_per_node, limit),
             lambda n: _names(lim, state, n),
         )
 
@@ -565,7 +564,7 @@ class SlurmPolicy:
         return self.cache.derived(
             "fit",
             (snapshot.jobs, snapshot.hosts, state.records, state.now),
-            lambda: _fit(reads.bins(), reads.pending, reads.spn, self.limits.max_nodes - reads.size),
+            lambda: _fit(reads.packing(max(0, self.limits.max_nodes - reads.size)), reads.pending),
         )
 
     def _idle_due(self, reads: _SlurmReads, fit: _Fit, now: float) -> tuple[list[Removal], float]:
