@@ -164,15 +164,15 @@ def _booting_bin(name: str) -> Key:
     return (0, 1, name)
 
 
-def _set_name_bin(bins: FreeIndex[Key], name: str, o: _Entry, e: _Entry) -> None:
-    """Keep ``name``'s bin in ``WorkerTally.name_bins`` as its entry goes from ``o`` to ``e``."""
-    if o.room is not None and e.room is None:
+def _set_name_bin(bins: FreeIndex[Key], name: str, e: _Entry) -> None:
+    """Set ``name``'s bins in ``WorkerTally.name_bins`` to what its entry ``e`` says."""
+    if e.room is None:
         bins.remove(_ready_bin(name))
-    if o.booting is not None and e.booting is None:
-        bins.remove(_booting_bin(name))
-    if e.room is not None:
+    else:
         bins.set(_ready_bin(name), *e.room)
-    if e.booting is not None:
+    if e.booting is None:
+        bins.remove(_booting_bin(name))
+    else:
         slots = e.booting or bins.whole  # ``booting_slots``: its record's, else the size given
         bins.set(_booting_bin(name), slots, slots)
 
@@ -214,6 +214,7 @@ class WorkerTally:
         self._number_of: dict[str, int | None] = {}  # each name's number (None: not one of ``prefix``)
         self._highest: int | None = 0  # the highest of ``_numbers`` (None: to find)
         self._name_bins: FreeIndex[Key] | None = None  # ``name_bins`` once read (None: not kept)
+        self._name_bins_due: dict[str, None] = {}  # workers whose bins changed since it was last read
         self.booting: list[str] = []  # booting workers, by name
         self.idle: list[str] = []  # managed idle workers, by name
 
@@ -228,13 +229,19 @@ class WorkerTally:
         through, never changing them): each ready worker with a free slot, (free, total), keyed
         ``_ready_bin``; then each booting one, (slots, slots) with its record's slots (unknown:
         ``whole``), keyed ``_booting_bin``; each part by name as text. Made at the first read
-        (for another ``whole``: again), then kept up to date (elb's policy and the other peers
-        never read it, and do not pay for keeping it)."""
-        bins = self._name_bins
+        (for another ``whole``: again), then brought up to date at each read by the workers whose
+        bins changed since, each once (a read comes only with jobs waiting; elb's policy and the
+        other peers never read it, and do not pay for keeping it)."""
+        bins, due = self._name_bins, self._name_bins_due
         if bins is None or bins.whole != whole:
             bins = self._name_bins = FreeIndex(whole)
             for name, e in self._entries.items():
-                _set_name_bin(bins, name, _VOID, e)
+                _set_name_bin(bins, name, e)
+        else:  # the workers whose bins changed since the last read, each once
+            entries = self._entries
+            for name in due:
+                _set_name_bin(bins, name, entries.get(name, _VOID))
+        due.clear()
         return bins
 
     @property
@@ -499,7 +506,7 @@ class WorkerTally:
         if o.busy != e.busy:
             self._busy += 1 if e.busy else -1
         if self._name_bins is not None and (o.room != e.room or o.booting != e.booting):
-            _set_name_bin(self._name_bins, name, o, e)
+            self._name_bins_due[name] = None  # set at the next read (a worker may change often in between)
         if (o.booting is None) != (e.booting is None):
             _move(self.booting, name, o.booting is not None, e.booting is not None)
         if (o.idle_since is None) != (e.idle_since is None):
