@@ -35,7 +35,7 @@ from elb.core.budget import BudgetCheck, Launch, Spend, pace, period_bounds, roo
 from elb.core.config import Config
 from elb.core.demand import DemandSplit, NotDemand
 from elb.core.durations import minutes
-from elb.core.frozen import quick_init
+from elb.core.frozen import maker, quick_init
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import CloudSettings, Instance, JobProcesses, Notice, Witness
 from elb.core.interruptions import Move
@@ -437,6 +437,9 @@ class PassPlan:
         return lines
 
 
+_pass_plan = maker(PassPlan)  # each pass makes one by keyword (``elb.core.frozen.maker``)
+
+
 def plan_pass(
     inputs: PassInputs, config: Config, policy: Policy, now: float, state: ClusterState | None = None
 ) -> PassPlan:
@@ -458,6 +461,7 @@ def plan_pass(
     return _with_scaling(base, inputs, state, config, policy, asks=asks, around=around, now=now)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _Around:
     """What scaling must leave alone or treat apart: the nodes under repair or with an operation
@@ -506,7 +510,7 @@ def _regardless_of_scaling(
         else ()
     )
     untagged = untagged_workers(state, groups, inputs.tags_refused, state.now) if inputs.tags_groups else ()
-    base = PassPlan(
+    base = _pass_plan(
         repairs=todo,
         kept=kept,
         stuck=hold.stuck,

@@ -76,7 +76,6 @@ least ``peek_gap`` after the last pass; the polls then count from that pass. 0: 
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -90,6 +89,7 @@ from elb.core.cadence import Cadence
 from elb.core.config import Config, PolicyConfig
 from elb.core.demand import DemandSplit
 from elb.core.drivers import cloud_settings
+from elb.core.frozen import maker, quick_init
 from elb.core.gcpause import paused
 from elb.core.interfaces import Instance, InstanceState
 from elb.core.model import Event, History, Host, Job, JobPhase, Node, NodeState, QueueInstance, Snapshot
@@ -115,6 +115,12 @@ _EPS = 1e-9
 _OWNER = "sgeuser"  # the owner qstat shows of every replayed job
 _NO_ORDERS = Orders()
 _NO_LOAD: Mapping[str, str] = MappingProxyType({})  # a simulated host's load values (none): one for all
+# The frozen values made at each change and each pass, by keyword without a call of their class
+# (``elb.core.frozen.maker``).
+_record = maker(Node)
+_job = maker(Job)
+_join_index = maker(JoinIndex)
+_pass_inputs = maker(PassInputs)
 
 
 def sim_config(settings: SimSettings, groups: SimGroups, max_nodes: int) -> Config:
@@ -243,6 +249,7 @@ class _Run:
     value: Job  # the running Job entry qstat would show
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Placement:
     job_id: int
@@ -253,6 +260,7 @@ class Placement:
     nodes: tuple[tuple[str, int], ...]  # (node, slots used on it)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class NodeLife:
     name: str
@@ -600,7 +608,7 @@ class Simulator:
     def _node_record(self, n: _Node) -> Node:
         if n.record is None:
             booting = NodeState.STARTING if n.restart else NodeState.PROVISIONING
-            n.record = Node(
+            n.record = _record(
                 name=n.name,
                 state=NodeState.READY if n.ready else booting,
                 launched_at=n.launched_at,
@@ -617,7 +625,7 @@ class Simulator:
             host = n.hosts.get(n.free)
             if host is None:
                 q = QueueInstance(self._queue(n.group), n.name, n.slots, n.slots - n.free)
-                host = n.hosts[n.free] = Host(n.name, (q,), num_proc=n.slots, load=_NO_LOAD)
+                host = n.hosts[n.free] = Host(n.name, (q,), n.slots, _NO_LOAD)  # name, queues, num_proc, load
             n.host = host
         return n.host
 
@@ -636,7 +644,8 @@ class Simulator:
         if self._jobs_cache is None:
             if self._unshown:
                 self._shown()
-            items = itertools.chain(self._pending_values.values(), self._running_values.values())
+            # One tuple of both views (an unpacking, cheaper than a chain of them)
+            items = (*self._pending_values.values(), *self._running_values.values())
             self._jobs_cache = changes.jobs.revised(items, given and given[0])
         if self._stale:
             records, hosts = self._record_values, self._host_values
@@ -890,7 +899,7 @@ class Simulator:
         pe = pe_range = None
         if job.slots > 1:
             pe, pe_range = ("mpi" if job.slots > self.group_slots[group] else "smp"), str(job.slots)
-        return Job(
+        return _job(
             job_id=job.job_id,
             name=f"job{job.job_id}",
             owner=_OWNER,
@@ -962,7 +971,7 @@ class Simulator:
         snapshot, the journal's records (stopped nodes too) and the cloud's instances, the
         demand (each waiting job's group), the back-off of the bring-ups so far."""
         snapshot, records = self.snapshot(now)
-        index = JoinIndex(
+        index = _join_index(
             suspects=self._suspects_now(),
             unaccounted=(),
             pooled=self._pooled_now(),
@@ -976,7 +985,7 @@ class Simulator:
         if self.power is not None:  # behind Slurm: what its power saving asks by name, and may ask for next
             self.asked, asks = self.power.ask(self.asked, snapshot, records, self.history, now)
             names = self.power.names(self.asked, records)
-        inputs = PassInputs(
+        inputs = _pass_inputs(
             snapshot=snapshot,
             nodes=records,
             instances=(),

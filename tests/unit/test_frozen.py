@@ -1,8 +1,9 @@
 """``quick_init`` makes the value the dataclass's own ``__init__`` makes: for every class elb
 decorates, and for a class made here, each field is what the dataclass's ``__init__`` sets
 (given by position, by keyword, or left to its default or default factory); the value is equal,
-hashed alike, of the class, frozen; a default factory is called once per value. Classes it
-does not handle are refused."""
+hashed alike, of the class, frozen; a default factory is called once per value. Each class's
+``maker`` makes the same value as the class, from the same arguments. Classes it does not
+handle are refused, and so is a maker of a class it did not decorate."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 import elb.core
 import elb.schedulers
 import elb.simulate
-from elb.core.frozen import quick_init
+from elb.core.frozen import maker, quick_init
 
 
 def _decorated() -> list[type]:
@@ -81,19 +82,23 @@ def test_quick_init_sets_what_the_dataclass_init_sets(cls: type) -> None:
         (tuple(given.values()), {}),  # every field by position
         (tuple(least.values()), {}),
     ):
-        made, expected = cls(*args, **kwargs), ref(*args, **kwargs)
-        assert type(made) is cls
-        assert _fields(made) == _fields(expected)
-        assert [type(v) for v in _fields(made).values()] == [type(v) for v in _fields(expected).values()]
-        assert made == cls(*args, **kwargs)
-        with pytest.raises(dataclasses.FrozenInstanceError):
-            setattr(made, fields[0].name, 1)
+        expected = ref(*args, **kwargs)
+        for make in (cls, maker(cls)):
+            made = make(*args, **kwargs)
+            assert type(made) is cls
+            assert _fields(made) == _fields(expected)
+            assert [type(v) for v in _fields(made).values()] == [type(v) for v in _fields(expected).values()]
+            assert made == cls(*args, **kwargs)
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                setattr(made, fields[0].name, 1)
     for f in fields:  # a default factory is called once per value (a new object, if it makes one)
         if f.default_factory is not dataclasses.MISSING:
-            made_twice = getattr(cls(**least), f.name) is getattr(cls(**least), f.name)
-            assert made_twice == (getattr(ref(**least), f.name) is getattr(ref(**least), f.name))
-    with pytest.raises(TypeError):
-        cls(*given.values(), object())  # one argument too many, as the dataclass's own refuses
+            for make in (cls, maker(cls)):
+                made_twice = getattr(make(**least), f.name) is getattr(make(**least), f.name)
+                assert made_twice == (getattr(ref(**least), f.name) is getattr(ref(**least), f.name))
+    for make in (cls, maker(cls)):
+        with pytest.raises(TypeError):
+            make(*given.values(), object())  # one argument too many, as the dataclass's own refuses
 
 
 @quick_init
@@ -150,3 +155,5 @@ def test_classes_it_does_not_handle_are_refused() -> None:
     for cls in (Open, NoSlots, After, Derived, KeywordOnly, Plain):
         with pytest.raises(TypeError):
             quick_init(cls)
+        with pytest.raises(TypeError):
+            maker(cls)

@@ -20,7 +20,7 @@ from elb.core.config import ClusterConfig, PolicyConfig
 from elb.core.model import History, Host, Job, Node, NodeState, Plan, Snapshot
 from elb.core.policy.default import ElbPolicy
 from elb.core.policy.peers import Limits, ParallelclusterPolicy, SlurmPolicy, StarclusterPolicy
-from elb.core.policy.placement import named
+from elb.core.policy.placement import FreeIndex, Key, named
 from elb.core.policy.tally import CapacityTally, Revised, WorkerTally
 from elb.core.state import ClusterState, join
 from elb.schedulers.sge.states import job_phase
@@ -320,9 +320,28 @@ def test_a_capacity_tally_kept_up_to_date_equals_one_built_afresh(
             bins |= {named(n): (e.booting or spn, e.booting or spn) for n, e in entries if e.booting is not None}
             assert kept.bins._free == bins
             assert kept._ready_count == sum(e.ready is not None for _, e in entries)
-            assert kept.ready_room == sorted(n for n, e in entries if e.room is not None)
+            assert _index(kept.name_bins(spn)) == _index(_name_bins(kept, spn))
     if modelled:
-        assert late.ready_room == kept.ready_room
+        assert _index(late.name_bins(spn)) == _index(kept.name_bins(spn))
+
+
+def _name_bins(tally: WorkerTally, spn: int) -> FreeIndex[Key]:
+    """Slurm's peer's bins of a tally's entries, made afresh: ``peers._bins``'s list (the ready
+    workers with a free slot, then the booting ones, each by name as text) in an index whose
+    keys' order is that list's."""
+    entries = sorted(tally._entries.items())
+    bins = [((0, 0, n), *e.room) for n, e in entries if e.room is not None]
+    bins += [((0, 1, n), e.booting or spn, e.booting or spn) for n, e in entries if e.booting is not None]
+    assert sorted(bins) == bins
+    index: FreeIndex[Key] = FreeIndex(spn)
+    for key, free, total in bins:
+        index.set(key, free, total)
+    return index
+
+
+def _index(index: FreeIndex[Key]) -> tuple[object, ...]:
+    """What a ``FreeIndex`` holds: each key's (free, total), the keys by free slots, the empty ones."""
+    return index.whole, index._free, {f: keys for f, keys in index._buckets.items() if keys}, index._empty
 
 
 def test_inputs_it_does_not_model_make_it_forget_and_the_view_decide() -> None:

@@ -19,6 +19,7 @@ from typing import ClassVar
 
 from elb.core.config import ClusterConfig, PolicyConfig
 from elb.core.durations import minutes
+from elb.core.frozen import quick_init
 from elb.core.model import History, Job, Plan, Removal, Snapshot
 from elb.core.policy.placement import Bin, Packing
 from elb.core.policy.tally import WorkerTally
@@ -119,6 +120,7 @@ class StarclusterParams:
     block_while_booting: bool = True  # a pass is skipped while a node is not up yet
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _StarReads:
     """What StarCluster's rule reads of the cluster: from the view, or from the tally (the same)."""
@@ -129,7 +131,9 @@ class _StarReads:
     total: int  # ``count_total_slots``
     spn: int
     oldest_wait: Callable[[float], float]  # seconds the oldest waiting job has waited at a time
-    idle: Sequence[tuple[str, float]]  # managed idle workers and their launch times, by name
+    # The managed idle workers and their launch times, by name: listed when asked (the rule reads
+    # them only while no job is queued).
+    idle: Callable[[], Sequence[tuple[str, float]]]
     names: Callable[[int], tuple[str, ...]]  # names for new nodes
 
 
@@ -194,15 +198,19 @@ class StarclusterPolicy:
                 tally.total_slots(),
                 spn,
                 tally.oldest_wait,
-                [(name, tally.launched_at(name)) for name in tally.idle],
+                lambda: [(name, tally.launched_at(name)) for name in tally.idle],
                 lambda n: tally.new_names(n, lim.node_prefix, lim.node_digits),
             )
         view = _view(self.cache, lim, state)
         facts = _facts(self.cache, view)
-        idle = []
-        for w, _ in facts.idle:
-            assert w.node is not None
-            idle.append((w.name, w.node.launched_at))
+
+        def idle() -> list[tuple[str, float]]:
+            out = []
+            for w, _ in facts.idle:
+                assert w.node is not None
+                out.append((w.name, w.node.launched_at))
+            return out
+
         return _StarReads(
             view.size,
             facts.booting,
@@ -253,7 +261,7 @@ class StarclusterPolicy:
             assert history.last_change_at is not None
             return Plan(reason=f"stabilizing: last change {minutes(now - history.last_change_at)} ago")
         removals = []
-        for name, launched_at in r.idle:
+        for name, launched_at in r.idle():
             into = (now - launched_at) % p.billing_period
             if into >= p.kill_after:
                 removals.append(Removal(name, f"no job queued; idle, {minutes(into)} into its hour"))
@@ -285,7 +293,7 @@ class StarclusterPolicy:
         if r.size <= lim.min_nodes:
             return INF
         nxt = INF
-        for _, launched_at in r.idle:
+        for _, launched_at in r.idle():
             into = (now - launched_at) % p.billing_period
             nxt = min(nxt, now if into >= p.kill_after else now + (p.kill_after - into))
         return nxt
@@ -302,6 +310,7 @@ class ParallelclusterParams:
     idle_time: float = 600.0  # scaledown_idletime: 10 minutes
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _PcReads:
     """What ParallelCluster's rule reads of the cluster: from the view, or from the tally (the same)."""
@@ -311,7 +320,9 @@ class _PcReads:
     pending_slots: int
     spn: int
     busy: int  # workers booting, running a job or holding a reservation
-    idle: Sequence[tuple[str, float]]  # managed idle workers and since when, by name
+    # The managed idle workers and since when, by name: listed when asked (the rule reads them
+    # only while nothing waits).
+    idle: Callable[[], Sequence[tuple[str, float]]]
     names: Callable[[int], tuple[str, ...]]  # names for new nodes
 
 
@@ -350,7 +361,7 @@ class ParallelclusterPolicy:
                 tally.pending_slots,
                 spn,
                 tally.busy,
-                [(name, tally.idle_since(name)) for name in tally.idle],
+                lambda: [(name, tally.idle_since(name)) for name in tally.idle],
                 lambda n: tally.new_names(n, lim.node_prefix, lim.node_digits),
             )
         view = _view(self.cache, lim, state)
@@ -361,7 +372,7 @@ class ParallelclusterPolicy:
             view.pending_slots,
             view.slots_per_node,
             facts.busy,
-            [(w.name, since) for w, since in facts.idle],
+            lambda: [(w.name, since) for w, since in facts.idle],
             lambda n: _names(lim, state, n),
         )
 
@@ -394,7 +405,7 @@ class ParallelclusterPolicy:
                 )
             return Plan(reason=f"desired {desired} <= {r.size} nodes")
         removals = []
-        for name, since in r.idle:
+        for name, since in r.idle():
             if now - since >= self.params.idle_time:
                 removals.append(Removal(name, f"nothing pending; idle {minutes(now - since)}"))
         chosen = tuple(removals[: max(0, r.size - lim.min_nodes)])
@@ -413,7 +424,7 @@ class ParallelclusterPolicy:
         if r.size <= lim.min_nodes:
             return INF
         nxt = INF
-        for _, since in r.idle:
+        for _, since in r.idle():
             nxt = min(nxt, max(now, since + self.params.idle_time))
         return nxt
 
@@ -430,6 +441,7 @@ class SlurmParams:
     power_save_interval: float = 10.0  # slurmctld's power-saving pass runs this often (its default)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _Fit:
     assigned: frozenset[str]  # existing workers that a waiting job would get
@@ -440,16 +452,16 @@ class _Fit:
 _NO_FIT = _Fit(frozenset(), 0)
 
 
-def _fit(bins: list[Bin], pending: Sequence[Job], spn: int, limit: int) -> _Fit:
-    """Place the waiting jobs, oldest first, on ``bins`` (ready then booting nodes), then on new
-    ones (up to just past ``limit`` of them), by the placement every policy shares
+def _fit(packing: Packing, pending: Sequence[Job]) -> _Fit:
+    """Place the waiting jobs, oldest first, on ``packing``'s bins (ready then booting nodes),
+    then on new ones (up to just past its limit), by the placement every policy shares
     (``elb.core.policy.placement``)."""
-    packing = Packing(bins, spn, max(0, limit))
     for job in pending:
         packing.place(job.slots, job.tasks)
     return _Fit(frozenset(packing.assigned), packing.new_nodes, packing.complete)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _SlurmReads:
     """What Slurm's rule reads of the cluster: from the view, or from the tally (the same)."""
@@ -458,7 +470,9 @@ class _SlurmReads:
     pending: Sequence[Job]
     spn: int
     idle: Sequence[tuple[str, float]]  # managed idle workers and since when, by name
-    bins: Callable[[], list[Bin]]  # ready workers' free slots, then booting workers', by name
+    # A packing, new nodes counted up to just past the limit given, on the ready workers' free
+    # slots, then the booting workers', each by name (``_bins``).
+    packing: Callable[[int], Packing]
     names: Callable[[int], tuple[str, ...]]  # names for new nodes
 
 
@@ -480,12 +494,10 @@ def _view_bins(view: ClusterView) -> list[Bin]:
     )
 
 
-def _tally_bins(tally: WorkerTally, spn: int) -> list[Bin]:
-    """``_bins`` of the tally's workers (it keeps the ready ones with a free slot apart)."""
-    return _bins(
-        ((name, *tally.room(name)) for name in tally.ready_room),
-        ((name, tally.booting_slots(name, spn)) for name in tally.booting),
-    )
+def _tally_packing(tally: WorkerTally, spn: int, limit: int) -> Packing:
+    """A packing on ``_bins`` of the tally's workers, read through the index of them it keeps in
+    that order (``WorkerTally.name_bins``)."""
+    return Packing([], spn, limit, ready=tally.name_bins(spn))
 
 
 @dataclass(frozen=True, slots=True)
@@ -530,7 +542,7 @@ class SlurmPolicy:
                 tally.pending(snapshot, now),
                 spn,
                 [(name, tally.idle_since(name)) for name in tally.idle],
-                lambda: _tally_bins(tally, spn),
+                lambda limit: _tally_packing(tally, spn, limit),
                 lambda n: tally.new_names(n, lim.node_prefix, lim.node_digits),
             )
         view = _view(self.cache, lim, state)
@@ -539,7 +551,7 @@ class SlurmPolicy:
             view.pending,
             view.slots_per_node,
             [(w.name, since) for w, since in _facts(self.cache, view).idle],
-            lambda: _view_bins(view),
+            lambda limit: Packing(_view_bins(view), view.slots_per_node, limit),
             lambda n: _names(lim, state, n),
         )
 
@@ -552,7 +564,7 @@ class SlurmPolicy:
         return self.cache.derived(
             "fit",
             (snapshot.jobs, snapshot.hosts, state.records, state.now),
-            lambda: _fit(reads.bins(), reads.pending, reads.spn, self.limits.max_nodes - reads.size),
+            lambda: _fit(reads.packing(max(0, self.limits.max_nodes - reads.size)), reads.pending),
         )
 
     def _idle_due(self, reads: _SlurmReads, fit: _Fit, now: float) -> tuple[list[Removal], float]:

@@ -285,9 +285,10 @@ def _short(short: int) -> Placed:
 class Packing:
     """First fit of waiting jobs, in the order given, onto bins, then onto new nodes of
     ``slots_per_node`` slots, counted up to just past ``limit``. The bins, in order: the workers
-    of ``ready`` (keyed by ``named``: (free, total) each, never changed here) with ``over`` set
-    on top of them (named bins: a worker's other free slots, or one that is not in ``ready``),
-    all in host order; then ``bins``, in the caller's order."""
+    of ``ready`` ((free, total) each, never changed here) with ``over`` set on top of them (named
+    bins: a worker's other free slots, or one that is not in ``ready``), in their keys' order
+    (``named``: host order; a key of ``ready`` may be any whose first item is 0 and last the
+    worker's name); then ``bins``, in the caller's order."""
 
     bins: list[Bin]
     slots_per_node: int

@@ -7,11 +7,13 @@ call it finds the ones that came and went (set operations over object ids, which
 works out again only the workers whose host or record changed or that started or stopped running
 any job, and keeps a worker's entry as it was when its facts are the same. What it then holds
 is what ``cluster_view`` and the peers' helpers compute from the same inputs: the size, the
-waiting jobs oldest first, the ready workers with free slots, the booting ones and the managed
-idle ones (each in the view's order: by name), the highest node number in use (``new_names``),
-for StarCluster the slots of the up hosts and the oldest waiting job's submission (a heap of the
-waiting jobs' submissions), for ParallelCluster the busy workers (booting, or a job or a
-reservation there) and the waiting jobs' slots.
+waiting jobs oldest first, the booting workers and the managed idle ones (each in the view's
+order: by name), the highest node number in use (``new_names``), for Slurm the bins its peer
+places waiting jobs on (the ready workers' free slots, then the booting ones', each by name, in
+a ``FreeIndex`` a packing reads through: ``name_bins``), for StarCluster the slots of the up
+hosts and the oldest waiting job's submission (a heap of the waiting jobs' submissions), for
+ParallelCluster the busy workers (booting, or a job or a reservation there) and the waiting
+jobs' slots.
 
 The rules are not the tally's own: a worker's entry is ``worker_state``'s reading of it (the
 view's ``Worker`` takes the same), ParallelCluster's busy is ``occupies``, a node's number is
@@ -152,6 +154,29 @@ class _Seen(Generic[T]):
         return gone, came
 
 
+def _ready_bin(name: str) -> Key:
+    """A ready worker's key in ``WorkerTally.name_bins``: by name as text, before every booting one."""
+    return (0, 0, name)
+
+
+def _booting_bin(name: str) -> Key:
+    """A booting worker's key in ``WorkerTally.name_bins``: by name as text, after every ready one."""
+    return (0, 1, name)
+
+
+def _set_name_bin(bins: FreeIndex[Key], name: str, e: _Entry) -> None:
+    """Set ``name``'s bins in ``WorkerTally.name_bins`` to what its entry ``e`` says."""
+    if e.room is None:
+        bins.remove(_ready_bin(name))
+    else:
+        bins.set(_ready_bin(name), *e.room)
+    if e.booting is None:
+        bins.remove(_booting_bin(name))
+    else:
+        slots = e.booting or bins.whole  # ``booting_slots``: its record's, else the size given
+        bins.set(_booting_bin(name), slots, slots)
+
+
 def _move(names: list[str], name: str, before: bool, after: bool) -> None:
     """Keep ``names`` (sorted) holding ``name`` when ``after``, as it did when ``before``."""
     if before and not after:
@@ -188,7 +213,8 @@ class WorkerTally:
         self._numbers: dict[int, int] = {}  # node numbers in use (hosts and every record), and their uses
         self._number_of: dict[str, int | None] = {}  # each name's number (None: not one of ``prefix``)
         self._highest: int | None = 0  # the highest of ``_numbers`` (None: to find)
-        self._ready_room: list[str] | None = None  # ``ready_room`` once read (None: not kept)
+        self._name_bins: FreeIndex[Key] | None = None  # ``name_bins`` once read (None: not kept)
+        self._name_bins_due: dict[str, None] = {}  # workers whose bins changed since it was last read
         self.booting: list[str] = []  # booting workers, by name
         self.idle: list[str] = []  # managed idle workers, by name
 
@@ -198,25 +224,30 @@ class WorkerTally:
             self._forget(self._master, self._prefix)
 
     # -- what a decision reads ------------------------------------------------------------------
-    @property
-    def ready_room(self) -> list[str]:
-        """The ready workers with free slots, by name: made at the first read, then kept up to
-        date (Slurm's peer reads it; elb's policy and the other peers never do, and do not pay
-        for keeping it)."""
-        if self._ready_room is None:
-            self._ready_room = sorted(name for name, e in self._entries.items() if e.room is not None)
-        return self._ready_room
+    def name_bins(self, whole: int) -> FreeIndex[Key]:
+        """The bins Slurm's peer places waiting jobs on, in its order (a ``Packing`` reads them
+        through, never changing them): each ready worker with a free slot, (free, total), keyed
+        ``_ready_bin``; then each booting one, (slots, slots) with its record's slots (unknown:
+        ``whole``), keyed ``_booting_bin``; each part by name as text. Made at the first read
+        (for another ``whole``: again), then brought up to date at each read by the workers whose
+        bins changed since, each once (a read comes only with jobs waiting; elb's policy and the
+        other peers never read it, and do not pay for keeping it)."""
+        bins, due = self._name_bins, self._name_bins_due
+        if bins is None or bins.whole != whole:
+            bins = self._name_bins = FreeIndex(whole)
+            for name, e in self._entries.items():
+                _set_name_bin(bins, name, e)
+        else:  # the workers whose bins changed since the last read, each once
+            entries = self._entries
+            for name in due:
+                _set_name_bin(bins, name, entries.get(name, _VOID))
+        due.clear()
+        return bins
 
     @property
     def size(self) -> int:
         """``ClusterView.size``: workers that exist or are coming; the master excluded."""
         return len(self._entries)
-
-    def room(self, name: str) -> tuple[int, int]:
-        """(free, total) slots of a ready worker in ``ready_room``."""
-        room = self._entries[name].room
-        assert room is not None
-        return room
 
     def booting_slots(self, name: str, otherwise: int) -> int:
         """A booting worker's slots (``worker_slots`` of its record; ``otherwise``: not known)."""
@@ -474,8 +505,8 @@ class WorkerTally:
             self._up_total += e.up_total - o.up_total
         if o.busy != e.busy:
             self._busy += 1 if e.busy else -1
-        if (o.room is None) != (e.room is None) and self._ready_room is not None:
-            _move(self._ready_room, name, o.room is not None, e.room is not None)
+        if self._name_bins is not None and (o.room != e.room or o.booting != e.booting):
+            self._name_bins_due[name] = None  # set at the next read (a worker may change often in between)
         if (o.booting is None) != (e.booting is None):
             _move(self.booting, name, o.booting is not None, e.booting is not None)
         if (o.idle_since is None) != (e.idle_since is None):
