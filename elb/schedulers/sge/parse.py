@@ -1028,6 +1028,7 @@ class _QuickReader:
         self.queues: list[QueueInstance] = []
         self.rests: dict[str, _Rest] = {}
         self.attributes: dict[str, Mapping[str, str]] = {}  # an element's attributes by their text (rest)
+        self.lines: dict[str, tuple[tuple[str, str, str], ...]] = {}  # what a line of a rest says, by its text
         self.prios: dict[str, float] = {}
         self.minutes: dict[str, float] = {}  # "YYYY-MM-DDTHH:MM" -> its start in POSIX seconds
         self.place = "root"  # root, queue_info, Queue-List, job_info, end (after the root's end)
@@ -1283,7 +1284,76 @@ class _QuickReader:
         return hours[hour]
 
     def rest(self, text: str) -> _Rest:
-        """The requests and PE of what follows <full_job_name> in an entry."""
+        """The requests and PE of what follows <full_job_name> in an entry.
+
+        Read line by line, each line once a document (``line``): a queue of many combinations of
+        requests repeats each request, one a line as qstat writes them, in many of them. A text
+        with a line that is not elements whole (an element over two lines) is read element by
+        element (``read_rest``), as is one that does not start with an element."""
+        if text[:1] != "<":
+            return self.read_rest(text)
+        hard: dict[str, str] = {}
+        scoped: dict[str, dict[str, str]] = {tag: {} for tag in _SCOPED_REQUESTS}
+        queues: list[str] = []
+        pe: tuple[str, str] | None = None
+        lines = self.lines
+        for line in text.split("\n"):
+            elements = lines.get(line)
+            if elements is None:
+                elements = self.line(line)
+                if elements is None:
+                    return self.read_rest(text)
+            for tag, key, value in elements:
+                if tag == "hard_request":
+                    hard[key] = value
+                elif tag == "hard_req_queue":
+                    queues.append(value)
+                elif tag == "requested_pe":
+                    if pe is not None:
+                        raise _Decline  # a second one: the careful reader refuses it
+                    pe = (key, value)
+                elif tag:
+                    scoped[tag][key] = value
+        return self.requests(hard, scoped, queues, pe)
+
+    def line(self, text: str) -> tuple[tuple[str, str, str], ...] | None:
+        """What each element of one line after <full_job_name> says (white space before, between
+        and after them): its tag, and the name and value of a request (``hard_request`` or
+        scoped), "" and the queue of a ``hard_req_queue``, the PE and range of a
+        ``requested_pe``; ("", "", "") for another element, read and checked, that says nothing
+        here. None when the line is not elements whole. Kept for the lines after with the same
+        text.
+
+        Lines joined by line feeds are what they are apart: an element read in its line ends
+        where it ends in the whole text (at the first "<" after its start tag, then its end tag
+        and the white space after it), and the line feed is white space between two elements."""
+        found: list[tuple[str, str, str]] = []
+        pos, end = _SPACE.match(text).end(), len(text)  # type: ignore[union-attr]
+        while pos < end:
+            m = _ELEMENT.match(text, pos)
+            if m is None:
+                return None
+            pos = m.end()
+            tag, attribute_text, value = m.groups()
+            if tag in _FIXED_PART:
+                raise _Decline
+            attributes = (
+                (self.attributes.get(attribute_text) or self.attributes_of(attribute_text)) if attribute_text else {}
+            )
+            value = (_resolve(value) if value and self.amp else value) or ""
+            if tag == "hard_request" or tag in _SCOPED_REQUESTS:
+                found.append((tag, _request_name(attributes), value.strip()))
+            elif tag == "hard_req_queue":
+                found.append((tag, "", _quick_queue(value)))
+            elif tag == "requested_pe":
+                found.append((tag, *_quick_pe(attributes, value, None)))
+            else:
+                found.append(("", "", ""))
+        elements = self.lines[text] = tuple(found)
+        return elements
+
+    def read_rest(self, text: str) -> _Rest:
+        """``rest``, reading the text element by element."""
         hard: dict[str, str] = {}
         scoped: dict[str, dict[str, str]] = {tag: {} for tag in _SCOPED_REQUESTS}
         queues: list[str] = []
@@ -1309,6 +1379,12 @@ class _QuickReader:
                 queues.append(_quick_queue(value))
             elif tag == "requested_pe":
                 pe = _quick_pe(attributes, value, pe)
+        return self.requests(hard, scoped, queues, pe)
+
+    def requests(
+        self, hard: dict[str, str], scoped: dict[str, dict[str, str]], queues: list[str], pe: tuple[str, str] | None
+    ) -> _Rest:
+        """The requests and PE of an entry, from what its elements after <full_job_name> said."""
         runtime = self.reader._runtime(hard["h_rt"], "", 0, 0) if "h_rt" in hard else None
         master, slave = (scoped[tag] for tag in _SCOPED_REQUESTS)
         pe_name, pe_range = pe if pe is not None else (None, None)
