@@ -37,6 +37,7 @@ from elb.schedulers.sge.parse import (
     _quick_qhost,
     _quick_qstat,
     _QuickReader,
+    _with_priority,
     parse_qhost,
     parse_qstat,
 )
@@ -490,6 +491,16 @@ def test_jobs_made_in_place_are_jobs() -> None:
         assert repr(job) == repr(again)
         with pytest.raises(dataclasses.FrozenInstanceError):
             job.name = "changed"  # type: ignore[misc]
+
+
+def test_a_job_with_another_priority_is_the_job_replaced() -> None:
+    """``_with_priority`` copies every field of a job but its priority (each one set apart)."""
+    values: dict[str, object] = {f.name: f"value of {f.name}" for f in dataclasses.fields(Job)}
+    job = Job(**values)  # type: ignore[arg-type]
+    again = _with_priority(job, 0.25)
+    assert type(again) is Job
+    assert again == dataclasses.replace(job, priority=0.25)
+    assert all(getattr(again, f.name) is values[f.name] for f in dataclasses.fields(Job) if f.name != "priority")
 
 
 def test_requests_are_shared_read_only_mappings() -> None:

@@ -920,7 +920,6 @@ class QstatMemo:
 _PRIO_OPEN, _PRIO_CLOSE = "<JAT_prio>", "</JAT_prio>"
 _NOTHING: dict[str, Job | _Piece] = {}  # the pieces remembered from a place the last document had none in
 _PRIO_TEXT = re.compile(f"{_TEXT}{{0,64}}")
-_JOB_VALUES = attrgetter(*_JOB_FIELDS)
 
 
 # Pieces of a document not found in the memo beyond which (and beyond one in ten of those read
@@ -992,12 +991,29 @@ def _reprioritized(prefix: str, done: Job | _Piece, text: str, tail: int, reader
 
 
 def _with_priority(job: Job, priority: float) -> Job:
-    """``job`` with another priority, made in place as the quick reader makes jobs."""
+    """``job`` with another priority, made in place as the quick reader makes jobs (each field
+    copied by itself: a slot read and a slot written, quicker than through a tuple of them;
+    ``_FAST_JOBS`` holds the fields to Job's)."""
     new = object.__new__(_JobBuilder)
-    (new.job_id, new.name, new.owner, new.state, new.phase, new.slots, new.submitted, new.started, new.tasks,
-     new.task_ids, new.priority, new.pe, new.pe_range, new.hard_requests, new.queue, new.hard_runtime,
-     new.hard_queues, new.master_requests, new.slave_requests) = _JOB_VALUES(job)  # fmt: skip
+    new.job_id = job.job_id
+    new.name = job.name
+    new.owner = job.owner
+    new.state = job.state
+    new.phase = job.phase
+    new.slots = job.slots
+    new.submitted = job.submitted
+    new.started = job.started
+    new.tasks = job.tasks
+    new.task_ids = job.task_ids
     new.priority = priority
+    new.pe = job.pe
+    new.pe_range = job.pe_range
+    new.hard_requests = job.hard_requests
+    new.queue = job.queue
+    new.hard_runtime = job.hard_runtime
+    new.hard_queues = job.hard_queues
+    new.master_requests = job.master_requests
+    new.slave_requests = job.slave_requests
     new.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
     return new  # type: ignore[return-value]  # a Job now (no call to cast: once a job)
 
