@@ -754,11 +754,9 @@ _SPACE = re.compile(r"[ \t\n]*")
 _REFERENCE = re.compile(r"&(?:(amp|lt|gt|quot|apos)|#([0-9]{1,7})|#x([0-9a-fA-F]{1,6}));")
 _PREDEFINED = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
 # One job entry in the order qstat writes it, after its opening mark (the document is cut at each
-# mark), up to what follows <full_job_name> (requests, the PE, binding, ...): the "rest", up to
-# the entry's end mark (the first, found by str.find: a regular expression goes a character at a
-# time), read by _QuickReader.rest once per distinct text.
+# mark); what follows <full_job_name> (requests, the PE, binding, ...) is the "rest", read by
+# _QuickReader.rest once per distinct text.
 _ENTRY_MARK = '<job_list state="'
-_ENTRY_END = "</job_list>"
 _JOB_ENTRY = re.compile(
     r'(?:pending|([a-z]{1,32}))">[ \t\n]*'  # None for "pending": no str made
     r"<JB_job_number>([0-9]{1,18})</JB_job_number>[ \t\n]*"
@@ -775,6 +773,7 @@ _JOB_ENTRY = re.compile(
     r"<slots>([0-9]{1,18})</slots>[ \t\n]*"
     rf"(?:<tasks>({_TEXT}{{0,65536}})</tasks>[ \t\n]*)?"
     rf"(?:<full_job_name>{_TEXT}{{0,65536}}</full_job_name>[ \t\n]*)?"
+    r"([^<]*+(?:<(?!/job_list>)[^<]*+)*+)</job_list>[ \t\n]*"  # possessive: nothing to give back
 )
 # Any element of text only, or empty; its attributes are read by _attributes.
 _ELEMENT = re.compile(
@@ -1026,12 +1025,12 @@ def _zone() -> tuple[object, ...]:
 class _QuickReader:
     """One reading of one document by the quick reader (see above).
 
-    The document is cut at each job entry's opening mark: each piece is a job entry (its fields
-    matched by ``_JOB_ENTRY``, its rest up to its end mark) and what follows it up to the next
-    entry (section tags, queue instances, the end), read by ``between``, which knows where in the
-    document it is (``place``) and declines anything out of place, so every character is read by
-    one of the two. A piece already read from the same place in the last document read whole
-    (``QstatMemo``) is not read again.
+    The document is cut at each job entry's opening mark: each piece is a job entry (matched
+    whole by ``_JOB_ENTRY``) and what follows it up to the next entry (section tags, queue
+    instances, the end), read by ``between``, which knows where in the document it is (``place``)
+    and declines anything out of place, so every character is read by one of the two. A piece
+    already read from the same place in the last document read whole (``QstatMemo``) is not read
+    again.
     """
 
     def __init__(self, text: str, memo: QstatMemo | None = None) -> None:
@@ -1130,21 +1129,16 @@ class _QuickReader:
         m = _JOB_ENTRY.match(text)
         if m is None or place not in _ENTRY_PLACES:
             raise _Decline  # not an entry of the regular shape, or outside the sections
-        rest = m.end()
-        close = text.find(_ENTRY_END, rest)
-        if close < 0:
-            raise _Decline  # no end of the entry
         fields = m.groups()
         running = fields[0] == "running"
         if queue is not None and not running:
             raise _Decline  # not running inside a queue instance
-        job = self.job(fields, text[rest:close], queue)
+        job = self.job(fields, queue)
         last = running and queue is None
-        end = _SPACE.match(text, close + len(_ENTRY_END)).end()  # type: ignore[union-attr]
-        if end == len(text):  # nothing after the entry but white space: the reader stays
+        if m.end() == len(text):  # nothing after the entry but white space: the reader stays
             return _Piece(job, last, (), place, queue) if last else job
         self.place, had = place, len(self.queues)
-        after = self.between(text, end)
+        after = self.between(text, m.end())
         made = tuple(self.queues[had:])
         del self.queues[had:]
         return _Piece(job, last, made, self.place, after)
@@ -1218,15 +1212,15 @@ class _QuickReader:
         self.queues.append(_queue_instance(self.fields, "qstat: queue_info/Queue-List"))
         self.fields = None
 
-    def job(self, fields: tuple[Any, ...], rest: str, queue: str | None) -> Job:
-        """The Job of one entry's fields (a str each, None for an optional one it lacks) and its
-        rest; ``queue``: the queue instance around it.
+    def job(self, fields: tuple[Any, ...], queue: str | None) -> Job:
+        """The Job of one entry's fields (a str each, None for an optional one it lacks);
+        ``queue``: the queue instance around it.
 
         This runs once per new entry (50,000 times for a large queue read the first time): values
         that repeat (priorities, task ranges, requests, the minute of a timestamp) are worked out
         once each, and the Job is made in place (``_JobBuilder``)."""
         (_entry_state, number, prio, name, owner, state, start_tag, submission_tag, minute, second, fraction,
-         queue_name, slots, task_ids) = fields  # fmt: skip
+         queue_name, slots, task_ids, rest) = fields  # fmt: skip
         reader = self.reader
         if self.amp:
             # The entry's own text, with its references resolved.
