@@ -172,7 +172,9 @@ STAMPS = mostly(
         "2026-11-22T05:00:0\uff13",
     ],
 )
-PRIORITIES = mostly(["0.50500", "0.00000"], ["0", "", "high", "1e3", f"0.5{ZERO}", "nan", "1_0"])
+PRIORITIES = mostly(
+    ["0.50500", "0.00000"], ["0", "", "high", "1e3", f"0.5{ZERO}", "nan", "1_0", "5.", ".5", "0" * 19 + ".5", "0.5 "]
+)
 SPACE = mostly(["\n      ", "\n        "], [" ", "", "\n\t", "\r\n  "])
 
 
@@ -692,6 +694,22 @@ def test_moved_priorities_are_looked_up_without_them(shape: str) -> None:
 
 
 PRIORITY_TEXTS = ["0.50000", "1", "-0.25", "1e3", "", " 0.5 ", "&#48;.5", "0.5&amp;", "x", "0.1.2", "9" * 70]
+PRIORITY_TEXTS += ["12.25", "5.", ".5", "0" * 19 + ".5", "0.5" + "0" * 18]
+
+
+@pytest.mark.parametrize("prio", PRIORITY_TEXTS)
+def test_each_kind_of_priority_reads_alike_anew_and_from_the_memo(monkeypatch: pytest.MonkeyPatch, prio: str) -> None:
+    """A regular document with every priority set to one text, read anew and after the memo read
+    it with others (looked up without them from the first piece not found): the careful reader's
+    answer, or its refusal."""
+    monkeypatch.setattr("elb.schedulers.sge.parse.REPRIORITIZED_AFTER", 0)
+    data = (FIXTURES / "recorded" / "groups-waiting.qstat-r-f.xml").read_bytes()
+    memo = QstatMemo()
+    parse_qstat(data, memo=memo)
+    other = re.sub(rb"<JAT_prio>[^<]*</JAT_prio>", f"<JAT_prio>{prio}</JAT_prio>".encode(), data)
+    careful = outcome(_careful_qstat, other)
+    assert outcome(parse_qstat, other) == careful
+    assert outcome(lambda d: parse_qstat(d, memo=memo), other) == careful
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -39,7 +39,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
-from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, NamedTuple, cast
 
@@ -757,10 +756,13 @@ _PREDEFINED = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
 # mark); what follows <full_job_name> (requests, the PE, binding, ...) is the "rest", read by
 # _QuickReader.rest once per distinct text.
 _ENTRY_MARK = '<job_list state="'
+_PLAIN_PRIORITY = r"[0-9]{1,18}\.[0-9]{1,18}"
 _JOB_ENTRY = re.compile(
     r'(?:pending|([a-z]{1,32}))">[ \t\n]*'  # None for "pending": no str made
     r"<JB_job_number>([0-9]{1,18})</JB_job_number>[ \t\n]*"
-    rf"<JAT_prio>({_TEXT}{{0,64}})</JAT_prio>[ \t\n]*"
+    # A priority of digits and a point (as SGE writes them: 0.50000) as a group of its own, read
+    # by float() alone: it is a number of ASCII digits as it stands.
+    rf"<JAT_prio>(?:({_PLAIN_PRIORITY})|({_TEXT}{{0,64}}))</JAT_prio>[ \t\n]*"
     rf"<JB_name>({_TEXT}{{0,65536}})</JB_name>[ \t\n]*"
     rf"<JB_owner>({_TEXT}{{0,65536}})</JB_owner>[ \t\n]*"
     r"<state>([A-Za-z]{1,16})</state>[ \t\n]*"
@@ -768,7 +770,7 @@ _JOB_ENTRY = re.compile(
     # groups are None for the usual JB_submission_time, so no str is made for it.
     r"<(?:(JAT_start_time)|(JAT_submission_time)|JB_submission_time)>"
     r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?"
-    r"</(?(7)JAT_start_time|(?(8)JAT_submission_time|JB_submission_time))>[ \t\n]*"
+    r"</(?(8)JAT_start_time|(?(9)JAT_submission_time|JB_submission_time))>[ \t\n]*"
     rf"(?:<queue_name>({_TEXT}{{0,65536}})</queue_name>[ \t\n]*)?"
     r"<slots>([0-9]{1,18})</slots>[ \t\n]*"
     rf"(?:<tasks>({_TEXT}{{0,65536}})</tasks>[ \t\n]*)?"
@@ -919,6 +921,7 @@ class QstatMemo:
 _PRIO_OPEN, _PRIO_CLOSE = "<JAT_prio>", "</JAT_prio>"
 _NOTHING: dict[str, Job | _Piece] = {}  # the pieces remembered from a place the last document had none in
 _PRIO_TEXT = re.compile(f"{_TEXT}{{0,64}}")
+_PLAIN_PRIO_TEXT = re.compile(_PLAIN_PRIORITY)
 
 
 # Pieces of a document not found in the memo beyond which (and beyond one in ten of those read
@@ -976,13 +979,16 @@ def _reprioritized(prefix: str, done: Job | _Piece, text: str, tail: int, reader
     if not prefix or not text.startswith(prefix) or len(prefix) > tail:
         return None
     prio = text[len(prefix) : tail]
-    # What _JOB_ENTRY allows there (printable text without "<" is; the rest is checked).
-    if (len(prio) > 64 or "<" in prio or not prio.isprintable()) and _PRIO_TEXT.fullmatch(prio) is None:
-        return None
-    try:
-        priority = reader.priority(_resolve(prio) if reader.amp else prio)
-    except _Decline:
-        return None
+    if _PLAIN_PRIO_TEXT.fullmatch(prio):  # read as job reads it
+        priority = float(prio)
+    else:
+        # What _JOB_ENTRY allows there (printable text without "<" is; the rest is checked).
+        if (len(prio) > 64 or "<" in prio or not prio.isprintable()) and _PRIO_TEXT.fullmatch(prio) is None:
+            return None
+        try:
+            priority = reader.priority(_resolve(prio) if reader.amp else prio)
+        except _Decline:
+            return None
     if type(done) is Job:
         return _with_priority(done, priority)
     piece = cast(_Piece, done)
@@ -1219,12 +1225,13 @@ class _QuickReader:
         This runs once per new entry (50,000 times for a large queue read the first time): values
         that repeat (priorities, task ranges, requests, the minute of a timestamp) are worked out
         once each, and the Job is made in place (``_JobBuilder``)."""
-        (_entry_state, number, prio, name, owner, state, start_tag, submission_tag, minute, second, fraction,
-         queue_name, slots, task_ids, rest) = fields  # fmt: skip
+        (_entry_state, number, plain_prio, prio, name, owner, state, start_tag, submission_tag, minute, second,
+         fraction, queue_name, slots, task_ids, rest) = fields  # fmt: skip
         reader = self.reader
+        priority = float(plain_prio) if plain_prio is not None else self.priority(_resolve(prio) if self.amp else prio)
         if self.amp:
             # The entry's own text, with its references resolved.
-            prio, name, owner = _resolve(prio), _resolve(name), _resolve(owner)
+            name, owner = _resolve(name), _resolve(owner)
             queue_name = _resolve(queue_name) if queue_name else queue_name
             task_ids = _resolve(task_ids) if task_ids else task_ids
         if self.lt:
@@ -1250,7 +1257,6 @@ class _QuickReader:
         else:
             job.submitted, job.started = seconds, None
         ids, job.tasks = (None, 1) if task_ids is None else self.tasks(task_ids)
-        priority = self.priority(prio)
         requests = self.rests.get(rest)
         if requests is None:
             requests = self.rests[rest] = self.rest(rest)
