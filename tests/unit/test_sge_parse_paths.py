@@ -36,6 +36,8 @@ from elb.schedulers.sge.parse import (
     _JobBuilder,
     _quick_qhost,
     _quick_qstat,
+    _QuickReader,
+    _with_priority,
     parse_qhost,
     parse_qstat,
 )
@@ -170,7 +172,9 @@ STAMPS = mostly(
         "2026-11-22T05:00:0\uff13",
     ],
 )
-PRIORITIES = mostly(["0.50500", "0.00000"], ["0", "", "high", "1e3", f"0.5{ZERO}", "nan", "1_0"])
+PRIORITIES = mostly(
+    ["0.50500", "0.00000"], ["0", "", "high", "1e3", f"0.5{ZERO}", "nan", "1_0", "5.", ".5", "0" * 19 + ".5", "0.5 "]
+)
 SPACE = mostly(["\n      ", "\n        "], [" ", "", "\n\t", "\r\n  "])
 
 
@@ -329,6 +333,84 @@ def test_plain_documents_are_read_quickly() -> None:
     assert answered == 200
 
 
+# -- the requests of an entry, line by line -----------------------------------------------------
+
+REST_ELEMENTS = st.sampled_from(
+    [
+        '<hard_request name="h_rt" resource_contribution="0.000000">3600</hard_request>',
+        '<hard_request name="h_vmem" resource_contribution="0.000000">2G</hard_request>',
+        '<hard_request name="h_vmem">16G</hard_request>',
+        '<hard_request\n        name="arch">lx-amd64</hard_request>',  # white space in the tag over two lines
+        '<hard_request name="h_rt">1:00\n:00</hard_request>',  # a value over two lines
+        '<hard_request name="h_rt">soon</hard_request>',
+        '<hard_request name="x&amp;y">a&lt;b</hard_request>',
+        "<hard_request>2G</hard_request>",
+        '<master_hard_request name="h_vmem">4G</master_hard_request>',
+        '<slave_hard_request name="h_vmem">1G</slave_hard_request>',
+        "<hard_req_queue>all.q@*</hard_req_queue>",
+        "<hard_req_queue> </hard_req_queue>",
+        '<requested_pe name="smp">4</requested_pe>',
+        '<requested_pe name="mpi">8-\n16</requested_pe>',
+        '<requested_pe name="mpi"></requested_pe>',
+        "<binding>NONE</binding>",
+        "<binding>NONE</binding\n>",
+        "<predecessor_jobs/>",
+        "<predecessor_jobs\n/>",
+        '<soft_request name="arch">lx-amd64</soft_request>',
+        "<JB_name>again</JB_name>",
+        "<binding><inner/></binding>",
+        '<hard_request name="a" name="b">1</hard_request>',
+    ]
+)
+REST_SPACES = st.sampled_from(["\n      ", "\n", " ", "", "\n\n  ", "\t\n ", "\n    "])
+
+
+@st.composite
+def rests(draw: st.DrawFn) -> str:
+    """What may follow <full_job_name> in an entry: elements one a line as qstat writes them,
+    several on a line, none, and elements over two lines."""
+    elements = draw(st.lists(REST_ELEMENTS, max_size=6))
+    return "".join(e + draw(REST_SPACES) for e in elements) + draw(st.sampled_from(["", "    ", "\n  "]))
+
+
+def rest_entry(rest: str) -> str:
+    return (
+        "<?xml version='1.0'?>\n<job_info xmlns:xsd=\"http://example.invalid/qstat.xsd\">\n  <queue_info>\n"
+        '  </queue_info>\n  <job_info>\n    <job_list state="pending">\n'
+        "      <JB_job_number>7</JB_job_number>\n      <JAT_prio>0.50000</JAT_prio>\n"
+        "      <JB_name>j</JB_name>\n      <JB_owner>u</JB_owner>\n      <state>qw</state>\n"
+        "      <JB_submission_time>2026-11-22T05:00:00</JB_submission_time>\n      <slots>1</slots>\n"
+        f"      <full_job_name>j</full_job_name>\n      {rest}</job_list>\n  </job_info>\n</job_info>\n"
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(rests(), st.lists(rests(), max_size=3), st.booleans())
+def test_requests_read_line_by_line_are_those_read_element_by_element(rest: str, before: list[str], amp: bool) -> None:
+    """An entry's requests read line by line (each line's elements once a document, some lines
+    known from the rests read before) are what reading them element by element gives, or the
+    same refusal; and a document with them reads as the careful reader reads it."""
+    lines = _QuickReader("&amp;" if amp else "")
+    for other in before:
+        outcome(lines.rest, other)
+    by_element = _QuickReader("&amp;" if amp else "")
+    assert outcome(lines.rest, rest) == outcome(by_element.read_rest, rest)
+    check(rest_entry(rest).encode())
+
+
+def test_the_requests_of_the_benchmark_are_read_line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The queue of many combinations of requests is read a line at a time, none element by element."""
+
+    def refused(self: _QuickReader, text: str) -> object:
+        raise AssertionError(f"read element by element: {text!r}")
+
+    bench = benchmark()
+    data = bench.make_qstat(400, 12, random.Random(7), shape=bench.SHAPES["requests"])
+    careful = _careful_qstat(data)
+    monkeypatch.setattr(_QuickReader, "read_rest", refused)
+    assert _quick_qstat(data) == careful
+
+
 # -- one regular document, spoiled in many ways -------------------------------------------------
 
 
@@ -411,6 +493,16 @@ def test_jobs_made_in_place_are_jobs() -> None:
         assert repr(job) == repr(again)
         with pytest.raises(dataclasses.FrozenInstanceError):
             job.name = "changed"  # type: ignore[misc]
+
+
+def test_a_job_with_another_priority_is_the_job_replaced() -> None:
+    """``_with_priority`` copies every field of a job but its priority (each one set apart)."""
+    values: dict[str, object] = {f.name: f"value of {f.name}" for f in dataclasses.fields(Job)}
+    job = Job(**values)  # type: ignore[arg-type]
+    again = _with_priority(job, 0.25)
+    assert type(again) is Job
+    assert again == dataclasses.replace(job, priority=0.25)
+    assert all(getattr(again, f.name) is values[f.name] for f in dataclasses.fields(Job) if f.name != "priority")
 
 
 def test_requests_are_shared_read_only_mappings() -> None:
@@ -602,6 +694,22 @@ def test_moved_priorities_are_looked_up_without_them(shape: str) -> None:
 
 
 PRIORITY_TEXTS = ["0.50000", "1", "-0.25", "1e3", "", " 0.5 ", "&#48;.5", "0.5&amp;", "x", "0.1.2", "9" * 70]
+PRIORITY_TEXTS += ["12.25", "5.", ".5", "0" * 19 + ".5", "0.5" + "0" * 18]
+
+
+@pytest.mark.parametrize("prio", PRIORITY_TEXTS)
+def test_each_kind_of_priority_reads_alike_anew_and_from_the_memo(monkeypatch: pytest.MonkeyPatch, prio: str) -> None:
+    """A regular document with every priority set to one text, read anew and after the memo read
+    it with others (looked up without them from the first piece not found): the careful reader's
+    answer, or its refusal."""
+    monkeypatch.setattr("elb.schedulers.sge.parse.REPRIORITIZED_AFTER", 0)
+    data = (FIXTURES / "recorded" / "groups-waiting.qstat-r-f.xml").read_bytes()
+    memo = QstatMemo()
+    parse_qstat(data, memo=memo)
+    other = re.sub(rb"<JAT_prio>[^<]*</JAT_prio>", f"<JAT_prio>{prio}</JAT_prio>".encode(), data)
+    careful = outcome(_careful_qstat, other)
+    assert outcome(parse_qstat, other) == careful
+    assert outcome(lambda d: parse_qstat(d, memo=memo), other) == careful
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -39,7 +39,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
-from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, NamedTuple, cast
 
@@ -757,10 +756,13 @@ _PREDEFINED = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
 # mark); what follows <full_job_name> (requests, the PE, binding, ...) is the "rest", read by
 # _QuickReader.rest once per distinct text.
 _ENTRY_MARK = '<job_list state="'
+_PLAIN_PRIORITY = r"[0-9]{1,18}\.[0-9]{1,18}"
 _JOB_ENTRY = re.compile(
     r'(?:pending|([a-z]{1,32}))">[ \t\n]*'  # None for "pending": no str made
     r"<JB_job_number>([0-9]{1,18})</JB_job_number>[ \t\n]*"
-    rf"<JAT_prio>({_TEXT}{{0,64}})</JAT_prio>[ \t\n]*"
+    # A priority of digits and a point (as SGE writes them: 0.50000) as a group of its own, read
+    # by float() alone: it is a number of ASCII digits as it stands.
+    rf"<JAT_prio>(?:({_PLAIN_PRIORITY})|({_TEXT}{{0,64}}))</JAT_prio>[ \t\n]*"
     rf"<JB_name>({_TEXT}{{0,65536}})</JB_name>[ \t\n]*"
     rf"<JB_owner>({_TEXT}{{0,65536}})</JB_owner>[ \t\n]*"
     r"<state>([A-Za-z]{1,16})</state>[ \t\n]*"
@@ -768,7 +770,7 @@ _JOB_ENTRY = re.compile(
     # groups are None for the usual JB_submission_time, so no str is made for it.
     r"<(?:(JAT_start_time)|(JAT_submission_time)|JB_submission_time)>"
     r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?"
-    r"</(?(7)JAT_start_time|(?(8)JAT_submission_time|JB_submission_time))>[ \t\n]*"
+    r"</(?(8)JAT_start_time|(?(9)JAT_submission_time|JB_submission_time))>[ \t\n]*"
     rf"(?:<queue_name>({_TEXT}{{0,65536}})</queue_name>[ \t\n]*)?"
     r"<slots>([0-9]{1,18})</slots>[ \t\n]*"
     rf"(?:<tasks>({_TEXT}{{0,65536}})</tasks>[ \t\n]*)?"
@@ -919,7 +921,7 @@ class QstatMemo:
 _PRIO_OPEN, _PRIO_CLOSE = "<JAT_prio>", "</JAT_prio>"
 _NOTHING: dict[str, Job | _Piece] = {}  # the pieces remembered from a place the last document had none in
 _PRIO_TEXT = re.compile(f"{_TEXT}{{0,64}}")
-_JOB_VALUES = attrgetter(*_JOB_FIELDS)
+_PLAIN_PRIO_TEXT = re.compile(_PLAIN_PRIORITY)
 
 
 # Pieces of a document not found in the memo beyond which (and beyond one in ten of those read
@@ -977,13 +979,16 @@ def _reprioritized(prefix: str, done: Job | _Piece, text: str, tail: int, reader
     if not prefix or not text.startswith(prefix) or len(prefix) > tail:
         return None
     prio = text[len(prefix) : tail]
-    # What _JOB_ENTRY allows there (printable text without "<" is; the rest is checked).
-    if (len(prio) > 64 or "<" in prio or not prio.isprintable()) and _PRIO_TEXT.fullmatch(prio) is None:
-        return None
-    try:
-        priority = reader.priority(_resolve(prio) if reader.amp else prio)
-    except _Decline:
-        return None
+    if _PLAIN_PRIO_TEXT.fullmatch(prio):  # read as job reads it
+        priority = float(prio)
+    else:
+        # What _JOB_ENTRY allows there (printable text without "<" is; the rest is checked).
+        if (len(prio) > 64 or "<" in prio or not prio.isprintable()) and _PRIO_TEXT.fullmatch(prio) is None:
+            return None
+        try:
+            priority = reader.priority(_resolve(prio) if reader.amp else prio)
+        except _Decline:
+            return None
     if type(done) is Job:
         return _with_priority(done, priority)
     piece = cast(_Piece, done)
@@ -991,12 +996,29 @@ def _reprioritized(prefix: str, done: Job | _Piece, text: str, tail: int, reader
 
 
 def _with_priority(job: Job, priority: float) -> Job:
-    """``job`` with another priority, made in place as the quick reader makes jobs."""
+    """``job`` with another priority, made in place as the quick reader makes jobs (each field
+    copied by itself: a slot read and a slot written, quicker than through a tuple of them;
+    ``_FAST_JOBS`` holds the fields to Job's)."""
     new = object.__new__(_JobBuilder)
-    (new.job_id, new.name, new.owner, new.state, new.phase, new.slots, new.submitted, new.started, new.tasks,
-     new.task_ids, new.priority, new.pe, new.pe_range, new.hard_requests, new.queue, new.hard_runtime,
-     new.hard_queues, new.master_requests, new.slave_requests) = _JOB_VALUES(job)  # fmt: skip
+    new.job_id = job.job_id
+    new.name = job.name
+    new.owner = job.owner
+    new.state = job.state
+    new.phase = job.phase
+    new.slots = job.slots
+    new.submitted = job.submitted
+    new.started = job.started
+    new.tasks = job.tasks
+    new.task_ids = job.task_ids
     new.priority = priority
+    new.pe = job.pe
+    new.pe_range = job.pe_range
+    new.hard_requests = job.hard_requests
+    new.queue = job.queue
+    new.hard_runtime = job.hard_runtime
+    new.hard_queues = job.hard_queues
+    new.master_requests = job.master_requests
+    new.slave_requests = job.slave_requests
     new.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
     return new  # type: ignore[return-value]  # a Job now (no call to cast: once a job)
 
@@ -1028,6 +1050,7 @@ class _QuickReader:
         self.queues: list[QueueInstance] = []
         self.rests: dict[str, _Rest] = {}
         self.attributes: dict[str, Mapping[str, str]] = {}  # an element's attributes by their text (rest)
+        self.lines: dict[str, tuple[tuple[str, str, str], ...]] = {}  # what a line of a rest says, by its text
         self.prios: dict[str, float] = {}
         self.minutes: dict[str, float] = {}  # "YYYY-MM-DDTHH:MM" -> its start in POSIX seconds
         self.place = "root"  # root, queue_info, Queue-List, job_info, end (after the root's end)
@@ -1202,12 +1225,13 @@ class _QuickReader:
         This runs once per new entry (50,000 times for a large queue read the first time): values
         that repeat (priorities, task ranges, requests, the minute of a timestamp) are worked out
         once each, and the Job is made in place (``_JobBuilder``)."""
-        (_entry_state, number, prio, name, owner, state, start_tag, submission_tag, minute, second, fraction,
-         queue_name, slots, task_ids, rest) = fields  # fmt: skip
+        (_entry_state, number, plain_prio, prio, name, owner, state, start_tag, submission_tag, minute, second,
+         fraction, queue_name, slots, task_ids, rest) = fields  # fmt: skip
         reader = self.reader
+        priority = float(plain_prio) if plain_prio is not None else self.priority(_resolve(prio) if self.amp else prio)
         if self.amp:
             # The entry's own text, with its references resolved.
-            prio, name, owner = _resolve(prio), _resolve(name), _resolve(owner)
+            name, owner = _resolve(name), _resolve(owner)
             queue_name = _resolve(queue_name) if queue_name else queue_name
             task_ids = _resolve(task_ids) if task_ids else task_ids
         if self.lt:
@@ -1233,7 +1257,6 @@ class _QuickReader:
         else:
             job.submitted, job.started = seconds, None
         ids, job.tasks = (None, 1) if task_ids is None else self.tasks(task_ids)
-        priority = self.priority(prio)
         requests = self.rests.get(rest)
         if requests is None:
             requests = self.rests[rest] = self.rest(rest)
@@ -1283,7 +1306,76 @@ class _QuickReader:
         return hours[hour]
 
     def rest(self, text: str) -> _Rest:
-        """The requests and PE of what follows <full_job_name> in an entry."""
+        """The requests and PE of what follows <full_job_name> in an entry.
+
+        Read line by line, each line once a document (``line``): a queue of many combinations of
+        requests repeats each request, one a line as qstat writes them, in many of them. A text
+        with a line that is not elements whole (an element over two lines) is read element by
+        element (``read_rest``), as is one that does not start with an element."""
+        if text[:1] != "<":
+            return self.read_rest(text)
+        hard: dict[str, str] = {}
+        scoped: dict[str, dict[str, str]] = {tag: {} for tag in _SCOPED_REQUESTS}
+        queues: list[str] = []
+        pe: tuple[str, str] | None = None
+        lines = self.lines
+        for line in text.split("\n"):
+            elements = lines.get(line)
+            if elements is None:
+                elements = self.line(line)
+                if elements is None:
+                    return self.read_rest(text)
+            for tag, key, value in elements:
+                if tag == "hard_request":
+                    hard[key] = value
+                elif tag == "hard_req_queue":
+                    queues.append(value)
+                elif tag == "requested_pe":
+                    if pe is not None:
+                        raise _Decline  # a second one: the careful reader refuses it
+                    pe = (key, value)
+                elif tag:
+                    scoped[tag][key] = value
+        return self.requests(hard, scoped, queues, pe)
+
+    def line(self, text: str) -> tuple[tuple[str, str, str], ...] | None:
+        """What each element of one line after <full_job_name> says (white space before, between
+        and after them): its tag, and the name and value of a request (``hard_request`` or
+        scoped), "" and the queue of a ``hard_req_queue``, the PE and range of a
+        ``requested_pe``; ("", "", "") for another element, read and checked, that says nothing
+        here. None when the line is not elements whole. Kept for the lines after with the same
+        text.
+
+        Lines joined by line feeds are what they are apart: an element read in its line ends
+        where it ends in the whole text (at the first "<" after its start tag, then its end tag
+        and the white space after it), and the line feed is white space between two elements."""
+        found: list[tuple[str, str, str]] = []
+        pos, end = _SPACE.match(text).end(), len(text)  # type: ignore[union-attr]
+        while pos < end:
+            m = _ELEMENT.match(text, pos)
+            if m is None:
+                return None
+            pos = m.end()
+            tag, attribute_text, value = m.groups()
+            if tag in _FIXED_PART:
+                raise _Decline
+            attributes = (
+                (self.attributes.get(attribute_text) or self.attributes_of(attribute_text)) if attribute_text else {}
+            )
+            value = (_resolve(value) if value and self.amp else value) or ""
+            if tag == "hard_request" or tag in _SCOPED_REQUESTS:
+                found.append((tag, _request_name(attributes), value.strip()))
+            elif tag == "hard_req_queue":
+                found.append((tag, "", _quick_queue(value)))
+            elif tag == "requested_pe":
+                found.append((tag, *_quick_pe(attributes, value, None)))
+            else:
+                found.append(("", "", ""))
+        elements = self.lines[text] = tuple(found)
+        return elements
+
+    def read_rest(self, text: str) -> _Rest:
+        """``rest``, reading the text element by element."""
         hard: dict[str, str] = {}
         scoped: dict[str, dict[str, str]] = {tag: {} for tag in _SCOPED_REQUESTS}
         queues: list[str] = []
@@ -1309,6 +1401,12 @@ class _QuickReader:
                 queues.append(_quick_queue(value))
             elif tag == "requested_pe":
                 pe = _quick_pe(attributes, value, pe)
+        return self.requests(hard, scoped, queues, pe)
+
+    def requests(
+        self, hard: dict[str, str], scoped: dict[str, dict[str, str]], queues: list[str], pe: tuple[str, str] | None
+    ) -> _Rest:
+        """The requests and PE of an entry, from what its elements after <full_job_name> said."""
         runtime = self.reader._runtime(hard["h_rt"], "", 0, 0) if "h_rt" in hard else None
         master, slave = (scoped[tag] for tag in _SCOPED_REQUESTS)
         pe_name, pe_range = pe if pe is not None else (None, None)
