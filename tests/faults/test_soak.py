@@ -1,4 +1,4 @@
-"""The random-fault soak, lean: about five minutes per scheduler on the real test cluster.
+"""The random-fault soak, lean: about three to four minutes per scheduler on the real test cluster.
 
 A seeded workload (short, long, array and wide jobs) runs while elb runs as ``elb run`` in a
 process of its own, and every kind of fault of tests/faults/soak.py is injected once (controller
