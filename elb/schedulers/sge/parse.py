@@ -1352,17 +1352,10 @@ class _QuickReader:
         found: list[tuple[str, str, str]] = []
         pos, end = _SPACE.match(text).end(), len(text)  # type: ignore[union-attr]
         while pos < end:
-            m = _ELEMENT.match(text, pos)
-            if m is None:
+            got = self.element(text, pos)
+            if got is None:
                 return None
-            pos = m.end()
-            tag, attribute_text, value = m.groups()
-            if tag in _FIXED_PART:
-                raise _Decline
-            attributes = (
-                (self.attributes.get(attribute_text) or self.attributes_of(attribute_text)) if attribute_text else {}
-            )
-            value = (_resolve(value) if value and self.amp else value) or ""
+            pos, tag, attributes, value = got
             if tag == "hard_request" or tag in _SCOPED_REQUESTS:
                 found.append((tag, _request_name(attributes), value.strip()))
             elif tag == "hard_req_queue":
@@ -1382,17 +1375,10 @@ class _QuickReader:
         pe: tuple[str, str] | None = None
         pos, end = 0, len(text)
         while pos < end:
-            m = _ELEMENT.match(text, pos)
-            if m is None:
+            got = self.element(text, pos)
+            if got is None:
                 raise _Decline
-            pos = m.end()
-            tag, attribute_text, value = m.groups()
-            if tag in _FIXED_PART:
-                raise _Decline
-            attributes = (
-                (self.attributes.get(attribute_text) or self.attributes_of(attribute_text)) if attribute_text else {}
-            )
-            value = (_resolve(value) if value and self.amp else value) or ""
+            pos, tag, attributes, value = got
             if tag == "hard_request":
                 hard[_request_name(attributes)] = value.strip()
             elif tag in scoped:
@@ -1402,6 +1388,21 @@ class _QuickReader:
             elif tag == "requested_pe":
                 pe = _quick_pe(attributes, value, pe)
         return self.requests(hard, scoped, queues, pe)
+
+    def element(self, text: str, pos: int) -> tuple[int, str, Mapping[str, str], str] | None:
+        """The element that starts at ``pos``: where it ends (the white space after it too), its
+        tag, attributes and text (references resolved); None when no whole element starts there.
+        An element of an entry's fixed part declines the quick read (``_Decline``)."""
+        m = _ELEMENT.match(text, pos)
+        if m is None:
+            return None
+        tag, attribute_text, value = m.groups()
+        if tag in _FIXED_PART:
+            raise _Decline
+        attributes = (
+            (self.attributes.get(attribute_text) or self.attributes_of(attribute_text)) if attribute_text else {}
+        )
+        return m.end(), tag, attributes, self.value(value)
 
     def requests(
         self, hard: dict[str, str], scoped: dict[str, dict[str, str]], queues: list[str], pe: tuple[str, str] | None
