@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import elb.schedulers.slurm.parse as parse_module
 from elb.schedulers.slurm import aligned
 from elb.schedulers.slurm.aligned import in_order, in_text
-from elb.schedulers.slurm.held import line_of
+from elb.schedulers.slurm.held import Line, line_of
 from elb.schedulers.slurm.parse import SlurmJob, SqueueMemo, _squeue_line, read_entries, stale_bound
 from elb.schedulers.slurm.view import made_of
 from tests.unit.test_slurm_memo_paths import squeue_line
@@ -24,6 +24,15 @@ from tests.unit.test_slurm_memo_paths import squeue_line
 
 def line_by_line(text: str) -> list[SlurmJob]:
     return [_squeue_line(line, n) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+def assert_read_as_alone(text: str, memo: SqueueMemo[Line]) -> list[SlurmJob]:
+    """``text`` read with ``memo``: each entry the job, and the parts, that its line read on its
+    own gives. The jobs."""
+    entries = read_entries(text, memo)
+    jobs = line_by_line(text)
+    assert [e[0] for e in entries] == jobs and [e[1] for e in entries] == list(map(made_of, jobs))
+    return jobs
 
 
 @settings(max_examples=300, deadline=None)
@@ -125,9 +134,7 @@ def test_a_memo_of_reads_walked_as_text_takes_out_the_lines_that_left(
     memo = SqueueMemo(line_of)
     for lines in _sliding(rng, pool, 80):
         text = "".join(f"{line}\n" for line in lines)
-        entries = read_entries(text, memo)
-        jobs = line_by_line(text)
-        assert [e[0] for e in entries] == jobs and [e[1] for e in entries] == list(map(made_of, jobs))
+        jobs = assert_read_as_alone(text, memo)
         assert len(memo.lines.keys() - set(lines)) <= stale_bound(len(lines))
         assert all(memo.lines[line][0] == job for line, job in zip(lines, jobs, strict=True) if line in memo.lines)
     assert pruned
@@ -149,9 +156,7 @@ def test_reads_walked_as_text_are_the_lines_read_on_their_own(seed: int, monkeyp
     memo = SqueueMemo(line_of)
     for lines in _reads(rng, pool, 8):
         text = "".join(f"{line}\n" for line in lines)
-        entries = read_entries(text, memo)
-        jobs = line_by_line(text)
-        assert [e[0] for e in entries] == jobs and [e[1] for e in entries] == list(map(made_of, jobs))
+        assert_read_as_alone(text, memo)
         assert memo.text == text
     assert walks and all(walks)
 
@@ -181,9 +186,7 @@ def test_a_text_not_walked_is_read_as_lines_and_the_next_walked_again(pool: list
             text = "".join(f"{line}\n" for line in lines[:at]) + odd + "".join(f"{line}\n" for line in lines[at:])
         if data.draw(st.booleans()):
             text = text.removesuffix("\n")  # no ``\n`` at the end
-        entries = read_entries(text, memo)
-        jobs = line_by_line(text)
-        assert [e[0] for e in entries] == jobs and [e[1] for e in entries] == list(map(made_of, jobs))
+        assert_read_as_alone(text, memo)
 
 
 @pytest.mark.parametrize("odd", ODD)
