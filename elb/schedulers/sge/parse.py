@@ -1314,10 +1314,7 @@ class _QuickReader:
         element (``read_rest``), as is one that does not start with an element."""
         if text[:1] != "<":
             return self.read_rest(text)
-        hard: dict[str, str] = {}
-        scoped: dict[str, dict[str, str]] = {tag: {} for tag in _SCOPED_REQUESTS}
-        queues: list[str] = []
-        pe: tuple[str, str] | None = None
+        said: list[tuple[str, str, str]] = []
         lines = self.lines
         for line in text.split("\n"):
             elements = lines.get(line)
@@ -1325,32 +1322,36 @@ class _QuickReader:
                 elements = self.line(line)
                 if elements is None:
                     return self.read_rest(text)
-            for tag, key, value in elements:
-                if tag == "hard_request":
-                    hard[key] = value
-                elif tag == "hard_req_queue":
-                    queues.append(value)
-                elif tag == "requested_pe":
-                    if pe is not None:
-                        raise _Decline  # a second one: the careful reader refuses it
-                    pe = (key, value)
-                elif tag:
-                    scoped[tag][key] = value
-        return self.requests(hard, scoped, queues, pe)
+            said += elements
+        return self.requests(said)
 
     def line(self, text: str) -> tuple[tuple[str, str, str], ...] | None:
-        """What each element of one line after <full_job_name> says (white space before, between
-        and after them): its tag, and the name and value of a request (``hard_request`` or
-        scoped), "" and the queue of a ``hard_req_queue``, the PE and range of a
-        ``requested_pe``; ("", "", "") for another element, read and checked, that says nothing
-        here. None when the line is not elements whole. Kept for the lines after with the same
-        text.
+        """``said`` of one line after <full_job_name> (white space before, between and after its
+        elements); None when the line is not elements whole. Kept for the lines after with the
+        same text.
 
         Lines joined by line feeds are what they are apart: an element read in its line ends
         where it ends in the whole text (at the first "<" after its start tag, then its end tag
         and the white space after it), and the line feed is white space between two elements."""
+        elements = self.said(text, _SPACE.match(text).end())  # type: ignore[union-attr]
+        if elements is not None:
+            self.lines[text] = elements
+        return elements
+
+    def read_rest(self, text: str) -> _Rest:
+        """``rest``, reading the text element by element."""
+        elements = self.said(text, 0)
+        if elements is None:
+            raise _Decline
+        return self.requests(elements)
+
+    def said(self, text: str, pos: int) -> tuple[tuple[str, str, str], ...] | None:
+        """What each element of ``text`` from ``pos`` on says: its tag, and the name and value of a
+        request (``hard_request`` or scoped), "" and the queue of a ``hard_req_queue``, the PE and
+        range of a ``requested_pe``; ("", "", "") for another element, read and checked, that
+        says nothing here. None when the text is not elements whole."""
         found: list[tuple[str, str, str]] = []
-        pos, end = _SPACE.match(text).end(), len(text)  # type: ignore[union-attr]
+        end = len(text)
         while pos < end:
             got = self.element(text, pos)
             if got is None:
@@ -1364,30 +1365,7 @@ class _QuickReader:
                 found.append((tag, *_quick_pe(attributes, value, None)))
             else:
                 found.append(("", "", ""))
-        elements = self.lines[text] = tuple(found)
-        return elements
-
-    def read_rest(self, text: str) -> _Rest:
-        """``rest``, reading the text element by element."""
-        hard: dict[str, str] = {}
-        scoped: dict[str, dict[str, str]] = {tag: {} for tag in _SCOPED_REQUESTS}
-        queues: list[str] = []
-        pe: tuple[str, str] | None = None
-        pos, end = 0, len(text)
-        while pos < end:
-            got = self.element(text, pos)
-            if got is None:
-                raise _Decline
-            pos, tag, attributes, value = got
-            if tag == "hard_request":
-                hard[_request_name(attributes)] = value.strip()
-            elif tag in scoped:
-                scoped[tag][_request_name(attributes)] = value.strip()
-            elif tag == "hard_req_queue":
-                queues.append(_quick_queue(value))
-            elif tag == "requested_pe":
-                pe = _quick_pe(attributes, value, pe)
-        return self.requests(hard, scoped, queues, pe)
+        return tuple(found)
 
     def element(self, text: str, pos: int) -> tuple[int, str, Mapping[str, str], str] | None:
         """The element that starts at ``pos``: where it ends (the white space after it too), its
@@ -1404,10 +1382,24 @@ class _QuickReader:
         )
         return m.end(), tag, attributes, self.value(value)
 
-    def requests(
-        self, hard: dict[str, str], scoped: dict[str, dict[str, str]], queues: list[str], pe: tuple[str, str] | None
-    ) -> _Rest:
-        """The requests and PE of an entry, from what its elements after <full_job_name> said."""
+    def requests(self, said: Iterable[tuple[str, str, str]]) -> _Rest:
+        """The requests and PE of an entry, from what its elements after <full_job_name> said
+        (``said``); declines a second PE."""
+        hard: dict[str, str] = {}
+        scoped: dict[str, dict[str, str]] = {tag: {} for tag in _SCOPED_REQUESTS}
+        queues: list[str] = []
+        pe: tuple[str, str] | None = None
+        for tag, key, value in said:
+            if tag == "hard_request":
+                hard[key] = value
+            elif tag == "hard_req_queue":
+                queues.append(value)
+            elif tag == "requested_pe":
+                if pe is not None:
+                    raise _Decline  # a second one: the careful reader refuses it
+                pe = (key, value)
+            elif tag:
+                scoped[tag][key] = value
         runtime = self.reader._runtime(hard["h_rt"], "", 0, 0) if "h_rt" in hard else None
         master, slave = (scoped[tag] for tag in _SCOPED_REQUESTS)
         pe_name, pe_range = pe if pe is not None else (None, None)
