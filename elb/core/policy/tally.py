@@ -173,8 +173,15 @@ def _set_name_bin(bins: FreeIndex[Key], name: str, e: _Entry) -> None:
     if e.booting is None:
         bins.remove(_booting_bin(name))
     else:
-        slots = e.booting or bins.whole  # ``booting_slots``: its record's, else the size given
+        slots = _booting_slots(e, bins.whole)
         bins.set(_booting_bin(name), slots, slots)
+
+
+def _booting_slots(e: _Entry, otherwise: int) -> int:
+    """A booting worker's slots (``worker_slots`` of its record, which its entry holds, 0 when
+    not known; ``otherwise``: not known)."""
+    assert e.booting is not None
+    return e.booting or otherwise
 
 
 def _move(names: list[str], name: str, before: bool, after: bool) -> None:
@@ -248,11 +255,6 @@ class WorkerTally:
     def size(self) -> int:
         """``ClusterView.size``: workers that exist or are coming; the master excluded."""
         return len(self._entries)
-
-    def booting_slots(self, name: str, otherwise: int) -> int:
-        """A booting worker's slots (``worker_slots`` of its record; ``otherwise``: not known)."""
-        assert self._entries[name].booting is not None
-        return worker_slots(self._alive[name], otherwise=otherwise)
 
     def idle_since(self, name: str) -> float:
         since = self._entries[name].idle_since
@@ -670,7 +672,7 @@ class CapacityTally(WorkerTally):
         if e.ready is not None:
             self.bins.set(named(name), *e.ready)
         elif e.booting is not None:
-            s = self.booting_slots(name, self._whole)
+            s = _booting_slots(e, self._whole)
             self.bins.set(named(name), s, s)
         elif o.ready is not None or o.booting is not None:
             self.bins.remove(named(name))
