@@ -15,6 +15,7 @@ from operator import is_
 from types import MappingProxyType
 from typing import cast
 
+from elb.core.frozen import maker
 from elb.core.gcpause import paused
 from elb.core.model import NO_FLAGS, Host, Job, JobPhase, QueueFlags, QueueInstance, Snapshot
 from elb.schedulers.slurm.parse import SlurmJob, SlurmNode, not_demand_reason
@@ -81,34 +82,28 @@ def job_number(job_id: str) -> int:
 
 # A Slurm job asks for no resource by name: each neutral job shares these empty read-only mappings.
 _NO_REQUESTS: Mapping[str, str] = MappingProxyType({})
+_job = maker(Job)  # a Job by keyword, without a call of the class (``elb.core.frozen.maker``)
 _WAITING, _HELD = JobPhase.WAITING, JobPhase.HELD
 
 
 def pending_job(job: SlurmJob) -> Job:
     """The neutral job of a pending ``job`` (``jobs_of``'s one): waiting when ``job.demand``
-    (pending, for no reason of ``not_demand_reason``), else held. Every field given by position
-    (a call with keywords costs half as much again, and a read makes one for each new line)."""
+    (pending, for no reason of ``not_demand_reason``), else held. Made through ``Job``'s maker
+    (``elb.core.frozen.maker``: a read makes one for each new line)."""
     job_id = job.job_id
-    return Job(
-        job_number(job_id),
-        job.name,
-        job.user,
-        job.state,
-        _WAITING if not_demand_reason(job.reason) is None else _HELD,
-        job.cpus,
-        job.submitted,
-        None,  # started
-        array_tasks(job_id),
-        None,  # task_ids
-        0.0,  # priority
-        None,  # pe
-        None,  # pe_range
-        _NO_REQUESTS,  # hard_requests
-        None,  # queue
-        job.time_limit,  # hard_runtime
-        (),  # hard_queues
-        _NO_REQUESTS,  # master_requests
-        _NO_REQUESTS,  # slave_requests
+    return _job(
+        job_id=job_number(job_id),
+        name=job.name,
+        owner=job.user,
+        state=job.state,
+        phase=_WAITING if not_demand_reason(job.reason) is None else _HELD,
+        slots=job.cpus,
+        submitted=job.submitted,
+        tasks=array_tasks(job_id),
+        hard_requests=_NO_REQUESTS,
+        hard_runtime=job.time_limit,
+        master_requests=_NO_REQUESTS,
+        slave_requests=_NO_REQUESTS,
     )
 
 
@@ -120,26 +115,20 @@ def jobs_of(job: SlurmJob) -> list[Job]:
     # CONFIGURING: Slurm gave the job nodes that are still powering up; it runs on none of them
     phase = JobPhase.STARTING if job.configuring else JobPhase.RUNNING
     return [
-        Job(
-            number,
-            job.name,
-            job.user,
-            job.state,
-            phase,
-            per_node,
-            job.submitted,
-            job.started,
-            1,  # tasks
-            None,  # task_ids
-            0.0,  # priority
-            None,  # pe
-            None,  # pe_range
-            _NO_REQUESTS,  # hard_requests
-            f"{job.partition}@{n}",  # queue
-            job.time_limit,  # hard_runtime
-            (),  # hard_queues
-            _NO_REQUESTS,  # master_requests
-            _NO_REQUESTS,  # slave_requests
+        _job(
+            job_id=number,
+            name=job.name,
+            owner=job.user,
+            state=job.state,
+            phase=phase,
+            slots=per_node,
+            submitted=job.submitted,
+            started=job.started,
+            hard_requests=_NO_REQUESTS,
+            queue=f"{job.partition}@{n}",
+            hard_runtime=job.time_limit,
+            master_requests=_NO_REQUESTS,
+            slave_requests=_NO_REQUESTS,
         )
         for n in job.nodelist
     ]
