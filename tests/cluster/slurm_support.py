@@ -167,16 +167,25 @@ def release_held_names() -> None:
         )
 
 
-def start_requeued_now(job: str) -> None:
-    """Let a job Slurm requeued start at once: Slurm holds a requeued job for a job credential's
-    lifetime (120 s by default; ``squeue`` shows the reason ``BeginTime``) before it may start
-    again. A test that is about elb, not that timer, clears it as an admin would
-    (``scontrol update jobid=N StartTime=now``); nothing is done to a job not so held."""
+def start_requeued_now(*select: str) -> list[str]:
+    """Let the jobs Slurm requeued start at once, of those ``select`` picks (``squeue``'s
+    options: ``-j N``, ``-u USER``): Slurm holds a requeued job for a job credential's lifetime
+    (120 s by default; ``squeue`` shows the reason ``BeginTime``) before it may start again. A
+    test that is about elb, not that timer, clears it as an admin would (``scontrol update
+    jobid=N StartTime=now``); nothing is done to a job not so held (the tests ask for no begin
+    time). The jobs let start."""
     env = {**os.environ, **slurm.env()}
     shown = subprocess.run(
-        ["squeue", "-h", "-j", job, "-o", "%r"], env=env, capture_output=True, text=True, timeout=60, check=False
+        ["squeue", "-h", "-t", "PD", *select, "-o", "%i %r"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
-    if shown.stdout.strip() == "BeginTime":
+    lines = (line.partition(" ") for line in shown.stdout.splitlines())
+    held = [job for job, _, reason in lines if reason.strip() == "BeginTime"]
+    for job in held:
         subprocess.run(
             ["scontrol", "update", f"jobid={job}", "StartTime=now"],
             env=env,
@@ -184,6 +193,7 @@ def start_requeued_now(job: str) -> None:
             timeout=60,
             check=False,
         )
+    return held
 
 
 def remove_left_workers(tc: TestCluster) -> None:

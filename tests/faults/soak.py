@@ -578,24 +578,12 @@ class Soak:
     def _hurry_requeued(self, until: float) -> None:
         """``hurry_requeued``: every 5 s until ``until``, each of the cluster user's jobs that
         Slurm holds as requeued (reason ``BeginTime``: the soak asks for no begin time) let start."""
-        from elbdev.testcluster import slurm
         from tests.cluster.slurm_support import start_requeued_now
 
-        env = {**os.environ, **slurm.env()}
         while time.monotonic() < until:
             with contextlib.suppress(subprocess.TimeoutExpired, OSError):
-                shown = subprocess.run(
-                    ["squeue", "-h", "-u", C.CLUSTER_USER, "-t", "PD", "-o", "%i %r"],
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    timeout=60,
-                    check=False,
-                )
-                for job, _, reason in (line.partition(" ") for line in shown.stdout.splitlines()):
-                    if reason.strip() == "BeginTime":
-                        self.say(f"{job}: requeued, held by Slurm until its credential expires; let start")
-                        start_requeued_now(job)
+                for job in start_requeued_now("-u", C.CLUSTER_USER):
+                    self.say(f"{job}: requeued, held by Slurm until its credential expires; let start")
             time.sleep(5)
 
     # ------------------------------------------------------------------ faults

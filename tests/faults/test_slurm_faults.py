@@ -415,7 +415,7 @@ def test_a_node_whose_slurmd_exits_after_its_start_fails_its_play(controller: Te
         # The job is served by a node launched after it; nothing is left behind. Slurm requeued
         # the job it had given the broken node: its 120-s hold is Slurm's, not elb's, and let go.
         def ran() -> bool:
-            start_requeued_now(job)
+            start_requeued_now("-j", job)
             return job_done(job)
 
         passes_until(bal, f"job {job} to run", ran, 400)
