@@ -17,7 +17,7 @@ from elb.core.demand import NotDemand
 from elb.core.model import JobPhase, Node, NodeState
 from elb.schedulers.slurm.commands import SlurmRead
 from elb.schedulers.slurm.driver import Slurm
-from elb.schedulers.slurm.held import jobs, line_of, made, several
+from elb.schedulers.slurm.held import Columns, Line, carried_columns, columns, jobs, line_of
 from elb.schedulers.slurm.parse import (
     SlurmJob,
     SqueueMemo,
@@ -101,6 +101,14 @@ def test_a_memoised_read_is_each_line_read_on_its_own(reads: list[str]) -> None:
         assert snapshot(jobs, nodes, 5.0, made=made) == snapshot(jobs, nodes, 5.0)
 
 
+def assert_columns_of(read: Columns, lines: list[Line]) -> None:
+    """``read`` is each of ``lines``'s parts picked out plainly."""
+    assert read.lines is lines
+    assert read.made == [line[1] for line in lines] and read.numbers == [line[2] for line in lines]
+    assert list(map(id, read.answers)) == [id(line[3]) for line in lines]
+    assert read.others == [i for i, line in enumerate(lines) if not line[0].pending]
+
+
 @settings(max_examples=150, deadline=None)
 @given(texts())
 def test_the_lines_of_other_than_one_job_are_found_by_their_numbers(reads: list[str]) -> None:
@@ -110,10 +118,35 @@ def test_the_lines_of_other_than_one_job_are_found_by_their_numbers(reads: list[
     nodes = parse_sinfo(SINFO)
     for text in reads:
         lines = read_entries(text, memo)
-        each = made(lines)
-        want = [i for i, m in enumerate(each) if type(m) is tuple]
-        assert several(lines, each) == want
-        assert snapshot((), nodes, 5.0, made=each, several=want) == snapshot(jobs(lines), nodes, 5.0)
+        read = columns(lines)
+        assert_columns_of(read, lines)
+        want = [i for i, m in enumerate(read.made) if type(m) is tuple]
+        assert read.several == want
+        assert snapshot((), nodes, 5.0, made=read.made, several=want) == snapshot(jobs(lines), nodes, 5.0)
+
+
+def assert_carried_as_made(reads: list[str]) -> int:
+    """Each of ``reads`` read in a row with one memo: its lines' columns carried from the read
+    before's (by the memo's splice) are the ones made of its lines. How many were carried."""
+    memo = SqueueMemo(line_of)
+    last: Columns | None = None
+    carried = 0
+    for text in reads:
+        lines = read_entries(text, memo)
+        splice = memo.splice
+        read = carried_columns(lines, splice, last)
+        assert_columns_of(read, lines)
+        carried += splice is not None and last is not None
+        last = read
+    return carried
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts())
+def test_columns_carried_from_the_read_before_are_the_ones_made_of_the_lines(reads: list[str]) -> None:
+    """Reads walked as text or as lines (blank lines, no ``\n`` at the end), lines coming, leaving,
+    moving and there twice: the columns carried are each line's parts picked out."""
+    assert_carried_as_made(reads)
 
 
 def held_line_by_line(jobs: list[SlurmJob], now: float, due_since: dict[str, float]) -> list[NotDemand]:
@@ -150,7 +183,8 @@ class Answers:
         self.memo = SqueueMemo(line_of)  # (``SlurmCommands``'s)
 
     def read(self) -> SlurmRead:
-        return SlurmRead(tuple(parse_sinfo(SINFO)), read_entries(next(self.reads), self.memo))
+        lines = read_entries(next(self.reads), self.memo)
+        return SlurmRead(tuple(parse_sinfo(SINFO)), lines, self.memo.splice)
 
     def resume_timeout(self) -> float:
         return 600.0

@@ -391,14 +391,14 @@ def test_an_idle_node_is_kept_for_a_job_due_within_a_boot_and_removed_otherwise(
 def test_a_job_read_due_is_due_since_the_first_read_that_showed_it_due() -> None:
     """squeue shows N/A for a begin time that passed: the job is due since the first read that
     showed it so, not since each read's time (or it would be due 'within 0 s' for ever)."""
-    from elb.schedulers.slurm.held import held_answers
+    from elb.schedulers.slurm.held import columns, held_answers
 
     due = sjob("7", "PENDING", reason="BeginTime")  # its begin time passed: squeue shows N/A
     since: dict[str, float] = {}
-    (first,) = held_answers(SlurmRead.of([due], ()).lines, NOW, since)
-    (later,) = held_answers(SlurmRead.of([due], ()).lines, NOW + 300, since)
+    (first,) = held_answers(columns(SlurmRead.of([due], ()).lines), NOW, since)
+    (later,) = held_answers(columns(SlurmRead.of([due], ()).lines), NOW + 300, since)
     assert first.until == NOW and later.until == NOW and since == {"7": NOW}
-    held_answers(SlurmRead.of([sjob("8", "PENDING", reason="Dependency")], ()).lines, NOW + 310, since)
+    held_answers(columns(SlurmRead.of([sjob("8", "PENDING", reason="Dependency")], ()).lines), NOW + 310, since)
     assert since == {}  # a job no longer read due is forgotten
 
 

@@ -19,7 +19,7 @@ from elb.schedulers.slurm.aligned import in_order, in_text
 from elb.schedulers.slurm.held import Line, line_of
 from elb.schedulers.slurm.parse import SlurmJob, SqueueMemo, _squeue_line, read_entries, stale_bound
 from elb.schedulers.slurm.view import made_of
-from tests.unit.test_slurm_memo_paths import squeue_line
+from tests.unit.test_slurm_memo_paths import assert_carried_as_made, squeue_line
 
 
 def line_by_line(text: str) -> list[SlurmJob]:
@@ -203,3 +203,15 @@ def test_a_line_not_walked_within_a_text_walked_so_far(odd: str) -> None:
         entries = read_entries(text, memo)
         assert [e[0] for e in entries] == line_by_line(text)
     assert memo.text is not None
+
+
+@pytest.mark.parametrize("end", ["\n", ""])
+@pytest.mark.parametrize("seed", range(4))
+def test_columns_carried_over_long_reads_are_the_ones_made_of_the_lines(seed: int, end: str) -> None:
+    """The same over reads of hundreds or thousands of lines, most in place (long stretches
+    carried), some gone, new, back, moved or replaced, walked as text (each line ended by
+    ``\\n``) or as lines (the last one not): each read but the first carried."""
+    rng = random.Random(seed)
+    pool = _pool(rng, rng.choice((400, 3000)))
+    reads = ["\n".join(lines) + end for lines in _reads(rng, pool, 10)]
+    assert assert_carried_as_made(reads) == len(reads) - 1

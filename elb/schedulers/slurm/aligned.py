@@ -13,12 +13,18 @@ for the lists it returns).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress, count
 from operator import ne
 from typing import TypeVar
 
 E = TypeVar("E")
+T = TypeVar("T")
+
+# Lines ``i`` to ``i + run`` of a read that are the last read's lines ``j`` to ``j + run``, in place
+# (``in_order``'s and ``in_text``'s ``stretches``: in the order of both reads).
+Stretch = tuple[int, int, int]
 
 FIRST_SLICE = 64  # lines compared in place at once, doubled while they are equal
 SEEK = 4_096  # how far on in the last read a line out of place is looked for
@@ -47,12 +53,14 @@ def in_order(
     *,
     turns: int | None = None,
     seek_budget: int | None = None,
+    stretches: list[Stretch] | None = None,
 ) -> tuple[list[E | None], list[str]]:
     """Each of ``lines``'s entries (None: a line ``known`` lacks) and the lines themselves, those
     found in place as ``before``'s objects (``before``: the last read's lines, ``entries`` theirs;
     ``known``: every line's entry a memo keeps, the last read's among them). At most ``turns``
     lines out of place (default: a thirty-second of ``before``'s) and ``seek_budget`` of ``before``'s
-    lines looked through to find them (default: twice as many as it has); then the rest looked up."""
+    lines looked through to find them (default: twice as many as it has); then the rest looked up.
+    ``stretches``: given, each stretch of lines taken in place is added to it."""
     n, m = len(lines), len(before)
     turns_left = m // 32 if turns is None else turns
     budget = 2 * m if seek_budget is None else seek_budget
@@ -63,6 +71,8 @@ def in_order(
         if j < m:
             run = same_run(lines, i, before, j)
             if run:
+                if stretches is not None:
+                    stretches.append((i, j, run))
                 found += entries[j : j + run]
                 kept += before[j : j + run]
                 i += run
@@ -149,6 +159,7 @@ def in_text(
     *,
     turns: int | None = None,
     seek_budget: int | None = None,
+    stretches: list[Stretch] | None = None,
 ) -> tuple[list[E | None], list[int], list[tuple[int, str]], list[str] | None] | None:
     """``in_order`` on texts: each line's entry (None: a line ``known`` lacks), each line's
     length, the lines not taken in place (their index and text, in order), and the stretches
@@ -159,7 +170,7 @@ def in_text(
     a stretch of ``before``'s lines is compared with ``text`` as characters
     (``same_text_run``). Both texts are ``plain_text``, and ``before``'s lines ``plain_lines``;
     None when a line of ``text`` split out is not (then ``text`` is read as lines). The same
-    walk and bounds as ``in_order``."""
+    walk, bounds and ``stretches`` as ``in_order``."""
     n, m = len(text), len(sizes)
     turns_left = m // 32 if turns is None else turns  # (``before``'s lines, as ``in_order``'s bounds count them)
     budget = 2 * m if seek_budget is None else seek_budget
@@ -172,11 +183,11 @@ def in_text(
         if j < m:
             run, chars = same_text_run(text, pos, before, at, sizes=sizes, j=j)
             if run:
+                if stretches is not None:
+                    stretches.append((len(found), j, run))
                 found += entries[j : j + run]
                 lengths += sizes[j : j + run]
-                pos += chars
-                at += chars
-                j += run
+                pos, at, j = pos + chars, at + chars, j + run
                 continue
         if j >= m or turns_left <= 0:  # nothing left to compare in place, or too many lines out of it
             rest = text[pos:-1].split("\n")
@@ -229,4 +240,54 @@ def _line_at(text: str, line: str, start: int, stop: int) -> int | None:
     return where if where >= 0 else None
 
 
-__all__: Sequence[str] = ("in_order", "in_text", "one_break", "plain_lines", "plain_text", "same_run", "same_text_run")
+def carried(
+    before: Sequence[T], stretches: Sequence[Stretch], size: int, others: Callable[[int, int], Iterable[T]]
+) -> list[T]:
+    """A value for each of a read's ``size`` lines: ``before``'s (one for each of the last read's
+    lines) for the lines of ``stretches`` (the read's, against the last one's), taken a stretch at
+    a time, and ``others(i, k)`` for the lines ``i`` to ``k`` between them."""
+    out: list[T] = []
+    at = 0
+    for i, j, run in stretches:
+        if i > at:
+            out += others(at, i)
+        out += before[j : j + run]
+        at = i + run
+    if size > at:
+        out += others(at, size)
+    return out
+
+
+def carried_indices(
+    before: Sequence[int], stretches: Sequence[Stretch], size: int, others: Callable[[int, int], Iterable[int]]
+) -> list[int]:
+    """The indices of a read's ``size`` lines that are something, in order: ``before``'s (the last
+    read's, in order) within ``stretches`` (the read's, against the last one's), each moved to
+    its line's place now, and ``others(i, k)``'s among the lines ``i`` to ``k`` between them."""
+    out: list[int] = []
+    at = 0
+    for i, j, run in stretches:
+        if i > at:
+            out += others(at, i)
+        start, end = bisect_left(before, j), bisect_left(before, j + run)
+        if start < end:
+            moved = i - j
+            out += [k + moved for k in before[start:end]]
+        at = i + run
+    if size > at:
+        out += others(at, size)
+    return out
+
+
+__all__: Sequence[str] = (
+    "Stretch",
+    "carried",
+    "carried_indices",
+    "in_order",
+    "in_text",
+    "one_break",
+    "plain_lines",
+    "plain_text",
+    "same_run",
+    "same_text_run",
+)

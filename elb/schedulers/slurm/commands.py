@@ -34,6 +34,7 @@ from elb.schedulers.slurm.parse import (
     SlurmJob,
     SlurmNode,
     SlurmParseError,
+    Splice,
     SqueueMemo,
     compress,
     parse_sinfo,
@@ -92,6 +93,8 @@ class SlurmRead:
 
     nodes: tuple[SlurmNode, ...]
     lines: Sequence[Line]
+    # How ``lines`` were taken from the read before's (``SqueueMemo.splice``; None: not known).
+    splice: Splice[Line] | None = None
 
     @classmethod
     def of(cls, jobs: Sequence[SlurmJob], nodes: Sequence[SlurmNode]) -> SlurmRead:
@@ -184,9 +187,12 @@ class SlurmCommands:
             lines = read_entries(self._text(SQUEUE_ARGV), self._squeue_memo)
         except SlurmParseError as err:
             raise SlurmError(str(err)) from None
+        finally:
+            # The read's splice goes with the read (the memo would keep the read before's lines alive).
+            splice, self._squeue_memo.splice = self._squeue_memo.splice, None
         if not nodes:
             raise SlurmError("sinfo listed no node: a hollow read (is the controller up, is PrivateData=cloud set?)")
-        return SlurmRead(tuple(nodes), lines)
+        return SlurmRead(tuple(nodes), lines, splice)
 
     def update(self, names: Sequence[str], *, park: bool = False, **fields: str) -> None:
         """``scontrol update nodename=<hostlist> key=value ...`` (each value checked by the caller),

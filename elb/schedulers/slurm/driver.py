@@ -63,7 +63,7 @@ from elb.schedulers.slurm import conf as slurm_conf
 from elb.schedulers.slurm import requests as slurm_requests
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
 from elb.schedulers.slurm.config import SlurmConfig, slurm_settings
-from elb.schedulers.slurm.held import Line, held_answers, made, several
+from elb.schedulers.slurm.held import Columns, carried_columns, held_answers
 from elb.schedulers.slurm.parse import SlurmNode, compress, expand
 from elb.schedulers.slurm.requests import RequestKind
 from elb.schedulers.slurm.usage import read_slurm
@@ -320,7 +320,7 @@ class Slurm:
         self.admit_playbook: str | None = settings.admit_playbook
         self._resume_timeout: float | None = None
         self._resume_timeout_read = False
-        self._last: tuple[Snapshot, Sequence[Line]] | None = None  # the last snapshot, its read's lines
+        self._last: tuple[Snapshot, Columns] | None = None  # the last snapshot, its read's lines' columns
         self._due_since: dict[str, float] = {}  # when each job was first read due (``held_answers``)
         self._hosts = HostsMemo()  # the last snapshot's hosts, by their nodes
 
@@ -356,9 +356,9 @@ class Slurm:
     def read(self, records: Sequence[Node], now: float) -> SchedulerRead:
         with paused(keep=True):  # the read's and the snapshot's jobs kept at once (``elb.core.gcpause``)
             read = self._read()
-            jobs = made(read.lines)
-            snap = snapshot((), read.nodes, now, made=jobs, several=several(read.lines, jobs), hosts=self._hosts)
-            self._last = snap, read.lines
+            lines = carried_columns(read.lines, read.splice, self._last[1] if self._last is not None else None)
+            snap = snapshot((), read.nodes, now, made=lines.made, several=lines.several, hosts=self._hosts)
+            self._last = snap, lines
         partition_groups = slurm_settings(self.config).partition_groups
         kept, dropped, gone = asks_now(
             self.journal.asks(),

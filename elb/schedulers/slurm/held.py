@@ -14,14 +14,16 @@ the time. Pure.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from dataclasses import dataclass
 from itertools import compress, count, repeat
 from operator import is_, itemgetter
-from typing import Final, cast
+from typing import Any, Final, cast
 
 from elb.core.demand import NotDemand
 from elb.core.model import Job, JobPhase
-from elb.schedulers.slurm.parse import SlurmJob, not_demand_reason
+from elb.schedulers.slurm.aligned import carried, carried_indices
+from elb.schedulers.slurm.parse import SlurmJob, Splice, not_demand_reason
 from elb.schedulers.slurm.view import Made, made_of, pending_job
 
 READS_NOW: Final = object()  # a held line whose answer reads the time: worked out at each pass
@@ -58,19 +60,72 @@ def line_of(job: SlurmJob) -> Line:
     return job, neutral, neutral.job_id, answer(neutral, job, 0.0)  # (the time is not read)
 
 
-def _shared(numbers: list[int | None]) -> set[int]:
-    """The numbers of more than one pending line (``numbers``: each line's, None: not pending)."""
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """A read's squeue ``lines`` and their parts a list each, in the lines' order: each line's
+    neutral jobs (``made``), pending number and held job's own answer (``Line``'s items), and
+    the indices of the lines that are not pending (``others``: their number None). Made of the
+    lines (``columns``), or carried from the read before's by the stretches of lines the read
+    took in place (``carried_columns``): the same lists."""
+
+    lines: Sequence[Line]
+    made: list[Made]
+    numbers: list[int | None]
+    answers: list[NotDemand | object | None]
+    others: list[int]
+
+    @property
+    def several(self) -> list[int]:
+        """The indices of the lines whose neutral jobs are a tuple (``snapshot``'s ``several``):
+        only a line that is not pending may have other than one (``line_of``)."""
+        made = self.made
+        return [i for i in self.others if type(made[i]) is tuple]
+
+
+def columns(lines: Sequence[Line]) -> Columns:
+    """The ``Columns`` of ``lines``, each line's parts picked out."""
+    numbers = list(map(_NUMBER, lines))
+    others = list(compress(count(), map(is_, numbers, repeat(None))))
+    return Columns(lines, list(map(_MADE, lines)), numbers, list(map(_ANSWER, lines)), others)
+
+
+def carried_columns(lines: Sequence[Line], splice: Splice[Line] | None, last: Columns | None) -> Columns:
+    """The ``Columns`` of ``lines``: ``last``'s (the read before's) carried a stretch at a time
+    when ``splice`` says how ``lines`` were taken from its lines (``splice``'s entries are
+    ``last``'s very lines), each other line's parts picked out; else made of the lines."""
+    if splice is None or last is None or splice[0] is not last.lines:
+        return columns(lines)
+    stretches, size = splice[1], len(lines)
+
+    def parts(item: Callable[[Line], Any]) -> Callable[[int, int], Iterator[Any]]:
+        return lambda i, k: map(item, lines[i:k])
+
+    def others(i: int, k: int) -> Iterator[int]:
+        return compress(count(i), map(is_, map(_NUMBER, lines[i:k]), repeat(None)))
+
+    return Columns(
+        lines,
+        carried(last.made, stretches, size, parts(_MADE)),
+        carried(last.numbers, stretches, size, parts(_NUMBER)),
+        carried(last.answers, stretches, size, parts(_ANSWER)),
+        carried_indices(last.others, stretches, size, others),
+    )
+
+
+def _shared(numbers: list[int | None], pending: int) -> set[int]:
+    """The numbers of more than one pending line (``numbers``: each line's, None: not pending;
+    ``pending``: how many are)."""
     distinct = set(numbers)
     distinct.discard(None)
-    if len(distinct) == len(numbers) - numbers.count(None):
+    if len(distinct) == pending:
         return set()
     return {n for n, times in Counter(numbers).items() if times > 1 and n is not None}
 
 
 def held_answers(
-    lines: Sequence[Line], now: float, due_since: MutableMapping[str, float] | None = None
+    read: Columns, now: float, due_since: MutableMapping[str, float] | None = None
 ) -> tuple[NotDemand, ...]:
-    """The answers of the held jobs of a read (its squeue ``lines``, in squeue's order), in the
+    """The answers of the held jobs of a read (its squeue lines' ``Columns``, in squeue's order), in the
     order of the snapshot's held jobs: each line's own, but for the numbers on several pending
     lines (the last one's reason) and the answers that read ``now``. ``due_since``: when each
     job (squeue's id) was first read due (its begin time passed, squeue showing N/A), kept by the
@@ -78,15 +133,16 @@ def held_answers(
     the line that answers for a job is the last pending one of its number, so a job is read due
     when that line shows its begin time passed (the entries of jobs no longer read due are
     dropped)."""
-    answers = list(map(_ANSWER, lines))
-    numbers = list(map(_NUMBER, lines))
-    shared = _shared(numbers)
+    lines, numbers = read.lines, read.numbers
+    answers = read.answers
+    shared = _shared(numbers, len(numbers) - len(read.others))
     if not shared:
         held = tuple(filter(None, answers))  # (an answer is true, None is not)
         if not any(map(is_, held, repeat(READS_NOW))):
             if due_since:
                 due_since.clear()  # no job is read due now
             return cast("tuple[NotDemand, ...]", held)
+    answers = list(answers)  # (the ones worked out again replaced in a copy)
     again = list(compress(count(), map(is_, answers, repeat(READS_NOW))))
     last: dict[int, int] = {}  # each shared number's last pending line
     if shared:
@@ -113,16 +169,14 @@ def jobs(lines: Sequence[Line]) -> tuple[SlurmJob, ...]:
     return tuple(map(_JOB, lines))
 
 
-def made(lines: Sequence[Line]) -> list[Made]:
-    """The neutral jobs of each of ``lines``, in their order (``snapshot``'s ``made``)."""
-    return list(map(_MADE, lines))
-
-
-def several(lines: Sequence[Line], made: Sequence[Made]) -> list[int]:
-    """The indices of ``lines`` whose neutral jobs (``made``, theirs) are a tuple (``snapshot``'s
-    ``several``): only a line that is not pending may have other than one (``line_of``), so
-    only those are looked at, picked out by their number (None) without reading their jobs."""
-    return [i for i in compress(count(), map(is_, map(_NUMBER, lines), repeat(None))) if type(made[i]) is tuple]
-
-
-__all__: Sequence[str] = ("READS_NOW", "Line", "answer", "held_answers", "jobs", "line_of", "made", "several")
+__all__: Sequence[str] = (
+    "READS_NOW",
+    "Columns",
+    "Line",
+    "answer",
+    "carried_columns",
+    "columns",
+    "held_answers",
+    "jobs",
+    "line_of",
+)

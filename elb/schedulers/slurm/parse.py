@@ -34,11 +34,16 @@ import hostlist  # type: ignore[import-untyped]
 
 from elb.core.frozen import quick_init
 from elb.core.gcpause import paused
-from elb.schedulers.slurm.aligned import in_order, in_text, one_break, plain_text
+from elb.schedulers.slurm.aligned import Stretch, in_order, in_text, one_break, plain_text
 from elb.schedulers.timestamps import TIMESTAMP, parse_timestamp
 
 T = TypeVar("T")
 E = TypeVar("E", bound=tuple[Any, ...])  # what a memo keeps of a line (``SqueueMemo``): a tuple, its job first
+
+# A read's lines against the read before's: the read before's entries (the very list
+# ``read_entries`` gave) and the stretches of its lines the read took in place
+# (``elb.schedulers.slurm.aligned.Stretch``); every other line of the read was looked up or read.
+Splice = tuple[list[E], list[Stretch]]
 
 SQUEUE_FORMAT = "%i|%P|%T|%r|%D|%C|%N|%V|%S|%l|%u|%j"
 SQUEUE_ARGV = (
@@ -282,6 +287,8 @@ class SqueueMemo(Generic[E]):
         # lines that left a read) since the memo was last made anew or pruned; None: not known
         # (a read walked as lines, or one past the walk's bounds).
         self.left: list[str] | None = []
+        # The last read's lines against the read before's (None: not known, a read with blank lines).
+        self.splice: Splice[E] | None = None
 
     def last_lines(self) -> list[str]:
         """The last read's lines (no blank one), in its order."""
@@ -361,16 +368,19 @@ def read_entries(text: str, memo: SqueueMemo[E]) -> list[E]:
     last read's, in their order, and those out of place looked up in the memo
     (``elb.schedulers.slurm.aligned.in_order``, or ``in_text`` on the two texts when both are
     plain); only the ones it lacks are read; the cycle collector waits meanwhile
-    (``elb.core.gcpause``: the jobs live until the next read)."""
+    (``elb.core.gcpause``: the jobs live until the next read). ``memo.splice``: how the lines
+    were taken from the read before's (for what is kept of each line beside the memo)."""
     zone = _zone()
     if memo.zone != zone:
         memo.lines, memo.hours, memo.stamps, memo.zone, memo.left = {}, {}, {}, zone, []
         memo.last, memo.last_entries, memo.text, memo.sizes = [], [], None, []
     known = memo.lines
+    before = memo.last_entries
+    stretches: list[Stretch] = []
     with paused(keep=True):
         walked = None
         if memo.text is not None and plain_text(text):
-            walked = in_text(text, memo.text, memo.sizes, memo.last_entries, known)
+            walked = in_text(text, memo.text, memo.sizes, before, known, stretches=stretches)
         if walked is not None:
             found, sizes, loose, left = walked
             lines: list[str] | None = None
@@ -378,7 +388,8 @@ def read_entries(text: str, memo: SqueueMemo[E]) -> list[E]:
             if memo.left is not None:
                 memo.left = None if left is None else memo.left + left
         else:
-            found, lines = in_order(text.splitlines(), memo.last_lines(), memo.last_entries, known)
+            stretches = []  # (a walk of the text that gave up may have begun them)
+            found, lines = in_order(text.splitlines(), memo.last_lines(), before, known, stretches=stretches)
             out = [(i, lines[i]) for i in itertools.compress(range(len(found)), map(not_, found))]
             memo.left = None
         new: list[tuple[str, E]] = []  # the lines read now, and their entries
@@ -396,6 +407,7 @@ def read_entries(text: str, memo: SqueueMemo[E]) -> list[E]:
         entries = cast("list[E]", found)
         _remember(memo, lines if lines is not None else text.splitlines, entries, new)
         memo.last_entries = entries
+        memo.splice = None if blank else (before, stretches)
         if walked is not None:
             memo.last, memo.text, memo.sizes = None, text, sizes
         else:
@@ -585,6 +597,7 @@ __all__: Sequence[str] = (
     "SlurmJob",
     "SlurmNode",
     "SlurmParseError",
+    "Splice",
     "SqueueMemo",
     "by_name",
     "compress",
