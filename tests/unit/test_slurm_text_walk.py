@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import elb.schedulers.slurm.parse as parse_module
 from elb.schedulers.slurm import aligned
-from elb.schedulers.slurm.aligned import in_order, in_text
+from elb.schedulers.slurm.aligned import Stretch, in_order, in_text
 from elb.schedulers.slurm.held import Line, line_of
 from elb.schedulers.slurm.parse import SlurmJob, SqueueMemo, _squeue_line, read_entries, stale_bound
 from elb.schedulers.slurm.view import made_of
@@ -48,17 +48,62 @@ def test_in_text_is_in_order(before: list[str], lines: list[str], turns: int | N
     entries = [object() for _ in before]
     known = dict(zip(before, entries, strict=True)) | {"line 13": object()}
     text, last = "".join(f"{line}\n" for line in lines), "".join(f"{line}\n" for line in before)
-    walked = in_text(text, last, list(map(len, before)), entries, known, turns=turns, seek_budget=budget)
+    stretches: list[Stretch] = []
+    walked = in_text(
+        text, last, list(map(len, before)), entries, known, turns=turns, seek_budget=budget, stretches=stretches
+    )
     assert walked is not None
     found, lengths, loose, left = walked
-    want, kept = in_order(lines, before, entries, known, turns=turns, seek_budget=budget)
+    taken: list[Stretch] = []
+    want, kept = in_order(lines, before, entries, known, turns=turns, seek_budget=budget, stretches=taken)
     assert list(map(id, found)) == list(map(id, want)) and kept == lines and lengths == list(map(len, lines))
+    assert stretches == taken  # (the lines taken in place, and where from)
     assert all(lines[i] == line for i, line in loose)
     assert {i for i, _ in loose} >= {i for i, entry in enumerate(found) if entry is None}
     if left is not None:  # the stretches passed over: whole lines of ``before``, every one that left among them
         assert all(stretch.endswith("\n") for stretch in left)
         passed = "".join(left).splitlines()
         assert set(passed) <= set(before) and set(before) - set(lines) <= set(passed)
+
+
+# Lines of widths far apart: a line looked for may be further on than the lines' mean width says.
+_WIDE = [f"line {k}" + "x" * (3000 if k % 5 == 0 else 0) for k in range(16)]
+
+
+def assert_walks_alike(before: list[str], lines: list[str], turns: int | None, budget: int | None) -> None:
+    """``in_text`` on the texts of ``before`` and ``lines`` finds the entries ``in_order`` finds."""
+    entries = [object() for _ in before]
+    known = dict(zip(before, entries, strict=True))
+    text, last = "".join(f"{line}\n" for line in lines), "".join(f"{line}\n" for line in before)
+    walked: list[Stretch] = []
+    taken: list[Stretch] = []
+    text_walk = in_text(
+        text, last, list(map(len, before)), entries, known, turns=turns, seek_budget=budget, stretches=walked
+    )
+    assert text_walk is not None
+    want, _ = in_order(lines, before, entries, known, turns=turns, seek_budget=budget, stretches=taken)
+    assert list(map(id, text_walk[0])) == list(map(id, want)) and walked == taken
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(_WIDE[:12]), max_size=60),
+    st.lists(st.sampled_from(_WIDE), max_size=60),
+    st.sampled_from([None, 0, 1, 3]),
+    st.sampled_from([None, 2, 10]),
+)
+def test_in_text_over_lines_of_far_apart_widths_is_in_order(
+    before: list[str], lines: list[str], turns: int | None, budget: int | None
+) -> None:
+    assert_walks_alike(before, lines, turns, budget)
+
+
+def test_a_line_further_on_than_the_mean_width_says_is_found() -> None:
+    """Lines that left, far wider than the last read's mean line, before one still there: the
+    walk finds it past them, as ``in_order`` does."""
+    narrow = [f"line {k}" for k in range(50)]
+    before = [*narrow, *(f"wide {k}" + "x" * 1000 for k in range(5)), "kept", "kept too"]
+    assert_walks_alike(before, [*narrow, "kept", "kept too"], None, None)
 
 
 def _pool(rng: random.Random, size: int) -> list[str]:

@@ -211,12 +211,11 @@ def in_text(
         pos = end + 1
         if entry is not None and budget > 0:  # a line read before: the lines up to it in ``before`` left
             lines = min(m - j, SEEK, budget)
-            stop = at + sum(sizes[j : j + lines]) + lines
-            where = _line_at(before, line, at, stop)
-            if where is None:
+            sought = _seek(before, line, at, sizes=sizes, j=j, lines=lines)
+            if sought is None:
                 budget -= lines
             else:
-                skipped = before.count("\n", at, where)
+                where, skipped = sought
                 budget -= skipped
                 j += skipped + 1
                 _passed(left, before, at, where)
@@ -229,6 +228,25 @@ def _passed(left: list[str] | None, before: str, at: int, where: int) -> None:
     """Keeps in ``left`` (unless None) the lines of ``before`` from ``at`` to ``where`` (line starts), if any."""
     if left is not None and where > at:
         left.append(before[at:where])
+
+
+def _seek(before: str, line: str, at: int, *, sizes: list[int], j: int, lines: int) -> tuple[int, int] | None:
+    """Where the whole ``line`` starts within ``before``'s ``lines`` lines from line ``j`` (at
+    character ``at``; ``sizes``: each line's length), and how many lines before it; None when
+    it is not there. Looked for first within as many characters as ``lines`` lines of twice the
+    mean width take (most lines looked for are near: no width added up), then within the lines'
+    own characters when they take more."""
+    near = at + lines * 2 * (len(before) // len(sizes) + 1)
+    where = _line_at(before, line, at, near)
+    if where is None:
+        stop = at + sum(sizes[j : j + lines]) + lines
+        if stop <= near:
+            return None
+        where = _line_at(before, line, at, stop)
+        if where is None:
+            return None
+    skipped = before.count("\n", at, where)
+    return (where, skipped) if skipped < lines else None
 
 
 def _line_at(text: str, line: str, start: int, stop: int) -> int | None:
