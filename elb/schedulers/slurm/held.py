@@ -21,6 +21,7 @@ from operator import is_, itemgetter
 from typing import Any, Final, cast
 
 from elb.core.demand import NotDemand
+from elb.core.frozen import maker
 from elb.core.model import Job, JobPhase
 from elb.schedulers.slurm.aligned import carried, carried_indices
 from elb.schedulers.slurm.parse import SlurmJob, Splice, not_demand_reason
@@ -33,6 +34,7 @@ READS_NOW: Final = object()  # a held line whose answer reads the time: worked o
 Line = tuple[SlurmJob, Made, int | None, NotDemand | object | None]
 
 _JOB, _MADE, _NUMBER, _ANSWER = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
+_not_demand = maker(NotDemand)  # (``elb.core.frozen.maker``: a read makes one for each new held line)
 
 
 def answer(job: Job, line: SlurmJob, now: float, before: NotDemand | None = None) -> NotDemand:
@@ -45,12 +47,12 @@ def answer(job: Job, line: SlurmJob, now: float, before: NotDemand | None = None
     until = (line.started or now) if line.reason == "BeginTime" else None
     if before is not None and before.job is job and before.reason == reason and before.until == until:
         return before
-    return NotDemand(job, reason, until, until is None)  # (until, held: by position, as cheaper)
+    return _not_demand(job, reason, until, until is None)  # (until, held: by position, as cheaper)
 
 
 def line_of(job: SlurmJob) -> Line:
     """The line of ``job``: the job, its neutral jobs, its pending number, its held job's own answer."""
-    if not job.pending:
+    if job.state != "PENDING":  # (``SlurmJob.pending``, read directly: a read works it out for each new line)
         return job, made_of(job), None, None
     neutral = pending_job(job)  # (a pending line makes one job: ``made_of``'s)
     if neutral.phase is not JobPhase.HELD:

@@ -32,7 +32,7 @@ from typing import Any, Generic, TypeVar, cast
 
 import hostlist  # type: ignore[import-untyped]
 
-from elb.core.frozen import quick_init
+from elb.core.frozen import maker, quick_init
 from elb.core.gcpause import paused
 from elb.schedulers.slurm.aligned import Stretch, in_order, in_text, one_break, plain_text
 from elb.schedulers.timestamps import TIMESTAMP, parse_timestamp
@@ -114,6 +114,10 @@ class SlurmJob:
     def demand(self) -> bool:
         """A pending job waiting for nodes (to free, or to come up), not for anything else."""
         return self.pending and not_demand_reason(self.reason) is None
+
+
+# A SlurmJob made without a call of the class (``elb.core.frozen.maker``): a read makes one for each new line.
+_slurm_job = maker(SlurmJob)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -478,7 +482,7 @@ def _squeue_line(
         seconds = _UNREAD if limits is None else limits.get(limit, _UNREAD)
         if seconds is _UNREAD:
             seconds = _limit(limit, limits)
-        return SlurmJob(
+        return _slurm_job(
             job_id,
             partition,
             state,
