@@ -104,9 +104,15 @@ def test_a_memoised_read_is_each_line_read_on_its_own(reads: list[str]) -> None:
 def assert_columns_of(read: Columns, lines: list[Line]) -> None:
     """``read`` is each of ``lines``'s parts picked out plainly."""
     assert read.lines is lines
-    assert read.made == [line[1] for line in lines] and read.numbers == [line[2] for line in lines]
+    made = [line[1] for line in lines]
+    assert list(map(id, read.jobs)) == [id(job) for each in made for job in (each if type(each) is tuple else (each,))]
+    assert read.numbers == [line[2] for line in lines]
     assert list(map(id, read.answers)) == [id(line[3]) for line in lines]
     assert read.others == [i for i, line in enumerate(lines) if not line[0].pending]
+    assert read.several == [i for i, each in enumerate(made) if type(each) is tuple]
+    assert [read.job_at(i) for i in range(len(lines) + 1)] == [
+        sum(len(each) if type(each) is tuple else 1 for each in made[:i]) for i in range(len(lines) + 1)
+    ]
 
 
 @settings(max_examples=150, deadline=None)
@@ -120,9 +126,9 @@ def test_the_lines_of_other_than_one_job_are_found_by_their_numbers(reads: list[
         lines = read_entries(text, memo)
         read = columns(lines)
         assert_columns_of(read, lines)
-        want = [i for i, m in enumerate(read.made) if type(m) is tuple]
-        assert read.several == want
-        assert snapshot((), nodes, 5.0, made=read.made, several=want) == snapshot(jobs(lines), nodes, 5.0)
+        made = [line[1] for line in lines]
+        assert snapshot((), nodes, 5.0, made=made, several=read.several) == snapshot(jobs(lines), nodes, 5.0)
+        assert snapshot((), nodes, 5.0, neutral=read.jobs) == snapshot(jobs(lines), nodes, 5.0)
 
 
 def assert_carried_as_made(reads: list[str]) -> int:

@@ -13,19 +13,20 @@ the time. Pure.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
-from itertools import compress, count, repeat
+from itertools import accumulate, chain, compress, count, repeat
 from operator import is_, itemgetter
 from typing import Any, Final, cast
 
 from elb.core.demand import NotDemand
 from elb.core.frozen import maker
 from elb.core.model import Job, JobPhase
-from elb.schedulers.slurm.aligned import carried, carried_indices
+from elb.schedulers.slurm.aligned import Stretch, carried, carried_indices
 from elb.schedulers.slurm.parse import SlurmJob, Splice, not_demand_reason
-from elb.schedulers.slurm.view import Made, made_of, pending_job
+from elb.schedulers.slurm.view import Made, flat, made_of, pending_job
 
 READS_NOW: Final = object()  # a held line whose answer reads the time: worked out at each pass
 
@@ -64,31 +65,37 @@ def line_of(job: SlurmJob) -> Line:
 
 @dataclass(frozen=True, slots=True)
 class Columns:
-    """A read's squeue ``lines`` and their parts a list each, in the lines' order: each line's
-    neutral jobs (``made``), pending number and held job's own answer (``Line``'s items), and
-    the indices of the lines that are not pending (``others``: their number None). Made of the
-    lines (``columns``), or carried from the read before's by the stretches of lines the read
-    took in place (``carried_columns``): the same lists."""
+    """A read's squeue ``lines`` and their parts, in the lines' order: their neutral jobs one
+    after the other (``jobs``: the snapshot's), each line's pending number and held job's own
+    answer (``Line``'s items) a list each, the indices of the lines that are not pending
+    (``others``: their number None), and those of the lines whose neutral jobs are a tuple
+    (``several``: only a line that is not pending may have other than one, ``line_of``) with
+    how many jobs past one each stretch of lines up to one of them has (``past``, summed). Made
+    of the lines (``columns``), or carried from the read before's by the stretches of lines the
+    read took in place (``carried_columns``): the same."""
 
     lines: Sequence[Line]
-    made: list[Made]
+    jobs: tuple[Job, ...]
     numbers: list[int | None]
     answers: list[NotDemand | object | None]
     others: list[int]
+    several: list[int]
+    past: list[int]
 
-    @property
-    def several(self) -> list[int]:
-        """The indices of the lines whose neutral jobs are a tuple (``snapshot``'s ``several``):
-        only a line that is not pending may have other than one (``line_of``)."""
-        made = self.made
-        return [i for i in self.others if type(made[i]) is tuple]
+    def job_at(self, line: int) -> int:
+        """Where the neutral jobs of the line at ``line`` (or the end, past the last) start in ``jobs``."""
+        before = bisect_left(self.several, line)
+        return line + (self.past[before - 1] if before else 0)
 
 
 def columns(lines: Sequence[Line]) -> Columns:
     """The ``Columns`` of ``lines``, each line's parts picked out."""
     numbers = list(map(_NUMBER, lines))
     others = list(compress(count(), map(is_, numbers, repeat(None))))
-    return Columns(lines, list(map(_MADE, lines)), numbers, list(map(_ANSWER, lines)), others)
+    made = list(map(_MADE, lines))
+    tuples = [i for i in others if type(made[i]) is tuple]
+    past = list(accumulate(len(cast("tuple[Job, ...]", made[i])) - 1 for i in tuples))
+    return Columns(lines, flat(made, tuples), numbers, list(map(_ANSWER, lines)), others, tuples, past)
 
 
 def carried_columns(lines: Sequence[Line], splice: Splice[Line] | None, last: Columns | None) -> Columns:
@@ -105,13 +112,49 @@ def carried_columns(lines: Sequence[Line], splice: Splice[Line] | None, last: Co
     def others(i: int, k: int) -> Iterator[int]:
         return compress(count(i), map(is_, map(_NUMBER, lines[i:k]), repeat(None)))
 
+    numbers = carried(last.numbers, stretches, size, parts(_NUMBER))
+    tuples, extra, jobs = _carried_jobs(lines, stretches, last)
     return Columns(
         lines,
-        carried(last.made, stretches, size, parts(_MADE)),
-        carried(last.numbers, stretches, size, parts(_NUMBER)),
+        jobs,
+        numbers,
         carried(last.answers, stretches, size, parts(_ANSWER)),
         carried_indices(last.others, stretches, size, others),
+        tuples,
+        list(accumulate(extra)),
     )
+
+
+def _carried_jobs(
+    lines: Sequence[Line], stretches: Sequence[Stretch], last: Columns
+) -> tuple[list[int], list[int], tuple[Job, ...]]:
+    """The lines whose neutral jobs are a tuple and the jobs past one each has, and the neutral
+    jobs of ``lines`` one after the other: ``last``'s jobs taken a stretch of lines at a time
+    (``Columns.job_at``), each other line's own."""
+    pieces: list[Sequence[Job]] = []
+    tuples: list[int] = []
+    extra: list[int] = []
+    before, past = last.several, last.past
+
+    def own(i: int, k: int) -> None:
+        made = list(map(_MADE, lines[i:k]))
+        here = [n for n, each in enumerate(made) if type(each) is tuple]
+        pieces.append(flat(made, here))
+        tuples.extend(i + n for n in here)
+        extra.extend(len(cast("tuple[Job, ...]", made[n])) - 1 for n in here)
+
+    at = 0
+    for i, j, run in stretches:
+        if i > at:
+            own(at, i)
+        pieces.append(last.jobs[last.job_at(j) : last.job_at(j + run)])
+        start, end = bisect_left(before, j), bisect_left(before, j + run)
+        tuples.extend(k + i - j for k in before[start:end])
+        extra.extend(past[t] - (past[t - 1] if t else 0) for t in range(start, end))
+        at = i + run
+    if len(lines) > at:
+        own(at, len(lines))
+    return tuples, extra, tuple(chain.from_iterable(pieces))
 
 
 def _shared(numbers: list[int | None], pending: int) -> set[int]:

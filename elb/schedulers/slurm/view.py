@@ -144,7 +144,7 @@ def made_of(job: SlurmJob) -> Made:
     return made[0] if len(made) == 1 else tuple(made)
 
 
-def _flat(made: Sequence[Made], several: Sequence[int] | None = None) -> tuple[Job, ...]:
+def flat(made: Sequence[Made], several: Sequence[int] | None = None) -> tuple[Job, ...]:
     """The jobs of ``made`` (each a job or a tuple of them) in their order: the stretches of
     single jobs taken whole, the few tuples (running jobs over several nodes, or none) spliced
     in; ``several``: their indices, when known (else found by the type of each)."""
@@ -198,14 +198,18 @@ def snapshot(
     *,
     made: Sequence[Made] | None = None,
     several: Sequence[int] | None = None,
+    neutral: tuple[Job, ...] | None = None,
     hosts: HostsMemo | None = None,
 ) -> Snapshot:
     """The neutral snapshot of one read of Slurm; ``made``: each job's ``made_of``, when the read
     kept them (its squeue lines' memo), else worked out; ``several``: the indices of ``made``'s
-    tuples, when known; ``hosts``: the hosts of the snapshot before (updated); the cycle
-    collector waits meanwhile (``elb.core.gcpause``)."""
+    tuples, when known; ``neutral``: the neutral jobs one after the other, when the read carried
+    them (``elb.schedulers.slurm.held.Columns``: ``jobs`` and ``made`` not read); ``hosts``: the
+    hosts of the snapshot before (updated); the cycle collector waits meanwhile
+    (``elb.core.gcpause``)."""
     with paused(keep=True):
-        neutral = _flat(list(map(made_of, jobs)), None) if made is None else _flat(made, several)
+        if neutral is None:
+            neutral = flat(list(map(made_of, jobs)), None) if made is None else flat(made, several)
         up = _hosts(nodes, hosts)
     return Snapshot(now=now, jobs=neutral, hosts=up)
 
@@ -214,6 +218,7 @@ __all__: Sequence[str] = (
     "HostsMemo",
     "Made",
     "array_tasks",
+    "flat",
     "host_of",
     "made_of",
     "node_up",
