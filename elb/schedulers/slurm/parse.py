@@ -281,6 +281,7 @@ class SqueueMemo(Generic[E]):
         self.hours: dict[str, float | None] = {}  # each hour's start (``_time``), in ``zone``
         self.limits: dict[str, float | None] = {}  # time limits read (``parse_time_limit``)
         self.stamps: dict[str, float | None] = {}  # time stamps read (``_time``), in ``zone``
+        self.words: dict[str, str] = {}  # the texts of fields many lines share, each once (``_squeue_line``)
         self.last: list[str] | None = []  # the last read's lines (no blank one), in its order (None: ``text``'s)
         self.last_entries: list[E] = []  # their entries
         # The last read's text when ``in_text`` may walk it (``plain_text``, no blank line, ``\n``
@@ -400,7 +401,7 @@ def read_entries(text: str, memo: SqueueMemo[E]) -> list[E]:
         blank = False
         for i, line in out:
             if line.strip():
-                job = _squeue_line(line, i + 1, memo.hours, memo.limits, memo.stamps)
+                job = _squeue_line(line, i + 1, memo.hours, memo.limits, memo.stamps, words=memo.words)
                 found[i] = entry = memo.derive(job)
                 new.append((line, entry))
             else:
@@ -443,8 +444,8 @@ def _remember(
         memo.left = []
     else:
         memo.lines.update(new)
-    if max(len(memo.hours), len(memo.limits), len(memo.stamps)) > _KEPT:  # bounded: begun again
-        memo.hours, memo.limits, memo.stamps = {}, {}, {}
+    if max(len(memo.hours), len(memo.limits), len(memo.stamps), len(memo.words)) > _KEPT:  # bounded: begun again
+        memo.hours, memo.limits, memo.stamps, memo.words = {}, {}, {}, {}
 
 
 _KEPT = 100_000
@@ -464,11 +465,26 @@ def _squeue_line(
     hours: dict[str, float | None] | None = None,
     limits: dict[str, float | None] | None = None,
     stamps: dict[str, float | None] | None = None,
+    *,
+    words: dict[str, str] | None = None,
 ) -> SlurmJob:
+    """The job of one line of ``SQUEUE_ARGV``'s output (``number``: the line's, for an error);
+    ``hours``, ``limits``, ``stamps``: what texts of times were read as before (``SqueueMemo``'s);
+    ``words``: the texts of the fields many lines share (partition, state, reason, user), each
+    kept once: a line's are those very objects (a queue's lines hold a few dozen of each, not
+    four strings a line)."""
     parts = line.split("|", 11)
     if len(parts) != 12:
         raise SlurmParseError(f"squeue: line {number}: {len(parts)} fields, expected 12 ({SQUEUE_FORMAT})")
     job_id, partition, state, reason, nodes, cpus, nodelist, submitted, started, limit, user, name = parts
+    if words is not None:
+        shared = words.setdefault
+        partition, state, reason, user = (
+            shared(partition, partition),
+            shared(state, state),
+            shared(reason, reason),
+            shared(user, user),
+        )
     try:
         if not job_id[:1].isdigit() or not state.isupper():  # squeue's ids start with the job's number
             raise ValueError(f"job {job_id!r} in state {state!r}")
