@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections import Counter
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -110,6 +111,9 @@ def assert_columns_of(read: Columns, lines: list[Line]) -> None:
     assert list(map(id, read.answers)) == [id(line[3]) for line in lines]
     assert read.others == [i for i, line in enumerate(lines) if not line[0].pending]
     assert read.several == [i for i, each in enumerate(made) if type(each) is tuple]
+    pending = Counter(line[2] for line in lines if line[2] is not None)
+    assert read.shared == {n for n, times in pending.items() if times > 1}
+    assert read.distinct == ([] if read.shared else [set(pending)])
     assert [read.job_at(i) for i in range(len(lines) + 1)] == [
         sum(len(each) if type(each) is tuple else 1 for each in made[:i]) for i in range(len(lines) + 1)
     ]

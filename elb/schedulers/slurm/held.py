@@ -70,9 +70,11 @@ class Columns:
     answer (``Line``'s items) a list each, the indices of the lines that are not pending
     (``others``: their number None), and those of the lines whose neutral jobs are a tuple
     (``several``: only a line that is not pending may have other than one, ``line_of``) with
-    how many jobs past one each stretch of lines up to one of them has (``past``, summed). Made
-    of the lines (``columns``), or carried from the read before's by the stretches of lines the
-    read took in place (``carried_columns``): the same."""
+    how many jobs past one each stretch of lines up to one of them has (``past``, summed), and
+    the numbers on more than one pending line (``shared``). Made of the lines (``columns``), or
+    carried from the read before's by the stretches of lines the read took in place
+    (``carried_columns``): the same. ``distinct``: the pending lines' numbers when none is
+    shared, for the next read's columns to carry (the one carry takes it out; empty: made anew)."""
 
     lines: Sequence[Line]
     jobs: tuple[Job, ...]
@@ -81,6 +83,8 @@ class Columns:
     others: list[int]
     several: list[int]
     past: list[int]
+    shared: set[int]
+    distinct: list[set[int]]
 
     def job_at(self, line: int) -> int:
         """Where the neutral jobs of the line at ``line`` (or the end, past the last) start in ``jobs``."""
@@ -95,7 +99,9 @@ def columns(lines: Sequence[Line]) -> Columns:
     made = list(map(_MADE, lines))
     tuples = [i for i in others if type(made[i]) is tuple]
     past = list(accumulate(len(cast("tuple[Job, ...]", made[i])) - 1 for i in tuples))
-    return Columns(lines, flat(made, tuples), numbers, list(map(_ANSWER, lines)), others, tuples, past)
+    shared, distinct = _shared(numbers, len(numbers) - len(others))
+    answers = list(map(_ANSWER, lines))
+    return Columns(lines, flat(made, tuples), numbers, answers, others, tuples, past, shared, distinct)
 
 
 def carried_columns(lines: Sequence[Line], splice: Splice[Line] | None, last: Columns | None) -> Columns:
@@ -114,15 +120,36 @@ def carried_columns(lines: Sequence[Line], splice: Splice[Line] | None, last: Co
 
     numbers = carried(last.numbers, stretches, size, parts(_NUMBER))
     tuples, extra, jobs = _carried_jobs(lines, stretches, last)
-    return Columns(
-        lines,
-        jobs,
-        numbers,
-        carried(last.answers, stretches, size, parts(_ANSWER)),
-        carried_indices(last.others, stretches, size, others),
-        tuples,
-        list(accumulate(extra)),
-    )
+    not_pending = carried_indices(last.others, stretches, size, others)
+    distinct = _carried_distinct(numbers, stretches, last)
+    shared, kept = _shared(numbers, size - len(not_pending)) if distinct is None else (set(), [distinct])
+    answers = carried(last.answers, stretches, size, parts(_ANSWER))
+    return Columns(lines, jobs, numbers, answers, not_pending, tuples, list(accumulate(extra)), shared, kept)
+
+
+def _carried_distinct(numbers: list[int | None], stretches: Sequence[Stretch], last: Columns) -> set[int] | None:
+    """The pending numbers of a read's ``numbers`` when none is on two pending lines: ``last``'s
+    (taken out of it), less the numbers of its lines the ``stretches`` did not take, and with
+    the numbers of the read's other lines; None when ``last`` had none to give, or a number is
+    now on two pending lines."""
+    if not last.distinct:
+        return None
+    distinct = last.distinct.pop()
+    gone: list[int | None] = []
+    came: list[int | None] = []
+    at = done = 0  # (the read's lines, the last read's)
+    for i, j, run in stretches:
+        came += numbers[at:i]
+        gone += last.numbers[done:j]
+        at, done = i + run, j + run
+    came += numbers[at:]
+    gone += last.numbers[done:]
+    distinct.difference_update(gone)
+    distinct.discard(None)  # (a None among those gone, never in it)
+    before = len(distinct)
+    pending = [n for n in came if n is not None]
+    distinct.update(pending)
+    return distinct if len(distinct) == before + len(pending) else None
 
 
 def _carried_jobs(
@@ -157,14 +184,14 @@ def _carried_jobs(
     return tuples, extra, tuple(chain.from_iterable(pieces))
 
 
-def _shared(numbers: list[int | None], pending: int) -> set[int]:
+def _shared(numbers: list[int | None], pending: int) -> tuple[set[int], list[set[int]]]:
     """The numbers of more than one pending line (``numbers``: each line's, None: not pending;
-    ``pending``: how many are)."""
+    ``pending``: how many are), and the pending ones in a list when there are none such (``Columns.distinct``)."""
     distinct = set(numbers)
     distinct.discard(None)
     if len(distinct) == pending:
-        return set()
-    return {n for n, times in Counter(numbers).items() if times > 1 and n is not None}
+        return set(), [cast("set[int]", distinct)]
+    return {n for n, times in Counter(numbers).items() if times > 1 and n is not None}, []
 
 
 def held_answers(
@@ -180,7 +207,7 @@ def held_answers(
     dropped)."""
     lines, numbers = read.lines, read.numbers
     answers = read.answers
-    shared = _shared(numbers, len(numbers) - len(read.others))
+    shared = read.shared
     if not shared:
         held = tuple(filter(None, answers))  # (an answer is true, None is not)
         if not any(map(is_, held, repeat(READS_NOW))):
