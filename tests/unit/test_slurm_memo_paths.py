@@ -107,7 +107,6 @@ def assert_columns_of(read: Columns, lines: list[Line]) -> None:
     assert read.lines is lines
     made = [line[1] for line in lines]
     assert list(map(id, read.jobs)) == [id(job) for each in made for job in (each if type(each) is tuple else (each,))]
-    assert read.numbers == [line[2] for line in lines]
     assert list(map(id, read.answers)) == [id(line[3]) for line in lines]
     assert read.others == [i for i, line in enumerate(lines) if not line[0].pending]
     assert read.several == [i for i, each in enumerate(made) if type(each) is tuple]

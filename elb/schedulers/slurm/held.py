@@ -66,8 +66,8 @@ def line_of(job: SlurmJob) -> Line:
 @dataclass(frozen=True, slots=True)
 class Columns:
     """A read's squeue ``lines`` and their parts, in the lines' order: their neutral jobs one
-    after the other (``jobs``: the snapshot's), each line's pending number and held job's own
-    answer (``Line``'s items) a list each, the indices of the lines that are not pending
+    after the other (``jobs``: the snapshot's), each line's held job's own answer (``Line``'s
+    item) in a list, the indices of the lines that are not pending
     (``others``: their number None), and those of the lines whose neutral jobs are a tuple
     (``several``: only a line that is not pending may have other than one, ``line_of``) with
     how many jobs past one each stretch of lines up to one of them has (``past``, summed), and
@@ -78,7 +78,6 @@ class Columns:
 
     lines: Sequence[Line]
     jobs: tuple[Job, ...]
-    numbers: list[int | None]
     answers: list[NotDemand | object | None]
     others: list[int]
     several: list[int]
@@ -101,7 +100,7 @@ def columns(lines: Sequence[Line]) -> Columns:
     past = list(accumulate(len(cast("tuple[Job, ...]", made[i])) - 1 for i in tuples))
     shared, distinct = _shared(numbers, len(numbers) - len(others))
     answers = list(map(_ANSWER, lines))
-    return Columns(lines, flat(made, tuples), numbers, answers, others, tuples, past, shared, distinct)
+    return Columns(lines, flat(made, tuples), answers, others, tuples, past, shared, distinct)
 
 
 def carried_columns(lines: Sequence[Line], splice: Splice[Line] | None, last: Columns | None) -> Columns:
@@ -118,20 +117,21 @@ def carried_columns(lines: Sequence[Line], splice: Splice[Line] | None, last: Co
     def others(i: int, k: int) -> Iterator[int]:
         return compress(count(i), map(is_, map(_NUMBER, lines[i:k]), repeat(None)))
 
-    numbers = carried(last.numbers, stretches, size, parts(_NUMBER))
     tuples, extra, jobs = _carried_jobs(lines, stretches, last)
     not_pending = carried_indices(last.others, stretches, size, others)
-    distinct = _carried_distinct(numbers, stretches, last)
-    shared, kept = _shared(numbers, size - len(not_pending)) if distinct is None else (set(), [distinct])
+    distinct = _carried_distinct(lines, stretches, last)
+    if distinct is None:
+        shared, kept = _shared(list(map(_NUMBER, lines)), size - len(not_pending))
+    else:
+        shared, kept = set(), [distinct]
     answers = carried(last.answers, stretches, size, parts(_ANSWER))
-    return Columns(lines, jobs, numbers, answers, not_pending, tuples, list(accumulate(extra)), shared, kept)
+    return Columns(lines, jobs, answers, not_pending, tuples, list(accumulate(extra)), shared, kept)
 
 
-def _carried_distinct(numbers: list[int | None], stretches: Sequence[Stretch], last: Columns) -> set[int] | None:
-    """The pending numbers of a read's ``numbers`` when none is on two pending lines: ``last``'s
-    (taken out of it), less the numbers of its lines the ``stretches`` did not take, and with
-    the numbers of the read's other lines; None when ``last`` had none to give, or a number is
-    now on two pending lines."""
+def _carried_distinct(lines: Sequence[Line], stretches: Sequence[Stretch], last: Columns) -> set[int] | None:
+    """The pending numbers of ``lines`` when none is on two pending lines: ``last``'s (taken out
+    of it), less the numbers of its lines the ``stretches`` did not take, and with those of the
+    other ``lines``; None when ``last`` had none to give, or a number is now on two pending lines."""
     if not last.distinct:
         return None
     distinct = last.distinct.pop()
@@ -139,11 +139,11 @@ def _carried_distinct(numbers: list[int | None], stretches: Sequence[Stretch], l
     came: list[int | None] = []
     at = done = 0  # (the read's lines, the last read's)
     for i, j, run in stretches:
-        came += numbers[at:i]
-        gone += last.numbers[done:j]
+        came += map(_NUMBER, lines[at:i])
+        gone += map(_NUMBER, last.lines[done:j])
         at, done = i + run, j + run
-    came += numbers[at:]
-    gone += last.numbers[done:]
+    came += map(_NUMBER, lines[at:])
+    gone += map(_NUMBER, last.lines[done:])
     distinct.difference_update(gone)
     distinct.discard(None)  # (a None among those gone, never in it)
     before = len(distinct)
@@ -205,8 +205,7 @@ def held_answers(
     the line that answers for a job is the last pending one of its number, so a job is read due
     when that line shows its begin time passed (the entries of jobs no longer read due are
     dropped)."""
-    lines, numbers = read.lines, read.numbers
-    answers = read.answers
+    lines, answers = read.lines, read.answers
     shared = read.shared
     if not shared:
         held = tuple(filter(None, answers))  # (an answer is true, None is not)
@@ -218,6 +217,7 @@ def held_answers(
     again = list(compress(count(), map(is_, answers, repeat(READS_NOW))))
     last: dict[int, int] = {}  # each shared number's last pending line
     if shared:
+        numbers = list(map(_NUMBER, lines))
         on_shared = list(compress(count(), map(shared.__contains__, numbers)))
         last = {cast("int", numbers[i]): i for i in on_shared}  # (the last line of each number kept)
         again += (i for i in on_shared if answers[i] is not None and answers[i] is not READS_NOW)
@@ -225,7 +225,7 @@ def held_answers(
     for i in again:
         own, neutral = answers[i], cast("Job", lines[i][1])  # (a pending line's one job)
         before = own if isinstance(own, NotDemand) else None
-        line = lines[last.get(cast("int", numbers[i]), i)][0]
+        line = lines[last.get(cast("int", lines[i][2]), i)][0]
         at = now
         if due_since is not None and line.reason == "BeginTime" and not line.started:  # (the answer reads the time)
             at = seen[line.job_id] = due_since.get(line.job_id, now)
