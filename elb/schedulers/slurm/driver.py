@@ -356,9 +356,9 @@ class Slurm:
     def read(self, records: Sequence[Node], now: float) -> SchedulerRead:
         with paused(keep=True):  # the read's and the snapshot's jobs kept at once (``elb.core.gcpause``)
             read = self._read()
-            lines = carried_columns(read.lines, read.splice, self._last[1] if self._last is not None else None)
-            snap = snapshot((), read.nodes, now, neutral=lines.jobs, hosts=self._hosts)
-            self._last = snap, lines
+            parts = carried_columns(read.lines, read.splice, self._last[1] if self._last is not None else None)
+            snap = snapshot((), read.nodes, now, neutral=parts.jobs, hosts=self._hosts)
+            self._last = snap, parts
         partition_groups = slurm_settings(self.config).partition_groups
         kept, dropped, gone = asks_now(
             self.journal.asks(),

@@ -67,14 +67,14 @@ def line_of(job: SlurmJob) -> Line:
 class Columns:
     """A read's squeue ``lines`` and their parts, in the lines' order: their neutral jobs one
     after the other (``jobs``: the snapshot's), each line's held job's own answer (``Line``'s
-    item) in a list, the indices of the lines that are not pending
-    (``others``: their number None), and those of the lines whose neutral jobs are a tuple
-    (``several``: only a line that is not pending may have other than one, ``line_of``) with
-    how many jobs past one each stretch of lines up to one of them has (``past``, summed), and
-    the numbers on more than one pending line (``shared``). Made of the lines (``columns``), or
-    carried from the read before's by the stretches of lines the read took in place
-    (``carried_columns``): the same. ``distinct``: the pending lines' numbers when none is
-    shared, for the next read's columns to carry (the one carry takes it out; empty: made anew)."""
+    item) in a list, the indices of the lines that are not pending (``others``: their number
+    None), and those of the lines whose neutral jobs are a tuple (``several``: only a line that
+    is not pending may have other than one, ``line_of``) with how many jobs past one the lines
+    up to each of them have (``past``, summed), and the numbers on more than one pending line
+    (``shared``). Made of the lines (``columns``), or carried from the read before's by the
+    stretches of lines the read took in place (``carried_columns``): the same. ``distinct``: the
+    pending lines' numbers when none is shared, for the next read's columns to carry (the one
+    carry takes it out; empty: made anew)."""
 
     lines: Sequence[Line]
     jobs: tuple[Job, ...]
