@@ -124,7 +124,9 @@ def split_demand(
     pending = list(snapshot.pending)
     if not pending:
         return DemandSplit(snapshot)
-    with paused():  # a few objects per waiting job, all gone by the end (elb.core.gcpause)
+    # The split and what ``keep`` holds live until the next pass: set aside from the collector's
+    # walks at once (``elb.core.gcpause``); the lists as long as the queue are gone by the end.
+    with paused(keep=True):
         return _split(
             snapshot,
             pending,
