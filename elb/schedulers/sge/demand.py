@@ -471,9 +471,11 @@ class _Shapes:
         bound: Sequence[JobBinding | None],
     ) -> list[_Known]:
         """Sets ``records[n]`` for each ``n`` of ``todo``: jobs of one shape by identity (request
-        mappings, binding) share one record. Returns the records made."""
-        sub_jobs = list(map(jobs.__getitem__, todo))
-        sub_bound = list(map(bound.__getitem__, todo))
+        mappings, binding) share one record, made for the first of them. Returns the records
+        made."""
+        every = len(todo) == len(records)  # none found by job (the first call, or every job read anew)
+        sub_jobs = jobs if every else list(map(jobs.__getitem__, todo))
+        sub_bound = bound if every else list(map(bound.__getitem__, todo))
         quick = list(
             zip(
                 map(_SHAPE, sub_jobs),
@@ -484,14 +486,16 @@ class _Shapes:
                 strict=True,
             )
         )
-        one_of_each = dict(zip(quick, zip(sub_jobs, sub_bound, strict=True), strict=True))
-        table = {key: self.record(job, binding, key[0]) for key, (job, binding) in one_of_each.items()}
-        if len(todo) == len(records):  # none found by job (the first call, or every job read anew)
-            records[:] = map(table.__getitem__, quick)
+        # Each job's first of its shape, by position (each key hashed once).
+        first: dict[tuple[object, ...], int] = {}
+        at = list(map(first.setdefault, quick, range(len(quick))))
+        made = {n: self.record(sub_jobs[n], sub_bound[n], quick[n][0]) for n in first.values()}
+        if every:
+            records[:] = map(made.__getitem__, at)
         else:
-            for n, key in zip(todo, quick, strict=True):
-                records[n] = table[key]
-        return list(table.values())
+            for n, i in zip(todo, at, strict=True):
+                records[n] = made[i]
+        return list(made.values())
 
     def record(self, job: Job, binding: JobBinding | None, spec: tuple[object, ...]) -> _Known:
         """The answer for ``job`` bound by ``binding``, with what told it; ``spec``: the job's
