@@ -247,17 +247,15 @@ def _bindings(
     timeless = {q: keep.binding(q) if keep is not None else JobBinding(q) for q in set(queues) if q}
     if keep is not None:
         keep.keep_bindings(timeless.values())
-    shared: dict[tuple[tuple[str, ...], float | None], JobBinding | None] = {
-        (q, None): timeless.get(q) for q in set(queues)
-    }
-    out = list(map(shared.__getitem__, zip(queues, repeat(None))))
+    out: list[JobBinding | None] = list(map(timeless.get, queues))  # None for no queue
     if start_times:
         ids = list(map(_JOB_ID, pending))
+        timed: dict[tuple[tuple[str, ...], float], JobBinding] = {}
         for n in compress(range(len(ids)), map(start_times.__contains__, ids)):
             key = (queues[n], start_times[ids[n]])
-            binding = shared.get(key)
+            binding = timed.get(key)
             if binding is None:
-                binding = shared[key] = JobBinding(*key)
+                binding = timed[key] = JobBinding(*key)
             out[n] = binding
     return out
 
