@@ -682,6 +682,37 @@ def test_place_all_answers_the_same_in_any_order(
     assert backwards == expected[::-1]
 
 
+# Array jobs' shapes (slots, PE and range), one request mapping for all, as the arrays queue.
+ARRAY_SHAPES = st.sampled_from(
+    [(1, None, None), (2, None, None), (4, None, None), (16, None, None), (4, "smp", "4"), (2, "mp*", "2-"),
+     (4, "mp*", "4-16"), (2, "mpi-rr", "2,4-6"), (5, "four", "5-10"), (8, "four", "8"), (20, "mpifill", "20")]
+)  # fmt: skip
+TASK_COUNTS = st.one_of(st.sampled_from([1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 40, 41, 80, 81]), st.integers(1, 10**6))
+_ARRAY_REQUESTS = {"h_rt": "3600"}
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(ARRAY_SHAPES, TASK_COUNTS), min_size=1, max_size=30),
+    st.sampled_from([*range(len(GROUP_SETS)), -1]),
+)
+def test_place_all_weighs_each_task_count_as_place_does(
+    drawn: list[tuple[tuple[int, str | None, str | None], int]], which: int
+) -> None:
+    """Array jobs of a few shapes and many task counts: ``place_all`` works out each shape's
+    ways over each group's node once and weighs each task count with them; each job is answered
+    as ``place`` answers it alone (the cheapest group and the PE of the fewest nodes move with
+    the count)."""
+    gs = GROUP_SETS[which] if which >= 0 else groups(group("a", slots=4, max_nodes=3, price_per_hour=0.1), C5, R5)
+    jobs = [
+        Job(n + 1, "job", "u", "qw", job_phase("qw"), slots, submitted=NOW - 600, tasks=tasks, pe=pe,
+            pe_range=pe_range, hard_requests=_ARRAY_REQUESTS)
+        for n, ((slots, pe, pe_range), tasks) in enumerate(drawn)
+    ]  # fmt: skip
+    expected = [place(j, gs, SITE, NOW) for j in jobs]
+    assert place_all(jobs, gs, SITE, NOW) == expected
+
+
 def test_placing_jobs_leaves_no_reference_cycle() -> None:
     """Unservable shapes (a request no group offers, a queue none joins, a hostname) leave no
     garbage only the cycle collector would free: the split pauses it over 50,000 jobs, and

@@ -18,17 +18,22 @@ from elb.core.demand import DemandSplit, NotDemand
 from elb.core.groups import NodeGroups
 from elb.core.model import Job, Snapshot
 from elb.schedulers.sge.demand import DemandError, JobBinding, NotYet, Servable, check_offers, place
-from elb.schedulers.sge.servable import split_demand
+from elb.schedulers.sge.servable import UNREAD, split_demand
 from elb.schedulers.sge.starttimes import StartTimes
 from elb.schedulers.sge.states import job_phase
 from tests.unit.test_demand import EXTRA, GROUP_SETS, NOW, PLAIN, SITE, waiting_jobs
 
 
 def reference_split(
-    snapshot: Snapshot, gs: NodeGroups, site: object, name: str | None, starts: Mapping[int, float]
+    snapshot: Snapshot,
+    gs: NodeGroups,
+    site: object,
+    name: str | None,
+    starts: Mapping[int, float],
+    unread: Mapping[int, str] | None = None,
 ) -> DemandSplit:
     """What ``split_demand`` means: ``place`` each eligible waiting job; keep the servable ones
-    (none when the groups do not fit the site)."""
+    (none when the groups do not fit the site); a job whose start time was not read is held."""
     kept, refused, group_of = [], [], {}
     try:
         check_offers(gs, site)  # type: ignore[arg-type]
@@ -42,6 +47,9 @@ def reference_split(
             continue
         if misfit:
             refused.append(NotDemand(j, misfit))
+            continue
+        if unread and j.job_id in unread:
+            refused.append(NotDemand(j, UNREAD + unread[j.job_id], held=True))
             continue
         binding = JobBinding(j.hard_queues, starts.get(j.job_id))
         p = place(j, gs, site, snapshot.now, binding=binding, new_node_name=name)  # type: ignore[arg-type]
@@ -60,6 +68,7 @@ def reference_split(
     st.sampled_from([SITE, PLAIN, EXTRA]),
     st.lists(st.sampled_from([NOW - 60, NOW + 3600]), max_size=40),
     st.sampled_from([None, "node002"]),
+    st.dictionaries(st.integers(1, 7), st.sampled_from(["qstat -j timed out", "not asked yet"]), max_size=4),
 )
 def test_split_demand_is_place_job_by_job(
     drawn: tuple[list[Job], list[JobBinding | None]],
@@ -67,7 +76,10 @@ def test_split_demand_is_place_job_by_job(
     site: object,
     times: list[float],
     name: str | None,
+    unread: dict[int, str],
 ) -> None:
+    """Each eligible waiting job placed alone, those whose start time was not read (``unread``,
+    several sharing a reason) held with why."""
     jobs, bindings = drawn
     queued = [
         dataclasses.replace(j, hard_queues=b.hard_queues if b is not None else (), job_id=j.job_id % 7 + 1)
@@ -77,8 +89,8 @@ def test_split_demand_is_place_job_by_job(
     snapshot = Snapshot(NOW, (running, *queued), ())
     starts = {n + 1: t for n, t in enumerate(times[:7])}
     gs = GROUP_SETS[which]
-    got = split_demand(snapshot, gs, site, new_node_name=name, start_times=starts)  # type: ignore[arg-type]
-    want = reference_split(snapshot, gs, site, name, starts)
+    got = split_demand(snapshot, gs, site, new_node_name=name, start_times=starts, unread=unread)  # type: ignore[arg-type]
+    want = reference_split(snapshot, gs, site, name, starts, unread)
     assert got.snapshot == want.snapshot
     assert got.not_demand == want.not_demand
     assert dict(got.group_of) == dict(want.group_of)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -300,6 +301,37 @@ def test_count_tasks_rejects(spec: str) -> None:
 def test_count_tasks_matches_enumeration(parts: list[tuple[int, int, int]]) -> None:
     spec = ",".join(f"{a}-{a + span}:{step}" for a, span, step in parts)
     assert count_tasks(spec) == sum(len(range(a, a + span + 1, step)) for a, span, step in parts)
+
+
+_TASK_PART = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?")
+
+
+def _count_by_expression(spec: str) -> int | None:
+    """count_tasks by a regular expression of a part, None where it refuses the list."""
+    total = 0
+    for part in spec.strip().split(","):
+        m = _TASK_PART.fullmatch(part.strip())
+        if m is None:
+            return None
+        start = int(m.group(1))
+        end = int(m.group(2)) if m.group(2) is not None else start
+        step = int(m.group(3)) if m.group(3) is not None else 1
+        if start < 1 or end < start or step < 1 or end > 2**31:
+            return None
+        total += (end - start) // step + 1
+    return total
+
+
+@given(st.text(st.sampled_from("0123456789-:, \t\u00b2\u0663+_"), max_size=20))
+def test_count_tasks_takes_and_counts_what_the_expression_does(spec: str) -> None:
+    """Any text of digits (ASCII or not), dashes, colons, commas and spaces: counted as a
+    regular expression of ``N``, ``N-M`` and ``N-M:S`` parts counts it, refused where it refuses."""
+    expected = _count_by_expression(spec)
+    if expected is None:
+        with pytest.raises(ValueError, match="task range"):
+            count_tasks(spec)
+    else:
+        assert count_tasks(spec) == expected
 
 
 @pytest.mark.parametrize(

@@ -693,6 +693,25 @@ def test_moved_priorities_are_looked_up_without_them(shape: str) -> None:
         before = read
 
 
+def test_moved_priorities_of_entries_with_the_same_head_read_alike() -> None:
+    """Entries of one job number and state in one place (an array job's tasks split over
+    entries): the memo looks moved priorities up by an entry's text up to its ``<JAT_prio>``,
+    which they share; each is still read as the careful reader reads it."""
+    bench = benchmark()
+    memo = QstatMemo()
+    for turn in range(3):
+        data = bench.make_qstat(200, 4, random.Random(5), turn=turn, churn=0.05, reprioritize=True)
+        # Every even job number made the odd one before it: pairs of entries with one head.
+        text = re.sub(
+            r"<JB_job_number>(\d+)</JB_job_number>",
+            lambda m: f"<JB_job_number>{int(m.group(1)) - (int(m.group(1)) % 2 == 0)}</JB_job_number>",
+            data.decode(),
+        )
+        read = _quick_qstat(text, memo)  # not declined: read with the memo's pieces
+        assert read is not None and read == _careful_qstat(text) == _quick_qstat(text)
+        assert len({j.job_id for j in read.jobs}) < len(read.jobs)
+
+
 PRIORITY_TEXTS = ["0.50000", "1", "-0.25", "1e3", "", " 0.5 ", "&#48;.5", "0.5&amp;", "x", "0.1.2", "9" * 70]
 PRIORITY_TEXTS += ["12.25", "5.", ".5", "0" * 19 + ".5", "0.5" + "0" * 18]
 

@@ -224,6 +224,23 @@ class _Node:
     narrowed: str  # why cap is below the node's slots ("" when it is not)
 
 
+@dataclass(frozen=True, slots=True)
+class _Way:
+    """How each task of a job takes new nodes of one group, whatever the job's task count:
+    ``on_node`` slots on each of ``nodes_per_task`` nodes, at most ``most`` tasks at once (None:
+    as many as the job has); ``what``: the slots a task takes, said."""
+
+    node: _Node
+    on_node: int
+    nodes_per_task: int
+    most: int | None
+    what: str
+
+
+# A node's ways for a job's tasks (one for each PE that fits), or why none fits.
+_Ways = tuple[_Way, ...] | _Short
+
+
 class _Stop(Exception):
     """An early exit of the checks, carrying the reason the job is unservable."""
 
@@ -454,9 +471,11 @@ class _Shapes:
         bound: Sequence[JobBinding | None],
     ) -> list[_Known]:
         """Sets ``records[n]`` for each ``n`` of ``todo``: jobs of one shape by identity (request
-        mappings, binding) share one record. Returns the records made."""
-        sub_jobs = list(map(jobs.__getitem__, todo))
-        sub_bound = list(map(bound.__getitem__, todo))
+        mappings, binding) share one record, made for the first of them. Returns the records
+        made."""
+        every = len(todo) == len(records)  # none found by job (the first call, or every job read anew)
+        sub_jobs = jobs if every else list(map(jobs.__getitem__, todo))
+        sub_bound = bound if every else list(map(bound.__getitem__, todo))
         quick = list(
             zip(
                 map(_SHAPE, sub_jobs),
@@ -467,14 +486,16 @@ class _Shapes:
                 strict=True,
             )
         )
-        one_of_each = dict(zip(quick, zip(sub_jobs, sub_bound, strict=True), strict=True))
-        table = {key: self.record(job, binding, key[0]) for key, (job, binding) in one_of_each.items()}
-        if len(todo) == len(records):  # none found by job (the first call, or every job read anew)
-            records[:] = map(table.__getitem__, quick)
+        # Each job's first of its shape, by position (each key hashed once).
+        first: dict[tuple[object, ...], int] = {}
+        at = list(map(first.setdefault, quick, range(len(quick))))
+        made = {n: self.record(sub_jobs[n], sub_bound[n], quick[n][0]) for n in first.values()}
+        if every:
+            records[:] = map(made.__getitem__, at)
         else:
-            for n, key in zip(todo, quick, strict=True):
-                records[n] = table[key]
-        return list(table.values())
+            for n, i in zip(todo, at, strict=True):
+                records[n] = made[i]
+        return list(made.values())
 
     def record(self, job: Job, binding: JobBinding | None, spec: tuple[object, ...]) -> _Known:
         """The answer for ``job`` bound by ``binding``, with what told it; ``spec``: the job's
@@ -562,9 +583,10 @@ class _Memo:
       request; ``unforced``: the FORCED complexes' check on the groups left;
     - ``per_node``: what a group's node gives the requests of complexes it offers (``_per_node``),
       and ``nodes``: one ``_Node`` object for equal ones; ``interned``: one ``_Candidates`` object
-      for the same parts (PEs, ranges, nodes), so that ``answers`` (``_cheapest``'s answer as a
-      placement without a start time) is worked out once for each, with the job's slots, tasks
-      and range.
+      for the same parts (PEs, ranges, nodes), so that ``ways`` (each node's ways for the job's
+      tasks, ``_node_ways``) is worked out once for each with the job's slots and range, and
+      ``answers`` (``_cheapest``'s answer as a placement without a start time) once with its task
+      count too.
 
     A key that holds an object's identity holds that of an object the memo keeps."""
 
@@ -600,6 +622,7 @@ class _Memo:
         self.per_node: dict[tuple[object, ...], tuple[int, int, str]] = {}
         self.nodes: dict[tuple[int, int, int, str], _Node] = {}
         self.interned: dict[tuple[object, ...], _Candidates] = {}
+        self.ways: dict[tuple[int, int, str | None], tuple[_Ways, ...]] = {}
         self.answers: dict[tuple[int, int, int, str | None], Servable | Unservable] = {}
         self.unservable: dict[str, Unservable] = {}
 
@@ -630,9 +653,14 @@ class _Memo:
         return _not_before(answer, binding.start_time, now)
 
     def _answer(self, job: Job, candidates: _Candidates) -> Servable | Unservable:
-        """Check 5 (``_cheapest``), which reads the job's slots, tasks and range."""
+        """Check 5 (``_cheapest``), which reads the job's slots, tasks and range: each node's ways
+        (``_node_ways``) worked out once for its slots and range, weighed for its task count."""
+        ways_key = (id(candidates), job.slots, job.pe_range)
+        node_ways = self.ways.get(ways_key)
+        if node_ways is None:
+            node_ways = self.ways[ways_key] = _node_ways(job, candidates)
         try:
-            fit, considered = _cheapest(job, candidates)
+            fit, considered = _cheapest_of(node_ways, job.tasks, candidates)
         except _Stop as stop:
             return self._unservable(stop.reason)
         return _servable(fit, considered)
@@ -895,15 +923,19 @@ def _unforced(left: _Placed, everyone: _Placed, requests: Sequence[_Request], si
 
 def _cheapest(job: Job, candidates: _Candidates) -> tuple[_Fit, int]:
     """Check 5: the slots over each group's nodes; the cheapest group that fits, and how many fit."""
-    fits: list[_Fit] = []
-    shorts: list[_Short] = []
-    for node in candidates.nodes:
-        outcome = _fit(job, node, candidates.pes, candidates.ranges)
-        if isinstance(outcome, _Fit):
-            fits.append(outcome)
-        else:
-            shorts.append(outcome)
+    return _cheapest_of(_node_ways(job, candidates), job.tasks, candidates)
+
+
+def _node_ways(job: Job, candidates: _Candidates) -> tuple[_Ways, ...]:
+    """Each candidate node's ways for the job's tasks (``_ways``), whatever their count."""
+    return tuple(_ways(job, node, candidates.pes, candidates.ranges) for node in candidates.nodes)
+
+
+def _cheapest_of(node_ways: Sequence[_Ways], tasks: int, candidates: _Candidates) -> tuple[_Fit, int]:
+    """``_cheapest`` for ``tasks`` tasks, from each candidate node's ways (``_node_ways``)."""
+    fits = [_fit(ways, tasks) for ways in node_ways if not isinstance(ways, _Short)]
     if not fits:
+        shorts = [ways for ways in node_ways if isinstance(ways, _Short)]
         raise _Stop(_slots_reason(shorts) + _among(candidates.left, candidates.everyone))
     priced = all(f.group.price_per_hour is not None for f in fits)
     best = min(fits, key=lambda f: ((f.group.price_per_hour or 0.0) * f.wanted if priced else 0.0, f.wanted, f.index))
@@ -1144,24 +1176,26 @@ def _largest(ranges: Iterable[tuple[int, int]], step: int, limit: int) -> int | 
     return max(found) if found else None
 
 
-def _fit(job: Job, node: _Node, pes: Sequence[ParallelEnvironment], ranges: Sequence[tuple[int, int]]) -> _Fit | _Short:
+def _ways(job: Job, node: _Node, pes: Sequence[ParallelEnvironment], ranges: Sequence[tuple[int, int]]) -> _Ways:
+    """How each task of ``job`` can take new nodes like ``node``: one way for each of its PEs the
+    group serves that fits, or why none does. Reads the job's slots and range, never its task
+    count (``_fit`` weighs that)."""
     if not pes:
         slots = max(1, job.slots)
         if slots > node.cap:
             return _short(node, "host", _plural(slots, "slot"), node.cap)
-        what = f"{_tasks(job)}{_plural(slots, 'slot')}"
-        return _spread(job, node, on_node=slots, nodes_per_task=1, at_once=job.tasks, what=what)
+        return (_Way(node, slots, 1, None, _plural(slots, "slot")),)
     shorts: list[_Short] = []
-    fits: list[_Fit] = []
+    ways: list[_Way] = []
     for pe in pes:
         if _serves(node.group, pe.name):
-            outcome = _fit_pe(job, node, pe, ranges)
-            if isinstance(outcome, _Fit):
-                fits.append(outcome)
+            outcome = _way_pe(job, node, pe, ranges)
+            if isinstance(outcome, _Way):
+                ways.append(outcome)
             else:
                 shorts.append(outcome)
-    if fits:
-        return min(fits, key=lambda f: (f.wanted, f.nodes))
+    if ways:
+        return tuple(ways)
     return shorts[0]
 
 
@@ -1169,7 +1203,7 @@ def _short(node: _Node, kind: str, head: str, limit: int) -> _Short:
     return _Short(kind, head, limit, node.group.name, node.max_nodes, node.narrowed)
 
 
-def _fit_pe(job: Job, node: _Node, pe: ParallelEnvironment, ranges: Sequence[tuple[int, int]]) -> _Fit | _Short:
+def _way_pe(job: Job, node: _Node, pe: ParallelEnvironment, ranges: Sequence[tuple[int, int]]) -> _Way | _Short:
     rule, cap = pe.allocation_rule, node.cap
     wanted = job.pe_range or str(job.slots)
     if rule.spread is Spread.PE_SLOTS:
@@ -1197,13 +1231,20 @@ def _fit_pe(job: Job, node: _Node, pe: ParallelEnvironment, ranges: Sequence[tup
         nodes_per_task, on_node = chosen // step, step
     else:
         nodes_per_task, on_node = -(-chosen // cap), min(chosen, cap)
-    at_once = min(job.tasks, pe.slots // chosen)
-    what = f"{_tasks(job)}{chosen} slots in PE {pe.name} ({_rule(pe)})"
-    return _spread(job, node, on_node=on_node, nodes_per_task=nodes_per_task, at_once=at_once, what=what)
+    return _Way(node, on_node, nodes_per_task, pe.slots // chosen, f"{chosen} slots in PE {pe.name} ({_rule(pe)})")
 
 
-def _spread(job: Job, node: _Node, *, on_node: int, nodes_per_task: int, at_once: int, what: str) -> _Fit:
-    """Nodes for ``at_once`` tasks that each take ``on_node`` slots on ``nodes_per_task`` nodes."""
+def _fit(ways: tuple[_Way, ...], tasks: int) -> _Fit:
+    """The way ``tasks`` tasks want the fewest nodes (then fewest nodes at once)."""
+    fits = [_spread(way, tasks) for way in ways]
+    return fits[0] if len(fits) == 1 else min(fits, key=_FEWEST)
+
+
+def _spread(way: _Way, tasks: int) -> _Fit:
+    """Nodes for the tasks that run at once, each taking ``on_node`` slots on ``nodes_per_task``
+    nodes."""
+    node, on_node, nodes_per_task = way.node, way.on_node, way.nodes_per_task
+    at_once = tasks if way.most is None else min(tasks, way.most)
     if nodes_per_task == 1:
         per_node = max(1, min(node.cap // on_node, node.task_cap))
         wanted = -(-at_once // per_node)
@@ -1213,11 +1254,11 @@ def _spread(job: Job, node: _Node, *, on_node: int, nodes_per_task: int, at_once
         wanted = at_once * nodes_per_task
         nodes = min(at_once, node.max_nodes // nodes_per_task) * nodes_per_task
         slots_per_node = on_node
+    what = f"{tasks} tasks of {way.what}" if tasks > 1 else way.what
     return _Fit(node.group, node.index, nodes, wanted, slots_per_node, what)
 
 
-def _tasks(job: Job) -> str:
-    return f"{job.tasks} tasks of " if job.tasks > 1 else ""
+_FEWEST = attrgetter("wanted", "nodes")
 
 
 def _slots_reason(shorts: Sequence[_Short]) -> str:

@@ -59,7 +59,6 @@ QUEUE_STATE_LETTERS = frozenset("acdosuACDES")
 
 # Numbers are ASCII digits only: SGE writes no other, and Python's int() and float() would read
 # other scripts' digits ("\u0663" is 3) and more ("1_000", "nan").
-_TASK_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _TIME_PART = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
 # Characters XML 1.0 forbids; SGE copies job names verbatim, so a hostile name can carry them.
@@ -218,19 +217,28 @@ def _local_seconds(text: str, hours: dict[str, float | None]) -> float:
 
 
 def count_tasks(spec: str) -> int:
-    """Number of task ids in an SGE id list: ``1-20:1`` -> 20, ``1-10:3`` -> 4, ``5,7,9`` -> 3."""
+    """Number of task ids in an SGE id list: ``1-20:1`` -> 20, ``1-10:3`` -> 4, ``5,7,9`` -> 3.
+
+    Each part is ``N``, ``N-M`` or ``N-M:S`` of ASCII digits (cut with string methods: an array
+    queue has tens of thousands of distinct lists)."""
     total = 0
     for part in spec.strip().split(","):
-        m = _TASK_RANGE.fullmatch(part.strip())
-        if m is None:
+        first, dash, rest = part.strip().partition("-")
+        last, colon, every = rest.partition(":")
+        if not (_digits(first) and (not dash or (_digits(last) and (not colon or _digits(every))))):
             raise ValueError(f"task range {spec!r} is not like 1-20:1, 1-10:3 or 5,7,9")
-        start = int(m.group(1))
-        end = int(m.group(2)) if m.group(2) is not None else start
-        step = int(m.group(3)) if m.group(3) is not None else 1
+        start = int(first)
+        end = int(last) if dash else start
+        step = int(every) if colon else 1
         if start < 1 or end < start or step < 1 or end > _MAX_TASK_ID:
             raise ValueError(f"task range {spec!r} has an impossible part {part!r}")
         total += (end - start) // step + 1
     return total
+
+
+def _digits(text: str) -> bool:
+    """Whether ``text`` is one or more ASCII digits."""
+    return text.isdigit() and text.isascii()
 
 
 def parse_sge_time(value: str) -> float | None:
@@ -905,8 +913,8 @@ class QstatMemo:
     where the reader stands; the local time zone aside, which is checked), so it is looked up
     instead of read again, and the jobs of the last read are reused. When most pieces are not
     found (SGE normalizes priorities anew when the highest or lowest job leaves, and every
-    entry's ``<JAT_prio>`` changes), the rest are looked up by their text from their first
-    ``</JAT_prio>`` on (``_Reprioritized``): when only the priority differs, the job is the
+    entry's ``<JAT_prio>`` changes), the rest are looked up by their text up to their first
+    ``<JAT_prio>`` (``_Reprioritized``): when only the priority differs, the job is the
     remembered one with the new priority (``_Reprioritized.find``). Only the last
     document's pieces are kept; one memo serves one sequence of reads (``SgeCommands`` keeps
     one).
@@ -930,16 +938,16 @@ REPRIORITIZED_AFTER = 16
 
 
 class _Reprioritized:
-    """The memo's pieces by their text from their first ``</JAT_prio>`` on (with their text
-    before it and what they made), each place's indexed when first asked, for a document whose
+    """The memo's pieces by their text up to their first ``<JAT_prio>`` (their head: the entry's
+    state and job number), each place's indexed when first asked, for a document whose
     priorities moved."""
 
     def __init__(self, remembered: dict[tuple[str, str | None], dict[str, Job | _Piece]]) -> None:
         self.remembered = remembered
-        # Each place's pieces by their text from their first ``</JAT_prio>`` on: their text up to
-        # their first ``<JAT_prio>`` and its end ("" for none before the ``</JAT_prio>``), and
-        # what they made.
-        self.indexes: dict[tuple[str, str | None], dict[str, tuple[str, Job | _Piece]]] = {}
+        # Each place's pieces by their head (through the ``<JAT_prio>`` that opens before their
+        # first ``</JAT_prio>``): the piece's text, where that ``</JAT_prio>`` is, and what it
+        # made. Of pieces with the same head, the last is kept (the others are read again).
+        self.indexes: dict[tuple[str, str | None], dict[str, tuple[str, int, Job | _Piece]]] = {}
 
     def find(self, text: str, place: str, queue: str | None, reader: _QuickReader) -> Job | _Piece | None:
         """What the piece ``text`` read from ``place`` in ``queue`` makes, from a remembered
@@ -949,36 +957,42 @@ class _Reprioritized:
         The piece reads as the remembered one did but for the job's priority: ``_JOB_ENTRY`` reads
         it as the text between the entry's first ``<JAT_prio>`` and the ``</JAT_prio>`` after it
         (no ``<`` in it), and nothing else of the entry, nor what follows it, depends on it. The
-        new priority's text is checked as ``_JOB_ENTRY`` checks it and read as ``job`` reads it."""
+        two have the same head (looked up) and the same text from that ``</JAT_prio>`` on
+        (compared); the new priority's text is checked as ``_JOB_ENTRY`` checks it and read as
+        ``job`` reads it."""
         tail = text.find(_PRIO_CLOSE)
         if tail < 0:
+            return None
+        opened = text.find(_PRIO_OPEN, 0, tail)
+        if opened < 0:
             return None
         index = self.indexes.get((place, queue))
         if index is None:
             index = self.indexes[(place, queue)] = self.index(place, queue)
-        found = index.pop(text[tail:], None)
-        return None if found is None else _reprioritized(found[0], found[1], text, tail, reader)
+        head = opened + len(_PRIO_OPEN)
+        found = index.pop(text[:head], None)
+        if found is None:
+            return None
+        old, cut, done = found
+        if len(old) - cut != len(text) - tail or not text.endswith(old[cut:]):
+            return None
+        return _reprioritized(done, text[head:tail], reader)
 
-    def index(self, place: str, queue: str | None) -> dict[str, tuple[str, Job | _Piece]]:
-        """The remembered pieces of one place by their text from their first ``</JAT_prio>``."""
-        index: dict[str, tuple[str, Job | _Piece]] = {}
+    def index(self, place: str, queue: str | None) -> dict[str, tuple[str, int, Job | _Piece]]:
+        """The remembered pieces of one place by their head."""
+        index: dict[str, tuple[str, int, Job | _Piece]] = {}
         for old, was in self.remembered.get((place, queue), {}).items():
             cut = old.find(_PRIO_CLOSE)
             if cut >= 0:
                 opened = old.find(_PRIO_OPEN, 0, cut)
-                index[old[cut:]] = (old[: opened + len(_PRIO_OPEN)] if opened >= 0 else "", was)
+                if opened >= 0:
+                    index[old[: opened + len(_PRIO_OPEN)]] = (old, cut, was)
         return index
 
 
-def _reprioritized(prefix: str, done: Job | _Piece, text: str, tail: int, reader: _QuickReader) -> Job | _Piece | None:
-    """What a remembered piece made (``done``; ``prefix``: its text up to its first ``<JAT_prio>``)
-    for the piece ``text`` (``tail``: where its first ``</JAT_prio>`` is), when the two differ only
-    in what that ``<JAT_prio>`` holds; None otherwise."""
-    # The same text up to the first <JAT_prio> (none earlier in either: the prefix ends at
-    # the remembered piece's first), and what the new one holds there.
-    if not prefix or not text.startswith(prefix) or len(prefix) > tail:
-        return None
-    prio = text[len(prefix) : tail]
+def _reprioritized(done: Job | _Piece, prio: str, reader: _QuickReader) -> Job | _Piece | None:
+    """What a remembered piece made (``done``) for a piece that differs from it only in what its
+    first ``<JAT_prio>`` holds (``prio``); None when that is not a priority ``_JOB_ENTRY`` reads."""
     if _PLAIN_PRIO_TEXT.fullmatch(prio):  # read as job reads it
         priority = float(prio)
     else:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from itertools import compress, repeat
 from operator import attrgetter, is_, is_not
@@ -28,6 +29,7 @@ from typing import Protocol
 
 from elb.core.config import Config
 from elb.core.demand import DemandSplit, NotDemand
+from elb.core.frozen import maker
 from elb.core.gcpause import paused
 from elb.core.groups import NodeGroups
 from elb.core.model import Job, JobPhase, Node, Snapshot
@@ -40,7 +42,6 @@ from elb.schedulers.sge.demand import (
     Placements,
     Servable,
     Site,
-    Unservable,
     check_offers,
     place_shapes,
 )
@@ -124,7 +125,9 @@ def split_demand(
     pending = list(snapshot.pending)
     if not pending:
         return DemandSplit(snapshot)
-    with paused():  # a few objects per waiting job, all gone by the end (elb.core.gcpause)
+    # The split and what ``keep`` holds live until the next pass: set aside from the collector's
+    # walks at once (``elb.core.gcpause``); the lists as long as the queue are gone by the end.
+    with paused(keep=True):
         return _split(
             snapshot,
             pending,
@@ -162,31 +165,43 @@ def _split(
     except DemandError as err:  # the groups do not fit the site: no job is demand until fixed
         reason = f"the node group configuration does not fit the site: {err}"
         return DemandSplit(_without(snapshot, range(len(pending))), tuple(NotDemand(j, reason) for j in pending))
-    held: list[int] = []
+    held = False
+    answers: Sequence[Placement | _Unread] = placements
     if unread:
-        placements = list(placements)
+        answers = marked = list[Placement | _Unread](placements)
+        reasons: dict[str, _Unread] = {}  # one for each reason (most jobs not read share one)
         for n in compress(range(len(pending)), map(unread.__contains__, map(_JOB_ID, pending))):
-            placements[n] = Unservable(UNREAD + unread[pending[n].job_id])
-            held.append(n)
+            why = unread[pending[n].job_id]
+            found = reasons.get(why)
+            if found is None:
+                found = reasons[why] = _Unread(UNREAD + why)
+            marked[n] = found
+            held = True
     # Jobs of one shape share one placement: only when one of them is not demand are the jobs
     # not demand looked at one by one.
     if not held and all(p.__class__ is Servable for p in distinct):
-        return DemandSplit(snapshot, (), _GroupOf(pending, placements))
-    left_out = list(compress(range(len(placements)), map(is_not, map(_CLASS, placements), repeat(Servable))))
-    refused = tuple(map(_not_demand, map(pending.__getitem__, left_out), map(placements.__getitem__, left_out)))
-    if held:
-        refused = _held(refused, left_out, set(held))
-    return DemandSplit(_without(snapshot, left_out), refused, _GroupOf(pending, placements))
+        return DemandSplit(snapshot, (), _GroupOf(pending, answers))
+    left_out = list(compress(range(len(answers)), map(is_not, map(_CLASS, answers), repeat(Servable))))
+    refused = tuple(map(_not_demand, map(pending.__getitem__, left_out), map(answers.__getitem__, left_out)))
+    return DemandSplit(_without(snapshot, left_out), refused, _GroupOf(pending, answers))
 
 
-def _not_demand(job: Job, placement: Placement) -> NotDemand:
+@dataclass(frozen=True, slots=True)
+class _Unread:
+    """The placement of a job whose ``qsub -a`` time could not be read this pass: held, with why."""
+
+    reason: str
+
+
+def _not_demand(job: Job, placement: Placement | _Unread) -> NotDemand:
     """Why ``job``, placed ``placement`` (not ``Servable``), is not demand."""
-    return NotDemand(job, placement.reason, placement.start_time if isinstance(placement, NotYet) else None)
+    kind = placement.__class__
+    if kind is _Unread:
+        return _NOT_DEMAND(job, placement.reason, None, True)
+    return _NOT_DEMAND(job, placement.reason, placement.start_time if kind is NotYet else None)  # type: ignore[union-attr]
 
 
-def _held(refused: tuple[NotDemand, ...], left_out: Sequence[int], held: set[int]) -> tuple[NotDemand, ...]:
-    """``refused`` (the jobs at ``left_out``) with those at ``held`` marked held."""
-    return tuple(dataclasses.replace(r, held=True) if n in held else r for r, n in zip(refused, left_out, strict=True))
+_NOT_DEMAND = maker(NotDemand)
 
 
 class _GroupOf(Mapping[Job, str]):
@@ -194,7 +209,7 @@ class _GroupOf(Mapping[Job, str]):
     policy for a single group never reads it, and hashing 50,000 jobs into a dict is most of the
     split's cost."""
 
-    def __init__(self, jobs: Sequence[Job], placements: Sequence[Placement]) -> None:
+    def __init__(self, jobs: Sequence[Job], placements: Sequence[Placement | _Unread]) -> None:
         self._jobs, self._placements = jobs, placements
         self._made: dict[Job, str] | None = None
 
@@ -232,17 +247,15 @@ def _bindings(
     timeless = {q: keep.binding(q) if keep is not None else JobBinding(q) for q in set(queues) if q}
     if keep is not None:
         keep.keep_bindings(timeless.values())
-    shared: dict[tuple[tuple[str, ...], float | None], JobBinding | None] = {
-        (q, None): timeless.get(q) for q in set(queues)
-    }
-    out = list(map(shared.__getitem__, zip(queues, repeat(None))))
+    out: list[JobBinding | None] = list(map(timeless.get, queues))  # None for no queue
     if start_times:
         ids = list(map(_JOB_ID, pending))
+        timed: dict[tuple[tuple[str, ...], float], JobBinding] = {}
         for n in compress(range(len(ids)), map(start_times.__contains__, ids)):
             key = (queues[n], start_times[ids[n]])
-            binding = shared.get(key)
+            binding = timed.get(key)
             if binding is None:
-                binding = shared[key] = JobBinding(*key)
+                binding = timed[key] = JobBinding(*key)
             out[n] = binding
     return out
 
