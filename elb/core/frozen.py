@@ -18,15 +18,22 @@ third as much through its maker (the replay makes records and jobs by keyword at
 Only the plain case is handled: a frozen dataclass with ``slots=True`` directly under ``object``,
 every field set by ``__init__`` (no ``init=False``, ``kw_only`` or ``InitVar``) and no
 ``__post_init__``; anything else is refused when the class is defined.
+
+``cached`` is ``functools.cached_property`` without its lock, for a frozen value (with a
+``__dict__``) that works a field out when first read and keeps it: Python 3.11's takes a lock at
+that first read, which costs more than a small join itself, and a pass makes such a value (the
+joined ``ClusterState``) anew each time. A value read from several threads at once may work a
+field out twice (the same value: it is worked out from the frozen fields alone).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 T = TypeVar("T")
+S = TypeVar("S")
 P = ParamSpec("P")
 _MISSING = object()  # a field with a default factory that the caller left out
 _MAKERS: dict[type, Callable[..., Any]] = {}  # each decorated class's maker
@@ -94,3 +101,27 @@ def quick_init(cls: type[T]) -> type[T]:
     init.__doc__ = cls.__init__.__doc__
     cls.__init__ = init  # type: ignore[method-assign]
     return cls
+
+
+class cached(Generic[S, T]):
+    """A field of ``S`` worked out by the function decorated when first read, then kept in the
+    instance's ``__dict__`` (see the module's doc): the next reads find it there, as a plain
+    attribute, without calling this descriptor."""
+
+    def __init__(self, func: Callable[[S], T]) -> None:
+        self.func = func
+        self.name = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, owner: type[S], name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type[S] | None = None) -> cached[S, T]: ...
+    @overload
+    def __get__(self, instance: S, owner: type[S] | None = None) -> T: ...
+    def __get__(self, instance: S | None, owner: type[S] | None = None) -> T | cached[S, T]:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.func(instance)
+        return value
