@@ -457,8 +457,66 @@ def plan_pass(
     base, hold, around = _regardless_of_scaling(inputs, state, config, groups=groups, asks=asks, now=now)
     waits = _why_scaling_waits(inputs, hold)
     if waits:
-        return dataclasses.replace(base, scaling_note=waits)
+        return base.plan(scaling_note=waits)
     return _with_scaling(base, inputs, state, config, policy, asks=asks, around=around, now=now)
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
+class _Regardless:
+    """The parts of a pass's plan that go whether or not scaling runs (``PassPlan``'s fields of
+    those names; ``pool``: the warm pool's expired nodes alone), made into the plan once with
+    scaling's parts (a plan made and then copied with them costs three times as much)."""
+
+    repairs: tuple[Repair, ...]
+    kept: tuple[Repair, ...]
+    stuck: tuple[Repair, ...]
+    orders_done: tuple[str, ...]
+    pool: PoolPlan
+    notices: NoticePlan
+    moves: tuple[Move, ...]
+    answers: tuple[Answer, ...]
+    names: NameHolds
+    group_tags: tuple[GroupTag, ...]
+    tags_waiting: tuple[UntaggedWorker, ...]
+
+    def plan(
+        self,
+        *,
+        scaling: Plan | None = None,
+        scaling_note: str = "",
+        wanted: int = 0,
+        pool: PoolPlan | None = None,
+        declines: tuple[Decline, ...] = (),
+        waiting: tuple[Decline, ...] = (),
+        budget: BudgetCheck | None = None,
+        held: tuple[Removal, ...] = (),
+    ) -> PassPlan:
+        """The pass's plan: these parts, with scaling's (``pool``: the warm pool's plan with
+        scaling, which replaces this one's)."""
+        return _pass_plan(
+            repairs=self.repairs,
+            kept=self.kept,
+            stuck=self.stuck,
+            scaling=scaling,
+            scaling_note=scaling_note,
+            wanted=wanted,
+            orders_done=self.orders_done,
+            pool=self.pool if pool is None else pool,
+            notices=self.notices,
+            moves=self.moves,
+            declines=declines,
+            waiting=waiting,
+            answers=self.answers,
+            names=self.names,
+            budget=budget,
+            held=held,
+            group_tags=self.group_tags,
+            tags_waiting=self.tags_waiting,
+        )
+
+
+_regardless = maker(_Regardless)
 
 
 @quick_init
@@ -474,7 +532,7 @@ class _Around:
 
 def _regardless_of_scaling(
     inputs: PassInputs, state: ClusterState, config: Config, *, groups: NodeGroups, asks: AskPlan, now: float
-) -> tuple[PassPlan, RepairHold, _Around]:
+) -> tuple[_Regardless, RepairHold, _Around]:
     """The part of a pass that goes whether or not scaling runs: the notices' retirements, the
     repairs, the orders done, the warm pool's expired nodes, the jobs to move, the asks'
     answers, the workers' node group tags."""
@@ -510,7 +568,7 @@ def _regardless_of_scaling(
         else ()
     )
     untagged = untagged_workers(state, groups, inputs.tags_refused, state.now) if inputs.tags_groups else ()
-    base = _pass_plan(
+    base = _regardless(
         repairs=todo,
         kept=kept,
         stuck=hold.stuck,
@@ -538,7 +596,7 @@ def _why_scaling_waits(inputs: PassInputs, hold: RepairHold) -> str:
 
 
 def _with_scaling(
-    base: PassPlan,
+    base: _Regardless,
     inputs: PassInputs,
     state: ClusterState,
     config: Config,
@@ -592,8 +650,7 @@ def _with_scaling(
         declines += held_back
     plan, pool, budget, held_by_budget = _budgeted(plan, pool, inputs, planned_on, config, now, state, since)
     declines += held_by_budget
-    return dataclasses.replace(
-        base,
+    return base.plan(
         scaling=plan,
         wanted=wanted,
         pool=pool,
