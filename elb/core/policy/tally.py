@@ -128,10 +128,15 @@ class _Seen(Generic[T]):
         self.seq: Sequence[T] = ()
         self.ids: dict[int, T] = {}
 
+    def same(self, seq: Sequence[T]) -> bool:
+        """``seq`` is the very sequence last taken in, unchanged (a list may change under the same
+        identity; a tuple cannot)."""
+        return seq is self.seq and isinstance(seq, tuple)
+
     def diff(self, seq: Sequence[T]) -> tuple[Sequence[T], Sequence[T]] | None:
         """Take in ``seq``: the objects no longer there and the new ones; None when ``seq`` holds
         one object twice (the state is then to be forgotten)."""
-        if seq is self.seq and isinstance(seq, tuple):  # a list may change under the same identity
+        if self.same(seq):
             return (), ()
         if isinstance(seq, Revised) and seq.after == id(self.seq):
             ids = self.ids
@@ -336,6 +341,8 @@ class WorkerTally:
             return False
         if (master, prefix) != (self._master, self._prefix):
             self._forget(master, prefix)
+        elif self._jobs.same(snapshot.jobs) and self._hosts.same(snapshot.hosts) and self._nodes.same(nodes):
+            return True  # the very inputs of the last call (a quiet hint after a decision): nothing to take in
         hosts = self._hosts.diff(snapshot.hosts)
         records = self._nodes.diff(nodes)
         jobs = self._jobs.diff(snapshot.jobs)
