@@ -311,12 +311,15 @@ class RepairHold:
     stuck: tuple[Repair, ...]
 
 
+_NO_HOLD = RepairHold(False, ())  # no repair: scaling goes on
+
+
 def repairs_hold_scaling(repairs: Sequence[Repair], fails: Mapping[RepairKey, int], alarm: int) -> RepairHold:
     """Repairs change the cluster, so scaling decides again next pass on a fresh read; unless
     every one of them has failed ``alarm`` passes in a row: a repair that never succeeds must not
     hold growth (or shrinking) for ever. No repair: scaling goes on at once."""
     if not repairs:
-        return RepairHold(False, ())
+        return _NO_HOLD
     stuck = tuple(r for r in repairs if fails.get((r.kind, r.node), 0) >= alarm)
     return RepairHold(len(stuck) < len(repairs), stuck if len(stuck) == len(repairs) else ())
 
@@ -458,7 +461,7 @@ def plan_pass(
     waits = _why_scaling_waits(inputs, hold)
     if waits:
         return base.plan(scaling_note=waits)
-    return _with_scaling(base, inputs, state, config, policy, asks=asks, around=around, now=now)
+    return _with_scaling(base, inputs, state, config, policy, groups=groups, asks=asks, around=around, now=now)
 
 
 @quick_init
@@ -578,8 +581,8 @@ def _regardless_of_scaling(
         moves=moved,
         answers=asks.answers,
         names=asks.holds,
-        group_tags=tuple(u.tag for u in untagged if u.due),
-        tags_waiting=tuple(u for u in untagged if not u.due),
+        group_tags=tuple(u.tag for u in untagged if u.due) if untagged else (),
+        tags_waiting=tuple(u for u in untagged if not u.due) if untagged else (),
     )
     return base, hold, _Around(frozenset(busy), frozenset(doomed), pools)
 
@@ -602,6 +605,7 @@ def _with_scaling(
     config: Config,
     policy: Policy,
     *,
+    groups: NodeGroups,
     asks: AskPlan,
     around: _Around,
     now: float,
@@ -610,14 +614,13 @@ def _with_scaling(
     scheduler's named asks, nothing removed that is busy, the warm pool's stops and restarts,
     the launches cut by the back-off, then paced by the budget."""
     assert inputs.demand is not None and inputs.backoff is not None  # _why_scaling_waits
-    groups = groups_of(config)
     planned_on = _paced_demand(inputs, config, now)
     plan = scale(planned_on, policy, now, state, due_lead=config.policy.boot_time)
     declines = list(asks.declines)
     if inputs.asks is not None:
         plan, held = _named(plan, asks, inputs.orders)
         declines += held
-    if any(r.node in around.busy for r in plan.remove):
+    if plan.remove and any(r.node in around.busy for r in plan.remove):
         plan = dataclasses.replace(plan, remove=tuple(r for r in plan.remove if r.node not in around.busy))
     plan, held_out = _witness_held(plan, state, inputs.orders, now) if plan.remove else (plan, ())
     if plan.remove and inputs.backoff.active:
@@ -641,7 +644,7 @@ def _with_scaling(
     )
     wanted = plan.add
     asked = {a.node: a for a in asks.launch} if inputs.asks is not None else {}
-    since = {name: a.since for name, a in asked.items()}
+    since = {name: a.since for name, a in asked.items()} if asked else {}
     waiting: list[Decline] = []
     if plan.add:
         # A node launched when the back-off ends boots and is provisioned before its ask's deadline.
@@ -943,6 +946,8 @@ def _repairs(
         instances = {r.node: r.instance for r in repairs}
         repairs = [r for r in repairs if r.node not in given_up]
         repairs += [Repair(RepairKind.ABANDON, name, why, instances.get(name)) for name, why in given_up.items()]
+    if not repairs:
+        return (), (), _NO_HOLD
     kept = tuple(r for r in repairs if r.kind is RepairKind.KEPT)
     todo = tuple(r for r in repairs if r.kind is not RepairKind.KEPT and r.node not in inputs.in_flight)
     return todo, kept, repairs_hold_scaling(todo, inputs.repair_fails, config.failed_passes_alarm)
