@@ -276,6 +276,7 @@ class JoinIndex:
     jobs_on: Callable[[str], tuple[Job, ...]]
 
 
+@quick_init
 @dataclass(frozen=True, eq=False)
 class ClusterState:
     """The joined view of the cluster at ``now``: the journal's records, the cloud's instances
