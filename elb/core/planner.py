@@ -311,12 +311,15 @@ class RepairHold:
     stuck: tuple[Repair, ...]
 
 
+_NO_HOLD = RepairHold(False, ())  # no repair: scaling goes on
+
+
 def repairs_hold_scaling(repairs: Sequence[Repair], fails: Mapping[RepairKey, int], alarm: int) -> RepairHold:
     """Repairs change the cluster, so scaling decides again next pass on a fresh read; unless
     every one of them has failed ``alarm`` passes in a row: a repair that never succeeds must not
     hold growth (or shrinking) for ever. No repair: scaling goes on at once."""
     if not repairs:
-        return RepairHold(False, ())
+        return _NO_HOLD
     stuck = tuple(r for r in repairs if fails.get((r.kind, r.node), 0) >= alarm)
     return RepairHold(len(stuck) < len(repairs), stuck if len(stuck) == len(repairs) else ())
 
@@ -457,8 +460,66 @@ def plan_pass(
     base, hold, around = _regardless_of_scaling(inputs, state, config, groups=groups, asks=asks, now=now)
     waits = _why_scaling_waits(inputs, hold)
     if waits:
-        return dataclasses.replace(base, scaling_note=waits)
-    return _with_scaling(base, inputs, state, config, policy, asks=asks, around=around, now=now)
+        return base.plan(scaling_note=waits)
+    return _with_scaling(base, inputs, state, config, policy, groups=groups, asks=asks, around=around, now=now)
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
+class _Regardless:
+    """The parts of a pass's plan that go whether or not scaling runs (``PassPlan``'s fields of
+    those names; ``pool``: the warm pool's expired nodes alone), made into the plan once with
+    scaling's parts (a plan made and then copied with them costs three times as much)."""
+
+    repairs: tuple[Repair, ...]
+    kept: tuple[Repair, ...]
+    stuck: tuple[Repair, ...]
+    orders_done: tuple[str, ...]
+    pool: PoolPlan
+    notices: NoticePlan
+    moves: tuple[Move, ...]
+    answers: tuple[Answer, ...]
+    names: NameHolds
+    group_tags: tuple[GroupTag, ...]
+    tags_waiting: tuple[UntaggedWorker, ...]
+
+    def plan(
+        self,
+        *,
+        scaling: Plan | None = None,
+        scaling_note: str = "",
+        wanted: int = 0,
+        pool: PoolPlan | None = None,
+        declines: tuple[Decline, ...] = (),
+        waiting: tuple[Decline, ...] = (),
+        budget: BudgetCheck | None = None,
+        held: tuple[Removal, ...] = (),
+    ) -> PassPlan:
+        """The pass's plan: these parts, with scaling's (``pool``: the warm pool's plan with
+        scaling, which replaces this one's)."""
+        return _pass_plan(
+            repairs=self.repairs,
+            kept=self.kept,
+            stuck=self.stuck,
+            scaling=scaling,
+            scaling_note=scaling_note,
+            wanted=wanted,
+            orders_done=self.orders_done,
+            pool=self.pool if pool is None else pool,
+            notices=self.notices,
+            moves=self.moves,
+            declines=declines,
+            waiting=waiting,
+            answers=self.answers,
+            names=self.names,
+            budget=budget,
+            held=held,
+            group_tags=self.group_tags,
+            tags_waiting=self.tags_waiting,
+        )
+
+
+_regardless = maker(_Regardless)
 
 
 @quick_init
@@ -474,7 +535,7 @@ class _Around:
 
 def _regardless_of_scaling(
     inputs: PassInputs, state: ClusterState, config: Config, *, groups: NodeGroups, asks: AskPlan, now: float
-) -> tuple[PassPlan, RepairHold, _Around]:
+) -> tuple[_Regardless, RepairHold, _Around]:
     """The part of a pass that goes whether or not scaling runs: the notices' retirements, the
     repairs, the orders done, the warm pool's expired nodes, the jobs to move, the asks'
     answers, the workers' node group tags."""
@@ -510,7 +571,7 @@ def _regardless_of_scaling(
         else ()
     )
     untagged = untagged_workers(state, groups, inputs.tags_refused, state.now) if inputs.tags_groups else ()
-    base = _pass_plan(
+    base = _regardless(
         repairs=todo,
         kept=kept,
         stuck=hold.stuck,
@@ -520,8 +581,8 @@ def _regardless_of_scaling(
         moves=moved,
         answers=asks.answers,
         names=asks.holds,
-        group_tags=tuple(u.tag for u in untagged if u.due),
-        tags_waiting=tuple(u for u in untagged if not u.due),
+        group_tags=tuple(u.tag for u in untagged if u.due) if untagged else (),
+        tags_waiting=tuple(u for u in untagged if not u.due) if untagged else (),
     )
     return base, hold, _Around(frozenset(busy), frozenset(doomed), pools)
 
@@ -538,12 +599,13 @@ def _why_scaling_waits(inputs: PassInputs, hold: RepairHold) -> str:
 
 
 def _with_scaling(
-    base: PassPlan,
+    base: _Regardless,
     inputs: PassInputs,
     state: ClusterState,
     config: Config,
     policy: Policy,
     *,
+    groups: NodeGroups,
     asks: AskPlan,
     around: _Around,
     now: float,
@@ -552,14 +614,13 @@ def _with_scaling(
     scheduler's named asks, nothing removed that is busy, the warm pool's stops and restarts,
     the launches cut by the back-off, then paced by the budget."""
     assert inputs.demand is not None and inputs.backoff is not None  # _why_scaling_waits
-    groups = groups_of(config)
     planned_on = _paced_demand(inputs, config, now)
     plan = scale(planned_on, policy, now, state, due_lead=config.policy.boot_time)
     declines = list(asks.declines)
     if inputs.asks is not None:
         plan, held = _named(plan, asks, inputs.orders)
         declines += held
-    if any(r.node in around.busy for r in plan.remove):
+    if plan.remove and any(r.node in around.busy for r in plan.remove):
         plan = dataclasses.replace(plan, remove=tuple(r for r in plan.remove if r.node not in around.busy))
     plan, held_out = _witness_held(plan, state, inputs.orders, now) if plan.remove else (plan, ())
     if plan.remove and inputs.backoff.active:
@@ -583,7 +644,7 @@ def _with_scaling(
     )
     wanted = plan.add
     asked = {a.node: a for a in asks.launch} if inputs.asks is not None else {}
-    since = {name: a.since for name, a in asked.items()}
+    since = {name: a.since for name, a in asked.items()} if asked else {}
     waiting: list[Decline] = []
     if plan.add:
         # A node launched when the back-off ends boots and is provisioned before its ask's deadline.
@@ -592,8 +653,7 @@ def _with_scaling(
         declines += held_back
     plan, pool, budget, held_by_budget = _budgeted(plan, pool, inputs, planned_on, config, now, state, since)
     declines += held_by_budget
-    return dataclasses.replace(
-        base,
+    return base.plan(
         scaling=plan,
         wanted=wanted,
         pool=pool,
@@ -886,6 +946,8 @@ def _repairs(
         instances = {r.node: r.instance for r in repairs}
         repairs = [r for r in repairs if r.node not in given_up]
         repairs += [Repair(RepairKind.ABANDON, name, why, instances.get(name)) for name, why in given_up.items()]
+    if not repairs:
+        return (), (), _NO_HOLD
     kept = tuple(r for r in repairs if r.kind is RepairKind.KEPT)
     todo = tuple(r for r in repairs if r.kind is not RepairKind.KEPT and r.node not in inputs.in_flight)
     return todo, kept, repairs_hold_scaling(todo, inputs.repair_fails, config.failed_passes_alarm)

@@ -10,12 +10,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property, partial
+from functools import partial
 from itertools import compress
 from operator import attrgetter, is_
 from types import MappingProxyType
 
-from elb.core.frozen import quick_init
+from elb.core.frozen import cached, quick_init
 from elb.core.interfaces import Instance, InstanceState, InstanceWord
 from elb.core.model import Host, Job, JobPhase, Node, NodeState, Snapshot
 
@@ -276,13 +276,14 @@ class JoinIndex:
     jobs_on: Callable[[str], tuple[Job, ...]]
 
 
+@quick_init
 @dataclass(frozen=True, eq=False)
 class ClusterState:
     """The joined view of the cluster at ``now``: the journal's records, the cloud's instances
     and the scheduler's snapshot. The pass's planner, reconcile, the policies (``elb.core.policy.view``), the
     simulator, ``status`` and the stats row read it.
 
-    The join is made when first asked and kept (``cached_property``): a policy that finds the
+    The join is made when first asked and kept (``elb.core.frozen.cached``): a policy that finds the
     very same records, hosts and jobs as at its last call (the simulator, between events)
     reads nothing more of it."""
 
@@ -294,7 +295,7 @@ class ClusterState:
     include_gone: bool = False  # ``nodes`` keeps the records of terminated and failed nodes
     index: JoinIndex | None = None  # what its producer keeps up to date (``JoinIndex``); None: scan
 
-    @cached_property
+    @cached
     def hosts(self) -> dict[str, Host]:
         """the scheduler's hosts by name (the first of a name, as ``Snapshot.host``)."""
         out: dict[str, Host] = {}
@@ -302,12 +303,12 @@ class ClusterState:
             out.setdefault(h.name, h)
         return out
 
-    @cached_property
+    @cached
     def jobs_on(self) -> Mapping[str, tuple[Job, ...]]:
         """The started jobs on each host (``jobs_started_on``)."""
         return jobs_started_on(self.snapshot.jobs)
 
-    @cached_property
+    @cached
     def _instances_by(self) -> tuple[dict[str, Instance], dict[str, Instance]]:
         """The instances by id and by name (a pending or running one of a name before any other)."""
         by_id = {i.instance_id: i for i in self.instances}
@@ -334,7 +335,7 @@ class ClusterState:
             record, inst, self.hosts.get(name), self.jobs_on.get(name, ()), name in self.in_flight, self.now
         )
 
-    @cached_property
+    @cached
     def suspects(self) -> tuple[ManagedNode, ...]:
         """The nodes that may need a repair: every one but the ``steady`` (the index's, or a scan)."""
         index = self.index
@@ -342,7 +343,7 @@ class ClusterState:
             return tuple(self.managed(index.records[name]) for name in index.suspects)
         return tuple(m for m in self.nodes if not m.steady)
 
-    @cached_property
+    @cached
     def down(self) -> frozenset[str]:
         """The names of the nodes that are down (``is_down``): among the ``suspects``, as a
         down node is never ``steady`` (the index's, or a scan; none without an instance)."""
@@ -372,13 +373,13 @@ class ClusterState:
         return tuple((name, inst) for name, inst in found if inst is not None)
 
     # What the index holds is read off it as it is (a plain property: a pass asks a few of these,
-    # and Python 3.11's ``cached_property`` takes a lock at each read); without one, a scan kept.
+    # and keeping one costs more than reading it off); without one, a scan kept.
     @property
     def unaccounted(self) -> tuple[Instance, ...]:
         """The instances whose id no record has (the index's, or a scan)."""
         return self.index.unaccounted if self.index is not None else self._unaccounted_scan
 
-    @cached_property
+    @cached
     def _unaccounted_scan(self) -> tuple[Instance, ...]:
         known = {r.instance_id for r in self.records if r.instance_id}
         return tuple(i for i in self.instances if i.instance_id not in known)
@@ -388,11 +389,11 @@ class ClusterState:
         """The records stopping or stopped in a warm pool (the index's, or a scan)."""
         return self.index.pooled if self.index is not None else self._pooled_scan
 
-    @cached_property
+    @cached
     def _pooled_scan(self) -> tuple[Node, ...]:
         return tuple(r for r in self.records if r.state in POOLED)
 
-    @cached_property
+    @cached
     def _records_scan(self) -> Mapping[str, Node]:
         return {r.name: r for r in self.records}
 
@@ -403,7 +404,7 @@ class ClusterState:
     def host(self, name: str) -> Host | None:
         return self.index.hosts.get(name) if self.index is not None else self.hosts.get(name)
 
-    @cached_property
+    @cached
     def nodes(self) -> tuple[ManagedNode, ...]:
         """The records (live ones, and gone ones when ``include_gone``), oldest first, each joined
         (``managed``)."""
@@ -432,7 +433,7 @@ class ClusterState:
             return self
         other = dataclasses.replace(self, snapshot=snapshot)
         if "down" in self.__dict__:
-            other.__dict__["down"] = self.down  # the ``cached_property``'s own slot, as it fills it
+            other.__dict__["down"] = self.down  # the ``cached`` field's own slot, as it fills it
         return other
 
 

@@ -7,8 +7,8 @@ call it finds the ones that came and went (set operations over object ids, which
 works out again only the workers whose host or record changed or that started or stopped running
 any job, and keeps a worker's entry as it was when its facts are the same. What it then holds
 is what ``cluster_view`` and the peers' helpers compute from the same inputs: the size, the
-waiting jobs oldest first, the booting workers and the managed idle ones (each in the view's
-order: by name), the highest node number in use (``new_names``), for Slurm the bins its peer
+waiting jobs oldest first, the booting workers (a peer reads how many), the managed idle ones
+(in the view's order: by name), the highest node number in use (``new_names``), for Slurm the bins its peer
 places waiting jobs on (the ready workers' free slots, then the booting ones', each by name, in
 a ``FreeIndex`` a packing reads through: ``name_bins``), for StarCluster the slots of the up
 hosts and the oldest waiting job's submission (a heap of the waiting jobs' submissions), for
@@ -128,10 +128,15 @@ class _Seen(Generic[T]):
         self.seq: Sequence[T] = ()
         self.ids: dict[int, T] = {}
 
+    def same(self, seq: Sequence[T]) -> bool:
+        """``seq`` is the very sequence last taken in, unchanged (a list may change under the same
+        identity; a tuple cannot)."""
+        return seq is self.seq and isinstance(seq, tuple)
+
     def diff(self, seq: Sequence[T]) -> tuple[Sequence[T], Sequence[T]] | None:
         """Take in ``seq``: the objects no longer there and the new ones; None when ``seq`` holds
         one object twice (the state is then to be forgotten)."""
-        if seq is self.seq and isinstance(seq, tuple):  # a list may change under the same identity
+        if self.same(seq):
             return (), ()
         if isinstance(seq, Revised) and seq.after == id(self.seq):
             ids = self.ids
@@ -222,7 +227,7 @@ class WorkerTally:
         self._highest: int | None = 0  # the highest of ``_numbers`` (None: to find)
         self._name_bins: FreeIndex[Key] | None = None  # ``name_bins`` once read (None: not kept)
         self._name_bins_due: dict[str, None] = {}  # workers whose bins changed since it was last read
-        self.booting: list[str] = []  # booting workers, by name
+        self.booting: dict[str, None] = {}  # booting workers, in no order (their number is read)
         self.idle: list[str] = []  # managed idle workers, by name
 
     def clear(self) -> None:
@@ -336,6 +341,8 @@ class WorkerTally:
             return False
         if (master, prefix) != (self._master, self._prefix):
             self._forget(master, prefix)
+        elif self._jobs.same(snapshot.jobs) and self._hosts.same(snapshot.hosts) and self._nodes.same(nodes):
+            return True  # the very inputs of the last call (a quiet hint after a decision): nothing to take in
         hosts = self._hosts.diff(snapshot.hosts)
         records = self._nodes.diff(nodes)
         jobs = self._jobs.diff(snapshot.jobs)
@@ -510,7 +517,10 @@ class WorkerTally:
         if self._name_bins is not None and (o.room != e.room or o.booting != e.booting):
             self._name_bins_due[name] = None  # set at the next read (a worker may change often in between)
         if (o.booting is None) != (e.booting is None):
-            _move(self.booting, name, o.booting is not None, e.booting is not None)
+            if e.booting is None:
+                del self.booting[name]
+            else:
+                self.booting[name] = None
         if (o.idle_since is None) != (e.idle_since is None):
             _move(self.idle, name, o.idle_since is not None, e.idle_since is not None)
 
@@ -724,8 +734,8 @@ class TallyView:
 
     @property
     def booting(self) -> tuple[str, ...]:
-        """The booting workers (their names)."""
-        return tuple(self.tally.booting)
+        """The booting workers (their names, in the view's order)."""
+        return tuple(sorted(self.tally.booting))
 
     def oldest_wait(self) -> float:
         return self.tally.oldest_wait(self.now)
