@@ -6,6 +6,9 @@ several (each usable, unreachable or disabled), or of none."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import cast
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +27,7 @@ _node = st.fixed_dictionaries(
         "busy_ago": st.sampled_from([None, 30.0, 900.0]),
         "more": st.lists(st.sampled_from(["", "u", "d"]), max_size=2),  # other queues (Slurm's partitions)
         "none": st.booleans(),  # a host of no queue at all (its queues replaced by none)
+        "next": st.sampled_from([s for s in NodeState if s.alive]),  # its record's state at the next pass
     }
 )
 
@@ -53,9 +57,15 @@ def test_a_managed_worker_is_its_managed_node_in_the_view(specs: list[dict[str, 
     state = join(records, (), snap, now=T0)
     fresh = cluster_view(state, "master", 8)
     reused = cluster_view(state, "master", 8, reuse={w.name: w for w in fresh.workers})
-    for view in (fresh, reused):
+    # The next pass: the same hosts and jobs, every record new (seen up now, its state perhaps moved).
+    moved = [
+        replace(r, state=cast("NodeState", s["next"]), last_up_at=T0 + 5) for r, s in zip(records, specs, strict=True)
+    ]
+    later = join(moved, (), snap, now=T0 + 5)
+    carried = cluster_view(later, "master", 8, reuse={w.name: w for w in fresh.workers})
+    for st_, view in ((state, fresh), (state, reused), (later, carried)):
         workers = {w.name: w for w in view.workers}
-        for m in state.nodes:
+        for m in st_.nodes:
             w = workers[m.name]
             assert w.node is m.record
             assert (w.booting, w.ready, w.busy, w.idle_since) == (m.booting, m.serves, m.busy, m.idle_since)

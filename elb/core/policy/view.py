@@ -19,7 +19,7 @@ from typing import TypeVar
 from elb.core.frozen import quick_init
 from elb.core.model import NO_FLAGS, Host, Job, JobPhase, Node, NodeState
 from elb.core.naming import next_names
-from elb.core.state import ClusterState, ManagedNode, idle_since, is_busy, serves, worker_names
+from elb.core.state import ClusterState, idle_since, is_busy, serves, worker_names
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
 _WAITING = JobPhase.WAITING  # a job the policy plans for (``Job.is_pending``)
@@ -97,11 +97,13 @@ class Worker:
         return occupies(self.booting, self.busy)
 
     @classmethod
-    def of(cls, m: ManagedNode) -> Worker:
-        """``m``'s predicates (``worker_state``) read off its host's facts once (a host's
-        ``HostFacts`` are its ``up`` and ``busy``)."""
-        host, record, jobs = m.host, m.record, m.jobs
-        facts = host_facts(host) if host is not None else None
+    def of(cls, record: Node, host: Host | None, jobs: tuple[Job, ...], facts: HostFacts | None = None) -> Worker:
+        """The worker of ``record`` with the scheduler's host of its name and the jobs started
+        there (what ``ClusterState.managed`` joins), its predicates (``worker_state``) read off
+        the host's facts once (a host's ``HostFacts`` are its ``up`` and ``busy``); ``facts``:
+        ``host``'s, read already (a view before had the very same host)."""
+        if facts is None and host is not None:
+            facts = host_facts(host)
         state = worker_state(record, facts is not None and facts.up, facts is not None and facts.busy, bool(jobs))
         return cls(record.name, record, host, jobs, facts, *state)
 
@@ -221,9 +223,10 @@ def cluster_view(
     waiting: Waiting | None = None,
 ) -> ClusterView:
     """The workers of the joined ``state``: its records of nodes that are alive (booting, ready,
-    draining), each read through its ``ManagedNode``, and the scheduler's other hosts
-    (``worker_names``): a node that is down is none, and the master never is. ``reuse``: workers
-    of an earlier view; one whose record, host and jobs are the very same objects is taken as is.
+    draining), each joined with its host and jobs as ``ClusterState.managed`` joins them
+    (``Worker.of``), and the scheduler's other hosts (``worker_names``): a node that is down is
+    none, and the master never is. ``reuse``: workers of an earlier view; one whose record, host
+    and jobs are the very same objects is taken as is, one whose host alone is keeps its facts.
     ``waiting``: ``waiting_of`` the state's jobs, worked out already."""
     hosts, jobs_on = state.hosts, state.jobs_on
     alive = {n.name: n for n in state.records if n.state in _ALIVE and n.name != master}
@@ -233,8 +236,9 @@ def cluster_view(
         node, host, jobs = alive.get(name), hosts.get(name), jobs_on.get(name, ())
         w = last.get(name)
         if w is None or w.node is not node or w.host is not host or w.jobs != jobs:
-            if node is not None:
-                w = Worker.of(state.managed(node))
+            if node is not None:  # (a pass's records are new when it saw the node up: its host's facts kept)
+                same = w is not None and host is not None and w.host is host
+                w = Worker.of(node, host, jobs, w.facts if same and w is not None else None)
             else:
                 assert host is not None
                 w = Worker.unmanaged(host, jobs)
