@@ -31,7 +31,7 @@ from tests.cluster.slurm_support import (
     job_done,
     job_host,
     passes_until,
-    release_held_names,
+    remove_left_workers,
     sbatch,
     sinfo_reasons,
     sinfo_states,
@@ -106,8 +106,7 @@ def test_slurm_resumes_through_elb_jobs_run_over_nfs_and_idle_nodes_go(controlle
     finally:
         subprocess.run(["scancel", job], env={**os.environ, **slurm.env()}, capture_output=True, check=False)
         bal.journal.close()
-        for w in tc.workers():
-            tc.cloud().terminate([w.instance_id])
+        remove_left_workers(tc)  # (out of the master's hosts file and exports too, then terminated)
 
 
 def test_names_past_max_nodes_are_held_so_slurm_puts_no_job_on_a_node_elb_would_give_back(
@@ -144,6 +143,6 @@ def test_names_past_max_nodes_are_held_so_slurm_puts_no_job_on_a_node_elb_would_
         for job in jobs:
             subprocess.run(["scancel", job], env={**os.environ, **slurm.env()}, capture_output=True, check=False)
         bal.journal.close()
-        for w in tc.workers():
-            tc.cloud().terminate([w.instance_id])
-        release_held_names()  # the next test of this module starts with every name open
+        # The node elb launched for the jobs is still up: out of the master's hosts file and exports,
+        # then terminated, so that the next test starts from the master as it was; every name open.
+        remove_left_workers(tc)
