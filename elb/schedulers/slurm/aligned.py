@@ -258,46 +258,62 @@ def _line_at(text: str, line: str, start: int, stop: int) -> int | None:
     return where if where >= 0 else None
 
 
-def carried(
-    before: Sequence[T], stretches: Sequence[Stretch], size: int, others: Callable[[int, int], Iterable[T]]
-) -> list[T]:
-    """A value for each of a read's ``size`` lines: ``before``'s (one for each of the last read's
-    lines) for the lines of ``stretches`` (the read's, against the last one's), taken a stretch at
-    a time, and ``others(i, k)`` for the lines ``i`` to ``k`` between them."""
-    out: list[T] = []
+# Lines ``i`` to ``k`` of a read: taken in place from the last read's lines from ``j`` on (a
+# ``Stretch``), or, with ``j`` None, read anew (the lines between stretches).
+Span = tuple[int, int, int | None]
+
+
+def spans(stretches: Sequence[Stretch], size: int) -> list[Span]:
+    """A read's ``size`` lines, in order, as the ``stretches`` it took in place and the spans of
+    lines between them: what each of a read's carried values walks."""
+    out: list[Span] = []
     at = 0
     for i, j, run in stretches:
         if i > at:
-            out += others(at, i)
-        out += before[j : j + run]
+            out.append((at, i, None))
+        out.append((i, i + run, j))
         at = i + run
     if size > at:
-        out += others(at, size)
+        out.append((at, size, None))
+    return out
+
+
+def carried(before: Sequence[T], spans: Sequence[Span], others: Callable[[int, int], Iterable[T]]) -> list[T]:
+    """A value for each of a read's lines: ``before``'s (one for each of the last read's lines)
+    for the lines of the ``spans`` taken in place, a stretch at a time, and ``others(i, k)`` for
+    the lines ``i`` to ``k`` read anew."""
+    out: list[T] = []
+    for i, k, j in spans:
+        out += others(i, k) if j is None else before[j : j + k - i]
     return out
 
 
 def carried_indices(
-    before: Sequence[int], stretches: Sequence[Stretch], size: int, others: Callable[[int, int], Iterable[int]]
+    before: Sequence[int], spans: Sequence[Span], others: Callable[[int, int], Iterable[int]]
 ) -> list[int]:
-    """The indices of a read's ``size`` lines that are something, in order: ``before``'s (the last
-    read's, in order) within ``stretches`` (the read's, against the last one's), each moved to
-    its line's place now, and ``others(i, k)``'s among the lines ``i`` to ``k`` between them."""
+    """The indices of a read's lines that are something, in order: ``before``'s (the last read's,
+    in order) within the ``spans`` taken in place, each moved to its line's place now
+    (``moved``), and ``others(i, k)``'s among the lines ``i`` to ``k`` read anew."""
     out: list[int] = []
-    at = 0
-    for i, j, run in stretches:
-        if i > at:
-            out += others(at, i)
-        start, end = bisect_left(before, j), bisect_left(before, j + run)
-        if start < end:
-            moved = i - j
-            out += [k + moved for k in before[start:end]]
-        at = i + run
-    if size > at:
-        out += others(at, size)
+    for i, k, j in spans:
+        if j is None:
+            out += others(i, k)
+        else:
+            start, end = within(before, j, k - i)
+            if start < end:
+                moved = i - j
+                out += [n + moved for n in before[start:end]]
     return out
 
 
+def within(before: Sequence[int], j: int, run: int) -> tuple[int, int]:
+    """Where the indices ``j`` to ``j + run`` (a stretch of the last read's lines) are among
+    ``before``'s (in order): a slice's start and end."""
+    return bisect_left(before, j), bisect_left(before, j + run)
+
+
 __all__: Sequence[str] = (
+    "Span",
     "Stretch",
     "carried",
     "carried_indices",
@@ -308,4 +324,6 @@ __all__: Sequence[str] = (
     "plain_text",
     "same_run",
     "same_text_run",
+    "spans",
+    "within",
 )

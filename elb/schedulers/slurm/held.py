@@ -24,7 +24,7 @@ from typing import Any, Final, cast
 from elb.core.demand import NotDemand
 from elb.core.frozen import maker
 from elb.core.model import Job, JobPhase
-from elb.schedulers.slurm.aligned import Stretch, carried, carried_indices
+from elb.schedulers.slurm.aligned import Span, Stretch, carried, carried_indices, spans, within
 from elb.schedulers.slurm.parse import SlurmJob, Splice, not_demand_reason
 from elb.schedulers.slurm.view import Made, flat, made_of, pending_job
 
@@ -110,6 +110,7 @@ def carried_columns(lines: Sequence[Line], splice: Splice[Line] | None, last: Co
     if splice is None or last is None or splice[0] is not last.lines:
         return columns(lines)
     stretches, size = splice[1], len(lines)
+    walk = spans(stretches, size)
 
     def parts(item: Callable[[Line], Any]) -> Callable[[int, int], Iterator[Any]]:
         return lambda i, k: map(item, lines[i:k])
@@ -117,14 +118,14 @@ def carried_columns(lines: Sequence[Line], splice: Splice[Line] | None, last: Co
     def others(i: int, k: int) -> Iterator[int]:
         return compress(count(i), map(is_, map(_NUMBER, lines[i:k]), repeat(None)))
 
-    tuples, extra, jobs = _carried_jobs(lines, stretches, last)
-    not_pending = carried_indices(last.others, stretches, size, others)
+    tuples, extra, jobs = _carried_jobs(lines, walk, last)
+    not_pending = carried_indices(last.others, walk, others)
     distinct = _carried_distinct(lines, stretches, last)
     if distinct is None:
         shared, kept = _shared(list(map(_NUMBER, lines)), size - len(not_pending))
     else:
         shared, kept = set(), [distinct]
-    answers = carried(last.answers, stretches, size, parts(_ANSWER))
+    answers = carried(last.answers, walk, parts(_ANSWER))
     return Columns(lines, jobs, answers, not_pending, tuples, list(accumulate(extra)), shared, kept)
 
 
@@ -153,34 +154,27 @@ def _carried_distinct(lines: Sequence[Line], stretches: Sequence[Stretch], last:
 
 
 def _carried_jobs(
-    lines: Sequence[Line], stretches: Sequence[Stretch], last: Columns
+    lines: Sequence[Line], walk: Sequence[Span], last: Columns
 ) -> tuple[list[int], list[int], tuple[Job, ...]]:
     """The lines whose neutral jobs are a tuple and the jobs past one each has, and the neutral
     jobs of ``lines`` one after the other: ``last``'s jobs taken a stretch of lines at a time
-    (``Columns.job_at``), each other line's own."""
+    (``Columns.job_at``), each other line's own (``walk``: the read's ``spans``)."""
     pieces: list[Sequence[Job]] = []
     tuples: list[int] = []
     extra: list[int] = []
     before, past = last.several, last.past
-
-    def own(i: int, k: int) -> None:
-        made = list(map(_MADE, lines[i:k]))
-        here = [n for n, each in enumerate(made) if type(each) is tuple]
-        pieces.append(flat(made, here))
-        tuples.extend(i + n for n in here)
-        extra.extend(len(cast("tuple[Job, ...]", made[n])) - 1 for n in here)
-
-    at = 0
-    for i, j, run in stretches:
-        if i > at:
-            own(at, i)
-        pieces.append(last.jobs[last.job_at(j) : last.job_at(j + run)])
-        start, end = bisect_left(before, j), bisect_left(before, j + run)
-        tuples.extend(k + i - j for k in before[start:end])
-        extra.extend(past[t] - (past[t - 1] if t else 0) for t in range(start, end))
-        at = i + run
-    if len(lines) > at:
-        own(at, len(lines))
+    for i, k, j in walk:
+        if j is None:
+            made = list(map(_MADE, lines[i:k]))
+            here = [n for n, each in enumerate(made) if type(each) is tuple]
+            pieces.append(flat(made, here))
+            tuples.extend(i + n for n in here)
+            extra.extend(len(cast("tuple[Job, ...]", made[n])) - 1 for n in here)
+        else:
+            pieces.append(last.jobs[last.job_at(j) : last.job_at(j + k - i)])
+            start, end = within(before, j, k - i)
+            tuples.extend(n + i - j for n in before[start:end])
+            extra.extend(past[t] - (past[t - 1] if t else 0) for t in range(start, end))
     return tuples, extra, tuple(chain.from_iterable(pieces))
 
 
