@@ -165,21 +165,19 @@ def _split(
     except DemandError as err:  # the groups do not fit the site: no job is demand until fixed
         reason = f"the node group configuration does not fit the site: {err}"
         return DemandSplit(_without(snapshot, range(len(pending))), tuple(NotDemand(j, reason) for j in pending))
-    held = False
     answers: Sequence[Placement | _Unread] = placements
+    reasons: dict[str, _Unread] = {}  # the waiting jobs not read, one for each reason (most share one)
     if unread:
         answers = marked = list[Placement | _Unread](placements)
-        reasons: dict[str, _Unread] = {}  # one for each reason (most jobs not read share one)
         for n in compress(range(len(pending)), map(unread.__contains__, map(_JOB_ID, pending))):
             why = unread[pending[n].job_id]
             found = reasons.get(why)
             if found is None:
                 found = reasons[why] = _Unread(UNREAD + why)
             marked[n] = found
-            held = True
     # Jobs of one shape share one placement: only when one of them is not demand are the jobs
     # not demand looked at one by one.
-    if not held and all(p.__class__ is Servable for p in distinct):
+    if not reasons and all(p.__class__ is Servable for p in distinct):
         return DemandSplit(snapshot, (), _GroupOf(pending, answers))
     left_out = list(compress(range(len(answers)), map(is_not, map(_CLASS, answers), repeat(Servable))))
     refused = tuple(map(_not_demand, map(pending.__getitem__, left_out), map(answers.__getitem__, left_out)))
