@@ -1,5 +1,5 @@
-"""The module elb_command_until (plugins/modules/elb_command_until.py, linked from the nfs_client
-and sge_exec roles' library/): a command tried until it exits 0 within one module run, with a
+"""The module elb_command_until (plugins/modules/elb_command_until.py, linked from the sge_exec
+role's library/): a command tried until it exits 0 within one module run, with a
 stand-in for the command, then as Ansible runs it with real commands (a Python one-liner that
 exits 0 at its Nth run, one that always fails): the bound, the failure's last stderr, the
 argument list passed as is (no shell), check mode. The boot-mode cluster test runs it at a
@@ -21,8 +21,8 @@ from tests.unit import role_modules
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "plugins" / "modules" / "elb_command_until.py"
-MODULE_PATH = role_modules.module_path("nfs_client", "elb_command_until")
-M = role_modules.load("nfs_client", "elb_command_until")
+MODULE_PATH = role_modules.module_path("sge_exec", "elb_command_until")
+M = role_modules.load("sge_exec", "elb_command_until")
 
 # Exits 0 at its Nth run (counted in a file), else 3 with its run's number on stderr.
 NTH = (
@@ -146,16 +146,15 @@ def test_a_missing_command_or_a_bad_bound_fails_at_once(tmp_path: Path) -> None:
 
 
 def test_the_roles_run_the_shipped_module() -> None:
-    for role in ("nfs_client", "sge_exec"):
-        link = role_modules.module_path(role, "elb_command_until")
-        assert link.is_symlink() and link.resolve() == PLUGIN.resolve()
+    link = role_modules.module_path("sge_exec", "elb_command_until")
+    assert link.is_symlink() and link.resolve() == PLUGIN.resolve()
     assert not PLUGIN.is_symlink() and os.access(PLUGIN, os.R_OK)
 
 
 @pytest.mark.parametrize(
     ("tasks", "module"),
     [
-        ("roles/nfs_client/tasks/main.yml", "elb_command_until"),
+        ("roles/nfs_client/tasks/main.yml", "elb_nfs_mounts"),
         ("roles/sge_exec/tasks/admission.yml", "elb_command_until"),
         ("roles/node_boot/tasks/main.yml", "ansible.builtin.wait_for"),
     ],

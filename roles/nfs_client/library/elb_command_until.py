@@ -1,1 +1,0 @@
-../../../plugins/modules/elb_command_until.py

@@ -1,0 +1,1 @@
+../../../plugins/modules/elb_nfs_mounts.py
