@@ -287,3 +287,25 @@ def test_elb_monitoring_names_missing_files_and_an_unwritable_target(
     assert main(["monitoring"]) == Exit.FAILED
     err = capsys.readouterr().err
     assert err == f"elb: monitoring: {tmp_path / 'm'} has no elb-alerts.yml and no elb-dashboard.json (reinstall elb)\n"
+
+
+def test_every_package_install_runs_only_when_dpkg_query_lacks_a_package() -> None:
+    """The apt module loads the package cache (seconds a node on every bring-up): each role's apt
+    task runs only when its dpkg-query, a light read in the same task file, does not show every
+    package installed."""
+    installs = 0
+    for tasks_file in sorted((REPO / "roles").glob("*/tasks/*.yml")):
+        tasks = list(tasks_of(yaml.safe_load(tasks_file.read_text(encoding="utf-8")) or []))
+        for k, task in enumerate(tasks):
+            if "ansible.builtin.apt" not in task:
+                continue
+            installs += 1
+            names = task["ansible.builtin.apt"]["name"]
+            reads = [
+                t["register"]
+                for t in tasks[:k]
+                if "dpkg-query" in str(t.get("ansible.builtin.command", "")) and names.strip("{} ") in str(t)
+            ]
+            assert reads, f"{tasks_file.relative_to(REPO)}: {task['name']!r} has no dpkg-query before it"
+            assert reads[-1] in str(task.get("when", "")), f"{task['name']!r} runs whatever dpkg-query said"
+    assert installs >= 5  # nfs_client, sge_exec, munge, slurm_node, spot_agent
