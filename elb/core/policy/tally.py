@@ -229,6 +229,7 @@ class WorkerTally:
         self._name_bins_due: dict[str, None] = {}  # workers whose bins changed since it was last read
         self.booting: dict[str, None] = {}  # booting workers, in no order (their number is read)
         self.idle: list[str] = []  # managed idle workers, by name
+        self.idle_by_since: list[tuple[float, str]] = []  # the idle workers by idle since, then name
 
     def clear(self) -> None:
         """Forget everything (the next ``update`` takes its inputs in whole)."""
@@ -521,8 +522,15 @@ class WorkerTally:
                 del self.booting[name]
             else:
                 self.booting[name] = None
-        if (o.idle_since is None) != (e.idle_since is None):
-            _move(self.idle, name, o.idle_since is not None, e.idle_since is not None)
+        was, since = o.idle_since, e.idle_since
+        if was != since:
+            if (was is None) != (since is None):
+                _move(self.idle, name, was is not None, since is not None)
+            by_since = self.idle_by_since
+            if was is not None:
+                del by_since[bisect.bisect_left(by_since, (was, name))]
+            if since is not None:
+                bisect.insort(by_since, (since, name))
 
 
 _Ending = tuple[float, int, int]  # a running job's expected end (or start), a number to break ties, its id
@@ -548,7 +556,6 @@ class CapacityTally(WorkerTally):
         self._numbered = 0
         self._odd = 0  # running jobs of fewer than no slots (not modelled: ``update`` says False)
         self._idle_workers: tuple[IdleWorker, ...] | None = ()
-        self.idle_by_since: list[tuple[float, str]] = []  # the idle workers by idle since, then name
         self._idle_made: dict[str, IdleWorker] = {}  # the last ones made, by name (reused while the record is the same)
 
     def update_for(  # noqa: PLR0917 (``update``'s inputs and the forecast's node size)
@@ -688,14 +695,8 @@ class CapacityTally(WorkerTally):
             self.bins.remove(named(name))
         if (o.ready is None) != (e.ready is None):
             self._ready_count += 1 if e.ready is not None else -1
-        was, since = o.idle_since, e.idle_since
-        if was is not None or since is not None:
+        if o.idle_since is not None or e.idle_since is not None:
             self._idle_workers = None  # an idle worker came, went or changed (its record)
-            if was != since:
-                if was is not None:
-                    del self.idle_by_since[bisect.bisect_left(self.idle_by_since, (was, name))]
-                if since is not None:
-                    bisect.insort(self.idle_by_since, (since, name))
 
 
 @quick_init
