@@ -8,7 +8,8 @@ works out again only the workers whose host or record changed or that started or
 any job, and keeps a worker's entry as it was when its facts are the same. What it then holds
 is what ``cluster_view`` and the peers' helpers compute from the same inputs: the size, the
 waiting jobs oldest first, the booting workers (a peer reads how many), the managed idle ones
-(in the view's order: by name), the highest node number in use (``new_names``), for Slurm the bins its peer
+(in the view's order: by name; and by idle since once read, for ParallelCluster's and Slurm's
+rules), the highest node number in use (``new_names``), for Slurm the bins its peer
 places waiting jobs on (the ready workers' free slots, then the booting ones', each by name, in
 a ``FreeIndex`` a packing reads through: ``name_bins``), for StarCluster the slots of the up
 hosts and the oldest waiting job's submission (a heap of the waiting jobs' submissions), for
@@ -229,7 +230,7 @@ class WorkerTally:
         self._name_bins_due: dict[str, None] = {}  # workers whose bins changed since it was last read
         self.booting: dict[str, None] = {}  # booting workers, in no order (their number is read)
         self.idle: list[str] = []  # managed idle workers, by name
-        self.idle_by_since: list[tuple[float, str]] = []  # the idle workers by idle since, then name
+        self._by_since: list[tuple[float, str]] | None = None  # ``idle_by_since`` once read (None: not kept)
 
     def clear(self) -> None:
         """Forget everything (the next ``update`` takes its inputs in whole)."""
@@ -256,6 +257,15 @@ class WorkerTally:
                 _set_name_bin(bins, name, entries.get(name, _VOID))
         due.clear()
         return bins
+
+    @property
+    def idle_by_since(self) -> list[tuple[float, str]]:
+        """The managed idle workers, (idle since, name), by idle since, then name (not to be
+        changed by the caller). Made at the first read, then kept up to date at each change of
+        a worker (a peer that never reads it, StarCluster's, does not pay for keeping it)."""
+        if self._by_since is None:
+            self._by_since = sorted((self.idle_since(name), name) for name in self.idle)
+        return self._by_since
 
     @property
     def size(self) -> int:
@@ -526,11 +536,12 @@ class WorkerTally:
         if was != since:
             if (was is None) != (since is None):
                 _move(self.idle, name, was is not None, since is not None)
-            by_since = self.idle_by_since
-            if was is not None:
-                del by_since[bisect.bisect_left(by_since, (was, name))]
-            if since is not None:
-                bisect.insort(by_since, (since, name))
+            by_since = self._by_since
+            if by_since is not None:
+                if was is not None:
+                    del by_since[bisect.bisect_left(by_since, (was, name))]
+                if since is not None:
+                    bisect.insort(by_since, (since, name))
 
 
 _Ending = tuple[float, int, int]  # a running job's expected end (or start), a number to break ties, its id
