@@ -122,6 +122,20 @@ def test_parallelcluster_terminates_nodes_idle_ten_minutes_when_nothing_is_pendi
     assert p.quiet_until(join([nodes[1]], (), snap([], hosts), now=T0), History()) == T0 + 1
 
 
+
+def test_parallelcluster_removes_the_nodes_idle_long_enough_by_name_and_wakes_for_the_one_idle_longest() -> None:
+    """Idle since in another order than the names: the removals by name, the quiet hint at the
+    first of the others to be idle ten minutes (the tally keeps them by idle since)."""
+    idle_for = {"node001": 100.0, "node002": 700.0, "node003": 900.0, "node004": 300.0}
+    hosts = [host(n) for n in idle_for]
+    nodes = [node(n, 5000, last_busy_at=T0 - f) for n, f in idle_for.items()]
+    for incremental in (True, False):
+        p = ParallelclusterPolicy(LIM, incremental=incremental)
+        plan = p.decide(join(nodes, (), snap([], hosts), now=T0), History())
+        assert [r.node for r in plan.remove] == ["node002", "node003"]
+        left = [nodes[0], nodes[3]]
+        assert p.quiet_until(join(left, (), snap([], hosts), now=T0), History()) == T0 + 300  # node004's
+
 # -- Slurm ------------------------------------------------------------------------------------------
 
 
@@ -147,6 +161,20 @@ def test_slurm_keeps_a_ready_node_a_waiting_wide_job_was_given() -> None:
     plan = p.decide(join(nodes, (), snap([], hosts), now=T0), History())
     assert [r.node for r in plan.remove] == ["node001"]
 
+
+
+def test_slurm_powers_down_the_nodes_idle_long_enough_by_name_and_wakes_for_the_next_one() -> None:
+    """Idle since in another order than the names: the removals by name, the quiet hint at the
+    first of the others to be idle ``suspend_time`` (the tally keeps them by idle since)."""
+    idle_for = {"node001": 100.0, "node002": 500.0, "node003": 900.0, "node004": 250.0}
+    hosts = [host(n) for n in idle_for]
+    nodes = [node(n, 5000, last_busy_at=T0 - f) for n, f in idle_for.items()]
+    for incremental in (True, False):
+        p = SlurmPolicy(LIM, incremental=incremental)
+        plan = p.decide(join(nodes, (), snap([], hosts), now=T0), History())
+        assert [r.node for r in plan.remove] == ["node002", "node003"]
+        left = [nodes[0], nodes[3]]
+        assert p.quiet_until(join(left, (), snap([], hosts), now=T0), History()) == T0 + 50  # node004's
 
 # -- static -----------------------------------------------------------------------------------------
 

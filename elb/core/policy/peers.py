@@ -320,9 +320,9 @@ class _PcReads:
     pending_slots: int
     spn: int
     busy: int  # workers booting, running a job or holding a reservation
-    # The managed idle workers and since when, by name: listed when asked (the rule reads them
-    # only while nothing waits).
-    idle: Callable[[], Sequence[tuple[str, float]]]
+    # The managed idle workers, (since when, name), by idle since, then name: listed when asked
+    # (the rule reads them only while nothing waits), those idle longest first.
+    idle: Callable[[], Sequence[tuple[float, str]]]
     names: Callable[[int], tuple[str, ...]]  # names for new nodes
 
 
@@ -361,7 +361,7 @@ class ParallelclusterPolicy:
                 tally.pending_slots,
                 spn,
                 tally.busy,
-                lambda: [(name, tally.idle_since(name)) for name in tally.idle],
+                lambda: tally.idle_by_since,
                 lambda n: tally.new_names(n, lim.node_prefix, lim.node_digits),
             )
         view = _view(self.cache, lim, state)
@@ -372,7 +372,7 @@ class ParallelclusterPolicy:
             view.pending_slots,
             view.slots_per_node,
             facts.busy,
-            lambda: [(w.name, since) for w, since in facts.idle],
+            lambda: sorted((since, w.name) for w, since in facts.idle),
             lambda n: _names(lim, state, n),
         )
 
@@ -404,10 +404,14 @@ class ParallelclusterPolicy:
                     ),
                 )
             return Plan(reason=f"desired {desired} <= {r.size} nodes")
-        removals = []
-        for name, since in r.idle():
-            if now - since >= self.params.idle_time:
-                removals.append(Removal(name, f"nothing pending; idle {minutes(now - since)}"))
+        # Those idle ``idle_time`` or more come first by idle since; removed in name order.
+        due: list[tuple[str, float]] = []
+        for since, name in r.idle():
+            if now - since < self.params.idle_time:
+                break
+            due.append((name, since))
+        due.sort()
+        removals = [Removal(name, f"nothing pending; idle {minutes(now - since)}") for name, since in due]
         chosen = tuple(removals[: max(0, r.size - lim.min_nodes)])
         if not chosen:
             return Plan(reason="nothing pending; no node idle long enough")
@@ -423,10 +427,8 @@ class ParallelclusterPolicy:
             return now if self._desired(r)[1] > r.size else INF
         if r.size <= lim.min_nodes:
             return INF
-        nxt = INF
-        for _, since in r.idle():
-            nxt = min(nxt, max(now, since + self.params.idle_time))
-        return nxt
+        idle = r.idle()
+        return max(now, idle[0][0] + self.params.idle_time) if idle else INF  # the one idle longest
 
 
 # --------------------------------------------------------------------------------------------
@@ -469,7 +471,7 @@ class _SlurmReads:
     size: int
     pending: Sequence[Job]
     spn: int
-    idle: Sequence[tuple[str, float]]  # managed idle workers and since when, by name
+    idle: Sequence[tuple[float, str]]  # managed idle workers, (since when, name), by idle since, then name
     # A packing, new nodes counted up to just past the limit given, on the ready workers' free
     # slots, then the booting workers', each by name (``_bins``).
     packing: Callable[[int], Packing]
@@ -541,7 +543,7 @@ class SlurmPolicy:
                 tally.size,
                 tally.pending(snapshot, now),
                 spn,
-                [(name, tally.idle_since(name)) for name in tally.idle],
+                tally.idle_by_since,
                 lambda limit: _tally_packing(tally, spn, limit),
                 lambda n: tally.new_names(n, lim.node_prefix, lim.node_digits),
             )
@@ -550,7 +552,7 @@ class SlurmPolicy:
             view.size,
             view.pending,
             view.slots_per_node,
-            [(w.name, since) for w, since in _facts(self.cache, view).idle],
+            sorted((since, w.name) for w, since in _facts(self.cache, view).idle),
             lambda limit: Packing(_view_bins(view), view.slots_per_node, limit),
             lambda n: _names(lim, state, n),
         )
@@ -568,17 +570,20 @@ class SlurmPolicy:
         )
 
     def _idle_due(self, reads: _SlurmReads, fit: _Fit, now: float) -> tuple[list[Removal], float]:
-        removals: list[Removal] = []
+        """The idle workers due to be powered down at ``now``, by name, and when the next one is due
+        (inf: none). By idle since, those due come first; the first not due is the next."""
+        due: list[tuple[str, float]] = []
         nxt = INF
-        for name, since in reads.idle:
+        for since, name in reads.idle:
             if name in fit.assigned:
                 continue
-            due = since + self.params.suspend_time
-            if now >= due:
-                removals.append(Removal(name, f"idle {minutes(now - since)} >= SuspendTime"))
-            else:
-                nxt = min(nxt, due)
-        return removals, nxt
+            at = since + self.params.suspend_time
+            if now < at:
+                nxt = at
+                break
+            due.append((name, since))
+        due.sort()
+        return [Removal(name, f"idle {minutes(now - since)} >= SuspendTime") for name, since in due], nxt
 
     def _keep_min(self, reads: _SlurmReads, removals: list[Removal]) -> tuple[Removal, ...]:
         return tuple(removals[: max(0, reads.size - self.limits.min_nodes)])

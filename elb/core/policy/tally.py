@@ -8,7 +8,8 @@ works out again only the workers whose host or record changed or that started or
 any job, and keeps a worker's entry as it was when its facts are the same. What it then holds
 is what ``cluster_view`` and the peers' helpers compute from the same inputs: the size, the
 waiting jobs oldest first, the booting workers (a peer reads how many), the managed idle ones
-(in the view's order: by name), the highest node number in use (``new_names``), for Slurm the bins its peer
+(in the view's order: by name; and by idle since once read, for ParallelCluster's and Slurm's
+rules), the highest node number in use (``new_names``), for Slurm the bins its peer
 places waiting jobs on (the ready workers' free slots, then the booting ones', each by name, in
 a ``FreeIndex`` a packing reads through: ``name_bins``), for StarCluster the slots of the up
 hosts and the oldest waiting job's submission (a heap of the waiting jobs' submissions), for
@@ -229,6 +230,7 @@ class WorkerTally:
         self._name_bins_due: dict[str, None] = {}  # workers whose bins changed since it was last read
         self.booting: dict[str, None] = {}  # booting workers, in no order (their number is read)
         self.idle: list[str] = []  # managed idle workers, by name
+        self._by_since: list[tuple[float, str]] | None = None  # ``idle_by_since`` once read (None: not kept)
 
     def clear(self) -> None:
         """Forget everything (the next ``update`` takes its inputs in whole)."""
@@ -255,6 +257,15 @@ class WorkerTally:
                 _set_name_bin(bins, name, entries.get(name, _VOID))
         due.clear()
         return bins
+
+    @property
+    def idle_by_since(self) -> list[tuple[float, str]]:
+        """The managed idle workers, (idle since, name), by idle since, then name (not to be
+        changed by the caller). Made at the first read, then kept up to date at each change of
+        a worker (a peer that never reads it, StarCluster's, does not pay for keeping it)."""
+        if self._by_since is None:
+            self._by_since = sorted((self.idle_since(name), name) for name in self.idle)
+        return self._by_since
 
     @property
     def size(self) -> int:
@@ -521,8 +532,16 @@ class WorkerTally:
                 del self.booting[name]
             else:
                 self.booting[name] = None
-        if (o.idle_since is None) != (e.idle_since is None):
-            _move(self.idle, name, o.idle_since is not None, e.idle_since is not None)
+        was, since = o.idle_since, e.idle_since
+        if was != since:
+            if (was is None) != (since is None):
+                _move(self.idle, name, was is not None, since is not None)
+            by_since = self._by_since
+            if by_since is not None:
+                if was is not None:
+                    del by_since[bisect.bisect_left(by_since, (was, name))]
+                if since is not None:
+                    bisect.insort(by_since, (since, name))
 
 
 _Ending = tuple[float, int, int]  # a running job's expected end (or start), a number to break ties, its id
@@ -548,7 +567,6 @@ class CapacityTally(WorkerTally):
         self._numbered = 0
         self._odd = 0  # running jobs of fewer than no slots (not modelled: ``update`` says False)
         self._idle_workers: tuple[IdleWorker, ...] | None = ()
-        self.idle_by_since: list[tuple[float, str]] = []  # the idle workers by idle since, then name
         self._idle_made: dict[str, IdleWorker] = {}  # the last ones made, by name (reused while the record is the same)
 
     def update_for(  # noqa: PLR0917 (``update``'s inputs and the forecast's node size)
@@ -688,14 +706,8 @@ class CapacityTally(WorkerTally):
             self.bins.remove(named(name))
         if (o.ready is None) != (e.ready is None):
             self._ready_count += 1 if e.ready is not None else -1
-        was, since = o.idle_since, e.idle_since
-        if was is not None or since is not None:
+        if o.idle_since is not None or e.idle_since is not None:
             self._idle_workers = None  # an idle worker came, went or changed (its record)
-            if was != since:
-                if was is not None:
-                    del self.idle_by_since[bisect.bisect_left(self.idle_by_since, (was, name))]
-                if since is not None:
-                    bisect.insort(self.idle_by_since, (since, name))
 
 
 @quick_init
