@@ -271,6 +271,32 @@ def write_fstab(path: str, text: str, module: AnsibleModule) -> None:
             os.unlink(tmp)
 
 
+def read_node(
+    module: AnsibleModule, fstab_path: str, proc_mounts: str, mounts: Sequence[str]
+) -> tuple[str, set[str], set[str]]:
+    """The fstab's text (empty when there is none), the mounted paths and the mount points that
+    exist; the run fails on what cannot be read or on a mount point that is not a directory."""
+    fstab = ""
+    try:
+        with open(fstab_path) as f:
+            fstab = f.read()
+    except FileNotFoundError:
+        pass
+    except OSError as err:
+        module.fail_json(msg=f"cannot read {fstab_path}: {err}", changed=False)
+    mounted: set[str] = set()
+    try:
+        with open(proc_mounts) as f:
+            mounted = mounted_paths(f.read())
+    except OSError as err:
+        module.fail_json(msg=f"cannot read the node's mounts ({proc_mounts}): {err}", changed=False)
+    existing = {m for m in mounts if os.path.isdir(m)}
+    for m in mounts:
+        if m not in existing and os.path.lexists(m):
+            module.fail_json(msg=f"the mount point {m} exists and is not a directory", changed=False)
+    return fstab, mounted, existing
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
@@ -292,22 +318,7 @@ def main() -> None:
         check(p["server"], mounts, options=p["options"], fstype=p["fstype"], tries=p["tries"], delay=p["delay"])
     except ValueError as err:
         module.fail_json(msg=str(err), changed=False)
-    try:
-        with open(p["fstab"]) as f:
-            fstab = f.read()
-    except FileNotFoundError:
-        fstab = ""
-    except OSError as err:
-        module.fail_json(msg=f"cannot read {p['fstab']}: {err}", changed=False)
-    try:
-        with open(p["proc_mounts"]) as f:
-            mounted = mounted_paths(f.read())
-    except OSError as err:
-        module.fail_json(msg=f"cannot read the node's mounts ({p['proc_mounts']}): {err}", changed=False)
-    existing = {m for m in mounts if os.path.isdir(m)}
-    for m in mounts:
-        if m not in existing and os.path.lexists(m):
-            module.fail_json(msg=f"the mount point {m} exists and is not a directory", changed=False)
+    fstab, mounted, existing = read_node(module, p["fstab"], p["proc_mounts"], mounts)
     todo = plan(fstab, mounted, existing, server=p["server"], mounts=mounts, fstype=p["fstype"], options=p["options"])
     result: dict[str, Any] = {
         "created": list(todo.create),
@@ -317,11 +328,17 @@ def main() -> None:
     }
     if module.check_mode or not todo.changes:
         module.exit_json(changed=todo.changes, **result)
-    for m in todo.create:
-        os.makedirs(m, mode=0o755, exist_ok=True)
-        os.chmod(m, 0o755)  # noqa: S103 (a mount point others read, as the file module made it)
+    try:
+        for m in todo.create:
+            os.makedirs(m, mode=0o755, exist_ok=True)
+            os.chmod(m, 0o755)  # noqa: S103 (a mount point others read, as the file module made it)
+    except OSError as err:
+        module.fail_json(msg=f"cannot create the mount point {err.filename}: {err.strerror}", changed=False, **result)
     if todo.fstab is not None:
-        write_fstab(p["fstab"], todo.fstab, module)
+        try:
+            write_fstab(p["fstab"], todo.fstab, module)
+        except OSError as err:
+            module.fail_json(msg=f"cannot write {p['fstab']}: {err}", changed=bool(todo.create), **result)
 
     def run(argv: Sequence[str]) -> tuple[int, str, str]:
         rc, out, err = module.run_command([module.get_bin_path(argv[0], required=True), *argv[1:]])

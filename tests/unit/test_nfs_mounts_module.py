@@ -220,3 +220,19 @@ def test_the_role_runs_the_shipped_module_in_one_task() -> None:
     tasks = yaml.safe_load((REPO / "roles" / "nfs_client" / "tasks" / "main.yml").read_text())
     assert [t["name"] for t in tasks if "elb_nfs_mounts" in t] == ["Mount the master's exports"]
     assert not any("loop" in t for t in tasks)
+
+
+def test_an_fstab_that_cannot_be_written_fails_with_a_clear_message(tmp_path: Path, mount_log: Path) -> None:
+    args = node(tmp_path, None, [])
+    args["fstab"] = str(tmp_path / "no-such-dir" / "fstab")
+    rc, out = role_modules.run(MODULE_PATH, tmp_path, **args)
+    assert rc != 0 and out["msg"].startswith(f"cannot write {args['fstab']}: "), out
+    assert not mount_log.exists()  # nothing mounted after the failure
+
+
+def test_a_mount_point_that_cannot_be_made_fails_with_a_clear_message(tmp_path: Path, mount_log: Path) -> None:
+    args = node(tmp_path, f"{ROOT}\n", [])
+    (tmp_path / "mnt").write_text("a file where the mount points' parent should be")
+    rc, out = role_modules.run(MODULE_PATH, tmp_path, **args)
+    assert rc != 0 and out["msg"].startswith(f"cannot create the mount point {args['mounts'][0]}"), out
+    assert (tmp_path / "fstab").read_text() == f"{ROOT}\n" and not mount_log.exists()
