@@ -122,7 +122,6 @@ def test_parallelcluster_terminates_nodes_idle_ten_minutes_when_nothing_is_pendi
     assert p.quiet_until(join([nodes[1]], (), snap([], hosts), now=T0), History()) == T0 + 1
 
 
-
 def test_parallelcluster_removes_the_nodes_idle_long_enough_by_name_and_wakes_for_the_one_idle_longest() -> None:
     """Idle since in another order than the names: the removals by name, the quiet hint at the
     first of the others to be idle ten minutes (the tally keeps them by idle since)."""
@@ -135,6 +134,7 @@ def test_parallelcluster_removes_the_nodes_idle_long_enough_by_name_and_wakes_fo
         assert [r.node for r in plan.remove] == ["node002", "node003"]
         left = [nodes[0], nodes[3]]
         assert p.quiet_until(join(left, (), snap([], hosts), now=T0), History()) == T0 + 300  # node004's
+
 
 # -- Slurm ------------------------------------------------------------------------------------------
 
@@ -162,7 +162,6 @@ def test_slurm_keeps_a_ready_node_a_waiting_wide_job_was_given() -> None:
     assert [r.node for r in plan.remove] == ["node001"]
 
 
-
 def test_slurm_powers_down_the_nodes_idle_long_enough_by_name_and_wakes_for_the_next_one() -> None:
     """Idle since in another order than the names: the removals by name, the quiet hint at the
     first of the others to be idle ``suspend_time`` (the tally keeps them by idle since)."""
@@ -175,6 +174,7 @@ def test_slurm_powers_down_the_nodes_idle_long_enough_by_name_and_wakes_for_the_
         assert [r.node for r in plan.remove] == ["node002", "node003"]
         left = [nodes[0], nodes[3]]
         assert p.quiet_until(join(left, (), snap([], hosts), now=T0), History()) == T0 + 50  # node004's
+
 
 # -- static -----------------------------------------------------------------------------------------
 

@@ -532,16 +532,20 @@ class WorkerTally:
                 del self.booting[name]
             else:
                 self.booting[name] = None
-        was, since = o.idle_since, e.idle_since
-        if was != since:
-            if (was is None) != (since is None):
-                _move(self.idle, name, was is not None, since is not None)
-            by_since = self._by_since
-            if by_since is not None:
-                if was is not None:
-                    del by_since[bisect.bisect_left(by_since, (was, name))]
-                if since is not None:
-                    bisect.insort(by_since, (since, name))
+        if o.idle_since != e.idle_since:
+            self._idle_moved(name, o.idle_since, e.idle_since)
+
+    def _idle_moved(self, name: str, was: float | None, since: float | None) -> None:
+        """``name``'s idle since changed from ``was`` to ``since`` (None: not idle): the idle
+        workers by name, and by idle since once that list was read."""
+        if (was is None) != (since is None):
+            _move(self.idle, name, was is not None, since is not None)
+        by_since = self._by_since
+        if by_since is not None:
+            if was is not None:
+                del by_since[bisect.bisect_left(by_since, (was, name))]
+            if since is not None:
+                bisect.insort(by_since, (since, name))
 
 
 _Ending = tuple[float, int, int]  # a running job's expected end (or start), a number to break ties, its id
