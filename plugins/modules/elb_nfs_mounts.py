@@ -200,25 +200,22 @@ def plan(
     wanted = {path: line_of(server, path, fstype, options) for path in mounts}
     out: list[str] = []
     seen: set[str] = set()
-    changed: list[str] = []
+    changed: set[str] = set()
     for line in lines:
         point = mount_point(line)
         if point not in wanted:
             out.append(line)
-            continue
-        if point in seen:  # a further line for the same mount point: removed
-            if point not in changed:
-                changed.append(point)
-            continue
-        seen.add(point)
-        out.append(wanted[point])
-        if line != wanted[point] and point not in changed:
-            changed.append(point)
-    for path in mounts:
-        if path not in seen:
-            out.append(wanted[path])
-            changed.append(path)
-    ordered = [p for p in mounts if p in changed]
+        elif point in seen:  # a further line for the same mount point: removed
+            changed.add(point)
+        else:
+            seen.add(point)
+            out.append(wanted[point])
+            if line != wanted[point]:
+                changed.add(point)
+    missing = [p for p in mounts if p not in seen]
+    out += map(wanted.__getitem__, missing)
+    changed.update(missing)
+    ordered = [p for p in mounts if p in changed]  # in the order of ``mounts``
     return Plan(
         fstab="\n".join(out) + "\n" if changed else None,
         create=tuple(p for p in mounts if p not in existing_dirs),
