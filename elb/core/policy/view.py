@@ -237,8 +237,7 @@ def cluster_view(
         w = last.get(name)
         if w is None or w.node is not node or w.host is not host or w.jobs != jobs:
             if node is not None:  # (a pass's records are new when it saw the node up: its host's facts kept)
-                same = w is not None and host is not None and w.host is host
-                w = Worker.of(node, host, jobs, w.facts if same and w is not None else None)
+                w = Worker.of(node, host, jobs, w.facts if w is not None and w.host is host else None)
             else:
                 assert host is not None
                 w = Worker.unmanaged(host, jobs)
