@@ -574,8 +574,8 @@ LOG {{
 %include "{GANESHA_EXPORTS}"
 """
 
-# What the nfs_server role's converter writes for an /etc/exports without exports.
-GANESHA_NO_EXPORTS = "# Generated from /etc/exports by elb-ganesha-exports: do not edit.\n"
+# What the nfs_server role's module writes for an /etc/exports without exports.
+GANESHA_NO_EXPORTS = "# Generated from /etc/exports by elb's nfs_server role (elb_export_lines): do not edit.\n"
 EXPORTS_HEADER = f"{HOSTS_MARK}: managed by the nfs_server role (one line per node)\n"
 
 

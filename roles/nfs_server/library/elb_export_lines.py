@@ -1,5 +1,11 @@
 #!/usr/bin/python
-"""Set or remove the exports-file lines of a batch of nodes in one run, under a lock."""
+"""Set or remove the exports-file lines of a batch of nodes and apply them, in one run, under a lock.
+
+Applying is part of the run (the kernel's ``exportfs -ra``, or nfs-ganesha's include file
+generated from the exports and ganesha told to reread it) because each module run is a new
+Python process on the master and a fork of the controller: about half a second each on a busy
+2-core master, on the path of every node's bring-up and removal. Done as separate tasks, the
+look for ganesha's file, the converter's install and its run took three more runs a play."""
 
 from __future__ import annotations
 
@@ -7,8 +13,11 @@ import contextlib
 import fcntl
 import os
 import re
+import signal
+import socket
 import tempfile
-from collections.abc import Iterator, Sequence
+import zlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
@@ -24,8 +33,16 @@ description:
   - "present: the last matching line becomes C(DIR NODE(OPTIONS)); with none, the line is added at
     the end. absent: every matching line is removed."
   - Every other line is kept byte for byte. One read and one write for the whole batch, holding an
-    exclusive C(flock) on O(lock_path) from the read to the write; the new file is written beside
-    the old one and renamed over it (in place where that fails).
+    exclusive C(flock) on O(lock_path) from the read to the write and through applying; the new
+    file is written beside the old one and renamed over it (in place where that fails).
+  - "O(apply): none leaves the file as written. kernel runs C(exportfs -ra) when a line changed.
+    ganesha makes nfs-ganesha serve what the file says: its EXPORT blocks are written into
+    O(ganesha_exports) (the file C(ganesha.conf) includes; names resolved as the master resolves
+    them, since ganesha matches clients by address) and, when that file changed, the process of
+    O(ganesha_pidfile) gets C(SIGHUP) to reread it; it is done on every run, so an edit of the
+    exports file made by hand is applied too. auto is ganesha when O(ganesha_exports) exists,
+    kernel otherwise."
+  - When applying fails the lines stay as written and the run fails, saying what failed.
 options:
   hosts:
     description: The nodes' names. No whitespace, no C(#), no C(().
@@ -68,6 +85,7 @@ EXAMPLES = r"""
   elb_export_lines:
     hosts: [node004, node005]
     exports: [/home, /var/lib/gridengine/default/common]
+    apply: auto
 """
 
 RETURN = r"""
@@ -76,6 +94,16 @@ lines:
   type: int
   returned: always
   sample: 4
+applied:
+  description: How the exports are applied (none, kernel or ganesha: O(apply) with auto resolved).
+  type: str
+  returned: always
+  sample: ganesha
+reloaded:
+  description: Whether the NFS server was told of new exports (exportfs run, or ganesha signalled).
+  type: bool
+  returned: always
+  sample: true
 """
 
 DEFAULT_LOCK = "/run/lock/elb-exports.lock"
@@ -160,6 +188,98 @@ def write(path: str, data: bytes) -> None:
             f.write(data)
 
 
+class ApplyError(Exception):
+    """Applying the exports failed; the message says what and why."""
+
+
+GANESHA_HEADER = "# Generated from /etc/exports by elb's nfs_server role (elb_export_lines): do not edit.\n"
+_EXPORT_LINE = re.compile(r"^(/\S*)\s+(.*)$")
+_CLIENT = re.compile(r"([^\s(]+)\(([^)]*)\)")
+
+
+def parse_exports(text: str) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
+    """Each exported directory's clients and their options, in the file's order (an exports
+    file's ``DIR HOST(OPTIONS) [HOST(OPTIONS)...]`` lines; comments and blank lines skipped)."""
+    found: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = _EXPORT_LINE.match(line)
+        if not m:
+            raise ApplyError(f"cannot read exports line: {raw!r}")
+        directory, rest = m.groups()
+        for host, opts in _CLIENT.findall(rest):
+            found.setdefault(directory, []).append((host, tuple(o.strip() for o in opts.split(",") if o.strip())))
+    return found
+
+
+def address(host: str) -> str:
+    """The host's address as the master resolves it (its hosts file first), or the name as it is."""
+    try:
+        return str(socket.getaddrinfo(host, None, socket.AF_INET)[0][4][0])
+    except OSError:
+        return host
+
+
+def ganesha_exports(exports: dict[str, list[tuple[str, tuple[str, ...]]]], resolve: Callable[[str], str]) -> str:
+    """nfs-ganesha's EXPORT blocks for ``exports`` (NFSv3 over TCP): one block per directory, its
+    clients grouped by their options, each client by ``resolve``'s address."""
+    out = [GANESHA_HEADER]
+    for directory in sorted(exports):
+        out.append("EXPORT {\n")
+        out.append(f"    Export_Id = {zlib.crc32(directory.encode()) % 60000 + 2};\n")
+        out.append(f'    Path = "{directory}";\n')
+        out.append(f'    Pseudo = "{directory}";\n')
+        out.append("    Protocols = 3;\n    Transports = TCP;\n    SecType = sys;\n")
+        out.append("    FSAL { Name = VFS; }\n")
+        by_opts: dict[tuple[str, ...], list[str]] = {}
+        for host, opts in exports[directory]:
+            by_opts.setdefault(opts, []).append(host)
+        for opts, hosts in sorted(by_opts.items()):
+            access = "RO" if "ro" in opts else "RW"
+            squash = "No_Root_Squash" if "no_root_squash" in opts else "Root_Squash"
+            out.append("    CLIENT {\n")
+            out.append(f"        Clients = {', '.join(sorted({resolve(h) for h in hosts}))};\n")
+            out.append(f"        Access_Type = {access};\n        Squash = {squash};\n")
+            out.append("    }\n")
+        out.append("}\n")
+    return "".join(out)
+
+
+def apply_ganesha(exports_text: bytes, output: str, pidfile: str, *, check: bool = False) -> bool:
+    """Write ganesha's include file for ``exports_text`` and signal ganesha, only when the file's
+    text changes; whether it did (would, in ``check``)."""
+    text = ganesha_exports(parse_exports(exports_text.decode("utf-8", "replace")), address)
+    try:
+        with open(output, encoding="utf-8") as f:
+            if f.read() == text:
+                return False
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise ApplyError(f"cannot read {output}: {e}") from e
+    if check:
+        return True
+    try:
+        write(output, text.encode())
+    except OSError as e:
+        raise ApplyError(f"cannot write {output}: {e}") from e
+    try:
+        with open(pidfile, encoding="utf-8") as f:
+            os.kill(int(f.read().split()[0]), signal.SIGHUP)
+    except (OSError, ValueError, IndexError) as e:
+        raise ApplyError(f"wrote {output} but cannot signal nfs-ganesha (pid file {pidfile}): {e}") from e
+    return True
+
+
+def kind_of(apply: str, ganesha_output: str) -> str:
+    """The way of applying that ``apply`` names (auto: ganesha when its include file exists)."""
+    if apply != "auto":
+        return apply
+    return "ganesha" if os.path.exists(ganesha_output) else "kernel"
+
+
 def update(
     path: str,
     hosts: Sequence[str],
@@ -169,9 +289,11 @@ def update(
     *,
     lock_path: str = DEFAULT_LOCK,
     check: bool = False,
-) -> tuple[bytes, bytes, int]:
-    """Read, edit and write ``path`` under the lock (``check``: no lock, no write); the content
-    before and after and how many lines changed."""
+    apply: Callable[[bytes, int], bool] | None = None,
+) -> tuple[bytes, bytes, int, bool]:
+    """Read, edit and write ``path`` under the lock (``check``: no lock, no write), then, still
+    holding it, ``apply`` the file's new content and how many lines changed; the content before
+    and after, how many lines changed and whether ``apply`` said the server was told."""
     check_input(hosts, exports, options)
     path = os.path.realpath(path)
     with contextlib.nullcontext() if check else locked(lock_path):
@@ -179,13 +301,12 @@ def update(
             with open(path, "rb") as f:
                 before = f.read()
         except FileNotFoundError:
-            if state == "absent":
-                return b"", b"", 0
             before = b""
         after, changed = edit(before, hosts, exports, options, state)
         if changed and not check:
             write(path, after)
-        return before, after, changed
+        reloaded = apply(after, changed) if apply is not None else False
+        return before, after, changed, reloaded
 
 
 def main() -> None:
@@ -197,12 +318,28 @@ def main() -> None:
             "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
             "path": {"type": "path", "default": "/etc/exports"},
             "lock_path": {"type": "path", "default": DEFAULT_LOCK},
+            "apply": {"type": "str", "choices": ["none", "auto", "kernel", "ganesha"], "default": "none"},
+            "ganesha_exports": {"type": "path", "default": "/etc/ganesha/elb-exports.conf"},
+            "ganesha_pidfile": {"type": "path", "default": "/run/ganesha/ganesha.pid"},
         },
         supports_check_mode=True,
     )
     p: dict[str, Any] = module.params
+    kind = kind_of(p["apply"], p["ganesha_exports"])
+
+    def apply(content: bytes, changed: int) -> bool:
+        if kind == "ganesha":
+            return apply_ganesha(content, p["ganesha_exports"], p["ganesha_pidfile"], check=module.check_mode)
+        if kind == "kernel" and changed:
+            if not module.check_mode:
+                rc, out, err = module.run_command(["exportfs", "-ra"])
+                if rc != 0:
+                    raise ApplyError(f"exportfs -ra failed (exit {rc}): {(err or out).strip()}")
+            return True
+        return False
+
     try:
-        before, after, changed = update(
+        before, after, changed, reloaded = update(
             p["path"],
             p["hosts"],
             p["exports"],
@@ -210,12 +347,20 @@ def main() -> None:
             p["state"],
             lock_path=p["lock_path"],
             check=module.check_mode,
+            apply=None if kind == "none" else apply,
         )
     except ValueError as e:
         module.fail_json(msg=str(e))
+    except ApplyError as e:
+        module.fail_json(msg=f"the exports lines of {p['path']} are written; applying them failed: {e}")
     except OSError as e:
         module.fail_json(msg=f"cannot edit {p['path']}: {e}")
-    out: dict[str, Any] = {"changed": changed > 0, "lines": changed}
+    out: dict[str, Any] = {
+        "changed": changed > 0 or (kind == "ganesha" and reloaded),
+        "lines": changed,
+        "applied": kind,
+        "reloaded": reloaded,
+    }
     if module._diff:
         out["diff"] = {
             "before_header": p["path"],
