@@ -249,10 +249,23 @@ def jobs_started_on(jobs: tuple[Job, ...]) -> Mapping[str, tuple[Job, ...]]:
     pair = _LAST_STARTED.pair
     if pair is not None and pair[0] is jobs:
         return pair[1]
-    on = MappingProxyType({h: tuple(js) for h, js in started_on(jobs).items()})
+    on = _read_only(started_on(jobs))
     if type(jobs) is tuple:
         _LAST_STARTED.pair = (jobs, on)
     return on
+
+
+def started_among(jobs: tuple[Job, ...], running: Sequence[Job]) -> None:
+    """Has ``jobs_started_on`` answer for ``jobs`` from ``running`` alone: a subsequence of
+    ``jobs`` (in their order) that holds every job of it that may be started (each
+    ``JobPhase.RUNNING`` one), from a producer that knows where they are (Slurm's lines that are
+    not pending), so that no pass scans every job for them."""
+    _LAST_STARTED.pair = (jobs, _read_only(started_on(running)))
+
+
+def _read_only(on: dict[str, list[Job]]) -> Mapping[str, tuple[Job, ...]]:
+    """``started_on``'s answer with each host's jobs as a tuple, read only."""
+    return MappingProxyType({h: tuple(js) for h, js in on.items()})
 
 
 POOLED = frozenset({NodeState.STOPPING, NodeState.STOPPED})
