@@ -173,7 +173,7 @@ class ManagedNode:
     def steady(self) -> bool:
         """Ready, its instance running, and the scheduler reaches it: nothing to repair, whatever
         the time (``elb.core.reconcile``'s rules plan nothing for such a node)."""
-        return self.record.state is NodeState.READY and self.instance_live and self.reachable
+        return is_steady(self.record, self.instance, self.host)
 
     @property
     def instance_gone(self) -> bool:
@@ -188,6 +188,18 @@ class ManagedNode:
     def instance_live(self) -> bool:
         """Its instance is pending or running."""
         return self.instance_state in LIVE
+
+
+def is_steady(record: Node, instance: Instance | None, host: Host | None) -> bool:
+    """``ManagedNode.steady`` of a node's record, instance and host: its record ready, its
+    instance pending or running, and the scheduler reaching its host."""
+    return (
+        record.state is NodeState.READY
+        and instance is not None
+        and instance_state(instance.state) in LIVE
+        and host is not None
+        and host.up
+    )
 
 
 def is_down(record: Node, instance: Instance | None) -> bool:
@@ -342,11 +354,19 @@ class ClusterState:
             return ManagedNode(
                 record, inst, index.hosts.get(name), index.jobs_on(name), name in self.in_flight, self.now
             )
-        by_id, by_name = self._instances_by
-        inst = by_id.get(record.instance_id) if record.instance_id else by_name.get(name)
         return ManagedNode(
-            record, inst, self.hosts.get(name), self.jobs_on.get(name, ()), name in self.in_flight, self.now
+            record,
+            self._instance(record),
+            self.hosts.get(name),
+            self.jobs_on.get(name, ()),
+            name in self.in_flight,
+            self.now,
         )
+
+    def _instance(self, record: Node) -> Instance | None:
+        """``record``'s instance (without an index): the one of its instance id, or of its name when it has none."""
+        by_id, by_name = self._instances_by
+        return by_id.get(record.instance_id) if record.instance_id else by_name.get(record.name)
 
     @cached
     def suspects(self) -> tuple[ManagedNode, ...]:
@@ -354,7 +374,12 @@ class ClusterState:
         index = self.index
         if index is not None:
             return tuple(self.managed(index.records[name]) for name in index.suspects)
-        return tuple(m for m in self.nodes if not m.steady)
+        keep, hosts, instance = self.include_gone, self.hosts, self._instance
+        return tuple(
+            self.managed(r)
+            for r in self.records
+            if (keep or r.state not in GONE) and not is_steady(r, instance(r), hosts.get(r.name))
+        )  # (the steady records' predicate read off their instance and host: only the others joined)
 
     @cached
     def down(self) -> frozenset[str]:
