@@ -145,7 +145,7 @@ def test_the_suspects_of_a_scan_are_the_joined_nodes_that_are_not_steady(include
         name = f"node{k:03d}"
         records.append(Node(name, state, T0 - 900, f"i-{k}" if inst != "name" else None))
         if inst is not None:
-            word = inst if inst in ("stopped", "pending") else "running"
+            word = InstanceState(inst) if inst in ("stopped", "pending") else InstanceState.RUNNING
             instances.append(Instance(f"i-{k}", name, word, T0 - 900))
         if host is not None:
             hosts.append(_host(name, states="" if host == "up" else host))
