@@ -94,7 +94,7 @@ from elb.core.drivers import cloud_settings
 from elb.core.interfaces import Instance
 from elb.core.model import History, Node, NodeState, Snapshot
 from elb.core.orders import Orders
-from elb.core.planner import PassInputs, PassPlan, plan_pass, scaling_waits
+from elb.core.planner import PassInputs, PassPlan, cluster_state, plan_pass, scaling_waits
 from elb.core.policy import make_policy
 from elb.core.policy.base import Policy
 from elb.core.policy.grouped import policy_for
@@ -884,13 +884,14 @@ def slurm_pass(
         scheduler=driver.name,
         cloud=cloud_settings(config),
     )
-    waits = scaling_waits(inputs, config, snap.now)
+    state = cluster_state(inputs, snap.now)  # joined once, as the daemon's pass joins it
+    waits = scaling_waits(inputs, config, snap.now, state)
     mark("waits")
     if not waits:
         demand = driver.demand(read, records, config.policy.slots_per_node)
         inputs = dataclasses.replace(inputs, demand=demand, backoff=Backoffs())
     mark("demand")
-    plan = plan_pass(inputs, config, policy, snap.now)
+    plan = plan_pass(inputs, config, policy, snap.now, state)
     mark("plan")
     return plan
 

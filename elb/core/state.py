@@ -173,7 +173,7 @@ class ManagedNode:
     def steady(self) -> bool:
         """Ready, its instance running, and the scheduler reaches it: nothing to repair, whatever
         the time (``elb.core.reconcile``'s rules plan nothing for such a node)."""
-        return self.record.state is NodeState.READY and self.instance_live and self.reachable
+        return is_steady(self.record, self.instance, self.host)
 
     @property
     def instance_gone(self) -> bool:
@@ -188,6 +188,18 @@ class ManagedNode:
     def instance_live(self) -> bool:
         """Its instance is pending or running."""
         return self.instance_state in LIVE
+
+
+def is_steady(record: Node, instance: Instance | None, host: Host | None) -> bool:
+    """``ManagedNode.steady`` of a node's record, instance and host: its record ready, its
+    instance pending or running, and the scheduler reaching its host."""
+    return (
+        record.state is NodeState.READY
+        and instance is not None
+        and instance_state(instance.state) in LIVE
+        and host is not None
+        and host.up
+    )
 
 
 def is_down(record: Node, instance: Instance | None) -> bool:
@@ -249,10 +261,23 @@ def jobs_started_on(jobs: tuple[Job, ...]) -> Mapping[str, tuple[Job, ...]]:
     pair = _LAST_STARTED.pair
     if pair is not None and pair[0] is jobs:
         return pair[1]
-    on = MappingProxyType({h: tuple(js) for h, js in started_on(jobs).items()})
+    on = _read_only(started_on(jobs))
     if type(jobs) is tuple:
         _LAST_STARTED.pair = (jobs, on)
     return on
+
+
+def started_among(jobs: tuple[Job, ...], running: Sequence[Job]) -> None:
+    """Has ``jobs_started_on`` answer for ``jobs`` from ``running`` alone: a subsequence of
+    ``jobs`` (in their order) that holds every job of it that may be started (each
+    ``JobPhase.RUNNING`` one), from a producer that knows where they are (Slurm's lines that are
+    not pending), so that no pass scans every job for them."""
+    _LAST_STARTED.pair = (jobs, _read_only(started_on(running)))
+
+
+def _read_only(on: dict[str, list[Job]]) -> Mapping[str, tuple[Job, ...]]:
+    """``started_on``'s answer with each host's jobs as a tuple, read only."""
+    return MappingProxyType({h: tuple(js) for h, js in on.items()})
 
 
 POOLED = frozenset({NodeState.STOPPING, NodeState.STOPPED})
@@ -329,11 +354,19 @@ class ClusterState:
             return ManagedNode(
                 record, inst, index.hosts.get(name), index.jobs_on(name), name in self.in_flight, self.now
             )
-        by_id, by_name = self._instances_by
-        inst = by_id.get(record.instance_id) if record.instance_id else by_name.get(name)
         return ManagedNode(
-            record, inst, self.hosts.get(name), self.jobs_on.get(name, ()), name in self.in_flight, self.now
+            record,
+            self._instance(record),
+            self.hosts.get(name),
+            self.jobs_on.get(name, ()),
+            name in self.in_flight,
+            self.now,
         )
+
+    def _instance(self, record: Node) -> Instance | None:
+        """``record``'s instance (without an index): the one of its instance id, or of its name when it has none."""
+        by_id, by_name = self._instances_by
+        return by_id.get(record.instance_id) if record.instance_id else by_name.get(record.name)
 
     @cached
     def suspects(self) -> tuple[ManagedNode, ...]:
@@ -341,7 +374,12 @@ class ClusterState:
         index = self.index
         if index is not None:
             return tuple(self.managed(index.records[name]) for name in index.suspects)
-        return tuple(m for m in self.nodes if not m.steady)
+        keep, hosts, instance = self.include_gone, self.hosts, self._instance
+        return tuple(
+            self.managed(r)
+            for r in self.records
+            if (keep or r.state not in GONE) and not is_steady(r, instance(r), hosts.get(r.name))
+        )  # (the steady records' predicate read off their instance and host: only the others joined)
 
     @cached
     def down(self) -> frozenset[str]:

@@ -13,9 +13,11 @@ from collections import Counter
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from elb.core import state
 from elb.core.config import Config, parse_config
 from elb.core.demand import NotDemand
 from elb.core.model import JobPhase, Node, NodeState
+from elb.core.state import jobs_started_on, started_on
 from elb.schedulers.slurm.commands import SlurmRead
 from elb.schedulers.slurm.driver import Slurm
 from elb.schedulers.slurm.held import Columns, Line, carried_columns, columns, jobs, line_of
@@ -240,6 +242,22 @@ def test_the_drivers_held_jobs_are_the_ones_worked_out_line_by_line(reads: list[
         read = driver.read(records, now)
         demand = driver.demand(read, records, 4)
         assert list(demand.not_demand) == held_line_by_line(line_by_line(text), now, due_since)
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts())
+def test_the_jobs_started_on_each_host_a_read_gives_are_a_scans_of_its_jobs(reads: list[str]) -> None:
+    """The driver's read hands ``jobs_started_on`` the jobs of its lines that are not pending
+    (``started_among``): its answer for the snapshot's jobs is the one kept for them, and is
+    ``started_on``'s scan of every job, read after read (lines running on one node, two, none)."""
+    cfg = _slurm_config()
+    records = (Node("node001", NodeState.READY, 1.0, slots=4),)
+    driver = Slurm(cfg, NoAsks(), Answers(reads))  # type: ignore[arg-type]
+    for i in range(len(reads)):
+        snap = driver.read(records, 7.0 + i).snapshot
+        kept = state._LAST_STARTED.pair
+        assert kept is not None and kept[0] is snap.jobs
+        assert jobs_started_on(snap.jobs) == {h: tuple(js) for h, js in started_on(snap.jobs).items()}
 
 
 _ARRAY = re.compile(r"^(\d+)(?:_(.*))?$")

@@ -162,8 +162,9 @@ def _sliding(rng: random.Random, pool: list[str], count: int) -> list[list[str]]
 def test_a_memo_of_reads_walked_as_text_takes_out_the_lines_that_left(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Reads walked as text in a row, lines leaving, coming, changing and coming back: past the
-    memo's bound the lines the walks passed over are taken out (the memo is not made anew), each
+    """Reads walked as text in a row (the first as lines, into a memo of none), lines leaving,
+    coming, changing and coming back: past the memo's bound the lines the walks passed over are
+    taken out (the memo is never made anew), each
     read is its lines read on their own, and the memo keeps at most ``stale_bound`` lines that
     are not in the last read."""
     rng = random.Random(seed)
@@ -177,12 +178,15 @@ def test_a_memo_of_reads_walked_as_text_takes_out_the_lines_that_left(
 
     monkeypatch.setattr(parse_module, "_prune", counted)
     memo = SqueueMemo(line_of)
+    kept: list[dict[str, Any]] = []
     for lines in _sliding(rng, pool, 80):
         text = "".join(f"{line}\n" for line in lines)
         jobs = assert_read_as_alone(text, memo)
+        kept = kept or [memo.lines]
         assert len(memo.lines.keys() - set(lines)) <= stale_bound(len(lines))
         assert all(memo.lines[line][0] == job for line, job in zip(lines, jobs, strict=True) if line in memo.lines)
     assert pruned
+    assert memo.lines is kept[0]  # (never made anew: the first read, into a memo of no line, left none behind)
 
 
 @pytest.mark.parametrize("seed", range(12))

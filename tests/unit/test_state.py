@@ -129,3 +129,27 @@ def test_a_policy_reads_a_host_busy_by_the_host_s_rule(h: Host) -> None:
     """``HostFacts.busy`` (the policies' and the tally's) is ``Host.busy``, whatever path finds it."""
     assert host_numbers(h)[3] is h.busy
     assert host_facts(h).busy is h.busy
+
+
+@pytest.mark.parametrize("include_gone", [False, True])
+def test_the_suspects_of_a_scan_are_the_joined_nodes_that_are_not_steady(include_gone: bool) -> None:
+    """``ClusterState.suspects`` (without an index: the steady records read off their instance
+    and host, only the others joined) is every joined node of ``nodes`` that is not ``steady``,
+    in order, over every record state, an instance by id, by name, of another state or none,
+    and a host up, unreachable or none."""
+    records, instances, hosts = [], [], []
+    kinds = [
+        (s, i, h) for s in NodeState for i in ("id", "name", "stopped", "pending", None) for h in ("up", "au", None)
+    ]
+    for k, (state, inst, host) in enumerate(kinds):
+        name = f"node{k:03d}"
+        records.append(Node(name, state, T0 - 900, f"i-{k}" if inst != "name" else None))
+        if inst is not None:
+            word = InstanceState(inst) if inst in ("stopped", "pending") else InstanceState.RUNNING
+            instances.append(Instance(f"i-{k}", name, word, T0 - 900))
+        if host is not None:
+            hosts.append(_host(name, states="" if host == "up" else host))
+    st = join(records, instances, Snapshot(T0, (), tuple(hosts)), include_gone=include_gone)
+    plain = join(records, instances, Snapshot(T0, (), tuple(hosts)), include_gone=include_gone)
+    assert st.suspects == tuple(m for m in plain.nodes if not m.steady)
+    assert 0 < len(st.suspects) < len(plain.nodes)

@@ -59,6 +59,7 @@ from elb.core.scheduler import (
     SchedulerError,
     SchedulerRead,
 )
+from elb.core.state import started_among
 from elb.schedulers.slurm import conf as slurm_conf
 from elb.schedulers.slurm import requests as slurm_requests
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
@@ -358,6 +359,7 @@ class Slurm:
             read = self._read()
             parts = carried_columns(read.lines, read.splice, self._last[1] if self._last is not None else None)
             snap = snapshot((), read.nodes, now, neutral=parts.jobs, hosts=self._hosts)
+            started_among(snap.jobs, parts.not_pending())  # (the pass's busy hosts and joins scan no pending job)
             self._last = snap, parts
         partition_groups = slurm_settings(self.config).partition_groups
         kept, dropped, gone = asks_now(

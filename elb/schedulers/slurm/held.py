@@ -85,6 +85,12 @@ class Columns:
     shared: set[int]
     distinct: list[set[int]]
 
+    def not_pending(self) -> tuple[Job, ...]:
+        """The neutral jobs of the lines that are not pending (``others``), in their order: every
+        job a read shows started is one of them (a pending line's job waits or is held)."""
+        made = self.lines
+        return flat([made[i][1] for i in self.others])
+
     def job_at(self, line: int) -> int:
         """Where the neutral jobs of the line at ``line`` (or the end, past the last) start in ``jobs``."""
         before = bisect_left(self.several, line)

@@ -290,7 +290,7 @@ class SqueueMemo(Generic[E]):
         self.sizes: list[int] = []
         # The lines the walks of the texts passed over (``in_text``'s stretches of the text before:
         # lines that left a read) since the memo was last made anew or pruned; None: not known
-        # (a read walked as lines, or one past the walk's bounds).
+        # (a read walked as lines, but the first into a memo of none, or one past the walk's bounds).
         self.left: list[str] | None = []
         # The last read's lines against the read before's (None: not known, a read with blank lines).
         self.splice: Splice[E] | None = None
@@ -380,6 +380,7 @@ def read_entries(text: str, memo: SqueueMemo[E]) -> list[E]:
         memo.lines, memo.hours, memo.stamps, memo.zone, memo.left = {}, {}, {}, zone, []
         memo.last, memo.last_entries, memo.text, memo.sizes = [], [], None, []
     known = memo.lines
+    fresh = not known  # (a memo of no line has none that left a read)
     before = memo.last_entries
     stretches: list[Stretch] = []
     with paused(keep=True):
@@ -396,7 +397,7 @@ def read_entries(text: str, memo: SqueueMemo[E]) -> list[E]:
             stretches = []  # (a walk of the text that gave up may have begun them)
             found, lines = in_order(text.splitlines(), memo.last_lines(), before, known, stretches=stretches)
             out = [(i, lines[i]) for i in itertools.compress(range(len(found)), map(not_, found))]
-            memo.left = None
+            memo.left = [] if fresh else None  # (the lines it passed over not known)
         new: list[tuple[str, E]] = []  # the lines read now, and their entries
         blank = False
         for i, line in out:
