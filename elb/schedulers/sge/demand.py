@@ -55,6 +55,7 @@ from itertools import compress, repeat
 from operator import attrgetter, is_, is_not, itemgetter, not_
 from typing import cast
 
+from elb.core.frozen import quick_init
 from elb.core.groups import NodeGroup, NodeGroups
 from elb.core.model import Job
 from elb.schedulers.sge.complexes import (
@@ -142,6 +143,7 @@ class JobBinding:
 # -- results ------------------------------------------------------------------------------------
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Servable:
     """The group the job goes to; ``nodes``: how many new nodes of it the job can use at once
@@ -153,11 +155,13 @@ class Servable:
     reason: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Unservable:
     reason: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class NotYet:
     """A group can run the job, but not before ``start_time`` (``qsub -a``)."""
@@ -193,6 +197,7 @@ def _request_text(name: str, value: str, scope: str) -> str:
     return f"{name}={value}{scoped}"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _Fit:
     group: NodeGroup
