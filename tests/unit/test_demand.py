@@ -823,3 +823,72 @@ def test_place_all_reads_a_groups_value_only_where_place_does() -> None:
     with pytest.raises(DemandError) as together:
         place_all(jobs, gs, SITE, NOW, bindings=bindings)
     assert str(together.value) == str(alone.value)
+
+
+# Requests every group's node meets alike (a run time, a queue limit, a load value no group
+# declares) and requests some group reads: memory and processors a group implies, a value it
+# offers, a global value, a queue, one not requestable.
+_ALIKE_SITE = Site(
+    parse_complexes(EXTRA_TEXT.replace("virtual_free        vf         MEMORY      <=      YES         NO         0 ",
+                                       "virtual_free        vf         MEMORY      <=      YES         YES        1G")),
+    PES,
+    global_values={"matlab": "10", "swap_free": "4G"},
+)  # fmt: skip
+ALIKE_GROUP_SETS = [
+    groups(group("plain", slots=4), group("mem", slots=16, memory="32G")),
+    groups(group("mem", slots=8, memory="8G"), group("vf", slots=16, offers={"virtual_free": "8G"})),
+    groups(group("a", slots=4, queues=["a.q"]), group("b", slots=8, offers={"h_vmem": "16G"}, queues=["b.q"])),
+]
+ALIKE_REQUESTS = st.dictionaries(
+    st.sampled_from(
+        ["h_rt", "s_rt", "h_cpu", "arch", "mem_free", "mf", "mem_total", "num_proc", "p", "h_vmem", "virtual_free",
+         "swap_free", "matlab", "q", "tmpdir"]
+    ),
+    st.sampled_from(["1", "2", "4", "8", "16", "1G", "4G", "16G", "64G", "3600", "1:00:00", "lx-amd64", "a.q", "b*"]),
+    max_size=5,
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(ALIKE_REQUESTS, st.sampled_from([0, 1, 2]), st.sampled_from([1, 2, 4, 8])), max_size=30),
+    st.sampled_from(range(len(ALIKE_GROUP_SETS))),
+)
+def test_place_all_leaves_out_only_the_requests_every_node_meets_alike(
+    drawn: list[tuple[dict[str, str], int, int]], which: int
+) -> None:
+    """``place_all`` keys the jobs' shapes by the requests that decide, leaving out those every
+    group's node meets whatever the job; jobs that differ in any other request (memory or
+    processors a group implies, a value a group offers, a global value, a queue name,
+    a request that stops the job, in any scope) are answered as ``place`` answers each alone."""
+    gs = ALIKE_GROUP_SETS[which]
+    jobs = [
+        Job(n + 1, "job", "u", "qw", job_phase("qw"), slots, submitted=NOW - 600,
+            hard_requests=requests if scope == 0 else {"h_rt": "60"},
+            master_requests=requests if scope == 1 else {}, slave_requests=requests if scope == 2 else {})
+        for n, (requests, scope, slots) in enumerate(drawn)
+    ]  # fmt: skip
+    expected = [place(j, gs, _ALIKE_SITE, NOW) for j in jobs]
+    assert place_all(jobs, gs, _ALIKE_SITE, NOW) == expected
+
+
+def test_requests_met_alike_make_one_shape() -> None:
+    """Jobs that differ only in requests every node meets alike are placed once; a request a group
+    reads makes a shape of its own."""
+    import elb.schedulers.sge.demand
+
+    jobs = [job(h_rt=str(60 * n), s_rt=str(n), arch="lx-amd64") for n in range(1, 200)]
+    jobs += [job(h_rt="60", h_vmem="2G"), job(h_rt="60", h_vmem="64G")]
+    memo = elb.schedulers.sge.demand._Memo
+    narrowed: list[Job] = []
+    candidates = memo._candidates
+
+    def counted(self: Any, j: Job, *a: Any, **k: Any) -> object:
+        narrowed.append(j)
+        return candidates(self, j, *a, **k)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(memo, "_candidates", counted)
+        got = place_all(jobs, groups(DEFAULT), SITE, NOW)
+    assert got == [place(j, groups(DEFAULT), SITE, NOW) for j in jobs]
+    assert len(narrowed) == 3

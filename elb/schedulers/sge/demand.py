@@ -53,7 +53,9 @@ from fnmatch import fnmatchcase
 from functools import partial
 from itertools import compress, repeat
 from operator import attrgetter, is_, is_not, itemgetter, not_
+from typing import cast
 
+from elb.core.frozen import quick_init
 from elb.core.groups import NodeGroup, NodeGroups
 from elb.core.model import Job
 from elb.schedulers.sge.complexes import (
@@ -141,6 +143,7 @@ class JobBinding:
 # -- results ------------------------------------------------------------------------------------
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Servable:
     """The group the job goes to; ``nodes``: how many new nodes of it the job can use at once
@@ -152,11 +155,13 @@ class Servable:
     reason: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Unservable:
     reason: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class NotYet:
     """A group can run the job, but not before ``start_time`` (``qsub -a``)."""
@@ -192,6 +197,7 @@ def _request_text(name: str, value: str, scope: str) -> str:
     return f"{name}={value}{scoped}"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _Fit:
     group: NodeGroup
@@ -509,8 +515,12 @@ class _Shapes:
         hit = self.known.get(ident) if timeless and self.known else None
         if hit is not None and hit[0] is hard and hit[1] is master and hit[2] is slave:
             return (hard, master, slave, hit[3], self.by_shape.setdefault(hit[3], hit[4]), ident, True, binding)
-        items = self.narrowed.items
-        requested = (items(hard) if hard else (), items(master) if master else (), items(slave) if slave else ())
+        decided = self.narrowed.decided
+        requested = (
+            decided(hard, 0) if hard else (),
+            decided(master, 1) if master else (),
+            decided(slave, 2) if slave else (),
+        )
         if binding is None:
             shape = (*spec, *requested, None, None)
         else:
@@ -542,7 +552,10 @@ _UNBOUND = JobBinding()
 
 
 _Items = tuple[tuple[str, str], ...]
-_Requested = tuple[_Items, _Items, _Items]  # the items of a job's hard, master and slave requests
+# What decides of one request mapping (``_Memo.decided``): its deciding items, or the reason the
+# first request that stops the job gives.
+_Decided = _Items | str
+_Requested = tuple[_Decided, _Decided, _Decided]  # of a job's hard, master and slave requests
 _Left = tuple[int, ...]  # groups, by their places in the list
 _Ranges = tuple[tuple[int, int], ...]
 _SCOPES = ("", "master", "slave")
@@ -569,11 +582,15 @@ class _Memo:
     gives the reason, as there; each part is the pure function's answer for the same arguments,
     so a job placed with the memo is placed as without. The parts:
 
-    - ``candidates``: what checks 1 to 4 leave for a shape of request (slots, PE and range,
-      requests, queues; not the task count): a ``_Candidates``, or the reason none is left;
-    - ``known`` and ``stopping``: each request, by its scope, name and value, resolved against
-      the complexes (``_request``: a ``_Request``, or None for one that drops out), or the reason
-      it stops the job;
+    - ``decided``: of each request mapping, what decides (``decided``): the requests that stop
+      the job or that some group's node may not meet or reads (``verdicts``), not the many that
+      every node meets alike (a run time, a queue limit, a load value no group declares);
+    - ``candidates``: what checks 2 to 4 leave for a shape of request (slots, PE and range, the
+      deciding requests, queues; not the task count): a ``_Candidates``, or the reason none is
+      left;
+    - ``verdicts``: each request, by its scope, name and value, resolved against the complexes
+      (``_request``): the reason it stops the job, None when it drops out or every node meets
+      it alike (``_alike``), else its ``_Request``;
     - ``bound``: what a queue list, a PE and a range leave (checks 2 and 3; the slot ranges and
       the fewest slots of them), or the reason;
     - ``shorts``: a request against a group (``_short_of``); ``failing``: by the fewest slots, the
@@ -600,19 +617,17 @@ class _Memo:
         # The complexes each group offers: what its node gives a job depends on those requests.
         self.offers = [sge_options(g).offers for g in self.by_place]
         self.offering = any(self.offers)
-        # Each request mapping's items (``items``) by the mapping's identity: the jobs placed
-        # hold their mappings for as long as the memo lives, so an identity stays theirs.
-        self.sorted: dict[int, tuple[Mapping[str, str], _Items]] = {}
-        # One object for each (name, value) item: many jobs' mappings share items, and those
-        # kept with the answers (``Placements``) are then one object each, not one per mapping.
-        self.pairs: dict[tuple[str, str], tuple[str, str]] = {}
-        # One object for equal items of mappings, so that ``candidates`` is keyed by identity.
+        # What decides of each request mapping (``decided``) by the mapping's identity: the jobs
+        # placed hold their mappings for as long as the memo lives, so an identity stays theirs.
+        # By scope, as ``verdicts``.
+        self.decided_of: tuple[dict[int, tuple[Mapping[str, str], _Decided]], ...] = ({}, {}, {})
+        # One object for equal deciding items, so that ``candidates`` is keyed by identity.
         self.same_items: dict[_Items, _Items] = {(): ()}
         self.candidates: dict[tuple[object, ...], _Candidates | str] = {}
         # By scope ("", "master", "slave"), each request by its name and value.
-        self.known: tuple[dict[tuple[str, str], _Request | None], ...] = ({}, {}, {})
-        self.hard_request = self.known[0].__getitem__
-        self.stopping: tuple[dict[tuple[str, str], str], ...] = ({}, {}, {})
+        self.verdicts: tuple[dict[tuple[str, str], _Request | str | None], ...] = ({}, {}, {})
+        # By complex name, whether every node meets a request of it alike (``_alike``).
+        self.alike: dict[str, bool] = {}
         self.bound: dict[tuple[object, ...], _Bound | str] = {}
         self.shorts: dict[tuple[int, str, str, int], tuple[str, str] | None] = {}
         self.failing: dict[int, dict[int, frozenset[int] | None]] = {}
@@ -626,22 +641,75 @@ class _Memo:
         self.answers: dict[tuple[int, int, int, str | None], Servable | Unservable] = {}
         self.unservable: dict[str, Unservable] = {}
 
-    def items(self, requests: Mapping[str, str]) -> _Items:
-        """The items of ``requests``, sorted (by name), once for each mapping."""
-        found = self.sorted.get(id(requests))
-        if found is None or found[0] is not requests:
-            pairs = sorted(requests.items())
-            items = tuple(map(self.pairs.setdefault, pairs, pairs))
-            found = self.sorted[id(requests)] = (requests, self.same_items.setdefault(items, items))
-        return found[1]
+    def decided(self, requests: Mapping[str, str], scope: int) -> _Decided:
+        """What decides of ``requests`` (of the scope at ``scope`` in ``_SCOPES``), once for each
+        mapping: the reason its first request (by name) that stops the job gives, if one does
+        (check 1); else its requests that the other checks read, sorted by name. A request that
+        drops out (``slots``, a met ``hostname``) or that every group's node meets whatever the
+        job (``_alike``) changes no answer: left out, the jobs that differ only in such requests
+        (a run time, a queue limit) are one shape to checks 2 to 5."""
+        decided_of = self.decided_of[scope]
+        found = decided_of.get(id(requests))
+        if found is not None and found[0] is requests:
+            return found[1]
+        verdicts = self.verdicts[scope]
+        items = list(requests.items())
+        try:
+            kept = list(compress(items, map(verdicts.__getitem__, items)))
+        except KeyError:  # a request not met before
+            for item in items:
+                if item not in verdicts:
+                    verdicts[item] = self._verdict(scope, item)
+            kept = list(compress(items, map(verdicts.__getitem__, items)))
+        decided: _Decided = ()
+        if kept:
+            if len(kept) > 1:
+                kept.sort()
+            stop = next((v for v in map(verdicts.__getitem__, kept) if isinstance(v, str)), None)
+            if stop is not None:
+                decided = stop
+            else:
+                deciding = tuple(kept)
+                decided = self.same_items.setdefault(deciding, deciding)
+        decided_of[id(requests)] = (requests, decided)
+        return decided
+
+    def _verdict(self, scope: int, item: tuple[str, str]) -> _Request | str | None:
+        """One request resolved (``_request``): the reason it stops the job, None when it drops
+        out or every node meets it alike, else the ``_Request``."""
+        try:
+            request = _request(_SCOPES[scope], *item, self.site.complexes, self.new_node_name)
+        except _Stop as stop:
+            return stop.reason
+        if request is None or self._alike(request.complex):
+            return None
+        return request
+
+    def _alike(self, c: Complex) -> bool:
+        """Whether every group's node meets any request of ``c``, and no group reads one: no
+        group offers it, nor does the global host, nor does a group imply it (memory, slots):
+        ``_value`` says ``met`` for every group (never for ``qname``, which names a queue).
+        Such a request leaves every group in check 4 (``_short_of``), whatever the slots;
+        ``_per_node`` reads only offered ones and the FORCED check only offered names."""
+        found = self.alike.get(c.name)
+        if found is None:
+            found = self.alike[c.name] = all(_value(g, c, self.site)[1] == "met" for g in self.by_place)
+        return found
 
     def place(self, job: Job, binding: JobBinding, requested: _Requested, now: float) -> Placement:
-        """``_place`` for ``job``, whose requests' items are ``requested`` (by ``items``)."""
+        """``_place`` for ``job``, whose requests decide ``requested`` (by ``decided``)."""
         hard, master, slave = requested
+        # Check 1: the first request that stops the job, in the order of the scopes.
+        if isinstance(hard, str):
+            return self._unservable(hard)
+        if isinstance(master, str):
+            return self._unservable(master)
+        if isinstance(slave, str):
+            return self._unservable(slave)
         key = (job.slots, job.pe, job.pe_range, id(hard), id(master), id(slave), binding.hard_queues)
         candidates = self.candidates.get(key)
         if candidates is None:
-            candidates = self.candidates[key] = self._candidates(job, requested, binding.hard_queues)
+            candidates = self.candidates[key] = self._candidates(job, (hard, master, slave), binding.hard_queues)
         if isinstance(candidates, str):
             return self._unservable(candidates)
         answer_key = (id(candidates), job.slots, job.tasks, job.pe_range)
@@ -671,11 +739,16 @@ class _Memo:
             found = self.unservable[reason] = Unservable(reason)
         return found
 
-    def _candidates(self, job: Job, requested: _Requested, queues: tuple[str, ...]) -> _Candidates | str:
-        """``_candidates`` from the parts kept: the groups left, or why none is."""
-        requests = self._requests(requested)
-        if isinstance(requests, str):
-            return requests
+    def _candidates(
+        self, job: Job, deciding: tuple[_Items, _Items, _Items], queues: tuple[str, ...]
+    ) -> _Candidates | str:
+        """``_candidates`` from the parts kept, for the deciding requests of each scope (none of
+        which stops the job): the groups left, or why none is."""
+        requests = [
+            cast(_Request, verdicts[item])
+            for verdicts, items in zip(self.verdicts, deciding, strict=True)
+            for item in items
+        ]
         if not self.everyone:
             return _NO_NODES
         bound_key = (queues, job.pe, job.pe_range, job.slots)
@@ -710,36 +783,6 @@ class _Memo:
 
     def _placed(self, left: _Left) -> _Placed:
         return [(i, self.by_place[i]) for i in left]
-
-    def _requests(self, requested: _Requested) -> list[_Request] | str:
-        """Check 1 (``_requests``): the requests resolved, or the reason the first that stops the
-        job gives."""
-        hard, master, slave = requested
-        try:
-            out = list(filter(None, map(self.hard_request, hard)))
-            if master or slave:
-                out.extend(filter(None, map(self.known[1].__getitem__, master)))
-                out.extend(filter(None, map(self.known[2].__getitem__, slave)))
-        except KeyError:  # a request not met before, or one that stops the job
-            return self._resolve(requested)
-        return out
-
-    def _resolve(self, requested: _Requested) -> list[_Request] | str:
-        """``_requests``, resolving each request not met before (``_request``)."""
-        out: list[_Request] = []
-        for scope, known, stopping, items in zip(_SCOPES, self.known, self.stopping, requested, strict=True):
-            for item in items:
-                if item not in known and item not in stopping:
-                    try:
-                        known[item] = _request(scope, *item, self.site.complexes, self.new_node_name)
-                    except _Stop as stop:
-                        stopping[item] = stop.reason
-                if item in stopping:
-                    return stopping[item]
-                request = known[item]
-                if request is not None:
-                    out.append(request)
-        return out
 
     def _bound(self, job: Job, queues: tuple[str, ...]) -> _Bound | str:
         """Checks 2 and 3 and the slot ranges (``_candidates``): the groups left, the PEs, the
