@@ -7,6 +7,7 @@ beside its target.
     python benchmarks/bench_replay_scale.py [--logs DIR] [--days 60] [--small 20] [--large 77]
                                             [--policy elb] [--compare elb,slurm,parallelcluster,starcluster]
                                             [--compare-copies 20,77] [--year] [--against DIR]
+                                            [--steps]
 
 The workload is the first ``--days`` of KTH-SP2 interleaved into copies
 (``bench_simulate.scaled``: each job submitted once per copy, copy c shifted by c x 937 s mod 1 h,
@@ -21,6 +22,10 @@ the cap the copies times KTH's 52 nodes): ``--small`` copies (20: 1,040 nodes) a
    figures as well as a yardstick. With ``--against DIR`` (an export of another commit, e.g.
    ``git archive main | tar -x -C DIR``), the same ``elb simulate`` replay with DIR's code, right
    after this code's, and the CPU of this code over DIR's: a change measured side by side.
+1'. steps (``--steps``): each ``--compare`` policy's replay of figure 1 at the first of
+   ``--compare-copies`` again, its CPU by step (``replay_steps``: a sampling of the stack), beside
+   the plain replay's: the events, the planner and carrying out plans are what a replay costs
+   whatever the policy, a floor under the ratio to the plain replay.
 2. scale: CPU ms per job of ``--policy`` (default dispatch, SGE's) at the small and at the large
    cluster, and their ratio. Target <= 1.5.
 3. year: a year of the large cluster extrapolated: the large replay's CPU per job times the jobs
@@ -41,14 +46,17 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import plain_replay
+import replay_steps
 from bench_simulate import DEFAULT_LOGS, LOGS, SPN, in_child, scaled
 
 from elb.simulate.engine import SimSettings
+from elb.simulate.report import Metrics
 from elb.simulate.runner import build_policy, prepare, replay
 from elb.simulate.swf import Workload, read_swf
 
@@ -57,21 +65,36 @@ SCALE_TARGET = 1.5
 PLAIN_TARGET = 3.0
 YEAR_TARGET_CPU_S = 300.0
 Figures = tuple[int, float, dict[str, object]]  # jobs, CPU s, the replay's figures
+Replay = Callable[[], Metrics]
 PEERS = "elb,slurm,parallelcluster,starcluster"
 
 
-def _replay(wl: Workload, copies: int, days: float | None, policy_name: str, dispatch: str = "sge") -> Figures:
-    """``elb simulate``'s replay (in a child: ``in_child``)."""
+def _set_up(wl: Workload, copies: int, days: float | None, policy_name: str, dispatch: str) -> tuple[int, Replay]:
+    """The jobs of ``elb simulate``'s replay, and the replay itself, to run."""
     big = scaled(wl, copies, days)
     cap = KTH_NODES * copies
     prepared = prepare(big, SPN, cap)
     policy = build_policy(policy_name, billing="second", slots_per_node=SPN, boot_time=300, max_nodes=cap)
     settings = SimSettings(slots_per_node=SPN, max_nodes=cap, fast_forward=True, dispatch=dispatch)  # type: ignore[arg-type]
+    return len(big.jobs), lambda: replay(prepared, policy, settings, billing="second", price=1.0)[0]
+
+
+def _replay(wl: Workload, copies: int, days: float | None, policy_name: str, dispatch: str = "sge") -> Figures:
+    """``elb simulate``'s replay (in a child: ``in_child``)."""
+    jobs, run = _set_up(wl, copies, days, policy_name, dispatch)
     cpu = time.process_time()
-    m, _ = replay(prepared, policy, settings, billing="second", price=1.0)
+    m = run()
     cpu = time.process_time() - cpu
     figures = {k: v for k, v in m.as_dict().items() if k != "replay_seconds"}
-    return len(big.jobs), cpu, figures
+    return jobs, cpu, figures
+
+
+def _replay_steps(wl: Workload, copies: int, days: float, policy_name: str) -> tuple[float, dict[str, float]]:
+    """``_replay`` (``--dispatch fifo``) sampled by step (in a child): its CPU s, each step's share."""
+    _, run = _set_up(wl, copies, days, policy_name, "fifo")
+    cpu = time.process_time()
+    _, samples = replay_steps.sampled(run)
+    return time.process_time() - cpu, replay_steps.shares(samples)
 
 
 def _plain(jobs: list[plain_replay.Job], copies: int, days: float, policy_name: str) -> Figures:
@@ -152,6 +175,31 @@ def _compare(args: argparse.Namespace, whole: Workload) -> None:
             )
 
 
+def _steps(args: argparse.Namespace, whole: Workload) -> None:
+    """Figure 1': each policy's replay by step, beside the plain replay's CPU."""
+    jobs = plain_replay.read_swf(args.logs / LOGS[0])
+    copies = int(args.compare_copies.split(",")[0])
+    print(
+        f"\n1'. elb simulate --dispatch fifo by step at {KTH_NODES * copies} nodes (a sampling of the stack), "
+        "CPU s; floor: events + planner + carry out"
+    )
+    print(
+        f"{'policy':<16} {'cpu':>6} {'plain':>6} "
+        + " ".join(f"{step:>10}" for step in replay_steps.STEPS)
+        + f" {'floor':>6} {'floor / plain':>13}"
+    )
+    for name in args.compare.split(","):
+        cpu, share = in_child(_replay_steps, whole, copies, args.days, name)
+        _, pcpu, _ = in_child(_plain, jobs, copies, args.days, name)
+        floor = cpu * (share["events"] + share["planner"] + share["carry out"])
+        print(
+            f"{name:<16} {cpu:>6.2f} {pcpu:>6.2f} "
+            + " ".join(f"{cpu * share[step]:>10.2f}" for step in replay_steps.STEPS)
+            + f" {floor:>6.2f} {floor / pcpu:>12.1f}x",
+            flush=True,
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--logs", type=Path, default=DEFAULT_LOGS)
@@ -164,6 +212,7 @@ def main() -> None:
     ap.add_argument("--no-scale", action="store_true", help="figure 1 only")
     ap.add_argument("--year", action="store_true", help="also replay the whole year at the large cluster")
     ap.add_argument("--against", type=Path, help="figure 1 with another tree's code too (an export of a commit)")
+    ap.add_argument("--steps", action="store_true", help="figure 1': each --compare policy's replay by step")
     args = ap.parse_args()
     if min(args.small, args.large) < 1 or args.days <= 0:
         ap.error("--small and --large must be at least 1, --days above 0")
@@ -176,6 +225,8 @@ def main() -> None:
     print(f"{LOGS[0]}: its first {args.days:g} days")
     if args.compare:
         _compare(args, whole)
+        if args.steps:
+            _steps(args, whole)
     if args.no_scale:
         print(f"load at the end {os.getloadavg()}")
         return

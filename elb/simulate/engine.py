@@ -75,6 +75,7 @@ least ``peek_gap`` after the last pass; the polls then count from that pass. 0: 
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import random
@@ -247,6 +248,7 @@ class _Run:
     expected_end: float  # what the scheduler believes (requested time), for backfill
     parts: list[tuple[_Node, int]]
     value: Job  # the running Job entry qstat would show
+    number: int  # its start's number: starts are numbered in the order they happen
 
 
 @quick_init
@@ -331,6 +333,13 @@ def _replace(values: dict[str, V], name: str, value: V, changes: Changes[V]) -> 
         changes.went(old)
     values[name] = value
     changes.came(value)
+
+
+def _take_out(values: list[Job], numbers: list[int], number: int) -> None:
+    """Take the value of ``number`` out of ``values``, whose numbers ``numbers`` holds beside them
+    in increasing order."""
+    i = bisect.bisect_left(numbers, number)
+    del numbers[i], values[i]
 
 
 class BudgetMeter:
@@ -423,18 +432,22 @@ class Simulator:
         self.group_of: dict[Job, str] = {}
         self.group_count: dict[str, int] = dict.fromkeys(self.group_slots, 0)  # alive nodes
         self._queues: dict[str, str] = {}  # each group's queue (``_queue``)
-        self.ends: list[tuple[float, int, _Run]] = []
+        self.ends: list[tuple[float, int, _Run]] = []  # (end, the start's number, the run)
         self.readies: list[tuple[float, str]] = []
-        self.seq = 0
+        self.seq = 0  # the starts so far (a start's number)
         self.history = History()
         self.next_sub = 0
         self.running: dict[int, _Run] = {}
-        # The Job values qstat shows, in the snapshot's order: the waiting ones by their number in
-        # ``pending`` (submission order), the running ones by job id (as ``running``), so that a
-        # snapshot's tuple of jobs is two dict views joined, not a walk over every job.
-        self._pending_values: dict[int, Job] = {}
+        # The Job values qstat shows, in the snapshot's order: the waiting ones in submission order
+        # (their numbers in ``pending`` beside them), the running ones in the order they started
+        # (their start's number beside them). A job leaves its list where a bisection of the numbers
+        # finds it, so that a snapshot's tuple of jobs is two lists joined, copied in C, not a walk
+        # over every job or over a dict of them.
+        self._pending_values: list[Job] = []
+        self._pending_numbers: list[int] = []
         self._unshown: dict[int, _Waiting] = {}  # waiting jobs no snapshot showed yet, by number
-        self._running_values: dict[int, Job] = {}
+        self._running_values: list[Job] = []
+        self._running_numbers: list[int] = []
         self.out = SimOutcome([], [], 0.0, [], self.t0, self.t0)
         self._jobs_cache: tuple[Job, ...] | None = None
         self._hosts_cache: tuple[Host, ...] | None = None
@@ -644,8 +657,7 @@ class Simulator:
         if self._jobs_cache is None:
             if self._unshown:
                 self._shown()
-            # One tuple of both views (an unpacking, cheaper than a chain of them)
-            items = (*self._pending_values.values(), *self._running_values.values())
+            items = self._pending_values + self._running_values
             self._jobs_cache = changes.jobs.revised(items, given and given[0])
         if self._stale:
             records, hosts = self._record_values, self._host_values
@@ -712,7 +724,7 @@ class Simulator:
         if pending_value is None:  # no snapshot showed it waiting
             del self._unshown[waiting.seq]
         else:
-            del self._pending_values[waiting.seq]
+            _take_out(self._pending_values, self._pending_numbers, waiting.seq)
             self._changes.jobs.went(pending_value)
             if self.several_groups:
                 del self.group_of[pending_value]
@@ -720,7 +732,8 @@ class Simulator:
         where = f"{self._queue(waiting.group)}@{first}"
         value = self._job_value(job, waiting.group, "r", JobPhase.RUNNING, started=now, queue=where)
         expected = now + (job.requested if job.requested is not None else job.run)
-        run = _Run(job, now, now + job.run, max(expected, now), parts, value)
+        self.seq += 1
+        run = _Run(job, now, now + job.run, max(expected, now), parts, value, self.seq)
         for node, used in parts:
             node.free -= used
             if node.jobs == 0:
@@ -730,10 +743,10 @@ class Simulator:
             node.jobs += 1
             self._touch(node, record=False)
         self.running[job.job_id] = run
-        self._running_values[job.job_id] = value
+        self._running_values.append(value)
+        self._running_numbers.append(run.number)
         self._changes.jobs.came(value)
-        self.seq += 1
-        heapq.heappush(self.ends, (run.end, self.seq, run))
+        heapq.heappush(self.ends, (run.end, run.number, run))
         self._jobs_cache = None
         self.out.waits.append(now - job.submit)
         self.out.runs.append(job.run)
@@ -754,7 +767,7 @@ class Simulator:
 
     def _finish(self, run: _Run, now: float) -> None:
         del self.running[run.job.job_id]
-        del self._running_values[run.job.job_id]
+        _take_out(self._running_values, self._running_numbers, run.number)
         self._changes.jobs.went(run.value)
         for node, used in run.parts:
             node.free += used
@@ -920,7 +933,8 @@ class Simulator:
         for seq, waiting in self._unshown.items():
             value = self._job_value(waiting.job, waiting.group, "qw", JobPhase.WAITING)
             waiting.value = value
-            self._pending_values[seq] = value
+            self._pending_values.append(value)
+            self._pending_numbers.append(seq)
             self._changes.jobs.came(value)
             if self.several_groups:
                 self.group_of[value] = waiting.group
