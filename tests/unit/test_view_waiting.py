@@ -154,3 +154,20 @@ def test_a_job_there_twice_leaves_once_or_both_times() -> None:
     ):
         last = waiting_of(start, T0)
         _same(waiting_of(nxt, T0 + 1, last), _fresh(nxt, T0 + 1))
+
+
+def test_a_stretch_of_entries_replaced_by_as_many_is_worked_out_from_the_last_order() -> None:
+    """A job over several nodes (an entry for each) replaced by another over as many, in place,
+    beside waiting jobs gone and come: the order comes from the last one's, not from a sort."""
+    rng = random.Random(13)
+    jobs = [j for j in (_job(n, rng) for n in range(3000)) if j.submitted is not None]
+    last = waiting_of(tuple(jobs), T0)
+    for k, width in enumerate((2, 4, 7), start=1):
+        at = rng.randrange(100, 2000)
+        jobs[at : at + width] = [_job(k * 10_000 + n, rng) for n in range(width)]
+        del jobs[2100:2150]
+        jobs += [j for j in (_job(k * 20_000 + n, rng) for n in range(60)) if j.submitted is not None]
+        got = view_module._since(tuple(jobs), last)
+        assert got is not None
+        _same(got, _fresh(tuple(jobs), T0 + k))
+        last = got

@@ -320,6 +320,12 @@ def _same_run(new: Sequence[Job], i: int, old: Sequence[Job], j: int) -> int:
     return done
 
 
+def _replaced(new: Sequence[Job], i: int, old: Sequence[Job], j: int, width: int) -> int | None:
+    """The least ``k`` under ``width`` for which ``new[i + k]`` is ``old[j + k]``: how many jobs
+    from ``i`` took the places of as many from ``j``; None when none is under ``width``."""
+    return next(compress(count(1), map(is_, new[i + 1 : i + width], old[j + 1 : j + width])), None)
+
+
 def _find(job: Job, among: Sequence[Job], start: int, stop: int) -> int | None:
     """Where ``job`` itself is in ``among[start:stop]`` (the first place), None when it is not."""
     return next(compress(count(start), map(is_, among[start:stop], repeat(job))), None)
@@ -330,7 +336,8 @@ def _changes(new: tuple[Job, ...], old: tuple[Job, ...]) -> tuple[list[Job], lis
     where it is, from a walk of the two side by side: stretches of the very same objects are
     passed over; at a job out of place the other side is looked through, a little further each
     time, for the one that is not (jobs left, or came, before it), and a job replaced by another
-    is both (a job that moved is one that left and one that came). None when more than
+    is both, as is a stretch of jobs replaced by as many others (the entries of a job over several
+    nodes), and a job that moved is one that left and one that came. None when more than
     ``len(new) // CHANGED_MOST`` changed, or past looking through half as many jobs as ``new``
     has (so that a snapshot of other jobs costs little before it is sorted)."""
     n, m = len(new), len(old)
@@ -344,6 +351,7 @@ def _changes(new: tuple[Job, ...], old: tuple[Job, ...]) -> tuple[list[Job], lis
         j += run
         if i >= n or j >= m:
             break
+        replaced = 1  # jobs in place of as many others, when neither side's job is found on the other
         for width in _WINDOWS:
             at = _find(new[i], old, j + 1, j + width)
             if at is not None:  # old's jobs up to it left
@@ -356,15 +364,18 @@ def _changes(new: tuple[Job, ...], old: tuple[Job, ...]) -> tuple[list[Job], lis
                 i = at
                 break
             budget -= 2 * width
-            if width == _WINDOWS[0] and i + 1 < n and j + 1 < m and new[i + 1] is old[j + 1]:
-                break  # one job in place of another
+            if width == _WINDOWS[0]:
+                stretch = _replaced(new, i, old, j, width)
+                if stretch is not None:  # jobs in place of as many others (a job over several nodes)
+                    replaced = stretch
+                    break
         else:
             budget = -1
-        if at is None:  # one in place of the other (or further apart than looked)
-            removed.append(old[j])
-            added.append(new[i])
-            i += 1
-            j += 1
+        if at is None:  # in place of the others (or further apart than looked)
+            removed += old[j : j + replaced]
+            added += new[i : i + replaced]
+            i += replaced
+            j += replaced
         if budget < 0 or len(removed) + len(added) > most:
             return None
     removed += old[j:]
