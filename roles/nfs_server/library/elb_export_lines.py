@@ -356,7 +356,7 @@ def main() -> None:
     except OSError as e:
         module.fail_json(msg=f"cannot edit {p['path']}: {e}")
     out: dict[str, Any] = {
-        "changed": changed > 0 or (kind == "ganesha" and reloaded),
+        "changed": changed > 0 or reloaded,  # (the kernel's reload follows a changed line; ganesha's its file)
         "lines": changed,
         "applied": kind,
         "reloaded": reloaded,
