@@ -35,6 +35,8 @@ RESTARTING = (
     "error: commlib error: got select error (Connection refused)\n"
     'unable to send message to qmaster using port 6444 on host "master": got send error\n'
 )
+# What qconf says when the qmaster's answer does not come in time (the change may be made).
+LOST_REPLY = "error: failed receiving gdi request response for mid=3 (got syncron message receive timeout error).\n"
 
 
 class Qmaster:
@@ -52,14 +54,22 @@ class Qmaster:
         self.dead: set[str] = set()  # exec hosts whose execd does not answer
         self.race_member: str | None = None  # another run adds it to a host group just before -aattr
         self.restarting = 0  # how many more qconf calls find the qmaster down
+        self.down_at: dict[str, int] = {}  # option -> the qmaster goes down for that many calls when it first comes
+        self.lost_reply: set[str] = set()  # options whose change is made but whose reply qconf never gets
 
     def run(self, argv: Sequence[str]) -> tuple[int, str, str]:
         self.calls.append(list(argv))
         assert argv[0] == "qconf"
+        self.restarting += self.down_at.pop(argv[1], 0)
         if self.restarting > 0:  # the qmaster restarting: qconf cannot reach it
             self.restarting -= 1
             return 1, "", RESTARTING
         opt, args = argv[1], list(argv[2:])
+        if opt in self.lost_reply:  # the qmaster made the change; its answer was lost on the way
+            self.lost_reply.discard(opt)
+            self.run(argv)
+            self.calls.pop()
+            return 1, "", LOST_REPLY
         listed = {"-sh": (self.admin, "no admin host defined"), "-ss": (self.submit, "no submit host defined")}
         if opt in listed:
             hosts, empty = listed[opt]
@@ -274,6 +284,44 @@ def test_a_read_that_meets_the_qmaster_restarting_is_tried_again(tmp_path: Path)
     with pytest.raises(M.RegisterError, match=r"queue all\.q cannot be read .*commlib error"):
         register(qm2, tmp_path / "2")
     assert len(qm2.calls) == M.QMASTER_TRIES
+
+
+@pytest.mark.parametrize("option", ["-as", "-Ae", "-aattr"])
+def test_a_change_that_meets_the_qmaster_restarting_is_tried_again(tmp_path: Path, option: str) -> None:
+    # The qmaster going down for a few seconds between a node's reads and its changes fails no
+    # node: the change that could not reach it is made again, a bounded number of times.
+    qm = Qmaster()
+    qm.down_at[option] = 2
+    done = register(qm, tmp_path)
+    assert changing(done) == ["-ah", "-as", "-Ae", "-aattr", "-aattr"]
+    assert "node004" in qm.submit and "node004" in qm.execs and qm.groups["@allhosts"] == ["node004"]
+    assert qm.queues["all.q"]["slots"] == {"node004": 2}
+    qm2 = Qmaster()
+    qm2.down_at["-Ae"] = 100  # down for good: the node fails, saying why, after the bounded tries
+    with pytest.raises(M.RegisterError, match=r"-Ae .* failed .*commlib error"):
+        register(qm2, tmp_path / "2")
+    assert [c[1] for c in qm2.calls].count("-Ae") == M.QMASTER_TRIES
+
+
+@pytest.mark.parametrize("option", ["-as", "-Ae", "-Ahgrp"])
+def test_a_change_made_whose_answer_was_lost_is_taken_as_made(tmp_path: Path, option: str) -> None:
+    # qconf gave up waiting for the qmaster's answer after the qmaster made the change: asked
+    # again, the qmaster says it is there already, and the node is registered.
+    qm = Qmaster()
+    if option == "-Ahgrp":
+        del qm.groups["@allhosts"]
+    qm.lost_reply.add(option)
+    register(qm, tmp_path)
+    assert "node004" in qm.submit and "node004" in qm.execs and qm.groups["@allhosts"] == ["node004"]
+    assert qm.queues["all.q"]["slots"] == {"node004": 2}
+
+
+def test_a_batch_whose_changes_meet_the_qmaster_restarting_registers_every_node(tmp_path: Path) -> None:
+    qm = Qmaster()
+    qm.down_at["-Ae"] = 3
+    out = batch(qm, tmp_path, [{"name": "node001"}, {"name": "node002"}])
+    assert not any(o["failed"] for o in out.values()), out
+    assert list(qm.execs) == ["node001", "node002"]
 
 
 def test_a_name_the_qmaster_cannot_resolve_yet_is_tried_again_then_fails(tmp_path: Path) -> None:

@@ -166,8 +166,9 @@ usage_scaling         NONE
 report_variables      NONE
 """
 HOSTGROUP = "group_name {group}\nhostlist {name}\n"
-# qconf's answers while it cannot reach the qmaster (restarting, or busy): a read that meets one
-# is tried again, QMASTER_TRIES times in all, QMASTER_WAIT seconds apart (a restart takes seconds).
+# qconf's answers while it cannot reach the qmaster (restarting, or busy): a command, read or
+# change, that meets one is run again, QMASTER_TRIES times in all, QMASTER_WAIT seconds apart (a
+# restart takes seconds).
 # The same words as elb's own reads take for transient (elb.schedulers.sge.errors; a module runs
 # on the master alone, so it cannot import them); "access denied" is an answer, not among them.
 TRANSIENT = ("unable to contact qmaster", "commlib error", "can't find connection", "failed receiving gdi request")
@@ -249,16 +250,22 @@ class Registrar:
         self._sleep = sleep
         self.commands: list[list[str]] = []
 
-    def read(self, *args: str) -> tuple[int, str]:
-        """A read's exit code and its output (what qconf said, when it failed); one that could
-        not reach the qmaster is tried again (``TRANSIENT``), a bounded number of times."""
-        argv = ["qconf", *args]
+    def _qconf(self, argv: Sequence[str]) -> tuple[int, str, str]:
+        """Run one qconf command; one that could not reach the qmaster (``TRANSIENT``) is run
+        again, QMASTER_TRIES times in all. A change is safe to run again: qconf's answer to one
+        the qmaster made already, its reply lost, is that it is there ("already exists",
+        "modified" again), which the callers take as made."""
         rc, out, err = self._run(argv)
         tries = 1
         while rc != 0 and tries < QMASTER_TRIES and any(word in _said(out, err) for word in TRANSIENT):
             self._sleep(QMASTER_WAIT)
             rc, out, err = self._run(argv)
             tries += 1
+        return rc, out, err
+
+    def read(self, *args: str) -> tuple[int, str]:
+        """A read's exit code and its output (what qconf said, when it failed)."""
+        rc, out, err = self._qconf(["qconf", *args])
         return rc, out if rc == 0 else _said(out, err)
 
     def listed(self, option: str) -> list[str]:
@@ -278,7 +285,7 @@ class Registrar:
         if not self.apply:
             self.commands.append(argv)
             return True
-        rc, out, err = self._run(argv)
+        rc, out, err = self._qconf(argv)
         said = _said(out, err)
         if rc == 0 and any(word in said for word in ok):
             self.commands.append(argv)
@@ -294,7 +301,7 @@ class Registrar:
         if not self.apply:
             self.commands.append(argv)
             return
-        rc, out, err = self._run(argv)
+        rc, out, err = self._qconf(argv)
         if rc == 0 and any(word in _said(out, err) for word in ok):
             self.commands.append(argv)
 
@@ -307,7 +314,7 @@ class Registrar:
         if not self.apply:
             self.commands.append(argv)
             return None
-        _, out, err = self._run(argv)  # a list command exits 1 when one of its nodes failed
+        _, out, err = self._qconf(argv)  # a list command exits 1 when one of its nodes failed
         said = _said(out, err)
         if any(word in said for word in ok):
             self.commands.append(argv)
