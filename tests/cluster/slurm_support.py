@@ -197,9 +197,11 @@ def start_requeued_now(*select: str) -> list[str]:
 
 
 def remove_left_workers(tc: TestCluster) -> None:
-    """Workers a test left (one that failed half way; stopped ones too): out of the master's hosts
-    file and exports, then terminated, so that the next test starts from the master as it was;
-    and the names its elb held from Slurm's asks opened again."""
+    """Workers a test left (one that failed half way, or ended with its node up; stopped ones
+    too): out of the master's hosts file and exports, then terminated, so that the next test
+    starts from the master as it was; powered down in Slurm, which would otherwise show a
+    terminated node idle and up and give the next test's job to it (the job then waits out
+    SlurmdTimeout and the requeue); and the names its elb held from Slurm's asks opened again."""
     release_held_names()
     left = tc.cloud().list_workers()
     if not left:
@@ -211,6 +213,13 @@ def remove_left_workers(tc: TestCluster) -> None:
             tc.run_playbook("slurm_remove_node.yml", old_nodes=old)
     finally:
         tc.cloud().terminate([w.instance_id for w in left])
+        subprocess.run(
+            ["scontrol", "update", f"nodename={','.join(w.name for w in left)}", "state=POWER_DOWN_FORCE"],
+            env={**os.environ, **slurm.env()},
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
 
 
 def job_host(job: str) -> str | None:

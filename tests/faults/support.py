@@ -59,15 +59,19 @@ def reset_job_outputs() -> None:
 _highest_used = 0
 
 
-def _start_after_used_names(cfg: Config) -> None:
-    if not _highest_used:
-        return
+def start_names_after(cfg: Config, number: int) -> None:
+    """``cfg``'s fresh journal names its first node after ``number`` (a gone node of that number)."""
     j = Journal(cfg.journal_path)
     try:
-        name = f"{cfg.cluster.node_prefix}{_highest_used:0{cfg.cluster.node_digits}d}"
+        name = f"{cfg.cluster.node_prefix}{number:0{cfg.cluster.node_digits}d}"
         j.record(name, NodeState.TERMINATED, time.time(), detail="used earlier in this test session")
     finally:
         j.close()
+
+
+def _start_after_used_names(cfg: Config) -> None:
+    if _highest_used:
+        start_names_after(cfg, _highest_used)
 
 
 def _note_used_names(cfg: Config) -> None:

@@ -52,7 +52,7 @@ from tests.cluster.slurm_support import (
     slurm_config,
     start_requeued_now,
 )
-from tests.faults.support import elb_killed_at, last_step, race_offsets
+from tests.faults.support import elb_killed_at, last_step, race_offsets, with_backoff
 
 pytestmark = [pytest.mark.cluster, pytest.mark.faults]
 __all__ = ["controller"]  # the fixture, used by name
@@ -388,8 +388,9 @@ def test_a_node_whose_slurmd_exits_after_its_start_fails_its_play(controller: Te
     # The node's slurmd is replaced by a program that exits 0 at once (as the soak breaks a
     # play): its start "succeeds" and nothing runs. The play must say so on that node, so that
     # elb fails the node for its own fault at once, not after ``slurm.register_timeout`` (the
-    # daemon's 120 s here) with the job waiting for it all that time.
-    cfg = slurm_config(tmp_path)
+    # daemon's 120 s here) with the job waiting for it all that time. The relaunch for the job
+    # backs off 5 s (the fault tests' back-off), not the daemon's minute.
+    cfg = with_backoff(slurm_config(tmp_path), 5)
     control = tmp_path / "cloud-control.json"
     F.write_control(control, {"break_next": 1, "scheduler": "slurm"})
     cloud = F.FaultyLocalCloud.from_config(cfg)
