@@ -413,9 +413,10 @@ def _without(
     """``pending`` (in the view's order, ``times`` their submission times) without ``removed``,
     and their times; None when one is not found at its place (a tie before it), or is there twice."""
     places = []
+    n = len(pending)
     for job in removed:
-        at = _place(job, pending, times)
-        if at == len(pending) or pending[at] is not job:
+        at = _place(job.submitted, job.job_id, pending, times)
+        if at == n or pending[at] is not job:
             return None
         places.append(at)
     places.sort()
@@ -435,37 +436,37 @@ def _without(
 
 def _with(pending: Sequence[Job], times: list[float], added: list[Job]) -> tuple[Sequence[Job], list[float]] | None:
     """``pending`` (in the view's order, ``times`` their submission times) with ``added`` (each
-    with a submission time) in their places, and their times; None at a tie."""
+    with a submission time) in their places, and their times; None at a tie (two jobs of the
+    same submission time and number: the place of each is its place in the snapshot's jobs)."""
     added.sort(key=_JOB_ID)
     added.sort(key=_SUBMITTED)
+    numbers, when = list(map(_JOB_ID, added)), list(map(_SUBMITTED, added))
+    keys = list(zip(when, numbers, strict=True))
+    if any(map(eq, keys, keys[1:])):
+        return None  # (two new jobs tie)
     order: list[Job] = []
     order_times: list[float] = []
+    n = len(pending)
     start = 0
-    for job in added:
-        at = _place(job, pending, times)
+    for job, t, number in zip(added, when, numbers, strict=True):
+        at = _place(t, number, pending, times)
+        if at < n and times[at] == t and pending[at].job_id == number:
+            return None  # (a new job ties one there)
         order += pending[start:at]
         order_times += times[start:at]
-        key = _key(job)
-        if (order and _key(order[-1]) == key) or (at < len(pending) and _key(pending[at]) == key):
-            return None  # its place is its place in the snapshot's jobs
         order.append(job)
-        order_times.append(key[0])
+        order_times.append(t)
         start = at
     order += pending[start:]
     order_times += times[start:]
     return order, order_times
 
 
-def _key(job: Job) -> tuple[float, int]:
-    """The order of a job with a submission time."""
-    assert job.submitted is not None
-    return job.submitted, job.job_id
-
-
-def _place(job: Job, pending: Sequence[Job], times: list[float]) -> int:
-    """Where ``job`` goes in ``pending`` (in the view's order, ``times`` their submission times):
-    before the first job of a greater (submission time, number), or at the first of the same."""
-    when, number = _key(job)
+def _place(when: float | None, number: int, pending: Sequence[Job], times: list[float]) -> int:
+    """Where a job submitted at ``when`` of number ``number`` goes in ``pending`` (in the view's
+    order, ``times`` their submission times): before the first job of a greater (submission
+    time, number), or at the first of the same."""
+    assert when is not None
     at = bisect_left(times, when)
     while at < len(times) and times[at] == when and pending[at].job_id < number:
         at += 1
