@@ -120,7 +120,8 @@ def worker_state(
     host elb does not manage), whether the scheduler reaches its host and shows a slot used or
     reserved there, and whether a job is filed under it: the one reading that ``Worker`` and the
     tally's entries (``elb.core.policy.tally``) both take. ``ready`` is ``serves``, ``busy``
-    ``is_busy``, the idle time ``idle_since``."""
+    ``is_busy``, the idle time ``idle_since``: of the record, the first three read its state
+    alone."""
     booting = record is not None and record.state.booting
     ready = serves(record, up)
     busy = is_busy(runs_job, host_busy)
@@ -227,7 +228,9 @@ def cluster_view(
     (``Worker.of``), and the scheduler's other hosts (``worker_names``): a node that is down is
     none, and the master never is. ``reuse``: workers of an earlier view; one whose record, host
     and jobs are the very same objects is taken as is, one whose host alone is keeps its facts.
-    ``waiting``: ``waiting_of`` the state's jobs, worked out already."""
+    One whose host and jobs are the very same, and whose record is in the same state, keeps
+    its predicates but the idle time (``_joined``). ``waiting``: ``waiting_of`` the state's
+    jobs, worked out already."""
     hosts, jobs_on = state.hosts, state.jobs_on
     alive = {n.name: n for n in state.records if n.state in _ALIVE and n.name != master}
     last = reuse or {}
@@ -236,17 +239,32 @@ def cluster_view(
         node, host, jobs = alive.get(name), hosts.get(name), jobs_on.get(name, ())
         w = last.get(name)
         if w is None or w.node is not node or w.host is not host or w.jobs != jobs:
-            if node is not None:  # (a pass's records are new when it saw the node up: its host's facts kept)
-                w = Worker.of(node, host, jobs, w.facts if w is not None and w.host is host else None)
-            else:
-                assert host is not None
-                w = Worker.unmanaged(host, jobs)
+            w = _joined(node, host, jobs, w)
         workers.append(w)
-    spn = infer_slots_per_node([h for n, h in hosts.items() if n != master], list(alive.values()), slots_per_node)
+    spn = slots_per_node or infer_slots_per_node(
+        [h for n, h in hosts.items() if n != master], list(alive.values()), slots_per_node
+    )
     if waiting is None:
         pending = oldest_first([j for j in state.snapshot.jobs if j.phase is _WAITING], state.now)  # Job.is_pending
         return ClusterView(state.now, tuple(workers), tuple(pending), spn)
     return ClusterView.of_waiting(state.now, tuple(workers), waiting, spn)
+
+
+def _joined(node: Node | None, host: Host | None, jobs: tuple[Job, ...], last: Worker | None) -> Worker:
+    """The worker of a record (None: a host elb does not manage), its host and jobs, from
+    ``last`` (the worker of that name in an earlier view, or None) where it can: with the very
+    same host, its facts; with the same jobs too and a record in the same state (a pass's
+    records are new when it saw the node up or busy), its predicates but the idle time, which
+    reads the record's times (``worker_state``)."""
+    if node is None:
+        assert host is not None
+        return Worker.unmanaged(host, jobs)
+    if last is None or last.host is not host:
+        return Worker.of(node, host, jobs)
+    if last.node is not None and last.jobs == jobs and last.node.state is node.state:
+        ready, busy = last.ready, last.busy
+        return Worker(node.name, node, host, jobs, last.facts, last.booting, ready, busy, idle_since(node, ready, busy))
+    return Worker.of(node, host, jobs, last.facts)
 
 
 def oldest_first(jobs: list[Job], now: float) -> list[Job]:
