@@ -66,8 +66,9 @@ def host_numbers(host: Host) -> tuple[bool, int, int, bool]:
 def new_names(
     hosts: Sequence[Host], records: Sequence[Node], count: int, prefix: str = "node", digits: int = 3
 ) -> tuple[str, ...]:
-    """``elb.core.naming.next_names`` over every name in use (the scheduler's hosts and elb's records)."""
-    return next_names([h.name for h in hosts] + [n.name for n in records], count, prefix, digits)
+    """``elb.core.naming.next_names`` over every name in use (the scheduler's hosts and elb's
+    records; a name in both read once)."""
+    return next_names({h.name for h in hosts}.union([n.name for n in records]), count, prefix, digits)
 
 
 @quick_init
