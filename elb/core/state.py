@@ -15,7 +15,7 @@ from itertools import compress
 from operator import attrgetter, is_
 from types import MappingProxyType
 
-from elb.core.frozen import cached, quick_init
+from elb.core.frozen import cached, maker, quick_init
 from elb.core.interfaces import Instance, InstanceState, InstanceWord
 from elb.core.model import Host, Job, JobPhase, Node, NodeState, Snapshot
 
@@ -40,7 +40,7 @@ def seen(records: Sequence[Node], now: float, *, busy: Collection[str], up: Coll
                 fields[_LAST_BUSY] = now
             if r.name in up:
                 fields[_LAST_UP] = now
-            r = Node(*fields)  # noqa: PLW2901
+            r = _node(*fields)  # noqa: PLW2901
         out.append(r)
     return tuple(out)
 
@@ -48,6 +48,7 @@ def seen(records: Sequence[Node], now: float, *, busy: Collection[str], up: Coll
 _NAMES = tuple(f.name for f in dataclasses.fields(Node))
 _NODE_FIELDS = attrgetter(*_NAMES)  # a record's fields in their order, as ``Node(...)`` takes them
 _LAST_BUSY, _LAST_UP = _NAMES.index("last_busy_at"), _NAMES.index("last_up_at")
+_node = maker(Node)  # (``elb.core.frozen.maker``: a pass makes a record of each node it saw up)
 
 
 def serves(record: Node | None, host_up: bool) -> bool:

@@ -28,6 +28,7 @@ _node = st.fixed_dictionaries(
         "more": st.lists(st.sampled_from(["", "u", "d"]), max_size=2),  # other queues (Slurm's partitions)
         "none": st.booleans(),  # a host of no queue at all (its queues replaced by none)
         "next": st.sampled_from([s for s in NodeState if s.alive]),  # its record's state at the next pass
+        "seen_busy": st.booleans(),  # the next pass saw it busy (a later ``last_busy_at``)
     }
 )
 
@@ -57,9 +58,16 @@ def test_a_managed_worker_is_its_managed_node_in_the_view(specs: list[dict[str, 
     state = join(records, (), snap, now=T0)
     fresh = cluster_view(state, "master", 8)
     reused = cluster_view(state, "master", 8, reuse={w.name: w for w in fresh.workers})
-    # The next pass: the same hosts and jobs, every record new (seen up now, its state perhaps moved).
+    # The next pass: the same hosts and jobs, every record new (seen up now, perhaps busy, its
+    # state perhaps moved): a worker kept from the earlier view reads its new record.
     moved = [
-        replace(r, state=cast("NodeState", s["next"]), last_up_at=T0 + 5) for r, s in zip(records, specs, strict=True)
+        replace(
+            r,
+            state=cast("NodeState", s["next"]),
+            last_up_at=T0 + 5,
+            last_busy_at=T0 + 5 if s["seen_busy"] else r.last_busy_at,
+        )
+        for r, s in zip(records, specs, strict=True)
     ]
     later = join(moved, (), snap, now=T0 + 5)
     carried = cluster_view(later, "master", 8, reuse={w.name: w for w in fresh.workers})
@@ -73,3 +81,27 @@ def test_a_managed_worker_is_its_managed_node_in_the_view(specs: list[dict[str, 
             if m.host is not None:
                 assert w.facts is not None and w.facts.up == m.reachable
                 assert (w.facts.busy or bool(w.jobs)) == m.busy
+
+
+def test_a_worker_kept_with_a_new_record_reads_its_idle_time_and_state() -> None:
+    """The next pass's records are new (seen up, seen busy, moved to another state) while the
+    hosts and jobs are the very same: each worker of the view that reuses the earlier one's is
+    the worker a view made afresh has."""
+    hosts = tuple(
+        Host(f"node{k:03d}", (QueueInstance("all.q", f"node{k:03d}", 8, 0, 0, queue_flags("")),)) for k in range(4)
+    )
+    records = [Node(h.name, NodeState.READY, T0 - 1000, f"i-{k}", ready_at=T0 - 600) for k, h in enumerate(hosts)]
+    snap = Snapshot(T0, (), hosts)
+    earlier = cluster_view(join(records, (), snap, now=T0), "master", 8)
+    later_records = [
+        replace(records[0], last_up_at=T0 + 5),  # seen up: the same idle time
+        replace(records[1], last_up_at=T0 + 5, last_busy_at=T0 + 5),  # seen busy since: idle since then
+        replace(records[2], state=NodeState.DRAINING),  # draining now: not ready
+        replace(records[3], ready_at=T0 - 100),  # (ready later: idle since then)
+    ]
+    later = join(later_records, (), Snapshot(T0 + 5, (), hosts), now=T0 + 5)
+    kept = cluster_view(later, "master", 8, reuse={w.name: w for w in earlier.workers})
+    fresh = cluster_view(later, "master", 8)
+    assert kept.workers == fresh.workers
+    assert [w.idle_since for w in kept.workers] == [T0 - 600, T0 + 5, None, T0 - 100]
+    assert all(w.host is h for w, h in zip(kept.workers, hosts, strict=True))

@@ -66,8 +66,9 @@ def host_numbers(host: Host) -> tuple[bool, int, int, bool]:
 def new_names(
     hosts: Sequence[Host], records: Sequence[Node], count: int, prefix: str = "node", digits: int = 3
 ) -> tuple[str, ...]:
-    """``elb.core.naming.next_names`` over every name in use (the scheduler's hosts and elb's records)."""
-    return next_names([h.name for h in hosts] + [n.name for n in records], count, prefix, digits)
+    """``elb.core.naming.next_names`` over every name in use (the scheduler's hosts and elb's
+    records; a name in both read once)."""
+    return next_names({h.name for h in hosts}.union([n.name for n in records]), count, prefix, digits)
 
 
 @quick_init
@@ -120,7 +121,8 @@ def worker_state(
     host elb does not manage), whether the scheduler reaches its host and shows a slot used or
     reserved there, and whether a job is filed under it: the one reading that ``Worker`` and the
     tally's entries (``elb.core.policy.tally``) both take. ``ready`` is ``serves``, ``busy``
-    ``is_busy``, the idle time ``idle_since``."""
+    ``is_busy``, the idle time ``idle_since``: of the record, the first three read its state
+    alone."""
     booting = record is not None and record.state.booting
     ready = serves(record, up)
     busy = is_busy(runs_job, host_busy)
@@ -227,7 +229,9 @@ def cluster_view(
     (``Worker.of``), and the scheduler's other hosts (``worker_names``): a node that is down is
     none, and the master never is. ``reuse``: workers of an earlier view; one whose record, host
     and jobs are the very same objects is taken as is, one whose host alone is keeps its facts.
-    ``waiting``: ``waiting_of`` the state's jobs, worked out already."""
+    One whose host and jobs are the very same, and whose record is in the same state, keeps
+    its predicates but the idle time (``_joined``). ``waiting``: ``waiting_of`` the state's
+    jobs, worked out already."""
     hosts, jobs_on = state.hosts, state.jobs_on
     alive = {n.name: n for n in state.records if n.state in _ALIVE and n.name != master}
     last = reuse or {}
@@ -236,17 +240,32 @@ def cluster_view(
         node, host, jobs = alive.get(name), hosts.get(name), jobs_on.get(name, ())
         w = last.get(name)
         if w is None or w.node is not node or w.host is not host or w.jobs != jobs:
-            if node is not None:  # (a pass's records are new when it saw the node up: its host's facts kept)
-                w = Worker.of(node, host, jobs, w.facts if w is not None and w.host is host else None)
-            else:
-                assert host is not None
-                w = Worker.unmanaged(host, jobs)
+            w = _joined(node, host, jobs, w)
         workers.append(w)
-    spn = infer_slots_per_node([h for n, h in hosts.items() if n != master], list(alive.values()), slots_per_node)
+    spn = slots_per_node or infer_slots_per_node(
+        [h for n, h in hosts.items() if n != master], list(alive.values()), slots_per_node
+    )
     if waiting is None:
         pending = oldest_first([j for j in state.snapshot.jobs if j.phase is _WAITING], state.now)  # Job.is_pending
         return ClusterView(state.now, tuple(workers), tuple(pending), spn)
     return ClusterView.of_waiting(state.now, tuple(workers), waiting, spn)
+
+
+def _joined(node: Node | None, host: Host | None, jobs: tuple[Job, ...], last: Worker | None) -> Worker:
+    """The worker of a record (None: a host elb does not manage), its host and jobs, from
+    ``last`` (the worker of that name in an earlier view, or None) where it can: with the very
+    same host, its facts; with the same jobs too and a record in the same state (a pass's
+    records are new when it saw the node up or busy), its predicates but the idle time, which
+    reads the record's times (``worker_state``)."""
+    if node is None:
+        assert host is not None
+        return Worker.unmanaged(host, jobs)
+    if last is None or last.host is not host:
+        return Worker.of(node, host, jobs)
+    if last.node is not None and last.jobs == jobs and last.node.state is node.state:
+        ready, busy = last.ready, last.busy
+        return Worker(node.name, node, host, jobs, last.facts, last.booting, ready, busy, idle_since(node, ready, busy))
+    return Worker.of(node, host, jobs, last.facts)
 
 
 def oldest_first(jobs: list[Job], now: float) -> list[Job]:
@@ -413,9 +432,10 @@ def _without(
     """``pending`` (in the view's order, ``times`` their submission times) without ``removed``,
     and their times; None when one is not found at its place (a tie before it), or is there twice."""
     places = []
+    n = len(pending)
     for job in removed:
-        at = _place(job, pending, times)
-        if at == len(pending) or pending[at] is not job:
+        at = _place(job.submitted, job.job_id, pending, times)
+        if at == n or pending[at] is not job:
             return None
         places.append(at)
     places.sort()
@@ -435,37 +455,37 @@ def _without(
 
 def _with(pending: Sequence[Job], times: list[float], added: list[Job]) -> tuple[Sequence[Job], list[float]] | None:
     """``pending`` (in the view's order, ``times`` their submission times) with ``added`` (each
-    with a submission time) in their places, and their times; None at a tie."""
+    with a submission time) in their places, and their times; None at a tie (two jobs of the
+    same submission time and number: the place of each is its place in the snapshot's jobs)."""
     added.sort(key=_JOB_ID)
     added.sort(key=_SUBMITTED)
+    numbers, when = list(map(_JOB_ID, added)), list(map(_SUBMITTED, added))
+    keys = list(zip(when, numbers, strict=True))
+    if any(map(eq, keys, keys[1:])):
+        return None  # (two new jobs tie)
     order: list[Job] = []
     order_times: list[float] = []
+    n = len(pending)
     start = 0
-    for job in added:
-        at = _place(job, pending, times)
+    for job, t, number in zip(added, when, numbers, strict=True):
+        at = _place(t, number, pending, times)
+        if at < n and times[at] == t and pending[at].job_id == number:
+            return None  # (a new job ties one there)
         order += pending[start:at]
         order_times += times[start:at]
-        key = _key(job)
-        if (order and _key(order[-1]) == key) or (at < len(pending) and _key(pending[at]) == key):
-            return None  # its place is its place in the snapshot's jobs
         order.append(job)
-        order_times.append(key[0])
+        order_times.append(t)
         start = at
     order += pending[start:]
     order_times += times[start:]
     return order, order_times
 
 
-def _key(job: Job) -> tuple[float, int]:
-    """The order of a job with a submission time."""
-    assert job.submitted is not None
-    return job.submitted, job.job_id
-
-
-def _place(job: Job, pending: Sequence[Job], times: list[float]) -> int:
-    """Where ``job`` goes in ``pending`` (in the view's order, ``times`` their submission times):
-    before the first job of a greater (submission time, number), or at the first of the same."""
-    when, number = _key(job)
+def _place(when: float | None, number: int, pending: Sequence[Job], times: list[float]) -> int:
+    """Where a job submitted at ``when`` of number ``number`` goes in ``pending`` (in the view's
+    order, ``times`` their submission times): before the first job of a greater (submission
+    time, number), or at the first of the same."""
+    assert when is not None
     at = bisect_left(times, when)
     while at < len(times) and times[at] == when and pending[at].job_id < number:
         at += 1
