@@ -57,6 +57,8 @@ RepairKey = tuple[RepairKind, str]  # a repair of one kind on one node
 def limit_launches(plan: Plan, backoffs: Backoffs, now: float, *, group_of: Callable[[str], str]) -> Plan:
     """``plan`` with no more launches than each node group's back-off allows at ``now`` (removals
     untouched); ``group_of``: the group of a launch by its name. The launches keep their order."""
+    if not backoffs.active:  # no group's back-off caps anything (``Backoff.cap``)
+        return plan
     by_group: dict[str, list[str]] = {}
     for name in plan.add_names:
         by_group.setdefault(group_of(name), []).append(name)
@@ -814,6 +816,8 @@ def _backed_off(
         return ((groups.get(g) if g is not None else None) or groups.groups[0]).name
 
     limited = limit_launches(plan, backoffs, now, group_of=launch_group)
+    if not asked or len(limited.add_names) == len(plan.add_names):
+        return limited, [], []  # no ask was held back: nothing to give back or leave open
     launching = set(limited.add_names)
     wanted = Counter(launch_group(n) for n in plan.add_names)
     allowed = Counter(launch_group(n) for n in limited.add_names)
