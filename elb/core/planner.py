@@ -528,7 +528,8 @@ _regardless = maker(_Regardless)
 @dataclass(frozen=True, slots=True)
 class _Around:
     """What scaling must leave alone or treat apart: the nodes under repair or with an operation
-    under way (``busy``), the nodes the cloud or an order dooms, whether warm pools are in play."""
+    under way (``busy``), whether warm pools are in play (``pools``) and then the nodes the cloud
+    dooms (``doomed``; empty without warm pools: nothing else reads them)."""
 
     busy: frozenset[str]
     doomed: frozenset[str]
@@ -559,9 +560,10 @@ def _regardless_of_scaling(
     done = _orders_done(inputs.orders, state) if inputs.orders.remove else ()
     # A node under repair, or with an operation under way, is left to it.
     busy = inputs.in_flight | {r.node for r in todo} if todo else inputs.in_flight
-    doomed = inputs.orders.doomed | {r.node for r in notices.retire} if notices.retire else inputs.orders.doomed
     # Pooled nodes past their limits go whether or not scaling runs this pass.
     pools = bool(state.pooled) or any(g.warm_pool.enabled for g in groups.groups)
+    # Only the warm pool reads the doomed nodes (never to be pooled).
+    doomed = _doomed(inputs.orders, notices) if pools else frozenset()
     _, expiring = (
         plan_pool(Plan(), state.pooled, config, now, in_flight=busy, template_versions=inputs.template_versions)
         if pools
@@ -586,7 +588,15 @@ def _regardless_of_scaling(
         group_tags=tuple(u.tag for u in untagged if u.due) if untagged else (),
         tags_waiting=tuple(u for u in untagged if not u.due) if untagged else (),
     )
-    return base, hold, _Around(frozenset(busy), frozenset(doomed), pools)
+    return base, hold, _Around(frozenset(busy), doomed, pools)
+
+
+def _doomed(orders: Orders, notices: NoticePlan) -> frozenset[str]:
+    """The nodes the cloud is taking back: by a removal order its notice gave, or a notice's
+    retirement this pass."""
+    if notices.retire:
+        return orders.doomed | {r.node for r in notices.retire}
+    return orders.doomed
 
 
 def _why_scaling_waits(inputs: PassInputs, hold: RepairHold) -> str:
