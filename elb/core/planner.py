@@ -57,6 +57,8 @@ RepairKey = tuple[RepairKind, str]  # a repair of one kind on one node
 def limit_launches(plan: Plan, backoffs: Backoffs, now: float, *, group_of: Callable[[str], str]) -> Plan:
     """``plan`` with no more launches than each node group's back-off allows at ``now`` (removals
     untouched); ``group_of``: the group of a launch by its name. The launches keep their order."""
+    if not backoffs.active:  # no group's back-off caps anything (``Backoff.cap``)
+        return plan
     by_group: dict[str, list[str]] = {}
     for name in plan.add_names:
         by_group.setdefault(group_of(name), []).append(name)
@@ -526,7 +528,8 @@ _regardless = maker(_Regardless)
 @dataclass(frozen=True, slots=True)
 class _Around:
     """What scaling must leave alone or treat apart: the nodes under repair or with an operation
-    under way (``busy``), the nodes the cloud or an order dooms, whether warm pools are in play."""
+    under way (``busy``), whether warm pools are in play (``pools``) and then the nodes the cloud
+    dooms (``doomed``; empty without warm pools: nothing else reads them)."""
 
     busy: frozenset[str]
     doomed: frozenset[str]
@@ -557,9 +560,10 @@ def _regardless_of_scaling(
     done = _orders_done(inputs.orders, state) if inputs.orders.remove else ()
     # A node under repair, or with an operation under way, is left to it.
     busy = inputs.in_flight | {r.node for r in todo} if todo else inputs.in_flight
-    doomed = inputs.orders.doomed | {r.node for r in notices.retire} if notices.retire else inputs.orders.doomed
     # Pooled nodes past their limits go whether or not scaling runs this pass.
     pools = bool(state.pooled) or any(g.warm_pool.enabled for g in groups.groups)
+    # Only the warm pool reads the doomed nodes (never to be pooled).
+    doomed = _doomed(inputs.orders, notices) if pools else frozenset()
     _, expiring = (
         plan_pool(Plan(), state.pooled, config, now, in_flight=busy, template_versions=inputs.template_versions)
         if pools
@@ -584,7 +588,15 @@ def _regardless_of_scaling(
         group_tags=tuple(u.tag for u in untagged if u.due) if untagged else (),
         tags_waiting=tuple(u for u in untagged if not u.due) if untagged else (),
     )
-    return base, hold, _Around(frozenset(busy), frozenset(doomed), pools)
+    return base, hold, _Around(frozenset(busy), doomed, pools)
+
+
+def _doomed(orders: Orders, notices: NoticePlan) -> frozenset[str]:
+    """The nodes the cloud is taking back: by a removal order its notice gave, or a notice's
+    retirement this pass."""
+    if notices.retire:
+        return orders.doomed | {r.node for r in notices.retire}
+    return orders.doomed
 
 
 def _why_scaling_waits(inputs: PassInputs, hold: RepairHold) -> str:
@@ -814,6 +826,8 @@ def _backed_off(
         return ((groups.get(g) if g is not None else None) or groups.groups[0]).name
 
     limited = limit_launches(plan, backoffs, now, group_of=launch_group)
+    if not asked or len(limited.add_names) == len(plan.add_names):
+        return limited, [], []  # no ask was held back: nothing to give back or leave open
     launching = set(limited.add_names)
     wanted = Counter(launch_group(n) for n in plan.add_names)
     allowed = Counter(launch_group(n) for n in limited.add_names)

@@ -152,10 +152,11 @@ def metrics(
 ) -> Metrics:
     """The replay's figures. ``prices``: each node group's price per node-hour (None, or a group
     missing: ``price``); a node's slots are its own (``NodeLife.slots``) or ``slots_per_node``."""
-    billed = sum(billed_seconds(n, billing) for n in out.nodes)
+    each = [billed_seconds(n, billing) for n in out.nodes]  # each life's billed seconds, worked out once
+    billed = sum(each)
     busy = sum(n.busy_seconds for n in out.nodes)
-    slot_billed = sum(billed_seconds(n, billing) * (n.slots or slots_per_node) for n in out.nodes)
-    costs = _group_costs(out, billing, price, prices)
+    slot_billed = sum(b * (n.slots or slots_per_node) for b, n in zip(each, out.nodes, strict=True))
+    costs = _group_costs(out, each, price, prices)
     waits = sorted(out.waits)
     node_hours = billed / 3600.0
     bsld = [max(1.0, (w + r) / max(r, TAU)) for w, r in zip(out.waits, out.runs, strict=True)]
@@ -202,19 +203,20 @@ def metrics(
 
 
 def _group_costs(
-    out: SimOutcome, billing: Billing, price: float, prices: Mapping[str, float | None] | None
+    out: SimOutcome, billed: Sequence[float], price: float, prices: Mapping[str, float | None] | None
 ) -> list[GroupCost]:
     """Each node group's billed and idle node-hours and cost (its stopped nodes' volumes in),
-    launches and restarts; every group ``prices`` names, then any other a node was of."""
-    per_group: dict[str, list[NodeLife]] = {name: [] for name in prices or {}}
-    for n in out.nodes:
-        per_group.setdefault(n.group, []).append(n)
+    launches and restarts; every group ``prices`` names, then any other a node was of.
+    ``billed``: each of ``out.nodes``'s billed seconds, in its order."""
+    per_group: dict[str, list[tuple[NodeLife, float]]] = {name: [] for name in prices or {}}
+    for n, b in zip(out.nodes, billed, strict=True):
+        per_group.setdefault(n.group, []).append((n, b))
     costs: list[GroupCost] = []
     for name, lives in per_group.items():
-        hours = sum(billed_seconds(n, billing) for n in lives) / 3600.0
+        hours = sum(b for _, b in lives) / 3600.0
         rate = (prices or {}).get(name) or price
-        idle = hours - sum(n.busy_seconds for n in lives) / 3600.0
-        restarts = sum(1 for n in lives if n.restart)
+        idle = hours - sum(n.busy_seconds for n, _ in lives) / 3600.0
+        restarts = sum(1 for n, _ in lives if n.restart)
         pooled = out.pooled_seconds.get(name, 0.0) / 3600.0
         volumes = out.pool_cost.get(name, 0.0)
         costs.append(

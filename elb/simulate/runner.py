@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from elb.core.config import ClusterConfig, PolicyConfig
+from elb.core.gcpause import paused
 from elb.core.naming import MAX_NODES
 from elb.core.policy import make_policy
 from elb.core.policy.base import ConfigKnobs, FixedSize, MasterRunsJobs, OwnClock, PeerKnobs, Policy
@@ -249,28 +250,33 @@ def replay(
     if isinstance(policy, MasterRunsJobs) and policy.master_exec:  # a peer whose master runs jobs (StarCluster)
         settings = dataclasses.replace(settings, master_exec_slots=settings.slots_per_node)
     t = time.perf_counter()
-    sim = Simulator(
-        prepared.jobs,
-        policy,
-        settings,
-        initial_nodes=initial,
-        progress=progress,
-        groups=prepared.groups,
-        assignments=prepared.assignments,
-    )
-    out = sim.run()
-    elapsed = time.perf_counter() - t
-    m = metrics(
-        label or policy.name,
-        policy.name,
-        out,
-        prepared.floors,
-        billing=billing,
-        price=price,
-        slots_per_node=settings.slots_per_node,
-        replay_seconds=elapsed,
-        prices={g.name: g.price_per_hour for g in prepared.groups.groups.groups},
-    )
-    if sim.power is not None:
-        m = dataclasses.replace(m, scheduler=Behind.SLURM, asked=sim.asked.asked, given_back=sim.asked.given_back)
+    # The cycle collector waits until the figures are made and the simulator is gone (the replay
+    # makes no reference cycle: ``Simulator.run``): resumed with the replay's objects still
+    # alive, its first collections would walk every one of them, just before they go.
+    with paused():
+        sim = Simulator(
+            prepared.jobs,
+            policy,
+            settings,
+            initial_nodes=initial,
+            progress=progress,
+            groups=prepared.groups,
+            assignments=prepared.assignments,
+        )
+        out = sim.run()
+        elapsed = time.perf_counter() - t
+        m = metrics(
+            label or policy.name,
+            policy.name,
+            out,
+            prepared.floors,
+            billing=billing,
+            price=price,
+            slots_per_node=settings.slots_per_node,
+            replay_seconds=elapsed,
+            prices={g.name: g.price_per_hour for g in prepared.groups.groups.groups},
+        )
+        if sim.power is not None:
+            m = dataclasses.replace(m, scheduler=Behind.SLURM, asked=sim.asked.asked, given_back=sim.asked.given_back)
+        del sim
     return m, out

@@ -9,6 +9,7 @@ import json
 import math
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +26,7 @@ from elb.core.policy.peers import (
 from elb.core.policy.placement import host_order
 from elb.core.state import ClusterState
 from elb.schedulers.sge.states import job_phase
+from elb.simulate import report, runner
 from elb.simulate.engine import NodeLife, SimOutcome, SimSettings, Simulator, _Waiting
 from elb.simulate.report import billed_seconds, floors, percentile
 from elb.simulate.runner import SimError, build_policy, prepare, replay, with_param
@@ -544,3 +546,29 @@ def test_a_replay_pauses_the_cycle_collector_and_leaves_it_as_it_found_it(enable
         gc.enable() if was else gc.disable()
     assert seen
     assert not any(seen)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_replays_figures_are_made_with_the_collector_paused_and_it_is_left_as_found(
+    enabled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``replay`` makes the figures before the collector resumes (it would walk every object of
+    the replay, just before they go), and leaves it as it found it."""
+    during: list[bool] = []
+    made = report.metrics
+
+    def watched(*args: Any, **kwargs: Any) -> report.Metrics:
+        during.append(gc.isenabled())
+        return made(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "metrics", watched)
+    jobs = [SimJob(i, 60.0 * i, 600.0, 2) for i in range(1, 6)]
+    prepared = prepare(Workload("t", jobs), 8, 4)
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        replay(prepared, StarclusterPolicy(limits()), SimSettings(max_nodes=4), billing="second", price=1.0)
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
+    assert during == [False]

@@ -297,7 +297,7 @@ def test_a_capacity_tally_kept_up_to_date_equals_one_built_afresh(
     inputs whole holds: its entries, its booting and idle workers, the idle ones by idle since,
     the index of bins a forecast packs on (ready and booting workers), the waiting slots."""
     kept = CapacityTally()
-    late = CapacityTally()  # its ready workers with room and its idle ones by since read only after the last step
+    late = CapacityTally()  # its bins and idle workers (by name, by since) read only after the last step
     last: list[tuple[object, ...]] = []
     modelled = True
     for hosts, nodes, jobs, kind, later in steps:
@@ -324,6 +324,7 @@ def test_a_capacity_tally_kept_up_to_date_equals_one_built_afresh(
     if modelled:
         assert _index(late.name_bins(spn)) == _index(kept.name_bins(spn))
         assert late.idle_by_since == kept.idle_by_since  # made at the first read, and kept since
+        assert late.idle == kept.idle  # the same
 
 
 def _name_bins(tally: WorkerTally, spn: int) -> FreeIndex[Key]:

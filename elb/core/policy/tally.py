@@ -8,13 +8,13 @@ works out again only the workers whose host or record changed or that started or
 any job, and keeps a worker's entry as it was when its facts are the same. What it then holds
 is what ``cluster_view`` and the peers' helpers compute from the same inputs: the size, the
 waiting jobs oldest first, the booting workers (a peer reads how many), the managed idle ones
-(in the view's order: by name; and by idle since once read, for ParallelCluster's and Slurm's
-rules), the highest node number in use (``new_names``), for Slurm the bins its peer
-places waiting jobs on (the ready workers' free slots, then the booting ones', each by name, in
-a ``FreeIndex`` a packing reads through: ``name_bins``), for StarCluster the slots of the up
-hosts and the oldest waiting job's submission (a heap of the waiting jobs' submissions), for
-ParallelCluster the busy workers (booting, or a job or a reservation there) and the waiting
-jobs' slots.
+(by name, the view's order, for StarCluster's rule and elb's; by idle since, for
+ParallelCluster's and Slurm's; each list kept once read), the highest node number in use
+(``new_names``), for Slurm the bins its peer places waiting jobs on (the ready workers' free
+slots, then the booting ones', each by name, in a ``FreeIndex`` a packing reads through:
+``name_bins``), for StarCluster the slots of the up hosts and the oldest waiting job's
+submission (a heap of the waiting jobs' submissions), for ParallelCluster the busy workers
+(booting, or a job or a reservation there) and the waiting jobs' slots.
 
 The rules are not the tally's own: a worker's entry is ``worker_state``'s reading of it (the
 view's ``Worker`` takes the same), ParallelCluster's busy is ``occupies``, a node's number is
@@ -190,14 +190,6 @@ def _booting_slots(e: _Entry, otherwise: int) -> int:
     return e.booting or otherwise
 
 
-def _move(names: list[str], name: str, before: bool, after: bool) -> None:
-    """Keep ``names`` (sorted) holding ``name`` when ``after``, as it did when ``before``."""
-    if before and not after:
-        del names[bisect.bisect_left(names, name)]
-    elif after and not before:
-        bisect.insort(names, name)
-
-
 class WorkerTally:
     """See the module's doc. One per policy object, like ``ViewCache``."""
 
@@ -229,7 +221,7 @@ class WorkerTally:
         self._name_bins: FreeIndex[Key] | None = None  # ``name_bins`` once read (None: not kept)
         self._name_bins_due: dict[str, None] = {}  # workers whose bins changed since it was last read
         self.booting: dict[str, None] = {}  # booting workers, in no order (their number is read)
-        self.idle: list[str] = []  # managed idle workers, by name
+        self._idle: list[str] | None = None  # ``idle`` once read (None: not kept)
         self._by_since: list[tuple[float, str]] | None = None  # ``idle_by_since`` once read (None: not kept)
 
     def clear(self) -> None:
@@ -264,8 +256,19 @@ class WorkerTally:
         changed by the caller). Made at the first read, then kept up to date at each change of
         a worker (a peer that never reads it, StarCluster's, does not pay for keeping it)."""
         if self._by_since is None:
-            self._by_since = sorted((self.idle_since(name), name) for name in self.idle)
+            self._by_since = sorted(
+                (e.idle_since, name) for name, e in self._entries.items() if e.idle_since is not None
+            )
         return self._by_since
+
+    @property
+    def idle(self) -> list[str]:
+        """The managed idle workers, by name (not to be changed by the caller). Made at the first
+        read, then kept up to date at each change of a worker (ParallelCluster's and Slurm's
+        peers read them by idle since alone, and do not pay for keeping this list)."""
+        if self._idle is None:
+            self._idle = sorted(name for name, e in self._entries.items() if e.idle_since is not None)
+        return self._idle
 
     @property
     def size(self) -> int:
@@ -537,9 +540,13 @@ class WorkerTally:
 
     def _idle_moved(self, name: str, was: float | None, since: float | None) -> None:
         """``name``'s idle since changed from ``was`` to ``since`` (None: not idle): the idle
-        workers by name, and by idle since once that list was read."""
-        if (was is None) != (since is None):
-            _move(self.idle, name, was is not None, since is not None)
+        workers by name and by idle since, each once read."""
+        idle = self._idle
+        if idle is not None:
+            if was is None:
+                bisect.insort(idle, name)
+            elif since is None:
+                del idle[bisect.bisect_left(idle, name)]
         by_since = self._by_since
         if by_since is not None:
             if was is not None:
