@@ -47,7 +47,17 @@ import defusedxml.ElementTree as DET
 from lxml import etree as LET
 
 from elb.core.gcpause import paused
-from elb.core.model import NO_FLAGS, Host, Job, JobPhase, QueueFlags, QueueInstance, Snapshot
+from elb.core.model import (
+    NO_FLAGS,
+    NO_MOVED_PRIORITIES,
+    Host,
+    Job,
+    JobPhase,
+    MovedPriorities,
+    QueueFlags,
+    QueueInstance,
+    Snapshot,
+)
 from elb.schedulers.sge.errors import SgeParseError
 from elb.schedulers.sge.states import job_phase, queue_flags
 from elb.schedulers.timestamps import TIMESTAMP, parse_timestamp
@@ -72,10 +82,16 @@ _SCOPED_REQUESTS = ("master_hard_request", "slave_hard_request")
 
 @dataclass(frozen=True, slots=True)
 class QstatResult:
-    """What ``qstat -xml -f`` showed: its job entries and its queue instances."""
+    """What ``qstat -xml -f`` showed: its job entries and its queue instances; the priorities of
+    entries read before that moved since (their jobs kept: ``MovedPriorities``)."""
 
     jobs: tuple[Job, ...]
     queues: tuple[QueueInstance, ...]
+    moved_priorities: MovedPriorities = NO_MOVED_PRIORITIES
+
+    def priority_of(self, job: Job) -> float:
+        """The priority qstat showed for ``job`` (one of ``jobs``)."""
+        return self.moved_priorities.of(job)
 
 
 # -- XML loading --------------------------------------------------------------------------------
@@ -905,6 +921,17 @@ class _Piece(NamedTuple):
     queue: str | None
 
 
+class _Moved(NamedTuple):
+    """A job entry read before whose priority alone moved since: the very job made then, and the
+    priority its entry shows now (what ``MovedPriorities`` carries beside it)."""
+
+    job: Job
+    priority: float
+
+
+_Made = Job | _Piece | _Moved  # what the quick reader made of one piece, as its memo keeps it
+
+
 class QstatMemo:
     """What the quick reader made of each piece of the last document it read whole, for the next.
 
@@ -915,19 +942,20 @@ class QstatMemo:
     found (SGE normalizes priorities anew when the highest or lowest job leaves, and every
     entry's ``<JAT_prio>`` changes), the rest are looked up by their text up to their first
     ``<JAT_prio>`` (``_Reprioritized``): when only the priority differs, the job is the
-    remembered one with the new priority (``_Reprioritized.find``). Only the last
+    remembered one, its new priority carried beside it (``_Reprioritized.find``, ``_Moved``;
+    the read's ``MovedPriorities``). Only the last
     document's pieces are kept; one memo serves one sequence of reads (``SgeCommands`` keeps
     one).
     """
 
     def __init__(self) -> None:
         # By where the reader stood (place, queue instance), then by the piece's text.
-        self.pieces: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
+        self.pieces: dict[tuple[str, str | None], dict[str, _Made]] = {}
         self.zone: tuple[object, ...] = ()
 
 
 _PRIO_OPEN, _PRIO_CLOSE = "<JAT_prio>", "</JAT_prio>"
-_NOTHING: dict[str, Job | _Piece] = {}  # the pieces remembered from a place the last document had none in
+_NOTHING: dict[str, _Made] = {}  # the pieces remembered from a place the last document had none in
 _PRIO_TEXT = re.compile(f"{_TEXT}{{0,64}}")
 _PLAIN_PRIO_TEXT = re.compile(_PLAIN_PRIORITY)
 
@@ -942,14 +970,14 @@ class _Reprioritized:
     state and job number), each place's indexed when first asked, for a document whose
     priorities moved."""
 
-    def __init__(self, remembered: dict[tuple[str, str | None], dict[str, Job | _Piece]]) -> None:
+    def __init__(self, remembered: dict[tuple[str, str | None], dict[str, _Made]]) -> None:
         self.remembered = remembered
         # Each place's pieces by their head (through the ``<JAT_prio>`` that opens before their
         # first ``</JAT_prio>``): the piece's text, where that ``</JAT_prio>`` is, and what it
         # made. Of pieces with the same head, the last is kept (the others are read again).
-        self.indexes: dict[tuple[str, str | None], dict[str, tuple[str, int, Job | _Piece]]] = {}
+        self.indexes: dict[tuple[str, str | None], dict[str, tuple[str, int, _Made]]] = {}
 
-    def find(self, text: str, place: str, queue: str | None, reader: _QuickReader) -> Job | _Piece | None:
+    def find(self, text: str, place: str, queue: str | None, reader: _QuickReader) -> _Made | None:
         """What the piece ``text`` read from ``place`` in ``queue`` makes, from a remembered
         piece that differs from it only in what its first ``<JAT_prio>`` holds; None when there
         is none (the piece is then read whole).
@@ -976,11 +1004,13 @@ class _Reprioritized:
         old, cut, done = found
         if len(old) - cut != len(text) - tail or not text.endswith(old[cut:]):
             return None
+        if self.remembered[(place, queue)].pop(old, None) is None:
+            return None  # handed to an entry of its very text already: a job goes to one entry
         return _reprioritized(done, text[head:tail], reader)
 
-    def index(self, place: str, queue: str | None) -> dict[str, tuple[str, int, Job | _Piece]]:
+    def index(self, place: str, queue: str | None) -> dict[str, tuple[str, int, _Made]]:
         """The remembered pieces of one place by their head."""
-        index: dict[str, tuple[str, int, Job | _Piece]] = {}
+        index: dict[str, tuple[str, int, _Made]] = {}
         for old, was in self.remembered.get((place, queue), {}).items():
             cut = old.find(_PRIO_CLOSE)
             if cut >= 0:
@@ -990,9 +1020,11 @@ class _Reprioritized:
         return index
 
 
-def _reprioritized(done: Job | _Piece, prio: str, reader: _QuickReader) -> Job | _Piece | None:
+def _reprioritized(done: _Made, prio: str, reader: _QuickReader) -> _Made | None:
     """What a remembered piece made (``done``) for a piece that differs from it only in what its
-    first ``<JAT_prio>`` holds (``prio``); None when that is not a priority ``_JOB_ENTRY`` reads."""
+    first ``<JAT_prio>`` holds (``prio``); None when that is not a priority ``_JOB_ENTRY`` reads.
+    A job entry alone keeps its job, with the priority beside it when it differs from the job's
+    own (``_Moved``); a piece that moves the reader gets a job made anew with it."""
     if _PLAIN_PRIO_TEXT.fullmatch(prio):  # read as job reads it
         priority = float(prio)
     else:
@@ -1003,10 +1035,10 @@ def _reprioritized(done: Job | _Piece, prio: str, reader: _QuickReader) -> Job |
             priority = reader.priority(_resolve(prio) if reader.amp else prio)
         except _Decline:
             return None
-    if type(done) is Job:
-        return _with_priority(done, priority)
-    piece = cast(_Piece, done)
-    return piece._replace(job=_with_priority(piece.job, priority))
+    if type(done) is _Piece:
+        return done._replace(job=_with_priority(done.job, priority))
+    job = done.job if type(done) is _Moved else cast(Job, done)
+    return job if priority == job.priority else _Moved(job, priority)
 
 
 def _with_priority(job: Job, priority: float) -> Job:
@@ -1071,7 +1103,7 @@ class _QuickReader:
         self.fields: dict[str, str | None] | None = None  # of the Queue-List being read, until its first entry
         # The memo's pieces (if its zone is today's), the pieces not found in it so far, and
         # the pieces by their text from their priority on, once most are not found.
-        self.remembered: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
+        self.remembered: dict[tuple[str, str | None], dict[str, _Made]] = {}
         self.misses = 0
         self.moved_prios: _Reprioritized | None = None
 
@@ -1089,7 +1121,8 @@ class _QuickReader:
         # A remembered piece is let go as soon as it is read again, so the last document's pieces
         # and this one's are never all held at once.
         self.remembered = memo.pieces if memo is not None and memo.zone == zone else {}
-        made: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
+        made: dict[tuple[str, str | None], dict[str, _Made]] = {}
+        priorities: dict[int, tuple[Job, float]] = {}  # the moved ones, by their jobs (``MovedPriorities``)
         jobs, place, find, size = self.jobs, self.place, whole.find, len(mark)
         known, mine = self.remembered.get((place, queue), _NOTHING), made.setdefault((place, queue), {})
         count = 0
@@ -1105,6 +1138,11 @@ class _QuickReader:
             if type(done) is Job:  # the reader stays where it is
                 jobs.append(done)
                 continue
+            if type(done) is _Moved:  # a job read before, its priority beside it; the reader stays
+                job = done.job
+                jobs.append(job)
+                priorities[id(job)] = done
+                continue
             moved = self.moved(cast(_Piece, done))
             if moved != (place, queue):
                 place, queue = moved
@@ -1116,9 +1154,10 @@ class _QuickReader:
             raise _Decline  # hollow: the careful reader judges it
         if memo is not None:
             memo.pieces, memo.zone = made, zone
-        return QstatResult(tuple(self.jobs + self.late), tuple(self.queues))
+        moved_priorities = MovedPriorities(priorities) if priorities else NO_MOVED_PRIORITIES
+        return QstatResult(tuple(self.jobs + self.late), tuple(self.queues), moved_priorities)
 
-    def unknown(self, text: str, place: str, queue: str | None, count: int) -> Job | _Piece:
+    def unknown(self, text: str, place: str, queue: str | None, count: int) -> _Made:
         """What a piece not found in the memo makes (the ``count``-th of the document): when
         most pieces so far were not found, the priorities moved, and it is looked up without
         its priority (``_Reprioritized``); else, or if not found so either, it is read."""
@@ -1667,7 +1706,7 @@ def join_snapshot(qstat: QstatResult, hosts: Iterable[Host], now: float) -> Snap
         for q in h.queues:
             merged.setdefault(q.queue, q)
         joined.append(Host(h.name, tuple(merged.values()), h.num_proc, h.load))
-    return Snapshot(now=now, jobs=qstat.jobs, hosts=tuple(joined))
+    return Snapshot(now=now, jobs=qstat.jobs, hosts=tuple(joined), moved_priorities=qstat.moved_priorities)
 
 
 def check_agree(qstat: QstatResult, hosts: Sequence[Host]) -> None:
