@@ -183,32 +183,37 @@ class MovedPriorities:
     lowest waiting job leaves: then every entry's priority moves at once.
 
     Each job is found by its identity (it is held here, so its identity stays its own): a read
-    hands a Job object for one entry only. A job not here shows its own ``priority``."""
+    hands a Job object to one entry only. A job not here shows its own ``priority``. The jobs
+    are indexed when first asked about (a pass may ask about none)."""
 
-    __slots__ = ("_by_job",)
+    __slots__ = ("_by_job", "_moved")
 
-    def __init__(self, moved: Mapping[int, tuple[Job, float]]) -> None:
-        self._by_job = moved  # by ``id(job)``: the job and its priority now
+    def __init__(self, moved: Sequence[tuple[Job, float]]) -> None:
+        self._moved = moved  # each job and its priority now
+        self._by_job: dict[int, tuple[Job, float]] | None = None  # the same by ``id(job)``
 
     def of(self, job: Job) -> float:
         """The priority ``job`` shows now."""
-        found = self._by_job.get(id(job))
+        by_job = self._by_job
+        if by_job is None:
+            by_job = self._by_job = {id(moved[0]): moved for moved in self._moved}
+        found = by_job.get(id(job))
         return found[1] if found is not None and found[0] is job else job.priority
 
     def __len__(self) -> int:
-        return len(self._by_job)
+        return len(self._moved)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, MovedPriorities) and self._by_job == other._by_job
+        return isinstance(other, MovedPriorities) and list(self._moved) == list(other._moved)
 
     def __hash__(self) -> int:
-        return len(self._by_job)
+        return len(self._moved)
 
     def __repr__(self) -> str:
-        return f"MovedPriorities({len(self._by_job)} jobs)"
+        return f"MovedPriorities({len(self._moved)} jobs)"
 
 
-NO_MOVED_PRIORITIES = MovedPriorities({})
+NO_MOVED_PRIORITIES = MovedPriorities(())
 
 
 @quick_init

@@ -723,6 +723,37 @@ def test_a_job_whose_priority_alone_moved_is_kept_and_shows_its_new_priority() -
     assert all(snap.priority_of(j) != j.priority for j in snap.jobs if id(j) in kept)
 
 
+@pytest.mark.parametrize("shape", ["mixed", "arrays", "users"])
+def test_a_memo_keeps_its_pieces_without_their_priorities_while_they_move(shape: str) -> None:
+    """Reads whose priorities move (the benchmark's shift of them: the turn, or 0 when they do
+    not move, so the first read of 0 after others moves them too), then stay, then move again:
+    the memo keeps its pieces by their text without their priority after a read where many
+    moved, by their text again after one where few did; every read is the careful reader's,
+    and the jobs read before are kept."""
+    bench = benchmark()
+    memo = QstatMemo()
+    before: QstatResult | None = None
+    for turn, moving, blanked in [
+        (0, True, False),
+        (1, True, True),
+        (2, True, True),
+        (3, False, True),
+        (4, False, False),
+        (5, True, True),
+        (6, True, True),
+    ]:
+        data = bench.make_qstat(
+            320, 12, random.Random(11), turn=turn, churn=0.05, reprioritize=moving, shape=bench.SHAPES[shape]
+        )
+        read = parse_qstat(data, memo=memo)
+        assert shown(read) == outcome(_careful_qstat, data)
+        assert memo.blanked is blanked
+        if before is not None:
+            kept = {id(j) for j in before.jobs} & {id(j) for j in read.jobs}
+            assert len(kept) > len(read.jobs) * 0.8
+        before = read
+
+
 def test_an_entry_read_before_goes_to_one_entry_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """An entry repeated, once with its priority moved and once as it was read before: the job
     read before goes to one of them (the other is read anew), so each shows its own priority."""
@@ -796,3 +827,8 @@ def test_a_document_with_other_priorities_reads_alike_from_the_memo(
         assert shown(quick) == careful == outcome(_quick_qstat, other)
     if other and not other.isspace():
         assert outcome(lambda d: parse_qstat(d, memo=memo), other) == careful
+    # Once more with the priorities moved again: from a memo that keeps its pieces without their
+    # priorities, when one moved in the read before.
+    again = re.sub(r"<JAT_prio>[^<]*</JAT_prio>", lambda m: f"<JAT_prio>{prios[next(n) % len(prios)]}</JAT_prio>", doc)
+    if again and not again.isspace():
+        assert outcome(lambda d: parse_qstat(d, memo=memo), again) == outcome(_careful_qstat, again)
