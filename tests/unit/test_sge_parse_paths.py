@@ -37,7 +37,6 @@ from elb.schedulers.sge.parse import (
     _quick_qhost,
     _quick_qstat,
     _QuickReader,
-    _with_priority,
     join_snapshot,
     parse_qhost,
     parse_qstat,
@@ -505,16 +504,6 @@ def test_jobs_made_in_place_are_jobs() -> None:
             job.name = "changed"  # type: ignore[misc]
 
 
-def test_a_job_with_another_priority_is_the_job_replaced() -> None:
-    """``_with_priority`` copies every field of a job but its priority (each one set apart)."""
-    values: dict[str, object] = {f.name: f"value of {f.name}" for f in dataclasses.fields(Job)}
-    job = Job(**values)  # type: ignore[arg-type]
-    again = _with_priority(job, 0.25)
-    assert type(again) is Job
-    assert again == dataclasses.replace(job, priority=0.25)
-    assert all(getattr(again, f.name) is values[f.name] for f in dataclasses.fields(Job) if f.name != "priority")
-
-
 def test_requests_are_shared_read_only_mappings() -> None:
     data = (FIXTURES / "handmade" / "qstat_mixed.xml").read_bytes()
     quick = _quick_qstat(data)
@@ -698,9 +687,8 @@ def test_moved_priorities_are_looked_up_without_them(shape: str) -> None:
             assert len(kept) > len(read.jobs) * 0.9
             assert all(read.priority_of(j) != before.priority_of(o) for j, o in kept)
             # The very jobs of the read before, their new priorities beside them: all but those
-            # read before most pieces were not found, those whose piece ends a queue instance
-            # (made anew with their priority), and the last entry's.
-            assert sum(j is not o for j, o in kept) <= REPRIORITIZED_AFTER + 2 + len(read.queues)
+            # read before most pieces were not found, and the last entry's.
+            assert sum(j is not o for j, o in kept) <= REPRIORITIZED_AFTER + 2
             # All but the pieces read before most were not found, and the entry that was last and
             # is no longer (its piece held the document's end).
             assert sum(j.hard_requests is not o.hard_requests for j, o in kept) <= REPRIORITIZED_AFTER + 2

@@ -915,13 +915,15 @@ class _Piece:
     queue instance), the queue instances read after it, and where the reader then stands
     (``place``, and the queue instance of the entries that follow). A piece that leaves the
     reader where it was, with a job that does not go last, is remembered as its ``Job`` alone.
-    (Not a tuple: the memo tells a ``_Moved`` by its type, ``tuple``.)"""
+    ``priority``: the priority its entry shows when it moved since the job was read (None: the
+    job's own). (Not a tuple: the memo tells a ``_Moved`` by its type, ``tuple``.)"""
 
     job: Job
     late: bool
     queues: tuple[QueueInstance, ...]
     place: str
     queue: str | None
+    priority: float | None = None
 
 
 # A job entry read before whose priority alone moved since: the very job made then, and the
@@ -1057,9 +1059,9 @@ def _by_text_without_priority(pieces: dict[str, _Made]) -> dict[str, _Made]:
 def _reprioritized(done: _Made, prio: str, reader: _QuickReader) -> _Made | None:
     """What a remembered piece made (``done``) for a piece that differs from it only in what its
     first ``<JAT_prio>`` holds (``prio``); None when that is not a priority ``_JOB_ENTRY`` reads.
-    A job entry alone keeps its job, with the priority beside it when it differs from the job's
-    own (``_Moved``); a piece that moves the reader gets a job made anew with it. Counts the
-    pieces whose priority moved since the read before (``moves``)."""
+    The job is kept, with the priority beside it when it differs from the job's own (``_Moved``,
+    or the piece's ``priority`` for a piece that moves the reader). Counts the pieces whose
+    priority moved since the read before (``moves``)."""
     if _PLAIN_PRIO_TEXT.fullmatch(prio):  # read as job reads it
         priority = float(prio)
     else:
@@ -1076,42 +1078,14 @@ def _reprioritized(done: _Made, prio: str, reader: _QuickReader) -> _Made | None
         job, before = done, done.priority
     else:
         piece = cast(_Piece, done)
-        if priority == piece.job.priority:
+        if priority == (piece.job.priority if piece.priority is None else piece.priority):
             return piece
         reader.moves += 1
-        return dataclass_replace(piece, job=_with_priority(piece.job, priority))
+        return dataclass_replace(piece, priority=None if priority == piece.job.priority else priority)
     if priority == before:
         return done
     reader.moves += 1
     return job if priority == job.priority else (job, priority)
-
-
-def _with_priority(job: Job, priority: float) -> Job:
-    """``job`` with another priority, made in place as the quick reader makes jobs (each field
-    copied by itself: a slot read and a slot written, quicker than through a tuple of them;
-    ``_FAST_JOBS`` holds the fields to Job's)."""
-    new = object.__new__(_JobBuilder)
-    new.job_id = job.job_id
-    new.name = job.name
-    new.owner = job.owner
-    new.state = job.state
-    new.phase = job.phase
-    new.slots = job.slots
-    new.submitted = job.submitted
-    new.started = job.started
-    new.tasks = job.tasks
-    new.task_ids = job.task_ids
-    new.priority = priority
-    new.pe = job.pe
-    new.pe_range = job.pe_range
-    new.hard_requests = job.hard_requests
-    new.queue = job.queue
-    new.hard_runtime = job.hard_runtime
-    new.hard_queues = job.hard_queues
-    new.master_requests = job.master_requests
-    new.slave_requests = job.slave_requests
-    new.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
-    return new  # type: ignore[return-value]  # a Job now (no call to cast: once a job)
 
 
 def _zone() -> tuple[object, ...]:
@@ -1153,6 +1127,7 @@ class _QuickReader:
         self.misses = 0
         self.moved_prios: _Reprioritized | None = None
         self.moves = 0  # pieces found whose priority moved since the read before
+        self.priorities: list[_Moved] = []  # the jobs kept whose priority moved (``MovedPriorities``)
 
     def read(self) -> QstatResult:
         whole, mark = self.text, _ENTRY_MARK
@@ -1166,7 +1141,7 @@ class _QuickReader:
         both = blanked = self.recall(memo, zone)
         made: dict[tuple[str, str | None], dict[str, _Made]] = {}
         plain: dict[tuple[str, str | None], dict[str, _Made]] = {}
-        priorities: list[_Moved] = []  # the moved ones (``MovedPriorities``)
+        priorities = self.priorities
         jobs, place, find, size, length = self.jobs, self.place, whole.find, len(mark), len(whole)
         known, mine = self.remembered.get((place, queue), _NOTHING), made.setdefault((place, queue), {})
         mine_plain, count = plain.setdefault((place, queue), {}), 0
@@ -1283,6 +1258,8 @@ class _QuickReader:
         """Takes in a piece that moves the reader (its job, its queue instances); where the
         reader then stands."""
         (self.late if piece.late else self.jobs).append(piece.job)
+        if piece.priority is not None:
+            self.priorities.append((piece.job, piece.priority))
         self.queues.extend(piece.queues)
         return piece.place, piece.queue
 
