@@ -1051,8 +1051,9 @@ def _without_priority(text: str, start: int, end: int) -> tuple[str, int, int]:
 
 
 def _by_text_without_priority(pieces: dict[str, _Made]) -> dict[str, _Made]:
-    """Pieces by their text, by their text without their priority (``_without_priority``); of
-    pieces that differ only in it, the last is kept (the others are read again)."""
+    """Pieces kept by their text, kept instead by their text without their priority
+    (``_without_priority``); of pieces that differ only in it, the last is kept (the others are
+    read again)."""
     return {_without_priority(text, 0, len(text))[0]: done for text, done in pieces.items()}
 
 
