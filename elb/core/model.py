@@ -67,6 +67,9 @@ class Job:
     started: float | None = None
     tasks: int = 1
     task_ids: str | None = None  # "1-20:1", "3", None for a plain job
+    # The priority its entry showed when this Job was made. A later read whose entry differs only
+    # in its priority keeps this Job and carries the new one beside it (``MovedPriorities``): a
+    # snapshot's ``priority_of`` is the priority the scheduler shows now.
     priority: float = 0.0
     pe: str | None = None
     pe_range: str | None = None  # requested range, e.g. "16" or "4-8"
@@ -173,14 +176,60 @@ class Host:
         return sum(max(0, q.slots_total - q.slots_used - q.slots_reserved) for q in self.queues if q.usable)
 
 
+class MovedPriorities:
+    """The priorities of jobs whose entry, read again, differed only in its priority: the read
+    kept the very ``Job`` it made before (what was worked out for it is kept with it), and its
+    new priority is here, beside it. SGE normalizes its priorities anew when the highest or the
+    lowest waiting job leaves: then every entry's priority moves at once.
+
+    Each job is found by its identity (it is held here, so its identity stays its own): a read
+    hands a Job object to one entry only. A job not here shows its own ``priority``. The jobs
+    are indexed when first asked about (a pass may ask about none)."""
+
+    __slots__ = ("_by_job", "_moved")
+
+    def __init__(self, moved: Sequence[tuple[Job, float]]) -> None:
+        self._moved = moved  # each job and its priority now
+        self._by_job: dict[int, tuple[Job, float]] | None = None  # the same by ``id(job)``
+
+    def of(self, job: Job) -> float:
+        """The priority ``job`` shows now."""
+        by_job = self._by_job
+        if by_job is None:
+            by_job = self._by_job = {id(moved[0]): moved for moved in self._moved}
+        found = by_job.get(id(job))
+        return found[1] if found is not None and found[0] is job else job.priority
+
+    def __len__(self) -> int:
+        return len(self._moved)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MovedPriorities) and list(self._moved) == list(other._moved)
+
+    def __hash__(self) -> int:
+        return len(self._moved)
+
+    def __repr__(self) -> str:
+        return f"MovedPriorities({len(self._moved)} jobs)"
+
+
+NO_MOVED_PRIORITIES = MovedPriorities(())
+
+
 @quick_init
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """What the scheduler showed at one instant: jobs, execution hosts, and the master's clock."""
+    """What the scheduler showed at one instant: jobs, execution hosts, and the master's clock;
+    the priorities that moved since their jobs were read (``MovedPriorities``)."""
 
     now: float
     jobs: tuple[Job, ...]
     hosts: tuple[Host, ...]
+    moved_priorities: MovedPriorities = NO_MOVED_PRIORITIES
+
+    def priority_of(self, job: Job) -> float:
+        """The priority the scheduler shows now for ``job`` (one of ``jobs``)."""
+        return self.moved_priorities.of(job)
 
     def host(self, name: str) -> Host | None:
         for h in self.hosts:

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from elb.core.model import Job
+from elb.core.model import Job, QueueInstance
 from elb.schedulers.sge.errors import SgeParseError
 from elb.schedulers.sge.parse import (
     _FAST_JOBS,
@@ -37,7 +37,7 @@ from elb.schedulers.sge.parse import (
     _quick_qhost,
     _quick_qstat,
     _QuickReader,
-    _with_priority,
+    join_snapshot,
     parse_qhost,
     parse_qstat,
 )
@@ -65,12 +65,20 @@ READ_QUICKLY = {
 }
 
 
+def shown(result: QstatResult) -> tuple[tuple[Job, ...], tuple[QueueInstance, ...]]:
+    """What a read says qstat showed: each job with the priority the read gives it (a job kept
+    from a read before carries the priority its entry shows now beside it), and the queue
+    instances."""
+    return tuple(dataclasses.replace(j, priority=result.priority_of(j)) for j in result.jobs), result.queues
+
+
 def outcome(read: object, data: bytes | str) -> object:
-    """The reader's result, or the type and message of what it raised."""
+    """What the reader says qstat showed (``shown``), or the type and message of what it raised."""
     try:
-        return read(data)  # type: ignore[operator]
+        got = read(data)  # type: ignore[operator]
     except Exception as err:
         return (type(err).__name__, str(err))
+    return shown(got) if isinstance(got, QstatResult) else got
 
 
 # The quick reader's memory of the documents it read (QstatMemo), carried from each document
@@ -84,11 +92,12 @@ def check(data: bytes | str) -> QstatResult | None:
     careful = outcome(_careful_qstat, data)
     quick = _quick_qstat(data)
     if quick is not None:
-        assert isinstance(careful, QstatResult), f"quick reader accepted what the careful one refuses: {careful}"
-        assert quick == careful
+        assert shown(quick) == careful, f"quick reader accepted what the careful one refuses: {careful}"
+        assert not quick.moved_priorities  # without a memo, no job is kept from a read before
         assert [type(j) for j in quick.jobs] == [Job] * len(quick.jobs)
-    assert _quick_qstat(data, CARRIED) == quick
-    assert _quick_qstat(data, CARRIED) == quick  # every piece now from the memo, when it was read
+    assert outcome(lambda d: _quick_qstat(d, CARRIED), data) == outcome(_quick_qstat, data)
+    # Every piece now from the memo, when it was read.
+    assert outcome(lambda d: _quick_qstat(d, CARRIED), data) == outcome(_quick_qstat, data)
     if data and not (data.isspace()):
         assert outcome(parse_qstat, data) == careful
         assert outcome(lambda d: parse_qstat(d, memo=CARRIED), data) == careful
@@ -495,16 +504,6 @@ def test_jobs_made_in_place_are_jobs() -> None:
             job.name = "changed"  # type: ignore[misc]
 
 
-def test_a_job_with_another_priority_is_the_job_replaced() -> None:
-    """``_with_priority`` copies every field of a job but its priority (each one set apart)."""
-    values: dict[str, object] = {f.name: f"value of {f.name}" for f in dataclasses.fields(Job)}
-    job = Job(**values)  # type: ignore[arg-type]
-    again = _with_priority(job, 0.25)
-    assert type(again) is Job
-    assert again == dataclasses.replace(job, priority=0.25)
-    assert all(getattr(again, f.name) is values[f.name] for f in dataclasses.fields(Job) if f.name != "priority")
-
-
 def test_requests_are_shared_read_only_mappings() -> None:
     data = (FIXTURES / "handmade" / "qstat_mixed.xml").read_bytes()
     quick = _quick_qstat(data)
@@ -641,7 +640,7 @@ def test_new_priorities_are_taken_from_the_text() -> None:
     parse_qstat(data, memo=memo)
     shifted = re.sub(rb"<JAT_prio>[^<]*</JAT_prio>", b"<JAT_prio>0.12345</JAT_prio>", data)
     again = parse_qstat(shifted, memo=memo)
-    assert again == parse_qstat(shifted) and {j.priority for j in again.jobs} == {0.12345}
+    assert shown(again) == shown(parse_qstat(shifted)) and {again.priority_of(j) for j in again.jobs} == {0.12345}
 
 
 def test_a_memo_is_not_used_across_a_change_of_time_zone(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -678,7 +677,7 @@ def test_moved_priorities_are_looked_up_without_them(shape: str) -> None:
             shape=bench.SHAPES[shape],
         )  # fmt: skip
         read = parse_qstat(data, memo=memo)
-        assert read == _careful_qstat(data) == _quick_qstat(data)
+        assert shown(read) == outcome(_careful_qstat, data) == outcome(_quick_qstat, data)
         assert [type(j) for j in read.jobs] == [Job] * len(read.jobs)
         if before is not None:
             old = {(j.job_id, j.task_ids, j.queue): j for j in before.jobs}
@@ -686,11 +685,78 @@ def test_moved_priorities_are_looked_up_without_them(shape: str) -> None:
                 (j, old[(j.job_id, j.task_ids, j.queue)]) for j in read.jobs if (j.job_id, j.task_ids, j.queue) in old
             ]
             assert len(kept) > len(read.jobs) * 0.9
-            assert all(j.priority != o.priority for j, o in kept)
+            assert all(read.priority_of(j) != before.priority_of(o) for j, o in kept)
+            # The very jobs of the read before, their new priorities beside them: all but those
+            # read before most pieces were not found, and the last entry's.
+            assert sum(j is not o for j, o in kept) <= REPRIORITIZED_AFTER + 2
             # All but the pieces read before most were not found, and the entry that was last and
             # is no longer (its piece held the document's end).
             assert sum(j.hard_requests is not o.hard_requests for j, o in kept) <= REPRIORITIZED_AFTER + 2
         before = read
+
+
+def test_a_job_whose_priority_alone_moved_is_kept_and_shows_its_new_priority() -> None:
+    """A job whose entry differs from the read before only in its priority is the very job of
+    that read, and the snapshot joined from the read shows the priority its entry shows now,
+    as a snapshot of the careful reader's read does (not the job's own, read before)."""
+    bench = benchmark()
+    memo = QstatMemo()
+    before = parse_qstat(bench.make_qstat(320, 12, random.Random(3), turn=1, reprioritize=True), memo=memo)
+    data = bench.make_qstat(320, 12, random.Random(3), turn=2, reprioritize=True)
+    snap = join_snapshot(parse_qstat(data, memo=memo), (), 0.0)
+    fresh = join_snapshot(_careful_qstat(data), (), 0.0)
+    assert [snap.priority_of(j) for j in snap.jobs] == [j.priority for j in fresh.jobs]
+    kept = {id(j) for j in before.jobs} & {id(j) for j in snap.jobs}
+    assert len(kept) > len(snap.jobs) * 0.9
+    assert all(snap.priority_of(j) != j.priority for j in snap.jobs if id(j) in kept)
+
+
+@pytest.mark.parametrize("shape", ["mixed", "arrays", "users"])
+def test_a_memo_keeps_its_pieces_without_their_priorities_while_they_move(shape: str) -> None:
+    """Reads whose priorities move (the benchmark's shift of them: the turn, or 0 when they do
+    not move, so the first read of 0 after others moves them too), then stay, then move again:
+    the memo keeps its pieces by their text without their priority after a read where many
+    moved, by their text again after one where few did; every read is the careful reader's,
+    and the jobs read before are kept."""
+    bench = benchmark()
+    memo = QstatMemo()
+    before: QstatResult | None = None
+    for turn, moving, blanked in [
+        (0, True, False),
+        (1, True, True),
+        (2, True, True),
+        (3, False, True),
+        (4, False, False),
+        (5, True, True),
+        (6, True, True),
+    ]:
+        data = bench.make_qstat(
+            320, 12, random.Random(11), turn=turn, churn=0.05, reprioritize=moving, shape=bench.SHAPES[shape]
+        )
+        read = parse_qstat(data, memo=memo)
+        assert shown(read) == outcome(_careful_qstat, data)
+        assert memo.blanked is blanked
+        if before is not None:
+            kept = {id(j) for j in before.jobs} & {id(j) for j in read.jobs}
+            assert len(kept) > len(read.jobs) * 0.8
+        before = read
+
+
+def test_an_entry_read_before_goes_to_one_entry_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry repeated, once with its priority moved and once as it was read before: the job
+    read before goes to one of them (the other is read anew), so each shows its own priority."""
+    monkeypatch.setattr("elb.schedulers.sge.parse.REPRIORITIZED_AFTER", 0)
+    data = (FIXTURES / "recorded" / "groups-waiting.qstat-r-f.xml").read_text()
+    memo = QstatMemo()
+    parse_qstat(data, memo=memo)
+    entry = re.search(r'<job_list state="pending">.*?</job_list>\s*', data, re.DOTALL)
+    assert entry is not None
+    moved = entry.group().replace("<JAT_prio>0.00000</JAT_prio>", "<JAT_prio>0.75000</JAT_prio>")
+    assert moved != entry.group()
+    twice = data.replace(entry.group(), moved + entry.group(), 1)
+    read = _quick_qstat(twice, memo)
+    assert read is not None and shown(read) == outcome(_careful_qstat, twice)
+    assert len({id(j) for j in read.jobs}) == len(read.jobs)
 
 
 def test_moved_priorities_of_entries_with_the_same_head_read_alike() -> None:
@@ -708,7 +774,7 @@ def test_moved_priorities_of_entries_with_the_same_head_read_alike() -> None:
             data.decode(),
         )
         read = _quick_qstat(text, memo)  # not declined: read with the memo's pieces
-        assert read is not None and read == _careful_qstat(text) == _quick_qstat(text)
+        assert read is not None and shown(read) == outcome(_careful_qstat, text) == outcome(_quick_qstat, text)
         assert len({j.job_id for j in read.jobs}) < len(read.jobs)
 
 
@@ -746,6 +812,11 @@ def test_a_document_with_other_priorities_reads_alike_from_the_memo(
     careful = outcome(_careful_qstat, other)
     quick = _quick_qstat(other, memo)
     if quick is not None:
-        assert quick == careful == _quick_qstat(other)
+        assert shown(quick) == careful == outcome(_quick_qstat, other)
     if other and not other.isspace():
         assert outcome(lambda d: parse_qstat(d, memo=memo), other) == careful
+    # Once more with the priorities moved again: from a memo that keeps its pieces without their
+    # priorities, when one moved in the read before.
+    again = re.sub(r"<JAT_prio>[^<]*</JAT_prio>", lambda m: f"<JAT_prio>{prios[next(n) % len(prios)]}</JAT_prio>", doc)
+    if again and not again.isspace():
+        assert outcome(lambda d: parse_qstat(d, memo=memo), again) == outcome(_careful_qstat, again)

@@ -39,15 +39,26 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
+from dataclasses import replace as dataclass_replace
 from types import MappingProxyType
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 import defusedxml
 import defusedxml.ElementTree as DET
 from lxml import etree as LET
 
 from elb.core.gcpause import paused
-from elb.core.model import NO_FLAGS, Host, Job, JobPhase, QueueFlags, QueueInstance, Snapshot
+from elb.core.model import (
+    NO_FLAGS,
+    NO_MOVED_PRIORITIES,
+    Host,
+    Job,
+    JobPhase,
+    MovedPriorities,
+    QueueFlags,
+    QueueInstance,
+    Snapshot,
+)
 from elb.schedulers.sge.errors import SgeParseError
 from elb.schedulers.sge.states import job_phase, queue_flags
 from elb.schedulers.timestamps import TIMESTAMP, parse_timestamp
@@ -72,10 +83,16 @@ _SCOPED_REQUESTS = ("master_hard_request", "slave_hard_request")
 
 @dataclass(frozen=True, slots=True)
 class QstatResult:
-    """What ``qstat -xml -f`` showed: its job entries and its queue instances."""
+    """What ``qstat -xml -f`` showed: its job entries and its queue instances; the priorities of
+    entries read before that moved since (their jobs kept: ``MovedPriorities``)."""
 
     jobs: tuple[Job, ...]
     queues: tuple[QueueInstance, ...]
+    moved_priorities: MovedPriorities = NO_MOVED_PRIORITIES
+
+    def priority_of(self, job: Job) -> float:
+        """The priority qstat showed for ``job`` (one of ``jobs``)."""
+        return self.moved_priorities.of(job)
 
 
 # -- XML loading --------------------------------------------------------------------------------
@@ -891,18 +908,32 @@ def _plain_text(data: bytes | str) -> str | None:
     return text
 
 
-class _Piece(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _Piece:
     """What the quick reader made of one piece of a document (a job entry and what follows it,
     up to the next entry) that moved it: the job, whether it goes last (a running entry outside a
     queue instance), the queue instances read after it, and where the reader then stands
     (``place``, and the queue instance of the entries that follow). A piece that leaves the
-    reader where it was, with a job that does not go last, is remembered as its ``Job`` alone."""
+    reader where it was, with a job that does not go last, is remembered as its ``Job`` alone.
+    ``priority``: the priority its entry shows when it moved since the job was read (None: the
+    job's own). (Not a tuple: the memo tells a ``_Moved`` by its type, ``tuple``.)"""
 
     job: Job
     late: bool
     queues: tuple[QueueInstance, ...]
     place: str
     queue: str | None
+    priority: float | None = None
+
+
+# A job entry read before whose priority alone moved since: the very job made then, and the
+# priority its entry shows now (what ``MovedPriorities`` carries beside it). A plain tuple, told
+# from the others by its type: one is made for each such entry at each read, and a named tuple
+# costs five times as much to make.
+_Moved = tuple[Job, float]
+
+
+_Made = Job | _Piece | _Moved  # what the quick reader made of one piece, as its memo keeps it
 
 
 class QstatMemo:
@@ -915,19 +946,29 @@ class QstatMemo:
     found (SGE normalizes priorities anew when the highest or lowest job leaves, and every
     entry's ``<JAT_prio>`` changes), the rest are looked up by their text up to their first
     ``<JAT_prio>`` (``_Reprioritized``): when only the priority differs, the job is the
-    remembered one with the new priority (``_Reprioritized.find``). Only the last
+    remembered one, its new priority carried beside it (``_Reprioritized.find``, ``_Moved``;
+    the read's ``MovedPriorities``). Only the last
     document's pieces are kept; one memo serves one sequence of reads (``SgeCommands`` keeps
     one).
+
+    When the priorities of many entries moved in a read (``REPRIORITIZED_AFTER``), they likely
+    move again in the next (SGE normalizes them at each scheduling run over the jobs then
+    waiting): its pieces are then kept by their text without what their first ``<JAT_prio>``
+    holds (``blanked``, ``_without_priority``), and the next read looks each piece up so, the
+    same way whether its priority moved or not. A read that finds few moved keeps its pieces
+    by their text again.
     """
 
     def __init__(self) -> None:
-        # By where the reader stood (place, queue instance), then by the piece's text.
-        self.pieces: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
+        # By where the reader stood (place, queue instance), then by the piece's text (or its
+        # text without its priority: ``blanked``).
+        self.pieces: dict[tuple[str, str | None], dict[str, _Made]] = {}
         self.zone: tuple[object, ...] = ()
+        self.blanked = False
 
 
 _PRIO_OPEN, _PRIO_CLOSE = "<JAT_prio>", "</JAT_prio>"
-_NOTHING: dict[str, Job | _Piece] = {}  # the pieces remembered from a place the last document had none in
+_NOTHING: dict[str, _Made] = {}  # the pieces remembered from a place the last document had none in
 _PRIO_TEXT = re.compile(f"{_TEXT}{{0,64}}")
 _PLAIN_PRIO_TEXT = re.compile(_PLAIN_PRIORITY)
 
@@ -942,14 +983,14 @@ class _Reprioritized:
     state and job number), each place's indexed when first asked, for a document whose
     priorities moved."""
 
-    def __init__(self, remembered: dict[tuple[str, str | None], dict[str, Job | _Piece]]) -> None:
+    def __init__(self, remembered: dict[tuple[str, str | None], dict[str, _Made]]) -> None:
         self.remembered = remembered
         # Each place's pieces by their head (through the ``<JAT_prio>`` that opens before their
         # first ``</JAT_prio>``): the piece's text, where that ``</JAT_prio>`` is, and what it
         # made. Of pieces with the same head, the last is kept (the others are read again).
-        self.indexes: dict[tuple[str, str | None], dict[str, tuple[str, int, Job | _Piece]]] = {}
+        self.indexes: dict[tuple[str, str | None], dict[str, tuple[str, int, _Made]]] = {}
 
-    def find(self, text: str, place: str, queue: str | None, reader: _QuickReader) -> Job | _Piece | None:
+    def find(self, text: str, place: str, queue: str | None, reader: _QuickReader) -> _Made | None:
         """What the piece ``text`` read from ``place`` in ``queue`` makes, from a remembered
         piece that differs from it only in what its first ``<JAT_prio>`` holds; None when there
         is none (the piece is then read whole).
@@ -976,11 +1017,13 @@ class _Reprioritized:
         old, cut, done = found
         if len(old) - cut != len(text) - tail or not text.endswith(old[cut:]):
             return None
+        if self.remembered[(place, queue)].pop(old, None) is None:
+            return None  # handed to an entry of its very text already: a job goes to one entry
         return _reprioritized(done, text[head:tail], reader)
 
-    def index(self, place: str, queue: str | None) -> dict[str, tuple[str, int, Job | _Piece]]:
+    def index(self, place: str, queue: str | None) -> dict[str, tuple[str, int, _Made]]:
         """The remembered pieces of one place by their head."""
-        index: dict[str, tuple[str, int, Job | _Piece]] = {}
+        index: dict[str, tuple[str, int, _Made]] = {}
         for old, was in self.remembered.get((place, queue), {}).items():
             cut = old.find(_PRIO_CLOSE)
             if cut >= 0:
@@ -990,9 +1033,36 @@ class _Reprioritized:
         return index
 
 
-def _reprioritized(done: Job | _Piece, prio: str, reader: _QuickReader) -> Job | _Piece | None:
+def _without_priority(text: str, start: int, end: int) -> tuple[str, int, int]:
+    """The piece ``text[start:end]`` without what its first ``<JAT_prio>`` holds (through the
+    ``<JAT_prio>`` that opens before its first ``</JAT_prio>``, then from that ``</JAT_prio>``
+    on), and where what it holds starts and ends in ``text``; the piece itself and -1 when it
+    has no such element.
+
+    Two pieces that are the same text so cut differ only in that priority: the text up to the
+    cut ends with the one ``<JAT_prio>`` before any ``</JAT_prio>``, the text after it starts
+    with ``</JAT_prio>``, so no other cut of either makes the same text."""
+    tail = text.find(_PRIO_CLOSE, start, end)
+    opened = text.find(_PRIO_OPEN, start, tail) if tail >= 0 else -1
+    if opened < 0:
+        return text[start:end], -1, -1
+    head = opened + len(_PRIO_OPEN)
+    return text[start:head] + text[tail:end], head, tail
+
+
+def _by_text_without_priority(pieces: dict[str, _Made]) -> dict[str, _Made]:
+    """Pieces kept by their text, kept instead by their text without their priority
+    (``_without_priority``); of pieces that differ only in it, the last is kept (the others are
+    read again)."""
+    return {_without_priority(text, 0, len(text))[0]: done for text, done in pieces.items()}
+
+
+def _reprioritized(done: _Made, prio: str, reader: _QuickReader) -> _Made | None:
     """What a remembered piece made (``done``) for a piece that differs from it only in what its
-    first ``<JAT_prio>`` holds (``prio``); None when that is not a priority ``_JOB_ENTRY`` reads."""
+    first ``<JAT_prio>`` holds (``prio``); None when that is not a priority ``_JOB_ENTRY`` reads.
+    The job is kept, with the priority beside it when it differs from the job's own (``_Moved``,
+    or the piece's ``priority`` for a piece that moves the reader). Counts the pieces whose
+    priority moved since the read before (``moves``)."""
     if _PLAIN_PRIO_TEXT.fullmatch(prio):  # read as job reads it
         priority = float(prio)
     else:
@@ -1003,38 +1073,20 @@ def _reprioritized(done: Job | _Piece, prio: str, reader: _QuickReader) -> Job |
             priority = reader.priority(_resolve(prio) if reader.amp else prio)
         except _Decline:
             return None
-    if type(done) is Job:
-        return _with_priority(done, priority)
-    piece = cast(_Piece, done)
-    return piece._replace(job=_with_priority(piece.job, priority))
-
-
-def _with_priority(job: Job, priority: float) -> Job:
-    """``job`` with another priority, made in place as the quick reader makes jobs (each field
-    copied by itself: a slot read and a slot written, quicker than through a tuple of them;
-    ``_FAST_JOBS`` holds the fields to Job's)."""
-    new = object.__new__(_JobBuilder)
-    new.job_id = job.job_id
-    new.name = job.name
-    new.owner = job.owner
-    new.state = job.state
-    new.phase = job.phase
-    new.slots = job.slots
-    new.submitted = job.submitted
-    new.started = job.started
-    new.tasks = job.tasks
-    new.task_ids = job.task_ids
-    new.priority = priority
-    new.pe = job.pe
-    new.pe_range = job.pe_range
-    new.hard_requests = job.hard_requests
-    new.queue = job.queue
-    new.hard_runtime = job.hard_runtime
-    new.hard_queues = job.hard_queues
-    new.master_requests = job.master_requests
-    new.slave_requests = job.slave_requests
-    new.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
-    return new  # type: ignore[return-value]  # a Job now (no call to cast: once a job)
+    if type(done) is tuple:  # a job entry, its priority moved before
+        job, before = done
+    elif type(done) is Job:
+        job, before = done, done.priority
+    else:
+        piece = cast(_Piece, done)
+        if priority == (piece.job.priority if piece.priority is None else piece.priority):
+            return piece
+        reader.moves += 1
+        return dataclass_replace(piece, priority=None if priority == piece.job.priority else priority)
+    if priority == before:
+        return done
+    reader.moves += 1
+    return job if priority == job.priority else (job, priority)
 
 
 def _zone() -> tuple[object, ...]:
@@ -1071,60 +1123,127 @@ class _QuickReader:
         self.fields: dict[str, str | None] | None = None  # of the Queue-List being read, until its first entry
         # The memo's pieces (if its zone is today's), the pieces not found in it so far, and
         # the pieces by their text from their priority on, once most are not found.
-        self.remembered: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
+        self.remembered: dict[tuple[str, str | None], dict[str, _Made]] = {}
+        self.blanked = False  # the memo's pieces are kept by their text without their priority
         self.misses = 0
         self.moved_prios: _Reprioritized | None = None
+        self.moves = 0  # pieces found whose priority moved since the read before
+        self.priorities: list[_Moved] = []  # the jobs kept whose priority moved (``MovedPriorities``)
 
     def read(self) -> QstatResult:
         whole, mark = self.text, _ENTRY_MARK
         self.text = ""
         cut = whole.find(mark)
-        first = whole if cut < 0 else whole[:cut]
-        m = _XML_DECLARATION.match(first)
-        m = _ROOT_OPEN.match(first, m.end() if m else 0)
-        if m is None:
-            raise _Decline
-        queue = self.between(first, m.end())
+        queue = self.opening(whole if cut < 0 else whole[:cut])
         memo, zone = self.memo, _zone()
-        # A remembered piece is let go as soon as it is read again, so the last document's pieces
-        # and this one's are never all held at once.
-        self.remembered = memo.pieces if memo is not None and memo.zone == zone else {}
-        made: dict[tuple[str, str | None], dict[str, Job | _Piece]] = {}
-        jobs, place, find, size = self.jobs, self.place, whole.find, len(mark)
+        # This document's pieces as the next memo keeps them: by their text, or, read from a
+        # blanked memo, by their text without their priority; and then by their text too, while
+        # few priorities moved (``plain``; ``both`` until they are many).
+        both = blanked = self.recall(memo, zone)
+        made: dict[tuple[str, str | None], dict[str, _Made]] = {}
+        plain: dict[tuple[str, str | None], dict[str, _Made]] = {}
+        priorities = self.priorities
+        jobs, place, find, size, length = self.jobs, self.place, whole.find, len(mark), len(whole)
         known, mine = self.remembered.get((place, queue), _NOTHING), made.setdefault((place, queue), {})
-        count = 0
+        mine_plain, count = plain.setdefault((place, queue), {}), 0
         while cut >= 0:
             start = cut + size
             cut = find(mark, start)
-            text = whole[start:cut] if cut >= 0 else whole[start:]
             count += 1
-            done = known.pop(text, None)
+            if blanked:  # the piece's text is made only when it is read or kept by it
+                end = cut if cut >= 0 else length
+                key, done = self.blanked_piece(whole, start, end, known)
+                if done is None or both:
+                    text = whole[start:end]
+            else:
+                key = text = whole[start:cut] if cut >= 0 else whole[start:]
+                done = known.pop(text, None)
             if done is None:
                 done = self.unknown(text, place, queue, count)
-            mine[text] = done
+            mine[key] = done
+            if both:
+                mine_plain[text] = done
+                both = self.moves <= REPRIORITIZED_AFTER
             if type(done) is Job:  # the reader stays where it is
                 jobs.append(done)
+                continue
+            if type(done) is tuple:  # a job read before, its priority beside it; the reader stays
+                jobs.append(done[0])
+                priorities.append(done)
                 continue
             moved = self.moved(cast(_Piece, done))
             if moved != (place, queue):
                 place, queue = moved
                 known, mine = self.remembered.get(moved, _NOTHING), made.setdefault(moved, {})
+                if both:
+                    mine_plain = plain.setdefault(moved, {})
         self.place = place
-        if self.place != "end":
-            raise _Decline
-        if not self.jobs and not self.late and not self.queues:
-            raise _Decline  # hollow: the careful reader judges it
+        if self.place != "end" or (not self.jobs and not self.late and not self.queues):
+            raise _Decline  # not ended, or hollow: the careful reader judges it
         if memo is not None:
-            memo.pieces, memo.zone = made, zone
-        return QstatResult(tuple(self.jobs + self.late), tuple(self.queues))
+            self.keep(memo, zone, made, plain)
+        return QstatResult(
+            tuple(self.jobs + self.late),
+            tuple(self.queues),
+            MovedPriorities(priorities) if priorities else NO_MOVED_PRIORITIES,
+        )
 
-    def unknown(self, text: str, place: str, queue: str | None, count: int) -> Job | _Piece:
+    def recall(self, memo: QstatMemo | None, zone: tuple[object, ...]) -> bool:
+        """Take the memo's pieces, if its zone is today's; whether they are kept by their text
+        without their priority (``blanked``)."""
+        # A remembered piece is let go as soon as it is read again, so the last document's pieces
+        # and this one's are never all held at once.
+        self.remembered = memo.pieces if memo is not None and memo.zone == zone else {}
+        self.blanked = memo is not None and memo.blanked and bool(self.remembered)
+        return self.blanked
+
+    def opening(self, first: str) -> str | None:
+        """Read the text before the first job entry (the declaration, the root, what the
+        sections hold up to it); the queue instance the first entry is in (None outside one)."""
+        m = _XML_DECLARATION.match(first)
+        m = _ROOT_OPEN.match(first, m.end() if m else 0)
+        if m is None:
+            raise _Decline
+        return self.between(first, m.end())
+
+    def keep(
+        self,
+        memo: QstatMemo,
+        zone: tuple[object, ...],
+        made: dict[tuple[str, str | None], dict[str, _Made]],
+        plain: dict[tuple[str, str | None], dict[str, _Made]],
+    ) -> None:
+        """Keep this document's pieces for the next read: by their text without their priority
+        when many priorities moved (``REPRIORITIZED_AFTER``), else by their text. ``made``: as
+        the memo kept them (blanked or not); ``plain``: by their text, read from a blanked memo
+        while few moved."""
+        memo.zone, memo.blanked = zone, self.moves > REPRIORITIZED_AFTER
+        if memo.blanked == self.blanked:
+            memo.pieces = made
+        elif self.blanked:  # few moved: kept by their text again
+            memo.pieces = plain
+        else:  # many moved: kept by their text without their priority from now
+            memo.pieces = {at: _by_text_without_priority(pieces) for at, pieces in made.items()}
+
+    def blanked_piece(self, whole: str, start: int, end: int, known: dict[str, _Made]) -> tuple[str, _Made | None]:
+        """The key in a blanked memo of the piece ``whole[start:end]`` (``_without_priority``) and
+        what the remembered piece of that key makes of it (``_reprioritized``); None when there
+        is none."""
+        key, head, tail = _without_priority(whole, start, end)
+        done = known.pop(key, None)
+        if done is None or head < 0:
+            return key, done
+        return key, _reprioritized(done, whole[head:tail], self)
+
+    def unknown(self, text: str, place: str, queue: str | None, count: int) -> _Made:
         """What a piece not found in the memo makes (the ``count``-th of the document): when
-        most pieces so far were not found, the priorities moved, and it is looked up without
-        its priority (``_Reprioritized``); else, or if not found so either, it is read."""
+        most pieces so far were not found by their text, the priorities moved, and it is looked
+        up without its priority (``_Reprioritized``); else, or if not found so either (or
+        already looked up so in a blanked memo), it is read."""
         self.misses += 1
         if (
             self.moved_prios is None
+            and not self.blanked
             and self.remembered
             and self.misses > REPRIORITIZED_AFTER
             and self.misses * 10 > count
@@ -1140,6 +1259,8 @@ class _QuickReader:
         """Takes in a piece that moves the reader (its job, its queue instances); where the
         reader then stands."""
         (self.late if piece.late else self.jobs).append(piece.job)
+        if piece.priority is not None:
+            self.priorities.append((piece.job, piece.priority))
         self.queues.extend(piece.queues)
         return piece.place, piece.queue
 
@@ -1667,7 +1788,7 @@ def join_snapshot(qstat: QstatResult, hosts: Iterable[Host], now: float) -> Snap
         for q in h.queues:
             merged.setdefault(q.queue, q)
         joined.append(Host(h.name, tuple(merged.values()), h.num_proc, h.load))
-    return Snapshot(now=now, jobs=qstat.jobs, hosts=tuple(joined))
+    return Snapshot(now=now, jobs=qstat.jobs, hosts=tuple(joined), moved_priorities=qstat.moved_priorities)
 
 
 def check_agree(qstat: QstatResult, hosts: Sequence[Host]) -> None:
