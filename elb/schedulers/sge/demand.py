@@ -836,7 +836,7 @@ class _Memo:
         groups a job leaves have it or not."""
         try:
             return frozenset(i for i, _ in self.everyone if self._short(i, request, least) is not None)
-        except Exception:
+        except ValueError:  # DemandError, or a value the complex's type does not take
             return None
 
     def _unmet_reason(self, request: _Request, least: int, left: _Left) -> str:
