@@ -153,18 +153,33 @@ def slurmd_log(node: str) -> str:
     return f"\n--- {node} (podman exec, exit {proc.returncode}):\n{proc.stdout}{proc.stderr}"
 
 
+def flags(node: str) -> set[str]:
+    """The node's state and flags as sinfo shows them (``idle+cloud+powered_down``)."""
+    return set(sinfo_states()[node].split("+"))
+
+
+def powered_down(node: str) -> bool:
+    """Slurm shows the node powered down and done powering down (its ``SuspendTimeout`` over): a
+    job pinned to it that is submitted now makes Slurm ask for it at once. One submitted while it
+    powers down waits for a later scheduling pass of Slurm's: about 13 s more here."""
+    state = flags(node)
+    return "powered_down" in state and "powering_down" not in state
+
+
 def release_held_names() -> None:
     """Undrain the cloud nodes an elb of a test held from Slurm's asks (reason ``elb: held: ...``),
     so that the next test's Slurm may ask for any of them before its elb's first pass."""
     held = sorted(n for n, why in sinfo_reasons().items() if why.startswith("elb: held"))
     if held:
-        subprocess.run(
-            ["scontrol", "update", f"nodename={','.join(held)}", "state=UNDRAIN"],
-            env={**os.environ, **slurm.env()},
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
+        scontrol_update(f"nodename={','.join(held)}", "state=UNDRAIN")
+
+
+def scontrol_update(*what: str) -> None:
+    """``scontrol update WHAT...`` on this controller, as an admin would; what it says is not
+    read (the tests check the state it leaves)."""
+    subprocess.run(
+        ["scontrol", "update", *what], env={**os.environ, **slurm.env()}, capture_output=True, timeout=60, check=False
+    )
 
 
 def start_requeued_now(*select: str) -> list[str]:
@@ -186,13 +201,7 @@ def start_requeued_now(*select: str) -> list[str]:
     lines = (line.partition(" ") for line in shown.stdout.splitlines())
     held = [job for job, _, reason in lines if reason.strip() == "BeginTime"]
     for job in held:
-        subprocess.run(
-            ["scontrol", "update", f"jobid={job}", "StartTime=now"],
-            env=env,
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
+        scontrol_update(f"jobid={job}", "StartTime=now")
     return held
 
 
@@ -213,13 +222,7 @@ def remove_left_workers(tc: TestCluster) -> None:
             tc.run_playbook("slurm_remove_node.yml", old_nodes=old)
     finally:
         tc.cloud().terminate([w.instance_id for w in left])
-        subprocess.run(
-            ["scontrol", "update", f"nodename={','.join(w.name for w in left)}", "state=POWER_DOWN_FORCE"],
-            env={**os.environ, **slurm.env()},
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
+        scontrol_update(f"nodename={','.join(w.name for w in left)}", "state=POWER_DOWN_FORCE")
 
 
 def job_host(job: str) -> str | None:
