@@ -47,8 +47,10 @@ from elbdev.testcluster import slurm
 from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.slurm_support import (
     HOME,
+    flags,
     job_done,
     job_host,
+    powered_down,
     remove_left_workers,
     sbatch,
     sinfo_reasons,
@@ -136,19 +138,6 @@ def scontrol_show(kind: str, name: str) -> dict[str, str]:
         ["scontrol", "show", "-o", kind, name], env=slurm_env(), capture_output=True, text=True, timeout=60, check=True
     )
     return dict(word.split("=", 1) for word in proc.stdout.split() if "=" in word)
-
-
-def flags(node: str) -> set[str]:
-    """The node's state and flags as sinfo shows them (``idle+cloud+powered_down``)."""
-    return set(sinfo_states()[node].split("+"))
-
-
-def powered_down(node: str) -> bool:
-    """Slurm shows the node powered down and done powering down (its ``SuspendTimeout`` over): a
-    job pinned to it that is submitted now makes Slurm ask for it at once. One submitted while it
-    powers down waits for a later scheduling pass of Slurm's: about 13 s more here."""
-    state = flags(node)
-    return "powered_down" in state and "powering_down" not in state
 
 
 def drained(node: str) -> bool:

@@ -40,11 +40,13 @@ from elb.service.daemon import Balancer
 from elbdev.testcluster import faults as F
 from elbdev.testcluster import slurm
 from elbdev.testcluster.cluster import TestCluster
+from tests.cluster.helpers import wait_for
 from tests.cluster.slurm_support import (
     controller,
     job_done,
     job_host,
     passes_until,
+    powered_down,
     remove_left_workers,
     sbatch,
     sinfo_states,
@@ -436,6 +438,13 @@ def test_names_elb_reopened_before_the_controller_restarts_are_asked_for_after_i
     # minutes: every job pending (ReqNodeNotAvail, UnavailableNodes: every node), no node asked for.
     cfg = slurm_config(tmp_path)
     tc = controller
+    # What is tested is what the restart makes of powered-down names: a node the test before left
+    # up was powered down by its clean-up, and Slurm shows it powering down for SuspendTimeout.
+    wait_for(
+        "Slurm to be done powering node001 and node002 down",
+        lambda: powered_down("node001") and powered_down("node002"),
+        timeout=slurm.SUSPEND_TIMEOUT + 60,
+    )
     bal = slurm_balancer(cfg)
     try:
         bal.run_pass()  # names past max_nodes (2) held, node001 and node002 left open
