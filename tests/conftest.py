@@ -82,13 +82,16 @@ def testcluster(_cluster_lock: None) -> Iterator[object]:
 @pytest.fixture(autouse=True)
 def _leftover_workers(request: pytest.FixtureRequest) -> Iterator[None]:
     """After a test on the test cluster, workers it left (a test that failed half way) are removed
-    from the cluster and terminated, so the next test does not find, and adopt, a stranger's node."""
+    from the cluster and terminated, so the next test does not find, and adopt, a stranger's node;
+    the names its elb gave are noted, never given again this session (tests/cluster/names.py)."""
     yield
     if "testcluster" not in request.fixturenames:
         return
     from elbdev.testcluster._run import TestClusterError
     from elbdev.testcluster.cluster import TestCluster
+    from tests.cluster.names import note_used
 
+    note_used()  # the names the test's elb gave, never given again this session
     tc = request.getfixturevalue("testcluster")
     assert isinstance(tc, TestCluster)
     left = tc.workers()

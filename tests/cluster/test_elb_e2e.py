@@ -31,6 +31,7 @@ from elb.service.passrecord import PassResult
 from elbdev.testcluster import constants as C
 from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state, written
+from tests.cluster.names import start_after_used
 
 pytestmark = pytest.mark.cluster
 
@@ -43,7 +44,8 @@ hostname > "$HOME/e2e/$JOB_ID.host"
 
 
 def e2e_config(tmp: Path, **policy: object) -> Config:
-    return parse_config(
+    """elb's config for the test cluster, its journal starting after the session's names."""
+    cfg = parse_config(
         {
             "poll_interval": 2,
             "state_dir": str(tmp / "state"),
@@ -58,6 +60,8 @@ def e2e_config(tmp: Path, **policy: object) -> Config:
             "provision": {"private_data_dir": str(tmp / "ansible"), "ssh_private_key": str(C.SSH_KEY), "timeout": 600},
         }
     )
+    start_after_used(cfg.journal_path)
+    return cfg
 
 
 def balancer(cfg: Config) -> Balancer:
@@ -122,7 +126,9 @@ def sge_messages(bal: Balancer, lines: int = 40) -> str:
 
 def test_dry_run_on_the_real_master_prints_snapshot_and_plan(testcluster: TestCluster, tmp_path: Path) -> None:
     cfg_file = tmp_path / "elb.yml"
-    cfg_file.write_text(yaml.safe_dump(e2e_config(tmp_path).model_dump(mode="json")))
+    data = e2e_config(tmp_path).model_dump(mode="json")
+    data["state_dir"] = str(tmp_path / "dry")  # e2e_config wrote its own journal; a dry run writes none
+    cfg_file.write_text(yaml.safe_dump(data))
     home = Path("/home") / C.CLUSTER_USER / "e2e"
     testcluster.master_run(["mkdir", "-p", str(home)], user=C.CLUSTER_USER)
     jid = testcluster.submit(JOB, "-N", "dryrun")
@@ -142,7 +148,7 @@ def test_dry_run_on_the_real_master_prints_snapshot_and_plan(testcluster: TestCl
         assert "add 1 (node" in proc.stdout
         assert "  the cloud's workers: 0 listed (read only)\n" in proc.stdout  # podman's containers, read
         assert testcluster.workers() == []  # nothing launched
-        assert not (tmp_path / "state" / "journal.sqlite").exists()  # nothing written
+        assert not (tmp_path / "dry" / "journal.sqlite").exists()  # nothing written
     finally:
         testcluster.master_run(["qdel", jid], check=False)
 

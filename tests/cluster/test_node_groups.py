@@ -26,12 +26,11 @@ from elb.service.passrecord import PassResult
 from elbdev.testcluster import constants as C
 from elbdev.testcluster.cluster import TestCluster
 from tests.cluster.helpers import cluster_state, written
+from tests.cluster.names import note_used, start_after_used
 from tests.cluster.test_elb_e2e import balancer, passes_until
-from tests.faults.support import start_names_after
 
 pytestmark = pytest.mark.cluster
 
-FIRST_NAME = 301  # node301, node302: a range of this test's own
 BIGMEM = "bigmem              bm         INT         <=      YES         YES        0        0\n"
 JOB = """#!/bin/sh
 #$ -S /bin/sh
@@ -83,9 +82,8 @@ def test_a_job_gets_a_node_of_the_group_that_offers_what_it_requests(testcluster
     tc.master_run(["mkdir", "-p", str(home)], user=C.CLUSTER_USER)
     raw = groups_config(tmp_path)
     cfg: Config = parse_config(raw)
-    # Names no other test of the session gives (elb's own never come back): a name the session
-    # used minutes before meets the qmaster's cache of it, and its registration waits (30-40 s).
-    start_names_after(cfg, FIRST_NAME - 1)
+    first = note_used() + 1  # the session's names go on (tests/cluster/names.py)
+    start_after_used(cfg.journal_path)
     cfg_file = tmp_path / "elb.yml"
     cfg_file.write_text(yaml.safe_dump(raw))
     bal = balancer(cfg)
@@ -100,8 +98,8 @@ def test_a_job_gets_a_node_of_the_group_that_offers_what_it_requests(testcluster
         # Before any node: the dry run plans one node of each group and names the unservable job.
         plan = elb_json(cfg_file, "once", "--dry-run")
         assert plan["add"] == [
-            {"group": "small", "count": 1, "names": [f"node{FIRST_NAME:03d}"]},
-            {"group": "big", "count": 1, "names": [f"node{FIRST_NAME + 1:03d}"]},
+            {"group": "small", "count": 1, "names": [f"node{first:03d}"]},
+            {"group": "big", "count": 1, "names": [f"node{first + 1:03d}"]},
         ]
         assert [u["job_id"] for u in plan["unservable"]] == [int(never)]  # type: ignore[attr-defined]
         assert "bigmem=2" in plan["unservable"][0]["reason"]  # type: ignore[index]

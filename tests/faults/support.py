@@ -20,7 +20,6 @@ import yaml
 from elb.core.config import Config, parse_config
 from elb.core.interfaces import Cloud
 from elb.core.model import NodeState
-from elb.core.naming import node_number
 from elb.schedulers.sge.commands import SgeCommands
 from elb.schedulers.sge.config import sge_settings
 from elb.schedulers.sge.driver import GridEngine
@@ -31,6 +30,7 @@ from elb.service.passrecord import PassResult
 from elbdev.testcluster import constants as C
 from elbdev.testcluster.cluster import REPO_ROOT, TestCluster
 from tests.cluster.helpers import cluster_state, written
+from tests.cluster.names import note_used, start_after_used
 
 HOME = Path("/home") / C.CLUSTER_USER / "faults"
 NODE_NAME = re.compile(r"\bnode\d+\b")
@@ -49,39 +49,6 @@ def reset_job_outputs() -> None:
     shutil.rmtree(HOME, ignore_errors=True)
     HOME.mkdir(parents=True)
     os.chown(HOME, C.CLUSTER_UID, C.CLUSTER_UID)
-
-
-# The session's qmaster outlives each test's journal. elb never gives a name twice (its journal keeps
-# gone nodes), but a test's fresh journal would start again at node001, and a name given again within
-# a minute or two to a container with another address meets the qmaster's cached address for it: the
-# new execd is refused and the add play fails (seen once in CI, when two nodes launched together got
-# each other's former addresses). So each test's journal starts after the highest name the session used.
-_highest_used = 0
-
-
-def start_names_after(cfg: Config, number: int) -> None:
-    """``cfg``'s fresh journal names its first node after ``number`` (a gone node of that number)."""
-    j = Journal(cfg.journal_path)
-    try:
-        name = f"{cfg.cluster.node_prefix}{number:0{cfg.cluster.node_digits}d}"
-        j.record(name, NodeState.TERMINATED, time.time(), detail="used earlier in this test session")
-    finally:
-        j.close()
-
-
-def _start_after_used_names(cfg: Config) -> None:
-    if _highest_used:
-        start_names_after(cfg, _highest_used)
-
-
-def _note_used_names(cfg: Config) -> None:
-    global _highest_used  # noqa: PLW0603 (one session-wide counter, by design)
-    j = Journal(cfg.journal_path)
-    try:
-        numbers = [node_number(n.name, cfg.cluster.node_prefix) for n in j.nodes(include_gone=True)]
-    finally:
-        j.close()
-    _highest_used = max([_highest_used, *(n for n in numbers if n is not None)])
 
 
 def race_offsets(
@@ -141,7 +108,7 @@ def fault_config(tmp: Path, *, boot_timeout: float = 25.0, **policy: object) -> 
             "backoff": {"initial": 5, "max": 60},
         }
     )
-    _start_after_used_names(cfg)
+    start_after_used(cfg.journal_path)
     return cfg
 
 
@@ -339,7 +306,7 @@ def job_hosts(job_ids: Sequence[str]) -> dict[str, str]:
 
 def clean_up(tc: TestCluster, cfg: Config, baseline: dict[str, object]) -> None:
     """After a test: no jobs; elb removes its nodes; whatever is left the test cluster removes."""
-    _note_used_names(cfg)
+    note_used()
     tc.master_run(["qdel", "-f", "-u", C.CLUSTER_USER], check=False)
     cfg = cfg.model_copy(update={"policy": cfg.policy.model_copy(update={"idle_time": 2.0, "min_nodes": 0})})
     bal = balancer(cfg)

@@ -30,8 +30,8 @@ from pathlib import Path
 import pytest
 
 from elbdev.testcluster.cluster import TestCluster
+from tests.cluster.names import note_used
 from tests.cluster.slurm_support import controller
-from tests.faults import support
 from tests.faults.soak import LEAN, Figures, Soak, clean_up, sge_soak_config, slurm_soak_config
 
 pytestmark = [pytest.mark.cluster, pytest.mark.faults]
@@ -62,7 +62,7 @@ def test_soak_sge(testcluster: TestCluster) -> None:
     try:
         fig = soak.run()
     finally:
-        support._note_used_names(cfg)
+        note_used()
         clean_up(testcluster, "sge")
     assert_zeros(fig)
     shutil.rmtree(work, ignore_errors=True)

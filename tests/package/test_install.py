@@ -28,6 +28,7 @@ import yaml
 
 from elbdev.testcluster import constants as C
 from tests.cluster.helpers import cluster_state, job_state, wait_for
+from tests.cluster.names import start_after_used
 
 from .conftest import REPO
 
@@ -237,6 +238,7 @@ def test_the_installed_elb_on_the_test_cluster(venv: Venv, testcluster: TestClus
         ),
         encoding="utf-8",
     )
+    start_after_used(venv.work / "cstate" / "journal.sqlite")  # the session's names go on
     sge = {**C.SGE_ENV, "PATH": f"{venv.env['PATH']}{os.pathsep}/usr/bin:/bin:/usr/sbin:/sbin"}
 
     def elb(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
