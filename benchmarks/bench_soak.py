@@ -42,7 +42,7 @@ if str(REPO) not in sys.path:
 from elbdev.testcluster import constants as C  # noqa: E402
 from elbdev.testcluster import slurm  # noqa: E402
 from elbdev.testcluster.cluster import TestCluster  # noqa: E402
-from tests.faults import support  # noqa: E402
+from tests.cluster.names import note_used  # noqa: E402
 from tests.faults.soak import Figures, Soak, clean_up, sge_soak_config, slurm_soak_config  # noqa: E402
 
 RESULTS = REPO / "docs" / "results" / "soak.json"
@@ -119,8 +119,7 @@ def run_scheduler(tc: TestCluster, scheduler: str, minutes: float, seed: int, ba
         try:
             fig: Figures = soak.run()
         finally:
-            if scheduler == "sge":
-                support._note_used_names(cfg)
+            note_used()
             clean_up(tc, scheduler)
         print(fig.line(), flush=True)
         out["faulted" if faults else "fault_free"] = json.loads(fig.line().removeprefix("FIGURES "))

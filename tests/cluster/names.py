@@ -75,3 +75,11 @@ def start_after_used(journal_path: Path) -> None:
         start_names_after(journal_path, highest)
     if journal_path not in _journals:
         _journals.append(journal_path)
+
+
+def reserve(number: int) -> None:
+    """Raise the counter to at least ``number``: names up to it are another's (Slurm's
+    ``node001``-``node008`` while Slurm's soak runs beside Grid Engine's)."""
+    if number > note_used():
+        C.RUN_DIR.mkdir(parents=True, exist_ok=True)
+        LAST_NODE.write_text(f"{PREFIX}{number:0{DIGITS}d}\n")

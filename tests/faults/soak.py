@@ -410,6 +410,13 @@ class Soak:
     # Let a job Slurm requeued off a killed node start at once, not after the 120 s it holds such
     # a job for (``start_requeued_now``): the lean run's, whose length is that wait otherwise.
     hurry_requeued: bool = False
+    # The jobs' files (each task's start and done lines): a directory of the run's own, so that
+    # two soaks can run at once.
+    home: Path = HOME
+    # Whether ``run`` compares the master (SGE, /etc/hosts, the exports) with how it was before
+    # the run (SGE only); off when another soak runs beside it: the caller compares once both are
+    # done (``check_master``).
+    master_check: bool = True
     drain_timeout: float = 600.0
     wind_down_timeout: float = 300.0
     say: Callable[[str], None] = print
@@ -432,7 +439,7 @@ class Soak:
     # ------------------------------------------------------------------ jobs
 
     def _script(self, sub: Submission) -> str:
-        return JOB.format(home=HOME, tag=sub.tag, seconds=sub.seconds)
+        return JOB.format(home=self.home, tag=sub.tag, seconds=sub.seconds)
 
     def submit(self, sub: Submission) -> None:
         script = self._script(sub)
@@ -466,7 +473,7 @@ class Soak:
             if proc.returncode != 0:
                 raise RuntimeError(f"squeue: {proc.stderr.strip()}")
             ids = proc.stdout.split()
-        if not ids and any(HOME.glob(f"{sub.tag}.*.start")):
+        if not ids and any(self.home.glob(f"{sub.tag}.*.start")):
             return "ran"  # it got in and ran already (its id no longer listed): nothing to cancel
         return ids[0] if ids else None
 
@@ -476,13 +483,14 @@ class Soak:
             return self.tc.submit(script, "-w", "n", "-N", sub.tag, "-o", "/dev/null", *extra)
         from elbdev.testcluster import slurm
 
-        path = HOME / "jobs" / f"{sub.tag}.sh"
+        path = self.home / "jobs" / f"{sub.tag}.sh"
         path.write_text(script)
         extra = {"array": [f"--array=1-{sub.tasks}"], "wide": ["-N", "2", "--ntasks-per-node=1"]}.get(sub.kind, [])
         proc = subprocess.run(
             ["runuser", "-u", C.CLUSTER_USER, "--", "sbatch", "--parsable", "-p", slurm.PARTITION, "-J", sub.tag,
              "-o", "/dev/null", *extra, str(path)],
-            env={**os.environ, **slurm.env()}, cwd=str(HOME), capture_output=True, text=True, timeout=60, check=False,
+            env={**os.environ, **slurm.env()}, cwd=str(self.home), capture_output=True, text=True, timeout=60,
+            check=False,
         )  # fmt: skip
         if proc.returncode != 0:
             raise RuntimeError(f"sbatch: {proc.stderr.strip()}")
@@ -500,9 +508,9 @@ class Soak:
     def _busy_hosts(self) -> dict[str, list[tuple[str, str]]]:
         """Host -> tasks started there (their last start) and not yet done."""
         out: dict[str, list[tuple[str, str]]] = {}
-        for start in HOME.glob("*.start"):
+        for start in self.home.glob("*.start"):
             base = start.name[: -len(".start")]
-            if (HOME / f"{base}.done").exists():
+            if (self.home / f"{base}.done").exists():
                 continue
             lines = _lines(start)
             if lines:
@@ -659,11 +667,11 @@ class Soak:
 
     def run(self) -> Figures:
         self.work.mkdir(parents=True, exist_ok=True)
-        HOME.mkdir(parents=True, exist_ok=True)
-        (HOME / "jobs").mkdir(exist_ok=True)
-        for p in (HOME, HOME / "jobs"):
+        self.home.mkdir(parents=True, exist_ok=True)
+        (self.home / "jobs").mkdir(exist_ok=True)
+        for p in (self.home, self.home / "jobs"):
             os.chown(p, C.CLUSTER_UID, C.CLUSTER_UID)
-        for old in HOME.glob("s*.*"):
+        for old in self.home.glob("s*.*"):
             old.unlink()
         F.write_control(self.control, {"scheduler": self.scheduler})
         self.delay_file.write_text("")
@@ -685,7 +693,7 @@ class Soak:
             f"soak {self.scheduler}: seed {self.seed}, {self.minutes:g} min, {len(subs)} jobs, "
             f"{len(sched)} faults: {[(f.at, f.kind) for f in sched]}; elb's log {elb.log}"
         )
-        baseline = cluster_state(self.tc) if self.scheduler == "sge" else None
+        baseline = cluster_state(self.tc) if self.scheduler == "sge" and self.master_check else None
         t0 = time.monotonic()
         started = time.time()
         elb.start()
@@ -706,15 +714,21 @@ class Soak:
                 rc = elb.stop()
             self.say(f"elb stopped (exit {rc})")
         fig = self._figures(subs, tasks, leaked, started, time.monotonic() - t0)
-        if baseline is not None:  # SGE, /etc/hosts and the exports as before the run (tests/faults/support.py)
-            j = Journal(self.cfg.journal_path)
-            try:
-                fig.disagreements = disagreements(self.tc, j, baseline)
-            finally:
-                j.close()
-            fig.leaked += [f"disagreement: {d}" for d in fig.disagreements]
-            fig.nodes_leaked = leaked_count(leaked, fig.disagreements)
+        if baseline is not None:
+            self.check_master(fig, baseline)
         return fig
+
+    def check_master(self, fig: Figures, baseline: dict[str, object]) -> None:
+        """SGE, /etc/hosts and the exports as they were before the run (``baseline``,
+        tests/faults/support.py): each disagreement counted as a leak."""
+        left = list(fig.leaked)  # the nodes left after the wind-down
+        j = Journal(self.cfg.journal_path)
+        try:
+            fig.disagreements = disagreements(self.tc, j, baseline)
+        finally:
+            j.close()
+        fig.leaked += [f"disagreement: {d}" for d in fig.disagreements]
+        fig.nodes_leaked = leaked_count(left, fig.disagreements)
 
     def _drain(self, tasks: list[tuple[str, str]], t0: float, elb: ElbProcess) -> None:
         """Wait for every task to end; tasks on nodes the soak killed that are still not done
@@ -726,7 +740,7 @@ class Soak:
                 if elb.proc is not None and elb.proc.poll() is not None:
                     self.say(f"elb exited ({elb.proc.returncode}); started again")
                     elb.start()
-            left = [t for t in tasks if not (HOME / f"{t[0]}.{t[1]}.done").exists()]
+            left = [t for t in tasks if not (self.home / f"{t[0]}.{t[1]}.done").exists()]
             on_killed = [t for t in left if t in self.released or self._last_run_killed(t)]
             if len(left) != last:
                 self.say(
@@ -742,7 +756,7 @@ class Soak:
 
     def _last_run_killed(self, task: tuple[str, str]) -> bool:
         """Whether the task's last run was on a node the soak killed (``on_killed_node``)."""
-        lines = _lines(HOME / f"{task[0]}.{task[1]}.start")
+        lines = _lines(self.home / f"{task[0]}.{task[1]}.start")
         return bool(lines) and on_killed_node(*lines[-1], self.killed_nodes)
 
     def _wind_down(self, elb: ElbProcess) -> list[str]:
@@ -796,8 +810,8 @@ class Soak:
         waited: list[tuple[float, str, float]] = []  # wait, task, submitted (seconds after the start)
         runs: dict[str, list[tuple[float, float | None]]] = {}  # host -> (start, end) of each task's run there
         for tag, task in tasks:
-            starts = _lines(HOME / f"{tag}.{task}.start")
-            done = _lines(HOME / f"{tag}.{task}.done")
+            starts = _lines(self.home / f"{tag}.{task}.start")
+            done = _lines(self.home / f"{tag}.{task}.done")
             name = f"{tag}.{task}"
             if starts:
                 waits.append(max(0.0, starts[0][1] - self.submitted_at[tag]))
