@@ -371,7 +371,8 @@ class PassInputs:
     notices: tuple[Notice, ...] = ()  # the cloud's notices since the last pass
     interrupted: tuple[tuple[int, int, bool], ...] = ()  # (job, spot interruptions, bound already)
     index: JoinIndex | None = None  # what the simulator keeps of the joined state (``elb.core.state.JoinIndex``)
-    change: JobsChange | None = None  # how the snapshot's jobs differ from the read before's (``SchedulerRead.change``)
+    # How the snapshot's jobs differ from the read before's (``SchedulerRead.change``; not compared).
+    change: JobsChange | None = field(default=None, compare=False, repr=False)
     # The budget's period so far and the rate spent now (``elb.core.spend.read_spend``), gathered with
     # the demand when ``policy.budget`` is set; None: no budget (launches are not paced).
     spend: Spend | None = None

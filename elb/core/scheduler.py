@@ -137,8 +137,8 @@ class SchedulerRead:
     # The names it may ask for next (a driver that ``HoldsNames``); None: not read.
     names: NamePool | None = None
     # How the snapshot's jobs differ from the driver's read before (``elb.core.state.JobsChange``);
-    # None: not known.
-    change: JobsChange | None = None
+    # None: not known. A hint of how the read was made, not part of what it read: not compared.
+    change: JobsChange | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

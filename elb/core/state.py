@@ -294,8 +294,8 @@ class JobsChange:
     both). A policy's view follows the change from its view of ``before``
     (``elb.core.policy.view.waiting_of``) instead of walking the two tuples side by side."""
 
-    before: tuple[Job, ...]
-    after: tuple[Job, ...]
+    before: tuple[Job, ...] = dataclasses.field(repr=False)  # (the queue's every job: not shown)
+    after: tuple[Job, ...] = dataclasses.field(repr=False)
     left: tuple[Job, ...]  # of ``before``, in its order
     came: tuple[Job, ...]  # of ``after``, in its order
 
@@ -336,7 +336,8 @@ class ClusterState:
     in_flight: frozenset[str] = frozenset()  # nodes an operation of elb runs on
     include_gone: bool = False  # ``nodes`` keeps the records of terminated and failed nodes
     index: JoinIndex | None = None  # what its producer keeps up to date (``JoinIndex``); None: scan
-    change: JobsChange | None = None  # the snapshot's jobs against the ones its producer read before
+    # The snapshot's jobs against the ones its producer read before (``JobsChange``).
+    change: JobsChange | None = dataclasses.field(default=None, repr=False)
 
     @cached
     def hosts(self) -> dict[str, Host]:

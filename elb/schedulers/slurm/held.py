@@ -16,7 +16,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate, chain, compress, count, repeat
 from operator import is_, itemgetter
 from typing import Any, Final, cast
@@ -87,7 +87,7 @@ class Columns:
     past: list[int]
     shared: set[int]
     distinct: list[set[int]]
-    change: JobsChange | None = None
+    change: JobsChange | None = field(default=None, compare=False, repr=False)
 
     def not_pending(self) -> tuple[Job, ...]:
         """The neutral jobs of the lines that are not pending (``others``), in their order: every
