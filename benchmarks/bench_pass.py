@@ -881,6 +881,7 @@ def slurm_pass(
         asks=read.asks,
         dropped=read.dropped,
         gone=read.gone,
+        change=read.change,
         scheduler=driver.name,
         cloud=cloud_settings(config),
     )

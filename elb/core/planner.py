@@ -48,7 +48,7 @@ from elb.core.policy.placement import width
 from elb.core.poolplan import PoolPlan, group_of, groups_of, plan_pool, pooled_hosts_left_out
 from elb.core.reconcile import Repair, RepairKind, repairs_of
 from elb.core.scheduler import Ask, Dropped, NamePool
-from elb.core.state import ClusterState, JoinIndex, join, worker_slots
+from elb.core.state import ClusterState, JobsChange, JoinIndex, join, worker_slots
 from elb.core.tagplan import GroupTag, TagRefusal, UntaggedWorker, describe_tags, untagged_workers
 
 RepairKey = tuple[RepairKind, str]  # a repair of one kind on one node
@@ -371,6 +371,8 @@ class PassInputs:
     notices: tuple[Notice, ...] = ()  # the cloud's notices since the last pass
     interrupted: tuple[tuple[int, int, bool], ...] = ()  # (job, spot interruptions, bound already)
     index: JoinIndex | None = None  # what the simulator keeps of the joined state (``elb.core.state.JoinIndex``)
+    # How the snapshot's jobs differ from the read before's (``SchedulerRead.change``; not compared).
+    change: JobsChange | None = field(default=None, compare=False, repr=False)
     # The budget's period so far and the rate spent now (``elb.core.spend.read_spend``), gathered with
     # the demand when ``policy.budget`` is set; None: no budget (launches are not paced).
     spend: Spend | None = None
@@ -935,6 +937,7 @@ def cluster_state(inputs: PassInputs, now: float) -> ClusterState:
         include_gone=True,
         now=now,
         index=inputs.index,
+        change=inputs.change,
     )
 
 

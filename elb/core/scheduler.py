@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from elb.core.demand import DemandSplit
     from elb.core.groups import NodeGroups
     from elb.core.interfaces import NodeSpec
+    from elb.core.state import JobsChange
 
 
 class SchedulerError(Exception):
@@ -135,6 +136,9 @@ class SchedulerRead:
     gone: Mapping[str, str] = field(default_factory=dict)
     # The names it may ask for next (a driver that ``HoldsNames``); None: not read.
     names: NamePool | None = None
+    # How the snapshot's jobs differ from the driver's read before (``elb.core.state.JobsChange``);
+    # None: not known. A hint of how the read was made, not part of what it read: not compared.
+    change: JobsChange | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

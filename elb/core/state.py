@@ -286,6 +286,22 @@ POOLED = frozenset({NodeState.STOPPING, NodeState.STOPPED})
 
 @quick_init
 @dataclass(frozen=True, slots=True)
+class JobsChange:
+    """How a snapshot's jobs (``after``) differ from the jobs its producer read before
+    (``before``), as the producer knows it without comparing them (Slurm's read: the squeue
+    lines it took in place from the read before's): ``after`` is ``before`` without the jobs
+    ``left`` and with the jobs that ``came``, each the very objects (a job that moved is in
+    both). A policy's view follows the change from its view of ``before``
+    (``elb.core.policy.view.waiting_of``) instead of walking the two tuples side by side."""
+
+    before: tuple[Job, ...] = dataclasses.field(repr=False)  # (the queue's every job: not shown)
+    after: tuple[Job, ...] = dataclasses.field(repr=False)
+    left: tuple[Job, ...]  # of ``before``, in its order
+    came: tuple[Job, ...]  # of ``after``, in its order
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
 class JoinIndex:
     """What a producer that keeps the joined state up to date event by event (the simulator)
     knows of it without a scan: the records that may need a repair (every other is ``steady``),
@@ -320,6 +336,8 @@ class ClusterState:
     in_flight: frozenset[str] = frozenset()  # nodes an operation of elb runs on
     include_gone: bool = False  # ``nodes`` keeps the records of terminated and failed nodes
     index: JoinIndex | None = None  # what its producer keeps up to date (``JoinIndex``); None: scan
+    # The snapshot's jobs against the ones its producer read before (``JobsChange``).
+    change: JobsChange | None = dataclasses.field(default=None, repr=False)
 
     @cached
     def hosts(self) -> dict[str, Host]:
@@ -485,10 +503,12 @@ def join(
     include_gone: bool = False,
     now: float | None = None,
     index: JoinIndex | None = None,
+    change: JobsChange | None = None,
 ) -> ClusterState:
     """The journal's live records (and the gone ones when asked: ``elb nodes --all``) joined with
     their instances and the scheduler's hosts and jobs, at ``now`` (the snapshot's time unless
-    given). With an ``index``, its producer hands only instances that are not gone."""
+    given). With an ``index``, its producer hands only instances that are not gone; ``change``:
+    how the snapshot's jobs differ from the ones its producer read before (``JobsChange``)."""
     at = snapshot.now if now is None else now
     present = (
         tuple(instances)
@@ -496,4 +516,4 @@ def join(
         else tuple(i for i in instances if instance_state(i.state) is not InstanceState.GONE)
     )
     kept = records if isinstance(records, tuple) else tuple(records)  # a producer's tuple kept as is (its identity)
-    return ClusterState(snapshot, kept, at, present, frozenset(in_flight), include_gone, index)
+    return ClusterState(snapshot, kept, at, present, frozenset(in_flight), include_gone, index, change)

@@ -306,6 +306,7 @@ class Balancer:
             dropped=read.dropped,
             gone=read.gone,
             names=read.names,
+            change=read.change,
             notices=tuple(notices),
             interrupted=tuple(self.journal.interrupted_jobs()),
             scheduler=self.scheduler.name,

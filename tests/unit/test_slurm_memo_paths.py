@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from elb.core import state
 from elb.core.config import Config, parse_config
 from elb.core.demand import NotDemand
-from elb.core.model import JobPhase, Node, NodeState
+from elb.core.model import Job, JobPhase, Node, NodeState
+from elb.core.policy.view import Waiting, waiting_of
 from elb.core.state import jobs_started_on, started_on
 from elb.schedulers.slurm.commands import SlurmRead
 from elb.schedulers.slurm.driver import Slurm
@@ -258,6 +259,39 @@ def test_the_jobs_started_on_each_host_a_read_gives_are_a_scans_of_its_jobs(read
         kept = state._LAST_STARTED.pair
         assert kept is not None and kept[0] is snap.jobs
         assert jobs_started_on(snap.jobs) == {h: tuple(js) for h, js in started_on(snap.jobs).items()}
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts())
+def test_the_change_a_read_hands_over_takes_the_read_befores_jobs_to_its_own(reads: list[str]) -> None:
+    """Each read of the driver that carried its lines from the read before's hands over how its
+    jobs differ from that read's (``SchedulerRead.change``): the jobs of the read before less
+    those that left, with those that came, are its jobs (each the very object, as many times),
+    and the waiting jobs a view follows from it are a fresh view's; a read with its lines made
+    anew (a blank line, the first) hands none."""
+    cfg = _slurm_config()
+    records = (Node("node001", NodeState.READY, 1.0, slots=4),)
+    driver = Slurm(cfg, NoAsks(), Answers(reads))  # type: ignore[arg-type]
+    before: tuple[Job, ...] | None = None
+    last: Waiting | None = None
+    for i, text in enumerate([*reads, reads[-1]]):
+        now = 7.0 + i
+        read = driver.read(records, now)
+        jobs = read.snapshot.jobs
+        change = read.change
+        if before is None or "\n\n" in text or not text.endswith("\n"):
+            assert change is None or change.before is before
+        if change is not None:
+            assert change.before is before and change.after is jobs
+            count = Counter(map(id, change.before))
+            count.subtract(map(id, change.left))
+            count.update(map(id, change.came))
+            assert +count == Counter(map(id, jobs))
+        last = waiting_of(jobs, now, last, change)
+        fresh = waiting_of(jobs, now)
+        assert list(map(id, last.pending)) == list(map(id, fresh.pending))
+        assert (last.slots, last.plain) == (fresh.slots, fresh.plain)
+        before = jobs
 
 
 _ARRAY = re.compile(r"^(\d+)(?:_(.*))?$")

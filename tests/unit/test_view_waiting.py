@@ -1,11 +1,13 @@
 """The waiting jobs of a view worked out from the last snapshot's (``elb.core.policy.view.waiting_of``
 with ``last``) are the very jobs, in the very order, with the same totals, that a view of the
 snapshot alone has: whatever left, came, moved, is there twice, ties, or has no submission
-time, slot or task."""
+time, slot or task; and so are they when the snapshot's producer hands over which jobs left
+and came (``elb.core.state.JobsChange``), in place of the walk that finds them."""
 
 from __future__ import annotations
 
 import random
+from difflib import SequenceMatcher
 
 import pytest
 from hypothesis import given, settings
@@ -14,7 +16,7 @@ from hypothesis import strategies as st
 import elb.core.policy.view as view_module
 from elb.core.model import Job, JobPhase
 from elb.core.policy.view import ClusterView, ViewCache, Waiting, cluster_view, waiting_of
-from elb.core.state import join
+from elb.core.state import JobsChange, join
 from tests.unit.factories import T0, snap
 
 
@@ -86,8 +88,8 @@ def test_most_orders_of_those_examples_come_from_the_last_one(monkeypatch: pytes
     made: list[bool] = []
     since = view_module._since
 
-    def counted(jobs: tuple[Job, ...], last: Waiting) -> Waiting | None:
-        found = since(jobs, last)
+    def counted(jobs: tuple[Job, ...], last: Waiting, change: JobsChange | None = None) -> Waiting | None:
+        found = since(jobs, last, change)
         made.append(found is not None)
         return found
 
@@ -171,3 +173,77 @@ def test_a_stretch_of_entries_replaced_by_as_many_is_worked_out_from_the_last_or
         assert got is not None
         _same(got, _fresh(tuple(jobs), T0 + k))
         last = got
+
+
+def _change(old: tuple[Job, ...], new: tuple[Job, ...]) -> JobsChange:
+    """How ``new`` differs from ``old`` as a producer that knows it hands it over: the jobs of
+    each outside the stretches of the very same objects the two share (difflib's matching
+    blocks, by identity), in their order."""
+    blocks = SequenceMatcher(None, list(map(id, old)), list(map(id, new)), autojunk=False).get_matching_blocks()
+    left: list[Job] = []
+    came: list[Job] = []
+    i = j = 0
+    for a, b, size in blocks:
+        left += old[i:a]
+        came += new[j:b]
+        i, j = a + size, b + size
+    return JobsChange(old, new, tuple(left), tuple(came))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32), st.integers(0, 1200), st.booleans(), st.sampled_from([0.0, 0.0, 0.001, 0.05]))
+def test_the_order_from_the_change_handed_over_is_the_order_of_a_sort(
+    seed: int, size: int, plain: bool, timeless: float
+) -> None:
+    """Each snapshot's waiting jobs from the last one's and the change handed over (at times a
+    change of another snapshot, or none: then found by the walk) are a fresh view's."""
+    rng = random.Random(seed)
+    jobs = [_job(n, rng, plain=plain, timeless=timeless) for n in range(size)]
+    pool = list(jobs)
+    first = tuple(jobs)
+    last = waiting_of(first, T0, None, _change((), first))  # (a cold view: no order to follow)
+    _same(last, _fresh(first, T0))
+    for k in range(1, 6):
+        jobs = _next(jobs, pool, rng, k, timeless)
+        pool += jobs[-3:]
+        now, new = T0 + k, tuple(jobs)
+        change = _change(last.jobs, new)
+        if rng.random() < 0.2:  # a change against another read than the view's last
+            change = _change(tuple(pool[: len(pool) // 2]), new)
+        got = waiting_of(new, now, last, change)
+        _same(got, _fresh(new, now))
+        last = got
+
+
+def test_a_change_of_the_last_snapshot_takes_the_place_of_the_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the change of the view's last jobs handed over, the two tuples are not walked; with a
+    change of other jobs, or none, they are."""
+    walked: list[int] = []
+    walk = view_module._changes
+
+    def counted(new: tuple[Job, ...], old: tuple[Job, ...]) -> tuple[list[Job], list[Job]] | None:
+        walked.append(len(new))
+        return walk(new, old)
+
+    monkeypatch.setattr(view_module, "_changes", counted)
+    rng = random.Random(17)
+    jobs = tuple(j for j in (_job(n, rng) for n in range(3000)) if j.submitted is not None)
+    last = waiting_of(jobs, T0)
+    new = (*jobs[40:1500], *(_job(10_000 + n, rng) for n in range(30)), *jobs[1500:])
+    new = tuple(j for j in new if j.submitted is not None)
+    got = waiting_of(new, T0 + 1, last, _change(jobs, new))
+    assert walked == []
+    assert got.pending is not last.pending
+    _same(got, _fresh(new, T0 + 1))
+    for other in (None, _change(jobs[1:], new), _change(jobs, tuple(list(new)))):
+        _same(waiting_of(new, T0 + 1, last, other), _fresh(new, T0 + 1))
+    assert len(walked) == 3  # (the last change's jobs are equal to the snapshot's, not the very tuple)
+
+
+def test_a_change_of_more_than_a_quarter_of_the_jobs_is_sorted_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(19)
+    jobs = tuple(j for j in (_job(n, rng) for n in range(400)) if j.submitted is not None)
+    last = waiting_of(jobs, T0)
+    new = jobs[150:]
+    monkeypatch.setattr(view_module, "_without", None)  # (not called: sorted anew)
+    _same(waiting_of(new, T0 + 1, last, _change(jobs, new)), _fresh(new, T0 + 1))

@@ -19,7 +19,7 @@ from typing import TypeVar
 from elb.core.frozen import quick_init
 from elb.core.model import NO_FLAGS, Host, Job, JobPhase, Node, NodeState
 from elb.core.naming import next_names
-from elb.core.state import ClusterState, idle_since, is_busy, serves, worker_names
+from elb.core.state import ClusterState, JobsChange, idle_since, is_busy, serves, worker_names
 
 _ALIVE = frozenset(s for s in NodeState if s.alive)
 _WAITING = JobPhase.WAITING  # a job the policy plans for (``Job.is_pending``)
@@ -304,17 +304,21 @@ SEEK_JOBS = 4_096  # how far on in either snapshot a job out of place is looked 
 _WINDOWS = (8, 64, 512, SEEK_JOBS)  # the stretches looked through for it, in turn
 
 
-def waiting_of(jobs: tuple[Job, ...], now: float, last: Waiting | None = None) -> Waiting:
+def waiting_of(
+    jobs: tuple[Job, ...], now: float, last: Waiting | None = None, change: JobsChange | None = None
+) -> Waiting:
     """The waiting jobs of ``jobs`` in the view's order, and their totals. ``last``: those of an
     earlier snapshot (another tuple of jobs, read at another time): when most of the jobs are
     the very same objects in the same order, the order is the last one's less the waiting jobs
     that left, with the new ones put in their places (``_since``): the order the sort gives (a
     job without a submission time, or a new job whose place among the others ties, is sorted
-    anew with them all)."""
+    anew with them all). ``change``: how ``jobs`` differ from the jobs their producer read
+    before; when those are ``last``'s, the jobs that left and came are its, and the two tuples
+    are not walked (``_changes``)."""
     if last is not None and not last.timeless and type(jobs) is tuple and type(last.jobs) is tuple:
         if jobs is last.jobs:
             return last
-        found = _since(jobs, last)
+        found = _since(jobs, last, change)
         if found is not None:
             return found
     pending = [j for j in jobs if j.phase is _WAITING]  # Job.is_pending
@@ -402,12 +406,27 @@ def _changes(new: tuple[Job, ...], old: tuple[Job, ...]) -> tuple[list[Job], lis
     return (removed, added) if len(removed) + len(added) <= most else None
 
 
-def _since(jobs: tuple[Job, ...], last: Waiting) -> Waiting | None:
+def _given(
+    change: JobsChange, new: tuple[Job, ...], old: tuple[Job, ...]
+) -> tuple[Sequence[Job], Sequence[Job]] | None:
+    """What ``_changes(new, old)`` answers, from ``change`` (``change.after`` is ``new`` and its
+    ``before`` ``old``): the jobs that left and came, or None when more than ``len(new) //
+    CHANGED_MOST`` did (the bound of the walk's answer)."""
+    if len(change.left) + len(change.came) > len(new) // CHANGED_MOST:
+        return None
+    return change.left, change.came
+
+
+def _since(jobs: tuple[Job, ...], last: Waiting, change: JobsChange | None = None) -> Waiting | None:
     """``waiting_of(jobs)`` from ``last``'s (see there), or None when it is sorted anew: more
     than a quarter of the jobs changed, a new waiting job has no submission time or ties with
     another (its place among them is its place in ``jobs``), a job that left is there twice, or
-    a job had no slot or no task (``pending_plain``)."""
-    changes = _changes(jobs, last.jobs)
+    a job had no slot or no task (``pending_plain``). ``change``: the jobs that left and came,
+    taken when it is of ``last``'s jobs and ``jobs`` (else they are found by ``_changes``)."""
+    if change is not None and change.after is jobs and change.before is last.jobs:
+        changes = _given(change, jobs, last.jobs)
+    else:
+        changes = _changes(jobs, last.jobs)
     if changes is None or not last.plain:
         return None
     removed = [j for j in changes[0] if j.phase is _WAITING]
@@ -526,7 +545,7 @@ class ViewCache:
             and not self._timeless
         ):
             return old if old.now == now else replace(old, now=now)
-        waiting = waiting_of(state.snapshot.jobs, now, self._waiting)
+        waiting = waiting_of(state.snapshot.jobs, now, self._waiting, state.change)
         view = cluster_view(state, master, slots_per_node, reuse=self._workers, waiting=waiting)
         self._workers = {w.name: w for w in view.workers}
         self._key, self._view, self._waiting = key, view, waiting

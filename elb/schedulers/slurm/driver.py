@@ -372,7 +372,8 @@ class Slurm:
             now=now,
         )
         names = name_pool(read, records, partition_groups)
-        return SchedulerRead(snap, kept, dropped, gone, names)
+        change = parts.change if parts.change is not None and parts.change.after is snap.jobs else None
+        return SchedulerRead(snap, kept, dropped, gone, names, change)
 
     def resume_timeout(self) -> float | None:
         """Slurm's ``ResumeTimeout``, read once (None: it could not be read; no ask is dropped for its age)."""

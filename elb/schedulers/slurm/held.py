@@ -16,7 +16,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate, chain, compress, count, repeat
 from operator import is_, itemgetter
 from typing import Any, Final, cast
@@ -24,6 +24,7 @@ from typing import Any, Final, cast
 from elb.core.demand import NotDemand
 from elb.core.frozen import maker
 from elb.core.model import Job, JobPhase
+from elb.core.state import JobsChange
 from elb.schedulers.slurm.aligned import Span, Stretch, carried, carried_indices, spans, within
 from elb.schedulers.slurm.parse import SlurmJob, Splice, not_demand_reason
 from elb.schedulers.slurm.view import Made, flat, made_of, pending_job
@@ -74,7 +75,9 @@ class Columns:
     (``shared``). Made of the lines (``columns``), or carried from the read before's by the
     stretches of lines the read took in place (``carried_columns``): the same. ``distinct``: the
     pending lines' numbers when none is shared, for the next read's columns to carry (the one
-    carry takes it out; empty: made anew)."""
+    carry takes it out; empty: made anew). ``change``: the jobs against the read before's, when
+    carried (``JobsChange``: the jobs of its lines not taken in place left, those of the lines
+    read anew came)."""
 
     lines: Sequence[Line]
     jobs: tuple[Job, ...]
@@ -84,6 +87,7 @@ class Columns:
     past: list[int]
     shared: set[int]
     distinct: list[set[int]]
+    change: JobsChange | None = field(default=None, compare=False, repr=False)
 
     def not_pending(self) -> tuple[Job, ...]:
         """The neutral jobs of the lines that are not pending (``others``), in their order: every
@@ -124,7 +128,7 @@ def carried_columns(lines: Sequence[Line], splice: Splice[Line] | None, last: Co
     def others(i: int, k: int) -> Iterator[int]:
         return compress(count(i), map(is_, map(_NUMBER, lines[i:k]), repeat(None)))
 
-    tuples, extra, jobs = _carried_jobs(lines, walk, last)
+    tuples, extra, jobs, change = _carried_jobs(lines, walk, last)
     not_pending = carried_indices(last.others, walk, others)
     distinct = _carried_distinct(lines, stretches, last)
     if distinct is None:
@@ -132,7 +136,7 @@ def carried_columns(lines: Sequence[Line], splice: Splice[Line] | None, last: Co
     else:
         shared, kept = set(), [distinct]
     answers = carried(last.answers, walk, parts(_ANSWER))
-    return Columns(lines, jobs, answers, not_pending, tuples, list(accumulate(extra)), shared, kept)
+    return Columns(lines, jobs, answers, not_pending, tuples, list(accumulate(extra)), shared, kept, change)
 
 
 def _carried_distinct(lines: Sequence[Line], stretches: Sequence[Stretch], last: Columns) -> set[int] | None:
@@ -161,27 +165,38 @@ def _carried_distinct(lines: Sequence[Line], stretches: Sequence[Stretch], last:
 
 def _carried_jobs(
     lines: Sequence[Line], walk: Sequence[Span], last: Columns
-) -> tuple[list[int], list[int], tuple[Job, ...]]:
-    """The lines whose neutral jobs are a tuple and the jobs past one each has, and the neutral
+) -> tuple[list[int], list[int], tuple[Job, ...], JobsChange]:
+    """The lines whose neutral jobs are a tuple and the jobs past one each has, the neutral
     jobs of ``lines`` one after the other: ``last``'s jobs taken a stretch of lines at a time
-    (``Columns.job_at``), each other line's own (``walk``: the read's ``spans``)."""
+    (``Columns.job_at``), each other line's own (``walk``: the read's ``spans``), and how they
+    differ from ``last``'s (the jobs between the stretches taken, on either side)."""
     pieces: list[Sequence[Job]] = []
+    left: list[Job] = []
+    came: list[Job] = []
     tuples: list[int] = []
     extra: list[int] = []
-    before, past = last.several, last.past
+    before, past, old = last.several, last.past, last.jobs
+    done = 0  # where in ``old`` the last stretch taken ended
     for i, k, j in walk:
         if j is None:
             made = list(map(_MADE, lines[i:k]))
             here = [n for n, each in enumerate(made) if type(each) is tuple]
-            pieces.append(flat(made, here))
+            fresh = flat(made, here)
+            pieces.append(fresh)
+            came += fresh
             tuples.extend(i + n for n in here)
             extra.extend(len(cast("tuple[Job, ...]", made[n])) - 1 for n in here)
         else:
-            pieces.append(last.jobs[last.job_at(j) : last.job_at(j + k - i)])
+            start, end = last.job_at(j), last.job_at(j + k - i)
+            pieces.append(old[start:end])
+            left += old[done:start]
+            done = end
             start, end = within(before, j, k - i)
             tuples.extend(n + i - j for n in before[start:end])
             extra.extend(past[t] - (past[t - 1] if t else 0) for t in range(start, end))
-    return tuples, extra, tuple(chain.from_iterable(pieces))
+    left += old[done:]
+    jobs = tuple(chain.from_iterable(pieces))
+    return tuples, extra, jobs, JobsChange(old, jobs, tuple(left), tuple(came))
 
 
 def _shared(numbers: list[int | None], pending: int) -> tuple[set[int], list[set[int]]]:
