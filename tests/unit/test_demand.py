@@ -713,6 +713,40 @@ def test_place_all_weighs_each_task_count_as_place_does(
     assert place_all(jobs, gs, SITE, NOW) == expected
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(ARRAY_SHAPES, TASK_COUNTS), min_size=1, max_size=30),
+    st.sampled_from([DEFAULT, TWO_SLOTS, group("few", slots=4, max_nodes=3), group("none", max_nodes=0)]),
+)
+def test_one_way_on_one_node_is_weighed_without_the_cheapest_of_all(
+    drawn: list[tuple[tuple[int, str | None, str | None], int]], only: NodeGroup
+) -> None:
+    """A shape whose only candidate node has one way for its tasks (one group, one PE or none)
+    is answered for each task count straight from that way (``_servable_alone``), not by
+    weighing every node's fits (``_cheapest_of``); each job as ``place`` answers it alone."""
+    import elb.schedulers.sge.demand as sge_demand
+
+    gs = groups(only)
+    jobs = [
+        Job(n + 1, "job", "u", "qw", job_phase("qw"), slots, submitted=NOW - 600, tasks=tasks, pe=pe,
+            pe_range=pe_range, hard_requests=_ARRAY_REQUESTS)
+        for n, ((slots, pe, pe_range), tasks) in enumerate(drawn)
+    ]  # fmt: skip
+    expected = [place(j, gs, SITE, NOW) for j in jobs]
+    weighed: list[int] = []
+    cheapest_of = sge_demand._cheapest_of
+
+    def counted(node_ways: Any, tasks: int, candidates: Any) -> Any:
+        if len(node_ways) == 1 and isinstance(node_ways[0], tuple) and len(node_ways[0]) == 1:
+            weighed.append(tasks)
+        return cheapest_of(node_ways, tasks, candidates)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sge_demand, "_cheapest_of", counted)
+        assert place_all(jobs, gs, SITE, NOW) == expected
+    assert weighed == []
+
+
 def test_placing_jobs_leaves_no_reference_cycle() -> None:
     """Unservable shapes (a request no group offers, a queue none joins, a hostname) leave no
     garbage only the cycle collector would free: the split pauses it over 50,000 jobs, and

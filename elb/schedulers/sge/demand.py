@@ -55,7 +55,7 @@ from itertools import compress, repeat
 from operator import attrgetter, is_, is_not, itemgetter, not_
 from typing import cast
 
-from elb.core.frozen import quick_init
+from elb.core.frozen import maker, quick_init
 from elb.core.groups import NodeGroup, NodeGroups
 from elb.core.model import Job
 from elb.schedulers.sge.complexes import (
@@ -295,11 +295,17 @@ def _place(
 
 def _servable(fit: _Fit, considered: int) -> Servable:
     """The answer for the cheapest fit of ``considered`` groups that can run the job."""
-    each = _plural(fit.slots_per_node, "slot")
-    reason = f"{fit.what} on {_plural(fit.nodes, 'node')} of group {fit.group.name} ({each} on each)"
+    reason = _placed(fit.what, fit.nodes, fit.group, fit.slots_per_node, considered)
+    return _SERVABLE(fit.group, fit.nodes, fit.slots_per_node, reason)
+
+
+def _placed(what: str, nodes: int, group: NodeGroup, slots_per_node: int, considered: int) -> str:
+    """A servable job's reason: ``what`` it takes on the nodes of the cheapest of ``considered``
+    groups that can run it."""
+    reason = f"{what} on {_plural(nodes, 'node')} of group {group.name} ({_plural(slots_per_node, 'slot')} on each)"
     if considered > 1:
         reason += f", the cheapest of {considered} groups that can run it"
-    return Servable(fit.group, fit.nodes, fit.slots_per_node, reason)
+    return reason
 
 
 def _not_before(servable: Servable, start_time: float | None, now: float) -> Servable | NotYet:
@@ -727,6 +733,10 @@ class _Memo:
         node_ways = self.ways.get(ways_key)
         if node_ways is None:
             node_ways = self.ways[ways_key] = _node_ways(job, candidates)
+        if len(node_ways) == 1:
+            ways = node_ways[0]
+            if ways.__class__ is tuple and len(ways) == 1:  # one node, one way: the only fit
+                return _servable_alone(ways[0], job.tasks)
         try:
             fit, considered = _cheapest_of(node_ways, job.tasks, candidates)
         except _Stop as stop:
@@ -1286,6 +1296,20 @@ def _fit(ways: tuple[_Way, ...], tasks: int) -> _Fit:
 def _spread(way: _Way, tasks: int) -> _Fit:
     """Nodes for the tasks that run at once, each taking ``on_node`` slots on ``nodes_per_task``
     nodes."""
+    node = way.node
+    return _FIT(node.group, node.index, *_spread_counts(way, tasks))
+
+
+def _servable_alone(way: _Way, tasks: int) -> Servable:
+    """``_servable(*_cheapest_of(((way,),), tasks, ...))``: the answer when ``way`` is the only
+    way of the only candidate node, without the fit between."""
+    nodes, _, slots_per_node, what = _spread_counts(way, tasks)
+    group = way.node.group
+    return _SERVABLE(group, nodes, slots_per_node, _placed(what, nodes, group, slots_per_node, 1))
+
+
+def _spread_counts(way: _Way, tasks: int) -> tuple[int, int, int, str]:
+    """``_spread``'s nodes at once, nodes wanted, slots per node and what the tasks take."""
     node, on_node, nodes_per_task = way.node, way.on_node, way.nodes_per_task
     at_once = tasks if way.most is None else min(tasks, way.most)
     if nodes_per_task == 1:
@@ -1298,10 +1322,11 @@ def _spread(way: _Way, tasks: int) -> _Fit:
         nodes = min(at_once, node.max_nodes // nodes_per_task) * nodes_per_task
         slots_per_node = on_node
     what = f"{tasks} tasks of {way.what}" if tasks > 1 else way.what
-    return _Fit(node.group, node.index, nodes, wanted, slots_per_node, what)
+    return nodes, wanted, slots_per_node, what
 
 
 _FEWEST = attrgetter("wanted", "nodes")
+_FIT, _SERVABLE = maker(_Fit), maker(Servable)
 
 
 def _slots_reason(shorts: Sequence[_Short]) -> str:
