@@ -239,10 +239,11 @@ def count_tasks(spec: str) -> int:
     Each part is ``N``, ``N-M`` or ``N-M:S`` of ASCII digits (cut with string methods: an array
     queue has tens of thousands of distinct lists)."""
     total = 0
+    digits = str.isdigit if spec.isascii() else _digits  # an ASCII list's parts are ASCII
     for part in spec.strip().split(","):
         first, dash, rest = part.strip().partition("-")
         last, colon, every = rest.partition(":")
-        if not (_digits(first) and (not dash or (_digits(last) and (not colon or _digits(every))))):
+        if not (digits(first) and (not dash or (digits(last) and (not colon or digits(every))))):
             raise ValueError(f"task range {spec!r} is not like 1-20:1, 1-10:3 or 5,7,9")
         start = int(first)
         end = int(last) if dash else start
@@ -1118,6 +1119,7 @@ class _QuickReader:
         self.attributes: dict[str, Mapping[str, str]] = {}  # an element's attributes by their text (rest)
         self.lines: dict[str, tuple[tuple[str, str, str], ...]] = {}  # what a line of a rest says, by its text
         self.prios: dict[str, float] = {}
+        self.phases: dict[str, JobPhase] = {}  # of each job state met (its letters checked)
         self.minutes: dict[str, float] = {}  # "YYYY-MM-DDTHH:MM" -> its start in POSIX seconds
         self.place = "root"  # root, queue_info, Queue-List, job_info, end (after the root's end)
         self.fields: dict[str, str | None] | None = None  # of the Queue-List being read, until its first entry
@@ -1140,6 +1142,7 @@ class _QuickReader:
         # blanked memo, by their text without their priority; and then by their text too, while
         # few priorities moved (``plain``; ``both`` until they are many).
         both = blanked = self.recall(memo, zone)
+        unknown = self.unknown if self.remembered else self.piece  # nothing remembered: each piece is read
         made: dict[tuple[str, str | None], dict[str, _Made]] = {}
         plain: dict[tuple[str, str | None], dict[str, _Made]] = {}
         priorities = self.priorities
@@ -1159,7 +1162,7 @@ class _QuickReader:
                 key = text = whole[start:cut] if cut >= 0 else whole[start:]
                 done = known.pop(text, None)
             if done is None:
-                done = self.unknown(text, place, queue, count)
+                done = unknown(text, place, queue, count)
             mine[key] = done
             if both:
                 mine_plain[text] = done
@@ -1264,9 +1267,9 @@ class _QuickReader:
         self.queues.extend(piece.queues)
         return piece.place, piece.queue
 
-    def piece(self, text: str, place: str, queue: str | None) -> Job | _Piece:
+    def piece(self, text: str, place: str, queue: str | None, count: int = 0) -> Job | _Piece:
         """Read one piece (a job entry after its mark, and what follows) from ``place``, in the
-        queue instance ``queue`` (None outside one)."""
+        queue instance ``queue`` (None outside one); ``count``: as ``unknown``'s, not read."""
         m = _JOB_ENTRY.match(text)
         if m is None or place not in _ENTRY_PLACES:
             raise _Decline  # not an entry of the regular shape, or outside the sections
@@ -1362,7 +1365,6 @@ class _QuickReader:
         once each, and the Job is made in place (``_JobBuilder``)."""
         (_entry_state, number, plain_prio, prio, name, owner, state, start_tag, submission_tag, minute, second,
          fraction, queue_name, slots, task_ids, rest) = fields  # fmt: skip
-        reader = self.reader
         priority = float(plain_prio) if plain_prio is not None else self.priority(_resolve(prio) if self.amp else prio)
         if self.amp:
             # The entry's own text, with its references resolved.
@@ -1376,11 +1378,11 @@ class _QuickReader:
         job.slots = int(slots)
         if job_id < 1 or not job.slots:  # the careful reader refuses a job of no slots
             raise _Decline
-        states = reader._states
-        if state not in states:
+        phase = self.phases.get(state)
+        if phase is None:
             if not _check_job_state(state):
                 raise _Decline
-            states.add(state)
+            phase = self.phases[state] = job_phase(state)
         start = self.minutes.get(minute)
         seconds_in_minute = _SECONDS.get(second)
         if start is None or seconds_in_minute is None or fraction:
@@ -1397,7 +1399,7 @@ class _QuickReader:
             requests = self.rests[rest] = self.rest(rest)
         (job.hard_requests, job.pe, job.pe_range, job.hard_queues, job.master_requests, job.slave_requests,
          job.hard_runtime) = requests  # fmt: skip
-        job.name, job.owner, job.state, job.phase = name, owner, state, job_phase(state)
+        job.name, job.owner, job.state, job.phase = name, owner, state, phase
         job.task_ids, job.priority = ids, priority
         job.queue = queue_name.strip() if queue_name and queue_name.strip() else queue
         job.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
@@ -1408,7 +1410,14 @@ class _QuickReader:
         ids = text.strip()
         if not ids:
             raise _Decline  # an empty <tasks>: the careful reader refuses it
-        return ids, self.reader._tasks.get(ids) or self.reader._count(ids, "", 0, 0)
+        counted = self.reader._tasks
+        count = counted.get(ids)
+        if count is None:
+            try:
+                count = counted[ids] = count_tasks(ids)
+            except ValueError:
+                raise _Decline from None  # the careful reader says where
+        return ids, count
 
     def priority(self, text: str) -> float:
         """The value of a ``<JAT_prio>`` (its references resolved), worked out once a document."""
