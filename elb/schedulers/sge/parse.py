@@ -1277,7 +1277,8 @@ class _QuickReader:
         running = fields[0] == "running"
         if queue is not None and not running:
             raise _Decline  # not running inside a queue instance
-        job = self.job(fields, queue)
+        # Only an entry with a "&" or "%" in its text may hold a reference or an escaped "<".
+        job = self.job(fields, queue, self.lt and ("&" in text or "%" in text))
         last = running and queue is None
         if m.end() == len(text):  # nothing after the entry but white space: the reader stays
             return _Piece(job, last, (), place, queue) if last else job
@@ -1356,9 +1357,10 @@ class _QuickReader:
         self.queues.append(_queue_instance(self.fields, "qstat: queue_info/Queue-List"))
         self.fields = None
 
-    def job(self, fields: tuple[Any, ...], queue: str | None) -> Job:
+    def job(self, fields: tuple[Any, ...], queue: str | None, escaped: bool) -> Job:
         """The Job of one entry's fields (a str each, None for an optional one it lacks);
-        ``queue``: the queue instance around it.
+        ``queue``: the queue instance around it; ``escaped``: whether the entry's text may hold
+        a reference or an escaped "<" (else its fields are read as they stand).
 
         This runs once per new entry (50,000 times for a large queue read the first time): values
         that repeat (priorities, task ranges, requests, the minute of a timestamp) are worked out
@@ -1366,12 +1368,12 @@ class _QuickReader:
         (_entry_state, number, plain_prio, prio, name, owner, state, start_tag, submission_tag, minute, second,
          fraction, queue_name, slots, task_ids, rest) = fields  # fmt: skip
         priority = float(plain_prio) if plain_prio is not None else self.priority(_resolve(prio) if self.amp else prio)
-        if self.amp:
-            # The entry's own text, with its references resolved.
-            name, owner = _resolve(name), _resolve(owner)
-            queue_name = _resolve(queue_name) if queue_name else queue_name
-            task_ids = _resolve(task_ids) if task_ids else task_ids
-        if self.lt:
+        if escaped:
+            if self.amp:
+                # The entry's own text, with its references resolved.
+                name, owner = _resolve(name), _resolve(owner)
+                queue_name = _resolve(queue_name) if queue_name else queue_name
+                task_ids = _resolve(task_ids) if task_ids else task_ids
             name, owner = _unescape(name), _unescape(owner)
         job = object.__new__(_JobBuilder)
         job.job_id = job_id = int(number)
