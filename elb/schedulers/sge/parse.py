@@ -898,14 +898,15 @@ def _plain_text(data: bytes | str) -> str | None:
         return None
     if "]" in text and "]]>" in text:
         return None
-    if "&" in text:
-        refs = 0
-        for m in _REFERENCE.finditer(text):
-            refs += 1
-            if not m.group(1) and not _xml_char(int(m.group(2)) if m.group(2) else int(m.group(3), 16)):
-                return None
-        if refs != text.count("&"):
+    # Each "&" must start a reference (found with str.find: a document has few, and a search of
+    # the whole text by the expression costs more than its decoding).
+    match, find = _REFERENCE.match, text.find
+    at = find("&")
+    while at >= 0:
+        m = match(text, at)
+        if m is None or (not m.group(1) and not _xml_char(int(m.group(2)) if m.group(2) else int(m.group(3), 16))):
             return None
+        at = find("&", m.end())
     return text
 
 
