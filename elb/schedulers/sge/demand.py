@@ -454,7 +454,8 @@ def place_shapes(
     records = list(map(by_job.get, map(id, jobs), repeat(_MISS)))
     same = map(is_, map(_BOUND, records), bound)
     todo = list(compress(range(len(records)), map(not_, same)))
-    made = _Shapes(groups, site, now, new_node_name, kept).fill(records, todo, jobs, bound) if todo else []
+    shapes = _Shapes(groups, site, now, new_node_name, kept)
+    made = shapes.fill(records, todo, jobs, bound, bound=bindings is not None) if todo else []
     placements = list(map(_PLACEMENT, records))
     if keep is not None:
         keep.update(context, tuple(jobs), tuple(bound), records, made)
@@ -480,28 +481,27 @@ class _Shapes:
         records: list[_Known],
         todo: Sequence[int],
         jobs: Sequence[Job],
-        bound: Sequence[JobBinding | None],
+        bindings: Sequence[JobBinding | None],
+        *,
+        bound: bool,
     ) -> list[_Known]:
         """Sets ``records[n]`` for each ``n`` of ``todo``: jobs of one shape by identity (request
         mappings, binding) share one record, made for the first of them. Returns the records
-        made."""
+        made. ``bound``: whether any job may have a binding (else each is None)."""
         every = len(todo) == len(records)  # none found by job (the first call, or every job read anew)
         sub_jobs = jobs if every else list(map(jobs.__getitem__, todo))
-        sub_bound = bound if every else list(map(bound.__getitem__, todo))
-        quick = list(
-            zip(
-                map(_SHAPE, sub_jobs),
-                map(id, map(_HARD, sub_jobs)),
-                map(id, map(_MASTER, sub_jobs)),
-                map(id, map(_SLAVE, sub_jobs)),
-                map(id, sub_bound),
-                strict=True,
-            )
-        )
+        sub_bound = bindings if every else list(map(bindings.__getitem__, todo))
+        # Each job's quick key, flat (one tuple a job, no tuple within it): its slots, tasks, PE
+        # and range, the identities of its request mappings, and of its binding if any may have one.
+        parts = [map(attribute, sub_jobs) for attribute in _SHAPE_PARTS]
+        parts += [map(id, map(_HARD, sub_jobs)), map(id, map(_MASTER, sub_jobs)), map(id, map(_SLAVE, sub_jobs))]
+        if bound:
+            parts.append(map(id, sub_bound))
+        quick = list(zip(*parts, strict=True))
         # Each job's first of its shape, by position (each key hashed once).
         first: dict[tuple[object, ...], int] = {}
         at = list(map(first.setdefault, quick, range(len(quick))))
-        made = {n: self.record(sub_jobs[n], sub_bound[n], quick[n][0]) for n in first.values()}
+        made = {n: self.record(sub_jobs[n], sub_bound[n], quick[n][:4]) for n in first.values()}
         if every:
             records[:] = map(made.__getitem__, at)
         else:
@@ -550,7 +550,8 @@ def _check_waiting(jobs: Sequence[Job], bindings: Sequence[JobBinding | None] | 
         raise DemandError(f"job {job.job_id} runs in {job.queue}: only waiting jobs are demand")
 
 
-_SHAPE = attrgetter("slots", "tasks", "pe", "pe_range")
+# A job's shape: its slots, tasks, PE and range.
+_SHAPE_PARTS = (attrgetter("slots"), attrgetter("tasks"), attrgetter("pe"), attrgetter("pe_range"))
 _HARD, _MASTER, _SLAVE = attrgetter("hard_requests"), attrgetter("master_requests"), attrgetter("slave_requests")
 _QUEUE = attrgetter("queue")
 _IS_NOT_NONE = partial(is_not, None)
