@@ -691,6 +691,15 @@ TASK_COUNTS = st.one_of(st.sampled_from([1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 40, 41,
 _ARRAY_REQUESTS = {"h_rt": "3600"}
 
 
+def array_jobs(drawn: list[tuple[tuple[int, str | None, str | None], int]]) -> list[Job]:
+    """Array jobs of these shapes (slots, PE and range) and task counts, of one request mapping."""
+    return [
+        Job(n + 1, "job", "u", "qw", job_phase("qw"), slots, submitted=NOW - 600, tasks=tasks, pe=pe,
+            pe_range=pe_range, hard_requests=_ARRAY_REQUESTS)
+        for n, ((slots, pe, pe_range), tasks) in enumerate(drawn)
+    ]  # fmt: skip
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.tuples(ARRAY_SHAPES, TASK_COUNTS), min_size=1, max_size=30),
@@ -704,11 +713,7 @@ def test_place_all_weighs_each_task_count_as_place_does(
     as ``place`` answers it alone (the cheapest group and the PE of the fewest nodes move with
     the count)."""
     gs = GROUP_SETS[which] if which >= 0 else groups(group("a", slots=4, max_nodes=3, price_per_hour=0.1), C5, R5)
-    jobs = [
-        Job(n + 1, "job", "u", "qw", job_phase("qw"), slots, submitted=NOW - 600, tasks=tasks, pe=pe,
-            pe_range=pe_range, hard_requests=_ARRAY_REQUESTS)
-        for n, ((slots, pe, pe_range), tasks) in enumerate(drawn)
-    ]  # fmt: skip
+    jobs = array_jobs(drawn)
     expected = [place(j, gs, SITE, NOW) for j in jobs]
     assert place_all(jobs, gs, SITE, NOW) == expected
 
@@ -727,11 +732,7 @@ def test_one_way_on_one_node_is_weighed_without_the_cheapest_of_all(
     import elb.schedulers.sge.demand as sge_demand
 
     gs = groups(only)
-    jobs = [
-        Job(n + 1, "job", "u", "qw", job_phase("qw"), slots, submitted=NOW - 600, tasks=tasks, pe=pe,
-            pe_range=pe_range, hard_requests=_ARRAY_REQUESTS)
-        for n, ((slots, pe, pe_range), tasks) in enumerate(drawn)
-    ]  # fmt: skip
+    jobs = array_jobs(drawn)
     expected = [place(j, gs, SITE, NOW) for j in jobs]
     weighed: list[int] = []
     cheapest_of = sge_demand._cheapest_of
