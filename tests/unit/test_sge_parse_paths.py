@@ -515,19 +515,6 @@ def test_requests_are_shared_read_only_mappings() -> None:
         job.hard_requests["h_rt"] = "0"  # type: ignore[index]
 
 
-def test_rests_that_differ_in_what_says_nothing_share_their_reading() -> None:
-    """The held queue: each entry names its own predecessor (``<predecessor_jobs_req>``, which
-    says nothing of the requests); entries whose rests say the same share one reading, their
-    request mappings the very same objects, and read as the careful reader reads them."""
-    bench = benchmark()
-    data = bench.make_qstat(200, 4, random.Random(5), shape=bench.SHAPES["held"])
-    quick = check(data)
-    assert quick is not None
-    chained = [j for j in quick.jobs if j.queue is None and j.job_id % 10 == 1]
-    assert len(chained) > 10
-    assert len({id(j.hard_requests) for j in chained}) == len({tuple(j.hard_requests.items()) for j in chained})
-
-
 def test_errors_are_the_careful_readers() -> None:
     data = (FIXTURES / "recorded" / "groups-waiting.qstat-r-f.xml").read_bytes()
     bad = data.replace(b"<state>qw</state>", b"<state>qX</state>", 1)

@@ -1117,7 +1117,6 @@ class _QuickReader:
         self.late: list[Job] = []  # running entries outside a queue instance: last, as the careful reader
         self.queues: list[QueueInstance] = []
         self.rests: dict[str, _Rest] = {}
-        self.requested: dict[tuple[tuple[str, str, str], ...], _Rest] = {}  # a rest by what it says (``said``)
         self.attributes: dict[str, Mapping[str, str]] = {}  # an element's attributes by their text (rest)
         self.lines: dict[str, tuple[tuple[str, str, str], ...]] = {}  # what a line of a rest says, by its text
         self.prios: dict[str, float] = {}
@@ -1471,13 +1470,7 @@ class _QuickReader:
                 if elements is None:
                     return self.read_rest(text)
             said += elements
-        # Rests that say the same (that differ in elements that say nothing here, a job's
-        # predecessors) share one reading, and so their request mappings.
-        says = tuple(said)
-        found = self.requested.get(says)
-        if found is None:
-            found = self.requested[says] = self.requests(said)
-        return found
+        return self.requests(said)
 
     def line(self, text: str) -> tuple[tuple[str, str, str], ...] | None:
         """``said`` of one line after <full_job_name> (white space before, between and after its
@@ -1502,8 +1495,8 @@ class _QuickReader:
     def said(self, text: str, pos: int) -> tuple[tuple[str, str, str], ...] | None:
         """What each element of ``text`` from ``pos`` on says: its tag, and the name and value of a
         request (``hard_request`` or scoped), "" and the queue of a ``hard_req_queue``, the PE and
-        range of a ``requested_pe``; nothing for another element, read and checked, that says
-        nothing here. None when the text is not elements whole."""
+        range of a ``requested_pe``; ("", "", "") for another element, read and checked, that
+        says nothing here. None when the text is not elements whole."""
         found: list[tuple[str, str, str]] = []
         end = len(text)
         while pos < end:
@@ -1517,6 +1510,8 @@ class _QuickReader:
                 found.append((tag, "", _quick_queue(value)))
             elif tag == "requested_pe":
                 found.append((tag, *_quick_pe(attributes, value, None)))
+            else:
+                found.append(("", "", ""))
         return tuple(found)
 
     def element(self, text: str, pos: int) -> tuple[int, str, Mapping[str, str], str] | None:
@@ -1550,7 +1545,7 @@ class _QuickReader:
                 if pe is not None:
                     raise _Decline  # a second one: the careful reader refuses it
                 pe = (key, value)
-            else:
+            elif tag:
                 scoped[tag][key] = value
         runtime = self.reader._runtime(hard["h_rt"], "", 0, 0) if "h_rt" in hard else None
         master, slave = (scoped[tag] for tag in _SCOPED_REQUESTS)
