@@ -691,6 +691,15 @@ TASK_COUNTS = st.one_of(st.sampled_from([1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 40, 41,
 _ARRAY_REQUESTS = {"h_rt": "3600"}
 
 
+def array_jobs(drawn: list[tuple[tuple[int, str | None, str | None], int]]) -> list[Job]:
+    """Array jobs of these shapes (slots, PE and range) and task counts, of one request mapping."""
+    return [
+        Job(n + 1, "job", "u", "qw", job_phase("qw"), slots, submitted=NOW - 600, tasks=tasks, pe=pe,
+            pe_range=pe_range, hard_requests=_ARRAY_REQUESTS)
+        for n, ((slots, pe, pe_range), tasks) in enumerate(drawn)
+    ]  # fmt: skip
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.tuples(ARRAY_SHAPES, TASK_COUNTS), min_size=1, max_size=30),
@@ -704,13 +713,39 @@ def test_place_all_weighs_each_task_count_as_place_does(
     as ``place`` answers it alone (the cheapest group and the PE of the fewest nodes move with
     the count)."""
     gs = GROUP_SETS[which] if which >= 0 else groups(group("a", slots=4, max_nodes=3, price_per_hour=0.1), C5, R5)
-    jobs = [
-        Job(n + 1, "job", "u", "qw", job_phase("qw"), slots, submitted=NOW - 600, tasks=tasks, pe=pe,
-            pe_range=pe_range, hard_requests=_ARRAY_REQUESTS)
-        for n, ((slots, pe, pe_range), tasks) in enumerate(drawn)
-    ]  # fmt: skip
+    jobs = array_jobs(drawn)
     expected = [place(j, gs, SITE, NOW) for j in jobs]
     assert place_all(jobs, gs, SITE, NOW) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(ARRAY_SHAPES, TASK_COUNTS), min_size=1, max_size=30),
+    st.sampled_from([DEFAULT, TWO_SLOTS, group("few", slots=4, max_nodes=3), group("none", max_nodes=0)]),
+)
+def test_one_way_on_one_node_is_weighed_without_the_cheapest_of_all(
+    drawn: list[tuple[tuple[int, str | None, str | None], int]], only: NodeGroup
+) -> None:
+    """A shape whose only candidate node has one way for its tasks (one group, one PE or none)
+    is answered for each task count straight from that way (``_servable_alone``), not by
+    weighing every node's fits (``_cheapest_of``); each job as ``place`` answers it alone."""
+    import elb.schedulers.sge.demand as sge_demand
+
+    gs = groups(only)
+    jobs = array_jobs(drawn)
+    expected = [place(j, gs, SITE, NOW) for j in jobs]
+    weighed: list[int] = []
+    cheapest_of = sge_demand._cheapest_of
+
+    def counted(node_ways: Any, tasks: int, candidates: Any) -> Any:
+        if len(node_ways) == 1 and isinstance(node_ways[0], tuple) and len(node_ways[0]) == 1:
+            weighed.append(tasks)
+        return cheapest_of(node_ways, tasks, candidates)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sge_demand, "_cheapest_of", counted)
+        assert place_all(jobs, gs, SITE, NOW) == expected
+    assert weighed == []
 
 
 def test_placing_jobs_leaves_no_reference_cycle() -> None:

@@ -55,7 +55,7 @@ from itertools import compress, repeat
 from operator import attrgetter, is_, is_not, itemgetter, not_
 from typing import cast
 
-from elb.core.frozen import quick_init
+from elb.core.frozen import maker, quick_init
 from elb.core.groups import NodeGroup, NodeGroups
 from elb.core.model import Job
 from elb.schedulers.sge.complexes import (
@@ -295,11 +295,17 @@ def _place(
 
 def _servable(fit: _Fit, considered: int) -> Servable:
     """The answer for the cheapest fit of ``considered`` groups that can run the job."""
-    each = _plural(fit.slots_per_node, "slot")
-    reason = f"{fit.what} on {_plural(fit.nodes, 'node')} of group {fit.group.name} ({each} on each)"
+    reason = _placed(fit.what, fit.nodes, fit.group, fit.slots_per_node, considered)
+    return _SERVABLE(fit.group, fit.nodes, fit.slots_per_node, reason)
+
+
+def _placed(what: str, nodes: int, group: NodeGroup, slots_per_node: int, considered: int) -> str:
+    """A servable job's reason: ``what`` it takes on the nodes of the cheapest of ``considered``
+    groups that can run it."""
+    reason = f"{what} on {_plural(nodes, 'node')} of group {group.name} ({_plural(slots_per_node, 'slot')} on each)"
     if considered > 1:
         reason += f", the cheapest of {considered} groups that can run it"
-    return Servable(fit.group, fit.nodes, fit.slots_per_node, reason)
+    return reason
 
 
 def _not_before(servable: Servable, start_time: float | None, now: float) -> Servable | NotYet:
@@ -448,7 +454,8 @@ def place_shapes(
     records = list(map(by_job.get, map(id, jobs), repeat(_MISS)))
     same = map(is_, map(_BOUND, records), bound)
     todo = list(compress(range(len(records)), map(not_, same)))
-    made = _Shapes(groups, site, now, new_node_name, kept).fill(records, todo, jobs, bound) if todo else []
+    shapes = _Shapes(groups, site, now, new_node_name, kept)
+    made = shapes.fill(records, todo, jobs, bound, bound=bindings is not None) if todo else []
     placements = list(map(_PLACEMENT, records))
     if keep is not None:
         keep.update(context, tuple(jobs), tuple(bound), records, made)
@@ -474,28 +481,27 @@ class _Shapes:
         records: list[_Known],
         todo: Sequence[int],
         jobs: Sequence[Job],
-        bound: Sequence[JobBinding | None],
+        bindings: Sequence[JobBinding | None],
+        *,
+        bound: bool,
     ) -> list[_Known]:
         """Sets ``records[n]`` for each ``n`` of ``todo``: jobs of one shape by identity (request
         mappings, binding) share one record, made for the first of them. Returns the records
-        made."""
+        made. ``bound``: whether any job may have a binding (else each is None)."""
         every = len(todo) == len(records)  # none found by job (the first call, or every job read anew)
         sub_jobs = jobs if every else list(map(jobs.__getitem__, todo))
-        sub_bound = bound if every else list(map(bound.__getitem__, todo))
-        quick = list(
-            zip(
-                map(_SHAPE, sub_jobs),
-                map(id, map(_HARD, sub_jobs)),
-                map(id, map(_MASTER, sub_jobs)),
-                map(id, map(_SLAVE, sub_jobs)),
-                map(id, sub_bound),
-                strict=True,
-            )
-        )
+        sub_bound = bindings if every else list(map(bindings.__getitem__, todo))
+        # Each job's quick key, flat (one tuple a job, no tuple within it): its slots, tasks, PE
+        # and range, the identities of its request mappings, and of its binding if any may have one.
+        parts = [map(attribute, sub_jobs) for attribute in _SHAPE_PARTS]
+        parts += [map(id, map(_HARD, sub_jobs)), map(id, map(_MASTER, sub_jobs)), map(id, map(_SLAVE, sub_jobs))]
+        if bound:
+            parts.append(map(id, sub_bound))
+        quick = list(zip(*parts, strict=True))
         # Each job's first of its shape, by position (each key hashed once).
         first: dict[tuple[object, ...], int] = {}
         at = list(map(first.setdefault, quick, range(len(quick))))
-        made = {n: self.record(sub_jobs[n], sub_bound[n], quick[n][0]) for n in first.values()}
+        made = {n: self.record(sub_jobs[n], sub_bound[n], quick[n][:4]) for n in first.values()}
         if every:
             records[:] = map(made.__getitem__, at)
         else:
@@ -544,7 +550,8 @@ def _check_waiting(jobs: Sequence[Job], bindings: Sequence[JobBinding | None] | 
         raise DemandError(f"job {job.job_id} runs in {job.queue}: only waiting jobs are demand")
 
 
-_SHAPE = attrgetter("slots", "tasks", "pe", "pe_range")
+# A job's shape: its slots, tasks, PE and range.
+_SHAPE_PARTS = (attrgetter("slots"), attrgetter("tasks"), attrgetter("pe"), attrgetter("pe_range"))
 _HARD, _MASTER, _SLAVE = attrgetter("hard_requests"), attrgetter("master_requests"), attrgetter("slave_requests")
 _QUEUE = attrgetter("queue")
 _IS_NOT_NONE = partial(is_not, None)
@@ -727,6 +734,10 @@ class _Memo:
         node_ways = self.ways.get(ways_key)
         if node_ways is None:
             node_ways = self.ways[ways_key] = _node_ways(job, candidates)
+        if len(node_ways) == 1:
+            ways = node_ways[0]
+            if ways.__class__ is tuple and len(ways) == 1:  # one node, one way: the only fit
+                return _servable_alone(ways[0], job.tasks)
         try:
             fit, considered = _cheapest_of(node_ways, job.tasks, candidates)
         except _Stop as stop:
@@ -1286,6 +1297,20 @@ def _fit(ways: tuple[_Way, ...], tasks: int) -> _Fit:
 def _spread(way: _Way, tasks: int) -> _Fit:
     """Nodes for the tasks that run at once, each taking ``on_node`` slots on ``nodes_per_task``
     nodes."""
+    node = way.node
+    return _FIT(node.group, node.index, *_spread_counts(way, tasks))
+
+
+def _servable_alone(way: _Way, tasks: int) -> Servable:
+    """``_servable(*_cheapest_of(((way,),), tasks, ...))``: the answer when ``way`` is the only
+    way of the only candidate node, without the fit between."""
+    nodes, _, slots_per_node, what = _spread_counts(way, tasks)
+    group = way.node.group
+    return _SERVABLE(group, nodes, slots_per_node, _placed(what, nodes, group, slots_per_node, 1))
+
+
+def _spread_counts(way: _Way, tasks: int) -> tuple[int, int, int, str]:
+    """``_spread``'s nodes at once, nodes wanted, slots per node and what the tasks take."""
     node, on_node, nodes_per_task = way.node, way.on_node, way.nodes_per_task
     at_once = tasks if way.most is None else min(tasks, way.most)
     if nodes_per_task == 1:
@@ -1298,10 +1323,11 @@ def _spread(way: _Way, tasks: int) -> _Fit:
         nodes = min(at_once, node.max_nodes // nodes_per_task) * nodes_per_task
         slots_per_node = on_node
     what = f"{tasks} tasks of {way.what}" if tasks > 1 else way.what
-    return _Fit(node.group, node.index, nodes, wanted, slots_per_node, what)
+    return nodes, wanted, slots_per_node, what
 
 
 _FEWEST = attrgetter("wanted", "nodes")
+_FIT, _SERVABLE = maker(_Fit), maker(Servable)
 
 
 def _slots_reason(shorts: Sequence[_Short]) -> str:

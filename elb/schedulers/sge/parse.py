@@ -239,10 +239,11 @@ def count_tasks(spec: str) -> int:
     Each part is ``N``, ``N-M`` or ``N-M:S`` of ASCII digits (cut with string methods: an array
     queue has tens of thousands of distinct lists)."""
     total = 0
+    digits = str.isdigit if spec.isascii() else _digits  # an ASCII list's parts are ASCII
     for part in spec.strip().split(","):
         first, dash, rest = part.strip().partition("-")
         last, colon, every = rest.partition(":")
-        if not (_digits(first) and (not dash or (_digits(last) and (not colon or _digits(every))))):
+        if not (digits(first) and (not dash or (digits(last) and (not colon or digits(every))))):
             raise ValueError(f"task range {spec!r} is not like 1-20:1, 1-10:3 or 5,7,9")
         start = int(first)
         end = int(last) if dash else start
@@ -897,14 +898,15 @@ def _plain_text(data: bytes | str) -> str | None:
         return None
     if "]" in text and "]]>" in text:
         return None
-    if "&" in text:
-        refs = 0
-        for m in _REFERENCE.finditer(text):
-            refs += 1
-            if not m.group(1) and not _xml_char(int(m.group(2)) if m.group(2) else int(m.group(3), 16)):
-                return None
-        if refs != text.count("&"):
+    # Each "&" must start a reference (found with str.find: a document has few, and a search of
+    # the whole text by the expression costs more than its decoding).
+    match, find = _REFERENCE.match, text.find
+    at = find("&")
+    while at >= 0:
+        m = match(text, at)
+        if m is None or (not m.group(1) and not _xml_char(int(m.group(2)) if m.group(2) else int(m.group(3), 16))):
             return None
+        at = find("&", m.end())
     return text
 
 
@@ -1118,6 +1120,7 @@ class _QuickReader:
         self.attributes: dict[str, Mapping[str, str]] = {}  # an element's attributes by their text (rest)
         self.lines: dict[str, tuple[tuple[str, str, str], ...]] = {}  # what a line of a rest says, by its text
         self.prios: dict[str, float] = {}
+        self.phases: dict[str, JobPhase] = {}  # of each job state met (its letters checked)
         self.minutes: dict[str, float] = {}  # "YYYY-MM-DDTHH:MM" -> its start in POSIX seconds
         self.place = "root"  # root, queue_info, Queue-List, job_info, end (after the root's end)
         self.fields: dict[str, str | None] | None = None  # of the Queue-List being read, until its first entry
@@ -1140,6 +1143,7 @@ class _QuickReader:
         # blanked memo, by their text without their priority; and then by their text too, while
         # few priorities moved (``plain``; ``both`` until they are many).
         both = blanked = self.recall(memo, zone)
+        unknown = self.unknown if self.remembered else self.piece  # nothing remembered: each piece is read
         made: dict[tuple[str, str | None], dict[str, _Made]] = {}
         plain: dict[tuple[str, str | None], dict[str, _Made]] = {}
         priorities = self.priorities
@@ -1159,7 +1163,7 @@ class _QuickReader:
                 key = text = whole[start:cut] if cut >= 0 else whole[start:]
                 done = known.pop(text, None)
             if done is None:
-                done = self.unknown(text, place, queue, count)
+                done = unknown(text, place, queue, count)
             mine[key] = done
             if both:
                 mine_plain[text] = done
@@ -1264,9 +1268,9 @@ class _QuickReader:
         self.queues.extend(piece.queues)
         return piece.place, piece.queue
 
-    def piece(self, text: str, place: str, queue: str | None) -> Job | _Piece:
+    def piece(self, text: str, place: str, queue: str | None, count: int = 0) -> Job | _Piece:
         """Read one piece (a job entry after its mark, and what follows) from ``place``, in the
-        queue instance ``queue`` (None outside one)."""
+        queue instance ``queue`` (None outside one); ``count``: as ``unknown``'s, not read."""
         m = _JOB_ENTRY.match(text)
         if m is None or place not in _ENTRY_PLACES:
             raise _Decline  # not an entry of the regular shape, or outside the sections
@@ -1274,7 +1278,8 @@ class _QuickReader:
         running = fields[0] == "running"
         if queue is not None and not running:
             raise _Decline  # not running inside a queue instance
-        job = self.job(fields, queue)
+        # Only an entry with a "&" or "%" in its text may hold a reference or an escaped "<".
+        job = self.job(fields, queue, self.lt and ("&" in text or "%" in text))
         last = running and queue is None
         if m.end() == len(text):  # nothing after the entry but white space: the reader stays
             return _Piece(job, last, (), place, queue) if last else job
@@ -1353,34 +1358,34 @@ class _QuickReader:
         self.queues.append(_queue_instance(self.fields, "qstat: queue_info/Queue-List"))
         self.fields = None
 
-    def job(self, fields: tuple[Any, ...], queue: str | None) -> Job:
+    def job(self, fields: tuple[Any, ...], queue: str | None, escaped: bool) -> Job:
         """The Job of one entry's fields (a str each, None for an optional one it lacks);
-        ``queue``: the queue instance around it.
+        ``queue``: the queue instance around it; ``escaped``: whether the entry's text may hold
+        a reference or an escaped "<" (else its fields are read as they stand).
 
         This runs once per new entry (50,000 times for a large queue read the first time): values
         that repeat (priorities, task ranges, requests, the minute of a timestamp) are worked out
         once each, and the Job is made in place (``_JobBuilder``)."""
         (_entry_state, number, plain_prio, prio, name, owner, state, start_tag, submission_tag, minute, second,
          fraction, queue_name, slots, task_ids, rest) = fields  # fmt: skip
-        reader = self.reader
         priority = float(plain_prio) if plain_prio is not None else self.priority(_resolve(prio) if self.amp else prio)
-        if self.amp:
-            # The entry's own text, with its references resolved.
-            name, owner = _resolve(name), _resolve(owner)
-            queue_name = _resolve(queue_name) if queue_name else queue_name
-            task_ids = _resolve(task_ids) if task_ids else task_ids
-        if self.lt:
+        if escaped:
+            if self.amp:
+                # The entry's own text, with its references resolved.
+                name, owner = _resolve(name), _resolve(owner)
+                queue_name = _resolve(queue_name) if queue_name else queue_name
+                task_ids = _resolve(task_ids) if task_ids else task_ids
             name, owner = _unescape(name), _unescape(owner)
         job = object.__new__(_JobBuilder)
         job.job_id = job_id = int(number)
         job.slots = int(slots)
         if job_id < 1 or not job.slots:  # the careful reader refuses a job of no slots
             raise _Decline
-        states = reader._states
-        if state not in states:
+        phase = self.phases.get(state)
+        if phase is None:
             if not _check_job_state(state):
                 raise _Decline
-            states.add(state)
+            phase = self.phases[state] = job_phase(state)
         start = self.minutes.get(minute)
         seconds_in_minute = _SECONDS.get(second)
         if start is None or seconds_in_minute is None or fraction:
@@ -1397,7 +1402,7 @@ class _QuickReader:
             requests = self.rests[rest] = self.rest(rest)
         (job.hard_requests, job.pe, job.pe_range, job.hard_queues, job.master_requests, job.slave_requests,
          job.hard_runtime) = requests  # fmt: skip
-        job.name, job.owner, job.state, job.phase = name, owner, state, job_phase(state)
+        job.name, job.owner, job.state, job.phase = name, owner, state, phase
         job.task_ids, job.priority = ids, priority
         job.queue = queue_name.strip() if queue_name and queue_name.strip() else queue
         job.__class__ = Job  # type: ignore[assignment]  # see _JobBuilder
@@ -1408,7 +1413,14 @@ class _QuickReader:
         ids = text.strip()
         if not ids:
             raise _Decline  # an empty <tasks>: the careful reader refuses it
-        return ids, self.reader._tasks.get(ids) or self.reader._count(ids, "", 0, 0)
+        counted = self.reader._tasks
+        count = counted.get(ids)
+        if count is None:
+            try:
+                count = counted[ids] = count_tasks(ids)
+            except ValueError:
+                raise _Decline from None  # the careful reader says where
+        return ids, count
 
     def priority(self, text: str) -> float:
         """The value of a ``<JAT_prio>`` (its references resolved), worked out once a document."""
