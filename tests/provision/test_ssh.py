@@ -64,11 +64,24 @@ def test_add_and_remove_over_ssh(tmp_path: Path, sshd: Sshd) -> None:
     shared = seen["control_path_dir"]
     assert seen["shared_sockets"] >= 1  # the master connection's socket, in the run's directory
     assert shared is not None and not Path(shared).exists()
-    assert not _processes_naming(shared)
+    # Told to exit, the master connection answers at once and then goes: with the machine busy
+    # its process may still be there a moment after the run.
+    assert _gone(shared, within=30.0), _processes_naming(shared)
 
     removed = prov.remove_nodes(REMOVE_PLAYBOOK, nodes, [])
     assert removed["node001"].outcome is Outcome.OK
     assert removed["node002"].outcome is Outcome.BUSY
+
+
+def _gone(text: str, within: float) -> bool:
+    """Whether no process of this machine names ``text`` (checked again until ``within`` seconds
+    have passed)."""
+    deadline = time.monotonic() + within
+    while _processes_naming(text):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
 
 
 def _processes_naming(text: str) -> list[str]:
