@@ -1,17 +1,19 @@
 """Fault tests of elb behind Slurm's power saving, on the real test cluster (Debian's slurmctld
 as the master, slurmd in podman nodes elb launches and provisions).
 
-1. Drain races: jobs submitted just before or just after elb drains the node that would run
+1. The controller restarted after elb held and reopened the names it leaves open: a job
+   submitted after the restart runs (Slurm brings those names back not responding). First in
+   the module: its names, node001 and node002, are powered down since the controller's start
+   (after another test Slurm may show them powering down for SuspendTimeout, 120 s).
+2. Drain races: jobs submitted just before or just after elb drains the node that would run
    them, many times over: no job is lost or killed, no node leaked.
-2. SIGKILL of elb between Slurm's resume request and the node ready, at several steps: the
+3. SIGKILL of elb between Slurm's resume request and the node ready, at several steps: the
    restarted elb finds in its journal what Slurm asked for and what it had done, and converges
    (the job runs, nothing is leaked).
-3. A node whose slurmd never registers after a play that succeeded: failed after
+4. A node whose slurmd never registers after a play that succeeded: failed after
    ``slurm.register_timeout`` and given back to Slurm, which requeues the job waiting for it.
-4. A ready node whose slurmd dies: Slurm stops hearing from it; once ``unreachable_timeout``
+5. A ready node whose slurmd dies: Slurm stops hearing from it; once ``unreachable_timeout``
    has passed with no job running there, elb gives it back to Slurm and takes it out.
-5. The controller restarted after elb held and reopened the names it leaves open: a job
-   submitted after the restart runs (Slurm brings those names back not responding).
 6. A node whose slurmd exits right after its start: its play fails on it, and elb fails it at
    once for its own fault instead of waiting ``slurm.register_timeout`` for it.
 """
@@ -132,6 +134,48 @@ def assert_given_back(name: str) -> None:
 
 def no_elb_nodes_left(bal: Balancer, tc: TestCluster) -> bool:
     return not bal.journal.nodes() and not tc.workers() and not bal.journal.asks()
+
+
+@pytest.mark.timeout(900)
+def test_names_elb_reopened_before_the_controller_restarts_are_asked_for_after_it(
+    controller: TestCluster, tmp_path: Path
+) -> None:
+    # slurmctld 22.05, restarted, brings back each powered-down cloud node drained and undrained
+    # since its last power-down as not responding, and puts no job on one until an update
+    # touches it. In an hour of the soak the names elb had held and reopened were so for 15
+    # minutes: every job pending (ReqNodeNotAvail, UnavailableNodes: every node), no node asked for.
+    cfg = slurm_config(tmp_path)
+    tc = controller
+    # What is tested is what the restart makes of powered-down names. First in the module, the
+    # names are powered down since the controller's start; run after a test that left a node up,
+    # its clean-up powered that node down, and Slurm shows it powering down for SuspendTimeout.
+    wait_for(
+        "Slurm to be done powering node001 and node002 down",
+        lambda: powered_down("node001") and powered_down("node002"),
+        timeout=slurm.SUSPEND_TIMEOUT + 60,
+    )
+    bal = slurm_balancer(cfg)
+    try:
+        bal.run_pass()  # names past max_nodes (2) held, node001 and node002 left open
+        # elb's hold and reopen of the open names, as a pass at max_nodes and the next make them
+        for state, extra in (("DRAIN", ["reason=elb: held: no room within max_nodes 2"]), ("UNDRAIN", [])):
+            subprocess.run(
+                ["scontrol", "update", "nodename=node001,node002", f"state={state}", *extra],
+                env={**os.environ, **slurm.env()}, check=True, capture_output=True, timeout=60,
+            )  # fmt: skip
+        F.restart_controller("slurm")
+        restarted = time.monotonic()
+        shown = sinfo_states()
+        assert all("not_responding" in shown[n] for n in ("node001", "node002")), shown
+        job = sbatch("-N", "1", "-n", "2", "--wrap", JOB)
+        passes_until(bal, f"job {job} to run after the restart", lambda: job_done(job), 240)
+        figures(
+            "slurm_restart_reopened_names",
+            after_restart=shown,
+            seconds_to_job_done=round(time.monotonic() - restarted, 1),
+        )
+    finally:
+        clean_up(tc, bal)
 
 
 @pytest.mark.timeout(1800)
@@ -424,46 +468,5 @@ def test_a_node_whose_slurmd_exits_after_its_start_fails_its_play(controller: Te
         passes_until(bal, f"job {job} to run", ran, 400)
         assert job_host(job) != broken.name
         figures("slurm_slurmd_exits", failed=broken.name, why=why[:200], job_ran_on=job_host(job))
-    finally:
-        clean_up(tc, bal)
-
-
-@pytest.mark.timeout(900)
-def test_names_elb_reopened_before_the_controller_restarts_are_asked_for_after_it(
-    controller: TestCluster, tmp_path: Path
-) -> None:
-    # slurmctld 22.05, restarted, brings back each powered-down cloud node drained and undrained
-    # since its last power-down as not responding, and puts no job on one until an update
-    # touches it. In an hour of the soak the names elb had held and reopened were so for 15
-    # minutes: every job pending (ReqNodeNotAvail, UnavailableNodes: every node), no node asked for.
-    cfg = slurm_config(tmp_path)
-    tc = controller
-    # What is tested is what the restart makes of powered-down names: a node the test before left
-    # up was powered down by its clean-up, and Slurm shows it powering down for SuspendTimeout.
-    wait_for(
-        "Slurm to be done powering node001 and node002 down",
-        lambda: powered_down("node001") and powered_down("node002"),
-        timeout=slurm.SUSPEND_TIMEOUT + 60,
-    )
-    bal = slurm_balancer(cfg)
-    try:
-        bal.run_pass()  # names past max_nodes (2) held, node001 and node002 left open
-        # elb's hold and reopen of the open names, as a pass at max_nodes and the next make them
-        for state, extra in (("DRAIN", ["reason=elb: held: no room within max_nodes 2"]), ("UNDRAIN", [])):
-            subprocess.run(
-                ["scontrol", "update", "nodename=node001,node002", f"state={state}", *extra],
-                env={**os.environ, **slurm.env()}, check=True, capture_output=True, timeout=60,
-            )  # fmt: skip
-        F.restart_controller("slurm")
-        restarted = time.monotonic()
-        shown = sinfo_states()
-        assert all("not_responding" in shown[n] for n in ("node001", "node002")), shown
-        job = sbatch("-N", "1", "-n", "2", "--wrap", JOB)
-        passes_until(bal, f"job {job} to run after the restart", lambda: job_done(job), 240)
-        figures(
-            "slurm_restart_reopened_names",
-            after_restart=shown,
-            seconds_to_job_done=round(time.monotonic() - restarted, 1),
-        )
     finally:
         clean_up(tc, bal)
