@@ -49,10 +49,14 @@ def note_used() -> int:
         finally:
             journal.close()
         highest = max([highest, *(n for n in numbers if n is not None)])
-    if highest > _counter():
+    _raise_counter(highest)
+    return max(highest, _counter())
+
+
+def _raise_counter(number: int) -> None:
+    if number > _counter():
         C.RUN_DIR.mkdir(parents=True, exist_ok=True)
-        LAST_NODE.write_text(f"{PREFIX}{highest:0{DIGITS}d}\n")
-    return highest
+        LAST_NODE.write_text(f"{PREFIX}{number:0{DIGITS}d}\n")
 
 
 def start_names_after(journal_path: Path, number: int) -> None:
@@ -80,6 +84,5 @@ def start_after_used(journal_path: Path) -> None:
 def reserve(number: int) -> None:
     """Raise the counter to at least ``number``: names up to it are another's (Slurm's
     ``node001``-``node008`` while Slurm's soak runs beside Grid Engine's)."""
-    if number > note_used():
-        C.RUN_DIR.mkdir(parents=True, exist_ok=True)
-        LAST_NODE.write_text(f"{PREFIX}{number:0{DIGITS}d}\n")
+    note_used()
+    _raise_counter(number)

@@ -30,7 +30,7 @@ from elb.service.passrecord import PassResult
 from elbdev.testcluster import constants as C
 from elbdev.testcluster.cluster import REPO_ROOT, TestCluster
 from tests.cluster.helpers import cluster_state, written
-from tests.cluster.names import note_used, start_after_used
+from tests.cluster.names import start_after_used
 
 HOME = Path("/home") / C.CLUSTER_USER / "faults"
 NODE_NAME = re.compile(r"\bnode\d+\b")
@@ -305,8 +305,8 @@ def job_hosts(job_ids: Sequence[str]) -> dict[str, str]:
 
 
 def clean_up(tc: TestCluster, cfg: Config, baseline: dict[str, object]) -> None:
-    """After a test: no jobs; elb removes its nodes; whatever is left the test cluster removes."""
-    note_used()
+    """After a test: no jobs; elb removes its nodes; whatever is left the test cluster removes (the
+    names its elb gave are noted after the test, tests/conftest.py)."""
     tc.master_run(["qdel", "-f", "-u", C.CLUSTER_USER], check=False)
     cfg = cfg.model_copy(update={"policy": cfg.policy.model_copy(update={"idle_time": 2.0, "min_nodes": 0})})
     bal = balancer(cfg)
