@@ -77,18 +77,27 @@ class FreeIndex(Generic[K]):
         return self._free[key][0]
 
     def set(self, key: K, free: int, total: int) -> None:
-        """Add the node or change its free slots."""
-        entry = (free, total)
-        old = self._free.get(key)
+        """Add the node or change its free slots (``_drop`` of its old entry, written out: every
+        start and end of a job on a node comes here)."""
+        entries, buckets = self._free, self._buckets
+        old = entries.get(key)
         if old is not None:
-            if old == entry:
+            was, was_total = old
+            if was == free and was_total == total:
                 return
-            self._drop(key, old)
-        self._free[key] = entry
+            if was > 0:
+                left = buckets[was]
+                if len(left) == 1:
+                    del buckets[was]
+                else:
+                    del left[bisect.bisect_left(left, key)]
+            if was == was_total and was_total >= self.whole and was_total > 0:
+                del self._empty[bisect.bisect_left(self._empty, key)]
+        entries[key] = (free, total)
         if free > 0:
-            keys = self._buckets.get(free)
+            keys = buckets.get(free)
             if keys is None:
-                self._buckets[free] = [key]
+                buckets[free] = [key]
             else:
                 bisect.insort(keys, key)
         if free == total and total >= self.whole and total > 0:
