@@ -203,6 +203,13 @@ class Overlay(Generic[K]):
                 self._hidden_empty += 1
         top.set(key, free, total)
 
+    def take_whole(self, key: K) -> None:
+        """``set`` of a node of the base, empty and not set on top, to no free slot (a wide job
+        takes all of it): hidden as an empty one."""
+        assert self.base is not None and key not in self.top
+        self._hidden_empty += 1
+        self.top.set(key, 0, self.base._free[key][1])
+
     def set_many(self, entries: Sequence[tuple[K, int, int]]) -> None:
         """``set`` of each (key, free, total) in turn (``FreeIndex.set_many`` on top)."""
         base = self.base
@@ -371,11 +378,16 @@ class Packing:
         k = width(slots, self.slots_per_node)
         left, short, new = tasks, 0, 0
         index = self._index
+        top = index.top
         while left and index.empty_count:
             taken = index.empties(k)
             for key in taken:
-                b = self._bin(key)
-                self._take(key, b, b.free)
+                if key in top:  # a bin set here (listed, named, or taken from before)
+                    b = self._bin(key)
+                    self._take(key, b, b.free)
+                else:  # a ready worker of the kept index, untouched: taken whole, with no bin of its own
+                    index.take_whole(key)
+                    self.assigned.add(key[2])
             left -= 1
             if len(taken) < k:
                 short += 1
