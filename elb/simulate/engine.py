@@ -1165,7 +1165,10 @@ class Simulator:
         return min((due(p, self.pools[self.pool_group[n]]) for n, p in self.pooled.items()), default=math.inf)
 
     def _backoff_ends(self, now: float) -> float:
-        """When a launch the back-off holds may start (the replay wakes then); inf: none held."""
+        """When a launch the back-off holds may start (the replay wakes then); inf: none held
+        (as when it is never told of a bring-up: nothing can fail)."""
+        if not self._tell_backoff:
+            return math.inf
         end = self.backoff.state.next_end(now)
         return math.inf if end is None else end
 

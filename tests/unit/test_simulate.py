@@ -509,7 +509,8 @@ def test_a_replay_without_failures_leaves_the_back_off_untold_and_plans_the_same
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """With no bring-up that can fail the back-off is never told of a request or a readiness
-    (they would leave it empty): the replay is the one in which it is told of every one."""
+    (they would leave it empty) nor asked when a launch it holds may start: the replay is the one
+    in which it is told of every one."""
     rng = random.Random(5)
     jobs = [SimJob(i, i * 45, rng.choice([300, 1200]), rng.choice([1, 4, 8, 20])) for i in range(1, 150)]
     told: list[str] = []
@@ -532,6 +533,7 @@ def test_a_replay_without_failures_leaves_the_back_off_untold_and_plans_the_same
     plain, told_sim = replay(True)
     assert len(told) == 2 * plain.launches
     assert quick.placements == plain.placements and quick.nodes == plain.nodes
+    assert (quick.polls, quick.decisions) == (plain.polls, plain.decisions)
     assert sim.backoff.state == told_sim.backoff.state
 
 
