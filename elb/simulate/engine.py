@@ -490,6 +490,9 @@ class Simulator:
         self.config = sim_config(settings, self.groups, self.max_nodes)
         self.cloud = cloud_settings(self.config)  # the configured cloud's, as the daemon reads them
         self.backoff = GroupTrackers(initial=settings.backoff_initial, maximum=settings.backoff_max)
+        # The back-off hears of bring-ups only when one can fail: a request and its readiness
+        # alone leave it as it was (nothing backed off), so without failures it is never told.
+        self._tell_backoff = settings.provision_failure_rate > 0
         self.failures = random.Random(settings.seed + 1)  # noqa: S311 (seeded failure injection)
         self._booting: dict[str, None] = {}
         self._instance_values: dict[str, Instance] = {}
@@ -550,7 +553,8 @@ class Simulator:
             self.out.restarts += 1
         else:
             self.out.launches += 1
-            self.backoff.add(Event(now, name, NodeState.REQUESTED, None, None), group)
+            if self._tell_backoff:
+                self.backoff.add(Event(now, name, NodeState.REQUESTED, None, None), group)
         self._instance_values[name] = Instance(f"sim-{name}", name, InstanceState.RUNNING, now)
         self._nodes_cache = None
         self._stale[name] = None
@@ -570,7 +574,7 @@ class Simulator:
         self._booting.pop(node.name, None)
         self._suspects.pop(node.name, None)
         self._frozen_booting = self._frozen_suspects = None
-        if not node.restart:
+        if not node.restart and self._tell_backoff:
             self.backoff.add(Event(now, node.name, NodeState.READY, None, None), node.group)
         self._touch(node)
 
@@ -1161,7 +1165,10 @@ class Simulator:
         return min((due(p, self.pools[self.pool_group[n]]) for n, p in self.pooled.items()), default=math.inf)
 
     def _backoff_ends(self, now: float) -> float:
-        """When a launch the back-off holds may start (the replay wakes then); inf: none held."""
+        """When a launch the back-off holds may start (the replay wakes then); inf: none held
+        (as when it is never told of a bring-up: nothing can fail)."""
+        if not self._tell_backoff:
+            return math.inf
         end = self.backoff.state.next_end(now)
         return math.inf if end is None else end
 

@@ -217,5 +217,6 @@ def test_packing_on_a_kept_index_read_through_places_as_on_the_list_of_bins(seed
         slots = rng.choice([1, 2, 3, spn, spn + 1, 2 * spn])
         tasks = rng.choice([1, 1, 2, 5])
         assert through.place(slots, tasks) == plain.place(slots, tasks)
+        assert through.saturated == plain.saturated
     assert (through.new_nodes, through.complete, through.assigned) == (plain.new_nodes, plain.complete, plain.assigned)
     assert index._free == kept

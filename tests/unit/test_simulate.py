@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from elb.cli.main import main
-from elb.core.model import History, Job, NodeState, Plan
+from elb.core.backoff import GroupTrackers
+from elb.core.model import Event, History, Job, NodeState, Plan
 from elb.core.policy.peers import (
     Limits,
     ParallelclusterPolicy,
@@ -502,6 +503,38 @@ def test_a_replay_with_failing_provisioning_backs_off_as_the_daemon_does() -> No
     assert failing.failed_bringups > 5 and failing.backoff_rounds >= 2 and failing.launches_held > 0
     assert failing.never_started == 0  # every job still ran
     assert max(failing.waits) > max(healthy.waits)
+
+
+def test_a_replay_without_failures_leaves_the_back_off_untold_and_plans_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no bring-up that can fail the back-off is never told of a request or a readiness
+    (they would leave it empty) nor asked when a launch it holds may start: the replay is the one
+    in which it is told of every one."""
+    rng = random.Random(5)
+    jobs = [SimJob(i, i * 45, rng.choice([300, 1200]), rng.choice([1, 4, 8, 20])) for i in range(1, 150)]
+    told: list[str] = []
+    add = GroupTrackers.add
+
+    def counted(self: GroupTrackers, e: Event, group: str) -> None:
+        told.append(e.node)
+        add(self, e, group)
+
+    monkeypatch.setattr(GroupTrackers, "add", counted)
+
+    def replay(tell: bool) -> tuple[SimOutcome, Simulator]:
+        sim = Simulator(jobs, SlurmPolicy(limits(max_nodes=8)), SimSettings(max_nodes=8, record=True))
+        if tell:  # the plain path: told of every bring-up
+            sim._tell_backoff = True
+        return sim.run(), sim
+
+    quick, sim = replay(False)
+    assert told == [] and quick.launches > 5
+    plain, told_sim = replay(True)
+    assert len(told) == 2 * plain.launches
+    assert quick.placements == plain.placements and quick.nodes == plain.nodes
+    assert (quick.polls, quick.decisions) == (plain.polls, plain.decisions)
+    assert sim.backoff.state == told_sim.backoff.state
 
 
 def test_cli_replays_failing_provisioning_and_reports_the_back_off(

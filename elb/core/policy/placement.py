@@ -77,18 +77,27 @@ class FreeIndex(Generic[K]):
         return self._free[key][0]
 
     def set(self, key: K, free: int, total: int) -> None:
-        """Add the node or change its free slots."""
-        entry = (free, total)
-        old = self._free.get(key)
+        """Add the node or change its free slots (``_drop`` of its old entry, written out: every
+        start and end of a job on a node comes here)."""
+        entries, buckets = self._free, self._buckets
+        old = entries.get(key)
         if old is not None:
-            if old == entry:
+            was, was_total = old
+            if was == free and was_total == total:
                 return
-            self._drop(key, old)
-        self._free[key] = entry
+            if was > 0:
+                left = buckets[was]
+                if len(left) == 1:
+                    del buckets[was]
+                else:
+                    del left[bisect.bisect_left(left, key)]
+            if was == was_total and was_total >= self.whole and was_total > 0:
+                del self._empty[bisect.bisect_left(self._empty, key)]
+        entries[key] = (free, total)
         if free > 0:
-            keys = self._buckets.get(free)
+            keys = buckets.get(free)
             if keys is None:
-                self._buckets[free] = [key]
+                buckets[free] = [key]
             else:
                 bisect.insort(keys, key)
         if free == total and total >= self.whole and total > 0:
@@ -193,6 +202,13 @@ class Overlay(Generic[K]):
             if old is not None and _is_empty(old, base.whole):
                 self._hidden_empty += 1
         top.set(key, free, total)
+
+    def take_whole(self, key: K) -> None:
+        """``set`` of a node of the base, empty and not set on top, to no free slot (a wide job
+        takes all of it): hidden as an empty one."""
+        assert self.base is not None and key not in self.top
+        self._hidden_empty += 1
+        self.top.set(key, 0, self.base._free[key][1])
 
     def set_many(self, entries: Sequence[tuple[K, int, int]]) -> None:
         """``set`` of each (key, free, total) in turn (``FreeIndex.set_many`` on top)."""
@@ -362,11 +378,16 @@ class Packing:
         k = width(slots, self.slots_per_node)
         left, short, new = tasks, 0, 0
         index = self._index
+        top = index.top
         while left and index.empty_count:
             taken = index.empties(k)
             for key in taken:
-                b = self._bin(key)
-                self._take(key, b, b.free)
+                if key in top:  # a bin set here (listed, named, or taken from before)
+                    b = self._bin(key)
+                    self._take(key, b, b.free)
+                else:  # a ready worker of the kept index, untouched: taken whole, with no bin of its own
+                    index.take_whole(key)
+                    self.assigned.add(key[2])
             left -= 1
             if len(taken) < k:
                 short += 1
