@@ -660,21 +660,23 @@ class _Memo:
         if found is not None and found[0] is requests:
             return found[1]
         verdicts = self.verdicts[scope]
-        items = list(requests.items())
+        # The requests kept (those whose verdict is not None), in one pass in C.
         try:
-            kept = list(compress(items, map(verdicts.__getitem__, items)))
+            kept = list(filter(verdicts.__getitem__, requests.items()))
         except KeyError:  # a request not met before
-            for item in items:
+            for item in requests.items():
                 if item not in verdicts:
                     verdicts[item] = self._verdict(scope, item)
-            kept = list(compress(items, map(verdicts.__getitem__, items)))
+            kept = list(filter(verdicts.__getitem__, requests.items()))
         decided: _Decided = ()
         if kept:
             if len(kept) > 1:
                 kept.sort()
-            stop = next((v for v in map(verdicts.__getitem__, kept) if isinstance(v, str)), None)
-            if stop is not None:
-                decided = stop
+            for item in kept:
+                verdict = verdicts[item]
+                if isinstance(verdict, str):  # the first that stops the job
+                    decided = verdict
+                    break
             else:
                 deciding = tuple(kept)
                 decided = self.same_items.setdefault(deciding, deciding)
