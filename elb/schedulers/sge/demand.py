@@ -451,9 +451,13 @@ def place_shapes(
     kept = keep if keep is not None and keep.same(*context) else None
     # A job and binding of the call before: its record, its binding the very same object.
     by_job = kept.by_job if kept is not None else {}
-    records = list(map(by_job.get, map(id, jobs), repeat(_MISS)))
-    same = map(is_, map(_BOUND, records), bound)
-    todo = list(compress(range(len(records)), map(not_, same)))
+    todo: Sequence[int]
+    if by_job:
+        records = list(map(by_job.get, map(id, jobs), repeat(_MISS)))
+        same = map(is_, map(_BOUND, records), bound)
+        todo = list(compress(range(len(records)), map(not_, same)))
+    else:  # nothing kept (a first call): no job is found, each is looked at
+        records, todo = [_MISS] * len(jobs), range(len(jobs))
     shapes = _Shapes(groups, site, now, new_node_name, kept)
     made = shapes.fill(records, todo, jobs, bound, bound=bindings is not None) if todo else []
     placements = list(map(_PLACEMENT, records))
