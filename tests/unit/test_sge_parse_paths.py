@@ -407,6 +407,37 @@ def test_requests_read_line_by_line_are_those_read_element_by_element(rest: str,
     check(rest_entry(rest).encode())
 
 
+def tasks_entry(tasks: str) -> str:
+    """A document of one waiting array job whose ``<tasks>`` holds ``tasks``."""
+    return rest_entry("").replace("<slots>1</slots>\n", f"<slots>1</slots>\n      <tasks>{tasks}</tasks>\n")
+
+
+# Numbers of a task range: around the bounds count_tasks checks (a first id of 1, the last id
+# 2**31), with leading zeros, and longer than the quick reader's ten digits.
+TASK_NUMBERS = st.one_of(
+    st.integers(0, 12).map(str),
+    st.integers(2**31 - 2, 2**31 + 1).map(str),
+    st.integers(0, 10**12).map(str),
+    st.sampled_from(["00", "007", "0000000001", "00000000001", "02147483648"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TASK_NUMBERS, TASK_NUMBERS, TASK_NUMBERS)
+def test_a_range_of_tasks_is_counted_as_count_tasks_counts_it(first: str, last: str, step: str) -> None:
+    """A waiting array job's ``first-last:step`` (counted by arithmetic by the quick reader) reads
+    as the careful reader reads it, or is declined where the careful reader refuses it."""
+    data = tasks_entry(f"{first}-{last}:{step}").encode()
+    quick = check(data)
+    try:
+        careful = _careful_qstat(data)
+    except SgeParseError:
+        assert quick is None
+    else:
+        assert quick is not None and quick.jobs[0].tasks == careful.jobs[0].tasks
+        assert quick.jobs[0].task_ids == f"{first}-{last}:{step}"
+
+
 def test_the_requests_of_the_benchmark_are_read_line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """The queue of many combinations of requests is read a line at a time, none element by element."""
 

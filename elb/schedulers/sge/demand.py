@@ -451,9 +451,13 @@ def place_shapes(
     kept = keep if keep is not None and keep.same(*context) else None
     # A job and binding of the call before: its record, its binding the very same object.
     by_job = kept.by_job if kept is not None else {}
-    records = list(map(by_job.get, map(id, jobs), repeat(_MISS)))
-    same = map(is_, map(_BOUND, records), bound)
-    todo = list(compress(range(len(records)), map(not_, same)))
+    todo: Sequence[int]
+    if by_job:
+        records = list(map(by_job.get, map(id, jobs), repeat(_MISS)))
+        same = map(is_, map(_BOUND, records), bound)
+        todo = list(compress(range(len(records)), map(not_, same)))
+    else:  # nothing kept (a first call): no job is found, each is looked at
+        records, todo = [_MISS] * len(jobs), range(len(jobs))
     shapes = _Shapes(groups, site, now, new_node_name, kept)
     made = shapes.fill(records, todo, jobs, bound, bound=bindings is not None) if todo else []
     placements = list(map(_PLACEMENT, records))
@@ -660,21 +664,23 @@ class _Memo:
         if found is not None and found[0] is requests:
             return found[1]
         verdicts = self.verdicts[scope]
-        items = list(requests.items())
+        # The requests kept (those whose verdict is not None), in one pass in C.
         try:
-            kept = list(compress(items, map(verdicts.__getitem__, items)))
+            kept = list(filter(verdicts.__getitem__, requests.items()))
         except KeyError:  # a request not met before
-            for item in items:
+            for item in requests.items():
                 if item not in verdicts:
                     verdicts[item] = self._verdict(scope, item)
-            kept = list(compress(items, map(verdicts.__getitem__, items)))
+            kept = list(filter(verdicts.__getitem__, requests.items()))
         decided: _Decided = ()
         if kept:
             if len(kept) > 1:
                 kept.sort()
-            stop = next((v for v in map(verdicts.__getitem__, kept) if isinstance(v, str)), None)
-            if stop is not None:
-                decided = stop
+            for item in kept:
+                verdict = verdicts[item]
+                if isinstance(verdict, str):  # the first that stops the job
+                    decided = verdict
+                    break
             else:
                 deciding = tuple(kept)
                 decided = self.same_items.setdefault(deciding, deciding)

@@ -799,7 +799,11 @@ _JOB_ENTRY = re.compile(
     r"</(?(8)JAT_start_time|(?(9)JAT_submission_time|JB_submission_time))>[ \t\n]*"
     rf"(?:<queue_name>({_TEXT}{{0,65536}})</queue_name>[ \t\n]*)?"
     r"<slots>([0-9]{1,18})</slots>[ \t\n]*"
-    rf"(?:<tasks>({_TEXT}{{0,65536}})</tasks>[ \t\n]*)?"
+    # An array job's task ids: one range of ASCII digits as SGE writes a waiting array's
+    # (1-500:1) as a group of its own and its three numbers, counted by arithmetic alone
+    # (``_range_count``); any other text as a group of its own, read by count_tasks.
+    r"(?:<tasks>(?:(([0-9]{1,10})-([0-9]{1,10}):([0-9]{1,10}))"
+    rf"|({_TEXT}{{0,65536}}))</tasks>[ \t\n]*)?"
     rf"(?:<full_job_name>{_TEXT}{{0,65536}}</full_job_name>[ \t\n]*)?"
     r"([^<]*+(?:<(?!/job_list>)[^<]*+)*+)</job_list>[ \t\n]*"  # possessive: nothing to give back
 )
@@ -843,6 +847,14 @@ def _priority(text: str) -> float:
         return decimal(text) if text else 0.0
     except ValueError:
         raise _Decline from None
+
+
+def _range_count(start: int, end: int, step: int) -> int:
+    """How many task ids ``start-end:step`` holds, as ``count_tasks`` counts that one part;
+    declines a range ``count_tasks`` refuses (the careful reader says why)."""
+    if start < 1 or end < start or step < 1 or end > _MAX_TASK_ID:
+        raise _Decline
+    return (end - start) // step + 1
 
 
 def _xml_char(code: int) -> bool:
@@ -1367,7 +1379,7 @@ class _QuickReader:
         that repeat (priorities, task ranges, requests, the minute of a timestamp) are worked out
         once each, and the Job is made in place (``_JobBuilder``)."""
         (_entry_state, number, plain_prio, prio, name, owner, state, start_tag, submission_tag, minute, second,
-         fraction, queue_name, slots, task_ids, rest) = fields  # fmt: skip
+         fraction, queue_name, slots, task_range, first, last, step, task_ids, rest) = fields  # fmt: skip
         priority = float(plain_prio) if plain_prio is not None else self.priority(_resolve(prio) if self.amp else prio)
         if escaped:
             if self.amp:
@@ -1396,7 +1408,10 @@ class _QuickReader:
             job.submitted, job.started = None, seconds
         else:
             job.submitted, job.started = seconds, None
-        ids, job.tasks = (None, 1) if task_ids is None else self.tasks(task_ids)
+        if task_range is not None:
+            ids, job.tasks = task_range, _range_count(int(first), int(last), int(step))
+        else:
+            ids, job.tasks = (None, 1) if task_ids is None else self.tasks(task_ids)
         requests = self.rests.get(rest)
         if requests is None:
             requests = self.rests[rest] = self.rest(rest)

@@ -21,7 +21,8 @@ from __future__ import annotations
 import heapq
 import logging
 from collections.abc import Mapping, Sequence
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, ne
 from typing import Protocol
 
 from elb.core.model import Job
@@ -58,10 +59,11 @@ class StartTimes:
         # waiting jobs are a few milliseconds.)
         waiting = dict(zip(map(_JOB_ID, pending), map(_SUBMITTED, pending), strict=True))
         # Forgotten: the jobs no longer waiting, or waiting with another submission time (a job
-        # number used again). One lookup a job asked about (the difference of the two dicts'
-        # items would make and hash a pair for each, at twice the cost).
-        get = waiting.get
-        gone = [job_id for job_id, submitted in self._submitted.items() if get(job_id, _GONE) != submitted]
+        # number used again). One lookup a job asked about, made in C (the difference of the two
+        # dicts' items would make and hash a pair for each, at twice the cost).
+        asked = self._submitted
+        now_submitted = map(waiting.get, asked.keys(), repeat(_GONE))
+        gone = list(compress(asked.keys(), map(ne, now_submitted, asked.values())))
         for job_id in gone:
             del self._submitted[job_id], self._starts[job_id]
             self._times.pop(job_id, None)
