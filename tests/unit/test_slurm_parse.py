@@ -309,24 +309,30 @@ def test_the_drivers_demand_with_its_memos_is_a_fresh_drivers() -> None:
 
 @pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"])
 def test_time_stamps_from_their_hours_start_are_parse_timestamps(zone: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``_time`` with the hours' starts kept (``SqueueMemo.hours``) gives what ``parse_timestamp``
-    gives, or refuses alike, around the changes of the local offset too (Lord Howe's half hour)."""
+    """``_time`` with the hours' starts kept (``SqueueMemo.hours``), and ``_stamp`` with the
+    minutes' starts kept too (``SqueueMemo.minutes``), give what ``parse_timestamp`` gives, or
+    refuse alike, around the changes of the local offset too (Lord Howe's half hour)."""
     import random
     import time
 
-    from elb.schedulers.slurm.parse import _time
+    from elb.schedulers.slurm.parse import _stamp, _time
 
     monkeypatch.setenv("TZ", zone)
     time.tzset()
     try:
         rng = random.Random(zone)
         hours: dict[str, float | None] = {}
+        stamp_hours: dict[str, float | None] = {}
+        minutes: dict[str, float] = {}
         for _ in range(8000):
             month, day = rng.choice([3, 4, 10, 11, 13]), rng.choice([1, 2, 4, 5, 6, 7, 8, 29, 31, 32])
             hour, minute, second = rng.randint(0, 24), rng.choice([0, 1, 29, 30, 31, 59, 60]), rng.randint(0, 62)
-            fraction = rng.choice(["", ".5", ".123456789"])
+            fraction = rng.choice(["", "", ".5", ".123456789"])
             stamp = f"2026-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}{fraction}"
-            assert outcome(_time, stamp, hours) == outcome(parse_timestamp, stamp), stamp
+            expected = outcome(parse_timestamp, stamp)
+            assert outcome(_time, stamp, hours) == expected, stamp
+            assert outcome(_stamp, stamp, stamp_hours, minutes) == expected, stamp
+        assert len(minutes) > 100  # (most stamps of a minute read before)
     finally:
         monkeypatch.undo()
         time.tzset()
