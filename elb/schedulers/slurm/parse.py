@@ -338,13 +338,13 @@ def _stamp(text: str, hours: dict[str, float | None] | None, minutes: dict[str, 
     another minute is read by ``_time``, and its minute kept when its hour is plain."""
     if minutes is None:
         return _time(text, hours)
+    if text == "N/A":  # (a pending job's start, most often)
+        return None
     start = minutes.get(text[:16])
     if start is not None and len(text) == 19 and text[16] == ":":
         second = _SIXTY.get(text[17:19])
         if second is not None:
             return start + second
-    if text == "N/A":  # (a pending job's start, most often)
-        return None
     value = _time(text, hours)
     if value is not None and hours is not None and len(text) == 19 and text[13] == ":" and text[16] == ":":
         hour, minute = hours.get(text[:13]), _SIXTY.get(text[14:16])
@@ -413,10 +413,10 @@ def read_entries(text: str, memo: SqueueMemo[E]) -> list[E]:
             memo.left = [] if fresh else None  # (the lines it passed over not known)
         new: list[tuple[str, E]] = []  # the lines read now, and their entries
         blank = False
+        derive, hours, limits, minutes, words = memo.derive, memo.hours, memo.limits, memo.minutes, memo.words
         for i, line in out:
-            if line.strip():
-                job = _squeue_line(line, i + 1, memo.hours, memo.limits, memo.minutes, words=memo.words)
-                found[i] = entry = memo.derive(job)
+            if walked is not None or line.strip():  # (``in_text`` splits out no blank line)
+                found[i] = entry = derive(_squeue_line(line, i + 1, hours, limits, minutes, words=words))
                 new.append((line, entry))
             else:
                 blank = True
