@@ -535,19 +535,25 @@ class SinfoMemo:
     """What the last read of sinfo made of each line (its node, in that line's partition), for
     the next read: a line's node is a pure function of its text; and the nodes it joined of
     several lines (a node in several partitions), by the identities of the nodes joined. Only
-    the last read's are kept (a node a line: a thousand nodes are a dict of a thousand).
-    ``SlurmCommands`` keeps one."""
+    the last read's are kept (a node a line: a thousand nodes are a dict of a thousand), and its
+    text and nodes: a read of the very same text (the nodes' states unchanged since, as between
+    most polls) is the last read's nodes. ``SlurmCommands`` keeps one."""
 
     def __init__(self) -> None:
         self.lines: dict[str, SlurmNode] = {}
         self.joined: dict[tuple[int, int], _Joined] = {}
+        self.text: str | None = None  # the last read's text, and its nodes
+        self.nodes: tuple[SlurmNode, ...] = ()
 
 
 def parse_sinfo(text: str, *, memo: SinfoMemo | None = None) -> list[SlurmNode]:
     """``SINFO_ARGV``'s output, one node each (its partitions joined); ``memo``: the lines of the
     read before (updated), each found there read no more. A node whose lines are the very ones
     of the read before is the same object (its lines' node, when it has one line; the node the
-    read before joined of them, when several)."""
+    read before joined of them, when several), and a text that is the read before's gives its
+    very nodes (what its lines would give)."""
+    if memo is not None and text == memo.text:
+        return list(memo.nodes)
     known = memo.lines if memo is not None else {}
     joins = memo.joined if memo is not None else {}
     kept: dict[str, SlurmNode] = {}
@@ -580,9 +586,10 @@ def parse_sinfo(text: str, *, memo: SinfoMemo | None = None) -> list[SlurmNode]:
                 joined[key] = (before, node, both)
                 node = both
         found[node.name] = node
+    nodes = list(found.values())
     if memo is not None:
-        memo.lines, memo.joined = kept, joined
-    return list(found.values())
+        memo.lines, memo.joined, memo.text, memo.nodes = kept, joined, text, tuple(nodes)
+    return nodes
 
 
 def _sinfo_line(line: str, number: int) -> SlurmNode:
