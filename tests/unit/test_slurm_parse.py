@@ -309,24 +309,30 @@ def test_the_drivers_demand_with_its_memos_is_a_fresh_drivers() -> None:
 
 @pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"])
 def test_time_stamps_from_their_hours_start_are_parse_timestamps(zone: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``_time`` with the hours' starts kept (``SqueueMemo.hours``) gives what ``parse_timestamp``
-    gives, or refuses alike, around the changes of the local offset too (Lord Howe's half hour)."""
+    """``_time`` with the hours' starts kept (``SqueueMemo.hours``), and ``_stamp`` with the
+    minutes' starts kept too (``SqueueMemo.minutes``), give what ``parse_timestamp`` gives, or
+    refuse alike, around the changes of the local offset too (Lord Howe's half hour)."""
     import random
     import time
 
-    from elb.schedulers.slurm.parse import _time
+    from elb.schedulers.slurm.parse import _stamp, _time
 
     monkeypatch.setenv("TZ", zone)
     time.tzset()
     try:
         rng = random.Random(zone)
         hours: dict[str, float | None] = {}
+        stamp_hours: dict[str, float | None] = {}
+        minutes: dict[str, float] = {}
         for _ in range(8000):
             month, day = rng.choice([3, 4, 10, 11, 13]), rng.choice([1, 2, 4, 5, 6, 7, 8, 29, 31, 32])
             hour, minute, second = rng.randint(0, 24), rng.choice([0, 1, 29, 30, 31, 59, 60]), rng.randint(0, 62)
-            fraction = rng.choice(["", ".5", ".123456789"])
+            fraction = rng.choice(["", "", ".5", ".123456789"])
             stamp = f"2026-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}{fraction}"
-            assert outcome(_time, stamp, hours) == outcome(parse_timestamp, stamp), stamp
+            expected = outcome(parse_timestamp, stamp)
+            assert outcome(_time, stamp, hours) == expected, stamp
+            assert outcome(_stamp, stamp, stamp_hours, minutes) == expected, stamp
+        assert len(minutes) > 100  # (most stamps of a minute read before)
     finally:
         monkeypatch.undo()
         time.tzset()
@@ -392,7 +398,8 @@ def test_a_sinfo_memo_reads_as_without_and_keeps_the_nodes_whose_lines_are_the_s
     is the very node of the read before (and its host the very host, through ``HostsMemo``), a
     changed line is read anew, a node in two partitions whose lines did not change is the node
     the read before joined (and its host the very host), a line that left is forgotten, and the
-    snapshot is the one made without its memos."""
+    snapshot is the one made without its memos; a text read again (the same characters, a new
+    string) is read as the first time, as is one of the same length that differs in a reason."""
     from elb.schedulers.slurm.view import HostsMemo
 
     bench = _bench()
@@ -400,7 +407,17 @@ def test_a_sinfo_memo_reads_as_without_and_keeps_the_nodes_whose_lines_are_the_s
     two = bench.make_sinfo(30, "arrays").decode().splitlines()  # each node in two partitions
     one = bench.make_sinfo(5).decode().replace("node", "solo").splitlines()
     changed = [line.replace("|allocated+cloud|4|4/0/0/4|", "|mixed+cloud|4|2/2/0/4|", 1) for line in one[:2]]
-    texts = ["\n".join(two + one) + "\n", "\n".join(two + changed + one[2:]), "\n".join(two + changed + one[2:-1])]
+    first = "\n".join(two + one) + "\n"
+    solo3 = "solo0003|allocated+cloud|4|4/0/0/4|cloud*|"
+    reasons = first.replace(solo3 + "none", solo3 + "gone")  # (a reason of the same length)
+    assert len(reasons) == len(first) and reasons != first
+    texts = [
+        first,
+        "".join(list(first)),  # (the same text, another string)
+        reasons,
+        "\n".join(two + changed + one[2:]),
+        "\n".join(two + changed + one[2:-1]),
+    ]
     last: dict[str, SlurmNode] = {}
     last_hosts: Mapping[str, object] = {}
     before: set[str] = set()
@@ -414,7 +431,7 @@ def test_a_sinfo_memo_reads_as_without_and_keeps_the_nodes_whose_lines_are_the_s
         lines = set(text.splitlines())
         solo = [line.split("|")[0] for line in lines & before if line.startswith("solo")]  # one line each, unchanged
         assert all(by[name] is last[name] for name in solo)
-        if text is texts[1]:  # the two lines changed: read anew
+        if text is texts[3]:  # the two lines changed: read anew
             assert by["solo0001"] is not last["solo0001"] and by["solo0001"].state == "mixed"
         on = {h.name: h for h in snap.hosts}
         assert all(on[name] is last_hosts[name] for name in solo if name in on)
@@ -425,6 +442,7 @@ def test_a_sinfo_memo_reads_as_without_and_keeps_the_nodes_whose_lines_are_the_s
             assert all(on[name] is last_hosts[name] for name in pairs if name in on)
         last, last_hosts, before = by, on, lines
     assert changed != one[:2] and one[-1].split("|")[0] not in last
+    assert by_name(parse_sinfo(texts[2]))["solo0003"].reason == "gone"
 
 
 def test_a_sinfo_memo_reads_a_bad_line_as_without() -> None:

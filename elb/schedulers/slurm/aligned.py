@@ -124,10 +124,16 @@ def plain_lines(lines: list[str]) -> bool:
 def same_text_run(text: str, pos: int, before: str, at: int, *, sizes: Sequence[int], j: int) -> tuple[int, int]:
     """How many of ``before``'s lines from line ``j`` (at character ``at``; ``sizes``: each line's
     length without its ``\n``) ``text`` has from character ``pos``, the very characters, and
-    the characters they take. Compared a stretch of lines at a time (a slice of characters
-    compared in C), the first stretch that differs narrowed down by halves."""
+    the characters they take. Compared the first line alone (a line out of place differs
+    there), then a stretch of lines at a time (a slice of characters compared in C), the first
+    stretch that differs narrowed down by halves."""
     limit = len(sizes) - j
-    done = chars = 0
+    if limit <= 0:
+        return 0, 0
+    first = sizes[j] + 1  # (most often the first line tells: a line out of place, or one that moved)
+    if not text.startswith(before[at : at + first], pos):
+        return 0, 0
+    done, chars = 1, first
     width = FIRST_SLICE
     while done < limit:
         width = min(width, limit - done)

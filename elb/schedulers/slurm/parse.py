@@ -280,7 +280,7 @@ class SqueueMemo(Generic[E]):
         self.zone: tuple[object, ...] = ()
         self.hours: dict[str, float | None] = {}  # each hour's start (``_time``), in ``zone``
         self.limits: dict[str, float | None] = {}  # time limits read (``parse_time_limit``)
-        self.stamps: dict[str, float | None] = {}  # time stamps read (``_time``), in ``zone``
+        self.minutes: dict[str, float] = {}  # each minute's start (``_stamp``), in ``zone``
         self.words: dict[str, str] = {}  # the texts of fields many lines share, each once (``_squeue_line``)
         self.last: list[str] | None = []  # the last read's lines (no blank one), in its order (None: ``text``'s)
         self.last_entries: list[E] = []  # their entries
@@ -330,17 +330,30 @@ def _plain_hour(first: float, m: re.Match[str]) -> bool:
     )
 
 
-def _stamp(text: str, hours: dict[str, float | None] | None, stamps: dict[str, float | None] | None) -> float | None:
-    """``_time``, once for each text (``stamps``: the texts read before, in the same zone)."""
-    if stamps is None:
+def _stamp(text: str, hours: dict[str, float | None] | None, minutes: dict[str, float] | None) -> float | None:
+    """``_time`` of ``text``. ``minutes``: the start of each minute read before (in the same zone,
+    ``SqueueMemo.minutes``), so that a stamp of whole seconds (``YYYY-MM-DDTHH:MM:SS``) of a known
+    minute is that start plus its seconds, what ``_time`` works out from its hour's start (a new
+    job's stamp is most often of a second not read before, but of a minute that was); a stamp of
+    another minute is read by ``_time``, and its minute kept when its hour is plain."""
+    if minutes is None:
         return _time(text, hours)
-    value = stamps.get(text, _UNREAD)
-    if value is _UNREAD:
-        value = stamps[text] = _time(text, hours)  # (a ValueError keeps nothing)
-    return cast("float | None", value)
+    if text == "N/A":  # (a pending job's start, most often)
+        return None
+    start = minutes.get(text[:16])
+    if start is not None and len(text) == 19 and text[16] == ":":
+        second = _SIXTY.get(text[17:19])
+        if second is not None:
+            return start + second
+    value = _time(text, hours)
+    if value is not None and hours is not None and len(text) == 19 and text[13] == ":" and text[16] == ":":
+        hour, minute = hours.get(text[:13]), _SIXTY.get(text[14:16])
+        if hour is not None and minute is not None:  # (``_known_second``'s start of the minute)
+            minutes[text[:16]] = hour + minute * 60
+    return value
 
 
-_UNREAD: Any = object()  # a text not in ``stamps`` or ``limits`` (a lookup's default, replaced before any use)
+_UNREAD: Any = object()  # a text not in ``limits`` (a lookup's default, replaced before any use)
 
 
 def _limit(text: str, limits: dict[str, float | None] | None) -> float | None:
@@ -377,7 +390,7 @@ def read_entries(text: str, memo: SqueueMemo[E]) -> list[E]:
     were taken from the read before's (for what is kept of each line beside the memo)."""
     zone = _zone()
     if memo.zone != zone:
-        memo.lines, memo.hours, memo.stamps, memo.zone, memo.left = {}, {}, {}, zone, []
+        memo.lines, memo.hours, memo.minutes, memo.zone, memo.left = {}, {}, {}, zone, []
         memo.last, memo.last_entries, memo.text, memo.sizes = [], [], None, []
     known = memo.lines
     fresh = not known  # (a memo of no line has none that left a read)
@@ -400,10 +413,10 @@ def read_entries(text: str, memo: SqueueMemo[E]) -> list[E]:
             memo.left = [] if fresh else None  # (the lines it passed over not known)
         new: list[tuple[str, E]] = []  # the lines read now, and their entries
         blank = False
+        derive, hours, limits, minutes, words = memo.derive, memo.hours, memo.limits, memo.minutes, memo.words
         for i, line in out:
-            if line.strip():
-                job = _squeue_line(line, i + 1, memo.hours, memo.limits, memo.stamps, words=memo.words)
-                found[i] = entry = memo.derive(job)
+            if walked is not None or line.strip():  # (``in_text`` splits out no blank line)
+                found[i] = entry = derive(_squeue_line(line, i + 1, hours, limits, minutes, words=words))
                 new.append((line, entry))
             else:
                 blank = True
@@ -445,8 +458,8 @@ def _remember(
         memo.left = []
     else:
         memo.lines.update(new)
-    if max(len(memo.hours), len(memo.limits), len(memo.stamps), len(memo.words)) > _KEPT:  # bounded: begun again
-        memo.hours, memo.limits, memo.stamps, memo.words = {}, {}, {}, {}
+    if max(len(memo.hours), len(memo.limits), len(memo.minutes), len(memo.words)) > _KEPT:  # bounded: begun again
+        memo.hours, memo.limits, memo.minutes, memo.words = {}, {}, {}, {}
 
 
 _KEPT = 100_000
@@ -465,12 +478,12 @@ def _squeue_line(
     number: int,
     hours: dict[str, float | None] | None = None,
     limits: dict[str, float | None] | None = None,
-    stamps: dict[str, float | None] | None = None,
+    minutes: dict[str, float] | None = None,
     *,
     words: dict[str, str] | None = None,
 ) -> SlurmJob:
     """The job of one line of ``SQUEUE_ARGV``'s output (``number``: the line's, for an error);
-    ``hours``, ``limits``, ``stamps``: what texts of times were read as before (``SqueueMemo``'s);
+    ``hours``, ``limits``, ``minutes``: what texts of times were read as before (``SqueueMemo``'s);
     ``words``: the texts of the fields many lines share (partition, state, reason, user), each
     kept once: a line's are those very objects (a queue's lines hold a few dozen of each, not
     four strings a line)."""
@@ -489,13 +502,9 @@ def _squeue_line(
     try:
         if not job_id[:1].isdigit() or not state.isupper():  # squeue's ids start with the job's number
             raise ValueError(f"job {job_id!r} in state {state!r}")
-        # A text read before is looked up here (``_stamp`` and ``_limit`` when it was not).
-        when = _UNREAD if stamps is None else stamps.get(submitted, _UNREAD)
-        if when is _UNREAD:
-            when = _stamp(submitted, hours, stamps)
-        start = _UNREAD if stamps is None else stamps.get(started, _UNREAD)
-        if start is _UNREAD:
-            start = _stamp(started, hours, stamps)
+        # A limit read before is looked up here (``_limit`` when it was not).
+        when = _stamp(submitted, hours, minutes)
+        start = _stamp(started, hours, minutes)
         seconds = _UNREAD if limits is None else limits.get(limit, _UNREAD)
         if seconds is _UNREAD:
             seconds = _limit(limit, limits)
@@ -526,19 +535,25 @@ class SinfoMemo:
     """What the last read of sinfo made of each line (its node, in that line's partition), for
     the next read: a line's node is a pure function of its text; and the nodes it joined of
     several lines (a node in several partitions), by the identities of the nodes joined. Only
-    the last read's are kept (a node a line: a thousand nodes are a dict of a thousand).
-    ``SlurmCommands`` keeps one."""
+    the last read's are kept (a node a line: a thousand nodes are a dict of a thousand), and its
+    text and nodes: a read of the very same text (the nodes' states unchanged since, as between
+    most polls) is the last read's nodes. ``SlurmCommands`` keeps one."""
 
     def __init__(self) -> None:
         self.lines: dict[str, SlurmNode] = {}
         self.joined: dict[tuple[int, int], _Joined] = {}
+        self.text: str | None = None  # the last read's text, and its nodes
+        self.nodes: tuple[SlurmNode, ...] = ()
 
 
 def parse_sinfo(text: str, *, memo: SinfoMemo | None = None) -> list[SlurmNode]:
     """``SINFO_ARGV``'s output, one node each (its partitions joined); ``memo``: the lines of the
     read before (updated), each found there read no more. A node whose lines are the very ones
     of the read before is the same object (its lines' node, when it has one line; the node the
-    read before joined of them, when several)."""
+    read before joined of them, when several), and a text that is the read before's gives its
+    very nodes (what its lines would give)."""
+    if memo is not None and text == memo.text:
+        return list(memo.nodes)
     known = memo.lines if memo is not None else {}
     joins = memo.joined if memo is not None else {}
     kept: dict[str, SlurmNode] = {}
@@ -571,9 +586,10 @@ def parse_sinfo(text: str, *, memo: SinfoMemo | None = None) -> list[SlurmNode]:
                 joined[key] = (before, node, both)
                 node = both
         found[node.name] = node
+    nodes = list(found.values())
     if memo is not None:
-        memo.lines, memo.joined = kept, joined
-    return list(found.values())
+        memo.lines, memo.joined, memo.text, memo.nodes = kept, joined, text, tuple(nodes)
+    return nodes
 
 
 def _sinfo_line(line: str, number: int) -> SlurmNode:
