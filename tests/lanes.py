@@ -1,10 +1,9 @@
 """The test cluster's session in lanes: Grid Engine's tests beside Slurm's, on the one test cluster.
 
-The cluster and fault tests mostly wait on nodes, so ``scripts/test`` runs them as three pytest
-sessions over one test cluster it brings up and down itself (``ELB_TESTCLUSTER_SHARED=1``):
-first the tests of both schedulers at once, alone (``ELB_TEST_LANE=alone``: the soak, whose faults
-restart and stop both controllers and keep both cores busy), then Grid Engine's lane
-(``ELB_TEST_LANE=sge``) and Slurm's (``ELB_TEST_LANE=slurm``) side by side.
+The cluster and fault tests mostly wait on nodes, so ``scripts/test`` runs them as two pytest
+sessions side by side over one test cluster it brings up and down itself
+(``ELB_TESTCLUSTER_SHARED=1``): Grid Engine's lane (``ELB_TEST_LANE=sge``) and Slurm's
+(``ELB_TEST_LANE=slurm``).
 
 The lanes keep apart by what each owns on the cluster:
 
@@ -13,8 +12,8 @@ The lanes keep apart by what each owns on the cluster:
   counts the other's nodes as leftovers;
 - the node names (podman's container names are one namespace): Slurm's are its slurm.conf's
   (``node001``-``node008``); Grid Engine's come after them (tests/cluster/names.py);
-- their controllers: Slurm's is started and stopped by its lane's modules, the qmaster is
-  restarted by no test of Grid Engine's lane;
+- their controllers: each is started, stopped and restarted (the soak's faults) only by its
+  lane's tests;
 - the master's files: each lane compares /etc/hosts and the exports without the lines that name
   the other lane's nodes (``own_lines``), which that lane adds and removes meanwhile; job files
   in directories of their own.
@@ -33,7 +32,7 @@ import yaml
 from elbdev.testcluster import slurm
 
 LANE_ENV = "ELB_TEST_LANE"
-LANES = ("alone", "sge", "slurm")
+LANES = ("sge", "slurm")
 MOLECULE = Path(__file__).resolve().parents[1] / "molecule"
 
 
@@ -46,13 +45,11 @@ def lane() -> str:
 
 
 def lane_of(nodeid: str) -> str:
-    """The lane of a test by its node id: the soak alone, Slurm's modules and Molecule scenarios
-    in Slurm's lane, every other test in Grid Engine's."""
+    """The lane of a test by its node id: Slurm's modules, soak and Molecule scenarios in Slurm's
+    lane, every other test in Grid Engine's."""
     path, _, name = nodeid.partition("::")
     module = path.rsplit("/", 1)[-1]
-    if module == "test_soak.py":
-        return "alone"
-    if "slurm" in module or (module == "test_molecule.py" and "[slurm" in name):
+    if "slurm" in module or (module in ("test_soak.py", "test_molecule.py") and "slurm" in name):
         return "slurm"
     return "sge"
 
