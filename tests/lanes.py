@@ -44,12 +44,20 @@ def lane() -> str:
     return value
 
 
+# Tests of neither scheduler that touch nothing of the master's, put in Slurm's lane, the shorter:
+# the NFS locks of a private nfs-ganesha, and the spot agent's Molecule scenario (its nodes are
+# never added to the master).
+NEUTRAL = ("test_nfs_locks_private.py", "test_molecule.py::test_molecule_scenario[spot_agent]")
+
+
 def lane_of(nodeid: str) -> str:
-    """The lane of a test by its node id: Slurm's modules, soak and Molecule scenarios in Slurm's
-    lane, every other test in Grid Engine's."""
+    """The lane of a test by its node id: Slurm's modules, soak and Molecule scenarios and the
+    ``NEUTRAL`` tests in Slurm's lane, every other test in Grid Engine's."""
     path, _, name = nodeid.partition("::")
     module = path.rsplit("/", 1)[-1]
     if "slurm" in module or (module in ("test_soak.py", "test_molecule.py") and "slurm" in name):
+        return "slurm"
+    if module in NEUTRAL or f"{module}::{name}" in NEUTRAL:
         return "slurm"
     return "sge"
 
