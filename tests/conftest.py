@@ -21,6 +21,7 @@ import pytest
 from hypothesis import settings
 
 from elbdev.testcluster import constants as C
+from tests.lanes import lane, lane_of, slurm_node_names
 from tests.product_paths import PRODUCT_PATHS, fingerprint, written
 
 # ``scripts/test`` (what CI runs) passes ``--hypothesis-profile=ci``: the property tests try the
@@ -60,23 +61,43 @@ def _cluster_lock() -> Iterator[None]:
         yield
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A lane of the test cluster's session (``ELB_TEST_LANE``, tests/lanes.py) runs its own tests."""
+    own = lane()
+    if not own:
+        return
+    kept = [item for item in items if lane_of(item.nodeid) == own]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if lane_of(item.nodeid) != own])
+        items[:] = kept
+
+
 @pytest.fixture(scope="session")
 def testcluster(_cluster_lock: None) -> Iterator[object]:
+    """The test cluster, brought up for the session and torn down after it; with
+    ``ELB_TESTCLUSTER_SHARED=1`` the caller brought it up and tears it down (``scripts/test``,
+    whose lanes share it: tests/lanes.py)."""
     if os.geteuid() != 0:
         pytest.skip("the test cluster needs root")
     from elbdev.testcluster.cluster import TestCluster
+    from tests.cluster.names import reserve
 
+    shared = os.environ.get("ELB_TESTCLUSTER_SHARED") == "1"
     tc = TestCluster()
     t = time.monotonic()
     try:
-        times = tc.up(nodes=0)
-        print(f"\ntest cluster up in {time.monotonic() - t:.1f} s: {times}")
+        if not shared:
+            times = tc.up(nodes=0)
+            print(f"\ntest cluster up in {time.monotonic() - t:.1f} s: {times}")
         _enter_master_uts()
         for k, v in C.SGE_ENV.items():
             os.environ[k] = v
+        if lane() != "slurm":
+            reserve(len(slurm_node_names()))  # Grid Engine's node names after Slurm's
         yield tc
     finally:
-        tc.down()
+        if not shared:
+            tc.down()
 
 
 @pytest.fixture(autouse=True)
@@ -91,7 +112,8 @@ def _leftover_workers(request: pytest.FixtureRequest) -> Iterator[None]:
     from elbdev.testcluster.cluster import TestCluster
     from tests.cluster.names import note_used
 
-    note_used()  # the names the test's elb gave, never given again this session
+    if lane() != "slurm":  # Slurm's names are its slurm.conf's; Grid Engine's lane keeps the counter
+        note_used()  # the names the test's elb gave, never given again this session
     tc = request.getfixturevalue("testcluster")
     assert isinstance(tc, TestCluster)
     left = tc.workers()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 STATE_DIR = Path("/var/lib/elb-testcluster")
@@ -23,7 +24,9 @@ MASTER_NAME = "master"
 KEEPER_VETH = "elb0keep"  # an extra veth on the bridge so netavark never deletes it
 NETWORK = "elb"  # podman network on the bridge
 IMAGE = "localhost/elb-node:latest"
-CLUSTER_NAME = "elb-test"
+# The label of the test cluster's nodes (elb's cluster name). A lane of the test session sets its
+# own, so that lanes side by side on the one cluster do not take each other's nodes (tests/lanes.py).
+CLUSTER_NAME = os.environ.get("ELB_TESTCLUSTER_NAME", "elb-test")
 
 SGE_ROOT = Path("/var/lib/gridengine")
 SGE_CELL = "default"

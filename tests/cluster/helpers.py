@@ -13,6 +13,7 @@ from elb.provision.ansible import AnsibleProvisioner
 from elb.schedulers.sge.config import SgeConfig
 from elbdev.testcluster import constants as C
 from elbdev.testcluster.cluster import REPO_ROOT, TestCluster
+from tests.lanes import other_lane_names, own_lines
 
 
 def provisioner(tmp: Path, **extra_vars: object) -> AnsibleProvisioner:
@@ -39,19 +40,24 @@ def qconf_words(tc: TestCluster, *args: str) -> list[str]:
 
 
 def cluster_state(tc: TestCluster) -> dict[str, object]:
-    """Everything adding/removing nodes touches on the master."""
+    """Everything adding/removing nodes touches on the master. In a lane of the session
+    (tests/lanes.py) /etc/hosts and the exports without the lines of the other lane's nodes, and
+    not nfs-ganesha's exports: they are made from /etc/exports (in the same module run) and list
+    the other lane's clients too, by address."""
     queue = tc.master_run(["qconf", "-sq", C.QUEUE]).stdout.replace("\\\n", " ")
     slots = next(line.split(None, 1)[1].replace(" ", "") for line in queue.splitlines() if line.startswith("slots"))
-    return {
+    state: dict[str, object] = {
         "exechosts": qconf_words(tc, "-sel"),
         "adminhosts": qconf_words(tc, "-sh"),
         "submithosts": qconf_words(tc, "-ss"),
         "hostgroup": qconf_words(tc, "-shgrp", C.HOSTGROUP),
         "queue_slots": slots,
-        "etc_hosts": Path("/etc/hosts").read_text(),
-        "exports": Path("/etc/exports").read_text(),
-        "ganesha_exports": Path("/etc/ganesha/elb-exports.conf").read_text(),
+        "etc_hosts": own_lines(Path("/etc/hosts").read_text()),
+        "exports": own_lines(Path("/etc/exports").read_text()),
     }
+    if not other_lane_names():
+        state["ganesha_exports"] = Path("/etc/ganesha/elb-exports.conf").read_text()
+    return state
 
 
 def written(path: Path) -> str | None:

@@ -20,6 +20,7 @@ from elbdev.testcluster import constants as C
 from elbdev.testcluster import slurm
 from elbdev.testcluster.cluster import REPO_ROOT, TestCluster
 from tests.cluster.helpers import written
+from tests.lanes import own_lines
 
 HOME = Path("/home") / C.CLUSTER_USER / "slurm-e2e"
 
@@ -98,6 +99,11 @@ def sbatch(*args: str) -> str:
     proc = as_user(["sbatch", "--parsable", "-p", slurm.PARTITION, *args])
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip().split(";")[0]
+
+
+def master_hosts() -> str:
+    """The master's /etc/hosts (without the other lane's nodes in a lane: tests/lanes.py)."""
+    return own_lines(Path("/etc/hosts").read_text())
 
 
 def sinfo_states() -> dict[str, str]:

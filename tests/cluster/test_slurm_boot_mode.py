@@ -31,6 +31,7 @@ from tests.cluster.slurm_support import (
     controller,
     job_done,
     job_host,
+    master_hosts,
     passes_until,
     remove_left_workers,
     sbatch,
@@ -68,7 +69,7 @@ def test_a_slurm_node_configures_itself_at_boot_with_the_key_the_master_pushed(
 ) -> None:
     tc = controller
     key = MASTER_KEY.read_bytes()
-    hosts_before = Path("/etc/hosts").read_text()
+    hosts_before = master_hosts()
     cfg = slurm_boot_config(tmp_path, tc)
     bal = slurm_balancer(cfg)
     job = sbatch("-N", "1", "-n", "2", "--wrap", 'sleep 2; hostname > "$SLURM_JOB_ID.host"')
@@ -107,7 +108,7 @@ def test_a_slurm_node_configures_itself_at_boot_with_the_key_the_master_pushed(
             lambda: not bal.journal.asks() and not list(slurm.REQUEST_DIR.glob("*.json")),
             timeout=120,
         )
-        assert Path("/etc/hosts").read_text() == hosts_before
+        assert master_hosts() == hosts_before
     finally:
         subprocess.run(["scancel", job], env={**os.environ, **slurm.env()}, capture_output=True, check=False)
         bal.journal.close()

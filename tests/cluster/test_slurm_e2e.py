@@ -30,6 +30,7 @@ from tests.cluster.slurm_support import (
     controller,
     job_done,
     job_host,
+    master_hosts,
     passes_until,
     remove_left_workers,
     sbatch,
@@ -54,7 +55,7 @@ def scrape(port: int) -> dict[str, float]:
 def test_slurm_resumes_through_elb_jobs_run_over_nfs_and_idle_nodes_go(controller: TestCluster, tmp_path: Path) -> None:
     tc = controller
     tc.master_run(["mkdir", "-p", str(HOME)], user=C.CLUSTER_USER)
-    hosts_before = Path("/etc/hosts").read_text()
+    hosts_before = master_hosts()
     port = free_port()
     cfg = slurm_config(tmp_path).model_copy(update={"metrics_port": port})
     bal = slurm_balancer(cfg)
@@ -96,7 +97,7 @@ def test_slurm_resumes_through_elb_jobs_run_over_nfs_and_idle_nodes_go(controlle
             lambda: not bal.journal.asks() and not list(slurm.REQUEST_DIR.glob("*.json")),
             timeout=60,
         )
-        assert Path("/etc/hosts").read_text() == hosts_before
+        assert master_hosts() == hosts_before
         events = [e.state for e in bal.journal.events(ran_on)]
         assert NodeState.DRAINING in events and events[-1] is NodeState.TERMINATED
         gone = scrape(port)

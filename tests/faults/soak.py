@@ -411,12 +411,8 @@ class Soak:
     # a job for (``start_requeued_now``): the lean run's, whose length is that wait otherwise.
     hurry_requeued: bool = False
     # The jobs' files (each task's start and done lines): a directory of the run's own, so that
-    # two soaks can run at once.
+    # two soaks can run at once (in the test session's two lanes: tests/lanes.py).
     home: Path = HOME
-    # Whether ``run`` compares the master (SGE, /etc/hosts, the exports) with how it was before
-    # the run (SGE only); off when another soak runs beside it: the caller compares once both are
-    # done (``check_master``).
-    master_check: bool = True
     drain_timeout: float = 600.0
     wind_down_timeout: float = 300.0
     say: Callable[[str], None] = print
@@ -693,7 +689,8 @@ class Soak:
             f"soak {self.scheduler}: seed {self.seed}, {self.minutes:g} min, {len(subs)} jobs, "
             f"{len(sched)} faults: {[(f.at, f.kind) for f in sched]}; elb's log {elb.log}"
         )
-        baseline = cluster_state(self.tc) if self.scheduler == "sge" and self.master_check else None
+        # Grid Engine's: the master (SGE, /etc/hosts, the exports) compared with how it was before
+        baseline = cluster_state(self.tc) if self.scheduler == "sge" else None
         t0 = time.monotonic()
         started = time.time()
         elb.start()
@@ -715,10 +712,10 @@ class Soak:
             self.say(f"elb stopped (exit {rc})")
         fig = self._figures(subs, tasks, leaked, started, time.monotonic() - t0)
         if baseline is not None:
-            self.check_master(fig, baseline)
+            self._check_master(fig, baseline)
         return fig
 
-    def check_master(self, fig: Figures, baseline: dict[str, object]) -> None:
+    def _check_master(self, fig: Figures, baseline: dict[str, object]) -> None:
         """SGE, /etc/hosts and the exports as they were before the run (``baseline``,
         tests/faults/support.py): each disagreement counted as a leak."""
         left = list(fig.leaked)  # the nodes left after the wind-down

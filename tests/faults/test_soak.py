@@ -1,5 +1,5 @@
-"""The random-fault soak, lean: both schedulers at once, about three and a half minutes, on the real
-test cluster.
+"""The random-fault soak, lean: each scheduler's about three and a half minutes, on the real test
+cluster (in ``scripts/test`` the two run side by side, each in its scheduler's lane: tests/lanes.py).
 
 For each scheduler a seeded workload (short, long, array and wide jobs) runs while elb runs as ``elb run`` in a
 process of its own, and every kind of fault of tests/faults/soak.py is injected once (controller
@@ -26,17 +26,12 @@ import os
 import shutil
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from elbdev.testcluster import slurm
 from elbdev.testcluster.cluster import TestCluster
-from tests.cluster.helpers import cluster_state
-from tests.cluster.names import note_used, reserve
+from tests.cluster.names import note_used
 from tests.cluster.slurm_support import controller
 from tests.faults.soak import HOME, LEAN, Figures, Soak, clean_up, sge_soak_config, slurm_soak_config
 
@@ -44,10 +39,6 @@ pytestmark = [pytest.mark.cluster, pytest.mark.faults]
 __all__ = ["controller"]  # the fixture, used by name
 
 MINUTES = float(os.environ.get("ELB_SOAK_MINUTES", "3"))
-
-
-def say(scheduler: str, line: str) -> None:
-    print(f"[{scheduler}] {line}", flush=True)
 
 
 def _seed() -> int:
@@ -65,60 +56,34 @@ def assert_zeros(fig: Figures) -> None:
 
 
 @pytest.mark.timeout(1800)
-def test_soak_sge_and_slurm_at_once(controller: TestCluster) -> None:
-    """Both schedulers' soaks at once on the one test cluster: Grid Engine's qmaster and Slurm's
-    controller on the master, each scheduler's elb a cluster of its own (its own label on its
-    nodes, which the other elb does not see) with job files of its own. Each run's faults are its
-    own (its controller restarted or stopped, its commands slowed, its cloud's faults, its elb
-    killed); the other run's are load beside it (both cores kept busy twice over, the other's
-    plays). The master's files (SGE, /etc/hosts, the exports) are compared with how they were
-    once both runs are done."""
-    tc = controller
-    seed = _seed()
-    # Node names are podman's container names, one namespace on the machine: Grid Engine's after
-    # Slurm's node001-node008.
-    reserve(slurm.cloud_nodes_now())
-    baseline = cluster_state(tc)
-    sge_work = Path(tempfile.mkdtemp(prefix="elb-soak-sge-"))
-    slurm_work = Path(tempfile.mkdtemp(prefix="elb-soak-slurm-"))
-    slurm_cfg = slurm_soak_config(slurm_work)
-    slurm_cluster = f"{slurm_cfg.cluster.name}-slurm"
-    slurm_cfg = slurm_cfg.model_copy(update={"cluster": slurm_cfg.cluster.model_copy(update={"name": slurm_cluster})})
-    slurm_tc = TestCluster(cluster_name=slurm_cluster)
-    common: dict[str, Any] = {"minutes": MINUTES, "seed": seed, "pace": LEAN, "master_check": False}
-    soaks = {
-        "sge": Soak(
-            tc,
-            "sge",
-            sge_soak_config(sge_work),
-            sge_work / "soak",
-            home=HOME / "sge",
-            say=partial(say, "sge"),
-            **common,
-        ),
-        "slurm": Soak(
-            slurm_tc,
-            "slurm",
-            slurm_cfg,
-            slurm_work / "soak",
-            home=HOME / "slurm",
-            hurry_requeued=True,
-            say=partial(say, "slurm"),
-            **common,
-        ),
-    }
-    figures: dict[str, Figures] = {}
+def test_soak_sge(testcluster: TestCluster) -> None:
+    """Grid Engine's soak; the master's files (SGE, /etc/hosts, the exports) compared with how
+    they were once the run is done. In ``scripts/test`` it runs in Grid Engine's lane, beside
+    Slurm's soak or its other tests (tests/lanes.py)."""
+    work = Path(tempfile.mkdtemp(prefix="elb-soak-sge-"))
+    soak = Soak(
+        testcluster, "sge", sge_soak_config(work), work / "soak", MINUTES, _seed(), pace=LEAN, home=HOME / "sge"
+    )
     try:
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            futures = {name: pool.submit(soak.run) for name, soak in soaks.items()}
-            for name, future in futures.items():
-                figures[name] = future.result()
-        soaks["sge"].check_master(figures["sge"], baseline)
+        fig = soak.run()
     finally:
         note_used()
-        clean_up(slurm_tc, "slurm")
-        clean_up(tc, "sge")
-    for fig in figures.values():
-        assert_zeros(fig)
-    shutil.rmtree(sge_work, ignore_errors=True)
-    shutil.rmtree(slurm_work, ignore_errors=True)
+        clean_up(testcluster, "sge")
+    assert_zeros(fig)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.mark.timeout(1800)
+def test_soak_slurm(controller: TestCluster) -> None:
+    """Slurm's soak, in Slurm's lane in ``scripts/test``."""
+    work = Path(tempfile.mkdtemp(prefix="elb-soak-slurm-"))
+    cfg = slurm_soak_config(work)
+    soak = Soak(
+        controller, "slurm", cfg, work / "soak", MINUTES, _seed(), pace=LEAN, home=HOME / "slurm", hurry_requeued=True
+    )
+    try:
+        fig = soak.run()
+    finally:
+        clean_up(controller, "slurm")
+    assert_zeros(fig)
+    shutil.rmtree(work, ignore_errors=True)

@@ -21,11 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from elb.provision import sshmux
+from tests.lanes import other_lane_names
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO_DIR = REPO / "molecule"
 LOCK = Path("/var/lib/elb-testcluster.lock")  # the same lock as the `testcluster` fixture (tests/conftest.py)
 SCENARIO_TIMEOUT = 900.0
+ONE_AT_A_TIME = Path("/var/lib/elb-testcluster/run/molecule.lock")
 
 
 def scenarios() -> list[str]:
@@ -35,7 +37,8 @@ def scenarios() -> list[str]:
 
 @contextmanager
 def cluster_lock(path: Path = LOCK) -> Iterator[None]:
-    """Hold the test cluster's exclusive lock (waits for the holder, e.g. a cluster test session)."""
+    """Hold an exclusive lock, by default the test cluster's (waits for the holder, e.g. a cluster
+    test session)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
@@ -54,10 +57,12 @@ class ScenarioRun:
 
 
 def run_scenario(scenario: str, *, timeout: float = SCENARIO_TIMEOUT, echo: bool = False) -> ScenarioRun:
-    """``molecule test -s scenario`` as the master. The cluster must be up and the lock held."""
+    """``molecule test -s scenario`` as the master. The cluster must be up and the lock held.
+    One scenario at a time on the machine (the lanes of a test session each run some:
+    tests/lanes.py): each run first installs the project's collection into the checkout."""
     if scenario not in scenarios():
         raise ValueError(f"no such scenario: {scenario!r} (have {scenarios()})")
-    with sshmux.shared_connections() as shared:
+    with cluster_lock(ONE_AT_A_TIME), sshmux.shared_connections() as shared:
         return _run(scenario, timeout, echo, shared)
 
 
@@ -70,9 +75,11 @@ def _run(scenario: str, timeout: float, echo: bool, shared: Path | None) -> Scen
     sharing = {}
     if shared is not None:  # molecule.yml's ssh_args read ELB_MOLECULE_SSH_SHARING
         sharing = {"ELB_MOLECULE_SSH_SHARING": sshmux.SHARED, "ANSIBLE_SSH_CONTROL_PATH_DIR": str(shared)}
+    # molecule/_shared/master_state.yml leaves out the lines of the nodes of a lane beside this one
+    lanes = {"ELB_TEST_OTHER_LANE_NAMES": other_lane_names()}
     argv = master.in_master(
         [str(Path(venv_bin) / "molecule"), "test", "-s", scenario],
-        env={"ANSIBLE_NOCOLOR": "1", "PY_COLORS": "0", "ANSIBLE_FORCE_COLOR": "0", "NO_COLOR": "1", **sharing},
+        env={"ANSIBLE_NOCOLOR": "1", "PY_COLORS": "0", "ANSIBLE_FORCE_COLOR": "0", "NO_COLOR": "1", **sharing, **lanes},
     )
     env = dict(os.environ)
     env["PATH"] = f"{venv_bin}{os.pathsep}{env.get('PATH', os.defpath)}"
