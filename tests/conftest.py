@@ -66,9 +66,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     own = lane()
     if not own:
         return
-    kept = [item for item in items if lane_of(item.nodeid) == own]
-    if len(kept) < len(items):
-        config.hook.pytest_deselected(items=[item for item in items if lane_of(item.nodeid) != own])
+    kept: list[pytest.Item] = []
+    other: list[pytest.Item] = []
+    for item in items:
+        (kept if lane_of(item.nodeid) == own else other).append(item)
+    if other:
+        config.hook.pytest_deselected(items=other)
         items[:] = kept
 
 

@@ -81,7 +81,7 @@ def other_lane_names() -> str:
     """A regular expression that finds a node name of the lane beside this one in a line of
     text, "" outside the two lanes: Grid Engine's lane sees Slurm's names, Slurm's every other."""
     own = lane()
-    if own not in ("sge", "slurm"):
+    if not own:
         return ""
     slurm_names = "|".join(map(re.escape, [*slurm_node_names(), *_molecule_names("slurm")]))
     if own == "sge":

@@ -83,6 +83,6 @@ def start_after_used(journal_path: Path) -> None:
 
 def reserve(number: int) -> None:
     """Raise the counter to at least ``number``: names up to it are another's (Slurm's
-    ``node001``-``node008`` while Slurm's soak runs beside Grid Engine's)."""
+    ``node001``-``node008``, whose tests may run beside Grid Engine's: tests/lanes.py)."""
     note_used()
     _raise_counter(number)
