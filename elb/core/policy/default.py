@@ -333,7 +333,8 @@ class ElbPolicy:
     def quiet_until(self, state: ClusterState, history: History) -> float:
         """A time before which ``decide`` returns an empty plan while the cluster does not change.
 
-        Only asked after an empty plan. With either classic rule set on: ``now`` (poll as usual).
+        A time after ``now`` says that ``decide`` returns an empty plan now too (the simulator
+        asks it before a pass). With either classic rule set on: ``now`` (poll as usual).
         Otherwise the earliest moment a rule changes with the clock alone:
 
         - a waiting job reaching ``launch_delay`` (it becomes demand);
