@@ -83,6 +83,21 @@ def _policy(kind: str, billing: Billing, spn: int, max_nodes: int) -> Policy:
     return build_policy(kind, billing=billing, slots_per_node=spn, boot_time=BOOT, max_nodes=max_nodes)
 
 
+def _settings(probe: Policy, spn: int, max_nodes: int) -> SimSettings:
+    """The replay's settings for the policy ``probe``, as ``replay`` sets them up: Slurm decides
+    on its own clock, StarCluster's master runs jobs."""
+    interval = getattr(probe, "interval", None)
+    return SimSettings(
+        slots_per_node=spn,
+        max_nodes=max_nodes,
+        boot_time=BOOT,
+        poll_interval=float(interval) if interval else 60.0,
+        master_exec_slots=spn if getattr(probe, "master_exec", False) else 0,
+        stall_limit=86400.0,  # a stranded job (StarCluster's) ends the replay a day on, both ways
+        record=True,
+    )
+
+
 KINDS = (
     "elb",
     "elb:launch_delay=200",
@@ -110,17 +125,7 @@ def test_fast_forward_agrees_with_every_poll_on_random_logs_with_overruns(
     probe = _policy(kind, billing, spn, max_nodes)
     if not isinstance(probe, QuietHint):
         pytest.skip(f"{kind} offers no quiet_until")
-    # As ``replay`` sets it up: Slurm decides on its own clock, StarCluster's master runs jobs.
-    interval = getattr(probe, "interval", None)
-    settings = SimSettings(
-        slots_per_node=spn,
-        max_nodes=max_nodes,
-        boot_time=BOOT,
-        poll_interval=float(interval) if interval else 60.0,
-        master_exec_slots=spn if getattr(probe, "master_exec", False) else 0,
-        stall_limit=86400.0,  # a stranded job (StarCluster's) ends the replay a day on, both ways
-        record=True,
-    )
+    settings = _settings(probe, spn, max_nodes)
     fast, slow = both(jobs, lambda: _policy(kind, billing, spn, max_nodes), settings)
     assert fast.placements == slow.placements
     assert fast.nodes == slow.nodes
@@ -160,17 +165,7 @@ def test_a_pass_the_quiet_hint_shows_empty_is_the_pass_planned(kind: str, seed: 
     spn = rng.choice((4, 8))
     max_nodes = rng.randint(2, 6)
     jobs = [j for j in random_log(rng, 40, overrun=0.4) if j.slots <= spn * max_nodes]
-    probe = _policy(kind, "second", spn, max_nodes)
-    interval = getattr(probe, "interval", None)
-    settings = SimSettings(
-        slots_per_node=spn,
-        max_nodes=max_nodes,
-        boot_time=BOOT,
-        poll_interval=float(interval) if interval else 60.0,
-        master_exec_slots=spn if getattr(probe, "master_exec", False) else 0,
-        stall_limit=86400.0,
-        record=True,
-    )
+    settings = _settings(_policy(kind, "second", spn, max_nodes), spn, max_nodes)
     skipping = Counted(jobs, _policy(kind, "second", spn, max_nodes), settings)
     planning = PlanEveryPass(jobs, _policy(kind, "second", spn, max_nodes), settings)
     fast, every = skipping.run(), planning.run()
