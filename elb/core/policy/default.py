@@ -205,13 +205,17 @@ class ElbPolicy:
 
     def _forecast(self, view: View, state: ClusterState, counted: tuple[Job, ...], limit: int) -> Forecast:
         """``forecast`` of ``counted`` by the horizon, worked out once for the very same inputs,
-        time, jobs and limit (``quiet_until`` after an empty plan asks for the one ``decide`` made)."""
+        time and jobs, and an equal limit (``decide`` reads the one ``quiet_until`` made before
+        the pass, and the other way round). The limit is looked up by value: the cache's key
+        compares by identity, and two equal ints above 256 are two objects."""
         snapshot = state.snapshot
-        return self.cache.derived(
-            "forecast",
-            (snapshot.jobs, snapshot.hosts, state.records, state.now, counted, limit),
-            lambda: forecast(view, state.now + self._horizon(), counted, limit=limit),
+        by_limit: dict[int, Forecast] = self.cache.derived(
+            "forecast", (snapshot.jobs, snapshot.hosts, state.records, state.now, counted), dict
         )
+        found = by_limit.get(limit)
+        if found is None:
+            found = by_limit[limit] = forecast(view, state.now + self._horizon(), counted, limit=limit)
+        return found
 
     def _grow_forecast(
         self, view: View, names: Callable[[int], tuple[str, ...]], state: ClusterState
