@@ -1038,7 +1038,6 @@ class Simulator:
             names=names,
         )
         self.last_inputs = inputs
-        self._last_pass, self._unseen = now, self.pending.next_number  # what waits now, this pass sees
         pp = plan_pass(inputs, self.config, self.policy, now)
         if self.power is not None:
             self.asked = self.power.answered(self.asked, pp, now)
@@ -1283,10 +1282,10 @@ class Simulator:
         the next poll. When the planner can act only on the policy's plan (``_hint_first``),
         the quiet hint is asked first: a wake after ``now`` says the policy's plan is empty, and
         so is the pass's, which is then not planned (the hint's wake is the next poll's as well)."""
+        self._last_pass, self._unseen = now, self.pending.next_number  # what waits now, this pass sees
         if self._hint_first:
             wake = self._wake(now, nxt)
             if wake > now:
-                self._last_pass, self._unseen = now, self.pending.next_number  # what waits now, this pass saw
                 return False, max(now + self.s.poll_interval, self._grid(wake))
         pp = self._plan(now)
         changed = self._carry_out(pp, now)
