@@ -342,11 +342,11 @@ def _replace(values: dict[str, V], name: str, value: V, changes: Changes[V]) -> 
     changes.came(value)
 
 
-def _take_out(values: list[Job], numbers: list[int], number: int) -> None:
-    """Take the value of ``number`` out of ``values``, whose numbers ``numbers`` holds beside them
-    in increasing order."""
+def _take_out(values: list[Job], numbers: list[int], number: int, at: int = 0) -> None:
+    """Take the value of ``number`` out of ``values``, whose numbers ``numbers`` holds beside
+    ``values[at:]`` in increasing order."""
     i = bisect.bisect_left(numbers, number)
-    del numbers[i], values[i]
+    del numbers[i], values[at + i]
 
 
 class BudgetMeter:
@@ -445,15 +445,15 @@ class Simulator:
         self.history = History()
         self.next_sub = 0
         self.running: dict[int, _Run] = {}
-        # The Job values qstat shows, in the snapshot's order: the waiting ones in submission order
-        # (their numbers in ``pending`` beside them), the running ones in the order they started
-        # (their start's number beside them). A job leaves its list where a bisection of the numbers
-        # finds it, so that a snapshot's tuple of jobs is two lists joined, copied in C, not a walk
-        # over every job or over a dict of them.
-        self._pending_values: list[Job] = []
+        # The Job values qstat shows, in the snapshot's order, in one list: the waiting ones in
+        # submission order (their numbers in ``pending`` beside them, in ``_pending_numbers``),
+        # then the running ones in the order they started (their start's number beside them, in
+        # ``_running_numbers``). A job leaves the list where a bisection of the numbers finds it,
+        # so that a snapshot's tuple of jobs is the list copied in C, not a walk over every job or
+        # over a dict of them.
+        self._shown_values: list[Job] = []
         self._pending_numbers: list[int] = []
         self._unshown: dict[int, _Waiting] = {}  # waiting jobs no snapshot showed yet, by number
-        self._running_values: list[Job] = []
         self._running_numbers: list[int] = []
         self.out = SimOutcome([], [], 0.0, [], self.t0, self.t0)
         self._jobs_cache: tuple[Job, ...] | None = None
@@ -678,8 +678,7 @@ class Simulator:
         if self._jobs_cache is None:
             if self._unshown:
                 self._shown()
-            items = self._pending_values + self._running_values
-            self._jobs_cache = changes.jobs.revised(items, given and given[0])
+            self._jobs_cache = changes.jobs.revised(self._shown_values, given and given[0])
         if self._stale:
             records, hosts = self._record_values, self._host_values
             for name in self._stale:
@@ -745,7 +744,7 @@ class Simulator:
         if pending_value is None:  # no snapshot showed it waiting
             del self._unshown[waiting.seq]
         else:
-            _take_out(self._pending_values, self._pending_numbers, waiting.seq)
+            _take_out(self._shown_values, self._pending_numbers, waiting.seq)
             self._changes.jobs.went(pending_value)
             if self.several_groups:
                 del self.group_of[pending_value]
@@ -764,7 +763,7 @@ class Simulator:
             node.jobs += 1
             self._touch(node, record=False)
         self.running[job.job_id] = run
-        self._running_values.append(value)
+        self._shown_values.append(value)
         self._running_numbers.append(run.number)
         self._changes.jobs.came(value)
         heapq.heappush(self.ends, (run.end, run.number, run))
@@ -788,7 +787,7 @@ class Simulator:
 
     def _finish(self, run: _Run, now: float) -> None:
         del self.running[run.job.job_id]
-        _take_out(self._running_values, self._running_numbers, run.number)
+        _take_out(self._shown_values, self._running_numbers, run.number, len(self._pending_numbers))
         self._changes.jobs.went(run.value)
         for node, used in run.parts:
             node.free += used
@@ -951,15 +950,18 @@ class Simulator:
     def _shown(self) -> None:
         """Make what qstat shows of the jobs submitted since the last snapshot that still wait,
         in submission order (after every job a snapshot showed waiting)."""
+        shown = []
         for seq, waiting in self._unshown.items():
             value = self._job_value(waiting.job, waiting.group, "qw", JobPhase.WAITING)
             waiting.value = value
-            self._pending_values.append(value)
+            shown.append(value)
             self._pending_numbers.append(seq)
             self._changes.jobs.came(value)
             if self.several_groups:
                 self.group_of[value] = waiting.group
         self._unshown.clear()
+        at = len(self._pending_numbers) - len(shown)
+        self._shown_values[at:at] = shown  # after the jobs shown waiting, before the running ones
 
     def _next_event(self) -> float:
         t = math.inf
