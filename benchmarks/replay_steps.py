@@ -44,6 +44,7 @@ _ROOTS: dict[CodeType, str] = {
     planner.plan_pass.__code__: "planner",
     _Sim._carry_out.__code__: "carry out",
     _Sim._next_poll.__code__: "quiet hint",
+    _Sim._wake.__code__: "quiet hint",  # before a pass too (``Simulator._pass``)
 }
 for _cls in (default.ElbPolicy, peers.SlurmPolicy, peers.ParallelclusterPolicy, peers.StarclusterPolicy):
     _ROOTS[_cls.quiet_until.__code__] = "policy"

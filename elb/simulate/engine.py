@@ -43,17 +43,22 @@ policy never sees it. A policy per node group (``elb.core.policy.grouped``) is t
 group and names the group of each node it launches. Without groups the replay has one group
 with ``slots_per_node`` slots a node and ``max_nodes`` nodes.
 
-Fast-forward: a policy may offer ``quiet_until(state, history)`` (see
-``elb.core.policy.peers``). After an empty plan the driver then skips the polls before the earlier of
-that time and the next event: nothing the policy sees changes in between, so the result is the
-same as polling every interval (``tests/unit/test_simulate_wakeup.py`` compares both on random
-logs whose jobs overrun their requested time). The hint must bound every rule that changes with
-the clock alone (a running job becoming overdue, ``launch_delay``, stabilization, idle timers, a
-waiting job's age). A replay in which nothing can change any more (no event to come, an
-empty plan, and a hint of never or beyond ``stall_limit``) gives up, billing its nodes up to the
-first poll from which nothing changed, with fast-forward or without. A policy whose plans depend on its nodes
-only, never on the jobs (``watches_jobs = False``: the static cluster), is then not asked again
-for job submissions and ends either, only when a node becomes ready; so its replay costs the
+Fast-forward: a policy may offer ``quiet_until(state, history)`` (see ``elb.core.policy.peers``).
+After an empty plan the driver then skips the polls before the earlier of that time and the next
+event: nothing the policy sees changes in between, so the result is the same as polling every
+interval (``tests/unit/test_simulate_wakeup.py`` compares both on random logs whose jobs overrun
+their requested time). When the planner acts on the policy's plan alone (no warm pool, budget,
+back-off that can hold, or Slurm's asks), the hint is asked before each pass as well: a time after
+the pass's says the policy's plan is empty, and so is the pass's, which is then not planned (it is
+counted among the passes all the same). A pass is planned only when the hint says the policy may act
+now; the others cost the snapshot and the hint's reads of what changed (the same test file holds
+such a replay equal to one that plans at every pass). The hint must bound every rule that changes
+with the clock alone (a running job becoming overdue, ``launch_delay``, stabilization, idle timers,
+a waiting job's age). A replay in which nothing can change any more (no event to come, an empty
+plan, and a hint of never or beyond ``stall_limit``) gives up, billing its nodes up to the first
+poll from which nothing changed, with fast-forward or without. A policy whose plans depend on its
+nodes only, never on the jobs (``watches_jobs = False``: the static cluster), is then not asked
+again for job submissions and ends either, only when a node becomes ready; so its replay costs the
 same per job at any cluster size.
 
 Warm pool (``elb.core.poolplan``, a group's ``warm_pool``): a removal the planner makes a stop stops the
@@ -289,7 +294,9 @@ class SimOutcome:
     terminations: int = 0
     refused_removals: int = 0
     polls: int = 0
-    decisions: int = 0  # polls at which decide() was called
+    # Passes: the polls at which decide() was called, or at which the quiet hint showed its plan
+    # empty (``Simulator._pass``).
+    decisions: int = 0
     never_started: int = 0
     longest_backlog: float = 0.0  # longest stretch with jobs waiting (s)
     stalled: bool = False
@@ -335,11 +342,11 @@ def _replace(values: dict[str, V], name: str, value: V, changes: Changes[V]) -> 
     changes.came(value)
 
 
-def _take_out(values: list[Job], numbers: list[int], number: int) -> None:
-    """Take the value of ``number`` out of ``values``, whose numbers ``numbers`` holds beside them
-    in increasing order."""
+def _take_out(values: list[Job], numbers: list[int], number: int, at: int = 0) -> None:
+    """Take the value of ``number`` out of ``values``, whose numbers ``numbers`` holds beside
+    ``values[at:]`` in increasing order."""
     i = bisect.bisect_left(numbers, number)
-    del numbers[i], values[i]
+    del numbers[i], values[at + i]
 
 
 class BudgetMeter:
@@ -438,15 +445,15 @@ class Simulator:
         self.history = History()
         self.next_sub = 0
         self.running: dict[int, _Run] = {}
-        # The Job values qstat shows, in the snapshot's order: the waiting ones in submission order
-        # (their numbers in ``pending`` beside them), the running ones in the order they started
-        # (their start's number beside them). A job leaves its list where a bisection of the numbers
-        # finds it, so that a snapshot's tuple of jobs is two lists joined, copied in C, not a walk
-        # over every job or over a dict of them.
-        self._pending_values: list[Job] = []
+        # The Job values qstat shows, in the snapshot's order, in one list: the waiting ones in
+        # submission order (their numbers in ``pending`` beside them, in ``_pending_numbers``),
+        # then the running ones in the order they started (their start's number beside them, in
+        # ``_running_numbers``). A job leaves the list where a bisection of the numbers finds it,
+        # so that a snapshot's tuple of jobs is the list copied in C, not a walk over every job or
+        # over a dict of them.
+        self._shown_values: list[Job] = []
         self._pending_numbers: list[int] = []
         self._unshown: dict[int, _Waiting] = {}  # waiting jobs no snapshot showed yet, by number
-        self._running_values: list[Job] = []
         self._running_numbers: list[int] = []
         self.out = SimOutcome([], [], 0.0, [], self.t0, self.t0)
         self._jobs_cache: tuple[Job, ...] | None = None
@@ -507,6 +514,16 @@ class Simulator:
         # Behind Slurm: its power saving, which asks for the nodes, and its asks so far.
         self.power = self._power_saving(settings)
         self.asked = Asked()
+        # The planner acts on the policy's plan alone (no warm pool, budget, back-off that can
+        # hold or Slurm's asks, each of which plans of its own or keeps state from pass to pass):
+        # a pass whose policy plan the quiet hint shows empty is then known empty without it.
+        self._hint_first = (
+            self.quiet is not None
+            and self.power is None
+            and not self.pools
+            and self.meter is None
+            and not self._tell_backoff
+        )
         for name in next_names((), initial_nodes):
             self._launch(name, self.t0, boot=0.0)
         if settings.master_exec_slots > 0:
@@ -661,8 +678,7 @@ class Simulator:
         if self._jobs_cache is None:
             if self._unshown:
                 self._shown()
-            items = self._pending_values + self._running_values
-            self._jobs_cache = changes.jobs.revised(items, given and given[0])
+            self._jobs_cache = changes.jobs.revised(self._shown_values, given and given[0])
         if self._stale:
             records, hosts = self._record_values, self._host_values
             for name in self._stale:
@@ -728,7 +744,7 @@ class Simulator:
         if pending_value is None:  # no snapshot showed it waiting
             del self._unshown[waiting.seq]
         else:
-            _take_out(self._pending_values, self._pending_numbers, waiting.seq)
+            _take_out(self._shown_values, self._pending_numbers, waiting.seq)
             self._changes.jobs.went(pending_value)
             if self.several_groups:
                 del self.group_of[pending_value]
@@ -747,7 +763,7 @@ class Simulator:
             node.jobs += 1
             self._touch(node, record=False)
         self.running[job.job_id] = run
-        self._running_values.append(value)
+        self._shown_values.append(value)
         self._running_numbers.append(run.number)
         self._changes.jobs.came(value)
         heapq.heappush(self.ends, (run.end, run.number, run))
@@ -771,7 +787,7 @@ class Simulator:
 
     def _finish(self, run: _Run, now: float) -> None:
         del self.running[run.job.job_id]
-        _take_out(self._running_values, self._running_numbers, run.number)
+        _take_out(self._shown_values, self._running_numbers, run.number, len(self._pending_numbers))
         self._changes.jobs.went(run.value)
         for node, used in run.parts:
             node.free += used
@@ -934,15 +950,18 @@ class Simulator:
     def _shown(self) -> None:
         """Make what qstat shows of the jobs submitted since the last snapshot that still wait,
         in submission order (after every job a snapshot showed waiting)."""
+        shown = []
         for seq, waiting in self._unshown.items():
             value = self._job_value(waiting.job, waiting.group, "qw", JobPhase.WAITING)
             waiting.value = value
-            self._pending_values.append(value)
+            shown.append(value)
             self._pending_numbers.append(seq)
             self._changes.jobs.came(value)
             if self.several_groups:
                 self.group_of[value] = waiting.group
         self._unshown.clear()
+        at = len(self._pending_numbers) - len(shown)
+        self._shown_values[at:at] = shown  # after the jobs shown waiting, before the running ones
 
     def _next_event(self) -> float:
         t = math.inf
@@ -1021,7 +1040,6 @@ class Simulator:
             names=names,
         )
         self.last_inputs = inputs
-        self._last_pass, self._unseen = now, self.pending.next_number  # what waits now, this pass sees
         pp = plan_pass(inputs, self.config, self.policy, now)
         if self.power is not None:
             self.asked = self.power.answered(self.asked, pp, now)
@@ -1242,13 +1260,8 @@ class Simulator:
             if poll == math.inf:  # asleep until a node event, and none will come: poll again
                 poll = self._grid(self._last_event_at)
             now = poll
-            pp = self._plan(now)
             self.out.decisions += 1
-            changed = self._carry_out(pp, now)
-            if changed:
-                self.dispatch(now)
-                self._track_backlog(now)
-            step = self._next_poll(pp, now, nxt)
+            changed, step = self._pass(now, nxt)
             # Nothing can ever change: no event to come and the policy does nothing.
             # It gives up when the policy says nothing will ever change, or ``stall_limit`` after
             # the first poll from which nothing changed, whichever comes first; either way the
@@ -1266,22 +1279,44 @@ class Simulator:
                 self.progress(min(1.0, (now - self.t0) / total))
         return self._close()
 
+    def _pass(self, now: float, nxt: float) -> tuple[bool, float]:
+        """The pass at ``now`` (``nxt``: the next event): whether it changed the cluster, and
+        the next poll. When the planner can act only on the policy's plan (``_hint_first``),
+        the quiet hint is asked first: a wake after ``now`` says the policy's plan is empty, and
+        so is the pass's, which is then not planned (the hint's wake is the next poll's as well)."""
+        self._last_pass, self._unseen = now, self.pending.next_number  # what waits now, this pass sees
+        if self._hint_first:
+            wake = self._wake(now, nxt)
+            if wake > now:
+                return False, max(now + self.s.poll_interval, self._grid(wake))
+        pp = self._plan(now)
+        changed = self._carry_out(pp, now)
+        if changed:
+            self.dispatch(now)
+            self._track_backlog(now)
+        return changed, self._next_poll(pp, now, nxt)
+
     def _next_poll(self, pp: PassPlan, now: float, nxt: float) -> float:
         """The poll after ``now``: a poll interval on; after an empty plan, no sooner than the
-        policy's quiet hint says anything can change (or the next event it watches, a pool's due
-        time or the back-off's end), on the poll grid."""
+        wake the quiet hint gives (``_wake``), on the poll grid."""
         step = now + self.s.poll_interval
         quiet = (pp.scaling is None or pp.scaling.empty) and pp.pool.empty and not pp.repairs
-        if quiet and self.quiet is not None:  # the hint is only asked after an empty plan
-            state = self.state(now)
-            if isinstance(self.quiet, GroupedPolicy):
-                until = self.quiet.quiet_until_groups(state, self.group_of, self.history)
-            else:
-                until = self.quiet.quiet_until(state, self.history)
-            horizon = nxt if self.watches_jobs else self._next_node_event()
-            wake = min(until, horizon, self._next_pool_due(), self._backoff_ends(now), self._slurm_wakes(now))
-            step = max(step, self._grid(wake))
+        if quiet and self.quiet is not None:
+            step = max(step, self._grid(self._wake(now, nxt)))
         return step
+
+    def _wake(self, now: float, nxt: float) -> float:
+        """The earliest of the policy's quiet hint, the next event it watches (``nxt``, or a
+        node's readiness), a stopped node's due time, the back-off's end and Slurm's next ask:
+        before it, on an unchanged cluster, no pass plans anything."""
+        assert self.quiet is not None
+        state = self.state(now)
+        if isinstance(self.quiet, GroupedPolicy):
+            until = self.quiet.quiet_until_groups(state, self.group_of, self.history)
+        else:
+            until = self.quiet.quiet_until(state, self.history)
+        horizon = nxt if self.watches_jobs else self._next_node_event()
+        return min(until, horizon, self._next_pool_due(), self._backoff_ends(now), self._slurm_wakes(now))
 
     def _slurm_wakes(self, now: float) -> float:
         """Behind Slurm: before when its power saving asks nothing new while the cluster does

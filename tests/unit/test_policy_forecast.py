@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from elb.core.config import ClusterConfig, PolicyConfig
 from elb.core.model import History, Job, Node, NodeState
-from elb.core.policy import make_policy
+from elb.core.policy import default, make_policy
 from elb.core.policy.default import ElbPolicy
 from elb.core.policy.forecast import forecast
 from elb.core.policy.view import cluster_view
@@ -323,6 +325,27 @@ def test_forecast_stops_counting_past_the_limit_and_says_so() -> None:
     plan = policy(max_nodes=3).decide(join([], (), snap(jobs), now=T0), NONE)
     assert plan.add == 3
     assert "(capped at max_nodes; at least 4 wanted)" in plan.add_reason
+
+
+def test_decide_reads_the_forecast_the_quiet_hint_made_for_a_limit_above_256(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forecast is worked out once per state and limit, whatever the limit's size (two equal
+    ints above 256 are two objects), and one of another limit is not taken for it."""
+    made: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        made.append(kwargs["limit"])
+        return forecast(*args, **kwargs)
+
+    monkeypatch.setattr(default, "forecast", counted)
+    jobs = [pending(i, 100.0 - i, slots=8) for i in range(1, 4)]
+    state = join([], (), snap(jobs), now=T0)
+    p = policy(max_nodes=1000)
+    assert p.quiet_until(state, NONE) == T0
+    plan = p.decide(state, NONE)
+    assert made == [1000]  # the hint's, read by decide
+    assert plan == policy(max_nodes=1000).decide(state, NONE)
+    few = p._forecast(p._view(state), state, p._view(state).pending, 1)
+    assert made[-1] == 1 and (few.new_nodes, few.complete) == (2, False)  # stopped once past 1
 
 
 # -- a replay: fast-forward gives the same result as polling every interval ---------------------

@@ -12,10 +12,12 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from elb.core.config import ClusterConfig, PolicyConfig
+from elb.core.planner import PassPlan
 from elb.core.policy import make_policy
 from elb.core.policy.base import Policy, QuietHint
 from elb.simulate.engine import SimOutcome, SimSettings, Simulator
@@ -81,6 +83,21 @@ def _policy(kind: str, billing: Billing, spn: int, max_nodes: int) -> Policy:
     return build_policy(kind, billing=billing, slots_per_node=spn, boot_time=BOOT, max_nodes=max_nodes)
 
 
+def _settings(probe: Policy, spn: int, max_nodes: int) -> SimSettings:
+    """The replay's settings for the policy ``probe``, as ``replay`` sets them up: Slurm decides
+    on its own clock, StarCluster's master runs jobs."""
+    interval = getattr(probe, "interval", None)
+    return SimSettings(
+        slots_per_node=spn,
+        max_nodes=max_nodes,
+        boot_time=BOOT,
+        poll_interval=float(interval) if interval else 60.0,
+        master_exec_slots=spn if getattr(probe, "master_exec", False) else 0,
+        stall_limit=86400.0,  # a stranded job (StarCluster's) ends the replay a day on, both ways
+        record=True,
+    )
+
+
 KINDS = (
     "elb",
     "elb:launch_delay=200",
@@ -108,18 +125,53 @@ def test_fast_forward_agrees_with_every_poll_on_random_logs_with_overruns(
     probe = _policy(kind, billing, spn, max_nodes)
     if not isinstance(probe, QuietHint):
         pytest.skip(f"{kind} offers no quiet_until")
-    # As ``replay`` sets it up: Slurm decides on its own clock, StarCluster's master runs jobs.
-    interval = getattr(probe, "interval", None)
-    settings = SimSettings(
-        slots_per_node=spn,
-        max_nodes=max_nodes,
-        boot_time=BOOT,
-        poll_interval=float(interval) if interval else 60.0,
-        master_exec_slots=spn if getattr(probe, "master_exec", False) else 0,
-        stall_limit=86400.0,  # a stranded job (StarCluster's) ends the replay a day on, both ways
-        record=True,
-    )
+    settings = _settings(probe, spn, max_nodes)
     fast, slow = both(jobs, lambda: _policy(kind, billing, spn, max_nodes), settings)
     assert fast.placements == slow.placements
     assert fast.nodes == slow.nodes
     assert (fast.launches, fast.terminations, fast.stalled) == (slow.launches, slow.terminations, slow.stalled)
+
+
+class PlanEveryPass(Simulator):
+    """The replay that plans at every pass, never asking the quiet hint first; it counts them."""
+
+    planned = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._hint_first = False
+
+    def _plan(self, now: float) -> PassPlan:
+        self.planned += 1
+        return super()._plan(now)
+
+
+class Counted(Simulator):
+    """The replay as it runs, counting the passes it plans."""
+
+    planned = 0
+
+    def _plan(self, now: float) -> PassPlan:
+        self.planned += 1
+        return super()._plan(now)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("seed", range(3))
+def test_a_pass_the_quiet_hint_shows_empty_is_the_pass_planned(kind: str, seed: int) -> None:
+    """A pass whose plan the hint, asked first, shows empty is not planned: the replay is the one
+    that plans every pass (every figure, the passes counted included), with fewer plans made."""
+    rng = random.Random(seed * 7919 + len(kind))
+    spn = rng.choice((4, 8))
+    max_nodes = rng.randint(2, 6)
+    jobs = [j for j in random_log(rng, 40, overrun=0.4) if j.slots <= spn * max_nodes]
+    settings = _settings(_policy(kind, "second", spn, max_nodes), spn, max_nodes)
+    skipping = Counted(jobs, _policy(kind, "second", spn, max_nodes), settings)
+    planning = PlanEveryPass(jobs, _policy(kind, "second", spn, max_nodes), settings)
+    fast, every = skipping.run(), planning.run()
+    assert fast == every
+    assert planning.planned == every.decisions
+    if kind in ("elb:grow=wait_time", "elb:shrink=timer"):  # either classic rule: the hint is always now
+        assert skipping.planned == planning.planned
+    else:
+        assert skipping.planned < planning.planned

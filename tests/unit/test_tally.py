@@ -54,7 +54,9 @@ def peer(name: str, limits: Limits, **elb: object) -> Peer:
 
 @dataclass
 class Twin:
-    """A peer with its tally, checked at every call against the same peer on the full view."""
+    """A peer with its tally, checked at every call against the same peer on the full view
+    (``calls``: the checked calls, of ``decide`` and of ``quiet_until``, which the simulator asks
+    before a pass as well)."""
 
     quick: Peer
     calls: int = 0
@@ -75,6 +77,7 @@ class Twin:
         now = state.now
         until = self.quick.quiet_until(state, history)
         assert until == self.reference.quiet_until(state, history), now
+        self.calls += 1
         return until
 
 

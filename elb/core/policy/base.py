@@ -25,8 +25,9 @@ class Policy(Protocol):
 @runtime_checkable
 class QuietHint(Protocol):
     """Optional for a policy: until when ``decide`` returns an empty plan for an unchanged
-    cluster, so a simulator may skip the polls before it. A policy without it is asked at every
-    poll."""
+    cluster, so a simulator may skip the polls before it. A time after the state's ``now`` says
+    that ``decide`` returns an empty plan on this state now, so a simulator may ask it before a
+    pass instead of planning. A policy without it is asked at every poll."""
 
     def quiet_until(self, state: ClusterState, history: History) -> float: ...
 

@@ -205,13 +205,17 @@ class ElbPolicy:
 
     def _forecast(self, view: View, state: ClusterState, counted: tuple[Job, ...], limit: int) -> Forecast:
         """``forecast`` of ``counted`` by the horizon, worked out once for the very same inputs,
-        time, jobs and limit (``quiet_until`` after an empty plan asks for the one ``decide`` made)."""
+        time and jobs, and an equal limit (``decide`` reads the one ``quiet_until`` made before
+        the pass, and the other way round). The limit is looked up by value: the cache's key
+        compares by identity, and two equal ints above 256 are two objects."""
         snapshot = state.snapshot
-        return self.cache.derived(
-            "forecast",
-            (snapshot.jobs, snapshot.hosts, state.records, state.now, counted, limit),
-            lambda: forecast(view, state.now + self._horizon(), counted, limit=limit),
+        by_limit: dict[int, Forecast] = self.cache.derived(
+            "forecast", (snapshot.jobs, snapshot.hosts, state.records, state.now, counted), dict
         )
+        found = by_limit.get(limit)
+        if found is None:
+            found = by_limit[limit] = forecast(view, state.now + self._horizon(), counted, limit=limit)
+        return found
 
     def _grow_forecast(
         self, view: View, names: Callable[[int], tuple[str, ...]], state: ClusterState
@@ -333,7 +337,8 @@ class ElbPolicy:
     def quiet_until(self, state: ClusterState, history: History) -> float:
         """A time before which ``decide`` returns an empty plan while the cluster does not change.
 
-        Only asked after an empty plan. With either classic rule set on: ``now`` (poll as usual).
+        A time after ``now`` says that ``decide`` returns an empty plan now too (the simulator
+        asks it before a pass). With either classic rule set on: ``now`` (poll as usual).
         Otherwise the earliest moment a rule changes with the clock alone:
 
         - a waiting job reaching ``launch_delay`` (it becomes demand);

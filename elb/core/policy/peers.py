@@ -7,7 +7,8 @@ like elb's own policy, and are pure: the time is the joined state's ``now``.
 Besides ``decide`` each offers ``quiet_until(state, history)``: a time before which
 ``decide`` returns an empty plan as long as the cluster does not change (same jobs, hosts and node
 records; only the clock moves, and a busy node's ``last_busy_at`` follows the clock). The simulator
-uses it to skip polls that provably cannot act. It is only ever asked after an empty plan.
+uses it to skip polls that provably cannot act, and asks it before a pass as well: a time after
+``now`` says that ``decide`` returns an empty plan now, whatever the plans before it were.
 """
 
 from __future__ import annotations
