@@ -6,6 +6,7 @@ and came (``elb.core.state.JobsChange``), in place of the walk that finds them."
 
 from __future__ import annotations
 
+import gc
 import random
 from difflib import SequenceMatcher
 
@@ -142,6 +143,19 @@ def test_the_cache_views_from_one_snapshot_to_the_next_equal_fresh_ones() -> Non
         view = cache.view(join([], (), snap(jobs, now=now), now=now), "master", 4)
         _same(view, _fresh(tuple(jobs), now))
         jobs = _next(jobs, pool, rng, k + 1)
+
+
+def test_the_cache_sets_its_view_aside_from_the_collectors_walks() -> None:
+    """The view a cache builds (its waiting order, as long as the queue, lives until the next
+    state's) is set aside from the collector as made (``elb.core.gcpause``): in none of its
+    generations, so that no collection walks its order's references."""
+    rng = random.Random(12)
+    jobs = [_job(n, rng) for n in range(500)]
+    gc.collect()
+    view = ViewCache().view(join([], (), snap(jobs, now=T0), now=T0), "master", 4)
+    assert view.pending and gc.is_tracked(view.pending)
+    young = {id(o) for generation in (0, 1, 2) for o in gc.get_objects(generation)}
+    assert id(view.pending) not in young and id(view) not in young
 
 
 def test_a_job_there_twice_leaves_once_or_both_times() -> None:

@@ -17,6 +17,7 @@ from operator import attrgetter, eq, is_, is_not, mul
 from typing import TypeVar
 
 from elb.core.frozen import quick_init
+from elb.core.gcpause import paused
 from elb.core.model import NO_FLAGS, Host, Job, JobPhase, Node, NodeState
 from elb.core.naming import next_names
 from elb.core.state import ClusterState, JobsChange, idle_since, is_busy, serves, worker_names
@@ -545,8 +546,12 @@ class ViewCache:
             and not self._timeless
         ):
             return old if old.now == now else replace(old, now=now)
-        waiting = waiting_of(state.snapshot.jobs, now, self._waiting, state.change)
-        view = cluster_view(state, master, slots_per_node, reuse=self._workers, waiting=waiting)
+        # The waiting order (as long as the queue) and the workers live until the next state's view:
+        # set aside from the collector's walks as made (``elb.core.gcpause``), as a read's jobs are,
+        # not walked by the young generation's next collection, the whole order's references each time.
+        with paused(keep=True):
+            waiting = waiting_of(state.snapshot.jobs, now, self._waiting, state.change)
+            view = cluster_view(state, master, slots_per_node, reuse=self._workers, waiting=waiting)
         self._workers = {w.name: w for w in view.workers}
         self._key, self._view, self._waiting = key, view, waiting
         self._timeless = waiting.timeless
