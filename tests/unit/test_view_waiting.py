@@ -84,8 +84,8 @@ def test_the_order_from_the_last_snapshot_is_the_order_of_a_sort(
         last = got
 
 
-def test_most_orders_of_those_examples_come_from_the_last_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The examples above go through the work from the last order (not only through the sort)."""
+def _orders_from_the_last_one(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each order asked for from then on came from the last one (``_since``), in turn."""
     made: list[bool] = []
     since = view_module._since
 
@@ -95,6 +95,12 @@ def test_most_orders_of_those_examples_come_from_the_last_one(monkeypatch: pytes
         return found
 
     monkeypatch.setattr(view_module, "_since", counted)
+    return made
+
+
+def test_most_orders_of_those_examples_come_from_the_last_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The examples above go through the work from the last order (not only through the sort)."""
+    made = _orders_from_the_last_one(monkeypatch)
     for seed in range(40):
         rng = random.Random(seed)
         jobs = [_job(n, rng) for n in range(rng.randint(0, 1500))]
@@ -146,15 +152,7 @@ def test_a_job_newer_than_every_other_then_one_just_before_it(monkeypatch: pytes
     """A job put past the last block's last is that block's last from then on: a job that comes
     next, submitted between the two, goes before it."""
     monkeypatch.setattr(view_module, "ORDER_BLOCK", 2)
-    made: list[bool] = []
-    since = view_module._since
-
-    def counted(jobs: tuple[Job, ...], last: Waiting, change: JobsChange | None = None) -> Waiting | None:
-        found = since(jobs, last, change)
-        made.append(found is not None)
-        return found
-
-    monkeypatch.setattr(view_module, "_since", counted)
+    made = _orders_from_the_last_one(monkeypatch)
 
     def waiting(number: int, age: float) -> Job:
         return Job(number, f"job{number}", "user", "PENDING", JobPhase.WAITING, 1, submitted=T0 - age)
