@@ -492,10 +492,17 @@ class _Order:
         """Takes each of ``removed`` out of its place; False when one is not there (a tie before it)."""
         blocks, times, lasts = self.blocks, self.times, self.lasts
         for job in removed:
-            b, at = self._place(cast("float", job.submitted), job.job_id)
-            if b == len(blocks) or at == len(blocks[b]) or blocks[b][at] is not job:
+            when = cast("float", job.submitted)
+            b = bisect_left(lasts, when)
+            if b == len(blocks):
                 return False
             block, block_times = blocks[b], times[b]
+            at = bisect_left(block_times, when)
+            if block[at] is not job:  # (not the first of its time: ``_place`` walks the ties to it)
+                b, at = self._place(when, job.job_id)
+                if b == len(blocks) or at == len(blocks[b]) or blocks[b][at] is not job:
+                    return False
+                block, block_times = blocks[b], times[b]
             del block[at], block_times[at]
             if not block:
                 del blocks[b], times[b], lasts[b]
