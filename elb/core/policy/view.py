@@ -16,7 +16,7 @@ from itertools import chain, compress, count, repeat
 from operator import attrgetter, eq, is_, is_not, mul
 from typing import TypeVar, cast
 
-from elb.core.frozen import quick_init
+from elb.core.frozen import maker, quick_init
 from elb.core.gcpause import paused
 from elb.core.model import NO_FLAGS, Host, Job, JobPhase, Node, NodeState
 from elb.core.naming import next_names
@@ -113,6 +113,9 @@ class Worker:
     def unmanaged(cls, host: Host, jobs: tuple[Job, ...]) -> Worker:
         facts = host_facts(host)
         return cls(host.name, None, host, jobs, facts, *worker_state(None, facts.up, facts.busy, bool(jobs)))
+
+
+_worker = maker(Worker)  # (``elb.core.frozen.maker``: a view makes a worker of each node at each pass)
 
 
 def worker_state(
@@ -265,7 +268,8 @@ def _joined(node: Node | None, host: Host | None, jobs: tuple[Job, ...], last: W
         return Worker.of(node, host, jobs)
     if last.node is not None and last.jobs == jobs and last.node.state is node.state:
         ready, busy = last.ready, last.busy
-        return Worker(node.name, node, host, jobs, last.facts, last.booting, ready, busy, idle_since(node, ready, busy))
+        idle = idle_since(node, ready, busy)
+        return _worker(node.name, node, host, jobs, last.facts, last.booting, ready, busy, idle)
     return Worker.of(node, host, jobs, last.facts)
 
 
