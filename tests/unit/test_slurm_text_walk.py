@@ -264,3 +264,20 @@ def test_columns_carried_over_long_reads_are_the_ones_made_of_the_lines(seed: in
     pool = _pool(rng, rng.choice((400, 3000)))
     reads = ["\n".join(lines) + end for lines in _reads(rng, pool, 10)]
     assert assert_carried_as_made(reads) == len(reads) - 1
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_in_text_with_stretches_compared_a_few_lines_at_most_is_in_order(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stretches in place longer than the most lines compared at once are compared a slice at a
+    time, each as wide as the bound, and the walk is ``in_order``'s."""
+    monkeypatch.setattr(aligned, "FIRST_SLICE", 1)
+    monkeypatch.setattr(aligned, "TEXT_SLICE_MOST", 2)
+    draw = random.Random(seed)
+    pool = [f"line {k}" for k in range(40)]
+    before = draw.sample(pool, 30)
+    lines = [line for line in before if draw.random() > 0.1]
+    for _ in range(draw.randint(0, 4)):
+        lines.insert(draw.randint(0, len(lines)), draw.choice(pool))
+    assert_walks_alike(before, lines, None, None)

@@ -6,6 +6,7 @@ and came (``elb.core.state.JobsChange``), in place of the walk that finds them."
 
 from __future__ import annotations
 
+import gc
 import random
 from difflib import SequenceMatcher
 
@@ -83,8 +84,8 @@ def test_the_order_from_the_last_snapshot_is_the_order_of_a_sort(
         last = got
 
 
-def test_most_orders_of_those_examples_come_from_the_last_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The examples above go through the work from the last order (not only through the sort)."""
+def _orders_from_the_last_one(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each order asked for from then on came from the last one (``_since``), in turn."""
     made: list[bool] = []
     since = view_module._since
 
@@ -94,6 +95,12 @@ def test_most_orders_of_those_examples_come_from_the_last_one(monkeypatch: pytes
         return found
 
     monkeypatch.setattr(view_module, "_since", counted)
+    return made
+
+
+def test_most_orders_of_those_examples_come_from_the_last_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The examples above go through the work from the last order (not only through the sort)."""
+    made = _orders_from_the_last_one(monkeypatch)
     for seed in range(40):
         rng = random.Random(seed)
         jobs = [_job(n, rng) for n in range(rng.randint(0, 1500))]
@@ -122,6 +129,57 @@ def test_a_large_queue_with_stretches_gone_and_come_and_jobs_replaced() -> None:
         last = got
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32), st.integers(0, 400), st.sampled_from([1, 2, 3, 8]))
+def test_the_order_from_the_last_one_in_blocks_of_a_few_jobs_is_the_order_of_a_sort(
+    seed: int, size: int, block: int
+) -> None:
+    """The last order's blocks (``_Order``) at a few jobs each: jobs leave and come at their
+    edges, blocks empty and split, and jobs of one submission time run over several blocks;
+    the order is the sort's."""
+    rng = random.Random(seed)
+    jobs = [_job(n, rng) for n in range(size)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(view_module, "ORDER_BLOCK", block)
+        last = waiting_of(tuple(jobs), T0)
+        for k in range(1, 6):
+            jobs = _next(jobs, [], rng, k)
+            last = waiting_of(tuple(jobs), T0 + k, last)
+            _same(last, _fresh(tuple(jobs), T0 + k))
+
+
+def test_a_job_newer_than_every_other_then_one_just_before_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job put past the last block's last is that block's last from then on: a job that comes
+    next, submitted between the two, goes before it."""
+    monkeypatch.setattr(view_module, "ORDER_BLOCK", 2)
+    made = _orders_from_the_last_one(monkeypatch)
+
+    def waiting(number: int, age: float) -> Job:
+        return Job(number, f"job{number}", "user", "PENDING", JobPhase.WAITING, 1, submitted=T0 - age)
+
+    jobs = tuple(waiting(n, 100.0 - n) for n in range(9))
+    last = waiting_of(jobs, T0)
+    for k, age in enumerate((10.0, 50.0, 30.0), 1):
+        jobs = (*jobs, waiting(100 + k, age))
+        last = waiting_of(jobs, T0 + k, last)
+        _same(last, _fresh(jobs, T0 + k))
+    assert made == [True, True, True]
+
+
+def test_an_order_taken_from_the_last_one_twice_is_the_sorts_both_times() -> None:
+    """The first order from the last one takes its blocks and changes them; a second from the
+    same last one makes them anew of its jobs, and is the sort's order too."""
+    rng = random.Random(23)
+    jobs = tuple(j for j in (_job(n, rng) for n in range(2000)) if j.submitted is not None)
+    last = waiting_of(jobs, T0)
+    first = waiting_of(jobs[30:], T0 + 1, last)
+    assert first.order  # (the last one's blocks, changed: for the next order)
+    new = (*jobs[:1000], *(_job(10_000 + n, rng) for n in range(40)), *jobs[1000:])
+    for _ in range(2):
+        _same(waiting_of(new, T0 + 2, last), _fresh(new, T0 + 2))
+    _same(waiting_of(new, T0 + 2, first), _fresh(new, T0 + 2))
+
+
 def test_nothing_waiting_changed_keeps_the_order_itself() -> None:
     rng = random.Random(3)
     jobs = [j for j in (_job(n, rng) for n in range(500)) if j.submitted is not None]
@@ -142,6 +200,19 @@ def test_the_cache_views_from_one_snapshot_to_the_next_equal_fresh_ones() -> Non
         view = cache.view(join([], (), snap(jobs, now=now), now=now), "master", 4)
         _same(view, _fresh(tuple(jobs), now))
         jobs = _next(jobs, pool, rng, k + 1)
+
+
+def test_the_cache_sets_its_view_aside_from_the_collectors_walks() -> None:
+    """The view a cache builds (its waiting order, as long as the queue, lives until the next
+    state's) is set aside from the collector as made (``elb.core.gcpause``): in none of its
+    generations, so that no collection walks its order's references."""
+    rng = random.Random(12)
+    jobs = [_job(n, rng) for n in range(500)]
+    gc.collect()
+    view = ViewCache().view(join([], (), snap(jobs, now=T0), now=T0), "master", 4)
+    assert view.pending and gc.is_tracked(view.pending)
+    young = {id(o) for generation in (0, 1, 2) for o in gc.get_objects(generation)}
+    assert id(view.pending) not in young and id(view) not in young
 
 
 def test_a_job_there_twice_leaves_once_or_both_times() -> None:
@@ -245,5 +316,5 @@ def test_a_change_of_more_than_a_quarter_of_the_jobs_is_sorted_anew(monkeypatch:
     jobs = tuple(j for j in (_job(n, rng) for n in range(400)) if j.submitted is not None)
     last = waiting_of(jobs, T0)
     new = jobs[150:]
-    monkeypatch.setattr(view_module, "_without", None)  # (not called: sorted anew)
+    monkeypatch.setattr(view_module, "_Order", None)  # (not made: sorted anew)
     _same(waiting_of(new, T0 + 1, last, _change(jobs, new)), _fresh(new, T0 + 1))

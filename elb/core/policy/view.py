@@ -12,11 +12,12 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import compress, count, repeat
+from itertools import chain, compress, count, repeat
 from operator import attrgetter, eq, is_, is_not, mul
-from typing import TypeVar
+from typing import TypeVar, cast
 
-from elb.core.frozen import quick_init
+from elb.core.frozen import maker, quick_init
+from elb.core.gcpause import paused
 from elb.core.model import NO_FLAGS, Host, Job, JobPhase, Node, NodeState
 from elb.core.naming import next_names
 from elb.core.state import ClusterState, JobsChange, idle_since, is_busy, serves, worker_names
@@ -112,6 +113,9 @@ class Worker:
     def unmanaged(cls, host: Host, jobs: tuple[Job, ...]) -> Worker:
         facts = host_facts(host)
         return cls(host.name, None, host, jobs, facts, *worker_state(None, facts.up, facts.busy, bool(jobs)))
+
+
+_worker = maker(Worker)  # (``elb.core.frozen.maker``: a view makes a worker of each node at each pass)
 
 
 def worker_state(
@@ -264,7 +268,8 @@ def _joined(node: Node | None, host: Host | None, jobs: tuple[Job, ...], last: W
         return Worker.of(node, host, jobs)
     if last.node is not None and last.jobs == jobs and last.node.state is node.state:
         ready, busy = last.ready, last.busy
-        return Worker(node.name, node, host, jobs, last.facts, last.booting, ready, busy, idle_since(node, ready, busy))
+        idle = idle_since(node, ready, busy)
+        return _worker(node.name, node, host, jobs, last.facts, last.booting, ready, busy, idle)
     return Worker.of(node, host, jobs, last.facts)
 
 
@@ -296,7 +301,9 @@ class Waiting:
     slots: int  # ``ClusterView.pending_slots``
     plain: bool  # ``ClusterView.pending_plain``
     timeless: bool  # a waiting job has no submission time: the order depends on ``now``
-    submitted: list[float] | None = None  # ``pending``'s submission times, when worked out (``_since``)
+    # ``pending`` in blocks (``_Order``), for the next snapshot's order to take (the one derivation
+    # from it takes it out and changes it; empty: made of ``pending`` when asked).
+    order: list[_Order] = field(default_factory=list, compare=False, repr=False)
 
 
 CHANGED_MOST = 4  # a snapshot's order is worked out from the last one's when at most 1/4 of its jobs changed
@@ -420,9 +427,11 @@ def _given(
 def _since(jobs: tuple[Job, ...], last: Waiting, change: JobsChange | None = None) -> Waiting | None:
     """``waiting_of(jobs)`` from ``last``'s (see there), or None when it is sorted anew: more
     than a quarter of the jobs changed, a new waiting job has no submission time or ties with
-    another (its place among them is its place in ``jobs``), a job that left is there twice, or
-    a job had no slot or no task (``pending_plain``). ``change``: the jobs that left and came,
-    taken when it is of ``last``'s jobs and ``jobs`` (else they are found by ``_changes``)."""
+    another (its place among them is its place in ``jobs``), a job that left is not at its
+    place, or a job had no slot or no task (``pending_plain``). ``change``: the jobs that left
+    and came, taken when it is of ``last``'s jobs and ``jobs`` (else they are found by
+    ``_changes``). The order's blocks are ``last``'s, taken out of it and changed (made of its
+    jobs when another derivation took them)."""
     if change is not None and change.after is jobs and change.before is last.jobs:
         changes = _given(change, jobs, last.jobs)
     else:
@@ -432,83 +441,112 @@ def _since(jobs: tuple[Job, ...], last: Waiting, change: JobsChange | None = Non
     removed = [j for j in changes[0] if j.phase is _WAITING]
     added = [j for j in changes[1] if j.phase is _WAITING]
     if not removed and not added:
-        return Waiting(jobs, last.pending, last.slots, last.plain, False, last.submitted)
+        return Waiting(jobs, last.pending, last.slots, last.plain, False, last.order)
     if None in map(_SUBMITTED, added):
         return None
-    times = last.submitted if last.submitted is not None else list(map(_SUBMITTED, last.pending))
-    kept = _without(last.pending, times, removed) if removed else (last.pending, times)
-    found = _with(kept[0], kept[1], added) if kept is not None and added else kept
-    if found is None:
+    order = last.order.pop() if last.order else _Order(last.pending)
+    if not (order.remove(removed) and order.insert(added)):
         return None
     slots = last.slots - sum(j.slots * j.tasks for j in removed) + sum(j.slots * j.tasks for j in added)
     plain = all(j.slots > 0 and j.tasks > 0 for j in added)
-    return Waiting(jobs, tuple(found[0]), slots, plain, False, found[1])
+    return Waiting(jobs, order.jobs(), slots, plain, False, [order])
 
 
-def _without(
-    pending: Sequence[Job], times: list[float], removed: list[Job]
-) -> tuple[Sequence[Job], list[float]] | None:
-    """``pending`` (in the view's order, ``times`` their submission times) without ``removed``,
-    and their times; None when one is not found at its place (a tie before it), or is there twice."""
-    places = []
-    n = len(pending)
-    for job in removed:
-        at = _place(job.submitted, job.job_id, pending, times)
-        if at == n or pending[at] is not job:
-            return None
-        places.append(at)
-    places.sort()
-    if any(map(eq, places, places[1:])):
-        return None
-    kept: list[Job] = []
-    kept_times: list[float] = []
-    start = 0
-    for at in places:
-        kept += pending[start:at]
-        kept_times += times[start:at]
-        start = at + 1
-    kept += pending[start:]
-    kept_times += times[start:]
-    return kept, kept_times
+ORDER_BLOCK = 256  # waiting jobs a block of ``_Order`` is made of (split past twice as many)
 
 
-def _with(pending: Sequence[Job], times: list[float], added: list[Job]) -> tuple[Sequence[Job], list[float]] | None:
-    """``pending`` (in the view's order, ``times`` their submission times) with ``added`` (each
-    with a submission time) in their places, and their times; None at a tie (two jobs of the
-    same submission time and number: the place of each is its place in the snapshot's jobs)."""
-    added.sort(key=_JOB_ID)
-    added.sort(key=_SUBMITTED)
-    numbers, when = list(map(_JOB_ID, added)), list(map(_SUBMITTED, added))
-    keys = list(zip(when, numbers, strict=True))
-    if any(map(eq, keys, keys[1:])):
-        return None  # (two new jobs tie)
-    order: list[Job] = []
-    order_times: list[float] = []
-    n = len(pending)
-    start = 0
-    for job, t, number in zip(added, when, numbers, strict=True):
-        at = _place(t, number, pending, times)
-        if at < n and times[at] == t and pending[at].job_id == number:
-            return None  # (a new job ties one there)
-        order += pending[start:at]
-        order_times += times[start:at]
-        order.append(job)
-        order_times.append(t)
-        start = at
-    order += pending[start:]
-    order_times += times[start:]
-    return order, order_times
+class _Order:
+    """Waiting jobs in the view's order (each with a submission time: by it, then by number),
+    in blocks of about ``ORDER_BLOCK`` jobs, each with their submission times, and each block's
+    last time: a job that leaves or comes changes its block alone (a bisection finds it), so a
+    snapshot's order costs what changed and one copy of the order (``jobs``), where a list
+    would be copied around each job that left or came."""
 
+    __slots__ = ("blocks", "lasts", "times")
 
-def _place(when: float | None, number: int, pending: Sequence[Job], times: list[float]) -> int:
-    """Where a job submitted at ``when`` of number ``number`` goes in ``pending`` (in the view's
-    order, ``times`` their submission times): before the first job of a greater (submission
-    time, number), or at the first of the same."""
-    assert when is not None
-    at = bisect_left(times, when)
-    while at < len(times) and times[at] == when and pending[at].job_id < number:
-        at += 1
-    return at
+    def __init__(self, pending: Sequence[Job]) -> None:
+        times = list(map(_SUBMITTED, pending))
+        self.blocks = [list(pending[i : i + ORDER_BLOCK]) for i in range(0, len(pending), ORDER_BLOCK)]
+        self.times: list[list[float]] = [times[i : i + ORDER_BLOCK] for i in range(0, len(times), ORDER_BLOCK)]
+        self.lasts = [block[-1] for block in self.times]
+
+    def jobs(self) -> tuple[Job, ...]:
+        """The jobs, in order."""
+        return tuple(chain.from_iterable(self.blocks))
+
+    def _place(self, when: float, number: int) -> tuple[int, int]:
+        """Where a job submitted at ``when`` of number ``number`` goes (a block and a place in it,
+        the block past the last at the end): before the first job of a greater (submission
+        time, number), or at the first of the same."""
+        lasts, times = self.lasts, self.times
+        b = bisect_left(lasts, when)
+        if b == len(lasts):
+            return b, 0
+        block, jobs = times[b], self.blocks[b]
+        at = bisect_left(block, when)
+        while True:
+            while at < len(block) and block[at] == when and jobs[at].job_id < number:
+                at += 1
+            if at < len(block) or b + 1 == len(lasts) or times[b + 1][0] != when:
+                return b, at
+            b, at = b + 1, 0  # (the jobs of that time and a lower number go on in the next block)
+            block, jobs = times[b], self.blocks[b]
+
+    def remove(self, removed: Sequence[Job]) -> bool:
+        """Takes each of ``removed`` out of its place; False when one is not there (a tie before it)."""
+        blocks, times, lasts = self.blocks, self.times, self.lasts
+        for job in removed:
+            when = cast("float", job.submitted)
+            b = bisect_left(lasts, when)
+            if b == len(blocks):
+                return False
+            block, block_times = blocks[b], times[b]
+            at = bisect_left(block_times, when)
+            if block[at] is not job:  # (not the first of its time: ``_place`` walks the ties to it)
+                b, at = self._place(when, job.job_id)
+                if b == len(blocks) or at == len(blocks[b]) or blocks[b][at] is not job:
+                    return False
+                block, block_times = blocks[b], times[b]
+            del block[at], block_times[at]
+            if not block:
+                del blocks[b], times[b], lasts[b]
+            elif at == len(block):
+                lasts[b] = block_times[-1]
+        return True
+
+    def insert(self, added: list[Job]) -> bool:
+        """Puts each of ``added`` (each with a submission time) in its place; False at a tie (two
+        jobs of the same submission time and number: the place of each is its place in the
+        snapshot's jobs)."""
+        added.sort(key=_JOB_ID)
+        added.sort(key=_SUBMITTED)
+        numbers, when = list(map(_JOB_ID, added)), list(map(_SUBMITTED, added))
+        keys = list(zip(when, numbers, strict=True))
+        if any(map(eq, keys, keys[1:])):
+            return False  # (two new jobs tie)
+        blocks, times, lasts = self.blocks, self.times, self.lasts
+        for job, t, number in zip(added, when, numbers, strict=True):
+            b, at = self._place(t, number)
+            if b == len(blocks):  # past every job: at the end of the last block
+                if not blocks:
+                    blocks.append([])
+                    times.append([])
+                    lasts.append(t)
+                b = len(blocks) - 1
+                at = len(blocks[b])
+            block, block_times = blocks[b], times[b]
+            if at < len(block) and block_times[at] == t and block[at].job_id == number:
+                return False  # (a new job ties one there)
+            block.insert(at, job)
+            block_times.insert(at, t)
+            if at == len(block) - 1:
+                lasts[b] = t
+            if len(block) > 2 * ORDER_BLOCK:
+                half = len(block) // 2
+                blocks[b : b + 1] = [block[:half], block[half:]]
+                times[b : b + 1] = [block_times[:half], block_times[half:]]
+                lasts[b : b + 1] = [block_times[half - 1], block_times[-1]]
+        return True
 
 
 T = TypeVar("T")
@@ -545,8 +583,12 @@ class ViewCache:
             and not self._timeless
         ):
             return old if old.now == now else replace(old, now=now)
-        waiting = waiting_of(state.snapshot.jobs, now, self._waiting, state.change)
-        view = cluster_view(state, master, slots_per_node, reuse=self._workers, waiting=waiting)
+        # The waiting order (as long as the queue) and the workers live until the next state's view:
+        # set aside from the collector's walks as made (``elb.core.gcpause``), as a read's jobs are,
+        # not walked by the young generation's next collection, the whole order's references each time.
+        with paused(keep=True):
+            waiting = waiting_of(state.snapshot.jobs, now, self._waiting, state.change)
+            view = cluster_view(state, master, slots_per_node, reuse=self._workers, waiting=waiting)
         self._workers = {w.name: w for w in view.workers}
         self._key, self._view, self._waiting = key, view, waiting
         self._timeless = waiting.timeless

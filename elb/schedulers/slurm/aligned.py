@@ -27,6 +27,10 @@ T = TypeVar("T")
 Stretch = tuple[int, int, int]
 
 FIRST_SLICE = 64  # lines compared in place at once, doubled while they are equal
+# The most lines of a text compared at once (``same_text_run``): each comparison copies its slice of
+# the text before, and a slice of about 100 kB is made in memory already at hand, where one of
+# megabytes is fresh memory each time.
+TEXT_SLICE_MOST = 1_024
 SEEK = 4_096  # how far on in the last read a line out of place is looked for
 
 
@@ -125,8 +129,9 @@ def same_text_run(text: str, pos: int, before: str, at: int, *, sizes: Sequence[
     """How many of ``before``'s lines from line ``j`` (at character ``at``; ``sizes``: each line's
     length without its ``\n``) ``text`` has from character ``pos``, the very characters, and
     the characters they take. Compared the first line alone (a line out of place differs
-    there), then a stretch of lines at a time (a slice of characters compared in C), the first
-    stretch that differs narrowed down by halves."""
+    there), then a stretch of lines at a time (a slice of characters compared in C; doubled
+    while equal, up to ``TEXT_SLICE_MOST`` lines), the first stretch that differs narrowed down
+    by halves."""
     limit = len(sizes) - j
     if limit <= 0:
         return 0, 0
@@ -141,7 +146,7 @@ def same_text_run(text: str, pos: int, before: str, at: int, *, sizes: Sequence[
         if text.startswith(before[at + chars : at + chars + span], pos + chars):
             done += width
             chars += span
-            width *= 2
+            width = min(2 * width, TEXT_SLICE_MOST)
             continue
         while width > 1:  # the first line that differs is within these ``width``
             half = width // 2
