@@ -1546,24 +1546,33 @@ class _QuickReader:
 
     def requests(self, said: Iterable[tuple[str, str, str]]) -> _Rest:
         """The requests and PE of an entry, from what its elements after <full_job_name> said
-        (``said``); declines a second PE."""
+        (``said``); declines a second PE. (A scope's mapping is made only when it has a request:
+        most entries have none.)"""
         hard: dict[str, str] = {}
-        scoped: dict[str, dict[str, str]] = {tag: {} for tag in _SCOPED_REQUESTS}
+        master: dict[str, str] | None = None
+        slave: dict[str, str] | None = None
         queues: list[str] = []
         pe: tuple[str, str] | None = None
         for tag, key, value in said:
             if tag == "hard_request":
                 hard[key] = value
+            elif not tag:
+                continue
             elif tag == "hard_req_queue":
                 queues.append(value)
             elif tag == "requested_pe":
                 if pe is not None:
                     raise _Decline  # a second one: the careful reader refuses it
                 pe = (key, value)
-            elif tag:
-                scoped[tag][key] = value
+            elif tag == "master_hard_request":
+                if master is None:
+                    master = {}
+                master[key] = value
+            else:
+                if slave is None:
+                    slave = {}
+                slave[key] = value
         runtime = self.reader._runtime(hard["h_rt"], "", 0, 0) if "h_rt" in hard else None
-        master, slave = (scoped[tag] for tag in _SCOPED_REQUESTS)
         pe_name, pe_range = pe if pe is not None else (None, None)
         return (_read_only(hard), pe_name, pe_range, tuple(queues), _read_only(master), _read_only(slave), runtime)
 
