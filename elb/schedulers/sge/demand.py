@@ -645,7 +645,9 @@ class _Memo:
 
     - ``decided``: of each request mapping, what decides (``decided``): the requests that stop
       the job or that some group's node may not meet or reads (``verdicts``), not the many that
-      every node meets alike (a run time, a queue limit, a load value no group declares);
+      every node meets alike (a run time, a queue limit, a load value no group declares); and
+      ``by_kept``: the same by the requests a mapping keeps, in its order, which many mappings
+      share;
     - ``candidates``: what checks 2 to 4 leave for a shape of request (slots, PE and range, the
       deciding requests, queues; not the task count): a ``_Candidates``, or the reason none is
       left;
@@ -682,6 +684,9 @@ class _Memo:
         # placed hold their mappings for as long as the memo lives, so an identity stays theirs.
         # By scope, as ``verdicts``.
         self.decided_of: tuple[dict[int, tuple[Mapping[str, str], _Decided]], ...] = ({}, {}, {})
+        # By scope, what decides of the mappings that keep these requests, in their order
+        # (``decided``).
+        self.by_kept: tuple[dict[_Items, _Decided], ...] = ({}, {}, {})
         # One object for equal deciding items, so that ``candidates`` is keyed by identity.
         self.same_items: dict[_Items, _Items] = {(): ()}
         self.candidates: dict[tuple[object, ...], _Candidates | str] = {}
@@ -715,21 +720,28 @@ class _Memo:
         verdicts = self.verdicts[scope]
         # The requests kept (those whose verdict is not None), in one pass in C (a request not
         # met before resolved on the way: ``_Verdicts``).
-        kept = list(filter(verdicts.__getitem__, requests.items()))
+        kept = tuple(filter(verdicts.__getitem__, requests.items()))
         decided: _Decided = ()
         if kept:
-            if len(kept) > 1:
-                kept.sort()
-            for item in kept:
-                verdict = verdicts[item]
-                if isinstance(verdict, str):  # the first that stops the job
-                    decided = verdict
-                    break
-            else:
-                deciding = tuple(kept)
-                decided = self.same_items.setdefault(deciding, deciding)
+            # Mappings that keep the same items (in their order) decide the same: most differ
+            # only in requests that are not kept.
+            by_kept = self.by_kept[scope]
+            found_kept = by_kept.get(kept)
+            if found_kept is None:
+                found_kept = by_kept[kept] = self._decided_by(kept, verdicts)
+            decided = found_kept
         decided_of[id(requests)] = (requests, decided)
         return decided
+
+    def _decided_by(self, kept: _Items, verdicts: _Verdicts) -> _Decided:
+        """What decides of a mapping whose kept requests are ``kept`` (``decided``)."""
+        ordered = sorted(kept)
+        for item in ordered:
+            verdict = verdicts[item]
+            if isinstance(verdict, str):  # the first that stops the job
+                return verdict
+        deciding = tuple(ordered)
+        return self.same_items.setdefault(deciding, deciding)
 
     def place(self, job: Job, binding: JobBinding, requested: _Requested, now: float) -> Placement:
         """``_place`` for ``job``, whose requests decide ``requested`` (by ``decided``)."""
