@@ -261,6 +261,13 @@ def _digits(text: str) -> bool:
 
 def parse_sge_time(value: str) -> float | None:
     """An SGE time value in seconds: ``3600``, ``1:00:00``, ``90:00``, ``::30``; None for INFINITY."""
+    if value.isdigit() and value.isascii():  # seconds alone, as most are written: one part
+        return float(value)
+    return _time_of_parts(value)
+
+
+def _time_of_parts(value: str) -> float | None:
+    """``parse_sge_time`` part by part."""
     text = value.strip()
     if text.upper() in ("INFINITY", "INF"):
         return None
