@@ -603,14 +603,14 @@ class _Verdicts(dict[tuple[str, str], _Request | str | None]):
 
     def verdict(self, item: tuple[str, str]) -> _Request | str | None:
         """One request resolved (``_request``): the reason it stops the job, None when it drops
-        out or every node meets it alike (``_Alike``), else the ``_Request``."""
+        out or every node meets it alike (``_Alike``), else the ``_Request`` (made only then)."""
         try:
-            request = _request(self.scope, *item, self.site.complexes, self.new_node_name)
+            c = _requested_complex(self.scope, *item, self.site.complexes, self.new_node_name)
         except _Stop as stop:
             return stop.reason
-        if request is None or self.alike.of(request.complex):
+        if c is None or self.alike.of(c):
             return None
-        return request
+        return _Request(*item, c, self.scope)
 
 
 # What decides of one request mapping (``_Memo.decided``): its deciding items, or the reason the
@@ -1050,6 +1050,15 @@ def _requests(job: Job, complexes: ComplexTable, new_node_name: str | None) -> l
 
 def _request(scope: str, name: str, value: str, complexes: ComplexTable, new_node_name: str | None) -> _Request | None:
     """One request resolved and checked (``_requests``); None for one that drops out."""
+    c = _requested_complex(scope, name, value, complexes, new_node_name)
+    return _Request(name, value, c, scope) if c is not None else None
+
+
+def _requested_complex(
+    scope: str, name: str, value: str, complexes: ComplexTable, new_node_name: str | None
+) -> Complex | None:
+    """The complex of one request, the request checked (``_request``); None for one that drops
+    out."""
     c = complexes.get(name)
     if c is None:
         raise _Stop(f"requests {_request_text(name, value, scope)}: unknown complex {name} (not in qconf -sc)")
@@ -1066,7 +1075,7 @@ def _request(scope: str, name: str, value: str, complexes: ComplexTable, new_nod
             text = _request_text(name, value, scope)
             raise _Stop(f"bound to host {value} ({text}): new nodes never have that name")
         return None
-    return _Request(name, value, c, scope)
+    return c
 
 
 def _joins(group: NodeGroup, wanted: str, new_node_name: str | None) -> bool:
