@@ -18,6 +18,7 @@ from elb.core.model import NO_FLAGS, Host, Job, QueueFlags, QueueInstance
 from elb.schedulers.sge.errors import SgeParseError
 from elb.schedulers.sge.parse import (
     QstatResult,
+    _time_of_parts,
     check_agree,
     count_tasks,
     join_snapshot,
@@ -355,6 +356,27 @@ def test_parse_sge_time(text: str, seconds: float | None) -> None:
 def test_parse_sge_time_rejects(text: str) -> None:
     with pytest.raises(ValueError, match="time value"):
         parse_sge_time(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.integers(0, 10**400).map(str),
+        st.text(st.sampled_from("0123456789:. \t\u0663\u00b2INFTY-"), max_size=12),
+    )
+)
+def test_parse_sge_time_reads_seconds_alone_as_its_parts_do(text: str) -> None:
+    """A time of seconds alone (read by float) is what reading it part by part gives; any other
+    text too, or the same refusal."""
+    try:
+        expected: float | str | None = _time_of_parts(text)
+    except ValueError:
+        expected = "refused"
+    try:
+        got: float | str | None = parse_sge_time(text)
+    except ValueError:
+        got = "refused"
+    assert got == expected
 
 
 def test_timestamps_follow_the_local_zone_and_daylight_saving(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -664,6 +664,25 @@ def test_a_memo_reads_again_only_what_changed_and_reuses_the_jobs() -> None:
     assert [a is b for a, b in zip(changed.jobs, first.jobs, strict=True)].count(False) == 1
 
 
+@pytest.mark.parametrize("shape", ["mixed", "arrays", "requests"])
+def test_a_first_read_hands_over_every_piece_where_the_next_read_finds_it(shape: str) -> None:
+    """A read that found nothing remembered hands its pieces to the memo in its order, not
+    indexed (``QstatMemo.keep_unindexed``); indexed at the next read, they are what the reader's
+    own loop keeps: each piece by where the reader stood, so the same document read again finds
+    every one (every job the very object of the first read), as a read from an indexed memo
+    does."""
+    bench = benchmark()
+    data = bench.make_qstat(320, 12, random.Random(7), shape=bench.SHAPES[shape])
+    memo = QstatMemo()
+    first = parse_qstat(data, memo=memo)
+    pieces = {at: dict(kept) for at, kept in memo.pieces.items()}  # indexed now (the next read takes them)
+    assert {place for place, _ in pieces} >= {"Queue-List", "job_info"} and len(pieces) > 10
+    again = parse_qstat(data, memo=memo)  # from the index, kept by the reader's own loop
+    assert again == first and all(a is b for a, b in zip(again.jobs, first.jobs, strict=True))
+    assert {at: list(kept) for at, kept in memo.pieces.items()} == {at: list(kept) for at, kept in pieces.items()}
+    assert all(memo.pieces[at][text] is made for at, kept in pieces.items() for text, made in kept.items())
+
+
 def test_new_priorities_are_taken_from_the_text() -> None:
     """SGE normalizes priorities over the waiting jobs: every entry's <JAT_prio> may change at once."""
     data = (FIXTURES / "recorded" / "groups-waiting.qstat-r-f.xml").read_bytes()

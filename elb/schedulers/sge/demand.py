@@ -563,6 +563,56 @@ _UNBOUND = JobBinding()
 
 
 _Items = tuple[tuple[str, str], ...]
+
+
+class _Alike:
+    """By complex name, whether every group's node meets any request of the complex, and no
+    group reads one: no group offers it, nor does the global host, nor does a group imply it
+    (memory, slots): ``_value`` says ``met`` for every group (never for ``qname``, which names a
+    queue). Such a request leaves every group in check 4 (``_short_of``), whatever the slots;
+    ``_per_node`` reads only offered ones and the FORCED check only offered names."""
+
+    __slots__ = ("by_place", "found", "site")
+
+    def __init__(self, by_place: Sequence[NodeGroup], site: Site) -> None:
+        self.by_place, self.site = by_place, site
+        self.found: dict[str, bool] = {}
+
+    def of(self, c: Complex) -> bool:
+        """Whether requests of ``c`` are met alike (worked out once for each complex)."""
+        found = self.found.get(c.name)
+        if found is None:
+            found = self.found[c.name] = all(_value(g, c, self.site)[1] == "met" for g in self.by_place)
+        return found
+
+
+class _Verdicts(dict[tuple[str, str], _Request | str | None]):
+    """The requests of one scope by their name and value, each with its verdict, worked out
+    when first looked up (``verdict``), so that a mapping's requests are looked up in one pass
+    in C, new ones among them or not. (It holds no memo: the memo holds it.)"""
+
+    __slots__ = ("alike", "new_node_name", "scope", "site")
+
+    def __init__(self, scope: str, site: Site, new_node_name: str | None, alike: _Alike) -> None:
+        super().__init__()
+        self.scope, self.site, self.new_node_name, self.alike = scope, site, new_node_name, alike
+
+    def __missing__(self, item: tuple[str, str]) -> _Request | str | None:
+        found = self[item] = self.verdict(item)
+        return found
+
+    def verdict(self, item: tuple[str, str]) -> _Request | str | None:
+        """One request resolved (``_request``): the reason it stops the job, None when it drops
+        out or every node meets it alike (``_Alike``), else the ``_Request`` (made only then)."""
+        try:
+            c = _requested_complex(self.scope, *item, self.site.complexes, self.new_node_name)
+        except _Stop as stop:
+            return stop.reason
+        if c is None or self.alike.of(c):
+            return None
+        return _Request(*item, c, self.scope)
+
+
 # What decides of one request mapping (``_Memo.decided``): its deciding items, or the reason the
 # first request that stops the job gives.
 _Decided = _Items | str
@@ -595,13 +645,15 @@ class _Memo:
 
     - ``decided``: of each request mapping, what decides (``decided``): the requests that stop
       the job or that some group's node may not meet or reads (``verdicts``), not the many that
-      every node meets alike (a run time, a queue limit, a load value no group declares);
+      every node meets alike (a run time, a queue limit, a load value no group declares); and
+      ``by_kept``: the same by the requests a mapping keeps, in its order, which many mappings
+      share;
     - ``candidates``: what checks 2 to 4 leave for a shape of request (slots, PE and range, the
       deciding requests, queues; not the task count): a ``_Candidates``, or the reason none is
       left;
     - ``verdicts``: each request, by its scope, name and value, resolved against the complexes
       (``_request``): the reason it stops the job, None when it drops out or every node meets
-      it alike (``_alike``), else its ``_Request``;
+      it alike (``_Alike``), else its ``_Request``;
     - ``bound``: what a queue list, a PE and a range leave (checks 2 and 3; the slot ranges and
       the fewest slots of them), or the reason;
     - ``shorts``: a request against a group (``_short_of``); ``failing``: by the fewest slots, the
@@ -632,13 +684,15 @@ class _Memo:
         # placed hold their mappings for as long as the memo lives, so an identity stays theirs.
         # By scope, as ``verdicts``.
         self.decided_of: tuple[dict[int, tuple[Mapping[str, str], _Decided]], ...] = ({}, {}, {})
+        # By scope, what decides of the mappings that keep these requests, in their order
+        # (``decided``).
+        self.by_kept: tuple[dict[_Items, _Decided], ...] = ({}, {}, {})
         # One object for equal deciding items, so that ``candidates`` is keyed by identity.
         self.same_items: dict[_Items, _Items] = {(): ()}
         self.candidates: dict[tuple[object, ...], _Candidates | str] = {}
         # By scope ("", "master", "slave"), each request by its name and value.
-        self.verdicts: tuple[dict[tuple[str, str], _Request | str | None], ...] = ({}, {}, {})
-        # By complex name, whether every node meets a request of it alike (``_alike``).
-        self.alike: dict[str, bool] = {}
+        alike = _Alike(self.by_place, site)
+        self.verdicts = tuple(_Verdicts(scope, site, new_node_name, alike) for scope in _SCOPES)
         self.bound: dict[tuple[object, ...], _Bound | str] = {}
         self.shorts: dict[tuple[int, str, str, int], tuple[str, str] | None] = {}
         self.failing: dict[int, dict[int, frozenset[int] | None]] = {}
@@ -657,57 +711,37 @@ class _Memo:
         mapping: the reason its first request (by name) that stops the job gives, if one does
         (check 1); else its requests that the other checks read, sorted by name. A request that
         drops out (``slots``, a met ``hostname``) or that every group's node meets whatever the
-        job (``_alike``) changes no answer: left out, the jobs that differ only in such requests
+        job (``_Alike``) changes no answer: left out, the jobs that differ only in such requests
         (a run time, a queue limit) are one shape to checks 2 to 5."""
         decided_of = self.decided_of[scope]
         found = decided_of.get(id(requests))
         if found is not None and found[0] is requests:
             return found[1]
         verdicts = self.verdicts[scope]
-        # The requests kept (those whose verdict is not None), in one pass in C.
-        try:
-            kept = list(filter(verdicts.__getitem__, requests.items()))
-        except KeyError:  # a request not met before
-            for item in requests.items():
-                if item not in verdicts:
-                    verdicts[item] = self._verdict(scope, item)
-            kept = list(filter(verdicts.__getitem__, requests.items()))
+        # The requests kept (those whose verdict is not None), in one pass in C (a request not
+        # met before resolved on the way: ``_Verdicts``).
+        kept = tuple(filter(verdicts.__getitem__, requests.items()))
         decided: _Decided = ()
         if kept:
-            if len(kept) > 1:
-                kept.sort()
-            for item in kept:
-                verdict = verdicts[item]
-                if isinstance(verdict, str):  # the first that stops the job
-                    decided = verdict
-                    break
-            else:
-                deciding = tuple(kept)
-                decided = self.same_items.setdefault(deciding, deciding)
+            # Mappings that keep the same items (in their order) decide the same: most differ
+            # only in requests that are not kept.
+            by_kept = self.by_kept[scope]
+            found_kept = by_kept.get(kept)
+            if found_kept is None:
+                found_kept = by_kept[kept] = self._decided_by(kept, verdicts)
+            decided = found_kept
         decided_of[id(requests)] = (requests, decided)
         return decided
 
-    def _verdict(self, scope: int, item: tuple[str, str]) -> _Request | str | None:
-        """One request resolved (``_request``): the reason it stops the job, None when it drops
-        out or every node meets it alike, else the ``_Request``."""
-        try:
-            request = _request(_SCOPES[scope], *item, self.site.complexes, self.new_node_name)
-        except _Stop as stop:
-            return stop.reason
-        if request is None or self._alike(request.complex):
-            return None
-        return request
-
-    def _alike(self, c: Complex) -> bool:
-        """Whether every group's node meets any request of ``c``, and no group reads one: no
-        group offers it, nor does the global host, nor does a group imply it (memory, slots):
-        ``_value`` says ``met`` for every group (never for ``qname``, which names a queue).
-        Such a request leaves every group in check 4 (``_short_of``), whatever the slots;
-        ``_per_node`` reads only offered ones and the FORCED check only offered names."""
-        found = self.alike.get(c.name)
-        if found is None:
-            found = self.alike[c.name] = all(_value(g, c, self.site)[1] == "met" for g in self.by_place)
-        return found
+    def _decided_by(self, kept: _Items, verdicts: _Verdicts) -> _Decided:
+        """What decides of a mapping whose kept requests are ``kept`` (``decided``)."""
+        ordered = sorted(kept)
+        for item in ordered:
+            verdict = verdicts[item]
+            if isinstance(verdict, str):  # the first that stops the job
+                return verdict
+        deciding = tuple(ordered)
+        return self.same_items.setdefault(deciding, deciding)
 
     def place(self, job: Job, binding: JobBinding, requested: _Requested, now: float) -> Placement:
         """``_place`` for ``job``, whose requests decide ``requested`` (by ``decided``)."""
@@ -1016,23 +1050,32 @@ def _requests(job: Job, complexes: ComplexTable, new_node_name: str | None) -> l
 
 def _request(scope: str, name: str, value: str, complexes: ComplexTable, new_node_name: str | None) -> _Request | None:
     """One request resolved and checked (``_requests``); None for one that drops out."""
-    text = _request_text(name, value, scope)
+    c = _requested_complex(scope, name, value, complexes, new_node_name)
+    return _Request(name, value, c, scope) if c is not None else None
+
+
+def _requested_complex(
+    scope: str, name: str, value: str, complexes: ComplexTable, new_node_name: str | None
+) -> Complex | None:
+    """The complex of one request, the request checked (``_request``); None for one that drops
+    out."""
     c = complexes.get(name)
     if c is None:
-        raise _Stop(f"requests {text}: unknown complex {name} (not in qconf -sc)")
+        raise _Stop(f"requests {_request_text(name, value, scope)}: unknown complex {name} (not in qconf -sc)")
     if c.requestable is Requestable.NO:
-        raise _Stop(f"requests {text}: {c.name} is not requestable")
+        raise _Stop(f"requests {_request_text(name, value, scope)}: {c.name} is not requestable")
     try:
         check_value(c, value)
     except ValueError as err:
-        raise _Stop(f"requests {text}: {err}") from None
+        raise _Stop(f"requests {_request_text(name, value, scope)}: {err}") from None
     if c.name == "slots":
         return None
     if c.name == "hostname":
         if new_node_name is None or not satisfies(c, value, new_node_name):
+            text = _request_text(name, value, scope)
             raise _Stop(f"bound to host {value} ({text}): new nodes never have that name")
         return None
-    return _Request(name, value, c, scope)
+    return c
 
 
 def _joins(group: NodeGroup, wanted: str, new_node_name: str | None) -> bool:

@@ -261,6 +261,13 @@ def _digits(text: str) -> bool:
 
 def parse_sge_time(value: str) -> float | None:
     """An SGE time value in seconds: ``3600``, ``1:00:00``, ``90:00``, ``::30``; None for INFINITY."""
+    if value.isdigit() and value.isascii():  # seconds alone, as most are written: one part
+        return float(value)
+    return _time_of_parts(value)
+
+
+def _time_of_parts(value: str) -> float | None:
+    """``parse_sge_time`` part by part."""
     text = value.strip()
     if text.upper() in ("INFINITY", "INF"):
         return None
@@ -971,14 +978,61 @@ class QstatMemo:
     holds (``blanked``, ``_without_priority``), and the next read looks each piece up so, the
     same way whether its priority moved or not. A read that finds few moved keeps its pieces
     by their text again.
+
+    A read that finds nothing remembered (the first after a start) hands its pieces over in its
+    order (``keep_unindexed``): they are indexed by their text when the next read asks for them
+    (``pieces``), so the first read does not hash its 50,000 texts.
     """
 
     def __init__(self) -> None:
         # By where the reader stood (place, queue instance), then by the piece's text (or its
         # text without its priority: ``blanked``).
-        self.pieces: dict[tuple[str, str | None], dict[str, _Made]] = {}
+        self._pieces: dict[tuple[str, str | None], dict[str, _Made]] = {}
+        # A read that found nothing remembered (the first after a start) hands over its pieces
+        # in its order, not yet indexed (``pieces`` indexes them when first asked for, at the
+        # next read): ``_Unindexed``.
+        self._unindexed: _Unindexed | None = None
         self.zone: tuple[object, ...] = ()
         self.blanked = False
+
+    @property
+    def pieces(self) -> dict[tuple[str, str | None], dict[str, _Made]]:
+        """The pieces kept, by where the reader stood, then by their text (or without their
+        priority: ``blanked``)."""
+        if self._unindexed is not None:
+            self._pieces, self._unindexed = self._unindexed.index(), None
+        return self._pieces
+
+    @pieces.setter
+    def pieces(self, pieces: dict[tuple[str, str | None], dict[str, _Made]]) -> None:
+        self._pieces, self._unindexed = pieces, None
+
+    def keep_unindexed(self, zone: tuple[object, ...], pieces: _Unindexed) -> None:
+        """Keeps the pieces of a read that found nothing remembered, by their text, indexed when
+        the next read asks for them."""
+        self.zone, self.blanked = zone, False
+        self._pieces, self._unindexed = {}, pieces
+
+
+@dataclass(frozen=True, slots=True)
+class _Unindexed:
+    """The pieces of one read, in its order: their texts, what each made, and where each run of
+    pieces read from one place starts (the place, the index of its first piece). Indexing them
+    (a dict keyed by each text, which hashes every text) is left to the read that looks them up:
+    a read that finds nothing remembered has no use for the index."""
+
+    texts: list[str]
+    made: list[_Made]
+    runs: list[tuple[tuple[str, str | None], int]]
+
+    def index(self) -> dict[tuple[str, str | None], dict[str, _Made]]:
+        """The pieces by place, then by text (of equal texts of one place, the last)."""
+        pieces: dict[tuple[str, str | None], dict[str, _Made]] = {}
+        texts, made, runs = self.texts, self.made, self.runs
+        ends = [at for _, at in runs[1:]] + [len(texts)]
+        for (place, begin), end in zip(runs, ends, strict=True):
+            pieces.setdefault(place, {}).update(zip(texts[begin:end], made[begin:end], strict=True))
+        return pieces
 
 
 _PRIO_OPEN, _PRIO_CLOSE = "<JAT_prio>", "</JAT_prio>"
@@ -1155,7 +1209,8 @@ class _QuickReader:
         # blanked memo, by their text without their priority; and then by their text too, while
         # few priorities moved (``plain``; ``both`` until they are many).
         both = blanked = self.recall(memo, zone)
-        unknown = self.unknown if self.remembered else self.piece  # nothing remembered: each piece is read
+        if not self.remembered:  # nothing remembered: each piece is read, none looked up
+            return self.fresh(whole, cut, queue, memo, zone)
         made: dict[tuple[str, str | None], dict[str, _Made]] = {}
         plain: dict[tuple[str, str | None], dict[str, _Made]] = {}
         priorities = self.priorities
@@ -1175,7 +1230,7 @@ class _QuickReader:
                 key = text = whole[start:cut] if cut >= 0 else whole[start:]
                 done = known.pop(text, None)
             if done is None:
-                done = unknown(text, place, queue, count)
+                done = self.unknown(text, place, queue, count)
             mine[key] = done
             if both:
                 mine_plain[text] = done
@@ -1193,16 +1248,53 @@ class _QuickReader:
                 known, mine = self.remembered.get(moved, _NOTHING), made.setdefault(moved, {})
                 if both:
                     mine_plain = plain.setdefault(moved, {})
-        self.place = place
-        if self.place != "end" or (not self.jobs and not self.late and not self.queues):
-            raise _Decline  # not ended, or hollow: the careful reader judges it
+        result = self.result(place)
         if memo is not None:
             self.keep(memo, zone, made, plain)
+        return result
+
+    def result(self, place: str) -> QstatResult:
+        """What the document showed, once the reader stands at ``place`` after its last piece;
+        declines a document not ended, or hollow (the careful reader judges it)."""
+        self.place = place
+        if place != "end" or (not self.jobs and not self.late and not self.queues):
+            raise _Decline
         return QstatResult(
             tuple(self.jobs + self.late),
             tuple(self.queues),
-            MovedPriorities(priorities) if priorities else NO_MOVED_PRIORITIES,
+            MovedPriorities(self.priorities) if self.priorities else NO_MOVED_PRIORITIES,
         )
+
+    def fresh(
+        self, whole: str, cut: int, queue: str | None, memo: QstatMemo | None, zone: tuple[object, ...]
+    ) -> QstatResult:
+        """``read`` when nothing is remembered, from the mark at ``cut`` on (in ``queue``): each
+        piece read (``piece``), the pieces handed to ``memo`` in their order, not indexed
+        (``QstatMemo.keep_unindexed``)."""
+        mark, size, find, append, piece = _ENTRY_MARK, len(_ENTRY_MARK), whole.find, self.jobs.append, self.piece
+        place = self.place
+        texts: list[str] = []
+        made: list[_Made] = []
+        runs = [((place, queue), 0)]
+        keep_text, keep_made = texts.append, made.append
+        while cut >= 0:
+            start = cut + size
+            cut = find(mark, start)
+            text = whole[start:cut] if cut >= 0 else whole[start:]
+            done = piece(text, place, queue)
+            keep_text(text)
+            keep_made(done)
+            if type(done) is Job:  # the reader stays where it is
+                append(done)
+                continue
+            moved = self.moved(cast(_Piece, done))
+            if moved != (place, queue):
+                place, queue = moved
+                runs.append((moved, len(texts)))
+        result = self.result(place)
+        if memo is not None:
+            memo.keep_unindexed(zone, _Unindexed(texts, made, runs))
+        return result
 
     def recall(self, memo: QstatMemo | None, zone: tuple[object, ...]) -> bool:
         """Take the memo's pieces, if its zone is today's; whether they are kept by their text
@@ -1546,24 +1638,33 @@ class _QuickReader:
 
     def requests(self, said: Iterable[tuple[str, str, str]]) -> _Rest:
         """The requests and PE of an entry, from what its elements after <full_job_name> said
-        (``said``); declines a second PE."""
+        (``said``); declines a second PE. (A scope's mapping is made only when it has a request:
+        most entries have none.)"""
         hard: dict[str, str] = {}
-        scoped: dict[str, dict[str, str]] = {tag: {} for tag in _SCOPED_REQUESTS}
+        master: dict[str, str] | None = None
+        slave: dict[str, str] | None = None
         queues: list[str] = []
         pe: tuple[str, str] | None = None
         for tag, key, value in said:
             if tag == "hard_request":
                 hard[key] = value
+            elif not tag:
+                continue
             elif tag == "hard_req_queue":
                 queues.append(value)
             elif tag == "requested_pe":
                 if pe is not None:
                     raise _Decline  # a second one: the careful reader refuses it
                 pe = (key, value)
-            elif tag:
-                scoped[tag][key] = value
+            elif tag == "master_hard_request":
+                if master is None:
+                    master = {}
+                master[key] = value
+            else:
+                if slave is None:
+                    slave = {}
+                slave[key] = value
         runtime = self.reader._runtime(hard["h_rt"], "", 0, 0) if "h_rt" in hard else None
-        master, slave = (scoped[tag] for tag in _SCOPED_REQUESTS)
         pe_name, pe_range = pe if pe is not None else (None, None)
         return (_read_only(hard), pe_name, pe_range, tuple(queues), _read_only(master), _read_only(slave), runtime)
 
