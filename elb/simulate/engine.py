@@ -52,7 +52,10 @@ back-off that can hold, or Slurm's asks), the hint is asked before each pass as 
 the pass's says the policy's plan is empty, and so is the pass's, which is then not planned (it is
 counted among the passes all the same). A pass is planned only when the hint says the policy may act
 now; the others cost the snapshot and the hint's reads of what changed (the same test file holds
-such a replay equal to one that plans at every pass). The hint must bound every rule that changes
+such a replay equal to one that plans at every pass). A policy whose hint can read the changes
+alone (``elb.core.policy.base.NotedHint``: StarCluster's, off its tally) is given them there
+instead of a snapshot (``elb.core.policy.tally.Noted``: what came and went, no copy of every job,
+host and record); the next snapshot's tuples revise them. The hint must bound every rule that changes
 with the clock alone (a running job becoming overdue, ``launch_delay``, stabilization, idle timers,
 a waiting job's age). A replay in which nothing can change any more (no event to come, an empty
 plan, and a hint of never or beyond ``stall_limit``) gives up, billing its nodes up to the first
@@ -102,10 +105,10 @@ from elb.core.model import Event, History, Host, Job, JobPhase, Node, NodeState,
 from elb.core.naming import next_names
 from elb.core.orders import Orders
 from elb.core.planner import PassInputs, PassPlan, plan_pass
-from elb.core.policy.base import FixedSize, Policy, QuietHint
+from elb.core.policy.base import FixedSize, NotedHint, Policy, QuietHint
 from elb.core.policy.grouped import GroupedPolicy
 from elb.core.policy.placement import FreeIndex, host_order, width
-from elb.core.policy.tally import Changes
+from elb.core.policy.tally import Changes, Noted
 from elb.core.scheduler import Ask, NamePool
 from elb.core.spend import Billing, billed_seconds, overlap
 from elb.core.state import ClusterState, JoinIndex
@@ -524,6 +527,9 @@ class Simulator:
             and self.meter is None
             and not self._tell_backoff
         )
+        # A hint that reads the changes alone (``NotedHint``) is given them before a pass: the
+        # simulator's nodes have no instance, so none is down.
+        self._noted_hint = self.quiet if self._hint_first and isinstance(self.quiet, NotedHint) else None
         for name in next_names((), initial_nodes):
             self._launch(name, self.t0, boot=0.0)
         if settings.master_exec_slots > 0:
@@ -679,6 +685,33 @@ class Simulator:
             if self._unshown:
                 self._shown()
             self._jobs_cache = changes.jobs.revised(self._shown_values, given and given[0])
+        self._note_stale()
+        if self._hosts_cache is None:
+            self._hosts_cache = changes.hosts.revised(self._host_values.values(), given and given[1])
+        if self._nodes_cache is None:
+            self._nodes_cache = changes.records.revised(self._record_values.values(), given and given[2])
+        changes.given = (self._jobs_cache, self._hosts_cache, self._nodes_cache)
+        return Snapshot(now, self._jobs_cache, self._hosts_cache), self._nodes_cache
+
+    def _noted(self) -> tuple[Noted[Job], Noted[Host], Noted[Node]] | None:
+        """What came and went since the last snapshot (or changes) handed out, without the
+        objects (``elb.core.policy.tally.Noted``); None before any snapshot. The next snapshot's
+        tuples are made whole and revise these."""
+        changes = self._changes
+        given = changes.given
+        if given is None:
+            return None
+        if self._unshown:
+            self._shown()
+        self._note_stale()
+        noted = changes.jobs.noted(given[0]), changes.hosts.noted(given[1]), changes.records.noted(given[2])
+        changes.given = noted
+        self._jobs_cache = self._hosts_cache = self._nodes_cache = None
+        return noted
+
+    def _note_stale(self) -> None:
+        """The values of the nodes changed since the last snapshot made again, their changes noted."""
+        changes = self._changes
         if self._stale:
             records, hosts = self._record_values, self._host_values
             for name in self._stale:
@@ -693,12 +726,6 @@ class Simulator:
                     if hosts.get(name) is not host:
                         _replace(hosts, name, host, changes.hosts)
             self._stale.clear()
-        if self._hosts_cache is None:
-            self._hosts_cache = changes.hosts.revised(self._host_values.values(), given and given[1])
-        if self._nodes_cache is None:
-            self._nodes_cache = changes.records.revised(self._record_values.values(), given and given[2])
-        changes.given = (self._jobs_cache, self._hosts_cache, self._nodes_cache)
-        return Snapshot(now, self._jobs_cache, self._hosts_cache), self._nodes_cache
 
     def state(self, now: float) -> ClusterState:
         """The joined state the policy reads now (``snapshot``'s jobs, hosts and records; the
@@ -1286,7 +1313,7 @@ class Simulator:
         so is the pass's, which is then not planned (the hint's wake is the next poll's as well)."""
         self._last_pass, self._unseen = now, self.pending.next_number  # what waits now, this pass sees
         if self._hint_first:
-            wake = self._wake(now, nxt)
+            wake = self._wake(now, nxt, before_pass=True)
             if wake > now:
                 return False, max(now + self.s.poll_interval, self._grid(wake))
         pp = self._plan(now)
@@ -1305,18 +1332,29 @@ class Simulator:
             step = max(step, self._grid(self._wake(now, nxt)))
         return step
 
-    def _wake(self, now: float, nxt: float) -> float:
+    def _wake(self, now: float, nxt: float, *, before_pass: bool = False) -> float:
         """The earliest of the policy's quiet hint, the next event it watches (``nxt``, or a
         node's readiness), a stopped node's due time, the back-off's end and Slurm's next ask:
-        before it, on an unchanged cluster, no pass plans anything."""
+        before it, on an unchanged cluster, no pass plans anything. Before a pass, a hint that
+        reads the changes alone (``NotedHint``) is given them instead of a whole snapshot."""
         assert self.quiet is not None
-        state = self.state(now)
-        if isinstance(self.quiet, GroupedPolicy):
-            until = self.quiet.quiet_until_groups(state, self.group_of, self.history)
-        else:
-            until = self.quiet.quiet_until(state, self.history)
+        until = self._noted_until(now) if before_pass else None
+        if until is None:
+            state = self.state(now)
+            if isinstance(self.quiet, GroupedPolicy):
+                until = self.quiet.quiet_until_groups(state, self.group_of, self.history)
+            else:
+                until = self.quiet.quiet_until(state, self.history)
         horizon = nxt if self.watches_jobs else self._next_node_event()
         return min(until, horizon, self._next_pool_due(), self._backoff_ends(now), self._slurm_wakes(now))
+
+    def _noted_until(self, now: float) -> float | None:
+        """The hint of a ``NotedHint`` policy on the changes since the last snapshot; None when
+        there is none or it cannot tell (a whole snapshot is then made)."""
+        if self._noted_hint is None:
+            return None
+        noted = self._noted()
+        return None if noted is None else self._noted_hint.quiet_until_noted(*noted, now, self.history)
 
     def _slurm_wakes(self, now: float) -> float:
         """Behind Slurm: before when its power saving asks nothing new while the cluster does

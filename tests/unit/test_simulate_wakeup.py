@@ -175,3 +175,39 @@ def test_a_pass_the_quiet_hint_shows_empty_is_the_pass_planned(kind: str, seed: 
         assert skipping.planned == planning.planned
     else:
         assert skipping.planned < planning.planned
+
+
+class WholeHint(Counted):
+    """The replay whose quiet hint before a pass reads the whole snapshot, never the changes alone."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._noted_hint = None
+
+
+class NotedCounted(Counted):
+    """The replay as it runs, counting the hints given the changes alone that told."""
+
+    noted = 0
+
+    def _noted_until(self, now: float) -> float | None:
+        until = super()._noted_until(now)
+        self.noted += until is not None
+        return until
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_hint_given_the_changes_alone_is_the_hint_on_the_whole_snapshot(seed: int) -> None:
+    """StarCluster's hint before a pass, given what came and went since the last snapshot
+    (``NotedHint``), is the replay whose hint reads a whole snapshot each time: every figure
+    and the passes planned; the changes alone told at most passes."""
+    rng = random.Random(seed * 104729 + 11)
+    spn = rng.choice((4, 8))
+    max_nodes = rng.randint(2, 6)
+    jobs = [j for j in random_log(rng, 60, overrun=0.4) if j.slots <= spn * max_nodes]
+    settings = _settings(_policy("starcluster", "second", spn, max_nodes), spn, max_nodes)
+    noted = NotedCounted(jobs, _policy("starcluster", "second", spn, max_nodes), settings)
+    whole = WholeHint(jobs, _policy("starcluster", "second", spn, max_nodes), settings)
+    assert noted.run() == whole.run()
+    assert noted.planned == whole.planned
+    assert noted.noted > noted.planned

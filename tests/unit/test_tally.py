@@ -21,7 +21,7 @@ from elb.core.model import History, Host, Job, Node, NodeState, Plan, Snapshot
 from elb.core.policy.default import ElbPolicy
 from elb.core.policy.peers import Limits, ParallelclusterPolicy, SlurmPolicy, StarclusterPolicy
 from elb.core.policy.placement import FreeIndex, Key, named
-from elb.core.policy.tally import CapacityTally, Revised, WorkerTally
+from elb.core.policy.tally import CapacityTally, Noted, Revised, WorkerTally
 from elb.core.state import ClusterState, join
 from elb.schedulers.sge.states import job_phase
 from elb.simulate.engine import SimSettings, Simulator
@@ -134,6 +134,58 @@ def test_the_simulators_snapshots_say_what_changed_since_the_last_one() -> None:
             assert (before_ids - gone) | came == {id(o) for o in new}
             revised += 1
     assert revised > 50
+
+
+# Three one-slot jobs on a one-slot master: two wait with nothing changing until StarCluster's
+# wait time, when the pass after the changes alone (none) launches a node.
+_WAIT_ALONE = [SimJob(i, 0.0, 20000.0, 1, None) for i in (1, 2, 3)]
+
+
+@pytest.mark.parametrize(("jobs", "exec_slots"), [(synthetic_jobs(3, 60), 8), (_WAIT_ALONE, 1)])
+def test_the_simulators_noted_changes_and_the_snapshots_after_them_say_what_changed(
+    jobs: list[SimJob], exec_slots: int
+) -> None:
+    """StarCluster's hint before a pass is given the changes alone (``Noted``); every tuple handed
+    out after them, noted or whole, revises the last one (after changes alone with none in them
+    too), and a whole one holds every object."""
+    policy = StarclusterPolicy(Limits(max_nodes=12, slots_per_node=8))
+    sim = Simulator(jobs, policy, SimSettings(master_exec_slots=exec_slots))
+    handed: list[tuple[tuple[object, ...], ...]] = []
+    real_snapshot, real_noted = sim.snapshot, sim._noted
+
+    def snapshot(now: float) -> tuple[Snapshot, tuple[Node, ...]]:
+        out = real_snapshot(now)
+        handed.append((out[0].jobs, out[0].hosts, out[1]))
+        return out
+
+    def noted() -> tuple[Noted[Job], Noted[Host], Noted[Node]] | None:
+        out = real_noted()
+        if out is not None:
+            handed.append(out)
+        return out
+
+    sim.snapshot, sim._noted = snapshot, noted  # type: ignore[method-assign]
+    sim.run()
+    live = [{id(o) for o in first} for first in handed[0]]
+    kinds: Counter[str] = Counter()
+    for before, after in itertools.pairwise(handed):
+        for i, (old, new) in enumerate(zip(before, after, strict=True)):
+            if new is old and not isinstance(old, Noted):
+                continue
+            assert isinstance(new, Revised)
+            assert new.after == id(old)
+            gone, came = {id(g) for g in new.gone}, {id(c) for c in new.came}
+            assert gone <= live[i]
+            assert not came & live[i]
+            live[i] = (live[i] - gone) | came
+            if isinstance(new, Noted):
+                assert len(new) == 0
+                kinds["noted"] += 1
+            else:
+                assert live[i] == {id(o) for o in new}
+                kinds["whole after noted" if isinstance(old, Noted) else "whole"] += 1
+    assert kinds["noted"] > 5
+    assert kinds["whole after noted"] > 0
 
 
 @pytest.mark.parametrize("options", [{"launch_delay": 120.0}, {"grow": "wait_time"}, {"boot_time": 900.0}])
@@ -365,6 +417,24 @@ def test_inputs_it_does_not_model_make_it_forget_and_the_view_decide() -> None:
         revised = Revised((h, *came), before, came, gone)
         assert tally.update(Snapshot(T0, (), revised), (), "master", "node") is False
         assert tally.size == 0
+
+
+def test_changes_alone_are_taken_in_only_after_the_inputs_they_revise() -> None:
+    """``advance`` takes in ``Noted`` changes of the last inputs, as ``update`` takes the whole
+    ``Revised`` inputs; changes of other inputs make it forget (the caller then hands whole ones)."""
+    h1, h2, h3 = host("node001"), host("node002"), host("node003")
+    jobs: tuple[Job, ...] = ()
+    nodes: tuple[Node, ...] = ()
+    hosts = (h1, h2)
+    tally, whole = WorkerTally(), WorkerTally()
+    for t in (tally, whole):
+        assert t.update(Snapshot(T0, jobs, hosts), nodes, "master", "node") is True
+    assert tally.advance(Noted(jobs, (), ()), Noted(hosts, (h3,), (h1,)), Noted(nodes, (), ()), "master", "node")
+    assert whole.update(Snapshot(T0, jobs, Revised((h2, h3), hosts, (h3,), (h1,))), nodes, "master", "node")
+    assert (tally.size, tally.total_slots(), tally.new_names(1, "node", 3)) == (2, 16, ("node004",))
+    assert (whole.size, whole.total_slots(), whole.new_names(1, "node", 3)) == (2, 16, ("node004",))
+    assert not tally.advance(Noted(jobs, (), ()), Noted(hosts, (), ()), Noted(nodes, (), ()), "master", "node")
+    assert tally.size == 0
 
 
 def test_a_list_changed_in_place_is_taken_in_again() -> None:

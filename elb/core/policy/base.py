@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from elb.core.config import PolicyConfig
-from elb.core.model import History, Plan
+from elb.core.model import History, Host, Job, Node, Plan
+from elb.core.policy.tally import Noted
 from elb.core.state import ClusterState
 
 
@@ -30,6 +31,19 @@ class QuietHint(Protocol):
     pass instead of planning. A policy without it is asked at every poll."""
 
     def quiet_until(self, state: ClusterState, history: History) -> float: ...
+
+
+@runtime_checkable
+class NotedHint(Protocol):
+    """Optional for a policy with a ``QuietHint``: the hint on the state the last one read (its
+    or ``decide``'s) revised by what came and went since (``elb.core.policy.tally.Noted``), with
+    no node down, so a simulator need not copy every job, host and record for it. None: the policy
+    cannot tell from the changes alone; it is then to be asked ``quiet_until`` on the whole state,
+    which revises the one the changes revised."""
+
+    def quiet_until_noted(
+        self, jobs: Noted[Job], hosts: Noted[Host], nodes: Noted[Node], now: float, history: History
+    ) -> float | None: ...
 
 
 @runtime_checkable

@@ -21,9 +21,9 @@ from typing import ClassVar
 from elb.core.config import ClusterConfig, PolicyConfig
 from elb.core.durations import minutes
 from elb.core.frozen import quick_init
-from elb.core.model import History, Job, Plan, Removal, Snapshot
+from elb.core.model import History, Host, Job, Node, Plan, Removal, Snapshot
 from elb.core.policy.placement import Bin, Packing
-from elb.core.policy.tally import WorkerTally
+from elb.core.policy.tally import Noted, WorkerTally
 from elb.core.policy.view import ClusterView, ViewCache, Worker, new_names, oldest_wait
 from elb.core.state import ClusterState, worker_slots
 
@@ -191,17 +191,7 @@ class StarclusterPolicy:
         lim, tally = self.limits, self.tally
         snapshot, nodes = state.snapshot, state.records
         if self.incremental and tally.update(snapshot, nodes, lim.master, lim.node_prefix, state.down):
-            spn = _slots_per_node(self.cache, lim, state)
-            return _StarReads(
-                tally.size,
-                len(tally.booting),
-                tally.waiting,
-                tally.total_slots(),
-                spn,
-                tally.oldest_wait,
-                lambda: [(name, tally.launched_at(name)) for name in tally.idle],
-                lambda n: tally.new_names(n, lim.node_prefix, lim.node_digits),
-            )
+            return self._tally_reads(_slots_per_node(self.cache, lim, state))
         view = _view(self.cache, lim, state)
         facts = _facts(self.cache, view)
 
@@ -221,6 +211,20 @@ class StarclusterPolicy:
             lambda at: oldest_wait(view.pending, at),
             idle,
             lambda n: _names(lim, state, n),
+        )
+
+    def _tally_reads(self, spn: int) -> _StarReads:
+        """The reads off the tally as it stands (``spn``: the slots a node)."""
+        lim, tally = self.limits, self.tally
+        return _StarReads(
+            tally.size,
+            len(tally.booting),
+            tally.waiting,
+            tally.total_slots(),
+            spn,
+            tally.oldest_wait,
+            lambda: [(name, tally.launched_at(name)) for name in tally.idle],
+            lambda n: tally.new_names(n, lim.node_prefix, lim.node_digits),
         )
 
     def decide(self, state: ClusterState, history: History) -> Plan:  # noqa: PLR0911
@@ -271,10 +275,27 @@ class StarclusterPolicy:
             return Plan(reason="no job queued; no idle node in the last part of its hour")
         return Plan(remove=chosen)
 
-    def quiet_until(self, state: ClusterState, history: History) -> float:  # noqa: PLR0911
-        now = state.now
+    def quiet_until(self, state: ClusterState, history: History) -> float:
+        return self._quiet(lambda at: self._reads(state.at(at)), state.now, history)
+
+    def quiet_until_noted(
+        self, jobs: Noted[Job], hosts: Noted[Host], nodes: Noted[Node], now: float, history: History
+    ) -> float | None:
+        """``quiet_until`` on the state that the last one read revised by these changes
+        (``WorkerTally.advance``), with no node down; None: the tally does not read it (it is
+        then empty, and ``quiet_until`` is to be asked with the whole state)."""
+        lim = self.limits
+        if not (self.incremental and lim.slots_per_node):  # else the view gives the slots a node
+            return None
+        if not self.tally.advance(jobs, hosts, nodes, lim.master, lim.node_prefix):
+            return None
+        r = self._tally_reads(lim.slots_per_node)
+        return self._quiet(lambda _at: r, now, history)
+
+    def _quiet(self, reads: Callable[[float], _StarReads], now: float, history: History) -> float:  # noqa: PLR0911
+        """``quiet_until`` at ``now`` on the reads of the cluster at a time (the same cluster)."""
         p, lim = self.params, self.limits
-        r = self._reads(state)
+        r = reads(now)
         if r.size < lim.min_nodes:
             return now
         if p.block_while_booting and r.booting:
@@ -287,10 +308,10 @@ class StarclusterPolicy:
             if total == 0:
                 return now
             if stab is not None:
-                return self.quiet_until(state.at(stab), history)
+                return self._quiet(reads, stab, history)
             return now + max(0.0, self._wait() - r.oldest_wait(now))
         if stab is not None:
-            return self.quiet_until(state.at(stab), history)
+            return self._quiet(reads, stab, history)
         if r.size <= lim.min_nodes:
             return INF
         nxt = INF

@@ -23,6 +23,10 @@ view's ``Worker`` takes the same), ParallelCluster's busy is ``occupies``, a nod
 ``freed_by``, a job's overdue time ``overdue_at``. What the tally adds is bookkeeping: indexes
 and counts kept up to date, so that the same rules are asked of what changed alone.
 
+A producer may also hand the changes alone, without the objects (``Noted``, ``WorkerTally.advance``):
+the simulator does so for StarCluster's quiet hint before a pass, which reads the tally alone, and
+its next whole tuples revise those changes.
+
 The inputs are the model's frozen values, so an object seen again is the same value, and the
 tally holds every object it has indexed, so an id it compares is never a recycled one. Inputs it
 does not model exactly (the same object twice in one tuple, two hosts or two live records of one
@@ -95,6 +99,18 @@ class Revised(tuple[T, ...]):
         return self
 
 
+class Noted(Revised[T]):
+    """A ``Revised`` that stands for the tuple it revises without holding its objects: the changes
+    alone, which a producer hands a tally straight (``WorkerTally.advance``) on a pass that reads
+    the tally alone, so it need not copy every object. The next tuple it hands out revises it, and
+    is made whole even when nothing came or went since (``Changes.revised``)."""
+
+    def __new__(cls, before: tuple[T, ...], came: Iterable[T], gone: Iterable[T]) -> Noted[T]:
+        self = super().__new__(cls, (), before, came, gone)
+        assert isinstance(self, Noted)
+        return self
+
+
 class Changes(Generic[T]):
     """The objects that came and went since a tuple was last handed out: what a producer puts in
     its next ``Revised`` (one that came and went in between is in neither)."""
@@ -115,9 +131,15 @@ class Changes(Generic[T]):
         itself when nothing came or went (``items`` then holds its objects in its order); the
         changes start again from it."""
         came, gone = self._came.values(), self._gone.values()
-        if before is not None and not came and not gone:
+        if before is not None and not came and not gone and not isinstance(before, Noted):
             return before
         out = tuple(items) if before is None else Revised(items, before, came, gone)
+        self._came, self._gone = {}, {}
+        return out
+
+    def noted(self, before: tuple[T, ...]) -> Noted[T]:
+        """The changes since ``before`` without the objects (``Noted``); they start again from it."""
+        out = Noted(before, self._came.values(), self._gone.values())
         self._came, self._gone = {}, {}
         return out
 
@@ -128,6 +150,10 @@ class _Seen(Generic[T]):
     def __init__(self) -> None:
         self.seq: Sequence[T] = ()
         self.ids: dict[int, T] = {}
+
+    def follows(self, seq: Revised[T]) -> bool:
+        """``seq`` revises the sequence last taken in."""
+        return seq.after == id(self.seq)
 
     def same(self, seq: Sequence[T]) -> bool:
         """``seq`` is the very sequence last taken in, unchanged (a list may change under the same
@@ -357,11 +383,33 @@ class WorkerTally:
             self._forget(master, prefix)
         elif self._jobs.same(snapshot.jobs) and self._hosts.same(snapshot.hosts) and self._nodes.same(nodes):
             return True  # the very inputs of the last call (a quiet hint after a decision): nothing to take in
-        hosts = self._hosts.diff(snapshot.hosts)
-        records = self._nodes.diff(nodes)
-        jobs = self._jobs.diff(snapshot.jobs)
-        if hosts is None or records is None or jobs is None or not self._apply(hosts, records, jobs):
+        return self._take(snapshot.jobs, snapshot.hosts, nodes)
+
+    def advance(self, jobs: Noted[Job], hosts: Noted[Host], nodes: Noted[Node], master: str, prefix: str) -> bool:
+        """Take in the changes since the last inputs alone (``Noted``: what ``update`` takes in of
+        ``Revised`` inputs, without the objects), when no node is down. False: they do not revise
+        the last inputs or are not modelled exactly; the tally is then empty (the caller then
+        hands whole inputs to ``update``)."""
+        if (master, prefix) != (self._master, self._prefix) or not (
+            self._jobs.follows(jobs) and self._hosts.follows(hosts) and self._nodes.follows(nodes)
+        ):
             self._forget(master, prefix)
+            return False
+        return self._take(jobs, hosts, nodes)
+
+    def _take(self, jobs: Sequence[Job], hosts: Sequence[Host], nodes: Sequence[Node]) -> bool:
+        """Take in what came and went in these inputs; False (and forgotten) when they are not
+        modelled exactly."""
+        hosts_taken = self._hosts.diff(hosts)
+        records = self._nodes.diff(nodes)
+        jobs_taken = self._jobs.diff(jobs)
+        if (
+            hosts_taken is None
+            or records is None
+            or jobs_taken is None
+            or not self._apply(hosts_taken, records, jobs_taken)
+        ):
+            self._forget(self._master, self._prefix)
             return False
         return True
 
