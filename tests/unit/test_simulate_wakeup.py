@@ -132,20 +132,6 @@ def test_fast_forward_agrees_with_every_poll_on_random_logs_with_overruns(
     assert (fast.launches, fast.terminations, fast.stalled) == (slow.launches, slow.terminations, slow.stalled)
 
 
-class PlanEveryPass(Simulator):
-    """The replay that plans at every pass, never asking the quiet hint first; it counts them."""
-
-    planned = 0
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._hint_first = False
-
-    def _plan(self, now: float) -> PassPlan:
-        self.planned += 1
-        return super()._plan(now)
-
-
 class Counted(Simulator):
     """The replay as it runs, counting the passes it plans."""
 
@@ -154,6 +140,14 @@ class Counted(Simulator):
     def _plan(self, now: float) -> PassPlan:
         self.planned += 1
         return super()._plan(now)
+
+
+class PlanEveryPass(Counted):
+    """The replay that plans at every pass, never asking the quiet hint first; it counts them."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._hint_first = False
 
 
 @pytest.mark.parametrize("kind", KINDS)

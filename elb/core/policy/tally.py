@@ -165,7 +165,7 @@ class _Seen(Generic[T]):
         one object twice (the state is then to be forgotten)."""
         if self.same(seq):
             return (), ()
-        if isinstance(seq, Revised) and seq.after == id(self.seq):
+        if isinstance(seq, Revised) and self.follows(seq):
             ids = self.ids
             for obj in seq.gone:
                 if ids.pop(id(obj), None) is None:
