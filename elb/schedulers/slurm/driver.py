@@ -128,12 +128,15 @@ def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mappin
     settling: list[str] = []
     unusable: list[PoolName] = []  # open, powered down and not responding (see the docstring)
     for sn in read.nodes:
-        if sn.name in alive and sn.drain and sn.reason.startswith(HELD):
-            held_alive.append(sn.name)
-        if "cloud" in sn.flags and sn.name not in alive and _coming_up(sn):
+        if sn.name in alive:  # (most nodes: each test below but this one is of a node elb has not alive)
+            if sn.reason.startswith(HELD) and sn.drain:
+                held_alive.append(sn.name)
+            continue
+        if "cloud" not in sn.flags:
+            continue
+        if _coming_up(sn):
             pending.append(sn.name)
-        down = sn.powered_down or sn.powering_down
-        if "cloud" not in sn.flags or not down or sn.powering_up or sn.name in alive:
+        if not (sn.powered_down or sn.powering_down) or sn.powering_up:
             continue
         name = PoolName(sn.name, partition_groups.get(sn.partitions[0]) if sn.partitions else None)
         if not sn.drain and sn.state == "idle":
@@ -260,9 +263,9 @@ def _gone_from_slurm(alive: Mapping[str, Node], by_name: Mapping[str, SlurmNode]
     gone: dict[str, str] = {}
     for name, n in alive.items():
         sn = by_name.get(name)
-        if sn is None or n.state.booting:
+        if sn is None:
             continue
-        if sn.powered_down or (n.state is NodeState.DRAINING and sn.powering_down):
+        if (sn.powered_down or (n.state is NodeState.DRAINING and sn.powering_down)) and not n.state.booting:
             gone[name] = f"Slurm has it {sn.shown}"
     return gone
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, compress, count, repeat
+from itertools import accumulate, chain, compress, count, islice, repeat
 from operator import is_, itemgetter
 from typing import Any, Final, cast
 
@@ -170,7 +170,7 @@ def _carried_jobs(
     jobs of ``lines`` one after the other: ``last``'s jobs taken a stretch of lines at a time
     (``Columns.job_at``), each other line's own (``walk``: the read's ``spans``), and how they
     differ from ``last``'s (the jobs between the stretches taken, on either side)."""
-    pieces: list[Sequence[Job]] = []
+    pieces: list[Iterable[Job]] = []
     left: list[Job] = []
     came: list[Job] = []
     tuples: list[int] = []
@@ -188,7 +188,11 @@ def _carried_jobs(
             extra.extend(len(cast("tuple[Job, ...]", made[n])) - 1 for n in here)
         else:
             start, end = last.job_at(j), last.job_at(j + k - i)
-            pieces.append(old[start:end])
+            # The chain below walks each job once anyway; a slice of them first copies each reference
+            # and frees it after, two more looks at each job's memory (a queue's jobs are scattered
+            # over the heap). So a stretch longer than the jobs before it is walked in place (the
+            # walk looks once at each job it skips), a shorter one sliced.
+            pieces.append(islice(old, start, end) if end - start > start else old[start:end])
             left += old[done:start]
             done = end
             start, end = within(before, j, k - i)
