@@ -227,7 +227,6 @@ class _Node:
     busy_seconds: float = 0.0
     terminated_at: float | None = None
     record: Node | None = None  # cached Node value
-    host: Host | None = None  # cached Host value
     restart: bool = False  # started from the warm pool
     fails: bool = False  # its provisioning fails when its boot time is up
     order: tuple[int, str] = (0, "")  # its key in the ready nodes' index (``host_order``)
@@ -430,6 +429,7 @@ class Simulator:
         order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, jobs[i].job_id))
         self.jobs = [jobs[i] for i in order]
         self.assignments = [given[i] for i in order]
+        self._next_submit = self.jobs[0].submit  # the next submission's time (inf after the last)
         self.progress = progress
         self.rng = random.Random(settings.seed)  # noqa: S311 (seeded boot jitter, not security)
         self.t0 = self.jobs[0].submit
@@ -447,6 +447,11 @@ class Simulator:
         self.seq = 0  # the starts so far (a start's number)
         self.history = History()
         self.next_sub = 0
+        # Whether a job may start that did not at the last dispatch: set when slots are freed
+        # while jobs wait, or when a job comes that waits behind none it fits as
+        # (``_may_start_alone``). Dispatch depends on the ready nodes and the waiting jobs alone,
+        # and leaves none that fits, so after the events that set neither nothing starts.
+        self._may_start = False
         self.running: dict[int, _Run] = {}
         # The Job values qstat shows, in the snapshot's order, in one list: the waiting ones in
         # submission order (their numbers in ``pending`` beside them, in ``_pending_numbers``),
@@ -463,10 +468,11 @@ class Simulator:
         self._hosts_cache: tuple[Host, ...] | None = None
         self._nodes_cache: tuple[Node, ...] | None = None
         # The values a snapshot shows, per node, rebuilt only for the nodes changed since the last
-        # snapshot (``_stale``, in the order they changed), so a snapshot does not walk every node.
+        # snapshot (``_stale``: each node by name, in the order they changed; one that went since is
+        # passed over), so a snapshot does not walk every node.
         self._host_values: dict[str, Host] = {}
         self._record_values: dict[str, Node] = {}
-        self._stale: dict[str, None] = {}
+        self._stale: dict[str, _Node] = {}
         self._changes = _Changes()
         self._backlog_since: float | None = None
         self._stalled_at = 0.0  # when the replay gave up, if it stalled
@@ -580,7 +586,7 @@ class Simulator:
                 self.backoff.add(Event(now, name, NodeState.REQUESTED, None, None), group)
         self._instance_values[name] = Instance(f"sim-{name}", name, InstanceState.RUNNING, now)
         self._nodes_cache = None
-        self._stale[name] = None
+        self._stale[name] = node
         if boot <= 0 and not node.fails:
             self._set_ready(node, now)
         else:
@@ -594,6 +600,8 @@ class Simulator:
         node.free = node.slots
         node.ready_at = now
         node.last_busy_at = None
+        if self.pending:
+            self._may_start = True
         self._booting.pop(node.name, None)
         self._suspects.pop(node.name, None)
         self._frozen_booting = self._frozen_suspects = None
@@ -609,14 +617,14 @@ class Simulator:
         self._terminate(node, now)
 
     def _touch(self, node: _Node, *, record: bool = True) -> None:
-        """The node changed: its free slots (its Host value), and with ``record`` its record's."""
+        """The node changed: its free slots (its Host value, the one of its free slots), and with
+        ``record`` its record's."""
         if node.ready:
             self._ready[node.group].set(node.order, node.free, node.slots)
         if record:
             node.record = None
             self._nodes_cache = None
-        node.host = None
-        self._stale[node.name] = None
+        self._stale[node.name] = node
         self._hosts_cache = None
 
     def _terminate(self, node: _Node, now: float, *, stopped: bool = False) -> None:
@@ -635,7 +643,7 @@ class Simulator:
             self._changes.records.went(record)
         # A node that went is kept for its bill alone: its Host values and record go now, so the
         # replay does not carry every Host shown of every node it ever ran.
-        node.record = node.host = None
+        node.record = None
         node.hosts = {}
         self.dead.append(node)
         if stopped:
@@ -661,13 +669,12 @@ class Simulator:
         return n.record
 
     def _host(self, n: _Node) -> Host:
-        if n.host is None:
-            host = n.hosts.get(n.free)
-            if host is None:
-                q = QueueInstance(self._queue(n.group), n.name, n.slots, n.slots - n.free)
-                host = n.hosts[n.free] = Host(n.name, (q,), n.slots, _NO_LOAD)  # name, queues, num_proc, load
-            n.host = host
-        return n.host
+        """Its Host value now: the one of its free slots, made the first time it has them."""
+        host = n.hosts.get(n.free)
+        if host is None:
+            q = QueueInstance(self._queue(n.group), n.name, n.slots, n.slots - n.free)
+            host = n.hosts[n.free] = Host(n.name, (q,), n.slots, _NO_LOAD)  # name, queues, num_proc, load
+        return host
 
     def _queue(self, group: str) -> str:
         queue = self._queues.get(group)
@@ -710,22 +717,32 @@ class Simulator:
         return noted
 
     def _note_stale(self) -> None:
-        """The values of the nodes changed since the last snapshot made again, their changes noted."""
-        changes = self._changes
-        if self._stale:
-            records, hosts = self._record_values, self._host_values
-            for name in self._stale:
-                n = self.nodes.get(name)
-                if n is None:
-                    continue
-                record = n.record or self._node_record(n)
-                if records.get(name) is not record:
-                    _replace(records, name, record, changes.records)
-                if n.ready:
-                    host = n.host or self._host(n)
-                    if hosts.get(name) is not host:
-                        _replace(hosts, name, host, changes.hosts)
-            self._stale.clear()
+        """The values of the nodes changed since the last snapshot made again, their changes noted
+        (``_replace``, written out: a snapshot comes here for every node changed since the last)."""
+        stale = self._stale
+        if not stale:
+            return
+        records, hosts = self._record_values, self._host_values
+        record_changes, host_changes = self._changes.records, self._changes.hosts
+        for name, n in stale.items():
+            if n.terminated_at is not None:
+                continue  # it went, and its values with it
+            record = n.record or self._node_record(n)
+            old = records.get(name)
+            if old is not record:
+                if old is not None:
+                    record_changes.went(old)
+                records[name] = record
+                record_changes.came(record)
+            if n.ready:
+                host = n.hosts.get(n.free) or self._host(n)
+                shown = hosts.get(name)
+                if shown is not host:
+                    if shown is not None:
+                        host_changes.went(shown)
+                    hosts[name] = host
+                    host_changes.came(host)
+        stale.clear()
 
     def state(self, now: float) -> ClusterState:
         """The joined state the policy reads now (``snapshot``'s jobs, hosts and records; the
@@ -827,9 +844,12 @@ class Simulator:
                     node.busy_since = None
             self._touch(node, record=turns_idle)
         self._jobs_cache = None
+        if self.pending:
+            self._may_start = True
         self.out.last_end = max(self.out.last_end, now)
 
     def dispatch(self, now: float) -> None:
+        self._may_start = False  # each dispatch leaves no waiting job that fits
         if self.s.dispatch == "sge":
             self._around(now)
             return
@@ -940,9 +960,20 @@ class Simulator:
             self.out.unservable.append((job, placed.reason))
             return
         waiting = _Waiting(job, None, placed.group, placed.footprint)
-        waiting.seq = self.pending.add(waiting, self._need(waiting))
+        need = self._need(waiting)
+        if not self._may_start:
+            self._may_start = self._may_start_alone(need)
+        waiting.seq = self.pending.add(waiting, need)
         self._unshown[waiting.seq] = waiting
         self._jobs_cache = None
+
+    def _may_start_alone(self, need: tuple[str, int, int]) -> bool:
+        """Whether a job of ``need`` that comes now may start at the next dispatch with no slot
+        freed since the last: FIFO, when no job waits before it; SGE's, when none of its need
+        waits (one of the same need fits as it does, and did not); EASY's backfill, always."""
+        if self.s.dispatch == "fifo":
+            return not self.pending
+        return self.s.dispatch == "easy" or not self.pending.waits(need)
 
     def _job_value(
         self,
@@ -991,13 +1022,11 @@ class Simulator:
         self._shown_values[at:at] = shown  # after the jobs shown waiting, before the running ones
 
     def _next_event(self) -> float:
-        t = math.inf
-        if self.next_sub < len(self.jobs):
-            t = self.jobs[self.next_sub].submit
-        if self.ends:
-            t = min(t, self.ends[0][0])
-        if self.readies:
-            t = min(t, self.readies[0][0])
+        t = self._next_submit
+        if self.ends and self.ends[0][0] < t:
+            t = self.ends[0][0]
+        if self.readies and self.readies[0][0] < t:
+            t = self.readies[0][0]
         return t
 
     def _next_node_event(self) -> float:
@@ -1005,21 +1034,28 @@ class Simulator:
         return self.readies[0][0] if self.readies else math.inf
 
     def _events_at(self, t: float) -> None:
+        """The jobs that end at ``t``, then the nodes that become ready, then the submissions;
+        then dispatch, when a job may start (``_may_start``)."""
         self._last_event_at = t
-        while self.ends and self.ends[0][0] <= t:
-            self._finish(heapq.heappop(self.ends)[2], t)
-        while self.readies and self.readies[0][0] <= t:
-            _, name = heapq.heappop(self.readies)
+        ends, readies = self.ends, self.readies
+        while ends and ends[0][0] <= t:
+            self._finish(heapq.heappop(ends)[2], t)
+        while readies and readies[0][0] <= t:
+            _, name = heapq.heappop(readies)
             node = self.nodes.get(name)
             if node is not None and not node.ready and node.ready_at <= t:
                 if node.fails:
                     self._fail(node, t)
                 else:
                     self._set_ready(node, t)
-        while self.next_sub < len(self.jobs) and self.jobs[self.next_sub].submit <= t:
-            self._submit(self.jobs[self.next_sub], self.assignments[self.next_sub])
-            self.next_sub += 1
-        self.dispatch(t)
+        if self._next_submit <= t:
+            jobs, n = self.jobs, len(self.jobs)
+            while self.next_sub < n and jobs[self.next_sub].submit <= t:
+                self._submit(jobs[self.next_sub], self.assignments[self.next_sub])
+                self.next_sub += 1
+            self._next_submit = jobs[self.next_sub].submit if self.next_sub < n else math.inf
+        if self._may_start:
+            self.dispatch(t)
         self._track_backlog(t)
 
     def _track_backlog(self, t: float) -> None:
