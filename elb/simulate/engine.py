@@ -124,6 +124,7 @@ _EPS = 1e-9
 _OWNER = "sgeuser"  # the owner qstat shows of every replayed job
 _NO_ORDERS = Orders()
 _NO_LOAD: Mapping[str, str] = MappingProxyType({})  # a simulated host's load values (none): one for all
+_REMOVALS_KEPT = 50  # the removals' times a History keeps, newest last
 # The frozen values made at each change and each pass, by keyword without a call of their class
 # (``elb.core.frozen.maker``).
 _record = maker(Node)
@@ -214,6 +215,7 @@ class _Node:
     group: str
     launched_at: float
     ready_at: float
+    index: FreeIndex[tuple[int, str]]  # its group's ready nodes (``Simulator._ready``)
     ready: bool = False
     free: int = 0
     jobs: int = 0  # running jobs (parts of jobs) on it
@@ -572,7 +574,8 @@ class Simulator:
             if self.s.boot_jitter > 0:
                 boot += self.rng.uniform(0.0, self.s.boot_jitter)
         group = group or self.first_group
-        node = _Node(name, slots or self.group_slots[group], group, now, now + boot, restart=restart)
+        slots = slots or self.group_slots[group]
+        node = _Node(name, slots, group, now, now + boot, self._ready[group], restart=restart)
         node.order = host_order(name)
         rate = self.s.provision_failure_rate
         node.fails = not restart and rate > 0 and self.failures.random() < rate
@@ -620,7 +623,7 @@ class Simulator:
         """The node changed: its free slots (its Host value, the one of its free slots), and with
         ``record`` its record's."""
         if node.ready:
-            self._ready[node.group].set(node.order, node.free, node.slots)
+            node.index.set(node.order, node.free, node.slots)
         if record:
             node.record = None
             self._nodes_cache = None
@@ -635,7 +638,7 @@ class Simulator:
         self._frozen_booting = self._frozen_suspects = None
         self._instance_values.pop(node.name, None)
         self.group_count[node.group] -= 1
-        self._ready[node.group].remove(node.order)
+        node.index.remove(node.order)
         host, record = self._host_values.pop(node.name, None), self._record_values.pop(node.name, None)
         if host is not None:
             self._changes.hosts.went(host)
@@ -783,29 +786,32 @@ class Simulator:
         return (w.group, k, 0 if k else w.footprint)
 
     def _start(self, waiting: _Waiting, parts: list[tuple[_Node, int]], now: float) -> None:
-        self.pending.remove(waiting.seq)
-        job, pending_value = waiting.job, waiting.value
+        seq = waiting.seq
+        self.pending.remove(seq)
+        job, pending_value, group = waiting.job, waiting.value, waiting.group
         if pending_value is None:  # no snapshot showed it waiting
-            del self._unshown[waiting.seq]
+            del self._unshown[seq]
         else:
-            _take_out(self._shown_values, self._pending_numbers, waiting.seq)
+            _take_out(self._shown_values, self._pending_numbers, seq)
             self._changes.jobs.went(pending_value)
             if self.several_groups:
                 del self.group_of[pending_value]
-        first = parts[0][0].name
-        where = f"{self._queue(waiting.group)}@{first}"
-        value = self._job_value(job, waiting.group, "r", JobPhase.RUNNING, started=now, queue=where)
+        where = f"{self._queue(group)}@{parts[0][0].name}"
+        value = self._job_value(job, group, "r", JobPhase.RUNNING, started=now, queue=where)
         expected = now + (job.requested if job.requested is not None else job.run)
-        self.seq += 1
-        run = _Run(job, now, now + job.run, max(expected, now), parts, value, self.seq)
-        for node, used in parts:
+        self.seq = number = self.seq + 1
+        run = _Run(job, now, now + job.run, max(expected, now), parts, value, number)
+        stale = self._stale
+        for node, used in parts:  # ``_touch`` of each (ready) node, its record left as it is, written out
             node.free -= used
             if node.jobs == 0:
                 node.busy_since = now
                 if node.record is None:
                     node.record = self._shown_record(node)
             node.jobs += 1
-            self._touch(node, record=False)
+            node.index.set(node.order, node.free, node.slots)
+            stale[node.name] = node
+        self._hosts_cache = None
         self.running[job.job_id] = run
         self._shown_values.append(value)
         self._running_numbers.append(run.number)
@@ -833,16 +839,20 @@ class Simulator:
         del self.running[run.job.job_id]
         _take_out(self._shown_values, self._running_numbers, run.number, len(self._pending_numbers))
         self._changes.jobs.went(run.value)
-        for node, used in run.parts:
+        stale = self._stale
+        for node, used in run.parts:  # ``_touch`` of each (ready) node, written out
             node.free += used
             node.jobs -= 1
-            turns_idle = node.jobs == 0
-            if turns_idle:
+            if node.jobs == 0:  # it turns idle: a new record
                 node.last_busy_at = now
                 if node.busy_since is not None:
                     node.busy_seconds += now - node.busy_since
                     node.busy_since = None
-            self._touch(node, record=turns_idle)
+                node.record = None
+                self._nodes_cache = None
+            node.index.set(node.order, node.free, node.slots)
+            stale[node.name] = node
+        self._hosts_cache = None
         self._jobs_cache = None
         if self.pending:
             self._may_start = True
@@ -1056,7 +1066,8 @@ class Simulator:
             self._next_submit = jobs[self.next_sub].submit if self.next_sub < n else math.inf
         if self._may_start:
             self.dispatch(t)
-        self._track_backlog(t)
+        if (self._backlog_since is None) == bool(self.pending):  # a backlog starts or ends
+            self._track_backlog(t)
 
     def _track_backlog(self, t: float) -> None:
         if self.pending and self._backlog_since is None:
@@ -1149,13 +1160,17 @@ class Simulator:
         self.out.launches_held += pp.launches_held
         self.out.budget_held += pp.budget is not None and pp.budget.holding
         self.out.backoff_rounds = max(self.out.backoff_rounds, self.backoff.state.rounds)
+        removed = 0
         for removal in plan.remove:
             node = self.nodes.get(removal.node)
             if self.s.record and node is not None and node.group in self.pools:  # the pool said why not
                 self.out.pool_reasons.append(f"{removal.node}: {removal.reason}")
-            changed |= self._remove(removal.node, now)
+            removed += self._remove(removal.node, now)
         for r in pp.pool.stops:
-            changed |= self._remove(r.node, now, stop=r.reason)
+            removed += self._remove(r.node, now, stop=r.reason)
+        if removed:  # the history of the removals, once for all of them (each one's time kept, the last 50)
+            self.history = History(now, (*self.history.recent_removals, *(now,) * removed)[-_REMOVALS_KEPT:])
+            changed = True
         launched = 0
         for r in pp.pool.restarts:
             self._restart(r.node, now, r.reason)
@@ -1176,12 +1191,12 @@ class Simulator:
 
     def _remove(self, name: str, now: float, *, stop: str | None = None) -> bool:
         """The safe drain: a ready node with nothing on it is terminated, or stopped into its
-        group's warm pool (``stop``: the pool's reason)."""
+        group's warm pool (``stop``: the pool's reason); True when it was (the history notes the
+        pass's removals: ``_carry_out``)."""
         node = self.nodes.get(name)
         if node is None or not node.ready or node.jobs:
             self.out.refused_removals += 1
             return False
-        self.history = History(now, (*self.history.recent_removals[-49:], now))
         if stop is None:
             self._terminate(node, now)
             return True
@@ -1312,7 +1327,8 @@ class Simulator:
             nxt = self._next_event()
             if nxt <= min(poll, quick) and nxt < math.inf:
                 self._events_at(nxt)
-                quick = self._peek_after(nxt, quick)
+                if self.cadence.peek:
+                    quick = self._peek_after(nxt, quick)
                 continue
             if self._done():
                 break
@@ -1381,8 +1397,14 @@ class Simulator:
                 until = self.quiet.quiet_until_groups(state, self.group_of, self.history)
             else:
                 until = self.quiet.quiet_until(state, self.history)
-        horizon = nxt if self.watches_jobs else self._next_node_event()
-        return min(until, horizon, self._next_pool_due(), self._backoff_ends(now), self._slurm_wakes(now))
+        wake = min(until, nxt if self.watches_jobs else self._next_node_event())
+        if self.pooled:
+            wake = min(wake, self._next_pool_due())
+        if self._tell_backoff:
+            wake = min(wake, self._backoff_ends(now))
+        if self.power is not None:
+            wake = min(wake, self._slurm_wakes(now))
+        return wake
 
     def _noted_until(self, now: float) -> float | None:
         """The hint of a ``NotedHint`` policy on the changes since the last snapshot; None when
