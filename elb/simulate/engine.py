@@ -252,12 +252,15 @@ class _Waiting:
 @dataclass(slots=True)
 class _Run:
     job: SimJob
+    group: str
     start: float
     end: float
     expected_end: float  # what the scheduler believes (requested time), for backfill
     parts: list[tuple[_Node, int]]
-    value: Job  # the running Job entry qstat would show
     number: int  # its start's number: starts are numbered in the order they happen
+    # The running Job entry qstat shows, made by the first snapshot that shows it running (None
+    # while none has: a job that starts and ends between two snapshots is never made running).
+    value: Job | None = None
 
 
 @quick_init
@@ -464,6 +467,7 @@ class Simulator:
         self._shown_values: list[Job] = []
         self._pending_numbers: list[int] = []
         self._unshown: dict[int, _Waiting] = {}  # waiting jobs no snapshot showed yet, by number
+        self._unshown_runs: dict[int, _Run] = {}  # running jobs no snapshot showed yet, by start number
         self._running_numbers: list[int] = []
         self.out = SimOutcome([], [], 0.0, [], self.t0, self.t0)
         self._jobs_cache: tuple[Job, ...] | None = None
@@ -692,6 +696,8 @@ class Simulator:
         changes = self._changes
         given = changes.given
         if self._jobs_cache is None:
+            if self._unshown_runs:
+                self._shown_runs()
             if self._unshown:
                 self._shown()
             self._jobs_cache = changes.jobs.revised(self._shown_values, given and given[0])
@@ -711,6 +717,8 @@ class Simulator:
         given = changes.given
         if given is None:
             return None
+        if self._unshown_runs:
+            self._shown_runs()
         if self._unshown:
             self._shown()
         self._note_stale()
@@ -796,11 +804,9 @@ class Simulator:
             self._changes.jobs.went(pending_value)
             if self.several_groups:
                 del self.group_of[pending_value]
-        where = f"{self._queue(group)}@{parts[0][0].name}"
-        value = self._job_value(job, group, "r", JobPhase.RUNNING, started=now, queue=where)
         expected = now + (job.requested if job.requested is not None else job.run)
         self.seq = number = self.seq + 1
-        run = _Run(job, now, now + job.run, max(expected, now), parts, value, number)
+        run = _Run(job, group, now, now + job.run, max(expected, now), parts, number)
         stale = self._stale
         for node, used in parts:  # ``_touch`` of each (ready) node, its record left as it is, written out
             node.free -= used
@@ -813,9 +819,7 @@ class Simulator:
             stale[node.name] = node
         self._hosts_cache = None
         self.running[job.job_id] = run
-        self._shown_values.append(value)
-        self._running_numbers.append(run.number)
-        self._changes.jobs.came(value)
+        self._unshown_runs[number] = run
         heapq.heappush(self.ends, (run.end, run.number, run))
         self._jobs_cache = None
         self.out.waits.append(now - job.submit)
@@ -837,8 +841,11 @@ class Simulator:
 
     def _finish(self, run: _Run, now: float) -> None:
         del self.running[run.job.job_id]
-        _take_out(self._shown_values, self._running_numbers, run.number, len(self._pending_numbers))
-        self._changes.jobs.went(run.value)
+        if run.value is None:  # no snapshot showed it running
+            del self._unshown_runs[run.number]
+        else:
+            _take_out(self._shown_values, self._running_numbers, run.number, len(self._pending_numbers))
+            self._changes.jobs.went(run.value)
         stale = self._stale
         for node, used in run.parts:  # ``_touch`` of each (ready) node, written out
             node.free += used
@@ -1031,6 +1038,18 @@ class Simulator:
         at = len(self._pending_numbers) - len(shown)
         self._shown_values[at:at] = shown  # after the jobs shown waiting, before the running ones
 
+    def _shown_runs(self) -> None:
+        """Make what qstat shows of the jobs started since the last snapshot that still run, in
+        the order they started (after every job a snapshot showed running)."""
+        for number, run in self._unshown_runs.items():
+            where = f"{self._queue(run.group)}@{run.parts[0][0].name}"
+            value = self._job_value(run.job, run.group, "r", JobPhase.RUNNING, started=run.start, queue=where)
+            run.value = value
+            self._shown_values.append(value)
+            self._running_numbers.append(number)
+            self._changes.jobs.came(value)
+        self._unshown_runs.clear()
+
     def _next_event(self) -> float:
         t = self._next_submit
         if self.ends and self.ends[0][0] < t:
@@ -1139,11 +1158,12 @@ class Simulator:
 
     def _jobs_on(self, name: str) -> tuple[Job, ...]:
         """The jobs filed under a node (``elb.core.state.started_host``: the host of a job's queue
-        instance, its first node here), as the scan of the snapshot finds them."""
+        instance, its first node here), as the scan of the snapshot finds them (the pass's
+        snapshot made every running job's value)."""
         node = self.nodes.get(name)
         if node is None or node.jobs == 0:
             return ()
-        return tuple(r.value for r in self.running.values() if r.parts[0][0] is node)
+        return tuple(r.value for r in self.running.values() if r.parts[0][0] is node and r.value is not None)
 
     def _carry_out(self, pp: PassPlan, now: float) -> bool:
         """The plan's actions on the replay, as the live executor would start them; True when the
