@@ -124,6 +124,7 @@ _EPS = 1e-9
 _OWNER = "sgeuser"  # the owner qstat shows of every replayed job
 _NO_ORDERS = Orders()
 _NO_LOAD: Mapping[str, str] = MappingProxyType({})  # a simulated host's load values (none): one for all
+_REMOVALS_KEPT = 50  # the removals' times a History keeps, newest last
 # The frozen values made at each change and each pass, by keyword without a call of their class
 # (``elb.core.frozen.maker``).
 _record = maker(Node)
@@ -214,6 +215,7 @@ class _Node:
     group: str
     launched_at: float
     ready_at: float
+    index: FreeIndex[tuple[int, str]]  # its group's ready nodes (``Simulator._ready``)
     ready: bool = False
     free: int = 0
     jobs: int = 0  # running jobs (parts of jobs) on it
@@ -227,7 +229,6 @@ class _Node:
     busy_seconds: float = 0.0
     terminated_at: float | None = None
     record: Node | None = None  # cached Node value
-    host: Host | None = None  # cached Host value
     restart: bool = False  # started from the warm pool
     fails: bool = False  # its provisioning fails when its boot time is up
     order: tuple[int, str] = (0, "")  # its key in the ready nodes' index (``host_order``)
@@ -251,12 +252,15 @@ class _Waiting:
 @dataclass(slots=True)
 class _Run:
     job: SimJob
+    group: str
     start: float
     end: float
     expected_end: float  # what the scheduler believes (requested time), for backfill
     parts: list[tuple[_Node, int]]
-    value: Job  # the running Job entry qstat would show
     number: int  # its start's number: starts are numbered in the order they happen
+    # The running Job entry qstat shows, made by the first snapshot that shows it running (None
+    # while none has: a job that starts and ends between two snapshots is never made running).
+    value: Job | None = None
 
 
 @quick_init
@@ -430,6 +434,7 @@ class Simulator:
         order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, jobs[i].job_id))
         self.jobs = [jobs[i] for i in order]
         self.assignments = [given[i] for i in order]
+        self._next_submit = self.jobs[0].submit  # the next submission's time (inf after the last)
         self.progress = progress
         self.rng = random.Random(settings.seed)  # noqa: S311 (seeded boot jitter, not security)
         self.t0 = self.jobs[0].submit
@@ -447,6 +452,11 @@ class Simulator:
         self.seq = 0  # the starts so far (a start's number)
         self.history = History()
         self.next_sub = 0
+        # Whether a job may start that did not at the last dispatch: set when slots are freed
+        # while jobs wait, or when a job comes that waits behind none it fits as
+        # (``_may_start_alone``). Dispatch depends on the ready nodes and the waiting jobs alone,
+        # and leaves none that fits, so after the events that set neither nothing starts.
+        self._may_start = False
         self.running: dict[int, _Run] = {}
         # The Job values qstat shows, in the snapshot's order, in one list: the waiting ones in
         # submission order (their numbers in ``pending`` beside them, in ``_pending_numbers``),
@@ -457,16 +467,18 @@ class Simulator:
         self._shown_values: list[Job] = []
         self._pending_numbers: list[int] = []
         self._unshown: dict[int, _Waiting] = {}  # waiting jobs no snapshot showed yet, by number
+        self._unshown_runs: dict[int, _Run] = {}  # running jobs no snapshot showed yet, by start number
         self._running_numbers: list[int] = []
         self.out = SimOutcome([], [], 0.0, [], self.t0, self.t0)
         self._jobs_cache: tuple[Job, ...] | None = None
         self._hosts_cache: tuple[Host, ...] | None = None
         self._nodes_cache: tuple[Node, ...] | None = None
         # The values a snapshot shows, per node, rebuilt only for the nodes changed since the last
-        # snapshot (``_stale``, in the order they changed), so a snapshot does not walk every node.
+        # snapshot (``_stale``: each node by name, in the order they changed; one that went since is
+        # passed over), so a snapshot does not walk every node.
         self._host_values: dict[str, Host] = {}
         self._record_values: dict[str, Node] = {}
-        self._stale: dict[str, None] = {}
+        self._stale: dict[str, _Node] = {}
         self._changes = _Changes()
         self._backlog_since: float | None = None
         self._stalled_at = 0.0  # when the replay gave up, if it stalled
@@ -566,7 +578,8 @@ class Simulator:
             if self.s.boot_jitter > 0:
                 boot += self.rng.uniform(0.0, self.s.boot_jitter)
         group = group or self.first_group
-        node = _Node(name, slots or self.group_slots[group], group, now, now + boot, restart=restart)
+        slots = slots or self.group_slots[group]
+        node = _Node(name, slots, group, now, now + boot, self._ready[group], restart=restart)
         node.order = host_order(name)
         rate = self.s.provision_failure_rate
         node.fails = not restart and rate > 0 and self.failures.random() < rate
@@ -580,7 +593,7 @@ class Simulator:
                 self.backoff.add(Event(now, name, NodeState.REQUESTED, None, None), group)
         self._instance_values[name] = Instance(f"sim-{name}", name, InstanceState.RUNNING, now)
         self._nodes_cache = None
-        self._stale[name] = None
+        self._stale[name] = node
         if boot <= 0 and not node.fails:
             self._set_ready(node, now)
         else:
@@ -594,6 +607,8 @@ class Simulator:
         node.free = node.slots
         node.ready_at = now
         node.last_busy_at = None
+        if self.pending:
+            self._may_start = True
         self._booting.pop(node.name, None)
         self._suspects.pop(node.name, None)
         self._frozen_booting = self._frozen_suspects = None
@@ -609,14 +624,14 @@ class Simulator:
         self._terminate(node, now)
 
     def _touch(self, node: _Node, *, record: bool = True) -> None:
-        """The node changed: its free slots (its Host value), and with ``record`` its record's."""
+        """The node changed: its free slots (its Host value, the one of its free slots), and with
+        ``record`` its record's."""
         if node.ready:
-            self._ready[node.group].set(node.order, node.free, node.slots)
+            node.index.set(node.order, node.free, node.slots)
         if record:
             node.record = None
             self._nodes_cache = None
-        node.host = None
-        self._stale[node.name] = None
+        self._stale[node.name] = node
         self._hosts_cache = None
 
     def _terminate(self, node: _Node, now: float, *, stopped: bool = False) -> None:
@@ -627,7 +642,7 @@ class Simulator:
         self._frozen_booting = self._frozen_suspects = None
         self._instance_values.pop(node.name, None)
         self.group_count[node.group] -= 1
-        self._ready[node.group].remove(node.order)
+        node.index.remove(node.order)
         host, record = self._host_values.pop(node.name, None), self._record_values.pop(node.name, None)
         if host is not None:
             self._changes.hosts.went(host)
@@ -635,7 +650,7 @@ class Simulator:
             self._changes.records.went(record)
         # A node that went is kept for its bill alone: its Host values and record go now, so the
         # replay does not carry every Host shown of every node it ever ran.
-        node.record = node.host = None
+        node.record = None
         node.hosts = {}
         self.dead.append(node)
         if stopped:
@@ -661,13 +676,12 @@ class Simulator:
         return n.record
 
     def _host(self, n: _Node) -> Host:
-        if n.host is None:
-            host = n.hosts.get(n.free)
-            if host is None:
-                q = QueueInstance(self._queue(n.group), n.name, n.slots, n.slots - n.free)
-                host = n.hosts[n.free] = Host(n.name, (q,), n.slots, _NO_LOAD)  # name, queues, num_proc, load
-            n.host = host
-        return n.host
+        """Its Host value now: the one of its free slots, made the first time it has them."""
+        host = n.hosts.get(n.free)
+        if host is None:
+            q = QueueInstance(self._queue(n.group), n.name, n.slots, n.slots - n.free)
+            host = n.hosts[n.free] = Host(n.name, (q,), n.slots, _NO_LOAD)  # name, queues, num_proc, load
+        return host
 
     def _queue(self, group: str) -> str:
         queue = self._queues.get(group)
@@ -682,6 +696,8 @@ class Simulator:
         changes = self._changes
         given = changes.given
         if self._jobs_cache is None:
+            if self._unshown_runs:
+                self._shown_runs()
             if self._unshown:
                 self._shown()
             self._jobs_cache = changes.jobs.revised(self._shown_values, given and given[0])
@@ -701,6 +717,8 @@ class Simulator:
         given = changes.given
         if given is None:
             return None
+        if self._unshown_runs:
+            self._shown_runs()
         if self._unshown:
             self._shown()
         self._note_stale()
@@ -710,22 +728,32 @@ class Simulator:
         return noted
 
     def _note_stale(self) -> None:
-        """The values of the nodes changed since the last snapshot made again, their changes noted."""
-        changes = self._changes
-        if self._stale:
-            records, hosts = self._record_values, self._host_values
-            for name in self._stale:
-                n = self.nodes.get(name)
-                if n is None:
-                    continue
-                record = n.record or self._node_record(n)
-                if records.get(name) is not record:
-                    _replace(records, name, record, changes.records)
-                if n.ready:
-                    host = n.host or self._host(n)
-                    if hosts.get(name) is not host:
-                        _replace(hosts, name, host, changes.hosts)
-            self._stale.clear()
+        """The values of the nodes changed since the last snapshot made again, their changes noted
+        (``_replace``, written out: a snapshot comes here for every node changed since the last)."""
+        stale = self._stale
+        if not stale:
+            return
+        records, hosts = self._record_values, self._host_values
+        record_changes, host_changes = self._changes.records, self._changes.hosts
+        for name, n in stale.items():
+            if n.terminated_at is not None:
+                continue  # it went, and its values with it
+            record = n.record or self._node_record(n)
+            old = records.get(name)
+            if old is not record:
+                if old is not None:
+                    record_changes.went(old)
+                records[name] = record
+                record_changes.came(record)
+            if n.ready:
+                host = n.hosts.get(n.free) or self._host(n)
+                shown = hosts.get(name)
+                if shown is not host:
+                    if shown is not None:
+                        host_changes.went(shown)
+                    hosts[name] = host
+                    host_changes.came(host)
+        stale.clear()
 
     def state(self, now: float) -> ClusterState:
         """The joined state the policy reads now (``snapshot``'s jobs, hosts and records; the
@@ -766,33 +794,32 @@ class Simulator:
         return (w.group, k, 0 if k else w.footprint)
 
     def _start(self, waiting: _Waiting, parts: list[tuple[_Node, int]], now: float) -> None:
-        self.pending.remove(waiting.seq)
-        job, pending_value = waiting.job, waiting.value
+        seq = waiting.seq
+        self.pending.remove(seq)
+        job, pending_value, group = waiting.job, waiting.value, waiting.group
         if pending_value is None:  # no snapshot showed it waiting
-            del self._unshown[waiting.seq]
+            del self._unshown[seq]
         else:
-            _take_out(self._shown_values, self._pending_numbers, waiting.seq)
+            _take_out(self._shown_values, self._pending_numbers, seq)
             self._changes.jobs.went(pending_value)
             if self.several_groups:
                 del self.group_of[pending_value]
-        first = parts[0][0].name
-        where = f"{self._queue(waiting.group)}@{first}"
-        value = self._job_value(job, waiting.group, "r", JobPhase.RUNNING, started=now, queue=where)
         expected = now + (job.requested if job.requested is not None else job.run)
-        self.seq += 1
-        run = _Run(job, now, now + job.run, max(expected, now), parts, value, self.seq)
-        for node, used in parts:
+        self.seq = number = self.seq + 1
+        run = _Run(job, group, now, now + job.run, max(expected, now), parts, number)
+        stale = self._stale
+        for node, used in parts:  # ``_touch`` of each (ready) node, its record left as it is, written out
             node.free -= used
             if node.jobs == 0:
                 node.busy_since = now
                 if node.record is None:
                     node.record = self._shown_record(node)
             node.jobs += 1
-            self._touch(node, record=False)
+            node.index.set(node.order, node.free, node.slots)
+            stale[node.name] = node
+        self._hosts_cache = None
         self.running[job.job_id] = run
-        self._shown_values.append(value)
-        self._running_numbers.append(run.number)
-        self._changes.jobs.came(value)
+        self._unshown_runs[number] = run
         heapq.heappush(self.ends, (run.end, run.number, run))
         self._jobs_cache = None
         self.out.waits.append(now - job.submit)
@@ -814,22 +841,32 @@ class Simulator:
 
     def _finish(self, run: _Run, now: float) -> None:
         del self.running[run.job.job_id]
-        _take_out(self._shown_values, self._running_numbers, run.number, len(self._pending_numbers))
-        self._changes.jobs.went(run.value)
-        for node, used in run.parts:
+        if run.value is None:  # no snapshot showed it running
+            del self._unshown_runs[run.number]
+        else:
+            _take_out(self._shown_values, self._running_numbers, run.number, len(self._pending_numbers))
+            self._changes.jobs.went(run.value)
+        stale = self._stale
+        for node, used in run.parts:  # ``_touch`` of each (ready) node, written out
             node.free += used
             node.jobs -= 1
-            turns_idle = node.jobs == 0
-            if turns_idle:
+            if node.jobs == 0:  # it turns idle: a new record
                 node.last_busy_at = now
                 if node.busy_since is not None:
                     node.busy_seconds += now - node.busy_since
                     node.busy_since = None
-            self._touch(node, record=turns_idle)
+                node.record = None
+                self._nodes_cache = None
+            node.index.set(node.order, node.free, node.slots)
+            stale[node.name] = node
+        self._hosts_cache = None
         self._jobs_cache = None
+        if self.pending:
+            self._may_start = True
         self.out.last_end = max(self.out.last_end, now)
 
     def dispatch(self, now: float) -> None:
+        self._may_start = False  # each dispatch leaves no waiting job that fits
         if self.s.dispatch == "sge":
             self._around(now)
             return
@@ -940,9 +977,20 @@ class Simulator:
             self.out.unservable.append((job, placed.reason))
             return
         waiting = _Waiting(job, None, placed.group, placed.footprint)
-        waiting.seq = self.pending.add(waiting, self._need(waiting))
+        need = self._need(waiting)
+        if not self._may_start:
+            self._may_start = self._may_start_alone(need)
+        waiting.seq = self.pending.add(waiting, need)
         self._unshown[waiting.seq] = waiting
         self._jobs_cache = None
+
+    def _may_start_alone(self, need: tuple[str, int, int]) -> bool:
+        """Whether a job of ``need`` that comes now may start at the next dispatch with no slot
+        freed since the last: FIFO, when no job waits before it; SGE's, when none of its need
+        waits (one of the same need fits as it does, and did not); EASY's backfill, always."""
+        if self.s.dispatch == "fifo":
+            return not self.pending
+        return self.s.dispatch == "easy" or not self.pending.waits(need)
 
     def _job_value(
         self,
@@ -990,14 +1038,24 @@ class Simulator:
         at = len(self._pending_numbers) - len(shown)
         self._shown_values[at:at] = shown  # after the jobs shown waiting, before the running ones
 
+    def _shown_runs(self) -> None:
+        """Make what qstat shows of the jobs started since the last snapshot that still run, in
+        the order they started (after every job a snapshot showed running)."""
+        for number, run in self._unshown_runs.items():
+            where = f"{self._queue(run.group)}@{run.parts[0][0].name}"
+            value = self._job_value(run.job, run.group, "r", JobPhase.RUNNING, started=run.start, queue=where)
+            run.value = value
+            self._shown_values.append(value)
+            self._running_numbers.append(number)
+            self._changes.jobs.came(value)
+        self._unshown_runs.clear()
+
     def _next_event(self) -> float:
-        t = math.inf
-        if self.next_sub < len(self.jobs):
-            t = self.jobs[self.next_sub].submit
-        if self.ends:
-            t = min(t, self.ends[0][0])
-        if self.readies:
-            t = min(t, self.readies[0][0])
+        t = self._next_submit
+        if self.ends and self.ends[0][0] < t:
+            t = self.ends[0][0]
+        if self.readies and self.readies[0][0] < t:
+            t = self.readies[0][0]
         return t
 
     def _next_node_event(self) -> float:
@@ -1005,22 +1063,30 @@ class Simulator:
         return self.readies[0][0] if self.readies else math.inf
 
     def _events_at(self, t: float) -> None:
+        """The jobs that end at ``t``, then the nodes that become ready, then the submissions;
+        then dispatch, when a job may start (``_may_start``)."""
         self._last_event_at = t
-        while self.ends and self.ends[0][0] <= t:
-            self._finish(heapq.heappop(self.ends)[2], t)
-        while self.readies and self.readies[0][0] <= t:
-            _, name = heapq.heappop(self.readies)
+        ends, readies = self.ends, self.readies
+        while ends and ends[0][0] <= t:
+            self._finish(heapq.heappop(ends)[2], t)
+        while readies and readies[0][0] <= t:
+            _, name = heapq.heappop(readies)
             node = self.nodes.get(name)
             if node is not None and not node.ready and node.ready_at <= t:
                 if node.fails:
                     self._fail(node, t)
                 else:
                     self._set_ready(node, t)
-        while self.next_sub < len(self.jobs) and self.jobs[self.next_sub].submit <= t:
-            self._submit(self.jobs[self.next_sub], self.assignments[self.next_sub])
-            self.next_sub += 1
-        self.dispatch(t)
-        self._track_backlog(t)
+        if self._next_submit <= t:
+            jobs, n = self.jobs, len(self.jobs)
+            while self.next_sub < n and jobs[self.next_sub].submit <= t:
+                self._submit(jobs[self.next_sub], self.assignments[self.next_sub])
+                self.next_sub += 1
+            self._next_submit = jobs[self.next_sub].submit if self.next_sub < n else math.inf
+        if self._may_start:
+            self.dispatch(t)
+        if (self._backlog_since is None) == bool(self.pending):  # a backlog starts or ends
+            self._track_backlog(t)
 
     def _track_backlog(self, t: float) -> None:
         if self.pending and self._backlog_since is None:
@@ -1092,11 +1158,12 @@ class Simulator:
 
     def _jobs_on(self, name: str) -> tuple[Job, ...]:
         """The jobs filed under a node (``elb.core.state.started_host``: the host of a job's queue
-        instance, its first node here), as the scan of the snapshot finds them."""
+        instance, its first node here), as the scan of the snapshot finds them (the pass's
+        snapshot made every running job's value)."""
         node = self.nodes.get(name)
         if node is None or node.jobs == 0:
             return ()
-        return tuple(r.value for r in self.running.values() if r.parts[0][0] is node)
+        return tuple(r.value for r in self.running.values() if r.parts[0][0] is node and r.value is not None)
 
     def _carry_out(self, pp: PassPlan, now: float) -> bool:
         """The plan's actions on the replay, as the live executor would start them; True when the
@@ -1113,13 +1180,17 @@ class Simulator:
         self.out.launches_held += pp.launches_held
         self.out.budget_held += pp.budget is not None and pp.budget.holding
         self.out.backoff_rounds = max(self.out.backoff_rounds, self.backoff.state.rounds)
+        removed = 0
         for removal in plan.remove:
             node = self.nodes.get(removal.node)
             if self.s.record and node is not None and node.group in self.pools:  # the pool said why not
                 self.out.pool_reasons.append(f"{removal.node}: {removal.reason}")
-            changed |= self._remove(removal.node, now)
+            removed += self._remove(removal.node, now)
         for r in pp.pool.stops:
-            changed |= self._remove(r.node, now, stop=r.reason)
+            removed += self._remove(r.node, now, stop=r.reason)
+        if removed:  # the history of the removals, once for all of them (each one's time kept, the last 50)
+            self.history = History(now, (*self.history.recent_removals, *(now,) * removed)[-_REMOVALS_KEPT:])
+            changed = True
         launched = 0
         for r in pp.pool.restarts:
             self._restart(r.node, now, r.reason)
@@ -1140,12 +1211,12 @@ class Simulator:
 
     def _remove(self, name: str, now: float, *, stop: str | None = None) -> bool:
         """The safe drain: a ready node with nothing on it is terminated, or stopped into its
-        group's warm pool (``stop``: the pool's reason)."""
+        group's warm pool (``stop``: the pool's reason); True when it was (the history notes the
+        pass's removals: ``_carry_out``)."""
         node = self.nodes.get(name)
         if node is None or not node.ready or node.jobs:
             self.out.refused_removals += 1
             return False
-        self.history = History(now, (*self.history.recent_removals[-49:], now))
         if stop is None:
             self._terminate(node, now)
             return True
@@ -1276,7 +1347,8 @@ class Simulator:
             nxt = self._next_event()
             if nxt <= min(poll, quick) and nxt < math.inf:
                 self._events_at(nxt)
-                quick = self._peek_after(nxt, quick)
+                if self.cadence.peek:
+                    quick = self._peek_after(nxt, quick)
                 continue
             if self._done():
                 break
@@ -1345,8 +1417,14 @@ class Simulator:
                 until = self.quiet.quiet_until_groups(state, self.group_of, self.history)
             else:
                 until = self.quiet.quiet_until(state, self.history)
-        horizon = nxt if self.watches_jobs else self._next_node_event()
-        return min(until, horizon, self._next_pool_due(), self._backoff_ends(now), self._slurm_wakes(now))
+        wake = min(until, nxt if self.watches_jobs else self._next_node_event())
+        if self.pooled:
+            wake = min(wake, self._next_pool_due())
+        if self._tell_backoff:
+            wake = min(wake, self._backoff_ends(now))
+        if self.power is not None:
+            wake = min(wake, self._slurm_wakes(now))
+        return wake
 
     def _noted_until(self, now: float) -> float | None:
         """The hint of a ``NotedHint`` policy on the changes since the last snapshot; None when

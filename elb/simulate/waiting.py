@@ -51,6 +51,10 @@ class WaitingJobs(Generic[N, T]):
         """The number the next ``add`` gives."""
         return self._seq
 
+    def waits(self, need: N) -> bool:
+        """Whether an item of ``need`` waits."""
+        return need in self._by_need
+
     def newest(self) -> int | None:
         """The number of the newest waiting item, or None."""
         return next(reversed(self._all), None)

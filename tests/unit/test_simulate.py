@@ -605,3 +605,26 @@ def test_a_replays_figures_are_made_with_the_collector_paused_and_it_is_left_as_
     finally:
         gc.enable() if was else gc.disable()
     assert during == [False]
+
+
+def test_the_history_keeps_each_removals_time_the_last_fifty() -> None:
+    """A pass notes its removals in the history at once: each one's time, newest last, the last 50,
+    as one removal after another would."""
+    from tests.unit.test_simulate_records import random_log
+
+    class Counted(Simulator):
+        times: list[float]
+
+        def _remove(self, name: str, now: float, *, stop: str | None = None) -> bool:
+            removed = super()._remove(name, now, stop=stop)
+            if removed:
+                self.times = [*getattr(self, "times", []), now]
+            return removed
+
+    jobs = random_log(7, 600)
+    s = SimSettings(slots_per_node=8, max_nodes=6)
+    policy = build_policy("parallelcluster", billing="second", slots_per_node=8, boot_time=300, max_nodes=6)
+    sim = Counted(jobs, policy, s)
+    sim.run()
+    assert len(sim.times) > 50 and len(set(sim.times)) < len(sim.times)  # passes that removed several
+    assert sim.history.recent_removals == tuple(sim.times[-50:])

@@ -1,9 +1,11 @@
 """What a replay makes only when a pass reads it is what it would have made at once.
 
 A waiting job's ``Job`` value is made at the first snapshot that shows it (a job that starts
-before then is never shown waiting), and the nodes in flight, the suspects and the stopped
+before then is never shown waiting), so is a running job's (a job that ends before then is never
+shown running), and the nodes in flight, the suspects and the stopped
 nodes' records a pass reads are frozen again only after they change. The replays below make
-each of them at once instead (a waiting job's value at its submission, the frozen values anew
+each of them at once instead (a waiting job's value at its submission, a running job's at its
+start, the frozen values anew
 at every pass) and must be the same in full (every placement, node life, wait, poll and
 decision), on seeded random logs under every policy and dispatch, with two node groups, and
 with a warm pool behind Grid Engine and behind Slurm; and at every pass the snapshot's jobs are
@@ -24,7 +26,7 @@ from elb.core.model import Job, JobPhase, Node
 from elb.core.planner import PassPlan
 from elb.core.policy.base import Policy
 from elb.core.warmpool import WarmPool
-from elb.simulate.engine import SimOutcome, SimSettings, Simulator
+from elb.simulate.engine import SimOutcome, SimSettings, Simulator, _Node, _Waiting
 from elb.simulate.groups import Assignment, SimGroups, load_groups, one_group
 from elb.simulate.powersave import Behind
 from elb.simulate.runner import build_policy
@@ -48,6 +50,10 @@ class AtOnce(Simulator):
     def _submit(self, job: SimJob, placed: Assignment) -> None:
         super()._submit(job, placed)
         self._shown()
+
+    def _start(self, waiting: _Waiting, parts: list[tuple[_Node, int]], now: float) -> None:
+        super()._start(waiting, parts, now)
+        self._shown_runs()
 
     def _in_flight_now(self) -> frozenset[str]:
         return frozenset(self._booting)
@@ -75,7 +81,9 @@ class AtOnce(Simulator):
             pe_range = str(job.slots) if job.slots > 1 else None
             value = Job(job.job_id, f"job{job.job_id}", "sgeuser", "qw", JobPhase.WAITING, job.slots, job.submit)
             out.append(dataclasses.replace(value, pe=pe, pe_range=pe_range, hard_runtime=job.requested))
-        out.extend(r.value for r in self.running.values())
+        for r in self.running.values():
+            assert r.value is not None  # made at its start
+            out.append(r.value)
         return out
 
 
