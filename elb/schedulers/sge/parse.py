@@ -1654,32 +1654,45 @@ class _QuickReader:
         )
         return m.end(), tag, attributes, self.value(value)
 
-    def requests(self, hard: dict[str, str], said: Iterable[tuple[str, str, str]]) -> _Rest:
+    def requests(self, hard: dict[str, str], said: Sequence[tuple[str, str, str]]) -> _Rest:
         """The requests and PE of an entry, from its hard requests (``hard``) and what its other
-        elements after <full_job_name> said (``said``, by ``_sort_said``); declines a second PE.
-        (A scope's mapping is made only when it has a request: most entries have none.)"""
+        elements after <full_job_name> said (``said``, by ``_sort_said``: most entries have none);
+        declines a second PE. (A scope's mapping is made only when it has a request: most entries
+        have none.)"""
         master: dict[str, str] | None = None
         slave: dict[str, str] | None = None
-        queues: list[str] = []
+        queues: tuple[str, ...] = ()
         pe: tuple[str, str] | None = None
-        for tag, key, value in said:
-            if tag == "hard_req_queue":
-                queues.append(value)
-            elif tag == "requested_pe":
-                if pe is not None:
-                    raise _Decline  # a second one: the careful reader refuses it
-                pe = (key, value)
-            elif tag == "master_hard_request":
-                if master is None:
-                    master = {}
-                master[key] = value
-            else:
-                if slave is None:
-                    slave = {}
-                slave[key] = value
-        runtime = self.reader._runtime(hard["h_rt"], "", 0, 0) if "h_rt" in hard else None
+        if said:
+            listed: list[str] = []
+            for tag, key, value in said:
+                if tag == "hard_req_queue":
+                    listed.append(value)
+                elif tag == "requested_pe":
+                    if pe is not None:
+                        raise _Decline  # a second one: the careful reader refuses it
+                    pe = (key, value)
+                elif tag == "master_hard_request":
+                    if master is None:
+                        master = {}
+                    master[key] = value
+                else:
+                    if slave is None:
+                        slave = {}
+                    slave[key] = value
+            queues = tuple(listed)
+        h_rt = hard.get("h_rt")
+        runtime = None if h_rt is None else self.reader._runtime(h_rt, "", 0, 0)
         pe_name, pe_range = pe if pe is not None else (None, None)
-        return (_read_only(hard), pe_name, pe_range, tuple(queues), _read_only(master), _read_only(slave), runtime)
+        return (
+            MappingProxyType(hard) if hard else _NO_REQUESTS,
+            pe_name,
+            pe_range,
+            queues,
+            _NO_REQUESTS if master is None else MappingProxyType(master),
+            _NO_REQUESTS if slave is None else MappingProxyType(slave),
+            runtime,
+        )
 
     def attributes_of(self, text: str) -> Mapping[str, str]:
         """``_attributes(text)``, kept for the elements after with the same (``attributes``)."""
