@@ -349,6 +349,13 @@ REST_ELEMENTS = st.sampled_from(
         '<hard_request name="h_rt" resource_contribution="0.000000">3600</hard_request>',
         '<hard_request name="h_vmem" resource_contribution="0.000000">2G</hard_request>',
         '<hard_request name="h_vmem">16G</hard_request>',
+        '<hard_request name="h_vmem" resource_contribution="0.000000">8G</hard_request>',  # a name again
+        '<hard_request name="s_rt" resource_contribution="0.000000"> 90 </hard_request>',  # stripped
+        '<hard_request name="s_rt" resource_contribution="0.000000"></hard_request>',
+        '<hard_request name="s_rt" resource_contribution="0.000000">9&#48;</hard_request>',
+        '<hard_request name="s&#95;rt" resource_contribution="0.000000">90</hard_request>',
+        '<hard_request resource_contribution="0.000000" name="h_rt">60</hard_request>',
+        '<hard_request name="h_rt" resource_contribution="0.000000">60</hard_request\n>',
         '<hard_request\n        name="arch">lx-amd64</hard_request>',  # white space in the tag over two lines
         '<hard_request name="h_rt">1:00\n:00</hard_request>',  # a value over two lines
         '<hard_request name="h_rt">soon</hard_request>',

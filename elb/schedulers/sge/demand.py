@@ -46,7 +46,7 @@ takes as many tasks as its slots allow, and the nodes asked for are capped at th
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
@@ -388,12 +388,12 @@ class Placements:
         jobs: Sequence[Job],
         bound: Sequence[JobBinding | None],
         records: Sequence[_Known],
-        made: Iterable[_Known],
+        made: Collection[_Known],
     ) -> None:
         """Keeps this call's answers without a start time (``records[i]`` for ``jobs[i]``,
-        bound by ``bound[i]``; ``made``: those not found by job). The answers by identity and by
-        shape of the calls before stay, those of this call added, until they are twice this
-        call's: then only this call's are kept."""
+        bound by ``bound[i]``; ``made``: those not found by job, each once). The answers by
+        identity and by shape of the calls before stay, those of this call added, until they are
+        twice this call's: then only this call's are kept."""
         timeless = list(map(_TIMELESS, records))
         if self.context is not context and not self.same(*context):
             self.known, self.by_shape = {}, {}
@@ -401,9 +401,8 @@ class Placements:
         self.by_job = dict(compress(zip(map(id, jobs), records, strict=True), timeless))
         if len(self.known) > 2 * len(self.by_job) + _SLACK:
             self.known, self.by_shape = {}, {}
-            made = records
-        fresh = list(dict(zip(map(id, made), made, strict=False)).values())
-        fresh = list(compress(fresh, map(_TIMELESS, fresh)))
+            made = dict(zip(map(id, records), records, strict=True)).values()  # jobs of a shape share one
+        fresh = list(compress(made, map(_TIMELESS, made)))
         self.known.update(zip(map(_IDENT, fresh), fresh, strict=True))
         self.by_shape.update(zip(map(_SHAPE_OF, fresh), map(_PLACEMENT, fresh), strict=True))
 

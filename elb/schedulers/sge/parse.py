@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from dataclasses import replace as dataclass_replace
+from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, cast
 
@@ -1184,7 +1185,7 @@ class _QuickReader:
         self.queues: list[QueueInstance] = []
         self.rests: dict[str, _Rest] = {}
         self.attributes: dict[str, Mapping[str, str]] = {}  # an element's attributes by their text (rest)
-        self.lines: dict[str, tuple[tuple[str, str, str], ...]] = {}  # what a line of a rest says, by its text
+        self.lines: dict[str, _Line] = {}  # what a line of a rest says, by its text
         self.prios: dict[str, float] = {}
         self.phases: dict[str, JobPhase] = {}  # of each job state met (its letters checked)
         self.minutes: dict[str, float] = {}  # "YYYY-MM-DDTHH:MM" -> its start in POSIX seconds
@@ -1568,36 +1569,53 @@ class _QuickReader:
         element (``read_rest``), as is one that does not start with an element."""
         if text[:1] != "<":
             return self.read_rest(text)
+        hard: dict[str, str] = {}
         said: list[tuple[str, str, str]] = []
         lines = self.lines
         for line in text.split("\n"):
-            elements = lines.get(line)
-            if elements is None:
-                elements = self.line(line)
-                if elements is None:
+            found = lines.get(line)
+            if found is None:
+                found = self.line(line)
+                if found is None:
                     return self.read_rest(text)
-            said += elements
-        return self.requests(said)
+            if not isinstance(found, _Said):  # a lone hard request, as qstat writes most lines
+                hard[found[0]] = found[1]
+            elif found:
+                _sort_said(found, hard, said)
+        return self.requests(hard, said)
 
-    def line(self, text: str) -> tuple[tuple[str, str, str], ...] | None:
-        """``said`` of one line after <full_job_name> (white space before, between and after its
-        elements); None when the line is not elements whole. Kept for the lines after with the
-        same text.
+    def line(self, text: str) -> _Line | None:
+        """What one line after <full_job_name> says (white space before, between and after its
+        elements): the name and value of a lone hard request, else ``said`` of its elements but
+        those that say nothing; None when the line is not elements whole. Kept for the lines
+        after with the same text.
 
         Lines joined by line feeds are what they are apart: an element read in its line ends
         where it ends in the whole text (at the first "<" after its start tag, then its end tag
         and the white space after it), and the line feed is white space between two elements."""
-        elements = self.said(text, _SPACE.match(text).end())  # type: ignore[union-attr]
-        if elements is not None:
-            self.lines[text] = elements
-        return elements
+        m = _LONE_HARD_REQUEST.fullmatch(text)
+        if m is not None:  # as qstat writes a request: no reference, no other attribute
+            found: _Line = (m[1], m[2].strip())
+        else:
+            elements = self.said(text, _SPACE.match(text).end())  # type: ignore[union-attr]
+            if elements is None:
+                return None
+            if len(elements) == 1 and elements[0][0] == "hard_request":
+                found = elements[0][1:]
+            else:
+                found = _Said(filter(itemgetter(0), elements))
+        self.lines[text] = found
+        return found
 
     def read_rest(self, text: str) -> _Rest:
         """``rest``, reading the text element by element."""
         elements = self.said(text, 0)
         if elements is None:
             raise _Decline
-        return self.requests(elements)
+        hard: dict[str, str] = {}
+        said: list[tuple[str, str, str]] = []
+        _sort_said(elements, hard, said)
+        return self.requests(hard, said)
 
     def said(self, text: str, pos: int) -> tuple[tuple[str, str, str], ...] | None:
         """What each element of ``text`` from ``pos`` on says: its tag, and the name and value of a
@@ -1636,37 +1654,45 @@ class _QuickReader:
         )
         return m.end(), tag, attributes, self.value(value)
 
-    def requests(self, said: Iterable[tuple[str, str, str]]) -> _Rest:
-        """The requests and PE of an entry, from what its elements after <full_job_name> said
-        (``said``); declines a second PE. (A scope's mapping is made only when it has a request:
-        most entries have none.)"""
-        hard: dict[str, str] = {}
+    def requests(self, hard: dict[str, str], said: Sequence[tuple[str, str, str]]) -> _Rest:
+        """The requests and PE of an entry, from its hard requests (``hard``) and what its other
+        elements after <full_job_name> said (``said``, by ``_sort_said``: most entries have none);
+        declines a second PE. (A scope's mapping is made only when it has a request: most entries
+        have none.)"""
         master: dict[str, str] | None = None
         slave: dict[str, str] | None = None
-        queues: list[str] = []
+        queues: tuple[str, ...] = ()
         pe: tuple[str, str] | None = None
-        for tag, key, value in said:
-            if tag == "hard_request":
-                hard[key] = value
-            elif not tag:
-                continue
-            elif tag == "hard_req_queue":
-                queues.append(value)
-            elif tag == "requested_pe":
-                if pe is not None:
-                    raise _Decline  # a second one: the careful reader refuses it
-                pe = (key, value)
-            elif tag == "master_hard_request":
-                if master is None:
-                    master = {}
-                master[key] = value
-            else:
-                if slave is None:
-                    slave = {}
-                slave[key] = value
-        runtime = self.reader._runtime(hard["h_rt"], "", 0, 0) if "h_rt" in hard else None
+        if said:
+            listed: list[str] = []
+            for tag, key, value in said:
+                if tag == "hard_req_queue":
+                    listed.append(value)
+                elif tag == "requested_pe":
+                    if pe is not None:
+                        raise _Decline  # a second one: the careful reader refuses it
+                    pe = (key, value)
+                elif tag == "master_hard_request":
+                    if master is None:
+                        master = {}
+                    master[key] = value
+                else:
+                    if slave is None:
+                        slave = {}
+                    slave[key] = value
+            queues = tuple(listed)
+        h_rt = hard.get("h_rt")
+        runtime = None if h_rt is None else self.reader._runtime(h_rt, "", 0, 0)
         pe_name, pe_range = pe if pe is not None else (None, None)
-        return (_read_only(hard), pe_name, pe_range, tuple(queues), _read_only(master), _read_only(slave), runtime)
+        return (
+            MappingProxyType(hard) if hard else _NO_REQUESTS,
+            pe_name,
+            pe_range,
+            queues,
+            _NO_REQUESTS if master is None else MappingProxyType(master),
+            _NO_REQUESTS if slave is None else MappingProxyType(slave),
+            runtime,
+        )
 
     def attributes_of(self, text: str) -> Mapping[str, str]:
         """``_attributes(text)``, kept for the elements after with the same (``attributes``)."""
@@ -1686,6 +1712,38 @@ _STEPS: dict[str, Callable[[_QuickReader, str, int], int]] = {
     "root": _QuickReader.in_root,
 }
 _ROOT_MARKS = (("<queue_info>", "queue_info"), ("<job_info>", "job_info"), ("</job_info>", "end"))
+
+
+class _Said(tuple[tuple[str, str, str], ...]):
+    """What a line of an entry's rest says that is not a lone hard request: ``said`` of its
+    elements, but those that say nothing."""
+
+    __slots__ = ()
+
+
+# What a line of an entry's rest says (``_QuickReader.line``): a lone hard request's name and
+# value, or ``_Said``.
+_Line = tuple[str, str] | _Said
+# A line of one hard request as qstat writes it: its name and value (then stripped) hold no
+# reference, and its only other attribute is resource_contribution. ``_ELEMENT`` reads it so too.
+_LONE_HARD_REQUEST = re.compile(
+    rf'[ \t\n]*<hard_request name="([^"&\t\n{_NOT_TEXT}]{{1,4096}})"(?: resource_contribution="[0-9.]{{0,64}}")?>'
+    rf"([^&{_NOT_TEXT}]{{0,65536}})</hard_request>[ \t\n]*"
+)
+
+
+def _sort_said(
+    elements: Iterable[tuple[str, str, str]], hard: dict[str, str], said: list[tuple[str, str, str]]
+) -> None:
+    """Sorts ``said`` of elements of an entry's rest, in their order: each hard request into
+    ``hard`` (by its name: a later one of the same name wins), every other element that says
+    something onto ``said``."""
+    for element in elements:
+        tag = element[0]
+        if tag == "hard_request":
+            hard[element[1]] = element[2]
+        elif tag:
+            said.append(element)
 
 
 def _request_name(attributes: Mapping[str, str]) -> str:
