@@ -48,7 +48,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, NamedTuple, TypeVar
 
@@ -249,6 +249,9 @@ class WorkerTally:
         self.booting: dict[str, None] = {}  # booting workers, in no order (their number is read)
         self._idle: list[str] | None = None  # ``idle`` once read (None: not kept)
         self._by_since: list[tuple[float, str]] | None = None  # ``idle_by_since`` once read (None: not kept)
+        # What a subclass keeps of the running jobs that stop and start (``_take_jobs``; None: nothing).
+        self._stopped: Callable[[Job], None] | None = None
+        self._started: Callable[[Job, str], None] | None = None
 
     def clear(self) -> None:
         """Forget everything (the next ``update`` takes its inputs in whole)."""
@@ -424,8 +427,9 @@ class WorkerTally:
             return False
         self._take_jobs(jobs, changed)
         changed.discard(self._master)
+        entry, set_entry = self._entry, self._set
         for name in changed:
-            self._set(name, self._entry(name))
+            set_entry(name, entry(name))
         return True
 
     def _take_hosts(self, hosts: tuple[Sequence[Host], Sequence[Host]], changed: set[str]) -> bool:
@@ -484,15 +488,26 @@ class WorkerTally:
                 self._count_name(name, step)
 
     def _take_jobs(self, jobs: tuple[Sequence[Job], Sequence[Job]], changed: set[str]) -> None:
+        """Take in the jobs that went and came: the waiting ones, and the hosts the running ones
+        are filed under (``changed``: those that started or stopped running any job); a running
+        job that went or came goes to ``_stopped`` or ``_started`` too, in this one walk."""
         gone, came = jobs
-        pending, running, filed = self._pending, self._running, self._filed
         ran: dict[str, bool] = {}  # the hosts whose running jobs changed: whether they ran one before
+        self._jobs_gone(gone, ran)
+        self._jobs_came(came, ran)
+        # A worker's entry reads whether it runs a job (``_entry``), not how many.
+        running = self._running
+        changed.update(on for on, before in ran.items() if (on in running) != before)
+
+    def _jobs_gone(self, gone: Sequence[Job], ran: dict[str, bool]) -> None:
+        pending, running, filed, stopped = self._pending, self._running, self._filed, self._stopped
         for j in gone:
             if j.phase is _WAITING:
                 del pending[id(j)]
                 self._ordered = None
                 self._pending_slots -= j.slots * j.tasks
                 self._pending_odd -= j.slots <= 0 or j.tasks <= 0
+                continue  # (a waiting job is filed under no host)
             on = filed.pop(id(j), None)
             if on is not None:
                 if on not in ran:
@@ -502,6 +517,11 @@ class WorkerTally:
                     running[on] = count
                 else:
                     del running[on]
+                if stopped is not None:
+                    stopped(j)
+
+    def _jobs_came(self, came: Sequence[Job], ran: dict[str, bool]) -> None:
+        pending, running, filed, started = self._pending, self._running, self._filed, self._started
         for j in came:
             if j.phase is _WAITING:
                 pending[id(j)] = j
@@ -510,14 +530,15 @@ class WorkerTally:
                     heapq.heappush(self._submits, (j.submitted, id(j)))
                 self._pending_slots += j.slots * j.tasks
                 self._pending_odd += j.slots <= 0 or j.tasks <= 0
+                continue
             on = started_host(j)
             if on is not None:
                 filed[id(j)] = on
                 if on not in ran:
                     ran[on] = on in running
                 running[on] = running.get(on, 0) + 1
-        # A worker's entry reads whether it runs a job (``_entry``), not how many.
-        changed.update(on for on, before in ran.items() if (on in running) != before)
+                if started is not None:
+                    started(j, on)
 
     def _count_name(self, name: str, step: int) -> None:
         """Keep the node numbers in use (``new_names`` scans every host and record name): add
@@ -627,6 +648,7 @@ class CapacityTally(WorkerTally):
         self._odd = 0  # running jobs of fewer than no slots (not modelled: ``update`` says False)
         self._idle_workers: tuple[IdleWorker, ...] | None = ()
         self._idle_made: dict[str, IdleWorker] = {}  # the last ones made, by name (reused while the record is the same)
+        self._stopped, self._started = self._stop, self._start
 
     def update_for(  # noqa: PLR0917 (``update``'s inputs and the forecast's node size)
         self, snapshot: Snapshot, nodes: Sequence[Node], master: str, prefix: str, spn: int, down: Collection[str] = ()
@@ -726,26 +748,26 @@ class CapacityTally(WorkerTally):
         return Capacity(tail, self._ready_count, len(self.booting), freed, self.bins, over)
 
     # -- bringing it up to date -----------------------------------------------------------------
-    def _take_jobs(self, jobs: tuple[Sequence[Job], Sequence[Job]], changed: set[str]) -> None:
-        super()._take_jobs(jobs, changed)
-        gone, came = jobs
-        for j in gone:
-            found = self._ending.pop(id(j), None)
-            if found is not None:
-                places = self._starts if j.hard_runtime is None else self._ends
-                del places[bisect.bisect_left(places, found[0])]
-                self._odd -= j.total_slots < 0
-        for j in came:
-            host = self._filed.get(id(j))
-            if host is not None and j.started is not None:
-                self._numbered += 1
-                if j.hard_runtime is None:
-                    place, places = (j.started, self._numbered, id(j)), self._starts
-                else:
-                    place, places = (j.started + j.hard_runtime, self._numbered, id(j)), self._ends
-                bisect.insort(places, place)
-                self._ending[id(j)] = (place, j, host)
-                self._odd += j.total_slots < 0
+    def _stop(self, j: Job) -> None:
+        """A running job filed under a host went: out of its index (``_take_jobs``)."""
+        found = self._ending.pop(id(j), None)
+        if found is not None:
+            places = self._starts if j.hard_runtime is None else self._ends
+            del places[bisect.bisect_left(places, found[0])]
+            self._odd -= j.total_slots < 0
+
+    def _start(self, j: Job, host: str) -> None:
+        """A running job filed under ``host`` came: into the index of its expected end, or of its
+        start without one (``_take_jobs``)."""
+        if j.started is not None:
+            self._numbered += 1
+            if j.hard_runtime is None:
+                place, places = (j.started, self._numbered, id(j)), self._starts
+            else:
+                place, places = (j.started + j.hard_runtime, self._numbered, id(j)), self._ends
+            bisect.insort(places, place)
+            self._ending[id(j)] = (place, j, host)
+            self._odd += j.total_slots < 0
 
     def _set(self, name: str, entry: _Entry | None) -> None:
         old = self._entries.get(name)
