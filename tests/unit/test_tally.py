@@ -362,14 +362,18 @@ def test_a_capacity_tally_kept_up_to_date_equals_one_built_afresh(
     the index of bins a forecast packs on (ready and booting workers), the waiting slots."""
     kept = CapacityTally()
     late = CapacityTally()  # its bins and idle workers (by name, by since) read only after the last step
+    seldom = CapacityTally()  # its bins read after the first step and the last: the changes in between, at once
     last: list[tuple[object, ...]] = []
     modelled = True
-    for hosts, nodes, jobs, kind, later in steps:
+    for step, (hosts, nodes, jobs, kind, later) in enumerate(steps):
         now = T0 + later
         made, last = _as_given((jobs, hosts, nodes), kind, last)
         snapshot = Snapshot(now, made[0], made[1])  # type: ignore[arg-type]
         modelled = kept.update_for(snapshot, made[2], "master", "node", spn)  # type: ignore[arg-type]
         assert late.update_for(snapshot, made[2], "master", "node", spn) is modelled  # type: ignore[arg-type]
+        assert seldom.update_for(snapshot, made[2], "master", "node", spn) is modelled  # type: ignore[arg-type]
+        if step == 0:
+            seldom.bins, seldom.name_bins(spn)
         afresh = CapacityTally()
         whole = Snapshot(now, tuple(jobs), tuple(hosts))
         assert afresh.update_for(whole, tuple(nodes), "master", "node", spn) is modelled
@@ -388,7 +392,10 @@ def test_a_capacity_tally_kept_up_to_date_equals_one_built_afresh(
             assert kept._ready_count == sum(e.ready is not None for _, e in entries)
             assert _index(kept.name_bins(spn)) == _index(_name_bins(kept, spn))
     if modelled:
+        assert _index(late.bins) == _index(kept.bins)
+        assert _index(seldom.bins) == _index(kept.bins)
         assert _index(late.name_bins(spn)) == _index(kept.name_bins(spn))
+        assert _index(seldom.name_bins(spn)) == _index(kept.name_bins(spn))
         assert late.idle_by_since == kept.idle_by_since  # made at the first read, and kept since
         assert late.idle == kept.idle  # the same
 
