@@ -245,19 +245,18 @@ class _KeptBins:
 
     def __init__(self, put: Callable[[FreeIndex[Key], str, _Entry], None]) -> None:
         self._put = put
-        self._index: FreeIndex[Key] | None = None  # None: not read yet
+        self.index: FreeIndex[Key] | None = None  # as last read (None: not read yet, nothing to keep)
         self._due: dict[str, None] = {}
 
     def due(self, name: str) -> None:
-        """``name``'s bins changed: set at the next read (nothing to keep before the first)."""
-        if self._index is not None:
-            self._due[name] = None
+        """``name``'s bins changed since ``index`` was read: set at the next read."""
+        self._due[name] = None
 
     def read(self, entries: dict[str, _Entry], whole: int) -> FreeIndex[Key]:
         """The index of ``entries`` (for another ``whole``: made again)."""
-        index, due, put = self._index, self._due, self._put
+        index, due, put = self.index, self._due, self._put
         if index is None or index.whole != whole:
-            index = self._index = FreeIndex(whole)
+            index = self.index = FreeIndex(whole)
             for name, e in entries.items():
                 put(index, name, e)
         else:
@@ -637,8 +636,9 @@ class WorkerTally:
             self._up_total += e.up_total - o.up_total
         if o.busy != e.busy:
             self._busy += 1 if e.busy else -1
-        if o.room != e.room or o.booting != e.booting:
-            self._name_bins.due(name)
+        name_bins = self._name_bins
+        if name_bins.index is not None and (o.room != e.room or o.booting != e.booting):
+            name_bins.due(name)
         if (o.booting is None) != (e.booting is None):
             if e.booting is None:
                 del self.booting[name]
@@ -824,9 +824,9 @@ class CapacityTally(WorkerTally):
             return
         o, e = old or _VOID, entry or _VOID
         self._store(name, o, entry)
-        ready = e.ready
-        if ready != o.ready or e.booting != o.booting:
-            self._bins.due(name)
+        ready, bins = e.ready, self._bins
+        if bins.index is not None and (ready != o.ready or e.booting != o.booting):
+            bins.due(name)
         if (o.ready is None) != (ready is None):
             self._ready_count += 1 if ready is not None else -1
         if o.idle_since is not None or e.idle_since is not None:
