@@ -208,12 +208,16 @@ def test_a_kth_replay_is_identical_with_and_without_the_tally(name: str, copies:
     ]
     prepared = prepare(Workload(wl.source, jobs), 8, 52 * copies)
     outs = []
+    policies = []
     for incremental in (True, False):
         policy = dataclasses.replace(
             peer(name, Limits(max_nodes=52 * copies, slots_per_node=8)), incremental=incremental
         )
         settings = SimSettings(slots_per_node=8, max_nodes=52 * copies, record=True)
         outs.append(replay(prepared, policy, settings, billing="second", price=1.0))
+        policies.append(policy)
+    if isinstance(policies[0], ElbPolicy):  # per-second billing: the idle workers read by idle since alone
+        assert policies[0].tally._by_since is not None and policies[0].tally._idle is None
     (fast, fout), (slow, sout) = outs
     assert fout.placements == sout.placements
     assert fout.nodes == sout.nodes
