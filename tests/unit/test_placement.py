@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import pytest
 
 from elb.core.policy.forecast import Forecast, _capacity, forecast
-from elb.core.policy.placement import Bin, FreeIndex, Packing, host_order, named, width
+from elb.core.policy.placement import Bin, FreeIndex, Key, Packing, host_order, named, width
 from elb.core.policy.view import ClusterView, cluster_view
 from elb.core.state import join
 from tests.unit.factories import T0, host, pending, snap
@@ -220,3 +220,35 @@ def test_packing_on_a_kept_index_read_through_places_as_on_the_list_of_bins(seed
         assert through.saturated == plain.saturated
     assert (through.new_nodes, through.complete, through.assigned) == (plain.new_nodes, plain.complete, plain.assigned)
     assert index._free == kept
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_a_packing_on_a_kept_index_places_as_on_the_list_of_its_bins(seed: int) -> None:
+    """Placing on the workers of an index read through (``ready``, keyed ``named``), with named
+    bins over some of them, gives what placing on the same bins as a list in host order gives:
+    each job's answer, the new nodes, the workers assigned; the index is never changed."""
+    rng = random.Random(seed)
+    spn = rng.choice([4, 8])
+    names = [f"node{i:03d}" for i in rng.sample(range(1, 200), rng.randrange(1, 14))]
+    free = {n: rng.choice([0, spn, spn, rng.randrange(spn + 1)]) for n in names}
+    over = {n: min(spn, free[n] + rng.randrange(spn)) for n in names if rng.random() < 0.3}
+    freed = rng.randrange(3)  # whole nodes that ending wide jobs free, after the workers
+    jobs = [
+        (rng.choice([1, 2, 3, spn, spn + 1, 2 * spn, 3 * spn]), rng.randrange(1, 4))
+        for _ in range(rng.randrange(1, 12))
+    ]
+    limit = rng.randrange(6)
+    ready: FreeIndex[Key] = FreeIndex(spn)
+    for n, f in free.items():
+        ready.set(named(n), f, spn)
+    kept = Packing(
+        [Bin(None, spn, spn) for _ in range(freed)], spn, limit, ready, [Bin(n, f, spn) for n, f in over.items()]
+    )
+    in_order = sorted(names, key=host_order)
+    listed = Packing(
+        [Bin(n, over.get(n, free[n]), spn) for n in in_order] + [Bin(None, spn, spn) for _ in range(freed)], spn, limit
+    )
+    for slots, tasks in jobs:
+        assert kept.place(slots, tasks) == listed.place(slots, tasks)
+    assert (kept.new_nodes, kept.assigned, kept.complete) == (listed.new_nodes, listed.assigned, listed.complete)
+    assert ready._free == {named(n): (f, spn) for n, f in free.items()}

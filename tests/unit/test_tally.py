@@ -22,7 +22,7 @@ from elb.core.policy.default import ElbPolicy
 from elb.core.policy.peers import Limits, ParallelclusterPolicy, SlurmPolicy, StarclusterPolicy
 from elb.core.policy.placement import FreeIndex, Key, named
 from elb.core.policy.tally import CapacityTally, Noted, Revised, WorkerTally
-from elb.core.state import ClusterState, join
+from elb.core.state import ClusterState, join, started_host
 from elb.schedulers.sge.states import job_phase
 from elb.simulate.engine import SimSettings, Simulator
 from elb.simulate.runner import prepare, replay
@@ -208,12 +208,16 @@ def test_a_kth_replay_is_identical_with_and_without_the_tally(name: str, copies:
     ]
     prepared = prepare(Workload(wl.source, jobs), 8, 52 * copies)
     outs = []
+    policies = []
     for incremental in (True, False):
         policy = dataclasses.replace(
             peer(name, Limits(max_nodes=52 * copies, slots_per_node=8)), incremental=incremental
         )
         settings = SimSettings(slots_per_node=8, max_nodes=52 * copies, record=True)
         outs.append(replay(prepared, policy, settings, billing="second", price=1.0))
+        policies.append(policy)
+    if isinstance(policies[0], ElbPolicy):  # per-second billing: the idle workers read by idle since alone
+        assert policies[0].tally._by_since is not None and policies[0].tally._idle is None
     (fast, fout), (slow, sout) = outs
     assert fout.placements == sout.placements
     assert fout.nodes == sout.nodes
@@ -240,6 +244,11 @@ def _pool() -> tuple[list[Host], list[Node], list[Job]]:
     ]
     nodes += [node(n, 50.0, s) for n in NAMES[:3] for s in STATES[3:]]
     jobs = [running(100 + i, n, slots=2) for i, n in enumerate(NAMES)]
+    # With a requested run time (the forecast finds them by their expected end), one wide.
+    jobs += [
+        dataclasses.replace(running(120 + i, n, slots=s), hard_runtime=rt)
+        for i, (n, s, rt) in enumerate([(NAMES[0], 1, 300.0), (NAMES[1], 12, 60.0), (NAMES[2], 3, 4000.0)])
+    ]
     jobs += [
         pending(i, waited, slots, tasks)
         for i, (waited, slots, tasks) in enumerate([(10, 1, 1), (50, 4, 3), (50, 12, 1), (90, 20, 2), (10, 1, 1)], 1)
@@ -339,6 +348,10 @@ def _kept(tally: CapacityTally) -> tuple[object, ...]:
         tally.pending_plain,
         tally.waiting,
         tally.busy,
+        # The running jobs by expected end, and without one by start: (that time, the job) each.
+        sorted((at, key) for at, _, key in tally._ends),
+        sorted((at, key) for at, _, key in tally._starts),
+        {key: (place[0], id(job), on) for key, (place, job, on) in tally._ending.items()},
     )
 
 
@@ -353,19 +366,25 @@ def test_a_capacity_tally_kept_up_to_date_equals_one_built_afresh(
     the index of bins a forecast packs on (ready and booting workers), the waiting slots."""
     kept = CapacityTally()
     late = CapacityTally()  # its bins and idle workers (by name, by since) read only after the last step
+    seldom = CapacityTally()  # its bins read after the first step and the last: the changes in between, at once
     last: list[tuple[object, ...]] = []
     modelled = True
-    for hosts, nodes, jobs, kind, later in steps:
+    for step, (hosts, nodes, jobs, kind, later) in enumerate(steps):
         now = T0 + later
         made, last = _as_given((jobs, hosts, nodes), kind, last)
         snapshot = Snapshot(now, made[0], made[1])  # type: ignore[arg-type]
         modelled = kept.update_for(snapshot, made[2], "master", "node", spn)  # type: ignore[arg-type]
         assert late.update_for(snapshot, made[2], "master", "node", spn) is modelled  # type: ignore[arg-type]
+        assert seldom.update_for(snapshot, made[2], "master", "node", spn) is modelled  # type: ignore[arg-type]
+        if step == 0:
+            seldom.bins, seldom.name_bins(spn)
         afresh = CapacityTally()
         whole = Snapshot(now, tuple(jobs), tuple(hosts))
         assert afresh.update_for(whole, tuple(nodes), "master", "node", spn) is modelled
         if modelled:
             assert _kept(kept) == _kept(afresh)
+            assert _running_by_end(kept) == _running_by_end_of(jobs)
+            assert kept._ends == sorted(kept._ends) and kept._starts == sorted(kept._starts)
             assert kept.idle_by_since == sorted((kept.idle_since(n), n) for n in kept.idle)
             idle = kept.idle_workers()  # what the cost rule reads: each one's idle since, the one rule's
             assert [(w.name, w.idle_since) for w in idle] == [(n, kept.idle_since(n)) for n in kept.idle]
@@ -377,9 +396,31 @@ def test_a_capacity_tally_kept_up_to_date_equals_one_built_afresh(
             assert kept._ready_count == sum(e.ready is not None for _, e in entries)
             assert _index(kept.name_bins(spn)) == _index(_name_bins(kept, spn))
     if modelled:
+        assert _index(late.bins) == _index(kept.bins)
+        assert _index(seldom.bins) == _index(kept.bins)
         assert _index(late.name_bins(spn)) == _index(kept.name_bins(spn))
+        assert _index(seldom.name_bins(spn)) == _index(kept.name_bins(spn))
         assert late.idle_by_since == kept.idle_by_since  # made at the first read, and kept since
         assert late.idle == kept.idle  # the same
+
+
+def _running_by_end(tally: CapacityTally) -> tuple[list[tuple[float, int]], list[tuple[float, int]]]:
+    """The running jobs a tally's forecast finds by their expected end, and without one by their
+    start: (that time, the job's id) each, in order (the ones at the same time, by id)."""
+    return sorted((at, key) for at, _, key in tally._ends), sorted((at, key) for at, _, key in tally._starts)
+
+
+def _running_by_end_of(jobs: Sequence[Job]) -> tuple[list[tuple[float, int]], list[tuple[float, int]]]:
+    """``_running_by_end`` of the jobs, made afresh: each started job filed under a host."""
+    ends: list[tuple[float, int]] = []
+    starts: list[tuple[float, int]] = []
+    for j in jobs:
+        if started_host(j) is not None and j.started is not None:
+            if j.hard_runtime is None:
+                starts.append((j.started, id(j)))
+            else:
+                ends.append((j.started + j.hard_runtime, id(j)))
+    return sorted(ends), sorted(starts)
 
 
 def _name_bins(tally: WorkerTally, spn: int) -> FreeIndex[Key]:

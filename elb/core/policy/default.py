@@ -121,8 +121,9 @@ class ElbPolicy:
         return self.cache.derived("idle", (view.workers,), lambda: _idle_managed(view))
 
     def _any_idle(self, view: View) -> bool:
-        if isinstance(view, TallyView):
-            return bool(view.tally.idle)
+        if isinstance(view, TallyView):  # of the tally's lists, the one the cost rule reads (the other is not kept)
+            tally = self._idle_in_order(view)
+            return bool(tally.idle_by_since if tally is not None else view.tally.idle)
         return bool(self._idle(view))
 
     def _names(self, view: View, state: ClusterState, count: int) -> tuple[str, ...]:

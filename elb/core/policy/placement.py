@@ -126,6 +126,14 @@ class FreeIndex(Generic[K]):
             self._buckets[free].sort()
         self._empty.sort()
 
+    def add_full(self, entries: Sequence[tuple[K, int]]) -> None:
+        """Add nodes the index does not hold, each (key, total) with no free slot: ``set`` of each
+        to 0 free (in no bucket, and not empty), without its tests."""
+        free = self._free
+        for key, total in entries:
+            assert key not in free
+            free[key] = (0, total)
+
     def remove(self, key: K) -> None:
         old = self._free.pop(key, None)
         if old is not None:
@@ -203,12 +211,23 @@ class Overlay(Generic[K]):
                 self._hidden_empty += 1
         top.set(key, free, total)
 
-    def take_whole(self, key: K) -> None:
-        """``set`` of a node of the base, empty and not set on top, to no free slot (a wide job
-        takes all of it): hidden as an empty one."""
-        assert self.base is not None and key not in self.top
-        self._hidden_empty += 1
-        self.top.set(key, 0, self.base._free[key][1])
+    def take_wholes(self, keys: Sequence[K]) -> tuple[list[K], list[K]]:
+        """Of ``keys`` (``empties``: empty nodes, of the base or set on top), ``set`` each node of
+        the base not set on top to no free slot (a wide job takes all of it: hidden as an empty
+        one), and leave the ones set on top to the caller: (those taken here, those left), each
+        in order."""
+        top = self.top
+        on_top = top._free
+        taken: list[K] = []
+        left: list[K] = []
+        for key in keys:
+            (left if key in on_top else taken).append(key)
+        if taken:
+            base = self.base
+            assert base is not None
+            self._hidden_empty += len(taken)
+            top.add_full([(key, base._free[key][1]) for key in taken])
+        return taken, left
 
     def set_many(self, entries: Sequence[tuple[K, int, int]]) -> None:
         """``set`` of each (key, free, total) in turn (``FreeIndex.set_many`` on top)."""
@@ -378,16 +397,15 @@ class Packing:
         k = width(slots, self.slots_per_node)
         left, short, new = tasks, 0, 0
         index = self._index
-        top = index.top
         while left and index.empty_count:
             taken = index.empties(k)
-            for key in taken:
-                if key in top:  # a bin set here (listed, named, or taken from before)
-                    b = self._bin(key)
-                    self._take(key, b, b.free)
-                else:  # a ready worker of the kept index, untouched: taken whole, with no bin of its own
-                    index.take_whole(key)
-                    self.assigned.add(key[2])
+            # The ready workers of the kept index, untouched, are taken whole, with no bin of
+            # their own; the bins set here (listed, named, or taken from before), as bins.
+            whole, bins = index.take_wholes(taken)
+            self.assigned.update([key[2] for key in whole])
+            for key in bins:
+                b = self._bin(key)
+                self._take(key, b, b.free)
             left -= 1
             if len(taken) < k:
                 short += 1

@@ -35,7 +35,8 @@ everything: the caller then builds the full view.
 
 ``CapacityTally`` keeps in addition what elb's own policy reads (``elb.core.policy.default``): the
 ready workers' free and total slots and the booting workers' slots in a ``FreeIndex`` by host
-order (the forecast's packing reads it through, ``elb.core.policy.placement.Overlay``), the
+order (the forecast's packing reads it through, ``elb.core.policy.placement.Overlay``; like
+``name_bins``, brought up to date when read, by the workers whose bins changed since), the
 running jobs with a requested run time by their expected end (the forecast takes the ones ending
 by its horizon, and the next one to become overdue), those without one by their start (the
 forecast takes the ones young enough to end by its horizon, ``ages_by``), the idle workers' records (the cost rule's),
@@ -48,7 +49,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, NamedTuple, TypeVar
 
@@ -80,6 +81,14 @@ class _Entry(NamedTuple):
 
 
 _VOID = _Entry(None, None, None)  # no worker: what a name that comes or goes had, or has
+
+
+def _new_entry(
+    fields: tuple[int | None, tuple[int, int] | None, float | None, int, tuple[int, int] | None, bool],
+) -> _Entry:
+    """An ``_Entry`` of all its fields in order, made by the tuple's own constructor (the named
+    tuple's ``__new__`` is a Python call: an entry is made at each change of a worker)."""
+    return tuple.__new__(_Entry, fields)
 
 
 class Revised(tuple[T, ...]):
@@ -216,6 +225,47 @@ def _booting_slots(e: _Entry, otherwise: int) -> int:
     return e.booting or otherwise
 
 
+def _set_bin(bins: FreeIndex[Key], name: str, e: _Entry) -> None:
+    """Set ``name``'s bin in ``CapacityTally.bins`` to what its entry ``e`` says: a ready
+    worker's (free, total), a booting one's (slots, slots), none for another."""
+    if e.ready is not None:
+        bins.set(named(name), *e.ready)
+    elif e.booting is not None:
+        slots = _booting_slots(e, bins.whole)
+        bins.set(named(name), slots, slots)
+    else:
+        bins.remove(named(name))
+
+
+class _KeptBins:
+    """An index of bins made of the workers' entries (``put`` sets one worker's bins from its
+    entry) at its first read, then brought up to date at each read by the workers whose bins
+    changed since (``due``), each once: a worker may change often between two reads, and a
+    tally that is never read does not pay for it."""
+
+    def __init__(self, put: Callable[[FreeIndex[Key], str, _Entry], None]) -> None:
+        self._put = put
+        self.index: FreeIndex[Key] | None = None  # as last read (None: not read yet, nothing to keep)
+        self._due: dict[str, None] = {}
+
+    def due(self, name: str) -> None:
+        """``name``'s bins changed since ``index`` was read: set at the next read."""
+        self._due[name] = None
+
+    def read(self, entries: dict[str, _Entry], whole: int) -> FreeIndex[Key]:
+        """The index of ``entries`` (for another ``whole``: made again)."""
+        index, due, put = self.index, self._due, self._put
+        if index is None or index.whole != whole:
+            index = self.index = FreeIndex(whole)
+            for name, e in entries.items():
+                put(index, name, e)
+        else:
+            for name in due:
+                put(index, name, entries.get(name, _VOID))
+        due.clear()
+        return index
+
+
 class WorkerTally:
     """See the module's doc. One per policy object, like ``ViewCache``."""
 
@@ -244,11 +294,13 @@ class WorkerTally:
         self._numbers: dict[int, int] = {}  # node numbers in use (hosts and every record), and their uses
         self._number_of: dict[str, int | None] = {}  # each name's number (None: not one of ``prefix``)
         self._highest: int | None = 0  # the highest of ``_numbers`` (None: to find)
-        self._name_bins: FreeIndex[Key] | None = None  # ``name_bins`` once read (None: not kept)
-        self._name_bins_due: dict[str, None] = {}  # workers whose bins changed since it was last read
+        self._name_bins = _KeptBins(_set_name_bin)  # ``name_bins``
         self.booting: dict[str, None] = {}  # booting workers, in no order (their number is read)
         self._idle: list[str] | None = None  # ``idle`` once read (None: not kept)
         self._by_since: list[tuple[float, str]] | None = None  # ``idle_by_since`` once read (None: not kept)
+        # What a subclass keeps of the running jobs that stop and start (``_take_jobs``; None: nothing).
+        self._stopped: Callable[[Job], None] | None = None
+        self._started: Callable[[Job, str], None] | None = None
 
     def clear(self) -> None:
         """Forget everything (the next ``update`` takes its inputs in whole)."""
@@ -264,17 +316,7 @@ class WorkerTally:
         (for another ``whole``: again), then brought up to date at each read by the workers whose
         bins changed since, each once (a read comes only with jobs waiting; elb's policy and the
         other peers never read it, and do not pay for keeping it)."""
-        bins, due = self._name_bins, self._name_bins_due
-        if bins is None or bins.whole != whole:
-            bins = self._name_bins = FreeIndex(whole)
-            for name, e in self._entries.items():
-                _set_name_bin(bins, name, e)
-        else:  # the workers whose bins changed since the last read, each once
-            entries = self._entries
-            for name in due:
-                _set_name_bin(bins, name, entries.get(name, _VOID))
-        due.clear()
-        return bins
+        return self._name_bins.read(self._entries, whole)
 
     @property
     def idle_by_since(self) -> list[tuple[float, str]]:
@@ -424,8 +466,9 @@ class WorkerTally:
             return False
         self._take_jobs(jobs, changed)
         changed.discard(self._master)
+        entry, set_entry = self._entry, self._set
         for name in changed:
-            self._set(name, self._entry(name))
+            set_entry(name, entry(name))
         return True
 
     def _take_hosts(self, hosts: tuple[Sequence[Host], Sequence[Host]], changed: set[str]) -> bool:
@@ -484,15 +527,26 @@ class WorkerTally:
                 self._count_name(name, step)
 
     def _take_jobs(self, jobs: tuple[Sequence[Job], Sequence[Job]], changed: set[str]) -> None:
+        """Take in the jobs that went and came: the waiting ones, and the hosts the running ones
+        are filed under (``changed``: those that started or stopped running any job); a running
+        job that went or came goes to ``_stopped`` or ``_started`` too, in this one walk."""
         gone, came = jobs
-        pending, running, filed = self._pending, self._running, self._filed
         ran: dict[str, bool] = {}  # the hosts whose running jobs changed: whether they ran one before
+        self._jobs_gone(gone, ran)
+        self._jobs_came(came, ran)
+        # A worker's entry reads whether it runs a job (``_entry``), not how many.
+        running = self._running
+        changed.update(on for on, before in ran.items() if (on in running) != before)
+
+    def _jobs_gone(self, gone: Sequence[Job], ran: dict[str, bool]) -> None:
+        pending, running, filed, stopped = self._pending, self._running, self._filed, self._stopped
         for j in gone:
             if j.phase is _WAITING:
                 del pending[id(j)]
                 self._ordered = None
                 self._pending_slots -= j.slots * j.tasks
                 self._pending_odd -= j.slots <= 0 or j.tasks <= 0
+                continue  # (a waiting job is filed under no host)
             on = filed.pop(id(j), None)
             if on is not None:
                 if on not in ran:
@@ -502,6 +556,11 @@ class WorkerTally:
                     running[on] = count
                 else:
                     del running[on]
+                if stopped is not None:
+                    stopped(j)
+
+    def _jobs_came(self, came: Sequence[Job], ran: dict[str, bool]) -> None:
+        pending, running, filed, started = self._pending, self._running, self._filed, self._started
         for j in came:
             if j.phase is _WAITING:
                 pending[id(j)] = j
@@ -510,14 +569,15 @@ class WorkerTally:
                     heapq.heappush(self._submits, (j.submitted, id(j)))
                 self._pending_slots += j.slots * j.tasks
                 self._pending_odd += j.slots <= 0 or j.tasks <= 0
+                continue
             on = started_host(j)
             if on is not None:
                 filed[id(j)] = on
                 if on not in ran:
                     ran[on] = on in running
                 running[on] = running.get(on, 0) + 1
-        # A worker's entry reads whether it runs a job (``_entry``), not how many.
-        changed.update(on for on, before in ran.items() if (on in running) != before)
+                if started is not None:
+                    started(j, on)
 
     def _count_name(self, name: str, step: int) -> None:
         """Keep the node numbers in use (``new_names`` scans every host and record name): add
@@ -554,11 +614,11 @@ class WorkerTally:
         booting, ready, busy, since = worker_state(node, up, host_busy, name in self._running)
         up_total, occupied = total if up else 0, occupies(booting, busy)
         if booting:
-            return _Entry(worker_slots(node, otherwise=0), None, None, up_total, None, occupied)
+            return _new_entry((worker_slots(node, otherwise=0), None, None, up_total, None, occupied))
         if not ready:
-            return _Entry(None, None, None, up_total, None, occupied)
+            return _new_entry((None, None, None, up_total, None, occupied))
         room = (free, total)
-        return _Entry(None, room if free > 0 else None, since, up_total, room, occupied)
+        return _new_entry((None, room if free > 0 else None, since, up_total, room, occupied))
 
     def _set(self, name: str, entry: _Entry | None) -> None:
         old = self._entries.get(name)
@@ -576,8 +636,9 @@ class WorkerTally:
             self._up_total += e.up_total - o.up_total
         if o.busy != e.busy:
             self._busy += 1 if e.busy else -1
-        if self._name_bins is not None and (o.room != e.room or o.booting != e.booting):
-            self._name_bins_due[name] = None  # set at the next read (a worker may change often in between)
+        name_bins = self._name_bins
+        if name_bins.index is not None and (o.room != e.room or o.booting != e.booting):
+            name_bins.due(name)
         if (o.booting is None) != (e.booting is None):
             if e.booting is None:
                 del self.booting[name]
@@ -616,9 +677,7 @@ class CapacityTally(WorkerTally):
 
     def _forget(self, master: str, prefix: str) -> None:
         super()._forget(master, prefix)
-        # The bins a forecast packs on, by ``named``: each ready worker's (free, total) slots, and
-        # each booting one's (slots, slots) (its record's slots; unknown: the forecast's node size).
-        self.bins: FreeIndex[Key] = FreeIndex(self._whole)
+        self._bins = _KeptBins(_set_bin)  # ``bins``
         self._ready_count = 0  # the ready workers (the others in ``bins`` are booting)
         self._ends: list[_Ending] = []  # running jobs filed under a host with an expected end, by it
         self._starts: list[_Ending] = []  # running jobs filed under a host without one, by their start
@@ -627,6 +686,7 @@ class CapacityTally(WorkerTally):
         self._odd = 0  # running jobs of fewer than no slots (not modelled: ``update`` says False)
         self._idle_workers: tuple[IdleWorker, ...] | None = ()
         self._idle_made: dict[str, IdleWorker] = {}  # the last ones made, by name (reused while the record is the same)
+        self._stopped, self._started = self._stop, self._start
 
     def update_for(  # noqa: PLR0917 (``update``'s inputs and the forecast's node size)
         self, snapshot: Snapshot, nodes: Sequence[Node], master: str, prefix: str, spn: int, down: Collection[str] = ()
@@ -643,6 +703,15 @@ class CapacityTally(WorkerTally):
         return True
 
     # -- what a decision reads ------------------------------------------------------------------
+    @property
+    def bins(self) -> FreeIndex[Key]:
+        """The bins a forecast packs on (a ``Packing`` reads them through, never changing them),
+        by ``named``: each ready worker's (free, total) slots, and each booting one's (slots,
+        slots) (its record's slots; unknown: the forecast's node size). Made at the first read,
+        then brought up to date at each read by the workers whose bins changed since, each once
+        (a forecast reads it only while jobs wait)."""
+        return self._bins.read(self._entries, self._whole)
+
     def record(self, name: str) -> Node:
         """A managed worker's record."""
         return self._alive[name]
@@ -726,26 +795,26 @@ class CapacityTally(WorkerTally):
         return Capacity(tail, self._ready_count, len(self.booting), freed, self.bins, over)
 
     # -- bringing it up to date -----------------------------------------------------------------
-    def _take_jobs(self, jobs: tuple[Sequence[Job], Sequence[Job]], changed: set[str]) -> None:
-        super()._take_jobs(jobs, changed)
-        gone, came = jobs
-        for j in gone:
-            found = self._ending.pop(id(j), None)
-            if found is not None:
-                places = self._starts if j.hard_runtime is None else self._ends
-                del places[bisect.bisect_left(places, found[0])]
-                self._odd -= j.total_slots < 0
-        for j in came:
-            host = self._filed.get(id(j))
-            if host is not None and j.started is not None:
-                self._numbered += 1
-                if j.hard_runtime is None:
-                    place, places = (j.started, self._numbered, id(j)), self._starts
-                else:
-                    place, places = (j.started + j.hard_runtime, self._numbered, id(j)), self._ends
-                bisect.insort(places, place)
-                self._ending[id(j)] = (place, j, host)
-                self._odd += j.total_slots < 0
+    def _stop(self, j: Job) -> None:
+        """A running job filed under a host went: out of its index (``_take_jobs``)."""
+        found = self._ending.pop(id(j), None)
+        if found is not None:
+            places = self._starts if j.hard_runtime is None else self._ends
+            del places[bisect.bisect_left(places, found[0])]
+            self._odd -= j.total_slots < 0
+
+    def _start(self, j: Job, host: str) -> None:
+        """A running job filed under ``host`` came: into the index of its expected end, or of its
+        start without one (``_take_jobs``)."""
+        if j.started is not None:
+            self._numbered += 1
+            if j.hard_runtime is None:
+                place, places = (j.started, self._numbered, id(j)), self._starts
+            else:
+                place, places = (j.started + j.hard_runtime, self._numbered, id(j)), self._ends
+            bisect.insort(places, place)
+            self._ending[id(j)] = (place, j, host)
+            self._odd += j.total_slots < 0
 
     def _set(self, name: str, entry: _Entry | None) -> None:
         old = self._entries.get(name)
@@ -755,16 +824,11 @@ class CapacityTally(WorkerTally):
             return
         o, e = old or _VOID, entry or _VOID
         self._store(name, o, entry)
-        # Its bin (``bins``): a ready worker's (free, total), a booting one's (slots, slots).
-        if e.ready is not None:
-            self.bins.set(named(name), *e.ready)
-        elif e.booting is not None:
-            s = _booting_slots(e, self._whole)
-            self.bins.set(named(name), s, s)
-        elif o.ready is not None or o.booting is not None:
-            self.bins.remove(named(name))
-        if (o.ready is None) != (e.ready is None):
-            self._ready_count += 1 if e.ready is not None else -1
+        ready, bins = e.ready, self._bins
+        if bins.index is not None and (ready != o.ready or e.booting != o.booting):
+            bins.due(name)
+        if (o.ready is None) != (ready is None):
+            self._ready_count += 1 if ready is not None else -1
         if o.idle_since is not None or e.idle_since is not None:
             self._idle_workers = None  # an idle worker came, went or changed (its record)
 
