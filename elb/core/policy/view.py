@@ -8,6 +8,7 @@ owns. Every policy (elb's and the peers') reads the cluster through this.
 from __future__ import annotations
 
 import math
+from array import array
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -460,14 +461,15 @@ class _Order:
     in blocks of about ``ORDER_BLOCK`` jobs, each with their submission times, and each block's
     last time: a job that leaves or comes changes its block alone (a bisection finds it), so a
     snapshot's order costs what changed and one copy of the order (``jobs``), where a list
-    would be copied around each job that left or came."""
+    would be copied around each job that left or came. A block's times are an ``array`` of
+    doubles: a bisection reads them side by side, not each from its float object over the heap."""
 
     __slots__ = ("blocks", "lasts", "times")
 
     def __init__(self, pending: Sequence[Job]) -> None:
-        times = list(map(_SUBMITTED, pending))
+        times = array("d", cast("list[float]", list(map(_SUBMITTED, pending))))
         self.blocks = [list(pending[i : i + ORDER_BLOCK]) for i in range(0, len(pending), ORDER_BLOCK)]
-        self.times: list[list[float]] = [times[i : i + ORDER_BLOCK] for i in range(0, len(times), ORDER_BLOCK)]
+        self.times: list[array[float]] = [times[i : i + ORDER_BLOCK] for i in range(0, len(times), ORDER_BLOCK)]
         self.lasts = [block[-1] for block in self.times]
 
     def jobs(self) -> tuple[Job, ...]:
@@ -495,8 +497,7 @@ class _Order:
     def remove(self, removed: Sequence[Job]) -> bool:
         """Takes each of ``removed`` out of its place; False when one is not there (a tie before it)."""
         blocks, times, lasts = self.blocks, self.times, self.lasts
-        for job in removed:
-            when = cast("float", job.submitted)
+        for job, when in zip(removed, map(_SUBMITTED, removed), strict=True):
             b = bisect_left(lasts, when)
             if b == len(blocks):
                 return False
@@ -526,17 +527,24 @@ class _Order:
             return False  # (two new jobs tie)
         blocks, times, lasts = self.blocks, self.times, self.lasts
         for job, t, number in zip(added, when, numbers, strict=True):
-            b, at = self._place(t, number)
-            if b == len(blocks):  # past every job: at the end of the last block
+            b = bisect_left(lasts, t)
+            if b < len(lasts):
+                block_times = times[b]
+                at = bisect_left(block_times, t)
+                if block_times[at] == t:  # after the jobs of that time and a lower number (``_place``)
+                    b, at = self._place(t, number)
+                    block_times = times[b]
+                    if at < len(block_times) and block_times[at] == t and blocks[b][at].job_id == number:
+                        return False  # (a new job ties one there)
+                block = blocks[b]
+            else:  # past every job: at the end of the last block
                 if not blocks:
                     blocks.append([])
-                    times.append([])
+                    times.append(array("d"))
                     lasts.append(t)
                 b = len(blocks) - 1
-                at = len(blocks[b])
-            block, block_times = blocks[b], times[b]
-            if at < len(block) and block_times[at] == t and block[at].job_id == number:
-                return False  # (a new job ties one there)
+                block, block_times = blocks[b], times[b]
+                at = len(block)
             block.insert(at, job)
             block_times.insert(at, t)
             if at == len(block) - 1:
