@@ -7,7 +7,6 @@ failed bring-ups and a warm pool.
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from elb.simulate.engine import SimOutcome, SimSettings, Simulator
 from elb.simulate.groups import SimGroups, load_groups, one_group
 from elb.simulate.runner import build_policy
 from elb.simulate.swf import SimJob
-from tests.unit.test_simulate_records import random_log
+from tests.unit.test_simulate_records import mostly_runnable_log, random_log
 
 POLICIES = ("elb", "starcluster", "parallelcluster", "slurm", "static")
 DISPATCHES = ("sge", "fifo", "easy")
@@ -96,9 +95,7 @@ def test_dispatch_when_a_job_may_start_replays_as_at_every_event_with_failures_a
 def test_dispatch_when_a_job_may_start_replays_as_at_every_event_on_random_logs(
     seed: int, n: int, name: str, dispatch: str, max_nodes: int
 ) -> None:
-    jobs = random_log(seed, n)
-    rng = random.Random(seed)
-    jobs = [j for j in jobs if j.slots <= 8 * max_nodes or rng.random() < 0.5]  # a few no group can run
+    jobs = mostly_runnable_log(seed, n, max_nodes)
     if not jobs:
         return
     s = SimSettings(slots_per_node=8, max_nodes=max_nodes, dispatch=dispatch, record=True)  # type: ignore[arg-type]

@@ -52,6 +52,13 @@ def random_log(seed: int, n: int) -> list[SimJob]:
     return jobs
 
 
+def mostly_runnable_log(seed: int, n: int, max_nodes: int) -> list[SimJob]:
+    """``random_log``, with about half the jobs wider than ``max_nodes`` nodes of 8 slots left out:
+    a few that no group can run are kept."""
+    rng = random.Random(seed)
+    return [j for j in random_log(seed, n) if j.slots <= 8 * max_nodes or rng.random() < 0.5]
+
+
 def _policy(name: str, max_nodes: int) -> Policy:
     return build_policy(name, billing="second", slots_per_node=8, boot_time=300, max_nodes=max_nodes)
 

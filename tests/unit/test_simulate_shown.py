@@ -15,7 +15,6 @@ the ones made anew from the replay's own state.
 from __future__ import annotations
 
 import dataclasses
-import random
 from pathlib import Path
 
 import pytest
@@ -31,7 +30,7 @@ from elb.simulate.groups import Assignment, SimGroups, load_groups, one_group
 from elb.simulate.powersave import Behind
 from elb.simulate.runner import build_policy
 from elb.simulate.swf import SimJob
-from tests.unit.test_simulate_records import random_log
+from tests.unit.test_simulate_records import mostly_runnable_log, random_log
 
 POLICIES = ("elb", "starcluster", "parallelcluster", "slurm", "static")
 TWO_GROUPS = """\
@@ -147,9 +146,7 @@ def test_values_made_when_read_replay_the_same_with_a_warm_pool(scheduler: Behin
 def test_values_made_when_read_replay_the_same_on_random_logs(
     seed: int, n: int, name: str, dispatch: str, max_nodes: int
 ) -> None:
-    jobs = random_log(seed, n)
-    rng = random.Random(seed)
-    jobs = [j for j in jobs if j.slots <= 8 * max_nodes or rng.random() < 0.5]  # a few no group can run
+    jobs = mostly_runnable_log(seed, n, max_nodes)
     if not jobs:
         return
     s = SimSettings(slots_per_node=8, max_nodes=max_nodes, dispatch=dispatch, record=True)  # type: ignore[arg-type]
