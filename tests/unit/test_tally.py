@@ -22,6 +22,7 @@ from elb.core.policy.default import ElbPolicy
 from elb.core.policy.peers import Limits, ParallelclusterPolicy, SlurmPolicy, StarclusterPolicy
 from elb.core.policy.placement import FreeIndex, Key, named
 from elb.core.policy.tally import CapacityTally, Noted, Revised, WorkerTally
+from elb.core.policy.view import oldest_wait
 from elb.core.state import ClusterState, join, started_host
 from elb.schedulers.sge.states import job_phase
 from elb.simulate.engine import SimSettings, Simulator
@@ -363,7 +364,8 @@ def test_a_capacity_tally_kept_up_to_date_equals_one_built_afresh(
     """After each step of a random sequence of inputs (as tuples, lists or ``Revised`` tuples
     saying what changed), the tally brought up to date holds what a new tally taking in the same
     inputs whole holds: its entries, its booting and idle workers, the idle ones by idle since,
-    the index of bins a forecast packs on (ready and booting workers), the waiting slots."""
+    the index of bins a forecast packs on (ready and booting workers), the waiting slots and the
+    oldest one's wait."""
     kept = CapacityTally()
     late = CapacityTally()  # its bins and idle workers (by name, by since) read only after the last step
     seldom = CapacityTally()  # its bins read after the first step and the last: the changes in between, at once
@@ -377,7 +379,7 @@ def test_a_capacity_tally_kept_up_to_date_equals_one_built_afresh(
         assert late.update_for(snapshot, made[2], "master", "node", spn) is modelled  # type: ignore[arg-type]
         assert seldom.update_for(snapshot, made[2], "master", "node", spn) is modelled  # type: ignore[arg-type]
         if step == 0:
-            seldom.bins, seldom.name_bins(spn)
+            seldom.bins, seldom.name_bins(spn), seldom.oldest_wait(now)
         afresh = CapacityTally()
         whole = Snapshot(now, tuple(jobs), tuple(hosts))
         assert afresh.update_for(whole, tuple(nodes), "master", "node", spn) is modelled
@@ -395,7 +397,10 @@ def test_a_capacity_tally_kept_up_to_date_equals_one_built_afresh(
             assert kept.bins._free == bins
             assert kept._ready_count == sum(e.ready is not None for _, e in entries)
             assert _index(kept.name_bins(spn)) == _index(_name_bins(kept, spn))
+            # The submissions, kept from the first read on: the oldest waiting job's wait.
+            assert kept.oldest_wait(now) == oldest_wait(kept.pending(whole, now), now)
     if modelled:
+        assert late.oldest_wait(now) == seldom.oldest_wait(now) == kept.oldest_wait(now)
         assert _index(late.bins) == _index(kept.bins)
         assert _index(seldom.bins) == _index(kept.bins)
         assert _index(late.name_bins(spn)) == _index(kept.name_bins(spn))

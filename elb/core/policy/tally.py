@@ -284,8 +284,10 @@ class WorkerTally:
         self._pending: dict[int, Job] = {}
         self._ordered: tuple[Job, ...] | None = ()  # the waiting jobs oldest first (None: to sort)
         # The waiting jobs' submissions, a heap of (time, the job's id) from which the entries of
-        # jobs no longer waiting are dropped when they come to the top (``oldest_wait``).
-        self._submits: list[tuple[float, int]] = []
+        # jobs no longer waiting are dropped when they come to the top (``oldest_wait``). Made at
+        # the first read (None: not read yet): a policy that never reads it, Slurm's or
+        # ParallelCluster's, keeps no entry for each job that waits.
+        self._submits: list[tuple[float, int]] | None = None
         self._up_total = 0  # the slots of the workers whose host is up
         self._busy = 0  # the workers whose entry says busy
         self._pending_slots = 0
@@ -384,8 +386,9 @@ class WorkerTally:
     def oldest_wait(self, now: float) -> float:
         """``ClusterView.oldest_wait`` at ``now``."""
         heap, pending = self._submits, self._pending
-        if len(heap) > 2 * len(pending) + 64:  # mostly entries of jobs gone: made again from the waiting ones
-            heap[:] = [(j.submitted, key) for key, j in pending.items() if j.submitted is not None]
+        if heap is None or len(heap) > 2 * len(pending) + 64:
+            # Not read before, or mostly entries of jobs gone: made again from the waiting ones.
+            heap = self._submits = [(j.submitted, key) for key, j in pending.items() if j.submitted is not None]
             heapq.heapify(heap)
         while heap:
             first, key = heap[0]
@@ -565,7 +568,7 @@ class WorkerTally:
             if j.phase is _WAITING:
                 pending[id(j)] = j
                 self._ordered = None
-                if j.submitted is not None:
+                if j.submitted is not None and self._submits is not None:
                     heapq.heappush(self._submits, (j.submitted, id(j)))
                 self._pending_slots += j.slots * j.tasks
                 self._pending_odd += j.slots <= 0 or j.tasks <= 0
