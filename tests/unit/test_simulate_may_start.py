@@ -13,21 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from elb.core.policy.base import Policy
 from elb.core.warmpool import WarmPool
 from elb.simulate.engine import SimOutcome, SimSettings, Simulator
 from elb.simulate.groups import SimGroups, load_groups, one_group
-from elb.simulate.runner import build_policy
 from elb.simulate.swf import SimJob
-from tests.unit.test_simulate_records import mostly_runnable_log, random_log
+from tests.unit.test_simulate_records import POLICIES, TWO_GROUPS, mostly_runnable_log, random_log, replay_policy
 
-POLICIES = ("elb", "starcluster", "parallelcluster", "slurm", "static")
 DISPATCHES = ("sge", "fifo", "easy")
-TWO_GROUPS = """\
-node_groups:
-  - {name: compute, slots: 8, max_nodes: 2, price_per_hour: 0.34}
-  - {name: wide, slots: 16, max_nodes: 3, price_per_hour: 0.9}
-"""
 
 
 class AtEveryEvent(Simulator):
@@ -38,15 +30,11 @@ class AtEveryEvent(Simulator):
         super()._events_at(t)
 
 
-def _policy(name: str, max_nodes: int, groups: SimGroups | None = None) -> Policy:
-    return build_policy(name, billing="second", slots_per_node=8, boot_time=300, max_nodes=max_nodes, groups=groups)
-
-
 def both(
     jobs: list[SimJob], name: str, s: SimSettings, groups: SimGroups | None = None
 ) -> tuple[SimOutcome, SimOutcome]:
-    skipping = Simulator(jobs, _policy(name, s.max_nodes, groups), s, groups=groups).run()
-    every = AtEveryEvent(jobs, _policy(name, s.max_nodes, groups), s, groups=groups).run()
+    skipping = Simulator(jobs, replay_policy(name, s.max_nodes, groups), s, groups=groups).run()
+    every = AtEveryEvent(jobs, replay_policy(name, s.max_nodes, groups), s, groups=groups).run()
     return skipping, every
 
 

@@ -14,11 +14,18 @@ import pytest
 
 from elb.core.policy.base import Policy
 from elb.simulate.engine import SimOutcome, SimSettings, Simulator, _Node, _Run, _Waiting
+from elb.simulate.groups import SimGroups
 from elb.simulate.runner import build_policy, prepare
 from elb.simulate.swf import SimJob, read_swf
 from tests.unit.traces import KTH, needs
 
 POLICIES = ("elb", "starcluster", "parallelcluster", "slurm", "static")
+# Two node groups for the replay tests (``elb.simulate.groups.load_groups`` of a file of this text).
+TWO_GROUPS = """\
+node_groups:
+  - {name: compute, slots: 8, max_nodes: 2, price_per_hour: 0.34}
+  - {name: wide, slots: 16, max_nodes: 3, price_per_hour: 0.9}
+"""
 
 
 class SeenAtEveryJob(Simulator):
@@ -59,13 +66,14 @@ def mostly_runnable_log(seed: int, n: int, max_nodes: int) -> list[SimJob]:
     return [j for j in random_log(seed, n) if j.slots <= 8 * max_nodes or rng.random() < 0.5]
 
 
-def _policy(name: str, max_nodes: int) -> Policy:
-    return build_policy(name, billing="second", slots_per_node=8, boot_time=300, max_nodes=max_nodes)
+def replay_policy(name: str, max_nodes: int, groups: SimGroups | None = None) -> Policy:
+    """The policy ``name`` of the replay tests: 8 slots a node, booted in 300 s, billed by the second."""
+    return build_policy(name, billing="second", slots_per_node=8, boot_time=300, max_nodes=max_nodes, groups=groups)
 
 
 def both(jobs: list[SimJob], name: str, settings: SimSettings) -> tuple[SimOutcome, SimOutcome]:
-    made = Simulator(jobs, _policy(name, settings.max_nodes), settings).run()
-    seen = SeenAtEveryJob(jobs, _policy(name, settings.max_nodes), settings).run()
+    made = Simulator(jobs, replay_policy(name, settings.max_nodes), settings).run()
+    seen = SeenAtEveryJob(jobs, replay_policy(name, settings.max_nodes), settings).run()
     return made, seen
 
 
@@ -91,7 +99,7 @@ def test_records_made_at_idle_turns_replay_kth_copies_the_same(name: str) -> Non
     ]
     prepared = prepare(dataclasses.replace(whole, jobs=copies), 8, 4 * 52)
     settings = SimSettings(slots_per_node=8, max_nodes=prepared.max_nodes, record=True)
-    made = Simulator(prepared.jobs, _policy(name, prepared.max_nodes), settings).run()
-    seen = SeenAtEveryJob(prepared.jobs, _policy(name, prepared.max_nodes), settings).run()
+    made = Simulator(prepared.jobs, replay_policy(name, prepared.max_nodes), settings).run()
+    seen = SeenAtEveryJob(prepared.jobs, replay_policy(name, prepared.max_nodes), settings).run()
     assert made.placements
     assert made == seen

@@ -23,21 +23,12 @@ from hypothesis import strategies as st
 
 from elb.core.model import Job, JobPhase, Node
 from elb.core.planner import PassPlan
-from elb.core.policy.base import Policy
 from elb.core.warmpool import WarmPool
 from elb.simulate.engine import SimOutcome, SimSettings, Simulator, _Node, _Waiting
 from elb.simulate.groups import Assignment, SimGroups, load_groups, one_group
 from elb.simulate.powersave import Behind
-from elb.simulate.runner import build_policy
 from elb.simulate.swf import SimJob
-from tests.unit.test_simulate_records import mostly_runnable_log, random_log
-
-POLICIES = ("elb", "starcluster", "parallelcluster", "slurm", "static")
-TWO_GROUPS = """\
-node_groups:
-  - {name: compute, slots: 8, max_nodes: 2, price_per_hour: 0.34}
-  - {name: wide, slots: 16, max_nodes: 3, price_per_hour: 0.9}
-"""
+from tests.unit.test_simulate_records import POLICIES, TWO_GROUPS, mostly_runnable_log, random_log, replay_policy
 
 
 class AtOnce(Simulator):
@@ -86,15 +77,11 @@ class AtOnce(Simulator):
         return out
 
 
-def _policy(name: str, max_nodes: int, groups: SimGroups | None = None) -> Policy:
-    return build_policy(name, billing="second", slots_per_node=8, boot_time=300, max_nodes=max_nodes, groups=groups)
-
-
 def both(
     jobs: list[SimJob], name: str, s: SimSettings, groups: SimGroups | None = None
 ) -> tuple[SimOutcome, SimOutcome, int]:
-    made = Simulator(jobs, _policy(name, s.max_nodes, groups), s, groups=groups).run()
-    sim = AtOnce(jobs, _policy(name, s.max_nodes, groups), s, groups=groups)
+    made = Simulator(jobs, replay_policy(name, s.max_nodes, groups), s, groups=groups).run()
+    sim = AtOnce(jobs, replay_policy(name, s.max_nodes, groups), s, groups=groups)
     at_once = sim.run()
     return made, at_once, sim.checked
 
