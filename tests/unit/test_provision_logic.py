@@ -402,7 +402,7 @@ def test_a_playbook_that_reports_done_is_trusted_only_for_the_hosts_it_reports()
 
 def test_a_run_that_ended_badly_is_no_success_for_a_host_it_did_not_prove_done() -> None:
     # remove_node.yml on node007: deregistered, then the hosts lines step on a dead peer was
-    # unreachable ("...ignoring"), and the play ended with rc 2 before the exports step: the recap
+    # unreachable ("...ignoring"), and the play ended with rc 2 before its report: the recap
     # counts the host processed, no failure, no dark; nothing proves its part ended.
     events = [
         ev("runner_on_ok", "node007", "Deregister", role="sge_decommission"),
