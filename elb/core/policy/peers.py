@@ -14,6 +14,7 @@ uses it to skip polls that provably cannot act, and asks it before a pass as wel
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -485,6 +486,42 @@ def _fit(packing: Packing, pending: Sequence[Job]) -> _Fit:
     return _Fit(frozenset(packing.assigned), packing.new_nodes, packing.complete)
 
 
+class _KeptFit:
+    """Slurm's last fit on a tally's bins (``WorkerTally.name_bins``), carried on when the next
+    one asks for more of the same: its bins unchanged since (the same index, and no read of it
+    changed it), the same limit, and the waiting jobs it placed the first ones of the new queue,
+    in order (jobs submitted since, and nothing started). Placing the jobs after them on its
+    packing is then what a fresh packing of the whole queue does (a packing places one job after
+    another, reading its bins alone), without placing the first ones again."""
+
+    def __init__(self) -> None:
+        self._packing: Packing | None = None
+        self._jobs: Sequence[Job] = ()  # the jobs placed on it, in order
+        self._changes = -1  # ``WorkerTally.name_bins_changes`` at its read
+        self._last = _NO_FIT  # what it came to
+
+    def fit(self, tally: WorkerTally, spn: int, limit: int, pending: Sequence[Job]) -> _Fit:
+        """``_fit`` of ``pending`` on a packing of the tally's bins of ``spn``, new nodes counted
+        up to just past ``limit``."""
+        index = tally.name_bins(spn)
+        changes = tally.name_bins_changes
+        packing, done = self._packing, self._jobs
+        if (
+            packing is None
+            or packing.ready is not index
+            or changes != self._changes
+            or packing.limit != limit
+            or len(pending) < len(done)
+            or not all(map(operator.is_, done, pending))
+        ):
+            packing, done = Packing([], spn, limit, ready=index), ()
+        elif len(pending) == len(done):
+            return self._last
+        fit = _fit(packing, pending[len(done) :])
+        self._packing, self._jobs, self._changes, self._last = packing, pending, changes, fit
+        return fit
+
+
 @quick_init
 @dataclass(frozen=True, slots=True)
 class _SlurmReads:
@@ -494,9 +531,9 @@ class _SlurmReads:
     pending: Sequence[Job]
     spn: int
     idle: Sequence[tuple[float, str]]  # managed idle workers, (since when, name), by idle since, then name
-    # A packing, new nodes counted up to just past the limit given, on the ready workers' free
-    # slots, then the booting workers', each by name (``_bins``).
-    packing: Callable[[int], Packing]
+    # ``_fit`` of the waiting jobs on a packing, new nodes counted up to just past the limit given,
+    # of the ready workers' free slots, then the booting workers', each by name (``_bins``).
+    fit: Callable[[int], _Fit]
     names: Callable[[int], tuple[str, ...]]  # names for new nodes
 
 
@@ -518,12 +555,6 @@ def _view_bins(view: ClusterView) -> list[Bin]:
     )
 
 
-def _tally_packing(tally: WorkerTally, spn: int, limit: int) -> Packing:
-    """A packing on ``_bins`` of the tally's workers, read through the index of them it keeps in
-    that order (``WorkerTally.name_bins``)."""
-    return Packing([], spn, limit, ready=tally.name_bins(spn))
-
-
 @dataclass(frozen=True, slots=True)
 class SlurmPolicy:
     """Slurm's power saving: power up nodes for exactly the waiting jobs that fit on no ready or
@@ -540,6 +571,7 @@ class SlurmPolicy:
     incremental: bool = True
     cache: ViewCache = field(default_factory=ViewCache, compare=False, repr=False)
     tally: WorkerTally = field(default_factory=WorkerTally, compare=False, repr=False)
+    fits: _KeptFit = field(default_factory=_KeptFit, compare=False, repr=False)  # its fits on the tally's bins
 
     @classmethod
     def from_config(cls, cfg: PolicyConfig, cluster: ClusterConfig) -> SlurmPolicy:
@@ -561,12 +593,13 @@ class SlurmPolicy:
                 (snapshot.hosts, nodes),
                 lambda: _view(self.cache, lim, state).slots_per_node,
             )
+            pending = tally.pending(snapshot, now)
             return _SlurmReads(
                 tally.size,
-                tally.pending(snapshot, now),
+                pending,
                 spn,
                 tally.idle_by_since,
-                lambda limit: _tally_packing(tally, spn, limit),
+                lambda limit: self.fits.fit(tally, spn, limit, pending),
                 lambda n: tally.new_names(n, lim.node_prefix, lim.node_digits),
             )
         view = _view(self.cache, lim, state)
@@ -575,7 +608,7 @@ class SlurmPolicy:
             view.pending,
             view.slots_per_node,
             sorted((since, w.name) for w, since in _facts(self.cache, view).idle),
-            lambda limit: Packing(_view_bins(view), view.slots_per_node, limit),
+            lambda limit: _fit(Packing(_view_bins(view), view.slots_per_node, limit), view.pending),
             lambda n: _names(lim, state, n),
         )
 
@@ -588,7 +621,7 @@ class SlurmPolicy:
         return self.cache.derived(
             "fit",
             (snapshot.jobs, snapshot.hosts, state.records, state.now),
-            lambda: _fit(reads.packing(max(0, self.limits.max_nodes - reads.size)), reads.pending),
+            lambda: reads.fit(max(0, self.limits.max_nodes - reads.size)),
         )
 
     def _idle_due(self, reads: _SlurmReads, fit: _Fit, now: float) -> tuple[list[Removal], float]:
@@ -606,6 +639,16 @@ class SlurmPolicy:
             due.append((name, since))
         due.sort()
         return [Removal(name, f"idle {minutes(now - since)} >= SuspendTime") for name, since in due], nxt
+
+    def _first_due(self, reads: _SlurmReads, fit: _Fit, now: float) -> float:
+        """``now`` when an idle worker is due to be powered down (``_idle_due`` finds one), else
+        when the next one is (inf: none): the first idle worker, by idle since, that no waiting
+        job was given tells, as it is the first ``_idle_due`` takes or stops at."""
+        assigned = fit.assigned
+        for since, name in reads.idle:
+            if name not in assigned:
+                return max(now, since + self.params.suspend_time)
+        return INF
 
     def _keep_min(self, reads: _SlurmReads, removals: list[Removal]) -> tuple[Removal, ...]:
         return tuple(removals[: max(0, reads.size - self.limits.min_nodes)])
@@ -651,8 +694,7 @@ class SlurmPolicy:
             return now
         if reads.size <= lim.min_nodes:
             return INF
-        removals, nxt = self._idle_due(reads, fit, now)
-        return now if removals else nxt
+        return self._first_due(reads, fit, now)
 
 
 # --------------------------------------------------------------------------------------------

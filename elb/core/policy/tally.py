@@ -247,6 +247,9 @@ class _KeptBins:
         self._put = put
         self.index: FreeIndex[Key] | None = None  # as last read (None: not read yet, nothing to keep)
         self._due: dict[str, None] = {}
+        # The reads that made ``index`` or changed it: one read and the next that find the same
+        # count read the same index, unchanged in between (a packing on it may carry on).
+        self.changes = 0
 
     def due(self, name: str) -> None:
         """``name``'s bins changed since ``index`` was read: set at the next read."""
@@ -259,10 +262,13 @@ class _KeptBins:
             index = self.index = FreeIndex(whole)
             for name, e in entries.items():
                 put(index, name, e)
-        else:
+            due.clear()
+            self.changes += 1
+        elif due:
             for name in due:
                 put(index, name, entries.get(name, _VOID))
-        due.clear()
+            due.clear()
+            self.changes += 1
         return index
 
 
@@ -319,6 +325,12 @@ class WorkerTally:
         bins changed since, each once (a read comes only with jobs waiting; elb's policy and the
         other peers never read it, and do not pay for keeping it)."""
         return self._name_bins.read(self._entries, whole)
+
+    @property
+    def name_bins_changes(self) -> int:
+        """How many reads of ``name_bins`` made or changed it: the same count at two reads (of
+        the same index) says it did not change in between."""
+        return self._name_bins.changes
 
     @property
     def idle_by_since(self) -> list[tuple[float, str]]:
