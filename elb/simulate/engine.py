@@ -582,8 +582,7 @@ class Simulator:
                 boot += self.rng.uniform(0.0, self.s.boot_jitter)
         group = group or self.first_group
         slots = slots or self.group_slots[group]
-        node = _Node(name, slots, group, now, now + boot, self._ready[group], restart=restart)
-        node.order = host_order(name)
+        node = _Node(name, slots, group, now, now + boot, self._ready[group], restart=restart, order=host_order(name))
         rate = self.s.provision_failure_rate
         node.fails = not restart and rate > 0 and self.failures.random() < rate
         self.nodes[name] = node
@@ -735,7 +734,8 @@ class Simulator:
         if not stale:
             return
         records, hosts = self._record_values, self._host_values
-        record_changes, host_changes = self._changes.records, self._changes.hosts
+        record_went, record_came = self._changes.records.went, self._changes.records.came
+        host_went, host_came = self._changes.hosts.went, self._changes.hosts.came
         for name, n in stale.items():
             if n.terminated_at is not None:
                 continue  # it went, and its values with it
@@ -743,17 +743,17 @@ class Simulator:
             old = records.get(name)
             if old is not record:
                 if old is not None:
-                    record_changes.went(old)
+                    record_went(old)
                 records[name] = record
-                record_changes.came(record)
+                record_came(record)
             if n.ready:
                 host = n.hosts.get(n.free) or self._host(n)
                 shown = hosts.get(name)
                 if shown is not host:
                     if shown is not None:
-                        host_changes.went(shown)
+                        host_went(shown)
                     hosts[name] = host
-                    host_changes.came(host)
+                    host_came(host)
         stale.clear()
 
     def state(self, now: float) -> ClusterState:
@@ -850,8 +850,7 @@ class Simulator:
         self._hosts_cache = self._jobs_cache = None
         if self.pending:
             self._may_start = True
-        if now > self.out.last_end:
-            self.out.last_end = now
+        self.out.last_end = max(self.out.last_end, now)
 
     def dispatch(self, now: float) -> None:
         self._may_start = False  # each dispatch leaves no waiting job that fits
@@ -1017,28 +1016,35 @@ class Simulator:
         """Make what qstat shows of the jobs submitted since the last snapshot that still wait,
         in submission order (after every job a snapshot showed waiting)."""
         shown = []
+        numbers, came, job_value = self._pending_numbers, self._changes.jobs.came, self._job_value
         for seq, waiting in self._unshown.items():
-            value = self._job_value(waiting.job, waiting.group, "qw", JobPhase.WAITING)
+            value = job_value(waiting.job, waiting.group, "qw", JobPhase.WAITING)
             waiting.value = value
             shown.append(value)
-            self._pending_numbers.append(seq)
-            self._changes.jobs.came(value)
+            numbers.append(seq)
+            came(value)
             if self.several_groups:
                 self.group_of[value] = waiting.group
         self._unshown.clear()
-        at = len(self._pending_numbers) - len(shown)
+        at = len(numbers) - len(shown)
         self._shown_values[at:at] = shown  # after the jobs shown waiting, before the running ones
 
     def _shown_runs(self) -> None:
         """Make what qstat shows of the jobs started since the last snapshot that still run, in
         the order they started (after every job a snapshot showed running)."""
+        values, numbers, came, job_value = (
+            self._shown_values,
+            self._running_numbers,
+            self._changes.jobs.came,
+            self._job_value,
+        )
         for number, run in self._unshown_runs.items():
             where = f"{self._queue(run.group)}@{run.parts[0][0].name}"
-            value = self._job_value(run.job, run.group, "r", JobPhase.RUNNING, started=run.start, queue=where)
+            value = job_value(run.job, run.group, "r", JobPhase.RUNNING, started=run.start, queue=where)
             run.value = value
-            self._shown_values.append(value)
-            self._running_numbers.append(number)
-            self._changes.jobs.came(value)
+            values.append(value)
+            numbers.append(number)
+            came(value)
         self._unshown_runs.clear()
 
     def _next_event(self) -> float:
@@ -1173,9 +1179,10 @@ class Simulator:
         self.out.backoff_rounds = max(self.out.backoff_rounds, self.backoff.state.rounds)
         removed = 0
         for removal in plan.remove:
-            node = self.nodes.get(removal.node)
-            if self.s.record and node is not None and node.group in self.pools:  # the pool said why not
-                self.out.pool_reasons.append(f"{removal.node}: {removal.reason}")
+            if self.s.record and self.pools:  # the pool said why not
+                node = self.nodes.get(removal.node)
+                if node is not None and node.group in self.pools:
+                    self.out.pool_reasons.append(f"{removal.node}: {removal.reason}")
             removed += self._remove(removal.node, now)
         for r in pp.pool.stops:
             removed += self._remove(r.node, now, stop=r.reason)
