@@ -3,8 +3,9 @@ CPU, ``signal.ITIMER_PROF``), each sample given to the innermost step on it.
 
 The steps are the simulator's own (``elb.simulate.engine.Simulator``): its ``events`` (job
 submissions, starts and ends, nodes becoming ready, dispatch), its ``snapshot`` (the values a pass
-reads, made for what changed), the ``policy`` (the policy's ``decide`` and ``quiet_until``,
-its tally and its packing with them), the ``planner`` (``elb.core.planner.plan_pass`` around the
+reads, made for what changed, or the changes alone that a ``NotedHint`` reads), the ``policy``
+(the policy's ``decide`` and ``quiet_until``, or ``quiet_until_noted``, its tally and its packing
+with them), the ``planner`` (``elb.core.planner.plan_pass`` around the
 policy, and the inputs the simulator hands it), carrying out a plan (``carry out``: launches and
 removals) and the quiet hint around the policy's (``quiet hint``); ``other`` is the rest (the
 loop's own steps, the report). A sample costs about 10 us, so the steps' shares are those of a
@@ -39,6 +40,7 @@ _ROOTS: dict[CodeType, str] = {
     _Sim._events_at.__code__: "events",
     _Sim.dispatch.__code__: "events",
     _Sim.snapshot.__code__: "snapshot",
+    _Sim._noted.__code__: "snapshot",  # the changes alone, which a ``NotedHint`` reads instead of a snapshot
     grouped.decide_demand.__code__: "policy",
     _Sim._plan.__code__: "planner",
     planner.plan_pass.__code__: "planner",
@@ -49,6 +51,8 @@ _ROOTS: dict[CodeType, str] = {
 for _cls in (default.ElbPolicy, peers.SlurmPolicy, peers.ParallelclusterPolicy, peers.StarclusterPolicy):
     _ROOTS[_cls.quiet_until.__code__] = "policy"
     _ROOTS[_cls.decide.__code__] = "policy"
+# The hint on the changes alone (``NotedHint``: StarCluster's, the one policy that has it), the policy's as well.
+_ROOTS[peers.StarclusterPolicy.quiet_until_noted.__code__] = "policy"
 
 
 def _step(frame: FrameType | None) -> str:

@@ -239,14 +239,15 @@ class _Node:
 @dataclass(slots=True)
 class _Waiting:
     """A job in the queue: what qstat shows of it (made at the first snapshot that shows it:
-    None while none has), its group and what it takes there."""
+    None while none has), its group and what it takes there: whole nodes (``width``: a job
+    wider than a node), or ``footprint`` slots on one node (``whole`` 0)."""
 
     job: SimJob
     value: Job | None
     group: str
     footprint: int
+    whole: int
     seq: int = 0  # its number in ``Simulator.pending``
-    whole: int = -1  # whole nodes it takes, 0 when it fits on one node (-1: not worked out yet)
 
 
 @dataclass(slots=True)
@@ -440,7 +441,9 @@ class Simulator:
         self.t0 = self.jobs[0].submit
         self.nodes: dict[str, _Node] = {}  # alive (booting or ready)
         self.dead: list[_Node] = []
-        # The waiting jobs in submission order, and by need (``_need``) for SGE's dispatch.
+        # The waiting jobs in submission order, and by need for SGE's dispatch: a job's group and
+        # the whole nodes it takes, or the slots it takes on one node (``_submit``): what decides
+        # whether and where it starts now (``_place_now``).
         self.pending: WaitingJobs[tuple[str, int, int], _Waiting] = WaitingJobs()
         # The waiting jobs' groups, for a policy per group and the budget; with one group, none
         # (a job not in it goes to the first group).
@@ -579,8 +582,7 @@ class Simulator:
                 boot += self.rng.uniform(0.0, self.s.boot_jitter)
         group = group or self.first_group
         slots = slots or self.group_slots[group]
-        node = _Node(name, slots, group, now, now + boot, self._ready[group], restart=restart)
-        node.order = host_order(name)
+        node = _Node(name, slots, group, now, now + boot, self._ready[group], restart=restart, order=host_order(name))
         rate = self.s.provision_failure_rate
         node.fails = not restart and rate > 0 and self.failures.random() < rate
         self.nodes[name] = node
@@ -661,26 +663,24 @@ class Simulator:
         self._hosts_cache = None
 
     def _node_record(self, n: _Node) -> Node:
-        if n.record is None:
-            booting = NodeState.STARTING if n.restart else NodeState.PROVISIONING
-            n.record = _record(
-                name=n.name,
-                state=NodeState.READY if n.ready else booting,
-                launched_at=n.launched_at,
-                instance_id=f"sim-{n.name}",
-                ready_at=n.ready_at if n.ready else None,
-                last_busy_at=n.last_busy_at,
-                slots=n.slots,
-                group=n.group,
-            )
-        return n.record
+        """Its record now (made when it changed: ``record`` is None)."""
+        booting = NodeState.STARTING if n.restart else NodeState.PROVISIONING
+        n.record = record = _record(
+            name=n.name,
+            state=NodeState.READY if n.ready else booting,
+            launched_at=n.launched_at,
+            instance_id=f"sim-{n.name}",
+            ready_at=n.ready_at if n.ready else None,
+            last_busy_at=n.last_busy_at,
+            slots=n.slots,
+            group=n.group,
+        )
+        return record
 
     def _host(self, n: _Node) -> Host:
-        """Its Host value now: the one of its free slots, made the first time it has them."""
-        host = n.hosts.get(n.free)
-        if host is None:
-            q = QueueInstance(self._queue(n.group), n.name, n.slots, n.slots - n.free)
-            host = n.hosts[n.free] = Host(n.name, (q,), n.slots, _NO_LOAD)  # name, queues, num_proc, load
+        """Its Host value of its free slots, the first time it has them (then kept in ``hosts``)."""
+        q = QueueInstance(self._queue(n.group), n.name, n.slots, n.slots - n.free)
+        host = n.hosts[n.free] = Host(n.name, (q,), n.slots, _NO_LOAD)  # name, queues, num_proc, load
         return host
 
     def _queue(self, group: str) -> str:
@@ -734,7 +734,8 @@ class Simulator:
         if not stale:
             return
         records, hosts = self._record_values, self._host_values
-        record_changes, host_changes = self._changes.records, self._changes.hosts
+        record_went, record_came = self._changes.records.went, self._changes.records.came
+        host_went, host_came = self._changes.hosts.went, self._changes.hosts.came
         for name, n in stale.items():
             if n.terminated_at is not None:
                 continue  # it went, and its values with it
@@ -742,17 +743,17 @@ class Simulator:
             old = records.get(name)
             if old is not record:
                 if old is not None:
-                    record_changes.went(old)
+                    record_went(old)
                 records[name] = record
-                record_changes.came(record)
+                record_came(record)
             if n.ready:
                 host = n.hosts.get(n.free) or self._host(n)
                 shown = hosts.get(name)
                 if shown is not host:
                     if shown is not None:
-                        host_changes.went(shown)
+                        host_went(shown)
                     hosts[name] = host
-                    host_changes.came(host)
+                    host_came(host)
         stale.clear()
 
     def state(self, now: float) -> ClusterState:
@@ -762,13 +763,6 @@ class Simulator:
         return ClusterState(snapshot, records, now)
 
     # -- dispatch ------------------------------------------------------------------------------
-    def _width(self, w: _Waiting) -> int:
-        """Whole nodes a wide job takes; 0 for a job that fits on one node (worked out once: a
-        waiting job is looked at again at each dispatch until it starts)."""
-        if w.whole < 0:
-            w.whole = width(w.footprint, self.group_slots[w.group])
-        return w.whole
-
     def _place_now(self, w: _Waiting, allowed: dict[str, int] | None = None) -> list[tuple[_Node, int]] | None:
         """Where the job would start now (ready nodes of its group), or None. ``allowed``:
         per-node slot limits."""
@@ -778,7 +772,7 @@ class Simulator:
             for n in self.nodes.values():
                 if n.ready and n.group == w.group:
                     index.set(host_order(n.name), min(n.free, allowed.get(n.name, 0)), n.slots)
-        k = self._width(w)
+        k = w.whole
         if k:
             empty = index.empties(k)
             if len(empty) < k:
@@ -786,12 +780,6 @@ class Simulator:
             return [(self.nodes[name], self.nodes[name].slots) for _, name in empty]
         key = index.fullest(w.footprint) if self.s.placement == "best" else index.first(w.footprint)
         return None if key is None else [(self.nodes[key[1]], w.footprint)]
-
-    def _need(self, w: _Waiting) -> tuple[str, int, int]:
-        """What decides whether and where a job starts now (``_place_now``): its group and the
-        whole nodes it takes, or the slots it takes on one node."""
-        k = self._width(w)
-        return (w.group, k, 0 if k else w.footprint)
 
     def _start(self, waiting: _Waiting, parts: list[tuple[_Node, int]], now: float) -> None:
         seq = waiting.seq
@@ -817,16 +805,16 @@ class Simulator:
             node.jobs += 1
             node.index.set(node.order, node.free, node.slots)
             stale[node.name] = node
-        self._hosts_cache = None
+        self._hosts_cache = self._jobs_cache = None
         self.running[job.job_id] = run
         self._unshown_runs[number] = run
-        heapq.heappush(self.ends, (run.end, run.number, run))
-        self._jobs_cache = None
-        self.out.waits.append(now - job.submit)
-        self.out.runs.append(job.run)
-        self.out.slot_seconds += job.slots * job.run
+        heapq.heappush(self.ends, (run.end, number, run))
+        out = self.out
+        out.waits.append(now - job.submit)
+        out.runs.append(job.run)
+        out.slot_seconds += job.slots * job.run
         if self.s.record:
-            self.out.placements.append(
+            out.placements.append(
                 Placement(job.job_id, job.submit, now, run.end, job.slots, tuple((n.name, u) for n, u in parts))
             )
 
@@ -859,8 +847,7 @@ class Simulator:
                 self._nodes_cache = None
             node.index.set(node.order, node.free, node.slots)
             stale[node.name] = node
-        self._hosts_cache = None
-        self._jobs_cache = None
+        self._hosts_cache = self._jobs_cache = None
         if self.pending:
             self._may_start = True
         self.out.last_end = max(self.out.last_end, now)
@@ -870,11 +857,12 @@ class Simulator:
         if self.s.dispatch == "sge":
             self._around(now)
             return
-        while (head := self.pending.head()) is not None:
-            parts = self._place_now(head)
+        pending, place, start = self.pending, self._place_now, self._start
+        while (head := pending.head()) is not None:
+            parts = place(head)
             if parts is None:
                 break
-            self._start(head, parts, now)
+            start(head, parts, now)
         if len(self.pending) > 1 and self.s.dispatch == "easy":
             self._backfill(now)
 
@@ -894,7 +882,7 @@ class Simulator:
         missed: dict[tuple[str, bool], int] = {}
 
         def start(w: _Waiting) -> bool:
-            whole = self._width(w)
+            whole = w.whole
             kind = (w.group, whole > 0)
             take = whole or w.footprint
             least = missed.get(kind)
@@ -936,7 +924,7 @@ class Simulator:
         releases = sorted(
             ((r.expected_end, n.name, used) for r in self.running.values() for n, used in r.parts),
         )
-        k = self._width(head)
+        k = head.whole
         slots = {n.name: n.slots for n in ready}
 
         def fits() -> list[str] | None:
@@ -976,8 +964,10 @@ class Simulator:
         if placed.group is None:
             self.out.unservable.append((job, placed.reason))
             return
-        waiting = _Waiting(job, None, placed.group, placed.footprint)
-        need = self._need(waiting)
+        group, footprint = placed.group, placed.footprint
+        whole = width(footprint, self.group_slots[group])
+        need = (group, whole, 0 if whole else footprint)
+        waiting = _Waiting(job, None, group, footprint, whole)
         if not self._may_start:
             self._may_start = self._may_start_alone(need)
         waiting.seq = self.pending.add(waiting, need)
@@ -1026,28 +1016,35 @@ class Simulator:
         """Make what qstat shows of the jobs submitted since the last snapshot that still wait,
         in submission order (after every job a snapshot showed waiting)."""
         shown = []
+        numbers, came, job_value = self._pending_numbers, self._changes.jobs.came, self._job_value
         for seq, waiting in self._unshown.items():
-            value = self._job_value(waiting.job, waiting.group, "qw", JobPhase.WAITING)
+            value = job_value(waiting.job, waiting.group, "qw", JobPhase.WAITING)
             waiting.value = value
             shown.append(value)
-            self._pending_numbers.append(seq)
-            self._changes.jobs.came(value)
+            numbers.append(seq)
+            came(value)
             if self.several_groups:
                 self.group_of[value] = waiting.group
         self._unshown.clear()
-        at = len(self._pending_numbers) - len(shown)
+        at = len(numbers) - len(shown)
         self._shown_values[at:at] = shown  # after the jobs shown waiting, before the running ones
 
     def _shown_runs(self) -> None:
         """Make what qstat shows of the jobs started since the last snapshot that still run, in
         the order they started (after every job a snapshot showed running)."""
+        values, numbers, came, job_value = (
+            self._shown_values,
+            self._running_numbers,
+            self._changes.jobs.came,
+            self._job_value,
+        )
         for number, run in self._unshown_runs.items():
             where = f"{self._queue(run.group)}@{run.parts[0][0].name}"
-            value = self._job_value(run.job, run.group, "r", JobPhase.RUNNING, started=run.start, queue=where)
+            value = job_value(run.job, run.group, "r", JobPhase.RUNNING, started=run.start, queue=where)
             run.value = value
-            self._shown_values.append(value)
-            self._running_numbers.append(number)
-            self._changes.jobs.came(value)
+            values.append(value)
+            numbers.append(number)
+            came(value)
         self._unshown_runs.clear()
 
     def _next_event(self) -> float:
@@ -1182,9 +1179,10 @@ class Simulator:
         self.out.backoff_rounds = max(self.out.backoff_rounds, self.backoff.state.rounds)
         removed = 0
         for removal in plan.remove:
-            node = self.nodes.get(removal.node)
-            if self.s.record and node is not None and node.group in self.pools:  # the pool said why not
-                self.out.pool_reasons.append(f"{removal.node}: {removal.reason}")
+            if self.s.record and self.pools:  # the pool said why not
+                node = self.nodes.get(removal.node)
+                if node is not None and node.group in self.pools:
+                    self.out.pool_reasons.append(f"{removal.node}: {removal.reason}")
             removed += self._remove(removal.node, now)
         for r in pp.pool.stops:
             removed += self._remove(r.node, now, stop=r.reason)

@@ -24,27 +24,49 @@ def steps() -> ModuleType:
     return load_file(BENCHMARK, "replay_steps")
 
 
-def test_each_stack_goes_to_its_innermost_step(steps: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: Counter[tuple[str, str]] = Counter()
-    policy = build_policy("parallelcluster", billing="second", slots_per_node=8, boot_time=300, max_nodes=6)
+def steps_of(
+    steps: ModuleType, monkeypatch: pytest.MonkeyPatch, policy_name: str, tally_method: str, sim_method: str
+) -> dict[str, set[str]]:
+    """The steps the stacks of the policy's tally's ``tally_method`` and of the simulator's
+    ``sim_method`` went to, by which, in a replay of a random log (each called at least once)."""
+    seen: dict[str, set[str]] = {tally_method: set(), sim_method: set()}
+    policy = build_policy(policy_name, billing="second", slots_per_node=8, boot_time=300, max_nodes=6)
     tally = policy.tally  # type: ignore[attr-defined]
-    update, pending = tally.update, Simulator._shown
+    of_tally, of_sim = getattr(tally, tally_method), getattr(Simulator, sim_method)
 
-    def tally_update(*args: object) -> bool:
-        seen["tally update", steps._step(sys._getframe())] += 1
-        return update(*args)  # type: ignore[no-any-return]
+    def in_tally(*args: object) -> object:
+        seen[tally_method].add(steps._step(sys._getframe()))
+        return of_tally(*args)
 
-    def shown(sim: Simulator) -> None:
-        seen["shown", steps._step(sys._getframe())] += 1
-        pending(sim)
+    def in_sim(*args: object) -> object:
+        seen[sim_method].add(steps._step(sys._getframe()))
+        return of_sim(*args)
 
-    monkeypatch.setattr(tally, "update", tally_update)
-    monkeypatch.setattr(Simulator, "_shown", shown)
+    monkeypatch.setattr(tally, tally_method, in_tally)
+    monkeypatch.setattr(Simulator, sim_method, in_sim)
     Simulator(random_log(1, 200), policy, SimSettings(slots_per_node=8, max_nodes=6, dispatch="fifo")).run()
+    assert all(seen.values())
+    return seen
+
+
+def test_each_stack_goes_to_its_innermost_step(steps: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     # The tally is read by the policy's decide and quiet hint alone; waiting jobs are shown by snapshots alone.
-    assert {step for what, step in seen if what == "tally update"} == {"policy"}
-    assert {step for what, step in seen if what == "shown"} == {"snapshot"}
+    assert steps_of(steps, monkeypatch, "parallelcluster", "update", "_shown") == {
+        "update": {"policy"},
+        "_shown": {"snapshot"},
+    }
     assert steps._step(sys._getframe()) == "other"
+
+
+def test_a_hint_on_the_changes_alone_is_the_policys_and_the_changes_the_snapshots(
+    steps: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """StarCluster's hint before a pass reads the changes alone (``NotedHint``): its tally's
+    advance is the policy's step, the changes made for it (the nodes' values) the snapshot's."""
+    assert steps_of(steps, monkeypatch, "starcluster", "advance", "_note_stale") == {
+        "advance": {"policy"},
+        "_note_stale": {"snapshot"},
+    }
 
 
 def test_shares_are_in_the_steps_order(steps: ModuleType) -> None:

@@ -200,7 +200,8 @@ def test_host_order_is_numeric() -> None:
     sim = Simulator([SimJob(1, 0, 10, 1)], StaticPolicy(limits(max_nodes=1)), SimSettings(max_nodes=1))
     for name in ("node999", "node1000"):
         sim._launch(name, 0.0, boot=0.0)
-    parts = sim._place_now(_Waiting(SimJob(2, 0, 10, 16), Job(2, "j", "u", "qw", job_phase("qw"), 16), "default", 16))
+    wide = _Waiting(SimJob(2, 0, 10, 16), Job(2, "j", "u", "qw", job_phase("qw"), 16), "default", 16, whole=2)
+    parts = sim._place_now(wide)
     assert parts is not None
     assert [n.name for n, _ in parts] == ["node999", "node1000"]
 
