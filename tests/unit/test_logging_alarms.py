@@ -219,7 +219,7 @@ def test_slurm_failed_passes_alarm_once(tmp_path: Path, caplog: pytest.LogCaptur
     bal, slurm = r.bal, r.slurm
     good = slurm.read
 
-    def broken() -> SlurmRead:
+    def broken(*, mine: object = None) -> SlurmRead:
         raise SlurmError("squeue: timed out")
 
     slurm.read = broken  # type: ignore[method-assign]

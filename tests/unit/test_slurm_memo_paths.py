@@ -137,14 +137,19 @@ def test_the_lines_of_other_than_one_job_are_found_by_their_numbers(reads: list[
         assert snapshot((), nodes, 5.0, neutral=read.jobs) == snapshot(jobs(lines), nodes, 5.0)
 
 
-def assert_carried_as_made(reads: list[str]) -> int:
+def assert_carried_as_made(reads: list[str], *, hand_back: bool = False) -> int:
     """Each of ``reads`` read in a row with one memo: its lines' columns carried from the read
-    before's (by the memo's splice) are the ones made of its lines. How many were carried."""
+    before's (by the memo's splice) are the ones made of its lines. How many were carried.
+    ``hand_back``: each read's lines handed back to the next (``read_entries``'s ``mine``, as
+    the driver does), which may patch them into its own: each read is still its lines read on
+    their own."""
     memo = SqueueMemo(line_of)
     last: Columns | None = None
     carried = 0
     for text in reads:
-        lines = read_entries(text, memo)
+        lines = read_entries(text, memo, mine=last.lines if hand_back and last is not None else None)
+        if hand_back:
+            assert [line[0] for line in lines] == line_by_line(text)
         splice = memo.splice
         read = carried_columns(lines, splice, last)
         assert_columns_of(read, lines)
@@ -159,6 +164,13 @@ def test_columns_carried_from_the_read_before_are_the_ones_made_of_the_lines(rea
     """Reads walked as text or as lines (blank lines, no ``\n`` at the end), lines coming, leaving,
     moving and there twice: the columns carried are each line's parts picked out."""
     assert_carried_as_made(reads)
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts())
+def test_columns_carried_from_lines_handed_back_are_the_ones_made_of_the_lines(reads: list[str]) -> None:
+    """The same with each read's lines handed back to the next (which may patch them)."""
+    assert_carried_as_made(reads, hand_back=True)
 
 
 def held_line_by_line(jobs: list[SlurmJob], now: float, due_since: dict[str, float]) -> list[NotDemand]:
@@ -194,8 +206,8 @@ class Answers:
         self.reads = iter([*reads, reads[-1]])
         self.memo = SqueueMemo(line_of)  # (``SlurmCommands``'s)
 
-    def read(self) -> SlurmRead:
-        lines = read_entries(next(self.reads), self.memo)
+    def read(self, *, mine: object = None) -> SlurmRead:
+        lines = read_entries(next(self.reads), self.memo, mine=mine)
         return SlurmRead(tuple(parse_sinfo(SINFO)), lines, self.memo.splice)
 
     def resume_timeout(self) -> float:

@@ -174,7 +174,7 @@ def test_a_failed_slurm_pass_is_counted_and_keeps_the_last_good_time(tmp_path: P
     bal = balancer(cfg, slurm, Playbooks(), clock)
     assert bal.run_pass().ok
 
-    def broken() -> SlurmRead:
+    def broken(*, mine: object = None) -> SlurmRead:
         raise SlurmError("sinfo: cannot reach slurmctld")
 
     slurm.read = broken  # type: ignore[method-assign]

@@ -15,11 +15,18 @@ from hypothesis import strategies as st
 
 import elb.schedulers.slurm.parse as parse_module
 from elb.schedulers.slurm import aligned
-from elb.schedulers.slurm.aligned import Stretch, in_order, in_text
-from elb.schedulers.slurm.held import Line, line_of
-from elb.schedulers.slurm.parse import SlurmJob, SqueueMemo, _squeue_line, read_entries, stale_bound
+from elb.schedulers.slurm.aligned import PATCH_MOVES, Stretch, in_order, in_text, passed_over, spliced
+from elb.schedulers.slurm.held import Columns, Line, carried_columns, line_of
+from elb.schedulers.slurm.parse import (
+    SlurmJob,
+    SlurmParseError,
+    SqueueMemo,
+    _squeue_line,
+    read_entries,
+    stale_bound,
+)
 from elb.schedulers.slurm.view import made_of
-from tests.unit.test_slurm_memo_paths import assert_carried_as_made, squeue_line
+from tests.unit.test_slurm_memo_paths import assert_carried_as_made, assert_columns_of, squeue_line
 
 
 def line_by_line(text: str) -> list[SlurmJob]:
@@ -281,3 +288,74 @@ def test_in_text_with_stretches_compared_a_few_lines_at_most_is_in_order(
     for _ in range(draw.randint(0, 4)):
         lines.insert(draw.randint(0, len(lines)), draw.choice(pool))
     assert_walks_alike(before, lines, None, None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([f"line {k}" for k in range(12)]), max_size=60),
+    st.lists(st.sampled_from([f"line {k}" for k in range(16)]), max_size=60),
+)
+def test_a_list_spliced_in_place_is_the_one_made_anew(before: list[str], lines: list[str]) -> None:
+    """A read's values spliced from the last read's by the stretches a walk took (``spliced``):
+    patched in place, the very list handed in when few spans between them change its length
+    (``PATCH_MOVES``), else a new one; either way the values ``in_order`` finds, and the values
+    no stretch took are the last read's lines it passed over."""
+    entries = [object() for _ in before]
+    known = dict(zip(before, entries, strict=True)) | {line: object() for line in lines if line not in before}
+    taken: list[Stretch] = []
+    want, _ = in_order(lines, before, entries, known, stretches=taken)
+    others = [want[i] for i in range(len(lines)) if not any(k <= i < k + run for k, _, run in taken)]
+    made = spliced(entries, taken, others)
+    assert made is not entries and list(map(id, made)) == list(map(id, want))
+    gone = passed_over(entries, taken)
+    assert sorted(map(id, gone)) == sorted(
+        id(entries[j]) for j in range(len(before)) if not any(k <= j < k + run for _, k, run in taken)
+    )
+    starts = [(0, 0), *((i + run, j + run) for i, j, run in taken)]  # where each span between stretches starts
+    moved = sum(i - at != j - done for (i, j, _), (at, done) in zip(taken, starts, strict=False))
+    patched = list(entries)
+    got = spliced(patched, taken, others, in_place=True)
+    assert list(map(id, got)) == list(map(id, want))
+    assert (got is patched) == (moved <= PATCH_MOVES)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_reads_that_hand_back_their_lines_are_patched_into_the_next(seed: int) -> None:
+    """Reads in a row whose caller hands each read's lines back to the next (``read_entries``'s
+    ``mine``, as the driver does), walked as text, lines gone from the start and new at the end,
+    one replaced or back: each read after the first is the very list of the read before,
+    patched, its lines read on their own, and the columns carried from the read before's are
+    the ones made of its lines. A list not handed back is never changed."""
+    rng = random.Random(seed)
+    pool = _pool(rng, 3000)
+    memo = SqueueMemo(line_of)
+    last: Columns | None = None
+    patched = 0
+    for lines in _sliding(rng, pool, 12):
+        text = "".join(f"{line}\n" for line in lines)
+        entries = read_entries(text, memo, mine=last.lines if last is not None else None)
+        assert [e[0] for e in entries] == line_by_line(text)
+        patched += last is not None and entries is last.lines
+        read = carried_columns(entries, memo.splice, last)
+        assert_columns_of(read, entries)
+        last = read
+    assert patched == 11
+    kept = list(memo.last_entries)
+    text = "".join(f"{line}\n" for line in pool[100:500])
+    assert read_entries(text, memo) is not kept and memo.last_entries is not kept  # (not handed back)
+
+
+def test_a_read_that_fails_after_patching_its_lines_leaves_a_memo_made_anew() -> None:
+    """A line that cannot be read, new in a read that patches the lines handed back: the read
+    fails, and the next read (its lines handed back, changed half way) is its lines read on their
+    own."""
+    lines = _pool(random.Random(3), 400)
+    memo = SqueueMemo(line_of)
+    first = read_entries("".join(f"{line}\n" for line in lines), memo)
+    second = read_entries("".join(f"{line}\n" for line in lines[1:]), memo, mine=first)
+    assert second is first
+    broken = [*lines[2:200], "9999|cloud|PENDING|Priority|one|1||N/A|N/A|30:00|user|bad", *lines[200:]]
+    with pytest.raises(SlurmParseError):
+        read_entries("".join(f"{line}\n" for line in broken), memo, mine=second)
+    text = "".join(f"{line}\n" for line in lines[2:])
+    assert [e[0] for e in read_entries(text, memo, mine=second)] == line_by_line(text)

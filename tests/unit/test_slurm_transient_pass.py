@@ -60,10 +60,10 @@ class Unreadable(FakeSlurm):
         self.addressed += 1
         self.down = self.addressed == 1
 
-    def read(self) -> SlurmRead:
+    def read(self, *, mine: object = None) -> SlurmRead:
         if self.down:
             raise SlurmError(SOCKET, transient=True)
-        return super().read()
+        return super().read(mine=mine)
 
 
 def test_a_wait_that_ends_on_a_read_slurm_did_not_answer_leaves_the_node_for_the_next_pass(tmp_path: Path) -> None:
@@ -93,11 +93,11 @@ class Busy(FakeSlurm):
         super().set_addresses(pairs)
         self.stalls = 3
 
-    def read(self) -> SlurmRead:
+    def read(self, *, mine: object = None) -> SlurmRead:
         if self.stalls:
             self.stalls -= 1
             raise SlurmError(SOCKET, transient=True)
-        return super().read()
+        return super().read(mine=mine)
 
 
 def test_a_registration_slurm_delays_past_the_timeout_by_not_answering_makes_the_node_ready(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ in place is looked up in the memo (``known``), and when the memo has it the walk
 little further on in the last read (lines that left) and goes on from there. The walk is
 bounded: past ``turns`` lines out of place, or once it has looked through ``seek_budget`` of the
 last read's lines, the rest is looked up line by line, what a read costs without it. Pure (but
-for the lists it returns).
+for the lists it returns, and the ones a caller hands it to patch).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress, count
 from operator import ne
-from typing import TypeVar
+from typing import TypeVar, cast
 
 E = TypeVar("E")
 T = TypeVar("T")
@@ -171,6 +171,7 @@ def in_text(
     turns: int | None = None,
     seek_budget: int | None = None,
     stretches: list[Stretch] | None = None,
+    passed: list[E] | None = None,
 ) -> tuple[list[E | None], list[int], list[tuple[int, str]], list[str] | None] | None:
     """``in_order`` on texts: each line's entry (None: a line ``known`` lacks), each line's
     length, the lines not taken in place (their index and text, in order), and the stretches
@@ -181,32 +182,31 @@ def in_text(
     a stretch of ``before``'s lines is compared with ``text`` as characters
     (``same_text_run``). Both texts are ``plain_text``, and ``before``'s lines ``plain_lines``;
     None when a line of ``text`` split out is not (then ``text`` is read as lines). The same
-    walk, bounds and ``stretches`` as ``in_order``."""
+    walk, bounds and ``stretches`` as ``in_order``. ``passed``: given, ``entries`` and ``sizes``
+    are the caller's to change, and the entries and lengths are they, patched in place when few
+    lines moved (``spliced``); the entries of ``before``'s lines that no stretch took are added
+    to ``passed`` first (``passed_over``)."""
     n, m = len(text), len(sizes)
     turns_left = m // 32 if turns is None else turns  # (``before``'s lines, as ``in_order``'s bounds count them)
     budget = 2 * m if seek_budget is None else seek_budget
-    found: list[E | None] = []
-    lengths: list[int] = []
+    taken: list[Stretch] = []
     loose: list[tuple[int, str]] = []
+    looked: list[E | None] = []  # the entries of the ``loose`` lines (``known``'s)
     left: list[str] | None = []
-    pos = at = j = 0  # where ``text`` is; where ``before`` is, and its line
+    i = pos = at = j = 0  # the line of ``text`` and where it starts; where ``before`` is, and its line
     while pos < n:
         if j < m:
             run, chars = same_text_run(text, pos, before, at, sizes=sizes, j=j)
             if run:
-                if stretches is not None:
-                    stretches.append((len(found), j, run))
-                found += entries[j : j + run]
-                lengths += sizes[j : j + run]
-                pos, at, j = pos + chars, at + chars, j + run
+                taken.append((i, j, run))
+                i, pos, at, j = i + run, pos + chars, at + chars, j + run
                 continue
         if j >= m or turns_left <= 0:  # nothing left to compare in place, or too many lines out of it
             rest = text[pos:-1].split("\n")
             if not plain_lines(rest):
                 return None
-            loose += zip(count(len(found)), rest)
-            found += map(known.get, rest)
-            lengths += map(len, rest)
+            loose += zip(count(i), rest)
+            looked += map(known.get, rest)
             if j < m:  # (``before``'s lines from ``j`` not walked)
                 left = None
             break
@@ -216,10 +216,9 @@ def in_text(
         if not (line.strip() and one_break(line)):
             return None
         entry = known.get(line)
-        loose.append((len(found), line))
-        found.append(entry)
-        lengths.append(len(line))
-        pos = end + 1
+        loose.append((i, line))
+        looked.append(entry)
+        i, pos = i + 1, end + 1
         if entry is not None and budget > 0:  # a line read before: the lines up to it in ``before`` left
             lines = min(m - j, SEEK, budget)
             sought = _seek(before, line, at, sizes=sizes, j=j, lines=lines)
@@ -232,6 +231,12 @@ def in_text(
                 _passed(left, before, at, where)
                 at = where + len(line) + 1
     _passed(left, before, at, len(before))  # (``text`` ended first)
+    if stretches is not None:
+        stretches += taken
+    if passed is not None:
+        passed += passed_over(entries, taken)
+    found = spliced(cast("list[E | None]", entries), taken, looked, in_place=passed is not None)
+    lengths = spliced(sizes, taken, [len(line) for _, line in loose], in_place=passed is not None)
     return found, lengths, loose, left
 
 
@@ -317,6 +322,61 @@ def carried_indices(
     return out
 
 
+# A read's list patched in place only when at most this many of the spans between the stretches
+# taken in place (the last aside) differ in length in the two reads: each such span moves the
+# values after it.
+PATCH_MOVES = 8
+
+
+def spliced(before: list[T], stretches: Sequence[Stretch], others: Sequence[T], *, in_place: bool = False) -> list[T]:
+    """A value for each of a read's lines: ``before``'s (the last read's lines') for the
+    ``stretches`` taken in place, ``others`` (in order) for the lines between them. ``in_place``:
+    ``before`` is the caller's to change, and becomes the read's when few of the spans between
+    the stretches differ in length (``PATCH_MOVES``: each moves the values after it, where a new
+    list copies every one); else, and without, a new list."""
+    if in_place and _moves(stretches) <= PATCH_MOVES:
+        shift = k = done = 0  # how far ``before``'s values have moved; ``others`` taken; ``before``'s lines passed
+        at = 0  # the read's lines passed
+        for i, j, run in stretches:
+            came = i - at
+            before[done + shift : j + shift] = others[k : k + came]
+            k += came
+            shift += came - (j - done)
+            at, done = i + run, j + run
+        before[done + shift :] = others[k:]
+        return before
+    out: list[T] = []
+    at = k = 0
+    for i, j, run in stretches:
+        if i > at:
+            out += others[k : k + i - at]
+            k += i - at
+        out += before[j : j + run]
+        at = i + run
+    out += others[k:]
+    return out
+
+
+def _moves(stretches: Sequence[Stretch]) -> int:
+    """How many of the spans between ``stretches`` (before the last) differ in length in the two reads."""
+    moves = at = done = 0
+    for i, j, run in stretches:
+        moves += i - at != j - done
+        at, done = i + run, j + run
+    return moves
+
+
+def passed_over(before: Sequence[T], stretches: Sequence[Stretch]) -> list[T]:
+    """``before``'s values (the last read's lines') that none of the ``stretches`` took, in order."""
+    out: list[T] = []
+    done = 0
+    for _, j, run in stretches:
+        out += before[done:j]
+        done = j + run
+    out += before[done:]
+    return out
+
+
 def within(before: Sequence[int], j: int, run: int) -> tuple[int, int]:
     """Where the indices ``j`` to ``j + run`` (a stretch of the last read's lines) are among
     ``before``'s (in order): a slice's start and end."""
@@ -331,10 +391,12 @@ __all__: Sequence[str] = (
     "in_order",
     "in_text",
     "one_break",
+    "passed_over",
     "plain_lines",
     "plain_text",
     "same_run",
     "same_text_run",
     "spans",
+    "spliced",
     "within",
 )

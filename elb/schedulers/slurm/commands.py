@@ -180,11 +180,13 @@ class SlurmCommands:
         except UnicodeDecodeError as err:
             raise SlurmError(f"{argv[0]}: output is not UTF-8: {err}") from None
 
-    def read(self) -> SlurmRead:
-        """Nodes, then jobs (a job that lands meanwhile is seen on its node by the jobs' read)."""
+    def read(self, *, mine: object = None) -> SlurmRead:
+        """Nodes, then jobs (a job that lands meanwhile is seen on its node by the jobs' read).
+        ``mine``: the lines of the caller's read before, which this read may change into its own
+        (``read_entries``): the caller reads them no more."""
         try:
             nodes = parse_sinfo(self._text(SINFO_ARGV), memo=self._sinfo_memo)
-            lines = read_entries(self._text(SQUEUE_ARGV), self._squeue_memo)
+            lines = read_entries(self._text(SQUEUE_ARGV), self._squeue_memo, mine=mine)
         except SlurmParseError as err:
             raise SlurmError(str(err)) from None
         finally:

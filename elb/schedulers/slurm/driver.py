@@ -284,7 +284,7 @@ class RequestJournal(Protocol):
 class SlurmClient(Protocol):
     """What ``Slurm`` needs of a Slurm client (``SlurmCommands``, or a stand-in in tests)."""
 
-    def read(self) -> SlurmRead: ...
+    def read(self, *, mine: object = None) -> SlurmRead: ...
 
     def set_address(self, name: str, address: str) -> None: ...
 
@@ -358,9 +358,12 @@ class Slurm:
             raise SchedulerError(f"listing {directory}: {err.strerror or err}") from err
 
     def read(self, records: Sequence[Node], now: float) -> SchedulerRead:
+        # The last read's lines handed back for this read to change into its own: the last read is
+        # forgotten first (a read that fails leaves none, not one whose lines changed).
+        last, self._last = self._last[1] if self._last is not None else None, None
         with paused(keep=True):  # the read's and the snapshot's jobs kept at once (``elb.core.gcpause``)
-            read = self._read()
-            parts = carried_columns(read.lines, read.splice, self._last[1] if self._last is not None else None)
+            read = self._read(mine=last.lines if last is not None else None)
+            parts = carried_columns(read.lines, read.splice, last)
             snap = snapshot((), read.nodes, now, neutral=parts.jobs, hosts=self._hosts)
             started_among(snap.jobs, parts.not_pending())  # (the pass's busy hosts and joins scan no pending job)
             self._last = snap, parts
@@ -399,9 +402,9 @@ class Slurm:
             return DemandSplit(snap, held_answers(self._last[1], snap.now, self._due_since))
 
     # -- the drain and the bring-up ----------------------------------------------------------
-    def _read(self) -> SlurmRead:
+    def _read(self, *, mine: object = None) -> SlurmRead:
         try:
-            return self.slurm.read()
+            return self.slurm.read(mine=mine)
         except SlurmError as err:
             raise SchedulerError(str(err), transient=err.transient) from err
 

@@ -119,7 +119,8 @@ def carried_columns(lines: Sequence[Line], splice: Splice[Line] | None, last: Co
     ``last``'s very lines), each other line's parts picked out; else made of the lines."""
     if splice is None or last is None or splice[0] is not last.lines:
         return columns(lines)
-    stretches, size = splice[1], len(lines)
+    _, stretches, passed = splice
+    size = len(lines)
     walk = spans(stretches, size)
 
     def parts(item: Callable[[Line], Any]) -> Callable[[int, int], Iterator[Any]]:
@@ -130,7 +131,7 @@ def carried_columns(lines: Sequence[Line], splice: Splice[Line] | None, last: Co
 
     tuples, extra, jobs, change = _carried_jobs(lines, walk, last)
     not_pending = carried_indices(last.others, walk, others)
-    distinct = _carried_distinct(lines, stretches, last)
+    distinct = _carried_distinct(lines, stretches, passed, last)
     if distinct is None:
         shared, kept = _shared(list(map(_NUMBER, lines)), size - len(not_pending))
     else:
@@ -139,24 +140,23 @@ def carried_columns(lines: Sequence[Line], splice: Splice[Line] | None, last: Co
     return Columns(lines, jobs, answers, not_pending, tuples, list(accumulate(extra)), shared, kept, change)
 
 
-def _carried_distinct(lines: Sequence[Line], stretches: Sequence[Stretch], last: Columns) -> set[int] | None:
+def _carried_distinct(
+    lines: Sequence[Line], stretches: Sequence[Stretch], passed: Sequence[Line], last: Columns
+) -> set[int] | None:
     """The pending numbers of ``lines`` when none is on two pending lines: ``last``'s (taken out
-    of it), less the numbers of its lines the ``stretches`` did not take, and with those of the
-    other ``lines``; None when ``last`` had none to give, or a number is now on two pending lines."""
+    of it), less the numbers of its lines the ``stretches`` did not take (``passed``: their
+    lines, as the last read's own list may be this read's by now), and with those of the other
+    ``lines``; None when ``last`` had none to give, or a number is now on two pending lines."""
     if not last.distinct:
         return None
     distinct = last.distinct.pop()
-    gone: list[int | None] = []
     came: list[int | None] = []
-    at = done = 0  # (the read's lines, the last read's)
-    for i, j, run in stretches:
+    at = 0  # (the read's lines)
+    for i, _, run in stretches:
         came += map(_NUMBER, lines[at:i])
-        gone += map(_NUMBER, last.lines[done:j])
-        at, done = i + run, j + run
+        at = i + run
     came += map(_NUMBER, lines[at:])
-    gone += map(_NUMBER, last.lines[done:])
-    distinct.difference_update(gone)
-    distinct.discard(None)  # (a None among those gone, never in it)
+    distinct.difference_update(map(_NUMBER, passed))
     before = len(distinct)
     pending = [n for n in came if n is not None]
     distinct.update(pending)

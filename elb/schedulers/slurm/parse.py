@@ -34,16 +34,17 @@ import hostlist  # type: ignore[import-untyped]
 
 from elb.core.frozen import maker, quick_init
 from elb.core.gcpause import paused
-from elb.schedulers.slurm.aligned import Stretch, in_order, in_text, one_break, plain_text
+from elb.schedulers.slurm.aligned import Stretch, in_order, in_text, one_break, passed_over, plain_text
 from elb.schedulers.timestamps import TIMESTAMP, parse_timestamp
 
 T = TypeVar("T")
 E = TypeVar("E", bound=tuple[Any, ...])  # what a memo keeps of a line (``SqueueMemo``): a tuple, its job first
 
 # A read's lines against the read before's: the read before's entries (the very list
-# ``read_entries`` gave) and the stretches of its lines the read took in place
-# (``elb.schedulers.slurm.aligned.Stretch``); every other line of the read was looked up or read.
-Splice = tuple[list[E], list[Stretch]]
+# ``read_entries`` gave: patched into the read's own when its caller handed it back), the
+# stretches of its lines the read took in place (``elb.schedulers.slurm.aligned.Stretch``), and the
+# entries of its lines that none took, in order; every other line of the read was looked up or read.
+Splice = tuple[list[E], list[Stretch], list[E]]
 
 SQUEUE_FORMAT = "%i|%P|%T|%r|%D|%C|%N|%V|%S|%l|%u|%j"
 SQUEUE_ARGV = (
@@ -380,14 +381,20 @@ def read_squeue(text: str, memo: SqueueMemo[tuple[SlurmJob, T]]) -> tuple[list[S
     return list(map(_FIRST, entries)), list(map(_SECOND, entries))
 
 
-def read_entries(text: str, memo: SqueueMemo[E]) -> list[E]:
+def read_entries(text: str, memo: SqueueMemo[E], *, mine: object = None) -> list[E]:
     """``SQUEUE_ARGV``'s output: each line's entry (``memo.derive`` of its job), in their order;
     ``memo``: the lines of the reads before (updated). The lines are compared in place with the
     last read's, in their order, and those out of place looked up in the memo
     (``elb.schedulers.slurm.aligned.in_order``, or ``in_text`` on the two texts when both are
     plain); only the ones it lacks are read; the cycle collector waits meanwhile
     (``elb.core.gcpause``: the jobs live until the next read). ``memo.splice``: how the lines
-    were taken from the read before's (for what is kept of each line beside the memo)."""
+    were taken from the read before's (for what is kept of each line beside the memo).
+
+    ``mine``: the list of entries the caller had of the memo's last read, handed back for this
+    read to change into its own: when it is the memo's last list (no other read since), the text
+    walk patches it (``in_text``'s ``passed``) instead of copying its 50,000 entries, and this
+    read's list is that very object. Any other caller's read (or none handed back) makes a new
+    list, so a list handed out changes only at its holder's word."""
     zone = _zone()
     if memo.zone != zone:
         memo.lines, memo.hours, memo.minutes, memo.zone, memo.left = {}, {}, {}, zone, []
@@ -396,10 +403,11 @@ def read_entries(text: str, memo: SqueueMemo[E]) -> list[E]:
     fresh = not known  # (a memo of no line has none that left a read)
     before = memo.last_entries
     stretches: list[Stretch] = []
+    passed: list[E] | None = [] if mine is before else None  # (patched: the entries no stretch took)
     with paused(keep=True):
         walked = None
         if memo.text is not None and plain_text(text):
-            walked = in_text(text, memo.text, memo.sizes, before, known, stretches=stretches)
+            walked = in_text(text, memo.text, memo.sizes, before, known, stretches=stretches, passed=passed)
         if walked is not None:
             found, sizes, loose, left = walked
             lines: list[str] | None = None
@@ -411,22 +419,21 @@ def read_entries(text: str, memo: SqueueMemo[E]) -> list[E]:
             found, lines = in_order(text.splitlines(), memo.last_lines(), before, known, stretches=stretches)
             out = [(i, lines[i]) for i in itertools.compress(range(len(found)), map(not_, found))]
             memo.left = [] if fresh else None  # (the lines it passed over not known)
-        new: list[tuple[str, E]] = []  # the lines read now, and their entries
-        blank = False
-        derive, hours, limits, minutes, words = memo.derive, memo.hours, memo.limits, memo.minutes, memo.words
-        for i, line in out:
-            if walked is not None or line.strip():  # (``in_text`` splits out no blank line)
-                found[i] = entry = derive(_squeue_line(line, i + 1, hours, limits, minutes, words=words))
-                new.append((line, entry))
-            else:
-                blank = True
+        if walked is None or passed is None:  # (``in_text`` did not take them: the entries before are as they were)
+            passed = passed_over(before, stretches)
+        try:
+            new, blank = _read_new(memo, out, found, split=walked is not None)
+        except BaseException:
+            if found is before:  # its last entries and lengths patched half way: the memo made anew next
+                memo.zone = ()
+            raise
         if blank:
             kept = [i for i, entry in enumerate(found) if entry is not None]
             lines, found = [cast("list[str]", lines)[i] for i in kept], [found[i] for i in kept]
         entries = cast("list[E]", found)
         _remember(memo, lines if lines is not None else text.splitlines, entries, new)
         memo.last_entries = entries
-        memo.splice = None if blank else (before, stretches)
+        memo.splice = None if blank else (before, stretches, passed)
         if walked is not None:
             memo.last, memo.text, memo.sizes = None, text, sizes
         else:
@@ -437,6 +444,24 @@ def read_entries(text: str, memo: SqueueMemo[E]) -> list[E]:
 
 
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
+
+
+def _read_new(
+    memo: SqueueMemo[E], out: list[tuple[int, str]], found: list[E | None], *, split: bool
+) -> tuple[list[tuple[str, E]], bool]:
+    """Reads the lines ``out`` (each with its index) the memo lacks into their places in
+    ``found``: the lines read and their entries, and whether one was blank (``split``: the text
+    walk split them out, and it splits out no blank line)."""
+    new: list[tuple[str, E]] = []
+    blank = False
+    derive, hours, limits, minutes, words = memo.derive, memo.hours, memo.limits, memo.minutes, memo.words
+    for i, line in out:
+        if split or line.strip():
+            found[i] = entry = derive(_squeue_line(line, i + 1, hours, limits, minutes, words=words))
+            new.append((line, entry))
+        else:
+            blank = True
+    return new, blank
 
 
 def _remember(
