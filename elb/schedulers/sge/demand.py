@@ -50,9 +50,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
-from functools import partial
 from itertools import compress, repeat
-from operator import attrgetter, is_, is_not, itemgetter, not_
+from operator import attrgetter, is_, itemgetter, not_
 from typing import cast
 
 from elb.core.frozen import maker, quick_init
@@ -547,17 +546,14 @@ def _check_waiting(jobs: Sequence[Job], bindings: Sequence[JobBinding | None] | 
     """``DemandError`` unless every job waits and ``bindings`` (when given) has one for each."""
     if bindings is not None and len(bindings) != len(jobs):
         raise DemandError(f"{len(bindings)} bindings for {len(jobs)} jobs")
-    running = next(filter(_IS_NOT_NONE, map(_QUEUE, jobs)), None)
+    running = next((job for job in jobs if job.queue is not None), None)
     if running is not None:
-        job = next(j for j in jobs if j.queue is not None)
-        raise DemandError(f"job {job.job_id} runs in {job.queue}: only waiting jobs are demand")
+        raise DemandError(f"job {running.job_id} runs in {running.queue}: only waiting jobs are demand")
 
 
 # A job's shape: its slots, tasks, PE and range.
 _SHAPE_PARTS = (attrgetter("slots"), attrgetter("tasks"), attrgetter("pe"), attrgetter("pe_range"))
 _HARD, _MASTER, _SLAVE = attrgetter("hard_requests"), attrgetter("master_requests"), attrgetter("slave_requests")
-_QUEUE = attrgetter("queue")
-_IS_NOT_NONE = partial(is_not, None)
 _UNBOUND = JobBinding()
 
 

@@ -21,9 +21,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from itertools import compress, repeat
-from operator import attrgetter, is_, is_not
+from operator import attrgetter, is_not
 from types import MappingProxyType
 from typing import Protocol
 
@@ -258,19 +257,13 @@ def _bindings(
     return out
 
 
-_HARD_QUEUES, _JOB_ID, _PHASE, _CLASS = (
-    attrgetter("hard_queues"),
-    attrgetter("job_id"),
-    attrgetter("phase"),
-    attrgetter("__class__"),
-)
-_IS_WAITING = partial(is_, JobPhase.WAITING)
+_HARD_QUEUES, _JOB_ID, _CLASS = attrgetter("hard_queues"), attrgetter("job_id"), attrgetter("__class__")
 
 
 def _without(snapshot: Snapshot, pending_indices: Sequence[int]) -> Snapshot:
     """The snapshot without the eligible waiting jobs at these positions (counted among them)."""
-    jobs = snapshot.jobs
-    at = list(compress(range(len(jobs)), map(_IS_WAITING, map(_PHASE, jobs))))
+    jobs, waiting = snapshot.jobs, JobPhase.WAITING
+    at = [n for n, job in enumerate(jobs) if job.phase is waiting]
     kept = [True] * len(jobs)
     for n in pending_indices:
         kept[at[n]] = False
