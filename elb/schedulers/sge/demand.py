@@ -494,12 +494,29 @@ class _Shapes:
         sub_jobs = jobs if every else list(map(jobs.__getitem__, todo))
         sub_bound = bindings if every else list(map(bindings.__getitem__, todo))
         # Each job's quick key, flat (one tuple a job, no tuple within it): its slots, tasks, PE
-        # and range, the identities of its request mappings, and of its binding if any may have one.
-        parts = [map(attribute, sub_jobs) for attribute in _SHAPE_PARTS]
-        parts += [map(id, map(_HARD, sub_jobs)), map(id, map(_MASTER, sub_jobs)), map(id, map(_SLAVE, sub_jobs))]
+        # and range, the identities of its request mappings, and of its binding if any may have
+        # one. (A comprehension reads a job's slots directly: cheaper than one ``attrgetter`` map
+        # a field, zipped.)
+        quick: list[tuple[object, ...]]
         if bound:
-            parts.append(map(id, sub_bound))
-        quick = list(zip(*parts, strict=True))
+            quick = [
+                (
+                    j.slots,
+                    j.tasks,
+                    j.pe,
+                    j.pe_range,
+                    id(j.hard_requests),
+                    id(j.master_requests),
+                    id(j.slave_requests),
+                    id(b),
+                )
+                for j, b in zip(sub_jobs, sub_bound, strict=True)
+            ]
+        else:
+            quick = [
+                (j.slots, j.tasks, j.pe, j.pe_range, id(j.hard_requests), id(j.master_requests), id(j.slave_requests))
+                for j in sub_jobs
+            ]
         # Each job's first of its shape, by position (each key hashed once).
         first: dict[tuple[object, ...], int] = {}
         at = list(map(first.setdefault, quick, range(len(quick))))
@@ -551,9 +568,6 @@ def _check_waiting(jobs: Sequence[Job], bindings: Sequence[JobBinding | None] | 
         raise DemandError(f"job {running.job_id} runs in {running.queue}: only waiting jobs are demand")
 
 
-# A job's shape: its slots, tasks, PE and range.
-_SHAPE_PARTS = (attrgetter("slots"), attrgetter("tasks"), attrgetter("pe"), attrgetter("pe_range"))
-_HARD, _MASTER, _SLAVE = attrgetter("hard_requests"), attrgetter("master_requests"), attrgetter("slave_requests")
 _UNBOUND = JobBinding()
 
 
