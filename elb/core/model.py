@@ -8,9 +8,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
-from itertools import compress
-from operator import attrgetter, is_
 
 from elb.core.frozen import quick_init
 
@@ -40,9 +37,6 @@ class QueueFlags(enum.Flag):
     ERROR = enum.auto()  # in error, or its configuration in doubt
     ALARM = enum.auto()  # a load threshold passed: shown, still usable
 
-
-_PHASE, _IS_WAITING = attrgetter("phase"), partial(is_, JobPhase.WAITING)  # Job.is_pending, in C
-_IS_HELD = partial(is_, JobPhase.HELD)
 
 NO_FLAGS = QueueFlags(0)
 _UNUSABLE = QueueFlags.DISABLED | QueueFlags.UNREACHABLE | QueueFlags.SUSPENDED | QueueFlags.ERROR
@@ -239,16 +233,17 @@ class Snapshot:
 
     @property
     def pending(self) -> tuple[Job, ...]:
-        """The eligible waiting jobs (``Job.is_pending``), picked out in C: a pass asks for them
-        of 50,000 entries a few times."""
-        jobs = self.jobs
-        return tuple(compress(jobs, map(_IS_WAITING, map(_PHASE, jobs))))
+        """The eligible waiting jobs (``Job.is_pending``). A pass asks for them of 50,000 entries
+        a few times: one comprehension with the phase compared by identity, which costs less
+        than ``compress`` over ``map`` of ``partial(is_, ...)`` (a call per job)."""
+        waiting = JobPhase.WAITING
+        return tuple([j for j in self.jobs if j.phase is waiting])
 
     @property
     def held(self) -> tuple[Job, ...]:
-        """The held waiting jobs (``JobPhase.HELD``), picked out in C."""
-        jobs = self.jobs
-        return tuple(compress(jobs, map(_IS_HELD, map(_PHASE, jobs))))
+        """The held waiting jobs (``JobPhase.HELD``), picked out as ``pending``."""
+        held = JobPhase.HELD
+        return tuple([j for j in self.jobs if j.phase is held])
 
     def jobs_on(self, host: str) -> tuple[Job, ...]:
         return tuple(j for j in self.jobs if j.host == host)

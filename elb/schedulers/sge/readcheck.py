@@ -33,7 +33,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 
 from elb.core.model import Job, Node, NodeState, Snapshot
 
@@ -90,10 +89,7 @@ def running_jobs(snapshot: Snapshot | None) -> tuple[Job, ...]:
     queue has a host (``Job.host``): the waiting ones are passed over without asking."""
     if snapshot is None:
         return ()
-    return tuple(j for j in filter(_QUEUE, snapshot.jobs) if j.host is not None)
-
-
-_QUEUE = attrgetter("queue")
+    return tuple([j for j in snapshot.jobs if j.queue and j.host is not None])
 
 
 def _names(names: Iterable[str]) -> str:

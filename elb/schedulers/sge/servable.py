@@ -21,9 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
-from itertools import compress, repeat
-from operator import attrgetter, is_, is_not
+from itertools import compress
 from types import MappingProxyType
 from typing import Protocol
 
@@ -169,7 +167,7 @@ def _split(
     reasons: dict[str, _Unread] = {}  # the waiting jobs not read, one for each reason (most share one)
     if unread:
         answers = marked = list[Placement | _Unread](placements)
-        for n in compress(range(len(pending)), map(unread.__contains__, map(_JOB_ID, pending))):
+        for n in [n for n, job in enumerate(pending) if job.job_id in unread]:
             why = unread[pending[n].job_id]
             found = reasons.get(why)
             if found is None:
@@ -179,7 +177,7 @@ def _split(
     # not demand looked at one by one.
     if not reasons and all(p.__class__ is Servable for p in distinct):
         return DemandSplit(snapshot, (), _GroupOf(pending, answers))
-    left_out = list(compress(range(len(answers)), map(is_not, map(_CLASS, answers), repeat(Servable))))
+    left_out = [n for n, answer in enumerate(answers) if answer.__class__ is not Servable]
     refused = tuple(map(_not_demand, map(pending.__getitem__, left_out), map(answers.__getitem__, left_out)))
     return DemandSplit(_without(snapshot, left_out), refused, _GroupOf(pending, answers))
 
@@ -239,7 +237,7 @@ def _bindings(
     has either. Equal bindings are one object, so ``place_all`` tells them apart by identity;
     those without a start time are the objects of the split before (``keep``), so a job of the
     split before is found there by identity."""
-    queues = list(map(_HARD_QUEUES, pending))
+    queues = [job.hard_queues for job in pending]
     if not start_times and not any(queues):
         return None
     timeless = {q: keep.binding(q) if keep is not None else JobBinding(q) for q in set(queues) if q}
@@ -247,7 +245,7 @@ def _bindings(
         keep.keep_bindings(timeless.values())
     out: list[JobBinding | None] = list(map(timeless.get, queues))  # None for no queue
     if start_times:
-        ids = list(map(_JOB_ID, pending))
+        ids = [job.job_id for job in pending]
         timed: dict[tuple[tuple[str, ...], float], JobBinding] = {}
         for n in compress(range(len(ids)), map(start_times.__contains__, ids)):
             key = (queues[n], start_times[ids[n]])
@@ -258,19 +256,10 @@ def _bindings(
     return out
 
 
-_HARD_QUEUES, _JOB_ID, _PHASE, _CLASS = (
-    attrgetter("hard_queues"),
-    attrgetter("job_id"),
-    attrgetter("phase"),
-    attrgetter("__class__"),
-)
-_IS_WAITING = partial(is_, JobPhase.WAITING)
-
-
 def _without(snapshot: Snapshot, pending_indices: Sequence[int]) -> Snapshot:
     """The snapshot without the eligible waiting jobs at these positions (counted among them)."""
-    jobs = snapshot.jobs
-    at = list(compress(range(len(jobs)), map(_IS_WAITING, map(_PHASE, jobs))))
+    jobs, waiting = snapshot.jobs, JobPhase.WAITING
+    at = [n for n, job in enumerate(jobs) if job.phase is waiting]
     kept = [True] * len(jobs)
     for n in pending_indices:
         kept[at[n]] = False

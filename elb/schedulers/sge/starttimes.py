@@ -22,7 +22,7 @@ import heapq
 import logging
 from collections.abc import Mapping, Sequence
 from itertools import compress, repeat
-from operator import attrgetter, ne
+from operator import ne
 from typing import Protocol
 
 from elb.core.model import Job
@@ -55,9 +55,9 @@ class StartTimes:
         ``per_pass``), and return the start times known (jobs without one are left out). The
         new jobs whose answer did not come, asked about or not, are ``unread`` until the next
         update (job number -> why)."""
-        # A job's entries share its submission time. (Built as a whole dict in C: 50,000
-        # waiting jobs are a few milliseconds.)
-        waiting = dict(zip(map(_JOB_ID, pending), map(_SUBMITTED, pending), strict=True))
+        # A job's entries share its submission time. (One comprehension, reading each job's
+        # fields directly: cheaper than a dict of two ``attrgetter`` maps zipped.)
+        waiting = {job.job_id: job.submitted for job in pending}
         # Forgotten: the jobs no longer waiting, or waiting with another submission time (a job
         # number used again). One lookup a job asked about, made in C (the difference of the two
         # dicts' items would make and hash a pair for each, at twice the cost).
@@ -104,7 +104,6 @@ class StartTimes:
         return True
 
 
-_JOB_ID, _SUBMITTED = attrgetter("job_id"), attrgetter("submitted")
 _GONE = object()  # no job's submission time
 
 
