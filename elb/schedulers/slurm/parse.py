@@ -529,7 +529,7 @@ def _squeue_line(
             raise ValueError(f"job {job_id!r} in state {state!r}")
         # A limit read before is looked up here (``_limit`` when it was not).
         when = _stamp(submitted, hours, minutes)
-        start = _stamp(started, hours, minutes)
+        start = None if started == "N/A" else _stamp(started, hours, minutes)  # (a pending job's, most often)
         seconds = _UNREAD if limits is None else limits.get(limit, _UNREAD)
         if seconds is _UNREAD:
             seconds = _limit(limit, limits)
