@@ -35,10 +35,12 @@ def line_by_line(text: str) -> list[SlurmJob]:
 
 def assert_read_as_alone(text: str, memo: SqueueMemo[Line]) -> list[SlurmJob]:
     """``text`` read with ``memo``: each entry the job, and the parts, that its line read on its
-    own gives. The jobs."""
+    own gives; the memo's lines of the read (patched from the last read's when walked as text)
+    its lines. The jobs."""
     entries = read_entries(text, memo)
     jobs = line_by_line(text)
     assert [e[0] for e in entries] == jobs and [e[1] for e in entries] == list(map(made_of, jobs))
+    assert memo.last_lines() == [line for line in text.splitlines() if line.strip()]
     return jobs
 
 
@@ -57,7 +59,15 @@ def test_in_text_is_in_order(before: list[str], lines: list[str], turns: int | N
     text, last = "".join(f"{line}\n" for line in lines), "".join(f"{line}\n" for line in before)
     stretches: list[Stretch] = []
     walked = in_text(
-        text, last, list(map(len, before)), entries, known, turns=turns, seek_budget=budget, stretches=stretches
+        text,
+        last,
+        list(map(len, before)),
+        entries,
+        known,
+        before_lines=before,
+        turns=turns,
+        seek_budget=budget,
+        stretches=stretches,
     )
     assert walked is not None
     found, lengths, loose, left = walked
@@ -67,10 +77,10 @@ def test_in_text_is_in_order(before: list[str], lines: list[str], turns: int | N
     assert stretches == taken  # (the lines taken in place, and where from)
     assert all(lines[i] == line for i, line in loose)
     assert {i for i, _ in loose} >= {i for i, entry in enumerate(found) if entry is None}
-    if left is not None:  # the stretches passed over: whole lines of ``before``, every one that left among them
-        assert all(stretch.endswith("\n") for stretch in left)
-        passed = "".join(left).splitlines()
-        assert set(passed) <= set(before) and set(before) - set(lines) <= set(passed)
+    if left is not None:  # the lines passed over: ``before``'s own, in its order, every one that left among them
+        at = iter(map(id, before))
+        assert all(id(line) in at for line in left)
+        assert set(before) - set(lines) <= set(left)
 
 
 # Lines of widths far apart: a line looked for may be further on than the lines' mean width says.
@@ -85,7 +95,15 @@ def assert_walks_alike(before: list[str], lines: list[str], turns: int | None, b
     walked: list[Stretch] = []
     taken: list[Stretch] = []
     text_walk = in_text(
-        text, last, list(map(len, before)), entries, known, turns=turns, seek_budget=budget, stretches=walked
+        text,
+        last,
+        list(map(len, before)),
+        entries,
+        known,
+        before_lines=before,
+        turns=turns,
+        seek_budget=budget,
+        stretches=walked,
     )
     assert text_walk is not None
     want, _ = in_order(lines, before, entries, known, turns=turns, seek_budget=budget, stretches=taken)
