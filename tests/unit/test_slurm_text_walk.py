@@ -44,6 +44,30 @@ def assert_read_as_alone(text: str, memo: SqueueMemo[Line]) -> list[SlurmJob]:
     return jobs
 
 
+def walk_texts(
+    before: list[str],
+    lines: list[str],
+    entries: list[object],
+    known: dict[str, object],
+    turns: int | None,
+    budget: int | None,
+    stretches: list[Stretch],
+) -> tuple[list[object | None], list[int], list[tuple[int, str]], list[str] | None] | None:
+    """``in_text`` on the texts of ``lines`` and ``before`` (``entries`` those of ``before``'s lines)."""
+    text, last = "".join(f"{line}\n" for line in lines), "".join(f"{line}\n" for line in before)
+    return in_text(
+        text,
+        last,
+        list(map(len, before)),
+        entries,
+        known,
+        before_lines=before,
+        turns=turns,
+        seek_budget=budget,
+        stretches=stretches,
+    )
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.sampled_from([f"line {k}" for k in range(12)]), max_size=60),
@@ -56,19 +80,8 @@ def test_in_text_is_in_order(before: list[str], lines: list[str], turns: int | N
     on texts are ``in_order``'s on the texts' lines, whatever the bounds."""
     entries = [object() for _ in before]
     known = dict(zip(before, entries, strict=True)) | {"line 13": object()}
-    text, last = "".join(f"{line}\n" for line in lines), "".join(f"{line}\n" for line in before)
     stretches: list[Stretch] = []
-    walked = in_text(
-        text,
-        last,
-        list(map(len, before)),
-        entries,
-        known,
-        before_lines=before,
-        turns=turns,
-        seek_budget=budget,
-        stretches=stretches,
-    )
+    walked = walk_texts(before, lines, entries, known, turns, budget, stretches)
     assert walked is not None
     found, lengths, loose, left = walked
     taken: list[Stretch] = []
@@ -91,20 +104,9 @@ def assert_walks_alike(before: list[str], lines: list[str], turns: int | None, b
     """``in_text`` on the texts of ``before`` and ``lines`` finds the entries ``in_order`` finds."""
     entries = [object() for _ in before]
     known = dict(zip(before, entries, strict=True))
-    text, last = "".join(f"{line}\n" for line in lines), "".join(f"{line}\n" for line in before)
     walked: list[Stretch] = []
     taken: list[Stretch] = []
-    text_walk = in_text(
-        text,
-        last,
-        list(map(len, before)),
-        entries,
-        known,
-        before_lines=before,
-        turns=turns,
-        seek_budget=budget,
-        stretches=walked,
-    )
+    text_walk = walk_texts(before, lines, entries, known, turns, budget, walked)
     assert text_walk is not None
     want, _ = in_order(lines, before, entries, known, turns=turns, seek_budget=budget, stretches=taken)
     assert list(map(id, text_walk[0])) == list(map(id, want)) and walked == taken
