@@ -533,7 +533,9 @@ def _neutral(job: SlurmJob) -> list[Any]:
 
 def test_a_lines_neutral_jobs_are_its_jobs_field_by_field() -> None:
     """``jobs_of``, ``made_of`` and ``line_of`` (which share read-only empty request mappings)
-    make the jobs a field-by-field build makes, equal and hashed alike."""
+    make the jobs a field-by-field build makes, equal and hashed alike: a pending id of digits
+    alone (read as its number and one task, without ``job_number`` and ``array_tasks``) among
+    them."""
     from elb.schedulers.slurm.held import line_of
     from elb.schedulers.slurm.view import jobs_of
 
@@ -542,6 +544,8 @@ def test_a_lines_neutral_jobs_are_its_jobs_field_by_field() -> None:
         "10|cloud|PENDING|BeginTime|1|1||2026-11-24T16:01:06|2026-11-24T19:01:06|30:00|u|later\n"
         "11|cloud|PENDING|BeginTime|1|1||2026-11-24T16:01:06|N/A|UNLIMITED|u|due\n"
         "12|cloud|COMPLETING|None|2|8|n[1-2]|2026-11-24T16:01:06|2026-11-24T16:02:06|1-00:00:00|u|done\n"
+        "13_4|cloud|PENDING|Priority|1|1||2026-11-24T16:01:06|N/A|UNLIMITED|u|task\n"
+        "017|cloud|PENDING|Resources|1|3||2026-11-24T16:01:06|N/A|UNLIMITED|u|zero\n"
     )
     for job in parse_squeue(read("squeue.txt") + extra):
         want = _neutral(job)

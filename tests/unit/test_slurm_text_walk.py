@@ -35,11 +35,37 @@ def line_by_line(text: str) -> list[SlurmJob]:
 
 def assert_read_as_alone(text: str, memo: SqueueMemo[Line]) -> list[SlurmJob]:
     """``text`` read with ``memo``: each entry the job, and the parts, that its line read on its
-    own gives. The jobs."""
+    own gives; the memo's lines of the read (patched from the last read's when walked as text)
+    its lines. The jobs."""
     entries = read_entries(text, memo)
     jobs = line_by_line(text)
     assert [e[0] for e in entries] == jobs and [e[1] for e in entries] == list(map(made_of, jobs))
+    assert memo.last_lines() == [line for line in text.splitlines() if line.strip()]
     return jobs
+
+
+def walk_texts(
+    before: list[str],
+    lines: list[str],
+    entries: list[object],
+    known: dict[str, object],
+    turns: int | None,
+    budget: int | None,
+    stretches: list[Stretch],
+) -> tuple[list[object | None], list[int], list[tuple[int, str]], list[str] | None] | None:
+    """``in_text`` on the texts of ``lines`` and ``before`` (``entries`` those of ``before``'s lines)."""
+    text, last = "".join(f"{line}\n" for line in lines), "".join(f"{line}\n" for line in before)
+    return in_text(
+        text,
+        last,
+        list(map(len, before)),
+        entries,
+        known,
+        before_lines=before,
+        turns=turns,
+        seek_budget=budget,
+        stretches=stretches,
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -54,11 +80,8 @@ def test_in_text_is_in_order(before: list[str], lines: list[str], turns: int | N
     on texts are ``in_order``'s on the texts' lines, whatever the bounds."""
     entries = [object() for _ in before]
     known = dict(zip(before, entries, strict=True)) | {"line 13": object()}
-    text, last = "".join(f"{line}\n" for line in lines), "".join(f"{line}\n" for line in before)
     stretches: list[Stretch] = []
-    walked = in_text(
-        text, last, list(map(len, before)), entries, known, turns=turns, seek_budget=budget, stretches=stretches
-    )
+    walked = walk_texts(before, lines, entries, known, turns, budget, stretches)
     assert walked is not None
     found, lengths, loose, left = walked
     taken: list[Stretch] = []
@@ -67,10 +90,10 @@ def test_in_text_is_in_order(before: list[str], lines: list[str], turns: int | N
     assert stretches == taken  # (the lines taken in place, and where from)
     assert all(lines[i] == line for i, line in loose)
     assert {i for i, _ in loose} >= {i for i, entry in enumerate(found) if entry is None}
-    if left is not None:  # the stretches passed over: whole lines of ``before``, every one that left among them
-        assert all(stretch.endswith("\n") for stretch in left)
-        passed = "".join(left).splitlines()
-        assert set(passed) <= set(before) and set(before) - set(lines) <= set(passed)
+    if left is not None:  # the lines passed over: ``before``'s own, in its order, every one that left among them
+        at = iter(map(id, before))
+        assert all(id(line) in at for line in left)
+        assert set(before) - set(lines) <= set(left)
 
 
 # Lines of widths far apart: a line looked for may be further on than the lines' mean width says.
@@ -81,12 +104,9 @@ def assert_walks_alike(before: list[str], lines: list[str], turns: int | None, b
     """``in_text`` on the texts of ``before`` and ``lines`` finds the entries ``in_order`` finds."""
     entries = [object() for _ in before]
     known = dict(zip(before, entries, strict=True))
-    text, last = "".join(f"{line}\n" for line in lines), "".join(f"{line}\n" for line in before)
     walked: list[Stretch] = []
     taken: list[Stretch] = []
-    text_walk = in_text(
-        text, last, list(map(len, before)), entries, known, turns=turns, seek_budget=budget, stretches=walked
-    )
+    text_walk = walk_texts(before, lines, entries, known, turns, budget, walked)
     assert text_walk is not None
     want, _ = in_order(lines, before, entries, known, turns=turns, seek_budget=budget, stretches=taken)
     assert list(map(id, text_walk[0])) == list(map(id, want)) and walked == taken

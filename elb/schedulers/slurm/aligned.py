@@ -168,17 +168,19 @@ def in_text(
     entries: list[E],
     known: Mapping[str, E],
     *,
+    before_lines: Sequence[str],
     turns: int | None = None,
     seek_budget: int | None = None,
     stretches: list[Stretch] | None = None,
     passed: list[E] | None = None,
 ) -> tuple[list[E | None], list[int], list[tuple[int, str]], list[str] | None] | None:
     """``in_order`` on texts: each line's entry (None: a line ``known`` lacks), each line's
-    length, the lines not taken in place (their index and text, in order), and the stretches
-    of ``before`` the walk passed over (each whole lines, ``\n`` ended: lines that left, or
-    moved further than the walk looked; None when the walk stopped walking before the end of
-    ``before``, past its bounds), of ``text`` beside ``before`` (the last read's text, ``sizes``
-    its lines' lengths, ``entries`` their entries), without splitting the lines taken in place:
+    length, the lines not taken in place (their index and text, in order), and the lines of
+    ``before`` the walk passed over (``before_lines``' own objects: lines that left, or moved
+    further than the walk looked; None when the walk stopped walking before the end of
+    ``before``, past its bounds), of ``text`` beside ``before`` (the last read's text,
+    ``before_lines`` its lines, ``sizes`` their lengths, ``entries`` their entries), without
+    splitting the lines taken in place:
     a stretch of ``before``'s lines is compared with ``text`` as characters
     (``same_text_run``). Both texts are ``plain_text``, and ``before``'s lines ``plain_lines``;
     None when a line of ``text`` split out is not (then ``text`` is read as lines). The same
@@ -227,10 +229,10 @@ def in_text(
             else:
                 where, skipped = sought
                 budget -= skipped
+                _passed(left, before_lines, j, j + skipped)
                 j += skipped + 1
-                _passed(left, before, at, where)
                 at = where + len(line) + 1
-    _passed(left, before, at, len(before))  # (``text`` ended first)
+    _passed(left, before_lines, j, m)  # (``text`` ended first)
     if stretches is not None:
         stretches += taken
     if passed is not None:
@@ -240,10 +242,10 @@ def in_text(
     return found, lengths, loose, left
 
 
-def _passed(left: list[str] | None, before: str, at: int, where: int) -> None:
-    """Keeps in ``left`` (unless None) the lines of ``before`` from ``at`` to ``where`` (line starts), if any."""
-    if left is not None and where > at:
-        left.append(before[at:where])
+def _passed(left: list[str] | None, lines: Sequence[str], j: int, k: int) -> None:
+    """Keeps in ``left`` (unless None) the lines ``j`` to ``k`` of ``lines``."""
+    if left is not None:
+        left += lines[j:k]
 
 
 def _seek(before: str, line: str, at: int, *, sizes: list[int], j: int, lines: int) -> tuple[int, int] | None:

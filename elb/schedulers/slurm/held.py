@@ -36,6 +36,7 @@ READS_NOW: Final = object()  # a held line whose answer reads the time: worked o
 Line = tuple[SlurmJob, Made, int | None, NotDemand | object | None]
 
 _JOB, _MADE, _NUMBER, _ANSWER = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
+_HELD = JobPhase.HELD  # (a member bound once: read for each new pending line)
 _not_demand = maker(NotDemand)  # (``elb.core.frozen.maker``: a read makes one for each new held line)
 
 
@@ -57,7 +58,7 @@ def line_of(job: SlurmJob) -> Line:
     if job.state != "PENDING":  # (``SlurmJob.pending``, read directly: a read works it out for each new line)
         return job, made_of(job), None, None
     neutral = pending_job(job)  # (a pending line makes one job: ``made_of``'s)
-    if neutral.phase is not JobPhase.HELD:
+    if neutral.phase is not _HELD:
         return job, neutral, neutral.job_id, None
     if job.reason == "BeginTime" and not job.started:  # (until: now)
         return job, neutral, neutral.job_id, READS_NOW

@@ -34,7 +34,7 @@ import hostlist  # type: ignore[import-untyped]
 
 from elb.core.frozen import maker, quick_init
 from elb.core.gcpause import paused
-from elb.schedulers.slurm.aligned import Stretch, in_order, in_text, one_break, passed_over, plain_text
+from elb.schedulers.slurm.aligned import Stretch, in_order, in_text, one_break, passed_over, plain_text, spliced
 from elb.schedulers.timestamps import TIMESTAMP, parse_timestamp
 
 T = TypeVar("T")
@@ -289,9 +289,10 @@ class SqueueMemo(Generic[E]):
         # its only line break), and its lines' lengths; else None.
         self.text: str | None = None
         self.sizes: list[int] = []
-        # The lines the walks of the texts passed over (``in_text``'s stretches of the text before:
-        # lines that left a read) since the memo was last made anew or pruned; None: not known
-        # (a read walked as lines, but the first into a memo of none, or one past the walk's bounds).
+        # The lines the walks of the texts passed over (``in_text``'s, the last reads' own line
+        # objects, as ``last`` keeps them: lines that left a read) since the memo was last made
+        # anew or pruned; None: not known (a read walked as lines, but the first into a memo of
+        # none, or one past the walk's bounds).
         self.left: list[str] | None = []
         # The last read's lines against the read before's (None: not known, a read with blank lines).
         self.splice: Splice[E] | None = None
@@ -407,10 +408,19 @@ def read_entries(text: str, memo: SqueueMemo[E], *, mine: object = None) -> list
     with paused(keep=True):
         walked = None
         if memo.text is not None and plain_text(text):
-            walked = in_text(text, memo.text, memo.sizes, before, known, stretches=stretches, passed=passed)
+            walked = in_text(
+                text,
+                memo.text,
+                memo.sizes,
+                before,
+                known,
+                before_lines=memo.last_lines(),
+                stretches=stretches,
+                passed=passed,
+            )
         if walked is not None:
             found, sizes, loose, left = walked
-            lines: list[str] | None = None
+            lines: list[str] | None = None  # (the last read's, patched once the new lines are read)
             out = [(i, line) for i, line in loose if found[i] is None]  # the lines not read before
             if memo.left is not None:
                 memo.left = None if left is None else memo.left + left
@@ -427,15 +437,17 @@ def read_entries(text: str, memo: SqueueMemo[E], *, mine: object = None) -> list
             if found is before:  # its last entries and lengths patched half way: the memo made anew next
                 memo.zone = ()
             raise
+        if walked is not None:  # the read's lines: the last read's (the memo's own list) where taken in place
+            lines = spliced(memo.last_lines(), stretches, [line for _, line in walked[2]], in_place=True)
         if blank:
             kept = [i for i, entry in enumerate(found) if entry is not None]
             lines, found = [cast("list[str]", lines)[i] for i in kept], [found[i] for i in kept]
         entries = cast("list[E]", found)
-        _remember(memo, lines if lines is not None else text.splitlines, entries, new)
+        _remember(memo, cast("list[str]", lines), entries, new)
         memo.last_entries = entries
         memo.splice = None if blank else (before, stretches, passed)
         if walked is not None:
-            memo.last, memo.text, memo.sizes = None, text, sizes
+            memo.last, memo.text, memo.sizes = lines, text, sizes
         else:
             read = cast("list[str]", lines)
             plain = plain_text(text) and not blank and one_break(text)
@@ -464,22 +476,20 @@ def _read_new(
     return new, blank
 
 
-def _remember(
-    memo: SqueueMemo[E], lines: list[str] | Callable[[], list[str]], entries: list[E], new: list[tuple[str, E]]
-) -> None:
-    """Keeps a read's ``lines`` (no blank one; or what gives them, when they are needed) and their
-    ``entries``, ``new`` the lines of them the memo lacked with theirs: added to the memo. When
-    more than ``stale_bound`` of its lines are not in this read, the lines the walks passed over
-    (``SqueueMemo.left``) are taken out first (one of them that moved or came back since is read
-    again the next time it is out of place), and when that is not known or not enough the memo
-    is made anew of this read's lines alone."""
+def _remember(memo: SqueueMemo[E], lines: list[str], entries: list[E], new: list[tuple[str, E]]) -> None:
+    """Keeps a read's ``lines`` (no blank one) and their ``entries``, ``new`` the lines of them
+    the memo lacked with theirs: added to the memo. When more than ``stale_bound`` of its lines
+    are not in this read, the lines the walks passed over (``SqueueMemo.left``) are taken out
+    first (one of them that moved or came back since is read again the next time it is out of
+    place), and when that is not known or not enough the memo is made anew of this read's
+    lines alone."""
     found_before = len(entries) - len(new)
     bound = stale_bound(len(entries))
     if len(memo.lines) - found_before > bound and memo.left is not None:
         _prune(memo.lines, memo.left)
         memo.left = []
     if len(memo.lines) - found_before > bound:
-        memo.lines = dict(zip(lines if isinstance(lines, list) else lines(), entries, strict=True))
+        memo.lines = dict(zip(lines, entries, strict=True))
         memo.left = []
     else:
         memo.lines.update(new)
@@ -491,11 +501,10 @@ _KEPT = 100_000
 
 
 def _prune(known: dict[str, E], left: list[str]) -> None:
-    """Takes the lines of ``left`` (stretches of whole lines, each ended by ``\n``) out of ``known``."""
+    """Takes the lines of ``left`` out of ``known`` (each a read's own line, its hash worked out already)."""
     drop = known.pop
-    for stretch in left:
-        for line in stretch.split("\n"):
-            drop(line, None)
+    for line in left:
+        drop(line, None)
 
 
 def _squeue_line(
@@ -529,7 +538,7 @@ def _squeue_line(
             raise ValueError(f"job {job_id!r} in state {state!r}")
         # A limit read before is looked up here (``_limit`` when it was not).
         when = _stamp(submitted, hours, minutes)
-        start = _stamp(started, hours, minutes)
+        start = None if started == "N/A" else _stamp(started, hours, minutes)  # (a pending job's, most often)
         seconds = _UNREAD if limits is None else limits.get(limit, _UNREAD)
         if seconds is _UNREAD:
             seconds = _limit(limit, limits)

@@ -91,15 +91,16 @@ def pending_job(job: SlurmJob) -> Job:
     (pending, for no reason of ``not_demand_reason``), else held. Made through ``Job``'s maker
     (``elb.core.frozen.maker``: a read makes one for each new line)."""
     job_id = job.job_id
+    plain = job_id.isdecimal()  # (most ids: the number alone, one task)
     return _job(
-        job_id=job_number(job_id),
+        job_id=int(job_id) if plain else job_number(job_id),
         name=job.name,
         owner=job.user,
         state=job.state,
         phase=_WAITING if not_demand_reason(job.reason) is None else _HELD,
         slots=job.cpus,
         submitted=job.submitted,
-        tasks=array_tasks(job_id),
+        tasks=1 if plain else array_tasks(job_id),
         hard_requests=_NO_REQUESTS,
         hard_runtime=job.time_limit,
         master_requests=_NO_REQUESTS,
