@@ -718,6 +718,23 @@ def test_place_all_weighs_each_task_count_as_place_does(
     assert place_all(jobs, gs, SITE, NOW) == expected
 
 
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(st.tuples(ARRAY_SHAPES, TASK_COUNTS), min_size=2, max_size=30),
+    st.sampled_from(range(len(GROUP_SETS))),
+)
+def test_servable_answers_are_equal_when_what_they_say_is(
+    drawn: list[tuple[tuple[int, str | None, str | None], int]], which: int
+) -> None:
+    """A ``Servable`` keeps the parts of its reason and makes the text when read: two answers
+    are equal exactly when their group, node and slot counts and reasons are."""
+    placed = [p for p in place_all(array_jobs(drawn), GROUP_SETS[which], SITE, NOW) if isinstance(p, Servable)]
+    for a in placed:
+        for b in placed:
+            said = (a.group, a.nodes, a.slots_per_node, a.reason) == (b.group, b.nodes, b.slots_per_node, b.reason)
+            assert (a == b) == said, (a.reason, b.reason)
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.tuples(ARRAY_SHAPES, TASK_COUNTS), min_size=1, max_size=30),
