@@ -849,6 +849,29 @@ def test_placements_kept_from_call_to_call_answer_as_place_does(
         ]
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(waiting_jobs(), st.sampled_from(range(len(GROUP_SETS)))), min_size=1, max_size=4))
+def test_placements_keep_by_shape_the_answers_they_keep_by_identity(
+    calls: list[tuple[tuple[list[Job], list[JobBinding | None]], int]],
+) -> None:
+    """The answers ``Placements`` keeps by shape are those of the records it keeps (each
+    without a start time), whether taken from the call's own answers by shape (none with a
+    start time) or picked from the records (some with one), and when the answers of the calls
+    before are dropped (no slack: as soon as they outnumber twice the call's jobs, here when a
+    call has a third of the jobs of the one before, found by job)."""
+    import elb.schedulers.sge.demand as sge_demand
+
+    keep = Placements()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sge_demand, "_SLACK", 0)
+        for (jobs, bindings), which in calls:
+            for some in (jobs, jobs[: len(jobs) // 3]):  # then a few of them, found by job
+                place_shapes(
+                    some, GROUP_SETS[which], SITE, NOW, bindings=bindings[: len(some)], new_node_name=None, keep=keep
+                )
+                assert keep.by_shape == {record[3]: record[4] for record in keep.known.values()}
+
+
 def test_placements_are_reused_only_for_the_same_groups_site_and_name() -> None:
     keep = Placements()
     jobs = [job(h_vmem="2G"), job(slots=4, pe="smp", pe_range="4")]

@@ -401,11 +401,14 @@ class Placements:
         bound: Sequence[JobBinding | None],
         records: Sequence[_Known],
         made: Collection[_Known],
+        *,
+        shapes: Mapping[tuple[object, ...], Placement] | None = None,
     ) -> None:
         """Keeps this call's answers without a start time (``records[i]`` for ``jobs[i]``,
-        bound by ``bound[i]``; ``made``: those not found by job, each once). The answers by
-        identity and by shape of the calls before stay, those of this call added, until they are
-        twice this call's: then only this call's are kept."""
+        bound by ``bound[i]``; ``made``: those not found by job, each once; ``shapes``: their
+        answers by shape, when none has a start time, else None). The answers by identity and
+        by shape of the calls before stay, those of this call added, until they are twice this
+        call's: then only this call's are kept."""
         timeless = list(map(_TIMELESS, records))
         if self.context is not context and not self.same(*context):
             self.known, self.by_shape = {}, {}
@@ -414,9 +417,13 @@ class Placements:
         if len(self.known) > 2 * len(self.by_job) + _SLACK:
             self.known, self.by_shape = {}, {}
             made = dict(zip(map(id, records), records, strict=True)).values()  # jobs of a shape share one
+            shapes = None  # those of the jobs found by job are not among them
         fresh = list(compress(made, map(_TIMELESS, made)))
         self.known.update(zip(map(_IDENT, fresh), fresh, strict=True))
-        self.by_shape.update(zip(map(_SHAPE_OF, fresh), map(_PLACEMENT, fresh), strict=True))
+        if shapes is not None:  # a dict's items, added with the hashes it keeps
+            self.by_shape.update(shapes)
+        else:  # each shape, a tuple of tuples, hashed again
+            self.by_shape.update(zip(map(_SHAPE_OF, fresh), map(_PLACEMENT, fresh), strict=True))
 
 
 # Answers kept beyond twice the last call's, before those of the calls before are dropped.
@@ -473,7 +480,7 @@ def place_shapes(
     made = shapes.fill(records, todo, jobs, bound, bound=bindings is not None) if todo else []
     placements = list(map(_PLACEMENT, records))
     if keep is not None:
-        keep.update(context, tuple(jobs), tuple(bound), records, made)
+        keep.update(context, tuple(jobs), tuple(bound), records, made, shapes=None if shapes.timed else shapes.by_shape)
     return placements, list(dict(zip(map(id, placements), placements, strict=True)).values())
 
 
@@ -488,7 +495,8 @@ class _Shapes:
         self.groups, self.site, self.now, self.new_node_name = groups, site, now, new_node_name
         self.known = kept.known if kept is not None else {}
         self.before = kept.by_shape if kept is not None else {}
-        self.by_shape: dict[tuple[object, ...], Placement] = {}
+        self.by_shape: dict[tuple[object, ...], Placement] = {}  # the answers of the records made
+        self.timed = False  # whether any of them is of a job with a start time
         self.narrowed = _Memo(groups, site, new_node_name)
 
     def fill(
@@ -569,6 +577,8 @@ class _Shapes:
             if placed is None:
                 placed = self.narrowed.place(job, binding or _UNBOUND, requested, self.now)
             self.by_shape[shape] = placed
+            if not timeless:
+                self.timed = True
         return (hard, master, slave, shape, placed, ident, timeless, binding)
 
 
