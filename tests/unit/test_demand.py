@@ -718,6 +718,23 @@ def test_place_all_weighs_each_task_count_as_place_does(
     assert place_all(jobs, gs, SITE, NOW) == expected
 
 
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(st.tuples(ARRAY_SHAPES, TASK_COUNTS), min_size=2, max_size=30),
+    st.sampled_from(range(len(GROUP_SETS))),
+)
+def test_servable_answers_are_equal_when_what_they_say_is(
+    drawn: list[tuple[tuple[int, str | None, str | None], int]], which: int
+) -> None:
+    """A ``Servable`` keeps the parts of its reason and makes the text when read: two answers
+    are equal exactly when their group, node and slot counts and reasons are."""
+    placed = [p for p in place_all(array_jobs(drawn), GROUP_SETS[which], SITE, NOW) if isinstance(p, Servable)]
+    for a in placed:
+        for b in placed:
+            said = (a.group, a.nodes, a.slots_per_node, a.reason) == (b.group, b.nodes, b.slots_per_node, b.reason)
+            assert (a == b) == said, (a.reason, b.reason)
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.tuples(ARRAY_SHAPES, TASK_COUNTS), min_size=1, max_size=30),
@@ -830,6 +847,29 @@ def test_placements_kept_from_call_to_call_answer_as_place_does(
         assert again == [
             place(j, gs, site, now + 60, binding=b, new_node_name=name) for j, b in zip(jobs, bindings, strict=True)
         ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(waiting_jobs(), st.sampled_from(range(len(GROUP_SETS)))), min_size=1, max_size=4))
+def test_placements_keep_by_shape_the_answers_they_keep_by_identity(
+    calls: list[tuple[tuple[list[Job], list[JobBinding | None]], int]],
+) -> None:
+    """The answers ``Placements`` keeps by shape are those of the records it keeps (each
+    without a start time), whether taken from the call's own answers by shape (none with a
+    start time) or picked from the records (some with one), and when the answers of the calls
+    before are dropped (no slack: as soon as they outnumber twice the call's jobs, here when a
+    call has a third of the jobs of the one before, found by job)."""
+    import elb.schedulers.sge.demand as sge_demand
+
+    keep = Placements()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sge_demand, "_SLACK", 0)
+        for (jobs, bindings), which in calls:
+            for some in (jobs, jobs[: len(jobs) // 3]):  # then a few of them, found by job
+                place_shapes(
+                    some, GROUP_SETS[which], SITE, NOW, bindings=bindings[: len(some)], new_node_name=None, keep=keep
+                )
+                assert keep.by_shape == {record[3]: record[4] for record in keep.known.values()}
 
 
 def test_placements_are_reused_only_for_the_same_groups_site_and_name() -> None:

@@ -2,7 +2,7 @@
 
 For one waiting job ``place`` answers:
 
-- ``Servable(group, nodes, slots_per_node, reason)``: the cheapest group whose new nodes SGE
+- ``Servable(group, nodes, slots_per_node, tasks, takes, considered)``: the cheapest group whose new nodes SGE
   could start the job on (price per hour of the nodes it needs, then fewer nodes, then the order
   of the groups), with how many nodes of it the job can use at once;
 - ``Unservable(reason)``: no group can ever run it (one line saying why); it is never demand;
@@ -146,12 +146,25 @@ class JobBinding:
 @dataclass(frozen=True, slots=True)
 class Servable:
     """The group the job goes to; ``nodes``: how many new nodes of it the job can use at once
-    (capped by the group's ``max_nodes``); ``slots_per_node``: the most slots it takes on one."""
+    (capped by the group's ``max_nodes``); ``slots_per_node``: the most slots it takes on one.
+
+    ``reason`` is made from the parts when read: ``tasks``, the job's task count; ``takes``, what
+    each task takes ("4 slots in PE smp (4 per host)"); ``considered``, how many groups could run
+    it. A pass places tens of thousands of servable jobs and reads the reason of none of them
+    (only a ``qsub -a`` hold's ``NotYet`` and the simulator's assignments read it), so the answer
+    keeps the parts, and two answers are equal when their parts are, as their reasons are."""
 
     group: NodeGroup
     nodes: int
     slots_per_node: int
-    reason: str
+    tasks: int
+    takes: str
+    considered: int
+
+    @property
+    def reason(self) -> str:
+        what = f"{self.tasks} tasks of {self.takes}" if self.tasks > 1 else self.takes
+        return _placed(what, self.nodes, self.group, self.slots_per_node, self.considered)
 
 
 @quick_init
@@ -204,7 +217,8 @@ class _Fit:
     nodes: int  # nodes the job can use at once, within max_nodes
     wanted: int  # nodes to run all its tasks at once, without the cap
     slots_per_node: int
-    what: str
+    tasks: int
+    takes: str  # what each task takes (``_Way.what``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,8 +308,7 @@ def _place(
 
 def _servable(fit: _Fit, considered: int) -> Servable:
     """The answer for the cheapest fit of ``considered`` groups that can run the job."""
-    reason = _placed(fit.what, fit.nodes, fit.group, fit.slots_per_node, considered)
-    return _SERVABLE(fit.group, fit.nodes, fit.slots_per_node, reason)
+    return _SERVABLE(fit.group, fit.nodes, fit.slots_per_node, fit.tasks, fit.takes, considered)
 
 
 def _placed(what: str, nodes: int, group: NodeGroup, slots_per_node: int, considered: int) -> str:
@@ -388,11 +401,14 @@ class Placements:
         bound: Sequence[JobBinding | None],
         records: Sequence[_Known],
         made: Collection[_Known],
+        *,
+        shapes: Mapping[tuple[object, ...], Placement] | None = None,
     ) -> None:
         """Keeps this call's answers without a start time (``records[i]`` for ``jobs[i]``,
-        bound by ``bound[i]``; ``made``: those not found by job, each once). The answers by
-        identity and by shape of the calls before stay, those of this call added, until they are
-        twice this call's: then only this call's are kept."""
+        bound by ``bound[i]``; ``made``: those not found by job, each once; ``shapes``: their
+        answers by shape, when none has a start time, else None). The answers by identity and
+        by shape of the calls before stay, those of this call added, until they are twice this
+        call's: then only this call's are kept."""
         timeless = list(map(_TIMELESS, records))
         if self.context is not context and not self.same(*context):
             self.known, self.by_shape = {}, {}
@@ -401,9 +417,13 @@ class Placements:
         if len(self.known) > 2 * len(self.by_job) + _SLACK:
             self.known, self.by_shape = {}, {}
             made = dict(zip(map(id, records), records, strict=True)).values()  # jobs of a shape share one
+            shapes = None  # those of the jobs found by job are not among them
         fresh = list(compress(made, map(_TIMELESS, made)))
         self.known.update(zip(map(_IDENT, fresh), fresh, strict=True))
-        self.by_shape.update(zip(map(_SHAPE_OF, fresh), map(_PLACEMENT, fresh), strict=True))
+        if shapes is not None:  # a dict's items, added with the hashes it keeps
+            self.by_shape.update(shapes)
+        else:  # each shape, a tuple of tuples, hashed again
+            self.by_shape.update(zip(map(_SHAPE_OF, fresh), map(_PLACEMENT, fresh), strict=True))
 
 
 # Answers kept beyond twice the last call's, before those of the calls before are dropped.
@@ -460,7 +480,7 @@ def place_shapes(
     made = shapes.fill(records, todo, jobs, bound, bound=bindings is not None) if todo else []
     placements = list(map(_PLACEMENT, records))
     if keep is not None:
-        keep.update(context, tuple(jobs), tuple(bound), records, made)
+        keep.update(context, tuple(jobs), tuple(bound), records, made, shapes=None if shapes.timed else shapes.by_shape)
     return placements, list(dict(zip(map(id, placements), placements, strict=True)).values())
 
 
@@ -475,7 +495,8 @@ class _Shapes:
         self.groups, self.site, self.now, self.new_node_name = groups, site, now, new_node_name
         self.known = kept.known if kept is not None else {}
         self.before = kept.by_shape if kept is not None else {}
-        self.by_shape: dict[tuple[object, ...], Placement] = {}
+        self.by_shape: dict[tuple[object, ...], Placement] = {}  # the answers of the records made
+        self.timed = False  # whether any of them is of a job with a start time
         self.narrowed = _Memo(groups, site, new_node_name)
 
     def fill(
@@ -556,6 +577,8 @@ class _Shapes:
             if placed is None:
                 placed = self.narrowed.place(job, binding or _UNBOUND, requested, self.now)
             self.by_shape[shape] = placed
+            if not timeless:
+                self.timed = True
         return (hard, master, slave, shape, placed, ident, timeless, binding)
 
 
@@ -1356,19 +1379,18 @@ def _spread(way: _Way, tasks: int) -> _Fit:
     """Nodes for the tasks that run at once, each taking ``on_node`` slots on ``nodes_per_task``
     nodes."""
     node = way.node
-    return _FIT(node.group, node.index, *_spread_counts(way, tasks))
+    return _FIT(node.group, node.index, *_spread_counts(way, tasks), tasks, way.what)
 
 
 def _servable_alone(way: _Way, tasks: int) -> Servable:
     """``_servable(*_cheapest_of(((way,),), tasks, ...))``: the answer when ``way`` is the only
     way of the only candidate node, without the fit between."""
-    nodes, _, slots_per_node, what = _spread_counts(way, tasks)
-    group = way.node.group
-    return _SERVABLE(group, nodes, slots_per_node, _placed(what, nodes, group, slots_per_node, 1))
+    nodes, _, slots_per_node = _spread_counts(way, tasks)
+    return _SERVABLE(way.node.group, nodes, slots_per_node, tasks, way.what, 1)
 
 
-def _spread_counts(way: _Way, tasks: int) -> tuple[int, int, int, str]:
-    """``_spread``'s nodes at once, nodes wanted, slots per node and what the tasks take."""
+def _spread_counts(way: _Way, tasks: int) -> tuple[int, int, int]:
+    """``_spread``'s nodes at once, nodes wanted and slots per node."""
     node, on_node, nodes_per_task = way.node, way.on_node, way.nodes_per_task
     at_once = tasks if way.most is None else min(tasks, way.most)
     if nodes_per_task == 1:
@@ -1380,8 +1402,7 @@ def _spread_counts(way: _Way, tasks: int) -> tuple[int, int, int, str]:
         wanted = at_once * nodes_per_task
         nodes = min(at_once, node.max_nodes // nodes_per_task) * nodes_per_task
         slots_per_node = on_node
-    what = f"{tasks} tasks of {way.what}" if tasks > 1 else way.what
-    return nodes, wanted, slots_per_node, what
+    return nodes, wanted, slots_per_node
 
 
 _FEWEST = attrgetter("wanted", "nodes")
