@@ -35,6 +35,7 @@ from typing import Any
 from elb.clouds.local import LocalCloud
 from elb.core.config import Config
 from elb.core.interfaces import CloudError, LaunchResult, NodeBoot
+from elbdev.testcluster import pids
 
 # What the next launch's chosen node runs instead of its scheduler daemon: it exits at once, so the
 # node never registers and its add play fails on it (the node's own failure).
@@ -138,17 +139,15 @@ def slow_bin_dir(directory: Path, commands: Sequence[str], delay_file: Path) -> 
 # ---------------------------------------------------------------------------------------- controllers
 
 
-def controller_pid(scheduler: str) -> int | None:
+def _controller(scheduler: str) -> pids.Held | None:
+    """The controller (sge_qmaster, slurmctld) held by its pidfd, when its pid file names it."""
     if scheduler == "sge":
         from elbdev.testcluster import master  # noqa: PLC0415
 
-        try:
-            return int(master.QMASTER_PID.read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
+        return pids.Held.of(master.QMASTER_PID, "sge_qmaster")
     from elbdev.testcluster import slurm  # noqa: PLC0415
 
-    return slurm._pid(slurm.SLURMCTLD_PID)
+    return pids.Held.of(slurm.SLURMCTLD_PID, "slurmctld")
 
 
 def restart_controller(scheduler: str) -> None:
@@ -168,14 +167,15 @@ def restart_controller(scheduler: str) -> None:
 
 def pause_controller(scheduler: str, seconds: float) -> bool:
     """SIGSTOP the controller for ``seconds``, then SIGCONT it; False if it was not running."""
-    pid = controller_pid(scheduler)
-    if pid is None:
+    held = _controller(scheduler)
+    if held is None:
         return False
-    os.kill(pid, signal.SIGSTOP)
     try:
+        held.send(signal.SIGSTOP)
         time.sleep(seconds)
     finally:
-        os.kill(pid, signal.SIGCONT)
+        held.send(signal.SIGCONT)
+        held.close()
     return True
 
 

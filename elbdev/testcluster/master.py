@@ -6,13 +6,11 @@ Every function here is idempotent: it looks at what is there and only does what 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
 import shutil
-import signal
 import socket
 import sys
 import time
@@ -20,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from elbdev.testcluster import constants as C
+from elbdev.testcluster import pids
 from elbdev.testcluster._run import TestClusterError, run
 
 log = logging.getLogger("elbdev.testcluster")
@@ -242,41 +241,24 @@ def ensure_ssh_keys() -> None:
         auth.chmod(0o600)
 
 
+# The process each pid file names (``elbdev.testcluster.pids``: a stale file's number is no one's).
+DAEMONS = {
+    SSHD_PID: "sshd",
+    GANESHA_PID: "ganesha.nfsd",
+    QMASTER_PID: "sge_qmaster",
+    STATD_STARTED: "rpc.statd",
+    RPCBIND_STARTED: "rpcbind",
+}
+
+
 def _pid_alive(pidfile: Path) -> bool:
-    try:
-        pid = int(pidfile.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """Whether the daemon of ``pidfile`` runs (the process under its number, by its name)."""
+    return pids.pid_of(pidfile, DAEMONS[pidfile]) is not None
 
 
 def _kill_pidfile(pidfile: Path, timeout: float = 10.0) -> None:
-    try:
-        pid = int(pidfile.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pidfile.unlink(missing_ok=True)
-        return
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.2)
-    else:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    pidfile.unlink(missing_ok=True)
+    """SIGTERM to the daemon of ``pidfile``, SIGKILL after ``timeout``; the file removed."""
+    pids.stop(pidfile, DAEMONS[pidfile], timeout)
 
 
 def ensure_sshd() -> None:

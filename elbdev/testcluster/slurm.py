@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from elbdev.testcluster import constants as C
-from elbdev.testcluster import master
+from elbdev.testcluster import master, pids
 from elbdev.testcluster._run import TestClusterError, run
 
 log = logging.getLogger("elbdev.testcluster")
@@ -184,11 +184,9 @@ def render_conf(
 
 
 def _pid(path: Path) -> int | None:
-    try:
-        pid = int(path.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-    return pid if _alive(pid) else None
+    """slurmctld's pid, when the process its pid file names runs and is slurmctld
+    (``elbdev.testcluster.pids``: a stale file's number may be another process's by now)."""
+    return pids.pid_of(path, "slurmctld")
 
 
 def _munged_running() -> bool:
@@ -265,23 +263,17 @@ def up(timeout: float = 60.0, *, suspend_timeout: int = SUSPEND_TIMEOUT, cloud_n
 
 
 def down_controller(timeout: float = 30.0) -> None:
-    pid = _pid(SLURMCTLD_PID)
-    if pid is None:
+    """SIGTERM to slurmctld, SIGKILL if it is still there after ``timeout`` (held by its pidfd:
+    its pid file goes before the process does)."""
+    held = pids.Held.of(SLURMCTLD_PID, "slurmctld")
+    if held is None:
         return
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while _alive(pid) and time.monotonic() < deadline:  # its pid file goes before the process does
-        time.sleep(0.2)
-    if _alive(pid):
-        os.kill(pid, signal.SIGKILL)
-
-
-def _alive(pid: int) -> bool:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+        if held.send(signal.SIGTERM) and not held.exited_within(timeout):
+            held.send(signal.SIGKILL)
+            held.exited_within(5.0)
+    finally:
+        held.close()
 
 
 def down() -> None:
