@@ -45,6 +45,18 @@ def is_transient(stderr: str, transient: Sequence[str], refused: Sequence[str] =
     return any(needle in low for needle in transient) and not any(r in low for r in refused)
 
 
+def killed_by(returncode: int) -> str | None:
+    """The signal that ended a command (a negative exit status, as ``subprocess`` gives it), by
+    name ("SIGTERM"); None when the command exited. A command a signal ended gave no answer:
+    the drivers take it for transient."""
+    if returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
 @dataclass(frozen=True, slots=True)
 class Retry:
     """How a command whose error is transient is tried again: after each of ``delays`` (so

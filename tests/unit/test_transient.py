@@ -348,3 +348,42 @@ def test_an_error_names_a_long_batch_by_its_start(monkeypatch: pytest.MonkeyPatc
         slurm(monkeypatch, script, []).set_addresses(pairs)
     assert "scontrol update nodename=node001,node002," in str(info.value)
     assert "node100" not in str(info.value) and len(str(info.value)) < 200
+
+
+def test_a_command_a_signal_ended_gave_no_answer_and_is_tried_again() -> None:
+    """A scheduler command killed by a signal (an admin's kill, a stray SIGTERM, the OOM killer:
+    ``subprocess``'s negative exit status) said nothing of the controller: it is transient and
+    tried again, and the error names the signal instead of "failed without saying why"."""
+    assert process.killed_by(-15) == "SIGTERM" and process.killed_by(-9) == "SIGKILL"
+    assert process.killed_by(0) is None and process.killed_by(1) is None
+    assert SgeError("killed by SIGTERM", returncode=-15).transient
+    assert not SgeError("failed without saying why", returncode=1).transient
+
+    answers = [(-15, b""), (0, b'root@master changed state of "all.q@node001" (disabled)\n')]
+    calls = []
+
+    def runner(argv: Sequence[str], *, timeout: float, env: Mapping[str, str]) -> CommandResult:
+        calls.append(list(argv))
+        code, stdout = answers.pop(0)
+        return CommandResult(tuple(argv), code, stdout, "")
+
+    slept: list[float] = []
+    sge = SgeCommands(SgeConfig(bin_dir=Path("/bin")), runner=runner, retry=Retry(sleep=slept.append, clock=Clock()))
+    sge._executable = lambda name: name  # type: ignore[method-assign]
+    sge.disable_host("node001")
+    assert len(calls) == 2 and slept == [1.5]
+    answers[:] = [(-15, b"")]
+    with pytest.raises(SgeError, match=r"killed by SIGTERM \(exit status -15\)") as info:
+        sge.reschedule_host("node001")  # (never run twice: the error alone)
+    assert info.value.transient
+
+
+def test_a_slurm_command_a_signal_ended_is_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    script = Script((-15, ""), (0, ""))
+    slurm(monkeypatch, script, slept).undrain(["node001"])
+    assert len(script.calls) == 2 and slept == [1.5]
+    script = Script((-9, ""), (-9, ""), (-9, ""))
+    with pytest.raises(SlurmError, match="killed by SIGKILL") as info:
+        slurm(monkeypatch, script, slept).undrain(["node001"])
+    assert info.value.transient and len(script.calls) == 3

@@ -75,6 +75,18 @@ _NO_EXEC_HOST = "no execution host defined"
 MAX_PES = 100
 
 
+def _failed(argv: Sequence[str], result: CommandResult) -> SgeError:
+    """The error of a command that exited non-zero, or that a signal ended (transient: it gave
+    no answer, ``SgeError``)."""
+    detail = result.stderr or result.stdout.decode("utf-8", errors="replace")
+    killer = process.killed_by(result.returncode)
+    if killer is not None:
+        message = f"killed by {killer}"
+    else:
+        message = "failed" if detail.strip() else "failed without saying why"
+    return SgeError(message, command=argv, returncode=result.returncode, stderr=detail)
+
+
 def run_command(argv: Sequence[str], *, timeout: float, env: Mapping[str, str]) -> CommandResult:
     """``elb.schedulers.process.run_command``, its failures as ``SgeError`` (``SgeTimeoutError``
     past ``timeout``)."""
@@ -160,9 +172,7 @@ class SgeCommands:
         def once() -> CommandResult:
             result = self._runner(argv, timeout=self.config.timeout, env=self._env)
             if result.returncode != 0:
-                detail = result.stderr or result.stdout.decode("utf-8", errors="replace")
-                message = "failed" if detail.strip() else "failed without saying why"
-                raise SgeError(message, command=argv, returncode=result.returncode, stderr=detail)
+                raise _failed(argv, result)
             return result
 
         if not retry:
@@ -199,9 +209,7 @@ class SgeCommands:
         argv = (self._executable("qstat"), *PEEK_ARGS)
         result = self._runner(argv, timeout=min(timeout, self.config.timeout), env=self._env)
         if result.returncode != 0:
-            detail = result.stderr or result.stdout.decode("utf-8", errors="replace")
-            message = "failed" if detail.strip() else "failed without saying why"
-            raise SgeError(message, command=argv, returncode=result.returncode, stderr=detail)
+            raise _failed(argv, result)
         if result.stdout == self._last_peek[0]:  # nothing changed since the last peek: no parse
             return self._last_peek[1]
         found = self._parsed(waiting_jobs, result)
@@ -278,9 +286,7 @@ class SgeCommands:
         if lines == [_NO_EXEC_HOST] and result.returncode in (0, 1):
             return frozenset()
         if result.returncode != 0:
-            detail = result.stderr or result.stdout.decode("utf-8", errors="replace")
-            message = "failed" if detail.strip() else "failed without saying why"
-            raise SgeError(message, command=argv, returncode=result.returncode, stderr=detail)
+            raise _failed(argv, result)
         # qconf can exit 0 after printing an error: every line must be a host name.
         odd = next((line for line in lines if _HOST.fullmatch(line) is None or line == "global"), None)
         if odd is not None or not lines:

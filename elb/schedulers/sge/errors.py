@@ -61,7 +61,8 @@ class SgeError(Exception):
     ``command`` is the argument list that ran (``None`` when no command is involved),
     ``returncode`` its exit status (``None`` when it never finished), ``stderr`` the tail
     of what it printed on standard error. ``transient``: the qmaster did not answer (a time-out,
-    or an entry of ``TRANSIENT`` in its stderr, not a refusal): trying again may work.
+    a command a signal ended, its exit status negative, or an entry of ``TRANSIENT`` in its
+    stderr, not a refusal): trying again may work.
     """
 
     # None: transient when its stderr says so; True: always (a time-out); False: never (an
@@ -81,7 +82,8 @@ class SgeError(Exception):
         self.returncode = returncode
         self.stderr = tail(stderr)
         kind = self.always_transient
-        self.transient = is_transient(stderr) if kind is None else kind
+        killed = returncode is not None and returncode < 0  # (ended by a signal: no answer)
+        self.transient = (killed or is_transient(stderr)) if kind is None else kind
         super().__init__(self._render())
 
     def _render(self) -> str:

@@ -23,7 +23,15 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from elb.schedulers.process import CommandError, CommandResult, CommandTimeout, Retry, is_transient, run_command
+from elb.schedulers.process import (
+    CommandError,
+    CommandResult,
+    CommandTimeout,
+    Retry,
+    is_transient,
+    killed_by,
+    run_command,
+)
 from elb.schedulers.slurm.config import SlurmConfig
 from elb.schedulers.slurm.held import Line, line_of
 from elb.schedulers.slurm.held import jobs as jobs_of_lines
@@ -166,10 +174,12 @@ class SlurmCommands:
         except CommandError as err:
             raise SlurmError(f"{argv[0]}: {err}", transient=isinstance(err, CommandTimeout)) from None
         if result.returncode != 0:
+            killer = killed_by(result.returncode)  # (ended by a signal: no answer, transient)
             tail = result.stderr.strip().splitlines()[-3:]
+            said = f"killed by {killer}" if killer is not None else f"exit status {result.returncode}"
             raise SlurmError(
-                f"{shown(argv)}: exit status {result.returncode}: {' / '.join(tail)}",
-                transient=is_transient(result.stderr, TRANSIENT),
+                f"{shown(argv)}: {said}: {' / '.join(tail)}",
+                transient=killer is not None or is_transient(result.stderr, TRANSIENT),
             )
         return result
 
