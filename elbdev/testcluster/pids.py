@@ -13,7 +13,6 @@ import contextlib
 import os
 import select
 import signal
-import time
 from pathlib import Path
 
 
@@ -64,20 +63,6 @@ def pid_of(pidfile: Path, name: str) -> int | None:
     return opened[0]
 
 
-def send(pidfile: Path, name: str, sig: int) -> bool:
-    """``sig`` to the daemon of ``pidfile`` when it runs and is ``name``; whether it was sent."""
-    opened = _open(pidfile, name)
-    if opened is None:
-        return False
-    try:
-        signal.pidfd_send_signal(opened[1], sig)
-    except ProcessLookupError:
-        return False
-    finally:
-        os.close(opened[1])
-    return True
-
-
 class Held:
     """A daemon held by its pidfd for a while (stopped and continued, waited for)."""
 
@@ -105,28 +90,22 @@ class Held:
         os.close(self.fd)
 
 
-def stop(pidfile: Path, name: str, timeout: float = 10.0) -> None:
+def terminate(pidfile: Path, name: str, timeout: float = 10.0) -> None:
     """SIGTERM to the daemon of ``pidfile`` (when it runs and is ``name``), SIGKILL if it is still
-    there after ``timeout`` seconds; the pid file removed."""
-    held = Held.of(pidfile, name)
-    if held is not None:
-        try:
-            if held.send(signal.SIGTERM) and not held.exited_within(timeout):
-                held.send(signal.SIGKILL)
-                held.exited_within(5.0)
-        finally:
-            held.close()
-    with contextlib.suppress(OSError):
-        pidfile.unlink()
-
-
-def wait_gone(pidfile: Path, name: str, timeout: float) -> bool:
-    """Whether the daemon of ``pidfile`` is gone (or never ran) within ``timeout`` seconds."""
+    there after ``timeout`` seconds."""
     held = Held.of(pidfile, name)
     if held is None:
-        return True
+        return
     try:
-        deadline = time.monotonic() + timeout
-        return held.exited_within(deadline - time.monotonic())
+        if held.send(signal.SIGTERM) and not held.exited_within(timeout):
+            held.send(signal.SIGKILL)
+            held.exited_within(5.0)
     finally:
         held.close()
+
+
+def stop(pidfile: Path, name: str, timeout: float = 10.0) -> None:
+    """``terminate`` the daemon of ``pidfile``, then remove the pid file."""
+    terminate(pidfile, name, timeout)
+    with contextlib.suppress(OSError):
+        pidfile.unlink()

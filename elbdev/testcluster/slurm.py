@@ -22,7 +22,6 @@ import logging
 import os
 import re
 import shutil
-import signal
 import socket
 import sys
 import time
@@ -265,15 +264,7 @@ def up(timeout: float = 60.0, *, suspend_timeout: int = SUSPEND_TIMEOUT, cloud_n
 def down_controller(timeout: float = 30.0) -> None:
     """SIGTERM to slurmctld, SIGKILL if it is still there after ``timeout`` (held by its pidfd:
     its pid file goes before the process does)."""
-    held = pids.Held.of(SLURMCTLD_PID, "slurmctld")
-    if held is None:
-        return
-    try:
-        if held.send(signal.SIGTERM) and not held.exited_within(timeout):
-            held.send(signal.SIGKILL)
-            held.exited_within(5.0)
-    finally:
-        held.close()
+    pids.terminate(SLURMCTLD_PID, "slurmctld", timeout)
 
 
 def down() -> None:
