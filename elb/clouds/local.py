@@ -30,7 +30,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Self
@@ -137,6 +137,10 @@ class LocalCloud:
         # The nodes' SSH host keys; None: a node makes its own at its first start (unchecked).
         self.host_keys = host_keys
         self.node_logs = node_logs
+        # The containers this cloud removed. EC2 still lists a terminated instance for about an
+        # hour and takes its terminate again as done; podman forgets a removed container at once,
+        # so the cloud remembers them to answer a repeated terminate the same way.
+        self._terminated: set[str] = set()
 
     @classmethod
     def from_config(cls, config: Config, **kwargs: Any) -> Self:
@@ -423,9 +427,11 @@ class LocalCloud:
             return self.slots_per_node
         return len(os.sched_getaffinity(0))
 
-    def _check_ours(self, instance_ids: Sequence[str], verb: str) -> dict[str, Instance]:
+    def _check_ours(self, instance_ids: Sequence[str], verb: str, *, done: Collection[str] = ()) -> dict[str, Instance]:
+        """The cluster's workers by id; any of ``instance_ids`` that is neither one nor in
+        ``done`` refuses the call."""
         ours = {i.instance_id: i for i in self.list_workers()}
-        foreign = [i for i in instance_ids if i not in ours]
+        foreign = [i for i in instance_ids if i not in ours and i not in done]
         if foreign:
             raise CloudError(f"refusing to {verb} instances that are not workers of cluster {self.cluster}: {foreign}")
         return ours
@@ -461,14 +467,21 @@ class LocalCloud:
         return LaunchResult(launched=tuple(launched), failed=failed)
 
     def terminate(self, instance_ids: Sequence[str]) -> None:
+        """``podman rm``: the containers and their keys go. One this cloud removed before is
+        taken as done, as EC2 takes a terminated instance's; any other id that is not a worker of
+        the cluster refuses the whole call."""
         if not instance_ids:
             return
-        ours = self._check_ours(instance_ids, "terminate")
-        proc = self._podman("rm", "--force", "--time", "5", *instance_ids, check=False)
+        ours = self._check_ours(instance_ids, "terminate", done=self._terminated)
+        todo = [i for i in dict.fromkeys(instance_ids) if i in ours]
+        if not todo:
+            return
+        proc = self._podman("rm", "--force", "--time", "5", *todo, check=False)
         left = set()
         if proc.returncode != 0:
-            left = {i.instance_id for i in self.list_workers()} & set(instance_ids)
-        self._forget_keys([ours[i].name for i in instance_ids if i not in left])
+            left = {i.instance_id for i in self.list_workers()} & set(todo)
+        self._terminated.update(i for i in todo if i not in left)
+        self._forget_keys([ours[i].name for i in todo if i not in left])
         if left:
             raise CloudError(f"podman rm failed for {sorted(left)}: {proc.stderr.strip()}", retryable=True)
 
