@@ -95,7 +95,7 @@ class Qmaster:
                 f"slots                 {','.join(slots)}\n",
                 "",
             )
-        if opt in ("-ah", "-as"):  # a comma-separated list: a line a host, exit 1 if one failed
+        if opt in ("-ah", "-as"):  # a comma-separated list: a line a host, exit 1 if one did not resolve
             rc, out, err = 0, "", ""
             for name in args[0].split(","):
                 if opt == "-ah" and self.unresolvable.get(name, 0) > 0:
@@ -107,8 +107,8 @@ class Qmaster:
                     if opt == "-ah"
                     else (self.submit, "submithost", "submit")
                 )
-                if name in hosts:
-                    rc, err = 1, err + f'{kind} "{name}" already exists\n'
+                if name in hosts:  # said, but no failure: qconf exits 0
+                    err += f'{kind} "{name}" already exists\n'
                     continue
                 hosts.append(name)
                 out += f"{name} added to {what} host list\n"
@@ -136,10 +136,8 @@ class Qmaster:
                     members.append(self.race_member)
                     self.race_member = None
                 names = value.split()
-                if len(names) == 1 and value in members:
-                    return 1, "", f'Host object "{value}" already exists\n'
                 there = [n for n in names if n in members]
-                if there:  # qconf adds none of a list that names a member
+                if there:  # qconf adds none of a list (or a single name) that names a member
                     return (
                         0,
                         f'No modification because "{there[0]}" already exists in "hostlist" of "hostgroup"\n'
@@ -151,12 +149,10 @@ class Qmaster:
             q = self.queues[target]
             if attr == "hostlist":
                 if value in q["hostlist"]:
-                    return 1, "", f'"{value}" already exists\n'
+                    return 0, f'No modification because "{value}" already exists in "hostlist" of "{target}"\n', ""
                 q["hostlist"].append(value)
-            else:  # "[host=n],[host=n]"
+            else:  # "[host=n],[host=n]": -aattr and -mattr each add an entry or set one there
                 entries = [entry.strip("[]").split("=") for entry in value.split(",")]
-                if any((host in q["slots"]) != (opt == "-mattr") for host, _ in entries):
-                    return 1, "", "wrong option for this entry\n"
                 for host, n in entries:
                     q["slots"][host] = int(n)
             return 0, f'root@master modified "{target}" in cluster queue list\n', ""
@@ -164,16 +160,16 @@ class Qmaster:
             return (0, "\n".join(self.queues) + "\n", "") if self.queues else (1, "", "no cqueue list defined\n")
         if opt == "-ke":
             if args[0] not in self.execs:
-                return 1, "", f'denied: host "{args[0]}" is not an execution host\n'
+                return 1, "", f'"{args[0]}" is not an execution host\n'
             if args[0] in self.dead:
                 return 1, "", f'error: failed sending shutdown notification to execution host "{args[0]}"\n'
             return 0, f"root@master sent shutdown notification to execution host {args[0]}\n", ""
         if opt == "-purge":
-            what, _, instance = args
+            _, attr, instance = args
             queue, host = instance.split("@")
             q = self.queues.get(queue)
-            if q is None or host not in q["slots"]:
-                return 1, "", f'"{instance}" has no host-specific {what} settings\n'
+            if q is None or host not in q["slots"]:  # said, but no failure: qconf exits 0
+                return 0, "", f'Attribute name ("{attr}") and/or value ("{host}") not found\n'
             del q["slots"][host]
             return 0, f'root@master modified "{queue}" in cluster queue list\n', ""
         if opt == "-dattr":  # a whitespace-separated list: qconf removes the members it names
@@ -185,15 +181,18 @@ class Qmaster:
                 else:
                     out += f'"{host}" does not exist in "hostlist" of "hostgroup"\n'
             return 0, out + f'root@master modified "{group}" in host group list\n', ""
-        if opt in ("-de", "-dh", "-ds"):  # -dh and -ds: a comma-separated list
-            kind = {"-de": "execution", "-dh": "administrative", "-ds": "submit"}[opt]
+        if opt == "-de":  # qconf says a removed exec host on stderr
+            host = args[0]
+            if host not in self.execs:
+                return 1, "", f'denied: execution host "{host}" does not exist\n'
+            assert not any(host in q["slots"] for q in self.queues.values())
+            del self.execs[host]
+            return 0, "", f'root@master removed "{host}" from execution host list\n'
+        if opt in ("-dh", "-ds"):  # a comma-separated list
+            kind = {"-dh": "administrative", "-ds": "submit"}[opt]
             out = ""
-            for host in args[0].split(",") if opt != "-de" else args:
-                if opt == "-de":
-                    assert not any(host in q["slots"] for q in self.queues.values())
-                    del self.execs[host]
-                else:
-                    (self.admin if opt == "-dh" else self.submit).remove(host)
+            for host in args[0].split(","):
+                (self.admin if opt == "-dh" else self.submit).remove(host)
                 out += f'root@master removed "{host}" from {kind} host list\n'
             return 0, out, ""
         raise AssertionError(f"qconf {opt} is not part of the stand-in")
