@@ -851,14 +851,15 @@ def test_placements_kept_from_call_to_call_answer_as_place_does(
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(waiting_jobs(), st.sampled_from(range(len(GROUP_SETS)))), min_size=1, max_size=4))
-def test_placements_keep_by_shape_the_answers_they_keep_by_identity(
+def test_placements_keep_by_shape_the_answers_they_keep_by_job(
     calls: list[tuple[tuple[list[Job], list[JobBinding | None]], int]],
 ) -> None:
-    """The answers ``Placements`` keeps by shape are those of the records it keeps (each
-    without a start time), whether taken from the call's own answers by shape (none with a
-    start time) or picked from the records (some with one), and when the answers of the calls
-    before are dropped (no slack: as soon as they outnumber twice the call's jobs, here when a
-    call has a third of the jobs of the one before, found by job)."""
+    """Each answer ``Placements`` keeps by job holds at any time (no start time) and is the very
+    answer it keeps by the job's shape, whether the answers by shape were taken from the call's
+    own (none with a start time) or picked from the records (some with one), and when the
+    answers of the calls before are dropped (no slack: as soon as they outnumber twice the
+    call's jobs, here when a call has a third of the jobs of the one before, found by job): then
+    those of this call alone are kept."""
     import elb.schedulers.sge.demand as sge_demand
 
     keep = Placements()
@@ -866,10 +867,15 @@ def test_placements_keep_by_shape_the_answers_they_keep_by_identity(
         patch.setattr(sge_demand, "_SLACK", 0)
         for (jobs, bindings), which in calls:
             for some in (jobs, jobs[: len(jobs) // 3]):  # then a few of them, found by job
+                before = len(keep.by_shape)
                 place_shapes(
                     some, GROUP_SETS[which], SITE, NOW, bindings=bindings[: len(some)], new_node_name=None, keep=keep
                 )
-                assert keep.by_shape == {record[3]: record[4] for record in keep.known.values()}
+                kept = list(keep.by_job.values())
+                assert all(timeless and keep.by_shape[shape] is placed for shape, placed, timeless, _ in kept)
+                assert all(shape[-1] is None for shape in keep.by_shape)  # no start time
+                if before > 2 * len(keep.by_job):
+                    assert set(keep.by_shape) == {shape for shape, *_ in kept}
 
 
 def test_placements_are_reused_only_for_the_same_groups_site_and_name() -> None:
