@@ -505,34 +505,45 @@ class _Shapes:
         hard = decided([j.hard_requests for j in sub_jobs], 0)
         master = decided([j.master_requests for j in sub_jobs], 1)
         slave = decided([j.slave_requests for j in sub_jobs], 2)
-        # Each job's shape by identity, flat (one tuple a job): its slots, tasks, PE and range, the
+        # Each job's shape by identity, flat (one tuple a job): its slots, PE and range, the
         # identities of what decides of its mappings (of the master and other tasks' only when
-        # some job's differ: mostly none has any) and of its binding if any may have one. (A
-        # comprehension reads a job's fields directly: cheaper than one ``attrgetter`` map a
-        # field, zipped.)
+        # some job's differ: mostly none has any) and of its binding if any may have one, and its
+        # task count last. (A comprehension reads a job's fields directly: cheaper than one
+        # ``attrgetter`` map a field, zipped.)
         scoped = master.count(master[0]) != len(master) or slave.count(slave[0]) != len(slave)
         keys: list[tuple[object, ...]]
         if scoped and bound:
             keys = [
-                (j.slots, j.tasks, j.pe, j.pe_range, id(h), id(m), id(s), id(b))
+                (j.slots, j.pe, j.pe_range, id(h), id(m), id(s), id(b), j.tasks)
                 for j, h, m, s, b in zip(sub_jobs, hard, master, slave, sub_bound, strict=True)
             ]
         elif scoped:
             keys = [
-                (j.slots, j.tasks, j.pe, j.pe_range, id(h), id(m), id(s))
+                (j.slots, j.pe, j.pe_range, id(h), id(m), id(s), j.tasks)
                 for j, h, m, s in zip(sub_jobs, hard, master, slave, strict=True)
             ]
         elif bound:
             keys = [
-                (j.slots, j.tasks, j.pe, j.pe_range, id(h), id(b))
+                (j.slots, j.pe, j.pe_range, id(h), id(b), j.tasks)
                 for j, h, b in zip(sub_jobs, hard, sub_bound, strict=True)
             ]
         else:
-            keys = [(j.slots, j.tasks, j.pe, j.pe_range, id(h)) for j, h in zip(sub_jobs, hard, strict=True)]
-        # Each job's first of its shape by identity, by position (each key hashed once).
+            keys = [(j.slots, j.pe, j.pe_range, id(h), j.tasks) for j, h in zip(sub_jobs, hard, strict=True)]
+        # Each job's first of its shape by identity, by position (each key hashed once); those
+        # firsts by their shape but for the task count (an array job's tasks: thousands of
+        # counts of a few shapes).
         first: dict[tuple[object, ...], int] = {}
         at = list(map(first.setdefault, keys, range(len(keys))))
-        made = {n: self.record(sub_jobs[n], sub_bound[n], (hard[n], master[n], slave[n])) for n in first.values()}
+        counted: dict[tuple[object, ...], list[int]] = {}
+        for n in first.values():
+            counted.setdefault(keys[n][:-1], []).append(n)
+        made: dict[int, _Known] = {}
+        for ns in counted.values():
+            n = ns[0]
+            counts = [sub_jobs[i].tasks for i in ns]
+            made.update(
+                zip(ns, self.records(sub_jobs[n], sub_bound[n], (hard[n], master[n], slave[n]), counts), strict=True)
+            )
         if every:
             records[:] = map(made.__getitem__, at)
         else:
@@ -540,25 +551,41 @@ class _Shapes:
                 records[n] = made[i]
         return list(made.values())
 
-    def record(self, job: Job, binding: JobBinding | None, requested: _Requested) -> _Known:
-        """The answer for ``job`` bound by ``binding``, whose request mappings decide
-        ``requested``, with what told it. A shape not met before in this call is answered as the
-        call before answered it, else placed (with what earlier jobs of this call worked out)."""
+    def records(
+        self, job: Job, binding: JobBinding | None, requested: _Requested, counts: Sequence[int]
+    ) -> list[_Known]:
+        """The answers for ``job`` bound by ``binding``, whose request mappings decide
+        ``requested``, with each of ``counts`` (distinct) as its task count, each with what told
+        it. A shape not met before in this call is answered as the call before answered it, else
+        placed (with what earlier jobs of this call worked out)."""
         timeless = binding is None or binding.start_time is None
-        shape: tuple[object, ...]
+        slots, pe, pe_range = job.slots, job.pe, job.pe_range
+        shapes: list[tuple[object, ...]]
         if binding is None:
-            shape = (job.slots, job.tasks, job.pe, job.pe_range, *requested, None, None)
+            shapes = [(slots, tasks, pe, pe_range, *requested, None, None) for tasks in counts]
         else:
-            shape = (job.slots, job.tasks, job.pe, job.pe_range, *requested, binding.hard_queues, binding.start_time)
-        placed = self.by_shape.get(shape)
-        if placed is None:
-            placed = self.before.get(shape) if timeless and self.before else None
-            if placed is None:
-                placed = self.narrowed.place(job, binding or _UNBOUND, requested, self.now)
-            self.by_shape[shape] = placed
-            if not timeless:
-                self.timed = True
-        return (shape, placed, timeless, binding)
+            queues, start = binding.hard_queues, binding.start_time
+            shapes = [(slots, tasks, pe, pe_range, *requested, queues, start) for tasks in counts]
+        by_shape = self.by_shape
+        placed = list(map(by_shape.get, shapes))
+        missing = [i for i, answer in enumerate(placed) if answer is None]
+        if missing:
+            if timeless and self.before:
+                for i in missing:
+                    placed[i] = self.before.get(shapes[i])
+                unplaced = [i for i in missing if placed[i] is None]
+            else:
+                unplaced = missing
+            if unplaced:
+                answers = self.narrowed.place(
+                    job, binding or _UNBOUND, requested, [counts[i] for i in unplaced], self.now
+                )
+                for i, answer in zip(unplaced, answers, strict=True):
+                    placed[i] = answer
+                if not timeless:
+                    self.timed = True
+            by_shape.update((shapes[i], cast(Placement, placed[i])) for i in missing)
+        return list(zip(shapes, cast(list[Placement], placed), repeat(timeless), repeat(binding)))
 
 
 def _check_waiting(jobs: Sequence[Job], bindings: Sequence[JobBinding | None] | None) -> None:
@@ -767,43 +794,54 @@ class _Memo:
         by_id = dict(zip(distinct, decided, strict=True))
         return list(map(by_id.__getitem__, map(id, mappings)))
 
-    def place(self, job: Job, binding: JobBinding, requested: _Requested, now: float) -> Placement:
-        """``_place`` for ``job``, whose requests decide ``requested`` (by ``decided``)."""
-        hard, master, slave = requested
+    def place(
+        self, job: Job, binding: JobBinding, requested: _Requested, counts: Sequence[int], now: float
+    ) -> list[Placement]:
+        """``_place`` for ``job`` with each of ``counts`` as its task count (the shapes of an array
+        job's tasks but for their count), whose requests decide ``requested`` (by ``decided``):
+        checks 1 to 4 and each node's ways for the tasks (``_node_ways``, for the job's slots and
+        range) looked up once, check 5 weighed for each count."""
         # Check 1: the first request that stops the job, in the order of the scopes.
+        hard, master, slave = requested
         if isinstance(hard, str):
-            return self._unservable(hard)
+            return [self._unservable(hard)] * len(counts)
         if isinstance(master, str):
-            return self._unservable(master)
+            return [self._unservable(master)] * len(counts)
         if isinstance(slave, str):
-            return self._unservable(slave)
+            return [self._unservable(slave)] * len(counts)
         key = (job.slots, job.pe, job.pe_range, id(hard), id(master), id(slave), binding.hard_queues)
         candidates = self.candidates.get(key)
         if candidates is None:
             candidates = self.candidates[key] = self._candidates(job, (hard, master, slave), binding.hard_queues)
         if isinstance(candidates, str):
-            return self._unservable(candidates)
-        answer_key = (id(candidates), job.slots, job.tasks, job.pe_range)
-        answer = self.answers.get(answer_key)
-        if answer is None:
-            answer = self.answers[answer_key] = self._answer(job, candidates)
-        if isinstance(answer, Unservable) or binding.start_time is None:
-            return answer
-        return _not_before(answer, binding.start_time, now)
-
-    def _answer(self, job: Job, candidates: _Candidates) -> Servable | Unservable:
-        """Check 5 (``_cheapest``), which reads the job's slots, tasks and range: each node's ways
-        (``_node_ways``) worked out once for its slots and range, weighed for its task count."""
+            return [self._unservable(candidates)] * len(counts)
         ways_key = (id(candidates), job.slots, job.pe_range)
         node_ways = self.ways.get(ways_key)
         if node_ways is None:
             node_ways = self.ways[ways_key] = _node_ways(job, candidates)
-        if len(node_ways) == 1:
-            ways = node_ways[0]
-            if ways.__class__ is tuple and len(ways) == 1:  # one node, one way: the only fit
-                return _servable_alone(ways[0], job.tasks)
+        # One node with one way: the only fit, each count answered straight from it.
+        only = node_ways[0] if len(node_ways) == 1 else None
+        way = only[0] if isinstance(only, tuple) and len(only) == 1 else None
+        answers, slots, pe_range = self.answers, job.slots, job.pe_range
+        out: list[Placement] = []
+        for tasks in counts:
+            answer_key = (id(candidates), slots, tasks, pe_range)
+            answer = answers.get(answer_key)
+            if answer is None:
+                if way is not None:
+                    answer = answers[answer_key] = _servable_alone(way, tasks)
+                else:
+                    answer = answers[answer_key] = self._weighed(node_ways, tasks, candidates)
+            out.append(answer)
+        start = binding.start_time
+        if start is None:
+            return out
+        return [a if a.__class__ is Unservable else _not_before(cast(Servable, a), start, now) for a in out]
+
+    def _weighed(self, node_ways: tuple[_Ways, ...], tasks: int, candidates: _Candidates) -> Servable | Unservable:
+        """Check 5 (``_cheapest``) for ``tasks`` tasks, from each candidate node's ways."""
         try:
-            fit, considered = _cheapest_of(node_ways, job.tasks, candidates)
+            fit, considered = _cheapest_of(node_ways, tasks, candidates)
         except _Stop as stop:
             return self._unservable(stop.reason)
         return _servable(fit, considered)
