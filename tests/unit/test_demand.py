@@ -765,6 +765,32 @@ def test_one_way_on_one_node_is_weighed_without_the_cheapest_of_all(
     assert weighed == []
 
 
+def test_equal_request_mappings_are_decided_once() -> None:
+    """Jobs whose request mappings are equal (each its own object, as the careful reader makes
+    them, or the same one) have what decides of them worked out once for all: the requests of
+    one mapping looked up, not of each; unequal ones each once."""
+    import elb.schedulers.sge.demand as sge_demand
+
+    memo = sge_demand._Memo(groups(DEFAULT), SITE, None)
+    looked: list[tuple[str, str]] = []
+    verdicts = memo.verdicts[0]
+
+    class Counted(dict[tuple[str, str], object]):
+        def __getitem__(self, item: tuple[str, str]) -> object:
+            looked.append(item)
+            return verdicts[item]
+
+    memo.verdicts = (Counted(), *memo.verdicts[1:])  # type: ignore[arg-type]
+    equal = [{"h_vmem": "2G", "h_rt": "3600"} for _ in range(50)]
+    decided = memo.decided(equal, 0)  # type: ignore[arg-type]
+    assert decided == [(("h_vmem", "2G"),)] * 50 and len({id(d) for d in decided}) == 1
+    assert len(looked) == 2
+    looked.clear()
+    unequal = [*equal[:49], {"h_vmem": "4G"}, equal[0]]
+    assert memo.decided(unequal, 0) == [(("h_vmem", "2G"),)] * 49 + [(("h_vmem", "4G"),), (("h_vmem", "2G"),)]  # type: ignore[arg-type]
+    assert len(looked) == 49 * 2 + 1  # each mapping object once (the last is the first)
+
+
 def test_placing_jobs_leaves_no_reference_cycle() -> None:
     """Unservable shapes (a request no group offers, a queue none joins, a hostname) leave no
     garbage only the cycle collector would free: the split pauses it over 50,000 jobs, and

@@ -782,8 +782,11 @@ class _Memo:
         keeps, by_kept = self.verdicts[scope].__getitem__, self.by_kept[scope]
         if not mappings:
             return []
-        if mappings.count(mappings[0]) == len(mappings):  # all equal (as most jobs' scoped requests: none)
-            return [by_kept[tuple(filter(keeps, mappings[0].items()))]] * len(mappings)
+        # All equal (as most jobs' scoped requests: none)? The first and the last compared first:
+        # comparing each with the first costs about 0.1 us a mapping.
+        one = mappings[0]
+        if one == mappings[-1] and mappings.count(one) == len(mappings):
+            return [by_kept[tuple(filter(keeps, one.items()))]] * len(mappings)
         # Each mapping object once (the jobs placed hold them while the memo lives, so an
         # identity stays theirs).
         distinct = dict(zip(map(id, mappings), mappings, strict=True))
