@@ -423,7 +423,7 @@ class Placements:
             self.by_shape.update(zip(map(_SHAPE_OF, fresh), map(_PLACEMENT, fresh), strict=True))
 
 
-# Answers kept beyond twice the last call's, before those of the calls before are dropped.
+# Answers kept by shape beyond twice the last call's jobs, before those of the calls before are dropped.
 _SLACK = 1_000
 
 
