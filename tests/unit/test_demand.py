@@ -765,6 +765,32 @@ def test_one_way_on_one_node_is_weighed_without_the_cheapest_of_all(
     assert weighed == []
 
 
+def test_equal_request_mappings_are_decided_once() -> None:
+    """Jobs whose request mappings are equal (each its own object, as the careful reader makes
+    them, or the same one) have what decides of them worked out once for all: the requests of
+    one mapping looked up, not of each; unequal ones each once."""
+    import elb.schedulers.sge.demand as sge_demand
+
+    memo = sge_demand._Memo(groups(DEFAULT), SITE, None)
+    looked: list[tuple[str, str]] = []
+    verdicts = memo.verdicts[0]
+
+    class Counted(dict[tuple[str, str], object]):
+        def __getitem__(self, item: tuple[str, str]) -> object:
+            looked.append(item)
+            return verdicts[item]
+
+    memo.verdicts = (Counted(), *memo.verdicts[1:])  # type: ignore[arg-type]
+    equal = [{"h_vmem": "2G", "h_rt": "3600"} for _ in range(50)]
+    decided = memo.decided(equal, 0)  # type: ignore[arg-type]
+    assert decided == [(("h_vmem", "2G"),)] * 50 and len({id(d) for d in decided}) == 1
+    assert len(looked) == 2
+    looked.clear()
+    unequal = [*equal[:49], {"h_vmem": "4G"}, equal[0]]
+    assert memo.decided(unequal, 0) == [(("h_vmem", "2G"),)] * 49 + [(("h_vmem", "4G"),), (("h_vmem", "2G"),)]  # type: ignore[arg-type]
+    assert len(looked) == 49 * 2 + 1  # each mapping object once (the last is the first)
+
+
 def test_placing_jobs_leaves_no_reference_cycle() -> None:
     """Unservable shapes (a request no group offers, a queue none joins, a hostname) leave no
     garbage only the cycle collector would free: the split pauses it over 50,000 jobs, and
@@ -851,14 +877,15 @@ def test_placements_kept_from_call_to_call_answer_as_place_does(
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(waiting_jobs(), st.sampled_from(range(len(GROUP_SETS)))), min_size=1, max_size=4))
-def test_placements_keep_by_shape_the_answers_they_keep_by_identity(
+def test_placements_keep_by_shape_the_answers_they_keep_by_job(
     calls: list[tuple[tuple[list[Job], list[JobBinding | None]], int]],
 ) -> None:
-    """The answers ``Placements`` keeps by shape are those of the records it keeps (each
-    without a start time), whether taken from the call's own answers by shape (none with a
-    start time) or picked from the records (some with one), and when the answers of the calls
-    before are dropped (no slack: as soon as they outnumber twice the call's jobs, here when a
-    call has a third of the jobs of the one before, found by job)."""
+    """Each answer ``Placements`` keeps by job holds at any time (no start time) and is the very
+    answer it keeps by the job's shape, whether the answers by shape were taken from the call's
+    own (none with a start time) or picked from the records (some with one), and when the
+    answers of the calls before are dropped (no slack: as soon as they outnumber twice the
+    call's jobs, here when a call has a third of the jobs of the one before, found by job): then
+    those of this call alone are kept."""
     import elb.schedulers.sge.demand as sge_demand
 
     keep = Placements()
@@ -866,10 +893,15 @@ def test_placements_keep_by_shape_the_answers_they_keep_by_identity(
         patch.setattr(sge_demand, "_SLACK", 0)
         for (jobs, bindings), which in calls:
             for some in (jobs, jobs[: len(jobs) // 3]):  # then a few of them, found by job
+                before = len(keep.by_shape)
                 place_shapes(
                     some, GROUP_SETS[which], SITE, NOW, bindings=bindings[: len(some)], new_node_name=None, keep=keep
                 )
-                assert keep.by_shape == {record[3]: record[4] for record in keep.known.values()}
+                kept = list(keep.by_job.values())
+                assert all(timeless and keep.by_shape[shape] is placed for shape, placed, timeless, _ in kept)
+                assert all(shape[-1] is None for shape in keep.by_shape)  # no start time
+                if before > 2 * len(keep.by_job):
+                    assert set(keep.by_shape) == {shape for shape, *_ in kept}
 
 
 def test_placements_are_reused_only_for_the_same_groups_site_and_name() -> None:
