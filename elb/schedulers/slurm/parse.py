@@ -522,17 +522,10 @@ def _prune(known: dict[str, E], left: list[str]) -> None:
         drop(line, None)
 
 
-def _squeue_line(
-    line: str,
-    number: int,
-    hours: dict[str, float | None] | None = None,
-    limits: dict[str, float | None] | None = None,
-    minutes: dict[str, float] | None = None,
-    *,
-    words: dict[str, str] | None = None,
-) -> SlurmJob:
-    """The job of one line of ``SQUEUE_ARGV``'s output (``_squeue_fields``, see there)."""
-    return _slurm_job(*_squeue_fields(line, number, hours, limits, minutes, words=words))
+def _squeue_line(line: str, number: int) -> SlurmJob:
+    """The job of one line of ``SQUEUE_ARGV``'s output read on its own (``_squeue_fields``, no
+    texts of times nor fields read before)."""
+    return _slurm_job(*_squeue_fields(line, number))
 
 
 def _squeue_fields(
