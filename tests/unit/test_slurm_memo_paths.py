@@ -20,12 +20,25 @@ from elb.core.model import Job, JobPhase, Node, NodeState
 from elb.core.policy.view import Waiting, waiting_of
 from elb.core.state import jobs_started_on, started_on
 from elb.schedulers.slurm.commands import SlurmRead
-from elb.schedulers.slurm.driver import Slurm
-from elb.schedulers.slurm.held import Columns, Line, carried_columns, columns, jobs, line_of
+from elb.schedulers.slurm.driver import _UNAVAILABLE, _WAITING_ON_NODES, Slurm, _named_by_jobs, _waiting_on_nodes
+from elb.schedulers.slurm.held import (
+    Columns,
+    Line,
+    carried_columns,
+    columns,
+    jobs,
+    line_of,
+    line_reason,
+    pending_line,
+    squeue_job,
+)
 from elb.schedulers.slurm.parse import (
     SlurmJob,
     SqueueMemo,
+    _slurm_job,
+    _squeue_fields,
     _squeue_line,
+    expand,
     not_demand_reason,
     paired,
     parse_sinfo,
@@ -36,7 +49,17 @@ from elb.schedulers.slurm.parse import (
 from elb.schedulers.slurm.view import MAX_TASKS, array_tasks, job_number, made_of, snapshot
 
 SINFO = "node001|allocated+cloud|4|4/0/0/4|cloud*|none\nnode002|idle+cloud|4|0/4/0/4|cloud*|none\n"
-REASONS = ("None", "Priority", "Resources", "JobHeldUser", "Dependency", "BeginTime", "QOSMaxJobsPerUserLimit")
+REASONS = (
+    "None",
+    "Priority",
+    "Resources",
+    "JobHeldUser",
+    "Dependency",
+    "BeginTime",
+    "QOSMaxJobsPerUserLimit",
+    "ReqNodeNotAvail, UnavailableNodes:node[002-003]",
+    "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions",
+)
 # (The start of the epoch in local time: a begin time of 0 s, which is no time for ``or``.)
 EPOCH = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(0))
 STAMPS = ("N/A", "2026-11-24T16:01:06", "2026-11-24T17:30:59", "2026-11-25T00:00:00", EPOCH)
@@ -111,7 +134,7 @@ def assert_columns_of(read: Columns, lines: list[Line]) -> None:
     made = [line[1] for line in lines]
     assert list(map(id, read.jobs)) == [id(job) for each in made for job in (each if type(each) is tuple else (each,))]
     assert list(map(id, read.answers)) == [id(line[3]) for line in lines]
-    assert read.others == [i for i, line in enumerate(lines) if not line[0].pending]
+    assert read.others == [i for i, line in enumerate(lines) if not squeue_job(line).pending]
     assert read.several == [i for i, each in enumerate(made) if type(each) is tuple]
     pending = Counter(line[2] for line in lines if line[2] is not None)
     assert read.shared == {n for n, times in pending.items() if times > 1}
@@ -137,19 +160,20 @@ def test_the_lines_of_other_than_one_job_are_found_by_their_numbers(reads: list[
         assert snapshot((), nodes, 5.0, neutral=read.jobs) == snapshot(jobs(lines), nodes, 5.0)
 
 
-def assert_carried_as_made(reads: list[str], *, hand_back: bool = False) -> int:
+def assert_carried_as_made(reads: list[str], *, hand_back: bool = False, fields: bool = False) -> int:
     """Each of ``reads`` read in a row with one memo: its lines' columns carried from the read
     before's (by the memo's splice) are the ones made of its lines. How many were carried.
     ``hand_back``: each read's lines handed back to the next (``read_entries``'s ``mine``, as
     the driver does), which may patch them into its own: each read is still its lines read on
-    their own."""
-    memo = SqueueMemo(line_of)
+    their own. ``fields``: pending lines made of their fields (``pending_line``, as
+    ``SlurmCommands``' memo makes them)."""
+    memo = SqueueMemo(line_of, pending_line if fields else None)
     last: Columns | None = None
     carried = 0
     for text in reads:
         lines = read_entries(text, memo, mine=last.lines if hand_back and last is not None else None)
         if hand_back:
-            assert [line[0] for line in lines] == line_by_line(text)
+            assert list(jobs(lines)) == line_by_line(text)
         splice = memo.splice
         read = carried_columns(lines, splice, last)
         assert_columns_of(read, lines)
@@ -169,8 +193,59 @@ def test_columns_carried_from_the_read_before_are_the_ones_made_of_the_lines(rea
 @settings(max_examples=150, deadline=None)
 @given(texts())
 def test_columns_carried_from_lines_handed_back_are_the_ones_made_of_the_lines(reads: list[str]) -> None:
-    """The same with each read's lines handed back to the next (which may patch them)."""
-    assert_carried_as_made(reads, hand_back=True)
+    """The same with each read's lines handed back to the next (which may patch them), pending
+    lines made of their fields."""
+    assert_carried_as_made(reads, hand_back=True, fields=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts())
+@example(["7|cloud|PENDING|Priority|1|1|node002|N/A|N/A|UNLIMITED|user|a\n"])  # (a node list: kept as its job)
+def test_a_pending_line_made_of_its_fields_is_the_line_of_its_job(reads: list[str]) -> None:
+    """A memo that makes pending lines of their fields (``pending_line``, ``SlurmCommands``'):
+    each entry is ``line_of`` its job's, but for the line's text in place of the job when the
+    line is pending with no node list; the job read again of the text (``squeue_job``) and its
+    reason (``line_reason``) are the job's."""
+    memo = SqueueMemo(line_of, pending_line)
+    for text in reads:
+        entries = read_entries(text, memo)
+        read = [line for line in text.splitlines() if line.strip()]
+        for line, entry, job in zip(read, entries, line_by_line(text), strict=True):
+            plain = line_of(job)
+            assert entry[1:] == plain[1:] and squeue_job(entry) == job and line_reason(entry) == job.reason
+            assert entry[0] == (line if job.pending and not job.nodelist else job)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(squeue_line(), min_size=1, max_size=30))
+def test_pending_line_is_line_of_the_job_of_its_fields(lines: list[str]) -> None:
+    """``pending_line`` of a pending line's text and fields is ``line_of`` its job (the neutral
+    job, the number, the answer from the line alone: held, for a begin time or none) with the
+    text in place of the job."""
+    for line in lines:
+        fields = _squeue_fields(line, 1)
+        job = _slurm_job(*fields)
+        if job.pending:
+            assert pending_line(line, fields) == (line, *line_of(job)[1:])
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts(), st.sampled_from(("node001", "node002", "node003")))
+def test_a_read_of_lines_made_of_their_fields_says_what_one_of_jobs_says(reads: list[str], name: str) -> None:
+    """``SlurmRead`` of lines made as ``SlurmCommands`` makes them (pending ones of their
+    fields) against their jobs: the jobs on a node, the names pending jobs wait for (by the
+    reason Slurm gives them), whether one waits for nodes."""
+    memo = SqueueMemo(line_of, pending_line)
+    nodes = tuple(parse_sinfo(SINFO))
+    for text in reads:
+        read = SlurmRead(nodes, read_entries(text, memo), memo.splice)
+        sjobs = line_by_line(text)
+        assert read.jobs == tuple(sjobs)
+        assert read.jobs_on(name) == tuple(j for j in sjobs if name in j.nodelist)
+        pending = [j.reason for j in sjobs if j.pending]
+        named = {n for r in pending if r.startswith(_UNAVAILABLE) for n in expand(r[len(_UNAVAILABLE) :])}
+        assert _named_by_jobs(read) == tuple(sorted(named))
+        assert _waiting_on_nodes(read) == any(r.startswith(_WAITING_ON_NODES) for r in pending)
 
 
 def held_line_by_line(jobs: list[SlurmJob], now: float, due_since: dict[str, float]) -> list[NotDemand]:
@@ -204,7 +279,7 @@ class Answers:
 
     def __init__(self, reads: list[str]) -> None:
         self.reads = iter([*reads, reads[-1]])
-        self.memo = SqueueMemo(line_of)  # (``SlurmCommands``'s)
+        self.memo = SqueueMemo(line_of, pending_line)  # (``SlurmCommands``')
 
     def read(self, *, mine: object = None) -> SlurmRead:
         lines = read_entries(next(self.reads), self.memo, mine=mine)

@@ -65,12 +65,31 @@ def host_numbers(host: Host) -> tuple[bool, int, int, bool]:
     return host.up, host.free_slots, host.slots_total, host.busy
 
 
+class _LastNames:
+    """``new_names``' last answer with what it was worked out of (the hosts' and the records'
+    names in their order, and the arguments), one pair replaced whole: a pass asks it of hosts
+    and records whose names are most often the last pass's, and the answer (a number read off
+    each of a thousand names) is a function of those alone."""
+
+    pair: tuple[tuple[list[str], list[str], int, str, int], tuple[str, ...]] | None = None
+
+
+_LAST_NAMES = _LastNames()
+
+
 def new_names(
     hosts: Sequence[Host], records: Sequence[Node], count: int, prefix: str = "node", digits: int = 3
 ) -> tuple[str, ...]:
     """``elb.core.naming.next_names`` over every name in use (the scheduler's hosts and elb's
-    records; a name in both read once)."""
-    return next_names({h.name for h in hosts}.union([n.name for n in records]), count, prefix, digits)
+    records; a name in both read once); the last answer again when the names (compared in their
+    order) and the arguments are the last call's (``_LastNames``)."""
+    key = ([h.name for h in hosts], [n.name for n in records], count, prefix, digits)
+    pair = _LAST_NAMES.pair
+    if pair is not None and pair[0] == key:
+        return pair[1]
+    names = next_names(set(key[0]).union(key[1]), count, prefix, digits)
+    _LAST_NAMES.pair = (key, names)
+    return names
 
 
 @quick_init

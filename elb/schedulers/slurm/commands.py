@@ -33,7 +33,7 @@ from elb.schedulers.process import (
     run_command,
 )
 from elb.schedulers.slurm.config import SlurmConfig
-from elb.schedulers.slurm.held import Line, line_of
+from elb.schedulers.slurm.held import Line, line_of, pending_line
 from elb.schedulers.slurm.held import jobs as jobs_of_lines
 from elb.schedulers.slurm.parse import (
     SINFO_ARGV,
@@ -95,9 +95,10 @@ class SlurmError(Exception):
 @dataclass(frozen=True)
 class SlurmRead:
     """What one read of Slurm showed: its nodes, and each squeue line's ``Line``
-    (``elb.schedulers.slurm.held.line_of``: its job, its neutral jobs, its held job's answer), in
-    squeue's order (``of``: a read of jobs and nodes). The jobs alone are picked out when asked
-    for (a pass asks for them only for a node's jobs)."""
+    (``elb.schedulers.slurm.held.line_of``: its job, its neutral jobs, its held job's answer; a
+    pending line's text in place of its job, ``held.pending_line``), in squeue's order (``of``: a
+    read of jobs and nodes). The jobs alone are picked out when asked for (a node's jobs are
+    those of the lines that are not pending)."""
 
     nodes: tuple[SlurmNode, ...]
     lines: Sequence[Line]
@@ -111,6 +112,7 @@ class SlurmRead:
 
     @functools.cached_property
     def jobs(self) -> tuple[SlurmJob, ...]:
+        """Each line's job (``held.squeue_job``: a line kept as its text read again)."""
         return jobs_of_lines(self.lines)
 
     def node(self, name: str) -> SlurmNode | None:
@@ -120,8 +122,9 @@ class SlurmRead:
         return None
 
     def jobs_on(self, name: str) -> tuple[SlurmJob, ...]:
-        """Jobs holding the node: running, configuring, completing, just allocated."""
-        return tuple(j for j in self.jobs if name in j.nodelist)
+        """Jobs holding the node: running, configuring, completing, just allocated (a line kept
+        as its text holds none: a pending one of no node list, ``held.pending_line``)."""
+        return tuple(j for line in self.lines if not isinstance(j := line[0], str) and name in j.nodelist)
 
 
 def check_node(name: str) -> str:
@@ -151,7 +154,8 @@ class SlurmCommands:
         if config.conf is not None:
             base["SLURM_CONF"] = str(config.conf)
         self.env = base
-        self._squeue_memo = SqueueMemo(line_of)  # each squeue line's job and ``Line``, for the next read
+        # Each squeue line's ``Line`` (a pending one's of its fields, its job not made), for the next read.
+        self._squeue_memo = SqueueMemo(line_of, pending_line)
         self._sinfo_memo = SinfoMemo()  # each sinfo line's node, for the next read
 
     def _executable(self, name: str) -> str:

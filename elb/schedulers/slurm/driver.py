@@ -64,7 +64,7 @@ from elb.schedulers.slurm import conf as slurm_conf
 from elb.schedulers.slurm import requests as slurm_requests
 from elb.schedulers.slurm.commands import SlurmCommands, SlurmError, SlurmRead
 from elb.schedulers.slurm.config import SlurmConfig, slurm_settings
-from elb.schedulers.slurm.held import Columns, carried_columns, held_answers
+from elb.schedulers.slurm.held import Columns, carried_columns, held_answers, line_reason
 from elb.schedulers.slurm.parse import SlurmNode, compress, expand
 from elb.schedulers.slurm.requests import RequestKind
 from elb.schedulers.slurm.usage import read_slurm
@@ -176,7 +176,7 @@ _WAITING_ON_NODES = (_UNAVAILABLE, "Nodes required for job are DOWN, DRAINED or 
 def _waiting_on_nodes(read: SlurmRead) -> bool:
     """Whether a pending job waits for nodes: Slurm shows the nodes it could run on unavailable,
     or too few free (``Resources``: a name Slurm will not use counts among those it lacks)."""
-    return any(line[0].pending and line[0].reason.startswith(_WAITING_ON_NODES) for line in read.lines)
+    return any(line[2] is not None and line_reason(line).startswith(_WAITING_ON_NODES) for line in read.lines)
 
 
 def _named_by_jobs(read: SlurmRead) -> tuple[str, ...]:
@@ -187,10 +187,12 @@ def _named_by_jobs(read: SlurmRead) -> tuple[str, ...]:
     squeue line's reason."""
     names: set[str] = set()
     for line in read.lines:
-        job = line[0]
-        if job.reason.startswith(_UNAVAILABLE) and job.pending:
+        if line[2] is None or (isinstance(line[0], str) and _UNAVAILABLE not in line[0]):
+            continue  # not pending, or a pending line's text that names no node
+        reason = line_reason(line)
+        if reason.startswith(_UNAVAILABLE):
             try:
-                names.update(expand(job.reason[len(_UNAVAILABLE) :]))
+                names.update(expand(reason[len(_UNAVAILABLE) :]))
             except ValueError:
                 continue  # a reason that names no hostlist: nothing to keep open for it
     return tuple(sorted(names))

@@ -4,8 +4,9 @@ A held job (a pending entry Slurm holds for a reason of its own, ``SlurmJob.dema
 is answered from the last pending entry of its number, in squeue's order: its reason, and,
 while it waits for its begin time, that time (``until``; a begin time squeue no longer shows
 has passed: the job is due now). Almost every number has one pending entry, whose answer is
-then a function of its line alone: ``line_of`` works it out with the line's neutral jobs, and
-squeue's memo (``elb.schedulers.slurm.parse.SqueueMemo``, ``line_of`` its ``derive``) keeps it
+then a function of its line alone: ``line_of`` works it out with the line's neutral jobs
+(``pending_line`` of a pending line's fields, its ``SlurmJob`` not made), and squeue's memo
+(``elb.schedulers.slurm.parse.SqueueMemo``, the two its ``derive`` and ``pending``) keeps it
 with them, so a line read before brings its answer along. ``held_answers`` takes those, and
 works out again only the answers of numbers on several pending entries and those that read
 the time. Pure.
@@ -26,31 +27,39 @@ from elb.core.frozen import maker
 from elb.core.model import Job, JobPhase
 from elb.core.state import JobsChange
 from elb.schedulers.slurm.aligned import Span, Stretch, carried, carried_indices, spans, within
-from elb.schedulers.slurm.parse import SlurmJob, Splice, not_demand_reason
-from elb.schedulers.slurm.view import Made, flat, made_of, pending_job
+from elb.schedulers.slurm.parse import SlurmJob, Splice, SqueueFields, job_of_text, not_demand_reason, reason_of_text
+from elb.schedulers.slurm.view import Made, flat, made_of, pending_job, pending_of
 
 READS_NOW: Final = object()  # a held line whose answer reads the time: worked out at each pass
 
 # A squeue line's job, its neutral jobs (``made_of``), the number of its pending job (None: the
 # line is not pending), and its held job's answer from the line alone (None: not held; ``READS_NOW``).
-Line = tuple[SlurmJob, Made, int | None, NotDemand | object | None]
+# The job is the line's ``SlurmJob``, or the line's text when a read made its parts straight from
+# its fields (``pending_line``: a pending line's; ``squeue_job`` reads the job when asked).
+Line = tuple[SlurmJob | str, Made, int | None, NotDemand | object | None]
 
-_JOB, _MADE, _NUMBER, _ANSWER = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
+_MADE, _NUMBER, _ANSWER = itemgetter(1), itemgetter(2), itemgetter(3)
 _HELD = JobPhase.HELD  # (a member bound once: read for each new pending line)
 _not_demand = maker(NotDemand)  # (``elb.core.frozen.maker``: a read makes one for each new held line)
 
 
 def answer(job: Job, line: SlurmJob, now: float, before: NotDemand | None = None) -> NotDemand:
     """The held ``job``'s answer from ``line`` (the last pending entry of its number), the one
-    ``before`` when it says the same."""
-    reason = not_demand_reason(line.reason) or "held by Slurm"
+    ``before`` when it says the same (``answer_of`` its reason and start)."""
+    return answer_of(job, line.reason, line.started, now, before)
+
+
+def answer_of(job: Job, reason: str, started: float | None, now: float, before: NotDemand | None = None) -> NotDemand:
+    """The held ``job``'s answer from the ``reason`` and ``started`` time of the last pending
+    entry of its number, the one ``before`` when it says the same."""
+    why = not_demand_reason(reason) or "held by Slurm"
     # Held for its begin time only: not yet demand, until then (a requeued job's hold too); a
     # begin time squeue no longer shows (N/A) has passed: the job is due at Slurm's next
     # scheduling cycle.
-    until = (line.started or now) if line.reason == "BeginTime" else None
-    if before is not None and before.job is job and before.reason == reason and before.until == until:
+    until = (started or now) if reason == "BeginTime" else None
+    if before is not None and before.job is job and before.reason == why and before.until == until:
         return before
-    return _not_demand(job, reason, until, until is None)  # (until, held: by position, as cheaper)
+    return _not_demand(job, why, until, until is None)  # (until, held: by position, as cheaper)
 
 
 def line_of(job: SlurmJob) -> Line:
@@ -58,11 +67,37 @@ def line_of(job: SlurmJob) -> Line:
     if job.state != "PENDING":  # (``SlurmJob.pending``, read directly: a read works it out for each new line)
         return job, made_of(job), None, None
     neutral = pending_job(job)  # (a pending line makes one job: ``made_of``'s)
+    return job, neutral, neutral.job_id, _own_answer(neutral, job.reason, job.started)
+
+
+def pending_line(text: str, fields: SqueueFields) -> Line:
+    """``line_of`` the job of a pending squeue line of ``text`` and ``fields`` (its node list
+    empty), with the text in place of the job: no ``SlurmJob`` made (``squeue_job`` makes it)."""
+    neutral = pending_of(fields)
+    if neutral.phase is not _HELD:  # (``_own_answer``'s first test: most pending lines wait)
+        return text, neutral, neutral.job_id, None
+    return text, neutral, neutral.job_id, _own_answer(neutral, fields[3], fields[8])  # (its reason and start)
+
+
+def _own_answer(neutral: Job, reason: str, started: float | None) -> NotDemand | object | None:
+    """A pending line's held job's answer from the line alone (``Line``'s item), of its neutral job."""
     if neutral.phase is not _HELD:
-        return job, neutral, neutral.job_id, None
-    if job.reason == "BeginTime" and not job.started:  # (until: now)
-        return job, neutral, neutral.job_id, READS_NOW
-    return job, neutral, neutral.job_id, answer(neutral, job, 0.0)  # (the time is not read)
+        return None
+    if reason == "BeginTime" and not started:  # (until: now)
+        return READS_NOW
+    return answer_of(neutral, reason, started, 0.0)  # (the time is not read)
+
+
+def squeue_job(line: Line) -> SlurmJob:
+    """The ``SlurmJob`` of ``line``: its own, or read again of its text (``pending_line``'s)."""
+    job = line[0]
+    return job_of_text(job) if isinstance(job, str) else job
+
+
+def line_reason(line: Line) -> str:
+    """The reason of ``line``'s job (``squeue_job``'s), read off its text when it has no job."""
+    job = line[0]
+    return reason_of_text(job) if isinstance(job, str) else job.reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +280,7 @@ def held_answers(
     for i in again:
         own, neutral = answers[i], cast("Job", lines[i][1])  # (a pending line's one job)
         before = own if isinstance(own, NotDemand) else None
-        line = lines[last.get(cast("int", lines[i][2]), i)][0]
+        line = squeue_job(lines[last.get(cast("int", lines[i][2]), i)])
         at = now
         if due_since is not None and line.reason == "BeginTime" and not line.started:  # (the answer reads the time)
             at = seen[line.job_id] = due_since.get(line.job_id, now)
@@ -257,8 +292,8 @@ def held_answers(
 
 
 def jobs(lines: Sequence[Line]) -> tuple[SlurmJob, ...]:
-    """The squeue jobs of ``lines``, in their order."""
-    return tuple(map(_JOB, lines))
+    """The squeue jobs of ``lines``, in their order (``squeue_job``)."""
+    return tuple(map(squeue_job, lines))
 
 
 __all__: Sequence[str] = (
@@ -266,9 +301,13 @@ __all__: Sequence[str] = (
     "Columns",
     "Line",
     "answer",
+    "answer_of",
     "carried_columns",
     "columns",
     "held_answers",
     "jobs",
     "line_of",
+    "line_reason",
+    "pending_line",
+    "squeue_job",
 )

@@ -120,6 +120,9 @@ class SlurmJob:
 # A SlurmJob made without a call of the class (``elb.core.frozen.maker``): a read makes one for each new line.
 _slurm_job = maker(SlurmJob)
 
+# A squeue line's fields as read and checked (``_squeue_fields``), in ``SlurmJob``'s order.
+SqueueFields = tuple[str, str, str, str, int, int, tuple[str, ...], float | None, float | None, float | None, str, str]
+
 
 @functools.lru_cache(maxsize=1024)
 def not_demand_reason(reason: str) -> str | None:
@@ -272,11 +275,18 @@ class SqueueMemo(Generic[E]):
     the lines the walks passed over since (``left``) are taken out of it, or, when they are not
     known or the memo is still past the bound, the memo is made anew of the last read's lines
     alone (a dict of every line built once in several reads, and its size bounded). One memo
-    serves one sequence of reads (``SlurmCommands`` keeps one).
+    serves one sequence of reads (``SlurmCommands`` keeps one). ``pending``: what a pending line
+    (no node list) is kept as, made of its text and fields (``_squeue_fields``) instead of
+    ``derive`` of its ``SlurmJob``: a read makes no ``SlurmJob`` of such a line (its entry's
+    first item is then what ``pending`` puts there).
     """
 
-    def __init__(self, derive: Callable[[SlurmJob], E]) -> None:
+    def __init__(
+        self, derive: Callable[[SlurmJob], E], pending: Callable[[str, SqueueFields], E] | None = None
+    ) -> None:
         self.derive = derive  # a line's entry of its job (the job its first item)
+        # A pending line's entry of its text and fields, its job not made (None: ``derive``'s of its job).
+        self.pending = pending
         self.lines: dict[str, E] = {}
         self.zone: tuple[object, ...] = ()
         self.hours: dict[str, float | None] = {}  # each hour's start (``_time``), in ``zone``
@@ -466,10 +476,15 @@ def _read_new(
     walk split them out, and it splits out no blank line)."""
     new: list[tuple[str, E]] = []
     blank = False
-    derive, hours, limits, minutes, words = memo.derive, memo.hours, memo.limits, memo.minutes, memo.words
+    derive, pending = memo.derive, memo.pending
+    hours, limits, minutes, words = memo.hours, memo.limits, memo.minutes, memo.words
     for i, line in out:
         if split or line.strip():
-            found[i] = entry = derive(_squeue_line(line, i + 1, hours, limits, minutes, words=words))
+            fields = _squeue_fields(line, i + 1, hours, limits, minutes, words=words)
+            if pending is not None and fields[2] == "PENDING" and not fields[6]:  # (no SlurmJob made)
+                found[i] = entry = pending(line, fields)
+            else:
+                found[i] = entry = derive(_slurm_job(*fields))
             new.append((line, entry))
         else:
             blank = True
@@ -507,7 +522,13 @@ def _prune(known: dict[str, E], left: list[str]) -> None:
         drop(line, None)
 
 
-def _squeue_line(
+def _squeue_line(line: str, number: int) -> SlurmJob:
+    """The job of one line of ``SQUEUE_ARGV``'s output read on its own (``_squeue_fields``, no
+    texts of times nor fields read before)."""
+    return _slurm_job(*_squeue_fields(line, number))
+
+
+def _squeue_fields(
     line: str,
     number: int,
     hours: dict[str, float | None] | None = None,
@@ -515,12 +536,12 @@ def _squeue_line(
     minutes: dict[str, float] | None = None,
     *,
     words: dict[str, str] | None = None,
-) -> SlurmJob:
-    """The job of one line of ``SQUEUE_ARGV``'s output (``number``: the line's, for an error);
-    ``hours``, ``limits``, ``minutes``: what texts of times were read as before (``SqueueMemo``'s);
-    ``words``: the texts of the fields many lines share (partition, state, reason, user), each
-    kept once: a line's are those very objects (a queue's lines hold a few dozen of each, not
-    four strings a line)."""
+) -> SqueueFields:
+    """The fields of one line of ``SQUEUE_ARGV``'s output as its job has them (``number``: the
+    line's, for an error); ``hours``, ``limits``, ``minutes``: what texts of times were read as
+    before (``SqueueMemo``'s); ``words``: the texts of the fields many lines share (partition,
+    state, reason, user), each kept once: a line's are those very objects (a queue's lines hold
+    a few dozen of each, not four strings a line)."""
     parts = line.split("|", 11)
     if len(parts) != 12:
         raise SlurmParseError(f"squeue: line {number}: {len(parts)} fields, expected 12 ({SQUEUE_FORMAT})")
@@ -542,7 +563,7 @@ def _squeue_line(
         seconds = _UNREAD if limits is None else limits.get(limit, _UNREAD)
         if seconds is _UNREAD:
             seconds = _limit(limit, limits)
-        return _slurm_job(
+        return (
             job_id,
             partition,
             state,
@@ -558,6 +579,17 @@ def _squeue_line(
         )
     except ValueError as err:
         raise SlurmParseError(f"squeue: line {number}: {err}") from None
+
+
+def job_of_text(line: str) -> SlurmJob:
+    """The job of a line of ``SQUEUE_ARGV``'s output that a read read already (``_squeue_line``)."""
+    return _squeue_line(line, 0)
+
+
+def reason_of_text(line: str) -> str:
+    """The reason of a line of ``SQUEUE_ARGV``'s output that a read read already (its fourth
+    field, as ``_squeue_fields`` reads it)."""
+    return line.split("|", 4)[3]
 
 
 # A node of several sinfo lines as the read before joined it: the node of its lines before the
@@ -669,10 +701,12 @@ __all__: Sequence[str] = (
     "SlurmNode",
     "SlurmParseError",
     "Splice",
+    "SqueueFields",
     "SqueueMemo",
     "by_name",
     "compress",
     "expand",
+    "job_of_text",
     "not_demand_reason",
     "paired",
     "parse_sinfo",
@@ -680,5 +714,6 @@ __all__: Sequence[str] = (
     "parse_time_limit",
     "read_entries",
     "read_squeue",
+    "reason_of_text",
     "stale_bound",
 )

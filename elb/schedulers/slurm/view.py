@@ -9,16 +9,17 @@ pending job is held. Each job keeps Slurm's own state word (``PENDING``, ``RUNNI
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from itertools import chain, compress, count, repeat
-from operator import is_
+from operator import attrgetter, is_
 from types import MappingProxyType
 from typing import cast
 
 from elb.core.frozen import maker
 from elb.core.gcpause import paused
 from elb.core.model import NO_FLAGS, Host, Job, JobPhase, QueueFlags, QueueInstance, Snapshot
-from elb.schedulers.slurm.parse import SlurmJob, SlurmNode, not_demand_reason
+from elb.schedulers.slurm.parse import SlurmJob, SlurmNode, SqueueFields, not_demand_reason
 
 MAX_TASKS = 1_000_000  # an array counts at most this many pending tasks (the policy caps far below)
 
@@ -84,25 +85,32 @@ def job_number(job_id: str) -> int:
 _NO_REQUESTS: Mapping[str, str] = MappingProxyType({})
 _job = maker(Job)  # a Job by keyword, without a call of the class (``elb.core.frozen.maker``)
 _WAITING, _HELD = JobPhase.WAITING, JobPhase.HELD
+_PENDING = "PENDING"  # (a pending job's state, as squeue shows it)
+_FIELDS = attrgetter(*(f.name for f in dataclasses.fields(SlurmJob)))  # a job's fields (``SqueueFields``)
 
 
 def pending_job(job: SlurmJob) -> Job:
-    """The neutral job of a pending ``job`` (``jobs_of``'s one): waiting when ``job.demand``
-    (pending, for no reason of ``not_demand_reason``), else held. Made through ``Job``'s maker
-    (``elb.core.frozen.maker``: a read makes one for each new line)."""
-    job_id = job.job_id
+    """The neutral job of a pending ``job`` (``jobs_of``'s one: ``pending_of`` its fields)."""
+    return pending_of(_FIELDS(job))
+
+
+def pending_of(fields: SqueueFields) -> Job:
+    """The neutral job of a pending squeue entry of these ``fields`` (``SlurmJob``'s): waiting
+    when it is demand (pending for no reason of ``not_demand_reason``), else held. Made through
+    ``Job``'s maker (``elb.core.frozen.maker``: a read makes one for each new line)."""
+    job_id, _, _, reason, _, cpus, _, submitted, _, time_limit, user, name = fields
     plain = job_id.isdecimal()  # (most ids: the number alone, one task)
     return _job(
         job_id=int(job_id) if plain else job_number(job_id),
-        name=job.name,
-        owner=job.user,
-        state=job.state,
-        phase=_WAITING if not_demand_reason(job.reason) is None else _HELD,
-        slots=job.cpus,
-        submitted=job.submitted,
+        name=name,
+        owner=user,
+        state=_PENDING,
+        phase=_WAITING if not_demand_reason(reason) is None else _HELD,
+        slots=cpus,
+        submitted=submitted,
         tasks=1 if plain else array_tasks(job_id),
         hard_requests=_NO_REQUESTS,
-        hard_runtime=job.time_limit,
+        hard_runtime=time_limit,
         master_requests=_NO_REQUESTS,
         slave_requests=_NO_REQUESTS,
     )
@@ -224,5 +232,6 @@ __all__: Sequence[str] = (
     "made_of",
     "node_up",
     "pending_job",
+    "pending_of",
     "snapshot",
 )
