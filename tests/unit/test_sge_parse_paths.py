@@ -835,6 +835,30 @@ def test_moved_priorities_of_entries_with_the_same_head_read_alike() -> None:
         assert len({j.job_id for j in read.jobs}) < len(read.jobs)
 
 
+@pytest.mark.parametrize("between", ["</job_info>\n  <job_info>\n    ", "<!-- a comment -->", "<job_lis"])
+def test_a_piece_found_by_its_head_ends_at_the_next_mark(between: str) -> None:
+    """From a memo that keeps its pieces by their head, a piece whose tail is a kept piece's but
+    is followed by more text than the next entry's mark (a section closed and opened again,
+    text the careful reader judges, the mark's start) is read whole: the careful reader's
+    answer, and the quick reader's where it may read the text."""
+    bench = benchmark()
+    memo = QstatMemo()
+    for turn in range(2):
+        parse_qstat(bench.make_qstat(200, 4, random.Random(5), turn=turn, reprioritize=True), memo=memo)
+    assert memo.blanked
+    data = bench.make_qstat(200, 4, random.Random(5), turn=2, reprioritize=True).decode()
+    entry = data.index('<job_list state="pending">', data.index("<job_info>", data.index("</queue_info>")))
+    after = data.index('<job_list state="', entry + 1)
+    text = data[:after] + between + data[after:]
+    read = _quick_qstat(text, memo)
+    careful = outcome(_careful_qstat, text)
+    if between.startswith("</job_info>"):  # the quick reader reads it, from the memo
+        assert read is not None and shown(read) == careful
+        assert len(read.moved_priorities) > len(read.jobs) * 0.9
+    else:
+        assert read is None and outcome(lambda d: parse_qstat(d, memo=memo), text) == careful
+
+
 PRIORITY_TEXTS = ["0.50000", "1", "-0.25", "1e3", "", " 0.5 ", "&#48;.5", "0.5&amp;", "x", "0.1.2", "9" * 70]
 PRIORITY_TEXTS += ["12.25", "5.", ".5", "0" * 19 + ".5", "0.5" + "0" * 18]
 

@@ -958,6 +958,14 @@ _Moved = tuple[Job, float]
 _Made = Job | _Piece | _Moved  # what the quick reader made of one piece, as its memo keeps it
 
 
+# Where the reader stood when it read a piece: its place and the queue instance it was in.
+_Place = tuple[str, str | None]
+# A piece kept by its head (its text through the ``<JAT_prio>`` that opens before its first
+# ``</JAT_prio>``: the entry's state and job number): its tail (its text from that
+# ``</JAT_prio>`` on) and what it made.
+_Kept = tuple[str, _Made]
+
+
 class QstatMemo:
     """What the quick reader made of each piece of the last document it read whole, for the next.
 
@@ -966,19 +974,18 @@ class QstatMemo:
     where the reader stands; the local time zone aside, which is checked), so it is looked up
     instead of read again, and the jobs of the last read are reused. When most pieces are not
     found (SGE normalizes priorities anew when the highest or lowest job leaves, and every
-    entry's ``<JAT_prio>`` changes), the rest are looked up by their text up to their first
-    ``<JAT_prio>`` (``_Reprioritized``): when only the priority differs, the job is the
-    remembered one, its new priority carried beside it (``_Reprioritized.find``, ``_Moved``;
-    the read's ``MovedPriorities``). Only the last
-    document's pieces are kept; one memo serves one sequence of reads (``SgeCommands`` keeps
-    one).
+    entry's ``<JAT_prio>`` changes), the rest are looked up by their head and compared by their
+    tail (``_Kept``, ``_Reprioritized``): when only the priority differs, the job is the
+    remembered one, its new priority carried beside it (``_reprioritized``, ``_Moved``; the
+    read's ``MovedPriorities``). Only the last document's pieces are kept; one memo serves one
+    sequence of reads (``SgeCommands`` keeps one).
 
     When the priorities of many entries moved in a read (``REPRIORITIZED_AFTER``), they likely
     move again in the next (SGE normalizes them at each scheduling run over the jobs then
-    waiting): its pieces are then kept by their text without what their first ``<JAT_prio>``
-    holds (``blanked``, ``_without_priority``), and the next read looks each piece up so, the
-    same way whether its priority moved or not. A read that finds few moved keeps its pieces
-    by their text again.
+    waiting): its pieces are then kept by their head (``blanked``, ``heads``), and the next read
+    looks each piece up so, the same way whether its priority moved or not, comparing its tail
+    where it stands in the document (no key made of the piece's whole text, nor hashed). A read
+    that finds few moved keeps its pieces by their text again (``pieces``).
 
     A read that finds nothing remembered (the first after a start) hands its pieces over in its
     order (``keep_unindexed``): they are indexed by their text when the next read asks for them
@@ -986,33 +993,40 @@ class QstatMemo:
     """
 
     def __init__(self) -> None:
-        # By where the reader stood (place, queue instance), then by the piece's text (or its
-        # text without its priority: ``blanked``).
-        self._pieces: dict[tuple[str, str | None], dict[str, _Made]] = {}
+        # By where the reader stood, then by the piece's text (not ``blanked``).
+        self._pieces: dict[_Place, dict[str, _Made]] = {}
         # A read that found nothing remembered (the first after a start) hands over its pieces
         # in its order, not yet indexed (``pieces`` indexes them when first asked for, at the
         # next read): ``_Unindexed``.
         self._unindexed: _Unindexed | None = None
+        # By where the reader stood, then by the piece's head (``blanked``).
+        self.heads: dict[_Place, dict[str, _Kept]] = {}
         self.zone: tuple[object, ...] = ()
         self.blanked = False
 
     @property
-    def pieces(self) -> dict[tuple[str, str | None], dict[str, _Made]]:
-        """The pieces kept, by where the reader stood, then by their text (or without their
-        priority: ``blanked``)."""
+    def pieces(self) -> dict[_Place, dict[str, _Made]]:
+        """The pieces kept by their text (none when ``blanked``), by where the reader stood, then
+        by their text."""
         if self._unindexed is not None:
             self._pieces, self._unindexed = self._unindexed.index(), None
         return self._pieces
 
-    @pieces.setter
-    def pieces(self, pieces: dict[tuple[str, str | None], dict[str, _Made]]) -> None:
-        self._pieces, self._unindexed = pieces, None
+    def keep(self, zone: tuple[object, ...], pieces: dict[_Place, dict[str, _Made]]) -> None:
+        """Keeps the pieces of a read by their text."""
+        self.zone, self.blanked = zone, False
+        self._pieces, self._unindexed, self.heads = pieces, None, {}
+
+    def keep_heads(self, zone: tuple[object, ...], heads: dict[_Place, dict[str, _Kept]]) -> None:
+        """Keeps the pieces of a read by their head (``blanked``)."""
+        self.zone, self.blanked = zone, True
+        self._pieces, self._unindexed, self.heads = {}, None, heads
 
     def keep_unindexed(self, zone: tuple[object, ...], pieces: _Unindexed) -> None:
         """Keeps the pieces of a read that found nothing remembered, by their text, indexed when
         the next read asks for them."""
         self.zone, self.blanked = zone, False
-        self._pieces, self._unindexed = {}, pieces
+        self._pieces, self._unindexed, self.heads = {}, pieces, {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -1024,11 +1038,11 @@ class _Unindexed:
 
     texts: list[str]
     made: list[_Made]
-    runs: list[tuple[tuple[str, str | None], int]]
+    runs: list[tuple[_Place, int]]
 
-    def index(self) -> dict[tuple[str, str | None], dict[str, _Made]]:
+    def index(self) -> dict[_Place, dict[str, _Made]]:
         """The pieces by place, then by text (of equal texts of one place, the last)."""
-        pieces: dict[tuple[str, str | None], dict[str, _Made]] = {}
+        pieces: dict[_Place, dict[str, _Made]] = {}
         texts, made, runs = self.texts, self.made, self.runs
         ends = [at for _, at in runs[1:]] + [len(texts)]
         for (place, begin), end in zip(runs, ends, strict=True):
@@ -1038,6 +1052,7 @@ class _Unindexed:
 
 _PRIO_OPEN, _PRIO_CLOSE = "<JAT_prio>", "</JAT_prio>"
 _NOTHING: dict[str, _Made] = {}  # the pieces remembered from a place the last document had none in
+_NO_HEADS: dict[str, _Kept] = {}  # the same, kept by their head
 _PRIO_TEXT = re.compile(f"{_TEXT}{{0,64}}")
 _PLAIN_PRIO_TEXT = re.compile(_PLAIN_PRIORITY)
 
@@ -1047,83 +1062,75 @@ _PLAIN_PRIO_TEXT = re.compile(_PLAIN_PRIORITY)
 REPRIORITIZED_AFTER = 16
 
 
-class _Reprioritized:
-    """The memo's pieces by their text up to their first ``<JAT_prio>`` (their head: the entry's
-    state and job number), each place's indexed when first asked, for a document whose
-    priorities moved."""
+def _by_head(whole: str, start: int, heads: dict[str, _Kept]) -> tuple[str, int, int, _Kept | None]:
+    """The head of the piece from ``start`` on in ``whole``, where its tail starts, and the piece
+    kept by that head (taken out of ``heads``) when the text from there on is its tail, followed
+    by the next entry's mark or the document's end: then that is where the piece ends. None when
+    there is none (``-1``: the piece's end is found by its mark). Declines a piece without a
+    ``<JAT_prio>`` before its first ``</JAT_prio>`` (no entry of the regular shape).
 
-    def __init__(self, remembered: dict[tuple[str, str | None], dict[str, _Made]]) -> None:
+    Two pieces with the same head and tail differ only in what their first ``<JAT_prio>`` holds:
+    the head ends with the one ``<JAT_prio>`` before any ``</JAT_prio>``, the tail starts with
+    ``</JAT_prio>``. The tail is compared where it stands (no text made of it). Nor does any mark
+    start within the piece so found (and it ends where its text found by its mark would): not in
+    its head or tail (none did in the kept piece's, whose tail was followed by a mark or the end
+    too, and the mark overlaps no copy of itself), nor in its priority (no "<" in one
+    ``_reprioritized`` reads). A kept piece whose head is this piece's but not its tail (another
+    entry of the same job number and state in the same place: an array job's tasks over several
+    entries) is left for another piece."""
+    tail = whole.find(_PRIO_CLOSE, start)
+    opened = whole.find(_PRIO_OPEN, start, tail) if tail >= 0 else -1
+    if opened < 0:
+        raise _Decline
+    key = whole[start : opened + len(_PRIO_OPEN)]
+    kept = heads.pop(key, None)
+    if kept is None:
+        return key, tail, -1, None
+    end = tail + len(kept[0])
+    if whole.startswith(kept[0], tail) and (end == len(whole) or whole.startswith(_ENTRY_MARK, end)):
+        return key, tail, end, kept
+    heads[key] = kept
+    return key, tail, -1, None
+
+
+def _kept_by_head(pieces: dict[str, _Made]) -> dict[str, _Kept]:
+    """Pieces kept by their text, kept instead by their head (``_Kept``); of pieces with the same
+    head, the last is kept (the others are read again)."""
+    heads: dict[str, _Kept] = {}
+    for text, made in pieces.items():
+        tail = text.find(_PRIO_CLOSE)
+        opened = text.find(_PRIO_OPEN, 0, tail) if tail >= 0 else -1
+        if opened >= 0:  # as every piece read has
+            heads[text[: opened + len(_PRIO_OPEN)]] = (text[tail:], made)
+    return heads
+
+
+class _Reprioritized:
+    """The memo's pieces kept by their text, kept instead by their head (``_Kept``), each place's
+    when first asked, for a document whose priorities moved."""
+
+    def __init__(self, remembered: dict[_Place, dict[str, _Made]]) -> None:
         self.remembered = remembered
-        # Each place's pieces by their head (through the ``<JAT_prio>`` that opens before their
-        # first ``</JAT_prio>``): the piece's text, where that ``</JAT_prio>`` is, and what it
-        # made. Of pieces with the same head, the last is kept (the others are read again).
-        self.indexes: dict[tuple[str, str | None], dict[str, tuple[str, int, _Made]]] = {}
+        self.heads: dict[_Place, dict[str, _Kept]] = {}
 
     def find(self, text: str, place: str, queue: str | None, reader: _QuickReader) -> _Made | None:
         """What the piece ``text`` read from ``place`` in ``queue`` makes, from a remembered
-        piece that differs from it only in what its first ``<JAT_prio>`` holds; None when there
-        is none (the piece is then read whole).
+        piece that differs from it only in what its first ``<JAT_prio>`` holds (``_by_head``,
+        ``_reprioritized``); None when there is none (the piece is then read whole).
 
         The piece reads as the remembered one did but for the job's priority: ``_JOB_ENTRY`` reads
         it as the text between the entry's first ``<JAT_prio>`` and the ``</JAT_prio>`` after it
-        (no ``<`` in it), and nothing else of the entry, nor what follows it, depends on it. The
-        two have the same head (looked up) and the same text from that ``</JAT_prio>`` on
-        (compared); the new priority's text is checked as ``_JOB_ENTRY`` checks it and read as
-        ``job`` reads it."""
-        tail = text.find(_PRIO_CLOSE)
-        if tail < 0:
-            return None
-        opened = text.find(_PRIO_OPEN, 0, tail)
-        if opened < 0:
-            return None
-        index = self.indexes.get((place, queue))
-        if index is None:
-            index = self.indexes[(place, queue)] = self.index(place, queue)
-        head = opened + len(_PRIO_OPEN)
-        found = index.pop(text[:head], None)
-        if found is None:
-            return None
-        old, cut, done = found
-        if len(old) - cut != len(text) - tail or not text.endswith(old[cut:]):
-            return None
-        if self.remembered[(place, queue)].pop(old, None) is None:
-            return None  # handed to an entry of its very text already: a job goes to one entry
-        return _reprioritized(done, text[head:tail], reader)
-
-    def index(self, place: str, queue: str | None) -> dict[str, tuple[str, int, _Made]]:
-        """The remembered pieces of one place by their head."""
-        index: dict[str, tuple[str, int, _Made]] = {}
-        for old, was in self.remembered.get((place, queue), {}).items():
-            cut = old.find(_PRIO_CLOSE)
-            if cut >= 0:
-                opened = old.find(_PRIO_OPEN, 0, cut)
-                if opened >= 0:
-                    index[old[: opened + len(_PRIO_OPEN)]] = (old, cut, was)
-        return index
-
-
-def _without_priority(text: str, start: int, end: int) -> tuple[str, int, int]:
-    """The piece ``text[start:end]`` without what its first ``<JAT_prio>`` holds (through the
-    ``<JAT_prio>`` that opens before its first ``</JAT_prio>``, then from that ``</JAT_prio>``
-    on), and where what it holds starts and ends in ``text``; the piece itself and -1 when it
-    has no such element.
-
-    Two pieces that are the same text so cut differ only in that priority: the text up to the
-    cut ends with the one ``<JAT_prio>`` before any ``</JAT_prio>``, the text after it starts
-    with ``</JAT_prio>``, so no other cut of either makes the same text."""
-    tail = text.find(_PRIO_CLOSE, start, end)
-    opened = text.find(_PRIO_OPEN, start, tail) if tail >= 0 else -1
-    if opened < 0:
-        return text[start:end], -1, -1
-    head = opened + len(_PRIO_OPEN)
-    return text[start:head] + text[tail:end], head, tail
-
-
-def _by_text_without_priority(pieces: dict[str, _Made]) -> dict[str, _Made]:
-    """Pieces kept by their text, kept instead by their text without their priority
-    (``_without_priority``); of pieces that differ only in it, the last is kept (the others are
-    read again)."""
-    return {_without_priority(text, 0, len(text))[0]: done for text, done in pieces.items()}
+        (no ``<`` in it), and nothing else of the entry, nor what follows it, depends on it. A
+        place's pieces leave the memo's pieces by their text when they are kept by their head,
+        so each is handed to one entry."""
+        heads = self.heads.get((place, queue))
+        if heads is None:
+            pieces = self.remembered.get((place, queue))
+            heads = self.heads[(place, queue)] = _kept_by_head(pieces) if pieces else {}
+            if pieces:
+                pieces.clear()
+        key, tail, _, kept = _by_head(text, 0, heads)
+        return None if kept is None else _reprioritized(kept[1], text[len(key) : tail], reader)
 
 
 def _reprioritized(done: _Made, prio: str, reader: _QuickReader) -> _Made | None:
@@ -1191,48 +1198,93 @@ class _QuickReader:
         self.minutes: dict[str, float] = {}  # "YYYY-MM-DDTHH:MM" -> its start in POSIX seconds
         self.place = "root"  # root, queue_info, Queue-List, job_info, end (after the root's end)
         self.fields: dict[str, str | None] | None = None  # of the Queue-List being read, until its first entry
-        # The memo's pieces (if its zone is today's), the pieces not found in it so far, and
-        # the pieces by their text from their priority on, once most are not found.
-        self.remembered: dict[tuple[str, str | None], dict[str, _Made]] = {}
-        self.blanked = False  # the memo's pieces are kept by their text without their priority
+        # The memo's pieces (if its zone is today's): by their text, or by their head
+        # (``blanked``); the pieces not found in it so far, and the pieces by their head, once
+        # most are not found by their text.
+        self.remembered: dict[_Place, dict[str, _Made]] = {}
+        self.heads: dict[_Place, dict[str, _Kept]] = {}
+        self.blanked = False  # the memo's pieces are kept by their head
+        # This document's pieces as the next memo keeps them: by their text, and, read from a
+        # blanked memo, by their head.
+        self.made: dict[_Place, dict[str, _Made]] = {}
+        self.kept_heads: dict[_Place, dict[str, _Kept]] = {}
         self.misses = 0
         self.moved_prios: _Reprioritized | None = None
         self.moves = 0  # pieces found whose priority moved since the read before
         self.priorities: list[_Moved] = []  # the jobs kept whose priority moved (``MovedPriorities``)
 
     def read(self) -> QstatResult:
-        whole, mark = self.text, _ENTRY_MARK
+        whole = self.text
         self.text = ""
-        cut = whole.find(mark)
+        cut = whole.find(_ENTRY_MARK)
         queue = self.opening(whole if cut < 0 else whole[:cut])
         memo, zone = self.memo, _zone()
-        # This document's pieces as the next memo keeps them: by their text, or, read from a
-        # blanked memo, by their text without their priority; and then by their text too, while
-        # few priorities moved (``plain``; ``both`` until they are many).
-        both = blanked = self.recall(memo, zone)
-        if not self.remembered:  # nothing remembered: each piece is read, none looked up
+        if self.recall(memo, zone):
+            result = self.by_head(whole, cut, queue)
+        elif self.remembered:
+            result = self.by_text(whole, cut, queue)
+        else:  # nothing remembered: each piece is read, none looked up
             return self.fresh(whole, cut, queue, memo, zone)
-        made: dict[tuple[str, str | None], dict[str, _Made]] = {}
-        plain: dict[tuple[str, str | None], dict[str, _Made]] = {}
-        priorities = self.priorities
-        jobs, place, find, size, length = self.jobs, self.place, whole.find, len(mark), len(whole)
-        known, mine = self.remembered.get((place, queue), _NOTHING), made.setdefault((place, queue), {})
-        mine_plain, count = plain.setdefault((place, queue), {}), 0
+        if memo is not None:
+            self.keep(memo, zone)
+        return result
+
+    def by_text(self, whole: str, cut: int, queue: str | None) -> QstatResult:
+        """``read`` from a memo that keeps its pieces by their text, from the mark at ``cut`` on
+        (in ``queue``): each piece looked up by its text, read when not found (``unknown``); the
+        pieces kept so (``made``)."""
+        mark, size, find = _ENTRY_MARK, len(_ENTRY_MARK), whole.find
+        made, remembered, jobs, priorities = self.made, self.remembered, self.jobs, self.priorities
+        place, count = self.place, 0
+        known, mine = remembered.get((place, queue), _NOTHING), made.setdefault((place, queue), {})
         while cut >= 0:
             start = cut + size
             cut = find(mark, start)
             count += 1
-            if blanked:  # the piece's text is made only when it is read or kept by it
-                end = cut if cut >= 0 else length
-                key, done = self.blanked_piece(whole, start, end, known)
-                if done is None or both:
-                    text = whole[start:end]
-            else:
-                key = text = whole[start:cut] if cut >= 0 else whole[start:]
-                done = known.pop(text, None)
+            text = whole[start:cut] if cut >= 0 else whole[start:]
+            done = known.pop(text, None)
             if done is None:
                 done = self.unknown(text, place, queue, count)
-            mine[key] = done
+            mine[text] = done
+            if type(done) is Job:  # the reader stays where it is
+                jobs.append(done)
+                continue
+            if type(done) is tuple:  # a job read before, its priority beside it; the reader stays
+                jobs.append(done[0])
+                priorities.append(done)
+                continue
+            moved = self.moved(cast(_Piece, done))
+            if moved != (place, queue):
+                place, queue = moved
+                known, mine = remembered.get(moved, _NOTHING), made.setdefault(moved, {})
+        return self.result(place)
+
+    def by_head(self, whole: str, cut: int, queue: str | None) -> QstatResult:
+        """``read`` from a memo that keeps its pieces by their head (``blanked``), from the mark
+        at ``cut`` on (in ``queue``): each piece looked up by its head and compared by its tail
+        where it stands (``_by_head``), then its priority read (``_reprioritized``); the piece
+        found ends where its tail does (its text is made only when it is read, or kept by it).
+        The pieces kept by their head (``kept_heads``), and by their text too (``made``) while few
+        priorities moved."""
+        mark, size, find, length = _ENTRY_MARK, len(_ENTRY_MARK), whole.find, len(whole)
+        made, heads, remembered = self.made, self.kept_heads, self.heads
+        jobs, priorities, place, count, both = self.jobs, self.priorities, self.place, 0, True
+        known, mine = remembered.get((place, queue), _NO_HEADS), heads.setdefault((place, queue), {})
+        mine_plain = made.setdefault((place, queue), {})
+        while cut >= 0:
+            start = cut + size
+            count += 1
+            key, tail, end, kept = _by_head(whole, start, known)
+            if kept is not None and (done := _reprioritized(kept[1], whole[start + len(key) : tail], self)) is not None:
+                mine[key] = kept if done is kept[1] else (kept[0], done)
+                cut = end if end < length else -1
+                if both:
+                    text = whole[start:end]
+            else:
+                cut = find(mark, start)
+                text = whole[start:cut] if cut >= 0 else whole[start:]
+                done = self.unknown(text, place, queue, count)
+                mine[key] = (text[tail - start :], done)
             if both:
                 mine_plain[text] = done
                 both = self.moves <= REPRIORITIZED_AFTER
@@ -1246,13 +1298,10 @@ class _QuickReader:
             moved = self.moved(cast(_Piece, done))
             if moved != (place, queue):
                 place, queue = moved
-                known, mine = self.remembered.get(moved, _NOTHING), made.setdefault(moved, {})
+                known, mine = remembered.get(moved, _NO_HEADS), heads.setdefault(moved, {})
                 if both:
-                    mine_plain = plain.setdefault(moved, {})
-        result = self.result(place)
-        if memo is not None:
-            self.keep(memo, zone, made, plain)
-        return result
+                    mine_plain = made.setdefault(moved, {})
+        return self.result(place)
 
     def result(self, place: str) -> QstatResult:
         """What the document showed, once the reader stands at ``place`` after its last piece;
@@ -1298,12 +1347,17 @@ class _QuickReader:
         return result
 
     def recall(self, memo: QstatMemo | None, zone: tuple[object, ...]) -> bool:
-        """Take the memo's pieces, if its zone is today's; whether they are kept by their text
-        without their priority (``blanked``)."""
+        """Take the memo's pieces, if its zone is today's; whether they are kept by their head
+        (``blanked``)."""
         # A remembered piece is let go as soon as it is read again, so the last document's pieces
         # and this one's are never all held at once.
-        self.remembered = memo.pieces if memo is not None and memo.zone == zone else {}
-        self.blanked = memo is not None and memo.blanked and bool(self.remembered)
+        if memo is None or memo.zone != zone:
+            return False
+        self.blanked = memo.blanked and bool(memo.heads)
+        if self.blanked:
+            self.heads = memo.heads
+        else:
+            self.remembered = memo.pieces
         return self.blanked
 
     def opening(self, first: str) -> str | None:
@@ -1315,34 +1369,16 @@ class _QuickReader:
             raise _Decline
         return self.between(first, m.end())
 
-    def keep(
-        self,
-        memo: QstatMemo,
-        zone: tuple[object, ...],
-        made: dict[tuple[str, str | None], dict[str, _Made]],
-        plain: dict[tuple[str, str | None], dict[str, _Made]],
-    ) -> None:
-        """Keep this document's pieces for the next read: by their text without their priority
-        when many priorities moved (``REPRIORITIZED_AFTER``), else by their text. ``made``: as
-        the memo kept them (blanked or not); ``plain``: by their text, read from a blanked memo
-        while few moved."""
-        memo.zone, memo.blanked = zone, self.moves > REPRIORITIZED_AFTER
-        if memo.blanked == self.blanked:
-            memo.pieces = made
-        elif self.blanked:  # few moved: kept by their text again
-            memo.pieces = plain
-        else:  # many moved: kept by their text without their priority from now
-            memo.pieces = {at: _by_text_without_priority(pieces) for at, pieces in made.items()}
-
-    def blanked_piece(self, whole: str, start: int, end: int, known: dict[str, _Made]) -> tuple[str, _Made | None]:
-        """The key in a blanked memo of the piece ``whole[start:end]`` (``_without_priority``) and
-        what the remembered piece of that key makes of it (``_reprioritized``); None when there
-        is none."""
-        key, head, tail = _without_priority(whole, start, end)
-        done = known.pop(key, None)
-        if done is None or head < 0:
-            return key, done
-        return key, _reprioritized(done, whole[head:tail], self)
+    def keep(self, memo: QstatMemo, zone: tuple[object, ...]) -> None:
+        """Keep this document's pieces for the next read: by their head when many priorities
+        moved (``REPRIORITIZED_AFTER``), else by their text (``made``: whole unless the read
+        was by head and many moved)."""
+        if self.moves <= REPRIORITIZED_AFTER:
+            memo.keep(zone, self.made)
+        elif self.blanked:
+            memo.keep_heads(zone, self.kept_heads)
+        else:  # many moved: kept by their head from now
+            memo.keep_heads(zone, {at: _kept_by_head(pieces) for at, pieces in self.made.items()})
 
     def unknown(self, text: str, place: str, queue: str | None, count: int) -> _Made:
         """What a piece not found in the memo makes (the ``count``-th of the document): when
