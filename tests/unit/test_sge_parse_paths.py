@@ -37,6 +37,7 @@ from elb.schedulers.sge.parse import (
     _quick_qhost,
     _quick_qstat,
     _QuickReader,
+    _zone,
     join_snapshot,
     parse_qhost,
     parse_qstat,
@@ -515,6 +516,28 @@ def test_spoiled_documents_read_alike(name: str) -> None:
         check(bad)
     surrogate = re.sub("<JB_name>[^<]*</JB_name>", "<JB_name>\ud800</JB_name>", data.decode(), count=1)
     assert _quick_qstat(surrogate) is None
+
+
+def test_spoiled_documents_read_alike_from_a_memo_by_head(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The spoiled documents (bytes not UTF-8, a lone surrogate, references, marks out of place,
+    cut short, ...) read after reads whose priorities moved, from a memo that keeps its pieces by
+    their head (the document read as bytes, each piece decoded when read): what they read as
+    without a memo (the careful reader's answer, or its refusal)."""
+    monkeypatch.setattr("elb.schedulers.sge.parse.REPRIORITIZED_AFTER", 0)
+    data = (FIXTURES / "recorded" / "groups-waiting.qstat-r-f.xml").read_bytes()
+    n = iter(range(10**6))
+    moved = [
+        re.sub(rb"<JAT_prio>[^<]*</JAT_prio>", lambda m: b"<JAT_prio>0.%05d</JAT_prio>" % next(n), data)
+        for _ in range(2)
+    ]
+    surrogate = re.sub("<JB_name>[^<]*</JB_name>", "<JB_name>\ud800</JB_name>", data.decode(), count=1)
+    documents: list[bytes | str] = [*spoiled(data), surrogate, moved[0].decode()]
+    for bad in documents:
+        memo = QstatMemo()
+        for read in moved:
+            parse_qstat(read, memo=memo)
+        assert memo.by_head(_zone())
+        assert outcome(lambda d, memo=memo: parse_qstat(d, memo=memo), bad) == outcome(parse_qstat, bad)
 
 
 def test_hollow_document_goes_to_the_careful_reader() -> None:

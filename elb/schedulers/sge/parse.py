@@ -42,7 +42,7 @@ from dataclasses import fields as dataclass_fields
 from dataclasses import replace as dataclass_replace
 from operator import itemgetter
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any, AnyStr, cast
 
 import defusedxml
 import defusedxml.ElementTree as DET
@@ -785,6 +785,7 @@ _XML_DECLARATION = re.compile(
 _ROOT_OPEN = re.compile(rf'[ \t\n]*<job_info(?:[ \t\n]+xmlns:xsd="[^"&\t\n{_NOT_TEXT}]{{1,4096}}")?[ \t\n]*>[ \t\n]*')
 _SPACE = re.compile(r"[ \t\n]*")
 _REFERENCE = re.compile(r"&(?:(amp|lt|gt|quot|apos)|#([0-9]{1,7})|#x([0-9a-fA-F]{1,6}));")
+_REFERENCE_BYTES = re.compile(_REFERENCE.pattern.encode())
 _PREDEFINED = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
 # One job entry in the order qstat writes it, after its opening mark (the document is cut at each
 # mark); what follows <full_job_name> (requests, the PE, binding, ...) is the "rest", read by
@@ -893,12 +894,14 @@ def _attributes(text: str) -> dict[str, str]:
 
 def _quick_qstat(data: bytes | str, memo: QstatMemo | None = None) -> QstatResult | None:
     """What ``_careful_qstat`` returns for a document of the regular shape; None for any other.
-    ``memo``: what the last document read whole was made into (updated when this one is)."""
-    text = _plain_text(data)
-    if text is None or not _FAST_JOBS:
+    ``memo``: what the last document read whole was made into (updated when this one is). A
+    memo that keeps its pieces by their head has them as UTF-8 (``_Kept``): the document is
+    then read as the bytes it is (``_plain_bytes``), each piece decoded only when it is read."""
+    doc = _plain_bytes(data) if memo is not None and memo.by_head(_zone()) else _plain_text(data)
+    if doc is None or not _FAST_JOBS:
         return None
-    reader = _QuickReader(text, memo)
-    del text  # the reader lets go of the whole text once it is read
+    reader = _QuickReader(doc, memo)
+    del doc  # the reader lets go of the whole text once it is read
     try:
         return reader.read()
     except (_Decline, SgeParseError):
@@ -918,16 +921,38 @@ def _plain_text(data: bytes | str) -> str | None:
         return None
     if "]" in text and "]]>" in text:
         return None
-    # Each "&" must start a reference (found with str.find: a document has few, and a search of
-    # the whole text by the expression costs more than its decoding).
-    match, find = _REFERENCE.match, text.find
-    at = find("&")
+    return text if _references_ok(text, _REFERENCE, "&") else None
+
+
+def _plain_bytes(data: bytes | str) -> bytes | None:
+    """``_plain_text``'s checks, the document as UTF-8 (bytes are checked, not decoded, when
+    ASCII)."""
+    try:
+        if isinstance(data, str):
+            raw = data.encode("utf-8")  # a lone surrogate fails it
+        else:
+            raw = data
+            if not raw.isascii():
+                raw.decode("utf-8")
+    except UnicodeError:
+        return None
+    if b"]" in raw and b"]]>" in raw:
+        return None
+    return raw if _references_ok(raw, _REFERENCE_BYTES, b"&") else None
+
+
+def _references_ok(text: AnyStr, reference: re.Pattern[AnyStr], amp: AnyStr) -> bool:
+    """Whether each "&" of ``text`` starts a reference to one of XML's five entities or to a
+    character XML allows (each "&" found with find: a document has few, and a search of the
+    whole text by the expression costs more than its decoding)."""
+    match, find = reference.match, text.find
+    at = find(amp)
     while at >= 0:
         m = match(text, at)
         if m is None or (not m.group(1) and not _xml_char(int(m.group(2)) if m.group(2) else int(m.group(3), 16))):
-            return None
-        at = find("&", m.end())
-    return text
+            return False
+        at = find(amp, m.end())
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -961,9 +986,9 @@ _Made = Job | _Piece | _Moved  # what the quick reader made of one piece, as its
 # Where the reader stood when it read a piece: its place and the queue instance it was in.
 _Place = tuple[str, str | None]
 # A piece kept by its head (its text through the ``<JAT_prio>`` that opens before its first
-# ``</JAT_prio>``: the entry's state and job number): its tail (its text from that
-# ``</JAT_prio>`` on) and what it made.
-_Kept = tuple[str, _Made]
+# ``</JAT_prio>``: the entry's state and job number, as UTF-8): its tail (its text from that
+# ``</JAT_prio>`` on, as UTF-8) and what it made.
+_Kept = tuple[bytes, _Made]
 
 
 class QstatMemo:
@@ -984,8 +1009,9 @@ class QstatMemo:
     move again in the next (SGE normalizes them at each scheduling run over the jobs then
     waiting): its pieces are then kept by their head (``blanked``, ``heads``), and the next read
     looks each piece up so, the same way whether its priority moved or not, comparing its tail
-    where it stands in the document (no key made of the piece's whole text, nor hashed). A read
-    that finds few moved keeps its pieces by their text again (``pieces``).
+    where it stands in the document's bytes (no key made of the piece's whole text, nor hashed,
+    and the document not decoded). A read that finds few moved keeps its pieces by their text
+    again (``pieces``).
 
     A read that finds nothing remembered (the first after a start) hands its pieces over in its
     order (``keep_unindexed``): they are indexed by their text when the next read asks for them
@@ -1000,9 +1026,14 @@ class QstatMemo:
         # next read): ``_Unindexed``.
         self._unindexed: _Unindexed | None = None
         # By where the reader stood, then by the piece's head (``blanked``).
-        self.heads: dict[_Place, dict[str, _Kept]] = {}
+        self.heads: dict[_Place, dict[bytes, _Kept]] = {}
         self.zone: tuple[object, ...] = ()
         self.blanked = False
+
+    def by_head(self, zone: tuple[object, ...]) -> bool:
+        """Whether the next read looks its pieces up by their head: the memo keeps them so
+        (``blanked``), some, and for the local time zone of today (``zone``)."""
+        return self.blanked and bool(self.heads) and self.zone == zone
 
     @property
     def pieces(self) -> dict[_Place, dict[str, _Made]]:
@@ -1017,7 +1048,7 @@ class QstatMemo:
         self.zone, self.blanked = zone, False
         self._pieces, self._unindexed, self.heads = pieces, None, {}
 
-    def keep_heads(self, zone: tuple[object, ...], heads: dict[_Place, dict[str, _Kept]]) -> None:
+    def keep_heads(self, zone: tuple[object, ...], heads: dict[_Place, dict[bytes, _Kept]]) -> None:
         """Keeps the pieces of a read by their head (``blanked``)."""
         self.zone, self.blanked = zone, True
         self._pieces, self._unindexed, self.heads = {}, None, heads
@@ -1050,11 +1081,12 @@ class _Unindexed:
         return pieces
 
 
-_PRIO_OPEN, _PRIO_CLOSE = "<JAT_prio>", "</JAT_prio>"
+_PRIO_OPEN, _PRIO_CLOSE = b"<JAT_prio>", b"</JAT_prio>"
+_MARK = _ENTRY_MARK.encode()
 _NOTHING: dict[str, _Made] = {}  # the pieces remembered from a place the last document had none in
-_NO_HEADS: dict[str, _Kept] = {}  # the same, kept by their head
+_NO_HEADS: dict[bytes, _Kept] = {}  # the same, kept by their head
 _PRIO_TEXT = re.compile(f"{_TEXT}{{0,64}}")
-_PLAIN_PRIO_TEXT = re.compile(_PLAIN_PRIORITY)
+_PLAIN_PRIO_TEXT = re.compile(_PLAIN_PRIORITY.encode())
 
 
 # Pieces of a document not found in the memo beyond which (and beyond one in ten of those read
@@ -1062,7 +1094,7 @@ _PLAIN_PRIO_TEXT = re.compile(_PLAIN_PRIORITY)
 REPRIORITIZED_AFTER = 16
 
 
-def _by_head(whole: str, start: int, heads: dict[str, _Kept]) -> tuple[str, int, int, _Kept | None]:
+def _by_head(whole: bytes, start: int, heads: dict[bytes, _Kept]) -> tuple[bytes, int, int, _Kept | None]:
     """The head of the piece from ``start`` on in ``whole``, where its tail starts, and the piece
     kept by that head (taken out of ``heads``) when the text from there on is its tail, followed
     by the next entry's mark or the document's end: then that is where the piece ends. None when
@@ -1071,7 +1103,7 @@ def _by_head(whole: str, start: int, heads: dict[str, _Kept]) -> tuple[str, int,
 
     Two pieces with the same head and tail differ only in what their first ``<JAT_prio>`` holds:
     the head ends with the one ``<JAT_prio>`` before any ``</JAT_prio>``, the tail starts with
-    ``</JAT_prio>``. The tail is compared where it stands (no text made of it). Nor does any mark
+    ``</JAT_prio>``. The tail is compared where it stands (no bytes made of it). Nor does any mark
     start within the piece so found (and it ends where its text found by its mark would): not in
     its head or tail (none did in the kept piece's, whose tail was followed by a mark or the end
     too, and the mark overlaps no copy of itself), nor in its priority (no "<" in one
@@ -1087,21 +1119,21 @@ def _by_head(whole: str, start: int, heads: dict[str, _Kept]) -> tuple[str, int,
     if kept is None:
         return key, tail, -1, None
     end = tail + len(kept[0])
-    if whole.startswith(kept[0], tail) and (end == len(whole) or whole.startswith(_ENTRY_MARK, end)):
+    if whole.startswith(kept[0], tail) and (end == len(whole) or whole.startswith(_MARK, end)):
         return key, tail, end, kept
     heads[key] = kept
     return key, tail, -1, None
 
 
-def _kept_by_head(pieces: dict[str, _Made]) -> dict[str, _Kept]:
+def _kept_by_head(pieces: dict[str, _Made]) -> dict[bytes, _Kept]:
     """Pieces kept by their text, kept instead by their head (``_Kept``); of pieces with the same
     head, the last is kept (the others are read again)."""
-    heads: dict[str, _Kept] = {}
+    heads: dict[bytes, _Kept] = {}
     for text, made in pieces.items():
-        tail = text.find(_PRIO_CLOSE)
-        opened = text.find(_PRIO_OPEN, 0, tail) if tail >= 0 else -1
+        tail = text.find("</JAT_prio>")
+        opened = text.find("<JAT_prio>", 0, tail) if tail >= 0 else -1
         if opened >= 0:  # as every piece read has
-            heads[text[: opened + len(_PRIO_OPEN)]] = (text[tail:], made)
+            heads[text[: opened + len("<JAT_prio>")].encode()] = (text[tail:].encode(), made)
     return heads
 
 
@@ -1111,7 +1143,7 @@ class _Reprioritized:
 
     def __init__(self, remembered: dict[_Place, dict[str, _Made]]) -> None:
         self.remembered = remembered
-        self.heads: dict[_Place, dict[str, _Kept]] = {}
+        self.heads: dict[_Place, dict[bytes, _Kept]] = {}
 
     def find(self, text: str, place: str, queue: str | None, reader: _QuickReader) -> _Made | None:
         """What the piece ``text`` read from ``place`` in ``queue`` makes, from a remembered
@@ -1129,13 +1161,15 @@ class _Reprioritized:
             heads = self.heads[(place, queue)] = _kept_by_head(pieces) if pieces else {}
             if pieces:
                 pieces.clear()
-        key, tail, _, kept = _by_head(text, 0, heads)
-        return None if kept is None else _reprioritized(kept[1], text[len(key) : tail], reader)
+        raw = text.encode()
+        key, tail, _, kept = _by_head(raw, 0, heads)
+        return None if kept is None else _reprioritized(kept[1], raw[len(key) : tail], reader)
 
 
-def _reprioritized(done: _Made, prio: str, reader: _QuickReader) -> _Made | None:
+def _reprioritized(done: _Made, prio: bytes, reader: _QuickReader) -> _Made | None:
     """What a remembered piece made (``done``) for a piece that differs from it only in what its
-    first ``<JAT_prio>`` holds (``prio``); None when that is not a priority ``_JOB_ENTRY`` reads.
+    first ``<JAT_prio>`` holds (``prio``, as UTF-8); None when that is not a priority
+    ``_JOB_ENTRY`` reads.
     The job is kept, with the priority beside it when it differs from the job's own (``_Moved``,
     or the piece's ``priority`` for a piece that moves the reader). Counts the pieces whose
     priority moved since the read before (``moves``)."""
@@ -1143,10 +1177,11 @@ def _reprioritized(done: _Made, prio: str, reader: _QuickReader) -> _Made | None
         priority = float(prio)
     else:
         # What _JOB_ENTRY allows there (printable text without "<" is; the rest is checked).
-        if (len(prio) > 64 or "<" in prio or not prio.isprintable()) and _PRIO_TEXT.fullmatch(prio) is None:
+        text = prio.decode()  # the document is UTF-8 (checked)
+        if (len(text) > 64 or "<" in text or not text.isprintable()) and _PRIO_TEXT.fullmatch(text) is None:
             return None
         try:
-            priority = reader.priority(_resolve(prio) if reader.amp else prio)
+            priority = reader.priority(_resolve(text) if reader.amp else text)
         except _Decline:
             return None
     if type(done) is tuple:  # a job entry, its priority moved before
@@ -1181,11 +1216,15 @@ class _QuickReader:
     again.
     """
 
-    def __init__(self, text: str, memo: QstatMemo | None = None) -> None:
-        self.text = text
+    def __init__(self, text: str | bytes, memo: QstatMemo | None = None) -> None:
+        self.text = text  # as UTF-8 when the memo keeps its pieces by their head (``by_head``)
         self.memo = memo
-        self.amp = "&" in text
-        self.lt = self.amp or ("%" in text and "%lt;" in text)  # "&#37;lt;" is "%lt;" too
+        if isinstance(text, bytes):
+            self.amp = b"&" in text
+            self.lt = self.amp or (b"%" in text and b"%lt;" in text)
+        else:
+            self.amp = "&" in text
+            self.lt = self.amp or ("%" in text and "%lt;" in text)  # "&#37;lt;" is "%lt;" too
         self.reader = _JobReader()
         self.jobs: list[Job] = []
         self.late: list[Job] = []  # running entries outside a queue instance: last, as the careful reader
@@ -1202,12 +1241,12 @@ class _QuickReader:
         # (``blanked``); the pieces not found in it so far, and the pieces by their head, once
         # most are not found by their text.
         self.remembered: dict[_Place, dict[str, _Made]] = {}
-        self.heads: dict[_Place, dict[str, _Kept]] = {}
+        self.heads: dict[_Place, dict[bytes, _Kept]] = {}
         self.blanked = False  # the memo's pieces are kept by their head
         # This document's pieces as the next memo keeps them: by their text, and, read from a
         # blanked memo, by their head.
         self.made: dict[_Place, dict[str, _Made]] = {}
-        self.kept_heads: dict[_Place, dict[str, _Kept]] = {}
+        self.kept_heads: dict[_Place, dict[bytes, _Kept]] = {}
         self.misses = 0
         self.moved_prios: _Reprioritized | None = None
         self.moves = 0  # pieces found whose priority moved since the read before
@@ -1216,15 +1255,18 @@ class _QuickReader:
     def read(self) -> QstatResult:
         whole = self.text
         self.text = ""
-        cut = whole.find(_ENTRY_MARK)
-        queue = self.opening(whole if cut < 0 else whole[:cut])
         memo, zone = self.memo, _zone()
-        if self.recall(memo, zone):
+        self.recall(memo, zone)
+        if isinstance(whole, bytes):  # as UTF-8, for a memo that keeps its pieces by their head
+            cut = whole.find(_MARK)
+            queue = self.opening((whole if cut < 0 else whole[:cut]).decode())
             result = self.by_head(whole, cut, queue)
-        elif self.remembered:
+        else:
+            cut = whole.find(_ENTRY_MARK)
+            queue = self.opening(whole if cut < 0 else whole[:cut])
+            if not self.remembered:  # nothing remembered by text: each piece is read, none looked up
+                return self.fresh(whole, cut, queue, memo, zone)
             result = self.by_text(whole, cut, queue)
-        else:  # nothing remembered: each piece is read, none looked up
-            return self.fresh(whole, cut, queue, memo, zone)
         if memo is not None:
             self.keep(memo, zone)
         return result
@@ -1259,14 +1301,14 @@ class _QuickReader:
                 known, mine = remembered.get(moved, _NOTHING), made.setdefault(moved, {})
         return self.result(place)
 
-    def by_head(self, whole: str, cut: int, queue: str | None) -> QstatResult:
-        """``read`` from a memo that keeps its pieces by their head (``blanked``), from the mark
-        at ``cut`` on (in ``queue``): each piece looked up by its head and compared by its tail
-        where it stands (``_by_head``), then its priority read (``_reprioritized``); the piece
-        found ends where its tail does (its text is made only when it is read, or kept by it).
-        The pieces kept by their head (``kept_heads``), and by their text too (``made``) while few
-        priorities moved."""
-        mark, size, find, length = _ENTRY_MARK, len(_ENTRY_MARK), whole.find, len(whole)
+    def by_head(self, whole: bytes, cut: int, queue: str | None) -> QstatResult:
+        """``read`` of the document as UTF-8 (``whole``) from a memo that keeps its pieces by
+        their head (``blanked``), from the mark at ``cut`` on (in ``queue``): each piece looked
+        up by its head and compared by its tail where it stands (``_by_head``), then its priority
+        read (``_reprioritized``); the piece found ends where its tail does (its text is decoded
+        only when it is read, or kept by it). The pieces kept by their head (``kept_heads``), and
+        by their text too (``made``) while few priorities moved."""
+        mark, size, find, length = _MARK, len(_MARK), whole.find, len(whole)
         made, heads, remembered = self.made, self.kept_heads, self.heads
         jobs, priorities, place, count, both = self.jobs, self.priorities, self.place, 0, True
         known, mine = remembered.get((place, queue), _NO_HEADS), heads.setdefault((place, queue), {})
@@ -1279,12 +1321,13 @@ class _QuickReader:
                 mine[key] = kept if done is kept[1] else (kept[0], done)
                 cut = end if end < length else -1
                 if both:
-                    text = whole[start:end]
+                    text = whole[start:end].decode()
             else:
                 cut = find(mark, start)
-                text = whole[start:cut] if cut >= 0 else whole[start:]
+                piece = whole[start:cut] if cut >= 0 else whole[start:]
+                text = piece.decode()
                 done = self.unknown(text, place, queue, count)
-                mine[key] = (text[tail - start :], done)
+                mine[key] = (piece[tail - start :], done)
             if both:
                 mine_plain[text] = done
                 both = self.moves <= REPRIORITIZED_AFTER
@@ -1346,19 +1389,18 @@ class _QuickReader:
             memo.keep_unindexed(zone, _Unindexed(texts, made, runs))
         return result
 
-    def recall(self, memo: QstatMemo | None, zone: tuple[object, ...]) -> bool:
-        """Take the memo's pieces, if its zone is today's; whether they are kept by their head
-        (``blanked``)."""
+    def recall(self, memo: QstatMemo | None, zone: tuple[object, ...]) -> None:
+        """Take the memo's pieces, if its zone is today's: by their head (``blanked``) or by
+        their text."""
         # A remembered piece is let go as soon as it is read again, so the last document's pieces
         # and this one's are never all held at once.
         if memo is None or memo.zone != zone:
-            return False
-        self.blanked = memo.blanked and bool(memo.heads)
+            return
+        self.blanked = memo.by_head(zone)
         if self.blanked:
             self.heads = memo.heads
         else:
             self.remembered = memo.pieces
-        return self.blanked
 
     def opening(self, first: str) -> str | None:
         """Read the text before the first job entry (the declaration, the root, what the
