@@ -1000,7 +1000,7 @@ class QstatMemo:
     instead of read again, and the jobs of the last read are reused. When most pieces are not
     found (SGE normalizes priorities anew when the highest or lowest job leaves, and every
     entry's ``<JAT_prio>`` changes), the rest are looked up by their head and compared by their
-    tail (``_Kept``, ``_Reprioritized``): when only the priority differs, the job is the
+    tail (``_Kept``, ``_QuickReader.by_text``): when only the priority differs, the job is the
     remembered one, its new priority carried beside it (``_reprioritized``, ``_Moved``; the
     read's ``MovedPriorities``). Only the last document's pieces are kept; one memo serves one
     sequence of reads (``SgeCommands`` keeps one).
@@ -1089,40 +1089,9 @@ _PRIO_TEXT = re.compile(f"{_TEXT}{{0,64}}")
 _PLAIN_PRIO_TEXT = re.compile(_PLAIN_PRIORITY.encode())
 
 
-# Pieces of a document not found in the memo beyond which (and beyond one in ten of those read
-# so far) the rest are looked up without their priority (``_Reprioritized``).
+# Pieces of a document not found in the memo by their text beyond which (and beyond one in ten of
+# those read so far) the rest are looked up by their head (``_QuickReader.by_text``).
 REPRIORITIZED_AFTER = 16
-
-
-def _by_head(whole: bytes, start: int, heads: dict[bytes, _Kept]) -> tuple[bytes, int, int, _Kept | None]:
-    """The head of the piece from ``start`` on in ``whole``, where its tail starts, and the piece
-    kept by that head (taken out of ``heads``) when the text from there on is its tail, followed
-    by the next entry's mark or the document's end: then that is where the piece ends. None when
-    there is none (``-1``: the piece's end is found by its mark). Declines a piece without a
-    ``<JAT_prio>`` before its first ``</JAT_prio>`` (no entry of the regular shape).
-
-    Two pieces with the same head and tail differ only in what their first ``<JAT_prio>`` holds:
-    the head ends with the one ``<JAT_prio>`` before any ``</JAT_prio>``, the tail starts with
-    ``</JAT_prio>``. The tail is compared where it stands (no bytes made of it). Nor does any mark
-    start within the piece so found (and it ends where its text found by its mark would): not in
-    its head or tail (none did in the kept piece's, whose tail was followed by a mark or the end
-    too, and the mark overlaps no copy of itself), nor in its priority (no "<" in one
-    ``_reprioritized`` reads). A kept piece whose head is this piece's but not its tail (another
-    entry of the same job number and state in the same place: an array job's tasks over several
-    entries) is left for another piece."""
-    tail = whole.find(_PRIO_CLOSE, start)
-    opened = whole.find(_PRIO_OPEN, start, tail) if tail >= 0 else -1
-    if opened < 0:
-        raise _Decline
-    key = whole[start : opened + len(_PRIO_OPEN)]
-    kept = heads.pop(key, None)
-    if kept is None:
-        return key, tail, -1, None
-    end = tail + len(kept[0])
-    if whole.startswith(kept[0], tail) and (end == len(whole) or whole.startswith(_MARK, end)):
-        return key, tail, end, kept
-    heads[key] = kept
-    return key, tail, -1, None
 
 
 def _kept_by_head(pieces: dict[str, _Made]) -> dict[bytes, _Kept]:
@@ -1135,35 +1104,6 @@ def _kept_by_head(pieces: dict[str, _Made]) -> dict[bytes, _Kept]:
         if opened >= 0:  # as every piece read has
             heads[text[: opened + len("<JAT_prio>")].encode()] = (text[tail:].encode(), made)
     return heads
-
-
-class _Reprioritized:
-    """The memo's pieces kept by their text, kept instead by their head (``_Kept``), each place's
-    when first asked, for a document whose priorities moved."""
-
-    def __init__(self, remembered: dict[_Place, dict[str, _Made]]) -> None:
-        self.remembered = remembered
-        self.heads: dict[_Place, dict[bytes, _Kept]] = {}
-
-    def find(self, text: str, place: str, queue: str | None, reader: _QuickReader) -> _Made | None:
-        """What the piece ``text`` read from ``place`` in ``queue`` makes, from a remembered
-        piece that differs from it only in what its first ``<JAT_prio>`` holds (``_by_head``,
-        ``_reprioritized``); None when there is none (the piece is then read whole).
-
-        The piece reads as the remembered one did but for the job's priority: ``_JOB_ENTRY`` reads
-        it as the text between the entry's first ``<JAT_prio>`` and the ``</JAT_prio>`` after it
-        (no ``<`` in it), and nothing else of the entry, nor what follows it, depends on it. A
-        place's pieces leave the memo's pieces by their text when they are kept by their head,
-        so each is handed to one entry."""
-        heads = self.heads.get((place, queue))
-        if heads is None:
-            pieces = self.remembered.get((place, queue))
-            heads = self.heads[(place, queue)] = _kept_by_head(pieces) if pieces else {}
-            if pieces:
-                pieces.clear()
-        raw = text.encode()
-        key, tail, _, kept = _by_head(raw, 0, heads)
-        return None if kept is None else _reprioritized(kept[1], raw[len(key) : tail], reader)
 
 
 def _reprioritized(done: _Made, prio: bytes, reader: _QuickReader) -> _Made | None:
@@ -1247,8 +1187,6 @@ class _QuickReader:
         # blanked memo, by their head.
         self.made: dict[_Place, dict[str, _Made]] = {}
         self.kept_heads: dict[_Place, dict[bytes, _Kept]] = {}
-        self.misses = 0
-        self.moved_prios: _Reprioritized | None = None
         self.moves = 0  # pieces found whose priority moved since the read before
         self.priorities: list[_Moved] = []  # the jobs kept whose priority moved (``MovedPriorities``)
 
@@ -1273,11 +1211,13 @@ class _QuickReader:
 
     def by_text(self, whole: str, cut: int, queue: str | None) -> QstatResult:
         """``read`` from a memo that keeps its pieces by their text, from the mark at ``cut`` on
-        (in ``queue``): each piece looked up by its text, read when not found (``unknown``); the
-        pieces kept so (``made``)."""
+        (in ``queue``): each piece looked up by its text, read when not found; the pieces kept so
+        (``made``). When most pieces so far were not found (``REPRIORITIZED_AFTER``, and one in
+        ten), the priorities moved: the memo's pieces not found yet are kept by their head
+        (``_kept_by_head``), and the rest of the document is read so, as UTF-8 (``by_head``)."""
         mark, size, find = _ENTRY_MARK, len(_ENTRY_MARK), whole.find
         made, remembered, jobs, priorities = self.made, self.remembered, self.jobs, self.priorities
-        place, count = self.place, 0
+        place, count, misses = self.place, 0, 0
         known, mine = remembered.get((place, queue), _NOTHING), made.setdefault((place, queue), {})
         while cut >= 0:
             start = cut + size
@@ -1286,7 +1226,11 @@ class _QuickReader:
             text = whole[start:cut] if cut >= 0 else whole[start:]
             done = known.pop(text, None)
             if done is None:
-                done = self.unknown(text, place, queue, count)
+                misses += 1
+                if misses > REPRIORITIZED_AFTER and misses * 10 > count:
+                    self.place, self.heads = place, {at: _kept_by_head(kept) for at, kept in remembered.items()}
+                    return self.by_head(whole[start - size :].encode(), 0, queue)
+                done = self.piece(text, place, queue)
             mine[text] = done
             if type(done) is Job:  # the reader stays where it is
                 jobs.append(done)
@@ -1302,31 +1246,57 @@ class _QuickReader:
         return self.result(place)
 
     def by_head(self, whole: bytes, cut: int, queue: str | None) -> QstatResult:
-        """``read`` of the document as UTF-8 (``whole``) from a memo that keeps its pieces by
-        their head (``blanked``), from the mark at ``cut`` on (in ``queue``): each piece looked
-        up by its head and compared by its tail where it stands (``_by_head``), then its priority
-        read (``_reprioritized``); the piece found ends where its tail does (its text is decoded
-        only when it is read, or kept by it). The pieces kept by their head (``kept_heads``), and
-        by their text too (``made``) while few priorities moved."""
-        mark, size, find, length = _MARK, len(_MARK), whole.find, len(whole)
+        """``read`` of the document as UTF-8 (``whole``) from the memo's pieces kept by their
+        head (``heads``), from the mark at ``cut`` on (in ``queue``): each piece looked up by its
+        head and compared by its tail where it stands (``_Kept``), then its priority read
+        (``_reprioritized``); the piece found ends where its tail does (its text is decoded only
+        when it is read, or kept by it). The pieces kept by their head (``kept_heads``), and by
+        their text too (``made``) while few priorities moved.
+
+        Two pieces with the same head and tail differ only in what their first ``<JAT_prio>``
+        holds: the head ends with the one ``<JAT_prio>`` before any ``</JAT_prio>``, the tail
+        starts with ``</JAT_prio>``; ``_JOB_ENTRY`` reads what it holds (no "<" in it) as the
+        job's priority, and nothing else of the entry, nor what follows it, depends on it. Nor
+        does any mark start within the piece so found (so it ends where its text found by its
+        mark would): not in its head or tail (none did in the kept piece's, whose tail was
+        followed by a mark or the end too, and the mark overlaps no copy of itself), nor in its
+        priority (no "<" in one ``_reprioritized`` reads). A kept piece whose head is this
+        piece's but not its tail (another entry of the same job number and state in the same
+        place: an array job's tasks over several entries) is left for another piece; of pieces
+        kept with the same head, the last (the others are read again). A piece without a
+        ``<JAT_prio>`` before its first ``</JAT_prio>`` is no entry of the regular shape:
+        declined."""
+        mark, size, find, startswith, length = _MARK, len(_MARK), whole.find, whole.startswith, len(whole)
         made, heads, remembered = self.made, self.kept_heads, self.heads
-        jobs, priorities, place, count, both = self.jobs, self.priorities, self.place, 0, True
+        jobs, priorities, place, both = self.jobs, self.priorities, self.place, True
         known, mine = remembered.get((place, queue), _NO_HEADS), heads.setdefault((place, queue), {})
         mine_plain = made.setdefault((place, queue), {})
         while cut >= 0:
             start = cut + size
-            count += 1
-            key, tail, end, kept = _by_head(whole, start, known)
-            if kept is not None and (done := _reprioritized(kept[1], whole[start + len(key) : tail], self)) is not None:
+            tail = find(_PRIO_CLOSE, start)
+            if tail < 0 or (head := find(_PRIO_OPEN, start, tail)) < 0:
+                raise _Decline
+            head += len(_PRIO_OPEN)
+            key = whole[start:head]
+            kept = known.pop(key, None)
+            end = tail + len(kept[0]) if kept is not None else -1
+            if (
+                kept is not None
+                and startswith(kept[0], tail)
+                and (end == length or startswith(mark, end))
+                and (done := _reprioritized(kept[1], whole[head:tail], self)) is not None
+            ):
                 mine[key] = kept if done is kept[1] else (kept[0], done)
                 cut = end if end < length else -1
                 if both:
                     text = whole[start:end].decode()
             else:
+                if kept is not None:
+                    known[key] = kept  # another piece's (or this one's priority is declined)
                 cut = find(mark, start)
                 piece = whole[start:cut] if cut >= 0 else whole[start:]
                 text = piece.decode()
-                done = self.unknown(text, place, queue, count)
+                done = self.piece(text, place, queue)
                 mine[key] = (piece[tail - start :], done)
             if both:
                 mine_plain[text] = done
@@ -1412,35 +1382,18 @@ class _QuickReader:
         return self.between(first, m.end())
 
     def keep(self, memo: QstatMemo, zone: tuple[object, ...]) -> None:
-        """Keep this document's pieces for the next read: by their head when many priorities
-        moved (``REPRIORITIZED_AFTER``), else by their text (``made``: whole unless the read
-        was by head and many moved)."""
+        """Keep this document's pieces for the next read: by their text while few priorities
+        moved (``REPRIORITIZED_AFTER``: then ``made`` holds them all), else by their head (those
+        read by their head, and those read by their text before, kept by their head)."""
         if self.moves <= REPRIORITIZED_AFTER:
             memo.keep(zone, self.made)
-        elif self.blanked:
-            memo.keep_heads(zone, self.kept_heads)
-        else:  # many moved: kept by their head from now
-            memo.keep_heads(zone, {at: _kept_by_head(pieces) for at, pieces in self.made.items()})
-
-    def unknown(self, text: str, place: str, queue: str | None, count: int) -> _Made:
-        """What a piece not found in the memo makes (the ``count``-th of the document): when
-        most pieces so far were not found by their text, the priorities moved, and it is looked
-        up without its priority (``_Reprioritized``); else, or if not found so either (or
-        already looked up so in a blanked memo), it is read."""
-        self.misses += 1
-        if (
-            self.moved_prios is None
-            and not self.blanked
-            and self.remembered
-            and self.misses > REPRIORITIZED_AFTER
-            and self.misses * 10 > count
-        ):
-            self.moved_prios = _Reprioritized(self.remembered)
-        if self.moved_prios is not None:
-            found = self.moved_prios.find(text, place, queue, self)
-            if found is not None:
-                return found
-        return self.piece(text, place, queue)
+            return
+        heads = self.kept_heads
+        for at, pieces in self.made.items():
+            by_head = _kept_by_head(pieces)
+            by_head.update(heads.get(at, _NO_HEADS))
+            heads[at] = by_head
+        memo.keep_heads(zone, heads)
 
     def moved(self, piece: _Piece) -> tuple[str, str | None]:
         """Takes in a piece that moves the reader (its job, its queue instances); where the
@@ -1451,9 +1404,9 @@ class _QuickReader:
         self.queues.extend(piece.queues)
         return piece.place, piece.queue
 
-    def piece(self, text: str, place: str, queue: str | None, count: int = 0) -> Job | _Piece:
+    def piece(self, text: str, place: str, queue: str | None) -> Job | _Piece:
         """Read one piece (a job entry after its mark, and what follows) from ``place``, in the
-        queue instance ``queue`` (None outside one); ``count``: as ``unknown``'s, not read."""
+        queue instance ``queue`` (None outside one)."""
         m = _JOB_ENTRY.match(text)
         if m is None or place not in _ENTRY_PLACES:
             raise _Decline  # not an entry of the regular shape, or outside the sections
