@@ -1216,7 +1216,7 @@ class _QuickReader:
         ten), the priorities moved: the memo's pieces not found yet are kept by their head
         (``_kept_by_head``), and the rest of the document is read so, as UTF-8 (``by_head``)."""
         mark, size, find = _ENTRY_MARK, len(_ENTRY_MARK), whole.find
-        made, remembered, jobs, priorities = self.made, self.remembered, self.jobs, self.priorities
+        made, remembered, jobs = self.made, self.remembered, self.jobs
         place, count, misses = self.place, 0, 0
         known, mine = remembered.get((place, queue), _NOTHING), made.setdefault((place, queue), {})
         while cut >= 0:
@@ -1232,15 +1232,11 @@ class _QuickReader:
                     return self.by_head(whole[start - size :].encode(), 0, queue)
                 done = self.piece(text, place, queue)
             mine[text] = done
-            if type(done) is Job:  # the reader stays where it is
+            if type(done) is Job:  # the reader stays where it is (most pieces)
                 jobs.append(done)
                 continue
-            if type(done) is tuple:  # a job read before, its priority beside it; the reader stays
-                jobs.append(done[0])
-                priorities.append(done)
-                continue
-            moved = self.moved(cast(_Piece, done))
-            if moved != (place, queue):
+            moved = self.took(done)
+            if moved is not None and moved != (place, queue):
                 place, queue = moved
                 known, mine = remembered.get(moved, _NOTHING), made.setdefault(moved, {})
         return self.result(place)
@@ -1268,7 +1264,7 @@ class _QuickReader:
         declined."""
         mark, size, find, startswith, length = _MARK, len(_MARK), whole.find, whole.startswith, len(whole)
         made, heads, remembered = self.made, self.kept_heads, self.heads
-        jobs, priorities, place, both = self.jobs, self.priorities, self.place, True
+        place, both = self.place, True
         known, mine = remembered.get((place, queue), _NO_HEADS), heads.setdefault((place, queue), {})
         mine_plain = made.setdefault((place, queue), {})
         while cut >= 0:
@@ -1301,15 +1297,8 @@ class _QuickReader:
             if both:
                 mine_plain[text] = done
                 both = self.moves <= REPRIORITIZED_AFTER
-            if type(done) is Job:  # the reader stays where it is
-                jobs.append(done)
-                continue
-            if type(done) is tuple:  # a job read before, its priority beside it; the reader stays
-                jobs.append(done[0])
-                priorities.append(done)
-                continue
-            moved = self.moved(cast(_Piece, done))
-            if moved != (place, queue):
+            moved = self.took(done)
+            if moved is not None and moved != (place, queue):
                 place, queue = moved
                 known, mine = remembered.get(moved, _NO_HEADS), heads.setdefault(moved, {})
                 if both:
@@ -1394,6 +1383,19 @@ class _QuickReader:
             by_head.update(heads.get(at, _NO_HEADS))
             heads[at] = by_head
         memo.keep_heads(zone, heads)
+
+    def took(self, done: _Made) -> _Place | None:
+        """Takes in what a piece made: its job (a job read before with the priority its entry
+        shows now beside it: ``priorities``), and when it moves the reader, its queue instances
+        (``moved``); where the reader then stands, None when it stays."""
+        if type(done) is Job:
+            self.jobs.append(done)
+            return None
+        if type(done) is tuple:
+            self.jobs.append(done[0])
+            self.priorities.append(done)
+            return None
+        return self.moved(cast(_Piece, done))
 
     def moved(self, piece: _Piece) -> tuple[str, str | None]:
         """Takes in a piece that moves the reader (its job, its queue instances); where the
