@@ -37,6 +37,7 @@ from elb.schedulers.sge.parse import (
     _quick_qhost,
     _quick_qstat,
     _QuickReader,
+    _zone,
     join_snapshot,
     parse_qhost,
     parse_qstat,
@@ -517,6 +518,28 @@ def test_spoiled_documents_read_alike(name: str) -> None:
     assert _quick_qstat(surrogate) is None
 
 
+def test_spoiled_documents_read_alike_from_a_memo_by_head(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The spoiled documents (bytes not UTF-8, a lone surrogate, references, marks out of place,
+    cut short, ...) read after reads whose priorities moved, from a memo that keeps its pieces by
+    their head (the document read as bytes, each piece decoded when read): what they read as
+    without a memo (the careful reader's answer, or its refusal)."""
+    monkeypatch.setattr("elb.schedulers.sge.parse.REPRIORITIZED_AFTER", 0)
+    data = (FIXTURES / "recorded" / "groups-waiting.qstat-r-f.xml").read_bytes()
+    n = iter(range(10**6))
+    moved = [
+        re.sub(rb"<JAT_prio>[^<]*</JAT_prio>", lambda m: b"<JAT_prio>0.%05d</JAT_prio>" % next(n), data)
+        for _ in range(2)
+    ]
+    surrogate = re.sub("<JB_name>[^<]*</JB_name>", "<JB_name>\ud800</JB_name>", data.decode(), count=1)
+    documents: list[bytes | str] = [*spoiled(data), surrogate, moved[0].decode()]
+    for bad in documents:
+        memo = QstatMemo()
+        for read in moved:
+            parse_qstat(read, memo=memo)
+        assert memo.by_head(_zone())
+        assert outcome(lambda d, memo=memo: parse_qstat(d, memo=memo), bad) == outcome(parse_qstat, bad)
+
+
 def test_hollow_document_goes_to_the_careful_reader() -> None:
     data = (FIXTURES / "handmade" / "qstat_no_queues.xml").read_bytes()
     assert _quick_qstat(data) is None
@@ -793,6 +816,9 @@ def test_a_memo_keeps_its_pieces_without_their_priorities_while_they_move(shape:
         read = parse_qstat(data, memo=memo)
         assert shown(read) == outcome(_careful_qstat, data)
         assert memo.blanked is blanked
+        # Every piece kept for the next read, those read by their text before most were not
+        # found too (each job's entry has a head of its own here).
+        assert sum(map(len, (memo.heads if blanked else memo.pieces).values())) == len(read.jobs)
         if before is not None:
             kept = {id(j) for j in before.jobs} & {id(j) for j in read.jobs}
             assert len(kept) > len(read.jobs) * 0.8
@@ -833,6 +859,30 @@ def test_moved_priorities_of_entries_with_the_same_head_read_alike() -> None:
         read = _quick_qstat(text, memo)  # not declined: read with the memo's pieces
         assert read is not None and shown(read) == outcome(_careful_qstat, text) == outcome(_quick_qstat, text)
         assert len({j.job_id for j in read.jobs}) < len(read.jobs)
+
+
+@pytest.mark.parametrize("between", ["</job_info>\n  <job_info>\n    ", "<!-- a comment -->", "<job_lis"])
+def test_a_piece_found_by_its_head_ends_at_the_next_mark(between: str) -> None:
+    """From a memo that keeps its pieces by their head, a piece whose tail is a kept piece's but
+    is followed by more text than the next entry's mark (a section closed and opened again,
+    text the careful reader judges, the mark's start) is read whole: the careful reader's
+    answer, and the quick reader's where it may read the text."""
+    bench = benchmark()
+    memo = QstatMemo()
+    for turn in range(2):
+        parse_qstat(bench.make_qstat(200, 4, random.Random(5), turn=turn, reprioritize=True), memo=memo)
+    assert memo.blanked
+    data = bench.make_qstat(200, 4, random.Random(5), turn=2, reprioritize=True).decode()
+    entry = data.index('<job_list state="pending">', data.index("<job_info>", data.index("</queue_info>")))
+    after = data.index('<job_list state="', entry + 1)
+    text = data[:after] + between + data[after:]
+    read = _quick_qstat(text, memo)
+    careful = outcome(_careful_qstat, text)
+    if between.startswith("</job_info>"):  # the quick reader reads it, from the memo
+        assert read is not None and shown(read) == careful
+        assert len(read.moved_priorities) > len(read.jobs) * 0.9
+    else:
+        assert read is None and outcome(lambda d: parse_qstat(d, memo=memo), text) == careful
 
 
 PRIORITY_TEXTS = ["0.50000", "1", "-0.25", "1e3", "", " 0.5 ", "&#48;.5", "0.5&amp;", "x", "0.1.2", "9" * 70]

@@ -42,7 +42,7 @@ from dataclasses import fields as dataclass_fields
 from dataclasses import replace as dataclass_replace
 from operator import itemgetter
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any, AnyStr, cast
 
 import defusedxml
 import defusedxml.ElementTree as DET
@@ -785,6 +785,7 @@ _XML_DECLARATION = re.compile(
 _ROOT_OPEN = re.compile(rf'[ \t\n]*<job_info(?:[ \t\n]+xmlns:xsd="[^"&\t\n{_NOT_TEXT}]{{1,4096}}")?[ \t\n]*>[ \t\n]*')
 _SPACE = re.compile(r"[ \t\n]*")
 _REFERENCE = re.compile(r"&(?:(amp|lt|gt|quot|apos)|#([0-9]{1,7})|#x([0-9a-fA-F]{1,6}));")
+_REFERENCE_BYTES = re.compile(_REFERENCE.pattern.encode())
 _PREDEFINED = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
 # One job entry in the order qstat writes it, after its opening mark (the document is cut at each
 # mark); what follows <full_job_name> (requests, the PE, binding, ...) is the "rest", read by
@@ -893,12 +894,14 @@ def _attributes(text: str) -> dict[str, str]:
 
 def _quick_qstat(data: bytes | str, memo: QstatMemo | None = None) -> QstatResult | None:
     """What ``_careful_qstat`` returns for a document of the regular shape; None for any other.
-    ``memo``: what the last document read whole was made into (updated when this one is)."""
-    text = _plain_text(data)
-    if text is None or not _FAST_JOBS:
+    ``memo``: what the last document read whole was made into (updated when this one is). A
+    memo that keeps its pieces by their head has them as UTF-8 (``_Kept``): the document is
+    then read as the bytes it is (``_plain_bytes``), each piece decoded only when it is read."""
+    doc = _plain_bytes(data) if memo is not None and memo.by_head(_zone()) else _plain_text(data)
+    if doc is None or not _FAST_JOBS:
         return None
-    reader = _QuickReader(text, memo)
-    del text  # the reader lets go of the whole text once it is read
+    reader = _QuickReader(doc, memo)
+    del doc  # the reader lets go of the whole text once it is read
     try:
         return reader.read()
     except (_Decline, SgeParseError):
@@ -918,16 +921,38 @@ def _plain_text(data: bytes | str) -> str | None:
         return None
     if "]" in text and "]]>" in text:
         return None
-    # Each "&" must start a reference (found with str.find: a document has few, and a search of
-    # the whole text by the expression costs more than its decoding).
-    match, find = _REFERENCE.match, text.find
-    at = find("&")
+    return text if _references_ok(text, _REFERENCE, "&") else None
+
+
+def _plain_bytes(data: bytes | str) -> bytes | None:
+    """``_plain_text``'s checks, the document as UTF-8 (bytes are checked, not decoded, when
+    ASCII)."""
+    try:
+        if isinstance(data, str):
+            raw = data.encode("utf-8")  # a lone surrogate fails it
+        else:
+            raw = data
+            if not raw.isascii():
+                raw.decode("utf-8")
+    except UnicodeError:
+        return None
+    if b"]" in raw and b"]]>" in raw:
+        return None
+    return raw if _references_ok(raw, _REFERENCE_BYTES, b"&") else None
+
+
+def _references_ok(text: AnyStr, reference: re.Pattern[AnyStr], amp: AnyStr) -> bool:
+    """Whether each "&" of ``text`` starts a reference to one of XML's five entities or to a
+    character XML allows (each "&" found with find: a document has few, and a search of the
+    whole text by the expression costs more than its decoding)."""
+    match, find = reference.match, text.find
+    at = find(amp)
     while at >= 0:
         m = match(text, at)
         if m is None or (not m.group(1) and not _xml_char(int(m.group(2)) if m.group(2) else int(m.group(3), 16))):
-            return None
-        at = find("&", m.end())
-    return text
+            return False
+        at = find(amp, m.end())
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -958,6 +983,14 @@ _Moved = tuple[Job, float]
 _Made = Job | _Piece | _Moved  # what the quick reader made of one piece, as its memo keeps it
 
 
+# Where the reader stood when it read a piece: its place and the queue instance it was in.
+_Place = tuple[str, str | None]
+# A piece kept by its head (its text through the ``<JAT_prio>`` that opens before its first
+# ``</JAT_prio>``: the entry's state and job number, as UTF-8): its tail (its text from that
+# ``</JAT_prio>`` on, as UTF-8) and what it made.
+_Kept = tuple[bytes, _Made]
+
+
 class QstatMemo:
     """What the quick reader made of each piece of the last document it read whole, for the next.
 
@@ -966,19 +999,19 @@ class QstatMemo:
     where the reader stands; the local time zone aside, which is checked), so it is looked up
     instead of read again, and the jobs of the last read are reused. When most pieces are not
     found (SGE normalizes priorities anew when the highest or lowest job leaves, and every
-    entry's ``<JAT_prio>`` changes), the rest are looked up by their text up to their first
-    ``<JAT_prio>`` (``_Reprioritized``): when only the priority differs, the job is the
-    remembered one, its new priority carried beside it (``_Reprioritized.find``, ``_Moved``;
-    the read's ``MovedPriorities``). Only the last
-    document's pieces are kept; one memo serves one sequence of reads (``SgeCommands`` keeps
-    one).
+    entry's ``<JAT_prio>`` changes), the rest are looked up by their head and compared by their
+    tail (``_Kept``, ``_QuickReader.by_text``): when only the priority differs, the job is the
+    remembered one, its new priority carried beside it (``_reprioritized``, ``_Moved``; the
+    read's ``MovedPriorities``). Only the last document's pieces are kept; one memo serves one
+    sequence of reads (``SgeCommands`` keeps one).
 
     When the priorities of many entries moved in a read (``REPRIORITIZED_AFTER``), they likely
     move again in the next (SGE normalizes them at each scheduling run over the jobs then
-    waiting): its pieces are then kept by their text without what their first ``<JAT_prio>``
-    holds (``blanked``, ``_without_priority``), and the next read looks each piece up so, the
-    same way whether its priority moved or not. A read that finds few moved keeps its pieces
-    by their text again.
+    waiting): its pieces are then kept by their head (``blanked``, ``heads``), and the next read
+    looks each piece up so, the same way whether its priority moved or not, comparing its tail
+    where it stands in the document's bytes (no key made of the piece's whole text, nor hashed,
+    and the document not decoded). A read that finds few moved keeps its pieces by their text
+    again (``pieces``).
 
     A read that finds nothing remembered (the first after a start) hands its pieces over in its
     order (``keep_unindexed``): they are indexed by their text when the next read asks for them
@@ -986,33 +1019,45 @@ class QstatMemo:
     """
 
     def __init__(self) -> None:
-        # By where the reader stood (place, queue instance), then by the piece's text (or its
-        # text without its priority: ``blanked``).
-        self._pieces: dict[tuple[str, str | None], dict[str, _Made]] = {}
+        # By where the reader stood, then by the piece's text (not ``blanked``).
+        self._pieces: dict[_Place, dict[str, _Made]] = {}
         # A read that found nothing remembered (the first after a start) hands over its pieces
         # in its order, not yet indexed (``pieces`` indexes them when first asked for, at the
         # next read): ``_Unindexed``.
         self._unindexed: _Unindexed | None = None
+        # By where the reader stood, then by the piece's head (``blanked``).
+        self.heads: dict[_Place, dict[bytes, _Kept]] = {}
         self.zone: tuple[object, ...] = ()
         self.blanked = False
 
+    def by_head(self, zone: tuple[object, ...]) -> bool:
+        """Whether the next read looks its pieces up by their head: the memo keeps them so
+        (``blanked``), some, and for the local time zone of today (``zone``)."""
+        return self.blanked and bool(self.heads) and self.zone == zone
+
     @property
-    def pieces(self) -> dict[tuple[str, str | None], dict[str, _Made]]:
-        """The pieces kept, by where the reader stood, then by their text (or without their
-        priority: ``blanked``)."""
+    def pieces(self) -> dict[_Place, dict[str, _Made]]:
+        """The pieces kept by their text (none when ``blanked``), by where the reader stood, then
+        by their text."""
         if self._unindexed is not None:
             self._pieces, self._unindexed = self._unindexed.index(), None
         return self._pieces
 
-    @pieces.setter
-    def pieces(self, pieces: dict[tuple[str, str | None], dict[str, _Made]]) -> None:
-        self._pieces, self._unindexed = pieces, None
+    def keep(self, zone: tuple[object, ...], pieces: dict[_Place, dict[str, _Made]]) -> None:
+        """Keeps the pieces of a read by their text."""
+        self.zone, self.blanked = zone, False
+        self._pieces, self._unindexed, self.heads = pieces, None, {}
+
+    def keep_heads(self, zone: tuple[object, ...], heads: dict[_Place, dict[bytes, _Kept]]) -> None:
+        """Keeps the pieces of a read by their head (``blanked``)."""
+        self.zone, self.blanked = zone, True
+        self._pieces, self._unindexed, self.heads = {}, None, heads
 
     def keep_unindexed(self, zone: tuple[object, ...], pieces: _Unindexed) -> None:
         """Keeps the pieces of a read that found nothing remembered, by their text, indexed when
         the next read asks for them."""
         self.zone, self.blanked = zone, False
-        self._pieces, self._unindexed = {}, pieces
+        self._pieces, self._unindexed, self.heads = {}, pieces, {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -1024,11 +1069,11 @@ class _Unindexed:
 
     texts: list[str]
     made: list[_Made]
-    runs: list[tuple[tuple[str, str | None], int]]
+    runs: list[tuple[_Place, int]]
 
-    def index(self) -> dict[tuple[str, str | None], dict[str, _Made]]:
+    def index(self) -> dict[_Place, dict[str, _Made]]:
         """The pieces by place, then by text (of equal texts of one place, the last)."""
-        pieces: dict[tuple[str, str | None], dict[str, _Made]] = {}
+        pieces: dict[_Place, dict[str, _Made]] = {}
         texts, made, runs = self.texts, self.made, self.runs
         ends = [at for _, at in runs[1:]] + [len(texts)]
         for (place, begin), end in zip(runs, ends, strict=True):
@@ -1036,99 +1081,35 @@ class _Unindexed:
         return pieces
 
 
-_PRIO_OPEN, _PRIO_CLOSE = "<JAT_prio>", "</JAT_prio>"
+_PRIO_OPEN, _PRIO_CLOSE = b"<JAT_prio>", b"</JAT_prio>"
+_MARK = _ENTRY_MARK.encode()
 _NOTHING: dict[str, _Made] = {}  # the pieces remembered from a place the last document had none in
+_NO_HEADS: dict[bytes, _Kept] = {}  # the same, kept by their head
 _PRIO_TEXT = re.compile(f"{_TEXT}{{0,64}}")
-_PLAIN_PRIO_TEXT = re.compile(_PLAIN_PRIORITY)
+_PLAIN_PRIO_TEXT = re.compile(_PLAIN_PRIORITY.encode())
 
 
-# Pieces of a document not found in the memo beyond which (and beyond one in ten of those read
-# so far) the rest are looked up without their priority (``_Reprioritized``).
+# Pieces of a document not found in the memo by their text beyond which (and beyond one in ten of
+# those read so far) the rest are looked up by their head (``_QuickReader.by_text``).
 REPRIORITIZED_AFTER = 16
 
 
-class _Reprioritized:
-    """The memo's pieces by their text up to their first ``<JAT_prio>`` (their head: the entry's
-    state and job number), each place's indexed when first asked, for a document whose
-    priorities moved."""
-
-    def __init__(self, remembered: dict[tuple[str, str | None], dict[str, _Made]]) -> None:
-        self.remembered = remembered
-        # Each place's pieces by their head (through the ``<JAT_prio>`` that opens before their
-        # first ``</JAT_prio>``): the piece's text, where that ``</JAT_prio>`` is, and what it
-        # made. Of pieces with the same head, the last is kept (the others are read again).
-        self.indexes: dict[tuple[str, str | None], dict[str, tuple[str, int, _Made]]] = {}
-
-    def find(self, text: str, place: str, queue: str | None, reader: _QuickReader) -> _Made | None:
-        """What the piece ``text`` read from ``place`` in ``queue`` makes, from a remembered
-        piece that differs from it only in what its first ``<JAT_prio>`` holds; None when there
-        is none (the piece is then read whole).
-
-        The piece reads as the remembered one did but for the job's priority: ``_JOB_ENTRY`` reads
-        it as the text between the entry's first ``<JAT_prio>`` and the ``</JAT_prio>`` after it
-        (no ``<`` in it), and nothing else of the entry, nor what follows it, depends on it. The
-        two have the same head (looked up) and the same text from that ``</JAT_prio>`` on
-        (compared); the new priority's text is checked as ``_JOB_ENTRY`` checks it and read as
-        ``job`` reads it."""
-        tail = text.find(_PRIO_CLOSE)
-        if tail < 0:
-            return None
-        opened = text.find(_PRIO_OPEN, 0, tail)
-        if opened < 0:
-            return None
-        index = self.indexes.get((place, queue))
-        if index is None:
-            index = self.indexes[(place, queue)] = self.index(place, queue)
-        head = opened + len(_PRIO_OPEN)
-        found = index.pop(text[:head], None)
-        if found is None:
-            return None
-        old, cut, done = found
-        if len(old) - cut != len(text) - tail or not text.endswith(old[cut:]):
-            return None
-        if self.remembered[(place, queue)].pop(old, None) is None:
-            return None  # handed to an entry of its very text already: a job goes to one entry
-        return _reprioritized(done, text[head:tail], reader)
-
-    def index(self, place: str, queue: str | None) -> dict[str, tuple[str, int, _Made]]:
-        """The remembered pieces of one place by their head."""
-        index: dict[str, tuple[str, int, _Made]] = {}
-        for old, was in self.remembered.get((place, queue), {}).items():
-            cut = old.find(_PRIO_CLOSE)
-            if cut >= 0:
-                opened = old.find(_PRIO_OPEN, 0, cut)
-                if opened >= 0:
-                    index[old[: opened + len(_PRIO_OPEN)]] = (old, cut, was)
-        return index
+def _kept_by_head(pieces: dict[str, _Made]) -> dict[bytes, _Kept]:
+    """Pieces kept by their text, kept instead by their head (``_Kept``); of pieces with the same
+    head, the last is kept (the others are read again)."""
+    heads: dict[bytes, _Kept] = {}
+    for text, made in pieces.items():
+        tail = text.find("</JAT_prio>")
+        opened = text.find("<JAT_prio>", 0, tail) if tail >= 0 else -1
+        if opened >= 0:  # as every piece read has
+            heads[text[: opened + len("<JAT_prio>")].encode()] = (text[tail:].encode(), made)
+    return heads
 
 
-def _without_priority(text: str, start: int, end: int) -> tuple[str, int, int]:
-    """The piece ``text[start:end]`` without what its first ``<JAT_prio>`` holds (through the
-    ``<JAT_prio>`` that opens before its first ``</JAT_prio>``, then from that ``</JAT_prio>``
-    on), and where what it holds starts and ends in ``text``; the piece itself and -1 when it
-    has no such element.
-
-    Two pieces that are the same text so cut differ only in that priority: the text up to the
-    cut ends with the one ``<JAT_prio>`` before any ``</JAT_prio>``, the text after it starts
-    with ``</JAT_prio>``, so no other cut of either makes the same text."""
-    tail = text.find(_PRIO_CLOSE, start, end)
-    opened = text.find(_PRIO_OPEN, start, tail) if tail >= 0 else -1
-    if opened < 0:
-        return text[start:end], -1, -1
-    head = opened + len(_PRIO_OPEN)
-    return text[start:head] + text[tail:end], head, tail
-
-
-def _by_text_without_priority(pieces: dict[str, _Made]) -> dict[str, _Made]:
-    """Pieces kept by their text, kept instead by their text without their priority
-    (``_without_priority``); of pieces that differ only in it, the last is kept (the others are
-    read again)."""
-    return {_without_priority(text, 0, len(text))[0]: done for text, done in pieces.items()}
-
-
-def _reprioritized(done: _Made, prio: str, reader: _QuickReader) -> _Made | None:
+def _reprioritized(done: _Made, prio: bytes, reader: _QuickReader) -> _Made | None:
     """What a remembered piece made (``done``) for a piece that differs from it only in what its
-    first ``<JAT_prio>`` holds (``prio``); None when that is not a priority ``_JOB_ENTRY`` reads.
+    first ``<JAT_prio>`` holds (``prio``, as UTF-8); None when that is not a priority
+    ``_JOB_ENTRY`` reads.
     The job is kept, with the priority beside it when it differs from the job's own (``_Moved``,
     or the piece's ``priority`` for a piece that moves the reader). Counts the pieces whose
     priority moved since the read before (``moves``)."""
@@ -1136,10 +1117,11 @@ def _reprioritized(done: _Made, prio: str, reader: _QuickReader) -> _Made | None
         priority = float(prio)
     else:
         # What _JOB_ENTRY allows there (printable text without "<" is; the rest is checked).
-        if (len(prio) > 64 or "<" in prio or not prio.isprintable()) and _PRIO_TEXT.fullmatch(prio) is None:
+        text = prio.decode()  # the document is UTF-8 (checked)
+        if (len(text) > 64 or "<" in text or not text.isprintable()) and _PRIO_TEXT.fullmatch(text) is None:
             return None
         try:
-            priority = reader.priority(_resolve(prio) if reader.amp else prio)
+            priority = reader.priority(_resolve(text) if reader.amp else text)
         except _Decline:
             return None
     if type(done) is tuple:  # a job entry, its priority moved before
@@ -1174,11 +1156,15 @@ class _QuickReader:
     again.
     """
 
-    def __init__(self, text: str, memo: QstatMemo | None = None) -> None:
-        self.text = text
+    def __init__(self, text: str | bytes, memo: QstatMemo | None = None) -> None:
+        self.text = text  # as UTF-8 when the memo keeps its pieces by their head (``by_head``)
         self.memo = memo
-        self.amp = "&" in text
-        self.lt = self.amp or ("%" in text and "%lt;" in text)  # "&#37;lt;" is "%lt;" too
+        if isinstance(text, bytes):
+            self.amp = b"&" in text
+            self.lt = self.amp or (b"%" in text and b"%lt;" in text)
+        else:
+            self.amp = "&" in text
+            self.lt = self.amp or ("%" in text and "%lt;" in text)  # "&#37;lt;" is "%lt;" too
         self.reader = _JobReader()
         self.jobs: list[Job] = []
         self.late: list[Job] = []  # running entries outside a queue instance: last, as the careful reader
@@ -1191,68 +1177,133 @@ class _QuickReader:
         self.minutes: dict[str, float] = {}  # "YYYY-MM-DDTHH:MM" -> its start in POSIX seconds
         self.place = "root"  # root, queue_info, Queue-List, job_info, end (after the root's end)
         self.fields: dict[str, str | None] | None = None  # of the Queue-List being read, until its first entry
-        # The memo's pieces (if its zone is today's), the pieces not found in it so far, and
-        # the pieces by their text from their priority on, once most are not found.
-        self.remembered: dict[tuple[str, str | None], dict[str, _Made]] = {}
-        self.blanked = False  # the memo's pieces are kept by their text without their priority
-        self.misses = 0
-        self.moved_prios: _Reprioritized | None = None
+        # The memo's pieces (if its zone is today's): by their text, or by their head
+        # (``blanked``); the pieces not found in it so far, and the pieces by their head, once
+        # most are not found by their text.
+        self.remembered: dict[_Place, dict[str, _Made]] = {}
+        self.heads: dict[_Place, dict[bytes, _Kept]] = {}
+        self.blanked = False  # the memo's pieces are kept by their head
+        # This document's pieces as the next memo keeps them: by their text, and, read from a
+        # blanked memo, by their head.
+        self.made: dict[_Place, dict[str, _Made]] = {}
+        self.kept_heads: dict[_Place, dict[bytes, _Kept]] = {}
         self.moves = 0  # pieces found whose priority moved since the read before
         self.priorities: list[_Moved] = []  # the jobs kept whose priority moved (``MovedPriorities``)
 
     def read(self) -> QstatResult:
-        whole, mark = self.text, _ENTRY_MARK
+        whole = self.text
         self.text = ""
-        cut = whole.find(mark)
-        queue = self.opening(whole if cut < 0 else whole[:cut])
         memo, zone = self.memo, _zone()
-        # This document's pieces as the next memo keeps them: by their text, or, read from a
-        # blanked memo, by their text without their priority; and then by their text too, while
-        # few priorities moved (``plain``; ``both`` until they are many).
-        both = blanked = self.recall(memo, zone)
-        if not self.remembered:  # nothing remembered: each piece is read, none looked up
-            return self.fresh(whole, cut, queue, memo, zone)
-        made: dict[tuple[str, str | None], dict[str, _Made]] = {}
-        plain: dict[tuple[str, str | None], dict[str, _Made]] = {}
-        priorities = self.priorities
-        jobs, place, find, size, length = self.jobs, self.place, whole.find, len(mark), len(whole)
-        known, mine = self.remembered.get((place, queue), _NOTHING), made.setdefault((place, queue), {})
-        mine_plain, count = plain.setdefault((place, queue), {}), 0
+        self.recall(memo, zone)
+        if isinstance(whole, bytes):  # as UTF-8, for a memo that keeps its pieces by their head
+            cut = whole.find(_MARK)
+            queue = self.opening((whole if cut < 0 else whole[:cut]).decode())
+            result = self.by_head(whole, cut, queue)
+        else:
+            cut = whole.find(_ENTRY_MARK)
+            queue = self.opening(whole if cut < 0 else whole[:cut])
+            if not self.remembered:  # nothing remembered by text: each piece is read, none looked up
+                return self.fresh(whole, cut, queue, memo, zone)
+            result = self.by_text(whole, cut, queue)
+        if memo is not None:
+            self.keep(memo, zone)
+        return result
+
+    def by_text(self, whole: str, cut: int, queue: str | None) -> QstatResult:
+        """``read`` from a memo that keeps its pieces by their text, from the mark at ``cut`` on
+        (in ``queue``): each piece looked up by its text, read when not found; the pieces kept so
+        (``made``). When most pieces so far were not found (``REPRIORITIZED_AFTER``, and one in
+        ten), the priorities moved: the memo's pieces not found yet are kept by their head
+        (``_kept_by_head``), and the rest of the document is read so, as UTF-8 (``by_head``)."""
+        mark, size, find = _ENTRY_MARK, len(_ENTRY_MARK), whole.find
+        made, remembered, jobs = self.made, self.remembered, self.jobs
+        place, count, misses = self.place, 0, 0
+        known, mine = remembered.get((place, queue), _NOTHING), made.setdefault((place, queue), {})
         while cut >= 0:
             start = cut + size
             cut = find(mark, start)
             count += 1
-            if blanked:  # the piece's text is made only when it is read or kept by it
-                end = cut if cut >= 0 else length
-                key, done = self.blanked_piece(whole, start, end, known)
-                if done is None or both:
-                    text = whole[start:end]
-            else:
-                key = text = whole[start:cut] if cut >= 0 else whole[start:]
-                done = known.pop(text, None)
+            text = whole[start:cut] if cut >= 0 else whole[start:]
+            done = known.pop(text, None)
             if done is None:
-                done = self.unknown(text, place, queue, count)
-            mine[key] = done
+                misses += 1
+                if misses > REPRIORITIZED_AFTER and misses * 10 > count:
+                    self.place, self.heads = place, {at: _kept_by_head(kept) for at, kept in remembered.items()}
+                    return self.by_head(whole[start - size :].encode(), 0, queue)
+                done = self.piece(text, place, queue)
+            mine[text] = done
+            if type(done) is Job:  # the reader stays where it is (most pieces)
+                jobs.append(done)
+                continue
+            moved = self.took(done)
+            if moved is not None and moved != (place, queue):
+                place, queue = moved
+                known, mine = remembered.get(moved, _NOTHING), made.setdefault(moved, {})
+        return self.result(place)
+
+    def by_head(self, whole: bytes, cut: int, queue: str | None) -> QstatResult:
+        """``read`` of the document as UTF-8 (``whole``) from the memo's pieces kept by their
+        head (``heads``), from the mark at ``cut`` on (in ``queue``): each piece looked up by its
+        head and compared by its tail where it stands (``_Kept``), then its priority read
+        (``_reprioritized``); the piece found ends where its tail does (its text is decoded only
+        when it is read, or kept by it). The pieces kept by their head (``kept_heads``), and by
+        their text too (``made``) while few priorities moved.
+
+        Two pieces with the same head and tail differ only in what their first ``<JAT_prio>``
+        holds: the head ends with the one ``<JAT_prio>`` before any ``</JAT_prio>``, the tail
+        starts with ``</JAT_prio>``; ``_JOB_ENTRY`` reads what it holds (no "<" in it) as the
+        job's priority, and nothing else of the entry, nor what follows it, depends on it. Nor
+        does any mark start within the piece so found (so it ends where its text found by its
+        mark would): not in its head or tail (none did in the kept piece's, whose tail was
+        followed by a mark or the end too, and the mark overlaps no copy of itself), nor in its
+        priority (no "<" in one ``_reprioritized`` reads). A kept piece whose head is this
+        piece's but not its tail (another entry of the same job number and state in the same
+        place: an array job's tasks over several entries) is left for another piece; of pieces
+        kept with the same head, the last (the others are read again). A piece without a
+        ``<JAT_prio>`` before its first ``</JAT_prio>`` is no entry of the regular shape:
+        declined."""
+        mark, size, find, startswith, length = _MARK, len(_MARK), whole.find, whole.startswith, len(whole)
+        made, heads, remembered = self.made, self.kept_heads, self.heads
+        place, both = self.place, True
+        known, mine = remembered.get((place, queue), _NO_HEADS), heads.setdefault((place, queue), {})
+        mine_plain = made.setdefault((place, queue), {})
+        while cut >= 0:
+            start = cut + size
+            tail = find(_PRIO_CLOSE, start)
+            if tail < 0 or (head := find(_PRIO_OPEN, start, tail)) < 0:
+                raise _Decline
+            head += len(_PRIO_OPEN)
+            key = whole[start:head]
+            kept = known.pop(key, None)
+            end = tail + len(kept[0]) if kept is not None else -1
+            if (
+                kept is not None
+                and startswith(kept[0], tail)
+                and (end == length or startswith(mark, end))
+                and (done := _reprioritized(kept[1], whole[head:tail], self)) is not None
+            ):
+                mine[key] = kept if done is kept[1] else (kept[0], done)
+                cut = end if end < length else -1
+                if both:
+                    text = whole[start:end].decode()
+            else:
+                if kept is not None:
+                    known[key] = kept  # another piece's (or this one's priority is declined)
+                cut = find(mark, start)
+                piece = whole[start:cut] if cut >= 0 else whole[start:]
+                text = piece.decode()
+                done = self.piece(text, place, queue)
+                mine[key] = (piece[tail - start :], done)
             if both:
                 mine_plain[text] = done
                 both = self.moves <= REPRIORITIZED_AFTER
-            if type(done) is Job:  # the reader stays where it is
-                jobs.append(done)
-                continue
-            if type(done) is tuple:  # a job read before, its priority beside it; the reader stays
-                jobs.append(done[0])
-                priorities.append(done)
-                continue
-            moved = self.moved(cast(_Piece, done))
-            if moved != (place, queue):
+            moved = self.took(done)
+            if moved is not None and moved != (place, queue):
                 place, queue = moved
-                known, mine = self.remembered.get(moved, _NOTHING), made.setdefault(moved, {})
+                known, mine = remembered.get(moved, _NO_HEADS), heads.setdefault(moved, {})
                 if both:
-                    mine_plain = plain.setdefault(moved, {})
-        result = self.result(place)
-        if memo is not None:
-            self.keep(memo, zone, made, plain)
-        return result
+                    mine_plain = made.setdefault(moved, {})
+        return self.result(place)
 
     def result(self, place: str) -> QstatResult:
         """What the document showed, once the reader stands at ``place`` after its last piece;
@@ -1297,14 +1348,18 @@ class _QuickReader:
             memo.keep_unindexed(zone, _Unindexed(texts, made, runs))
         return result
 
-    def recall(self, memo: QstatMemo | None, zone: tuple[object, ...]) -> bool:
-        """Take the memo's pieces, if its zone is today's; whether they are kept by their text
-        without their priority (``blanked``)."""
+    def recall(self, memo: QstatMemo | None, zone: tuple[object, ...]) -> None:
+        """Take the memo's pieces, if its zone is today's: by their head (``blanked``) or by
+        their text."""
         # A remembered piece is let go as soon as it is read again, so the last document's pieces
         # and this one's are never all held at once.
-        self.remembered = memo.pieces if memo is not None and memo.zone == zone else {}
-        self.blanked = memo is not None and memo.blanked and bool(self.remembered)
-        return self.blanked
+        if memo is None or memo.zone != zone:
+            return
+        self.blanked = memo.by_head(zone)
+        if self.blanked:
+            self.heads = memo.heads
+        else:
+            self.remembered = memo.pieces
 
     def opening(self, first: str) -> str | None:
         """Read the text before the first job entry (the declaration, the root, what the
@@ -1315,54 +1370,32 @@ class _QuickReader:
             raise _Decline
         return self.between(first, m.end())
 
-    def keep(
-        self,
-        memo: QstatMemo,
-        zone: tuple[object, ...],
-        made: dict[tuple[str, str | None], dict[str, _Made]],
-        plain: dict[tuple[str, str | None], dict[str, _Made]],
-    ) -> None:
-        """Keep this document's pieces for the next read: by their text without their priority
-        when many priorities moved (``REPRIORITIZED_AFTER``), else by their text. ``made``: as
-        the memo kept them (blanked or not); ``plain``: by their text, read from a blanked memo
-        while few moved."""
-        memo.zone, memo.blanked = zone, self.moves > REPRIORITIZED_AFTER
-        if memo.blanked == self.blanked:
-            memo.pieces = made
-        elif self.blanked:  # few moved: kept by their text again
-            memo.pieces = plain
-        else:  # many moved: kept by their text without their priority from now
-            memo.pieces = {at: _by_text_without_priority(pieces) for at, pieces in made.items()}
+    def keep(self, memo: QstatMemo, zone: tuple[object, ...]) -> None:
+        """Keep this document's pieces for the next read: by their text while few priorities
+        moved (``REPRIORITIZED_AFTER``: then ``made`` holds them all), else by their head (those
+        read by their head, and those read by their text before, kept by their head)."""
+        if self.moves <= REPRIORITIZED_AFTER:
+            memo.keep(zone, self.made)
+            return
+        heads = self.kept_heads
+        for at, pieces in self.made.items():
+            by_head = _kept_by_head(pieces)
+            by_head.update(heads.get(at, _NO_HEADS))
+            heads[at] = by_head
+        memo.keep_heads(zone, heads)
 
-    def blanked_piece(self, whole: str, start: int, end: int, known: dict[str, _Made]) -> tuple[str, _Made | None]:
-        """The key in a blanked memo of the piece ``whole[start:end]`` (``_without_priority``) and
-        what the remembered piece of that key makes of it (``_reprioritized``); None when there
-        is none."""
-        key, head, tail = _without_priority(whole, start, end)
-        done = known.pop(key, None)
-        if done is None or head < 0:
-            return key, done
-        return key, _reprioritized(done, whole[head:tail], self)
-
-    def unknown(self, text: str, place: str, queue: str | None, count: int) -> _Made:
-        """What a piece not found in the memo makes (the ``count``-th of the document): when
-        most pieces so far were not found by their text, the priorities moved, and it is looked
-        up without its priority (``_Reprioritized``); else, or if not found so either (or
-        already looked up so in a blanked memo), it is read."""
-        self.misses += 1
-        if (
-            self.moved_prios is None
-            and not self.blanked
-            and self.remembered
-            and self.misses > REPRIORITIZED_AFTER
-            and self.misses * 10 > count
-        ):
-            self.moved_prios = _Reprioritized(self.remembered)
-        if self.moved_prios is not None:
-            found = self.moved_prios.find(text, place, queue, self)
-            if found is not None:
-                return found
-        return self.piece(text, place, queue)
+    def took(self, done: _Made) -> _Place | None:
+        """Takes in what a piece made: its job (a job read before with the priority its entry
+        shows now beside it: ``priorities``), and when it moves the reader, its queue instances
+        (``moved``); where the reader then stands, None when it stays."""
+        if type(done) is Job:
+            self.jobs.append(done)
+            return None
+        if type(done) is tuple:
+            self.jobs.append(done[0])
+            self.priorities.append(done)
+            return None
+        return self.moved(cast(_Piece, done))
 
     def moved(self, piece: _Piece) -> tuple[str, str | None]:
         """Takes in a piece that moves the reader (its job, its queue instances); where the
@@ -1373,9 +1406,9 @@ class _QuickReader:
         self.queues.extend(piece.queues)
         return piece.place, piece.queue
 
-    def piece(self, text: str, place: str, queue: str | None, count: int = 0) -> Job | _Piece:
+    def piece(self, text: str, place: str, queue: str | None) -> Job | _Piece:
         """Read one piece (a job entry after its mark, and what follows) from ``place``, in the
-        queue instance ``queue`` (None outside one); ``count``: as ``unknown``'s, not read."""
+        queue instance ``queue`` (None outside one)."""
         m = _JOB_ENTRY.match(text)
         if m is None or place not in _ENTRY_PLACES:
             raise _Decline  # not an entry of the regular shape, or outside the sections
