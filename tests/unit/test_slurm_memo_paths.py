@@ -46,7 +46,7 @@ from elb.schedulers.slurm.parse import (
     read_entries,
     read_squeue,
 )
-from elb.schedulers.slurm.view import MAX_TASKS, array_tasks, job_number, made_of, snapshot
+from elb.schedulers.slurm.view import MAX_TASKS, array_id, array_tasks, job_number, made_of, snapshot
 
 SINFO = "node001|allocated+cloud|4|4/0/0/4|cloud*|none\nnode002|idle+cloud|4|0/4/0/4|cloud*|none\n"
 REASONS = (
@@ -417,10 +417,12 @@ _ID_CHARS = st.sampled_from(["0", "7", "12", "_", "[", "]", "-", "%", ",", ":", 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_ID_CHARS, max_size=8).map("".join))
 def test_a_job_number_and_its_tasks_are_the_expressions(job_id: str) -> None:
-    """``job_number`` and ``array_tasks`` are what the expressions read from every id of one line:
-    numbers, arrays, heterogeneous ids, other decimal digits and digits that are not decimal."""
+    """``job_number`` and ``array_tasks`` (and ``array_id``, both of one split) are what the
+    expressions read from every id of one line: numbers, arrays, heterogeneous ids, other
+    decimal digits and digits that are not decimal."""
     assert job_number(job_id) == number_by_expression(job_id)
     assert array_tasks(job_id) == tasks_by_expression(job_id)
+    assert array_id(job_id) == (number_by_expression(job_id), tasks_by_expression(job_id))
 
 
 _ARRAY_PARTS = st.sampled_from(["3", "12", "٣", "²", "-", ":", ",", "%", "5", "]", "[", " ", "1000000"])
@@ -431,9 +433,10 @@ _ARRAY_PARTS = st.sampled_from(["3", "12", "٣", "²", "-", ":", ",", "%", "5", 
 def test_an_arrays_tasks_are_the_expressions(head: str, tail: str) -> None:
     """``array_tasks`` of ids that mostly are arrays' pending tasks, of every form and many near
     misses (an empty part, a range without its end, a step of 0, digits that are not decimal, past
-    ``MAX_TASKS``), is what the expressions read."""
+    ``MAX_TASKS``), is what the expressions read (``array_id`` too, with the job's number)."""
     job_id = head + tail
     assert array_tasks(job_id) == tasks_by_expression(job_id)
+    assert array_id(job_id) == (number_by_expression(job_id), tasks_by_expression(job_id))
 
 
 def test_a_snapshot_another_driver_read_has_its_held_jobs_held_by_slurm() -> None:

@@ -49,19 +49,33 @@ def host_of(node: SlurmNode) -> Host:
 def array_tasks(job_id: str) -> int:
     """Tasks an squeue entry stands for: ``8_[6-100%5]`` (pending tasks of an array: the job's
     decimal digits, ``_[``, then parts ``N``, ``N-M`` or ``N-M:S`` of decimal digits joined by
-    ``,``, and a limit after ``%``) or 1 (anything else). Each part read in the loop (a read
-    works it out for each new line, and an array's expression has several parts)."""
-    if "_[" not in job_id:  # (no array's tasks: 1, without the expression)
-        return 1
+    ``,``, and a limit after ``%``) or 1 (anything else); ``array_id``'s."""
+    return array_id(job_id)[1]
+
+
+def job_number(job_id: str) -> int:
+    """The job's number in squeue's id (``8``, ``8_3``, ``8_[6-100%5]``: 8; 0 for an id that does
+    not start with one): the decimal digits before the first ``_``, or the whole id."""
+    head = job_id.partition("_")[0]
+    return int(head) if head.isdecimal() else 0  # (isdecimal: the digits \d matches)
+
+
+def array_id(job_id: str) -> tuple[int, int]:
+    """``job_number`` and ``array_tasks`` of an squeue id, from one split of it at its first
+    ``_`` (a read works both out for each new line of an array's pending tasks). Each part of
+    the expression is read in the loop, without a call (an array's expression has several)."""
     head, _, tail = job_id.partition("_")
-    if not head.isdecimal() or not tail.startswith("["):
-        return 1
+    if not head.isdecimal():  # (no job's number: no array's tasks either)
+        return 0, 1
+    number = int(head)
+    if not tail.startswith("["):
+        return number, 1
     total = 0
-    for part in tail.strip("[]").split("%", 1)[0].split(","):
+    for part in tail.strip("[]").partition("%")[0].split(","):
         span, colon, step_text = part.partition(":")
         first, dash, last = span.partition("-")
         if not first.isdecimal() or (dash and not last.isdecimal()) or (colon and not step_text.isdecimal()):
-            return 1
+            return number, 1
         if dash:  # N-M or N-M:S: (M - N) // S + 1, none when M < N (a step of 0 counts as 1)
             step = int(step_text) if colon else 1
             tasks = (int(last) - int(first)) // (step or 1) + 1
@@ -70,15 +84,8 @@ def array_tasks(job_id: str) -> int:
         else:  # N (or N:S): one task
             total += 1
         if total >= MAX_TASKS:
-            return MAX_TASKS
-    return total or 1
-
-
-def job_number(job_id: str) -> int:
-    """The job's number in squeue's id (``8``, ``8_3``, ``8_[6-100%5]``: 8; 0 for an id that does
-    not start with one): the decimal digits before the first ``_``, or the whole id."""
-    head = job_id.partition("_")[0]
-    return int(head) if head.isdecimal() else 0  # (isdecimal: the digits \d matches)
+            return number, MAX_TASKS
+    return number, total or 1
 
 
 # A Slurm job asks for no resource by name: each neutral job shares these empty read-only mappings.
@@ -99,16 +106,19 @@ def pending_of(fields: SqueueFields) -> Job:
     when it is demand (pending for no reason of ``not_demand_reason``), else held. Made through
     ``Job``'s maker (``elb.core.frozen.maker``: a read makes one for each new line)."""
     job_id, _, _, reason, _, cpus, _, submitted, _, time_limit, user, name = fields
-    plain = job_id.isdecimal()  # (most ids: the number alone, one task)
+    if job_id.isdecimal():  # (most ids: the number alone, one task)
+        number, tasks = int(job_id), 1
+    else:
+        number, tasks = array_id(job_id)
     return _job(
-        job_id=int(job_id) if plain else job_number(job_id),
+        job_id=number,
         name=name,
         owner=user,
         state=_PENDING,
         phase=_WAITING if not_demand_reason(reason) is None else _HELD,
         slots=cpus,
         submitted=submitted,
-        tasks=1 if plain else array_tasks(job_id),
+        tasks=tasks,
         hard_requests=_NO_REQUESTS,
         hard_runtime=time_limit,
         master_requests=_NO_REQUESTS,
@@ -226,6 +236,7 @@ def snapshot(
 __all__: Sequence[str] = (
     "HostsMemo",
     "Made",
+    "array_id",
     "array_tasks",
     "flat",
     "host_of",
