@@ -927,3 +927,30 @@ def test_a_document_with_other_priorities_reads_alike_from_the_memo(
     again = re.sub(r"<JAT_prio>[^<]*</JAT_prio>", lambda m: f"<JAT_prio>{prios[next(n) % len(prios)]}</JAT_prio>", doc)
     if again and not again.isspace():
         assert outcome(lambda d: parse_qstat(d, memo=memo), again) == outcome(_careful_qstat, again)
+
+
+@pytest.mark.parametrize("form", ["bytes", "text", "non-ASCII bytes"])
+def test_a_read_that_goes_on_by_head_reads_alike_in_every_form(form: str) -> None:
+    """Reads whose priorities start moving go on by head in the middle of the document: on an
+    ASCII document's own bytes, on the text's rest encoded (a document handed as text, or as
+    bytes that are not ASCII); each read is the careful reader's."""
+    bench = benchmark()
+    memo = QstatMemo()
+    # (the benchmark's priorities shift by the turn when they move, else by 0: the reads of turns 1
+    # and 5 find most priorities moved after a read kept by text, and go on by head)
+    for turn, moving, blanked in [
+        (0, True, False),
+        (1, True, True),
+        (3, False, True),
+        (4, False, False),
+        (5, True, True),
+    ]:
+        data = bench.make_qstat(320, 12, random.Random(5), turn=turn, churn=0.05, reprioritize=moving)
+        doc: bytes | str = data
+        if form == "text":
+            doc = data.decode()
+        elif form == "non-ASCII bytes":
+            doc = data.replace(b"<JB_owner>", "<JB_owner>\u00e9".encode(), 7)
+        read = parse_qstat(doc, memo=memo)
+        assert shown(read) == outcome(_careful_qstat, doc)
+        assert memo.blanked is blanked

@@ -900,7 +900,9 @@ def _quick_qstat(data: bytes | str, memo: QstatMemo | None = None) -> QstatResul
     doc = _plain_bytes(data) if memo is not None and memo.by_head(_zone()) else _plain_text(data)
     if doc is None or not _FAST_JOBS:
         return None
-    reader = _QuickReader(doc, memo)
+    # An ASCII document's bytes are its text's UTF-8 as they stand (the same length decoded).
+    raw = data if isinstance(data, bytes) and isinstance(doc, str) and len(data) == len(doc) else None
+    reader = _QuickReader(doc, memo, raw)
     del doc  # the reader lets go of the whole text once it is read
     try:
         return reader.read()
@@ -1156,9 +1158,13 @@ class _QuickReader:
     again.
     """
 
-    def __init__(self, text: str | bytes, memo: QstatMemo | None = None) -> None:
+    def __init__(self, text: str | bytes, memo: QstatMemo | None = None, raw: bytes | None = None) -> None:
         self.text = text  # as UTF-8 when the memo keeps its pieces by their head (``by_head``)
         self.memo = memo
+        # The document's own bytes when they are ``text``'s UTF-8 as they stand (ASCII): a read
+        # by text that goes on by head reads them, not a copy of the rest encoded (the caller
+        # holds them anyway).
+        self.raw = raw
         if isinstance(text, bytes):
             self.amp = b"&" in text
             self.lt = self.amp or (b"%" in text and b"%lt;" in text)
@@ -1229,6 +1235,8 @@ class _QuickReader:
                 misses += 1
                 if misses > REPRIORITIZED_AFTER and misses * 10 > count:
                     self.place, self.heads = place, {at: _kept_by_head(kept) for at, kept in remembered.items()}
+                    if self.raw is not None:
+                        return self.by_head(self.raw, start - size, queue)
                     return self.by_head(whole[start - size :].encode(), 0, queue)
                 done = self.piece(text, place, queue)
             mine[text] = done
