@@ -27,7 +27,15 @@ from elb.core.frozen import maker
 from elb.core.model import Job, JobPhase
 from elb.core.state import JobsChange
 from elb.schedulers.slurm.aligned import Span, Stretch, carried, carried_indices, spans, within
-from elb.schedulers.slurm.parse import SlurmJob, Splice, SqueueFields, job_of_text, not_demand_reason, reason_of_text
+from elb.schedulers.slurm.parse import (
+    PENDING,
+    SlurmJob,
+    Splice,
+    SqueueFields,
+    job_of_text,
+    not_demand_reason,
+    reason_of_text,
+)
 from elb.schedulers.slurm.view import Made, flat, made_of, pending_job, pending_of
 
 READS_NOW: Final = object()  # a held line whose answer reads the time: worked out at each pass
@@ -64,7 +72,7 @@ def answer_of(job: Job, reason: str, started: float | None, now: float, before: 
 
 def line_of(job: SlurmJob) -> Line:
     """The line of ``job``: the job, its neutral jobs, its pending number, its held job's own answer."""
-    if job.state != "PENDING":  # (``SlurmJob.pending``, read directly: a read works it out for each new line)
+    if job.state != PENDING:  # (``SlurmJob.pending``, read directly: a read works it out for each new line)
         return job, made_of(job), None, None
     neutral = pending_job(job)  # (a pending line makes one job: ``made_of``'s)
     return job, neutral, neutral.job_id, _own_answer(neutral, job.reason, job.started)

@@ -104,7 +104,7 @@ class SlurmJob:
 
     @property
     def pending(self) -> bool:
-        return self.state == "PENDING"
+        return self.state == PENDING
 
     @property
     def configuring(self) -> bool:
@@ -116,6 +116,8 @@ class SlurmJob:
         """A pending job waiting for nodes (to free, or to come up), not for anything else."""
         return self.pending and not_demand_reason(self.reason) is None
 
+
+PENDING = "PENDING"  # a pending job's state, as squeue shows it
 
 # A SlurmJob made without a call of the class (``elb.core.frozen.maker``): a read makes one for each new line.
 _slurm_job = maker(SlurmJob)
@@ -481,7 +483,7 @@ def _read_new(
     for i, line in out:
         if split or line.strip():
             fields = _squeue_fields(line, i + 1, hours, limits, minutes, words=words)
-            if pending is not None and fields[2] == "PENDING" and not fields[6]:  # (no SlurmJob made)
+            if pending is not None and fields[2] == PENDING and not fields[6]:  # (no SlurmJob made)
                 found[i] = entry = pending(line, fields)
             else:
                 found[i] = entry = derive(_slurm_job(*fields))
@@ -694,6 +696,7 @@ def by_name(nodes: Sequence[SlurmNode]) -> Mapping[str, SlurmNode]:
 
 
 __all__: Sequence[str] = (
+    "PENDING",
     "SINFO_ARGV",
     "SQUEUE_ARGV",
     "SinfoMemo",

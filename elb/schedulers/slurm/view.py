@@ -92,7 +92,6 @@ def array_id(job_id: str) -> tuple[int, int]:
 _NO_REQUESTS: Mapping[str, str] = MappingProxyType({})
 _job = maker(Job)  # a Job by keyword, without a call of the class (``elb.core.frozen.maker``)
 _WAITING, _HELD = JobPhase.WAITING, JobPhase.HELD
-_PENDING = "PENDING"  # (a pending job's state, as squeue shows it)
 _FIELDS = attrgetter(*(f.name for f in dataclasses.fields(SlurmJob)))  # a job's fields (``SqueueFields``)
 
 
@@ -105,7 +104,7 @@ def pending_of(fields: SqueueFields) -> Job:
     """The neutral job of a pending squeue entry of these ``fields`` (``SlurmJob``'s): waiting
     when it is demand (pending for no reason of ``not_demand_reason``), else held. Made through
     ``Job``'s maker (``elb.core.frozen.maker``: a read makes one for each new line)."""
-    job_id, _, _, reason, _, cpus, _, submitted, _, time_limit, user, name = fields
+    job_id, _, state, reason, _, cpus, _, submitted, _, time_limit, user, name = fields
     if job_id.isdecimal():  # (most ids: the number alone, one task)
         number, tasks = int(job_id), 1
     else:
@@ -114,7 +113,7 @@ def pending_of(fields: SqueueFields) -> Job:
         job_id=number,
         name=name,
         owner=user,
-        state=_PENDING,
+        state=state,
         phase=_WAITING if not_demand_reason(reason) is None else _HELD,
         slots=cpus,
         submitted=submitted,
