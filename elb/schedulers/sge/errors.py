@@ -82,7 +82,7 @@ class SgeError(Exception):
         self.returncode = returncode
         self.stderr = tail(stderr)
         kind = self.always_transient
-        killed = returncode is not None and returncode < 0  # (ended by a signal: no answer)
+        killed = returncode is not None and process.killed_by(returncode) is not None  # (no answer)
         self.transient = (killed or is_transient(stderr)) if kind is None else kind
         super().__init__(self._render())
 
