@@ -560,12 +560,8 @@ class _Shapes:
         placed (with what earlier jobs of this call worked out)."""
         timeless = binding is None or binding.start_time is None
         slots, pe, pe_range = job.slots, job.pe, job.pe_range
-        shapes: list[tuple[object, ...]]
-        if binding is None:
-            shapes = [(slots, tasks, pe, pe_range, *requested, None, None) for tasks in counts]
-        else:
-            queues, start = binding.hard_queues, binding.start_time
-            shapes = [(slots, tasks, pe, pe_range, *requested, queues, start) for tasks in counts]
+        bound = (None, None) if binding is None else (binding.hard_queues, binding.start_time)
+        shapes = [(slots, tasks, pe, pe_range, *requested, *bound) for tasks in counts]
         by_shape = self.by_shape
         placed = list(map(by_shape.get, shapes))
         missing = [i for i, answer in enumerate(placed) if answer is None]
