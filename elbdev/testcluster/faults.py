@@ -144,10 +144,10 @@ def _controller(scheduler: str) -> pids.Held | None:
     if scheduler == "sge":
         from elbdev.testcluster import master  # noqa: PLC0415
 
-        return pids.Held.of(master.QMASTER_PID, "sge_qmaster")
+        return pids.Held.of(master.QMASTER_PID, master.DAEMONS[master.QMASTER_PID])
     from elbdev.testcluster import slurm  # noqa: PLC0415
 
-    return pids.Held.of(slurm.SLURMCTLD_PID, "slurmctld")
+    return pids.Held.of(slurm.SLURMCTLD_PID, slurm.SLURMCTLD)
 
 
 def restart_controller(scheduler: str) -> None:

@@ -40,6 +40,7 @@ STATE = SLURM_DIR / "state"
 LOGS = SLURM_DIR / "log"
 REQUEST_DIR = SLURM_DIR / "requests"
 SLURMCTLD_PID = LOGS / "slurmctld.pid"
+SLURMCTLD = "slurmctld"  # its process's name (``elbdev.testcluster.pids``)
 MUNGE_SOCKET_DIR = Path("/run/munge")
 MUNGED_STARTED = C.RUN_DIR / "munged.started-by-elb"
 PARTITION = "cloud"
@@ -185,7 +186,7 @@ def render_conf(
 def _pid(path: Path) -> int | None:
     """slurmctld's pid, when the process its pid file names runs and is slurmctld
     (``elbdev.testcluster.pids``: a stale file's number may be another process's by now)."""
-    return pids.pid_of(path, "slurmctld")
+    return pids.pid_of(path, SLURMCTLD)
 
 
 def _munged_running() -> bool:
@@ -264,7 +265,7 @@ def up(timeout: float = 60.0, *, suspend_timeout: int = SUSPEND_TIMEOUT, cloud_n
 def down_controller(timeout: float = 30.0) -> None:
     """SIGTERM to slurmctld, SIGKILL if it is still there after ``timeout`` (held by its pidfd:
     its pid file goes before the process does)."""
-    pids.terminate(SLURMCTLD_PID, "slurmctld", timeout)
+    pids.terminate(SLURMCTLD_PID, SLURMCTLD, timeout)
 
 
 def down() -> None:
