@@ -1083,7 +1083,8 @@ class _Unindexed:
         return pieces
 
 
-_PRIO_OPEN, _PRIO_CLOSE = b"<JAT_prio>", b"</JAT_prio>"
+_PRIO_OPEN_TEXT, _PRIO_CLOSE_TEXT = "<JAT_prio>", "</JAT_prio>"
+_PRIO_OPEN, _PRIO_CLOSE = _PRIO_OPEN_TEXT.encode(), _PRIO_CLOSE_TEXT.encode()
 _MARK = _ENTRY_MARK.encode()
 _NOTHING: dict[str, _Made] = {}  # the pieces remembered from a place the last document had none in
 _NO_HEADS: dict[bytes, _Kept] = {}  # the same, kept by their head
@@ -1101,10 +1102,10 @@ def _kept_by_head(pieces: dict[str, _Made]) -> dict[bytes, _Kept]:
     head, the last is kept (the others are read again)."""
     heads: dict[bytes, _Kept] = {}
     for text, made in pieces.items():
-        tail = text.find("</JAT_prio>")
-        opened = text.find("<JAT_prio>", 0, tail) if tail >= 0 else -1
+        tail = text.find(_PRIO_CLOSE_TEXT)
+        opened = text.find(_PRIO_OPEN_TEXT, 0, tail) if tail >= 0 else -1
         if opened >= 0:  # as every piece read has
-            heads[text[: opened + len("<JAT_prio>")].encode()] = (text[tail:].encode(), made)
+            heads[text[: opened + len(_PRIO_OPEN_TEXT)].encode()] = (text[tail:].encode(), made)
     return heads
 
 
