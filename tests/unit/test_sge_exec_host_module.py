@@ -543,6 +543,17 @@ def test_a_member_added_meanwhile_makes_qconf_take_none_of_the_list_and_each_joi
     assert ["qconf", "-aattr", "hostgroup", "hostlist", "node001", "@allhosts"] in out["node001"]["commands"]
 
 
+def test_a_member_another_run_added_meanwhile_is_no_change_of_this_run(tmp_path: Path) -> None:
+    qm = Qmaster()
+    batch(qm, tmp_path, [{"name": "node001"}])
+    qm.groups["@allhosts"].remove("node001")
+    qm.race_member = "node001"  # another run adds it between the read and this run's command
+    out = batch(qm, tmp_path, [{"name": "node001"}])
+    # qconf said "No modification because ... already exists" (and "modified", exit 0): nothing changed
+    assert out["node001"] == {"changed": False, "failed": False, "msg": "", "commands": []}
+    assert qm.groups["@allhosts"] == ["node001"]
+
+
 def test_a_batch_makes_a_missing_group_with_its_nodes_and_sets_new_and_changed_slots_once_each(
     tmp_path: Path,
 ) -> None:

@@ -240,6 +240,13 @@ def _said(out: str, err: str) -> str:
     return f"{out}{err}".strip()
 
 
+def _made(said: str, ok: Sequence[str]) -> bool:
+    """Whether qconf's output says it made the change: it holds a word of ``ok``, and not "No
+    modification" (qconf prints that, then its usual "modified" line, exit 0, when a member it is
+    asked to add is there already: it adds none of the list)."""
+    return "No modification" not in said and any(word in said for word in ok)
+
+
 class Registrar:
     """The qconf commands of one registration; ``run`` runs one argument list on the master.
     In check mode (``apply`` false) only the reads run and each change is recorded as made."""
@@ -254,7 +261,7 @@ class Registrar:
         """Run one qconf command; one that could not reach the qmaster (``TRANSIENT``) is run
         again, QMASTER_TRIES times in all. A change is safe to run again: qconf's answer to one
         the qmaster made already, its reply lost, is that it is there ("already exists",
-        "modified" again), which the callers take as made."""
+        "No modification"), which the callers take as done, not failed."""
         rc, out, err = self._run(argv)
         tries = 1
         while rc != 0 and tries < QMASTER_TRIES and any(word in _said(out, err) for word in TRANSIENT):
@@ -287,7 +294,7 @@ class Registrar:
             return True
         rc, out, err = self._qconf(argv)
         said = _said(out, err)
-        if rc == 0 and any(word in said for word in ok):
+        if rc == 0 and _made(said, ok):
             self.commands.append(argv)
             return True
         if any(word in said for word in also):
@@ -302,7 +309,7 @@ class Registrar:
             self.commands.append(argv)
             return
         rc, out, err = self._qconf(argv)
-        if rc == 0 and any(word in _said(out, err) for word in ok):
+        if rc == 0 and _made(_said(out, err), ok):
             self.commands.append(argv)
 
     def bulk(self, args: Sequence[str], ok: Sequence[str]) -> str | None:
@@ -316,7 +323,7 @@ class Registrar:
             return None
         _, out, err = self._qconf(argv)  # a list command exits 1 when one of its nodes failed
         said = _said(out, err)
-        if any(word in said for word in ok):
+        if _made(said, ok):
             self.commands.append(argv)
         return said
 
