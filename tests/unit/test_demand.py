@@ -1035,3 +1035,15 @@ def test_what_decides_of_request_mappings_is_the_same_shared_or_not(
     alone = [memo.decided([m], scope)[0] for m in mappings]
     assert len(got) == len(alone) and all(a is b for a, b in zip(got, alone, strict=True))
     assert [_Memo(gs, site, "node002").decided([m], scope)[0] for m in mappings] == got
+
+
+@pytest.mark.parametrize(("tasks", "nodes"), [(3, 3), (8, 8), (20, 8), (499, 8)])
+def test_a_pes_slots_bound_an_arrays_tasks_at_once(tasks: int, nodes: int) -> None:
+    """The 64 slots of PE mpi-rr run at most eight tasks of 8 slots at once, a node each: the
+    nodes an array job of more tasks can use, for one count or many placed together."""
+    gs = groups(group(max_nodes=50))
+    jobs = [job(slots=8, tasks=n, pe="mpi-rr", pe_range="8") for n in (tasks, 1, 2, 5, 30, 10**6)]
+    alone = place(jobs[0], gs, SITE, NOW)
+    assert isinstance(alone, Servable) and (alone.nodes, alone.slots_per_node) == (nodes, 8)
+    assert place_all(jobs, gs, SITE, NOW) == [place(j, gs, SITE, NOW) for j in jobs]
+    assert place_all(jobs, gs, SITE, NOW)[0] == alone
