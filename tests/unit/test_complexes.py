@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from elb.schedulers.sge.complexes import (
     Complex,
@@ -14,11 +17,13 @@ from elb.schedulers.sge.complexes import (
     Consumable,
     Relop,
     Requestable,
+    check_value,
     match_expression,
     parse_bool,
     parse_complexes,
     parse_memory,
     parse_number,
+    parse_value,
     satisfies,
 )
 from elb.schedulers.sge.errors import SgeParseError
@@ -253,3 +258,36 @@ def test_exclusive_complex_parses() -> None:
     table = parse_complexes(_table("exclusive excl BOOL EXCL YES YES 0 1000"))
     assert table["excl"].relop is Relop.EXCL
     assert satisfies(table["exclusive"], "true", "true")
+
+
+@given(
+    st.one_of(
+        st.text("0123456789", min_size=1, max_size=12),
+        st.text("0123456789", min_size=4290, max_size=4310),
+        st.text("0123456789\u0661\u0662\uff13\u00b2 .:+-eEkKGINF", max_size=8),
+    ),
+    st.sampled_from(list(ComplexType)),
+)
+def test_a_value_is_checked_as_it_is_read(value: str, kind: ComplexType) -> None:
+    """``check_value`` (ASCII digits alone taken as they stand where its type reads them so) says
+    well-formed just where reading the value as its type (a number, a bool, an expression) does,
+    and refuses the rest as that reading does: digits of other scripts, an INT of more digits
+    than int() reads or than a float holds, any other text."""
+    c = Complex("c", "c", kind, Relop.EQ if not kind.numeric else Relop.LE, Requestable.YES, Consumable.NO, "0", 0.0)
+
+    def read() -> None:
+        if kind.textual:
+            match_expression(value, "")
+        else:
+            parse_value(value, kind)
+
+    assert _refusal(lambda: check_value(c, value)) is _refusal(read)
+
+
+def _refusal(check: Callable[[], object]) -> type[Exception] | None:
+    """The kind of error ``check`` raises, None if none."""
+    try:
+        check()
+    except (ValueError, OverflowError) as err:
+        return type(err)
+    return None

@@ -8,6 +8,7 @@ them.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -768,7 +769,8 @@ def test_one_way_on_one_node_is_weighed_without_the_cheapest_of_all(
 def test_equal_request_mappings_are_decided_once() -> None:
     """Jobs whose request mappings are equal (each its own object, as the careful reader makes
     them, or the same one) have what decides of them worked out once for all: the requests of
-    one mapping looked up, not of each; unequal ones each once."""
+    one mapping looked up, not of each. Unequal ones held by many jobs each, as the quick reader
+    makes them, each once; unequal ones each held by one job, each as it comes."""
     import elb.schedulers.sge.demand as sge_demand
 
     memo = sge_demand._Memo(groups(DEFAULT), SITE, None)
@@ -788,7 +790,11 @@ def test_equal_request_mappings_are_decided_once() -> None:
     looked.clear()
     unequal = [*equal[:49], {"h_vmem": "4G"}, equal[0]]
     assert memo.decided(unequal, 0) == [(("h_vmem", "2G"),)] * 49 + [(("h_vmem", "4G"),), (("h_vmem", "2G"),)]  # type: ignore[arg-type]
-    assert len(looked) == 49 * 2 + 1  # each mapping object once (the last is the first)
+    assert len(looked) == 49 * 2 + 1 + 2  # mostly each its own object: each mapping as it comes
+    looked.clear()
+    shared = [*(equal[n % 3] for n in range(60)), {"h_vmem": "4G"}]
+    assert memo.decided(shared, 0) == [(("h_vmem", "2G"),)] * 60 + [(("h_vmem", "4G"),)]  # type: ignore[arg-type]
+    assert len(looked) == 3 * 2 + 1  # objects held by many jobs: each once
 
 
 def test_placing_jobs_leaves_no_reference_cycle() -> None:
@@ -999,3 +1005,45 @@ def test_requests_met_alike_make_one_shape() -> None:
         got = place_all(jobs, groups(DEFAULT), SITE, NOW)
     assert got == [place(j, groups(DEFAULT), SITE, NOW) for j in jobs]
     assert len(narrowed) == 3
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.one_of(ALIKE_REQUESTS, REQUESTS), min_size=1, max_size=6),
+    st.lists(st.integers(0, 5), min_size=1, max_size=60),
+    st.sampled_from(["shared", "copies", "some copies"]),
+    st.sampled_from([0, 1, 2]),
+    st.sampled_from(range(len(ALIKE_GROUP_SETS))),
+    st.sampled_from([_ALIKE_SITE, SITE]),
+)
+def test_what_decides_of_request_mappings_is_the_same_shared_or_not(
+    pool: list[dict[str, str]], picks: list[int], held: str, scope: int, which: int, site: Site
+) -> None:
+    """What decides of each request mapping is what decides of it alone, the very same object,
+    whether jobs share mapping objects (each looked at once) or each holds its own (each looked
+    at as it comes), or some do."""
+    from elb.schedulers.sge.demand import _Memo
+
+    gs = ALIKE_GROUP_SETS[which]
+    mappings: list[Mapping[str, str]] = [pool[i % len(pool)] for i in picks]
+    if held == "copies":
+        mappings = [dict(m) for m in mappings]
+    elif held == "some copies":
+        mappings = [dict(m) if n % 4 == 0 else m for n, m in enumerate(mappings)]
+    memo = _Memo(gs, site, "node002")
+    got = memo.decided(mappings, scope)
+    alone = [memo.decided([m], scope)[0] for m in mappings]
+    assert len(got) == len(alone) and all(a is b for a, b in zip(got, alone, strict=True))
+    assert [_Memo(gs, site, "node002").decided([m], scope)[0] for m in mappings] == got
+
+
+@pytest.mark.parametrize(("tasks", "nodes"), [(3, 3), (8, 8), (20, 8), (499, 8)])
+def test_a_pes_slots_bound_an_arrays_tasks_at_once(tasks: int, nodes: int) -> None:
+    """The 64 slots of PE mpi-rr run at most eight tasks of 8 slots at once, a node each: the
+    nodes an array job of more tasks can use, for one count or many placed together."""
+    gs = groups(group(max_nodes=50))
+    jobs = [job(slots=8, tasks=n, pe="mpi-rr", pe_range="8") for n in (tasks, 1, 2, 5, 30, 10**6)]
+    alone = place(jobs[0], gs, SITE, NOW)
+    assert isinstance(alone, Servable) and (alone.nodes, alone.slots_per_node) == (nodes, 8)
+    assert place_all(jobs, gs, SITE, NOW) == [place(j, gs, SITE, NOW) for j in jobs]
+    assert place_all(jobs, gs, SITE, NOW)[0] == alone

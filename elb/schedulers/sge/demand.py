@@ -344,8 +344,8 @@ def place_all(
     count (requests, queues, PE, what a node offers) run once per shape of request, put together
     from parts that shapes share (each request, queue list, PE and range, what a node gives),
     each worked out once. What decides of a job's request mappings is worked out once for each
-    mapping object (many jobs share the very same ones, as the quick reader of qstat makes
-    them), one object for equal answers; a job's shape is then told by the identities of those
+    mapping object where jobs share them (most jobs share the very same ones, as the quick reader
+    of qstat makes them), one object for equal answers; a job's shape is then told by the identities of those
     answers and of its binding, and only once per such identity by its contents.
     """
     placements, _ = place_shapes(jobs, groups, site, now, bindings=bindings, new_node_name=new_node_name)
@@ -500,7 +500,7 @@ class _Shapes:
         sub_jobs = jobs if every else list(map(jobs.__getitem__, todo))
         sub_bound = bindings if every else list(map(bindings.__getitem__, todo))
         # What decides of each job's request mappings, a scope at a time (once for each mapping
-        # object; one object for equal answers).
+        # object where jobs share them; one object for equal answers).
         decided = self.narrowed.decided
         hard = decided([j.hard_requests for j in sub_jobs], 0)
         master = decided([j.master_requests for j in sub_jobs], 1)
@@ -680,6 +680,8 @@ class _ByKept(dict[_Items, _Decided]):
         return found
 
 
+# The mappings ``_Memo.decided`` looks at first, to tell whether jobs share mapping objects.
+_SAMPLE = 1_000
 _Left = tuple[int, ...]  # groups, by their places in the list
 _Ranges = tuple[tuple[int, int], ...]
 _SCOPES = ("", "master", "slave")
@@ -707,7 +709,7 @@ class _Memo:
     so a job placed with the memo is placed as without. The parts:
 
     - ``by_kept``: by the requests a request mapping keeps, in its order, which many mappings
-      share, what decides of it (``decided``, once for each mapping object): the requests that
+      share, what decides of it (``decided``, once for each shared mapping object): the requests that
       stop the job or that some group's node may not meet or reads (``verdicts``), not the many
       that every node meets alike (a run time, a queue limit, a load value no group declares);
     - ``candidates``: what checks 2 to 4 leave for a shape of request (slots, PE and range, the
@@ -766,9 +768,9 @@ class _Memo:
 
     def decided(self, mappings: list[Mapping[str, str]], scope: int) -> list[_Decided]:
         """What decides of each of ``mappings`` (of the scope at ``scope`` in ``_SCOPES``), once
-        for each mapping object: the reason its first request (by name) that stops the job
-        gives, if one does (check 1); else its requests that the other checks read, sorted by
-        name. A request that drops out (``slots``, a met ``hostname``) or that every group's node
+        for each mapping object where jobs share them: the reason its first request (by name)
+        that stops the job gives, if one does (check 1); else its requests that the other checks
+        read, sorted by name. A request that drops out (``slots``, a met ``hostname``) or that every group's node
         meets whatever the job (``_Alike``) changes no answer: left out, the jobs that differ
         only in such requests (a run time, a queue limit) are one shape to checks 2 to 5. Equal
         answers are one object."""
@@ -783,8 +785,15 @@ class _Memo:
         one = mappings[0]
         if one == mappings[-1] and mappings.count(one) == len(mappings):
             return [by_kept[tuple(filter(keeps, one.items()))]] * len(mappings)
-        # Each mapping object once (the jobs placed hold them while the memo lives, so an
-        # identity stays theirs).
+        # Mostly a mapping object to each job (a queue of many combinations of requests, as the
+        # first ones tell): each looked at as it comes; telling them apart by identity would cost
+        # more than the few looked at twice.
+        sample = mappings[:_SAMPLE]
+        if len(set(map(id, sample))) * 3 > len(sample) * 2:
+            return list(map(by_kept.__getitem__, [tuple(filter(keeps, m.items())) for m in mappings]))
+        # Else each mapping object once (the quick reader hands the same one to the entries of
+        # the same text; the jobs placed hold them while the memo lives, so an identity stays
+        # theirs).
         distinct = dict(zip(map(id, mappings), mappings, strict=True))
         kept = [tuple(filter(keeps, m.items())) for m in distinct.values()]
         decided = list(map(by_kept.__getitem__, kept))

@@ -40,14 +40,14 @@ class StartTimeReader(Protocol):
 
 class StartTimes:
     """What is known of the waiting jobs' start times: each job number asked about, with the
-    submission time it had then (``_submitted``) and its start time (``_starts``; None: none)."""
+    submission time it had then (``_submitted``), and the start times known (``_times``: the jobs
+    asked about that have one)."""
 
     def __init__(self, batch: int = BATCH, per_pass: int = READS_PER_PASS) -> None:
         self.batch = batch
         self.per_pass = per_pass
         self._submitted: dict[int, float | None] = {}
-        self._starts: dict[int, float | None] = {}
-        self._times: dict[int, float] = {}  # the start times known (not None)
+        self._times: dict[int, float] = {}
         self.unread: Mapping[int, str] = {}  # the last update's jobs not known, with why
 
     def update(self, sge: StartTimeReader, pending: Sequence[Job]) -> Mapping[int, float]:
@@ -65,26 +65,31 @@ class StartTimes:
         now_submitted = map(waiting.get, asked.keys(), repeat(_GONE))
         gone = list(compress(asked.keys(), map(ne, now_submitted, asked.values())))
         for job_id in gone:
-            del self._submitted[job_id], self._starts[job_id]
+            del asked[job_id]
             self._times.pop(job_id, None)
-        new_ids = waiting.keys() - self._submitted.keys()
+        new_ids = waiting.keys() - asked.keys()
         # The oldest jobs not asked about yet (no submission time first, then by job number):
         # the smallest few, without sorting them all (nor keeping a pair for each).
         new = ((s if (s := waiting[k]) is not None else 0.0, k) for k in new_ids)
         ids = [k for _s, k in heapq.nsmallest(self.per_pass, new)]
         unread = dict.fromkeys(new_ids, NOT_ASKED.format(n=self.per_pass))
         for at in range(0, len(ids), self.batch):
-            if not self._ask(sge, ids[at : at + self.batch], waiting, unread):
+            if not self._ask(sge, ids[at : at + self.batch], unread):
                 break
         if len(unread) > len(new_ids) - len(ids):
             log.warning("the start time (qsub -a) of %d waiting job(s) could not be read", len(unread))
         self.unread = unread
+        # The jobs asked about are now the waiting ones but those not answered: ``waiting`` itself
+        # without them, so that the next update looks up this pass's very job numbers and
+        # submission times (a job the reader hands back again holds the same objects), read just
+        # now, rather than those of the pass that first asked about each, long out of the caches.
+        for job_id in unread:
+            del waiting[job_id]
+        self._submitted = waiting
         return dict(self._times)
 
-    def _ask(
-        self, sge: StartTimeReader, ids: Sequence[int], waiting: Mapping[int, float | None], unread: dict[int, str]
-    ) -> bool:
-        """One ``qstat -j`` call for ``ids``: the answers kept, each job answered taken out of
+    def _ask(self, sge: StartTimeReader, ids: Sequence[int], unread: dict[int, str]) -> bool:
+        """One ``qstat -j`` call for ``ids``: the start times kept, each job answered taken out of
         ``unread``, each job left out of the answer given why. False if the call failed."""
         try:
             times = sge.start_times(ids)
@@ -95,7 +100,6 @@ class StartTimes:
         for job_id in ids:
             if job_id in times:
                 start = times[job_id]
-                self._submitted[job_id], self._starts[job_id] = waiting[job_id], start
                 if start is not None:
                     self._times[job_id] = start
                 del unread[job_id]
