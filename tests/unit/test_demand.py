@@ -277,6 +277,14 @@ UNSERVABLE = [
         id="bad-value",
     ),
     pytest.param(
+        job(num_proc="9" * 400),  # an INT past a float's range: refused, not a traceback
+        JobBinding(),
+        [DEFAULT],
+        SITE,
+        f"requests num_proc={'9' * 400}: {'9' * 400!r} is not an INT value (out of range)",
+        id="int-out-of-range",
+    ),
+    pytest.param(
         job(hostname="foo"),
         JobBinding(),
         [DEFAULT],

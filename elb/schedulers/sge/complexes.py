@@ -146,7 +146,10 @@ def parse_number(text: str, kind: ComplexType) -> float:
     if kind is ComplexType.INT:
         if not re.fullmatch(r"[+]?[0-9]+", value):
             raise ValueError(f"{text!r} is not an INT value")
-        return float(int(value))
+        try:
+            return float(int(value))
+        except (OverflowError, ValueError):  # past a float's range, or int()'s limit on digits
+            raise ValueError(f"{text!r} is not an INT value (out of range)") from None
     if kind is ComplexType.DOUBLE:
         if not _NUMBER.fullmatch(value):
             raise ValueError(f"{text!r} is not a DOUBLE value")
