@@ -27,7 +27,9 @@ from hypothesis import strategies as st
 from elb.core.model import Job, QueueInstance
 from elb.schedulers.sge.errors import SgeParseError
 from elb.schedulers.sge.parse import (
+    _ENTRY_MARK,
     _FAST_JOBS,
+    _JOB_ENTRY,
     REPRIORITIZED_AFTER,
     QstatMemo,
     QstatResult,
@@ -711,6 +713,20 @@ def test_a_first_read_hands_over_every_piece_where_the_next_read_finds_it(shape:
     assert again == first and all(a is b for a, b in zip(again.jobs, first.jobs, strict=True))
     assert {at: list(kept) for at, kept in memo.pieces.items()} == {at: list(kept) for at, kept in pieces.items()}
     assert all(memo.pieces[at][text] is made for at, kept in pieces.items() for text, made in kept.items())
+
+
+def test_an_entry_matched_in_the_whole_text_ends_before_the_next_mark() -> None:
+    """A first read matches each entry where it stands in the whole document, and takes its
+    match's end for its piece's when the next mark follows: an entry without its end tag is not
+    matched on into the next entry (up to that one's end tag, before a third entry's mark), and the
+    document reads as the careful reader reads it."""
+    data = (FIXTURES / "recorded" / "groups-waiting.qstat-r-f.xml").read_text()
+    unended = data.replace("<binding>NONE</binding>\n    </job_list>", "<binding>NONE</binding>\n", 1)
+    first = unended.index(_ENTRY_MARK) + len(_ENTRY_MARK)
+    assert unended.find(_ENTRY_MARK, first) < unended.index("</job_list>", first)
+    assert _JOB_ENTRY.match(unended, first) is None
+    assert _JOB_ENTRY.match(data, first) is not None
+    check(unended)
 
 
 def test_new_priorities_are_taken_from_the_text() -> None:

@@ -814,7 +814,9 @@ _JOB_ENTRY = re.compile(
     r"(?:<tasks>(?:(([0-9]{1,10})-([0-9]{1,10}):([0-9]{1,10}))"
     rf"|({_TEXT}{{0,65536}}))</tasks>[ \t\n]*)?"
     rf"(?:<full_job_name>{_TEXT}{{0,65536}}</full_job_name>[ \t\n]*)?"
-    r"([^<]*+(?:<(?!/job_list>)[^<]*+)*+)</job_list>[ \t\n]*"  # possessive: nothing to give back
+    # The rest, up to the entry's end; possessive: nothing to give back. It holds no entry's mark,
+    # nor does anything before it: matched in the whole text, an entry ends before the next mark.
+    rf"([^<]*+(?:<(?!/job_list>|{re.escape(_ENTRY_MARK[1:])})[^<]*+)*+)</job_list>[ \t\n]*"
 )
 # Any element of text only, or empty; its attributes are read by _attributes.
 _ELEMENT = re.compile(
@@ -1331,8 +1333,14 @@ class _QuickReader:
     ) -> QstatResult:
         """``read`` when nothing is remembered, from the mark at ``cut`` on (in ``queue``): each
         piece read (``piece``), the pieces handed to ``memo`` in their order, not indexed
-        (``QstatMemo.keep_unindexed``)."""
+        (``QstatMemo.keep_unindexed``).
+
+        An entry is matched where it stands in ``whole``: when the next mark follows it, its
+        piece is the entry alone and ends there (``_JOB_ENTRY`` matches no mark past its start,
+        so that is where the next mark is), and is read from that match (``entry``); else the
+        piece is cut at the next mark and read whole (``piece``)."""
         mark, size, find, append, piece = _ENTRY_MARK, len(_ENTRY_MARK), whole.find, self.jobs.append, self.piece
+        match, followed, entry = _JOB_ENTRY.match, whole.startswith, self.entry
         place = self.place
         texts: list[str] = []
         made: list[_Made] = []
@@ -1340,9 +1348,15 @@ class _QuickReader:
         keep_text, keep_made = texts.append, made.append
         while cut >= 0:
             start = cut + size
-            cut = find(mark, start)
-            text = whole[start:cut] if cut >= 0 else whole[start:]
-            done = piece(text, place, queue)
+            m = match(whole, start)
+            if m is not None and followed(mark, m.end()):  # an entry alone: the reader stays
+                cut = m.end()
+                text = whole[start:cut]
+                done = entry(m.groups(), text, place, queue)
+            else:
+                cut = find(mark, start)
+                text = whole[start:cut] if cut >= 0 else whole[start:]
+                done = piece(text, place, queue)
             keep_text(text)
             keep_made(done)
             if type(done) is Job:  # the reader stays where it is
@@ -1419,22 +1433,31 @@ class _QuickReader:
         """Read one piece (a job entry after its mark, and what follows) from ``place``, in the
         queue instance ``queue`` (None outside one)."""
         m = _JOB_ENTRY.match(text)
-        if m is None or place not in _ENTRY_PLACES:
-            raise _Decline  # not an entry of the regular shape, or outside the sections
-        fields = m.groups()
-        running = fields[0] == "running"
-        if queue is not None and not running:
-            raise _Decline  # not running inside a queue instance
-        # Only an entry with a "&" or "%" in its text may hold a reference or an escaped "<".
-        job = self.job(fields, queue, self.lt and ("&" in text or "%" in text))
-        last = running and queue is None
+        if m is None:
+            raise _Decline  # not an entry of the regular shape
+        alone = self.entry(m.groups(), text, place, queue)
         if m.end() == len(text):  # nothing after the entry but white space: the reader stays
-            return _Piece(job, last, (), place, queue) if last else job
+            return alone
+        job, last = (alone, False) if type(alone) is Job else (cast(_Piece, alone).job, True)
         self.place, had = place, len(self.queues)
         after = self.between(text, m.end())
         made = tuple(self.queues[had:])
         del self.queues[had:]
         return _Piece(job, last, made, self.place, after)
+
+    def entry(self, fields: tuple[Any, ...], text: str, place: str, queue: str | None) -> Job | _Piece:
+        """What one entry makes, from the groups of its ``_JOB_ENTRY`` match (its piece's
+        ``text`` holds it) read from ``place``, in ``queue``, as a piece of that entry alone
+        (the reader stays): its Job, or a ``_Piece`` for a running entry outside a queue
+        instance (its job goes last)."""
+        if place not in _ENTRY_PLACES:
+            raise _Decline  # outside the sections
+        running = fields[0] == "running"
+        if queue is not None and not running:
+            raise _Decline  # not running inside a queue instance
+        # Only an entry with a "&" or "%" in its text may hold a reference or an escaped "<".
+        job = self.job(fields, queue, self.lt and ("&" in text or "%" in text))
+        return _Piece(job, True, (), place, queue) if running and queue is None else job
 
     def between(self, text: str, pos: int = 0) -> str | None:
         """Read what lies between two job entries (or before the first, or after the last); the
