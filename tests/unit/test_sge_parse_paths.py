@@ -14,6 +14,7 @@ import importlib.util
 import random
 import re
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from types import MappingProxyType
@@ -459,6 +460,21 @@ def test_the_requests_of_the_benchmark_are_read_line_by_line(monkeypatch: pytest
     careful = _careful_qstat(data)
     monkeypatch.setattr(_QuickReader, "read_rest", refused)
     assert _quick_qstat(data) == careful
+
+
+def test_the_requests_of_an_entry_are_kept_once_met_twice() -> None:
+    """An entry's text after <full_job_name> (its rest) is read once for each text met twice or
+    more in a document, and kept for the entries after; one met once is not kept (but where
+    another of the same hash was met): in the queue of many combinations of requests, most are
+    met once. The document reads as the careful reader reads it."""
+    bench = benchmark()
+    text = bench.make_qstat(2000, 12, random.Random(7), shape=bench.SHAPES["requests"]).decode()
+    met = Counter(_JOB_ENTRY.match(piece).groups()[-1] for piece in text.split(_ENTRY_MARK)[1:])  # type: ignore[union-attr]
+    again = {rest for rest, n in met.items() if n > 1}
+    reader = _QuickReader(text)
+    assert reader.read() == _careful_qstat(text)
+    assert again and set(reader.rests) >= again
+    assert len(set(reader.rests) - again) < (len(met) - len(again)) / 10
 
 
 # -- one regular document, spoiled in many ways -------------------------------------------------

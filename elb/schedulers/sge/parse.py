@@ -850,6 +850,9 @@ _Rest = tuple[
 
 
 _ENTRY_PLACES = frozenset(("queue_info", "Queue-List", "job_info"))
+# Marks of the rests met once in a document, by their hash (``_QuickReader.kept_rest``): a power
+# of two, many times as many as the entries of a large queue.
+_MET_SLOTS = 1 << 20
 _SECONDS = {f"{n:02d}": n for n in range(62)}  # 60 and 61: leap seconds, as parse_timestamp allows
 
 
@@ -1178,7 +1181,10 @@ class _QuickReader:
         self.jobs: list[Job] = []
         self.late: list[Job] = []  # running entries outside a queue instance: last, as the careful reader
         self.queues: list[QueueInstance] = []
+        # What each rest met twice or more says (``kept_rest``), by its text; the rests met once,
+        # marked by their hash.
         self.rests: dict[str, _Rest] = {}
+        self.met = bytearray(_MET_SLOTS)
         self.attributes: dict[str, Mapping[str, str]] = {}  # an element's attributes by their text (rest)
         self.lines: dict[str, _Line] = {}  # what a line of a rest says, by its text
         self.prios: dict[str, float] = {}
@@ -1570,9 +1576,7 @@ class _QuickReader:
             ids, job.tasks = task_range, _range_count(int(first), int(last), int(step))
         else:
             ids, job.tasks = (None, 1) if task_ids is None else self.tasks(task_ids)
-        requests = self.rests.get(rest)
-        if requests is None:
-            requests = self.rests[rest] = self.rest(rest)
+        requests = self.rests.get(rest) or self.kept_rest(rest)
         (job.hard_requests, job.pe, job.pe_range, job.hard_queues, job.master_requests, job.slave_requests,
          job.hard_runtime) = requests  # fmt: skip
         job.name, job.owner, job.state, job.phase = name, owner, state, phase
@@ -1624,6 +1628,19 @@ class _QuickReader:
             except ValueError:
                 raise _Decline from None
         return hours[hour]
+
+    def kept_rest(self, text: str) -> _Rest:
+        """``rest`` of a text not kept yet, kept for the entries after (``rests``) when a text of
+        its hash was met before in this document (``met``): a rest seen twice is likely seen
+        again, and a queue of entries with requests of their own (thousands of combinations)
+        keeps few of their texts, each a copy of most of its entry."""
+        found = self.rest(text)
+        at = hash(text) & (_MET_SLOTS - 1)
+        if self.met[at]:
+            self.rests[text] = found
+        else:
+            self.met[at] = 1
+        return found
 
     def rest(self, text: str) -> _Rest:
         """The requests and PE of what follows <full_job_name> in an entry.
