@@ -850,9 +850,6 @@ _Rest = tuple[
 
 
 _ENTRY_PLACES = frozenset(("queue_info", "Queue-List", "job_info"))
-# Marks of the rests met once in a document, by their hash (``_QuickReader.kept_rest``): a power
-# of two, many times as many as the entries of a large queue.
-_MET_SLOTS = 1 << 20
 _SECONDS = {f"{n:02d}": n for n in range(62)}  # 60 and 61: leap seconds, as parse_timestamp allows
 
 
@@ -1181,10 +1178,10 @@ class _QuickReader:
         self.jobs: list[Job] = []
         self.late: list[Job] = []  # running entries outside a queue instance: last, as the careful reader
         self.queues: list[QueueInstance] = []
-        # What each rest met twice or more says (``kept_rest``), by its text; the rests met once,
-        # marked by their hash.
+        # What each rest met twice or more says (``kept_rest``), by its text; the hashes of the
+        # rests met once.
         self.rests: dict[str, _Rest] = {}
-        self.met = bytearray(_MET_SLOTS)
+        self.met: set[int] = set()
         self.attributes: dict[str, Mapping[str, str]] = {}  # an element's attributes by their text (rest)
         self.lines: dict[str, _Line] = {}  # what a line of a rest says, by its text
         self.prios: dict[str, float] = {}
@@ -1635,11 +1632,11 @@ class _QuickReader:
         again, and a queue of entries with requests of their own (thousands of combinations)
         keeps few of their texts, each a copy of most of its entry."""
         found = self.rest(text)
-        at = hash(text) & (_MET_SLOTS - 1)
-        if self.met[at]:
+        seen = hash(text)
+        if seen in self.met:
             self.rests[text] = found
         else:
-            self.met[at] = 1
+            self.met.add(seen)
         return found
 
     def rest(self, text: str) -> _Rest:
