@@ -730,6 +730,19 @@ def test_a_first_read_hands_over_every_piece_where_the_next_read_finds_it(shape:
     assert all(memo.pieces[at][text] is made for at, kept in pieces.items() for text, made in kept.items())
 
 
+@settings(max_examples=200, deadline=None)
+@given(documents())
+def test_white_space_matched_possessively_is_matched_as_it_would_be_with_a_way_back(doc: str) -> None:
+    """``_JOB_ENTRY`` matches the white space after each element possessively: on every piece of
+    a document it matches what it matches with that white space free to be given back."""
+    possessive = r"[ \t\n]*+"
+    greedy = re.compile(_JOB_ENTRY.pattern.replace(possessive, r"[ \t\n]*"))
+    assert possessive in _JOB_ENTRY.pattern
+    for piece in doc.split(_ENTRY_MARK)[1:]:
+        quick, backing = _JOB_ENTRY.match(piece), greedy.match(piece)
+        assert (quick and (quick.groups(), quick.end())) == (backing and (backing.groups(), backing.end()))
+
+
 def test_an_entry_matched_in_the_whole_text_ends_before_the_next_mark() -> None:
     """A first read matches each entry where it stands in the whole document, and takes its
     match's end for its piece's when the next mark follows: an entry without its end tag is not

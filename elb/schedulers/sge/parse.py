@@ -789,34 +789,35 @@ _REFERENCE_BYTES = re.compile(_REFERENCE.pattern.encode())
 _PREDEFINED = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
 # One job entry in the order qstat writes it, after its opening mark (the document is cut at each
 # mark); what follows <full_job_name> (requests, the PE, binding, ...) is the "rest", read by
-# _QuickReader.rest once per distinct text.
+# _QuickReader.rest once per distinct text. The white space after each element is matched
+# possessively (``*+``): what follows it starts with "<", so none of it is ever given back.
 _ENTRY_MARK = '<job_list state="'
 _PLAIN_PRIORITY = r"[0-9]{1,18}\.[0-9]{1,18}"
 _JOB_ENTRY = re.compile(
-    r'(?:pending|([a-z]{1,32}))">[ \t\n]*'  # None for "pending": no str made
-    r"<JB_job_number>([0-9]{1,18})</JB_job_number>[ \t\n]*"
+    r'(?:pending|([a-z]{1,32}))">[ \t\n]*+'  # None for "pending": no str made
+    r"<JB_job_number>([0-9]{1,18})</JB_job_number>[ \t\n]*+"
     # A priority of digits and a point (as SGE writes them: 0.50000) as a group of its own, read
     # by float() alone: it is a number of ASCII digits as it stands.
-    rf"<JAT_prio>(?:({_PLAIN_PRIORITY})|({_TEXT}{{0,64}}))</JAT_prio>[ \t\n]*"
-    rf"<JB_name>({_TEXT}{{0,65536}})</JB_name>[ \t\n]*"
-    rf"<JB_owner>({_TEXT}{{0,65536}})</JB_owner>[ \t\n]*"
-    r"<state>([A-Za-z]{1,16})</state>[ \t\n]*"
+    rf"<JAT_prio>(?:({_PLAIN_PRIORITY})|({_TEXT}{{0,64}}))</JAT_prio>[ \t\n]*+"
+    rf"<JB_name>({_TEXT}{{0,65536}})</JB_name>[ \t\n]*+"
+    rf"<JB_owner>({_TEXT}{{0,65536}})</JB_owner>[ \t\n]*+"
+    r"<state>([A-Za-z]{1,16})</state>[ \t\n]*+"
     # The time: a start time (running), or a submission time by 8.1.9's name or OCS 9's; the
     # groups are None for the usual JB_submission_time, so no str is made for it.
     r"<(?:(JAT_start_time)|(JAT_submission_time)|JB_submission_time)>"
     r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?"
-    r"</(?(8)JAT_start_time|(?(9)JAT_submission_time|JB_submission_time))>[ \t\n]*"
-    rf"(?:<queue_name>({_TEXT}{{0,65536}})</queue_name>[ \t\n]*)?"
-    r"<slots>([0-9]{1,18})</slots>[ \t\n]*"
+    r"</(?(8)JAT_start_time|(?(9)JAT_submission_time|JB_submission_time))>[ \t\n]*+"
+    rf"(?:<queue_name>({_TEXT}{{0,65536}})</queue_name>[ \t\n]*+)?"
+    r"<slots>([0-9]{1,18})</slots>[ \t\n]*+"
     # An array job's task ids: one range of ASCII digits as SGE writes a waiting array's
     # (1-500:1) as a group of its own and its three numbers, counted by arithmetic alone
     # (``_range_count``); any other text as a group of its own, read by count_tasks.
     r"(?:<tasks>(?:(([0-9]{1,10})-([0-9]{1,10}):([0-9]{1,10}))"
-    rf"|({_TEXT}{{0,65536}}))</tasks>[ \t\n]*)?"
-    rf"(?:<full_job_name>{_TEXT}{{0,65536}}</full_job_name>[ \t\n]*)?"
+    rf"|({_TEXT}{{0,65536}}))</tasks>[ \t\n]*+)?"
+    rf"(?:<full_job_name>{_TEXT}{{0,65536}}</full_job_name>[ \t\n]*+)?"
     # The rest, up to the entry's end; possessive: nothing to give back. It holds no entry's mark,
     # nor does anything before it: matched in the whole text, an entry ends before the next mark.
-    rf"([^<]*+(?:<(?!/job_list>|{re.escape(_ENTRY_MARK[1:])})[^<]*+)*+)</job_list>[ \t\n]*"
+    rf"([^<]*+(?:<(?!/job_list>|{re.escape(_ENTRY_MARK[1:])})[^<]*+)*+)</job_list>[ \t\n]*+"
 )
 # Any element of text only, or empty; its attributes are read by _attributes.
 _ELEMENT = re.compile(
