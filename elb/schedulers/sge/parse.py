@@ -1538,8 +1538,8 @@ class _QuickReader:
         a reference or an escaped "<" (else its fields are read as they stand).
 
         This runs once per new entry (50,000 times for a large queue read the first time): values
-        that repeat (priorities, task ranges, requests, the minute of a timestamp) are worked out
-        once each, and the Job is made in place (``_JobBuilder``)."""
+        that repeat (priorities, task ranges, the minute of a timestamp) are worked out once each,
+        requests twice at most (``kept_rest``), and the Job is made in place (``_JobBuilder``)."""
         (_entry_state, number, plain_prio, prio, name, owner, state, start_tag, submission_tag, minute, second,
          fraction, queue_name, slots, task_range, first, last, step, task_ids, rest) = fields  # fmt: skip
         priority = float(plain_prio) if plain_prio is not None else self.priority(_resolve(prio) if self.amp else prio)
