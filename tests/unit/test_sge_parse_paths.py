@@ -14,6 +14,7 @@ import importlib.util
 import random
 import re
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from types import MappingProxyType
@@ -27,7 +28,9 @@ from hypothesis import strategies as st
 from elb.core.model import Job, QueueInstance
 from elb.schedulers.sge.errors import SgeParseError
 from elb.schedulers.sge.parse import (
+    _ENTRY_MARK,
     _FAST_JOBS,
+    _JOB_ENTRY,
     REPRIORITIZED_AFTER,
     QstatMemo,
     QstatResult,
@@ -459,6 +462,20 @@ def test_the_requests_of_the_benchmark_are_read_line_by_line(monkeypatch: pytest
     assert _quick_qstat(data) == careful
 
 
+def test_the_requests_of_an_entry_are_kept_once_met_twice() -> None:
+    """An entry's text after <full_job_name> (its rest) is kept for the entries after once it is
+    met a second time in a document; one met once is not kept: in the queue of many combinations
+    of requests, most are met once. The document reads as the careful reader reads it."""
+    bench = benchmark()
+    text = bench.make_qstat(2000, 12, random.Random(7), shape=bench.SHAPES["requests"]).decode()
+    met = Counter(_JOB_ENTRY.match(piece).groups()[-1] for piece in text.split(_ENTRY_MARK)[1:])  # type: ignore[union-attr]
+    again = {rest for rest, n in met.items() if n > 1}
+    reader = _QuickReader(text)
+    assert reader.read() == _careful_qstat(text)
+    assert again and set(reader.rests) == again
+    assert len(met) > 2 * len(again)
+
+
 # -- one regular document, spoiled in many ways -------------------------------------------------
 
 
@@ -711,6 +728,33 @@ def test_a_first_read_hands_over_every_piece_where_the_next_read_finds_it(shape:
     assert again == first and all(a is b for a, b in zip(again.jobs, first.jobs, strict=True))
     assert {at: list(kept) for at, kept in memo.pieces.items()} == {at: list(kept) for at, kept in pieces.items()}
     assert all(memo.pieces[at][text] is made for at, kept in pieces.items() for text, made in kept.items())
+
+
+@settings(max_examples=200, deadline=None)
+@given(documents())
+def test_white_space_matched_possessively_is_matched_as_it_would_be_with_a_way_back(doc: str) -> None:
+    """``_JOB_ENTRY`` matches the white space after each element possessively: on every piece of
+    a document it matches what it matches with that white space free to be given back."""
+    possessive = r"[ \t\n]*+"
+    greedy = re.compile(_JOB_ENTRY.pattern.replace(possessive, r"[ \t\n]*"))
+    assert possessive in _JOB_ENTRY.pattern
+    for piece in doc.split(_ENTRY_MARK)[1:]:
+        quick, backing = _JOB_ENTRY.match(piece), greedy.match(piece)
+        assert (quick and (quick.groups(), quick.end())) == (backing and (backing.groups(), backing.end()))
+
+
+def test_an_entry_matched_in_the_whole_text_ends_before_the_next_mark() -> None:
+    """A first read matches each entry where it stands in the whole document, and takes its
+    match's end for its piece's when the next mark follows: an entry without its end tag is not
+    matched on into the next entry (up to that one's end tag, before a third entry's mark), and the
+    document reads as the careful reader reads it."""
+    data = (FIXTURES / "recorded" / "groups-waiting.qstat-r-f.xml").read_text()
+    unended = data.replace("<binding>NONE</binding>\n    </job_list>", "<binding>NONE</binding>\n", 1)
+    first = unended.index(_ENTRY_MARK) + len(_ENTRY_MARK)
+    assert unended.find(_ENTRY_MARK, first) < unended.index("</job_list>", first)
+    assert _JOB_ENTRY.match(unended, first) is None
+    assert _JOB_ENTRY.match(data, first) is not None
+    check(unended)
 
 
 def test_new_priorities_are_taken_from_the_text() -> None:

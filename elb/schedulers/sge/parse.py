@@ -789,32 +789,35 @@ _REFERENCE_BYTES = re.compile(_REFERENCE.pattern.encode())
 _PREDEFINED = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
 # One job entry in the order qstat writes it, after its opening mark (the document is cut at each
 # mark); what follows <full_job_name> (requests, the PE, binding, ...) is the "rest", read by
-# _QuickReader.rest once per distinct text.
+# _QuickReader.rest once per distinct text. The white space after each element is matched
+# possessively (``*+``): what follows it starts with "<", so none of it is ever given back.
 _ENTRY_MARK = '<job_list state="'
 _PLAIN_PRIORITY = r"[0-9]{1,18}\.[0-9]{1,18}"
 _JOB_ENTRY = re.compile(
-    r'(?:pending|([a-z]{1,32}))">[ \t\n]*'  # None for "pending": no str made
-    r"<JB_job_number>([0-9]{1,18})</JB_job_number>[ \t\n]*"
+    r'(?:pending|([a-z]{1,32}))">[ \t\n]*+'  # None for "pending": no str made
+    r"<JB_job_number>([0-9]{1,18})</JB_job_number>[ \t\n]*+"
     # A priority of digits and a point (as SGE writes them: 0.50000) as a group of its own, read
     # by float() alone: it is a number of ASCII digits as it stands.
-    rf"<JAT_prio>(?:({_PLAIN_PRIORITY})|({_TEXT}{{0,64}}))</JAT_prio>[ \t\n]*"
-    rf"<JB_name>({_TEXT}{{0,65536}})</JB_name>[ \t\n]*"
-    rf"<JB_owner>({_TEXT}{{0,65536}})</JB_owner>[ \t\n]*"
-    r"<state>([A-Za-z]{1,16})</state>[ \t\n]*"
+    rf"<JAT_prio>(?:({_PLAIN_PRIORITY})|({_TEXT}{{0,64}}))</JAT_prio>[ \t\n]*+"
+    rf"<JB_name>({_TEXT}{{0,65536}})</JB_name>[ \t\n]*+"
+    rf"<JB_owner>({_TEXT}{{0,65536}})</JB_owner>[ \t\n]*+"
+    r"<state>([A-Za-z]{1,16})</state>[ \t\n]*+"
     # The time: a start time (running), or a submission time by 8.1.9's name or OCS 9's; the
     # groups are None for the usual JB_submission_time, so no str is made for it.
     r"<(?:(JAT_start_time)|(JAT_submission_time)|JB_submission_time)>"
     r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?"
-    r"</(?(8)JAT_start_time|(?(9)JAT_submission_time|JB_submission_time))>[ \t\n]*"
-    rf"(?:<queue_name>({_TEXT}{{0,65536}})</queue_name>[ \t\n]*)?"
-    r"<slots>([0-9]{1,18})</slots>[ \t\n]*"
+    r"</(?(8)JAT_start_time|(?(9)JAT_submission_time|JB_submission_time))>[ \t\n]*+"
+    rf"(?:<queue_name>({_TEXT}{{0,65536}})</queue_name>[ \t\n]*+)?"
+    r"<slots>([0-9]{1,18})</slots>[ \t\n]*+"
     # An array job's task ids: one range of ASCII digits as SGE writes a waiting array's
     # (1-500:1) as a group of its own and its three numbers, counted by arithmetic alone
     # (``_range_count``); any other text as a group of its own, read by count_tasks.
     r"(?:<tasks>(?:(([0-9]{1,10})-([0-9]{1,10}):([0-9]{1,10}))"
-    rf"|({_TEXT}{{0,65536}}))</tasks>[ \t\n]*)?"
-    rf"(?:<full_job_name>{_TEXT}{{0,65536}}</full_job_name>[ \t\n]*)?"
-    r"([^<]*+(?:<(?!/job_list>)[^<]*+)*+)</job_list>[ \t\n]*"  # possessive: nothing to give back
+    rf"|({_TEXT}{{0,65536}}))</tasks>[ \t\n]*+)?"
+    rf"(?:<full_job_name>{_TEXT}{{0,65536}}</full_job_name>[ \t\n]*+)?"
+    # The rest, up to the entry's end; possessive: nothing to give back. It holds no entry's mark,
+    # nor does anything before it: matched in the whole text, an entry ends before the next mark.
+    rf"([^<]*+(?:<(?!/job_list>|{re.escape(_ENTRY_MARK[1:])})[^<]*+)*+)</job_list>[ \t\n]*+"
 )
 # Any element of text only, or empty; its attributes are read by _attributes.
 _ELEMENT = re.compile(
@@ -1176,7 +1179,10 @@ class _QuickReader:
         self.jobs: list[Job] = []
         self.late: list[Job] = []  # running entries outside a queue instance: last, as the careful reader
         self.queues: list[QueueInstance] = []
+        # What each rest met twice or more says (``kept_rest``), by its text; the hashes of the
+        # rests met once.
         self.rests: dict[str, _Rest] = {}
+        self.met: set[int] = set()
         self.attributes: dict[str, Mapping[str, str]] = {}  # an element's attributes by their text (rest)
         self.lines: dict[str, _Line] = {}  # what a line of a rest says, by its text
         self.prios: dict[str, float] = {}
@@ -1331,8 +1337,14 @@ class _QuickReader:
     ) -> QstatResult:
         """``read`` when nothing is remembered, from the mark at ``cut`` on (in ``queue``): each
         piece read (``piece``), the pieces handed to ``memo`` in their order, not indexed
-        (``QstatMemo.keep_unindexed``)."""
+        (``QstatMemo.keep_unindexed``).
+
+        An entry is matched where it stands in ``whole``: when the next mark follows it, its
+        piece is the entry alone and ends there (``_JOB_ENTRY`` matches no mark past its start,
+        so that is where the next mark is), and is read from that match (``entry``); else the
+        piece is cut at the next mark and read whole (``piece``)."""
         mark, size, find, append, piece = _ENTRY_MARK, len(_ENTRY_MARK), whole.find, self.jobs.append, self.piece
+        match, followed, entry = _JOB_ENTRY.match, whole.startswith, self.entry
         place = self.place
         texts: list[str] = []
         made: list[_Made] = []
@@ -1340,9 +1352,15 @@ class _QuickReader:
         keep_text, keep_made = texts.append, made.append
         while cut >= 0:
             start = cut + size
-            cut = find(mark, start)
-            text = whole[start:cut] if cut >= 0 else whole[start:]
-            done = piece(text, place, queue)
+            m = match(whole, start)
+            if m is not None and followed(mark, m.end()):  # an entry alone: the reader stays
+                cut = m.end()
+                text = whole[start:cut]
+                done = entry(m.groups(), text, place, queue)
+            else:
+                cut = find(mark, start)
+                text = whole[start:cut] if cut >= 0 else whole[start:]
+                done = piece(text, place, queue)
             keep_text(text)
             keep_made(done)
             if type(done) is Job:  # the reader stays where it is
@@ -1419,22 +1437,31 @@ class _QuickReader:
         """Read one piece (a job entry after its mark, and what follows) from ``place``, in the
         queue instance ``queue`` (None outside one)."""
         m = _JOB_ENTRY.match(text)
-        if m is None or place not in _ENTRY_PLACES:
-            raise _Decline  # not an entry of the regular shape, or outside the sections
-        fields = m.groups()
-        running = fields[0] == "running"
-        if queue is not None and not running:
-            raise _Decline  # not running inside a queue instance
-        # Only an entry with a "&" or "%" in its text may hold a reference or an escaped "<".
-        job = self.job(fields, queue, self.lt and ("&" in text or "%" in text))
-        last = running and queue is None
+        if m is None:
+            raise _Decline  # not an entry of the regular shape
+        alone = self.entry(m.groups(), text, place, queue)
         if m.end() == len(text):  # nothing after the entry but white space: the reader stays
-            return _Piece(job, last, (), place, queue) if last else job
+            return alone
+        job, last = (alone, False) if type(alone) is Job else (cast(_Piece, alone).job, True)
         self.place, had = place, len(self.queues)
         after = self.between(text, m.end())
         made = tuple(self.queues[had:])
         del self.queues[had:]
         return _Piece(job, last, made, self.place, after)
+
+    def entry(self, fields: tuple[Any, ...], text: str, place: str, queue: str | None) -> Job | _Piece:
+        """What one entry makes, from the groups of its ``_JOB_ENTRY`` match (its piece's
+        ``text`` holds it) read from ``place``, in ``queue``, as a piece of that entry alone
+        (the reader stays): its Job, or a ``_Piece`` for a running entry outside a queue
+        instance (its job goes last)."""
+        if place not in _ENTRY_PLACES:
+            raise _Decline  # outside the sections
+        running = fields[0] == "running"
+        if queue is not None and not running:
+            raise _Decline  # not running inside a queue instance
+        # Only an entry with a "&" or "%" in its text may hold a reference or an escaped "<".
+        job = self.job(fields, queue, self.lt and ("&" in text or "%" in text))
+        return _Piece(job, True, (), place, queue) if running and queue is None else job
 
     def between(self, text: str, pos: int = 0) -> str | None:
         """Read what lies between two job entries (or before the first, or after the last); the
@@ -1511,8 +1538,8 @@ class _QuickReader:
         a reference or an escaped "<" (else its fields are read as they stand).
 
         This runs once per new entry (50,000 times for a large queue read the first time): values
-        that repeat (priorities, task ranges, requests, the minute of a timestamp) are worked out
-        once each, and the Job is made in place (``_JobBuilder``)."""
+        that repeat (priorities, task ranges, the minute of a timestamp) are worked out once each,
+        requests twice at most (``kept_rest``), and the Job is made in place (``_JobBuilder``)."""
         (_entry_state, number, plain_prio, prio, name, owner, state, start_tag, submission_tag, minute, second,
          fraction, queue_name, slots, task_range, first, last, step, task_ids, rest) = fields  # fmt: skip
         priority = float(plain_prio) if plain_prio is not None else self.priority(_resolve(prio) if self.amp else prio)
@@ -1547,9 +1574,7 @@ class _QuickReader:
             ids, job.tasks = task_range, _range_count(int(first), int(last), int(step))
         else:
             ids, job.tasks = (None, 1) if task_ids is None else self.tasks(task_ids)
-        requests = self.rests.get(rest)
-        if requests is None:
-            requests = self.rests[rest] = self.rest(rest)
+        requests = self.rests.get(rest) or self.kept_rest(rest)
         (job.hard_requests, job.pe, job.pe_range, job.hard_queues, job.master_requests, job.slave_requests,
          job.hard_runtime) = requests  # fmt: skip
         job.name, job.owner, job.state, job.phase = name, owner, state, phase
@@ -1601,6 +1626,19 @@ class _QuickReader:
             except ValueError:
                 raise _Decline from None
         return hours[hour]
+
+    def kept_rest(self, text: str) -> _Rest:
+        """``rest`` of a text not kept yet, kept for the entries after (``rests``) when a text of
+        its hash was met before in this document (``met``): a rest seen twice is likely seen
+        again, and a queue of entries with requests of their own (thousands of combinations)
+        keeps few of their texts, each a copy of most of its entry."""
+        found = self.rest(text)
+        seen = hash(text)
+        if seen in self.met:
+            self.rests[text] = found
+        else:
+            self.met.add(seen)
+        return found
 
     def rest(self, text: str) -> _Rest:
         """The requests and PE of what follows <full_job_name> in an entry.
