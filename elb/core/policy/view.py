@@ -19,11 +19,10 @@ from typing import TypeVar, cast
 
 from elb.core.frozen import maker, quick_init
 from elb.core.gcpause import paused
-from elb.core.model import NO_FLAGS, Host, Job, JobPhase, Node, NodeState
+from elb.core.model import ALIVE_STATES, NO_FLAGS, Host, Job, JobPhase, Node
 from elb.core.naming import next_names
 from elb.core.state import ClusterState, JobsChange, idle_since, is_busy, serves, worker_names
 
-_ALIVE = frozenset(s for s in NodeState if s.alive)
 _WAITING = JobPhase.WAITING  # a job the policy plans for (``Job.is_pending``)
 _JOB_ID = attrgetter("job_id")
 _SUBMITTED = attrgetter("submitted")
@@ -257,7 +256,7 @@ def cluster_view(
     its predicates but the idle time (``_joined``). ``waiting``: ``waiting_of`` the state's
     jobs, worked out already."""
     hosts, jobs_on = state.hosts, state.jobs_on
-    alive = {n.name: n for n in state.records if n.state in _ALIVE and n.name != master}
+    alive = {n.name: n for n in state.records if n.state in ALIVE_STATES and n.name != master}
     last = reuse or {}
     workers: list[Worker] = []
     for name in sorted(worker_names(hosts.keys(), alive.keys(), master, state.down)):
