@@ -259,7 +259,7 @@ def cluster_view(
     alive = {n.name: n for n in state.records if n.state in ALIVE_STATES and n.name != master}
     last = reuse or {}
     workers: list[Worker] = []
-    for name in sorted(worker_names(hosts.keys(), alive.keys(), master, state.down)):
+    for name in _in_order(worker_names(hosts.keys(), alive.keys(), master, state.down), last):
         node, host, jobs = alive.get(name), hosts.get(name), jobs_on.get(name, ())
         w = last.get(name)
         if w is None or w.node is not node or w.host is not host or w.jobs != jobs:
@@ -272,6 +272,13 @@ def cluster_view(
         pending = oldest_first([j for j in state.snapshot.jobs if j.phase is _WAITING], state.now)  # Job.is_pending
         return ClusterView(state.now, tuple(workers), tuple(pending), spn)
     return ClusterView.of_waiting(state.now, tuple(workers), waiting, spn)
+
+
+def _in_order(names: set[str], last: Mapping[str, Worker]) -> list[str]:
+    """``names`` sorted; when they are the very names of ``last`` (an earlier view's workers, as
+    from one pass to the next), sorted in the order of ``last``, in which they are sorted already
+    (a view's order) and which the sort then checks in one walk."""
+    return sorted(last) if last.keys() == names else sorted(names)
 
 
 def _joined(node: Node | None, host: Host | None, jobs: tuple[Job, ...], last: Worker | None) -> Worker:
