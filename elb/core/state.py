@@ -10,9 +10,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
-from itertools import compress
-from operator import attrgetter, is_
 from types import MappingProxyType
 
 from elb.core.frozen import cached, quick_init, replacer
@@ -22,7 +19,6 @@ from elb.core.model import Host, Job, JobPhase, Node, NodeState, Snapshot
 # Records of nodes that are gone for good: kept in the journal, not part of the cluster.
 GONE = frozenset({NodeState.TERMINATED, NodeState.FAILED})
 _RUNNING = JobPhase.RUNNING  # a job filed under its host (``started_host``)
-_PHASE, _IS_RUNNING = attrgetter("phase"), partial(is_, _RUNNING)
 
 
 def seen(records: Sequence[Node], now: float, *, busy: Collection[str], up: Collection[str]) -> tuple[Node, ...]:
@@ -226,9 +222,11 @@ def started_host(j: Job) -> str | None:
 def started_on(jobs: Sequence[Job]) -> dict[str, list[Job]]:
     """The jobs started on each host: ``started_host``'s rule, written out in the loop (it runs
     over every job of a snapshot at each view a policy builds; a test holds the two equal). The
-    running entries are picked out in C first: most of a large queue is waiting."""
+    running entries are picked out first, by one comprehension that compares each phase by
+    identity (most of a large queue is waiting): it costs less than ``compress`` over ``map``s of
+    an ``attrgetter`` and a ``partial`` (two calls a job), as ``Snapshot.pending`` finds."""
     out: dict[str, list[Job]] = {}
-    for j in compress(jobs, map(_IS_RUNNING, map(_PHASE, jobs))):
+    for j in [j for j in jobs if j.phase is _RUNNING]:
         if j.queue is None:
             continue
         h = j.host
