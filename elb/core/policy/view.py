@@ -20,7 +20,7 @@ from typing import TypeVar, cast
 from elb.core.frozen import maker, quick_init
 from elb.core.gcpause import paused
 from elb.core.model import ALIVE_STATES, NO_FLAGS, Host, Job, JobPhase, Node
-from elb.core.naming import next_names
+from elb.core.naming import highest_number, names_after
 from elb.core.state import ClusterState, JobsChange, idle_since, is_busy, serves, worker_names
 
 _WAITING = JobPhase.WAITING  # a job the policy plans for (``Job.is_pending``)
@@ -65,12 +65,16 @@ def host_numbers(host: Host) -> tuple[bool, int, int, bool]:
 
 
 class _LastNames:
-    """``new_names``' last answer with what it was worked out of (the hosts' and the records'
-    names in their order, and the arguments), one pair replaced whole: a pass asks it of hosts
-    and records whose names are most often the last pass's, and the answer (a number read off
-    each of a thousand names) is a function of those alone."""
+    """What ``new_names`` worked out of the hosts' and the records' names (in their order) and a
+    prefix: the highest number in use, a number read off each of a thousand names, and a function
+    of those alone, replaced whole for other names or another prefix; and its last answer with
+    its count and digits. A pass asks it of hosts and records whose names are most often the last
+    pass's, for more than one count (the scaling's, a demand's one name)."""
 
-    pair: tuple[tuple[list[str], list[str], int, str, int], tuple[str, ...]] | None = None
+    def __init__(self) -> None:
+        self.key: tuple[list[str], list[str], str] | None = None
+        self.highest = 0
+        self.answer: tuple[tuple[int, int], tuple[str, ...]] | None = None
 
 
 _LAST_NAMES = _LastNames()
@@ -80,14 +84,18 @@ def new_names(
     hosts: Sequence[Host], records: Sequence[Node], count: int, prefix: str = "node", digits: int = 3
 ) -> tuple[str, ...]:
     """``elb.core.naming.next_names`` over every name in use (the scheduler's hosts and elb's
-    records; a name in both read once); the last answer again when the names (compared in their
-    order) and the arguments are the last call's (``_LastNames``)."""
-    key = ([h.name for h in hosts], [n.name for n in records], count, prefix, digits)
-    pair = _LAST_NAMES.pair
-    if pair is not None and pair[0] == key:
-        return pair[1]
-    names = next_names(set(key[0]).union(key[1]), count, prefix, digits)
-    _LAST_NAMES.pair = (key, names)
+    records; a name in both read once): the names after the highest number in use, which is the
+    last call's when the names (compared in their order) and the prefix are (``_LastNames``); the
+    last answer again when the count and digits are too."""
+    key = ([h.name for h in hosts], [n.name for n in records], prefix)
+    last = _LAST_NAMES
+    if last.key != key:
+        last.key, last.highest, last.answer = key, highest_number(set(key[0]).union(key[1]), prefix), None
+    answer = last.answer
+    if answer is not None and answer[0] == (count, digits):
+        return answer[1]
+    names = names_after(last.highest, count, prefix, digits)
+    last.answer = ((count, digits), names)
     return names
 
 
