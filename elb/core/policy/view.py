@@ -291,20 +291,27 @@ def _in_order(names: set[str], last: Mapping[str, Worker]) -> list[str]:
 
 def _joined(node: Node | None, host: Host | None, jobs: tuple[Job, ...], last: Worker | None) -> Worker:
     """The worker of a record (None: a host elb does not manage), its host and jobs, from
-    ``last`` (the worker of that name in an earlier view, or None) where it can: with the very
-    same host, its facts; with the same jobs too and a record in the same state (a pass's
-    records are new when it saw the node up or busy), its predicates but the idle time, which
-    reads the record's times (``worker_state``)."""
+    ``last`` (the worker of that name in an earlier view, or None) where it can: with a host of
+    the same queues (``_same_facts``), its facts; with the same jobs too and a record in the same
+    state (a pass's records are new when it saw the node up or busy), its predicates but the
+    idle time, which reads the record's times (``worker_state``)."""
     if node is None:
         assert host is not None
         return Worker.unmanaged(host, jobs)
-    if last is None or last.host is not host:
+    if last is None or not _same_facts(last.host, host):
         return Worker.of(node, host, jobs)
     if last.node is not None and last.jobs == jobs and last.node.state is node.state:
         ready, busy = last.ready, last.busy
         idle = idle_since(node, ready, busy)
         return _worker(node.name, node, host, jobs, last.facts, last.booting, ready, busy, idle)
     return Worker.of(node, host, jobs, last.facts)
+
+
+def _same_facts(before: Host | None, host: Host | None) -> bool:
+    """Whether ``host``'s ``HostFacts`` are ``before``'s: the very same host, or both of equal
+    queues (the facts are read off the queues alone, and a scheduler's read may make each host
+    anew while its queues are unchanged)."""
+    return before is host or (before is not None and host is not None and before.queues == host.queues)
 
 
 def oldest_first(jobs: list[Job], now: float) -> list[Job]:
