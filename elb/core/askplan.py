@@ -38,7 +38,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from elb.core.model import Node, NodeState, Removal
+from elb.core.model import ALIVE_STATES, Node, NodeState, Removal
 from elb.core.scheduler import Ask, AskKind, Dropped, NamePool, PoolName
 from elb.core.state import worker_names
 
@@ -306,7 +306,7 @@ class _Room:
         down: Collection[str],
     ) -> None:
         self.max_nodes, self.group_max, self.first_group = max_nodes, group_max, first_group
-        places = worker_names((), [n.name for n in records if n.state.alive], master, down)
+        places = worker_names((), [n.name for n in records if n.state in ALIVE_STATES], master, down)
         alive = [n for n in records if n.name in places]
         self.free = max(0, max_nodes - len(alive))
         self.per_group: dict[str, int] = {}

@@ -14,6 +14,7 @@ fields, equal, hashed alike, frozen); a test holds the two equal for every class
 class with keyword arguments goes through a dict of them (``type.__call__`` hands them to
 ``__init__`` that way), calling a function does not, so a value made by keyword costs about a
 third as much through its maker (the replay makes records and jobs by keyword at every change).
+``replacer(cls, *names)`` is ``dataclasses.replace`` of those fields through the maker.
 
 A frozen dataclass without slots (one that keeps more in its ``__dict__``, as the joined
 ``ClusterState`` keeps its joins) gets the same: its fields are stored in the new object's
@@ -50,6 +51,26 @@ def maker(cls: Callable[P, T]) -> Callable[P, T]:
     if make is None:
         raise TypeError(f"{cls!r} has no maker: quick_init did not decorate it")
     return make
+
+
+def replacer(cls: type[T], *names: str) -> Callable[..., T]:
+    """A function ``(value, *new)`` that makes what ``dataclasses.replace(value, **dict(zip(names,
+    new)))`` makes of a value of ``cls``, a class ``quick_init`` decorated: its maker called with
+    the fields ``names`` given and each other read off ``value``, without ``replace``'s checks and
+    dict of keywords (a pass makes a record of each node it saw up this way)."""
+    make = maker(cls)
+    fields = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    if len(set(names)) != len(names) or not set(names) <= set(fields):
+        raise TypeError(f"{cls.__name__}: replacer takes distinct names of its fields, not {names!r}")
+    given = {name: f"_v{i}" for i, name in enumerate(names)}
+    params = ", ".join(["value", *given.values()])
+    args = ", ".join(given.get(name, f"value.{name}") for name in fields)
+    namespace: dict[str, Any] = {"make": make}
+    exec(f"def replace({params}):\n    return make({args})\n", namespace)  # noqa: S102 (the class's own field names)
+    replace: Callable[..., T] = namespace["replace"]
+    replace.__qualname__ = replace.__name__ = f"replace_{cls.__name__}_{'_'.join(names)}"
+    replace.__doc__ = f"A ``{cls.__qualname__}`` with {', '.join(names)} replaced (``replacer``)."
+    return replace
 
 
 def quick_init(cls: type[T]) -> type[T]:

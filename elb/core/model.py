@@ -287,6 +287,9 @@ class NodeState(enum.StrEnum):
 _BOOTING = frozenset(
     {NodeState.REQUESTED, NodeState.LAUNCHING, NodeState.RUNNING, NodeState.PROVISIONING, NodeState.STARTING}
 )
+# The states ``NodeState.alive`` holds, as a set: a pass tests the state of every record, and a
+# member's hash is its string's (a test in C, where the property is a call of Python's).
+ALIVE_STATES = frozenset(s for s in NodeState if s.alive)
 
 
 @quick_init

@@ -29,7 +29,22 @@ def next_names(in_use: Iterable[str], count: int, prefix: str = "node", digits: 
     ``MAX_NODES`` names at once is a ``ValueError`` (a plan never launches that many; a bug that
     asks for more fails its pass instead of filling the memory).
     """
+    return names_after(highest_number(in_use, prefix), _bounded(count), prefix, digits)
+
+
+def highest_number(in_use: Iterable[str], prefix: str = "node") -> int:
+    """The highest number of the names in use that are ``prefix``'s (``node_number``); 0 with none."""
+    return max((n for n in (node_number(x, prefix) for x in in_use) if n is not None), default=0)
+
+
+def names_after(highest: int, count: int, prefix: str = "node", digits: int = 3) -> tuple[str, ...]:
+    """``count`` new names after the number ``highest`` (``next_names``' answer when that is the
+    highest in use), bounded as it is."""
+    return tuple(f"{prefix}{i:0{digits}d}" for i in range(highest + 1, highest + 1 + _bounded(count)))
+
+
+def _bounded(count: int) -> int:
+    """``count``, or a ``ValueError`` past ``MAX_NODES`` (see ``next_names``)."""
     if count > MAX_NODES:
         raise ValueError(f"{count} new node names asked for: at most {MAX_NODES} (max_nodes' bound)")
-    highest = max((n for n in (node_number(x, prefix) for x in in_use) if n is not None), default=0)
-    return tuple(f"{prefix}{i:0{digits}d}" for i in range(highest + 1, highest + 1 + count))
+    return count

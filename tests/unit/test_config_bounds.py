@@ -17,7 +17,7 @@ from elb.clouds.ec2.config import ec2_settings
 from elb.core import durations
 from elb.core.config import ClusterConfig, Config, ConfigError, PolicyConfig, load_config
 from elb.core.model import History
-from elb.core.naming import MAX_NODES, next_names
+from elb.core.naming import MAX_NODES, names_after, next_names
 from elb.core.policy import POLICIES, make_policy
 from elb.core.state import join
 from elb.schedulers.sge.config import sge_settings
@@ -192,13 +192,13 @@ def test_a_huge_array_job_at_the_bound_names_only_what_can_be_launched(
 ) -> None:
     built: list[int] = []
 
-    def counting(in_use: object, count: int, *args: object) -> tuple[str, ...]:
-        names = next_names(in_use, count, *args)  # type: ignore[arg-type]
+    def counting(highest: int, count: int, *args: object) -> tuple[str, ...]:
+        names = names_after(highest, count, *args)  # type: ignore[arg-type]
         built.append(len(names))
         return names
 
-    monkeypatch.setattr(elb.core.policy.view, "next_names", counting)
-    monkeypatch.setattr(elb.core.policy.tally, "next_names", counting)
+    monkeypatch.setattr(elb.core.policy.view, "names_after", counting)
+    monkeypatch.setattr(elb.core.policy.tally, "names_after", counting)
     cfg = PolicyConfig(name=name, max_nodes=MAX_NODES, slots_per_node=4, wait_time=0, stabilization_time=0)
     policy = make_policy(cfg, ClusterConfig())
     s = snap([pending(1, 6000.0, tasks=10**9)], [host("node001", used=8)])

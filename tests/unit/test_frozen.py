@@ -2,8 +2,9 @@
 decorates, and for a class made here, each field is what the dataclass's ``__init__`` sets
 (given by position, by keyword, or left to its default or default factory); the value is equal,
 hashed alike, of the class, frozen; a default factory is called once per value. Each class's
-``maker`` makes the same value as the class, from the same arguments. Classes it does not
-handle are refused, and so is a maker of a class it did not decorate."""
+``maker`` makes the same value as the class, from the same arguments, and each ``replacer``
+what ``dataclasses.replace`` makes. Classes it does not handle are refused, and so is a maker
+of a class it did not decorate."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ import pytest
 import elb.core
 import elb.schedulers
 import elb.simulate
-from elb.core.frozen import cached, maker, quick_init
+from elb.core.frozen import cached, maker, quick_init, replacer
+from elb.core.model import Node
 
 
 def _decorated() -> list[type]:
@@ -194,3 +196,22 @@ def test_classes_it_does_not_handle_are_refused() -> None:
             quick_init(cls)
         with pytest.raises(TypeError):
             maker(cls)
+
+
+@pytest.mark.parametrize("cls", DECORATED, ids=lambda c: c.__qualname__)
+def test_replacer_makes_what_dataclasses_replace_makes(cls: type) -> None:
+    fields = [f.name for f in dataclasses.fields(cls)]
+    value = maker(cls)(*(object() for _ in fields))  # a distinct object per field
+    for names in ((fields[0],), tuple(fields[-2:]), tuple(reversed(fields))):
+        new = [object() for _ in names]
+        made: object = replacer(cls, *names)(value, *new)
+        expected = dataclasses.replace(value, **dict(zip(names, new, strict=True)))
+        assert type(made) is cls
+        assert _fields(made) == _fields(expected)
+        assert [type(v) for v in _fields(made).values()] == [type(v) for v in _fields(expected).values()]
+
+
+def test_replacer_refuses_names_that_are_not_distinct_fields() -> None:
+    for names in (("nothing",), ("last_up_at", "last_up_at")):
+        with pytest.raises(TypeError):
+            replacer(Node, *names)

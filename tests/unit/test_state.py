@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from elb.core.interfaces import Instance, InstanceState
-from elb.core.model import Host, Job, JobPhase, Node, NodeState, QueueInstance, Snapshot
+from elb.core.model import ALIVE_STATES, Host, Job, JobPhase, Node, NodeState, QueueInstance, Snapshot
 from elb.core.policy.view import host_facts, host_numbers
 from elb.core.state import busy_hosts, jobs_started_on, join, started_host, started_on
 from elb.schedulers.sge.states import job_phase, queue_flags
@@ -15,6 +15,11 @@ from tests.unit.factories import T0, running
 
 def _host(name: str, used: int = 0, states: str = "") -> Host:
     return Host(name, (QueueInstance("all.q", name, 8, used, 0, queue_flags(states)),))
+
+
+@pytest.mark.parametrize("state", list(NodeState))
+def test_the_alive_states_are_the_states_alive_holds(state: NodeState) -> None:
+    assert (state in ALIVE_STATES) is state.alive
 
 
 def test_join_carries_every_predicate() -> None:

@@ -105,3 +105,52 @@ def test_a_worker_kept_with_a_new_record_reads_its_idle_time_and_state() -> None
     assert kept.workers == fresh.workers
     assert [w.idle_since for w in kept.workers] == [T0 - 600, T0 + 5, None, T0 - 100]
     assert all(w.host is h for w, h in zip(kept.workers, hosts, strict=True))
+
+
+def test_the_workers_of_a_view_that_reuses_another_are_in_name_order() -> None:
+    """A view that reuses an earlier one's workers lists its own in name order: of the very same
+    names, whatever the order of the workers handed to it; of a name more, a name less, or as many
+    names but one other, each new one in its place and each one gone out."""
+    names = ["node003", "node001", "node004", "node002"]
+    hosts = [Host(n, (QueueInstance("all.q", n, 8, 0, 0, queue_flags("")),)) for n in names]
+    records = [Node(n, NodeState.READY, T0 - 1000, f"i-{n}", ready_at=T0 - 600) for n in names]
+    state = join(records, (), Snapshot(T0, (), tuple(hosts)), now=T0)
+    earlier = cluster_view(state, "master", 8)
+    assert [w.name for w in earlier.workers] == sorted(names)
+    backwards = {w.name: w for w in reversed(earlier.workers)}
+    assert [w.name for w in cluster_view(state, "master", 8, reuse=backwards).workers] == sorted(names)
+    node000 = Host("node000", hosts[0].queues)
+    for kept in (hosts[:3], [*hosts, node000], [*hosts[:3], node000]):
+        other = join([r for r in records if r.name in {h.name for h in kept}], (), Snapshot(T0, (), tuple(kept)))
+        workers = cluster_view(other, "master", 8, reuse={w.name: w for w in earlier.workers}).workers
+        assert [w.name for w in workers] == sorted(h.name for h in kept)
+
+
+def test_a_worker_kept_with_a_new_host_of_equal_queues_keeps_its_facts_and_reads_changed_ones() -> None:
+    """The next pass's hosts are new objects (a scheduler's read may make each anew): a worker
+    whose host has queues equal to its earlier host's keeps its facts; one whose queues changed
+    (a slot used, a queue unreachable or disabled, a queue more) reads them anew; each worker is
+    the worker a view made afresh has."""
+
+    def hosts_of(flags: list[tuple[int, str]], more: int = 0) -> tuple[Host, ...]:
+        out = []
+        for k, (used, flag) in enumerate(flags):
+            name = f"node{k:03d}"
+            queues = [QueueInstance("all.q", name, 8, used, 0, queue_flags(flag))]
+            queues += [QueueInstance(f"q{i}", name, 8, 0, 0, queue_flags("")) for i in range(more if k == 4 else 0)]
+            out.append(Host(name, tuple(queues)))
+        return tuple(out)
+
+    before = [(0, ""), (1, ""), (0, ""), (0, ""), (0, "")]
+    after = [(0, ""), (1, ""), (1, ""), (0, "u"), (0, "")]  # node002 busy, node003 unreachable, node004 a queue more
+    records = [Node(f"node{k:03d}", NodeState.READY, T0 - 1000, f"i-{k}", ready_at=T0 - 600) for k in range(5)]
+    earlier = cluster_view(join(records, (), Snapshot(T0, (), hosts_of(before)), now=T0), "master", 8)
+    later_records = [replace(r, last_up_at=T0 + 5) for r in records]
+    later = join(later_records, (), Snapshot(T0 + 5, (), hosts_of(after, more=1)), now=T0 + 5)
+    kept = cluster_view(later, "master", 8, reuse={w.name: w for w in earlier.workers})
+    fresh = cluster_view(later, "master", 8)
+    assert kept.workers == fresh.workers
+    assert [w.facts is e.facts for w, e in zip(kept.workers, earlier.workers, strict=True)] == [
+        True, True, False, False, False
+    ]  # fmt: skip
+    assert [(w.busy, w.ready) for w in kept.workers][2:4] == [(True, True), (False, False)]

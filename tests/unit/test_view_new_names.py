@@ -1,6 +1,7 @@
-"""``elb.core.policy.view.new_names`` keeps its last answer while the hosts' and records' names and
-its arguments are the same: each answer is ``next_names`` over every name in use, through calls
-whose names and arguments change one at a time."""
+"""``elb.core.policy.view.new_names`` keeps the highest number in use while the hosts' and records'
+names and the prefix are the same, and its last answer while the count and digits are too: each
+answer is ``next_names`` over every name in use, through calls whose names and arguments change
+one at a time."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ def test_new_names_are_next_names_of_the_names_in_use_call_after_call() -> None:
         (hosts, records, 2, "node", 3),
         (more, records, 2, "node", 3),  # a host more
         (more, records, 3, "node", 3),  # another count
+        (more, records, 1, "node", 3),  # and another (a demand's one name between two scalings')
+        (more, records, 3, "node", 3),
         (more, records, 3, "node", 4),  # other digits
         (more, records, 3, "nod", 4),  # another prefix: no name is one of its numbers
         ([host("node015"), *more[1:]], records, 3, "nod", 4),  # a host's name changed in place

@@ -54,14 +54,13 @@ from dataclasses import dataclass
 from typing import Generic, NamedTuple, TypeVar
 
 from elb.core.frozen import quick_init
-from elb.core.model import Host, Job, JobPhase, Node, NodeState, Snapshot
-from elb.core.naming import next_names, node_number
+from elb.core.model import ALIVE_STATES, Host, Job, JobPhase, Node, Snapshot
+from elb.core.naming import names_after, node_number
 from elb.core.policy.forecast import OVERDUE_GRACE, Capacity, ending_window, freed_by, overdue_at
 from elb.core.policy.placement import Bin, FreeIndex, Key, named
 from elb.core.policy.view import host_numbers, nodes_for, occupies, oldest_first, worker_state
 from elb.core.state import started_host, worker_slots
 
-_ALIVE = frozenset(s for s in NodeState if s.alive)
 _WAITING = JobPhase.WAITING  # a job the policy plans for (``Job.is_pending``)
 
 T = TypeVar("T")
@@ -424,7 +423,7 @@ class WorkerTally:
         """``elb.core.policy.view.new_names`` of the last inputs (``prefix`` as given to ``update``)."""
         if self._highest is None:
             self._highest = max(self._numbers, default=0)
-        return next_names([f"{prefix}{self._highest}"] if self._highest else [], count, prefix, digits)
+        return names_after(self._highest, count, prefix, digits)
 
     # -- bringing it up to date -----------------------------------------------------------------
     def update(
@@ -516,7 +515,7 @@ class WorkerTally:
                 del alive[n.name]
                 changed.add(n.name)
         for n in came:
-            if n.state in _ALIVE:
+            if n.state in ALIVE_STATES:
                 if n.name in alive:
                     return False
                 alive[n.name] = n

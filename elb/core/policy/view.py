@@ -19,11 +19,10 @@ from typing import TypeVar, cast
 
 from elb.core.frozen import maker, quick_init
 from elb.core.gcpause import paused
-from elb.core.model import NO_FLAGS, Host, Job, JobPhase, Node, NodeState
-from elb.core.naming import next_names
+from elb.core.model import ALIVE_STATES, NO_FLAGS, Host, Job, JobPhase, Node
+from elb.core.naming import highest_number, names_after
 from elb.core.state import ClusterState, JobsChange, idle_since, is_busy, serves, worker_names
 
-_ALIVE = frozenset(s for s in NodeState if s.alive)
 _WAITING = JobPhase.WAITING  # a job the policy plans for (``Job.is_pending``)
 _JOB_ID = attrgetter("job_id")
 _SUBMITTED = attrgetter("submitted")
@@ -66,12 +65,16 @@ def host_numbers(host: Host) -> tuple[bool, int, int, bool]:
 
 
 class _LastNames:
-    """``new_names``' last answer with what it was worked out of (the hosts' and the records'
-    names in their order, and the arguments), one pair replaced whole: a pass asks it of hosts
-    and records whose names are most often the last pass's, and the answer (a number read off
-    each of a thousand names) is a function of those alone."""
+    """What ``new_names`` worked out of the hosts' and the records' names (in their order) and a
+    prefix: the highest number in use, a number read off each of a thousand names, and a function
+    of those alone, replaced whole for other names or another prefix; and its last answer with
+    its count and digits. A pass asks it of hosts and records whose names are most often the last
+    pass's, for more than one count (the scaling's, a demand's one name)."""
 
-    pair: tuple[tuple[list[str], list[str], int, str, int], tuple[str, ...]] | None = None
+    def __init__(self) -> None:
+        self.key: tuple[list[str], list[str], str] | None = None
+        self.highest = 0
+        self.answer: tuple[tuple[int, int], tuple[str, ...]] | None = None
 
 
 _LAST_NAMES = _LastNames()
@@ -81,14 +84,18 @@ def new_names(
     hosts: Sequence[Host], records: Sequence[Node], count: int, prefix: str = "node", digits: int = 3
 ) -> tuple[str, ...]:
     """``elb.core.naming.next_names`` over every name in use (the scheduler's hosts and elb's
-    records; a name in both read once); the last answer again when the names (compared in their
-    order) and the arguments are the last call's (``_LastNames``)."""
-    key = ([h.name for h in hosts], [n.name for n in records], count, prefix, digits)
-    pair = _LAST_NAMES.pair
-    if pair is not None and pair[0] == key:
-        return pair[1]
-    names = next_names(set(key[0]).union(key[1]), count, prefix, digits)
-    _LAST_NAMES.pair = (key, names)
+    records; a name in both read once): the names after the highest number in use, which is the
+    last call's when the names (compared in their order) and the prefix are (``_LastNames``); the
+    last answer again when the count and digits are too."""
+    key = ([h.name for h in hosts], [n.name for n in records], prefix)
+    last = _LAST_NAMES
+    if last.key != key:
+        last.key, last.highest, last.answer = key, highest_number(set(key[0]).union(key[1]), prefix), None
+    answer = last.answer
+    if answer is not None and answer[0] == (count, digits):
+        return answer[1]
+    names = names_after(last.highest, count, prefix, digits)
+    last.answer = ((count, digits), names)
     return names
 
 
@@ -257,10 +264,10 @@ def cluster_view(
     its predicates but the idle time (``_joined``). ``waiting``: ``waiting_of`` the state's
     jobs, worked out already."""
     hosts, jobs_on = state.hosts, state.jobs_on
-    alive = {n.name: n for n in state.records if n.state in _ALIVE and n.name != master}
+    alive = {n.name: n for n in state.records if n.state in ALIVE_STATES and n.name != master}
     last = reuse or {}
     workers: list[Worker] = []
-    for name in sorted(worker_names(hosts.keys(), alive.keys(), master, state.down)):
+    for name in _in_order(worker_names(hosts.keys(), alive.keys(), master, state.down), last):
         node, host, jobs = alive.get(name), hosts.get(name), jobs_on.get(name, ())
         w = last.get(name)
         if w is None or w.node is not node or w.host is not host or w.jobs != jobs:
@@ -275,22 +282,36 @@ def cluster_view(
     return ClusterView.of_waiting(state.now, tuple(workers), waiting, spn)
 
 
+def _in_order(names: set[str], last: Mapping[str, Worker]) -> list[str]:
+    """``names`` sorted; when they are the very names of ``last`` (an earlier view's workers, as
+    from one pass to the next), sorted in the order of ``last``, in which they are sorted already
+    (a view's order) and which the sort then checks in one walk."""
+    return sorted(last) if last.keys() == names else sorted(names)
+
+
 def _joined(node: Node | None, host: Host | None, jobs: tuple[Job, ...], last: Worker | None) -> Worker:
     """The worker of a record (None: a host elb does not manage), its host and jobs, from
-    ``last`` (the worker of that name in an earlier view, or None) where it can: with the very
-    same host, its facts; with the same jobs too and a record in the same state (a pass's
-    records are new when it saw the node up or busy), its predicates but the idle time, which
-    reads the record's times (``worker_state``)."""
+    ``last`` (the worker of that name in an earlier view, or None) where it can: with a host of
+    the same queues (``_same_facts``), its facts; with the same jobs too and a record in the same
+    state (a pass's records are new when it saw the node up or busy), its predicates but the
+    idle time, which reads the record's times (``worker_state``)."""
     if node is None:
         assert host is not None
         return Worker.unmanaged(host, jobs)
-    if last is None or last.host is not host:
+    if last is None or not _same_facts(last.host, host):
         return Worker.of(node, host, jobs)
     if last.node is not None and last.jobs == jobs and last.node.state is node.state:
         ready, busy = last.ready, last.busy
         idle = idle_since(node, ready, busy)
         return _worker(node.name, node, host, jobs, last.facts, last.booting, ready, busy, idle)
     return Worker.of(node, host, jobs, last.facts)
+
+
+def _same_facts(before: Host | None, host: Host | None) -> bool:
+    """Whether ``host``'s ``HostFacts`` are ``before``'s: the very same host, or both of equal
+    queues (the facts are read off the queues alone, and a scheduler's read may make each host
+    anew while its queues are unchanged)."""
+    return before is host or (before is not None and host is not None and before.queues == host.queues)
 
 
 def oldest_first(jobs: list[Job], now: float) -> list[Job]:

@@ -45,7 +45,7 @@ from elb.core.drivers import InitDraft, NodePlays, cloud_settings
 from elb.core.gcpause import paused
 from elb.core.groups import NodeGroups
 from elb.core.interfaces import NodeSpec
-from elb.core.model import Node, NodeState, Snapshot
+from elb.core.model import ALIVE_STATES, Node, NodeState, Snapshot
 from elb.core.planner import idle_kept
 from elb.core.scheduler import (
     Ask,
@@ -120,7 +120,7 @@ def name_pool(read: SlurmRead, records: Sequence[Node], partition_groups: Mappin
     powered-down cloud node drained and undrained since its last power-down so, and puts no job
     on it until an update touches it; room reopens it (an undrain, which does). The flag stays
     until the node powers up, so without a job waiting so it is left open as it is. Pure."""
-    alive = {n.name for n in records if n.state.alive}
+    alive = {n.name for n in records if n.state in ALIVE_STATES}
     open_: list[PoolName] = []
     held: list[PoolName] = []
     held_alive: list[str] = []
@@ -213,7 +213,7 @@ def asks_now(
     on it (asked + ResumeTimeout) less ``register_wait``, the driver's own wait for the slurmd of
     a node just provisioned: by then elb must have the node provisioned. Pure."""
     by_name = {n.name: n for n in read.nodes}
-    alive = {n.name: n for n in records if n.state.alive}
+    alive = {n.name: n for n in records if n.state in ALIVE_STATES}
     kept: list[Ask] = []
     dropped: list[Dropped] = []
     for a in asks:
