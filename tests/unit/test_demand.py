@@ -805,6 +805,25 @@ def test_equal_request_mappings_are_decided_once() -> None:
     assert len(looked) == 3 * 2 + 1  # objects held by many jobs: each once
 
 
+def test_a_new_value_of_a_request_met_alike_is_checked_for_its_type() -> None:
+    """Once a request of a complex every node meets alike is resolved, other values of it are
+    looked at by their type alone: a well-formed one is left out as the first was, one of the
+    wrong type stops the job with the reason a memo that never met the complex gives."""
+    import elb.schedulers.sge.demand as sge_demand
+
+    gs = groups(DEFAULT)
+    memo = sge_demand._Memo(gs, SITE, None)
+    values = ["3600", "1:00:00", "7200", "1G", "lx-amd64", "60", "x:y"]
+    mappings = [{"h_rt": v, "h_vmem": "2G"} for v in values]
+    got = memo.decided(mappings, 0)  # type: ignore[arg-type]
+    fresh = [sge_demand._Memo(gs, SITE, None).decided([m], 0)[0] for m in mappings]
+    assert got == fresh
+    assert [isinstance(d, str) for d in got] == [False, False, False, True, True, False, True]
+    assert got[3] == fresh[3] and "h_rt=1G" in str(got[3])
+    jobs = [job(h_rt=v) for v in values]
+    assert place_all(jobs, gs, SITE, NOW) == [place(j, gs, SITE, NOW) for j in jobs]
+
+
 def test_placing_jobs_leaves_no_reference_cycle() -> None:
     """Unservable shapes (a request no group offers, a queue none joins, a hostname) leave no
     garbage only the cycle collector would free: the split pauses it over 50,000 jobs, and

@@ -625,11 +625,15 @@ class _Verdicts(dict[tuple[str, str], _Request | str | None]):
     when first looked up (``verdict``), so that a mapping's requests are looked up in one pass
     in C, new ones among them or not. (It holds no memo: the memo holds it.)"""
 
-    __slots__ = ("alike", "new_node_name", "scope", "site")
+    __slots__ = ("alike", "met_alike", "new_node_name", "scope", "site")
 
     def __init__(self, scope: str, site: Site, new_node_name: str | None, alike: _Alike) -> None:
         super().__init__()
         self.scope, self.site, self.new_node_name, self.alike = scope, site, new_node_name, alike
+        # By a request's name, its complex once a request of it was found met alike: what
+        # decides of such a request but its value (the complex, whether it is requestable, met
+        # alike) is known, so a new value of it needs only its type check (``check_value``).
+        self.met_alike: dict[str, Complex] = {}
 
     def __missing__(self, item: tuple[str, str]) -> _Request | str | None:
         found = self[item] = self.verdict(item)
@@ -637,12 +641,25 @@ class _Verdicts(dict[tuple[str, str], _Request | str | None]):
 
     def verdict(self, item: tuple[str, str]) -> _Request | str | None:
         """One request resolved (``_request``): the reason it stops the job, None when it drops
-        out or every node meets it alike (``_Alike``), else the ``_Request`` (made only then)."""
+        out or every node meets it alike (``_Alike``), else the ``_Request`` (made only then).
+        A request of a complex found met alike before is None once its value checks; a value
+        that does not is resolved in full, for its reason."""
+        c = self.met_alike.get(item[0])
+        if c is not None:
+            try:
+                check_value(c, item[1])
+            except ValueError:
+                pass
+            else:
+                return None
         try:
             c = _requested_complex(self.scope, *item, self.site.complexes, self.new_node_name)
         except _Stop as stop:
             return stop.reason
-        if c is None or self.alike.of(c):
+        if c is None:
+            return None
+        if self.alike.of(c):
+            self.met_alike[item[0]] = c
             return None
         return _Request(*item, c, self.scope)
 
