@@ -29,7 +29,7 @@ def next_names(in_use: Iterable[str], count: int, prefix: str = "node", digits: 
     ``MAX_NODES`` names at once is a ``ValueError`` (a plan never launches that many; a bug that
     asks for more fails its pass instead of filling the memory).
     """
-    return names_after(highest_number(in_use, prefix), _bounded(count), prefix, digits)
+    return names_after(highest_number(in_use, prefix), count, prefix, digits)
 
 
 def highest_number(in_use: Iterable[str], prefix: str = "node") -> int:

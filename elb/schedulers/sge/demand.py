@@ -795,6 +795,10 @@ class _Memo:
         # request not met before resolved on the way: ``_Verdicts``); mappings that keep the same
         # items (in their order) decide the same: most differ only in requests that are not kept.
         keeps, by_kept = self.verdicts[scope].__getitem__, self.by_kept[scope]
+
+        def each(ms: Iterable[Mapping[str, str]]) -> list[_Decided]:
+            return list(map(by_kept.__getitem__, [tuple(filter(keeps, m.items())) for m in ms]))
+
         if not mappings:
             return []
         # All equal (as most jobs' scoped requests: none)? The first and the last compared first:
@@ -807,13 +811,12 @@ class _Memo:
         # more than the few looked at twice.
         sample = mappings[:_SAMPLE]
         if len(set(map(id, sample))) * 3 > len(sample) * 2:
-            return list(map(by_kept.__getitem__, [tuple(filter(keeps, m.items())) for m in mappings]))
+            return each(mappings)
         # Else each mapping object once (the quick reader hands the same one to the entries of
         # the same text; the jobs placed hold them while the memo lives, so an identity stays
         # theirs).
         distinct = dict(zip(map(id, mappings), mappings, strict=True))
-        kept = [tuple(filter(keeps, m.items())) for m in distinct.values()]
-        decided = list(map(by_kept.__getitem__, kept))
+        decided = each(distinct.values())
         if len(distinct) == len(mappings):
             return decided
         by_id = dict(zip(distinct, decided, strict=True))
